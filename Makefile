@@ -1,0 +1,66 @@
+# streamkeep developer entry points (GNU make).
+
+PY   ?= python3
+VENV  = .venv
+VPY   = $(VENV)/bin/python
+PIP   = $(VPY) -m pip
+
+# Use sudo for apt only when we are not root and sudo is available.
+SUDO := $(shell if [ "$$(id -u)" != 0 ] && command -v sudo >/dev/null 2>&1; then echo sudo; fi)
+
+.PHONY: venv dev run test lint bench clean redis-server crcmod-check
+
+# ---------------------------------------------------------------- environments
+
+$(VPY):
+	test -x $(VPY) || $(PY) -m venv $(VENV)
+
+$(VENV)/.stamp-run: pyproject.toml | $(VPY)
+	$(PIP) install --upgrade pip
+	$(PIP) install -e .
+	touch $@
+
+# The dev install is a superset of the runtime install, so it refreshes both stamps.
+$(VENV)/.stamp-dev: pyproject.toml | $(VPY)
+	$(PIP) install --upgrade pip
+	$(PIP) install -e '.[dev]'
+	touch $(VENV)/.stamp-run $@
+
+venv: $(VENV)/.stamp-run
+
+dev: $(VENV)/.stamp-dev redis-server crcmod-check
+
+redis-server:
+	@if ! command -v redis-server >/dev/null 2>&1; then \
+		echo "redis-server not found; installing Debian redis-server/redis-tools"; \
+		$(SUDO) apt-get update && \
+		$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y redis-server redis-tools; \
+	fi
+	@command -v redis-server >/dev/null 2>&1 || { \
+		echo "ERROR: redis-server is still not on PATH after installation" >&2; exit 1; }
+
+crcmod-check: $(VENV)/.stamp-dev
+	@$(VPY) -c "import crcmod._crcfunext" 2>/dev/null || { \
+		echo "ERROR: crcmod's C extension (crcmod._crcfunext) does not import;" >&2; \
+		echo "       CRC-32C would fall back to pure Python and be far too slow." >&2; \
+		echo "       Install the Python headers (python3-dev) and run:" >&2; \
+		echo "       $(PIP) install --force-reinstall --no-binary crcmod crcmod" >&2; \
+		exit 1; }
+
+# ---------------------------------------------------------------------- tasks
+
+run: venv
+	$(VENV)/bin/streamkeep demo
+
+test: dev
+	$(VPY) -m pytest -n 2 -q
+
+lint: $(VENV)/.stamp-dev
+	$(VENV)/bin/ruff check .
+
+bench: venv
+	$(VENV)/bin/streamkeep bench
+
+clean:
+	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis build dist *.egg-info
+	find . -name __pycache__ -type d -prune -exec rm -rf {} +

@@ -1,0 +1,48 @@
+"""Argument parsing shared by commands: integers as Redis reads them, option-word matching.
+
+Owns Redis's integer syntax (string2ll: no spaces, no '+', no leading zeros) and the error lines
+for bad numbers. Must not touch: engine state.
+"""
+
+from __future__ import annotations
+
+from engine.errors import NOT_INTEGER, ReplyError
+
+LLONG_MAX = (1 << 63) - 1
+LLONG_MIN = -(1 << 63)
+
+
+def parse_int(arg: bytes, msg: str | None = None) -> int:
+    """getLongLongFromObjectOrReply: the strict int64 syntax; `msg` replaces the default line."""
+    if 0 < len(arg) <= 20 and arg.isascii():
+        body = arg[1:] if arg[:1] == b"-" else arg
+        if body.isdigit() and (body[:1] != b"0" or body == b"0" and arg[:1] != b"-"):
+            value = int(arg)
+            if LLONG_MIN <= value <= LLONG_MAX:
+                return value
+    raise ReplyError(("ERR " + msg) if msg else NOT_INTEGER)
+
+
+def parse_int_range(arg: bytes, lo: int, hi: int, msg: str | None = None) -> int:
+    """getRangeLongFromObjectOrReply."""
+    value = parse_int(arg, msg)
+    if value < lo or value > hi:
+        raise ReplyError(
+            ("ERR " + msg) if msg else f"ERR value is out of range, must be between {lo} and {hi}"
+        )
+    return value
+
+
+def parse_timeout_ms(arg: bytes, now: int) -> int:
+    """A BLOCK timeout in ms (0 = forever), validated as Redis's getTimeoutFromObjectOrReply."""
+    value = parse_int(arg, "timeout is not an integer or out of range")
+    if value < 0:
+        raise ReplyError("ERR timeout is negative")
+    if value > 0 and value > LLONG_MAX - now:
+        raise ReplyError("ERR timeout is out of range")
+    return value
+
+
+def is_word(arg: bytes, word: bytes) -> bool:
+    """Case-insensitive option match; `word` is given lowercase."""
+    return len(arg) == len(word) and arg.lower() == word

@@ -1,0 +1,66 @@
+"""Clients blocked in XREAD/XREADGROUP: who waits on which key, in arrival order.
+
+Owns the waiter queues and the set of keys signalled during a command. The engine re-runs waiters'
+commands (under its lock, first come first served) after the command that signalled them. Must
+not touch: stream state (it never reads or writes streams itself).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict, deque
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from engine.core import Session
+
+
+class Waiter:
+    __slots__ = ("session", "argv", "keys", "event", "result", "done")
+
+    def __init__(self, session: Session, argv: list[bytes], keys: list[tuple[int, bytes]]) -> None:
+        self.session = session
+        self.argv = argv
+        self.keys = keys
+        self.event = threading.Event()
+        self.result: Any = None
+        self.done = False
+
+
+class WaiterRegistry:
+    def __init__(self) -> None:
+        self.by_key: dict[tuple[int, bytes], deque[Waiter]] = {}
+        self.ready: OrderedDict[tuple[int, bytes], None] = OrderedDict()
+
+    def __bool__(self) -> bool:
+        return bool(self.by_key)
+
+    def add(self, waiter: Waiter) -> None:
+        for k in waiter.keys:
+            self.by_key.setdefault(k, deque()).append(waiter)
+
+    def remove(self, waiter: Waiter) -> None:
+        for k in waiter.keys:
+            queue = self.by_key.get(k)
+            if queue is None:
+                continue
+            try:
+                queue.remove(waiter)
+            except ValueError:
+                pass
+            if not queue:
+                del self.by_key[k]
+
+    def signal(self, db: int, key: bytes) -> None:
+        k = (db, key)
+        if k in self.by_key:
+            self.ready[k] = None
+
+    def pop_ready(self) -> tuple[int, bytes] | None:
+        if not self.ready:
+            return None
+        k, _ = self.ready.popitem(last=False)
+        return k
+
+    def waiting_on(self, k: tuple[int, bytes]) -> list[Waiter]:
+        return list(self.by_key.get(k, ()))

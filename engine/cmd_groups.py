@@ -1,0 +1,489 @@
+"""Consumer-group commands: XGROUP, XACK, XACKDEL, XPENDING, XCLAIM, XAUTOCLAIM, SK.XCONSUMER.
+
+Owns these commands' parsing, replies and effects. Claims replay as the 14-argument XCLAIM with
+absolute TIME and exact RETRYCOUNT; PEL entries whose stream entry is gone are cleaned up with an
+XACK (it names no consumer, so replay touches no consumer's times); `SK.XCONSUMER` pins the
+claiming consumer's seen/active times. XREADGROUP lives in engine.cmd_read. Must not touch:
+stream storage internals, other commands.
+"""
+
+from __future__ import annotations
+
+from engine.args import LLONG_MAX, is_word, parse_int, parse_int_range
+from engine.cmd_streams import delete_entries_with_policy, parse_ids_args
+from engine.context import Ctx
+from engine.effects import consumer_effect, setid_effect, xclaim_effect
+from engine.errors import SYNTAX, ReplyError, nogroup, printable
+from engine.groups import INVALID_ENTRIES_READ, Consumer, ConsumerGroup
+from engine.ids import MAX_ID, format_id, parse_id, parse_range, parse_strict
+from engine.stream import Stream
+from engine.table import command, container, subcommand
+from engine.trimming import ACKED, DELREF, drop_references, referenced
+
+XGROUP = container("xgroup", "A container for consumer groups commands.")
+
+
+def _subcommand_syntax(argv: list[bytes]) -> ReplyError:
+    return ReplyError(
+        f"ERR unknown subcommand or wrong number of arguments for '{printable(argv[1])}'. "
+        f"Try {argv[0].decode('utf-8', 'replace').upper()} HELP."
+    )
+
+
+class GroupTarget:
+    """What XGROUP's shared preamble resolved: the stream (maybe None) and the group."""
+
+    __slots__ = ("s", "group", "mkstream", "entries_read")
+
+    def __init__(self) -> None:
+        self.s: Stream | None = None
+        self.group: ConsumerGroup | None = None
+        self.mkstream = False
+        self.entries_read = INVALID_ENTRIES_READ
+
+
+def _xgroup_preamble(ctx: Ctx, argv: list[bytes], needs_group: bool) -> GroupTarget:
+    """Redis parses CREATE/SETID options, then checks the key and (for most) the group."""
+    t = GroupTarget()
+    sub = argv[1].lower()
+    i = 5
+    while i < len(argv):
+        if sub == b"create" and is_word(argv[i], b"mkstream"):
+            t.mkstream = True
+            i += 1
+        elif sub in (b"create", b"setid") and is_word(argv[i], b"entriesread") and i + 1 < len(
+            argv
+        ):
+            t.entries_read = parse_int(argv[i + 1])
+            if t.entries_read < 0 and t.entries_read != INVALID_ENTRIES_READ:
+                raise ReplyError("ERR value for ENTRIESREAD must be positive or -1")
+            i += 2
+        else:
+            raise _subcommand_syntax(argv)
+    t.s = ctx.db.get(argv[2])
+    if not t.mkstream:
+        if t.s is None:
+            raise ReplyError(
+                "ERR The XGROUP subcommand requires the key to exist. Note that for CREATE you "
+                "may want to use the MKSTREAM option to create an empty stream automatically."
+            )
+        t.group = t.s.groups.get(argv[3])
+        if t.group is None and needs_group:
+            raise ReplyError(
+                f"NOGROUP No such consumer group '{printable(argv[3], 1 << 30)}' for key name "
+                f"'{printable(argv[2], 1 << 30)}'"
+            )
+    return t
+
+
+def _clamp_entries_read(s: Stream, entries_read: int) -> int:
+    # Redis 8.4: a counter beyond what was ever added cannot be right.
+    return min(entries_read, s.entries_added)
+
+
+@subcommand(XGROUP, "create", -5, "write denyoom", summary="Creates a consumer group.")
+def xgroup_create(ctx: Ctx, argv: list[bytes]) -> str:
+    t = _xgroup_preamble(ctx, argv, False)
+    if len(argv) > 8:
+        raise _subcommand_syntax(argv)
+    if argv[4] == b"$":
+        sid = t.s.last_id if t.s is not None else 0
+    else:
+        sid = parse_strict(argv[4])
+    s = t.s
+    if s is None:
+        s = ctx.db[argv[2]] = Stream()
+    if argv[3] in s.groups:
+        raise ReplyError("BUSYGROUP Consumer Group name already exists")
+    entries_read = _clamp_entries_read(s, t.entries_read)
+    s.groups[argv[3]] = ConsumerGroup(argv[3], sid, entries_read)
+    ctx.emit([b"XGROUP", b"CREATE", argv[2], argv[3], format_id(sid), b"ENTRIESREAD",
+              b"%d" % entries_read, b"MKSTREAM"])
+    return "OK"
+
+
+@subcommand(XGROUP, "setid", -5, "write", summary="Sets the last-delivered ID of a consumer "
+            "group.")
+def xgroup_setid(ctx: Ctx, argv: list[bytes]) -> str:
+    t = _xgroup_preamble(ctx, argv, True)
+    if len(argv) not in (5, 7):
+        raise _subcommand_syntax(argv)
+    s, group = t.s, t.group
+    assert s is not None and group is not None
+    sid = s.last_id if argv[4] == b"$" else parse_id(argv[4]).value
+    entries_read = _clamp_entries_read(s, t.entries_read)
+    if (group.last_id, group.entries_read) != (sid, entries_read):
+        group.last_id, group.entries_read = sid, entries_read
+        ctx.emit(setid_effect(argv[2], argv[3], sid, entries_read))
+    return "OK"
+
+
+@subcommand(XGROUP, "destroy", 4, "write", summary="Destroys a consumer group.")
+def xgroup_destroy(ctx: Ctx, argv: list[bytes]) -> int:
+    t = _xgroup_preamble(ctx, argv, False)
+    if t.group is None:
+        return 0
+    del t.s.groups[argv[3]]  # type: ignore[union-attr]
+    ctx.emit([b"XGROUP", b"DESTROY", argv[2], argv[3]])
+    ctx.signal(argv[2])  # blocked XREADGROUPs re-run and get NOGROUP
+    return 1
+
+
+@subcommand(XGROUP, "createconsumer", 5, "write denyoom", summary="Creates a consumer in a "
+            "consumer group.", since="6.2.0")
+def xgroup_createconsumer(ctx: Ctx, argv: list[bytes]) -> int:
+    group = _xgroup_preamble(ctx, argv, True).group
+    assert group is not None
+    if argv[4] in group.consumers:
+        return 0
+    group.create_consumer(argv[4], ctx.now)
+    ctx.emit([b"XGROUP", b"CREATECONSUMER", argv[2], argv[3], argv[4]])
+    return 1
+
+
+@subcommand(XGROUP, "delconsumer", 5, "write", summary="Deletes a consumer from a consumer "
+            "group.")
+def xgroup_delconsumer(ctx: Ctx, argv: list[bytes]) -> int:
+    group = _xgroup_preamble(ctx, argv, True).group
+    assert group is not None
+    consumer = group.consumers.get(argv[4])
+    if consumer is None:
+        return 0
+    pending = group.delete_consumer(consumer)
+    ctx.emit([b"XGROUP", b"DELCONSUMER", argv[2], argv[3], argv[4]])
+    return pending
+
+
+XGROUP_HELP = [
+    "CREATE <key> <groupname> <id|$> [option]",
+    "    Create a new consumer group. Options are:",
+    "    * MKSTREAM",
+    "      Create the empty stream if it does not exist.",
+    "    * ENTRIESREAD entries_read",
+    "      Set the group's entries_read counter (internal use).",
+    "CREATECONSUMER <key> <groupname> <consumer>",
+    "    Create a new consumer in the specified group.",
+    "DELCONSUMER <key> <groupname> <consumer>",
+    "    Remove the specified consumer.",
+    "DESTROY <key> <groupname>",
+    "    Remove the specified group.",
+    "SETID <key> <groupname> <id|$> [ENTRIESREAD entries_read]",
+    "    Set the current group ID and entries_read counter.",
+]
+
+
+def help_reply(argv: list[bytes], lines: list[str]) -> list[str]:
+    """addReplyHelp: a header naming the command, the lines, the HELP footer."""
+    name = argv[0].decode("utf-8", "replace").upper()
+    return [f"{name} <subcommand> [<arg> [value] [opt] ...]. Subcommands are:", *lines,
+            "HELP", "    Prints this help."]
+
+
+@subcommand(XGROUP, "help", 2, "loading stale", keys=(0, 0, 0), summary="Returns helpful text "
+            "about the different subcommands.")
+def xgroup_help(ctx: Ctx, argv: list[bytes]) -> list[str]:
+    return help_reply(argv, XGROUP_HELP)
+
+
+# --- shared lookups ------------------------------------------------------------------------------
+
+
+def _group_or_none(ctx: Ctx, key: bytes, gname: bytes) -> tuple[Stream | None, ConsumerGroup | None]:
+    s = ctx.db.get(key)
+    return s, (s.groups.get(gname) if s is not None else None)
+
+
+def _consumer(group: ConsumerGroup, name: bytes, now: int) -> tuple[Consumer, tuple | None]:
+    """Look up or create a consumer; also returns its (seen, active) before, None if new."""
+    consumer = group.consumers.get(name)
+    if consumer is None:
+        return group.create_consumer(name, now), None
+    return consumer, (consumer.seen_time, consumer.active_time)
+
+
+def _pin_consumer(ctx: Ctx, key: bytes, gname: bytes, consumer: Consumer, before: tuple | None,
+                  touched: bool) -> None:
+    after = (consumer.seen_time, consumer.active_time)
+    if touched or after != before:
+        ctx.emit(consumer_effect(key, gname, consumer.name, *after))
+
+
+# --- XACK / XACKDEL ------------------------------------------------------------------------------
+
+
+@command("xack", -4, "write fast", summary="Returns the number of messages that were "
+         "successfully acknowledged by the consumer group member of a stream.")
+def xack(ctx: Ctx, argv: list[bytes]) -> int:
+    _s, group = _group_or_none(ctx, argv[1], argv[2])
+    if group is None:
+        return 0
+    sids = [parse_strict(x) for x in argv[3:]]
+    acked = [sid for sid in sids if group.ack(sid)]
+    if acked:
+        ctx.emit([b"XACK", argv[1], argv[2], *map(format_id, acked)])
+    return len(acked)
+
+
+@command("xackdel", -6, "write fast", summary="Acknowledges and deletes one or multiple messages "
+         "for a stream consumer group.", since="8.2.0")
+def xackdel(ctx: Ctx, argv: list[bytes]) -> list[int]:
+    args = parse_ids_args(argv, 3)
+    s, group = _group_or_none(ctx, argv[1], argv[2])
+    if s is None or group is None:
+        return [-1] * len(args.ids)
+    sids = [parse_strict(x) for x in args.ids]
+    key, policy = argv[1], args.policy
+    codes: list[int] = []
+    acked: list[int] = []
+    to_delete: list[int] = []
+    for sid in sids:
+        if not group.ack(sid):
+            codes.append(-1)
+            continue
+        acked.append(sid)
+        if policy == ACKED and referenced(s, sid):
+            codes.append(2)
+            continue
+        if policy == DELREF:
+            for gname, gone in drop_references(s, [sid]).items():
+                ctx.emit([b"XACK", key, gname, *map(format_id, gone)])
+        to_delete.append(sid)
+        codes.append(1)
+    if acked:
+        ctx.effects.insert(0, [b"XACK", key, argv[2], *map(format_id, acked)])
+    if to_delete:
+        delete_entries_with_policy(ctx, key, s, to_delete, b"KEEPREF")
+    return codes
+
+
+# --- XPENDING ------------------------------------------------------------------------------------
+
+
+@command("xpending", -3, "readonly", summary="Returns the information and entries from a "
+         "stream consumer group's pending entries list.")
+def xpending(ctx: Ctx, argv: list[bytes]) -> list:
+    argc = len(argv)
+    if argc != 3 and (argc < 6 or argc > 9):
+        raise ReplyError(SYNTAX)
+    min_idle = 0
+    consumer_name = None
+    if argc >= 6:
+        at = 3
+        if is_word(argv[3], b"idle"):
+            min_idle = parse_int(argv[4])
+            if argc < 8:
+                raise ReplyError(SYNTAX)
+            at += 2
+        count = max(parse_int(argv[at + 2]), 0)
+        start, end = parse_range(argv[at], argv[at + 1])
+        if at + 3 < argc:
+            consumer_name = argv[at + 3]
+    s, group = _group_or_none(ctx, argv[1], argv[2])
+    if group is None:
+        raise nogroup(argv[1], argv[2])
+    if argc == 3:
+        return _pending_summary(group)
+    if consumer_name is not None:
+        consumer = group.consumers.get(consumer_name)
+        if consumer is None:
+            return []
+        index = consumer.pel
+    else:
+        index = group.pel_index
+    out = []
+    now = ctx.now
+    for sid in index.irange(start, end):
+        if not count:
+            break
+        nack = group.pel[sid]
+        if min_idle and now - nack.delivery_time < min_idle:
+            continue
+        count -= 1
+        out.append([format_id(sid), nack.consumer.name, max(now - nack.delivery_time, 0),
+                    nack.delivery_count])
+    return out
+
+
+def _pending_summary(group: ConsumerGroup) -> list:
+    if not group.pel:
+        from engine.reply import NULL_ARRAY
+
+        return [0, None, None, NULL_ARRAY]
+    per_consumer = [
+        [name, b"%d" % len(group.consumers[name].pel)]
+        for name in sorted(group.consumers)
+        if len(group.consumers[name].pel)
+    ]
+    return [len(group.pel), format_id(group.pel_index.first()),  # type: ignore[arg-type]
+            format_id(group.pel_index.last()), per_consumer]  # type: ignore[arg-type]
+
+
+# --- XCLAIM / XAUTOCLAIM -------------------------------------------------------------------------
+
+
+class ClaimOptions:
+    __slots__ = ("delivery_time", "retrycount", "force", "justid", "last_id")
+
+    def __init__(self) -> None:
+        self.delivery_time = -1
+        self.retrycount = -1
+        self.force = False
+        self.justid = False
+        self.last_id = 0
+
+
+def _parse_claim_options(argv: list[bytes], j: int, now: int) -> ClaimOptions:
+    o = ClaimOptions()
+    while j < len(argv):
+        more = len(argv) - 1 - j
+        opt = argv[j].lower()
+        if opt == b"force":
+            o.force = True
+        elif opt == b"justid":
+            o.justid = True
+        elif opt == b"idle" and more:
+            j += 1
+            o.delivery_time = now - parse_int(argv[j], "Invalid IDLE option argument for XCLAIM")
+        elif opt == b"time" and more:
+            j += 1
+            o.delivery_time = parse_int(argv[j], "Invalid TIME option argument for XCLAIM")
+        elif opt == b"retrycount" and more:
+            j += 1
+            o.retrycount = parse_int(argv[j], "Invalid RETRYCOUNT option argument for XCLAIM")
+        elif opt == b"lastid" and more:
+            j += 1
+            o.last_id = parse_strict(argv[j])
+        else:
+            raise ReplyError(f"ERR Unrecognized XCLAIM option '{printable(argv[j], 1 << 30)}'")
+        j += 1
+    if o.delivery_time != -1:
+        # A bogus time (negative, or in the future) means now, as in Redis.
+        if o.delivery_time < 0 or o.delivery_time > now:
+            o.delivery_time = now
+    else:
+        o.delivery_time = now
+    return o
+
+
+@command("xclaim", -6, "write fast", summary="Changes, or acquires, ownership of a message in a "
+         "consumer group, as if the message was delivered a consumer group member.")
+def xclaim(ctx: Ctx, argv: list[bytes]) -> list:
+    key, gname = argv[1], argv[2]
+    s, group = _group_or_none(ctx, key, gname)
+    if s is None or group is None:
+        raise nogroup(key, gname)
+    now = ctx.now
+    min_idle = max(parse_int(argv[4], "Invalid min-idle-time argument for XCLAIM"), 0)
+    j = 5
+    sids: list[int] = []
+    while j < len(argv):
+        try:
+            sids.append(parse_id(argv[j], strict=True).value)
+        except ReplyError:
+            break
+        j += 1
+    o = _parse_claim_options(argv, j, now)
+    moved = o.last_id > group.last_id
+    if moved:
+        group.last_id = o.last_id
+    consumer, before = _consumer(group, argv[3], now)
+    consumer.seen_time = now
+    reply: list = []
+    touched = False
+    for sid in sids:
+        nack = group.pel.get(sid)
+        fields = s.get(sid)
+        if fields is None:
+            if nack is not None:
+                group.ack(sid)
+                ctx.emit([b"XACK", key, gname, format_id(sid)])
+            continue
+        if nack is None and not o.force:
+            continue
+        if nack is not None and min_idle and now - nack.delivery_time < min_idle:
+            continue
+        if o.retrycount >= 0:
+            count = o.retrycount
+        elif nack is None:
+            count = 0 if o.justid else 1
+        else:
+            count = nack.delivery_count + (0 if o.justid else 1)
+        group.add_pending(sid, consumer, o.delivery_time, count)
+        consumer.active_time = now
+        reply.append(format_id(sid) if o.justid else [format_id(sid), fields])
+        ctx.emit(xclaim_effect(key, gname, consumer.name, sid, o.delivery_time, count,
+                               group.last_id))
+        touched = True
+    if moved:
+        ctx.emit(setid_effect(key, gname, group.last_id, group.entries_read))
+    _pin_consumer(ctx, key, gname, consumer, before, touched)
+    return reply
+
+
+@command("xautoclaim", -6, "write fast", summary="Changes, or acquires, ownership of messages in "
+         "a consumer group, as if the messages were delivered to as consumer group member.",
+         since="6.2.0")
+def xautoclaim(ctx: Ctx, argv: list[bytes]) -> list:
+    key, gname = argv[1], argv[2]
+    min_idle = max(parse_int(argv[4], "Invalid min-idle-time argument for XAUTOCLAIM"), 0)
+    start, _ = parse_range(argv[5], b"+")
+    count, justid = 100, False
+    j = 6
+    while j < len(argv):
+        more = len(argv) - 1 - j
+        if is_word(argv[j], b"count") and more:
+            count = parse_int_range(argv[j + 1], 1, LLONG_MAX // 16, "COUNT must be > 0")
+            j += 2
+        elif is_word(argv[j], b"justid"):
+            justid = True
+            j += 1
+        else:
+            raise ReplyError(SYNTAX)
+    s, group = _group_or_none(ctx, key, gname)
+    if s is None or group is None:
+        raise nogroup(key, gname)
+    now = ctx.now
+    consumer, before = _consumer(group, argv[3], now)
+    consumer.seen_time = now
+    attempts = count * 10
+    claimed: list = []
+    deleted: list[bytes] = []
+    touched = False
+    cursor = group.pel_index.next_after(start - 1) if start else group.pel_index.first()
+    while cursor is not None and attempts and count:
+        sid = cursor
+        attempts -= 1
+        cursor = group.pel_index.next_after(sid)
+        fields = s.get(sid)
+        if fields is None:
+            group.ack(sid)
+            ctx.emit([b"XACK", key, gname, format_id(sid)])
+            deleted.append(format_id(sid))
+            count -= 1
+            continue
+        nack = group.pel[sid]
+        if min_idle and now - nack.delivery_time < min_idle:
+            continue
+        new_count = nack.delivery_count + (0 if justid else 1)
+        group.add_pending(sid, consumer, now, new_count)
+        consumer.active_time = now
+        claimed.append(format_id(sid) if justid else [format_id(sid), fields])
+        count -= 1
+        ctx.emit(xclaim_effect(key, gname, consumer.name, sid, now, new_count, group.last_id))
+        touched = True
+    _pin_consumer(ctx, key, gname, consumer, before, touched)
+    next_cursor = format_id(cursor) if cursor is not None else b"0-0"
+    return [next_cursor, claimed, deleted]
+
+
+@command("sk.xconsumer", 6, "write", summary="Effect: set a consumer's seen and active times, "
+         "creating it if needed.", since="streamkeep", internal=True)
+def sk_xconsumer(ctx: Ctx, argv: list[bytes]) -> str:
+    group = ctx.db[argv[1]].groups[argv[2]]
+    consumer = group.consumers.get(argv[3]) or group.create_consumer(argv[3], ctx.now)
+    consumer.seen_time = parse_int(argv[4])
+    consumer.active_time = parse_int(argv[5])
+    return "OK"
+
+
+__all__ = ["MAX_ID", "help_reply"]

@@ -1,0 +1,237 @@
+"""XINFO: the stream introspection container (STREAM [FULL [COUNT n]], GROUPS, CONSUMERS, HELP).
+
+Owns these subcommands' argument handling and their replies, byte-exact with Redis 8.x: map
+replies as `RespMap` (flat in RESP2), groups and consumers in name order (Redis keeps them in a
+radix tree), consumers with `active-time` / `inactive` (absent in 7.0). XINFO is read-only: it
+emits no effects and changes nothing. Must not touch: stream or group state (read only), the
+lag arithmetic (engine.groups owns it), other commands' modules.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from engine.args import is_word, parse_int
+from engine.context import Ctx
+from engine.errors import NO_SUCH_KEY, ReplyError
+from engine.groups import INVALID_ENTRIES_READ, Consumer, ConsumerGroup, group_lag
+from engine.ids import MAX_ID, format_id
+from engine.reply import RespMap
+from engine.stream import Stream, rax_node_count
+from engine.table import container, subcommand
+
+DEFAULT_FULL_COUNT = 10
+
+HELP_LINES = [
+    "CONSUMERS <key> <groupname>",
+    "    Show consumers of <groupname>.",
+    "GROUPS <key>",
+    "    Show the stream consumer groups.",
+    "STREAM <key> [FULL [COUNT <count>]",
+    "    Show information about the stream.",
+]
+
+XINFO = container("xinfo", "A container for stream introspection commands.")
+
+
+# --- helpers -----------------------------------------------------------------------------------
+
+
+def _c_string(arg: bytes) -> str:
+    """An argument as Redis's `%s` prints it in an error line: up to the first NUL byte, with
+    line breaks turned into spaces (addReplyErrorFormat)."""
+    nul = arg.find(b"\0")
+    if nul >= 0:
+        arg = arg[:nul]
+    return arg.decode("utf-8", "replace").replace("\r", " ").replace("\n", " ")
+
+
+def help_reply(argv0: bytes, lines: list[str]) -> list[str]:
+    """addReplyHelp: a heading naming the command as typed (uppercased), the lines, HELP."""
+    heading = f"{_c_string(argv0).upper()} <subcommand> [<arg> [value] [opt] ...]. Subcommands are:"
+    return [heading, *lines, "HELP", "    Print this help."]
+
+
+def subcommand_syntax_error(argv: list[bytes]) -> ReplyError:
+    """addReplySubcommandSyntaxError: the subcommand as typed, truncated to 128 bytes."""
+    return ReplyError(
+        f"ERR unknown subcommand or wrong number of arguments for "
+        f"'{_c_string(argv[1][:128])}'. Try {_c_string(argv[0]).upper()} HELP."
+    )
+
+
+def _stream_or_error(ctx: Ctx, key: bytes) -> Stream:
+    s = ctx.db.get(key)
+    if s is None:
+        raise ReplyError(NO_SUCH_KEY)
+    return s
+
+
+def _entries_read(group: ConsumerGroup) -> int | None:
+    return None if group.entries_read == INVALID_ENTRIES_READ else group.entries_read
+
+
+def _sorted_groups(s: Stream) -> list[ConsumerGroup]:
+    return [s.groups[name] for name in sorted(s.groups)]
+
+
+def _sorted_consumers(group: ConsumerGroup) -> list[Consumer]:
+    return [group.consumers[name] for name in sorted(group.consumers)]
+
+
+def _limited(ids: Iterable[int], count: int) -> list[int]:
+    """The first `count` IDs of an ordered ID collection (count 0: all)."""
+    out: list[int] = []
+    for sid in ids:
+        if count and len(out) >= count:
+            break
+        out.append(sid)
+    return out
+
+
+# --- XINFO STREAM ------------------------------------------------------------------------------
+
+
+def _parse_full_count(argv: list[bytes]) -> int | None:
+    """None for the plain form; else the FULL COUNT (default 10, negative means 10, 0 all)."""
+    opts = argv[3:]
+    if not opts:
+        return None
+    if len(opts) not in (1, 3) or not is_word(opts[0], b"full"):
+        raise subcommand_syntax_error(argv)
+    if len(opts) == 1:
+        return DEFAULT_FULL_COUNT
+    if not is_word(opts[1], b"count"):
+        raise subcommand_syntax_error(argv)
+    count = parse_int(opts[2])
+    return DEFAULT_FULL_COUNT if count < 0 else count
+
+
+def _stream_header(s: Stream) -> list[tuple[bytes, object]]:
+    return [
+        (b"length", s.length),
+        (b"radix-tree-keys", len(s.nodes)),
+        (b"radix-tree-nodes", rax_node_count(s.masters)),
+        (b"last-generated-id", format_id(s.last_id)),
+        (b"max-deleted-entry-id", format_id(s.max_deleted_id)),
+        (b"entries-added", s.entries_added),
+        (b"recorded-first-entry-id", format_id(s.first_id)),
+    ]
+
+
+def _edge_entry(s: Stream, last: bool) -> list | None:
+    found = s.range(0, MAX_ID, 1, rev=last)
+    return found[0] if found else None
+
+
+def _stream_summary(s: Stream) -> RespMap:
+    items = _stream_header(s)
+    items.append((b"groups", len(s.groups)))
+    items.append((b"first-entry", _edge_entry(s, last=False)))
+    items.append((b"last-entry", _edge_entry(s, last=True)))
+    return RespMap(items)
+
+
+def _full_consumer(group: ConsumerGroup, consumer: Consumer, count: int) -> RespMap:
+    pending = []
+    for sid in _limited(consumer.pel, count):
+        nack = group.pel[sid]
+        pending.append([format_id(sid), nack.delivery_time, nack.delivery_count])
+    return RespMap([
+        (b"name", consumer.name),
+        (b"seen-time", consumer.seen_time),
+        (b"active-time", consumer.active_time),
+        (b"pel-count", len(consumer.pel)),
+        (b"pending", pending),
+    ])
+
+
+def _full_group(s: Stream, group: ConsumerGroup, count: int) -> RespMap:
+    pending = []
+    for sid in _limited(group.pel_index, count):
+        nack = group.pel[sid]
+        pending.append(
+            [format_id(sid), nack.consumer.name, nack.delivery_time, nack.delivery_count]
+        )
+    consumers = [_full_consumer(group, c, count) for c in _sorted_consumers(group)]
+    return RespMap([
+        (b"name", group.name),
+        (b"last-delivered-id", format_id(group.last_id)),
+        (b"entries-read", _entries_read(group)),
+        (b"lag", group_lag(s, group)),
+        (b"pel-count", len(group.pel)),
+        (b"pending", pending),
+        (b"consumers", consumers),
+    ])
+
+
+def _stream_full(s: Stream, count: int) -> RespMap:
+    items = _stream_header(s)
+    items.append((b"entries", s.range(0, MAX_ID, count)))
+    items.append((b"groups", [_full_group(s, g, count) for g in _sorted_groups(s)]))
+    return RespMap(items)
+
+
+@subcommand(XINFO, "stream", -3, "readonly", summary="Returns information about a stream.")
+def xinfo_stream(ctx: Ctx, argv: list[bytes]) -> RespMap:
+    s = _stream_or_error(ctx, argv[2])
+    count = _parse_full_count(argv)
+    return _stream_summary(s) if count is None else _stream_full(s, count)
+
+
+# --- XINFO GROUPS ------------------------------------------------------------------------------
+
+
+def _group_info(s: Stream, group: ConsumerGroup) -> RespMap:
+    return RespMap([
+        (b"name", group.name),
+        (b"consumers", len(group.consumers)),
+        (b"pending", len(group.pel)),
+        (b"last-delivered-id", format_id(group.last_id)),
+        (b"entries-read", _entries_read(group)),
+        (b"lag", group_lag(s, group)),
+    ])
+
+
+@subcommand(XINFO, "groups", 3, "readonly",
+            summary="Returns a list of the consumer groups of a stream.")
+def xinfo_groups(ctx: Ctx, argv: list[bytes]) -> list[RespMap]:
+    s = _stream_or_error(ctx, argv[2])
+    return [_group_info(s, g) for g in _sorted_groups(s)]
+
+
+# --- XINFO CONSUMERS ---------------------------------------------------------------------------
+
+
+def _consumer_info(consumer: Consumer, now: int) -> RespMap:
+    idle = max(0, now - consumer.seen_time)
+    inactive = -1 if consumer.active_time == -1 else now - consumer.active_time
+    return RespMap([
+        (b"name", consumer.name),
+        (b"pending", len(consumer.pel)),
+        (b"idle", idle),
+        (b"inactive", inactive),
+    ])
+
+
+@subcommand(XINFO, "consumers", 4, "readonly",
+            summary="Returns a list of the consumers in a consumer group.")
+def xinfo_consumers(ctx: Ctx, argv: list[bytes]) -> list[RespMap]:
+    key, name = argv[2], argv[3]
+    s = _stream_or_error(ctx, key)
+    group = s.groups.get(name)
+    if group is None:
+        raise ReplyError(
+            f"NOGROUP No such consumer group '{_c_string(name)}' "
+            f"for key name '{_c_string(key)}'"
+        )
+    return [_consumer_info(c, ctx.now) for c in _sorted_consumers(group)]
+
+
+# --- XINFO HELP --------------------------------------------------------------------------------
+
+
+@subcommand(XINFO, "help", 2, "loading stale", keys=(0, 0, 0),
+            summary="Returns helpful text about the different subcommands.")
+def xinfo_help(ctx: Ctx, argv: list[bytes]) -> list[str]:
+    return help_reply(argv[0], HELP_LINES)

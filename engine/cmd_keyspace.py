@@ -1,0 +1,398 @@
+"""Keyspace and connection commands: SELECT, DEL, UNLINK, EXISTS, TYPE, KEYS, SCAN, DBSIZE,
+RENAME, RENAMENX, FLUSHDB, FLUSHALL, PING, ECHO, TIME.
+
+Owns these commands' argument handling, replies and effects, and Redis's glob matcher
+(`stringmatchlen`, used by KEYS and SCAN MATCH). Streams are the only data type, so every key is a
+stream. Writes emit effects that reproduce exactly what changed (nothing when nothing changed) and
+signal every removed or created key, so that blocked XREADGROUP clients re-run and see NOGROUP.
+Must not touch: stream or group internals (values are moved or dropped whole), other commands'
+modules, the blocking machinery beyond signalling keys.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable
+
+from engine.args import is_word, parse_int
+from engine.context import Ctx
+from engine.errors import NO_SUCH_KEY, SYNTAX, ReplyError, wrong_arity
+from engine.ids import parse_u64
+from engine.stream import Stream
+from engine.table import command
+
+INT_MIN, INT_MAX = -(1 << 31), (1 << 31) - 1
+SCAN_DEFAULT_COUNT = 10
+GLOB_MAX_NESTING = 1000
+NO_KEYS = (0, 0, 0)
+ALL_KEYS = (1, -1, 1)
+
+
+# --- glob matching (Redis util.c stringmatchlen) ---------------------------------------------------
+
+_FAIL, _MATCH, _STAR = 0, 1, 2
+
+
+def _signed(byte: int) -> int:
+    """A pattern byte as C's (signed) `char` compares it in ranges."""
+    return byte - 256 if byte >= 128 else byte
+
+
+def _lower(byte: int) -> int:
+    return byte + 32 if 65 <= byte <= 90 else byte
+
+
+def _same(a: int, b: int, nocase: bool) -> bool:
+    return a == b or (nocase and _lower(a) == _lower(b))
+
+
+def _bracket(p: bytes, pi: int, c: int, nocase: bool) -> tuple[bool, int]:
+    """Match byte `c` against the class opening at p[pi] == '['; returns (matched, index of the
+    class's last pattern byte). An unclosed class runs to the end of the pattern."""
+    plen = len(p)
+    pi += 1
+    negate = pi < plen and p[pi] == 0x5E  # ^
+    if negate:
+        pi += 1
+    match = False
+    while True:
+        left = plen - pi
+        if left >= 2 and p[pi] == 0x5C:  # backslash: the next byte literally
+            pi += 1
+            if p[pi] == c:
+                match = True
+        elif left == 0:
+            pi -= 1
+            break
+        elif p[pi] == 0x5D:  # ]
+            break
+        elif left >= 3 and p[pi + 1] == 0x2D:  # a-z
+            start, end, ch = _signed(p[pi]), _signed(p[pi + 2]), _signed(c)
+            if start > end:
+                start, end = end, start
+            if nocase:
+                start, end, ch = _lower(start), _lower(end), _lower(ch)
+            pi += 2
+            if start <= ch <= end:
+                match = True
+        elif _same(p[pi], c, nocase):
+            match = True
+        pi += 1
+    return match != negate, pi
+
+
+def _run(p: bytes, pi: int, s: bytes, si: int, nocase: bool) -> tuple[int, int, int]:
+    """The body of stringmatchlen_impl from (pi, si) up to the next '*' (reported as _STAR with
+    its position) or to the verdict (_MATCH / _FAIL)."""
+    plen, slen = len(p), len(s)
+    while pi < plen and si < slen:
+        ch = p[pi]
+        if ch == 0x2A:  # *
+            return _STAR, pi, si
+        if ch == 0x5B:  # [
+            matched, pi = _bracket(p, pi, s[si], nocase)
+            if not matched:
+                return _FAIL, pi, si
+        elif ch != 0x3F:  # not ?: a literal, possibly escaped
+            if ch == 0x5C and plen - pi >= 2:
+                pi += 1
+            if not _same(p[pi], s[si], nocase):
+                return _FAIL, pi, si
+        si += 1
+        pi += 1
+        if si == slen:
+            while pi < plen and p[pi] == 0x2A:
+                pi += 1
+            break
+    return (_MATCH if pi == plen and si == slen else _FAIL), pi, si
+
+
+def stringmatchlen(pattern: bytes, string: bytes, nocase: bool = False) -> bool:
+    """Redis's glob matcher, result for result (`*`, `?`, `[...]`, `[^...]`, ranges, `\\`).
+
+    Redis recurses at each '*' and, once a '*' has tried every remaining position without a
+    match, gives up on the whole match (skipLongerMatches). So a '*' reached is final for the
+    match, and the recursion becomes a loop. Redis returns "no match" below 1000 nested '*'.
+    """
+    status, pi, si = _run(pattern, 0, string, 0, nocase)
+    nesting = 0
+    while status == _STAR:
+        while len(pattern) - pi > 1 and pattern[pi + 1] == 0x2A:
+            pi += 1
+        if pi == len(pattern) - 1:
+            return True
+        if nesting + 1 > GLOB_MAX_NESTING:
+            return False
+        nesting += 1
+        for start in range(si, len(string)):
+            status, npi, nsi = _run(pattern, pi + 1, string, start, nocase)
+            if status == _MATCH:
+                return True
+            if status == _STAR:
+                pi, si = npi, nsi
+                break
+        else:
+            return False
+    return status == _MATCH
+
+
+def _matching(keys: Iterable[bytes], pattern: bytes | None) -> list[bytes]:
+    """Keys matching `pattern`; None stands for exactly '*', which Redis does not even match
+    (so it also takes the empty key, which stringmatchlen would refuse)."""
+    if pattern is None:
+        return list(keys)
+    return [k for k in keys if stringmatchlen(pattern, k)]
+
+
+# --- signalling ------------------------------------------------------------------------------------
+
+
+def _signal_in(ctx: Ctx, db_index: int, key: bytes) -> None:
+    """ctx.signal for a key of any database (FLUSHALL empties databases not selected)."""
+    if db_index == ctx.session.db:
+        ctx.signal(key)
+    elif ctx.engine.waiters:
+        ctx.engine.waiters.signal(db_index, key)
+
+
+# --- SELECT ----------------------------------------------------------------------------------------
+
+
+def _parse_db_index(arg: bytes) -> int:
+    """getIntFromObjectOrReply."""
+    value = parse_int(arg)
+    if value < INT_MIN or value > INT_MAX:
+        raise ReplyError(
+            f"ERR value is out of range, value must between {INT_MIN} and {INT_MAX}"
+        )
+    return value
+
+
+@command("select", 2, "loading stale fast", keys=NO_KEYS, group="connection", since="1.0.0",
+         summary="Changes the selected database.")
+def select(ctx: Ctx, argv: list[bytes]) -> str:
+    index = _parse_db_index(argv[1])
+    if index < 0 or index >= len(ctx.engine.dbs):
+        raise ReplyError("ERR DB index is out of range")
+    ctx.session.db = index
+    ctx.db = ctx.engine.dbs[index]
+    return "OK"
+
+
+# --- DEL / UNLINK / EXISTS / TYPE / DBSIZE --------------------------------------------------------
+
+
+def _delete_keys(ctx: Ctx, keys: list[bytes]) -> int:
+    removed: list[bytes] = []
+    db = ctx.db
+    for key in keys:
+        if db.pop(key, None) is not None:
+            removed.append(key)
+            ctx.signal(key)
+    if removed:
+        ctx.emit([b"DEL", *removed])
+    return len(removed)
+
+
+@command("del", -2, "write", keys=ALL_KEYS, group="generic", since="1.0.0",
+         summary="Deletes one or more keys.")
+def del_(ctx: Ctx, argv: list[bytes]) -> int:
+    return _delete_keys(ctx, argv[1:])
+
+
+@command("unlink", -2, "write fast", keys=ALL_KEYS, group="generic", since="4.0.0",
+         summary="Asynchronously deletes one or more keys.")
+def unlink(ctx: Ctx, argv: list[bytes]) -> int:
+    return _delete_keys(ctx, argv[1:])
+
+
+@command("exists", -2, "readonly fast", keys=ALL_KEYS, group="generic", since="1.0.0",
+         summary="Determines whether one or more keys exist.")
+def exists(ctx: Ctx, argv: list[bytes]) -> int:
+    db = ctx.db
+    return sum(1 for key in argv[1:] if key in db)
+
+
+@command("type", 2, "readonly fast", group="generic", since="1.0.0",
+         summary="Determines the type of value stored at a key.")
+def type_(ctx: Ctx, argv: list[bytes]) -> str:
+    return "stream" if argv[1] in ctx.db else "none"
+
+
+@command("dbsize", 1, "readonly fast", keys=NO_KEYS, group="server", since="1.0.0",
+         summary="Returns the number of keys in the database.")
+def dbsize(ctx: Ctx, argv: list[bytes]) -> int:
+    return len(ctx.db)
+
+
+# --- KEYS / SCAN -----------------------------------------------------------------------------------
+
+
+@command("keys", 2, "readonly", keys=NO_KEYS, group="generic", since="1.0.0",
+         summary="Returns all key names that match a pattern.")
+def keys(ctx: Ctx, argv: list[bytes]) -> list[bytes]:
+    pattern = None if argv[1] == b"*" else argv[1]
+    return _matching(sorted(ctx.db), pattern)
+
+
+class ScanArgs:
+    __slots__ = ("cursor", "count", "pattern", "type_name")
+
+    def __init__(self, cursor: int) -> None:
+        self.cursor = cursor
+        self.count = SCAN_DEFAULT_COUNT
+        self.pattern: bytes | None = None
+        self.type_name: bytes | None = None
+
+
+def _parse_scan(argv: list[bytes]) -> ScanArgs:
+    """parseScanCursorOrReply (string2ull) then scanGenericCommand's option loop."""
+    cursor = parse_u64(argv[1])
+    if cursor is None:
+        raise ReplyError("ERR invalid cursor")
+    args = ScanArgs(cursor)
+    i = 2
+    while i < len(argv):
+        opt, has_value = argv[i], len(argv) - i >= 2
+        if is_word(opt, b"count") and has_value:
+            args.count = parse_int(argv[i + 1])
+            if args.count < 1:
+                raise ReplyError(SYNTAX)
+        elif is_word(opt, b"match") and has_value:
+            args.pattern = None if argv[i + 1] == b"*" else argv[i + 1]
+        elif is_word(opt, b"type") and has_value:
+            args.type_name = argv[i + 1]
+        else:
+            raise ReplyError(SYNTAX)
+        i += 2
+    return args
+
+
+def scan_position(key: bytes) -> int:
+    """Where a key sits in SCAN order: a stable 64-bit hash, so a cursor (the next position)
+    stays valid while keys come and go, as Redis's reverse-binary cursor does: every key present
+    for the whole iteration is returned, keys added or removed meanwhile may or may not be."""
+    return int.from_bytes(hashlib.blake2b(key, digest_size=8).digest(), "big")
+
+
+def _scan_page(db: dict[bytes, Stream], cursor: int, count: int) -> tuple[int, list[bytes]]:
+    """Up to `count` keys from position `cursor` on (more when positions collide, so that a page
+    never splits keys of one position), and the cursor after them (0 once past the last key)."""
+    ahead = sorted((pos, key) for key in db if (pos := scan_position(key)) >= cursor)
+    if len(ahead) <= count:
+        return 0, [key for _pos, key in ahead]
+    end = count
+    while end < len(ahead) and ahead[end][0] == ahead[end - 1][0]:
+        end += 1
+    if end == len(ahead):
+        return 0, [key for _pos, key in ahead]
+    return ahead[end - 1][0] + 1, [key for _pos, key in ahead[:end]]
+
+
+@command("scan", -2, "readonly", keys=NO_KEYS, group="generic", since="2.8.0",
+         summary="Iterates over the key names in the database.")
+def scan(ctx: Ctx, argv: list[bytes]) -> list:
+    args = _parse_scan(argv)
+    cursor, page = _scan_page(ctx.db, args.cursor, args.count)
+    page = _matching(page, args.pattern)
+    if args.type_name is not None and not is_word(args.type_name, b"stream"):
+        page = []
+    return [b"%d" % cursor, page]
+
+
+# --- RENAME / RENAMENX -----------------------------------------------------------------------------
+
+
+def _rename(ctx: Ctx, argv: list[bytes], nx: bool) -> bool:
+    """renameGenericCommand: True when the key moved. Same-name renames touch nothing."""
+    src, dst = argv[1], argv[2]
+    db = ctx.db
+    value = db.get(src)
+    if value is None:
+        raise ReplyError(NO_SUCH_KEY)
+    if src == dst or (nx and dst in db):
+        return False
+    del db[src]
+    db.pop(dst, None)
+    db[dst] = value
+    ctx.signal(src)
+    ctx.signal(dst)
+    ctx.emit([b"RENAME", src, dst])
+    return True
+
+
+@command("rename", 3, "write", keys=(1, 2, 1), group="generic", since="1.0.0",
+         summary="Renames a key and overwrites the destination.")
+def rename(ctx: Ctx, argv: list[bytes]) -> str:
+    _rename(ctx, argv, nx=False)
+    return "OK"
+
+
+@command("renamenx", 3, "write fast", keys=(1, 2, 1), group="generic", since="1.0.0",
+         summary="Renames a key only when the target key name doesn't exist.")
+def renamenx(ctx: Ctx, argv: list[bytes]) -> int:
+    return 1 if _rename(ctx, argv, nx=True) else 0
+
+
+# --- FLUSHDB / FLUSHALL ----------------------------------------------------------------------------
+
+
+def _check_flush_flags(argv: list[bytes]) -> None:
+    """getFlushCommandFlags: nothing, SYNC or ASYNC (all the same here: flushing is immediate)."""
+    if len(argv) == 1:
+        return
+    if len(argv) == 2 and (is_word(argv[1], b"sync") or is_word(argv[1], b"async")):
+        return
+    raise ReplyError(SYNTAX)
+
+
+def _flush_db(ctx: Ctx, db_index: int) -> int:
+    db = ctx.engine.dbs[db_index]
+    removed = list(db)
+    db.clear()
+    for key in removed:
+        _signal_in(ctx, db_index, key)
+    return len(removed)
+
+
+@command("flushdb", -1, "write", keys=NO_KEYS, group="server", since="1.0.0",
+         summary="Remove all keys from the current database.")
+def flushdb(ctx: Ctx, argv: list[bytes]) -> str:
+    _check_flush_flags(argv)
+    if _flush_db(ctx, ctx.session.db):
+        ctx.emit([b"FLUSHDB"])
+    return "OK"
+
+
+@command("flushall", -1, "write", keys=NO_KEYS, group="server", since="1.0.0",
+         summary="Removes all keys from all databases.")
+def flushall(ctx: Ctx, argv: list[bytes]) -> str:
+    _check_flush_flags(argv)
+    removed = sum(_flush_db(ctx, index) for index in range(len(ctx.engine.dbs)))
+    if removed:
+        ctx.emit([b"FLUSHALL"])
+    return "OK"
+
+
+# --- PING / ECHO / TIME ----------------------------------------------------------------------------
+
+
+@command("ping", -1, "fast", keys=NO_KEYS, group="connection", since="1.0.0",
+         summary="Returns the server's liveliness response.")
+def ping(ctx: Ctx, argv: list[bytes]) -> str | bytes:
+    if len(argv) > 2:
+        raise wrong_arity("ping")
+    return "PONG" if len(argv) == 1 else argv[1]
+
+
+@command("echo", 2, "loading stale fast", keys=NO_KEYS, group="connection", since="1.0.0",
+         summary="Returns the given string.")
+def echo(ctx: Ctx, argv: list[bytes]) -> bytes:
+    return argv[1]
+
+
+@command("time", 1, "loading stale fast", keys=NO_KEYS, group="server", since="2.6.0",
+         summary="Returns the server time.")
+def time_(ctx: Ctx, argv: list[bytes]) -> list[bytes]:
+    now = ctx.now
+    return [b"%d" % (now // 1000), b"%d" % (now % 1000 * 1000)]

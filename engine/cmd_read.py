@@ -1,0 +1,294 @@
+"""XREAD and XREADGROUP: serving entries, group delivery, history reads, CLAIM, blocking.
+
+Owns these two commands' parsing (they share Redis's xreadCommand grammar), what they reply,
+what they do to the group (last ID, entries read, PEL, consumer times) and their effects: per
+delivered or claimed entry the 14-argument XCLAIM, for history reads the same XCLAIM without
+LASTID (Redis lets delivery counts drift there; we do not), then `XGROUP SETID ... ENTRIESREAD` if
+the group moved, then `SK.XCONSUMER` pinning the consumer's seen/active times. When nothing can
+be served and BLOCK was given it returns a `Block`. Must not touch: other commands' semantics.
+"""
+
+from __future__ import annotations
+
+from engine.args import is_word, parse_int, parse_timeout_ms
+from engine.context import Block, Ctx
+from engine.effects import consumer_effect, setid_effect, xclaim_effect
+from engine.errors import SYNTAX, ReplyError, nogroup
+from engine.groups import Consumer, ConsumerGroup, advance_entries_read
+from engine.ids import MAX_ID, decr_id, format_id, parse_strict
+from engine.reply import NULL_ARRAY, RespMap
+from engine.stream import Stream
+from engine.table import command
+
+_GT_NEW = -1  # the ">" ID
+_PLUS = -2  # XREAD's "+" (Redis 7.4: the last entry)
+
+
+class ReadArgs:
+    __slots__ = ("timeout", "count", "streams_at", "nstreams", "group", "consumer", "noack",
+                 "claim")
+
+    def __init__(self) -> None:
+        self.timeout = -1
+        self.count = 0
+        self.streams_at = 0
+        self.nstreams = 0
+        self.group: bytes | None = None
+        self.consumer = b""
+        self.noack = False
+        self.claim = -1  # XREADGROUP CLAIM min-idle-time, -1 when not given
+
+
+def _only_group(option: str) -> ReplyError:
+    return ReplyError(
+        f"ERR The {option} option is only supported by XREADGROUP. You called XREAD instead."
+    )
+
+
+def parse_read_args(argv: list[bytes], now: int, group_cmd: bool) -> ReadArgs:
+    a = ReadArgs()
+    argc = len(argv)
+    i = 1
+    while i < argc:
+        more = argc - i - 1
+        opt = argv[i].lower()
+        if opt == b"block" and more:
+            a.timeout = parse_timeout_ms(argv[i + 1], now)
+            i += 2
+        elif opt == b"count" and more:
+            a.count = max(parse_int(argv[i + 1]), 0)
+            i += 2
+        elif opt == b"streams" and more:
+            a.streams_at = i + 1
+            n = argc - a.streams_at
+            if n % 2:
+                raise ReplyError(
+                    "ERR Unbalanced 'xreadgroup' list of streams: for each stream key an ID or "
+                    "'>' must be specified." if group_cmd else
+                    "ERR Unbalanced 'xread' list of streams: for each stream key an ID, '+', or "
+                    "'$' must be specified."
+                )
+            a.nstreams = n // 2
+            break
+        elif opt == b"group" and more >= 2:
+            if not group_cmd:
+                raise _only_group("GROUP")
+            a.group, a.consumer = argv[i + 1], argv[i + 2]
+            i += 3
+        elif opt == b"noack":
+            if not group_cmd:
+                raise _only_group("NOACK")
+            a.noack = True
+            i += 1
+        elif opt == b"claim" and more:
+            if not group_cmd:
+                raise _only_group("CLAIM")
+            a.claim = parse_int(argv[i + 1], "min-idle-time is not an integer or out of range")
+            if a.claim < 0:
+                raise ReplyError("ERR min-idle-time must be a positive integer")
+            i += 2
+        else:
+            raise ReplyError(SYNTAX)
+    if not a.streams_at:
+        raise ReplyError(SYNTAX)
+    if group_cmd and a.group is None:
+        raise ReplyError("ERR Missing GROUP option for XREADGROUP")
+    return a
+
+
+def _meaningless(symbol: str) -> ReplyError:
+    return ReplyError(
+        f"ERR The {symbol} ID is meaningless in the context of XREADGROUP: you want to read the "
+        "history of this consumer by specifying a proper ID, or use the > ID to get new "
+        f"messages. The {symbol} ID would just return an empty result set."
+    )
+
+
+def _resolve_ids(ctx: Ctx, argv: list[bytes], a: ReadArgs) -> list[int]:
+    """The 'greater than' ID per stream, validating keys and groups in argument order."""
+    ids: list[int] = []
+    group_cmd = a.group is not None
+    for k in range(a.nstreams):
+        key = argv[a.streams_at + k]
+        arg = argv[a.streams_at + a.nstreams + k]
+        s = ctx.db.get(key)
+        if group_cmd and (s is None or a.group not in s.groups):
+            raise nogroup(key, a.group, " in XREADGROUP with GROUP option")  # type: ignore[arg-type]
+        if arg == b"$":
+            if group_cmd:
+                raise _meaningless("$")
+            ids.append(s.last_id if s is not None else 0)
+        elif arg == b">":
+            if not group_cmd:
+                raise ReplyError(
+                    "ERR The > ID can be specified only when calling XREADGROUP using the GROUP "
+                    "<group> <consumer> option."
+                )
+            ids.append(_GT_NEW)
+        elif arg == b"+":
+            if group_cmd:
+                raise _meaningless("+")
+            ids.append(_PLUS)
+        else:
+            ids.append(parse_strict(arg))
+    return ids
+
+
+@command("xread", -4, "readonly blocking", keys=(0, 0, 0), summary="Returns messages from "
+         "multiple streams with IDs greater than the ones requested. Blocks until a message is "
+         "available otherwise.")
+def xread(ctx: Ctx, argv: list[bytes]) -> object:
+    a = parse_read_args(argv, ctx.now, False)
+    ids = _resolve_ids(ctx, argv, a)
+    served = []
+    for k, gt in enumerate(ids):
+        key = argv[a.streams_at + k]
+        s = ctx.db.get(key)
+        if s is None or not s.length:
+            continue
+        last = s.last_entry_id()
+        if gt == _PLUS:
+            gt = decr_id(last) or 0
+        if last > gt:
+            served.append((key, s.range(gt + 1, MAX_ID, a.count)))
+    if served:
+        return RespMap(served, as_pairs=True)
+    return _block_or_nil(ctx, argv, a, ids)
+
+
+def _block_or_nil(ctx: Ctx, argv: list[bytes], a: ReadArgs, ids: list[int]) -> object:
+    if a.timeout == -1 or ctx.in_multi:
+        return NULL_ARRAY
+    keys = argv[a.streams_at:a.streams_at + a.nstreams]
+    rerun = list(argv)
+    for k, gt in enumerate(ids):
+        if argv[a.streams_at + a.nstreams + k] == b"$":
+            # Re-running with '$' would wait for entries after the *new* last ID forever.
+            rerun[a.streams_at + a.nstreams + k] = format_id(gt)
+    return Block(keys, a.timeout, rerun)
+
+
+# --- XREADGROUP ----------------------------------------------------------------------------------
+
+
+class Delivery:
+    """One stream's share of an XREADGROUP: the reply entries and the effects."""
+
+    __slots__ = ("ctx", "key", "s", "group", "consumer", "entries", "touched")
+
+    def __init__(self, ctx: Ctx, key: bytes, s: Stream, group: ConsumerGroup,
+                 consumer: Consumer) -> None:
+        self.ctx = ctx
+        self.key = key
+        self.s = s
+        self.group = group
+        self.consumer = consumer
+        self.entries: list[list] = []
+        self.touched = False  # an effect will touch the consumer on replay
+
+    def history(self, start: int, count: int) -> None:
+        """Re-deliver the consumer's own pending entries from `start` on."""
+        ctx, s, group, consumer = self.ctx, self.s, self.group, self.consumer
+        now = ctx.now
+        for sid in consumer.pel.irange(start, MAX_ID):
+            if count and len(self.entries) >= count:
+                break
+            fields = s.get(sid)
+            idb = format_id(sid)
+            if fields is None:
+                self.entries.append([idb, NULL_ARRAY])
+                continue
+            nack = group.pel[sid]
+            group.set_delivery(sid, nack, now, nack.delivery_count + 1)
+            self.entries.append([idb, fields])
+            ctx.effects.append(xclaim_effect(
+                self.key, group.name, consumer.name, sid, now, nack.delivery_count, None))
+            self.touched = True
+
+    def claim_idle(self, min_idle: int, count: int) -> None:
+        """Redis 8.4 CLAIM: take over idle pending entries, oldest delivery first."""
+        ctx, s, group, consumer = self.ctx, self.s, self.group, self.consumer
+        now = ctx.now
+        picked: list[int] = []
+        for key in group.pel_by_time:
+            if now - (key >> 128) < min_idle or (count and len(picked) >= count):
+                break
+            picked.append(key & ((1 << 128) - 1))
+        for sid in picked:
+            fields = s.get(sid)
+            if fields is None:
+                continue  # uses a COUNT slot, as in Redis, but is neither replied nor touched
+            nack = group.pel[sid]
+            idle, before = now - nack.delivery_time, nack.delivery_count
+            group.add_pending(sid, consumer, now, before + 1)
+            consumer.active_time = now
+            self.entries.append([format_id(sid), fields, idle, before])
+            ctx.effects.append(xclaim_effect(
+                self.key, group.name, consumer.name, sid, now, before + 1, group.last_id))
+            self.touched = True
+
+    def new_entries(self, count: int, noack: bool, claim_shape: bool) -> None:
+        """Deliver entries after the group's last ID (the '>' ID)."""
+        ctx, s, group, consumer = self.ctx, self.s, self.group, self.consumer
+        now, key, effects = ctx.now, self.key, ctx.effects
+        moved = False
+        for sid, idb, fields in s.iter_forward(group.last_id + 1, MAX_ID):
+            if count and len(self.entries) >= count:
+                break
+            advance_entries_read(s, group, sid)
+            moved = True
+            self.entries.append([idb, fields, 0, 0] if claim_shape else [idb, fields])
+            if not noack:
+                group.add_pending(sid, consumer, now, 1)
+                consumer.active_time = now
+                effects.append(xclaim_effect(key, group.name, consumer.name, sid, now, 1, sid))
+                self.touched = True
+        if moved:
+            effects.append(setid_effect(key, group.name, group.last_id, group.entries_read))
+
+
+def _oldest_claimable(s: Stream, group: ConsumerGroup, now: int, min_idle: int) -> bool:
+    for key in group.pel_by_time:
+        if (key & ((1 << 128) - 1)) in s:
+            return now - (key >> 128) >= min_idle
+    return False
+
+
+@command("xreadgroup", -7, "write blocking", keys=(0, 0, 0), summary="Returns new or "
+         "historical messages from a stream for a consumer in a group. Blocks until a message "
+         "is available otherwise.")
+def xreadgroup(ctx: Ctx, argv: list[bytes]) -> object:
+    a = parse_read_args(argv, ctx.now, True)
+    ids = _resolve_ids(ctx, argv, a)
+    gname, cname = a.group, a.consumer
+    claim = a.claim
+    served = []
+    for k, gt in enumerate(ids):
+        key = argv[a.streams_at + k]
+        s: Stream = ctx.db[key]
+        group = s.groups[gname]  # type: ignore[index]
+        consumer = group.consumers.get(cname)
+        before = None if consumer is None else (consumer.seen_time, consumer.active_time)
+        if consumer is None:
+            consumer = group.create_consumer(cname, ctx.now)
+        consumer.seen_time = ctx.now
+        d = Delivery(ctx, key, s, group, consumer)
+        if gt != _GT_NEW:
+            claim = -1  # Redis drops CLAIM for this and every later stream on a history read
+            d.history(gt + 1, a.count)
+            served.append((key, d.entries))
+        else:
+            has_new = bool(s.length) and s.last_entry_id() > group.last_id
+            claimable = claim >= 0 and _oldest_claimable(s, group, ctx.now, claim)
+            if claimable:
+                d.claim_idle(claim, a.count)
+            if has_new:
+                d.new_entries(a.count, a.noack, claim >= 0)
+            if has_new or claimable:
+                served.append((key, d.entries))
+        after = (consumer.seen_time, consumer.active_time)
+        if d.touched or after != before:
+            ctx.effects.append(consumer_effect(key, gname, cname, *after))  # type: ignore[arg-type]
+    if served:
+        return RespMap(served, as_pairs=True)
+    return _block_or_nil(ctx, argv, a, ids)

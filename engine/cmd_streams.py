@@ -1,0 +1,308 @@
+"""Stream commands on entries: XADD, XRANGE, XREVRANGE, XLEN, XDEL, XDELEX, XTRIM, XSETID.
+
+Owns these commands' argument handling, replies and effects. Must not touch: group semantics
+beyond the reference policies (engine.trimming), blocking (engine.cmd_read), storage internals.
+"""
+
+from __future__ import annotations
+
+from engine.args import LLONG_MAX, is_word, parse_int, parse_int_range
+from engine.context import Ctx
+from engine.errors import NO_SUCH_KEY, SYNTAX, ReplyError, wrong_arity
+from engine.ids import MAX_ID, SEQ_MASK, format_id, parse_range, parse_strict
+from engine.reply import NULL_ARRAY
+from engine.stream import Stream
+from engine.table import command
+from engine.trimming import (
+    ACKED,
+    DELREF,
+    drop_references,
+    parse_add_trim,
+    parse_policy,
+    referenced,
+    run_trim,
+    trim_effects,
+)
+
+_EDOM = "ERR The ID specified in XADD is equal or smaller than the target stream top item"
+
+
+def _next_auto_id(last: int, now: int) -> int:
+    last_ms = last >> 64
+    if now > last_ms:
+        return now << 64
+    if last & SEQ_MASK == SEQ_MASK:
+        return (last_ms + 1) << 64
+    return last + 1
+
+
+def _resolve_xadd_id(s: Stream, parsed, now: int) -> int:  # type: ignore[no-untyped-def]
+    last = s.last_id
+    if parsed is None:
+        return _next_auto_id(last, now)
+    sid = parsed.value
+    if parsed.seq_given:
+        if sid <= last:
+            raise ReplyError(_EDOM)
+        return sid
+    ms, last_ms = sid >> 64, last >> 64
+    if ms > last_ms:
+        return sid
+    if ms < last_ms or last & SEQ_MASK == SEQ_MASK:
+        raise ReplyError(_EDOM)
+    return last + 1
+
+
+@command("xadd", -5, "write denyoom fast", summary="Appends a new message to a stream. "
+         "Creates the key if it doesn't exist.")
+def xadd(ctx: Ctx, argv: list[bytes]) -> bytes | None:
+    cfg = ctx.engine.config
+    if argv[2] == b"*":  # fast path: no options
+        a = None
+        field_pos = 3
+    else:
+        a = parse_add_trim(argv, True, ctx.replaying, cfg["stream-node-max-entries"])
+        field_pos = a.field_pos
+    nfields = len(argv) - field_pos
+    if nfields < 2 or nfields & 1:
+        raise wrong_arity("xadd")
+    parsed = a.id if a is not None else None
+    if parsed is not None and parsed.seq_given and parsed.value == 0:
+        raise ReplyError("ERR The ID specified in XADD must be greater than 0-0")
+    key = argv[1]
+    s = ctx.db.get(key)
+    if s is None:
+        if a is not None and a.nomkstream:
+            return None
+        s = Stream()
+        ctx.db[key] = s
+    if s.last_id == MAX_ID:
+        raise ReplyError(
+            "ERR The stream has exhausted the last possible ID, unable to add more items"
+        )
+    sid = _resolve_xadd_id(s, parsed, ctx.now)
+    fields = argv[field_pos:]
+    idb = s.append(sid, fields, cfg["stream-node-max-entries"], cfg["stream-node-max-bytes"])
+    effect = [b"XADD", key, idb]
+    ctx.effects.append(effect)
+    if a is not None and a.strategy is not None:
+        removed, dropped = run_trim(s, a)
+        if removed or dropped:
+            clause, extra = trim_effects(key, s, a, removed, dropped)
+            effect[2:2] = clause
+            ctx.effects.extend(extra)
+    effect += fields
+    if ctx.engine.waiters:
+        ctx.signal(key)
+    return idb
+
+
+def _range(ctx: Ctx, argv: list[bytes], rev: bool) -> list | object:
+    start_arg, end_arg = (argv[3], argv[2]) if rev else (argv[2], argv[3])
+    start, end = parse_range(start_arg, end_arg)
+    count = -1
+    j = 4
+    while j < len(argv):
+        if is_word(argv[j], b"count") and j + 1 < len(argv):
+            count = parse_int(argv[j + 1])
+            if count < 0:
+                count = 0
+            j += 2
+        else:
+            raise ReplyError(SYNTAX)
+    s = ctx.db.get(argv[1])
+    if s is None:
+        return []
+    if count == 0:
+        return NULL_ARRAY
+    return s.range(start, end, 0 if count == -1 else count, rev)
+
+
+@command("xrange", -4, "readonly", summary="Returns the messages from a stream within a range "
+         "of IDs.")
+def xrange(ctx: Ctx, argv: list[bytes]) -> list | object:
+    return _range(ctx, argv, False)
+
+
+@command("xrevrange", -4, "readonly", summary="Returns the messages from a stream within a "
+         "range of IDs in reverse order.")
+def xrevrange(ctx: Ctx, argv: list[bytes]) -> list | object:
+    return _range(ctx, argv, True)
+
+
+@command("xlen", 2, "readonly fast", summary="Return the number of messages in a stream.")
+def xlen(ctx: Ctx, argv: list[bytes]) -> int:
+    s = ctx.db.get(argv[1])
+    return s.length if s is not None else 0
+
+
+def _delete_entries(s: Stream, sids: list[int]) -> list[int]:
+    """XDEL semantics for each ID: tombstone it and track the max deleted ID."""
+    deleted = []
+    for sid in sids:
+        if s.delete(sid):
+            deleted.append(sid)
+            if sid > s.max_deleted_id:
+                s.max_deleted_id = sid
+    if deleted:
+        s.refresh_first_id()
+    return deleted
+
+
+@command("xdel", -3, "write fast", summary="Returns the number of messages after removing "
+         "them from a stream.")
+def xdel(ctx: Ctx, argv: list[bytes]) -> int:
+    s = ctx.db.get(argv[1])
+    if s is None:
+        return 0
+    sids = [parse_strict(arg) for arg in argv[2:]]
+    deleted = _delete_entries(s, sids)
+    if deleted:
+        ctx.emit([b"XDEL", argv[1], *map(format_id, deleted)])
+    return len(deleted)
+
+
+class IdsArgs:
+    """`[KEEPREF|DELREF|ACKED] IDS numids id...` as XDELEX and XACKDEL take them."""
+
+    __slots__ = ("policy", "ids")
+
+    def __init__(self, policy: bytes, ids: list[bytes]) -> None:
+        self.policy = policy
+        self.ids = ids
+
+
+def parse_ids_args(argv: list[bytes], start: int) -> IdsArgs:
+    """Options in any order; the IDs are validated later (a missing key skips that)."""
+    policy: bytes | None = None
+    ids: list[bytes] | None = None
+    i = start
+    while i < len(argv):
+        p = parse_policy(argv[i])
+        if p is not None and policy is None:
+            policy = p
+            i += 1
+        elif is_word(argv[i], b"ids") and i + 1 < len(argv):
+            numids = parse_int_range(argv[i + 1], 1, LLONG_MAX,
+                                     "Number of IDs must be a positive integer")
+            if numids > len(argv) - (i + 2):
+                raise ReplyError(
+                    "ERR The `numids` parameter must match the number of arguments"
+                )
+            ids = argv[i + 2:i + 2 + numids]
+            i += 2 + numids
+        else:
+            raise ReplyError(SYNTAX)
+    if ids is None:
+        raise ReplyError("ERR IDS option is required")
+    return IdsArgs(policy or b"KEEPREF", ids)
+
+
+def delete_entries_with_policy(
+    ctx: Ctx, key: bytes, s: Stream, sids: list[int], policy: bytes
+) -> list[int]:
+    """XDELEX's per-ID work: -1 not found, 1 deleted, 2 kept (ACKED, still referenced)."""
+    codes: list[int] = []
+    deleted: list[int] = []
+    for sid in sids:
+        if policy == DELREF:
+            dropped = drop_references(s, [sid])
+            for group, gone in dropped.items():
+                ctx.emit([b"XACK", key, group, *map(format_id, gone)])
+        if s.get(sid) is None:
+            codes.append(-1)
+        elif policy == ACKED and referenced(s, sid):
+            codes.append(2)
+        else:
+            deleted.extend(_delete_entries(s, [sid]))
+            codes.append(1)
+    if deleted:
+        ctx.emit([b"XDEL", key, *map(format_id, deleted)])
+    return codes
+
+
+@command("xdelex", -5, "write fast", summary="Deletes one or multiple entries from the stream.",
+         since="8.2.0")
+def xdelex(ctx: Ctx, argv: list[bytes]) -> list[int]:
+    args = parse_ids_args(argv, 2)
+    s = ctx.db.get(argv[1])
+    if s is None:
+        return [-1] * len(args.ids)
+    sids = [parse_strict(x) for x in args.ids]
+    return delete_entries_with_policy(ctx, argv[1], s, sids, args.policy)
+
+
+@command("xtrim", -4, "write", summary="Deletes messages from the beginning of a stream.",
+         since="5.0.0")
+def xtrim(ctx: Ctx, argv: list[bytes]) -> int:
+    a = parse_add_trim(argv, False, ctx.replaying, ctx.engine.config["stream-node-max-entries"])
+    s = ctx.db.get(argv[1])
+    if s is None:
+        return 0
+    removed, dropped = run_trim(s, a)
+    if removed or dropped:
+        clause, extra = trim_effects(argv[1], s, a, removed, dropped)
+        if clause:
+            ctx.emit([b"XTRIM", argv[1], *clause])
+        ctx.effects.extend(extra)
+    return len(removed)
+
+
+@command("sk.xtrimids", -3, "write", summary="Effect: remove these entries as trimming does.",
+         since="streamkeep", internal=True)
+def sk_xtrimids(ctx: Ctx, argv: list[bytes]) -> int:
+    s = ctx.db[argv[1]]
+    s.remove_as_trim([parse_strict(x) for x in argv[2:]])
+    return 0
+
+
+@command("xsetid", -3, "write denyoom fast", summary="An internal command for replicating "
+         "stream values.")
+def xsetid(ctx: Ctx, argv: list[bytes]) -> str:
+    sid = parse_strict(argv[2])
+    entries_added = -1
+    max_xdel = 0
+    i = 3
+    while i < len(argv):
+        more = len(argv) - 1 - i
+        if is_word(argv[i], b"entriesadded") and more:
+            entries_added = parse_int(argv[i + 1])
+            if entries_added < 0:
+                raise ReplyError("ERR entries_added must be positive")
+        elif is_word(argv[i], b"maxdeletedid") and more:
+            max_xdel = parse_strict(argv[i + 1])
+            if sid < max_xdel:
+                raise ReplyError(
+                    "ERR The ID specified in XSETID is smaller than the provided "
+                    "max_deleted_entry_id"
+                )
+        else:
+            raise ReplyError(SYNTAX)
+        i += 2
+    s = ctx.db.get(argv[1])
+    if s is None:
+        raise ReplyError(NO_SUCH_KEY)
+    if sid < s.max_deleted_id:
+        raise ReplyError(
+            "ERR The ID specified in XSETID is smaller than current max_deleted_entry_id"
+        )
+    if s.length > 0:
+        if sid < s.last_entry_id():
+            raise ReplyError(
+                "ERR The ID specified in XSETID is smaller than the target stream top item"
+            )
+        if entries_added != -1 and s.length > entries_added:
+            raise ReplyError(
+                "ERR The entries_added specified in XSETID is smaller than the target stream "
+                "length"
+            )
+    before = (s.last_id, s.entries_added, s.max_deleted_id)
+    s.last_id = sid
+    if entries_added != -1:
+        s.entries_added = entries_added
+    if max_xdel:
+        s.max_deleted_id = max_xdel
+    if (s.last_id, s.entries_added, s.max_deleted_id) != before:
+        ctx.emit([b"XSETID", argv[1], format_id(s.last_id), b"ENTRIESADDED",
+                  b"%d" % s.entries_added, b"MAXDELETEDID", format_id(s.max_deleted_id)])
+    return "OK"

@@ -1,0 +1,57 @@
+"""What a command handler sees while it runs: the database, the command time, the effects it
+emits, and whether it is being replayed.
+
+Owns `Ctx` and `Block` (a handler's request to wait for keys). The time is read once per command
+from the engine's injectable clock, so replies, effects and replay are deterministic. Must not
+touch: the command table or I/O.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from engine.core import Engine, Session
+    from engine.stream import Stream
+
+
+class Block:
+    """Returned by a blocking handler that found nothing to serve.
+
+    `argv` is the command to re-run when a key is signalled (with `$` already resolved)."""
+
+    __slots__ = ("keys", "timeout_ms", "argv")
+
+    def __init__(self, keys: list[bytes], timeout_ms: int, argv: list[bytes]) -> None:
+        self.keys = keys
+        self.timeout_ms = timeout_ms
+        self.argv = argv
+
+
+class Ctx:
+    __slots__ = ("engine", "session", "db", "now", "effects", "replaying", "rerun", "in_multi")
+
+    def __init__(
+        self, engine: Engine, session: Session, now: int, replaying: bool = False
+    ) -> None:
+        self.engine = engine
+        self.session = session
+        self.db: dict[bytes, Stream] = engine.dbs[session.db]
+        self.now = now
+        self.effects: list[list[bytes]] = []
+        self.replaying = replaying
+        self.rerun = False  # re-executed after a key it waited on was signalled
+        self.in_multi = False
+
+    def emit(self, effect: list[bytes]) -> None:
+        self.effects.append(effect)
+
+    def signal(self, key: bytes) -> None:
+        """Wake clients blocked on `key` once this command finishes."""
+        engine = self.engine
+        if engine.waiters:
+            engine.waiters.signal(self.session.db, key)
+
+    @property
+    def config(self) -> dict[str, Any]:
+        return self.engine.config

@@ -1,0 +1,210 @@
+"""The Engine: databases, the execution loop, effects out, effects in, blocking, the digest.
+
+Owns one-at-a-time command execution under a lock (argv -> command -> reply + effects), the
+record sinks that later carry effects to the AOF and replicas, the apply path that replays records
+through the same command table, blocked-client wake-ups, and the state digest. Must not touch:
+command semantics (engine.commands_*), the data structures' internals, files (aof/ owns those).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from engine import commands as _commands  # noqa: F401  (registers every command)
+from engine.blocking import Waiter, WaiterRegistry
+from engine.context import Block, Ctx
+from engine.digest import state_digest
+from engine.effects import Record
+from engine.errors import ReplyError
+from engine.redis_api import RedisStreamAPI
+from engine.reply import NULL_ARRAY, RespMap, to_plain
+from engine.stream import Stream
+from engine.table import lookup
+
+Clock = Callable[[], int]
+RecordSink = Callable[[Record], None]
+NUM_DATABASES = 16
+
+DEFAULT_CONFIG: dict[str, Any] = {
+    "stream-node-max-entries": 100,
+    "stream-node-max-bytes": 4096,
+    "databases": NUM_DATABASES,
+}
+
+
+def wall_clock_ms() -> int:
+    return int(time.time() * 1000)
+
+
+def _to_bytes(arg: Any) -> bytes:
+    if isinstance(arg, bytes):
+        return arg
+    if isinstance(arg, str):
+        return arg.encode()
+    if isinstance(arg, bool):
+        raise TypeError("bool is not a valid command argument")
+    if isinstance(arg, (int, float)):
+        return repr(arg).encode()
+    if isinstance(arg, (bytearray, memoryview)):
+        return bytes(arg)
+    raise TypeError(f"invalid command argument type {type(arg).__name__}")
+
+
+class Session:
+    """Per-connection state: the selected database (the server gives each client one)."""
+
+    __slots__ = ("db",)
+
+    def __init__(self, db: int = 0) -> None:
+        self.db = db
+
+
+class Engine(RedisStreamAPI):
+    """Redis Streams semantics in process. Thread-safe; commands run one at a time."""
+
+    def __init__(
+        self,
+        clock: Clock | None = None,
+        decode_responses: bool = False,
+        **config: Any,
+    ) -> None:
+        self.clock: Clock = clock or wall_clock_ms
+        self.decode_responses = decode_responses
+        self.config = dict(DEFAULT_CONFIG)
+        for name, value in config.items():
+            self.config[name.replace("_", "-")] = value
+        self.dbs: list[dict[bytes, Stream]] = [{} for _ in range(NUM_DATABASES)]
+        self.lock = threading.RLock()
+        self.waiters = WaiterRegistry()
+        self.sinks: list[RecordSink] = []
+        self.session = Session()
+        self.closed = False
+
+    @classmethod
+    def open(cls, path: str | None = None, **config: Any) -> Engine:
+        """Open an engine. `path=None` keeps everything in memory."""
+        if path is not None:
+            raise NotImplementedError("durable data directories arrive with the AOF issue")
+        return cls(**config)
+
+    def close(self) -> None:
+        self.closed = True
+
+    def __enter__(self) -> Engine:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # --- executing commands ------------------------------------------------------------------
+
+    def execute(self, *args: Any) -> Any:
+        """Run one command; plain reply values, errors raised as ReplyError."""
+        reply, _effects = self._execute(self.session, [_to_bytes(a) for a in args])
+        if type(reply) is bytes or type(reply) is int:
+            return reply
+        return to_plain(reply)
+
+    def execute_with_effects(self, *args: Any) -> tuple[Any, list[list[bytes]]]:
+        """Like execute, also returning the effects the command emitted (not those of clients
+        it woke up, which are records of their own)."""
+        reply, effects = self._execute(self.session, [_to_bytes(a) for a in args])
+        return to_plain(reply), effects
+
+    def execute_raw(self, session: Session, argv: list[bytes]) -> Any:
+        """Reply values before RESP2 flattening (RespMap kept), for the server's RESP3."""
+        return self._execute(session, argv)[0]
+
+    def _execute(self, session: Session, argv: list[bytes]) -> tuple[Any, list[list[bytes]]]:
+        if not argv:
+            raise ReplyError("ERR empty command")
+        with self.lock:
+            spec = lookup(argv)
+            ctx = Ctx(self, session, self.clock())
+            reply = spec.handler(ctx, argv)  # type: ignore[misc]
+            if ctx.effects:
+                self._commit(ctx)
+            if self.waiters.ready:
+                self._serve_ready()
+            if type(reply) is not Block:
+                return reply, ctx.effects
+            waiter = Waiter(session, reply.argv, [(session.db, k) for k in reply.keys])
+            self.waiters.add(waiter)
+        return self._wait(waiter, reply.timeout_ms), ctx.effects
+
+    def _commit(self, ctx: Ctx) -> None:
+        if self.sinks:
+            record = Record(ctx.now, ctx.session.db, ctx.effects)
+            for sink in self.sinks:
+                sink(record)
+
+    # --- blocking ------------------------------------------------------------------------------
+
+    def _wait(self, waiter: Waiter, timeout_ms: int) -> Any:
+        waiter.event.wait(None if timeout_ms == 0 else timeout_ms / 1000)
+        with self.lock:
+            if not waiter.done:
+                self.waiters.remove(waiter)
+                waiter.done = True
+                waiter.result = NULL_ARRAY
+        if isinstance(waiter.result, ReplyError):
+            raise waiter.result
+        return waiter.result
+
+    def _serve_ready(self) -> None:
+        """Re-run the commands of clients waiting on signalled keys, first come first served."""
+        while (k := self.waiters.pop_ready()) is not None:
+            for waiter in self.waiters.waiting_on(k):
+                if waiter.done:
+                    continue
+                ctx = Ctx(self, waiter.session, self.clock())
+                ctx.rerun = True
+                try:
+                    spec = lookup(waiter.argv)
+                    result = spec.handler(ctx, waiter.argv)  # type: ignore[misc]
+                except ReplyError as err:
+                    result = err
+                if type(result) is Block:
+                    continue
+                if ctx.effects:
+                    self._commit(ctx)
+                waiter.result = result
+                waiter.done = True
+                self.waiters.remove(waiter)
+                waiter.event.set()
+
+    def blocked_clients(self) -> int:
+        with self.lock:
+            return len({id(w) for q in self.waiters.by_key.values() for w in q})
+
+    # --- applying effects ----------------------------------------------------------------------
+
+    def apply(self, record: Record) -> None:
+        """Apply one record's effects through the command table (replay, replicas, snapshots)."""
+        with self.lock:
+            session = Session(record.db)
+            for effect in record.effects:
+                spec = lookup(effect, allow_internal=True)
+                ctx = Ctx(self, session, record.time_ms, replaying=True)
+                spec.handler(ctx, effect)  # type: ignore[misc]
+            if self.waiters.ready:
+                self._serve_ready()
+
+    def apply_effects(self, effects: list[list[bytes]], time_ms: int, db: int = 0) -> None:
+        self.apply(Record(time_ms, db, effects))
+
+    # --- state ---------------------------------------------------------------------------------
+
+    def digest(self) -> str:
+        """Hex digest of the whole logical state (see engine.digest)."""
+        with self.lock:
+            return state_digest(self.dbs)
+
+    def add_sink(self, sink: RecordSink) -> None:
+        self.sinks.append(sink)
+
+
+__all__ = ["Engine", "Session", "RespMap"]

@@ -1,0 +1,166 @@
+"""Consumer groups, consumers and the pending entries list (PEL).
+
+Owns the group state: last delivered ID, entries-read counter, the PEL indexed by ID (a dict plus a
+sorted index for ranges) and by consumer (each consumer has its own sorted index), and consumers'
+seen/active times. Also the entries-read / lag arithmetic Redis uses. Must not touch: argument
+parsing, replies, effects, stream entries (it only reads stream metadata for lag).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from engine.ids import MAX_ID
+from engine.sortedids import SortedIDs
+
+if TYPE_CHECKING:
+    from engine.stream import Stream
+
+INVALID_ENTRIES_READ = -1
+
+
+class Nack:
+    """A pending entry: who has it, when it was last delivered, how many times."""
+
+    __slots__ = ("consumer", "delivery_time", "delivery_count")
+
+    def __init__(self, consumer: Consumer, delivery_time: int, delivery_count: int) -> None:
+        self.consumer = consumer
+        self.delivery_time = delivery_time
+        self.delivery_count = delivery_count
+
+
+class Consumer:
+    __slots__ = ("name", "seen_time", "active_time", "pel")
+
+    def __init__(self, name: bytes, now: int) -> None:
+        self.name = name
+        self.seen_time = now
+        self.active_time = -1
+        self.pel = SortedIDs()
+
+
+class ConsumerGroup:
+    __slots__ = ("name", "last_id", "entries_read", "pel", "pel_index", "pel_by_time",
+                 "consumers")
+
+    def __init__(self, name: bytes, last_id: int, entries_read: int) -> None:
+        self.name = name
+        self.last_id = last_id
+        self.entries_read = entries_read
+        self.pel: dict[int, Nack] = {}
+        self.pel_index = SortedIDs()  # IDs, for ranges (XPENDING, XAUTOCLAIM)
+        self.pel_by_time = SortedIDs()  # delivery_time << 128 | id, for XREADGROUP CLAIM
+        self.consumers: dict[bytes, Consumer] = {}
+
+    # --- consumers ---------------------------------------------------------------------------
+
+    def create_consumer(self, name: bytes, now: int) -> Consumer:
+        consumer = Consumer(name, now)
+        self.consumers[name] = consumer
+        return consumer
+
+    def delete_consumer(self, consumer: Consumer) -> int:
+        """Remove a consumer and its pending entries; returns how many were pending."""
+        pending = len(consumer.pel)
+        for sid in consumer.pel:
+            nack = self.pel.pop(sid)
+            self.pel_index.discard(sid)
+            self.pel_by_time.discard(nack.delivery_time << 128 | sid)
+        del self.consumers[consumer.name]
+        return pending
+
+    # --- PEL ---------------------------------------------------------------------------------
+
+    def add_pending(self, sid: int, consumer: Consumer, now: int, count: int) -> Nack:
+        """Create or reassign the NACK for `sid` (a rewound group re-delivering, or a claim)."""
+        nack = self.pel.get(sid)
+        if nack is None:
+            nack = Nack(consumer, now, count)
+            self.pel[sid] = nack
+            self.pel_index.add(sid)
+            self.pel_by_time.add(now << 128 | sid)
+            consumer.pel.add(sid)
+            return nack
+        if nack.consumer is not consumer:
+            nack.consumer.pel.discard(sid)
+            consumer.pel.add(sid)
+            nack.consumer = consumer
+        self.set_delivery(sid, nack, now, count)
+        return nack
+
+    def set_delivery(self, sid: int, nack: Nack, time_ms: int, count: int) -> None:
+        """Every change of a NACK's delivery time goes through here (keeps pel_by_time)."""
+        if nack.delivery_time != time_ms:
+            self.pel_by_time.discard(nack.delivery_time << 128 | sid)
+            self.pel_by_time.add(time_ms << 128 | sid)
+            nack.delivery_time = time_ms
+        nack.delivery_count = count
+
+    def ack(self, sid: int) -> bool:
+        nack = self.pel.pop(sid, None)
+        if nack is None:
+            return False
+        self.pel_index.discard(sid)
+        self.pel_by_time.discard(nack.delivery_time << 128 | sid)
+        nack.consumer.pel.discard(sid)
+        return True
+
+
+# --- entries-read and lag (Redis's logical read counter) ------------------------------------------
+
+
+def has_tombstones_between(s: Stream, start: int, end: int = MAX_ID) -> bool:
+    """Redis 8's streamRangeHasTombstones: could an XDEL'd entry lie in [start, end]?"""
+    if not s.length or not s.max_deleted_id:
+        return False
+    return start <= s.max_deleted_id <= end
+
+
+def estimate_entries_read(s: Stream, sid: int) -> int:
+    """Redis 8's streamEstimateDistanceFromFirstEverEntry: the read counter of `sid`, or -1."""
+    if not s.entries_added:
+        return 0
+    if not s.length and sid <= s.last_id:
+        return s.entries_added
+    if sid and sid < s.max_deleted_id:
+        return INVALID_ENTRIES_READ
+    if sid == s.last_id:
+        return s.entries_added
+    if sid > s.last_id:
+        return INVALID_ENTRIES_READ
+    if not s.max_deleted_id or s.max_deleted_id < s.first_id:
+        if sid < s.first_id:
+            return s.entries_added - s.length
+        if sid == s.first_id:
+            return s.entries_added - s.length + 1
+    return INVALID_ENTRIES_READ
+
+
+def advance_entries_read(s: Stream, group: ConsumerGroup, sid: int) -> None:
+    """Move the group's last ID to a newly delivered `sid`, keeping entries-read valid."""
+    if (
+        group.entries_read != INVALID_ENTRIES_READ
+        and group.last_id >= s.first_id
+        and not has_tombstones_between(s, group.last_id)
+    ):
+        group.entries_read += 1
+    elif s.entries_added:
+        group.entries_read = estimate_entries_read(s, sid)
+    group.last_id = sid
+
+
+def group_lag(s: Stream, group: ConsumerGroup) -> int | None:
+    """XINFO GROUPS lag (Redis 8's streamReplyWithCGLag), None when it cannot be known."""
+    if not s.entries_added or not s.length:
+        return 0
+    if group.last_id < s.first_id and s.max_deleted_id < s.first_id:
+        return s.length
+    if group.entries_read != INVALID_ENTRIES_READ and not has_tombstones_between(
+        s, group.last_id
+    ):
+        return s.entries_added - group.entries_read
+    read = estimate_entries_read(s, group.last_id)
+    if read == INVALID_ENTRIES_READ:
+        return None
+    return s.entries_added - read

@@ -1,0 +1,5 @@
+"""redis-py-compatible stream methods for the Engine (placeholder until implemented)."""
+
+
+class RedisStreamAPI:
+    pass

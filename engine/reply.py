@@ -1,0 +1,54 @@
+"""Reply values as commands produce them, before any wire encoding.
+
+Owns the small vocabulary handlers reply with: `str` (simple string), `bytes` (bulk), `None` (null
+bulk), `int`, `list` (array), `RespMap` (a map in RESP3; flat or as pairs in RESP2) and
+`NULL_ARRAY` (RESP2 `*-1`). `to_plain` turns them into the embedded API's plain values. The RESP
+codec (server issue) encodes the same values. Must not touch: engine state or I/O.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class _NullArray:
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "NULL_ARRAY"
+
+
+NULL_ARRAY = _NullArray()
+
+
+class RespMap:
+    """An ordered map reply. In RESP2 Redis sends it flat (`k1 v1 k2 v2`) or, for XREAD-like
+    replies, as an array of 2-element arrays (`as_pairs=True`)."""
+
+    __slots__ = ("items", "as_pairs")
+
+    def __init__(self, items: list[tuple[Any, Any]], as_pairs: bool = False) -> None:
+        self.items = items
+        self.as_pairs = as_pairs
+
+    def __repr__(self) -> str:
+        return f"RespMap({self.items!r})"
+
+
+def to_plain(value: Any) -> Any:
+    """RESP2-shaped plain Python values: maps flattened, null arrays as None."""
+    if isinstance(value, list):
+        return [to_plain(v) if isinstance(v, (list, RespMap, _NullArray)) else v for v in value]
+    if isinstance(value, RespMap):
+        out: list[Any] = []
+        if value.as_pairs:
+            for k, v in value.items:
+                out.append([to_plain(k), to_plain(v)])
+        else:
+            for k, v in value.items:
+                out.append(to_plain(k))
+                out.append(to_plain(v))
+        return out
+    if value is NULL_ARRAY:
+        return None
+    return value

@@ -1,0 +1,404 @@
+"""The stream data structure: entries in nodes, stream metadata, trimming.
+
+Owns how entries are stored: nodes of at most `stream-node-max-entries` entries (and about
+`stream-node-max-bytes` bytes, estimated with Redis's listpack encoding so that node boundaries and
+therefore `~` trimming match Redis), indexed by their first ("master") ID for O(log n) seek and
+O(1) append. Deleted entries stay as tombstones inside their node until the node empties, as in
+Redis. Also owns the stream metadata (last ID, first ID, max deleted ID, entries added). Consumer
+groups hang off `Stream.groups` but are owned by `engine.groups`. Must not touch: argument parsing,
+replies, effects.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left, bisect_right
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING
+
+from engine.ids import MAX_ID, format_id
+
+if TYPE_CHECKING:
+    from engine.groups import ConsumerGroup
+
+Fields = list[bytes]  # flat [field1, value1, field2, value2, ...]
+LISTPACK_MAX_SIZE = 1 << 30
+_U64 = (1 << 64) - 1
+
+
+# --- listpack size estimate ---------------------------------------------------------------------
+# Redis starts a new node when `listpack bytes + new element bytes >= stream-node-max-bytes`. To
+# split nodes where Redis does we compute the size Redis's listpack encoding would have.
+
+
+def _lp_int_size(v: int) -> int:
+    if 0 <= v <= 127:
+        return 2
+    if -4096 <= v <= 4095:
+        return 3
+    if -32768 <= v <= 32767:
+        return 4
+    if -8388608 <= v <= 8388607:
+        return 5
+    if -(1 << 31) <= v < (1 << 31):
+        return 6
+    return 10
+
+
+def _as_lp_int(s: bytes) -> int | None:
+    if not s or len(s) > 20 or not s.isascii():
+        return None
+    body = s[1:] if s[:1] == b"-" else s
+    if not body.isdigit() or (body[:1] == b"0" and (len(body) > 1 or s[:1] == b"-")):
+        return None
+    v = int(s)
+    return v if -(1 << 63) <= v < (1 << 63) else None
+
+
+def _lp_str_size(s: bytes) -> int:
+    iv = _as_lp_int(s)
+    if iv is not None:
+        return _lp_int_size(iv)
+    n = len(s)
+    size = n + (1 if n < 64 else 2 if n < 4096 else 5)
+    if size <= 127:
+        return size + 1
+    if size < 16383:
+        return size + 2
+    if size < 2097151:
+        return size + 3
+    if size < 268435455:
+        return size + 4
+    return size + 5
+
+
+def _signed64(v: int) -> int:
+    v &= _U64
+    return v - (1 << 64) if v >= (1 << 63) else v
+
+
+class Node:
+    """One listpack-equivalent: entries in ID order, tombstones as `None` fields."""
+
+    __slots__ = ("master", "ids", "idbs", "fields", "live", "master_fields", "fixed_bytes")
+
+    def __init__(self, master: int, fields: Fields) -> None:
+        self.master = master
+        self.ids: list[int] = []
+        self.idbs: list[bytes] = []
+        self.fields: list[Fields | None] = []
+        self.live = 0
+        self.master_fields = fields[0::2]
+        # Listpack bytes except the live/deleted counters (whose encoded size varies).
+        self.fixed_bytes = 7 + _lp_int_size(len(self.master_fields)) + 2
+        self.fixed_bytes += sum(_lp_str_size(f) for f in self.master_fields)
+
+    def lp_bytes(self) -> int:
+        return self.fixed_bytes + _lp_int_size(self.live) + _lp_int_size(len(self.ids) - self.live)
+
+    def entry_bytes(self, sid: int, fields: Fields) -> int:
+        master = self.master
+        size = 2  # flags
+        size += _lp_int_size(_signed64((sid >> 64) - (master >> 64)))
+        size += _lp_int_size(_signed64((sid & _U64) - (master & _U64)))
+        n = len(fields) // 2
+        if fields[0::2] == self.master_fields:
+            size += sum(_lp_str_size(v) for v in fields[1::2])
+            return size + _lp_int_size(n + 3)
+        size += _lp_int_size(n) + sum(_lp_str_size(x) for x in fields)
+        return size + _lp_int_size(2 * n + 4)
+
+    def append(self, sid: int, idb: bytes, fields: Fields) -> None:
+        self.fixed_bytes += self.entry_bytes(sid, fields)
+        self.ids.append(sid)
+        self.idbs.append(idb)
+        self.fields.append(fields)
+        self.live += 1
+
+
+class Stream:
+    """A stream value: nodes plus metadata. `groups` maps group name to ConsumerGroup."""
+
+    __slots__ = (
+        "nodes", "masters", "length", "last_id", "first_id", "max_deleted_id",
+        "entries_added", "groups",
+    )
+
+    def __init__(self) -> None:
+        self.nodes: list[Node] = []
+        self.masters: list[int] = []  # nodes[i].master, kept apart for bisect
+        self.length = 0
+        self.last_id = 0
+        self.first_id = 0
+        self.max_deleted_id = 0
+        self.entries_added = 0
+        self.groups: dict[bytes, ConsumerGroup] = {}
+
+    # --- appending -------------------------------------------------------------------------
+
+    def append(self, sid: int, fields: Fields, max_entries: int, max_bytes: int) -> bytes:
+        """Add an entry whose ID the caller validated (> last_id). Returns the formatted ID."""
+        idb = b"%d-%d" % (sid >> 64, sid & _U64)
+        nodes = self.nodes
+        node = nodes[-1] if nodes else None
+        if node is not None and self._needs_new_node(node, fields, max_entries, max_bytes):
+            node = None
+        if node is None:
+            node = Node(sid, fields)
+            nodes.append(node)
+            self.masters.append(sid)
+        node.append(sid, idb, fields)
+        if not self.length:
+            self.first_id = sid
+        self.length += 1
+        self.last_id = sid
+        self.entries_added += 1
+        return idb
+
+    @staticmethod
+    def _needs_new_node(node: Node, fields: Fields, max_entries: int, max_bytes: int) -> bool:
+        if max_bytes <= 0 or max_bytes > LISTPACK_MAX_SIZE:
+            max_bytes = LISTPACK_MAX_SIZE
+        element_bytes = 0
+        for x in fields:
+            element_bytes += len(x)
+        # Cheap bound first: the counters take at most 20 bytes.
+        if node.fixed_bytes + 20 + element_bytes >= max_bytes:
+            if node.lp_bytes() + element_bytes >= max_bytes:
+                return True
+        return max_entries > 0 and len(node.ids) >= max_entries
+
+    # --- lookup and iteration --------------------------------------------------------------
+
+    def _node_index(self, sid: int) -> int:
+        """Index of the node that would hold `sid` (the last node whose master <= sid)."""
+        i = bisect_right(self.masters, sid) - 1
+        return i if i > 0 else 0
+
+    def get(self, sid: int) -> Fields | None:
+        if not self.nodes:
+            return None
+        node = self.nodes[self._node_index(sid)]
+        j = bisect_left(node.ids, sid)
+        if j < len(node.ids) and node.ids[j] == sid:
+            return node.fields[j]
+        return None
+
+    def __contains__(self, sid: int) -> bool:
+        return self.get(sid) is not None
+
+    def iter_forward(self, start: int, end: int) -> Iterator[tuple[int, bytes, Fields]]:
+        """Live entries with start <= id <= end, ascending."""
+        nodes = self.nodes
+        if not nodes or start > end:
+            return
+        i = self._node_index(start)
+        j = bisect_left(nodes[i].ids, start)
+        while i < len(nodes):
+            node = nodes[i]
+            ids, fields = node.ids, node.fields
+            for k in range(j, len(ids)):
+                sid = ids[k]
+                if sid > end:
+                    return
+                f = fields[k]
+                if f is not None:
+                    yield sid, node.idbs[k], f
+            i += 1
+            j = 0
+
+    def iter_backward(self, start: int, end: int) -> Iterator[tuple[int, bytes, Fields]]:
+        """Live entries with start <= id <= end, descending."""
+        nodes = self.nodes
+        if not nodes or start > end:
+            return
+        i = self._node_index(end)
+        j = bisect_right(nodes[i].ids, end) - 1
+        while i >= 0:
+            node = nodes[i]
+            ids, fields = node.ids, node.fields
+            for k in range(j, -1, -1):
+                sid = ids[k]
+                if sid < start:
+                    return
+                f = fields[k]
+                if f is not None:
+                    yield sid, node.idbs[k], f
+            i -= 1
+            if i >= 0:
+                j = len(nodes[i].ids) - 1
+
+    def range(self, start: int, end: int, count: int = 0, rev: bool = False) -> list[list]:
+        """[[idbytes, fields], ...] as XRANGE replies; count 0 means no limit."""
+        out: list[list] = []
+        it = self.iter_backward(start, end) if rev else self.iter_forward(start, end)
+        for _sid, idb, fields in it:
+            out.append([idb, fields])
+            if len(out) == count:
+                break
+        return out
+
+    def first_entry_id(self, skip_tombstones: bool = True) -> int:
+        """Redis's streamGetEdgeID(first): MAX_ID when there is no such entry."""
+        if not self.nodes:
+            return MAX_ID
+        if not skip_tombstones:
+            return self.nodes[0].ids[0]
+        for _sid, _idb, _f in self.iter_forward(0, MAX_ID):
+            return _sid
+        return MAX_ID
+
+    def last_entry_id(self) -> int:
+        for sid, _idb, _f in self.iter_backward(0, MAX_ID):
+            return sid
+        return 0
+
+    # --- deletion and trimming --------------------------------------------------------------
+
+    def delete(self, sid: int) -> bool:
+        """XDEL one entry. Does not touch first_id / max_deleted_id (callers batch that)."""
+        if not self.nodes:
+            return False
+        i = self._node_index(sid)
+        node = self.nodes[i]
+        j = bisect_left(node.ids, sid)
+        if j == len(node.ids) or node.ids[j] != sid or node.fields[j] is None:
+            return False
+        node.fields[j] = None
+        node.live -= 1
+        self.length -= 1
+        if node.live == 0:
+            del self.nodes[i]
+            del self.masters[i]
+        return True
+
+    def refresh_first_id(self) -> None:
+        self.first_id = 0 if self.length == 0 else self.first_entry_id()
+
+    def trim(
+        self,
+        maxlen: int | None,
+        minid: int | None,
+        approx: bool,
+        limit: int,
+        referenced: Callable[[int], bool] | None = None,
+        walk_refs: list[int] | None = None,
+    ) -> list[int]:
+        """Trim from the head as Redis's streamTrim does; returns the live IDs removed.
+
+        Exactly one of maxlen/minid is set. `approx` stops at the first node that cannot go
+        whole; `limit` (0: none) caps the entries removed. With a reference policy (Redis 8.2
+        DELREF/ACKED: `walk_refs` is given) nodes are walked entry by entry, `referenced` (ACKED)
+        vetoes single entries, and every ID walked, tombstones too, is added to `walk_refs` so
+        DELREF can drop their PEL references.
+        """
+        removed: list[int] = []
+        nodes, masters = self.nodes, self.masters
+        keepref = walk_refs is None
+        i = 0
+        while i < len(nodes):
+            if maxlen is not None and self.length <= maxlen:
+                break
+            node = nodes[i]
+            if limit and len(removed) + node.live > limit:
+                break
+            if maxlen is not None:
+                eligible = self.length - node.live >= maxlen
+            else:
+                eligible = node.ids[-1] < minid  # type: ignore[operator]
+            if keepref and eligible:
+                removed.extend(s for s, f in zip(node.ids, node.fields) if f is not None)
+                self.length -= node.live
+                del nodes[i]
+                del masters[i]
+                continue
+            if approx and not eligible:
+                break
+            stopped = self._trim_inside(node, maxlen, minid, referenced, walk_refs, removed)
+            if node.live == 0 and not keepref:
+                del nodes[i]
+                del masters[i]
+            else:
+                i += 1
+            if keepref or stopped or not eligible:
+                break
+        self.refresh_first_id()
+        return removed
+
+    def _trim_inside(
+        self,
+        node: Node,
+        maxlen: int | None,
+        minid: int | None,
+        referenced: Callable[[int], bool] | None,
+        walk_refs: list[int] | None,
+        removed: list[int],
+    ) -> bool:
+        """Tombstone entries of one node from its head; True when the threshold was reached."""
+        for k, sid in enumerate(node.ids):
+            if maxlen is not None:
+                if self.length <= maxlen:
+                    return True
+            elif sid >= minid:  # type: ignore[operator]
+                return True
+            if node.fields[k] is None:
+                if walk_refs is not None:
+                    walk_refs.append(sid)
+                continue
+            if referenced is not None and referenced(sid):
+                continue
+            node.fields[k] = None
+            node.live -= 1
+            self.length -= 1
+            removed.append(sid)
+            if walk_refs is not None:
+                walk_refs.append(sid)
+        return False
+
+    def remove_as_trim(self, sids: list[int]) -> None:
+        """Remove these entries as trimming does (no max-deleted-ID change); for effects."""
+        for sid in sids:
+            self.delete(sid)
+        self.refresh_first_id()
+
+    def iter_all_with_tombstones(self) -> Iterator[tuple[int, Fields | None]]:
+        for node in self.nodes:
+            yield from zip(node.ids, node.fields)
+
+    def node_masters(self) -> list[int]:
+        return list(self.masters)
+
+
+def rax_node_count(keys: list[int]) -> int:
+    """Nodes of the radix tree Redis would build over these node keys (XINFO radix-tree-nodes).
+
+    Keys are 16-byte big-endian IDs; the tree is the canonical compressed trie Redis's rax keeps:
+    a compressed node per unbranched run, a branch node per divergence, a leaf per key.
+    """
+    raw = [k.to_bytes(16, "big") for k in sorted(keys)]
+    if not raw:
+        return 1
+
+    def count(lo: int, hi: int, depth: int) -> int:
+        if depth == 16:
+            return 1
+        first, last = raw[lo], raw[hi - 1]
+        lcp = depth
+        while lcp < 16 and first[lcp] == last[lcp]:
+            lcp += 1
+        if lcp > depth:
+            return 1 + count(lo, hi, lcp)
+        total = 1
+        i = lo
+        while i < hi:
+            j = i
+            byte = raw[i][depth]
+            while j < hi and raw[j][depth] == byte:
+                j += 1
+            total += count(i, j, depth + 1)
+            i = j
+        return total
+
+    return count(0, len(raw), 0)
+
+
+__all__ = ["Stream", "Node", "Fields", "rax_node_count", "format_id"]

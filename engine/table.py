@@ -1,0 +1,128 @@
+"""The command table: every command declared once (name, arity, flags, keys, handler, docs).
+
+Owns `CommandSpec`, the `command`/`subcommand` declarators and `lookup`, which turns an argv into
+the spec to run or the exact Redis error (unknown command, unknown subcommand, wrong arity). The
+embedded API, the server, COMMAND and the docs all read this table. Must not touch: engine state.
+Command modules register themselves on import; `engine.commands` imports them all.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from engine.errors import ReplyError, unknown_command, unknown_subcommand, wrong_arity
+
+Handler = Callable[[Any, list[bytes]], Any]
+
+
+@dataclass(slots=True)
+class CommandSpec:
+    name: str  # lowercase full name: "xadd", "xgroup|create"
+    arity: int  # Redis convention: N exact, -N at least N (command name included)
+    flags: frozenset[str]
+    handler: Handler | None
+    first_key: int = 1
+    last_key: int = 1
+    key_step: int = 1
+    summary: str = ""
+    group: str = "stream"
+    since: str = "5.0.0"
+    internal: bool = False  # effect-only vocabulary: applied by replay, refused to clients
+    subcommands: dict[bytes, CommandSpec] = field(default_factory=dict)
+
+    @property
+    def is_write(self) -> bool:
+        return "write" in self.flags
+
+    @property
+    def is_blocking(self) -> bool:
+        return "blocking" in self.flags
+
+
+COMMANDS: dict[bytes, CommandSpec] = {}
+_FAST: dict[bytes, CommandSpec] = {}  # lower, UPPER and Capitalised spellings
+
+
+def _register(spec: CommandSpec) -> None:
+    key = spec.name.encode()
+    COMMANDS[key] = spec
+    for spelling in (key, key.upper(), key.capitalize()):
+        _FAST[spelling] = spec
+
+
+def command(
+    name: str,
+    arity: int,
+    flags: str = "",
+    keys: tuple[int, int, int] = (1, 1, 1),
+    summary: str = "",
+    group: str = "stream",
+    since: str = "5.0.0",
+    internal: bool = False,
+) -> Callable[[Handler], Handler]:
+    """Declare a command and its handler `handler(ctx, argv) -> reply`."""
+
+    def register(handler: Handler) -> Handler:
+        _register(
+            CommandSpec(
+                name, arity, frozenset(flags.split()), handler, *keys,
+                summary=summary, group=group, since=since, internal=internal,
+            )
+        )
+        return handler
+
+    return register
+
+
+def container(
+    name: str, summary: str, group: str = "stream", since: str = "5.0.0"
+) -> CommandSpec:
+    """Declare a command made of subcommands (XGROUP, XINFO)."""
+    spec = CommandSpec(name, -2, frozenset(), None, 0, 0, 0, summary=summary, group=group,
+                       since=since)
+    _register(spec)
+    return spec
+
+
+def subcommand(
+    parent: CommandSpec,
+    name: str,
+    arity: int,
+    flags: str = "",
+    keys: tuple[int, int, int] = (2, 2, 1),
+    summary: str = "",
+    since: str = "5.0.0",
+) -> Callable[[Handler], Handler]:
+    def register(handler: Handler) -> Handler:
+        spec = CommandSpec(
+            f"{parent.name}|{name}", arity, frozenset(flags.split()), handler, *keys,
+            summary=summary, group=parent.group, since=since,
+        )
+        parent.subcommands[name.encode()] = spec
+        return handler
+
+    return register
+
+
+def lookup(argv: list[bytes], allow_internal: bool = False) -> CommandSpec:
+    """The spec to run for argv, or ReplyError exactly as Redis rejects the command."""
+    spec = _FAST.get(argv[0])
+    if spec is None:
+        spec = COMMANDS.get(argv[0].lower())
+        if spec is None or (spec.internal and not allow_internal):
+            raise unknown_command(argv)
+    elif spec.internal and not allow_internal:
+        raise unknown_command(argv)
+    if spec.subcommands:
+        if len(argv) < 2:
+            raise wrong_arity(spec.name)
+        sub = spec.subcommands.get(argv[1].lower())
+        if sub is None:
+            raise unknown_subcommand(argv)
+        spec = sub
+    n, arity = len(argv), spec.arity
+    if (arity > 0 and n != arity) or n < -arity:
+        raise wrong_arity(spec.name)
+    return spec

@@ -1,0 +1,171 @@
+"""Trimming arguments and reference policies shared by XADD, XTRIM, XDELEX and XACKDEL.
+
+Owns the parse of MAXLEN|MINID [=|~] threshold [LIMIT n] [KEEPREF|DELREF|ACKED], the LIMIT
+defaults, the trim itself (through `Stream.trim`), the reference policies (what deleting an entry
+does to consumer groups' PELs) and the exact `=` effect clause a trim is replayed with. Must not
+touch: replies of the commands that use it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from engine.args import is_word, parse_int
+from engine.errors import SYNTAX, ReplyError
+from engine.ids import ParsedID, format_id, parse_id
+from engine.stream import Stream
+
+KEEPREF, DELREF, ACKED = b"KEEPREF", b"DELREF", b"ACKED"
+_POLICIES = {b"keepref": KEEPREF, b"delref": DELREF, b"acked": ACKED}
+
+
+@dataclass(slots=True)
+class TrimArgs:
+    strategy: bytes | None = None  # b"MAXLEN" | b"MINID"
+    maxlen: int = -1
+    minid: int = 0
+    approx: bool = False
+    limit: int = 0
+    limit_given: bool = False
+    policy: bytes = KEEPREF
+    policy_given: bool = False
+    nomkstream: bool = False
+    id: ParsedID | None = None  # XADD's explicit ID; None means '*'
+    field_pos: int = 0  # XADD: index of the first field
+
+
+def parse_policy(arg: bytes) -> bytes | None:
+    return _POLICIES.get(arg.lower())
+
+
+def parse_add_trim(argv: list[bytes], xadd: bool, replaying: bool, max_entries: int) -> TrimArgs:
+    """streamParseAddOrTrimArgsOrReply: options from argv[2] on; for XADD up to the ID."""
+    a = TrimArgs()
+    i, argc = 2, len(argv)
+    while i < argc:
+        more = argc - 1 - i
+        opt = argv[i]
+        if xadd and opt == b"*":
+            break
+        low = opt.lower()
+        if low in (b"maxlen", b"minid") and more:
+            if a.strategy is not None:
+                raise ReplyError(
+                    "ERR syntax error, MAXLEN and MINID options at the same time are not "
+                    "compatible"
+                )
+            a.approx = False
+            nxt = argv[i + 1]
+            if more >= 2 and nxt in (b"~", b"="):
+                a.approx = nxt == b"~"
+                i += 1
+            if low == b"maxlen":
+                a.maxlen = parse_int(argv[i + 1])
+                if a.maxlen < 0:
+                    raise ReplyError("ERR The MAXLEN argument must be >= 0.")
+                a.strategy = b"MAXLEN"
+            else:
+                a.minid = parse_id(argv[i + 1], 0, strict=True).value
+                a.strategy = b"MINID"
+            i += 2
+            continue
+        if low == b"limit" and more:
+            a.limit = parse_int(argv[i + 1])
+            if a.limit < 0:
+                raise ReplyError("ERR The LIMIT argument must be >= 0.")
+            a.limit_given = True
+            i += 2
+            continue
+        policy = _POLICIES.get(low)
+        if policy is not None and not a.policy_given:  # a second one is not an option
+            a.policy, a.policy_given = policy, True
+            i += 1
+            continue
+        if xadd and low == b"nomkstream":
+            a.nomkstream = True
+            i += 1
+            continue
+        if xadd:
+            a.id = parse_id(opt, 0, strict=True, allow_seq_star=True)
+            break
+        raise ReplyError(SYNTAX)
+    a.field_pos = i + 1 if xadd else i
+    if a.limit and a.strategy is None:
+        raise ReplyError(
+            "ERR syntax error, LIMIT cannot be used without specifying a trimming strategy"
+        )
+    if not xadd and a.strategy is None:
+        raise ReplyError("ERR syntax error, XTRIM must be called with a trimming strategy")
+    if replaying:
+        a.limit = 0  # effects carry exact thresholds; LIMIT is never enforced on replay
+    elif a.limit_given:
+        if not a.approx:
+            raise ReplyError("ERR syntax error, LIMIT cannot be used without the special ~ option")
+    elif a.approx:
+        a.limit = 100 * max_entries
+        if a.limit <= 0 or a.limit > 10000:
+            a.limit = 10000
+    else:
+        a.limit = 0
+    return a
+
+
+# --- reference policies ----------------------------------------------------------------------
+
+
+def referenced(s: Stream, sid: int) -> bool:
+    """Redis 8.2's streamEntryIsReferenced: some group has not been delivered `sid` yet, or
+    still has it pending. With no groups nothing is referenced."""
+    for group in s.groups.values():
+        if sid > group.last_id or sid in group.pel:
+            return True
+    return False
+
+
+def drop_references(s: Stream, sids: list[int]) -> dict[bytes, list[int]]:
+    """DELREF: these IDs leave every group's PEL. Returns, per group, the IDs it dropped."""
+    dropped: dict[bytes, list[int]] = {}
+    for name, group in s.groups.items():
+        if group.pel:
+            gone = [sid for sid in sids if group.ack(sid)]
+            if gone:
+                dropped[name] = gone
+    return dropped
+
+
+def run_trim(s: Stream, a: TrimArgs) -> tuple[list[int], dict[bytes, list[int]]]:
+    """Trim `s` as the parsed arguments say; returns the removed IDs and, for DELREF, the
+    references dropped per group."""
+    walked: list[int] | None = None if a.policy == KEEPREF else []
+    removed = s.trim(
+        a.maxlen if a.strategy == b"MAXLEN" else None,
+        a.minid if a.strategy == b"MINID" else None,
+        a.approx,
+        a.limit,
+        (lambda sid: referenced(s, sid)) if a.policy == ACKED and s.groups else None,
+        walked,
+    )
+    dropped = drop_references(s, walked) if a.policy == DELREF and walked else {}
+    return removed, dropped
+
+
+def trim_effects(
+    key: bytes, s: Stream, a: TrimArgs, removed: list[int], dropped: dict[bytes, list[int]]
+) -> tuple[list[bytes], list[list[bytes]]]:
+    """How a trim replays. KEEPREF removes a prefix, so Redis's own `= threshold` clause (the
+    length it left, or its first ID with tombstones) reproduces it. DELREF/ACKED may skip
+    entries, so they replay as the exact IDs removed plus the XACKs of dropped references.
+    Returns (clause for XADD/XTRIM, or [] ; separate effects)."""
+    if a.policy == KEEPREF:
+        if a.strategy == b"MAXLEN" or not s.nodes:
+            return [b"MAXLEN", b"=", b"%d" % s.length], []
+        return [b"MINID", b"=", format_id(s.first_entry_id(skip_tombstones=False))], []
+    effects: list[list[bytes]] = []
+    if removed:
+        effects.append([b"SK.XTRIMIDS", key, *map(format_id, removed)])
+    for group, sids in dropped.items():
+        effects.append([b"XACK", key, group, *map(format_id, sids)])
+    return [], effects
+
+
+__all__ = ["TrimArgs", "parse_add_trim", "run_trim", "trim_effects", "is_word"]

@@ -1,0 +1,196 @@
+"""Shared fixtures: a real redis-server per test session (per xdist worker).
+
+* ``redis_server``       session-scoped; object with ``.host`` and ``.port``.
+* ``redis_client``       redis-py client (RESP2, bytes replies) after FLUSHALL.
+* ``redis_raw``          :class:`tests.resp_client.RespClient` after FLUSHALL;
+                         replies keep their exact RESP type.
+* ``redis_raw_factory``  callable opening extra RespClient connections (for
+                         blocking tests); all are closed at teardown.
+
+A missing redis-server is a hard failure, not a skip: the comparison tests
+are the point of the suite.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import shutil
+import socket
+import subprocess
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from tests.resp_client import DEFAULT_TIMEOUT, RespClient, RespError
+
+REDIS_HOST = "127.0.0.1"
+STARTUP_TIMEOUT = 10.0
+PORT_ATTEMPTS = 5
+
+REDIS_FIXTURES = {"redis_server", "redis_client", "redis_raw", "redis_raw_factory"}
+
+
+@dataclass
+class RedisServer:
+    host: str
+    port: int
+    process: subprocess.Popen
+    dir: Path
+    log_path: Path
+
+    def log_tail(self, n: int = 40) -> str:
+        try:
+            lines = self.log_path.read_text(errors="replace").splitlines()
+        except OSError:
+            return "<no log>"
+        return "\n".join(lines[-n:])
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Tests that use a real-redis fixture get the ``redis`` marker automatically."""
+    for item in items:
+        if REDIS_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.redis)
+
+
+def _free_port(host: str) -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind((host, 0))
+        return s.getsockname()[1]
+
+
+def _stop(proc: subprocess.Popen) -> None:
+    if proc.poll() is not None:
+        return
+    proc.terminate()
+    try:
+        proc.wait(timeout=5)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(timeout=5)
+
+
+def _wait_for_ping(server: RedisServer) -> bool:
+    """True once PING answers PONG; False if the process died (e.g. port taken)."""
+    deadline = time.monotonic() + STARTUP_TIMEOUT
+    last_exc: Exception | None = None
+    while time.monotonic() < deadline:
+        if server.process.poll() is not None:
+            return False
+        try:
+            with RespClient(server.host, server.port, timeout=1.0) as c:
+                if c.execute("PING") == "PONG":
+                    return True
+        except (OSError, RespError) as exc:  # not listening yet, or -LOADING
+            last_exc = exc
+        time.sleep(0.05)
+    _stop(server.process)
+    pytest.fail(
+        f"redis-server on {server.host}:{server.port} did not answer PING within "
+        f"{STARTUP_TIMEOUT:.0f}s (last error: {last_exc!r})\n{server.log_tail()}",
+        pytrace=False,
+    )
+
+
+def _start_redis(binary: str, workdir: Path) -> RedisServer:
+    for attempt in range(PORT_ATTEMPTS):
+        port = _free_port(REDIS_HOST)
+        log_path = workdir / f"redis-{port}.log"
+        argv = [
+            binary,
+            "--port", str(port),
+            "--bind", REDIS_HOST,
+            "--save", "",
+            "--appendonly", "no",
+            "--daemonize", "no",
+            "--dir", str(workdir),
+        ]  # fmt: skip
+        with open(log_path, "wb") as log:
+            proc = subprocess.Popen(
+                argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT
+            )
+        server = RedisServer(REDIS_HOST, port, proc, workdir, log_path)
+        if _wait_for_ping(server):
+            return server
+        # The process exited: most likely another process grabbed the port
+        # between _free_port() and redis binding it. Try a fresh port.
+        if attempt == PORT_ATTEMPTS - 1:
+            pytest.fail(
+                f"redis-server exited with code {proc.returncode} "
+                f"(argv: {argv})\n{server.log_tail()}",
+                pytrace=False,
+            )
+    raise AssertionError("unreachable")
+
+
+@pytest.fixture(scope="session")
+def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServer]:
+    binary = shutil.which("redis-server")
+    if binary is None:
+        pytest.fail(
+            "redis-server not found on PATH; install it (make dev does: "
+            "apt-get install redis-server redis-tools)",
+            pytrace=False,
+        )
+    # tmp_path_factory is per xdist worker, so each worker gets its own dir and server.
+    workdir = tmp_path_factory.mktemp("redis-server")
+    server = _start_redis(binary, workdir)
+    try:
+        yield server
+    finally:
+        _stop(server.process)
+
+
+@pytest.fixture
+def redis_client(redis_server: RedisServer):
+    import redis
+
+    client = redis.Redis(
+        host=redis_server.host,
+        port=redis_server.port,
+        protocol=2,
+        decode_responses=False,
+    )
+    client.flushall()
+    try:
+        yield client
+    finally:
+        client.close()
+
+
+@pytest.fixture
+def redis_raw(redis_server: RedisServer) -> Iterator[RespClient]:
+    client = RespClient(redis_server.host, redis_server.port)
+    try:
+        client.execute("FLUSHALL")
+        yield client
+    finally:
+        client.close()
+
+
+@pytest.fixture
+def redis_raw_factory(redis_server: RedisServer) -> Iterator[Callable[..., RespClient]]:
+    """``factory(timeout=DEFAULT_TIMEOUT) -> RespClient``; closed at teardown.
+
+    The database is flushed once when the fixture is set up (like ``redis_raw``);
+    connections opened later by the test are not flushed.
+    """
+    opened: list[RespClient] = []
+
+    with RespClient(redis_server.host, redis_server.port) as c:
+        c.execute("FLUSHALL")
+
+    def factory(timeout: float | None = DEFAULT_TIMEOUT) -> RespClient:
+        client = RespClient(redis_server.host, redis_server.port, timeout=timeout)
+        opened.append(client)
+        return client
+
+    try:
+        yield factory
+    finally:
+        for client in opened:
+            with contextlib.suppress(OSError):
+                client.close()

@@ -1,0 +1,1 @@
+"""Command-line entry points (``streamkeep``), demo and benchmark tooling."""

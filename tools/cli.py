@@ -1,0 +1,50 @@
+"""``streamkeep`` command-line entry point.
+
+Subcommand implementations are imported lazily so that ``streamkeep --help``
+stays fast and does not pull in the engine.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Sequence
+
+
+def _cmd_demo(args: argparse.Namespace) -> int | None:
+    from tools import demo
+
+    return demo.main()
+
+
+def _cmd_bench(args: argparse.Namespace) -> int | None:
+    from tools import bench
+
+    return bench.main(args)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="streamkeep",
+        description="Redis Streams-compatible storage engine.",
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub.required = True
+
+    p_demo = sub.add_parser("demo", help="run a short end-to-end demonstration")
+    p_demo.set_defaults(func=_cmd_demo)
+
+    p_bench = sub.add_parser("bench", help="run the benchmark suite")
+    p_bench.set_defaults(func=_cmd_bench)
+
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    rc = args.func(args)
+    return int(rc or 0)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
