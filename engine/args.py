@@ -28,7 +28,7 @@ def parse_int_range(arg: bytes, lo: int, hi: int, msg: str | None = None) -> int
     value = parse_int(arg, msg)
     if value < lo or value > hi:
         raise ReplyError(
-            ("ERR " + msg) if msg else f"ERR value is out of range, must be between {lo} and {hi}"
+            ("ERR " + msg) if msg else f"ERR value is out of range, value must between {lo} and {hi}"
         )
     return value
 

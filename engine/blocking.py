@@ -16,7 +16,7 @@ if TYPE_CHECKING:
 
 
 class Waiter:
-    __slots__ = ("session", "argv", "keys", "event", "result", "done")
+    __slots__ = ("session", "argv", "keys", "event", "result", "done", "wake_at")
 
     def __init__(self, session: Session, argv: list[bytes], keys: list[tuple[int, bytes]]) -> None:
         self.session = session
@@ -25,6 +25,7 @@ class Waiter:
         self.event = threading.Event()
         self.result: Any = None
         self.done = False
+        self.wake_at: int | None = None
 
 
 class WaiterRegistry:

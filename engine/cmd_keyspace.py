@@ -149,10 +149,7 @@ def _matching(keys: Iterable[bytes], pattern: bytes | None) -> list[bytes]:
 
 def _signal_in(ctx: Ctx, db_index: int, key: bytes) -> None:
     """ctx.signal for a key of any database (FLUSHALL empties databases not selected)."""
-    if db_index == ctx.session.db:
-        ctx.signal(key)
-    elif ctx.engine.waiters:
-        ctx.engine.waiters.signal(db_index, key)
+    ctx.signal(key, db_index)
 
 
 # --- SELECT ----------------------------------------------------------------------------------------

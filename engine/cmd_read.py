@@ -159,13 +159,30 @@ def xread(ctx: Ctx, argv: list[bytes]) -> object:
 def _block_or_nil(ctx: Ctx, argv: list[bytes], a: ReadArgs, ids: list[int]) -> object:
     if a.timeout == -1 or ctx.in_multi:
         return NULL_ARRAY
+    wake_at = _claim_wake_at(ctx, argv, a) if a.claim >= 0 else None
     keys = argv[a.streams_at:a.streams_at + a.nstreams]
     rerun = list(argv)
     for k, gt in enumerate(ids):
         if argv[a.streams_at + a.nstreams + k] == b"$":
             # Re-running with '$' would wait for entries after the *new* last ID forever.
             rerun[a.streams_at + a.nstreams + k] = format_id(gt)
-    return Block(keys, a.timeout, rerun)
+    return Block(keys, a.timeout, rerun, wake_at)
+
+
+def _claim_wake_at(ctx: Ctx, argv: list[bytes], a: ReadArgs) -> int:
+    """When the oldest pending entry of any stream becomes claimable (Redis 8.4)."""
+    oldest: int | None = None
+    for k in range(a.nstreams):
+        s = ctx.db.get(argv[a.streams_at + k])
+        group = s.groups.get(a.group) if s is not None else None  # type: ignore[arg-type]
+        if group is None:
+            continue
+        for key in group.pel_by_time:
+            if (key & ((1 << 128) - 1)) in s:
+                t = key >> 128
+                oldest = t if oldest is None else min(oldest, t)
+                break
+    return (ctx.now if oldest is None else oldest) + a.claim
 
 
 # --- XREADGROUP ----------------------------------------------------------------------------------

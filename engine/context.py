@@ -18,14 +18,19 @@ if TYPE_CHECKING:
 class Block:
     """Returned by a blocking handler that found nothing to serve.
 
-    `argv` is the command to re-run when a key is signalled (with `$` already resolved)."""
+    `argv` is the command to re-run when a key is signalled (with `$` already resolved);
+    `wake_at` (engine-clock ms) asks for a re-run at that time even without a signal, for
+    XREADGROUP CLAIM waiting for a pending entry to become idle enough."""
 
-    __slots__ = ("keys", "timeout_ms", "argv")
+    __slots__ = ("keys", "timeout_ms", "argv", "wake_at")
 
-    def __init__(self, keys: list[bytes], timeout_ms: int, argv: list[bytes]) -> None:
+    def __init__(
+        self, keys: list[bytes], timeout_ms: int, argv: list[bytes], wake_at: int | None = None
+    ) -> None:
         self.keys = keys
         self.timeout_ms = timeout_ms
         self.argv = argv
+        self.wake_at = wake_at
 
 
 class Ctx:
@@ -46,11 +51,12 @@ class Ctx:
     def emit(self, effect: list[bytes]) -> None:
         self.effects.append(effect)
 
-    def signal(self, key: bytes) -> None:
-        """Wake clients blocked on `key` once this command finishes."""
+    def signal(self, key: bytes, db: int | None = None) -> None:
+        """Wake clients blocked on `key` (in the selected db unless given) once this command
+        finishes."""
         engine = self.engine
         if engine.waiters:
-            engine.waiters.signal(self.session.db, key)
+            engine.waiters.signal(self.session.db if db is None else db, key)
 
     @property
     def config(self) -> dict[str, Any]:

@@ -132,6 +132,7 @@ class Engine(RedisStreamAPI):
             if type(reply) is not Block:
                 return reply, ctx.effects
             waiter = Waiter(session, reply.argv, [(session.db, k) for k in reply.keys])
+            waiter.wake_at = reply.wake_at
             self.waiters.add(waiter)
         return self._wait(waiter, reply.timeout_ms), ctx.effects
 
@@ -144,37 +145,54 @@ class Engine(RedisStreamAPI):
     # --- blocking ------------------------------------------------------------------------------
 
     def _wait(self, waiter: Waiter, timeout_ms: int) -> Any:
-        waiter.event.wait(None if timeout_ms == 0 else timeout_ms / 1000)
-        with self.lock:
-            if not waiter.done:
-                self.waiters.remove(waiter)
-                waiter.done = True
-                waiter.result = NULL_ARRAY
+        deadline = None if timeout_ms == 0 else time.monotonic() + timeout_ms / 1000
+        while True:
+            wait_s = None if deadline is None else max(deadline - time.monotonic(), 0)
+            if waiter.wake_at is not None:
+                until_wake = max((waiter.wake_at - self.clock()) / 1000, 0) + 0.001
+                wait_s = until_wake if wait_s is None else min(wait_s, until_wake)
+            if waiter.event.wait(wait_s):
+                break
+            with self.lock:
+                if waiter.done:
+                    break
+                if deadline is not None and time.monotonic() >= deadline:
+                    self.waiters.remove(waiter)
+                    waiter.done = True
+                    waiter.result = NULL_ARRAY
+                    break
+                if waiter.wake_at is not None and self.clock() >= waiter.wake_at:
+                    self._rerun(waiter)
+                    if waiter.done:
+                        break
         if isinstance(waiter.result, ReplyError):
             raise waiter.result
         return waiter.result
+
+    def _rerun(self, waiter: Waiter) -> None:
+        """Re-run a waiter's command (lock held); if it no longer blocks, hand it the result."""
+        ctx = Ctx(self, waiter.session, self.clock())
+        ctx.rerun = True
+        try:
+            result = lookup(waiter.argv).handler(ctx, waiter.argv)  # type: ignore[misc]
+        except ReplyError as err:
+            result = err
+        if type(result) is Block:
+            waiter.wake_at = result.wake_at
+            return
+        if ctx.effects:
+            self._commit(ctx)
+        waiter.result = result
+        waiter.done = True
+        self.waiters.remove(waiter)
+        waiter.event.set()
 
     def _serve_ready(self) -> None:
         """Re-run the commands of clients waiting on signalled keys, first come first served."""
         while (k := self.waiters.pop_ready()) is not None:
             for waiter in self.waiters.waiting_on(k):
-                if waiter.done:
-                    continue
-                ctx = Ctx(self, waiter.session, self.clock())
-                ctx.rerun = True
-                try:
-                    spec = lookup(waiter.argv)
-                    result = spec.handler(ctx, waiter.argv)  # type: ignore[misc]
-                except ReplyError as err:
-                    result = err
-                if type(result) is Block:
-                    continue
-                if ctx.effects:
-                    self._commit(ctx)
-                waiter.result = result
-                waiter.done = True
-                self.waiters.remove(waiter)
-                waiter.event.set()
+                if not waiter.done:
+                    self._rerun(waiter)
 
     def blocked_clients(self) -> int:
         with self.lock:

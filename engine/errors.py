@@ -27,7 +27,8 @@ NO_SUCH_KEY = "ERR no such key"
 
 def printable(arg: bytes, limit: int = 128) -> str:
     """Render an argument inside an error line as Redis does: truncated, no line breaks."""
-    text = arg[:limit].decode("utf-8", "replace")
+    # surrogateescape: arbitrary bytes survive into the line and back out on the wire.
+    text = arg[:limit].decode("utf-8", "surrogateescape")
     return text.replace("\r", " ").replace("\n", " ")
 
 
@@ -40,8 +41,8 @@ def unknown_command(argv: list[bytes]) -> ReplyError:
     for arg in argv[1:]:
         if len(args) >= 128:
             break
-        args += "'" + arg[: 128 - len(args)].decode("utf-8", "replace") + "' "
-    line = f"ERR unknown command '{argv[0][:128].decode('utf-8', 'replace')}', "
+        args += "'" + arg[: 128 - len(args)].decode("utf-8", "surrogateescape") + "' "
+    line = f"ERR unknown command '{argv[0][:128].decode('utf-8', 'surrogateescape')}', "
     line += f"with args beginning with: {args}"
     return ReplyError(line.replace("\r", " ").replace("\n", " "))
 

@@ -103,8 +103,10 @@ def parse_add_trim(argv: list[bytes], xadd: bool, replaying: bool, max_entries: 
             raise ReplyError("ERR syntax error, LIMIT cannot be used without the special ~ option")
     elif a.approx:
         a.limit = 100 * max_entries
-        if a.limit <= 0 or a.limit > 10000:
+        if a.limit <= 0:
             a.limit = 10000
+        elif a.limit > 1000000:
+            a.limit = 1000000
     else:
         a.limit = 0
     return a
@@ -157,6 +159,10 @@ def trim_effects(
     entries, so they replay as the exact IDs removed plus the XACKs of dropped references.
     Returns (clause for XADD/XTRIM, or [] ; separate effects)."""
     if a.policy == KEEPREF:
+        if not a.approx:  # exact trims are their own replay
+            if a.strategy == b"MAXLEN":
+                return [b"MAXLEN", b"=", b"%d" % a.maxlen], []
+            return [b"MINID", b"=", format_id(a.minid)], []
         if a.strategy == b"MAXLEN" or not s.nodes:
             return [b"MAXLEN", b"=", b"%d" % s.length], []
         return [b"MINID", b"=", format_id(s.first_entry_id(skip_tombstones=False))], []

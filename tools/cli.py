@@ -34,6 +34,14 @@ def build_parser() -> argparse.ArgumentParser:
     p_demo.set_defaults(func=_cmd_demo)
 
     p_bench = sub.add_parser("bench", help="run the benchmark suite")
+    p_bench.add_argument("--quick", action="store_true", help="small N, for tests and smoke runs")
+    p_bench.add_argument("--n", type=int, metavar="N", help="messages per workload")
+    p_bench.add_argument("--repeat", type=int, default=1, metavar="R",
+                         help="run each workload R times, report the best (default 1)")
+    p_bench.add_argument("--no-redis", action="store_true",
+                         help="skip the redis-server reference rows")
+    p_bench.add_argument("--strict", action="store_true",
+                         help="exit 1 if a target is missed")
     p_bench.set_defaults(func=_cmd_bench)
 
     return parser

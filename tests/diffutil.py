@@ -1,0 +1,174 @@
+"""Differential-test helpers: the same argv on the engine and on a real redis-server.
+
+Owns `run_both` (run one argv on both, assert the same reply or the same error line, return it),
+`Both` (the pair plus shorthands), the engine clock used by differential tests (wall-clock ms,
+because the oracle runs on real time), and the normalisers for fields that depend on time
+(`Near`: idle times compared within a tolerance) or on auto-generated IDs (`id_shape`). The local
+oracle is Redis 7.0.15: callers must keep 8.x-only behaviour out of these comparisons (see
+/work/notes/redis8-streams.md and tests/test_redis8.py).
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Callable
+from typing import Any
+
+from engine import Engine, ReplyError
+from tests.resp_client import RespError
+
+Normaliser = Callable[[Any], Any]
+
+
+class WallClock:
+    """The engine's clock in differential tests: real milliseconds, like the server's."""
+
+    def __call__(self) -> int:
+        return int(time.time() * 1000)
+
+
+class Near:
+    """An idle time / delivery time: equal to another Near within `tol` ms (two processes
+    read their clocks a few ms apart)."""
+
+    __slots__ = ("value",)
+    tol = 1500
+
+    def __init__(self, value: int) -> None:
+        self.value = value
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Near) and abs(self.value - other.value) <= self.tol
+
+    def __hash__(self) -> int:  # pragma: no cover - never hashed meaningfully
+        return 0
+
+    def __repr__(self) -> str:
+        return f"~{self.value}"
+
+
+_ID_RE = re.compile(rb"^\d+-\d+$")
+
+
+def id_shape(value: Any) -> Any:
+    """Every `ms-seq` bulk replaced by the marker b'<id>' (for replies to `*` XADDs)."""
+    if isinstance(value, bytes) and _ID_RE.match(value):
+        return b"<id>"
+    if isinstance(value, list):
+        return [id_shape(v) for v in value]
+    return value
+
+
+def outcome(target: Any, *argv: Any) -> tuple[str, Any]:
+    try:
+        return "ok", target.execute(*argv)
+    except (ReplyError, RespError) as err:
+        return "err", str(err)
+
+
+def run_both(engine: Engine, redis: Any, *argv: Any, normalise: Normaliser | None = None) -> Any:
+    """Run argv on both; assert the same reply (after `normalise`) or the same error line.
+
+    Returns Redis's reply, or for an error a `ReplyError` carrying the line (not raised)."""
+    ours, theirs = outcome(engine, *argv), outcome(redis, *argv)
+    if normalise is not None:
+        if ours[0] == "ok":
+            ours = ("ok", normalise(ours[1]))
+        if theirs[0] == "ok":
+            theirs = ("ok", normalise(theirs[1]))
+    assert ours == theirs, f"\nargv:   {argv!r}\nengine: {ours!r}\nredis:  {theirs!r}"
+    status, value = theirs
+    return ReplyError(value) if status == "err" else value
+
+
+class Both:
+    """An engine and a Redis connection driven in lockstep."""
+
+    def __init__(self, engine: Engine, redis: Any) -> None:
+        self.engine = engine
+        self.redis = redis
+
+    def __call__(self, *argv: Any, normalise: Normaliser | None = None) -> Any:
+        return run_both(self.engine, self.redis, *argv, normalise=normalise)
+
+    def ok(self, *argv: Any, normalise: Normaliser | None = None) -> Any:
+        """Same as calling, but the reply must not be an error."""
+        reply = self(*argv, normalise=normalise)
+        assert not isinstance(reply, ReplyError), f"{argv!r} failed: {reply}"
+        return reply
+
+    def err(self, *argv: Any) -> str:
+        """Both must fail with the same line; returns it."""
+        reply = self(*argv)
+        assert isinstance(reply, ReplyError), f"{argv!r} did not fail: {reply!r}"
+        return str(reply)
+
+    def script(self, *commands: tuple[Any, ...]) -> list[Any]:
+        return [self(*argv) for argv in commands]
+
+    def bulk(self, commands: list[tuple[Any, ...]]) -> None:
+        """Many commands, pipelined to Redis; every reply compared."""
+        theirs = self.redis.pipeline(*commands)
+        for argv, reply in zip(commands, theirs, strict=True):
+            ours = outcome(self.engine, *argv)
+            if isinstance(reply, RespError):
+                assert ours == ("err", str(reply)), argv
+            else:
+                assert ours == ("ok", reply), argv
+
+    def config(self, name: str, value: int) -> None:
+        """Set a stream-node config on both sides."""
+        assert self.redis.execute("CONFIG", "SET", name, str(value)) == "OK"
+        self.engine.config[name] = value
+
+
+# --- normalisers for time-dependent replies ------------------------------------------------------
+
+
+def pending_norm(reply: Any) -> Any:
+    """XPENDING extended form: [id, consumer, idle, count] with idle as Near."""
+    if not isinstance(reply, list):
+        return reply
+    return [[i, c, Near(idle), n] for i, c, idle, n in reply]
+
+
+def flat_map(reply: list[Any]) -> dict[bytes, Any]:
+    return {reply[i]: reply[i + 1] for i in range(0, len(reply), 2)}
+
+
+def consumers_norm(reply: Any) -> Any:
+    """XINFO CONSUMERS: name and pending only (7.0 lacks `inactive`), idle as Near."""
+    if not isinstance(reply, list):
+        return reply
+    out = []
+    for item in reply:
+        m = flat_map(item)
+        out.append([m[b"name"], m[b"pending"], Near(m[b"idle"])])
+    return out
+
+
+def groups_norm(reply: Any) -> Any:
+    """XINFO GROUPS without entries-read/lag (they differ between 7.0 and 8.x once entries
+    were deleted or trimmed; test_redis8 covers 8.x's arithmetic)."""
+    if not isinstance(reply, list):
+        return reply
+    out = []
+    for item in reply:
+        m = flat_map(item)
+        out.append([m[b"name"], m[b"consumers"], m[b"pending"], m[b"last-delivered-id"]])
+    return out
+
+
+REDIS_DEFAULTS = {"stream-node-max-entries": 100, "stream-node-max-bytes": 4096}
+
+
+def reset_redis_config(redis: Any) -> None:
+    for name, value in REDIS_DEFAULTS.items():
+        redis.execute("CONFIG", "SET", name, str(value))
+
+
+__all__ = [
+    "Both", "Near", "WallClock", "consumers_norm", "groups_norm", "id_shape", "outcome",
+    "pending_norm", "reset_redis_config", "run_both",
+]
