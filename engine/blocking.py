@@ -7,18 +7,20 @@ not touch: stream state (it never reads or writes streams itself).
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from collections import OrderedDict, deque
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from engine.core import Session
+    from engine.table import Argv
 
 
 class Waiter:
     __slots__ = ("session", "argv", "keys", "event", "result", "done", "wake_at")
 
-    def __init__(self, session: Session, argv: list[bytes], keys: list[tuple[int, bytes]]) -> None:
+    def __init__(self, session: Session, argv: Argv, keys: list[tuple[int, bytes]]) -> None:
         self.session = session
         self.argv = argv
         self.keys = keys
@@ -45,10 +47,8 @@ class WaiterRegistry:
             queue = self.by_key.get(k)
             if queue is None:
                 continue
-            try:
+            with contextlib.suppress(ValueError):
                 queue.remove(waiter)
-            except ValueError:
-                pass
             if not queue:
                 del self.by_key[k]
 

@@ -17,13 +17,16 @@ from engine.errors import SYNTAX, ReplyError, nogroup, printable
 from engine.groups import INVALID_ENTRIES_READ, Consumer, ConsumerGroup
 from engine.ids import MAX_ID, format_id, parse_id, parse_range, parse_strict
 from engine.stream import Stream
-from engine.table import command, container, subcommand
+from engine.table import Argv, command, container, subcommand
 from engine.trimming import ACKED, DELREF, drop_references, referenced
+
+# XAUTOCLAIM's ztrymalloc(COUNT * 16) can never succeed above the 47-bit user address space.
+_MAX_TRANSIENT_BYTES = 1 << 47
 
 XGROUP = container("xgroup", "A container for consumer groups commands.")
 
 
-def _subcommand_syntax(argv: list[bytes]) -> ReplyError:
+def _subcommand_syntax(argv: Argv) -> ReplyError:
     return ReplyError(
         f"ERR unknown subcommand or wrong number of arguments for '{printable(argv[1])}'. "
         f"Try {argv[0].decode('utf-8', 'replace').upper()} HELP."
@@ -42,7 +45,7 @@ class GroupTarget:
         self.entries_read = INVALID_ENTRIES_READ
 
 
-def _xgroup_preamble(ctx: Ctx, argv: list[bytes], needs_group: bool) -> GroupTarget:
+def _xgroup_preamble(ctx: Ctx, argv: Argv, needs_group: bool) -> GroupTarget:
     """Redis parses CREATE/SETID options, then checks the key and (for most) the group."""
     t = GroupTarget()
     sub = argv[1].lower()
@@ -82,14 +85,12 @@ def _clamp_entries_read(s: Stream, entries_read: int) -> int:
 
 
 @subcommand(XGROUP, "create", -5, "write denyoom", summary="Creates a consumer group.")
-def xgroup_create(ctx: Ctx, argv: list[bytes]) -> str:
+def xgroup_create(ctx: Ctx, argv: Argv) -> str:
     t = _xgroup_preamble(ctx, argv, False)
     if len(argv) > 8:
         raise _subcommand_syntax(argv)
-    if argv[4] == b"$":
-        sid = t.s.last_id if t.s is not None else 0
-    else:
-        sid = parse_strict(argv[4])
+    dollar = t.s.last_id if t.s is not None else 0
+    sid = dollar if argv[4] == b"$" else parse_strict(argv[4])
     s = t.s
     if s is None:
         s = ctx.db[argv[2]] = Stream()
@@ -104,7 +105,7 @@ def xgroup_create(ctx: Ctx, argv: list[bytes]) -> str:
 
 @subcommand(XGROUP, "setid", -5, "write", summary="Sets the last-delivered ID of a consumer "
             "group.")
-def xgroup_setid(ctx: Ctx, argv: list[bytes]) -> str:
+def xgroup_setid(ctx: Ctx, argv: Argv) -> str:
     t = _xgroup_preamble(ctx, argv, True)
     if len(argv) not in (5, 7):
         raise _subcommand_syntax(argv)
@@ -119,7 +120,7 @@ def xgroup_setid(ctx: Ctx, argv: list[bytes]) -> str:
 
 
 @subcommand(XGROUP, "destroy", 4, "write", summary="Destroys a consumer group.")
-def xgroup_destroy(ctx: Ctx, argv: list[bytes]) -> int:
+def xgroup_destroy(ctx: Ctx, argv: Argv) -> int:
     t = _xgroup_preamble(ctx, argv, False)
     if t.group is None:
         return 0
@@ -131,7 +132,7 @@ def xgroup_destroy(ctx: Ctx, argv: list[bytes]) -> int:
 
 @subcommand(XGROUP, "createconsumer", 5, "write denyoom", summary="Creates a consumer in a "
             "consumer group.", since="6.2.0")
-def xgroup_createconsumer(ctx: Ctx, argv: list[bytes]) -> int:
+def xgroup_createconsumer(ctx: Ctx, argv: Argv) -> int:
     group = _xgroup_preamble(ctx, argv, True).group
     assert group is not None
     if argv[4] in group.consumers:
@@ -143,7 +144,7 @@ def xgroup_createconsumer(ctx: Ctx, argv: list[bytes]) -> int:
 
 @subcommand(XGROUP, "delconsumer", 5, "write", summary="Deletes a consumer from a consumer "
             "group.")
-def xgroup_delconsumer(ctx: Ctx, argv: list[bytes]) -> int:
+def xgroup_delconsumer(ctx: Ctx, argv: Argv) -> int:
     group = _xgroup_preamble(ctx, argv, True).group
     assert group is not None
     consumer = group.consumers.get(argv[4])
@@ -172,16 +173,16 @@ XGROUP_HELP = [
 ]
 
 
-def help_reply(argv: list[bytes], lines: list[str]) -> list[str]:
+def help_reply(argv: Argv, lines: list[str]) -> list[str]:
     """addReplyHelp: a header naming the command, the lines, the HELP footer."""
     name = argv[0].decode("utf-8", "replace").upper()
     return [f"{name} <subcommand> [<arg> [value] [opt] ...]. Subcommands are:", *lines,
-            "HELP", "    Prints this help."]
+            "HELP", "    Print this help."]  # 7.0 said "Prints"
 
 
 @subcommand(XGROUP, "help", 2, "loading stale", keys=(0, 0, 0), summary="Returns helpful text "
             "about the different subcommands.")
-def xgroup_help(ctx: Ctx, argv: list[bytes]) -> list[str]:
+def xgroup_help(ctx: Ctx, argv: Argv) -> list[str]:
     return help_reply(argv, XGROUP_HELP)
 
 
@@ -213,7 +214,7 @@ def _pin_consumer(ctx: Ctx, key: bytes, gname: bytes, consumer: Consumer, before
 
 @command("xack", -4, "write fast", summary="Returns the number of messages that were "
          "successfully acknowledged by the consumer group member of a stream.")
-def xack(ctx: Ctx, argv: list[bytes]) -> int:
+def xack(ctx: Ctx, argv: Argv) -> int:
     _s, group = _group_or_none(ctx, argv[1], argv[2])
     if group is None:
         return 0
@@ -226,7 +227,7 @@ def xack(ctx: Ctx, argv: list[bytes]) -> int:
 
 @command("xackdel", -6, "write fast", summary="Acknowledges and deletes one or multiple messages "
          "for a stream consumer group.", since="8.2.0")
-def xackdel(ctx: Ctx, argv: list[bytes]) -> list[int]:
+def xackdel(ctx: Ctx, argv: Argv) -> list[int]:
     args = parse_ids_args(argv, 3)
     s, group = _group_or_none(ctx, argv[1], argv[2])
     if s is None or group is None:
@@ -261,7 +262,7 @@ def xackdel(ctx: Ctx, argv: list[bytes]) -> list[int]:
 
 @command("xpending", -3, "readonly", summary="Returns the information and entries from a "
          "stream consumer group's pending entries list.")
-def xpending(ctx: Ctx, argv: list[bytes]) -> list:
+def xpending(ctx: Ctx, argv: Argv) -> list:
     argc = len(argv)
     if argc != 3 and (argc < 6 or argc > 9):
         raise ReplyError(SYNTAX)
@@ -332,7 +333,7 @@ class ClaimOptions:
         self.last_id = 0
 
 
-def _parse_claim_options(argv: list[bytes], j: int, now: int) -> ClaimOptions:
+def _parse_claim_options(argv: Argv, j: int, now: int) -> ClaimOptions:
     o = ClaimOptions()
     while j < len(argv):
         more = len(argv) - 1 - j
@@ -367,7 +368,7 @@ def _parse_claim_options(argv: list[bytes], j: int, now: int) -> ClaimOptions:
 
 @command("xclaim", -6, "write fast", summary="Changes, or acquires, ownership of a message in a "
          "consumer group, as if the message was delivered a consumer group member.")
-def xclaim(ctx: Ctx, argv: list[bytes]) -> list:
+def xclaim(ctx: Ctx, argv: Argv) -> list:
     key, gname = argv[1], argv[2]
     s, group = _group_or_none(ctx, key, gname)
     if s is None or group is None:
@@ -405,7 +406,7 @@ def xclaim(ctx: Ctx, argv: list[bytes]) -> list:
         if o.retrycount >= 0:
             count = o.retrycount
         elif nack is None:
-            count = 0 if o.justid else 1
+            count = 1 if o.justid else 2  # a FORCE-created NACK starts at 1, then counts
         else:
             count = nack.delivery_count + (0 if o.justid else 1)
         group.add_pending(sid, consumer, o.delivery_time, count)
@@ -423,7 +424,7 @@ def xclaim(ctx: Ctx, argv: list[bytes]) -> list:
 @command("xautoclaim", -6, "write fast", summary="Changes, or acquires, ownership of messages in "
          "a consumer group, as if the messages were delivered to as consumer group member.",
          since="6.2.0")
-def xautoclaim(ctx: Ctx, argv: list[bytes]) -> list:
+def xautoclaim(ctx: Ctx, argv: Argv) -> list:
     key, gname = argv[1], argv[2]
     min_idle = max(parse_int(argv[4], "Invalid min-idle-time argument for XAUTOCLAIM"), 0)
     start, _ = parse_range(argv[5], b"+")
@@ -442,6 +443,11 @@ def xautoclaim(ctx: Ctx, argv: list[bytes]) -> list:
     s, group = _group_or_none(ctx, key, gname)
     if s is None or group is None:
         raise nogroup(key, gname)
+    if count * 16 > _MAX_TRANSIENT_BYTES:
+        # Redis allocates COUNT stream IDs up front; beyond the address space that fails.
+        raise ReplyError(
+            "ERR Insufficient memory, failed allocating transient memory, COUNT too high."
+        )
     now = ctx.now
     consumer, before = _consumer(group, argv[3], now)
     consumer.seen_time = now
@@ -478,7 +484,7 @@ def xautoclaim(ctx: Ctx, argv: list[bytes]) -> list:
 
 @command("sk.xconsumer", 6, "write", summary="Effect: set a consumer's seen and active times, "
          "creating it if needed.", since="streamkeep", internal=True)
-def sk_xconsumer(ctx: Ctx, argv: list[bytes]) -> str:
+def sk_xconsumer(ctx: Ctx, argv: Argv) -> str:
     group = ctx.db[argv[1]].groups[argv[2]]
     consumer = group.consumers.get(argv[3]) or group.create_consumer(argv[3], ctx.now)
     consumer.seen_time = parse_int(argv[4])

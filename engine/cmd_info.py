@@ -18,7 +18,7 @@ from engine.groups import INVALID_ENTRIES_READ, Consumer, ConsumerGroup, group_l
 from engine.ids import MAX_ID, format_id
 from engine.reply import RespMap
 from engine.stream import Stream, rax_node_count
-from engine.table import container, subcommand
+from engine.table import Argv, container, subcommand
 
 DEFAULT_FULL_COUNT = 10
 
@@ -52,7 +52,7 @@ def help_reply(argv0: bytes, lines: list[str]) -> list[str]:
     return [heading, *lines, "HELP", "    Print this help."]
 
 
-def subcommand_syntax_error(argv: list[bytes]) -> ReplyError:
+def subcommand_syntax_error(argv: Argv) -> ReplyError:
     """addReplySubcommandSyntaxError: the subcommand as typed, truncated to 128 bytes."""
     return ReplyError(
         f"ERR unknown subcommand or wrong number of arguments for "
@@ -92,7 +92,7 @@ def _limited(ids: Iterable[int], count: int) -> list[int]:
 # --- XINFO STREAM ------------------------------------------------------------------------------
 
 
-def _parse_full_count(argv: list[bytes]) -> int | None:
+def _parse_full_count(argv: Argv) -> int | None:
     """None for the plain form; else the FULL COUNT (default 10, negative means 10, 0 all)."""
     opts = argv[3:]
     if not opts:
@@ -173,7 +173,7 @@ def _stream_full(s: Stream, count: int) -> RespMap:
 
 
 @subcommand(XINFO, "stream", -3, "readonly", summary="Returns information about a stream.")
-def xinfo_stream(ctx: Ctx, argv: list[bytes]) -> RespMap:
+def xinfo_stream(ctx: Ctx, argv: Argv) -> RespMap:
     s = _stream_or_error(ctx, argv[2])
     count = _parse_full_count(argv)
     return _stream_summary(s) if count is None else _stream_full(s, count)
@@ -195,7 +195,7 @@ def _group_info(s: Stream, group: ConsumerGroup) -> RespMap:
 
 @subcommand(XINFO, "groups", 3, "readonly",
             summary="Returns a list of the consumer groups of a stream.")
-def xinfo_groups(ctx: Ctx, argv: list[bytes]) -> list[RespMap]:
+def xinfo_groups(ctx: Ctx, argv: Argv) -> list[RespMap]:
     s = _stream_or_error(ctx, argv[2])
     return [_group_info(s, g) for g in _sorted_groups(s)]
 
@@ -216,7 +216,7 @@ def _consumer_info(consumer: Consumer, now: int) -> RespMap:
 
 @subcommand(XINFO, "consumers", 4, "readonly",
             summary="Returns a list of the consumers in a consumer group.")
-def xinfo_consumers(ctx: Ctx, argv: list[bytes]) -> list[RespMap]:
+def xinfo_consumers(ctx: Ctx, argv: Argv) -> list[RespMap]:
     key, name = argv[2], argv[3]
     s = _stream_or_error(ctx, key)
     group = s.groups.get(name)
@@ -233,5 +233,5 @@ def xinfo_consumers(ctx: Ctx, argv: list[bytes]) -> list[RespMap]:
 
 @subcommand(XINFO, "help", 2, "loading stale", keys=(0, 0, 0),
             summary="Returns helpful text about the different subcommands.")
-def xinfo_help(ctx: Ctx, argv: list[bytes]) -> list[str]:
+def xinfo_help(ctx: Ctx, argv: Argv) -> list[str]:
     return help_reply(argv[0], HELP_LINES)

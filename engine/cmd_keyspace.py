@@ -19,7 +19,7 @@ from engine.context import Ctx
 from engine.errors import NO_SUCH_KEY, SYNTAX, ReplyError, wrong_arity
 from engine.ids import parse_u64
 from engine.stream import Stream
-from engine.table import command
+from engine.table import Argv, command
 
 INT_MIN, INT_MAX = -(1 << 31), (1 << 31) - 1
 SCAN_DEFAULT_COUNT = 10
@@ -167,7 +167,7 @@ def _parse_db_index(arg: bytes) -> int:
 
 @command("select", 2, "loading stale fast", keys=NO_KEYS, group="connection", since="1.0.0",
          summary="Changes the selected database.")
-def select(ctx: Ctx, argv: list[bytes]) -> str:
+def select(ctx: Ctx, argv: Argv) -> str:
     index = _parse_db_index(argv[1])
     if index < 0 or index >= len(ctx.engine.dbs):
         raise ReplyError("ERR DB index is out of range")
@@ -193,32 +193,32 @@ def _delete_keys(ctx: Ctx, keys: list[bytes]) -> int:
 
 @command("del", -2, "write", keys=ALL_KEYS, group="generic", since="1.0.0",
          summary="Deletes one or more keys.")
-def del_(ctx: Ctx, argv: list[bytes]) -> int:
+def del_(ctx: Ctx, argv: Argv) -> int:
     return _delete_keys(ctx, argv[1:])
 
 
 @command("unlink", -2, "write fast", keys=ALL_KEYS, group="generic", since="4.0.0",
          summary="Asynchronously deletes one or more keys.")
-def unlink(ctx: Ctx, argv: list[bytes]) -> int:
+def unlink(ctx: Ctx, argv: Argv) -> int:
     return _delete_keys(ctx, argv[1:])
 
 
 @command("exists", -2, "readonly fast", keys=ALL_KEYS, group="generic", since="1.0.0",
          summary="Determines whether one or more keys exist.")
-def exists(ctx: Ctx, argv: list[bytes]) -> int:
+def exists(ctx: Ctx, argv: Argv) -> int:
     db = ctx.db
     return sum(1 for key in argv[1:] if key in db)
 
 
 @command("type", 2, "readonly fast", group="generic", since="1.0.0",
          summary="Determines the type of value stored at a key.")
-def type_(ctx: Ctx, argv: list[bytes]) -> str:
+def type_(ctx: Ctx, argv: Argv) -> str:
     return "stream" if argv[1] in ctx.db else "none"
 
 
 @command("dbsize", 1, "readonly fast", keys=NO_KEYS, group="server", since="1.0.0",
          summary="Returns the number of keys in the database.")
-def dbsize(ctx: Ctx, argv: list[bytes]) -> int:
+def dbsize(ctx: Ctx, argv: Argv) -> int:
     return len(ctx.db)
 
 
@@ -227,7 +227,7 @@ def dbsize(ctx: Ctx, argv: list[bytes]) -> int:
 
 @command("keys", 2, "readonly", keys=NO_KEYS, group="generic", since="1.0.0",
          summary="Returns all key names that match a pattern.")
-def keys(ctx: Ctx, argv: list[bytes]) -> list[bytes]:
+def keys(ctx: Ctx, argv: Argv) -> list[bytes]:
     pattern = None if argv[1] == b"*" else argv[1]
     return _matching(sorted(ctx.db), pattern)
 
@@ -242,7 +242,7 @@ class ScanArgs:
         self.type_name: bytes | None = None
 
 
-def _parse_scan(argv: list[bytes]) -> ScanArgs:
+def _parse_scan(argv: Argv) -> ScanArgs:
     """parseScanCursorOrReply (string2ull) then scanGenericCommand's option loop."""
     cursor = parse_u64(argv[1])
     if cursor is None:
@@ -288,7 +288,7 @@ def _scan_page(db: dict[bytes, Stream], cursor: int, count: int) -> tuple[int, l
 
 @command("scan", -2, "readonly", keys=NO_KEYS, group="generic", since="2.8.0",
          summary="Iterates over the key names in the database.")
-def scan(ctx: Ctx, argv: list[bytes]) -> list:
+def scan(ctx: Ctx, argv: Argv) -> list:
     args = _parse_scan(argv)
     cursor, page = _scan_page(ctx.db, args.cursor, args.count)
     page = _matching(page, args.pattern)
@@ -300,7 +300,7 @@ def scan(ctx: Ctx, argv: list[bytes]) -> list:
 # --- RENAME / RENAMENX -----------------------------------------------------------------------------
 
 
-def _rename(ctx: Ctx, argv: list[bytes], nx: bool) -> bool:
+def _rename(ctx: Ctx, argv: Argv, nx: bool) -> bool:
     """renameGenericCommand: True when the key moved. Same-name renames touch nothing."""
     src, dst = argv[1], argv[2]
     db = ctx.db
@@ -320,21 +320,21 @@ def _rename(ctx: Ctx, argv: list[bytes], nx: bool) -> bool:
 
 @command("rename", 3, "write", keys=(1, 2, 1), group="generic", since="1.0.0",
          summary="Renames a key and overwrites the destination.")
-def rename(ctx: Ctx, argv: list[bytes]) -> str:
+def rename(ctx: Ctx, argv: Argv) -> str:
     _rename(ctx, argv, nx=False)
     return "OK"
 
 
 @command("renamenx", 3, "write fast", keys=(1, 2, 1), group="generic", since="1.0.0",
          summary="Renames a key only when the target key name doesn't exist.")
-def renamenx(ctx: Ctx, argv: list[bytes]) -> int:
+def renamenx(ctx: Ctx, argv: Argv) -> int:
     return 1 if _rename(ctx, argv, nx=True) else 0
 
 
 # --- FLUSHDB / FLUSHALL ----------------------------------------------------------------------------
 
 
-def _check_flush_flags(argv: list[bytes]) -> None:
+def _check_flush_flags(argv: Argv) -> None:
     """getFlushCommandFlags: nothing, SYNC or ASYNC (all the same here: flushing is immediate)."""
     if len(argv) == 1:
         return
@@ -354,7 +354,7 @@ def _flush_db(ctx: Ctx, db_index: int) -> int:
 
 @command("flushdb", -1, "write", keys=NO_KEYS, group="server", since="1.0.0",
          summary="Remove all keys from the current database.")
-def flushdb(ctx: Ctx, argv: list[bytes]) -> str:
+def flushdb(ctx: Ctx, argv: Argv) -> str:
     _check_flush_flags(argv)
     if _flush_db(ctx, ctx.session.db):
         ctx.emit([b"FLUSHDB"])
@@ -363,7 +363,7 @@ def flushdb(ctx: Ctx, argv: list[bytes]) -> str:
 
 @command("flushall", -1, "write", keys=NO_KEYS, group="server", since="1.0.0",
          summary="Removes all keys from all databases.")
-def flushall(ctx: Ctx, argv: list[bytes]) -> str:
+def flushall(ctx: Ctx, argv: Argv) -> str:
     _check_flush_flags(argv)
     removed = sum(_flush_db(ctx, index) for index in range(len(ctx.engine.dbs)))
     if removed:
@@ -376,7 +376,7 @@ def flushall(ctx: Ctx, argv: list[bytes]) -> str:
 
 @command("ping", -1, "fast", keys=NO_KEYS, group="connection", since="1.0.0",
          summary="Returns the server's liveliness response.")
-def ping(ctx: Ctx, argv: list[bytes]) -> str | bytes:
+def ping(ctx: Ctx, argv: Argv) -> str | bytes:
     if len(argv) > 2:
         raise wrong_arity("ping")
     return "PONG" if len(argv) == 1 else argv[1]
@@ -384,12 +384,12 @@ def ping(ctx: Ctx, argv: list[bytes]) -> str | bytes:
 
 @command("echo", 2, "loading stale fast", keys=NO_KEYS, group="connection", since="1.0.0",
          summary="Returns the given string.")
-def echo(ctx: Ctx, argv: list[bytes]) -> bytes:
+def echo(ctx: Ctx, argv: Argv) -> bytes:
     return argv[1]
 
 
 @command("time", 1, "loading stale fast", keys=NO_KEYS, group="server", since="2.6.0",
          summary="Returns the server time.")
-def time_(ctx: Ctx, argv: list[bytes]) -> list[bytes]:
+def time_(ctx: Ctx, argv: Argv) -> list[bytes]:
     now = ctx.now
     return [b"%d" % (now // 1000), b"%d" % (now % 1000 * 1000)]

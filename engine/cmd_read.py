@@ -10,15 +10,21 @@ be served and BLOCK was given it returns a `Block`. Must not touch: other comman
 
 from __future__ import annotations
 
-from engine.args import is_word, parse_int, parse_timeout_ms
+from engine.args import parse_int, parse_timeout_ms
 from engine.context import Block, Ctx
 from engine.effects import consumer_effect, setid_effect, xclaim_effect
 from engine.errors import SYNTAX, ReplyError, nogroup
-from engine.groups import Consumer, ConsumerGroup, advance_entries_read
+from engine.groups import (
+    INVALID_ENTRIES_READ,
+    Consumer,
+    ConsumerGroup,
+    advance_entries_read,
+    has_tombstones_between,
+)
 from engine.ids import MAX_ID, decr_id, format_id, parse_strict
 from engine.reply import NULL_ARRAY, RespMap
 from engine.stream import Stream
-from engine.table import command
+from engine.table import Argv, command
 
 _GT_NEW = -1  # the ">" ID
 _PLUS = -2  # XREAD's "+" (Redis 7.4: the last entry)
@@ -45,7 +51,7 @@ def _only_group(option: str) -> ReplyError:
     )
 
 
-def parse_read_args(argv: list[bytes], now: int, group_cmd: bool) -> ReadArgs:
+def parse_read_args(argv: Argv, now: int, group_cmd: bool) -> ReadArgs:
     a = ReadArgs()
     argc = len(argv)
     i = 1
@@ -104,7 +110,7 @@ def _meaningless(symbol: str) -> ReplyError:
     )
 
 
-def _resolve_ids(ctx: Ctx, argv: list[bytes], a: ReadArgs) -> list[int]:
+def _resolve_ids(ctx: Ctx, argv: Argv, a: ReadArgs) -> list[int]:
     """The 'greater than' ID per stream, validating keys and groups in argument order."""
     ids: list[int] = []
     group_cmd = a.group is not None
@@ -137,7 +143,7 @@ def _resolve_ids(ctx: Ctx, argv: list[bytes], a: ReadArgs) -> list[int]:
 @command("xread", -4, "readonly blocking", keys=(0, 0, 0), summary="Returns messages from "
          "multiple streams with IDs greater than the ones requested. Blocks until a message is "
          "available otherwise.")
-def xread(ctx: Ctx, argv: list[bytes]) -> object:
+def xread(ctx: Ctx, argv: Argv) -> object:
     a = parse_read_args(argv, ctx.now, False)
     ids = _resolve_ids(ctx, argv, a)
     served = []
@@ -156,7 +162,7 @@ def xread(ctx: Ctx, argv: list[bytes]) -> object:
     return _block_or_nil(ctx, argv, a, ids)
 
 
-def _block_or_nil(ctx: Ctx, argv: list[bytes], a: ReadArgs, ids: list[int]) -> object:
+def _block_or_nil(ctx: Ctx, argv: Argv, a: ReadArgs, ids: list[int]) -> object:
     if a.timeout == -1 or ctx.in_multi:
         return NULL_ARRAY
     wake_at = _claim_wake_at(ctx, argv, a) if a.claim >= 0 else None
@@ -169,7 +175,7 @@ def _block_or_nil(ctx: Ctx, argv: list[bytes], a: ReadArgs, ids: list[int]) -> o
     return Block(keys, a.timeout, rerun, wake_at)
 
 
-def _claim_wake_at(ctx: Ctx, argv: list[bytes], a: ReadArgs) -> int:
+def _claim_wake_at(ctx: Ctx, argv: Argv, a: ReadArgs) -> int:
     """When the oldest pending entry of any stream becomes claimable (Redis 8.4)."""
     oldest: int | None = None
     for k in range(a.nstreams):
@@ -177,11 +183,12 @@ def _claim_wake_at(ctx: Ctx, argv: list[bytes], a: ReadArgs) -> int:
         group = s.groups.get(a.group) if s is not None else None  # type: ignore[arg-type]
         if group is None:
             continue
-        for key in group.pel_by_time:
-            if (key & ((1 << 128) - 1)) in s:
-                t = key >> 128
+        order = group.pel_by_time.iter_oldest(group.pel)
+        for t, sid in order:
+            if sid in s:
                 oldest = t if oldest is None else min(oldest, t)
                 break
+        order.close()
     return (ctx.now if oldest is None else oldest) + a.claim
 
 
@@ -227,10 +234,12 @@ class Delivery:
         ctx, s, group, consumer = self.ctx, self.s, self.group, self.consumer
         now = ctx.now
         picked: list[int] = []
-        for key in group.pel_by_time:
-            if now - (key >> 128) < min_idle or (count and len(picked) >= count):
+        order = group.pel_by_time.iter_oldest(group.pel)
+        for t, sid in order:
+            if now - t < min_idle or (count and len(picked) >= count):
                 break
-            picked.append(key & ((1 << 128) - 1))
+            picked.append(sid)
+        order.close()
         for sid in picked:
             fields = s.get(sid)
             if fields is None:
@@ -245,36 +254,51 @@ class Delivery:
             self.touched = True
 
     def new_entries(self, count: int, noack: bool, claim_shape: bool) -> None:
-        """Deliver entries after the group's last ID (the '>' ID)."""
+        """Deliver entries after the group's last ID (the '>' ID). The hot path of consumers:
+        the per-entry work is inlined and the effect built from the already formatted ID."""
         ctx, s, group, consumer = self.ctx, self.s, self.group, self.consumer
-        now, key, effects = ctx.now, self.key, ctx.effects
+        now, key, effects, entries = ctx.now, self.key, ctx.effects, self.entries
+        head = [b"XCLAIM", key, group.name, consumer.name, b"0"]
+        tail = [b"TIME", b"%d" % now, b"RETRYCOUNT", b"1", b"FORCE", b"JUSTID", b"LASTID"]
+        # Once the counter can simply be incremented, it can for the rest of this read.
+        simple = (group.entries_read != INVALID_ENTRIES_READ and group.last_id >= s.first_id
+                  and not has_tombstones_between(s, group.last_id))
         moved = False
         for sid, idb, fields in s.iter_forward(group.last_id + 1, MAX_ID):
-            if count and len(self.entries) >= count:
+            if count and len(entries) >= count:
                 break
-            advance_entries_read(s, group, sid)
+            if simple:
+                group.entries_read += 1
+                group.last_id = sid
+            else:
+                advance_entries_read(s, group, sid)
             moved = True
-            self.entries.append([idb, fields, 0, 0] if claim_shape else [idb, fields])
+            entries.append([idb, fields, 0, 0] if claim_shape else [idb, fields])
             if not noack:
                 group.add_pending(sid, consumer, now, 1)
-                consumer.active_time = now
-                effects.append(xclaim_effect(key, group.name, consumer.name, sid, now, 1, sid))
-                self.touched = True
+                effects.append([*head, idb, *tail, idb])
+        if moved and not noack:
+            consumer.active_time = now
+            self.touched = True
         if moved:
             effects.append(setid_effect(key, group.name, group.last_id, group.entries_read))
 
 
 def _oldest_claimable(s: Stream, group: ConsumerGroup, now: int, min_idle: int) -> bool:
-    for key in group.pel_by_time:
-        if (key & ((1 << 128) - 1)) in s:
-            return now - (key >> 128) >= min_idle
-    return False
+    order = group.pel_by_time.iter_oldest(group.pel)
+    try:
+        for t, sid in order:
+            if sid in s:
+                return now - t >= min_idle
+        return False
+    finally:
+        order.close()
 
 
 @command("xreadgroup", -7, "write blocking", keys=(0, 0, 0), summary="Returns new or "
          "historical messages from a stream for a consumer in a group. Blocks until a message "
          "is available otherwise.")
-def xreadgroup(ctx: Ctx, argv: list[bytes]) -> object:
+def xreadgroup(ctx: Ctx, argv: Argv) -> object:
     a = parse_read_args(argv, ctx.now, True)
     ids = _resolve_ids(ctx, argv, a)
     gname, cname = a.group, a.consumer

@@ -12,7 +12,7 @@ from engine.errors import NO_SUCH_KEY, SYNTAX, ReplyError, wrong_arity
 from engine.ids import MAX_ID, SEQ_MASK, format_id, parse_range, parse_strict
 from engine.reply import NULL_ARRAY
 from engine.stream import Stream
-from engine.table import command
+from engine.table import Argv, command
 from engine.trimming import (
     ACKED,
     DELREF,
@@ -55,13 +55,45 @@ def _resolve_xadd_id(s: Stream, parsed, now: int) -> int:  # type: ignore[no-unt
 
 @command("xadd", -5, "write denyoom fast", summary="Appends a new message to a stream. "
          "Creates the key if it doesn't exist.")
-def xadd(ctx: Ctx, argv: list[bytes]) -> bytes | None:
-    cfg = ctx.engine.config
+def xadd(ctx: Ctx, argv: Argv) -> bytes | None:
+    if argv[2] != b"*":
+        return _xadd_general(ctx, argv)
+    # The hot path: `XADD key * field value ...` with no options, kept short on purpose.
+    if not len(argv) & 1:
+        raise wrong_arity("xadd")
+    key = argv[1]
+    s = ctx.db.get(key)
+    if s is None:
+        s = ctx.db[key] = Stream()
+    last, now = s.last_id, ctx.now
+    if now > last >> 64:
+        sid = now << 64
+    elif last & SEQ_MASK != SEQ_MASK:
+        sid = last + 1
+    elif last == MAX_ID:
+        raise ReplyError(_EXHAUSTED)
+    else:
+        sid = ((last >> 64) + 1) << 64
+    fields = argv[3:]
+    engine = ctx.engine
+    idb = s.append(sid, fields, engine.node_max_entries, engine.node_max_bytes)
+    ctx.effects.append([b"XADD", key, idb, *fields])
+    if engine.waiters.by_key:
+        ctx.signal(key)
+    return idb
+
+
+_EXHAUSTED = "ERR The stream has exhausted the last possible ID, unable to add more items"
+
+
+def _xadd_general(ctx: Ctx, argv: Argv) -> bytes | None:
+    """XADD with options or an explicit ID."""
+    engine = ctx.engine
     if argv[2] == b"*":  # fast path: no options
         a = None
         field_pos = 3
     else:
-        a = parse_add_trim(argv, True, ctx.replaying, cfg["stream-node-max-entries"])
+        a = parse_add_trim(argv, True, ctx.replaying, engine.node_max_entries)
         field_pos = a.field_pos
     nfields = len(argv) - field_pos
     if nfields < 2 or nfields & 1:
@@ -77,12 +109,19 @@ def xadd(ctx: Ctx, argv: list[bytes]) -> bytes | None:
         s = Stream()
         ctx.db[key] = s
     if s.last_id == MAX_ID:
-        raise ReplyError(
-            "ERR The stream has exhausted the last possible ID, unable to add more items"
-        )
-    sid = _resolve_xadd_id(s, parsed, ctx.now)
+        raise ReplyError(_EXHAUSTED)
+    if parsed is None:  # '*': inlined, this is the hot path
+        last, now = s.last_id, ctx.now
+        if now > last >> 64:
+            sid = now << 64
+        elif last & SEQ_MASK != SEQ_MASK:
+            sid = last + 1
+        else:
+            sid = ((last >> 64) + 1) << 64
+    else:
+        sid = _resolve_xadd_id(s, parsed, ctx.now)
     fields = argv[field_pos:]
-    idb = s.append(sid, fields, cfg["stream-node-max-entries"], cfg["stream-node-max-bytes"])
+    idb = s.append(sid, fields, engine.node_max_entries, engine.node_max_bytes)
     effect = [b"XADD", key, idb]
     ctx.effects.append(effect)
     if a is not None and a.strategy is not None:
@@ -97,7 +136,7 @@ def xadd(ctx: Ctx, argv: list[bytes]) -> bytes | None:
     return idb
 
 
-def _range(ctx: Ctx, argv: list[bytes], rev: bool) -> list | object:
+def _range(ctx: Ctx, argv: Argv, rev: bool) -> list | object:
     start_arg, end_arg = (argv[3], argv[2]) if rev else (argv[2], argv[3])
     start, end = parse_range(start_arg, end_arg)
     count = -1
@@ -120,18 +159,18 @@ def _range(ctx: Ctx, argv: list[bytes], rev: bool) -> list | object:
 
 @command("xrange", -4, "readonly", summary="Returns the messages from a stream within a range "
          "of IDs.")
-def xrange(ctx: Ctx, argv: list[bytes]) -> list | object:
+def xrange(ctx: Ctx, argv: Argv) -> list | object:
     return _range(ctx, argv, False)
 
 
 @command("xrevrange", -4, "readonly", summary="Returns the messages from a stream within a "
          "range of IDs in reverse order.")
-def xrevrange(ctx: Ctx, argv: list[bytes]) -> list | object:
+def xrevrange(ctx: Ctx, argv: Argv) -> list | object:
     return _range(ctx, argv, True)
 
 
 @command("xlen", 2, "readonly fast", summary="Return the number of messages in a stream.")
-def xlen(ctx: Ctx, argv: list[bytes]) -> int:
+def xlen(ctx: Ctx, argv: Argv) -> int:
     s = ctx.db.get(argv[1])
     return s.length if s is not None else 0
 
@@ -151,7 +190,7 @@ def _delete_entries(s: Stream, sids: list[int]) -> list[int]:
 
 @command("xdel", -3, "write fast", summary="Returns the number of messages after removing "
          "them from a stream.")
-def xdel(ctx: Ctx, argv: list[bytes]) -> int:
+def xdel(ctx: Ctx, argv: Argv) -> int:
     s = ctx.db.get(argv[1])
     if s is None:
         return 0
@@ -172,7 +211,7 @@ class IdsArgs:
         self.ids = ids
 
 
-def parse_ids_args(argv: list[bytes], start: int) -> IdsArgs:
+def parse_ids_args(argv: Argv, start: int) -> IdsArgs:
     """Options in any order; the IDs are validated later (a missing key skips that)."""
     policy: bytes | None = None
     ids: list[bytes] | None = None
@@ -223,7 +262,7 @@ def delete_entries_with_policy(
 
 @command("xdelex", -5, "write fast", summary="Deletes one or multiple entries from the stream.",
          since="8.2.0")
-def xdelex(ctx: Ctx, argv: list[bytes]) -> list[int]:
+def xdelex(ctx: Ctx, argv: Argv) -> list[int]:
     args = parse_ids_args(argv, 2)
     s = ctx.db.get(argv[1])
     if s is None:
@@ -234,8 +273,8 @@ def xdelex(ctx: Ctx, argv: list[bytes]) -> list[int]:
 
 @command("xtrim", -4, "write", summary="Deletes messages from the beginning of a stream.",
          since="5.0.0")
-def xtrim(ctx: Ctx, argv: list[bytes]) -> int:
-    a = parse_add_trim(argv, False, ctx.replaying, ctx.engine.config["stream-node-max-entries"])
+def xtrim(ctx: Ctx, argv: Argv) -> int:
+    a = parse_add_trim(argv, False, ctx.replaying, ctx.engine.node_max_entries)
     s = ctx.db.get(argv[1])
     if s is None:
         return 0
@@ -250,7 +289,7 @@ def xtrim(ctx: Ctx, argv: list[bytes]) -> int:
 
 @command("sk.xtrimids", -3, "write", summary="Effect: remove these entries as trimming does.",
          since="streamkeep", internal=True)
-def sk_xtrimids(ctx: Ctx, argv: list[bytes]) -> int:
+def sk_xtrimids(ctx: Ctx, argv: Argv) -> int:
     s = ctx.db[argv[1]]
     s.remove_as_trim([parse_strict(x) for x in argv[2:]])
     return 0
@@ -258,7 +297,7 @@ def sk_xtrimids(ctx: Ctx, argv: list[bytes]) -> int:
 
 @command("xsetid", -3, "write denyoom fast", summary="An internal command for replicating "
          "stream values.")
-def xsetid(ctx: Ctx, argv: list[bytes]) -> str:
+def xsetid(ctx: Ctx, argv: Argv) -> str:
     sid = parse_strict(argv[2])
     entries_added = -1
     max_xdel = 0

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from engine.core import Engine, Session
     from engine.stream import Stream
+    from engine.table import Argv
 
 
 class Block:
@@ -25,7 +26,7 @@ class Block:
     __slots__ = ("keys", "timeout_ms", "argv", "wake_at")
 
     def __init__(
-        self, keys: list[bytes], timeout_ms: int, argv: list[bytes], wake_at: int | None = None
+        self, keys: list[bytes], timeout_ms: int, argv: Argv, wake_at: int | None = None
     ) -> None:
         self.keys = keys
         self.timeout_ms = timeout_ms
@@ -34,19 +35,20 @@ class Block:
 
 
 class Ctx:
-    __slots__ = ("engine", "session", "db", "now", "effects", "replaying", "rerun", "in_multi")
+    """A client command's context. Its kind is its type: `ReplayCtx` for effects being applied
+    (Redis's "must obey" clients), `RerunCtx` for a blocked command re-run after a wake-up."""
 
-    def __init__(
-        self, engine: Engine, session: Session, now: int, replaying: bool = False
-    ) -> None:
+    __slots__ = ("engine", "session", "db", "now", "effects")
+    replaying = False
+    rerun = False
+    in_multi = False
+
+    def __init__(self, engine: Engine, session: Session, now: int) -> None:
         self.engine = engine
         self.session = session
         self.db: dict[bytes, Stream] = engine.dbs[session.db]
         self.now = now
         self.effects: list[list[bytes]] = []
-        self.replaying = replaying
-        self.rerun = False  # re-executed after a key it waited on was signalled
-        self.in_multi = False
 
     def emit(self, effect: list[bytes]) -> None:
         self.effects.append(effect)
@@ -61,3 +63,13 @@ class Ctx:
     @property
     def config(self) -> dict[str, Any]:
         return self.engine.config
+
+
+class ReplayCtx(Ctx):
+    __slots__ = ()
+    replaying = True
+
+
+class RerunCtx(Ctx):
+    __slots__ = ()
+    rerun = True

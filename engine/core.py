@@ -15,14 +15,14 @@ from typing import Any
 
 from engine import commands as _commands  # noqa: F401  (registers every command)
 from engine.blocking import Waiter, WaiterRegistry
-from engine.context import Block, Ctx
+from engine.context import Block, Ctx, ReplayCtx, RerunCtx
 from engine.digest import state_digest
 from engine.effects import Record
 from engine.errors import ReplyError
 from engine.redis_api import RedisStreamAPI
 from engine.reply import NULL_ARRAY, RespMap, to_plain
 from engine.stream import Stream
-from engine.table import lookup
+from engine.table import FAST_DISPATCH, Argv, lookup
 
 Clock = Callable[[], int]
 RecordSink = Callable[[Record], None]
@@ -35,8 +35,8 @@ DEFAULT_CONFIG: dict[str, Any] = {
 }
 
 
-def wall_clock_ms() -> int:
-    return int(time.time() * 1000)
+def wall_clock_ms(_ns: Callable[[], int] = time.time_ns) -> int:
+    return _ns() // 1_000_000
 
 
 def _to_bytes(arg: Any) -> bytes:
@@ -54,12 +54,14 @@ def _to_bytes(arg: Any) -> bytes:
 
 
 class Session:
-    """Per-connection state: the selected database (the server gives each client one)."""
+    """Per-connection state: the selected database (the server gives each client one), and
+    the command context reused by each of its commands."""
 
-    __slots__ = ("db",)
+    __slots__ = ("db", "ctx")
 
     def __init__(self, db: int = 0) -> None:
         self.db = db
+        self.ctx: Ctx | None = None
 
 
 class Engine(RedisStreamAPI):
@@ -76,8 +78,9 @@ class Engine(RedisStreamAPI):
         self.config = dict(DEFAULT_CONFIG)
         for name, value in config.items():
             self.config[name.replace("_", "-")] = value
+        self.apply_config()
         self.dbs: list[dict[bytes, Stream]] = [{} for _ in range(NUM_DATABASES)]
-        self.lock = threading.RLock()
+        self.lock = threading.Lock()  # never re-entered: handlers do not call the engine
         self.waiters = WaiterRegistry()
         self.sinks: list[RecordSink] = []
         self.session = Session()
@@ -89,6 +92,17 @@ class Engine(RedisStreamAPI):
         if path is not None:
             raise NotImplementedError("durable data directories arrive with the AOF issue")
         return cls(**config)
+
+    def set_config(self, name: str, value: Any) -> None:
+        """Change one setting (Redis's name, e.g. "stream-node-max-entries")."""
+        with self.lock:
+            self.config[name.replace("_", "-")] = value
+            self.apply_config()
+
+    def apply_config(self) -> None:
+        """Copy hot settings out of the config dict (XADD reads them on every call)."""
+        self.node_max_entries = int(self.config["stream-node-max-entries"])
+        self.node_max_bytes = int(self.config["stream-node-max-bytes"])
 
     def close(self) -> None:
         self.closed = True
@@ -103,7 +117,11 @@ class Engine(RedisStreamAPI):
 
     def execute(self, *args: Any) -> Any:
         """Run one command; plain reply values, errors raised as ReplyError."""
-        reply, _effects = self._execute(self.session, [_to_bytes(a) for a in args])
+        try:  # all-str arguments, the common case, convert in C
+            argv = tuple(map(str.encode, args))
+        except TypeError:
+            argv = tuple(map(_to_bytes, args))
+        reply = self._execute(self.session, argv)
         if type(reply) is bytes or type(reply) is int:
             return reply
         return to_plain(reply)
@@ -111,30 +129,53 @@ class Engine(RedisStreamAPI):
     def execute_with_effects(self, *args: Any) -> tuple[Any, list[list[bytes]]]:
         """Like execute, also returning the effects the command emitted (not those of clients
         it woke up, which are records of their own)."""
-        reply, effects = self._execute(self.session, [_to_bytes(a) for a in args])
+        effects: list[list[bytes]] = []
+        reply = self._execute(self.session, tuple(map(_to_bytes, args)), effects)
         return to_plain(reply), effects
 
-    def execute_raw(self, session: Session, argv: list[bytes]) -> Any:
+    def execute_raw(self, session: Session, argv: Argv) -> Any:
         """Reply values before RESP2 flattening (RespMap kept), for the server's RESP3."""
-        return self._execute(session, argv)[0]
+        return self._execute(session, argv)
 
-    def _execute(self, session: Session, argv: list[bytes]) -> tuple[Any, list[list[bytes]]]:
+    def _execute(
+        self, session: Session, argv: Argv, effects_out: list | None = None
+    ) -> Any:
+        """Run argv under the lock; the reply, or ReplyError. `effects_out` receives the
+        command's own effects (tests and tools ask for them)."""
         if not argv:
             raise ReplyError("ERR empty command")
-        with self.lock:
-            spec = lookup(argv)
-            ctx = Ctx(self, session, self.clock())
-            reply = spec.handler(ctx, argv)  # type: ignore[misc]
+        lock = self.lock
+        lock.acquire()
+        try:
+            fast = FAST_DISPATCH.get(argv[0])
+            if fast is not None and fast[1] <= len(argv) <= fast[2]:
+                handler = fast[0]
+            else:  # the general path, with Redis's exact errors
+                handler = lookup(argv).handler  # type: ignore[assignment]
+            # One context per session, reset per command: commands run one at a time under
+            # this lock and no handler keeps its context, so allocating one each time is waste.
+            ctx = session.ctx
+            if ctx is None:
+                ctx = session.ctx = Ctx(self, session, 0)
+            ctx.db = self.dbs[session.db]
+            ctx.now = self.clock()
+            ctx.effects = []
+            reply = handler(ctx, argv)
             if ctx.effects:
-                self._commit(ctx)
+                if self.sinks:
+                    self._commit(ctx)
+                if effects_out is not None:
+                    effects_out.extend(ctx.effects)
             if self.waiters.ready:
                 self._serve_ready()
             if type(reply) is not Block:
-                return reply, ctx.effects
+                return reply
             waiter = Waiter(session, reply.argv, [(session.db, k) for k in reply.keys])
             waiter.wake_at = reply.wake_at
             self.waiters.add(waiter)
-        return self._wait(waiter, reply.timeout_ms), ctx.effects
+        finally:
+            lock.release()
+        return self._wait(waiter, reply.timeout_ms)
 
     def _commit(self, ctx: Ctx) -> None:
         if self.sinks:
@@ -171,8 +212,7 @@ class Engine(RedisStreamAPI):
 
     def _rerun(self, waiter: Waiter) -> None:
         """Re-run a waiter's command (lock held); if it no longer blocks, hand it the result."""
-        ctx = Ctx(self, waiter.session, self.clock())
-        ctx.rerun = True
+        ctx = RerunCtx(self, waiter.session, self.clock())
         try:
             result = lookup(waiter.argv).handler(ctx, waiter.argv)  # type: ignore[misc]
         except ReplyError as err:
@@ -205,9 +245,10 @@ class Engine(RedisStreamAPI):
         with self.lock:
             session = Session(record.db)
             for effect in record.effects:
-                spec = lookup(effect, allow_internal=True)
-                ctx = Ctx(self, session, record.time_ms, replaying=True)
-                spec.handler(ctx, effect)  # type: ignore[misc]
+                argv = tuple(effect)
+                spec = lookup(argv, allow_internal=True)
+                ctx = ReplayCtx(self, session, record.time_ms)
+                spec.handler(ctx, argv)  # type: ignore[misc]
             if self.waiters.ready:
                 self._serve_ready()
 

@@ -6,6 +6,8 @@ constructors for error lines that more than one command emits. Must not touch: e
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 
 class ReplyError(Exception):
     """A Redis error reply. `str(err)` is the exact error line Redis would send."""
@@ -36,7 +38,7 @@ def wrong_arity(fullname: str) -> ReplyError:
     return ReplyError(f"ERR wrong number of arguments for '{fullname}' command")
 
 
-def unknown_command(argv: list[bytes]) -> ReplyError:
+def unknown_command(argv: Sequence[bytes]) -> ReplyError:
     args = ""
     for arg in argv[1:]:
         if len(args) >= 128:
@@ -47,7 +49,7 @@ def unknown_command(argv: list[bytes]) -> ReplyError:
     return ReplyError(line.replace("\r", " ").replace("\n", " "))
 
 
-def unknown_subcommand(argv: list[bytes]) -> ReplyError:
+def unknown_subcommand(argv: Sequence[bytes]) -> ReplyError:
     return ReplyError(
         f"ERR unknown subcommand '{printable(argv[1])}'. "
         f"Try {argv[0].decode('utf-8', 'replace').upper()} HELP."

@@ -8,6 +8,7 @@ parsing, replies, effects, stream entries (it only reads stream metadata for lag
 
 from __future__ import annotations
 
+import heapq
 from typing import TYPE_CHECKING
 
 from engine.ids import MAX_ID
@@ -40,6 +41,48 @@ class Consumer:
         self.pel = SortedIDs()
 
 
+_ID_MASK = (1 << 128) - 1
+
+
+class DeliveryOrder:
+    """Pending entries by last delivery time, oldest first (XREADGROUP CLAIM needs them so).
+
+    A heap of `time << 128 | id` with lazy deletion: when a NACK is acked or redelivered its
+    old key stays behind, is recognised as stale (no NACK, or another time) and dropped when it
+    reaches the top or when the heap grows past twice the PEL. This keeps deliveries and acks,
+    the hot path, at one heap push and nothing."""
+
+    __slots__ = ("heap",)
+
+    def __init__(self) -> None:
+        self.heap: list[int] = []
+
+    def push(self, time_ms: int, sid: int, pel: dict[int, Nack]) -> None:
+        heap = self.heap
+        heapq.heappush(heap, time_ms << 128 | sid)
+        if len(heap) > 2 * len(pel) + 64:
+            self.heap = [n.delivery_time << 128 | i for i, n in pel.items()]
+            heapq.heapify(self.heap)
+
+    def iter_oldest(self, pel: dict[int, Nack]):  # type: ignore[no-untyped-def]
+        """Yield live (time, id) oldest first without losing anything: every key popped is
+        pushed back when the caller stops iterating."""
+        heap = self.heap
+        popped: list[int] = []
+        try:
+            while heap:
+                key = heapq.heappop(heap)
+                sid, t = key & _ID_MASK, key >> 128
+                nack = pel.get(sid)
+                if nack is None or nack.delivery_time != t:
+                    continue  # stale: drop it for good
+                popped.append(key)
+                yield t, sid
+        finally:
+            for key in popped:
+                heapq.heappush(heap, key)
+
+
 class ConsumerGroup:
     __slots__ = ("name", "last_id", "entries_read", "pel", "pel_index", "pel_by_time",
                  "consumers")
@@ -50,7 +93,7 @@ class ConsumerGroup:
         self.entries_read = entries_read
         self.pel: dict[int, Nack] = {}
         self.pel_index = SortedIDs()  # IDs, for ranges (XPENDING, XAUTOCLAIM)
-        self.pel_by_time = SortedIDs()  # delivery_time << 128 | id, for XREADGROUP CLAIM
+        self.pel_by_time = DeliveryOrder()
         self.consumers: dict[bytes, Consumer] = {}
 
     # --- consumers ---------------------------------------------------------------------------
@@ -64,9 +107,8 @@ class ConsumerGroup:
         """Remove a consumer and its pending entries; returns how many were pending."""
         pending = len(consumer.pel)
         for sid in consumer.pel:
-            nack = self.pel.pop(sid)
+            del self.pel[sid]
             self.pel_index.discard(sid)
-            self.pel_by_time.discard(nack.delivery_time << 128 | sid)
         del self.consumers[consumer.name]
         return pending
 
@@ -74,12 +116,12 @@ class ConsumerGroup:
 
     def add_pending(self, sid: int, consumer: Consumer, now: int, count: int) -> Nack:
         """Create or reassign the NACK for `sid` (a rewound group re-delivering, or a claim)."""
-        nack = self.pel.get(sid)
+        pel = self.pel
+        nack = pel.get(sid)
         if nack is None:
-            nack = Nack(consumer, now, count)
-            self.pel[sid] = nack
+            nack = pel[sid] = Nack(consumer, now, count)
             self.pel_index.add(sid)
-            self.pel_by_time.add(now << 128 | sid)
+            self.pel_by_time.push(now, sid, pel)
             consumer.pel.add(sid)
             return nack
         if nack.consumer is not consumer:
@@ -92,9 +134,8 @@ class ConsumerGroup:
     def set_delivery(self, sid: int, nack: Nack, time_ms: int, count: int) -> None:
         """Every change of a NACK's delivery time goes through here (keeps pel_by_time)."""
         if nack.delivery_time != time_ms:
-            self.pel_by_time.discard(nack.delivery_time << 128 | sid)
-            self.pel_by_time.add(time_ms << 128 | sid)
             nack.delivery_time = time_ms
+            self.pel_by_time.push(time_ms, sid, self.pel)
         nack.delivery_count = count
 
     def ack(self, sid: int) -> bool:
@@ -102,7 +143,6 @@ class ConsumerGroup:
         if nack is None:
             return False
         self.pel_index.discard(sid)
-        self.pel_by_time.discard(nack.delivery_time << 128 | sid)
         nack.consumer.pel.discard(sid)
         return True
 

@@ -28,8 +28,20 @@ def id_seq(sid: int) -> int:
     return sid & SEQ_MASK
 
 
+_SMALL_SEQ = [b"%d" % i for i in range(1024)]
+_prefix_cache: tuple[int, bytes] = (-1, b"")  # (ms, b"<ms>-"): one tuple, swapped atomically
+
+
 def format_id(sid: int) -> bytes:
-    return b"%d-%d" % (sid >> SEQ_BITS, sid & SEQ_MASK)
+    """`ms-seq` as bytes. XADD formats an ID per call and consecutive IDs share their ms, so the
+    `ms-` prefix and small sequence numbers come from caches (formatting is costly in Python)."""
+    global _prefix_cache
+    ms, seq = sid >> SEQ_BITS, sid & SEQ_MASK
+    cached_ms, prefix = _prefix_cache
+    if cached_ms != ms:
+        prefix = b"%d-" % ms
+        _prefix_cache = (ms, prefix)
+    return prefix + (_SMALL_SEQ[seq] if seq < 1024 else b"%d" % seq)
 
 
 def incr_id(sid: int) -> int | None:
@@ -119,6 +131,11 @@ def parse_id(
 
 def parse_strict(arg: bytes, missing_seq: int = 0) -> int:
     """A concrete ID (no `-`/`+`), as XDEL, XACK, XCLAIM and XSETID take them."""
+    ms, dash, seq = arg.partition(b"-")
+    # Fast path for the common `digits-digits`: strtoull accepts leading zeros, so plain
+    # ASCII digits that fit in 64 bits parse exactly as Redis parses them.
+    if dash and ms.isdigit() and seq.isdigit() and len(ms) < 20 and len(seq) < 20:
+        return (int(ms) << SEQ_BITS) | int(seq)
     return parse_id(arg, missing_seq, strict=True).value
 
 

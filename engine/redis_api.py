@@ -360,6 +360,41 @@ class RedisStreamAPI:
         idmpauto: str | None = None,
         idmp: tuple[str, bytes] | None = None,
     ) -> bytes | str | None:
+        if (
+            maxlen is None and minid is None and limit is None and not nomkstream
+            and ref_policy is None and idmpauto is None and idmp is None
+        ):  # the hot path: none of redis-py's option checks can fail
+            if not isinstance(fields, dict) or len(fields) == 0:
+                raise DataError("XADD fields must be a non-empty dict")
+            pieces: list[Any] = [b"XADD", name, id]
+            for pair in fields.items():
+                pieces += pair
+        else:
+            pieces = self._xadd_argv(name, fields, id, maxlen, approximate, nomkstream, minid,
+                                     limit, ref_policy, idmpauto, idmp)
+        try:
+            reply = self.execute(*pieces)
+        except TypeError:
+            _check_encodable(tuple(pieces))
+            raise
+        if reply is not None and self.decode_responses:
+            return reply.decode()
+        return reply
+
+    @staticmethod
+    def _xadd_argv(
+        name: Any,
+        fields: dict,
+        id: Any,
+        maxlen: int | None,
+        approximate: bool,
+        nomkstream: bool,
+        minid: Any,
+        limit: int | None,
+        ref_policy: str | None,
+        idmpauto: str | None,
+        idmp: tuple[str, bytes] | None,
+    ) -> list[Any]:
         pieces: list[Any] = [b"XADD", name]
         if maxlen is not None and minid is not None:
             raise DataError("Only one of ```maxlen``` or ```minid``` may be specified")
@@ -398,14 +433,7 @@ class RedisStreamAPI:
             raise DataError("XADD fields must be a non-empty dict")
         for pair in fields.items():
             pieces.extend(pair)
-        try:
-            reply = self.execute(*pieces)
-        except TypeError:
-            _check_encodable(tuple(pieces))
-            raise
-        if reply is not None and self.decode_responses:
-            return reply.decode()
-        return reply
+        return pieces
 
     def xlen(self, name: Any) -> int:
         return self._run(b"XLEN", name)

@@ -36,19 +36,43 @@ class RespMap:
 
 
 def to_plain(value: Any) -> Any:
-    """RESP2-shaped plain Python values: maps flattened, null arrays as None."""
-    if isinstance(value, list):
-        return [to_plain(v) if isinstance(v, (list, RespMap, _NullArray)) else v for v in value]
-    if isinstance(value, RespMap):
-        out: list[Any] = []
-        if value.as_pairs:
-            for k, v in value.items:
-                out.append([to_plain(k), to_plain(v)])
-        else:
-            for k, v in value.items:
-                out.append(to_plain(k))
-                out.append(to_plain(v))
-        return out
+    """RESP2-shaped plain Python values: maps flattened, null arrays as None.
+
+    The lists a handler returns are fresh and converted in place; tuples (entries' fields, which
+    are the stream's own immutable storage) become new lists."""
+    t = type(value)
+    if t is list:
+        _plain_list(value)
+        return value
+    if t is RespMap:
+        return _plain_map(value)
     if value is NULL_ARRAY:
         return None
     return value
+
+
+def _plain_list(items: list) -> None:
+    for i, x in enumerate(items):
+        t = type(x)
+        if t is bytes or t is int:
+            continue
+        if t is tuple:
+            items[i] = list(x)
+        elif t is list:
+            _plain_list(x)
+        elif t is RespMap:
+            items[i] = _plain_map(x)
+        elif x is NULL_ARRAY:
+            items[i] = None
+
+
+def _plain_map(m: RespMap) -> list:
+    out: list[Any] = []
+    if m.as_pairs:
+        for k, v in m.items:
+            out.append([to_plain(k), to_plain(v)])
+    else:
+        for k, v in m.items:
+            out.append(to_plain(k))
+            out.append(to_plain(v))
+    return out

@@ -20,7 +20,10 @@ from engine.ids import MAX_ID, format_id
 if TYPE_CHECKING:
     from engine.groups import ConsumerGroup
 
-Fields = list[bytes]  # flat [field1, value1, field2, value2, ...]
+# Flat (field1, value1, field2, value2, ...). A tuple on purpose: immutable, so replies can
+# hand it out safely, and untracked by Python's cyclic GC, so millions of stored entries do
+# not make every full collection slower.
+Fields = tuple[bytes, ...]
 LISTPACK_MAX_SIZE = 1 << 30
 _U64 = (1 << 64) - 1
 
@@ -79,10 +82,15 @@ def _signed64(v: int) -> int:
 class Node:
     """One listpack-equivalent: entries in ID order, tombstones as `None` fields."""
 
-    __slots__ = ("master", "ids", "idbs", "fields", "live", "master_fields", "fixed_bytes")
+    __slots__ = ("master", "master_ms", "master_seq", "single_field", "ids", "idbs", "fields",
+                 "live", "master_fields", "fixed_bytes")
 
     def __init__(self, master: int, fields: Fields) -> None:
         self.master = master
+        self.master_ms = master >> 64
+        self.master_seq = master & _U64
+        # The one field name when the master entry has exactly one (the fast sizing path).
+        self.single_field = fields[0] if len(fields) == 2 else None
         self.ids: list[int] = []
         self.idbs: list[bytes] = []
         self.fields: list[Fields | None] = []
@@ -96,23 +104,30 @@ class Node:
         return self.fixed_bytes + _lp_int_size(self.live) + _lp_int_size(len(self.ids) - self.live)
 
     def entry_bytes(self, sid: int, fields: Fields) -> int:
+        """Encoded size of one entry appended to this node (Redis listpack layout)."""
         master = self.master
+        dms = (sid >> 64) - (master >> 64)
+        dseq = (sid & _U64) - (master & _U64)
         size = 2  # flags
-        size += _lp_int_size(_signed64((sid >> 64) - (master >> 64)))
-        size += _lp_int_size(_signed64((sid & _U64) - (master & _U64)))
-        n = len(fields) // 2
-        if fields[0::2] == self.master_fields:
-            size += sum(_lp_str_size(v) for v in fields[1::2])
-            return size + _lp_int_size(n + 3)
-        size += _lp_int_size(n) + sum(_lp_str_size(x) for x in fields)
-        return size + _lp_int_size(2 * n + 4)
+        size += 2 if 0 <= dms <= 127 else _lp_int_size(_signed64(dms))
+        size += 2 if 0 <= dseq <= 127 else _lp_int_size(_signed64(dseq))
+        n = len(fields) >> 1
+        mf = self.master_fields
+        if n == len(mf) and (fields[0] == mf[0] if n == 1 else fields[0::2] == mf):
+            for v in fields[1::2]:
+                size += _value_size(v)
+            return size + (2 if n + 3 <= 127 else _lp_int_size(n + 3))
+        for x in fields:
+            size += _value_size(x)
+        return size + _lp_int_size(n) + _lp_int_size(2 * n + 4)
 
-    def append(self, sid: int, idb: bytes, fields: Fields) -> None:
-        self.fixed_bytes += self.entry_bytes(sid, fields)
-        self.ids.append(sid)
-        self.idbs.append(idb)
-        self.fields.append(fields)
-        self.live += 1
+
+def _value_size(v: bytes) -> int:
+    """_lp_str_size with a fast path for the common case: a short non-numeric string."""
+    n = len(v)
+    if n < 63 and (n == 0 or n > 20 or not (47 < v[0] < 58 or v[0] == 45)):
+        return n + 2
+    return _lp_str_size(v)
 
 
 class Stream:
@@ -136,17 +151,42 @@ class Stream:
     # --- appending -------------------------------------------------------------------------
 
     def append(self, sid: int, fields: Fields, max_entries: int, max_bytes: int) -> bytes:
-        """Add an entry whose ID the caller validated (> last_id). Returns the formatted ID."""
-        idb = b"%d-%d" % (sid >> 64, sid & _U64)
+        """Add an entry whose ID the caller validated (> last_id). Returns the formatted ID.
+
+        XADD's hot path: the node choice and, for one-pair entries, the entry's encoded size
+        are computed inline."""
+        if type(fields) is not tuple:
+            fields = tuple(fields)
+        idb = format_id(sid)
         nodes = self.nodes
         node = nodes[-1] if nodes else None
-        if node is not None and self._needs_new_node(node, fields, max_entries, max_bytes):
-            node = None
-        if node is None:
-            node = Node(sid, fields)
-            nodes.append(node)
-            self.masters.append(sid)
-        node.append(sid, idb, fields)
+        if len(fields) == 2:
+            f, v = fields
+            vn = len(v)
+            if (node is None or 0 < max_entries <= len(node.ids)
+                    or (node.fixed_bytes + 20 + len(f) + vn >= max_bytes
+                        and self._node_full(node, len(f) + vn, max_bytes))):
+                node = self._new_node(sid, fields)
+            dms = (sid >> 64) - node.master_ms
+            dseq = (sid & _U64) - node.master_seq
+            # Same single field as the master entry: flags, two ID deltas and the element
+            # count take 2 bytes each when small, a short non-numeric value its length plus 2.
+            if (f == node.single_field and 0 <= dms <= 127 and 0 <= dseq <= 127 and vn < 63
+                    and (vn > 20 or (vn and not (47 < v[0] < 58 or v[0] == 45)))):
+                node.fixed_bytes += 10 + vn
+            else:
+                node.fixed_bytes += node.entry_bytes(sid, fields)
+        else:
+            elen = sum(map(len, fields))
+            if (node is None or 0 < max_entries <= len(node.ids)
+                    or (node.fixed_bytes + 20 + elen >= max_bytes
+                        and self._node_full(node, elen, max_bytes))):
+                node = self._new_node(sid, fields)
+            node.fixed_bytes += node.entry_bytes(sid, fields)
+        node.ids.append(sid)
+        node.idbs.append(idb)
+        node.fields.append(fields)
+        node.live += 1
         if not self.length:
             self.first_id = sid
         self.length += 1
@@ -154,18 +194,17 @@ class Stream:
         self.entries_added += 1
         return idb
 
+    def _new_node(self, sid: int, fields: Fields) -> Node:
+        node = Node(sid, fields)
+        self.nodes.append(node)
+        self.masters.append(sid)
+        return node
+
     @staticmethod
-    def _needs_new_node(node: Node, fields: Fields, max_entries: int, max_bytes: int) -> bool:
+    def _node_full(node: Node, element_bytes: int, max_bytes: int) -> bool:
         if max_bytes <= 0 or max_bytes > LISTPACK_MAX_SIZE:
             max_bytes = LISTPACK_MAX_SIZE
-        element_bytes = 0
-        for x in fields:
-            element_bytes += len(x)
-        # Cheap bound first: the counters take at most 20 bytes.
-        if node.fixed_bytes + 20 + element_bytes >= max_bytes:
-            if node.lp_bytes() + element_bytes >= max_bytes:
-                return True
-        return max_entries > 0 and len(node.ids) >= max_entries
+        return node.lp_bytes() + element_bytes >= max_bytes
 
     # --- lookup and iteration --------------------------------------------------------------
 
@@ -306,7 +345,7 @@ class Stream:
             else:
                 eligible = node.ids[-1] < minid  # type: ignore[operator]
             if keepref and eligible:
-                removed.extend(s for s, f in zip(node.ids, node.fields) if f is not None)
+                removed.extend(s for s, f in zip(node.ids, node.fields, strict=True) if f is not None)
                 self.length -= node.live
                 del nodes[i]
                 del masters[i]
@@ -314,7 +353,9 @@ class Stream:
             if approx and not eligible:
                 break
             stopped = self._trim_inside(node, maxlen, minid, referenced, walk_refs, removed)
-            if node.live == 0 and not keepref:
+            # Redis frees the node only if it was eligible as a whole (a MINID node whose last
+            # entry is a tombstone >= minid stays, empty, as with KEEPREF).
+            if node.live == 0 and not keepref and eligible:
                 del nodes[i]
                 del masters[i]
             else:
@@ -362,7 +403,7 @@ class Stream:
 
     def iter_all_with_tombstones(self) -> Iterator[tuple[int, Fields | None]]:
         for node in self.nodes:
-            yield from zip(node.ids, node.fields)
+            yield from zip(node.ids, node.fields, strict=True)
 
     def node_masters(self) -> list[int]:
         return list(self.masters)

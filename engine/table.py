@@ -12,9 +12,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from engine.errors import ReplyError, unknown_command, unknown_subcommand, wrong_arity
+from engine.errors import unknown_command, unknown_subcommand, wrong_arity
 
-Handler = Callable[[Any, list[bytes]], Any]
+# A command line as handlers receive it: the engine passes tuples (immutable, and the slices
+# XADD stores are tuples too); lists are accepted wherever only reading is needed.
+Argv = tuple[bytes, ...]
+Handler = Callable[[Any, Argv], Any]
 
 
 @dataclass(slots=True)
@@ -45,11 +48,19 @@ COMMANDS: dict[bytes, CommandSpec] = {}
 _FAST: dict[bytes, CommandSpec] = {}  # lower, UPPER and Capitalised spellings
 
 
+# The dispatch fast path: plain (not container, not internal) commands by common spelling,
+# with the argument-count bounds their arity allows. Anything else goes through `lookup`.
+FAST_DISPATCH: dict[bytes, tuple[Handler, int, int]] = {}
+
+
 def _register(spec: CommandSpec) -> None:
     key = spec.name.encode()
     COMMANDS[key] = spec
     for spelling in (key, key.upper(), key.capitalize()):
         _FAST[spelling] = spec
+        if spec.handler is not None and not spec.internal:
+            bounds = (spec.arity, spec.arity) if spec.arity > 0 else (-spec.arity, 1 << 30)
+            FAST_DISPATCH[spelling] = (spec.handler, *bounds)
 
 
 def command(
@@ -106,7 +117,7 @@ def subcommand(
     return register
 
 
-def lookup(argv: list[bytes], allow_internal: bool = False) -> CommandSpec:
+def lookup(argv: Argv | list[bytes], allow_internal: bool = False) -> CommandSpec:
     """The spec to run for argv, or ReplyError exactly as Redis rejects the command."""
     spec = _FAST.get(argv[0])
     if spec is None:

@@ -14,6 +14,7 @@ from engine.args import is_word, parse_int
 from engine.errors import SYNTAX, ReplyError
 from engine.ids import ParsedID, format_id, parse_id
 from engine.stream import Stream
+from engine.table import Argv
 
 KEEPREF, DELREF, ACKED = b"KEEPREF", b"DELREF", b"ACKED"
 _POLICIES = {b"keepref": KEEPREF, b"delref": DELREF, b"acked": ACKED}
@@ -38,7 +39,7 @@ def parse_policy(arg: bytes) -> bytes | None:
     return _POLICIES.get(arg.lower())
 
 
-def parse_add_trim(argv: list[bytes], xadd: bool, replaying: bool, max_entries: int) -> TrimArgs:
+def parse_add_trim(argv: Argv, xadd: bool, replaying: bool, max_entries: int) -> TrimArgs:
     """streamParseAddOrTrimArgsOrReply: options from argv[2] on; for XADD up to the ID."""
     a = TrimArgs()
     i, argc = 2, len(argv)
@@ -118,10 +119,7 @@ def parse_add_trim(argv: list[bytes], xadd: bool, replaying: bool, max_entries: 
 def referenced(s: Stream, sid: int) -> bool:
     """Redis 8.2's streamEntryIsReferenced: some group has not been delivered `sid` yet, or
     still has it pending. With no groups nothing is referenced."""
-    for group in s.groups.values():
-        if sid > group.last_id or sid in group.pel:
-            return True
-    return False
+    return any(sid > group.last_id or sid in group.pel for group in s.groups.values())
 
 
 def drop_references(s: Stream, sids: list[int]) -> dict[bytes, list[int]]:

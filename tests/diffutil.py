@@ -70,7 +70,8 @@ def outcome(target: Any, *argv: Any) -> tuple[str, Any]:
 def run_both(engine: Engine, redis: Any, *argv: Any, normalise: Normaliser | None = None) -> Any:
     """Run argv on both; assert the same reply (after `normalise`) or the same error line.
 
-    Returns Redis's reply, or for an error a `ReplyError` carrying the line (not raised)."""
+    Returns Redis's reply (normalised, if asked), or for an error a `ReplyError` carrying the
+    line (not raised)."""
     ours, theirs = outcome(engine, *argv), outcome(redis, *argv)
     if normalise is not None:
         if ours[0] == "ok":
@@ -121,6 +122,7 @@ class Both:
         """Set a stream-node config on both sides."""
         assert self.redis.execute("CONFIG", "SET", name, str(value)) == "OK"
         self.engine.config[name] = value
+        self.engine.apply_config()  # the engine caches the node limits
 
 
 # --- normalisers for time-dependent replies ------------------------------------------------------

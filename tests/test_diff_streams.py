@@ -10,6 +10,7 @@ Only behaviour common to Redis 7.0 (the local oracle) and 8.x is compared here; 
 from __future__ import annotations
 
 import random
+from collections.abc import Iterator
 
 import pytest
 
@@ -25,9 +26,12 @@ WEIRD_NUMBERS = [
 
 
 @pytest.fixture
-def both(redis_raw) -> Both:
+def both(redis_raw) -> Iterator[Both]:
     reset_redis_config(redis_raw)
-    return Both(Engine(clock=WallClock()), redis_raw)
+    try:
+        yield Both(Engine(clock=WallClock()), redis_raw)
+    finally:  # the server is shared by the whole session
+        reset_redis_config(redis_raw)
 
 
 def fill(both: Both, key: str, n: int, start_ms: int = 1, fields: tuple = ("f", "v")) -> None:
@@ -139,6 +143,9 @@ def test_xadd_errors(both):
         ("XADD", "s", "MAXLEN", "~", "*", "f", "v"),
         ("XADD", "s", "MAXLEN", "=", "*", "f", "v"),
         ("XADD", "s", "MAXLEN", "9223372036854775808", "*", "f", "v"),
+        ("XADD", "s", "bad", "f"), ("XADD", "s", "0-0", "f"), ("XADD", "s", "MAXLEN", "5"),
+        ("XADD", "s", "MAXLEN", "~", "5", "LIMIT"), ("XADD", "s", "MAXLEN", "~", "5", "LIMIT", "1"),
+        ("XADD", "s", "NOMKSTREAM"), ("XADD", "s", "MINID", "5", "6-0"),
     ]
     for argv in errors:
         both.err(*argv)
@@ -157,6 +164,17 @@ def test_xadd_weird_numbers_in_ids(both, number):
     both("XADD", "s", "MINID", number, "*", "f", "v", normalise=id_shape)
     both("XADD", "s", "MAXLEN", "~", "5", "LIMIT", number, "*", "f", "v", normalise=id_shape)
     both("XRANGE", "s", "-", "+", normalise=id_shape)
+
+
+def test_xadd_options_after_the_id_are_fields(both):
+    both.script(
+        ("XADD", "s", "1-1", "MAXLEN", "0", "f", "v"),
+        ("XADD", "s", "NOMKSTREAM", "2-1", "NOMKSTREAM", "x"),
+        ("XADD", "s", "MAXLEN", "5", "3-1", "LIMIT", "1"),
+        ("XRANGE", "s", "-", "+"),
+    )
+    both("XADD", "s", "*", "MAXLEN", "0", "f", "v", normalise=id_shape)
+    both("XLEN", "s")
 
 
 def test_xadd_nomkstream(both):
@@ -635,3 +653,30 @@ def test_arity_errors_of_every_stream_command(both):
         ("xgroup", "create", "s"), ("XFOO", "s"),
     ]:
         both.err(*argv)
+
+
+def test_tail_node_freed_by_xdel_then_append(both):
+    """XDEL that empties the tail node frees it; the next XADD goes to the previous node if it
+    still has room (by bytes), else to a new node."""
+    both.config("stream-node-max-bytes", 300)
+    both.ok("XADD", "s", "1-0", "f", "x" * 200)
+    both.ok("XADD", "s", "2-0", "f", "x" * 200)  # too big for node 1: node 2
+    _xinfo_layout(both, "s")
+    both.ok("XDEL", "s", "2-0")
+    _xinfo_layout(both, "s")
+    both.ok("XADD", "s", "3-0", "f", "y")  # fits in node 1 again
+    _xinfo_layout(both, "s")
+    both.ok("XADD", "s", "4-0", "f", "y" * 90)
+    _xinfo_layout(both, "s")
+    both.config("stream-node-max-entries", 3)
+    both.ok("XADD", "t", "1-0", "f", "v")
+    both.ok("XADD", "t", "2-0", "f", "v")
+    both.ok("XDEL", "t", "2-0")
+    both.ok("XADD", "t", "3-0", "f", "v")  # tombstones count towards the 3
+    both.ok("XADD", "t", "4-0", "f", "v")
+    _xinfo_layout(both, "t")
+    both.ok("XDEL", "t", "4-0")
+    both.ok("XADD", "t", "5-0", "f", "v")
+    _xinfo_layout(both, "t")
+    both("XRANGE", "t", "-", "+")
+    both("XINFO", "STREAM", "t")
