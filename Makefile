@@ -8,7 +8,7 @@ PIP   = $(VPY) -m pip
 # Use sudo for apt only when we are not root and sudo is available.
 SUDO := $(shell if [ "$$(id -u)" != 0 ] && command -v sudo >/dev/null 2>&1; then echo sudo; fi)
 
-.PHONY: venv dev run test lint bench clean redis-server crcmod-check
+.PHONY: venv dev run test soak lint bench clean redis-server crcmod-check
 
 # ---------------------------------------------------------------- environments
 
@@ -52,7 +52,11 @@ crcmod-check: $(VENV)/.stamp-dev
 run: venv
 	$(VENV)/bin/streamkeep demo
 
+# CI runs the bounded suite; `make soak` runs the long fuzz/soak variants too.
 test: dev
+	$(VPY) -m pytest -n 2 -q -m "not slow"
+
+soak: dev
 	$(VPY) -m pytest -n 2 -q
 
 lint: $(VENV)/.stamp-dev

@@ -121,8 +121,7 @@ class Both:
     def config(self, name: str, value: int) -> None:
         """Set a stream-node config on both sides."""
         assert self.redis.execute("CONFIG", "SET", name, str(value)) == "OK"
-        self.engine.config[name] = value
-        self.engine.apply_config()  # the engine caches the node limits
+        self.engine.set_config(name, value)
 
 
 # --- normalisers for time-dependent replies ------------------------------------------------------

@@ -543,8 +543,7 @@ def test_trim_policy_parsing(e):
 
 
 def test_approx_trim_with_policies_walks_eligible_nodes(e):
-    e.config["stream-node-max-entries"] = 3
-    e.apply_config()
+    e.set_config("stream-node-max-entries", 3)
     fill(e, "s", *[f"{i}-0" for i in range(1, 10)])  # nodes [1,2,3] [4,5,6] [7,8,9]
     e.execute("XGROUP", "CREATE", "s", "g", "0")
     e.execute("XREADGROUP", "GROUP", "g", "c", "STREAMS", "s", ">")
@@ -568,8 +567,7 @@ def test_approx_trim_with_policies_walks_eligible_nodes(e):
 
 
 def test_exact_minid_trim_keeps_a_node_ending_in_a_tombstone(e):
-    e.config["stream-node-max-entries"] = 3
-    e.apply_config()
+    e.set_config("stream-node-max-entries", 3)
     fill(e, "s", *[f"{i}-0" for i in range(1, 7)])  # [1,2,3] [4,5,6]
     e.execute("XDEL", "s", "3-0")
     e.execute("XGROUP", "CREATE", "s", "g", "$")

@@ -22,6 +22,12 @@ def _cmd_bench(args: argparse.Namespace) -> int | None:
     return bench.main(args)
 
 
+def _cmd_commands(args: argparse.Namespace) -> int | None:
+    from tools import docs
+
+    return docs.main()
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="streamkeep",
@@ -43,6 +49,9 @@ def build_parser() -> argparse.ArgumentParser:
     p_bench.add_argument("--strict", action="store_true",
                          help="exit 1 if a target is missed")
     p_bench.set_defaults(func=_cmd_bench)
+
+    p_commands = sub.add_parser("commands", help="print the command table as markdown")
+    p_commands.set_defaults(func=_cmd_commands)
 
     return parser
 

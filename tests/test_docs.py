@@ -1,0 +1,32 @@
+"""The README is documentation users run: its example must work and its command table must be
+the command table."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import re
+from pathlib import Path
+
+from tools.docs import BEGIN, END, command_table_markdown
+
+README = Path(__file__).resolve().parent.parent / "README.md"
+
+
+def test_readme_command_table_is_generated_from_the_table() -> None:
+    text = README.read_text()
+    section = text[text.index(BEGIN):text.index(END) + len(END)]
+    assert section == command_table_markdown(), "run: streamkeep commands, paste into README"
+
+
+def test_readme_embedded_example_runs() -> None:
+    example = re.search(r"```python\n(.*?)```", README.read_text(), re.S)
+    assert example is not None
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        exec(compile(example.group(1), "README.md", "exec"), {})
+    printed = out.getvalue().splitlines()
+    assert printed[0].startswith("{'pending': 1,")
+    assert printed[-1] == (
+        "NOGROUP No such key 'orders' or consumer group 'nope' in XREADGROUP with GROUP option"
+    )
