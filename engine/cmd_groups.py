@@ -13,9 +13,17 @@ from engine.args import LLONG_MAX, is_word, parse_int, parse_int_range
 from engine.cmd_streams import delete_entries_with_policy, parse_ids_args
 from engine.context import Ctx
 from engine.effects import consumer_effect, setid_effect, xclaim_effect
-from engine.errors import SYNTAX, ReplyError, nogroup, printable
+from engine.errors import (
+    SYNTAX,
+    ReplyError,
+    no_such_group,
+    nogroup,
+    printable,
+    subcommand_syntax,
+)
 from engine.groups import INVALID_ENTRIES_READ, Consumer, ConsumerGroup
 from engine.ids import MAX_ID, format_id, parse_id, parse_range, parse_strict
+from engine.reply import NULL_ARRAY, help_reply
 from engine.stream import Stream
 from engine.table import Argv, command, container, subcommand
 from engine.trimming import ACKED, DELREF, drop_references, referenced
@@ -24,13 +32,6 @@ from engine.trimming import ACKED, DELREF, drop_references, referenced
 _MAX_TRANSIENT_BYTES = 1 << 47
 
 XGROUP = container("xgroup", "A container for consumer groups commands.")
-
-
-def _subcommand_syntax(argv: Argv) -> ReplyError:
-    return ReplyError(
-        f"ERR unknown subcommand or wrong number of arguments for '{printable(argv[1])}'. "
-        f"Try {argv[0].decode('utf-8', 'replace').upper()} HELP."
-    )
 
 
 class GroupTarget:
@@ -62,7 +63,7 @@ def _xgroup_preamble(ctx: Ctx, argv: Argv, needs_group: bool) -> GroupTarget:
                 raise ReplyError("ERR value for ENTRIESREAD must be positive or -1")
             i += 2
         else:
-            raise _subcommand_syntax(argv)
+            raise subcommand_syntax(argv)
     t.s = ctx.db.get(argv[2])
     if not t.mkstream:
         if t.s is None:
@@ -72,10 +73,7 @@ def _xgroup_preamble(ctx: Ctx, argv: Argv, needs_group: bool) -> GroupTarget:
             )
         t.group = t.s.groups.get(argv[3])
         if t.group is None and needs_group:
-            raise ReplyError(
-                f"NOGROUP No such consumer group '{printable(argv[3], 1 << 30)}' for key name "
-                f"'{printable(argv[2], 1 << 30)}'"
-            )
+            raise no_such_group(argv[2], argv[3])
     return t
 
 
@@ -88,7 +86,7 @@ def _clamp_entries_read(s: Stream, entries_read: int) -> int:
 def xgroup_create(ctx: Ctx, argv: Argv) -> str:
     t = _xgroup_preamble(ctx, argv, False)
     if len(argv) > 8:
-        raise _subcommand_syntax(argv)
+        raise subcommand_syntax(argv)
     dollar = t.s.last_id if t.s is not None else 0
     sid = dollar if argv[4] == b"$" else parse_strict(argv[4])
     s = t.s
@@ -108,7 +106,7 @@ def xgroup_create(ctx: Ctx, argv: Argv) -> str:
 def xgroup_setid(ctx: Ctx, argv: Argv) -> str:
     t = _xgroup_preamble(ctx, argv, True)
     if len(argv) not in (5, 7):
-        raise _subcommand_syntax(argv)
+        raise subcommand_syntax(argv)
     s, group = t.s, t.group
     assert s is not None and group is not None
     sid = s.last_id if argv[4] == b"$" else parse_id(argv[4]).value
@@ -173,17 +171,10 @@ XGROUP_HELP = [
 ]
 
 
-def help_reply(argv: Argv, lines: list[str]) -> list[str]:
-    """addReplyHelp: a header naming the command, the lines, the HELP footer."""
-    name = argv[0].decode("utf-8", "replace").upper()
-    return [f"{name} <subcommand> [<arg> [value] [opt] ...]. Subcommands are:", *lines,
-            "HELP", "    Print this help."]  # 7.0 said "Prints"
-
-
 @subcommand(XGROUP, "help", 2, "loading stale", keys=(0, 0, 0), summary="Returns helpful text "
             "about the different subcommands.")
 def xgroup_help(ctx: Ctx, argv: Argv) -> list[str]:
-    return help_reply(argv, XGROUP_HELP)
+    return help_reply(argv[0], XGROUP_HELP)
 
 
 # --- shared lookups ------------------------------------------------------------------------------
@@ -307,8 +298,6 @@ def xpending(ctx: Ctx, argv: Argv) -> list:
 
 def _pending_summary(group: ConsumerGroup) -> list:
     if not group.pel:
-        from engine.reply import NULL_ARRAY
-
         return [0, None, None, NULL_ARRAY]
     per_consumer = [
         [name, b"%d" % len(group.consumers[name].pel)]
@@ -355,7 +344,7 @@ def _parse_claim_options(argv: Argv, j: int, now: int) -> ClaimOptions:
             j += 1
             o.last_id = parse_strict(argv[j])
         else:
-            raise ReplyError(f"ERR Unrecognized XCLAIM option '{printable(argv[j], 1 << 30)}'")
+            raise ReplyError(f"ERR Unrecognized XCLAIM option '{printable(argv[j])}'")
         j += 1
     if o.delivery_time != -1:
         # A bogus time (negative, or in the future) means now, as in Redis.
@@ -492,4 +481,4 @@ def sk_xconsumer(ctx: Ctx, argv: Argv) -> str:
     return "OK"
 
 
-__all__ = ["MAX_ID", "help_reply"]
+__all__ = ["MAX_ID"]

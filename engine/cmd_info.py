@@ -13,10 +13,10 @@ from collections.abc import Iterable
 
 from engine.args import is_word, parse_int
 from engine.context import Ctx
-from engine.errors import NO_SUCH_KEY, ReplyError
+from engine.errors import NO_SUCH_KEY, ReplyError, no_such_group, subcommand_syntax
 from engine.groups import INVALID_ENTRIES_READ, Consumer, ConsumerGroup, group_lag
 from engine.ids import MAX_ID, format_id
-from engine.reply import RespMap
+from engine.reply import RespMap, help_reply
 from engine.stream import Stream, rax_node_count
 from engine.table import Argv, container, subcommand
 
@@ -35,29 +35,6 @@ XINFO = container("xinfo", "A container for stream introspection commands.")
 
 
 # --- helpers -----------------------------------------------------------------------------------
-
-
-def _c_string(arg: bytes) -> str:
-    """An argument as Redis's `%s` prints it in an error line: up to the first NUL byte, with
-    line breaks turned into spaces (addReplyErrorFormat)."""
-    nul = arg.find(b"\0")
-    if nul >= 0:
-        arg = arg[:nul]
-    return arg.decode("utf-8", "replace").replace("\r", " ").replace("\n", " ")
-
-
-def help_reply(argv0: bytes, lines: list[str]) -> list[str]:
-    """addReplyHelp: a heading naming the command as typed (uppercased), the lines, HELP."""
-    heading = f"{_c_string(argv0).upper()} <subcommand> [<arg> [value] [opt] ...]. Subcommands are:"
-    return [heading, *lines, "HELP", "    Print this help."]
-
-
-def subcommand_syntax_error(argv: Argv) -> ReplyError:
-    """addReplySubcommandSyntaxError: the subcommand as typed, truncated to 128 bytes."""
-    return ReplyError(
-        f"ERR unknown subcommand or wrong number of arguments for "
-        f"'{_c_string(argv[1][:128])}'. Try {_c_string(argv[0]).upper()} HELP."
-    )
 
 
 def _stream_or_error(ctx: Ctx, key: bytes) -> Stream:
@@ -98,11 +75,11 @@ def _parse_full_count(argv: Argv) -> int | None:
     if not opts:
         return None
     if len(opts) not in (1, 3) or not is_word(opts[0], b"full"):
-        raise subcommand_syntax_error(argv)
+        raise subcommand_syntax(argv)
     if len(opts) == 1:
         return DEFAULT_FULL_COUNT
     if not is_word(opts[1], b"count"):
-        raise subcommand_syntax_error(argv)
+        raise subcommand_syntax(argv)
     count = parse_int(opts[2])
     return DEFAULT_FULL_COUNT if count < 0 else count
 
@@ -221,10 +198,7 @@ def xinfo_consumers(ctx: Ctx, argv: Argv) -> list[RespMap]:
     s = _stream_or_error(ctx, key)
     group = s.groups.get(name)
     if group is None:
-        raise ReplyError(
-            f"NOGROUP No such consumer group '{_c_string(name)}' "
-            f"for key name '{_c_string(key)}'"
-        )
+        raise no_such_group(key, name)
     return [_consumer_info(c, ctx.now) for c in _sorted_consumers(group)]
 
 

@@ -27,9 +27,13 @@ WRONGTYPE = "WRONGTYPE Operation against a key holding the wrong kind of value"
 NO_SUCH_KEY = "ERR no such key"
 
 
-def printable(arg: bytes, limit: int = 128) -> str:
-    """Render an argument inside an error line as Redis does: truncated, no line breaks."""
-    # surrogateescape: arbitrary bytes survive into the line and back out on the wire.
+def printable(arg: bytes, limit: int = 1 << 30) -> str:
+    """An argument as Redis's `%s` prints it inside an error line: a C string (up to the first
+    NUL byte), at most `limit` bytes, line breaks turned into spaces. surrogateescape keeps any
+    byte intact so the line goes back out on the wire exactly."""
+    nul = arg.find(b"\0")
+    if nul >= 0:
+        arg = arg[:nul]
     text = arg[:limit].decode("utf-8", "surrogateescape")
     return text.replace("\r", " ").replace("\n", " ")
 
@@ -51,14 +55,27 @@ def unknown_command(argv: Sequence[bytes]) -> ReplyError:
 
 def unknown_subcommand(argv: Sequence[bytes]) -> ReplyError:
     return ReplyError(
-        f"ERR unknown subcommand '{printable(argv[1])}'. "
-        f"Try {argv[0].decode('utf-8', 'replace').upper()} HELP."
+        f"ERR unknown subcommand '{printable(argv[1], 128)}'. Try {printable(argv[0]).upper()} HELP."
+    )
+
+
+def subcommand_syntax(argv: Sequence[bytes]) -> ReplyError:
+    """addReplySubcommandSyntaxError: bad options or argument count for a known subcommand."""
+    return ReplyError(
+        "ERR unknown subcommand or wrong number of arguments for "
+        f"'{printable(argv[1], 128)}'. Try {printable(argv[0]).upper()} HELP."
+    )
+
+
+def no_such_group(key: bytes, group: bytes) -> ReplyError:
+    """The NOGROUP line of XGROUP and XINFO CONSUMERS."""
+    return ReplyError(
+        f"NOGROUP No such consumer group '{printable(group)}' for key name '{printable(key)}'"
     )
 
 
 def nogroup(key: bytes, group: bytes, suffix: str = "") -> ReplyError:
     """The NOGROUP line of XREADGROUP/XCLAIM/XAUTOCLAIM/XPENDING/XACK... (suffix varies)."""
     return ReplyError(
-        f"NOGROUP No such key '{printable(key, 1 << 30)}' or consumer group "
-        f"'{printable(group, 1 << 30)}'{suffix}"
+        f"NOGROUP No such key '{printable(key)}' or consumer group '{printable(group)}'{suffix}"
     )

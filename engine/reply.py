@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from engine.errors import printable
+
 
 class _NullArray:
     __slots__ = ()
@@ -76,3 +78,9 @@ def _plain_map(m: RespMap) -> list:
             out.append(to_plain(k))
             out.append(to_plain(v))
     return out
+
+
+def help_reply(argv0: bytes, lines: list[str]) -> list[str]:
+    """addReplyHelp: a heading naming the command as typed (uppercased), the lines, HELP."""
+    heading = f"{printable(argv0).upper()} <subcommand> [<arg> [value] [opt] ...]. Subcommands are:"
+    return [heading, *lines, "HELP", "    Print this help."]
