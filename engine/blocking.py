@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 
 
 class Waiter:
-    __slots__ = ("session", "argv", "keys", "event", "result", "done", "wake_at")
+    __slots__ = ("session", "argv", "keys", "event", "result", "done", "wake_at", "lsn")
 
     def __init__(self, session: Session, argv: Argv, keys: list[tuple[int, bytes]]) -> None:
         self.session = session
@@ -28,6 +28,7 @@ class Waiter:
         self.result: Any = None
         self.done = False
         self.wake_at: int | None = None
+        self.lsn = 0  # the record of the re-run that served it (durability wait)
 
 
 class WaiterRegistry:

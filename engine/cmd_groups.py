@@ -22,7 +22,14 @@ from engine.errors import (
     subcommand_syntax,
 )
 from engine.groups import INVALID_ENTRIES_READ, Consumer, ConsumerGroup
-from engine.ids import MAX_ID, format_id, parse_id, parse_range, parse_strict
+from engine.ids import (
+    MAX_ID,
+    format_id,
+    parse_id,
+    parse_range,
+    parse_strict,
+    try_parse_strict,
+)
 from engine.reply import NULL_ARRAY, help_reply
 from engine.stream import Stream
 from engine.table import Argv, command, container, subcommand
@@ -211,7 +218,7 @@ def xack(ctx: Ctx, argv: Argv) -> int:
         return 0
     sids = [parse_strict(x) for x in argv[3:]]
     acked = [sid for sid in sids if group.ack(sid)]
-    if acked:
+    if acked and not ctx.replaying:
         ctx.emit([b"XACK", argv[1], argv[2], *map(format_id, acked)])
     return len(acked)
 
@@ -322,8 +329,25 @@ class ClaimOptions:
         self.last_id = 0
 
 
+_PROPAGATED_SHAPE = (b"TIME", b"RETRYCOUNT", b"FORCE", b"JUSTID")
+
+
 def _parse_claim_options(argv: Argv, j: int, now: int) -> ClaimOptions:
     o = ClaimOptions()
+    rest = len(argv) - j
+    if (rest in (6, 8) and (argv[j], argv[j + 2], argv[j + 4], argv[j + 5]) == _PROPAGATED_SHAPE
+            and (rest == 6 or argv[j + 6] == b"LASTID")):
+        # `TIME t RETRYCOUNT n FORCE JUSTID [LASTID id]`, the shape of every claim effect that
+        # replay applies: read directly, with the same result as the loop below.
+        o.force = o.justid = True
+        t, n = argv[j + 1], argv[j + 3]
+        o.delivery_time = (int(t) if t.isdigit() and len(t) < 19 and (t[0] != 48 or len(t) == 1)
+                           else parse_int(t, "Invalid TIME option argument for XCLAIM"))
+        o.retrycount = (int(n) if n.isdigit() and len(n) < 19 and (n[0] != 48 or len(n) == 1)
+                        else parse_int(n, "Invalid RETRYCOUNT option argument for XCLAIM"))
+        if rest == 8:
+            o.last_id = parse_strict(argv[j + 7])
+        j = len(argv)
     while j < len(argv):
         more = len(argv) - 1 - j
         opt = argv[j].lower()
@@ -363,14 +387,13 @@ def xclaim(ctx: Ctx, argv: Argv) -> list:
     if s is None or group is None:
         raise nogroup(key, gname)
     now = ctx.now
-    min_idle = max(parse_int(argv[4], "Invalid min-idle-time argument for XCLAIM"), 0)
+    idle_arg = argv[4]
+    min_idle = 0 if idle_arg == b"0" else max(
+        parse_int(idle_arg, "Invalid min-idle-time argument for XCLAIM"), 0)
     j = 5
     sids: list[int] = []
-    while j < len(argv):
-        try:
-            sids.append(parse_id(argv[j], strict=True).value)
-        except ReplyError:
-            break
+    while j < len(argv) and (sid := try_parse_strict(argv[j])) is not None:
+        sids.append(sid)
         j += 1
     o = _parse_claim_options(argv, j, now)
     moved = o.last_id > group.last_id
@@ -400,10 +423,14 @@ def xclaim(ctx: Ctx, argv: Argv) -> list:
             count = nack.delivery_count + (0 if o.justid else 1)
         group.add_pending(sid, consumer, o.delivery_time, count)
         consumer.active_time = now
+        touched = True
+        if ctx.replaying:  # replay needs neither the reply nor effects: skip building them
+            continue
         reply.append(format_id(sid) if o.justid else [format_id(sid), fields])
         ctx.emit(xclaim_effect(key, gname, consumer.name, sid, o.delivery_time, count,
                                group.last_id))
-        touched = True
+    if ctx.replaying:
+        return reply
     if moved:
         ctx.emit(setid_effect(key, gname, group.last_id, group.entries_read))
     _pin_consumer(ctx, key, gname, consumer, before, touched)

@@ -56,28 +56,47 @@ def _resolve_xadd_id(s: Stream, parsed, now: int) -> int:  # type: ignore[no-unt
 @command("xadd", -5, "write denyoom fast", summary="Appends a new message to a stream. "
          "Creates the key if it doesn't exist.")
 def xadd(ctx: Ctx, argv: Argv) -> bytes | None:
-    if argv[2] != b"*":
-        return _xadd_general(ctx, argv)
-    # The hot path: `XADD key * field value ...` with no options, kept short on purpose.
-    if not len(argv) & 1:
+    # The hot paths, kept in one function on purpose: `XADD key * field value ...` (clients)
+    # and `XADD key ms-seq field value ...` (clients and every replayed XADD effect). Anything
+    # with options or another ID form takes _xadd_general. Checks follow Redis's order.
+    idarg = argv[2]
+    sid = 0
+    idb = b""
+    if idarg != b"*":
+        ms, dash, seq = idarg.partition(b"-")
+        if not (dash and ms.isdigit() and seq.isdigit() and len(ms) < 20 and len(seq) < 20):
+            return _xadd_general(ctx, argv)
+        sid = (int(ms) << 64) | int(seq)
+        if (ms[0] != 48 or len(ms) == 1) and (seq[0] != 48 or len(seq) == 1):
+            idb = idarg  # already canonical (no leading zeros): no need to format it again
+        if not len(argv) & 1:
+            raise wrong_arity("xadd")
+        if sid == 0:
+            raise ReplyError("ERR The ID specified in XADD must be greater than 0-0")
+    elif not len(argv) & 1:
         raise wrong_arity("xadd")
     key = argv[1]
     s = ctx.db.get(key)
     if s is None:
         s = ctx.db[key] = Stream()
-    last, now = s.last_id, ctx.now
-    if now > last >> 64:
-        sid = now << 64
-    elif last & SEQ_MASK != SEQ_MASK:
-        sid = last + 1
-    elif last == MAX_ID:
+    last = s.last_id
+    if last == MAX_ID:
         raise ReplyError(_EXHAUSTED)
-    else:
-        sid = ((last >> 64) + 1) << 64
+    if not sid:
+        now = ctx.now
+        if now > last >> 64:
+            sid = now << 64
+        elif last & SEQ_MASK != SEQ_MASK:
+            sid = last + 1
+        else:
+            sid = ((last >> 64) + 1) << 64
+    elif sid <= last:
+        raise ReplyError(_EDOM)
     fields = argv[3:]
     engine = ctx.engine
-    idb = s.append(sid, fields, engine.node_max_entries, engine.node_max_bytes)
-    ctx.effects.append([b"XADD", key, idb, *fields])
+    idb = s.append(sid, fields, engine.node_max_entries, engine.node_max_bytes, idb)
+    if not ctx.replaying:
+        ctx.effects.append([b"XADD", key, idb, *fields])
     if engine.waiters.by_key:
         ctx.signal(key)
     return idb
@@ -87,7 +106,7 @@ _EXHAUSTED = "ERR The stream has exhausted the last possible ID, unable to add m
 
 
 def _xadd_general(ctx: Ctx, argv: Argv) -> bytes | None:
-    """XADD with options or an explicit ID."""
+    """XADD with options, or an ID in another form (`ms`, `ms-*`, odd spellings)."""
     engine = ctx.engine
     if argv[2] == b"*":  # fast path: no options
         a = None

@@ -11,7 +11,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from engine import commands as _commands  # noqa: F401  (registers every command)
 from engine.blocking import Waiter, WaiterRegistry
@@ -24,7 +24,12 @@ from engine.reply import NULL_ARRAY, RespMap, to_plain
 from engine.stream import Stream
 from engine.table import FAST_DISPATCH, Argv, lookup
 
+if TYPE_CHECKING:
+    from aof.journal import Journal
+    from aof.store import DataDir
+
 Clock = Callable[[], int]
+AOF_OPTIONS = ("appendfsync", "aof_load_truncated", "aof_segment_max_bytes", "fs")
 RecordSink = Callable[[Record], None]
 NUM_DATABASES = 16
 
@@ -84,14 +89,38 @@ class Engine(RedisStreamAPI):
         self.waiters = WaiterRegistry()
         self.sinks: list[RecordSink] = []
         self.session = Session()
+        self.journal: Journal | None = None  # the AOF, when opened on a data directory
+        self.datadir: DataDir | None = None
         self.closed = False
 
     @classmethod
     def open(cls, path: str | None = None, **config: Any) -> Engine:
-        """Open an engine. `path=None` keeps everything in memory."""
+        """Open an engine. `path=None` keeps everything in memory; a path is a data directory
+        whose AOF is replayed now and appended to from now on. AOF settings use Redis's names:
+        appendfsync ("always" | "everysec" | "no"), aof-load-truncated (yes/no), plus
+        aof-segment-max-bytes (rotation size); `fs` swaps the file layer (tests, crash bench)."""
+        aof_options = {}
+        for name in list(config):
+            key = name.replace("-", "_")
+            if key in AOF_OPTIONS:
+                aof_options[key] = config.pop(name)
+        engine = cls(**config)
         if path is not None:
-            raise NotImplementedError("durable data directories arrive with the AOF issue")
-        return cls(**config)
+            from aof.store import DataDir  # the engine itself never touches files
+
+            engine.datadir = DataDir.open(engine, path, **aof_options)
+        elif aof_options:
+            raise ValueError(f"{', '.join(aof_options)} need a data directory path")
+        return engine
+
+    def attach_journal(self, journal: Journal) -> None:
+        with self.lock:
+            self.journal = journal
+
+    def locked(self, fn: Callable[[], Any]) -> Any:
+        """Run fn under the engine lock (the journal's write retry needs it)."""
+        with self.lock:
+            return fn()
 
     def set_config(self, name: str, value: Any) -> None:
         """Change one setting (Redis's name, e.g. "stream-node-max-entries")."""
@@ -105,7 +134,12 @@ class Engine(RedisStreamAPI):
         self.node_max_bytes = int(self.config["stream-node-max-bytes"])
 
     def close(self) -> None:
+        """Stop; with a data directory, fsync the AOF and release the directory's lock."""
+        if self.closed:
+            return
         self.closed = True
+        if self.datadir is not None:
+            self.datadir.close()
 
     def __enter__(self) -> Engine:
         return self
@@ -146,12 +180,17 @@ class Engine(RedisStreamAPI):
             raise ReplyError("ERR empty command")
         lock = self.lock
         lock.acquire()
+        lsn = 0
         try:
             fast = FAST_DISPATCH.get(argv[0])
             if fast is not None and fast[1] <= len(argv) <= fast[2]:
-                handler = fast[0]
+                handler, is_write = fast[0], fast[3]
             else:  # the general path, with Redis's exact errors
-                handler = lookup(argv).handler  # type: ignore[assignment]
+                spec = lookup(argv)
+                handler, is_write = spec.handler, spec.is_write  # type: ignore[assignment]
+            journal = self.journal
+            if journal is not None and journal.error and is_write:
+                raise ReplyError(journal.error)
             # One context per session, reset per command: commands run one at a time under
             # this lock and no handler keeps its context, so allocating one each time is waste.
             ctx = session.ctx
@@ -162,26 +201,35 @@ class Engine(RedisStreamAPI):
             ctx.effects = []
             reply = handler(ctx, argv)
             if ctx.effects:
-                if self.sinks:
-                    self._commit(ctx)
+                lsn = self._commit(ctx)
                 if effects_out is not None:
                     effects_out.extend(ctx.effects)
             if self.waiters.ready:
                 self._serve_ready()
-            if type(reply) is not Block:
-                return reply
-            waiter = Waiter(session, reply.argv, [(session.db, k) for k in reply.keys])
-            waiter.wake_at = reply.wake_at
-            self.waiters.add(waiter)
+            if type(reply) is Block:
+                waiter = Waiter(session, reply.argv, [(session.db, k) for k in reply.keys])
+                waiter.wake_at = reply.wake_at
+                self.waiters.add(waiter)
         finally:
             lock.release()
+        if lsn and journal.sync_on_commit:  # type: ignore[union-attr]
+            journal.wait_durable(lsn)  # type: ignore[union-attr]
+        if type(reply) is not Block:
+            return reply
         return self._wait(waiter, reply.timeout_ms)
 
-    def _commit(self, ctx: Ctx) -> None:
-        if self.sinks:
-            record = Record(ctx.now, ctx.session.db, ctx.effects)
-            for sink in self.sinks:
+    def _commit(self, ctx: Ctx) -> int:
+        """Hand a command's effects to the AOF (which writes them before we reply) and to the
+        sinks. Returns the record's LSN (0 without an AOF). MISCONF if it cannot be written."""
+        journal, sinks = self.journal, self.sinks
+        lsn = 0
+        if journal is not None:
+            lsn = journal.append(ctx.now, ctx.session.db, ctx.effects)
+        if sinks:
+            record = Record(ctx.now, ctx.session.db, ctx.effects, lsn)
+            for sink in sinks:
                 sink(record)
+        return lsn
 
     # --- blocking ------------------------------------------------------------------------------
 
@@ -206,6 +254,8 @@ class Engine(RedisStreamAPI):
                     self._rerun(waiter)
                     if waiter.done:
                         break
+        if waiter.lsn and self.journal is not None and self.journal.sync_on_commit:
+            self.journal.wait_durable(waiter.lsn)
         if isinstance(waiter.result, ReplyError):
             raise waiter.result
         return waiter.result
@@ -221,7 +271,10 @@ class Engine(RedisStreamAPI):
             waiter.wake_at = result.wake_at
             return
         if ctx.effects:
-            self._commit(ctx)
+            try:
+                waiter.lsn = self._commit(ctx)
+            except ReplyError as err:  # MISCONF: the re-run's change could not be logged
+                result = err
         waiter.result = result
         waiter.done = True
         self.waiters.remove(waiter)
@@ -249,6 +302,31 @@ class Engine(RedisStreamAPI):
                 spec = lookup(argv, allow_internal=True)
                 ctx = ReplayCtx(self, session, record.time_ms)
                 spec.handler(ctx, argv)  # type: ignore[misc]
+            if self.waiters.ready:
+                self._serve_ready()
+
+    def apply_many(self, records: list[Record]) -> None:
+        """Apply records in order under one lock acquisition: the replay loop."""
+        with self.lock:
+            session = Session()
+            ctx = ReplayCtx(self, session, 0)
+            dbs = self.dbs
+            fast_dispatch = FAST_DISPATCH
+            for record in records:
+                db = session.db = record.db
+                ctx.db = dbs[db]
+                ctx.now = record.time_ms
+                ctx.effects = []  # what handlers emit while replaying is not needed
+                for effect in record.effects:
+                    argv = effect if type(effect) is tuple else tuple(effect)
+                    fast = fast_dispatch.get(argv[0])
+                    if fast is not None:
+                        fast[0](ctx, argv)
+                    else:
+                        lookup(argv, allow_internal=True).handler(ctx, argv)  # type: ignore[misc]
+                    if session.db != db:  # an effect SELECTed another database
+                        db = session.db
+                        ctx.db = dbs[db]
             if self.waiters.ready:
                 self._serve_ready()
 

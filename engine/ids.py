@@ -129,6 +129,19 @@ def parse_id(
     return ParsedID(make_id(ms, seq), True)
 
 
+def try_parse_strict(arg: bytes) -> int | None:
+    """parse_strict, but None instead of an error (XCLAIM finds where its IDs end this way)."""
+    ms, dash, seq = arg.partition(b"-")
+    if dash and ms.isdigit() and seq.isdigit() and len(ms) < 20 and len(seq) < 20:
+        return (int(ms) << SEQ_BITS) | int(seq)
+    if arg[:1].isalpha():  # an option word: no ID starts with a letter
+        return None
+    try:
+        return parse_id(arg, 0, strict=True).value
+    except ReplyError:
+        return None
+
+
 def parse_strict(arg: bytes, missing_seq: int = 0) -> int:
     """A concrete ID (no `-`/`+`), as XDEL, XACK, XCLAIM and XSETID take them."""
     ms, dash, seq = arg.partition(b"-")

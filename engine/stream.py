@@ -150,14 +150,17 @@ class Stream:
 
     # --- appending -------------------------------------------------------------------------
 
-    def append(self, sid: int, fields: Fields, max_entries: int, max_bytes: int) -> bytes:
+    def append(
+        self, sid: int, fields: Fields, max_entries: int, max_bytes: int, idb: bytes = b""
+    ) -> bytes:
         """Add an entry whose ID the caller validated (> last_id). Returns the formatted ID.
 
         XADD's hot path: the node choice and, for one-pair entries, the entry's encoded size
         are computed inline."""
         if type(fields) is not tuple:
             fields = tuple(fields)
-        idb = format_id(sid)
+        if not idb:  # callers holding the canonical `ms-seq` bytes pass them in
+            idb = format_id(sid)
         nodes = self.nodes
         node = nodes[-1] if nodes else None
         if len(fields) == 2:
@@ -169,11 +172,13 @@ class Stream:
                 node = self._new_node(sid, fields)
             dms = (sid >> 64) - node.master_ms
             dseq = (sid & _U64) - node.master_seq
-            # Same single field as the master entry: flags, two ID deltas and the element
-            # count take 2 bytes each when small, a short non-numeric value its length plus 2.
-            if (f == node.single_field and 0 <= dms <= 127 and 0 <= dseq <= 127 and vn < 63
-                    and (vn > 20 or (vn and not (47 < v[0] < 58 or v[0] == 45)))):
-                node.fixed_bytes += 10 + vn
+            # Same single field as the master entry: flags and the element count take 2 bytes,
+            # each ID delta 2 (0..127) or 3 (13-bit signed), a short non-numeric value its
+            # length plus 2. Anything else takes the general computation.
+            if (f == node.single_field and -4096 <= dms <= 4095 and -4096 <= dseq <= 4095
+                    and vn < 63 and (vn > 20 or (vn and not (47 < v[0] < 58 or v[0] == 45)))):
+                node.fixed_bytes += (6 + vn + (2 if 0 <= dms <= 127 else 3)
+                                     + (2 if 0 <= dseq <= 127 else 3))
             else:
                 node.fixed_bytes += node.entry_bytes(sid, fields)
         else:

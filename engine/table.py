@@ -50,7 +50,7 @@ _FAST: dict[bytes, CommandSpec] = {}  # lower, UPPER and Capitalised spellings
 
 # The dispatch fast path: plain (not container, not internal) commands by common spelling,
 # with the argument-count bounds their arity allows. Anything else goes through `lookup`.
-FAST_DISPATCH: dict[bytes, tuple[Handler, int, int]] = {}
+FAST_DISPATCH: dict[bytes, tuple[Handler, int, int, bool]] = {}  # handler, min, max, write
 
 
 def _register(spec: CommandSpec) -> None:
@@ -60,7 +60,7 @@ def _register(spec: CommandSpec) -> None:
         _FAST[spelling] = spec
         if spec.handler is not None and not spec.internal:
             bounds = (spec.arity, spec.arity) if spec.arity > 0 else (-spec.arity, 1 << 30)
-            FAST_DISPATCH[spelling] = (spec.handler, *bounds)
+            FAST_DISPATCH[spelling] = (spec.handler, *bounds, spec.is_write)
 
 
 def command(

@@ -30,3 +30,14 @@ def test_readme_embedded_example_runs() -> None:
     assert printed[-1] == (
         "NOGROUP No such key 'orders' or consumer group 'nope' in XREADGROUP with GROUP option"
     )
+
+
+def test_readme_durability_example_runs(tmp_path, monkeypatch) -> None:
+    blocks = re.findall(r"```python\n(.*?)```", README.read_text(), re.S)
+    example = next(b for b in blocks if 'Engine.open("./data"' in b)
+    monkeypatch.chdir(tmp_path)
+    exec(compile(example, "README.md", "exec"), {})
+    from engine import Engine
+
+    with Engine.open("./data") as db:
+        assert db.execute("XLEN", "jobs") == 1

@@ -1,14 +1,17 @@
 """The `streamkeep demo` and `streamkeep bench` tools (tools.demo, tools.bench), run in process.
 
 Checks the demo's story is self-consistent (pending = delivered - acked, in every view) and that
-`bench --quick` prints every registered row with positive figures. Speed targets are reported by
-the bench, never asserted here.
+`bench --quick` prints every registered row and derived figure with positive numbers, that
+`--sections` picks sections, and that the AOF section leaves no temp directory behind. Speed
+targets are reported by the bench, never asserted here.
 """
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
+import tempfile
 
 import pytest
 
@@ -69,6 +72,65 @@ def test_cli_dispatches_demo(capsys: pytest.CaptureFixture[str]) -> None:
     assert "XINFO CONSUMERS" in capsys.readouterr().out
 
 
+# Rows whose op count is their own (duration-bound loops, fsyncs, records), not the run's N.
+OWN_COUNT = {"aof.always_threads", "aof.always", "aof.fsync", "aof.replay"}
+
+
+def _check_rows(out: str, sections: tuple[bench.Section, ...], n: int) -> None:
+    lines = out.splitlines()
+    for section in sections:
+        for b in section.benchmarks:
+            row = [ln for ln in lines if ln.startswith(section.name) and f"  {b.workload}  " in ln]
+            assert len(row) == 1, (b.key, out)
+            m = re.search(rf"  ({NUMBER})  +({NUMBER})  +({NUMBER})(?:  |$)", row[0])
+            assert m, row[0]
+            ops, rate, us = map(_num, m.groups())
+            if b.key in OWN_COUNT:
+                assert ops > 0
+            else:
+                assert ops == n
+            assert rate > 0 and us > 0
+            assert us == pytest.approx(1e6 / rate, rel=0.01, abs=0.01)
+            if b.target is not None:
+                assert f">= {b.target:,}" in row[0]
+                assert re.search(r"  (PASS|FAIL)$", row[0])
+
+
+def _figure_rows(out: str) -> dict[str, str]:
+    """Each derived figure's printed value cell, by label."""
+    rows = {}
+    for figure in bench.FIGURES:
+        row = [ln for ln in out.splitlines()
+               if ln.startswith(figure.section) and f"  {figure.label}  " in ln]
+        if row:
+            assert len(row) == 1, (figure.label, out)
+            rows[figure.label] = row[0].split(figure.label, 1)[1].strip()
+    return rows
+
+
+def _check_figures(out: str) -> None:
+    rows = _figure_rows(out)
+    assert set(rows) == {f.label for f in bench.FIGURES}, out
+    for figure in bench.FIGURES:
+        cell = rows[figure.label]
+        m = re.match(rf"({NUMBER})(x|/s)?(?:  |$)", cell)
+        assert m, (figure.label, cell)
+        assert _num(m.group(1)) > 0
+        assert (m.group(2) or "") == figure.unit
+        if figure.target is not None:
+            assert re.search(r"  (PASS|FAIL)$", cell), cell
+
+
+def _aof_root(out: str) -> str:
+    return re.search(r"^aof: data dirs under (\S+) ", out, re.M).group(1)
+
+
+def _targets(sections: tuple[bench.Section, ...]) -> int:
+    keys = {b.key for s in sections for b in s.benchmarks}
+    return (sum(b.target is not None for s in sections for b in s.benchmarks)
+            + sum(f.target is not None for f in bench.FIGURES if f.numerator in keys))
+
+
 @pytest.mark.redis
 def test_bench_quick_prints_every_row(capsys: pytest.CaptureFixture[str]) -> None:
     if shutil.which("redis-server") is None:
@@ -80,31 +142,73 @@ def test_bench_quick_prints_every_row(capsys: pytest.CaptureFixture[str]) -> Non
     assert re.search(r"machine: \d+ cores", out)
     assert "Python 3." in out
     assert re.search(r"reference: redis-server \d+\.\d+\.\d+ on 127\.0\.0\.1:\d+", out)
+    assert not os.path.exists(_aof_root(out))
 
-    for section in bench.SECTIONS:
-        for b in section.benchmarks:
-            row = [ln for ln in lines if ln.startswith(section.name) and f"  {b.workload}  " in ln]
-            assert len(row) == 1, (b.key, out)
-            m = re.search(rf"  ({NUMBER})  +({NUMBER})  +({NUMBER})(?:  |$)", row[0])
-            assert m, row[0]
-            msgs, rate, us = map(_num, m.groups())
-            assert msgs == bench.QUICK_N
-            assert rate > 0 and us > 0
-            assert us == pytest.approx(1e6 / rate, rel=0.01, abs=0.01)
-            if b.target is not None:
-                assert f">= {b.target:,}" in row[0]
-                assert re.search(r"  (PASS|FAIL)$", row[0])
-
+    _check_rows(out, bench.SECTIONS, bench.QUICK_N)
+    _check_figures(out)
     for ratio in bench.RATIOS:
         row = [ln for ln in lines if ln.startswith(ratio.workload) and ratio.reference in ln]
         assert len(row) == 1, (ratio, out)
         assert _num(re.search(rf"({NUMBER})x$", row[0]).group(1)) > 0
-    assert re.search(r"^targets: \d+/2 PASS$", out, re.M)
-    assert "skipped" not in out
+    assert re.search(rf"^targets: \d+/{_targets(bench.SECTIONS)} PASS$", out, re.M)
+    assert "skipped" not in out and "n/a" not in out
+
+
+def test_bench_aof_section_rows_and_figures(capsys: pytest.CaptureFixture[str]) -> None:
+    assert bench.main(["--quick", "--no-redis", "--sections", "embedded,aof"]) == 0
+    out = capsys.readouterr().out
+    sections = bench.select_sections("embedded,aof")
+    assert [s.name for s in sections] == ["embedded", "aof"]
+    assert "sections embedded, aof" in out
+    assert not re.search(r"^redis-py ", out, re.M)  # not selected: no rows, not even skipped
+    _check_rows(out, sections, bench.QUICK_N)
+    _check_figures(out)
+    assert re.search(rf"^targets: \d+/{_targets(sections)} PASS$", out, re.M)
+    root = _aof_root(out)
+    assert os.path.dirname(root) == tempfile.gettempdir()  # /tmp unless TMPDIR says otherwise
+    assert not os.path.exists(root)  # every data directory removed
+
+
+def test_bench_aof_alone_has_no_in_memory_ratio(capsys: pytest.CaptureFixture[str]) -> None:
+    assert bench.main(["--n", "300", "--no-redis", "--sections", "aof"]) == 0
+    out = capsys.readouterr().out
+    assert not re.search(r"^embedded ", out, re.M)
+    rows = _figure_rows(out)
+    ratio = bench.FIGURES[0]
+    assert ratio.denominator == "embedded.xadd"
+    assert rows[ratio.label].startswith("n/a (embedded.xadd not run)")
+    assert rows[ratio.label].endswith("n/a")  # its verdict
+    assert re.search(r"^targets: \d+/\d+ PASS, 1 not measured$", out, re.M)
+    assert not os.path.exists(_aof_root(out))
+
+
+def test_bench_sections_option() -> None:
+    parser = cli.build_parser()
+    assert parser.parse_args(["bench", "--sections", "aof,redis"]).sections == "aof,redis"
+    assert [s.name for s in bench.select_sections("redis,embedded")] == ["embedded", "redis-py"]
+    assert [s.name for s in bench.select_sections("redis-py")] == ["redis-py"]
+    assert bench.select_sections(None) == bench.SECTIONS
+    with pytest.raises(SystemExit):
+        parser.parse_args(["bench", "--sections", "embedded,nope"])
+    with pytest.raises(ValueError, match="nope"):
+        bench.select_sections("nope")
+
+
+def test_aof_threads_counts_group_commit(tmp_path: os.PathLike[str]) -> None:
+    m = bench.bench_aof_threads(os.path.join(tmp_path, "d"), 4, 400, 2.0)
+    assert m.count == 400 and m.rate > 0
+    assert m.figures["records_per_fsync"] >= 1
+
+
+def test_aof_replay_counts_records(tmp_path: os.PathLike[str]) -> None:
+    m = bench.bench_aof_replay(os.path.join(tmp_path, "d"), 1_050)
+    # 1,050 XADDs, 10 full chunks each read + acked, 4 XGROUP CREATEs
+    assert m.count == 1_050 + 2 * 10 + bench.REPLAY_STREAMS
+    assert m.rate > 0 and m.figures["effects_per_s"] > m.rate
 
 
 def test_bench_without_redis_skips_reference_rows(capsys: pytest.CaptureFixture[str]) -> None:
-    assert bench.main(["--n", "500", "--no-redis"]) == 0
+    assert bench.main(["--n", "500", "--no-redis", "--sections", "embedded,redis"]) == 0
     out = capsys.readouterr().out
     assert "reference: none (disabled (--no-redis))" in out
     assert re.search(r"^embedded +XADD, 1 thread +500 +[\d,]+ ", out, re.M)
@@ -121,3 +225,22 @@ def test_strict_fails_on_a_missed_target(
     assert bench.main(["--n", "10", "--no-redis"]) == 0
     assert bench.main(["--n", "10", "--no-redis", "--strict"]) == 1
     assert "targets: 0/1 PASS" in capsys.readouterr().out
+
+
+def test_strict_fails_on_a_missed_figure_target(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fast = bench.Section("aof", (
+        bench.Benchmark("aof.a", "a", lambda env: bench.Measurement(10.0, 3, {"k": 1.0})),
+        bench.Benchmark("aof.b", "b", lambda env: 40.0),
+    ))
+    figures = (bench.Figure("aof", "a per b", "aof.a", denominator="aof.b", target=0.5),
+               bench.Figure("aof", "k of a", "aof.a", extra="k", unit="", target=1))
+    monkeypatch.setattr(bench, "SECTIONS", (fast,))
+    monkeypatch.setattr(bench, "FIGURES", figures)
+    assert bench.main(["--n", "10", "--no-redis", "--strict"]) == 1
+    out = capsys.readouterr().out
+    assert re.search(r"^aof +a +3 +10 ", out, re.M)  # the Measurement's own count
+    assert re.search(r"^aof +a per b +0\.25x +>= 0\.5x +FAIL$", out, re.M)
+    assert re.search(r"^aof +k of a +1\.0 +>= 1 +PASS$", out, re.M)
+    assert "targets: 1/2 PASS" in out

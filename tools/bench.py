@@ -5,8 +5,16 @@ second (``bench_embedded_xadd(n)``, ``bench_embedded_consume(n)``, ``bench_redis
 ``bench_redis_consume(client, n)``, ...), the :data:`SECTIONS` that name and group them (each
 benchmark may carry an issue target), the :data:`RATIOS` between sections, the lifetime of the
 reference redis-server the bench starts on a free loopback port, and the aligned table it prints.
-Later issues add sections here (AOF, snapshot, server) rather than new commands.
-Must not touch: engine internals (only ``Engine.execute``) or any data outside its temp dirs.
+Later issues add sections here (snapshot, server) rather than new commands.
+Must not touch: engine internals (only ``Engine.open``/``execute``/``close`` and the journal's
+``records_written``/``fsyncs`` counters) or any data outside its temp dirs.
+
+The ``aof`` section opens engines on fresh data directories under one temp dir (removed when the
+run ends): XADD under each appendfsync policy, 16 threads sharing one ``always`` engine (group
+commit: records per fsync), the machine's serial ``os.write`` + ``fdatasync`` rate in the same
+directory, and the replay of a written directory by ``Engine.open``. A benchmark may return a
+:class:`Measurement` (its own op count, extra figures) instead of a bare rate; :data:`FIGURES`
+derive ratios and those extras, with their own targets.
 
 Timing: every workload runs a warm-up on a separate key first, then times only its loop with
 ``time.perf_counter``; a row's rate is messages per second and ``us/op`` its inverse.
@@ -15,6 +23,7 @@ Timing: every workload runs a warm-up on a separate key first, then times only i
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import platform
 import shutil
@@ -22,9 +31,10 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 FULL_N = 200_000
@@ -34,6 +44,19 @@ PIPELINE = 100  # commands per redis-py pipeline round trip
 
 XADD_TARGET = 250_000  # embedded XADD/s, one thread
 CONSUME_TARGET = 150_000  # embedded consumed (read + acked) msgs/s
+
+AOF_EVERYSEC_TARGET = 150_000  # XADD/s, appendfsync everysec, one thread
+AOF_EVERYSEC_RATIO_TARGET = 0.6  # ... as a fraction of the in-memory XADD/s of the same run
+AOF_THREADS = 16  # threads sharing one appendfsync-always engine
+AOF_ALWAYS_TARGET = 20_000  # XADD/s, appendfsync always, AOF_THREADS threads
+RECORDS_PER_FSYNC_TARGET = 5  # group commit under those threads
+REPLAY_TARGET = 300_000  # records/s replayed by Engine.open
+ALWAYS_SECONDS, QUICK_ALWAYS_SECONDS = 2.0, 0.25  # appendfsync-always loops stop after this
+FSYNC_N, QUICK_FSYNC_N = 500, 100  # serial write + fdatasync loop
+FSYNC_WARMUP = 20
+FSYNC_RECORD = 100  # bytes per os.write in that loop (an XADD record is about 60)
+REPLAY_STREAMS = 4  # the replay workload round-robins XADDs over this many streams ...
+REPLAY_CHUNK = 100  # ... this many at a time, each chunk then read (COUNT chunk) and acked
 
 KEY = "bench"
 GROUP = "g"
@@ -47,6 +70,16 @@ def warmup_size(n: int) -> int:
 
 class Skip(Exception):
     """A benchmark cannot run on this machine (e.g. no redis-server); reported, not fatal."""
+
+
+@dataclass
+class Measurement:
+    """One run of a benchmark: its rate, the ops it timed when that is not the run's N (e.g. a
+    duration-bound loop), and figures the FIGURES table reads (e.g. records per fsync)."""
+
+    rate: float
+    count: int | None = None
+    figures: dict[str, float] = field(default_factory=dict)
 
 
 # --- embedded workloads --------------------------------------------------------------------------
@@ -103,6 +136,179 @@ def bench_embedded_consume(n: int, batch: int = BATCH) -> float:
     if consumed != n:
         raise AssertionError(f"embedded consume saw {consumed} messages, expected {n}")
     return consumed / elapsed
+
+
+# --- AOF workloads (a data directory per run, under BenchEnv.data_dir) ---------------------------
+
+
+def _open_engine(path: str, policy: str) -> Any:
+    from engine import Engine
+
+    return Engine.open(path, appendfsync=policy)
+
+
+def bench_aof_xadd(path: str, n: int, policy: str) -> float:
+    """The embedded XADD loop on an engine whose AOF in ``path`` uses ``policy``; adds/s. The
+    final fsync at close is not timed (everysec's background fsyncs during the loop are)."""
+    engine = _open_engine(path, policy)
+    try:
+        execute = engine.execute
+        _embedded_fill(execute, "warmup", warmup_size(n))
+        start = time.perf_counter()
+        for _ in range(n):
+            execute("XADD", KEY, "*", "f", "v")
+        elapsed = time.perf_counter() - start
+    finally:
+        engine.close()
+    return n / elapsed
+
+
+def _xadd_threads(engine: Any, key: str, threads: int, max_ops: int,
+                  seconds: float) -> tuple[int, float]:
+    """``threads`` threads XADD to ``key`` on ``engine`` until together they have done
+    ``max_ops`` or ``seconds`` have passed; (adds done, seconds from release to the last
+    join)."""
+    per_thread = max(1, max_ops // threads)
+    done = [0] * threads
+    errors: list[BaseException] = []
+    gate = threading.Barrier(threads + 1)
+    deadline = 0.0
+
+    def worker(index: int) -> None:
+        execute, clock = engine.execute, time.perf_counter
+        gate.wait()
+        count = 0
+        try:
+            while count < per_thread and clock() < deadline:
+                execute("XADD", key, "*", "f", "v")
+                count += 1
+        except BaseException as exc:  # reported by the caller
+            errors.append(exc)
+        done[index] = count
+
+    workers = [threading.Thread(target=worker, args=(i,), name=f"bench-xadd-{i}", daemon=True)
+               for i in range(threads)]
+    for w in workers:
+        w.start()
+    start = time.perf_counter()
+    deadline = start + seconds
+    gate.wait()
+    for w in workers:
+        w.join()
+    elapsed = time.perf_counter() - start
+    if errors:
+        raise errors[0]
+    return sum(done), elapsed
+
+
+def bench_aof_threads(path: str, threads: int, max_ops: int, seconds: float,
+                      policy: str = "always") -> Measurement:
+    """``threads`` threads XADD on one shared engine (AOF policy ``policy``) for up to
+    ``max_ops`` adds or ``seconds``; adds/s, with the journal's records per fsync over the
+    timed loop (group commit) as figure ``records_per_fsync``."""
+    engine = _open_engine(path, policy)
+    try:
+        _xadd_threads(engine, "warmup", threads, warmup_size(max_ops), seconds / 10)
+        journal = engine.journal
+        records, fsyncs = journal.records_written, journal.fsyncs
+        done, elapsed = _xadd_threads(engine, KEY, threads, max_ops, seconds)
+        records, fsyncs = journal.records_written - records, journal.fsyncs - fsyncs
+    finally:
+        engine.close()
+    if records != done:
+        raise AssertionError(f"the journal wrote {records} records for {done} XADDs")
+    figures = {"records_per_fsync": records / fsyncs} if fsyncs else {}
+    return Measurement(done / elapsed, count=done, figures=figures)
+
+
+def bench_serial_fsync(path: str, n: int) -> Measurement:
+    """The machine's fsync rate where the AOF lives: n x (os.write FSYNC_RECORD bytes +
+    os.fdatasync) appending to one file in ``path``, one after another; fsyncs/s."""
+    os.makedirs(path, exist_ok=True)
+    fd = os.open(os.path.join(path, "fsync.bin"),
+                 os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o644)
+    record = b"x" * FSYNC_RECORD
+    try:
+        for _ in range(FSYNC_WARMUP):
+            os.write(fd, record)
+            os.fdatasync(fd)
+        start = time.perf_counter()
+        for _ in range(n):
+            os.write(fd, record)
+            os.fdatasync(fd)
+        elapsed = time.perf_counter() - start
+    finally:
+        os.close(fd)
+    return Measurement(n / elapsed, count=n)
+
+
+def _replay_streams(prefix: str) -> list[str]:
+    return [f"{prefix}:{i}" for i in range(REPLAY_STREAMS)]
+
+
+def _write_replay_workload(engine: Any, prefix: str, n: int) -> int:
+    """n XADDs round-robin over REPLAY_STREAMS streams, REPLAY_CHUNK at a time; each full chunk
+    is then read by the stream's group (two consumers, alternating) with XREADGROUP COUNT
+    REPLAY_CHUNK and acked. Mostly XADD records: two consume records per REPLAY_CHUNK adds,
+    but each XREADGROUP record carries an effect per entry delivered. Returns effects logged."""
+    run = engine.execute_with_effects
+    streams = _replay_streams(prefix)
+    effects = 0
+    for key in streams:
+        effects += len(run("XGROUP", "CREATE", key, GROUP, "$", "MKSTREAM")[1])
+    count = str(REPLAY_CHUNK)
+    for chunk, start in enumerate(range(0, n, REPLAY_CHUNK)):
+        key = streams[chunk % REPLAY_STREAMS]
+        size = min(REPLAY_CHUNK, n - start)
+        for _ in range(size):
+            effects += len(run("XADD", key, "*", "f", "v")[1])
+        if size < REPLAY_CHUNK:
+            break
+        reply, logged = run("XREADGROUP", "GROUP", GROUP, f"c{chunk % 2}", "COUNT", count,
+                            "STREAMS", key, ">")
+        effects += len(logged)
+        ids = [entry[0] for entry in reply[0][1]]
+        effects += len(run("XACK", key, GROUP, *ids)[1])
+    return effects
+
+
+def _check_replayed(engine: Any, prefix: str, n: int) -> None:
+    total = sum(engine.execute("XLEN", key) for key in _replay_streams(prefix))
+    pending = sum(engine.execute("XPENDING", key, GROUP)[0] for key in _replay_streams(prefix))
+    if total != n or pending != 0:
+        raise AssertionError(f"replay restored {total} entries ({pending} pending), "
+                             f"expected {n} (0 pending)")
+
+
+def _replay_once(path: str, n: int) -> tuple[int, int, float]:
+    """Write the replay workload to a new directory, close, time Engine.open on it; (records,
+    effects, seconds)."""
+    from engine import Engine
+
+    writer = _open_engine(path, "no")  # the close below fsyncs; the policy does not matter
+    try:
+        effects = _write_replay_workload(writer, KEY, n)
+        records = writer.journal.records_written
+    finally:
+        writer.close()
+    start = time.perf_counter()
+    engine = Engine.open(path)
+    elapsed = time.perf_counter() - start
+    try:
+        _check_replayed(engine, KEY, n)
+    finally:
+        engine.close()
+    return records, effects, elapsed
+
+
+def bench_aof_replay(path: str, n: int) -> Measurement:
+    """Replay at open: a directory holding n XADDs plus their consumption (see
+    :func:`_write_replay_workload`), timed through ``Engine.open``; records/s, with effects/s
+    as figure ``effects_per_s``. The warm-up replays a smaller directory first."""
+    _replay_once(os.path.join(path, "warmup"), warmup_size(n))
+    records, effects, elapsed = _replay_once(os.path.join(path, "data"), n)
+    return Measurement(records / elapsed, count=records,
+                       figures={"effects_per_s": effects / elapsed})
 
 
 # --- redis-py workloads (the reference) ----------------------------------------------------------
@@ -279,6 +485,21 @@ class RedisServer:
             self.dir = None
 
 
+def _filesystem(path: str) -> str:
+    """``<type> on <device>`` of the mount holding path (Linux /proc/mounts), else ``?``."""
+    best, found = "", "?"
+    try:
+        with open("/proc/mounts") as f:
+            for line in f:
+                device, mount, fstype = line.split()[:3]
+                inside = path == mount or path.startswith(mount.rstrip("/") + "/")
+                if inside and len(mount) >= len(best):
+                    best, found = mount, f"{fstype} on {device}"
+    except OSError:
+        pass
+    return found
+
+
 class BenchEnv:
     """What benchmarks share in one run: N and resources started on first use, stopped by close.
 
@@ -286,11 +507,32 @@ class BenchEnv:
     fails every later redis benchmark is skipped with the same reason.
     """
 
-    def __init__(self, n: int, use_redis: bool = True) -> None:
+    def __init__(self, n: int, use_redis: bool = True, quick: bool = False) -> None:
         self.n = n
+        self.quick = quick  # short duration-bound loops and fewer fsyncs
         self.use_redis = use_redis
         self.server: RedisServer | None = None
         self._redis_error: str | None = None if use_redis else "disabled (--no-redis)"
+        self.tmp_root: str | None = None  # the AOF data directories' parent, made on first use
+
+    @property
+    def always_seconds(self) -> float:
+        return QUICK_ALWAYS_SECONDS if self.quick else ALWAYS_SECONDS
+
+    @property
+    def fsync_n(self) -> int:
+        return QUICK_FSYNC_N if self.quick else FSYNC_N
+
+    @contextlib.contextmanager
+    def data_dir(self, name: str) -> Iterator[str]:
+        """A path for a new data directory (not yet created), removed when the block ends."""
+        if self.tmp_root is None:
+            self.tmp_root = tempfile.mkdtemp(prefix="streamkeep-bench-aof-")
+        parent = tempfile.mkdtemp(prefix=f"{name}-", dir=self.tmp_root)
+        try:
+            yield os.path.join(parent, "data")
+        finally:
+            shutil.rmtree(parent, ignore_errors=True)
 
     @property
     def redis(self) -> Any:
@@ -307,19 +549,29 @@ class BenchEnv:
 
     def describe(self) -> list[str]:
         """Header lines about the resources that were used."""
+        lines = []
+        if self.tmp_root is not None:
+            lines.append(
+                f"aof: data dirs under {self.tmp_root} ({_filesystem(self.tmp_root)}), removed "
+                f"after the run; appendfsync always loops stop after "
+                f"{self.always_seconds:g} s; serial fsync {self.fsync_n:,} x "
+                f"(os.write {FSYNC_RECORD} B + fdatasync); replay workload {REPLAY_CHUNK} XADDs "
+                f"then XREADGROUP COUNT {REPLAY_CHUNK} + XACK, over {REPLAY_STREAMS} streams")
         if self.server is not None and self.server.client is not None:
             import redis
 
-            return [f"reference: redis-server {self.server.version()} on 127.0.0.1:"
-                    f"{self.server.port} (started by this bench, no persistence), "
-                    f"redis-py {redis.__version__}"]
-        if self._redis_error is not None:
-            return [f"reference: none ({self._redis_error})"]
-        return []
+            lines.append(f"reference: redis-server {self.server.version()} on 127.0.0.1:"
+                         f"{self.server.port} (started by this bench, no persistence), "
+                         f"redis-py {redis.__version__}")
+        elif self._redis_error is not None:
+            lines.append(f"reference: none ({self._redis_error})")
+        return lines
 
     def close(self) -> None:
         if self.server is not None:
             self.server.stop()
+        if self.tmp_root is not None:
+            shutil.rmtree(self.tmp_root, ignore_errors=True)
 
     def __enter__(self) -> BenchEnv:
         return self
@@ -333,16 +585,21 @@ class BenchEnv:
 
 @dataclass(frozen=True)
 class Benchmark:
-    key: str  # stable id, "section.name"; ratios refer to it
+    key: str  # stable id, "section.name"; ratios and figures refer to it
     workload: str  # the row label
-    run: Callable[[BenchEnv], float]  # messages per second
+    run: Callable[[BenchEnv], float | Measurement]  # ops per second (messages, fsyncs, records)
     target: float | None = None  # the issue's minimum, printed with PASS/FAIL
 
 
 @dataclass(frozen=True)
 class Section:
-    name: str
+    name: str  # the rows' first column
     benchmarks: tuple[Benchmark, ...]
+    option: str = ""  # another name ``--sections`` accepts for it
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return (self.name, self.option) if self.option else (self.name,)
 
 
 @dataclass(frozen=True)
@@ -353,12 +610,52 @@ class Ratio:
     denominator: str
 
 
+@dataclass(frozen=True)
+class Figure:
+    """A number derived from benchmarks of the same run: the ratio of two rates (``denominator``
+    set) or a figure the numerator's best run reported (``extra``), with an optional target."""
+
+    section: str
+    label: str
+    numerator: str  # Benchmark.key
+    denominator: str | None = None  # Benchmark.key
+    extra: str | None = None  # a Measurement.figures name
+    unit: str = "x"  # "x" (a ratio), "" (a count), "/s" (a rate)
+    target: float | None = None
+
+    def format(self, value: float) -> str:
+        if self.unit == "x":
+            return f"{value:.2f}x"
+        if self.unit == "/s":
+            return f"{value:,.0f}/s"
+        return f"{value:.1f}"
+
+
 SECTIONS: tuple[Section, ...] = (
     Section("embedded", (
         Benchmark("embedded.xadd", "XADD, 1 thread",
                   lambda env: bench_embedded_xadd(env.n), target=XADD_TARGET),
         Benchmark("embedded.consume", f"consume: XREADGROUP COUNT {BATCH} + XACK",
                   lambda env: bench_embedded_consume(env.n), target=CONSUME_TARGET),
+    )),
+    Section("aof", (
+        Benchmark("aof.everysec", "XADD, appendfsync everysec, 1 thread",
+                  lambda env: _in_dir(env, "everysec", bench_aof_xadd, env.n, "everysec"),
+                  target=AOF_EVERYSEC_TARGET),
+        Benchmark("aof.always_threads", f"XADD, appendfsync always, {AOF_THREADS} threads",
+                  lambda env: _in_dir(env, "always", bench_aof_threads, AOF_THREADS, env.n,
+                                      env.always_seconds),
+                  target=AOF_ALWAYS_TARGET),
+        Benchmark("aof.fsync", f"fsyncs: os.write {FSYNC_RECORD} B + fdatasync, serial",
+                  lambda env: _in_dir(env, "fsync", bench_serial_fsync, env.fsync_n)),
+        Benchmark("aof.always", "XADD, appendfsync always, 1 thread",
+                  lambda env: _in_dir(env, "always1", bench_aof_threads, 1, env.n,
+                                      env.always_seconds)),
+        Benchmark("aof.no", "XADD, appendfsync no, 1 thread",
+                  lambda env: _in_dir(env, "no", bench_aof_xadd, env.n, "no")),
+        Benchmark("aof.replay", "records replayed by Engine.open",
+                  lambda env: _in_dir(env, "replay", bench_aof_replay, env.n),
+                  target=REPLAY_TARGET),
     )),
     Section("redis-py", (
         Benchmark("redis.xadd", "XADD, one at a time",
@@ -369,7 +666,7 @@ SECTIONS: tuple[Section, ...] = (
                   lambda env: bench_redis_consume(env.redis, env.n)),
         Benchmark("redis.consume_pipe", "consume: XACK + next XREADGROUP pipelined",
                   lambda env: bench_redis_consume(env.redis, env.n, pipelined=True)),
-    )),
+    ), option="redis"),
 )
 
 RATIOS: tuple[Ratio, ...] = (
@@ -380,13 +677,51 @@ RATIOS: tuple[Ratio, ...] = (
           "redis.consume_pipe"),
 )
 
+FIGURES: tuple[Figure, ...] = (
+    Figure("aof", "everysec XADD/s / in-memory XADD/s (embedded row)", "aof.everysec",
+           denominator="embedded.xadd", target=AOF_EVERYSEC_RATIO_TARGET),
+    Figure("aof", f"always, {AOF_THREADS} threads: records per fsync", "aof.always_threads",
+           extra="records_per_fsync", unit="", target=RECORDS_PER_FSYNC_TARGET),
+    Figure("aof", f"always, {AOF_THREADS} threads XADD/s / serial fsyncs/s",
+           "aof.always_threads", denominator="aof.fsync"),
+    Figure("aof", "always, 1 thread: records per fsync", "aof.always",
+           extra="records_per_fsync", unit=""),
+    Figure("aof", "replay: effects applied per second", "aof.replay", extra="effects_per_s",
+           unit="/s"),
+)
+
+
+def _in_dir(env: BenchEnv, name: str, fn: Callable[..., Any], *args: Any) -> Any:
+    """fn(path, *args) with a fresh data directory path, removed afterwards."""
+    with env.data_dir(name) as path:
+        return fn(path, *args)
+
+
+def select_sections(names: str | Sequence[str] | None) -> tuple[Section, ...]:
+    """The :data:`SECTIONS` named (comma-separated or a list; a section's name or option), in
+    registry order; all of them for None/empty. ValueError names unknown ones."""
+    if names is None:
+        return SECTIONS
+    wanted = [w.strip() for w in (names.split(",") if isinstance(names, str) else names)]
+    wanted = [w for w in wanted if w]
+    if not wanted:
+        return SECTIONS
+    known = {name for section in SECTIONS for name in section.names}
+    unknown = [w for w in wanted if w not in known]
+    if unknown:
+        raise ValueError(f"unknown bench section(s) {', '.join(unknown)}; choose from "
+                         f"{', '.join(s.option or s.name for s in SECTIONS)}")
+    return tuple(s for s in SECTIONS if any(name in wanted for name in s.names))
+
 
 @dataclass
 class Result:
     section: str
     bench: Benchmark
-    rate: float | None = None  # best msgs/s over the repeats
+    rate: float | None = None  # best ops/s over the repeats
     skipped: str | None = None
+    count: int | None = None  # ops the best run timed, when not the run's N
+    figures: dict[str, float] = field(default_factory=dict)  # the best run's
 
     @property
     def verdict(self) -> str:
@@ -395,6 +730,21 @@ class Result:
         if self.rate is None:
             return "n/a"
         return "PASS" if self.rate >= self.bench.target else "FAIL"
+
+
+@dataclass
+class FigureResult:
+    figure: Figure
+    value: float | None = None
+    missing: str | None = None  # why there is no value
+
+    @property
+    def verdict(self) -> str:
+        if self.figure.target is None:
+            return ""
+        if self.value is None:
+            return "n/a"
+        return "PASS" if self.value >= self.figure.target else "FAIL"
 
 
 def run_benchmarks(env: BenchEnv, sections: Sequence[Section] | None = None, repeat: int = 1,
@@ -408,11 +758,40 @@ def run_benchmarks(env: BenchEnv, sections: Sequence[Section] | None = None, rep
             if progress:
                 progress(f"{section.name}: {bench.workload}")
             try:
-                result.rate = max(bench.run(env) for _ in range(max(1, repeat)))
+                runs = [bench.run(env) for _ in range(max(1, repeat))]
             except Skip as exc:
                 result.skipped = str(exc)
+            else:
+                best = max((r if isinstance(r, Measurement) else Measurement(r) for r in runs),
+                           key=lambda m: m.rate)
+                result.rate, result.count, result.figures = best.rate, best.count, best.figures
             results.append(result)
     return results
+
+
+def derive_figures(results: Sequence[Result]) -> list[FigureResult]:
+    """The :data:`FIGURES` whose numerator benchmark ran (measured or skipped)."""
+    by_key = {r.bench.key: r for r in results}
+    out = []
+    for figure in FIGURES:
+        num = by_key.get(figure.numerator)
+        if num is None:
+            continue
+        fr = FigureResult(figure)
+        if num.rate is None:
+            fr.missing = f"{figure.numerator} skipped"
+        elif figure.denominator is not None:
+            den = by_key.get(figure.denominator)
+            if den is None or not den.rate:
+                fr.missing = f"{figure.denominator} " + ("not run" if den is None else "skipped")
+            else:
+                fr.value = num.rate / den.rate
+        elif figure.extra is not None:
+            fr.value = num.figures.get(figure.extra)
+            if fr.value is None:
+                fr.missing = f"{figure.numerator} reported no {figure.extra}"
+        out.append(fr)
+    return out
 
 
 # --- report --------------------------------------------------------------------------------------
@@ -434,16 +813,24 @@ def format_table(headers: Sequence[str], rows: Sequence[Sequence[str]], right: s
     return "\n".join([line(headers), line(["-" * w for w in widths]), *map(line, rows)])
 
 
+def _fmt_target(target: float, unit: str = "") -> str:
+    number = _fmt_rate(target) if target >= 1000 else f"{target:g}"
+    return f">= {number}{'x' if unit == 'x' else ''}"
+
+
 def format_results(results: Sequence[Result], n: int) -> str:
+    """The rows (ops is each row's timed count: messages, fsyncs or records), the
+    embedded/reference ratios, the derived figures and the targets line."""
     rows = []
     for r in results:
-        target = f">= {_fmt_rate(r.bench.target)}" if r.bench.target is not None else ""
+        target = _fmt_target(r.bench.target) if r.bench.target is not None else ""
+        count = f"{r.count if r.count is not None else n:,}"
         if r.rate is None:
-            rows.append([r.section, r.bench.workload, f"{n:,}", "skipped", "", target, r.verdict])
+            rows.append([r.section, r.bench.workload, count, "skipped", "", target, r.verdict])
             continue
-        rows.append([r.section, r.bench.workload, f"{n:,}", _fmt_rate(r.rate),
+        rows.append([r.section, r.bench.workload, count, _fmt_rate(r.rate),
                      f"{1e6 / r.rate:.2f}", target, r.verdict])
-    table = format_table(["section", "workload", "msgs", "msgs/s", "us/op", "target", "result"],
+    table = format_table(["section", "workload", "ops", "ops/s", "us/op", "target", "result"],
                          rows, right={2, 3, 4})
     by_key = {r.bench.key: r.rate for r in results}
     ratio_rows = []
@@ -454,17 +841,30 @@ def format_results(results: Sequence[Result], n: int) -> str:
     parts = [table]
     if ratio_rows:
         parts.append(format_table(["embedded", "/ reference", "ratio"], ratio_rows, right={2}))
-    targeted = [r for r in results if r.bench.target is not None]
-    if targeted:
-        passed = sum(r.verdict == "PASS" for r in targeted)
-        parts.append(f"targets: {passed}/{len(targeted)} PASS")
+    figures = derive_figures(results)
+    if figures:
+        figure_rows = []
+        for fr in figures:
+            f = fr.figure
+            value = f.format(fr.value) if fr.value is not None else f"n/a ({fr.missing})"
+            target = _fmt_target(f.target, f.unit) if f.target is not None else ""
+            figure_rows.append([f.section, f.label, value, target, fr.verdict])
+        parts.append(format_table(["section", "figure", "value", "target", "result"],
+                                  figure_rows, right={2}))
+    verdicts = [r.verdict for r in results if r.bench.target is not None]
+    verdicts += [fr.verdict for fr in figures if fr.figure.target is not None]
+    if verdicts:
+        line = f"targets: {verdicts.count('PASS')}/{len(verdicts)} PASS"
+        if "n/a" in verdicts:
+            line += f", {verdicts.count('n/a')} not measured"
+        parts.append(line)
     skipped = sorted({r.skipped for r in results if r.skipped})
     if skipped:
         parts.append("skipped: " + "; ".join(skipped))
     return "\n\n".join(parts)
 
 
-def _header(n: int, repeat: int) -> str:
+def _header(n: int, repeat: int, sections: Sequence[Section] = SECTIONS) -> str:
     cores = os.cpu_count() or 0
     usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else cores
     python = f"Python {platform.python_version()} ({platform.python_implementation()})"
@@ -473,7 +873,8 @@ def _header(n: int, repeat: int) -> str:
         load = "; load avg " + " ".join(f"{x:.2f}" for x in os.getloadavg())
     return "\n".join([
         f"streamkeep bench: {n:,} messages per workload, warm-up {warmup_size(n):,}, "
-        f"best of {repeat}; consume batch {BATCH}",
+        f"best of {repeat}; consume batch {BATCH}; sections "
+        f"{', '.join(s.name for s in sections)}",
         f"machine: {cores} cores ({usable} usable), {platform.machine()} {platform.system()} "
         f"{platform.release()}; {python}{load}",
     ])
@@ -494,21 +895,24 @@ def main(args: argparse.Namespace | Sequence[str] | None = None) -> int:
     n = getattr(opts, "n", None) or (QUICK_N if quick else FULL_N)
     repeat = max(1, getattr(opts, "repeat", 1) or 1)
     use_redis = not getattr(opts, "no_redis", False)
+    sections = select_sections(getattr(opts, "sections", None))
+    short = quick or n <= QUICK_N  # also shortens the duration-bound and fsync loops
 
-    print(_header(n, repeat), flush=True)
+    print(_header(n, repeat, sections), flush=True)
 
     def progress(msg: str) -> None:
         if sys.stderr.isatty():
             print(f"  running {msg} ...", file=sys.stderr, flush=True)
 
-    with BenchEnv(n, use_redis=use_redis) as env:
-        results = run_benchmarks(env, repeat=repeat, progress=progress)
+    with BenchEnv(n, use_redis=use_redis, quick=short) as env:
+        results = run_benchmarks(env, sections, repeat=repeat, progress=progress)
         described = env.describe()
     for line in described:
         print(line)
     print()
     print(format_results(results, n))
     failed = any(r.verdict == "FAIL" for r in results)
+    failed = failed or any(fr.verdict == "FAIL" for fr in derive_figures(results))
     return 1 if failed and getattr(opts, "strict", False) else 0
 
 

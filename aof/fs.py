@@ -1,0 +1,125 @@
+"""The file-layer seam: every byte aof/ and snapshot/ read or write goes through a `FileSystem`.
+
+Owns the small set of operations durability depends on (open for append, write all, fdatasync,
+read, size, truncate, rename, fsync of a directory, list, unlink, exclusive lock) and `RealFS`,
+their implementation on the operating system. The crash-recovery bench swaps in a file system
+that models power loss (unsynced data dropped, torn appends) and I/O errors (EIO, ENOSPC), so
+nothing in aof/ or snapshot/ may call `open`, `os.write`, `os.rename` & co. directly (a test
+enforces it). Must not touch: record formats, the manifest, engine state.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+from typing import Protocol
+
+
+class LockedError(Exception):
+    """The data directory is locked by another process."""
+
+
+class FileSystem(Protocol):
+    def open_append(self, path: str, create: bool = True) -> int: ...
+    def open_write_new(self, path: str) -> int: ...
+    def write(self, fd: int, data: bytes) -> None: ...
+    def fdatasync(self, fd: int) -> None: ...
+    def close(self, fd: int) -> None: ...
+    def read_file(self, path: str) -> bytes: ...
+    def size(self, path: str) -> int: ...
+    def truncate(self, path: str, size: int) -> None: ...
+    def ftruncate(self, fd: int, size: int) -> None: ...
+    def rename(self, src: str, dst: str) -> None: ...
+    def fsync_dir(self, path: str) -> None: ...
+    def listdir(self, path: str) -> list[str]: ...
+    def exists(self, path: str) -> bool: ...
+    def unlink(self, path: str) -> None: ...
+    def makedirs(self, path: str) -> None: ...
+    def lock(self, path: str) -> int: ...
+    def unlock(self, fd: int) -> None: ...
+
+
+class RealFS:
+    """The operating system's files."""
+
+    def open_append(self, path: str, create: bool = True) -> int:
+        flags = os.O_WRONLY | os.O_APPEND | (os.O_CREAT if create else 0)
+        return os.open(path, flags | os.O_CLOEXEC, 0o644)
+
+    def open_write_new(self, path: str) -> int:
+        return os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o644)
+
+    def write(self, fd: int, data: bytes) -> None:
+        """Write every byte (os.write may write less than asked)."""
+        written = os.write(fd, data)
+        if written == len(data):
+            return
+        view = memoryview(data)[written:]
+        while view:
+            view = view[os.write(fd, view):]
+
+    def fdatasync(self, fd: int) -> None:
+        os.fdatasync(fd)
+
+    def close(self, fd: int) -> None:
+        os.close(fd)
+
+    def read_file(self, path: str) -> bytes:
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+        try:
+            chunks = []
+            while chunk := os.read(fd, 1 << 24):
+                chunks.append(chunk)
+            return b"".join(chunks)
+        finally:
+            os.close(fd)
+
+    def size(self, path: str) -> int:
+        return os.stat(path).st_size
+
+    def truncate(self, path: str, size: int) -> None:
+        os.truncate(path, size)
+
+    def ftruncate(self, fd: int, size: int) -> None:
+        os.ftruncate(fd, size)
+
+    def rename(self, src: str, dst: str) -> None:
+        os.rename(src, dst)
+
+    def fsync_dir(self, path: str) -> None:
+        fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+    def listdir(self, path: str) -> list[str]:
+        return sorted(os.listdir(path))
+
+    def exists(self, path: str) -> bool:
+        return os.path.exists(path)
+
+    def unlink(self, path: str) -> None:
+        os.unlink(path)
+
+    def makedirs(self, path: str) -> None:
+        os.makedirs(path, exist_ok=True)
+
+    def lock(self, path: str) -> int:
+        """Take an exclusive lock held for the process's life; LockedError names the holder."""
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.pread(fd, 64, 0).decode(errors="replace").strip() or "unknown"
+            os.close(fd)
+            raise LockedError(
+                f"data directory is in use: {path} is locked by process {holder}"
+            ) from None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, b"%d\n" % os.getpid(), 0)
+        return fd
+
+    def unlock(self, fd: int) -> None:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        os.close(fd)

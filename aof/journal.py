@@ -1,0 +1,263 @@
+"""The AOF writer: assigns LSNs, appends records, fsyncs by policy, rotates segments.
+
+Owns the write path. `append` runs under the engine lock: it encodes the record and writes it to
+the OS before returning, under every policy, so an acknowledged write survives a process crash.
+`wait_durable` runs after the engine lock is released: under `always` the caller returns only
+once an fdatasync covers its record, and concurrent callers share fsyncs (group commit: whoever
+finds no fsync running syncs everything written so far; the others wait for it). `everysec`
+fsyncs from a background thread once a second while unsynced bytes remain; `no` leaves it to
+the OS.
+
+Failures (Redis's MISCONF model): a failed write is truncated back, kept, and retried every
+second; until it succeeds write commands are refused. A failed fsync is never retried (the page
+cache may have dropped the data): writes are refused until the directory is reopened. Reads go
+on. Must not touch: record format details (aof.codec), the manifest format (aof.manifest),
+engine state.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import time
+from collections.abc import Callable
+
+from aof import manifest as manifest_mod
+from aof.codec import _CRC_TABLE, FRAME, _crc32c_raw, _packb, encode_header
+from aof.fs import FileSystem
+from aof.manifest import Manifest, SegmentEntry
+from engine.errors import ReplyError
+
+log = logging.getLogger("streamkeep.aof")
+
+POLICIES = ("always", "everysec", "no")
+
+
+def misconf(err: OSError) -> str:
+    return f"MISCONF Errors writing to the AOF file: {os.strerror(err.errno or 5)}"
+
+
+class Journal:
+    def __init__(
+        self,
+        fs: FileSystem,
+        directory: str,
+        manifest: Manifest,
+        fd: int,
+        size: int,
+        last_lsn: int,
+        policy: str,
+        segment_max_bytes: int,
+    ) -> None:
+        if policy not in POLICIES:
+            raise ValueError(f"appendfsync must be one of {', '.join(POLICIES)}, not {policy!r}")
+        self.fs = fs
+        self.directory = directory
+        self.manifest = manifest
+        self.fd = fd
+        self.size = size  # bytes in the current segment, all of them written to the OS
+        self.lsn = last_lsn  # the last LSN assigned
+        self.policy = policy
+        self.sync_on_commit = policy == "always"
+        self.segment_max_bytes = segment_max_bytes
+        # The last LSN whose bytes the OS has: advanced only after write() returns, so a sync
+        # round never counts a record another thread is still writing.
+        self.written_lsn = last_lsn
+        self.synced_lsn = last_lsn  # everything replayed at open is already on disk
+        self.error: str | None = None  # the MISCONF line while writes are refused
+        self.fsync_failed = False
+        self.unwritten: list[bytes] = []  # encoded records whose write failed, in order
+        self.fsyncs = 0
+        self.records_written = 0
+        self._cond = threading.Condition()
+        self._syncing = False
+        self._closed = False
+        # Every policy needs the once-a-second thread: it retries failed writes; under
+        # everysec it also fsyncs.
+        self._thread = threading.Thread(target=self._every_second, name="aof-every-second",
+                                        daemon=True)
+        self._thread.start()
+
+    # --- the write path (engine lock held) ---------------------------------------------------
+
+    def append(self, time_ms: int, db: int, effects: list) -> int:
+        """Log one command execution's effects under the next LSN and write them to the OS.
+        Raises ReplyError(MISCONF) if they could not be written; the record is then kept and
+        written by the retry."""
+        lsn = self.lsn = self.lsn + 1
+        payload = _packb([lsn, time_ms, db, effects])  # codec.encode, inlined: the hot path
+        data = FRAME.pack(len(payload), _crc32c_raw(payload, 0xFFFFFFFF, _CRC_TABLE) ^ 0xFFFFFFFF
+                          ) + payload
+        if self.unwritten:  # keep the log in LSN order behind the records awaiting a retry
+            self.unwritten.append(data)
+            raise ReplyError(self.error or "MISCONF Errors writing to the AOF file")
+        try:
+            self.fs.write(self.fd, data)
+        except OSError as err:
+            self._write_failed(err, data)
+            raise ReplyError(self.error) from None  # type: ignore[arg-type]
+        self.size += len(data)
+        self.records_written += 1
+        self.written_lsn = lsn
+        if self.size >= self.segment_max_bytes:
+            self._rotate()
+        return lsn
+
+    def _write_failed(self, err: OSError, data: bytes) -> None:
+        log.error("AOF write failed: %s; refusing writes until it succeeds", err)
+        self.error = misconf(err)
+        self.unwritten.append(data)
+        try:  # a partial write must not stay: the next record would be glued onto it
+            self.fs.ftruncate(self.fd, self.size)
+        except OSError as terr:
+            log.error("cannot truncate the partial AOF write: %s", terr)
+            self.fsync_failed = True  # the file's tail is unknown: never write to it again
+
+    def retry_unwritten(self) -> None:
+        """Write the records that failed (engine lock held). Clears the error on success."""
+        if not self.unwritten or self.fsync_failed:
+            return
+        while self.unwritten:
+            data = self.unwritten[0]
+            try:
+                self.fs.write(self.fd, data)
+            except OSError as err:
+                try:
+                    self.fs.ftruncate(self.fd, self.size)
+                except OSError:
+                    self.fsync_failed = True
+                self.error = misconf(err)
+                return
+            self.unwritten.pop(0)
+            self.size += len(data)
+            self.records_written += 1
+            self.written_lsn += 1
+        log.warning("AOF writes succeed again; accepting writes")
+        self.error = None
+
+    # --- durability (engine lock not held) -----------------------------------------------------
+
+    def wait_durable(self, lsn: int) -> None:
+        """Return once an fdatasync covers `lsn` (group commit); MISCONF if fsync failed."""
+        with self._cond:
+            while self.synced_lsn < lsn:
+                if self.fsync_failed:
+                    raise ReplyError(self.error or "MISCONF Errors writing to the AOF file")
+                if self._syncing:
+                    self._cond.wait()
+                else:
+                    self._sync_round()
+
+    def _sync_round(self) -> None:
+        """fdatasync everything written so far (self._cond held; released during the sync)."""
+        self._syncing = True
+        target, fd = self.written_lsn, self.fd
+        self._cond.release()
+        try:
+            self.fs.fdatasync(fd)
+            failed: OSError | None = None
+        except OSError as err:
+            failed = err
+        finally:
+            self._cond.acquire()
+        self._syncing = False
+        if failed is not None:
+            log.error("AOF fsync failed: %s; refusing writes until reopened", failed)
+            self.fsync_failed = True
+            self.error = misconf(failed)
+        else:
+            self.fsyncs += 1
+            self.synced_lsn = max(self.synced_lsn, target)
+        self._cond.notify_all()
+
+    def sync(self) -> None:
+        """Make everything written so far durable now (any policy)."""
+        with self._cond:
+            while self._syncing:
+                self._cond.wait()
+            if self.synced_lsn < self.written_lsn and not self.fsync_failed:
+                self._sync_round()
+
+    def _every_second(self) -> None:
+        """Once a second: retry failed writes; under everysec, fsync while unsynced bytes remain
+        (also after writes stop)."""
+        next_tick = time.monotonic() + 1.0
+        while True:
+            with self._cond:
+                while not self._closed and (delay := next_tick - time.monotonic()) > 0:
+                    self._cond.wait(delay)
+                if self._closed:
+                    return
+                next_tick += 1.0
+                if (self.policy == "everysec" and self.synced_lsn < self.written_lsn
+                        and not self._syncing and not self.fsync_failed):
+                    self._sync_round()
+                retry = self.on_retry
+            if retry is not None and self.unwritten:
+                retry()
+
+    on_retry: Callable[[], None] | None = None  # set by the data directory (takes engine lock)
+
+    # --- segments ------------------------------------------------------------------------------
+
+    def _rotate(self) -> None:
+        """Start a new segment (engine lock held): sync and close the old one, create the new
+        one durably, then switch the manifest to it."""
+        with self._cond:
+            while self._syncing:
+                self._cond.wait()
+            if not self.fsync_failed:
+                try:
+                    self.fs.fdatasync(self.fd)
+                    self.fsyncs += 1
+                    self.synced_lsn = self.written_lsn
+                except OSError as err:
+                    self.fsync_failed = True
+                    self.error = misconf(err)
+                    self._cond.notify_all()
+                    return
+            last = self.manifest.segments[-1]
+            entry = SegmentEntry(manifest_mod.segment_file(last.segment + 1), last.segment + 1,
+                                 self.lsn + 1)
+            try:
+                fd = create_segment(self.fs, self.directory, entry)
+                self.manifest.segments.append(entry)
+                manifest_mod.store(self.fs, self.directory, self.manifest)
+            except OSError as err:
+                # Which manifest is durable is now unknown (a rename may be in place without
+                # its directory fsync). Both reopen consistently as long as nothing more is
+                # written: refuse writes until the directory is reopened, as for a failed fsync.
+                log.error("AOF rotation failed: %s; refusing writes until reopened", err)
+                self.fsync_failed = True
+                self.error = misconf(err)
+                self._cond.notify_all()
+                return
+            self.fs.close(self.fd)
+            self.fd = fd
+            self.size = self.fs.size(os.path.join(self.directory, entry.file))
+            log.info("AOF rotated to %s (first LSN %d)", entry.file, entry.first_lsn)
+            self._cond.notify_all()
+
+    def close(self) -> None:
+        """Stop the background thread, fsync what was written, close the segment."""
+        with self._cond:
+            self._closed = True
+            self._cond.notify_all()
+        self._thread.join()
+        self.sync()
+        self.fs.close(self.fd)
+
+
+def create_segment(fs: FileSystem, directory: str, entry: SegmentEntry) -> int:
+    """Create a segment holding only its header, durable (file and directory entry) before
+    anything relies on it. Returns the fd, open for appending."""
+    path = os.path.join(directory, entry.file)
+    fd = fs.open_write_new(path)
+    try:
+        fs.write(fd, encode_header(entry.segment, entry.first_lsn))
+        fs.fdatasync(fd)
+    finally:
+        fs.close(fd)
+    fs.fsync_dir(directory)
+    return fs.open_append(path, create=False)

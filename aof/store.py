@@ -1,0 +1,194 @@
+"""A durable data directory: lock it, recover it, keep it.
+
+Owns opening a directory (the exclusive lock; creating the first segment and manifest of a new
+directory; refusing a directory whose manifest is missing while data is there), replaying its
+segments in manifest order through the engine's apply path, deciding what damage means (a torn
+tail of the last segment is truncated at the last good record when aof-load-truncated is on;
+damage followed by valid records, or in any other segment, refuses with file and byte offset),
+and wiring the journal into the engine. Must not touch: command semantics, the record format.
+
+Directory layout: `LOCK`, `manifest.json`, `segment-NNNNNN.aof`...
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from aof import manifest as manifest_mod
+from aof.codec import HEADER_SIZE, FormatError, decode_header, scan
+from aof.fs import FileSystem, RealFS
+from aof.journal import Journal, create_segment
+from aof.manifest import Manifest, SegmentEntry
+
+if TYPE_CHECKING:
+    from engine.core import Engine
+
+log = logging.getLogger("streamkeep.aof")
+
+LOCK_FILE = "LOCK"
+DEFAULT_SEGMENT_MAX_BYTES = 64 << 20
+
+
+class AOFCorruptError(Exception):
+    """The AOF cannot be loaded without losing data that may have been acknowledged."""
+
+
+@dataclass(slots=True)
+class Recovered:
+    manifest: Manifest
+    fd: int
+    size: int
+    last_lsn: int
+    records: int
+
+
+def _truthy(value: object) -> bool:
+    if isinstance(value, str):
+        if value.lower() not in ("yes", "no", "true", "false", "1", "0"):
+            raise ValueError(f"expected yes or no, not {value!r}")
+        return value.lower() in ("yes", "true", "1")
+    return bool(value)
+
+
+class DataDir:
+    def __init__(self, fs: FileSystem, path: str, lock_fd: int, journal: Journal) -> None:
+        self.fs = fs
+        self.path = path
+        self.lock_fd = lock_fd
+        self.journal = journal
+
+    @classmethod
+    def open(
+        cls,
+        engine: Engine,
+        path: str,
+        appendfsync: str = "everysec",
+        aof_load_truncated: object = True,
+        aof_segment_max_bytes: int = DEFAULT_SEGMENT_MAX_BYTES,
+        fs: FileSystem | None = None,
+    ) -> DataDir:
+        fs = fs or RealFS()
+        fs.makedirs(path)
+        lock_fd = fs.lock(os.path.join(path, LOCK_FILE))
+        try:
+            rec = recover(fs, path, engine, _truthy(aof_load_truncated))
+            journal = Journal(fs, path, rec.manifest, rec.fd, rec.size, rec.last_lsn,
+                              appendfsync, int(aof_segment_max_bytes))
+        except BaseException:
+            fs.unlock(lock_fd)
+            raise
+        journal.on_retry = lambda: engine.locked(journal.retry_unwritten)
+        engine.attach_journal(journal)
+        return cls(fs, path, lock_fd, journal)
+
+    def close(self) -> None:
+        self.journal.close()
+        self.fs.unlock(self.lock_fd)
+
+
+def recover(fs: FileSystem, path: str, engine: Engine, load_truncated: bool) -> Recovered:
+    """Load the directory's state into `engine`; returns where appending continues."""
+    manifest_path = os.path.join(path, manifest_mod.MANIFEST)
+    if not fs.exists(manifest_path):
+        return _initialise(fs, path)
+    manifest = manifest_mod.load(fs, path)
+    _remove_orphans(fs, path, manifest)
+    expected = manifest.segments[0].first_lsn
+    total = 0
+    started = time.perf_counter()
+    fd = size = -1
+    for index, entry in enumerate(manifest.segments):
+        last = index == len(manifest.segments) - 1
+        end, count = _replay_segment(fs, path, entry, expected, engine, last, load_truncated)
+        expected += count
+        total += count
+        if last:
+            size = end
+            fd = fs.open_append(os.path.join(path, entry.file), create=False)
+    elapsed = time.perf_counter() - started
+    log.info("AOF loaded: %d records from %d segment(s) in %.3f s (%.0f records/s)", total,
+             len(manifest.segments), elapsed, total / elapsed if elapsed else 0)
+    return Recovered(manifest, fd, size, expected - 1, total)
+
+
+def _initialise(fs: FileSystem, path: str) -> Recovered:
+    data = [n for n in fs.listdir(path) if n not in (LOCK_FILE, manifest_mod.MANIFEST_TMP)]
+    first = manifest_mod.segment_file(1)
+    if data == [first] and fs.size(os.path.join(path, first)) <= HEADER_SIZE:
+        # An interrupted first open: the first segment was created but no manifest ever named
+        # it, and it holds no record, so nothing in it was ever acknowledged.
+        log.warning("%s: re-initialising after an interrupted first open", path)
+        fs.unlink(os.path.join(path, first))
+        data = []
+    if data:
+        raise manifest_mod.ManifestError(
+            f"{os.path.join(path, manifest_mod.MANIFEST)}: manifest is missing but the "
+            f"directory holds {', '.join(data[:5])}; refusing to start empty over existing data"
+        )
+    entry = SegmentEntry(manifest_mod.segment_file(1), 1, 1)
+    fd = create_segment(fs, path, entry)
+    manifest = Manifest([entry])
+    manifest_mod.store(fs, path, manifest)
+    log.info("created a new data directory at %s", path)
+    return Recovered(manifest, fd, HEADER_SIZE, 0, 0)
+
+
+def _remove_orphans(fs: FileSystem, path: str, manifest: Manifest) -> None:
+    """Files a crash left behind before the manifest named them: nothing in them was ever
+    acknowledged (the manifest switches before a segment receives records)."""
+    named = {s.file for s in manifest.segments}
+    newest = manifest.segments[-1].segment
+    for name in fs.listdir(path):
+        orphan = name == manifest_mod.MANIFEST_TMP or (
+            manifest_mod.is_segment_file(name) and name not in named
+            and int(name[8:-4]) > newest
+        )
+        if orphan:
+            log.warning("removing %s, left by an interrupted rotation", name)
+            fs.unlink(os.path.join(path, name))
+
+
+def _replay_segment(
+    fs: FileSystem, path: str, entry: SegmentEntry, expected: int, engine: Engine, last: bool,
+    load_truncated: bool,
+) -> tuple[int, int]:
+    """Replay one segment; returns (offset of its good end, records replayed)."""
+    file = os.path.join(path, entry.file)
+    data = fs.read_file(file)
+    try:
+        header = decode_header(data)
+    except FormatError as err:
+        raise AOFCorruptError(f"{file}: {err}") from None
+    if header.segment != entry.segment or header.first_lsn != entry.first_lsn:
+        raise AOFCorruptError(
+            f"{file}: header says segment {header.segment} first LSN {header.first_lsn}, the "
+            f"manifest says segment {entry.segment} first LSN {entry.first_lsn}"
+        )
+    if entry.first_lsn != expected:
+        raise AOFCorruptError(
+            f"{file}: starts at LSN {entry.first_lsn} but the previous segment ends at "
+            f"{expected - 1}"
+        )
+    result = scan(data, HEADER_SIZE, expected)
+    engine.apply_many(result.records)
+    damage = result.damage
+    if damage is not None:
+        where = f"{file}: {damage.reason} at byte offset {damage.offset}"
+        if not last or damage.valid_after:
+            raise AOFCorruptError(f"{where}, followed by valid records; refusing to load")
+        if not load_truncated:
+            raise AOFCorruptError(f"{where} (torn tail) and aof-load-truncated is no")
+        log.warning("%s: torn tail, truncating to %d bytes (%d dropped)", where, result.end,
+                    len(data) - result.end)
+        fs.truncate(file, result.end)
+        fd = fs.open_append(file, create=False)
+        try:
+            fs.fdatasync(fd)
+        finally:
+            fs.close(fd)
+    log.info("replayed %s: %d records", entry.file, len(result.records))
+    return result.end, len(result.records)

@@ -1,0 +1,419 @@
+"""Damaged data directories, one fixture per kind of damage, each with its exact outcome.
+
+* Torn tails of the last segment (a short record header, a short payload, a CRC mismatch in the
+  last record, a zero-filled tail, a garbage tail, a partial next record, a cut inside the last
+  record): the directory opens, the segment is truncated at the last good record, a WARNING on
+  the "streamkeep.aof" logger names the file and the byte offset, and a write after that, then a
+  reopen, gives the right state: the new record is not glued onto the garbage (Redis's aof.tcl
+  "INCR after a truncated AOF reads 6" check). The same tails with aof_load_truncated="no" are
+  refused and the file is left untouched.
+* A bad record followed by valid records (a flipped byte, a bad length, a zeroed hole), damage
+  in a segment that is not the last, and a bad segment header are refused with
+  aof.store.AOFCorruptError naming the file and the byte offset; nothing is truncated.
+* The manifest: missing while segments exist, malformed (not JSON, wrong format or version,
+  empty or out-of-order segment list, inconsistent entries), or naming a missing segment, or
+  leaving a hole in the LSN sequence: refused (ManifestError / AOFCorruptError), never an empty
+  start. A segment newer than the manifest (an interrupted rotation) and a leftover
+  manifest.json.tmp are removed and the directory opens.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import random
+import re
+from pathlib import Path
+
+import pytest
+
+from aof.codec import FRAME, HEADER_SIZE, encode, encode_header
+from aof.manifest import MANIFEST, ManifestError
+from aof.store import AOFCorruptError
+from engine import Engine
+
+LOGGER = "streamkeep.aof"
+T0 = 1_000
+
+
+def script(n: int) -> list[list[str]]:
+    """n commands, each of which writes exactly one record (commands that would change
+    nothing are left out)."""
+    clock = [T0]
+    engine = Engine(clock=lambda: clock[0])
+    out: list[list[str]] = []
+    i = 0
+    while len(out) < n:
+        i += 1
+        candidates = [["XADD", "s", f"{i}-1", "f", f"v{i}", "pad", "x" * (i % 7)]]
+        if i == 1:
+            candidates.insert(0, ["XGROUP", "CREATE", "s", "g", "$", "MKSTREAM"])
+        if i % 3 == 0:
+            candidates.append(["XREADGROUP", "GROUP", "g", f"c{i % 2}", "COUNT", "2",
+                               "STREAMS", "s", ">"])
+        if i % 4 == 0:
+            candidates.append(["XACK", "s", "g", f"{i - 2}-1"])
+        for argv in candidates:
+            clock[0] += 5
+            if engine.execute_with_effects(*argv)[1]:
+                out.append(argv)
+            else:
+                clock[0] -= 5
+    return out[:n]
+
+
+def run(engine: Engine, commands: list[list[str]], clock: list[int]) -> None:
+    for argv in commands:
+        clock[0] += 5
+        engine.execute(*argv)
+
+
+def reference(commands: list[list[str]]) -> str:
+    clock = [T0]
+    engine = Engine(clock=lambda: clock[0])
+    run(engine, commands, clock)
+    return engine.digest()
+
+
+def build(directory: Path, n: int, segment_max: int = 1 << 20) -> list[list[str]]:
+    """A closed data directory holding n records (one per command)."""
+    commands = script(n)
+    clock = [T0]
+    with Engine.open(str(directory), appendfsync="always", aof_segment_max_bytes=segment_max,
+                     clock=lambda: clock[0]) as engine:
+        run(engine, commands, clock)
+        assert engine.journal is not None and engine.journal.lsn == n
+    return commands
+
+
+def spans(data: bytes) -> list[tuple[int, int]]:
+    """(start, end) of each record of a well-formed segment."""
+    out, pos = [], HEADER_SIZE
+    while pos < len(data):
+        length, _crc = FRAME.unpack_from(data, pos)
+        out.append((pos, pos + FRAME.size + length))
+        pos += FRAME.size + length
+    assert pos == len(data)
+    return out
+
+
+def segments(directory: Path) -> list[Path]:
+    return sorted(directory.glob("segment-*.aof"))
+
+
+def open_digest(directory: Path, **config: object) -> str:
+    with Engine.open(str(directory), **config) as engine:
+        return engine.digest()
+
+
+def aof_warnings(caplog: pytest.LogCaptureFixture) -> list[str]:
+    return [r.getMessage() for r in caplog.records
+            if r.name == LOGGER and r.levelno == logging.WARNING]
+
+
+# --- torn tails of the last segment ---------------------------------------------------------
+
+N = 12
+NEXT = encode(N + 1, T0 + 500, 0, [[b"XADD", b"s", b"999-1", b"f", b"next-record-payload"]])
+
+
+def _flip_last_byte(data: bytes, sp: list[tuple[int, int]]) -> bytes:
+    return data[:-1] + bytes([data[-1] ^ 0x5A])
+
+
+TORN_TAILS = {
+    # name: (damage(data, spans) -> data, records kept, offset of the cut as f(spans, size))
+    "short record header": (lambda d, sp: d + NEXT[:5], N, lambda sp, size: size),
+    "short payload": (lambda d, sp: d + NEXT[: FRAME.size + 3], N, lambda sp, size: size),
+    "partial record": (lambda d, sp: d + NEXT[:-1], N, lambda sp, size: size),
+    "crc mismatch in the last record": (_flip_last_byte, N - 1, lambda sp, size: sp[-1][0]),
+    "cut inside the last record": (lambda d, sp: d[: sp[-1][0] + 11], N - 1,
+                                   lambda sp, size: sp[-1][0]),
+    "zero-filled tail": (lambda d, sp: d + bytes(4096), N, lambda sp, size: size),
+    "garbage tail": (lambda d, sp: d + random.Random(5).randbytes(3000), N,
+                     lambda sp, size: size),
+    "zeros then a partial record": (lambda d, sp: d + bytes(100) + NEXT[:20], N,
+                                    lambda sp, size: size),
+}
+
+
+@pytest.fixture(params=sorted(TORN_TAILS))
+def torn(request: pytest.FixtureRequest, tmp_path: Path):
+    """(directory, commands, records kept, offset of the first bad byte, damaged bytes)."""
+    damage, kept, offset_of = TORN_TAILS[request.param]
+    directory = tmp_path / "db"
+    commands = build(directory, N)
+    (seg,) = segments(directory)
+    data = seg.read_bytes()
+    sp = spans(data)
+    offset = offset_of(sp, len(data))
+    damaged = damage(data, sp)
+    seg.write_bytes(damaged)
+    return directory, commands, kept, offset, damaged
+
+
+def test_torn_tail_is_truncated_with_a_warning(torn, caplog: pytest.LogCaptureFixture) -> None:
+    directory, commands, kept, offset, _damaged = torn
+    caplog.set_level(logging.INFO, logger=LOGGER)
+    assert open_digest(directory) == reference(commands[:kept])
+    (seg,) = segments(directory)
+    assert seg.stat().st_size == offset, "not truncated at the last good record"
+    warnings = aof_warnings(caplog)
+    assert len(warnings) == 1, warnings
+    assert str(seg) in warnings[0]
+    assert f"byte offset {offset}" in warnings[0]
+
+
+def test_write_after_torn_tail_is_not_glued_to_garbage(torn) -> None:
+    directory, commands, kept, offset, _damaged = torn
+    clock = [T0 + 5 * kept]
+    extra = ["XADD", "s", "5000-1", "after", "crash"]
+    with Engine.open(str(directory), appendfsync="always", clock=lambda: clock[0]) as engine:
+        clock[0] += 5
+        engine.execute(*extra)
+    want = reference([*commands[:kept], extra])
+    assert open_digest(directory) == want
+    (seg,) = segments(directory)
+    data = seg.read_bytes()
+    assert [s for s, _e in spans(data)][-1] == offset, "the new record does not start at the cut"
+    assert open_digest(directory) == want  # and a third open agrees (nothing left to truncate)
+
+
+def test_torn_tail_refused_when_load_truncated_is_no(torn) -> None:
+    directory, _commands, _kept, offset, damaged = torn
+    (seg,) = segments(directory)
+    with pytest.raises(AOFCorruptError) as err:
+        Engine.open(str(directory), aof_load_truncated="no")
+    assert str(seg) in str(err.value) and f"byte offset {offset}" in str(err.value)
+    assert seg.read_bytes() == damaged, "a refused open must not modify the file"
+    assert open_digest(directory, aof_load_truncated="yes")  # the lock was released
+
+
+# --- damage followed by valid records ----------------------------------------------------------
+
+def _flip_in_record(index: int):
+    def damage(data: bytes, sp: list[tuple[int, int]]) -> bytes:
+        start, end = sp[index]
+        pos = (start + FRAME.size + end) // 2
+        return data[:pos] + bytes([data[pos] ^ 0xFF]) + data[pos + 1:]
+    return damage
+
+
+def _bad_length(index: int):
+    def damage(data: bytes, sp: list[tuple[int, int]]) -> bytes:
+        start, _end = sp[index]
+        return data[:start] + (len(data) * 3).to_bytes(4, "little") + data[start + 4:]
+    return damage
+
+
+def _zero_hole(index: int):
+    def damage(data: bytes, sp: list[tuple[int, int]]) -> bytes:
+        start, end = sp[index]
+        return data[:start] + bytes(end - start) + data[end:]
+    return damage
+
+
+def _duplicate(index: int):
+    def damage(data: bytes, sp: list[tuple[int, int]]) -> bytes:
+        start, end = sp[index]
+        return data[:start] + data[start:end] + data[start:]
+    return damage
+
+
+MID_FILE = {
+    "flipped byte in record 3": (_flip_in_record(3), 3),
+    "flipped byte in the first record": (_flip_in_record(0), 0),
+    "bad length in record 5": (_bad_length(5), 5),
+    "zeroed record 4 (a hole)": (_zero_hole(4), 4),
+    "record 6 duplicated": (_duplicate(6), 7),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(MID_FILE))
+def test_damage_followed_by_valid_records_is_refused(tmp_path: Path, kind: str) -> None:
+    damage, bad_index = MID_FILE[kind]
+    directory = tmp_path / "db"
+    build(directory, N)
+    (seg,) = segments(directory)
+    data = seg.read_bytes()
+    sp = spans(data)
+    damaged = damage(data, sp)
+    seg.write_bytes(damaged)
+    with pytest.raises(AOFCorruptError) as err:
+        Engine.open(str(directory))
+    message = str(err.value)
+    assert str(seg) in message
+    assert f"byte offset {sp[bad_index][0]}" in message, message
+    assert seg.read_bytes() == damaged
+    with pytest.raises(AOFCorruptError):  # and again: nothing was "repaired" by the first try
+        Engine.open(str(directory), aof_load_truncated="yes")
+
+
+# --- damage in a segment that is not the last ----------------------------------------------------
+
+def _rotated(tmp_path: Path) -> tuple[Path, list[Path]]:
+    directory = tmp_path / "db"
+    build(directory, 40, segment_max=400)
+    segs = segments(directory)
+    assert len(segs) >= 3
+    return directory, segs
+
+
+@pytest.mark.parametrize("kind", ["torn tail", "flipped byte in the last record",
+                                  "zero tail", "garbage tail", "flipped byte mid-segment"])
+def test_damage_in_a_non_last_segment_is_refused(tmp_path: Path, kind: str) -> None:
+    directory, segs = _rotated(tmp_path)
+    victim = segs[1]
+    data = victim.read_bytes()
+    sp = spans(data)
+    if kind == "torn tail":
+        damaged, offset = data[:-3], sp[-1][0]
+    elif kind == "flipped byte in the last record":
+        damaged, offset = data[:-1] + bytes([data[-1] ^ 1]), sp[-1][0]
+    elif kind == "zero tail":
+        damaged, offset = data + bytes(64), len(data)
+    elif kind == "garbage tail":
+        damaged, offset = data + random.Random(2).randbytes(64), len(data)
+    else:
+        damaged, offset = _flip_in_record(0)(data, sp), sp[0][0]
+    victim.write_bytes(damaged)
+    with pytest.raises(AOFCorruptError) as err:
+        Engine.open(str(directory))
+    assert str(victim) in str(err.value)
+    assert f"byte offset {offset}" in str(err.value), str(err.value)
+    assert victim.read_bytes() == damaged
+
+
+# --- segment headers -------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("kind", ["bad magic", "header crc", "short header",
+                                  "wrong segment number", "wrong first lsn", "empty file"])
+@pytest.mark.parametrize("which", ["first", "last"])
+def test_bad_segment_header_is_refused(tmp_path: Path, kind: str, which: str) -> None:
+    directory, segs = _rotated(tmp_path)
+    victim = segs[0] if which == "first" else segs[-1]
+    data = victim.read_bytes()
+    number = int(victim.stem.split("-")[1])
+    if kind == "bad magic":
+        damaged = b"XKAOF" + data[5:]
+    elif kind == "header crc":
+        damaged = data[:20] + bytes([data[20] ^ 1]) + data[21:]
+    elif kind == "short header":
+        damaged = data[:HEADER_SIZE - 1]
+    elif kind == "wrong segment number":
+        damaged = encode_header(number + 7, 1 if which == "first" else 2) + data[HEADER_SIZE:]
+    elif kind == "wrong first lsn":
+        damaged = encode_header(number, 999) + data[HEADER_SIZE:]
+    else:
+        damaged = b""
+    victim.write_bytes(damaged)
+    with pytest.raises(AOFCorruptError) as err:
+        Engine.open(str(directory))
+    assert str(victim) in str(err.value)
+    assert victim.read_bytes() == damaged
+
+
+# --- the manifest ------------------------------------------------------------------------------------
+
+def test_missing_manifest_with_segments_is_refused(tmp_path: Path) -> None:
+    directory, segs = _rotated(tmp_path)
+    (directory / MANIFEST).unlink()
+    before = sorted(os.listdir(directory))
+    with pytest.raises(ManifestError, match="manifest is missing"):
+        Engine.open(str(directory))
+    assert sorted(os.listdir(directory)) == before, "refusal must not create or remove files"
+    with pytest.raises(ManifestError):  # still refused: it never starts empty
+        Engine.open(str(directory))
+
+
+def _manifest(directory: Path) -> dict:
+    return json.loads((directory / MANIFEST).read_text())
+
+
+MALFORMED = {
+    "not json": lambda doc: b"{not json",
+    "empty file": lambda doc: b"",
+    "not an object": lambda doc: json.dumps([doc]).encode(),
+    "wrong format": lambda doc: json.dumps({**doc, "format": "redis-manifest"}).encode(),
+    "wrong version": lambda doc: json.dumps({**doc, "version": 2}).encode(),
+    "no segments": lambda doc: json.dumps({**doc, "segments": []}).encode(),
+    "segments out of order": lambda doc: json.dumps(
+        {**doc, "segments": [doc["segments"][1], doc["segments"][0], *doc["segments"][2:]]}
+    ).encode(),
+    "first_lsn going backwards": lambda doc: json.dumps(
+        {**doc, "segments": [doc["segments"][0],
+                             {**doc["segments"][1], "first_lsn": 0}, *doc["segments"][2:]]}
+    ).encode(),
+    "file name disagrees with number": lambda doc: json.dumps(
+        {**doc, "segments": [{**doc["segments"][0], "file": "segment-000009.aof"},
+                             *doc["segments"][1:]]}
+    ).encode(),
+    "entry lacks a field": lambda doc: json.dumps(
+        {**doc, "segments": [{"file": doc["segments"][0]["file"]}, *doc["segments"][1:]]}
+    ).encode(),
+    "snapshot of the wrong type": lambda doc: json.dumps({**doc, "snapshot": 3}).encode(),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(MALFORMED))
+def test_malformed_manifest_is_refused(tmp_path: Path, kind: str) -> None:
+    directory, _segs = _rotated(tmp_path)
+    bad = MALFORMED[kind](_manifest(directory))
+    (directory / MANIFEST).write_bytes(bad)
+    with pytest.raises(ManifestError) as err:
+        Engine.open(str(directory))
+    assert str(directory / MANIFEST) in str(err.value)
+    assert (directory / MANIFEST).read_bytes() == bad
+
+
+@pytest.mark.parametrize("which", [0, 1, -1])
+def test_manifest_naming_a_missing_segment_is_refused(tmp_path: Path, which: int) -> None:
+    directory, segs = _rotated(tmp_path)
+    segs[which].unlink()
+    with pytest.raises(ManifestError, match=re.escape(segs[which].name)):
+        Engine.open(str(directory))
+
+
+def test_segment_missing_from_manifest_and_disk_is_a_hole(tmp_path: Path) -> None:
+    """Segment 2 gone from both: the LSNs jump, which is refused, not silently skipped."""
+    directory, segs = _rotated(tmp_path)
+    doc = _manifest(directory)
+    doc["segments"].pop(1)
+    (directory / MANIFEST).write_text(json.dumps(doc))
+    segs[1].unlink()
+    with pytest.raises(AOFCorruptError, match="LSN"):
+        Engine.open(str(directory))
+
+
+@pytest.mark.parametrize("orphan", ["header only", "with records", "torn header", "empty"])
+def test_orphan_newer_segment_is_removed(tmp_path: Path, orphan: str,
+                                        caplog: pytest.LogCaptureFixture) -> None:
+    """A rotation killed after creating the next segment but before the manifest named it."""
+    directory, segs = _rotated(tmp_path)
+    commands = script(40)
+    last = int(segs[-1].stem.split("-")[1])
+    name = directory / f"segment-{last + 1:06d}.aof"
+    header = encode_header(last + 1, 41)
+    content = {
+        "header only": header,
+        "with records": header + encode(41, 9_999, 0, [[b"XADD", b"s", b"9999-1", b"f", b"x"]]),
+        "torn header": header[:10],
+        "empty": b"",
+    }[orphan]
+    name.write_bytes(content)
+    (directory / "manifest.json.tmp").write_bytes(b'{"half": ')
+    caplog.set_level(logging.INFO, logger=LOGGER)
+    assert open_digest(directory) == reference(commands)
+    assert not name.exists()
+    assert not (directory / "manifest.json.tmp").exists()
+    assert any(name.name in w for w in aof_warnings(caplog))
+    # The next rotation reuses the number cleanly.
+    clock = [T0 + 5 * 40]
+    with Engine.open(str(directory), aof_segment_max_bytes=400, clock=lambda: clock[0]) as e:
+        for i in range(20):
+            clock[0] += 5
+            e.execute("XADD", "s", f"{10_000 + i}-1", "f", "after")
+    assert name.exists()
+    with Engine.open(str(directory)) as engine:
+        assert engine.execute("XLEN", "s") == len([c for c in commands if c[0] == "XADD"]) + 20
