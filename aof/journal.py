@@ -247,6 +247,11 @@ class Journal:
         self._thread.join()
         self.sync()
         self.fs.close(self.fd)
+        # The descriptor number will be reused by the next file anyone opens: never write
+        # through it again. Writes are refused the way MISCONF refuses them; reads go on.
+        self.fd = -1
+        self.fsync_failed = True
+        self.error = "ERR the data directory is closed"
 
 
 def create_segment(fs: FileSystem, directory: str, entry: SegmentEntry) -> int:

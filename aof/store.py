@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 from aof import manifest as manifest_mod
 from aof.codec import HEADER_SIZE, FormatError, decode_header, scan
 from aof.fs import FileSystem, RealFS
-from aof.journal import Journal, create_segment
+from aof.journal import POLICIES, Journal, create_segment
 from aof.manifest import Manifest, SegmentEntry
 
 if TYPE_CHECKING:
@@ -71,14 +71,27 @@ class DataDir:
         aof_segment_max_bytes: int = DEFAULT_SEGMENT_MAX_BYTES,
         fs: FileSystem | None = None,
     ) -> DataDir:
+        # Validate every option before touching the directory.
+        if appendfsync not in POLICIES:
+            raise ValueError(
+                f"appendfsync must be one of {', '.join(POLICIES)}, not {appendfsync!r}")
+        load_truncated = _truthy(aof_load_truncated)
+        segment_max = int(aof_segment_max_bytes)
+        if segment_max <= HEADER_SIZE:
+            raise ValueError(f"aof-segment-max-bytes must exceed {HEADER_SIZE}")
         fs = fs or RealFS()
         fs.makedirs(path)
         lock_fd = fs.lock(os.path.join(path, LOCK_FILE))
         try:
-            rec = recover(fs, path, engine, _truthy(aof_load_truncated))
-            journal = Journal(fs, path, rec.manifest, rec.fd, rec.size, rec.last_lsn,
-                              appendfsync, int(aof_segment_max_bytes))
+            rec = recover(fs, path, engine, load_truncated)
         except BaseException:
+            fs.unlock(lock_fd)
+            raise
+        try:
+            journal = Journal(fs, path, rec.manifest, rec.fd, rec.size, rec.last_lsn,
+                              appendfsync, segment_max)
+        except BaseException:
+            fs.close(rec.fd)
             fs.unlock(lock_fd)
             raise
         journal.on_retry = lambda: engine.locked(journal.retry_unwritten)
