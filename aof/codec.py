@@ -100,7 +100,7 @@ def decode_payload(payload: bytes) -> Record:
 class Damage:
     offset: int  # where the first bad record starts
     reason: str
-    valid_after: bool  # a valid record exists further on: damage, not a torn tail
+    valid_after: bool  # valid data at or after offset: damage to refuse, not a torn tail
 
 
 @dataclass(slots=True)
@@ -125,10 +125,62 @@ def _frame_at(data: bytes, pos: int) -> tuple[int, str | None]:
     return length, None
 
 
-def _valid_record_after(data: bytes, start: int) -> bool:
-    """Is there any position after `start` where a CRC-valid, decodable record begins?"""
-    stop = min(len(data) - FRAME_SIZE, start + RESYNC_SCAN_LIMIT)
-    for pos in range(start + 1, stop + 1):
+# msgpack type bytes a record's payload can start with: [lsn, time_ms, db, effects].
+_FIXARRAY_4 = 0x94
+_UINT_WIDTHS = {0xCC: 1, 0xCD: 2, 0xCE: 4, 0xCF: 8}
+
+
+def _read_uint(data: bytes, pos: int) -> tuple[int, int] | None:
+    """(value, next position) of a non-negative msgpack integer at pos, or None."""
+    if pos >= len(data):
+        return None
+    tag = data[pos]
+    if tag < 0x80:
+        return tag, pos + 1
+    width = _UINT_WIDTHS.get(tag)
+    if width is None or pos + 1 + width > len(data):
+        return None
+    return int.from_bytes(data[pos + 1: pos + 1 + width], "big"), pos + 1 + width
+
+
+def _plausible_record(data: bytes, pos: int, min_lsn: int) -> bool:
+    """Could a record of ours start at pos? Checks the frame length and the payload's msgpack
+    prefix (array of 4, LSN >= min_lsn, time, db < 16, effects array) before any CRC is
+    computed. Random bytes pass with a probability of about 1e-6, which is what keeps the
+    resync search linear: without it, every position whose length field happens to fit in the
+    file costs a CRC over up to the whole tail, and a garbage tail takes quadratic time."""
+    length, _crc = FRAME.unpack_from(data, pos)
+    body = pos + FRAME_SIZE
+    if not 5 <= length <= len(data) - body or data[body] != _FIXARRAY_4:
+        return False
+    lsn = _read_uint(data, body + 1)
+    if lsn is None or lsn[0] < min_lsn:
+        return False
+    time_ms = _read_uint(data, lsn[1])
+    if time_ms is None or time_ms[1] >= len(data):
+        return False
+    db_pos = time_ms[1]
+    if data[db_pos] >= 16 or db_pos + 1 >= len(data):
+        return False
+    effects_tag = data[db_pos + 1]
+    return 0x90 <= effects_tag <= 0x9F or effects_tag in (0xDC, 0xDD)
+
+
+def _valid_record_after(data: bytes, start: int, min_lsn: int) -> bool:
+    """Is there a CRC-valid, decodable record with LSN >= min_lsn after `start`?
+
+    Every record later than a damaged one carries a larger LSN, so min_lsn is the LSN the damaged
+    record should have had. Candidates are found by searching (in C) for the payload's first
+    byte, then filtered structurally; only survivors pay for a CRC."""
+    stop = min(len(data) - FRAME_SIZE - 1, start + RESYNC_SCAN_LIMIT)
+    find = data.find
+    marker = bytes([_FIXARRAY_4])
+    hit = find(marker, start + 1 + FRAME_SIZE)
+    while hit >= 0 and hit - FRAME_SIZE <= stop:
+        pos = hit - FRAME_SIZE
+        hit = find(marker, hit + 1)
+        if not _plausible_record(data, pos, min_lsn):
+            continue
         length, _reason = _frame_at(data, pos)
         if length:
             try:
@@ -167,12 +219,15 @@ def scan(data: bytes, start: int, first_lsn: int) -> ScanResult:
                             pos = body_end
                             continue
                         reason = f"record LSN {lsn} where {expected} was expected"
+                    # The CRC matched, so these bytes were written whole: whatever they are,
+                    # they are not a torn tail, and truncating them could drop synced data.
                     result.end = pos
-                    result.damage = Damage(pos, reason, _valid_record_after(data, pos))
+                    result.damage = Damage(pos, reason, True)
                     return result
         result.end = pos
         _length, reason = _frame_at(data, pos)
-        result.damage = Damage(pos, reason or "bad record", _valid_record_after(data, pos))
+        result.damage = Damage(pos, reason or "bad record",
+                               _valid_record_after(data, pos, expected))
         return result
     result.end = pos
     return result
