@@ -24,7 +24,7 @@ import time
 from collections.abc import Callable
 
 from aof import manifest as manifest_mod
-from aof.codec import _CRC_TABLE, FRAME, _crc32c_raw, _packb, encode_header
+from aof.codec import _CRC_TABLE, FRAME, HEADER_SIZE, _crc32c_raw, _packb, encode_header
 from aof.fs import FileSystem
 from aof.manifest import Manifest, SegmentEntry
 from engine.errors import ReplyError
@@ -70,6 +70,13 @@ class Journal:
         self.unwritten: list[bytes] = []  # encoded records whose write failed, in order
         self.fsyncs = 0
         self.records_written = 0
+        # Compaction (the snapshot issue): bytes in the segments after the snapshot, and the
+        # size at which the auto trigger fires (never while a compaction runs).
+        self.aof_bytes = 0
+        self.rewrite_at = float("inf")
+        self.on_rewrite: Callable[[], None] | None = None
+        # Rotation and the compactor's switch both replace the manifest.
+        self.manifest_lock = threading.Lock()
         self._cond = threading.Condition()
         self._syncing = False
         self._closed = False
@@ -102,6 +109,9 @@ class Journal:
         self.written_lsn = lsn
         if self.size >= self.segment_max_bytes:
             self._rotate()
+        self.aof_bytes += len(data)
+        if self.aof_bytes >= self.rewrite_at and self.on_rewrite is not None:
+            self.on_rewrite()
         return lsn
 
     def _write_failed(self, err: OSError, data: bytes) -> None:
@@ -131,6 +141,7 @@ class Journal:
                 return
             self.unwritten.pop(0)
             self.size += len(data)
+            self.aof_bytes += len(data)
             self.records_written += 1
             self.written_lsn += 1
         log.warning("AOF writes succeed again; accepting writes")
@@ -201,9 +212,10 @@ class Journal:
 
     # --- segments ------------------------------------------------------------------------------
 
-    def _rotate(self) -> None:
+    def _rotate(self) -> bool:
         """Start a new segment (engine lock held): sync and close the old one, create the new
-        one durably, then switch the manifest to it."""
+        one durably, then switch the manifest to it. False if that failed (writes are then
+        refused until the directory is reopened)."""
         with self._cond:
             while self._syncing:
                 self._cond.wait()
@@ -216,28 +228,45 @@ class Journal:
                     self.fsync_failed = True
                     self.error = misconf(err)
                     self._cond.notify_all()
-                    return
-            last = self.manifest.segments[-1]
-            entry = SegmentEntry(manifest_mod.segment_file(last.segment + 1), last.segment + 1,
-                                 self.lsn + 1)
-            try:
-                fd = create_segment(self.fs, self.directory, entry)
-                self.manifest.segments.append(entry)
-                manifest_mod.store(self.fs, self.directory, self.manifest)
-            except OSError as err:
-                # Which manifest is durable is now unknown (a rename may be in place without
-                # its directory fsync). Both reopen consistently as long as nothing more is
-                # written: refuse writes until the directory is reopened, as for a failed fsync.
-                log.error("AOF rotation failed: %s; refusing writes until reopened", err)
-                self.fsync_failed = True
-                self.error = misconf(err)
-                self._cond.notify_all()
-                return
+                    return False
+            with self.manifest_lock:
+                last = self.manifest.segments[-1]
+                entry = SegmentEntry(manifest_mod.segment_file(last.segment + 1),
+                                     last.segment + 1, self.lsn + 1)
+                try:
+                    fd = create_segment(self.fs, self.directory, entry)
+                    self.manifest.segments.append(entry)
+                    manifest_mod.store(self.fs, self.directory, self.manifest)
+                except OSError as err:
+                    # Which manifest is durable is now unknown (a rename may be in place
+                    # without its directory fsync). Both reopen consistently as long as
+                    # nothing more is written: refuse writes until the directory is reopened,
+                    # as for a failed fsync.
+                    log.error("AOF rotation failed: %s; refusing writes until reopened", err)
+                    self.fsync_failed = True
+                    self.error = misconf(err)
+                    self._cond.notify_all()
+                    return False
             self.fs.close(self.fd)
             self.fd = fd
             self.size = self.fs.size(os.path.join(self.directory, entry.file))
+            self.aof_bytes += self.size
             log.info("AOF rotated to %s (first LSN %d)", entry.file, entry.first_lsn)
             self._cond.notify_all()
+            return True
+
+    def rotate_for_snapshot(self) -> tuple[int, list[SegmentEntry]] | None:
+        """Close the current segment so a snapshot can cover everything before the next one
+        (engine lock held). Returns (last LSN covered, the closed segments after the current
+        snapshot), or None if writes are refused. A current segment with no record is not
+        rotated: the segments before it already end at the last LSN."""
+        if self.fsync_failed or self.unwritten:
+            return None
+        if self.size > HEADER_SIZE and not self._rotate():
+            return None
+        with self.manifest_lock:
+            closed = list(self.manifest.segments[:-1])
+        return self.lsn, closed
 
     def close(self) -> None:
         """Stop the background thread, fsync what was written, close the segment."""

@@ -4,11 +4,15 @@ Owns `manifest.json` (its schema and its validation) and the atomic replace: wri
 fdatasync it, rename it over the old one, fsync the directory. A missing or malformed manifest,
 or one naming a file that is not there, is refused with a clear message: streamkeep never starts
 empty over existing data. The snapshot issue adds the snapshot entry. Must not touch: segment
-contents, the engine.
+contents, snapshot contents, the engine.
 
-    {"format": "streamkeep-manifest", "version": 1,
-     "segments": [{"file": "segment-000001.aof", "segment": 1, "first_lsn": 1}, ...],
-     "snapshot": null}
+    {"format": "streamkeep-manifest", "version": 1, "repl_id": "<40 hex digits>",
+     "snapshot": {"file": "snapshot-000000001234.mdb", "lsn": 1234, "size": 81920,
+                  "created_ms": 1700000000000} | null,
+     "segments": [{"file": "segment-000007.aof", "segment": 7, "first_lsn": 1235}, ...]}
+
+The state is the snapshot (everything up to its LSN; none: empty) followed by the segments'
+records, whose LSNs continue from it without a gap. repl_id names this history for replicas.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ MANIFEST_TMP = "manifest.json.tmp"
 FORMAT = "streamkeep-manifest"
 VERSION = 1
 _SEGMENT_FILE = re.compile(r"segment-(\d{6,})\.aof")
+_SNAPSHOT_FILE = re.compile(r"snapshot-(\d{12,})\.mdb")
 
 
 class ManifestError(Exception):
@@ -39,6 +44,27 @@ def is_segment_file(name: str) -> bool:
     return _SEGMENT_FILE.fullmatch(name) is not None
 
 
+def snapshot_file(lsn: int) -> str:
+    return f"snapshot-{lsn:012d}.mdb"
+
+
+def is_snapshot_file(name: str) -> bool:
+    """A snapshot, or the temp file one is built in."""
+    return _SNAPSHOT_FILE.fullmatch(name.removesuffix(".tmp")) is not None
+
+
+def new_repl_id() -> str:
+    return os.urandom(20).hex()
+
+
+@dataclass(frozen=True, slots=True)
+class SnapshotEntry:
+    file: str
+    lsn: int
+    size: int
+    created_ms: int
+
+
 @dataclass(frozen=True, slots=True)
 class SegmentEntry:
     file: str
@@ -49,17 +75,22 @@ class SegmentEntry:
 @dataclass(slots=True)
 class Manifest:
     segments: list[SegmentEntry] = field(default_factory=list)
-    snapshot: dict | None = None
+    snapshot: SnapshotEntry | None = None
+    repl_id: str = field(default_factory=new_repl_id)
 
     def to_json(self) -> bytes:
+        snap = self.snapshot
         doc = {
             "format": FORMAT,
             "version": VERSION,
+            "repl_id": self.repl_id,
+            "snapshot": None if snap is None else {
+                "file": snap.file, "lsn": snap.lsn, "size": snap.size,
+                "created_ms": snap.created_ms},
             "segments": [
                 {"file": s.file, "segment": s.segment, "first_lsn": s.first_lsn}
                 for s in self.segments
             ],
-            "snapshot": self.snapshot,
         }
         return (json.dumps(doc, indent=1) + "\n").encode()
 
@@ -80,10 +111,32 @@ class Manifest:
         for prev, cur in zip(segments, segments[1:], strict=False):
             if cur.segment <= prev.segment or cur.first_lsn < prev.first_lsn:
                 raise ManifestError(f"{where}: segments out of order at {cur.file}")
-        snapshot = doc.get("snapshot")
-        if snapshot is not None and not isinstance(snapshot, dict):
-            raise ManifestError(f"{where}: 'snapshot' must be an object or null")
-        return cls(segments, snapshot)
+        snapshot = _snapshot_entry(doc.get("snapshot"), where)
+        covered = snapshot.lsn if snapshot is not None else 0
+        if segments[0].first_lsn != covered + 1:
+            start = f"snapshot covers up to LSN {covered}" if snapshot else "log starts at 1"
+            raise ManifestError(f"{where}: the first segment starts at LSN "
+                                f"{segments[0].first_lsn}, but the {start}")
+        repl_id = doc.get("repl_id")
+        if repl_id is None:
+            repl_id = new_repl_id()  # written by an earlier build: name the history now
+        elif not (isinstance(repl_id, str) and re.fullmatch(r"[0-9a-f]{40}", repl_id)):
+            raise ManifestError(f"{where}: 'repl_id' must be 40 hex digits")
+        return cls(segments, snapshot, repl_id)
+
+
+def _snapshot_entry(item: object, where: str) -> SnapshotEntry | None:
+    if item is None:
+        return None
+    if not isinstance(item, dict):
+        raise ManifestError(f"{where}: 'snapshot' must be an object or null")
+    name, lsn, size, created = (item.get(k) for k in ("file", "lsn", "size", "created_ms"))
+    if not (isinstance(name, str) and isinstance(lsn, int) and isinstance(size, int)
+            and isinstance(created, int)):
+        raise ManifestError(f"{where}: snapshot entry {item!r} lacks file/lsn/size/created_ms")
+    if name != snapshot_file(lsn) or lsn < 1:
+        raise ManifestError(f"{where}: inconsistent snapshot entry {item!r}")
+    return SnapshotEntry(name, lsn, size, created)
 
 
 def _segment_entry(item: object, where: str) -> SegmentEntry:
@@ -102,9 +155,12 @@ def load(fs: FileSystem, directory: str) -> Manifest:
     if not fs.exists(path):
         raise ManifestError(f"{path}: manifest is missing")
     manifest = Manifest.from_json(fs.read_file(path), path)
-    for entry in manifest.segments:
-        if not fs.exists(os.path.join(directory, entry.file)):
-            raise ManifestError(f"{path}: names {entry.file}, which does not exist")
+    named = [entry.file for entry in manifest.segments]
+    if manifest.snapshot is not None:
+        named.append(manifest.snapshot.file)
+    for name in named:
+        if not fs.exists(os.path.join(directory, name)):
+            raise ManifestError(f"{path}: names {name}, which does not exist")
     return manifest
 
 

@@ -7,7 +7,9 @@ tail of the last segment is truncated at the last good record when aof-load-trun
 damage followed by valid records, or in any other segment, refuses with file and byte offset),
 and wiring the journal into the engine. Must not touch: command semantics, the record format.
 
-Directory layout: `LOCK`, `manifest.json`, `segment-NNNNNN.aof`...
+Directory layout: `LOCK`, `manifest.json`, `snapshot-NNNNNNNNNNNN.mdb` (at most one named by
+the manifest), `segment-NNNNNN.aof`... Opening loads the manifest's snapshot, then replays only
+the segments after it.
 """
 
 from __future__ import annotations
@@ -23,6 +25,9 @@ from aof.codec import HEADER_SIZE, FormatError, decode_header, scan
 from aof.fs import FileSystem, RealFS
 from aof.journal import POLICIES, Journal, create_segment
 from aof.manifest import Manifest, SegmentEntry
+from snapshot.compactor import DEFAULT_MIN_SIZE, DEFAULT_PERCENTAGE, Compactor, parse_size
+from snapshot.load import load_snapshot
+from snapshot.reader import SnapshotError
 
 if TYPE_CHECKING:
     from engine.core import Engine
@@ -44,6 +49,7 @@ class Recovered:
     size: int
     last_lsn: int
     records: int
+    aof_bytes: int  # the segments' total size: the AOF written since the snapshot
 
 
 def _truthy(value: object) -> bool:
@@ -55,11 +61,13 @@ def _truthy(value: object) -> bool:
 
 
 class DataDir:
-    def __init__(self, fs: FileSystem, path: str, lock_fd: int, journal: Journal) -> None:
+    def __init__(self, fs: FileSystem, path: str, lock_fd: int, journal: Journal,
+                 compactor: Compactor) -> None:
         self.fs = fs
         self.path = path
         self.lock_fd = lock_fd
         self.journal = journal
+        self.compactor = compactor
 
     @classmethod
     def open(
@@ -69,6 +77,8 @@ class DataDir:
         appendfsync: str = "everysec",
         aof_load_truncated: object = True,
         aof_segment_max_bytes: int = DEFAULT_SEGMENT_MAX_BYTES,
+        auto_aof_rewrite_min_size: object = DEFAULT_MIN_SIZE,
+        auto_aof_rewrite_percentage: object = DEFAULT_PERCENTAGE,
         fs: FileSystem | None = None,
     ) -> DataDir:
         # Validate every option before touching the directory.
@@ -79,6 +89,10 @@ class DataDir:
         segment_max = int(aof_segment_max_bytes)
         if segment_max <= HEADER_SIZE:
             raise ValueError(f"aof-segment-max-bytes must exceed {HEADER_SIZE}")
+        rewrite_min = parse_size(auto_aof_rewrite_min_size)
+        rewrite_pct = int(auto_aof_rewrite_percentage)
+        if rewrite_min < 0 or rewrite_pct < 0:
+            raise ValueError("auto-aof-rewrite-min-size and -percentage must be >= 0")
         fs = fs or RealFS()
         fs.makedirs(path)
         lock_fd = fs.lock(os.path.join(path, LOCK_FILE))
@@ -94,11 +108,14 @@ class DataDir:
             fs.close(rec.fd)
             fs.unlock(lock_fd)
             raise
+        journal.aof_bytes = rec.aof_bytes
         journal.on_retry = lambda: engine.locked(journal.retry_unwritten)
+        compactor = Compactor(engine, fs, path, journal, rewrite_min, rewrite_pct)
         engine.attach_journal(journal)
-        return cls(fs, path, lock_fd, journal)
+        return cls(fs, path, lock_fd, journal, compactor)
 
     def close(self) -> None:
+        self.compactor.stop()
         self.journal.close()
         self.fs.unlock(self.lock_fd)
 
@@ -110,22 +127,40 @@ def recover(fs: FileSystem, path: str, engine: Engine, load_truncated: bool) -> 
         return _initialise(fs, path)
     manifest = manifest_mod.load(fs, path)
     _remove_orphans(fs, path, manifest)
+    started = time.perf_counter()
+    if manifest.snapshot is not None:
+        _load_snapshot(path, manifest.snapshot.file, manifest.snapshot.lsn, engine)
     expected = manifest.segments[0].first_lsn
     total = 0
-    started = time.perf_counter()
     fd = size = -1
+    aof_bytes = 0
     for index, entry in enumerate(manifest.segments):
         last = index == len(manifest.segments) - 1
         end, count = _replay_segment(fs, path, entry, expected, engine, last, load_truncated)
         expected += count
         total += count
+        aof_bytes += end
         if last:
             size = end
             fd = fs.open_append(os.path.join(path, entry.file), create=False)
     elapsed = time.perf_counter() - started
     log.info("AOF loaded: %d records from %d segment(s) in %.3f s (%.0f records/s)", total,
              len(manifest.segments), elapsed, total / elapsed if elapsed else 0)
-    return Recovered(manifest, fd, size, expected - 1, total)
+    return Recovered(manifest, fd, size, expected - 1, total, aof_bytes)
+
+
+def _load_snapshot(path: str, name: str, lsn: int, engine: Engine) -> None:
+    file = os.path.join(path, name)
+    started = time.perf_counter()
+    try:
+        meta = load_snapshot(engine, file)
+    except SnapshotError as err:
+        raise AOFCorruptError(f"{err}; refusing to load") from None
+    if meta.lsn != lsn:
+        raise AOFCorruptError(f"{file}: covers LSN {meta.lsn}, the manifest says {lsn}")
+    elapsed = time.perf_counter() - started
+    log.info("snapshot %s loaded: %d streams, %d entries, up to LSN %d, in %.3f s", name,
+             meta.streams, meta.entries, lsn, elapsed)
 
 
 def _initialise(fs: FileSystem, path: str) -> Recovered:
@@ -147,22 +182,35 @@ def _initialise(fs: FileSystem, path: str) -> Recovered:
     manifest = Manifest([entry])
     manifest_mod.store(fs, path, manifest)
     log.info("created a new data directory at %s", path)
-    return Recovered(manifest, fd, HEADER_SIZE, 0, 0)
+    return Recovered(manifest, fd, HEADER_SIZE, 0, 0, HEADER_SIZE)
 
 
 def _remove_orphans(fs: FileSystem, path: str, manifest: Manifest) -> None:
-    """Files a crash left behind before the manifest named them: nothing in them was ever
-    acknowledged (the manifest switches before a segment receives records)."""
+    """Files a crash left behind that the manifest does not name, none of them needed:
+    a segment newer than the newest named one (an interrupted rotation: nothing in it was
+    acknowledged, the manifest switches before a segment receives records); segments older
+    than the first named one and snapshots other than the named one (a compaction that switched
+    the manifest but did not finish removing, or that never switched); temp files."""
     named = {s.file for s in manifest.segments}
-    newest = manifest.segments[-1].segment
+    if manifest.snapshot is not None:
+        named.add(manifest.snapshot.file)
+    first, newest = manifest.segments[0].segment, manifest.segments[-1].segment
     for name in fs.listdir(path):
-        orphan = name == manifest_mod.MANIFEST_TMP or (
-            manifest_mod.is_segment_file(name) and name not in named
-            and int(name[8:-4]) > newest
-        )
-        if orphan:
-            log.warning("removing %s, left by an interrupted rotation", name)
-            fs.unlink(os.path.join(path, name))
+        if name in named:
+            continue
+        if name == manifest_mod.MANIFEST_TMP:
+            why = "left by an interrupted manifest replace"
+        elif manifest_mod.is_segment_file(name) and int(name[8:-4]) > newest:
+            why = "left by an interrupted rotation"
+        elif manifest_mod.is_segment_file(name) and int(name[8:-4]) < first \
+                and manifest.snapshot is not None:
+            why = "already compacted into " + manifest.snapshot.file
+        elif manifest_mod.is_snapshot_file(name):
+            why = "left by a compaction the manifest does not name"
+        else:
+            continue
+        log.warning("removing %s, %s", name, why)
+        fs.unlink(os.path.join(path, name))
 
 
 def _replay_segment(

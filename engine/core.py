@@ -29,7 +29,8 @@ if TYPE_CHECKING:
     from aof.store import DataDir
 
 Clock = Callable[[], int]
-AOF_OPTIONS = ("appendfsync", "aof_load_truncated", "aof_segment_max_bytes", "fs")
+AOF_OPTIONS = ("appendfsync", "aof_load_truncated", "aof_segment_max_bytes",
+               "auto_aof_rewrite_min_size", "auto_aof_rewrite_percentage", "fs")
 RecordSink = Callable[[Record], None]
 NUM_DATABASES = 16
 
@@ -96,9 +97,11 @@ class Engine(RedisStreamAPI):
     @classmethod
     def open(cls, path: str | None = None, **config: Any) -> Engine:
         """Open an engine. `path=None` keeps everything in memory; a path is a data directory
-        whose AOF is replayed now and appended to from now on. AOF settings use Redis's names:
-        appendfsync ("always" | "everysec" | "no"), aof-load-truncated (yes/no), plus
-        aof-segment-max-bytes (rotation size); `fs` swaps the file layer (tests, crash bench)."""
+        whose snapshot is loaded and AOF replayed now, and appended to from now on. Settings use
+        Redis's names: appendfsync ("always" | "everysec" | "no"), aof-load-truncated (yes/no),
+        auto-aof-rewrite-min-size (64mb) and auto-aof-rewrite-percentage (100; 0 turns
+        automatic compaction off), plus aof-segment-max-bytes (rotation size); `fs` swaps the
+        file layer (tests, crash bench)."""
         aof_options = {}
         for name in list(config):
             key = name.replace("-", "_")
@@ -112,6 +115,14 @@ class Engine(RedisStreamAPI):
         elif aof_options:
             raise ValueError(f"{', '.join(aof_options)} need a data directory path")
         return engine
+
+    def compact(self, wait: bool = True) -> Any:
+        """Compact the AOF into a new snapshot now (see snapshot.compactor). With wait, returns
+        the manifest's new snapshot entry (None if nothing was written since the last one) or
+        raises snapshot.compactor.CompactionError; writes go on meanwhile."""
+        if self.datadir is None:
+            raise ValueError("compact() needs a data directory (Engine.open(path))")
+        return self.datadir.compactor.compact(wait)
 
     def attach_journal(self, journal: Journal) -> None:
         with self.lock:

@@ -199,6 +199,20 @@ class Stream:
         self.entries_added += 1
         return idb
 
+    def restore_node(self, master: int, master_fields: tuple, size: int, ids: list[int],
+                     fields: list | tuple, live: int) -> None:
+        """Append a node exactly as a snapshot recorded it (tombstones and listpack size
+        included, so later appends and `~` trims split and cut where they did before). Stream
+        metadata is restored separately by the loader."""
+        node = Node(master, tuple(x for name in master_fields for x in (name, b"")))
+        node.fixed_bytes = size
+        node.ids = ids
+        node.idbs = [format_id(i) for i in ids]
+        node.fields = list(fields)
+        node.live = live
+        self.nodes.append(node)
+        self.masters.append(master)
+
     def _new_node(self, sid: int, fields: Fields) -> Node:
         node = Node(sid, fields)
         self.nodes.append(node)

@@ -1,0 +1,93 @@
+"""Building a snapshot in a separate process: previous snapshot + closed segments -> new file.
+
+Owns the compactor's child process. It loads the previous snapshot into a fresh in-memory
+engine, replays the closed segments through the engine's apply path (the same one restart and
+replicas use), and writes the result to a temp file. It never renames, deletes or syncs
+anything, and never touches the manifest: the parent does every step the directory's
+consistency depends on, through its file-layer seam. It dies with its parent.
+
+    python -m snapshot.build '{"dir": ..., "base": "snapshot-....mdb" | null,
+                               "segments": [["segment-000003.aof", 3, 1201], ...],
+                               "lsn": 1500, "out": "snapshot-....mdb.tmp",
+                               "repl_id": ..., "created_ms": ...,
+                               "config": {"stream-node-max-entries": 100, ...}}'
+
+Exit status 0 when the file is complete; otherwise a message on stderr.
+Must not touch: the manifest, any file but `out`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import json
+import os
+import signal
+import sys
+
+from aof.codec import HEADER_SIZE, FormatError, decode_header, scan
+from aof.fs import RealFS
+from engine.core import Engine
+from snapshot.load import load_snapshot
+from snapshot.writer import write_snapshot
+
+_PR_SET_PDEATHSIG = 1
+
+
+class BuildError(Exception):
+    """The inputs are not what the parent said they are."""
+
+
+def _die_with_parent() -> None:
+    """Ask the kernel to SIGKILL us when the parent dies: a compaction outliving its engine
+    would keep writing a file the next opener deletes."""
+    with contextlib.suppress(OSError, AttributeError):  # not Linux: the parent kills us
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+
+
+def build(job: dict) -> int:
+    """Replay the job's inputs and write its snapshot; returns the number of records replayed."""
+    fs = RealFS()
+    directory = job["dir"]
+    # The node limits shape how replayed XADDs fill nodes: use the parent's.
+    engine = Engine(clock=lambda: 0, **job.get("config", {}))
+    expected = 1
+    if job["base"] is not None:
+        meta = load_snapshot(engine, os.path.join(directory, job["base"]))
+        expected = meta.lsn + 1
+    replayed = 0
+    for name, number, first_lsn in job["segments"]:
+        path = os.path.join(directory, name)
+        data = fs.read_file(path)
+        try:
+            header = decode_header(data)
+        except FormatError as err:
+            raise BuildError(f"{path}: {err}") from None
+        if (header.segment, header.first_lsn) != (number, first_lsn) or first_lsn != expected:
+            raise BuildError(f"{path}: starts at LSN {header.first_lsn}, expected {expected}")
+        result = scan(data, HEADER_SIZE, expected)
+        if result.damage is not None:
+            raise BuildError(f"{path}: {result.damage.reason} at byte offset "
+                             f"{result.damage.offset} in a closed segment")
+        engine.apply_many(result.records)
+        expected += len(result.records)
+        replayed += len(result.records)
+    if expected - 1 != job["lsn"]:
+        raise BuildError(f"the segments end at LSN {expected - 1}, not {job['lsn']}")
+    write_snapshot(engine.dbs, os.path.join(directory, job["out"]), job["lsn"],
+                   job["created_ms"], job["repl_id"])
+    return replayed
+
+
+def main(argv: list[str]) -> int:
+    _die_with_parent()
+    try:
+        build(json.loads(argv[1]))
+    except (BuildError, OSError, ValueError) as err:
+        print(f"snapshot build failed: {err}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

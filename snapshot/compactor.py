@@ -1,0 +1,291 @@
+"""Background compaction: fold the closed AOF segments into a new snapshot, switch atomically.
+
+Owns when to compact (Redis's auto-aof-rewrite-min-size and auto-aof-rewrite-percentage, or on
+demand) and the steps, each of which leaves a directory that opens to the same state:
+
+    1. rotate      under the engine lock, the journal closes the current segment; the snapshot
+                   will cover every LSN before the new one. Writes go on into the new segment.
+    2. build       a child process (snapshot.build) loads the previous snapshot, replays the
+                   closed segments through the engine's apply path and writes
+                   snapshot-<lsn>.mdb.tmp. A crash here leaves a temp file nobody names.
+    3. publish     fdatasync the file, rename it to snapshot-<lsn>.mdb, fsync the directory.
+                   Still named by nobody: the old snapshot and segments are the state.
+    4. switch      replace the manifest with (new snapshot, segments after it): the one atomic
+                   step. Before it the old files are the state, after it the new ones.
+    5. remove      delete the old snapshot and the closed segments (a crash leaves them for the
+                   next open to delete: the manifest no longer names them).
+
+Every file operation goes through the file-layer seam, except the child's writes of its own
+temp file (LMDB's), which nothing relies on until step 3 syncs it. Must not touch: engine state
+(the child has its own engine), the record or snapshot formats.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import subprocess
+import sys
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from aof import manifest as manifest_mod
+from aof.fs import FileSystem
+from aof.manifest import Manifest, SegmentEntry, SnapshotEntry
+
+if TYPE_CHECKING:
+    from aof.journal import Journal
+    from engine.core import Engine
+
+log = logging.getLogger("streamkeep.snapshot")
+
+DEFAULT_MIN_SIZE = 64 << 20  # Redis's auto-aof-rewrite-min-size default (64mb)
+DEFAULT_PERCENTAGE = 100  # Redis's auto-aof-rewrite-percentage default
+_PROJECT_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+class CompactionError(Exception):
+    """A compaction did not complete; the directory still holds the previous state."""
+
+
+@dataclass(slots=True)
+class Job:
+    lsn: int  # the last LSN the new snapshot covers
+    closed: list[SegmentEntry]
+    base: SnapshotEntry | None
+    created_ms: int
+    done: threading.Event = field(default_factory=threading.Event)
+    proc: subprocess.Popen | None = None
+    result: SnapshotEntry | None = None
+    error: str | None = None
+
+
+def parse_size(value: object) -> int:
+    """Redis's memory units: 64mb, 1gb, 512k, 100 (bytes)."""
+    if isinstance(value, int):
+        return value
+    text = str(value).strip().lower()
+    units = {"kb": 1 << 10, "k": 1000, "mb": 1 << 20, "m": 1000 ** 2, "gb": 1 << 30,
+             "g": 1000 ** 3, "b": 1}
+    for suffix, factor in units.items():
+        if text.endswith(suffix) and text[: -len(suffix)].isdigit():
+            return int(text[: -len(suffix)]) * factor
+    if text.isdigit():
+        return int(text)
+    raise ValueError(f"argument must be a memory value, not {value!r}")
+
+
+class Compactor:
+    def __init__(self, engine: Engine, fs: FileSystem, directory: str, journal: Journal,
+                 min_size: object = DEFAULT_MIN_SIZE,
+                 percentage: object = DEFAULT_PERCENTAGE) -> None:
+        self.engine = engine
+        self.fs = fs
+        self.directory = directory
+        self.journal = journal
+        self.min_size = parse_size(min_size)
+        self.percentage = int(percentage)
+        if self.min_size < 0 or self.percentage < 0:
+            raise ValueError("auto-aof-rewrite-min-size and -percentage must be >= 0")
+        snap = journal.manifest.snapshot
+        self.snapshot_size = snap.size if snap is not None else 0
+        self.job: Job | None = None
+        self.runs = 0
+        self.last_status = "ok"
+        self.last_error: str | None = None
+        self._stopping = False
+        self._thread: threading.Thread | None = None
+        # Called with each step's name as it completes (crash tests kill the process there).
+        self.on_step: Callable[[str], None] | None = None
+        journal.on_rewrite = self._auto
+        journal.rewrite_at = self.threshold()
+
+    def threshold(self) -> float:
+        """AOF bytes since the snapshot at which the auto trigger fires (inf: never)."""
+        if self.percentage <= 0:
+            return float("inf")
+        return max(self.min_size, self.snapshot_size * self.percentage / 100, 1)
+
+    # --- starting (engine lock held) -----------------------------------------------------------
+
+    def _auto(self) -> None:
+        self.journal.rewrite_at = float("inf")
+        if self._start_locked() is None and self.job is None:
+            self.journal.rewrite_at = self.threshold()
+
+    def _start_locked(self) -> Job | None:
+        """Rotate and launch a compaction; None when there is nothing to compact."""
+        if self.job is not None:
+            return self.job
+        if self._stopping:
+            return None
+        rotated = self.journal.rotate_for_snapshot()
+        if rotated is None:
+            self._failed(None, "the AOF refuses writes; not compacting")
+            return None
+        lsn, closed = rotated
+        if not closed:
+            return None
+        job = self.job = Job(lsn, closed, self.journal.manifest.snapshot, self.engine.clock())
+        self.journal.rewrite_at = float("inf")
+        self._thread = threading.Thread(target=self._run, args=(job,), name="compactor",
+                                        daemon=True)
+        self._thread.start()
+        return job
+
+    def compact(self, wait: bool = True) -> SnapshotEntry | None:
+        """Start a compaction now (after the running one, if any, when waiting). With wait,
+        returns the new snapshot's entry (None if there was nothing to compact) or raises
+        CompactionError."""
+        with self.engine.lock:
+            job = self.job
+        if job is not None:
+            if not wait:
+                return None
+            job.done.wait()
+        with self.engine.lock:
+            job = self._start_locked()
+        if job is None:
+            if self.last_status == "err" and self.journal.fsync_failed:
+                raise CompactionError(self.last_error or "compaction failed")
+            return None
+        if not wait:
+            return None
+        job.done.wait()
+        if job.error is not None:
+            raise CompactionError(job.error)
+        return job.result
+
+    # --- the background steps ------------------------------------------------------------------
+
+    def _step(self, name: str) -> None:
+        log.debug("compaction step %s", name)
+        if self.on_step is not None:
+            self.on_step(name)
+
+    def _run(self, job: Job) -> None:
+        tmp = os.path.join(self.directory, manifest_mod.snapshot_file(job.lsn) + ".tmp")
+        try:
+            self._step("rotated")
+            entry = self._build(job, tmp)
+            if entry is not None:
+                self._switch(job, entry)
+                job.result = entry
+                self.last_status, self.last_error = "ok", None
+                self.runs += 1
+        except (OSError, CompactionError) as err:
+            with self.engine.lock:
+                self._failed(job, str(err))
+            self._discard(tmp)
+        except Exception as err:  # a bug: report it, keep the engine and directory as they are
+            log.exception("compaction crashed")
+            with self.engine.lock:
+                self._failed(job, f"internal error: {err!r}")
+            self._discard(tmp)
+        finally:
+            with self.engine.lock:
+                self.job = None
+                if job.error is None:
+                    self.journal.rewrite_at = self.threshold()
+            job.done.set()
+
+    def _build(self, job: Job, tmp: str) -> SnapshotEntry | None:
+        """Steps 2 and 3: the child writes the file; we make it durable under its final name."""
+        self._discard(tmp)
+        spec = {
+            "dir": self.directory, "base": job.base.file if job.base else None,
+            "segments": [[s.file, s.segment, s.first_lsn] for s in job.closed],
+            "lsn": job.lsn, "out": os.path.basename(tmp), "repl_id":
+            self.journal.manifest.repl_id, "created_ms": job.created_ms,
+            "config": {name: self.engine.config[name]
+                       for name in ("stream-node-max-entries", "stream-node-max-bytes")},
+        }
+        env = dict(os.environ)
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [_PROJECT_ROOT,
+                                                          env.get("PYTHONPATH")]))
+        proc = job.proc = subprocess.Popen(
+            [sys.executable, "-m", "snapshot.build", json.dumps(spec)],
+            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+            close_fds=True, env=env)
+        if self._stopping:  # close() ran before the child existed to be killed
+            proc.kill()
+        self._step("spawned")
+        _out, err = proc.communicate()
+        if self._stopping:
+            self._discard(tmp)
+            raise CompactionError("stopped: the data directory is closing")
+        if proc.returncode != 0:
+            detail = err.decode(errors="replace").strip().splitlines()
+            raise CompactionError(
+                f"snapshot build exited with status {proc.returncode}"
+                + (f": {detail[-1]}" if detail else ""))
+        self._step("built")
+        fd = self.fs.open_append(tmp, create=False)
+        try:
+            self.fs.fdatasync(fd)
+        finally:
+            self.fs.close(fd)
+        final = os.path.join(self.directory, manifest_mod.snapshot_file(job.lsn))
+        size = self.fs.size(tmp)
+        self.fs.rename(tmp, final)
+        self.fs.fsync_dir(self.directory)
+        self._step("published")
+        return SnapshotEntry(manifest_mod.snapshot_file(job.lsn), job.lsn, size, job.created_ms)
+
+    def _switch(self, job: Job, entry: SnapshotEntry) -> None:
+        """Steps 4 and 5."""
+        journal = self.journal
+        with journal.manifest_lock:
+            old = journal.manifest
+            later = [s for s in old.segments if s.first_lsn > job.lsn]
+            new = Manifest(later, entry, old.repl_id)
+            # If this fails the durable manifest may be either one; both name files that
+            # exist, and nothing is deleted, so either opens to the same state.
+            manifest_mod.store(self.fs, self.directory, new)
+            journal.manifest = new
+        self._step("switched")
+        obsolete = [s.file for s in job.closed]
+        if job.base is not None:
+            obsolete.append(job.base.file)
+        freed = 0
+        for name in obsolete:
+            path = os.path.join(self.directory, name)
+            if name.endswith(".aof"):
+                freed += self.fs.size(path)
+            self.fs.unlink(path)
+        self.fs.fsync_dir(self.directory)
+        with self.engine.lock:
+            journal.aof_bytes -= freed
+            self.snapshot_size = entry.size
+        log.info("compacted LSNs up to %d into %s (%d bytes); removed %s", job.lsn, entry.file,
+                 entry.size, ", ".join(obsolete))
+        self._step("removed")
+
+    def _failed(self, job: Job | None, error: str) -> None:
+        """Record a failure (engine lock held)."""
+        log.error("compaction failed: %s", error)
+        self.last_status, self.last_error = "err", error
+        if job is not None:
+            job.error = error
+            # Do not retry at once: wait until as much again has been written.
+            self.journal.rewrite_at = self.journal.aof_bytes + self.threshold()
+
+    def _discard(self, path: str) -> None:
+        try:
+            if self.fs.exists(path):
+                self.fs.unlink(path)
+        except OSError as err:
+            log.warning("cannot remove %s: %s", path, err)
+
+    def stop(self) -> None:
+        """Abandon a running compaction (the directory is closing): kill the child, wait."""
+        with self.engine.lock:
+            self._stopping = True
+            job, thread = self.job, self._thread
+        if job is not None and job.proc is not None and job.proc.poll() is None:
+            job.proc.kill()
+        if thread is not None:
+            thread.join()

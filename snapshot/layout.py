@@ -1,0 +1,167 @@
+"""The snapshot layout: LMDB sub-databases, key encodings and msgpack values.
+
+Owns the on-disk format of a snapshot (documented in the README; the Spark export and other
+tools read it) and nothing else: encoding and decoding keys and values, in both directions.
+Must not touch: files (the writer and the reader open LMDB), the engine.
+
+A snapshot is one LMDB environment in one file (`subdir=False`, no lock file). Sub-databases:
+
+    meta       key: ascii name             value: msgpack scalar
+               format ("streamkeep-snapshot"), version (1), lsn, created_ms, repl_id,
+               repl_offset, streams, entries
+    streams    key: db u8 | stream key     value: msgpack map
+               number (u64, names the stream in the tables below), length, first_id,
+               last_id, max_deleted_id (16-byte IDs), entries_added, nodes, groups
+    nodes      key: number u64 | master ID  value: msgpack [live, size, master_fields, ids, fields]
+               one node (listpack) of at most stream-node-max-entries entries, in ID order:
+               ids is 16 bytes per entry (tombstones included), fields one flat array of
+               field/value bins per entry, nil for a deleted entry (tombstone); size is the
+               listpack size Redis would have, kept so nodes split exactly as before
+    groups     key: number u64 | group name value: msgpack map last_id, entries_read, pending,
+               consumers
+    consumers  key: number u64 | u16 len(group) | group | consumer name
+               value: msgpack [seen_time, active_time]
+    pel        key: number u64 | u16 len(group) | group | entry ID
+               value: msgpack [consumer name, delivery_time, delivery_count]
+
+Every integer in a key is big-endian, so LMDB's byte order is numeric order: one stream's nodes
+are contiguous and in ID order, and so are one group's PEL entries. An entry ID in a key or value
+is 16 bytes: milliseconds u64 | sequence u64.
+"""
+
+from __future__ import annotations
+
+import struct
+from typing import NamedTuple
+
+import msgpack
+
+FORMAT = "streamkeep-snapshot"
+VERSION = 1
+TABLES = ("meta", "streams", "nodes", "groups", "consumers", "pel")
+MAX_ID = (1 << 128) - 1
+
+_U64 = struct.Struct(">Q")
+_U16 = struct.Struct(">H")
+_NODE_KEY = struct.Struct(">QQQ")
+_packb = msgpack.Packer(use_bin_type=True).pack
+
+
+class ID(NamedTuple):
+    """A stream entry ID as the read API hands it out; orders like Redis IDs."""
+
+    ms: int
+    seq: int
+
+    def __str__(self) -> str:
+        return f"{self.ms}-{self.seq}"
+
+    @classmethod
+    def of(cls, value: int) -> ID:
+        return cls(value >> 64, value & 0xFFFFFFFFFFFFFFFF)
+
+    def as_int(self) -> int:
+        return self.ms << 64 | self.seq
+
+
+def id_bytes(value: int) -> bytes:
+    return value.to_bytes(16, "big")
+
+
+def id_int(data: bytes) -> int:
+    return int.from_bytes(data, "big")
+
+
+# --- keys ------------------------------------------------------------------------------------
+
+def stream_key(db: int, key: bytes) -> bytes:
+    return bytes((db,)) + key
+
+
+def split_stream_key(raw: bytes) -> tuple[int, bytes]:
+    return raw[0], raw[1:]
+
+
+def number_prefix(number: int) -> bytes:
+    return _U64.pack(number)
+
+
+def node_key(number: int, master: int) -> bytes:
+    return _NODE_KEY.pack(number, master >> 64, master & 0xFFFFFFFFFFFFFFFF)
+
+
+def node_master(raw: bytes) -> int:
+    return int.from_bytes(raw[8:24], "big")
+
+
+def group_key(number: int, group: bytes) -> bytes:
+    return _U64.pack(number) + group
+
+
+def group_prefix(number: int, group: bytes) -> bytes:
+    """Prefix of one group's consumers and PEL keys."""
+    return _U64.pack(number) + _U16.pack(len(group)) + group
+
+
+def group_member(raw: bytes, prefix_len: int) -> bytes:
+    return raw[prefix_len:]
+
+
+# --- values ----------------------------------------------------------------------------------
+
+def encode_meta_value(value: object) -> bytes:
+    return _packb(value)
+
+
+def decode_value(raw: bytes) -> object:
+    return msgpack.unpackb(raw, raw=False, use_list=True)
+
+
+def encode_stream(number: int, length: int, first_id: int, last_id: int, max_deleted_id: int,
+                  entries_added: int, nodes: int, groups: int) -> bytes:
+    return _packb({
+        "number": number, "length": length, "first_id": id_bytes(first_id),
+        "last_id": id_bytes(last_id), "max_deleted_id": id_bytes(max_deleted_id),
+        "entries_added": entries_added, "nodes": nodes, "groups": groups,
+    })
+
+
+def encode_node(live: int, size: int, master_fields: tuple | list, ids: list[int],
+                fields: list) -> bytes:
+    packed = b"".join(_NODE_KEY.pack(0, i >> 64, i & 0xFFFFFFFFFFFFFFFF)[8:] for i in ids)
+    return _packb([live, size, list(master_fields), packed, fields])
+
+
+class RawNode(NamedTuple):
+    master: int  # the node's key: the ID of its first entry when it was created
+    live: int
+    size: int
+    master_fields: tuple
+    ids: list[int]
+    fields: tuple  # per entry: a tuple of bins (field, value, ...) or None for a tombstone
+
+
+def decode_node(master: int, raw: bytes) -> RawNode:
+    live, size, master_fields, packed, fields = msgpack.unpackb(raw, raw=True, use_list=False)
+    halves = struct.unpack(f">{len(packed) // 8}Q", packed)
+    it = iter(halves)
+    ids = [ms << 64 | seq for ms, seq in zip(it, it, strict=True)]
+    return RawNode(master, live, size, master_fields, ids, fields)
+
+
+def encode_group(last_id: int, entries_read: int, pending: int, consumers: int) -> bytes:
+    return _packb({"last_id": id_bytes(last_id), "entries_read": entries_read,
+                   "pending": pending, "consumers": consumers})
+
+
+def encode_consumer(seen_time: int, active_time: int) -> bytes:
+    return _packb([seen_time, active_time])
+
+
+def encode_pending(consumer: bytes, delivery_time: int, delivery_count: int) -> bytes:
+    return _packb([consumer, delivery_time, delivery_count])
+
+
+def decode_binary(raw: bytes) -> list:
+    """A value whose strings are names (consumers, fields): kept as bytes."""
+    return msgpack.unpackb(raw, raw=True, use_list=True)

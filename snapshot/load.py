@@ -1,0 +1,48 @@
+"""Loading a snapshot into an engine: the state as of the snapshot's LSN, exactly.
+
+Owns turning the read API's records back into engine structures through the engine's own
+restore hooks (Stream.restore_node, ConsumerGroup.add_pending, create_consumer). Like Redis's
+RDB load this is deserialisation, not command execution; what happened after the snapshot is
+replayed from the AOF through the apply path. Must not touch: files other than through the
+reader, command semantics.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from engine.groups import ConsumerGroup
+from engine.stream import Stream
+from snapshot.reader import Meta, Snapshot
+
+if TYPE_CHECKING:
+    from engine.core import Engine
+
+
+def load_snapshot(engine: Engine, path: str) -> Meta:
+    """Fill an empty engine with the snapshot at `path`; returns its meta (the LSN covered)."""
+    with Snapshot(path) as snap, engine.lock:
+        if any(engine.dbs):
+            raise ValueError("a snapshot loads into an empty engine only")
+        for info in snap.streams():
+            s = Stream()
+            for node in snap.nodes(info.number):
+                s.restore_node(node.master, node.master_fields, node.size,
+                               node.ids, node.fields, node.live)
+            s.length = info.length
+            s.first_id = info.first_id.as_int()
+            s.last_id = info.last_id.as_int()
+            s.max_deleted_id = info.max_deleted_id.as_int()
+            s.entries_added = info.entries_added
+            for g in snap.groups(info.db, info.key):
+                group = s.groups[g.name] = ConsumerGroup(g.name, g.last_id.as_int(),
+                                                         g.entries_read)
+                for c in snap.consumers(info.db, info.key, g.name):
+                    consumer = group.create_consumer(c.name, c.seen_time)
+                    consumer.active_time = c.active_time
+                consumers = group.consumers
+                for p in snap.pending(info.db, info.key, g.name):
+                    group.add_pending(p.id.as_int(), consumers[p.consumer], p.delivery_time,
+                                      p.delivery_count)
+            engine.dbs[info.db][info.key] = s
+        return snap.meta

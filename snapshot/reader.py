@@ -1,0 +1,262 @@
+"""The read-only snapshot API: everything in a snapshot, with no engine.
+
+Owns opening a snapshot file read-only and answering: meta, the list of streams, entries of one
+stream by ID range (reading only the nodes that hold them), ID ranges that split a stream for
+parallel readers, groups, PEL, consumers. The AOF CLI, the Spark export and the engine's loader
+use it. Must not touch: the engine, the manifest; it never writes.
+
+    with Snapshot("data/snapshot-000000001234.mdb") as snap:
+        for info in snap.streams():
+            for ranges in snap.split(info.db, info.key, parts=4): ...
+            for entry in snap.entries(info.db, info.key, start=ID(0, 0)): ...
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import NamedTuple
+
+import lmdb
+
+from snapshot import layout
+from snapshot.layout import ID, MAX_ID, RawNode
+
+
+class SnapshotError(Exception):
+    """Not a streamkeep snapshot, or one of an unsupported version."""
+
+
+@dataclass(frozen=True, slots=True)
+class Meta:
+    format: str
+    version: int
+    lsn: int
+    created_ms: int
+    repl_id: str
+    repl_offset: int
+    streams: int
+    entries: int
+
+
+@dataclass(frozen=True, slots=True)
+class StreamInfo:
+    db: int
+    key: bytes
+    number: int  # the stream's number inside this snapshot (keys of its nodes, groups, ...)
+    length: int
+    first_id: ID
+    last_id: ID
+    max_deleted_id: ID
+    entries_added: int
+    nodes: int
+    groups: int
+
+
+class Entry(NamedTuple):
+    id: ID
+    fields: tuple[bytes, ...]  # field, value, field, value, ... in the order they were added
+
+
+@dataclass(frozen=True, slots=True)
+class GroupInfo:
+    name: bytes
+    last_id: ID
+    entries_read: int  # -1: unknown (Redis reports nil lag then)
+    pending: int
+    consumers: int
+
+
+class PendingEntry(NamedTuple):
+    id: ID
+    consumer: bytes
+    delivery_time: int
+    delivery_count: int
+
+
+class ConsumerInfo(NamedTuple):
+    name: bytes
+    seen_time: int
+    active_time: int  # -1: never delivered anything
+
+
+IDLike = ID | int | str
+
+
+def _as_int(value: IDLike) -> int:
+    if isinstance(value, ID):
+        return value.as_int()
+    if isinstance(value, str):
+        ms, _, seq = value.partition("-")
+        return int(ms) << 64 | int(seq or 0)
+    return value
+
+
+class Snapshot:
+    """A snapshot file opened read-only. Safe to open from several processes at once."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        try:
+            self.env = lmdb.open(path, subdir=False, readonly=True, lock=False, max_dbs=8)
+        except lmdb.Error as err:
+            raise SnapshotError(f"{path}: not a readable LMDB snapshot ({err})") from None
+        try:
+            self._tables = {name: self.env.open_db(name.encode(), create=False)
+                            for name in layout.TABLES}
+        except lmdb.Error:
+            self.env.close()
+            raise SnapshotError(f"{path}: not a streamkeep snapshot (tables missing)") from None
+        self.meta = self._read_meta()
+
+    def close(self) -> None:
+        self.env.close()
+
+    def __enter__(self) -> Snapshot:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _read_meta(self) -> Meta:
+        with self.env.begin(db=self._tables["meta"]) as txn:
+            doc = {k.decode(): layout.decode_value(v) for k, v in txn.cursor()}
+        if doc.get("format") != layout.FORMAT:
+            self.env.close()
+            raise SnapshotError(f"{self.path}: not a streamkeep snapshot")
+        if doc.get("version") != layout.VERSION:
+            self.env.close()
+            raise SnapshotError(f"{self.path}: unsupported snapshot version {doc.get('version')}")
+        return Meta(**{name: doc[name] for name in Meta.__dataclass_fields__})
+
+    # --- streams -------------------------------------------------------------------------------
+
+    def streams(self, db: int | None = None) -> list[StreamInfo]:
+        """Every stream (of one database if given), by database then key."""
+        with self.env.begin(db=self._tables["streams"]) as txn:
+            cursor = txn.cursor()
+            if db is not None:
+                prefix = bytes((db,))
+                if not cursor.set_range(prefix):
+                    return []
+                items = []
+                for raw, value in cursor:
+                    if not raw.startswith(prefix):
+                        break
+                    items.append(_stream_info(raw, value))
+                return items
+            return [_stream_info(raw, value) for raw, value in cursor]
+
+    def stream(self, db: int, key: bytes) -> StreamInfo | None:
+        with self.env.begin(db=self._tables["streams"]) as txn:
+            value = txn.get(layout.stream_key(db, key))
+        return None if value is None else _stream_info(layout.stream_key(db, key), value)
+
+    def _number(self, db: int, key: bytes) -> int:
+        info = self.stream(db, key)
+        if info is None:
+            raise KeyError(f"no stream {key!r} in database {db}")
+        return info.number
+
+    # --- entries -------------------------------------------------------------------------------
+
+    def nodes(self, number: int, start: int = 0, end: int = MAX_ID) -> Iterator[RawNode]:
+        """Decoded nodes of stream `number` that may hold IDs in [start, end], in order."""
+        prefix = layout.number_prefix(number)
+        with self.env.begin(db=self._tables["nodes"], buffers=True) as txn:
+            cursor = txn.cursor()
+            # The node holding `start` is the last one whose master ID is <= start: seek to the
+            # first master >= start, and step back one node unless that master is start itself.
+            target = layout.node_key(number, start)
+            found = cursor.set_range(target)
+            if not (found and bytes(cursor.key()) == target):
+                moved = cursor.prev() if found else cursor.last()
+                if not (moved and bytes(cursor.key()).startswith(prefix)) \
+                        and not cursor.set_range(target):
+                    return
+            for raw, value in cursor:
+                raw = bytes(raw)
+                master = layout.node_master(raw)
+                if not raw.startswith(prefix) or master > end:
+                    return
+                yield layout.decode_node(master, bytes(value))
+
+    def entries(self, db: int, key: bytes, start: IDLike = 0, end: IDLike = MAX_ID,
+                count: int | None = None) -> Iterator[Entry]:
+        """Live entries with start <= ID <= end, ascending (at most `count`)."""
+        lo, hi = _as_int(start), _as_int(end)
+        left = count if count is not None else -1
+        for node in self.nodes(self._number(db, key), lo, hi):
+            for sid, fields in zip(node.ids, node.fields, strict=True):
+                if fields is None or sid < lo:
+                    continue
+                if sid > hi or left == 0:
+                    return
+                yield Entry(ID.of(sid), fields)
+                left -= 1
+
+    def split(self, db: int, key: bytes, parts: int) -> list[tuple[ID, ID]]:
+        """Up to `parts` inclusive ID ranges that cover the whole stream, cut at node
+        boundaries so each holds about the same number of nodes (each at most
+        stream-node-max-entries entries). Reads keys only, no entry."""
+        if parts < 1:
+            raise ValueError("parts must be at least 1")
+        number = self._number(db, key)
+        prefix = layout.number_prefix(number)
+        masters: list[int] = []
+        with self.env.begin(db=self._tables["nodes"], buffers=True) as txn:
+            cursor = txn.cursor()
+            if cursor.set_range(prefix):
+                for raw in cursor.iternext(keys=True, values=False):
+                    raw = bytes(raw)
+                    if not raw.startswith(prefix):
+                        break
+                    masters.append(layout.node_master(raw))
+        parts = max(1, min(parts, len(masters)))
+        cuts = [masters[len(masters) * i // parts] for i in range(1, parts)]
+        bounds = [0, *cuts]
+        ends = [c - 1 for c in cuts] + [MAX_ID]
+        return [(ID.of(lo), ID.of(hi)) for lo, hi in zip(bounds, ends, strict=True)]
+
+    # --- groups --------------------------------------------------------------------------------
+
+    def groups(self, db: int, key: bytes) -> list[GroupInfo]:
+        prefix = layout.number_prefix(self._number(db, key))
+        out = []
+        for raw, value in self._prefixed("groups", prefix):
+            doc = layout.decode_value(value)
+            out.append(GroupInfo(raw[len(prefix):], ID.of(layout.id_int(doc["last_id"])),
+                                 doc["entries_read"], doc["pending"], doc["consumers"]))
+        return out
+
+    def consumers(self, db: int, key: bytes, group: bytes) -> list[ConsumerInfo]:
+        prefix = layout.group_prefix(self._number(db, key), group)
+        return [ConsumerInfo(raw[len(prefix):], *layout.decode_binary(value))
+                for raw, value in self._prefixed("consumers", prefix)]
+
+    def pending(self, db: int, key: bytes, group: bytes) -> Iterator[PendingEntry]:
+        """The group's PEL in ID order."""
+        prefix = layout.group_prefix(self._number(db, key), group)
+        for raw, value in self._prefixed("pel", prefix):
+            consumer, delivery_time, delivery_count = layout.decode_binary(value)
+            yield PendingEntry(ID.of(layout.id_int(raw[len(prefix):])), consumer,
+                               delivery_time, delivery_count)
+
+    def _prefixed(self, table: str, prefix: bytes) -> Iterator[tuple[bytes, bytes]]:
+        with self.env.begin(db=self._tables[table]) as txn:
+            cursor = txn.cursor()
+            if not cursor.set_range(prefix):
+                return
+            for raw, value in cursor:
+                if not raw.startswith(prefix):
+                    return
+                yield raw, value
+
+
+def _stream_info(raw: bytes, value: bytes) -> StreamInfo:
+    db, key = layout.split_stream_key(raw)
+    doc = layout.decode_value(value)
+    return StreamInfo(
+        db, key, doc["number"], doc["length"], ID.of(layout.id_int(doc["first_id"])),
+        ID.of(layout.id_int(doc["last_id"])), ID.of(layout.id_int(doc["max_deleted_id"])),
+        doc["entries_added"], doc["nodes"], doc["groups"])

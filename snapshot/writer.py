@@ -1,0 +1,97 @@
+"""Writing a snapshot: the engine's whole state as of one LSN, into a new LMDB file.
+
+Owns turning the engine's in-memory structures (streams, nodes, groups, PEL, consumers) into the
+tables snapshot.layout defines. LMDB writes the file itself with its syncs off; the caller makes
+it durable through the file-layer seam (fdatasync, rename, directory fsync) before anything
+relies on it, so a crash mid-write leaves only a temp file that recovery removes.
+Must not touch: command semantics, the manifest, the AOF.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import lmdb
+
+from snapshot import layout
+
+if TYPE_CHECKING:
+    from engine.stream import Stream
+
+_INITIAL_MAP_SIZE = 1 << 30
+
+
+@dataclass(frozen=True, slots=True)
+class SnapshotInfo:
+    lsn: int
+    streams: int
+    entries: int
+
+
+def _tables(dbs: list[dict[bytes, Stream]]) -> Iterator[tuple[str, bytes, bytes]]:
+    """(table, key, value) for the whole state, each table's keys in increasing order."""
+    number = 0
+    for db_index, db in enumerate(dbs):
+        for key in sorted(db):
+            number += 1
+            s = db[key]
+            yield "streams", layout.stream_key(db_index, key), layout.encode_stream(
+                number, s.length, s.first_id, s.last_id, s.max_deleted_id, s.entries_added,
+                len(s.nodes), len(s.groups))
+            for node in s.nodes:
+                yield "nodes", layout.node_key(number, node.master), layout.encode_node(
+                    node.live, node.fixed_bytes, node.master_fields, node.ids, node.fields)
+            for name in sorted(s.groups):
+                g = s.groups[name]
+                yield "groups", layout.group_key(number, name), layout.encode_group(
+                    g.last_id, g.entries_read, len(g.pel), len(g.consumers))
+            # consumers and pel keys both start with the group prefix; sort groups the way
+            # those keys sort (by length, then bytes) so every table is written in key order.
+            for name in sorted(s.groups, key=lambda n: (len(n), n)):
+                g = s.groups[name]
+                prefix = layout.group_prefix(number, name)
+                for cname in sorted(g.consumers):
+                    c = g.consumers[cname]
+                    yield "consumers", prefix + cname, layout.encode_consumer(
+                        c.seen_time, c.active_time)
+                for sid in g.pel_index:
+                    nack = g.pel[sid]
+                    yield "pel", prefix + layout.id_bytes(sid), layout.encode_pending(
+                        nack.consumer.name, nack.delivery_time, nack.delivery_count)
+
+
+def write_snapshot(dbs: list[dict[bytes, Stream]], path: str, lsn: int, created_ms: int,
+                   repl_id: str) -> SnapshotInfo:
+    """Write the state in `dbs` to a new LMDB file at `path`, which must not exist. Not durable
+    until the caller fsyncs it through the file-layer seam."""
+    env = lmdb.open(path, subdir=False, lock=False, map_size=_INITIAL_MAP_SIZE, max_dbs=8,
+                    sync=False, metasync=False, meminit=False)
+    try:
+        while True:
+            try:
+                return _fill(env, dbs, lsn, created_ms, repl_id)
+            except lmdb.MapFullError:  # the transaction was aborted: grow the map, go again
+                env.set_mapsize(env.info()["map_size"] * 4)
+    finally:
+        env.close()
+
+
+def _fill(env: lmdb.Environment, dbs: list[dict[bytes, Stream]], lsn: int, created_ms: int,
+          repl_id: str) -> SnapshotInfo:
+    tables = {name: env.open_db(name.encode()) for name in layout.TABLES}
+    streams = entries = 0
+    with env.begin(write=True) as txn:
+        cursors = {name: txn.cursor(db) for name, db in tables.items()}
+        for table, key, value in _tables(dbs):
+            cursors[table].put(key, value, append=True)
+        for db in dbs:
+            streams += len(db)
+            entries += sum(s.length for s in db.values())
+        meta = {"format": layout.FORMAT, "version": layout.VERSION, "lsn": lsn,
+                "created_ms": created_ms, "repl_id": repl_id, "repl_offset": lsn,
+                "streams": streams, "entries": entries}
+        for name, value in sorted(meta.items()):
+            txn.put(name.encode(), layout.encode_meta_value(value), db=tables["meta"])
+    return SnapshotInfo(lsn, streams, entries)
