@@ -93,7 +93,7 @@ def decode_payload(payload: bytes) -> Record:
     lsn, time_ms, db, effects = _unpackb(payload, raw=True, use_list=False)
     if not (isinstance(lsn, int) and isinstance(time_ms, int) and isinstance(db, int)):
         raise ValueError("record fields have wrong types")
-    return Record(time_ms, db, effects, lsn)
+    return Record(lsn, time_ms, db, effects)
 
 
 @dataclass(slots=True)
@@ -105,7 +105,7 @@ class Damage:
 
 @dataclass(slots=True)
 class ScanResult:
-    records: list[Record] = field(default_factory=list)
+    records: list[tuple] = field(default_factory=list)  # (lsn, time_ms, db, effects)
     end: int = 0  # offset just past the last good record
     damage: Damage | None = None
 
@@ -209,12 +209,15 @@ def scan(data: bytes, start: int, first_lsn: int) -> ScanResult:
                 payload = data[pos + FRAME_SIZE: body_end]
                 if crc_raw(payload, 0xFFFFFFFF, table) ^ 0xFFFFFFFF == crc:
                     try:
-                        lsn, time_ms, db, effects = _unpackb(payload, raw=True, use_list=False)
+                        record = _unpackb(payload, raw=True, use_list=False)
+                        lsn, time_ms, db, _effects = record
                     except (ValueError, TypeError, msgpack.UnpackException):
                         reason = "undecodable record payload"
                     else:
-                        if lsn == expected and type(time_ms) is int and type(db) is int:
-                            records.append(Record(time_ms, db, effects, lsn))
+                        if lsn == expected and type(time_ms) is int and type(db) is int \
+                                and 0 <= db < 16:
+                            # (lsn, time_ms, db, effects): Record's field order, kept as is
+                            records.append(record)
                             expected += 1
                             pos = body_end
                             continue

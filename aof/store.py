@@ -4,8 +4,10 @@ Owns opening a directory (the exclusive lock; creating the first segment and man
 directory; refusing a directory whose manifest is missing while data is there), replaying its
 segments in manifest order through the engine's apply path, deciding what damage means (a torn
 tail of the last segment is truncated at the last good record when aof-load-truncated is on;
-damage followed by valid records, or in any other segment, refuses with file and byte offset),
-and wiring the journal into the engine. Must not touch: command semantics, the record format.
+damage followed by valid records, or in any other segment, refuses with file and byte offset;
+so does a named snapshot whose size is not the manifest's, or that does not read as a snapshot
+of the manifest's LSN), and wiring the journal into the engine. Must not touch: command
+semantics, the record format.
 
 Directory layout: `LOCK`, `manifest.json`, `snapshot-NNNNNNNNNNNN.mdb` (at most one named by
 the manifest), `segment-NNNNNN.aof`... Opening loads the manifest's snapshot, then replays only
@@ -24,7 +26,7 @@ from aof import manifest as manifest_mod
 from aof.codec import HEADER_SIZE, FormatError, decode_header, scan
 from aof.fs import FileSystem, RealFS
 from aof.journal import POLICIES, Journal, create_segment
-from aof.manifest import Manifest, SegmentEntry
+from aof.manifest import Manifest, SegmentEntry, SnapshotEntry
 from snapshot.compactor import DEFAULT_MIN_SIZE, DEFAULT_PERCENTAGE, Compactor, parse_size
 from snapshot.load import load_snapshot
 from snapshot.reader import SnapshotError
@@ -129,7 +131,7 @@ def recover(fs: FileSystem, path: str, engine: Engine, load_truncated: bool) -> 
     _remove_orphans(fs, path, manifest)
     started = time.perf_counter()
     if manifest.snapshot is not None:
-        _load_snapshot(path, manifest.snapshot.file, manifest.snapshot.lsn, engine)
+        _load_snapshot(fs, path, manifest.snapshot, engine)
     expected = manifest.segments[0].first_lsn
     total = 0
     fd = size = -1
@@ -149,8 +151,15 @@ def recover(fs: FileSystem, path: str, engine: Engine, load_truncated: bool) -> 
     return Recovered(manifest, fd, size, expected - 1, total, aof_bytes)
 
 
-def _load_snapshot(path: str, name: str, lsn: int, engine: Engine) -> None:
+def _load_snapshot(fs: FileSystem, path: str, entry: SnapshotEntry, engine: Engine) -> None:
+    name, lsn = entry.file, entry.lsn
     file = os.path.join(path, name)
+    # LMDB maps the file: a page past a truncated end is a SIGBUS, not an error. The manifest
+    # recorded the size the compaction made durable; anything else is not that file.
+    size = fs.size(file)
+    if size != entry.size:
+        raise AOFCorruptError(f"{file}: {size} bytes, the manifest says {entry.size} "
+                              f"(truncated or replaced); refusing to load")
     started = time.perf_counter()
     try:
         meta = load_snapshot(engine, file)

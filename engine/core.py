@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 from engine import commands as _commands  # noqa: F401  (registers every command)
@@ -237,7 +237,7 @@ class Engine(RedisStreamAPI):
         if journal is not None:
             lsn = journal.append(ctx.now, ctx.session.db, ctx.effects)
         if sinks:
-            record = Record(ctx.now, ctx.session.db, ctx.effects, lsn)
+            record = Record(lsn, ctx.now, ctx.session.db, ctx.effects)
             for sink in sinks:
                 sink(record)
         return lsn
@@ -316,19 +316,21 @@ class Engine(RedisStreamAPI):
             if self.waiters.ready:
                 self._serve_ready()
 
-    def apply_many(self, records: list[Record]) -> None:
-        """Apply records in order under one lock acquisition: the replay loop."""
+    def apply_many(self, records: Iterable[Record | tuple]) -> None:
+        """Apply records in order under one lock acquisition: the replay loop. Records may be
+        plain `(lsn, time_ms, db, effects)` tuples, as the AOF decoder yields them."""
         with self.lock:
             session = Session()
             ctx = ReplayCtx(self, session, 0)
             dbs = self.dbs
             fast_dispatch = FAST_DISPATCH
-            for record in records:
-                db = session.db = record.db
+            for _lsn, time_ms, db, effects in records:
+                session.db = db
                 ctx.db = dbs[db]
-                ctx.now = record.time_ms
-                ctx.effects = []  # what handlers emit while replaying is not needed
-                for effect in record.effects:
+                ctx.now = time_ms
+                if ctx.effects:  # what handlers emit while replaying is not needed
+                    ctx.effects = []
+                for effect in effects:
                     argv = effect if type(effect) is tuple else tuple(effect)
                     fast = fast_dispatch.get(argv[0])
                     if fast is not None:
@@ -342,7 +344,7 @@ class Engine(RedisStreamAPI):
                 self._serve_ready()
 
     def apply_effects(self, effects: list[list[bytes]], time_ms: int, db: int = 0) -> None:
-        self.apply(Record(time_ms, db, effects))
+        self.apply(Record(0, time_ms, db, effects))
 
     # --- state ---------------------------------------------------------------------------------
 

@@ -9,21 +9,23 @@ that pins a consumer's seen/active times, which Redis lets drift. Must not touch
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from engine.ids import format_id
 
 Effect = list[bytes]
 
 
-@dataclass(slots=True)
-class Record:
-    """Everything one command execution changed: applied all together or not at all."""
+class Record(NamedTuple):
+    """Everything one command execution changed: applied all together or not at all.
 
+    The fields are in the AOF payload's order, so a decoded payload tuple `(lsn, time_ms, db,
+    effects)` is a record as it is: replay applies those tuples without building objects."""
+
+    lsn: int  # assigned by the log; 0 while in memory only
     time_ms: int
     db: int
-    effects: list[Effect] = field(default_factory=list)
-    lsn: int = 0  # assigned by the log (AOF issue); 0 while in memory only
+    effects: list[Effect] | tuple  # each effect an argv (list or tuple of bytes)
 
 
 def xclaim_effect(

@@ -4,12 +4,14 @@ Owns the compactor's child process. It loads the previous snapshot into a fresh 
 engine, replays the closed segments through the engine's apply path (the same one restart and
 replicas use), and writes the result to a temp file. It never renames, deletes or syncs
 anything, and never touches the manifest: the parent does every step the directory's
-consistency depends on, through its file-layer seam. It dies with its parent.
+consistency depends on, through its file-layer seam. It dies with its parent: the kernel kills
+it when the parent goes (PR_SET_PDEATHSIG), and if the parent was already gone by the time it
+could ask for that (Python's start-up takes a while), it exits before doing anything.
 
     python -m snapshot.build '{"dir": ..., "base": "snapshot-....mdb" | null,
                                "segments": [["segment-000003.aof", 3, 1201], ...],
                                "lsn": 1500, "out": "snapshot-....mdb.tmp",
-                               "repl_id": ..., "created_ms": ...,
+                               "repl_id": ..., "created_ms": ..., "parent": <pid>,
                                "config": {"stream-node-max-entries": 100, ...}}'
 
 Exit status 0 when the file is complete; otherwise a message on stderr.
@@ -38,11 +40,14 @@ class BuildError(Exception):
     """The inputs are not what the parent said they are."""
 
 
-def _die_with_parent() -> None:
+def _die_with_parent(parent: int | None) -> bool:
     """Ask the kernel to SIGKILL us when the parent dies: a compaction outliving its engine
-    would keep writing a file the next opener deletes."""
+    would keep writing a file the next opener deletes (or that the next opener's own compaction
+    of the same LSN is writing). False if the parent is already gone: the request came too late
+    to cover that, and we have been re-parented."""
     with contextlib.suppress(OSError, AttributeError):  # not Linux: the parent kills us
         ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    return parent is None or os.getppid() == parent
 
 
 def build(job: dict) -> int:
@@ -80,9 +85,16 @@ def build(job: dict) -> int:
 
 
 def main(argv: list[str]) -> int:
-    _die_with_parent()
     try:
-        build(json.loads(argv[1]))
+        job = json.loads(argv[1])
+    except ValueError as err:
+        print(f"snapshot build failed: bad job: {err}", file=sys.stderr)
+        return 1
+    if not _die_with_parent(job.get("parent")):
+        print("snapshot build failed: the parent process is gone", file=sys.stderr)
+        return 1
+    try:
+        build(job)
     except (BuildError, OSError, ValueError) as err:
         print(f"snapshot build failed: {err}", file=sys.stderr)
         return 1

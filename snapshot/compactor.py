@@ -12,8 +12,10 @@ demand) and the steps, each of which leaves a directory that opens to the same s
                    Still named by nobody: the old snapshot and segments are the state.
     4. switch      replace the manifest with (new snapshot, segments after it): the one atomic
                    step. Before it the old files are the state, after it the new ones.
-    5. remove      delete the old snapshot and the closed segments (a crash leaves them for the
-                   next open to delete: the manifest no longer names them).
+    5. remove      delete the old snapshot and the closed segments (a crash, or a failure to
+                   delete, leaves them for the next open to delete: the manifest no longer
+                   names them). The compaction has succeeded at the switch: what goes wrong
+                   here is a warning, not a failure.
 
 Every file operation goes through the file-layer seam, except the child's writes of its own
 temp file (LMDB's), which nothing relies on until step 3 syncs it. Must not touch: engine state
@@ -113,6 +115,8 @@ class Compactor:
 
     def _auto(self) -> None:
         self.journal.rewrite_at = float("inf")
+        if self._stopping:
+            return
         if self._start_locked() is None and self.job is None:
             self.journal.rewrite_at = self.threshold()
 
@@ -121,7 +125,7 @@ class Compactor:
         if self.job is not None:
             return self.job
         if self._stopping:
-            return None
+            raise CompactionError("the data directory is closed")
         rotated = self.journal.rotate_for_snapshot()
         if rotated is None:
             self._failed(None, "the AOF refuses writes; not compacting")
@@ -148,9 +152,13 @@ class Compactor:
             job.done.wait()
         with self.engine.lock:
             job = self._start_locked()
+            # Not started because the AOF refuses writes (a failed fsync, or a failed write
+            # awaiting its retry): that is a failure, not "nothing to compact".
+            refused = job is None and not self._stopping and bool(
+                self.journal.fsync_failed or self.journal.unwritten)
+        if refused:
+            raise CompactionError(self.last_error or "the AOF refuses writes; not compacting")
         if job is None:
-            if self.last_status == "err" and self.journal.fsync_failed:
-                raise CompactionError(self.last_error or "compaction failed")
             return None
         if not wait:
             return None
@@ -200,6 +208,7 @@ class Compactor:
             "segments": [[s.file, s.segment, s.first_lsn] for s in job.closed],
             "lsn": job.lsn, "out": os.path.basename(tmp), "repl_id":
             self.journal.manifest.repl_id, "created_ms": job.created_ms,
+            "parent": os.getpid(),  # the child checks it is still ours once it can die with us
             "config": {name: self.engine.config[name]
                        for name in ("stream-node-max-entries", "stream-node-max-bytes")},
         }
@@ -247,16 +256,26 @@ class Compactor:
             manifest_mod.store(self.fs, self.directory, new)
             journal.manifest = new
         self._step("switched")
+        # Switched: the compaction has succeeded. A file that cannot be removed now is named by
+        # nobody and the next open removes it; its segments are not AOF since the snapshot any
+        # more either way (counting them would fire the auto trigger on every write).
         obsolete = [s.file for s in job.closed]
         if job.base is not None:
             obsolete.append(job.base.file)
         freed = 0
         for name in obsolete:
             path = os.path.join(self.directory, name)
-            if name.endswith(".aof"):
-                freed += self.fs.size(path)
-            self.fs.unlink(path)
-        self.fs.fsync_dir(self.directory)
+            try:
+                if name.endswith(".aof"):
+                    freed += self.fs.size(path)
+                self.fs.unlink(path)
+            except OSError as err:
+                log.warning("cannot remove %s (the next open will): %s", name, err)
+        try:
+            self.fs.fsync_dir(self.directory)
+        except OSError as err:  # the removals may come back after a crash: the open removes them
+            log.warning("cannot fsync %s after removing compacted files: %s", self.directory,
+                        err)
         with self.engine.lock:
             journal.aof_bytes -= freed
             self.snapshot_size = entry.size
@@ -265,7 +284,13 @@ class Compactor:
         self._step("removed")
 
     def _failed(self, job: Job | None, error: str) -> None:
-        """Record a failure (engine lock held)."""
+        """Record a failure (engine lock held). Abandoning a build because the directory is
+        closing is not one: nothing went wrong, the next open has the same state."""
+        if self._stopping:
+            log.info("compaction abandoned: the data directory is closing")
+            if job is not None:
+                job.error = error
+            return
         log.error("compaction failed: %s", error)
         self.last_status, self.last_error = "err", error
         if job is not None:

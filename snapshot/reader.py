@@ -13,6 +13,8 @@ use it. Must not touch: the engine, the manifest; it never writes.
 
 from __future__ import annotations
 
+import os
+import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import NamedTuple
@@ -92,25 +94,68 @@ def _as_int(value: IDLike) -> int:
     return value
 
 
+# py-lmdb refuses to open one file twice in a process, even read-only and without locks: the
+# Snapshot objects of a process share one environment per file, closed with its last user.
+_envs_lock = threading.Lock()
+_envs: dict[tuple[int, int], list] = {}  # (st_dev, st_ino) -> [environment, users]
+
+
+def _open_env(path: str) -> tuple[tuple[int, int], lmdb.Environment, int]:
+    with _envs_lock:
+        try:
+            st = os.stat(path)
+        except OSError as err:
+            raise SnapshotError(f"{path}: not a readable LMDB snapshot ({err.strerror})") from None
+        key = (st.st_dev, st.st_ino)
+        shared = _envs.get(key)
+        if shared is None:
+            try:
+                env = lmdb.open(path, subdir=False, readonly=True, lock=False, max_dbs=8)
+            except lmdb.Error as err:
+                raise SnapshotError(f"{path}: not a readable LMDB snapshot ({err})") from None
+            shared = _envs[key] = [env, 0]
+        shared[1] += 1
+        return key, shared[0], st.st_size
+
+
+def _release_env(key: tuple[int, int]) -> None:
+    with _envs_lock:
+        shared = _envs[key]
+        shared[1] -= 1
+        if not shared[1]:
+            del _envs[key]
+            shared[0].close()
+
+
 class Snapshot:
-    """A snapshot file opened read-only. Safe to open from several processes at once."""
+    """A snapshot file opened read-only. Safe to open from several processes at once, and
+    several times in one process (the objects share one LMDB environment)."""
 
     def __init__(self, path: str) -> None:
         self.path = path
+        self._key: tuple[int, int] | None = None
+        self._key, self.env, size = _open_env(path)
         try:
-            self.env = lmdb.open(path, subdir=False, readonly=True, lock=False, max_dbs=8)
-        except lmdb.Error as err:
-            raise SnapshotError(f"{path}: not a readable LMDB snapshot ({err})") from None
-        try:
-            self._tables = {name: self.env.open_db(name.encode(), create=False)
-                            for name in layout.TABLES}
-        except lmdb.Error:
-            self.env.close()
-            raise SnapshotError(f"{path}: not a streamkeep snapshot (tables missing)") from None
-        self.meta = self._read_meta()
+            # LMDB maps the file: a page past the end of a truncated file is SIGBUS, not an
+            # error, so check that every page the newest meta page counts is there.
+            needed = (self.env.info()["last_pgno"] + 1) * self.env.stat()["psize"]
+            if size < needed:
+                raise SnapshotError(f"{path}: truncated ({size} bytes, LMDB needs {needed})")
+            try:
+                self._tables = {name: self.env.open_db(name.encode(), create=False)
+                                for name in layout.TABLES}
+            except lmdb.Error:
+                raise SnapshotError(f"{path}: not a streamkeep snapshot (tables missing)") \
+                    from None
+            self.meta = self._read_meta()
+        except BaseException:
+            self.close()
+            raise
 
     def close(self) -> None:
-        self.env.close()
+        if self._key is not None:
+            key, self._key = self._key, None
+            _release_env(key)
 
     def __enter__(self) -> Snapshot:
         return self
@@ -122,11 +167,12 @@ class Snapshot:
         with self.env.begin(db=self._tables["meta"]) as txn:
             doc = {k.decode(): layout.decode_value(v) for k, v in txn.cursor()}
         if doc.get("format") != layout.FORMAT:
-            self.env.close()
             raise SnapshotError(f"{self.path}: not a streamkeep snapshot")
         if doc.get("version") != layout.VERSION:
-            self.env.close()
             raise SnapshotError(f"{self.path}: unsupported snapshot version {doc.get('version')}")
+        missing = [name for name in Meta.__dataclass_fields__ if name not in doc]
+        if missing:
+            raise SnapshotError(f"{self.path}: meta lacks {', '.join(missing)}")
         return Meta(**{name: doc[name] for name in Meta.__dataclass_fields__})
 
     # --- streams -------------------------------------------------------------------------------
@@ -260,3 +306,13 @@ def _stream_info(raw: bytes, value: bytes) -> StreamInfo:
         db, key, doc["number"], doc["length"], ID.of(layout.id_int(doc["first_id"])),
         ID.of(layout.id_int(doc["last_id"])), ID.of(layout.id_int(doc["max_deleted_id"])),
         doc["entries_added"], doc["nodes"], doc["groups"])
+
+
+def current_snapshot(directory: str) -> str | None:
+    """Path of the snapshot a data directory's manifest names (None: no snapshot yet). Safe
+    while an engine runs there: a snapshot a compaction replaces stays readable while open."""
+    from aof.fs import RealFS
+    from aof.manifest import load
+
+    snapshot = load(RealFS(), directory).snapshot
+    return None if snapshot is None else os.path.join(directory, snapshot.file)

@@ -41,3 +41,21 @@ def test_readme_durability_example_runs(tmp_path, monkeypatch) -> None:
 
     with Engine.open("./data") as db:
         assert db.execute("XLEN", "jobs") == 1
+
+
+def test_readme_snapshot_reader_example_runs(tmp_path, monkeypatch) -> None:
+    blocks = re.findall(r"```python\n(.*?)```", README.read_text(), re.S)
+    example = next(b for b in blocks if "current_snapshot(" in b)
+    monkeypatch.chdir(tmp_path)
+    from engine import Engine
+
+    with Engine.open("./data") as db:
+        for i in range(250):
+            db.execute("XADD", "jobs", "*", "n", str(i))
+        db.execute("XGROUP", "CREATE", "jobs", "workers", "0")
+        db.execute("XREADGROUP", "GROUP", "workers", "w1", "COUNT", "3", "STREAMS", "jobs", ">")
+        assert db.compact(wait=True) is not None
+    scope: dict = {}
+    exec(compile(example, "README.md", "exec"), scope)
+    assert scope["info"].key == b"jobs" and scope["entry"].fields == (b"n", b"249")
+    assert scope["group"].name == b"workers"

@@ -2,8 +2,8 @@
 
 Checks the demo's story is self-consistent (pending = delivered - acked, in every view) and that
 `bench --quick` prints every registered row and derived figure with positive numbers, that
-`--sections` picks sections, and that the AOF section leaves no temp directory behind. Speed
-targets are reported by the bench, never asserted here.
+`--sections` picks sections, and that the AOF and snapshot sections leave no temp directory
+behind. Speed targets are reported by the bench, never asserted here.
 """
 
 from __future__ import annotations
@@ -72,8 +72,13 @@ def test_cli_dispatches_demo(capsys: pytest.CaptureFixture[str]) -> None:
     assert "XINFO CONSUMERS" in capsys.readouterr().out
 
 
-# Rows whose op count is their own (duration-bound loops, fsyncs, records), not the run's N.
-OWN_COUNT = {"aof.always_threads", "aof.always", "aof.fsync", "aof.replay"}
+# Rows whose op count is their own (duration-bound loops, fsyncs, records, entries loaded),
+# not the run's N.
+OWN_COUNT = {"aof.always_threads", "aof.always", "aof.fsync", "aof.replay", "snapshot.load",
+             "snapshot.disk"}
+# What a figure's value cell prints after its number, by Figure.unit.
+UNIT_SUFFIX = {"x": "x", "/s": "/s", "": "", "count": "", "s": " s", "ms": " ms", "us": " us",
+               "MB": " MB"}
 
 
 def _check_rows(out: str, sections: tuple[bench.Section, ...], n: int) -> None:
@@ -108,16 +113,21 @@ def _figure_rows(out: str) -> dict[str, str]:
     return rows
 
 
-def _check_figures(out: str) -> None:
+def _check_figures(out: str, sections: tuple[bench.Section, ...] = bench.SECTIONS) -> None:
+    """Every figure of the benchmarks in ``sections`` printed once with a positive number in its
+    unit (and a verdict if it has a target); no other figure printed."""
+    keys = {b.key for s in sections for b in s.benchmarks}
+    figures = [f for f in bench.FIGURES if f.numerator in keys]
     rows = _figure_rows(out)
-    assert set(rows) == {f.label for f in bench.FIGURES}, out
-    for figure in bench.FIGURES:
+    assert set(rows) == {f.label for f in figures}, out
+    for figure in figures:
         cell = rows[figure.label]
-        m = re.match(rf"({NUMBER})(x|/s)?(?:  |$)", cell)
+        m = re.match(rf"({NUMBER})(x|/s| s| ms| us| MB)?(?:  |$)", cell)
         assert m, (figure.label, cell)
         assert _num(m.group(1)) > 0
-        assert (m.group(2) or "") == figure.unit
+        assert (m.group(2) or "") == UNIT_SUFFIX[figure.unit]
         if figure.target is not None:
+            assert re.search(rf"  {'<=' if figure.at_most else '>='} ", cell), cell
             assert re.search(r"  (PASS|FAIL)$", cell), cell
 
 
@@ -162,11 +172,58 @@ def test_bench_aof_section_rows_and_figures(capsys: pytest.CaptureFixture[str]) 
     assert "sections embedded, aof" in out
     assert not re.search(r"^redis-py ", out, re.M)  # not selected: no rows, not even skipped
     _check_rows(out, sections, bench.QUICK_N)
-    _check_figures(out)
+    _check_figures(out, sections)
     assert re.search(rf"^targets: \d+/{_targets(sections)} PASS$", out, re.M)
     root = _aof_root(out)
     assert os.path.dirname(root) == tempfile.gettempdir()  # /tmp unless TMPDIR says otherwise
     assert not os.path.exists(root)  # every data directory removed
+
+
+def test_bench_snapshot_section_prints_its_rows(capsys: pytest.CaptureFixture[str]) -> None:
+    n = 200  # a 1,000-entry stream; the bounded-disk loop runs DISK_OPS_QUICK_FACTOR x n XADDs
+    assert bench.main(["--n", str(n), "--no-redis", "--sections", "snapshot"]) == 0
+    out = capsys.readouterr().out
+    sections = bench.select_sections("snapshot")
+    assert [s.name for s in sections] == ["snapshot"]
+    assert not re.search(r"^(embedded|aof|redis-py) ", out, re.M)
+    assert not re.search(r"^aof: ", out, re.M)  # no AOF-section directory was used
+    _check_rows(out, sections, n)
+    entries = n * bench.SNAPSHOT_ENTRIES_PER_N
+    assert re.search(rf"^snapshot +entries loaded from the snapshot .*  {entries:,}  ", out, re.M)
+    disk_ops = n * bench.DISK_OPS_QUICK_FACTOR
+    assert re.search(rf"^snapshot +XADD MAXLEN ~ .*  {disk_ops:,}  ", out, re.M)
+    _check_figures(out, sections)
+    assert re.search(rf"^targets: \d+/{_targets(sections)} PASS$", out, re.M)
+
+    # the no-pause latency table: both phases over the same number of XADDs, p50..max each
+    cells = rf"({NUMBER}) +({NUMBER}) +({NUMBER}) +({NUMBER}) +({NUMBER})$"
+    without = re.search(rf"^snapshot +without a compaction(?: \(.*\))? +{cells}", out, re.M)
+    during = re.search(rf"^snapshot +during a compaction: a [\d.]+ s window of its [\d.]+ s "
+                       rf"+{cells}", out, re.M)
+    assert without and during, out
+    assert _num(without.group(1)) == _num(during.group(1)) > 0
+    for m in (without, during):
+        p50, p99, p999, worst = map(_num, m.groups()[1:])
+        assert 0 < p50 <= p99 <= p999 <= worst
+
+    # bounded disk: a size per tenth of the run, and the compactions it saw
+    series = re.search(r"^snapshot: bounded disk: .*MB at 10%.*: ((?:[\d.]+ ?){10})$", out, re.M)
+    assert series, out
+    sizes = [float(x) for x in series.group(1).split()]
+    assert min(sizes) >= 0 and max(sizes) > 0
+    assert re.search(r"^snapshot: bounded disk: \d+ compactions ran, seconds each", out, re.M)
+    root = re.search(r"^snapshot: data dirs under (\S+) ", out, re.M).group(1)
+    assert not os.path.exists(root)
+
+
+def test_figure_with_a_maximum() -> None:
+    ratio = bench.Figure("snapshot", "r", "snapshot.load", extra="r", target=2.0, at_most=True)
+    assert bench.FigureResult(ratio, 1.9).verdict == "PASS"
+    assert bench.FigureResult(ratio, 2.1).verdict == "FAIL"
+    assert bench._fmt_target(2.0, "x", at_most=True) == "<= 2x"
+    assert [bench.Figure("s", "l", "k", unit=u).format(1234.5) for u in ("s", "ms", "us", "MB",
+                                                                       "count")] == [
+        "1234.500 s", "1234.5 ms", "1,234.5 us", "1234.50 MB", "1,234"]
 
 
 def test_bench_aof_alone_has_no_in_memory_ratio(capsys: pytest.CaptureFixture[str]) -> None:

@@ -5,16 +5,25 @@ second (``bench_embedded_xadd(n)``, ``bench_embedded_consume(n)``, ``bench_redis
 ``bench_redis_consume(client, n)``, ...), the :data:`SECTIONS` that name and group them (each
 benchmark may carry an issue target), the :data:`RATIOS` between sections, the lifetime of the
 reference redis-server the bench starts on a free loopback port, and the aligned table it prints.
-Later issues add sections here (snapshot, server) rather than new commands.
-Must not touch: engine internals (only ``Engine.open``/``execute``/``close`` and the journal's
-``records_written``/``fsyncs`` counters) or any data outside its temp dirs.
+Later issues add sections here (server) rather than new commands.
+Must not touch: engine internals (only ``Engine.open``/``execute``/``compact``/``close``, the
+journal's ``records_written``/``fsyncs`` counters, the compactor's ``job``/``runs``/
+``last_error`` and the data directory's "snapshot ... loaded" log line) or any data outside its
+temp dirs.
 
 The ``aof`` section opens engines on fresh data directories under one temp dir (removed when the
 run ends): XADD under each appendfsync policy, 16 threads sharing one ``always`` engine (group
 commit: records per fsync), the machine's serial ``os.write`` + ``fdatasync`` rate in the same
 directory, and the replay of a written directory by ``Engine.open``. A benchmark may return a
 :class:`Measurement` (its own op count, extra figures) instead of a bare rate; :data:`FIGURES`
-derive ratios and those extras, with their own targets.
+derive ratios and those extras, with their own targets (a minimum, or a maximum).
+
+The ``snapshot`` section (:func:`bench_snapshot`, :func:`bench_snapshot_disk`) measures the
+snapshot issue's targets in one run: the restart of a stream of 5 x N entries with a consumer
+group (1,000,000 at full N) from its snapshot, XADD p99 while that state compacts against the
+p99 just before (same directory, same number of XADDs), and the directory's size under a steady
+workload with automatic compaction. A benchmark's notes (a latency table, a size series) print
+under the figures.
 
 Timing: every workload runs a warm-up on a separate key first, then times only its loop with
 ``time.perf_counter``; a row's rate is messages per second and ``us/op`` its inverse.
@@ -24,8 +33,11 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import logging
+import math
 import os
 import platform
+import re
 import shutil
 import socket
 import subprocess
@@ -58,6 +70,19 @@ FSYNC_RECORD = 100  # bytes per os.write in that loop (an XADD record is about 6
 REPLAY_STREAMS = 4  # the replay workload round-robins XADDs over this many streams ...
 REPLAY_CHUNK = 100  # ... this many at a time, each chunk then read (COUNT chunk) and acked
 
+SNAPSHOT_ENTRIES_PER_N = 5  # the snapshot section's stream: 5 x N entries (1,000,000 at full N)
+SNAPSHOT_READ_FRACTION = 10  # its group reads the first 1/10 of the stream ...
+SNAPSHOT_CONSUMERS = 4  # ... in chunks, round-robin over this many consumers, acking every other
+SNAPSHOT_LOAD_TARGET = 500_000  # entries/s loaded from the snapshot at restart
+PAUSE_RATIO_TARGET = 2.0  # XADD p99 during a compaction / p99 without one, at most
+DISK_MAXLEN = 5_000  # the bounded-disk workload: XADD MAXLEN ~ this ...
+DISK_READ_EVERY = 100  # ... with XREADGROUP COUNT this + XACK after every this many XADDs
+DISK_CONSUMERS = 3
+DISK_MIN_SIZE, QUICK_DISK_MIN_SIZE = 1 << 20, 128 << 10  # its auto-aof-rewrite-min-size
+DISK_OPS_QUICK_FACTOR = 8  # with --quick (or a small N) it runs 8 x N XADDs, else N
+DISK_SAMPLES = 100  # directory size samples over the run (the series prints every tenth)
+DISK_GROWTH_TARGET = 1.5  # peak bytes in the run's second half / first half, at most
+
 KEY = "bench"
 GROUP = "g"
 CONSUMER = "c"
@@ -75,11 +100,13 @@ class Skip(Exception):
 @dataclass
 class Measurement:
     """One run of a benchmark: its rate, the ops it timed when that is not the run's N (e.g. a
-    duration-bound loop), and figures the FIGURES table reads (e.g. records per fsync)."""
+    duration-bound loop), figures the FIGURES table reads (e.g. records per fsync), and notes:
+    lines printed under the tables (e.g. a latency table, a size series)."""
 
     rate: float
     count: int | None = None
     figures: dict[str, float] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
 
 
 # --- embedded workloads --------------------------------------------------------------------------
@@ -311,6 +338,260 @@ def bench_aof_replay(path: str, n: int) -> Measurement:
                        figures={"effects_per_s": effects / elapsed})
 
 
+# --- snapshot workloads (data directories under BenchEnv.data_dir) -------------------------------
+
+
+def _open_everysec(path: str, **config: Any) -> Any:
+    from engine import Engine
+
+    return Engine.open(path, appendfsync="everysec", **config)
+
+
+def _build_snapshot_state(engine: Any, entries: int) -> int:
+    """The stream the snapshot section compacts and reloads: ``entries`` XADDs to KEY, whose
+    group reads the first 1/SNAPSHOT_READ_FRACTION of them in chunks, round-robin over
+    SNAPSHOT_CONSUMERS consumers, acking every other entry it reads. Returns the PEL size."""
+    execute = engine.execute
+    execute("XGROUP", "CREATE", KEY, GROUP, "$", "MKSTREAM")
+    _embedded_fill(execute, KEY, entries)
+    to_read = entries // SNAPSHOT_READ_FRACTION
+    chunk = str(max(1, min(1000, to_read // (10 * SNAPSHOT_CONSUMERS))))
+    read = pending = turn = 0
+    while read < to_read:
+        reply = execute("XREADGROUP", "GROUP", GROUP, f"c{turn % SNAPSHOT_CONSUMERS}",
+                        "COUNT", chunk, "STREAMS", KEY, ">")
+        ids = [entry[0] for entry in reply[0][1]]
+        acked = ids[::2]
+        execute("XACK", KEY, GROUP, *acked)
+        read += len(ids)
+        pending += len(ids) - len(acked)
+        turn += 1
+    return pending
+
+
+def _check_snapshot_state(engine: Any, entries: int, pending: int) -> None:
+    length = engine.execute("XLEN", KEY)
+    found = engine.execute("XPENDING", KEY, GROUP)[0]
+    consumers = len(engine.execute("XINFO", "CONSUMERS", KEY, GROUP))
+    if (length, found, consumers) != (entries, pending, SNAPSHOT_CONSUMERS):
+        raise AssertionError(
+            f"restart restored {length} entries, {found} pending, {consumers} consumers; "
+            f"expected {entries}, {pending}, {SNAPSHOT_CONSUMERS}")
+
+
+_SNAPSHOT_LOADED = re.compile(r"^snapshot \S+ loaded: .*?(\d+) entries, .* in ([\d.]+) s$")
+
+
+class _SnapshotLoadLog(logging.Handler):
+    """Catches the data directory's ``snapshot <file> loaded: ... E entries, ... in T s`` line
+    while ``Engine.open`` runs: (entries, seconds), the seconds unrounded when the record
+    carries them as its last argument."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.INFO)
+        self.loaded: tuple[int, float] | None = None
+
+    def emit(self, record: logging.LogRecord) -> None:
+        m = _SNAPSHOT_LOADED.match(record.getMessage())
+        if m is None:
+            return
+        seconds = record.args[-1] if isinstance(record.args, tuple) and record.args else None
+        if not isinstance(seconds, float):
+            seconds = float(m.group(2))
+        self.loaded = (int(m.group(1)), seconds)
+
+
+@contextlib.contextmanager
+def _catch_snapshot_load() -> Iterator[_SnapshotLoadLog]:
+    logger = logging.getLogger("streamkeep.aof")
+    handler, level = _SnapshotLoadLog(), logger.level
+    logger.addHandler(handler)
+    if not logger.isEnabledFor(logging.INFO):
+        logger.setLevel(logging.INFO)
+    try:
+        yield handler
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(level)
+
+
+def _timed_xadds(execute: Callable[..., Any], key: str, limit: int,
+                 running: Callable[[], bool] | None = None) -> list[int]:
+    """Up to ``limit`` XADD key * f v, each timed with perf_counter_ns (nanoseconds, in order);
+    stops early once ``running()`` is false (checked before each XADD, outside its time)."""
+    clock = time.perf_counter_ns
+    times: list[int] = []
+    record = times.append
+    for _ in range(limit):
+        if running is not None and not running():
+            break
+        start = clock()
+        execute("XADD", key, "*", "f", "v")
+        record(clock() - start)
+    return times
+
+
+def _percentile_us(ordered: Sequence[int], q: float) -> float:
+    """Nearest-rank percentile of sorted nanosecond times, in microseconds."""
+    return ordered[max(0, math.ceil(q * len(ordered)) - 1)] / 1000
+
+
+def _latency_row(label: str, times: Sequence[int]) -> list[str]:
+    ordered = sorted(times)
+    return ["snapshot", label, f"{len(ordered):,}",
+            *(f"{_percentile_us(ordered, q):,.1f}" for q in (0.5, 0.99, 0.999)),
+            f"{ordered[-1] / 1000:,.1f}"]
+
+
+def bench_snapshot(path: str, entries: int, latency_ops: int) -> Measurement:
+    """The snapshot issue's restart and no-pause targets, on one data directory (appendfsync
+    everysec, automatic compaction off: the bench compacts when it means to):
+
+    1. build: ``entries`` XADDs plus a group with a PEL (:func:`_build_snapshot_state`), then
+       ``compact(wait=True)`` (figure ``compact_s``) and close;
+    2. restart: ``Engine.open`` timed (``restart_s``; the AOF tail is empty), the snapshot load
+       taken from the open's log line; the row's rate is entries loaded per second;
+    3. no pause: ``latency_ops`` timed XADDs to a side stream (the baseline), then
+       ``compact(wait=False)`` (its call, the rotation under the engine lock: ``start_ms``) and
+       timed XADDs only while that compaction runs, at most ``latency_ops``: the ops in that
+       window. Both phases' p99 compare over the same number of XADDs (the last ones of the
+       baseline if the window held fewer); p99 during / p99 without is ``p99_ratio``.
+    """
+    off = {"auto_aof_rewrite_percentage": 0}
+    engine = _open_everysec(path, **off)
+    try:
+        pending = _build_snapshot_state(engine, entries)
+        start = time.perf_counter()
+        if engine.compact(wait=True) is None:
+            raise AssertionError("compact() wrote no snapshot of the built stream")
+        compact_s = time.perf_counter() - start
+    finally:
+        engine.close()
+
+    with _catch_snapshot_load() as caught:
+        start = time.perf_counter()
+        engine = _open_everysec(path, **off)
+        restart_s = time.perf_counter() - start
+    try:
+        _check_snapshot_state(engine, entries, pending)
+        if caught.loaded is None:
+            raise AssertionError("Engine.open logged no 'snapshot ... loaded' line")
+        loaded, load_s = caught.loaded
+        if loaded != entries:
+            raise AssertionError(f"the snapshot held {loaded} entries, expected {entries}")
+
+        execute, compactor = engine.execute, engine.datadir.compactor
+        _embedded_fill(execute, "latency", warmup_size(latency_ops))
+        without = _timed_xadds(execute, "latency", latency_ops)
+        start = time.perf_counter()
+        engine.compact(wait=False)
+        started = time.perf_counter()
+        job = compactor.job
+        if job is None:
+            raise AssertionError("compact(wait=False) started no compaction")
+        during = _timed_xadds(execute, "latency", latency_ops,
+                              lambda: compactor.job is not None)
+        window_s = time.perf_counter() - started
+        job.done.wait()
+        compaction_s = time.perf_counter() - start
+        if job.error is not None:
+            raise AssertionError(f"the compaction failed: {job.error}")
+    finally:
+        engine.close()
+    if not during:
+        raise AssertionError("the compaction ended before the first XADD of its window")
+
+    baseline = without[-len(during):]
+    p99_without = _percentile_us(sorted(baseline), 0.99)
+    p99_during = _percentile_us(sorted(during), 0.99)
+    note = "" if len(baseline) == len(without) else \
+        f" (its last {len(baseline):,} of {len(without):,}: the window held fewer)"
+    table = format_table(
+        ["section", "XADD latency in us (1 thread, appendfsync everysec)", "XADDs", "p50", "p99",
+         "p99.9", "max"],
+        [_latency_row("without a compaction" + note, baseline),
+         _latency_row(f"during a compaction: a {window_s:.2f} s window of its "
+                      f"{compaction_s:.2f} s", during)],
+        right={2, 3, 4, 5, 6})
+    return Measurement(entries / load_s, count=entries, figures={
+        "restart_s": restart_s, "compact_s": compact_s, "start_ms": (started - start) * 1000,
+        "p99_without_us": p99_without, "p99_during_us": p99_during,
+        "p99_ratio": p99_during / p99_without,
+    }, notes=[table])
+
+
+def _dir_bytes(path: str) -> int:
+    """Bytes of the segments and snapshots in a data directory, a snapshot being built too."""
+    total = 0
+    with os.scandir(path) as entries:
+        for entry in entries:
+            if entry.name.startswith(("segment-", "snapshot-")):
+                with contextlib.suppress(FileNotFoundError):  # removed by a compaction meanwhile
+                    total += entry.stat().st_size
+    return total
+
+
+def bench_snapshot_disk(path: str, ops: int, min_size: int) -> Measurement:
+    """Bounded disk: ``ops`` XADD MAXLEN ~ DISK_MAXLEN on one stream, its group reading
+    (XREADGROUP COUNT DISK_READ_EVERY, consumers round-robin) and acking after every
+    DISK_READ_EVERY XADDs, with automatic compaction at auto-aof-rewrite-min-size ``min_size``
+    (percentage 100). The directory's segment + snapshot bytes are sampled DISK_SAMPLES times;
+    figures: compactions completed, the peak of each half of the run and their ratio (an AOF
+    that only grows doubles). XADDs/s is the row's rate."""
+    engine = _open_everysec(path, auto_aof_rewrite_min_size=min_size)
+    try:
+        execute, compactor = engine.execute, engine.datadir.compactor
+        maxlen, count = str(DISK_MAXLEN), str(DISK_READ_EVERY)
+        execute("XGROUP", "CREATE", KEY, GROUP, "$", "MKSTREAM")
+        every = max(1, ops // DISK_SAMPLES)
+        samples: list[int] = []
+        spans: list[list[float]] = []  # [seen start, seen end] of each compaction, polled
+        seen = None
+        turn = 0
+        start = time.perf_counter()
+        for i in range(1, ops + 1):
+            execute("XADD", KEY, "MAXLEN", "~", maxlen, "*", "f", "v")
+            if compactor.job is not seen:
+                now, seen = time.perf_counter(), compactor.job
+                if spans and len(spans[-1]) == 1:
+                    spans[-1].append(now)
+                if seen is not None:
+                    spans.append([now])
+            if i % DISK_READ_EVERY == 0:
+                reply = execute("XREADGROUP", "GROUP", GROUP, f"c{turn % DISK_CONSUMERS}",
+                                "COUNT", count, "STREAMS", KEY, ">")
+                turn += 1
+                if reply:
+                    execute("XACK", KEY, GROUP, *[entry[0] for entry in reply[0][1]])
+            if i % every == 0:
+                samples.append(_dir_bytes(path))
+        elapsed = time.perf_counter() - start
+        job = compactor.job
+        if job is not None:  # closing would abandon it
+            job.done.wait()
+        if spans and len(spans[-1]) == 1:
+            spans[-1].append(time.perf_counter())
+        runs, error = compactor.runs, compactor.last_error
+    finally:
+        engine.close()
+    half = len(samples) // 2
+    first, second = max(samples[:half] or samples), max(samples[half:])
+    tenths = [samples[max(0, len(samples) * k // 10 - 1)] for k in range(1, 11)]
+    took = [f"{end - begin:.2f}" for begin, end in spans]
+    if len(took) > 16:
+        took[8:-7] = ["..."]
+    notes = ["bounded disk: segments + snapshots, MB at 10%, 20%, ... 100% of the run: "
+             + " ".join(f"{b / 1e6:.2f}" for b in tenths),
+             f"bounded disk: {len(spans)} compactions ran, seconds each (from the XADD loop): "
+             + (" ".join(took) or "none")]
+    if error is not None:
+        notes.append(f"bounded disk: the last compaction failed: {error}")
+    return Measurement(ops / elapsed, count=ops, figures={
+        "compactions": float(runs), "peak_first_mb": first / 1e6,
+        "peak_second_mb": second / 1e6, "growth": second / first,
+    }, notes=notes)
+
+
 # --- redis-py workloads (the reference) ----------------------------------------------------------
 
 
@@ -514,6 +795,7 @@ class BenchEnv:
         self.server: RedisServer | None = None
         self._redis_error: str | None = None if use_redis else "disabled (--no-redis)"
         self.tmp_root: str | None = None  # the AOF data directories' parent, made on first use
+        self.dirs_used: set[str] = set()  # names passed to data_dir, for describe()
 
     @property
     def always_seconds(self) -> float:
@@ -523,9 +805,28 @@ class BenchEnv:
     def fsync_n(self) -> int:
         return QUICK_FSYNC_N if self.quick else FSYNC_N
 
+    @property
+    def snapshot_entries(self) -> int:
+        """Entries of the snapshot section's stream: 1,000,000 at full N."""
+        return self.n * SNAPSHOT_ENTRIES_PER_N
+
+    @property
+    def latency_ops(self) -> int:
+        """Timed XADDs per phase of the no-pause measurement (at most, while compacting)."""
+        return self.n
+
+    @property
+    def disk_ops(self) -> int:
+        return self.n * DISK_OPS_QUICK_FACTOR if self.quick else self.n
+
+    @property
+    def disk_min_size(self) -> int:
+        return QUICK_DISK_MIN_SIZE if self.quick else DISK_MIN_SIZE
+
     @contextlib.contextmanager
     def data_dir(self, name: str) -> Iterator[str]:
         """A path for a new data directory (not yet created), removed when the block ends."""
+        self.dirs_used.add(name)
         if self.tmp_root is None:
             self.tmp_root = tempfile.mkdtemp(prefix="streamkeep-bench-aof-")
         parent = tempfile.mkdtemp(prefix=f"{name}-", dir=self.tmp_root)
@@ -550,13 +851,25 @@ class BenchEnv:
     def describe(self) -> list[str]:
         """Header lines about the resources that were used."""
         lines = []
+        where = ""
         if self.tmp_root is not None:
+            where = (f"data dirs under {self.tmp_root} ({_filesystem(self.tmp_root)}), removed "
+                     f"after the run")
+        if where and self.dirs_used - set(SNAPSHOT_DIRS):
             lines.append(
-                f"aof: data dirs under {self.tmp_root} ({_filesystem(self.tmp_root)}), removed "
-                f"after the run; appendfsync always loops stop after "
+                f"aof: {where}; appendfsync always loops stop after "
                 f"{self.always_seconds:g} s; serial fsync {self.fsync_n:,} x "
                 f"(os.write {FSYNC_RECORD} B + fdatasync); replay workload {REPLAY_CHUNK} XADDs "
                 f"then XREADGROUP COUNT {REPLAY_CHUNK} + XACK, over {REPLAY_STREAMS} streams")
+        if where and self.dirs_used & set(SNAPSHOT_DIRS):
+            lines.append(
+                f"snapshot: {where}; appendfsync everysec; a {self.snapshot_entries:,}-entry "
+                f"stream whose group read the first 1/{SNAPSHOT_READ_FRACTION} with "
+                f"{SNAPSHOT_CONSUMERS} consumers, acking every other entry; no-pause phases of "
+                f"{self.latency_ops:,} XADDs at most; bounded disk: {self.disk_ops:,} XADD "
+                f"MAXLEN ~ {DISK_MAXLEN:,}, XREADGROUP COUNT {DISK_READ_EVERY} + XACK every "
+                f"{DISK_READ_EVERY}, auto-aof-rewrite-min-size {self.disk_min_size >> 10} KiB, "
+                f"percentage 100")
         if self.server is not None and self.server.client is not None:
             import redis
 
@@ -613,21 +926,29 @@ class Ratio:
 @dataclass(frozen=True)
 class Figure:
     """A number derived from benchmarks of the same run: the ratio of two rates (``denominator``
-    set) or a figure the numerator's best run reported (``extra``), with an optional target."""
+    set) or a figure the numerator's best run reported (``extra``), with an optional target:
+    a minimum, or a maximum with ``at_most``."""
 
     section: str
     label: str
     numerator: str  # Benchmark.key
     denominator: str | None = None  # Benchmark.key
     extra: str | None = None  # a Measurement.figures name
-    unit: str = "x"  # "x" (a ratio), "" (a count), "/s" (a rate)
+    unit: str = "x"  # "x" (a ratio), "" (a mean count), "count", "/s" (a rate), or one of UNITS
     target: float | None = None
+    at_most: bool = False  # the target is a maximum
+
+    UNITS = {"s": "{:.3f} s", "ms": "{:.1f} ms", "us": "{:,.1f} us", "MB": "{:.2f} MB"}
 
     def format(self, value: float) -> str:
         if self.unit == "x":
             return f"{value:.2f}x"
         if self.unit == "/s":
             return f"{value:,.0f}/s"
+        if self.unit == "count":
+            return f"{value:,.0f}"
+        if self.unit in self.UNITS:
+            return self.UNITS[self.unit].format(value)
         return f"{value:.1f}"
 
 
@@ -667,7 +988,18 @@ SECTIONS: tuple[Section, ...] = (
         Benchmark("redis.consume_pipe", "consume: XACK + next XREADGROUP pipelined",
                   lambda env: bench_redis_consume(env.redis, env.n, pipelined=True)),
     ), option="redis"),
+    Section("snapshot", (
+        Benchmark("snapshot.load", "entries loaded from the snapshot at restart (stream+group)",
+                  lambda env: _in_dir(env, "snapshot", bench_snapshot, env.snapshot_entries,
+                                      env.latency_ops),
+                  target=SNAPSHOT_LOAD_TARGET),
+        Benchmark("snapshot.disk", f"XADD MAXLEN ~ {DISK_MAXLEN:,} + group read/ack, "
+                                   "auto compaction",
+                  lambda env: _in_dir(env, "disk", bench_snapshot_disk, env.disk_ops,
+                                      env.disk_min_size)),
+    )),
 )
+SNAPSHOT_DIRS = ("snapshot", "disk")  # the snapshot section's data_dir names
 
 RATIOS: tuple[Ratio, ...] = (
     Ratio("XADD", "redis-py XADD, one at a time", "embedded.xadd", "redis.xadd"),
@@ -688,6 +1020,26 @@ FIGURES: tuple[Figure, ...] = (
            extra="records_per_fsync", unit=""),
     Figure("aof", "replay: effects applied per second", "aof.replay", extra="effects_per_s",
            unit="/s"),
+    Figure("snapshot", "restart: Engine.open of that stream with groups", "snapshot.load",
+           extra="restart_s", unit="s"),
+    Figure("snapshot", "its compaction from the AOF, compact(wait=True)", "snapshot.load",
+           extra="compact_s", unit="s"),
+    Figure("snapshot", "no pause: XADD p99 without a compaction", "snapshot.load",
+           extra="p99_without_us", unit="us"),
+    Figure("snapshot", "no pause: XADD p99 while that stream compacts again", "snapshot.load",
+           extra="p99_during_us", unit="us"),
+    Figure("snapshot", "no pause: p99 during / p99 without", "snapshot.load",
+           extra="p99_ratio", target=PAUSE_RATIO_TARGET, at_most=True),
+    Figure("snapshot", "compact(wait=False) call: rotation under the engine lock",
+           "snapshot.load", extra="start_ms", unit="ms"),
+    Figure("snapshot", "bounded disk: compactions completed", "snapshot.disk",
+           extra="compactions", unit="count"),
+    Figure("snapshot", "bounded disk: peak segments + snapshots, 1st half", "snapshot.disk",
+           extra="peak_first_mb", unit="MB"),
+    Figure("snapshot", "bounded disk: peak segments + snapshots, 2nd half", "snapshot.disk",
+           extra="peak_second_mb", unit="MB"),
+    Figure("snapshot", "bounded disk: peak 2nd half / 1st (an AOF only growing: 2x)",
+           "snapshot.disk", extra="growth", target=DISK_GROWTH_TARGET, at_most=True),
 )
 
 
@@ -722,6 +1074,7 @@ class Result:
     skipped: str | None = None
     count: int | None = None  # ops the best run timed, when not the run's N
     figures: dict[str, float] = field(default_factory=dict)  # the best run's
+    notes: list[str] = field(default_factory=list)  # the best run's
 
     @property
     def verdict(self) -> str:
@@ -744,6 +1097,8 @@ class FigureResult:
             return ""
         if self.value is None:
             return "n/a"
+        if self.figure.at_most:
+            return "PASS" if self.value <= self.figure.target else "FAIL"
         return "PASS" if self.value >= self.figure.target else "FAIL"
 
 
@@ -765,6 +1120,7 @@ def run_benchmarks(env: BenchEnv, sections: Sequence[Section] | None = None, rep
                 best = max((r if isinstance(r, Measurement) else Measurement(r) for r in runs),
                            key=lambda m: m.rate)
                 result.rate, result.count, result.figures = best.rate, best.count, best.figures
+                result.notes = best.notes
             results.append(result)
     return results
 
@@ -813,9 +1169,9 @@ def format_table(headers: Sequence[str], rows: Sequence[Sequence[str]], right: s
     return "\n".join([line(headers), line(["-" * w for w in widths]), *map(line, rows)])
 
 
-def _fmt_target(target: float, unit: str = "") -> str:
+def _fmt_target(target: float, unit: str = "", at_most: bool = False) -> str:
     number = _fmt_rate(target) if target >= 1000 else f"{target:g}"
-    return f">= {number}{'x' if unit == 'x' else ''}"
+    return f"{'<=' if at_most else '>='} {number}{'x' if unit == 'x' else ''}"
 
 
 def format_results(results: Sequence[Result], n: int) -> str:
@@ -847,10 +1203,16 @@ def format_results(results: Sequence[Result], n: int) -> str:
         for fr in figures:
             f = fr.figure
             value = f.format(fr.value) if fr.value is not None else f"n/a ({fr.missing})"
-            target = _fmt_target(f.target, f.unit) if f.target is not None else ""
+            target = _fmt_target(f.target, f.unit, f.at_most) if f.target is not None else ""
             figure_rows.append([f.section, f.label, value, target, fr.verdict])
         parts.append(format_table(["section", "figure", "value", "target", "result"],
                                   figure_rows, right={2}))
+    lines = []  # one-line notes, together; tables (several lines) apart
+    for r in results:
+        parts.extend(note for note in r.notes if "\n" in note)
+        lines.extend(f"{r.section}: {note}" for note in r.notes if "\n" not in note)
+    if lines:
+        parts.append("\n".join(lines))
     verdicts = [r.verdict for r in results if r.bench.target is not None]
     verdicts += [fr.verdict for fr in figures if fr.figure.target is not None]
     if verdicts:

@@ -59,7 +59,7 @@ def build_parser() -> argparse.ArgumentParser:
     p_bench.add_argument("--no-redis", action="store_true",
                          help="skip the redis-server reference rows")
     p_bench.add_argument("--sections", type=_bench_sections, metavar="LIST",
-                         help="comma-separated sections to run, of embedded,aof,redis "
+                         help="comma-separated sections to run, of embedded,aof,redis,snapshot "
                               "(default: all)")
     p_bench.add_argument("--strict", action="store_true",
                          help="exit 1 if a target is missed")

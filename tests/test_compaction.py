@@ -1,0 +1,1120 @@
+"""Background compaction (snapshot.compactor): real processes, real files, SIGKILL, no mocks.
+
+* On demand: `compact(wait=True)` after the mixed workload of tests/aof_workload.py leaves LOCK,
+  manifest.json, exactly one snapshot and only the segments after it, all named by the
+  manifest; the reopened state is the same; a compaction with nothing new is a no-op; the next
+  compaction removes the previous snapshot.
+* Writes during compaction (threads doing XADD/XREADGROUP/XACK while compactions run, waited
+  for and not): every acknowledged write is there after reopen, LSNs continue, `*` IDs keep
+  growing even with a clock that went back.
+* The automatic trigger (auto-aof-rewrite-min-size / -percentage): a steady XADD+MAXLEN
+  workload keeps the directory's size bounded over many compactions; percentage 0 turns it off;
+  it fires exactly when the AOF written since the snapshot reaches
+  max(min-size, percentage% of the snapshot), so 400 compacts later than 100.
+* Failures: the build child SIGKILLed (at spawn, at random times), EIO on the temp snapshot's
+  fsync, EIO on the manifest replace (before and after its rename), close() while a build runs:
+  CompactionError, the engine goes on serving, no temp file stays, nothing is lost on reopen, a
+  later compaction succeeds. A compaction asked for while the AOF refuses writes is an error,
+  not "nothing to compact". Files that cannot be removed after the switch are a warning (the
+  compaction succeeded; the next open removes them), and do not stay counted as AOF.
+* Crashes (the key test): a child process (tests/compaction_workload.py) SIGKILLs itself at each
+  compaction step, with and without writes going on, or while the build child runs; the build
+  child is also killed at random times. Reopened: the acknowledged prefix exactly (or plus the
+  command in flight), never a half-written snapshot in use, every leftover removed at open with
+  a WARNING on "streamkeep.aof", a later compaction works, and the build child never outlives
+  its parent (nor starts its work after the parent died).
+* Damage: a named snapshot missing (ManifestError), garbage, truncated or of another LSN
+  (AOFCorruptError naming the file), a manifest whose snapshot LSN does not meet the first
+  segment (ManifestError). Nothing in the directory is changed by a refusal.
+* Power loss (TrackingFS) at every file operation of a compaction: the recovered state is the
+  state before it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import json
+import logging
+import os
+import random
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+from aof.fs import RealFS
+from aof.manifest import MANIFEST, MANIFEST_TMP, ManifestError, snapshot_file
+from aof.store import AOFCorruptError
+from engine import Engine, ReplyError
+from snapshot.compactor import CompactionError
+from snapshot.reader import Snapshot
+from tests import compaction_workload
+from tests.aof_workload import FakeClock, reference
+from tests.aof_workload import run as run_workload
+from tests.faultfs import FaultyFS, PowerCut, TrackingFS
+from tests.test_aof_powerloss import stop_threads
+
+ROOT = Path(__file__).resolve().parent.parent
+LOGGER = "streamkeep.aof"
+SEED = 5
+
+
+# --- helpers -------------------------------------------------------------------------------------
+
+def listing(d: Path) -> list[str]:
+    return sorted(os.listdir(d))
+
+
+def manifest_doc(d: Path) -> dict:
+    return json.loads((d / MANIFEST).read_text())
+
+
+def named_files(doc: dict) -> set[str]:
+    names = {s["file"] for s in doc["segments"]}
+    if doc["snapshot"] is not None:
+        names.add(doc["snapshot"]["file"])
+    return names
+
+
+def data_files(d: Path) -> set[str]:
+    return set(listing(d)) - {"LOCK", MANIFEST}
+
+
+def disk_bytes(d: Path) -> int:
+    total = 0
+    for name in os.listdir(d):
+        if name.startswith(("snapshot-", "segment-")):
+            with contextlib.suppress(FileNotFoundError):  # removed by a compaction meanwhile
+                total += (d / name).stat().st_size
+    return total
+
+
+def fingerprint(d: Path) -> dict[str, tuple[int, int, bytes | None]]:
+    """Every file's size and mtime (and the manifest's bytes): "nothing changed"."""
+    out = {}
+    for name in listing(d):
+        st = (d / name).stat()
+        out[name] = (st.st_size, st.st_mtime_ns,
+                     (d / name).read_bytes() if name == MANIFEST else None)
+    return out
+
+
+def assert_tidy(d: Path) -> dict:
+    """The directory holds LOCK, the manifest and exactly the files it names."""
+    doc = manifest_doc(d)
+    assert data_files(d) == named_files(doc), (listing(d), doc)
+    assert not [n for n in listing(d) if n.endswith(".tmp")]
+    return doc
+
+
+def open_dir(d: Path, clock: FakeClock | None = None, **options) -> Engine:
+    options.setdefault("auto_aof_rewrite_percentage", 0)
+    options.setdefault("aof_segment_max_bytes", 2048)
+    options.setdefault("appendfsync", "no")
+    return Engine.open(str(d), clock=clock or FakeClock(), **options)
+
+
+def reopen_digest(d: Path) -> tuple[str, int]:
+    with Engine.open(str(d), auto_aof_rewrite_percentage=0) as engine:
+        return engine.digest(), engine.journal.lsn
+
+
+def alive(pid: int) -> bool:
+    """The process exists and is not a zombie."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            state = f.read().rsplit(")", 1)[1].split()[0]
+    except (FileNotFoundError, ProcessLookupError):
+        return False
+    return state not in ("Z", "X")
+
+
+def wait_gone(pid: int, timeout: float) -> float:
+    """Seconds until `pid` is gone; fails after `timeout`."""
+    start = time.monotonic()
+    while alive(pid):
+        if time.monotonic() - start > timeout:
+            pytest.fail(f"process {pid} is still running {timeout} s later")
+        time.sleep(0.01)
+    return time.monotonic() - start
+
+
+# --- 1. on demand ---------------------------------------------------------------------------------
+
+def test_compact_on_demand(tmp_path: Path) -> None:
+    d = tmp_path / "d"
+    clock = FakeClock()
+    engine = open_dir(d, clock)
+    run_workload(engine, clock, SEED, 0, 600)
+    before = sorted(n for n in listing(d) if n.startswith("segment-"))
+    assert len(before) > 5, "the workload was meant to rotate a few times"
+    repl_id = manifest_doc(d)["repl_id"]
+    lsn = engine.journal.lsn
+    digest = engine.digest()
+    assert digest == reference(SEED, [600])[600]
+
+    entry = engine.compact(wait=True)
+    assert entry is not None
+    assert (entry.file, entry.lsn) == (snapshot_file(lsn), lsn)
+    assert entry.size == (d / entry.file).stat().st_size
+    assert engine.datadir.compactor.runs == 1
+    assert engine.datadir.compactor.last_status == "ok"
+    doc = assert_tidy(d)
+    assert [n for n in listing(d) if n.startswith("snapshot-")] == [entry.file]
+    assert doc["snapshot"] == {"file": entry.file, "lsn": lsn, "size": entry.size,
+                               "created_ms": entry.created_ms}
+    assert doc["repl_id"] == repl_id
+    segments = [s["file"] for s in doc["segments"]]
+    assert segments == sorted(n for n in listing(d) if n.startswith("segment-"))
+    # Only the current segment may stay (when it held no record: then it was not rotated).
+    assert set(segments) & set(before) <= {before[-1]}, "a compacted segment is still named"
+    assert doc["segments"][0]["first_lsn"] == lsn + 1
+    with Snapshot(str(d / entry.file)) as snap:
+        assert (snap.meta.lsn, snap.meta.repl_id) == (lsn, repl_id)
+    assert engine.digest() == digest
+
+    # Nothing written since: nothing to do, nothing touched.
+    still = fingerprint(d)
+    assert engine.compact(wait=True) is None
+    assert fingerprint(d) == still
+    assert engine.datadir.compactor.runs == 1
+    engine.close()
+    assert reopen_digest(d) == (digest, lsn)
+
+    # Writes, then a second compaction: it replaces the first snapshot.
+    engine = open_dir(d, clock)
+    run_workload(engine, clock, SEED, 600, 900)
+    second = engine.compact(wait=True)
+    assert second is not None and second.lsn == engine.journal.lsn > lsn
+    assert not (d / entry.file).exists()
+    assert [n for n in listing(d) if n.startswith("snapshot-")] == [second.file]
+    assert_tidy(d)
+    digest = engine.digest()
+    assert digest == reference(SEED, [900])[900]
+    engine.close()
+    assert reopen_digest(d) == (digest, second.lsn)
+
+
+# --- 2. writes during compaction ---------------------------------------------------------------
+
+def test_writes_during_compaction(tmp_path: Path) -> None:
+    d = tmp_path / "d"
+    engine = Engine.open(str(d), appendfsync="everysec", aof_segment_max_bytes=4096,
+                         auto_aof_rewrite_percentage=0)  # the real clock
+    compactor = engine.datadir.compactor
+    keys = [f"s{i}" for i in range(3)]
+    for key in keys:
+        engine.execute("XGROUP", "CREATE", key, "g", "$", "MKSTREAM")
+    stop = threading.Event()
+    added: dict[str, list[bytes]] = {k: [] for k in keys}
+    acked: dict[str, set[bytes]] = {k: set() for k in keys}
+    during = [0]  # writes acknowledged while a compaction was running
+    errors: list[BaseException] = []
+
+    def writer(n: int) -> None:
+        rng = random.Random(n)
+        try:
+            while not stop.is_set():
+                key = rng.choice(keys)
+                sid = engine.execute("XADD", key, "*", "w", str(n), "v", "x" * rng.randint(0, 80))
+                added[key].append(sid)
+                reply = engine.execute("XREADGROUP", "GROUP", "g", f"c{n}", "COUNT", "3",
+                                       "STREAMS", key, ">")
+                if reply:
+                    ids = [e[0] for e in reply[0][1]]
+                    ids = ids[: rng.randint(0, len(ids))]
+                    if ids:
+                        assert engine.execute("XACK", key, "g", *ids) == len(ids)
+                        acked[key].update(ids)
+                if compactor.job is not None:
+                    during[0] += 1
+        except BaseException as err:  # pragma: no cover - reported below
+            errors.append(err)
+
+    writers = [threading.Thread(target=writer, args=(n,)) for n in range(3)]
+    for t in writers:
+        t.start()
+    results: list[object] = []
+
+    def compactions() -> None:
+        try:
+            for _ in range(3):
+                time.sleep(0.15)
+                results.append(engine.compact(wait=True))
+        except BaseException as err:  # pragma: no cover - reported below
+            errors.append(err)
+
+    waiter = threading.Thread(target=compactions)
+    waiter.start()
+    waiter.join(60)
+    # One more without waiting; the writers go on meanwhile.
+    assert engine.compact(wait=False) is None
+    job = compactor.job
+    time.sleep(0.2)
+    stop.set()
+    for t in writers:
+        t.join(30)
+    if job is not None:
+        assert job.done.wait(30)
+    assert not errors, errors
+    assert len(results) == 3 and all(r is not None for r in results), results
+    lsns = [r.lsn for r in results]  # type: ignore[attr-defined]
+    assert lsns == sorted(set(lsns))
+    assert compactor.runs >= 3 and compactor.last_status == "ok"
+    assert during[0] > 20, "the writers were meant to run while compactions did"
+    assert sum(map(len, added.values())) > 200
+    assert_tidy(d)
+    digest, lsn = engine.digest(), engine.journal.lsn
+    # Writer threads append the IDs they got in any order: compare as IDs.
+    def as_id(sid: bytes) -> tuple[int, int]:
+        ms, seq = sid.split(b"-")
+        return int(ms), int(seq)
+
+    last_ids = {k: max(map(as_id, added[k])) for k in keys}  # only XADDs: the max is the top
+    engine.close()
+
+    # A clock far behind the IDs written: `*` must still go on from each stream's last ID.
+    with Engine.open(str(d), auto_aof_rewrite_percentage=0, clock=FakeClock(1000)) as engine:
+        assert engine.digest() == digest
+        assert engine.journal.lsn == lsn
+        for key in keys:
+            entries = engine.execute("XRANGE", key, "-", "+")
+            assert [e[0] for e in entries] == sorted(added[key], key=as_id), (
+                f"{key}: acknowledged XADDs lost")
+            pending = {p[0] for p in engine.execute("XPENDING", key, "g", "-", "+", "100000")}
+            assert not pending & acked[key], f"{key}: acknowledged XACKs lost"
+            new = engine.execute("XADD", key, "*", "after", "reopen")
+            last_ms, last_seq = last_ids[key]
+            assert as_id(new) == (last_ms, last_seq + 1)
+        assert engine.journal.lsn == lsn + len(keys)  # LSNs continue without a gap
+        digest = engine.digest()
+    assert reopen_digest(d) == (digest, lsn + len(keys))
+
+
+# --- 3. the automatic trigger ---------------------------------------------------------------
+
+VALUE = "v" * 1000  # records of about 1.05 KB
+
+
+@dataclass
+class AutoRun:
+    written: int = 0  # AOF bytes the workload wrote
+    samples: list[int] = field(default_factory=list)  # on-disk sizes (snapshots + segments)
+    most_snapshots: int = 0
+    triggers: list[tuple[int, float]] = field(default_factory=list)  # (AOF bytes, threshold)
+    # per compaction: (bytes written from its rotation to its end, AOF bytes left after it)
+    compactions: list[tuple[int, int]] = field(default_factory=list)
+    snapshot_sizes: list[int] = field(default_factory=list)
+    runs: int = 0
+
+
+def auto_workload(d: Path, min_size: object, percentage: object, *, seconds: float = 0,
+                  rate: int = 0, budget: int = 0) -> AutoRun:
+    """XADD MAXLEN = 10 of ~1 KB records on two keys: for `seconds` at about `rate` a second,
+    writes going on during compactions; or (budget) until `budget` AOF bytes, each compaction
+    waited for before the next write, so that each trigger is seen exactly where it fired."""
+    out = AutoRun()
+    engine = Engine.open(str(d), appendfsync="no", aof_segment_max_bytes=32 << 10,
+                         auto_aof_rewrite_min_size=min_size,
+                         auto_aof_rewrite_percentage=percentage)
+    journal, compactor = engine.journal, engine.datadir.compactor
+    trigger = journal.on_rewrite
+    written = [0]
+    at_rotation = [0]
+
+    def observed() -> None:  # the real trigger, recording when it fired
+        out.triggers.append((journal.aof_bytes, compactor.threshold()))
+        at_rotation[0] = written[0]  # it rotates now, in this append
+        trigger()
+
+    def on_step(name: str) -> None:
+        if name == "removed":
+            with engine.lock:
+                out.compactions.append((written[0] - at_rotation[0], journal.aof_bytes))
+                out.snapshot_sizes.append(compactor.snapshot_size)
+
+    journal.on_rewrite = observed
+    compactor.on_step = on_step
+    start = time.monotonic()
+    i = 0
+    while (time.monotonic() - start < seconds) if seconds else written[0] < budget:
+        if seconds and i > (time.monotonic() - start) * rate:
+            time.sleep(0.002)
+            continue
+        with engine.lock:
+            before = journal.aof_bytes
+        engine.execute("XADD", f"k{i % 2}", "MAXLEN", "=", "10", "*", "f", VALUE)
+        with engine.lock:  # (a compaction's removal may run in between: count what grew)
+            written[0] += max(journal.aof_bytes - before, 0)
+        i += 1
+        if budget and (job := compactor.job) is not None:
+            job.done.wait()
+        if i % 20 == 0:
+            out.samples.append(disk_bytes(d))
+            out.most_snapshots = max(out.most_snapshots, sum(
+                n.startswith("snapshot-") for n in os.listdir(d)))
+    if (job := compactor.job) is not None:
+        job.done.wait()
+    out.written, out.runs = written[0], compactor.runs
+    assert compactor.last_status == "ok", compactor.last_error
+    engine.close()
+    assert_tidy(d)
+    return out
+
+
+@pytest.mark.parametrize("min_size", ["64kb", 64 << 10])
+def test_auto_compaction_keeps_the_directory_bounded(tmp_path: Path, min_size: object) -> None:
+    run = auto_workload(tmp_path / "d", min_size, 100, seconds=2.5, rate=1000)
+    assert run.written > 1_500_000
+    assert run.runs >= 3 and len(run.compactions) == run.runs, run.compactions
+    assert run.triggers[0][1] == 64 << 10  # no snapshot yet: the min size alone
+    assert run.most_snapshots <= 2  # the named one, and the one being built or published
+    # Each compaction leaves only what was written while it ran (plus segment headers).
+    for during, left in run.compactions:
+        assert left <= during + 8 * 1024, run.compactions
+    # So the directory never holds more than two snapshots, one threshold's worth of AOF and
+    # what two compactions in a row saw written meanwhile: not a function of the total.
+    snapshot = max(run.snapshot_sizes)
+    threshold = max(64 << 10, snapshot)
+    most_during = max(d for d, _ in run.compactions)
+    bound = 2 * snapshot + threshold + 2 * most_during + (96 << 10)
+    assert max(run.samples) <= bound, (max(run.samples), bound, run.compactions)
+    assert max(run.samples) < run.written, "compaction does not keep the directory bounded"
+
+
+def test_auto_compaction_off_with_percentage_zero(tmp_path: Path) -> None:
+    d = tmp_path / "d"
+    engine = Engine.open(str(d), appendfsync="no", aof_segment_max_bytes=32 << 10,
+                         auto_aof_rewrite_min_size="64kb", auto_aof_rewrite_percentage=0)
+    for i in range(400):
+        engine.execute("XADD", f"k{i % 2}", "MAXLEN", "=", "10", "*", "f", VALUE)
+    assert engine.journal.aof_bytes > 6 * (64 << 10)
+    assert engine.journal.rewrite_at == float("inf")
+    assert engine.datadir.compactor.runs == 0 and engine.datadir.compactor.job is None
+    engine.close()
+    assert not [n for n in listing(d) if n.startswith("snapshot-")]
+    for bad in ({"auto_aof_rewrite_percentage": -1}, {"auto_aof_rewrite_min_size": "lots"},
+                {"auto_aof_rewrite_min_size": -5}):
+        with pytest.raises(ValueError):
+            Engine.open(str(tmp_path / "e"), **bad)
+    assert not (tmp_path / "e").exists(), "bad options must be refused before touching it"
+
+
+def test_auto_compaction_percentage_rule(tmp_path: Path) -> None:
+    """The trigger fires at the write that takes the AOF written since the snapshot to
+    max(min-size, percentage% of the snapshot's size): 400 compacts later than 100."""
+    runs = {}
+    for pct in (100, 400):
+        run = auto_workload(tmp_path / f"p{pct}", "64kb", pct, budget=450 << 10)
+        assert run.runs == len(run.triggers) >= 2, (run.runs, run.triggers)
+        for n, (aof_bytes, threshold) in enumerate(run.triggers):
+            if n == 0:
+                assert threshold == 64 << 10
+            else:  # the snapshot before it: ~80 KB, so pct matters
+                snapshot = run.snapshot_sizes[n - 1]
+                assert threshold == max(64 << 10, snapshot * pct / 100)
+            # Fired at the record that crossed it (one record of ~1.1 KB plus a header).
+            assert threshold <= aof_bytes < threshold + 1100 + 64, (aof_bytes, threshold)
+        runs[pct] = run.runs
+    assert runs[400] < runs[100], runs
+
+
+def test_threshold_follows_the_snapshot_size(tmp_path: Path) -> None:
+    d = tmp_path / "d"
+    engine = Engine.open(str(d), appendfsync="no", auto_aof_rewrite_min_size=1000,
+                         auto_aof_rewrite_percentage=250)
+    compactor = engine.datadir.compactor
+    assert compactor.threshold() == 1000 == engine.journal.rewrite_at
+    engine.execute("XADD", "k", "*", "f", "v")
+    assert engine.compact(wait=True) is not None
+    size = compactor.snapshot_size
+    assert size == (d / manifest_doc(d)["snapshot"]["file"]).stat().st_size > 1000
+    assert compactor.threshold() == size * 2.5 == engine.journal.rewrite_at
+    engine.close()
+    with Engine.open(str(d), auto_aof_rewrite_min_size=1000,
+                     auto_aof_rewrite_percentage=250) as engine:
+        assert engine.datadir.compactor.threshold() == size * 2.5  # from the manifest
+        assert engine.journal.rewrite_at == size * 2.5
+
+
+# --- 4. failures -------------------------------------------------------------------------------------
+
+def filled(d: Path, n: int = 400, **options) -> tuple[Engine, FakeClock]:
+    clock = FakeClock()
+    engine = open_dir(d, clock, **options)
+    run_workload(engine, clock, SEED, 0, n)
+    return engine, clock
+
+
+def test_build_child_killed_at_spawn(tmp_path: Path) -> None:
+    d = tmp_path / "d"
+    engine, clock = filled(d)
+    compactor = engine.datadir.compactor
+    killed = []
+
+    def on_step(name: str) -> None:
+        if name == "spawned":
+            killed.append(compactor.job.proc)
+            os.kill(compactor.job.proc.pid, signal.SIGKILL)
+
+    compactor.on_step = on_step
+    with pytest.raises(CompactionError, match="status -9"):
+        engine.compact(wait=True)
+    assert killed and killed[0].returncode == -signal.SIGKILL
+    assert compactor.last_status == "err" and compactor.runs == 0
+    assert_tidy(d)  # no temp file, no snapshot
+    assert not [n for n in listing(d) if n.startswith("snapshot-")]
+    # The engine goes on serving.
+    run_workload(engine, clock, SEED, 400, 450)
+    assert engine.execute("XLEN", "s1") >= 0
+    digest = engine.digest()
+    assert digest == reference(SEED, [450])[450]
+    engine.close()
+    assert reopen_digest(d)[0] == digest
+    # A later compaction succeeds.
+    engine = open_dir(d, clock)
+    compactor = engine.datadir.compactor
+    assert engine.compact(wait=True) is not None
+    assert compactor.last_status == "ok"
+    assert_tidy(d)
+    engine.close()
+    assert reopen_digest(d)[0] == digest
+
+
+def test_build_child_killed_at_random_times(tmp_path: Path) -> None:
+    d = tmp_path / "d"
+    engine, clock = filled(d, 300, appendfsync="always")
+    compactor = engine.datadir.compactor
+    rng = random.Random("random-kills")
+    outcomes = []
+    next_cmd = 300
+    for _attempt in range(6):
+        delay = rng.uniform(0, 0.35)
+
+        def on_step(name: str, delay: float = delay) -> None:
+            if name == "spawned":
+                proc = compactor.job.proc
+                threading.Timer(delay, proc.kill).start()  # SIGKILL, unless already reaped
+
+        compactor.on_step = on_step
+        writes = threading.Thread(target=run_workload,
+                                  args=(engine, clock, SEED, next_cmd, next_cmd + 60))
+        writes.start()
+        try:
+            entry = engine.compact(wait=True)
+            outcomes.append(("ok", entry))
+        except CompactionError as err:
+            assert "status -9" in str(err)
+            outcomes.append(("err", str(err)))
+        writes.join(30)
+        next_cmd += 60
+        assert_tidy(d)
+    assert any(o[0] == "err" for o in outcomes), outcomes
+    digest = engine.digest()
+    assert digest == reference(SEED, [next_cmd])[next_cmd]
+    engine.close()
+    assert reopen_digest(d)[0] == digest
+
+
+@pytest.mark.parametrize("target", ["temp snapshot fsync", "manifest fsync",
+                                    "manifest dir fsync, then rotate",
+                                    "manifest dir fsync, then close"])
+def test_io_error_during_compaction(tmp_path: Path, target: str,
+                                    caplog: pytest.LogCaptureFixture) -> None:
+    d = tmp_path / "d"
+    fs = FaultyFS(match=".mdb.tmp" if target == "temp snapshot fsync" else "manifest.json.tmp")
+    engine, clock = filled(d, 300, fs=fs)
+    compactor = engine.datadir.compactor
+    base = engine.compact(wait=True)  # a base snapshot: the failed switch must keep it
+    assert base is not None
+    run_workload(engine, clock, SEED, 300, 500)
+
+    def on_step(name: str) -> None:
+        if target == "temp snapshot fsync" and name == "built":
+            fs.fail_fsyncs(errno.EIO)
+        elif target == "manifest fsync" and name == "published":
+            fs.fail_fsyncs(errno.EIO)  # the temp manifest's fdatasync, before the rename
+        elif target.startswith("manifest dir fsync") and name == "published":
+            fs.fail_fsync_dirs(errno.EIO)  # after the rename
+
+    compactor.on_step = on_step
+    with pytest.raises(CompactionError, match="Input/output error"):
+        engine.compact(wait=True)
+    fs.clear()
+    compactor.on_step = None
+    assert compactor.last_status == "err"
+    assert engine.journal.error is None, "a failed compaction must not stop writes"
+    assert not [n for n in listing(d) if n.endswith(".mdb.tmp")]
+    assert (d / base.file).exists(), "the failed compaction removed the base snapshot"
+    # Which manifest is on disk: the old one, unless only the directory fsync after its rename
+    # failed; the engine goes on with the old one (both name files that exist).
+    on_disk = manifest_doc(d)["snapshot"]["lsn"]
+    assert on_disk > base.lsn if target.startswith("manifest dir") else on_disk == base.lsn
+    assert engine.journal.manifest.snapshot.lsn == base.lsn
+    # The engine goes on: writes (with rotations) after the failure.
+    run_workload(engine, clock, SEED, 500, 520 if target.endswith("close") else 700)
+    n = 520 if target.endswith("close") else 700
+    digest = engine.digest()
+    assert digest == reference(SEED, [n])[n]
+    engine.close()
+    caplog.set_level(logging.WARNING, logger=LOGGER)
+    assert reopen_digest(d)[0] == digest
+    assert_tidy(d)
+    # And a compaction works afterwards.
+    engine = open_dir(d)
+    assert engine.compact(wait=True) is not None
+    engine.close()
+    assert reopen_digest(d)[0] == digest
+    assert_tidy(d)
+    assert len([n for n in listing(d) if n.startswith("snapshot-")]) == 1
+
+
+class NoUnlinkFS(RealFS):
+    """Unlinking a segment fails (EACCES) while `failing` is set."""
+
+    failing = False
+
+    def unlink(self, path: str) -> None:
+        if self.failing and os.path.basename(path).startswith("segment-"):
+            raise OSError(errno.EACCES, os.strerror(errno.EACCES))
+        super().unlink(path)
+
+
+def test_removal_failure_after_the_switch(tmp_path: Path,
+                                          caplog: pytest.LogCaptureFixture) -> None:
+    """Step 5 failing is not a failed compaction: the new snapshot is in use. The files stay
+    until the next open, and the AOF accounting must not count them (or the auto trigger
+    would fire on every write from then on)."""
+    d = tmp_path / "d"
+    fs = NoUnlinkFS()
+    engine = Engine.open(str(d), appendfsync="no", aof_segment_max_bytes=8192, fs=fs,
+                         auto_aof_rewrite_min_size=20_000, auto_aof_rewrite_percentage=100)
+    journal, compactor = engine.journal, engine.datadir.compactor
+
+    def segment_bytes() -> int:
+        return sum((d / s.file).stat().st_size for s in journal.manifest.segments)
+
+    def write(n: int) -> None:
+        for _ in range(n):
+            engine.execute("XADD", "k", "MAXLEN", "=", "5", "*", "f", "v" * 500)
+            if (job := compactor.job) is not None:
+                job.done.wait()
+
+    fs.failing = True
+    caplog.set_level(logging.WARNING)
+    write(60)  # ~32 KB: one automatic compaction, whose removals fail
+    assert compactor.runs == 1 and compactor.last_status == "ok", compactor.last_error
+    stuck = [n for n in listing(d) if n.startswith("segment-")
+             and n not in {s.file for s in journal.manifest.segments}]
+    assert stuck, "the removals were meant to fail"
+    assert any("cannot remove" in r.getMessage() for r in caplog.records)
+    assert journal.aof_bytes == segment_bytes()
+    assert compactor.snapshot_size == manifest_doc(d)["snapshot"]["size"]
+    assert engine.compact(wait=True) is not None  # on demand: also an entry, not an error
+    fs.failing = False
+    runs = compactor.runs
+    write(300)  # ~160 KB with a threshold of ~45 KB: a few compactions, not 300
+    assert compactor.runs - runs <= 160_000 // compactor.threshold() + 1, compactor.runs
+    digest = engine.digest()
+    engine.close()
+    assert set(stuck) <= set(listing(d))  # removed by nobody while running ...
+    caplog.clear()
+    caplog.set_level(logging.WARNING, logger=LOGGER)
+    assert reopen_digest(d)[0] == digest
+    assert_tidy(d)  # ... and by the next open
+    for name in stuck:
+        assert name in caplog.text
+
+
+def test_compact_while_the_aof_refuses_writes(tmp_path: Path) -> None:
+    """Not started because writes are refused is an error, not "nothing to compact"."""
+    d = tmp_path / "d"
+    fs = FaultyFS()
+    engine, clock = filled(d, 200, fs=fs)
+    fs.fail_writes(errno.ENOSPC)  # a failed write, kept for the retry
+    with pytest.raises(ReplyError, match="MISCONF"):
+        engine.execute("XADD", "k", "*", "f", "v")
+    assert engine.journal.unwritten
+    with pytest.raises(CompactionError, match="refuses writes"):
+        engine.compact(wait=True)
+    fs.clear()
+    engine.locked(engine.journal.retry_unwritten)  # what the once-a-second retry does
+    assert engine.journal.error is None
+    assert engine.compact(wait=True) is not None
+    fs.fail_fsyncs(errno.EIO)  # a failed fsync: refused until reopened
+    engine.execute("XADD", "k", "*", "f", "v")
+    engine.journal.sync()
+    assert engine.journal.fsync_failed
+    with pytest.raises(CompactionError, match="refuses writes"):
+        engine.compact(wait=True)
+    fs.clear()
+    engine.close()
+
+
+def test_close_during_compaction_kills_the_child(tmp_path: Path) -> None:
+    d = tmp_path / "d"
+    engine = open_dir(d, aof_segment_max_bytes=1 << 20)
+    for argv in compaction_workload.bulk_commands(60_000):  # a build of a second or so
+        engine.execute(*argv)
+    digest, lsn = engine.digest(), engine.journal.lsn
+    compactor = engine.datadir.compactor
+    spawned = threading.Event()
+    compactor.on_step = lambda name: spawned.set() if name == "spawned" else None
+    assert engine.compact(wait=False) is None
+    job = compactor.job
+    assert job is not None and spawned.wait(10)
+    time.sleep(0.1)
+    assert job.proc.poll() is None, "the build finished too soon for this test"
+    started = time.monotonic()
+    engine.close()
+    took = time.monotonic() - started
+    assert took < 1.0, f"close() took {took:.2f} s"
+    assert job.proc.returncode == -signal.SIGKILL
+    assert job.done.is_set() and job.error is not None
+    assert_tidy(d)
+    assert not [n for n in listing(d) if n.startswith("snapshot-")]
+    assert reopen_digest(d) == (digest, lsn)
+
+
+# --- 5. crashes at each step (a child process kills itself) ----------------------------------------
+
+STEPS = compaction_workload.STEPS
+
+
+@dataclass
+class ChildRun:
+    proc: subprocess.Popen
+    last_ack: int = -1
+    base_lsn: int | None = None
+    step: tuple[str, int] | None = None  # (step, LSN of the compaction) at the kill
+    build_pid: int | None = None
+    compact: str | None = None  # "ok <lsn>" / "error <message>" (--mode writes)
+    acks_at_compact: int = -1
+    killed_lsn: int | None = None
+    other: list[str] = field(default_factory=list)
+    returncode: int | None = None
+
+    def parse(self, line: bytes) -> None:
+        words = line.decode().split()
+        kind = words[0] if words else ""
+        if kind == "ack":
+            self.last_ack = int(words[1])
+        elif kind == "base":
+            self.base_lsn = int(words[1])
+        elif kind == "step":
+            self.step = (words[1], int(words[2]))
+        elif kind == "build":
+            self.build_pid = int(words[1])
+        elif kind == "compact":
+            self.compact = " ".join(words[1:])
+            self.acks_at_compact = self.last_ack
+        elif kind == "kill":
+            self.killed_lsn = int(words[1])
+        else:
+            self.other.append(line.decode())
+
+    def read(self, until=None, timeout: float = 60) -> bool:
+        """Parse whole lines until `until(self)` holds (True) or the child exits (False)."""
+        stdout = self.proc.stdout
+        assert stdout is not None
+        deadline = time.monotonic() + timeout
+        while True:
+            line = stdout.readline()
+            if not line.endswith(b"\n"):
+                return False  # EOF (a partial last line cannot happen: one write per line)
+            self.parse(line)
+            if until is not None and until(self):
+                return True
+            assert time.monotonic() < deadline, f"the workload child is too slow: {self}"
+
+    def finish(self) -> None:
+        """SIGKILL the child if it still runs, parse what it wrote before, reap it."""
+        if self.proc.poll() is None:
+            os.kill(self.proc.pid, signal.SIGKILL)
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout.read().split(b"\n")[:-1]:  # complete lines only
+            self.parse(line + b"\n")
+        self.proc.stdout.close()
+        self.returncode = self.proc.wait(timeout=30)
+        assert self.returncode == -signal.SIGKILL, (self, self.stderr())
+        if self.build_pid is not None:
+            # The build child does not outlive its parent (nor start work after it died: if
+            # the parent died while it was starting, it exits once Python has started).
+            wait_gone(self.build_pid, 5.0)
+
+    def stderr(self) -> str:
+        return self.proc.errlog.read_text()  # type: ignore[attr-defined]
+
+
+def start_workload(d: Path, seed: int, *args: str) -> ChildRun:
+    errlog = d.with_name(d.name + ".stderr")
+    with open(errlog, "ab") as err:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "tests.compaction_workload", str(d), str(seed), *args],
+            cwd=ROOT, stdout=subprocess.PIPE, stderr=err, start_new_session=True)
+    proc.errlog = errlog  # type: ignore[attr-defined]
+    run = ChildRun(proc)
+    if not run.read(lambda r: "ready\n" in r.other):
+        run.finish()
+        pytest.fail(f"workload child did not start:\n{run.stderr()}")
+    return run
+
+
+def check_after_crash(d: Path, run: ChildRun, seed: int, in_flight: bool,
+                      caplog: pytest.LogCaptureFixture, bulk: int = 0) -> set[str]:
+    """Reopen after the crash: the acknowledged prefix (or plus the command in flight), never
+    a half-written snapshot in use, every leftover removed with a WARNING, and a later
+    compaction that works. Returns the leftovers that were removed."""
+    doc = manifest_doc(d)
+    leftovers = data_files(d) - named_files(doc)
+    snap = doc["snapshot"]
+    if snap is not None:  # the snapshot in use is a complete one
+        path = d / snap["file"]
+        assert path.stat().st_size == snap["size"]
+        with Snapshot(str(path)) as s:
+            assert s.meta.lsn == snap["lsn"]
+    acked = run.last_ack + 1
+    want = compaction_workload.reference(seed, [acked, acked + 1, acked + 40, acked + 41], bulk)
+    caplog.clear()
+    caplog.set_level(logging.WARNING, logger=LOGGER)
+    clock = FakeClock()
+    engine = Engine.open(str(d), appendfsync="always", auto_aof_rewrite_percentage=0,
+                         aof_segment_max_bytes=2048, clock=clock)
+    try:
+        got = engine.digest()
+        allowed = [want[acked], want[acked + 1]] if in_flight else [want[acked]]
+        assert got in allowed, f"recovered state is not the {acked} acknowledged commands"
+        recovered = acked if got == want[acked] else acked + 1
+        warned = " ".join(r.getMessage() for r in caplog.records
+                          if r.name == LOGGER and r.levelno == logging.WARNING)
+        assert_tidy(d)
+        for name in leftovers:
+            assert name in warned, f"{name} removed without a WARNING: {warned!r}"
+        # The directory goes on: more writes, and a compaction that works.
+        run_workload(engine, clock, seed, recovered, recovered + 40)
+        entry = engine.compact(wait=True)
+        assert entry is not None and entry.lsn == engine.journal.lsn
+        digest = engine.digest()
+    finally:
+        engine.close()
+    assert digest == want[recovered + 40]
+    assert reopen_digest(d)[0] == digest
+    assert assert_tidy(d)["snapshot"]["file"] == entry.file
+    return leftovers
+
+
+@pytest.mark.parametrize("mode", ["wait", "writes"])
+@pytest.mark.parametrize("step", STEPS)
+def test_crash_at_each_step(tmp_path: Path, step: str, mode: str,
+                            caplog: pytest.LogCaptureFixture) -> None:
+    """--mode wait: nothing else runs, the acknowledged prefix is exact. --mode writes: the
+    workload goes on while the compaction runs; the kill may catch a command in flight."""
+    d = tmp_path / "d"
+    seed = 11 + STEPS.index(step)
+    run = start_workload(d, seed, "--first", "150", "--second", "300", "--step", step,
+                         "--mode", mode)
+    run.read()
+    run.finish()
+    assert run.step is not None and run.step[0] == step, (run, run.stderr())
+    new_lsn = run.step[1]
+    assert run.base_lsn is not None and new_lsn > run.base_lsn
+    assert run.last_ack == 299 if mode == "wait" else run.last_ack >= 299
+    doc = manifest_doc(d)
+    leftovers = data_files(d) - named_files(doc)
+    # The old snapshot is the state until the switch, the new one from then on.
+    switched = STEPS.index(step) >= STEPS.index("switched")
+    assert doc["snapshot"]["lsn"] == (new_lsn if switched else run.base_lsn)
+    new_file, base_file = snapshot_file(new_lsn), snapshot_file(run.base_lsn)
+    expect = {
+        "rotated": set(),
+        "spawned": set(),  # the build child died with us, before writing anything
+        "built": {new_file + ".tmp"},
+        "published": {new_file},
+        "switched": {base_file},  # and the compacted segments
+        "removed": set(),
+    }[step]
+    assert expect <= leftovers, (leftovers, listing(d))
+    first, newest = doc["segments"][0]["segment"], doc["segments"][-1]["segment"]
+    compacted = {n for n in leftovers if n.startswith("segment-") and int(n[8:-4]) < first}
+    if step == "switched":
+        assert compacted, leftovers
+    # Anything else can only be what a rotation the kill interrupted leaves (--mode writes):
+    # its new segment, or the temp file of its manifest replace.
+    rotation = {n for n in leftovers if n.startswith("segment-") and int(n[8:-4]) > newest
+                or n == MANIFEST_TMP}
+    assert leftovers - expect - compacted - rotation == set(), leftovers
+    assert not rotation or mode == "writes"
+    removed = check_after_crash(d, run, seed, in_flight=mode == "writes", caplog=caplog)
+    assert removed == leftovers
+    for name in leftovers:
+        assert not (d / name).exists()
+
+
+def test_crash_while_the_build_child_runs(tmp_path: Path,
+                                          caplog: pytest.LogCaptureFixture) -> None:
+    """The parent dies while its build child replays, with writes going on."""
+    d = tmp_path / "d"
+    run = start_workload(d, 21, "--first", "150", "--second", "300", "--mode", "build",
+                         "--after", "40")
+    run.read()
+    run.finish()
+    assert run.killed_lsn is not None and run.build_pid is not None, (run, run.stderr())
+    assert run.last_ack == 339
+    doc = manifest_doc(d)
+    assert doc["snapshot"]["lsn"] == run.base_lsn
+    leftovers = data_files(d) - named_files(doc)
+    assert {n for n in leftovers if not n.endswith(".mdb.tmp")} == set(), leftovers
+    assert check_after_crash(d, run, 21, in_flight=False, caplog=caplog) == leftovers
+
+
+def test_build_child_dies_with_its_parent(tmp_path: Path,
+                                          caplog: pytest.LogCaptureFixture) -> None:
+    """A build long enough to be caught in the middle (60k records, ~1 s): the parent is
+    SIGKILLed once the child is past its start-up; the child goes at once and never writes
+    its snapshot (had it outlived the parent, it would finish and write it)."""
+    d = tmp_path / "d"
+    bulk = 60_000
+    run = start_workload(d, 41, "--policy", "no", "--segment-max", str(1 << 20), "--bulk",
+                         str(bulk), "--mode", "build", "--wait-lmdb")
+    run.read()
+    assert run.proc.wait(timeout=30) == -signal.SIGKILL
+    assert run.build_pid is not None and run.killed_lsn is not None, (run, run.stderr())
+    took = wait_gone(run.build_pid, 2.0)
+    assert took < 1.0, f"the build child outlived its parent by {took:.2f} s"
+    time.sleep(0.3)
+    assert not (d / (snapshot_file(run.killed_lsn) + ".tmp")).exists()
+    run.finish()
+    check_after_crash(d, run, 41, in_flight=False, caplog=caplog, bulk=bulk)
+
+
+@pytest.mark.parametrize("seed", [31, 32, 33])
+def test_build_child_killed_at_random_times_then_crash(
+        tmp_path: Path, seed: int, caplog: pytest.LogCaptureFixture) -> None:
+    """While writes go on, the test SIGKILLs the build child at a random moment, waits for the
+    compaction's outcome and some more acknowledged writes, then SIGKILLs the workload too."""
+    rng = random.Random(f"random-build-kill:{seed}")
+    d = tmp_path / "d"
+    run = start_workload(d, seed, "--first", "100", "--second", "200", "--mode", "writes")
+    assert run.read(lambda r: r.build_pid is not None), (run, run.stderr())
+    time.sleep(rng.uniform(0, 0.3))
+    with contextlib.suppress(ProcessLookupError):  # already done
+        os.kill(run.build_pid, signal.SIGKILL)  # type: ignore[arg-type]
+    assert run.read(lambda r: r.compact is not None and r.last_ack > r.acks_at_compact + 30)
+    run.finish()
+    assert run.compact.startswith("ok") or "status -9" in run.compact, run.compact
+    doc = manifest_doc(d)
+    if run.compact.startswith("error"):
+        assert doc["snapshot"]["lsn"] == run.base_lsn  # the base is still the state
+    assert not [n for n in listing(d) if n.endswith(".mdb.tmp")], "the temp file was left"
+    check_after_crash(d, run, seed, in_flight=True, caplog=caplog)
+
+
+# --- 6. damage ------------------------------------------------------------------------------------
+
+@pytest.fixture
+def compacted(tmp_path: Path) -> tuple[Path, dict, str]:
+    d = tmp_path / "d"
+    engine, clock = filled(d, 300)
+    assert engine.compact(wait=True) is not None
+    run_workload(engine, clock, SEED, 300, 350)
+    digest = engine.digest()
+    engine.close()
+    return d, manifest_doc(d), digest
+
+
+def refused(d: Path, error: type[Exception], *fragments: str) -> None:
+    before = fingerprint(d)
+    with pytest.raises(error) as info:
+        Engine.open(str(d))
+    for fragment in fragments:
+        assert fragment in str(info.value), str(info.value)
+    after = fingerprint(d)
+    after.pop("LOCK"), before.pop("LOCK")
+    assert after == before, "a refused open changed the directory"
+
+
+def test_damage_snapshot_missing(compacted: tuple[Path, dict, str]) -> None:
+    d, doc, digest = compacted
+    name = doc["snapshot"]["file"]
+    kept = (d / name).read_bytes()
+    (d / name).unlink()
+    refused(d, ManifestError, name, "does not exist")
+    (d / name).write_bytes(kept)  # repaired: opens again (the refusal released the lock)
+    assert reopen_digest(d)[0] == digest
+
+
+@pytest.mark.parametrize("kind", ["garbage", "zeros", "empty"])
+def test_damage_snapshot_garbage(compacted: tuple[Path, dict, str], kind: str) -> None:
+    d, doc, _ = compacted
+    path = d / doc["snapshot"]["file"]
+    size = path.stat().st_size
+    path.write_bytes({"garbage": random.Random(1).randbytes(size), "zeros": bytes(size),
+                      "empty": b""}[kind])
+    if kind == "empty":  # a size the manifest does not record
+        refused(d, AOFCorruptError, str(path), "the manifest says")
+    else:
+        refused(d, AOFCorruptError, str(path))
+
+
+def test_damage_snapshot_size_not_the_manifests(compacted: tuple[Path, dict, str]) -> None:
+    """An intact snapshot, but not the file the manifest recorded (its size differs)."""
+    d, doc, _ = compacted
+    doc["snapshot"]["size"] += 4096
+    (d / MANIFEST).write_text(json.dumps(doc))
+    refused(d, AOFCorruptError, str(d / doc["snapshot"]["file"]), "the manifest says")
+
+
+def _open_in_child(d: Path) -> subprocess.CompletedProcess:
+    code = ("import sys\nfrom engine import Engine\n"
+            "try:\n    Engine.open(sys.argv[1])\n"
+            "except Exception as err:\n    print(type(err).__name__, err); sys.exit(3)\n")
+    return subprocess.run([sys.executable, "-c", code, str(d)], cwd=ROOT, capture_output=True,
+                          timeout=60)
+
+
+@pytest.mark.parametrize("cut", [0.5, "8k"])
+def test_damage_snapshot_truncated(compacted: tuple[Path, dict, str], cut: object) -> None:
+    """LMDB maps the file: a page past its end would be a SIGBUS. Opened in a child so a crash
+    is a failure message, not a dead test worker."""
+    d, doc, _ = compacted
+    path = d / doc["snapshot"]["file"]
+    size = path.stat().st_size
+    os.truncate(path, int(size * cut) if isinstance(cut, float) else 8192)
+    before = fingerprint(d)
+    result = _open_in_child(d)
+    assert result.returncode == 3, (result.returncode, result.stdout, result.stderr)
+    assert result.stdout.startswith(b"AOFCorruptError")
+    assert str(path).encode() in result.stdout
+    after = fingerprint(d)
+    after.pop("LOCK"), before.pop("LOCK")
+    assert after == before
+
+
+def test_damage_snapshot_of_another_lsn(compacted: tuple[Path, dict, str]) -> None:
+    """A consistent manifest naming a snapshot file whose contents cover another LSN."""
+    d, doc, _ = compacted
+    lsn = doc["snapshot"]["lsn"]
+    old = d / doc["snapshot"]["file"]
+    new = d / snapshot_file(lsn - 1)
+    old.rename(new)
+    doc["snapshot"]["lsn"], doc["snapshot"]["file"] = lsn - 1, new.name
+    doc["segments"][0]["first_lsn"] = lsn  # so the manifest itself is consistent
+    (d / MANIFEST).write_text(json.dumps(doc))
+    refused(d, AOFCorruptError, str(new), f"covers LSN {lsn}", f"says {lsn - 1}")
+
+
+@pytest.mark.parametrize("edit", ["first segment later", "first segment earlier",
+                                  "snapshot lsn", "file name"])
+def test_damage_manifest_snapshot_entry(compacted: tuple[Path, dict, str], edit: str) -> None:
+    d, doc, _ = compacted
+    snap = doc["snapshot"]
+    if edit == "first segment later":
+        doc["segments"][0]["first_lsn"] += 1
+        fragments = ("first segment starts at LSN", f"covers up to LSN {snap['lsn']}")
+    elif edit == "first segment earlier":
+        doc["segments"][0]["first_lsn"] -= 1
+        fragments = ("first segment starts at LSN", f"covers up to LSN {snap['lsn']}")
+    elif edit == "snapshot lsn":
+        snap["lsn"] += 3
+        fragments = ("inconsistent snapshot entry",)
+    else:
+        snap["file"] = "snapshot-1.mdb"
+        fragments = ("inconsistent snapshot entry",)
+    (d / MANIFEST).write_text(json.dumps(doc))
+    refused(d, ManifestError, str(d / MANIFEST), *fragments)
+
+
+# --- 7. power loss during a compaction -------------------------------------------------------
+
+def _power_setup(root: Path) -> tuple[Path, str]:
+    src = root / "setup"
+    clock = FakeClock()
+    engine = open_dir(src, clock, appendfsync="always", aof_segment_max_bytes=1024)
+    run_workload(engine, clock, SEED, 0, 120)
+    assert engine.compact(wait=True) is not None  # a base snapshot, removed by the next one
+    run_workload(engine, clock, SEED, 120, 240)
+    digest = engine.digest()
+    engine.close()
+    return src, digest
+
+
+def _power_cut(src: Path, root: Path, cut_after: int | None) -> tuple[Path, TrackingFS, int]:
+    """Copy the set-up directory, open it on a TrackingFS and compact, cutting the power at
+    the compaction's `cut_after`-th file operation. Returns the operations the compaction ran
+    (without a cut: all of them)."""
+    d = root / f"cut-{cut_after}"
+    shutil.copytree(src, d)
+    fs = TrackingFS()
+    engine = Engine.open(str(d), appendfsync="always", aof_segment_max_bytes=1024,
+                         auto_aof_rewrite_percentage=0, clock=FakeClock(), fs=fs)
+    start = fs.stats.ops
+    fs.cut_at = None if cut_after is None else start + cut_after
+    try:
+        entry = engine.compact(wait=True)  # a cut in the compactor's thread ends it there
+    except PowerCut:
+        entry = None
+    ops = fs.stats.ops - start
+    assert fs.dead == (cut_after is not None), "the cut point is past the compaction"
+    if cut_after is None:
+        assert entry is not None
+        engine.close()
+    fs.abandon()
+    stop_threads(engine)
+    return d, fs, ops
+
+
+def power_sweep(tmp_path: Path, points: int | None) -> None:
+    src, digest = _power_setup(tmp_path)
+    _, _, ops = _power_cut(src, tmp_path, None)
+    assert ops > 15
+    cuts = list(range(1, ops + 1))
+    if points is not None:  # spread over the whole compaction, always including the last
+        cuts = sorted({cuts[i * (len(cuts) - 1) // (points - 1)] for i in range(points)})
+    rng = random.Random("power")
+    for cut in cuts:
+        d, fs, _ = _power_cut(src, tmp_path, cut)
+        for tail in ("none", "all"):
+            dst = tmp_path / f"after-{cut}-{tail}"
+            fs.materialise(str(d), str(dst), rng, tail)
+            with Engine.open(str(dst), auto_aof_rewrite_percentage=0) as engine:
+                assert engine.digest() == digest, f"power cut at operation {cut} ({tail})"
+                assert_tidy(dst)
+                if tail == "none":  # and a compaction there works
+                    engine.execute("XADD", "after", "*", "f", "v")
+                    assert engine.compact(wait=True) is not None
+            shutil.rmtree(dst)
+        shutil.rmtree(d)
+
+
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnhandledThreadExceptionWarning")
+def test_power_loss_during_compaction(tmp_path: Path) -> None:
+    power_sweep(tmp_path, points=8)
+
+
+@pytest.mark.slow
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnhandledThreadExceptionWarning")
+def test_power_loss_at_every_compaction_operation(tmp_path: Path) -> None:
+    power_sweep(tmp_path, points=None)
+
+
+def test_compact_after_close_is_refused_and_close_during_a_build_is_not_an_error(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO, logger="streamkeep.snapshot")
+    engine = Engine.open(str(tmp_path / "db"))
+    for i in range(2000):
+        engine.execute("XADD", "s", "*", "f", str(i))
+    engine.compact(wait=False)
+    engine.close()
+    assert not [r for r in caplog.records if r.levelno >= logging.ERROR]
+    assert engine.datadir is not None and engine.datadir.compactor.last_status == "ok"
+    with pytest.raises(CompactionError, match="closed"):
+        engine.compact(wait=True)
+    with pytest.raises(ValueError, match="data directory"):
+        Engine().compact()
