@@ -157,7 +157,17 @@ class Journal:
                     raise ReplyError(self.error or "MISCONF Errors writing to the AOF file")
                 if self._syncing:
                     self._cond.wait()
-                else:
+                    continue
+                # Commit delay (PostgreSQL's commit_delay, at its smallest): give the GIL away
+                # once before leading a round, so writers that are runnable append their
+                # records first and this fsync covers them too. It costs a microsecond alone
+                # and raises records per fsync under concurrency.
+                self._cond.release()
+                try:
+                    time.sleep(0)
+                finally:
+                    self._cond.acquire()
+                if not self._syncing and self.synced_lsn < lsn and not self.fsync_failed:
                     self._sync_round()
 
     def _sync_round(self) -> None:

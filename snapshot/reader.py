@@ -85,12 +85,14 @@ class ConsumerInfo(NamedTuple):
 IDLike = ID | int | str
 
 
-def _as_int(value: IDLike) -> int:
+def _as_int(value: IDLike, missing_seq: int = 0) -> int:
+    """An ID bound as an int. A string without a sequence ("7") means 7-0 as a start and
+    7-<max> as an end, as XRANGE reads incomplete IDs."""
     if isinstance(value, ID):
         return value.as_int()
     if isinstance(value, str):
-        ms, _, seq = value.partition("-")
-        return int(ms) << 64 | int(seq or 0)
+        ms, dash, seq = value.partition("-")
+        return int(ms) << 64 | (int(seq) if dash else missing_seq)
     return value
 
 
@@ -230,7 +232,7 @@ class Snapshot:
     def entries(self, db: int, key: bytes, start: IDLike = 0, end: IDLike = MAX_ID,
                 count: int | None = None) -> Iterator[Entry]:
         """Live entries with start <= ID <= end, ascending (at most `count`)."""
-        lo, hi = _as_int(start), _as_int(end)
+        lo, hi = _as_int(start), _as_int(end, missing_seq=(1 << 64) - 1)
         left = count if count is not None else -1
         for node in self.nodes(self._number(db, key), lo, hi):
             for sid, fields in zip(node.ids, node.fields, strict=True):

@@ -85,7 +85,10 @@ def _fill(env: lmdb.Environment, dbs: list[dict[bytes, Stream]], lsn: int, creat
     with env.begin(write=True) as txn:
         cursors = {name: txn.cursor(db) for name, db in tables.items()}
         for table, key, value in _tables(dbs):
-            cursors[table].put(key, value, append=True)
+            if not cursors[table].put(key, value, append=True):
+                # append=True refuses a key out of order instead of inserting it: that would be
+                # a writer bug losing data silently, so fail the snapshot instead.
+                raise AssertionError(f"snapshot {table} keys out of order at {key!r}")
         for db in dbs:
             streams += len(db)
             entries += sum(s.length for s in db.values())

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import multiprocessing
 import os
 import random
 import struct
@@ -73,6 +74,14 @@ def all_streams(engine: Engine) -> list[tuple[int, bytes]]:
 
 def full_infos(engine: Engine) -> dict[tuple[int, bytes], object]:
     return {(db, key): on_db(engine, db, "XINFO", "STREAM", key, "FULL", "COUNT", "0")
+            for db, key in all_streams(engine)}
+
+
+def node_layout(engine: Engine) -> dict[tuple[int, bytes], list]:
+    """Every node as a restore must reproduce it: what it holds and the listpack size and
+    master fields later appends are sized against."""
+    return {(db, key): [(n.master, n.ids, n.fields, n.live, n.fixed_bytes, n.master_fields)
+                        for n in engine.dbs[db][key].nodes]
             for db, key in all_streams(engine)}
 
 
@@ -225,6 +234,7 @@ def test_round_trip_then_same_commands(config: dict, before: list, after: list) 
     assert copy.digest() == primary.digest()
     assert all_streams(copy) == all_streams(primary)
     assert full_infos(copy) == full_infos(primary)
+    assert node_layout(copy) == node_layout(primary)
 
     select(copy, primary.session.db)
     tail = [([b"XADD", k, b"*", b"f", b"%d" % n], 0) for k in KEYS for n in range(4)] + [
@@ -235,24 +245,33 @@ def test_round_trip_then_same_commands(config: dict, before: list, after: list) 
             assert run(copy, cmd) == run(primary, cmd), cmd
             assert copy.digest() == primary.digest(), cmd
     assert full_infos(copy) == full_infos(primary)
+    assert node_layout(copy) == node_layout(primary)
 
 
-def test_round_trip_keeps_byte_split_nodes() -> None:
-    """Node sizes survive: appends after a restore start new nodes exactly where they would."""
+@pytest.mark.parametrize("fields", [("f",), ("f", "g"), ("f", "g", "h")])
+def test_round_trip_keeps_byte_split_nodes(fields: tuple[str, ...]) -> None:
+    """Node sizes and master fields survive: appends after a restore, into the restored last
+    node first, are sized as before and start new nodes exactly where they would."""
     clock = Clock()
-    config = {"stream_node_max_entries": 0, "stream_node_max_bytes": 120}
+    config = {"stream_node_max_entries": 0, "stream_node_max_bytes": 400}
     primary = Engine(clock=clock, **config)
     rng = random.Random(3)
+
+    def entry() -> list[str]:  # mostly the master's fields, sometimes others
+        names = fields if rng.random() < 0.8 else ("other",)
+        return [x for name in names for x in (name, "x" * rng.randrange(0, 30))]
+
     for i in range(1, 40):
-        primary.execute("XADD", "k", f"{i}-{rng.randrange(3)}", "f", "x" * rng.randrange(1, 30))
+        primary.execute("XADD", "k", f"{i}-{rng.randrange(3)}", *entry())
     with tempfile.TemporaryDirectory() as directory:
         write(primary, snap_path(directory))
         copy = restored(snap_path(directory), clock, **config)
-    assert len(primary.dbs[0][b"k"].nodes) > 5
-    for i in range(40, 80):
-        argv = ("XADD", "k", f"{i}-0", "f", "y" * rng.randrange(1, 30))
+    assert len(primary.dbs[0][b"k"].nodes) >= 3
+    assert node_layout(copy) == node_layout(primary)
+    for i in range(40, 120):
+        argv = ("XADD", "k", f"{i}-0", *entry())
         assert copy.execute(*argv) == primary.execute(*argv)
-        assert copy.dbs[0][b"k"].masters == primary.dbs[0][b"k"].masters
+        assert node_layout(copy) == node_layout(primary)
     assert full_infos(copy) == full_infos(primary)
 
 
@@ -542,6 +561,32 @@ def test_readers_in_two_objects_and_a_child_process(
         b.close()
 
 
+def _fork_child(path: str, out: multiprocessing.Queue) -> None:
+    try:
+        out.put(fingerprint(path))
+    except Exception as err:  # reported to the parent, which compares
+        out.put(repr(err))
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
+def test_reader_in_a_forked_child_while_the_parent_has_it_open(
+        rich: tuple[Engine, Clock, Snapshot]) -> None:
+    """A forked child (Spark's Python workers fork) opens a file its parent has open: py-lmdb's
+    once-per-process guard is inherited, the parent's environment is reused."""
+    _engine, _clock, snap = rich
+    parent = fingerprint(snap.path)
+    ctx = multiprocessing.get_context("fork")
+    out = ctx.Queue()
+    child = ctx.Process(target=_fork_child, args=(snap.path, out))
+    child.start()
+    try:
+        assert out.get(timeout=60) == parent
+    finally:
+        child.join(60)
+    assert child.exitcode == 0
+    assert fingerprint(snap.path) == parent
+
+
 # --- 4. errors -------------------------------------------------------------------------------
 
 def _small_engine(entries: int = 2000) -> Engine:
@@ -759,3 +804,17 @@ def test_layout_key_order_across_streams_and_groups(tmp_path) -> None:
         env.close()
     copy = restored(path, lambda: 9, stream_node_max_entries=2)
     assert copy.digest() == e.digest()
+
+
+def test_incomplete_string_ids_bound_like_xrange(tmp_path: os.PathLike[str]) -> None:
+    """"7" as a start means 7-0 and as an end 7-<max>, as XRANGE reads incomplete IDs."""
+    engine = Engine(clock=lambda: 1)
+    for ms in (6, 7, 8):
+        for seq in range(1, 4):
+            engine.execute("XADD", "s", f"{ms}-{seq}", "f", "v")
+    path = str(tmp_path / "snap.mdb")
+    write_snapshot(engine.dbs, path, 1, 1, "0" * 40)
+    with Snapshot(path) as snap:
+        got = [str(e.id) for e in snap.entries(0, b"s", "7", "7")]
+    assert got == [e[0].decode() for e in engine.execute("XRANGE", "s", "7", "7")]
+    assert got == ["7-1", "7-2", "7-3"]

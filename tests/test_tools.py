@@ -74,7 +74,8 @@ def test_cli_dispatches_demo(capsys: pytest.CaptureFixture[str]) -> None:
 
 # Rows whose op count is their own (duration-bound loops, fsyncs, records, entries loaded),
 # not the run's N.
-OWN_COUNT = {"aof.always_threads", "aof.always", "aof.fsync", "aof.replay", "snapshot.load",
+OWN_COUNT = {"aof.always_threads", "aof.always", "aof.fsync", "aof.replay", "aof.replay_xadd",
+             "snapshot.load",
              "snapshot.disk"}
 # What a figure's value cell prints after its number, by Figure.unit.
 UNIT_SUFFIX = {"x": "x", "/s": "/s", "": "", "count": "", "s": " s", "ms": " ms", "us": " us",

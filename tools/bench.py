@@ -273,11 +273,12 @@ def _replay_streams(prefix: str) -> list[str]:
     return [f"{prefix}:{i}" for i in range(REPLAY_STREAMS)]
 
 
-def _write_replay_workload(engine: Any, prefix: str, n: int) -> int:
+def _write_replay_workload(engine: Any, prefix: str, n: int, consume: bool = True) -> int:
     """n XADDs round-robin over REPLAY_STREAMS streams, REPLAY_CHUNK at a time; each full chunk
     is then read by the stream's group (two consumers, alternating) with XREADGROUP COUNT
     REPLAY_CHUNK and acked. Mostly XADD records: two consume records per REPLAY_CHUNK adds,
-    but each XREADGROUP record carries an effect per entry delivered. Returns effects logged."""
+    but each XREADGROUP record carries an effect per entry delivered. Without `consume`, only
+    the XADDs (one record, one effect each). Returns effects logged."""
     run = engine.execute_with_effects
     streams = _replay_streams(prefix)
     effects = 0
@@ -289,8 +290,8 @@ def _write_replay_workload(engine: Any, prefix: str, n: int) -> int:
         size = min(REPLAY_CHUNK, n - start)
         for _ in range(size):
             effects += len(run("XADD", key, "*", "f", "v")[1])
-        if size < REPLAY_CHUNK:
-            break
+        if size < REPLAY_CHUNK or not consume:
+            continue
         reply, logged = run("XREADGROUP", "GROUP", GROUP, f"c{chunk % 2}", "COUNT", count,
                             "STREAMS", key, ">")
         effects += len(logged)
@@ -302,19 +303,20 @@ def _write_replay_workload(engine: Any, prefix: str, n: int) -> int:
 def _check_replayed(engine: Any, prefix: str, n: int) -> None:
     total = sum(engine.execute("XLEN", key) for key in _replay_streams(prefix))
     pending = sum(engine.execute("XPENDING", key, GROUP)[0] for key in _replay_streams(prefix))
+    # (without consumption nothing is pending either: the groups start at "$")
     if total != n or pending != 0:
         raise AssertionError(f"replay restored {total} entries ({pending} pending), "
                              f"expected {n} (0 pending)")
 
 
-def _replay_once(path: str, n: int) -> tuple[int, int, float]:
+def _replay_once(path: str, n: int, consume: bool = True) -> tuple[int, int, float]:
     """Write the replay workload to a new directory, close, time Engine.open on it; (records,
     effects, seconds)."""
     from engine import Engine
 
     writer = _open_engine(path, "no")  # the close below fsyncs; the policy does not matter
     try:
-        effects = _write_replay_workload(writer, KEY, n)
+        effects = _write_replay_workload(writer, KEY, n, consume)
         records = writer.journal.records_written
     finally:
         writer.close()
@@ -328,12 +330,12 @@ def _replay_once(path: str, n: int) -> tuple[int, int, float]:
     return records, effects, elapsed
 
 
-def bench_aof_replay(path: str, n: int) -> Measurement:
-    """Replay at open: a directory holding n XADDs plus their consumption (see
+def bench_aof_replay(path: str, n: int, consume: bool = True) -> Measurement:
+    """Replay at open: a directory holding n XADDs plus (with `consume`) their consumption (see
     :func:`_write_replay_workload`), timed through ``Engine.open``; records/s, with effects/s
     as figure ``effects_per_s``. The warm-up replays a smaller directory first."""
-    _replay_once(os.path.join(path, "warmup"), warmup_size(n))
-    records, effects, elapsed = _replay_once(os.path.join(path, "data"), n)
+    _replay_once(os.path.join(path, "warmup"), warmup_size(n), consume)
+    records, effects, elapsed = _replay_once(os.path.join(path, "data"), n, consume)
     return Measurement(records / elapsed, count=records,
                        figures={"effects_per_s": effects / elapsed})
 
@@ -977,6 +979,8 @@ SECTIONS: tuple[Section, ...] = (
         Benchmark("aof.replay", "records replayed by Engine.open",
                   lambda env: _in_dir(env, "replay", bench_aof_replay, env.n),
                   target=REPLAY_TARGET),
+        Benchmark("aof.replay_xadd", "records replayed by Engine.open, XADDs only",
+                  lambda env: _in_dir(env, "replay-xadd", bench_aof_replay, env.n, False)),
     )),
     Section("redis-py", (
         Benchmark("redis.xadd", "XADD, one at a time",
