@@ -8,7 +8,7 @@ PIP   = $(VPY) -m pip
 # Use sudo for apt only when we are not root and sudo is available.
 SUDO := $(shell if [ "$$(id -u)" != 0 ] && command -v sudo >/dev/null 2>&1; then echo sudo; fi)
 
-.PHONY: venv dev run test soak lint bench clean redis-server crcmod-check
+.PHONY: venv dev run demo test soak lint bench clean redis-server crcmod-check
 
 # ---------------------------------------------------------------- environments
 
@@ -49,7 +49,11 @@ crcmod-check: $(VENV)/.stamp-dev
 
 # ---------------------------------------------------------------------- tasks
 
+# The main job: the network server on ./data, port 6390, loopback only (Ctrl-C stops it cleanly).
 run: venv
+	$(VENV)/bin/streamkeep serve --dir ./data --port 6390
+
+demo: venv
 	$(VENV)/bin/streamkeep demo
 
 # CI runs the bounded suite; `make soak` runs the long fuzz/soak variants too.

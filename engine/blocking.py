@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import threading
 from collections import OrderedDict, deque
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -18,7 +19,8 @@ if TYPE_CHECKING:
 
 
 class Waiter:
-    __slots__ = ("session", "argv", "keys", "event", "result", "done", "wake_at", "lsn")
+    __slots__ = ("session", "argv", "keys", "event", "result", "done", "wake_at", "lsn",
+                 "timeout_ms", "notify")
 
     def __init__(self, session: Session, argv: Argv, keys: list[tuple[int, bytes]]) -> None:
         self.session = session
@@ -29,6 +31,9 @@ class Waiter:
         self.done = False
         self.wake_at: int | None = None
         self.lsn = 0  # the record of the re-run that served it (durability wait)
+        self.timeout_ms = 0  # 0: wait forever
+        # Called (engine lock held) once `result` is set by a re-run: the server's wake-up.
+        self.notify: Callable[[Waiter], None] | None = None
 
 
 class WaiterRegistry:

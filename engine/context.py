@@ -8,6 +8,7 @@ touch: the command table or I/O.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -32,6 +33,17 @@ class Block:
         self.timeout_ms = timeout_ms
         self.argv = argv
         self.wake_at = wake_at
+
+
+class Later:
+    """Returned by a handler whose reply needs a wait that must not hold the engine lock
+    (SAVE waits for a compaction): the caller calls `wait()` outside the lock, the server in a
+    worker thread, and replies with what it returns (or the ReplyError it raises)."""
+
+    __slots__ = ("wait",)
+
+    def __init__(self, wait: Callable[[], Any]) -> None:
+        self.wait = wait
 
 
 class Ctx:
@@ -73,3 +85,10 @@ class ReplayCtx(Ctx):
 class RerunCtx(Ctx):
     __slots__ = ()
     rerun = True
+
+
+class MultiCtx(Ctx):
+    """A command run by EXEC: blocking commands do not block (Redis's MULTI rule)."""
+
+    __slots__ = ()
+    in_multi = True

@@ -15,14 +15,16 @@ from typing import TYPE_CHECKING, Any
 
 from engine import commands as _commands  # noqa: F401  (registers every command)
 from engine.blocking import Waiter, WaiterRegistry
-from engine.context import Block, Ctx, ReplayCtx, RerunCtx
+from engine.config import DEFAULT_CONFIG, config_set, normalize_settings
+from engine.context import Block, Ctx, Later, MultiCtx, ReplayCtx, RerunCtx
 from engine.digest import state_digest
 from engine.effects import Record
 from engine.errors import ReplyError
 from engine.redis_api import RedisStreamAPI
 from engine.reply import NULL_ARRAY, RespMap, to_plain
 from engine.stream import Stream
-from engine.table import FAST_DISPATCH, Argv, lookup
+from engine.table import FAST_DISPATCH, Argv, CommandSpec, lookup
+from engine.transactions import WatchRegistry, queue_in_multi
 
 if TYPE_CHECKING:
     from aof.journal import Journal
@@ -34,11 +36,6 @@ AOF_OPTIONS = ("appendfsync", "aof_load_truncated", "aof_segment_max_bytes",
 RecordSink = Callable[[Record], None]
 NUM_DATABASES = 16
 
-DEFAULT_CONFIG: dict[str, Any] = {
-    "stream-node-max-entries": 100,
-    "stream-node-max-bytes": 4096,
-    "databases": NUM_DATABASES,
-}
 
 
 def wall_clock_ms(_ns: Callable[[], int] = time.time_ns) -> int:
@@ -60,14 +57,21 @@ def _to_bytes(arg: Any) -> bytes:
 
 
 class Session:
-    """Per-connection state: the selected database (the server gives each client one), and
-    the command context reused by each of its commands."""
+    """Per-connection state: the selected database (the server gives each client one), the
+    command context reused by each of its commands, its transaction (MULTI queue, WATCHed keys;
+    see engine.transactions) and, on the server, the connection it belongs to (`client`)."""
 
-    __slots__ = ("db", "ctx")
+    __slots__ = ("db", "ctx", "multi", "multi_failed", "watched", "dirty", "client", "name")
 
     def __init__(self, db: int = 0) -> None:
         self.db = db
         self.ctx: Ctx | None = None
+        self.multi: list[tuple[Any, Argv]] | None = None  # queued (spec, argv) after MULTI
+        self.multi_failed = False  # a command was refused while queueing: EXEC aborts
+        self.watched: set[tuple[int, bytes]] = set()
+        self.dirty = False  # a watched key changed: EXEC fails
+        self.client: Any = None  # the server's connection object (None when embedded)
+        self.name: bytes = b""  # CLIENT SETNAME
 
 
 class Engine(RedisStreamAPI):
@@ -77,17 +81,21 @@ class Engine(RedisStreamAPI):
         self,
         clock: Clock | None = None,
         decode_responses: bool = False,
+        config_file: str | None = None,
         **config: Any,
     ) -> None:
         self.clock: Clock = clock or wall_clock_ms
         self.decode_responses = decode_responses
-        self.config = dict(DEFAULT_CONFIG)
-        for name, value in config.items():
-            self.config[name.replace("_", "-")] = value
+        # Settings (engine.config's registry): Redis's names, validated, canonical values.
+        self.config = {**DEFAULT_CONFIG, **normalize_settings(config)}
+        self.config_file = config_file  # the file CONFIG REWRITE rewrites (the server's)
         self.apply_config()
         self.dbs: list[dict[bytes, Stream]] = [{} for _ in range(NUM_DATABASES)]
         self.lock = threading.Lock()  # never re-entered: handlers do not call the engine
         self.waiters = WaiterRegistry()
+        self.watches = WatchRegistry()
+        self.server: Any = None  # the network server serving this engine, if any
+        self.started_ms = wall_clock_ms()
         self.sinks: list[RecordSink] = []
         self.session = Session()
         self.journal: Journal | None = None  # the AOF, when opened on a data directory
@@ -107,7 +115,12 @@ class Engine(RedisStreamAPI):
             key = name.replace("-", "_")
             if key in AOF_OPTIONS:
                 aof_options[key] = config.pop(name)
+        # The AOF settings that are Redis settings: validated, canonical, kept in engine.config.
+        aof_settings = normalize_settings(
+            {k: v for k, v in aof_options.items() if k not in ("aof_segment_max_bytes", "fs")})
+        aof_options.update((k.replace("-", "_"), v) for k, v in aof_settings.items())
         engine = cls(**config)
+        engine.config.update(aof_settings)
         if path is not None:
             from aof.store import DataDir  # the engine itself never touches files
 
@@ -136,8 +149,7 @@ class Engine(RedisStreamAPI):
     def set_config(self, name: str, value: Any) -> None:
         """Change one setting (Redis's name, e.g. "stream-node-max-entries")."""
         with self.lock:
-            self.config[name.replace("_", "-")] = value
-            self.apply_config()
+            config_set(self, [(name.replace("_", "-"), value)])  # as CONFIG SET does
 
     def apply_config(self) -> None:
         """Copy hot settings out of the config dict (XADD reads them on every call)."""
@@ -185,8 +197,31 @@ class Engine(RedisStreamAPI):
     def _execute(
         self, session: Session, argv: Argv, effects_out: list | None = None
     ) -> Any:
-        """Run argv under the lock; the reply, or ReplyError. `effects_out` receives the
+        """Run argv and wait for what it needs (a blocked read's wake-up, the fsync covering its
+        record under `always`, a SAVE); the reply, or ReplyError. `effects_out` receives the
         command's own effects (tests and tools ask for them)."""
+        reply, lsn = self.submit(session, argv, effects_out)
+        journal = self.journal
+        if lsn and journal is not None and journal.sync_on_commit:
+            journal.wait_durable(lsn)
+        t = type(reply)
+        if t is Waiter:
+            return self._wait(reply)
+        if t is Later:
+            return reply.wait()
+        return reply
+
+    def submit(
+        self, session: Session, argv: Argv, effects_out: list | None = None,
+        notify: Callable[[Waiter], None] | None = None,
+    ) -> tuple[Any, int]:
+        """Run argv under the lock without waiting: (reply, LSN of its record or 0).
+
+        The reply may be a `Waiter` (a blocked XREAD/XREADGROUP: `notify(waiter)` is called,
+        under the engine lock, once `waiter.result` is set; the caller times it out with
+        `cancel_wait` and re-runs it at `waiter.wake_at` with `poll_waiter`) or a `Later` (call
+        its `wait()` outside the lock for the reply). The server uses this directly so that
+        nothing blocks its event loop; `_execute` is the embedded API's waiting wrapper."""
         if not argv:
             raise ReplyError("ERR empty command")
         lock = self.lock
@@ -194,10 +229,19 @@ class Engine(RedisStreamAPI):
         lsn = 0
         try:
             fast = FAST_DISPATCH.get(argv[0])
-            if fast is not None and fast[1] <= len(argv) <= fast[2]:
+            if fast is not None and fast[1] <= len(argv) <= fast[2] and session.multi is None:
                 handler, is_write = fast[0], fast[3]
             else:  # the general path, with Redis's exact errors
-                spec = lookup(argv)
+                try:
+                    spec = lookup(argv)
+                except ReplyError:
+                    if session.multi is not None:  # a refused command aborts the EXEC
+                        session.multi_failed = True
+                    raise
+                if session.multi is not None:
+                    queued = queue_in_multi(self, session, spec, argv)
+                    if queued is not None:
+                        return queued, 0
                 handler, is_write = spec.handler, spec.is_write  # type: ignore[assignment]
             journal = self.journal
             if journal is not None and journal.error and is_write:
@@ -207,12 +251,13 @@ class Engine(RedisStreamAPI):
             ctx = session.ctx
             if ctx is None:
                 ctx = session.ctx = Ctx(self, session, 0)
-            ctx.db = self.dbs[session.db]
+            db = session.db
+            ctx.db = self.dbs[db]
             ctx.now = self.clock()
             ctx.effects = []
             reply = handler(ctx, argv)
             if ctx.effects:
-                lsn = self._commit(ctx)
+                lsn = self._commit(ctx, db)
                 if effects_out is not None:
                     effects_out.extend(ctx.effects)
             if self.waiters.ready:
@@ -220,31 +265,63 @@ class Engine(RedisStreamAPI):
             if type(reply) is Block:
                 waiter = Waiter(session, reply.argv, [(session.db, k) for k in reply.keys])
                 waiter.wake_at = reply.wake_at
+                waiter.timeout_ms = reply.timeout_ms
+                waiter.notify = notify
                 self.waiters.add(waiter)
+                return waiter, lsn
         finally:
             lock.release()
-        if lsn and journal.sync_on_commit:  # type: ignore[union-attr]
-            journal.wait_durable(lsn)  # type: ignore[union-attr]
-        if type(reply) is not Block:
-            return reply
-        return self._wait(waiter, reply.timeout_ms)
+        return reply, lsn
 
-    def _commit(self, ctx: Ctx) -> int:
+    def run_queued(self, ctx: Ctx, queued: list[tuple[CommandSpec, Argv]]) -> list[Any]:
+        """EXEC's body (lock held): run the queued commands one after another with one time,
+        collecting every effect into `ctx.effects` (one record, so replay applies the whole
+        transaction or none of it). A command that switches databases gets a SELECT effect in
+        front of its own effects. Errors become the command's reply, as in Redis."""
+        session = ctx.session
+        record_db = session.db
+        mctx = MultiCtx(self, session, ctx.now)
+        effects = mctx.effects = ctx.effects
+        replies: list[Any] = []
+        for spec, argv in queued:
+            db = session.db
+            mctx.db = self.dbs[db]
+            mark = len(effects)
+            journal = self.journal
+            try:
+                if spec.is_write and journal is not None and journal.error:
+                    raise ReplyError(journal.error)
+                reply = spec.handler(mctx, argv)  # type: ignore[misc]
+            except ReplyError as err:
+                reply = err
+            if len(effects) > mark and db != record_db:
+                effects.insert(mark, [b"SELECT", b"%d" % db])
+                record_db = db
+            replies.append(reply)
+        return replies
+
+    def _commit(self, ctx: Ctx, db: int) -> int:
         """Hand a command's effects to the AOF (which writes them before we reply) and to the
-        sinks. Returns the record's LSN (0 without an AOF). MISCONF if it cannot be written."""
+        sinks. `db` is the database selected when the command started (an EXEC's effects
+        SELECT others themselves). Returns the record's LSN (0 without an AOF). MISCONF if it
+        cannot be written."""
         journal, sinks = self.journal, self.sinks
         lsn = 0
         if journal is not None:
-            lsn = journal.append(ctx.now, ctx.session.db, ctx.effects)
+            lsn = journal.append(ctx.now, db, ctx.effects)
         if sinks:
-            record = Record(lsn, ctx.now, ctx.session.db, ctx.effects)
+            record = Record(lsn, ctx.now, db, ctx.effects)
             for sink in sinks:
                 sink(record)
+        if self.watches:
+            self.watches.touch_effects(db, ctx.effects)
         return lsn
 
     # --- blocking ------------------------------------------------------------------------------
 
-    def _wait(self, waiter: Waiter, timeout_ms: int) -> Any:
+    def _wait(self, waiter: Waiter) -> Any:
+        """Block this thread until the waiter is served, times out or needs a timed re-run."""
+        timeout_ms = waiter.timeout_ms
         deadline = None if timeout_ms == 0 else time.monotonic() + timeout_ms / 1000
         while True:
             wait_s = None if deadline is None else max(deadline - time.monotonic(), 0)
@@ -253,27 +330,41 @@ class Engine(RedisStreamAPI):
                 wait_s = until_wake if wait_s is None else min(wait_s, until_wake)
             if waiter.event.wait(wait_s):
                 break
-            with self.lock:
-                if waiter.done:
-                    break
-                if deadline is not None and time.monotonic() >= deadline:
-                    self.waiters.remove(waiter)
-                    waiter.done = True
-                    waiter.result = NULL_ARRAY
-                    break
-                if waiter.wake_at is not None and self.clock() >= waiter.wake_at:
-                    self._rerun(waiter)
-                    if waiter.done:
-                        break
+            if deadline is not None and time.monotonic() >= deadline and self.cancel_wait(
+                    waiter, NULL_ARRAY):
+                break
+            if self.poll_waiter(waiter):
+                break
         if waiter.lsn and self.journal is not None and self.journal.sync_on_commit:
             self.journal.wait_durable(waiter.lsn)
         if isinstance(waiter.result, ReplyError):
             raise waiter.result
         return waiter.result
 
+    def cancel_wait(self, waiter: Waiter, result: Any = NULL_ARRAY) -> bool:
+        """End a wait that was not served (timeout: the null reply; a closed connection): True
+        if it was still waiting, False if it had been served meanwhile."""
+        with self.lock:
+            if waiter.done:
+                return False
+            self.waiters.remove(waiter)
+            waiter.done = True
+            waiter.result = result
+            return True
+
+    def poll_waiter(self, waiter: Waiter) -> bool:
+        """Re-run a waiter whose `wake_at` has come (XREADGROUP CLAIM waiting for an entry to
+        become idle enough). True once it is done."""
+        with self.lock:
+            if not waiter.done and waiter.wake_at is not None \
+                    and self.clock() >= waiter.wake_at:
+                self._rerun(waiter)
+            return waiter.done
+
     def _rerun(self, waiter: Waiter) -> None:
         """Re-run a waiter's command (lock held); if it no longer blocks, hand it the result."""
-        ctx = RerunCtx(self, waiter.session, self.clock())
+        session = waiter.session
+        ctx = RerunCtx(self, session, self.clock())
         try:
             result = lookup(waiter.argv).handler(ctx, waiter.argv)  # type: ignore[misc]
         except ReplyError as err:
@@ -283,13 +374,15 @@ class Engine(RedisStreamAPI):
             return
         if ctx.effects:
             try:
-                waiter.lsn = self._commit(ctx)
+                waiter.lsn = self._commit(ctx, session.db)
             except ReplyError as err:  # MISCONF: the re-run's change could not be logged
                 result = err
         waiter.result = result
         waiter.done = True
         self.waiters.remove(waiter)
         waiter.event.set()
+        if waiter.notify is not None:
+            waiter.notify(waiter)
 
     def _serve_ready(self) -> None:
         """Re-run the commands of clients waiting on signalled keys, first come first served."""

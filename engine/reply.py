@@ -2,8 +2,9 @@
 
 Owns the small vocabulary handlers reply with: `str` (simple string), `bytes` (bulk), `None` (null
 bulk), `int`, `list` (array), `RespMap` (a map in RESP3; flat or as pairs in RESP2) and
-`NULL_ARRAY` (RESP2 `*-1`). `to_plain` turns them into the embedded API's plain values. The RESP
-codec (server issue) encodes the same values. Must not touch: engine state or I/O.
+`NULL_ARRAY` (RESP2 `*-1`); for RESP3-only shapes also `bool`, `float` (double), `RespSet`,
+`Verbatim` and `Push`. `to_plain` turns them into the embedded API's plain values. The RESP
+codec (`engine/resp.py`) encodes the same values. Must not touch: engine state or I/O.
 """
 
 from __future__ import annotations
@@ -23,6 +24,18 @@ class _NullArray:
 NULL_ARRAY = _NullArray()
 
 
+class _NoReply:
+    """A command that sends nothing back (SHUTDOWN: the connection just closes)."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "NO_REPLY"
+
+
+NO_REPLY = _NoReply()
+
+
 class RespMap:
     """An ordered map reply. In RESP2 Redis sends it flat (`k1 v1 k2 v2`) or, for XREAD-like
     replies, as an array of 2-element arrays (`as_pairs=True`)."""
@@ -35,6 +48,59 @@ class RespMap:
 
     def __repr__(self) -> str:
         return f"RespMap({self.items!r})"
+
+
+class RespSet:
+    """A set reply: RESP3 `~`, a plain array in RESP2. Items keep their order."""
+
+    __slots__ = ("items",)
+
+    def __init__(self, items: list) -> None:
+        self.items = items
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is RespSet and self.items == other.items
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"RespSet({self.items!r})"
+
+
+class Verbatim:
+    """A verbatim string reply: RESP3 `=` with a 3-letter format (`txt`, `mkd`), a bulk string in
+    RESP2."""
+
+    __slots__ = ("text", "fmt")
+
+    def __init__(self, text: str, fmt: str = "txt") -> None:
+        self.text = text
+        self.fmt = fmt
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is Verbatim and self.text == other.text and self.fmt == other.fmt
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"Verbatim({self.text!r}, {self.fmt!r})"
+
+
+class Push:
+    """An out-of-band push message: RESP3 `>`, a plain array in RESP2."""
+
+    __slots__ = ("items",)
+
+    def __init__(self, items: list) -> None:
+        self.items = items
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is Push and self.items == other.items
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"Push({self.items!r})"
 
 
 def to_plain(value: Any) -> Any:
@@ -50,7 +116,18 @@ def to_plain(value: Any) -> Any:
         return _plain_map(value)
     if value is NULL_ARRAY:
         return None
+    if t is Verbatim or t is RespSet or t is Push:
+        return _plain_resp3(value)
     return value
+
+
+def _plain_resp3(value: Verbatim | RespSet | Push) -> Any:
+    """RESP3-only shapes as RESP2 sends them: a verbatim string is a bulk, a set or push an array."""
+    if type(value) is Verbatim:
+        return value.text.encode("utf-8", "surrogateescape")
+    items = list(value.items)
+    _plain_list(items)
+    return items
 
 
 def _plain_list(items: list) -> None:
@@ -66,6 +143,8 @@ def _plain_list(items: list) -> None:
             items[i] = _plain_map(x)
         elif x is NULL_ARRAY:
             items[i] = None
+        elif t is Verbatim or t is RespSet or t is Push:
+            items[i] = _plain_resp3(x)
 
 
 def _plain_map(m: RespMap) -> list:

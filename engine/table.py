@@ -88,12 +88,15 @@ def command(
 
 
 def container(
-    name: str, summary: str, group: str = "stream", since: str = "5.0.0"
+    name: str, summary: str, group: str = "stream", since: str = "5.0.0",
+    handler: Handler | None = None, flags: str = "",
 ) -> CommandSpec:
-    """Declare a command made of subcommands (XGROUP, XINFO)."""
-    spec = CommandSpec(name, -2, frozenset(), None, 0, 0, 0, summary=summary, group=group,
-                       since=since)
+    """Declare a command made of subcommands (XGROUP, XINFO). With `handler`, the command alone
+    (no subcommand) runs it, as COMMAND does (arity -1); it is never fast-dispatched."""
+    spec = CommandSpec(name, -2 if handler is None else -1, frozenset(flags.split()), None,
+                       0, 0, 0, summary=summary, group=group, since=since)
     _register(spec)
+    spec.handler = handler  # after _register: the fast path must not see a container
     return spec
 
 
@@ -128,7 +131,9 @@ def lookup(argv: Argv | list[bytes], allow_internal: bool = False) -> CommandSpe
         raise unknown_command(argv)
     if spec.subcommands:
         if len(argv) < 2:
-            raise wrong_arity(spec.name)
+            if spec.handler is None:
+                raise wrong_arity(spec.name)
+            return spec
         sub = spec.subcommands.get(argv[1].lower())
         if sub is None:
             raise unknown_subcommand(argv)

@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING
 from aof import manifest as manifest_mod
 from aof.fs import FileSystem
 from aof.manifest import Manifest, SegmentEntry, SnapshotEntry
+from engine.config import parse_size  # Redis's memory units; aof.store imports it from here
 
 if TYPE_CHECKING:
     from aof.journal import Journal
@@ -63,21 +64,6 @@ class Job:
     proc: subprocess.Popen | None = None
     result: SnapshotEntry | None = None
     error: str | None = None
-
-
-def parse_size(value: object) -> int:
-    """Redis's memory units: 64mb, 1gb, 512k, 100 (bytes)."""
-    if isinstance(value, int):
-        return value
-    text = str(value).strip().lower()
-    units = {"kb": 1 << 10, "k": 1000, "mb": 1 << 20, "m": 1000 ** 2, "gb": 1 << 30,
-             "g": 1000 ** 3, "b": 1}
-    for suffix, factor in units.items():
-        if text.endswith(suffix) and text[: -len(suffix)].isdigit():
-            return int(text[: -len(suffix)]) * factor
-    if text.isdigit():
-        return int(text)
-    raise ValueError(f"argument must be a memory value, not {value!r}")
 
 
 class Compactor:

@@ -6,6 +6,10 @@
                          replies keep their exact RESP type.
 * ``redis_raw_factory``  callable opening extra RespClient connections (for
                          blocking tests); all are closed at teardown.
+* ``backend``            parametrized "embedded" / "server": ``backend(engine)`` returns
+                         the engine itself, or a ``tests.diffutil.ServedEngine`` (the engine
+                         behind an in-process streamkeep server, driven over a socket).
+                         Differential suites take it so every test runs both ways.
 
 A missing redis-server is a hard failure, not a skip: the comparison tests
 are the point of the suite.
@@ -21,10 +25,14 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from tests.resp_client import DEFAULT_TIMEOUT, RespClient, RespError
+
+if TYPE_CHECKING:
+    from engine import Engine
 
 REDIS_HOST = "127.0.0.1"
 STARTUP_TIMEOUT = 10.0
@@ -194,3 +202,24 @@ def redis_raw_factory(redis_server: RedisServer) -> Iterator[Callable[..., RespC
         for client in opened:
             with contextlib.suppress(OSError):
                 client.close()
+
+
+@pytest.fixture(params=["embedded", "server"])
+def backend(request: pytest.FixtureRequest) -> Iterator[Callable[[Engine], Any]]:
+    """``backend(engine)``: the engine as the test drives it (see the module docstring)."""
+    from tests.diffutil import ServedEngine
+
+    served: list[ServedEngine] = []
+
+    def wrap(engine: Engine) -> Any:
+        if request.param == "embedded":
+            return engine
+        target = ServedEngine(engine)
+        served.append(target)
+        return target
+
+    try:
+        yield wrap
+    finally:
+        for target in served:
+            target.close()

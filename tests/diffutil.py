@@ -16,7 +16,8 @@ from collections.abc import Callable
 from typing import Any
 
 from engine import Engine, ReplyError
-from tests.resp_client import RespError
+from engine.table import COMMANDS
+from tests.resp_client import RespClient, RespError
 
 Normaliser = Callable[[Any], Any]
 
@@ -124,6 +125,48 @@ class Both:
         self.engine.set_config(name, value)
 
 
+# --- the engine under test, embedded or behind the network server ---------------------------------
+
+
+def config_set_over_wire() -> bool:
+    """True once the command table has CONFIG SET (engine.cmd_admin)."""
+    spec = COMMANDS.get(b"config")
+    return spec is not None and b"set" in spec.subcommands
+
+
+class ServedEngine:
+    """An engine served by an in-process streamkeep server, driven through a socket: the same
+    `execute` / `set_config` as an `Engine` (RESP2 replies as RespClient returns them, which are
+    the embedded API's plain values; error replies raised as ReplyError), so the differential
+    suites run unchanged through the network server."""
+
+    def __init__(self, engine: Engine) -> None:
+        from tests.server_util import start_server
+
+        self.engine = engine
+        self.handle = start_server(engine)
+        self.client = RespClient(self.handle.host, self.handle.port, timeout=30)
+
+    def execute(self, *argv: Any) -> Any:
+        try:
+            return self.client.execute(*argv)
+        except RespError as err:
+            raise ReplyError(str(err)) from None
+
+    def set_config(self, name: str, value: Any) -> None:
+        if config_set_over_wire():
+            assert self.execute("CONFIG", "SET", name, str(value)) == "OK"
+        else:  # no CONFIG SET yet: change the served engine's setting in process
+            self.engine.set_config(name, value)
+
+    def close(self) -> None:
+        self.client.close()
+        self.handle.stop()
+
+
+BACKENDS = ("embedded", "server")
+
+
 # --- normalisers for time-dependent replies ------------------------------------------------------
 
 
@@ -170,6 +213,6 @@ def reset_redis_config(redis: Any) -> None:
 
 
 __all__ = [
-    "Both", "Near", "WallClock", "consumers_norm", "groups_norm", "id_shape", "outcome",
+    "BACKENDS", "Both", "ServedEngine", "config_set_over_wire", "Near", "WallClock", "consumers_norm", "groups_norm", "id_shape", "outcome",
     "pending_norm", "reset_redis_config", "run_both",
 ]

@@ -26,10 +26,11 @@ WEIRD_NUMBERS = [
 
 
 @pytest.fixture
-def both(redis_raw) -> Iterator[Both]:
+def both(redis_raw, backend) -> Iterator[Both]:
+    """Runs every test twice: on an embedded engine and through the network server."""
     reset_redis_config(redis_raw)
     try:
-        yield Both(Engine(clock=WallClock()), redis_raw)
+        yield Both(backend(Engine(clock=WallClock())), redis_raw)
     finally:  # the server is shared by the whole session
         reset_redis_config(redis_raw)
 

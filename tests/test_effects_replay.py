@@ -83,6 +83,9 @@ _rare = [
 commands = st.sampled_from([True] * 12 + [False]).flatmap(
     lambda common: st.one_of(*_common) if common else st.one_of(*_rare)
 )
+# Transactions too: an EXEC is one record holding every queued command's effects (with SELECT
+# effects when the transaction switches databases).
+commands_with_tx = st.one_of(commands, st.sampled_from([[b"MULTI"], [b"EXEC"]]))
 
 SETUP = [
     [b"XADD", k, b"%d-1" % i, b"a", b"x"] for k in KEYS for i in range(1, 6)
@@ -98,7 +101,7 @@ class Clock:
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(st.lists(st.tuples(commands, st.integers(0, 3)), min_size=1, max_size=60))
+@given(st.lists(st.tuples(commands_with_tx, st.integers(0, 3)), min_size=1, max_size=60))
 def test_effects_reproduce_state(script: list[tuple[list[bytes], int]]) -> None:
     clock = Clock()
     primary = Engine(clock=clock)
@@ -164,3 +167,23 @@ def test_xadd_effect_has_resolved_id_and_exact_trim() -> None:
     reply, effects = e.execute_with_effects("XADD", "s", "MAXLEN", "~", "10", "*", "f", "x")
     assert effects == [[b"XADD", b"s", b"MAXLEN", b"=", b"51", reply, b"f", b"x"]]
     assert e.execute("XLEN", "s") == 51
+
+
+def test_exec_is_one_record_across_databases() -> None:
+    e = Engine(clock=lambda: 9)
+    records: list[Record] = []
+    e.add_sink(records.append)
+    e.execute("SELECT", "1")
+    e.execute("MULTI")
+    for argv in (["XADD", "a", "1-1", "f", "v"], ["SELECT", "2"], ["XADD", "b", "1-1", "f", "v"],
+                 ["XADD", "b", "1-1", "f", "v"], ["SELECT", "1"], ["XDEL", "a", "1-1"]):
+        assert e.execute(*argv) == "QUEUED"
+    replies = e.execute("EXEC")
+    assert replies[:3] == [b"1-1", "OK", b"1-1"] and isinstance(replies[3], ReplyError)
+    assert len(records) == 1 and records[0].db == 1
+    assert records[0].effects == [
+        [b"XADD", b"a", b"1-1", b"f", b"v"], [b"SELECT", b"2"], [b"XADD", b"b", b"1-1", b"f", b"v"],
+        [b"SELECT", b"1"], [b"XDEL", b"a", b"1-1"]]
+    follower = Engine()
+    follower.apply_many([tuple(records[0])])
+    assert follower.digest() == e.digest()

@@ -1,4 +1,5 @@
-"""The `streamkeep demo` and `streamkeep bench` tools (tools.demo, tools.bench), run in process.
+"""The `streamkeep demo` and `streamkeep bench` tools (tools.demo, tools.bench, tools.bench_server),
+run in process.
 
 Checks the demo's story is self-consistent (pending = delivered - acked, in every view) and that
 `bench --quick` prints every registered row and derived figure with positive numbers, that
@@ -12,10 +13,11 @@ import os
 import re
 import shutil
 import tempfile
+import time
 
 import pytest
 
-from tools import bench, cli, demo
+from tools import bench, bench_server, cli, demo
 
 NUMBER = r"[\d,]+(?:\.\d+)?"
 
@@ -76,7 +78,8 @@ def test_cli_dispatches_demo(capsys: pytest.CaptureFixture[str]) -> None:
 # not the run's N.
 OWN_COUNT = {"aof.always_threads", "aof.always", "aof.fsync", "aof.replay", "aof.replay_xadd",
              "snapshot.load",
-             "snapshot.disk"}
+             "snapshot.disk",
+             *(b.key for s in bench.SECTIONS if s.name == "server" for b in s.benchmarks)}
 # What a figure's value cell prints after its number, by Figure.unit.
 UNIT_SUFFIX = {"x": "x", "/s": "/s", "": "", "count": "", "s": " s", "ms": " ms", "us": " us",
                "MB": " MB"}
@@ -302,3 +305,98 @@ def test_strict_fails_on_a_missed_figure_target(
     assert re.search(r"^aof +a per b +0\.25x +>= 0\.5x +FAIL$", out, re.M)
     assert re.search(r"^aof +k of a +1\.0 +>= 1 +PASS$", out, re.M)
     assert "targets: 1/2 PASS" in out
+
+
+SERVER_QUICK_SECONDS = 30  # the server section's smoke run, start-up and shut-down included
+
+
+@pytest.mark.redis
+def test_bench_server_section_quick(capsys: pytest.CaptureFixture[str]) -> None:
+    for tool in ("redis-server", "redis-benchmark"):
+        if shutil.which(tool) is None:
+            pytest.fail(f"{tool} not on PATH: the server section needs it")
+    start = time.monotonic()
+    assert cli.main(["bench", "--sections", "server", "--quick"]) == 0
+    assert time.monotonic() - start < SERVER_QUICK_SECONDS
+    out = capsys.readouterr().out
+    sections = bench.select_sections("server")
+    assert [s.name for s in sections] == ["server"]
+    assert not re.search(r"^(embedded|aof|redis-py|snapshot) ", out, re.M)
+    _check_rows(out, sections, bench.QUICK_N)
+    _check_figures(out, sections)
+    assert re.search(rf"^targets: \d+/{_targets(sections)} PASS$", out, re.M)
+    assert "skipped" not in out and "n/a" not in out
+
+    # which server runs which config, both started (and removed) by the bench
+    assert re.search(r"^server: streamkeep \S+ on 127\.0\.0\.1:\d+, a child process .*"
+                     r"--appendfsync everysec", out, re.M)
+    assert re.search(r"^server: streamkeep .*--appendfsync always", out, re.M)
+    assert re.search(r'^server: redis-server \d+\.\d+\.\d+ on 127\.0\.0\.1:\d+ .*--save "" '
+                     r"--appendonly yes --appendfsync everysec", out, re.M)
+    assert re.search(r"^server: redis-benchmark \S+ -c 50 .* XADD mystream \* myfield myvalue",
+                     out, re.M)
+    for data_dir in re.findall(r"data dir under (\S+),", out):
+        assert not os.path.exists(data_dir)
+
+    # the side-by-side summary: ops/s of both servers and their ratio, latencies in ms
+    rate, ms = rf"({NUMBER})/s", rf"({NUMBER}) ms"
+    for pipeline in (1, 16):
+        m = re.search(rf"^XADD, 50 clients, -P {pipeline} +{rate} +{rate} +({NUMBER})x", out, re.M)
+        assert m, out
+        mine, theirs, ratio = map(_num, m.groups())
+        assert mine > 0 and theirs > 0
+        assert ratio == pytest.approx(mine / theirs, abs=0.01)
+    assert re.search(r"^XADD, 50 clients, -P 16 +.*>= 0\.3x +(met|not met)$", out, re.M)
+    assert re.search(rf"^XADD, 50 clients, -P 16, streamkeep appendfsync always +{rate} +-$",
+                     out, re.M)
+    latency = {}
+    for name in ("p50", "p99", "p99.9", "max"):
+        m = re.search(rf"^latency {re.escape(name)} +{ms} +{ms} ", out, re.M)
+        assert m, (name, out)
+        latency[name] = tuple(map(_num, m.groups()))
+    for i in (0, 1):  # streamkeep, redis-server
+        p50, p99, p999, worst = (latency[k][i] for k in ("p50", "p99", "p99.9", "max"))
+        assert 0 < p50 <= p99 <= p999 <= worst
+    assert re.search(r"^latency p99\.9 .*<= 2 ms +(met|not met)$", out, re.M)
+
+    # a histogram per server: every bucket, counts adding up to the messages measured
+    for server in ("streamkeep", "redis-server"):
+        block = next(b for b in out.split("\n\n") if re.search(rf"^{server} +0-1 ms ", b, re.M))
+        total = int(_num(re.search(rf"^latency of +XADD -> XREADGROUP reply, ({NUMBER}) "
+                                   r"messages +count +share$", block, re.M).group(1)))
+        rows = re.findall(rf"^{server} +(\d+)(?:-(\d+))?\+? ms +({NUMBER}) +([\d.]+)%$", block,
+                          re.M)
+        assert [r[0] for r in rows] == ["0", "1", "2", "3", "5", "10"], block
+        assert sum(int(_num(r[2])) for r in rows) == total > 0
+        assert sum(float(r[3]) for r in rows) == pytest.approx(100, abs=0.1)
+        line = re.search(rf"^server: latency, {server}: ([\d,]+) sent .* all received; .*"
+                         rf"clients \d+% of a core, server \d+%$", out, re.M)
+        assert line, out
+
+
+def test_bench_server_is_a_section_name() -> None:
+    parser = cli.build_parser()
+    opts = parser.parse_args(["bench", "server", "--quick"])
+    assert opts.only == ["server"] and opts.quick
+    assert [s.name for s in bench.select_sections(bench._section_names(opts))] == ["server"]
+    opts = parser.parse_args(["bench", "--sections", "embedded", "server"])
+    assert [s.name for s in bench.select_sections(bench._section_names(opts))] == [
+        "embedded", "server"]
+    assert bench._section_names(parser.parse_args(["bench"])) is None  # everything
+    with pytest.raises(SystemExit):
+        parser.parse_args(["bench", "nope"])
+
+
+def test_redis_benchmark_csv_and_latency_buckets() -> None:
+    out = ('"test","rps","avg_latency_ms","min_latency_ms","p50_latency_ms","p95_latency_ms",'
+           '"p99_latency_ms","max_latency_ms"\n'
+           '"XADD mystream * myfield myvalue","340136.06","2.116","0.360","1.975","3.711",'
+           '"4.799","6.151"\n')
+    row = bench_server.parse_benchmark_csv("WARNING: Could not fetch server CONFIG\n" + out)
+    assert row["rps"] == 340136.06 and row["p99_latency_ms"] == 4.799
+    with pytest.raises(ValueError):
+        bench_server.parse_benchmark_csv("")
+    ms = 1_000_000
+    buckets = bench_server.latency_histogram([0, ms - 1, ms, 2 * ms, 4 * ms, 9 * ms, 10 * ms])
+    assert buckets == [("0-1 ms", 2), ("1-2 ms", 1), ("2-3 ms", 1), ("3-5 ms", 1),
+                       ("5-10 ms", 1), ("10+ ms", 1)]

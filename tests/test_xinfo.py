@@ -120,8 +120,9 @@ def clock() -> list[int]:
 
 
 @pytest.fixture
-def engine(clock) -> Engine:
-    return Engine(clock=lambda: clock[0])
+def engine(clock, backend) -> Engine:
+    """Embedded, and served by the network server (tests/conftest.py's `backend`)."""
+    return backend(Engine(clock=lambda: clock[0]))
 
 
 GROUP_NAMES: list[str | bytes] = ["zeta", "alpha", "B", "ab", b"\xff", b"\x00x", "mid"]
@@ -305,7 +306,8 @@ def test_replies_are_maps():
                for c in engine.execute_raw(session, [b"XINFO", b"CONSUMERS", b"s", b"g"]))
 
 
-def test_xinfo_emits_nothing(engine):
+def test_xinfo_emits_nothing(clock):
+    engine = Engine(clock=lambda: clock[0])  # effects are the embedded API's
     engine.execute("XADD", "s", "1-1", "f", "v")
     engine.execute("XGROUP", "CREATE", "s", "g", "0")
     for argv in (("XINFO", "STREAM", "s"), ("XINFO", "STREAM", "s", "FULL"),

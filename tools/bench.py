@@ -5,7 +5,7 @@ second (``bench_embedded_xadd(n)``, ``bench_embedded_consume(n)``, ``bench_redis
 ``bench_redis_consume(client, n)``, ...), the :data:`SECTIONS` that name and group them (each
 benchmark may carry an issue target), the :data:`RATIOS` between sections, the lifetime of the
 reference redis-server the bench starts on a free loopback port, and the aligned table it prints.
-Later issues add sections here (server) rather than new commands.
+Later issues add sections here rather than new commands.
 Must not touch: engine internals (only ``Engine.open``/``execute``/``compact``/``close``, the
 journal's ``records_written``/``fsyncs`` counters, the compactor's ``job``/``runs``/
 ``last_error`` and the data directory's "snapshot ... loaded" log line) or any data outside its
@@ -24,6 +24,13 @@ group (1,000,000 at full N) from its snapshot, XADD p99 while that state compact
 p99 just before (same directory, same number of XADDs), and the directory's size under a steady
 workload with automatic compaction. A benchmark's notes (a latency table, a size series) print
 under the figures.
+
+The ``server`` section (workloads in :mod:`tools.bench_server`) starts ``streamkeep serve`` as a
+child process and a redis-server persisting alike (AOF, appendfsync everysec) on free loopback
+ports, shared by its rows through :meth:`BenchEnv.shared`: Debian's redis-benchmark XADD with 50
+clients at -P 1 and -P 16 against both (and streamkeep under appendfsync always), and the delivery
+latency of one group (a producer at 10k msg/s, 10 consumers in XREADGROUP BLOCK + XACK) against
+both; :data:`REPORTS` print its side-by-side summary.
 
 Timing: every workload runs a warm-up on a separate key first, then times only its loop with
 ``time.perf_counter``; a row's rate is messages per second and ``us/op`` its inverse.
@@ -82,6 +89,12 @@ DISK_MIN_SIZE, QUICK_DISK_MIN_SIZE = 1 << 20, 128 << 10  # its auto-aof-rewrite-
 DISK_OPS_QUICK_FACTOR = 8  # with --quick (or a small N) it runs 8 x N XADDs, else N
 DISK_SAMPLES = 100  # directory size samples over the run (the series prints every tenth)
 DISK_GROWTH_TARGET = 1.5  # peak bytes in the run's second half / first half, at most
+
+SERVER_CLIENTS = 50  # redis-benchmark -c in the server section
+SERVER_P16_TARGET = 0.3  # streamkeep XADD/s / redis-server XADD/s at -P 16, at least
+LATENCY_RATE = 10_000  # the latency test's producer, messages per second
+LATENCY_CONSUMERS = 10  # ... and its consumers, one group
+LATENCY_P999_TARGET_US = 2000  # streamkeep's delivery latency p99.9, at most
 
 KEY = "bench"
 GROUP = "g"
@@ -685,13 +698,16 @@ def _free_port() -> int:
 
 
 class RedisServer:
-    """A throw-away ``redis-server`` on a free 127.0.0.1 port: no RDB, no AOF, temp dir."""
+    """A throw-away ``redis-server`` on a free 127.0.0.1 port: no RDB, no AOF (unless
+    ``persistence`` says otherwise), temp dir."""
 
     STARTUP_TIMEOUT = 10.0
     ATTEMPTS = 5
 
-    def __init__(self, binary: str = "redis-server") -> None:
+    def __init__(self, binary: str = "redis-server",
+                 persistence: Sequence[str] = ("--appendonly", "no")) -> None:
         self.binary = binary
+        self.persistence = tuple(persistence)
         self.port = 0
         self.proc: subprocess.Popen[bytes] | None = None
         self.dir: str | None = None
@@ -712,7 +728,7 @@ class RedisServer:
             self.port = _free_port()
             self.proc = subprocess.Popen(
                 [path, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
-                 "--appendonly", "no", "--dir", self.dir, "--logfile", log],
+                 *self.persistence, "--dir", self.dir, "--logfile", log],
                 stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
             )
             client = redis.Redis(host="127.0.0.1", port=self.port, socket_connect_timeout=1)
@@ -798,6 +814,8 @@ class BenchEnv:
         self._redis_error: str | None = None if use_redis else "disabled (--no-redis)"
         self.tmp_root: str | None = None  # the AOF data directories' parent, made on first use
         self.dirs_used: set[str] = set()  # names passed to data_dir, for describe()
+        self.resources: dict[str, Any] = {}  # shared(): started once, stopped by close()
+        self._resource_errors: dict[str, str] = {}
 
     @property
     def always_seconds(self) -> float:
@@ -836,6 +854,27 @@ class BenchEnv:
             yield os.path.join(parent, "data")
         finally:
             shutil.rmtree(parent, ignore_errors=True)
+
+    @property
+    def latency_seconds(self) -> float:
+        """The server section's latency test: seconds of producing."""
+        from tools import bench_server
+
+        return bench_server.QUICK_LATENCY_SECONDS if self.quick else bench_server.LATENCY_SECONDS
+
+    def shared(self, name: str, start: Callable[[], Any]) -> Any:
+        """A resource the benchmarks of a run share (a server process, a tool): ``start()``
+        the first time ``name`` is asked for, its ``stop()`` at close, its ``describe()`` lines
+        in the header. A Skip from ``start()`` is remembered and raised again."""
+        if name in self._resource_errors:
+            raise Skip(self._resource_errors[name])
+        if name not in self.resources:
+            try:
+                self.resources[name] = start()
+            except Skip as exc:
+                self._resource_errors[name] = str(exc)
+                raise
+        return self.resources[name]
 
     @property
     def redis(self) -> Any:
@@ -880,9 +919,16 @@ class BenchEnv:
                          f"redis-py {redis.__version__}")
         elif self._redis_error is not None:
             lines.append(f"reference: none ({self._redis_error})")
+        for resource in self.resources.values():
+            lines.extend(resource.describe())
+        for name, error in self._resource_errors.items():
+            lines.append(f"{name}: none ({error})")
         return lines
 
     def close(self) -> None:
+        for resource in reversed(list(self.resources.values())):
+            resource.stop()
+        self.resources.clear()
         if self.server is not None:
             self.server.stop()
         if self.tmp_root is not None:
@@ -904,6 +950,7 @@ class Benchmark:
     workload: str  # the row label
     run: Callable[[BenchEnv], float | Measurement]  # ops per second (messages, fsyncs, records)
     target: float | None = None  # the issue's minimum, printed with PASS/FAIL
+    rank: Callable[[Measurement], float] | None = None  # which repeat is best (highest); rate
 
 
 @dataclass(frozen=True)
@@ -954,6 +1001,11 @@ class Figure:
         return f"{value:.1f}"
 
 
+def _lowest_p999(m: Measurement) -> float:
+    """The latency rows' best repeat: the lowest p99.9."""
+    return -m.figures.get("p999_us", math.inf)
+
+
 SECTIONS: tuple[Section, ...] = (
     Section("embedded", (
         Benchmark("embedded.xadd", "XADD, 1 thread",
@@ -1002,6 +1054,30 @@ SECTIONS: tuple[Section, ...] = (
                   lambda env: _in_dir(env, "disk", bench_snapshot_disk, env.disk_ops,
                                       env.disk_min_size)),
     )),
+    Section("server", (
+        Benchmark("server.xadd_p1", f"XADD, redis-benchmark -c {SERVER_CLIENTS} -P 1: "
+                                    "streamkeep",
+                  lambda env: _server_xadd(env, _streamkeep(env), 1)),
+        Benchmark("server.redis_xadd_p1", f"XADD, redis-benchmark -c {SERVER_CLIENTS} -P 1: "
+                                          "redis-server",
+                  lambda env: _server_xadd(env, _redis_aof(env), 1)),
+        Benchmark("server.xadd_p16", f"XADD, redis-benchmark -c {SERVER_CLIENTS} -P 16: "
+                                     "streamkeep",
+                  lambda env: _server_xadd(env, _streamkeep(env), 16)),
+        Benchmark("server.redis_xadd_p16", f"XADD, redis-benchmark -c {SERVER_CLIENTS} -P 16: "
+                                           "redis-server",
+                  lambda env: _server_xadd(env, _redis_aof(env), 16)),
+        Benchmark("server.xadd_p16_always", f"XADD, redis-benchmark -c {SERVER_CLIENTS} -P 16: "
+                                            "streamkeep, appendfsync always",
+                  lambda env: _server_xadd(env, _streamkeep(env, "always"), 16)),
+        Benchmark("server.latency", f"latency: {LATENCY_RATE:,} msg/s to {LATENCY_CONSUMERS} "
+                                    "consumers, delivered: streamkeep",
+                  lambda env: _server_latency(env, _streamkeep(env)), rank=_lowest_p999),
+        Benchmark("server.redis_latency", f"latency: {LATENCY_RATE:,} msg/s to "
+                                          f"{LATENCY_CONSUMERS} consumers, delivered: "
+                                          "redis-server",
+                  lambda env: _server_latency(env, _redis_aof(env)), rank=_lowest_p999),
+    )),
 )
 SNAPSHOT_DIRS = ("snapshot", "disk")  # the snapshot section's data_dir names
 
@@ -1044,7 +1120,63 @@ FIGURES: tuple[Figure, ...] = (
            extra="peak_second_mb", unit="MB"),
     Figure("snapshot", "bounded disk: peak 2nd half / 1st (an AOF only growing: 2x)",
            "snapshot.disk", extra="growth", target=DISK_GROWTH_TARGET, at_most=True),
+    Figure("server", "XADD -P 1: streamkeep / redis-server", "server.xadd_p1",
+           denominator="server.redis_xadd_p1"),
+    Figure("server", "XADD -P 16: streamkeep / redis-server", "server.xadd_p16",
+           denominator="server.redis_xadd_p16", target=SERVER_P16_TARGET),
+    Figure("server", "XADD -P 16, streamkeep: appendfsync always / everysec",
+           "server.xadd_p16_always", denominator="server.xadd_p16"),
+    Figure("server", "XADD -P 16, streamkeep: server CPU per XADD", "server.xadd_p16",
+           extra="server_cpu_us", unit="us"),
+    Figure("server", "XADD -P 16, redis-server: server CPU per XADD", "server.redis_xadd_p16",
+           extra="server_cpu_us", unit="us"),
+    Figure("server", "delivery latency p99, streamkeep", "server.latency", extra="p99_us",
+           unit="us"),
+    Figure("server", "delivery latency p99.9, streamkeep", "server.latency", extra="p999_us",
+           unit="us", target=LATENCY_P999_TARGET_US, at_most=True),
+    Figure("server", "delivery latency p99.9, redis-server (the harness's share)",
+           "server.redis_latency", extra="p999_us", unit="us"),
 )
+
+
+def _server_module() -> Any:
+    from tools import bench_server
+
+    return bench_server
+
+
+def _streamkeep(env: BenchEnv, appendfsync: str = "everysec") -> Any:
+    """The run's ``streamkeep serve`` child process under that policy."""
+    return env.shared(f"streamkeep serve --appendfsync {appendfsync}",
+                      lambda: _server_module().StreamkeepServer(appendfsync).start())
+
+
+def _redis_aof(env: BenchEnv) -> Any:
+    """The server section's reference: redis-server with an everysec AOF."""
+    if not env.use_redis:
+        raise Skip("disabled (--no-redis)")
+    return env.shared("redis-server --appendonly yes",
+                      lambda: _server_module().RedisAofServer().start())
+
+
+def _server_xadd(env: BenchEnv, server: Any, pipeline: int) -> Measurement:
+    bs = _server_module()
+    tool = env.shared("redis-benchmark", lambda: bs.RedisBenchmark(env.n))
+    return bs.bench_redis_benchmark(server, tool, bs.server_requests(env.n, pipeline), pipeline)
+
+
+def _server_latency(env: BenchEnv, server: Any) -> Measurement:
+    return _server_module().bench_latency(server, env.latency_seconds)
+
+
+def _server_summary(results: Sequence[Result]) -> str | None:
+    if not any(r.section == "server" for r in results):
+        return None
+    return _server_module().format_summary(results, derive_figures(results))
+
+
+# Extra tables format_results prints after the ratios: fn(results) -> text or None.
+REPORTS: tuple[Callable[[Sequence[Result]], str | None], ...] = (_server_summary,)
 
 
 def _in_dir(env: BenchEnv, name: str, fn: Callable[..., Any], *args: Any) -> Any:
@@ -1122,7 +1254,7 @@ def run_benchmarks(env: BenchEnv, sections: Sequence[Section] | None = None, rep
                 result.skipped = str(exc)
             else:
                 best = max((r if isinstance(r, Measurement) else Measurement(r) for r in runs),
-                           key=lambda m: m.rate)
+                           key=bench.rank or (lambda m: m.rate))
                 result.rate, result.count, result.figures = best.rate, best.count, best.figures
                 result.notes = best.notes
             results.append(result)
@@ -1175,7 +1307,8 @@ def format_table(headers: Sequence[str], rows: Sequence[Sequence[str]], right: s
 
 def _fmt_target(target: float, unit: str = "", at_most: bool = False) -> str:
     number = _fmt_rate(target) if target >= 1000 else f"{target:g}"
-    return f"{'<=' if at_most else '>='} {number}{'x' if unit == 'x' else ''}"
+    suffix = "x" if unit == "x" else f" {unit}" if unit in Figure.UNITS else ""
+    return f"{'<=' if at_most else '>='} {number}{suffix}"
 
 
 def format_results(results: Sequence[Result], n: int) -> str:
@@ -1201,6 +1334,10 @@ def format_results(results: Sequence[Result], n: int) -> str:
     parts = [table]
     if ratio_rows:
         parts.append(format_table(["embedded", "/ reference", "ratio"], ratio_rows, right={2}))
+    for report in REPORTS:
+        text = report(results)
+        if text:
+            parts.append(text)
     figures = derive_figures(results)
     if figures:
         figure_rows = []
@@ -1254,6 +1391,15 @@ def _parse(args: argparse.Namespace | Sequence[str] | None) -> argparse.Namespac
     return build_parser().parse_args(["bench", *(args or [])])
 
 
+def _section_names(opts: argparse.Namespace) -> list[str] | None:
+    """``--sections LIST`` and the positional ``bench SECTION ...`` together; None: all."""
+    names = []
+    for value in [getattr(opts, "sections", None), *(getattr(opts, "only", None) or [])]:
+        if value:
+            names.extend(w.strip() for w in value.split(",") if w.strip())
+    return names or None
+
+
 def main(args: argparse.Namespace | Sequence[str] | None = None) -> int:
     """Run the suite and print the table. 1 only with ``--strict`` and a FAILed target."""
     opts = _parse(args)
@@ -1261,7 +1407,7 @@ def main(args: argparse.Namespace | Sequence[str] | None = None) -> int:
     n = getattr(opts, "n", None) or (QUICK_N if quick else FULL_N)
     repeat = max(1, getattr(opts, "repeat", 1) or 1)
     use_redis = not getattr(opts, "no_redis", False)
-    sections = select_sections(getattr(opts, "sections", None))
+    sections = select_sections(_section_names(opts))
     short = quick or n <= QUICK_N  # also shortens the duration-bound and fsync loops
 
     print(_header(n, repeat, sections), flush=True)

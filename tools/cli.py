@@ -33,6 +33,12 @@ def _bench_sections(value: str) -> str:
     return value
 
 
+def _cmd_serve(args: argparse.Namespace) -> int | None:
+    from tools import serve
+
+    return serve.main(args)
+
+
 def _cmd_commands(args: argparse.Namespace) -> int | None:
     from tools import docs
 
@@ -59,11 +65,19 @@ def build_parser() -> argparse.ArgumentParser:
     p_bench.add_argument("--no-redis", action="store_true",
                          help="skip the redis-server reference rows")
     p_bench.add_argument("--sections", type=_bench_sections, metavar="LIST",
-                         help="comma-separated sections to run, of embedded,aof,redis,snapshot "
-                              "(default: all)")
+                         help="comma-separated sections to run, of embedded,aof,redis,snapshot,"
+                              "server (default: all)")
+    p_bench.add_argument("only", nargs="*", type=_bench_sections, metavar="SECTION",
+                         help="sections to run, as --sections (e.g. `streamkeep bench server`)")
     p_bench.add_argument("--strict", action="store_true",
                          help="exit 1 if a target is missed")
     p_bench.set_defaults(func=_cmd_bench)
+
+    from tools import serve
+
+    p_serve = sub.add_parser("serve", help="run the Redis-compatible network server")
+    serve.add_arguments(p_serve)
+    p_serve.set_defaults(func=_cmd_serve)
 
     p_commands = sub.add_parser("commands", help="print the command table as markdown")
     p_commands.set_defaults(func=_cmd_commands)

@@ -1,0 +1,282 @@
+"""Connection and persistence commands: AUTH, HELLO, QUIT, RESET, SHUTDOWN, SAVE, BGSAVE,
+BGREWRITEAOF, LASTSAVE, WAIT, DEBUG.
+
+Owns these commands' argument handling and replies. They act on the calling connection (the
+server's `Client`, reached as `ctx.session.client`; None on an embedded engine, where they act on
+the engine's own session) and on the data directory's compactor. Must not touch: stream state,
+sockets (the server owns the connection; handlers only set flags it acts on after the reply).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+from typing import Any
+
+from engine.args import is_word, parse_int
+from engine.context import Ctx, Later
+from engine.digest import state_digest
+from engine.errors import SYNTAX, ReplyError
+from engine.reply import NO_REPLY, RespMap, help_reply
+from engine.table import Argv, command, container, subcommand
+from engine.transactions import end_transaction
+
+REDIS_VERSION = "8.4.0"  # the Redis whose command semantics streamkeep implements
+NO_KEYS = (0, 0, 0)
+WRONGPASS = "WRONGPASS invalid username-password pair or user is disabled."
+NO_PASSWORD = ("ERR AUTH <password> called without any password configured for the default "
+               "user. Are you sure your configuration is correct?")
+HELLO_NOAUTH = (
+    "NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO "
+    "<proto> AUTH <user> <pass> option can be used to authenticate the client and select the "
+    "RESP protocol version at the same time"
+)
+BAD_NAME = "ERR Client names cannot contain spaces, newlines or special characters."
+
+
+def password_matches(given: bytes, expected: str) -> bool:
+    """Constant time whatever the inputs share: both sides are hashed first, so neither the
+    length nor a correct prefix of the password changes how long a failed AUTH takes."""
+    a = hashlib.sha256(given).digest()
+    b = hashlib.sha256(expected.encode("utf-8", "surrogateescape")).digest()
+    return hmac.compare_digest(a, b)
+
+
+def requirepass(ctx: Ctx) -> str:
+    return str(ctx.engine.config.get("requirepass") or "")
+
+
+def _set_authenticated(ctx: Ctx, value: bool) -> None:
+    client = ctx.session.client
+    if client is not None:
+        client.authenticated = value
+        client.parser.authenticated = value
+
+
+def _authenticate(ctx: Ctx, user: bytes | None, password: bytes) -> None:
+    """AUTH's check (also HELLO ... AUTH): the only user is `default`."""
+    expected = requirepass(ctx)
+    if user is not None and user != b"default":
+        raise ReplyError(WRONGPASS)
+    if not expected:
+        if user is None:
+            raise ReplyError(NO_PASSWORD)
+        _set_authenticated(ctx, True)  # the default user has no password: any one works
+        return
+    if not password_matches(password, expected):
+        raise ReplyError(WRONGPASS)
+    _set_authenticated(ctx, True)
+
+
+def valid_client_name(name: bytes) -> bool:
+    return all(0x21 <= c <= 0x7E for c in name)
+
+
+@command("auth", -2, "noscript loading stale fast no_auth sentinel allow_busy", keys=NO_KEYS,
+         group="connection", since="1.0.0", summary="Authenticates the connection.")
+def auth(ctx: Ctx, argv: Argv) -> str:
+    if len(argv) > 3:
+        raise ReplyError(SYNTAX)
+    if len(argv) == 3:
+        _authenticate(ctx, argv[1], argv[2])
+    else:
+        _authenticate(ctx, None, argv[1])
+    return "OK"
+
+
+@command("hello", -1, "noscript loading stale fast no_auth sentinel allow_busy", keys=NO_KEYS,
+         group="connection", since="6.0.0", summary="Handshakes with the Redis server.")
+def hello(ctx: Ctx, argv: Argv) -> RespMap:
+    client = ctx.session.client
+    protocol = client.protocol if client is not None else 2
+    if len(argv) >= 2:
+        try:
+            protocol = parse_int(argv[1])
+        except ReplyError:
+            raise ReplyError("ERR Protocol version is not an integer or out of range") from None
+        if protocol < 2 or protocol > 3:
+            raise ReplyError("NOPROTO unsupported protocol version")
+    name: bytes | None = None
+    auth_args: tuple[bytes, bytes] | None = None
+    j = 2
+    while j < len(argv):
+        more = len(argv) - j - 1
+        if is_word(argv[j], b"auth") and more >= 2:
+            auth_args = (argv[j + 1], argv[j + 2])
+            j += 3
+        elif is_word(argv[j], b"setname") and more >= 1:
+            name = argv[j + 1]
+            if not valid_client_name(name):
+                raise ReplyError(BAD_NAME)
+            j += 2
+        else:
+            raise ReplyError(
+                f"ERR Syntax error in HELLO option '{argv[j].decode('utf-8', 'replace')}'")
+    if auth_args is not None:
+        _authenticate(ctx, *auth_args)
+    if client is not None and not client.authenticated:
+        raise ReplyError(HELLO_NOAUTH)
+    if name is not None:
+        ctx.session.name = name
+    if client is not None:
+        client.protocol = protocol
+    # Bulk strings, as Redis's addReplyBulkCString sends them (not simple strings).
+    return RespMap([
+        (b"server", b"redis"), (b"version", REDIS_VERSION.encode()), (b"proto", protocol),
+        (b"id", client.id if client is not None else 0), (b"mode", b"standalone"),
+        (b"role", b"master"), (b"modules", []),
+    ])
+
+
+@command("quit", -1, "noscript loading stale fast no_auth allow_busy", keys=NO_KEYS,
+         group="connection", since="1.0.0", summary="Closes the connection.")
+def quit_(ctx: Ctx, argv: Argv) -> str:
+    client = ctx.session.client
+    if client is not None:
+        client.closing = True
+    return "OK"
+
+
+@command("reset", 1, "noscript loading stale fast no_auth allow_busy", keys=NO_KEYS,
+         group="connection", since="6.2.0", summary="Resets the connection.")
+def reset(ctx: Ctx, argv: Argv) -> str:
+    session = ctx.session
+    end_transaction(ctx.engine, session)
+    session.db = 0
+    ctx.db = ctx.engine.dbs[0]
+    session.name = b""
+    client = session.client
+    if client is not None:
+        client.protocol = 2
+    _set_authenticated(ctx, not requirepass(ctx))
+    return "RESET"
+
+
+@command("shutdown", -1, "admin noscript loading stale no_multi sentinel allow_busy",
+         keys=NO_KEYS, group="server", since="1.0.0",
+         summary="Synchronously saves the database(s) to disk and shuts down the Redis server.")
+def shutdown(ctx: Ctx, argv: Argv) -> Any:
+    save = False
+    for arg in argv[1:]:
+        if is_word(arg, b"save"):
+            save = True
+        elif is_word(arg, b"nosave"):
+            save = False
+        elif not (is_word(arg, b"now") or is_word(arg, b"force") or is_word(arg, b"abort")):
+            raise ReplyError(SYNTAX)
+    server = ctx.engine.server
+    if server is None:
+        raise ReplyError("ERR SHUTDOWN needs the network server (embedded: Engine.close())")
+    server.request_shutdown(save)
+    return NO_REPLY  # the connection closes as the server stops, as in Redis
+
+
+# --- persistence -------------------------------------------------------------------------------
+
+
+def _compactor(ctx: Ctx) -> Any:
+    datadir = ctx.engine.datadir
+    if datadir is None:
+        raise ReplyError("ERR this engine keeps no data directory (it runs in memory)")
+    return datadir.compactor
+
+
+@command("save", 1, "admin noscript no_async_loading no_multi", keys=NO_KEYS, group="server",
+         since="1.0.0", summary="Synchronously saves the database(s) to disk.")
+def save(ctx: Ctx, argv: Argv) -> Later:
+    engine = ctx.engine
+    _compactor(ctx)
+
+    def wait() -> str:
+        from snapshot.compactor import CompactionError
+
+        try:
+            engine.compact(wait=True)
+        except CompactionError as err:
+            raise ReplyError(f"ERR {err}") from None
+        return "OK"
+
+    return Later(wait)
+
+
+@command("bgsave", -1, "admin noscript no_async_loading", keys=NO_KEYS, group="server",
+         since="1.0.0", summary="Asynchronously saves the database(s) to disk.")
+def bgsave(ctx: Ctx, argv: Argv) -> str:
+    if len(argv) > 2 or (len(argv) == 2 and not is_word(argv[1], b"schedule")):
+        raise ReplyError(SYNTAX)
+    compactor = _compactor(ctx)
+    if compactor.job is not None:
+        if len(argv) == 2:
+            return "Background saving scheduled"
+        raise ReplyError("ERR Background save already in progress")
+    _start(compactor)
+    return "Background saving started"
+
+
+@command("bgrewriteaof", 1, "admin noscript no_async_loading", keys=NO_KEYS, group="server",
+         since="1.0.0", summary="Asynchronously rewrites the append-only file to disk.")
+def bgrewriteaof(ctx: Ctx, argv: Argv) -> str:
+    compactor = _compactor(ctx)
+    if compactor.job is not None:
+        raise ReplyError("ERR Background append only file rewriting already in progress")
+    _start(compactor)
+    return "Background append only file rewriting started"
+
+
+def _start(compactor: Any) -> None:
+    from snapshot.compactor import CompactionError
+
+    try:
+        compactor._start_locked()
+    except CompactionError as err:
+        raise ReplyError(f"ERR {err}") from None
+
+
+@command("lastsave", 1, "loading stale fast", keys=NO_KEYS, group="server", since="1.0.0",
+         summary="Returns the Unix timestamp of the last successful save to disk.")
+def lastsave(ctx: Ctx, argv: Argv) -> int:
+    return last_save_time(ctx.engine)
+
+
+def last_save_time(engine: Any) -> int:
+    """Seconds: the current snapshot's creation, else when the engine started."""
+    datadir = engine.datadir
+    if datadir is not None:
+        snap = datadir.journal.manifest.snapshot
+        if snap is not None:
+            return snap.created_ms // 1000
+    return int(engine.started_ms // 1000)
+
+
+@command("wait", 3, "noscript", keys=NO_KEYS, group="generic", since="3.0.0",
+         summary="Blocks until the asynchronous replication of all preceding write commands "
+                 "sent by the connection is completed.")
+def wait(ctx: Ctx, argv: Argv) -> int:
+    parse_int(argv[1])
+    timeout = parse_int(argv[2])
+    if timeout < 0:
+        raise ReplyError("ERR timeout is negative")
+    return 0  # no replicas yet (the replication issue)
+
+
+# --- DEBUG -------------------------------------------------------------------------------------
+
+DEBUG = container("debug", "A container for debugging commands.", group="server",
+                  since="1.0.0")
+
+
+@subcommand(DEBUG, "digest", 2, "admin noscript loading stale", keys=NO_KEYS,
+            summary="Returns a digest of the whole dataset (streamkeep's state digest).")
+def debug_digest(ctx: Ctx, argv: Argv) -> str:
+    return state_digest(ctx.engine.dbs)
+
+
+@subcommand(DEBUG, "help", 2, "admin noscript loading stale", keys=NO_KEYS,
+            summary="Returns helpful text about the different subcommands.")
+def debug_help(ctx: Ctx, argv: Argv) -> list[str]:
+    return help_reply(argv[0], [
+        "DIGEST",
+        "    Output a hex signature representing the current dataset (entries, stream",
+        "    metadata, groups, PELs with delivery times and counts, consumers).",
+    ])
+

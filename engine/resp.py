@@ -1,0 +1,826 @@
+"""The RESP2/RESP3 wire format, both directions, as pure functions and classes over bytes.
+
+Owns: encoding reply values (`engine.reply`'s vocabulary) for RESP2 or RESP3 (`encode_reply`,
+`write_reply`), encoding client requests (`encode_command`), the server's incremental request
+parser with Redis's exact protocol-error lines and limits (`RequestParser`, modelled on
+processInlineBuffer/processMultibulkBuffer in Redis's src/networking.c) and the client's
+incremental reply parser (`ReplyParser`, for the replica link and tests).
+
+Must not touch: engine state or any I/O (no sockets, no asyncio, no clocks). Callers move the
+bytes; this module only turns them into values and back.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+from collections.abc import Sequence
+from typing import Any, Final
+
+from engine.errors import ReplyError
+from engine.reply import NULL_ARRAY, Push, RespMap, RespSet, Verbatim
+
+__all__ = [
+    "NEED_MORE",
+    "PROTO_INLINE_MAX_SIZE",
+    "ProtocolError",
+    "QueryBufferLimit",
+    "ReplyParser",
+    "RequestParser",
+    "encode_command",
+    "encode_reply",
+    "format_double",
+    "split_inline_args",
+    "write_reply",
+]
+
+# Limits, as Redis 7.x/8.x define them.
+PROTO_INLINE_MAX_SIZE: Final = 64 * 1024  # an inline request or header line without terminator
+PROTO_MAX_MULTIBULK: Final = 2**31 - 1  # INT_MAX since Redis 7.0 (1024*1024 before)
+UNAUTH_MAX_MULTIBULK: Final = 10  # CVE-2021-32675: before AUTH at most 10 arguments ...
+UNAUTH_MAX_BULK: Final = 16384  # ... of at most 16 KiB each
+UNAUTH_QUERY_BUFFER_LIMIT: Final = 1024 * 1024  # and a query buffer of at most 1 MiB
+_LLONG_MAX: Final = 2**63 - 1
+_LLONG_MIN: Final = -(2**63)
+_LONG_STR_SIZE: Final = 21  # string2ll refuses strings this long or longer
+_COMPACT_AT: Final = 64 * 1024  # parsed bytes kept before the buffer is compacted
+_BATCH_MAX: Final = 256 * 1024  # the batch fast path looks at buffers up to this size
+
+# Redis's protocol error lines (addReplyError prefixes "ERR ").
+ERR_MBULK_LEN: Final = "ERR Protocol error: invalid multibulk length"
+ERR_MBULK_BIG: Final = "ERR Protocol error: too big mbulk count string"
+ERR_BULK_LEN: Final = "ERR Protocol error: invalid bulk length"
+ERR_BULK_BIG: Final = "ERR Protocol error: too big bulk count string"
+ERR_INLINE_BIG: Final = "ERR Protocol error: too big inline request"
+ERR_QUOTES: Final = "ERR Protocol error: unbalanced quotes in request"
+ERR_UNAUTH_MBULK: Final = "ERR Protocol error: unauthenticated multibulk length"
+ERR_UNAUTH_BULK: Final = "ERR Protocol error: unauthenticated bulk length"
+ERR_QUERY_BUFFER: Final = "ERR Closing client that reached max query buffer length"
+
+
+class ProtocolError(ReplyError):
+    """Malformed input. `str(err)` is the exact line Redis replies with before it closes the
+    connection; the parser stays failed (every later `next()` raises the same error)."""
+
+
+class QueryBufferLimit(ProtocolError):
+    """The unparsed query buffer grew past its limit (`client-query-buffer-limit`; 1 MiB before
+    authentication). Redis replies nothing: it logs "Closing client that reached max query buffer
+    length" and closes the connection; the server does the same."""
+
+
+class _NeedMore:
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "NEED_MORE"
+
+
+NEED_MORE: Final = _NeedMore()
+"""`ReplyParser.next()`'s "no complete reply buffered yet" (None is a valid reply)."""
+
+
+# --------------------------------------------------------------------------------------------
+# Encoding replies
+# --------------------------------------------------------------------------------------------
+
+_CRLF: Final = b"\r\n"
+_SMALL: Final = 1024
+_BULK_HDR: Final = tuple(b"$%d\r\n" % n for n in range(_SMALL))
+_BULK_LINE: Final = tuple(b"$%d" % n for n in range(_SMALL))  # request headers, CRLF split off
+_ARRAY_HDR: Final = tuple(b"*%d\r\n" % n for n in range(_SMALL))
+_INT_REPLY: Final = tuple(b":%d\r\n" % n for n in range(_SMALL))
+_NULL: Final = (b"", b"", b"$-1\r\n", b"_\r\n")  # indexed by protocol
+_NULL_ARRAY: Final = (b"", b"", b"*-1\r\n", b"_\r\n")
+_TRUE: Final = (b"", b"", b":1\r\n", b"#t\r\n")
+_FALSE: Final = (b"", b"", b":0\r\n", b"#f\r\n")
+
+
+def encode_reply(value: Any, protocol: int = 2) -> bytes:
+    """One reply value as RESP2 (`protocol=2`) or RESP3 (`protocol=3`) bytes."""
+    if protocol != 2 and protocol != 3:
+        raise ValueError(f"protocol is 2 or 3, not {protocol!r}")
+    out = bytearray()
+    write_reply(out, value, protocol)
+    return bytes(out)
+
+
+def write_reply(out: bytearray, value: Any, protocol: int) -> None:
+    """Append one reply value to `out` (the connection's output buffer).
+
+    `str` simple string, `bytes`/`bytearray`/`memoryview` bulk, `None` null, `int` integer,
+    `bool` boolean, `float` double, `list`/`tuple` array, `RespMap`, `RespSet`, `Verbatim`,
+    `Push`, `NULL_ARRAY` and `ReplyError` instances (error line)."""
+    t = type(value)
+    if t is bytes:
+        n = len(value)
+        out += _BULK_HDR[n] if n < _SMALL else b"$%d\r\n" % n
+        out += value
+        out += _CRLF
+    elif t is list or t is tuple:
+        _write_array(out, value, protocol)
+    elif t is int:
+        out += _INT_REPLY[value] if 0 <= value < _SMALL else _int_line(value, protocol)
+    elif t is str:
+        out += b"+"
+        out += value.encode("utf-8", "surrogateescape")
+        out += _CRLF
+    elif value is None:
+        out += _NULL[protocol]
+    else:
+        _write_other(out, value, protocol)
+
+
+def _write_array(out: bytearray, items: list | tuple, protocol: int) -> None:
+    """An array, with its bytes/int elements and one more nesting level written inline (an XRANGE
+    reply is arrays of [id, (field, value, ...)]): no function call per element."""
+    n = len(items)
+    out += _ARRAY_HDR[n] if n < _SMALL else b"*%d\r\n" % n
+    for x in items:
+        t = type(x)
+        if t is bytes:
+            n = len(x)
+            out += _BULK_HDR[n] if n < _SMALL else b"$%d\r\n" % n
+            out += x
+            out += _CRLF
+        elif t is list or t is tuple:
+            n = len(x)
+            out += _ARRAY_HDR[n] if n < _SMALL else b"*%d\r\n" % n
+            for y in x:
+                t = type(y)
+                if t is bytes:
+                    n = len(y)
+                    out += _BULK_HDR[n] if n < _SMALL else b"$%d\r\n" % n
+                    out += y
+                    out += _CRLF
+                elif t is list or t is tuple:
+                    _write_array(out, y, protocol)
+                else:
+                    write_reply(out, y, protocol)
+        elif t is int:
+            out += _INT_REPLY[x] if 0 <= x < _SMALL else _int_line(x, protocol)
+        else:
+            write_reply(out, x, protocol)
+
+
+def _int_line(value: int, protocol: int) -> bytes:
+    if _LLONG_MIN <= value <= _LLONG_MAX:
+        return b":%d\r\n" % value
+    # Outside a long long: a RESP3 big number; RESP2 has none, modules send a bulk string.
+    if protocol == 3:
+        return b"(%d\r\n" % value
+    digits = b"%d" % value
+    return b"$%d\r\n%b\r\n" % (len(digits), digits)
+
+
+def _write_other(out: bytearray, value: Any, protocol: int) -> None:
+    """The less frequent shapes: maps, RESP3 types, errors, null arrays, other byte buffers."""
+    t = type(value)
+    if t is RespMap:
+        _write_map(out, value, protocol)
+    elif value is NULL_ARRAY:
+        out += _NULL_ARRAY[protocol]
+    elif t is bool:
+        out += _TRUE[protocol] if value else _FALSE[protocol]
+    elif t is float:
+        text = format_double(value)
+        if protocol == 3:
+            out += b",%b\r\n" % text
+        else:
+            out += b"$%d\r\n%b\r\n" % (len(text), text)
+    elif isinstance(value, ReplyError):
+        line = str(value).replace("\r", " ").replace("\n", " ")
+        out += b"-%b\r\n" % line.encode("utf-8", "surrogateescape")
+    elif t is RespSet or t is Push:
+        _write_aggregate(out, value.items, b"~" if t is RespSet else b">", protocol)
+    elif t is Verbatim:
+        _write_verbatim(out, value, protocol)
+    elif t is bytearray or t is memoryview:
+        write_reply(out, bytes(value), protocol)
+    elif isinstance(value, bool | int | str | bytes | list | tuple | float):
+        write_reply(out, _base_value(value), protocol)  # subclasses (IntEnum, str enums, ...)
+    else:
+        raise TypeError(f"cannot encode {t.__name__} as a RESP reply: {value!r}")
+
+
+def _base_value(value: Any) -> Any:
+    for base in (bool, int, float, str, bytes, list, tuple):
+        if isinstance(value, base):
+            return base(value)
+    raise AssertionError(value)
+
+
+def _write_map(out: bytearray, m: RespMap, protocol: int) -> None:
+    items = m.items
+    if protocol == 3:
+        out += b"%%%d\r\n" % len(items)
+        for k, v in items:
+            write_reply(out, k, protocol)
+            write_reply(out, v, protocol)
+    elif m.as_pairs:
+        _write_array(out, items, protocol)  # each (k, v) tuple is a 2-element array
+    else:
+        n = 2 * len(items)
+        out += _ARRAY_HDR[n] if n < _SMALL else b"*%d\r\n" % n
+        for k, v in items:
+            write_reply(out, k, protocol)
+            write_reply(out, v, protocol)
+
+
+def _write_aggregate(out: bytearray, items: list, kind: bytes, protocol: int) -> None:
+    if protocol == 3:
+        out += b"%b%d\r\n" % (kind, len(items))
+        for x in items:
+            write_reply(out, x, protocol)
+    else:
+        _write_array(out, items, protocol)
+
+
+def _write_verbatim(out: bytearray, value: Verbatim, protocol: int) -> None:
+    text = value.text.encode("utf-8", "surrogateescape")
+    if protocol == 3:
+        fmt = value.fmt.encode("ascii")
+        if len(fmt) != 3:
+            raise ValueError(f"a verbatim string's format has 3 characters, not {value.fmt!r}")
+        out += b"=%d\r\n%b:%b\r\n" % (len(text) + 4, fmt, text)
+    else:
+        out += b"$%d\r\n%b\r\n" % (len(text), text)
+
+
+def format_double(value: float) -> bytes:
+    """A double as Redis 7.0's addReplyDouble prints it: `%.17g`, with `inf`/`-inf`/`nan`."""
+    if math.isinf(value):
+        return b"inf" if value > 0 else b"-inf"
+    if math.isnan(value):
+        return b"nan"
+    return b"%.17g" % value
+
+
+# --------------------------------------------------------------------------------------------
+# Encoding requests
+# --------------------------------------------------------------------------------------------
+
+
+def encode_command(argv: Sequence[bytes | str | int]) -> bytes:
+    """A client request: a RESP array of bulk strings (str as UTF-8, int in decimal)."""
+    n = len(argv)
+    out = bytearray(_ARRAY_HDR[n] if n < _SMALL else b"*%d\r\n" % n)
+    for arg in argv:
+        b = arg if type(arg) is bytes else _arg_bytes(arg)
+        n = len(b)
+        out += _BULK_HDR[n] if n < _SMALL else b"$%d\r\n" % n
+        out += b
+        out += _CRLF
+    return bytes(out)
+
+
+def _arg_bytes(arg: Any) -> bytes:
+    if isinstance(arg, str):
+        return arg.encode("utf-8", "surrogateescape")
+    if isinstance(arg, bool):
+        raise TypeError("bool is not a valid command argument")
+    if isinstance(arg, int):
+        return b"%d" % arg
+    if isinstance(arg, bytes | bytearray | memoryview):
+        return bytes(arg)
+    raise TypeError(f"unsupported command argument type {type(arg).__name__}: {arg!r}")
+
+
+# --------------------------------------------------------------------------------------------
+# Parsing requests (server side)
+# --------------------------------------------------------------------------------------------
+
+
+def _string2ll(s: bytes | bytearray) -> int | None:
+    """Redis's string2ll: optional '-', no '+', no spaces, no leading zeros, fits a long long."""
+    n = len(s)
+    if n == 0 or n >= _LONG_STR_SIZE:
+        return None
+    if n == 1 and s[0] == 0x30:
+        return 0
+    digits = s[1:] if s[0] == 0x2D else s
+    if not digits or not digits.isdigit() or digits[0] == 0x30:
+        return None
+    value = int(digits)
+    if s[0] == 0x2D:
+        value = -value
+        return value if value >= _LLONG_MIN else None
+    return value if value <= _LLONG_MAX else None
+
+
+class RequestParser:
+    """Incremental parser of client requests (multibulk and inline), Redis's rules and errors.
+
+    `feed(data)` buffers bytes; `next()` returns the next complete command as a list of bytes
+    arguments, or None when it needs more bytes. Empty inline lines and `*0`/`*-N` requests are
+    skipped, as Redis does. Malformed input makes `next()` raise `ProtocolError` (the server
+    replies with the error and closes the connection). Like Redis, which checks the query buffer
+    right after every read, a `feed()` that leaves more than `query_buffer_limit` unparsed bytes
+    fails the parser: `next()` then raises `QueryBufferLimit` (the server closes the connection
+    without a reply) even if complete commands are buffered. `feed()` itself never raises. Once
+    failed, `next()` raises the same error again.
+
+    Set `authenticated = False` while a password is required and the client has not
+    authenticated: multibulk requests are then limited to 10 arguments of 16 KiB each and the
+    query buffer to 1 MiB (Redis's CVE-2021-32675 limits).
+    """
+
+    __slots__ = (
+        "_ready",
+        "proto_max_bulk_len",
+        "query_buffer_limit",
+        "authenticated",
+        "_buf",
+        "_pos",
+        "_scan",
+        "_argv",
+        "_multibulk",
+        "_bulklen",
+        "_error",
+    )
+
+    def __init__(
+        self,
+        proto_max_bulk_len: int = 512 * 1024 * 1024,
+        query_buffer_limit: int = 1024 * 1024 * 1024,
+    ) -> None:
+        self.proto_max_bulk_len = proto_max_bulk_len
+        self.query_buffer_limit = query_buffer_limit
+        self.authenticated = True
+        self._buf = bytearray()
+        self._pos = 0  # start of the unparsed bytes
+        self._scan = 0  # the line starting at _pos has no terminator before _scan
+        self._argv: list[bytes] = []  # arguments of the multibulk request being read
+        self._multibulk = 0  # arguments still to read (0: between requests)
+        self._bulklen = -1  # length of the bulk being read (-1: its header is next)
+        self._error: ProtocolError | None = None
+        self._ready: deque[list[bytes]] = deque()  # commands the batch fast path parsed
+
+    def feed(self, data: bytes | bytearray | memoryview) -> None:
+        """Buffer bytes received from the client."""
+        buf = self._buf
+        pos = self._pos
+        if pos:
+            if pos == len(buf):
+                buf.clear()
+                self._pos = self._scan = 0
+            elif pos >= _COMPACT_AT:
+                del buf[:pos]  # O(1) in CPython: the bytearray advances its start
+                self._pos = 0
+                self._scan = max(0, self._scan - pos)
+        buf += data
+        limit = self.query_buffer_limit
+        if not self.authenticated and limit > UNAUTH_QUERY_BUFFER_LIMIT:
+            limit = UNAUTH_QUERY_BUFFER_LIMIT
+        if len(buf) - self._pos > limit and self._error is None:
+            self._error = QueryBufferLimit(ERR_QUERY_BUFFER)
+
+    def pending_bytes(self) -> int:
+        """Bytes buffered but not parsed yet (Redis's query buffer length, which the limit is
+        about)."""
+        return len(self._buf) - self._pos
+
+    def next(self) -> list[bytes] | None:
+        """The next complete command, or None until more bytes are fed."""
+        ready = self._ready
+        if ready:
+            return ready.popleft()
+        if self._error is not None:
+            raise self._error
+        buf = self._buf
+        pos = self._pos
+        if not self._multibulk and pos < len(buf) and buf[pos] == 0x2A \
+                and len(buf) - pos <= _BATCH_MAX:
+            self._parse_batch(buf, pos)
+            if ready:
+                return ready.popleft()
+        try:
+            while True:
+                if self._multibulk:
+                    return self._read_bulks(buf)
+                pos = self._pos
+                if pos >= len(buf):
+                    return None
+                if buf[pos] == 0x2A:  # '*': a multibulk request
+                    if not self._read_count(buf, pos):
+                        return None
+                    continue
+                argv = self._read_inline(buf, pos)
+                if argv is None or argv:
+                    return argv
+        except ProtocolError as err:
+            self._error = err
+            raise
+
+    def _parse_batch(self, buf: bytearray, pos: int) -> None:
+        """The fast path for pipelines: split the buffered bytes at CRLF once (in C) and take
+        every leading request that is plainly formed (`*<n>` with 0 < n within the limits, then
+        n pairs `$<len>` / exactly len bytes, every line ending in CRLF) as it is. The first
+        request that is anything else, incomplete, or containing CRLF in a bulk, stops the batch
+        and is left to the byte-by-byte parser, which applies Redis's rules and errors: what the
+        batch accepts, that parser would parse the same way."""
+        toks = bytes(memoryview(buf)[pos:]).split(b"\r\n")
+        last = len(toks) - 1  # toks[last] follows the last CRLF: not a complete line
+        if self.authenticated:
+            max_count, max_bulk = PROTO_MAX_MULTIBULK, self.proto_max_bulk_len
+        else:
+            max_count, max_bulk = UNAUTH_MAX_MULTIBULK, min(self.proto_max_bulk_len,
+                                                             UNAUTH_MAX_BULK)
+        ready = self._ready
+        heads_of = _BULK_LINE.__getitem__
+        small_ok = max_bulk >= _SMALL  # bulks found in _BULK_LINE are within the limit
+        i = 0
+        while i < last:
+            head = toks[i]
+            count = head[1:]
+            if not (head[:1] == b"*" and count.isdigit() and count[0] != 0x30):
+                break
+            n = int(count)
+            end = i + 1 + 2 * n
+            if n > max_count or end > last:
+                break
+            args = toks[i + 2: end: 2]
+            try:  # every header must be exactly `$<len of its bulk>`
+                heads = list(map(heads_of, map(len, args)))
+                checked = small_ok
+            except IndexError:  # a bulk of 1024 bytes or more
+                heads = [b"$%d" % len(a) for a in args]
+                checked = False
+            if toks[i + 1: end: 2] != heads or (not checked and max(map(len, args)) > max_bulk):
+                break
+            ready.append(args)
+            i = end
+        if i:
+            self._pos = pos + sum(map(len, toks[:i])) + 2 * i
+
+    def _find_line(self, buf: bytearray, pos: int, terminator: bytes) -> int:
+        """Index of the terminator ending the line at `pos`, or -1 when Redis's strchr() would
+        not find one: none buffered yet, or a NUL byte before it (strchr stops at NUL, so such a
+        line only ends in a "too big" error)."""
+        scan = self._scan
+        idx = buf.find(terminator, scan if scan > pos else pos)
+        if idx < 0 or buf.find(b"\0", pos, idx) >= 0:
+            self._scan = len(buf)
+            return -1
+        return idx
+
+    def _read_count(self, buf: bytearray, pos: int) -> bool:
+        """The `*<count>\\r\\n` header; False when it is not complete yet."""
+        # Fast path: a plain positive count (at most 20 digits, so look no further).
+        idx = buf.find(b"\r", pos, pos + 22)
+        header = buf[pos + 1 : idx] if pos + 1 < idx < len(buf) - 1 else b""
+        if header.isdigit() and header[0] != 0x30:
+            count = int(header)
+            if count <= UNAUTH_MAX_MULTIBULK or (
+                self.authenticated and count <= PROTO_MAX_MULTIBULK
+            ):
+                self._pos = idx + 2
+                self._multibulk = count
+                self._bulklen = -1
+                self._argv = []
+                return True
+        return self._read_count_slow(buf, pos)
+
+    def _read_count_slow(self, buf: bytearray, pos: int) -> bool:
+        idx = self._find_line(buf, pos, b"\r")
+        if idx < 0:
+            if len(buf) - pos > PROTO_INLINE_MAX_SIZE:
+                raise ProtocolError(ERR_MBULK_BIG)
+            return False
+        if idx + 1 >= len(buf):  # Redis wants one more byte after '\r' (and never checks it)
+            self._scan = idx
+            return False
+        count = _string2ll(buf[pos + 1 : idx])
+        if count is None or count > PROTO_MAX_MULTIBULK:
+            raise ProtocolError(ERR_MBULK_LEN)
+        if count > UNAUTH_MAX_MULTIBULK and not self.authenticated:
+            raise ProtocolError(ERR_UNAUTH_MBULK)
+        self._pos = idx + 2
+        if count > 0:
+            self._multibulk = count
+            self._bulklen = -1
+            self._argv = []
+        return True
+
+    def _read_bulks(self, buf: bytearray) -> list[bytes] | None:
+        """The `$<len>\\r\\n<bytes>\\r\\n` arguments; the command once all are read, else None."""
+        pos = self._pos
+        end = len(buf)
+        argv = self._argv
+        remaining = self._multibulk
+        bulklen = self._bulklen
+        limit = self.proto_max_bulk_len
+        if limit > UNAUTH_MAX_BULK and not self.authenticated:
+            limit = UNAUTH_MAX_BULK
+        find = buf.find
+        try:
+            while remaining:
+                if bulklen < 0:
+                    # Fast paths: `$<digit>\r?`, then `$<digits>\r?` within reach (a long long has
+                    # at most 20 digits); anything else (errors included) takes the slow path.
+                    if (
+                        pos + 3 < end
+                        and buf[pos] == 0x24
+                        and buf[pos + 2] == 0x0D
+                        and 0x30 <= buf[pos + 1] <= 0x39
+                    ):
+                        bulklen = buf[pos + 1] - 0x30
+                        pos += 4
+                    else:
+                        idx = find(b"\r", pos, pos + 22)
+                        header = buf[pos + 1 : idx] if pos + 1 < idx < end - 1 else b""
+                        if header.isdigit() and buf[pos] == 0x24 and header[0] != 0x30:
+                            bulklen = int(header)
+                            pos = idx + 2
+                        else:
+                            bulklen = self._bulk_header_slow(buf, pos)
+                            if bulklen < 0:
+                                break
+                            pos = find(b"\r", pos) + 2
+                    if bulklen > limit:
+                        self._check_bulklen(bulklen)
+                if end - pos < bulklen + 2:
+                    break
+                argv.append(bytes(buf[pos : pos + bulklen]))
+                pos += bulklen + 2  # Redis skips the two bytes after the bulk unchecked
+                bulklen = -1
+                remaining -= 1
+        finally:
+            self._pos = pos
+            self._bulklen = bulklen
+            self._multibulk = remaining
+        if remaining:
+            return None
+        self._argv = []
+        return argv
+
+    def _bulk_header_slow(self, buf: bytearray, pos: int) -> int:
+        """A bulk header the fast path did not accept: incomplete (-1), hidden by a NUL (-1 or too
+        big), or an error. Returns the bulk length when it is valid after all."""
+        idx = self._find_line(buf, pos, b"\r")
+        if idx < 0:
+            if len(buf) - pos > PROTO_INLINE_MAX_SIZE:
+                raise ProtocolError(ERR_BULK_BIG)
+            return -1
+        if idx + 1 >= len(buf):
+            self._scan = idx
+            return -1
+        first = buf[pos]
+        if first != 0x24:  # '$'
+            shown = " " if first in (0x0D, 0x0A) else chr(first)  # addReplyErrorFormat: no CR/LF
+            raise ProtocolError(
+                f"ERR Protocol error: expected '$', got '{shown}'".encode("latin-1").decode(
+                    "utf-8", "surrogateescape"
+                )
+            )
+        bulklen = _string2ll(buf[pos + 1 : idx])
+        if bulklen is None or bulklen < 0:
+            raise ProtocolError(ERR_BULK_LEN)
+        self._check_bulklen(bulklen)
+        return bulklen
+
+    def _check_bulklen(self, bulklen: int) -> None:
+        if bulklen > self.proto_max_bulk_len:
+            raise ProtocolError(ERR_BULK_LEN)
+        if bulklen > UNAUTH_MAX_BULK and not self.authenticated:
+            raise ProtocolError(ERR_UNAUTH_BULK)
+
+    def _read_inline(self, buf: bytearray, pos: int) -> list[bytes] | None:
+        """One inline request line (ends in \\n, an optional \\r before it is dropped)."""
+        idx = self._find_line(buf, pos, b"\n")
+        if idx < 0:
+            if len(buf) - pos > PROTO_INLINE_MAX_SIZE:
+                raise ProtocolError(ERR_INLINE_BIG)
+            return None
+        end = idx - 1 if idx > pos and buf[idx - 1] == 0x0D else idx
+        argv = split_inline_args(bytes(buf[pos:end]))
+        self._pos = idx + 1
+        return argv
+
+
+_BLANKS: Final = frozenset(b" \t\n\r\x0b\x0c")  # C isspace()
+_TOKEN_ENDS: Final = frozenset(b" \t\n\r")
+_ESCAPES: Final = {ord("n"): 0x0A, ord("r"): 0x0D, ord("t"): 0x09, ord("b"): 0x08, ord("a"): 0x07}
+_HEX: Final = frozenset(b"0123456789abcdefABCDEF")
+
+
+def split_inline_args(line: bytes) -> list[bytes]:
+    """An inline request's arguments, split like Redis's sdssplitargs: blanks separate, "double
+    quotes" take \\xHH and \\n \\r \\t \\b \\a escapes, 'single quotes' take \\', and a closing
+    quote must be followed by a blank or the end. Raises ProtocolError on unbalanced quotes."""
+    if b'"' not in line and b"'" not in line and b"\x0b" not in line and b"\x0c" not in line:
+        return line.split()  # same result when no quotes and no \v/\f are involved
+    return _split_quoted(line)
+
+
+def _split_quoted(line: bytes) -> list[bytes]:
+    args: list[bytes] = []
+    i, n = 0, len(line)
+    while True:
+        while i < n and line[i] in _BLANKS:
+            i += 1
+        if i >= n:
+            return args
+        token = bytearray()
+        quote = 0  # the open quote character, 0 outside quotes
+        while True:
+            c = line[i] if i < n else 0
+            if quote == 0x22:  # "double quotes"
+                if c == 0x5C and i + 3 < n and line[i + 1] == 0x78 and _is_hex(line, i + 2):
+                    token.append(int(line[i + 2 : i + 4], 16))
+                    i += 3
+                elif c == 0x5C and i + 1 < n:
+                    i += 1
+                    token.append(_ESCAPES.get(line[i], line[i]))
+                elif c == 0x22:
+                    _check_after_quote(line, i + 1)
+                    break
+                elif i >= n:
+                    raise ProtocolError(ERR_QUOTES)
+                else:
+                    token.append(c)
+            elif quote == 0x27:  # 'single quotes'
+                if c == 0x5C and i + 1 < n and line[i + 1] == 0x27:
+                    i += 1
+                    token.append(0x27)
+                elif c == 0x27:
+                    _check_after_quote(line, i + 1)
+                    break
+                elif i >= n:
+                    raise ProtocolError(ERR_QUOTES)
+                else:
+                    token.append(c)
+            elif i >= n or c in _TOKEN_ENDS:
+                break
+            elif c == 0x22 or c == 0x27:
+                quote = c
+            else:
+                token.append(c)
+            i += 1
+        args.append(bytes(token))
+        i += 1  # past the delimiter or the closing quote
+
+
+def _is_hex(line: bytes, i: int) -> bool:
+    return line[i] in _HEX and line[i + 1] in _HEX
+
+
+def _check_after_quote(line: bytes, i: int) -> None:
+    """A closing quote must be followed by a blank or by the end of the line."""
+    if i < len(line) and line[i] not in _BLANKS:
+        raise ProtocolError(ERR_QUOTES)
+
+
+# --------------------------------------------------------------------------------------------
+# Parsing replies (client side)
+# --------------------------------------------------------------------------------------------
+
+_AGGREGATES: Final = frozenset(b"*%~>")
+_BLOBS: Final = frozenset(b"$!=")
+
+
+class ReplyParser:
+    """Incremental parser of server replies, RESP2 and RESP3.
+
+    `feed(data)` buffers bytes; `next()` returns the next complete reply or `NEED_MORE`.
+    `+` str, `-`/`!` ReplyError (returned, not raised), `:`/`(` int, `$` bytes, `*` list,
+    `$-1`/`*-1`/`_` None, `,` float, `#` bool, `%` RespMap, `~` RespSet, `=` Verbatim, `>` Push.
+    Partially received aggregates are kept between calls, so a large reply arriving in many
+    pieces is parsed in linear time. Malformed input raises ProtocolError.
+    """
+
+    __slots__ = ("_buf", "_pos", "_stack")
+
+    def __init__(self) -> None:
+        self._buf = bytearray()
+        self._pos = 0
+        # Open aggregates, innermost last: [type byte, items expected, items so far].
+        self._stack: list[list[Any]] = []
+
+    def feed(self, data: bytes | bytearray | memoryview) -> None:
+        buf = self._buf
+        pos = self._pos
+        if pos:
+            if pos == len(buf):
+                buf.clear()
+                self._pos = 0
+            elif pos >= _COMPACT_AT:
+                del buf[:pos]
+                self._pos = 0
+        buf += data
+
+    def pending_bytes(self) -> int:
+        return len(self._buf) - self._pos
+
+    def next(self) -> Any:
+        """The next complete reply, or NEED_MORE."""
+        buf = self._buf
+        stack = self._stack
+        while True:
+            value = self._element(buf)
+            if value is NEED_MORE:
+                return NEED_MORE
+            if type(value) is _Open:
+                stack.append([value.kind, value.count, []])
+                continue
+            while stack:
+                frame = stack[-1]
+                items = frame[2]
+                items.append(value)
+                if len(items) < frame[1]:
+                    break
+                stack.pop()
+                value = _close(frame[0], items)
+            else:
+                return value
+
+    def _element(self, buf: bytearray) -> Any:
+        """One element at the parse position: a value, an `_Open` aggregate header, NEED_MORE."""
+        pos = self._pos
+        idx = buf.find(b"\r\n", pos)
+        if idx < 0:
+            return NEED_MORE
+        kind = buf[pos]
+        line = bytes(buf[pos + 1 : idx])
+        if kind in _BLOBS:
+            n = _reply_int(line)
+            if n < 0:
+                if n == -1 and kind == 0x24:
+                    self._pos = idx + 2
+                    return None
+                raise ProtocolError(f"ERR Protocol error: invalid bulk length {line!r}")
+            start = idx + 2
+            if len(buf) < start + n + 2:
+                return NEED_MORE
+            if buf[start + n : start + n + 2] != b"\r\n":
+                raise ProtocolError("ERR Protocol error: bulk string not terminated by CRLF")
+            self._pos = start + n + 2
+            return _blob(kind, bytes(buf[start : start + n]))
+        self._pos = idx + 2
+        if kind in _AGGREGATES:
+            n = _reply_int(line)
+            if n < 0:
+                if n == -1:
+                    return None
+                raise ProtocolError(f"ERR Protocol error: invalid aggregate length {line!r}")
+            if n == 0:
+                return _close(kind, [])
+            return _Open(kind, 2 * n if kind == 0x25 else n)
+        return _simple(kind, line)
+
+
+class _Open:
+    """An aggregate header: `count` elements follow."""
+
+    __slots__ = ("kind", "count")
+
+    def __init__(self, kind: int, count: int) -> None:
+        self.kind = kind
+        self.count = count
+
+
+def _reply_int(line: bytes) -> int:
+    try:
+        return int(line)
+    except ValueError:
+        raise ProtocolError(f"ERR Protocol error: invalid integer {line!r}") from None
+
+
+def _simple(kind: int, line: bytes) -> Any:
+    """A one-line element."""
+    if kind == 0x2B:  # '+'
+        return line.decode("utf-8", "surrogateescape")
+    if kind == 0x3A or kind == 0x28:  # ':' '('
+        return _reply_int(line)
+    if kind == 0x2D:  # '-'
+        return ReplyError(line.decode("utf-8", "surrogateescape"))
+    if kind == 0x5F and not line:  # '_'
+        return None
+    if kind == 0x2C:  # ','
+        try:
+            return float(line)
+        except ValueError:
+            raise ProtocolError(f"ERR Protocol error: invalid double {line!r}") from None
+    if kind == 0x23 and line in (b"t", b"f"):  # '#'
+        return line == b"t"
+    raise ProtocolError(f"ERR Protocol error: unexpected reply {bytes([kind]) + line!r}")
+
+
+def _blob(kind: int, data: bytes) -> Any:
+    if kind == 0x24:  # '$'
+        return data
+    if kind == 0x21:  # '!'
+        return ReplyError(data.decode("utf-8", "surrogateescape"))
+    if len(data) < 4 or data[3] != 0x3A:  # '=' is <fmt>:<text>
+        raise ProtocolError(f"ERR Protocol error: invalid verbatim string {data[:16]!r}")
+    return Verbatim(data[4:].decode("utf-8", "surrogateescape"), data[:3].decode("latin-1"))
+
+
+def _close(kind: int, items: list) -> Any:
+    if kind == 0x2A:  # '*'
+        return items
+    if kind == 0x25:  # '%'
+        return RespMap(list(zip(items[0::2], items[1::2], strict=True)))
+    if kind == 0x7E:  # '~'
+        return RespSet(items)
+    return Push(items)

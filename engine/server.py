@@ -1,0 +1,613 @@
+"""The network server: RESP2/RESP3 over TCP in front of one Engine, on asyncio (uvloop if
+installed).
+
+Owns connections (`Client`: the parser, the output buffer, the reply ordering under
+`appendfsync always`, blocked reads, limits), accepting and refusing them (maxclients, protected
+mode), authentication gating, the group fsync that replies wait for, and shutdown. Commands run
+one at a time through `Engine.submit` on the event-loop thread, so no client sees a half-applied
+command and nothing here blocks the loop: blocked reads are woken by the engine's notify callback,
+fsyncs and SAVE's wait run in worker threads. Must not touch: command semantics (the command
+table), the wire format (engine.resp), files (aof/, snapshot/).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import ipaddress
+import logging
+import signal
+import socket
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from engine.blocking import Waiter
+from engine.context import Later
+from engine.errors import ReplyError
+from engine.reply import NO_REPLY, NULL_ARRAY
+from engine.resp import ProtocolError, QueryBufferLimit, RequestParser, write_reply
+from engine.transactions import end_transaction
+
+if TYPE_CHECKING:
+    from engine.core import Engine, Session
+
+log = logging.getLogger("streamkeep.server")
+
+# Commands an unauthenticated client may run (Redis: AUTH, HELLO, QUIT; RESET too in 7.x).
+NO_AUTH_NEEDED = frozenset({b"auth", b"hello", b"quit", b"reset"})
+NOAUTH = ReplyError("NOAUTH Authentication required.")
+MAX_CLIENTS_ERR = b"-ERR max number of clients reached\r\n"
+DENIED = (
+    b"-DENIED Redis is running in protected mode because protected mode is enabled and no "
+    b"password is set for the default user. In this mode connections are only accepted from the "
+    b"loopback interface. If you want to connect from external computers to Redis you may adopt "
+    b"one of the following solutions: 1) Just disable protected mode sending the command 'CONFIG "
+    b"SET protected-mode no' from the loopback interface by connecting to Redis from the same "
+    b"host the server is running, however MAKE SURE Redis is not publicly accessible from "
+    b"internet if you do so. Use CONFIG REWRITE to make this change permanent. 2) Alternatively "
+    b"you can just disable the protected mode by editing the Redis configuration file, and "
+    b"setting the protected mode option to 'no', and then restarting the server. 3) If you "
+    b"started the server manually just for testing, restart it with the '--protected-mode no' "
+    b"option. 4) Set up an authentication password for the default user. NOTE: You only need to "
+    b"do one of the above things in order for the server to start accepting connections from "
+    b"the outside.\r\n"
+)
+READ_PAUSE_BYTES = 1 << 20  # a blocked client's unparsed input beyond this: stop reading
+FLUSH_BYTES = 64 << 10  # replies queued beyond this during a pipeline: write them out now
+
+
+def is_loopback(host: str | None) -> bool:
+    """Protected mode's test: loopback addresses (and Unix sockets, host None) are local."""
+    if not host:
+        return True
+    try:
+        return ipaddress.ip_address(host.split("%", 1)[0]).is_loopback
+    except ValueError:
+        return False
+
+
+class Client(asyncio.Protocol):
+    """One connection. Its replies leave in command order; under `appendfsync always` a reply
+    (and every reply queued behind it) waits for the fsync that covers its record."""
+
+    def __init__(self, server: Server) -> None:
+        self.server = server
+        self.engine = server.engine
+        self.id = server.next_client_id()
+        self.session: Session = server.new_session(self)
+        self.parser = RequestParser(
+            proto_max_bulk_len=server.proto_max_bulk_len,
+            query_buffer_limit=server.query_buffer_limit,
+        )
+        self.protocol = 2
+        self.authenticated = not server.requirepass
+        self.parser.authenticated = self.authenticated
+        self.transport: asyncio.Transport | None = None
+        self.addr = ""
+        self.laddr = ""
+        self.fd = -1
+        self.created = time.monotonic()
+        self.last_interaction = self.created
+        self.last_command = b"NULL"
+        self.lib_name = b""  # CLIENT SETINFO LIB-NAME / LIB-VER
+        self.lib_ver = b""
+        self.out = bytearray()
+        self.held: deque[tuple[int, bytes]] = deque()  # replies waiting for an fsync
+        self.waiting: Waiter | None = None  # a blocked XREAD/XREADGROUP
+        self.busy = False  # a blocked read or a SAVE: the next commands wait their turn
+        self.closing = False  # close once the output is flushed (QUIT, protocol errors)
+        self.closed = False
+        self.reading_paused = False
+        self.soft_limit_since: float | None = None
+        self.timers: list[asyncio.TimerHandle] = []
+
+    # --- asyncio.Protocol ------------------------------------------------------------------
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = transport  # type: ignore[assignment]
+        sock = transport.get_extra_info("socket")
+        peer = transport.get_extra_info("peername")
+        local = transport.get_extra_info("sockname")
+        self.addr = _format_addr(peer)
+        self.laddr = _format_addr(local)
+        if sock is not None:
+            self.fd = sock.fileno()
+            with contextlib.suppress(OSError):
+                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        server = self.server
+        if len(server.clients) >= server.maxclients:
+            server.rejected_connections += 1
+            transport.write(MAX_CLIENTS_ERR)
+            transport.close()
+            self.closed = True
+            return
+        host = peer[0] if isinstance(peer, tuple) else None
+        if server.protected_mode and not server.requirepass and not server.is_local(host):
+            transport.write(DENIED)
+            transport.close()
+            self.closed = True
+            return
+        server.clients[self.id] = self
+
+    def data_received(self, data: bytes) -> None:
+        if self.closed or self.closing:
+            return
+        self.last_interaction = time.monotonic()
+        try:
+            self.parser.feed(data)
+        except QueryBufferLimit:
+            self._query_buffer_exceeded()
+            return
+        if self.busy:
+            self._check_input_backlog()
+            return
+        self.process()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._release()
+
+    # --- running commands ------------------------------------------------------------------
+
+    def process(self) -> None:
+        """Run every complete command in the input, until one blocks or the client closes."""
+        parser = self.parser
+        try:
+            while not self.busy and not self.closing and not self.closed:
+                try:
+                    argv = parser.next()
+                except QueryBufferLimit:
+                    self._query_buffer_exceeded()
+                    return
+                except ProtocolError as err:
+                    self.reply(err)
+                    self.closing = True
+                    break
+                if argv is None:
+                    break
+                self.run(argv)
+                if len(self.out) >= FLUSH_BYTES:
+                    # Hand big replies to the transport as they come, so the output limit is
+                    # checked per reply: a pipeline of big reads from a client that does not
+                    # read is cut at the limit, and nothing after it runs (Redis's
+                    # CLIENT_CLOSE_ASAP), instead of buffering every reply first.
+                    self.flush()
+        finally:
+            self.flush()
+
+    def run(self, argv: list[bytes]) -> None:
+        name = argv[0].lower()
+        self.last_command = name
+        self.server.commands_processed += 1
+        if not self.authenticated and name not in NO_AUTH_NEEDED:
+            if self.session.multi is not None:
+                self.session.multi_failed = True
+            self.reply(NOAUTH)
+            return
+        try:
+            reply, lsn = self.engine.submit(self.session, tuple(argv), None, self._notify)
+        except ReplyError as err:
+            self.reply(err)
+            return
+        t = type(reply)
+        if t is Waiter:
+            self._block(reply, lsn)
+        elif t is Later:
+            self._later(reply)
+        else:
+            self.reply(reply, lsn)
+
+    def reply(self, value: Any, lsn: int = 0) -> None:
+        """Queue a reply; held back behind the fsync of `lsn` (or behind held replies)."""
+        if self.closed or value is NO_REPLY:
+            return
+        server = self.server
+        if (lsn and server.sync_on_commit) or self.held:
+            buf = bytearray()
+            write_reply(buf, value, self.protocol)
+            self.held.append((lsn, bytes(buf)))
+            server.need_sync(self, lsn)
+        else:
+            write_reply(self.out, value, self.protocol)
+
+    def release_held(self, synced_lsn: int) -> None:
+        held = self.held
+        while held and held[0][0] <= synced_lsn:
+            self.out += held.popleft()[1]
+        self.flush()
+
+    def flush(self) -> None:
+        transport = self.transport
+        if transport is None or self.closed:
+            return
+        if self.out:
+            transport.write(self.out)
+            self.out = bytearray()
+            self._check_output_limit()
+        if self.closing and not self.held and not self.busy:
+            self.close()
+
+    # --- blocked reads and deferred replies --------------------------------------------------
+
+    def _block(self, waiter: Waiter, lsn: int) -> None:
+        self.busy = True
+        self.waiting = waiter
+        loop = self.server.loop
+        if waiter.timeout_ms:
+            self.timers.append(loop.call_later(waiter.timeout_ms / 1000, self._timed_out, waiter))
+        if waiter.wake_at is not None:
+            self._schedule_poll(waiter)
+        if lsn:  # the blocked command's own effects (e.g. consumer creation)
+            self.server.need_sync(self, lsn)
+
+    def _schedule_poll(self, waiter: Waiter) -> None:
+        delay = max((waiter.wake_at or 0) - self.engine.clock(), 0) / 1000 + 0.001
+        self.timers.append(self.server.loop.call_later(delay, self._poll, waiter))
+
+    def _poll(self, waiter: Waiter) -> None:
+        if self.waiting is not waiter or waiter.done:
+            return
+        if not self.engine.poll_waiter(waiter) and waiter.wake_at is not None:
+            self._schedule_poll(waiter)
+
+    def _timed_out(self, waiter: Waiter) -> None:
+        if self.waiting is waiter and self.engine.cancel_wait(waiter, NULL_ARRAY):
+            self._unblock(waiter)
+
+    def _notify(self, waiter: Waiter) -> None:
+        """The engine served a blocked read (engine lock held): continue on the loop."""
+        self.server.call_soon(self._unblock, waiter)
+
+    def _unblock(self, waiter: Waiter) -> None:
+        if self.waiting is not waiter:
+            return
+        self.waiting = None
+        self.busy = False
+        for timer in self.timers:
+            timer.cancel()
+        self.timers.clear()
+        if self.closed:
+            return
+        result = waiter.result
+        self.reply(result, waiter.lsn)
+        self._resume()
+
+    def _later(self, later: Later) -> None:
+        self.busy = True
+        future = self.server.loop.run_in_executor(None, _call_catching, later.wait)
+        future.add_done_callback(self._later_done)
+
+    def _later_done(self, future: asyncio.Future) -> None:
+        self.busy = False
+        if self.closed:
+            return
+        self.reply(future.result())
+        self._resume()
+
+    def _resume(self) -> None:
+        if self.reading_paused and self.transport is not None:
+            self.reading_paused = False
+            self.transport.resume_reading()
+        self.process()
+
+    # --- limits ----------------------------------------------------------------------------
+
+    def _check_input_backlog(self) -> None:
+        """A blocked client keeps sending: stop reading (TCP pushes back) rather than buffer."""
+        if not self.reading_paused and self.parser.pending_bytes() > READ_PAUSE_BYTES:
+            self.reading_paused = True
+            self.transport.pause_reading()  # type: ignore[union-attr]
+
+    def _query_buffer_exceeded(self) -> None:
+        log.warning("Closing client that reached max query buffer length: id=%d addr=%s",
+                    self.id, self.addr)
+        self.abort()
+
+    def _check_output_limit(self) -> None:
+        hard, soft, soft_seconds = self.server.output_limit
+        if not (hard or soft):
+            return
+        size = self.transport.get_write_buffer_size()  # type: ignore[union-attr]
+        if hard and size >= hard:
+            self._output_exceeded(size)
+        elif soft and size >= soft:
+            now = time.monotonic()
+            if self.soft_limit_since is None:
+                self.soft_limit_since = now
+            elif now - self.soft_limit_since >= soft_seconds:
+                self._output_exceeded(size)
+        else:
+            self.soft_limit_since = None
+
+    def _output_exceeded(self, size: int) -> None:
+        log.warning("Client id=%d addr=%s closed for overcoming of output buffer limits "
+                    "(%d bytes pending).", self.id, self.addr, size)
+        self.abort()
+
+    # --- closing ---------------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Close after what was written is sent."""
+        if self.transport is not None and not self.closed:
+            self.transport.close()
+        self._release()
+
+    def abort(self) -> None:
+        """Close now, dropping unsent output (limits, CLIENT KILL)."""
+        if self.transport is not None and not self.closed:
+            self.transport.abort()
+        self._release()
+
+    def _release(self) -> None:
+        if self.closed and self.id not in self.server.clients:
+            return
+        self.closed = True
+        self.server.clients.pop(self.id, None)
+        for timer in self.timers:
+            timer.cancel()
+        self.timers.clear()
+        waiter, self.waiting = self.waiting, None
+        if waiter is not None:
+            self.engine.cancel_wait(waiter, None)
+        with self.engine.lock:
+            end_transaction(self.engine, self.session)
+        self.held.clear()
+
+    # --- what CLIENT LIST / INFO read ------------------------------------------------------
+
+    def info_fields(self) -> list[tuple[str, str]]:
+        now = time.monotonic()
+        session = self.session
+        flags = "b" if self.waiting is not None else ""
+        flags += "x" if session.multi is not None else ""
+        flags = flags or "N"
+        return [
+            ("id", str(self.id)), ("addr", self.addr), ("laddr", self.laddr),
+            ("fd", str(self.fd)), ("name", session.name.decode("utf-8", "replace")),
+            ("age", str(int(now - self.created))),
+            ("idle", str(int(now - self.last_interaction))),
+            ("flags", flags), ("db", str(session.db)), ("sub", "0"), ("psub", "0"),
+            ("ssub", "0"), ("multi", str(-1 if session.multi is None else len(session.multi))),
+            ("qbuf", str(self.parser.pending_bytes())), ("qbuf-free", "0"),
+            ("argv-mem", "0"), ("multi-mem", "0"), ("rbs", "0"), ("rbp", "0"),
+            ("obl", str(len(self.out))), ("oll", str(len(self.held))),
+            ("omem", str(self.transport.get_write_buffer_size() if self.transport else 0)),
+            ("tot-mem", "0"), ("events", "r"),
+            ("cmd", self.last_command.decode("utf-8", "replace")), ("user", "default"),
+            ("redir", "-1"), ("resp", str(self.protocol)),
+            ("lib-name", self.lib_name.decode("utf-8", "replace")),
+            ("lib-ver", self.lib_ver.decode("utf-8", "replace")),
+        ]
+
+    def info_line(self) -> str:
+        return " ".join(f"{k}={v}" for k, v in self.info_fields())
+
+
+def _call_catching(fn: Callable[[], Any]) -> Any:
+    try:
+        return fn()
+    except ReplyError as err:
+        return err
+
+
+def _format_addr(addr: Any) -> str:
+    if isinstance(addr, tuple) and len(addr) >= 2:
+        host = addr[0]
+        return f"[{host}]:{addr[1]}" if ":" in host else f"{host}:{addr[1]}"
+    return str(addr or "")
+
+
+class Server:
+    """Accepts clients for one engine; see the module docstring."""
+
+    def __init__(self, engine: Engine, host: str = "127.0.0.1", port: int = 6390) -> None:
+        self.engine = engine
+        self.host = host
+        self.port = port
+        self.clients: dict[int, Client] = {}
+        self._client_ids = 0
+        self.loop: asyncio.AbstractEventLoop = None  # type: ignore[assignment]
+        self.loop_thread = 0
+        self.servers: list[asyncio.base_events.Server] = []
+        self.started = time.time()
+        self.stopping: asyncio.Event | None = None
+        self.shutdown_save = False
+        self.is_local: Callable[[str | None], bool] = is_loopback  # tests may swap it
+        # The group fsync replies wait for (appendfsync always).
+        self.sync_waiting: set[Client] = set()
+        self.sync_target = 0
+        self.sync_running = False
+        self.connections_received = 0
+        self.commands_processed = 0
+        self.rejected_connections = 0
+        engine.server = self
+
+    def engine_version(self) -> str:
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            return version("streamkeep")
+        except PackageNotFoundError:
+            return "dev"
+
+    # --- sessions and ids ------------------------------------------------------------------
+
+    def next_client_id(self) -> int:
+        self._client_ids += 1
+        return self._client_ids
+
+    def new_session(self, client: Client) -> Session:
+        from engine.core import Session
+
+        session = Session()
+        session.client = client
+        return session
+
+    def call_soon(self, fn: Callable[..., Any], *args: Any) -> None:
+        if threading.get_ident() == self.loop_thread:
+            self.loop.call_soon(fn, *args)
+        else:
+            self.loop.call_soon_threadsafe(fn, *args)
+
+    # Settings live in the engine's config (CONFIG GET/SET, the config file): read them there.
+
+    @property
+    def requirepass(self) -> str:
+        return str(self.engine.config.get("requirepass") or "")
+
+    @property
+    def maxclients(self) -> int:
+        return int(self.engine.config["maxclients"])
+
+    @property
+    def protected_mode(self) -> bool:
+        return bool(self.engine.config["protected-mode"])
+
+    @property
+    def proto_max_bulk_len(self) -> int:
+        return int(self.engine.config["proto-max-bulk-len"])
+
+    @property
+    def query_buffer_limit(self) -> int:
+        return int(self.engine.config["client-query-buffer-limit"])
+
+    @property
+    def output_limit(self) -> tuple[int, int, int]:
+        """(hard, soft, soft seconds) for normal clients; 0 means no limit."""
+        return self.engine.config["client-output-buffer-limit"]["normal"]
+
+    @property
+    def sync_on_commit(self) -> bool:
+        journal = self.engine.journal
+        return journal is not None and journal.sync_on_commit
+
+    # --- group fsync for appendfsync always ------------------------------------------------
+
+    def need_sync(self, client: Client, lsn: int) -> None:
+        """`client` holds replies until an fsync covers `lsn` (0: it only waits its turn)."""
+        journal = self.engine.journal
+        if journal is None:
+            client.release_held(1 << 62)
+            return
+        self.sync_waiting.add(client)
+        if lsn > self.sync_target:
+            self.sync_target = lsn
+        if not self.sync_running:
+            self.sync_running = True
+            # Let every client readable in this loop pass run its commands first: one fsync
+            # then covers all of their records.
+            self.loop.call_soon(self._start_sync)
+
+    def _start_sync(self) -> None:
+        journal = self.engine.journal
+        target = max(self.sync_target, journal.synced_lsn if journal else 0)
+        if journal is None or target <= journal.synced_lsn:
+            self._sync_done(None)
+            return
+        future = self.loop.run_in_executor(None, _call_catching,
+                                           lambda: journal.wait_durable(target))
+        future.add_done_callback(lambda f: self._sync_done(f.result()))
+
+    def _sync_done(self, error: ReplyError | None) -> None:
+        journal = self.engine.journal
+        synced = journal.synced_lsn if journal is not None else 1 << 62
+        waiting, self.sync_waiting = self.sync_waiting, set()
+        for client in waiting:
+            if client.closed:
+                continue
+            if error is not None and client.held:
+                # The fsync failed: these records may not be durable. Never acknowledge them.
+                client.held = deque((lsn, b"-" + str(error).encode() + b"\r\n")
+                                    if lsn > synced else (lsn, data)
+                                    for lsn, data in client.held)
+                client.release_held(1 << 62)
+                continue
+            client.release_held(synced)
+            if client.held:
+                self.sync_waiting.add(client)
+        self.sync_running = False
+        if self.sync_waiting:
+            self.sync_running = True
+            self.loop.call_soon(self._start_sync)
+
+    # --- running ---------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        self.loop = asyncio.get_running_loop()
+        self.loop_thread = threading.get_ident()
+        self.stopping = asyncio.Event()
+        hosts = self.host.split() or ["127.0.0.1"]
+        for host in hosts:
+            srv = await self.loop.create_server(self._new_client, host, self.port,
+                                                reuse_address=True, backlog=511)
+            self.servers.append(srv)
+            if self.port == 0:  # tests ask for any free port
+                self.port = srv.sockets[0].getsockname()[1]
+
+    def _new_client(self) -> Client:
+        self.connections_received += 1
+        return Client(self)
+
+    async def serve_forever(self) -> None:
+        await self.start()
+        await self.wait_stopped()
+
+    async def wait_stopped(self) -> None:
+        assert self.stopping is not None
+        await self.stopping.wait()
+        await self._stop()
+
+    def request_shutdown(self, save: bool = False) -> None:
+        """SHUTDOWN, SIGTERM, SIGINT: stop accepting, finish the command in flight, close."""
+        self.shutdown_save = save
+        if self.stopping is not None:
+            self.stopping.set()
+
+    async def _stop(self) -> None:
+        for srv in self.servers:
+            srv.close()
+        for client in list(self.clients.values()):
+            client.flush()
+            client.close()
+        for srv in self.servers:
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(srv.wait_closed(), 2)
+        await self.loop.run_in_executor(None, self._close_engine)
+
+    def _close_engine(self) -> None:
+        engine = self.engine
+        if self.shutdown_save and engine.datadir is not None:
+            with contextlib.suppress(Exception):
+                engine.compact(wait=True)
+        engine.close()
+
+
+def install_loop_policy() -> str:
+    """Use uvloop when it is installed; returns the loop's name."""
+    try:
+        import uvloop  # type: ignore[import-not-found]
+    except ImportError:
+        return "asyncio"
+    asyncio.set_event_loop_policy(uvloop.EventLoopPolicy())
+    return "uvloop"
+
+
+def run_server(server: Server, ready: Callable[[Server], None] | None = None) -> None:
+    """Run until SHUTDOWN, SIGTERM or SIGINT (the main thread's signal handlers)."""
+
+    async def main() -> None:
+        await server.start()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+                loop.add_signal_handler(sig, server.request_shutdown)
+        if ready is not None:
+            ready(server)
+        await server.wait_stopped()
+
+    asyncio.run(main())
+
+
+__all__ = ["Client", "Server", "install_loop_policy", "is_loopback", "run_server"]

@@ -1,0 +1,171 @@
+"""Transactions: MULTI, EXEC, DISCARD, WATCH, UNWATCH.
+
+Owns the queueing rule (which commands run at once inside MULTI and which are queued or refused),
+these five commands, and the registry of WATCHed keys: a key counts as modified when a committed
+record's effects touch it, so every way of changing state (including a blocked read served later,
+or a command inside another client's EXEC) invalidates watches without each command having to
+remember to. EXEC itself runs through `Engine.run_queued`, which makes the whole transaction one
+record. Must not touch: command semantics, stream structures, I/O.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
+
+from engine.context import Ctx
+from engine.errors import ReplyError
+from engine.reply import NULL_ARRAY
+from engine.table import Argv, CommandSpec, command, lookup
+
+if TYPE_CHECKING:
+    from engine.core import Engine, Session
+
+# Commands that run at once inside MULTI instead of being queued (Redis's processCommand list).
+RUN_IN_MULTI = frozenset({"exec", "discard", "multi", "watch", "quit", "reset"})
+NOT_IN_MULTI = "ERR Command not allowed inside a transaction"
+NO_KEYS = (0, 0, 0)
+ALL_KEYS = (1, -1, 1)
+
+
+def queue_in_multi(engine: Engine, session: Session, spec: CommandSpec, argv: Argv) -> Any:
+    """Inside MULTI: queue argv and return "QUEUED", raise the error that flags the transaction
+    (EXEC then aborts), or return None for a command that runs now."""
+    if spec.name in RUN_IN_MULTI:
+        return None
+    journal = engine.journal
+    if "no_multi" in spec.flags:
+        session.multi_failed = True
+        raise ReplyError(NOT_IN_MULTI)
+    if spec.is_write and journal is not None and journal.error:
+        session.multi_failed = True
+        raise ReplyError(journal.error)
+    session.multi.append((spec, argv))  # type: ignore[union-attr]
+    return "QUEUED"
+
+
+def end_transaction(engine: Engine, session: Session) -> None:
+    """Leave MULTI (if in it) and drop every WATCH: after EXEC, DISCARD, RESET, a disconnect."""
+    session.multi = None
+    session.multi_failed = False
+    engine.watches.unwatch_all(session)
+    session.dirty = False
+
+
+class WatchRegistry:
+    """Which sessions watch which (db, key); marks them dirty when a record touches the key."""
+
+    def __init__(self) -> None:
+        self.by_key: dict[tuple[int, bytes], set[Session]] = {}
+
+    def __bool__(self) -> bool:
+        return bool(self.by_key)
+
+    def watch(self, session: Session, db: int, key: bytes) -> None:
+        k = (db, key)
+        self.by_key.setdefault(k, set()).add(session)
+        session.watched.add(k)
+
+    def unwatch_all(self, session: Session) -> None:
+        for k in session.watched:
+            watchers = self.by_key.get(k)
+            if watchers is not None:
+                watchers.discard(session)
+                if not watchers:
+                    del self.by_key[k]
+        session.watched.clear()
+
+    def touch(self, db: int, key: bytes) -> None:
+        watchers = self.by_key.get((db, key))
+        if watchers:
+            for session in watchers:
+                session.dirty = True
+
+    def touch_where(self, dbs: Iterable[int] | None) -> None:
+        """Every watched key of these databases (None: all), as FLUSHDB/FLUSHALL touch them."""
+        wanted = None if dbs is None else set(dbs)
+        for (db, _key), watchers in self.by_key.items():
+            if wanted is None or db in wanted:
+                for session in watchers:
+                    session.dirty = True
+
+    def touch_effects(self, db: int, effects: Iterable[Any]) -> None:
+        """Mark the keys a record's effects change (their key positions in the command table)."""
+        for effect in effects:
+            name = bytes(effect[0]).lower()
+            if name == b"select":
+                db = int(effect[1])
+                continue
+            if name == b"flushdb":
+                self.touch_where((db,))
+                continue
+            if name == b"flushall":
+                self.touch_where(None)
+                continue
+            spec = lookup(tuple(effect), allow_internal=True)
+            first, last, step = spec.first_key, spec.last_key, spec.key_step
+            if first <= 0:
+                continue
+            end = len(effect) - 1 if last < 0 else min(last, len(effect) - 1)
+            for i in range(first, end + 1, step or 1):
+                self.touch(db, effect[i])
+
+
+# --- the commands ----------------------------------------------------------------------------
+
+
+@command("multi", 1, "noscript loading stale fast allow_busy", keys=NO_KEYS,
+         group="transactions", since="1.2.0", summary="Starts a transaction.")
+def multi(ctx: Ctx, argv: Argv) -> str:
+    session = ctx.session
+    if session.multi is not None:
+        raise ReplyError("ERR MULTI calls can not be nested")
+    session.multi = []
+    session.multi_failed = False
+    return "OK"
+
+
+@command("exec", 1, "noscript loading stale skip_slowlog", keys=NO_KEYS, group="transactions",
+         since="1.2.0", summary="Executes all commands in a transaction.")
+def exec_(ctx: Ctx, argv: Argv) -> Any:
+    session = ctx.session
+    queued = session.multi
+    if queued is None:
+        raise ReplyError("ERR EXEC without MULTI")
+    failed, dirty = session.multi_failed, session.dirty
+    end_transaction(ctx.engine, session)
+    if failed:
+        raise ReplyError("EXECABORT Transaction discarded because of previous errors.")
+    if dirty:
+        return NULL_ARRAY
+    return ctx.engine.run_queued(ctx, queued)
+
+
+@command("discard", 1, "noscript loading stale fast allow_busy", keys=NO_KEYS,
+         group="transactions", since="2.0.0", summary="Discards a transaction.")
+def discard(ctx: Ctx, argv: Argv) -> str:
+    if ctx.session.multi is None:
+        raise ReplyError("ERR DISCARD without MULTI")
+    end_transaction(ctx.engine, ctx.session)
+    return "OK"
+
+
+@command("watch", -2, "noscript loading stale fast allow_busy", keys=ALL_KEYS,
+         group="transactions", since="2.2.0",
+         summary="Monitors changes to keys to determine the execution of a transaction.")
+def watch(ctx: Ctx, argv: Argv) -> str:
+    session = ctx.session
+    if session.multi is not None:
+        raise ReplyError("ERR WATCH inside MULTI is not allowed")
+    for key in argv[1:]:
+        ctx.engine.watches.watch(session, session.db, key)
+    return "OK"
+
+
+@command("unwatch", 1, "noscript loading stale fast allow_busy", keys=NO_KEYS,
+         group="transactions", since="2.2.0",
+         summary="Forgets about watched keys of a transaction.")
+def unwatch(ctx: Ctx, argv: Argv) -> str:
+    ctx.engine.watches.unwatch_all(ctx.session)
+    ctx.session.dirty = False
+    return "OK"

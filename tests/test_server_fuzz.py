@@ -1,0 +1,197 @@
+"""Hypothesis-generated garbage sent to a live streamkeep server over a socket: random bytes and
+mutations of valid RESP requests (truncations, wrong bulk lengths, huge or bad counts, bad
+markers, flipped bytes, broken line ends, valid commands in between, inline requests).
+
+After every example: the server still answers a fresh connection, everything it sent the
+garbage client is well-formed RESP, nothing went wrong inside the event loop (no exception
+logged), a write another client sent in the middle was applied exactly once, and the data is
+intact (XLEN, and DEBUG DIGEST equal to a shadow engine that ran only the legitimate writes).
+The valid pieces in the garbage are reads (and failing AUTHs), so any other change is a bug.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import re
+import socket
+from collections.abc import Iterator
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from engine import Engine
+from engine.resp import NEED_MORE, ReplyParser
+from tests.resp_client import RespClient, encode_command
+from tests.server_util import start_server
+
+PASSWORD = "fuzz pw"
+CLOCK_MS = 1_700_000_000_000
+KEEP = 50
+
+READS = [
+    ("PING",), ("PING", "x"), ("ECHO", "hello world"), ("XLEN", "keep"),
+    ("XRANGE", "keep", "-", "+", "COUNT", "2"), ("XREVRANGE", "keep", "+", "-", "COUNT", "1"),
+    ("XINFO", "STREAM", "keep"), ("XPENDING", "keep", "g"), ("XREAD", "COUNT", "1", "STREAMS",
+                                                              "keep", "0"),
+    ("EXISTS", "keep"), ("TYPE", "keep"), ("DBSIZE",), ("XLEN", "nokey"), ("AUTH", "wrong"),
+    ("AUTH", PASSWORD), ("HELLO", "2"),
+]
+VALID = [encode_command(*argv) for argv in READS]
+INLINE = [b"PING\r\n", b"XLEN keep\n", b'ECHO "a b\\x00c"\r\n', b"ECHO 'it''s'\r\n",
+          b"\r\n", b"\n", b"   \r\n", b'PING "unclosed\r\n', b"AUTH wrong\r\n"]
+HUGE = [2**31 - 1, 2**31, 2**63 - 1, 2**63, 10**30, (512 << 20) + 1, 16385, 1 << 20]
+SETUP = [("XADD", "keep", f"{i}-1", "f", f"value {i}") for i in range(1, KEEP + 1)] + [
+    ("XGROUP", "CREATE", "keep", "g", "0"),
+    ("XREADGROUP", "GROUP", "g", "c", "COUNT", "10", "STREAMS", "keep", ">"),
+]
+
+
+@st.composite
+def piece(draw: st.DrawFn) -> bytes:
+    kind = draw(st.sampled_from(["random", "valid", "inline", "truncate", "length", "count",
+                                 "marker", "flip", "crlf"]))
+    if kind == "random":
+        return draw(st.binary(max_size=80))
+    if kind == "inline":
+        return draw(st.sampled_from(INLINE))
+    cmd = draw(st.sampled_from(VALID))
+    if kind == "valid":
+        return cmd
+    if kind == "truncate":
+        return cmd[: draw(st.integers(0, len(cmd) - 1))]
+    if kind == "length":  # one bulk header's length changed
+        headers = list(re.finditer(rb"\$(\d+)\r\n", cmd))
+        m = draw(st.sampled_from(headers))
+        n = draw(st.one_of(st.integers(-3, 40), st.sampled_from(HUGE)))
+        return cmd[: m.start(1)] + str(n).encode() + cmd[m.end(1):]
+    if kind == "count":  # the multibulk count changed
+        end = cmd.index(b"\r\n")
+        count = draw(st.one_of(st.integers(-3, 20).map(str), st.sampled_from(HUGE).map(str),
+                               st.sampled_from(["", "x", "1x", " 3", "+3", "03", "-0"])))
+        return b"*" + count.encode() + cmd[end:]
+    if kind == "marker":  # a '$' or '*' replaced
+        spots = [i for i, c in enumerate(cmd) if c in b"$*"]
+        i = draw(st.sampled_from(spots))
+        return cmd[:i] + bytes([draw(st.integers(0, 255))]) + cmd[i + 1:]
+    if kind == "flip":
+        i = draw(st.integers(0, len(cmd) - 1))
+        return cmd[:i] + bytes([draw(st.integers(0, 255))]) + cmd[i + 1:]
+    # "crlf": a line end dropped or replaced
+    spots = [i for i, c in enumerate(cmd) if c in b"\r\n"]
+    i = draw(st.sampled_from(spots))
+    return cmd[:i] + draw(st.sampled_from([b"", b"\n", b"\r", b"\r\r", b" "])) + cmd[i + 1:]
+
+
+garbage = st.lists(piece(), min_size=1, max_size=6).map(b"".join)
+
+
+class ErrorLog(logging.Handler):
+    """ERROR records of asyncio (an exception escaping a protocol callback) and the server."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.ERROR)
+        self.records: list[logging.LogRecord] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.records.append(record)
+
+
+class Target:
+    def __init__(self, password: str) -> None:
+        def clock() -> int:
+            return CLOCK_MS
+
+        self.password = password
+        self.engine = Engine(clock=clock, requirepass=password)
+        self.shadow = Engine(clock=clock)  # only the legitimate writes
+        for argv in SETUP:
+            self.engine.execute(*argv)
+            self.shadow.execute(*argv)
+        self.handle = start_server(self.engine)
+        self.control = self.connect()
+        self.writes = 0
+
+    def connect(self) -> RespClient:
+        client = RespClient(self.handle.host, self.handle.port, timeout=10)
+        if self.password:
+            assert client.execute("AUTH", self.password) == "OK"
+        return client
+
+    def close(self) -> None:
+        self.control.close()
+        self.handle.stop()
+
+
+@pytest.fixture(scope="module", params=["open", "password"])
+def target(request: pytest.FixtureRequest) -> Iterator[Target]:
+    errors = ErrorLog()
+    loggers = [logging.getLogger("asyncio"), logging.getLogger("streamkeep")]
+    for logger in loggers:
+        logger.addHandler(errors)
+    t = Target(PASSWORD if request.param == "password" else "")
+    t.errors = errors  # type: ignore[attr-defined]
+    try:
+        yield t
+    finally:
+        t.close()
+        for logger in loggers:
+            logger.removeHandler(errors)
+
+
+def read_until_closed(sock: socket.socket) -> bytes:
+    chunks = []
+    while True:
+        try:
+            data = sock.recv(1 << 16)
+        except ConnectionResetError:
+            break
+        if not data:
+            break
+        chunks.append(data)
+    return b"".join(chunks)
+
+
+def check_example(t: Target, data: bytes, cut: int) -> None:
+    cut %= len(data) + 1
+    sock = socket.create_connection((t.handle.host, t.handle.port), timeout=10)
+    try:
+        with contextlib.suppress(OSError):
+            sock.sendall(data[:cut])
+        # Another client's write in the middle of the garbage.
+        t.writes += 1
+        argv = ("XADD", "ctl", f"{t.writes}-1", "n", str(t.writes))
+        assert t.control.execute(*argv) == f"{t.writes}-1".encode()
+        t.shadow.execute(*argv)
+        with contextlib.suppress(OSError):  # the server may have closed it already
+            sock.sendall(data[cut:])
+            sock.shutdown(socket.SHUT_WR)  # the server closes on EOF: read everything it sent
+        received = read_until_closed(sock)  # a hang here (timeout) fails the example
+    finally:
+        sock.close()
+    parser = ReplyParser()  # whatever the server sent is well-formed RESP
+    parser.feed(received)
+    while parser.next() is not NEED_MORE:
+        pass
+    assert parser.pending_bytes() == 0, received[-200:]
+    assert t.handle.thread.is_alive()
+    with t.connect() as fresh:
+        assert fresh.execute("PING") == "PONG"
+    assert not t.errors.records, [r.getMessage() for r in t.errors.records]  # type: ignore
+    assert t.control.execute("XLEN", "ctl") == t.writes  # applied exactly once
+    assert t.control.execute("XLEN", "keep") == KEEP
+    assert t.control.execute("DEBUG", "DIGEST") == t.shadow.digest()
+
+
+@settings(max_examples=50, deadline=None, suppress_health_check=list(HealthCheck))
+@given(data=garbage, cut=st.integers(0, 1 << 16))
+def test_garbage_never_hurts_the_server(target, data, cut):
+    check_example(target, data, cut)
+
+
+@pytest.mark.slow
+@settings(max_examples=1000, deadline=None, suppress_health_check=list(HealthCheck))
+@given(data=garbage, cut=st.integers(0, 1 << 16))
+def test_garbage_never_hurts_the_server_long(target, data, cut):
+    check_example(target, data, cut)

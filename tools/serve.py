@@ -1,0 +1,88 @@
+"""`streamkeep serve`: run the network server on a data directory.
+
+Owns turning the command line and an optional redis.conf-style file into an opened Engine and a
+running Server (command-line options win over the file), and the start-up/shut-down messages.
+Must not touch: command semantics, the server's connection handling.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+from typing import Any
+
+DEFAULT_DIR = "./data"
+DEFAULT_PORT = 6390
+DEFAULT_BIND = "127.0.0.1"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--dir", help=f"data directory (default {DEFAULT_DIR})")
+    parser.add_argument("--port", type=int, help=f"TCP port (default {DEFAULT_PORT}; 0: any)")
+    parser.add_argument("--bind", help=f"addresses to listen on, space-separated "
+                                       f"(default {DEFAULT_BIND})")
+    parser.add_argument("--appendfsync", choices=("always", "everysec", "no"),
+                        help="AOF fsync policy (default everysec)")
+    parser.add_argument("--requirepass", help="password clients must AUTH with")
+    parser.add_argument("--config", metavar="FILE",
+                        help="config file in redis.conf syntax (options below override it)")
+    parser.add_argument("--loglevel", choices=("debug", "verbose", "notice", "warning"),
+                        help="log verbosity (default notice)")
+
+
+def settings_from(args: argparse.Namespace) -> dict[str, Any]:
+    """The config file's settings, then the command line's on top (Redis's precedence)."""
+    settings: dict[str, Any] = {}
+    if args.config:
+        from engine.config import read_config_file
+
+        settings.update(read_config_file(args.config))
+    for name in ("dir", "port", "bind", "appendfsync", "requirepass", "loglevel"):
+        value = getattr(args, name)
+        if value is not None:
+            settings[name] = value
+    settings.setdefault("dir", DEFAULT_DIR)
+    settings.setdefault("port", DEFAULT_PORT)
+    settings.setdefault("bind", DEFAULT_BIND)
+    return settings
+
+
+def main(args: argparse.Namespace) -> int:
+    from engine import Engine
+    from engine.server import Server, install_loop_policy, run_server
+
+    try:
+        settings = settings_from(args)
+    except (OSError, ValueError) as err:
+        print(f"streamkeep: {err}", file=sys.stderr)
+        return 2
+    # Messages go to stderr; the loglevel setting (CONFIG SET loglevel too) filters them.
+    logging.basicConfig(level=logging.DEBUG,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    path = os.path.abspath(str(settings.pop("dir")))
+    port = int(settings.pop("port"))
+    bind = str(settings.pop("bind"))
+    loop_name = install_loop_policy()
+    try:
+        engine = Engine.open(path, config_file=os.path.abspath(args.config) if args.config
+                             else None, **settings)
+    except Exception as err:  # noqa: BLE001 - refuse to start, say why
+        print(f"streamkeep: cannot open {path}: {err}", file=sys.stderr)
+        return 1
+    server = Server(engine, bind, port)
+
+    def ready(srv: Server) -> None:
+        print(f"streamkeep {srv.engine_version()} listening on {bind} port {srv.port} "
+              f"({loop_name}); data in {path} (appendfsync "
+              f"{engine.journal.policy if engine.journal else 'no'})", flush=True)
+
+    try:
+        run_server(server, ready)
+    except OSError as err:
+        engine.close()
+        print(f"streamkeep: cannot listen on {bind}:{port}: {err}", file=sys.stderr)
+        return 1
+    print("streamkeep: shut down cleanly", flush=True)
+    return 0
