@@ -68,6 +68,11 @@ class Journal:
         self.error: str | None = None  # the MISCONF line while writes are refused
         self.fsync_failed = False
         self.unwritten: list[bytes] = []  # encoded records whose write failed, in order
+        # Deferred mode (the server turns it on: every command runs on its loop thread): records
+        # are buffered and written by flush_pending, once per batch of commands, before replies.
+        self.deferred = False
+        self.pending = bytearray()
+        self.pending_records = 0
         self.fsyncs = 0
         self.records_written = 0
         # Compaction (the snapshot issue): bytes in the segments after the snapshot, and the
@@ -91,7 +96,8 @@ class Journal:
     def append(self, time_ms: int, db: int, effects: list) -> int:
         """Log one command execution's effects under the next LSN and write them to the OS.
         Raises ReplyError(MISCONF) if they could not be written; the record is then kept and
-        written by the retry."""
+        written by the retry. In deferred mode (the server's) the record joins a buffer that
+        `flush_pending` writes with one write() before any reply leaves."""
         lsn = self.lsn = self.lsn + 1
         payload = _packb([lsn, time_ms, db, effects])  # codec.encode, inlined: the hot path
         data = FRAME.pack(len(payload), _crc32c_raw(payload, 0xFFFFFFFF, _CRC_TABLE) ^ 0xFFFFFFFF
@@ -99,20 +105,42 @@ class Journal:
         if self.unwritten:  # keep the log in LSN order behind the records awaiting a retry
             self.unwritten.append(data)
             raise ReplyError(self.error or "MISCONF Errors writing to the AOF file")
+        if self.deferred:
+            self.pending += data
+            self.pending_records += 1
+            return lsn
+        self._write(data, 1)
+        return lsn
+
+    def flush_pending(self) -> bool:
+        """Write the deferred records with one write() (engine lock held). False if that
+        failed: the records then wait for the retry and their commands must not be
+        acknowledged (MISCONF)."""
+        if not self.pending:
+            return True
+        data, count = bytes(self.pending), self.pending_records
+        self.pending.clear()
+        self.pending_records = 0
+        try:
+            self._write(data, count)
+        except ReplyError:
+            return False
+        return True
+
+    def _write(self, data: bytes, records: int) -> None:
         try:
             self.fs.write(self.fd, data)
         except OSError as err:
             self._write_failed(err, data)
             raise ReplyError(self.error) from None  # type: ignore[arg-type]
         self.size += len(data)
-        self.records_written += 1
-        self.written_lsn = lsn
+        self.records_written += records
+        self.written_lsn = self.lsn  # pending records are only added while nothing is unwritten
         if self.size >= self.segment_max_bytes:
             self._rotate()
         self.aof_bytes += len(data)
         if self.aof_bytes >= self.rewrite_at and self.on_rewrite is not None:
             self.on_rewrite()
-        return lsn
 
     def _write_failed(self, err: OSError, data: bytes) -> None:
         log.error("AOF write failed: %s; refusing writes until it succeeds", err)
@@ -143,7 +171,8 @@ class Journal:
             self.size += len(data)
             self.aof_bytes += len(data)
             self.records_written += 1
-            self.written_lsn += 1
+        # Every LSN assigned is written now (an element may be a batch of deferred records).
+        self.written_lsn = self.lsn
         log.warning("AOF writes succeed again; accepting writes")
         self.error = None
 
@@ -270,7 +299,7 @@ class Journal:
         (engine lock held). Returns (last LSN covered, the closed segments after the current
         snapshot), or None if writes are refused. A current segment with no record is not
         rotated: the segments before it already end at the last LSN."""
-        if self.fsync_failed or self.unwritten:
+        if not self.flush_pending() or self.fsync_failed or self.unwritten:
             return None
         if self.size > HEADER_SIZE and not self._rotate():
             return None
@@ -284,6 +313,8 @@ class Journal:
             self._closed = True
             self._cond.notify_all()
         self._thread.join()
+        if self.fd >= 0 and not self.fsync_failed:
+            self.flush_pending()
         self.sync()
         self.fs.close(self.fd)
         # The descriptor number will be reused by the next file anyone opens: never write

@@ -20,13 +20,15 @@ if TYPE_CHECKING:
 
 class Waiter:
     __slots__ = ("session", "argv", "keys", "event", "result", "done", "wake_at", "lsn",
-                 "timeout_ms", "notify")
+                 "timeout_ms", "notify", "ready")
 
     def __init__(self, session: Session, argv: Argv, keys: list[tuple[int, bytes]]) -> None:
         self.session = session
         self.argv = argv
         self.keys = keys
-        self.event = threading.Event()
+        # Created only by a thread that waits on it (the embedded API); the server is notified.
+        self.event: threading.Event | None = None
+        self.ready: Callable[[], bool] | None = None
         self.result: Any = None
         self.done = False
         self.wake_at: int | None = None

@@ -156,14 +156,25 @@ def reset(ctx: Ctx, argv: Argv) -> str:
          keys=NO_KEYS, group="server", since="1.0.0",
          summary="Synchronously saves the database(s) to disk and shuts down the Redis server.")
 def shutdown(ctx: Ctx, argv: Argv) -> Any:
-    save = False
+    save = nosave = abort = other = False
     for arg in argv[1:]:
         if is_word(arg, b"save"):
             save = True
         elif is_word(arg, b"nosave"):
-            save = False
-        elif not (is_word(arg, b"now") or is_word(arg, b"force") or is_word(arg, b"abort")):
+            nosave = True
+        elif is_word(arg, b"now") or is_word(arg, b"force"):
+            other = True
+        elif is_word(arg, b"abort"):
+            abort = True
+        else:
             raise ReplyError(SYNTAX)
+    # Redis's shutdownCommand: ABORT takes no other flag, SAVE and NOSAVE exclude each other,
+    # and ABORT cancels a shutdown in progress (ours never waits, so there is none): it must
+    # never start one.
+    if (abort and (save or nosave or other)) or (save and nosave):
+        raise ReplyError(SYNTAX)
+    if abort:
+        raise ReplyError("ERR No shutdown in progress.")
     server = ctx.engine.server
     if server is None:
         raise ReplyError("ERR SHUTDOWN needs the network server (embedded: Engine.close())")

@@ -10,6 +10,8 @@ be served and BLOCK was given it returns a `Block`. Must not touch: other comman
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from engine.args import parse_int, parse_timeout_ms
 from engine.context import Block, Ctx
 from engine.effects import consumer_effect, setid_effect, xclaim_effect
@@ -172,7 +174,39 @@ def _block_or_nil(ctx: Ctx, argv: Argv, a: ReadArgs, ids: list[int]) -> object:
         if argv[a.streams_at + a.nstreams + k] == b"$":
             # Re-running with '$' would wait for entries after the *new* last ID forever.
             rerun[a.streams_at + a.nstreams + k] = format_id(gt)
-    return Block(keys, a.timeout, rerun, wake_at)
+    ready = None if a.claim >= 0 else _ready_check(ctx, keys, ids, a.group)
+    return Block(keys, a.timeout, rerun, wake_at, ready)
+
+
+def _ready_check(ctx: Ctx, keys: Argv, ids: list[int], group: bytes | None) -> Callable[[], bool]:
+    """What a signalled key must show before the blocked command is worth re-running, as Redis
+    checks it: for XREAD an ID above the one asked for, for XREADGROUP `>` an ID above the
+    group's last delivered one, or the key or group gone (which the re-run turns into NOGROUP).
+    Without it every XADD would re-run every blocked consumer of a busy group, and each re-run
+    that serves nothing would still move the consumer's seen time."""
+    dbs, index = ctx.engine.dbs, ctx.session.db
+    pairs = list(zip(keys, ids, strict=True))
+
+    def xread_ready() -> bool:
+        db = dbs[index]
+        for key, gt in pairs:
+            s = db.get(key)
+            if s is not None and s.last_id > gt:
+                return True
+        return False
+
+    def xreadgroup_ready() -> bool:
+        db = dbs[index]
+        for key, _gt in pairs:
+            s = db.get(key)
+            if s is None:
+                return True
+            g = s.groups.get(group)  # type: ignore[arg-type]
+            if g is None or s.last_id > g.last_id:
+                return True
+        return False
+
+    return xread_ready if group is None else xreadgroup_ready
 
 
 def _claim_wake_at(ctx: Ctx, argv: Argv, a: ReadArgs) -> int:

@@ -24,7 +24,7 @@ from engine.redis_api import RedisStreamAPI
 from engine.reply import NULL_ARRAY, RespMap, to_plain
 from engine.stream import Stream
 from engine.table import FAST_DISPATCH, Argv, CommandSpec, lookup
-from engine.transactions import WatchRegistry, queue_in_multi
+from engine.transactions import WatchRegistry, end_transaction, queue_in_multi
 
 if TYPE_CHECKING:
     from aof.journal import Journal
@@ -202,8 +202,14 @@ class Engine(RedisStreamAPI):
         command's own effects (tests and tools ask for them)."""
         reply, lsn = self.submit(session, argv, effects_out)
         journal = self.journal
-        if lsn and journal is not None and journal.sync_on_commit:
-            journal.wait_durable(lsn)
+        if lsn and journal is not None:
+            if journal.deferred:  # a server buffers records; this caller needs its own written
+                with self.lock:
+                    journal.flush_pending()
+                if journal.written_lsn < lsn:
+                    raise ReplyError(journal.error or "MISCONF Errors writing to the AOF file")
+            if journal.sync_on_commit:
+                journal.wait_durable(lsn)
         t = type(reply)
         if t is Waiter:
             return self._wait(reply)
@@ -234,7 +240,11 @@ class Engine(RedisStreamAPI):
             else:  # the general path, with Redis's exact errors
                 try:
                     spec = lookup(argv)
-                except ReplyError:
+                except ReplyError as err:
+                    if argv[0].lower() == b"exec":  # a refused EXEC aborts, in MULTI or not
+                        end_transaction(self, session)
+                        raise ReplyError("EXECABORT Transaction discarded because of: "
+                                         + err.line.removeprefix("ERR ")) from None
                     if session.multi is not None:  # a refused command aborts the EXEC
                         session.multi_failed = True
                     raise
@@ -265,6 +275,7 @@ class Engine(RedisStreamAPI):
             if type(reply) is Block:
                 waiter = Waiter(session, reply.argv, [(session.db, k) for k in reply.keys])
                 waiter.wake_at = reply.wake_at
+                waiter.ready = reply.ready
                 waiter.timeout_ms = reply.timeout_ms
                 waiter.notify = notify
                 self.waiters.add(waiter)
@@ -321,6 +332,10 @@ class Engine(RedisStreamAPI):
 
     def _wait(self, waiter: Waiter) -> Any:
         """Block this thread until the waiter is served, times out or needs a timed re-run."""
+        with self.lock:  # a re-run sets the event under the lock: none is missed
+            event = waiter.event = threading.Event()
+            if waiter.done:
+                event.set()
         timeout_ms = waiter.timeout_ms
         deadline = None if timeout_ms == 0 else time.monotonic() + timeout_ms / 1000
         while True:
@@ -328,7 +343,7 @@ class Engine(RedisStreamAPI):
             if waiter.wake_at is not None:
                 until_wake = max((waiter.wake_at - self.clock()) / 1000, 0) + 0.001
                 wait_s = until_wake if wait_s is None else min(wait_s, until_wake)
-            if waiter.event.wait(wait_s):
+            if event.wait(wait_s):
                 break
             if deadline is not None and time.monotonic() >= deadline and self.cancel_wait(
                     waiter, NULL_ARRAY):
@@ -371,6 +386,7 @@ class Engine(RedisStreamAPI):
             result = err
         if type(result) is Block:
             waiter.wake_at = result.wake_at
+            waiter.ready = result.ready
             return
         if ctx.effects:
             try:
@@ -380,7 +396,8 @@ class Engine(RedisStreamAPI):
         waiter.result = result
         waiter.done = True
         self.waiters.remove(waiter)
-        waiter.event.set()
+        if waiter.event is not None:
+            waiter.event.set()
         if waiter.notify is not None:
             waiter.notify(waiter)
 
@@ -388,7 +405,7 @@ class Engine(RedisStreamAPI):
         """Re-run the commands of clients waiting on signalled keys, first come first served."""
         while (k := self.waiters.pop_ready()) is not None:
             for waiter in self.waiters.waiting_on(k):
-                if not waiter.done:
+                if not waiter.done and (waiter.ready is None or waiter.ready()):
                     self._rerun(waiter)
 
     def blocked_clients(self) -> int:

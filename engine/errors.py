@@ -43,12 +43,15 @@ def wrong_arity(fullname: str) -> ReplyError:
 
 
 def unknown_command(argv: Sequence[bytes]) -> ReplyError:
+    # Redis prints them with %.*s: each stops at its first NUL byte.
     args = ""
     for arg in argv[1:]:
         if len(args) >= 128:
             break
+        arg = arg.partition(b"\0")[0]
         args += "'" + arg[: 128 - len(args)].decode("utf-8", "surrogateescape") + "' "
-    line = f"ERR unknown command '{argv[0][:128].decode('utf-8', 'surrogateescape')}', "
+    name = argv[0].partition(b"\0")[0][:128].decode("utf-8", "surrogateescape")
+    line = f"ERR unknown command '{name}', "
     line += f"with args beginning with: {args}"
     return ReplyError(line.replace("\r", " ").replace("\n", " "))
 

@@ -29,6 +29,7 @@ from engine.context import Later
 from engine.errors import ReplyError
 from engine.reply import NO_REPLY, NULL_ARRAY
 from engine.resp import ProtocolError, QueryBufferLimit, RequestParser, write_reply
+from engine.table import lookup
 from engine.transactions import end_transaction
 
 if TYPE_CHECKING:
@@ -39,6 +40,8 @@ log = logging.getLogger("streamkeep.server")
 # Commands an unauthenticated client may run (Redis: AUTH, HELLO, QUIT; RESET too in 7.x).
 NO_AUTH_NEEDED = frozenset({b"auth", b"hello", b"quit", b"reset"})
 NOAUTH = ReplyError("NOAUTH Authentication required.")
+EXEC_NOAUTH = ReplyError("EXECABORT Transaction discarded because of: NOAUTH Authentication "
+                         "required.")
 MAX_CLIENTS_ERR = b"-ERR max number of clients reached\r\n"
 DENIED = (
     b"-DENIED Redis is running in protected mode because protected mode is enabled and no "
@@ -96,6 +99,7 @@ class Client(asyncio.Protocol):
         self.lib_ver = b""
         self.out = bytearray()
         self.held: deque[tuple[int, bytes]] = deque()  # replies waiting for an fsync
+        self.marks: list[tuple[int, int, int]] = []  # (start, end, LSN) of write replies in out
         self.waiting: Waiter | None = None  # a blocked XREAD/XREADGROUP
         self.busy = False  # a blocked read or a SAVE: the next commands wait their turn
         self.closing = False  # close once the output is flushed (QUIT, protocol errors)
@@ -184,6 +188,16 @@ class Client(asyncio.Protocol):
         if not self.authenticated and name not in NO_AUTH_NEEDED:
             if self.session.multi is not None:
                 self.session.multi_failed = True
+            try:  # Redis checks the command's existence and arity before authentication
+                lookup(argv)
+            except ReplyError as err:
+                self.reply(err)
+                return
+            if name == b"exec":  # Redis's rejectCommand: a refused EXEC discards the transaction
+                with self.engine.lock:
+                    end_transaction(self.engine, self.session)
+                self.reply(EXEC_NOAUTH)
+                return
             self.reply(NOAUTH)
             return
         try:
@@ -204,11 +218,16 @@ class Client(asyncio.Protocol):
         if self.closed or value is NO_REPLY:
             return
         server = self.server
-        if (lsn and server.sync_on_commit) or self.held:
+        if self.held or (lsn and server.sync_on_commit):
             buf = bytearray()
             write_reply(buf, value, self.protocol)
             self.held.append((lsn, bytes(buf)))
             server.need_sync(self, lsn)
+        elif lsn:  # its record must reach the OS before this reply leaves (see flush)
+            out = self.out
+            start = len(out)
+            write_reply(out, value, self.protocol)
+            self.marks.append((start, len(out), lsn))
         else:
             write_reply(self.out, value, self.protocol)
 
@@ -223,11 +242,37 @@ class Client(asyncio.Protocol):
         if transport is None or self.closed:
             return
         if self.out:
+            if self.marks:
+                self._settle_marks()
             transport.write(self.out)
             self.out = bytearray()
             self._check_output_limit()
         if self.closing and not self.held and not self.busy:
             self.close()
+
+    def _settle_marks(self) -> None:
+        """Before replies of write commands leave, their records go to the OS (the journal
+        buffers them in deferred mode: one write() per batch). A record that could not be
+        written is not acknowledged: its reply becomes the MISCONF error."""
+        marks, self.marks = self.marks, []
+        journal = self.engine.journal
+        if journal is None:
+            return
+        last = marks[-1][2]  # LSNs grow: the last mark is the highest
+        if last > journal.written_lsn:
+            self.server.flush_aof()
+        written = journal.written_lsn
+        if last <= written:
+            return
+        error = b"-" + (journal.error or "MISCONF Errors writing to the AOF file").encode() \
+            + b"\r\n"
+        out, rebuilt, prev = self.out, bytearray(), 0
+        for start, end, lsn in marks:
+            rebuilt += out[prev:start]
+            rebuilt += error if lsn > written else out[start:end]
+            prev = end
+        rebuilt += out[prev:]
+        self.out = rebuilt
 
     # --- blocked reads and deferred replies --------------------------------------------------
 
@@ -239,8 +284,8 @@ class Client(asyncio.Protocol):
             self.timers.append(loop.call_later(waiter.timeout_ms / 1000, self._timed_out, waiter))
         if waiter.wake_at is not None:
             self._schedule_poll(waiter)
-        if lsn:  # the blocked command's own effects (e.g. consumer creation)
-            self.server.need_sync(self, lsn)
+        if lsn:  # the blocked command's own effects (consumer creation): write them now
+            self.server.flush_aof()
 
     def _schedule_poll(self, waiter: Waiter) -> None:
         delay = max((waiter.wake_at or 0) - self.engine.clock(), 0) / 1000 + 0.001
@@ -500,19 +545,34 @@ class Server:
             # then covers all of their records.
             self.loop.call_soon(self._start_sync)
 
+    def flush_aof(self) -> None:
+        """Write the journal's deferred records (one write() for everything buffered)."""
+        journal = self.engine.journal
+        if journal is not None and journal.pending:
+            with self.engine.lock:
+                journal.flush_pending()
+
     def _start_sync(self) -> None:
         journal = self.engine.journal
-        target = max(self.sync_target, journal.synced_lsn if journal else 0)
+        self.flush_aof()
+        # What this round flushed: records appended while its fsync runs raise sync_target
+        # and wait in the journal's buffer for the next round; they are not write failures.
+        flushed = self.sync_target
+        # Records that could not be written are not fsynced (their replies become errors).
+        target = min(max(self.sync_target, journal.synced_lsn), journal.written_lsn) \
+            if journal else 0
         if journal is None or target <= journal.synced_lsn:
-            self._sync_done(None)
+            self._sync_done(None, flushed)
             return
         future = self.loop.run_in_executor(None, _call_catching,
                                            lambda: journal.wait_durable(target))
-        future.add_done_callback(lambda f: self._sync_done(f.result()))
+        future.add_done_callback(lambda f: self._sync_done(f.result(), flushed))
 
-    def _sync_done(self, error: ReplyError | None) -> None:
+    def _sync_done(self, error: ReplyError | None, flushed: int = 0) -> None:
         journal = self.engine.journal
         synced = journal.synced_lsn if journal is not None else 1 << 62
+        if error is None and journal is not None and journal.written_lsn < flushed:
+            error = ReplyError(journal.error or "MISCONF Errors writing to the AOF file")
         waiting, self.sync_waiting = self.sync_waiting, set()
         for client in waiting:
             if client.closed:
@@ -537,6 +597,10 @@ class Server:
     async def start(self) -> None:
         self.loop = asyncio.get_running_loop()
         self.loop_thread = threading.get_ident()
+        if self.engine.journal is not None:
+            # Every command runs on this thread: records can be buffered and written once per
+            # batch of commands, before the batch's replies leave (Redis's AOF buffer).
+            self.engine.journal.deferred = True
         self.stopping = asyncio.Event()
         hosts = self.host.split() or ["127.0.0.1"]
         for host in hosts:
@@ -578,6 +642,10 @@ class Server:
 
     def _close_engine(self) -> None:
         engine = self.engine
+        if engine.journal is not None:
+            with engine.lock:
+                engine.journal.flush_pending()
+                engine.journal.deferred = False
         if self.shutdown_save and engine.datadir is not None:
             with contextlib.suppress(Exception):
                 engine.compact(wait=True)

@@ -1,12 +1,17 @@
 """Hypothesis-generated garbage sent to a live streamkeep server over a socket: random bytes and
 mutations of valid RESP requests (truncations, wrong bulk lengths, huge or bad counts, bad
-markers, flipped bytes, broken line ends, valid commands in between, inline requests).
+markers, flipped bytes, broken line ends, valid commands in between, inline requests), with and
+without a password (the unauthenticated parser limits).
 
 After every example: the server still answers a fresh connection, everything it sent the
 garbage client is well-formed RESP, nothing went wrong inside the event loop (no exception
 logged), a write another client sent in the middle was applied exactly once, and the data is
 intact (XLEN, and DEBUG DIGEST equal to a shadow engine that ran only the legitimate writes).
 The valid pieces in the garbage are reads (and failing AUTHs), so any other change is a bug.
+
+The same garbage also goes to a real redis-server holding the same data: the bytes it answers
+until it closes the connection must be the same (the parser's protocol errors, which commands
+run before one, unknown-command lines, NOAUTH ordering).
 """
 
 from __future__ import annotations
@@ -14,7 +19,10 @@ from __future__ import annotations
 import contextlib
 import logging
 import re
+import shutil
 import socket
+import subprocess
+import time
 from collections.abc import Iterator
 
 import pytest
@@ -41,6 +49,14 @@ READS = [
 VALID = [encode_command(*argv) for argv in READS]
 INLINE = [b"PING\r\n", b"XLEN keep\n", b'ECHO "a b\\x00c"\r\n', b"ECHO 'it''s'\r\n",
           b"\r\n", b"\n", b"   \r\n", b'PING "unclosed\r\n', b"AUTH wrong\r\n"]
+# For the comparison with redis-server: no HELLO (its reply names the version and client id),
+# no DBSIZE (the other test's writes count here), no XREAD (its mutations reach 8.x-only
+# behaviour: the unbalanced-streams text, the `+` ID; the local oracle is 7.0), and no NUL byte
+# in inline lines (test_server.py's test_unknown_command_line_cuts_at_nul and
+# test_nul_bytes_in_framing_like_redis compare those).
+DIFF_VALID = [encode_command(*argv) for argv in READS
+              if argv[0] not in ("HELLO", "DBSIZE", "XREAD")]
+DIFF_INLINE = [line.replace(b"\\x00", b"\\x41") for line in INLINE]
 HUGE = [2**31 - 1, 2**31, 2**63 - 1, 2**63, 10**30, (512 << 20) + 1, 16385, 1 << 20]
 SETUP = [("XADD", "keep", f"{i}-1", "f", f"value {i}") for i in range(1, KEEP + 1)] + [
     ("XGROUP", "CREATE", "keep", "g", "0"),
@@ -49,14 +65,14 @@ SETUP = [("XADD", "keep", f"{i}-1", "f", f"value {i}") for i in range(1, KEEP + 
 
 
 @st.composite
-def piece(draw: st.DrawFn) -> bytes:
+def piece(draw: st.DrawFn, valid: list[bytes], inline: list[bytes]) -> bytes:
     kind = draw(st.sampled_from(["random", "valid", "inline", "truncate", "length", "count",
                                  "marker", "flip", "crlf"]))
     if kind == "random":
         return draw(st.binary(max_size=80))
     if kind == "inline":
-        return draw(st.sampled_from(INLINE))
-    cmd = draw(st.sampled_from(VALID))
+        return draw(st.sampled_from(inline))
+    cmd = draw(st.sampled_from(valid))
     if kind == "valid":
         return cmd
     if kind == "truncate":
@@ -84,7 +100,9 @@ def piece(draw: st.DrawFn) -> bytes:
     return cmd[:i] + draw(st.sampled_from([b"", b"\n", b"\r", b"\r\r", b" "])) + cmd[i + 1:]
 
 
-garbage = st.lists(piece(), min_size=1, max_size=6).map(b"".join)
+garbage = st.lists(piece(VALID, INLINE), min_size=1, max_size=6).map(b"".join)
+diff_garbage = st.lists(piece(DIFF_VALID, DIFF_INLINE), min_size=1, max_size=6).map(
+    lambda pieces: b"".join(pieces).replace(b"\x00", b"\x01"))
 
 
 class ErrorLog(logging.Handler):
@@ -138,6 +156,57 @@ def target(request: pytest.FixtureRequest) -> Iterator[Target]:
         t.close()
         for logger in loggers:
             logger.removeHandler(errors)
+
+
+@pytest.fixture(scope="module")
+def redis_like(target: Target, tmp_path_factory: pytest.TempPathFactory) -> Iterator[int]:
+    """A private redis-server (the port) with the target's password and the same data."""
+    binary = shutil.which("redis-server")
+    if binary is None:
+        pytest.fail("redis-server not found on PATH", pytrace=False)
+    port = _free_port()
+    argv = [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly",
+            "no", "--dir", str(tmp_path_factory.mktemp("redis-fuzz"))]
+    if t_password := target.password:
+        argv += ["--requirepass", t_password]
+    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        client = _connect_when_up(port, proc)
+        if t_password:
+            assert client.execute("AUTH", t_password) == "OK"
+        for argv in SETUP:
+            client.execute(*argv)
+        client.close()
+        yield port
+    finally:
+        proc.terminate()
+        proc.wait(10)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _connect_when_up(port: int, proc: subprocess.Popen) -> RespClient:
+    deadline = time.monotonic() + 10
+    while True:
+        try:
+            return RespClient("127.0.0.1", port, timeout=10)
+        except OSError:
+            if proc.poll() is not None or time.monotonic() > deadline:
+                raise
+            time.sleep(0.02)
+
+
+def exchange(port: int, data: bytes) -> bytes:
+    """Send `data` then EOF; everything the server answers until it closes."""
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
+        with contextlib.suppress(OSError):
+            sock.sendall(data)
+            sock.shutdown(socket.SHUT_WR)
+        return read_until_closed(sock)
 
 
 def read_until_closed(sock: socket.socket) -> bytes:
@@ -195,3 +264,22 @@ def test_garbage_never_hurts_the_server(target, data, cut):
 @given(data=garbage, cut=st.integers(0, 1 << 16))
 def test_garbage_never_hurts_the_server_long(target, data, cut):
     check_example(target, data, cut)
+
+
+def same_as_redis(target: Target, redis_port: int, data: bytes) -> None:
+    assert exchange(target.handle.port, data) == exchange(redis_port, data)
+
+
+@pytest.mark.redis
+@settings(max_examples=50, deadline=None, suppress_health_check=list(HealthCheck))
+@given(data=diff_garbage)
+def test_garbage_gets_the_same_answer_as_redis(target, redis_like, data):
+    same_as_redis(target, redis_like, data)
+
+
+@pytest.mark.slow
+@pytest.mark.redis
+@settings(max_examples=1000, deadline=None, suppress_health_check=list(HealthCheck))
+@given(data=diff_garbage)
+def test_garbage_gets_the_same_answer_as_redis_long(target, redis_like, data):
+    same_as_redis(target, redis_like, data)

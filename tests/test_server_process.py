@@ -186,6 +186,7 @@ def test_sigkill_under_appendfsync_always_loses_no_acknowledged_write(tmp_path, 
     server = spawn(datadir, "--appendfsync", "always")
     assert "(appendfsync always)" in server.output()
     acked: list[list[bytes]] = [[] for _ in range(4)]
+    errors: list[BaseException] = []
     stop = threading.Event()
 
     def writer(n: int) -> None:
@@ -203,6 +204,8 @@ def test_sigkill_under_appendfsync_always_loses_no_acknowledged_write(tmp_path, 
                     acked[n].extend(pipe.execute())
         except (redis.ConnectionError, OSError):
             pass  # killed mid-write: only what was acknowledged counts
+        except BaseException as err:  # noqa: BLE001 - an error reply (MISCONF...) fails the test
+            errors.append(err)
         finally:
             r.close()
 
@@ -217,6 +220,7 @@ def test_sigkill_under_appendfsync_always_loses_no_acknowledged_write(tmp_path, 
     stop.set()
     for t in threads:
         t.join(10)
+    assert not errors, [str(e) for e in errors]
     assert sum(map(len, acked)) >= 400
 
     again = spawn(datadir)
