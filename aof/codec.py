@@ -17,12 +17,14 @@ Owns the on-disk format other tools read (documented in the README):
 One record is one command execution's effects: the atomic unit of replay. LSNs are global and
 consecutive across segments. `scan` walks a segment's bytes and says where the good records end
 and whether what follows is a torn tail (nothing valid after it) or damage followed by valid
-records. Must not touch: files (aof.fs), the manifest, the engine.
+records; `scan_batches` yields the same records batch by batch, for replay to apply them while
+decoding. Must not touch: files (aof.fs), the manifest, the engine.
 """
 
 from __future__ import annotations
 
 import struct
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 import crcmod.predefined
@@ -105,9 +107,10 @@ class Damage:
 
 @dataclass(slots=True)
 class ScanResult:
-    records: list[tuple] = field(default_factory=list)  # (lsn, time_ms, db, effects)
+    records: list[tuple] = field(default_factory=list)  # (lsn, time_ms, db, effects); scan()
     end: int = 0  # offset just past the last good record
     damage: Damage | None = None
+    count: int = 0  # good records decoded
 
 
 def _frame_at(data: bytes, pos: int) -> tuple[int, str | None]:
@@ -191,25 +194,46 @@ def _valid_record_after(data: bytes, start: int, min_lsn: int) -> bool:
     return False
 
 
+SCAN_BATCH = 64  # records per list scan_batches yields
+
+
 def scan(data: bytes, start: int, first_lsn: int) -> ScanResult:
     """Decode consecutive records from `start`; stop at the first bad one and classify it."""
     result = ScanResult(end=start)
-    records = result.records
+    for batch in scan_batches(data, start, first_lsn, result):
+        result.records += batch
+    return result
+
+
+def scan_batches(data: bytes, start: int, first_lsn: int, result: ScanResult,
+                 batch_size: int = SCAN_BATCH) -> Iterator[list[tuple]]:
+    """`scan` as a stream: yields the good records from `start` in lists of up to batch_size
+    `(lsn, time_ms, db, effects)` tuples, each CRC-checked and decoded as it is reached, so a
+    replay applies them while decoding (the decoded records of a 64 MiB segment are never all
+    in memory at once). When it is exhausted, `result` says where the good records end
+    (`end`), how many there were (`count`) and what stopped the scan (`damage`, None at the
+    end of the data): the records yielded before damage are exactly those `scan` returns."""
     pos, expected = start, first_lsn
     size = len(data)
     unpack_frame = FRAME.unpack_from
     crc_raw, table = _crc32c_raw, _CRC_TABLE
+    unpackb = _unpackb
+    batch: list[tuple] = []
+    append = batch.append
+    room = batch_size
+    damage = None
     while pos < size:
         # Fast path: a whole frame whose CRC matches. This loop is the replay's hot path, so the
         # CRC and decoding are called directly and records are built without a helper call.
-        if size - pos >= FRAME_SIZE:
+        body = pos + FRAME_SIZE
+        if body <= size:
             length, crc = unpack_frame(data, pos)
-            body_end = pos + FRAME_SIZE + length
+            body_end = body + length
             if 0 < length <= MAX_PAYLOAD and body_end <= size:
-                payload = data[pos + FRAME_SIZE: body_end]
-                if crc_raw(payload, 0xFFFFFFFF, table) ^ 0xFFFFFFFF == crc:
+                payload = data[body:body_end]
+                if crc_raw(payload, 0xFFFFFFFF, table) == crc ^ 0xFFFFFFFF:
                     try:
-                        record = _unpackb(payload, raw=True, use_list=False)
+                        record = unpackb(payload, raw=True, use_list=False)
                         lsn, time_ms, db, _effects = record
                     except (ValueError, TypeError, msgpack.UnpackException):
                         reason = "undecodable record payload"
@@ -217,20 +241,25 @@ def scan(data: bytes, start: int, first_lsn: int) -> ScanResult:
                         if lsn == expected and type(time_ms) is int and type(db) is int \
                                 and 0 <= db < 16:
                             # (lsn, time_ms, db, effects): Record's field order, kept as is
-                            records.append(record)
+                            append(record)
                             expected += 1
                             pos = body_end
+                            room -= 1
+                            if not room:
+                                result.end, result.count = pos, expected - first_lsn
+                                yield batch
+                                batch = []
+                                append = batch.append
+                                room = batch_size
                             continue
                         reason = f"record LSN {lsn} where {expected} was expected"
                     # The CRC matched, so these bytes were written whole: whatever they are,
                     # they are not a torn tail, and truncating them could drop synced data.
-                    result.end = pos
-                    result.damage = Damage(pos, reason, True)
-                    return result
-        result.end = pos
+                    damage = Damage(pos, reason, True)
+                    break
         _length, reason = _frame_at(data, pos)
-        result.damage = Damage(pos, reason or "bad record",
-                               _valid_record_after(data, pos, expected))
-        return result
-    result.end = pos
-    return result
+        damage = Damage(pos, reason or "bad record", _valid_record_after(data, pos, expected))
+        break
+    result.end, result.count, result.damage = pos, expected - first_lsn, damage
+    if batch:
+        yield batch

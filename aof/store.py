@@ -20,10 +20,11 @@ import logging
 import os
 import time
 from dataclasses import dataclass
+from itertools import chain
 from typing import TYPE_CHECKING
 
 from aof import manifest as manifest_mod
-from aof.codec import HEADER_SIZE, FormatError, decode_header, scan
+from aof.codec import HEADER_SIZE, FormatError, ScanResult, decode_header, scan_batches
 from aof.fs import FileSystem, RealFS
 from aof.journal import POLICIES, Journal, create_segment
 from aof.manifest import Manifest, SegmentEntry, SnapshotEntry
@@ -243,8 +244,11 @@ def _replay_segment(
             f"{file}: starts at LSN {entry.first_lsn} but the previous segment ends at "
             f"{expected - 1}"
         )
-    result = scan(data, HEADER_SIZE, expected)
-    engine.apply_many(result.records)
+    # Records are applied as they are decoded (CRC-checked batch by batch): the decoded records
+    # of a whole segment are never held at once. Damage stops the scan; what precedes it is
+    # applied, then the checks below decide whether the directory may open at all.
+    result = ScanResult(end=HEADER_SIZE)
+    engine.apply_many(chain.from_iterable(scan_batches(data, HEADER_SIZE, expected, result)))
     damage = result.damage
     if damage is not None:
         where = f"{file}: {damage.reason} at byte offset {damage.offset}"
@@ -260,5 +264,5 @@ def _replay_segment(
             fs.fdatasync(fd)
         finally:
             fs.close(fd)
-    log.info("replayed %s: %d records", entry.file, len(result.records))
-    return result.end, len(result.records)
+    log.info("replayed %s: %d records", entry.file, result.count)
+    return result.end, result.count

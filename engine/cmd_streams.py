@@ -6,6 +6,8 @@ beyond the reference policies (engine.trimming), blocking (engine.cmd_read), sto
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from engine.args import LLONG_MAX, is_word, parse_int, parse_int_range
 from engine.context import Ctx
 from engine.errors import NO_SUCH_KEY, SYNTAX, ReplyError, wrong_arity
@@ -23,6 +25,9 @@ from engine.trimming import (
     run_trim,
     trim_effects,
 )
+
+if TYPE_CHECKING:
+    from engine.core import Engine
 
 _EDOM = "ERR The ID specified in XADD is equal or smaller than the target stream top item"
 
@@ -53,52 +58,90 @@ def _resolve_xadd_id(s: Stream, parsed, now: int) -> int:  # type: ignore[no-unt
     return last + 1
 
 
+# add_entry's ID parsing caches: the sequence numbers XADD gives most (canonical spellings
+# only), and the last `ms` part parsed (consecutive IDs share it, as format_id's cache assumes):
+# one tuple, swapped atomically. b"-" never matches: partition leaves no dash in the `ms` part.
+_SMALL_SEQ_VALUE = {b"%d" % i: i for i in range(1024)}
+_ms_cache: tuple[bytes, int, int, bool] = (b"-", 0, 0, False)  # digits, ms, ms << 64, canonical
+
+
+def add_entry(engine: Engine, db: dict[bytes, Stream], argv: Argv, now: int) -> bytes | None:
+    """`XADD key id field value ...` without options, with `*` or an ID written `ms-seq` in
+    plain decimal digits (every XADD effect), exactly as the XADD handler runs it: arity and ID
+    checks in Redis's order (a refused replayed record raises the error a client would get),
+    the stream created, `*` resolved at `now`, the entry appended. Returns its ID bytes; the
+    effect and the wake-ups are the caller's. None, having checked and changed nothing, for
+    any other form (options, `ms`, `ms-*`, odd spellings), which _xadd_general handles.
+
+    The XADD handler and the replay loop (Engine.apply_many's fast path for records made of
+    one XADD effect) both call this: one implementation of XADD's validated append."""
+    global _ms_cache
+    idarg = argv[2]
+    if idarg == b"*":
+        sid = 0
+        idb = b""
+    else:
+        digits, _dash, seq_digits = idarg.partition(b"-")
+        cached, ms, high, canonical = _ms_cache
+        if digits != cached:
+            if not digits.isdigit() or len(digits) > 19:  # (no dash: seq_digits is b"")
+                return None
+            ms = int(digits)
+            high = ms << 64
+            canonical = digits[0] != 48 or len(digits) == 1  # no leading zero
+            _ms_cache = (digits, ms, high, canonical)
+        try:
+            seq = _SMALL_SEQ_VALUE[seq_digits]
+        except KeyError:
+            if not seq_digits.isdigit() or len(seq_digits) > 19:
+                return None
+            seq = int(seq_digits)
+            canonical = canonical and seq_digits[0] != 48  # (b"0" itself is in the cache)
+        sid = high | seq
+        idb = idarg if canonical else b""  # canonical: no need to format it again
+        if not sid and len(argv) & 1:
+            raise ReplyError("ERR The ID specified in XADD must be greater than 0-0")
+    if not len(argv) & 1:
+        raise wrong_arity("xadd")
+    key = argv[1]
+    try:
+        s = db[key]
+    except KeyError:
+        s = db[key] = Stream()
+    last = s.last_id
+    if sid <= last:  # (always for `*`: sid is 0 until resolved)
+        if last == MAX_ID:
+            raise ReplyError(_EXHAUSTED)
+        if sid:
+            raise ReplyError(_EDOM)
+        ms = last >> 64
+        if now > ms:
+            ms, seq, sid = now, 0, now << 64
+        elif last & SEQ_MASK != SEQ_MASK:
+            seq, sid = (last & SEQ_MASK) + 1, last + 1
+        else:
+            ms += 1
+            seq, sid = 0, ms << 64
+    return s.append(sid, argv[3:], engine.node_max_entries, engine.node_max_bytes, idb, ms, seq)
+
+
 @command("xadd", -5, "write denyoom fast", summary="Appends a new message to a stream. "
          "Creates the key if it doesn't exist.")
 def xadd(ctx: Ctx, argv: Argv) -> bytes | None:
-    # The hot paths, kept in one function on purpose: `XADD key * field value ...` (clients)
-    # and `XADD key ms-seq field value ...` (clients and every replayed XADD effect). Anything
-    # with options or another ID form takes _xadd_general. Checks follow Redis's order.
-    idarg = argv[2]
-    sid = 0
-    idb = b""
-    if idarg != b"*":
-        ms, dash, seq = idarg.partition(b"-")
-        if not (dash and ms.isdigit() and seq.isdigit() and len(ms) < 20 and len(seq) < 20):
-            return _xadd_general(ctx, argv)
-        sid = (int(ms) << 64) | int(seq)
-        if (ms[0] != 48 or len(ms) == 1) and (seq[0] != 48 or len(seq) == 1):
-            idb = idarg  # already canonical (no leading zeros): no need to format it again
-        if not len(argv) & 1:
-            raise wrong_arity("xadd")
-        if sid == 0:
-            raise ReplyError("ERR The ID specified in XADD must be greater than 0-0")
-    elif not len(argv) & 1:
-        raise wrong_arity("xadd")
-    key = argv[1]
-    s = ctx.db.get(key)
-    if s is None:
-        s = ctx.db[key] = Stream()
-    last = s.last_id
-    if last == MAX_ID:
-        raise ReplyError(_EXHAUSTED)
-    if not sid:
-        now = ctx.now
-        if now > last >> 64:
-            sid = now << 64
-        elif last & SEQ_MASK != SEQ_MASK:
-            sid = last + 1
-        else:
-            sid = ((last >> 64) + 1) << 64
-    elif sid <= last:
-        raise ReplyError(_EDOM)
-    fields = argv[3:]
+    # The hot paths, `XADD key * field value ...` (clients) and `XADD key ms-seq field value
+    # ...` (clients and every replayed XADD effect), are add_entry's. Anything with options or
+    # another ID form takes _xadd_general.
     engine = ctx.engine
-    idb = s.append(sid, fields, engine.node_max_entries, engine.node_max_bytes, idb)
+    idb = add_entry(engine, ctx.db, argv, ctx.now)
+    if idb is None:
+        return _xadd_general(ctx, argv)
     if not ctx.replaying:
-        ctx.effects.append([b"XADD", key, idb, *fields])
+        effect = list(argv)  # [b"XADD", key, idb, field, value, ...]
+        effect[0] = b"XADD"
+        effect[2] = idb
+        ctx.effects.append(effect)
     if engine.waiters.by_key:
-        ctx.signal(key)
+        ctx.signal(argv[1])
     return idb
 
 

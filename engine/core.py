@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from engine import commands as _commands  # noqa: F401  (registers every command)
 from engine.blocking import Waiter, WaiterRegistry
+from engine.cmd_streams import add_entry
 from engine.config import DEFAULT_CONFIG, config_set, normalize_settings
 from engine.context import Block, Ctx, Later, MultiCtx, ReplayCtx, RerunCtx
 from engine.digest import state_digest
@@ -428,13 +429,27 @@ class Engine(RedisStreamAPI):
 
     def apply_many(self, records: Iterable[Record | tuple]) -> None:
         """Apply records in order under one lock acquisition: the replay loop. Records may be
-        plain `(lsn, time_ms, db, effects)` tuples, as the AOF decoder yields them."""
+        plain `(lsn, time_ms, db, effects)` tuples, as the AOF decoder yields them.
+
+        A record made of one `XADD key id field value ...` effect without options (what every
+        XADD logs) skips the dispatch and the context set-up: it runs cmd_streams.add_entry,
+        the XADD handler's own validated append, with the same checks and errors (an ID not
+        greater than the stream's last refuses the record, as through the handler). Any other
+        record, and an XADD add_entry declines, goes through the command table."""
         with self.lock:
             session = Session()
             ctx = ReplayCtx(self, session, 0)
             dbs = self.dbs
             fast_dispatch = FAST_DISPATCH
+            waiters = self.waiters
             for _lsn, time_ms, db, effects in records:
+                if len(effects) == 1:
+                    argv = effects[0]
+                    if (argv[0] == b"XADD" and len(argv) >= 5
+                            and add_entry(self, dbs[db], argv, time_ms) is not None):
+                        if waiters.by_key:
+                            waiters.signal(db, argv[1])
+                        continue
                 session.db = db
                 ctx.db = dbs[db]
                 ctx.now = time_ms
@@ -450,7 +465,7 @@ class Engine(RedisStreamAPI):
                     if session.db != db:  # an effect SELECTed another database
                         db = session.db
                         ctx.db = dbs[db]
-            if self.waiters.ready:
+            if waiters.ready:
                 self._serve_ready()
 
     def apply_effects(self, effects: list[list[bytes]], time_ms: int, db: int = 0) -> None:

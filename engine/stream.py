@@ -151,9 +151,11 @@ class Stream:
     # --- appending -------------------------------------------------------------------------
 
     def append(
-        self, sid: int, fields: Fields, max_entries: int, max_bytes: int, idb: bytes = b""
+        self, sid: int, fields: Fields, max_entries: int, max_bytes: int, idb: bytes = b"",
+        ms: int = -1, seq: int = 0,
     ) -> bytes:
         """Add an entry whose ID the caller validated (> last_id). Returns the formatted ID.
+        A caller that has the ID's parts at hand passes them: `ms` (>= 0) and `seq`.
 
         XADD's hot path: the node choice and, for one-pair entries, the entry's encoded size
         are computed inline."""
@@ -170,15 +172,22 @@ class Stream:
                     or (node.fixed_bytes + 20 + len(f) + vn >= max_bytes
                         and self._node_full(node, len(f) + vn, max_bytes))):
                 node = self._new_node(sid, fields)
-            dms = (sid >> 64) - node.master_ms
-            dseq = (sid & _U64) - node.master_seq
+            if ms < 0:
+                ms, seq = sid >> 64, sid & _U64
+            dms = ms - node.master_ms
+            dseq = seq - node.master_seq
             # Same single field as the master entry: flags and the element count take 2 bytes,
             # each ID delta 2 (0..127) or 3 (13-bit signed), a short non-numeric value its
             # length plus 2. Anything else takes the general computation.
-            if (f == node.single_field and -4096 <= dms <= 4095 and -4096 <= dseq <= 4095
-                    and vn < 63 and (vn > 20 or (vn and not (47 < v[0] < 58 or v[0] == 45)))):
-                node.fixed_bytes += (6 + vn + (2 if 0 <= dms <= 127 else 3)
-                                     + (2 if 0 <= dseq <= 127 else 3))
+            if (f == node.single_field and vn < 63
+                    and (vn > 20 or (vn and not (47 < v[0] < 58 or v[0] == 45)))):
+                if 0 <= dms <= 127 and 0 <= dseq <= 127:
+                    node.fixed_bytes += 10 + vn
+                elif -4096 <= dms <= 4095 and -4096 <= dseq <= 4095:
+                    node.fixed_bytes += (6 + vn + (2 if 0 <= dms <= 127 else 3)
+                                         + (2 if 0 <= dseq <= 127 else 3))
+                else:
+                    node.fixed_bytes += node.entry_bytes(sid, fields)
             else:
                 node.fixed_bytes += node.entry_bytes(sid, fields)
         else:

@@ -26,8 +26,9 @@ import json
 import os
 import signal
 import sys
+from itertools import chain
 
-from aof.codec import HEADER_SIZE, FormatError, decode_header, scan
+from aof.codec import HEADER_SIZE, FormatError, ScanResult, decode_header, scan_batches
 from aof.fs import RealFS
 from engine.core import Engine
 from snapshot.load import load_snapshot
@@ -70,13 +71,15 @@ def build(job: dict) -> int:
             raise BuildError(f"{path}: {err}") from None
         if (header.segment, header.first_lsn) != (number, first_lsn) or first_lsn != expected:
             raise BuildError(f"{path}: starts at LSN {header.first_lsn}, expected {expected}")
-        result = scan(data, HEADER_SIZE, expected)
+        # Applied while decoded, as at open; damage anywhere fails the build (the engine and
+        # whatever it applied are thrown away with this process).
+        result = ScanResult(end=HEADER_SIZE)
+        engine.apply_many(chain.from_iterable(scan_batches(data, HEADER_SIZE, expected, result)))
         if result.damage is not None:
             raise BuildError(f"{path}: {result.damage.reason} at byte offset "
                              f"{result.damage.offset} in a closed segment")
-        engine.apply_many(result.records)
-        expected += len(result.records)
-        replayed += len(result.records)
+        expected += result.count
+        replayed += result.count
     if expected - 1 != job["lsn"]:
         raise BuildError(f"the segments end at LSN {expected - 1}, not {job['lsn']}")
     write_snapshot(engine.dbs, os.path.join(directory, job["out"]), job["lsn"],

@@ -26,11 +26,11 @@ import time
 from collections.abc import Iterator
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from engine import Engine
-from engine.resp import NEED_MORE, ReplyParser
+from engine.resp import NEED_MORE, ProtocolError, ReplyParser, RequestParser
 from tests.resp_client import RespClient, encode_command
 from tests.server_util import start_server
 
@@ -266,7 +266,26 @@ def test_garbage_never_hurts_the_server_long(target, data, cut):
     check_example(target, data, cut)
 
 
+# Commands whose replies describe the server itself (version, clients, clock, config): a
+# mutation can turn a valid piece into one of them (XINFO loses its X), and then the two
+# servers answer differently by design.
+SERVER_SPECIFIC = {b"info", b"hello", b"client", b"command", b"config", b"debug", b"time",
+                   b"lastsave", b"dbsize", b"save", b"bgsave", b"bgrewriteaof", b"shutdown",
+                   b"wait", b"role", b"memory", b"latency", b"slowlog", b"acl", b"lolwut"}
+
+
+def command_names(data: bytes) -> set[bytes]:
+    parser = RequestParser()
+    parser.feed(data)
+    names: set[bytes] = set()
+    with contextlib.suppress(ProtocolError):
+        while (argv := parser.next()) is not None:
+            names.add(argv[0].lower())
+    return names
+
+
 def same_as_redis(target: Target, redis_port: int, data: bytes) -> None:
+    assume(not command_names(data) & SERVER_SPECIFIC)
     assert exchange(target.handle.port, data) == exchange(redis_port, data)
 
 
