@@ -179,10 +179,15 @@ class Engine(RedisStreamAPI):
             argv = tuple(map(str.encode, args))
         except TypeError:
             argv = tuple(map(_to_bytes, args))
-        reply = self._execute(self.session, argv)
-        if type(reply) is bytes or type(reply) is int:
+        reply, lsn = self.submit(self.session, argv)  # _execute, inlined: the hot path
+        t = type(reply)
+        if t is bytes or t is int:
+            if lsn:
+                journal = self.journal
+                if journal.deferred or journal.sync_on_commit:  # type: ignore[union-attr]
+                    self._finish(reply, lsn)
             return reply
-        return to_plain(reply)
+        return to_plain(self._finish(reply, lsn))
 
     def execute_with_effects(self, *args: Any) -> tuple[Any, list[list[bytes]]]:
         """Like execute, also returning the effects the command emitted (not those of clients
@@ -202,6 +207,11 @@ class Engine(RedisStreamAPI):
         record under `always`, a SAVE); the reply, or ReplyError. `effects_out` receives the
         command's own effects (tests and tools ask for them)."""
         reply, lsn = self.submit(session, argv, effects_out)
+        return self._finish(reply, lsn)
+
+    def _finish(self, reply: Any, lsn: int) -> Any:
+        """What a caller that waits does after submit: the record written (and fsynced under
+        `always`), a blocked read's wait, a SAVE's wait. The reply, or ReplyError."""
         journal = self.journal
         if lsn and journal is not None:
             if journal.deferred:  # a server buffers records; this caller needs its own written

@@ -81,6 +81,9 @@ class Client(asyncio.Protocol):
         self.engine = server.engine
         self.id = server.next_client_id()
         self.session: Session = server.new_session(self)
+        self.journal = server.engine.journal  # None in memory (then no reply carries an LSN)
+        self._submit = server.engine.submit
+        self._wake = self._notify  # one bound method, not one per command
         self.parser = RequestParser(
             proto_max_bulk_len=server.proto_max_bulk_len,
             query_buffer_limit=server.query_buffer_limit,
@@ -182,10 +185,9 @@ class Client(asyncio.Protocol):
             self.flush()
 
     def run(self, argv: list[bytes]) -> None:
-        name = argv[0].lower()
-        self.last_command = name
+        self.last_command = argv[0]
         self.server.commands_processed += 1
-        if not self.authenticated and name not in NO_AUTH_NEEDED:
+        if not self.authenticated and (name := argv[0].lower()) not in NO_AUTH_NEEDED:
             if self.session.multi is not None:
                 self.session.multi_failed = True
             try:  # Redis checks the command's existence and arity before authentication
@@ -201,7 +203,7 @@ class Client(asyncio.Protocol):
             self.reply(NOAUTH)
             return
         try:
-            reply, lsn = self.engine.submit(self.session, tuple(argv), None, self._notify)
+            reply, lsn = self._submit(self.session, tuple(argv), None, self._wake)
         except ReplyError as err:
             self.reply(err)
             return
@@ -217,12 +219,11 @@ class Client(asyncio.Protocol):
         """Queue a reply; held back behind the fsync of `lsn` (or behind held replies)."""
         if self.closed or value is NO_REPLY:
             return
-        server = self.server
-        if self.held or (lsn and server.sync_on_commit):
+        if self.held or (lsn and self.journal.sync_on_commit):  # type: ignore[union-attr]
             buf = bytearray()
             write_reply(buf, value, self.protocol)
             self.held.append((lsn, bytes(buf)))
-            server.need_sync(self, lsn)
+            self.server.need_sync(self, lsn)
         elif lsn:  # its record must reach the OS before this reply leaves (see flush)
             out = self.out
             start = len(out)
@@ -420,7 +421,8 @@ class Client(asyncio.Protocol):
             ("obl", str(len(self.out))), ("oll", str(len(self.held))),
             ("omem", str(self.transport.get_write_buffer_size() if self.transport else 0)),
             ("tot-mem", "0"), ("events", "r"),
-            ("cmd", self.last_command.decode("utf-8", "replace")), ("user", "default"),
+            ("cmd", self.last_command.lower().decode("utf-8", "replace")),
+            ("user", "default"),
             ("redir", "-1"), ("resp", str(self.protocol)),
             ("lib-name", self.lib_name.decode("utf-8", "replace")),
             ("lib-ver", self.lib_ver.decode("utf-8", "replace")),
