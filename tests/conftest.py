@@ -223,3 +223,17 @@ def backend(request: pytest.FixtureRequest) -> Iterator[Callable[[Engine], Any]]
     finally:
         for target in served:
             target.close()
+
+
+@pytest.fixture
+def served() -> Iterator[Any]:
+    """A fresh in-memory engine behind a fresh streamkeep server on a loopback port (stopped,
+    and its engine closed, at teardown): tests.server_util.ServerHandle."""
+    from engine import Engine
+    from tests.server_util import start_server
+
+    handle = start_server(Engine())
+    try:
+        yield handle
+    finally:
+        handle.stop()

@@ -1,10 +1,11 @@
 """An in-process streamkeep server for tests: `start_server(engine)` runs `engine.server.Server`
 on a free loopback port in a daemon thread (asyncio.run, through `run_server`) and returns a
 handle with `.host`, `.port`, `.server`, `.engine` and `.stop()` (stops the server, which closes
-the engine)."""
+the engine); `read_until_closed(sock)` reads a raw connection to its end."""
 
 from __future__ import annotations
 
+import socket
 import threading
 from typing import Any
 
@@ -48,4 +49,19 @@ def start_server(engine: Any, host: str = "127.0.0.1", port: int = 0) -> ServerH
     return ServerHandle(server, thread)
 
 
-__all__ = ["ServerHandle", "start_server"]
+def read_until_closed(sock: socket.socket, timeout: float = 10.0) -> bytes:
+    """Everything a server sends until it closes the connection (a timeout raises)."""
+    sock.settimeout(timeout)
+    chunks = []
+    while True:
+        try:
+            data = sock.recv(1 << 16)
+        except ConnectionResetError:
+            break
+        if not data:
+            break
+        chunks.append(data)
+    return b"".join(chunks)
+
+
+__all__ = ["ServerHandle", "read_until_closed", "start_server"]

@@ -29,7 +29,7 @@ from engine.config import (
 from engine.reply import RespMap, RespSet, Verbatim
 from engine.table import COMMANDS
 from tests.resp_client import RespClient, RespError
-from tests.server_util import ServerHandle, start_server
+from tests.server_util import ServerHandle
 
 
 def outcome(target: Any, *argv: Any) -> tuple[str, Any]:
@@ -50,14 +50,6 @@ def err(target: Any, *argv: Any) -> str:
     assert kind == "err", f"{argv!r} did not fail: {value!r}"
     return value
 
-
-@pytest.fixture
-def served() -> Iterator[ServerHandle]:
-    handle = start_server(Engine())
-    try:
-        yield handle
-    finally:
-        handle.stop()
 
 
 @pytest.fixture

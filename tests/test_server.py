@@ -34,7 +34,7 @@ from engine.cmd_connection import password_matches
 from engine.resp import NEED_MORE, ReplyParser
 from engine.server import DENIED, is_loopback
 from tests.resp_client import RespClient, RespError, encode_command
-from tests.server_util import ServerHandle, start_server
+from tests.server_util import ServerHandle, read_until_closed, start_server
 
 TIMEOUT = 10.0
 NOAUTH = "NOAUTH Authentication required."
@@ -44,15 +44,6 @@ NOGROUP_READ = "NOGROUP No such key 's' or consumer group 'g' in XREADGROUP with
 
 # --- fixtures and helpers ------------------------------------------------------------------------
 
-
-@pytest.fixture
-def served() -> Iterator[ServerHandle]:
-    """A fresh engine behind a fresh server (stopped, and its engine closed, at teardown)."""
-    handle = start_server(Engine())
-    try:
-        yield handle
-    finally:
-        handle.stop()
 
 
 @pytest.fixture
@@ -80,21 +71,6 @@ def raw_socket(target: Any, timeout: float = TIMEOUT, rcvbuf: int | None = None)
     sock.settimeout(timeout)
     sock.connect((target.host, target.port))
     return sock
-
-
-def read_until_closed(sock: socket.socket, timeout: float = TIMEOUT) -> bytes:
-    """Everything the server sends until it closes the connection (a timeout fails the test)."""
-    sock.settimeout(timeout)
-    chunks = []
-    while True:
-        try:
-            data = sock.recv(1 << 16)
-        except ConnectionResetError:
-            break
-        if not data:
-            break
-        chunks.append(data)
-    return b"".join(chunks)
 
 
 def exchange_until_closed(target: Any, payload: bytes) -> bytes:

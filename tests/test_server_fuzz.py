@@ -32,7 +32,7 @@ from hypothesis import strategies as st
 from engine import Engine
 from engine.resp import NEED_MORE, ProtocolError, ReplyParser, RequestParser
 from tests.resp_client import RespClient, encode_command
-from tests.server_util import start_server
+from tests.server_util import read_until_closed, start_server
 
 PASSWORD = "fuzz pw"
 CLOCK_MS = 1_700_000_000_000
@@ -207,19 +207,6 @@ def exchange(port: int, data: bytes) -> bytes:
             sock.sendall(data)
             sock.shutdown(socket.SHUT_WR)
         return read_until_closed(sock)
-
-
-def read_until_closed(sock: socket.socket) -> bytes:
-    chunks = []
-    while True:
-        try:
-            data = sock.recv(1 << 16)
-        except ConnectionResetError:
-            break
-        if not data:
-            break
-        chunks.append(data)
-    return b"".join(chunks)
 
 
 def check_example(t: Target, data: bytes, cut: int) -> None:

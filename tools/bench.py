@@ -706,6 +706,7 @@ class RedisServer:
     ``persistence`` says otherwise), temp dir."""
 
     STARTUP_TIMEOUT = 10.0
+    STOP_TIMEOUT = 5.0  # after SIGTERM, before SIGKILL
     ATTEMPTS = 5
 
     def __init__(self, binary: str = "redis-server",
@@ -767,13 +768,17 @@ class RedisServer:
     def version(self) -> str:
         return str(self.client.info("server").get("redis_version", "?")) if self.client else "?"
 
+    @property
+    def pid(self) -> int | None:
+        return self.proc.pid if self.proc is not None else None
+
     def _stop_process(self) -> None:
         proc, self.proc = self.proc, None
         if proc is None or proc.poll() is not None:
             return
-        proc.terminate()
+        proc.terminate()  # SIGTERM: a clean shutdown
         try:
-            proc.wait(timeout=5)
+            proc.wait(timeout=self.STOP_TIMEOUT)
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait(timeout=5)

@@ -107,28 +107,20 @@ def _log_tail(path: str, lines: int = 5) -> str:
 # --- the servers ---------------------------------------------------------------------------------
 
 
-class StreamkeepServer:
+class StreamkeepServer(RedisServer):
     """``python -m tools.cli serve`` as a child process on a free 127.0.0.1 port, with a data
-    directory in a temp dir (removed at stop); started, it answers PING."""
+    directory in a temp dir (removed at stop); started, it answers PING. Stopping it is
+    RedisServer's (SIGTERM, then its final fsync is given longer)."""
 
     STARTUP_TIMEOUT = 30.0
+    STOP_TIMEOUT = 15.0
     ATTEMPTS = 3
+    name = "streamkeep"
 
     def __init__(self, appendfsync: str = "everysec") -> None:
+        super().__init__()
         self.appendfsync = appendfsync
-        self.port = 0
-        self.proc: subprocess.Popen[bytes] | None = None
-        self.dir: str | None = None
-        self.client: Any = None
         self.banner = ""  # its "listening on" line
-
-    @property
-    def name(self) -> str:
-        return "streamkeep"
-
-    @property
-    def pid(self) -> int | None:
-        return self.proc.pid if self.proc is not None else None
 
     def command(self, data: str) -> list[str]:
         return [sys.executable, "-m", "tools.cli", "serve", "--dir", data, "--port",
@@ -149,7 +141,7 @@ class StreamkeepServer:
                 self.proc = subprocess.Popen(self.command(data), cwd=PROJECT_ROOT,
                                              stdin=subprocess.DEVNULL, stdout=out, stderr=out)
             client = redis.Redis(host=HOST, port=self.port, socket_connect_timeout=1)
-            if _wait_for_ping(client, self.proc, self.STARTUP_TIMEOUT):
+            if self._wait(client):
                 self.client = client
                 self.banner = next((ln for ln in _log_tail(log, 50).splitlines()
                                     if " listening on " in ln), "")
@@ -170,41 +162,6 @@ class StreamkeepServer:
                 f"({os.path.basename(sys.executable)} -m tools.cli serve --appendfsync "
                 f"{self.appendfsync}; {loop}), data dir under {self.dir}, removed after the run"]
 
-    def _stop_process(self) -> None:
-        proc, self.proc = self.proc, None
-        if proc is None or proc.poll() is not None:
-            return
-        proc.terminate()  # SIGTERM: a clean shutdown (final fsync)
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=5)
-
-    def stop(self) -> None:
-        if self.client is not None:
-            self.client.close()
-            self.client = None
-        self._stop_process()
-        if self.dir is not None:
-            shutil.rmtree(self.dir, ignore_errors=True)
-            self.dir = None
-
-
-def _wait_for_ping(client: Any, proc: subprocess.Popen[bytes] | None, timeout: float) -> bool:
-    import redis
-
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if proc is None or proc.poll() is not None:
-            return False
-        try:
-            if client.ping():
-                return True
-        except (redis.ConnectionError, redis.TimeoutError, redis.BusyLoadingError):
-            time.sleep(0.05)
-    return False
-
 
 REDIS_AOF_ARGS = ("--appendonly", "yes", "--appendfsync", "everysec")
 
@@ -217,10 +174,6 @@ class RedisAofServer(RedisServer):
 
     def __init__(self) -> None:
         super().__init__(persistence=REDIS_AOF_ARGS)
-
-    @property
-    def pid(self) -> int | None:
-        return self.proc.pid if self.proc is not None else None
 
     def start(self) -> RedisAofServer:  # type: ignore[override]
         super().start()
