@@ -32,6 +32,7 @@ from engine.errors import ReplyError
 log = logging.getLogger("streamkeep.aof")
 
 POLICIES = ("always", "everysec", "no")
+COMMIT_DELAY_S = 0.0005  # at most this long a group-commit leader waits for its siblings
 
 
 def misconf(err: OSError) -> str:
@@ -74,6 +75,7 @@ class Journal:
         self.pending = bytearray()
         self.pending_records = 0
         self.fsyncs = 0
+        self.last_round = 0  # records the last fsync covered (the commit delay's target)
         self.records_written = 0
         # Compaction (the snapshot issue): bytes in the segments after the snapshot, and the
         # size at which the auto trigger fires (never while a compaction runs).
@@ -194,6 +196,12 @@ class Journal:
                 self._cond.release()
                 try:
                     time.sleep(0)
+                    # PostgreSQL's commit_siblings: when the last round covered several
+                    # writers, wait (a fraction of an fsync) for as many records to be written.
+                    want, deadline = self.last_round, time.perf_counter() + COMMIT_DELAY_S
+                    while (want > 1 and self.written_lsn - self.synced_lsn < want
+                           and time.perf_counter() < deadline):
+                        time.sleep(0)
                 finally:
                     self._cond.acquire()
                 if not self._syncing and self.synced_lsn < lsn and not self.fsync_failed:
@@ -218,6 +226,7 @@ class Journal:
             self.error = misconf(failed)
         else:
             self.fsyncs += 1
+            self.last_round = target - self.synced_lsn
             self.synced_lsn = max(self.synced_lsn, target)
         self._cond.notify_all()
 
