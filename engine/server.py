@@ -525,11 +525,6 @@ class Server:
         """(hard, soft, soft seconds) for normal clients; 0 means no limit."""
         return self.engine.config["client-output-buffer-limit"]["normal"]
 
-    @property
-    def sync_on_commit(self) -> bool:
-        journal = self.engine.journal
-        return journal is not None and journal.sync_on_commit
-
     # --- group fsync for appendfsync always ------------------------------------------------
 
     def need_sync(self, client: Client, lsn: int) -> None:
@@ -671,6 +666,8 @@ def run_server(server: Server, ready: Callable[[Server], None] | None = None) ->
         await server.start()
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
+            # Only the main thread may install signal handlers: a server run in another thread
+            # (the tests', an embedding application's) is stopped by request_shutdown instead.
             with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
                 loop.add_signal_handler(sig, server.request_shutdown)
         if ready is not None:

@@ -186,13 +186,22 @@ def redis_raw_factory(redis_server: RedisServer) -> Iterator[Callable[..., RespC
     The database is flushed once when the fixture is set up (like ``redis_raw``);
     connections opened later by the test are not flushed.
     """
-    opened: list[RespClient] = []
-
     with RespClient(redis_server.host, redis_server.port) as c:
         c.execute("FLUSHALL")
+    with client_factory(redis_server) as factory:
+        yield factory
 
-    def factory(timeout: float | None = DEFAULT_TIMEOUT) -> RespClient:
-        client = RespClient(redis_server.host, redis_server.port, timeout=timeout)
+
+@contextlib.contextmanager
+def client_factory(default: Any, default_timeout: float | None = DEFAULT_TIMEOUT
+                   ) -> Iterator[Callable[..., RespClient]]:
+    """``factory(timeout=..., handle=None)`` opens a RespClient to ``handle`` (anything with
+    ``.host`` and ``.port``; ``default`` when None); all are closed on exit."""
+    opened: list[RespClient] = []
+
+    def factory(timeout: float | None = default_timeout, handle: Any = None) -> RespClient:
+        target = handle or default
+        client = RespClient(target.host, target.port, timeout=timeout)
         opened.append(client)
         return client
 

@@ -14,7 +14,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import select
-import shutil
 import socket
 import subprocess
 import threading
@@ -33,6 +32,7 @@ from engine import Engine
 from engine.cmd_connection import password_matches
 from engine.resp import NEED_MORE, ReplyParser
 from engine.server import DENIED, is_loopback
+from tests.conftest import client_factory
 from tests.resp_client import RespClient, RespError, encode_command
 from tests.server_util import ServerHandle, read_until_closed, start_server
 
@@ -48,20 +48,8 @@ NOGROUP_READ = "NOGROUP No such key 's' or consumer group 'g' in XREADGROUP with
 
 @pytest.fixture
 def connect(served) -> Iterator[Callable[..., RespClient]]:
-    opened: list[RespClient] = []
-
-    def factory(timeout: float = TIMEOUT, handle: Any = None) -> RespClient:
-        target = handle or served
-        client = RespClient(target.host, target.port, timeout=timeout)
-        opened.append(client)
-        return client
-
-    try:
+    with client_factory(served, TIMEOUT) as factory:
         yield factory
-    finally:
-        for client in opened:
-            with contextlib.suppress(OSError):
-                client.close()
 
 
 def raw_socket(target: Any, timeout: float = TIMEOUT, rcvbuf: int | None = None) -> socket.socket:
@@ -309,7 +297,6 @@ def cli(target: Any, *args: str, stdin: str | None = None) -> str:
     return proc.stdout + proc.stderr + (f"[exit {proc.returncode}]" if proc.returncode else "")
 
 
-@pytest.mark.skipif(shutil.which("redis-cli") is None, reason="redis-cli not installed")
 def test_redis_cli_output_matches_redis(served, redis_raw, redis_server):
     outputs = {}
     for name, target in (("ours", served), ("theirs", redis_server)):
@@ -336,7 +323,6 @@ def test_redis_cli_output_matches_redis(served, redis_raw, redis_server):
     assert ours[7] == "(nil)\n"
 
 
-@pytest.mark.skipif(shutil.which("redis-cli") is None, reason="redis-cli not installed")
 def test_redis_cli_pipe_mass_insert(served):
     data = b"".join(encode_command("XADD", "mass", f"{i}-0", "f", str(i)) for i in range(1, 5001))
     data += encode_command("XADD", "mass", "1-0", "dup", "x")  # one error
@@ -346,7 +332,6 @@ def test_redis_cli_pipe_mass_insert(served):
     assert served.engine.execute("XLEN", "mass") == 5000
 
 
-@pytest.mark.skipif(shutil.which("redis-benchmark") is None, reason="redis-tools not installed")
 def test_redis_benchmark_pipelined_xadd(served, connect):
     proc = subprocess.run(
         ["redis-benchmark", "-h", served.host, "-p", str(served.port), "-n", "2000", "-c", "4",
