@@ -3,8 +3,9 @@
 Owns the write path. `append` runs under the engine lock: it encodes the record and writes it to
 the OS before returning, under every policy, so an acknowledged write survives a process crash.
 `wait_durable` runs after the engine lock is released: under `always` the caller returns only
-once an fdatasync covers its record, and concurrent callers share fsyncs (group commit: whoever
-finds no fsync running syncs everything written so far; the others wait for it). `everysec`
+once an fdatasync covers its record, and concurrent callers share fsyncs (group commit: under
+`always` records are buffered, and a group-commit thread writes everything buffered with one
+write() and fsyncs it, then wakes every caller that round covered). `everysec`
 fsyncs from a background thread once a second while unsynced bytes remain; `no` leaves it to
 the OS.
 
@@ -19,8 +20,10 @@ from __future__ import annotations
 
 import logging
 import os
+import queue
 import threading
 import time
+from _thread import allocate_lock as _allocate_lock
 from collections.abc import Callable
 
 from aof import manifest as manifest_mod
@@ -32,7 +35,6 @@ from engine.errors import ReplyError
 log = logging.getLogger("streamkeep.aof")
 
 POLICIES = ("always", "everysec", "no")
-COMMIT_DELAY_S = 0.0005  # at most this long a group-commit leader waits for its siblings
 
 
 def misconf(err: OSError) -> str:
@@ -72,10 +74,14 @@ class Journal:
         # Deferred mode (the server turns it on: every command runs on its loop thread): records
         # are buffered and written by flush_pending, once per batch of commands, before replies.
         self.deferred = False
+        # Under `always` records are buffered too: the group-commit thread writes the buffer
+        # and fsyncs it in one round, so writer threads never release the GIL inside the
+        # engine lock (one os.write each would convoy them on it).
+        self.buffered = self.sync_on_commit
+        self.flush_lock = threading.Lock()  # the engine lock, once the data directory sets it
         self.pending = bytearray()
         self.pending_records = 0
         self.fsyncs = 0
-        self.last_round = 0  # records the last fsync covered (the commit delay's target)
         self.records_written = 0
         # Compaction (the snapshot issue): bytes in the segments after the snapshot, and the
         # size at which the auto trigger fires (never while a compaction runs).
@@ -86,12 +92,18 @@ class Journal:
         self.manifest_lock = threading.Lock()
         self._cond = threading.Condition()
         self._syncing = False
-        self._closed = False
+        self._closing = threading.Event()
         # Every policy needs the once-a-second thread: it retries failed writes; under
         # everysec it also fsyncs.
         self._thread = threading.Thread(target=self._every_second, name="aof-every-second",
                                         daemon=True)
         self._thread.start()
+        # `always`: callers of wait_durable queue requests here for the group-commit thread.
+        self._crash: BaseException | None = None  # what broke that thread's round, if not I/O
+        self._requests: queue.SimpleQueue[list | None] = queue.SimpleQueue()
+        self._syncer_thread = threading.Thread(target=self._syncer, name="aof-group-commit",
+                                               daemon=True)
+        self._syncer_thread.start()
 
     # --- the write path (engine lock held) ---------------------------------------------------
 
@@ -107,12 +119,29 @@ class Journal:
         if self.unwritten:  # keep the log in LSN order behind the records awaiting a retry
             self.unwritten.append(data)
             raise ReplyError(self.error or "MISCONF Errors writing to the AOF file")
-        if self.deferred:
+        if self.buffered:
             self.pending += data
             self.pending_records += 1
             return lsn
         self._write(data, 1)
         return lsn
+
+    def set_deferred(self, deferred: bool) -> None:
+        """The server's mode (engine lock held): it writes the buffer once per batch."""
+        if not deferred:
+            self.flush_pending()
+        self.deferred = deferred
+        self.buffered = deferred or self.sync_on_commit
+
+    def set_policy(self, policy: str) -> None:
+        """CONFIG SET appendfsync (engine lock held). Buffered records are written first: a
+        caller that appended under `always` may find the new policy and not wait."""
+        if policy not in POLICIES:
+            raise ValueError(f"appendfsync must be one of {', '.join(POLICIES)}, not {policy!r}")
+        self.flush_pending()
+        self.policy = policy
+        self.sync_on_commit = policy == "always"
+        self.buffered = self.deferred or self.sync_on_commit
 
     def flush_pending(self) -> bool:
         """Write the deferred records with one write() (engine lock held). False if that
@@ -181,54 +210,97 @@ class Journal:
     # --- durability (engine lock not held) -----------------------------------------------------
 
     def wait_durable(self, lsn: int) -> None:
-        """Return once an fdatasync covers `lsn` (group commit); MISCONF if fsync failed."""
-        with self._cond:
-            while self.synced_lsn < lsn:
-                if self.fsync_failed:
-                    raise ReplyError(self.error or "MISCONF Errors writing to the AOF file")
-                if self._syncing:
-                    self._cond.wait()
-                    continue
-                # Commit delay (PostgreSQL's commit_delay, at its smallest): give the GIL away
-                # once before leading a round, so writers that are runnable append their
-                # records first and this fsync covers them too. It costs a microsecond alone
-                # and raises records per fsync under concurrency.
-                self._cond.release()
+        """Return once an fdatasync covers `lsn` (group commit); MISCONF if fsync failed.
+
+        The caller hands the syncer thread a lock of its own and blocks on it: the syncer
+        fsyncs everything written when it picks the request up and releases every request the
+        fsync covered. Per-caller locks wake exactly the callers a round covered, with no
+        condition-variable convoy; while one fsync runs, the callers it does not cover write
+        their records, so the next round covers them all."""
+        if self.synced_lsn >= lsn:
+            return
+        if not self.fsync_failed:
+            done = _allocate_lock()
+            done.acquire()
+            request = [lsn, done, None]
+            self._requests.put(request)
+            try:
+                done.acquire()  # released by the syncer or by the caller before this one
+            except BaseException:  # a signal (KeyboardInterrupt) in the main thread
+                _pass_on_later(request)
+                raise
+            if request[2] is not None:
+                request[2][1].release()  # wake the next caller the round covered
+        if self._crash is not None:  # the round broke (not an I/O error): its callers see why
+            raise self._crash
+        if self.synced_lsn < lsn:
+            raise ReplyError(self.error or "MISCONF Errors writing to the AOF file")
+
+    def _syncer(self) -> None:
+        """The group-commit thread: one fsync round per batch of wait_durable requests."""
+        get, get_nowait = self._requests.get, self._requests.get_nowait
+        stop = False
+        while not stop:
+            batch = [get()]
+            while True:  # everyone who asked while the last round ran shares this one
                 try:
-                    time.sleep(0)
-                    # PostgreSQL's commit_siblings: when the last round covered several
-                    # writers, wait (a fraction of an fsync) for as many records to be written.
-                    want, deadline = self.last_round, time.perf_counter() + COMMIT_DELAY_S
-                    while (want > 1 and self.written_lsn - self.synced_lsn < want
-                           and time.perf_counter() < deadline):
-                        time.sleep(0)
-                finally:
-                    self._cond.acquire()
-                if not self._syncing and self.synced_lsn < lsn and not self.fsync_failed:
-                    self._sync_round()
+                    batch.append(get_nowait())
+                except queue.Empty:
+                    break
+            want = 0
+            for request in batch:
+                if request is None:
+                    stop = True
+                elif request[0] > want:
+                    want = request[0]
+            try:
+                self._commit_round(want)
+            except BaseException as exc:  # OSErrors are handled inside: a bug, or a test's power cut
+                log.error("AOF group commit failed: %r; refusing writes until reopened", exc)
+                self.fsync_failed = True
+                self.error = self.error or "MISCONF Errors writing to the AOF file"
+                self._crash = exc  # raised in the callers this round covered
+            # Wake the covered callers one after another, not all at once: each wakes the next
+            # (wait_durable), so they take the GIL in turn instead of stampeding for it.
+            waiting = [request for request in batch if request is not None]
+            for request, after in zip(waiting, waiting[1:], strict=False):
+                request[2] = after
+            if waiting:
+                waiting[0][1].release()
+
+    def _commit_round(self, want: int) -> None:
+        if self._crash is not None:  # a broken round left the files unknown: no more I/O
+            return
+        if self.written_lsn < want:  # buffered under `always`: write everyone's records
+            with self.flush_lock:
+                self.flush_pending()
+        with self._cond:
+            while self._syncing:
+                self._cond.wait()
+            if self.synced_lsn < want and not self.fsync_failed:
+                self._sync_round()
 
     def _sync_round(self) -> None:
         """fdatasync everything written so far (self._cond held; released during the sync)."""
         self._syncing = True
         target, fd = self.written_lsn, self.fd
         self._cond.release()
+        failed: OSError | None = None
         try:
             self.fs.fdatasync(fd)
-            failed: OSError | None = None
         except OSError as err:
             failed = err
-        finally:
+        finally:  # also when something else broke the fsync: nobody may wait for it forever
             self._cond.acquire()
-        self._syncing = False
+            self._syncing = False
+            self._cond.notify_all()
         if failed is not None:
             log.error("AOF fsync failed: %s; refusing writes until reopened", failed)
             self.fsync_failed = True
             self.error = misconf(failed)
         else:
             self.fsyncs += 1
-            self.last_round = target - self.synced_lsn
             self.synced_lsn = max(self.synced_lsn, target)
-        self._cond.notify_all()
 
     def sync(self) -> None:
         """Make everything written so far durable now (any policy)."""
@@ -243,12 +315,13 @@ class Journal:
         (also after writes stop)."""
         next_tick = time.monotonic() + 1.0
         while True:
-            with self._cond:
-                while not self._closed and (delay := next_tick - time.monotonic()) > 0:
-                    self._cond.wait(delay)
-                if self._closed:
+            # Its own event, not self._cond: every fsync round notifies _cond, and this thread
+            # must not wake thousands of times a second under `always`.
+            while (delay := next_tick - time.monotonic()) > 0:
+                if self._closing.wait(delay):
                     return
-                next_tick += 1.0
+            next_tick += 1.0
+            with self._cond:
                 if (self.policy == "everysec" and self.synced_lsn < self.written_lsn
                         and not self._syncing and not self.fsync_failed):
                     self._sync_round()
@@ -316,12 +389,17 @@ class Journal:
             closed = list(self.manifest.segments[:-1])
         return self.lsn, closed
 
-    def close(self) -> None:
-        """Stop the background thread, fsync what was written, close the segment."""
-        with self._cond:
-            self._closed = True
-            self._cond.notify_all()
+    def stop_threads(self) -> None:
+        """Stop the background threads (no I/O of its own). close() starts with it; a test
+        that abandons an engine as a dead process would calls it alone."""
+        self._closing.set()
         self._thread.join()
+        self._requests.put(None)  # after every request already queued: they are served first
+        self._syncer_thread.join()
+
+    def close(self) -> None:
+        """Stop the background threads, fsync what was written, close the segment."""
+        self.stop_threads()
         if self.fd >= 0 and not self.fsync_failed:
             self.flush_pending()
         self.sync()
@@ -331,6 +409,17 @@ class Journal:
         self.fd = -1
         self.fsync_failed = True
         self.error = "ERR the data directory is closed"
+
+
+def _pass_on_later(request: list) -> None:
+    """A caller interrupted while waiting for its round: the callers after it in that round
+    are woken through it, so a helper thread waits for its wake-up and passes it on."""
+    def pass_on() -> None:
+        request[1].acquire()
+        if request[2] is not None:
+            request[2][1].release()
+
+    threading.Thread(target=pass_on, name="aof-pass-on", daemon=True).start()
 
 
 def create_segment(fs: FileSystem, directory: str, entry: SegmentEntry) -> int:

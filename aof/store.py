@@ -113,6 +113,7 @@ class DataDir:
             raise
         journal.aof_bytes = rec.aof_bytes
         journal.on_retry = lambda: engine.locked(journal.retry_unwritten)
+        journal.flush_lock = engine.lock
         compactor = Compactor(engine, fs, path, journal, rewrite_min, rewrite_pct)
         engine.attach_journal(journal)
         return cls(fs, path, lock_fd, journal, compactor)

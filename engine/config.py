@@ -343,9 +343,7 @@ def _apply_node_limits(engine: Engine) -> None:
 def _apply_appendfsync(engine: Engine) -> None:
     journal = engine.journal
     if journal is not None:
-        policy = engine.config["appendfsync"]
-        journal.policy = policy
-        journal.sync_on_commit = policy == "always"
+        journal.set_policy(engine.config["appendfsync"])
 
 
 def _apply_rewrite_trigger(engine: Engine) -> None:

@@ -214,13 +214,13 @@ class Engine(RedisStreamAPI):
         `always`), a blocked read's wait, a SAVE's wait. The reply, or ReplyError."""
         journal = self.journal
         if lsn and journal is not None:
-            if journal.deferred:  # a server buffers records; this caller needs its own written
+            if journal.sync_on_commit:  # the group-commit thread writes and fsyncs the record
+                journal.wait_durable(lsn)
+            elif journal.deferred:  # a server buffers records; this caller needs its own written
                 with self.lock:
                     journal.flush_pending()
                 if journal.written_lsn < lsn:
                     raise ReplyError(journal.error or "MISCONF Errors writing to the AOF file")
-            if journal.sync_on_commit:
-                journal.wait_durable(lsn)
         t = type(reply)
         if t is Waiter:
             return self._wait(reply)

@@ -84,13 +84,9 @@ class Client(asyncio.Protocol):
         self.journal = server.engine.journal  # None in memory (then no reply carries an LSN)
         self._submit = server.engine.submit
         self._wake = self._notify  # one bound method, not one per command
-        self.parser = RequestParser(
-            proto_max_bulk_len=server.proto_max_bulk_len,
-            query_buffer_limit=server.query_buffer_limit,
-        )
+        self.parser = RequestParser()  # its limits are set when the connection is made
         self.protocol = 2
-        self.authenticated = not server.requirepass
-        self.parser.authenticated = self.authenticated
+        self.authenticated = False
         self.transport: asyncio.Transport | None = None
         self.addr = ""
         self.laddr = ""
@@ -137,6 +133,12 @@ class Client(asyncio.Protocol):
             transport.close()
             self.closed = True
             return
+        # The settings as of now, not as of the accept: a CONFIG SET can run in between (the
+        # loop calls connection_made a pass later), and a client it missed would keep the old
+        # proto-max-bulk-len, or skip a password set meanwhile.
+        self.parser.proto_max_bulk_len = server.proto_max_bulk_len
+        self.parser.query_buffer_limit = server.query_buffer_limit
+        self.authenticated = self.parser.authenticated = not server.requirepass
         server.clients[self.id] = self
 
     def data_received(self, data: bytes) -> None:
@@ -597,7 +599,7 @@ class Server:
         if self.engine.journal is not None:
             # Every command runs on this thread: records can be buffered and written once per
             # batch of commands, before the batch's replies leave (Redis's AOF buffer).
-            self.engine.journal.deferred = True
+            self.engine.journal.set_deferred(True)
         self.stopping = asyncio.Event()
         hosts = self.host.split() or ["127.0.0.1"]
         for host in hosts:
@@ -641,8 +643,7 @@ class Server:
         engine = self.engine
         if engine.journal is not None:
             with engine.lock:
-                engine.journal.flush_pending()
-                engine.journal.deferred = False
+                engine.journal.set_deferred(False)
         if self.shutdown_save and engine.datadir is not None:
             with contextlib.suppress(Exception):
                 engine.compact(wait=True)

@@ -23,6 +23,7 @@ from __future__ import annotations
 import os
 import random
 import shutil
+import signal
 import threading
 import time
 from collections.abc import Iterator
@@ -143,18 +144,11 @@ def crash_run(root: Path, seed: int, n: int, cut_at: int | None, policy: str = "
 
 
 def stop_threads(engine: Engine | None) -> None:
-    """A dead process's threads die with it: stop the journal's once-a-second thread of an
-    abandoned engine (without close(), which would fsync), or every crash leaks one."""
+    """A dead process's threads die with it: stop the journal's threads of an abandoned engine
+    (without close(), which would fsync), or every crash leaks them."""
     journal = getattr(engine, "journal", None)
-    cond = getattr(journal, "_cond", None)
-    if journal is None or cond is None:
-        return
-    with cond:
-        journal._closed = True  # type: ignore[attr-defined]
-        cond.notify_all()
-    thread = getattr(journal, "_thread", None)
-    if thread is not None:
-        thread.join(5)
+    if journal is not None:
+        journal.stop_threads()
 
 
 @contextmanager
@@ -386,19 +380,80 @@ class GatedFS(TrackingFS):
         super().write(fd, data)
 
 
-def test_group_commit_never_acknowledges_an_unwritten_record(tmp_path: Path) -> None:
-    """Under `always`, concurrent commands share fsyncs: a command waiting for durability runs
-    a sync round covering "everything written so far". If that round counts a record whose LSN
-    is assigned but whose write has not finished (another command holds the engine lock inside
-    fs.write), the round marks it durable before it is even written, and its command returns
-    without any fdatasync covering it: an acknowledged write lost to a power cut.
+def _recovered_payloads(directory: Path, fs: TrackingFS, engine: Engine, acked: int) -> set:
+    """Cut the power now (files back to what fdatasync covered) and reopen: the payloads of
+    stream "s" that survived."""
+    fs.abandon()
+    stop_threads(engine)
+    with materialised(Crash(directory, fs, acked, False, 0), "after", random.Random(0),
+                      "none") as after, Engine.open(str(after)) as recovered:
+        return {f[1] for _id, f in recovered.execute("XRANGE", "s", "-", "+")}
 
-    Order forced here: C is inside fdatasync; A's record is written and A waits for C's round;
-    B takes the engine lock, gets the next LSN and is inside its write; C's round ends, A starts
-    the next round and fdatasyncs; then B's write finishes and B returns."""
+
+def test_group_commit_never_acknowledges_an_unwritten_record(tmp_path: Path) -> None:
+    """A sync round covers "everything written so far". If it counted a record whose LSN is
+    assigned but whose write has not finished (the server's loop thread holds the engine lock
+    inside fs.write), the round would mark it durable before it is written, and its command
+    would return with no fdatasync covering it: an acknowledged write lost to a power cut.
+
+    The server's way, forced into this order: C's round is inside fdatasync; A's record is
+    written and A waits for the next round; B's record is inside its write; C's round ends and
+    A's round fsyncs; then B's write finishes and B waits for its own round."""
     directory = tmp_path / "db"
     fs = GatedFS()
     engine = Engine.open(str(directory), appendfsync="always", fs=fs)
+    journal = engine.journal
+    assert journal is not None
+    with engine.lock:
+        journal.set_deferred(True)  # the server's mode: the loop thread writes the records
+    session = engine.session
+
+    def submit_and_write(name: str) -> int:
+        _reply, lsn = engine.submit(session, (b"XADD", b"s", b"*", b"payload",
+                                              f"payload-{name}".encode()))
+        with engine.lock:
+            journal.flush_pending()
+        return lsn
+
+    first_sync = threading.Event()
+    fs.sync_gate = first_sync
+    c = threading.Thread(target=journal.wait_durable, args=(submit_and_write("c"),))
+    c.start()
+    assert fs.sync_entered.wait(10)
+    a = threading.Thread(target=journal.wait_durable, args=(submit_and_write("a"),))
+    a.start()
+    fs.hold_marker = b"payload-b"
+    lsn_b: list[int] = []
+    b = threading.Thread(target=lambda: lsn_b.append(submit_and_write("b")))
+    b.start()
+    assert fs.write_entered.wait(10)  # B's write holds the engine lock inside fs.write
+    first_sync.set()
+    a.join(10)
+    c.join(10)
+    assert not a.is_alive() and not c.is_alive()
+    fs.write_gate.set()
+    b.join(10)
+    journal.wait_durable(lsn_b[0])  # B acknowledged too
+    assert _recovered_payloads(directory, fs, engine, 3) == {
+        b"payload-a", b"payload-b", b"payload-c"}
+
+
+def test_group_commit_one_write_and_one_fsync_for_a_round(tmp_path: Path) -> None:
+    """Embedded `always`: records are buffered under the engine lock, and the group-commit
+    thread writes everything buffered with one write() and covers it with one fdatasync. Here
+    A and B append while C's round is inside its fdatasync: the next round writes both records
+    in one write, fsyncs once, and both are durable when their XADDs return."""
+    directory = tmp_path / "db"
+    fs = GatedFS()
+    engine = Engine.open(str(directory), appendfsync="always", fs=fs)
+    writes: list[bytes] = []
+    write = fs.write
+
+    def recording_write(fd: int, data: bytes) -> None:
+        writes.append(data)
+        write(fd, data)
+
+    fs.write = recording_write  # type: ignore[method-assign]
     replies: dict[str, object] = {}
 
     def xadd(name: str) -> None:
@@ -410,29 +465,64 @@ def test_group_commit_never_acknowledges_an_unwritten_record(tmp_path: Path) -> 
     c.start()
     assert fs.sync_entered.wait(10)
     a = threading.Thread(target=xadd, args=("a",))
-    a.start()
-    deadline = time.monotonic() + 10
-    while b"payload-a" not in (directory / "segment-000001.aof").read_bytes():
-        assert time.monotonic() < deadline, "A's record was never written"
-        time.sleep(0.01)  # A's record is written; A goes on to wait for durability
-    fs.hold_marker = b"payload-b"
     b = threading.Thread(target=xadd, args=("b",))
+    a.start()
     b.start()
-    assert fs.write_entered.wait(10)  # B holds the engine lock inside fs.write
+    deadline = time.monotonic() + 10
+    while engine.journal.pending_records < 2:  # type: ignore[union-attr]
+        assert time.monotonic() < deadline, "A and B never appended"
+        time.sleep(0.005)
+    assert "a" not in replies and "b" not in replies, "acknowledged before any fsync"
+    fsyncs = engine.journal.fsyncs  # type: ignore[union-attr]
     first_sync.set()
-    a.join(10)
+    for t in (a, b, c):
+        t.join(10)
+    assert set(replies) == {"a", "b", "c"}
+    assert engine.journal.fsyncs - fsyncs == 2  # type: ignore[union-attr]  # C's, then A+B's
+    assert any(b"payload-a" in w and b"payload-b" in w for w in writes), "not one write"
+    assert _recovered_payloads(directory, fs, engine, 3) == {
+        b"payload-a", b"payload-b", b"payload-c"}
+
+
+def test_group_commit_survives_an_interrupted_waiter(tmp_path: Path) -> None:
+    """A round wakes its callers one after another, each waking the next. A caller whose wait
+    is interrupted (a signal handler raising in the main thread, e.g. Ctrl-C) must still pass
+    the wake-up on: the caller queued behind it returns."""
+    directory = tmp_path / "db"
+    fs = GatedFS()
+    engine = Engine.open(str(directory), appendfsync="always", fs=fs)
+
+    class Interrupted(Exception):
+        pass
+
+    def interrupt(_signum: int, _frame: object) -> None:
+        raise Interrupted
+
+    first_sync = threading.Event()
+    fs.sync_gate = first_sync
+    c = threading.Thread(target=engine.execute, args=("XADD", "s", "*", "f", "c"))
+    c.start()
+    assert fs.sync_entered.wait(10)  # the group-commit thread is inside C's fdatasync
+    # B asks after the main thread, so the round after C's wakes the main thread first and
+    # B through it.
+    b_done = threading.Event()
+    b = threading.Timer(0.2, lambda: (engine.execute("XADD", "s", "*", "f", "b"),
+                                      b_done.set()))
+    b.start()
+    releaser = threading.Timer(0.6, first_sync.set)
+    releaser.start()
+    old = signal.signal(signal.SIGALRM, interrupt)
+    signal.setitimer(signal.ITIMER_REAL, 0.4)
+    try:
+        with pytest.raises(Interrupted):
+            engine.execute("XADD", "s", "*", "f", "main")
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)
+    assert b_done.wait(10), "the caller behind the interrupted one was never woken"
     c.join(10)
-    fs.write_gate.set()
-    b.join(10)
-    assert set(replies) == {"a", "b", "c"}, "every command returned: all three acknowledged"
-    fs.abandon()  # the power goes now
-    stop_threads(engine)
-    with materialised(Crash(directory, fs, 3, False, 0), "after", random.Random(0),
-                      "none") as after, Engine.open(str(after)) as recovered:
-        payloads = {f[1] for _id, f in recovered.execute("XRANGE", "s", "-", "+")}
-    assert payloads == {b"payload-a", b"payload-b", b"payload-c"}, (
-        f"acknowledged XADDs lost to the power cut: "
-        f"{ {b'payload-a', b'payload-b', b'payload-c'} - payloads}")
+    assert engine.execute("XLEN", "s") == 3
+    engine.close()
 
 
 # --- everysec: bounded loss -------------------------------------------------------------------

@@ -724,6 +724,29 @@ def test_bulk_longer_than_proto_max_bulk_len(served, connect):
     assert other.execute("PING") == "PONG"
 
 
+def test_settings_changed_between_accept_and_connection_made(served, monkeypatch):
+    """asyncio calls connection_made a loop pass after it created the client: a CONFIG SET
+    running in between must still reach it (a stale proto-max-bulk-len would let it send a
+    longer bulk; a stale requirepass would let it in without a password)."""
+    import engine.server as server_mod
+
+    class LateClient(server_mod.Client):
+        def __init__(self, server: Any) -> None:
+            super().__init__(server)
+            server.engine.execute("CONFIG", "SET", "proto-max-bulk-len", str(1 << 20))
+            server.engine.execute("CONFIG", "SET", "requirepass", "secret")
+
+    monkeypatch.setattr(server_mod, "Client", LateClient)
+    with raw_socket(served) as sock:
+        f = sock.makefile("rb")
+        sock.sendall(encode_command("PING"))
+        assert read_raw_reply(f) == f"-{NOAUTH}\r\n".encode()
+        sock.sendall(encode_command("AUTH", "secret"))
+        assert read_raw_reply(f) == b"+OK\r\n"
+        sock.sendall(b"*2\r\n$4\r\nECHO\r\n$%d\r\n" % ((1 << 20) + 1))
+        assert read_until_closed(sock) == b"-ERR Protocol error: invalid bulk length\r\n"
+
+
 def test_query_buffer_limit_closes_the_connection(served, connect):
     other = connect()
     config_set(other, "client-query-buffer-limit", "1mb")  # Redis's smallest
