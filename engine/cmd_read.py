@@ -206,6 +206,9 @@ def _ready_check(ctx: Ctx, keys: Argv, ids: list[int], group: bytes | None) -> C
                 return True
         return False
 
+    # What the check depends on, for _serve_ready's memo of checks found false in one pass.
+    xread_ready.key = (index, tuple(pairs))  # type: ignore[attr-defined]
+    xreadgroup_ready.key = (index, tuple(keys), group)  # type: ignore[attr-defined]
     return xread_ready if group is None else xreadgroup_ready
 
 

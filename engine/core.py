@@ -335,7 +335,7 @@ class Engine(RedisStreamAPI):
             record = Record(lsn, ctx.now, db, ctx.effects)
             for sink in sinks:
                 sink(record)
-        if self.watches:
+        if self.watches.by_key:  # (not `if self.watches`: a Python __bool__ call per command)
             self.watches.touch_effects(db, ctx.effects)
         return lsn
 
@@ -415,9 +415,23 @@ class Engine(RedisStreamAPI):
     def _serve_ready(self) -> None:
         """Re-run the commands of clients waiting on signalled keys, first come first served."""
         while (k := self.waiters.pop_ready()) is not None:
+            # Ready checks found false in this pass stay false: a re-run only delivers (or
+            # creates a consumer), it never adds entries or removes a key or group. Ten
+            # consumers of one group blocked on a key take one check per XADD, not ten.
+            not_ready: set | None = None
             for waiter in self.waiters.waiting_on(k):
-                if not waiter.done and (waiter.ready is None or waiter.ready()):
-                    self._rerun(waiter)
+                if waiter.done:
+                    continue
+                ready = waiter.ready
+                if ready is not None:
+                    if not_ready is not None and ready.key in not_ready:  # type: ignore[attr-defined]
+                        continue
+                    if not ready():
+                        if not_ready is None:
+                            not_ready = set()
+                        not_ready.add(ready.key)  # type: ignore[attr-defined]
+                        continue
+                self._rerun(waiter)
 
     def blocked_clients(self) -> int:
         with self.lock:

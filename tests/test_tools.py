@@ -370,7 +370,7 @@ def test_bench_server_section_quick(capsys: pytest.CaptureFixture[str]) -> None:
         assert sum(int(_num(r[2])) for r in rows) == total > 0
         assert sum(float(r[3]) for r in rows) == pytest.approx(100, abs=0.1)
         line = re.search(rf"^server: latency, {server}: ([\d,]+) sent .* all received; .*"
-                         rf"clients \d+% of a core, server \d+%$", out, re.M)
+                         rf"the harness \d+% of a core, server \d+%$", out, re.M)
         assert line, out
 
 

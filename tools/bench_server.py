@@ -27,16 +27,18 @@ import io
 import math
 import multiprocessing
 import os
+import selectors
 import shutil
 import socket
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from collections.abc import Sequence
 from typing import Any
 
+from engine.errors import ReplyError
+from engine.resp import NEED_MORE, ReplyParser, encode_command
 from tools.bench import (
     LATENCY_CONSUMERS,
     LATENCY_RATE,
@@ -44,7 +46,6 @@ from tools.bench import (
     Measurement,
     RedisServer,
     Skip,
-    _entries,
     _free_port,
     format_table,
 )
@@ -58,7 +59,6 @@ BENCH_TIMEOUT = 600.0  # seconds one redis-benchmark run may take
 
 LATENCY_KEY = "lat"
 LATENCY_GROUP = "g"
-LATENCY_PROCESSES = 2  # the consumers' processes (threads spread evenly)
 LATENCY_COUNT = 10  # XREADGROUP COUNT
 LATENCY_BLOCK_MS = 1000  # XREADGROUP BLOCK
 LATENCY_SECONDS, QUICK_LATENCY_SECONDS = 5.0, 1.0
@@ -265,60 +265,76 @@ def bench_redis_benchmark(server: Any, tool: RedisBenchmark, requests: int,
 # --- the latency test ----------------------------------------------------------------------------
 
 
-class _ReplyCounter(threading.Thread):
-    """Reads a producer connection's replies (XADD: bulk strings or errors) as they come:
-    counts them, keeps the first error. The producer never waits for them (open loop)."""
+class _Consumer:
+    """One consumer's connection in the latency harness: it keeps one XREADGROUP BLOCK in
+    flight, and when entries come, sends their XACK and the next XREADGROUP in one write (no
+    round trip between them)."""
 
-    def __init__(self, sock: socket.socket) -> None:
-        super().__init__(name="latency-replies", daemon=True)
-        self.sock = sock
-        self.replies = 0
-        self.error: str | None = None
-        self.closed = False
+    def __init__(self, port: int, name: str) -> None:
+        self.sock = socket.create_connection((HOST, port), timeout=10)
+        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self.parser = ReplyParser()
+        self.read = encode_command(
+            ["XREADGROUP", "GROUP", LATENCY_GROUP, name, "COUNT", LATENCY_COUNT, "BLOCK",
+             LATENCY_BLOCK_MS, "STREAMS", LATENCY_KEY, ">"])
+        self.ack_head = ["XACK", LATENCY_KEY, LATENCY_GROUP]
+        self.acks_due = 0  # XACK replies expected before the next XREADGROUP reply
+        self.idle = False  # its last XREADGROUP timed out and the run is over: not re-sent
 
-    def run(self) -> None:
-        buf = b""
-        pos = 0
-        while True:
-            try:
-                data = self.sock.recv(65536)
-            except OSError:
-                data = b""
-            if not data:
-                self.closed = True
-                return
-            buf = buf[pos:] + data
-            pos = 0
-            while True:
-                eol = buf.find(b"\r\n", pos)
-                if eol < 0:
-                    break
-                kind = buf[pos:pos + 1]
-                if kind == b"$":
-                    size = int(buf[pos + 1:eol])
-                    end = eol + 2 + max(size, 0) + (2 if size >= 0 else 0)
-                    if end > len(buf):
-                        break
-                    pos = end
-                else:  # "-ERR ..." (or any other one-line reply)
-                    if kind == b"-" and self.error is None:
-                        self.error = buf[pos + 1:eol].decode("utf-8", "replace")
-                    pos = eol + 2
-                self.replies += 1
+    def start(self) -> None:
+        self.sock.sendall(self.read)
+
+    def on_readable(self, now: int, sends: array.array, lats: array.array,
+                    run_over: bool) -> int:
+        """Parse what arrived; record each entry's send stamp and latency (receive time
+        ``now``); ack and re-read. Returns the XREADGROUP replies that carried entries."""
+        data = self.sock.recv(1 << 16)
+        if not data:
+            raise RuntimeError("the server closed a consumer's connection")
+        parser = self.parser
+        parser.feed(data)
+        reads = 0
+        while (reply := parser.next()) is not NEED_MORE:
+            if isinstance(reply, ReplyError):
+                raise RuntimeError(f"consumer: {reply}")
+            if self.acks_due:
+                self.acks_due -= 1
+                continue
+            if not reply:  # BLOCK timed out
+                if run_over:
+                    self.idle = True
+                else:
+                    self.sock.sendall(self.read)
+                continue
+            ids = []
+            for entry_id, fields in reply[0][1]:
+                stamp = int(fields[1])
+                sends.append(stamp)
+                lats.append(now - stamp)
+                ids.append(entry_id)
+            reads += 1
+            self.acks_due += 1
+            self.sock.sendall(encode_command([*self.ack_head, *ids]) + self.read)
+        return reads
 
 
-def _producer_main(port: int, rate: int, seconds: float, conn: Any) -> None:
-    """The producer process: XADD lat * t <perf_counter_ns> on the schedule start + k / rate,
-    k < rate x seconds, start being the go message; open loop on a plain socket (it sends each
-    message when due, a thread counts the replies), so a slow reply never delays the next
-    send. Every message due when it wakes leaves in one write, each stamped as it is encoded.
-    Reports messages sent, writes, its worst lateness and CPU."""
+def _latency_main(port: int, rate: int, seconds: float, consumers: int, conn: Any) -> None:
+    """The harness process: the producer and every consumer on one thread (a selector loop,
+    raw sockets, the project's sans-IO RESP codec), so the clients add as little as a Python
+    client can. The producer XADDs ``t=<perf_counter_ns>`` on the schedule start + k / rate
+    (open loop: every message due when the loop comes round leaves in one write, each
+    stamped as it is encoded; replies are only counted). Reports the send stamps and
+    latencies, messages sent, writes, the worst lateness and the process's CPU."""
     try:
-        sock = socket.create_connection((HOST, port), timeout=10)
-        sock.settimeout(None)
-        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        replies = _ReplyCounter(sock)
-        replies.start()
+        producer = socket.create_connection((HOST, port), timeout=10)
+        producer.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        readers = [_Consumer(port, f"c{i}") for i in range(consumers)]
+        selector = selectors.DefaultSelector()
+        selector.register(producer, selectors.EVENT_READ, None)
+        for reader in readers:
+            selector.register(reader.sock, selectors.EVENT_READ, reader)
+            reader.start()
+        replies = ReplyParser()
         conn.send(("ready", os.getpid()))
         start_ns = conn.recv()
         clock = time.perf_counter_ns
@@ -326,102 +342,55 @@ def _producer_main(port: int, rate: int, seconds: float, conn: Any) -> None:
             len(LATENCY_KEY), LATENCY_KEY.encode())
         interval = 1e9 / rate
         total = int(rate * seconds)
-        sent = writes = worst_late = 0
-        cpu = time.process_time()
-        while sent < total:
-            now = clock()
-            due = min(total, int((now - start_ns) // interval) + 1) if now >= start_ns else 0
-            if due <= sent:
-                time.sleep((start_ns + sent * interval - now) / 1e9)
-                continue
-            worst_late = max(worst_late, now - int(start_ns + sent * interval))
-            out = bytearray()
-            for _ in range(min(due - sent, LATENCY_MAX_BATCH)):
-                stamp = b"%d" % clock()
-                out += head
-                out += b"$%d\r\n%s\r\n" % (len(stamp), stamp)
-                sent += 1
-            sock.sendall(out)
-            writes += 1
-        elapsed = clock() - start_ns
-        cpu = time.process_time() - cpu
-        deadline = time.monotonic() + LATENCY_DRAIN_TIMEOUT
-        while replies.replies < sent and not replies.closed and time.monotonic() < deadline:
-            time.sleep(0.01)
-        if replies.error is not None or replies.replies < sent:
-            raise RuntimeError(f"{replies.replies} replies to {sent} XADDs"
-                               + (f", the first error: {replies.error}" if replies.error else ""))
-        conn.send(("done", {"sent": sent, "elapsed_ns": elapsed, "writes": writes,
-                            "worst_late_ns": worst_late, "cpu_s": cpu}))
-        sock.close()
-    except BaseException as exc:  # noqa: BLE001 - reported to the parent
-        conn.send(("error", f"producer: {exc!r}"))
-
-
-def _consumers_main(port: int, names: Sequence[str], stop: Any, deadline: float,
-                    conn: Any) -> None:
-    """A consumer process: a thread per name, each its own connection, XREADGROUP BLOCK + XACK
-    until ``stop`` is set and a read comes back empty (or ``deadline``, time.monotonic()).
-    Sends (send stamps, latencies) as int64 arrays, its CPU seconds and errors."""
-    try:
-        import redis
-
-        clients = [redis.Redis(host=HOST, port=port) for _ in names]
-        for client in clients:
-            client.ping()
+        sent = writes = worst_late = acked = reads = 0
         sends, lats = array.array("q"), array.array("q")
-        reads = [0]  # replies with entries
-        errors: list[str] = []
-        lock = threading.Lock()
-        gate = threading.Barrier(len(names) + 1)
-
-        def consume(client: Any, name: str) -> None:
-            my_sends, my_lats = array.array("q"), array.array("q")
-            my_reads = 0
-            clock, run = time.perf_counter_ns, client.execute_command
-            read = ("XREADGROUP", "GROUP", LATENCY_GROUP, name, "COUNT", str(LATENCY_COUNT),
-                    "BLOCK", str(LATENCY_BLOCK_MS), "STREAMS", LATENCY_KEY, ">")
-            gate.wait()
-            try:
-                while time.monotonic() < deadline:
-                    reply = run(*read)
-                    now = clock()
-                    entries = _entries(reply)
-                    if not entries:
-                        if stop.is_set():
-                            break
-                        continue
-                    my_reads += 1
-                    ids = []
-                    for entry_id, fields in entries:
-                        stamp = int(fields[b"t"] if isinstance(fields, dict) else fields[1])
-                        my_sends.append(stamp)
-                        my_lats.append(now - stamp)
-                        ids.append(entry_id)
-                    run("XACK", LATENCY_KEY, LATENCY_GROUP, *ids)
-            except BaseException as exc:  # noqa: BLE001 - reported to the parent
-                errors.append(f"consumer {name}: {exc!r}")
-            with lock:
-                sends.extend(my_sends)
-                lats.extend(my_lats)
-                reads[0] += my_reads
-
-        threads = [threading.Thread(target=consume, args=(c, n), daemon=True)
-                   for c, n in zip(clients, names, strict=True)]
-        for t in threads:
-            t.start()
         cpu = time.process_time()
-        gate.wait()
-        conn.send(("ready", os.getpid()))
-        for t in threads:
-            t.join()
-        conn.send(("done", {"sends": sends.tobytes(), "lats": lats.tobytes(),
-                            "reads": reads[0], "cpu_s": time.process_time() - cpu,
-                            "errors": errors}))
-        for client in clients:
-            client.close()
+        deadline = time.monotonic() + seconds + LATENCY_DRAIN_TIMEOUT + LATENCY_START_DELAY_S
+        elapsed = 0
+        while len(lats) < total or acked < sent:
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"{len(lats)} of {total} messages received, {acked} XADDs "
+                                   f"acknowledged, when the time ran out")
+            now = clock()
+            timeout = LATENCY_BLOCK_MS / 1000
+            if sent < total:
+                due = min(total, int((now - start_ns) // interval) + 1) if now >= start_ns else 0
+                if due > sent:
+                    worst_late = max(worst_late, now - int(start_ns + sent * interval))
+                    out = bytearray()
+                    for _ in range(min(due - sent, LATENCY_MAX_BATCH)):
+                        stamp = b"%d" % clock()
+                        out += head
+                        out += b"$%d\r\n%s\r\n" % (len(stamp), stamp)
+                        sent += 1
+                    producer.sendall(out)
+                    writes += 1
+                    if sent == total:
+                        elapsed = clock() - start_ns
+                    continue
+                timeout = (start_ns + sent * interval - now) / 1e9
+            for key, _events in selector.select(timeout):
+                reader = key.data
+                if reader is None:
+                    data = producer.recv(1 << 16)
+                    if not data:
+                        raise RuntimeError("the server closed the producer's connection")
+                    replies.feed(data)
+                    while (reply := replies.next()) is not NEED_MORE:
+                        if isinstance(reply, ReplyError):
+                            raise RuntimeError(f"producer: XADD failed: {reply}")
+                        acked += 1
+                else:
+                    reads += reader.on_readable(clock(), sends, lats, sent >= total)
+        cpu = time.process_time() - cpu
+        for reader in readers:
+            reader.sock.close()
+        producer.close()
+        conn.send(("done", {"sent": sent, "elapsed_ns": elapsed, "writes": writes,
+                            "worst_late_ns": worst_late, "cpu_s": cpu, "reads": reads,
+                            "sends": sends.tobytes(), "lats": lats.tobytes()}))
     except BaseException as exc:  # noqa: BLE001 - reported to the parent
-        conn.send(("error", f"consumers {','.join(names)}: {exc!r}"))
+        conn.send(("error", f"latency harness: {exc!r}"))
 
 
 def _receive(conn: Any, timeout: float, what: str) -> Any:
@@ -469,8 +438,7 @@ def _p50_by_second(sends: Sequence[int], lats: Sequence[int], start_ns: int) -> 
 
 
 def bench_latency(server: Any, seconds: float, rate: int = LATENCY_RATE,
-                  consumers: int = LATENCY_CONSUMERS,
-                  processes: int = LATENCY_PROCESSES) -> Measurement:
+                  consumers: int = LATENCY_CONSUMERS) -> Measurement:
     """The delivery latency test against ``server`` (see the module docstring); the row's
     rate is the messages measured per second of the window, figures p50_us, p99_us, p999_us,
     max_us, notes the histogram and the harness's own figures."""
@@ -478,78 +446,54 @@ def bench_latency(server: Any, seconds: float, rate: int = LATENCY_RATE,
     client.delete(LATENCY_KEY)
     client.xgroup_create(LATENCY_KEY, LATENCY_GROUP, id="$", mkstream=True)
     ctx = multiprocessing.get_context("spawn")  # no fork of a threaded bench process
-    stop = ctx.Event()
-    deadline = time.monotonic() + LATENCY_READY_TIMEOUT + seconds + LATENCY_DRAIN_TIMEOUT
-    names = [f"c{i}" for i in range(consumers)]
-    groups = [names[i::processes] for i in range(processes) if names[i::processes]]
-    procs: list[Any] = []
-    consumer_conns = []
+    parent, child = ctx.Pipe()
+    harness = ctx.Process(target=_latency_main, args=(server.port, rate, seconds, consumers,
+                                                      child), daemon=True)
+    harness.start()
     try:
-        for group in groups:
-            parent, child = ctx.Pipe()
-            p = ctx.Process(target=_consumers_main, args=(server.port, group, stop, deadline,
-                                                          child), daemon=True)
-            p.start()
-            procs.append(p)
-            consumer_conns.append(parent)
-        producer_conn, child = ctx.Pipe()
-        producer = ctx.Process(target=_producer_main, args=(server.port, rate, seconds, child),
-                               daemon=True)
-        producer.start()
-        procs.append(producer)
-        for conn in [*consumer_conns, producer_conn]:
-            _receive(conn, LATENCY_READY_TIMEOUT, "ready message")
+        _receive(parent, LATENCY_READY_TIMEOUT, "ready message")
         start_ns = time.perf_counter_ns() + int(LATENCY_START_DELAY_S * 1e9)
         cpu = _cpu_seconds(server.pid)
-        producer_conn.send(start_ns)
-        sent = _receive(producer_conn, seconds + LATENCY_READY_TIMEOUT, "producer report")
+        parent.send(start_ns)
+        report = _receive(parent, seconds + LATENCY_START_DELAY_S + LATENCY_DRAIN_TIMEOUT
+                          + LATENCY_BLOCK_MS / 1000, "report")
         cpu_after = _cpu_seconds(server.pid)
-        stop.set()
-        parts = [_receive(conn, LATENCY_DRAIN_TIMEOUT + LATENCY_BLOCK_MS / 1000,
-                          "consumer report") for conn in consumer_conns]
     finally:
-        stop.set()
-        for p in procs:
-            p.join(timeout=5)
-            if p.is_alive():
-                p.kill()
-                p.join(timeout=5)
+        harness.join(timeout=5)
+        if harness.is_alive():
+            harness.kill()
+            harness.join(timeout=5)
         client.delete(LATENCY_KEY)
-    errors = [e for part in parts for e in part["errors"]]
-    if errors:
-        raise AssertionError("latency test: " + "; ".join(errors[:3]))
     sends, lats = array.array("q"), array.array("q")
-    for part in parts:
-        sends.frombytes(part["sends"])
-        lats.frombytes(part["lats"])
+    sends.frombytes(report["sends"])
+    lats.frombytes(report["lats"])
     received = len(lats)
-    if received != sent["sent"] or len(set(sends)) != received:
-        raise AssertionError(f"latency test: {sent['sent']} sent, {received} received "
+    if received != report["sent"] or len(set(sends)) != received:
+        raise AssertionError(f"latency test: {report['sent']} sent, {received} received "
                              f"({received - len(set(sends))} twice)")
     skip_before = start_ns + int(LATENCY_WARMUP_S * 1e9)
     measured = sorted(lat for stamp, lat in zip(sends, lats, strict=True) if stamp >= skip_before)
     if not measured:
         raise AssertionError("latency test: no message after the warm-up")
-    window_s = sent["elapsed_ns"] / 1e9 - LATENCY_WARMUP_S
+    window_s = report["elapsed_ns"] / 1e9 - LATENCY_WARMUP_S
     figures = {f"{name}_us": _percentile_us(measured, q)
                for name, q in (("p50", 0.5), ("p99", 0.99), ("p999", 0.999))}
     figures["max_us"] = measured[-1] / 1000
-    client_cpu = sent["cpu_s"] + sum(part["cpu_s"] for part in parts)
-    reads = sum(part["reads"] for part in parts)
     trend = _p50_by_second(sends, lats, skip_before)
-    elapsed_s = sent["elapsed_ns"] / 1e9
+    elapsed_s = report["elapsed_ns"] / 1e9
     rows = [[server.name, label, f"{count:,}", f"{100 * count / len(measured):.2f}%"]
             for label, count in latency_histogram(measured)]
     table = format_table(
         ["latency of", f"XADD -> XREADGROUP reply, {len(measured):,} messages", "count",
          "share"], rows, right={2, 3})
-    line = (f"latency, {server.name}: {sent['sent']:,} sent at {sent['sent'] / elapsed_s:,.0f}"
-            f"/s (target {rate:,}/s, in {sent['writes']:,} writes, at worst "
-            f"{sent['worst_late_ns'] / 1e6:.1f} ms late), all received; p50 "
+    line = (f"latency, {server.name}: {report['sent']:,} sent at "
+            f"{report['sent'] / elapsed_s:,.0f}/s (target {rate:,}/s, in {report['writes']:,} "
+            f"writes, at worst {report['worst_late_ns'] / 1e6:.1f} ms late), all received; p50 "
             f"{figures['p50_us'] / 1000:.3f} ms, p99 {figures['p99_us'] / 1000:.3f} ms, p99.9 "
             f"{figures['p999_us'] / 1000:.3f} ms, max {figures['max_us'] / 1000:.3f} ms; "
-            f"{received / reads:.1f} messages per XREADGROUP reply; p50 by second of the run: "
-            f"{trend} ms; CPU: clients {client_cpu / elapsed_s:.0%} of a core")
+            f"{received / max(report['reads'], 1):.1f} messages per XREADGROUP reply; p50 by "
+            f"second of the run: {trend} ms; CPU: the harness {report['cpu_s'] / elapsed_s:.0%} "
+            f"of a core")
     if cpu is not None and cpu_after is not None:
         figures["server_cpu"] = (cpu_after - cpu) / elapsed_s
         line += f", server {figures['server_cpu']:.0%}"
