@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 
 class Waiter:
     __slots__ = ("session", "argv", "keys", "event", "result", "done", "wake_at", "lsn",
-                 "timeout_ms", "notify", "ready")
+                 "timeout_ms", "notify", "ready", "rerun")
 
     def __init__(self, session: Session, argv: Argv, keys: list[tuple[int, bytes]]) -> None:
         self.session = session
@@ -29,6 +29,7 @@ class Waiter:
         # Created only by a thread that waits on it (the embedded API); the server is notified.
         self.event: threading.Event | None = None
         self.ready: Callable[[], bool] | None = None
+        self.rerun: Callable[[Any], object] | None = None  # Block.rerun
         self.result: Any = None
         self.done = False
         self.wake_at: int | None = None

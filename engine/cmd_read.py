@@ -146,7 +146,10 @@ def _resolve_ids(ctx: Ctx, argv: Argv, a: ReadArgs) -> list[int]:
          "multiple streams with IDs greater than the ones requested. Blocks until a message is "
          "available otherwise.")
 def xread(ctx: Ctx, argv: Argv) -> object:
-    a = parse_read_args(argv, ctx.now, False)
+    return _xread(ctx, argv, parse_read_args(argv, ctx.now, False))
+
+
+def _xread(ctx: Ctx, argv: Argv, a: ReadArgs) -> object:
     ids = _resolve_ids(ctx, argv, a)
     served = []
     for k, gt in enumerate(ids):
@@ -175,7 +178,10 @@ def _block_or_nil(ctx: Ctx, argv: Argv, a: ReadArgs, ids: list[int]) -> object:
             # Re-running with '$' would wait for entries after the *new* last ID forever.
             rerun[a.streams_at + a.nstreams + k] = format_id(gt)
     ready = None if a.claim >= 0 else _ready_check(ctx, keys, ids, a.group)
-    return Block(keys, a.timeout, rerun, wake_at, ready)
+    # A re-run runs the handler's body with these arguments as parsed now (keys, groups and
+    # IDs are still checked again): parsing them is a third of a blocked consumer's re-run.
+    body = _xread if a.group is None else _xreadgroup
+    return Block(keys, a.timeout, rerun, wake_at, ready, lambda c: body(c, rerun, a))
 
 
 def _ready_check(ctx: Ctx, keys: Argv, ids: list[int], group: bytes | None) -> Callable[[], bool]:
@@ -336,7 +342,10 @@ def _oldest_claimable(s: Stream, group: ConsumerGroup, now: int, min_idle: int) 
          "historical messages from a stream for a consumer in a group. Blocks until a message "
          "is available otherwise.")
 def xreadgroup(ctx: Ctx, argv: Argv) -> object:
-    a = parse_read_args(argv, ctx.now, True)
+    return _xreadgroup(ctx, argv, parse_read_args(argv, ctx.now, True))
+
+
+def _xreadgroup(ctx: Ctx, argv: Argv, a: ReadArgs) -> object:
     ids = _resolve_ids(ctx, argv, a)
     gname, cname = a.group, a.consumer
     claim = a.claim

@@ -24,17 +24,18 @@ class Block:
     `wake_at` (engine-clock ms) asks for a re-run at that time even without a signal, for
     XREADGROUP CLAIM waiting for a pending entry to become idle enough."""
 
-    __slots__ = ("keys", "timeout_ms", "argv", "wake_at", "ready")
+    __slots__ = ("keys", "timeout_ms", "argv", "wake_at", "ready", "rerun")
 
     def __init__(
         self, keys: list[bytes], timeout_ms: int, argv: Argv, wake_at: int | None = None,
-        ready: Callable[[], bool] | None = None,
+        ready: Callable[[], bool] | None = None, rerun: Callable[[Ctx], object] | None = None,
     ) -> None:
         self.keys = keys
         self.timeout_ms = timeout_ms
         self.argv = argv
         self.wake_at = wake_at
         self.ready = ready  # cheap test that a re-run could serve something (None: always)
+        self.rerun = rerun  # runs `argv` without parsing it again (None: through the table)
 
 
 class Later:

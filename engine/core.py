@@ -287,6 +287,7 @@ class Engine(RedisStreamAPI):
                 waiter = Waiter(session, reply.argv, [(session.db, k) for k in reply.keys])
                 waiter.wake_at = reply.wake_at
                 waiter.ready = reply.ready
+                waiter.rerun = reply.rerun
                 waiter.timeout_ms = reply.timeout_ms
                 waiter.notify = notify
                 self.waiters.add(waiter)
@@ -391,13 +392,18 @@ class Engine(RedisStreamAPI):
         """Re-run a waiter's command (lock held); if it no longer blocks, hand it the result."""
         session = waiter.session
         ctx = RerunCtx(self, session, self.clock())
+        rerun = waiter.rerun
         try:
-            result = lookup(waiter.argv).handler(ctx, waiter.argv)  # type: ignore[misc]
+            if rerun is not None:
+                result = rerun(ctx)
+            else:
+                result = lookup(waiter.argv).handler(ctx, waiter.argv)  # type: ignore[misc]
         except ReplyError as err:
             result = err
         if type(result) is Block:
             waiter.wake_at = result.wake_at
             waiter.ready = result.ready
+            waiter.rerun = result.rerun
             return
         if ctx.effects:
             try:

@@ -315,6 +315,9 @@ class Stream:
         return MAX_ID
 
     def last_entry_id(self) -> int:
+        nodes = self.nodes
+        if nodes and nodes[-1].fields and nodes[-1].fields[-1] is not None:
+            return nodes[-1].ids[-1]  # the last entry is live: the common case, no scan
         for sid, _idb, _f in self.iter_backward(0, MAX_ID):
             return sid
         return 0
