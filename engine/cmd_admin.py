@@ -22,10 +22,11 @@ import resource
 import sys
 import time
 import weakref
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from engine.args import is_word, parse_int
+from engine.argspec import Arg
 from engine.cmd_connection import BAD_NAME, REDIS_VERSION, last_save_time, valid_client_name
 from engine.cmd_keyspace import stringmatchlen
 from engine.config import PARAMS, ConfigError, config_set, format_setting, lookup_param
@@ -50,7 +51,8 @@ CONFIG = container("config", "A container for server configuration commands.", g
 
 
 @subcommand(CONFIG, "get", -3, ADMIN, keys=NO_KEYS, since="2.0.0",
-            summary="Returns the effective values of configuration parameters.")
+            summary="Returns the effective values of configuration parameters.",
+            syntax="parameter...")
 def config_get(ctx: Ctx, argv: Argv) -> RespMap:
     """Each pattern a name (shown as typed) or a glob (case-insensitive); every setting once."""
     shown: dict[str, str] = {}  # setting -> the name the reply shows it under
@@ -70,7 +72,7 @@ def config_get(ctx: Ctx, argv: Argv) -> RespMap:
 
 
 @subcommand(CONFIG, "set", -4, ADMIN, keys=NO_KEYS, since="2.0.0",
-            summary="Sets configuration parameters in-flight.")
+            summary="Sets configuration parameters in-flight.", syntax="<parameter value>...")
 def config_set_cmd(ctx: Ctx, argv: Argv) -> str:
     if len(argv) % 2:
         raise ReplyError(SYNTAX)
@@ -392,7 +394,7 @@ def info_text(engine: Engine, sections: Iterable[str] = ()) -> str:
 
 
 @command("info", -1, "loading stale", keys=NO_KEYS, group="server", since="1.0.0",
-         summary="Returns information and statistics about the server.")
+         summary="Returns information and statistics about the server.", syntax="[section...]")
 def info(ctx: Ctx, argv: Argv) -> Verbatim:
     return Verbatim(info_text(ctx.engine, [a.decode("utf-8", "replace") for a in argv[1:]]))
 
@@ -508,14 +510,33 @@ def command_info(spec: CommandSpec) -> list[Any]:
 
 
 def command_docs(spec: CommandSpec) -> RespMap:
-    """A COMMAND DOCS entry: summary, since, group, subcommands (bulk strings throughout, as
-    redis-cli's help reader expects)."""
+    """A COMMAND DOCS entry: summary, since, group, arguments, subcommands (bulk strings,
+    argument flags as simple strings: redis-cli's help reader asserts those types)."""
     items: list[tuple[Any, Any]] = [(b"summary", spec.summary.encode()),
                                     (b"since", spec.since.encode()),
                                     (b"group", spec.group.encode())]
+    if spec.args:
+        keys = iter(range(len(spec.args)))  # each top-level key argument: its key spec
+        items.append((b"arguments", [_arg_docs(a, keys) for a in spec.args]))
     if spec.subcommands:
         items.append((b"subcommands", RespMap([(s.name.encode(), command_docs(s))
                                                 for s in spec.subcommands.values()])))
+    return RespMap(items)
+
+
+def _arg_docs(arg: Arg, key_specs: Iterator[int]) -> RespMap:
+    items: list[tuple[Any, Any]] = [(b"name", arg.name.encode()), (b"type", arg.type.encode())]
+    if arg.type not in ("pure-token", "oneof", "block"):
+        items.append((b"display_text", arg.name.encode()))
+    if arg.type == "key":
+        items.append((b"key_spec_index", next(key_specs, 0)))
+    if arg.token:
+        items.append((b"token", arg.token.encode()))
+    flags = [f for f, on in (("optional", arg.optional), ("multiple", arg.multiple)) if on]
+    if flags:
+        items.append((b"flags", RespSet(flags)))
+    if arg.arguments:
+        items.append((b"arguments", [_arg_docs(a, key_specs) for a in arg.arguments]))
     return RespMap(items)
 
 
@@ -534,7 +555,8 @@ def command_count(ctx: Ctx, argv: Argv) -> int:
 
 
 @subcommand(COMMAND, "info", -2, "loading stale", keys=NO_KEYS, since="2.8.13",
-            summary="Returns information about one, multiple or all commands.")
+            summary="Returns information about one, multiple or all commands.",
+            syntax="[command-name...]")
 def command_info_cmd(ctx: Ctx, argv: Argv) -> list[Any]:
     if len(argv) == 2:
         return command_all(ctx, argv)
@@ -546,7 +568,8 @@ def command_info_cmd(ctx: Ctx, argv: Argv) -> list[Any]:
 
 
 @subcommand(COMMAND, "docs", -2, "loading stale", keys=NO_KEYS, since="7.0.0",
-            summary="Returns documentary information about one, multiple or all commands.")
+            summary="Returns documentary information about one, multiple or all commands.",
+            syntax="[command-name...]")
 def command_docs_cmd(ctx: Ctx, argv: Argv) -> RespMap:
     if len(argv) == 2:
         specs = visible_commands()
@@ -562,7 +585,9 @@ def _all_names(specs: Iterable[CommandSpec]) -> Iterable[CommandSpec]:
 
 
 @subcommand(COMMAND, "list", -2, "loading stale", keys=NO_KEYS, since="7.0.0",
-            summary="Returns a list of command names.")
+            summary="Returns a list of command names.",
+            syntax="[filterby: FILTERBY <MODULE module-name | ACLCAT category "
+                   "| PATTERN pattern:pattern>]")
 def command_list(ctx: Ctx, argv: Argv) -> list[bytes]:
     keep: Callable[[CommandSpec], bool] = lambda spec: True  # noqa: E731
     i = 2
@@ -597,7 +622,7 @@ def command_keys(spec: CommandSpec, argv: Argv | list[bytes]) -> list[int]:
 
 
 @subcommand(COMMAND, "getkeys", -4, "loading stale", keys=NO_KEYS, since="2.8.13",
-            summary="Extracts the key names from an arbitrary command.")
+            summary="Extracts the key names from an arbitrary command.", syntax="command [arg...]")
 def command_getkeys(ctx: Ctx, argv: Argv) -> list[bytes]:
     target = argv[2:]
     spec = COMMANDS.get(target[0].lower())
@@ -678,7 +703,7 @@ def client_getname(ctx: Ctx, argv: Argv) -> bytes | None:
 
 
 @subcommand(CLIENT, "setname", 3, "noscript loading stale", keys=NO_KEYS, since="2.6.9",
-            summary="Sets the connection name.")
+            summary="Sets the connection name.", syntax="connection-name")
 def client_setname(ctx: Ctx, argv: Argv) -> str:
     if not valid_client_name(argv[2]):
         raise ReplyError(BAD_NAME)
@@ -687,7 +712,8 @@ def client_setname(ctx: Ctx, argv: Argv) -> str:
 
 
 @subcommand(CLIENT, "setinfo", 4, "noscript loading stale", keys=NO_KEYS, since="7.2.0",
-            summary="Sets information specific to the client or connection.")
+            summary="Sets information specific to the client or connection.",
+            syntax="<attr: LIB-NAME libname | LIB-VER libver>")
 def client_setinfo(ctx: Ctx, argv: Argv) -> str:
     attr = argv[2].lower()
     if attr not in (b"lib-name", b"lib-ver"):
@@ -709,7 +735,9 @@ def client_info(ctx: Ctx, argv: Argv) -> Verbatim:
 
 
 @subcommand(CLIENT, "list", -2, ADMIN, keys=NO_KEYS, since="2.4.0",
-            summary="Lists open connections.")
+            summary="Lists open connections.",
+            syntax="[client-type: TYPE <NORMAL | MASTER | REPLICA | PUBSUB>] "
+                   "[ID client-id:integer...]")
 def client_list(ctx: Ctx, argv: Argv) -> Verbatim:
     clients = _clients(ctx.engine)
     if len(argv) == 4 and is_word(argv[2], b"type"):
@@ -725,7 +753,11 @@ def client_list(ctx: Ctx, argv: Argv) -> Verbatim:
 
 
 @subcommand(CLIENT, "kill", -3, ADMIN, keys=NO_KEYS, since="2.4.0",
-            summary="Terminates open connections.")
+            summary="Terminates open connections.",
+            syntax="<filter: old-format | <new-format: [ID client-id:integer] "
+                   "| [client-type: TYPE <NORMAL | MASTER | SLAVE | REPLICA | PUBSUB>] "
+                   "| [USER username] | [ADDR addr] | [LADDR laddr] | [SKIPME <YES | NO>] "
+                   "| [MAXAGE maxage:integer]>...>")
 def client_kill(ctx: Ctx, argv: Argv) -> Any:
     clients = _clients(ctx.engine)
     if len(argv) == 3:  # the old form: CLIENT KILL addr:port
@@ -791,14 +823,15 @@ def _on_off(argv: Argv) -> str:
 
 
 @subcommand(CLIENT, "no-evict", 3, ADMIN, keys=NO_KEYS, since="7.0.0",
-            summary="Sets the client eviction mode of the connection.")
+            summary="Sets the client eviction mode of the connection.",
+            syntax="<enabled: ON | OFF>")
 def client_no_evict(ctx: Ctx, argv: Argv) -> str:
     return _on_off(argv)  # nothing is ever evicted
 
 
 @subcommand(CLIENT, "no-touch", 3, "noscript loading stale", keys=NO_KEYS, since="7.2.0",
             summary="Controls whether commands sent by the client affect the LRU/LFU of "
-                    "accessed keys.")
+                    "accessed keys.", syntax="<enabled: ON | OFF>")
 def client_no_touch(ctx: Ctx, argv: Argv) -> str:
     return _on_off(argv)  # no LRU/LFU is kept
 

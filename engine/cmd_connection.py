@@ -73,7 +73,8 @@ def valid_client_name(name: bytes) -> bool:
 
 
 @command("auth", -2, "noscript loading stale fast no_auth sentinel allow_busy", keys=NO_KEYS,
-         group="connection", since="1.0.0", summary="Authenticates the connection.")
+         group="connection", since="1.0.0", summary="Authenticates the connection.",
+         syntax="[username] password")
 def auth(ctx: Ctx, argv: Argv) -> str:
     if len(argv) > 3:
         raise ReplyError(SYNTAX)
@@ -85,7 +86,8 @@ def auth(ctx: Ctx, argv: Argv) -> str:
 
 
 @command("hello", -1, "noscript loading stale fast no_auth sentinel allow_busy", keys=NO_KEYS,
-         group="connection", since="6.0.0", summary="Handshakes with the Redis server.")
+         group="connection", since="6.0.0", summary="Handshakes with the Redis server.",
+         syntax="[arguments: protover:integer [AUTH username password] [SETNAME clientname]]")
 def hello(ctx: Ctx, argv: Argv) -> RespMap:
     client = ctx.session.client
     protocol = client.protocol if client is not None else 2
@@ -154,7 +156,8 @@ def reset(ctx: Ctx, argv: Argv) -> str:
 
 @command("shutdown", -1, "admin noscript loading stale no_multi sentinel allow_busy",
          keys=NO_KEYS, group="server", since="1.0.0",
-         summary="Synchronously saves the database(s) to disk and shuts down the Redis server.")
+         summary="Synchronously saves the database(s) to disk and shuts down the Redis server.",
+         syntax="[NOSAVE | SAVE] [NOW] [FORCE] [ABORT]")
 def shutdown(ctx: Ctx, argv: Argv) -> Any:
     save = nosave = abort = other = False
     for arg in argv[1:]:
@@ -211,7 +214,8 @@ def save(ctx: Ctx, argv: Argv) -> Later:
 
 
 @command("bgsave", -1, "admin noscript no_async_loading", keys=NO_KEYS, group="server",
-         since="1.0.0", summary="Asynchronously saves the database(s) to disk.")
+         since="1.0.0", summary="Asynchronously saves the database(s) to disk.",
+         syntax="[SCHEDULE]")
 def bgsave(ctx: Ctx, argv: Argv) -> str:
     if len(argv) > 2 or (len(argv) == 2 and not is_word(argv[1], b"schedule")):
         raise ReplyError(SYNTAX)
@@ -261,7 +265,8 @@ def last_save_time(engine: Any) -> int:
 
 @command("wait", 3, "noscript", keys=NO_KEYS, group="generic", since="3.0.0",
          summary="Blocks until the asynchronous replication of all preceding write commands "
-                 "sent by the connection is completed.")
+                 "sent by the connection is completed.",
+         syntax="numreplicas:integer timeout:integer")
 def wait(ctx: Ctx, argv: Argv) -> int:
     parse_int(argv[1])
     timeout = parse_int(argv[2])

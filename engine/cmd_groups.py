@@ -89,7 +89,8 @@ def _clamp_entries_read(s: Stream, entries_read: int) -> int:
     return min(entries_read, s.entries_added)
 
 
-@subcommand(XGROUP, "create", -5, "write denyoom", summary="Creates a consumer group.")
+@subcommand(XGROUP, "create", -5, "write denyoom", summary="Creates a consumer group.",
+            syntax="key group <id | $> [MKSTREAM] [ENTRIESREAD entries-read:integer]")
 def xgroup_create(ctx: Ctx, argv: Argv) -> str:
     t = _xgroup_preamble(ctx, argv, False)
     if len(argv) > 8:
@@ -109,7 +110,7 @@ def xgroup_create(ctx: Ctx, argv: Argv) -> str:
 
 
 @subcommand(XGROUP, "setid", -5, "write", summary="Sets the last-delivered ID of a consumer "
-            "group.")
+            "group.", syntax="key group <id | $> [ENTRIESREAD entries-read:integer]")
 def xgroup_setid(ctx: Ctx, argv: Argv) -> str:
     t = _xgroup_preamble(ctx, argv, True)
     if len(argv) not in (5, 7):
@@ -124,7 +125,8 @@ def xgroup_setid(ctx: Ctx, argv: Argv) -> str:
     return "OK"
 
 
-@subcommand(XGROUP, "destroy", 4, "write", summary="Destroys a consumer group.")
+@subcommand(XGROUP, "destroy", 4, "write", summary="Destroys a consumer group.",
+            syntax="key group")
 def xgroup_destroy(ctx: Ctx, argv: Argv) -> int:
     t = _xgroup_preamble(ctx, argv, False)
     if t.group is None:
@@ -136,7 +138,7 @@ def xgroup_destroy(ctx: Ctx, argv: Argv) -> int:
 
 
 @subcommand(XGROUP, "createconsumer", 5, "write denyoom", summary="Creates a consumer in a "
-            "consumer group.", since="6.2.0")
+            "consumer group.", since="6.2.0", syntax="key group consumer")
 def xgroup_createconsumer(ctx: Ctx, argv: Argv) -> int:
     group = _xgroup_preamble(ctx, argv, True).group
     assert group is not None
@@ -148,7 +150,7 @@ def xgroup_createconsumer(ctx: Ctx, argv: Argv) -> int:
 
 
 @subcommand(XGROUP, "delconsumer", 5, "write", summary="Deletes a consumer from a consumer "
-            "group.")
+            "group.", syntax="key group consumer")
 def xgroup_delconsumer(ctx: Ctx, argv: Argv) -> int:
     group = _xgroup_preamble(ctx, argv, True).group
     assert group is not None
@@ -211,7 +213,8 @@ def _pin_consumer(ctx: Ctx, key: bytes, gname: bytes, consumer: Consumer, before
 
 
 @command("xack", -4, "write fast", summary="Returns the number of messages that were "
-         "successfully acknowledged by the consumer group member of a stream.")
+         "successfully acknowledged by the consumer group member of a stream.",
+         syntax="key group id...")
 def xack(ctx: Ctx, argv: Argv) -> int:
     _s, group = _group_or_none(ctx, argv[1], argv[2])
     if group is None:
@@ -224,7 +227,8 @@ def xack(ctx: Ctx, argv: Argv) -> int:
 
 
 @command("xackdel", -6, "write fast", summary="Acknowledges and deletes one or multiple messages "
-         "for a stream consumer group.", since="8.2.0")
+         "for a stream consumer group.", since="8.2.0",
+         syntax="key group [condition: KEEPREF | DELREF | ACKED] <IDS numids:integer id...>")
 def xackdel(ctx: Ctx, argv: Argv) -> list[int]:
     args = parse_ids_args(argv, 3)
     s, group = _group_or_none(ctx, argv[1], argv[2])
@@ -259,7 +263,9 @@ def xackdel(ctx: Ctx, argv: Argv) -> list[int]:
 
 
 @command("xpending", -3, "readonly", summary="Returns the information and entries from a "
-         "stream consumer group's pending entries list.")
+         "stream consumer group's pending entries list.",
+         syntax="key group [filters: [IDLE min-idle-time:integer] start end count:integer "
+                "[consumer]]")
 def xpending(ctx: Ctx, argv: Argv) -> list:
     argc = len(argv)
     if argc != 3 and (argc < 6 or argc > 9):
@@ -410,7 +416,10 @@ def _parse_claim_options(argv: Argv, j: int, now: int) -> ClaimOptions:
 
 
 @command("xclaim", -6, "write fast", summary="Changes, or acquires, ownership of a message in a "
-         "consumer group, as if the message was delivered a consumer group member.")
+         "consumer group, as if the message was delivered a consumer group member.",
+         syntax="key group consumer min-idle-time id... [IDLE ms:integer] "
+                "[TIME unix-time-milliseconds:unix-time] [RETRYCOUNT count:integer] [FORCE] "
+                "[JUSTID] [LASTID lastid]")
 def xclaim(ctx: Ctx, argv: Argv) -> list:
     key, gname = argv[1], argv[2]
     s, group = _group_or_none(ctx, key, gname)
@@ -474,7 +483,8 @@ def xclaim(ctx: Ctx, argv: Argv) -> list:
 
 @command("xautoclaim", -6, "write fast", summary="Changes, or acquires, ownership of messages in "
          "a consumer group, as if the messages were delivered to as consumer group member.",
-         since="6.2.0")
+         since="6.2.0",
+         syntax="key group consumer min-idle-time start [COUNT count:integer] [JUSTID]")
 def xautoclaim(ctx: Ctx, argv: Argv) -> list:
     key, gname = argv[1], argv[2]
     min_idle = max(parse_int(argv[4], "Invalid min-idle-time argument for XAUTOCLAIM"), 0)

@@ -149,7 +149,8 @@ def _stream_full(s: Stream, count: int) -> RespMap:
     return RespMap(items)
 
 
-@subcommand(XINFO, "stream", -3, "readonly", summary="Returns information about a stream.")
+@subcommand(XINFO, "stream", -3, "readonly", summary="Returns information about a stream.",
+            syntax="key [FULL [COUNT count:integer]]")
 def xinfo_stream(ctx: Ctx, argv: Argv) -> RespMap:
     s = _stream_or_error(ctx, argv[2])
     count = _parse_full_count(argv)
@@ -171,7 +172,7 @@ def _group_info(s: Stream, group: ConsumerGroup) -> RespMap:
 
 
 @subcommand(XINFO, "groups", 3, "readonly",
-            summary="Returns a list of the consumer groups of a stream.")
+            summary="Returns a list of the consumer groups of a stream.", syntax="key")
 def xinfo_groups(ctx: Ctx, argv: Argv) -> list[RespMap]:
     s = _stream_or_error(ctx, argv[2])
     return [_group_info(s, g) for g in _sorted_groups(s)]
@@ -192,7 +193,7 @@ def _consumer_info(consumer: Consumer, now: int) -> RespMap:
 
 
 @subcommand(XINFO, "consumers", 4, "readonly",
-            summary="Returns a list of the consumers in a consumer group.")
+            summary="Returns a list of the consumers in a consumer group.", syntax="key group")
 def xinfo_consumers(ctx: Ctx, argv: Argv) -> list[RespMap]:
     key, name = argv[2], argv[3]
     s = _stream_or_error(ctx, key)

@@ -166,7 +166,7 @@ def _parse_db_index(arg: bytes) -> int:
 
 
 @command("select", 2, "loading stale fast", keys=NO_KEYS, group="connection", since="1.0.0",
-         summary="Changes the selected database.")
+         summary="Changes the selected database.", syntax="index:integer")
 def select(ctx: Ctx, argv: Argv) -> str:
     index = _parse_db_index(argv[1])
     if index < 0 or index >= len(ctx.engine.dbs):
@@ -192,26 +192,26 @@ def _delete_keys(ctx: Ctx, keys: list[bytes]) -> int:
 
 
 @command("del", -2, "write", keys=ALL_KEYS, group="generic", since="1.0.0",
-         summary="Deletes one or more keys.")
+         summary="Deletes one or more keys.", syntax="key...")
 def del_(ctx: Ctx, argv: Argv) -> int:
     return _delete_keys(ctx, argv[1:])
 
 
 @command("unlink", -2, "write fast", keys=ALL_KEYS, group="generic", since="4.0.0",
-         summary="Asynchronously deletes one or more keys.")
+         summary="Asynchronously deletes one or more keys.", syntax="key...")
 def unlink(ctx: Ctx, argv: Argv) -> int:
     return _delete_keys(ctx, argv[1:])
 
 
 @command("exists", -2, "readonly fast", keys=ALL_KEYS, group="generic", since="1.0.0",
-         summary="Determines whether one or more keys exist.")
+         summary="Determines whether one or more keys exist.", syntax="key...")
 def exists(ctx: Ctx, argv: Argv) -> int:
     db = ctx.db
     return sum(1 for key in argv[1:] if key in db)
 
 
 @command("type", 2, "readonly fast", group="generic", since="1.0.0",
-         summary="Determines the type of value stored at a key.")
+         summary="Determines the type of value stored at a key.", syntax="key")
 def type_(ctx: Ctx, argv: Argv) -> str:
     return "stream" if argv[1] in ctx.db else "none"
 
@@ -226,7 +226,7 @@ def dbsize(ctx: Ctx, argv: Argv) -> int:
 
 
 @command("keys", 2, "readonly", keys=NO_KEYS, group="generic", since="1.0.0",
-         summary="Returns all key names that match a pattern.")
+         summary="Returns all key names that match a pattern.", syntax="pattern:pattern")
 def keys(ctx: Ctx, argv: Argv) -> list[bytes]:
     pattern = None if argv[1] == b"*" else argv[1]
     return _matching(sorted(ctx.db), pattern)
@@ -287,7 +287,8 @@ def _scan_page(db: dict[bytes, Stream], cursor: int, count: int) -> tuple[int, l
 
 
 @command("scan", -2, "readonly", keys=NO_KEYS, group="generic", since="2.8.0",
-         summary="Iterates over the key names in the database.")
+         summary="Iterates over the key names in the database.",
+         syntax="cursor:integer [MATCH pattern:pattern] [COUNT count:integer] [TYPE type]")
 def scan(ctx: Ctx, argv: Argv) -> list:
     args = _parse_scan(argv)
     cursor, page = _scan_page(ctx.db, args.cursor, args.count)
@@ -319,14 +320,15 @@ def _rename(ctx: Ctx, argv: Argv, nx: bool) -> bool:
 
 
 @command("rename", 3, "write", keys=(1, 2, 1), group="generic", since="1.0.0",
-         summary="Renames a key and overwrites the destination.")
+         summary="Renames a key and overwrites the destination.", syntax="key newkey:key")
 def rename(ctx: Ctx, argv: Argv) -> str:
     _rename(ctx, argv, nx=False)
     return "OK"
 
 
 @command("renamenx", 3, "write fast", keys=(1, 2, 1), group="generic", since="1.0.0",
-         summary="Renames a key only when the target key name doesn't exist.")
+         summary="Renames a key only when the target key name doesn't exist.",
+         syntax="key newkey:key")
 def renamenx(ctx: Ctx, argv: Argv) -> int:
     return 1 if _rename(ctx, argv, nx=True) else 0
 
@@ -353,7 +355,7 @@ def _flush_db(ctx: Ctx, db_index: int) -> int:
 
 
 @command("flushdb", -1, "write", keys=NO_KEYS, group="server", since="1.0.0",
-         summary="Remove all keys from the current database.")
+         summary="Remove all keys from the current database.", syntax="[flush-type: ASYNC | SYNC]")
 def flushdb(ctx: Ctx, argv: Argv) -> str:
     _check_flush_flags(argv)
     if _flush_db(ctx, ctx.session.db):
@@ -362,7 +364,7 @@ def flushdb(ctx: Ctx, argv: Argv) -> str:
 
 
 @command("flushall", -1, "write", keys=NO_KEYS, group="server", since="1.0.0",
-         summary="Removes all keys from all databases.")
+         summary="Removes all keys from all databases.", syntax="[flush-type: ASYNC | SYNC]")
 def flushall(ctx: Ctx, argv: Argv) -> str:
     _check_flush_flags(argv)
     removed = sum(_flush_db(ctx, index) for index in range(len(ctx.engine.dbs)))
@@ -375,7 +377,7 @@ def flushall(ctx: Ctx, argv: Argv) -> str:
 
 
 @command("ping", -1, "fast", keys=NO_KEYS, group="connection", since="1.0.0",
-         summary="Returns the server's liveliness response.")
+         summary="Returns the server's liveliness response.", syntax="[message]")
 def ping(ctx: Ctx, argv: Argv) -> str | bytes:
     if len(argv) > 2:
         raise wrong_arity("ping")
@@ -383,7 +385,7 @@ def ping(ctx: Ctx, argv: Argv) -> str | bytes:
 
 
 @command("echo", 2, "loading stale fast", keys=NO_KEYS, group="connection", since="1.0.0",
-         summary="Returns the given string.")
+         summary="Returns the given string.", syntax="message")
 def echo(ctx: Ctx, argv: Argv) -> bytes:
     return argv[1]
 

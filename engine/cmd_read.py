@@ -144,7 +144,8 @@ def _resolve_ids(ctx: Ctx, argv: Argv, a: ReadArgs) -> list[int]:
 
 @command("xread", -4, "readonly blocking", keys=(0, 0, 0), summary="Returns messages from "
          "multiple streams with IDs greater than the ones requested. Blocks until a message is "
-         "available otherwise.")
+         "available otherwise.",
+         syntax="[COUNT count:integer] [BLOCK milliseconds:integer] <STREAMS key... id...>")
 def xread(ctx: Ctx, argv: Argv) -> object:
     return _xread(ctx, argv, parse_read_args(argv, ctx.now, False))
 
@@ -340,7 +341,10 @@ def _oldest_claimable(s: Stream, group: ConsumerGroup, now: int, min_idle: int) 
 
 @command("xreadgroup", -7, "write blocking", keys=(0, 0, 0), summary="Returns new or "
          "historical messages from a stream for a consumer in a group. Blocks until a message "
-         "is available otherwise.")
+         "is available otherwise.",
+         syntax="<group-block: GROUP group consumer> [COUNT count:integer] "
+                "[BLOCK milliseconds:integer] [CLAIM min-idle-time:integer] [NOACK] "
+                "<STREAMS key... id...>")
 def xreadgroup(ctx: Ctx, argv: Argv) -> object:
     return _xreadgroup(ctx, argv, parse_read_args(argv, ctx.now, True))
 

@@ -126,7 +126,10 @@ def add_entry(engine: Engine, db: dict[bytes, Stream], argv: Argv, now: int) -> 
 
 
 @command("xadd", -5, "write denyoom fast", summary="Appends a new message to a stream. "
-         "Creates the key if it doesn't exist.")
+         "Creates the key if it doesn't exist.",
+         syntax="key [NOMKSTREAM] [condition: KEEPREF | DELREF | ACKED] [trim: <strategy: MAXLEN "
+                "| MINID> [operator: = | ~] threshold [LIMIT count:integer]] <id-selector: * | id> "
+                "<data: field value>...")
 def xadd(ctx: Ctx, argv: Argv) -> bytes | None:
     # The hot paths, `XADD key * field value ...` (clients) and `XADD key ms-seq field value
     # ...` (clients and every replayed XADD effect), are add_entry's. Anything with options or
@@ -220,18 +223,20 @@ def _range(ctx: Ctx, argv: Argv, rev: bool) -> list | object:
 
 
 @command("xrange", -4, "readonly", summary="Returns the messages from a stream within a range "
-         "of IDs.")
+         "of IDs.", syntax="key start end [COUNT count:integer]")
 def xrange(ctx: Ctx, argv: Argv) -> list | object:
     return _range(ctx, argv, False)
 
 
 @command("xrevrange", -4, "readonly", summary="Returns the messages from a stream within a "
-         "range of IDs in reverse order.")
+         "range of IDs in reverse order.",
+         syntax="key end start [COUNT count:integer]")
 def xrevrange(ctx: Ctx, argv: Argv) -> list | object:
     return _range(ctx, argv, True)
 
 
-@command("xlen", 2, "readonly fast", summary="Return the number of messages in a stream.")
+@command("xlen", 2, "readonly fast", summary="Return the number of messages in a stream.",
+         syntax="key")
 def xlen(ctx: Ctx, argv: Argv) -> int:
     s = ctx.db.get(argv[1])
     return s.length if s is not None else 0
@@ -251,7 +256,7 @@ def _delete_entries(s: Stream, sids: list[int]) -> list[int]:
 
 
 @command("xdel", -3, "write fast", summary="Returns the number of messages after removing "
-         "them from a stream.")
+         "them from a stream.", syntax="key id...")
 def xdel(ctx: Ctx, argv: Argv) -> int:
     s = ctx.db.get(argv[1])
     if s is None:
@@ -323,7 +328,8 @@ def delete_entries_with_policy(
 
 
 @command("xdelex", -5, "write fast", summary="Deletes one or multiple entries from the stream.",
-         since="8.2.0")
+         since="8.2.0",
+         syntax="key [condition: KEEPREF | DELREF | ACKED] <IDS numids:integer id...>")
 def xdelex(ctx: Ctx, argv: Argv) -> list[int]:
     args = parse_ids_args(argv, 2)
     s = ctx.db.get(argv[1])
@@ -334,7 +340,9 @@ def xdelex(ctx: Ctx, argv: Argv) -> list[int]:
 
 
 @command("xtrim", -4, "write", summary="Deletes messages from the beginning of a stream.",
-         since="5.0.0")
+         since="5.0.0",
+         syntax="key <trim: <strategy: MAXLEN | MINID> [operator: = | ~] threshold "
+                "[LIMIT count:integer]> [condition: KEEPREF | DELREF | ACKED]")
 def xtrim(ctx: Ctx, argv: Argv) -> int:
     a = parse_add_trim(argv, False, ctx.replaying, ctx.engine.node_max_entries)
     s = ctx.db.get(argv[1])
@@ -358,7 +366,9 @@ def sk_xtrimids(ctx: Ctx, argv: Argv) -> int:
 
 
 @command("xsetid", -3, "write denyoom fast", summary="An internal command for replicating "
-         "stream values.")
+         "stream values.",
+         syntax="key last-id [ENTRIESADDED entries-added:integer] "
+                "[MAXDELETEDID max-deleted-id]")
 def xsetid(ctx: Ctx, argv: Argv) -> str:
     sid = parse_strict(argv[2])
     entries_added = -1

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from engine.argspec import Arg, parse_syntax
 from engine.errors import unknown_command, unknown_subcommand, wrong_arity
 
 # A command line as handlers receive it: the engine passes tuples (immutable, and the slices
@@ -34,6 +35,7 @@ class CommandSpec:
     since: str = "5.0.0"
     internal: bool = False  # effect-only vocabulary: applied by replay, refused to clients
     subcommands: dict[bytes, CommandSpec] = field(default_factory=dict)
+    args: tuple[Arg, ...] = ()  # its syntax (engine.argspec), for COMMAND DOCS
 
     @property
     def is_write(self) -> bool:
@@ -72,14 +74,17 @@ def command(
     group: str = "stream",
     since: str = "5.0.0",
     internal: bool = False,
+    syntax: str = "",
 ) -> Callable[[Handler], Handler]:
-    """Declare a command and its handler `handler(ctx, argv) -> reply`."""
+    """Declare a command and its handler `handler(ctx, argv) -> reply`. `syntax` is its
+    argument line as redis.io writes it (engine.argspec's notation), for COMMAND DOCS."""
 
     def register(handler: Handler) -> Handler:
         _register(
             CommandSpec(
                 name, arity, frozenset(flags.split()), handler, *keys,
                 summary=summary, group=group, since=since, internal=internal,
+                args=parse_syntax(syntax),
             )
         )
         return handler
@@ -108,11 +113,12 @@ def subcommand(
     keys: tuple[int, int, int] = (2, 2, 1),
     summary: str = "",
     since: str = "5.0.0",
+    syntax: str = "",
 ) -> Callable[[Handler], Handler]:
     def register(handler: Handler) -> Handler:
         spec = CommandSpec(
             f"{parent.name}|{name}", arity, frozenset(flags.split()), handler, *keys,
-            summary=summary, group=parent.group, since=since,
+            summary=summary, group=parent.group, since=since, args=parse_syntax(syntax),
         )
         parent.subcommands[name.encode()] = spec
         return handler

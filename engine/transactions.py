@@ -152,7 +152,8 @@ def discard(ctx: Ctx, argv: Argv) -> str:
 
 @command("watch", -2, "noscript loading stale fast allow_busy", keys=ALL_KEYS,
          group="transactions", since="2.2.0",
-         summary="Monitors changes to keys to determine the execution of a transaction.")
+         summary="Monitors changes to keys to determine the execution of a transaction.",
+         syntax="key...")
 def watch(ctx: Ctx, argv: Argv) -> str:
     session = ctx.session
     if session.multi is not None:

@@ -678,7 +678,12 @@ def test_command_reply_types() -> None:
     assert type(entry[8]) is RespSet and type(entry[8].items[0]) is RespMap
     docs = engine.execute_raw(engine.session, (b"COMMAND", b"DOCS", b"xadd"))
     assert type(docs) is RespMap
-    assert all(type(v) is bytes for _, v in docs.items[0][1].items)  # bulk strings
+    fields = dict(docs.items[0][1].items)
+    assert all(type(fields[k]) is bytes for k in (b"summary", b"since", b"group"))  # bulk strings
+    first = fields[b"arguments"][0]  # redis-cli asserts these types: bulk, and flags as status
+    assert type(first) is RespMap and dict(first.items)[b"name"] == b"key"
+    optional = dict(fields[b"arguments"][1].items)[b"flags"]
+    assert type(optional) is RespSet and optional.items == ["optional"]
 
 
 # --- CLIENT ----------------------------------------------------------------------------------

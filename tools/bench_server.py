@@ -7,16 +7,20 @@ through ``BenchEnv.shared``; Debian's ``redis-benchmark`` driving XADD with 50 c
 (:func:`bench_redis_benchmark`, ``-P 1`` and ``-P 16``, its ``--csv`` requests/s); the delivery
 latency test (:func:`bench_latency`); and the side-by-side summary table (:func:`format_summary`).
 The registry entries (rows, figures, targets) live in :mod:`tools.bench`.
-Must not touch: engine internals (the server is a child process, driven over RESP only) or any
+Must not touch: engine internals (the server is a child process, driven over RESP only; the
+harness borrows only the sans-IO RESP codec) or any
 data outside its temp dirs.
 
-The latency test: one producer process XADDs ``t=<time.perf_counter_ns()>`` at a fixed rate (a
-monotonic schedule: message k is due at start + k / rate; when late it sends every message due
-in one write, so the schedule never drifts; open loop: it never waits for a reply), 10 consumers in one group (2 processes x 5
-threads, each thread its own redis-py connection) loop on ``XREADGROUP ... COUNT 10 BLOCK 1000
-STREAMS lat >`` + ``XACK``; a message's latency is its receive time minus its ``t`` (the same
-CLOCK_MONOTONIC across processes on Linux). Messages sent in the first 0.5 s are discarded. The
-client side is Python too: the same harness against redis-server shows what it adds.
+The latency test: one harness process (:func:`_latency_main`, a selector loop on one thread, raw
+sockets and the project's sans-IO RESP codec, so the clients add as little as a Python client
+can) runs the producer and the consumers. The producer XADDs ``t=<time.perf_counter_ns()>`` at
+a fixed rate (a monotonic schedule: message k is due at start + k / rate; when late it sends
+every message due in one write, so the schedule never drifts; open loop: it never waits for a
+reply); 10 consumers in one group, each its own connection, keep one ``XREADGROUP ... COUNT 10
+BLOCK 1000 STREAMS lat >`` in flight and send each reply's ``XACK`` together with the next
+``XREADGROUP``. A message's latency is its receive time minus its ``t`` (one clock, one
+process). Messages sent in the first 0.5 s are discarded. The same harness against redis-server
+shows what the clients add.
 """
 
 from __future__ import annotations
