@@ -1,13 +1,13 @@
 """The AOF writer: assigns LSNs, appends records, fsyncs by policy, rotates segments.
 
-Owns the write path. `append` runs under the engine lock: it encodes the record and writes it to
-the OS before returning, under every policy, so an acknowledged write survives a process crash.
-`wait_durable` runs after the engine lock is released: under `always` the caller returns only
-once an fdatasync covers its record, and concurrent callers share fsyncs (group commit: under
-`always` records are buffered, and a group-commit thread writes everything buffered with one
-write() and fsyncs it, then wakes every caller that round covered). `everysec`
-fsyncs from a background thread once a second while unsynced bytes remain; `no` leaves it to
-the OS.
+Owns the write path. `append` runs under the engine lock: it encodes the record and, under
+`everysec` and `no`, writes it to the OS before returning, so an acknowledged write survives a
+process crash. Under `always` it buffers the record, and `wait_durable` (engine lock released)
+returns only once the record is written and an fdatasync covers it: a group-commit thread writes
+everything buffered with one write(), fsyncs it, and wakes every caller that round covered, so
+concurrent callers share writes and fsyncs. The server buffers under every policy (deferred
+mode) and writes each batch's records before the batch's replies. `everysec` fsyncs from a
+background thread once a second while unsynced bytes remain; `no` leaves it to the OS.
 
 Failures (Redis's MISCONF model): a failed write is truncated back, kept, and retried every
 second; until it succeeds write commands are refused. A failed fsync is never retried (the page
@@ -212,11 +212,11 @@ class Journal:
     def wait_durable(self, lsn: int) -> None:
         """Return once an fdatasync covers `lsn` (group commit); MISCONF if fsync failed.
 
-        The caller hands the syncer thread a lock of its own and blocks on it: the syncer
-        fsyncs everything written when it picks the request up and releases every request the
-        fsync covered. Per-caller locks wake exactly the callers a round covered, with no
-        condition-variable convoy; while one fsync runs, the callers it does not cover write
-        their records, so the next round covers them all."""
+        The caller hands the group-commit thread a lock of its own and blocks on it: the
+        thread writes what is buffered, fsyncs everything written, and releases the requests
+        that fsync covered, one after another. Per-caller locks wake exactly the callers a round
+        covered, with no condition-variable convoy; while one fsync runs, the callers it does
+        not cover append their records, so the next round covers them all."""
         if self.synced_lsn >= lsn:
             return
         if not self.fsync_failed:
