@@ -225,7 +225,11 @@ class Journal:
             request = [lsn, done, None]
             self._requests.put(request)
             try:
-                done.acquire()  # released by the syncer or by the caller before this one
+                # Released by the group-commit thread or by the caller before this one. The
+                # timeout only notices a journal closed under a caller that asked too late.
+                while not done.acquire(True, 1.0):
+                    if not self._syncer_thread.is_alive():
+                        break
             except BaseException:  # a signal (KeyboardInterrupt) in the main thread
                 _pass_on_later(request)
                 raise

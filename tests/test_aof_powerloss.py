@@ -525,6 +525,21 @@ def test_group_commit_survives_an_interrupted_waiter(tmp_path: Path) -> None:
     engine.close()
 
 
+def test_group_commit_never_hangs_a_caller_after_close(tmp_path: Path) -> None:
+    """A caller that asks for durability after the group-commit thread stopped (the engine
+    closed under it) gets an error instead of waiting forever."""
+    engine = Engine.open(str(tmp_path / "db"), appendfsync="always")
+    journal = engine.journal
+    assert journal is not None
+    engine.execute("XADD", "s", "*", "f", "v")
+    journal.stop_threads()
+    started = time.monotonic()
+    with pytest.raises(ReplyError):
+        journal.wait_durable(journal.lsn + 1)  # a record no round will ever cover
+    assert time.monotonic() - started < 5
+    engine.close()
+
+
 # --- everysec: bounded loss -------------------------------------------------------------------
 
 def test_everysec_syncs_after_writes_stop(tmp_path: Path) -> None:
