@@ -33,13 +33,21 @@ from engine.config import PARAMS, ConfigError, config_set, format_setting, looku
 from engine.config import rewrite_config_file as _rewrite_config_file
 from engine.context import Ctx
 from engine.errors import SYNTAX, ReplyError, printable
-from engine.reply import RespMap, RespSet, Verbatim, help_reply
-from engine.table import COMMANDS, Argv, CommandSpec, command, container, subcommand
+from engine.reply import RespMap, RespSet, Verbatim
+from engine.table import (
+    COMMANDS,
+    NO_KEYS,
+    Argv,
+    CommandSpec,
+    command,
+    container,
+    help_subcommand,
+    subcommand,
+)
 
 if TYPE_CHECKING:
     from engine.core import Engine
 
-NO_KEYS = (0, 0, 0)
 ADMIN = "admin noscript loading stale"
 RUN_ID = os.urandom(20).hex()  # this process's run_id (INFO server), as Redis draws one at start
 
@@ -108,19 +116,16 @@ def config_rewrite(ctx: Ctx, argv: Argv) -> str:
     return "OK"
 
 
-@subcommand(CONFIG, "help", 2, "loading stale", keys=NO_KEYS,
-            summary="Returns helpful text about the different subcommands.")
-def config_help(ctx: Ctx, argv: Argv) -> list[str]:
-    return help_reply(argv[0], [
-        "GET <pattern>",
-        "    Return parameters matching the glob-like <pattern> and their values.",
-        "SET <directive> <value>",
-        "    Set the configuration <directive> to <value>.",
-        "RESETSTAT",
-        "    Reset statistics reported by the INFO command.",
-        "REWRITE",
-        "    Rewrite the configuration file.",
-    ])
+help_subcommand(CONFIG, [
+    "GET <pattern>",
+    "    Return parameters matching the glob-like <pattern> and their values.",
+    "SET <directive> <value>",
+    "    Set the configuration <directive> to <value>.",
+    "RESETSTAT",
+    "    Reset statistics reported by the INFO command.",
+    "REWRITE",
+    "    Rewrite the configuration file.",
+])
 
 
 # --- INFO --------------------------------------------------------------------------------------
@@ -643,27 +648,24 @@ def command_getkeys(ctx: Ctx, argv: Argv) -> list[bytes]:
     return [target[i] for i in positions]
 
 
-@subcommand(COMMAND, "help", 2, "loading stale", keys=NO_KEYS,
-            summary="Returns helpful text about the different subcommands.")
-def command_help(ctx: Ctx, argv: Argv) -> list[str]:
-    return help_reply(argv[0], [
-        "(no subcommand)",
-        "    Return details about all Redis commands.",
-        "COUNT",
-        "    Return the total number of commands in this Redis server.",
-        "LIST",
-        "    Return a list of all commands in this Redis server.",
-        "INFO [<command-name> ...]",
-        "    Return details about multiple Redis commands.",
-        "    If no command names are given, documentation details for all",
-        "    commands are returned.",
-        "DOCS [<command-name> ...]",
-        "    Return documentation details about multiple Redis commands.",
-        "    If no command names are given, documentation details for all",
-        "    commands are returned.",
-        "GETKEYS <full-command>",
-        "    Return the keys from a full Redis command.",
-    ])
+help_subcommand(COMMAND, [
+    "(no subcommand)",
+    "    Return details about all Redis commands.",
+    "COUNT",
+    "    Return the total number of commands in this Redis server.",
+    "LIST",
+    "    Return a list of all commands in this Redis server.",
+    "INFO [<command-name> ...]",
+    "    Return details about multiple Redis commands.",
+    "    If no command names are given, documentation details for all",
+    "    commands are returned.",
+    "DOCS [<command-name> ...]",
+    "    Return documentation details about multiple Redis commands.",
+    "    If no command names are given, documentation details for all",
+    "    commands are returned.",
+    "GETKEYS <full-command>",
+    "    Return the keys from a full Redis command.",
+])
 
 
 # --- CLIENT ------------------------------------------------------------------------------------
@@ -836,48 +838,45 @@ def client_no_touch(ctx: Ctx, argv: Argv) -> str:
     return _on_off(argv)  # no LRU/LFU is kept
 
 
-@subcommand(CLIENT, "help", 2, "loading stale", keys=NO_KEYS, since="5.0.0",
-            summary="Returns helpful text about the different subcommands.")
-def client_help(ctx: Ctx, argv: Argv) -> list[str]:
-    return help_reply(argv[0], [
-        "GETNAME",
-        "    Return the name of the current connection.",
-        "ID",
-        "    Return the ID of the current connection.",
-        "INFO",
-        "    Return information about the current client connection.",
-        "KILL <ip:port>",
-        "    Kill connection made from <ip:port>.",
-        "KILL <option> <value> [<option> <value> [...]]",
-        "    Kill connections. Options are:",
-        "    * ADDR (<ip:port>|<unixsocket>:0)",
-        "      Kill connections made from the specified address",
-        "    * LADDR (<ip:port>|<unixsocket>:0)",
-        "      Kill connections made to specified local address",
-        "    * TYPE (NORMAL|MASTER|REPLICA|PUBSUB)",
-        "      Kill connections by type.",
-        "    * USER <username>",
-        "      Kill connections authenticated by <username>.",
-        "    * SKIPME (YES|NO)",
-        "      Skip killing current connection (default: yes).",
-        "    * ID <client-id>",
-        "      Kill connections by client id.",
-        "    * MAXAGE <maxage>",
-        "      Kill connections older than the specified age.",
-        "LIST [options ...]",
-        "    Return information about client connections. Options:",
-        "    * TYPE (NORMAL|MASTER|REPLICA|PUBSUB)",
-        "      Return clients of specified type.",
-        "    * ID <client-id> [<client-id> ...]",
-        "      Return clients of specified IDs only.",
-        "SETNAME <name>",
-        "    Assign the name <name> to the current connection.",
-        "SETINFO <option> <value>",
-        "    Set client meta attr. Options are:",
-        "    * LIB-NAME: the client lib name.",
-        "    * LIB-VER: the client lib version.",
-        "NO-EVICT (ON|OFF)",
-        "    Protect current client connection from eviction.",
-        "NO-TOUCH (ON|OFF)",
-        "    Will not touch LRU/LFU stats when this mode is on.",
-    ])
+help_subcommand(CLIENT, [
+    "GETNAME",
+    "    Return the name of the current connection.",
+    "ID",
+    "    Return the ID of the current connection.",
+    "INFO",
+    "    Return information about the current client connection.",
+    "KILL <ip:port>",
+    "    Kill connection made from <ip:port>.",
+    "KILL <option> <value> [<option> <value> [...]]",
+    "    Kill connections. Options are:",
+    "    * ADDR (<ip:port>|<unixsocket>:0)",
+    "      Kill connections made from the specified address",
+    "    * LADDR (<ip:port>|<unixsocket>:0)",
+    "      Kill connections made to specified local address",
+    "    * TYPE (NORMAL|MASTER|REPLICA|PUBSUB)",
+    "      Kill connections by type.",
+    "    * USER <username>",
+    "      Kill connections authenticated by <username>.",
+    "    * SKIPME (YES|NO)",
+    "      Skip killing current connection (default: yes).",
+    "    * ID <client-id>",
+    "      Kill connections by client id.",
+    "    * MAXAGE <maxage>",
+    "      Kill connections older than the specified age.",
+    "LIST [options ...]",
+    "    Return information about client connections. Options:",
+    "    * TYPE (NORMAL|MASTER|REPLICA|PUBSUB)",
+    "      Return clients of specified type.",
+    "    * ID <client-id> [<client-id> ...]",
+    "      Return clients of specified IDs only.",
+    "SETNAME <name>",
+    "    Assign the name <name> to the current connection.",
+    "SETINFO <option> <value>",
+    "    Set client meta attr. Options are:",
+    "    * LIB-NAME: the client lib name.",
+    "    * LIB-VER: the client lib version.",
+    "NO-EVICT (ON|OFF)",
+    "    Protect current client connection from eviction.",
+    "NO-TOUCH (ON|OFF)",
+    "    Will not touch LRU/LFU stats when this mode is on.",
+])

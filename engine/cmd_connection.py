@@ -17,12 +17,11 @@ from engine.args import is_word, parse_int
 from engine.context import Ctx, Later
 from engine.digest import state_digest
 from engine.errors import SYNTAX, ReplyError
-from engine.reply import NO_REPLY, RespMap, help_reply
-from engine.table import Argv, command, container, subcommand
+from engine.reply import NO_REPLY, RespMap
+from engine.table import NO_KEYS, Argv, command, container, help_subcommand, subcommand
 from engine.transactions import end_transaction
 
 REDIS_VERSION = "8.4.0"  # the Redis whose command semantics streamkeep implements
-NO_KEYS = (0, 0, 0)
 WRONGPASS = "WRONGPASS invalid username-password pair or user is disabled."
 NO_PASSWORD = ("ERR AUTH <password> called without any password configured for the default "
                "user. Are you sure your configuration is correct?")
@@ -287,12 +286,9 @@ def debug_digest(ctx: Ctx, argv: Argv) -> str:
     return state_digest(ctx.engine.dbs)
 
 
-@subcommand(DEBUG, "help", 2, "admin noscript loading stale", keys=NO_KEYS,
-            summary="Returns helpful text about the different subcommands.")
-def debug_help(ctx: Ctx, argv: Argv) -> list[str]:
-    return help_reply(argv[0], [
-        "DIGEST",
-        "    Output a hex signature representing the current dataset (entries, stream",
-        "    metadata, groups, PELs with delivery times and counts, consumers).",
-    ])
+help_subcommand(DEBUG, [
+    "DIGEST",
+    "    Output a hex signature representing the current dataset (entries, stream",
+    "    metadata, groups, PELs with delivery times and counts, consumers).",
+], flags="admin noscript loading stale")
 

@@ -30,9 +30,9 @@ from engine.ids import (
     parse_strict,
     try_parse_strict,
 )
-from engine.reply import NULL_ARRAY, help_reply
+from engine.reply import NULL_ARRAY
 from engine.stream import Stream
-from engine.table import Argv, command, container, subcommand
+from engine.table import Argv, command, container, help_subcommand, subcommand
 from engine.trimming import ACKED, DELREF, drop_references, referenced
 
 # XAUTOCLAIM's ztrymalloc(COUNT * 16) can never succeed above the 47-bit user address space.
@@ -180,10 +180,7 @@ XGROUP_HELP = [
 ]
 
 
-@subcommand(XGROUP, "help", 2, "loading stale", keys=(0, 0, 0), summary="Returns helpful text "
-            "about the different subcommands.")
-def xgroup_help(ctx: Ctx, argv: Argv) -> list[str]:
-    return help_reply(argv[0], XGROUP_HELP)
+help_subcommand(XGROUP, XGROUP_HELP)
 
 
 # --- shared lookups ------------------------------------------------------------------------------

@@ -16,9 +16,9 @@ from engine.context import Ctx
 from engine.errors import NO_SUCH_KEY, ReplyError, no_such_group, subcommand_syntax
 from engine.groups import INVALID_ENTRIES_READ, Consumer, ConsumerGroup, group_lag
 from engine.ids import MAX_ID, format_id
-from engine.reply import RespMap, help_reply
+from engine.reply import RespMap
 from engine.stream import Stream, rax_node_count
-from engine.table import Argv, container, subcommand
+from engine.table import Argv, container, help_subcommand, subcommand
 
 DEFAULT_FULL_COUNT = 10
 
@@ -206,7 +206,4 @@ def xinfo_consumers(ctx: Ctx, argv: Argv) -> list[RespMap]:
 # --- XINFO HELP --------------------------------------------------------------------------------
 
 
-@subcommand(XINFO, "help", 2, "loading stale", keys=(0, 0, 0),
-            summary="Returns helpful text about the different subcommands.")
-def xinfo_help(ctx: Ctx, argv: Argv) -> list[str]:
-    return help_reply(argv[0], HELP_LINES)
+help_subcommand(XINFO, HELP_LINES)

@@ -19,12 +19,11 @@ from engine.context import Ctx
 from engine.errors import NO_SUCH_KEY, SYNTAX, ReplyError, wrong_arity
 from engine.ids import parse_u64
 from engine.stream import Stream
-from engine.table import Argv, command
+from engine.table import NO_KEYS, Argv, command
 
 INT_MIN, INT_MAX = -(1 << 31), (1 << 31) - 1
 SCAN_DEFAULT_COUNT = 10
 GLOB_MAX_NESTING = 1000
-NO_KEYS = (0, 0, 0)
 ALL_KEYS = (1, -1, 1)
 
 

@@ -184,7 +184,7 @@ class Engine(RedisStreamAPI):
         if t is bytes or t is int:
             if lsn:
                 journal = self.journal
-                if journal.deferred or journal.sync_on_commit:  # type: ignore[union-attr]
+                if journal.buffered:  # type: ignore[union-attr]  # its record still to write/sync
                     self._finish(reply, lsn)
             return reply
         return to_plain(self._finish(reply, lsn))

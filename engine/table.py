@@ -14,11 +14,13 @@ from typing import Any
 
 from engine.argspec import Arg, parse_syntax
 from engine.errors import unknown_command, unknown_subcommand, wrong_arity
+from engine.reply import help_reply
 
 # A command line as handlers receive it: the engine passes tuples (immutable, and the slices
 # XADD stores are tuples too); lists are accepted wherever only reading is needed.
 Argv = tuple[bytes, ...]
 Handler = Callable[[Any, Argv], Any]
+NO_KEYS = (0, 0, 0)  # first key, last key, step: a command that takes no key
 
 
 @dataclass(slots=True)
@@ -124,6 +126,18 @@ def subcommand(
         return handler
 
     return register
+
+
+def help_subcommand(
+    parent: CommandSpec, lines: list[str], flags: str = "loading stale", since: str = "5.0.0",
+) -> None:
+    """Declare `<parent> HELP`: Redis's help reply (addReplyHelp) listing `lines`."""
+
+    def help_handler(ctx: Any, argv: Argv) -> list[str]:
+        return help_reply(argv[0], lines)
+
+    subcommand(parent, "help", 2, flags, keys=NO_KEYS, since=since,
+               summary="Returns helpful text about the different subcommands.")(help_handler)
 
 
 def lookup(argv: Argv | list[bytes], allow_internal: bool = False) -> CommandSpec:

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from engine.context import Ctx
 from engine.errors import ReplyError
 from engine.reply import NULL_ARRAY
-from engine.table import Argv, CommandSpec, command, lookup
+from engine.table import NO_KEYS, Argv, CommandSpec, command, lookup
 
 if TYPE_CHECKING:
     from engine.core import Engine, Session
@@ -24,7 +24,6 @@ if TYPE_CHECKING:
 # Commands that run at once inside MULTI instead of being queued (Redis's processCommand list).
 RUN_IN_MULTI = frozenset({"exec", "discard", "multi", "watch", "quit", "reset"})
 NOT_IN_MULTI = "ERR Command not allowed inside a transaction"
-NO_KEYS = (0, 0, 0)
 ALL_KEYS = (1, -1, 1)
 
 
