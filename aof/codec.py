@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 import crcmod.predefined
 import msgpack
 
-from engine.effects import Record
+from streamkeep.engine.model.effects import Record
 
 MAGIC = b"SKAOF\r\n\x1a"
 VERSION = 1

@@ -26,11 +26,11 @@ import time
 from _thread import allocate_lock as _allocate_lock
 from collections.abc import Callable
 
-from aof import manifest as manifest_mod
-from aof.codec import _CRC_TABLE, FRAME, HEADER_SIZE, _crc32c_raw, _packb, encode_header
-from aof.fs import FileSystem
-from aof.manifest import Manifest, SegmentEntry
-from engine.errors import ReplyError
+from streamkeep.aof import manifest as manifest_mod
+from streamkeep.aof.codec import _CRC_TABLE, FRAME, HEADER_SIZE, _crc32c_raw, _packb, encode_header
+from streamkeep.aof.fs import FileSystem
+from streamkeep.aof.manifest import Manifest, SegmentEntry
+from streamkeep.engine.wire.errors import ReplyError
 
 log = logging.getLogger("streamkeep.aof")
 

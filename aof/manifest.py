@@ -22,7 +22,7 @@ import os
 import re
 from dataclasses import dataclass, field
 
-from aof.fs import FileSystem
+from streamkeep.aof.fs import FileSystem
 
 MANIFEST = "manifest.json"
 MANIFEST_TMP = "manifest.json.tmp"

@@ -23,17 +23,22 @@ from dataclasses import dataclass
 from itertools import chain
 from typing import TYPE_CHECKING
 
-from aof import manifest as manifest_mod
-from aof.codec import HEADER_SIZE, FormatError, ScanResult, decode_header, scan_batches
-from aof.fs import FileSystem, RealFS
-from aof.journal import POLICIES, Journal, create_segment
-from aof.manifest import Manifest, SegmentEntry, SnapshotEntry
-from snapshot.compactor import DEFAULT_MIN_SIZE, DEFAULT_PERCENTAGE, Compactor, parse_size
-from snapshot.load import load_snapshot
-from snapshot.reader import SnapshotError
+from streamkeep.aof import manifest as manifest_mod
+from streamkeep.aof.codec import HEADER_SIZE, FormatError, ScanResult, decode_header, scan_batches
+from streamkeep.aof.fs import FileSystem, RealFS
+from streamkeep.aof.journal import POLICIES, Journal, create_segment
+from streamkeep.aof.manifest import Manifest, SegmentEntry, SnapshotEntry
+from streamkeep.snapshot.compactor import (
+    DEFAULT_MIN_SIZE,
+    DEFAULT_PERCENTAGE,
+    Compactor,
+    parse_size,
+)
+from streamkeep.snapshot.load import load_snapshot
+from streamkeep.snapshot.reader import SnapshotError
 
 if TYPE_CHECKING:
-    from engine.core import Engine
+    from streamkeep.engine.runtime.core import Engine
 
 log = logging.getLogger("streamkeep.aof")
 

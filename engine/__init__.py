@@ -1,12 +1,39 @@
 """streamkeep's engine: Redis Streams semantics in process, with deterministic effects.
 
-`Engine.open()` gives an engine; `engine.execute(*argv)` runs any command; redis-py-style methods
-(`xadd`, `xreadgroup`, ...) run the same commands. Errors raise `ReplyError` carrying the exact
-Redis error line.
+Layers, bottom to top (each may import only those below it; tests/arch enforces it):
+wire (errors, replies, RESP, argument parsing) → model (IDs, streams, groups, effects) → exec
+(command table, context, blocking, transactions, config registry, persistence interfaces) →
+commands (the handlers) → runtime (core: the Engine; server: the network front).
+
+This package re-exports lazily: importing a codec (`streamkeep.engine.wire.resp`,
+`streamkeep.aof.codec`) never loads the command table.
 """
 
-from engine.core import Engine, Session
-from engine.effects import Record
-from engine.errors import ReplyError
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from streamkeep.engine.model.effects import Record
+    from streamkeep.engine.runtime.core import Engine, Session
+    from streamkeep.engine.wire.errors import ReplyError
+
+_EXPORTS = {
+    "Engine": "streamkeep.engine.runtime.core",
+    "Session": "streamkeep.engine.runtime.core",
+    "Record": "streamkeep.engine.model.effects",
+    "ReplyError": "streamkeep.engine.wire.errors",
+}
 
 __all__ = ["Engine", "ReplyError", "Record", "Session"]
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value

@@ -28,11 +28,11 @@ import signal
 import sys
 from itertools import chain
 
-from aof.codec import HEADER_SIZE, FormatError, ScanResult, decode_header, scan_batches
-from aof.fs import RealFS
-from engine.core import Engine
-from snapshot.load import load_snapshot
-from snapshot.writer import write_snapshot
+from streamkeep.aof.codec import HEADER_SIZE, FormatError, ScanResult, decode_header, scan_batches
+from streamkeep.aof.fs import RealFS
+from streamkeep.engine.runtime.core import Engine
+from streamkeep.snapshot.load import load_snapshot
+from streamkeep.snapshot.writer import write_snapshot
 
 _PR_SET_PDEATHSIG = 1
 

@@ -34,14 +34,16 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from aof import manifest as manifest_mod
-from aof.fs import FileSystem
-from aof.manifest import Manifest, SegmentEntry, SnapshotEntry
-from engine.config import parse_size  # Redis's memory units; aof.store imports it from here
+from streamkeep.aof import manifest as manifest_mod
+from streamkeep.aof.fs import FileSystem
+from streamkeep.aof.manifest import Manifest, SegmentEntry, SnapshotEntry
+from streamkeep.engine.exec.config import (
+    parse_size,  # Redis's memory units; aof.store imports it from here
+)
 
 if TYPE_CHECKING:
-    from aof.journal import Journal
-    from engine.core import Engine
+    from streamkeep.aof.journal import Journal
+    from streamkeep.engine.runtime.core import Engine
 
 log = logging.getLogger("streamkeep.snapshot")
 
@@ -202,7 +204,7 @@ class Compactor:
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [_PROJECT_ROOT,
                                                           env.get("PYTHONPATH")]))
         proc = job.proc = subprocess.Popen(
-            [sys.executable, "-m", "snapshot.build", json.dumps(spec)],
+            [sys.executable, "-m", "streamkeep.snapshot.build", json.dumps(spec)],
             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
             close_fds=True, env=env)
         if self._stopping:  # close() ran before the child existed to be killed

@@ -11,12 +11,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from engine.groups import ConsumerGroup
-from engine.stream import Stream
-from snapshot.reader import Meta, Snapshot
+from streamkeep.engine.model.groups import ConsumerGroup
+from streamkeep.engine.model.stream import Stream
+from streamkeep.snapshot.reader import Meta, Snapshot
 
 if TYPE_CHECKING:
-    from engine.core import Engine
+    from streamkeep.engine.runtime.core import Engine
 
 
 def load_snapshot(engine: Engine, path: str) -> Meta:

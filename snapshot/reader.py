@@ -21,8 +21,8 @@ from typing import NamedTuple
 
 import lmdb
 
-from snapshot import layout
-from snapshot.layout import ID, MAX_ID, RawNode
+from streamkeep.snapshot import layout
+from streamkeep.snapshot.layout import ID, MAX_ID, RawNode
 
 
 class SnapshotError(Exception):
@@ -313,8 +313,8 @@ def _stream_info(raw: bytes, value: bytes) -> StreamInfo:
 def current_snapshot(directory: str) -> str | None:
     """Path of the snapshot a data directory's manifest names (None: no snapshot yet). Safe
     while an engine runs there: a snapshot a compaction replaces stays readable while open."""
-    from aof.fs import RealFS
-    from aof.manifest import load
+    from streamkeep.aof.fs import RealFS
+    from streamkeep.aof.manifest import load
 
     snapshot = load(RealFS(), directory).snapshot
     return None if snapshot is None else os.path.join(directory, snapshot.file)

@@ -15,10 +15,10 @@ from typing import TYPE_CHECKING
 
 import lmdb
 
-from snapshot import layout
+from streamkeep.snapshot import layout
 
 if TYPE_CHECKING:
-    from engine.stream import Stream
+    from streamkeep.engine.model.stream import Stream
 
 _INITIAL_MAP_SIZE = 1 << 30
 

@@ -32,7 +32,7 @@ import random
 import sys
 from collections.abc import Callable, Iterator
 
-from engine import Engine, ReplyError
+from streamkeep import Engine, ReplyError
 
 KEYS = ["s1", "s2", "s3"]
 GROUPS = ["g1", "g2"]

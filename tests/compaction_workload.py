@@ -36,7 +36,7 @@ import threading
 import time
 from collections.abc import Iterator
 
-from engine import Engine
+from streamkeep import Engine
 from tests.aof_workload import FakeClock, run
 
 STEPS = ("rotated", "spawned", "built", "published", "switched", "removed")

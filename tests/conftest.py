@@ -32,7 +32,7 @@ import pytest
 from tests.resp_client import DEFAULT_TIMEOUT, RespClient, RespError
 
 if TYPE_CHECKING:
-    from engine import Engine
+    from streamkeep import Engine
 
 REDIS_HOST = "127.0.0.1"
 STARTUP_TIMEOUT = 10.0
@@ -238,7 +238,7 @@ def backend(request: pytest.FixtureRequest) -> Iterator[Callable[[Engine], Any]]
 def served() -> Iterator[Any]:
     """A fresh in-memory engine behind a fresh streamkeep server on a loopback port (stopped,
     and its engine closed, at teardown): tests.server_util.ServerHandle."""
-    from engine import Engine
+    from streamkeep import Engine
     from tests.server_util import start_server
 
     handle = start_server(Engine())

@@ -15,8 +15,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from engine import Engine, ReplyError
-from engine.table import COMMANDS
+from streamkeep import Engine, ReplyError
+from streamkeep.engine.exec.table import COMMANDS
 from tests.resp_client import RespClient, RespError
 
 Normaliser = Callable[[Any], Any]

@@ -32,7 +32,7 @@ import os
 import random
 from dataclasses import dataclass, field
 
-from aof.fs import RealFS
+from streamkeep.aof.fs import RealFS
 
 
 class PowerCut(BaseException):

@@ -9,7 +9,7 @@ import socket
 import threading
 from typing import Any
 
-from engine.server import Server, run_server
+from streamkeep.engine.runtime.server import Server, run_server
 
 START_TIMEOUT = 10.0
 

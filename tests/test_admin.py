@@ -17,8 +17,8 @@ from typing import Any
 import pytest
 import redis
 
-from engine import Engine, ReplyError
-from engine.config import (
+from streamkeep import Engine, ReplyError
+from streamkeep.engine.exec.config import (
     DEFAULT_CONFIG,
     PARAMS,
     ConfigError,
@@ -26,8 +26,8 @@ from engine.config import (
     parse_size,
     read_config_file,
 )
-from engine.reply import RespMap, RespSet, Verbatim
-from engine.table import COMMANDS
+from streamkeep.engine.exec.table import COMMANDS
+from streamkeep.engine.wire.reply import RespMap, RespSet, Verbatim
 from tests.resp_client import RespClient, RespError
 from tests.server_util import ServerHandle
 
@@ -125,7 +125,7 @@ def test_engine_open_validates_the_aof_settings(tmp_path: Path) -> None:
 
 
 def test_parse_size_moved_to_the_registry() -> None:
-    from snapshot import compactor
+    from streamkeep.snapshot import compactor
 
     assert compactor.parse_size is parse_size
     assert parse_size("64mb") == 64 << 20
@@ -514,7 +514,7 @@ def test_info_persistence_and_replication(tmp_path: Path) -> None:
         assert int(persistence["aof_current_size"]) > 0
         assert persistence["aof_base_size"] == "0"
         assert persistence["rdb_changes_since_last_save"] == "3"
-        from engine.cmd_connection import last_save_time
+        from streamkeep.engine.commands.connection import last_save_time
 
         assert persistence["rdb_last_save_time"] == str(last_save_time(engine))
         assert engine.journal is not None

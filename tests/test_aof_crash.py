@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from engine import Engine
+from streamkeep import Engine
 from tests.aof_workload import FakeClock, reference
 from tests.aof_workload import run as run_workload
 

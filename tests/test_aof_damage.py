@@ -29,10 +29,10 @@ from pathlib import Path
 
 import pytest
 
-from aof.codec import FRAME, HEADER_SIZE, encode, encode_header
-from aof.manifest import MANIFEST, ManifestError
-from aof.store import AOFCorruptError
-from engine import Engine
+from streamkeep import Engine
+from streamkeep.aof.codec import FRAME, HEADER_SIZE, encode, encode_header
+from streamkeep.aof.manifest import MANIFEST, ManifestError
+from streamkeep.aof.store import AOFCorruptError
 
 LOGGER = "streamkeep.aof"
 T0 = 1_000

@@ -30,8 +30,8 @@ from pathlib import Path
 
 import pytest
 
-from aof.fs import LockedError
-from engine import Engine, ReplyError
+from streamkeep import Engine, ReplyError
+from streamkeep.aof.fs import LockedError
 from tests.faultfs import FaultyFS
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -147,8 +147,8 @@ def test_second_open_in_the_same_process_is_refused(tmp_path: Path) -> None:
 
 CHILD_OPEN = """
 import sys
-from aof.fs import LockedError
-from engine import Engine
+from streamkeep.aof.fs import LockedError
+from streamkeep import Engine
 try:
     Engine.open(sys.argv[1])
 except LockedError as err:
@@ -159,7 +159,7 @@ else:
 
 CHILD_HOLD = """
 import sys
-from engine import Engine
+from streamkeep import Engine
 engine = Engine.open(sys.argv[1])
 engine.execute("XADD", "s", "1-1", "f", "v")
 print("holding", flush=True)

@@ -33,7 +33,7 @@ from pathlib import Path
 
 import pytest
 
-from engine import Engine, ReplyError
+from streamkeep import Engine, ReplyError
 from tests.aof_workload import KEYS, FakeClock, commands
 from tests.aof_workload import run as run_workload
 from tests.faultfs import TAILS, PowerCut, TrackingFS

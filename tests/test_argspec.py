@@ -16,9 +16,9 @@ from typing import Any
 
 import pytest
 
-from engine import Engine
-from engine.argspec import Arg, parse_syntax, render
-from engine.table import COMMANDS, CommandSpec
+from streamkeep import Engine
+from streamkeep.engine.exec.table import COMMANDS, CommandSpec
+from streamkeep.engine.wire.argspec import Arg, parse_syntax, render
 from tests.server_util import ServerHandle
 
 TIMEOUT = 10.0

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from engine import Engine, Record, ReplyError
+from streamkeep import Engine, Record, ReplyError
 
 
 class Call:

@@ -49,12 +49,12 @@ from pathlib import Path
 
 import pytest
 
-from aof.fs import RealFS
-from aof.manifest import MANIFEST, MANIFEST_TMP, ManifestError, snapshot_file
-from aof.store import AOFCorruptError
-from engine import Engine, ReplyError
-from snapshot.compactor import CompactionError
-from snapshot.reader import Snapshot
+from streamkeep import Engine, ReplyError
+from streamkeep.aof.fs import RealFS
+from streamkeep.aof.manifest import MANIFEST, MANIFEST_TMP, ManifestError, snapshot_file
+from streamkeep.aof.store import AOFCorruptError
+from streamkeep.snapshot.compactor import CompactionError
+from streamkeep.snapshot.reader import Snapshot
 from tests import compaction_workload
 from tests.aof_workload import FakeClock, reference
 from tests.aof_workload import run as run_workload

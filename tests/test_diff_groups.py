@@ -18,7 +18,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from engine import Engine
+from streamkeep import Engine
 from tests.diffutil import (
     Both,
     WallClock,

@@ -14,7 +14,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from engine import Engine
+from streamkeep import Engine
 from tests.diffutil import Both, WallClock, flat_map, id_shape, reset_redis_config
 
 WEIRD_NUMBERS = [

@@ -8,7 +8,7 @@ import io
 import re
 from pathlib import Path
 
-from tools.docs import BEGIN, END, command_table_markdown
+from streamkeep.tools.docs import BEGIN, END, command_table_markdown
 
 README = Path(__file__).resolve().parent.parent / "README.md"
 
@@ -37,7 +37,7 @@ def test_readme_durability_example_runs(tmp_path, monkeypatch) -> None:
     example = next(b for b in blocks if 'Engine.open("./data"' in b)
     monkeypatch.chdir(tmp_path)
     exec(compile(example, "README.md", "exec"), {})
-    from engine import Engine
+    from streamkeep import Engine
 
     with Engine.open("./data") as db:
         assert db.execute("XLEN", "jobs") == 1
@@ -47,7 +47,7 @@ def test_readme_snapshot_reader_example_runs(tmp_path, monkeypatch) -> None:
     blocks = re.findall(r"```python\n(.*?)```", README.read_text(), re.S)
     example = next(b for b in blocks if "current_snapshot(" in b)
     monkeypatch.chdir(tmp_path)
-    from engine import Engine
+    from streamkeep import Engine
 
     with Engine.open("./data") as db:
         for i in range(250):

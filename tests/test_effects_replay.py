@@ -8,7 +8,7 @@ from __future__ import annotations
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from engine import Engine, Record, ReplyError
+from streamkeep import Engine, Record, ReplyError
 
 KEYS = [b"s1", b"s2"]
 GROUPS = [b"g1", b"g2"]

@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 
-from engine import Engine, ReplyError
-from engine.cmd_keyspace import scan_position, stringmatchlen
-from engine.core import Session
+from streamkeep import Engine, ReplyError
+from streamkeep.engine.commands.keyspace import scan_position, stringmatchlen
+from streamkeep.engine.runtime.core import Session
 from tests.resp_client import RespError
 
 

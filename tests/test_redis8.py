@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from engine import Engine, ReplyError
+from streamkeep import Engine, ReplyError
 
 
 class Clock:

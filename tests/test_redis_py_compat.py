@@ -24,7 +24,8 @@ import pytest
 import redis
 import redis.exceptions
 
-from engine import Engine, ReplyError, redis_api
+from streamkeep import Engine, ReplyError
+from streamkeep.engine.runtime import redis_api
 
 ID_RE = re.compile(r"^\d+-\d+$")
 

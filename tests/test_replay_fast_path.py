@@ -24,8 +24,8 @@ from pathlib import Path
 
 import pytest
 
-from aof.codec import HEADER_SIZE, ScanResult, encode, encode_header, scan, scan_batches
-from engine import Engine, Record, ReplyError
+from streamkeep import Engine, Record, ReplyError
+from streamkeep.aof.codec import HEADER_SIZE, ScanResult, encode, encode_header, scan, scan_batches
 
 LIMITS = {"stream_node_max_entries": 7, "stream_node_max_bytes": 160}
 MAX = 18446744073709551615

@@ -18,9 +18,9 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from engine.errors import ReplyError
-from engine.reply import NULL_ARRAY, Push, RespMap, RespSet, Verbatim, to_plain
-from engine.resp import (
+from streamkeep.engine.wire.errors import ReplyError
+from streamkeep.engine.wire.reply import NULL_ARRAY, Push, RespMap, RespSet, Verbatim, to_plain
+from streamkeep.engine.wire.resp import (
     NEED_MORE,
     PROTO_INLINE_MAX_SIZE,
     ProtocolError,

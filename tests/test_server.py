@@ -27,11 +27,11 @@ import redis.asyncio
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
-from aof.codec import HEADER_SIZE, decode_header, scan
-from engine import Engine
-from engine.cmd_connection import password_matches
-from engine.resp import NEED_MORE, ReplyParser
-from engine.server import DENIED, is_loopback
+from streamkeep import Engine
+from streamkeep.aof.codec import HEADER_SIZE, decode_header, scan
+from streamkeep.engine.commands.connection import password_matches
+from streamkeep.engine.runtime.server import DENIED, is_loopback
+from streamkeep.engine.wire.resp import NEED_MORE, ReplyParser
 from tests.conftest import client_factory
 from tests.resp_client import RespClient, RespError, encode_command
 from tests.server_util import ServerHandle, read_until_closed, start_server
@@ -728,7 +728,7 @@ def test_settings_changed_between_accept_and_connection_made(served, monkeypatch
     """asyncio calls connection_made a loop pass after it created the client: a CONFIG SET
     running in between must still reach it (a stale proto-max-bulk-len would let it send a
     longer bulk; a stale requirepass would let it in without a password)."""
-    import engine.server as server_mod
+    import streamkeep.engine.runtime.server as server_mod
 
     class LateClient(server_mod.Client):
         def __init__(self, server: Any) -> None:

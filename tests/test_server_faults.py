@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from engine import Engine
-from engine.resp import encode_command
+from streamkeep import Engine
+from streamkeep.engine.wire.resp import encode_command
 from tests.faultfs import FaultyFS
 from tests.resp_client import RespClient, RespError
 from tests.server_util import ServerHandle, start_server

@@ -29,8 +29,8 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from engine import Engine
-from engine.resp import NEED_MORE, ProtocolError, ReplyParser, RequestParser
+from streamkeep import Engine
+from streamkeep.engine.wire.resp import NEED_MORE, ProtocolError, ReplyParser, RequestParser
 from tests.resp_client import RespClient, encode_command
 from tests.server_util import read_until_closed, start_server
 

@@ -37,7 +37,7 @@ class ServeProcess:
     def __init__(self, datadir: Path, *args: str, port: int | None = None) -> None:
         self.host = "127.0.0.1"
         self.port = free_port() if port is None else port
-        argv = [sys.executable, "-m", "tools.cli", "serve", "--dir", str(datadir), *args]
+        argv = [sys.executable, "-m", "streamkeep", "serve", "--dir", str(datadir), *args]
         if port is None:
             argv += ["--port", str(self.port)]
         self.proc = subprocess.Popen(argv, cwd=ROOT, stdin=subprocess.DEVNULL,
@@ -288,7 +288,7 @@ def test_bad_config_file_refuses_to_start(tmp_path):
     conf = tmp_path / "bad.conf"
     conf.write_text("port 1\nno-such-directive yes\n")
     proc = subprocess.run(
-        [sys.executable, "-m", "tools.cli", "serve", "--dir", str(tmp_path / "data"),
+        [sys.executable, "-m", "streamkeep", "serve", "--dir", str(tmp_path / "data"),
          "--config", str(conf)], cwd=ROOT, capture_output=True, text=True,
         timeout=START_TIMEOUT, check=False)
     assert proc.returncode != 0

@@ -25,13 +25,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import snapshot.writer
-from engine import Engine, ReplyError
-from snapshot import layout
-from snapshot.layout import ID
-from snapshot.load import load_snapshot
-from snapshot.reader import Snapshot, SnapshotError
-from snapshot.writer import write_snapshot
+from streamkeep import Engine, ReplyError
+from streamkeep.snapshot import layout
+from streamkeep.snapshot import writer as snapshot_writer
+from streamkeep.snapshot.layout import ID
+from streamkeep.snapshot.load import load_snapshot
+from streamkeep.snapshot.reader import Snapshot, SnapshotError
+from streamkeep.snapshot.writer import write_snapshot
 from tests.test_effects_replay import SETUP, Clock, commands
 
 MAX_ID = (1 << 128) - 1
@@ -518,7 +518,7 @@ def fingerprint(path: str) -> str:
 
 _CHILD = """
 import sys
-from snapshot.reader import Snapshot
+from streamkeep.snapshot.reader import Snapshot
 from tests.test_snapshot import fingerprint
 with Snapshot(sys.argv[1]) as snap:
     it = snap.entries(0, b"alpha")
@@ -705,7 +705,7 @@ def test_load_into_non_empty_engine(tmp_path) -> None:
 # --- 5. map growth -------------------------------------------------------------------------------
 
 def test_map_grows_past_initial_size(tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(snapshot.writer, "_INITIAL_MAP_SIZE", 64 << 10)
+    monkeypatch.setattr(snapshot_writer, "_INITIAL_MAP_SIZE", 64 << 10)
     e = _small_engine(3000)
     e.execute("XREADGROUP", "GROUP", "g", "c", "COUNT", "1500", "STREAMS", "s", ">")
     path = str(tmp_path / "s.mdb")

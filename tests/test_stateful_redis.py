@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
 
-from engine import Engine, ReplyError
+from streamkeep import Engine, ReplyError
 from tests.resp_client import RespClient, RespError
 
 KEYS = [b"s1", b"s2"]

@@ -17,7 +17,7 @@ import time
 
 import pytest
 
-from tools import bench, bench_server, cli, demo
+from streamkeep.tools import bench, bench_server, cli, demo
 
 NUMBER = r"[\d,]+(?:\.\d+)?"
 

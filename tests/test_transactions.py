@@ -3,8 +3,8 @@ redis-server where Redis 7.0 and 8.x agree."""
 
 from __future__ import annotations
 
-from engine import Engine, ReplyError, Session
-from engine.reply import NULL_ARRAY
+from streamkeep import Engine, ReplyError, Session
+from streamkeep.engine.wire.reply import NULL_ARRAY
 from tests.diffutil import Both, WallClock
 
 

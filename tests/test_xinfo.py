@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
-from engine import Engine, ReplyError
-from engine.core import Session
-from engine.reply import RespMap
+from streamkeep import Engine, ReplyError
+from streamkeep.engine.runtime.core import Session
+from streamkeep.engine.wire.reply import RespMap
 from tests.resp_client import RespError
 
 T = "<time>"

@@ -127,7 +127,7 @@ class Measurement:
 
 
 def _new_engine() -> Any:
-    from engine import Engine
+    from streamkeep import Engine
 
     return Engine.open()
 
@@ -183,7 +183,7 @@ def bench_embedded_consume(n: int, batch: int = BATCH) -> float:
 
 
 def _open_engine(path: str, policy: str) -> Any:
-    from engine import Engine
+    from streamkeep import Engine
 
     return Engine.open(path, appendfsync=policy)
 
@@ -326,7 +326,7 @@ def _check_replayed(engine: Any, prefix: str, n: int) -> None:
 def _replay_once(path: str, n: int, consume: bool = True) -> tuple[int, int, float]:
     """Write the replay workload to a new directory, close, time Engine.open on it; (records,
     effects, seconds)."""
-    from engine import Engine
+    from streamkeep import Engine
 
     writer = _open_engine(path, "no")  # the close below fsyncs; the policy does not matter
     try:
@@ -361,7 +361,7 @@ def bench_aof_replay(path: str, n: int, consume: bool = True) -> Measurement:
 
 
 def _open_everysec(path: str, **config: Any) -> Any:
-    from engine import Engine
+    from streamkeep import Engine
 
     return Engine.open(path, appendfsync="everysec", **config)
 
@@ -867,7 +867,7 @@ class BenchEnv:
     @property
     def latency_seconds(self) -> float:
         """The server section's latency test: seconds of producing."""
-        from tools import bench_server
+        from streamkeep.tools import bench_server
 
         return bench_server.QUICK_LATENCY_SECONDS if self.quick else bench_server.LATENCY_SECONDS
 
@@ -1159,7 +1159,7 @@ FIGURES: tuple[Figure, ...] = (
 
 
 def _server_module() -> Any:
-    from tools import bench_server
+    from streamkeep.tools import bench_server
 
     return bench_server
 
@@ -1405,7 +1405,7 @@ def _header(n: int, repeat: int, sections: Sequence[Section] = SECTIONS) -> str:
 def _parse(args: argparse.Namespace | Sequence[str] | None) -> argparse.Namespace:
     if isinstance(args, argparse.Namespace):
         return args
-    from tools.cli import build_parser
+    from streamkeep.tools.cli import build_parser
 
     return build_parser().parse_args(["bench", *(args or [])])
 

@@ -41,9 +41,9 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from engine.errors import ReplyError
-from engine.resp import NEED_MORE, ReplyParser, encode_command
-from tools.bench import (
+from streamkeep.engine.wire.errors import ReplyError
+from streamkeep.engine.wire.resp import NEED_MORE, ReplyParser, encode_command
+from streamkeep.tools.bench import (
     LATENCY_CONSUMERS,
     LATENCY_RATE,
     SERVER_CLIENTS,
@@ -127,7 +127,7 @@ class StreamkeepServer(RedisServer):
         self.banner = ""  # its "listening on" line
 
     def command(self, data: str) -> list[str]:
-        return [sys.executable, "-m", "tools.cli", "serve", "--dir", data, "--port",
+        return [sys.executable, "-m", "streamkeep", "serve", "--dir", data, "--port",
                 str(self.port), "--bind", HOST, "--appendfsync", self.appendfsync,
                 "--loglevel", "warning"]
 

@@ -11,20 +11,20 @@ from collections.abc import Sequence
 
 
 def _cmd_demo(args: argparse.Namespace) -> int | None:
-    from tools import demo
+    from streamkeep.tools import demo
 
     return demo.main()
 
 
 def _cmd_bench(args: argparse.Namespace) -> int | None:
-    from tools import bench
+    from streamkeep.tools import bench
 
     return bench.main(args)
 
 
 def _bench_sections(value: str) -> str:
     """``--sections``: checked against the bench registry now, selected by the bench."""
-    from tools import bench
+    from streamkeep.tools import bench
 
     try:
         bench.select_sections(value)
@@ -34,13 +34,13 @@ def _bench_sections(value: str) -> str:
 
 
 def _cmd_serve(args: argparse.Namespace) -> int | None:
-    from tools import serve
+    from streamkeep.tools import serve
 
     return serve.main(args)
 
 
 def _cmd_commands(args: argparse.Namespace) -> int | None:
-    from tools import docs
+    from streamkeep.tools import docs
 
     return docs.main()
 
@@ -73,7 +73,7 @@ def build_parser() -> argparse.ArgumentParser:
                          help="exit 1 if a target is missed")
     p_bench.set_defaults(func=_cmd_bench)
 
-    from tools import serve
+    from streamkeep.tools import serve
 
     p_serve = sub.add_parser("serve", help="run the Redis-compatible network server")
     serve.add_arguments(p_serve)

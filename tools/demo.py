@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from engine import Engine
+from streamkeep import Engine
 
 STREAM = "orders"
 GROUP = "shipping"

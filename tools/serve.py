@@ -37,7 +37,7 @@ def settings_from(args: argparse.Namespace) -> dict[str, Any]:
     """The config file's settings, then the command line's on top (Redis's precedence)."""
     settings: dict[str, Any] = {}
     if args.config:
-        from engine.config import read_config_file
+        from streamkeep.engine.exec.config import read_config_file
 
         settings.update(read_config_file(args.config))
     for name in ("dir", "port", "bind", "appendfsync", "requirepass", "loglevel"):
@@ -51,8 +51,8 @@ def settings_from(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def main(args: argparse.Namespace) -> int:
-    from engine import Engine
-    from engine.server import Server, install_loop_policy, run_server
+    from streamkeep import Engine
+    from streamkeep.engine.runtime.server import Server, install_loop_policy, run_server
 
     try:
         settings = settings_from(args)

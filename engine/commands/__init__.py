@@ -1,15 +1,18 @@
-"""Imports every command module so that each registers its commands in engine.table.
+"""The command layer: every command handler, each module registering its commands in the
+command table (streamkeep.engine.exec.table) on import.
 
-Must not hold any command itself.
+Importing this package imports them all, so the table is complete. Must not hold any command
+itself, and nothing below this layer (wire, model, exec) may import it.
 """
 
-from engine import (  # noqa: F401
-    cmd_admin,
-    cmd_connection,
-    cmd_groups,
-    cmd_info,
-    cmd_keyspace,
-    cmd_read,
-    cmd_streams,
-    transactions,
+from streamkeep.engine.commands import (  # noqa: F401
+    admin,
+    connection,
+    groups,
+    keyspace,
+    read,
+    streams,
+    trimming,
+    xinfo,
 )
+from streamkeep.engine.exec import transactions  # noqa: F401  (MULTI/EXEC/WATCH)

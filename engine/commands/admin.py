@@ -25,16 +25,23 @@ import weakref
 from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
-from engine.args import is_word, parse_int
-from engine.argspec import Arg
-from engine.cmd_connection import BAD_NAME, REDIS_VERSION, last_save_time, valid_client_name
-from engine.cmd_keyspace import stringmatchlen
-from engine.config import PARAMS, ConfigError, config_set, format_setting, lookup_param
-from engine.config import rewrite_config_file as _rewrite_config_file
-from engine.context import Ctx
-from engine.errors import SYNTAX, ReplyError, printable
-from engine.reply import RespMap, RespSet, Verbatim
-from engine.table import (
+from streamkeep.engine.commands.connection import (
+    BAD_NAME,
+    REDIS_VERSION,
+    last_save_time,
+    valid_client_name,
+)
+from streamkeep.engine.commands.keyspace import stringmatchlen
+from streamkeep.engine.exec.config import (
+    PARAMS,
+    ConfigError,
+    config_set,
+    format_setting,
+    lookup_param,
+)
+from streamkeep.engine.exec.config import rewrite_config_file as _rewrite_config_file
+from streamkeep.engine.exec.context import Ctx
+from streamkeep.engine.exec.table import (
     COMMANDS,
     NO_KEYS,
     Argv,
@@ -44,9 +51,13 @@ from engine.table import (
     help_subcommand,
     subcommand,
 )
+from streamkeep.engine.wire.args import is_word, parse_int
+from streamkeep.engine.wire.argspec import Arg
+from streamkeep.engine.wire.errors import SYNTAX, ReplyError, printable
+from streamkeep.engine.wire.reply import RespMap, RespSet, Verbatim
 
 if TYPE_CHECKING:
-    from engine.core import Engine
+    from streamkeep.engine.runtime.core import Engine
 
 ADMIN = "admin noscript loading stale"
 RUN_ID = os.urandom(20).hex()  # this process's run_id (INFO server), as Redis draws one at start

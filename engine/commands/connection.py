@@ -13,13 +13,20 @@ import hashlib
 import hmac
 from typing import Any
 
-from engine.args import is_word, parse_int
-from engine.context import Ctx, Later
-from engine.digest import state_digest
-from engine.errors import SYNTAX, ReplyError
-from engine.reply import NO_REPLY, RespMap
-from engine.table import NO_KEYS, Argv, command, container, help_subcommand, subcommand
-from engine.transactions import end_transaction
+from streamkeep.engine.exec.context import Ctx, Later
+from streamkeep.engine.exec.table import (
+    NO_KEYS,
+    Argv,
+    command,
+    container,
+    help_subcommand,
+    subcommand,
+)
+from streamkeep.engine.exec.transactions import end_transaction
+from streamkeep.engine.model.digest import state_digest
+from streamkeep.engine.wire.args import is_word, parse_int
+from streamkeep.engine.wire.errors import SYNTAX, ReplyError
+from streamkeep.engine.wire.reply import NO_REPLY, RespMap
 
 REDIS_VERSION = "8.4.0"  # the Redis whose command semantics streamkeep implements
 WRONGPASS = "WRONGPASS invalid username-password pair or user is disabled."
@@ -201,7 +208,7 @@ def save(ctx: Ctx, argv: Argv) -> Later:
     _compactor(ctx)
 
     def wait() -> str:
-        from snapshot.compactor import CompactionError
+        from streamkeep.snapshot.compactor import CompactionError
 
         try:
             engine.compact(wait=True)
@@ -238,7 +245,7 @@ def bgrewriteaof(ctx: Ctx, argv: Argv) -> str:
 
 
 def _start(compactor: Any) -> None:
-    from snapshot.compactor import CompactionError
+    from streamkeep.snapshot.compactor import CompactionError
 
     try:
         compactor._start_locked()

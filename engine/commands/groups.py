@@ -9,20 +9,13 @@ stream storage internals, other commands.
 
 from __future__ import annotations
 
-from engine.args import LLONG_MAX, is_word, parse_int, parse_int_range
-from engine.cmd_streams import delete_entries_with_policy, parse_ids_args
-from engine.context import Ctx
-from engine.effects import consumer_effect, setid_effect, xclaim_effect
-from engine.errors import (
-    SYNTAX,
-    ReplyError,
-    no_such_group,
-    nogroup,
-    printable,
-    subcommand_syntax,
-)
-from engine.groups import INVALID_ENTRIES_READ, Consumer, ConsumerGroup
-from engine.ids import (
+from streamkeep.engine.commands.streams import delete_entries_with_policy, parse_ids_args
+from streamkeep.engine.commands.trimming import ACKED, DELREF, drop_references, referenced
+from streamkeep.engine.exec.context import Ctx
+from streamkeep.engine.exec.table import Argv, command, container, help_subcommand, subcommand
+from streamkeep.engine.model.effects import consumer_effect, setid_effect, xclaim_effect
+from streamkeep.engine.model.groups import INVALID_ENTRIES_READ, Consumer, ConsumerGroup
+from streamkeep.engine.model.ids import (
     MAX_ID,
     format_id,
     parse_id,
@@ -30,10 +23,17 @@ from engine.ids import (
     parse_strict,
     try_parse_strict,
 )
-from engine.reply import NULL_ARRAY
-from engine.stream import Stream
-from engine.table import Argv, command, container, help_subcommand, subcommand
-from engine.trimming import ACKED, DELREF, drop_references, referenced
+from streamkeep.engine.model.stream import Stream
+from streamkeep.engine.wire.args import LLONG_MAX, is_word, parse_int, parse_int_range
+from streamkeep.engine.wire.errors import (
+    SYNTAX,
+    ReplyError,
+    no_such_group,
+    nogroup,
+    printable,
+    subcommand_syntax,
+)
+from streamkeep.engine.wire.reply import NULL_ARRAY
 
 # XAUTOCLAIM's ztrymalloc(COUNT * 16) can never succeed above the 47-bit user address space.
 _MAX_TRANSIENT_BYTES = 1 << 47

@@ -14,12 +14,12 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Iterable
 
-from engine.args import is_word, parse_int
-from engine.context import Ctx
-from engine.errors import NO_SUCH_KEY, SYNTAX, ReplyError, wrong_arity
-from engine.ids import parse_u64
-from engine.stream import Stream
-from engine.table import NO_KEYS, Argv, command
+from streamkeep.engine.exec.context import Ctx
+from streamkeep.engine.exec.table import NO_KEYS, Argv, command
+from streamkeep.engine.model.ids import parse_u64
+from streamkeep.engine.model.stream import Stream
+from streamkeep.engine.wire.args import is_word, parse_int
+from streamkeep.engine.wire.errors import NO_SUCH_KEY, SYNTAX, ReplyError, wrong_arity
 
 INT_MIN, INT_MAX = -(1 << 31), (1 << 31) - 1
 SCAN_DEFAULT_COUNT = 10

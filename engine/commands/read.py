@@ -12,21 +12,21 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from engine.args import parse_int, parse_timeout_ms
-from engine.context import Block, Ctx
-from engine.effects import consumer_effect, setid_effect, xclaim_effect
-from engine.errors import SYNTAX, ReplyError, nogroup
-from engine.groups import (
+from streamkeep.engine.exec.context import Block, Ctx
+from streamkeep.engine.exec.table import Argv, command
+from streamkeep.engine.model.effects import consumer_effect, setid_effect, xclaim_effect
+from streamkeep.engine.model.groups import (
     INVALID_ENTRIES_READ,
     Consumer,
     ConsumerGroup,
     advance_entries_read,
     has_tombstones_between,
 )
-from engine.ids import MAX_ID, decr_id, format_id, parse_strict
-from engine.reply import NULL_ARRAY, RespMap
-from engine.stream import Stream
-from engine.table import Argv, command
+from streamkeep.engine.model.ids import MAX_ID, decr_id, format_id, parse_strict
+from streamkeep.engine.model.stream import Stream
+from streamkeep.engine.wire.args import parse_int, parse_timeout_ms
+from streamkeep.engine.wire.errors import SYNTAX, ReplyError, nogroup
+from streamkeep.engine.wire.reply import NULL_ARRAY, RespMap
 
 _GT_NEW = -1  # the ">" ID
 _PLUS = -2  # XREAD's "+" (Redis 7.4: the last entry)

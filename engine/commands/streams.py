@@ -8,14 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from engine.args import LLONG_MAX, is_word, parse_int, parse_int_range
-from engine.context import Ctx
-from engine.errors import NO_SUCH_KEY, SYNTAX, ReplyError, wrong_arity
-from engine.ids import MAX_ID, SEQ_MASK, format_id, parse_range, parse_strict
-from engine.reply import NULL_ARRAY
-from engine.stream import Stream
-from engine.table import Argv, command
-from engine.trimming import (
+from streamkeep.engine.commands.trimming import (
     ACKED,
     DELREF,
     drop_references,
@@ -25,9 +18,16 @@ from engine.trimming import (
     run_trim,
     trim_effects,
 )
+from streamkeep.engine.exec.context import Ctx
+from streamkeep.engine.exec.table import Argv, command
+from streamkeep.engine.model.ids import MAX_ID, SEQ_MASK, format_id, parse_range, parse_strict
+from streamkeep.engine.model.stream import Stream
+from streamkeep.engine.wire.args import LLONG_MAX, is_word, parse_int, parse_int_range
+from streamkeep.engine.wire.errors import NO_SUCH_KEY, SYNTAX, ReplyError, wrong_arity
+from streamkeep.engine.wire.reply import NULL_ARRAY
 
 if TYPE_CHECKING:
-    from engine.core import Engine
+    from streamkeep.engine.runtime.core import Engine
 
 _EDOM = "ERR The ID specified in XADD is equal or smaller than the target stream top item"
 

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from engine.args import is_word, parse_int
-from engine.errors import SYNTAX, ReplyError
-from engine.ids import ParsedID, format_id, parse_id
-from engine.stream import Stream
-from engine.table import Argv
+from streamkeep.engine.exec.table import Argv
+from streamkeep.engine.model.ids import ParsedID, format_id, parse_id
+from streamkeep.engine.model.stream import Stream
+from streamkeep.engine.wire.args import is_word, parse_int
+from streamkeep.engine.wire.errors import SYNTAX, ReplyError
 
 KEEPREF, DELREF, ACKED = b"KEEPREF", b"DELREF", b"ACKED"
 _POLICIES = {b"keepref": KEEPREF, b"delref": DELREF, b"acked": ACKED}

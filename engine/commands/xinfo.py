@@ -11,14 +11,14 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from engine.args import is_word, parse_int
-from engine.context import Ctx
-from engine.errors import NO_SUCH_KEY, ReplyError, no_such_group, subcommand_syntax
-from engine.groups import INVALID_ENTRIES_READ, Consumer, ConsumerGroup, group_lag
-from engine.ids import MAX_ID, format_id
-from engine.reply import RespMap
-from engine.stream import Stream, rax_node_count
-from engine.table import Argv, container, help_subcommand, subcommand
+from streamkeep.engine.exec.context import Ctx
+from streamkeep.engine.exec.table import Argv, container, help_subcommand, subcommand
+from streamkeep.engine.model.groups import INVALID_ENTRIES_READ, Consumer, ConsumerGroup, group_lag
+from streamkeep.engine.model.ids import MAX_ID, format_id
+from streamkeep.engine.model.stream import Stream, rax_node_count
+from streamkeep.engine.wire.args import is_word, parse_int
+from streamkeep.engine.wire.errors import NO_SUCH_KEY, ReplyError, no_such_group, subcommand_syntax
+from streamkeep.engine.wire.reply import RespMap
 
 DEFAULT_FULL_COUNT = 10
 

@@ -14,8 +14,8 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from engine.core import Session
-    from engine.table import Argv
+    from streamkeep.engine.exec.table import Argv
+    from streamkeep.engine.runtime.core import Session
 
 
 class Waiter:

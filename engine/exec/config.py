@@ -28,7 +28,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from engine.core import Engine
+    from streamkeep.engine.runtime.core import Engine
 
 LLONG_MAX = (1 << 63) - 1
 LONG_MAX = LLONG_MAX  # 64-bit builds
@@ -533,7 +533,7 @@ def config_set(engine: Engine, pairs: Sequence[tuple[Any, Any]]) -> None:
 
 def _split_args(line: str) -> list[str] | None:
     """sdssplitargs (engine.resp's inline splitter); None on unbalanced quotes."""
-    from engine.resp import ProtocolError, split_inline_args
+    from streamkeep.engine.wire.resp import ProtocolError, split_inline_args
 
     try:
         args = split_inline_args(line.encode("utf-8", "surrogateescape"))
@@ -543,7 +543,7 @@ def _split_args(line: str) -> list[str] | None:
 
 
 def _fatal(linenum: int | None, line: str, reason: str, path: str) -> ValueError:
-    from engine.cmd_connection import REDIS_VERSION
+    from streamkeep.engine.commands.connection import REDIS_VERSION
 
     text = f"\n*** FATAL CONFIG FILE ERROR (Redis {REDIS_VERSION}) ***\n"
     if linenum is not None:

@@ -12,9 +12,9 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from engine.core import Engine, Session
-    from engine.stream import Stream
-    from engine.table import Argv
+    from streamkeep.engine.exec.table import Argv
+    from streamkeep.engine.model.stream import Stream
+    from streamkeep.engine.runtime.core import Engine, Session
 
 
 class Block:

@@ -12,9 +12,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from engine.argspec import Arg, parse_syntax
-from engine.errors import unknown_command, unknown_subcommand, wrong_arity
-from engine.reply import help_reply
+from streamkeep.engine.wire.argspec import Arg, parse_syntax
+from streamkeep.engine.wire.errors import unknown_command, unknown_subcommand, wrong_arity
+from streamkeep.engine.wire.reply import help_reply
 
 # A command line as handlers receive it: the engine passes tuples (immutable, and the slices
 # XADD stores are tuples too); lists are accepted wherever only reading is needed.

@@ -13,13 +13,13 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
-from engine.context import Ctx
-from engine.errors import ReplyError
-from engine.reply import NULL_ARRAY
-from engine.table import NO_KEYS, Argv, CommandSpec, command, lookup
+from streamkeep.engine.exec.context import Ctx
+from streamkeep.engine.exec.table import NO_KEYS, Argv, CommandSpec, command, lookup
+from streamkeep.engine.wire.errors import ReplyError
+from streamkeep.engine.wire.reply import NULL_ARRAY
 
 if TYPE_CHECKING:
-    from engine.core import Engine, Session
+    from streamkeep.engine.runtime.core import Engine, Session
 
 # Commands that run at once inside MULTI instead of being queued (Redis's processCommand list).
 RUN_IN_MULTI = frozenset({"exec", "discard", "multi", "watch", "quit", "reset"})

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 import msgpack
 
 if TYPE_CHECKING:
-    from engine.stream import Stream
+    from streamkeep.engine.model.stream import Stream
 
 
 def stream_state(s: Stream) -> list:

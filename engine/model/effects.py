@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from engine.ids import format_id
+from streamkeep.engine.model.ids import format_id
 
 Effect = list[bytes]
 

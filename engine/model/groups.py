@@ -11,11 +11,11 @@ from __future__ import annotations
 import heapq
 from typing import TYPE_CHECKING
 
-from engine.ids import MAX_ID
-from engine.sortedids import SortedIDs
+from streamkeep.engine.model.ids import MAX_ID
+from streamkeep.engine.model.sortedids import SortedIDs
 
 if TYPE_CHECKING:
-    from engine.stream import Stream
+    from streamkeep.engine.model.stream import Stream
 
 INVALID_ENTRIES_READ = -1
 

@@ -7,7 +7,7 @@ raises the exact Redis error lines. Must not touch: streams, groups or any engin
 
 from __future__ import annotations
 
-from engine.errors import INVALID_STREAM_ID, ReplyError
+from streamkeep.engine.wire.errors import INVALID_STREAM_ID, ReplyError
 
 SEQ_BITS = 64
 SEQ_MASK = (1 << 64) - 1

@@ -15,10 +15,10 @@ from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
 
-from engine.ids import MAX_ID, format_id
+from streamkeep.engine.model.ids import MAX_ID, format_id
 
 if TYPE_CHECKING:
-    from engine.groups import ConsumerGroup
+    from streamkeep.engine.model.groups import ConsumerGroup
 
 # Flat (field1, value1, field2, value2, ...). A tuple on purpose: immutable, so replies can
 # hand it out safely, and untracked by Python's cyclic GC, so millions of stored entries do

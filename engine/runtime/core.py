@@ -13,23 +13,23 @@ import time
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
-from engine import commands as _commands  # noqa: F401  (registers every command)
-from engine.blocking import Waiter, WaiterRegistry
-from engine.cmd_streams import add_entry
-from engine.config import DEFAULT_CONFIG, config_set, normalize_settings
-from engine.context import Block, Ctx, Later, MultiCtx, ReplayCtx, RerunCtx
-from engine.digest import state_digest
-from engine.effects import Record
-from engine.errors import ReplyError
-from engine.redis_api import RedisStreamAPI
-from engine.reply import NULL_ARRAY, RespMap, to_plain
-from engine.stream import Stream
-from engine.table import FAST_DISPATCH, Argv, CommandSpec, lookup
-from engine.transactions import WatchRegistry, end_transaction, queue_in_multi
+from streamkeep.engine import commands as _commands  # noqa: F401  (registers every command)
+from streamkeep.engine.commands.streams import add_entry
+from streamkeep.engine.exec.blocking import Waiter, WaiterRegistry
+from streamkeep.engine.exec.config import DEFAULT_CONFIG, config_set, normalize_settings
+from streamkeep.engine.exec.context import Block, Ctx, Later, MultiCtx, ReplayCtx, RerunCtx
+from streamkeep.engine.exec.table import FAST_DISPATCH, Argv, CommandSpec, lookup
+from streamkeep.engine.exec.transactions import WatchRegistry, end_transaction, queue_in_multi
+from streamkeep.engine.model.digest import state_digest
+from streamkeep.engine.model.effects import Record
+from streamkeep.engine.model.stream import Stream
+from streamkeep.engine.runtime.redis_api import RedisStreamAPI
+from streamkeep.engine.wire.errors import ReplyError
+from streamkeep.engine.wire.reply import NULL_ARRAY, RespMap, to_plain
 
 if TYPE_CHECKING:
-    from aof.journal import Journal
-    from aof.store import DataDir
+    from streamkeep.aof.journal import Journal
+    from streamkeep.aof.store import DataDir
 
 Clock = Callable[[], int]
 AOF_OPTIONS = ("appendfsync", "aof_load_truncated", "aof_segment_max_bytes",
@@ -123,7 +123,7 @@ class Engine(RedisStreamAPI):
         engine = cls(**config)
         engine.config.update(aof_settings)
         if path is not None:
-            from aof.store import DataDir  # the engine itself never touches files
+            from streamkeep.aof.store import DataDir  # the engine itself never touches files
 
             engine.datadir = DataDir.open(engine, path, **aof_options)
         elif aof_options:

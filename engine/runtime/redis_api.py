@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from engine.errors import ReplyError
+from streamkeep.engine.wire.errors import ReplyError
 
 __all__ = ["DataError", "RedisStreamAPI", "execute_command_callbacks"]
 

@@ -24,16 +24,16 @@ from collections import deque
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from engine.blocking import Waiter
-from engine.context import Later
-from engine.errors import ReplyError
-from engine.reply import NO_REPLY, NULL_ARRAY
-from engine.resp import ProtocolError, QueryBufferLimit, RequestParser, write_reply
-from engine.table import lookup
-from engine.transactions import end_transaction
+from streamkeep.engine.exec.blocking import Waiter
+from streamkeep.engine.exec.context import Later
+from streamkeep.engine.exec.table import lookup
+from streamkeep.engine.exec.transactions import end_transaction
+from streamkeep.engine.wire.errors import ReplyError
+from streamkeep.engine.wire.reply import NO_REPLY, NULL_ARRAY
+from streamkeep.engine.wire.resp import ProtocolError, QueryBufferLimit, RequestParser, write_reply
 
 if TYPE_CHECKING:
-    from engine.core import Engine, Session
+    from streamkeep.engine.runtime.core import Engine, Session
 
 log = logging.getLogger("streamkeep.server")
 
@@ -488,7 +488,7 @@ class Server:
         return self._client_ids
 
     def new_session(self, client: Client) -> Session:
-        from engine.core import Session
+        from streamkeep.engine.runtime.core import Session
 
         session = Session()
         session.client = client

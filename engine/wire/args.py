@@ -6,7 +6,7 @@ for bad numbers. Must not touch: engine state.
 
 from __future__ import annotations
 
-from engine.errors import NOT_INTEGER, ReplyError
+from streamkeep.engine.wire.errors import NOT_INTEGER, ReplyError
 
 LLONG_MAX = (1 << 63) - 1
 LLONG_MIN = -(1 << 63)

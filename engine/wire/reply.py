@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from engine.errors import printable
+from streamkeep.engine.wire.errors import printable
 
 
 class _NullArray:

@@ -17,8 +17,8 @@ from collections import deque
 from collections.abc import Sequence
 from typing import Any, Final
 
-from engine.errors import ReplyError
-from engine.reply import NULL_ARRAY, Push, RespMap, RespSet, Verbatim
+from streamkeep.engine.wire.errors import ReplyError
+from streamkeep.engine.wire.reply import NULL_ARRAY, Push, RespMap, RespSet, Verbatim
 
 __all__ = [
     "NEED_MORE",
