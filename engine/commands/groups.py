@@ -13,7 +13,16 @@ from streamkeep.engine.commands.streams import delete_entries_with_policy, parse
 from streamkeep.engine.commands.trimming import ACKED, DELREF, drop_references, referenced
 from streamkeep.engine.exec.context import Ctx
 from streamkeep.engine.exec.table import Argv, command, container, help_subcommand, subcommand
-from streamkeep.engine.model.effects import consumer_effect, setid_effect, xclaim_effect
+from streamkeep.engine.model.effects import (
+    sk_xconsumer_effect,
+    xack_effect,
+    xclaim_effect,
+    xgroup_create_effect,
+    xgroup_createconsumer_effect,
+    xgroup_delconsumer_effect,
+    xgroup_destroy_effect,
+    xgroup_setid_effect,
+)
 from streamkeep.engine.model.groups import INVALID_ENTRIES_READ, Consumer, ConsumerGroup
 from streamkeep.engine.model.ids import (
     MAX_ID,
@@ -104,8 +113,7 @@ def xgroup_create(ctx: Ctx, argv: Argv) -> str:
         raise ReplyError("BUSYGROUP Consumer Group name already exists")
     entries_read = _clamp_entries_read(s, t.entries_read)
     s.groups[argv[3]] = ConsumerGroup(argv[3], sid, entries_read)
-    ctx.emit([b"XGROUP", b"CREATE", argv[2], argv[3], format_id(sid), b"ENTRIESREAD",
-              b"%d" % entries_read, b"MKSTREAM"])
+    ctx.emit(xgroup_create_effect(argv[2], argv[3], sid, entries_read))
     return "OK"
 
 
@@ -121,7 +129,7 @@ def xgroup_setid(ctx: Ctx, argv: Argv) -> str:
     entries_read = _clamp_entries_read(s, t.entries_read)
     if (group.last_id, group.entries_read) != (sid, entries_read):
         group.last_id, group.entries_read = sid, entries_read
-        ctx.emit(setid_effect(argv[2], argv[3], sid, entries_read))
+        ctx.emit(xgroup_setid_effect(argv[2], argv[3], sid, entries_read))
     return "OK"
 
 
@@ -132,7 +140,7 @@ def xgroup_destroy(ctx: Ctx, argv: Argv) -> int:
     if t.group is None:
         return 0
     del t.s.groups[argv[3]]  # type: ignore[union-attr]
-    ctx.emit([b"XGROUP", b"DESTROY", argv[2], argv[3]])
+    ctx.emit(xgroup_destroy_effect(argv[2], argv[3]))
     ctx.signal(argv[2])  # blocked XREADGROUPs re-run and get NOGROUP
     return 1
 
@@ -145,7 +153,7 @@ def xgroup_createconsumer(ctx: Ctx, argv: Argv) -> int:
     if argv[4] in group.consumers:
         return 0
     group.create_consumer(argv[4], ctx.now)
-    ctx.emit([b"XGROUP", b"CREATECONSUMER", argv[2], argv[3], argv[4]])
+    ctx.emit(xgroup_createconsumer_effect(argv[2], argv[3], argv[4]))
     return 1
 
 
@@ -158,7 +166,7 @@ def xgroup_delconsumer(ctx: Ctx, argv: Argv) -> int:
     if consumer is None:
         return 0
     pending = group.delete_consumer(consumer)
-    ctx.emit([b"XGROUP", b"DELCONSUMER", argv[2], argv[3], argv[4]])
+    ctx.emit(xgroup_delconsumer_effect(argv[2], argv[3], argv[4]))
     return pending
 
 
@@ -203,7 +211,7 @@ def _pin_consumer(ctx: Ctx, key: bytes, gname: bytes, consumer: Consumer, before
                   touched: bool) -> None:
     after = (consumer.seen_time, consumer.active_time)
     if touched or after != before:
-        ctx.emit(consumer_effect(key, gname, consumer.name, *after))
+        ctx.emit(sk_xconsumer_effect(key, gname, consumer.name, *after))
 
 
 # --- XACK / XACKDEL ------------------------------------------------------------------------------
@@ -219,7 +227,7 @@ def xack(ctx: Ctx, argv: Argv) -> int:
     sids = [parse_strict(x) for x in argv[3:]]
     acked = [sid for sid in sids if group.ack(sid)]
     if acked and not ctx.replaying:
-        ctx.emit([b"XACK", argv[1], argv[2], *map(format_id, acked)])
+        ctx.emit(xack_effect(argv[1], argv[2], acked))
     return len(acked)
 
 
@@ -246,11 +254,11 @@ def xackdel(ctx: Ctx, argv: Argv) -> list[int]:
             continue
         if policy == DELREF:
             for gname, gone in drop_references(s, [sid]).items():
-                ctx.emit([b"XACK", key, gname, *map(format_id, gone)])
+                ctx.emit(xack_effect(key, gname, gone))
         to_delete.append(sid)
         codes.append(1)
     if acked:
-        ctx.effects.insert(0, [b"XACK", key, argv[2], *map(format_id, acked)])
+        ctx.effects.insert(0, xack_effect(key, argv[2], acked))
     if to_delete:
         delete_entries_with_policy(ctx, key, s, to_delete, b"KEEPREF")
     return codes
@@ -450,7 +458,7 @@ def xclaim(ctx: Ctx, argv: Argv) -> list:
         if fields is None:
             if nack is not None:
                 group.ack(sid)
-                ctx.emit([b"XACK", key, gname, format_id(sid)])
+                ctx.emit(xack_effect(key, gname, (sid,)))
             continue
         if nack is None and not o.force:
             continue
@@ -473,7 +481,7 @@ def xclaim(ctx: Ctx, argv: Argv) -> list:
     if ctx.replaying:
         return reply
     if moved:
-        ctx.emit(setid_effect(key, gname, group.last_id, group.entries_read))
+        ctx.emit(xgroup_setid_effect(key, gname, group.last_id, group.entries_read))
     _pin_consumer(ctx, key, gname, consumer, before, touched)
     return reply
 
@@ -521,7 +529,7 @@ def xautoclaim(ctx: Ctx, argv: Argv) -> list:
         fields = s.get(sid)
         if fields is None:
             group.ack(sid)
-            ctx.emit([b"XACK", key, gname, format_id(sid)])
+            ctx.emit(xack_effect(key, gname, (sid,)))
             deleted.append(format_id(sid))
             count -= 1
             continue

@@ -16,6 +16,12 @@ from collections.abc import Iterable
 
 from streamkeep.engine.exec.context import Ctx
 from streamkeep.engine.exec.table import NO_KEYS, Argv, command
+from streamkeep.engine.model.effects import (
+    del_effect,
+    flushall_effect,
+    flushdb_effect,
+    rename_effect,
+)
 from streamkeep.engine.model.ids import parse_u64
 from streamkeep.engine.model.stream import Stream
 from streamkeep.engine.wire.args import is_word, parse_int
@@ -186,7 +192,7 @@ def _delete_keys(ctx: Ctx, keys: list[bytes]) -> int:
             removed.append(key)
             ctx.signal(key)
     if removed:
-        ctx.emit([b"DEL", *removed])
+        ctx.emit(del_effect(removed))
     return len(removed)
 
 
@@ -314,7 +320,7 @@ def _rename(ctx: Ctx, argv: Argv, nx: bool) -> bool:
     db[dst] = value
     ctx.signal(src)
     ctx.signal(dst)
-    ctx.emit([b"RENAME", src, dst])
+    ctx.emit(rename_effect(src, dst))
     return True
 
 
@@ -358,7 +364,7 @@ def _flush_db(ctx: Ctx, db_index: int) -> int:
 def flushdb(ctx: Ctx, argv: Argv) -> str:
     _check_flush_flags(argv)
     if _flush_db(ctx, ctx.session.db):
-        ctx.emit([b"FLUSHDB"])
+        ctx.emit(flushdb_effect())
     return "OK"
 
 
@@ -368,7 +374,7 @@ def flushall(ctx: Ctx, argv: Argv) -> str:
     _check_flush_flags(argv)
     removed = sum(_flush_db(ctx, index) for index in range(len(ctx.engine.dbs)))
     if removed:
-        ctx.emit([b"FLUSHALL"])
+        ctx.emit(flushall_effect())
     return "OK"
 
 

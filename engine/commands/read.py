@@ -14,7 +14,12 @@ from collections.abc import Callable
 
 from streamkeep.engine.exec.context import Block, Ctx
 from streamkeep.engine.exec.table import Argv, command
-from streamkeep.engine.model.effects import consumer_effect, setid_effect, xclaim_effect
+from streamkeep.engine.model.effects import (
+    new_delivery_xclaim_pieces,
+    sk_xconsumer_effect,
+    xclaim_effect,
+    xgroup_setid_effect,
+)
 from streamkeep.engine.model.groups import (
     INVALID_ENTRIES_READ,
     Consumer,
@@ -302,8 +307,7 @@ class Delivery:
         the per-entry work is inlined and the effect built from the already formatted ID."""
         ctx, s, group, consumer = self.ctx, self.s, self.group, self.consumer
         now, key, effects, entries = ctx.now, self.key, ctx.effects, self.entries
-        head = [b"XCLAIM", key, group.name, consumer.name, b"0"]
-        tail = [b"TIME", b"%d" % now, b"RETRYCOUNT", b"1", b"FORCE", b"JUSTID", b"LASTID"]
+        head, tail = new_delivery_xclaim_pieces(key, group.name, consumer.name, now)
         # Once the counter can simply be incremented, it can for the rest of this read.
         simple = (group.entries_read != INVALID_ENTRIES_READ and group.last_id >= s.first_id
                   and not has_tombstones_between(s, group.last_id))
@@ -320,12 +324,13 @@ class Delivery:
             entries.append([idb, fields, 0, 0] if claim_shape else [idb, fields])
             if not noack:
                 group.add_pending(sid, consumer, now, 1)
-                effects.append([*head, idb, *tail, idb])
+                effects.append([*head, idb, *tail, idb])  # see new_delivery_xclaim_pieces
         if moved and not noack:
             consumer.active_time = now
             self.touched = True
         if moved:
-            effects.append(setid_effect(key, group.name, group.last_id, group.entries_read))
+            effects.append(xgroup_setid_effect(key, group.name, group.last_id,
+                                               group.entries_read))
 
 
 def _oldest_claimable(s: Stream, group: ConsumerGroup, now: int, min_idle: int) -> bool:
@@ -379,7 +384,8 @@ def _xreadgroup(ctx: Ctx, argv: Argv, a: ReadArgs) -> object:
                 served.append((key, d.entries))
         after = (consumer.seen_time, consumer.active_time)
         if d.touched or after != before:
-            ctx.effects.append(consumer_effect(key, gname, cname, *after))  # type: ignore[arg-type]
+            ctx.effects.append(
+                sk_xconsumer_effect(key, gname, cname, *after))  # type: ignore[arg-type]
     if served:
         return RespMap(served, as_pairs=True)
     return _block_or_nil(ctx, argv, a, ids)

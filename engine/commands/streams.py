@@ -20,7 +20,15 @@ from streamkeep.engine.commands.trimming import (
 )
 from streamkeep.engine.exec.context import Ctx
 from streamkeep.engine.exec.table import Argv, command
-from streamkeep.engine.model.ids import MAX_ID, SEQ_MASK, format_id, parse_range, parse_strict
+from streamkeep.engine.model.effects import (
+    plain_xadd_effect,
+    xack_effect,
+    xadd_effect,
+    xdel_effect,
+    xsetid_effect,
+    xtrim_effect,
+)
+from streamkeep.engine.model.ids import MAX_ID, SEQ_MASK, parse_range, parse_strict
 from streamkeep.engine.model.stream import Stream
 from streamkeep.engine.wire.args import LLONG_MAX, is_word, parse_int, parse_int_range
 from streamkeep.engine.wire.errors import NO_SUCH_KEY, SYNTAX, ReplyError, wrong_arity
@@ -139,10 +147,7 @@ def xadd(ctx: Ctx, argv: Argv) -> bytes | None:
     if idb is None:
         return _xadd_general(ctx, argv)
     if not ctx.replaying:
-        effect = list(argv)  # [b"XADD", key, idb, field, value, ...]
-        effect[0] = b"XADD"
-        effect[2] = idb
-        ctx.effects.append(effect)
+        ctx.effects.append(plain_xadd_effect(argv, idb))
     if engine.waiters.by_key:
         ctx.signal(argv[1])
     return idb
@@ -187,15 +192,15 @@ def _xadd_general(ctx: Ctx, argv: Argv) -> bytes | None:
         sid = _resolve_xadd_id(s, parsed, ctx.now)
     fields = argv[field_pos:]
     idb = s.append(sid, fields, engine.node_max_entries, engine.node_max_bytes)
-    effect = [b"XADD", key, idb]
-    ctx.effects.append(effect)
+    clause: list[bytes] = []
+    extra: list[list[bytes]] = []
     if a is not None and a.strategy is not None:
         removed, dropped = run_trim(s, a)
         if removed or dropped:
             clause, extra = trim_effects(key, s, a, removed, dropped)
-            effect[2:2] = clause
-            ctx.effects.extend(extra)
-    effect += fields
+    ctx.effects.append(xadd_effect(key, idb, fields, clause))
+    if extra:
+        ctx.effects.extend(extra)
     if ctx.engine.waiters:
         ctx.signal(key)
     return idb
@@ -264,7 +269,7 @@ def xdel(ctx: Ctx, argv: Argv) -> int:
     sids = [parse_strict(arg) for arg in argv[2:]]
     deleted = _delete_entries(s, sids)
     if deleted:
-        ctx.emit([b"XDEL", argv[1], *map(format_id, deleted)])
+        ctx.emit(xdel_effect(argv[1], deleted))
     return len(deleted)
 
 
@@ -314,7 +319,7 @@ def delete_entries_with_policy(
         if policy == DELREF:
             dropped = drop_references(s, [sid])
             for group, gone in dropped.items():
-                ctx.emit([b"XACK", key, group, *map(format_id, gone)])
+                ctx.emit(xack_effect(key, group, gone))
         if s.get(sid) is None:
             codes.append(-1)
         elif policy == ACKED and referenced(s, sid):
@@ -323,7 +328,7 @@ def delete_entries_with_policy(
             deleted.extend(_delete_entries(s, [sid]))
             codes.append(1)
     if deleted:
-        ctx.emit([b"XDEL", key, *map(format_id, deleted)])
+        ctx.emit(xdel_effect(key, deleted))
     return codes
 
 
@@ -352,7 +357,7 @@ def xtrim(ctx: Ctx, argv: Argv) -> int:
     if removed or dropped:
         clause, extra = trim_effects(argv[1], s, a, removed, dropped)
         if clause:
-            ctx.emit([b"XTRIM", argv[1], *clause])
+            ctx.emit(xtrim_effect(argv[1], clause))
         ctx.effects.extend(extra)
     return len(removed)
 
@@ -414,6 +419,5 @@ def xsetid(ctx: Ctx, argv: Argv) -> str:
     if max_xdel:
         s.max_deleted_id = max_xdel
     if (s.last_id, s.entries_added, s.max_deleted_id) != before:
-        ctx.emit([b"XSETID", argv[1], format_id(s.last_id), b"ENTRIESADDED",
-                  b"%d" % s.entries_added, b"MAXDELETEDID", format_id(s.max_deleted_id)])
+        ctx.emit(xsetid_effect(argv[1], s.last_id, s.entries_added, s.max_deleted_id))
     return "OK"

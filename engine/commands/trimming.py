@@ -11,7 +11,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from streamkeep.engine.exec.table import Argv
-from streamkeep.engine.model.ids import ParsedID, format_id, parse_id
+from streamkeep.engine.model.effects import (
+    sk_xtrimids_effect,
+    trim_maxlen_clause,
+    trim_minid_clause,
+    xack_effect,
+)
+from streamkeep.engine.model.ids import ParsedID, parse_id
 from streamkeep.engine.model.stream import Stream
 from streamkeep.engine.wire.args import is_word, parse_int
 from streamkeep.engine.wire.errors import SYNTAX, ReplyError
@@ -159,16 +165,16 @@ def trim_effects(
     if a.policy == KEEPREF:
         if not a.approx:  # exact trims are their own replay
             if a.strategy == b"MAXLEN":
-                return [b"MAXLEN", b"=", b"%d" % a.maxlen], []
-            return [b"MINID", b"=", format_id(a.minid)], []
+                return trim_maxlen_clause(a.maxlen), []
+            return trim_minid_clause(a.minid), []
         if a.strategy == b"MAXLEN" or not s.nodes:
-            return [b"MAXLEN", b"=", b"%d" % s.length], []
-        return [b"MINID", b"=", format_id(s.first_entry_id(skip_tombstones=False))], []
+            return trim_maxlen_clause(s.length), []
+        return trim_minid_clause(s.first_entry_id(skip_tombstones=False)), []
     effects: list[list[bytes]] = []
     if removed:
-        effects.append([b"SK.XTRIMIDS", key, *map(format_id, removed)])
+        effects.append(sk_xtrimids_effect(key, removed))
     for group, sids in dropped.items():
-        effects.append([b"XACK", key, group, *map(format_id, sids)])
+        effects.append(xack_effect(key, group, sids))
     return [], effects
 
 

@@ -1,14 +1,17 @@
 """Effects: the deterministic commands that reproduce a command's state change.
 
 Owns the `Record` (one command execution's effects, its time and database: the atomic unit the
-AOF logs and replicas apply) and the builders for effect argv shared by several commands. The
-vocabulary is Redis's own (XADD with explicit IDs, exact trims, the 14-argument XCLAIM, XGROUP
-SETID ... ENTRIESREAD) plus one streamkeep command, `SK.XCONSUMER key group consumer seen active`,
-that pins a consumer's seen/active times, which Redis lets drift. Must not touch: engine state.
+AOF logs and replicas apply), the effect vocabulary (`EFFECT_VOCABULARY`: every command an effect
+may be) and the builders: every effect argv any handler emits is made by one function of this
+module, so each shape is written once. The vocabulary is Redis's own (XADD with explicit IDs,
+exact trims, the 14-argument XCLAIM, XGROUP SETID ... ENTRIESREAD) plus two streamkeep commands,
+`SK.XCONSUMER` (a consumer's seen/active times, which Redis lets drift) and `SK.XTRIMIDS` (the
+exact entries a DELREF/ACKED trim removed). Must not touch: engine state.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from typing import NamedTuple
 
 from streamkeep.engine.model.ids import format_id
@@ -28,6 +31,125 @@ class Record(NamedTuple):
     effects: list[Effect] | tuple  # each effect an argv (list or tuple of bytes)
 
 
+# --- the vocabulary ------------------------------------------------------------------------------
+
+
+class EffectCommand(NamedTuple):
+    """One command (or container subcommand) an effect may be, and the exact shape it takes."""
+
+    name: str  # as effects spell it, upper case; a subcommand after its container: "XGROUP SETID"
+    syntax: str  # the arguments effects give it (redis.io notation), the name included
+    streamkeep_only: bool = False  # SK.*: not a Redis command (an export must translate it)
+    switches_db: bool = False  # SELECT: changes no data, selects the database of what follows
+
+
+EFFECT_VOCABULARY: dict[str, EffectCommand] = {c.name: c for c in (
+    EffectCommand("XADD", "XADD key [<MAXLEN = length | MINID = id>] id field value "
+                          "[field value ...]"),
+    EffectCommand("XTRIM", "XTRIM key <MAXLEN = length | MINID = id>"),
+    EffectCommand("XDEL", "XDEL key id [id ...]"),
+    EffectCommand("XSETID", "XSETID key last-id ENTRIESADDED entries-added "
+                            "MAXDELETEDID max-deleted-id"),
+    EffectCommand("XACK", "XACK key group id [id ...]"),
+    EffectCommand("XCLAIM", "XCLAIM key group consumer 0 id TIME ms RETRYCOUNT count FORCE "
+                            "JUSTID [LASTID last-id]"),
+    EffectCommand("XGROUP CREATE", "XGROUP CREATE key group id ENTRIESREAD entries-read "
+                                   "MKSTREAM"),
+    EffectCommand("XGROUP SETID", "XGROUP SETID key group id ENTRIESREAD entries-read"),
+    EffectCommand("XGROUP DESTROY", "XGROUP DESTROY key group"),
+    EffectCommand("XGROUP CREATECONSUMER", "XGROUP CREATECONSUMER key group consumer"),
+    EffectCommand("XGROUP DELCONSUMER", "XGROUP DELCONSUMER key group consumer"),
+    EffectCommand("DEL", "DEL key [key ...]"),
+    EffectCommand("RENAME", "RENAME key newkey"),
+    EffectCommand("FLUSHDB", "FLUSHDB"),
+    EffectCommand("FLUSHALL", "FLUSHALL"),
+    EffectCommand("SELECT", "SELECT index", switches_db=True),
+    # Set a consumer's seen and active times (ms), creating the consumer if needed.
+    EffectCommand("SK.XCONSUMER", "SK.XCONSUMER key group consumer seen-time active-time",
+                  streamkeep_only=True),
+    # Remove these entries as trimming does: the stream's max deleted ID does not change.
+    EffectCommand("SK.XTRIMIDS", "SK.XTRIMIDS key id [id ...]", streamkeep_only=True),
+)}
+"""Every command an effect may be: the AOF's, the snapshot tail's and the replication stream's
+whole language. Replicas (which apply these and nothing else), the offline AOF inspector (which
+names and checks records by it) and the RESP export (which writes the Redis ones as they are and
+must translate the `streamkeep_only` ones) rely on this table; an effect outside it is a bug of
+the command that emitted it. Each entry resolves in the command table (internal ones with
+`allow_internal`) to a write command, except SELECT, which only appears inside a transaction's
+record, before the effects of a command that ran in another database than the one before it.
+`syntax` is the shape effects give the command, narrower than what a client may send."""
+
+_CONTAINERS = frozenset(name.split(" ", 1)[0] for name in EFFECT_VOCABULARY if " " in name)
+
+
+def effect_command(effect: Sequence[bytes]) -> str:
+    """The vocabulary name an effect argv is spelled with ("XGROUP SETID" for a subcommand);
+    not checked against the vocabulary (see EFFECT_VOCABULARY)."""
+    name = bytes(effect[0]).upper().decode("ascii", "replace")
+    if name in _CONTAINERS and len(effect) > 1:
+        name += " " + bytes(effect[1]).upper().decode("ascii", "replace")
+    return name
+
+
+# --- stream entries ------------------------------------------------------------------------------
+
+
+def xadd_effect(
+    key: bytes, entry_id: bytes, fields: Sequence[bytes], trim_clause: Sequence[bytes] = (),
+) -> Effect:
+    """`XADD key [trim clause] id field value ...`: the entry with its resolved ID, and the
+    exact clause (trim_maxlen_clause / trim_minid_clause) of the trim it ran, if any."""
+    return [b"XADD", key, *trim_clause, entry_id, *fields]
+
+
+def plain_xadd_effect(argv: Sequence[bytes], entry_id: bytes) -> Effect:
+    """XADD's hot path: `XADD key id field value ...` from a plain client XADD argv (no
+    options) and the ID it resolved to; the same effect as
+    `xadd_effect(argv[1], entry_id, argv[3:])`, built with one copy."""
+    effect = list(argv)
+    effect[0] = b"XADD"
+    effect[2] = entry_id
+    return effect
+
+
+def trim_maxlen_clause(length: int) -> list[bytes]:
+    """The exact trim clause that leaves `length` entries: `MAXLEN = length`."""
+    return [b"MAXLEN", b"=", b"%d" % length]
+
+
+def trim_minid_clause(min_id: int) -> list[bytes]:
+    """The exact trim clause that removes the entries before `min_id`: `MINID = id`."""
+    return [b"MINID", b"=", format_id(min_id)]
+
+
+def xtrim_effect(key: bytes, trim_clause: Sequence[bytes]) -> Effect:
+    """`XTRIM key MAXLEN = n | MINID = id`: a trim that removed a prefix."""
+    return [b"XTRIM", key, *trim_clause]
+
+
+def sk_xtrimids_effect(key: bytes, ids: Iterable[int]) -> Effect:
+    """`SK.XTRIMIDS key id...`: the exact entries a trim removed when DELREF/ACKED let it skip
+    some (no clause reproduces that)."""
+    return [b"SK.XTRIMIDS", key, *map(format_id, ids)]
+
+
+def xdel_effect(key: bytes, ids: Iterable[int]) -> Effect:
+    return [b"XDEL", key, *map(format_id, ids)]
+
+
+def xsetid_effect(key: bytes, last_id: int, entries_added: int, max_deleted_id: int) -> Effect:
+    """XSETID with all three values explicit: the stream's metadata as the command left it."""
+    return [b"XSETID", key, format_id(last_id), b"ENTRIESADDED", b"%d" % entries_added,
+            b"MAXDELETEDID", format_id(max_deleted_id)]
+
+
+# --- consumer groups -----------------------------------------------------------------------------
+
+
+def xack_effect(key: bytes, group: bytes, ids: Iterable[int]) -> Effect:
+    return [b"XACK", key, group, *map(format_id, ids)]
+
+
 def xclaim_effect(
     key: bytes, group: bytes, consumer: bytes, sid: int, delivery_time: int,
     delivery_count: int, last_id: int | None,
@@ -42,10 +164,71 @@ def xclaim_effect(
     return effect
 
 
-def setid_effect(key: bytes, group: bytes, last_id: int, entries_read: int) -> Effect:
+def new_delivery_xclaim_pieces(
+    key: bytes, group: bytes, consumer: bytes, delivery_time: int,
+) -> tuple[Effect, Effect]:
+    """XREADGROUP `>`'s per-entry effect in reusable pieces, for its delivery loop: the effect
+    of delivering the entry whose ID bytes are `idb` is `[*head, idb, *tail, idb]`, the same as
+    `xclaim_effect(key, group, consumer, sid, delivery_time, 1, sid)` (first delivery, and the
+    group's last ID is that entry) without a function call and an ID formatting per entry."""
+    head = [b"XCLAIM", key, group, consumer, b"0"]
+    tail = [b"TIME", b"%d" % delivery_time, b"RETRYCOUNT", b"1", b"FORCE", b"JUSTID", b"LASTID"]
+    return head, tail
+
+
+def xgroup_create_effect(key: bytes, group: bytes, last_id: int, entries_read: int) -> Effect:
+    """XGROUP CREATE with the resolved ID, an explicit ENTRIESREAD, and MKSTREAM (harmless when
+    the stream exists; needed when the command created it)."""
+    return [b"XGROUP", b"CREATE", key, group, format_id(last_id), b"ENTRIESREAD",
+            b"%d" % entries_read, b"MKSTREAM"]
+
+
+def xgroup_setid_effect(key: bytes, group: bytes, last_id: int, entries_read: int) -> Effect:
     return [b"XGROUP", b"SETID", key, group, format_id(last_id), b"ENTRIESREAD",
             b"%d" % entries_read]
 
 
-def consumer_effect(key: bytes, group: bytes, name: bytes, seen: int, active: int) -> Effect:
-    return [b"SK.XCONSUMER", key, group, name, b"%d" % seen, b"%d" % active]
+def xgroup_destroy_effect(key: bytes, group: bytes) -> Effect:
+    return [b"XGROUP", b"DESTROY", key, group]
+
+
+def xgroup_createconsumer_effect(key: bytes, group: bytes, consumer: bytes) -> Effect:
+    return [b"XGROUP", b"CREATECONSUMER", key, group, consumer]
+
+
+def xgroup_delconsumer_effect(key: bytes, group: bytes, consumer: bytes) -> Effect:
+    return [b"XGROUP", b"DELCONSUMER", key, group, consumer]
+
+
+def sk_xconsumer_effect(key: bytes, group: bytes, consumer: bytes, seen: int,
+                        active: int) -> Effect:
+    """`SK.XCONSUMER key group consumer seen active`: pins the consumer's times (and creates
+    it), which Redis's own propagation lets drift."""
+    return [b"SK.XCONSUMER", key, group, consumer, b"%d" % seen, b"%d" % active]
+
+
+# --- keyspace ------------------------------------------------------------------------------------
+
+
+def del_effect(keys: Iterable[bytes]) -> Effect:
+    """`DEL key...`: the keys that existed (DEL and UNLINK both)."""
+    return [b"DEL", *keys]
+
+
+def rename_effect(source: bytes, destination: bytes) -> Effect:
+    """`RENAME key newkey` (RENAMENX too, once it moved the key)."""
+    return [b"RENAME", source, destination]
+
+
+def flushdb_effect() -> Effect:
+    return [b"FLUSHDB"]
+
+
+def flushall_effect() -> Effect:
+    return [b"FLUSHALL"]
+
+
+def select_effect(db: int) -> Effect:
+    """`SELECT index`, in front of the effects of a transaction's command that ran in another
+    database than the record's (or the previous SELECT's)."""
+    return [b"SELECT", b"%d" % db]

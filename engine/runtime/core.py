@@ -21,7 +21,7 @@ from streamkeep.engine.exec.context import Block, Ctx, Later, MultiCtx, ReplayCt
 from streamkeep.engine.exec.table import FAST_DISPATCH, Argv, CommandSpec, lookup
 from streamkeep.engine.exec.transactions import WatchRegistry, end_transaction, queue_in_multi
 from streamkeep.engine.model.digest import state_digest
-from streamkeep.engine.model.effects import Record
+from streamkeep.engine.model.effects import Record, select_effect
 from streamkeep.engine.model.stream import Stream
 from streamkeep.engine.runtime.redis_api import RedisStreamAPI
 from streamkeep.engine.wire.errors import ReplyError
@@ -318,7 +318,7 @@ class Engine(RedisStreamAPI):
             except ReplyError as err:
                 reply = err
             if len(effects) > mark and db != record_db:
-                effects.insert(mark, [b"SELECT", b"%d" % db])
+                effects.insert(mark, select_effect(db))
                 record_db = db
             replies.append(reply)
         return replies
