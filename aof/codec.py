@@ -31,6 +31,7 @@ import crcmod.predefined
 import msgpack
 
 from streamkeep.engine.model.effects import Record
+from streamkeep.engine.wire.errors import StorageError
 
 MAGIC = b"SKAOF\r\n\x1a"
 VERSION = 1
@@ -43,16 +44,16 @@ RESYNC_SCAN_LIMIT = 64 << 20  # how far past damage we look for valid records
 
 crc32c = crcmod.predefined.mkCrcFun("crc-32c")
 # crcmod wraps its C function in a Python closure; the hot loops call the C function itself:
-# crc32c(data) == _crc32c_raw(data, 0xFFFFFFFF, _CRC_TABLE) ^ 0xFFFFFFFF.
-_CRC_INIT, _CRC_TABLE, _crc32c_raw = crc32c.__defaults__  # type: ignore[attr-defined,misc]
-assert _CRC_INIT == 0 and _crc32c_raw(b"123456789", 0xFFFFFFFF, _CRC_TABLE) ^ 0xFFFFFFFF == (
+# crc32c(data) == crc32c_raw(data, 0xFFFFFFFF, CRC_TABLE) ^ 0xFFFFFFFF.
+_CRC_INIT, CRC_TABLE, crc32c_raw = crc32c.__defaults__  # type: ignore[attr-defined,misc]
+assert _CRC_INIT == 0 and crc32c_raw(b"123456789", 0xFFFFFFFF, CRC_TABLE) ^ 0xFFFFFFFF == (
     0xE3069283
 ), "crcmod's C extension is not in use"
-_packb = msgpack.Packer(use_bin_type=True).pack
+packb = msgpack.Packer(use_bin_type=True).pack
 _unpackb = msgpack.unpackb
 
 
-class FormatError(Exception):
+class FormatError(StorageError):
     """A segment or manifest that is not what streamkeep wrote."""
 
 
@@ -82,8 +83,8 @@ def decode_header(data: bytes) -> SegmentHeader:
 
 def encode(lsn: int, time_ms: int, db: int, effects: list) -> bytes:
     """One framed record (the write path calls this directly, without a Record object)."""
-    payload = _packb([lsn, time_ms, db, effects])
-    return FRAME.pack(len(payload), _crc32c_raw(payload, 0xFFFFFFFF, _CRC_TABLE) ^ 0xFFFFFFFF
+    payload = packb([lsn, time_ms, db, effects])
+    return FRAME.pack(len(payload), crc32c_raw(payload, 0xFFFFFFFF, CRC_TABLE) ^ 0xFFFFFFFF
                       ) + payload
 
 
@@ -216,7 +217,7 @@ def scan_batches(data: bytes, start: int, first_lsn: int, result: ScanResult,
     pos, expected = start, first_lsn
     size = len(data)
     unpack_frame = FRAME.unpack_from
-    crc_raw, table = _crc32c_raw, _CRC_TABLE
+    crc_raw, table = crc32c_raw, CRC_TABLE
     unpackb = _unpackb
     batch: list[tuple] = []
     append = batch.append

@@ -14,8 +14,10 @@ import fcntl
 import os
 from typing import Protocol
 
+from streamkeep.engine.wire.errors import StorageError
 
-class LockedError(Exception):
+
+class LockedError(StorageError):
     """The data directory is locked by another process."""
 
 

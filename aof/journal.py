@@ -27,7 +27,7 @@ from _thread import allocate_lock as _allocate_lock
 from collections.abc import Callable
 
 from streamkeep.aof import manifest as manifest_mod
-from streamkeep.aof.codec import _CRC_TABLE, FRAME, HEADER_SIZE, _crc32c_raw, _packb, encode_header
+from streamkeep.aof.codec import CRC_TABLE, FRAME, HEADER_SIZE, crc32c_raw, encode_header, packb
 from streamkeep.aof.fs import FileSystem
 from streamkeep.aof.manifest import Manifest, SegmentEntry
 from streamkeep.engine.wire.errors import ReplyError
@@ -113,8 +113,8 @@ class Journal:
         written by the retry. In deferred mode (the server's) the record joins a buffer that
         `flush_pending` writes with one write() before any reply leaves."""
         lsn = self.lsn = self.lsn + 1
-        payload = _packb([lsn, time_ms, db, effects])  # codec.encode, inlined: the hot path
-        data = FRAME.pack(len(payload), _crc32c_raw(payload, 0xFFFFFFFF, _CRC_TABLE) ^ 0xFFFFFFFF
+        payload = packb([lsn, time_ms, db, effects])  # codec.encode, inlined: the hot path
+        data = FRAME.pack(len(payload), crc32c_raw(payload, 0xFFFFFFFF, CRC_TABLE) ^ 0xFFFFFFFF
                           ) + payload
         if self.unwritten:  # keep the log in LSN order behind the records awaiting a retry
             self.unwritten.append(data)

@@ -23,6 +23,7 @@ import re
 from dataclasses import dataclass, field
 
 from streamkeep.aof.fs import FileSystem
+from streamkeep.engine.wire.errors import StorageError
 
 MANIFEST = "manifest.json"
 MANIFEST_TMP = "manifest.json.tmp"
@@ -32,7 +33,7 @@ _SEGMENT_FILE = re.compile(r"segment-(\d{6,})\.aof")
 _SNAPSHOT_FILE = re.compile(r"snapshot-(\d{12,})\.mdb")
 
 
-class ManifestError(Exception):
+class ManifestError(StorageError):
     """The data directory's manifest is missing, malformed or names missing files."""
 
 

@@ -20,14 +20,17 @@ import logging
 import os
 import time
 from dataclasses import dataclass
-from itertools import chain
 from typing import TYPE_CHECKING
 
 from streamkeep.aof import manifest as manifest_mod
-from streamkeep.aof.codec import HEADER_SIZE, FormatError, ScanResult, decode_header, scan_batches
+from streamkeep.aof.codec import HEADER_SIZE
 from streamkeep.aof.fs import FileSystem, RealFS
 from streamkeep.aof.journal import POLICIES, Journal, create_segment
 from streamkeep.aof.manifest import Manifest, SegmentEntry, SnapshotEntry
+from streamkeep.aof.reader import SegmentError, SegmentReader
+from streamkeep.engine.commands.connection import last_save_time
+from streamkeep.engine.exec.interfaces import Fields, PersistenceStatus, persistence_fields
+from streamkeep.engine.wire.errors import StorageError
 from streamkeep.snapshot.compactor import (
     DEFAULT_MIN_SIZE,
     DEFAULT_PERCENTAGE,
@@ -46,7 +49,7 @@ LOCK_FILE = "LOCK"
 DEFAULT_SEGMENT_MAX_BYTES = 64 << 20
 
 
-class AOFCorruptError(Exception):
+class AOFCorruptError(StorageError):
     """The AOF cannot be loaded without losing data that may have been acknowledged."""
 
 
@@ -69,13 +72,60 @@ def _truthy(value: object) -> bool:
 
 
 class DataDir:
-    def __init__(self, fs: FileSystem, path: str, lock_fd: int, journal: Journal,
-                 compactor: Compactor) -> None:
+    """An open data directory: its lock, journal and compactor. Implements the engine's
+    `Persistence` interface (streamkeep.engine.exec.interfaces) and registers, on the engine
+    it serves, the hooks of what it owns: appendfsync (the journal) and INFO persistence."""
+
+    def __init__(self, engine: Engine, fs: FileSystem, path: str, lock_fd: int,
+                 journal: Journal, compactor: Compactor) -> None:
+        self.engine = engine
         self.fs = fs
         self.path = path
         self.lock_fd = lock_fd
         self.journal = journal
         self.compactor = compactor
+        engine.on_config(("appendfsync",),
+                         lambda: journal.set_policy(engine.config["appendfsync"]))
+        engine.add_info_section("persistence", self._info_persistence)
+
+    # --- the Persistence interface --------------------------------------------------------------
+
+    @property
+    def repl_id(self) -> str:
+        return self.journal.manifest.repl_id
+
+    def compact(self, wait: bool = True) -> SnapshotEntry | None:
+        return self.compactor.compact(wait)
+
+    def start_background_save(self) -> bool:
+        if self.compactor.job is not None:
+            return False
+        self.compactor.start_locked()
+        return True
+
+    def last_save_ms(self) -> int | None:
+        snap = self.journal.manifest.snapshot
+        return snap.created_ms if snap is not None else None
+
+    def status(self) -> PersistenceStatus:
+        journal, compactor = self.journal, self.compactor
+        snap = journal.manifest.snapshot
+        base = snap.size if snap is not None else 0
+        job = compactor.job
+        return PersistenceStatus(
+            changes_since_save=journal.lsn - (snap.lsn if snap is not None else 0),
+            saving_since_ms=job.created_ms if job is not None else None,
+            last_status=compactor.last_status,
+            saves=compactor.runs,
+            aof_ok=journal.error is None,
+            aof_current_size=base + journal.aof_bytes,
+            aof_base_size=base,
+            fsync_pending=journal.synced_lsn < journal.written_lsn,
+        )
+
+    def _info_persistence(self) -> Fields:
+        engine = self.engine
+        return persistence_fields(self.status(), engine.clock(), last_save_time(engine))
 
     @classmethod
     def open(
@@ -121,7 +171,7 @@ class DataDir:
         journal.flush_lock = engine.lock
         compactor = Compactor(engine, fs, path, journal, rewrite_min, rewrite_pct)
         engine.attach_journal(journal)
-        return cls(fs, path, lock_fd, journal, compactor)
+        return cls(engine, fs, path, lock_fd, journal, compactor)
 
     def close(self) -> None:
         self.compactor.stop()
@@ -235,16 +285,10 @@ def _replay_segment(
 ) -> tuple[int, int]:
     """Replay one segment; returns (offset of its good end, records replayed)."""
     file = os.path.join(path, entry.file)
-    data = fs.read_file(file)
     try:
-        header = decode_header(data)
-    except FormatError as err:
-        raise AOFCorruptError(f"{file}: {err}") from None
-    if header.segment != entry.segment or header.first_lsn != entry.first_lsn:
-        raise AOFCorruptError(
-            f"{file}: header says segment {header.segment} first LSN {header.first_lsn}, the "
-            f"manifest says segment {entry.segment} first LSN {entry.first_lsn}"
-        )
+        reader = SegmentReader(fs, file, entry.segment, entry.first_lsn)
+    except SegmentError as err:
+        raise AOFCorruptError(str(err)) from None
     if entry.first_lsn != expected:
         raise AOFCorruptError(
             f"{file}: starts at LSN {entry.first_lsn} but the previous segment ends at "
@@ -253,22 +297,21 @@ def _replay_segment(
     # Records are applied as they are decoded (CRC-checked batch by batch): the decoded records
     # of a whole segment are never held at once. Damage stops the scan; what precedes it is
     # applied, then the checks below decide whether the directory may open at all.
-    result = ScanResult(end=HEADER_SIZE)
-    engine.apply_many(chain.from_iterable(scan_batches(data, HEADER_SIZE, expected, result)))
-    damage = result.damage
+    engine.apply_many(reader.records())
+    damage = reader.damage
     if damage is not None:
-        where = f"{file}: {damage.reason} at byte offset {damage.offset}"
+        where = str(damage)
         if not last or damage.valid_after:
             raise AOFCorruptError(f"{where}, followed by valid records; refusing to load")
         if not load_truncated:
             raise AOFCorruptError(f"{where} (torn tail) and aof-load-truncated is no")
-        log.warning("%s: torn tail, truncating to %d bytes (%d dropped)", where, result.end,
-                    len(data) - result.end)
-        fs.truncate(file, result.end)
+        log.warning("%s: torn tail, truncating to %d bytes (%d dropped)", where, reader.end,
+                    reader.size - reader.end)
+        fs.truncate(file, reader.end)
         fd = fs.open_append(file, create=False)
         try:
             fs.fdatasync(fd)
         finally:
             fs.close(fd)
-    log.info("replayed %s: %d records", entry.file, result.count)
-    return result.end, result.count
+    log.info("replayed %s: %d records", entry.file, reader.count)
+    return reader.end, reader.count

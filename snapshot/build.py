@@ -26,18 +26,18 @@ import json
 import os
 import signal
 import sys
-from itertools import chain
 
-from streamkeep.aof.codec import HEADER_SIZE, FormatError, ScanResult, decode_header, scan_batches
 from streamkeep.aof.fs import RealFS
+from streamkeep.aof.reader import SegmentError, SegmentReader
 from streamkeep.engine.runtime.core import Engine
+from streamkeep.engine.wire.errors import StorageError
 from streamkeep.snapshot.load import load_snapshot
 from streamkeep.snapshot.writer import write_snapshot
 
 _PR_SET_PDEATHSIG = 1
 
 
-class BuildError(Exception):
+class BuildError(StorageError):
     """The inputs are not what the parent said they are."""
 
 
@@ -64,22 +64,19 @@ def build(job: dict) -> int:
     replayed = 0
     for name, number, first_lsn in job["segments"]:
         path = os.path.join(directory, name)
-        data = fs.read_file(path)
         try:
-            header = decode_header(data)
-        except FormatError as err:
-            raise BuildError(f"{path}: {err}") from None
-        if (header.segment, header.first_lsn) != (number, first_lsn) or first_lsn != expected:
-            raise BuildError(f"{path}: starts at LSN {header.first_lsn}, expected {expected}")
+            reader = SegmentReader(fs, path, number, first_lsn)
+        except SegmentError as err:
+            raise BuildError(str(err)) from None
+        if first_lsn != expected:
+            raise BuildError(f"{path}: starts at LSN {first_lsn}, expected {expected}")
         # Applied while decoded, as at open; damage anywhere fails the build (the engine and
         # whatever it applied are thrown away with this process).
-        result = ScanResult(end=HEADER_SIZE)
-        engine.apply_many(chain.from_iterable(scan_batches(data, HEADER_SIZE, expected, result)))
-        if result.damage is not None:
-            raise BuildError(f"{path}: {result.damage.reason} at byte offset "
-                             f"{result.damage.offset} in a closed segment")
-        expected += result.count
-        replayed += result.count
+        engine.apply_many(reader.records())
+        if reader.damage is not None:
+            raise BuildError(f"{reader.damage} in a closed segment")
+        expected += reader.count
+        replayed += reader.count
     if expected - 1 != job["lsn"]:
         raise BuildError(f"the segments end at LSN {expected - 1}, not {job['lsn']}")
     write_snapshot(engine.dbs, os.path.join(directory, job["out"]), job["lsn"],

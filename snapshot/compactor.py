@@ -40,6 +40,7 @@ from streamkeep.aof.manifest import Manifest, SegmentEntry, SnapshotEntry
 from streamkeep.engine.exec.config import (
     parse_size,  # Redis's memory units; aof.store imports it from here
 )
+from streamkeep.engine.wire.errors import StorageError
 
 if TYPE_CHECKING:
     from streamkeep.aof.journal import Journal
@@ -49,10 +50,12 @@ log = logging.getLogger("streamkeep.snapshot")
 
 DEFAULT_MIN_SIZE = 64 << 20  # Redis's auto-aof-rewrite-min-size default (64mb)
 DEFAULT_PERCENTAGE = 100  # Redis's auto-aof-rewrite-percentage default
-_PROJECT_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# Where this process found the `streamkeep` package: the build child imports it from there too.
+_PACKAGE_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(
+    sys.modules["streamkeep"].__file__ or "")))
 
 
-class CompactionError(Exception):
+class CompactionError(StorageError):
     """A compaction did not complete; the directory still holds the previous state."""
 
 
@@ -92,6 +95,16 @@ class Compactor:
         self.on_step: Callable[[str], None] | None = None
         journal.on_rewrite = self._auto
         journal.rewrite_at = self.threshold()
+        engine.on_config(("auto-aof-rewrite-percentage", "auto-aof-rewrite-min-size"),
+                         self._apply_trigger_config)
+
+    def _apply_trigger_config(self) -> None:
+        """CONFIG SET of the rewrite trigger (engine lock held)."""
+        config = self.engine.config
+        self.percentage = int(config["auto-aof-rewrite-percentage"])
+        self.min_size = int(config["auto-aof-rewrite-min-size"])
+        if self.job is None:  # a running compaction resets the trigger when it ends
+            self.journal.rewrite_at = self.threshold()
 
     def threshold(self) -> float:
         """AOF bytes since the snapshot at which the auto trigger fires (inf: never)."""
@@ -105,10 +118,10 @@ class Compactor:
         self.journal.rewrite_at = float("inf")
         if self._stopping:
             return
-        if self._start_locked() is None and self.job is None:
+        if self.start_locked() is None and self.job is None:
             self.journal.rewrite_at = self.threshold()
 
-    def _start_locked(self) -> Job | None:
+    def start_locked(self) -> Job | None:
         """Rotate and launch a compaction; None when there is nothing to compact."""
         if self.job is not None:
             return self.job
@@ -139,7 +152,7 @@ class Compactor:
                 return None
             job.done.wait()
         with self.engine.lock:
-            job = self._start_locked()
+            job = self.start_locked()
             # Not started because the AOF refuses writes (a failed fsync, or a failed write
             # awaiting its retry): that is a failure, not "nothing to compact".
             refused = job is None and not self._stopping and bool(
@@ -201,7 +214,7 @@ class Compactor:
                        for name in ("stream-node-max-entries", "stream-node-max-bytes")},
         }
         env = dict(os.environ)
-        env["PYTHONPATH"] = os.pathsep.join(filter(None, [_PROJECT_ROOT,
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [_PACKAGE_ROOT,
                                                           env.get("PYTHONPATH")]))
         proc = job.proc = subprocess.Popen(
             [sys.executable, "-m", "streamkeep.snapshot.build", json.dumps(spec)],

@@ -21,11 +21,12 @@ from typing import NamedTuple
 
 import lmdb
 
+from streamkeep.engine.wire.errors import StorageError
 from streamkeep.snapshot import layout
 from streamkeep.snapshot.layout import ID, MAX_ID, RawNode
 
 
-class SnapshotError(Exception):
+class SnapshotError(StorageError):
     """Not a streamkeep snapshot, or one of an unsupported version."""
 
 

@@ -18,7 +18,7 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from streamkeep.engine.wire.errors import ReplyError
+from streamkeep.engine.wire.errors import ReplyError, StreamkeepError
 from streamkeep.engine.wire.reply import NULL_ARRAY, Push, RespMap, RespSet, Verbatim, to_plain
 from streamkeep.engine.wire.resp import (
     NEED_MORE,
@@ -356,9 +356,16 @@ def test_error_after_complete_commands_and_sticky() -> None:
     assert again.value is first.value
 
 
-def test_protocol_error_is_a_reply_error() -> None:
-    assert issubclass(ProtocolError, ReplyError)
+def test_protocol_error_is_not_a_reply_error() -> None:
+    """A corrupt stream from a peer is not a refusal: `except ReplyError` must not catch it
+    (issue #10), yet both are streamkeep's errors and a protocol error still encodes as the
+    error line Redis sends before closing."""
+    assert not issubclass(ProtocolError, ReplyError)
+    assert issubclass(ProtocolError, StreamkeepError)
+    assert issubclass(ReplyError, StreamkeepError)
     assert issubclass(QueryBufferLimit, ProtocolError)
+    err = ProtocolError("ERR Protocol error: invalid bulk length")
+    assert str(err) == err.reply().line == "ERR Protocol error: invalid bulk length"
 
 
 @pytest.mark.parametrize(

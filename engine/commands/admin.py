@@ -27,13 +27,13 @@ from typing import TYPE_CHECKING, Any
 
 from streamkeep.engine.commands.connection import (
     BAD_NAME,
-    REDIS_VERSION,
     last_save_time,
     valid_client_name,
 )
 from streamkeep.engine.commands.keyspace import stringmatchlen
 from streamkeep.engine.exec.config import (
     PARAMS,
+    REDIS_VERSION,
     ConfigError,
     config_set,
     format_setting,
@@ -41,6 +41,7 @@ from streamkeep.engine.exec.config import (
 )
 from streamkeep.engine.exec.config import rewrite_config_file as _rewrite_config_file
 from streamkeep.engine.exec.context import Ctx
+from streamkeep.engine.exec.interfaces import persistence_fields
 from streamkeep.engine.exec.table import (
     COMMANDS,
     NO_KEYS,
@@ -273,45 +274,8 @@ def _info_memory(engine: Engine) -> Fields:
 
 
 def _info_persistence(engine: Engine) -> Fields:
-    datadir = engine.datadir
-    journal = engine.journal
-    compactor = datadir.compactor if datadir is not None else None
-    job = compactor.job if compactor is not None else None
-    running = int(job is not None)
-    job_secs = int((engine.clock() - job.created_ms) // 1000) if job is not None else -1
-    status = compactor.last_status if compactor is not None else "ok"
-    snap = journal.manifest.snapshot if journal is not None else None
-    changes = journal.lsn - (snap.lsn if snap is not None else 0) if journal is not None else 0
-    fields: Fields = [
-        ("loading", 0),
-        ("async_loading", 0),
-        ("rdb_changes_since_last_save", changes),
-        ("rdb_bgsave_in_progress", running),
-        ("rdb_last_save_time", last_save_time(engine)),
-        ("rdb_last_bgsave_status", status),
-        ("rdb_last_bgsave_time_sec", -1),
-        ("rdb_current_bgsave_time_sec", job_secs),
-        ("rdb_saves", compactor.runs if compactor is not None else 0),
-        ("aof_enabled", int(journal is not None)),
-        ("aof_rewrite_in_progress", running),
-        ("aof_rewrite_scheduled", 0),
-        ("aof_last_rewrite_time_sec", -1),
-        ("aof_current_rewrite_time_sec", job_secs),
-        ("aof_last_bgrewrite_status", status),
-        ("aof_rewrites", compactor.runs if compactor is not None else 0),
-        ("aof_last_write_status", "ok" if journal is None or journal.error is None else "err"),
-    ]
-    if journal is not None:
-        base = snap.size if snap is not None else 0
-        fields += [
-            ("aof_current_size", base + journal.aof_bytes),
-            ("aof_base_size", base),
-            ("aof_pending_rewrite", 0),
-            ("aof_buffer_length", 0),
-            ("aof_pending_bio_fsync", int(journal.synced_lsn < journal.written_lsn)),
-            ("aof_delayed_fsync", 0),
-        ]
-    return fields
+    """An engine without a data directory (one with registers its own section)."""
+    return persistence_fields(None, engine.clock(), last_save_time(engine))
 
 
 def _info_stats(engine: Engine) -> Fields:
@@ -326,7 +290,7 @@ def _info_stats(engine: Engine) -> Fields:
         ("evicted_clients", 0),
         ("pubsub_channels", 0),
         ("pubsub_patterns", 0),
-        ("total_forks", engine.datadir.compactor.runs if engine.datadir is not None else 0),
+        ("total_forks", engine.datadir.status().saves if engine.datadir is not None else 0),
     ]
 
 
@@ -334,11 +298,12 @@ _REPL_IDS: weakref.WeakKeyDictionary[Any, str] = weakref.WeakKeyDictionary()
 
 
 def _info_replication(engine: Engine) -> Fields:
-    journal = engine.journal
-    if journal is not None:
-        replid = journal.manifest.repl_id
+    datadir = engine.datadir
+    if datadir is not None:
+        replid = datadir.repl_id
     else:  # in memory: a history of its own, named once
         replid = _REPL_IDS.setdefault(engine, os.urandom(20).hex())
+    journal = engine.journal
     return [
         ("role", "master"),
         ("connected_slaves", 0),
@@ -402,9 +367,12 @@ def info_text(engine: Engine, sections: Iterable[str] = ()) -> str:
     if not sections:
         wanted.update(DEFAULT_SECTIONS)
     parts = []
-    for name, (title, fields) in INFO_SECTIONS.items():
+    registered = engine.info_sections  # sections their owners serve (engine.on_... hooks)
+    for name, (title, builtin) in INFO_SECTIONS.items():
         if name in wanted:
-            lines = [f"# {title}\r\n"] + [f"{k}:{v}\r\n" for k, v in fields(engine)]
+            section = registered.get(name)
+            fields = section() if section is not None else builtin(engine)
+            lines = [f"# {title}\r\n"] + [f"{k}:{v}\r\n" for k, v in fields]
             parts.append("".join(lines))
     return "\r\n".join(parts)
 

@@ -13,7 +13,9 @@ import hashlib
 import hmac
 from typing import Any
 
+from streamkeep.engine.exec.config import REDIS_VERSION
 from streamkeep.engine.exec.context import Ctx, Later
+from streamkeep.engine.exec.interfaces import Persistence
 from streamkeep.engine.exec.table import (
     NO_KEYS,
     Argv,
@@ -25,10 +27,9 @@ from streamkeep.engine.exec.table import (
 from streamkeep.engine.exec.transactions import end_transaction
 from streamkeep.engine.model.digest import state_digest
 from streamkeep.engine.wire.args import is_word, parse_int
-from streamkeep.engine.wire.errors import SYNTAX, ReplyError
+from streamkeep.engine.wire.errors import SYNTAX, ReplyError, StorageError, storage_reply
 from streamkeep.engine.wire.reply import NO_REPLY, RespMap
 
-REDIS_VERSION = "8.4.0"  # the Redis whose command semantics streamkeep implements
 WRONGPASS = "WRONGPASS invalid username-password pair or user is disabled."
 NO_PASSWORD = ("ERR AUTH <password> called without any password configured for the default "
                "user. Are you sure your configuration is correct?")
@@ -194,26 +195,23 @@ def shutdown(ctx: Ctx, argv: Argv) -> Any:
 # --- persistence -------------------------------------------------------------------------------
 
 
-def _compactor(ctx: Ctx) -> Any:
+def _persistence(ctx: Ctx) -> Persistence:
     datadir = ctx.engine.datadir
     if datadir is None:
         raise ReplyError("ERR this engine keeps no data directory (it runs in memory)")
-    return datadir.compactor
+    return datadir
 
 
 @command("save", 1, "admin noscript no_async_loading no_multi", keys=NO_KEYS, group="server",
          since="1.0.0", summary="Synchronously saves the database(s) to disk.")
 def save(ctx: Ctx, argv: Argv) -> Later:
-    engine = ctx.engine
-    _compactor(ctx)
+    persistence = _persistence(ctx)
 
     def wait() -> str:
-        from streamkeep.snapshot.compactor import CompactionError
-
         try:
-            engine.compact(wait=True)
-        except CompactionError as err:
-            raise ReplyError(f"ERR {err}") from None
+            persistence.compact(wait=True)
+        except StorageError as err:
+            raise storage_reply(err) from None
         return "OK"
 
     return Later(wait)
@@ -225,32 +223,26 @@ def save(ctx: Ctx, argv: Argv) -> Later:
 def bgsave(ctx: Ctx, argv: Argv) -> str:
     if len(argv) > 2 or (len(argv) == 2 and not is_word(argv[1], b"schedule")):
         raise ReplyError(SYNTAX)
-    compactor = _compactor(ctx)
-    if compactor.job is not None:
+    if not _start_background_save(_persistence(ctx)):
         if len(argv) == 2:
             return "Background saving scheduled"
         raise ReplyError("ERR Background save already in progress")
-    _start(compactor)
     return "Background saving started"
 
 
 @command("bgrewriteaof", 1, "admin noscript no_async_loading", keys=NO_KEYS, group="server",
          since="1.0.0", summary="Asynchronously rewrites the append-only file to disk.")
 def bgrewriteaof(ctx: Ctx, argv: Argv) -> str:
-    compactor = _compactor(ctx)
-    if compactor.job is not None:
+    if not _start_background_save(_persistence(ctx)):
         raise ReplyError("ERR Background append only file rewriting already in progress")
-    _start(compactor)
     return "Background append only file rewriting started"
 
 
-def _start(compactor: Any) -> None:
-    from streamkeep.snapshot.compactor import CompactionError
-
+def _start_background_save(persistence: Persistence) -> bool:
     try:
-        compactor._start_locked()
-    except CompactionError as err:
-        raise ReplyError(f"ERR {err}") from None
+        return persistence.start_background_save()
+    except StorageError as err:
+        raise storage_reply(err) from None
 
 
 @command("lastsave", 1, "loading stale fast", keys=NO_KEYS, group="server", since="1.0.0",
@@ -262,11 +254,8 @@ def lastsave(ctx: Ctx, argv: Argv) -> int:
 def last_save_time(engine: Any) -> int:
     """Seconds: the current snapshot's creation, else when the engine started."""
     datadir = engine.datadir
-    if datadir is not None:
-        snap = datadir.journal.manifest.snapshot
-        if snap is not None:
-            return snap.created_ms // 1000
-    return int(engine.started_ms // 1000)
+    saved_ms = datadir.last_save_ms() if datadir is not None else None
+    return (saved_ms if saved_ms is not None else int(engine.started_ms)) // 1000
 
 
 @command("wait", 3, "noscript", keys=NO_KEYS, group="generic", since="3.0.0",

@@ -28,8 +28,7 @@ from streamkeep.engine.wire.errors import ReplyError
 from streamkeep.engine.wire.reply import NULL_ARRAY, RespMap, to_plain
 
 if TYPE_CHECKING:
-    from streamkeep.aof.journal import Journal
-    from streamkeep.aof.store import DataDir
+    from streamkeep.engine.exec.interfaces import ConfigHook, InfoSection, Log, Persistence
 
 Clock = Callable[[], int]
 AOF_OPTIONS = ("appendfsync", "aof_load_truncated", "aof_segment_max_bytes",
@@ -99,8 +98,12 @@ class Engine(RedisStreamAPI):
         self.started_ms = wall_clock_ms()
         self.sinks: list[RecordSink] = []
         self.session = Session()
-        self.journal: Journal | None = None  # the AOF, when opened on a data directory
-        self.datadir: DataDir | None = None
+        self.journal: Log | None = None  # the AOF, when opened on a data directory
+        self.datadir: Persistence | None = None
+        # Hooks the services register when they attach (engine.exec.interfaces): CONFIG SET
+        # runs config_hooks[name] after storing a new value; INFO asks info_sections first.
+        self.config_hooks: dict[str, list[ConfigHook]] = {}
+        self.info_sections: dict[str, InfoSection] = {}
         self.closed = False
 
     @classmethod
@@ -133,14 +136,26 @@ class Engine(RedisStreamAPI):
     def compact(self, wait: bool = True) -> Any:
         """Compact the AOF into a new snapshot now (see snapshot.compactor). With wait, returns
         the manifest's new snapshot entry (None if nothing was written since the last one) or
-        raises snapshot.compactor.CompactionError; writes go on meanwhile."""
+        raises StorageError (snapshot.compactor.CompactionError); writes go on meanwhile."""
         if self.datadir is None:
             raise ValueError("compact() needs a data directory (Engine.open(path))")
-        return self.datadir.compactor.compact(wait)
+        return self.datadir.compact(wait)
 
-    def attach_journal(self, journal: Journal) -> None:
+    def attach_journal(self, journal: Log) -> None:
         with self.lock:
             self.journal = journal
+
+    def on_config(self, names: Iterable[str], hook: ConfigHook) -> None:
+        """Run `hook` (engine lock held) after CONFIG SET changes any of these settings: the
+        owner of the behaviour registers it (the journal appendfsync, the compactor the
+        rewrite trigger, replication replicaof)."""
+        for name in names:
+            self.config_hooks.setdefault(name, []).append(hook)
+
+    def add_info_section(self, name: str, section: InfoSection) -> None:
+        """Serve INFO's section `name` from `section` (its owner's fields) instead of the
+        built-in one."""
+        self.info_sections[name] = section
 
     def locked(self, fn: Callable[[], Any]) -> Any:
         """Run fn under the engine lock (the journal's write retry needs it)."""

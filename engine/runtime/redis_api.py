@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from streamkeep.engine.wire.errors import ReplyError
+from streamkeep.engine.wire.errors import ReplyError, StreamkeepError
 
 __all__ = ["DataError", "RedisStreamAPI", "execute_command_callbacks"]
 
@@ -28,7 +28,7 @@ _NEVER_DECODE = "NEVER_DECODE"
 _EMPTY_RESPONSE = "EMPTY_RESPONSE"
 
 
-class DataError(ValueError):
+class DataError(StreamkeepError, ValueError):
     """A call redis-py refuses before sending it (redis.exceptions.DataError's messages)."""
 
 

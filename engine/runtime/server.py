@@ -171,7 +171,7 @@ class Client(asyncio.Protocol):
                     self._query_buffer_exceeded()
                     return
                 except ProtocolError as err:
-                    self.reply(err)
+                    self.reply(err.reply())
                     self.closing = True
                     break
                 if argv is None:

@@ -1,7 +1,13 @@
-"""The single error type of streamkeep and the Redis error lines shared by many commands.
+"""streamkeep's exception hierarchy and the Redis error lines shared by many commands.
 
-Owns: `ReplyError` (its str() is the exact Redis error line, without the leading '-') and the
-constructors for error lines that more than one command emits. Must not touch: engine state.
+Owns the one base, `StreamkeepError`, and its three families:
+- `ReplyError`: a Redis error reply (its str() is the exact error line, without the leading '-');
+- `ProtocolError` (streamkeep.engine.wire.resp): malformed RESP from a peer, never a reply
+  error, so a replica's `except ReplyError` can tell a refusal from a corrupt stream;
+- `StorageError`: a file or data-directory failure (AOF damage, snapshot, manifest, compaction,
+  lock), turned into a Redis error line in one place, `storage_reply`.
+Plus the constructors for error lines that more than one command emits. Must not touch: engine
+state.
 """
 
 from __future__ import annotations
@@ -9,7 +15,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 
-class ReplyError(Exception):
+class StreamkeepError(Exception):
+    """The base of every exception streamkeep raises on purpose."""
+
+
+class ReplyError(StreamkeepError):
     """A Redis error reply. `str(err)` is the exact error line Redis would send."""
 
     def __init__(self, line: str) -> None:
@@ -18,6 +28,15 @@ class ReplyError(Exception):
 
     def __str__(self) -> str:
         return self.line
+
+
+class StorageError(StreamkeepError):
+    """A file or data-directory failure; `str(err)` names the file (and offset) and the cause."""
+
+
+def storage_reply(err: StorageError) -> ReplyError:
+    """The error line a client gets for a storage failure (SAVE, BGSAVE, BGREWRITEAOF)."""
+    return ReplyError(f"ERR {err}")
 
 
 SYNTAX = "ERR syntax error"

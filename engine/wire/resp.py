@@ -17,7 +17,7 @@ from collections import deque
 from collections.abc import Sequence
 from typing import Any, Final
 
-from streamkeep.engine.wire.errors import ReplyError
+from streamkeep.engine.wire.errors import ReplyError, StreamkeepError
 from streamkeep.engine.wire.reply import NULL_ARRAY, Push, RespMap, RespSet, Verbatim
 
 __all__ = [
@@ -58,9 +58,23 @@ ERR_UNAUTH_BULK: Final = "ERR Protocol error: unauthenticated bulk length"
 ERR_QUERY_BUFFER: Final = "ERR Closing client that reached max query buffer length"
 
 
-class ProtocolError(ReplyError):
-    """Malformed input. `str(err)` is the exact line Redis replies with before it closes the
-    connection; the parser stays failed (every later `next()` raises the same error)."""
+class ProtocolError(StreamkeepError):
+    """Malformed RESP from a peer (a client's request, or a reply a peer sent us). Not a
+    `ReplyError`: a caller catching error replies never mistakes a corrupt stream for a
+    refusal. `str(err)` is the exact line Redis replies with before it closes the connection
+    (`reply()` makes it the error reply); the parser stays failed (every later `next()` raises
+    the same error)."""
+
+    def __init__(self, line: str) -> None:
+        super().__init__(line)
+        self.line = line
+
+    def __str__(self) -> str:
+        return self.line
+
+    def reply(self) -> ReplyError:
+        """The error reply a server sends before closing the connection."""
+        return ReplyError(self.line)
 
 
 class QueryBufferLimit(ProtocolError):
@@ -188,7 +202,7 @@ def _write_other(out: bytearray, value: Any, protocol: int) -> None:
             out += b",%b\r\n" % text
         else:
             out += b"$%d\r\n%b\r\n" % (len(text), text)
-    elif isinstance(value, ReplyError):
+    elif isinstance(value, ReplyError | ProtocolError):  # an error line either way
         line = str(value).replace("\r", " ").replace("\n", " ")
         out += b"-%b\r\n" % line.encode("utf-8", "surrogateescape")
     elif t is RespSet or t is Push:

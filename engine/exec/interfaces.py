@@ -1,0 +1,136 @@
+"""The interfaces through which the engine reaches persistence, and what they report.
+
+Owns `Log` (what the engine needs of the append-only file: aof.journal.Journal implements it),
+`Persistence` (what commands need of a data directory: aof.store.DataDir implements it),
+`PersistenceStatus` and the INFO persistence section built from it, and the types of the
+hooks services register on an engine (CONFIG hooks, INFO sections). The engine and its
+commands talk to persistence only through these; the services register their hooks when they
+attach to an engine (the journal its `appendfsync` hook, the compactor the rewrite trigger, the
+data directory its INFO section). Must not touch: files, engine state.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+Fields = list[tuple[str, Any]]
+InfoSection = Callable[[], Fields]  # an INFO section's fields, computed when asked
+ConfigHook = Callable[[], None]  # run after CONFIG SET stored a new value (engine lock held)
+
+
+class Log(Protocol):
+    """The append-only record log, as the engine's write path and the server use it."""
+
+    lsn: int  # the last LSN assigned
+    written_lsn: int  # records up to here reached the OS
+    synced_lsn: int  # records up to here are fsynced
+    error: str | None  # the MISCONF line while writes are refused, else None
+    sync_on_commit: bool  # appendfsync always: a caller waits for the fsync covering it
+    deferred: bool  # the server buffers records and writes them once per batch
+    buffered: bool  # some record is buffered and not yet written or synced
+
+    @property
+    def pending(self) -> Any:
+        """Records buffered (deferred mode), not yet handed to the OS; falsy when none."""
+        ...
+
+    def append(self, time_ms: int, db: int, effects: list) -> int:
+        """Log one record; its LSN. Raises ReplyError (MISCONF) if it cannot be written."""
+        ...
+
+    def wait_durable(self, lsn: int) -> None:
+        """Return once the record at `lsn` is fsynced (or raise if it never will be)."""
+        ...
+
+    def flush_pending(self) -> bool:
+        """Write every buffered record with one write(); False if the write failed."""
+        ...
+
+    def set_deferred(self, deferred: bool) -> None:
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class PersistenceStatus:
+    """What INFO persistence reports of a data directory."""
+
+    changes_since_save: int
+    saving_since_ms: int | None  # a compaction's start, while one runs
+    last_status: str  # "ok" or "err": the last compaction's outcome
+    saves: int  # compactions completed (Redis's rdb_saves, aof_rewrites, total_forks)
+    aof_ok: bool
+    aof_current_size: int
+    aof_base_size: int
+    fsync_pending: bool
+
+
+class Persistence(Protocol):
+    """A data directory as the engine's commands use it (SAVE, BGSAVE, LASTSAVE, INFO, CONFIG)."""
+
+    path: str
+
+    @property
+    def repl_id(self) -> str:
+        """The name of this history (a replica's offset is this id and an LSN)."""
+        ...
+
+    def compact(self, wait: bool = True) -> Any:
+        """Compact the log into a new snapshot; with wait, the new snapshot's entry. Raises
+        StorageError when it fails."""
+        ...
+
+    def start_background_save(self) -> bool:
+        """Start a compaction in the background (engine lock held); False if one already
+        runs. Raises StorageError when it cannot start."""
+        ...
+
+    def status(self) -> PersistenceStatus:
+        ...
+
+    def last_save_ms(self) -> int | None:
+        """When the current snapshot was made; None if there is none yet."""
+        ...
+
+    def close(self) -> None:
+        ...
+
+
+def persistence_fields(status: PersistenceStatus | None, now_ms: int, last_save: int) -> Fields:
+    """INFO persistence, Redis's fields: `status` None for an engine without a data directory
+    (no AOF). `last_save` is LASTSAVE's value (seconds)."""
+    saving = status is not None and status.saving_since_ms is not None
+    job_secs = int((now_ms - status.saving_since_ms) // 1000) \
+        if status is not None and status.saving_since_ms is not None else -1
+    last = status.last_status if status is not None else "ok"
+    saves = status.saves if status is not None else 0
+    fields: Fields = [
+        ("loading", 0),
+        ("async_loading", 0),
+        ("rdb_changes_since_last_save", status.changes_since_save if status else 0),
+        ("rdb_bgsave_in_progress", int(saving)),
+        ("rdb_last_save_time", last_save),
+        ("rdb_last_bgsave_status", last),
+        ("rdb_last_bgsave_time_sec", -1),
+        ("rdb_current_bgsave_time_sec", job_secs),
+        ("rdb_saves", saves),
+        ("aof_enabled", int(status is not None)),
+        ("aof_rewrite_in_progress", int(saving)),
+        ("aof_rewrite_scheduled", 0),
+        ("aof_last_rewrite_time_sec", -1),
+        ("aof_current_rewrite_time_sec", job_secs),
+        ("aof_last_bgrewrite_status", last),
+        ("aof_rewrites", saves),
+        ("aof_last_write_status", "ok" if status is None or status.aof_ok else "err"),
+    ]
+    if status is not None:
+        fields += [
+            ("aof_current_size", status.aof_current_size),
+            ("aof_base_size", status.aof_base_size),
+            ("aof_pending_rewrite", 0),
+            ("aof_buffer_length", 0),
+            ("aof_pending_bio_fsync", int(status.fsync_pending)),
+            ("aof_delayed_fsync", 0),
+        ]
+    return fields

@@ -1,0 +1,83 @@
+"""One exception base: every exception class the project defines derives from StreamkeepError,
+in its families (ReplyError for error replies, ProtocolError for a peer's malformed RESP,
+StorageError for files and data directories), and storage errors reach clients through one
+function, `storage_reply`.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib
+from pathlib import Path
+
+import pytest
+
+from streamkeep.engine.wire.errors import (
+    ReplyError,
+    StorageError,
+    StreamkeepError,
+    storage_reply,
+)
+from streamkeep.engine.wire.resp import ProtocolError
+
+ROOT = Path(__file__).resolve().parents[2]
+FOLDERS = {"engine": "streamkeep.engine", "aof": "streamkeep.aof",
+           "snapshot": "streamkeep.snapshot", "replication": "streamkeep.replication",
+           "tools": "streamkeep.tools"}
+
+
+def _modules() -> dict[str, Path]:
+    found = {}
+    for folder, package in FOLDERS.items():
+        for path in sorted((ROOT / folder).rglob("*.py")):
+            parts = [p for p in path.relative_to(ROOT / folder).with_suffix("").parts
+                     if p != "__init__"]
+            found[".".join([package, *parts])] = path
+    return found
+
+
+def _exception_classes() -> list[tuple[str, str]]:
+    found = []
+    for module, path in _modules().items():
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.ClassDef) and any(
+                    isinstance(b, ast.Name) and (b.id.endswith(("Error", "Exception", "Limit"))
+                                                 or b.id in ("ValueError", "OSError"))
+                    for b in node.bases):
+                found.append((module, node.name))
+    return found
+
+
+EXCEPTIONS = _exception_classes()
+
+
+def test_the_scan_finds_the_known_families() -> None:
+    names = {name for _, name in EXCEPTIONS}
+    assert {"ReplyError", "StorageError", "ProtocolError", "CompactionError",
+            "FormatError", "SnapshotError", "LockedError", "ManifestError"} <= names
+
+
+@pytest.mark.parametrize(("module", "name"), EXCEPTIONS)
+def test_every_exception_derives_from_the_base(module: str, name: str) -> None:
+    cls = getattr(importlib.import_module(module), name)
+    assert issubclass(cls, StreamkeepError), f"{module}.{name}"
+
+
+@pytest.mark.parametrize("name", ["CompactionError", "FormatError", "SnapshotError",
+                                  "LockedError", "ManifestError", "AOFCorruptError",
+                                  "SegmentError", "BuildError"])
+def test_storage_errors_are_one_family(name: str) -> None:
+    cls = next(getattr(importlib.import_module(m), n) for m, n in EXCEPTIONS if n == name)
+    assert issubclass(cls, StorageError)
+    assert not issubclass(cls, ReplyError)
+
+
+def test_protocol_errors_are_not_reply_errors() -> None:
+    assert not issubclass(ProtocolError, ReplyError)
+    assert not issubclass(ReplyError, ProtocolError)
+
+
+def test_storage_error_reply_line() -> None:
+    err = storage_reply(StorageError("/data/segment-000002.aof: CRC mismatch at byte offset 96"))
+    assert isinstance(err, ReplyError)
+    assert err.line == "ERR /data/segment-000002.aof: CRC mismatch at byte offset 96"

@@ -1,0 +1,333 @@
+"""The layering rule: imports point one way, from the top of the project down.
+
+Every import of every module is parsed with `ast` (module level, inside functions, inside
+`if TYPE_CHECKING:`), resolved to the project module it loads, and checked against the layer
+table below. Layers, bottom to top (a module may import its own layer and those below):
+
+    wire      streamkeep.engine.wire.*       error lines, reply values, RESP, argument parsing
+    model     streamkeep.engine.model.*      IDs, streams, groups, digest, effects
+    formats   aof codec/fs/manifest/journal/reader, snapshot layout/reader/writer
+    exec      streamkeep.engine.exec.*       command table, context, blocking, config, interfaces
+    commands  streamkeep.engine.commands.*   the command handlers
+    core      streamkeep.engine.runtime.core / redis_api (the Engine)
+    services  aof store, snapshot compactor/build/load, replication
+    top       the network server, the tools, `python -m streamkeep`
+
+The one upward edge allowed at run time is named in ALLOWED_UPWARD: `Engine.open` reaches the
+data directory (aof.store). Imports under `if TYPE_CHECKING:` are never executed: they may name
+a higher layer's class for an annotation (the exec layer's context names the Engine it runs
+in), and are reported separately so that they stay few.
+
+Also enforced: no module imports another module's private (`_name`) names or reaches them as
+`module._name`; no import cycle among run-time imports; importing a codec or the snapshot
+reader loads no command module.
+"""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+# The design card's folders and the packages they install as.
+FOLDERS = {
+    "engine": "streamkeep.engine",
+    "aof": "streamkeep.aof",
+    "snapshot": "streamkeep.snapshot",
+    "replication": "streamkeep.replication",
+    "tools": "streamkeep.tools",
+    "streamkeep": "streamkeep",
+}
+
+LAYERS = ("wire", "model", "formats", "exec", "commands", "core", "services", "top")
+
+# Most specific prefix wins.
+LAYER_OF_PREFIX = {
+    "streamkeep.engine.wire": "wire",
+    "streamkeep.engine.model": "model",
+    "streamkeep.aof.codec": "formats",
+    "streamkeep.aof.fs": "formats",
+    "streamkeep.aof.manifest": "formats",
+    "streamkeep.aof.journal": "formats",
+    "streamkeep.aof.reader": "formats",
+    "streamkeep.snapshot.layout": "formats",
+    "streamkeep.snapshot.reader": "formats",
+    "streamkeep.snapshot.writer": "formats",
+    "streamkeep.engine.exec": "exec",
+    "streamkeep.engine.commands": "commands",
+    "streamkeep.engine.runtime.core": "core",
+    "streamkeep.engine.runtime.redis_api": "core",
+    "streamkeep.aof.store": "services",
+    "streamkeep.snapshot.compactor": "services",
+    "streamkeep.snapshot.build": "services",
+    "streamkeep.snapshot.load": "services",
+    "streamkeep.replication": "services",
+    "streamkeep.engine.runtime.server": "top",
+    "streamkeep.tools": "top",
+    "streamkeep.__main__": "top",
+}
+# Packages whose __init__ is a docstring (bottom: anything may import them) or a lazy re-export
+# of the public names (top: nothing inside the project may import names from them). Exact
+# names: a new module in these packages must be given a layer above.
+PACKAGE_LAYER = {
+    "streamkeep.engine.runtime": "wire",
+    "streamkeep.aof": "wire",
+    "streamkeep.snapshot": "wire",
+    "streamkeep.engine": "top",
+    "streamkeep": "top",
+}
+
+# (importer, imported): run-time imports that point up, each with its reason.
+ALLOWED_UPWARD = {
+    ("streamkeep.engine.runtime.core", "streamkeep.aof.store"):
+        "Engine.open(path) opens the data directory; the engine otherwise reaches persistence "
+        "only through streamkeep.engine.exec.interfaces",
+}
+
+# Packages whose __init__ re-exports lazily: importing a name from them loads the module
+# that defines it, which is the edge that counts.
+LAZY_EXPORTS = {
+    "streamkeep": {"Engine": "streamkeep.engine.runtime.core",
+                   "Session": "streamkeep.engine.runtime.core",
+                   "Record": "streamkeep.engine.model.effects",
+                   "ReplyError": "streamkeep.engine.wire.errors",
+                   "StreamkeepError": "streamkeep.engine.wire.errors"},
+}
+LAZY_EXPORTS["streamkeep.engine"] = {
+    k: v for k, v in LAZY_EXPORTS["streamkeep"].items() if k != "StreamkeepError"}
+
+
+@dataclass(frozen=True)
+class Edge:
+    importer: str
+    imported: str
+    line: int
+    type_only: bool
+    names: tuple[str, ...]
+
+
+def module_files() -> dict[str, Path]:
+    """Every project module by its installed name."""
+    found: dict[str, Path] = {}
+    for folder, package in FOLDERS.items():
+        for path in sorted((ROOT / folder).rglob("*.py")):
+            rel = path.relative_to(ROOT / folder).with_suffix("")
+            parts = [p for p in rel.parts if p != "__init__"]
+            found[".".join([package, *parts])] = path
+    return found
+
+
+MODULES = module_files()
+
+
+def layer_of(module: str) -> str:
+    if module in PACKAGE_LAYER:
+        return PACKAGE_LAYER[module]
+    best = ""
+    for prefix in LAYER_OF_PREFIX:
+        if (module == prefix or module.startswith(prefix + ".")) and len(prefix) > len(best):
+            best = prefix
+    if not best:
+        raise AssertionError(f"{module} is in no layer: add it to LAYER_OF_PREFIX")
+    return LAYER_OF_PREFIX[best]
+
+
+def _is_type_checking(test: ast.expr) -> bool:
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
+
+
+def _package_of(module: str, path: Path) -> str:
+    return module if path.name == "__init__.py" else module.rpartition(".")[0]
+
+
+def imports_of(module: str, path: Path) -> list[Edge]:
+    """Every project import in the module, resolved to the module it loads."""
+    tree = ast.parse(path.read_text(), str(path))
+    edges: list[Edge] = []
+
+    def visit(node: ast.AST, type_only: bool) -> None:
+        if isinstance(node, ast.If) and _is_type_checking(node.test):
+            for child in node.body:
+                visit(child, True)
+            for child in node.orelse:
+                visit(child, type_only)
+            return
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name.split(".")[0] == "streamkeep":
+                    edges.append(Edge(module, alias.name, node.lineno, type_only, ()))
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                package = _package_of(module, path).split(".")
+                package = package[: len(package) - node.level + 1]
+                base = ".".join([*package, *([base] if base else [])])
+            if base.split(".")[0] != "streamkeep":
+                return
+            for alias in node.names:
+                sub = f"{base}.{alias.name}"
+                if sub in MODULES:  # `from package import module`
+                    edges.append(Edge(module, sub, node.lineno, type_only, ()))
+                elif base in LAZY_EXPORTS and alias.name in LAZY_EXPORTS[base]:
+                    edges.append(Edge(module, LAZY_EXPORTS[base][alias.name], node.lineno,
+                                      type_only, (alias.name,)))
+                else:
+                    edges.append(Edge(module, base, node.lineno, type_only, (alias.name,)))
+        for child in ast.iter_child_nodes(node):
+            visit(child, type_only)
+
+    visit(tree, False)
+    return edges
+
+
+ALL_EDGES = [edge for module, path in MODULES.items() for edge in imports_of(module, path)]
+
+
+def test_every_module_has_a_layer() -> None:
+    for module in MODULES:
+        layer_of(module)
+    for edge in ALL_EDGES:
+        assert edge.imported in MODULES, f"{edge.importer}:{edge.line} imports " \
+            f"{edge.imported}, which is not a project module"
+
+
+def test_imports_point_down() -> None:
+    wrong = []
+    for edge in ALL_EDGES:
+        if edge.type_only:
+            continue
+        src, dst = LAYERS.index(layer_of(edge.importer)), LAYERS.index(layer_of(edge.imported))
+        if dst > src and (edge.importer, edge.imported) not in ALLOWED_UPWARD:
+            wrong.append(f"{edge.importer}:{edge.line} ({LAYERS[src]}) imports "
+                         f"{edge.imported} ({LAYERS[dst]})")
+    assert not wrong, "imports that point up a layer:\n" + "\n".join(wrong)
+
+
+def test_allowed_upward_edges_exist() -> None:
+    """A named exception that no longer happens is removed from the list, not kept."""
+    seen = {(e.importer, e.imported) for e in ALL_EDGES}
+    assert set(ALLOWED_UPWARD) <= seen
+
+
+def test_type_only_upward_imports_name_only_the_engine() -> None:
+    """Annotations may name the Engine and Session the lower layers run in (and the
+    persistence classes the services are handed), nothing else above them."""
+    allowed_targets = {"streamkeep.engine.runtime.core", "streamkeep.aof.store",
+                       "streamkeep.aof.journal", "streamkeep.snapshot.compactor"}
+    wrong = []
+    for edge in ALL_EDGES:
+        if not edge.type_only:
+            continue
+        src, dst = LAYERS.index(layer_of(edge.importer)), LAYERS.index(layer_of(edge.imported))
+        if dst > src and edge.imported not in allowed_targets:
+            wrong.append(f"{edge.importer}:{edge.line} imports {edge.imported} for types")
+    assert not wrong, "\n".join(wrong)
+
+
+def _top_package(module: str) -> str:
+    parts = module.split(".")
+    return ".".join(parts[:3]) if parts[1] == "engine" and len(parts) > 2 else ".".join(parts[:2])
+
+
+def test_no_private_names_across_modules() -> None:
+    """`from x import _name` and `x._name` (x a project module) only inside x itself."""
+    wrong = [f"{e.importer}:{e.line} imports {e.imported}.{name}"
+             for e in ALL_EDGES for name in e.names
+             if name.startswith("_") and e.imported != e.importer]
+    for module, path in MODULES.items():
+        tree = ast.parse(path.read_text(), str(path))
+        aliases: dict[str, str] = {}
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("streamkeep"):
+                for alias in node.names:
+                    if f"{node.module}.{alias.name}" in MODULES:
+                        aliases[alias.asname or alias.name] = f"{node.module}.{alias.name}"
+            elif isinstance(node, ast.Import):
+                for alias in node.names:
+                    if alias.name.startswith("streamkeep") and alias.asname:
+                        aliases[alias.asname] = alias.name
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) \
+                    and node.value.id in aliases and node.attr.startswith("_") \
+                    and not node.attr.startswith("__"):
+                wrong.append(f"{module}:{node.lineno} reaches {aliases[node.value.id]}."
+                             f"{node.attr}")
+    assert not wrong, "private names used across modules:\n" + "\n".join(wrong)
+
+
+def test_no_import_cycles() -> None:
+    graph: dict[str, set[str]] = {m: set() for m in MODULES}
+    for edge in ALL_EDGES:
+        if not edge.type_only and edge.imported != edge.importer:
+            graph[edge.importer].add(edge.imported)
+    # Tarjan's strongly connected components.
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    cycles: list[list[str]] = []
+
+    def strongconnect(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in graph[v]:
+            if w not in index:
+                strongconnect(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                cycles.append(sorted(component))
+
+    sys.setrecursionlimit(max(sys.getrecursionlimit(), 10_000))
+    for v in graph:
+        if v not in index:
+            strongconnect(v)
+    # A package's __init__ importing its own submodules (the command registry) and those
+    # submodules importing a sibling through the package is one component by construction.
+    cycles = [c for c in cycles if not _is_package_registry(c)]
+    assert not cycles, "import cycles:\n" + "\n".join(" <-> ".join(c) for c in cycles)
+
+
+def _is_package_registry(component: list[str]) -> bool:
+    packages = [m for m in component if MODULES[m].name == "__init__.py"]
+    return len(packages) == 1 and all(m.startswith(packages[0]) for m in component)
+
+
+@pytest.mark.parametrize("module", ["streamkeep.aof.codec", "streamkeep.engine.wire.resp",
+                                    "streamkeep.snapshot.reader", "streamkeep.aof.reader"])
+def test_codecs_import_cheaply(module: str) -> None:
+    """The inspection CLI, the replica link and every Spark worker import these: they must
+    not load the command table, the engine or the server."""
+    code = (f"import sys, {module}; "
+            "print(' '.join(m for m in sys.modules if m.startswith('streamkeep')))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True, cwd=ROOT.parent).stdout.split()
+    # (the parent packages streamkeep and streamkeep.engine load too: lazy, they import nothing)
+    heavy = [m for m in out if m not in ("streamkeep", "streamkeep.engine")
+             and layer_of(m) in ("exec", "commands", "core", "services", "top")]
+    assert not heavy, f"import {module} loads {heavy}"
+    assert len(out) <= 12, out
+
+
+def test_the_layer_table_is_the_documented_one() -> None:
+    """The README's layout section shows the same layers, in the same order."""
+    readme = (ROOT / "README.md").read_text()
+    positions = [readme.find(f"**{layer}**") for layer in LAYERS]
+    assert all(p >= 0 for p in positions), "README.md names every layer in bold"
+    assert positions == sorted(positions), "README.md lists the layers bottom to top"
