@@ -63,12 +63,20 @@ test: dev
 soak: dev
 	$(VPY) -m pytest -n 2 -q
 
+# ruff, then mypy over the installed namespace. mypy resolves `streamkeep.engine` through a
+# tree of links (.typecheck/streamkeep/engine -> ../../engine ...) that mirrors package-dir.
+TYPECHECK = .typecheck/streamkeep
 lint: $(VENV)/.stamp-dev
 	$(VENV)/bin/ruff check .
+	@mkdir -p $(TYPECHECK)
+	@for d in engine aof snapshot replication tools; do ln -sfn ../../$$d $(TYPECHECK)/$$d; done
+	@for f in __init__.py __main__.py; do ln -sfn ../../streamkeep/$$f $(TYPECHECK)/$$f; done
+	cd .typecheck && ../$(VENV)/bin/mypy -p streamkeep
 
 bench: venv
 	$(VENV)/bin/streamkeep bench
 
 clean:
-	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis build dist *.egg-info
+	rm -rf $(VENV) .pytest_cache .ruff_cache .mypy_cache .typecheck .hypothesis build dist \
+		*.egg-info
 	find . -name __pycache__ -type d -prune -exec rm -rf {} +

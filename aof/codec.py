@@ -81,7 +81,7 @@ def decode_header(data: bytes) -> SegmentHeader:
     return SegmentHeader(segment, first_lsn)
 
 
-def encode(lsn: int, time_ms: int, db: int, effects: list) -> bytes:
+def encode(lsn: int, time_ms: int, db: int, effects: list | tuple) -> bytes:
     """One framed record (the write path calls this directly, without a Record object)."""
     payload = packb([lsn, time_ms, db, effects])
     return FRAME.pack(len(payload), crc32c_raw(payload, 0xFFFFFFFF, CRC_TABLE) ^ 0xFFFFFFFF
@@ -258,8 +258,9 @@ def scan_batches(data: bytes, start: int, first_lsn: int, result: ScanResult,
                     # they are not a torn tail, and truncating them could drop synced data.
                     damage = Damage(pos, reason, True)
                     break
-        _length, reason = _frame_at(data, pos)
-        damage = Damage(pos, reason or "bad record", _valid_record_after(data, pos, expected))
+        _length, frame_reason = _frame_at(data, pos)
+        damage = Damage(pos, frame_reason or "bad record",
+                        _valid_record_after(data, pos, expected))
         break
     result.end, result.count, result.damage = pos, expected - first_lsn, damage
     if batch:

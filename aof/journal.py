@@ -25,6 +25,7 @@ import threading
 import time
 from _thread import allocate_lock as _allocate_lock
 from collections.abc import Callable
+from typing import Any
 
 from streamkeep.aof import manifest as manifest_mod
 from streamkeep.aof.codec import CRC_TABLE, FRAME, HEADER_SIZE, crc32c_raw, encode_header, packb
@@ -222,7 +223,7 @@ class Journal:
         if not self.fsync_failed:
             done = _allocate_lock()
             done.acquire()
-            request = [lsn, done, None]
+            request: list[Any] = [lsn, done, None]
             self._requests.put(request)
             try:
                 # Released by the group-commit thread or by the caller before this one. The

@@ -136,7 +136,7 @@ class DataDir:
         aof_load_truncated: object = True,
         aof_segment_max_bytes: int = DEFAULT_SEGMENT_MAX_BYTES,
         auto_aof_rewrite_min_size: object = DEFAULT_MIN_SIZE,
-        auto_aof_rewrite_percentage: object = DEFAULT_PERCENTAGE,
+        auto_aof_rewrite_percentage: int | str = DEFAULT_PERCENTAGE,
         fs: FileSystem | None = None,
     ) -> DataDir:
         # Validate every option before touching the directory.

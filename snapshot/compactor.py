@@ -74,7 +74,7 @@ class Job:
 class Compactor:
     def __init__(self, engine: Engine, fs: FileSystem, directory: str, journal: Journal,
                  min_size: object = DEFAULT_MIN_SIZE,
-                 percentage: object = DEFAULT_PERCENTAGE) -> None:
+                 percentage: int | str = DEFAULT_PERCENTAGE) -> None:
         self.engine = engine
         self.fs = fs
         self.directory = directory

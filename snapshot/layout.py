@@ -32,7 +32,7 @@ is 16 bytes: milliseconds u64 | sequence u64.
 from __future__ import annotations
 
 import struct
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import msgpack
 
@@ -113,7 +113,7 @@ def encode_meta_value(value: object) -> bytes:
     return _packb(value)
 
 
-def decode_value(raw: bytes) -> object:
+def decode_value(raw: bytes) -> Any:
     return msgpack.unpackb(raw, raw=False, use_list=True)
 
 

@@ -223,8 +223,8 @@ class Snapshot:
                 if not (moved and bytes(cursor.key()).startswith(prefix)) \
                         and not cursor.set_range(target):
                     return
-            for raw, value in cursor:
-                raw = bytes(raw)
+            for raw_key, value in cursor:
+                raw = bytes(raw_key)
                 master = layout.node_master(raw)
                 if not raw.startswith(prefix) or master > end:
                     return
@@ -256,11 +256,11 @@ class Snapshot:
         with self.env.begin(db=self._tables["nodes"], buffers=True) as txn:
             cursor = txn.cursor()
             if cursor.set_range(prefix):
-                for raw in cursor.iternext(keys=True, values=False):
-                    raw = bytes(raw)
-                    if not raw.startswith(prefix):
+                for raw_key in cursor.iternext(keys=True, values=False):
+                    key = bytes(raw_key)
+                    if not key.startswith(prefix):
                         break
-                    masters.append(layout.node_master(raw))
+                    masters.append(layout.node_master(key))
         parts = max(1, min(parts, len(masters)))
         cuts = [masters[len(masters) * i // parts] for i in range(1, parts)]
         bounds = [0, *cuts]

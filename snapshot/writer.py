@@ -95,6 +95,6 @@ def _fill(env: lmdb.Environment, dbs: list[dict[bytes, Stream]], lsn: int, creat
         meta = {"format": layout.FORMAT, "version": layout.VERSION, "lsn": lsn,
                 "created_ms": created_ms, "repl_id": repl_id, "repl_offset": lsn,
                 "streams": streams, "entries": entries}
-        for name, value in sorted(meta.items()):
-            txn.put(name.encode(), layout.encode_meta_value(value), db=tables["meta"])
+        for name, meta_value in sorted(meta.items()):
+            txn.put(name.encode(), layout.encode_meta_value(meta_value), db=tables["meta"])
     return SnapshotInfo(lsn, streams, entries)

@@ -47,6 +47,7 @@ from streamkeep.engine.exec.table import (
     NO_KEYS,
     Argv,
     CommandSpec,
+    Flag,
     command,
     container,
     help_subcommand,
@@ -385,11 +386,8 @@ def info(ctx: Ctx, argv: Argv) -> Verbatim:
 
 # --- COMMAND -----------------------------------------------------------------------------------
 
-# COMMAND INFO's flags, in Redis's order (flags of the table outside this list are not shown).
-REPLY_FLAGS = ("write", "readonly", "denyoom", "module", "admin", "pubsub", "noscript",
-               "blocking", "loading", "stale", "skip_monitor", "skip_slowlog", "asking", "fast",
-               "no_auth", "may_replicate", "no_mandatory_keys", "no_async_loading", "no_multi",
-               "movablekeys", "allow_busy")
+# COMMAND INFO's flags, in Redis's order (Flag's own); sentinel is never reported.
+REPLY_FLAGS = tuple(flag for flag in Flag if flag is not Flag.SENTINEL)
 ACL_ORDER = ("keyspace", "read", "write", "set", "sortedset", "list", "hash", "string", "bitmap",
              "hyperloglog", "geo", "stream", "pubsub", "admin", "fast", "slow", "blocking",
              "dangerous", "connection", "transaction", "scripting")
@@ -433,23 +431,23 @@ def find_command(name: bytes) -> CommandSpec | None:
 def _flags(spec: CommandSpec) -> RespSet:
     flags = set(spec.flags)
     if spec.name in MOVABLE_KEYS:
-        flags.add("movablekeys")
-    return RespSet([f for f in REPLY_FLAGS if f in flags])
+        flags.add(Flag.MOVABLEKEYS)
+    return RespSet([flag.value for flag in REPLY_FLAGS if flag in flags])
 
 
 def acl_categories(spec: CommandSpec) -> list[str]:
     """Redis's implicit categories from the flags, plus the group's (containers: none)."""
     cats: set[str] = set()
     flags, top = spec.flags, spec.name.split("|", 1)[0]
-    if "write" in flags:
+    if Flag.WRITE in flags:
         cats.add("write")
-    if "readonly" in flags:
+    if Flag.READONLY in flags:
         cats.add("read")
-    if "admin" in flags:
+    if Flag.ADMIN in flags:
         cats.update(("admin", "dangerous"))
-    if "blocking" in flags:
+    if Flag.BLOCKING in flags:
         cats.add("blocking")
-    cats.add("fast" if "fast" in flags else "slow")
+    cats.add("fast" if Flag.FAST in flags else "slow")
     if not spec.subcommands and spec.group in GROUP_CATEGORY:
         cats.add(GROUP_CATEGORY[spec.group])
     if spec.name in KEYSPACE_SERVER_COMMANDS:
@@ -568,6 +566,14 @@ def _all_names(specs: Iterable[CommandSpec]) -> Iterable[CommandSpec]:
         yield from _all_names(spec.subcommands.values())
 
 
+def _in_category(category: str) -> Callable[[CommandSpec], bool]:
+    return lambda spec: category in acl_categories(spec)
+
+
+def _matching(pattern: bytes) -> Callable[[CommandSpec], bool]:
+    return lambda spec: stringmatchlen(pattern, spec.name.encode(), nocase=True)
+
+
 @subcommand(COMMAND, "list", -2, "loading stale", keys=NO_KEYS, since="7.0.0",
             summary="Returns a list of command names.",
             syntax="[filterby: FILTERBY <MODULE module-name | ACLCAT category "
@@ -581,11 +587,9 @@ def command_list(ctx: Ctx, argv: Argv) -> list[bytes]:
             if is_word(kind, b"module"):
                 keep = lambda spec: False  # noqa: E731 - no modules
             elif is_word(kind, b"aclcat"):
-                cat = "@" + arg.decode("utf-8", "replace").lower()
-                keep = lambda spec, cat=cat: cat in acl_categories(spec)  # noqa: E731
+                keep = _in_category("@" + arg.decode("utf-8", "replace").lower())
             elif is_word(kind, b"pattern"):
-                keep = lambda spec, pat=arg: stringmatchlen(  # noqa: E731
-                    pat, spec.name.encode(), nocase=True)
+                keep = _matching(arg)
             else:
                 raise ReplyError(SYNTAX)
             i += 3

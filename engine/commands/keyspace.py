@@ -12,7 +12,7 @@ modules, the blocking machinery beyond signalling keys.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 from streamkeep.engine.exec.context import Ctx
 from streamkeep.engine.exec.table import NO_KEYS, Argv, command
@@ -184,7 +184,7 @@ def select(ctx: Ctx, argv: Argv) -> str:
 # --- DEL / UNLINK / EXISTS / TYPE / DBSIZE --------------------------------------------------------
 
 
-def _delete_keys(ctx: Ctx, keys: list[bytes]) -> int:
+def _delete_keys(ctx: Ctx, keys: Sequence[bytes]) -> int:
     removed: list[bytes] = []
     db = ctx.db
     for key in keys:

@@ -187,7 +187,9 @@ def _block_or_nil(ctx: Ctx, argv: Argv, a: ReadArgs, ids: list[int]) -> object:
     # A re-run runs the handler's body with these arguments as parsed now (keys, groups and
     # IDs are still checked again): parsing them is a third of a blocked consumer's re-run.
     body = _xread if a.group is None else _xreadgroup
-    return Block(keys, a.timeout, rerun, wake_at, ready, lambda c: body(c, rerun, a))
+    rerun_argv = tuple(rerun)
+    return Block(keys, a.timeout, rerun_argv, wake_at, ready,
+                 lambda c: body(c, rerun_argv, a))
 
 
 def _ready_check(ctx: Ctx, keys: Argv, ids: list[int], group: bytes | None) -> Callable[[], bool]:
@@ -230,7 +232,7 @@ def _claim_wake_at(ctx: Ctx, argv: Argv, a: ReadArgs) -> int:
     for k in range(a.nstreams):
         s = ctx.db.get(argv[a.streams_at + k])
         group = s.groups.get(a.group) if s is not None else None  # type: ignore[arg-type]
-        if group is None:
+        if s is None or group is None:
             continue
         order = group.pel_by_time.iter_oldest(group.pel)
         for t, sid in order:

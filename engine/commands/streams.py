@@ -6,6 +6,7 @@ beyond the reference policies (engine.trimming), blocking (engine.cmd_read), sto
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from streamkeep.engine.commands.trimming import (
@@ -278,7 +279,7 @@ class IdsArgs:
 
     __slots__ = ("policy", "ids")
 
-    def __init__(self, policy: bytes, ids: list[bytes]) -> None:
+    def __init__(self, policy: bytes, ids: Sequence[bytes]) -> None:
         self.policy = policy
         self.ids = ids
 
@@ -286,7 +287,7 @@ class IdsArgs:
 def parse_ids_args(argv: Argv, start: int) -> IdsArgs:
     """Options in any order; the IDs are validated later (a missing key skips that)."""
     policy: bytes | None = None
-    ids: list[bytes] | None = None
+    ids: Sequence[bytes] | None = None
     i = start
     while i < len(argv):
         p = parse_policy(argv[i])

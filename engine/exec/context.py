@@ -8,7 +8,7 @@ touch: the command table or I/O.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -27,7 +27,7 @@ class Block:
     __slots__ = ("keys", "timeout_ms", "argv", "wake_at", "ready", "rerun")
 
     def __init__(
-        self, keys: list[bytes], timeout_ms: int, argv: Argv, wake_at: int | None = None,
+        self, keys: Sequence[bytes], timeout_ms: int, argv: Argv, wake_at: int | None = None,
         ready: Callable[[], bool] | None = None, rerun: Callable[[Ctx], object] | None = None,
     ) -> None:
         self.keys = keys

@@ -23,6 +23,7 @@ ConfigHook = Callable[[], None]  # run after CONFIG SET stored a new value (engi
 class Log(Protocol):
     """The append-only record log, as the engine's write path and the server use it."""
 
+    policy: str  # appendfsync: always, everysec or no
     lsn: int  # the last LSN assigned
     written_lsn: int  # records up to here reached the OS
     synced_lsn: int  # records up to here are fsynced

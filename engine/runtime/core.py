@@ -491,7 +491,9 @@ class Engine(RedisStreamAPI):
                 if len(effects) == 1:
                     argv = effects[0]
                     if (argv[0] == b"XADD" and len(argv) >= 5
-                            and add_entry(self, dbs[db], argv, time_ms) is not None):
+                            # (decoded records hold tuples: argv is one)
+                            and add_entry(self, dbs[db], argv, time_ms)  # type: ignore[arg-type]
+                            is not None):
                         if waiters.by_key:
                             waiters.signal(db, argv[1])
                         continue

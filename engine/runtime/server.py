@@ -109,8 +109,10 @@ class Client(asyncio.Protocol):
 
     # --- asyncio.Protocol ------------------------------------------------------------------
 
-    def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        self.transport = transport  # type: ignore[assignment]
+    def connection_made(self, base_transport: asyncio.BaseTransport) -> None:
+        # A stream connection's transport (uvloop's does not subclass asyncio.Transport).
+        transport: asyncio.Transport = base_transport  # type: ignore[assignment]
+        self.transport = transport
         sock = transport.get_extra_info("socket")
         peer = transport.get_extra_info("peername")
         local = transport.get_extra_info("sockname")

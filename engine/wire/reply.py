@@ -123,7 +123,7 @@ def to_plain(value: Any) -> Any:
 
 def _plain_resp3(value: Verbatim | RespSet | Push) -> Any:
     """RESP3-only shapes as RESP2 sends them: a verbatim string is a bulk, a set or push an array."""
-    if type(value) is Verbatim:
+    if isinstance(value, Verbatim):
         return value.text.encode("utf-8", "surrogateescape")
     items = list(value.items)
     _plain_list(items)

@@ -218,7 +218,8 @@ def _write_other(out: bytearray, value: Any, protocol: int) -> None:
 
 
 def _base_value(value: Any) -> Any:
-    for base in (bool, int, float, str, bytes, list, tuple):
+    bases: tuple[type, ...] = (bool, int, float, str, bytes, list, tuple)
+    for base in bases:
         if isinstance(value, base):
             return base(value)
     raise AssertionError(value)
