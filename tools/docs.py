@@ -27,7 +27,7 @@ def command_table_markdown() -> str:
     for spec in sorted(specs, key=lambda s: (s.group, s.name)):
         for row in _rows(spec):
             name = row.name.replace("|", " ").upper()
-            flags = " ".join(sorted(row.flags)) or "-"
+            flags = " ".join(sorted(flag.value for flag in row.flags)) or "-"
             # redis-cli's HELP rendering of the syntax; `|` escaped for the markdown table.
             syntax = f"`{render(row.args)}`".replace("|", "\\|") if row.args else "-"
             lines.append(f"| {row.group} | `{name}` | {syntax} | {row.arity} | {flags} | "

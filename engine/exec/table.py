@@ -1,13 +1,15 @@
 """The command table: every command declared once (name, arity, flags, keys, handler, docs).
 
-Owns `CommandSpec`, the `command`/`subcommand` declarators and `lookup`, which turns an argv into
-the spec to run or the exact Redis error (unknown command, unknown subcommand, wrong arity). The
-embedded API, the server, COMMAND and the docs all read this table. Must not touch: engine state.
-Command modules register themselves on import; `engine.commands` imports them all.
+Owns `CommandSpec`, the command flags (`Flag`, Redis's own), the `command`/`subcommand`
+declarators and `lookup`, which turns an argv into the spec to run or the exact Redis error
+(unknown command, unknown subcommand, wrong arity). The embedded API, the server, COMMAND and the
+docs all read this table. Must not touch: engine state. Command modules register themselves on
+import; `engine.commands` imports them all.
 """
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -23,11 +25,56 @@ Handler = Callable[[Any, Argv], Any]
 NO_KEYS = (0, 0, 0)  # first key, last key, step: a command that takes no key
 
 
+class Flag(enum.StrEnum):
+    """Redis's command flags (server.h's CMD_*), spelled and ordered as COMMAND INFO reports
+    them; SENTINEL (a command Redis also serves in sentinel mode) is never reported. Commands
+    declare them as a space-separated string ("write denyoom fast"): a word that is not a member
+    fails the declaration at import, so a typo cannot silently drop, say, the write check."""
+
+    WRITE = "write"
+    READONLY = "readonly"
+    DENYOOM = "denyoom"
+    MODULE = "module"
+    ADMIN = "admin"
+    PUBSUB = "pubsub"
+    NOSCRIPT = "noscript"
+    BLOCKING = "blocking"
+    LOADING = "loading"
+    STALE = "stale"
+    SKIP_MONITOR = "skip_monitor"
+    SKIP_SLOWLOG = "skip_slowlog"
+    ASKING = "asking"
+    FAST = "fast"
+    NO_AUTH = "no_auth"
+    MAY_REPLICATE = "may_replicate"
+    NO_MANDATORY_KEYS = "no_mandatory_keys"
+    NO_ASYNC_LOADING = "no_async_loading"
+    NO_MULTI = "no_multi"
+    MOVABLEKEYS = "movablekeys"  # computed from the key positions, never declared
+    ALLOW_BUSY = "allow_busy"
+    SENTINEL = "sentinel"
+
+
+_DECLARABLE_FLAGS = {flag.value: flag for flag in Flag if flag is not Flag.MOVABLEKEYS}
+
+
+def parse_flags(command_name: str, declared: str) -> frozenset[Flag]:
+    """A declaration's space-separated flags as members; ValueError naming the command and
+    the word for anything else."""
+    flags = []
+    for word in declared.split():
+        flag = _DECLARABLE_FLAGS.get(word)
+        if flag is None:
+            raise ValueError(f"command {command_name!r} declares an unknown flag {word!r}")
+        flags.append(flag)
+    return frozenset(flags)
+
+
 @dataclass(slots=True)
 class CommandSpec:
     name: str  # lowercase full name: "xadd", "xgroup|create"
     arity: int  # Redis convention: N exact, -N at least N (command name included)
-    flags: frozenset[str]
+    flags: frozenset[Flag]
     handler: Handler | None
     first_key: int = 1
     last_key: int = 1
@@ -38,14 +85,12 @@ class CommandSpec:
     internal: bool = False  # effect-only vocabulary: applied by replay, refused to clients
     subcommands: dict[bytes, CommandSpec] = field(default_factory=dict)
     args: tuple[Arg, ...] = ()  # its syntax (engine.argspec), for COMMAND DOCS
+    is_write: bool = field(init=False, repr=False, compare=False)  # Flag.WRITE, worked out once
+    is_blocking: bool = field(init=False, repr=False, compare=False)
 
-    @property
-    def is_write(self) -> bool:
-        return "write" in self.flags
-
-    @property
-    def is_blocking(self) -> bool:
-        return "blocking" in self.flags
+    def __post_init__(self) -> None:
+        self.is_write = Flag.WRITE in self.flags
+        self.is_blocking = Flag.BLOCKING in self.flags
 
 
 COMMANDS: dict[bytes, CommandSpec] = {}
@@ -80,11 +125,12 @@ def command(
 ) -> Callable[[Handler], Handler]:
     """Declare a command and its handler `handler(ctx, argv) -> reply`. `syntax` is its
     argument line as redis.io writes it (engine.argspec's notation), for COMMAND DOCS."""
+    spec_flags = parse_flags(name, flags)  # a bad flag fails here, at import
 
     def register(handler: Handler) -> Handler:
         _register(
             CommandSpec(
-                name, arity, frozenset(flags.split()), handler, *keys,
+                name, arity, spec_flags, handler, *keys,
                 summary=summary, group=group, since=since, internal=internal,
                 args=parse_syntax(syntax),
             )
@@ -100,7 +146,7 @@ def container(
 ) -> CommandSpec:
     """Declare a command made of subcommands (XGROUP, XINFO). With `handler`, the command alone
     (no subcommand) runs it, as COMMAND does (arity -1); it is never fast-dispatched."""
-    spec = CommandSpec(name, -2 if handler is None else -1, frozenset(flags.split()), None,
+    spec = CommandSpec(name, -2 if handler is None else -1, parse_flags(name, flags), None,
                        0, 0, 0, summary=summary, group=group, since=since)
     _register(spec)
     spec.handler = handler  # after _register: the fast path must not see a container
@@ -117,9 +163,12 @@ def subcommand(
     since: str = "5.0.0",
     syntax: str = "",
 ) -> Callable[[Handler], Handler]:
+    full_name = f"{parent.name}|{name}"
+    spec_flags = parse_flags(full_name, flags)  # a bad flag fails here, at import
+
     def register(handler: Handler) -> Handler:
         spec = CommandSpec(
-            f"{parent.name}|{name}", arity, frozenset(flags.split()), handler, *keys,
+            full_name, arity, spec_flags, handler, *keys,
             summary=summary, group=parent.group, since=since, args=parse_syntax(syntax),
         )
         parent.subcommands[name.encode()] = spec

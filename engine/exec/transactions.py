@@ -14,7 +14,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from streamkeep.engine.exec.context import Ctx
-from streamkeep.engine.exec.table import NO_KEYS, Argv, CommandSpec, command, lookup
+from streamkeep.engine.exec.table import NO_KEYS, Argv, CommandSpec, Flag, command, lookup
 from streamkeep.engine.wire.errors import ReplyError
 from streamkeep.engine.wire.reply import NULL_ARRAY
 
@@ -33,7 +33,7 @@ def queue_in_multi(engine: Engine, session: Session, spec: CommandSpec, argv: Ar
     if spec.name in RUN_IN_MULTI:
         return None
     journal = engine.journal
-    if "no_multi" in spec.flags:
+    if Flag.NO_MULTI in spec.flags:
         session.multi_failed = True
         raise ReplyError(NOT_IN_MULTI)
     if spec.is_write and journal is not None and journal.error:
