@@ -6,9 +6,12 @@ itself, and nothing below this layer (wire, model, exec) may import it.
 """
 
 from streamkeep.engine.commands import (  # noqa: F401
-    admin,
+    client,
+    command,
+    config,
     connection,
     groups,
+    info,
     keyspace,
     read,
     streams,

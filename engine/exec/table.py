@@ -22,6 +22,7 @@ from streamkeep.engine.wire.reply import help_reply
 # XADD stores are tuples too); lists are accepted wherever only reading is needed.
 Argv = tuple[bytes, ...]
 Handler = Callable[[Any, Argv], Any]
+ADMIN = "admin noscript loading stale"  # the flags Redis gives its admin commands
 NO_KEYS = (0, 0, 0)  # first key, last key, step: a command that takes no key
 
 

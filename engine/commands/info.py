@@ -1,0 +1,279 @@
+"""INFO: the server's sections, in Redis's order and field names (src/server.c).
+
+Owns the built-in sections; a service that owns a section registers it on the engine instead
+(`Engine.add_info_section`: the data directory's persistence section). Must not touch: stream
+state, sockets (it reads the server's counters and `Client` objects only).
+
+On an embedded engine (`engine.server` None) it counts no network connections.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import platform
+import resource
+import sys
+import time
+import weakref
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any
+
+from streamkeep.engine.commands.client import server_clients
+from streamkeep.engine.commands.connection import (
+    last_save_time,
+)
+from streamkeep.engine.exec.config import (
+    REDIS_VERSION,
+)
+from streamkeep.engine.exec.context import Ctx
+from streamkeep.engine.exec.interfaces import persistence_fields
+from streamkeep.engine.exec.table import (
+    NO_KEYS,
+    Argv,
+    command,
+)
+from streamkeep.engine.wire.reply import Verbatim
+
+if TYPE_CHECKING:
+    from streamkeep.engine.runtime.core import Engine
+
+RUN_ID = os.urandom(20).hex()  # this process's run_id (INFO server), as Redis draws one at start
+
+
+# --- INFO --------------------------------------------------------------------------------------
+
+Fields = list[tuple[str, Any]]
+
+
+@functools.cache
+def streamkeep_version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("streamkeep")
+    except PackageNotFoundError:
+        return "dev"
+
+
+def bytes_to_human(n: int) -> str:
+    """Redis's bytesToHuman: 1015.38K, 6.93M, 0B."""
+    if n < 1024:
+        return f"{n}B"
+    for unit, size in (("K", 1 << 10), ("M", 1 << 20), ("G", 1 << 30), ("T", 1 << 40),
+                       ("P", 1 << 50)):
+        if n < size * 1024:
+            return f"{n / size:.2f}{unit}"
+    return f"{n}B"
+
+
+def _rss() -> int:
+    """The process's resident set size now (Linux /proc), else its peak."""
+    try:
+        with open("/proc/self/statm", "rb") as f:
+            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        return _peak_rss()
+
+
+def _peak_rss() -> int:
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return peak if sys.platform == "darwin" else peak * 1024
+
+
+def _system_memory() -> int:
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (OSError, ValueError):
+        return 0
+
+
+def _waiters(engine: Engine) -> list[Any]:
+    """Blocked commands (network clients and embedded threads), each once."""
+    seen: dict[int, Any] = {}
+    for queue in engine.waiters.by_key.values():
+        for waiter in queue:
+            seen.setdefault(id(waiter), waiter)
+    return list(seen.values())
+
+
+def _info_server(engine: Engine) -> Fields:
+    server = engine.server
+    uname = platform.uname()
+    uptime = max(int(time.time() - engine.started_ms / 1000), 0)
+    fields: Fields = [
+        ("redis_version", REDIS_VERSION),
+        ("streamkeep_version", streamkeep_version()),
+        ("redis_git_sha1", "00000000"),
+        ("redis_git_dirty", 0),
+        ("redis_build_id", "0"),
+        ("redis_mode", "standalone"),
+        ("os", f"{uname.system} {uname.release} {uname.machine}"),
+        ("arch_bits", 64 if sys.maxsize > 2 ** 32 else 32),
+        ("python_version", platform.python_version()),
+    ]
+    loop = getattr(server, "loop", None)
+    if loop is not None:
+        fields.append(("multiplexing_api",
+                       "uvloop" if type(loop).__module__.startswith("uvloop") else "asyncio"))
+    fields += [
+        ("process_id", os.getpid()),
+        ("process_supervised", "no"),
+        ("run_id", RUN_ID),
+        ("tcp_port", server.port if server is not None else 0),
+        ("server_time_usec", time.time_ns() // 1000),
+        ("uptime_in_seconds", uptime),
+        ("uptime_in_days", uptime // 86400),
+        ("executable", sys.executable),
+        ("config_file", engine.config_file or ""),
+        ("io_threads_active", 0),
+    ]
+    return fields
+
+
+def _info_clients(engine: Engine) -> Fields:
+    clients = server_clients(engine)
+    waiters = _waiters(engine)
+    return [
+        ("connected_clients", len(clients)),
+        ("cluster_connections", 0),
+        ("maxclients", engine.config["maxclients"]),
+        ("client_recent_max_input_buffer",
+         max((c.parser.pending_bytes() for c in clients), default=0)),
+        ("client_recent_max_output_buffer",
+         max((c.transport.get_write_buffer_size() for c in clients
+              if c.transport is not None), default=0)),
+        ("blocked_clients", len(waiters)),
+        ("tracking_clients", 0),
+        ("clients_in_timeout_table", sum(1 for w in waiters if w.timeout_ms)),
+    ]
+
+
+def _info_memory(engine: Engine) -> Fields:
+    rss, peak, total = _rss(), _peak_rss(), _system_memory()
+    peak = max(peak, rss)
+    return [
+        ("used_memory", rss),
+        ("used_memory_human", bytes_to_human(rss)),
+        ("used_memory_rss", rss),
+        ("used_memory_rss_human", bytes_to_human(rss)),
+        ("used_memory_peak", peak),
+        ("used_memory_peak_human", bytes_to_human(peak)),
+        ("used_memory_peak_perc", f"{rss * 100 / peak:.2f}%" if peak else "100.00%"),
+        ("total_system_memory", total),
+        ("total_system_memory_human", bytes_to_human(total)),
+        ("maxmemory", 0),
+        ("maxmemory_human", "0B"),
+        ("maxmemory_policy", "noeviction"),
+        ("mem_allocator", "pymalloc"),
+    ]
+
+
+def _info_persistence(engine: Engine) -> Fields:
+    """An engine without a data directory (one with registers its own section)."""
+    return persistence_fields(None, engine.clock(), last_save_time(engine))
+
+
+def _info_stats(engine: Engine) -> Fields:
+    server = engine.server
+    return [
+        ("total_connections_received", server.connections_received if server else 0),
+        ("total_commands_processed", server.commands_processed if server else 0),
+        ("instantaneous_ops_per_sec", 0),
+        ("rejected_connections", server.rejected_connections if server else 0),
+        ("expired_keys", 0),
+        ("evicted_keys", 0),
+        ("evicted_clients", 0),
+        ("pubsub_channels", 0),
+        ("pubsub_patterns", 0),
+        ("total_forks", engine.datadir.status().saves if engine.datadir is not None else 0),
+    ]
+
+
+_REPL_IDS: weakref.WeakKeyDictionary[Any, str] = weakref.WeakKeyDictionary()
+
+
+def _info_replication(engine: Engine) -> Fields:
+    datadir = engine.datadir
+    if datadir is not None:
+        replid = datadir.repl_id
+    else:  # in memory: a history of its own, named once
+        replid = _REPL_IDS.setdefault(engine, os.urandom(20).hex())
+    journal = engine.journal
+    return [
+        ("role", "master"),
+        ("connected_slaves", 0),
+        ("master_failover_state", "no-failover"),
+        ("master_replid", replid),
+        ("master_replid2", "0" * 40),
+        ("master_repl_offset", journal.lsn if journal is not None else 0),
+        ("second_repl_offset", -1),
+        ("repl_backlog_active", 0),
+    ]
+
+
+def _info_cpu(engine: Engine) -> Fields:
+    me = resource.getrusage(resource.RUSAGE_SELF)
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return [
+        ("used_cpu_sys", f"{me.ru_stime:.6f}"),
+        ("used_cpu_user", f"{me.ru_utime:.6f}"),
+        ("used_cpu_sys_children", f"{children.ru_stime:.6f}"),
+        ("used_cpu_user_children", f"{children.ru_utime:.6f}"),
+    ]
+
+
+def _info_modules(engine: Engine) -> Fields:
+    return []
+
+
+def _info_cluster(engine: Engine) -> Fields:
+    return [("cluster_enabled", 0)]
+
+
+def _info_keyspace(engine: Engine) -> Fields:
+    return [(f"db{i}", f"keys={len(db)},expires=0,avg_ttl=0,subexpiry=0")
+            for i, db in enumerate(engine.dbs) if db]
+
+
+INFO_SECTIONS: dict[str, tuple[str, Callable[[Engine], Fields]]] = {
+    "server": ("Server", _info_server),
+    "clients": ("Clients", _info_clients),
+    "memory": ("Memory", _info_memory),
+    "persistence": ("Persistence", _info_persistence),
+    "stats": ("Stats", _info_stats),
+    "replication": ("Replication", _info_replication),
+    "cpu": ("CPU", _info_cpu),
+    "modules": ("Modules", _info_modules),
+    "cluster": ("Cluster", _info_cluster),
+    "keyspace": ("Keyspace", _info_keyspace),
+}
+DEFAULT_SECTIONS = tuple(INFO_SECTIONS)
+
+
+def info_text(engine: Engine, sections: Iterable[str] = ()) -> str:
+    """INFO's text: the named sections (default / all / everything: every one), in Redis's
+    order, "# Title" then "field:value" lines, a blank line between sections, CRLF ends."""
+    wanted: set[str] = set()
+    for name in (s.lower() for s in sections):
+        if name in ("default", "all", "everything"):
+            wanted.update(DEFAULT_SECTIONS)
+        elif name in INFO_SECTIONS:
+            wanted.add(name)
+    if not sections:
+        wanted.update(DEFAULT_SECTIONS)
+    parts = []
+    registered = engine.info_sections  # sections their owners serve (engine.on_... hooks)
+    for name, (title, builtin) in INFO_SECTIONS.items():
+        if name in wanted:
+            section = registered.get(name)
+            fields = section() if section is not None else builtin(engine)
+            lines = [f"# {title}\r\n"] + [f"{k}:{v}\r\n" for k, v in fields]
+            parts.append("".join(lines))
+    return "\r\n".join(parts)
+
+
+@command("info", -1, "loading stale", keys=NO_KEYS, group="server", since="1.0.0",
+         summary="Returns information and statistics about the server.", syntax="[section...]")
+def info(ctx: Ctx, argv: Argv) -> Verbatim:
+    return Verbatim(info_text(ctx.engine, [a.decode("utf-8", "replace") for a in argv[1:]]))
