@@ -127,6 +127,11 @@ class Journal:
         self._write(data, 1)
         return lsn
 
+    @property
+    def refusing_writes(self) -> bool:
+        """A failed fsync (never retried) or a failed write awaiting its retry."""
+        return self.fsync_failed or bool(self.unwritten)
+
     def set_deferred(self, deferred: bool) -> None:
         """The server's mode (engine lock held): it writes the buffer once per batch."""
         if not deferred:

@@ -32,7 +32,7 @@ import sys
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from streamkeep.aof import manifest as manifest_mod
 from streamkeep.aof.fs import FileSystem
@@ -43,7 +43,6 @@ from streamkeep.engine.exec.config import (
 from streamkeep.engine.wire.errors import StorageError
 
 if TYPE_CHECKING:
-    from streamkeep.aof.journal import Journal
     from streamkeep.engine.runtime.core import Engine
 
 log = logging.getLogger("streamkeep.snapshot")
@@ -53,6 +52,29 @@ DEFAULT_PERCENTAGE = 100  # Redis's auto-aof-rewrite-percentage default
 # Where this process found the `streamkeep` package: the build child imports it from there too.
 _PACKAGE_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(
     sys.modules["streamkeep"].__file__ or "")))
+
+
+class CompactionLog(Protocol):
+    """What the compactor needs of the append-only file (aof.journal.Journal implements it):
+    the manifest it switches (under `manifest_lock`), the rotation that closes the segments a
+    snapshot covers, and the auto trigger (`on_rewrite` fires once `aof_bytes` reaches
+    `rewrite_at`)."""
+
+    manifest: Manifest
+    manifest_lock: threading.Lock
+    aof_bytes: int
+    rewrite_at: float
+    on_rewrite: Callable[[], None] | None
+
+    @property
+    def refusing_writes(self) -> bool:
+        """A failed fsync or a write awaiting its retry: nothing may be compacted."""
+        ...
+
+    def rotate_for_snapshot(self) -> tuple[int, list[SegmentEntry]] | None:
+        """Start a new segment (engine lock held); the last LSN before it and the closed
+        segments, or None when writes are refused."""
+        ...
 
 
 class CompactionError(StorageError):
@@ -72,7 +94,7 @@ class Job:
 
 
 class Compactor:
-    def __init__(self, engine: Engine, fs: FileSystem, directory: str, journal: Journal,
+    def __init__(self, engine: Engine, fs: FileSystem, directory: str, journal: CompactionLog,
                  min_size: object = DEFAULT_MIN_SIZE,
                  percentage: int | str = DEFAULT_PERCENTAGE) -> None:
         self.engine = engine
@@ -155,8 +177,7 @@ class Compactor:
             job = self.start_locked()
             # Not started because the AOF refuses writes (a failed fsync, or a failed write
             # awaiting its retry): that is a failure, not "nothing to compact".
-            refused = job is None and not self._stopping and bool(
-                self.journal.fsync_failed or self.journal.unwritten)
+            refused = job is None and not self._stopping and self.journal.refusing_writes
         if refused:
             raise CompactionError(self.last_error or "the AOF refuses writes; not compacting")
         if job is None:

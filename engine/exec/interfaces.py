@@ -31,11 +31,7 @@ class Log(Protocol):
     sync_on_commit: bool  # appendfsync always: a caller waits for the fsync covering it
     deferred: bool  # the server buffers records and writes them once per batch
     buffered: bool  # some record is buffered and not yet written or synced
-
-    @property
-    def pending(self) -> Any:
-        """Records buffered (deferred mode), not yet handed to the OS; falsy when none."""
-        ...
+    pending: Any  # records buffered in deferred mode, not yet handed to the OS; falsy if none
 
     def append(self, time_ms: int, db: int, effects: list) -> int:
         """Log one record; its LSN. Raises ReplyError (MISCONF) if it cannot be written."""

@@ -1,0 +1,66 @@
+"""One import namespace: the design card's folders install as streamkeep.*, nothing else.
+
+A real wheel is built from the checkout and its file list checked; the installed (editable)
+package is imported from outside the checkout, as a user's program would.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+FOLDERS = {"engine", "aof", "snapshot", "replication", "tools", "streamkeep"}
+
+
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory: pytest.TempPathFactory) -> zipfile.ZipFile:
+    out = tmp_path_factory.mktemp("wheel")
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation",
+                    "-q", "-w", str(out), str(ROOT)], check=True, capture_output=True,
+                   timeout=300)
+    (path,) = out.glob("streamkeep-*.whl")
+    return zipfile.ZipFile(path)
+
+
+def test_wheel_holds_only_the_streamkeep_namespace(wheel: zipfile.ZipFile) -> None:
+    tops = {name.split("/")[0] for name in wheel.namelist()}
+    assert {t for t in tops if not t.endswith(".dist-info")} == {"streamkeep"}
+
+
+def test_wheel_holds_every_source_module(wheel: zipfile.ZipFile) -> None:
+    names = set(wheel.namelist())
+    expected = set()
+    for folder in FOLDERS:
+        for path in (ROOT / folder).rglob("*.py"):
+            rel = path.relative_to(ROOT / folder).as_posix()
+            expected.add("streamkeep/" + rel if folder == "streamkeep"
+                         else f"streamkeep/{folder}/{rel}")
+    missing = sorted(expected - names)
+    assert not missing, f"not packaged (add the package to pyproject.toml): {missing}"
+
+
+def _run(code: str, tmp_path: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True,
+                          text=True, timeout=60)
+
+
+@pytest.mark.parametrize("bare", ["engine", "tools", "aof", "snapshot", "replication"])
+def test_no_bare_top_level_module(bare: str, tmp_path: Path) -> None:
+    result = _run(f"import {bare}", tmp_path)
+    assert "ModuleNotFoundError" in result.stderr, result.stderr
+
+
+def test_documented_entry_points(tmp_path: Path) -> None:
+    result = _run("from streamkeep import Engine, ReplyError, StreamkeepError\n"
+                  "e = Engine.open()\n"
+                  "print(e.execute('XADD', 's', '1-1', 'f', 'v'))\n"
+                  "assert issubclass(ReplyError, StreamkeepError)", tmp_path)
+    assert result.returncode == 0 and result.stdout == "b'1-1'\n", result.stderr
+    cli = subprocess.run([sys.executable, "-m", "streamkeep", "--help"], cwd=tmp_path,
+                         capture_output=True, text=True, timeout=60)
+    assert cli.returncode == 0 and "serve" in cli.stdout
