@@ -16,16 +16,17 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from streamkeep.engine.model.effects import Record
     from streamkeep.engine.runtime.core import Engine, Session
-    from streamkeep.engine.wire.errors import ReplyError
+    from streamkeep.engine.wire.errors import ReplyError, StreamkeepError
 
 _EXPORTS = {
     "Engine": "streamkeep.engine.runtime.core",
     "Session": "streamkeep.engine.runtime.core",
     "Record": "streamkeep.engine.model.effects",
     "ReplyError": "streamkeep.engine.wire.errors",
+    "StreamkeepError": "streamkeep.engine.wire.errors",
 }
 
-__all__ = ["Engine", "ReplyError", "Record", "Session"]
+__all__ = ["Engine", "ReplyError", "Record", "Session", "StreamkeepError"]
 
 
 def __getattr__(name: str) -> Any:

@@ -2,8 +2,8 @@
 
 The documented entry point: `from streamkeep import Engine, ReplyError`. The project's packages
 live in this namespace (`streamkeep.engine`, `streamkeep.aof`, `streamkeep.snapshot`,
-`streamkeep.replication`, `streamkeep.tools`; see pyproject.toml's package-dir); this module
-re-exports lazily, so `import streamkeep.aof.codec` stays cheap.
+`streamkeep.replication`, `streamkeep.tools`; see pyproject.toml's package-dir). The names below
+are streamkeep.engine's lazy re-exports, so `import streamkeep.aof.codec` stays cheap.
 """
 
 from __future__ import annotations
@@ -15,23 +15,14 @@ if TYPE_CHECKING:
     from streamkeep.engine.runtime.core import Engine, Session
     from streamkeep.engine.wire.errors import ReplyError, StreamkeepError
 
-_EXPORTS = {
-    "Engine": "streamkeep.engine.runtime.core",
-    "Session": "streamkeep.engine.runtime.core",
-    "Record": "streamkeep.engine.model.effects",
-    "ReplyError": "streamkeep.engine.wire.errors",
-    "StreamkeepError": "streamkeep.engine.wire.errors",
-}
-
 __all__ = ["Engine", "ReplyError", "Record", "Session", "StreamkeepError"]
 
 
 def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
+    if name not in __all__:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    import importlib
+    from streamkeep import engine
 
-    value = getattr(importlib.import_module(module), name)
+    value = getattr(engine, name)
     globals()[name] = value
     return value

@@ -98,8 +98,7 @@ LAZY_EXPORTS = {
                    "ReplyError": "streamkeep.engine.wire.errors",
                    "StreamkeepError": "streamkeep.engine.wire.errors"},
 }
-LAZY_EXPORTS["streamkeep.engine"] = {
-    k: v for k, v in LAZY_EXPORTS["streamkeep"].items() if k != "StreamkeepError"}
+LAZY_EXPORTS["streamkeep.engine"] = LAZY_EXPORTS["streamkeep"]
 
 
 @dataclass(frozen=True)
