@@ -2,14 +2,17 @@
 
 * ``redis_server``       session-scoped; object with ``.host`` and ``.port``.
 * ``redis_client``       redis-py client (RESP2, bytes replies) after FLUSHALL.
-* ``redis_raw``          :class:`tests.resp_client.RespClient` after FLUSHALL;
+* ``redis_raw``          :class:`tests.support.resp_client.RespClient` after FLUSHALL;
                          replies keep their exact RESP type.
 * ``redis_raw_factory``  callable opening extra RespClient connections (for
                          blocking tests); all are closed at teardown.
 * ``backend``            parametrized "embedded" / "server": ``backend(engine)`` returns
-                         the engine itself, or a ``tests.diffutil.ServedEngine`` (the engine
-                         behind an in-process streamkeep server, driven over a socket).
-                         Differential suites take it so every test runs both ways.
+                         the engine itself, or a ``tests.support.diffutil.ServedEngine``
+                         (the engine behind an in-process streamkeep server, driven over a
+                         socket). Differential suites take it so every test runs both ways.
+* ``served``             a fresh in-process streamkeep server on a fresh engine
+                         (``tests.support.server_util.ServerHandle``).
+* ``sk``                 a RESP2 RespClient connected to ``served``.
 
 A missing redis-server is a hard failure, not a skip: the comparison tests
 are the point of the suite.
@@ -17,7 +20,6 @@ are the point of the suite.
 
 from __future__ import annotations
 
-import contextlib
 import shutil
 import socket
 import subprocess
@@ -29,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from tests.resp_client import DEFAULT_TIMEOUT, RespClient, RespError
+from tests.support.resp_client import RespClient, RespError, client_factory
 
 if TYPE_CHECKING:
     from streamkeep import Engine
@@ -192,31 +194,10 @@ def redis_raw_factory(redis_server: RedisServer) -> Iterator[Callable[..., RespC
         yield factory
 
 
-@contextlib.contextmanager
-def client_factory(default: Any, default_timeout: float | None = DEFAULT_TIMEOUT
-                   ) -> Iterator[Callable[..., RespClient]]:
-    """``factory(timeout=..., handle=None)`` opens a RespClient to ``handle`` (anything with
-    ``.host`` and ``.port``; ``default`` when None); all are closed on exit."""
-    opened: list[RespClient] = []
-
-    def factory(timeout: float | None = default_timeout, handle: Any = None) -> RespClient:
-        target = handle or default
-        client = RespClient(target.host, target.port, timeout=timeout)
-        opened.append(client)
-        return client
-
-    try:
-        yield factory
-    finally:
-        for client in opened:
-            with contextlib.suppress(OSError):
-                client.close()
-
-
 @pytest.fixture(params=["embedded", "server"])
 def backend(request: pytest.FixtureRequest) -> Iterator[Callable[[Engine], Any]]:
     """``backend(engine)``: the engine as the test drives it (see the module docstring)."""
-    from tests.diffutil import ServedEngine
+    from tests.support.diffutil import ServedEngine
 
     served: list[ServedEngine] = []
 
@@ -237,12 +218,22 @@ def backend(request: pytest.FixtureRequest) -> Iterator[Callable[[Engine], Any]]
 @pytest.fixture
 def served() -> Iterator[Any]:
     """A fresh in-memory engine behind a fresh streamkeep server on a loopback port (stopped,
-    and its engine closed, at teardown): tests.server_util.ServerHandle."""
+    and its engine closed, at teardown): tests.support.server_util.ServerHandle."""
     from streamkeep import Engine
-    from tests.server_util import start_server
+    from tests.support.server_util import start_server
 
     handle = start_server(Engine())
     try:
         yield handle
     finally:
         handle.stop()
+
+
+@pytest.fixture
+def sk(served: Any) -> Iterator[RespClient]:
+    """A RESP2 connection to ``served`` (a fresh in-process streamkeep server)."""
+    client = RespClient(served.host, served.port, timeout=10)
+    try:
+        yield client
+    finally:
+        client.close()

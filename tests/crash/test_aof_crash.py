@@ -1,6 +1,6 @@
 """Process crashes (SIGKILL) under every appendfsync policy, with real processes and real files.
 
-A child process (`python -m tests.aof_workload`) opens a data directory with a small segment
+A child process (`python -m tests.support.aof_workload`) opens a data directory with a small segment
 size (so rotations happen), a deterministic fake clock and a seeded mixed workload, and prints
 "ack <i>" after each command returns. The parent kills it with SIGKILL at a random point, reopens
 the directory in process and checks that the recovered state is exactly the state of an
@@ -24,10 +24,10 @@ from pathlib import Path
 import pytest
 
 from streamkeep import Engine
-from tests.aof_workload import FakeClock, reference
-from tests.aof_workload import run as run_workload
+from tests.support.aof_workload import FakeClock, reference
+from tests.support.aof_workload import run as run_workload
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 POLICIES = ["always", "everysec", "no"]
 
 
@@ -36,8 +36,8 @@ def start_child(directory: Path, policy: str, seed: int, segment_max: int,
     errlog = directory.with_name(directory.name + ".stderr")
     with open(errlog, "ab") as err:  # a file, not a pipe nobody reads: it cannot fill up
         proc = subprocess.Popen(
-            [sys.executable, "-m", "tests.aof_workload", str(directory), policy, str(seed),
-             str(segment_max), str(start)],
+            [sys.executable, "-m", "tests.support.aof_workload", str(directory), policy,
+             str(seed), str(segment_max), str(start)],
             cwd=ROOT, stdout=subprocess.PIPE, stderr=err, start_new_session=True,
         )
     proc.errlog = errlog  # type: ignore[attr-defined]

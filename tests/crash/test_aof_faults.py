@@ -1,4 +1,4 @@
-"""The data directory's lock, and injected I/O errors (tests/faultfs.py's FaultyFS).
+"""The data directory's lock, and injected I/O errors (tests/support/faultfs.py's FaultyFS).
 
 * The lock: a second Engine.open of a directory, from the same process or from another one,
   raises aof.fs.LockedError naming the holder's pid; the lock goes away with its holder (close,
@@ -32,9 +32,9 @@ import pytest
 
 from streamkeep import Engine, ReplyError
 from streamkeep.aof.fs import LockedError
-from tests.faultfs import FaultyFS
+from tests.support.faultfs import FaultyFS
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 ENOSPC_LINE = "MISCONF Errors writing to the AOF file: No space left on device"
 EIO_LINE = "MISCONF Errors writing to the AOF file: Input/output error"
 

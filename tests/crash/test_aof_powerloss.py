@@ -1,6 +1,6 @@
-"""Simulated power loss under appendfsync=always (tests/faultfs.py's TrackingFS).
+"""Simulated power loss under appendfsync=always (tests/support/faultfs.py's TrackingFS).
 
-The seeded workload of tests/aof_workload.py runs in process on a TrackingFS that cuts the
+The seeded workload of tests/support/aof_workload.py runs in process on a TrackingFS that cuts the
 power at its N-th mutating file operation (the command in flight gets `PowerCut`; every command
 that returned before was acknowledged). The engine is then abandoned without close() and the
 post-crash disk is materialised into a fresh directory: each file cut back to what its last
@@ -34,9 +34,9 @@ from pathlib import Path
 import pytest
 
 from streamkeep import Engine, ReplyError
-from tests.aof_workload import KEYS, FakeClock, commands
-from tests.aof_workload import run as run_workload
-from tests.faultfs import TAILS, PowerCut, TrackingFS
+from tests.support.aof_workload import KEYS, FakeClock, commands
+from tests.support.aof_workload import run as run_workload
+from tests.support.faultfs import TAILS, PowerCut, TrackingFS, stop_threads
 
 EMPTY_DIGEST = Engine().digest()
 
@@ -141,14 +141,6 @@ def crash_run(root: Path, seed: int, n: int, cut_at: int | None, policy: str = "
     fs.abandon()  # the process is gone: no close(), no more I/O
     stop_threads(engine)
     return Crash(directory, fs, acked, cut, synced[0])
-
-
-def stop_threads(engine: Engine | None) -> None:
-    """A dead process's threads die with it: stop the journal's threads of an abandoned engine
-    (without close(), which would fsync), or every crash leaks them."""
-    journal = getattr(engine, "journal", None)
-    if journal is not None:
-        journal.stop_threads()
 
 
 @contextmanager

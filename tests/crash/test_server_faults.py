@@ -14,9 +14,9 @@ import pytest
 
 from streamkeep import Engine
 from streamkeep.engine.wire.resp import encode_command
-from tests.faultfs import FaultyFS
-from tests.resp_client import RespClient, RespError
-from tests.server_util import ServerHandle, start_server
+from tests.support.faultfs import FaultyFS
+from tests.support.resp_client import RespClient, RespError
+from tests.support.server_util import ServerHandle, start_server
 
 ENOSPC_LINE = "MISCONF Errors writing to the AOF file: No space left on device"
 EIO_LINE = "MISCONF Errors writing to the AOF file: Input/output error"

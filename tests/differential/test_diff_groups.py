@@ -7,7 +7,7 @@ Every argv runs on the engine and on Redis; replies and error lines must match b
 Redis 7.0 (the local oracle) and 8.x is compared. Where they differ (consumers created or touched
 by XREADGROUP/XCLAIM/XAUTOCLAIM that serve nothing, lag/entries-read once entries were deleted,
 ENTRIESREAD clamping, XINFO's active-time) the scenario avoids the difference here and
-tests/test_redis8.py asserts the 8.x behaviour.
+tests/differential/test_redis8.py asserts the 8.x behaviour.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from collections.abc import Iterator
 import pytest
 
 from streamkeep import Engine
-from tests.diffutil import (
+from tests.support.diffutil import (
     Both,
     WallClock,
     consumers_norm,

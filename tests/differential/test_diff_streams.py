@@ -4,7 +4,7 @@ counts) under stream-node-max-entries / stream-node-max-bytes.
 
 Every argv runs on the engine and on Redis; replies and error lines must match byte for byte.
 Only behaviour common to Redis 7.0 (the local oracle) and 8.x is compared here; XREAD `+`, the
-8.x unbalanced-streams text and XSETID's max_deleted check live in tests/test_redis8.py.
+8.x unbalanced-streams text and XSETID's max_deleted check live in tests/differential/test_redis8.py.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from collections.abc import Iterator
 import pytest
 
 from streamkeep import Engine
-from tests.diffutil import Both, WallClock, flat_map, id_shape, reset_redis_config
+from tests.support.diffutil import Both, WallClock, flat_map, id_shape, reset_redis_config
 
 WEIRD_NUMBERS = [
     "+5", " 5", "5 ", "\t5", "007", "-0", "-1", "0", "00", "1.5", "0x10", "1e3", "",

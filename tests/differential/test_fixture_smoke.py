@@ -7,7 +7,7 @@ import threading
 import pytest
 import redis
 
-from tests.resp_client import RespError
+from tests.support.resp_client import RespError
 
 
 def test_ping_is_simple_string(redis_raw):

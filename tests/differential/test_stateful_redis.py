@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
 
 from streamkeep import Engine, ReplyError
-from tests.resp_client import RespClient, RespError
+from tests.support.resp_client import RespClient, RespError
 
 KEYS = [b"s1", b"s2"]
 keys = st.sampled_from(KEYS)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from streamkeep import Engine, ReplyError, Session
 from streamkeep.engine.wire.reply import NULL_ARRAY
-from tests.diffutil import Both, WallClock
+from tests.support.diffutil import Both, WallClock
 
 
 def _errors_as_text(reply: object) -> object:

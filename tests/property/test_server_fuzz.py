@@ -31,8 +31,8 @@ from hypothesis import strategies as st
 
 from streamkeep import Engine
 from streamkeep.engine.wire.resp import NEED_MORE, ProtocolError, ReplyParser, RequestParser
-from tests.resp_client import RespClient, encode_command
-from tests.server_util import read_until_closed, start_server
+from tests.support.resp_client import RespClient, encode_command
+from tests.support.server_util import read_until_closed, start_server
 
 PASSWORD = "fuzz pw"
 CLOCK_MS = 1_700_000_000_000
@@ -52,7 +52,7 @@ INLINE = [b"PING\r\n", b"XLEN keep\n", b'ECHO "a b\\x00c"\r\n', b"ECHO 'it''s'\r
 # For the comparison with redis-server: no HELLO (its reply names the version and client id),
 # no DBSIZE (the other test's writes count here), no XREAD (its mutations reach 8.x-only
 # behaviour: the unbalanced-streams text, the `+` ID; the local oracle is 7.0), and no NUL byte
-# in inline lines (test_server.py's test_unknown_command_line_cuts_at_nul and
+# in inline lines (tests/engine/runtime/test_server.py's test_unknown_command_line_cuts_at_nul and
 # test_nul_bytes_in_framing_like_redis compare those).
 DIFF_VALID = [encode_command(*argv) for argv in READS
               if argv[0] not in ("HELLO", "DBSIZE", "XREAD")]

@@ -1,15 +1,15 @@
 """Snapshots on real LMDB files: write -> load round trips, the read-only API against the engine's
 own replies, concurrent readers, error handling, map growth and the pinned on-disk layout.
 
-The round trip is a property over random command sequences (the generator of
-test_effects_replay, with binary names, more databases and node-splitting configs): a loaded
-engine has the same digest and the same `XINFO STREAM FULL` (node layout included) as the one
-that wrote the snapshot, and both stay identical under the same further commands."""
+The round trip is a property over random command sequences (the effects-replay generator of
+tests/support/command_strategies.py, with binary names, more databases and node-splitting
+configs): a loaded engine has the same digest and the same `XINFO STREAM FULL` (node layout
+included) as the one that wrote the snapshot, and both stay identical under the same further
+commands."""
 
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import multiprocessing
 import os
 import random
@@ -32,11 +32,12 @@ from streamkeep.snapshot.layout import ID
 from streamkeep.snapshot.load import load_snapshot
 from streamkeep.snapshot.reader import Snapshot, SnapshotError
 from streamkeep.snapshot.writer import write_snapshot
-from tests.test_effects_replay import SETUP, Clock, commands
+from tests.support.command_strategies import SETUP, Clock, commands
+from tests.support.snapshot_util import fingerprint
 
 MAX_ID = (1 << 128) - 1
 U64 = (1 << 64) - 1
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 # --- helpers ---------------------------------------------------------------------------------
@@ -177,7 +178,7 @@ extras = st.one_of(
 )
 script_command = st.integers(0, 4).flatmap(lambda i: extras if i == 0 else commands)
 script = st.lists(st.tuples(script_command, st.integers(0, 3)), min_size=10, max_size=60)
-# After test_effects_replay's SETUP (5 entries in s1 and s2, groups g1 and g2 on both): PELs,
+# After the shared SETUP (5 entries in s1 and s2, groups g1 and g2 on both): PELs,
 # tombstones (one of them a node's master entry) and a second database from the start.
 MORE_SETUP = [
     [b"XREADGROUP", b"GROUP", b"g1", b"alice", b"COUNT", b"2", b"STREAMS", b"s1", b"s2", b">",
@@ -497,29 +498,10 @@ def test_load_rich_state(rich: tuple[Engine, Clock, Snapshot]) -> None:
 
 # --- 3. several readers at once ----------------------------------------------------------------
 
-def fingerprint(path: str) -> str:
-    """Everything the read API returns for a snapshot, hashed."""
-    h = hashlib.sha256()
-    with Snapshot(path) as snap:
-        h.update(repr(snap.meta).encode())
-        for info in snap.streams():
-            h.update(repr(info).encode())
-            ranges = snap.split(info.db, info.key, 3)
-            h.update(repr(ranges).encode())
-            for lo, hi in ranges:
-                for entry in snap.entries(info.db, info.key, lo, hi):
-                    h.update(repr(entry).encode())
-            for g in snap.groups(info.db, info.key):
-                h.update(repr(g).encode())
-                h.update(repr(snap.consumers(info.db, info.key, g.name)).encode())
-                h.update(repr(list(snap.pending(info.db, info.key, g.name))).encode())
-    return h.hexdigest()
-
-
 _CHILD = """
 import sys
 from streamkeep.snapshot.reader import Snapshot
-from tests.test_snapshot import fingerprint
+from tests.support.snapshot_util import fingerprint
 with Snapshot(sys.argv[1]) as snap:
     it = snap.entries(0, b"alpha")
     first = next(it)  # a read transaction is open while the parent reads too

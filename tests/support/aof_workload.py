@@ -15,9 +15,9 @@ is a deterministic, acknowledged reply too) and calls `on_ack(i)` after command 
 `reference(seed, counts)` runs an in-memory Engine and returns the digest after each of the
 given command counts.
 
-Child process (used by tests/test_aof_crash.py):
+Child process (used by tests/crash/test_aof_crash.py):
 
-    python -m tests.aof_workload DIR POLICY SEED [SEGMENT_MAX_BYTES] [START] [LIMIT]
+    python -m tests.support.aof_workload DIR POLICY SEED [SEGMENT_MAX_BYTES] [START] [LIMIT]
 
 opens `Engine.open(DIR, appendfsync=POLICY, aof_segment_max_bytes=..., clock=fake)`, skips the
 first START commands of the sequence (they are already in DIR), then runs commands START,

@@ -1,8 +1,8 @@
-"""Child process for the compaction crash tests (tests/test_compaction.py): the seeded workload
-of tests/aof_workload.py on a data directory, with a compaction that SIGKILLs its own process
-at a chosen step.
+"""Child process for the compaction crash tests (tests/crash/test_compaction.py): the seeded
+workload of tests/support/aof_workload.py on a data directory, with a compaction that SIGKILLs
+its own process at a chosen step.
 
-    python -m tests.compaction_workload DIR SEED [--policy always] [--segment-max 2048]
+    python -m tests.support.compaction_workload DIR SEED [--policy always] [--segment-max 2048]
         [--bulk N] [--first N] [--second N] [--step NAME|none] [--mode wait|writes|build]
         [--after K] [--wait-lmdb]
 
@@ -37,7 +37,7 @@ import time
 from collections.abc import Iterator
 
 from streamkeep import Engine
-from tests.aof_workload import FakeClock, run
+from tests.support.aof_workload import FakeClock, run
 
 STEPS = ("rotated", "spawned", "built", "published", "switched", "removed")
 
@@ -81,7 +81,7 @@ def _lmdb_loaded(pid: int) -> bool:
 
 
 def main(argv: list[str]) -> None:
-    parser = argparse.ArgumentParser(prog="tests.compaction_workload")
+    parser = argparse.ArgumentParser(prog="tests.support.compaction_workload")
     parser.add_argument("dir")
     parser.add_argument("seed", type=int)
     parser.add_argument("--policy", default="always")

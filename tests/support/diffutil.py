@@ -1,11 +1,12 @@
 """Differential-test helpers: the same argv on the engine and on a real redis-server.
 
 Owns `run_both` (run one argv on both, assert the same reply or the same error line, return it),
-`Both` (the pair plus shorthands), the engine clock used by differential tests (wall-clock ms,
-because the oracle runs on real time), and the normalisers for fields that depend on time
-(`Near`: idle times compared within a tolerance) or on auto-generated IDs (`id_shape`). The local
-oracle is Redis 7.0.15: callers must keep 8.x-only behaviour out of these comparisons (see
-/work/notes/redis8-streams.md and tests/test_redis8.py).
+`Both` (the pair plus shorthands), `outcome` and `err` (one side's reply or error line), the
+engine clock used by differential tests (wall-clock ms, because the oracle runs on real time), and
+the normalisers for fields that depend on time (`Near`: idle times compared within a tolerance) or
+on auto-generated IDs (`id_shape`). The local oracle is Redis 7.0.15: callers must keep 8.x-only
+behaviour out of these comparisons (see /work/notes/redis8-streams.md and
+tests/differential/test_redis8.py).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from typing import Any
 
 from streamkeep import Engine, ReplyError
 from streamkeep.engine.exec.table import COMMANDS
-from tests.resp_client import RespClient, RespError
+from tests.support.resp_client import RespClient, RespError
 
 Normaliser = Callable[[Any], Any]
 
@@ -62,10 +63,18 @@ def id_shape(value: Any) -> Any:
 
 
 def outcome(target: Any, *argv: Any) -> tuple[str, Any]:
+    """("ok", reply) or ("err", line), whatever runs the command."""
     try:
         return "ok", target.execute(*argv)
     except (ReplyError, RespError) as err:
         return "err", str(err)
+
+
+def err(target: Any, *argv: Any) -> str:
+    """The error line `target` (engine, connection, ...) answers argv with; fails if it succeeds."""
+    kind, value = outcome(target, *argv)
+    assert kind == "err", f"{argv!r} did not fail: {value!r}"
+    return value
 
 
 def run_both(engine: Engine, redis: Any, *argv: Any, normalise: Normaliser | None = None) -> Any:
@@ -141,7 +150,7 @@ class ServedEngine:
     suites run unchanged through the network server."""
 
     def __init__(self, engine: Engine) -> None:
-        from tests.server_util import start_server
+        from tests.support.server_util import start_server
 
         self.engine = engine
         self.handle = start_server(engine)

@@ -22,6 +22,9 @@ TrackingFS (the power-loss model, after ALICE / LazyFS / SQLite's crash VFS):
 FaultyFS: raises OSError(errno) from writes or fdatasyncs of files whose name contains `match`,
 or from directory fsyncs, once armed (after N more successful calls; a failing write can write
 half of its bytes first), until cleared; counts calls.
+
+stop_threads(engine): what a crash does to an abandoned engine's threads (the journal's), without
+close().
 """
 
 from __future__ import annotations
@@ -31,8 +34,12 @@ import errno as errno_mod
 import os
 import random
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from streamkeep.aof.fs import RealFS
+
+if TYPE_CHECKING:
+    from streamkeep import Engine
 
 
 class PowerCut(BaseException):
@@ -357,3 +364,11 @@ class FaultyFS(RealFS):
             else:
                 raise OSError(self.fsync_dir_errno, os.strerror(self.fsync_dir_errno))
         super().fsync_dir(path)
+
+
+def stop_threads(engine: Engine | None) -> None:
+    """A dead process's threads die with it: stop the journal's threads of an abandoned engine
+    (without close(), which would fsync), or every crash leaks them."""
+    journal = getattr(engine, "journal", None)
+    if journal is not None:
+        journal.stop_threads()

@@ -17,7 +17,9 @@ RESP type the server sent:
 
 from __future__ import annotations
 
+import contextlib
 import socket
+from collections.abc import Callable, Iterator
 from typing import Any
 
 try:  # Let tests catch redis.ResponseError too, when redis-py is installed.
@@ -192,3 +194,24 @@ class RespClient:
                 raise RespProtocolError(f"bad array length {n}")
             return [self._read_reply() for _ in range(n)]
         raise RespProtocolError(f"unknown reply type {line!r}")
+
+
+@contextlib.contextmanager
+def client_factory(default: Any, default_timeout: float | None = DEFAULT_TIMEOUT
+                   ) -> Iterator[Callable[..., RespClient]]:
+    """``factory(timeout=..., handle=None)`` opens a RespClient to ``handle`` (anything with
+    ``.host`` and ``.port``; ``default`` when None); all are closed on exit."""
+    opened: list[RespClient] = []
+
+    def factory(timeout: float | None = default_timeout, handle: Any = None) -> RespClient:
+        target = handle or default
+        client = RespClient(target.host, target.port, timeout=timeout)
+        opened.append(client)
+        return client
+
+    try:
+        yield factory
+    finally:
+        for client in opened:
+            with contextlib.suppress(OSError):
+                client.close()

@@ -1,7 +1,8 @@
 """An in-process streamkeep server for tests: `start_server(engine)` runs `engine.server.Server`
 on a free loopback port in a daemon thread (asyncio.run, through `run_server`) and returns a
 handle with `.host`, `.port`, `.server`, `.engine` and `.stop()` (stops the server, which closes
-the engine); `read_until_closed(sock)` reads a raw connection to its end."""
+the engine); `connect(handle)` opens a RespClient to it; `read_until_closed(sock)` reads a raw
+connection to its end."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import threading
 from typing import Any
 
 from streamkeep.engine.runtime.server import Server, run_server
+from tests.support.resp_client import RespClient
 
 START_TIMEOUT = 10.0
 
@@ -49,6 +51,11 @@ def start_server(engine: Any, host: str = "127.0.0.1", port: int = 0) -> ServerH
     return ServerHandle(server, thread)
 
 
+def connect(handle: ServerHandle, **kwargs: Any) -> RespClient:
+    """A RespClient connected to the server (timeout 10 s unless given)."""
+    return RespClient(handle.host, handle.port, timeout=kwargs.pop("timeout", 10))
+
+
 def read_until_closed(sock: socket.socket, timeout: float = 10.0) -> bytes:
     """Everything a server sends until it closes the connection (a timeout raises)."""
     sock.settimeout(timeout)
@@ -64,4 +71,4 @@ def read_until_closed(sock: socket.socket, timeout: float = 10.0) -> bytes:
     return b"".join(chunks)
 
 
-__all__ = ["ServerHandle", "read_until_closed", "start_server"]
+__all__ = ["ServerHandle", "connect", "read_until_closed", "start_server"]

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from streamkeep.tools.docs import BEGIN, END, command_table_markdown
 
-README = Path(__file__).resolve().parent.parent / "README.md"
+README = Path(__file__).resolve().parents[2] / "README.md"
 
 
 def test_readme_command_table_is_generated_from_the_table() -> None:

@@ -18,9 +18,9 @@ import redis
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
-from tests.resp_client import RespClient, RespError, encode_command
+from tests.support.resp_client import RespClient, RespError, encode_command
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 START_TIMEOUT = 15.0
 EXIT_TIMEOUT = 10.0
 

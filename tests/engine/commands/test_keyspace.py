@@ -16,7 +16,7 @@ import pytest
 from streamkeep import Engine, ReplyError
 from streamkeep.engine.commands.keyspace import scan_position, stringmatchlen
 from streamkeep.engine.runtime.core import Session
-from tests.resp_client import RespError
+from tests.support.resp_client import RespError
 
 
 def outcome(target: Any, *argv: Any) -> tuple[str, Any]:

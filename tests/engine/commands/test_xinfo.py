@@ -15,7 +15,7 @@ import pytest
 from streamkeep import Engine, ReplyError
 from streamkeep.engine.runtime.core import Session
 from streamkeep.engine.wire.reply import RespMap
-from tests.resp_client import RespError
+from tests.support.resp_client import RespError
 
 T = "<time>"
 

@@ -12,7 +12,7 @@ import pytest
 from streamkeep import Engine
 from streamkeep.engine.exec import table
 from streamkeep.engine.exec.table import COMMANDS, CommandSpec, Flag, parse_flags
-from tests.resp_client import RespClient
+from tests.support.resp_client import RespClient
 
 # --- flags are checked when a command is declared ------------------------------------------------
 

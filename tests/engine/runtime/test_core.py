@@ -1,8 +1,9 @@
-"""Replay's fast path and streaming decoder.
+"""Replay's fast path (Engine.apply_many).
 
 Engine.apply_many applies a record made of one `XADD key id field value ...` effect without the
 command dispatch, through cmd_streams.add_entry (the XADD handler's own validated append), and
-the AOF is decoded batch by batch while it is applied (aof.codec.scan_batches). Checked here:
+the AOF is decoded batch by batch while it is applied (aof.codec.scan_batches, checked on its
+own in tests/aof/test_codec.py). Checked here:
 
 * replayed state equals the live state, digest and node layout (boundaries, listpack sizes,
   ID bytes) alike, for records mixing fast-path XADDs with trims, deletions, several keys,
@@ -11,8 +12,7 @@ the AOF is decoded batch by batch while it is applied (aof.codec.scan_batches). 
 * hand-written XADD effects in every spelling (leading zeros, `*`, `ms`, `ms-*`, options,
   lowercase, list effects) give the same state through apply_many as through the handler;
 * a record whose XADD is refused (ID not greater than the last, 0-0, exhausted stream) makes
-  Engine.open raise the XADD handler's own error, as before the fast path;
-* scan_batches yields exactly the records scan returns, and the same end and damage.
+  Engine.open raise the XADD handler's own error, as before the fast path.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from pathlib import Path
 import pytest
 
 from streamkeep import Engine, Record, ReplyError
-from streamkeep.aof.codec import HEADER_SIZE, ScanResult, encode, encode_header, scan, scan_batches
+from streamkeep.aof.codec import encode
 
 LIMITS = {"stream_node_max_entries": 7, "stream_node_max_bytes": 160}
 MAX = 18446744073709551615
@@ -209,43 +209,3 @@ def test_refused_xadd_record_refuses_to_open(tmp_path: Path, setup: list[list[st
     with pytest.raises(ReplyError) as exc:
         live.execute(*bad)
     assert str(exc.value) == error
-
-
-def _segment(records: list[tuple]) -> bytes:
-    return encode_header(1, 1) + b"".join(encode(*r) for r in records)
-
-
-def _collect(data: bytes, batch_size: int) -> tuple[list[tuple], ScanResult, list[int]]:
-    result = ScanResult(end=HEADER_SIZE)
-    out: list[tuple] = []
-    sizes = []
-    for batch in scan_batches(data, HEADER_SIZE, 1, result, batch_size):
-        sizes.append(len(batch))
-        out += batch
-    return out, result, sizes
-
-
-@pytest.mark.parametrize("batch_size", [1, 3, 64])
-def test_scan_batches_yields_what_scan_returns(batch_size: int) -> None:
-    records = [(i, 100 + i, i % 3, [[b"XADD", b"s", b"%d-0" % i, b"f", b"v" * i]])
-               for i in range(1, 41)]
-    data = _segment(records)
-    cases = {"clean": data}
-    cut = len(data) - 5
-    cases["torn tail"] = data[:cut]
-    middle = len(_segment(records[:20])) + 12  # inside record 21's payload
-    flipped = bytearray(data)
-    flipped[middle] ^= 0xFF
-    cases["damage with valid records after"] = bytes(flipped)
-    for name, blob in cases.items():
-        whole = scan(blob, HEADER_SIZE, 1)
-        out, result, sizes = _collect(blob, batch_size)
-        assert out == whole.records, name
-        assert (result.end, result.damage) == (whole.end, whole.damage), name
-        assert result.count == len(whole.records), name
-        assert all(0 < size <= batch_size for size in sizes), name
-    assert scan(data, HEADER_SIZE, 1).damage is None
-    assert len(scan(cases["torn tail"], HEADER_SIZE, 1).records) == 39
-    damaged = scan(cases["damage with valid records after"], HEADER_SIZE, 1)
-    assert len(damaged.records) == 20 and damaged.damage is not None
-    assert damaged.damage.valid_after

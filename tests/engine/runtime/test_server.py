@@ -32,9 +32,8 @@ from streamkeep.aof.codec import HEADER_SIZE, decode_header, scan
 from streamkeep.engine.commands.connection import password_matches
 from streamkeep.engine.runtime.server import DENIED, is_loopback
 from streamkeep.engine.wire.resp import NEED_MORE, ReplyParser
-from tests.conftest import client_factory
-from tests.resp_client import RespClient, RespError, encode_command
-from tests.server_util import ServerHandle, read_until_closed, start_server
+from tests.support.resp_client import RespClient, RespError, client_factory, encode_command
+from tests.support.server_util import ServerHandle, read_until_closed, start_server
 
 TIMEOUT = 10.0
 NOAUTH = "NOAUTH Authentication required."

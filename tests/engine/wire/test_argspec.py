@@ -19,7 +19,7 @@ import pytest
 from streamkeep import Engine
 from streamkeep.engine.exec.table import COMMANDS, CommandSpec
 from streamkeep.engine.wire.argspec import Arg, parse_syntax, render
-from tests.server_util import ServerHandle
+from tests.support.server_util import ServerHandle
 
 TIMEOUT = 10.0
 

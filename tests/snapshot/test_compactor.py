@@ -1,0 +1,372 @@
+"""Background compaction (snapshot.compactor): real processes, real files, no mocks.
+
+* On demand: `compact(wait=True)` after the mixed workload of tests/support/aof_workload.py
+  leaves LOCK, manifest.json, exactly one snapshot and only the segments after it, all named by
+  the manifest; the reopened state is the same; a compaction with nothing new is a no-op; the next
+  compaction removes the previous snapshot.
+* Writes during compaction (threads doing XADD/XREADGROUP/XACK while compactions run, waited
+  for and not): every acknowledged write is there after reopen, LSNs continue, `*` IDs keep
+  growing even with a clock that went back.
+* The automatic trigger (auto-aof-rewrite-min-size / -percentage): a steady XADD+MAXLEN
+  workload keeps the directory's size bounded over many compactions; percentage 0 turns it off;
+  it fires exactly when the AOF written since the snapshot reaches
+  max(min-size, percentage% of the snapshot), so 400 compacts later than 100.
+* After close(), compact() is refused; close() while a build runs is not an error.
+
+Failures, crashes, damage and power loss during a compaction: tests/crash/test_compaction.py.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import random
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+from streamkeep import Engine
+from streamkeep.aof.manifest import snapshot_file
+from streamkeep.snapshot.compactor import CompactionError
+from streamkeep.snapshot.reader import Snapshot
+from tests.support.aof_workload import FakeClock, reference
+from tests.support.aof_workload import run as run_workload
+from tests.support.datadir import (
+    assert_tidy,
+    fingerprint,
+    listing,
+    manifest_doc,
+    open_dir,
+    reopen_digest,
+)
+
+SEED = 5
+
+
+# --- helpers -------------------------------------------------------------------------------------
+
+def disk_bytes(d: Path) -> int:
+    total = 0
+    for name in os.listdir(d):
+        if name.startswith(("snapshot-", "segment-")):
+            with contextlib.suppress(FileNotFoundError):  # removed by a compaction meanwhile
+                total += (d / name).stat().st_size
+    return total
+
+
+# --- 1. on demand ---------------------------------------------------------------------------------
+
+def test_compact_on_demand(tmp_path: Path) -> None:
+    d = tmp_path / "d"
+    clock = FakeClock()
+    engine = open_dir(d, clock)
+    run_workload(engine, clock, SEED, 0, 600)
+    before = sorted(n for n in listing(d) if n.startswith("segment-"))
+    assert len(before) > 5, "the workload was meant to rotate a few times"
+    repl_id = manifest_doc(d)["repl_id"]
+    lsn = engine.journal.lsn
+    digest = engine.digest()
+    assert digest == reference(SEED, [600])[600]
+
+    entry = engine.compact(wait=True)
+    assert entry is not None
+    assert (entry.file, entry.lsn) == (snapshot_file(lsn), lsn)
+    assert entry.size == (d / entry.file).stat().st_size
+    assert engine.datadir.compactor.runs == 1
+    assert engine.datadir.compactor.last_status == "ok"
+    doc = assert_tidy(d)
+    assert [n for n in listing(d) if n.startswith("snapshot-")] == [entry.file]
+    assert doc["snapshot"] == {"file": entry.file, "lsn": lsn, "size": entry.size,
+                               "created_ms": entry.created_ms}
+    assert doc["repl_id"] == repl_id
+    segments = [s["file"] for s in doc["segments"]]
+    assert segments == sorted(n for n in listing(d) if n.startswith("segment-"))
+    # Only the current segment may stay (when it held no record: then it was not rotated).
+    assert set(segments) & set(before) <= {before[-1]}, "a compacted segment is still named"
+    assert doc["segments"][0]["first_lsn"] == lsn + 1
+    with Snapshot(str(d / entry.file)) as snap:
+        assert (snap.meta.lsn, snap.meta.repl_id) == (lsn, repl_id)
+    assert engine.digest() == digest
+
+    # Nothing written since: nothing to do, nothing touched.
+    still = fingerprint(d)
+    assert engine.compact(wait=True) is None
+    assert fingerprint(d) == still
+    assert engine.datadir.compactor.runs == 1
+    engine.close()
+    assert reopen_digest(d) == (digest, lsn)
+
+    # Writes, then a second compaction: it replaces the first snapshot.
+    engine = open_dir(d, clock)
+    run_workload(engine, clock, SEED, 600, 900)
+    second = engine.compact(wait=True)
+    assert second is not None and second.lsn == engine.journal.lsn > lsn
+    assert not (d / entry.file).exists()
+    assert [n for n in listing(d) if n.startswith("snapshot-")] == [second.file]
+    assert_tidy(d)
+    digest = engine.digest()
+    assert digest == reference(SEED, [900])[900]
+    engine.close()
+    assert reopen_digest(d) == (digest, second.lsn)
+
+
+# --- 2. writes during compaction ---------------------------------------------------------------
+
+def test_writes_during_compaction(tmp_path: Path) -> None:
+    d = tmp_path / "d"
+    engine = Engine.open(str(d), appendfsync="everysec", aof_segment_max_bytes=4096,
+                         auto_aof_rewrite_percentage=0)  # the real clock
+    compactor = engine.datadir.compactor
+    keys = [f"s{i}" for i in range(3)]
+    for key in keys:
+        engine.execute("XGROUP", "CREATE", key, "g", "$", "MKSTREAM")
+    stop = threading.Event()
+    added: dict[str, list[bytes]] = {k: [] for k in keys}
+    acked: dict[str, set[bytes]] = {k: set() for k in keys}
+    during = [0]  # writes acknowledged while a compaction was running
+    errors: list[BaseException] = []
+
+    def writer(n: int) -> None:
+        rng = random.Random(n)
+        try:
+            while not stop.is_set():
+                key = rng.choice(keys)
+                sid = engine.execute("XADD", key, "*", "w", str(n), "v", "x" * rng.randint(0, 80))
+                added[key].append(sid)
+                reply = engine.execute("XREADGROUP", "GROUP", "g", f"c{n}", "COUNT", "3",
+                                       "STREAMS", key, ">")
+                if reply:
+                    ids = [e[0] for e in reply[0][1]]
+                    ids = ids[: rng.randint(0, len(ids))]
+                    if ids:
+                        assert engine.execute("XACK", key, "g", *ids) == len(ids)
+                        acked[key].update(ids)
+                if compactor.job is not None:
+                    during[0] += 1
+        except BaseException as err:  # pragma: no cover - reported below
+            errors.append(err)
+
+    writers = [threading.Thread(target=writer, args=(n,)) for n in range(3)]
+    for t in writers:
+        t.start()
+    results: list[object] = []
+
+    def compactions() -> None:
+        try:
+            for _ in range(3):
+                time.sleep(0.15)
+                results.append(engine.compact(wait=True))
+        except BaseException as err:  # pragma: no cover - reported below
+            errors.append(err)
+
+    waiter = threading.Thread(target=compactions)
+    waiter.start()
+    waiter.join(60)
+    # One more without waiting; the writers go on meanwhile.
+    assert engine.compact(wait=False) is None
+    job = compactor.job
+    time.sleep(0.2)
+    stop.set()
+    for t in writers:
+        t.join(30)
+    if job is not None:
+        assert job.done.wait(30)
+    assert not errors, errors
+    assert len(results) == 3 and all(r is not None for r in results), results
+    lsns = [r.lsn for r in results]  # type: ignore[attr-defined]
+    assert lsns == sorted(set(lsns))
+    assert compactor.runs >= 3 and compactor.last_status == "ok"
+    assert during[0] > 20, "the writers were meant to run while compactions did"
+    assert sum(map(len, added.values())) > 200
+    assert_tidy(d)
+    digest, lsn = engine.digest(), engine.journal.lsn
+    # Writer threads append the IDs they got in any order: compare as IDs.
+    def as_id(sid: bytes) -> tuple[int, int]:
+        ms, seq = sid.split(b"-")
+        return int(ms), int(seq)
+
+    last_ids = {k: max(map(as_id, added[k])) for k in keys}  # only XADDs: the max is the top
+    engine.close()
+
+    # A clock far behind the IDs written: `*` must still go on from each stream's last ID.
+    with Engine.open(str(d), auto_aof_rewrite_percentage=0, clock=FakeClock(1000)) as engine:
+        assert engine.digest() == digest
+        assert engine.journal.lsn == lsn
+        for key in keys:
+            entries = engine.execute("XRANGE", key, "-", "+")
+            assert [e[0] for e in entries] == sorted(added[key], key=as_id), (
+                f"{key}: acknowledged XADDs lost")
+            pending = {p[0] for p in engine.execute("XPENDING", key, "g", "-", "+", "100000")}
+            assert not pending & acked[key], f"{key}: acknowledged XACKs lost"
+            new = engine.execute("XADD", key, "*", "after", "reopen")
+            last_ms, last_seq = last_ids[key]
+            assert as_id(new) == (last_ms, last_seq + 1)
+        assert engine.journal.lsn == lsn + len(keys)  # LSNs continue without a gap
+        digest = engine.digest()
+    assert reopen_digest(d) == (digest, lsn + len(keys))
+
+
+# --- 3. the automatic trigger ---------------------------------------------------------------
+
+VALUE = "v" * 1000  # records of about 1.05 KB
+
+
+@dataclass
+class AutoRun:
+    written: int = 0  # AOF bytes the workload wrote
+    samples: list[int] = field(default_factory=list)  # on-disk sizes (snapshots + segments)
+    most_snapshots: int = 0
+    triggers: list[tuple[int, float]] = field(default_factory=list)  # (AOF bytes, threshold)
+    # per compaction: (bytes written from its rotation to its end, AOF bytes left after it)
+    compactions: list[tuple[int, int]] = field(default_factory=list)
+    snapshot_sizes: list[int] = field(default_factory=list)
+    runs: int = 0
+
+
+def auto_workload(d: Path, min_size: object, percentage: object, *, seconds: float = 0,
+                  rate: int = 0, budget: int = 0) -> AutoRun:
+    """XADD MAXLEN = 10 of ~1 KB records on two keys: for `seconds` at about `rate` a second,
+    writes going on during compactions; or (budget) until `budget` AOF bytes, each compaction
+    waited for before the next write, so that each trigger is seen exactly where it fired."""
+    out = AutoRun()
+    engine = Engine.open(str(d), appendfsync="no", aof_segment_max_bytes=32 << 10,
+                         auto_aof_rewrite_min_size=min_size,
+                         auto_aof_rewrite_percentage=percentage)
+    journal, compactor = engine.journal, engine.datadir.compactor
+    trigger = journal.on_rewrite
+    written = [0]
+    at_rotation = [0]
+
+    def observed() -> None:  # the real trigger, recording when it fired
+        out.triggers.append((journal.aof_bytes, compactor.threshold()))
+        at_rotation[0] = written[0]  # it rotates now, in this append
+        trigger()
+
+    def on_step(name: str) -> None:
+        if name == "removed":
+            with engine.lock:
+                out.compactions.append((written[0] - at_rotation[0], journal.aof_bytes))
+                out.snapshot_sizes.append(compactor.snapshot_size)
+
+    journal.on_rewrite = observed
+    compactor.on_step = on_step
+    start = time.monotonic()
+    i = 0
+    while (time.monotonic() - start < seconds) if seconds else written[0] < budget:
+        if seconds and i > (time.monotonic() - start) * rate:
+            time.sleep(0.002)
+            continue
+        with engine.lock:
+            before = journal.aof_bytes
+        engine.execute("XADD", f"k{i % 2}", "MAXLEN", "=", "10", "*", "f", VALUE)
+        with engine.lock:  # (a compaction's removal may run in between: count what grew)
+            written[0] += max(journal.aof_bytes - before, 0)
+        i += 1
+        if budget and (job := compactor.job) is not None:
+            job.done.wait()
+        if i % 20 == 0:
+            out.samples.append(disk_bytes(d))
+            out.most_snapshots = max(out.most_snapshots, sum(
+                n.startswith("snapshot-") for n in os.listdir(d)))
+    if (job := compactor.job) is not None:
+        job.done.wait()
+    out.written, out.runs = written[0], compactor.runs
+    assert compactor.last_status == "ok", compactor.last_error
+    engine.close()
+    assert_tidy(d)
+    return out
+
+
+@pytest.mark.parametrize("min_size", ["64kb", 64 << 10])
+def test_auto_compaction_keeps_the_directory_bounded(tmp_path: Path, min_size: object) -> None:
+    run = auto_workload(tmp_path / "d", min_size, 100, seconds=2.5, rate=1000)
+    assert run.written > 1_500_000
+    assert run.runs >= 3 and len(run.compactions) == run.runs, run.compactions
+    assert run.triggers[0][1] == 64 << 10  # no snapshot yet: the min size alone
+    assert run.most_snapshots <= 2  # the named one, and the one being built or published
+    # Each compaction leaves only what was written while it ran (plus segment headers).
+    for during, left in run.compactions:
+        assert left <= during + 8 * 1024, run.compactions
+    # So the directory never holds more than two snapshots, one threshold's worth of AOF and
+    # what two compactions in a row saw written meanwhile: not a function of the total.
+    snapshot = max(run.snapshot_sizes)
+    threshold = max(64 << 10, snapshot)
+    most_during = max(d for d, _ in run.compactions)
+    bound = 2 * snapshot + threshold + 2 * most_during + (96 << 10)
+    assert max(run.samples) <= bound, (max(run.samples), bound, run.compactions)
+    assert max(run.samples) < run.written, "compaction does not keep the directory bounded"
+
+
+def test_auto_compaction_off_with_percentage_zero(tmp_path: Path) -> None:
+    d = tmp_path / "d"
+    engine = Engine.open(str(d), appendfsync="no", aof_segment_max_bytes=32 << 10,
+                         auto_aof_rewrite_min_size="64kb", auto_aof_rewrite_percentage=0)
+    for i in range(400):
+        engine.execute("XADD", f"k{i % 2}", "MAXLEN", "=", "10", "*", "f", VALUE)
+    assert engine.journal.aof_bytes > 6 * (64 << 10)
+    assert engine.journal.rewrite_at == float("inf")
+    assert engine.datadir.compactor.runs == 0 and engine.datadir.compactor.job is None
+    engine.close()
+    assert not [n for n in listing(d) if n.startswith("snapshot-")]
+    for bad in ({"auto_aof_rewrite_percentage": -1}, {"auto_aof_rewrite_min_size": "lots"},
+                {"auto_aof_rewrite_min_size": -5}):
+        with pytest.raises(ValueError):
+            Engine.open(str(tmp_path / "e"), **bad)
+    assert not (tmp_path / "e").exists(), "bad options must be refused before touching it"
+
+
+def test_auto_compaction_percentage_rule(tmp_path: Path) -> None:
+    """The trigger fires at the write that takes the AOF written since the snapshot to
+    max(min-size, percentage% of the snapshot's size): 400 compacts later than 100."""
+    runs = {}
+    for pct in (100, 400):
+        run = auto_workload(tmp_path / f"p{pct}", "64kb", pct, budget=450 << 10)
+        assert run.runs == len(run.triggers) >= 2, (run.runs, run.triggers)
+        for n, (aof_bytes, threshold) in enumerate(run.triggers):
+            if n == 0:
+                assert threshold == 64 << 10
+            else:  # the snapshot before it: ~80 KB, so pct matters
+                snapshot = run.snapshot_sizes[n - 1]
+                assert threshold == max(64 << 10, snapshot * pct / 100)
+            # Fired at the record that crossed it (one record of ~1.1 KB plus a header).
+            assert threshold <= aof_bytes < threshold + 1100 + 64, (aof_bytes, threshold)
+        runs[pct] = run.runs
+    assert runs[400] < runs[100], runs
+
+
+def test_threshold_follows_the_snapshot_size(tmp_path: Path) -> None:
+    d = tmp_path / "d"
+    engine = Engine.open(str(d), appendfsync="no", auto_aof_rewrite_min_size=1000,
+                         auto_aof_rewrite_percentage=250)
+    compactor = engine.datadir.compactor
+    assert compactor.threshold() == 1000 == engine.journal.rewrite_at
+    engine.execute("XADD", "k", "*", "f", "v")
+    assert engine.compact(wait=True) is not None
+    size = compactor.snapshot_size
+    assert size == (d / manifest_doc(d)["snapshot"]["file"]).stat().st_size > 1000
+    assert compactor.threshold() == size * 2.5 == engine.journal.rewrite_at
+    engine.close()
+    with Engine.open(str(d), auto_aof_rewrite_min_size=1000,
+                     auto_aof_rewrite_percentage=250) as engine:
+        assert engine.datadir.compactor.threshold() == size * 2.5  # from the manifest
+        assert engine.journal.rewrite_at == size * 2.5
+
+
+def test_compact_after_close_is_refused_and_close_during_a_build_is_not_an_error(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO, logger="streamkeep.snapshot")
+    engine = Engine.open(str(tmp_path / "db"))
+    for i in range(2000):
+        engine.execute("XADD", "s", "*", "f", str(i))
+    engine.compact(wait=False)
+    engine.close()
+    assert not [r for r in caplog.records if r.levelno >= logging.ERROR]
+    assert engine.datadir is not None and engine.datadir.compactor.last_status == "ok"
+    with pytest.raises(CompactionError, match="closed"):
+        engine.compact(wait=True)
+    with pytest.raises(ValueError, match="data directory"):
+        Engine().compact()
