@@ -17,20 +17,9 @@ def _cmd_demo(args: argparse.Namespace) -> int | None:
 
 
 def _cmd_bench(args: argparse.Namespace) -> int | None:
-    from streamkeep.tools import bench
+    from streamkeep.tools.bench import command
 
-    return bench.main(args)
-
-
-def _bench_sections(value: str) -> str:
-    """``--sections``: checked against the bench registry now, selected by the bench."""
-    from streamkeep.tools import bench
-
-    try:
-        bench.select_sections(value)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
-    return value
+    return command.main(args)
 
 
 def _cmd_serve(args: argparse.Namespace) -> int | None:
@@ -56,21 +45,9 @@ def build_parser() -> argparse.ArgumentParser:
     p_demo = sub.add_parser("demo", help="run a short end-to-end demonstration")
     p_demo.set_defaults(func=_cmd_demo)
 
-    p_bench = sub.add_parser("bench", help="run the benchmark suite")
-    p_bench.add_argument("--quick", action="store_true",
-                         help="small N and short AOF loops, for tests and smoke runs")
-    p_bench.add_argument("--n", type=int, metavar="N", help="messages per workload")
-    p_bench.add_argument("--repeat", type=int, default=1, metavar="R",
-                         help="run each workload R times, report the best (default 1)")
-    p_bench.add_argument("--no-redis", action="store_true",
-                         help="skip the redis-server reference rows")
-    p_bench.add_argument("--sections", type=_bench_sections, metavar="LIST",
-                         help="comma-separated sections to run, of embedded,aof,redis,snapshot,"
-                              "server (default: all)")
-    p_bench.add_argument("only", nargs="*", type=_bench_sections, metavar="SECTION",
-                         help="sections to run, as --sections (e.g. `streamkeep bench server`)")
-    p_bench.add_argument("--strict", action="store_true",
-                         help="exit 1 if a target is missed")
+    from streamkeep.tools.bench import options as bench_options
+
+    p_bench = bench_options.add_parser(sub)  # its options, examples and exit codes
     p_bench.set_defaults(func=_cmd_bench)
 
     from streamkeep.tools import serve

@@ -1,4 +1,4 @@
-"""The `streamkeep bench` tool (tools.bench, with tools.bench_server's section), run in process.
+"""The `streamkeep bench` tool (the tools/bench/ package, every section), run in process.
 
 Checks that `bench --quick` prints every registered row and derived figure with positive
 numbers, that `--sections` picks sections, and that the AOF and snapshot sections leave no temp
@@ -16,6 +16,7 @@ import time
 import pytest
 
 from streamkeep.tools import bench, cli
+from streamkeep.tools.bench import registry
 
 NUMBER = r"[\d,]+(?:\.\d+)?"
 
@@ -174,7 +175,7 @@ def test_figure_with_a_maximum() -> None:
     ratio = bench.Figure("snapshot", "r", "snapshot.load", extra="r", target=2.0, at_most=True)
     assert bench.FigureResult(ratio, 1.9).verdict == "PASS"
     assert bench.FigureResult(ratio, 2.1).verdict == "FAIL"
-    assert bench._fmt_target(2.0, "x", at_most=True) == "<= 2x"
+    assert bench.format_target(2.0, "x", at_most=True) == "<= 2x"
     assert [bench.Figure("s", "l", "k", unit=u).format(1234.5) for u in ("s", "ms", "us", "MB",
                                                                        "count")] == [
         "1234.500 s", "1234.5 ms", "1,234.5 us", "1234.50 MB", "1,234"]
@@ -232,7 +233,7 @@ def test_strict_fails_on_a_missed_target(
 ) -> None:
     slow = bench.Section("embedded", (bench.Benchmark("embedded.x", "x", lambda env: 1.0,
                                                       target=2.0),))
-    monkeypatch.setattr(bench, "SECTIONS", (slow,))
+    monkeypatch.setattr(registry, "SECTIONS", (slow,))
     assert bench.main(["--n", "10", "--no-redis"]) == 0
     assert bench.main(["--n", "10", "--no-redis", "--strict"]) == 1
     assert "targets: 0/1 PASS" in capsys.readouterr().out
@@ -247,8 +248,8 @@ def test_strict_fails_on_a_missed_figure_target(
     ))
     figures = (bench.Figure("aof", "a per b", "aof.a", denominator="aof.b", target=0.5),
                bench.Figure("aof", "k of a", "aof.a", extra="k", unit="", target=1))
-    monkeypatch.setattr(bench, "SECTIONS", (fast,))
-    monkeypatch.setattr(bench, "FIGURES", figures)
+    monkeypatch.setattr(registry, "SECTIONS", (fast,))
+    monkeypatch.setattr(registry, "FIGURES", figures)
     assert bench.main(["--n", "10", "--no-redis", "--strict"]) == 1
     out = capsys.readouterr().out
     assert re.search(r"^aof +a +3 +10 ", out, re.M)  # the Measurement's own count
@@ -328,10 +329,10 @@ def test_bench_server_is_a_section_name() -> None:
     parser = cli.build_parser()
     opts = parser.parse_args(["bench", "server", "--quick"])
     assert opts.only == ["server"] and opts.quick
-    assert [s.name for s in bench.select_sections(bench._section_names(opts))] == ["server"]
+    assert [s.name for s in bench.select_sections(bench.section_names(opts))] == ["server"]
     opts = parser.parse_args(["bench", "--sections", "embedded", "server"])
-    assert [s.name for s in bench.select_sections(bench._section_names(opts))] == [
+    assert [s.name for s in bench.select_sections(bench.section_names(opts))] == [
         "embedded", "server"]
-    assert bench._section_names(parser.parse_args(["bench"])) is None  # everything
+    assert bench.section_names(parser.parse_args(["bench"])) is None  # everything
     with pytest.raises(SystemExit):
         parser.parse_args(["bench", "nope"])

@@ -1,0 +1,54 @@
+"""``streamkeep bench``'s main: parse, run the selected sections, print, choose the exit code.
+
+Owns the order of a run: the header on stdout first (flushed), the benchmarks, the resources'
+lines, then the results; and the exit code (:data:`options.EXIT_TARGET_MISSED` only with
+``--strict``).
+Must not touch: what runs (the registry), how it is shown (the report), the CLI (which calls
+:func:`main`; nothing here imports it).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from streamkeep.tools.bench import options, registry, report
+from streamkeep.tools.bench.env import BenchEnv
+from streamkeep.tools.bench.runner import derive_figures, failed, run_benchmarks
+
+
+def _parse(args: argparse.Namespace | Sequence[str] | None) -> argparse.Namespace:
+    if isinstance(args, argparse.Namespace):
+        return args
+    return options.build_parser().parse_args(list(args or []))
+
+
+def _describe(env: BenchEnv, sections: Sequence[registry.Section]) -> list[str]:
+    """The resource lines under the header: each section's own, then the shared ones."""
+    lines = [line for s in sections if s.describe is not None for line in s.describe(env)]
+    return lines + env.describe()
+
+
+def main(args: argparse.Namespace | Sequence[str] | None = None) -> int:
+    """Run the suite and print the tables. Exit code: 0, or 1 with ``--strict`` and a FAILed
+    target; a usage error exits 2 from argparse."""
+    run = options.settings(_parse(args))
+    sections = registry.select_sections(run.sections)
+    print(report.header(run.n, run.repeat, sections), flush=True)
+
+    with BenchEnv(run.n, use_redis=run.use_redis, quick=run.short) as env:
+        results = run_benchmarks(env, sections, repeat=run.repeat)
+        resources = _describe(env, sections)
+    figures = derive_figures(results)
+    for line in resources:
+        print(line)
+    print()
+    print(report.format_results(results, run.n, figures))
+    if run.strict and failed(results, figures):
+        return options.EXIT_TARGET_MISSED
+    return options.EXIT_OK
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))

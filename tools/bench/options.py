@@ -1,0 +1,102 @@
+"""The ``streamkeep bench`` command line: its options and the run :class:`Settings` they come to.
+
+Owns :func:`add_parser` (the ``bench`` subcommand on the CLI's parser), :func:`build_parser`
+(the same options alone, for ``main(["--quick"])``), :func:`section_names`, the default N and
+the exit codes. Cheap to import: ``streamkeep --help`` builds this parser, and the registry
+is loaded only when ``--sections`` or a SECTION is checked.
+Must not touch: the CLI's other subcommands (tools/cli.py imports this module, never the other
+way round), running, printing.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any, NamedTuple
+
+FULL_N = 200_000
+QUICK_N = 5_000
+
+EXIT_OK = 0  # the run finished; missed targets print FAIL but do not fail it
+EXIT_TARGET_MISSED = 1  # with --strict, a row or a derived figure missed its target
+EXIT_USAGE = 2  # argparse's own: an unknown option or section
+
+HELP = "run the benchmark suite"
+
+
+HELP = "run the benchmark suite"
+def section_list(value: str) -> str:
+    """``--sections`` / SECTION: checked against the bench registry now, selected later."""
+    from streamkeep.tools.bench.registry import select_sections
+
+    try:
+        select_sections(value)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return value
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--quick", action="store_true",
+                        help=f"small N ({QUICK_N:,}) and short AOF loops, for tests and smoke "
+                             "runs")
+    parser.add_argument("--n", type=int, metavar="N",
+                        help=f"messages per workload (default {FULL_N:,})")
+    parser.add_argument("--repeat", type=int, default=1, metavar="R",
+                        help="run each workload R times, report the best (default 1)")
+    parser.add_argument("--no-redis", action="store_true",
+                        help="skip the redis-server reference rows")
+    parser.add_argument("--sections", type=section_list, metavar="LIST",
+                        help="comma-separated sections to run, of embedded,aof,redis,snapshot,"
+                             "server (default: all)")
+    parser.add_argument("only", nargs="*", type=section_list, metavar="SECTION",
+                        help="sections to run, as --sections (e.g. `streamkeep bench server`)")
+    parser.add_argument("--strict", action="store_true",
+                        help=f"exit {EXIT_TARGET_MISSED} if a target is missed")
+
+
+def add_parser(subparsers: Any) -> argparse.ArgumentParser:
+    """The ``bench`` subcommand on the CLI's subparsers (``parser.add_subparsers()``)."""
+    parser: argparse.ArgumentParser = subparsers.add_parser("bench", help=HELP)
+    add_arguments(parser)
+    return parser
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The bench's options alone, as ``streamkeep bench``."""
+    parser = argparse.ArgumentParser(prog="streamkeep bench")
+    add_arguments(parser)
+    return parser
+
+
+def section_names(opts: argparse.Namespace) -> list[str] | None:
+    """``--sections LIST`` and the positional ``bench SECTION ...`` together; None: all."""
+    names: list[str] = []
+    for value in [getattr(opts, "sections", None), *(getattr(opts, "only", None) or [])]:
+        if value:
+            names.extend(w.strip() for w in value.split(",") if w.strip())
+    return names or None
+
+
+class Settings(NamedTuple):
+    """What a run does, from its options (a NamedTuple: no dataclasses import for --help)."""
+
+    n: int
+    repeat: int
+    short: bool  # --quick or a small N: short duration-bound and fsync loops too
+    use_redis: bool
+    sections: list[str] | None  # names; None: all
+    strict: bool
+
+
+def settings(opts: argparse.Namespace) -> Settings:
+    """The run's settings from parsed options (any namespace: missing ones take defaults)."""
+    quick = getattr(opts, "quick", False)
+    n = getattr(opts, "n", None) or (QUICK_N if quick else FULL_N)
+    return Settings(
+        n=n,
+        repeat=max(1, getattr(opts, "repeat", 1) or 1),
+        short=quick or n <= QUICK_N,
+        use_redis=not getattr(opts, "no_redis", False),
+        sections=section_names(opts),
+        strict=getattr(opts, "strict", False),
+    )
