@@ -11,8 +11,9 @@ The package, bottom to top (a module imports only those above it in this list, n
                one module per section (latency: the server section's harness)
     registry   Benchmark/Section/Ratio/Figure, the targets, SECTIONS, RATIOS, FIGURES
     runner     running the registry (best of R, progress hooks), the derived figures
-    report     the header and the results tables
-    options    the command line (cheap: the CLI builds it always)
+    report     the header and the results: plain text, rich tables, JSON
+    progress   progress on stderr: rich on a terminal, plain lines otherwise
+    options    the command line, its help and exit codes (cheap: the CLI builds it always)
     command    main()
 
 The names below are re-exported lazily (PEP 562), so that building the CLI's parser, which

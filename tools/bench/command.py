@@ -1,21 +1,28 @@
 """``streamkeep bench``'s main: parse, run the selected sections, print, choose the exit code.
 
-Owns the order of a run: the header on stdout first (flushed), the benchmarks, the resources'
-lines, then the results; and the exit code (:data:`options.EXIT_TARGET_MISSED` only with
-``--strict``).
-Must not touch: what runs (the registry), how it is shown (the report), the CLI (which calls
-:func:`main`; nothing here imports it).
+Owns the order of a run: the header on stdout first (flushed), the benchmarks with progress on
+stderr, the resources' lines, then the results (plain text, rich tables on a terminal, or
+JSON); and the exit code (:data:`options.EXIT_TARGET_MISSED` only with ``--strict``).
+Must not touch: what runs (the registry), how it is shown (the report, the progress module),
+the CLI (which calls :func:`main`; nothing here imports it).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from collections.abc import Sequence
 
-from streamkeep.tools.bench import options, registry, report
+from streamkeep.tools.bench import options, progress, registry, report
 from streamkeep.tools.bench.env import BenchEnv
-from streamkeep.tools.bench.runner import derive_figures, failed, run_benchmarks
+from streamkeep.tools.bench.runner import (
+    FigureResult,
+    Result,
+    derive_figures,
+    failed,
+    run_benchmarks,
+)
 
 
 def _parse(args: argparse.Namespace | Sequence[str] | None) -> argparse.Namespace:
@@ -30,21 +37,36 @@ def _describe(env: BenchEnv, sections: Sequence[registry.Section]) -> list[str]:
     return lines + env.describe()
 
 
-def main(args: argparse.Namespace | Sequence[str] | None = None) -> int:
-    """Run the suite and print the tables. Exit code: 0, or 1 with ``--strict`` and a FAILed
-    target; a usage error exits 2 from argparse."""
-    run = options.settings(_parse(args))
-    sections = registry.select_sections(run.sections)
-    print(report.header(run.n, run.repeat, sections), flush=True)
-
-    with BenchEnv(run.n, use_redis=run.use_redis, quick=run.short) as env:
-        results = run_benchmarks(env, sections, repeat=run.repeat)
-        resources = _describe(env, sections)
-    figures = derive_figures(results)
+def _print_results(results: Sequence[Result], figures: Sequence[FigureResult], n: int,
+                   resources: Sequence[str]) -> None:
     for line in resources:
         print(line)
     print()
-    print(report.format_results(results, run.n, figures))
+    if sys.stdout.isatty():
+        sys.stdout.flush()
+        report.print_rich(report.result_blocks(results, n, figures), sys.stdout)
+    else:
+        print(report.format_results(results, n, figures))
+
+
+def main(args: argparse.Namespace | Sequence[str] | None = None) -> int:
+    """Run the suite and print the tables (or JSON). Exit code: 0, or 1 with ``--strict`` and
+    a FAILed target; a usage error exits 2 from argparse."""
+    run = options.settings(_parse(args))
+    sections = registry.select_sections(run.sections)
+    if not run.json:
+        print(report.header(run.n, run.repeat, sections), flush=True)
+
+    with progress.reporter(sys.stderr, quiet=run.quiet) as shown, \
+            BenchEnv(run.n, use_redis=run.use_redis, quick=run.short) as env:
+        results = run_benchmarks(env, sections, repeat=run.repeat, progress=shown)
+        resources = _describe(env, sections)
+    figures = derive_figures(results)
+    if run.json:
+        document = report.to_json(results, run.n, run.repeat, sections, resources, figures)
+        print(json.dumps(document, indent=2))
+    else:
+        _print_results(results, figures, run.n, resources)
     if run.strict and failed(results, figures):
         return options.EXIT_TARGET_MISSED
     return options.EXIT_OK

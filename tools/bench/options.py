@@ -1,4 +1,5 @@
-"""The ``streamkeep bench`` command line: its options and the run :class:`Settings` they come to.
+"""The ``streamkeep bench`` command line: its options, its help (examples, exit codes) and the
+run :class:`Settings` they come to.
 
 Owns :func:`add_parser` (the ``bench`` subcommand on the CLI's parser), :func:`build_parser`
 (the same options alone, for ``main(["--quick"])``), :func:`section_names`, the default N and
@@ -21,9 +22,34 @@ EXIT_TARGET_MISSED = 1  # with --strict, a row or a derived figure missed its ta
 EXIT_USAGE = 2  # argparse's own: an unknown option or section
 
 HELP = "run the benchmark suite"
+DESCRIPTION = """\
+Measure the engine, its AOF, snapshots and the network server, with a
+redis-server the bench starts itself as the reference in the same run, and
+print each row against its target."""
+
+EPILOG = f"""\
+examples:
+  streamkeep bench --quick              smoke run of every section (seconds)
+  streamkeep bench --repeat 3           full run, best of 3 per row (minutes)
+  streamkeep bench server --quick       one section (as --sections server)
+  streamkeep bench --sections embedded,aof --no-redis
+  streamkeep bench --quick --json > bench.json      figures for machines
+  streamkeep bench --strict             exit 1 when a target is missed (CI)
+
+output:
+  stdout: the header, the resources used, then the results tables (plain
+  text unless stdout is a terminal); with --json, one JSON document only.
+  stderr: progress (section: benchmark, i/N, repeat r/R, time elapsed), a
+  live display on a terminal, else one line per benchmark; --quiet: none.
+
+exit codes:
+  {EXIT_OK}  the run finished; a missed target prints FAIL, but fails the run
+     only with --strict
+  {EXIT_TARGET_MISSED}  --strict, and a row or a derived figure missed its target; also
+     an error inside the bench (a traceback on stderr)
+  {EXIT_USAGE}  usage error: an unknown option or section"""
 
 
-HELP = "run the benchmark suite"
 def section_list(value: str) -> str:
     """``--sections`` / SECTION: checked against the bench registry now, selected later."""
     from streamkeep.tools.bench.registry import select_sections
@@ -52,18 +78,28 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="sections to run, as --sections (e.g. `streamkeep bench server`)")
     parser.add_argument("--strict", action="store_true",
                         help=f"exit {EXIT_TARGET_MISSED} if a target is missed")
+    parser.add_argument("--json", action="store_true",
+                        help="print the results as one JSON document on stdout (no tables)")
+    parser.add_argument("--quiet", "-q", action="store_true",
+                        help="no progress on stderr")
+
+
+def _parser_kwargs() -> dict[str, Any]:
+    return {"description": DESCRIPTION, "epilog": EPILOG,
+            "formatter_class": argparse.RawDescriptionHelpFormatter}
 
 
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     """The ``bench`` subcommand on the CLI's subparsers (``parser.add_subparsers()``)."""
-    parser: argparse.ArgumentParser = subparsers.add_parser("bench", help=HELP)
+    parser: argparse.ArgumentParser = subparsers.add_parser("bench", help=HELP,
+                                                            **_parser_kwargs())
     add_arguments(parser)
     return parser
 
 
 def build_parser() -> argparse.ArgumentParser:
     """The bench's options alone, as ``streamkeep bench``."""
-    parser = argparse.ArgumentParser(prog="streamkeep bench")
+    parser = argparse.ArgumentParser(prog="streamkeep bench", **_parser_kwargs())
     add_arguments(parser)
     return parser
 
@@ -86,6 +122,8 @@ class Settings(NamedTuple):
     use_redis: bool
     sections: list[str] | None  # names; None: all
     strict: bool
+    json: bool
+    quiet: bool
 
 
 def settings(opts: argparse.Namespace) -> Settings:
@@ -99,4 +137,6 @@ def settings(opts: argparse.Namespace) -> Settings:
         use_redis=not getattr(opts, "no_redis", False),
         sections=section_names(opts),
         strict=getattr(opts, "strict", False),
+        json=getattr(opts, "json", False),
+        quiet=getattr(opts, "quiet", False),
     )

@@ -1,12 +1,14 @@
-"""The bench's report: what a run prints on stdout.
+"""The bench's report: what a run prints on stdout, as plain text, rich tables or JSON.
 
 Owns the header (N, warm-up, repeats, sections; the machine), the blocks that follow it in
 order (:func:`result_blocks`: the rows with their targets and verdicts, the embedded/reference
 ratios, the registry's extra REPORTS, the derived figures, the benchmarks' notes, the targets
-line, the skip reasons) and their plain text (:func:`format_results`: the stable format tests
-parse).
-Must not touch: running or measuring, the registry's contents (read through ``registry`` when
-a report is made).
+line, the skip reasons), their plain text (:func:`format_results`: the stable format tests
+parse, printed whenever stdout is not a terminal), their rich rendering on a terminal
+(:func:`print_rich`: the same cells, verdicts in colour) and the JSON document for machines
+(:func:`to_json`).
+Must not touch: running or measuring, progress (stderr is the progress module's), the
+registry's contents (read through ``registry`` when a report is made).
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from __future__ import annotations
 import os
 import platform
 from collections.abc import Sequence
-from typing import Any
+from typing import IO, Any
 
 from streamkeep.tools.bench import registry
 from streamkeep.tools.bench.registry import Figure, Section
@@ -23,6 +25,9 @@ from streamkeep.tools.bench.tables import Table
 from streamkeep.tools.bench.workload import BATCH, warmup_size
 
 Block = Table | str  # a table, or text printed as it is (notes, the targets line)
+
+VERDICT_STYLES = {"PASS": "bold green", "met": "bold green", "FAIL": "bold red",
+                  "not met": "bold red", "n/a": "yellow"}
 
 
 def format_rate(rate: float) -> str:
@@ -160,3 +165,72 @@ def format_results(results: Sequence[Result], n: int,
     """The blocks as plain text, a blank line between them."""
     return "\n\n".join(b.plain() if isinstance(b, Table) else b
                        for b in result_blocks(results, n, figures))
+
+
+# --- a terminal: rich ----------------------------------------------------------------------------
+
+
+def print_rich(blocks: Sequence[Block], file: IO[str]) -> None:
+    """The blocks as rich tables (verdicts in colour) on a terminal; notes as they are."""
+    from rich import box
+    from rich.console import Console
+    from rich.table import Table as RichTable
+    from rich.text import Text
+
+    console = Console(file=file, highlight=False)
+    for i, block in enumerate(blocks):
+        if i:
+            console.print()
+        if isinstance(block, str):
+            console.print(Text(block), soft_wrap=True)
+            continue
+        table = RichTable(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)
+        for column, title in enumerate(block.headers):
+            table.add_column(title, justify="right" if column in block.right else "left")
+        for row in block.rows:
+            table.add_row(*(Text(cell, style=VERDICT_STYLES.get(cell, ""))
+                            if column == block.verdict else Text(cell)
+                            for column, cell in enumerate(row)))
+        console.print(table)
+
+
+# --- machines: JSON ------------------------------------------------------------------------------
+
+
+def _row_json(r: Result, n: int) -> dict[str, Any]:
+    return {"key": r.bench.key, "section": r.section, "workload": r.bench.workload,
+            "ops": r.count if r.count is not None else n, "rate": r.rate,
+            "us_per_op": 1e6 / r.rate if r.rate else None, "target": r.bench.target,
+            "result": r.verdict or None, "skipped": r.skipped, "figures": r.figures,
+            "notes": r.notes}
+
+
+def _figure_json(fr: FigureResult) -> dict[str, Any]:
+    f = fr.figure
+    return {"section": f.section, "label": f.label, "numerator": f.numerator,
+            "denominator": f.denominator, "extra": f.extra, "unit": f.unit,
+            "value": fr.value, "missing": fr.missing, "target": f.target,
+            "at_most": f.at_most, "result": fr.verdict or None}
+
+
+def to_json(results: Sequence[Result], n: int, repeat: int, sections: Sequence[Section],
+            resources: Sequence[str],
+            figures: Sequence[FigureResult] | None = None) -> dict[str, Any]:
+    """The run as one JSON-able document: the same rows, ratios, figures and verdicts as the
+    text (rates in ops/s, figures in their unit), the machine and the resources' lines."""
+    figures = derive_figures(results) if figures is None else figures
+    verdicts = _verdicts(results, figures)
+    return {
+        "bench": {"n": n, "warmup": warmup_size(n), "repeat": repeat, "batch": BATCH,
+                  "sections": [s.name for s in sections]},
+        "machine": machine(),
+        "resources": list(resources),
+        "rows": [_row_json(r, n) for r in results],
+        "ratios": [{"workload": ratio.workload, "reference": ratio.reference,
+                    "numerator": ratio.numerator, "denominator": ratio.denominator,
+                    "value": value} for ratio, value in _ratios(results)],
+        "figures": [_figure_json(fr) for fr in figures],
+        "targets": {"pass": verdicts.count("PASS"), "fail": verdicts.count("FAIL"),
+                    "not_measured": verdicts.count("n/a"), "total": len(verdicts)},
+        "skipped": sorted({r.skipped for r in results if r.skipped}),
+    }
