@@ -179,7 +179,13 @@ def run(
 def reference(seed: int | str, counts: list[int]) -> dict[int, str]:
     """Digest of an in-memory engine after the first k commands, for each k in counts."""
     clock = FakeClock()
-    engine = Engine(clock=clock)
+    return digests_after(Engine(clock=clock), clock, seed, counts)
+
+
+def digests_after(
+    engine: Engine, clock: FakeClock, seed: int | str, counts: list[int]
+) -> dict[int, str]:
+    """Run the workload on `engine`; its digest after the first k commands, for each k."""
     out: dict[int, str] = {}
     done = 0
     for k in sorted(set(counts)):

@@ -37,7 +37,7 @@ import time
 from collections.abc import Iterator
 
 from streamkeep import Engine
-from tests.support.aof_workload import FakeClock, run
+from tests.support.aof_workload import FakeClock, digests_after, run
 
 STEPS = ("rotated", "spawned", "built", "published", "switched", "removed")
 
@@ -54,13 +54,7 @@ def reference(seed: int, counts: list[int], bulk: int = 0) -> dict[int, str]:
     engine = Engine(clock=clock)
     for argv in bulk_commands(bulk):
         engine.execute(*argv)
-    out: dict[int, str] = {}
-    done = 0
-    for k in sorted(set(counts)):
-        run(engine, clock, seed, done, k)
-        done = k
-        out[k] = engine.digest()
-    return out
+    return digests_after(engine, clock, seed, counts)
 
 
 def _say(line: str) -> None:
