@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from tests.support.resp_client import RespClient, RespError, client_factory
+from tests.support.serve_process import ServeProcess, spawner
 
 if TYPE_CHECKING:
     from streamkeep import Engine
@@ -237,3 +238,14 @@ def sk(served: Any) -> Iterator[RespClient]:
         yield client
     finally:
         client.close()
+
+
+@pytest.fixture
+def spawn() -> Iterator[Callable[..., ServeProcess]]:
+    """`spawn(datadir, *serve_args, port=None, limits=None)`: a `streamkeep serve` child
+    process (tests/support/serve_process.py), killed at the end of the test."""
+    start, cleanup = spawner()
+    try:
+        yield start
+    finally:
+        cleanup()

@@ -1,4 +1,4 @@
-"""`streamkeep serve` as a real child process (`python -m tools.cli serve`): clean shutdown on
+"""`streamkeep serve` as a real child process (`python -m streamkeep serve`, tests/support/serve_process.py): clean shutdown on
 SIGTERM/SIGINT and SHUTDOWN, restart on the same data directory with every acknowledged write,
 SIGKILL under `appendfsync always`, --requirepass and --config FILE."""
 
@@ -10,88 +10,13 @@ import subprocess
 import sys
 import threading
 import time
-from pathlib import Path
 from typing import Any
 
 import pytest
 import redis
-from redis.backoff import NoBackoff
-from redis.retry import Retry
 
 from tests.support.resp_client import RespClient, RespError, encode_command
-
-ROOT = Path(__file__).resolve().parents[2]
-START_TIMEOUT = 15.0
-EXIT_TIMEOUT = 10.0
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-class ServeProcess:
-    """One `streamkeep serve` child; its output (stdout and stderr) is collected in `lines`."""
-
-    def __init__(self, datadir: Path, *args: str, port: int | None = None) -> None:
-        self.host = "127.0.0.1"
-        self.port = free_port() if port is None else port
-        argv = [sys.executable, "-m", "streamkeep", "serve", "--dir", str(datadir), *args]
-        if port is None:
-            argv += ["--port", str(self.port)]
-        self.proc = subprocess.Popen(argv, cwd=ROOT, stdin=subprocess.DEVNULL,
-                                     stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-        self.lines: list[str] = []
-        self.listening = threading.Event()
-        self.reader = threading.Thread(target=self._read, daemon=True)
-        self.reader.start()
-        if not self.listening.wait(START_TIMEOUT):
-            self.kill()
-            raise AssertionError(f"streamkeep serve did not start:\n{self.output()}")
-
-    def _read(self) -> None:
-        assert self.proc.stdout is not None
-        for line in self.proc.stdout:
-            self.lines.append(line)
-            if " listening on " in line:
-                self.listening.set()
-        self.listening.set()  # exited: wake the starter, which then sees no port
-
-    def output(self) -> str:
-        return "".join(self.lines)
-
-    def client(self, **kwargs: Any) -> redis.Redis:
-        return redis.Redis(host=self.host, port=self.port, retry=Retry(NoBackoff(), 0),
-                           **kwargs)
-
-    def wait(self, timeout: float = EXIT_TIMEOUT) -> int:
-        rc = self.proc.wait(timeout)
-        self.reader.join(5)
-        return rc
-
-    def kill(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait(5)
-        self.reader.join(5)
-
-
-@pytest.fixture
-def spawn():
-    started: list[ServeProcess] = []
-
-    def start(datadir: Path, *args: str, port: int | None = None) -> ServeProcess:
-        proc = ServeProcess(datadir, *args, port=port)
-        started.append(proc)
-        assert proc.proc.poll() is None, proc.output()
-        return proc
-
-    try:
-        yield start
-    finally:
-        for proc in started:
-            proc.kill()
+from tests.support.serve_process import EXIT_TIMEOUT, ROOT, START_TIMEOUT, free_port
 
 
 def write_workload(r: redis.Redis) -> list[bytes]:
