@@ -12,6 +12,7 @@ bytes; this module only turns them into values and back.
 
 from __future__ import annotations
 
+import io
 import math
 from collections import deque
 from collections.abc import Sequence
@@ -45,6 +46,9 @@ _LLONG_MIN: Final = -(2**63)
 _LONG_STR_SIZE: Final = 21  # string2ll refuses strings this long or longer
 _COMPACT_AT: Final = 64 * 1024  # parsed bytes kept before the buffer is compacted
 _BATCH_MAX: Final = 256 * 1024  # the batch fast path looks at buffers up to this size
+# A bulk this long or longer is read apart from the shared buffer, straight into its own bytes
+# object (Redis's PROTO_MBULK_BIG_ARG): one copy, and the buffer never grows to hold it.
+PROTO_MBULK_BIG_ARG: Final = 32 * 1024
 
 # Redis's protocol error lines (addReplyError prefixes "ERR ").
 ERR_MBULK_LEN: Final = "ERR Protocol error: invalid multibulk length"
@@ -351,6 +355,7 @@ class RequestParser:
         "_argv",
         "_multibulk",
         "_bulklen",
+        "_big",
         "_error",
     )
 
@@ -368,6 +373,7 @@ class RequestParser:
         self._argv: list[bytes] = []  # arguments of the multibulk request being read
         self._multibulk = 0  # arguments still to read (0: between requests)
         self._bulklen = -1  # length of the bulk being read (-1: its header is next)
+        self._big: io.BytesIO | None = None  # a big bulk (and its CRLF) being read, see _take_big
         self._error: ProtocolError | None = None
         self._ready: deque[list[bytes]] = deque()  # commands the batch fast path parsed
 
@@ -393,7 +399,8 @@ class RequestParser:
     def pending_bytes(self) -> int:
         """Bytes buffered but not parsed yet (Redis's query buffer length, which the limit is
         about)."""
-        return len(self._buf) - self._pos
+        big = self._big
+        return len(self._buf) - self._pos + (big.tell() if big is not None else 0)
 
     def next(self) -> list[bytes] | None:
         """The next complete command, or None until more bytes are fed."""
@@ -554,6 +561,14 @@ class RequestParser:
                             pos = find(b"\r", pos) + 2
                     if bulklen > limit:
                         self._check_bulklen(bulklen)
+                if bulklen >= PROTO_MBULK_BIG_ARG:
+                    pos, value = self._take_big(buf, pos, bulklen)
+                    if value is None:
+                        break
+                    argv.append(value)
+                    bulklen = -1
+                    remaining -= 1
+                    continue
                 if end - pos < bulklen + 2:
                     break
                 argv.append(bytes(buf[pos : pos + bulklen]))
@@ -568,6 +583,34 @@ class RequestParser:
             return None
         self._argv = []
         return argv
+
+    def _take_big(self, buf: bytearray, pos: int, bulklen: int) -> tuple[int, bytes | None]:
+        """A big bulk: (new position, its bytes once all arrived, else None).
+
+        Buffered whole: one copy out of the buffer. Otherwise its bytes (and the CRLF after it,
+        skipped unchecked as Redis does) move from the buffer into a BytesIO of their own as they
+        arrive, so the shared buffer only ever holds what one read brought, and at the end
+        BytesIO.getvalue() hands over its internal bytes object without copying it (CPython
+        does so when the buffer is not exported; truncate() first drops the CRLF in place)."""
+        big = self._big
+        end = len(buf)
+        if big is None:
+            if end - pos >= bulklen + 2:
+                with memoryview(buf) as view:
+                    return pos + bulklen + 2, bytes(view[pos : pos + bulklen])
+            big = self._big = io.BytesIO()
+        want = bulklen + 2 - big.tell()
+        take = min(want, end - pos)
+        with memoryview(buf) as view:
+            big.write(view[pos : pos + take])
+        pos += take
+        if take < want:
+            if big.tell() > self.query_buffer_limit and self._error is None:
+                self._error = QueryBufferLimit(ERR_QUERY_BUFFER)  # Redis counts the bulk too
+            return pos, None
+        self._big = None
+        big.truncate(bulklen)
+        return pos, big.getvalue()
 
     def _bulk_header_slow(self, buf: bytearray, pos: int) -> int:
         """A bulk header the fast path did not accept: incomplete (-1), hidden by a NUL (-1 or too
