@@ -94,7 +94,7 @@ BIG_ARG = 1 << 20
 
 def has_big_arg(effects: list | tuple) -> bool:
     """Does an effect carry an argument of BIG_ARG bytes or more? (the write path's test)"""
-    for effect in effects:  # a loop, not any(<generator>): this runs for every record
+    for effect in effects:  # noqa: SIM110 (a loop, not any(<generator>): runs per record)
         if effect and max(map(len, effect)) >= BIG_ARG:
             return True
     return False
