@@ -16,16 +16,21 @@ import io
 import math
 from collections import deque
 from collections.abc import Sequence
+from itertools import chain
+from operator import itemgetter
 from typing import Any, Final
 
 from streamkeep.engine.wire.errors import ReplyError, StreamkeepError
 from streamkeep.engine.wire.reply import NULL_ARRAY, Push, RespMap, RespSet, Verbatim
 
 __all__ = [
+    "BIG_BULK",
     "NEED_MORE",
     "PROTO_INLINE_MAX_SIZE",
+    "OutputLimitReached",
     "ProtocolError",
     "QueryBufferLimit",
+    "ReplyBuffer",
     "ReplyParser",
     "RequestParser",
     "encode_command",
@@ -114,6 +119,86 @@ _TRUE: Final = (b"", b"", b":1\r\n", b"#t\r\n")
 _FALSE: Final = (b"", b"", b":0\r\n", b"#f\r\n")
 
 
+_ARRAY_LINE: Final = tuple(b"*%d" % n for n in range(_SMALL))
+_SEQUENCES: Final = frozenset((list, tuple))
+_ENTRIES_MIN: Final = 8  # an array this long may take the entries fast path
+_ENTRIES_CHUNK: Final = 2048  # entries encoded per join (bounds the token list)
+_first, _second = itemgetter(0), itemgetter(1)
+_bulk_line = _BULK_LINE.__getitem__
+
+BIG_BULK: Final = 64 * 1024
+"""A bulk this long or longer is kept by reference in a `ReplyBuffer`, not copied into it."""
+
+
+class OutputLimitReached(StreamkeepError):
+    """A reply being encoded into a `ReplyBuffer` grew past the buffer's `limit`: the encoding
+    stops there (the caller closes the client, as Redis does past the hard limit)."""
+
+
+class ReplyBuffer(bytearray):
+    """A connection's output: the encoded bytes, except that every bulk of `BIG_BULK` bytes or
+    more is kept by reference (`big`: (offset in the bytearray, the bulk's object)) instead of
+    being copied in, so a big value leaves by the transport without a copy of it in the buffer;
+    `parts()` is the output in order. With `limit` > 0, encoding raises `OutputLimitReached`
+    once `size()` passes it, checked as the reply is produced (each bulk of `_SMALL` bytes or
+    more, each chunk of a long array), not after it is built whole. A plain bytearray given to
+    `write_reply` gets every byte copied in and no check."""
+
+    __slots__ = ("big", "big_size", "limit")
+
+    def __init__(self, limit: int = 0) -> None:
+        super().__init__()
+        self.big: list[tuple[int, bytes]] = []
+        self.big_size = 0  # the bytes in `big`
+        self.limit = limit
+
+    def size(self) -> int:
+        """The output's length in bytes, the bulks kept by reference included."""
+        return len(self) + self.big_size
+
+    def bulk(self, value: bytes) -> None:
+        """A bulk string of `_SMALL` bytes or more (the encoder's rarer branch)."""
+        n = len(value)
+        self += b"$%d\r\n" % n
+        if n >= BIG_BULK and type(value) is bytes:  # immutable: safe to send later
+            self.big.append((len(self), value))
+            self.big_size += n
+        else:
+            self += value
+        self += _CRLF
+        self.check()
+
+    def check(self) -> None:
+        if self.limit and len(self) + self.big_size > self.limit:
+            raise OutputLimitReached(f"reply over the output limit of {self.limit} bytes")
+
+    def extend_buffer(self, other: ReplyBuffer) -> None:
+        """Append another buffer's output (its big bulks still by reference)."""
+        base = len(self)
+        self.big += [(base + offset, value) for offset, value in other.big]
+        self.big_size += other.big_size
+        self += other
+
+    def parts(self) -> list[bytes | bytearray]:
+        """The output in order: slices of the bytearray (copies) and the big bulks' objects."""
+        if not self.big:
+            return [bytes(self)] if self else []
+        out: list[bytes | bytearray] = []
+        prev = 0
+        for offset, value in self.big:
+            if offset > prev:
+                out.append(self[prev:offset])
+            out.append(value)
+            prev = offset
+        if prev < len(self):
+            out.append(self[prev:])
+        return out
+
+    def materialized(self) -> bytearray:
+        """All of the output in one bytearray (copies the big bulks: a rare path's)."""
+        return bytearray(b"".join(self.parts()))
+
+
 def encode_reply(value: Any, protocol: int = 2) -> bytes:
     """One reply value as RESP2 (`protocol=2`) or RESP3 (`protocol=3`) bytes."""
     if protocol != 2 and protocol != 3:
@@ -132,9 +217,12 @@ def write_reply(out: bytearray, value: Any, protocol: int) -> None:
     t = type(value)
     if t is bytes:
         n = len(value)
-        out += _BULK_HDR[n] if n < _SMALL else b"$%d\r\n" % n
-        out += value
-        out += _CRLF
+        if n < _SMALL:
+            out += _BULK_HDR[n]
+            out += value
+            out += _CRLF
+        else:
+            _big_bulk(out, value)
     elif t is list or t is tuple:
         _write_array(out, value, protocol)
     elif t is int:
@@ -149,18 +237,91 @@ def write_reply(out: bytearray, value: Any, protocol: int) -> None:
         _write_other(out, value, protocol)
 
 
+def _big_bulk(out: bytearray, value: bytes) -> None:
+    """A bulk of `_SMALL` bytes or more: a `ReplyBuffer` may keep it by reference."""
+    if type(out) is bytearray:
+        out += b"$%d\r\n" % len(value)
+        out += value
+        out += _CRLF
+    else:
+        out.bulk(value)  # type: ignore[attr-defined]
+
+
 def _write_array(out: bytearray, items: list | tuple, protocol: int) -> None:
-    """An array, with its bytes/int elements and one more nesting level written inline (an XRANGE
-    reply is arrays of [id, (field, value, ...)]): no function call per element."""
+    """An array. A long one whose first element looks like a stream entry, [id, [field, value,
+    ...]], goes by chunks through the entries fast path (`_write_entries`, which falls back to
+    the generic loop for a chunk of any other shape); a `ReplyBuffer`'s limit is checked after
+    each chunk."""
     n = len(items)
     out += _ARRAY_HDR[n] if n < _SMALL else b"*%d\r\n" % n
+    if n >= _ENTRIES_MIN:
+        first = items[0]
+        if type(first) in _SEQUENCES and len(first) == 2 and type(first[0]) is bytes \
+                and type(first[1]) in _SEQUENCES:
+            for i in range(0, n, _ENTRIES_CHUNK):
+                chunk = items[i: i + _ENTRIES_CHUNK]
+                if not _write_entries(out, chunk):
+                    _write_items(out, chunk, protocol)
+                if type(out) is not bytearray:
+                    out.check()  # type: ignore[attr-defined]
+            return
+        if n > _ENTRIES_CHUNK and type(out) is not bytearray:
+            for i in range(0, n, _ENTRIES_CHUNK):
+                _write_items(out, items[i: i + _ENTRIES_CHUNK], protocol)
+                out.check()  # type: ignore[attr-defined]
+            return
+    _write_items(out, items, protocol)
+
+
+def _write_entries(out: bytearray, entries: list | tuple) -> bool:
+    """Stream entries, [id, [field, value, ...]] with the same number of fields each and every
+    bulk under `_SMALL` bytes, as one `b"\\r\\n".join` over their lines laid out by slice
+    assignment: the per-element work runs in C (map, chain, slicing). False, with nothing
+    written, for any other shape (the caller then takes the generic loop): the bytes are the
+    same either way."""
+    if not set(map(type, entries)) <= _SEQUENCES or set(map(len, entries)) != {2}:
+        return False
+    ids = list(map(_first, entries))
+    fields = list(map(_second, entries))
+    counts = set(map(len, fields))
+    if len(counts) != 1 or set(map(type, ids)) != {bytes} or not set(map(type, fields)) <= _SEQUENCES:
+        return False
+    k = counts.pop()
+    flat = list(chain.from_iterable(fields))
+    if not k or k >= _SMALL or set(map(type, flat)) != {bytes}:
+        return False
+    try:  # every line `$<len>` from the table: no bulk of _SMALL bytes or more
+        id_lines = list(map(_bulk_line, map(len, ids)))
+        flat_lines = list(map(_bulk_line, map(len, flat)))
+    except IndexError:
+        return False
+    m = len(entries)
+    period = 4 + 2 * k  # *2, $<id len>, id, *<k>, then $<len>, bulk per field or value
+    lines: list[bytes] = [b"*2"] * (m * period)
+    lines.append(b"")  # the join then ends in CRLF
+    lines[1::period] = id_lines
+    lines[2::period] = ids
+    lines[3::period] = [_ARRAY_LINE[k]] * m
+    for j in range(k):
+        lines[4 + 2 * j::period] = flat_lines[j::k]
+        lines[5 + 2 * j::period] = flat[j::k]
+    out += b"\r\n".join(lines)
+    return True
+
+
+def _write_items(out: bytearray, items: list | tuple, protocol: int) -> None:
+    """An array's elements, its bytes/int elements and one more nesting level written inline:
+    no function call per element."""
     for x in items:
         t = type(x)
         if t is bytes:
             n = len(x)
-            out += _BULK_HDR[n] if n < _SMALL else b"$%d\r\n" % n
-            out += x
-            out += _CRLF
+            if n < _SMALL:
+                out += _BULK_HDR[n]
+                out += x
+                out += _CRLF
+            else:
+                _big_bulk(out, x)
         elif t is list or t is tuple:
             n = len(x)
             out += _ARRAY_HDR[n] if n < _SMALL else b"*%d\r\n" % n
@@ -168,9 +329,12 @@ def _write_array(out: bytearray, items: list | tuple, protocol: int) -> None:
                 t = type(y)
                 if t is bytes:
                     n = len(y)
-                    out += _BULK_HDR[n] if n < _SMALL else b"$%d\r\n" % n
-                    out += y
-                    out += _CRLF
+                    if n < _SMALL:
+                        out += _BULK_HDR[n]
+                        out += y
+                        out += _CRLF
+                    else:
+                        _big_bulk(out, y)
                 elif t is list or t is tuple:
                     _write_array(out, y, protocol)
                 else:
