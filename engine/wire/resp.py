@@ -124,7 +124,6 @@ _SEQUENCES: Final = frozenset((list, tuple))
 _ENTRIES_MIN: Final = 8  # an array this long may take the entries fast path
 _ENTRIES_CHUNK: Final = 2048  # entries encoded per join (bounds the token list)
 _first, _second = itemgetter(0), itemgetter(1)
-_bulk_line = _BULK_LINE.__getitem__
 
 BIG_BULK: Final = 64 * 1024
 """A bulk this long or longer is kept by reference in a `ReplyBuffer`, not copied into it."""
@@ -284,15 +283,16 @@ def _write_entries(out: bytearray, entries: list | tuple) -> bool:
     ids = list(map(_first, entries))
     fields = list(map(_second, entries))
     counts = set(map(len, fields))
-    if len(counts) != 1 or set(map(type, ids)) != {bytes} or not set(map(type, fields)) <= _SEQUENCES:
+    if len(counts) != 1 or set(map(type, ids)) != {bytes} \
+            or not set(map(type, fields)) <= _SEQUENCES:
         return False
     k = counts.pop()
     flat = list(chain.from_iterable(fields))
     if not k or k >= _SMALL or set(map(type, flat)) != {bytes}:
         return False
     try:  # every line `$<len>` from the table: no bulk of _SMALL bytes or more
-        id_lines = list(map(_bulk_line, map(len, ids)))
-        flat_lines = list(map(_bulk_line, map(len, flat)))
+        id_lines = _lines_of(ids)
+        flat_lines = _lines_of(flat)
     except IndexError:
         return False
     m = len(entries)
@@ -307,6 +307,15 @@ def _write_entries(out: bytearray, entries: list | tuple) -> bool:
         lines[5 + 2 * j::period] = flat[j::k]
     out += b"\r\n".join(lines)
     return True
+
+
+def _lines_of(bulks: list[bytes]) -> list[bytes] | tuple[bytes, ...]:
+    """The `$<len>` line of each bulk (IndexError for one of _SMALL bytes or more); itemgetter
+    looks them all up in one C call."""
+    if len(bulks) < 2:  # itemgetter of one index returns the item, not a tuple
+        return [_BULK_LINE[len(b)] for b in bulks]
+    lines: tuple[bytes, ...] = itemgetter(*map(len, bulks))(_BULK_LINE)
+    return lines
 
 
 def _write_items(out: bytearray, items: list | tuple, protocol: int) -> None:
