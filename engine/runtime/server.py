@@ -245,7 +245,7 @@ class Client(asyncio.Protocol):
             out.limit = self._reply_budget()
         try:
             if self.held or (lsn and self.journal.sync_on_commit):  # type: ignore[union-attr]
-                buf = ReplyBuffer(out.limit - out.size())
+                buf = ReplyBuffer(max(out.limit - out.size(), 1))
                 write_reply(buf, value, self.protocol)
                 self.held.append((lsn, buf))
                 self.server.need_sync(self, lsn)
