@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import ipaddress
 import logging
 import signal
@@ -219,6 +220,18 @@ class Client(asyncio.Protocol):
                 return
             self.reply(NOAUTH)
             return
+        # The collector waits until the reply is encoded and dropped: a reply of a million
+        # entries is a million lists, which collections (a full one among them) would
+        # otherwise walk, only for them to be freed right after.
+        collecting = gc.isenabled()
+        gc.disable()
+        try:
+            self._execute(argv)
+        finally:
+            if collecting:
+                gc.enable()
+
+    def _execute(self, argv: list[bytes]) -> None:
         try:
             reply, lsn = self._submit(self.session, tuple(argv), None, self._wake)
         except ReplyError as err:
