@@ -10,40 +10,15 @@ output limit's floor) and low output limits.
 from __future__ import annotations
 
 import socket
-import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
 
 from streamkeep.engine.wire.resp import encode_command
+from streamkeep.tools.bench.bigvalues import PeakRss
 from tests.support.serve_process import ServeProcess
 
 MB = 1 << 20
-SAMPLE_SECONDS = 0.002
-
-
-class PeakRss:
-    """The child's highest RSS while the block runs, sampled from a thread."""
-
-    def __init__(self, server: ServeProcess) -> None:
-        self.server = server
-        self.peak = server.rss_bytes()
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._sample, daemon=True)
-
-    def _sample(self) -> None:
-        while not self._stop.is_set():
-            self.peak = max(self.peak, self.server.rss_bytes())
-            time.sleep(SAMPLE_SECONDS)
-
-    def __enter__(self) -> PeakRss:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        self._thread.join()
-        self.peak = max(self.peak, self.server.rss_bytes())
 
 
 def _start(spawn: Callable[..., ServeProcess], tmp_path: Path, *config: str) -> ServeProcess:
@@ -106,11 +81,14 @@ def test_big_xadd_peaks_within_two_and_a_half_times_the_value(spawn, tmp_path) -
     try:
         time.sleep(0.2)
         baseline = server.rss_bytes()
-        with PeakRss(server) as rss:
+        rss = PeakRss(server.proc.pid)
+        try:
             _xadd_raw(sock, b"big", value)
+        finally:
+            peak = rss.stop()
     finally:
         sock.close()
-    grew = rss.peak - baseline
+    grew = peak - baseline
     assert grew <= 2.5 * len(value), f"peak RSS grew {grew / MB:.0f} MB for a 64 MB value"
     assert server.client().xlen("big") == 1
 
@@ -131,15 +109,18 @@ def test_reply_over_the_output_limit_is_stopped_while_produced(spawn, tmp_path) 
     try:
         time.sleep(0.2)
         baseline = server.rss_bytes()
-        with PeakRss(server) as rss:
+        rss = PeakRss(server.proc.pid)
+        try:
             sock.sendall(encode_command(["XRANGE", "s", "-", "+"]))
             deadline = time.monotonic() + 20
             while len(client.client_list()) > 1:  # the reader is closed
                 assert time.monotonic() < deadline, "the non-reading client was not closed"
                 time.sleep(0.01)
+        finally:
+            peak = rss.stop()
     finally:
         sock.close()
-    grew = rss.peak - baseline
+    grew = peak - baseline
     assert grew < 20 * MB, f"RSS grew {grew / MB:.0f} MB for a 60 MB reply cut at ~2 MB"
     assert "closed for overcoming of output buffer limits" in server.output()
     assert client.xlen("s") == 1000
