@@ -18,7 +18,8 @@ One record is one command execution's effects: the atomic unit of replay. LSNs a
 consecutive across segments. `scan` walks a segment's bytes and says where the good records end
 and whether what follows is a torn tail (nothing valid after it) or damage followed by valid
 records; `scan_batches` yields the same records batch by batch, for replay to apply them while
-decoding. Must not touch: files (aof.fs), the manifest, the engine.
+decoding; `encode_parts` frames a record carrying big values as parts (the same bytes, the values
+not copied). Must not touch: files (aof.fs), the manifest, the engine.
 """
 
 from __future__ import annotations

@@ -6,7 +6,8 @@ process crash. Under `always` it buffers the record, and `wait_durable` (engine 
 returns only once the record is written and an fdatasync covers it: a group-commit thread writes
 everything buffered with one write(), fsyncs it, and wakes every caller that round covered, so
 concurrent callers share writes and fsyncs. The server buffers under every policy (deferred
-mode) and writes each batch's records before the batch's replies. `everysec` fsyncs from a
+mode) and writes each batch's records before the batch's replies; a record carrying a big value
+is written at once, in parts, never copied into the buffer. `everysec` fsyncs from a
 background thread once a second while unsynced bytes remain; `no` leaves it to the OS.
 
 Failures (Redis's MISCONF model): a failed write is truncated back, kept, and retried every

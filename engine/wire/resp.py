@@ -1,9 +1,13 @@
 """The RESP2/RESP3 wire format, both directions, as pure functions and classes over bytes.
 
 Owns: encoding reply values (`engine.reply`'s vocabulary) for RESP2 or RESP3 (`encode_reply`,
-`write_reply`), encoding client requests (`encode_command`), the server's incremental request
+`write_reply`; long XRANGE-shaped arrays through a fast path of the same bytes), the
+connection output buffer that keeps big bulks by reference and stops a reply at its size limit
+while encoding it (`ReplyBuffer`, `OutputLimitReached`), encoding client requests
+(`encode_command`), the server's incremental request
 parser with Redis's exact protocol-error lines and limits (`RequestParser`, modelled on
-processInlineBuffer/processMultibulkBuffer in Redis's src/networking.c) and the client's
+processInlineBuffer/processMultibulkBuffer in Redis's src/networking.c; a big bulk is read
+apart from the shared buffer, as Redis's PROTO_MBULK_BIG_ARG) and the client's
 incremental reply parser (`ReplyParser`, for the replica link and tests).
 
 Must not touch: engine state or any I/O (no sockets, no asyncio, no clocks). Callers move the
