@@ -18,7 +18,8 @@ One record is one command execution's effects: the atomic unit of replay. LSNs a
 consecutive across segments. `scan` walks a segment's bytes and says where the good records end
 and whether what follows is a torn tail (nothing valid after it) or damage followed by valid
 records; `scan_batches` yields the same records batch by batch, for replay to apply them while
-decoding. Must not touch: files (aof.fs), the manifest, the engine.
+decoding; `encode_parts` frames a record carrying big values as parts (the same bytes, the values
+not copied). Must not touch: files (aof.fs), the manifest, the engine.
 """
 
 from __future__ import annotations
@@ -86,6 +87,57 @@ def encode(lsn: int, time_ms: int, db: int, effects: list | tuple) -> bytes:
     payload = packb([lsn, time_ms, db, effects])
     return FRAME.pack(len(payload), crc32c_raw(payload, 0xFFFFFFFF, CRC_TABLE) ^ 0xFFFFFFFF
                       ) + payload
+
+
+# An argument this long makes a record "big": `encode_parts` frames it without copying it.
+BIG_ARG = 1 << 20
+
+
+def has_big_arg(effects: list | tuple) -> bool:
+    """Does an effect carry an argument of BIG_ARG bytes or more? (the write path's test)"""
+    for effect in effects:  # noqa: SIM110 (a loop, not any(<generator>): runs per record)
+        if effect and max(map(len, effect)) >= BIG_ARG:
+            return True
+    return False
+
+
+def encode_parts(lsn: int, time_ms: int, db: int, effects: list | tuple) -> list[bytes]:
+    """`encode()`'s record as parts whose concatenation is byte-identical to it: the frame
+    header, then the payload with every argument of BIG_ARG bytes or more as its own part (the
+    caller's bytes object itself, not a copy). msgpack is a concatenation of its items, so the
+    arrays' headers and the small items are packed here and the big ones only get their bin 32
+    header (what msgpack writes for 64 KiB or more). The CRC runs over the parts in order."""
+    parts: list[bytes] = []
+    small = bytearray(_array_header(4))
+    small += packb(lsn)
+    small += packb(time_ms)
+    small += packb(db)
+    small += _array_header(len(effects))
+    for effect in effects:
+        small += _array_header(len(effect))
+        for arg in effect:
+            if type(arg) is bytes and len(arg) >= BIG_ARG:
+                small += b"\xc6" + len(arg).to_bytes(4, "big")
+                parts.append(bytes(small))
+                small.clear()
+                parts.append(arg)
+            else:
+                small += packb(arg)
+    if small:
+        parts.append(bytes(small))
+    crc = 0xFFFFFFFF
+    for part in parts:
+        crc = crc32c_raw(part, crc, CRC_TABLE)
+    return [FRAME.pack(sum(map(len, parts)), crc ^ 0xFFFFFFFF), *parts]
+
+
+def _array_header(n: int) -> bytes:
+    """msgpack's array header: fixarray, array 16 or array 32."""
+    if n < 16:
+        return bytes([0x90 | n])
+    if n < 1 << 16:
+        return b"\xdc" + n.to_bytes(2, "big")
+    return b"\xdd" + n.to_bytes(4, "big")
 
 
 def encode_record(record: Record) -> bytes:

@@ -6,7 +6,8 @@ process crash. Under `always` it buffers the record, and `wait_durable` (engine 
 returns only once the record is written and an fdatasync covers it: a group-commit thread writes
 everything buffered with one write(), fsyncs it, and wakes every caller that round covered, so
 concurrent callers share writes and fsyncs. The server buffers under every policy (deferred
-mode) and writes each batch's records before the batch's replies. `everysec` fsyncs from a
+mode) and writes each batch's records before the batch's replies; a record carrying a big value
+is written at once, in parts, never copied into the buffer. `everysec` fsyncs from a
 background thread once a second while unsynced bytes remain; `no` leaves it to the OS.
 
 Failures (Redis's MISCONF model): a failed write is truncated back, kept, and retried every
@@ -28,7 +29,16 @@ from collections.abc import Callable
 from typing import Any
 
 from streamkeep.aof import manifest as manifest_mod
-from streamkeep.aof.codec import CRC_TABLE, FRAME, HEADER_SIZE, crc32c_raw, encode_header, packb
+from streamkeep.aof.codec import (
+    CRC_TABLE,
+    FRAME,
+    HEADER_SIZE,
+    crc32c_raw,
+    encode_header,
+    encode_parts,
+    has_big_arg,
+    packb,
+)
 from streamkeep.aof.fs import FileSystem
 from streamkeep.aof.manifest import Manifest, SegmentEntry
 from streamkeep.engine.wire.errors import ReplyError
@@ -114,6 +124,8 @@ class Journal:
         written by the retry. In deferred mode (the server's) the record joins a buffer that
         `flush_pending` writes with one write() before any reply leaves."""
         lsn = self.lsn = self.lsn + 1
+        if has_big_arg(effects):
+            return self._append_big(lsn, time_ms, db, effects)
         payload = packb([lsn, time_ms, db, effects])  # codec.encode, inlined: the hot path
         data = FRAME.pack(len(payload), crc32c_raw(payload, 0xFFFFFFFF, CRC_TABLE) ^ 0xFFFFFFFF
                           ) + payload
@@ -125,6 +137,18 @@ class Journal:
             self.pending_records += 1
             return lsn
         self._write(data, 1)
+        return lsn
+
+    def _append_big(self, lsn: int, time_ms: int, db: int, effects: list) -> int:
+        """A record carrying a big value is written at once, in parts (`encode_parts`): the
+        value is neither packed into a copy nor joined to its frame nor buffered, only written
+        (behind the deferred records, which go first to keep the LSN order). Joined only if it
+        must wait for the retry."""
+        parts = encode_parts(lsn, time_ms, db, effects)
+        if self.unwritten or not self.flush_pending():
+            self.unwritten.append(b"".join(parts))
+            raise ReplyError(self.error or "MISCONF Errors writing to the AOF file")
+        self._write(parts[0], 1, parts[1:])
         return lsn
 
     @property
@@ -164,18 +188,23 @@ class Journal:
             return False
         return True
 
-    def _write(self, data: bytes, records: int) -> None:
+    def _write(self, data: bytes, records: int, more: list[bytes] | None = None) -> None:
+        """Write `data` (then the parts in `more`, one record's payload written as it is)."""
+        size = len(data)
         try:
             self.fs.write(self.fd, data)
+            for part in more or ():
+                self.fs.write(self.fd, part)
+                size += len(part)
         except OSError as err:
-            self._write_failed(err, data)
+            self._write_failed(err, b"".join([data, *more]) if more else data)
             raise ReplyError(self.error) from None  # type: ignore[arg-type]
-        self.size += len(data)
+        self.size += size
         self.records_written += records
         self.written_lsn = self.lsn  # pending records are only added while nothing is unwritten
         if self.size >= self.segment_max_bytes:
             self._rotate()
-        self.aof_bytes += len(data)
+        self.aof_bytes += size
         if self.aof_bytes >= self.rewrite_at and self.on_rewrite is not None:
             self.on_rewrite()
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import ipaddress
 import logging
 import signal
@@ -30,7 +31,14 @@ from streamkeep.engine.exec.table import lookup
 from streamkeep.engine.exec.transactions import end_transaction
 from streamkeep.engine.wire.errors import ReplyError
 from streamkeep.engine.wire.reply import NO_REPLY, NULL_ARRAY
-from streamkeep.engine.wire.resp import ProtocolError, QueryBufferLimit, RequestParser, write_reply
+from streamkeep.engine.wire.resp import (
+    OutputLimitReached,
+    ProtocolError,
+    QueryBufferLimit,
+    ReplyBuffer,
+    RequestParser,
+    write_reply,
+)
 
 if TYPE_CHECKING:
     from streamkeep.engine.runtime.core import Engine, Session
@@ -60,6 +68,10 @@ DENIED = (
 )
 READ_PAUSE_BYTES = 1 << 20  # a blocked client's unparsed input beyond this: stop reading
 FLUSH_BYTES = 64 << 10  # replies queued beyond this during a pipeline: write them out now
+# One reply may pass the output limits up to proto-max-bulk-len plus this much framing: a value
+# the server accepted always fits in the reply that returns it (XRANGE, XINFO STREAM FULL).
+REPLY_FRAMING = 1 << 20
+NO_LIMIT = 1 << 62
 
 
 def is_loopback(host: str | None) -> bool:
@@ -96,15 +108,17 @@ class Client(asyncio.Protocol):
         self.last_command = b"NULL"
         self.lib_name = b""  # CLIENT SETINFO LIB-NAME / LIB-VER
         self.lib_ver = b""
-        self.out = bytearray()
-        self.held: deque[tuple[int, bytes]] = deque()  # replies waiting for an fsync
-        self.marks: list[tuple[int, int, int]] = []  # (start, end, LSN) of write replies in out
+        self.out = ReplyBuffer()  # its limit is set by the first reply after each flush
+        self.held: deque[tuple[int, ReplyBuffer | bytes]] = deque()  # replies awaiting an fsync
+        # (start, end, LSN) of write replies in out, as offsets in its output (out.size()).
+        self.marks: list[tuple[int, int, int]] = []
         self.waiting: Waiter | None = None  # a blocked XREAD/XREADGROUP
         self.busy = False  # a blocked read or a SAVE: the next commands wait their turn
         self.closing = False  # close once the output is flushed (QUIT, protocol errors)
         self.closed = False
         self.reading_paused = False
         self.soft_limit_since: float | None = None
+        self.exempt = 0  # a reply bigger than the hard limit, let through: see _check_output_limit
         self.timers: list[asyncio.TimerHandle] = []
 
     # --- asyncio.Protocol ------------------------------------------------------------------
@@ -206,6 +220,18 @@ class Client(asyncio.Protocol):
                 return
             self.reply(NOAUTH)
             return
+        # The collector waits until the reply is encoded and dropped: a reply of a million
+        # entries is a million lists, which collections (a full one among them) would
+        # otherwise walk, only for them to be freed right after.
+        collecting = gc.isenabled()
+        gc.disable()
+        try:
+            self._execute(argv)
+        finally:
+            if collecting:
+                gc.enable()
+
+    def _execute(self, argv: list[bytes]) -> None:
         try:
             reply, lsn = self._submit(self.session, tuple(argv), None, self._wake)
         except ReplyError as err:
@@ -220,26 +246,51 @@ class Client(asyncio.Protocol):
             self.reply(reply, lsn)
 
     def reply(self, value: Any, lsn: int = 0) -> None:
-        """Queue a reply; held back behind the fsync of `lsn` (or behind held replies)."""
+        """Queue a reply; held back behind the fsync of `lsn` (or behind held replies).
+
+        The output limit is checked while the reply is encoded (`ReplyBuffer.limit`, what the
+        limit leaves after the output the transport still holds): a reply too big for it is
+        cut short and the client closed, before the reply is built whole."""
         if self.closed or value is NO_REPLY:
             return
-        if self.held or (lsn and self.journal.sync_on_commit):  # type: ignore[union-attr]
-            buf = bytearray()
-            write_reply(buf, value, self.protocol)
-            self.held.append((lsn, bytes(buf)))
-            self.server.need_sync(self, lsn)
-        elif lsn:  # its record must reach the OS before this reply leaves (see flush)
-            out = self.out
-            start = len(out)
-            write_reply(out, value, self.protocol)
-            self.marks.append((start, len(out), lsn))
-        else:
-            write_reply(self.out, value, self.protocol)
+        out = self.out
+        if not out.limit:
+            out.limit = self._reply_budget()
+        try:
+            if self.held or (lsn and self.journal.sync_on_commit):  # type: ignore[union-attr]
+                buf = ReplyBuffer(max(out.limit - out.size(), 1))
+                write_reply(buf, value, self.protocol)
+                self.held.append((lsn, buf))
+                self.server.need_sync(self, lsn)
+            elif lsn:  # its record must reach the OS before this reply leaves (see flush)
+                start = out.size()
+                write_reply(out, value, self.protocol)
+                self.marks.append((start, out.size(), lsn))
+            else:
+                write_reply(out, value, self.protocol)
+        except OutputLimitReached:
+            self.out = ReplyBuffer()  # drop what was encoded
+            self._output_exceeded(out.size())
+
+    def _reply_budget(self) -> int:
+        """How big the output queued until the next flush may grow (NO_LIMIT if unlimited):
+        what the hard limit leaves after the transport's pending bytes, but never less than
+        proto-max-bulk-len plus framing, so that any value the server accepted can be read."""
+        hard = self.server.output_limit[0]
+        if not hard:
+            return NO_LIMIT
+        pending = self.transport.get_write_buffer_size() if self.transport is not None else 0
+        return max(hard + self.exempt - pending, self.server.proto_max_bulk_len + REPLY_FRAMING)
 
     def release_held(self, synced_lsn: int) -> None:
         held = self.held
+        out = self.out
         while held and held[0][0] <= synced_lsn:
-            self.out += held.popleft()[1]
+            data = held.popleft()[1]
+            if type(data) is ReplyBuffer:
+                out.extend_buffer(data)
+            else:
+                out += data
         self.flush()
 
     def flush(self) -> None:
@@ -249,9 +300,14 @@ class Client(asyncio.Protocol):
         if self.out:
             if self.marks:
                 self._settle_marks()
-            transport.write(self.out)
-            self.out = bytearray()
-            self._check_output_limit()
+            out, self.out = self.out, ReplyBuffer()
+            batch = out.size()
+            if out.big:  # big bulks go to the transport as they are, not copied into out
+                for part in out.parts():
+                    transport.write(part)
+            else:
+                transport.write(out)
+            self._check_output_limit(batch)
         if self.closing and not self.held and not self.busy:
             self.close()
 
@@ -271,7 +327,8 @@ class Client(asyncio.Protocol):
             return
         error = b"-" + (journal.error or "MISCONF Errors writing to the AOF file").encode() \
             + b"\r\n"
-        out, rebuilt, prev = self.out, bytearray(), 0
+        out = self.out.materialized() if self.out.big else self.out  # offsets are size()'s
+        rebuilt, prev = ReplyBuffer(), 0
         for start, end, lsn in marks:
             rebuilt += out[prev:start]
             rebuilt += error if lsn > written else out[start:end]
@@ -355,14 +412,23 @@ class Client(asyncio.Protocol):
                     self.id, self.addr)
         self.abort()
 
-    def _check_output_limit(self) -> None:
+    def _check_output_limit(self, batch: int = 0) -> None:
+        """The limits after a flush of `batch` bytes. A batch bigger than the hard limit (one
+        big reply: the encoding stopped anything bigger than proto-max-bulk-len plus framing)
+        was let through: until the output drains below the limit again, the limits apply to
+        what is queued on top of it (`exempt`)."""
         hard, soft, soft_seconds = self.server.output_limit
         if not (hard or soft):
             return
         size = self.transport.get_write_buffer_size()  # type: ignore[union-attr]
-        if hard and size >= hard:
+        if batch > (hard or soft):
+            self.exempt = max(self.exempt, batch)
+        elif size < (hard or soft):
+            self.exempt = 0
+        counted = size - self.exempt
+        if hard and counted >= hard:
             self._output_exceeded(size)
-        elif soft and size >= soft:
+        elif soft and counted >= soft:
             now = time.monotonic()
             if self.soft_limit_since is None:
                 self.soft_limit_since = now

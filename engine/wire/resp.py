@@ -1,9 +1,13 @@
 """The RESP2/RESP3 wire format, both directions, as pure functions and classes over bytes.
 
 Owns: encoding reply values (`engine.reply`'s vocabulary) for RESP2 or RESP3 (`encode_reply`,
-`write_reply`), encoding client requests (`encode_command`), the server's incremental request
+`write_reply`; long XRANGE-shaped arrays through a fast path of the same bytes), the
+connection output buffer that keeps big bulks by reference and stops a reply at its size limit
+while encoding it (`ReplyBuffer`, `OutputLimitReached`), encoding client requests
+(`encode_command`), the server's incremental request
 parser with Redis's exact protocol-error lines and limits (`RequestParser`, modelled on
-processInlineBuffer/processMultibulkBuffer in Redis's src/networking.c) and the client's
+processInlineBuffer/processMultibulkBuffer in Redis's src/networking.c; a big bulk is read
+apart from the shared buffer, as Redis's PROTO_MBULK_BIG_ARG) and the client's
 incremental reply parser (`ReplyParser`, for the replica link and tests).
 
 Must not touch: engine state or any I/O (no sockets, no asyncio, no clocks). Callers move the
@@ -12,19 +16,25 @@ bytes; this module only turns them into values and back.
 
 from __future__ import annotations
 
+import io
 import math
 from collections import deque
 from collections.abc import Sequence
+from itertools import chain
+from operator import itemgetter
 from typing import Any, Final
 
 from streamkeep.engine.wire.errors import ReplyError, StreamkeepError
 from streamkeep.engine.wire.reply import NULL_ARRAY, Push, RespMap, RespSet, Verbatim
 
 __all__ = [
+    "BIG_BULK",
     "NEED_MORE",
     "PROTO_INLINE_MAX_SIZE",
+    "OutputLimitReached",
     "ProtocolError",
     "QueryBufferLimit",
+    "ReplyBuffer",
     "ReplyParser",
     "RequestParser",
     "encode_command",
@@ -45,6 +55,9 @@ _LLONG_MIN: Final = -(2**63)
 _LONG_STR_SIZE: Final = 21  # string2ll refuses strings this long or longer
 _COMPACT_AT: Final = 64 * 1024  # parsed bytes kept before the buffer is compacted
 _BATCH_MAX: Final = 256 * 1024  # the batch fast path looks at buffers up to this size
+# A bulk this long or longer is read apart from the shared buffer, straight into its own bytes
+# object (Redis's PROTO_MBULK_BIG_ARG): one copy, and the buffer never grows to hold it.
+PROTO_MBULK_BIG_ARG: Final = 32 * 1024
 
 # Redis's protocol error lines (addReplyError prefixes "ERR ").
 ERR_MBULK_LEN: Final = "ERR Protocol error: invalid multibulk length"
@@ -110,6 +123,85 @@ _TRUE: Final = (b"", b"", b":1\r\n", b"#t\r\n")
 _FALSE: Final = (b"", b"", b":0\r\n", b"#f\r\n")
 
 
+_ARRAY_LINE: Final = tuple(b"*%d" % n for n in range(_SMALL))
+_SEQUENCES: Final = frozenset((list, tuple))
+_ENTRIES_MIN: Final = 8  # an array this long may take the entries fast path
+_ENTRIES_CHUNK: Final = 2048  # entries encoded per join (bounds the token list)
+_first, _second = itemgetter(0), itemgetter(1)
+
+BIG_BULK: Final = 64 * 1024
+"""A bulk this long or longer is kept by reference in a `ReplyBuffer`, not copied into it."""
+
+
+class OutputLimitReached(StreamkeepError):
+    """A reply being encoded into a `ReplyBuffer` grew past the buffer's `limit`: the encoding
+    stops there (the caller closes the client, as Redis does past the hard limit)."""
+
+
+class ReplyBuffer(bytearray):
+    """A connection's output: the encoded bytes, except that every bulk of `BIG_BULK` bytes or
+    more is kept by reference (`big`: (offset in the bytearray, the bulk's object)) instead of
+    being copied in, so a big value leaves by the transport without a copy of it in the buffer;
+    `parts()` is the output in order. With `limit` > 0, encoding raises `OutputLimitReached`
+    once `size()` passes it, checked as the reply is produced (each bulk of `_SMALL` bytes or
+    more, each chunk of a long array), not after it is built whole. A plain bytearray given to
+    `write_reply` gets every byte copied in and no check."""
+
+    __slots__ = ("big", "big_size", "limit")
+
+    def __init__(self, limit: int = 0) -> None:
+        super().__init__()
+        self.big: list[tuple[int, bytes]] = []
+        self.big_size = 0  # the bytes in `big`
+        self.limit = limit
+
+    def size(self) -> int:
+        """The output's length in bytes, the bulks kept by reference included."""
+        return len(self) + self.big_size
+
+    def bulk(self, value: bytes) -> None:
+        """A bulk string of `_SMALL` bytes or more (the encoder's rarer branch)."""
+        n = len(value)
+        self += b"$%d\r\n" % n
+        if n >= BIG_BULK and type(value) is bytes:  # immutable: safe to send later
+            self.big.append((len(self), value))
+            self.big_size += n
+        else:
+            self += value
+        self += _CRLF
+        self.check()
+
+    def check(self) -> None:
+        if self.limit and len(self) + self.big_size > self.limit:
+            raise OutputLimitReached(f"reply over the output limit of {self.limit} bytes")
+
+    def extend_buffer(self, other: ReplyBuffer) -> None:
+        """Append another buffer's output (its big bulks still by reference)."""
+        base = len(self)
+        self.big += [(base + offset, value) for offset, value in other.big]
+        self.big_size += other.big_size
+        self += other
+
+    def parts(self) -> list[bytes | bytearray]:
+        """The output in order: slices of the bytearray (copies) and the big bulks' objects."""
+        if not self.big:
+            return [bytes(self)] if self else []
+        out: list[bytes | bytearray] = []
+        prev = 0
+        for offset, value in self.big:
+            if offset > prev:
+                out.append(self[prev:offset])
+            out.append(value)
+            prev = offset
+        if prev < len(self):
+            out.append(self[prev:])
+        return out
+
+    def materialized(self) -> bytearray:
+        """All of the output in one bytearray (copies the big bulks: a rare path's)."""
+        return bytearray(b"".join(self.parts()))
+
+
 def encode_reply(value: Any, protocol: int = 2) -> bytes:
     """One reply value as RESP2 (`protocol=2`) or RESP3 (`protocol=3`) bytes."""
     if protocol != 2 and protocol != 3:
@@ -128,9 +220,12 @@ def write_reply(out: bytearray, value: Any, protocol: int) -> None:
     t = type(value)
     if t is bytes:
         n = len(value)
-        out += _BULK_HDR[n] if n < _SMALL else b"$%d\r\n" % n
-        out += value
-        out += _CRLF
+        if n < _SMALL:
+            out += _BULK_HDR[n]
+            out += value
+            out += _CRLF
+        else:
+            _big_bulk(out, value)
     elif t is list or t is tuple:
         _write_array(out, value, protocol)
     elif t is int:
@@ -145,18 +240,101 @@ def write_reply(out: bytearray, value: Any, protocol: int) -> None:
         _write_other(out, value, protocol)
 
 
+def _big_bulk(out: bytearray, value: bytes) -> None:
+    """A bulk of `_SMALL` bytes or more: a `ReplyBuffer` may keep it by reference."""
+    if type(out) is bytearray:
+        out += b"$%d\r\n" % len(value)
+        out += value
+        out += _CRLF
+    else:
+        out.bulk(value)  # type: ignore[attr-defined]
+
+
 def _write_array(out: bytearray, items: list | tuple, protocol: int) -> None:
-    """An array, with its bytes/int elements and one more nesting level written inline (an XRANGE
-    reply is arrays of [id, (field, value, ...)]): no function call per element."""
+    """An array. A long one whose first element looks like a stream entry, [id, [field, value,
+    ...]], goes by chunks through the entries fast path (`_write_entries`, which falls back to
+    the generic loop for a chunk of any other shape); a `ReplyBuffer`'s limit is checked after
+    each chunk."""
     n = len(items)
     out += _ARRAY_HDR[n] if n < _SMALL else b"*%d\r\n" % n
+    if n >= _ENTRIES_MIN:
+        first = items[0]
+        if type(first) in _SEQUENCES and len(first) == 2 and type(first[0]) is bytes \
+                and type(first[1]) in _SEQUENCES:
+            for i in range(0, n, _ENTRIES_CHUNK):
+                chunk = items[i: i + _ENTRIES_CHUNK]
+                if not _write_entries(out, chunk):
+                    _write_items(out, chunk, protocol)
+                if type(out) is not bytearray:
+                    out.check()  # type: ignore[attr-defined]
+            return
+        if n > _ENTRIES_CHUNK and type(out) is not bytearray:
+            for i in range(0, n, _ENTRIES_CHUNK):
+                _write_items(out, items[i: i + _ENTRIES_CHUNK], protocol)
+                out.check()  # type: ignore[attr-defined]
+            return
+    _write_items(out, items, protocol)
+
+
+def _write_entries(out: bytearray, entries: list | tuple) -> bool:
+    """Stream entries, [id, [field, value, ...]] with the same number of fields each and every
+    bulk under `_SMALL` bytes, as one `b"\\r\\n".join` over their lines laid out by slice
+    assignment: the per-element work runs in C (map, chain, slicing). False, with nothing
+    written, for any other shape (the caller then takes the generic loop): the bytes are the
+    same either way."""
+    if not set(map(type, entries)) <= _SEQUENCES or set(map(len, entries)) != {2}:
+        return False
+    ids = list(map(_first, entries))
+    fields = list(map(_second, entries))
+    counts = set(map(len, fields))
+    if len(counts) != 1 or set(map(type, ids)) != {bytes} \
+            or not set(map(type, fields)) <= _SEQUENCES:
+        return False
+    k = counts.pop()
+    flat = list(chain.from_iterable(fields))
+    if not k or k >= _SMALL or set(map(type, flat)) != {bytes}:
+        return False
+    try:  # every line `$<len>` from the table: no bulk of _SMALL bytes or more
+        id_lines = _lines_of(ids)
+        flat_lines = _lines_of(flat)
+    except IndexError:
+        return False
+    m = len(entries)
+    period = 4 + 2 * k  # *2, $<id len>, id, *<k>, then $<len>, bulk per field or value
+    lines: list[bytes] = [b"*2"] * (m * period)
+    lines.append(b"")  # the join then ends in CRLF
+    lines[1::period] = id_lines
+    lines[2::period] = ids
+    lines[3::period] = [_ARRAY_LINE[k]] * m
+    for j in range(k):
+        lines[4 + 2 * j::period] = flat_lines[j::k]
+        lines[5 + 2 * j::period] = flat[j::k]
+    out += b"\r\n".join(lines)
+    return True
+
+
+def _lines_of(bulks: list[bytes]) -> list[bytes] | tuple[bytes, ...]:
+    """The `$<len>` line of each bulk (IndexError for one of _SMALL bytes or more); itemgetter
+    looks them all up in one C call."""
+    if len(bulks) < 2:  # itemgetter of one index returns the item, not a tuple
+        return [_BULK_LINE[len(b)] for b in bulks]
+    lines: tuple[bytes, ...] = itemgetter(*map(len, bulks))(_BULK_LINE)
+    return lines
+
+
+def _write_items(out: bytearray, items: list | tuple, protocol: int) -> None:
+    """An array's elements, its bytes/int elements and one more nesting level written inline:
+    no function call per element."""
     for x in items:
         t = type(x)
         if t is bytes:
             n = len(x)
-            out += _BULK_HDR[n] if n < _SMALL else b"$%d\r\n" % n
-            out += x
-            out += _CRLF
+            if n < _SMALL:
+                out += _BULK_HDR[n]
+                out += x
+                out += _CRLF
+            else:
+                _big_bulk(out, x)
         elif t is list or t is tuple:
             n = len(x)
             out += _ARRAY_HDR[n] if n < _SMALL else b"*%d\r\n" % n
@@ -164,9 +342,12 @@ def _write_array(out: bytearray, items: list | tuple, protocol: int) -> None:
                 t = type(y)
                 if t is bytes:
                     n = len(y)
-                    out += _BULK_HDR[n] if n < _SMALL else b"$%d\r\n" % n
-                    out += y
-                    out += _CRLF
+                    if n < _SMALL:
+                        out += _BULK_HDR[n]
+                        out += y
+                        out += _CRLF
+                    else:
+                        _big_bulk(out, y)
                 elif t is list or t is tuple:
                     _write_array(out, y, protocol)
                 else:
@@ -351,6 +532,7 @@ class RequestParser:
         "_argv",
         "_multibulk",
         "_bulklen",
+        "_big",
         "_error",
     )
 
@@ -368,6 +550,7 @@ class RequestParser:
         self._argv: list[bytes] = []  # arguments of the multibulk request being read
         self._multibulk = 0  # arguments still to read (0: between requests)
         self._bulklen = -1  # length of the bulk being read (-1: its header is next)
+        self._big: io.BytesIO | None = None  # a big bulk (and its CRLF) being read, see _take_big
         self._error: ProtocolError | None = None
         self._ready: deque[list[bytes]] = deque()  # commands the batch fast path parsed
 
@@ -393,7 +576,8 @@ class RequestParser:
     def pending_bytes(self) -> int:
         """Bytes buffered but not parsed yet (Redis's query buffer length, which the limit is
         about)."""
-        return len(self._buf) - self._pos
+        big = self._big
+        return len(self._buf) - self._pos + (big.tell() if big is not None else 0)
 
     def next(self) -> list[bytes] | None:
         """The next complete command, or None until more bytes are fed."""
@@ -554,6 +738,14 @@ class RequestParser:
                             pos = find(b"\r", pos) + 2
                     if bulklen > limit:
                         self._check_bulklen(bulklen)
+                if bulklen >= PROTO_MBULK_BIG_ARG:
+                    pos, value = self._take_big(buf, pos, bulklen)
+                    if value is None:
+                        break
+                    argv.append(value)
+                    bulklen = -1
+                    remaining -= 1
+                    continue
                 if end - pos < bulklen + 2:
                     break
                 argv.append(bytes(buf[pos : pos + bulklen]))
@@ -568,6 +760,34 @@ class RequestParser:
             return None
         self._argv = []
         return argv
+
+    def _take_big(self, buf: bytearray, pos: int, bulklen: int) -> tuple[int, bytes | None]:
+        """A big bulk: (new position, its bytes once all arrived, else None).
+
+        Buffered whole: one copy out of the buffer. Otherwise its bytes (and the CRLF after it,
+        skipped unchecked as Redis does) move from the buffer into a BytesIO of their own as they
+        arrive, so the shared buffer only ever holds what one read brought, and at the end
+        BytesIO.getvalue() hands over its internal bytes object without copying it (CPython
+        does so when the buffer is not exported; truncate() first drops the CRLF in place)."""
+        big = self._big
+        end = len(buf)
+        if big is None:
+            if end - pos >= bulklen + 2:
+                with memoryview(buf) as view:
+                    return pos + bulklen + 2, bytes(view[pos : pos + bulklen])
+            big = self._big = io.BytesIO()
+        want = bulklen + 2 - big.tell()
+        take = min(want, end - pos)
+        with memoryview(buf) as view:
+            big.write(view[pos : pos + take])
+        pos += take
+        if take < want:
+            if big.tell() > self.query_buffer_limit and self._error is None:
+                self._error = QueryBufferLimit(ERR_QUERY_BUFFER)  # Redis counts the bulk too
+            return pos, None
+        self._big = None
+        big.truncate(bulklen)
+        return pos, big.getvalue()
 
     def _bulk_header_slow(self, buf: bytearray, pos: int) -> int:
         """A bulk header the fast path did not accept: incomplete (-1), hidden by a NUL (-1 or too

@@ -46,3 +46,22 @@ def test_scan_batches_yields_what_scan_returns(batch_size: int) -> None:
     damaged = scan(cases["damage with valid records after"], HEADER_SIZE, 1)
     assert len(damaged.records) == 20 and damaged.damage is not None
     assert damaged.damage.valid_after
+
+
+def test_encode_parts_is_encode_without_copying_big_values() -> None:
+    """A record with big arguments, framed in parts: the same bytes as encode() (any array and
+    bin header size), and each big argument is the caller's object itself."""
+    from streamkeep.aof.codec import BIG_ARG, encode_parts, has_big_arg
+
+    big, bigger = b"v" * BIG_ARG, b"w" * (BIG_ARG + 70_000)
+    cases = [
+        [[b"XADD", b"s", b"1-1", b"f", big]],
+        [[b"XADD", b"s", b"1-1", *([b"f", b"x" * 300] * 9), b"g", bigger], [b"a"] * 17],
+        [[b"k"] * 70_000, [bigger, big, b"", b"y" * 65_536]],
+    ]
+    for effects in cases:
+        assert has_big_arg(effects)
+        parts = encode_parts(2**40, 2**41, 15, effects)
+        assert b"".join(parts) == encode(2**40, 2**41, 15, effects)
+        assert any(part is big or part is bigger for part in parts)
+    assert not has_big_arg([[b"XADD", b"s", b"1-1", b"f", b"v" * (BIG_ARG - 1)], []])

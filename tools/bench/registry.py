@@ -20,7 +20,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from streamkeep.tools.bench import aof, server, snapshot
+from streamkeep.tools.bench import aof, bigvalues, server, snapshot
 from streamkeep.tools.bench.aof import (
     AOF_THREADS,
     FSYNC_RECORD,
@@ -51,6 +51,9 @@ PAUSE_RATIO_TARGET = 2.0  # XADD p99 during a compaction / p99 without one, at m
 DISK_GROWTH_TARGET = 1.5  # peak bytes in the run's second half / first half, at most
 SERVER_P16_TARGET = 0.3  # streamkeep XADD/s / redis-server XADD/s at -P 16, at least
 LATENCY_P999_TARGET_US = 2000  # streamkeep's delivery latency p99.9, at most
+RANGE_REPLY_TARGET = 1_000_000  # XRANGE reply entries/s (issue 11 E)
+BIG_XADD_TIME_TARGET = 3.0  # a big XADD's time / redis-server's, at most (issue 11 D)
+BIG_XADD_PEAK_TARGET = 2.5  # its peak RSS above the baseline / the value's size, at most
 
 
 @dataclass(frozen=True)
@@ -192,6 +195,25 @@ SECTIONS: tuple[Section, ...] = (
                                           "redis-server",
                   lambda env: server.latency(env, server.redis_aof(env)), rank=_lowest_p999),
     )),
+    Section("hardening", (
+        Benchmark("hardening.xrange", f"XRANGE COUNT {bigvalues.RANGE_ENTRIES:,} reply, "
+                                      "entries/s: streamkeep",
+                  lambda env: bigvalues.bench_xrange(server.streamkeep(env),
+                                                     bigvalues.range_entries(env)),
+                  target=RANGE_REPLY_TARGET),
+        Benchmark("hardening.redis_xrange", f"XRANGE COUNT {bigvalues.RANGE_ENTRIES:,} reply, "
+                                            "entries/s: redis-server",
+                  lambda env: bigvalues.bench_xrange(server.redis_aof(env),
+                                                     bigvalues.range_entries(env))),
+        Benchmark("hardening.big_xadd", "XADD of one big value (STREAMKEEP_BENCH_BIG_VALUE_MB), "
+                                        "MB/s: streamkeep",
+                  lambda env: bigvalues.bench_big_xadd(bigvalues.streamkeep_server,
+                                                       bigvalues.big_value_bytes(env))),
+        Benchmark("hardening.redis_big_xadd", "XADD of one big value (STREAMKEEP_BENCH_BIG_VALUE"
+                                              "_MB), MB/s: redis-server",
+                  lambda env: bigvalues.bench_big_xadd(bigvalues.redis_server_for(env),
+                                                       bigvalues.big_value_bytes(env))),
+    )),
 )
 
 RATIOS: tuple[Ratio, ...] = (
@@ -253,6 +275,18 @@ FIGURES: tuple[Figure, ...] = (
            unit="us", target=LATENCY_P999_TARGET_US, at_most=True),
     Figure("server", "delivery latency p99.9, redis-server (the harness's share)",
            "server.redis_latency", extra="p999_us", unit="us"),
+    Figure("hardening", "XRANGE reply: streamkeep entries/s / redis-server",
+           "hardening.xrange", denominator="hardening.redis_xrange"),
+    Figure("hardening", "big XADD: streamkeep time / redis-server time",
+           "hardening.redis_big_xadd", denominator="hardening.big_xadd",
+           target=BIG_XADD_TIME_TARGET, at_most=True),
+    Figure("hardening", "big XADD: streamkeep seconds", "hardening.big_xadd", extra="seconds",
+           unit="s"),
+    Figure("hardening", "big XADD: streamkeep peak RSS above baseline / value size",
+           "hardening.big_xadd", extra="peak_over_value", target=BIG_XADD_PEAK_TARGET,
+           at_most=True),
+    Figure("hardening", "big XADD: redis-server peak RSS above baseline / value size",
+           "hardening.redis_big_xadd", extra="peak_over_value"),
 )
 
 # Extra tables the report prints after the ratios: fn(results, figures) -> a Table or None, the

@@ -21,10 +21,13 @@ from hypothesis import strategies as st
 from streamkeep.engine.wire.errors import ReplyError, StreamkeepError
 from streamkeep.engine.wire.reply import NULL_ARRAY, Push, RespMap, RespSet, Verbatim, to_plain
 from streamkeep.engine.wire.resp import (
+    BIG_BULK,
     NEED_MORE,
     PROTO_INLINE_MAX_SIZE,
+    OutputLimitReached,
     ProtocolError,
     QueryBufferLimit,
+    ReplyBuffer,
     ReplyParser,
     RequestParser,
     encode_command,
@@ -1052,3 +1055,96 @@ def test_differential_unauthenticated(redis_with_password: tuple[str, int], data
             pass
     except ProtocolError:
         assert send_raw(host, port, data, password=b"pw") == expected_wire(data)
+
+
+# --- issue 11: big values and range replies ----------------------------------------------------
+
+_bulks = st.one_of(st.binary(max_size=12), st.sampled_from([b"", b"x" * 1023, b"y" * 1024,
+                                                            b"z" * BIG_BULK]))
+_entry_ids = st.integers(0, 2**64 - 1).map(lambda n: b"%d-%d" % (n, n % 7))
+
+
+@st.composite
+def _entries(draw: st.DrawFn) -> list:
+    """XRANGE-shaped replies: mostly uniform [id, [f, v, ...]], sometimes not (other field
+    counts, tuples, a non-bytes element), long enough for the fast path and its chunks."""
+    k = draw(st.integers(1, 4))
+    n = draw(st.sampled_from([8, 9, 40, 2049, 4100]))
+    seqs = draw(st.sampled_from([list, tuple]))
+    entries: list[Any] = []
+    for _ in range(n):
+        if draw(st.integers(0, 200)) == 0:
+            entries.append(draw(st.sampled_from([
+                [b"1-1", [b"f"] * (k + 1)], [b"1-1", [7, b"v"]], (b"1-1", (b"f", None)),
+                b"not an entry", [b"1-1"], [b"1-1", [b"f"], b"extra"]])))
+            continue
+        entries.append([draw(_entry_ids), seqs(draw(_bulks) for _ in range(2 * k))])
+    return entries
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(_entries(), st.sampled_from([2, 3]))
+def test_range_replies_encode_byte_for_byte_as_the_generic_path(entries: list, protocol: int):
+    """The entries fast path, in a bytearray and in a ReplyBuffer (big bulks by reference), is
+    byte-identical to the generic encoding: an array is its header and its elements' encodings,
+    and one entry alone (2 elements) never takes the fast path."""
+    generic = b"*%d\r\n" % len(entries) + b"".join(encode_reply(e, protocol) for e in entries)
+    assert encode_reply(entries, protocol) == generic
+    buf = ReplyBuffer()
+    write_reply(buf, entries, protocol)
+    assert b"".join(buf.parts()) == generic
+    assert buf.size() == len(generic)
+    assert all(value is not None for _, value in buf.big)
+
+
+def test_reply_buffer_keeps_big_bulks_by_reference() -> None:
+    value = b"v" * BIG_BULK
+    buf = ReplyBuffer()
+    write_reply(buf, [[b"1-1", [b"f", value]], b"tail"], 2)
+    assert len(buf) < 100 and buf.size() == len(encode_reply([[b"1-1", [b"f", value]], b"tail"]))
+    assert any(part is value for part in buf.parts())
+    other = ReplyBuffer()
+    other += b"+OK\r\n"
+    other.extend_buffer(buf)
+    assert b"".join(other.parts()) == b"+OK\r\n" + b"".join(buf.parts())
+    assert other.materialized() == b"".join(other.parts())
+
+
+@pytest.mark.parametrize("value_size", [2000, BIG_BULK])
+def test_reply_buffer_stops_a_reply_over_its_limit_while_encoding(value_size: int) -> None:
+    """A 100 MB reply into a buffer limited to 1 MB stops near 1 MB, not after the whole."""
+    count = 100 * (1 << 20) // value_size
+    entries = [[b"%d-1" % i, [b"f", b"v" * value_size]] for i in range(count)]
+    buf = ReplyBuffer(limit=1 << 20)
+    with pytest.raises(OutputLimitReached):
+        write_reply(buf, entries, 2)
+    assert buf.size() < 2 << 20
+    small = ReplyBuffer(limit=1 << 20)
+    write_reply(small, entries[:10], 2)  # within the limit: no error
+    assert b"".join(small.parts()) == encode_reply(entries[:10])
+
+
+def test_big_bulk_is_copied_once_and_never_into_the_shared_buffer() -> None:
+    """An 8 MB argument arriving in 64 KiB reads: the parser's memory peaks near the value's size
+    (the bulk accumulated alone, handed over without a final copy), not at 3x (the buffer grown
+    to hold it, then a slice, then bytes())."""
+    import tracemalloc
+
+    size = 8 << 20
+    request = b"*3\r\n$4\r\nECHO\r\n$1\r\na\r\n$%d\r\n" % size + b"v" * size + b"\r\n"
+    chunks = [request[i:i + 65536] for i in range(0, len(request), 65536)]
+    del request
+    parser = RequestParser()
+    tracemalloc.start()
+    try:
+        commands = []
+        for chunk in chunks:
+            parser.feed(chunk)
+            while (argv := parser.next()) is not None:
+                commands.append(argv)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert [len(a) for a in commands[0]] == [4, 1, size] and commands[0][2] == b"v" * size
+    assert peak < 1.5 * size, f"parsing peaked at {peak / size:.1f}x the value"
+    assert parser.pending_bytes() == 0
