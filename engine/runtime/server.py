@@ -68,6 +68,7 @@ DENIED = (
 )
 READ_PAUSE_BYTES = 1 << 20  # a blocked client's unparsed input beyond this: stop reading
 FLUSH_BYTES = 64 << 10  # replies queued beyond this during a pipeline: write them out now
+UNAUTH_OUTPUT_LIMIT = 1 << 20  # an unauthenticated client's unread replies: like its input
 # One reply may pass the output limits up to proto-max-bulk-len plus this much framing: a value
 # the server accepted always fits in the reply that returns it (XRANGE, XINFO STREAM FULL).
 REPLY_FRAMING = 1 << 20
@@ -418,6 +419,10 @@ class Client(asyncio.Protocol):
         was let through: until the output drains below the limit again, the limits apply to
         what is queued on top of it (`exempt`)."""
         hard, soft, soft_seconds = self.server.output_limit
+        if not self.authenticated:
+            # Before AUTH a client gets only short errors; one that sends and never reads must
+            # not make the server buffer its replies without bound (the limits default to none).
+            hard = min(hard, UNAUTH_OUTPUT_LIMIT) if hard else UNAUTH_OUTPUT_LIMIT
         if not (hard or soft):
             return
         size = self.transport.get_write_buffer_size()  # type: ignore[union-attr]
@@ -469,7 +474,22 @@ class Client(asyncio.Protocol):
             self.engine.cancel_wait(waiter, None)
         with self.engine.lock:
             end_transaction(self.engine, self.session)
+        self._drop_buffers()
+
+    def _drop_buffers(self) -> None:
+        """Free what the connection held, now: break the cycles (client <-> session <-> its
+        command context, the bound wake-up method) and drop the parser's and the output's
+        buffers, so reference counting frees them. The cyclic collector would, but the startup
+        heap is frozen and full collections are rare: 450 MB a disconnected client had sent
+        stayed resident until one ran."""
+        self.parser.release()
+        self.out = ReplyBuffer()
         self.held.clear()
+        self.marks = []
+        session = self.session
+        session.client = None
+        session.ctx = None
+        self._wake = _ignore_wake
 
     # --- what CLIENT LIST / INFO read ------------------------------------------------------
 
@@ -500,6 +520,10 @@ class Client(asyncio.Protocol):
 
     def info_line(self) -> str:
         return " ".join(f"{k}={v}" for k, v in self.info_fields())
+
+
+def _ignore_wake(waiter: Waiter) -> None:
+    """A released client's wake-up: nothing to wake (its bound method would keep it alive)."""
 
 
 def _call_catching(fn: Callable[[], Any]) -> Any:

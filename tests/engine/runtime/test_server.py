@@ -1060,3 +1060,40 @@ def test_concurrent_writers_under_appendfsync_always(tmp_path):
     with Engine.open(str(path)) as engine:
         assert engine.digest() == digest
         assert [engine.execute("XLEN", f"w{n}") for n in range(4)] == [200] * 4
+
+
+# --- a disconnected client is freed at once (issue #11 B) ----------------------------------------
+
+
+def _wait_for(predicate: Callable[[], bool], timeout: float = TIMEOUT) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        assert time.monotonic() < deadline, "condition not reached"
+        time.sleep(0.01)
+
+
+@pytest.mark.parametrize("pending", [
+    b"*3\r\n$4\r\nECHO\r\n$1\r\na\r\n$1048576\r\n" + b"x" * 600_000,  # a big bulk, unfinished
+    b"*3\r\n$4\r\nECHO\r\n$1\r\na\r\n$100\r\n" + b"x" * 50,  # a small one, unfinished
+    b"*1000\r\n" + b"$1\r\nx\r\n" * 500,  # many arguments, unfinished
+    b"MULTI\r\nXADD s * f v\r\n",  # a transaction left open
+])
+def test_disconnected_client_is_freed_without_the_collector(served, pending):
+    import gc
+    import weakref
+
+    server = served.server
+    before = set(server.clients)
+    sock = raw_socket(served)
+    sock.sendall(pending)
+    _wait_for(lambda: len(server.clients) > len(before))
+    (cid,) = set(server.clients) - before
+    client = weakref.ref(server.clients[cid])
+    time.sleep(0.2)  # the server reads what was sent
+    gc.disable()
+    try:
+        sock.close()
+        _wait_for(lambda: cid not in server.clients)
+        _wait_for(lambda: client() is None, timeout=2)
+    finally:
+        gc.enable()
