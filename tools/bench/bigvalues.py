@@ -46,13 +46,13 @@ def big_value_bytes(env: BenchEnv) -> int:
     return int(mb if mb else QUICK_BIG_VALUE_MB if env.quick else BIG_VALUE_MB) << 20
 
 
-def _connect(port: int) -> socket.socket:
+def connect(port: int) -> socket.socket:
     sock = socket.create_connection((HOST, port))
     sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     return sock
 
 
-def _read_until_pong(sock: socket.socket) -> int:
+def read_until_pong(sock: socket.socket) -> int:
     """Read the replies sent before a PING, to its +PONG; the bytes read."""
     total, tail = 0, b""
     while True:
@@ -67,7 +67,7 @@ def _read_until_pong(sock: socket.socket) -> int:
 
 def fill_range(port: int, n: int) -> None:
     """n entries with explicit IDs (the same reply bytes from either server), pipelined."""
-    sock = _connect(port)
+    sock = connect(port)
     try:
         sock.sendall(encode_command(["DEL", RANGE_KEY]))
         for start in range(0, n, FILL_BATCH):
@@ -75,7 +75,7 @@ def fill_range(port: int, n: int) -> None:
                                              "n", str(i)])
                              for i in range(start, min(n, start + FILL_BATCH)))
             sock.sendall(batch + encode_command(["PING"]))
-            _read_until_pong(sock)
+            read_until_pong(sock)
     finally:
         sock.close()
 
@@ -84,7 +84,7 @@ def bench_xrange(server: Any, n: int) -> Measurement:
     """``XRANGE key - + COUNT n`` over n entries: entries per second of the best repeat, the
     reply read whole (up to the PING sent behind it)."""
     fill_range(server.port, n)
-    sock = _connect(server.port)
+    sock = connect(server.port)
     try:
         request = encode_command(["XRANGE", RANGE_KEY, "-", "+", "COUNT", str(n)]) + \
             encode_command(["PING"])
@@ -92,7 +92,7 @@ def bench_xrange(server: Any, n: int) -> Measurement:
         for _ in range(RANGE_REPEATS):
             t0 = time.perf_counter()
             sock.sendall(request)
-            size = _read_until_pong(sock)
+            size = read_until_pong(sock)
             best = min(best, time.perf_counter() - t0)
     finally:
         sock.close()
@@ -137,10 +137,10 @@ def bench_big_xadd(start: Callable[[], Any], size: int) -> Measurement:
         if server.pid is None:
             raise Skip("no server process")
         value = b"x" * size
-        sock = _connect(server.port)
+        sock = connect(server.port)
         try:
             sock.sendall(encode_command(["PING"]))
-            _read_until_pong(sock)
+            read_until_pong(sock)
             time.sleep(0.2)  # let the start settle before the baseline
             baseline = rss_bytes(server.pid)
             sampler = PeakRss(server.pid)
@@ -149,7 +149,7 @@ def bench_big_xadd(start: Callable[[], Any], size: int) -> Measurement:
             sock.sendall(head)
             sock.sendall(value)
             sock.sendall(b"\r\n" + encode_command(["PING"]))
-            _read_until_pong(sock)
+            read_until_pong(sock)
             seconds = time.perf_counter() - t0
             peak = sampler.stop()
         finally:

@@ -20,7 +20,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from streamkeep.tools.bench import aof, bigvalues, server, snapshot
+from streamkeep.tools.bench import aof, bigvalues, parsing, server, snapshot
 from streamkeep.tools.bench.aof import (
     AOF_THREADS,
     FSYNC_RECORD,
@@ -53,6 +53,7 @@ SERVER_P16_TARGET = 0.3  # streamkeep XADD/s / redis-server XADD/s at -P 16, at 
 LATENCY_P999_TARGET_US = 2000  # streamkeep's delivery latency p99.9, at most
 RANGE_REPLY_TARGET = 1_000_000  # XRANGE reply entries/s (issue 11 E)
 BIG_XADD_TIME_TARGET = 3.0  # a big XADD's time / redis-server's, at most (issue 11 D)
+CRLF_PIPELINE_TARGET = 1.5  # pipelined XADDs, CRLF in values: time / without, at most (11 A)
 BIG_XADD_PEAK_TARGET = 2.5  # its peak RSS above the baseline / the value's size, at most
 
 
@@ -213,6 +214,12 @@ SECTIONS: tuple[Section, ...] = (
                                               "_MB), MB/s: redis-server",
                   lambda env: bigvalues.bench_big_xadd(bigvalues.redis_server_for(env),
                                                        bigvalues.big_value_bytes(env))),
+        Benchmark("hardening.pipeline_plain", f"{parsing.PIPELINE_REQUESTS:,} pipelined XADDs, "
+                                              "values without CRLF: streamkeep",
+                  lambda env: parsing.bench_pipeline(server.streamkeep(env), crlf=False)),
+        Benchmark("hardening.pipeline_crlf", f"{parsing.PIPELINE_REQUESTS:,} pipelined XADDs, "
+                                             "values with CRLF: streamkeep",
+                  lambda env: parsing.bench_pipeline(server.streamkeep(env), crlf=True)),
     )),
 )
 
@@ -287,6 +294,9 @@ FIGURES: tuple[Figure, ...] = (
            at_most=True),
     Figure("hardening", "big XADD: redis-server peak RSS above baseline / value size",
            "hardening.redis_big_xadd", extra="peak_over_value"),
+    Figure("hardening", "pipeline: time with CRLF in values / time without",
+           "hardening.pipeline_plain", denominator="hardening.pipeline_crlf",
+           target=CRLF_PIPELINE_TARGET, at_most=True),
 )
 
 # Extra tables the report prints after the ratios: fn(results, figures) -> a Table or None, the
