@@ -35,7 +35,7 @@ class OutOfDescriptorsFS(FaultyFS):
 @pytest.mark.parametrize("err", [errno.EMFILE, errno.ENFILE])
 def test_rotation_out_of_descriptors_is_retried(tmp_path: Path, err: int,
                                                 monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(journal_mod, "ROTATE_RETRY_SECONDS", 0.0)
+    monkeypatch.setattr(journal_mod, "ROTATE_RETRY_SECONDS", 0.0, raising=False)
     fs = OutOfDescriptorsFS(err)
     directory = str(tmp_path / "db")
     with Engine.open(directory, fs=fs, aof_segment_max_bytes=600) as engine:

@@ -137,13 +137,15 @@ def test_idle_timeout(spawn, tmp_path: Path) -> None:
 
 @pytest.mark.skipif(shutil.which("ss") is None, reason="needs ss (iproute2)")
 def test_tcp_keepalive_on_accepted_sockets(spawn, tmp_path: Path) -> None:
-    server = serve(spawn, tmp_path, "tcp-keepalive 7", limited=False)
+    server = serve(spawn, tmp_path, limited=False)
+    admin = server.client()
+    assert admin.config_get("tcp-keepalive") == {"tcp-keepalive": "300"}  # Redis's default
+    admin.config_set("tcp-keepalive", 7)
     first = socket.create_connection((server.host, server.port))
     first.sendall(b"PING\r\n")
     assert first.recv(10) == b"+PONG\r\n"
     timer = keepalive_timer(server.port, first.getsockname()[1])
     assert timer is not None and 0 < timer <= 7.0, timer
-    admin = server.client()
     admin.config_set("tcp-keepalive", 0)  # applies to new connections, as in Redis
     second = socket.create_connection((server.host, server.port))
     second.sendall(b"PING\r\n")
