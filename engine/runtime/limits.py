@@ -13,8 +13,9 @@ served data directory at its busiest (a compaction running while the AOF rotates
   snapshot environment being read or written (data file + lock file) 2, the compaction child's
   pipes (stdin, stdout, stderr: 3, plus the child's pidfd) 4, worker threads (fsync, SAVE's
   wait: threads share the table, no descriptor of their own) 0, log file 1 => 23.
-  Redis's CONFIG_MIN_RESERVED_FDS, 32, leaves a margin of 9 above that; tests/attacks/
-  test_descriptors.py checks that a served process at its busiest stays below it.
+  Redis's CONFIG_MIN_RESERVED_FDS, 32, leaves a margin of 9 above that. Measured under uvloop
+  while compactions ran: 18 at most, one client included (14 that are not sockets);
+  tests/attacks/test_descriptors.py checks that a served process at its busiest stays below it.
 """
 
 from __future__ import annotations

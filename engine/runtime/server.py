@@ -2,8 +2,9 @@
 installed).
 
 Owns connections (`Client`: the parser, the output buffer, the reply ordering under
-`appendfsync always`, blocked reads, limits), accepting and refusing them (maxclients, protected
-mode), authentication gating, the group fsync that replies wait for, and shutdown. Commands run
+`appendfsync always`, blocked reads, limits), accepting and refusing them (maxclients, fitted to
+the open-files limit at start by engine.runtime.limits; protected mode), their socket options
+(TCP_NODELAY, tcp-keepalive), closing idle ones (timeout), authentication gating, the group fsync that replies wait for, and shutdown. Commands run
 one at a time through `Engine.submit` on the event-loop thread, so no client sees a half-applied
 command and nothing here blocks the loop: blocked reads are woken by the engine's notify callback,
 fsyncs and SAVE's wait run in worker threads. Must not touch: command semantics (the command
