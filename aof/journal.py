@@ -11,7 +11,9 @@ is written at once, in parts, never copied into the buffer. `everysec` fsyncs fr
 background thread once a second while unsynced bytes remain; `no` leaves it to the OS.
 
 Failures (Redis's MISCONF model): a failed write is truncated back, kept, and retried every
-second; until it succeeds write commands are refused. A failed fsync is never retried (the page
+second; until it succeeds write commands are refused. A rotation that cannot create its new
+segment for want of descriptors (EMFILE/ENFILE) loses nothing: writes go on into the current
+segment and the rotation is retried. A failed fsync is never retried (the page
 cache may have dropped the data): writes are refused until the directory is reopened. Reads go
 on. Must not touch: record format details (aof.codec), the manifest format (aof.manifest),
 engine state.
@@ -19,6 +21,8 @@ engine state.
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import logging
 import os
 import queue
@@ -46,6 +50,9 @@ from streamkeep.engine.wire.errors import ReplyError
 log = logging.getLogger("streamkeep.aof")
 
 POLICIES = ("always", "everysec", "no")
+# Out of descriptors (the process's or the system's): transient, retried, never a lost write.
+TRANSIENT_ERRNOS = frozenset({errno.EMFILE, errno.ENFILE})
+ROTATE_RETRY_SECONDS = 0.1  # a postponed rotation is retried by the first write after this
 
 
 def misconf(err: OSError) -> str:
@@ -81,6 +88,7 @@ class Journal:
         self.synced_lsn = last_lsn  # everything replayed at open is already on disk
         self.error: str | None = None  # the MISCONF line while writes are refused
         self.fsync_failed = False
+        self.rotate_retry_at = 0.0  # a rotation postponed for want of descriptors: retry then
         self.unwritten: list[bytes] = []  # encoded records whose write failed, in order
         # Deferred mode (the server turns it on: every command runs on its loop thread): records
         # are buffered and written by flush_pending, once per batch of commands, before replies.
@@ -202,7 +210,7 @@ class Journal:
         self.size += size
         self.records_written += records
         self.written_lsn = self.lsn  # pending records are only added while nothing is unwritten
-        if self.size >= self.segment_max_bytes:
+        if self.size >= self.segment_max_bytes and time.monotonic() >= self.rotate_retry_at:
             self._rotate()
         self.aof_bytes += size
         if self.aof_bytes >= self.rewrite_at and self.on_rewrite is not None:
@@ -395,6 +403,13 @@ class Journal:
                                      last.segment + 1, self.lsn + 1)
                 try:
                     fd = create_segment(self.fs, self.directory, entry)
+                except OSError as err:
+                    if err.errno not in TRANSIENT_ERRNOS:
+                        raise
+                    self._postpone_rotation(err, entry)
+                    self._cond.notify_all()
+                    return False
+                try:
                     self.manifest.segments.append(entry)
                     manifest_mod.store(self.fs, self.directory, self.manifest)
                 except OSError as err:
@@ -414,6 +429,16 @@ class Journal:
             log.info("AOF rotated to %s (first LSN %d)", entry.file, entry.first_lsn)
             self._cond.notify_all()
             return True
+
+    def _postpone_rotation(self, err: OSError, entry: SegmentEntry) -> None:
+        """The new segment could not be created for want of descriptors (EMFILE, ENFILE):
+        nothing was lost and the manifest was not touched, so keep appending to the current
+        segment (it is still good) and try again on a later write, once descriptors are free.
+        A half-made segment file is unreferenced; the retry truncates it, an open removes it."""
+        log.warning("AOF rotation postponed: %s; still writing to the current segment", err)
+        self.rotate_retry_at = time.monotonic() + ROTATE_RETRY_SECONDS
+        with contextlib.suppress(OSError):
+            self.fs.unlink(os.path.join(self.directory, entry.file))
 
     def rotate_for_snapshot(self) -> tuple[int, list[SegmentEntry]] | None:
         """Close the current segment so a snapshot can cover everything before the next one

@@ -425,8 +425,12 @@ _PARAMS: list[Param] = [
     Param("save", "words", "", mutable=False, multi_arg=True,
           check=_must_be("", "streamkeep compacts by AOF size (auto-aof-rewrite-*), "
                              "not at save points")),
-    Param("timeout", "int", 0, mutable=False, hi=INT_MAX,
-          check=_must_be(0, "streamkeep does not close idle clients")),
+    # The server reads both (its idle-client check, each new connection): no hook needed.
+    # maxclients's hook is the server's (it raises the open-files limit or refuses).
+    Param("timeout", "int", 0, hi=INT_MAX,
+          summary="seconds of idleness after which a client is closed (0: never)"),
+    Param("tcp-keepalive", "int", 300, hi=INT_MAX,
+          summary="TCP keepalive probes' idle time, seconds, for new connections (0: off)"),
 ]
 
 PARAMS: dict[str, Param] = {p.name: p for p in _PARAMS}

@@ -2,8 +2,9 @@
 installed).
 
 Owns connections (`Client`: the parser, the output buffer, the reply ordering under
-`appendfsync always`, blocked reads, limits), accepting and refusing them (maxclients, protected
-mode), authentication gating, the group fsync that replies wait for, and shutdown. Commands run
+`appendfsync always`, blocked reads, limits), accepting and refusing them (maxclients, fitted to
+the open-files limit at start by engine.runtime.limits; protected mode), their socket options
+(TCP_NODELAY, tcp-keepalive), closing idle ones (timeout), authentication gating, the group fsync that replies wait for, and shutdown. Commands run
 one at a time through `Engine.submit` on the event-loop thread, so no client sees a half-applied
 command and nothing here blocks the loop: blocked reads are woken by the engine's notify callback,
 fsyncs and SAVE's wait run in worker threads. Must not touch: command semantics (the command
@@ -22,13 +23,15 @@ import socket
 import threading
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 from streamkeep.engine.exec.blocking import Waiter
+from streamkeep.engine.exec.config import ConfigError
 from streamkeep.engine.exec.context import Later
 from streamkeep.engine.exec.table import lookup
 from streamkeep.engine.exec.transactions import end_transaction
+from streamkeep.engine.runtime.limits import adjust_open_files_limit
 from streamkeep.engine.wire.errors import ReplyError
 from streamkeep.engine.wire.reply import NO_REPLY, NULL_ARRAY
 from streamkeep.engine.wire.resp import (
@@ -73,6 +76,8 @@ UNAUTH_OUTPUT_LIMIT = 1 << 20  # an unauthenticated client's unread replies: lik
 # the server accepted always fits in the reply that returns it (XRANGE, XINFO STREAM FULL).
 REPLY_FRAMING = 1 << 20
 NO_LIMIT = 1 << 62
+IDLE_CHECK_SECONDS = 1.0  # how often idle clients are looked for (`timeout`)
+KEEPALIVE_PROBES = 3  # anetKeepAlive's TCP_KEEPCNT
 
 
 def is_loopback(host: str | None) -> bool:
@@ -137,6 +142,9 @@ class Client(asyncio.Protocol):
             self.fd = sock.fileno()
             with contextlib.suppress(OSError):
                 sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            if sock.family != socket.AF_UNIX:
+                with contextlib.suppress(OSError):
+                    set_keepalive(sock, self.server.tcp_keepalive)
         server = self.server
         if len(server.clients) >= server.maxclients:
             server.rejected_connections += 1
@@ -526,6 +534,28 @@ def _ignore_wake(waiter: Waiter) -> None:
     """A released client's wake-up: nothing to wake (its bound method would keep it alive)."""
 
 
+def set_keepalive(sock: socket.socket, interval: int) -> None:
+    """Redis's anetKeepAlive for `tcp-keepalive` seconds (0: leave keepalive off): probes
+    start after `interval` idle seconds, every interval/3 seconds (at least 1), and the peer is
+    declared dead after KEEPALIVE_PROBES unanswered ones."""
+    if interval <= 0:
+        return
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
+    if hasattr(socket, "TCP_KEEPIDLE"):  # Linux; elsewhere the system's defaults apply
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPIDLE, interval)
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPINTVL, max(interval // 3, 1))
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPCNT, KEEPALIVE_PROBES)
+
+
+def idle_clients(clients: Iterable[Client], timeout: int, now: float) -> list[Client]:
+    """Redis's clientsCronHandleTimeout: clients idle longer than `timeout` seconds, except
+    blocked ones (a blocked read has its own timeout; a SAVE's wait is the server's). A client
+    inside MULTI is not spared, as in Redis."""
+    if timeout <= 0:
+        return []
+    return [c for c in clients if not c.busy and now - c.last_interaction > timeout]
+
+
 def _call_catching(fn: Callable[[], Any]) -> Any:
     try:
         return fn()
@@ -605,6 +635,14 @@ class Server:
     @property
     def protected_mode(self) -> bool:
         return bool(self.engine.config["protected-mode"])
+
+    @property
+    def idle_timeout(self) -> int:
+        return int(self.engine.config["timeout"])
+
+    @property
+    def tcp_keepalive(self) -> int:
+        return int(self.engine.config["tcp-keepalive"])
 
     @property
     def proto_max_bulk_len(self) -> int:
@@ -693,6 +731,9 @@ class Server:
             # batch of commands, before the batch's replies leave (Redis's AOF buffer).
             self.engine.journal.set_deferred(True)
         self.stopping = asyncio.Event()
+        self._fit_maxclients()
+        self.engine.on_config(["maxclients"], self._maxclients_changed)
+        self.loop.call_later(IDLE_CHECK_SECONDS, self._close_idle_clients)
         hosts = self.host.split() or ["127.0.0.1"]
         for host in hosts:
             srv = await self.loop.create_server(self._new_client, host, self.port,
@@ -700,6 +741,41 @@ class Server:
             self.servers.append(srv)
             if self.port == 0:  # tests ask for any free port
                 self.port = srv.sockets[0].getsockname()[1]
+
+    def _fit_maxclients(self) -> None:
+        """At start, as Redis does: make room for maxclients plus the server's own files in
+        the open-files limit, or lower maxclients to what the limit allows (and say so), so
+        clients can never take the descriptors the AOF and snapshots need."""
+        config = self.engine.config
+        adjustment = adjust_open_files_limit(int(config["maxclients"]))
+        for line in adjustment.warnings:
+            log.warning("%s", line)
+        for line in adjustment.notices:
+            log.info("%s", line)
+        if adjustment.fatal is not None:
+            log.critical("%s", adjustment.fatal)
+            raise SystemExit(1)
+        config["maxclients"] = adjustment.maxclients
+
+    def _maxclients_changed(self) -> None:
+        """CONFIG SET maxclients (engine lock held): Redis's updateMaxclients. Raising it
+        raises the open-files limit too; if the limit cannot follow, the change is refused
+        (config_set restores the old value) with the figure that would fit."""
+        wanted = int(self.engine.config["maxclients"])
+        fits = adjust_open_files_limit(wanted)
+        if fits.fatal is not None or fits.maxclients != wanted:
+            raise ConfigError("maxclients", "The operating system is not able to handle the "
+                              f"specified number of clients, try with {fits.maxclients}")
+
+    def _close_idle_clients(self) -> None:
+        """Once a second: close the clients idle longer than `timeout` (a no-op when it is 0;
+        one pass over the clients otherwise, a few milliseconds at 10,000 clients)."""
+        if self.stopping is None or self.stopping.is_set():
+            return
+        for client in idle_clients(self.clients.values(), self.idle_timeout, time.monotonic()):
+            log.debug("Closing idle client id=%d addr=%s", client.id, client.addr)
+            client.close()
+        self.loop.call_later(IDLE_CHECK_SECONDS, self._close_idle_clients)
 
     def _new_client(self) -> Client:
         self.connections_received += 1
@@ -770,4 +846,5 @@ def run_server(server: Server, ready: Callable[[Server], None] | None = None) ->
     asyncio.run(main())
 
 
-__all__ = ["Client", "Server", "install_loop_policy", "is_loopback", "run_server"]
+__all__ = ["Client", "Server", "idle_clients", "install_loop_policy", "is_loopback",
+           "run_server", "set_keepalive"]

@@ -1,0 +1,53 @@
+"""aof.journal: a rotation that runs out of descriptors (EMFILE/ENFILE) is postponed and
+retried, never turned into the permanent MISCONF refusal (issue 11, defect C): the current
+segment is still good and nothing was lost."""
+
+from __future__ import annotations
+
+import errno
+import time
+from pathlib import Path
+
+import pytest
+
+from streamkeep import Engine
+from streamkeep.aof import journal as journal_mod
+from tests.support.faultfs import FaultyFS
+
+
+class OutOfDescriptorsFS(FaultyFS):
+    """Creating a new segment fails with `err` while `failing` is set (the process is at its
+    descriptor limit); everything else works."""
+
+    def __init__(self, err: int) -> None:
+        super().__init__()
+        self.err = err
+        self.failing = False
+        self.refused = 0
+
+    def open_write_new(self, path: str) -> int:
+        if self.failing and "segment-" in path:
+            self.refused += 1
+            raise OSError(self.err, "injected")
+        return super().open_write_new(path)
+
+
+@pytest.mark.parametrize("err", [errno.EMFILE, errno.ENFILE])
+def test_rotation_out_of_descriptors_is_retried(tmp_path: Path, err: int,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(journal_mod, "ROTATE_RETRY_SECONDS", 0.0, raising=False)
+    fs = OutOfDescriptorsFS(err)
+    directory = str(tmp_path / "db")
+    with Engine.open(directory, fs=fs, aof_segment_max_bytes=600) as engine:
+        fs.failing = True
+        for i in range(30):  # every write past 600 bytes tries to rotate, and cannot
+            engine.execute("XADD", "s", "*", "n", f"starved-{i}")
+        assert fs.refused >= 2, "no rotation was attempted"
+        assert engine.journal.error is None
+        fs.failing = False
+        time.sleep(0.01)
+        for i in range(30):  # descriptors are back: the rotation happens, writes go on
+            engine.execute("XADD", "s", "*", "n", f"after-{i}")
+        assert len(engine.journal.manifest.segments) >= 2
+    with Engine.open(directory) as engine:
+        assert engine.execute("XLEN", "s") == 60
