@@ -316,6 +316,7 @@ class Client(asyncio.Protocol):
                     transport.write(part)
             else:
                 transport.write(out)
+            self.last_interaction = time.monotonic()  # Redis counts writes too (`timeout`)
             self._check_output_limit(batch)
         if self.closing and not self.held and not self.busy:
             self.close()

@@ -67,7 +67,7 @@ LAYER_OF_PREFIX = {
     "streamkeep.snapshot.build": "services",
     "streamkeep.snapshot.load": "services",
     "streamkeep.replication": "services",
-    "streamkeep.engine.runtime.limits": "wire",  # descriptor arithmetic: imports nothing
+    "streamkeep.engine.runtime.limits": "top",  # the server's descriptor arithmetic
     "streamkeep.engine.runtime.server": "top",
     "streamkeep.tools": "top",
     "streamkeep.__main__": "top",
