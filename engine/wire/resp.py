@@ -679,6 +679,8 @@ class RequestParser:
         self._big = None
         self._multibulk = 0
         self._bulklen = -1
+        if self._error is not None:  # its traceback's frames hold this parser and its buffer
+            self._error.__traceback__ = None
 
     def _find_line(self, buf: bytearray, pos: int, terminator: bytes) -> int:
         """Index of the terminator ending the line at `pos`, or -1 when Redis's strchr() would

@@ -1077,6 +1077,7 @@ def _wait_for(predicate: Callable[[], bool], timeout: float = TIMEOUT) -> None:
     b"*3\r\n$4\r\nECHO\r\n$1\r\na\r\n$100\r\n" + b"x" * 50,  # a small one, unfinished
     b"*1000\r\n" + b"$1\r\nx\r\n" * 500,  # many arguments, unfinished
     b"MULTI\r\nXADD s * f v\r\n",  # a transaction left open
+    b"*1\r\n$3\r\nabc\r\n$x\r\n",  # a protocol error (the parser keeps it, with a traceback)
 ])
 def test_disconnected_client_is_freed_without_the_collector(served, pending):
     import gc
