@@ -60,6 +60,10 @@ DENIED = (
 )
 READ_PAUSE_BYTES = 1 << 20  # a blocked client's unparsed input beyond this: stop reading
 FLUSH_BYTES = 64 << 10  # replies queued beyond this during a pipeline: write them out now
+# A pipelined batch gives way to other clients after this long (checked every so many commands),
+# so one client's pipeline delays another's PING by a few milliseconds at most.
+PIPELINE_SLICE_SECONDS = 0.002
+PIPELINE_SLICE_COMMANDS = 32
 
 
 def is_loopback(host: str | None) -> bool:
@@ -104,6 +108,7 @@ class Client(asyncio.Protocol):
         self.closing = False  # close once the output is flushed (QUIT, protocol errors)
         self.closed = False
         self.reading_paused = False
+        self.yielded = False  # a pipelined batch gave way: its continuation is scheduled
         self.soft_limit_since: float | None = None
         self.timers: list[asyncio.TimerHandle] = []
 
@@ -152,7 +157,7 @@ class Client(asyncio.Protocol):
         except QueryBufferLimit:
             self._query_buffer_exceeded()
             return
-        if self.busy:
+        if self.busy or self.yielded:  # the blocked command / the scheduled continuation runs it
             self._check_input_backlog()
             return
         self.process()
@@ -163,8 +168,12 @@ class Client(asyncio.Protocol):
     # --- running commands ------------------------------------------------------------------
 
     def process(self) -> None:
-        """Run every complete command in the input, until one blocks or the client closes."""
+        """Run every complete command in the input, until one blocks or the client closes, or
+        until the batch has had its share of the loop (PIPELINE_SLICE_SECONDS): then the replies
+        so far leave and the rest continues on a later pass, after other clients' events."""
         parser = self.parser
+        began = time.perf_counter()
+        count = 0
         try:
             while not self.busy and not self.closing and not self.closed:
                 try:
@@ -185,8 +194,26 @@ class Client(asyncio.Protocol):
                     # read is cut at the limit, and nothing after it runs (Redis's
                     # CLIENT_CLOSE_ASAP), instead of buffering every reply first.
                     self.flush()
+                count += 1
+                if (not count % PIPELINE_SLICE_COMMANDS
+                        and time.perf_counter() - began >= PIPELINE_SLICE_SECONDS
+                        and not self.busy and not self.closing and not self.closed):
+                    self._give_way()
+                    break
         finally:
             self.flush()
+
+    def _give_way(self) -> None:
+        """Let the loop serve other clients before the rest of this client's input runs. Input
+        arriving meanwhile is only buffered (data_received), so nothing runs twice or early."""
+        self.yielded = True
+        self.server.loop.call_soon(self._continue)
+
+    def _continue(self) -> None:
+        self.yielded = False
+        if self.closed or self.closing or self.busy:
+            return
+        self._resume()
 
     def run(self, argv: list[bytes]) -> None:
         self.last_command = argv[0]
