@@ -40,8 +40,6 @@ log = logging.getLogger("streamkeep.server")
 # Commands an unauthenticated client may run (Redis: AUTH, HELLO, QUIT; RESET too in 7.x).
 NO_AUTH_NEEDED = frozenset({b"auth", b"hello", b"quit", b"reset"})
 NOAUTH = ReplyError("NOAUTH Authentication required.")
-EXEC_NOAUTH = ReplyError("EXECABORT Transaction discarded because of: NOAUTH Authentication "
-                         "required.")
 MAX_CLIENTS_ERR = b"-ERR max number of clients reached\r\n"
 DENIED = (
     b"-DENIED Redis is running in protected mode because protected mode is enabled and no "
@@ -224,12 +222,10 @@ class Client(asyncio.Protocol):
             try:  # Redis checks the command's existence and arity before authentication
                 lookup(argv)
             except ReplyError as err:
-                self.reply(err)
+                self.reply(self._abort_exec(err) if name == b"exec" else err)
                 return
-            if name == b"exec":  # Redis's rejectCommand: a refused EXEC discards the transaction
-                with self.engine.lock:
-                    end_transaction(self.engine, self.session)
-                self.reply(EXEC_NOAUTH)
+            if name == b"exec":
+                self.reply(self._abort_exec(NOAUTH))
                 return
             self.reply(NOAUTH)
             return
@@ -245,6 +241,14 @@ class Client(asyncio.Protocol):
             self._later(reply)
         else:
             self.reply(reply, lsn)
+
+    def _abort_exec(self, refusal: ReplyError) -> ReplyError:
+        """Redis's rejectCommand for a refused EXEC (arity, or no authentication): the
+        transaction is discarded, in MULTI or not, and the refusal is wrapped in EXECABORT."""
+        with self.engine.lock:
+            end_transaction(self.engine, self.session)
+        return ReplyError("EXECABORT Transaction discarded because of: "
+                          + refusal.line.removeprefix("ERR "))
 
     def reply(self, value: Any, lsn: int = 0) -> None:
         """Queue a reply; held back behind the fsync of `lsn` (or behind held replies)."""
