@@ -20,7 +20,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from streamkeep.tools.bench import aof, server, snapshot
+from streamkeep.tools.bench import aof, server, snapshot, stalls
 from streamkeep.tools.bench.aof import (
     AOF_THREADS,
     FSYNC_RECORD,
@@ -192,6 +192,20 @@ SECTIONS: tuple[Section, ...] = (
                                           "redis-server",
                   lambda env: server.latency(env, server.redis_aof(env)), rank=_lowest_p999),
     )),
+    Section("hardening", (
+        Benchmark("hardening.keys_pattern", "KEYS *a{1000}b over one 100 KB key: streamkeep",
+                  lambda env: stalls.keys_pattern(server.streamkeep(env))),
+        Benchmark("hardening.redis_keys_pattern", "KEYS *a{1000}b over one 100 KB key: "
+                                                  "redis-server",
+                  lambda env: stalls.keys_pattern(server.redis_aof(env))),
+        Benchmark("hardening.pipeline_bystander", f"{stalls.PIPELINED_PINGS:,} pipelined PINGs "
+                                                  "beside a PINGing client: streamkeep",
+                  lambda env: stalls.bystander_ping(server.streamkeep(env))),
+        Benchmark("hardening.redis_pipeline_bystander", f"{stalls.PIPELINED_PINGS:,} pipelined "
+                                                        "PINGs beside a PINGing client: "
+                                                        "redis-server",
+                  lambda env: stalls.bystander_ping(server.redis_aof(env))),
+    )),
 )
 
 RATIOS: tuple[Ratio, ...] = (
@@ -253,6 +267,18 @@ FIGURES: tuple[Figure, ...] = (
            unit="us", target=LATENCY_P999_TARGET_US, at_most=True),
     Figure("server", "delivery latency p99.9, redis-server (the harness's share)",
            "server.redis_latency", extra="p999_us", unit="us"),
+    Figure("hardening", "KEYS *a{1000}b over 100 KB, streamkeep", "hardening.keys_pattern",
+           extra="seconds", unit="s"),
+    Figure("hardening", "KEYS *a{1000}b over 100 KB, redis-server",
+           "hardening.redis_keys_pattern", extra="seconds", unit="s"),
+    Figure("hardening", "bystander PING during a 100k pipeline, max, streamkeep",
+           "hardening.pipeline_bystander", extra="max_ms", unit="ms"),
+    Figure("hardening", "bystander PING during a 100k pipeline, p99, streamkeep",
+           "hardening.pipeline_bystander", extra="p99_ms", unit="ms"),
+    Figure("hardening", "bystander PING during a 100k pipeline, max, redis-server",
+           "hardening.redis_pipeline_bystander", extra="max_ms", unit="ms"),
+    Figure("hardening", "bystander PING during a 100k pipeline, p99, redis-server",
+           "hardening.redis_pipeline_bystander", extra="p99_ms", unit="ms"),
 )
 
 # Extra tables the report prints after the ratios: fn(results, figures) -> a Table or None, the
