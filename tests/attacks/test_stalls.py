@@ -9,6 +9,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from streamkeep.tools.bench.stalls import drain_replies
 from tests.support.resp_client import RespClient
 from tests.support.serve_process import ServeProcess
 
@@ -29,16 +30,6 @@ def test_pathological_keys_pattern_answers_quickly(
         assert time.perf_counter() - began < 0.5
 
 
-def _drain(sock: socket.socket, expected: int, done: threading.Event) -> None:
-    received = 0
-    while received < expected:
-        chunk = sock.recv(1 << 20)
-        if not chunk:
-            break
-        received += len(chunk)
-    done.set()
-
-
 def test_bystander_ping_is_not_delayed_by_a_long_pipeline(
     spawn: Callable[..., ServeProcess], tmp_path: Path
 ) -> None:
@@ -47,7 +38,7 @@ def test_bystander_ping_is_not_delayed_by_a_long_pipeline(
             socket.create_connection((server.host, server.port)) as flooder:
         bystander.execute("PING")
         done = threading.Event()
-        reader = threading.Thread(target=_drain, args=(flooder, PIPELINED_PINGS * 7, done))
+        reader = threading.Thread(target=drain_replies, args=(flooder, PIPELINED_PINGS * 7, done))
         reader.start()
         began = time.perf_counter()
         flooder.sendall(b"*1\r\n$4\r\nPING\r\n" * PIPELINED_PINGS)

@@ -58,7 +58,8 @@ def keys_pattern(server: Any) -> Measurement:
                               f"{seconds * 1000:,.1f} ms"])
 
 
-def _drain(sock: socket.socket, expected: int, done: threading.Event) -> None:
+def drain_replies(sock: socket.socket, expected: int, done: threading.Event) -> None:
+    """Read `expected` bytes of replies (or to EOF), then set `done`."""
     received = 0
     while received < expected:
         chunk = sock.recv(1 << 20)
@@ -76,7 +77,7 @@ def bystander_ping(server: Any) -> Measurement:
         reader = bystander.makefile("rb")
         _reply_line(bystander, reader, b"PING")
         done = threading.Event()
-        drain = threading.Thread(target=_drain, args=(flooder, PIPELINED_PINGS * PONG_BYTES, done))
+        drain = threading.Thread(target=drain_replies, args=(flooder, PIPELINED_PINGS * PONG_BYTES, done))
         drain.start()
         began = time.perf_counter()
         flooder.sendall(PING * PIPELINED_PINGS)
