@@ -104,32 +104,50 @@ def _bracket_class(p: bytes, pi: int, nocase: bool) -> tuple[frozenset[int], int
 
 
 class _Segment:
-    """A fixed-length run of byte classes between two '*' runs, with its C-speed finders."""
+    """A fixed-length run of byte classes between two '*' runs, with its C-speed finders: a
+    literal searched with bytes.find (in the key's ASCII-lowered copy when every class is a
+    letter's two cases, as with nocase), else a regex of single-byte classes."""
 
-    __slots__ = ("length", "_literal", "_regex")
+    __slots__ = ("length", "folded", "_literal", "_regex")
 
     def __init__(self, classes: list[frozenset[int]]) -> None:
         self.length = len(classes)
+        self.folded = False  # search the key's lowered copy
         self._literal: bytes | None = None
         self._regex: re.Pattern[bytes] | None = None
         if all(len(c) == 1 for c in classes):
             self._literal = bytes(next(iter(c)) for c in classes)
+        elif all(_foldable(c) for c in classes):
+            self.folded = True
+            self._literal = bytes(_lower(min(c)) for c in classes)
         else:
             self._regex = re.compile(b"".join(_class_regex(c) for c in classes), re.DOTALL)
 
-    def matches_at(self, s: bytes, pos: int) -> bool:
+    def matches_at(self, s: bytes, lowered: bytes, pos: int) -> bool:
         if self._literal is not None:
-            return s.startswith(self._literal, pos)
+            return (lowered if self.folded else s).startswith(self._literal, pos)
         assert self._regex is not None
         return self._regex.match(s, pos) is not None
 
-    def find(self, s: bytes, pos: int) -> int:
+    def find(self, s: bytes, lowered: bytes, pos: int) -> int:
         """The leftmost start >= pos where the whole segment fits in s, or -1."""
         if self._literal is not None:
-            return s.find(self._literal, pos)
+            return (lowered if self.folded else s).find(self._literal, pos)
         assert self._regex is not None
         found = self._regex.search(s, pos)
         return -1 if found is None else found.start()
+
+
+# An uppercase letter -> both its cases: the only two-byte classes a lowered search can stand for.
+_FOLDS = {upper: frozenset((upper, upper + 32)) for upper in range(65, 91)}
+
+
+def _foldable(members: frozenset[int]) -> bool:
+    """Whether the class is found as one byte of the key's lowered copy: a letter's two cases,
+    or one byte that is no letter (lowering maps nothing else onto it)."""
+    if len(members) == 1:
+        return not chr(min(members)).isascii() or not chr(min(members)).isalpha()
+    return len(members) == 2 and members == _FOLDS.get(min(members))
 
 
 def _class_regex(members: frozenset[int]) -> bytes:
@@ -137,7 +155,16 @@ def _class_regex(members: frozenset[int]) -> bytes:
         return b"."
     if not members:  # '[]' or '[^' plus every byte: nothing matches
         return b"(?!)"
-    return b"[" + b"".join(b"\\x%02x" % c for c in sorted(members)) + b"]"
+    runs: list[bytes] = []  # consecutive bytes as one range: a short regex, compiled fast
+    ordered = sorted(members)
+    start = previous = ordered[0]
+    for byte in [*ordered[1:], -1]:
+        if byte != previous + 1:
+            runs.append(b"\\x%02x" % start if start == previous
+                        else b"\\x%02x-\\x%02x" % (start, previous))
+            start = byte
+        previous = byte
+    return b"[" + b"".join(runs) + b"]"
 
 
 @functools.lru_cache(maxsize=GLOB_CACHE_SIZE)
@@ -177,15 +204,17 @@ def stringmatchlen(pattern: bytes, string: bytes, nocase: bool = False) -> bool:
     if not string or not pattern:
         return not string and not pattern
     segments = _compile(pattern, nocase)
+    lowered = string.lower() if any(segment.folded for segment in segments) else string
     slen, first = len(string), segments[0]
     if len(segments) == 1:
-        return slen == first.length and first.matches_at(string, 0)
-    if slen < first.length or not first.matches_at(string, 0):
+        return slen == first.length and first.matches_at(string, lowered, 0)
+    if slen < first.length or not first.matches_at(string, lowered, 0):
         return False
-    return _match_after_star(segments, string, first.length)
+    return _match_after_star(segments, string, lowered, first.length)
 
 
-def _match_after_star(segments: tuple[_Segment, ...], string: bytes, si: int) -> bool:
+def _match_after_star(segments: tuple[_Segment, ...], string: bytes, lowered: bytes,
+                      si: int) -> bool:
     """Match from the '*' run after segments[0], the key matched up to `si`."""
     slen, last = len(string), len(segments) - 1
     for k in range(1, last + 1):
@@ -198,8 +227,8 @@ def _match_after_star(segments: tuple[_Segment, ...], string: bytes, si: int) ->
             return False
         if k == last:
             start = slen - segment.length
-            return start >= si and segment.matches_at(string, start)
-        start = segment.find(string, si)
+            return start >= si and segment.matches_at(string, lowered, start)
+        start = segment.find(string, lowered, si)
         if start < 0:
             return False
         si = start + segment.length
