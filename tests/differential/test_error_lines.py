@@ -26,7 +26,8 @@ UNKNOWN = [
 
 EXEC_ARITY = [
     [(b"EXEC", b"x"), (b"EXEC",)],  # outside MULTI
-    [(b"MULTI",), (b"XADD", b"s", b"1-1", b"f", b"v"), (b"EXEC", b"x"), (b"EXEC",), (b"XLEN", b"s")],
+    [(b"DEL", b"exec:s"), (b"MULTI",), (b"XADD", b"exec:s", b"1-1", b"f", b"v"), (b"EXEC", b"x"),
+     (b"EXEC",), (b"XLEN", b"exec:s")],
     [(b"MULTI",), (b"EXEC", b"x", b"y"), (b"DISCARD",)],
 ]
 

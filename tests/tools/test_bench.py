@@ -30,7 +30,8 @@ def _num(text: str) -> float:
 OWN_COUNT = {"aof.always_threads", "aof.always", "aof.fsync", "aof.replay", "aof.replay_xadd",
              "snapshot.load",
              "snapshot.disk",
-             *(b.key for s in bench.SECTIONS if s.name == "server" for b in s.benchmarks)}
+             *(b.key for s in bench.SECTIONS if s.name in ("server", "hardening")
+               for b in s.benchmarks)}
 # What a figure's value cell prints after its number, by Figure.unit.
 UNIT_SUFFIX = {"x": "x", "/s": "/s", "": "", "count": "", "s": " s", "ms": " ms", "us": " us",
                "MB": " MB"}

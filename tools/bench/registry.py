@@ -193,9 +193,9 @@ SECTIONS: tuple[Section, ...] = (
                   lambda env: server.latency(env, server.redis_aof(env)), rank=_lowest_p999),
     )),
     Section("hardening", (
-        Benchmark("hardening.keys_pattern", "KEYS *a{1000}b over one 100 KB key: streamkeep",
+        Benchmark("hardening.keys_pattern", "KEYS *a{1000}b over one 100 KB key, bytes: streamkeep",
                   lambda env: stalls.keys_pattern(server.streamkeep(env))),
-        Benchmark("hardening.redis_keys_pattern", "KEYS *a{1000}b over one 100 KB key: "
+        Benchmark("hardening.redis_keys_pattern", "KEYS *a{1000}b over one 100 KB key, bytes: "
                                                   "redis-server",
                   lambda env: stalls.keys_pattern(server.redis_aof(env))),
         Benchmark("hardening.pipeline_bystander", f"{stalls.PIPELINED_PINGS:,} pipelined PINGs "
