@@ -11,7 +11,9 @@ modules, the blocking machinery beyond signalling keys.
 
 from __future__ import annotations
 
+import functools
 import hashlib
+import re
 from collections.abc import Iterable, Sequence
 
 from streamkeep.engine.exec.context import Ctx
@@ -34,8 +36,17 @@ ALL_KEYS = (1, -1, 1)
 
 
 # --- glob matching (Redis util.c stringmatchlen) ---------------------------------------------------
+#
+# Redis backtracks at each '*'; a key of k bytes against a pattern of p bytes costs it O(p*k) per
+# '*' and Python 40x that. Here a pattern compiles once (bounded cache) into its '*'-separated
+# segments, each a fixed-length run of byte classes (one class per '?', literal or '[...]').
+# Redis gives up on the whole match once a '*' has tried every start (skipLongerMatches), so the
+# first segment is anchored at the key's start, the last at its end, and each middle one takes its
+# leftmost full fit: bytes.find or a regex of single-byte classes (no quantifier, so no
+# backtracking blow-up), both in C.
 
-_FAIL, _MATCH, _STAR = 0, 1, 2
+_ANY_BYTE = frozenset(range(256))
+GLOB_CACHE_SIZE = 256
 
 
 def _signed(byte: int) -> int:
@@ -47,98 +58,181 @@ def _lower(byte: int) -> int:
     return byte + 32 if 65 <= byte <= 90 else byte
 
 
-def _same(a: int, b: int, nocase: bool) -> bool:
-    return a == b or (nocase and _lower(a) == _lower(b))
+def _literal_class(byte: int, nocase: bool) -> frozenset[int]:
+    if nocase:
+        return frozenset(c for c in (byte, _lower(byte), byte - 32) if 0 <= c < 256 and _lower(c) == _lower(byte))
+    return frozenset((byte,))
 
 
-def _bracket(p: bytes, pi: int, c: int, nocase: bool) -> tuple[bool, int]:
-    """Match byte `c` against the class opening at p[pi] == '['; returns (matched, index of the
-    class's last pattern byte). An unclosed class runs to the end of the pattern."""
+def _range_class(low: int, high: int, nocase: bool) -> set[int]:
+    start, end = _signed(low), _signed(high)
+    if start > end:
+        start, end = end, start
+    if nocase:
+        start, end = _lower(start), _lower(end)
+        return {c for c in range(256) if start <= _lower(_signed(c)) <= end}
+    return {c for c in range(256) if start <= _signed(c) <= end}
+
+
+def _bracket_class(p: bytes, pi: int, nocase: bool) -> tuple[frozenset[int], int]:
+    """The bytes matched by the class opening at p[pi] == '[' and the index of its last pattern
+    byte, read as Redis reads it: `\\x` is x exactly (even with nocase), `a-z` a range of signed
+    chars in either order, a '-' elsewhere itself; an unclosed class runs to the pattern's end."""
     plen = len(p)
     pi += 1
     negate = pi < plen and p[pi] == 0x5E  # ^
     if negate:
         pi += 1
-    match = False
+    members: set[int] = set()
     while True:
         left = plen - pi
         if left >= 2 and p[pi] == 0x5C:  # backslash: the next byte literally
             pi += 1
-            if p[pi] == c:
-                match = True
+            members.add(p[pi])
         elif left == 0:
             pi -= 1
             break
         elif p[pi] == 0x5D:  # ]
             break
         elif left >= 3 and p[pi + 1] == 0x2D:  # a-z
-            start, end, ch = _signed(p[pi]), _signed(p[pi + 2]), _signed(c)
-            if start > end:
-                start, end = end, start
-            if nocase:
-                start, end, ch = _lower(start), _lower(end), _lower(ch)
+            members |= _range_class(p[pi], p[pi + 2], nocase)
             pi += 2
-            if start <= ch <= end:
-                match = True
-        elif _same(p[pi], c, nocase):
-            match = True
+        else:
+            members |= _literal_class(p[pi], nocase)
         pi += 1
-    return match != negate, pi
+    return (_ANY_BYTE - members if negate else frozenset(members)), pi
 
 
-def _run(p: bytes, pi: int, s: bytes, si: int, nocase: bool) -> tuple[int, int, int]:
-    """The body of stringmatchlen_impl from (pi, si) up to the next '*' (reported as _STAR with
-    its position) or to the verdict (_MATCH / _FAIL)."""
-    plen, slen = len(p), len(s)
-    while pi < plen and si < slen:
-        ch = p[pi]
+class _Segment:
+    """A fixed-length run of byte classes between two '*' runs, with its C-speed finders: a
+    literal searched with bytes.find (in the key's ASCII-lowered copy when every class is a
+    letter's two cases, as with nocase), else a regex of single-byte classes."""
+
+    __slots__ = ("length", "folded", "_literal", "_regex")
+
+    def __init__(self, classes: list[frozenset[int]]) -> None:
+        self.length = len(classes)
+        self.folded = False  # search the key's lowered copy
+        self._literal: bytes | None = None
+        self._regex: re.Pattern[bytes] | None = None
+        if all(len(c) == 1 for c in classes):
+            self._literal = bytes(next(iter(c)) for c in classes)
+        elif all(_foldable(c) for c in classes):
+            self.folded = True
+            self._literal = bytes(_lower(min(c)) for c in classes)
+        else:
+            self._regex = re.compile(b"".join(_class_regex(c) for c in classes), re.DOTALL)
+
+    def matches_at(self, s: bytes, lowered: bytes, pos: int) -> bool:
+        if self._literal is not None:
+            return (lowered if self.folded else s).startswith(self._literal, pos)
+        assert self._regex is not None
+        return self._regex.match(s, pos) is not None
+
+    def find(self, s: bytes, lowered: bytes, pos: int) -> int:
+        """The leftmost start >= pos where the whole segment fits in s, or -1."""
+        if self._literal is not None:
+            return (lowered if self.folded else s).find(self._literal, pos)
+        assert self._regex is not None
+        found = self._regex.search(s, pos)
+        return -1 if found is None else found.start()
+
+
+# An uppercase letter -> both its cases: the only two-byte classes a lowered search can stand for.
+_FOLDS = {upper: frozenset((upper, upper + 32)) for upper in range(65, 91)}
+
+
+def _foldable(members: frozenset[int]) -> bool:
+    """Whether the class is found as one byte of the key's lowered copy: a letter's two cases,
+    or one byte that is no letter (lowering maps nothing else onto it)."""
+    if len(members) == 1:
+        return not chr(min(members)).isascii() or not chr(min(members)).isalpha()
+    return len(members) == 2 and members == _FOLDS.get(min(members))
+
+
+def _class_regex(members: frozenset[int]) -> bytes:
+    if len(members) == 256:
+        return b"."
+    if not members:  # '[]' or '[^' plus every byte: nothing matches
+        return b"(?!)"
+    runs: list[bytes] = []  # consecutive bytes as one range: a short regex, compiled fast
+    ordered = sorted(members)
+    start = previous = ordered[0]
+    for byte in [*ordered[1:], -1]:
+        if byte != previous + 1:
+            runs.append(b"\\x%02x" % start if start == previous
+                        else b"\\x%02x-\\x%02x" % (start, previous))
+            start = byte
+        previous = byte
+    return b"[" + b"".join(runs) + b"]"
+
+
+@functools.lru_cache(maxsize=GLOB_CACHE_SIZE)
+def _compile(pattern: bytes, nocase: bool) -> tuple[_Segment, ...]:
+    """The pattern's segments, split at each run of '*' (so n stars-runs give n + 1 segments;
+    only the first and last can be empty)."""
+    segments: list[_Segment] = []
+    classes: list[frozenset[int]] = []
+    pi, plen = 0, len(pattern)
+    while pi < plen:
+        ch = pattern[pi]
         if ch == 0x2A:  # *
-            return _STAR, pi, si
-        if ch == 0x5B:  # [
-            matched, pi = _bracket(p, pi, s[si], nocase)
-            if not matched:
-                return _FAIL, pi, si
-        elif ch != 0x3F:  # not ?: a literal, possibly escaped
+            if pi == 0 or pattern[pi - 1] != 0x2A or classes:
+                segments.append(_Segment(classes))
+                classes = []
+            while pi + 1 < plen and pattern[pi + 1] == 0x2A:
+                pi += 1
+        elif ch == 0x5B:  # [
+            members, pi = _bracket_class(pattern, pi, nocase)
+            classes.append(members)
+        elif ch == 0x3F:  # ?
+            classes.append(_ANY_BYTE)
+        else:
             if ch == 0x5C and plen - pi >= 2:
                 pi += 1
-            if not _same(p[pi], s[si], nocase):
-                return _FAIL, pi, si
-        si += 1
+            classes.append(_literal_class(pattern[pi], nocase))
         pi += 1
-        if si == slen:
-            while pi < plen and p[pi] == 0x2A:
-                pi += 1
-            break
-    return (_MATCH if pi == plen and si == slen else _FAIL), pi, si
+    segments.append(_Segment(classes))
+    return tuple(segments)
 
 
 def stringmatchlen(pattern: bytes, string: bytes, nocase: bool = False) -> bool:
-    """Redis's glob matcher, result for result (`*`, `?`, `[...]`, `[^...]`, ranges, `\\`).
+    """Redis's glob matcher, result for result (`*`, `?`, `[...]`, `[^...]`, ranges, `\\`,
+    including its odd cases: an empty key matches only the empty pattern, a '*' never matches at
+    the very end of a non-empty key unless nothing follows it, and more than 1000 nested '*' fail),
+    in time bounded by pattern x key length and in practice near-linear."""
+    if not string or not pattern:
+        return not string and not pattern
+    segments = _compile(pattern, nocase)
+    lowered = string.lower() if any(segment.folded for segment in segments) else string
+    slen, first = len(string), segments[0]
+    if len(segments) == 1:
+        return slen == first.length and first.matches_at(string, lowered, 0)
+    if slen < first.length or not first.matches_at(string, lowered, 0):
+        return False
+    return _match_after_star(segments, string, lowered, first.length)
 
-    Redis recurses at each '*' and, once a '*' has tried every remaining position without a
-    match, gives up on the whole match (skipLongerMatches). So a '*' reached is final for the
-    match, and the recursion becomes a loop. Redis returns "no match" below 1000 nested '*'.
-    """
-    status, pi, si = _run(pattern, 0, string, 0, nocase)
-    nesting = 0
-    while status == _STAR:
-        while len(pattern) - pi > 1 and pattern[pi + 1] == 0x2A:
-            pi += 1
-        if pi == len(pattern) - 1:
+
+def _match_after_star(segments: tuple[_Segment, ...], string: bytes, lowered: bytes,
+                      si: int) -> bool:
+    """Match from the '*' run after segments[0], the key matched up to `si`."""
+    slen, last = len(string), len(segments) - 1
+    for k in range(1, last + 1):
+        if si == slen:  # the key is used up: only '*' may remain
+            return k == last and segments[last].length == 0
+        segment = segments[k]
+        if segment.length == 0:  # a trailing '*' takes the rest
             return True
-        if nesting + 1 > GLOB_MAX_NESTING:
+        if k > GLOB_MAX_NESTING:
             return False
-        nesting += 1
-        for start in range(si, len(string)):
-            status, npi, nsi = _run(pattern, pi + 1, string, start, nocase)
-            if status == _MATCH:
-                return True
-            if status == _STAR:
-                pi, si = npi, nsi
-                break
-        else:
+        if k == last:
+            start = slen - segment.length
+            return start >= si and segment.matches_at(string, lowered, start)
+        start = segment.find(string, lowered, si)
+        if start < 0:
             return False
-    return status == _MATCH
+        si = start + segment.length
+    return si == slen  # pragma: no cover - the loop always returns
 
 
 def _matching(keys: Iterable[bytes], pattern: bytes | None) -> list[bytes]:

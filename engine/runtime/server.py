@@ -51,8 +51,6 @@ log = logging.getLogger("streamkeep.server")
 # Commands an unauthenticated client may run (Redis: AUTH, HELLO, QUIT; RESET too in 7.x).
 NO_AUTH_NEEDED = frozenset({b"auth", b"hello", b"quit", b"reset"})
 NOAUTH = ReplyError("NOAUTH Authentication required.")
-EXEC_NOAUTH = ReplyError("EXECABORT Transaction discarded because of: NOAUTH Authentication "
-                         "required.")
 MAX_CLIENTS_ERR = b"-ERR max number of clients reached\r\n"
 DENIED = (
     b"-DENIED Redis is running in protected mode because protected mode is enabled and no "
@@ -78,6 +76,10 @@ REPLY_FRAMING = 1 << 20
 NO_LIMIT = 1 << 62
 IDLE_CHECK_SECONDS = 1.0  # how often idle clients are looked for (`timeout`)
 KEEPALIVE_PROBES = 3  # anetKeepAlive's TCP_KEEPCNT
+# A pipelined batch gives way to other clients after this long (checked every so many commands),
+# so one client's pipeline delays another's PING by a few milliseconds at most.
+PIPELINE_SLICE_SECONDS = 0.002
+PIPELINE_SLICE_COMMANDS = 32
 
 
 def is_loopback(host: str | None) -> bool:
@@ -123,6 +125,7 @@ class Client(asyncio.Protocol):
         self.closing = False  # close once the output is flushed (QUIT, protocol errors)
         self.closed = False
         self.reading_paused = False
+        self.yielded = False  # a pipelined batch gave way: its continuation is scheduled
         self.soft_limit_since: float | None = None
         self.exempt = 0  # a reply bigger than the hard limit, let through: see _check_output_limit
         self.timers: list[asyncio.TimerHandle] = []
@@ -175,7 +178,7 @@ class Client(asyncio.Protocol):
         except QueryBufferLimit:
             self._query_buffer_exceeded()
             return
-        if self.busy:
+        if self.busy or self.yielded:  # the blocked command / the scheduled continuation runs it
             self._check_input_backlog()
             return
         self.process()
@@ -186,8 +189,12 @@ class Client(asyncio.Protocol):
     # --- running commands ------------------------------------------------------------------
 
     def process(self) -> None:
-        """Run every complete command in the input, until one blocks or the client closes."""
+        """Run every complete command in the input, until one blocks or the client closes, or
+        until the batch has had its share of the loop (PIPELINE_SLICE_SECONDS): then the replies
+        so far leave and the rest continues on a later pass, after other clients' events."""
         parser = self.parser
+        began = time.perf_counter()
+        count = 0
         try:
             while not self.busy and not self.closing and not self.closed:
                 try:
@@ -208,8 +215,26 @@ class Client(asyncio.Protocol):
                     # read is cut at the limit, and nothing after it runs (Redis's
                     # CLIENT_CLOSE_ASAP), instead of buffering every reply first.
                     self.flush()
+                count += 1
+                if (not count % PIPELINE_SLICE_COMMANDS
+                        and time.perf_counter() - began >= PIPELINE_SLICE_SECONDS
+                        and not self.busy and not self.closing and not self.closed):
+                    self._give_way()
+                    break
         finally:
             self.flush()
+
+    def _give_way(self) -> None:
+        """Let the loop serve other clients before the rest of this client's input runs. Input
+        arriving meanwhile is only buffered (data_received), so nothing runs twice or early."""
+        self.yielded = True
+        self.server.loop.call_soon(self._continue)
+
+    def _continue(self) -> None:
+        self.yielded = False
+        if self.closed or self.closing or self.busy:
+            return
+        self._resume()
 
     def run(self, argv: list[bytes]) -> None:
         self.last_command = argv[0]
@@ -220,12 +245,10 @@ class Client(asyncio.Protocol):
             try:  # Redis checks the command's existence and arity before authentication
                 lookup(argv)
             except ReplyError as err:
-                self.reply(err)
+                self.reply(self._abort_exec(err) if name == b"exec" else err)
                 return
-            if name == b"exec":  # Redis's rejectCommand: a refused EXEC discards the transaction
-                with self.engine.lock:
-                    end_transaction(self.engine, self.session)
-                self.reply(EXEC_NOAUTH)
+            if name == b"exec":
+                self.reply(self._abort_exec(NOAUTH))
                 return
             self.reply(NOAUTH)
             return
@@ -253,6 +276,14 @@ class Client(asyncio.Protocol):
             self._later(reply)
         else:
             self.reply(reply, lsn)
+
+    def _abort_exec(self, refusal: ReplyError) -> ReplyError:
+        """Redis's rejectCommand for a refused EXEC (arity, or no authentication): the
+        transaction is discarded, in MULTI or not, and the refusal is wrapped in EXECABORT."""
+        with self.engine.lock:
+            end_transaction(self.engine, self.session)
+        return ReplyError("EXECABORT Transaction discarded because of: "
+                          + refusal.line.removeprefix("ERR "))
 
     def reply(self, value: Any, lsn: int = 0) -> None:
         """Queue a reply; held back behind the fsync of `lsn` (or behind held replies).

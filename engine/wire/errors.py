@@ -62,16 +62,16 @@ def wrong_arity(fullname: str) -> ReplyError:
 
 
 def unknown_command(argv: Sequence[bytes]) -> ReplyError:
-    # Redis prints them with %.*s: each stops at its first NUL byte.
-    args = ""
+    # Redis prints them with %.*s into a growing sds: each stops at its first NUL byte and the
+    # list stops at 128 *bytes* (quotes and spaces included), which may cut a UTF-8 character.
+    args = b""
     for arg in argv[1:]:
         if len(args) >= 128:
             break
-        arg = arg.partition(b"\0")[0]
-        args += "'" + arg[: 128 - len(args)].decode("utf-8", "surrogateescape") + "' "
-    name = argv[0].partition(b"\0")[0][:128].decode("utf-8", "surrogateescape")
+        args += b"'" + arg.partition(b"\0")[0][: 128 - len(args)] + b"' "
+    name = printable(argv[0], 128)
     line = f"ERR unknown command '{name}', "
-    line += f"with args beginning with: {args}"
+    line += "with args beginning with: " + args.decode("utf-8", "surrogateescape")
     return ReplyError(line.replace("\r", " ").replace("\n", " "))
 
 

@@ -20,7 +20,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from streamkeep.tools.bench import aof, bigvalues, parsing, server, snapshot
+from streamkeep.tools.bench import aof, bigvalues, parsing, server, snapshot, stalls
 from streamkeep.tools.bench.aof import (
     AOF_THREADS,
     FSYNC_RECORD,
@@ -220,6 +220,18 @@ SECTIONS: tuple[Section, ...] = (
         Benchmark("hardening.pipeline_crlf", f"{parsing.PIPELINE_REQUESTS:,} pipelined XADDs, "
                                              "values with CRLF: streamkeep",
                   lambda env: parsing.bench_pipeline(server.streamkeep(env), crlf=True)),
+        Benchmark("hardening.keys_pattern", "KEYS *a{1000}b over one 100 KB key, bytes: streamkeep",
+                  lambda env: stalls.keys_pattern(server.streamkeep(env))),
+        Benchmark("hardening.redis_keys_pattern", "KEYS *a{1000}b over one 100 KB key, bytes: "
+                                                  "redis-server",
+                  lambda env: stalls.keys_pattern(server.redis_aof(env))),
+        Benchmark("hardening.pipeline_bystander", f"{stalls.PIPELINED_PINGS:,} pipelined PINGs "
+                                                  "beside a PINGing client: streamkeep",
+                  lambda env: stalls.bystander_ping(server.streamkeep(env))),
+        Benchmark("hardening.redis_pipeline_bystander", f"{stalls.PIPELINED_PINGS:,} pipelined "
+                                                        "PINGs beside a PINGing client: "
+                                                        "redis-server",
+                  lambda env: stalls.bystander_ping(server.redis_aof(env))),
     )),
 )
 
@@ -297,6 +309,18 @@ FIGURES: tuple[Figure, ...] = (
     Figure("hardening", "pipeline: time with CRLF in values / time without",
            "hardening.pipeline_plain", denominator="hardening.pipeline_crlf",
            target=CRLF_PIPELINE_TARGET, at_most=True),
+    Figure("hardening", "KEYS *a{1000}b over 100 KB, streamkeep", "hardening.keys_pattern",
+           extra="seconds", unit="s"),
+    Figure("hardening", "KEYS *a{1000}b over 100 KB, redis-server",
+           "hardening.redis_keys_pattern", extra="seconds", unit="s"),
+    Figure("hardening", "bystander PING during a 100k pipeline, max, streamkeep",
+           "hardening.pipeline_bystander", extra="max_ms", unit="ms"),
+    Figure("hardening", "bystander PING during a 100k pipeline, p99, streamkeep",
+           "hardening.pipeline_bystander", extra="p99_ms", unit="ms"),
+    Figure("hardening", "bystander PING during a 100k pipeline, max, redis-server",
+           "hardening.redis_pipeline_bystander", extra="max_ms", unit="ms"),
+    Figure("hardening", "bystander PING during a 100k pipeline, p99, redis-server",
+           "hardening.redis_pipeline_bystander", extra="p99_ms", unit="ms"),
 )
 
 # Extra tables the report prints after the ratios: fn(results, figures) -> a Table or None, the
