@@ -165,14 +165,25 @@ def load(fs: FileSystem, directory: str) -> Manifest:
     return manifest
 
 
+class ManifestUnchanged(OSError):
+    """`store` failed before its rename: the manifest in place is still the previous one, so
+    the caller may carry on with it (e.g. retry after EMFILE) instead of refusing writes."""
+
+
 def store(fs: FileSystem, directory: str, manifest: Manifest) -> None:
-    """Replace the manifest atomically and durably."""
+    """Replace the manifest atomically and durably. An OSError before the rename is raised as
+    ManifestUnchanged (same errno)."""
     tmp = os.path.join(directory, MANIFEST_TMP)
-    fd = fs.open_write_new(tmp)
     try:
-        fs.write(fd, manifest.to_json())
-        fs.fdatasync(fd)
-    finally:
-        fs.close(fd)
+        fd = fs.open_write_new(tmp)
+        try:
+            fs.write(fd, manifest.to_json())
+            fs.fdatasync(fd)
+        finally:
+            fs.close(fd)
+    except ManifestUnchanged:
+        raise
+    except OSError as err:
+        raise ManifestUnchanged(err.errno, err.strerror, tmp) from err
     fs.rename(tmp, os.path.join(directory, MANIFEST))
     fs.fsync_dir(directory)

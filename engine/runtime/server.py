@@ -209,7 +209,7 @@ class Client(asyncio.Protocol):
                 if argv is None:
                     break
                 self.run(argv)
-                if len(self.out) >= FLUSH_BYTES:
+                if self.out.size() >= FLUSH_BYTES:
                     # Hand big replies to the transport as they come, so the output limit is
                     # checked per reply: a pipeline of big reads from a client that does not
                     # read is cut at the limit, and nothing after it runs (Redis's

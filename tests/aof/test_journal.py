@@ -19,24 +19,26 @@ class OutOfDescriptorsFS(FaultyFS):
     """Creating a new segment fails with `err` while `failing` is set (the process is at its
     descriptor limit); everything else works."""
 
-    def __init__(self, err: int) -> None:
+    def __init__(self, err: int, match: str = "segment-") -> None:
         super().__init__()
         self.err = err
+        self.match = match
         self.failing = False
         self.refused = 0
 
     def open_write_new(self, path: str) -> int:
-        if self.failing and "segment-" in path:
+        if self.failing and self.match in path:
             self.refused += 1
             raise OSError(self.err, "injected")
         return super().open_write_new(path)
 
 
-@pytest.mark.parametrize("err", [errno.EMFILE, errno.ENFILE])
-def test_rotation_out_of_descriptors_is_retried(tmp_path: Path, err: int,
+@pytest.mark.parametrize("match", ["segment-", "manifest.json.tmp"])  # the new segment, the manifest's
+@pytest.mark.parametrize("err", [errno.EMFILE, errno.ENFILE])  # temporary file
+def test_rotation_out_of_descriptors_is_retried(tmp_path: Path, err: int, match: str,
                                                 monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(journal_mod, "ROTATE_RETRY_SECONDS", 0.0, raising=False)
-    fs = OutOfDescriptorsFS(err)
+    fs = OutOfDescriptorsFS(err, match)
     directory = str(tmp_path / "db")
     with Engine.open(directory, fs=fs, aof_segment_max_bytes=600) as engine:
         fs.failing = True
