@@ -412,15 +412,14 @@ class Journal:
                 try:
                     self.manifest.segments.append(entry)
                     manifest_mod.store(self.fs, self.directory, self.manifest)
-                except manifest_mod.ManifestUnchanged as err:
-                    self.manifest.segments.pop()
-                    if err.errno not in TRANSIENT_ERRNOS:
-                        raise
-                    self.fs.close(fd)
-                    self._postpone_rotation(err, entry)
-                    self._cond.notify_all()
-                    return False
                 except OSError as err:
+                    if isinstance(err, manifest_mod.ManifestUnchanged) \
+                            and err.errno in TRANSIENT_ERRNOS:  # nothing renamed: retry later
+                        self.manifest.segments.pop()
+                        self.fs.close(fd)
+                        self._postpone_rotation(err, entry)
+                        self._cond.notify_all()
+                        return False
                     # Which manifest is durable is now unknown (a rename may be in place
                     # without its directory fsync). Both reopen consistently as long as
                     # nothing more is written: refuse writes until the directory is reopened,
