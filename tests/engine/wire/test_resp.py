@@ -1186,7 +1186,7 @@ def test_batch_and_byte_by_byte_parsers_agree(wire: bytes, cuts: list[int]) -> N
     """The batch fast path (with its debt rule) parses exactly what the byte-by-byte parser
     does: the same commands, then the same error, whatever the chunking."""
     with_batch = _parse_all(wire, cuts)
-    with mock.patch.object(resp, "_BATCH_MAX", -1):  # the batch never runs
+    with mock.patch.object(resp, "_BATCH_WINDOW", 0):  # the batch never runs
         assert _parse_all(wire, cuts) == with_batch
 
 
