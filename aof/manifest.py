@@ -165,7 +165,7 @@ def load(fs: FileSystem, directory: str) -> Manifest:
     return manifest
 
 
-class ManifestUnchanged(OSError):
+class ManifestUnchanged(OSError, StorageError):
     """`store` failed before its rename: the manifest in place is still the previous one, so
     the caller may carry on with it (e.g. retry after EMFILE) instead of refusing writes."""
 
