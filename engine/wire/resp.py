@@ -289,9 +289,10 @@ def _write_entries(out: bytearray, entries: list | tuple) -> bool:
         return False
     ids = list(map(_first, entries))
     fields = list(map(_second, entries))
+    if not set(map(type, fields)) <= _SEQUENCES:  # e.g. a deleted entry's nil: [id, nil]
+        return False
     counts = set(map(len, fields))
-    if len(counts) != 1 or set(map(type, ids)) != {bytes} \
-            or not set(map(type, fields)) <= _SEQUENCES:
+    if len(counts) != 1 or set(map(type, ids)) != {bytes}:
         return False
     k = counts.pop()
     flat = list(chain.from_iterable(fields))

@@ -1216,3 +1216,14 @@ def test_parsing_is_linear_whatever_the_payload(request_bytes: bytes) -> None:
     baseline = _parse_seconds(plain * (size // len(plain)))
     probe = _parse_seconds(request_bytes * (size // len(request_bytes)))
     assert probe < 8 * baseline, f"{probe:.3f} s against {baseline:.3f} s for plain PINGs"
+
+
+@pytest.mark.parametrize("protocol", [2, 3])
+def test_entries_with_a_deleted_entrys_nil_encode_like_the_generic_path(protocol: int) -> None:
+    """XAUTOCLAIM / XINFO STREAM FULL reply [id, nil] for a deleted entry: the entries fast path
+    must hand such a chunk to the generic loop (it once raised TypeError, killing the
+    connection, on arrays of 8 or more)."""
+    entries = [[b"%d-0" % i, NULL_ARRAY if i % 3 == 1 else [b"f", b"v"]] for i in range(20)]
+    expected = (b"*%d\r\n" % len(entries)) + b"".join(encode_reply(e, protocol)
+                                                      for e in entries)
+    assert encode_reply(entries, protocol) == expected
