@@ -15,6 +15,7 @@ import functools
 import hashlib
 import re
 from collections.abc import Iterable, Sequence
+from itertools import groupby
 
 from streamkeep.engine.exec.context import Ctx
 from streamkeep.engine.exec.table import NO_KEYS, Argv, command
@@ -47,6 +48,7 @@ ALL_KEYS = (1, -1, 1)
 
 _ANY_BYTE = frozenset(range(256))
 GLOB_CACHE_SIZE = 256
+GLOB_CACHE_MAX_PATTERN = 4096  # longer patterns are compiled per call, never kept
 
 
 def _signed(byte: int) -> int:
@@ -58,6 +60,7 @@ def _lower(byte: int) -> int:
     return byte + 32 if 65 <= byte <= 90 else byte
 
 
+@functools.lru_cache(maxsize=512)  # 256 bytes x nocase: one shared set per byte
 def _literal_class(byte: int, nocase: bool) -> frozenset[int]:
     if nocase:
         return frozenset(c for c in (byte, _lower(byte), byte - 32) if 0 <= c < 256 and _lower(c) == _lower(byte))
@@ -108,33 +111,45 @@ class _Segment:
     literal searched with bytes.find (in the key's ASCII-lowered copy when every class is a
     letter's two cases, as with nocase), else a regex of single-byte classes."""
 
-    __slots__ = ("length", "folded", "_literal", "_regex")
+    __slots__ = ("length", "folded", "_literal", "_classes", "_compiled")
 
     def __init__(self, classes: list[frozenset[int]]) -> None:
         self.length = len(classes)
         self.folded = False  # search the key's lowered copy
         self._literal: bytes | None = None
-        self._regex: re.Pattern[bytes] | None = None
+        self._classes: list[frozenset[int]] | None = None  # until the regex is first needed
+        self._compiled: re.Pattern[bytes] | None = None
         if all(len(c) == 1 for c in classes):
             self._literal = bytes(next(iter(c)) for c in classes)
         elif all(_foldable(c) for c in classes):
             self.folded = True
             self._literal = bytes(_lower(min(c)) for c in classes)
         else:
-            self._regex = re.compile(b"".join(_class_regex(c) for c in classes), re.DOTALL)
+            self._classes = classes
+
+    def _regex(self) -> re.Pattern[bytes]:
+        """Compiled on first use: re.compile costs ~20 us per class, and a segment longer than
+        every key (a hostile 100 KB pattern of '?') is never needed."""
+        if self._compiled is None:
+            assert self._classes is not None
+            # A run of one class is `[...]{n}`: an exact count, so still nothing to backtrack.
+            runs = ((_class_regex(c), sum(1 for _ in run)) for c, run in groupby(self._classes))
+            self._compiled = re.compile(
+                b"".join(rx if n == 1 or rx == _NEVER else b"%b{%d}" % (rx, n) for rx, n in runs),
+                re.DOTALL)
+            self._classes = None
+        return self._compiled
 
     def matches_at(self, s: bytes, lowered: bytes, pos: int) -> bool:
         if self._literal is not None:
             return (lowered if self.folded else s).startswith(self._literal, pos)
-        assert self._regex is not None
-        return self._regex.match(s, pos) is not None
+        return self._regex().match(s, pos) is not None
 
     def find(self, s: bytes, lowered: bytes, pos: int) -> int:
         """The leftmost start >= pos where the whole segment fits in s, or -1."""
         if self._literal is not None:
             return (lowered if self.folded else s).find(self._literal, pos)
-        assert self._regex is not None
-        found = self._regex.search(s, pos)
+        found = self._regex().search(s, pos)
         return -1 if found is None else found.start()
 
 
@@ -150,11 +165,14 @@ def _foldable(members: frozenset[int]) -> bool:
     return len(members) == 2 and members == _FOLDS.get(min(members))
 
 
+_NEVER = b"(?!)"  # a class no byte is in (a lookahead: not repeatable, and once is enough)
+
+
 def _class_regex(members: frozenset[int]) -> bytes:
     if len(members) == 256:
         return b"."
     if not members:  # '[]' or '[^' plus every byte: nothing matches
-        return b"(?!)"
+        return _NEVER
     runs: list[bytes] = []  # consecutive bytes as one range: a short regex, compiled fast
     ordered = sorted(members)
     start = previous = ordered[0]
@@ -167,7 +185,24 @@ def _class_regex(members: frozenset[int]) -> bytes:
     return b"[" + b"".join(runs) + b"]"
 
 
+def _compiled(pattern: bytes, nocase: bool) -> tuple[tuple[_Segment, ...], int]:
+    """The pattern's segments and their total length (more than the key's: no match). Only
+    patterns up to GLOB_CACHE_MAX_PATTERN bytes are cached, so no client can park big
+    compiled patterns in the server beyond its own commands."""
+    if len(pattern) <= GLOB_CACHE_MAX_PATTERN:
+        return _compile_cached(pattern, nocase)
+    return _with_total(_compile(pattern, nocase))
+
+
+def _with_total(segments: tuple[_Segment, ...]) -> tuple[tuple[_Segment, ...], int]:
+    return segments, sum(segment.length for segment in segments)
+
+
 @functools.lru_cache(maxsize=GLOB_CACHE_SIZE)
+def _compile_cached(pattern: bytes, nocase: bool) -> tuple[tuple[_Segment, ...], int]:
+    return _with_total(_compile(pattern, nocase))
+
+
 def _compile(pattern: bytes, nocase: bool) -> tuple[_Segment, ...]:
     """The pattern's segments, split at each run of '*' (so n stars-runs give n + 1 segments;
     only the first and last can be empty)."""
@@ -203,7 +238,9 @@ def stringmatchlen(pattern: bytes, string: bytes, nocase: bool = False) -> bool:
     in time bounded by pattern x key length and in practice near-linear."""
     if not string or not pattern:
         return not string and not pattern
-    segments = _compile(pattern, nocase)
+    segments, fixed = _compiled(pattern, nocase)
+    if fixed > len(string):  # every segment takes its length of the key, none overlap
+        return False
     lowered = string.lower() if any(segment.folded for segment in segments) else string
     slen, first = len(string), segments[0]
     if len(segments) == 1:
