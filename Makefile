@@ -8,7 +8,7 @@ PIP   = $(VPY) -m pip
 # Use sudo for apt only when we are not root and sudo is available.
 SUDO := $(shell if [ "$$(id -u)" != 0 ] && command -v sudo >/dev/null 2>&1; then echo sudo; fi)
 
-.PHONY: venv dev run demo test soak lint bench clean redis-server crcmod-check
+.PHONY: venv dev run demo test soak lint bench clean redis-server iproute2 crcmod-check
 
 # ---------------------------------------------------------------- environments
 
@@ -28,7 +28,17 @@ $(VENV)/.stamp-dev: pyproject.toml | $(VPY)
 
 venv: $(VENV)/.stamp-run
 
-dev: $(VENV)/.stamp-dev redis-server crcmod-check
+dev: $(VENV)/.stamp-dev redis-server iproute2 crcmod-check
+
+# `ss` (iproute2): the tcp-keepalive attack test reads the server's keepalive timer with it.
+iproute2:
+	@if ! command -v ss >/dev/null 2>&1; then \
+		echo "ss not found; installing Debian iproute2"; \
+		$(SUDO) apt-get update && \
+		$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y iproute2; \
+	fi
+	@command -v ss >/dev/null 2>&1 || { \
+		echo "ERROR: ss is still not on PATH after installation" >&2; exit 1; }
 
 redis-server:
 	@if ! command -v redis-server >/dev/null 2>&1; then \

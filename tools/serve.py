@@ -52,6 +52,7 @@ def settings_from(args: argparse.Namespace) -> dict[str, Any]:
 
 def main(args: argparse.Namespace) -> int:
     from streamkeep import Engine
+    from streamkeep.engine.runtime.limits import DescriptorLimitError
     from streamkeep.engine.runtime.server import Server, install_loop_policy, run_server
 
     try:
@@ -86,6 +87,10 @@ def main(args: argparse.Namespace) -> int:
 
     try:
         run_server(server, ready)
+    except DescriptorLimitError as err:
+        engine.close()
+        print(f"streamkeep: {err}", file=sys.stderr)
+        return 1
     except OSError as err:
         engine.close()
         print(f"streamkeep: cannot listen on {bind}:{port}: {err}", file=sys.stderr)

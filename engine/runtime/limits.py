@@ -23,9 +23,16 @@ from __future__ import annotations
 import resource
 from dataclasses import dataclass
 
+from streamkeep.engine.wire.errors import StreamkeepError
+
 RESERVED_FDS = 32  # Redis's CONFIG_MIN_RESERVED_FDS; see the module docstring for the count
 FALLBACK_LIMIT = 1024  # Redis assumes this when the limit cannot be read
 RAISE_STEP = 16  # Redis lowers its attempt by this much after each refused setrlimit
+
+
+class DescriptorLimitError(StreamkeepError):
+    """The open-files limit leaves no room for a single client after the reserve: the server
+    cannot start (Redis exits). The message is Redis's."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -31,7 +31,7 @@ from streamkeep.engine.exec.config import ConfigError
 from streamkeep.engine.exec.context import Later
 from streamkeep.engine.exec.table import lookup
 from streamkeep.engine.exec.transactions import end_transaction
-from streamkeep.engine.runtime.limits import adjust_open_files_limit
+from streamkeep.engine.runtime.limits import DescriptorLimitError, adjust_open_files_limit
 from streamkeep.engine.wire.errors import ReplyError
 from streamkeep.engine.wire.reply import NO_REPLY, NULL_ARRAY
 from streamkeep.engine.wire.resp import (
@@ -785,8 +785,9 @@ class Server:
         for line in adjustment.notices:
             log.info("%s", line)
         if adjustment.fatal is not None:
-            log.critical("%s", adjustment.fatal)
-            raise SystemExit(1)
+            # A library must not exit its host process: `streamkeep serve` turns this into
+            # its exit status (tools/serve.py).
+            raise DescriptorLimitError(adjustment.fatal)
         config["maxclients"] = adjustment.maxclients
 
     def _maxclients_changed(self) -> None:

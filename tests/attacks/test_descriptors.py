@@ -16,9 +16,9 @@ from __future__ import annotations
 import os
 import re
 import resource
-import shutil
 import socket
 import subprocess
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -27,7 +27,7 @@ import pytest
 import redis
 
 from streamkeep.engine.runtime.limits import RESERVED_FDS
-from tests.support.serve_process import ServeProcess
+from tests.support.serve_process import ROOT, START_TIMEOUT, ServeProcess
 
 NOFILE = 256
 LIMITS = {resource.RLIMIT_NOFILE: (NOFILE, NOFILE)}
@@ -135,7 +135,6 @@ def test_idle_timeout(spawn, tmp_path: Path) -> None:
         sock.close()
 
 
-@pytest.mark.skipif(shutil.which("ss") is None, reason="needs ss (iproute2)")
 def test_tcp_keepalive_on_accepted_sockets(spawn, tmp_path: Path) -> None:
     server = serve(spawn, tmp_path, limited=False)
     admin = server.client()
@@ -167,3 +166,15 @@ def keepalive_timer(server_port: int, client_port: int) -> float | None:
     minutes = int(match.group(1) or 0)
     value = float(match.group(2)) / (1000 if match.group(3) == "ms" else 1)
     return minutes * 60 + value
+
+
+def test_a_limit_below_the_reserve_refuses_to_start(tmp_path: Path) -> None:
+    """Redis exits when `ulimit -n` leaves no room for a client; `streamkeep serve` exits 1
+    with Redis's message (the library raises DescriptorLimitError, it never exits its host)."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "streamkeep", "serve", "--dir", str(tmp_path / "data"),
+         "--port", "0"], cwd=ROOT, capture_output=True, text=True, timeout=START_TIMEOUT,
+        preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_NOFILE, (30, 30)), check=False)
+    assert proc.returncode == 1
+    assert "is not enough for the server to start" in proc.stderr
+    assert "Traceback" not in proc.stderr
