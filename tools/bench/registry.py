@@ -220,9 +220,9 @@ SECTIONS: tuple[Section, ...] = (
         Benchmark("hardening.pipeline_crlf", f"{parsing.PIPELINE_REQUESTS:,} pipelined XADDs, "
                                              "values with CRLF: streamkeep",
                   lambda env: parsing.bench_pipeline(server.streamkeep(env), crlf=True)),
-        Benchmark("hardening.keys_pattern", "KEYS *a{1000}b over one 100 KB key, bytes: streamkeep",
+        Benchmark("hardening.keys_pattern", "KEYS *a{1000}b over one 100 KB key, KB: streamkeep",
                   lambda env: stalls.keys_pattern(server.streamkeep(env))),
-        Benchmark("hardening.redis_keys_pattern", "KEYS *a{1000}b over one 100 KB key, bytes: "
+        Benchmark("hardening.redis_keys_pattern", "KEYS *a{1000}b over one 100 KB key, KB: "
                                                   "redis-server",
                   lambda env: stalls.keys_pattern(server.redis_aof(env))),
         Benchmark("hardening.pipeline_bystander", f"{stalls.PIPELINED_PINGS:,} pipelined PINGs "
