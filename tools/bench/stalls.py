@@ -57,7 +57,7 @@ def keys_pattern(server: Any) -> Measurement:
     # to a few per second (redis-server), and one of bytes to under 0.01 us each (streamkeep):
     # either loses its precision in the table.
     kilobytes = KEY_BYTES // 1000
-    return Measurement(kilobytes / seconds, count=kilobytes, figures={"seconds": seconds},
+    return Measurement(kilobytes / seconds, count=kilobytes, figures={"us": seconds * 1e6},
                        notes=[f"KEYS *a{{1000}}b over a 100 KB key, {server.name}: "
                               f"{seconds * 1000:,.1f} ms"])
 
