@@ -11,12 +11,13 @@ replies, effects.
 
 from __future__ import annotations
 
-import gc
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterator
+from itertools import compress
 from typing import TYPE_CHECKING
 
 from streamkeep.engine.model.ids import MAX_ID, format_id
+from streamkeep.engine.wire.reply import EntryArray
 
 if TYPE_CHECKING:
     from streamkeep.engine.model.groups import ConsumerGroup
@@ -295,44 +296,47 @@ class Stream:
             if i >= 0:
                 j = len(nodes[i].ids) - 1
 
-    def range(self, start: int, end: int, count: int = 0, rev: bool = False) -> list[list]:
-        """[[idbytes, fields], ...] as XRANGE replies; count 0 means no limit."""
+    def range(self, start: int, end: int, count: int = 0, rev: bool = False) -> EntryArray:
+        """The entries from start to end as XRANGE replies them (reversed for XREVRANGE); count 0
+        means no limit."""
         if not rev:
-            # A million entries make a million lists: without the pause, the collector runs
-            # ~1,400 times meanwhile, and its full collections walk the whole data set.
-            enabled = gc.isenabled()
-            gc.disable()
-            try:
-                return self._range_forward(start, end, count)
-            finally:
-                if enabled:
-                    gc.enable()
-        out: list[list] = []
-        it = self.iter_backward(start, end) if rev else self.iter_forward(start, end)
-        for _sid, idb, fields in it:
-            out.append([idb, fields])
-            if len(out) == count:
+            return self._range_forward(start, end, count)
+        out = EntryArray()
+        ids, fields = out.ids, out.fields
+        for _sid, idb, f in self.iter_backward(start, end):
+            ids.append(idb)
+            fields.append(f)
+            if len(ids) == count:
                 break
         return out
 
-    def _range_forward(self, start: int, end: int, count: int) -> list[list]:
-        """range() ascending, a node's slice at a time (a comprehension, no generator)."""
-        out: list[list] = []
+    def _range_forward(self, start: int, end: int, count: int) -> EntryArray:
+        """range() ascending, by node slices: a node without tombstones is copied column by
+        column, with no per-entry object built."""
+        out = EntryArray()
         nodes = self.nodes
         if not nodes or start > end:
             return out
+        ids, fields = out.ids, out.fields
         i = self._node_index(start)
         j = bisect_left(nodes[i].ids, start)
         while i < len(nodes):
             node = nodes[i]
-            ids = node.ids
-            stop = bisect_right(ids, end, j)
-            out += [[idb, f] for idb, f in zip(node.idbs[j:stop], node.fields[j:stop],
-                                                strict=True) if f is not None]
-            if count and len(out) >= count:
-                del out[count:]
+            node_ids = node.ids
+            stop = bisect_right(node_ids, end, j)
+            if node.live == len(node_ids):
+                ids += node.idbs[j:stop]
+                fields += node.fields[j:stop]  # type: ignore[arg-type]  # no None: all live
+            else:
+                node_fields = node.fields[j:stop]
+                live = [f is not None for f in node_fields]
+                ids += compress(node.idbs[j:stop], live)
+                fields += compress(node_fields, live)  # type: ignore[arg-type]
+            if count and len(ids) >= count:
+                del ids[count:]
+                del fields[count:]
                 break
-            if stop < len(ids):
+            if stop < len(node_ids):
                 break
             i += 1
             j = 0

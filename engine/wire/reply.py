@@ -3,12 +3,14 @@
 Owns the small vocabulary handlers reply with: `str` (simple string), `bytes` (bulk), `None` (null
 bulk), `int`, `list` (array), `RespMap` (a map in RESP3; flat or as pairs in RESP2) and
 `NULL_ARRAY` (RESP2 `*-1`); for RESP3-only shapes also `bool`, `float` (double), `RespSet`,
-`Verbatim` and `Push`. `to_plain` turns them into the embedded API's plain values. The RESP
+`Verbatim` and `Push`; `EntryArray` is an array of stream entries the encoder may trust.
+`to_plain` turns them into the embedded API's plain values. The RESP
 codec (`engine/resp.py`) encodes the same values. Must not touch: engine state or I/O.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 from streamkeep.engine.wire.errors import printable
@@ -86,6 +88,43 @@ class Verbatim:
         return f"Verbatim({self.text!r}, {self.fmt!r})"
 
 
+class EntryArray:
+    """An array of stream entries as the stream model's range reads build them, kept as two
+    columns: `ids` (each entry's ID as bytes) and `fields` (each entry's flat
+    `(field, value, ...)` tuple of bytes), with no deleted entry. It reads as the list
+    `[[id, fields], ...]` (len, index, iterate, compare); the RESP encoder takes the columns
+    as they are, so a range read builds no per-entry pair and the encoder checks no element's
+    type (together about half of an XRANGE reply's cost). Anything else stays a plain `list`."""
+
+    __slots__ = ("ids", "fields")
+
+    def __init__(self, ids: list[bytes] | None = None,
+                 fields: list[tuple[bytes, ...]] | None = None) -> None:
+        self.ids: list[bytes] = [] if ids is None else ids
+        self.fields: list[tuple[bytes, ...]] = [] if fields is None else fields
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def __getitem__(self, i: Any) -> Any:
+        if isinstance(i, slice):
+            return EntryArray(self.ids[i], self.fields[i])
+        return [self.ids[i], self.fields[i]]
+
+    def __iter__(self) -> Iterator[list]:
+        return map(list, zip(self.ids, self.fields, strict=True))
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is EntryArray:
+            return self.ids == other.ids and self.fields == other.fields
+        return isinstance(other, list) and list(self) == other
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"EntryArray({list(self)!r})"
+
+
 class Push:
     """An out-of-band push message: RESP3 `>`, a plain array in RESP2."""
 
@@ -112,6 +151,8 @@ def to_plain(value: Any) -> Any:
     if t is list:
         _plain_list(value)
         return value
+    if t is EntryArray:
+        return [[idb, list(fields)] for idb, fields in zip(value.ids, value.fields, strict=True)]
     if t is RespMap:
         return _plain_map(value)
     if value is NULL_ARRAY:
@@ -139,6 +180,8 @@ def _plain_list(items: list) -> None:
             items[i] = list(x)
         elif t is list:
             _plain_list(x)
+        elif t is EntryArray:
+            items[i] = to_plain(x)
         elif t is RespMap:
             items[i] = _plain_map(x)
         elif x is NULL_ARRAY:

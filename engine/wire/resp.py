@@ -25,7 +25,7 @@ from operator import itemgetter
 from typing import Any, Final
 
 from streamkeep.engine.wire.errors import ReplyError, StreamkeepError
-from streamkeep.engine.wire.reply import NULL_ARRAY, Push, RespMap, RespSet, Verbatim
+from streamkeep.engine.wire.reply import NULL_ARRAY, EntryArray, Push, RespMap, RespSet, Verbatim
 
 __all__ = [
     "BIG_BULK",
@@ -131,6 +131,7 @@ _SEQUENCES: Final = frozenset((list, tuple))
 _ENTRIES_MIN: Final = 8  # an array this long may take the entries fast path
 _ENTRIES_CHUNK: Final = 2048  # entries encoded per join (bounds the token list)
 _first, _second = itemgetter(0), itemgetter(1)
+_ENTRY_HEAD: Final = tuple(b"*2\r\n$%d" % n for n in range(_SMALL))  # an entry's first line pair
 
 BIG_BULK: Final = 64 * 1024
 """A bulk this long or longer is kept by reference in a `ReplyBuffer`, not copied into it."""
@@ -254,22 +255,16 @@ def _big_bulk(out: bytearray, value: bytes) -> None:
 
 
 def _write_array(out: bytearray, items: list | tuple, protocol: int) -> None:
-    """An array. A long one whose first element looks like a stream entry, [id, [field, value,
-    ...]], goes by chunks through the entries fast path (`_write_entries`, which falls back to
-    the generic loop for a chunk of any other shape); a `ReplyBuffer`'s limit is checked after
-    each chunk."""
+    """An array. A long one shaped like stream entries, [[id, [field, value, ...]], ...], goes by
+    chunks through the entries fast path (`_write_entries`, which falls back to the generic loop
+    for a chunk of any other shape); a `ReplyBuffer`'s limit is checked after each chunk."""
     n = len(items)
     out += _ARRAY_HDR[n] if n < _SMALL else b"*%d\r\n" % n
     if n >= _ENTRIES_MIN:
         first = items[0]
         if type(first) in _SEQUENCES and len(first) == 2 and type(first[0]) is bytes \
                 and type(first[1]) in _SEQUENCES:
-            for i in range(0, n, _ENTRIES_CHUNK):
-                chunk = items[i: i + _ENTRIES_CHUNK]
-                if not _write_entries(out, chunk):
-                    _write_items(out, chunk, protocol)
-                if type(out) is not bytearray:
-                    out.check()  # type: ignore[attr-defined]
+            _write_entry_chunks(out, items, protocol)
             return
         if n > _ENTRIES_CHUNK and type(out) is not bytearray:
             for i in range(0, n, _ENTRIES_CHUNK):
@@ -279,50 +274,99 @@ def _write_array(out: bytearray, items: list | tuple, protocol: int) -> None:
     _write_items(out, items, protocol)
 
 
+def _write_entry_array(out: bytearray, entries: EntryArray, protocol: int) -> None:
+    """The model's entries, by chunks of its two columns: their shape is known, so the fast path
+    builds no pairs and checks no types."""
+    n = len(entries)
+    out += _ARRAY_HDR[n] if n < _SMALL else b"*%d\r\n" % n
+    ids, fields = entries.ids, entries.fields
+    for i in range(0, n, _ENTRIES_CHUNK):
+        chunk_ids, chunk_fields = ids[i: i + _ENTRIES_CHUNK], fields[i: i + _ENTRIES_CHUNK]
+        if not _write_columns(out, chunk_ids, chunk_fields, True):
+            _write_items(out, list(map(list, zip(chunk_ids, chunk_fields, strict=True))),
+                         protocol)
+        if type(out) is not bytearray:
+            out.check()  # type: ignore[attr-defined]
+
+
+def _write_entry_chunks(out: bytearray, items: list | tuple, protocol: int) -> None:
+    for i in range(0, len(items), _ENTRIES_CHUNK):
+        chunk = items[i: i + _ENTRIES_CHUNK]
+        if not _write_entries(out, chunk):
+            _write_items(out, chunk, protocol)
+        if type(out) is not bytearray:
+            out.check()  # type: ignore[attr-defined]
+
+
 def _write_entries(out: bytearray, entries: list | tuple) -> bool:
-    """Stream entries, [id, [field, value, ...]] with the same number of fields each and every
-    bulk under `_SMALL` bytes, as one `b"\\r\\n".join` over their lines laid out by slice
-    assignment: the per-element work runs in C (map, chain, slicing). False, with nothing
-    written, for any other shape (the caller then takes the generic loop): the bytes are the
-    same either way."""
+    """Stream entries in any list, [[id, [field, value, ...]], ...]: their shape checked in C
+    (sets of types and lengths), then `_write_columns`. False, with nothing written, for any
+    other shape (the caller then takes the generic loop): the bytes are the same either way."""
     if not set(map(type, entries)) <= _SEQUENCES or set(map(len, entries)) != {2}:
         return False
     ids = list(map(_first, entries))
     fields = list(map(_second, entries))
-    if not set(map(type, fields)) <= _SEQUENCES:  # e.g. a deleted entry's nil: [id, nil]
+    if not set(map(type, fields)) <= _SEQUENCES or set(map(type, ids)) != {bytes}:
+        return False  # e.g. a deleted entry's nil: [id, nil]
+    return _write_columns(out, ids, fields, False)
+
+
+def _write_columns(out: bytearray, ids: list[bytes], fields: list, trusted: bool) -> bool:
+    """Entries given as their IDs and their flat field lists, with the same number of fields
+    each and every bulk under `_SMALL` bytes, as one `b"\\r\\n".join` over their lines laid
+    out by slice assignment: the per-element work runs in C (map, chain, slicing,
+    itemgetter). A field name that every entry of the chunk shares is one constant element
+    with its `$<len>` line, so neither is looked up per entry. False, with nothing written,
+    for any other shape. `trusted` (an `EntryArray`) skips the check that every field and
+    value is bytes; a wrong element still fails in C (len, join) before anything is written."""
+    try:
+        counts = set(map(len, fields))
+        if len(counts) != 1:
+            return False
+        k = counts.pop()
+        flat = list(chain.from_iterable(fields))
+        if not k or k >= _SMALL or (not trusted and set(map(type, flat)) != {bytes}):
+            return False
+        columns = _entry_columns(ids, flat, k)
+        period = len(columns)
+        lines: list[bytes] = [b""] * (len(ids) * period)
+        for i, column in enumerate(columns):
+            lines[i::period] = column
+        lines.append(b"")  # the join then ends in CRLF
+        out += b"\r\n".join(lines)
+    except (IndexError, TypeError):  # a bulk of _SMALL bytes or more, or a wrong element
         return False
-    counts = set(map(len, fields))
-    if len(counts) != 1 or set(map(type, ids)) != {bytes}:
-        return False
-    k = counts.pop()
-    flat = list(chain.from_iterable(fields))
-    if not k or k >= _SMALL or set(map(type, flat)) != {bytes}:
-        return False
-    try:  # every line `$<len>` from the table: no bulk of _SMALL bytes or more
-        id_lines = _lines_of(ids)
-        flat_lines = _lines_of(flat)
-    except IndexError:
-        return False
-    m = len(entries)
-    period = 4 + 2 * k  # *2, $<id len>, id, *<k>, then $<len>, bulk per field or value
-    lines: list[bytes] = [b"*2"] * (m * period)
-    lines.append(b"")  # the join then ends in CRLF
-    lines[1::period] = id_lines
-    lines[2::period] = ids
-    lines[3::period] = [_ARRAY_LINE[k]] * m
-    for j in range(k):
-        lines[4 + 2 * j::period] = flat_lines[j::k]
-        lines[5 + 2 * j::period] = flat[j::k]
-    out += b"\r\n".join(lines)
     return True
 
 
-def _lines_of(bulks: list[bytes]) -> list[bytes] | tuple[bytes, ...]:
-    """The `$<len>` line of each bulk (IndexError for one of _SMALL bytes or more); itemgetter
-    looks them all up in one C call."""
+def _entry_columns(ids: list[bytes], flat: list[bytes], k: int) -> list[Sequence[bytes]]:
+    """The join's elements for m entries of k fields, column by column: each entry's
+    `*2\\r\\n$<id len>`, its ID, then per field or value either its `$<len>` line and its
+    bulk, or (a field name the chunk's entries share) one constant element holding both; the
+    `*<k>` line is folded into the first element after the ID."""
+    m = len(ids)
+    columns: list[Sequence[bytes]] = [_lines_of(ids, _ENTRY_HEAD), ids]
+    prefix = _ARRAY_HDR[k]
+    for j in range(k):
+        column = flat[j::k]
+        if j % 2 == 0 and len(set(column)) == 1:
+            name = column[0]
+            columns.append([prefix + _BULK_LINE[len(name)] + _CRLF + name] * m)
+        else:
+            heads = _lines_of(column, _BULK_LINE)
+            columns.append([prefix + h for h in heads] if prefix else heads)
+            columns.append(column)
+        prefix = b""
+    return columns
+
+
+def _lines_of(bulks: list[bytes], table: tuple[bytes, ...] = _BULK_LINE
+              ) -> list[bytes] | tuple[bytes, ...]:
+    """Each bulk's line by its length from `table` (IndexError for one of _SMALL bytes or more);
+    itemgetter looks them all up in one C call."""
     if len(bulks) < 2:  # itemgetter of one index returns the item, not a tuple
-        return [_BULK_LINE[len(b)] for b in bulks]
-    lines: tuple[bytes, ...] = itemgetter(*map(len, bulks))(_BULK_LINE)
+        return [table[len(b)] for b in bulks]
+    lines: tuple[bytes, ...] = itemgetter(*map(len, bulks))(table)
     return lines
 
 
@@ -375,7 +419,9 @@ def _int_line(value: int, protocol: int) -> bytes:
 def _write_other(out: bytearray, value: Any, protocol: int) -> None:
     """The less frequent shapes: maps, RESP3 types, errors, null arrays, other byte buffers."""
     t = type(value)
-    if t is RespMap:
+    if t is EntryArray:
+        _write_entry_array(out, value, protocol)
+    elif t is RespMap:
         _write_map(out, value, protocol)
     elif value is NULL_ARRAY:
         out += _NULL_ARRAY[protocol]

@@ -21,7 +21,15 @@ from hypothesis import strategies as st
 
 from streamkeep.engine.wire import resp
 from streamkeep.engine.wire.errors import ReplyError, StreamkeepError
-from streamkeep.engine.wire.reply import NULL_ARRAY, Push, RespMap, RespSet, Verbatim, to_plain
+from streamkeep.engine.wire.reply import (
+    NULL_ARRAY,
+    EntryArray,
+    Push,
+    RespMap,
+    RespSet,
+    Verbatim,
+    to_plain,
+)
 from streamkeep.engine.wire.resp import (
     BIG_BULK,
     NEED_MORE,
@@ -1073,6 +1081,8 @@ def _entries(draw: st.DrawFn) -> list:
     k = draw(st.integers(1, 4))
     n = draw(st.sampled_from([8, 9, 40, 2049, 4100]))
     seqs = draw(st.sampled_from([list, tuple]))
+    # Field names every entry shares (the usual stream) take the constant-element layout.
+    names = draw(st.one_of(st.none(), st.lists(_bulks, min_size=k, max_size=k)))
     entries: list[Any] = []
     for _ in range(n):
         if draw(st.integers(0, 200)) == 0:
@@ -1080,7 +1090,10 @@ def _entries(draw: st.DrawFn) -> list:
                 [b"1-1", [b"f"] * (k + 1)], [b"1-1", [7, b"v"]], (b"1-1", (b"f", None)),
                 b"not an entry", [b"1-1"], [b"1-1", [b"f"], b"extra"]])))
             continue
-        entries.append([draw(_entry_ids), seqs(draw(_bulks) for _ in range(2 * k))])
+        flat = [draw(_bulks) for _ in range(2 * k)]
+        if names is not None:
+            flat[0::2] = names
+        entries.append([draw(_entry_ids), seqs(flat)])
     return entries
 
 
@@ -1227,3 +1240,35 @@ def test_entries_with_a_deleted_entrys_nil_encode_like_the_generic_path(protocol
     expected = (b"*%d\r\n" % len(entries)) + b"".join(encode_reply(e, protocol)
                                                       for e in entries)
     assert encode_reply(entries, protocol) == expected
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(_entries(), st.sampled_from([2, 3]))
+def test_entry_arrays_encode_byte_for_byte_as_plain_lists(entries: list, protocol: int) -> None:
+    """The model's EntryArray (two columns, types trusted) encodes exactly as the same entries
+    in a plain list through the generic path, in a bytearray and in a ReplyBuffer."""
+    valid = [[e[0], tuple(e[1])] for e in entries
+             if type(e) is list and len(e) == 2 and type(e[0]) is bytes
+             and type(e[1]) in (list, tuple) and all(type(x) is bytes for x in e[1])]
+    array = EntryArray([e[0] for e in valid], [e[1] for e in valid])
+    generic = b"*%d\r\n" % len(valid) + b"".join(encode_reply(e, protocol) for e in valid)
+    assert encode_reply(array, protocol) == generic
+    buf = ReplyBuffer()
+    write_reply(buf, [b"key", array], protocol)
+    assert b"".join(buf.parts()) == b"*2\r\n$3\r\nkey\r\n" + generic
+
+
+def test_entry_array_reads_as_the_list_of_its_entries() -> None:
+    array = EntryArray([b"1-1", b"2-1", b"3-1"], [(b"f", b"a"), (b"f", b"b"), (b"g", b"c", b"h", b"d")])
+    plain = [[b"1-1", (b"f", b"a")], [b"2-1", (b"f", b"b")], [b"3-1", (b"g", b"c", b"h", b"d")]]
+    assert len(array) == 3 and bool(array) and not EntryArray()
+    assert array[0] == plain[0] and array[-1] == plain[-1]
+    assert array[1:] == plain[1:] and type(array[1:]) is EntryArray
+    assert list(array) == plain and array == plain and array != plain[:2]
+    assert array == EntryArray(list(array.ids), list(array.fields))
+    assert to_plain(array) == [[i, list(f)] for i, f in plain]
+    assert to_plain([b"k", array]) == [b"k", [[i, list(f)] for i, f in plain]]
+    # A wrong element (never built by the model) fails the fast path in C, before anything is
+    # written, and the chunk goes the generic way.
+    bad = EntryArray([b"1-1"] * 9, [(b"f", 7)] * 9)
+    assert encode_reply(bad, 2) == encode_reply([[b"1-1", [b"f", 7]]] * 9, 2)
