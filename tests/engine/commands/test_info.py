@@ -50,7 +50,7 @@ def test_info_sections(backend: Any) -> None:
     info = parse_info(text)
     assert list(info) == ["server", "clients", "memory", "persistence", "stats",
                           "replication", "cpu", "modules", "cluster", "keyspace"]
-    assert info["server"]["redis_version"] == "8.4.0"
+    assert info["server"]["redis_version"] == "8.10.2"
     assert info["server"]["streamkeep_version"]
     assert info["keyspace"] == {"db0": "keys=1,expires=0,avg_ttl=0,subexpiry=0",
                                 "db3": "keys=2,expires=0,avg_ttl=0,subexpiry=0"}
@@ -100,7 +100,7 @@ def test_info_through_the_server(served: ServerHandle) -> None:
     r3 = redis.Redis(host=served.host, port=served.port, protocol=3)
     r3.xadd("s", {"f": "v"})
     info = r3.info()
-    assert info["redis_version"] == "8.4.0" and info["role"] == "master"
+    assert info["redis_version"] == "8.10.2" and info["role"] == "master"
     assert info["db0"]["keys"] == 1
     assert info["connected_clients"] == 1
     assert info["tcp_port"] == served.port
@@ -112,7 +112,7 @@ def test_info_through_the_server(served: ServerHandle) -> None:
             chunk = s.recv(65536)
             assert chunk, data
             data += chunk
-        assert b"\r\n=" in data and b"\r\ntxt:# Server\r\nredis_version:8.4.0\r\n" in data
+        assert b"\r\n=" in data and b"\r\ntxt:# Server\r\nredis_version:8.10.2\r\n" in data
     raw = connect(served)
     stats = parse_info(raw.execute("INFO", "stats"))["stats"]
     assert int(stats["total_connections_received"]) >= 2
