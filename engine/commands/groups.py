@@ -19,12 +19,12 @@ from streamkeep.engine.model.effects import (
     sk_xconsumer_effect,
     xack_effect,
     xclaim_effect,
-    xnack_effect,
     xgroup_create_effect,
     xgroup_createconsumer_effect,
     xgroup_delconsumer_effect,
     xgroup_destroy_effect,
     xgroup_setid_effect,
+    xnack_effect,
 )
 from streamkeep.engine.model.groups import (
     INVALID_ENTRIES_READ,
@@ -398,8 +398,8 @@ def xpending(ctx: Ctx, argv: Argv) -> list:
         if not count:
             break
         nack = group.pel[sid]
-        if min_idle and now - nack.delivery_time < min_idle:
-            continue
+        if min_idle and now - nack.delivery_time < min_idle and nack.consumer is not None:
+            continue  # (an XNACK-released entry counts as idle enough for any IDLE)
         count -= 1
         out.append([format_id(sid), b"" if nack.consumer is None else nack.consumer.name,
                     pending_idle(nack, now), nack.delivery_count])
@@ -554,7 +554,8 @@ def xclaim(ctx: Ctx, argv: Argv) -> list:
             continue
         if nack is None and not o.force:
             continue
-        if nack is not None and min_idle and now - nack.delivery_time < min_idle:
+        if (nack is not None and min_idle and now - nack.delivery_time < min_idle
+                and nack.consumer is not None):  # XNACK-released: claimable at once
             continue
         if o.retrycount >= 0:
             count = o.retrycount
@@ -626,8 +627,8 @@ def xautoclaim(ctx: Ctx, argv: Argv) -> list:
             count -= 1
             continue
         nack = group.pel[sid]
-        if min_idle and now - nack.delivery_time < min_idle:
-            continue
+        if min_idle and now - nack.delivery_time < min_idle and nack.consumer is not None:
+            continue  # (an XNACK-released entry is claimable whatever the min-idle-time)
         new_count = nack.delivery_count + (0 if justid else 1)
         group.add_pending(sid, consumer, now, new_count)
         consumer.active_time = now

@@ -372,8 +372,10 @@ class Delivery:
         picked: list[int] = []
         order = group.pel_by_time.iter_oldest(group.pel)
         for t, sid in order:
-            if now - t < min_idle or (count and len(picked) >= count):
+            if count and len(picked) >= count:
                 break
+            if now - t < min_idle and group.pel[sid].consumer is not None:
+                break  # XNACK-released entries (time 0, so first) are claimable at once
             picked.append(sid)
         order.close()
         caps = self.caps
@@ -436,7 +438,7 @@ def _oldest_claimable(s: Stream, group: ConsumerGroup, now: int, min_idle: int) 
     try:
         for t, sid in order:
             if sid in s:
-                return now - t >= min_idle
+                return now - t >= min_idle or group.pel[sid].consumer is None
         return False
     finally:
         order.close()
