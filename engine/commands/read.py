@@ -216,7 +216,8 @@ def xread(ctx: Ctx, argv: Argv) -> object:
 def _xread(ctx: Ctx, argv: Argv, a: ReadArgs) -> object:
     ids = _resolve_ids(ctx, argv, a)
     served = []
-    caps = Caps(a) if a.maxcount or a.maxsize else None
+    caps = Caps(a) if a.maxsize else None
+    left = a.maxcount  # MAXCOUNT alone is plain arithmetic: it costs what COUNT costs
     for k, gt in enumerate(ids):
         key = argv[a.streams_at + k]
         s = ctx.db.get(key)
@@ -226,13 +227,17 @@ def _xread(ctx: Ctx, argv: Argv, a: ReadArgs) -> object:
         if gt == _PLUS:
             gt = decr_id(last) or 0
         if last > gt:
-            if caps is None:
-                served.append((key, s.range(gt + 1, MAX_ID, a.count)))
-                continue
-            entries = _capped_range(s, gt + 1, caps.stream_count(a.count), caps)
+            if caps is not None:
+                entries = _capped_range(s, gt + 1, caps.stream_count(a.count), caps)
+                caps.served(len(entries))
+            elif left:
+                entries = s.range(gt + 1, MAX_ID, left if not a.count or left < a.count
+                                  else a.count)
+                left -= len(entries)
+            else:
+                entries = s.range(gt + 1, MAX_ID, a.count)
             served.append((key, entries))
-            caps.served(len(entries))
-            if caps.exhausted():
+            if a.maxcount and not left or caps is not None and caps.exhausted():
                 break
     if served:
         return RespMap(served, as_pairs=True)
@@ -460,13 +465,19 @@ def _xreadgroup(ctx: Ctx, argv: Argv, a: ReadArgs) -> object:
     gname, cname = a.group, a.consumer
     claim = a.claim
     served = []
-    caps = Caps(a) if a.maxcount or a.maxsize else None
+    caps = Caps(a) if a.maxsize else None
+    left = a.maxcount  # MAXCOUNT alone is plain arithmetic: it costs what COUNT costs
     count = a.count
     for k, gt in enumerate(ids):
+        # Once a cap is used up, later streams are neither served nor touched.
         if caps is not None:
             if caps.exhausted():
-                break  # the caps are used up: later streams are neither served nor touched
+                break
             count = caps.stream_count(a.count)
+        elif left:
+            count = left if not a.count or left < a.count else a.count
+        elif a.maxcount:
+            break
         key = argv[a.streams_at + k]
         s: Stream = ctx.db[key]
         group = s.groups[gname]  # type: ignore[index]
@@ -491,6 +502,8 @@ def _xreadgroup(ctx: Ctx, argv: Argv, a: ReadArgs) -> object:
                 served.append((key, d.entries))
         if caps is not None:
             caps.served(len(d.entries))
+        elif left:
+            left -= len(d.entries)
         after = (consumer.seen_time, consumer.active_time)
         if d.touched or after != before:
             ctx.effects.append(
