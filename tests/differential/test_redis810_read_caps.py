@@ -17,24 +17,19 @@ from typing import Any
 import pytest
 import redis
 
-from streamkeep import Engine, ReplyError
+from streamkeep import Engine
 from streamkeep.engine.runtime.core import Session
+from tests.support.command_strategies import Clock as StrategyClock
+from tests.support.diffutil import err
 
 MAX_ID = "18446744073709551615-18446744073709551615"
 
 
-class Clock:
+class Clock(StrategyClock):
+    """The shared settable clock, started at 1,000,000 ms."""
+
     def __init__(self, now: int = 1_000_000) -> None:
         self.now = now
-
-    def __call__(self) -> int:
-        return self.now
-
-
-def err(engine: Engine, *argv: Any) -> str:
-    with pytest.raises(ReplyError) as info:
-        engine.execute(*argv)
-    return str(info.value)
 
 
 def two_streams(clock: Clock | None = None) -> Engine:

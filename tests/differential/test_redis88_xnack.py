@@ -14,23 +14,18 @@ from typing import Any
 import pytest
 import redis
 
-from streamkeep import Engine, ReplyError
+from streamkeep import Engine
+from tests.support.command_strategies import Clock as StrategyClock
+from tests.support.diffutil import err
 
 LLONG_MAX = 9223372036854775807
 
 
-class Clock:
+class Clock(StrategyClock):
+    """The shared settable clock, started at 1,000,000 ms."""
+
     def __init__(self, now: int = 1_000_000) -> None:
         self.now = now
-
-    def __call__(self) -> int:
-        return self.now
-
-
-def err(engine: Engine, *argv: Any) -> str:
-    with pytest.raises(ReplyError) as info:
-        engine.execute(*argv)
-    return str(info.value)
 
 
 def delivered(clock: Clock | None = None) -> Engine:
