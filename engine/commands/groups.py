@@ -353,6 +353,8 @@ def xnack(ctx: Ctx, argv: Argv) -> int:
         released += 1
         if not ctx.replaying:
             ctx.emit(xnack_effect(key, gname, sid, count))
+    if released and not ctx.replaying:
+        ctx.signal(key)  # a blocked XREADGROUP ... CLAIM can take them now, not at its timer
     return released
 
 

@@ -167,7 +167,9 @@ def xclaim_effect(
 
 def xnack_effect(key: bytes, group: bytes, sid: int, delivery_count: int) -> Effect:
     """The XNACK that releases `sid` with this exact delivery count: FAIL with RETRYCOUNT
-    states the count whatever the mode was, FORCE recreates it if the PEL lacked it."""
+    states the count whatever the mode was, FORCE recreates it if the PEL lacked it (the shape
+    Redis 8.8's AOF rewrite gives released entries, per https://github.com/redis/librdb/pull/98,
+    one ID each here)."""
     return [b"XNACK", key, group, b"FAIL", b"IDS", b"1", format_id(sid), b"RETRYCOUNT",
             b"%d" % delivery_count, b"FORCE"]
 

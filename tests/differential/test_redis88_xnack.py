@@ -264,3 +264,19 @@ def test_redis_py_xnack_embedded_and_served(protocol: int, served: Any) -> None:
             target.delete("s")
     finally:
         client.close()
+
+
+def test_release_wakes_a_blocked_claim_read() -> None:
+    """Released entries are "immediately available for re-delivery": a consumer blocked in
+    XREADGROUP ... CLAIM (whose own timer is far away) gets one as soon as XNACK releases it
+    (https://redis.io/docs/latest/commands/xnack/)."""
+    from streamkeep.engine.runtime.core import Session
+
+    e = delivered()
+    waiter, _ = e.submit(Session(), (b"XREADGROUP", b"GROUP", b"mygroup", b"c2", b"BLOCK",
+                                     b"0", b"CLAIM", b"3600000", b"STREAMS", b"mystream", b">"))
+    assert not waiter.done
+    e.execute("XNACK", "mystream", "mygroup", "FAIL", "IDS", "1", "1526569498056-0")
+    assert waiter.done
+    entries = waiter.result.items[0][1]
+    assert [m[0] for m in entries] == [b"1526569498056-0"] and entries[0][3] == 1
