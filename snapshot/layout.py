@@ -22,7 +22,9 @@ A snapshot is one LMDB environment in one file (`subdir=False`, no lock file). S
     consumers  key: number u64 | u16 len(group) | group | consumer name
                value: msgpack [seen_time, active_time]
     pel        key: number u64 | u16 len(group) | group | entry ID
-               value: msgpack [consumer name, delivery_time, delivery_count]
+               value: msgpack [consumer name, delivery_time, delivery_count]; the consumer
+               name is nil for an entry XNACK released (owned by no consumer; older
+               snapshots have none, so they load unchanged)
 
 Every integer in a key is big-endian, so LMDB's byte order is numeric order: one stream's nodes
 are contiguous and in ID order, and so are one group's PEL entries. An entry ID in a key or value
@@ -158,7 +160,7 @@ def encode_consumer(seen_time: int, active_time: int) -> bytes:
     return _packb([seen_time, active_time])
 
 
-def encode_pending(consumer: bytes, delivery_time: int, delivery_count: int) -> bytes:
+def encode_pending(consumer: bytes | None, delivery_time: int, delivery_count: int) -> bytes:
     return _packb([consumer, delivery_time, delivery_count])
 
 

@@ -42,6 +42,9 @@ def load_snapshot(engine: Engine, path: str) -> Meta:
                     consumer.active_time = c.active_time
                 consumers = group.consumers
                 for p in snap.pending(info.db, info.key, g.name):
+                    if p.consumer is None:  # XNACK released it: unowned, delivery time 0
+                        group.release(p.id.as_int(), p.delivery_count)
+                        continue
                     group.add_pending(p.id.as_int(), consumers[p.consumer], p.delivery_time,
                                       p.delivery_count)
             engine.dbs[info.db][info.key] = s

@@ -72,7 +72,7 @@ class GroupInfo:
 
 class PendingEntry(NamedTuple):
     id: ID
-    consumer: bytes
+    consumer: bytes | None  # None: released by XNACK (Redis 8.8), owned by no consumer
     delivery_time: int
     delivery_count: int
 

@@ -59,7 +59,8 @@ def _tables(dbs: list[dict[bytes, Stream]]) -> Iterator[tuple[str, bytes, bytes]
                 for sid in g.pel_index:
                     nack = g.pel[sid]
                     yield "pel", prefix + layout.id_bytes(sid), layout.encode_pending(
-                        nack.consumer.name, nack.delivery_time, nack.delivery_count)
+                        None if nack.consumer is None else nack.consumer.name,
+                        nack.delivery_time, nack.delivery_count)
 
 
 def write_snapshot(dbs: list[dict[bytes, Stream]], path: str, lsn: int, created_ms: int,

@@ -1,9 +1,11 @@
-"""Consumer-group commands: XGROUP, XACK, XACKDEL, XPENDING, XCLAIM, XAUTOCLAIM, SK.XCONSUMER.
+"""Consumer-group commands: XGROUP, XACK, XACKDEL, XNACK, XPENDING, XCLAIM, XAUTOCLAIM,
+SK.XCONSUMER.
 
 Owns these commands' parsing, replies and effects. Claims replay as the 14-argument XCLAIM with
 absolute TIME and exact RETRYCOUNT; PEL entries whose stream entry is gone are cleaned up with an
 XACK (it names no consumer, so replay touches no consumer's times); `SK.XCONSUMER` pins the
-claiming consumer's seen/active times. XREADGROUP lives in engine.cmd_read. Must not touch:
+claiming consumer's seen/active times. XNACK replays as one `XNACK key group FAIL IDS 1 id
+RETRYCOUNT n FORCE` per released entry (the exact count, whatever the mode was). XREADGROUP lives in engine.cmd_read. Must not touch:
 stream storage internals, other commands.
 """
 
@@ -22,8 +24,14 @@ from streamkeep.engine.model.effects import (
     xgroup_delconsumer_effect,
     xgroup_destroy_effect,
     xgroup_setid_effect,
+    xnack_effect,
 )
-from streamkeep.engine.model.groups import INVALID_ENTRIES_READ, Consumer, ConsumerGroup
+from streamkeep.engine.model.groups import (
+    INVALID_ENTRIES_READ,
+    Consumer,
+    ConsumerGroup,
+    pending_idle,
+)
 from streamkeep.engine.model.ids import (
     MAX_ID,
     format_id,
@@ -241,6 +249,8 @@ def xackdel(ctx: Ctx, argv: Argv) -> list[int]:
         return [-1] * len(args.ids)
     sids = [parse_strict(x) for x in args.ids]
     key, policy = argv[1], args.policy
+    # This command's effects start here (a transaction's earlier commands' come before).
+    mark = len(ctx.effects)
     codes: list[int] = []
     acked: list[int] = []
     to_delete: list[int] = []
@@ -258,10 +268,94 @@ def xackdel(ctx: Ctx, argv: Argv) -> list[int]:
         to_delete.append(sid)
         codes.append(1)
     if acked:
-        ctx.effects.insert(0, xack_effect(key, argv[2], acked))
+        ctx.effects.insert(mark, xack_effect(key, argv[2], acked))
     if to_delete:
         delete_entries_with_policy(ctx, key, s, to_delete, b"KEEPREF")
     return codes
+
+
+# --- XNACK --------------------------------------------------------------------------------------
+
+_XNACK_MODES = (b"silent", b"fail", b"fatal")
+
+
+class NackArgs:
+    """XNACK's parsed arguments: mode, IDs, RETRYCOUNT (-1 when not given), FORCE."""
+
+    __slots__ = ("mode", "sids", "retrycount", "force")
+
+    def __init__(self, mode: bytes, sids: list[int], retrycount: int, force: bool) -> None:
+        self.mode = mode
+        self.sids = sids
+        self.retrycount = retrycount
+        self.force = force
+
+
+def parse_xnack_args(argv: Argv) -> NackArgs:
+    """`key group <SILENT | FAIL | FATAL> IDS numids id... [RETRYCOUNT count] [FORCE]`; the
+    IDS block parses as XACKDEL's (same errors), the IDs are checked before the key."""
+    mode = argv[3].lower()
+    if mode not in _XNACK_MODES or not is_word(argv[4], b"ids"):
+        raise ReplyError(SYNTAX)
+    numids = parse_int_range(argv[5], 1, LLONG_MAX, "Number of IDs must be a positive integer")
+    if numids > len(argv) - 6:
+        raise ReplyError("ERR The `numids` parameter must match the number of arguments")
+    sids = [parse_strict(x) for x in argv[6:6 + numids]]
+    retrycount, force = -1, False
+    i = 6 + numids
+    while i < len(argv):
+        if is_word(argv[i], b"retrycount") and i + 1 < len(argv):
+            retrycount = parse_int_range(argv[i + 1], 0, LLONG_MAX,
+                                         "Invalid RETRYCOUNT option argument for XNACK")
+            i += 2
+        elif is_word(argv[i], b"force"):
+            force = True
+            i += 1
+        else:
+            raise ReplyError(SYNTAX)
+    return NackArgs(mode, sids, retrycount, force)
+
+
+def nacked_count(mode: bytes, before: int | None, retrycount: int) -> int:
+    """Redis 8.8's delivery counter after XNACK: RETRYCOUNT when given, else SILENT undoes the
+    delivery (never below 0), FAIL keeps it, FATAL sets LLONG_MAX; an entry FORCE adds to the
+    PEL (`before` None) starts at 0 unless FATAL."""
+    if retrycount >= 0:
+        return retrycount
+    if mode == b"fatal":
+        return LLONG_MAX
+    if before is None:
+        return 0
+    return max(before - 1, 0) if mode == b"silent" else before
+
+
+@command("xnack", -7, "write fast", summary="Releases pending messages back to the group's PEL "
+         "without acknowledging them, making them available for re-delivery.", since="8.8.0",
+         syntax="key group <mode: SILENT | FAIL | FATAL> <IDS numids:integer id...> "
+                "[RETRYCOUNT count:integer] [FORCE]")
+def xnack(ctx: Ctx, argv: Argv) -> int:
+    """Unowned, delivery time 0, counter by mode: immediately claimable by XCLAIM, XAUTOCLAIM
+    and XREADGROUP ... CLAIM (never re-delivered by a plain `>`). Returns how many were
+    released; IDs not pending are skipped unless FORCE finds them in the stream."""
+    a = parse_xnack_args(argv)
+    key, gname = argv[1], argv[2]
+    s, group = _group_or_none(ctx, key, gname)
+    if s is None or group is None:
+        raise nogroup(key, gname)
+    released = 0
+    for sid in a.sids:
+        nack = group.pel.get(sid)
+        if nack is None and not (a.force and sid in s):
+            continue
+        count = nacked_count(a.mode, None if nack is None else nack.delivery_count,
+                             a.retrycount)
+        group.release(sid, count)
+        released += 1
+        if not ctx.replaying:
+            ctx.emit(xnack_effect(key, gname, sid, count))
+    if released and not ctx.replaying:
+        ctx.signal(key)  # a blocked XREADGROUP ... CLAIM can take them now, not at its timer
+    return released
 
 
 # --- XPENDING ------------------------------------------------------------------------------------
@@ -306,11 +400,11 @@ def xpending(ctx: Ctx, argv: Argv) -> list:
         if not count:
             break
         nack = group.pel[sid]
-        if min_idle and now - nack.delivery_time < min_idle:
-            continue
+        if min_idle and now - nack.delivery_time < min_idle and nack.consumer is not None:
+            continue  # (an XNACK-released entry counts as idle enough for any IDLE)
         count -= 1
-        out.append([format_id(sid), nack.consumer.name, max(now - nack.delivery_time, 0),
-                    nack.delivery_count])
+        out.append([format_id(sid), b"" if nack.consumer is None else nack.consumer.name,
+                    pending_idle(nack, now), nack.delivery_count])
     return out
 
 
@@ -462,7 +556,8 @@ def xclaim(ctx: Ctx, argv: Argv) -> list:
             continue
         if nack is None and not o.force:
             continue
-        if nack is not None and min_idle and now - nack.delivery_time < min_idle:
+        if (nack is not None and min_idle and now - nack.delivery_time < min_idle
+                and nack.consumer is not None):  # XNACK-released: claimable at once
             continue
         if o.retrycount >= 0:
             count = o.retrycount
@@ -534,8 +629,8 @@ def xautoclaim(ctx: Ctx, argv: Argv) -> list:
             count -= 1
             continue
         nack = group.pel[sid]
-        if min_idle and now - nack.delivery_time < min_idle:
-            continue
+        if min_idle and now - nack.delivery_time < min_idle and nack.consumer is not None:
+            continue  # (an XNACK-released entry is claimable whatever the min-idle-time)
         new_count = nack.delivery_count + (0 if justid else 1)
         group.add_pending(sid, consumer, now, new_count)
         consumer.active_time = now

@@ -5,7 +5,10 @@ what they do to the group (last ID, entries read, PEL, consumer times) and their
 delivered or claimed entry the 14-argument XCLAIM, for history reads the same XCLAIM without
 LASTID (Redis lets delivery counts drift there; we do not), then `XGROUP SETID ... ENTRIESREAD` if
 the group moved, then `SK.XCONSUMER` pinning the consumer's seen/active times. When nothing can
-be served and BLOCK was given it returns a `Block`. Must not touch: other commands' semantics.
+be served and BLOCK was given it returns a `Block`. Redis 8.10's MAXCOUNT/MAXSIZE cap the whole
+reply (`Caps`): streams are served in argument order until the cap is reached, the entry that
+crosses MAXSIZE included, so a read serves at least one entry; only served entries are delivered.
+Must not touch: other commands' semantics.
 """
 
 from __future__ import annotations
@@ -26,12 +29,13 @@ from streamkeep.engine.model.groups import (
     ConsumerGroup,
     advance_entries_read,
     has_tombstones_between,
+    pending_idle,
 )
 from streamkeep.engine.model.ids import MAX_ID, decr_id, format_id, parse_strict
 from streamkeep.engine.model.stream import Stream
-from streamkeep.engine.wire.args import parse_int, parse_timeout_ms
+from streamkeep.engine.wire.args import LLONG_MAX, parse_int, parse_int_range, parse_timeout_ms
 from streamkeep.engine.wire.errors import SYNTAX, ReplyError, nogroup
-from streamkeep.engine.wire.reply import NULL_ARRAY, RespMap
+from streamkeep.engine.wire.reply import NULL_ARRAY, EntryArray, RespMap
 
 _GT_NEW = -1  # the ">" ID
 _PLUS = -2  # XREAD's "+" (Redis 7.4: the last entry)
@@ -39,7 +43,7 @@ _PLUS = -2  # XREAD's "+" (Redis 7.4: the last entry)
 
 class ReadArgs:
     __slots__ = ("timeout", "count", "streams_at", "nstreams", "group", "consumer", "noack",
-                 "claim")
+                 "claim", "maxcount", "maxsize")
 
     def __init__(self) -> None:
         self.timeout = -1
@@ -50,6 +54,47 @@ class ReadArgs:
         self.consumer = b""
         self.noack = False
         self.claim = -1  # XREADGROUP CLAIM min-idle-time, -1 when not given
+        self.maxcount = 0  # Redis 8.10 MAXCOUNT / MAXSIZE, 0 when not given
+        self.maxsize = 0
+
+
+def entry_reply_size(idb: bytes, fields: tuple) -> int:
+    """What one entry adds to the reply (MAXSIZE's measure): its RESP encoding, `*2`, the ID
+    bulk string and the array of field and value bulk strings."""
+    size = 4 + 5 + len(str(len(idb))) + len(idb) + 3 + len(str(len(fields)))
+    for x in fields:
+        size += 5 + len(str(len(x))) + len(x)
+    return size
+
+
+class Caps:
+    """What is left of a read's MAXCOUNT and MAXSIZE (Redis 8.10) across its streams; -1 for a
+    cap not given. A stream is served only while both are left; the entry that crosses MAXSIZE
+    is still served (so a capped read serves at least one entry)."""
+
+    __slots__ = ("count_left", "size_left")
+
+    def __init__(self, a: ReadArgs) -> None:
+        self.count_left = a.maxcount or -1
+        self.size_left = a.maxsize or -1
+
+    def exhausted(self) -> bool:
+        return self.count_left == 0 or self.size_left == 0
+
+    def stream_count(self, count: int) -> int:
+        """The per-stream entry limit (0: none): COUNT, lowered to what MAXCOUNT leaves."""
+        left = self.count_left
+        if left < 0:
+            return count
+        return left if not count or left < count else count
+
+    def served(self, n: int) -> None:
+        if self.count_left > 0:
+            self.count_left -= n
+
+    def take(self, idb: bytes, fields: tuple) -> None:
+        """Charge one served entry to MAXSIZE (a cap of 0 left means stop)."""
+        self.size_left = max(self.size_left - entry_reply_size(idb, fields), 0)
 
 
 def _only_group(option: str) -> ReplyError:
@@ -70,6 +115,14 @@ def parse_read_args(argv: Argv, now: int, group_cmd: bool) -> ReadArgs:
             i += 2
         elif opt == b"count" and more:
             a.count = max(parse_int(argv[i + 1]), 0)
+            i += 2
+        elif opt == b"maxcount" and more:
+            a.maxcount = parse_int_range(argv[i + 1], 1, LLONG_MAX,
+                                         "MAXCOUNT must be a positive integer")
+            i += 2
+        elif opt == b"maxsize" and more:
+            a.maxsize = parse_int_range(argv[i + 1], 1, LLONG_MAX,
+                                        "MAXSIZE must be a positive integer")
             i += 2
         elif opt == b"streams" and more:
             a.streams_at = i + 1
@@ -104,6 +157,8 @@ def parse_read_args(argv: Argv, now: int, group_cmd: bool) -> ReadArgs:
             raise ReplyError(SYNTAX)
     if not a.streams_at:
         raise ReplyError(SYNTAX)
+    if a.maxcount and a.count and a.maxcount < a.count:
+        raise ReplyError("ERR MAXCOUNT must be greater than or equal to COUNT")
     if group_cmd and a.group is None:
         raise ReplyError("ERR Missing GROUP option for XREADGROUP")
     return a
@@ -143,14 +198,17 @@ def _resolve_ids(ctx: Ctx, argv: Argv, a: ReadArgs) -> list[int]:
                 raise _meaningless("+")
             ids.append(_PLUS)
         else:
-            ids.append(parse_strict(arg))
+            sid = parse_strict(arg)
+            # The maximal ID is how Redis stores '>': XREADGROUP reads it as '>' too.
+            ids.append(_GT_NEW if group_cmd and sid == MAX_ID else sid)
     return ids
 
 
 @command("xread", -4, "readonly blocking", keys=(0, 0, 0), summary="Returns messages from "
          "multiple streams with IDs greater than the ones requested. Blocks until a message is "
          "available otherwise.",
-         syntax="[COUNT count:integer] [BLOCK milliseconds:integer] <STREAMS key... id...>")
+         syntax="[COUNT count:integer] [MAXCOUNT maxcount:integer] [MAXSIZE maxsize:integer] "
+                "[BLOCK milliseconds:integer] <STREAMS key... id...>")
 def xread(ctx: Ctx, argv: Argv) -> object:
     return _xread(ctx, argv, parse_read_args(argv, ctx.now, False))
 
@@ -158,6 +216,8 @@ def xread(ctx: Ctx, argv: Argv) -> object:
 def _xread(ctx: Ctx, argv: Argv, a: ReadArgs) -> object:
     ids = _resolve_ids(ctx, argv, a)
     served = []
+    caps = Caps(a) if a.maxsize else None
+    left = a.maxcount  # MAXCOUNT alone is plain arithmetic: it costs what COUNT costs
     for k, gt in enumerate(ids):
         key = argv[a.streams_at + k]
         s = ctx.db.get(key)
@@ -167,10 +227,36 @@ def _xread(ctx: Ctx, argv: Argv, a: ReadArgs) -> object:
         if gt == _PLUS:
             gt = decr_id(last) or 0
         if last > gt:
-            served.append((key, s.range(gt + 1, MAX_ID, a.count)))
+            if caps is not None:
+                entries = _capped_range(s, gt + 1, caps.stream_count(a.count), caps)
+                caps.served(len(entries))
+            elif left:
+                entries = s.range(gt + 1, MAX_ID, left if not a.count or left < a.count
+                                  else a.count)
+                left -= len(entries)
+            else:
+                entries = s.range(gt + 1, MAX_ID, a.count)
+            served.append((key, entries))
+            if a.maxcount and not left or caps is not None and caps.exhausted():
+                break
     if served:
         return RespMap(served, as_pairs=True)
     return _block_or_nil(ctx, argv, a, ids)
+
+
+def _capped_range(s: Stream, start: int, count: int, caps: Caps) -> EntryArray:
+    """XREAD's range under MAXCOUNT (in `count`) and MAXSIZE: without MAXSIZE the plain range
+    read; with it entry by entry, stopping after the entry that uses up the size."""
+    if caps.size_left < 0:
+        return s.range(start, MAX_ID, count)
+    out = EntryArray()
+    for _sid, idb, fields in s.iter_forward(start, MAX_ID):
+        out.ids.append(idb)
+        out.fields.append(fields)
+        caps.take(idb, fields)
+        if caps.size_left == 0 or len(out.ids) == count:
+            break
+    return out
 
 
 def _block_or_nil(ctx: Ctx, argv: Argv, a: ReadArgs, ids: list[int]) -> object:
@@ -249,11 +335,13 @@ def _claim_wake_at(ctx: Ctx, argv: Argv, a: ReadArgs) -> int:
 class Delivery:
     """One stream's share of an XREADGROUP: the reply entries and the effects."""
 
-    __slots__ = ("ctx", "key", "s", "group", "consumer", "entries", "touched")
+    __slots__ = ("ctx", "key", "s", "group", "consumer", "entries", "touched", "caps")
 
     def __init__(self, ctx: Ctx, key: bytes, s: Stream, group: ConsumerGroup,
-                 consumer: Consumer) -> None:
+                 consumer: Consumer, caps: Caps | None = None) -> None:
         self.ctx = ctx
+        # Only a MAXSIZE needs per-entry accounting (MAXCOUNT arrives as the count limit).
+        self.caps = caps if caps is not None and caps.size_left >= 0 else None
         self.key = key
         self.s = s
         self.group = group
@@ -263,13 +351,15 @@ class Delivery:
 
     def history(self, start: int, count: int) -> None:
         """Re-deliver the consumer's own pending entries from `start` on."""
-        ctx, s, group, consumer = self.ctx, self.s, self.group, self.consumer
+        ctx, s, group, consumer, caps = self.ctx, self.s, self.group, self.consumer, self.caps
         now = ctx.now
         for sid in consumer.pel.irange(start, MAX_ID):
-            if count and len(self.entries) >= count:
+            if count and len(self.entries) >= count or caps is not None and not caps.size_left:
                 break
             fields = s.get(sid)
             idb = format_id(sid)
+            if caps is not None:
+                caps.take(idb, fields or ())
             if fields is None:
                 self.entries.append([idb, NULL_ARRAY])
                 continue
@@ -287,19 +377,27 @@ class Delivery:
         picked: list[int] = []
         order = group.pel_by_time.iter_oldest(group.pel)
         for t, sid in order:
-            if now - t < min_idle or (count and len(picked) >= count):
+            if count and len(picked) >= count:
                 break
+            if now - t < min_idle and group.pel[sid].consumer is not None:
+                break  # XNACK-released entries (time 0, so first) are claimable at once
             picked.append(sid)
         order.close()
+        caps = self.caps
         for sid in picked:
+            if caps is not None and not caps.size_left:
+                break
             fields = s.get(sid)
             if fields is None:
                 continue  # uses a COUNT slot, as in Redis, but is neither replied nor touched
             nack = group.pel[sid]
-            idle, before = now - nack.delivery_time, nack.delivery_count
+            idle, before = pending_idle(nack, now), nack.delivery_count
             group.add_pending(sid, consumer, now, before + 1)
             consumer.active_time = now
-            self.entries.append([format_id(sid), fields, idle, before])
+            idb = format_id(sid)
+            if caps is not None:
+                caps.take(idb, fields)
+            self.entries.append([idb, fields, idle, before])
             ctx.effects.append(xclaim_effect(
                 self.key, group.name, consumer.name, sid, now, before + 1, group.last_id))
             self.touched = True
@@ -314,9 +412,14 @@ class Delivery:
         simple = (group.entries_read != INVALID_ENTRIES_READ and group.last_id >= s.first_id
                   and not has_tombstones_between(s, group.last_id))
         moved = False
+        caps = self.caps
         for sid, idb, fields in s.iter_forward(group.last_id + 1, MAX_ID):
             if count and len(entries) >= count:
                 break
+            if caps is not None:
+                if not caps.size_left:
+                    break
+                caps.take(idb, fields)
             if simple:
                 group.entries_read += 1
                 group.last_id = sid
@@ -340,7 +443,7 @@ def _oldest_claimable(s: Stream, group: ConsumerGroup, now: int, min_idle: int) 
     try:
         for t, sid in order:
             if sid in s:
-                return now - t >= min_idle
+                return now - t >= min_idle or group.pel[sid].consumer is None
         return False
     finally:
         order.close()
@@ -350,6 +453,7 @@ def _oldest_claimable(s: Stream, group: ConsumerGroup, now: int, min_idle: int) 
          "historical messages from a stream for a consumer in a group. Blocks until a message "
          "is available otherwise.",
          syntax="<group-block: GROUP group consumer> [COUNT count:integer] "
+                "[MAXCOUNT maxcount:integer] [MAXSIZE maxsize:integer] "
                 "[BLOCK milliseconds:integer] [CLAIM min-idle-time:integer] [NOACK] "
                 "<STREAMS key... id...>")
 def xreadgroup(ctx: Ctx, argv: Argv) -> object:
@@ -361,7 +465,19 @@ def _xreadgroup(ctx: Ctx, argv: Argv, a: ReadArgs) -> object:
     gname, cname = a.group, a.consumer
     claim = a.claim
     served = []
+    caps = Caps(a) if a.maxsize else None
+    left = a.maxcount  # MAXCOUNT alone is plain arithmetic: it costs what COUNT costs
+    count = a.count
     for k, gt in enumerate(ids):
+        # Once a cap is used up, later streams are neither served nor touched.
+        if caps is not None:
+            if caps.exhausted():
+                break
+            count = caps.stream_count(a.count)
+        elif left:
+            count = left if not a.count or left < a.count else a.count
+        elif a.maxcount:
+            break
         key = argv[a.streams_at + k]
         s: Stream = ctx.db[key]
         group = s.groups[gname]  # type: ignore[index]
@@ -370,20 +486,24 @@ def _xreadgroup(ctx: Ctx, argv: Argv, a: ReadArgs) -> object:
         if consumer is None:
             consumer = group.create_consumer(cname, ctx.now)
         consumer.seen_time = ctx.now
-        d = Delivery(ctx, key, s, group, consumer)
+        d = Delivery(ctx, key, s, group, consumer, caps)
         if gt != _GT_NEW:
             claim = -1  # Redis drops CLAIM for this and every later stream on a history read
-            d.history(gt + 1, a.count)
+            d.history(gt + 1, count)
             served.append((key, d.entries))
         else:
             has_new = bool(s.length) and s.last_entry_id() > group.last_id
             claimable = claim >= 0 and _oldest_claimable(s, group, ctx.now, claim)
             if claimable:
-                d.claim_idle(claim, a.count)
-            if has_new:
-                d.new_entries(a.count, a.noack, claim >= 0)
+                d.claim_idle(claim, count)
+            if has_new and not (count and len(d.entries) >= count):
+                d.new_entries(count, a.noack, claim >= 0)
             if has_new or claimable:
                 served.append((key, d.entries))
+        if caps is not None:
+            caps.served(len(d.entries))
+        elif left:
+            left -= len(d.entries)
         after = (consumer.seen_time, consumer.active_time)
         if d.touched or after != before:
             ctx.effects.append(

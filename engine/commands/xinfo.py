@@ -128,7 +128,8 @@ def _full_group(s: Stream, group: ConsumerGroup, count: int) -> RespMap:
     for sid in _limited(group.pel_index, count):
         nack = group.pel[sid]
         pending.append(
-            [format_id(sid), nack.consumer.name, nack.delivery_time, nack.delivery_count]
+            [format_id(sid), b"" if nack.consumer is None else nack.consumer.name,
+             nack.delivery_time, nack.delivery_count]
         )
     consumers = [_full_consumer(group, c, count) for c in _sorted_consumers(group)]
     return RespMap([

@@ -15,7 +15,13 @@ from typing import TYPE_CHECKING
 import msgpack
 
 if TYPE_CHECKING:
+    from streamkeep.engine.model.groups import Nack
     from streamkeep.engine.model.stream import Stream
+
+
+def _owner(nack: Nack) -> bytes | None:
+    """The pending entry's consumer name; None (msgpack nil) for one XNACK released."""
+    return None if nack.consumer is None else nack.consumer.name
 
 
 def stream_state(s: Stream) -> list:
@@ -24,7 +30,7 @@ def stream_state(s: Stream) -> list:
     for name in sorted(s.groups):
         g = s.groups[name]
         pel = [
-            [sid, g.pel[sid].consumer.name, g.pel[sid].delivery_time, g.pel[sid].delivery_count]
+            [sid, _owner(g.pel[sid]), g.pel[sid].delivery_time, g.pel[sid].delivery_count]
             for sid in g.pel_index
         ]
         consumers = [

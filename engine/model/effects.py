@@ -53,6 +53,7 @@ EFFECT_VOCABULARY: dict[str, EffectCommand] = {c.name: c for c in (
     EffectCommand("XACK", "XACK key group id [id ...]"),
     EffectCommand("XCLAIM", "XCLAIM key group consumer 0 id TIME ms RETRYCOUNT count FORCE "
                             "JUSTID [LASTID last-id]"),
+    EffectCommand("XNACK", "XNACK key group FAIL IDS 1 id RETRYCOUNT count FORCE"),
     EffectCommand("XGROUP CREATE", "XGROUP CREATE key group id ENTRIESREAD entries-read "
                                    "MKSTREAM"),
     EffectCommand("XGROUP SETID", "XGROUP SETID key group id ENTRIESREAD entries-read"),
@@ -162,6 +163,15 @@ def xclaim_effect(
     if last_id is not None:
         effect += [b"LASTID", format_id(last_id)]
     return effect
+
+
+def xnack_effect(key: bytes, group: bytes, sid: int, delivery_count: int) -> Effect:
+    """The XNACK that releases `sid` with this exact delivery count: FAIL with RETRYCOUNT
+    states the count whatever the mode was, FORCE recreates it if the PEL lacked it (the shape
+    Redis 8.8's AOF rewrite gives released entries, per https://github.com/redis/librdb/pull/98,
+    one ID each here)."""
+    return [b"XNACK", key, group, b"FAIL", b"IDS", b"1", format_id(sid), b"RETRYCOUNT",
+            b"%d" % delivery_count, b"FORCE"]
 
 
 def new_delivery_xclaim_pieces(

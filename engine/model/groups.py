@@ -21,14 +21,25 @@ INVALID_ENTRIES_READ = -1
 
 
 class Nack:
-    """A pending entry: who has it, when it was last delivered, how many times."""
+    """A pending entry: who has it, when it was last delivered, how many times.
+
+    `consumer` is None for an entry XNACK released (Redis 8.8): it stays pending, owned by no
+    consumer, with delivery time 0, so every claim takes it first whatever its min-idle-time."""
 
     __slots__ = ("consumer", "delivery_time", "delivery_count")
 
-    def __init__(self, consumer: Consumer, delivery_time: int, delivery_count: int) -> None:
+    def __init__(self, consumer: Consumer | None, delivery_time: int,
+                 delivery_count: int) -> None:
         self.consumer = consumer
         self.delivery_time = delivery_time
         self.delivery_count = delivery_count
+
+
+def pending_idle(nack: Nack, now: int) -> int:
+    """XPENDING's idle time of a pending entry: -1 for one XNACK released (Redis 8.8)."""
+    if nack.consumer is None:
+        return -1
+    return max(now - nack.delivery_time, 0)
 
 
 class Consumer:
@@ -125,7 +136,8 @@ class ConsumerGroup:
             consumer.pel.add(sid)
             return nack
         if nack.consumer is not consumer:
-            nack.consumer.pel.discard(sid)
+            if nack.consumer is not None:
+                nack.consumer.pel.discard(sid)
             consumer.pel.add(sid)
             nack.consumer = consumer
         self.set_delivery(sid, nack, now, count)
@@ -143,8 +155,24 @@ class ConsumerGroup:
         if nack is None:
             return False
         self.pel_index.discard(sid)
-        nack.consumer.pel.discard(sid)
+        if nack.consumer is not None:
+            nack.consumer.pel.discard(sid)
         return True
+
+    def release(self, sid: int, count: int) -> None:
+        """XNACK (Redis 8.8): `sid` stays pending, owned by no consumer, delivered at time 0 (so
+        the oldest for every claim) with delivery count `count`; created when not pending (its
+        FORCE)."""
+        nack = self.pel.get(sid)
+        if nack is None:
+            self.pel[sid] = nack = Nack(None, 0, count)
+            self.pel_index.add(sid)
+            self.pel_by_time.push(0, sid, self.pel)
+            return
+        if nack.consumer is not None:
+            nack.consumer.pel.discard(sid)
+            nack.consumer = None
+        self.set_delivery(sid, nack, 0, count)
 
 
 # --- entries-read and lag (Redis's logical read counter) ------------------------------------------

@@ -637,6 +637,24 @@ class RedisStreamAPI:
             raise DataError("XACKDEL ref_policy must be one of: KEEPREF, DELREF, ACKED")
         return self._run(b"XACKDEL", name, groupname, ref_policy, "IDS", len(ids), *ids)
 
+    def xnack(
+        self, name: Any, groupname: Any, mode: str, *ids: Any, retrycount: int | None = None,
+        force: bool = False,
+    ) -> int:
+        """redis-py 8.1's xnack (Redis 8.8): release pending entries for re-delivery."""
+        if not ids:
+            raise DataError("XNACK requires at least one message ID")
+        if mode not in {"SILENT", "FAIL", "FATAL"}:
+            raise DataError("XNACK mode must be one of: SILENT, FAIL, FATAL")
+        pieces: list[Any] = [b"XNACK", name, groupname, mode, "IDS", len(ids), *ids]
+        if retrycount is not None:
+            if retrycount < 0:
+                raise DataError("XNACK retrycount must be >= 0")
+            pieces += [b"RETRYCOUNT", retrycount]
+        if force:
+            pieces.append(b"FORCE")
+        return self._run(*pieces)
+
     def xpending(self, name: Any, groupname: Any) -> dict[str, Any]:
         return parse_xpending(_wire(self._run(b"XPENDING", name, groupname),
                                     self.decode_responses))

@@ -929,3 +929,23 @@ def test_auto_ids_shape(both):
         both("XADD", "s", "*", "f", "v", normalise=id_shape)
     both("XREADGROUP", "GROUP", "g", "c", "STREAMS", "s", ">", normalise=id_shape)
     both("XPENDING", "s", "g", normalise=id_shape)
+
+
+MAX_ID = "18446744073709551615-18446744073709551615"
+
+
+def test_xreadgroup_maximal_id_reads_as_gt(both):
+    """Redis stores `>` as the maximal ID (UINT64_MAX-UINT64_MAX), so XREADGROUP given that ID
+    literally delivers new entries, as `>` does (xreadCommand in
+    https://github.com/redis/redis/blob/7.0/src/t_stream.c); found by a differential fuzz."""
+    entries(both, "s", "1-1", "2-2", "3-3")
+    both.ok("XGROUP", "CREATE", "s", "g", "0")
+    both.script(
+        ("XREADGROUP", "GROUP", "g", "alice", "COUNT", "2", "STREAMS", "s", MAX_ID),
+        ("XREADGROUP", "GROUP", "g", "bob", "STREAMS", "s", MAX_ID),
+        ("XREADGROUP", "GROUP", "g", "bob", "STREAMS", "s", MAX_ID),
+        ("XREADGROUP", "GROUP", "g", "bob", "BLOCK", "10", "STREAMS", "s", MAX_ID),
+        ("XREADGROUP", "GROUP", "g", "alice", "STREAMS", "s", "18446744073709551615-0"),
+        ("XREAD", "STREAMS", "s", MAX_ID),
+    )
+    check_state(both, "s", "g")

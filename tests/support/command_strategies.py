@@ -59,8 +59,23 @@ _common = [
         groups, consumers, small, st.sampled_from([[], [b"NOACK"]]),
         st.sampled_from([[], [b"CLAIM", b"0"], [b"CLAIM", b"3"]]), keys,
         st.sampled_from([b">", b">", b"0", b"5-0"])),
+    # Redis 8.10's reply caps over both streams (https://redis.io/docs/latest/commands/xreadgroup/)
+    st.builds(
+        lambda g, c, caps, claim, i, j: [
+            b"XREADGROUP", b"GROUP", g, c, *caps, *claim, b"STREAMS", b"s1", b"s2", i, j],
+        groups, consumers,
+        st.sampled_from([[b"MAXCOUNT", b"1"], [b"MAXCOUNT", b"3"], [b"MAXSIZE", b"1"],
+                         [b"MAXSIZE", b"40"], [b"COUNT", b"1", b"MAXCOUNT", b"2"]]),
+        st.sampled_from([[], [b"CLAIM", b"0"]]), st.sampled_from([b">", b"0"]),
+        st.sampled_from([b">", b"0"])),
     st.builds(lambda k, g, i: [b"XACK", k, g, *i], keys, groups,
               st.lists(ids(), min_size=1, max_size=3)),
+    # Redis 8.8's XNACK (https://redis.io/docs/latest/commands/xnack/)
+    st.builds(lambda k, g, m, i, o: [b"XNACK", k, g, m, b"IDS", b"%d" % len(i), *i, *o], keys,
+              groups, st.sampled_from([b"SILENT", b"FAIL", b"FATAL"]),
+              st.lists(ids(), min_size=1, max_size=3),
+              st.sampled_from([[], [b"FORCE"], [b"RETRYCOUNT", b"4"],
+                               [b"RETRYCOUNT", b"0", b"FORCE"]])),
     st.builds(lambda k, g, p, i: [b"XACKDEL", k, g, *p, b"IDS", b"%d" % len(i), *i], keys,
               groups, policy, st.lists(ids(), min_size=1, max_size=3)),
     st.builds(lambda k, g, c, idle, i, o: [b"XCLAIM", k, g, c, idle, *i, *o], keys, groups,

@@ -30,6 +30,7 @@ def _num(text: str) -> float:
 OWN_COUNT = {"aof.always_threads", "aof.always", "aof.fsync", "aof.replay", "aof.replay_xadd",
              "snapshot.load",
              "snapshot.disk",
+             "embedded.xread_maxcount",  # reads its data XREAD_PASSES times
              *(b.key for s in bench.SECTIONS if s.name in ("server", "hardening")
                for b in s.benchmarks)}
 # What a figure's value cell prints after its number, by Figure.unit.

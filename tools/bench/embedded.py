@@ -1,7 +1,9 @@
 """The ``embedded`` section: the in-memory engine through ``Engine.execute``, one thread.
 
-Owns its workloads: XADD (:func:`bench_embedded_xadd`) and consume, XREADGROUP COUNT + XACK
-until drained (:func:`bench_embedded_consume`), each on a fresh ``Engine.open()``.
+Owns its workloads: XADD (:func:`bench_embedded_xadd`), consume, XREADGROUP COUNT + XACK
+until drained (:func:`bench_embedded_consume`), and reads capped by COUNT against Redis 8.10's
+MAXCOUNT over the same data (:func:`bench_embedded_capped_read`), each on a fresh
+``Engine.open()``.
 Must not touch: engine internals (only ``Engine.open``/``execute``), other sections, the
 registry (which names these rows and their targets).
 """
@@ -12,7 +14,17 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from streamkeep.tools.bench.workload import BATCH, CONSUMER, GROUP, KEY, fill, warmup_size
+from streamkeep.tools.bench.workload import (
+    BATCH,
+    CONSUMER,
+    GROUP,
+    KEY,
+    Measurement,
+    fill,
+    warmup_size,
+)
+
+XREAD_PASSES = 10  # times the XREAD capped-read row reads its data (XREAD changes nothing)
 
 
 def _new_engine() -> Any:
@@ -61,3 +73,72 @@ def bench_embedded_consume(n: int, batch: int = BATCH) -> float:
     if consumed != n:
         raise AssertionError(f"embedded consume saw {consumed} messages, expected {n}")
     return consumed / elapsed
+
+
+
+def _capped_reader(execute: Callable[..., Any], key: str, group: str, cap: str, size: str,
+                   delivering: bool) -> Callable[[], int]:
+    """One reply's worth of reading `key` capped by `cap` (COUNT or MAXCOUNT) `size`: XREADGROUP
+    `>` for `group` (delivering) or XREAD from the last ID this reader saw; entries served."""
+    last = ["0"]
+
+    def read_once() -> int:
+        if delivering:
+            reply = execute("XREADGROUP", "GROUP", group, CONSUMER, cap, size, "STREAMS", key,
+                            ">")
+        else:
+            reply = execute("XREAD", cap, size, "STREAMS", key, last[0])
+        if not reply:
+            return 0
+        entries = reply[0][1]
+        last[0] = entries[-1][0]
+        return len(entries)
+
+    return read_once
+
+
+def bench_embedded_capped_read(n: int, delivering: bool, batch: int = BATCH) -> Measurement:
+    """COUNT `batch` against Redis 8.10's MAXCOUNT `batch` over the same n entries: two readers
+    (two groups for XREADGROUP) take turns reply by reply, alternating which goes first, on
+    one engine, each reply timed, so the machine's noise falls on both alike. The rate is
+    MAXCOUNT's entries/s; figure `maxcount_over_count` is MAXCOUNT's rate / COUNT's; XREAD (it
+    changes nothing) reads the data XREAD_PASSES times."""
+    execute = _new_engine().execute
+    fill(execute, "warmup", warmup_size(n))
+    fill(execute, KEY, n)
+    size = str(batch)
+    spent = {"COUNT": 0.0, "MAXCOUNT": 0.0}
+    served = {"COUNT": 0, "MAXCOUNT": 0}
+    clock = time.perf_counter
+    for key in ("warmup", KEY):
+        passes = 1 if delivering or key == "warmup" else XREAD_PASSES
+        for _ in range(passes):
+            readers = {}
+            for cap in spent:
+                group = f"{GROUP}-{cap}"
+                if delivering:
+                    execute("XGROUP", "CREATE", key, group, "0")
+                readers[cap] = _capped_reader(execute, key, group, cap, size, delivering)
+            done: set[str] = set()
+            order = list(readers.items())
+            while len(done) < len(readers):
+                # The second reader of a range finds it in the CPU caches: alternate who is
+                # first, or that advantage would always go to the same cap.
+                order.reverse()
+                for cap, read_once in order:
+                    if cap in done:
+                        continue
+                    start = clock()
+                    got = read_once()
+                    if key == KEY:
+                        spent[cap] += clock() - start
+                        served[cap] += got
+                    if not got:
+                        done.add(cap)
+    expected = n * (1 if delivering else XREAD_PASSES)
+    if served["COUNT"] != expected or served["MAXCOUNT"] != expected:
+        raise AssertionError(f"capped reads saw {served}, expected {expected} each")
+    rates = {cap: served[cap] / spent[cap] for cap in spent}
+    return Measurement(rates["MAXCOUNT"], count=expected,
+                       figures={"maxcount_over_count": rates["MAXCOUNT"] / rates["COUNT"],
+                                "count_rate": rates["COUNT"]})

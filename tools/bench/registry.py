@@ -31,7 +31,11 @@ from streamkeep.tools.bench.aof import (
     bench_aof_xadd,
     bench_serial_fsync,
 )
-from streamkeep.tools.bench.embedded import bench_embedded_consume, bench_embedded_xadd
+from streamkeep.tools.bench.embedded import (
+    bench_embedded_capped_read,
+    bench_embedded_consume,
+    bench_embedded_xadd,
+)
 from streamkeep.tools.bench.env import BenchEnv
 from streamkeep.tools.bench.latency import LATENCY_CONSUMERS, LATENCY_RATE
 from streamkeep.tools.bench.redis_py import PIPELINE, bench_redis_consume, bench_redis_xadd
@@ -55,6 +59,7 @@ RANGE_REPLY_TARGET = 1_000_000  # XRANGE reply entries/s (issue 11 E)
 BIG_XADD_TIME_TARGET = 3.0  # a big XADD's time / redis-server's, at most (issue 11 D)
 CRLF_PIPELINE_TARGET = 1.5  # pipelined XADDs, CRLF in values: time / without, at most (11 A)
 BIG_XADD_PEAK_TARGET = 2.5  # its peak RSS above the baseline / the value's size, at most
+MAXCOUNT_READ_TARGET = 0.95  # entries/s reading with MAXCOUNT n / with COUNT n, at least (12)
 
 
 @dataclass(frozen=True)
@@ -126,6 +131,12 @@ SECTIONS: tuple[Section, ...] = (
                   lambda env: bench_embedded_xadd(env.n), target=XADD_TARGET),
         Benchmark("embedded.consume", f"consume: XREADGROUP COUNT {BATCH} + XACK",
                   lambda env: bench_embedded_consume(env.n), target=CONSUME_TARGET),
+        # Redis 8.10's MAXCOUNT against COUNT over the same data, interleaved reply by reply
+        # (issue 12: "MAXCOUNT reads cost no more than COUNT reads"); MAXCOUNT's entries/s.
+        Benchmark("embedded.xreadgroup_maxcount", f"XREADGROUP MAXCOUNT {BATCH} (vs COUNT)",
+                  lambda env: bench_embedded_capped_read(env.n, delivering=True)),
+        Benchmark("embedded.xread_maxcount", f"XREAD MAXCOUNT {BATCH} (vs COUNT)",
+                  lambda env: bench_embedded_capped_read(env.n, delivering=False)),
     )),
     Section("aof", (
         Benchmark("aof.everysec", "XADD, appendfsync everysec, 1 thread",
@@ -321,6 +332,11 @@ FIGURES: tuple[Figure, ...] = (
            "hardening.redis_pipeline_bystander", extra="max_ms", unit="ms"),
     Figure("hardening", "bystander PING during a 100k pipeline, p99, redis-server",
            "hardening.redis_pipeline_bystander", extra="p99_ms", unit="ms"),
+    Figure("embedded", f"XREADGROUP entries/s: MAXCOUNT {BATCH} / COUNT {BATCH}",
+           "embedded.xreadgroup_maxcount", extra="maxcount_over_count",
+           target=MAXCOUNT_READ_TARGET),
+    Figure("embedded", f"XREAD entries/s: MAXCOUNT {BATCH} / COUNT {BATCH}",
+           "embedded.xread_maxcount", extra="maxcount_over_count", target=MAXCOUNT_READ_TARGET),
 )
 
 # Extra tables the report prints after the ratios: fn(results, figures) -> a Table or None, the

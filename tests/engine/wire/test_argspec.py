@@ -290,7 +290,8 @@ def test_command_docs_arguments_of_xadd() -> None:
 
 def test_command_docs_key_spec_index_inside_blocks() -> None:
     docs = pairs(Engine().execute("COMMAND", "DOCS", "XREAD", "RENAME"))
-    streams = pairs(pairs(docs[b"xread"])[b"arguments"][2])
+    streams = next(pairs(a) for a in pairs(docs[b"xread"])[b"arguments"]
+                   if pairs(a)[b"name"] == b"streams")
     key = pairs(streams[b"arguments"][0])
     assert (key[b"name"], key[b"type"], key[b"key_spec_index"], key[b"flags"]) == (
         b"key", b"key", 0, ["multiple"])
@@ -316,8 +317,15 @@ def help_line(target: Any, *words: str) -> str:
 
 REDIS_CLI_HELP = {
     "XADD": "XADD " + XADD_LINE,
-    "XREADGROUP": "XREADGROUP GROUP group consumer [COUNT count] [BLOCK milliseconds] "
-                  "[CLAIM min-idle-time] [NOACK] STREAMS key [key ...] id [id ...]",
+    "XREADGROUP": "XREADGROUP GROUP group consumer [COUNT count] [MAXCOUNT maxcount] "
+                  "[MAXSIZE maxsize] [BLOCK milliseconds] [CLAIM min-idle-time] [NOACK] "
+                  "STREAMS key [key ...] id [id ...]",
+    # Redis 8.10 (https://redis.io/docs/latest/commands/xread/) added MAXCOUNT and MAXSIZE.
+    "XREAD": "XREAD [COUNT count] [MAXCOUNT maxcount] [MAXSIZE maxsize] [BLOCK milliseconds] "
+             "STREAMS key [key ...] id [id ...]",
+    # Redis 8.8 (https://redis.io/docs/latest/commands/xnack/).
+    "XNACK": "XNACK key group SILENT|FAIL|FATAL IDS numids id [id ...] [RETRYCOUNT count] "
+             "[FORCE]",
     "XPENDING": "XPENDING key group [[IDLE min-idle-time] start end count [consumer]]",
     "XGROUP CREATE": "XGROUP CREATE key group id|$ [MKSTREAM] [ENTRIESREAD entries-read]",
     "XINFO STREAM": "XINFO STREAM key [FULL [COUNT count]]",
@@ -341,10 +349,10 @@ def test_redis_cli_help_prints_the_redis_syntax(served: ServerHandle) -> None:
 # Commands whose syntax line Redis 7.0 and 8.4 print alike. Left out because 7.2 renamed
 # arguments: XSETID (entries_added, max_deleted_entry_id), XGROUP CREATE/SETID/DESTROY/
 # CREATECONSUMER/DELCONSUMER and XINFO CONSUMERS (groupname, consumername, entries_read),
-# XCLAIM (LASTID id); because 8.x added options: XADD, XTRIM, XREADGROUP, CLIENT KILL; and
+# XCLAIM (LASTID id); because 8.x added options: XADD, XTRIM, XREAD, XREADGROUP, CLIENT KILL; and
 # COMMAND GETKEYS (no arguments documented in 7.0).
 UNCHANGED_SINCE_7_0 = [
-    "XLEN", "XRANGE", "XREVRANGE", "XDEL", "XACK", "XREAD", "XPENDING", "XAUTOCLAIM",
+    "XLEN", "XRANGE", "XREVRANGE", "XDEL", "XACK", "XPENDING", "XAUTOCLAIM",
     "XINFO STREAM", "XINFO GROUPS", "PING", "ECHO", "SELECT", "DEL", "EXISTS", "UNLINK", "TYPE",
     "KEYS", "RENAME", "RENAMENX", "SCAN", "WAIT", "AUTH", "HELLO", "BGSAVE", "SHUTDOWN",
     "FLUSHALL", "FLUSHDB", "INFO", "COMMAND INFO", "COMMAND DOCS", "COMMAND LIST",
