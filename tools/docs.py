@@ -6,6 +6,7 @@ COMMAND read). Must not touch: command semantics.
 
 from __future__ import annotations
 
+from streamkeep.engine import commands as _commands  # noqa: F401  (fills the table it renders)
 from streamkeep.engine.exec.table import COMMANDS, CommandSpec
 from streamkeep.engine.wire.argspec import render
 
