@@ -23,6 +23,9 @@ def test_help_shows_examples_output_and_exit_codes(capsys: pytest.CaptureFixture
     for code in (options.EXIT_OK, options.EXIT_TARGET_MISSED, options.EXIT_USAGE):
         assert f"\n  {code}  " in out
     assert max(len(line) for line in options.EPILOG.splitlines()) < 80  # raw: not re-wrapped
+    listed = " ".join(out.split())  # argparse wraps the list of sections
+    for section in bench.SECTIONS:
+        assert any(name in listed for name in section.names), f"--help omits {section.name}"
 
 
 def test_usage_error_exits_2(capsys: pytest.CaptureFixture[str]) -> None:
