@@ -11,7 +11,11 @@ A snapshot is one LMDB environment in one file (`subdir=False`, no lock file). S
                repl_offset, streams, entries
     streams    key: db u8 | stream key     value: msgpack map
                number (u64, names the stream in the tables below), length, first_id,
-               last_id, max_deleted_id (16-byte IDs), entries_added, nodes, groups
+               last_id, max_deleted_id (16-byte IDs), entries_added, nodes, groups, and
+               idmp if the stream has idempotent-producer state (Redis 8.6's XADD IDMP):
+               [duration s, maxsize, iids added, duplicates refused, [[pid, [[iid,
+               entry ID, recorded at ms], ...]], ...]], each producer's iids oldest first
+               (absent in older snapshots and for streams that never used IDMP)
     nodes      key: number u64 | master ID  value: msgpack [live, size, master_fields, ids, fields]
                one node (listpack) of at most stream-node-max-entries entries, in ID order:
                ids is 16 bytes per entry (tombstones included), fields one flat array of
@@ -34,6 +38,7 @@ is 16 bytes: milliseconds u64 | sequence u64.
 from __future__ import annotations
 
 import struct
+from collections.abc import Iterable
 from typing import Any, NamedTuple
 
 import msgpack
@@ -120,12 +125,23 @@ def decode_value(raw: bytes) -> Any:
 
 
 def encode_stream(number: int, length: int, first_id: int, last_id: int, max_deleted_id: int,
-                  entries_added: int, nodes: int, groups: int) -> bytes:
-    return _packb({
+                  entries_added: int, nodes: int, groups: int, idmp: list | None = None) -> bytes:
+    doc = {
         "number": number, "length": length, "first_id": id_bytes(first_id),
         "last_id": id_bytes(last_id), "max_deleted_id": id_bytes(max_deleted_id),
         "entries_added": entries_added, "nodes": nodes, "groups": groups,
-    })
+    }
+    if idmp is not None:
+        doc["idmp"] = idmp
+    return _packb(doc)
+
+
+def encode_idmp(duration: int, maxsize: int, added: int, duplicates: int,
+                producers: Iterable[tuple[bytes, list[tuple[bytes, int, int]]]]) -> list:
+    """A stream's IDMP state as the `idmp` item of its `streams` value (see the docstring)."""
+    return [duration, maxsize, added, duplicates,
+            [[pid, [[iid, id_bytes(sid), at] for iid, sid, at in recorded]]
+             for pid, recorded in producers]]
 
 
 def encode_node(live: int, size: int, master_fields: tuple | list, ids: list[int],

@@ -1,9 +1,9 @@
 """Loading a snapshot into an engine: the state as of the snapshot's LSN, exactly.
 
 Owns turning the read API's records back into engine structures through the engine's own
-restore hooks (Stream.restore_node, ConsumerGroup.add_pending, create_consumer). Like Redis's
-RDB load this is deserialisation, not command execution; what happened after the snapshot is
-replayed from the AOF through the apply path. Must not touch: files other than through the
+restore hooks (Stream.restore_node, ConsumerGroup.add_pending, create_consumer, Idmp.restore).
+Like Redis's RDB load this is deserialisation, not command execution; what happened after the
+snapshot is replayed from the AOF through the apply path. Must not touch: files other than through the
 reader, command semantics.
 """
 
@@ -12,11 +12,20 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from streamkeep.engine.model.groups import ConsumerGroup
+from streamkeep.engine.model.idmp import Idmp
 from streamkeep.engine.model.stream import Stream
-from streamkeep.snapshot.reader import Meta, Snapshot
+from streamkeep.snapshot.reader import IdmpInfo, Meta, Snapshot
 
 if TYPE_CHECKING:
     from streamkeep.engine.runtime.core import Engine
+
+
+def _restore_idmp(info: IdmpInfo) -> Idmp:
+    state = Idmp(info.duration, info.maxsize)
+    state.added, state.duplicates = info.added, info.duplicates
+    for pid, recorded in info.producers:
+        state.restore(pid, [(r.iid, r.id.as_int(), r.recorded_ms) for r in recorded])
+    return state
 
 
 def load_snapshot(engine: Engine, path: str) -> Meta:
@@ -34,6 +43,8 @@ def load_snapshot(engine: Engine, path: str) -> Meta:
             s.last_id = info.last_id.as_int()
             s.max_deleted_id = info.max_deleted_id.as_int()
             s.entries_added = info.entries_added
+            if info.idmp is not None:
+                s.idmp = _restore_idmp(info.idmp)
             for g in snap.groups(info.db, info.key):
                 group = s.groups[g.name] = ConsumerGroup(g.name, g.last_id.as_int(),
                                                          g.entries_read)

@@ -2,7 +2,7 @@
 
 Owns opening a snapshot file read-only and answering: meta, the list of streams, entries of one
 stream by ID range (reading only the nodes that hold them), ID ranges that split a stream for
-parallel readers, groups, PEL, consumers. The AOF CLI, the Spark export and the engine's loader
+parallel readers, groups, PEL, consumers, idempotent producers' maps (`StreamInfo.idmp`). The AOF CLI, the Spark export and the engine's loader
 use it. Must not touch: the engine, the manifest; it never writes.
 
     with Snapshot("data/snapshot-000000001234.mdb") as snap:
@@ -54,6 +54,25 @@ class StreamInfo:
     entries_added: int
     nodes: int
     groups: int
+    idmp: IdmpInfo | None = None  # idempotent producers (XADD IDMP); None: never used
+
+
+class IdempotentID(NamedTuple):
+    iid: bytes
+    id: ID  # the entry it produced
+    recorded_ms: int  # when (command time); it expires duration seconds later
+
+
+@dataclass(frozen=True, slots=True)
+class IdmpInfo:
+    """A stream's idempotent-producer state (Redis 8.6): settings, lifetime counters, and each
+    producer's recent iids, oldest first."""
+
+    duration: int  # seconds an iid is kept
+    maxsize: int  # iids kept per producer
+    added: int
+    duplicates: int
+    producers: tuple[tuple[bytes, tuple[IdempotentID, ...]], ...]
 
 
 class Entry(NamedTuple):
@@ -308,7 +327,16 @@ def _stream_info(raw: bytes, value: bytes) -> StreamInfo:
     return StreamInfo(
         db, key, doc["number"], doc["length"], ID.of(layout.id_int(doc["first_id"])),
         ID.of(layout.id_int(doc["last_id"])), ID.of(layout.id_int(doc["max_deleted_id"])),
-        doc["entries_added"], doc["nodes"], doc["groups"])
+        doc["entries_added"], doc["nodes"], doc["groups"], _idmp_info(doc.get("idmp")))
+
+
+def _idmp_info(item: list | None) -> IdmpInfo | None:
+    if item is None:
+        return None
+    duration, maxsize, added, duplicates, producers = item
+    return IdmpInfo(duration, maxsize, added, duplicates, tuple(
+        (pid, tuple(IdempotentID(iid, ID.of(layout.id_int(sid)), at) for iid, sid, at in iids))
+        for pid, iids in producers))
 
 
 def current_snapshot(directory: str) -> str | None:

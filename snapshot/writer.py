@@ -1,6 +1,7 @@
 """Writing a snapshot: the engine's whole state as of one LSN, into a new LMDB file.
 
-Owns turning the engine's in-memory structures (streams, nodes, groups, PEL, consumers) into the
+Owns turning the engine's in-memory structures (streams, nodes, groups, PEL, consumers, IDMP
+maps) into the
 tables snapshot.layout defines. LMDB writes the file itself with its syncs off; the caller makes
 it durable through the file-layer seam (fdatasync, rename, directory fsync) before anything
 relies on it, so a crash mid-write leaves only a temp file that recovery removes.
@@ -37,9 +38,12 @@ def _tables(dbs: list[dict[bytes, Stream]]) -> Iterator[tuple[str, bytes, bytes]
         for key in sorted(db):
             number += 1
             s = db[key]
+            idmp = s.idmp
             yield "streams", layout.stream_key(db_index, key), layout.encode_stream(
                 number, s.length, s.first_id, s.last_id, s.max_deleted_id, s.entries_added,
-                len(s.nodes), len(s.groups))
+                len(s.nodes), len(s.groups),
+                None if idmp is None else layout.encode_idmp(
+                    idmp.duration, idmp.maxsize, idmp.added, idmp.duplicates, idmp.entries()))
             for node in s.nodes:
                 yield "nodes", layout.node_key(number, node.master), layout.encode_node(
                     node.live, node.fixed_bytes, node.master_fields, node.ids, node.fields)

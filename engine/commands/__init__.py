@@ -11,6 +11,7 @@ from streamkeep.engine.commands import (  # noqa: F401
     config,
     connection,
     groups,
+    idmp,
     info,
     keyspace,
     read,

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from streamkeep.engine.commands.idmp import xadd_duplicate, xadd_iid, xadd_record
 from streamkeep.engine.commands.trimming import (
     ACKED,
     DELREF,
@@ -136,7 +137,8 @@ def add_entry(engine: Engine, db: dict[bytes, Stream], argv: Argv, now: int) -> 
 
 @command("xadd", -5, "write denyoom fast", summary="Appends a new message to a stream. "
          "Creates the key if it doesn't exist.",
-         syntax="key [NOMKSTREAM] [condition: KEEPREF | DELREF | ACKED] [trim: <strategy: MAXLEN "
+         syntax="key [NOMKSTREAM] [condition: KEEPREF | DELREF | ACKED] [idmp: IDMPAUTO "
+                "producer-id | IDMP producer-id idempotent-id] [trim: <strategy: MAXLEN "
                 "| MINID> [operator: = | ~] threshold [LIMIT count:integer]] <id-selector: * | id> "
                 "<data: field value>...")
 def xadd(ctx: Ctx, argv: Argv) -> bytes | None:
@@ -179,6 +181,12 @@ def _xadd_general(ctx: Ctx, argv: Argv) -> bytes | None:
             return None
         s = Stream()
         ctx.db[key] = s
+    idmp: tuple[bytes, bytes] | None = None  # Redis 8.6's idempotent producers: (pid, iid)
+    if a is not None and a.idmp_pid is not None:
+        idmp = a.idmp_pid, xadd_iid(a.idmp_iid, argv[field_pos:])
+        original = xadd_duplicate(ctx, key, s, *idmp)
+        if original is not None:
+            return original
     if s.last_id == MAX_ID:
         raise ReplyError(_EXHAUSTED)
     if parsed is None:  # '*': inlined, this is the hot path
@@ -199,7 +207,15 @@ def _xadd_general(ctx: Ctx, argv: Argv) -> bytes | None:
         removed, dropped = run_trim(s, a)
         if removed or dropped:
             clause, extra = trim_effects(key, s, a, removed, dropped)
-    ctx.effects.append(xadd_effect(key, idb, fields, clause))
+    if idmp is None:
+        ctx.effects.append(xadd_effect(key, idb, fields, clause))
+    else:
+        # The recording is logged between the entry and the trim, which may remove the entry
+        # (XIDMPRECORD refuses an ID that is not in the stream).
+        ctx.effects.append(xadd_effect(key, idb, fields))
+        xadd_record(ctx, key, s, *idmp, sid, idb)
+        if clause:
+            ctx.effects.append(xtrim_effect(key, clause))
     if extra:
         ctx.effects.extend(extra)
     if ctx.engine.waiters:

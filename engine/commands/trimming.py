@@ -1,6 +1,7 @@
 """Trimming arguments and reference policies shared by XADD, XTRIM, XDELEX and XACKDEL.
 
-Owns the parse of MAXLEN|MINID [=|~] threshold [LIMIT n] [KEEPREF|DELREF|ACKED], the LIMIT
+Owns the parse of MAXLEN|MINID [=|~] threshold [LIMIT n] [KEEPREF|DELREF|ACKED] (and, for XADD,
+NOMKSTREAM and IDMP pid iid | IDMPAUTO pid, which sit among them), the LIMIT
 defaults, the trim itself (through `Stream.trim`), the reference policies (what deleting an entry
 does to consumer groups' PELs) and the exact `=` effect clause a trim is replayed with. Must not
 touch: replies of the commands that use it.
@@ -39,6 +40,26 @@ class TrimArgs:
     nomkstream: bool = False
     id: ParsedID | None = None  # XADD's explicit ID; None means '*'
     field_pos: int = 0  # XADD: index of the first field
+    idmp_pid: bytes | None = None  # XADD IDMP / IDMPAUTO: the producer ID
+    idmp_iid: bytes | None = None  # XADD IDMP: the idempotent ID (None with IDMPAUTO)
+
+
+def _parse_idmp(argv: Argv, i: int, auto: bool, a: TrimArgs) -> int:
+    """XADD's `IDMP pid iid` or `IDMPAUTO pid` at argv[i] (Redis 8.6); the next index."""
+    if a.idmp_pid is not None:
+        raise ReplyError("ERR IDMP/IDMPAUTO specified multiple times")
+    pid = argv[i + 1]
+    name = "IDMPAUTO" if auto else "IDMP"
+    if not pid:
+        raise ReplyError(f"ERR {name} requires a non-empty producer ID")
+    a.idmp_pid = pid
+    if auto:
+        return i + 2
+    iid = argv[i + 2]
+    if not iid:
+        raise ReplyError("ERR IDMP requires a non-empty idempotent ID")
+    a.idmp_iid = iid
+    return i + 3
 
 
 def parse_policy(arg: bytes) -> bytes | None:
@@ -92,11 +113,16 @@ def parse_add_trim(argv: Argv, xadd: bool, replaying: bool, max_entries: int) ->
             a.nomkstream = True
             i += 1
             continue
+        if xadd and (low == b"idmp" and more >= 2 or low == b"idmpauto" and more):
+            i = _parse_idmp(argv, i, low == b"idmpauto", a)
+            continue
         if xadd:
             a.id = parse_id(opt, 0, strict=True, allow_seq_star=True)
             break
         raise ReplyError(SYNTAX)
     a.field_pos = i + 1 if xadd else i
+    if a.idmp_pid is not None and a.id is not None:
+        raise ReplyError("ERR IDMP/IDMPAUTO can be used only with auto-generated IDs")
     if a.limit and a.strategy is None:
         raise ReplyError(
             "ERR syntax error, LIMIT cannot be used without specifying a trimming strategy"

@@ -2,7 +2,8 @@
 
 Owns these subcommands' argument handling and their replies, byte-exact with Redis 8.x: map
 replies as `RespMap` (flat in RESP2), groups and consumers in name order (Redis keeps them in a
-radix tree), consumers with `active-time` / `inactive` (absent in 7.0). XINFO is read-only: it
+radix tree), consumers with `active-time` / `inactive` (absent in 7.0), a stream's idempotent-producer fields
+(8.6) after `recorded-first-entry-id`. XINFO is read-only: it
 emits no effects and changes nothing. Must not touch: stream or group state (read only), the
 lag arithmetic (engine.groups owns it), other commands' modules.
 """
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from streamkeep.engine.commands.idmp import settings as idmp_settings
 from streamkeep.engine.exec.context import Ctx
 from streamkeep.engine.exec.table import Argv, container, help_subcommand, subcommand
 from streamkeep.engine.model.groups import INVALID_ENTRIES_READ, Consumer, ConsumerGroup, group_lag
@@ -84,7 +86,19 @@ def _parse_full_count(argv: Argv) -> int | None:
     return DEFAULT_FULL_COUNT if count < 0 else count
 
 
-def _stream_header(s: Stream) -> list[tuple[bytes, object]]:
+def _idmp_fields(ctx: Ctx, s: Stream) -> list[tuple[bytes, object]]:
+    """Redis 8.6's idempotent-producer fields (every stream has them: a stream that never used
+    IDMP shows the configured defaults and zeros); tracked counts leave expired iids out."""
+    duration, maxsize = idmp_settings(ctx, s)
+    pids = iids = added = duplicates = 0
+    if s.idmp is not None:
+        pids, iids = s.idmp.live_counts(ctx.now)
+        added, duplicates = s.idmp.added, s.idmp.duplicates
+    return [(b"idmp-duration", duration), (b"idmp-maxsize", maxsize), (b"pids-tracked", pids),
+            (b"iids-tracked", iids), (b"iids-added", added), (b"iids-duplicates", duplicates)]
+
+
+def _stream_header(ctx: Ctx, s: Stream) -> list[tuple[bytes, object]]:
     return [
         (b"length", s.length),
         (b"radix-tree-keys", len(s.nodes)),
@@ -93,6 +107,7 @@ def _stream_header(s: Stream) -> list[tuple[bytes, object]]:
         (b"max-deleted-entry-id", format_id(s.max_deleted_id)),
         (b"entries-added", s.entries_added),
         (b"recorded-first-entry-id", format_id(s.first_id)),
+        *_idmp_fields(ctx, s),
     ]
 
 
@@ -101,8 +116,8 @@ def _edge_entry(s: Stream, last: bool) -> list | None:
     return found[0] if found else None
 
 
-def _stream_summary(s: Stream) -> RespMap:
-    items = _stream_header(s)
+def _stream_summary(ctx: Ctx, s: Stream) -> RespMap:
+    items = _stream_header(ctx, s)
     items.append((b"groups", len(s.groups)))
     items.append((b"first-entry", _edge_entry(s, last=False)))
     items.append((b"last-entry", _edge_entry(s, last=True)))
@@ -143,8 +158,8 @@ def _full_group(s: Stream, group: ConsumerGroup, count: int) -> RespMap:
     ])
 
 
-def _stream_full(s: Stream, count: int) -> RespMap:
-    items = _stream_header(s)
+def _stream_full(ctx: Ctx, s: Stream, count: int) -> RespMap:
+    items = _stream_header(ctx, s)
     items.append((b"entries", s.range(0, MAX_ID, count)))
     items.append((b"groups", [_full_group(s, g, count) for g in _sorted_groups(s)]))
     return RespMap(items)
@@ -155,7 +170,7 @@ def _stream_full(s: Stream, count: int) -> RespMap:
 def xinfo_stream(ctx: Ctx, argv: Argv) -> RespMap:
     s = _stream_or_error(ctx, argv[2])
     count = _parse_full_count(argv)
-    return _stream_summary(s) if count is None else _stream_full(s, count)
+    return _stream_summary(ctx, s) if count is None else _stream_full(ctx, s, count)
 
 
 # --- XINFO GROUPS ------------------------------------------------------------------------------

@@ -387,6 +387,11 @@ _PARAMS: list[Param] = [
           summary="entries per stream node (radix tree leaf) before a new one starts"),
     Param("stream-node-max-bytes", "memory", 4096, hi=LONG_MAX, hook=_apply_node_limits,
           summary="bytes per stream node before a new one starts"),
+    # Redis 8.6: a stream's IDMP settings when its idempotent-producer state is created.
+    Param("stream-idmp-duration", "int", 100, lo=1, hi=86400,
+          summary="seconds a stream keeps each idempotent ID (XADD IDMP), until XCFGSET"),
+    Param("stream-idmp-maxsize", "int", 100, lo=1, hi=10000,
+          summary="idempotent IDs a stream keeps per producer (XADD IDMP), until XCFGSET"),
     # A served engine always has a data directory; an in-memory embedded engine has no AOF.
     Param("appendonly", "bool", True, mutable=False, live=lambda e: e.datadir is not None,
           check=_must_be(True, "streamkeep always keeps an append-only file")),

@@ -3,7 +3,8 @@
 Owns the canonical serialisation of state that must survive replay exactly: every stream's live
 entries (fields in order), its metadata (length, last ID, first ID, max deleted ID, entries added),
 groups (last ID, entries read), PEL entries (owner, delivery time, delivery count) and consumers
-(seen and active times). Node boundaries are layout, not state, and are left out. Must not touch:
+(seen and active times), idempotent producers' settings, maps (in recording order, recording
+times included) and counters. Node boundaries are layout, not state, and are left out. Must not touch:
 anything; it only reads.
 """
 
@@ -39,7 +40,12 @@ def stream_state(s: Stream) -> list:
         ]
         groups.append([name, g.last_id, g.entries_read, pel, consumers])
     meta = [s.length, s.last_id, s.first_id, s.max_deleted_id, s.entries_added]
-    return [meta, entries, groups]
+    if s.idmp is None:  # (a stream that never used IDMP hashes as before IDMP existed)
+        return [meta, entries, groups]
+    idmp = s.idmp
+    producers = [[pid, [list(r) for r in recorded]] for pid, recorded in idmp.entries()]
+    return [meta, entries, groups,
+            [idmp.duration, idmp.maxsize, idmp.added, idmp.duplicates, producers]]
 
 
 def _pack(state: list) -> bytes:

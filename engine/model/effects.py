@@ -4,9 +4,10 @@ Owns the `Record` (one command execution's effects, its time and database: the a
 AOF logs and replicas apply), the effect vocabulary (`EFFECT_VOCABULARY`: every command an effect
 may be) and the builders: every effect argv any handler emits is made by one function of this
 module, so each shape is written once. The vocabulary is Redis's own (XADD with explicit IDs,
-exact trims, the 14-argument XCLAIM, XGROUP SETID ... ENTRIESREAD) plus two streamkeep commands,
-`SK.XCONSUMER` (a consumer's seen/active times, which Redis lets drift) and `SK.XTRIMIDS` (the
-exact entries a DELREF/ACKED trim removed). Must not touch: engine state.
+exact trims, the 14-argument XCLAIM, XGROUP SETID ... ENTRIESREAD, XCFGSET and XIDMPRECORD for
+idempotent producers) plus three streamkeep commands, `SK.XCONSUMER` (a consumer's seen/active
+times, which Redis lets drift), `SK.XTRIMIDS` (the exact entries a DELREF/ACKED trim removed) and
+`SK.XIDMPDUP` (a stream's count of refused IDMP duplicates). Must not touch: engine state.
 """
 
 from __future__ import annotations
@@ -50,6 +51,8 @@ EFFECT_VOCABULARY: dict[str, EffectCommand] = {c.name: c for c in (
     EffectCommand("XDEL", "XDEL key id [id ...]"),
     EffectCommand("XSETID", "XSETID key last-id ENTRIESADDED entries-added "
                             "MAXDELETEDID max-deleted-id"),
+    EffectCommand("XCFGSET", "XCFGSET key IDMP-DURATION duration IDMP-MAXSIZE maxsize"),
+    EffectCommand("XIDMPRECORD", "XIDMPRECORD key pid iid id"),
     EffectCommand("XACK", "XACK key group id [id ...]"),
     EffectCommand("XCLAIM", "XCLAIM key group consumer 0 id TIME ms RETRYCOUNT count FORCE "
                             "JUSTID [LASTID last-id]"),
@@ -68,6 +71,8 @@ EFFECT_VOCABULARY: dict[str, EffectCommand] = {c.name: c for c in (
     # Set a consumer's seen and active times (ms), creating the consumer if needed.
     EffectCommand("SK.XCONSUMER", "SK.XCONSUMER key group consumer seen-time active-time",
                   streamkeep_only=True),
+    # Set a stream's lifetime count of XADDs refused as IDMP duplicates (XINFO iids-duplicates).
+    EffectCommand("SK.XIDMPDUP", "SK.XIDMPDUP key duplicates", streamkeep_only=True),
     # Remove these entries as trimming does: the stream's max deleted ID does not change.
     EffectCommand("SK.XTRIMIDS", "SK.XTRIMIDS key id [id ...]", streamkeep_only=True),
 )}
@@ -142,6 +147,27 @@ def xsetid_effect(key: bytes, last_id: int, entries_added: int, max_deleted_id: 
     """XSETID with all three values explicit: the stream's metadata as the command left it."""
     return [b"XSETID", key, format_id(last_id), b"ENTRIESADDED", b"%d" % entries_added,
             b"MAXDELETEDID", format_id(max_deleted_id)]
+
+
+# --- idempotent producers -----------------------------------------------------------------------
+
+
+def xcfgset_effect(key: bytes, duration: int, maxsize: int) -> Effect:
+    """XCFGSET with both settings explicit: the stream's IDMP settings as the command left them
+    (which creates the IDMP state on replay; the maps are cleared only if a value changed)."""
+    return [b"XCFGSET", key, b"IDMP-DURATION", b"%d" % duration, b"IDMP-MAXSIZE",
+            b"%d" % maxsize]
+
+
+def xidmprecord_effect(key: bytes, pid: bytes, iid: bytes, entry_id: bytes) -> Effect:
+    """`XIDMPRECORD key pid iid id`: producer `pid`'s idempotent ID `iid` made entry `id` (Redis
+    8.8's own command for this; the record's time is the iid's recording time)."""
+    return [b"XIDMPRECORD", key, pid, iid, entry_id]
+
+
+def sk_xidmpdup_effect(key: bytes, duplicates: int) -> Effect:
+    """`SK.XIDMPDUP key n`: the stream's lifetime count of refused duplicates is now n."""
+    return [b"SK.XIDMPDUP", key, b"%d" % duplicates]
 
 
 # --- consumer groups -----------------------------------------------------------------------------

@@ -5,7 +5,8 @@ Owns how entries are stored: nodes of at most `stream-node-max-entries` entries 
 therefore `~` trimming match Redis), indexed by their first ("master") ID for O(log n) seek and
 O(1) append. Deleted entries stay as tombstones inside their node until the node empties, as in
 Redis. Also owns the stream metadata (last ID, first ID, max deleted ID, entries added). Consumer
-groups hang off `Stream.groups` but are owned by `engine.groups`. Must not touch: argument parsing,
+groups hang off `Stream.groups` but are owned by `engine.groups`, idempotent producers' maps off
+`Stream.idmp` (owned by `engine.model.idmp`). Must not touch: argument parsing,
 replies, effects.
 """
 
@@ -21,6 +22,7 @@ from streamkeep.engine.wire.reply import EntryArray
 
 if TYPE_CHECKING:
     from streamkeep.engine.model.groups import ConsumerGroup
+    from streamkeep.engine.model.idmp import Idmp
 
 # Flat (field1, value1, field2, value2, ...). A tuple on purpose: immutable, so replies can
 # hand it out safely, and untracked by Python's cyclic GC, so millions of stored entries do
@@ -137,7 +139,7 @@ class Stream:
 
     __slots__ = (
         "nodes", "masters", "length", "last_id", "first_id", "max_deleted_id",
-        "entries_added", "groups",
+        "entries_added", "groups", "idmp",
     )
 
     def __init__(self) -> None:
@@ -149,6 +151,7 @@ class Stream:
         self.max_deleted_id = 0
         self.entries_added = 0
         self.groups: dict[bytes, ConsumerGroup] = {}
+        self.idmp: Idmp | None = None  # idempotent producers' state, from the first use on
 
     # --- appending -------------------------------------------------------------------------
 

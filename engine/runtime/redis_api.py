@@ -637,6 +637,25 @@ class RedisStreamAPI:
             raise DataError("XACKDEL ref_policy must be one of: KEEPREF, DELREF, ACKED")
         return self._run(b"XACKDEL", name, groupname, ref_policy, "IDS", len(ids), *ids)
 
+    def xcfgset(
+        self, name: Any, idmp_duration: int | None = None, idmp_maxsize: int | None = None,
+    ) -> bytes | str:
+        """redis-py 8.1's xcfgset (Redis 8.6): a stream's IDMP settings (clears its maps when a
+        value changes). Checks the arguments as redis-py does, ranges included."""
+        if idmp_duration is None and idmp_maxsize is None:
+            raise DataError("XCFGSET requires at least one of idmp_duration or idmp_maxsize")
+        pieces: list[Any] = [b"XCFGSET", name]
+        if idmp_duration is not None:
+            if not isinstance(idmp_duration, int) or not 1 <= idmp_duration <= 300:
+                raise DataError("XCFGSET idmp_duration must be an integer between 1 and 300")
+            pieces += [b"IDMP-DURATION", idmp_duration]
+        if idmp_maxsize is not None:
+            if not isinstance(idmp_maxsize, int) or not 1 <= idmp_maxsize <= 1000000:
+                raise DataError(
+                    "XCFGSET idmp_maxsize must be an integer between 1 and 1,000,000")
+            pieces += [b"IDMP-MAXSIZE", idmp_maxsize]
+        return _wire(self._run(*pieces), self.decode_responses)  # type: ignore[no-any-return]
+
     def xnack(
         self, name: Any, groupname: Any, mode: str, *ids: Any, retrycount: int | None = None,
         force: bool = False,

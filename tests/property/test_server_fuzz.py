@@ -41,7 +41,8 @@ KEEP = 50
 READS = [
     ("PING",), ("PING", "x"), ("ECHO", "hello world"), ("XLEN", "keep"),
     ("XRANGE", "keep", "-", "+", "COUNT", "2"), ("XREVRANGE", "keep", "+", "-", "COUNT", "1"),
-    ("XINFO", "STREAM", "keep"), ("XPENDING", "keep", "g"), ("XREAD", "COUNT", "1", "STREAMS",
+    # XINFO GROUPS, not STREAM: 8.6 added fields to XINFO STREAM that the 7.0 oracle lacks.
+    ("XINFO", "GROUPS", "keep"), ("XPENDING", "keep", "g"), ("XREAD", "COUNT", "1", "STREAMS",
                                                               "keep", "0"),
     ("EXISTS", "keep"), ("TYPE", "keep"), ("DBSIZE",), ("XLEN", "nokey"), ("AUTH", "wrong"),
     ("AUTH", PASSWORD), ("HELLO", "2"),

@@ -90,6 +90,15 @@ _common = [
     st.builds(lambda k, i, e, m: [b"XSETID", k, i, b"ENTRIESADDED", e, b"MAXDELETEDID", m],
               keys, ids(), st.integers(0, 50).map(lambda n: b"%d" % n), ids()),
     st.builds(lambda k, i, f: [b"XADD", k, i, *f], keys, st.just(b"*"), fields),
+    # Redis 8.6's idempotent producers (https://redis.io/docs/latest/commands/xadd/, xcfgset/)
+    st.builds(lambda k, m, t, f: [b"XADD", k, *m, *t, b"*", *f], keys,
+              st.one_of(st.builds(lambda p, i: [b"IDMP", p, i], st.sampled_from([b"p", b"q"]),
+                                  st.sampled_from([b"i1", b"i2", b"i3"])),
+                        st.builds(lambda p: [b"IDMPAUTO", p], st.sampled_from([b"p", b"r"]))),
+              st.one_of(st.just([]), trim), fields),
+    st.builds(lambda k, o: [b"XCFGSET", k, *o], keys,
+              st.sampled_from([[b"IDMP-MAXSIZE", b"1"], [b"IDMP-MAXSIZE", b"2"],
+                               [b"IDMP-DURATION", b"1"], [b"IDMP-DURATION", b"100"]])),
 ]
 _rare = [
     st.builds(lambda k: [b"DEL", k], keys),

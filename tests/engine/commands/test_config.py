@@ -36,6 +36,7 @@ def test_config_get_patterns(backend: Any) -> None:
         b"stream-node-max-entries", b"100"]
     reply = db.execute("CONFIG", "GET", "stream*", "maxclients", "STREAM-NODE-MAX-ENTRIES")
     assert reply == [b"stream-node-max-entries", b"100", b"stream-node-max-bytes", b"4096",
+                     b"stream-idmp-duration", b"100", b"stream-idmp-maxsize", b"100",
                      b"maxclients", b"10000"]
     # A name without glob characters is shown as typed, as Redis does.
     assert db.execute("CONFIG", "GET", "MaxClients") == [b"MaxClients", b"10000"]

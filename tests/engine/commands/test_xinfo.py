@@ -2,8 +2,9 @@
 
 Differential against the local redis-server (7.0) for everything 7.0 and 8.x share. Times differ
 between the engine's fake clock and Redis's real one, so delivery times, seen-time and idle are
-normalised before comparing; the 8.x-only fields (active-time, inactive) are removed from our
-replies for the comparison and asserted on their own with a controllable clock.
+normalised before comparing; the 8.x-only fields (active-time, inactive, and 8.6's IDMP fields)
+are removed from our replies for the comparison and asserted on their own with a controllable
+clock (the IDMP ones in tests/differential/test_redis86_idmp.py).
 """
 
 from __future__ import annotations
@@ -15,16 +16,9 @@ import pytest
 from streamkeep import Engine, ReplyError
 from streamkeep.engine.runtime.core import Session
 from streamkeep.engine.wire.reply import RespMap
-from tests.support.resp_client import RespError
+from tests.support.diffutil import outcome  # (drops 8.6's IDMP fields, which 7.0 lacks)
 
 T = "<time>"
-
-
-def outcome(target: Any, *argv: Any) -> tuple[str, Any]:
-    try:
-        return "ok", target.execute(*argv)
-    except (ReplyError, RespError) as err:
-        return "err", str(err)
 
 
 def both(engine: Engine, redis: Any, *argv: Any) -> tuple[tuple[str, Any], tuple[str, Any]]:

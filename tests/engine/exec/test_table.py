@@ -56,6 +56,8 @@ NOT_IN_REDIS_7_0: dict[str, str] = {
     "xdelex": "Redis 8.2 (reference policies KEEPREF/DELREF/ACKED)",
     "xackdel": "Redis 8.2",
     "xnack": "Redis 8.8",
+    "xcfgset": "Redis 8.6 (idempotent producers)",
+    "xidmprecord": "Redis 8.8",
     "client|setinfo": "Redis 7.2",
     "client|no-touch": "Redis 7.2",
     # Redis's DEBUG is one command taking any subcommand word; streamkeep declares the two it

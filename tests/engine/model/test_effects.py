@@ -90,6 +90,12 @@ SCRIPT: list[list[str]] = [
     ["XADD", "s", "MAXLEN", "=", "10", "*", "f", "v"],
     ["XADD", "s", "NOMKSTREAM", "*", "f", "v"],
     ["XADD", "nomk", "NOMKSTREAM", "*", "f", "v"],
+    ["XADD", "s", "IDMP", "p", "i1", "*", "f", "v"],  # Redis 8.6: XADD, XCFGSET, XIDMPRECORD
+    ["XADD", "s", "IDMP", "p", "i1", "*", "f", "v"],  # a duplicate: SK.XIDMPDUP
+    ["XADD", "s", "IDMPAUTO", "p", "MAXLEN", "=", "2", "*", "f", "v"],
+    ["XCFGSET", "s", "IDMP-MAXSIZE", "5"],
+    ["XADD", "r", "7-7", "f", "v"],
+    ["XIDMPRECORD", "r", "q", "i9", "7-7"],  # Redis 8.8
     *[["XADD", "t", f"{i}-1", "f", "v"] for i in range(1, 13)],
     ["XGROUP", "CREATE", "t", "g", "0"],
     ["XGROUP", "CREATE", "t", "g2", "$"],
@@ -192,6 +198,10 @@ def random_commands(rng: random.Random) -> list[bytes]:
         [b"XACKDEL", key, group, *policy, b"IDS", b"1", some_id],
         [b"XCLAIM", key, group, consumer, b"0", some_id, *rng.choice([[], [b"FORCE"]])],
         [b"XAUTOCLAIM", key, group, consumer, b"0", b"0", b"COUNT", b"2"],
+        [b"XADD", key, *rng.choice([[b"IDMP", b"p", b"i%d" % rng.randint(0, 3)],
+                                    [b"IDMPAUTO", b"q"]]),
+         *rng.choice([[], trim]), b"*", b"f", b"v%d" % rng.randint(0, 2)],
+        [b"XCFGSET", key, b"IDMP-MAXSIZE", b"%d" % rng.randint(1, 3)],
         [b"XNACK", key, group, rng.choice([b"SILENT", b"FAIL", b"FATAL"]), b"IDS", b"1",
          some_id, *rng.choice([[], [b"RETRYCOUNT", b"3"], [b"FORCE"]])],
         [b"XREADGROUP", b"GROUP", group, consumer, b"MAXCOUNT", b"2", b"MAXSIZE", b"60",
@@ -282,6 +292,9 @@ SAMPLE_CALLS: dict[str, tuple] = {
     "xack_effect": (b"k", b"g", [1 << 64, (2 << 64) | 1]),
     "xclaim_effect": (b"k", b"g", b"c", 1 << 64, 1000, 2, 3 << 64),
     "xnack_effect": (b"k", b"g", 1 << 64, 3),
+    "xcfgset_effect": (b"k", 100, 100),
+    "xidmprecord_effect": (b"k", b"p", b"i", b"1-1"),
+    "sk_xidmpdup_effect": (b"k", 3),
     "xgroup_create_effect": (b"k", b"g", 0, 0),
     "xgroup_setid_effect": (b"k", b"g", 3 << 64, 3),
     "xgroup_destroy_effect": (b"k", b"g"),

@@ -24,13 +24,16 @@ from tests.support.server_util import ServerHandle
 TIMEOUT = 10.0
 
 XADD_SYNTAX = (
-    "key [NOMKSTREAM] [condition: KEEPREF | DELREF | ACKED] [trim: <strategy: MAXLEN | MINID> "
+    "key [NOMKSTREAM] [condition: KEEPREF | DELREF | ACKED] [idmp: IDMPAUTO producer-id | IDMP "
+    "producer-id idempotent-id] [trim: <strategy: MAXLEN | MINID> "
     "[operator: = | ~] threshold [LIMIT count:integer]] <id-selector: * | id> "
     "<data: field value>..."
 )
+# Redis 8.6's XADD (https://redis.io/docs/latest/commands/xadd/): IDMPAUTO | IDMP.
 XADD_LINE = (
-    "key [NOMKSTREAM] [KEEPREF|DELREF|ACKED] [MAXLEN|MINID [=|~] threshold [LIMIT count]] "
-    "*|id field value [field value ...]"
+    "key [NOMKSTREAM] [KEEPREF|DELREF|ACKED] [IDMPAUTO producer-id|IDMP producer-id "
+    "idempotent-id] [MAXLEN|MINID [=|~] threshold [LIMIT count]] *|id field value "
+    "[field value ...]"
 )
 
 
@@ -41,8 +44,9 @@ def test_xadd_parses_into_named_groups_and_renders_as_redis_cli() -> None:
     args = parse_syntax(XADD_SYNTAX)
     assert [(a.name, a.type) for a in args] == [
         ("key", "key"), ("nomkstream", "pure-token"), ("condition", "oneof"),
-        ("trim", "block"), ("id-selector", "oneof"), ("data", "block")]
-    key, nomkstream, condition, trim, selector, data = args
+        ("idmp", "oneof"), ("trim", "block"), ("id-selector", "oneof"), ("data", "block")]
+    key, nomkstream, condition, idmp, trim, selector, data = args
+    assert idmp.optional and [a.token for a in idmp.arguments] == ["IDMPAUTO", "IDMP"]
     assert not key.optional and not key.multiple and key.token == ""
     assert nomkstream == Arg("nomkstream", "pure-token", token="NOMKSTREAM", optional=True)
     assert condition.optional and [c.token for c in condition.arguments] == [
@@ -266,11 +270,18 @@ def test_command_docs_arguments_of_xadd() -> None:
         (b"key", b"key", None, []),
         (b"nomkstream", b"pure-token", b"NOMKSTREAM", ["optional"]),
         (b"condition", b"oneof", None, ["optional"]),
+        (b"idmp", b"oneof", None, ["optional"]),
         (b"trim", b"block", None, ["optional"]),
         (b"id-selector", b"oneof", None, []),
         (b"data", b"block", None, ["multiple"]),
     ]
-    key, _nomk, condition, trim, selector, data = arguments
+    key, _nomk, condition, idmp, trim, selector, data = arguments
+    auto, explicit = (pairs(a) for a in idmp[b"arguments"])
+    assert (auto[b"name"], auto[b"type"], auto[b"token"]) == (b"producer-id", b"string",
+                                                                b"IDMPAUTO")
+    assert (explicit[b"type"], explicit[b"token"]) == (b"block", b"IDMP")
+    assert [pairs(a)[b"name"] for a in explicit[b"arguments"]] == [b"producer-id",
+                                                                   b"idempotent-id"]
     assert key[b"key_spec_index"] == 0 and key[b"display_text"] == b"key"
     assert b"display_text" not in condition and b"key_spec_index" not in condition
     assert [pairs(a)[b"token"] for a in condition[b"arguments"]] == [
@@ -326,6 +337,10 @@ REDIS_CLI_HELP = {
     # Redis 8.8 (https://redis.io/docs/latest/commands/xnack/).
     "XNACK": "XNACK key group SILENT|FAIL|FATAL IDS numids id [id ...] [RETRYCOUNT count] "
              "[FORCE]",
+    # Redis 8.6 (https://redis.io/docs/latest/commands/xcfgset/) and 8.8
+    # (https://redis.io/docs/latest/commands/xidmprecord/).
+    "XCFGSET": "XCFGSET key [IDMP-DURATION duration] [IDMP-MAXSIZE maxsize]",
+    "XIDMPRECORD": "XIDMPRECORD key pid iid stream-id",
     "XPENDING": "XPENDING key group [[IDLE min-idle-time] start end count [consumer]]",
     "XGROUP CREATE": "XGROUP CREATE key group id|$ [MKSTREAM] [ENTRIESREAD entries-read]",
     "XINFO STREAM": "XINFO STREAM key [FULL [COUNT count]]",
