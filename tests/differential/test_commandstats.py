@@ -13,7 +13,9 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from tests.support.resp_client import RespClient
+import pytest
+
+from tests.support.resp_client import RespClient, RespError
 from tests.support.server_util import ServerHandle, connect
 
 CMDSTAT = re.compile(r"calls=(\d+),usec=(\d+),usec_per_call=(\d+\.\d\d),"
@@ -180,3 +182,19 @@ def test_blocked_read_timing_out_counts_one_call(redis_raw_factory: Callable[...
         commands, errors, total = counted(client)
         results.append((commands["cmdstat_xread"], commands["cmdstat_xreadgroup"], total))
     assert results[1] == results[0] == (("1", "0", "0"), ("1", "0", "0"), "0")
+
+
+def test_protocol_error_counts_as_an_err_reply(redis_raw_factory: Callable[..., RespClient],
+                                               served: ServerHandle) -> None:
+    results = []
+    for observer, bad in ((redis_raw_factory(), redis_raw_factory()),
+                          (connect(served), connect(served))):
+        observer.execute("CONFIG", "RESETSTAT")
+        bad.send_raw(b"*1\r\n$-5\r\n")
+        with pytest.raises(RespError) as refused:
+            bad.read()
+        line = str(refused.value)
+        _, errors, total = counted(observer)
+        results.append((line, errors, total))
+    assert results[1] == results[0]
+    assert results[0][1] == {"errorstat_ERR": "count=1"}
