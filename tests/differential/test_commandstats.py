@@ -10,6 +10,7 @@ first word (redis.io INFO: "rejected_calls", "failed_calls", the errorstats sect
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -198,3 +199,39 @@ def test_protocol_error_counts_as_an_err_reply(redis_raw_factory: Callable[..., 
         results.append((line, errors, total))
     assert results[1] == results[0]
     assert results[0][1] == {"errorstat_ERR": "count=1"}
+
+
+def _blocked_then_group_destroyed(reader: RespClient, other: RespClient,
+                                  wait_blocked: Callable[[], None]) -> tuple[Any, ...]:
+    other.execute("XADD", "s3", "666", "f", "v")
+    other.execute("XGROUP", "CREATE", "s3", "g", "$")
+    other.execute("CONFIG", "RESETSTAT")
+    reader.send("XREADGROUP", "GROUP", "g", "Alice", "BLOCK", "0", "STREAMS", "s3", ">")
+    wait_blocked()
+    other.execute("XGROUP", "DESTROY", "s3", "g")
+    with pytest.raises(RespError) as ended:
+        reader.read()
+    commands, errors, total = counted(other)
+    return ended.value.prefix, commands["cmdstat_xreadgroup"], errors, total
+
+
+def _blocked_clients(client: RespClient) -> int:
+    return int(info_fields(client, "clients")["blocked_clients"])
+
+
+def test_blocked_xreadgroup_whose_group_is_destroyed(
+        redis_raw_factory: Callable[..., RespClient], served: ServerHandle) -> None:
+    """One call, one failed call, one NOGROUP error (Redis's stream-cgroups tests check the
+    same; the error's text differs between 7.0 and 8.x, its code does not). A deleted key
+    ends it with NOGROUP in 8.x but UNBLOCKED in 7.0: tests/engine/exec/test_stats.py."""
+    results = []
+    for reader, other in ((redis_raw_factory(), redis_raw_factory()),
+                          (connect(served), connect(served))):
+        def wait_blocked(other: RespClient = other) -> None:
+            deadline = time.monotonic() + 5
+            while _blocked_clients(other) < 1:
+                assert time.monotonic() < deadline
+                time.sleep(0.01)
+        results.append(_blocked_then_group_destroyed(reader, other, wait_blocked))
+    assert results[1] == results[0]
+    assert results[0] == ("NOGROUP", ("1", "0", "1"), {"errorstat_NOGROUP": "count=1"}, "1")
