@@ -2,8 +2,10 @@
 
 Owns one-at-a-time command execution under a lock (argv -> command -> reply + effects), the
 record sinks that later carry effects to the AOF and replicas, the apply path that replays records
-through the same command table, blocked-client wake-ups, and the state digest. Must not touch:
-command semantics (engine.commands_*), the data structures' internals, files (aof/ owns those).
+through the same command table, blocked-client wake-ups, the state digest, and counting each
+command into the server statistics (engine.exec.stats: calls, time, refusals, failures,
+errors). Must not touch: command semantics (engine.commands_*), the data structures'
+internals, files (aof/ owns those).
 """
 
 from __future__ import annotations
@@ -320,7 +322,11 @@ class Engine(RedisStreamAPI):
                 raise
             nanos = _now_ns() - began
             if ctx.effects:
-                lsn = self._commit(ctx, db)
+                try:
+                    lsn = self._commit(ctx, db)
+                except ReplyError as err:  # MISCONF: it ran, but its record was not written
+                    self.stats.failed(counters, nanos, err.line)
+                    raise
                 if effects_out is not None:
                     effects_out.extend(ctx.effects)
             if self.waiters.ready:
