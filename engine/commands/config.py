@@ -72,11 +72,14 @@ def config_set_cmd(ctx: Ctx, argv: Argv) -> str:
 @subcommand(CONFIG, "resetstat", 2, ADMIN, keys=NO_KEYS, since="2.0.0",
             summary="Resets the server's statistics.")
 def config_resetstat(ctx: Ctx, argv: Argv) -> str:
+    """Redis's resetServerStats, resetCommandTableStats and resetErrorTableStats: the server's
+    counters, INFO commandstats and errorstats, total_error_replies. This command itself is
+    then counted, as in Redis (its call is recorded after it ran)."""
     server = ctx.engine.server
     if server is not None:
         server.connections_received = 0
-        server.commands_processed = 0
         server.rejected_connections = 0
+    ctx.engine.stats.reset()
     return "OK"
 
 

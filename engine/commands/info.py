@@ -178,7 +178,7 @@ def _info_stats(engine: Engine) -> Fields:
     server = engine.server
     return [
         ("total_connections_received", server.connections_received if server else 0),
-        ("total_commands_processed", server.commands_processed if server else 0),
+        ("total_commands_processed", engine.stats.total_calls()),
         ("instantaneous_ops_per_sec", 0),
         ("rejected_connections", server.rejected_connections if server else 0),
         ("expired_keys", 0),
@@ -187,6 +187,7 @@ def _info_stats(engine: Engine) -> Fields:
         ("pubsub_channels", 0),
         ("pubsub_patterns", 0),
         ("total_forks", engine.datadir.status().saves if engine.datadir is not None else 0),
+        ("total_error_replies", engine.stats.total_error_replies),
     ]
 
 
@@ -227,6 +228,14 @@ def _info_modules(engine: Engine) -> Fields:
     return []
 
 
+def _info_commandstats(engine: Engine) -> Fields:
+    return engine.stats.commandstats()
+
+
+def _info_errorstats(engine: Engine) -> Fields:
+    return engine.stats.errorstats()
+
+
 def _info_cluster(engine: Engine) -> Fields:
     return [("cluster_enabled", 0)]
 
@@ -245,19 +254,27 @@ INFO_SECTIONS: dict[str, tuple[str, Callable[[Engine], Fields]]] = {
     "replication": ("Replication", _info_replication),
     "cpu": ("CPU", _info_cpu),
     "modules": ("Modules", _info_modules),
+    "commandstats": ("Commandstats", _info_commandstats),
+    "errorstats": ("Errorstats", _info_errorstats),
     "cluster": ("Cluster", _info_cluster),
     "keyspace": ("Keyspace", _info_keyspace),
 }
-DEFAULT_SECTIONS = tuple(INFO_SECTIONS)
+# Redis's default sections: all of them but commandstats (only in "all", "everything" or by
+# name); errorstats is a default one.
+DEFAULT_SECTIONS = tuple(name for name in INFO_SECTIONS if name != "commandstats")
+ALL_SECTIONS = tuple(INFO_SECTIONS)
 
 
 def info_text(engine: Engine, sections: Iterable[str] = ()) -> str:
-    """INFO's text: the named sections (default / all / everything: every one), in Redis's
-    order, "# Title" then "field:value" lines, a blank line between sections, CRLF ends."""
+    """INFO's text: the named sections (default: all but commandstats; all / everything: every
+    one), in Redis's order, "# Title" then "field:value" lines, a blank line between sections,
+    CRLF ends."""
     wanted: set[str] = set()
     for name in (s.lower() for s in sections):
-        if name in ("default", "all", "everything"):
+        if name == "default":
             wanted.update(DEFAULT_SECTIONS)
+        elif name in ("all", "everything"):
+            wanted.update(ALL_SECTIONS)
         elif name in INFO_SECTIONS:
             wanted.add(name)
     if not sections:

@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 
 class Waiter:
     __slots__ = ("session", "argv", "keys", "event", "result", "done", "wake_at", "lsn",
-                 "timeout_ms", "notify", "ready", "rerun")
+                 "timeout_ms", "notify", "ready", "rerun", "counters", "nanos")
 
     def __init__(self, session: Session, argv: Argv, keys: list[tuple[int, bytes]]) -> None:
         self.session = session
@@ -37,6 +37,10 @@ class Waiter:
         self.timeout_ms = 0  # 0: wait forever
         # Called (engine lock held) once `result` is set by a re-run: the server's wake-up.
         self.notify: Callable[[Waiter], None] | None = None
+        # Its command's statistics (engine.exec.stats): a blocked command counts one call when
+        # it finishes, with the time its runs took (`nanos`, summed over the re-runs).
+        self.counters: list[int] | None = None
+        self.nanos = 0
 
 
 class WaiterRegistry:

@@ -99,8 +99,10 @@ _FAST: dict[bytes, CommandSpec] = {}  # lower, UPPER and Capitalised spellings
 
 
 # The dispatch fast path: plain (not container, not internal) commands by common spelling,
-# with the argument-count bounds their arity allows. Anything else goes through `lookup`.
-FAST_DISPATCH: dict[bytes, tuple[Handler, int, int, bool]] = {}  # handler, min, max, write
+# with the argument-count bounds their arity allows and the command's name (its statistics and
+# CLIENT LIST's cmd= are kept under it). Anything else goes through `lookup`.
+FastEntry = tuple[Handler, int, int, bool, str]  # handler, min, max, write, name
+FAST_DISPATCH: dict[bytes, FastEntry] = {}
 
 
 def _register(spec: CommandSpec) -> None:
@@ -110,7 +112,7 @@ def _register(spec: CommandSpec) -> None:
         _FAST[spelling] = spec
         if spec.handler is not None and not spec.internal:
             bounds = (spec.arity, spec.arity) if spec.arity > 0 else (-spec.arity, 1 << 30)
-            FAST_DISPATCH[spelling] = (spec.handler, *bounds, spec.is_write)
+            FAST_DISPATCH[spelling] = (spec.handler, *bounds, spec.is_write, spec.name)
 
 
 def command(
@@ -188,6 +190,30 @@ def help_subcommand(
 
     subcommand(parent, "help", 2, flags, keys=NO_KEYS, since=since,
                summary="Returns helpful text about the different subcommands.")(help_handler)
+
+
+def command_names() -> list[str]:
+    """Every command's and subcommand's full name a client may run ("xinfo", "xinfo|stream"),
+    each container followed by its subcommands, in name order."""
+    names = []
+    for key in sorted(COMMANDS):
+        spec = COMMANDS[key]
+        if spec.internal:
+            continue
+        names.append(spec.name)
+        names.extend(spec.subcommands[sub].name for sub in sorted(spec.subcommands))
+    return names
+
+
+def resolve(argv: Argv | list[bytes]) -> CommandSpec | None:
+    """The command argv names whatever its arity (Redis's lookupCommand): None for an unknown
+    command or subcommand; a container alone is the container. For refusals' statistics."""
+    spec = COMMANDS.get(argv[0].lower())
+    if spec is None or spec.internal:
+        return None
+    if spec.subcommands and len(argv) > 1:
+        return spec.subcommands.get(argv[1].lower())
+    return spec
 
 
 def lookup(argv: Argv | list[bytes], allow_internal: bool = False) -> CommandSpec:

@@ -2,8 +2,10 @@
 
 Owns one-at-a-time command execution under a lock (argv -> command -> reply + effects), the
 record sinks that later carry effects to the AOF and replicas, the apply path that replays records
-through the same command table, blocked-client wake-ups, and the state digest. Must not touch:
-command semantics (engine.commands_*), the data structures' internals, files (aof/ owns those).
+through the same command table, blocked-client wake-ups, the state digest, and counting each
+command into the server statistics (engine.exec.stats: calls, time, refusals, failures,
+errors). Must not touch: command semantics (engine.commands_*), the data structures'
+internals, files (aof/ owns those).
 """
 
 from __future__ import annotations
@@ -18,7 +20,15 @@ from streamkeep.engine.commands.streams import add_entry
 from streamkeep.engine.exec.blocking import Waiter, WaiterRegistry
 from streamkeep.engine.exec.config import DEFAULT_CONFIG, config_set, normalize_settings
 from streamkeep.engine.exec.context import Block, Ctx, Later, MultiCtx, ReplayCtx, RerunCtx
-from streamkeep.engine.exec.table import FAST_DISPATCH, Argv, CommandSpec, lookup
+from streamkeep.engine.exec.stats import CALLS, NANOS, ServerStats
+from streamkeep.engine.exec.table import (
+    FAST_DISPATCH,
+    Argv,
+    CommandSpec,
+    command_names,
+    lookup,
+    resolve,
+)
 from streamkeep.engine.exec.transactions import WatchRegistry, end_transaction, queue_in_multi
 from streamkeep.engine.model.digest import state_digest
 from streamkeep.engine.model.effects import Record, select_effect
@@ -35,7 +45,8 @@ AOF_OPTIONS = ("appendfsync", "aof_load_truncated", "aof_segment_max_bytes",
                "auto_aof_rewrite_min_size", "auto_aof_rewrite_percentage", "fs")
 RecordSink = Callable[[Record], None]
 NUM_DATABASES = 16
-
+NOAUTH = "NOAUTH Authentication required."
+_now_ns = time.perf_counter_ns
 
 
 def wall_clock_ms(_ns: Callable[[], int] = time.time_ns) -> int:
@@ -61,7 +72,8 @@ class Session:
     command context reused by each of its commands, its transaction (MULTI queue, WATCHed keys;
     see engine.transactions) and, on the server, the connection it belongs to (`client`)."""
 
-    __slots__ = ("db", "ctx", "multi", "multi_failed", "watched", "dirty", "client", "name")
+    __slots__ = ("db", "ctx", "multi", "multi_failed", "watched", "dirty", "client", "name",
+                 "lastcmd")
 
     def __init__(self, db: int = 0) -> None:
         self.db = db
@@ -72,6 +84,7 @@ class Session:
         self.dirty = False  # a watched key changed: EXEC fails
         self.client: Any = None  # the server's connection object (None when embedded)
         self.name: bytes = b""  # CLIENT SETNAME
+        self.lastcmd: str | None = None  # the last command's name (CLIENT LIST cmd=; None: NULL)
 
 
 class Engine(RedisStreamAPI):
@@ -104,6 +117,12 @@ class Engine(RedisStreamAPI):
         # runs config_hooks[name] after storing a new value; INFO asks info_sections first.
         self.config_hooks: dict[str, list[ConfigHook]] = {}
         self.info_sections: dict[str, InfoSection] = {}
+        # INFO commandstats/errorstats (engine.exec.stats), and the dispatch fast path with
+        # each command's counter list: submit counts a call without looking anything up.
+        self.stats = ServerStats(command_names())
+        counters = self.stats.counters
+        self.dispatch = {spelling: (*entry, counters(entry[4]))
+                         for spelling, entry in FAST_DISPATCH.items()}
         self.closed = False
 
     @classmethod
@@ -222,9 +241,9 @@ class Engine(RedisStreamAPI):
         record under `always`, a SAVE); the reply, or ReplyError. `effects_out` receives the
         command's own effects (tests and tools ask for them)."""
         reply, lsn = self.submit(session, argv, effects_out)
-        return self._finish(reply, lsn)
+        return self._finish(reply, lsn, session)
 
-    def _finish(self, reply: Any, lsn: int) -> Any:
+    def _finish(self, reply: Any, lsn: int, session: Session | None = None) -> Any:
         """What a caller that waits does after submit: the record written (and fsynced under
         `always`), a blocked read's wait, a SAVE's wait. The reply, or ReplyError."""
         journal = self.journal
@@ -240,7 +259,11 @@ class Engine(RedisStreamAPI):
         if t is Waiter:
             return self._wait(reply)
         if t is Later:
-            return reply.wait()
+            try:
+                return reply.wait()
+            except ReplyError as err:
+                self.late_error(session or self.session, err)
+                raise
         return reply
 
     def submit(
@@ -260,28 +283,28 @@ class Engine(RedisStreamAPI):
         lock.acquire()
         lsn = 0
         try:
-            fast = FAST_DISPATCH.get(argv[0])
+            fast = self.dispatch.get(argv[0])
             if fast is not None and fast[1] <= len(argv) <= fast[2] and session.multi is None:
-                handler, is_write = fast[0], fast[3]
+                handler, is_write, counters = fast[0], fast[3], fast[5]
+                session.lastcmd = fast[4]
             else:  # the general path, with Redis's exact errors
                 try:
                     spec = lookup(argv)
                 except ReplyError as err:
-                    if argv[0].lower() == b"exec":  # a refused EXEC aborts, in MULTI or not
-                        end_transaction(self, session)
-                        raise ReplyError("EXECABORT Transaction discarded because of: "
-                                         + err.line.removeprefix("ERR ")) from None
-                    if session.multi is not None:  # a refused command aborts the EXEC
-                        session.multi_failed = True
-                    raise
+                    raise self._refuse(session, resolve(argv), err) from None
+                session.lastcmd = spec.name
+                counters = self.stats.counters(spec.name)
                 if session.multi is not None:
-                    queued = queue_in_multi(self, session, spec, argv)
+                    try:
+                        queued = queue_in_multi(self, session, spec, argv)
+                    except ReplyError as err:
+                        raise self._refuse(session, spec, err) from None
                     if queued is not None:
                         return queued, 0
                 handler, is_write = spec.handler, spec.is_write  # type: ignore[assignment]
             journal = self.journal
             if journal is not None and journal.error and is_write:
-                raise ReplyError(journal.error)
+                raise self._refuse(session, None, ReplyError(journal.error), counters)
             # One context per session, reset per command: commands run one at a time under
             # this lock and no handler keeps its context, so allocating one each time is waste.
             ctx = session.ctx
@@ -291,9 +314,19 @@ class Engine(RedisStreamAPI):
             ctx.db = self.dbs[db]
             ctx.now = self.clock()
             ctx.effects = []
-            reply = handler(ctx, argv)
+            began = _now_ns()
+            try:
+                reply = handler(ctx, argv)
+            except ReplyError as err:
+                self.stats.failed(counters, _now_ns() - began, err.line)
+                raise
+            nanos = _now_ns() - began
             if ctx.effects:
-                lsn = self._commit(ctx, db)
+                try:
+                    lsn = self._commit(ctx, db)
+                except ReplyError as err:  # MISCONF: it ran, but its record was not written
+                    self.stats.failed(counters, nanos, err.line)
+                    raise
                 if effects_out is not None:
                     effects_out.extend(ctx.effects)
             if self.waiters.ready:
@@ -305,11 +338,61 @@ class Engine(RedisStreamAPI):
                 waiter.rerun = reply.rerun
                 waiter.timeout_ms = reply.timeout_ms
                 waiter.notify = notify
+                waiter.counters = counters
+                waiter.nanos = nanos
                 self.waiters.add(waiter)
                 return waiter, lsn
+            counters[CALLS] += 1
+            counters[NANOS] += nanos
         finally:
             lock.release()
         return reply, lsn
+
+    def _refuse(
+        self, session: Session, spec: CommandSpec | None, err: ReplyError,
+        counters: list[int] | None = None,
+    ) -> ReplyError:
+        """A command refused before it ran (lock held), as Redis's rejectCommand: a refused
+        EXEC discards the transaction and says why in an EXECABORT line, any other refusal
+        inside MULTI makes the EXEC abort; counted as a rejected call of `spec` (or of
+        `counters`; neither: an unknown command) and an error reply. Returns the error to
+        raise."""
+        if spec is not None:
+            session.lastcmd = spec.name
+            counters = self.stats.counters(spec.name)
+            if spec.name == "exec":
+                end_transaction(self, session)
+                err = ReplyError("EXECABORT Transaction discarded because of: "
+                                 + err.line.removeprefix("ERR "))
+        elif counters is None:
+            session.lastcmd = None  # Redis's lastcmd of an unknown command: NULL
+        if session.multi is not None:
+            session.multi_failed = True
+        self.stats.rejected(counters, err.line)
+        return err
+
+    def refuse_unauthenticated(self, session: Session, argv: Argv) -> ReplyError:
+        """The reply to a command from a client that has not authenticated (the server's
+        gate; AUTH, HELLO, QUIT and RESET pass it): Redis checks the command's existence and
+        arity first, then refuses it with NOAUTH; counted as a rejected call either way."""
+        with self.lock:
+            try:
+                spec = lookup(argv)
+            except ReplyError as err:
+                return self._refuse(session, resolve(argv), err)
+            return self._refuse(session, spec, ReplyError(NOAUTH))
+
+    def error_replied(self, line: str) -> None:
+        """An error reply the engine did not produce (the server's protocol errors)."""
+        with self.lock:
+            self.stats.error_reply(line)
+
+    def late_error(self, session: Session, err: ReplyError) -> None:
+        """A command counted as a call replied an error after it returned (SAVE's wait):
+        count the failure and the error reply."""
+        with self.lock:
+            counters = self.stats.counters(session.lastcmd) if session.lastcmd else None
+            self.stats.late_failure(counters, err.line)
 
     def run_queued(self, ctx: Ctx, queued: list[tuple[CommandSpec, Argv]]) -> list[Any]:
         """EXEC's body (lock held): run the queued commands one after another with one time,
@@ -321,17 +404,24 @@ class Engine(RedisStreamAPI):
         mctx = MultiCtx(self, session, ctx.now)
         effects = mctx.effects = ctx.effects
         replies: list[Any] = []
+        stats = self.stats
         for spec, argv in queued:
             db = session.db
             mctx.db = self.dbs[db]
             mark = len(effects)
             journal = self.journal
+            counters = stats.counters(spec.name)
+            began = _now_ns()
             try:
                 if spec.is_write and journal is not None and journal.error:
                     raise ReplyError(journal.error)
                 reply = spec.handler(mctx, argv)  # type: ignore[misc]
             except ReplyError as err:
                 reply = err
+                stats.failed(counters, _now_ns() - began, err.line)
+            else:
+                counters[CALLS] += 1
+                counters[NANOS] += _now_ns() - began
             if len(effects) > mark and db != record_db:
                 effects.insert(mark, select_effect(db))
                 record_db = db
@@ -392,6 +482,10 @@ class Engine(RedisStreamAPI):
             self.waiters.remove(waiter)
             waiter.done = True
             waiter.result = result
+            counters = waiter.counters
+            if result is not None and counters is not None:  # a timeout: one call (Redis's
+                counters[CALLS] += 1                          # updateStatsOnUnblock)
+                counters[NANOS] += waiter.nanos
             return True
 
     def poll_waiter(self, waiter: Waiter) -> bool:
@@ -408,6 +502,7 @@ class Engine(RedisStreamAPI):
         session = waiter.session
         ctx = RerunCtx(self, session, self.clock())
         rerun = waiter.rerun
+        began = _now_ns()
         try:
             if rerun is not None:
                 result = rerun(ctx)
@@ -415,6 +510,7 @@ class Engine(RedisStreamAPI):
                 result = lookup(waiter.argv).handler(ctx, waiter.argv)  # type: ignore[misc]
         except ReplyError as err:
             result = err
+        waiter.nanos += _now_ns() - began
         if type(result) is Block:
             waiter.wake_at = result.wake_at
             waiter.ready = result.ready
@@ -425,6 +521,7 @@ class Engine(RedisStreamAPI):
                 waiter.lsn = self._commit(ctx, session.db)
             except ReplyError as err:  # MISCONF: the re-run's change could not be logged
                 result = err
+        self._count_unblocked(waiter, result)
         waiter.result = result
         waiter.done = True
         self.waiters.remove(waiter)
@@ -432,6 +529,18 @@ class Engine(RedisStreamAPI):
             waiter.event.set()
         if waiter.notify is not None:
             waiter.notify(waiter)
+
+    def _count_unblocked(self, waiter: Waiter, result: Any) -> None:
+        """A blocked command finished: one call (a failed one if it replied an error, as a
+        blocked XREADGROUP whose group or key went away does), with all its runs' time."""
+        counters = waiter.counters
+        if counters is None:
+            return
+        if isinstance(result, ReplyError):
+            self.stats.failed(counters, waiter.nanos, result.line)
+        else:
+            counters[CALLS] += 1
+            counters[NANOS] += waiter.nanos
 
     def _serve_ready(self) -> None:
         """Re-run the commands of clients waiting on signalled keys, first come first served."""

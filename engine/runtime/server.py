@@ -29,7 +29,6 @@ from typing import TYPE_CHECKING, Any
 from streamkeep.engine.exec.blocking import Waiter
 from streamkeep.engine.exec.config import ConfigError
 from streamkeep.engine.exec.context import Later
-from streamkeep.engine.exec.table import lookup
 from streamkeep.engine.exec.transactions import end_transaction
 from streamkeep.engine.runtime.limits import DescriptorLimitError, adjust_open_files_limit
 from streamkeep.engine.wire.errors import ReplyError
@@ -50,7 +49,6 @@ log = logging.getLogger("streamkeep.server")
 
 # Commands an unauthenticated client may run (Redis: AUTH, HELLO, QUIT; RESET too in 7.x).
 NO_AUTH_NEEDED = frozenset({b"auth", b"hello", b"quit", b"reset"})
-NOAUTH = ReplyError("NOAUTH Authentication required.")
 MAX_CLIENTS_ERR = b"-ERR max number of clients reached\r\n"
 DENIED = (
     b"-DENIED Redis is running in protected mode because protected mode is enabled and no "
@@ -113,7 +111,6 @@ class Client(asyncio.Protocol):
         self.fd = -1
         self.created = time.monotonic()
         self.last_interaction = self.created
-        self.last_command = b"NULL"
         self.lib_name = b""  # CLIENT SETINFO LIB-NAME / LIB-VER
         self.lib_ver = b""
         self.out = ReplyBuffer()  # its limit is set by the first reply after each flush
@@ -203,6 +200,7 @@ class Client(asyncio.Protocol):
                     self._query_buffer_exceeded()
                     return
                 except ProtocolError as err:
+                    self.engine.error_replied(err.line)
                     self.reply(err.reply())
                     self.closing = True
                     break
@@ -237,20 +235,10 @@ class Client(asyncio.Protocol):
         self._resume()
 
     def run(self, argv: list[bytes]) -> None:
-        self.last_command = argv[0]
-        self.server.commands_processed += 1
-        if not self.authenticated and (name := argv[0].lower()) not in NO_AUTH_NEEDED:
-            if self.session.multi is not None:
-                self.session.multi_failed = True
-            try:  # Redis checks the command's existence and arity before authentication
-                lookup(argv)
-            except ReplyError as err:
-                self.reply(self._abort_exec(err) if name == b"exec" else err)
-                return
-            if name == b"exec":
-                self.reply(self._abort_exec(NOAUTH))
-                return
-            self.reply(NOAUTH)
+        if not self.authenticated and argv[0].lower() not in NO_AUTH_NEEDED:
+            # The engine refuses it (NOAUTH, or the command's existence or arity first, as
+            # Redis checks them), so that the refusal is counted in INFO's statistics.
+            self.reply(self.engine.refuse_unauthenticated(self.session, tuple(argv)))
             return
         # The collector waits until the reply is encoded and dropped: a reply of a million
         # entries is a million lists, which collections (a full one among them) would
@@ -276,14 +264,6 @@ class Client(asyncio.Protocol):
             self._later(reply)
         else:
             self.reply(reply, lsn)
-
-    def _abort_exec(self, refusal: ReplyError) -> ReplyError:
-        """Redis's rejectCommand for a refused EXEC (arity, or no authentication): the
-        transaction is discarded, in MULTI or not, and the refusal is wrapped in EXECABORT."""
-        with self.engine.lock:
-            end_transaction(self.engine, self.session)
-        return ReplyError("EXECABORT Transaction discarded because of: "
-                          + refusal.line.removeprefix("ERR "))
 
     def reply(self, value: Any, lsn: int = 0) -> None:
         """Queue a reply; held back behind the fsync of `lsn` (or behind held replies).
@@ -429,9 +409,12 @@ class Client(asyncio.Protocol):
 
     def _later_done(self, future: asyncio.Future) -> None:
         self.busy = False
+        result = future.result()
+        if isinstance(result, ReplyError):  # SAVE's compaction failed: a failed call
+            self.engine.late_error(self.session, result)
         if self.closed:
             return
-        self.reply(future.result())
+        self.reply(result)
         self._resume()
 
     def _resume(self) -> None:
@@ -551,7 +534,7 @@ class Client(asyncio.Protocol):
             ("obl", str(len(self.out))), ("oll", str(len(self.held))),
             ("omem", str(self.transport.get_write_buffer_size() if self.transport else 0)),
             ("tot-mem", "0"), ("events", "r"),
-            ("cmd", self.last_command.lower().decode("utf-8", "replace")),
+            ("cmd", session.lastcmd or "NULL"),
             ("user", "default"),
             ("redir", "-1"), ("resp", str(self.protocol)),
             ("lib-name", self.lib_name.decode("utf-8", "replace")),
@@ -623,7 +606,6 @@ class Server:
         self.sync_target = 0
         self.sync_running = False
         self.connections_received = 0
-        self.commands_processed = 0
         self.rejected_connections = 0
         engine.server = self
 

@@ -48,8 +48,9 @@ def test_info_sections(backend: Any) -> None:
     assert isinstance(text, bytes)
     assert text.endswith(b"\r\n") and b"\n" not in text.replace(b"\r\n", b"")
     info = parse_info(text)
+    # Redis's default sections: errorstats is one, commandstats only in "all"/"everything".
     assert list(info) == ["server", "clients", "memory", "persistence", "stats",
-                          "replication", "cpu", "modules", "cluster", "keyspace"]
+                          "replication", "cpu", "modules", "errorstats", "cluster", "keyspace"]
     assert info["server"]["redis_version"] == "8.10.2"
     assert info["server"]["streamkeep_version"]
     assert info["keyspace"] == {"db0": "keys=1,expires=0,avg_ttl=0,subexpiry=0",
@@ -58,7 +59,11 @@ def test_info_sections(backend: Any) -> None:
     assert int(info["memory"]["used_memory"]) > 0
     assert info["persistence"]["loading"] == "0"
     assert list(parse_info(db.execute("INFO", "keyspace", "SERVER"))) == ["server", "keyspace"]
-    assert list(parse_info(db.execute("INFO", "all"))) == list(info)
+    everything = ["server", "clients", "memory", "persistence", "stats", "replication", "cpu",
+                  "modules", "commandstats", "errorstats", "cluster", "keyspace"]
+    assert list(parse_info(db.execute("INFO", "all"))) == everything
+    assert list(parse_info(db.execute("INFO", "everything"))) == everything
+    assert list(parse_info(db.execute("INFO", "default"))) == list(info)
     assert db.execute("INFO", "nosuch") == b""
 
 
