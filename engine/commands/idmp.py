@@ -52,29 +52,38 @@ def xadd_iid(iid: bytes | None, fields: Sequence[bytes]) -> bytes:
     return iid if iid is not None else auto_iid(fields)
 
 
+def refuse_duplicate(ctx: Ctx, key: bytes, state: Idmp, original: int) -> bytes:
+    """XADD IDMP found a live duplicate: count it, log the count, reply the original ID."""
+    state.duplicates += 1
+    ctx.effects.append(sk_xidmpdup_effect(key, state.duplicates))
+    return format_id(original)
+
+
+def created_state(ctx: Ctx, key: bytes, s: Stream) -> Idmp:
+    """The IDMP state a recording creates on a stream without one, its settings logged."""
+    state = idmp_state(ctx, s)[0]
+    ctx.effects.append(xcfgset_effect(key, state.duration, state.maxsize))
+    return state
+
+
 def xadd_duplicate(ctx: Ctx, key: bytes, s: Stream, pid: bytes, iid: bytes) -> bytes | None:
     """XADD IDMP's check before adding: the original entry's ID (reply) if `pid`/`iid` is a
     live duplicate, counted and logged; None if the entry is to be added."""
     state = s.idmp
-    if state is None:
-        return None
-    found = state.lookup(pid, iid, ctx.now)
-    if found is None:
-        return None
-    state.duplicates += 1
-    ctx.emit(sk_xidmpdup_effect(key, state.duplicates))
-    return format_id(found)
+    if state is not None:
+        found = state.lookup(pid, iid, ctx.now)
+        if found is not None:
+            return refuse_duplicate(ctx, key, state, found)
+    return None
 
 
 def xadd_record(ctx: Ctx, key: bytes, s: Stream, pid: bytes, iid: bytes, sid: int,
                 idb: bytes) -> None:
     """XADD IDMP's step after adding entry `sid`: record the iid and log it (the caller logged
     the XADD itself, and logs any trim after this)."""
-    state, created = idmp_state(ctx, s)
-    if created:
-        ctx.emit(xcfgset_effect(key, state.duration, state.maxsize))
+    state = s.idmp or created_state(ctx, key, s)
     state.record(pid, iid, sid, ctx.now)
-    ctx.emit(xidmprecord_effect(key, pid, iid, idb))
+    ctx.effects.append(xidmprecord_effect(key, pid, iid, idb))
 
 
 # --- XCFGSET -------------------------------------------------------------------------------------

@@ -9,7 +9,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from streamkeep.engine.commands.idmp import xadd_duplicate, xadd_iid, xadd_record
+from streamkeep.engine.commands.idmp import (
+    created_state,
+    refuse_duplicate,
+    xadd_duplicate,
+    xadd_iid,
+    xadd_record,
+)
 from streamkeep.engine.commands.trimming import (
     ACKED,
     DELREF,
@@ -27,9 +33,11 @@ from streamkeep.engine.model.effects import (
     xack_effect,
     xadd_effect,
     xdel_effect,
+    xidmprecord_effect,
     xsetid_effect,
     xtrim_effect,
 )
+from streamkeep.engine.model.idmp import auto_iid
 from streamkeep.engine.model.ids import MAX_ID, SEQ_MASK, parse_range, parse_strict
 from streamkeep.engine.model.stream import Stream
 from streamkeep.engine.wire.args import LLONG_MAX, is_word, parse_int, parse_int_range
@@ -146,6 +154,9 @@ def xadd(ctx: Ctx, argv: Argv) -> bytes | None:
     # ...` (clients and every replayed XADD effect), are add_entry's. Anything with options or
     # another ID form takes _xadd_general.
     engine = ctx.engine
+    if argv[2] in _IDMP_WIDTH:  # `XADD key IDMP pid iid * ...` and IDMPAUTO: no parse
+        idb = _xadd_idmp_simple(ctx, argv)
+        return _xadd_general(ctx, argv) if idb is _NOT_SIMPLE else idb
     idb = add_entry(engine, ctx.db, argv, ctx.now)
     if idb is None:
         return _xadd_general(ctx, argv)
@@ -157,6 +168,53 @@ def xadd(ctx: Ctx, argv: Argv) -> bytes | None:
 
 
 _EXHAUSTED = "ERR The stream has exhausted the last possible ID, unable to add more items"
+
+# Idempotent producers' common shapes, `XADD key IDMP pid iid * field value ...` and `XADD key
+# IDMPAUTO pid * field value ...` (what redis-py sends): the option's word and its width.
+_IDMP_WIDTH = {b"IDMP": 3, b"idmp": 3, b"IDMPAUTO": 2, b"idmpauto": 2}
+_NOT_SIMPLE = b""  # (never an XADD reply)
+
+
+def _xadd_idmp_simple(ctx: Ctx, argv: Argv) -> bytes | None:
+    """XADD with IDMP/IDMPAUTO as its only option and `*`, without the general parse: the
+    duplicate check, the append at the next automatic ID, the recording (the steps of
+    engine.commands.idmp, inlined: this is a producer's every send). _NOT_SIMPLE, having
+    changed nothing, for any other shape or a refused one (_xadd_general replies)."""
+    star = 2 + _IDMP_WIDTH[argv[2]]
+    argc = len(argv)
+    if argc <= star + 2 or argv[star] != b"*" or (argc - star) & 1 == 0:
+        return _NOT_SIMPLE
+    pid = argv[3]
+    fields = argv[star + 1:]
+    iid = argv[4] if star == 5 else auto_iid(fields)
+    if not pid or not iid:
+        return _NOT_SIMPLE
+    key, db, now = argv[1], ctx.db, ctx.now
+    s = db.get(key)
+    if s is None:
+        s = db[key] = Stream()
+        state = None
+    else:
+        state = s.idmp
+        if state is not None:
+            original = state.lookup(pid, iid, now)
+            if original is not None:
+                return refuse_duplicate(ctx, key, state, original)
+    last = s.last_id
+    if last == MAX_ID:
+        raise ReplyError(_EXHAUSTED)
+    engine = ctx.engine
+    sid = _next_auto_id(last, now)
+    idb = s.append(sid, fields, engine.node_max_entries, engine.node_max_bytes)
+    effects = ctx.effects
+    effects.append(xadd_effect(key, idb, fields))
+    if state is None:
+        state = created_state(ctx, key, s)
+    state.record(pid, iid, sid, now)
+    effects.append(xidmprecord_effect(key, pid, iid, idb))
+    if engine.waiters.by_key:
+        ctx.signal(key)
+    return idb
 
 
 def _xadd_general(ctx: Ctx, argv: Argv) -> bytes | None:

@@ -11,19 +11,37 @@ content hash IDMPAUTO derives an iid from. Must not touch: argument parsing, rep
 
 Expiry is lazy and deterministic: `lookup` treats an expired iid as absent without removing it;
 `record` (the only writer, run by XADD's effect XIDMPRECORD and by XIDMPRECORD itself) drops the
-expired iids at the front of that producer's map before inserting, so the maps after a replay are
-the maps before it. Counts reported by XINFO leave expired iids out.
+expired iids at the front of that producer's map before inserting, and now and then the maps of
+producers whose iids have all expired, decided by the state and the command time alone, so the
+maps after a replay are the maps before it. Counts reported by XINFO leave expired iids out.
 """
 
 from __future__ import annotations
 
 import hashlib
+import struct
+from collections import deque
 from collections.abc import Iterable, Iterator, Sequence
 
 DEFAULT_DURATION = 100  # seconds (stream-idmp-duration)
 DEFAULT_MAXSIZE = 100  # iids per producer (stream-idmp-maxsize)
 DURATION_RANGE = (1, 86400)
 MAXSIZE_RANGE = (1, 10000)
+
+
+class Producer:
+    """One producer's recent iids: `iids` maps each to (entry ID, recorded at ms), `order`
+    holds them oldest first (a deque: evicting the oldest is O(1); a dict's front is not once
+    deletions pile up there)."""
+
+    __slots__ = ("iids", "order")
+
+    def __init__(self) -> None:
+        self.iids: dict[bytes, tuple[int, int]] = {}
+        self.order: deque[bytes] = deque()
+
+    def newest_at(self) -> int:
+        return self.iids[self.order[-1]][1] if self.order else -(1 << 62)
 
 
 class Idmp:
@@ -34,43 +52,53 @@ class Idmp:
     def __init__(self, duration: int = DEFAULT_DURATION, maxsize: int = DEFAULT_MAXSIZE) -> None:
         self.duration = duration  # seconds
         self.maxsize = maxsize
-        # pid -> {iid: (entry ID, recorded at ms)}, in recording order (dicts keep it).
-        self.producers: dict[bytes, dict[bytes, tuple[int, int]]] = {}
+        self.producers: dict[bytes, Producer] = {}  # in the order each first recorded
         self.added = 0  # iids recorded, over the stream's life (XINFO iids-added)
         self.duplicates = 0  # XADDs refused as duplicates (XINFO iids-duplicates)
 
     def lookup(self, pid: bytes, iid: bytes, now: int) -> int | None:
         """The entry ID `pid`/`iid` produced, if recorded and not expired at `now` (ms)."""
-        iids = self.producers.get(pid)
-        if iids is None:
-            return None
-        found = iids.get(iid)
-        if found is None or found[1] + self.duration * 1000 <= now:
-            return None
-        return found[0]
+        producer = self.producers.get(pid)
+        if producer is not None:
+            found = producer.iids.get(iid)
+            if found is not None and found[1] + self.duration * 1000 > now:
+                return found[0]
+        return None
 
     def record(self, pid: bytes, iid: bytes, sid: int, now: int) -> None:
         """Remember that `pid`/`iid` produced entry `sid` at `now` (ms); the caller checked
         `lookup` found nothing live. Drops the producer's expired iids first, then its oldest
         ones beyond `maxsize`."""
-        iids = self.producers.get(pid)
-        if iids is None:
-            iids = self.producers[pid] = {}
-        else:
-            self._expire(iids, now)
-            iids.pop(iid, None)  # expired but not at the front (the clock went back)
+        producer = self.producers.get(pid)
+        if producer is None:
+            producer = self._new_producer(pid, now)
+        iids, order = producer.iids, producer.order
+        if order:
+            horizon = now - self.duration * 1000  # recorded at or before: expired
+            if iids[order[0]][1] <= horizon:
+                while order and iids[order[0]][1] <= horizon:
+                    del iids[order.popleft()]
+            if iid in iids:  # expired but not at the front (the clock went back)
+                order.remove(iid)
         iids[iid] = (sid, now)
+        order.append(iid)
+        if len(order) > self.maxsize:
+            del iids[order.popleft()]
         self.added += 1
-        while len(iids) > self.maxsize:
-            del iids[next(iter(iids))]
 
-    def _expire(self, iids: dict[bytes, tuple[int, int]], now: int) -> None:
-        horizon = now - self.duration * 1000  # recorded at or before: expired
-        while iids:
-            oldest = next(iter(iids))
-            if iids[oldest][1] > horizon:
-                return
-            del iids[oldest]
+    def _new_producer(self, pid: bytes, now: int) -> Producer:
+        """A map for a new producer; when the count of producers reaches a power of two (from
+        64 on), first forget the producers whose newest iid has expired, so producers that
+        stopped (a client restarted under a new UUID) do not stay forever. Decided by the
+        state alone, so replay and a snapshot's reload sweep at the same points."""
+        producers = self.producers
+        count = len(producers) + 1
+        if count >= 64 and count & (count - 1) == 0:
+            horizon = now - self.duration * 1000
+            for stale in [p for p, prod in producers.items() if prod.newest_at() <= horizon]:
+                del producers[stale]
+        producer = producers[pid] = Producer()
+        return producer
 
     def configure(self, duration: int, maxsize: int) -> None:
         """XCFGSET: new settings; the maps are cleared when either value changes (setting the
@@ -83,8 +111,8 @@ class Idmp:
         """(producers with a live iid, live iids) at `now`: XINFO's pids-tracked, iids-tracked."""
         horizon = now - self.duration * 1000
         pids = iids = 0
-        for recorded in self.producers.values():
-            live = sum(1 for _sid, at in recorded.values() if at > horizon)
+        for producer in self.producers.values():
+            live = sum(1 for _sid, at in producer.iids.values() if at > horizon)
             if live:
                 pids += 1
                 iids += live
@@ -93,24 +121,32 @@ class Idmp:
     def entries(self) -> Iterator[tuple[bytes, list[tuple[bytes, int, int]]]]:
         """(pid, [(iid, entry ID, recorded at ms), ...] oldest first) for each producer: what a
         snapshot stores and the digest hashes, in recording order."""
-        for pid, iids in self.producers.items():
-            yield pid, [(iid, sid, at) for iid, (sid, at) in iids.items()]
+        for pid, producer in self.producers.items():
+            iids = producer.iids
+            yield pid, [(iid, *iids[iid]) for iid in producer.order]
 
     def restore(self, pid: bytes, recorded: Iterable[Sequence]) -> None:
         """Put back a producer's map as `entries` gave it (snapshot load)."""
-        self.producers[pid] = {bytes(iid): (sid, at) for iid, sid, at in recorded}
+        producer = self.producers[pid] = Producer()
+        for iid, sid, at in recorded:
+            producer.iids[bytes(iid)] = (sid, at)
+            producer.order.append(bytes(iid))
 
 
 def auto_iid(fields: Sequence[bytes]) -> bytes:
     """IDMPAUTO's iid: a 128-bit hash of the entry's field/value pairs, independent of their
     order (Redis documents that the same content gives the same iid whatever the field order;
     its exact hash function is not documented, so this one is streamkeep's own: BLAKE2b-128
-    over the sorted pairs, each length-prefixed so no two contents collide by concatenation)."""
+    over the sorted pairs, each pair its two lengths then its two strings, so no two contents
+    collide by concatenation)."""
+    if len(fields) == 2:  # one pair: nothing to sort
+        field, value = fields
+        return _blake2b(_LENGTHS(len(field), len(value)) + field + value,
+                        digest_size=16).digest()
     pairs = sorted(zip(fields[0::2], fields[1::2], strict=True))
-    h = hashlib.blake2b(digest_size=16)
-    for field, value in pairs:
-        h.update(len(field).to_bytes(8, "little"))
-        h.update(field)
-        h.update(len(value).to_bytes(8, "little"))
-        h.update(value)
-    return h.digest()
+    return _blake2b(b"".join([_LENGTHS(len(f), len(v)) + f + v for f, v in pairs]),
+                    digest_size=16).digest()
+
+
+_LENGTHS = struct.Struct("<QQ").pack
+_blake2b = hashlib.blake2b
