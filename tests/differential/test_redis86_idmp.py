@@ -1,0 +1,222 @@
+"""Redis 8.6 idempotent producers (XADD IDMP/IDMPAUTO, XCFGSET, XINFO STREAM's IDMP fields).
+
+Ports of the IDMP tests in Redis's own stream test suite (tests/unit/type/stream.tcl, the tests
+named "XADD IDMP ..."); each test cites the Redis test it ports. The local redis-server is 7.x and
+lacks IDMP, so these run against the engine only, with a controllable clock.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import pytest
+
+from streamkeep import Engine, Record, ReplyError
+
+ID_RE = re.compile(rb"^[0-9]+-[0-9]+$")
+
+
+@pytest.fixture
+def clock() -> list[int]:
+    return [1_700_000_000_000]
+
+
+@pytest.fixture
+def e(clock: list[int]) -> Engine:
+    return Engine(clock=lambda: clock[0])
+
+
+def err(engine: Engine, *argv: Any) -> str:
+    with pytest.raises(ReplyError) as info:
+        engine.execute(*argv)
+    return str(info.value)
+
+
+def info(engine: Engine, key: str = "s") -> dict[bytes, Any]:
+    flat = engine.execute("XINFO", "STREAM", key)
+    return dict(zip(flat[0::2], flat[1::2], strict=True))
+
+
+def fields(engine: Engine, key: str = "s") -> list[dict[bytes, bytes]]:
+    return [dict(zip(f[0::2], f[1::2], strict=True)) for _id, f in engine.execute("XRANGE", key, "-", "+")]
+
+
+# Redis: "XADD IDMP with invalid syntax"
+def test_invalid_syntax(e: Engine) -> None:
+    assert err(e, "XADD", "s", "IDMP", "p1", "*", "f", "v") == "ERR Invalid stream ID specified as stream command argument"
+    assert err(e, "XADD", "s", "IDMP", "p1", "iid1", "1-1", "f", "v") == "ERR IDMP/IDMPAUTO can be used only with auto-generated IDs"
+    assert err(e, "XADD", "s", "IDMP", "p1", "iid1", "IDMP", "p2", "iid2", "*", "f", "v") == "ERR IDMP/IDMPAUTO specified multiple times"
+    assert err(e, "XADD", "s", "IDMPAUTO", "p1", "IDMP", "p2", "iid2", "*", "f", "v") == "ERR IDMP/IDMPAUTO specified multiple times"
+    assert err(e, "XADD", "s", "IDMP", "", "iid1", "*", "f", "v") == "ERR IDMP requires a non-empty producer ID"
+    assert err(e, "XADD", "s", "IDMP", "p1", "", "*", "f", "v") == "ERR IDMP requires a non-empty idempotent ID"
+    assert err(e, "XADD", "s", "IDMPAUTO", "", "*", "f", "v") == "ERR IDMPAUTO requires a non-empty producer ID"
+    assert e.execute("EXISTS", "s") == 0
+
+
+# Redis: "XADD IDMP basic addition"
+def test_basic_addition(e: Engine) -> None:
+    iids = ["1", "A", "B", "-", "+", "*", "^", "$", "#", "@", "?", "\\", "IDMP", "123-456",
+            "9999999999999-9999999999999", "hello世界", "héllo", "line1\nline2", "tab\there",
+            'quote"test', "with spaces", "long" * 100, "x" * 1000, "special!@#$%^&*()",
+            "path/to/file", "key:value"]
+    for iid in iids:
+        assert ID_RE.match(e.execute("XADD", "s", "IDMP", "p1", iid, "*", "f", "v"))
+    assert e.execute("XLEN", "s") == 26
+
+
+# Redis: "XADD IDMP duplicate request returns same ID"
+def test_duplicate_returns_same_id(e: Engine) -> None:
+    id1 = e.execute("XADD", "s", "IDMP", "p1", "payment-abc", "*", "amount", "100", "currency", "USD")
+    id2 = e.execute("XADD", "s", "IDMP", "p1", "payment-abc", "*", "amount", "200", "currency", "EUR")
+    assert id1 == id2
+    assert e.execute("XLEN", "s") == 1
+    assert fields(e) == [{b"amount": b"100", b"currency": b"USD"}]
+
+
+# Redis: "XADD IDMP multiple different IIDs create multiple entries"
+def test_different_iids(e: Engine) -> None:
+    ids = [e.execute("XADD", "s", "IDMP", "p1", f"req-{i}", "*", "user", u)
+           for i, u in enumerate(["alice", "bob", "charlie"])]
+    assert len(set(ids)) == 3
+    assert [f[b"user"] for f in fields(e)] == [b"alice", b"bob", b"charlie"]
+
+
+# Redis: "XADD IDMP with binary-safe iid", "XADD IDMP with maximum length iid"
+def test_binary_and_long_iid(e: Engine) -> None:
+    iid = b"\x00\x01\x02\xff"
+    assert e.execute("XADD", "s", "IDMP", "p1", iid, "*", "field", "value") == \
+        e.execute("XADD", "s", "IDMP", "p1", iid, "*", "field", "dup")
+    assert ID_RE.match(e.execute("XADD", "s", "IDMP", "p1", "x" * 65536, "*", "field", "value"))
+    assert e.execute("XLEN", "s") == 2
+
+
+# Redis: "XADD IDMP with MAXLEN option", "... with MINID option", "... with KEEPREF option",
+# "... with combined options"
+@pytest.mark.parametrize("opts", [
+    ["MAXLEN", "~", "100"], ["MINID", "~", "1000000000-0"], ["KEEPREF"],
+    ["KEEPREF", "MAXLEN", "~", "1000", "LIMIT", "10"],
+])
+def test_with_trim_and_ref_options(e: Engine, opts: list[str]) -> None:
+    id1 = e.execute("XADD", "s", "IDMP", "p1", "req-1", *opts, "*", "field1", "value1", "field2", "value2")
+    id2 = e.execute("XADD", "s", "IDMP", "p1", "req-1", *opts, "*", "field3", "value3")
+    assert id1 == id2
+    assert e.execute("XLEN", "s") == 1
+    assert fields(e) == [{b"field1": b"value1", b"field2": b"value2"}]
+
+
+# Redis: "XADD IDMP with NOMKSTREAM option"
+def test_with_nomkstream(e: Engine) -> None:
+    assert e.execute("XADD", "s", "NOMKSTREAM", "IDMP", "p1", "req-1", "*", "field", "value") is None
+    assert e.execute("EXISTS", "s") == 0
+    e.execute("XADD", "s", "IDMP", "p1", "req-2", "*", "field", "value")
+    assert ID_RE.match(e.execute("XADD", "s", "NOMKSTREAM", "IDMP", "p1", "req-3", "*", "field", "value"))
+    assert e.execute("XLEN", "s") == 2
+
+
+# Redis: "XADD IDMP argument order variations"
+def test_argument_order(e: Engine) -> None:
+    e.execute("XADD", "s", "IDMP", "p1", "req-1", "MAXLEN", "~", "100", "*", "field", "value1")
+    e.execute("XADD", "s", "MAXLEN", "~", "100", "IDMP", "p1", "req-2", "*", "field", "value2")
+    e.execute("XADD", "s", "NOMKSTREAM", "IDMP", "p1", "req-3", "MAXLEN", "~", "100", "*", "field", "value3")
+    assert e.execute("XLEN", "s") == 3
+
+
+# Redis: "XADD IDMP with consumer groups"
+def test_with_consumer_groups(e: Engine) -> None:
+    id1 = e.execute("XADD", "s", "IDMP", "p1", "cg-1", "*", "field", "value1")
+    id2 = e.execute("XADD", "s", "IDMP", "p1", "cg-2", "*", "field", "value2")
+    e.execute("XGROUP", "CREATE", "s", "g", "0")
+    read = e.execute("XREADGROUP", "GROUP", "g", "c1", "COUNT", "10", "STREAMS", "s", ">")
+    assert len(read[0][1]) == 2
+    assert e.execute("XACK", "s", "g", id1, id2) == 2
+    assert e.execute("XADD", "s", "IDMP", "p1", "cg-1", "*", "field", "dup") == id1
+
+
+# Redis: "XADD IDMP multiple producers have isolated namespaces", "... with binary producer IDs",
+# "... with unicode producer IDs", "... with long producer IDs"
+@pytest.mark.parametrize("pids", [
+    ["producer1", "producer2"], [b"\x00\x01\x02", b"\x03\x04\x05"],
+    ["producer-世界", "producer-héllo", "producer-日本"], ["a" * 1000, "b" * 1000],
+])
+def test_producers_isolated(e: Engine, pids: list[Any]) -> None:
+    ids = [e.execute("XADD", "s", "IDMP", pid, "req-123", "*", "field", f"v{i}") for i, pid in enumerate(pids)]
+    assert len(set(ids)) == len(pids)
+    for pid, first in zip(pids, ids, strict=True):
+        assert e.execute("XADD", "s", "IDMP", pid, "req-123", "*", "field", "dup") == first
+    assert e.execute("XLEN", "s") == len(pids)
+    assert info(e)[b"pids-tracked"] == len(pids)
+
+
+# Redis: "XADD IDMP multiple producers each have their own MAXSIZE limit"
+def test_maxsize_per_producer(e: Engine) -> None:
+    e.execute("XADD", "s", "IDMP", "p1", "init", "*", "field", "init")
+    assert e.execute("XCFGSET", "s", "IDMP-MAXSIZE", "3", "IDMP-DURATION", "60") == "OK"
+    p1 = [e.execute("XADD", "s", "IDMP", "p1", f"req-{i}", "*", "field", "v") for i in range(3)]
+    p2 = [e.execute("XADD", "s", "IDMP", "p2", f"req-{i}", "*", "field", "v") for i in range(3)]
+    for pid, ids in (("p1", p1), ("p2", p2)):
+        for i, first in enumerate(ids):
+            assert e.execute("XADD", "s", "IDMP", pid, f"req-{i}", "*", "field", "dup") == first
+    assert info(e)[b"pids-tracked"] == 2
+    # a fourth iid evicts p1's oldest: req-0 is new again
+    e.execute("XADD", "s", "IDMP", "p1", "req-3", "*", "field", "v")
+    assert e.execute("XADD", "s", "IDMP", "p1", "req-0", "*", "field", "again") != p1[0]
+
+
+# Redis: "XADD IDMP multiple producers with mixed IDMP and IDMPAUTO"; IDMPAUTO ignores field order
+def test_idmpauto(e: Engine) -> None:
+    id1 = e.execute("XADD", "s", "IDMPAUTO", "p1", "*", "a", "1", "b", "2")
+    assert e.execute("XADD", "s", "IDMPAUTO", "p1", "*", "b", "2", "a", "1") == id1
+    assert e.execute("XADD", "s", "IDMPAUTO", "p1", "*", "a", "1", "b", "3") != id1
+    assert e.execute("XADD", "s", "IDMPAUTO", "p2", "*", "a", "1", "b", "2") != id1
+    assert e.execute("XLEN", "s") == 3
+
+
+def test_duration_expiry_by_command_time(e: Engine, clock: list[int]) -> None:
+    id1 = e.execute("XADD", "s", "IDMP", "p1", "a", "*", "f", "v")
+    e.execute("XCFGSET", "s", "IDMP-DURATION", "5")  # changed settings clear the maps
+    id2 = e.execute("XADD", "s", "IDMP", "p1", "a", "*", "f", "v")
+    assert id2 != id1
+    clock[0] += 4999
+    assert e.execute("XADD", "s", "IDMP", "p1", "a", "*", "f", "v") == id2
+    clock[0] += 1
+    assert e.execute("XADD", "s", "IDMP", "p1", "a", "*", "f", "v") != id2
+
+
+def test_xinfo_counters(e: Engine) -> None:
+    e.execute("XADD", "s", "IDMP", "p1", "a", "*", "f", "v")
+    e.execute("XADD", "s", "IDMP", "p1", "a", "*", "f", "v")
+    e.execute("XADD", "s", "IDMP", "p2", "b", "*", "f", "v")
+    got = info(e)
+    keys = list(got)
+    assert keys[keys.index(b"recorded-first-entry-id") + 1:keys.index(b"groups")] == [
+        b"idmp-duration", b"idmp-maxsize", b"pids-tracked", b"iids-tracked", b"iids-added",
+        b"iids-duplicates"]
+    assert [got[k] for k in keys[7:13]] == [100, 100, 2, 2, 2, 1]
+
+
+def test_xcfgset_errors(e: Engine) -> None:
+    assert err(e, "XCFGSET", "nokey", "IDMP-DURATION", "5") == "ERR no such key"
+    e.execute("XADD", "s", "*", "f", "v")
+    assert err(e, "XCFGSET", "s", "IDMP-DURATION", "0") == "ERR IDMP-DURATION must be between 1 and 86400"
+    assert err(e, "XCFGSET", "s", "IDMP-MAXSIZE", "10001") == "ERR IDMP-MAXSIZE must be between 1 and 10000"
+    assert err(e, "XCFGSET", "s").startswith("ERR wrong number of arguments") or \
+        err(e, "XCFGSET", "s") == "ERR At least one parameter must be specified: IDMP-DURATION or IDMP-MAXSIZE"
+
+
+def test_replay_rebuilds_maps(e: Engine, clock: list[int]) -> None:
+    """The records (XADD + XIDMPRECORD, SK.XIDMPDUP for a duplicate) replayed at another
+    wall-clock time rebuild the same maps: same digest, and the duplicate is still detected."""
+    records: list[Record] = []
+    e.add_sink(records.append)
+    id1 = e.execute("XADD", "s", "IDMP", "p1", "a", "*", "f", "v")
+    e.execute("XADD", "s", "IDMP", "p1", "a", "*", "f", "w")
+    e.execute("XADD", "s", "IDMPAUTO", "p2", "*", "f", "v")
+    names = [eff[0].upper() for r in records for eff in r.effects]
+    assert b"XIDMPRECORD" in names
+    other = Engine(clock=lambda: clock[0] + 50_000)  # within the duration
+    for r in records:
+        other.apply(r)
+    assert other.digest() == e.digest()
+    assert other.execute("XADD", "s", "IDMP", "p1", "a", "*", "f", "x") == id1
+    assert other.execute("XLEN", "s") == 2
