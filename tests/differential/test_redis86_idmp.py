@@ -198,8 +198,8 @@ def test_xinfo_counters(e: Engine) -> None:
 def test_xcfgset_errors(e: Engine) -> None:
     assert err(e, "XCFGSET", "nokey", "IDMP-DURATION", "5") == "ERR no such key"
     e.execute("XADD", "s", "*", "f", "v")
-    assert err(e, "XCFGSET", "s", "IDMP-DURATION", "0") == "ERR IDMP-DURATION must be between 1 and 86400"
-    assert err(e, "XCFGSET", "s", "IDMP-MAXSIZE", "10001") == "ERR IDMP-MAXSIZE must be between 1 and 10000"
+    assert err(e, "XCFGSET", "s", "IDMP-DURATION", "0") == "ERR IDMP-DURATION must be between 1 and 86400 seconds"
+    assert err(e, "XCFGSET", "s", "IDMP-MAXSIZE", "10001") == "ERR IDMP-MAXSIZE must be between 1 and 10000 entries"
     assert err(e, "XCFGSET", "s").startswith("ERR wrong number of arguments") or \
         err(e, "XCFGSET", "s") == "ERR At least one parameter must be specified: IDMP-DURATION or IDMP-MAXSIZE"
 

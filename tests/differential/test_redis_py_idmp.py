@@ -94,5 +94,5 @@ def test_errors(client: Any) -> None:
         client.xadd("s", {"f": "v"}, id="9-9", idmp=("p", b"i"))
     with pytest.raises(errors, match="IDMP/IDMPAUTO can be used only with auto-generated IDs"):
         client.execute_command("XADD", "s", "IDMP", "p", "i", "9-9", "f", "v")
-    with pytest.raises(errors, match="IDMP-DURATION must be between 1 and 86400"):
+    with pytest.raises(errors, match="IDMP-DURATION must be between 1 and 86400 seconds"):
         client.execute_command("XCFGSET", "s", "IDMP-DURATION", "0")
