@@ -220,3 +220,46 @@ def test_replay_rebuilds_maps(e: Engine, clock: list[int]) -> None:
     assert other.digest() == e.digest()
     assert other.execute("XADD", "s", "IDMP", "p1", "a", "*", "f", "x") == id1
     assert other.execute("XLEN", "s") == 2
+
+
+# Redis: "XCFGSET invalid syntax"
+def test_xcfgset_invalid_syntax(e: Engine) -> None:
+    e.execute("XADD", "s", "IDMP", "p1", "req-1", "*", "field", "value")
+    assert err(e, "XCFGSET", "s").startswith("ERR At least one parameter")
+    assert "syntax" in err(e, "XCFGSET", "s", "IDMP-DURATION")
+    assert "syntax" in err(e, "XCFGSET", "s", "IDMP-MAXSIZE")
+    assert "syntax" in err(e, "XCFGSET", "s", "INVALID")
+    for option in ("IDMP-DURATION", "IDMP-MAXSIZE"):
+        for bad in ("A", "AAA", "*", "-", "+", "120-5", "3.14", "000000000", option):
+            assert err(e, "XCFGSET", "s", option, bad).startswith("ERR value is not an integer"), bad
+        assert err(e, "XCFGSET", "s", option, option, option).startswith("ERR value is not an integer")
+    assert err(e, "XCFGSET", "s", "IDMP-DURATION", "INVALID", "IDMP-MAXSIZE").startswith("ERR value is not an integer")
+    assert err(e, "XCFGSET", "s", "IDMP-MAXSIZE", "INVALID", "IDMP-DURATION").startswith("ERR value is not an integer")
+
+
+# Redis: "XCFGSET IDMP-DURATION/IDMP-MAXSIZE maximum/minimum value validation", "XCFGSET set both
+# IDMP-DURATION and IDMP-MAXSIZE", "XINFO STREAM shows default IDMP parameters", "XCFGSET multiple
+# configuration changes"
+def test_xcfgset_validation(e: Engine) -> None:
+    e.execute("XADD", "s", "IDMP", "p1", "req-1", "*", "field", "value")
+    assert (info(e)[b"idmp-duration"], info(e)[b"idmp-maxsize"]) == (100, 100)
+    assert e.execute("XCFGSET", "s", "IDMP-DURATION", "86400", "IDMP-MAXSIZE", "10000") == "OK"
+    assert err(e, "XCFGSET", "s", "IDMP-DURATION", "86401").startswith("ERR IDMP-DURATION must be")
+    assert err(e, "XCFGSET", "s", "IDMP-MAXSIZE", "10001").startswith("ERR IDMP-MAXSIZE must be between")
+    for option, bad in (("IDMP-DURATION", "0"), ("IDMP-DURATION", "-100"), ("IDMP-MAXSIZE", "0"),
+                        ("IDMP-MAXSIZE", "-50")):
+        assert err(e, "XCFGSET", "s", option, bad).startswith(f"ERR {option} must be between")
+    assert (info(e)[b"idmp-duration"], info(e)[b"idmp-maxsize"]) == (86400, 10000)
+    for option, value in (("IDMP-DURATION", "1"), ("IDMP-DURATION", "3"), ("IDMP-MAXSIZE", "1"), ("IDMP-MAXSIZE", "200")):
+        assert e.execute("XCFGSET", "s", option, value) == "OK"
+    assert (info(e)[b"idmp-duration"], info(e)[b"idmp-maxsize"]) == (3, 200)
+
+
+# Redis: "XCFGSET changing IDMP-DURATION clears all iids history", "... IDMP-MAXSIZE clears ..."
+@pytest.mark.parametrize("option,value", [("IDMP-DURATION", "5"), ("IDMP-MAXSIZE", "5000")])
+def test_xcfgset_change_clears_history(e: Engine, option: str, value: str) -> None:
+    id1 = e.execute("XADD", "s", "IDMP", "p1", "req-1", "*", "field", "value1")
+    assert e.execute("XADD", "s", "IDMP", "p1", "req-1", "*", "field", "dup") == id1
+    e.execute("XCFGSET", "s", option, value)
+    assert e.execute("XADD", "s", "IDMP", "p1", "req-1", "*", "field", "new1") != id1
+    assert e.execute("XLEN", "s") == 2
