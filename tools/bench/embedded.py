@@ -2,7 +2,8 @@
 
 Owns its workloads: XADD (:func:`bench_embedded_xadd`), consume, XREADGROUP COUNT + XACK
 until drained (:func:`bench_embedded_consume`), and reads capped by COUNT against Redis 8.10's
-MAXCOUNT over the same data (:func:`bench_embedded_capped_read`), each on a fresh
+MAXCOUNT over the same data (:func:`bench_embedded_capped_read`), XADD with IDMP against plain
+XADD (:func:`bench_embedded_xadd_idmp`), each on a fresh
 ``Engine.open()``.
 Must not touch: engine internals (only ``Engine.open``/``execute``), other sections, the
 registry (which names these rows and their targets).
@@ -142,3 +143,32 @@ def bench_embedded_capped_read(n: int, delivering: bool, batch: int = BATCH) -> 
     return Measurement(rates["MAXCOUNT"], count=expected,
                        figures={"maxcount_over_count": rates["MAXCOUNT"] / rates["COUNT"],
                                 "count_rate": rates["COUNT"]})
+
+
+IDMP_CHUNK = 1000  # XADDs timed per turn in bench_embedded_xadd_idmp
+
+
+def bench_embedded_xadd_idmp(n: int) -> Measurement:
+    """XADD IDMP p <new iid> * f v against plain XADD * f v, n of each on one engine (two
+    keys), taking turns IDMP_CHUNK commands at a time so the machine's noise falls on both
+    alike; every iid is new (the cost of checking and recording, not of a duplicate's early
+    reply). The rate is IDMP's adds/s; figure `idmp_cost` is IDMP's time per XADD / plain's."""
+    execute = _new_engine().execute
+    fill(execute, "warmup", warmup_size(n))
+    iids = [str(i).encode() for i in range(n)]
+    idmp_key, plain_key = f"{KEY}-idmp", KEY
+    spent = {"idmp": 0.0, "plain": 0.0}
+    clock = time.perf_counter
+    for lo in range(0, n, IDMP_CHUNK):
+        chunk = iids[lo:lo + IDMP_CHUNK]
+        start = clock()
+        for iid in chunk:
+            execute("XADD", idmp_key, "IDMP", "p", iid, "*", "f", "v")
+        middle = clock()
+        for _ in chunk:
+            execute("XADD", plain_key, "*", "f", "v")
+        spent["idmp"] += middle - start
+        spent["plain"] += clock() - middle
+    if execute("XLEN", idmp_key) != n:
+        raise AssertionError("XADD IDMP with new iids added fewer entries than sent")
+    return Measurement(n / spent["idmp"], figures={"idmp_cost": spent["idmp"] / spent["plain"]})
