@@ -70,8 +70,9 @@ def xadd_record(ctx: Ctx, key: bytes, s: Stream, pid: bytes, iid: bytes, sid: in
                 idb: bytes) -> None:
     """XADD IDMP's step after adding entry `sid`: record the iid and log it (the caller logged
     the XADD itself, and logs any trim after this)."""
-    state, created = idmp_state(ctx, s)
-    if created:
+    state = s.idmp
+    if state is None:
+        state, _created = idmp_state(ctx, s)
         ctx.emit(xcfgset_effect(key, state.duration, state.maxsize))
     state.record(pid, iid, sid, ctx.now)
     ctx.emit(xidmprecord_effect(key, pid, iid, idb))

@@ -148,6 +148,9 @@ def xadd(ctx: Ctx, argv: Argv) -> bytes | None:
     engine = ctx.engine
     idb = add_entry(engine, ctx.db, argv, ctx.now)
     if idb is None:
+        if len(argv) > 5 and argv[5] == b"*" and argv[2].lower() == b"idmp" and argv[3] \
+                and argv[4]:
+            return _xadd_idmp(ctx, argv)
         return _xadd_general(ctx, argv)
     if not ctx.replaying:
         ctx.effects.append(plain_xadd_effect(argv, idb))
@@ -157,6 +160,31 @@ def xadd(ctx: Ctx, argv: Argv) -> bytes | None:
 
 
 _EXHAUSTED = "ERR The stream has exhausted the last possible ID, unable to add more items"
+
+
+def _xadd_idmp(ctx: Ctx, argv: Argv) -> bytes | None:
+    """`XADD key IDMP pid iid * field value ...` with no other option (non-empty pid and iid):
+    the idempotent producer's hot path, add_entry's append between the duplicate check and the
+    recording. Same checks in the same order, replies and effects as _xadd_general."""
+    if len(argv) < 8 or len(argv) & 1:
+        raise wrong_arity("xadd")
+    key, pid, iid = argv[1], argv[3], argv[4]
+    db = ctx.db
+    s = db.get(key)
+    if s is not None and s.idmp is not None:
+        original = xadd_duplicate(ctx, key, s, pid, iid)
+        if original is not None:
+            return original
+    plain = (b"XADD", key, b"*", *argv[6:])
+    idb = add_entry(ctx.engine, db, plain, ctx.now)
+    if idb is None:  # (never: add_entry takes every `*` form)
+        return _xadd_general(ctx, argv)
+    s = db[key]
+    ctx.effects.append(plain_xadd_effect(plain, idb))
+    xadd_record(ctx, key, s, pid, iid, s.last_id, idb)
+    if ctx.engine.waiters.by_key:
+        ctx.signal(key)
+    return idb
 
 
 def _xadd_general(ctx: Ctx, argv: Argv) -> bytes | None:

@@ -56,13 +56,16 @@ class Idmp:
         iids = self.producers.get(pid)
         if iids is None:
             iids = self.producers[pid] = {}
-        else:
-            self._expire(iids, now)
-            iids.pop(iid, None)  # expired but not at the front (the clock went back)
+        elif iids:
+            if next(iter(iids.values()))[1] + self.duration * 1000 <= now:
+                self._expire(iids, now)
+            if iid in iids:  # expired but not at the front (the clock went back)
+                del iids[iid]
         iids[iid] = (sid, now)
         self.added += 1
-        while len(iids) > self.maxsize:
-            del iids[next(iter(iids))]
+        if len(iids) > self.maxsize:
+            while len(iids) > self.maxsize:
+                del iids[next(iter(iids))]
 
     def _expire(self, iids: dict[bytes, tuple[int, int]], now: int) -> None:
         horizon = now - self.duration * 1000  # recorded at or before: expired

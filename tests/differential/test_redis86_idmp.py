@@ -263,3 +263,21 @@ def test_xcfgset_change_clears_history(e: Engine, option: str, value: str) -> No
     e.execute("XCFGSET", "s", option, value)
     assert e.execute("XADD", "s", "IDMP", "p1", "req-1", "*", "field", "new1") != id1
     assert e.execute("XLEN", "s") == 2
+
+
+def test_hot_path_matches_general_path(clock: list[int]) -> None:
+    """`XADD key IDMP pid iid * ...` alone takes a hot path; with any other option the general
+    one: same replies, same effects (apart from the option itself), same arity errors."""
+    fast, general = Engine(clock=lambda: clock[0]), Engine(clock=lambda: clock[0])
+    for e in (fast, general):
+        e.execute("XADD", "s", "*", "f", "v")
+    for iid in ("a", "b", "a"):
+        got_fast = fast.execute_with_effects("XADD", "s", "IDMP", "p", iid, "*", "f", "v")
+        got_general = general.execute_with_effects("XADD", "s", "NOMKSTREAM", "IDMP", "p", iid, "*", "f", "v")
+        assert got_fast == got_general
+        clock[0] += 1
+    assert fast.digest() == general.digest()
+    for argv in (("XADD", "s", "IDMP", "p", "i", "*", "f"), ("XADD", "s", "IDMP", "p", "i", "*")):
+        assert err(fast, *argv) == "ERR wrong number of arguments for 'xadd' command"
+    assert fast.execute("XADD", "new", "idmp", "p", "i", "*", "f", "v") == fast.execute(
+        "XADD", "new", "IDMP", "p", "i", "*", "g", "w")

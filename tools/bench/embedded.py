@@ -155,7 +155,7 @@ def bench_embedded_xadd_idmp(n: int) -> Measurement:
     reply). The rate is IDMP's adds/s; figure `idmp_cost` is IDMP's time per XADD / plain's."""
     execute = _new_engine().execute
     fill(execute, "warmup", warmup_size(n))
-    iids = [str(i).encode() for i in range(n)]
+    iids = [str(i) for i in range(n)]  # str, like the other rows' arguments
     idmp_key, plain_key = f"{KEY}-idmp", KEY
     spent = {"idmp": 0.0, "plain": 0.0}
     clock = time.perf_counter
