@@ -281,3 +281,81 @@ def test_hot_path_matches_general_path(clock: list[int]) -> None:
         assert err(fast, *argv) == "ERR wrong number of arguments for 'xadd' command"
     assert fast.execute("XADD", "new", "idmp", "p", "i", "*", "f", "v") == fast.execute(
         "XADD", "new", "IDMP", "p", "i", "*", "g", "w")
+
+
+# Redis: "XADD IDMPAUTO with invalid syntax"
+def test_idmpauto_invalid_syntax(e: Engine) -> None:
+    for argv in (("IDMPAUTO", "p1", "IDMPAUTO", "p2"), ("IDMPAUTO", "p1", "IDMP", "p2", "iid1"),
+                 ("IDMP", "p1", "iid1", "IDMPAUTO", "p2")):
+        assert err(e, "XADD", "s", *argv, "*", "f", "v") == "ERR IDMP/IDMPAUTO specified multiple times"
+    assert err(e, "XADD", "s", "IDMPAUTO", "p1", "1-1", "f", "v") == \
+        "ERR IDMP/IDMPAUTO can be used only with auto-generated IDs"
+
+
+# Redis: "XADD IDMPAUTO basic deduplication based on field-value pairs", "... deduplicates
+# regardless of field order", "... different field-value pairs create different entries", "...
+# with single field-value pair", "... with many field-value pairs", "... with binary-safe values",
+# "... with unicode values", "... with long values", "... with empty string values", "... field
+# names matter", "... with numeric field names and values"
+@pytest.mark.parametrize("same,other", [
+    ((["amount", "100", "currency", "USD"], ["amount", "100", "currency", "USD"]), ["amount", "200", "currency", "USD"]),
+    ((["field1", "a", "field2", "b", "field3", "c"], ["field2", "b", "field3", "c", "field1", "a"]),
+     ["field3", "c", "field1", "x", "field2", "b"]),
+    ((["user", "alice", "action", "login"],) * 2, ["user", "bob", "action", "login"]),
+    ((["status", "active"],) * 2, ["status", "inactive"]),
+    (([f"f{i}" if j == 0 else f"v{i}" for i in range(1, 9) for j in (0, 1)],) * 2,
+     [*[f"f{i}" if j == 0 else f"v{i}" for i in range(1, 8) for j in (0, 1)], "f8", "different"]),
+    (([b"field", b"\x00\x01\x02\xff"],) * 2, [b"field", b"\x00\x01\x02"]),
+    ((["message", "hello世界"],) * 2, ["message", "héllo"]),
+    ((["data", "x" * 10000],) * 2, ["data", "x" * 9999]),
+    ((["field", ""],) * 2, ["field", "value"]),
+    ((["field1", "value"],) * 2, ["field2", "value"]),
+    ((["123", "456", "789", "012"],) * 2, ["123", "999", "789", "012"]),
+])
+def test_idmpauto_content(e: Engine, same: tuple[list[Any], list[Any]], other: list[Any]) -> None:
+    id1 = e.execute("XADD", "s", "IDMPAUTO", "p1", "*", *same[0])
+    assert ID_RE.match(id1)
+    assert e.execute("XADD", "s", "IDMPAUTO", "p1", "*", *same[1]) == id1
+    assert e.execute("XLEN", "s") == 1
+    assert e.execute("XADD", "s", "IDMPAUTO", "p1", "*", *other) != id1
+    assert e.execute("XLEN", "s") == 2
+
+
+# Redis: "XADD IDMPAUTO with MAXLEN option", "... with MINID option", "... with KEEPREF option",
+# "... with NOMKSTREAM option", "... argument order variations", "... with consumer groups"
+def test_idmpauto_options(e: Engine) -> None:
+    assert e.execute("XADD", "s", "NOMKSTREAM", "IDMPAUTO", "p1", "*", "field", "value") is None
+    e.execute("XADD", "s", "*", "initial", "value")
+    e.execute("XGROUP", "CREATE", "s", "g", "0")
+    id1 = e.execute("XADD", "s", "IDMPAUTO", "p1", "MAXLEN", "~", "100", "*", "field", "value1")
+    for opts in (["MINID", "~", "1000000000-0"], ["KEEPREF"], ["NOMKSTREAM"]):
+        assert e.execute("XADD", "s", *opts, "IDMPAUTO", "p1", "*", "field", "value1") == id1
+        assert e.execute("XADD", "s", "IDMPAUTO", "p1", *opts, "*", "field", "value1") == id1
+    for i, opts in enumerate((["MAXLEN", "~", "100", "IDMPAUTO", "p1"], ["KEEPREF", "IDMPAUTO", "p1"],
+                              ["IDMPAUTO", "p1", "KEEPREF"])):
+        assert ID_RE.match(e.execute("XADD", "s", *opts, "*", "field", f"test{i}"))
+    read = e.execute("XREADGROUP", "GROUP", "g", "c1", "COUNT", "10", "STREAMS", "s", ">")
+    assert len(read[0][1]) == 5
+
+
+# Redis: "XADD IDMP multiple producers stress test"
+def test_many_producers(e: Engine) -> None:
+    ids = [e.execute("XADD", "s", "IDMP", f"producer-{i}", "request-1", "*", "field", f"value-{i}") for i in range(50)]
+    got = info(e)
+    assert (got[b"pids-tracked"], got[b"iids-tracked"]) == (50, 50)
+    for i, first in enumerate(ids):
+        assert e.execute("XADD", "s", "IDMP", f"producer-{i}", "request-1", "*", "field", "dup") == first
+    assert e.execute("XLEN", "s") == 50
+
+
+# Redis: "XIDMP set evicts entries when MAXSIZE is reached"
+def test_maxsize_eviction_order(e: Engine) -> None:
+    e.execute("XADD", "s", "IDMP", "p1", "init", "*", "field", "init")
+    e.execute("XCFGSET", "s", "IDMP-MAXSIZE", "3", "IDMP-DURATION", "60")
+    ids = [e.execute("XADD", "s", "IDMP", "p1", f"req-{i}", "*", "field", "v") for i in (1, 2, 3)]
+    for i, first in zip((1, 2, 3), ids, strict=True):
+        assert e.execute("XADD", "s", "IDMP", "p1", f"req-{i}", "*", "field", "dup") == first
+    e.execute("XADD", "s", "IDMP", "p1", "req-4", "*", "field", "v4")
+    assert e.execute("XADD", "s", "IDMP", "p1", "req-1", "*", "field", "new") != ids[0]
+    assert e.execute("XADD", "s", "IDMP", "p1", "req-3", "*", "field", "dup2") == ids[2]
+    assert e.execute("XLEN", "s") == 6
