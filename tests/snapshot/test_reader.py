@@ -801,3 +801,55 @@ def test_incomplete_string_ids_bound_like_xrange(tmp_path: os.PathLike[str]) -> 
         got = [str(e.id) for e in snap.entries(0, b"s", "7", "7")]
     assert got == [e[0].decode() for e in engine.execute("XRANGE", "s", "7", "7")]
     assert got == ["7-1", "7-2", "7-3"]
+
+
+# --- idempotent producers (Redis 8.6 XADD IDMP) --------------------------------------------------
+
+def _idmp_engine() -> Engine:
+    e = Engine(clock=lambda: 5000)
+    e.execute("XADD", "s", "IDMP", "p", "i1", "*", "f", "v")
+    e.execute("XADD", "s", "IDMP", "p", "i1", "*", "f", "w")
+    e.execute("XCFGSET", "s", "IDMP-MAXSIZE", "7")
+    e.execute("XADD", "s", "IDMP", "q", "i2", "*", "f", "v")
+    e.execute("XADD", "plain", "*", "f", "v")
+    return e
+
+
+def test_idmp_state_round_trips(tmp_path) -> None:
+    path = str(tmp_path / "s.mdb")
+    e = _idmp_engine()
+    write(e, path)
+    with Snapshot(path) as snap:
+        info = snap.stream(0, b"s")
+        plain = snap.stream(0, b"plain")
+    assert info is not None and info.idmp is not None and plain is not None
+    assert (info.idmp.duration, info.idmp.maxsize, info.idmp.added, info.idmp.duplicates) == (100, 7, 2, 1)
+    assert [(pid, [r.iid for r in recorded]) for pid, recorded in info.idmp.producers] == [(b"q", [b"i2"])]
+    assert plain.idmp is None
+    back = restored(path, clock=lambda: 5000)
+    assert back.digest() == e.digest()
+    last = e.execute("XRANGE", "s", "-", "+")[-1][0]
+    assert back.execute("XADD", "s", "IDMP", "q", "i2", "*", "f", "x") == last
+    assert back.execute("XLEN", "s") == 2
+
+
+def test_snapshot_without_idmp_field_loads_with_defaults(tmp_path) -> None:
+    """A snapshot written before idempotent producers existed has no `idmp` item: it loads, and
+    the stream reports the configured defaults and empty maps."""
+    path = str(tmp_path / "s.mdb")
+    write(_idmp_engine(), path)
+    env = lmdb.open(path, subdir=False, lock=False, max_dbs=8)
+    streams = env.open_db(b"streams")
+    with env.begin(write=True, db=streams) as txn:
+        for raw, value in list(txn.cursor()):
+            doc = msgpack.unpackb(value, raw=False)
+            doc.pop("idmp", None)
+            txn.put(raw, msgpack.packb(doc, use_bin_type=True))
+    env.close()
+    with Snapshot(path) as snap:
+        assert all(s.idmp is None for s in snap.streams())
+    back = restored(path, clock=lambda: 5000)
+    flat = back.execute("XINFO", "STREAM", "s")
+    got = dict(zip(flat[0::2], flat[1::2], strict=True))
+    assert [got[k] for k in (b"idmp-duration", b"idmp-maxsize", b"pids-tracked", b"iids-tracked")] == [100, 100, 0, 0]
+    assert back.execute("XLEN", "s") == 2

@@ -2,7 +2,8 @@
 
 Owns its workloads: XADD (:func:`bench_embedded_xadd`), consume, XREADGROUP COUNT + XACK
 until drained (:func:`bench_embedded_consume`), and reads capped by COUNT against Redis 8.10's
-MAXCOUNT over the same data (:func:`bench_embedded_capped_read`), each on a fresh
+MAXCOUNT over the same data (:func:`bench_embedded_capped_read`), XADD with IDMP against plain
+XADD (:func:`bench_embedded_xadd_idmp`), each on a fresh
 ``Engine.open()``.
 Must not touch: engine internals (only ``Engine.open``/``execute``), other sections, the
 registry (which names these rows and their targets).
@@ -142,3 +143,46 @@ def bench_embedded_capped_read(n: int, delivering: bool, batch: int = BATCH) -> 
     return Measurement(rates["MAXCOUNT"], count=expected,
                        figures={"maxcount_over_count": rates["MAXCOUNT"] / rates["COUNT"],
                                 "count_rate": rates["COUNT"]})
+
+
+IDMP_CHUNK = 200  # XADDs per timed turn in bench_embedded_xadd_idmp
+
+
+def bench_embedded_xadd_idmp(n: int, auto: bool = False) -> Measurement:
+    """XADD with Redis 8.6's `IDMP producer iid` (a new iid each time: every one adds an entry
+    and records its iid, the cost a producer pays on every send; not a duplicate's early
+    reply), or `IDMPAUTO producer` over distinct contents, against the plain `XADD key * f v`
+    on the same engine: turns of IDMP_CHUNK XADDs each, alternating which goes first, each
+    turn timed, so the machine's noise falls on both alike. Arguments are str on both sides
+    (the embedded API's fast conversion). The rate is IDMP's adds/s; figure `idmp_cost` is
+    the time of one IDMP XADD / one plain XADD (issue 12's target: at most 1.3)."""
+    execute = _new_engine().execute
+    fill(execute, "warmup", warmup_size(n))
+    values = [f"v{i}" for i in range(n)]
+    idmp_key = f"{KEY}-idmp"
+
+    def plain(lo: int, hi: int) -> None:
+        for i in range(lo, hi):
+            execute("XADD", KEY, "*", "f", values[i])
+
+    def idmp(lo: int, hi: int) -> None:
+        if auto:
+            for i in range(lo, hi):
+                execute("XADD", idmp_key, "IDMPAUTO", "producer-1", "*", "f", values[i])
+        else:
+            for i in range(lo, hi):
+                execute("XADD", idmp_key, "IDMP", "producer-1", values[i], "*", "f", "v")
+
+    spent = {"plain": 0.0, "idmp": 0.0}
+    clock = time.perf_counter
+    turns = [("plain", plain), ("idmp", idmp)]
+    for lo in range(0, n, IDMP_CHUNK):
+        hi = min(n, lo + IDMP_CHUNK)
+        turns.reverse()
+        for name, run in turns:
+            start = clock()
+            run(lo, hi)
+            spent[name] += clock() - start
+    if execute("XLEN", idmp_key) != n:
+        raise AssertionError("XADD IDMP with new iids added fewer entries than sent")
+    return Measurement(n / spent["idmp"], figures={"idmp_cost": spent["idmp"] / spent["plain"]})

@@ -35,6 +35,7 @@ from streamkeep.tools.bench.embedded import (
     bench_embedded_capped_read,
     bench_embedded_consume,
     bench_embedded_xadd,
+    bench_embedded_xadd_idmp,
 )
 from streamkeep.tools.bench.env import BenchEnv
 from streamkeep.tools.bench.latency import LATENCY_CONSUMERS, LATENCY_RATE
@@ -59,6 +60,7 @@ RANGE_REPLY_TARGET = 1_000_000  # XRANGE reply entries/s (issue 11 E)
 BIG_XADD_TIME_TARGET = 3.0  # a big XADD's time / redis-server's, at most (issue 11 D)
 CRLF_PIPELINE_TARGET = 1.5  # pipelined XADDs, CRLF in values: time / without, at most (11 A)
 BIG_XADD_PEAK_TARGET = 2.5  # its peak RSS above the baseline / the value's size, at most
+IDMP_XADD_TARGET = 1.3  # time per XADD IDMP (new iid) / per plain XADD, at most (issue 12)
 MAXCOUNT_READ_TARGET = 0.95  # entries/s reading with MAXCOUNT n / with COUNT n, at least (12)
 
 
@@ -131,6 +133,12 @@ SECTIONS: tuple[Section, ...] = (
                   lambda env: bench_embedded_xadd(env.n), target=XADD_TARGET),
         Benchmark("embedded.consume", f"consume: XREADGROUP COUNT {BATCH} + XACK",
                   lambda env: bench_embedded_consume(env.n), target=CONSUME_TARGET),
+        # XADD IDMP p <new iid> against plain XADD, interleaved in chunks (issue 12: "IDMP costs
+        # at most 1.3x a plain XADD"); IDMP's adds/s, the ratio in the figures.
+        Benchmark("embedded.xadd_idmp", "XADD IDMP (new iid, vs plain XADD)",
+                  lambda env: bench_embedded_xadd_idmp(env.n)),
+        Benchmark("embedded.xadd_idmpauto", "XADD IDMPAUTO (new content, vs plain XADD)",
+                  lambda env: bench_embedded_xadd_idmp(env.n, auto=True)),
         # Redis 8.10's MAXCOUNT against COUNT over the same data, interleaved reply by reply
         # (issue 12: "MAXCOUNT reads cost no more than COUNT reads"); MAXCOUNT's entries/s.
         Benchmark("embedded.xreadgroup_maxcount", f"XREADGROUP MAXCOUNT {BATCH} (vs COUNT)",
@@ -337,6 +345,10 @@ FIGURES: tuple[Figure, ...] = (
            target=MAXCOUNT_READ_TARGET),
     Figure("embedded", f"XREAD entries/s: MAXCOUNT {BATCH} / COUNT {BATCH}",
            "embedded.xread_maxcount", extra="maxcount_over_count", target=MAXCOUNT_READ_TARGET),
+    Figure("embedded", "time per XADD: IDMP (new iid) / plain", "embedded.xadd_idmp",
+           extra="idmp_cost", target=IDMP_XADD_TARGET, at_most=True),
+    Figure("embedded", "time per XADD: IDMPAUTO (new content) / plain",
+           "embedded.xadd_idmpauto", extra="idmp_cost"),
 )
 
 # Extra tables the report prints after the ratios: fn(results, figures) -> a Table or None, the
