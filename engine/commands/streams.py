@@ -196,15 +196,22 @@ def _xadd_idmp_simple(ctx: Ctx, argv: Argv) -> bytes | None:
         state = None
     else:
         state = s.idmp
-        if state is not None:
-            original = state.lookup(pid, iid, now)
-            if original is not None:
-                return refuse_duplicate(ctx, key, state, original)
+        if state is not None:  # Idmp.lookup, inlined
+            producer = state.producers.get(pid)
+            if producer is not None:
+                found = producer.iids.get(iid)
+                if found is not None and found[1] + state.duration * 1000 > now:
+                    return refuse_duplicate(ctx, key, state, found[0])
     last = s.last_id
-    if last == MAX_ID:
+    if now > last >> 64:  # the next automatic ID (_next_auto_id), inlined
+        sid = now << 64
+    elif last == MAX_ID:
         raise ReplyError(_EXHAUSTED)
+    elif last & SEQ_MASK != SEQ_MASK:
+        sid = last + 1
+    else:
+        sid = ((last >> 64) + 1) << 64
     engine = ctx.engine
-    sid = _next_auto_id(last, now)
     idb = s.append(sid, fields, engine.node_max_entries, engine.node_max_bytes)
     effects = ctx.effects
     effects.append(xadd_effect(key, idb, fields))

@@ -9,6 +9,7 @@ implements :class:`Progress`) or how results print (the report).
 
 from __future__ import annotations
 
+import gc
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -78,6 +79,9 @@ def _run_one(env: BenchEnv, section: str, bench: Benchmark, repeat: int,
         for r in range(1, repeat + 1):
             if progress:
                 progress.repeat_started(r, repeat)
+            # Each run starts from a collected heap: what earlier rows left for the collector
+            # (their engines) must not be swept inside this row's timing.
+            gc.collect()
             runs.append(bench.run(env))
     except Skip as exc:
         result.skipped = str(exc)
