@@ -14,7 +14,8 @@ A snapshot is one LMDB environment in one file (`subdir=False`, no lock file). S
                last_id, max_deleted_id (16-byte IDs), entries_added, nodes, groups, and
                idmp if the stream has idempotent-producer state (Redis 8.6's XADD IDMP):
                [duration s, maxsize, iids added, duplicates refused, [[pid, [[iid,
-               entry ID, recorded at ms], ...]], ...]], each producer's iids oldest first
+               entry ID, recorded at ms], ...]], ...]], producers in the order they are
+               next checked for expiry, each producer's iids oldest first
                (absent in older snapshots and for streams that never used IDMP)
     nodes      key: number u64 | master ID  value: msgpack [live, size, master_fields, ids, fields]
                one node (listpack) of at most stream-node-max-entries entries, in ID order:

@@ -11,9 +11,10 @@ content hash IDMPAUTO derives an iid from. Must not touch: argument parsing, rep
 
 Expiry is lazy and deterministic: `lookup` treats an expired iid as absent without removing it;
 `record` (the only writer, run by XADD's effect XIDMPRECORD and by XIDMPRECORD itself) drops the
-expired iids at the front of that producer's map before inserting, and now and then the maps of
-producers whose iids have all expired, decided by the state and the command time alone, so the
-maps after a replay are the maps before it. Counts reported by XINFO leave expired iids out.
+expired iids at the front of that producer's map before inserting, and a new producer's first
+recording checks the next two producers of a rotation and drops those whose iids have all
+expired, decided by the state and the command time alone, so the maps after a replay are the
+maps before it. Counts reported by XINFO leave expired iids out.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from collections.abc import Iterable, Iterator, Sequence
 DEFAULT_DURATION = 100  # seconds (stream-idmp-duration)
 DEFAULT_MAXSIZE = 100  # iids per producer (stream-idmp-maxsize)
 DURATION_RANGE = (1, 86400)
+PRODUCER_CHECKS = 2  # producers checked for expiry each time a new one starts
 MAXSIZE_RANGE = (1, 10000)
 
 
@@ -47,12 +49,15 @@ class Producer:
 class Idmp:
     """One stream's IDMP state: settings, per-producer maps and lifetime counters."""
 
-    __slots__ = ("duration", "maxsize", "producers", "added", "duplicates")
+    __slots__ = ("duration", "maxsize", "producers", "rotation", "added", "duplicates")
 
     def __init__(self, duration: int = DEFAULT_DURATION, maxsize: int = DEFAULT_MAXSIZE) -> None:
         self.duration = duration  # seconds
         self.maxsize = maxsize
-        self.producers: dict[bytes, Producer] = {}  # in the order each first recorded
+        self.producers: dict[bytes, Producer] = {}
+        # Every producer once, in the order _new_producer checks them for expiry (and the order
+        # a snapshot and the digest list them, so a reload checks in the same order).
+        self.rotation: deque[bytes] = deque()
         self.added = 0  # iids recorded, over the stream's life (XINFO iids-added)
         self.duplicates = 0  # XADDs refused as duplicates (XINFO iids-duplicates)
 
@@ -87,17 +92,21 @@ class Idmp:
         self.added += 1
 
     def _new_producer(self, pid: bytes, now: int) -> Producer:
-        """A map for a new producer; when the count of producers reaches a power of two (from
-        64 on), first forget the producers whose newest iid has expired, so producers that
-        stopped (a client restarted under a new UUID) do not stay forever. Decided by the
-        state alone, so replay and a snapshot's reload sweep at the same points."""
-        producers = self.producers
-        count = len(producers) + 1
-        if count >= 64 and count & (count - 1) == 0:
-            horizon = now - self.duration * 1000
-            for stale in [p for p, prod in producers.items() if prod.newest_at() <= horizon]:
-                del producers[stale]
+        """A map for a new producer, after checking the next PRODUCER_CHECKS producers of the
+        rotation: one whose newest iid has expired is forgotten (a client restarted under a
+        new UUID must not stay forever), a live one goes to the back. O(1) per new producer
+        whatever their count, and decided by the state alone, so replay and a snapshot's
+        reload forget the same producers at the same points."""
+        producers, rotation = self.producers, self.rotation
+        horizon = now - self.duration * 1000
+        for _ in range(min(PRODUCER_CHECKS, len(rotation))):
+            candidate = rotation.popleft()
+            if producers[candidate].newest_at() <= horizon:
+                del producers[candidate]
+            else:
+                rotation.append(candidate)
         producer = producers[pid] = Producer()
+        rotation.append(pid)
         return producer
 
     def configure(self, duration: int, maxsize: int) -> None:
@@ -105,6 +114,7 @@ class Idmp:
         same values again keeps them, as Redis does), the lifetime counters never."""
         if (duration, maxsize) != (self.duration, self.maxsize):
             self.producers.clear()
+            self.rotation.clear()
         self.duration, self.maxsize = duration, maxsize
 
     def live_counts(self, now: int) -> tuple[int, int]:
@@ -120,14 +130,17 @@ class Idmp:
 
     def entries(self) -> Iterator[tuple[bytes, list[tuple[bytes, int, int]]]]:
         """(pid, [(iid, entry ID, recorded at ms), ...] oldest first) for each producer: what a
-        snapshot stores and the digest hashes, in recording order."""
-        for pid, producer in self.producers.items():
+        snapshot stores and the digest hashes: iids in recording order, producers in the
+        rotation's."""
+        for pid in self.rotation:
+            producer = self.producers[pid]
             iids = producer.iids
             yield pid, [(iid, *iids[iid]) for iid in producer.order]
 
     def restore(self, pid: bytes, recorded: Iterable[Sequence]) -> None:
-        """Put back a producer's map as `entries` gave it (snapshot load)."""
+        """Put back a producer's map as `entries` gave it (snapshot load), in that order."""
         producer = self.producers[pid] = Producer()
+        self.rotation.append(pid)
         for iid, sid, at in recorded:
             producer.iids[bytes(iid)] = (sid, at)
             producer.order.append(bytes(iid))
@@ -139,14 +152,19 @@ def auto_iid(fields: Sequence[bytes]) -> bytes:
     its exact hash function is not documented, so this one is streamkeep's own: BLAKE2b-128
     over the sorted pairs, each pair its two lengths then its two strings, so no two contents
     collide by concatenation)."""
-    if len(fields) == 2:  # one pair: nothing to sort
+    if len(fields) == 2 and len(fields[1]) < _COPY_LIMIT:  # one short pair: one call
         field, value = fields
         return _blake2b(_LENGTHS(len(field), len(value)) + field + value,
                         digest_size=16).digest()
-    pairs = sorted(zip(fields[0::2], fields[1::2], strict=True))
-    return _blake2b(b"".join([_LENGTHS(len(f), len(v)) + f + v for f, v in pairs]),
-                    digest_size=16).digest()
+    # Fed piece by piece: a big value is hashed where it lies, never copied.
+    h = _blake2b(digest_size=16)
+    for field, value in sorted(zip(fields[0::2], fields[1::2], strict=True)):
+        h.update(_LENGTHS(len(field), len(value)))
+        h.update(field)
+        h.update(value)
+    return h.digest()
 
 
+_COPY_LIMIT = 4096
 _LENGTHS = struct.Struct("<QQ").pack
 _blake2b = hashlib.blake2b

@@ -6,7 +6,14 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from streamkeep.engine.model.idmp import DEFAULT_DURATION, DEFAULT_MAXSIZE, Idmp, auto_iid
+from streamkeep.engine.model.idmp import (
+    DEFAULT_DURATION,
+    DEFAULT_MAXSIZE,
+    PRODUCER_CHECKS,
+    Idmp,
+    Producer,
+    auto_iid,
+)
 
 
 def test_defaults() -> None:
@@ -90,21 +97,38 @@ def test_an_expired_iid_not_at_the_front_is_recorded_again() -> None:
 
 
 def test_producers_whose_iids_all_expired_are_forgotten() -> None:
-    """When the count of producers reaches a power of two from 64 on, the ones whose newest iid
-    has expired go (a client restarted under a new UUID must not stay forever); live ones stay."""
+    """Each new producer checks the next two of the rotation: those whose newest iid has
+    expired go (a client restarted under a new UUID must not stay forever), live ones stay."""
     state = Idmp(duration=1, maxsize=5)
     for n in range(63):
         state.record(b"old-%d" % n, b"i", n, now=0)
-    state.record(b"live", b"i", 99, now=500)  # the 64th: a sweep, but nothing has expired
+    state.record(b"live", b"i", 99, now=500)  # two checked, nothing has expired
     assert len(state.producers) == 64
-    state.record(b"new", b"i", 100, now=1600)  # the 65th: no sweep
-    state.record(b"live", b"j", 101, now=1650)  # an existing producer: no sweep
-    assert len(state.producers) == 65
+    state.record(b"new", b"i", 100, now=1600)  # two checked: two expired old ones go
+    state.record(b"live", b"j", 101, now=1650)  # an existing producer: nothing checked
+    assert len(state.producers) == 63
     for n in range(63):
         state.record(b"more-%d" % n, b"i", n, now=1700)
-    assert len(state.producers) == 65  # the 128th swept the 63 expired old ones first
+    assert len(state.producers) == 65  # the rest of the 63 expired old ones went meanwhile
     assert not any(pid.startswith(b"old-") for pid in state.producers)
     assert state.lookup(b"live", b"j", 1700) == 101 and state.lookup(b"new", b"i", 1700) == 100
+
+
+def test_new_producers_cost_the_same_however_many_there_are() -> None:
+    """A new producer checks PRODUCER_CHECKS others, never all: with 100,000 live producers
+    (a client may create as many) the next one does not scan them."""
+    state = Idmp(duration=100, maxsize=1)
+    for n in range(100_000):
+        state.record(b"p%d" % n, b"i", n, now=n)
+    checked: list[bytes] = []
+    real = Producer.newest_at
+    Producer.newest_at = lambda self: checked.append(b"") or real(self)  # type: ignore
+    try:
+        state.record(b"one-more", b"i", 1, now=100_000)
+    finally:
+        Producer.newest_at = real  # type: ignore[method-assign]
+    assert len(checked) == PRODUCER_CHECKS and len(state.producers) == 100_001
+    assert list(state.rotation)[-1] == b"one-more" and len(state.rotation) == 100_001
 
 
 class Reference:
@@ -143,4 +167,8 @@ def test_matches_a_plain_reference(duration: int, maxsize: int, ops: list) -> No
         if found is None:
             state.record(pid, iid, sid, now)
             ref.record(pid, iid, sid, now)
-        assert dict(state.entries()) == ref.maps
+        kept = dict(state.entries())
+        assert kept == {p: r for p, r in ref.maps.items() if p in kept}
+        # A producer forgotten had nothing live left (the reference keeps it).
+        assert all(r[-1][2] + duration * 1000 <= now for p, r in ref.maps.items()
+                   if p not in kept)
