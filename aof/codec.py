@@ -317,3 +317,75 @@ def scan_batches(data: bytes, start: int, first_lsn: int, result: ScanResult,
     result.end, result.count, result.damage = pos, expected - first_lsn, damage
     if batch:
         yield batch
+
+
+# --- the record stream outside a file (replication) ----------------------------------------------
+
+GETACK_FRAME = FRAME.pack(0, 0)  # a zero-length frame: never in a file; on a link, "ACK now"
+
+
+@dataclass(slots=True)
+class StreamChunk:
+    """What `decode_stream` found: the whole records from `start` (decoded, in order), where
+    they end, and whether a GETACK frame (zero length) stops them there."""
+
+    records: list[tuple]
+    end: int
+    getack: bool = False
+
+
+def decode_stream(data: bytes | bytearray | memoryview, start: int, first_lsn: int,
+                  limit: int = 1 << 62) -> StreamChunk:
+    """Decode consecutive records of a record stream (a replication link) from `start`,
+    expecting LSNs from `first_lsn`, at most `limit` records. Unlike `scan`, an incomplete last
+    frame is not damage (the rest has not arrived yet): decoding stops before it. A zero-length
+    frame stops decoding with `getack` set (its 8 bytes are after `end`). A complete frame whose
+    CRC, payload or LSN is wrong raises FormatError: a stream never skips a record."""
+    view = memoryview(data)
+    pos, expected = start, first_lsn
+    size = len(view)
+    records: list[tuple] = []
+    append = records.append
+    unpack_frame = FRAME.unpack_from
+    crc_raw, table = crc32c_raw, CRC_TABLE
+    while pos + FRAME_SIZE <= size and len(records) < limit:
+        length, crc = unpack_frame(view, pos)
+        if length == 0:
+            return StreamChunk(records, pos, True)
+        if length > MAX_PAYLOAD:
+            raise FormatError(f"record LSN {expected}: length {length} is not a record's")
+        body = pos + FRAME_SIZE
+        if body + length > size:
+            break
+        payload = bytes(view[body:body + length])
+        if crc_raw(payload, 0xFFFFFFFF, table) != crc ^ 0xFFFFFFFF:
+            raise FormatError(f"record LSN {expected}: CRC mismatch")
+        try:
+            record = _unpackb(payload, raw=True, use_list=False)
+            lsn, time_ms, db, _effects = record
+        except (ValueError, TypeError, msgpack.UnpackException):
+            raise FormatError(f"record LSN {expected}: undecodable payload") from None
+        if lsn != expected or type(time_ms) is not int or type(db) is not int \
+                or not 0 <= db < 16:
+            raise FormatError(f"record LSN {lsn} where {expected} was expected")
+        append(record)
+        expected += 1
+        pos = body + length
+    return StreamChunk(records, pos)
+
+
+def frame_offsets(data: bytes | bytearray | memoryview, start: int, count: int
+                  ) -> tuple[int, int | None]:
+    """Walk `count` frames from `start` by their length fields alone (the records were checked
+    when written): (offset after them, CRC field of the last one walked, None if count is 0).
+    ValueError if the data ends first."""
+    pos, crc, size = start, None, len(data)
+    unpack_frame = FRAME.unpack_from
+    for _ in range(count):
+        if pos + FRAME_SIZE > size:
+            raise ValueError(f"the data ends at {size}, inside the frames walked")
+        length, crc = unpack_frame(data, pos)
+        pos += FRAME_SIZE + length
+        if length == 0 or pos > size:
+            raise ValueError(f"no whole frame at offset {pos - FRAME_SIZE - length}")
+    return pos, crc

@@ -39,6 +39,9 @@ class FileSystem(Protocol):
     def makedirs(self, path: str) -> None: ...
     def lock(self, path: str) -> int: ...
     def unlock(self, fd: int) -> None: ...
+    def open_read(self, path: str) -> int: ...
+    def pread(self, fd: int, size: int, offset: int) -> bytes: ...
+    def fsize(self, fd: int) -> int: ...
 
 
 class RealFS:
@@ -125,3 +128,14 @@ class RealFS:
     def unlock(self, fd: int) -> None:
         fcntl.flock(fd, fcntl.LOCK_UN)
         os.close(fd)
+
+    def open_read(self, path: str) -> int:
+        """A read-only descriptor: it keeps the file readable after a compaction unlinks it
+        (replication reads segments and snapshots through these)."""
+        return os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+
+    def pread(self, fd: int, size: int, offset: int) -> bytes:
+        return os.pread(fd, size, offset)
+
+    def fsize(self, fd: int) -> int:
+        return os.fstat(fd).st_size

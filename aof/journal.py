@@ -45,7 +45,7 @@ from streamkeep.aof.codec import (
 )
 from streamkeep.aof.fs import FileSystem
 from streamkeep.aof.manifest import Manifest, SegmentEntry
-from streamkeep.engine.wire.errors import ReplyError
+from streamkeep.engine.wire.errors import ReplyError, StorageError
 
 log = logging.getLogger("streamkeep.aof")
 
@@ -215,6 +215,8 @@ class Journal:
         self.aof_bytes += size
         if self.aof_bytes >= self.rewrite_at and self.on_rewrite is not None:
             self.on_rewrite()
+        if self.on_written is not None:
+            self.on_written()
 
     def _write_failed(self, err: OSError, data: bytes) -> None:
         log.error("AOF write failed: %s; refusing writes until it succeeds", err)
@@ -249,6 +251,8 @@ class Journal:
         self.written_lsn = self.lsn
         log.warning("AOF writes succeed again; accepting writes")
         self.error = None
+        if self.on_written is not None:
+            self.on_written()
 
     # --- durability (engine lock not held) -----------------------------------------------------
 
@@ -377,6 +381,48 @@ class Journal:
                 retry()
 
     on_retry: Callable[[], None] | None = None  # set by the data directory (takes engine lock)
+    # Called (engine lock held, on the writing thread) after records reach the OS: replication
+    # sends them on from the segment file.
+    on_written: Callable[[], None] | None = None
+
+    # --- a replica's write path (engine lock held) ---------------------------------------------
+
+    def append_raw(self, data: bytes, first_lsn: int, count: int) -> None:
+        """Log `count` records another node framed and numbered (a replica logs its primary's
+        records byte for byte, with their LSNs). `first_lsn` must follow the last LSN. A failed
+        write is kept and retried in order, as `append`'s are; StorageError if this log can
+        never be written again (a failed fsync)."""
+        if first_lsn != self.lsn + 1:
+            raise StorageError(f"record LSN {first_lsn} does not follow this log's {self.lsn}")
+        if self.fsync_failed:
+            raise StorageError(self.error or "the AOF cannot be written")
+        if not self.flush_pending() or self.unwritten:
+            self.lsn += count
+            self.unwritten.append(data)
+            return
+        self.lsn += count
+        with contextlib.suppress(ReplyError):  # kept in `unwritten`; the retry writes it
+            self._write(data, count)
+
+    def reset(self, manifest: Manifest, fd: int, size: int, lsn: int, aof_bytes: int) -> None:
+        """Continue on another history (a replica's full sync installed a snapshot): the new
+        manifest's last segment, open as `fd` with `size` bytes, after LSN `lsn` (engine lock
+        held; nothing may be buffered or awaiting a retry: the old history is dropped)."""
+        with self._cond:
+            while self._syncing:
+                self._cond.wait()
+            with self.manifest_lock:
+                old = self.fd
+                self.manifest, self.fd, self.size = manifest, fd, size
+            self.lsn = self.written_lsn = self.synced_lsn = lsn
+            self.pending.clear()
+            self.pending_records = 0
+            self.unwritten.clear()
+            self.error = None
+            self.aof_bytes = aof_bytes
+            if old >= 0:
+                with contextlib.suppress(OSError):
+                    self.fs.close(old)
 
     # --- segments ------------------------------------------------------------------------------
 

@@ -7,12 +7,15 @@ empty over existing data. The snapshot issue adds the snapshot entry. Must not t
 contents, snapshot contents, the engine.
 
     {"format": "streamkeep-manifest", "version": 1, "repl_id": "<40 hex digits>",
+     "repl_id2": "<40 hex digits>", "repl_offset2": 1235,     (both optional: a promotion's)
      "snapshot": {"file": "snapshot-000000001234.mdb", "lsn": 1234, "size": 81920,
                   "created_ms": 1700000000000} | null,
      "segments": [{"file": "segment-000007.aof", "segment": 7, "first_lsn": 1235}, ...]}
 
 The state is the snapshot (everything up to its LSN; none: empty) followed by the segments'
-records, whose LSNs continue from it without a gap. repl_id names this history for replicas.
+records, whose LSNs continue from it without a gap. repl_id names this history for replicas;
+repl_id2 the history this one continues since a promotion (REPLICAOF NO ONE), valid for LSNs
+before repl_offset2 (Redis's master_replid2 and second_repl_offset).
 """
 
 from __future__ import annotations
@@ -54,6 +57,9 @@ def is_snapshot_file(name: str) -> bool:
     return _SNAPSHOT_FILE.fullmatch(name.removesuffix(".tmp")) is not None
 
 
+NO_REPL_ID = "0" * 40  # Redis's master_replid2 when there is no previous history
+
+
 def new_repl_id() -> str:
     return os.urandom(20).hex()
 
@@ -78,6 +84,8 @@ class Manifest:
     segments: list[SegmentEntry] = field(default_factory=list)
     snapshot: SnapshotEntry | None = None
     repl_id: str = field(default_factory=new_repl_id)
+    repl_id2: str = NO_REPL_ID
+    repl_offset2: int = -1  # LSNs below it belong to repl_id2's history too (-1: none)
 
     def to_json(self) -> bytes:
         snap = self.snapshot
@@ -85,6 +93,8 @@ class Manifest:
             "format": FORMAT,
             "version": VERSION,
             "repl_id": self.repl_id,
+            "repl_id2": self.repl_id2,
+            "repl_offset2": self.repl_offset2,
             "snapshot": None if snap is None else {
                 "file": snap.file, "lsn": snap.lsn, "size": snap.size,
                 "created_ms": snap.created_ms},
@@ -123,7 +133,13 @@ class Manifest:
             repl_id = new_repl_id()  # written by an earlier build: name the history now
         elif not (isinstance(repl_id, str) and re.fullmatch(r"[0-9a-f]{40}", repl_id)):
             raise ManifestError(f"{where}: 'repl_id' must be 40 hex digits")
-        return cls(segments, snapshot, repl_id)
+        repl_id2 = doc.get("repl_id2", NO_REPL_ID)
+        repl_offset2 = doc.get("repl_offset2", -1)
+        if not (isinstance(repl_id2, str) and re.fullmatch(r"[0-9a-f]{40}", repl_id2)
+                and isinstance(repl_offset2, int)):
+            raise ManifestError(f"{where}: 'repl_id2' must be 40 hex digits and "
+                                f"'repl_offset2' an integer")
+        return cls(segments, snapshot, repl_id, repl_id2, repl_offset2)
 
 
 def _snapshot_entry(item: object, where: str) -> SnapshotEntry | None:

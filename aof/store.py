@@ -16,6 +16,7 @@ the segments after it.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import time
@@ -177,6 +178,81 @@ class DataDir:
         self.compactor.stop()
         self.journal.close()
         self.fs.unlock(self.lock_fd)
+
+    # --- replication's hooks -------------------------------------------------------------------
+
+    def history(self) -> tuple[str, str, int]:
+        """(repl_id, repl_id2, repl_offset2): the names of the history this directory holds."""
+        manifest = self.journal.manifest
+        return manifest.repl_id, manifest.repl_id2, manifest.repl_offset2
+
+    def set_history(self, repl_id: str, repl_id2: str, repl_offset2: int) -> None:
+        """Rename the history durably (a promotion, a replica following a promoted primary).
+        Engine lock held."""
+        journal = self.journal
+        with journal.manifest_lock:
+            old = journal.manifest
+            new = Manifest(list(old.segments), old.snapshot, repl_id, repl_id2, repl_offset2)
+            manifest_mod.store(self.fs, self.path, new)
+            journal.manifest = new
+
+    def wait_no_compaction(self) -> None:
+        """Wait for a running compaction (engine lock NOT held) and keep new ones from
+        starting until `install_snapshot` or `allow_compaction`."""
+        self.compactor.paused = True
+        job = self.compactor.job
+        if job is not None:
+            job.done.wait()
+
+    def allow_compaction(self) -> None:
+        self.compactor.paused = False
+
+    def install_snapshot(self, tmp: str | None, lsn: int, repl_id: str, dbs: list) -> None:
+        """A replica's full sync (engine lock held; `wait_no_compaction` called before): make
+        the directory hold the received snapshot `tmp` (None: the empty state at LSN 0) and
+        nothing else, under the primary's history `repl_id`, and the engine hold `dbs` (loaded
+        from that file). Every step leaves a directory that opens: to the old state, to the
+        empty one (a replica that then syncs again), or to the new one."""
+        fs, path, journal = self.fs, self.path, self.journal
+        number = journal.manifest.segments[-1].segment
+        # 1. An empty history first: the old files can then go, and the snapshot's name is free
+        #    (the old snapshot may have the same LSN, so the same name).
+        empty = SegmentEntry(manifest_mod.segment_file(number + 1), number + 1, 1)
+        fs.close(create_segment(fs, path, empty))
+        with journal.manifest_lock:
+            manifest_mod.store(fs, path, Manifest([empty]))
+        keep = {empty.file, LOCK_FILE, manifest_mod.MANIFEST}
+        if tmp is not None:
+            keep.add(os.path.basename(tmp))
+        for name in fs.listdir(path):
+            if name not in keep and (manifest_mod.is_segment_file(name)
+                                     or manifest_mod.is_snapshot_file(name)):
+                fs.unlink(os.path.join(path, name))
+        # 2. The snapshot under its name, then the history that starts after it.
+        snap = None
+        if tmp is not None:
+            name = manifest_mod.snapshot_file(lsn)
+            final = os.path.join(path, name)
+            fs.rename(tmp, final)
+            snap = SnapshotEntry(name, lsn, fs.size(final), int(time.time() * 1000))
+        entry = SegmentEntry(manifest_mod.segment_file(number + 2), number + 2, lsn + 1)
+        fd = create_segment(fs, path, entry)
+        manifest = Manifest([entry], snap, repl_id)
+        try:
+            with journal.manifest_lock:
+                manifest_mod.store(fs, path, manifest)
+        except BaseException:
+            fs.close(fd)
+            raise
+        with contextlib.suppress(OSError):
+            fs.unlink(os.path.join(path, empty.file))
+        journal.reset(manifest, fd, HEADER_SIZE, lsn, HEADER_SIZE)
+        self.compactor.snapshot_size = snap.size if snap is not None else 0
+        journal.rewrite_at = self.compactor.threshold()
+        self.compactor.paused = False
+        self.engine.replace_state_locked(dbs)
+        log.info("installed the primary's snapshot at LSN %d (%s)", lsn,
+                 snap.file if snap is not None else "empty")
 
 
 def recover(fs: FileSystem, path: str, engine: Engine, load_truncated: bool) -> Recovered:

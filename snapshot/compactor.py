@@ -112,6 +112,7 @@ class Compactor:
         self.last_status = "ok"
         self.last_error: str | None = None
         self._stopping = False
+        self.paused = False  # a replica installing its primary's snapshot: start none now
         self._thread: threading.Thread | None = None
         # Called with each step's name as it completes (crash tests kill the process there).
         self.on_step: Callable[[str], None] | None = None
@@ -149,6 +150,8 @@ class Compactor:
             return self.job
         if self._stopping:
             raise CompactionError("the data directory is closed")
+        if self.paused:
+            return None
         rotated = self.journal.rotate_for_snapshot()
         if rotated is None:
             self._failed(None, "the AOF refuses writes; not compacting")
@@ -272,7 +275,7 @@ class Compactor:
         with journal.manifest_lock:
             old = journal.manifest
             later = [s for s in old.segments if s.first_lsn > job.lsn]
-            new = Manifest(later, entry, old.repl_id)
+            new = Manifest(later, entry, old.repl_id, old.repl_id2, old.repl_offset2)
             # If this fails the durable manifest may be either one; both name files that
             # exist, and nothing is deleted, so either opens to the same state.
             manifest_mod.store(self.fs, self.directory, new)

@@ -27,6 +27,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--appendfsync", choices=("always", "everysec", "no"),
                         help="AOF fsync policy (default everysec)")
     parser.add_argument("--requirepass", help="password clients must AUTH with")
+    parser.add_argument("--replicaof", nargs=2, metavar=("HOST", "PORT"),
+                        help="follow this streamkeep primary as a read-only replica")
+    parser.add_argument("--masterauth", help="password to give the primary (--replicaof)")
     parser.add_argument("--config", metavar="FILE",
                         help="config file in redis.conf syntax (options below override it)")
     parser.add_argument("--loglevel", choices=("debug", "verbose", "notice", "warning"),
@@ -40,7 +43,8 @@ def settings_from(args: argparse.Namespace) -> dict[str, Any]:
         from streamkeep.engine.exec.config import read_config_file
 
         settings.update(read_config_file(args.config))
-    for name in ("dir", "port", "bind", "appendfsync", "requirepass", "loglevel"):
+    for name in ("dir", "port", "bind", "appendfsync", "requirepass", "loglevel", "replicaof",
+                 "masterauth"):
         value = getattr(args, name)
         if value is not None:
             settings[name] = value

@@ -15,6 +15,7 @@ from streamkeep.engine.commands import (  # noqa: F401
     info,
     keyspace,
     read,
+    replication,
     streams,
     trimming,
     xinfo,

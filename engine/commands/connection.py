@@ -1,5 +1,5 @@
 """Connection and persistence commands: AUTH, HELLO, QUIT, RESET, SHUTDOWN, SAVE, BGSAVE,
-BGREWRITEAOF, LASTSAVE, WAIT, DEBUG.
+BGREWRITEAOF, LASTSAVE, DEBUG.
 
 Owns these commands' argument handling and replies. They act on the calling connection (the
 server's `Client`, reached as `ctx.session.client`; None on an embedded engine, where they act on
@@ -256,18 +256,6 @@ def last_save_time(engine: Any) -> int:
     datadir = engine.datadir
     saved_ms = datadir.last_save_ms() if datadir is not None else None
     return (saved_ms if saved_ms is not None else int(engine.started_ms)) // 1000
-
-
-@command("wait", 3, "noscript", keys=NO_KEYS, group="generic", since="3.0.0",
-         summary="Blocks until the asynchronous replication of all preceding write commands "
-                 "sent by the connection is completed.",
-         syntax="numreplicas:integer timeout:integer")
-def wait(ctx: Ctx, argv: Argv) -> int:
-    parse_int(argv[1])
-    timeout = parse_int(argv[2])
-    if timeout < 0:
-        raise ReplyError("ERR timeout is negative")
-    return 0  # no replicas yet (the replication issue)
 
 
 # --- DEBUG -------------------------------------------------------------------------------------

@@ -181,6 +181,8 @@ def _info_stats(engine: Engine) -> Fields:
         ("total_commands_processed", engine.stats.total_calls()),
         ("instantaneous_ops_per_sec", 0),
         ("rejected_connections", server.rejected_connections if server else 0),
+        *(engine.replication.stats_fields() if engine.replication is not None else
+          [("sync_full", 0), ("sync_partial_ok", 0), ("sync_partial_err", 0)]),
         ("expired_keys", 0),
         ("evicted_keys", 0),
         ("evicted_clients", 0),

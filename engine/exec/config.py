@@ -382,6 +382,19 @@ def _live_dir(engine: Engine) -> Any:
     return engine.config["dir"] or os.getcwd()
 
 
+def _host_port(value: str) -> None:
+    words = value.split()
+    if words and (len(words) != 2 or not words[1].isdigit() or not 0 < int(words[1]) < 65536):
+        raise ValueError("replicaof takes a host and a port")
+
+
+def _live_replicaof(engine: Engine) -> Any:
+    replication = engine.replication
+    if replication is None:
+        return engine.config["replicaof"]
+    return replication.primary_address()
+
+
 _PARAMS: list[Param] = [
     Param("stream-node-max-entries", "int", 100, hook=_apply_node_limits,
           summary="entries per stream node (radix tree leaf) before a new one starts"),
@@ -436,7 +449,16 @@ _PARAMS: list[Param] = [
           summary="seconds of idleness after which a client is closed (0: never)"),
     Param("tcp-keepalive", "int", 300, hi=INT_MAX,
           summary="TCP keepalive probes' idle time, seconds, for new connections (0: off)"),
+    # Replication (replication.service reads them; REPLICAOF changes the role at run time).
+    Param("replicaof", "words", "", mutable=False, multi_arg=True, check=_host_port,
+          live=_live_replicaof, rewrite_live=True,
+          summary="HOST PORT of the primary this node follows (empty: it is a primary)"),
+    Param("masterauth", "string", "", summary="password this replica gives its primary"),
+    Param("repl-timeout", "int", 60, lo=1, hi=INT_MAX,
+          summary="seconds without traffic after which a replication link is dropped"),
 ]
+# redis.conf's older spelling of a setting: the same Param under both names.
+ALIASES = {"slaveof": "replicaof"}
 
 PARAMS: dict[str, Param] = {p.name: p for p in _PARAMS}
 DEFAULT_CONFIG: dict[str, Any] = {p.name: p.default for p in _PARAMS}
@@ -444,7 +466,8 @@ DEFAULT_CONFIG: dict[str, Any] = {p.name: p.default for p in _PARAMS}
 
 def lookup_param(name: str | bytes) -> Param | None:
     """A setting by name, case-insensitively (Redis's config names are)."""
-    return PARAMS.get(_text(name).lower())
+    text = _text(name).lower()
+    return PARAMS.get(ALIASES.get(text, text))
 
 
 def parse_setting(name: str, value: Any, current: Any = None) -> Any:

@@ -41,12 +41,18 @@ class Block:
 class Later:
     """Returned by a handler whose reply needs a wait that must not hold the engine lock
     (SAVE waits for a compaction): the caller calls `wait()` outside the lock, the server in a
-    worker thread, and replies with what it returns (or the ReplyError it raises)."""
+    worker thread, and replies with what it returns (or the ReplyError it raises).
 
-    __slots__ = ("wait",)
+    A Later may also offer `start(done)`: begin the wait without a thread and call `done(value)`
+    (from any thread) when it ends. The server uses it when offered, so that many WAITs never
+    hold its worker threads (which the fsyncs of `appendfsync always` need)."""
 
-    def __init__(self, wait: Callable[[], Any]) -> None:
+    __slots__ = ("wait", "start")
+
+    def __init__(self, wait: Callable[[], Any],
+                 start: Callable[[Callable[[Any], None]], None] | None = None) -> None:
         self.wait = wait
+        self.start = start
 
 
 class Ctx:

@@ -131,3 +131,51 @@ def persistence_fields(status: PersistenceStatus | None, now_ms: int, last_save:
             ("aof_delayed_fsync", 0),
         ]
     return fields
+
+
+class Replication(Protocol):
+    """Replication as the engine's commands use it (replication.service implements it): the
+    role, REPLICAOF, the link commands a replica sends (REPLCONF, PSYNC), WAIT and WAITAOF."""
+
+    def role(self) -> list[Any]:
+        """ROLE's reply."""
+        ...
+
+    def serve(self, server: Any) -> None:
+        """The network server started (on its loop thread)."""
+        ...
+
+    def primary_address(self) -> str:
+        """"host port" of the primary followed ("" on a primary): CONFIG GET replicaof."""
+        ...
+
+    def replicaof(self, host: str | None, port: int) -> str:
+        """REPLICAOF host port (host None: NO ONE); the status reply. ReplyError if refused."""
+        ...
+
+    def replconf(self, session: Any, argv: tuple[bytes, ...]) -> Any:
+        """REPLCONF from a connection (a replica's handshake and ACKs)."""
+        ...
+
+    def psync(self, session: Any, argv: tuple[bytes, ...]) -> Any:
+        """PSYNC (or SYNC): hands the connection to a sender; the reply to send now."""
+        ...
+
+    def wait(self, session: Any, numreplicas: int, timeout_ms: int) -> Any:
+        """WAIT: a Later whose value is the number of replicas that acknowledged."""
+        ...
+
+    def waitaof(self, session: Any, numlocal: int, numreplicas: int, timeout_ms: int) -> Any:
+        """WAITAOF: a Later whose value is [local fsynced (0/1), replicas fsynced]."""
+        ...
+
+    def info_fields(self) -> Fields:
+        """INFO replication."""
+        ...
+
+    def stats_fields(self) -> Fields:
+        """INFO stats' sync_full, sync_partial_ok, sync_partial_err."""
+        ...
+
+    def close(self) -> None:
+        ...

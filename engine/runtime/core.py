@@ -38,7 +38,13 @@ from streamkeep.engine.wire.errors import ReplyError
 from streamkeep.engine.wire.reply import NULL_ARRAY, RespMap, to_plain
 
 if TYPE_CHECKING:
-    from streamkeep.engine.exec.interfaces import ConfigHook, InfoSection, Log, Persistence
+    from streamkeep.engine.exec.interfaces import (
+        ConfigHook,
+        InfoSection,
+        Log,
+        Persistence,
+        Replication,
+    )
 
 Clock = Callable[[], int]
 AOF_OPTIONS = ("appendfsync", "aof_load_truncated", "aof_segment_max_bytes",
@@ -73,7 +79,7 @@ class Session:
     see engine.transactions) and, on the server, the connection it belongs to (`client`)."""
 
     __slots__ = ("db", "ctx", "multi", "multi_failed", "watched", "dirty", "client", "name",
-                 "lastcmd")
+                 "lastcmd", "write_lsn")
 
     def __init__(self, db: int = 0) -> None:
         self.db = db
@@ -85,6 +91,7 @@ class Session:
         self.client: Any = None  # the server's connection object (None when embedded)
         self.name: bytes = b""  # CLIENT SETNAME
         self.lastcmd: str | None = None  # the last command's name (CLIENT LIST cmd=; None: NULL)
+        self.write_lsn = 0  # the LSN of its last write's record (what WAIT and WAITAOF wait for)
 
 
 class Engine(RedisStreamAPI):
@@ -113,6 +120,10 @@ class Engine(RedisStreamAPI):
         self.session = Session()
         self.journal: Log | None = None  # the AOF, when opened on a data directory
         self.datadir: Persistence | None = None
+        # Replication (replication.service), when attached: the role, REPLICAOF, WAIT. A
+        # replica's write commands are refused with this line (None: writes are accepted).
+        self.replication: Replication | None = None
+        self.read_only: str | None = None
         # Hooks the services register when they attach (engine.exec.interfaces): CONFIG SET
         # runs config_hooks[name] after storing a new value; INFO asks info_sections first.
         self.config_hooks: dict[str, list[ConfigHook]] = {}
@@ -126,13 +137,15 @@ class Engine(RedisStreamAPI):
         self.closed = False
 
     @classmethod
-    def open(cls, path: str | None = None, **config: Any) -> Engine:
+    def open(cls, path: str | None = None, replicaof: tuple[str, int] | None = None,
+             **config: Any) -> Engine:
         """Open an engine. `path=None` keeps everything in memory; a path is a data directory
         whose snapshot is loaded and AOF replayed now, and appended to from now on. Settings use
         Redis's names: appendfsync ("always" | "everysec" | "no"), aof-load-truncated (yes/no),
         auto-aof-rewrite-min-size (64mb) and auto-aof-rewrite-percentage (100; 0 turns
         automatic compaction off), plus aof-segment-max-bytes (rotation size); `fs` swaps the
-        file layer (tests, crash bench)."""
+        file layer (tests, crash bench). `replicaof=(host, port)` makes it a read replica of
+        that streamkeep server (replication.follower; the `replicaof` setting says the same)."""
         aof_options = {}
         for name in list(config):
             key = name.replace("-", "_")
@@ -150,6 +163,16 @@ class Engine(RedisStreamAPI):
             engine.datadir = DataDir.open(engine, path, **aof_options)
         elif aof_options:
             raise ValueError(f"{', '.join(aof_options)} need a data directory path")
+        if engine.datadir is not None:
+            from streamkeep.replication.service import attach  # the role, REPLICAOF, WAIT
+
+            try:
+                attach(engine, replicaof)
+            except BaseException:
+                engine.close()
+                raise
+        elif replicaof is not None:
+            raise ValueError("replicaof needs a data directory path")
         return engine
 
     def compact(self, wait: bool = True) -> Any:
@@ -196,6 +219,8 @@ class Engine(RedisStreamAPI):
         if self.closed:
             return
         self.closed = True
+        if self.replication is not None:
+            self.replication.close()
         if self.datadir is not None:
             self.datadir.close()
 
@@ -295,6 +320,8 @@ class Engine(RedisStreamAPI):
                 session.lastcmd = spec.name
                 counters = self.stats.counters(spec.name)
                 if session.multi is not None:
+                    if spec.is_write and self.read_only is not None:
+                        raise self._refuse(session, spec, ReplyError(self.read_only)) from None
                     try:
                         queued = queue_in_multi(self, session, spec, argv)
                     except ReplyError as err:
@@ -302,9 +329,12 @@ class Engine(RedisStreamAPI):
                     if queued is not None:
                         return queued, 0
                 handler, is_write = spec.handler, spec.is_write  # type: ignore[assignment]
-            journal = self.journal
-            if journal is not None and journal.error and is_write:
-                raise self._refuse(session, None, ReplyError(journal.error), counters)
+            if is_write:
+                journal = self.journal
+                if journal is not None and journal.error:
+                    raise self._refuse(session, None, ReplyError(journal.error), counters)
+                if self.read_only is not None:
+                    raise self._refuse(session, None, ReplyError(self.read_only), counters)
             # One context per session, reset per command: commands run one at a time under
             # this lock and no handler keeps its context, so allocating one each time is waste.
             ctx = session.ctx
@@ -323,7 +353,7 @@ class Engine(RedisStreamAPI):
             nanos = _now_ns() - began
             if ctx.effects:
                 try:
-                    lsn = self._commit(ctx, db)
+                    lsn = session.write_lsn = self._commit(ctx, db)
                 except ReplyError as err:  # MISCONF: it ran, but its record was not written
                     self.stats.failed(counters, nanos, err.line)
                     raise
@@ -415,6 +445,8 @@ class Engine(RedisStreamAPI):
             try:
                 if spec.is_write and journal is not None and journal.error:
                     raise ReplyError(journal.error)
+                if spec.is_write and self.read_only is not None:
+                    raise ReplyError(self.read_only)
                 reply = spec.handler(mctx, argv)  # type: ignore[misc]
             except ReplyError as err:
                 reply = err
@@ -581,7 +613,8 @@ class Engine(RedisStreamAPI):
             if self.waiters.ready:
                 self._serve_ready()
 
-    def apply_many(self, records: Iterable[Record | tuple]) -> None:
+    def apply_many(self, records: Iterable[Record | tuple],
+                   before: Callable[[], None] | None = None) -> None:
         """Apply records in order under one lock acquisition: the replay loop. Records may be
         plain `(lsn, time_ms, db, effects)` tuples, as the AOF decoder yields them.
 
@@ -589,8 +622,13 @@ class Engine(RedisStreamAPI):
         XADD logs) skips the dispatch and the context set-up: it runs cmd_streams.add_entry,
         the XADD handler's own validated append, with the same checks and errors (an ID not
         greater than the stream's last refuses the record, as through the handler). Any other
-        record, and an XADD add_entry declines, goes through the command table."""
+        record, and an XADD add_entry declines, goes through the command table.
+
+        `before` runs under the same lock first: a replica logs the records it applies there,
+        so nobody sees them applied and not logged."""
         with self.lock:
+            if before is not None:
+                before()
             session = Session()
             ctx = ReplayCtx(self, session, 0)
             dbs = self.dbs
@@ -633,6 +671,16 @@ class Engine(RedisStreamAPI):
         """Hex digest of the whole logical state (see engine.digest)."""
         with self.lock:
             return state_digest(self.dbs)
+
+    def replace_state_locked(self, dbs: list[dict[bytes, Stream]]) -> None:
+        """Replace every database at once (engine lock held): a replica's full sync installs
+        its primary's snapshot. Clients blocked on a key are re-run against the new data."""
+        self.dbs[:] = dbs
+        for db, streams in enumerate(dbs):
+            for key in streams:
+                self.waiters.signal(db, key)
+        if self.waiters.ready:
+            self._serve_ready()
 
     def add_sink(self, sink: RecordSink) -> None:
         self.sinks.append(sink)

@@ -126,6 +126,7 @@ class Client(asyncio.Protocol):
         self.soft_limit_since: float | None = None
         self.exempt = 0  # a reply bigger than the hard limit, let through: see _check_output_limit
         self.timers: list[asyncio.TimerHandle] = []
+        self.link: Any = None  # a replica's connection after PSYNC: its sender (replication)
 
     # --- asyncio.Protocol ------------------------------------------------------------------
 
@@ -182,6 +183,10 @@ class Client(asyncio.Protocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._release()
+
+    def resume_writing(self) -> None:
+        if self.link is not None:  # a replica's socket drained: send it more of the log
+            self.link.pump()
 
     # --- running commands ------------------------------------------------------------------
 
@@ -404,12 +409,17 @@ class Client(asyncio.Protocol):
 
     def _later(self, later: Later) -> None:
         self.busy = True
+        if later.start is not None:  # a wait that needs no thread (WAIT, WAITAOF)
+            later.start(lambda value: self.server.call_soon(self._later_result, value))
+            return
         future = self.server.loop.run_in_executor(None, _call_catching, later.wait)
         future.add_done_callback(self._later_done)
 
     def _later_done(self, future: asyncio.Future) -> None:
+        self._later_result(future.result())
+
+    def _later_result(self, result: Any) -> None:
         self.busy = False
-        result = future.result()
         if isinstance(result, ReplyError):  # SAVE's compaction failed: a failed call
             self.engine.late_error(self.session, result)
         if self.closed:
@@ -497,6 +507,9 @@ class Client(asyncio.Protocol):
             self.engine.cancel_wait(waiter, None)
         with self.engine.lock:
             end_transaction(self.engine, self.session)
+        if self.link is not None:
+            self.link.detached()
+            self.link = None
         self._drop_buffers()
 
     def _drop_buffers(self) -> None:
@@ -519,7 +532,8 @@ class Client(asyncio.Protocol):
     def info_fields(self) -> list[tuple[str, str]]:
         now = time.monotonic()
         session = self.session
-        flags = "b" if self.waiting is not None else ""
+        flags = "S" if self.link is not None else ""
+        flags += "b" if self.waiting is not None else ""
         flags += "x" if session.multi is not None else ""
         flags = flags or "N"
         return [
@@ -748,6 +762,8 @@ class Server:
         self._fit_maxclients()
         self.engine.on_config(["maxclients"], self._maxclients_changed)
         self.loop.call_later(IDLE_CHECK_SECONDS, self._close_idle_clients)
+        if self.engine.replication is not None:
+            self.engine.replication.serve(self)
         hosts = self.host.split() or ["127.0.0.1"]
         for host in hosts:
             srv = await self.loop.create_server(self._new_client, host, self.port,

@@ -55,6 +55,7 @@ LAYER_OF_PREFIX = {
     "streamkeep.aof.manifest": "formats",
     "streamkeep.aof.journal": "formats",
     "streamkeep.aof.reader": "formats",
+    "streamkeep.aof.backlog": "formats",
     "streamkeep.snapshot.layout": "formats",
     "streamkeep.snapshot.reader": "formats",
     "streamkeep.snapshot.writer": "formats",

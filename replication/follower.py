@@ -1,0 +1,312 @@
+"""The replica's side of replication: a thread that follows a primary's record stream.
+
+Owns the connection to the primary (connect, the handshake, PSYNC with this directory's history
+and last LSN and that record's CRC), receiving a full sync (the snapshot file written beside the
+data, CRC-checked, loaded, then installed by the data directory in one switch), and the record
+stream: every record CRC-checked and its LSN the next one (replication.link), logged to this
+node's own AOF byte for byte with the same LSN and applied through the engine's apply path under
+one lock hold (nobody sees a record applied and not logged, or half applied), so a restart
+resumes with a partial sync and this node's own replicas get the same stream. ACKs (the LSN
+applied, the LSN fsynced) every second and on GETACK. A lost link, a damaged record, a wrong
+password or a primary that is not streamkeep: a log line, and a retry with backoff. Must not
+touch: command semantics, the record format (aof.codec via replication.link), the primary side.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import socket
+import threading
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from streamkeep.aof.backlog import open_after
+from streamkeep.aof.manifest import snapshot_file
+from streamkeep.engine.wire.errors import StorageError
+from streamkeep.replication import link
+from streamkeep.snapshot.load import load_snapshot
+from streamkeep.snapshot.reader import SnapshotError
+
+if TYPE_CHECKING:
+    from streamkeep.aof.store import DataDir
+    from streamkeep.engine.runtime.core import Engine
+
+log = logging.getLogger("streamkeep.replication")
+
+CONNECT_TIMEOUT = 5.0
+RECV_BYTES = 1 << 20
+ACK_SECONDS = 1.0
+BACKOFF_FIRST, BACKOFF_MAX = 0.05, 1.0
+
+
+class Follower:
+    """Follows one primary until stopped. `state` as ROLE shows it: connect, connecting, sync,
+    connected."""
+
+    def __init__(self, engine: Engine, datadir: DataDir, host: str, port: int,
+                 masterauth: str, listening_port: Callable[[], int], runid: str,
+                 repl_timeout: int) -> None:
+        self.engine = engine
+        self.datadir = datadir
+        self.host, self.port = host, port
+        self.masterauth = masterauth
+        self.listening_port = listening_port
+        self.runid = runid
+        self.repl_timeout = repl_timeout
+        self.state = "connect"
+        self.link_up = False
+        self.last_io = time.monotonic()
+        self.down_since = time.monotonic()
+        self.decoder: link.LinkDecoder | None = None
+        self.sync_read = 0
+        self.last_error: str | None = None
+        self.sock: socket.socket | None = None
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="replica-follower", daemon=True)
+        self._tmp: str | None = None
+        self._tmp_fd = -1
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self, join: bool = True) -> None:
+        """Stop following. Once this returns nothing more is applied (the apply checks the
+        flag under the engine lock); without `join` the thread ends on its own (the caller
+        holds the engine lock, which the thread may be waiting for)."""
+        self._stop.set()
+        sock = self.sock
+        if sock is not None:
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)
+        if join and self._thread.is_alive() and threading.current_thread() is not self._thread:
+            self._thread.join()
+
+    def _check_running(self) -> None:
+        """(engine lock held) Refuse to change anything once stopped (REPLICAOF NO ONE ran)."""
+        if self._stop.is_set():
+            raise StorageError("stopped following")
+
+    @property
+    def sync_size(self) -> int:
+        return self.decoder.snapshot_size if self.decoder is not None else 0
+
+    @property
+    def sync_in_progress(self) -> bool:
+        return self.state == "sync"
+
+    # --- the loop --------------------------------------------------------------------------------
+
+    def _run(self) -> None:
+        backoff = BACKOFF_FIRST
+        while not self._stop.is_set():
+            started = time.monotonic()
+            try:
+                self._session()
+            except (OSError, StorageError, SnapshotError, ValueError) as err:
+                if not self._stop.is_set():
+                    message = f"replication from {self.host}:{self.port}: {err}"
+                    if message != self.last_error:
+                        log.warning("%s; retrying", message)
+                    self.last_error = message
+            finally:
+                self._abandon_sync()
+                if self.link_up:
+                    self.down_since = time.monotonic()
+                self.link_up = False
+                self.state = "connect"
+                if self.sock is not None:
+                    with contextlib.suppress(OSError):
+                        self.sock.close()
+                    self.sock = None
+            if time.monotonic() - started > 5:  # it had worked for a while: retry soon
+                backoff = BACKOFF_FIRST
+            self._stop.wait(backoff)
+            backoff = min(backoff * 2, BACKOFF_MAX)
+
+    def _session(self) -> None:
+        self.state = "connecting"
+        sock = self.sock = socket.create_connection((self.host, self.port), CONNECT_TIMEOUT)
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        if self._stop.is_set():
+            return
+        buf = bytearray()
+        for command in link.handshake(self.masterauth, self.listening_port(), self.runid):
+            sock.sendall(command)
+            line = self._read_line(sock, buf)
+            if not line.startswith(b"+"):
+                text = line.decode(errors="replace")
+                if "sk-runid" in text or "capa" in text.lower() and "unrecognized" in \
+                        text.lower():
+                    raise StorageError(f"the primary is not streamkeep ({text})")
+                raise StorageError(f"the primary refused the handshake: {text}")
+        replid, lsn, crc = self._position()
+        sock.sendall(link.psync(replid, lsn, crc))
+        decoder = self.decoder = link.LinkDecoder(lsn)
+        self.state = "sync"  # until the PSYNC reply says which
+        sock.settimeout(ACK_SECONDS / 4)
+        next_ack = 0.0
+        if buf:
+            self._handle(sock, decoder.feed(bytes(buf)))
+        while not self._stop.is_set():
+            try:
+                data = sock.recv(RECV_BYTES)
+            except TimeoutError:
+                data = None
+            now = time.monotonic()
+            if data == b"":
+                raise ConnectionError("the primary closed the connection")
+            if data:
+                self.last_io = now
+                self._handle(sock, decoder.feed(data))
+            elif now - self.last_io > self.repl_timeout:
+                raise TimeoutError(f"nothing from the primary for {self.repl_timeout} s")
+            if self.link_up and now >= next_ack:
+                self._ack(sock)
+                next_ack = now + ACK_SECONDS
+
+    def _read_line(self, sock: socket.socket, buf: bytearray) -> bytes:
+        sock.settimeout(CONNECT_TIMEOUT)
+        while b"\r\n" not in buf:
+            data = sock.recv(4096)
+            if not data:
+                raise ConnectionError("the primary closed the connection during the handshake")
+            buf += data
+            if len(buf) > link.MAX_LINE:
+                raise StorageError("the primary's handshake reply is too long")
+        end = buf.index(b"\r\n")
+        line = bytes(buf[:end])
+        del buf[:end + 2]
+        return line
+
+    def _position(self) -> tuple[str, int, int | None]:
+        """This directory's history, last LSN and that record's CRC (None if not in the log)."""
+        datadir, journal = self.datadir, self.datadir.journal
+        with self.engine.lock:
+            journal.flush_pending()
+            lsn = journal.lsn
+            position = open_after(datadir.fs, datadir.path, journal, lsn)
+        crc = None
+        if position is not None:
+            crc = position.crc
+            position.cursor.close()
+        if lsn == 0:  # nothing yet: ask for everything, as Redis's "PSYNC ? -1"
+            return "?", -1, None
+        return datadir.history()[0], lsn, crc
+
+    def _ack(self, sock: socket.socket) -> None:
+        journal = self.datadir.journal
+        sock.sendall(link.ack(journal.lsn, journal.synced_lsn))
+
+    # --- events ----------------------------------------------------------------------------------
+
+    def _handle(self, sock: socket.socket, events: list[Any]) -> None:
+        batch: list[link.Records] = []
+        for event in events:
+            if type(event) is link.Records:
+                batch.append(event)
+                continue
+            if batch:
+                self._apply(batch)
+                batch = []
+            if type(event) is link.GetAck:
+                self._ack(sock)
+            elif type(event) is link.SnapshotData:
+                self._snapshot_data(event.data)
+            elif type(event) is link.Continue:
+                self._continued(event.replid)
+            elif type(event) is link.FullResync:
+                self._full_resync(event)
+            elif type(event) is link.SnapshotEnd:
+                self._snapshot_end(event.ok)
+        if batch:
+            self._apply(batch)
+
+    def _apply(self, batch: list[link.Records]) -> None:
+        journal = self.datadir.journal
+        first = batch[0].first_lsn
+        raw = batch[0].raw if len(batch) == 1 else b"".join(r.raw for r in batch)
+        records = batch[0].records if len(batch) == 1 else \
+            [rec for r in batch for rec in r.records]
+        def log_them() -> None:
+            self._check_running()
+            journal.append_raw(raw, first, len(records))
+
+        self.engine.apply_many(records, before=log_them)
+        if journal.policy == "always":
+            journal.sync()
+
+    def _continued(self, replid: str) -> None:
+        repl_id, _id2, _offset2 = self.datadir.history()
+        if replid != repl_id:  # the primary was promoted: its history continues ours
+            with self.engine.lock:
+                self._check_running()
+                self.datadir.set_history(replid, repl_id, self.datadir.journal.lsn + 1)
+        log.info("replication from %s:%d: partial sync from LSN %d", self.host, self.port,
+                 self.datadir.journal.lsn + 1)
+        self._online()
+
+    def _online(self) -> None:
+        self.state = "connected"
+        self.link_up = True
+        self.last_error = None
+
+    def _full_resync(self, event: link.FullResync) -> None:
+        log.info("replication from %s:%d: full sync (snapshot at LSN %d)", self.host,
+                 self.port, event.lsn)
+        self.datadir.wait_no_compaction()
+        self.replid, self.sync_lsn = event.replid, event.lsn
+        self.sync_read = 0
+        self._tmp = os.path.join(self.datadir.path, snapshot_file(event.lsn) + ".tmp")
+        fs = self.datadir.fs
+        if fs.exists(self._tmp):
+            fs.unlink(self._tmp)
+
+    def _snapshot_data(self, data: bytes) -> None:
+        fs = self.datadir.fs
+        if self._tmp_fd < 0:
+            self._tmp_fd = fs.open_write_new(self._tmp)  # type: ignore[arg-type]
+        fs.write(self._tmp_fd, data)
+        self.sync_read += len(data)
+
+    def _snapshot_end(self, ok: bool) -> None:
+        if not ok:
+            raise StorageError("the snapshot arrived damaged (CRC-32C mismatch)")
+        fs = self.datadir.fs
+        tmp: str | None = None
+        fresh = type(self.engine)()
+        if self._tmp_fd >= 0:
+            fd, self._tmp_fd = self._tmp_fd, -1
+            try:
+                fs.fdatasync(fd)
+            finally:
+                fs.close(fd)
+            tmp = self._tmp
+            meta = load_snapshot(fresh, tmp)  # type: ignore[arg-type]
+            if meta.lsn != self.sync_lsn:
+                raise StorageError(f"the snapshot covers LSN {meta.lsn}, the primary said "
+                                   f"{self.sync_lsn}")
+        with self.engine.lock:
+            self._check_running()
+            self.datadir.install_snapshot(tmp, self.sync_lsn, self.replid, fresh.dbs)
+        self._tmp = None
+        log.info("replication from %s:%d: full sync done at LSN %d", self.host, self.port,
+                 self.sync_lsn)
+        self._online()
+
+    def _abandon_sync(self) -> None:
+        """A full sync cut short: drop the partial file, let compactions run again."""
+        if self._tmp is None:
+            return
+        fs = self.datadir.fs
+        if self._tmp_fd >= 0:
+            with contextlib.suppress(OSError):
+                fs.close(self._tmp_fd)
+            self._tmp_fd = -1
+        with contextlib.suppress(OSError):
+            if fs.exists(self._tmp):
+                fs.unlink(self._tmp)
+        self._tmp = None
+        self.datadir.allow_compaction()

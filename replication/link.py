@@ -1,0 +1,239 @@
+"""The replication link's protocol, as pure functions and a decoder over bytes (sans-IO).
+
+Owns the shape of the conversation between a replica and its primary; the sockets are the
+follower's (replica side) and the server's (primary side). The offset is the LSN.
+
+    replica                                     primary
+    AUTH <masterauth>                  (if set) +OK
+    REPLCONF listening-port <port>              +OK
+    REPLCONF capa sk-records capa psync2        +OK
+    REPLCONF sk-runid <40 hex>                  +OK    (-ERR if it is the primary's own: itself)
+    PSYNC <replid> <lsn> [<crc>]                +CONTINUE <replid>
+                                             or +FULLRESYNC <replid> <lsn>
+                                                "\\n"...  (keep-alives while a snapshot is made)
+                                                $<size>\\r\\n<the snapshot file's bytes>
+                                                +CRC32C <8 hex digits>\\r\\n
+                                             or -ERR ...
+    ... then the record stream, forever:        AOF frames (u32 length, u32 CRC-32C, msgpack
+                                                payload): the segments' bytes as they are, from
+                                                the LSN after the replica's (CONTINUE) or the
+                                                snapshot's (FULLRESYNC). A zero-length frame is
+                                                GETACK: "acknowledge now".
+    REPLCONF ACK <lsn> FACK <fsynced lsn>       (every second, and after each GETACK; no reply)
+
+`<lsn>` in PSYNC is the last record the replica holds (0: none); `<crc>` the CRC field of that
+record's frame, so that a primary whose history diverged at that very LSN (it lost a tail the
+replica had, then wrote others) is caught and answered with a full sync. A replica that does not
+announce `capa sk-records` (a redis-server pointed at streamkeep) gets an error, not bytes it
+cannot parse. Must not touch: sockets, files, the engine.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from streamkeep.aof.codec import FRAME_SIZE, GETACK_FRAME, crc32c, decode_stream
+from streamkeep.engine.wire.errors import StorageError
+from streamkeep.engine.wire.resp import encode_command
+
+CAPA = b"sk-records"
+NOT_STREAMKEEP = ("ERR this primary is streamkeep: it replicates its AOF record stream, which "
+                  "the replica did not announce it understands (REPLCONF capa sk-records)")
+KEEPALIVE = b"\n"
+MAX_LINE = 1 << 16  # a handshake reply longer than this is not one
+
+
+class LinkError(StorageError):
+    """The primary sent something that is not the protocol above (or a damaged record)."""
+
+
+def handshake(masterauth: str, listening_port: int, runid: str) -> list[bytes]:
+    """The commands a replica sends before PSYNC, in order; each expects +OK."""
+    commands = []
+    if masterauth:
+        commands.append(encode_command([b"AUTH", masterauth.encode()]))
+    commands.append(encode_command([b"REPLCONF", b"listening-port", str(listening_port)]))
+    commands.append(encode_command([b"REPLCONF", b"capa", CAPA, b"capa", b"psync2"]))
+    commands.append(encode_command([b"REPLCONF", b"sk-runid", runid.encode()]))
+    return commands
+
+
+def psync(replid: str, lsn: int, crc: int | None) -> bytes:
+    argv: list[bytes | str] = [b"PSYNC", replid.encode(), str(lsn)]
+    if crc is not None:
+        argv.append(f"{crc:08x}")
+    return encode_command(argv)
+
+
+def ack(lsn: int, fsynced: int) -> bytes:
+    return encode_command([b"REPLCONF", b"ACK", str(lsn), b"FACK", str(fsynced)])
+
+
+def fullresync_line(replid: str, lsn: int) -> bytes:
+    return f"+FULLRESYNC {replid} {lsn}\r\n".encode()
+
+
+def continue_line(replid: str) -> bytes:
+    return f"+CONTINUE {replid}\r\n".encode()
+
+
+def snapshot_header(size: int) -> bytes:
+    return f"${size}\r\n".encode()
+
+
+def snapshot_trailer(crc: int) -> bytes:
+    return f"+CRC32C {crc:08x}\r\n".encode()
+
+
+GETACK = GETACK_FRAME
+
+
+# --- what the replica receives ---------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class FullResync:
+    replid: str
+    lsn: int
+
+
+@dataclass(slots=True)
+class Continue:
+    replid: str
+
+
+@dataclass(slots=True)
+class SnapshotData:
+    data: bytes  # the next piece of the snapshot file
+
+
+@dataclass(slots=True)
+class SnapshotEnd:
+    ok: bool  # the CRC-32C of the whole file matched
+
+
+@dataclass(slots=True)
+class Records:
+    """Whole, checked records: the frames' bytes as received (`raw`, what the replica's own
+    AOF gets) and decoded (`records`, what it applies), from LSN `first_lsn`."""
+
+    first_lsn: int
+    raw: bytes
+    records: list[tuple]
+
+
+@dataclass(slots=True)
+class GetAck:
+    pass
+
+
+Event = FullResync | Continue | SnapshotData | SnapshotEnd | Records | GetAck
+
+
+class LinkDecoder:
+    """The replica's side of the stream after it sent PSYNC: feed bytes, take events.
+
+    States: `reply` (the PSYNC reply line), `bulk` (the snapshot's $<size> line, after
+    keep-alives), `snapshot` (its bytes), `trailer` (its CRC line), `records`. Every record is
+    CRC-checked and must carry the next LSN (aof.codec.decode_stream); anything else raises
+    LinkError and the link must be dropped: nothing after a bad byte is applied."""
+
+    def __init__(self, last_lsn: int) -> None:
+        self.buf = bytearray()
+        self.state = "reply"
+        self.next_lsn = last_lsn + 1
+        self.remaining = 0
+        self.crc = 0
+        self.snapshot_size = 0
+        self.snapshot_read = 0
+
+    def feed(self, data: bytes) -> list[Event]:
+        self.buf += data
+        events: list[Event] = []
+        while True:
+            event = self._next()
+            if event is None:
+                return events
+            events.append(event)
+
+    def _line(self) -> bytes | None:
+        end = self.buf.find(b"\r\n")
+        if end < 0:
+            if len(self.buf) > MAX_LINE:
+                raise LinkError("the primary sent an overlong line")
+            return None
+        line = bytes(self.buf[:end])
+        del self.buf[:end + 2]
+        return line
+
+    def _next(self) -> Event | None:
+        state = self.state
+        if state == "records":
+            return self._records()
+        if state == "snapshot":
+            if not self.buf:
+                return None
+            take = min(self.remaining, len(self.buf))
+            data = bytes(self.buf[:take])
+            del self.buf[:take]
+            self.remaining -= take
+            self.snapshot_read += take
+            self.crc = _crc_update(self.crc, data)
+            if not self.remaining:
+                self.state = "trailer"
+            return SnapshotData(data)
+        if state == "bulk":
+            while self.buf[:1] == KEEPALIVE:
+                del self.buf[:1]
+        line = self._line()
+        if line is None:
+            return None
+        if state == "reply":
+            return self._reply(line)
+        if state == "bulk":
+            if not line.startswith(b"$") or not line[1:].isdigit():
+                raise LinkError(f"expected the snapshot's size, got {line[:80]!r}")
+            self.snapshot_size = self.remaining = int(line[1:])
+            self.state = "snapshot" if self.remaining else "trailer"
+            return None if self.remaining else self._next()
+        # trailer
+        parts = line.split()
+        if len(parts) != 2 or parts[0] != b"+CRC32C":
+            raise LinkError(f"expected the snapshot's CRC, got {line[:80]!r}")
+        self.state = "records"
+        return SnapshotEnd(parts[1].decode(errors="replace") == f"{self.crc:08x}")
+
+    def _reply(self, line: bytes) -> Event:
+        parts = line.decode(errors="replace").split()
+        if parts and parts[0] == "+FULLRESYNC" and len(parts) == 3 and parts[2].isdigit():
+            self.state = "bulk"
+            self.next_lsn = int(parts[2]) + 1
+            return FullResync(parts[1], int(parts[2]))
+        if parts and parts[0] == "+CONTINUE" and len(parts) == 2:
+            self.state = "records"
+            return Continue(parts[1])
+        raise LinkError(f"unexpected reply to PSYNC: {line[:200].decode(errors='replace')}")
+
+    def _records(self) -> Event | None:
+        if len(self.buf) < FRAME_SIZE:
+            return None
+        try:
+            chunk = decode_stream(self.buf, 0, self.next_lsn, limit=1024)
+        except StorageError as err:
+            raise LinkError(str(err)) from None
+        if chunk.records:
+            raw = bytes(self.buf[:chunk.end])
+            del self.buf[:chunk.end]
+            first = self.next_lsn
+            self.next_lsn += len(chunk.records)
+            return Records(first, raw, chunk.records)
+        if chunk.getack:
+            del self.buf[:FRAME_SIZE]
+            return GetAck()
+        return None
+
+
+def _crc_update(crc: int, data: bytes) -> int:
+    """CRC-32C of the bytes so far, continued over `data` (crcmod's C function takes the
+    running value)."""
+    return crc32c(data, crc)

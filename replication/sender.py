@@ -1,0 +1,306 @@
+"""The primary's side of replication: one Sender per attached replica, on the server's loop.
+
+Owns answering PSYNC (partial sync when the replica's history is this one's and its LSN is still
+in the segments; a full sync otherwise: the current snapshot, freshly compacted first if the log
+after it is big, then the records after it), streaming the snapshot file and the segments' bytes
+at the replica's own pace (aof.backlog: nothing is buffered for a replica beyond what its socket
+takes, so a slow or stalled replica costs the primary neither memory nor time), GETACK, the
+replicas' ACKs, and dropping a replica that stops acknowledging (`repl-timeout`). Must not
+touch: the record format (aof.codec), command semantics, the replica's side (follower).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import time
+from typing import TYPE_CHECKING, Any
+
+from streamkeep.aof.backlog import BacklogCursor, BacklogGone, open_after, open_snapshot
+from streamkeep.replication import link
+
+if TYPE_CHECKING:
+    from streamkeep.aof.store import DataDir
+    from streamkeep.engine.runtime.core import Engine
+
+log = logging.getLogger("streamkeep.replication")
+
+CHUNK = 256 << 10  # bytes read from a file per write to the replica's socket
+HIGH_WATER = 1 << 20  # stop reading while the socket's buffer holds this much
+# A full sync builds a fresh snapshot first when the log after the current one is bigger than
+# this and than the snapshot itself: replaying it on the replica would cost more than a build.
+FRESH_SNAPSHOT_MIN_BYTES = 16 << 20
+
+
+class Sender:
+    """One replica's connection, from PSYNC on. States as INFO shows them: `wait_bgsave` (a
+    fresh snapshot is being built), `send_bulk` (the snapshot is being sent), `online`."""
+
+    def __init__(self, primary: Primary, client: Any, listening_port: int) -> None:
+        self.primary = primary
+        self.client = client
+        self.transport = client.transport
+        self.ip = client.addr.rsplit(":", 1)[0]
+        self.port = listening_port
+        self.state = "wait_bgsave"
+        self.ack_lsn = 0
+        self.fack_lsn = 0
+        self.last_ack = time.monotonic()
+        self.cursor: BacklogCursor | None = None
+        self.snap_fd = -1
+        self.snap_left = 0
+        self.snap_offset = 0
+        self.snap_crc = 0
+        self.want_getack = False
+        self.caught_up = False
+        self.closed = False
+
+    # --- starting ------------------------------------------------------------------------------
+
+    def start_partial(self, replid: str, cursor: BacklogCursor) -> None:
+        self.cursor = cursor
+        self.state = "online"
+        self.transport.write(link.continue_line(replid))
+        self.pump()
+
+    def start_full(self, replid: str, lsn: int, snap_fd: int, size: int,
+                   cursor: BacklogCursor) -> None:
+        self.cursor = cursor
+        self.snap_fd, self.snap_left = snap_fd, size
+        self.state = "send_bulk"
+        self.transport.write(link.fullresync_line(replid, lsn) + link.snapshot_header(size))
+        self.pump()
+
+    # --- sending -------------------------------------------------------------------------------
+
+    def pump(self) -> None:
+        """Write what the socket takes (on the loop): the snapshot's rest, then the records."""
+        if self.closed or self.state == "wait_bgsave":
+            return
+        transport = self.transport
+        try:
+            while transport.get_write_buffer_size() < HIGH_WATER:
+                if self.state == "send_bulk":
+                    self._send_snapshot_piece()
+                    continue
+                assert self.cursor is not None
+                segment, written = self.primary.written_end()
+                data = self.cursor.read(CHUNK, segment, written)
+                if not data:
+                    self.caught_up = True
+                    if self.want_getack:
+                        self.want_getack = False
+                        transport.write(link.GETACK)
+                    return
+                self.caught_up = False
+                transport.write(data)
+        except BacklogGone as err:
+            log.warning("replica %s:%d: %s; dropping it (it will sync in full)", self.ip,
+                        self.port, err)
+            self.drop()
+        except OSError as err:
+            log.error("replica %s:%d: reading the log failed: %s", self.ip, self.port, err)
+            self.drop()
+
+    def _send_snapshot_piece(self) -> None:
+        fs = self.primary.datadir.fs
+        if self.snap_left:
+            data = fs.pread(self.snap_fd, min(CHUNK, self.snap_left), self.snap_offset)
+            if not data:
+                raise OSError("the snapshot file ended early")
+            self.snap_offset += len(data)
+            self.snap_left -= len(data)
+            self.snap_crc = link.crc32c(data, self.snap_crc)
+            self.transport.write(data)
+            if self.snap_left:
+                return
+        self.transport.write(link.snapshot_trailer(self.snap_crc))
+        self._close_snapshot()
+        self.state = "online"
+        log.info("replica %s:%d: snapshot sent (%d bytes); streaming records", self.ip,
+                 self.port, self.snap_offset)
+
+    def getack(self) -> None:
+        """Ask for an ACK: at once if the stream is at a record boundary, else when it is."""
+        if self.state != "online" or self.closed:
+            return
+        if self.caught_up:
+            self.transport.write(link.GETACK)
+        else:
+            self.want_getack = True
+
+    def keepalive(self) -> None:
+        """While a fresh snapshot is built: a newline, as Redis sends (the replica skips it)."""
+        if self.state == "wait_bgsave" and not self.closed:
+            self.transport.write(link.KEEPALIVE)
+
+    def on_ack(self, lsn: int, fack: int) -> None:
+        self.ack_lsn = max(self.ack_lsn, lsn)
+        self.fack_lsn = max(self.fack_lsn, fack)
+        self.last_ack = time.monotonic()
+
+    # --- ending --------------------------------------------------------------------------------
+
+    def _close_snapshot(self) -> None:
+        if self.snap_fd >= 0:
+            fd, self.snap_fd = self.snap_fd, -1
+            with contextlib.suppress(OSError):
+                self.primary.datadir.fs.close(fd)
+
+    def drop(self) -> None:
+        """Close the connection (the replica reconnects)."""
+        if not self.closed:
+            self.client.abort()
+        self.detached()
+
+    def detached(self) -> None:
+        """The connection is gone: release the files."""
+        if self.closed:
+            return
+        self.closed = True
+        self._close_snapshot()
+        if self.cursor is not None:
+            self.cursor.close()
+        self.primary.remove(self)
+
+
+class Primary:
+    """The replicas attached to this node, and how a PSYNC is answered."""
+
+    def __init__(self, engine: Engine, datadir: DataDir) -> None:
+        self.engine = engine
+        self.datadir = datadir
+        self.senders: list[Sender] = []
+        self.sync_full = 0
+        self.sync_partial_ok = 0
+        self.sync_partial_err = 0
+        self.pump_scheduled = False
+        self.on_ack: Any = None  # the waits' check, set by the service
+
+    def written_end(self) -> tuple[int, int]:
+        """The journal's newest segment and its written size, read together."""
+        journal = self.datadir.journal
+        with self.engine.lock:
+            return journal.manifest.segments[-1].segment, journal.size
+
+    # --- PSYNC (engine lock held, on the loop) -------------------------------------------------
+
+    def psync(self, client: Any, history: tuple[str, str, int], replid: str, lsn: int,
+              crc: int | None, listening_port: int) -> None:
+        """Answer a PSYNC: the sender takes the connection over on the loop's next pass,
+        after the replies already queued for it have left."""
+        sender = Sender(self, client, listening_port)
+        client.link = sender
+        self.senders.append(sender)
+        journal = self.datadir.journal
+        journal.flush_pending()
+        my_id, id2, offset2 = history
+        if replid == my_id or (replid == id2 and lsn < offset2):
+            position = open_after(self.datadir.fs, self.datadir.path, journal, lsn)
+            if position is not None and (crc is None or position.crc is None
+                                         or position.crc == crc):
+                self.sync_partial_ok += 1
+                log.info("replica %s: partial sync from LSN %d", client.addr, lsn + 1)
+                cursor = position.cursor
+                self.engine.server.call_soon(sender.start_partial, my_id, cursor)
+                return
+            if position is not None:
+                position.cursor.close()
+                log.warning("replica %s: its record at LSN %d differs from ours (the "
+                            "histories diverged there); full sync", client.addr, lsn)
+        if replid != "?":
+            self.sync_partial_err += 1
+        self.sync_full += 1
+        self._full_sync(sender)
+
+    def _full_sync(self, sender: Sender) -> None:
+        """Send the current snapshot, or build a fresh one first (in the compaction child)
+        when the log after it is big; the primary's clients never wait for either."""
+        datadir = self.datadir
+        status = datadir.status()
+        fresh_needed = (datadir.journal.aof_bytes > FRESH_SNAPSHOT_MIN_BYTES
+                        and datadir.journal.aof_bytes > status.aof_base_size)
+        if fresh_needed and status.saving_since_ms is None:
+            fresh_needed = datadir.start_background_save()
+        if fresh_needed or status.saving_since_ms is not None:
+            log.info("replica %s: full sync after the running compaction", sender.client.addr)
+            self.engine.server.call_soon(self._await_snapshot, sender)
+            return
+        self._begin_full(sender)
+
+    def _await_snapshot(self, sender: Sender) -> None:
+        if sender.closed:
+            return
+        with self.engine.lock:
+            if self.datadir.status().saving_since_ms is None:
+                self._begin_full(sender)
+                return
+        sender.keepalive()
+        self.engine.server.loop.call_later(0.1, self._await_snapshot, sender)
+
+    def _begin_full(self, sender: Sender) -> None:
+        """(engine lock held) Take the snapshot and the records after it; start on the loop."""
+        self.datadir.journal.flush_pending()
+        snap, fd, position = open_snapshot(self.datadir.fs, self.datadir.path,
+                                           self.datadir.journal)
+        lsn = snap.lsn if snap is not None else 0
+        size = snap.size if snap is not None else 0
+        replid = self.datadir.history()[0]
+        log.info("replica %s: full sync from the snapshot at LSN %d (%d bytes)",
+                 sender.client.addr, lsn, size)
+        self.engine.server.call_soon(sender.start_full, replid, lsn, fd, size, position.cursor)
+
+    # --- the stream ----------------------------------------------------------------------------
+
+    def records_written(self) -> None:
+        """The journal wrote records (engine lock held, any thread): pump on the loop."""
+        if self.senders and not self.pump_scheduled:
+            self.pump_scheduled = True
+            self.engine.server.call_soon(self.pump_all)
+
+    def pump_all(self) -> None:
+        self.pump_scheduled = False
+        for sender in list(self.senders):
+            sender.pump()
+
+    def tick(self, timeout: int) -> None:
+        """Once a second, on the loop: GETACK to every replica, drop the silent ones."""
+        now = time.monotonic()
+        for sender in list(self.senders):
+            if sender.state == "online" and now - sender.last_ack > timeout:
+                log.warning("replica %s:%d: no ACK for %d seconds; dropping it", sender.ip,
+                            sender.port, timeout)
+                sender.drop()
+                continue
+            if sender.state == "send_bulk":
+                sender.last_ack = now  # it cannot ACK before it has the snapshot
+            sender.getack()
+
+    def getack_all(self) -> None:
+        for sender in self.senders:
+            sender.getack()
+
+    def ack(self, client: Any, lsn: int, fack: int) -> None:
+        sender = client.link
+        if sender is not None:
+            sender.on_ack(lsn, fack)
+            if self.on_ack is not None:
+                self.on_ack()
+
+    def remove(self, sender: Sender) -> None:
+        if sender in self.senders:
+            self.senders.remove(sender)
+            log.info("replica %s:%d: disconnected", sender.ip, sender.port)
+
+    def online(self) -> list[Sender]:
+        return [s for s in self.senders if s.state == "online"]
+
+    def close(self) -> None:
+        """Drop every replica (they reconnect and resync). Called with the engine lock held
+        (REPLICAOF): the connections close on the loop's next pass, which takes the lock."""
+        server = self.engine.server
+        for sender in list(self.senders):
+            if server is not None:
+                server.call_soon(sender.drop)
+            else:
+                sender.drop()
