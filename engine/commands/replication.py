@@ -63,7 +63,8 @@ def role(ctx: Ctx, argv: Argv) -> list[Any]:
 
 @command("replconf", -1, "admin noscript loading stale allow_busy", keys=NO_KEYS,
          group="server", since="3.0.0",
-         summary="An internal command for configuring the replication stream.")
+         summary="An internal command for configuring the replication stream.",
+         syntax="[<option value>...]")
 def replconf(ctx: Ctx, argv: Argv) -> Any:
     replication = ctx.engine.replication
     if replication is None:
@@ -75,7 +76,7 @@ def replconf(ctx: Ctx, argv: Argv) -> Any:
 
 @command("psync", -3, "admin noscript no_async_loading no_multi", keys=NO_KEYS, group="server",
          since="2.8.0", summary="An internal command used in replication.",
-         syntax="replicationid offset")
+         syntax="replicationid offset [crc]")
 def psync(ctx: Ctx, argv: Argv) -> Any:
     replication = ctx.engine.replication
     if replication is None:

@@ -13,8 +13,8 @@ table below. Layers, bottom to top (a module may import its own layer and those 
     services  aof store, snapshot compactor/build/load, replication
     top       the network server, the tools, `python -m streamkeep`
 
-The one upward edge allowed at run time is named in ALLOWED_UPWARD: `Engine.open` reaches the
-data directory (aof.store). Imports under `if TYPE_CHECKING:` are never executed: they may name
+The upward edges allowed at run time are named in ALLOWED_UPWARD: `Engine.open` reaches the
+data directory (aof.store) and attaches replication to it (replication.service). Imports under `if TYPE_CHECKING:` are never executed: they may name
 a higher layer's class for an annotation (the exec layer's context names the Engine it runs
 in), and are reported separately so that they stay few.
 
@@ -89,6 +89,9 @@ ALLOWED_UPWARD = {
     ("streamkeep.engine.runtime.core", "streamkeep.aof.store"):
         "Engine.open(path) opens the data directory; the engine otherwise reaches persistence "
         "only through streamkeep.engine.exec.interfaces",
+    ("streamkeep.engine.runtime.core", "streamkeep.replication.service"):
+        "Engine.open(path, replicaof=...) attaches replication to the data directory; commands "
+        "reach it only through the Replication interface",
 }
 
 # Packages whose __init__ re-exports lazily: importing a name from them loads the module

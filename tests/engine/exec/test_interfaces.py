@@ -20,7 +20,7 @@ def test_services_register_their_hooks_and_section(tmp_path: Path) -> None:
     with Engine.open(str(tmp_path)) as db:
         assert set(db.config_hooks) == {"appendfsync", "auto-aof-rewrite-percentage",
                                         "auto-aof-rewrite-min-size"}
-        assert set(db.info_sections) == {"persistence"}
+        assert set(db.info_sections) == {"persistence", "replication"}
     with Engine.open() as db:  # in memory: nobody registers anything
         assert db.config_hooks == {} and db.info_sections == {}
 

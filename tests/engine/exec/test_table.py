@@ -59,6 +59,7 @@ NOT_IN_REDIS_7_0: dict[str, str] = {
     "xcfgset": "Redis 8.6 (idempotent producers)",
     "xidmprecord": "Redis 8.8",
     "client|setinfo": "Redis 7.2",
+    "waitaof": "Redis 7.2",
     "client|no-touch": "Redis 7.2",
     # Redis's DEBUG is one command taking any subcommand word; streamkeep declares the two it
     # serves as subcommands of a DEBUG container, so these names are streamkeep's own.
