@@ -47,12 +47,10 @@ class Follower:
     connected."""
 
     def __init__(self, engine: Engine, datadir: DataDir, host: str, port: int,
-                 masterauth: str, listening_port: Callable[[], int], runid: str,
-                 repl_timeout: int) -> None:
+                 listening_port: Callable[[], int], runid: str, repl_timeout: int) -> None:
         self.engine = engine
         self.datadir = datadir
         self.host, self.port = host, port
-        self.masterauth = masterauth
         self.listening_port = listening_port
         self.runid = runid
         self.repl_timeout = repl_timeout
@@ -133,7 +131,8 @@ class Follower:
         if self._stop.is_set():
             return
         buf = bytearray()
-        for command in link.handshake(self.masterauth, self.listening_port(), self.runid):
+        for command in link.handshake(str(self.engine.config["masterauth"]), self.listening_port(),
+                                      self.runid):
             sock.sendall(command)
             line = self._read_line(sock, buf)
             if not line.startswith(b"+"):

@@ -65,6 +65,7 @@ class ReplicationService:
         self.handshakes: weakref.WeakKeyDictionary[Any, dict[str, Any]] = \
             weakref.WeakKeyDictionary()
         self.server: Any = None
+        self.refusals_logged: dict[str, float] = {}
         self.closed = False
         datadir.journal.on_written = self.primary.records_written
 
@@ -100,8 +101,7 @@ class ReplicationService:
             old.stop(join=False)
         self.primary.close()  # our replicas resync through us once we follow someone else
         follower = self.follower = Follower(
-            self.engine, self.datadir, host, port, str(self.engine.config["masterauth"]),
-            self._listening_port, RUN_ID, int(self.engine.config["repl-timeout"]))
+            self.engine, self.datadir, host, port, self._listening_port, RUN_ID, int(self.engine.config["repl-timeout"]))
         follower.start()
         log.info("following %s:%d", host, port)
 
@@ -192,8 +192,12 @@ class ReplicationService:
             raise ReplyError("ERR PSYNC needs a network connection")
         state = self.handshakes.pop(client, {})
         if link.CAPA not in state.get("capa", set()):
-            log.warning("replica %s does not speak the record stream (is it redis-server?); "
-                        "refused", client.addr)
+            host = client.addr.rsplit(":", 1)[0]
+            now = time.monotonic()
+            if now - self.refusals_logged.get(host, -60.0) >= 60:  # it retries at once
+                self.refusals_logged[host] = now
+                log.warning("replica %s does not speak the record stream (is it "
+                            "redis-server?); refused", client.addr)
             raise ReplyError(link.NOT_STREAMKEEP)
         if client.link is not None:
             raise ReplyError("ERR this connection is already a replica's")

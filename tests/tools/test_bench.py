@@ -31,7 +31,7 @@ OWN_COUNT = {"aof.always_threads", "aof.always", "aof.fsync", "aof.replay", "aof
              "snapshot.load",
              "snapshot.disk",
              "embedded.xread_maxcount",  # reads its data XREAD_PASSES times
-             *(b.key for s in bench.SECTIONS if s.name in ("server", "hardening")
+             *(b.key for s in bench.SECTIONS if s.name in ("server", "hardening", "replication")
                for b in s.benchmarks)}
 # What a figure's value cell prints after its number, by Figure.unit.
 UNIT_SUFFIX = {"x": "x", "/s": "/s", "": "", "count": "", "s": " s", "ms": " ms", "us": " us",
@@ -338,3 +338,49 @@ def test_bench_server_is_a_section_name() -> None:
     assert bench.section_names(parser.parse_args(["bench"])) is None  # everything
     with pytest.raises(SystemExit):
         parser.parse_args(["bench", "nope"])
+
+
+REPLICATION_TINY_SECONDS = 30  # the tiny run below: about 8 s on the 2-core VM
+
+
+def test_bench_replication_section_tiny(capsys: pytest.CaptureFixture[str]) -> None:
+    if shutil.which("redis-benchmark") is None:
+        pytest.fail("redis-benchmark not on PATH: the replication section's -P 16 rows need it")
+    n = 200  # 5,000 requests per redis-benchmark run (its minimum); a 1,000-entry full sync
+    start = time.monotonic()
+    assert bench.main(["--n", str(n), "--no-redis", "replication"]) == 0
+    assert time.monotonic() - start < REPLICATION_TINY_SECONDS
+    out = capsys.readouterr().out
+    sections = bench.select_sections("replication")
+    assert [s.name for s in sections] == ["replication"]
+    assert not re.search(r"^(embedded|aof|redis-py|snapshot|server|hardening) ", out, re.M)
+    _check_rows(out, sections, n)
+    _check_figures(out, sections)
+    assert re.search(rf"^targets: \d+/{_targets(sections)} PASS$", out, re.M)
+    assert "skipped" not in out and "n/a" not in out
+
+    # each row's own count: the requests, the XADDs, the backlog, the entries synced
+    rows = {b.key: re.search(rf"^replication +{re.escape(b.workload)} +({NUMBER}) ", out, re.M)
+            for s in sections for b in s.benchmarks}
+    counts = {key: _num(m.group(1)) for key, m in rows.items() if m}
+    assert counts["replication.xadd_p16"] == counts["replication.xadd_p16_replica"] == 5_000
+    assert counts["replication.embedded_xadd"] == counts["replication.embedded_xadd_replica"] == n
+    assert counts["replication.apply"] == n
+    assert counts["replication.full_sync"] == 5 * n
+    assert 0 < counts["replication.lag"] <= 10_000  # 1 s at 10,000/s, the first 0.5 s not counted
+
+    # the notes: the replica caught up, the same records replayed, the lag percentiles in order
+    assert re.search(r"^replication: XADD -P 16 with a replica: it had every record "
+                     rf"{NUMBER} ms after .*; replica CPU {NUMBER} us per XADD$", out, re.M)
+    assert re.search(rf"^replication: catch-up: the replica applied {n:,} records in "
+                     rf"{NUMBER} s after SIGCONT .*Engine\.open replayed its directory "
+                     rf"\({n:,} records\)", out, re.M)
+    lag = re.search(rf"^replication: lag: .* all seen on the replica, .* p50 ({NUMBER}) ms, p99 "
+                    rf"({NUMBER}) ms, p99\.9 ({NUMBER}) ms, max ({NUMBER}) ms$", out, re.M)
+    assert lag, out
+    p50, p99, p999, worst = map(_num, lag.groups())
+    assert 0 < p50 <= p99 <= p999 <= worst
+    assert re.search(rf"^replication: full sync: {5 * n:,} entries, {5 * n // 10:,} pending, ", out,
+                     re.M)
+    root = re.search(r"^replication: data dirs under (\S+) ", out, re.M).group(1)
+    assert not os.path.exists(root)

@@ -178,23 +178,34 @@ class RedisAofServer(RedisServer):
 
 class StreamkeepServer(RedisServer):
     """``python -m streamkeep serve`` as a child process on a free 127.0.0.1 port, with a data
-    directory in a temp dir (its working directory too; removed at stop); started, it answers
-    PING. Stopping it is RedisServer's (SIGTERM, then its final fsync is given longer)."""
+    directory in a temp dir (its working directory too; removed at stop), or the directory
+    ``data`` (an existing one, e.g. a loaded snapshot; left in place); with ``replicaof`` (a
+    primary's port on 127.0.0.1) it starts as a read-only replica of that primary
+    (``--replicaof``). Started, it answers PING (a replica may still be syncing). Stopping it is
+    RedisServer's (SIGTERM, then its final fsync is given longer); :meth:`stop_process` stops
+    the process alone, keeping its files."""
 
     STARTUP_TIMEOUT = 30.0
     STOP_TIMEOUT = 15.0
     ATTEMPTS = 3
     name = "streamkeep"
 
-    def __init__(self, appendfsync: str = "everysec") -> None:
+    def __init__(self, appendfsync: str = "everysec", replicaof: int | None = None,
+                 data: str | None = None) -> None:
         super().__init__()
         self.appendfsync = appendfsync
+        self.replicaof = replicaof
+        self.given_data = data
+        self.data = ""  # its data directory, once started
         self.banner = ""  # its "listening on" line
+        if replicaof is not None:
+            self.name = "streamkeep replica"
 
     def command(self, data: str) -> list[str]:
+        replica = [] if self.replicaof is None else ["--replicaof", HOST, str(self.replicaof)]
         return [sys.executable, "-m", "streamkeep", "serve", "--dir", data, "--port",
                 str(self.port), "--bind", HOST, "--appendfsync", self.appendfsync,
-                "--loglevel", "warning"]
+                *replica, "--loglevel", "warning"]
 
     def start(self) -> StreamkeepServer:
         redis = _redis_py()
@@ -202,7 +213,7 @@ class StreamkeepServer(RedisServer):
         log = os.path.join(self.dir, "serve.log")
         for attempt in range(self.ATTEMPTS):  # a free port can be taken before it binds
             self.port = free_port()
-            data = os.path.join(self.dir, f"data{attempt}")
+            data = self.data = self.given_data or os.path.join(self.dir, f"data{attempt}")
             with open(log, "ab") as out:
                 self.proc = subprocess.Popen(self.command(data), cwd=self.dir,
                                              stdin=subprocess.DEVNULL, stdout=out, stderr=out)
@@ -222,8 +233,17 @@ class StreamkeepServer(RedisServer):
         words = self.banner.split()
         return words[1] if len(words) > 1 and words[0] == "streamkeep" else "?"
 
+    def stop_process(self) -> None:
+        """Stop the process (SIGTERM: a clean shutdown), keeping its data directory."""
+        if self.client is not None:
+            self.client.close()
+            self.client = None
+        self._stop_process()
+
     def describe(self) -> list[str]:
         loop = "uvloop" if "(uvloop)" in self.banner else "asyncio" if self.banner else "?"
+        replica = "" if self.replicaof is None else f" --replicaof {HOST} {self.replicaof}"
         return [f"server: streamkeep {self.version()} on {HOST}:{self.port}, a child process "
                 f"({os.path.basename(sys.executable)} -m streamkeep serve --appendfsync "
-                f"{self.appendfsync}; {loop}), data dir under {self.dir}, removed after the run"]
+                f"{self.appendfsync}{replica}; {loop}), data dir under {self.dir}, removed "
+                f"after the run"]

@@ -20,7 +20,15 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from streamkeep.tools.bench import aof, bigvalues, parsing, server, snapshot, stalls
+from streamkeep.tools.bench import (
+    aof,
+    bigvalues,
+    parsing,
+    replication,
+    server,
+    snapshot,
+    stalls,
+)
 from streamkeep.tools.bench.aof import (
     AOF_THREADS,
     FSYNC_RECORD,
@@ -62,6 +70,11 @@ CRLF_PIPELINE_TARGET = 1.5  # pipelined XADDs, CRLF in values: time / without, a
 BIG_XADD_PEAK_TARGET = 2.5  # its peak RSS above the baseline / the value's size, at most
 IDMP_XADD_TARGET = 1.3  # time per XADD IDMP (new iid) / per plain XADD, at most (issue 12)
 MAXCOUNT_READ_TARGET = 0.95  # entries/s reading with MAXCOUNT n / with COUNT n, at least (12)
+# Asynchronous replication (issue 13):
+REPLICA_XADD_RATIO_TARGET = 0.8  # primary XADD/s with one replica attached / without, at least
+REPLICA_APPLY_RATIO_TARGET = 1.5  # replica apply records/s / primary XADD/s at -P 16, at least
+APPLY_REPLAY_RATIO_TARGET = 1.0  # replica apply records/s / AOF replay of them, at least
+REPLICA_LAG_P99_TARGET_MS = 10.0  # write-to-visible on the replica at 10k XADD/s, p99 at most
 
 
 @dataclass(frozen=True)
@@ -125,6 +138,11 @@ class Figure:
 def _lowest_p999(m: Measurement) -> float:
     """The latency rows' best repeat: the lowest p99.9."""
     return -m.figures.get("p999_us", math.inf)
+
+
+def _lowest_p99_ms(m: Measurement) -> float:
+    """The replication lag row's best repeat: the lowest p99."""
+    return -m.figures.get("p99_ms", math.inf)
 
 
 SECTIONS: tuple[Section, ...] = (
@@ -252,6 +270,31 @@ SECTIONS: tuple[Section, ...] = (
                                                         "redis-server",
                   lambda env: stalls.bystander_ping(server.redis_aof(env))),
     )),
+    Section("replication", (
+        Benchmark("replication.xadd_p16", f"XADD, redis-benchmark -c {SERVER_CLIENTS} -P 16: "
+                                          "primary, no replica",
+                  lambda env: replication.bench_xadd_p16(env, 0)),
+        Benchmark("replication.xadd_p16_replica", f"XADD, redis-benchmark -c {SERVER_CLIENTS} "
+                                                  "-P 16: primary, 1 replica attached",
+                  lambda env: replication.bench_xadd_p16(env, 1)),
+        Benchmark("replication.embedded_xadd", "embedded XADD (engine + Server thread), no "
+                                               "replica",
+                  lambda env: env.in_dir("embedded-primary", replication.bench_embedded_xadd,
+                                         env.n, 0)),
+        Benchmark("replication.embedded_xadd_replica", "embedded XADD (engine + Server "
+                                                       "thread), 1 replica attached",
+                  lambda env: env.in_dir("embedded-primary", replication.bench_embedded_xadd,
+                                         env.n, 1)),
+        Benchmark("replication.apply", "replica catching up a backlog of XADD records, "
+                                       "records applied",
+                  replication.bench_apply),
+        Benchmark("replication.lag", f"lag at {replication.LAG_RATE:,} XADD/s: XADD on the "
+                                     "primary -> XREAD BLOCK on the replica",
+                  replication.bench_lag, rank=_lowest_p99_ms),
+        Benchmark("replication.full_sync", "full sync of a fresh replica: stream of 5 x N "
+                                           "entries, a tenth pending, entries",
+                  lambda env: env.in_dir("full-sync", replication.bench_full_sync, env)),
+    ), describe=replication.describe),
 )
 
 RATIOS: tuple[Ratio, ...] = (
@@ -349,6 +392,25 @@ FIGURES: tuple[Figure, ...] = (
            extra="idmp_cost", target=IDMP_XADD_TARGET, at_most=True),
     Figure("embedded", "time per XADD: IDMPAUTO (new content) / plain",
            "embedded.xadd_idmpauto", extra="idmp_cost"),
+    Figure("replication", "XADD -P 16: primary with 1 replica / without",
+           "replication.xadd_p16_replica", denominator="replication.xadd_p16",
+           target=REPLICA_XADD_RATIO_TARGET),
+    Figure("replication", "embedded XADD: with 1 replica / without",
+           "replication.embedded_xadd_replica", denominator="replication.embedded_xadd",
+           target=REPLICA_XADD_RATIO_TARGET),
+    Figure("replication", "replica apply records/s / primary XADD/s at -P 16 (no replica)",
+           "replication.apply", denominator="replication.xadd_p16",
+           target=REPLICA_APPLY_RATIO_TARGET),
+    Figure("replication", "AOF replay of the same records at Engine.open", "replication.apply",
+           extra="replay_per_s", unit="/s"),
+    Figure("replication", "replica apply / AOF replay of the same records",
+           "replication.apply", extra="apply_over_replay", target=APPLY_REPLAY_RATIO_TARGET),
+    Figure("replication", f"lag at {replication.LAG_RATE:,} XADD/s, p50", "replication.lag",
+           extra="p50_ms", unit="ms"),
+    Figure("replication", f"lag at {replication.LAG_RATE:,} XADD/s, p99", "replication.lag",
+           extra="p99_ms", unit="ms", target=REPLICA_LAG_P99_TARGET_MS, at_most=True),
+    Figure("replication", "full sync: seconds to link up and equal offsets",
+           "replication.full_sync", extra="seconds", unit="s"),
 )
 
 # Extra tables the report prints after the ratios: fn(results, figures) -> a Table or None, the
