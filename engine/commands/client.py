@@ -117,8 +117,8 @@ def client_info(ctx: Ctx, argv: Argv) -> Verbatim:
 def client_list(ctx: Ctx, argv: Argv) -> Verbatim:
     clients = server_clients(ctx.engine)
     if len(argv) == 4 and is_word(argv[2], b"type"):
-        if _client_type(argv[3]) != "normal":
-            clients = []
+        wanted = _client_type(argv[3])
+        clients = [c for c in clients if _type_of(c) == wanted]
     elif len(argv) > 3 and is_word(argv[2], b"id"):
         by_id = {c.id: c for c in clients}
         ids = [parse_int(arg, "Invalid client ID") for arg in argv[3:]]
@@ -181,7 +181,7 @@ def client_kill(ctx: Ctx, argv: Argv) -> Any:
     killed = 0
     for client in clients:
         if (want_id is not None and client.id != want_id) \
-                or (want_type is not None and want_type != "normal") \
+                or (want_type is not None and want_type != _type_of(client)) \
                 or (addr is not None and client.addr.encode() != addr) \
                 or (laddr is not None and client.laddr.encode() != laddr) \
                 or (skipme and client is me) \
@@ -190,6 +190,11 @@ def client_kill(ctx: Ctx, argv: Argv) -> Any:
         _kill(ctx, client)
         killed += 1
     return killed
+
+
+def _type_of(client: Any) -> str:
+    """A connection's class: a replica's after its PSYNC (the server's `link`), else normal."""
+    return "replica" if getattr(client, "link", None) is not None else "normal"
 
 
 def _on_off(argv: Argv) -> str:
