@@ -340,38 +340,48 @@ def decode_stream(data: bytes | bytearray | memoryview, start: int, first_lsn: i
     expecting LSNs from `first_lsn`, at most `limit` records. Unlike `scan`, an incomplete last
     frame is not damage (the rest has not arrived yet): decoding stops before it. A zero-length
     frame stops decoding with `getack` set (its 8 bytes are after `end`). A complete frame whose
-    CRC, payload or LSN is wrong raises FormatError: a stream never skips a record."""
+    CRC, payload or LSN is wrong ends the records returned before it; if it is the first, it
+    raises FormatError: a stream never skips a record."""
     view = memoryview(data)
     pos, expected = start, first_lsn
     size = len(view)
     records: list[tuple] = []
     append = records.append
     unpack_frame = FRAME.unpack_from
-    crc_raw, table = crc32c_raw, CRC_TABLE
     while pos + FRAME_SIZE <= size and len(records) < limit:
         length, crc = unpack_frame(view, pos)
         if length == 0:
             return StreamChunk(records, pos, True)
-        if length > MAX_PAYLOAD:
-            raise FormatError(f"record LSN {expected}: length {length} is not a record's")
         body = pos + FRAME_SIZE
-        if body + length > size:
+        if length <= MAX_PAYLOAD and body + length > size:
             break
-        payload = bytes(view[body:body + length])
-        if crc_raw(payload, 0xFFFFFFFF, table) != crc ^ 0xFFFFFFFF:
-            raise FormatError(f"record LSN {expected}: CRC mismatch")
-        try:
-            record = _unpackb(payload, raw=True, use_list=False)
-            lsn, time_ms, db, _effects = record
-        except (ValueError, TypeError, msgpack.UnpackException):
-            raise FormatError(f"record LSN {expected}: undecodable payload") from None
-        if lsn != expected or type(time_ms) is not int or type(db) is not int \
-                or not 0 <= db < 16:
-            raise FormatError(f"record LSN {lsn} where {expected} was expected")
+        record = _stream_record(view, body, length, crc, expected)
+        if isinstance(record, str):
+            if records:  # the good records first; the next call starts at the bad one
+                break
+            raise FormatError(f"record LSN {expected}: {record}")
         append(record)
         expected += 1
         pos = body + length
     return StreamChunk(records, pos)
+
+
+def _stream_record(view: memoryview, body: int, length: int, crc: int, expected: int
+                   ) -> tuple | str:
+    """The decoded record in a complete frame, or what is wrong with it."""
+    if length > MAX_PAYLOAD:
+        return f"length {length} is not a record's"
+    payload = bytes(view[body:body + length])
+    if crc32c_raw(payload, 0xFFFFFFFF, CRC_TABLE) != crc ^ 0xFFFFFFFF:
+        return "CRC mismatch"
+    try:
+        record = _unpackb(payload, raw=True, use_list=False)
+        lsn, time_ms, db, _effects = record
+    except (ValueError, TypeError, msgpack.UnpackException):
+        return "undecodable payload"
+    if lsn != expected or type(time_ms) is not int or type(db) is not int or not 0 <= db < 16:
+        return f"LSN {lsn} where {expected} was expected"
+    return record
 
 
 def frame_offsets(data: bytes | bytearray | memoryview, start: int, count: int

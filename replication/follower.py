@@ -149,6 +149,7 @@ class Follower:
         next_ack = 0.0
         if buf:
             self._handle(sock, decoder.feed(bytes(buf)))
+            decoder.check()
         while not self._stop.is_set():
             try:
                 data = sock.recv(RECV_BYTES)
@@ -160,6 +161,7 @@ class Follower:
             if data:
                 self.last_io = now
                 self._handle(sock, decoder.feed(data))
+                decoder.check()  # bad bytes after the good records just applied
             elif now - self.last_io > self.repl_timeout:
                 raise TimeoutError(f"nothing from the primary for {self.repl_timeout} s")
             if self.link_up and now >= next_ack:

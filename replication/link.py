@@ -146,15 +146,29 @@ class LinkDecoder:
         self.crc = 0
         self.snapshot_size = 0
         self.snapshot_read = 0
+        self.error: LinkError | None = None
 
     def feed(self, data: bytes) -> list[Event]:
+        """The events the bytes so far complete. Bad bytes after good events: the good ones
+        are returned and the error is raised by `check()` (and by the next feed)."""
+        self.check()
         self.buf += data
         events: list[Event] = []
         while True:
-            event = self._next()
+            try:
+                event = self._next()
+            except LinkError as err:
+                if not events:
+                    raise
+                self.error = err
+                return events
             if event is None:
                 return events
             events.append(event)
+
+    def check(self) -> None:
+        if self.error is not None:
+            raise self.error
 
     def _line(self) -> bytes | None:
         end = self.buf.find(b"\r\n")
@@ -182,7 +196,7 @@ class LinkDecoder:
             if not self.remaining:
                 self.state = "trailer"
             return SnapshotData(data)
-        if state == "bulk":
+        if state in ("bulk", "reply"):  # keep-alives while the primary prepares
             while self.buf[:1] == KEEPALIVE:
                 del self.buf[:1]
         line = self._line()
@@ -195,7 +209,7 @@ class LinkDecoder:
                 raise LinkError(f"expected the snapshot's size, got {line[:80]!r}")
             self.snapshot_size = self.remaining = int(line[1:])
             self.state = "snapshot" if self.remaining else "trailer"
-            return None if self.remaining else self._next()
+            return self._next()
         # trailer
         parts = line.split()
         if len(parts) != 2 or parts[0] != b"+CRC32C":

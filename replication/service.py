@@ -13,6 +13,7 @@ and the server's start (the once-a-second tick). Must not touch: the link's byte
 from __future__ import annotations
 
 import logging
+import os
 import socket
 import threading
 import time
@@ -20,7 +21,6 @@ import weakref
 from typing import TYPE_CHECKING, Any
 
 from streamkeep.aof.manifest import NO_REPL_ID, new_repl_id
-from streamkeep.engine.commands.info import RUN_ID
 from streamkeep.engine.exec.context import Later
 from streamkeep.engine.wire.args import is_word, parse_int
 from streamkeep.engine.wire.errors import ReplyError
@@ -66,6 +66,9 @@ class ReplicationService:
             weakref.WeakKeyDictionary()
         self.server: Any = None
         self.refusals_logged: dict[str, float] = {}
+        # Names this node on the link (REPLCONF sk-runid): a node told to follow itself, under
+        # any address, is refused. Per engine, not per process: tests run several in one.
+        self.runid = os.urandom(20).hex()
         self.closed = False
         datadir.journal.on_written = self.primary.records_written
 
@@ -101,7 +104,7 @@ class ReplicationService:
             old.stop(join=False)
         self.primary.close()  # our replicas resync through us once we follow someone else
         follower = self.follower = Follower(
-            self.engine, self.datadir, host, port, self._listening_port, RUN_ID, int(self.engine.config["repl-timeout"]))
+            self.engine, self.datadir, host, port, self._listening_port, self.runid, int(self.engine.config["repl-timeout"]))
         follower.start()
         log.info("following %s:%d", host, port)
 
@@ -169,7 +172,7 @@ class ReplicationService:
             elif option == b"capa":
                 state.setdefault("capa", set()).add(value.lower())
             elif option == b"sk-runid":
-                if value.decode(errors="replace") == RUN_ID:
+                if value.decode(errors="replace") == self.runid:
                     raise ReplyError(MYSELF)
             elif option == b"ack":
                 if client is None or client.link is None:

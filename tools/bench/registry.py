@@ -70,7 +70,7 @@ CRLF_PIPELINE_TARGET = 1.5  # pipelined XADDs, CRLF in values: time / without, a
 BIG_XADD_PEAK_TARGET = 2.5  # its peak RSS above the baseline / the value's size, at most
 IDMP_XADD_TARGET = 1.3  # time per XADD IDMP (new iid) / per plain XADD, at most (issue 12)
 MAXCOUNT_READ_TARGET = 0.95  # entries/s reading with MAXCOUNT n / with COUNT n, at least (12)
-# Asynchronous replication (issue 13):
+# Asynchronous replication (`streamkeep bench replication`):
 REPLICA_XADD_RATIO_TARGET = 0.8  # primary XADD/s with one replica attached / without, at least
 REPLICA_APPLY_RATIO_TARGET = 1.5  # replica apply records/s / primary XADD/s at -P 16, at least
 APPLY_REPLAY_RATIO_TARGET = 1.0  # replica apply records/s / AOF replay of them, at least

@@ -1,0 +1,169 @@
+"""The replica's follower against a real primary (a server thread over an Engine) and against a
+fake primary that misbehaves: an embedded replica follows, refuses writes and wakes blocked
+reads; a wrong password, a damaged record, a snapshot cut in the middle each give a log line and
+a retry, never a half-applied record or a diverged replica."""
+
+from __future__ import annotations
+
+import logging
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from streamkeep import Engine, ReplyError
+from streamkeep.aof.codec import crc32c, encode
+from streamkeep.replication import link
+from tests.support.server_util import ServerHandle, start_server
+
+
+def wait_for(predicate, timeout: float = 10.0):  # type: ignore[no-untyped-def]
+    deadline = time.monotonic() + timeout
+    while not (value := predicate()):
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.01)
+    return value
+
+
+@pytest.fixture
+def primary(tmp_path: Path) -> Iterator[ServerHandle]:
+    engine = Engine.open(str(tmp_path / "primary"))
+    handle = start_server(engine)
+    try:
+        yield handle
+    finally:
+        handle.stop()
+
+
+def synced(primary: ServerHandle, replica: Engine) -> bool:
+    return replica.replication.follower.link_up and \
+        replica.journal.lsn == primary.engine.journal.lsn and \
+        replica.digest() == primary.engine.digest()
+
+
+def test_an_embedded_replica_follows_refuses_writes_and_wakes_blocked_reads(
+        primary: ServerHandle, tmp_path: Path) -> None:
+    p = primary.engine
+    p.execute("XADD", "s", "1-1", "f", "v")
+    with Engine.open(str(tmp_path / "replica"), replicaof=("127.0.0.1", primary.port)) as r:
+        wait_for(lambda: synced(primary, r))
+        with pytest.raises(ReplyError, match="^READONLY You can't write against a read only"):
+            r.execute("XADD", "s", "*", "f", "v")
+        with pytest.raises(ReplyError, match="^READONLY"):
+            r.execute("XGROUP", "CREATE", "s", "g", "0")
+        got: list = []
+        reader = threading.Thread(
+            target=lambda: got.append(r.execute("XREAD", "BLOCK", "5000", "STREAMS", "s", "$")))
+        reader.start()
+        time.sleep(0.2)
+        p.execute("XADD", "s", "2-1", "f", "w")
+        reader.join(5)
+        assert got == [[[b"s", [[b"2-1", [b"f", b"w"]]]]]]
+        assert r.execute("ROLE")[:4] == [b"slave", b"127.0.0.1", primary.port, b"connected"]
+        # Promoted, it takes writes; the old history is its replid2.
+        old = r.datadir.history()[0]
+        assert r.execute("REPLICAOF", "NO", "ONE") == "OK"
+        assert r.execute("XADD", "s", "3-1", "f", "x") == b"3-1"
+        assert r.datadir.history()[1:] == (old, 3)
+    # It reopens as a primary with the new history (persisted in the manifest).
+    with Engine.open(str(tmp_path / "replica")) as again:
+        assert again.execute("ROLE")[0] == b"master"
+        assert again.datadir.history()[1] == old and again.execute("XLEN", "s") == 3
+
+
+def test_a_wrong_masterauth_is_logged_and_retried(tmp_path: Path, caplog) -> None:  # type: ignore[no-untyped-def]
+    engine = Engine.open(str(tmp_path / "primary"), requirepass="right")
+    handle = start_server(engine)
+    try:
+        engine.execute("XADD", "s", "1-1", "f", "v")
+        with caplog.at_level(logging.WARNING, "streamkeep.replication"), \
+                Engine.open(str(tmp_path / "replica"), masterauth="wrong",
+                            replicaof=("127.0.0.1", handle.port)) as r:
+            wait_for(lambda: "refused the handshake" in caplog.text)
+            assert "WRONGPASS" in caplog.text or "invalid" in caplog.text
+            assert r.execute("XLEN", "s") == 0
+            r.set_config("masterauth", "right")
+            wait_for(lambda: synced(handle, r))
+    finally:
+        handle.stop()
+
+
+class FakePrimary:
+    """A socket server answering the handshake, then sending `stream` (bytes, to the first
+    connection only) and closing."""
+
+    def __init__(self, stream: bytes) -> None:
+        self.stream = stream
+        self.sock = socket.create_server(("127.0.0.1", 0))
+        self.port = self.sock.getsockname()[1]
+        self.connections = 0
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+        self.thread.start()
+
+    def _serve(self) -> None:
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            self.connections += 1
+            with conn:
+                buf = b""
+                while b"PSYNC" not in buf:
+                    data = conn.recv(4096)
+                    if not data:
+                        break
+                    buf += data
+                    conn.sendall(b"+OK\r\n" * (buf.count(b"REPLCONF") - buf[:-len(data)]
+                                               .count(b"REPLCONF")))
+                if b"PSYNC" in buf and self.connections == 1:  # later ones get nothing
+                    time.sleep(0.05)
+                    conn.sendall(self.stream)
+                time.sleep(0.2)
+
+    def close(self) -> None:
+        self.sock.close()
+
+
+def _records(first: int, count: int) -> bytes:
+    return b"".join(encode(lsn, 1000, 0, [[b"XADD", b"s", b"%d-1" % lsn, b"f", b"v"]])
+                    for lsn in range(first, first + count))
+
+
+def test_a_damaged_record_stops_the_link_before_it_is_applied(tmp_path: Path, caplog) -> None:  # type: ignore[no-untyped-def]
+    bad = bytearray(_records(4, 1))
+    bad[-1] ^= 1
+    stream = (link.fullresync_line("ab" * 20, 0) + link.snapshot_header(0)
+              + link.snapshot_trailer(crc32c(b"")) + _records(1, 3) + bytes(bad) + _records(5, 2))
+    fake = FakePrimary(stream)
+    try:
+        with caplog.at_level(logging.WARNING, "streamkeep.replication"), \
+                Engine.open(str(tmp_path / "r"), replicaof=("127.0.0.1", fake.port)) as r:
+            wait_for(lambda: "CRC mismatch" in caplog.text)
+            wait_for(lambda: fake.connections >= 2)  # it retries
+            assert r.execute("XLEN", "s") == 3 and r.journal.lsn == 3
+        with Engine.open(str(tmp_path / "r")) as again:  # its own AOF holds the same three
+            assert again.execute("XLEN", "s") == 3
+    finally:
+        fake.close()
+
+
+def test_a_snapshot_cut_in_the_middle_changes_nothing(tmp_path: Path, caplog) -> None:  # type: ignore[no-untyped-def]
+    with Engine.open(str(tmp_path / "r")) as before:
+        before.execute("XADD", "mine", "1-1", "f", "v")
+        digest = before.digest()
+    stream = link.fullresync_line("ab" * 20, 9) + link.snapshot_header(1000) + b"x" * 500
+    fake = FakePrimary(stream)
+    try:
+        with caplog.at_level(logging.INFO, "streamkeep.replication"), \
+                Engine.open(str(tmp_path / "r"), replicaof=("127.0.0.1", fake.port)) as r:
+            wait_for(lambda: fake.connections >= 2)
+            assert r.digest() == digest
+            assert not [p for p in (tmp_path / "r").iterdir() if p.name.endswith(".tmp")]
+            info = r.execute("INFO", "replication").decode()
+            assert "master_link_status:down" in info
+    finally:
+        fake.close()
