@@ -133,7 +133,7 @@ def hello(ctx: Ctx, argv: Argv) -> RespMap:
     return RespMap([
         (b"server", b"redis"), (b"version", REDIS_VERSION.encode()), (b"proto", protocol),
         (b"id", client.id if client is not None else 0), (b"mode", b"standalone"),
-        (b"role", b"master"), (b"modules", []),
+        (b"role", b"replica" if ctx.engine.read_only else b"master"), (b"modules", []),
     ])
 
 

@@ -275,6 +275,7 @@ class Param:
     check: Callable[[Any], None] | None = None  # extra validation of the parsed value
     live: Callable[[Engine], Any] | None = None  # the value CONFIG GET shows, read from state
     rewrite_live: bool = False  # CONFIG REWRITE writes the live value (else the setting's)
+    omit_empty: bool = False  # CONFIG REWRITE writes no line for an empty value (replicaof)
     summary: str = ""
 
     def parse(self, value: Any, current: Any = None) -> Any:
@@ -316,6 +317,8 @@ class Param:
         """CONFIG REWRITE's lines for this value, each with `force` (write it even where the old
         file did not mention the setting: the value is not the default)."""
         name, default = self.name, self.default
+        if self.omit_empty and not value:
+            return []
         if self.kind == "obuf":
             return [(f"{name} {cls} {_format_memory_rewrite(value[cls][0])} "
                      f"{_format_memory_rewrite(value[cls][1])} {value[cls][2]}",
@@ -451,7 +454,7 @@ _PARAMS: list[Param] = [
           summary="TCP keepalive probes' idle time, seconds, for new connections (0: off)"),
     # Replication (replication.service reads them; REPLICAOF changes the role at run time).
     Param("replicaof", "words", "", mutable=False, multi_arg=True, check=_host_port,
-          live=_live_replicaof, rewrite_live=True,
+          live=_live_replicaof, rewrite_live=True, omit_empty=True,
           summary="HOST PORT of the primary this node follows (empty: it is a primary)"),
     Param("masterauth", "string", "", summary="password this replica gives its primary"),
     Param("repl-timeout", "int", 60, lo=1, hi=INT_MAX,

@@ -137,7 +137,8 @@ class Engine(RedisStreamAPI):
         self.closed = False
 
     @classmethod
-    def open(cls, path: str | None = None, replicaof: tuple[str, int] | None = None,
+    def open(cls, path: str | None = None,
+             replicaof: tuple[str, int] | list[str] | str | None = None,
              **config: Any) -> Engine:
         """Open an engine. `path=None` keeps everything in memory; a path is a data directory
         whose snapshot is loaded and AOF replayed now, and appended to from now on. Settings use
@@ -146,6 +147,12 @@ class Engine(RedisStreamAPI):
         automatic compaction off), plus aof-segment-max-bytes (rotation size); `fs` swaps the
         file layer (tests, crash bench). `replicaof=(host, port)` makes it a read replica of
         that streamkeep server (replication.follower; the `replicaof` setting says the same)."""
+        if isinstance(replicaof, str):  # the setting's form (config file): "host port"
+            replicaof = tuple(replicaof.split()) or None  # type: ignore[assignment]
+        if replicaof is not None:
+            if len(replicaof) != 2:
+                raise ValueError(f"replicaof takes a host and a port, not {replicaof!r}")
+            replicaof = (str(replicaof[0]), int(replicaof[1]))
         aof_options = {}
         for name in list(config):
             key = name.replace("-", "_")
@@ -167,7 +174,7 @@ class Engine(RedisStreamAPI):
             from streamkeep.replication.service import attach  # the role, REPLICAOF, WAIT
 
             try:
-                attach(engine, replicaof)
+                attach(engine, replicaof)  # type: ignore[arg-type]
             except BaseException:
                 engine.close()
                 raise

@@ -219,3 +219,28 @@ def test_bad_config_file_refuses_to_start(tmp_path):
     assert proc.returncode != 0
     assert "no-such-directive" in proc.stderr and "Bad directive" in proc.stderr
     assert not (tmp_path / "data").exists()
+
+
+def test_replicaof_from_the_config_file_and_the_command_line(tmp_path, spawn):
+    primary = spawn(tmp_path / "p", "--requirepass", "pw")
+    p = primary.client(password="pw")
+    p.xadd("s", {"f": "v"})
+    conf = tmp_path / "replica.conf"
+    conf.write_text(f"slaveof 127.0.0.1 {primary.port}\nmasterauth pw\n")
+    by_file = spawn(tmp_path / "r1", "--config", str(conf))
+    by_flag = spawn(tmp_path / "r2", "--replicaof", "127.0.0.1", str(primary.port),
+                    "--masterauth", "pw")
+    for replica in (by_file, by_flag):
+        r = replica.client()
+        deadline = time.monotonic() + 15
+        while r.xlen("s") != 1:
+            assert time.monotonic() < deadline, replica.output()
+            time.sleep(0.02)
+        assert r.config_get("replicaof")["replicaof"] == f"127.0.0.1 {primary.port}"
+    # REPLICAOF NO ONE, then CONFIG REWRITE: the file no longer makes it a replica.
+    r = by_file.client()
+    assert r.execute_command("SLAVEOF", "NO", "ONE") is True
+    r.config_rewrite()
+    lines = conf.read_text().splitlines()
+    assert not [line for line in lines if line.startswith(("slaveof", "replicaof"))], lines
+    assert 'masterauth "pw"' in lines

@@ -1,0 +1,88 @@
+"""How the primary answers PSYNC (over a real socket to a server thread): a partial sync when the
+replica's history and LSN are in the segments and its last record's CRC matches ours, a full
+sync otherwise; a fresh snapshot built first when the log after the current one is big."""
+
+from __future__ import annotations
+
+import socket
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from streamkeep import Engine
+from streamkeep.aof.backlog import open_after
+from streamkeep.replication import sender
+from tests.support.server_util import ServerHandle, start_server
+
+
+@pytest.fixture
+def primary(tmp_path: Path) -> Iterator[ServerHandle]:
+    engine = Engine.open(str(tmp_path / "p"), auto_aof_rewrite_percentage=0)
+    handle = start_server(engine)
+    try:
+        yield handle
+    finally:
+        handle.stop()
+
+
+def psync_reply(port: int, *argv: str) -> bytes:
+    with socket.create_connection(("127.0.0.1", port), 5) as sock:
+        sock.sendall(b"REPLCONF capa sk-records\r\n")
+        assert sock.recv(5) == b"+OK\r\n"
+        sock.sendall(("PSYNC " + " ".join(argv) + "\r\n").encode())
+        sock.settimeout(5)
+        data = b""
+        while b"\r\n" not in data:
+            data += sock.recv(4096)
+        return data.split(b"\r\n", 1)[0]
+
+
+def last_crc(engine: Engine, lsn: int) -> str:
+    datadir = engine.datadir
+    with engine.lock:
+        position = open_after(datadir.fs, datadir.path, datadir.journal, lsn)
+    assert position is not None and position.crc is not None
+    position.cursor.close()
+    return f"{position.crc:08x}"
+
+
+def test_psync_continues_only_the_same_history(primary: ServerHandle) -> None:
+    engine = primary.engine
+    for i in range(20):
+        engine.execute("XADD", "s", "*", "i", str(i))
+    replid = engine.datadir.history()[0]
+    port = primary.port
+    assert psync_reply(port, replid, "12") == f"+CONTINUE {replid}".encode()
+    assert psync_reply(port, replid, "12", last_crc(engine, 12)) == \
+        f"+CONTINUE {replid}".encode()
+    assert psync_reply(port, replid, "20") == f"+CONTINUE {replid}".encode()
+    # Another history, a diverged record, a replica ahead of us, no history at all: full.
+    full = f"+FULLRESYNC {replid} 0".encode()
+    assert psync_reply(port, "cd" * 20, "12") == full
+    assert psync_reply(port, replid, "12", "deadbeef") == full
+    assert psync_reply(port, replid, "21") == full
+    assert psync_reply(port, "?", "-1") == full
+    stats = engine.execute("INFO", "stats").decode()
+    assert "sync_full:4" in stats and "sync_partial_ok:3" in stats
+    assert "sync_partial_err:3" in stats
+
+
+def test_a_full_sync_builds_a_fresh_snapshot_when_the_log_after_it_is_big(
+        primary: ServerHandle, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sender, "FRESH_SNAPSHOT_MIN_BYTES", 1000)
+    engine = primary.engine
+    for i in range(500):
+        engine.execute("XADD", "s", "*", "i", str(i))
+    assert engine.datadir.journal.manifest.snapshot is None
+    with Engine.open(str(tmp_path / "r"), replicaof=("127.0.0.1", primary.port)) as replica:
+        deadline = time.monotonic() + 20
+        while replica.digest() != engine.digest() or replica.journal.lsn != 500:
+            assert time.monotonic() < deadline
+            time.sleep(0.02)
+        snap = engine.datadir.journal.manifest.snapshot
+        assert snap is not None and snap.lsn == 500  # built for the sync, by the child
+        assert replica.datadir.journal.manifest.snapshot == \
+            type(snap)(snap.file, 500, snap.size, replica.datadir.journal.manifest.snapshot
+                       .created_ms)
