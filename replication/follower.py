@@ -20,7 +20,7 @@ import os
 import socket
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from streamkeep.aof.backlog import open_after
@@ -66,6 +66,7 @@ class Follower:
         self._thread = threading.Thread(target=self._run, name="replica-follower", daemon=True)
         self._tmp: str | None = None
         self._tmp_fd = -1
+        self.unsynced = False
 
     def start(self) -> None:
         self._thread.start()
@@ -148,8 +149,8 @@ class Follower:
         sock.settimeout(ACK_SECONDS / 4)
         next_ack = 0.0
         if buf:
-            self._handle(sock, decoder.feed(bytes(buf)))
-            decoder.check()
+            decoder.push(bytes(buf))
+            self._handle(sock, decoder.events())
         while not self._stop.is_set():
             try:
                 data = sock.recv(RECV_BYTES)
@@ -160,8 +161,8 @@ class Follower:
                 raise ConnectionError("the primary closed the connection")
             if data:
                 self.last_io = now
-                self._handle(sock, decoder.feed(data))
-                decoder.check()  # bad bytes after the good records just applied
+                decoder.push(data)
+                self._handle(sock, decoder.events())
             elif now - self.last_io > self.repl_timeout:
                 raise TimeoutError(f"nothing from the primary for {self.repl_timeout} s")
             if self.link_up and now >= next_ack:
@@ -203,16 +204,22 @@ class Follower:
 
     # --- events ----------------------------------------------------------------------------------
 
-    def _handle(self, sock: socket.socket, events: list[Any]) -> None:
-        batch: list[link.Records] = []
+    def _handle(self, sock: socket.socket, events: Iterator[Any]) -> None:
+        """Act on each event as it is decoded (records applied batch by batch); under
+        appendfsync always, one fsync for what one read brought."""
+        try:
+            self._each(sock, events)
+        finally:
+            journal = self.datadir.journal
+            if self.unsynced and journal.policy == "always":
+                journal.sync()
+            self.unsynced = False
+
+    def _each(self, sock: socket.socket, events: Iterator[Any]) -> None:
         for event in events:
             if type(event) is link.Records:
-                batch.append(event)
-                continue
-            if batch:
-                self._apply(batch)
-                batch = []
-            if type(event) is link.GetAck:
+                self._apply(event)
+            elif type(event) is link.GetAck:
                 self._ack(sock)
             elif type(event) is link.SnapshotData:
                 self._snapshot_data(event.data)
@@ -222,22 +229,16 @@ class Follower:
                 self._full_resync(event)
             elif type(event) is link.SnapshotEnd:
                 self._snapshot_end(event.ok)
-        if batch:
-            self._apply(batch)
 
-    def _apply(self, batch: list[link.Records]) -> None:
+    def _apply(self, batch: link.Records) -> None:
         journal = self.datadir.journal
-        first = batch[0].first_lsn
-        raw = batch[0].raw if len(batch) == 1 else b"".join(r.raw for r in batch)
-        records = batch[0].records if len(batch) == 1 else \
-            [rec for r in batch for rec in r.records]
+        first, raw, records = batch.first_lsn, batch.raw, batch.records
         def log_them() -> None:
             self._check_running()
             journal.append_raw(raw, first, len(records))
 
         self.engine.apply_many(records, before=log_them)
-        if journal.policy == "always":
-            journal.sync()
+        self.unsynced = True
 
     def _continued(self, replid: str) -> None:
         repl_id, _id2, _offset2 = self.datadir.history()

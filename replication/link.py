@@ -30,6 +30,7 @@ cannot parse. Must not touch: sockets, files, the engine.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from streamkeep.aof.codec import FRAME_SIZE, GETACK_FRAME, crc32c, decode_stream
@@ -41,6 +42,7 @@ NOT_STREAMKEEP = ("ERR this primary is streamkeep: it replicates its AOF record 
                   "the replica did not announce it understands (REPLCONF capa sk-records)")
 KEEPALIVE = b"\n"
 MAX_LINE = 1 << 16  # a handshake reply longer than this is not one
+BATCH = 64  # records per Records event (the AOF replay's batch: decoded, then applied)
 
 
 class LinkError(StorageError):
@@ -151,20 +153,31 @@ class LinkDecoder:
     def feed(self, data: bytes) -> list[Event]:
         """The events the bytes so far complete. Bad bytes after good events: the good ones
         are returned and the error is raised by `check()` (and by the next feed)."""
+        self.push(data)
+        events: list[Event] = []
+        try:
+            for event in self.events():
+                events.append(event)
+        except LinkError as err:
+            if not events:
+                raise
+            self.error = err
+        return events
+
+    def push(self, data: bytes) -> None:
         self.check()
         self.buf += data
-        events: list[Event] = []
+
+    def events(self) -> Iterator[Event]:
+        """The events the bytes pushed so far complete, decoded one at a time as they are
+        taken (records in batches of BATCH): a replica applies each batch before the next is
+        decoded, so a megabyte received is never a megabyte of live decoded records. Raises
+        LinkError where the bytes stop making sense, after the events before it."""
         while True:
-            try:
-                event = self._next()
-            except LinkError as err:
-                if not events:
-                    raise
-                self.error = err
-                return events
+            event = self._next()
             if event is None:
-                return events
-            events.append(event)
+                return
+            yield event
 
     def check(self) -> None:
         if self.error is not None:
@@ -232,7 +245,7 @@ class LinkDecoder:
         if len(self.buf) < FRAME_SIZE:
             return None
         try:
-            chunk = decode_stream(self.buf, 0, self.next_lsn, limit=1024)
+            chunk = decode_stream(self.buf, 0, self.next_lsn, limit=BATCH)
         except StorageError as err:
             raise LinkError(str(err)) from None
         if chunk.records:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import threading
 import time
 from typing import TYPE_CHECKING, Any
 
@@ -30,6 +31,7 @@ HIGH_WATER = 1 << 20  # stop reading while the socket's buffer holds this much
 # A full sync builds a fresh snapshot first when the log after the current one is bigger than
 # this and than the snapshot itself: replaying it on the replica would cost more than a build.
 FRESH_SNAPSHOT_MIN_BYTES = 16 << 20
+PUMP_DELAY = 0.001  # seconds a write from another thread waits for its pump (see below)
 
 
 class Sender:
@@ -253,10 +255,18 @@ class Primary:
     # --- the stream ----------------------------------------------------------------------------
 
     def records_written(self) -> None:
-        """The journal wrote records (engine lock held, any thread): pump on the loop."""
+        """The journal wrote records (engine lock held, any thread): pump on the loop. From
+        another thread (an embedded primary's callers, a replica's follower) the pump waits
+        PUMP_DELAY, gathering what is written meanwhile: waking the loop for every write
+        would make the writing thread and the loop trade the GIL at every record."""
         if self.senders and not self.pump_scheduled:
             self.pump_scheduled = True
-            self.engine.server.call_soon(self.pump_all)
+            server = self.engine.server
+            if threading.get_ident() == server.loop_thread:
+                server.loop.call_soon(self.pump_all)
+            else:
+                server.loop.call_soon_threadsafe(server.loop.call_later, PUMP_DELAY,
+                                                 self.pump_all)
 
     def pump_all(self) -> None:
         self.pump_scheduled = False
