@@ -78,6 +78,9 @@ class Journal:
         self.manifest = manifest
         self.fd = fd
         self.size = size  # bytes in the current segment, all of them written to the OS
+        # (the current segment's number, its written size), replaced whole after each write:
+        # replication's senders read it without the engine lock.
+        self.written_end = (manifest.segments[-1].segment, size)
         self.lsn = last_lsn  # the last LSN assigned
         self.policy = policy
         self.sync_on_commit = policy == "always"
@@ -215,6 +218,7 @@ class Journal:
         self.aof_bytes += size
         if self.aof_bytes >= self.rewrite_at and self.on_rewrite is not None:
             self.on_rewrite()
+        self.written_end = (self.written_end[0], self.size)
         if self.on_written is not None:
             self.on_written()
 
@@ -251,6 +255,7 @@ class Journal:
         self.written_lsn = self.lsn
         log.warning("AOF writes succeed again; accepting writes")
         self.error = None
+        self.written_end = (self.written_end[0], self.size)
         if self.on_written is not None:
             self.on_written()
 
@@ -414,6 +419,7 @@ class Journal:
             with self.manifest_lock:
                 old = self.fd
                 self.manifest, self.fd, self.size = manifest, fd, size
+                self.written_end = (manifest.segments[-1].segment, size)
             self.lsn = self.written_lsn = self.synced_lsn = lsn
             self.pending.clear()
             self.pending_records = 0
@@ -478,6 +484,7 @@ class Journal:
             self.fs.close(self.fd)
             self.fd = fd
             self.size = self.fs.size(os.path.join(self.directory, entry.file))
+            self.written_end = (entry.segment, self.size)
             self.aof_bytes += self.size
             log.info("AOF rotated to %s (first LSN %d)", entry.file, entry.first_lsn)
             self._cond.notify_all()

@@ -142,6 +142,7 @@ class LinkDecoder:
 
     def __init__(self, last_lsn: int) -> None:
         self.buf = bytearray()
+        self.pos = 0  # where the unread bytes start (consumed bytes go at the next push)
         self.state = "reply"
         self.next_lsn = last_lsn + 1
         self.remaining = 0
@@ -166,6 +167,9 @@ class LinkDecoder:
 
     def push(self, data: bytes) -> None:
         self.check()
+        if self.pos:  # drop what was consumed: once per push, not per event
+            del self.buf[:self.pos]
+            self.pos = 0
         self.buf += data
 
     def events(self) -> Iterator[Event]:
@@ -184,13 +188,13 @@ class LinkDecoder:
             raise self.error
 
     def _line(self) -> bytes | None:
-        end = self.buf.find(b"\r\n")
+        end = self.buf.find(b"\r\n", self.pos)
         if end < 0:
-            if len(self.buf) > MAX_LINE:
+            if len(self.buf) - self.pos > MAX_LINE:
                 raise LinkError("the primary sent an overlong line")
             return None
-        line = bytes(self.buf[:end])
-        del self.buf[:end + 2]
+        line = bytes(self.buf[self.pos:end])
+        self.pos = end + 2
         return line
 
     def _next(self) -> Event | None:
@@ -198,11 +202,11 @@ class LinkDecoder:
         if state == "records":
             return self._records()
         if state == "snapshot":
-            if not self.buf:
+            if self.pos == len(self.buf):
                 return None
-            take = min(self.remaining, len(self.buf))
-            data = bytes(self.buf[:take])
-            del self.buf[:take]
+            take = min(self.remaining, len(self.buf) - self.pos)
+            data = bytes(self.buf[self.pos:self.pos + take])
+            self.pos += take
             self.remaining -= take
             self.snapshot_read += take
             self.crc = _crc_update(self.crc, data)
@@ -210,8 +214,8 @@ class LinkDecoder:
                 self.state = "trailer"
             return SnapshotData(data)
         if state in ("bulk", "reply"):  # keep-alives while the primary prepares
-            while self.buf[:1] == KEEPALIVE:
-                del self.buf[:1]
+            while self.buf[self.pos:self.pos + 1] == KEEPALIVE:
+                self.pos += 1
         line = self._line()
         if line is None:
             return None
@@ -242,20 +246,20 @@ class LinkDecoder:
         raise LinkError(f"unexpected reply to PSYNC: {line[:200].decode(errors='replace')}")
 
     def _records(self) -> Event | None:
-        if len(self.buf) < FRAME_SIZE:
+        if len(self.buf) - self.pos < FRAME_SIZE:
             return None
         try:
-            chunk = decode_stream(self.buf, 0, self.next_lsn, limit=BATCH)
+            chunk = decode_stream(self.buf, self.pos, self.next_lsn, limit=BATCH)
         except StorageError as err:
             raise LinkError(str(err)) from None
         if chunk.records:
-            raw = bytes(self.buf[:chunk.end])
-            del self.buf[:chunk.end]
+            raw = bytes(self.buf[self.pos:chunk.end])
+            self.pos = chunk.end
             first = self.next_lsn
             self.next_lsn += len(chunk.records)
             return Records(first, raw, chunk.records)
         if chunk.getack:
-            del self.buf[:FRAME_SIZE]
+            self.pos += FRAME_SIZE
             return GetAck()
         return None
 

@@ -31,7 +31,7 @@ HIGH_WATER = 1 << 20  # stop reading while the socket's buffer holds this much
 # A full sync builds a fresh snapshot first when the log after the current one is bigger than
 # this and than the snapshot itself: replaying it on the replica would cost more than a build.
 FRESH_SNAPSHOT_MIN_BYTES = 16 << 20
-PUMP_DELAY = 0.001  # seconds a write from another thread waits for its pump (see below)
+PUMP_DELAY = 0.005  # seconds a write from another thread waits for its pump (see below)
 
 
 class Sender:
@@ -80,13 +80,15 @@ class Sender:
         if self.closed or self.state == "wait_bgsave":
             return
         transport = self.transport
+        # What is written now, read once (without the engine lock): the pump sends up to
+        # there and stops, instead of chasing a writer that never pauses.
+        segment, written = self.primary.datadir.journal.written_end
         try:
             while transport.get_write_buffer_size() < HIGH_WATER:
                 if self.state == "send_bulk":
                     self._send_snapshot_piece()
                     continue
                 assert self.cursor is not None
-                segment, written = self.primary.written_end()
                 data = self.cursor.read(CHUNK, segment, written)
                 if not data:
                     self.caught_up = True
@@ -178,12 +180,6 @@ class Primary:
         self.sync_partial_err = 0
         self.pump_scheduled = False
         self.on_ack: Any = None  # the waits' check, set by the service
-
-    def written_end(self) -> tuple[int, int]:
-        """The journal's newest segment and its written size, read together."""
-        journal = self.datadir.journal
-        with self.engine.lock:
-            return journal.manifest.segments[-1].segment, journal.size
 
     # --- PSYNC (engine lock held, on the loop) -------------------------------------------------
 
