@@ -334,23 +334,22 @@ class StreamChunk:
     getack: bool = False
 
 
-def decode_stream(data: bytes | bytearray | memoryview, start: int, first_lsn: int,
-                  limit: int = 1 << 62) -> StreamChunk:
+def decode_stream(data: bytes, start: int, first_lsn: int, limit: int = 1 << 62
+                  ) -> StreamChunk:
     """Decode consecutive records of a record stream (a replication link) from `start`,
     expecting LSNs from `first_lsn`, at most `limit` records. Unlike `scan`, an incomplete last
     frame is not damage (the rest has not arrived yet): decoding stops before it. A zero-length
     frame stops decoding with `getack` set (its 8 bytes are after `end`). A complete frame whose
     CRC, payload or LSN is wrong ends the records returned before it; if it is the first, it
     raises FormatError: a stream never skips a record."""
-    view = memoryview(data)
     pos, expected = start, first_lsn
-    size = len(view)
+    size = len(data)
     records: list[tuple] = []
     append = records.append
     unpack_frame = FRAME.unpack_from
     crc_raw, table, unpackb = crc32c_raw, CRC_TABLE, _unpackb
     while pos + FRAME_SIZE <= size and len(records) < limit:
-        length, crc = unpack_frame(view, pos)
+        length, crc = unpack_frame(data, pos)
         if length == 0:
             return StreamChunk(records, pos, True)
         body = pos + FRAME_SIZE
@@ -359,7 +358,7 @@ def decode_stream(data: bytes | bytearray | memoryview, start: int, first_lsn: i
             break
         # The fast path, inlined (a replica's hot loop): a CRC-valid record with the next LSN.
         if length <= MAX_PAYLOAD:
-            payload = view[body:end]
+            payload = data[body:end]
             if crc_raw(payload, 0xFFFFFFFF, table) == crc ^ 0xFFFFFFFF:
                 try:
                     record = unpackb(payload, raw=True, use_list=False)
@@ -375,16 +374,15 @@ def decode_stream(data: bytes | bytearray | memoryview, start: int, first_lsn: i
         if records:  # the good records first; the next call starts at the bad one
             break
         raise FormatError(f"record LSN {expected}: "
-                          f"{_stream_problem(view, body, length, crc, expected)}")
+                          f"{_stream_problem(data, body, length, crc, expected)}")
     return StreamChunk(records, pos)
 
 
-def _stream_problem(view: memoryview, body: int, length: int, crc: int, expected: int
-                    ) -> str:
+def _stream_problem(data: bytes, body: int, length: int, crc: int, expected: int) -> str:
     """What is wrong with a complete frame the fast path refused."""
     if length > MAX_PAYLOAD:
         return f"length {length} is not a record's"
-    payload = bytes(view[body:body + length])
+    payload = data[body:body + length]
     if crc32c_raw(payload, 0xFFFFFFFF, CRC_TABLE) != crc ^ 0xFFFFFFFF:
         return "CRC mismatch"
     try:

@@ -392,15 +392,22 @@ class Journal:
 
     # --- a replica's write path (engine lock held) ---------------------------------------------
 
-    def append_raw(self, data: bytes, first_lsn: int, count: int) -> None:
+    def append_raw(self, data: bytes, first_lsn: int, count: int, buffer: bool = False
+                   ) -> None:
         """Log `count` records another node framed and numbered (a replica logs its primary's
-        records byte for byte, with their LSNs). `first_lsn` must follow the last LSN. A failed
-        write is kept and retried in order, as `append`'s are; StorageError if this log can
-        never be written again (a failed fsync)."""
+        records byte for byte, with their LSNs). `first_lsn` must follow the last LSN. With
+        `buffer` they join the buffer `flush_pending` writes (the replica flushes once per
+        read from its primary). A failed write is kept and retried in order, as `append`'s
+        are; StorageError if this log can never be written again (a failed fsync)."""
         if first_lsn != self.lsn + 1:
             raise StorageError(f"record LSN {first_lsn} does not follow this log's {self.lsn}")
         if self.fsync_failed:
             raise StorageError(self.error or "the AOF cannot be written")
+        if buffer and not self.unwritten:
+            self.lsn += count
+            self.pending += data
+            self.pending_records += count
+            return
         if not self.flush_pending() or self.unwritten:
             self.lsn += count
             self.unwritten.append(data)

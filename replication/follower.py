@@ -200,7 +200,8 @@ class Follower:
 
     def _ack(self, sock: socket.socket) -> None:
         journal = self.datadir.journal
-        sock.sendall(link.ack(journal.lsn, journal.synced_lsn))
+        # What is written (not only applied): a crash now keeps at least this much.
+        sock.sendall(link.ack(journal.written_lsn, journal.synced_lsn))
 
     # --- events ----------------------------------------------------------------------------------
 
@@ -210,16 +211,26 @@ class Follower:
         try:
             self._each(sock, events)
         finally:
-            journal = self.datadir.journal
-            if self.unsynced and journal.policy == "always":
-                journal.sync()
-            self.unsynced = False
+            self._flush()
+
+    def _flush(self) -> None:
+        """Write what was applied since the last flush (one write() for a read's records);
+        under appendfsync always, fsync it."""
+        if not self.unsynced:
+            return
+        journal = self.datadir.journal
+        with self.engine.lock:
+            journal.flush_pending()
+        if journal.policy == "always":
+            journal.sync()
+        self.unsynced = False
 
     def _each(self, sock: socket.socket, events: Iterator[Any]) -> None:
         for event in events:
             if type(event) is link.Records:
                 self._apply(event)
             elif type(event) is link.GetAck:
+                self._flush()
                 self._ack(sock)
             elif type(event) is link.SnapshotData:
                 self._snapshot_data(event.data)
@@ -235,7 +246,7 @@ class Follower:
         first, raw, records = batch.first_lsn, batch.raw, batch.records
         def log_them() -> None:
             self._check_running()
-            journal.append_raw(raw, first, len(records))
+            journal.append_raw(raw, first, len(records), buffer=True)
 
         self.engine.apply_many(records, before=log_them)
         self.unsynced = True

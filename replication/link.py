@@ -42,7 +42,7 @@ NOT_STREAMKEEP = ("ERR this primary is streamkeep: it replicates its AOF record 
                   "the replica did not announce it understands (REPLCONF capa sk-records)")
 KEEPALIVE = b"\n"
 MAX_LINE = 1 << 16  # a handshake reply longer than this is not one
-BATCH = 64  # records per Records event (the AOF replay's batch: decoded, then applied)
+BATCH = 256  # records per Records event: decoded, then applied, before the next ones
 
 
 class LinkError(StorageError):
@@ -141,7 +141,7 @@ class LinkDecoder:
     LinkError and the link must be dropped: nothing after a bad byte is applied."""
 
     def __init__(self, last_lsn: int) -> None:
-        self.buf = bytearray()
+        self.buf = b""  # bytes, not a bytearray: records decode from slices of it, uncopied
         self.pos = 0  # where the unread bytes start (consumed bytes go at the next push)
         self.state = "reply"
         self.next_lsn = last_lsn + 1
@@ -167,10 +167,9 @@ class LinkDecoder:
 
     def push(self, data: bytes) -> None:
         self.check()
-        if self.pos:  # drop what was consumed: once per push, not per event
-            del self.buf[:self.pos]
-            self.pos = 0
-        self.buf += data
+        # One copy per push (the unread rest and the new bytes), none per event.
+        self.buf = self.buf[self.pos:] + data if self.pos < len(self.buf) else bytes(data)
+        self.pos = 0
 
     def events(self) -> Iterator[Event]:
         """The events the bytes pushed so far complete, decoded one at a time as they are

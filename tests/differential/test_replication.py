@@ -134,7 +134,7 @@ def test_role_and_info_replication(cluster: Cluster) -> None:
     assert "state=online" in fields["slave0"]
     # Replicas acknowledge every second (and on GETACK): their offsets reach ours.
     wait_for(lambda: all(f"offset={lsn}," in info(cluster.p)[f"slave{i}"] for i in (0, 1)),
-             5, "the replicas' acknowledgements")
+             15, "the replicas' acknowledgements")
     replica = info(cluster.r[1])
     assert replica["role"] == "slave" and replica["master_port"] == str(cluster.primary.port)
     assert replica["master_link_status"] == "up" and replica["master_sync_in_progress"] == "0"
