@@ -25,7 +25,8 @@ from typing import TYPE_CHECKING, Any
 
 from streamkeep.aof.backlog import open_after
 from streamkeep.aof.manifest import snapshot_file
-from streamkeep.engine.wire.errors import StorageError
+from streamkeep.engine.wire.errors import ReplyError, StorageError
+from streamkeep.engine.wire.resp import NEED_MORE, ProtocolError, ReplyParser
 from streamkeep.replication import link
 from streamkeep.snapshot.load import load_snapshot
 from streamkeep.snapshot.reader import SnapshotError
@@ -104,7 +105,7 @@ class Follower:
             started = time.monotonic()
             try:
                 self._session()
-            except (OSError, StorageError, SnapshotError, ValueError) as err:
+            except (OSError, StorageError, SnapshotError, ValueError, ProtocolError) as err:
                 if not self._stop.is_set():
                     message = f"replication from {self.host}:{self.port}: {err}"
                     if message != self.last_error:
@@ -131,26 +132,24 @@ class Follower:
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         if self._stop.is_set():
             return
-        buf = bytearray()
-        for command in link.handshake(str(self.engine.config["masterauth"]), self.listening_port(),
-                                      self.runid):
+        parser = ReplyParser()  # the handshake's replies (the project's RESP codec)
+        for command in link.handshake(str(self.engine.config["masterauth"]),
+                                      self.listening_port(), self.runid):
             sock.sendall(command)
-            line = self._read_line(sock, buf)
-            if not line.startswith(b"+"):
-                text = line.decode(errors="replace")
-                if "sk-runid" in text or "capa" in text.lower() and "unrecognized" in \
-                        text.lower():
+            reply = self._read_reply(sock, parser)
+            if isinstance(reply, ReplyError):
+                text = reply.line
+                if "sk-runid" in text or "unrecognized" in text.lower():
                     raise StorageError(f"the primary is not streamkeep ({text})")
                 raise StorageError(f"the primary refused the handshake: {text}")
+        if parser.pending_bytes():
+            raise StorageError("the primary sent more than the handshake's replies")
         replid, lsn, crc = self._position()
         sock.sendall(link.psync(replid, lsn, crc))
         decoder = self.decoder = link.LinkDecoder(lsn)
         self.state = "sync"  # until the PSYNC reply says which
         sock.settimeout(ACK_SECONDS / 4)
         next_ack = 0.0
-        if buf:
-            decoder.push(bytes(buf))
-            self._handle(sock, decoder.events())
         while not self._stop.is_set():
             try:
                 data = sock.recv(RECV_BYTES)
@@ -169,19 +168,16 @@ class Follower:
                 self._ack(sock)
                 next_ack = now + ACK_SECONDS
 
-    def _read_line(self, sock: socket.socket, buf: bytearray) -> bytes:
+    def _read_reply(self, sock: socket.socket, parser: ReplyParser) -> Any:
         sock.settimeout(CONNECT_TIMEOUT)
-        while b"\r\n" not in buf:
+        while (reply := parser.next()) is NEED_MORE:
             data = sock.recv(4096)
             if not data:
                 raise ConnectionError("the primary closed the connection during the handshake")
-            buf += data
-            if len(buf) > link.MAX_LINE:
+            parser.feed(data)
+            if parser.pending_bytes() > link.MAX_LINE:
                 raise StorageError("the primary's handshake reply is too long")
-        end = buf.index(b"\r\n")
-        line = bytes(buf[:end])
-        del buf[:end + 2]
-        return line
+        return reply
 
     def _position(self) -> tuple[str, int, int | None]:
         """This directory's history, last LSN and that record's CRC (None if not in the log)."""
