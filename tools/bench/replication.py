@@ -11,7 +11,8 @@ Owns the section's workloads and parameters:
   the bench thread, without or with one replica child process attached;
 * :func:`bench_apply`: a replica's apply rate over a backlog: the replica, attached and caught
   up, is paused (SIGSTOP) while the primary takes N pipelined XADDs, then resumed (SIGCONT)
-  and timed until its ``slave_repl_offset`` (INFO polled every :data:`POLL_SECONDS`) reaches
+  and timed until a ``WAIT 1`` on the primary, on the connection that wrote the last record,
+  returns (nothing polls the replica meanwhile); then its ``slave_repl_offset`` must reach
   the primary's ``master_repl_offset``; then the replica is stopped and its data directory,
   the same records logged byte for byte, is opened with ``Engine.open``: the replay rate of the
   same records;
@@ -110,7 +111,7 @@ def describe(env: BenchEnv) -> list[str]:
         f"{' '.join(BENCH_COMMAND)}; embedded: Engine.open(dir) (everysec) with a Server on a "
         f"thread (asyncio), {env.n:,} x engine.execute(\"XADD\", ...) in the bench thread; "
         f"catch-up: {backlog_records(env):,} pipelined XADDs while the replica is paused "
-        f"(SIGSTOP), INFO replication polled every {POLL_SECONDS * 1000:g} ms after SIGCONT, "
+        f"(SIGSTOP), timed from SIGCONT to a WAIT 1 on the primary returning, "
         f"then Engine.open of the replica's directory (the same records); lag: {LAG_RATE:,} "
         f"XADD/s for {lag_seconds(env):g} s (the first {LAG_WARMUP_S:g} s not counted), "
         f"XREAD BLOCK 0 on the replica; full sync: a {full_sync_entries(env):,}-entry stream, "
@@ -184,6 +185,20 @@ def _stop(*servers: StreamkeepServer | EmbeddedPrimary | None) -> None:
 
 
 # --- filling a primary ---------------------------------------------------------------------------
+
+
+def _request(sock: socket.socket, argv: list[str]) -> object:
+    """One command's reply on a blocking socket (the project's RESP codec)."""
+    sock.sendall(encode_command(argv))
+    parser = ReplyParser()
+    while (reply := parser.next()) is NEED_MORE:
+        data = sock.recv(1 << 16)
+        if not data:
+            raise AssertionError("the primary closed the connection")
+        parser.feed(data)
+    if isinstance(reply, ReplyError):
+        raise AssertionError(f"{argv[0]}: {reply}")
+    return reply
 
 
 def fill_pipelined(port: int, key: str, n: int) -> None:
@@ -360,13 +375,25 @@ def bench_apply(env: BenchEnv) -> Measurement:
         pid = replica.pid
         assert pid is not None
         os.kill(pid, signal.SIGSTOP)
+        # The last record through a connection of its own: its WAIT then returns once the
+        # replica has acknowledged everything, timed from the primary's side, so that nothing
+        # polls the replica (its clients share its GIL with the apply) while it catches up.
+        waiter = socket.create_connection((HOST, primary.port), timeout=SYNC_TIMEOUT)
         try:
-            fill_pipelined(primary.port, BENCH_KEY, records)
-            target = primary_offset(primary)
+            try:
+                fill_pipelined(primary.port, BENCH_KEY, records - 1)
+                _request(waiter, ["XADD", BENCH_KEY, "*", "myfield", "myvalue"])
+                target = primary_offset(primary)
+            finally:
+                resumed = time.perf_counter()
+                os.kill(pid, signal.SIGCONT)
+            acked = _request(waiter, ["WAIT", "1", str(int(SYNC_TIMEOUT * 1000))])
+            caught_up = time.perf_counter()
         finally:
-            resumed = time.perf_counter()
-            os.kill(pid, signal.SIGCONT)
-        caught_up = wait_caught_up(replica, target)
+            waiter.close()
+        if acked != 1:
+            raise AssertionError(f"WAIT 1 after the catch-up answered {acked!r}")
+        wait_caught_up(replica, target)  # its offset says the same
         applied = target - base
         apply_rate = applied / (caught_up - resumed)
         replica.stop_process()  # a clean shutdown: its log holds every record
