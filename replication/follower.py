@@ -48,13 +48,12 @@ class Follower:
     connected."""
 
     def __init__(self, engine: Engine, datadir: DataDir, host: str, port: int,
-                 listening_port: Callable[[], int], runid: str, repl_timeout: int) -> None:
+                 listening_port: Callable[[], int], runid: str) -> None:
         self.engine = engine
         self.datadir = datadir
         self.host, self.port = host, port
         self.listening_port = listening_port
         self.runid = runid
-        self.repl_timeout = repl_timeout
         self.state = "connect"
         self.link_up = False
         self.last_io = time.monotonic()
@@ -162,8 +161,8 @@ class Follower:
                 self.last_io = now
                 decoder.push(data)
                 self._handle(sock, decoder.events())
-            elif now - self.last_io > self.repl_timeout:
-                raise TimeoutError(f"nothing from the primary for {self.repl_timeout} s")
+            elif now - self.last_io > (timeout := int(self.engine.config["repl-timeout"])):
+                raise TimeoutError(f"nothing from the primary for {timeout} s")
             if self.link_up and now >= next_ack:
                 self._ack(sock)
                 next_ack = now + ACK_SECONDS

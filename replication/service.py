@@ -104,7 +104,7 @@ class ReplicationService:
             old.stop(join=False)
         self.primary.close()  # our replicas resync through us once we follow someone else
         follower = self.follower = Follower(
-            self.engine, self.datadir, host, port, self._listening_port, self.runid, int(self.engine.config["repl-timeout"]))
+            self.engine, self.datadir, host, port, self._listening_port, self.runid)
         follower.start()
         log.info("following %s:%d", host, port)
 

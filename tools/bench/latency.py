@@ -100,6 +100,17 @@ class _Consumer:
         return reads
 
 
+def stamped_commands(head: bytes, count: int, clock: Any = time.perf_counter_ns) -> bytearray:
+    """`count` commands, each `head` (a RESP array header and every argument but the last)
+    followed by the send time in ns as its last argument: a paced producer's one write."""
+    out = bytearray()
+    for _ in range(count):
+        stamp = b"%d" % clock()
+        out += head
+        out += b"$%d\r\n%s\r\n" % (len(stamp), stamp)
+    return out
+
+
 def _latency_main(port: int, rate: int, seconds: float, consumers: int, conn: Any) -> None:
     """The harness process: the producer and every consumer on one thread (a selector loop,
     raw sockets, the project's sans-IO RESP codec), so the clients add as little as a Python
@@ -139,13 +150,9 @@ def _latency_main(port: int, rate: int, seconds: float, consumers: int, conn: An
                 due = min(total, int((now - start_ns) // interval) + 1) if now >= start_ns else 0
                 if due > sent:
                     worst_late = max(worst_late, now - int(start_ns + sent * interval))
-                    out = bytearray()
-                    for _ in range(min(due - sent, LATENCY_MAX_BATCH)):
-                        stamp = b"%d" % clock()
-                        out += head
-                        out += b"$%d\r\n%s\r\n" % (len(stamp), stamp)
-                        sent += 1
-                    producer.sendall(out)
+                    count = min(due - sent, LATENCY_MAX_BATCH)
+                    producer.sendall(stamped_commands(head, count, clock))
+                    sent += count
                     writes += 1
                     if sent == total:
                         elapsed = clock() - start_ns

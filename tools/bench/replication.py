@@ -46,6 +46,7 @@ from typing import TYPE_CHECKING
 
 from streamkeep.engine.wire.errors import ReplyError
 from streamkeep.engine.wire.resp import NEED_MORE, ReplyParser, encode_command
+from streamkeep.tools.bench.latency import stamped_commands
 from streamkeep.tools.bench.processes import HOST, StreamkeepServer, cpu_seconds
 from streamkeep.tools.bench.server import (
     BENCH_COMMAND,
@@ -452,13 +453,9 @@ def _lag_loop(primary_port: int, replica_port: int, after_id: bytes, rate: int,
             if sent < total:
                 due = min(total, int((now - start_ns) // interval) + 1)
                 if due > sent:
-                    out = bytearray()
-                    for _ in range(min(due - sent, LAG_MAX_BATCH)):
-                        text = b"%d" % clock()
-                        out += head
-                        out += b"$%d\r\n%s\r\n" % (len(text), text)
-                        sent += 1
-                    producer.sendall(out)
+                    count = min(due - sent, LAG_MAX_BATCH)
+                    producer.sendall(stamped_commands(head, count, clock))
+                    sent += count
                     writes += 1
                     if sent == total:
                         end_ns = clock()
