@@ -52,7 +52,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     from streamkeep.tools import serve
 
-    p_serve = sub.add_parser("serve", help="run the Redis-compatible network server")
+    p_serve = sub.add_parser(
+        "serve", help="run the Redis-compatible network server",
+        formatter_class=argparse.RawDescriptionHelpFormatter, epilog=serve.EPILOG)
     serve.add_arguments(p_serve)
     p_serve.set_defaults(func=_cmd_serve)
 

@@ -14,6 +14,15 @@ import os
 import sys
 from typing import Any
 
+EPILOG = """examples:
+  streamkeep serve                                   ./data on 127.0.0.1:6390
+  streamkeep serve --dir /var/lib/sk --appendfsync always --requirepass s3cret
+  streamkeep serve --dir ./replica --port 6391 --replicaof 127.0.0.1 6390
+                                                     a read-only replica of :6390
+  streamkeep serve --config streamkeep.conf          redis.conf syntax (replicaof, ...)
+
+exit status: 0 after a clean shutdown (SHUTDOWN, SIGTERM, SIGINT); 1 if the data directory
+cannot be opened or the port cannot be listened on; 2 for a bad config file or option."""
 DEFAULT_DIR = "./data"
 DEFAULT_PORT = 6390
 DEFAULT_BIND = "127.0.0.1"
