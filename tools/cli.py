@@ -58,6 +58,10 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_arguments(p_serve)
     p_serve.set_defaults(func=_cmd_serve)
 
+    from streamkeep.tools.inspect.cli import add_commands
+
+    add_commands(sub)  # aof verify|stats|dump|fix, restore, snapshot info|dump
+
     p_commands = sub.add_parser("commands", help="print the command table as markdown")
     p_commands.set_defaults(func=_cmd_commands)
 
