@@ -1,0 +1,111 @@
+"""`streamkeep snapshot info|dump` on real snapshots: what they print (text and JSON), filters,
+binary-safe names and values, and the exit status for a damaged or missing snapshot."""
+
+from __future__ import annotations
+
+import base64
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from streamkeep import Engine
+from streamkeep.tools.cli import main
+
+ROOT = Path(__file__).resolve().parents[3]
+
+
+@pytest.fixture(scope="module")
+def datadir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    d = tmp_path_factory.mktemp("snap") / "data"
+    with Engine.open(str(d)) as db:
+        for i in range(250):
+            db.execute("XADD", "orders", f"{i + 1}-0", "item", str(i), "bin", "x")
+        db.execute("XADD", b"b\xffk", "1-1", b"f\x00", b"\xfe\n")
+        db.execute("SELECT", "2")
+        db.execute("XADD", "other", "5-5", "a", "b")
+        db.execute("SELECT", "0")
+        db.execute("XGROUP", "CREATE", "orders", "g", "0")
+        db.execute("XREADGROUP", "GROUP", "g", "alice", "COUNT", "7", "STREAMS", "orders", ">")
+        db.execute("XREADGROUP", "GROUP", "g", "bob", "COUNT", "3", "STREAMS", "orders", ">")
+        db.execute("XDEL", "orders", "100-0")
+        db.compact()
+    return d
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    rc = main(list(argv))
+    out, err = capsys.readouterr()
+    return rc, out, err
+
+
+def test_info_json_reports_meta_streams_groups_and_consumers(datadir: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+    rc, out, _ = run(capsys, "snapshot", "info", str(datadir), "--json")
+    assert rc == 0
+    doc = json.loads(out)
+    assert doc["format"] == "streamkeep-snapshot" and doc["streams"] == 3
+    assert doc["entries"] == 251 and doc["lsn"] > 250
+    streams = {(s["db"], json.dumps(s["key"])): s for s in doc["stream_list"]}
+    orders = streams[(0, '"orders"')]
+    assert orders["length"] == 249 and orders["max_deleted_id"] == "100-0"
+    assert orders["first_id"] == "1-0" and orders["last_id"] == "250-0"
+    (group,) = orders["groups"]
+    assert group["last_delivered_id"] == "10-0" and group["pending"] == 10
+    assert {c["name"]: c["pending"] for c in group["consumers"]} == {"alice": 7, "bob": 3}
+    binary = streams[(0, json.dumps({"b64": base64.b64encode(b"b\xffk").decode()}))]
+    assert binary["length"] == 1
+    assert (2, '"other"') in streams
+
+
+def test_info_text_is_a_readable_table(datadir: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+    rc, out, _ = run(capsys, "snapshot", "info", str(datadir))
+    assert rc == 0
+    assert "LSN" in out and "orders" in out and "alice" in out and "250-0" in out
+
+
+def test_dump_text_and_json_with_filters(datadir: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+    rc, out, _ = run(capsys, "snapshot", "dump", str(datadir), "--key", "orders",
+                     "--start", "99", "--end", "102", "--format", "json")
+    assert rc == 0
+    lines = [json.loads(line) for line in out.splitlines()]
+    assert [line["id"] for line in lines] == ["99-0", "101-0", "102-0"]  # 100-0 was deleted
+    assert lines[0]["fields"] == [["item", "98"], ["bin", "x"]]
+    rc, out, _ = run(capsys, "snapshot", "dump", str(datadir), "--db", "0", "--count", "1")
+    assert out.splitlines() == ['db0 "b\\xffk" 1-1 "f\\x00" "\\xfe\\n"',
+                                'db0 "orders" 1-0 "item" "0" "bin" "x"']
+    rc, out, _ = run(capsys, "snapshot", "dump", str(datadir), "--db", "2", "--format", "json")
+    assert json.loads(out) == {"db": 2, "key": "other", "id": "5-5", "fields": [["a", "b"]]}
+    rc, _out, err = run(capsys, "snapshot", "dump", str(datadir), "--start", "x-y")
+    assert rc == 3 and "not a stream ID" in err
+
+
+def test_missing_and_damaged_snapshots_exit_with_a_message(datadir: Path, tmp_path: Path,
+                                                           capsys) -> None:  # type: ignore[no-untyped-def]
+    rc, _, err = run(capsys, "snapshot", "info", str(tmp_path / "nothing"))
+    assert rc == 3 and "no such file" in err
+    with Engine.open(str(tmp_path / "fresh")):
+        pass
+    rc, _, err = run(capsys, "snapshot", "info", str(tmp_path / "fresh"))
+    assert rc == 3 and "no snapshot" in err
+    snap = next(datadir.glob("snapshot-*.mdb"))
+    cut = tmp_path / "cut.mdb"
+    cut.write_bytes(snap.read_bytes()[:8192])
+    rc, _, err = run(capsys, "snapshot", "info", str(cut))
+    assert rc == 2 and "truncated" in err and "Traceback" not in err
+    junk = tmp_path / "junk.mdb"
+    junk.write_bytes(b"not lmdb" * 1000)
+    rc, _, err = run(capsys, "snapshot", "info", str(junk))
+    assert rc in (2, 3) and "Traceback" not in err
+
+
+def test_piped_output_is_plain_and_help_has_examples(datadir: Path) -> None:
+    proc = subprocess.run([sys.executable, "-m", "streamkeep", "snapshot", "info", str(datadir)],
+                          capture_output=True, text=True, cwd=ROOT, check=True)
+    assert "\x1b[" not in proc.stdout  # no colour codes when piped
+    for command in ("info", "dump"):
+        text = subprocess.run([sys.executable, "-m", "streamkeep", "snapshot", command,
+                               "--help"], capture_output=True, text=True, cwd=ROOT,
+                              check=True).stdout
+        assert "examples:" in text and "exit status" in text
