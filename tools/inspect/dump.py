@@ -13,7 +13,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from streamkeep.tools.inspect.aof_records import (
@@ -167,30 +167,39 @@ class Filters:
         return True
 
 
-def select_effects(db: int, effects: Iterable[Any], filters: Filters | None
-                   ) -> list[tuple[int, Any]]:
-    """A record's effects as (db it applies in, effect); SELECT effects kept (with the db they
-    run in) only when an effect they select for is kept."""
-    out: list[tuple[int, Any]] = []
-    pending_select: tuple[int, Any] | None = None
+def select_effects(db: int, effects: Any, filters: Filters | None) -> Any:
+    """A record's effects that pass the filters (all of them, as they are, without filters);
+    a SELECT effect is kept only when an effect it selects the database for is kept."""
+    if filters is None:
+        return effects
+    out: list[Any] = []
+    pending_select: Any = None
+    keep_selects = filters.commands is not None and "SELECT" in filters.commands
     for effect in effects:
         if effect and bytes(effect[0]).upper() == b"SELECT":
-            pending_select = (db, effect)
             db = selected_db(effect, db)
-            if filters is not None and filters.commands is not None \
-                    and "SELECT" in filters.commands:
-                out.append(pending_select)
-                pending_select = None
+            if keep_selects:
+                out.append(effect)
+            else:
+                pending_select = effect
             continue
-        if filters is None or filters.passes(db, effect):
+        if filters.passes(db, effect):
             if pending_select is not None:
                 out.append(pending_select)
                 pending_select = None
-            out.append((db, effect))
+            out.append(effect)
     return out
 
 
-# --- formats ------------------------------------------------------------------------------------
+def with_dbs(db: int, effects: Any) -> Iterator[tuple[int, Any]]:
+    """(database the effect applies in, effect): a SELECT runs in the database before it."""
+    for effect in effects:
+        yield db, effect
+        if bytes(effect[0]).upper() == b"SELECT":
+            db = selected_db(effect, db)
+
+
+# --- formats: each writer takes a list of (lsn, time_ms, db, effects) and writes bytes ----------
 
 
 class TimeCache:
@@ -209,18 +218,25 @@ class TimeCache:
         return self._text
 
 
-def text_writer(write: Callable[[bytes], Any]) -> Callable[[int, int, int, list], None]:
+Writer = Callable[[list[tuple]], None]
+
+
+def text_writer(write: Callable[[bytes], Any]) -> Writer:
     when = TimeCache()
 
-    def emit(lsn: int, time_ms: int, db: int, effects: list[tuple[int, Any]]) -> None:
-        head = f"{lsn} {when(time_ms)} "
-        write("".join([head + f"[{edb}] " + " ".join(map(quote, effect)) + "\n"
-                       for edb, effect in effects]).encode("ascii"))
+    def emit(records: list[tuple]) -> None:
+        lines: list[str] = []
+        for lsn, time_ms, db, effects in records:
+            head = f"{lsn} {when(time_ms)} "
+            lines += [f"{head}[{edb}] " + " ".join(map(quote, effect)) + "\n"
+                      for edb, effect in with_dbs(db, effects)]
+        write("".join(lines).encode("ascii"))
 
     return emit
 
 
 def json_arg(arg: bytes) -> Any:
+    """An argument as JSON has it: its text when it is valid UTF-8, else {"b64": ...}."""
     try:
         return arg.decode("utf-8")
     except UnicodeDecodeError:
@@ -229,20 +245,44 @@ def json_arg(arg: bytes) -> Any:
         return {"b64": base64.b64encode(arg).decode("ascii")}
 
 
-def json_writer(write: Callable[[bytes], Any]) -> Callable[[int, int, int, list], None]:
+def json_writer(write: Callable[[bytes], Any]) -> Writer:
     import json
+    from json.encoder import encode_basestring  # C: a str as a JSON string, non-ASCII as is
 
-    dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"),
-                             check_circular=False).encode
+    dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
+    decode = bytes.decode
     when = TimeCache()
 
-    def emit(lsn: int, time_ms: int, db: int, effects: list[tuple[int, Any]]) -> None:
-        try:
-            args = [[a.decode() for a in effect] for _edb, effect in effects]
-        except UnicodeDecodeError:
-            args = [[json_arg(a) for a in effect] for _edb, effect in effects]
-        write((f'{{"lsn":{lsn},"time_ms":{time_ms},"time":"{when(time_ms)}","db":{db},'
-               f'"effects":{dumps(args)}}}\n').encode())
+    def slow(arg: bytes) -> str:
+        return dumps(json_arg(arg))
+
+    def effect_json(effect: Any) -> str:
+        """The effect's arguments as JSON values separated by commas."""
+        # Fast path: one decode and one escape for all arguments, joined by NUL, whose escape
+        # then becomes the separator. Only when no argument holds a NUL or a backslash (so
+        # every "\\u0000" in the escaped text is a separator) and all are valid UTF-8.
+        joined = b"\0".join(effect)
+        if joined.count(b"\0") == len(effect) - 1 and b"\\" not in joined:
+            try:
+                return encode_basestring(decode(joined)).replace("\\u0000", '","')
+            except UnicodeDecodeError:
+                pass
+        return ",".join(map(slow, effect))
+
+    def emit(records: list[tuple]) -> None:
+        lines: list[str] = []
+        append = lines.append
+        last_ms, last_time = -1, ""
+        for lsn, time_ms, db, effects in records:
+            if time_ms != last_ms:
+                last_ms, last_time = time_ms, when(time_ms)
+            if len(effects) == 1:
+                args = effect_json(effects[0])
+            else:
+                args = "],[".join(map(effect_json, effects))
+            append(f'{{"lsn":{lsn},"time_ms":{time_ms},"time":"{last_time}","db":{db},'
+                   f'"effects":[[{args}]]}}\n')
+        write("".join(lines).encode())
 
     return emit
 
@@ -265,21 +305,24 @@ def resp_command(argv: Iterable[bytes]) -> bytes:
         [b"$%d\r\n%s\r\n" % (len(a), a) for a in argv])
 
 
-def resp_writer(write: Callable[[bytes], Any]) -> Callable[[int, int, int, list], None]:
+def resp_writer(write: Callable[[bytes], Any]) -> Writer:
     state = {"db": 0}  # redis-cli --pipe starts in database 0
 
-    def emit(lsn: int, time_ms: int, db: int, effects: list[tuple[int, Any]]) -> None:
+    def emit(records: list[tuple]) -> None:
         out: list[bytes] = []
-        for edb, effect in effects:
-            if bytes(effect[0]).upper() == b"SELECT":
-                continue  # the db each effect applies in is selected below
-            argv = resp_translate(effect)
-            if argv is None:
-                continue
-            if edb != state["db"]:
-                out.append(resp_command([b"SELECT", b"%d" % edb]))
-                state["db"] = edb
-            out.append(resp_command(argv))
+        current = state["db"]
+        for _lsn, _time_ms, db, effects in records:
+            for edb, effect in with_dbs(db, effects):
+                if bytes(effect[0]).upper() == b"SELECT":
+                    continue  # the db each effect applies in is selected below
+                argv = resp_translate(effect)
+                if argv is None:
+                    continue
+                if edb != current:
+                    out.append(resp_command([b"SELECT", b"%d" % edb]))
+                    current = edb
+                out.append(resp_command(argv))
+        state["db"] = current
         if out:
             write(b"".join(out))
 
@@ -346,19 +389,28 @@ def main(args: argparse.Namespace) -> int:
     infos: list[SegmentInfo] = []
     try:
         try:
+            plain = filters is None and since is None and until is None
             for batch in iter_batches(source, infos, from_lsn):
+                if plain and batch[0][0] >= from_lsn and (
+                        to_lsn is None or batch[-1][0] <= to_lsn):
+                    emit(batch)  # the common case: every record, as it is
+                    continue
+                kept: list[tuple] = []
+                stop = False
                 for lsn, time_ms, db, effects in batch:
                     if lsn < from_lsn or (since is not None and time_ms < since) \
                             or (until is not None and time_ms > until):
                         continue
                     if to_lsn is not None and lsn > to_lsn:
+                        stop = True
                         break
-                    kept = select_effects(db, effects, filters)
-                    if kept:
-                        emit(lsn, time_ms, db, kept)
-                else:
-                    continue
-                break
+                    chosen = select_effects(db, effects, filters)
+                    if chosen:
+                        kept.append((lsn, time_ms, db, chosen))
+                if kept:
+                    emit(kept)
+                if stop:
+                    break
         except InspectError as err:
             out.flush()
             return fail(err, PROG)

@@ -267,3 +267,18 @@ def test_resp_pipe_rebuilds_streams_in_redis(tmp_path: Any, redis_server: Any,
                     assert len(ours["groups"]) == 2
                     assert all(consumers and pending for _g, consumers, pending in ours["groups"])
                     assert ours["stream"]["max-deleted-entry-id"] != b"0-0"
+
+
+def test_json_writer_edge_arguments() -> None:
+    from streamkeep.tools.inspect.dump import json_writer
+
+    effects = [[b"XADD", b"", b"a\\u0000", b"\x00", "é✓".encode(), b'"q"\n', b"\\"],
+               [b"XADD", b"k", b"\xff\x00"], [b"XDEL", b"k", b"1-1"]]
+    out: list[bytes] = []
+    json_writer(out.append)([(7, 1_795_000_000_000, 3, effects)])
+    line = json.loads(b"".join(out))
+    assert line == {"lsn": 7, "time_ms": 1_795_000_000_000, "time": "2026-11-18T11:06:40.000Z",
+                    "db": 3, "effects": [
+                        ["XADD", "", "a\\u0000", "\x00", "é✓", '"q"\n', "\\"],
+                        ["XADD", "k", {"b64": base64.b64encode(b"\xff\x00").decode()}],
+                        ["XDEL", "k", "1-1"]]}
