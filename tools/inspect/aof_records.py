@@ -9,12 +9,14 @@ the exit statuses both commands share. Must not touch: output formats (each comm
 
 from __future__ import annotations
 
+import contextlib
 import mmap
 import os
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import Any
 
 # Exit statuses (the README's "Offline inspection" lists them).
 EXIT_OK = 0
@@ -92,22 +94,27 @@ def open_source(path: str) -> Source:
 
 
 def iter_batches(source: Source, infos: list[SegmentInfo], from_lsn: int = 0,
-                 sizes: list[int] | None = None) -> Iterator[list[tuple]]:
+                 sizes: list[int] | None = None,
+                 progress: ByteProgress | None = None) -> Iterator[list[tuple]]:
     """Every good record of the source, in LSN order, as batches of `(lsn, time_ms, db,
     effects)`. Appends a SegmentInfo per segment to `infos` as it is reached; stops after the
     first damaged segment (its info's `damage` says where) and raises InspectError for a
     segment that cannot be opened (status 3) or whose header is bad (status 1). Segments
     whose records all precede `from_lsn` (the manifest says so) are not read. With `sizes`,
-    that list is refilled before each batch is yielded with its records' framed sizes."""
+    that list is refilled before each batch is yielded with its records' framed sizes.
+    `progress` is told the bytes read so far, now and then."""
     from streamkeep.aof.codec import FRAME, HEADER_SIZE
     from streamkeep.aof.reader import SegmentError, SegmentReader
 
     fs = _MappedFS()
     unpack_frame = FRAME.unpack_from
     segments = source.segments
+    base = 0  # bytes of the segments before this one
     for index, (file, number, first) in enumerate(segments):
         following = segments[index + 1][2] if index + 1 < len(segments) else None
         if following is not None and following <= from_lsn:
+            with contextlib.suppress(OSError):
+                base += os.path.getsize(file)
             continue
         try:
             reader = SegmentReader(fs, file, number, first)  # type: ignore[arg-type]
@@ -121,7 +128,12 @@ def iter_batches(source: Source, infos: list[SegmentInfo], from_lsn: int = 0,
         release = getattr(data, "madvise", None) if isinstance(data, mmap.mmap) else None
         released = 0
         pos = HEADER_SIZE
+        tick = 0
         for batch in reader.batches():
+            if progress is not None:
+                tick += 1
+                if not tick % 256:
+                    progress.update(base + reader.end)
             if sizes is not None:
                 sizes.clear()
                 for _ in batch:
@@ -140,10 +152,53 @@ def iter_batches(source: Source, infos: list[SegmentInfo], from_lsn: int = 0,
         if damage is not None:
             kind = "damage followed by valid records" if damage.valid_after else "torn tail"
             info.damage = f"{damage} ({kind})"
+        base += reader.size
+        if progress is not None:
+            progress.update(base)
         if isinstance(data, mmap.mmap):
             data.close()
         if damage is not None:
             return
+
+
+class ByteProgress:
+    """A transient progress bar over the bytes to read, on stderr when it is a terminal (and
+    `enabled`); nothing otherwise. Use as a context manager."""
+
+    def __init__(self, source: Source, label: str, enabled: bool = True) -> None:
+        self._progress: Any = None
+        if not (enabled and sys.stderr.isatty()):
+            return
+        from rich.console import Console
+        from rich.progress import (
+            BarColumn,
+            DownloadColumn,
+            Progress,
+            TextColumn,
+            TimeRemainingColumn,
+        )
+
+        total = 0
+        for file, _number, _first in source.segments:
+            with contextlib.suppress(OSError):
+                total += os.path.getsize(file)
+        self._progress = Progress(TextColumn(label), BarColumn(), DownloadColumn(),
+                                  TimeRemainingColumn(), console=Console(file=sys.stderr),
+                                  transient=True, refresh_per_second=2)
+        self._task = self._progress.add_task(label, total=total)
+
+    def update(self, done: int) -> None:
+        if self._progress is not None:
+            self._progress.update(self._task, completed=done)
+
+    def __enter__(self) -> ByteProgress:
+        if self._progress is not None:
+            self._progress.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._progress is not None:
+            self._progress.stop()
 
 
 # --- effects --------------------------------------------------------------------------------------

@@ -83,6 +83,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--to-lsn", type=int, metavar="N", help="last LSN to print")
     parser.add_argument("--since", metavar="TIME", help="only records at or after TIME")
     parser.add_argument("--until", metavar="TIME", help="only records at or before TIME")
+    parser.add_argument("-q", "--quiet", action="store_true",
+                        help="no progress bar (shown on stderr when it is a terminal and "
+                             "stdout is not)")
 
 
 # --- argument quoting ---------------------------------------------------------------------------
@@ -99,6 +102,13 @@ def quote(arg: bytes) -> str:
     if not arg.translate(None, _PLAIN):
         return '"' + arg.decode("ascii") + '"'
     return '"' + "".join([_REPR[b] for b in arg]) + '"'
+
+
+def quote_all(effect: Any) -> str:
+    """An effect's arguments quoted, separated by spaces (one check when all are plain)."""
+    if not b"".join(effect).translate(None, _PLAIN):
+        return '"' + b'" "'.join(effect).decode("ascii") + '"'
+    return " ".join(map(quote, effect))
 
 
 _UNQUOTE = {"n": 10, "r": 13, "t": 9, "a": 7, "b": 8, '"': 34, "\\": 92}
@@ -228,7 +238,7 @@ def text_writer(write: Callable[[bytes], Any]) -> Writer:
         lines: list[str] = []
         for lsn, time_ms, db, effects in records:
             head = f"{lsn} {when(time_ms)} "
-            lines += [f"{head}[{edb}] " + " ".join(map(quote, effect)) + "\n"
+            lines += [f"{head}[{edb}] " + quote_all(effect) + "\n"
                       for edb, effect in with_dbs(db, effects)]
         write("".join(lines).encode("ascii"))
 
@@ -357,8 +367,40 @@ class ChunkedOut:
         self.stream.flush()
 
 
+def dump_records(batches: Iterable[list[tuple]], emit: Writer, filters: Filters | None,
+                 from_lsn: int, to_lsn: int | None, since: int | None,
+                 until: int | None) -> None:
+    """Pass the records that pass the filters to `emit`, batch by batch."""
+    plain = filters is None and since is None and until is None
+    for batch in batches:
+        if plain and batch[0][0] >= from_lsn and (to_lsn is None or batch[-1][0] <= to_lsn):
+            emit(batch)  # the common case: every record, as it is
+            continue
+        kept: list[tuple] = []
+        stop = False
+        for lsn, time_ms, db, effects in batch:
+            if lsn < from_lsn or (since is not None and time_ms < since) \
+                    or (until is not None and time_ms > until):
+                continue
+            if to_lsn is not None and lsn > to_lsn:
+                stop = True
+                break
+            chosen = select_effects(db, effects, filters)
+            if chosen:
+                kept.append((lsn, time_ms, db, chosen))
+        if kept:
+            emit(kept)
+        if stop:
+            return
+
+
 def main(args: argparse.Namespace) -> int:
-    from streamkeep.tools.inspect.aof_records import SegmentInfo, iter_batches, open_source
+    from streamkeep.tools.inspect.aof_records import (
+        ByteProgress,
+        SegmentInfo,
+        iter_batches,
+        open_source,
+    )
 
     try:
         since = None if args.since is None else parse_time(args.since)
@@ -389,28 +431,10 @@ def main(args: argparse.Namespace) -> int:
     infos: list[SegmentInfo] = []
     try:
         try:
-            plain = filters is None and since is None and until is None
-            for batch in iter_batches(source, infos, from_lsn):
-                if plain and batch[0][0] >= from_lsn and (
-                        to_lsn is None or batch[-1][0] <= to_lsn):
-                    emit(batch)  # the common case: every record, as it is
-                    continue
-                kept: list[tuple] = []
-                stop = False
-                for lsn, time_ms, db, effects in batch:
-                    if lsn < from_lsn or (since is not None and time_ms < since) \
-                            or (until is not None and time_ms > until):
-                        continue
-                    if to_lsn is not None and lsn > to_lsn:
-                        stop = True
-                        break
-                    chosen = select_effects(db, effects, filters)
-                    if chosen:
-                        kept.append((lsn, time_ms, db, chosen))
-                if kept:
-                    emit(kept)
-                if stop:
-                    break
+            show = not args.quiet and not sys.stdout.isatty()
+            with ByteProgress(source, "dump", show) as progress:
+                dump_records(iter_batches(source, infos, from_lsn, progress=progress), emit,
+                             filters, from_lsn, to_lsn, since, until)
         except InspectError as err:
             out.flush()
             return fail(err, PROG)

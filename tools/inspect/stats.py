@@ -51,6 +51,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--bucket", choices=tuple(BUCKETS), default="1h",
                         help="time bucket width (default: 1h)")
     parser.add_argument("--json", action="store_true", help="one JSON document on stdout")
+    parser.add_argument("-q", "--quiet", action="store_true",
+                        help="no progress bar (shown on stderr when it is a terminal)")
 
 
 def _effect_size(effect: Any) -> int:
@@ -294,7 +296,12 @@ def render(doc: dict[str, Any], stream: Any) -> None:
 def main(args: argparse.Namespace) -> int:
     import json
 
-    from streamkeep.tools.inspect.aof_records import SegmentInfo, iter_batches, open_source
+    from streamkeep.tools.inspect.aof_records import (
+        ByteProgress,
+        SegmentInfo,
+        iter_batches,
+        open_source,
+    )
 
     if args.top < 0:
         print(f"{PROG}: --top must be >= 0", file=sys.stderr)
@@ -307,8 +314,9 @@ def main(args: argparse.Namespace) -> int:
     infos: list[SegmentInfo] = []
     sizes: list[int] = []
     try:
-        for batch in iter_batches(source, infos, sizes=sizes):
-            stats.add(batch, sizes)
+        with ByteProgress(source, "stats", not args.quiet) as progress:
+            for batch in iter_batches(source, infos, sizes=sizes, progress=progress):
+                stats.add(batch, sizes)
     except InspectError as err:
         return fail(err, PROG)
     damaged = next((i for i in infos if i.damage), None)
