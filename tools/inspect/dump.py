@@ -266,33 +266,36 @@ def json_writer(write: Callable[[bytes], Any]) -> Writer:
     def slow(arg: bytes) -> str:
         return dumps(json_arg(arg))
 
-    def effect_json(effect: Any) -> str:
-        """The effect's arguments as JSON values separated by commas."""
-        # Fast path: one decode and one escape for all arguments, joined by NUL, whose escape
-        # then becomes the separator. Only when no argument holds a NUL or a backslash (so
-        # every "\\u0000" in the escaped text is a separator) and all are valid UTF-8.
+    def effect_json(effect: Any) -> bytes:
+        """The effect's arguments as JSON values separated by commas (UTF-8)."""
+        # Fastest: printable ASCII without quotes or backslashes is its own JSON text.
+        if not b"".join(effect).translate(None, _PLAIN):
+            return b'"' + b'","'.join(effect) + b'"'
+        # Then: one decode and one escape for all arguments, joined by NUL, whose escape
+        # becomes the separator. Only when no argument holds a NUL or a backslash (so every
+        # "\\u0000" in the escaped text is a separator) and all are valid UTF-8.
         joined = b"\0".join(effect)
         if joined.count(b"\0") == len(effect) - 1 and b"\\" not in joined:
             try:
-                return encode_basestring(decode(joined)).replace("\\u0000", '","')
+                return encode_basestring(decode(joined)).replace("\\u0000", '","').encode()
             except UnicodeDecodeError:
                 pass
-        return ",".join(map(slow, effect))
+        return ",".join(map(slow, effect)).encode()
 
     def emit(records: list[tuple]) -> None:
-        lines: list[str] = []
+        lines: list[bytes] = []
         append = lines.append
-        last_ms, last_time = -1, ""
+        last_ms, last_time = -1, b""
         for lsn, time_ms, db, effects in records:
             if time_ms != last_ms:
-                last_ms, last_time = time_ms, when(time_ms)
+                last_ms, last_time = time_ms, when(time_ms).encode()
             if len(effects) == 1:
                 args = effect_json(effects[0])
             else:
-                args = "],[".join(map(effect_json, effects))
-            append(f'{{"lsn":{lsn},"time_ms":{time_ms},"time":"{last_time}","db":{db},'
-                   f'"effects":[[{args}]]}}\n')
-        write("".join(lines).encode())
+                args = b"],[".join(map(effect_json, effects))
+            append(b'{"lsn":%d,"time_ms":%d,"time":"%s","db":%d,"effects":[[%s]]}\n'
+                   % (lsn, time_ms, last_time, db, args))
+        write(b"".join(lines))
 
     return emit
 
