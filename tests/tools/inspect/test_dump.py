@@ -6,17 +6,17 @@ from __future__ import annotations
 import base64
 import json
 import os
+import shlex
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from streamkeep import Engine
-from tests.tools.inspect.aof_data import BINARY, build_workload, records, run_cli
-
-pytestmark = pytest.mark.filterwarnings("ignore::ResourceWarning")
+from tests.tools.inspect.aof_data import BINARY, ROOT, build_workload, records, run_cli
 
 
 @pytest.fixture(scope="module")
@@ -282,3 +282,37 @@ def test_json_writer_edge_arguments() -> None:
                         ["XADD", "", "a\\u0000", "\x00", "é✓", '"q"\n', "\\"],
                         ["XADD", "k", {"b64": base64.b64encode(b"\xff\x00").decode()}],
                         ["XDEL", "k", "1-1"]]}
+
+
+def test_after_a_snapshot_and_bad_manifest(tmp_path: Any) -> None:
+    path = str(tmp_path / "data")
+    with Engine.open(path) as engine:
+        engine.execute("XADD", "s", "1-1", "f", "v")
+        engine.compact()
+        engine.execute("XADD", "s", "2-1", "f", "w")
+    done = run_cli("aof", "dump", "--format", "resp", path)
+    assert done.returncode == 0
+    assert b"snapshot covering LSNs up to 1" in done.stderr
+    assert b"2-1" in done.stdout and b"1-1" not in done.stdout
+    stats = json.loads(run_cli("aof", "stats", "--json", path).stdout)
+    assert stats["snapshot_lsn"] == 1 and stats["records"] == 1 and stats["first_lsn"] == 2
+    Path(path, "manifest.json").write_text("{not json")
+    for command in ("dump", "stats"):
+        done = run_cli("aof", command, path)
+        assert done.returncode == 1 and b"manifest.json" in done.stderr
+        assert b"Traceback" not in done.stderr
+
+
+def test_closed_pipe_is_not_an_error(tmp_path: Any) -> None:
+    path = str(tmp_path / "data")
+    with Engine.open(path) as engine:
+        for i in range(5000):
+            engine.execute("XADD", "s", "*", "f", "x" * 100, "i", str(i))
+    cmd = f"{shlex.quote(sys.executable)} -m streamkeep aof dump {shlex.quote(path)} | head -1"
+    env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep
+               + os.pathsep.join(sys.path))
+    done = subprocess.run(["bash", "-o", "pipefail", "-c", cmd], capture_output=True,
+                          env=env, timeout=60, check=False)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith(b"1 ") and done.stdout.count(b"\n") == 1
+    assert done.stderr == b""
