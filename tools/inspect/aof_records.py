@@ -18,6 +18,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from streamkeep.engine.wire.errors import StreamkeepError
+
 # Exit statuses (the README's "Offline inspection" lists them).
 EXIT_OK = 0
 EXIT_DAMAGED = 1
@@ -27,7 +29,7 @@ EXIT_IO = 3
 _RELEASE_EVERY = 8 << 20  # madvise(DONTNEED) the pages read, every this many bytes
 
 
-class InspectError(Exception):
+class InspectError(StreamkeepError):
     """A problem to report on stderr (no traceback) with an exit status."""
 
     def __init__(self, message: str, status: int) -> None:

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from streamkeep import Engine
-from tests.tools.inspect.aof_data import BINARY, ROOT, build_workload, records, run_cli
+from tests.support.aof_inspect_data import BINARY, ROOT, build_workload, records, run_cli
 
 
 @pytest.fixture(scope="module")

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from streamkeep.engine.model.effects import effect_command
-from tests.tools.inspect.aof_data import build_workload, records, run_cli
+from tests.support.aof_inspect_data import build_workload, records, run_cli
 
 
 @pytest.fixture(scope="module")

@@ -1,4 +1,5 @@
-"""Data directories for the `aof stats` / `aof dump` tests, built by a real Engine."""
+"""Data directories for the `aof stats` / `aof dump` tests (tests/tools/inspect), built by a
+real Engine, and the CLI run in a subprocess."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from pathlib import Path
 
 from streamkeep import Engine
 
-ROOT = Path(__file__).resolve().parents[3]
+ROOT = Path(__file__).resolve().parents[2]
 BINARY = b"\x00\xff\r\n\"\\ bin\xc3"  # not UTF-8, every quoting case
 
 
