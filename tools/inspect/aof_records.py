@@ -69,7 +69,6 @@ class Source:
     path: str
     segments: list[tuple[str, int | None, int | None]]  # (file, segment number, first LSN)
     snapshot_lsn: int | None = None  # the data directory's snapshot covers LSNs up to this
-    manifest_segments: int = 0
 
 
 def open_source(path: str) -> Source:
@@ -91,7 +90,7 @@ def open_source(path: str) -> Source:
             raise InspectError(str(err), EXIT_DAMAGED) from None
         return Source(path, [(os.path.join(path, s.file), s.segment, s.first_lsn)
                              for s in man.segments],
-                      None if man.snapshot is None else man.snapshot.lsn, len(man.segments))
+                      None if man.snapshot is None else man.snapshot.lsn)
     return Source(path, [(path, None, None)])
 
 
@@ -228,9 +227,15 @@ def selected_db(effect: tuple | list, db: int) -> int:
 
 def command_name(effect: tuple | list) -> str:
     """The vocabulary name ("XGROUP SETID" for a subcommand)."""
-    from streamkeep.engine.model.effects import effect_command
+    global _effect_command
+    if _effect_command is None:
+        from streamkeep.engine.model.effects import effect_command
 
-    return effect_command(effect)
+        _effect_command = effect_command
+    return _effect_command(effect)
+
+
+_effect_command: Any = None
 
 
 # --- time -----------------------------------------------------------------------------------------

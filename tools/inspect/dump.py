@@ -14,6 +14,7 @@ import argparse
 import os
 import sys
 from collections.abc import Callable, Iterable, Iterator
+from fnmatch import fnmatchcase
 from typing import Any
 
 from streamkeep.tools.inspect.aof_records import (
@@ -21,6 +22,8 @@ from streamkeep.tools.inspect.aof_records import (
     EXIT_OK,
     EXIT_USAGE,
     InspectError,
+    command_name,
+    effect_keys,
     fail,
     parse_time,
     selected_db,
@@ -156,14 +159,10 @@ class Filters:
     def __init__(self, keys: list[bytes] | None, commands: list[str] | None,
                  db: int | None) -> None:
         self.keys = keys
-        self.commands = [c.upper() for c in commands] if commands else None
+        self.commands = [" ".join(c.split()).upper() for c in commands] if commands else None
         self.db = db
 
     def passes(self, db: int, effect: Any) -> bool:
-        from fnmatch import fnmatchcase
-
-        from streamkeep.tools.inspect.aof_records import command_name, effect_keys
-
         if self.db is not None and db != self.db:
             return False
         if self.commands is not None:
