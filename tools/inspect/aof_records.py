@@ -153,12 +153,16 @@ def iter_batches(source: Source, infos: list[SegmentInfo], from_lsn: int = 0,
         if damage is not None:
             kind = "damage followed by valid records" if damage.valid_after else "torn tail"
             info.damage = f"{damage} ({kind})"
+        elif following is not None and reader.first_lsn + reader.count != following:
+            info.damage = (f"{file}: records end at LSN {reader.first_lsn + reader.count - 1} "
+                           f"at byte offset {reader.end}, but the next segment starts at LSN "
+                           f"{following} (records missing)")
         base += reader.size
         if progress is not None:
             progress.update(base)
         if isinstance(data, mmap.mmap):
             data.close()
-        if damage is not None:
+        if info.damage is not None:
             return
 
 

@@ -116,3 +116,20 @@ def test_damage(tmp_path: Any) -> None:
     assert "torn tail" in doc["damage"] and "byte offset" in doc["damage"]
     assert run_cli("aof", "stats", str(tmp_path / "nope")).returncode == 3
     assert run_cli("aof", "stats", "--bucket", "1y", path).returncode == 2
+
+
+def test_missing_records_between_segments(tmp_path: Any) -> None:
+    path = Path(tmp_path / "data")
+    build_workload(str(path), aof_segment_max_bytes=2048)
+    manifest = json.loads((path / "manifest.json").read_text())
+    manifest["segments"][1]["first_lsn"] += 1  # and its header says so
+    second = manifest["segments"][1]
+    from streamkeep.aof.codec import HEADER_SIZE, encode_header
+
+    seg = path / second["file"]
+    data = seg.read_bytes()
+    seg.write_bytes(encode_header(second["segment"], second["first_lsn"]) + data[HEADER_SIZE:])
+    (path / "manifest.json").write_text(json.dumps(manifest))
+    done = run_cli("aof", "stats", "--json", str(path))
+    assert done.returncode == 1 and b"records missing" in done.stderr
+    assert json.loads(done.stdout)["segments"][0]["damage"].endswith("(records missing)")
