@@ -36,8 +36,9 @@ formats:
   text   one line per effect: LSN, UTC time, [db], then the effect's arguments quoted as
          redis-cli quotes them ("..." with \\n, \\r, \\t, \\a, \\b, \\", \\\\ and \\xHH escapes)
   json   one object per record (JSON lines):
-         {"lsn": 5, "time_ms": 1795432636213, "time": "2026-11-23T11:17:16.213Z", "db": 0,
-          "effects": [["XADD", "orders", "1795432636213-0", "item", {"b64": "AP8="}]]}
+         {"lsn":5,"time_ms":1795432636213,"time":"2026-11-23T11:17:16.213Z","db":0,
+         "effects":[["XADD","orders","1795432636213-0","item",{"b64":"AP8="}]]}
+         (one line each)
          an argument is a string when it is valid UTF-8, else {"b64": <base64 of its bytes>}
   resp   RESP arrays for `redis-cli --pipe`: SELECT wherever the database changes,
          SK.XCONSUMER -> XGROUP CREATECONSUMER, SK.XTRIMIDS -> XDEL, SK.XIDMPDUP left out
@@ -71,7 +72,7 @@ FLUSH_BYTES = 1 << 16
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.description = ("Print an AOF's records (a data directory's segments in order, or one "
+    parser.description = ("Print an AOF's records (a data directory's segments in order, or one\n"
                           "segment file): LSN, time, database and effect commands.")
     parser.epilog = EPILOG
     parser.add_argument("path", metavar="PATH", help="a data directory or a segment file")

@@ -42,7 +42,7 @@ exit status:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.description = ("Count an AOF's records and effects (a data directory's segments in "
+    parser.description = ("Count an AOF's records and effects (a data directory's segments in\n"
                           "order, or one segment file) by command, key, database and time.")
     parser.epilog = EPILOG
     parser.add_argument("path", metavar="PATH", help="a data directory or a segment file")
