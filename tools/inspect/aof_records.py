@@ -1,0 +1,273 @@
+"""The records of an AOF path for `aof stats` and `aof dump`: segments in order, batch by batch.
+
+Owns resolving PATH (a data directory: its manifest's segments in order; or one segment file),
+reading each segment through `aof.reader.SegmentReader` over a memory map (pages already read
+are released, so memory stays flat whatever the file size), what a key of an effect is, the
+per-effect database (SELECT effects inside a transaction's record), time parsing/formatting and
+the exit statuses both commands share. Must not touch: output formats (each command's own).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import mmap
+import os
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from streamkeep.engine.wire.errors import StreamkeepError
+
+# Exit statuses (the README's "Offline inspection" lists them).
+EXIT_OK = 0
+EXIT_DAMAGED = 1
+EXIT_USAGE = 2
+EXIT_IO = 3
+
+_RELEASE_EVERY = 8 << 20  # madvise(DONTNEED) the pages read, every this many bytes
+
+
+class InspectError(StreamkeepError):
+    """A problem to report on stderr (no traceback) with an exit status."""
+
+    def __init__(self, message: str, status: int) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+@dataclass(slots=True)
+class SegmentInfo:
+    """One segment read: what the stats' segment table shows."""
+
+    file: str
+    segment: int
+    first_lsn: int
+    size: int
+    records: int = 0
+    last_lsn: int | None = None
+    end: int = 0  # offset just past the last good record
+    damage: str | None = None
+
+
+class _MappedFS:
+    """The one FileSystem method SegmentReader uses, returning a read-only memory map."""
+
+    def read_file(self, path: str) -> bytes | mmap.mmap:
+        with open(path, "rb") as f:
+            size = os.fstat(f.fileno()).st_size
+            if size == 0:
+                return b""
+            return mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+
+
+@dataclass(slots=True)
+class Source:
+    """What PATH names: the segment files to read, in order, with what the manifest says."""
+
+    path: str
+    segments: list[tuple[str, int | None, int | None]]  # (file, segment number, first LSN)
+    snapshot_lsn: int | None = None  # the data directory's snapshot covers LSNs up to this
+
+
+def open_source(path: str) -> Source:
+    """Resolve PATH; InspectError (status 3: missing/unreadable, 1: malformed manifest)."""
+    from streamkeep.aof import manifest
+    from streamkeep.aof.fs import RealFS
+
+    if not os.path.exists(path):
+        raise InspectError(f"{path}: no such file or directory", EXIT_IO)
+    if os.path.isdir(path):
+        mpath = os.path.join(path, manifest.MANIFEST)
+        if not os.path.exists(mpath):
+            raise InspectError(f"{mpath}: manifest is missing (not a data directory?)", EXIT_IO)
+        try:
+            man = manifest.load(RealFS(), path)
+        except OSError as err:
+            raise InspectError(f"{mpath}: {err.strerror or err}", EXIT_IO) from None
+        except manifest.ManifestError as err:
+            raise InspectError(str(err), EXIT_DAMAGED) from None
+        return Source(path, [(os.path.join(path, s.file), s.segment, s.first_lsn)
+                             for s in man.segments],
+                      None if man.snapshot is None else man.snapshot.lsn)
+    return Source(path, [(path, None, None)])
+
+
+def iter_batches(source: Source, infos: list[SegmentInfo], from_lsn: int = 0,
+                 sizes: list[int] | None = None,
+                 progress: ByteProgress | None = None) -> Iterator[list[tuple]]:
+    """Every good record of the source, in LSN order, as batches of `(lsn, time_ms, db,
+    effects)`. Appends a SegmentInfo per segment to `infos` as it is reached; stops after the
+    first damaged segment (its info's `damage` says where) and raises InspectError for a
+    segment that cannot be opened (status 3) or whose header is bad (status 1). Segments
+    whose records all precede `from_lsn` (the manifest says so) are not read. With `sizes`,
+    that list is refilled before each batch is yielded with its records' framed sizes.
+    `progress` is told the bytes read so far, now and then."""
+    from streamkeep.aof.codec import FRAME, HEADER_SIZE
+    from streamkeep.aof.reader import SegmentError, SegmentReader
+
+    fs = _MappedFS()
+    unpack_frame = FRAME.unpack_from
+    segments = source.segments
+    base = 0  # bytes of the segments before this one
+    for index, (file, number, first) in enumerate(segments):
+        following = segments[index + 1][2] if index + 1 < len(segments) else None
+        if following is not None and following <= from_lsn:
+            with contextlib.suppress(OSError):
+                base += os.path.getsize(file)
+            continue
+        try:
+            reader = SegmentReader(fs, file, number, first)  # type: ignore[arg-type]
+        except SegmentError as err:
+            raise InspectError(f"{err} (at byte offset 0)", EXIT_DAMAGED) from None
+        except OSError as err:
+            raise InspectError(f"{file}: {err.strerror or err}", EXIT_IO) from None
+        info = SegmentInfo(file, reader.header.segment, reader.first_lsn, reader.size)
+        infos.append(info)
+        data = reader.data
+        release = getattr(data, "madvise", None) if isinstance(data, mmap.mmap) else None
+        released = 0
+        pos = HEADER_SIZE
+        tick = 0
+        for batch in reader.batches():
+            if progress is not None:
+                tick += 1
+                if not tick % 256:
+                    progress.update(base + reader.end)
+            if sizes is not None:
+                sizes.clear()
+                for _ in batch:
+                    size = FRAME.size + unpack_frame(data, pos)[0]
+                    sizes.append(size)
+                    pos += size
+            yield batch
+            if release is not None and reader.end - released >= _RELEASE_EVERY:
+                upto = (reader.end // mmap.PAGESIZE) * mmap.PAGESIZE
+                if upto > released:
+                    release(mmap.MADV_DONTNEED, released, upto - released)
+                    released = upto
+        info.records, info.end = reader.count, reader.end
+        info.last_lsn = reader.first_lsn + reader.count - 1 if reader.count else None
+        damage = reader.damage
+        if damage is not None:
+            kind = "damage followed by valid records" if damage.valid_after else "torn tail"
+            info.damage = f"{damage} ({kind})"
+        elif following is not None and reader.first_lsn + reader.count != following:
+            info.damage = (f"{file}: records end at LSN {reader.first_lsn + reader.count - 1} "
+                           f"at byte offset {reader.end}, but the next segment starts at LSN "
+                           f"{following} (records missing)")
+        base += reader.size
+        if progress is not None:
+            progress.update(base)
+        if isinstance(data, mmap.mmap):
+            data.close()
+        if info.damage is not None:
+            return
+
+
+class ByteProgress:
+    """A transient progress bar over the bytes to read, on stderr when it is a terminal (and
+    `enabled`); nothing otherwise. Use as a context manager."""
+
+    def __init__(self, source: Source, label: str, enabled: bool = True) -> None:
+        self._progress: Any = None
+        if not (enabled and sys.stderr.isatty()):
+            return
+        from rich.console import Console
+        from rich.progress import (
+            BarColumn,
+            DownloadColumn,
+            Progress,
+            TextColumn,
+            TimeRemainingColumn,
+        )
+
+        total = 0
+        for file, _number, _first in source.segments:
+            with contextlib.suppress(OSError):
+                total += os.path.getsize(file)
+        self._progress = Progress(TextColumn(label), BarColumn(), DownloadColumn(),
+                                  TimeRemainingColumn(), console=Console(file=sys.stderr),
+                                  transient=True, refresh_per_second=2)
+        self._task = self._progress.add_task(label, total=total)
+
+    def update(self, done: int) -> None:
+        if self._progress is not None:
+            self._progress.update(self._task, completed=done)
+
+    def __enter__(self) -> ByteProgress:
+        if self._progress is not None:
+            self._progress.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._progress is not None:
+            self._progress.stop()
+
+
+# --- effects --------------------------------------------------------------------------------------
+
+
+def effect_keys(effect: tuple | list) -> tuple[bytes, ...]:
+    """The keys an effect names (none for FLUSHDB, FLUSHALL and SELECT)."""
+    name = bytes(effect[0]).upper()
+    if name in (b"FLUSHDB", b"FLUSHALL", b"SELECT"):
+        return ()
+    if name == b"XGROUP":
+        return (effect[2],) if len(effect) > 2 else ()
+    if name in (b"DEL", b"RENAME"):
+        return tuple(effect[1:])
+    return (effect[1],) if len(effect) > 1 else ()
+
+
+def selected_db(effect: tuple | list, db: int) -> int:
+    """The database a SELECT effect switches to (`db` if it is malformed)."""
+    try:
+        return int(effect[1])
+    except (IndexError, ValueError):
+        return db
+
+
+def command_name(effect: tuple | list) -> str:
+    """The vocabulary name ("XGROUP SETID" for a subcommand)."""
+    global _effect_command
+    if _effect_command is None:
+        from streamkeep.engine.model.effects import effect_command
+
+        _effect_command = effect_command
+    return _effect_command(effect)
+
+
+_effect_command: Any = None
+
+
+# --- time -----------------------------------------------------------------------------------------
+
+
+def parse_time(text: str) -> int:
+    """`--since/--until`: milliseconds since the epoch, or an ISO 8601 time (UTC unless it
+    says otherwise). ValueError otherwise."""
+    text = text.strip()
+    if text.isdigit():
+        return int(text)
+    if text.endswith(("Z", "z")):
+        text = text[:-1] + "+00:00"
+    when = datetime.fromisoformat(text)
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)
+    return int(when.timestamp() * 1000)
+
+
+def format_time(ms: int) -> str:
+    """`2026-11-23T11:17:16.213Z`."""
+    try:
+        when = datetime.fromtimestamp(ms / 1000, UTC)
+    except (OverflowError, OSError, ValueError):
+        return str(ms)
+    return when.strftime("%Y-%m-%dT%H:%M:%S.") + f"{ms % 1000:03d}Z"
+
+
+def fail(err: InspectError, prog: str) -> int:
+    print(f"{prog}: {err}", file=sys.stderr)
+    return err.status
