@@ -20,8 +20,10 @@ import json
 import os
 import sys
 from collections.abc import Iterator
-from datetime import UTC, datetime
 from typing import IO, Any
+
+from streamkeep.tools.inspect.aof_records import EXIT_IO, InspectError, fail, format_time
+from streamkeep.tools.inspect.dump import json_arg, quote
 
 EPILOG_INFO = """examples:
   streamkeep snapshot info ./data                  the current snapshot of a data directory
@@ -60,24 +62,21 @@ def add_arguments_dump(parser: argparse.ArgumentParser) -> None:
 add_arguments = add_arguments_info
 
 
-class UsageError(Exception):
-    """Bad arguments or a path with nothing to read (exit 3)."""
-
-
 def _snapshot_path(path: str) -> str:
     from streamkeep.aof.manifest import ManifestError
     from streamkeep.snapshot.reader import current_snapshot
 
     if not os.path.exists(path):
-        raise UsageError(f"{path}: no such file or directory")
+        raise InspectError(f"{path}: no such file or directory", EXIT_IO)
     if not os.path.isdir(path):
         return path
     try:
         found = current_snapshot(path)
     except ManifestError as err:
-        raise UsageError(str(err)) from None
+        raise InspectError(str(err), EXIT_IO) from None
     if found is None:
-        raise UsageError(f"{path}: the manifest names no snapshot yet (nothing compacted)")
+        raise InspectError(f"{path}: the manifest names no snapshot yet (nothing compacted)",
+                           EXIT_IO)
     return found
 
 
@@ -88,9 +87,8 @@ def _run(args: argparse.Namespace, body: Any) -> int:
         path = _snapshot_path(args.path)
         with Snapshot(path) as snap:
             body(snap, args, sys.stdout)
-    except UsageError as err:
-        print(f"streamkeep: {err}", file=sys.stderr)
-        return 3
+    except InspectError as err:
+        return fail(err, "streamkeep")
     except SnapshotError as err:
         print(f"streamkeep: {err}", file=sys.stderr)
         return 2
@@ -113,44 +111,8 @@ def main_dump(args: argparse.Namespace) -> int:
 main = main_info
 
 
-# --- values ------------------------------------------------------------------------------------
-
-
-def text_quote(value: bytes) -> str:
-    """redis-cli's quoting: printable ASCII as is, the rest escaped, in double quotes."""
-    out = ['"']
-    for byte in value:
-        ch = chr(byte)
-        if ch in '\\"':
-            out.append("\\" + ch)
-        elif ch == "\n":
-            out.append("\\n")
-        elif ch == "\r":
-            out.append("\\r")
-        elif ch == "\t":
-            out.append("\\t")
-        elif 32 <= byte < 127:
-            out.append(ch)
-        else:
-            out.append(f"\\x{byte:02x}")
-    out.append('"')
-    return "".join(out)
-
-
-def json_value(value: bytes) -> Any:
-    """A string as JSON: UTF-8 text as a string, anything else as {"b64": ...}."""
-    try:
-        return value.decode("utf-8")
-    except UnicodeDecodeError:
-        import base64
-
-        return {"b64": base64.b64encode(value).decode("ascii")}
-
-
 def _time(ms: int) -> str:
-    if ms <= 0:
-        return "-"
-    return datetime.fromtimestamp(ms / 1000, UTC).isoformat(timespec="milliseconds")
+    return format_time(ms) if ms > 0 else "-"
 
 
 # --- info --------------------------------------------------------------------------------------
@@ -169,14 +131,14 @@ def _info_doc(snap: Any) -> dict[str, Any]:
                     released += 1
                 else:
                     owned[entry.consumer] = owned.get(entry.consumer, 0) + 1
-            consumers = [{"name": json_value(c.name), "seen_ms": c.seen_time,
+            consumers = [{"name": json_arg(c.name), "seen_ms": c.seen_time,
                           "active_ms": c.active_time, "pending": owned.get(c.name, 0)}
                          for c in snap.consumers(info.db, info.key, group.name)]
-            groups.append({"name": json_value(group.name), "last_delivered_id": str(group.last_id),
+            groups.append({"name": json_arg(group.name), "last_delivered_id": str(group.last_id),
                            "entries_read": group.entries_read, "pending": group.pending,
                            "pending_unowned": released, "consumers": consumers})
         streams.append({
-            "db": info.db, "key": json_value(info.key), "length": info.length,
+            "db": info.db, "key": json_arg(info.key), "length": info.length,
             "first_id": str(info.first_id), "last_id": str(info.last_id),
             "max_deleted_id": str(info.max_deleted_id), "entries_added": info.entries_added,
             "nodes": info.nodes, "idempotent_producers":
@@ -238,7 +200,7 @@ def _id_bound(text: str | None, end: bool) -> Any:
         return None
     ms, dash, seq = text.partition("-")
     if not ms.isdigit() or (dash and not seq.isdigit()):
-        raise UsageError(f"{text!r} is not a stream ID (ms or ms-seq)")
+        raise InspectError(f"{text!r} is not a stream ID (ms or ms-seq)", EXIT_IO)
     return text
 
 
@@ -256,15 +218,15 @@ def _dump(snap: Any, args: argparse.Namespace, out: IO[str]) -> None:
 
 
 def _json_lines(db: int, key: bytes, entries: Iterator[Any]) -> Iterator[str]:
-    name = json_value(key)
+    name = json_arg(key)
     for entry in entries:
         fields = entry.fields
-        pairs = [[json_value(fields[i]), json_value(fields[i + 1])]
+        pairs = [[json_arg(fields[i]), json_arg(fields[i + 1])]
                  for i in range(0, len(fields), 2)]
         yield json.dumps({"db": db, "key": name, "id": str(entry.id), "fields": pairs}) + "\n"
 
 
 def _text_lines(db: int, key: bytes, entries: Iterator[Any]) -> Iterator[str]:
-    prefix = f"db{db} {text_quote(key)} "
+    prefix = f"db{db} {quote(key)} "
     for entry in entries:
-        yield prefix + str(entry.id) + " " + " ".join(map(text_quote, entry.fields)) + "\n"
+        yield prefix + str(entry.id) + " " + " ".join(map(quote, entry.fields)) + "\n"
