@@ -1,15 +1,434 @@
-"""`streamkeep ... verify` (being written: see issue #14)."""
+"""`streamkeep aof verify PATH`: check a data directory's (or one segment's) integrity offline.
+
+Owns the analysis the other offline commands share (`analyse`: the manifest, every segment
+header, every record's framing and CRC-32C and LSN, LSN continuity across segments, the named
+snapshot's size and meta LSN, each problem classified as opening the directory would treat it)
+and its report, as text or JSON. Never takes the directory's lock and never writes: a live
+server may be appending to the last segment (an incomplete record there is a torn tail).
+Must not touch: the record format (aof.codec), the manifest's schema (aof.manifest).
+"""
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+EPILOG = """\
+examples:
+  streamkeep aof verify data/                  # a whole data directory
+  streamkeep aof verify data/segment-000007.aof
+  streamkeep aof verify --json data/ | jq .problems
+
+what is checked: the manifest; every segment's header (number and first LSN as the manifest
+names them); every record's framing, CRC-32C and LSN (consecutive within and across segments);
+the snapshot the manifest names (present, the manifest's size, its meta LSN). Records are
+CRC-checked but not decoded beyond their LSN. The directory is not locked and nothing is
+written: a server may be running on it.
+
+problem kinds: torn-tail (an incomplete or damaged end of the last segment with nothing valid
+after it: opening truncates it), damage-before-valid (a bad record followed by valid ones:
+opening refuses), missing-segment, bad-segment-header, lsn-gap, bad-manifest, bad-snapshot
+(opening refuses all of these).
+
+exit status:
+  0  clean
+  1  a torn tail only: opening the directory truncates it (`streamkeep aof fix` saves it first)
+  2  damage that makes opening the directory refuse
+  3  usage or I/O error (no such path, not a data directory, unreadable file)
+"""
+
+OK, TORN, REFUSE, USAGE = 0, 1, 2, 3
+
+
+@dataclass
+class Problem:
+    kind: str  # torn-tail | damage-before-valid | missing-segment | bad-segment-header |
+    #            lsn-gap | bad-manifest | bad-snapshot
+    file: str | None
+    offset: int | None
+    reason: str
+    action: str  # what opening the directory would do: "truncate" or "refuse"
+    bytes: int | None = None  # torn tail: how many bytes opening would cut
+
+    def describe(self) -> str:
+        where = self.file or "?"
+        if self.offset is not None:
+            where += f":{self.offset}"
+        return f"{self.kind} at {where}: {self.reason}"
+
+
+@dataclass
+class SegmentReport:
+    file: str
+    segment: int | None
+    size: int
+    records: int = 0
+    first_lsn: int | None = None
+    last_lsn: int | None = None
+    first_time_ms: int | None = None
+    last_time_ms: int | None = None
+    end: int = 0  # offset just past the last good record
+
+
+@dataclass
+class Report:
+    path: str
+    kind: str  # "directory" or "segment"
+    segments: list[SegmentReport] = field(default_factory=list)
+    snapshot: dict[str, Any] | None = None
+    problems: list[Problem] = field(default_factory=list)
+    locked_by: str | None = None  # a process holding the directory's lock (a server)
+    seconds: float = 0.0
+    bytes_read: int = 0
+
+    @property
+    def status(self) -> int:
+        if any(p.action == "refuse" for p in self.problems):
+            return REFUSE
+        return TORN if self.problems else OK
+
+    @property
+    def records(self) -> int:
+        return sum(s.records for s in self.segments)
+
+    def ok_up_to(self) -> tuple[int, str, int] | None:
+        """(LSN, file, offset) of the end of the good prefix: the last record before the first
+        problem (the snapshot's LSN and the first segment's header end if none)."""
+        lsn = self.snapshot["lsn"] if self.snapshot else 0
+        last: tuple[int, str, int] | None = None
+        for seg in self.segments:
+            if seg.first_lsn is not None and seg.first_lsn != lsn + 1 and last is not None:
+                break
+            if seg.last_lsn is not None:
+                lsn = seg.last_lsn
+            last = (lsn, seg.file, seg.end)
+            if any(p.file == seg.file for p in self.problems):
+                break
+        return last
+
+    def lsn_range(self) -> tuple[int, int] | None:
+        lsns = [lsn for s in self.segments if s.records
+                for lsn in (s.first_lsn, s.last_lsn) if lsn is not None]
+        return (min(lsns), max(lsns)) if lsns else None
+
+    def time_range(self) -> tuple[int, int] | None:
+        times = [t for s in self.segments if s.records
+                 for t in (s.first_time_ms, s.last_time_ms) if t is not None]
+        return (min(times), max(times)) if times else None
+
+    def to_json(self) -> dict[str, Any]:
+        ok = self.ok_up_to()
+        lsns, times = self.lsn_range(), self.time_range()
+        return {
+            "path": self.path,
+            "kind": self.kind,
+            "status": ("ok", "torn-tail", "refuse")[self.status],
+            "exit_code": self.status,
+            "records": self.records,
+            "segments": [asdict(s) for s in self.segments],
+            "lsn_range": list(lsns) if lsns else None,
+            "time_range_ms": list(times) if times else None,
+            "snapshot": self.snapshot,
+            "ok_up_to": None if ok is None else {"lsn": ok[0], "file": ok[1], "offset": ok[2]},
+            "problems": [asdict(p) for p in self.problems],
+            "locked_by": self.locked_by,
+            "seconds": round(self.seconds, 6),
+            "records_per_second": round(self.records / self.seconds) if self.seconds else None,
+        }
+
+
+class UsageError(Exception):
+    """Bad input the command reports with exit status 3 (never a traceback)."""
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.description = ("Check a data directory's (or one segment file's) integrity, "
+                          "like redis-check-aof, without locking or writing anything.")
+    parser.epilog = EPILOG
     parser.add_argument("path", help="a data directory or a segment file")
+    parser.add_argument("--json", action="store_true", help="print the report as JSON")
+
+
+def lock_holder(directory: str) -> str | None:
+    """The pid holding the directory's LOCK (from /proc/locks, read-only: the lock is never
+    taken here), or None if no process holds it (or this is not Linux)."""
+    from streamkeep.aof.store import LOCK_FILE
+
+    try:
+        st = os.stat(os.path.join(directory, LOCK_FILE))
+        with open("/proc/locks") as locks:
+            lines = locks.read().splitlines()
+    except OSError:
+        return None
+    inode = f"{os.major(st.st_dev):02x}:{os.minor(st.st_dev):02x}:{st.st_ino}"
+    for line in lines:
+        parts = line.split()
+        if "->" in parts:
+            continue  # a waiter, not a holder
+        if len(parts) >= 6 and parts[1] == "FLOCK" and parts[5] == inode:
+            return parts[4]
+    return None
+
+
+def analyse(path: str) -> Report:
+    """Verify PATH (a data directory or a segment file). UsageError for a path that is
+    neither; every kind of damage is a Problem in the report."""
+    import time
+
+    started = time.perf_counter()
+    if os.path.isdir(path):
+        for _attempt in range(3):
+            # A live server's compaction may replace the manifest and delete the segments it
+            # named while they are read: a segment missing under a manifest that has changed
+            # since is that, not damage, and the directory is read again.
+            before = _manifest_bytes(path)
+            report = _analyse_directory(path)
+            if not any(p.kind == "missing-segment" for p in report.problems) \
+                    or _manifest_bytes(path) == before:
+                break
+    elif os.path.isfile(path):
+        report = _analyse_segment_file(path)
+    else:
+        raise UsageError(f"{path}: no such file or directory")
+    report.seconds = time.perf_counter() - started
+    return report
+
+
+def _manifest_bytes(directory: str) -> bytes | None:
+    from streamkeep.aof.manifest import MANIFEST
+
+    try:
+        with open(os.path.join(directory, MANIFEST), "rb") as file:
+            return file.read()
+    except OSError:
+        return None
+
+
+def _read(file: str) -> bytes:
+    from streamkeep.aof.fs import RealFS
+
+    try:
+        return RealFS().read_file(file)
+    except OSError as err:
+        raise UsageError(f"{file}: cannot read ({err.strerror})") from None
+
+
+def _check_records(report: Report, seg: SegmentReport, data: bytes, file: str,
+                   first_lsn: int, last: bool) -> None:
+    from streamkeep.aof.codec import HEADER_SIZE, verify_scan
+
+    result = verify_scan(data, HEADER_SIZE, first_lsn)
+    seg.records, seg.end = result.count, result.end
+    seg.first_time_ms, seg.last_time_ms = result.first_time_ms, result.last_time_ms
+    if result.count:
+        seg.first_lsn, seg.last_lsn = first_lsn, first_lsn + result.count - 1
+    damage = result.damage
+    if damage is None:
+        return
+    if damage.valid_after:
+        report.problems.append(Problem(
+            "damage-before-valid", file, damage.offset,
+            f"{damage.reason}, followed by valid records (LSN {first_lsn + result.count} "
+            f"expected)", "refuse"))
+    elif not last:
+        report.problems.append(Problem(
+            "torn-tail", file, damage.offset,
+            f"{damage.reason}; not the last segment, so records may be missing", "refuse",
+            len(data) - damage.offset))
+    else:
+        reason = f"{damage.reason}, {len(data) - damage.offset} bytes with no valid record"
+        report.problems.append(Problem("torn-tail", file, damage.offset, reason, "truncate",
+                                       len(data) - damage.offset))
+
+
+def _analyse_segment_file(file: str) -> Report:
+    from streamkeep.aof.codec import FormatError, decode_header
+
+    report = Report(file, "segment")
+    data = _read(file)
+    report.bytes_read = len(data)
+    seg = SegmentReport(os.path.basename(file), None, len(data))
+    report.segments.append(seg)
+    try:
+        header = decode_header(data)
+    except FormatError as err:
+        report.problems.append(Problem("bad-segment-header", seg.file, 0, str(err), "refuse"))
+        return report
+    seg.segment = header.segment
+    _check_records(report, seg, data, seg.file, header.first_lsn, True)
+    report.locked_by = lock_holder(os.path.dirname(file) or ".")
+    return report
+
+
+def _analyse_directory(directory: str) -> Report:
+    from streamkeep.aof import manifest as manifest_mod
+    from streamkeep.aof.codec import FormatError, decode_header
+
+    report = Report(directory, "directory")
+    report.locked_by = lock_holder(directory)
+    manifest_path = os.path.join(directory, manifest_mod.MANIFEST)
+    names = os.listdir(directory)
+    if not os.path.exists(manifest_path):
+        data_files = [n for n in names if manifest_mod.is_segment_file(n)
+                      or manifest_mod.is_snapshot_file(n)]
+        if not data_files:
+            raise UsageError(f"{directory}: not a streamkeep data directory (no "
+                             f"{manifest_mod.MANIFEST}, no segments)")
+        report.problems.append(Problem(
+            "bad-manifest", manifest_mod.MANIFEST, None,
+            f"manifest is missing but the directory holds {', '.join(sorted(data_files)[:3])}",
+            "refuse"))
+        return report
+    try:
+        manifest = manifest_mod.Manifest.from_json(_read(manifest_path), manifest_mod.MANIFEST)
+    except manifest_mod.ManifestError as err:
+        report.problems.append(Problem("bad-manifest", manifest_mod.MANIFEST, None, str(err),
+                                       "refuse"))
+        return report
+    snap = manifest.snapshot
+    if snap is not None:
+        _check_snapshot(report, directory, snap)
+    expected = snap.lsn + 1 if snap is not None else 1
+    for index, entry in enumerate(manifest.segments):
+        last = index == len(manifest.segments) - 1
+        file = os.path.join(directory, entry.file)
+        if not os.path.exists(file):
+            report.segments.append(SegmentReport(entry.file, entry.segment, 0))
+            report.problems.append(Problem(
+                "missing-segment", entry.file, None,
+                f"the manifest names it (LSNs from {entry.first_lsn}) but it does not exist",
+                "refuse"))
+            expected = -1
+            continue
+        data = _read(file)
+        report.bytes_read += len(data)
+        seg = SegmentReport(entry.file, entry.segment, len(data))
+        report.segments.append(seg)
+        try:
+            header = decode_header(data)
+        except FormatError as err:
+            report.problems.append(Problem("bad-segment-header", entry.file, 0, str(err),
+                                           "refuse"))
+            expected = -1
+            continue
+        if (header.segment, header.first_lsn) != (entry.segment, entry.first_lsn):
+            report.problems.append(Problem(
+                "bad-segment-header", entry.file, 0,
+                f"header says segment {header.segment} first LSN {header.first_lsn}, the "
+                f"manifest says segment {entry.segment} first LSN {entry.first_lsn}", "refuse"))
+        if expected != -1 and entry.first_lsn != expected:
+            report.problems.append(Problem(
+                "lsn-gap", entry.file, 0,
+                f"starts at LSN {entry.first_lsn} but the previous "
+                f"{'segment' if index else 'snapshot'} ends at LSN {expected - 1}", "refuse"))
+        problems = len(report.problems)
+        _check_records(report, seg, data, entry.file, header.first_lsn, last)
+        # After damage the next segment's LSNs cannot be checked against this one's end: the
+        # damage is the problem, not a gap.
+        expected = -1 if len(report.problems) > problems else header.first_lsn + seg.records
+    return report
+
+
+def _check_snapshot(report: Report, directory: str, snap: Any) -> None:
+    file = os.path.join(directory, snap.file)
+    info: dict[str, Any] = {"file": snap.file, "lsn": snap.lsn, "size": snap.size,
+                            "created_ms": snap.created_ms, "ok": False}
+    report.snapshot = info
+    try:
+        size = os.stat(file).st_size
+    except OSError as err:
+        report.problems.append(Problem("bad-snapshot", snap.file, None,
+                                       f"the manifest names it but {err.strerror}", "refuse"))
+        return
+    if size != snap.size:
+        report.problems.append(Problem(
+            "bad-snapshot", snap.file, None,
+            f"{size} bytes, the manifest says {snap.size} (truncated or replaced)", "refuse"))
+        return
+    from streamkeep.snapshot.reader import Snapshot, SnapshotError
+
+    try:
+        with Snapshot(file) as reader:
+            meta = reader.meta
+    except SnapshotError as err:
+        report.problems.append(Problem("bad-snapshot", snap.file, None, str(err), "refuse"))
+        return
+    if meta.lsn != snap.lsn:
+        report.problems.append(Problem(
+            "bad-snapshot", snap.file, None,
+            f"covers LSN {meta.lsn}, the manifest says {snap.lsn}", "refuse"))
+        return
+    info.update(ok=True, streams=meta.streams, entries=meta.entries)
+
+
+def format_time(ms: int) -> str:
+    import datetime
+
+    moment = datetime.datetime.fromtimestamp(ms / 1000, datetime.UTC)
+    return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def render(report: Report) -> str:
+    lines = []
+    lines.append(f"{report.path}: {report.kind}"
+                 + (f", locked by process {report.locked_by} (a server is running on it)"
+                    if report.locked_by else ""))
+    if report.snapshot is not None:
+        snap = report.snapshot
+        state = "ok" if snap["ok"] else "BAD"
+        lines.append(f"snapshot  {snap['file']}: LSN {snap['lsn']}, {snap['size']} bytes, "
+                     f"{state}")
+    for seg in report.segments:
+        span = f"LSN {seg.first_lsn}..{seg.last_lsn}" if seg.records else "no records"
+        lines.append(f"segment   {seg.file}: {seg.records} records, {span}, "
+                     f"{seg.size} bytes")
+    lines.append(f"records:  {report.records} in {len(report.segments)} segment(s)")
+    lsns, times = report.lsn_range(), report.time_range()
+    if lsns:
+        lines.append(f"LSNs:     {lsns[0]}..{lsns[1]}")
+    if times:
+        lines.append(f"time:     {format_time(times[0])} .. {format_time(times[1])}")
+    ok = report.ok_up_to()
+    if ok is not None:
+        lines.append(f"ok up to LSN {ok[0]} at {ok[1]}:{ok[2]}")
+    for problem in report.problems:
+        lines.append(f"DAMAGE {problem.describe()}")
+        if problem.action == "truncate":
+            note = ("opening the directory would truncate the tail "
+                    f"({problem.bytes} bytes; `streamkeep aof fix` saves them first)")
+            if report.locked_by:
+                note += ("; a server may be writing it (the directory is locked by process "
+                         f"{report.locked_by}): a live tail is not damage, verify again")
+            else:
+                note += "; a server may be writing it, if one runs here: verify again"
+            lines.append(f"       {note}")
+        else:
+            lines.append("       opening the directory would refuse")
+    if report.seconds:
+        rate = f", {report.records / report.seconds:,.0f} records/s" if report.records else ""
+        lines.append(f"verified in {report.seconds:.3f} s{rate}")
+    status = ("clean", "torn tail only (repairable: exit 1)",
+              "damage: opening refuses (exit 2)")[report.status]
+    lines.append(f"status:   {status}")
+    return "\n".join(lines)
 
 
 def main(args: argparse.Namespace) -> int:
-    print("streamkeep: not implemented yet", file=sys.stderr)
-    return 3
+    import json
+
+    try:
+        report = analyse(args.path)
+    except UsageError as err:
+        print(f"streamkeep aof verify: {err}", file=sys.stderr)
+        return USAGE
+    except OSError as err:
+        print(f"streamkeep aof verify: {args.path}: {err.strerror or err}", file=sys.stderr)
+        return USAGE
+    if args.json:
+        print(json.dumps(report.to_json(), indent=1))
+    else:
+        print(render(report))
+    return report.status
