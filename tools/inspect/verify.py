@@ -11,10 +11,13 @@ Must not touch: the record format (aof.codec), the manifest's schema (aof.manife
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
+import time
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, TextIO
 
 EPILOG = """\
 examples:
@@ -173,11 +176,13 @@ def lock_holder(directory: str) -> str | None:
     return None
 
 
-def analyse(path: str) -> Report:
-    """Verify PATH (a data directory or a segment file). UsageError for a path that is
-    neither; every kind of damage is a Problem in the report."""
-    import time
+Progress = Callable[[int, int, str], None]  # (bytes done, bytes in all, file just done)
 
+
+def analyse(path: str, progress: Progress | None = None) -> Report:
+    """Verify PATH (a data directory or a segment file). UsageError for a path that is
+    neither; every kind of damage is a Problem in the report. `progress` is called after each
+    segment."""
     started = time.perf_counter()
     if os.path.isdir(path):
         for _attempt in range(3):
@@ -185,7 +190,7 @@ def analyse(path: str) -> Report:
             # named while they are read: a segment missing under a manifest that has changed
             # since is that, not damage, and the directory is read again.
             before = _manifest_bytes(path)
-            report = _analyse_directory(path)
+            report = _analyse_directory(path, progress)
             if not any(p.kind == "missing-segment" for p in report.problems) \
                     or _manifest_bytes(path) == before:
                 break
@@ -263,7 +268,7 @@ def _analyse_segment_file(file: str) -> Report:
     return report
 
 
-def _analyse_directory(directory: str) -> Report:
+def _analyse_directory(directory: str, progress: Progress | None = None) -> Report:
     from streamkeep.aof import manifest as manifest_mod
     from streamkeep.aof.codec import FormatError, decode_header
 
@@ -292,7 +297,14 @@ def _analyse_directory(directory: str) -> Report:
     if snap is not None:
         _check_snapshot(report, directory, snap)
     expected = snap.lsn + 1 if snap is not None else 1
+    total = done = 0
+    if progress is not None:
+        for entry in manifest.segments:
+            with contextlib.suppress(OSError):
+                total += os.stat(os.path.join(directory, entry.file)).st_size
     for index, entry in enumerate(manifest.segments):
+        if progress is not None and done:
+            progress(done, total, report.segments[-1].file)
         last = index == len(manifest.segments) - 1
         file = os.path.join(directory, entry.file)
         if not os.path.exists(file):
@@ -305,6 +317,7 @@ def _analyse_directory(directory: str) -> Report:
             continue
         data = _read(file)
         report.bytes_read += len(data)
+        done += len(data)
         seg = SegmentReport(entry.file, entry.segment, len(data))
         report.segments.append(seg)
         try:
@@ -416,11 +429,46 @@ def render(report: Report) -> str:
     return "\n".join(lines)
 
 
+PROGRESS_AFTER = 1.0  # seconds: a shorter run shows no progress
+
+
+@contextlib.contextmanager
+def progress_display(stream: TextIO) -> Iterator[Progress | None]:
+    """A progress bar over the bytes verified, on `stream` (stderr) only when it is a terminal
+    and only once the run has lasted PROGRESS_AFTER seconds; nothing when piped."""
+    isatty = getattr(stream, "isatty", None)
+    if not (isatty and isatty()):
+        yield None
+        return
+    started = time.monotonic()
+    state: dict[str, Any] = {}
+
+    def update(done: int, total: int, name: str) -> None:
+        if "bar" not in state:
+            if time.monotonic() - started < PROGRESS_AFTER:
+                return
+            from rich.console import Console
+            from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn
+
+            bar = Progress(TextColumn("verify {task.description}"), BarColumn(),
+                           DownloadColumn(), console=Console(file=stream), transient=True)
+            bar.start()
+            state["bar"], state["task"] = bar, bar.add_task(name, total=total)
+        state["bar"].update(state["task"], completed=done, description=name)
+
+    try:
+        yield update
+    finally:
+        if "bar" in state:
+            state["bar"].stop()
+
+
 def main(args: argparse.Namespace) -> int:
     import json
 
     try:
-        report = analyse(args.path)
+        with progress_display(sys.stderr) as progress:
+            report = analyse(args.path, progress)
     except UsageError as err:
         print(f"streamkeep aof verify: {err}", file=sys.stderr)
         return USAGE

@@ -4,6 +4,7 @@ its own, usage errors without tracebacks, and a directory verified while an engi
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import random
@@ -14,6 +15,7 @@ import pytest
 
 from streamkeep import Engine
 from streamkeep.engine.wire.errors import StorageError
+from streamkeep.tools.inspect import verify
 from tests.support.aof_workload import FakeClock, run
 from tests.support.datadir import open_dir
 from tests.support.inspect_util import (
@@ -241,3 +243,24 @@ def test_live_directory_verified_while_written(tmp_path: Path) -> None:
         thread.join()
         engine.close()
     assert verify_json(tmp_path / "live")[0] == 0
+
+
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_progress_only_on_a_terminal_after_a_while(
+        written: Written, monkeypatch: pytest.MonkeyPatch) -> None:
+    with verify.progress_display(io.StringIO()) as progress:
+        assert progress is None  # piped: quiet
+    terminal = _Terminal()
+    with verify.progress_display(terminal) as progress:
+        assert progress is not None
+        verify.analyse(str(written.path), progress)
+    assert terminal.getvalue() == ""  # a short run: nothing
+    monkeypatch.setattr(verify, "PROGRESS_AFTER", 0.0)
+    terminal = _Terminal()
+    with verify.progress_display(terminal) as progress:
+        report = verify.analyse(str(written.path), progress)
+    assert report.status == 0 and "verify" in terminal.getvalue()
