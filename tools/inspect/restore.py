@@ -14,6 +14,8 @@ import os
 import sys
 from typing import Any
 
+from streamkeep.engine.wire.errors import StreamkeepError  # stdlib only behind it
+
 EPILOG = """\
 examples:
   streamkeep restore data/ --to-lsn 51000 --out restored/
@@ -37,11 +39,11 @@ OK, IMPOSSIBLE, USAGE = 0, 2, 3
 COPY_CHUNK = 1 << 24
 
 
-class Impossible(Exception):
+class Impossible(StreamkeepError):
     """This point in time cannot be restored from this directory (exit 2)."""
 
 
-class Usage(Exception):
+class Usage(StreamkeepError):
     """Bad arguments or an I/O error (exit 3)."""
 
 

@@ -19,6 +19,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from typing import Any, TextIO
 
+from streamkeep.engine.wire.errors import StreamkeepError  # stdlib only behind it
+
 EPILOG = """\
 examples:
   streamkeep aof verify data/                  # a whole data directory
@@ -143,7 +145,7 @@ class Report:
         }
 
 
-class UsageError(Exception):
+class UsageError(StreamkeepError):
     """Bad input the command reports with exit status 3 (never a traceback)."""
 
 
