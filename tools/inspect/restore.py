@@ -130,6 +130,10 @@ def restore(src: str, out: str, to_lsn: int | None, to_time: int | None) -> int:
             header = codec.decode_header(data)
         except codec.FormatError as err:
             raise Impossible(f"{file}: {err}") from None
+        if (header.segment, header.first_lsn) != (entry.segment, entry.first_lsn):
+            raise Impossible(f"{file}: header says segment {header.segment} first LSN "
+                             f"{header.first_lsn}, the manifest says segment {entry.segment} "
+                             f"first LSN {entry.first_lsn}")
         if header.first_lsn != expected:
             raise Impossible(f"{file}: starts at LSN {header.first_lsn}, expected {expected}")
         result = codec.ScanResult(end=codec.HEADER_SIZE)

@@ -46,6 +46,8 @@ exit status:
 """
 
 OK, TORN, REFUSE, USAGE = 0, 1, 2, 3
+# Problems that make a whole segment unusable (none of its records is "ok").
+_SEGMENT_UNUSABLE = ("missing-segment", "bad-segment-header", "lsn-gap")
 
 
 @dataclass
@@ -100,17 +102,21 @@ class Report:
         return sum(s.records for s in self.segments)
 
     def ok_up_to(self) -> tuple[int, str, int] | None:
-        """(LSN, file, offset) of the end of the good prefix: the last record before the first
-        problem (the snapshot's LSN and the first segment's header end if none)."""
+        """(LSN, file, offset) of the end of the good prefix: the last good record before the
+        first problem (a segment's header end if it has none). None if nothing is good: a bad
+        manifest or snapshot, or a first segment that is missing or unusable."""
+        if any(p.kind in ("bad-manifest", "bad-snapshot") for p in self.problems):
+            return None
         lsn = self.snapshot["lsn"] if self.snapshot else 0
         last: tuple[int, str, int] | None = None
         for seg in self.segments:
-            if seg.first_lsn is not None and seg.first_lsn != lsn + 1 and last is not None:
+            found = [p for p in self.problems if p.file == seg.file]
+            if any(p.kind in _SEGMENT_UNUSABLE for p in found):
                 break
             if seg.last_lsn is not None:
                 lsn = seg.last_lsn
             last = (lsn, seg.file, seg.end)
-            if any(p.file == seg.file for p in self.problems):
+            if found:
                 break
         return last
 

@@ -264,3 +264,31 @@ def test_progress_only_on_a_terminal_after_a_while(
     with verify.progress_display(terminal) as progress:
         report = verify.analyse(str(written.path), progress)
     assert report.status == 0 and "verify" in terminal.getvalue()
+
+
+def test_ok_up_to_stops_before_an_unusable_segment(written: Written) -> None:
+    segs = segments(written.path)
+    segs[2].unlink()
+    doc = verify_json(written.path)[1]
+    first_lsn = manifest(written.path)["segments"][2]["first_lsn"]
+    assert doc["ok_up_to"] == {"lsn": first_lsn - 1, "file": segs[1].name,
+                               "offset": segs[1].stat().st_size}
+
+
+def test_incomplete_record_at_a_held_directory_tail(tmp_path: Path) -> None:
+    """A record being appended by the server holding the directory (its bytes partly there):
+    a torn tail, exit 1, and the report says a server (this process) may be writing it."""
+    clock = FakeClock()
+    engine = open_dir(tmp_path / "held", clock)
+    try:
+        run(engine, clock, "held", 0, 60)
+        engine.locked(engine.journal.flush_pending)  # type: ignore[union-attr]
+        last = segments(tmp_path / "held")[-1]
+        size = last.stat().st_size
+        append_bytes(last, _last_record(last)[:-7])
+        code, out, _err = cli("aof", "verify", str(tmp_path / "held"))
+        assert code == 1, out
+        assert f"locked by process {os.getpid()}" in out
+        assert "a server may be writing it" in out and f"torn-tail at {last.name}:{size}" in out
+    finally:
+        engine.close()
