@@ -95,8 +95,6 @@ def main(args: argparse.Namespace) -> int:
 
 def restore(src: str, out: str, to_lsn: int | None, to_time: int | None) -> int:
     """Build `out` from `src`; returns the LSN whose state it holds."""
-    from streamkeep.aof import codec
-    from streamkeep.aof import manifest as manifest_mod
     from streamkeep.aof.fs import RealFS
 
     fs = RealFS()
@@ -106,12 +104,50 @@ def restore(src: str, out: str, to_lsn: int | None, to_time: int | None) -> int:
         raise Usage(f"{src}: not a directory")
     if os.path.exists(out) and (not os.path.isdir(out) or os.listdir(out)):
         raise Usage(f"{out}: exists and is not an empty directory")
+    manifest, fds = _open_files(fs, src)
     try:
-        manifest = manifest_mod.load(fs, src)
-    except manifest_mod.ManifestError as err:
-        raise Impossible(str(err)) from None
+        return _restore(fs, src, out, to_lsn, to_time, manifest, fds)
+    finally:
+        for fd in fds.values():
+            fs.close(fd)
+
+
+def _open_files(fs: Any, src: str) -> tuple[Any, dict[str, int]]:
+    """The manifest and a read descriptor on every file it names. A server's compaction may
+    replace the manifest and delete what it named meanwhile: then the manifest is read again.
+    Once open, the files stay readable even if a compaction unlinks them."""
+    from streamkeep.aof import manifest as manifest_mod
+
+    for attempt in range(3):
+        try:
+            manifest = manifest_mod.load(fs, src)
+        except manifest_mod.ManifestError as err:
+            raise Impossible(str(err)) from None
+        names = [entry.file for entry in manifest.segments]
+        if manifest.snapshot is not None:
+            names.append(manifest.snapshot.file)
+        fds: dict[str, int] = {}
+        try:
+            for name in names:
+                fds[name] = fs.open_read(os.path.join(src, name))
+        except FileNotFoundError:
+            for fd in fds.values():
+                fs.close(fd)
+            if attempt == 2:
+                raise
+            continue
+        return manifest, fds
+    raise AssertionError("unreachable")
+
+
+def _restore(fs: Any, src: str, out: str, to_lsn: int | None, to_time: int | None,
+             manifest: Any, fds: dict[str, int]) -> int:
+    from streamkeep.aof import codec
+
     snap = manifest.snapshot
     base = snap.lsn if snap is not None else 0
+    if snap is not None:
+        _check_snapshot(fs, os.path.join(src, snap.file), fds[snap.file], snap)
     if to_lsn is not None and to_lsn < base:
         raise Impossible(
             f"LSN {to_lsn} is before the snapshot {snap.file if snap else ''} (LSN {base}): "
@@ -125,7 +161,8 @@ def restore(src: str, out: str, to_lsn: int | None, to_time: int | None) -> int:
         if done:
             break
         file = os.path.join(src, entry.file)
-        data = fs.read_file(file)
+        fd = fds[entry.file]
+        data = fs.pread(fd, fs.fsize(fd), 0)
         try:
             header = codec.decode_header(data)
         except codec.FormatError as err:
@@ -168,41 +205,54 @@ def restore(src: str, out: str, to_lsn: int | None, to_time: int | None) -> int:
         raise Impossible(f"no record after the snapshot {snap.file} (LSN {base}, created at "
                          f"{snap.created_ms} ms) is at or before {to_time} ms: that time was "
                          f"compacted away")
-    _build(fs, src, out, manifest, kept, target)
+    _build(fs, fds, out, manifest, kept, target)
     return target
 
 
-def _copy(fs: Any, src: str, dst: str, size: int) -> None:
-    fd_in = fs.open_read(src)
+def _check_snapshot(fs: Any, file: str, fd: int, snap: Any) -> None:
+    """The snapshot is the one the manifest names: its size, and its meta's LSN."""
+    from streamkeep.snapshot.reader import Snapshot, SnapshotError
+
+    size = fs.fsize(fd)
+    if size != snap.size:
+        raise Impossible(f"{file}: {size} bytes, the manifest says {snap.size} (truncated or "
+                         f"replaced)")
     try:
-        fd_out = fs.open_write_new(dst)
-        try:
-            offset = 0
-            while offset < size:
-                chunk = fs.pread(fd_in, min(COPY_CHUNK, size - offset), offset)
-                if not chunk:
-                    raise OSError(0, f"ends at {offset}, expected {size} bytes", src)
-                fs.write(fd_out, chunk)
-                offset += len(chunk)
-            fs.fdatasync(fd_out)
-        finally:
-            fs.close(fd_out)
+        with Snapshot(file) as reader:
+            lsn = reader.meta.lsn
+    except SnapshotError as err:
+        raise Impossible(str(err)) from None
+    if lsn != snap.lsn:
+        raise Impossible(f"{file}: covers LSN {lsn}, the manifest says {snap.lsn}")
+
+
+def _copy(fs: Any, fd_in: int, dst: str, size: int) -> None:
+    fd_out = fs.open_write_new(dst)
+    try:
+        offset = 0
+        while offset < size:
+            chunk = fs.pread(fd_in, min(COPY_CHUNK, size - offset), offset)
+            if not chunk:
+                raise OSError(0, f"ends at {offset}, expected {size} bytes", dst)
+            fs.write(fd_out, chunk)
+            offset += len(chunk)
+        fs.fdatasync(fd_out)
     finally:
-        fs.close(fd_in)
+        fs.close(fd_out)
 
 
-def _build(fs: Any, src: str, out: str, manifest: Any, kept: list[tuple[Any, int]],
-           target: int) -> None:
+def _build(fs: Any, fds: dict[str, int], out: str, manifest: Any,
+           kept: list[tuple[Any, int]], target: int) -> None:
     from streamkeep.aof import codec
     from streamkeep.aof import manifest as manifest_mod
 
     fs.makedirs(out)
     snap = manifest.snapshot
     if snap is not None:
-        _copy(fs, os.path.join(src, snap.file), os.path.join(out, snap.file), snap.size)
+        _copy(fs, fds[snap.file], os.path.join(out, snap.file), snap.size)
     entries = []
     for entry, end in kept:
-        _copy(fs, os.path.join(src, entry.file), os.path.join(out, entry.file), end)
+        _copy(fs, fds[entry.file], os.path.join(out, entry.file), end)
         entries.append(entry)
     if not entries:  # no segment kept (cannot happen: the first is always kept), be safe
         number = manifest.segments[0].segment

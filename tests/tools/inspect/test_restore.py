@@ -6,12 +6,14 @@ snapshot, at segment boundaries), the source directory is untouched, and the imp
 from __future__ import annotations
 
 import datetime
+import threading
 from pathlib import Path
 
 import pytest
 
 from streamkeep import Engine
-from tests.support.datadir import fingerprint
+from tests.support.aof_workload import FakeClock, run
+from tests.support.datadir import fingerprint, open_dir
 from tests.support.inspect_util import (
     Written,
     cli,
@@ -141,3 +143,50 @@ def test_usage_errors(plain: Written, tmp_path: Path) -> None:
     assert code == 0, err
     code, out, _err = cli("restore", "--help")
     assert code == 0 and "examples:" in out and "exit status:" in out
+
+
+def test_bad_snapshot_is_impossible(tmp_path: Path) -> None:
+    written = write_dir(tmp_path / "data", commands=200, compact_after=100)
+    snap = written.path / manifest(written.path)["snapshot"]["file"]
+    with open(snap, "ab") as out:
+        out.write(bytes(100))
+    code, _out, err = cli("restore", str(written.path), "--to-lsn", str(written.lsn),
+                          "--out", str(tmp_path / "x"))
+    assert code == 2 and str(snap) in err and "the manifest says" in err
+
+
+def test_restore_while_an_engine_writes_and_compacts(tmp_path: Path) -> None:
+    """DIR is not locked: restoring from a directory an open Engine writes (and compacts) to
+    works, and the result opens at the LSN asked for."""
+    clock = FakeClock()
+    engine = open_dir(tmp_path / "live", clock)
+    try:
+        run(engine, clock, "live", 0, 150)
+        lsn = engine.journal.lsn  # type: ignore[union-attr]
+        stop = threading.Event()
+
+        def writer() -> None:
+            i = 150
+            while not stop.is_set():
+                run(engine, clock, "live", i, i + 25)
+                i += 25
+                if i % 100 == 0:
+                    engine.compact(wait=True)
+
+        thread = threading.Thread(target=writer)
+        thread.start()
+        try:
+            for n in range(5):
+                code, _out, err = cli("restore", str(tmp_path / "live"), "--to-lsn", str(lsn),
+                                      "--out", str(tmp_path / f"r{n}"))
+                # A compaction past `lsn` makes it impossible (said so), never an error.
+                assert code in (0, 2), err
+                if code == 0:
+                    assert opened(tmp_path / f"r{n}")[1] == lsn
+                else:
+                    assert "before the snapshot" in err
+        finally:
+            stop.set()
+            thread.join()
+    finally:
+        engine.close()
