@@ -84,7 +84,7 @@ def main(args: argparse.Namespace) -> int:
         print(f"streamkeep aof fix: {path}: cannot lock ({err.strerror})", file=sys.stderr)
         return USAGE
     try:
-        report = analyse(path)
+        report = analyse(path, deep=True)  # the verdict opening reaches, decoding included
         return _fix(fs, path, report, args)
     except UsageError as err:
         print(f"streamkeep aof fix: {err}", file=sys.stderr)
@@ -223,7 +223,7 @@ def _skip_damaged(fs: Any, path: str, first: int) -> None:
 def _check_after(path: str) -> int:
     from streamkeep.tools.inspect.verify import analyse
 
-    after = analyse(path)
+    after = analyse(path, deep=True)
     if after.problems:
         for problem in after.problems:
             print(f"still damaged: {problem.describe()}", file=sys.stderr)

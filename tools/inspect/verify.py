@@ -26,6 +26,7 @@ examples:
   streamkeep aof verify data/                  # a whole data directory
   streamkeep aof verify data/segment-000007.aof
   streamkeep aof verify --json data/ | jq .problems
+  streamkeep aof verify --deep data/           # decode every record, as a replay does
 
 what is checked: the manifest; every segment's header (number and first LSN as the manifest
 names them); every record's framing, CRC-32C and LSN (consecutive within and across segments);
@@ -161,6 +162,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.epilog = EPILOG
     parser.add_argument("path", help="a data directory or a segment file")
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
+    parser.add_argument("--deep", action="store_true",
+                        help="decode every record as replay does (slower; by default records "
+                             "are CRC-checked and only their LSN is decoded)")
 
 
 def lock_holder(directory: str) -> str | None:
@@ -187,10 +191,10 @@ def lock_holder(directory: str) -> str | None:
 Progress = Callable[[int, int, str], None]  # (bytes done, bytes in all, file just done)
 
 
-def analyse(path: str, progress: Progress | None = None) -> Report:
+def analyse(path: str, progress: Progress | None = None, deep: bool = False) -> Report:
     """Verify PATH (a data directory or a segment file). UsageError for a path that is
     neither; every kind of damage is a Problem in the report. `progress` is called after each
-    segment."""
+    segment; `deep` decodes every record as replay does (slower) instead of its LSN only."""
     started = time.perf_counter()
     if os.path.isdir(path):
         for _attempt in range(3):
@@ -198,12 +202,12 @@ def analyse(path: str, progress: Progress | None = None) -> Report:
             # named while they are read: a segment missing under a manifest that has changed
             # since is that, not damage, and the directory is read again.
             before = _manifest_bytes(path)
-            report = _analyse_directory(path, progress)
+            report = _analyse_directory(path, progress, deep)
             if not any(p.kind == "missing-segment" for p in report.problems) \
                     or _manifest_bytes(path) == before:
                 break
     elif os.path.isfile(path):
-        report = _analyse_segment_file(path)
+        report = _analyse_segment_file(path, deep)
     else:
         raise UsageError(f"{path}: no such file or directory")
     report.seconds = time.perf_counter() - started
@@ -229,11 +233,25 @@ def _read(file: str) -> bytes:
         raise UsageError(f"{file}: cannot read ({err.strerror})") from None
 
 
+def _deep_scan(data: bytes, first_lsn: int) -> Any:
+    """verify_scan's result, from decoding every record as replay does (`scan_batches`)."""
+    from streamkeep.aof.codec import HEADER_SIZE, ScanResult, VerifyResult, scan_batches
+
+    scan = ScanResult(end=HEADER_SIZE)
+    result = VerifyResult(end=HEADER_SIZE)
+    for batch in scan_batches(data, HEADER_SIZE, first_lsn, scan, 4096):
+        if result.first_time_ms is None:
+            result.first_time_ms = batch[0][1]
+        result.last_time_ms = batch[-1][1]
+    result.end, result.count, result.damage = scan.end, scan.count, scan.damage
+    return result
+
+
 def _check_records(report: Report, seg: SegmentReport, data: bytes, file: str,
-                   first_lsn: int, last: bool) -> None:
+                   first_lsn: int, last: bool, deep: bool = False) -> None:
     from streamkeep.aof.codec import HEADER_SIZE, verify_scan
 
-    result = verify_scan(data, HEADER_SIZE, first_lsn)
+    result = _deep_scan(data, first_lsn) if deep else verify_scan(data, HEADER_SIZE, first_lsn)
     seg.records, seg.end = result.count, result.end
     seg.first_time_ms, seg.last_time_ms = result.first_time_ms, result.last_time_ms
     if result.count:
@@ -257,7 +275,7 @@ def _check_records(report: Report, seg: SegmentReport, data: bytes, file: str,
                                        len(data) - damage.offset))
 
 
-def _analyse_segment_file(file: str) -> Report:
+def _analyse_segment_file(file: str, deep: bool = False) -> Report:
     from streamkeep.aof.codec import FormatError, decode_header
 
     report = Report(file, "segment")
@@ -271,12 +289,13 @@ def _analyse_segment_file(file: str) -> Report:
         report.problems.append(Problem("bad-segment-header", seg.file, 0, str(err), "refuse"))
         return report
     seg.segment = header.segment
-    _check_records(report, seg, data, seg.file, header.first_lsn, True)
+    _check_records(report, seg, data, seg.file, header.first_lsn, True, deep)
     report.locked_by = lock_holder(os.path.dirname(file) or ".")
     return report
 
 
-def _analyse_directory(directory: str, progress: Progress | None = None) -> Report:
+def _analyse_directory(directory: str, progress: Progress | None = None,
+                       deep: bool = False) -> Report:
     from streamkeep.aof import manifest as manifest_mod
     from streamkeep.aof.codec import FormatError, decode_header
 
@@ -346,7 +365,7 @@ def _analyse_directory(directory: str, progress: Progress | None = None) -> Repo
                 f"starts at LSN {entry.first_lsn} but the previous "
                 f"{'segment' if index else 'snapshot'} ends at LSN {expected - 1}", "refuse"))
         problems = len(report.problems)
-        _check_records(report, seg, data, entry.file, header.first_lsn, last)
+        _check_records(report, seg, data, entry.file, header.first_lsn, last, deep)
         # After damage the next segment's LSNs cannot be checked against this one's end: the
         # damage is the problem, not a gap.
         expected = -1 if len(report.problems) > problems else header.first_lsn + seg.records
@@ -476,7 +495,7 @@ def main(args: argparse.Namespace) -> int:
 
     try:
         with progress_display(sys.stderr) as progress:
-            report = analyse(args.path, progress)
+            report = analyse(args.path, progress, args.deep)
     except UsageError as err:
         print(f"streamkeep aof verify: {err}", file=sys.stderr)
         return USAGE

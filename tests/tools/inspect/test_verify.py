@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from streamkeep import Engine
+from streamkeep.aof import codec
 from streamkeep.engine.wire.errors import StorageError
 from streamkeep.tools.inspect import verify
 from tests.support.aof_workload import FakeClock, run
@@ -292,3 +293,31 @@ def test_incomplete_record_at_a_held_directory_tail(tmp_path: Path) -> None:
         assert "a server may be writing it" in out and f"torn-tail at {last.name}:{size}" in out
     finally:
         engine.close()
+
+
+def test_deep_decodes_what_the_fast_scan_does_not(tmp_path: Path) -> None:
+    """A record with a valid CRC and the right LSN but a payload replay cannot decode: only
+    --deep (a replay's decoding) sees it; both agree on a sound directory."""
+    written = write_dir(tmp_path / "data", commands=120)
+    assert verify_json(written.path)[1]["records"] == cli_deep(written.path)[1]["records"]
+    seg = segments(written.path)[-1]
+    offsets = record_offsets(seg)
+    data = bytearray(seg.read_bytes())
+    at = offsets[len(offsets) // 2]
+    length = codec.FRAME.unpack_from(data, at)[0]
+    payload = bytearray(data[at + 8:at + 8 + length])
+    pos = 1 + {0xCC: 2, 0xCD: 3, 0xCE: 5}.get(payload[1], 1)  # past the LSN
+    pos += {0xCE: 5, 0xCF: 9}[payload[pos]] + 1  # past time_ms and db
+    payload[pos] = 0xC1  # msgpack's never-used byte where the effects array starts
+    data[at + 4:at + 8] = codec.crc32c(bytes(payload)).to_bytes(4, "little")
+    data[at + 8:at + 8 + length] = payload
+    seg.write_bytes(bytes(data))
+    assert verify_json(written.path)[0] == 0
+    code, doc = cli_deep(written.path)
+    assert code == 2 and problem(doc)["offset"] == at
+    assert "undecodable" in problem(doc)["reason"]
+
+
+def cli_deep(path: Path) -> tuple[int, dict]:
+    code, out, _err = cli("aof", "verify", "--deep", "--json", str(path))
+    return code, json.loads(out)
