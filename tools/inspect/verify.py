@@ -89,6 +89,7 @@ class Report:
     snapshot: dict[str, Any] | None = None
     problems: list[Problem] = field(default_factory=list)
     locked_by: str | None = None  # a process holding the directory's lock (a server)
+    notes: list[str] = field(default_factory=list)  # not damage: files opening would remove
     seconds: float = 0.0
     bytes_read: int = 0
 
@@ -147,6 +148,7 @@ class Report:
             "ok_up_to": None if ok is None else {"lsn": ok[0], "file": ok[1], "offset": ok[2]},
             "problems": [asdict(p) for p in self.problems],
             "locked_by": self.locked_by,
+            "notes": self.notes,
             "seconds": round(self.seconds, 6),
             "records_per_second": round(self.records / self.seconds) if self.seconds else None,
         }
@@ -323,6 +325,13 @@ def _analyse_directory(directory: str, progress: Progress | None = None,
     snap = manifest.snapshot
     if snap is not None:
         _check_snapshot(report, directory, snap)
+    named = {entry.file for entry in manifest.segments} | ({snap.file} if snap else set())
+    for name in sorted(names):
+        if name not in named and (manifest_mod.is_segment_file(name) or name.endswith(".tmp")
+                                  or manifest_mod.is_snapshot_file(name)):
+            report.notes.append(f"{name}: not named by the manifest (a leftover of an "
+                                f"interrupted rotation, compaction or replace, or a file a "
+                                f"running server is creating); opening removes leftovers")
     expected = snap.lsn + 1 if snap is not None else 1
     total = done = 0
     if progress is not None:
@@ -434,6 +443,8 @@ def render(report: Report) -> str:
     ok = report.ok_up_to()
     if ok is not None:
         lines.append(f"ok up to LSN {ok[0]} at {ok[1]}:{ok[2]}")
+    for note in report.notes:
+        lines.append(f"note:     {note}")
     for problem in report.problems:
         lines.append(f"DAMAGE {problem.describe()}")
         if problem.action == "truncate":

@@ -54,7 +54,7 @@ def test_clean_directory_text_and_json(written: Written) -> None:
     assert code == 0 and doc["status"] == "ok" and doc["exit_code"] == 0
     assert set(doc) >= {"path", "kind", "status", "exit_code", "records", "segments",
                         "lsn_range", "time_range_ms", "snapshot", "ok_up_to", "problems",
-                        "locked_by", "seconds", "records_per_second"}
+                        "locked_by", "notes", "seconds", "records_per_second"}
     snap = manifest(written.path)["snapshot"]
     assert doc["snapshot"]["ok"] and doc["snapshot"]["lsn"] == snap["lsn"]
     assert doc["lsn_range"] == [snap["lsn"] + 1, written.lsn]
@@ -64,7 +64,7 @@ def test_clean_directory_text_and_json(written: Written) -> None:
     times = [written.times[lsn] for lsn in range(snap["lsn"] + 1, written.lsn + 1)]
     assert doc["time_range_ms"] == [min(times), max(times)]
     assert [s["file"] for s in doc["segments"]] == [p.name for p in segments(written.path)]
-    assert doc["problems"] == [] and doc["locked_by"] is None
+    assert doc["problems"] == [] and doc["locked_by"] is None and doc["notes"] == []
     for seg in doc["segments"]:
         assert set(seg) == {"file", "segment", "size", "records", "first_lsn", "last_lsn",
                             "first_time_ms", "last_time_ms", "end"}
@@ -321,3 +321,14 @@ def test_deep_decodes_what_the_fast_scan_does_not(tmp_path: Path) -> None:
 def cli_deep(path: Path) -> tuple[int, dict]:
     code, out, _err = cli("aof", "verify", "--deep", "--json", str(path))
     return code, json.loads(out)
+
+
+def test_leftover_files_are_notes_not_damage(written: Written) -> None:
+    last = segments(written.path)[-1]
+    number = int(last.name[8:-4]) + 1
+    orphan = written.path / f"segment-{number:06d}.aof"
+    orphan.write_bytes(last.read_bytes()[:32])
+    (written.path / "manifest.json.tmp").write_text("{")
+    code, out, _err = cli("aof", "verify", str(written.path))
+    assert code == 0 and f"note:     {orphan.name}: not named by the manifest" in out
+    assert len(verify_json(written.path)[1]["notes"]) == 2
