@@ -17,7 +17,7 @@ import sys
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
-from typing import Any, TextIO
+from typing import Any, NamedTuple, TextIO
 
 from streamkeep.engine.wire.errors import StreamkeepError  # stdlib only behind it
 
@@ -164,6 +164,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.epilog = EPILOG
     parser.add_argument("path", help="a data directory or a segment file")
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
+    parser.add_argument("--jobs", "-j", type=int, default=None, metavar="N",
+                        help="segments scanned at once, in worker processes (default: one "
+                             "per CPU, at most 4, when the segments hold 64 MiB or more; "
+                             "else 1)")
     parser.add_argument("--deep", action="store_true",
                         help="decode every record as replay does (slower; by default records "
                              "are CRC-checked and only their LSN is decoded)")
@@ -193,10 +197,12 @@ def lock_holder(directory: str) -> str | None:
 Progress = Callable[[int, int, str], None]  # (bytes done, bytes in all, file just done)
 
 
-def analyse(path: str, progress: Progress | None = None, deep: bool = False) -> Report:
+def analyse(path: str, progress: Progress | None = None, deep: bool = False,
+            jobs: int = 1) -> Report:
     """Verify PATH (a data directory or a segment file). UsageError for a path that is
     neither; every kind of damage is a Problem in the report. `progress` is called after each
-    segment; `deep` decodes every record as replay does (slower) instead of its LSN only."""
+    segment; `deep` decodes every record as replay does (slower) instead of its LSN only;
+    `jobs` > 1 scans that many segments at once in worker processes."""
     started = time.perf_counter()
     if os.path.isdir(path):
         for _attempt in range(3):
@@ -204,7 +210,7 @@ def analyse(path: str, progress: Progress | None = None, deep: bool = False) -> 
             # named while they are read: a segment missing under a manifest that has changed
             # since is that, not damage, and the directory is read again.
             before = _manifest_bytes(path)
-            report = _analyse_directory(path, progress, deep)
+            report = _analyse_directory(path, progress, deep, jobs)
             if not any(p.kind == "missing-segment" for p in report.problems) \
                     or _manifest_bytes(path) == before:
                 break
@@ -231,6 +237,8 @@ def _read(file: str) -> bytes:
 
     try:
         return RealFS().read_file(file)
+    except FileNotFoundError:
+        raise
     except OSError as err:
         raise UsageError(f"{file}: cannot read ({err.strerror})") from None
 
@@ -249,57 +257,105 @@ def _deep_scan(data: bytes, first_lsn: int) -> Any:
     return result
 
 
-def _check_records(report: Report, seg: SegmentReport, data: bytes, file: str,
-                   first_lsn: int, last: bool, deep: bool = False) -> None:
-    from streamkeep.aof.codec import HEADER_SIZE, verify_scan
+class Scanned(NamedTuple):
+    """One segment file's scan (picklable: a worker process returns it with --jobs)."""
 
-    result = _deep_scan(data, first_lsn) if deep else verify_scan(data, HEADER_SIZE, first_lsn)
-    seg.records, seg.end = result.count, result.end
-    seg.first_time_ms, seg.last_time_ms = result.first_time_ms, result.last_time_ms
-    if result.count:
-        seg.first_lsn, seg.last_lsn = first_lsn, first_lsn + result.count - 1
-    damage = result.damage
-    if damage is None:
-        return
-    if damage.valid_after:
-        report.problems.append(Problem(
-            "damage-before-valid", file, damage.offset,
-            f"{damage.reason}, followed by valid records (LSN {first_lsn + result.count} "
-            f"expected)", "refuse"))
-    elif not last:
-        report.problems.append(Problem(
-            "torn-tail", file, damage.offset,
-            f"{damage.reason}; not the last segment, so records may be missing", "refuse",
-            len(data) - damage.offset))
-    else:
-        reason = f"{damage.reason}, {len(data) - damage.offset} bytes with no valid record"
-        report.problems.append(Problem("torn-tail", file, damage.offset, reason, "truncate",
-                                       len(data) - damage.offset))
+    size: int
+    missing: bool = False
+    header: tuple[int, int] | None = None  # (segment, first_lsn)
+    header_error: str | None = None
+    end: int = 0
+    records: int = 0
+    first_time_ms: int | None = None
+    last_time_ms: int | None = None
+    damage: tuple[int, str, bool] | None = None  # (offset, reason, valid_after)
 
 
-def _analyse_segment_file(file: str, deep: bool = False) -> Report:
-    from streamkeep.aof.codec import FormatError, decode_header
+def scan_segment(file: str, deep: bool = False) -> Scanned:
+    """Read and check one segment file: its header, then its records (CRC and LSN, or fully
+    decoded with `deep`). A file gone (a live compaction deleted it) is `missing`."""
+    from streamkeep.aof.codec import HEADER_SIZE, FormatError, decode_header, verify_scan
 
-    report = Report(file, "segment")
-    data = _read(file)
-    report.bytes_read = len(data)
-    seg = SegmentReport(os.path.basename(file), None, len(data))
-    report.segments.append(seg)
+    try:
+        data = _read(file)
+    except FileNotFoundError:
+        return Scanned(0, missing=True)
     try:
         header = decode_header(data)
     except FormatError as err:
-        report.problems.append(Problem("bad-segment-header", seg.file, 0, str(err), "refuse"))
+        return Scanned(len(data), header_error=str(err))
+    first_lsn = header.first_lsn
+    result = _deep_scan(data, first_lsn) if deep else verify_scan(data, HEADER_SIZE, first_lsn)
+    damage = result.damage
+    return Scanned(len(data), False, (header.segment, first_lsn), None, result.end,
+                   result.count, result.first_time_ms, result.last_time_ms,
+                   None if damage is None else (damage.offset, damage.reason,
+                                                damage.valid_after))
+
+
+def _check_records(report: Report, seg: SegmentReport, scanned: Scanned, file: str,
+                   last: bool) -> None:
+    assert scanned.header is not None
+    first_lsn = scanned.header[1]
+    seg.records, seg.end = scanned.records, scanned.end
+    seg.first_time_ms, seg.last_time_ms = scanned.first_time_ms, scanned.last_time_ms
+    if scanned.records:
+        seg.first_lsn, seg.last_lsn = first_lsn, first_lsn + scanned.records - 1
+    if scanned.damage is None:
+        return
+    offset, reason, valid_after = scanned.damage
+    cut = scanned.size - offset
+    if valid_after:
+        report.problems.append(Problem(
+            "damage-before-valid", file, offset,
+            f"{reason}, followed by valid records (LSN {first_lsn + scanned.records} "
+            f"expected)", "refuse"))
+    elif not last:
+        report.problems.append(Problem(
+            "torn-tail", file, offset,
+            f"{reason}; not the last segment, so records may be missing", "refuse", cut))
+    else:
+        report.problems.append(Problem(
+            "torn-tail", file, offset, f"{reason}, {cut} bytes with no valid record",
+            "truncate", cut))
+
+
+def _scan_all(files: list[str], deep: bool, jobs: int) -> Iterator[Scanned]:
+    """scan_segment over files, in order; with jobs > 1 in that many worker processes
+    (forkserver: safe in a process with threads), each reading its own files."""
+    if jobs <= 1 or len(files) <= 1:
+        for file in files:
+            yield scan_segment(file, deep)
+        return
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    context = multiprocessing.get_context("forkserver")
+    with ProcessPoolExecutor(min(jobs, len(files)), mp_context=context) as pool:
+        yield from pool.map(scan_segment, files, [deep] * len(files))
+
+
+def _analyse_segment_file(file: str, deep: bool = False) -> Report:
+    report = Report(file, "segment")
+    scanned = scan_segment(file, deep)
+    if scanned.missing:
+        raise UsageError(f"{file}: no such file")
+    report.bytes_read = scanned.size
+    seg = SegmentReport(os.path.basename(file), None, scanned.size)
+    report.segments.append(seg)
+    if scanned.header is None:
+        report.problems.append(Problem("bad-segment-header", seg.file, 0,
+                                       str(scanned.header_error), "refuse"))
         return report
-    seg.segment = header.segment
-    _check_records(report, seg, data, seg.file, header.first_lsn, True, deep)
+    seg.segment = scanned.header[0]
+    _check_records(report, seg, scanned, seg.file, True)
     report.locked_by = lock_holder(os.path.dirname(file) or ".")
     return report
 
 
 def _analyse_directory(directory: str, progress: Progress | None = None,
-                       deep: bool = False) -> Report:
+                       deep: bool = False, jobs: int = 1) -> Report:
     from streamkeep.aof import manifest as manifest_mod
-    from streamkeep.aof.codec import FormatError, decode_header
 
     report = Report(directory, "directory")
     report.locked_by = lock_holder(directory)
@@ -338,12 +394,11 @@ def _analyse_directory(directory: str, progress: Progress | None = None,
         for entry in manifest.segments:
             with contextlib.suppress(OSError):
                 total += os.stat(os.path.join(directory, entry.file)).st_size
-    for index, entry in enumerate(manifest.segments):
-        if progress is not None and done:
-            progress(done, total, report.segments[-1].file)
+    files = [os.path.join(directory, entry.file) for entry in manifest.segments]
+    scans = _scan_all(files, deep, jobs)
+    for index, (entry, scanned) in enumerate(zip(manifest.segments, scans, strict=True)):
         last = index == len(manifest.segments) - 1
-        file = os.path.join(directory, entry.file)
-        if not os.path.exists(file):
+        if scanned.missing:
             report.segments.append(SegmentReport(entry.file, entry.segment, 0))
             report.problems.append(Problem(
                 "missing-segment", entry.file, None,
@@ -351,22 +406,22 @@ def _analyse_directory(directory: str, progress: Progress | None = None,
                 "refuse"))
             expected = -1
             continue
-        data = _read(file)
-        report.bytes_read += len(data)
-        done += len(data)
-        seg = SegmentReport(entry.file, entry.segment, len(data))
+        report.bytes_read += scanned.size
+        done += scanned.size
+        if progress is not None:
+            progress(done, total, entry.file)
+        seg = SegmentReport(entry.file, entry.segment, scanned.size)
         report.segments.append(seg)
-        try:
-            header = decode_header(data)
-        except FormatError as err:
-            report.problems.append(Problem("bad-segment-header", entry.file, 0, str(err),
-                                           "refuse"))
+        if scanned.header is None:
+            report.problems.append(Problem("bad-segment-header", entry.file, 0,
+                                           str(scanned.header_error), "refuse"))
             expected = -1
             continue
-        if (header.segment, header.first_lsn) != (entry.segment, entry.first_lsn):
+        segment, first_lsn = scanned.header
+        if (segment, first_lsn) != (entry.segment, entry.first_lsn):
             report.problems.append(Problem(
                 "bad-segment-header", entry.file, 0,
-                f"header says segment {header.segment} first LSN {header.first_lsn}, the "
+                f"header says segment {segment} first LSN {first_lsn}, the "
                 f"manifest says segment {entry.segment} first LSN {entry.first_lsn}", "refuse"))
         if expected != -1 and entry.first_lsn != expected:
             report.problems.append(Problem(
@@ -374,10 +429,10 @@ def _analyse_directory(directory: str, progress: Progress | None = None,
                 f"starts at LSN {entry.first_lsn} but the previous "
                 f"{'segment' if index else 'snapshot'} ends at LSN {expected - 1}", "refuse"))
         problems = len(report.problems)
-        _check_records(report, seg, data, entry.file, header.first_lsn, last, deep)
+        _check_records(report, seg, scanned, entry.file, last)
         # After damage the next segment's LSNs cannot be checked against this one's end: the
         # damage is the problem, not a gap.
-        expected = -1 if len(report.problems) > problems else header.first_lsn + seg.records
+        expected = -1 if len(report.problems) > problems else first_lsn + seg.records
     return report
 
 
@@ -468,6 +523,26 @@ def render(report: Report) -> str:
 
 
 PROGRESS_AFTER = 1.0  # seconds: a shorter run shows no progress
+PARALLEL_BYTES = 64 << 20  # segments this big in all are worth worker processes
+MAX_AUTO_JOBS = 4
+
+
+def _jobs(path: str, asked: int | None) -> int:
+    """--jobs, or its default: one per CPU (at most MAX_AUTO_JOBS) for PARALLEL_BYTES of
+    segments or more, else 1."""
+    if asked is not None:
+        if asked < 1:
+            raise UsageError(f"--jobs {asked}: at least 1")
+        return asked
+    if not os.path.isdir(path):
+        return 1
+    total = 0
+    with contextlib.suppress(OSError):
+        for entry in os.scandir(path):
+            if entry.name.endswith(".aof"):
+                total += entry.stat().st_size
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return min(cpus or 1, MAX_AUTO_JOBS) if total >= PARALLEL_BYTES else 1
 
 
 @contextlib.contextmanager
@@ -506,7 +581,7 @@ def main(args: argparse.Namespace) -> int:
 
     try:
         with progress_display(sys.stderr) as progress:
-            report = analyse(args.path, progress, args.deep)
+            report = analyse(args.path, progress, args.deep, _jobs(args.path, args.jobs))
     except UsageError as err:
         print(f"streamkeep aof verify: {err}", file=sys.stderr)
         return USAGE

@@ -332,3 +332,22 @@ def test_leftover_files_are_notes_not_damage(written: Written) -> None:
     code, out, _err = cli("aof", "verify", str(written.path))
     assert code == 0 and f"note:     {orphan.name}: not named by the manifest" in out
     assert len(verify_json(written.path)[1]["notes"]) == 2
+
+
+def test_jobs_give_the_same_report(written: Written) -> None:
+    seg = segments(written.path)[2]
+    flip_byte(seg, record_offsets(seg)[1] + 12)
+    segments(written.path)[3].unlink()
+    append_bytes(segments(written.path)[-1], bytes(20))
+    reports = []
+    for jobs in ("1", "3"):
+        code, out, err = cli("aof", "verify", "--json", "--jobs", jobs, str(written.path))
+        doc = json.loads(out)
+        del doc["seconds"], doc["records_per_second"]
+        reports.append((code, doc))
+    assert reports[0] == reports[1]
+    assert reports[0][0] == 2
+    assert [p["kind"] for p in reports[0][1]["problems"]] == [
+        "damage-before-valid", "missing-segment", "torn-tail"]
+    code, _out, err = cli("aof", "verify", "--jobs", "0", str(written.path))
+    assert code == 3 and "--jobs" in err
