@@ -27,6 +27,7 @@ examples:
   streamkeep aof verify data/segment-000007.aof
   streamkeep aof verify --json data/ | jq .problems
   streamkeep aof verify --deep data/           # decode every record, as a replay does
+  streamkeep aof verify --jobs 4 data/         # 4 segments at once (worker processes)
 
 what is checked: the manifest; every segment's header (number and first LSN as the manifest
 names them); every record's framing, CRC-32C and LSN (consecutive within and across segments);
