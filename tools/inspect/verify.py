@@ -486,10 +486,13 @@ def render(report: Report) -> str:
         state = "ok" if snap["ok"] else "BAD"
         lines.append(f"snapshot  {snap['file']}: LSN {snap['lsn']}, {snap['size']} bytes, "
                      f"{state}")
+    missing = {p.file for p in report.problems if p.kind == "missing-segment"}
     for seg in report.segments:
-        span = f"LSN {seg.first_lsn}..{seg.last_lsn}" if seg.records else "no records"
-        lines.append(f"segment   {seg.file}: {seg.records} records, {span}, "
-                     f"{seg.size} bytes")
+        if seg.file in missing:
+            lines.append(f"segment   {seg.file}: MISSING")
+            continue
+        span = f", LSN {seg.first_lsn}..{seg.last_lsn}" if seg.records else ""
+        lines.append(f"segment   {seg.file}: {seg.records} records{span}, {seg.size} bytes")
     lines.append(f"records:  {report.records} in {len(report.segments)} segment(s)")
     lsns, times = report.lsn_range(), report.time_range()
     if lsns:
