@@ -25,9 +25,10 @@ examples:
 A torn tail (an incomplete last record of the last segment) is cut after being copied to
 <segment>.cut-<offset> in the directory. Damage followed by valid records is refused unless
 --force-skip-damaged: every damaged span is then copied to its own .cut- file and dropped,
-the later records are kept and renumbered (LSNs stay consecutive), the history gets a new
-replication ID (replicas resynchronise), and the records lost are reported with file and
-offset. A missing segment, a bad manifest or snapshot, or an LSN gap cannot be fixed here.
+the later records are kept and renumbered (LSNs stay consecutive; records that depend on
+lost ones and fail to replay are dropped too, saved to <segment>.inapplicable), the history
+gets a new replication ID (replicas resynchronise), and the records lost are reported with
+file and offset. A missing segment, a bad manifest or snapshot, or an LSN gap cannot be fixed here.
 The directory's lock is taken first: a directory a running server holds is never edited.
 
 exit status:
@@ -134,8 +135,8 @@ def _fix(fs: Any, path: str, report: Any, args: argparse.Namespace) -> int:
             f"ones after them (renumbered; cut bytes saved as .cut- files)?"):
         print("not confirmed: nothing changed", file=sys.stderr)
         return USAGE
-    _skip_damaged(fs, path, first)
-    return _check_after(path)
+    status = _skip_damaged(fs, path, first)
+    return _check_after(path) if status == OK else status
 
 
 def _write_file(fs: Any, file: str, parts: list[bytes]) -> None:
@@ -163,7 +164,7 @@ def _truncate_tail(fs: Any, path: str, file: str, offset: int, side: str) -> Non
         fs.close(fd)
 
 
-def _skip_damaged(fs: Any, path: str, first: int) -> None:
+def _skip_damaged(fs: Any, path: str, first: int) -> int:
     """Rewrite segments first.. of the manifest with their valid records, renumbered from the
     first LSN of segment `first`, under new segment numbers; then switch the manifest."""
     from streamkeep.aof import codec
@@ -171,10 +172,8 @@ def _skip_damaged(fs: Any, path: str, first: int) -> None:
 
     manifest = manifest_mod.load(fs, path)
     entries = manifest.segments
-    lsn = entries[first].first_lsn
-    number = entries[-1].segment
-    new_entries = list(entries[:first])
     lost_total = 0
+    kept: list[list[tuple]] = []  # per rewritten segment: its valid records (old LSNs)
     for entry in entries[first:]:
         file = os.path.join(path, entry.file)
         data = fs.read_file(file)
@@ -203,6 +202,27 @@ def _skip_damaged(fs: Any, path: str, first: int) -> None:
                   f"{'' if lost == 1 else f'..{resume[1] - 1}'}, bytes {bad}..{stop}, saved to "
                   f"{side}): {result.damage.reason}")
             pos, expected = resume
+        kept.append(records)
+    # Later records may depend on lost ones (an XACK on a group whose XGROUP CREATE was lost):
+    # replay must not fail on them, so they are found by replaying and dropped too (saved).
+    inapplicable = _inapplicable(fs, path, manifest, first, kept)
+    if inapplicable is None:
+        print(f"{path}: the records kept do not replay cleanly even after dropping the ones "
+              f"that fail; nothing changed", file=sys.stderr)
+        return REFUSED
+    if inapplicable:
+        side = os.path.join(path, f"{entries[first].file}.inapplicable")
+        _write_file(fs, side, [codec.encode(*record) for record in inapplicable])
+        dropped = {record[0] for record in inapplicable}
+        kept = [[r for r in records if r[0] not in dropped] for records in kept]
+        lsns = sorted(dropped)
+        shown = ", ".join(map(str, lsns[:10])) + (", ..." if len(lsns) > 10 else "")
+        print(f"{len(lsns)} later record(s) depend on lost ones and do not replay (old LSNs "
+              f"{shown}): dropped too, saved to {side}")
+    lsn = entries[first].first_lsn
+    number = entries[-1].segment
+    new_entries = list(entries[:first])
+    for records in kept:
         number += 1
         new = manifest_mod.SegmentEntry(manifest_mod.segment_file(number), number, lsn)
         parts = [codec.encode_header(number, lsn)]
@@ -216,8 +236,45 @@ def _skip_damaged(fs: Any, path: str, first: int) -> None:
     for entry in entries[first:]:
         fs.unlink(os.path.join(path, entry.file))
     fs.fsync_dir(path)
+    lost_total += len(inapplicable)
     print(f"{path}: rewrote {len(entries) - first} segment(s); {lost_total} record(s) lost; "
           f"the log now ends at LSN {lsn - 1}; new replication ID {new_manifest.repl_id}")
+    return OK
+
+
+REPLAY_ROUNDS = 5
+
+
+def _inapplicable(fs: Any, path: str, manifest: Any, first: int,
+                  kept: list[list[tuple]]) -> list[tuple] | None:
+    """The kept records that fail to replay after the state before them (the snapshot and the
+    segments before `first`), found by replaying into an in-memory engine; then checked by a
+    replay from scratch without them (a failing record may have applied part of its effects),
+    up to REPLAY_ROUNDS times. None: no clean replay was reached."""
+    from streamkeep import Engine
+    from streamkeep.aof.reader import SegmentReader
+    from streamkeep.snapshot.load import load_snapshot
+
+    candidates = [record for records in kept for record in records]
+    dropped: list[tuple] = []
+    for _round in range(REPLAY_ROUNDS):
+        engine = Engine()
+        if manifest.snapshot is not None:
+            load_snapshot(engine, os.path.join(path, manifest.snapshot.file))
+        for entry in manifest.segments[:first]:
+            engine.apply_many(SegmentReader(fs, os.path.join(path, entry.file)).records())
+        failed = []
+        for record in candidates:
+            try:
+                engine.apply_many((record,))
+            except Exception:  # noqa: BLE001 (any failure of a record's replay drops it)
+                failed.append(record)
+        if not failed:
+            return dropped
+        dropped += failed
+        failing = {id(record) for record in failed}
+        candidates = [record for record in candidates if id(record) not in failing]
+    return None
 
 
 def _check_after(path: str) -> int:

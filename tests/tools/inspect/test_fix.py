@@ -6,6 +6,7 @@ what it cannot fix, and a directory an open Engine holds (exit 3, nothing change
 from __future__ import annotations
 
 import random
+import re
 from pathlib import Path
 
 import pytest
@@ -145,3 +146,37 @@ def test_usage_errors(tmp_path: Path) -> None:
     assert code == 3 and "manifest" in err
     code, out, _err = cli("aof", "fix", "--help")
     assert code == 0 and "examples:" in out and "exit status:" in out
+
+
+def test_force_skip_in_the_first_segment_without_snapshot(tmp_path: Path) -> None:
+    written = write_dir(tmp_path / "data", commands=200)
+    original = records(written.path)
+    seg = segments(written.path)[0]
+    offsets = record_offsets(seg)
+    flip_byte(seg, offsets[0] + 12)  # the very first record of the log
+    code, out, err = cli("aof", "fix", "--yes", "--force-skip-damaged", str(written.path))
+    assert code == 0, (out, err)
+    assert f"{seg.name}:{offsets[0]}: 1 record(s) lost (LSN 1" in out
+    # The lost record created a group: later records acting on it cannot replay. They are
+    # dropped too (saved), and what is kept is the rest, in order.
+    match = re.search(r"(\d+) later record\(s\) depend on lost ones", out)
+    assert match, out
+    inapplicable = int(match.group(1))
+    side = seg.with_name(f"{seg.name}.inapplicable")
+    assert len(record_offsets_of(side)) == inapplicable
+    kept = records(written.path)
+    assert len(kept) == len(original) - 1 - inapplicable
+    rest = iter(original[1:])
+    assert all(record in rest for record in kept)  # a subsequence, in order
+    assert reopened(written.path)[1] == written.lsn - 1 - inapplicable
+    assert manifest(written.path)["segments"][0]["first_lsn"] == 1
+
+
+def record_offsets_of(frames: Path) -> list[int]:
+    """Offsets of the frames of a header-less file of records."""
+    data = frames.read_bytes()
+    offsets, pos = [], 0
+    while pos < len(data):
+        offsets.append(pos)
+        pos += 8 + int.from_bytes(data[pos:pos + 4], "little")
+    return offsets
