@@ -1,15 +1,268 @@
-"""`streamkeep ... restore` (being written: see issue #14)."""
+"""`streamkeep restore DIR --to-lsn N | --to-time T --out NEWDIR`: point-in-time recovery.
+
+Owns building a new data directory that holds exactly the state after one record of DIR's
+history: the manifest's snapshot (when it covers no more than that record) copied, then the
+prefix of the segments up to that record (the last one cut at the record's end), and a manifest
+naming them under a new replication ID. DIR is only read (not locked: a server may run on it).
+Must not touch: the record format (aof.codec), the manifest's schema (aof.manifest).
+"""
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
+from typing import Any
+
+from streamkeep.engine.wire.errors import StreamkeepError  # stdlib only behind it
+
+EPILOG = """\
+examples:
+  streamkeep restore data/ --to-lsn 51000 --out restored/
+  streamkeep restore data/ --to-time 2026-11-23T10:15:00Z --out restored/
+  streamkeep restore data/ --to-time 1795314384650 --out restored/   # milliseconds
+  streamkeep serve --dir restored/                                   # then use it
+
+The new directory holds the state right after the last record at or before the LSN or time
+(a record's time is the server clock when the command ran; an ISO time without a zone is UTC).
+It needs the manifest's snapshot to cover no more than that: an earlier point was compacted
+away and cannot be restored from this directory (use a backup). DIR is never changed or
+locked; NEWDIR must not exist or be empty. The new history gets its own replication ID.
+
+exit status:
+  0  restored
+  2  impossible: the point is before the snapshot, after the log's end, or damage precedes it
+  3  usage or I/O error (bad arguments, NEWDIR not empty, unreadable files)
+"""
+
+OK, IMPOSSIBLE, USAGE = 0, 2, 3
+COPY_CHUNK = 1 << 24
+
+
+class Impossible(StreamkeepError):
+    """This point in time cannot be restored from this directory (exit 2)."""
+
+
+class Usage(StreamkeepError):
+    """Bad arguments or an I/O error (exit 3)."""
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("path", help="a data directory or a segment file")
+    parser.description = ("Point-in-time recovery: build a new data directory holding the "
+                          "state right after a given LSN or time.")
+    parser.epilog = EPILOG
+    parser.add_argument("path", metavar="DIR", help="the data directory to restore from")
+    point = parser.add_mutually_exclusive_group(required=True)
+    point.add_argument("--to-lsn", type=int, metavar="N", help="the last LSN to keep")
+    point.add_argument("--to-time", metavar="T",
+                       help="keep records at or before T (ISO 8601, or milliseconds)")
+    parser.add_argument("--out", required=True, metavar="NEWDIR",
+                        help="the new data directory (must not exist, or be empty)")
+
+
+def parse_time(text: str) -> int:
+    """Milliseconds since the epoch from digits or an ISO 8601 time (UTC unless a zone)."""
+    import datetime
+
+    if text.isdigit():
+        return int(text)
+    try:
+        moment = datetime.datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        raise Usage(f"--to-time {text!r}: not an ISO 8601 time or milliseconds") from None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=datetime.UTC)
+    return int(moment.timestamp() * 1000)
 
 
 def main(args: argparse.Namespace) -> int:
-    print("streamkeep: not implemented yet", file=sys.stderr)
-    return 3
+    try:
+        target = restore(args.path, args.out, args.to_lsn,
+                         None if args.to_time is None else parse_time(args.to_time))
+    except Usage as err:
+        print(f"streamkeep restore: {err}", file=sys.stderr)
+        return USAGE
+    except Impossible as err:
+        print(f"streamkeep restore: impossible: {err}", file=sys.stderr)
+        return IMPOSSIBLE
+    except OSError as err:
+        print(f"streamkeep restore: {err.filename or args.path}: {err.strerror or err}",
+              file=sys.stderr)
+        return USAGE
+    print(f"{args.out}: restored the state after LSN {target} from {args.path}")
+    return OK
+
+
+def restore(src: str, out: str, to_lsn: int | None, to_time: int | None) -> int:
+    """Build `out` from `src`; returns the LSN whose state it holds."""
+    from streamkeep.aof.fs import RealFS
+
+    fs = RealFS()
+    if to_lsn is not None and to_lsn < 0:
+        raise Usage(f"--to-lsn {to_lsn}: an LSN is >= 0")
+    if not os.path.isdir(src):
+        raise Usage(f"{src}: not a directory")
+    if os.path.exists(out) and (not os.path.isdir(out) or os.listdir(out)):
+        raise Usage(f"{out}: exists and is not an empty directory")
+    manifest, fds = _open_files(fs, src)
+    try:
+        return _restore(fs, src, out, to_lsn, to_time, manifest, fds)
+    finally:
+        for fd in fds.values():
+            fs.close(fd)
+
+
+def _open_files(fs: Any, src: str) -> tuple[Any, dict[str, int]]:
+    """The manifest and a read descriptor on every file it names. A server's compaction may
+    replace the manifest and delete what it named meanwhile: then the manifest is read again.
+    Once open, the files stay readable even if a compaction unlinks them."""
+    from streamkeep.aof import manifest as manifest_mod
+
+    for attempt in range(3):
+        try:
+            manifest = manifest_mod.load(fs, src)
+        except manifest_mod.ManifestError as err:
+            raise Impossible(str(err)) from None
+        names = [entry.file for entry in manifest.segments]
+        if manifest.snapshot is not None:
+            names.append(manifest.snapshot.file)
+        fds: dict[str, int] = {}
+        try:
+            for name in names:
+                fds[name] = fs.open_read(os.path.join(src, name))
+        except FileNotFoundError:
+            for fd in fds.values():
+                fs.close(fd)
+            if attempt == 2:
+                raise
+            continue
+        return manifest, fds
+    raise AssertionError("unreachable")
+
+
+def _restore(fs: Any, src: str, out: str, to_lsn: int | None, to_time: int | None,
+             manifest: Any, fds: dict[str, int]) -> int:
+    from streamkeep.aof import codec
+
+    snap = manifest.snapshot
+    base = snap.lsn if snap is not None else 0
+    if snap is not None:
+        _check_snapshot(fs, os.path.join(src, snap.file), fds[snap.file], snap)
+    if to_lsn is not None and to_lsn < base:
+        raise Impossible(
+            f"LSN {to_lsn} is before the snapshot {snap.file if snap else ''} (LSN {base}): "
+            f"records up to LSN {base} were compacted away; restore from an older backup")
+    # Walk the segments: which records to keep, and where the last kept one ends.
+    kept: list[tuple[Any, int]] = []  # (segment entry, bytes to copy)
+    target = base
+    expected = base + 1
+    done = False
+    for entry in manifest.segments:
+        if done:
+            break
+        file = os.path.join(src, entry.file)
+        fd = fds[entry.file]
+        data = fs.pread(fd, fs.fsize(fd), 0)
+        try:
+            header = codec.decode_header(data)
+        except codec.FormatError as err:
+            raise Impossible(f"{file}: {err}") from None
+        if (header.segment, header.first_lsn) != (entry.segment, entry.first_lsn):
+            raise Impossible(f"{file}: header says segment {header.segment} first LSN "
+                             f"{header.first_lsn}, the manifest says segment {entry.segment} "
+                             f"first LSN {entry.first_lsn}")
+        if header.first_lsn != expected:
+            raise Impossible(f"{file}: starts at LSN {header.first_lsn}, expected {expected}")
+        result = codec.ScanResult(end=codec.HEADER_SIZE)
+        pos, end = codec.HEADER_SIZE, codec.HEADER_SIZE
+        for batch in codec.scan_batches(data, codec.HEADER_SIZE, expected, result, 4096):
+            for lsn, time_ms, _db, _effects in batch:
+                if (to_lsn is not None and lsn > to_lsn) or \
+                        (to_time is not None and time_ms > to_time):
+                    done = True
+                    break
+                length = codec.FRAME.unpack_from(data, pos)[0]
+                pos += codec.FRAME_SIZE + length
+                end, target = pos, lsn
+            if done:
+                break
+        if not done and result.damage is not None:
+            last = entry is manifest.segments[-1]
+            if (to_lsn is not None and to_lsn <= target) or \
+                    (to_time is not None and last and not result.damage.valid_after):
+                done = True  # the point is before the damage, or the damage is a torn tail
+            else:
+                raise Impossible(f"{result.damage.reason} at {file}:{result.damage.offset} "
+                                 f"(LSN {target + 1}), before the point asked for")
+        if end > codec.HEADER_SIZE or not kept:
+            kept.append((entry, end))
+        expected = header.first_lsn + result.count
+    if to_lsn is not None and target < to_lsn:
+        raise Impossible(f"the log ends at LSN {target}; LSN {to_lsn} was never written")
+    if to_time is not None and target == base and snap is not None \
+            and to_time < snap.created_ms:
+        # No record after the snapshot is that old: the point, if any, is inside the snapshot.
+        raise Impossible(f"no record after the snapshot {snap.file} (LSN {base}, created at "
+                         f"{snap.created_ms} ms) is at or before {to_time} ms: that time was "
+                         f"compacted away")
+    _build(fs, fds, out, manifest, kept, target)
+    return target
+
+
+def _check_snapshot(fs: Any, file: str, fd: int, snap: Any) -> None:
+    """The snapshot is the one the manifest names: its size, and its meta's LSN."""
+    from streamkeep.snapshot.reader import Snapshot, SnapshotError
+
+    size = fs.fsize(fd)
+    if size != snap.size:
+        raise Impossible(f"{file}: {size} bytes, the manifest says {snap.size} (truncated or "
+                         f"replaced)")
+    try:
+        with Snapshot(file) as reader:
+            lsn = reader.meta.lsn
+    except SnapshotError as err:
+        raise Impossible(str(err)) from None
+    if lsn != snap.lsn:
+        raise Impossible(f"{file}: covers LSN {lsn}, the manifest says {snap.lsn}")
+
+
+def _copy(fs: Any, fd_in: int, dst: str, size: int) -> None:
+    fd_out = fs.open_write_new(dst)
+    try:
+        offset = 0
+        while offset < size:
+            chunk = fs.pread(fd_in, min(COPY_CHUNK, size - offset), offset)
+            if not chunk:
+                raise OSError(0, f"ends at {offset}, expected {size} bytes", dst)
+            fs.write(fd_out, chunk)
+            offset += len(chunk)
+        fs.fdatasync(fd_out)
+    finally:
+        fs.close(fd_out)
+
+
+def _build(fs: Any, fds: dict[str, int], out: str, manifest: Any,
+           kept: list[tuple[Any, int]], target: int) -> None:
+    from streamkeep.aof import codec
+    from streamkeep.aof import manifest as manifest_mod
+
+    fs.makedirs(out)
+    snap = manifest.snapshot
+    if snap is not None:
+        _copy(fs, fds[snap.file], os.path.join(out, snap.file), snap.size)
+    entries = []
+    for entry, end in kept:
+        _copy(fs, fds[entry.file], os.path.join(out, entry.file), end)
+        entries.append(entry)
+    if not entries:  # no segment kept (cannot happen: the first is always kept), be safe
+        number = manifest.segments[0].segment
+        entry = manifest_mod.SegmentEntry(manifest_mod.segment_file(number), number, target + 1)
+        fd = fs.open_write_new(os.path.join(out, entry.file))
+        try:
+            fs.write(fd, codec.encode_header(number, target + 1))
+            fs.fdatasync(fd)
+        finally:
+            fs.close(fd)
+        entries.append(entry)
+    fs.fsync_dir(out)
+    manifest_mod.store(fs, out, manifest_mod.Manifest(entries, snap))

@@ -1,15 +1,599 @@
-"""`streamkeep ... verify` (being written: see issue #14)."""
+"""`streamkeep aof verify PATH`: check a data directory's (or one segment's) integrity offline.
+
+Owns the analysis the other offline commands share (`analyse`: the manifest, every segment
+header, every record's framing and CRC-32C and LSN, LSN continuity across segments, the named
+snapshot's size and meta LSN, each problem classified as opening the directory would treat it)
+and its report, as text or JSON. Never takes the directory's lock and never writes: a live
+server may be appending to the last segment (an incomplete record there is a torn tail).
+Must not touch: the record format (aof.codec), the manifest's schema (aof.manifest).
+"""
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import os
 import sys
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import asdict, dataclass, field
+from typing import Any, NamedTuple, TextIO
+
+from streamkeep.engine.wire.errors import StreamkeepError  # stdlib only behind it
+
+EPILOG = """\
+examples:
+  streamkeep aof verify data/                  # a whole data directory
+  streamkeep aof verify data/segment-000007.aof
+  streamkeep aof verify --json data/ | jq .problems
+  streamkeep aof verify --deep data/           # decode every record, as a replay does
+  streamkeep aof verify --jobs 4 data/         # 4 segments at once (worker processes)
+
+what is checked: the manifest; every segment's header (number and first LSN as the manifest
+names them); every record's framing, CRC-32C and LSN (consecutive within and across segments);
+the snapshot the manifest names (present, the manifest's size, its meta LSN). Records are
+CRC-checked but not decoded beyond their LSN. The directory is not locked and nothing is
+written: a server may be running on it.
+
+problem kinds: torn-tail (an incomplete or damaged end of the last segment with nothing valid
+after it: opening truncates it), damage-before-valid (a bad record followed by valid ones:
+opening refuses), missing-segment, bad-segment-header, lsn-gap, bad-manifest, bad-snapshot
+(opening refuses all of these).
+
+exit status:
+  0  clean
+  1  a torn tail only: opening the directory truncates it (`streamkeep aof fix` saves it first)
+  2  damage that makes opening the directory refuse
+  3  usage or I/O error (no such path, not a data directory, unreadable file)
+"""
+
+OK, TORN, REFUSE, USAGE = 0, 1, 2, 3
+# Problems that make a whole segment unusable (none of its records is "ok").
+_SEGMENT_UNUSABLE = ("missing-segment", "bad-segment-header", "lsn-gap")
+
+
+@dataclass
+class Problem:
+    kind: str  # torn-tail | damage-before-valid | missing-segment | bad-segment-header |
+    #            lsn-gap | bad-manifest | bad-snapshot
+    file: str | None
+    offset: int | None
+    reason: str
+    action: str  # what opening the directory would do: "truncate" or "refuse"
+    bytes: int | None = None  # torn tail: how many bytes opening would cut
+
+    def describe(self) -> str:
+        where = self.file or "?"
+        if self.offset is not None:
+            where += f":{self.offset}"
+        return f"{self.kind} at {where}: {self.reason}"
+
+
+@dataclass
+class SegmentReport:
+    file: str
+    segment: int | None
+    size: int
+    records: int = 0
+    first_lsn: int | None = None
+    last_lsn: int | None = None
+    first_time_ms: int | None = None
+    last_time_ms: int | None = None
+    end: int = 0  # offset just past the last good record
+
+
+@dataclass
+class Report:
+    path: str
+    kind: str  # "directory" or "segment"
+    segments: list[SegmentReport] = field(default_factory=list)
+    snapshot: dict[str, Any] | None = None
+    problems: list[Problem] = field(default_factory=list)
+    locked_by: str | None = None  # a process holding the directory's lock (a server)
+    notes: list[str] = field(default_factory=list)  # not damage: files opening would remove
+    seconds: float = 0.0
+    bytes_read: int = 0
+
+    @property
+    def status(self) -> int:
+        if any(p.action == "refuse" for p in self.problems):
+            return REFUSE
+        return TORN if self.problems else OK
+
+    @property
+    def records(self) -> int:
+        return sum(s.records for s in self.segments)
+
+    def ok_up_to(self) -> tuple[int, str, int] | None:
+        """(LSN, file, offset) of the end of the good prefix: the last good record before the
+        first problem (a segment's header end if it has none). None if nothing is good: a bad
+        manifest or snapshot, or a first segment that is missing or unusable."""
+        if any(p.kind in ("bad-manifest", "bad-snapshot") for p in self.problems):
+            return None
+        lsn = self.snapshot["lsn"] if self.snapshot else 0
+        last: tuple[int, str, int] | None = None
+        for seg in self.segments:
+            found = [p for p in self.problems if p.file == seg.file]
+            if any(p.kind in _SEGMENT_UNUSABLE for p in found):
+                break
+            if seg.last_lsn is not None:
+                lsn = seg.last_lsn
+            last = (lsn, seg.file, seg.end)
+            if found:
+                break
+        return last
+
+    def lsn_range(self) -> tuple[int, int] | None:
+        lsns = [lsn for s in self.segments if s.records
+                for lsn in (s.first_lsn, s.last_lsn) if lsn is not None]
+        return (min(lsns), max(lsns)) if lsns else None
+
+    def time_range(self) -> tuple[int, int] | None:
+        times = [t for s in self.segments if s.records
+                 for t in (s.first_time_ms, s.last_time_ms) if t is not None]
+        return (min(times), max(times)) if times else None
+
+    def to_json(self) -> dict[str, Any]:
+        ok = self.ok_up_to()
+        lsns, times = self.lsn_range(), self.time_range()
+        return {
+            "path": self.path,
+            "kind": self.kind,
+            "status": ("ok", "torn-tail", "refuse")[self.status],
+            "exit_code": self.status,
+            "records": self.records,
+            "segments": [asdict(s) for s in self.segments],
+            "lsn_range": list(lsns) if lsns else None,
+            "time_range_ms": list(times) if times else None,
+            "snapshot": self.snapshot,
+            "ok_up_to": None if ok is None else {"lsn": ok[0], "file": ok[1], "offset": ok[2]},
+            "problems": [asdict(p) for p in self.problems],
+            "locked_by": self.locked_by,
+            "notes": self.notes,
+            "seconds": round(self.seconds, 6),
+            "records_per_second": round(self.records / self.seconds) if self.seconds else None,
+        }
+
+
+class UsageError(StreamkeepError):
+    """Bad input the command reports with exit status 3 (never a traceback)."""
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.description = ("Check a data directory's (or one segment file's) integrity, "
+                          "like redis-check-aof, without locking or writing anything.")
+    parser.epilog = EPILOG
     parser.add_argument("path", help="a data directory or a segment file")
+    parser.add_argument("--json", action="store_true", help="print the report as JSON")
+    parser.add_argument("--jobs", "-j", type=int, default=None, metavar="N",
+                        help="segments scanned at once, in worker processes (default: one "
+                             "per CPU, at most 4, when the segments hold 64 MiB or more; "
+                             "else 1)")
+    parser.add_argument("--deep", action="store_true",
+                        help="decode every record as replay does (slower; by default records "
+                             "are CRC-checked and only their LSN is decoded)")
+
+
+def lock_holder(directory: str) -> str | None:
+    """The pid holding the directory's LOCK (from /proc/locks, read-only: the lock is never
+    taken here), or None if no process holds it (or this is not Linux)."""
+    from streamkeep.aof.store import LOCK_FILE
+
+    try:
+        st = os.stat(os.path.join(directory, LOCK_FILE))
+        with open("/proc/locks") as locks:
+            lines = locks.read().splitlines()
+    except OSError:
+        return None
+    inode = f"{os.major(st.st_dev):02x}:{os.minor(st.st_dev):02x}:{st.st_ino}"
+    for line in lines:
+        parts = line.split()
+        if "->" in parts:
+            continue  # a waiter, not a holder
+        if len(parts) >= 6 and parts[1] == "FLOCK" and parts[5] == inode:
+            return parts[4]
+    return None
+
+
+Progress = Callable[[int, int, str], None]  # (bytes done, bytes in all, file just done)
+
+
+def analyse(path: str, progress: Progress | None = None, deep: bool = False,
+            jobs: int = 1) -> Report:
+    """Verify PATH (a data directory or a segment file). UsageError for a path that is
+    neither; every kind of damage is a Problem in the report. `progress` is called after each
+    segment; `deep` decodes every record as replay does (slower) instead of its LSN only;
+    `jobs` > 1 scans that many segments at once in worker processes."""
+    started = time.perf_counter()
+    if os.path.isdir(path):
+        for _attempt in range(3):
+            # A live server's compaction may replace the manifest and delete the segments it
+            # named while they are read: a segment missing under a manifest that has changed
+            # since is that, not damage, and the directory is read again.
+            before = _manifest_bytes(path)
+            report = _analyse_directory(path, progress, deep, jobs)
+            if not any(p.kind == "missing-segment" for p in report.problems) \
+                    or _manifest_bytes(path) == before:
+                break
+    elif os.path.isfile(path):
+        report = _analyse_segment_file(path, deep)
+    else:
+        raise UsageError(f"{path}: no such file or directory")
+    report.seconds = time.perf_counter() - started
+    return report
+
+
+def _manifest_bytes(directory: str) -> bytes | None:
+    from streamkeep.aof.manifest import MANIFEST
+
+    try:
+        with open(os.path.join(directory, MANIFEST), "rb") as file:
+            return file.read()
+    except OSError:
+        return None
+
+
+def _read(file: str) -> bytes:
+    from streamkeep.aof.fs import RealFS
+
+    try:
+        return RealFS().read_file(file)
+    except FileNotFoundError:
+        raise
+    except OSError as err:
+        raise UsageError(f"{file}: cannot read ({err.strerror})") from None
+
+
+def _deep_scan(data: bytes, first_lsn: int) -> Any:
+    """verify_scan's result, from decoding every record as replay does (`scan_batches`)."""
+    from streamkeep.aof.codec import HEADER_SIZE, ScanResult, VerifyResult, scan_batches
+
+    scan = ScanResult(end=HEADER_SIZE)
+    result = VerifyResult(end=HEADER_SIZE)
+    for batch in scan_batches(data, HEADER_SIZE, first_lsn, scan, 4096):
+        if result.first_time_ms is None:
+            result.first_time_ms = batch[0][1]
+        result.last_time_ms = batch[-1][1]
+    result.end, result.count, result.damage = scan.end, scan.count, scan.damage
+    return result
+
+
+class Scanned(NamedTuple):
+    """One segment file's scan (picklable: a worker process returns it with --jobs)."""
+
+    size: int
+    missing: bool = False
+    header: tuple[int, int] | None = None  # (segment, first_lsn)
+    header_error: str | None = None
+    end: int = 0
+    records: int = 0
+    first_time_ms: int | None = None
+    last_time_ms: int | None = None
+    damage: tuple[int, str, bool] | None = None  # (offset, reason, valid_after)
+
+
+def scan_segment(file: str, deep: bool = False) -> Scanned:
+    """Read and check one segment file: its header, then its records (CRC and LSN, or fully
+    decoded with `deep`). A file gone (a live compaction deleted it) is `missing`."""
+    from streamkeep.aof.codec import HEADER_SIZE, FormatError, decode_header, verify_scan
+
+    try:
+        data = _read(file)
+    except FileNotFoundError:
+        return Scanned(0, missing=True)
+    try:
+        header = decode_header(data)
+    except FormatError as err:
+        return Scanned(len(data), header_error=str(err))
+    first_lsn = header.first_lsn
+    result = _deep_scan(data, first_lsn) if deep else verify_scan(data, HEADER_SIZE, first_lsn)
+    damage = result.damage
+    return Scanned(len(data), False, (header.segment, first_lsn), None, result.end,
+                   result.count, result.first_time_ms, result.last_time_ms,
+                   None if damage is None else (damage.offset, damage.reason,
+                                                damage.valid_after))
+
+
+def _check_records(report: Report, seg: SegmentReport, scanned: Scanned, file: str,
+                   last: bool) -> None:
+    assert scanned.header is not None
+    first_lsn = scanned.header[1]
+    seg.records, seg.end = scanned.records, scanned.end
+    seg.first_time_ms, seg.last_time_ms = scanned.first_time_ms, scanned.last_time_ms
+    if scanned.records:
+        seg.first_lsn, seg.last_lsn = first_lsn, first_lsn + scanned.records - 1
+    if scanned.damage is None:
+        return
+    offset, reason, valid_after = scanned.damage
+    cut = scanned.size - offset
+    if valid_after:
+        report.problems.append(Problem(
+            "damage-before-valid", file, offset,
+            f"{reason}, followed by valid records (LSN {first_lsn + scanned.records} "
+            f"expected)", "refuse"))
+    elif not last:
+        report.problems.append(Problem(
+            "torn-tail", file, offset,
+            f"{reason}; not the last segment, so records may be missing", "refuse", cut))
+    else:
+        report.problems.append(Problem(
+            "torn-tail", file, offset, f"{reason}, {cut} bytes with no valid record",
+            "truncate", cut))
+
+
+def _scan_all(files: list[str], deep: bool, jobs: int) -> Iterator[Scanned]:
+    """scan_segment over files, in order; with jobs > 1 in that many worker processes
+    (forkserver: safe in a process with threads), each reading its own files."""
+    if jobs <= 1 or len(files) <= 1:
+        for file in files:
+            yield scan_segment(file, deep)
+        return
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    context = multiprocessing.get_context("forkserver")
+    with ProcessPoolExecutor(min(jobs, len(files)), mp_context=context) as pool:
+        yield from pool.map(scan_segment, files, [deep] * len(files))
+
+
+def _analyse_segment_file(file: str, deep: bool = False) -> Report:
+    report = Report(file, "segment")
+    scanned = scan_segment(file, deep)
+    if scanned.missing:
+        raise UsageError(f"{file}: no such file")
+    report.bytes_read = scanned.size
+    seg = SegmentReport(os.path.basename(file), None, scanned.size)
+    report.segments.append(seg)
+    if scanned.header is None:
+        report.problems.append(Problem("bad-segment-header", seg.file, 0,
+                                       str(scanned.header_error), "refuse"))
+        return report
+    seg.segment = scanned.header[0]
+    _check_records(report, seg, scanned, seg.file, True)
+    report.locked_by = lock_holder(os.path.dirname(file) or ".")
+    return report
+
+
+def _analyse_directory(directory: str, progress: Progress | None = None,
+                       deep: bool = False, jobs: int = 1) -> Report:
+    from streamkeep.aof import manifest as manifest_mod
+
+    report = Report(directory, "directory")
+    report.locked_by = lock_holder(directory)
+    manifest_path = os.path.join(directory, manifest_mod.MANIFEST)
+    names = os.listdir(directory)
+    if not os.path.exists(manifest_path):
+        data_files = [n for n in names if manifest_mod.is_segment_file(n)
+                      or manifest_mod.is_snapshot_file(n)]
+        if not data_files:
+            raise UsageError(f"{directory}: not a streamkeep data directory (no "
+                             f"{manifest_mod.MANIFEST}, no segments)")
+        report.problems.append(Problem(
+            "bad-manifest", manifest_mod.MANIFEST, None,
+            f"manifest is missing but the directory holds {', '.join(sorted(data_files)[:3])}",
+            "refuse"))
+        return report
+    try:
+        manifest = manifest_mod.Manifest.from_json(_read(manifest_path), manifest_mod.MANIFEST)
+    except manifest_mod.ManifestError as err:
+        report.problems.append(Problem("bad-manifest", manifest_mod.MANIFEST, None, str(err),
+                                       "refuse"))
+        return report
+    snap = manifest.snapshot
+    if snap is not None:
+        _check_snapshot(report, directory, snap)
+    named = {entry.file for entry in manifest.segments} | ({snap.file} if snap else set())
+    for name in sorted(names):
+        if name not in named and (manifest_mod.is_segment_file(name) or name.endswith(".tmp")
+                                  or manifest_mod.is_snapshot_file(name)):
+            report.notes.append(f"{name}: not named by the manifest (a leftover of an "
+                                f"interrupted rotation, compaction or replace, or a file a "
+                                f"running server is creating); opening removes leftovers")
+    expected = snap.lsn + 1 if snap is not None else 1
+    total = done = 0
+    if progress is not None:
+        for entry in manifest.segments:
+            with contextlib.suppress(OSError):
+                total += os.stat(os.path.join(directory, entry.file)).st_size
+    files = [os.path.join(directory, entry.file) for entry in manifest.segments]
+    scans = _scan_all(files, deep, jobs)
+    for index, (entry, scanned) in enumerate(zip(manifest.segments, scans, strict=True)):
+        last = index == len(manifest.segments) - 1
+        if scanned.missing:
+            report.segments.append(SegmentReport(entry.file, entry.segment, 0))
+            report.problems.append(Problem(
+                "missing-segment", entry.file, None,
+                f"the manifest names it (LSNs from {entry.first_lsn}) but it does not exist",
+                "refuse"))
+            expected = -1
+            continue
+        report.bytes_read += scanned.size
+        done += scanned.size
+        if progress is not None:
+            progress(done, total, entry.file)
+        seg = SegmentReport(entry.file, entry.segment, scanned.size)
+        report.segments.append(seg)
+        if scanned.header is None:
+            report.problems.append(Problem("bad-segment-header", entry.file, 0,
+                                           str(scanned.header_error), "refuse"))
+            expected = -1
+            continue
+        segment, first_lsn = scanned.header
+        if (segment, first_lsn) != (entry.segment, entry.first_lsn):
+            report.problems.append(Problem(
+                "bad-segment-header", entry.file, 0,
+                f"header says segment {segment} first LSN {first_lsn}, the "
+                f"manifest says segment {entry.segment} first LSN {entry.first_lsn}", "refuse"))
+        if expected != -1 and entry.first_lsn != expected:
+            report.problems.append(Problem(
+                "lsn-gap", entry.file, 0,
+                f"starts at LSN {entry.first_lsn} but the previous "
+                f"{'segment' if index else 'snapshot'} ends at LSN {expected - 1}", "refuse"))
+        problems = len(report.problems)
+        _check_records(report, seg, scanned, entry.file, last)
+        # After damage the next segment's LSNs cannot be checked against this one's end: the
+        # damage is the problem, not a gap.
+        expected = -1 if len(report.problems) > problems else first_lsn + seg.records
+    return report
+
+
+def _check_snapshot(report: Report, directory: str, snap: Any) -> None:
+    file = os.path.join(directory, snap.file)
+    info: dict[str, Any] = {"file": snap.file, "lsn": snap.lsn, "size": snap.size,
+                            "created_ms": snap.created_ms, "ok": False}
+    report.snapshot = info
+    try:
+        size = os.stat(file).st_size
+    except OSError as err:
+        report.problems.append(Problem("bad-snapshot", snap.file, None,
+                                       f"the manifest names it but {err.strerror}", "refuse"))
+        return
+    if size != snap.size:
+        report.problems.append(Problem(
+            "bad-snapshot", snap.file, None,
+            f"{size} bytes, the manifest says {snap.size} (truncated or replaced)", "refuse"))
+        return
+    from streamkeep.snapshot.reader import Snapshot, SnapshotError
+
+    try:
+        with Snapshot(file) as reader:
+            meta = reader.meta
+    except SnapshotError as err:
+        report.problems.append(Problem("bad-snapshot", snap.file, None, str(err), "refuse"))
+        return
+    if meta.lsn != snap.lsn:
+        report.problems.append(Problem(
+            "bad-snapshot", snap.file, None,
+            f"covers LSN {meta.lsn}, the manifest says {snap.lsn}", "refuse"))
+        return
+    info.update(ok=True, streams=meta.streams, entries=meta.entries)
+
+
+def format_time(ms: int) -> str:
+    import datetime
+
+    moment = datetime.datetime.fromtimestamp(ms / 1000, datetime.UTC)
+    return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def render(report: Report) -> str:
+    lines = []
+    lines.append(f"{report.path}: {report.kind}"
+                 + (f", locked by process {report.locked_by} (a server is running on it)"
+                    if report.locked_by else ""))
+    if report.snapshot is not None:
+        snap = report.snapshot
+        state = "ok" if snap["ok"] else "BAD"
+        lines.append(f"snapshot  {snap['file']}: LSN {snap['lsn']}, {snap['size']} bytes, "
+                     f"{state}")
+    missing = {p.file for p in report.problems if p.kind == "missing-segment"}
+    for seg in report.segments:
+        if seg.file in missing:
+            lines.append(f"segment   {seg.file}: MISSING")
+            continue
+        span = f", LSN {seg.first_lsn}..{seg.last_lsn}" if seg.records else ""
+        lines.append(f"segment   {seg.file}: {seg.records} records{span}, {seg.size} bytes")
+    lines.append(f"records:  {report.records} in {len(report.segments)} segment(s)")
+    lsns, times = report.lsn_range(), report.time_range()
+    if lsns:
+        lines.append(f"LSNs:     {lsns[0]}..{lsns[1]}")
+    if times:
+        lines.append(f"time:     {format_time(times[0])} .. {format_time(times[1])}")
+    ok = report.ok_up_to()
+    if ok is not None:
+        lines.append(f"ok up to LSN {ok[0]} at {ok[1]}:{ok[2]}")
+    for note in report.notes:
+        lines.append(f"note:     {note}")
+    for problem in report.problems:
+        lines.append(f"DAMAGE {problem.describe()}")
+        if problem.action == "truncate":
+            note = ("opening the directory would truncate the tail "
+                    f"({problem.bytes} bytes; `streamkeep aof fix` saves them first)")
+            if report.locked_by:
+                note += ("; a server may be writing it (the directory is locked by process "
+                         f"{report.locked_by}): a live tail is not damage, verify again")
+            else:
+                note += "; a server may be writing it, if one runs here: verify again"
+            lines.append(f"       {note}")
+        else:
+            lines.append("       opening the directory would refuse")
+    if report.seconds:
+        rate = f", {report.records / report.seconds:,.0f} records/s" if report.records else ""
+        lines.append(f"verified in {report.seconds:.3f} s{rate}")
+    status = ("clean", "torn tail only (repairable: exit 1)",
+              "damage: opening refuses (exit 2)")[report.status]
+    lines.append(f"status:   {status}")
+    return "\n".join(lines)
+
+
+PROGRESS_AFTER = 1.0  # seconds: a shorter run shows no progress
+PARALLEL_BYTES = 64 << 20  # segments this big in all are worth worker processes
+MAX_AUTO_JOBS = 4
+
+
+def _jobs(path: str, asked: int | None) -> int:
+    """--jobs, or its default: one per CPU (at most MAX_AUTO_JOBS) for PARALLEL_BYTES of
+    segments or more, else 1."""
+    if asked is not None:
+        if asked < 1:
+            raise UsageError(f"--jobs {asked}: at least 1")
+        return asked
+    if not os.path.isdir(path):
+        return 1
+    total = 0
+    with contextlib.suppress(OSError):
+        for entry in os.scandir(path):
+            if entry.name.endswith(".aof"):
+                total += entry.stat().st_size
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return min(cpus or 1, MAX_AUTO_JOBS) if total >= PARALLEL_BYTES else 1
+
+
+@contextlib.contextmanager
+def progress_display(stream: TextIO) -> Iterator[Progress | None]:
+    """A progress bar over the bytes verified, on `stream` (stderr) only when it is a terminal
+    and only once the run has lasted PROGRESS_AFTER seconds; nothing when piped."""
+    isatty = getattr(stream, "isatty", None)
+    if not (isatty and isatty()):
+        yield None
+        return
+    started = time.monotonic()
+    state: dict[str, Any] = {}
+
+    def update(done: int, total: int, name: str) -> None:
+        if "bar" not in state:
+            if time.monotonic() - started < PROGRESS_AFTER:
+                return
+            from rich.console import Console
+            from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn
+
+            bar = Progress(TextColumn("verify {task.description}"), BarColumn(),
+                           DownloadColumn(), console=Console(file=stream), transient=True)
+            bar.start()
+            state["bar"], state["task"] = bar, bar.add_task(name, total=total)
+        state["bar"].update(state["task"], completed=done, description=name)
+
+    try:
+        yield update
+    finally:
+        if "bar" in state:
+            state["bar"].stop()
 
 
 def main(args: argparse.Namespace) -> int:
-    print("streamkeep: not implemented yet", file=sys.stderr)
-    return 3
+    import json
+
+    try:
+        with progress_display(sys.stderr) as progress:
+            report = analyse(args.path, progress, args.deep, _jobs(args.path, args.jobs))
+    except UsageError as err:
+        print(f"streamkeep aof verify: {err}", file=sys.stderr)
+        return USAGE
+    except OSError as err:
+        print(f"streamkeep aof verify: {args.path}: {err.strerror or err}", file=sys.stderr)
+        return USAGE
+    if args.json:
+        print(json.dumps(report.to_json(), indent=1))
+    else:
+        print(render(report))
+    return report.status
