@@ -31,7 +31,8 @@ OWN_COUNT = {"aof.always_threads", "aof.always", "aof.fsync", "aof.replay", "aof
              "snapshot.load",
              "snapshot.disk",
              "embedded.xread_maxcount",  # reads its data XREAD_PASSES times
-             *(b.key for s in bench.SECTIONS if s.name in ("server", "hardening", "replication")
+             *(b.key for s in bench.SECTIONS
+               if s.name in ("server", "hardening", "replication", "inspect")
                for b in s.benchmarks)}
 # What a figure's value cell prints after its number, by Figure.unit.
 UNIT_SUFFIX = {"x": "x", "/s": "/s", "": "", "count": "", "s": " s", "ms": " ms", "us": " us",
@@ -384,3 +385,14 @@ def test_bench_replication_section_tiny(capsys: pytest.CaptureFixture[str]) -> N
                      re.M)
     root = re.search(r"^replication: data dirs under (\S+) ", out, re.M).group(1)
     assert not os.path.exists(root)
+
+
+def test_bench_inspect_section_tiny(capsys: pytest.CaptureFixture[str]) -> None:
+    """`streamkeep bench inspect` at a tiny size: both rows run the real commands (verify,
+    dump --format json) in child processes, with their peak RSS as figures."""
+    assert bench.main(["--n", "400", "--no-redis", "inspect"]) == 0
+    out = capsys.readouterr().out
+    for b in bench.select_sections("inspect")[0].benchmarks:
+        assert re.search(rf"^inspect +{re.escape(b.workload)} +2,000 ", out, re.M), out
+    assert re.search(r"^inspect +aof verify: peak RSS +[\d.]+ MB", out, re.M), out
+    assert "inspect: streamkeep aof dump --format json: 2,000 records" in out

@@ -23,6 +23,7 @@ from typing import Any
 from streamkeep.tools.bench import (
     aof,
     bigvalues,
+    inspect,
     parsing,
     replication,
     server,
@@ -75,6 +76,9 @@ REPLICA_XADD_RATIO_TARGET = 0.8  # primary XADD/s with one replica attached / wi
 REPLICA_APPLY_RATIO_TARGET = 1.5  # replica apply records/s / primary XADD/s at -P 16, at least
 APPLY_REPLAY_RATIO_TARGET = 1.0  # replica apply records/s / AOF replay of them, at least
 REPLICA_LAG_P99_TARGET_MS = 10.0  # write-to-visible on the replica at 10k XADD/s, p99 at most
+# The offline inspection CLI (`streamkeep bench inspect`, issue 14), records/s at least:
+INSPECT_VERIFY_TARGET = 1_000_000
+INSPECT_DUMP_TARGET = 200_000
 
 
 @dataclass(frozen=True)
@@ -295,6 +299,12 @@ SECTIONS: tuple[Section, ...] = (
                                            "entries, a tenth pending, entries",
                   lambda env: env.in_dir("full-sync", replication.bench_full_sync, env)),
     ), describe=replication.describe),
+    Section("inspect", (
+        Benchmark("inspect.verify", "streamkeep aof verify --json: XADD records checked",
+                  inspect.bench_verify, target=INSPECT_VERIFY_TARGET),
+        Benchmark("inspect.dump_json", "streamkeep aof dump --format json: XADD records",
+                  inspect.bench_dump_json, target=INSPECT_DUMP_TARGET),
+    ), describe=inspect.describe),
 )
 
 RATIOS: tuple[Ratio, ...] = (
@@ -411,6 +421,10 @@ FIGURES: tuple[Figure, ...] = (
            extra="p99_ms", unit="ms", target=REPLICA_LAG_P99_TARGET_MS, at_most=True),
     Figure("replication", "full sync: seconds to link up and equal offsets",
            "replication.full_sync", extra="seconds", unit="s"),
+    Figure("inspect", "aof verify: peak RSS", "inspect.verify", extra="peak_rss_mb",
+           unit="MB"),
+    Figure("inspect", "aof dump --format json: peak RSS", "inspect.dump_json",
+           extra="peak_rss_mb", unit="MB"),
 )
 
 # Extra tables the report prints after the ratios: fn(results, figures) -> a Table or None, the

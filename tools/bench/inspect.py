@@ -1,0 +1,113 @@
+"""The ``inspect`` section: the offline inspection CLI's speed and memory on a big AOF.
+
+Owns its workload: a data directory of :func:`records` XADD records (5 x N: 1M at the default
+N), built once per run with appendfsync no and reused by both rows; each row runs the real
+command (``python -m streamkeep aof verify DIR --json`` / ``aof dump DIR --format json``, output
+to /dev/null) as a child process, timed from its start to its exit (interpreter start-up
+included), and reports the child's peak RSS (``ru_maxrss``) as a figure: constant memory means
+it does not grow with the AOF. Must not touch: the commands (tools/inspect), the registry.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from typing import TYPE_CHECKING, Any
+
+from streamkeep.tools.bench.workload import Measurement
+
+if TYPE_CHECKING:
+    from streamkeep.tools.bench.env import BenchEnv
+
+RECORDS_PER_N = 5
+# The child: run one CLI command, then report its exit status and peak RSS on stderr's last line.
+_CHILD = (
+    "import json, resource, sys\n"
+    "from streamkeep.tools.cli import main\n"
+    "rc = main(sys.argv[1:])\n"
+    "rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024\n"
+    "print(json.dumps({'rc': rc, 'peak_rss': rss}), file=sys.stderr)\n"
+)
+
+
+def records(env: BenchEnv) -> int:
+    return RECORDS_PER_N * env.n
+
+
+def describe(env: BenchEnv) -> list[str]:
+    return [f"inspect: a data directory of {records(env):,} XADD records (appendfsync no, "
+            f"segments of 64 MB, no snapshot); each row runs the command as a child process "
+            f"(python -m streamkeep ..., output to /dev/null), timed from start to exit, and "
+            f"reports the child's peak RSS"]
+
+
+def _build(path: str, n: int) -> None:
+    from streamkeep import Engine
+
+    with Engine.open(path, appendfsync="no", auto_aof_rewrite_percentage=0) as engine:
+        execute = engine.execute
+        for i in range(n):
+            execute("XADD", f"sensor:{i % 16}", "*", "sensor-id", "1234", "temperature", "19.8")
+
+
+def _data(env: BenchEnv) -> str:
+    """The run's shared data directory (built on first use)."""
+    def start() -> Any:
+        ctx = env.data_dir("inspect")
+        path = ctx.__enter__()
+        _build(path, records(env))
+        return _Shared(path, ctx)
+
+    shared: _Shared = env.shared("inspect-data", start)
+    return shared.path
+
+
+class _Shared:
+    def __init__(self, path: str, ctx: Any) -> None:
+        self.path = path
+        self.ctx = ctx
+
+    def stop(self) -> None:
+        self.ctx.__exit__(None, None, None)
+
+    def describe(self) -> list[str]:
+        return []
+
+
+def _run_child(argv: list[str]) -> tuple[float, int]:
+    began = time.perf_counter()
+    proc = subprocess.run([sys.executable, "-c", _CHILD, *argv], stdout=subprocess.DEVNULL,
+                          stderr=subprocess.PIPE, text=True, check=False)
+    elapsed = time.perf_counter() - began
+    last = proc.stderr.strip().splitlines()[-1] if proc.stderr.strip() else "{}"
+    try:
+        report = json.loads(last)
+    except ValueError:
+        report = {}
+    if report.get("rc") not in (0,):
+        raise AssertionError(f"streamkeep {' '.join(argv)} failed (status "
+                             f"{report.get('rc', proc.returncode)}): {proc.stderr[-500:]}")
+    return elapsed, int(report["peak_rss"])
+
+
+def _measure(env: BenchEnv, argv: list[str]) -> Measurement:
+    path = _data(env)
+    elapsed, rss = _run_child([*argv[:2], path, *argv[2:]])
+    n = records(env)
+    size = sum(os.path.getsize(os.path.join(path, f)) for f in os.listdir(path)
+               if f.endswith(".aof"))
+    return Measurement(n / elapsed, count=n, figures={"peak_rss_mb": rss / 1e6},
+                       notes=[f"inspect: streamkeep {' '.join(argv)}: {n:,} records "
+                              f"({size / 1e6:.1f} MB of segments) in {elapsed:.3f} s, peak RSS "
+                              f"{rss / 1e6:.1f} MB"])
+
+
+def bench_verify(env: BenchEnv) -> Measurement:
+    return _measure(env, ["aof", "verify", "--json"])
+
+
+def bench_dump_json(env: BenchEnv) -> Measurement:
+    return _measure(env, ["aof", "dump", "--format", "json"])
