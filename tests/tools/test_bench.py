@@ -395,4 +395,4 @@ def test_bench_inspect_section_tiny(capsys: pytest.CaptureFixture[str]) -> None:
     for b in bench.select_sections("inspect")[0].benchmarks:
         assert re.search(rf"^inspect +{re.escape(b.workload)} +2,000 ", out, re.M), out
     assert re.search(r"^inspect +aof verify: peak RSS +[\d.]+ MB", out, re.M), out
-    assert "inspect: streamkeep aof dump --format json: 2,000 records" in out
+    assert "streamkeep aof dump --format json: 2,000 records" in out

@@ -4,7 +4,7 @@ Owns its workload: a data directory of :func:`records` XADD records (5 x N: 1M a
 N), built once per run with appendfsync no and reused by both rows; each row runs the real
 command (``python -m streamkeep aof verify DIR --json`` / ``aof dump DIR --format json``, output
 to /dev/null) as a child process, timed from its start to its exit (interpreter start-up
-included), and reports the child's peak RSS (``ru_maxrss``) as a figure: constant memory means
+included), and reports the child's peak RSS (``VmHWM``) as a figure: constant memory means
 it does not grow with the AOF. Must not touch: the commands (tools/inspect), the registry.
 """
 
@@ -24,11 +24,14 @@ if TYPE_CHECKING:
 
 RECORDS_PER_N = 5
 # The child: run one CLI command, then report its exit status and peak RSS on stderr's last line.
+# (VmHWM, not ru_maxrss: Linux carries ru_maxrss across exec, so a child of a big bench process
+# would report the bench's own peak.)
 _CHILD = (
-    "import json, resource, sys\n"
+    "import json, sys\n"
     "from streamkeep.tools.cli import main\n"
     "rc = main(sys.argv[1:])\n"
-    "rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024\n"
+    "hwm = [l for l in open('/proc/self/status') if l.startswith('VmHWM:')][0]\n"
+    "rss = int(hwm.split()[1]) * 1024\n"
     "print(json.dumps({'rc': rc, 'peak_rss': rss}), file=sys.stderr)\n"
 )
 
@@ -100,7 +103,7 @@ def _measure(env: BenchEnv, argv: list[str]) -> Measurement:
     size = sum(os.path.getsize(os.path.join(path, f)) for f in os.listdir(path)
                if f.endswith(".aof"))
     return Measurement(n / elapsed, count=n, figures={"peak_rss_mb": rss / 1e6},
-                       notes=[f"inspect: streamkeep {' '.join(argv)}: {n:,} records "
+                       notes=[f"streamkeep {' '.join(argv)}: {n:,} records "
                               f"({size / 1e6:.1f} MB of segments) in {elapsed:.3f} s, peak RSS "
                               f"{rss / 1e6:.1f} MB"])
 
