@@ -350,21 +350,29 @@ def record_time(data: bytes, pos: int) -> int:
     return int(decode_payload(data[pos + FRAME_SIZE: pos + FRAME_SIZE + length]).time_ms)
 
 
-def verify_scan(data: bytes, start: int, first_lsn: int) -> VerifyResult:
+def verify_scan(data: bytes, start: int, first_lsn: int, stop: int | None = None
+                ) -> VerifyResult:
     """`scan` for verification: checks every frame's CRC-32C and that each payload starts with
     the expected LSN, without decoding the rest of the payload (what makes it several times
     faster than a replay's scan). At the first frame this fast path refuses, the rest is handed
     to `scan_batches`, so the verdict (where the good records end, torn tail or damage followed
-    by valid records) is exactly the one recovery reaches."""
+    by valid records) is exactly the one recovery reaches.
+
+    With `stop`, only the records starting before `stop` are checked (a part of a segment that
+    parallel workers share): the scan ends at the first frame boundary at or after it, and a
+    refused frame before it is reported as damage without the slow path's verdict."""
     pos, expected = start, first_lsn
     size = len(data)
+    # The loop runs while pos + 8 <= limit: while a frame header fits, and, with `stop`, while
+    # pos < stop (no comparison more per record).
+    limit = size if stop is None else min(size, stop + 7)
     unpack_frame = FRAME.unpack_from
     unpack_head = _PAYLOAD_HEAD.unpack_from
     crc_raw, table = crc32c_raw, CRC_TABLE
     last = -1  # offset of the last good record
     # Literals, not the module's names, in this loop: a global lookup per record costs ~10%.
     # 8: FRAME_SIZE; 13: _MIN_PAYLOAD; 0x94CE: _FIXARRAY_4_U32.
-    while pos + 8 <= size:
+    while pos + 8 <= limit:
         # One frame: its length and CRC, then the payload's first bytes (fixarray 4, the LSN's
         # msgpack tag and, for LSNs of 2**16 up to 2**32, the LSN itself as a big-endian u32).
         length, crc = unpack_frame(data, pos)
@@ -386,6 +394,13 @@ def verify_scan(data: bytes, start: int, first_lsn: int) -> VerifyResult:
         expected += 1
         pos = body_end
     result = VerifyResult(end=pos, count=expected - first_lsn)
+    if stop is not None:  # a part: the caller joins the parts (or rescans on damage)
+        if pos < stop:
+            result.damage = Damage(pos, "refused by the fast path", True)
+        if result.count:
+            result.first_time_ms = record_time(data, start)
+            result.last_time_ms = record_time(data, last)
+        return result
     if pos < size:  # the slow path decides what stopped the fast one
         tail = ScanResult(end=pos)
         for batch in scan_batches(data, pos, expected, tail, 4096):

@@ -67,6 +67,7 @@ class Follower:
         self._tmp: str | None = None
         self._tmp_fd = -1
         self.unsynced = False
+        self.announced_port = 0  # the listening port the current link told the primary
 
     def start(self) -> None:
         self._thread.start()
@@ -82,6 +83,13 @@ class Follower:
                 sock.shutdown(socket.SHUT_RDWR)
         if join and self._thread.is_alive() and threading.current_thread() is not self._thread:
             self._thread.join()
+
+    def reconnect(self) -> None:
+        """Drop the link; the thread reconnects at once and continues by a partial sync."""
+        sock = self.sock
+        if sock is not None:
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)
 
     def _check_running(self) -> None:
         """(engine lock held) Refuse to change anything once stopped (REPLICAOF NO ONE ran)."""
@@ -132,8 +140,9 @@ class Follower:
         if self._stop.is_set():
             return
         parser = ReplyParser()  # the handshake's replies (the project's RESP codec)
+        self.announced_port = self.listening_port()
         for command in link.handshake(str(self.engine.config["masterauth"]),
-                                      self.listening_port(), self.runid):
+                                      self.announced_port, self.runid):
             sock.sendall(command)
             reply = self._read_reply(sock, parser)
             if isinstance(reply, ReplyError):

@@ -78,6 +78,12 @@ class ReplicationService:
         """The network server started (on its loop): tick once a second."""
         self.server = server
         server.loop.call_later(1.0, self._tick)
+        follower = self.follower
+        if follower is not None and follower.sock is not None \
+                and follower.announced_port != server.port:
+            # It connected before the server listened (Engine.open comes first): announce the
+            # port again, so that the primary's ROLE and INFO show where this replica listens.
+            follower.reconnect()
 
     def _tick(self) -> None:
         if self.closed or self.server is None or self.server.stopping.is_set():

@@ -762,8 +762,6 @@ class Server:
         self._fit_maxclients()
         self.engine.on_config(["maxclients"], self._maxclients_changed)
         self.loop.call_later(IDLE_CHECK_SECONDS, self._close_idle_clients)
-        if self.engine.replication is not None:
-            self.engine.replication.serve(self)
         hosts = self.host.split() or ["127.0.0.1"]
         for host in hosts:
             srv = await self.loop.create_server(self._new_client, host, self.port,
@@ -771,6 +769,8 @@ class Server:
             self.servers.append(srv)
             if self.port == 0:  # tests ask for any free port
                 self.port = srv.sockets[0].getsockname()[1]
+        if self.engine.replication is not None:  # (once the port is known: replicas say it)
+            self.engine.replication.serve(self)
 
     def _fit_maxclients(self) -> None:
         """At start, as Redis does: make room for maxclients plus the server's own files in

@@ -322,18 +322,124 @@ def _check_records(report: Report, seg: SegmentReport, scanned: Scanned, file: s
 
 
 def _scan_all(files: list[str], deep: bool, jobs: int) -> Iterator[Scanned]:
-    """scan_segment over files, in order; with jobs > 1 in that many worker processes
-    (forkserver: safe in a process with threads), each reading its own files."""
-    if jobs <= 1 or len(files) <= 1:
+    """scan_segment over files, in order; with jobs > 1 in that many worker processes, each
+    reading its own files. A segment of
+    SPLIT_BYTES or more is cut into `jobs` parts checked at once (`scan_part`), joined here."""
+    if jobs <= 1:
         for file in files:
             yield scan_segment(file, deep)
         return
     import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor
 
-    context = multiprocessing.get_context("forkserver")
-    with ProcessPoolExecutor(min(jobs, len(files)), mp_context=context) as pool:
-        yield from pool.map(scan_segment, files, [deep] * len(files))
+    # fork when this process has no other thread (the CLI's usual case: workers start at once,
+    # with the modules already imported); forkserver otherwise (a progress bar's refresh thread,
+    # a caller's threads), which is safe with threads.
+    import threading
+    from concurrent.futures import Future, ProcessPoolExecutor
+
+    method = "fork" if threading.active_count() == 1 else "forkserver"
+    context = multiprocessing.get_context(method)
+    with ProcessPoolExecutor(jobs, mp_context=context) as pool:
+        tasks: list[Future | list[Future]] = []
+        for file in files:
+            size = _size(file)
+            if deep or size < SPLIT_BYTES:
+                tasks.append(pool.submit(scan_segment, file, deep))
+                continue
+            bounds = [HEADER_BYTES + (size - HEADER_BYTES) * k // jobs for k in range(jobs)]
+            stops: list[int | None] = [*bounds[1:], None]
+            tasks.append([pool.submit(scan_part, file, start, stop, k == 0)
+                          for k, (start, stop) in enumerate(zip(bounds, stops, strict=True))])
+        for file, task in zip(files, tasks, strict=True):
+            if isinstance(task, list):
+                joined = join_parts([part.result() for part in task])
+                yield joined if joined is not None else scan_segment(file, deep)
+            else:
+                yield task.result()
+
+
+HEADER_BYTES = 32  # aof.codec.HEADER_SIZE (not imported here: this module loads cheaply)
+SPLIT_BYTES = 16 << 20  # a segment this big is checked in parts by several workers
+
+
+def _size(file: str) -> int:
+    try:
+        return os.path.getsize(file)
+    except OSError:
+        return 0
+
+
+class Part(NamedTuple):
+    """One part of a segment checked by `scan_part`: where its first record starts and that
+    record's LSN, then what verify_scan found (damage only in the last part, which runs to the
+    end of the file with the slow path's verdict; `refused`: a bad frame before its stop)."""
+
+    start: int
+    first_lsn: int
+    scanned: Scanned
+    refused: bool
+
+
+def scan_part(file: str, start: int, stop: int | None, first: bool) -> Part | None:
+    """Check the records of `file` that start in [start, stop) (to the end when stop is
+    None). The first part starts after the header; another finds its first record by the
+    codec's resync (the first CRC-valid record at or after `start`): the join checks that it is
+    where the previous part ended, with the next LSN. None: the part cannot be checked alone."""
+    import mmap
+
+    try:
+        with open(file, "rb") as f:  # mapped: the parts of a file share its pages, uncopied
+            data = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+    except (OSError, ValueError):
+        return None
+    try:
+        return _scan_mapped(data, start, stop, first)
+    finally:
+        data.close()
+
+
+def _scan_mapped(data: Any, start: int, stop: int | None, first: bool) -> Part | None:
+    from streamkeep.aof.codec import FormatError, decode_header, next_valid_record, verify_scan
+
+    try:
+        header = decode_header(data)
+    except FormatError:
+        return None
+    if first:
+        pos, lsn = start, header.first_lsn
+    else:
+        found = next_valid_record(data, start - 1, 0)
+        if found is None:
+            return None
+        pos, lsn = found
+    result = verify_scan(data, pos, lsn, stop)
+    damage = result.damage
+    refused = stop is not None and damage is not None
+    return Part(pos, lsn, Scanned(
+        len(data), False, (header.segment, header.first_lsn), None, result.end, result.count,
+        result.first_time_ms, result.last_time_ms,
+        None if damage is None or refused else (damage.offset, damage.reason,
+                                                damage.valid_after)), refused)
+
+
+def join_parts(parts: list[Part | None]) -> Scanned | None:
+    """One segment's Scanned from its parts, or None (the caller rescans it whole) if a part
+    could not be checked, refused a frame, or does not start where the previous one ended with
+    the next LSN."""
+    if any(p is None or p.refused for p in parts):
+        return None
+    checked = [p for p in parts if p is not None]
+    for prev, cur in zip(checked, checked[1:], strict=False):
+        if cur.start != prev.scanned.end or cur.first_lsn != prev.first_lsn + prev.scanned.records:
+            return None
+    first, last = checked[0].scanned, checked[-1].scanned
+    return first._replace(
+        end=last.end, records=sum(p.scanned.records for p in checked),
+        first_time_ms=next((p.scanned.first_time_ms for p in checked
+                            if p.scanned.first_time_ms is not None), None),
+        last_time_ms=next((p.scanned.last_time_ms for p in reversed(checked)
+                           if p.scanned.last_time_ms is not None), None),
+        damage=last.damage)
 
 
 def _analyse_segment_file(file: str, deep: bool = False) -> Report:

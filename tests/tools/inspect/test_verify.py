@@ -351,3 +351,45 @@ def test_jobs_give_the_same_report(written: Written) -> None:
         "damage-before-valid", "missing-segment", "torn-tail"]
     code, _out, err = cli("aof", "verify", "--jobs", "0", str(written.path))
     assert code == 3 and "--jobs" in err
+
+
+def _big_segment_dir(path: Path) -> Path:
+    with Engine.open(str(path), aof_segment_max_bytes=1 << 30,
+                     auto_aof_rewrite_percentage=0) as db:
+        for i in range(6000):
+            db.execute("XADD", f"k{i % 7}", "*", "f", "v" * (i % 50), "i", str(i))
+    return path
+
+
+@pytest.mark.parametrize("damage", ["none", "middle", "tail"])
+def test_a_segment_checked_in_parts_gives_the_serial_verdict(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, damage: str) -> None:
+    d = _big_segment_dir(tmp_path / "d")
+    (segment,) = segments(d)
+    offsets = record_offsets(segment)
+    if damage == "middle":  # a CRC flip in the second part, valid records after it
+        flip_byte(segment, offsets[len(offsets) * 2 // 3] + 20)
+    elif damage == "tail":
+        append_bytes(segment, b"\x40\x00\x00\x00garbage")
+    timing = ("seconds", "records_per_second")
+    serial = {k: v for k, v in verify.analyse(str(d), jobs=1).to_json().items()
+              if k not in timing}
+    monkeypatch.setattr(verify, "SPLIT_BYTES", 4096)  # 3 parts of this ~300 KB segment
+    if damage != "middle":  # the parts join: the segment is not rescanned whole
+        monkeypatch.setattr(verify, "scan_segment", None)
+    parts = {k: v for k, v in verify.analyse(str(d), jobs=3).to_json().items()
+             if k not in timing}
+    assert parts == serial
+    assert damage == "middle" or parts["records"] == 6000
+
+
+def test_parts_join_only_where_records_meet() -> None:
+    scanned = verify.Scanned(1000, header=(1, 1), end=500, records=10)
+    first = verify.Part(32, 1, scanned, False)
+    # The next part's first record must start where the first part ended, with LSN 11.
+    good = verify.Part(500, 11, scanned._replace(end=1000, records=5), False)
+    assert verify.join_parts([first, good]).records == 15
+    assert verify.join_parts([first, good._replace(start=501)]) is None
+    assert verify.join_parts([first, good._replace(first_lsn=12)]) is None
+    assert verify.join_parts([first._replace(refused=True), good]) is None
+    assert verify.join_parts([first, None]) is None
