@@ -300,7 +300,8 @@ SECTIONS: tuple[Section, ...] = (
                   lambda env: env.in_dir("full-sync", replication.bench_full_sync, env)),
     ), describe=replication.describe),
     Section("inspect", (
-        Benchmark("inspect.verify", "streamkeep aof verify --json: XADD records checked",
+        Benchmark("inspect.verify", "streamkeep aof verify --json: XADD records checked (its "
+                  "own time)",
                   inspect.bench_verify, target=INSPECT_VERIFY_TARGET),
         Benchmark("inspect.dump_json", "streamkeep aof dump --format json: XADD records",
                   inspect.bench_dump_json, target=INSPECT_DUMP_TARGET),
@@ -421,6 +422,8 @@ FIGURES: tuple[Figure, ...] = (
            extra="p99_ms", unit="ms", target=REPLICA_LAG_P99_TARGET_MS, at_most=True),
     Figure("replication", "full sync: seconds to link up and equal offsets",
            "replication.full_sync", extra="seconds", unit="s"),
+    Figure("inspect", "aof verify: records/s from start to exit", "inspect.verify",
+           extra="wall_records_per_s", unit="/s"),
     Figure("inspect", "aof verify: peak RSS", "inspect.verify", extra="peak_rss_mb",
            unit="MB"),
     Figure("inspect", "aof dump --format json: peak RSS", "inspect.dump_json",
