@@ -29,6 +29,7 @@ from streamkeep.aof.fs import FileSystem
 from streamkeep.engine.wire.errors import StorageError
 
 MANIFEST = "manifest.json"
+LOCK_FILE = "LOCK"  # the data directory's lock (aof.fs.lock), held by the process that opens it
 MANIFEST_TMP = "manifest.json.tmp"
 FORMAT = "streamkeep-manifest"
 VERSION = 1

@@ -46,7 +46,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("streamkeep.aof")
 
-LOCK_FILE = "LOCK"
+LOCK_FILE = manifest_mod.LOCK_FILE
 DEFAULT_SEGMENT_MAX_BYTES = 64 << 20
 
 

@@ -63,7 +63,7 @@ def _confirm(question: str) -> bool:
 
 def main(args: argparse.Namespace) -> int:
     from streamkeep.aof.fs import LockedError, RealFS
-    from streamkeep.aof.store import LOCK_FILE
+    from streamkeep.aof.manifest import LOCK_FILE
     from streamkeep.tools.inspect.verify import UsageError, analyse
 
     path = args.path

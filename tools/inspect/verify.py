@@ -177,7 +177,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def lock_holder(directory: str) -> str | None:
     """The pid holding the directory's LOCK (from /proc/locks, read-only: the lock is never
     taken here), or None if no process holds it (or this is not Linux)."""
-    from streamkeep.aof.store import LOCK_FILE
+    from streamkeep.aof.manifest import LOCK_FILE  # (not aof.store: it loads the engine)
 
     try:
         st = os.stat(os.path.join(directory, LOCK_FILE))
@@ -338,6 +338,8 @@ def _scan_all(files: list[str], deep: bool, jobs: int) -> Iterator[Scanned]:
     from concurrent.futures import Future, ProcessPoolExecutor
 
     method = "fork" if threading.active_count() == 1 else "forkserver"
+    # What the workers run, imported before they fork: each would import it again otherwise.
+    import streamkeep.aof.codec  # noqa: F401
     context = multiprocessing.get_context(method)
     with ProcessPoolExecutor(jobs, mp_context=context) as pool:
         tasks: list[Future | list[Future]] = []
@@ -384,29 +386,40 @@ def scan_part(file: str, start: int, stop: int | None, first: bool) -> Part | No
     """Check the records of `file` that start in [start, stop) (to the end when stop is
     None). The first part starts after the header; another finds its first record by the
     codec's resync (the first CRC-valid record at or after `start`): the join checks that it is
-    where the previous part ended, with the next LSN. None: the part cannot be checked alone."""
-    import mmap
+    where the previous part ended, with the next LSN. None: the part cannot be checked alone.
+
+    Only the part's bytes are read (up to PART_SLACK past `stop`, for the record that
+    straddles it; a longer one makes the part refuse, and the segment is checked whole)."""
+    from streamkeep.aof.codec import HEADER_SIZE, FormatError, decode_header
 
     try:
-        with open(file, "rb") as f:  # mapped: the parts of a file share its pages, uncopied
-            data = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
-    except (OSError, ValueError):
+        with open(file, "rb") as f:
+            header = decode_header(f.read(HEADER_SIZE))
+            base = 0 if first else start
+            f.seek(base)
+            data = f.read() if stop is None else f.read(stop + PART_SLACK - base)
+            size = os.fstat(f.fileno()).st_size
+    except (OSError, FormatError):
         return None
-    try:
-        return _scan_mapped(data, start, stop, first)
-    finally:
-        data.close()
-
-
-def _scan_mapped(data: Any, start: int, stop: int | None, first: bool) -> Part | None:
-    from streamkeep.aof.codec import FormatError, decode_header, next_valid_record, verify_scan
-
-    try:
-        header = decode_header(data)
-    except FormatError:
+    part = _scan_bytes(data, base, start - base, stop - base if stop is not None else None,
+                       header.first_lsn if first else None)
+    if part is None:
         return None
-    if first:
-        pos, lsn = start, header.first_lsn
+    scanned = part.scanned._replace(size=size, header=(header.segment, header.first_lsn))
+    return part._replace(scanned=scanned)
+
+
+PART_SLACK = 1 << 20
+
+
+def _scan_bytes(data: bytes, base: int, start: int, stop: int | None, first_lsn: int | None
+                ) -> Part | None:
+    """scan_part over `data`, the file's bytes from offset `base` (offsets in, and out,
+    relative to it until the end, where they become the file's)."""
+    from streamkeep.aof.codec import next_valid_record, verify_scan
+
+    if first_lsn is not None:
+        pos, lsn = start, first_lsn
     else:
         found = next_valid_record(data, start - 1, 0)
         if found is None:
@@ -415,10 +428,10 @@ def _scan_mapped(data: Any, start: int, stop: int | None, first: bool) -> Part |
     result = verify_scan(data, pos, lsn, stop)
     damage = result.damage
     refused = stop is not None and damage is not None
-    return Part(pos, lsn, Scanned(
-        len(data), False, (header.segment, header.first_lsn), None, result.end, result.count,
-        result.first_time_ms, result.last_time_ms,
-        None if damage is None or refused else (damage.offset, damage.reason,
+    return Part(base + pos, lsn, Scanned(
+        0, False, None, None, base + result.end, result.count, result.first_time_ms,
+        result.last_time_ms,
+        None if damage is None or refused else (base + damage.offset, damage.reason,
                                                 damage.valid_after)), refused)
 
 
