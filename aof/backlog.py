@@ -30,11 +30,12 @@ class BacklogGone(StorageError):
 
 class WrittenLog(Protocol):
     """What a cursor needs of the journal (aof.journal.Journal): the manifest (read under
-    `manifest_lock`) and how many bytes of the newest segment are written (`size`)."""
+    `manifest_lock`) and how far its newest segment is written (`written_end`: the segment's
+    number and written size, replaced whole after each write, so read without the engine
+    lock)."""
 
     manifest: Manifest
-    size: int
-    lsn: int
+    written_end: tuple[int, int]
 
     @property
     def manifest_lock(self) -> object: ...
@@ -119,11 +120,14 @@ def _open_segments(fs: FileSystem, directory: str, manifest: Manifest) -> list[_
     return opened
 
 
-def _position(fs: FileSystem, directory: str, journal: WrittenLog, lsn: int,
+def _position(fs: FileSystem, directory: str, written_end: tuple[int, int], lsn: int,
               opened: list[_Open]) -> Position | None:
+    """Where the records after `lsn` start. Reads the segment holding record `lsn` (without
+    the engine lock: only bytes `written_end` says are written); an LSN beyond them is not
+    found (None), as one compacted away."""
     covered = opened[0].entry.first_lsn - 1  # the snapshot's LSN (0: none)
     try:
-        if lsn < covered or lsn > journal.lsn:
+        if lsn < covered:
             raise LookupError
         # The segment holding record `lsn`, or the first one when it is the snapshot's.
         index = 0
@@ -134,7 +138,9 @@ def _position(fs: FileSystem, directory: str, journal: WrittenLog, lsn: int,
         offset = HEADER_SIZE
         if lsn > covered:
             cur = opened[index]
-            end = journal.size if index == len(opened) - 1 else fs.fsize(cur.fd)
+            # The segment being written: up to its written size; a closed one (or one made
+            # after written_end was read, holding no record yet): the whole file.
+            end = written_end[1] if cur.entry.segment == written_end[0] else fs.fsize(cur.fd)
             data = fs.pread(cur.fd, end, 0)
             offset, crc = frame_offsets(data, HEADER_SIZE, lsn - cur.entry.first_lsn + 1)
     except (LookupError, ValueError):
@@ -148,12 +154,13 @@ def _position(fs: FileSystem, directory: str, journal: WrittenLog, lsn: int,
 
 def open_after(fs: FileSystem, directory: str, journal: WrittenLog, lsn: int
                ) -> Position | None:
-    """A cursor on the records after `lsn` (call with the engine lock held: the journal's
-    newest segment does not grow meanwhile), or None if they are not all in the segments (the
-    LSN was compacted into the snapshot, or is beyond the last one)."""
+    """A cursor on the records after `lsn`, or None if they are not all in the segments (the
+    LSN was compacted into the snapshot, or is beyond what is written). Needs no engine lock:
+    it reads a segment (up to 64 MB), so callers run it off the server's loop."""
     with journal.manifest_lock:  # type: ignore[attr-defined]
         opened = _open_segments(fs, directory, journal.manifest)
-    return _position(fs, directory, journal, lsn, opened)
+        written_end = journal.written_end
+    return _position(fs, directory, written_end, lsn, opened)
 
 
 def open_snapshot(fs: FileSystem, directory: str, journal: WrittenLog
@@ -162,6 +169,7 @@ def open_snapshot(fs: FileSystem, directory: str, journal: WrittenLog
     1), a descriptor on it (-1 without one), and a cursor on every record after it, taken
     together under the manifest lock so that a compaction cannot switch between them."""
     with journal.manifest_lock:  # type: ignore[attr-defined]
+        written_end = journal.written_end
         snap = journal.manifest.snapshot
         fd = fs.open_read(os.path.join(directory, snap.file)) if snap is not None else -1
         try:
@@ -170,7 +178,8 @@ def open_snapshot(fs: FileSystem, directory: str, journal: WrittenLog
             if fd >= 0:
                 fs.close(fd)
             raise
-    position = _position(fs, directory, journal, snap.lsn if snap is not None else 0, opened)
+    position = _position(fs, directory, written_end, snap.lsn if snap is not None else 0,
+                         opened)
     if position is None:  # cannot happen: a manifest's segments follow its snapshot
         if fd >= 0:
             fs.close(fd)

@@ -190,10 +190,10 @@ class Follower:
     def _position(self) -> tuple[str, int, int | None]:
         """This directory's history, last LSN and that record's CRC (None if not in the log)."""
         datadir, journal = self.datadir, self.datadir.journal
-        with self.engine.lock:
+        with self.engine.lock:  # everything applied is in the files, then read without it
             journal.flush_pending()
             lsn = journal.lsn
-            position = open_after(datadir.fs, datadir.path, journal, lsn)
+        position = open_after(datadir.fs, datadir.path, journal, lsn)
         crc = None
         if position is not None:
             crc = position.crc

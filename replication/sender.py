@@ -15,9 +15,16 @@ import contextlib
 import logging
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
-from streamkeep.aof.backlog import BacklogCursor, BacklogGone, open_after, open_snapshot
+from streamkeep.aof.backlog import (
+    BacklogCursor,
+    BacklogGone,
+    Position,
+    open_after,
+    open_snapshot,
+)
 from streamkeep.replication import link
 
 if TYPE_CHECKING:
@@ -180,6 +187,7 @@ class Primary:
         self.sync_partial_err = 0
         self.pump_scheduled = False
         self.on_ack: Any = None  # the waits' check, set by the service
+        self.locator = ThreadPoolExecutor(1, thread_name_prefix="psync-locate")
 
     # --- PSYNC (engine lock held, on the loop) -------------------------------------------------
 
@@ -190,23 +198,52 @@ class Primary:
         sender = Sender(self, client, listening_port)
         client.link = sender
         self.senders.append(sender)
-        journal = self.datadir.journal
-        journal.flush_pending()
+        self.datadir.journal.flush_pending()  # what the replica asks about is in the files
         my_id, id2, offset2 = history
         if replid == my_id or (replid == id2 and lsn < offset2):
-            position = open_after(self.datadir.fs, self.datadir.path, journal, lsn)
-            if position is not None and (crc is None or position.crc is None
-                                         or position.crc == crc):
-                self.sync_partial_ok += 1
-                log.info("replica %s: partial sync from LSN %d", client.addr, lsn + 1)
-                cursor = position.cursor
-                self.engine.server.call_soon(sender.start_partial, my_id, cursor)
-                return
+            # Finding its LSN reads a segment (up to 64 MB): off the loop and the engine lock,
+            # one PSYNC at a time, so that no client stalls the others (or piles up buffers)
+            # by asking again and again.
+            self.locator.submit(self._locate, sender, my_id, replid, lsn, crc)
+            return
+        self._full_sync_instead(sender, replid)
+
+    def _locate(self, sender: Sender, my_id: str, asked: str, lsn: int,
+                crc: int | None) -> None:
+        """(the locator thread) Where the records after `lsn` are; then on to the loop."""
+        try:
+            position = open_after(self.datadir.fs, self.datadir.path, self.datadir.journal,
+                                  lsn)
+        except OSError as err:
+            log.warning("replica %s: cannot read the log after LSN %d: %s", sender.ip, lsn,
+                        err)
+            position = None
+        self.engine.server.call_soon(self._located, sender, my_id, asked, lsn, crc, position)
+
+    def _located(self, sender: Sender, my_id: str, asked: str, lsn: int, crc: int | None,
+                 position: Position | None) -> None:
+        """(on the loop) A partial sync if the replica's last record is ours, else a full one."""
+        if sender.closed:
             if position is not None:
                 position.cursor.close()
-                log.warning("replica %s: its record at LSN %d differs from ours (the "
-                            "histories diverged there); full sync", client.addr, lsn)
-        if replid != "?":
+            return
+        if position is not None and (crc is None or position.crc is None
+                                     or position.crc == crc):
+            self.sync_partial_ok += 1
+            log.info("replica %s: partial sync from LSN %d", sender.client.addr, lsn + 1)
+            sender.start_partial(my_id, position.cursor)
+            return
+        if position is not None:
+            position.cursor.close()
+            log.warning("replica %s: its record at LSN %d differs from ours (the histories "
+                        "diverged there); full sync", sender.client.addr, lsn)
+        with self.engine.lock:
+            self._full_sync_instead(sender, asked)
+
+    def _full_sync_instead(self, sender: Sender, asked: str) -> None:
+        """(engine lock held) Count the refused partial sync (if one was asked) and start a
+        full one."""
+        if asked != "?":
             self.sync_partial_err += 1
         self.sync_full += 1
         self._full_sync(sender)
@@ -310,3 +347,8 @@ class Primary:
                 server.call_soon(sender.drop)
             else:
                 sender.drop()
+
+    def shutdown(self) -> None:
+        """The engine is closing (its connections, replicas' included, are closed already):
+        no more PSYNC lookups."""
+        self.locator.shutdown(wait=False, cancel_futures=True)

@@ -338,4 +338,5 @@ class ReplicationService:
         if follower is not None:
             follower.stop()
         self.waits.cancel_all()
+        self.primary.shutdown()
         self.datadir.journal.on_written = None
