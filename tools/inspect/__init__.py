@@ -5,3 +5,9 @@ them into the `streamkeep` parser. They read files through aof/codec.py, aof/rea
 snapshot read API only, never take a data directory's lock (except `fix`, which edits) and
 never import the engine to read.
 """
+
+from streamkeep.engine.wire.errors import StreamkeepError  # stdlib only behind it
+
+
+class UsageError(StreamkeepError):
+    """Bad input an inspection command reports with exit status 3 (never a traceback)."""

@@ -3,8 +3,9 @@
 Owns the analysis the other offline commands share (`analyse`: the manifest, every segment
 header, every record's framing and CRC-32C and LSN, LSN continuity across segments, the named
 snapshot's size and meta LSN, each problem classified as opening the directory would treat it)
-and its report, as text or JSON. Never takes the directory's lock and never writes: a live
-server may be appending to the last segment (an incomplete record there is a torn tail).
+and its report, as text or JSON; reading a segment's records is tools.inspect.segment_scan's.
+Never takes the directory's lock and never writes: a live server may be appending to the last
+segment (an incomplete record there is a torn tail).
 Must not touch: the record format (aof.codec), the manifest's schema (aof.manifest).
 """
 
@@ -17,9 +18,10 @@ import sys
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
-from typing import Any, NamedTuple, TextIO
+from typing import Any, TextIO
 
-from streamkeep.engine.wire.errors import StreamkeepError  # stdlib only behind it
+from streamkeep.tools.inspect import UsageError
+from streamkeep.tools.inspect.segment_scan import Scanned, scan_all, scan_segment
 
 EPILOG = """\
 examples:
@@ -155,10 +157,6 @@ class Report:
         }
 
 
-class UsageError(StreamkeepError):
-    """Bad input the command reports with exit status 3 (never a traceback)."""
-
-
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.description = ("Check a data directory's (or one segment file's) integrity, "
                           "like redis-check-aof, without locking or writing anything.")
@@ -244,56 +242,6 @@ def _read(file: str) -> bytes:
         raise UsageError(f"{file}: cannot read ({err.strerror})") from None
 
 
-def _deep_scan(data: bytes, first_lsn: int) -> Any:
-    """verify_scan's result, from decoding every record as replay does (`scan_batches`)."""
-    from streamkeep.aof.codec import HEADER_SIZE, ScanResult, VerifyResult, scan_batches
-
-    scan = ScanResult(end=HEADER_SIZE)
-    result = VerifyResult(end=HEADER_SIZE)
-    for batch in scan_batches(data, HEADER_SIZE, first_lsn, scan, 4096):
-        if result.first_time_ms is None:
-            result.first_time_ms = batch[0][1]
-        result.last_time_ms = batch[-1][1]
-    result.end, result.count, result.damage = scan.end, scan.count, scan.damage
-    return result
-
-
-class Scanned(NamedTuple):
-    """One segment file's scan (picklable: a worker process returns it with --jobs)."""
-
-    size: int
-    missing: bool = False
-    header: tuple[int, int] | None = None  # (segment, first_lsn)
-    header_error: str | None = None
-    end: int = 0
-    records: int = 0
-    first_time_ms: int | None = None
-    last_time_ms: int | None = None
-    damage: tuple[int, str, bool] | None = None  # (offset, reason, valid_after)
-
-
-def scan_segment(file: str, deep: bool = False) -> Scanned:
-    """Read and check one segment file: its header, then its records (CRC and LSN, or fully
-    decoded with `deep`). A file gone (a live compaction deleted it) is `missing`."""
-    from streamkeep.aof.codec import HEADER_SIZE, FormatError, decode_header, verify_scan
-
-    try:
-        data = _read(file)
-    except FileNotFoundError:
-        return Scanned(0, missing=True)
-    try:
-        header = decode_header(data)
-    except FormatError as err:
-        return Scanned(len(data), header_error=str(err))
-    first_lsn = header.first_lsn
-    result = _deep_scan(data, first_lsn) if deep else verify_scan(data, HEADER_SIZE, first_lsn)
-    damage = result.damage
-    return Scanned(len(data), False, (header.segment, first_lsn), None, result.end,
-                   result.count, result.first_time_ms, result.last_time_ms,
-                   None if damage is None else (damage.offset, damage.reason,
-                                                damage.valid_after))
-
-
 def _check_records(report: Report, seg: SegmentReport, scanned: Scanned, file: str,
                    last: bool) -> None:
     assert scanned.header is not None
@@ -319,140 +267,6 @@ def _check_records(report: Report, seg: SegmentReport, scanned: Scanned, file: s
         report.problems.append(Problem(
             "torn-tail", file, offset, f"{reason}, {cut} bytes with no valid record",
             "truncate", cut))
-
-
-def _scan_all(files: list[str], deep: bool, jobs: int) -> Iterator[Scanned]:
-    """scan_segment over files, in order; with jobs > 1 in that many worker processes, each
-    reading its own files. A segment of
-    SPLIT_BYTES or more is cut into `jobs` parts checked at once (`scan_part`), joined here."""
-    if jobs <= 1:
-        for file in files:
-            yield scan_segment(file, deep)
-        return
-    import multiprocessing
-
-    # fork when this process has no other thread (the CLI's usual case: workers start at once,
-    # with the modules already imported); forkserver otherwise (a progress bar's refresh thread,
-    # a caller's threads), which is safe with threads.
-    import threading
-    from concurrent.futures import Future, ProcessPoolExecutor
-
-    method = "fork" if threading.active_count() == 1 else "forkserver"
-    # What the workers run, imported before they fork: each would import it again otherwise.
-    import streamkeep.aof.codec  # noqa: F401
-    context = multiprocessing.get_context(method)
-    with ProcessPoolExecutor(jobs, mp_context=context) as pool:
-        tasks: list[Future | list[Future]] = []
-        for file in files:
-            size = _size(file)
-            if deep or size < SPLIT_BYTES:
-                tasks.append(pool.submit(scan_segment, file, deep))
-                continue
-            bounds = [HEADER_BYTES + (size - HEADER_BYTES) * k // jobs for k in range(jobs)]
-            stops: list[int | None] = [*bounds[1:], None]
-            tasks.append([pool.submit(scan_part, file, start, stop, k == 0)
-                          for k, (start, stop) in enumerate(zip(bounds, stops, strict=True))])
-        for file, task in zip(files, tasks, strict=True):
-            if isinstance(task, list):
-                joined = join_parts([part.result() for part in task])
-                yield joined if joined is not None else scan_segment(file, deep)
-            else:
-                yield task.result()
-
-
-HEADER_BYTES = 32  # aof.codec.HEADER_SIZE (not imported here: this module loads cheaply)
-SPLIT_BYTES = 16 << 20  # a segment this big is checked in parts by several workers
-
-
-def _size(file: str) -> int:
-    try:
-        return os.path.getsize(file)
-    except OSError:
-        return 0
-
-
-class Part(NamedTuple):
-    """One part of a segment checked by `scan_part`: where its first record starts and that
-    record's LSN, then what verify_scan found (damage only in the last part, which runs to the
-    end of the file with the slow path's verdict; `refused`: a bad frame before its stop)."""
-
-    start: int
-    first_lsn: int
-    scanned: Scanned
-    refused: bool
-
-
-def scan_part(file: str, start: int, stop: int | None, first: bool) -> Part | None:
-    """Check the records of `file` that start in [start, stop) (to the end when stop is
-    None). The first part starts after the header; another finds its first record by the
-    codec's resync (the first CRC-valid record at or after `start`): the join checks that it is
-    where the previous part ended, with the next LSN. None: the part cannot be checked alone.
-
-    Only the part's bytes are read (up to PART_SLACK past `stop`, for the record that
-    straddles it; a longer one makes the part refuse, and the segment is checked whole)."""
-    from streamkeep.aof.codec import HEADER_SIZE, FormatError, decode_header
-
-    try:
-        with open(file, "rb") as f:
-            header = decode_header(f.read(HEADER_SIZE))
-            base = 0 if first else start
-            f.seek(base)
-            data = f.read() if stop is None else f.read(stop + PART_SLACK - base)
-            size = os.fstat(f.fileno()).st_size
-    except (OSError, FormatError):
-        return None
-    part = _scan_bytes(data, base, start - base, stop - base if stop is not None else None,
-                       header.first_lsn if first else None)
-    if part is None:
-        return None
-    scanned = part.scanned._replace(size=size, header=(header.segment, header.first_lsn))
-    return part._replace(scanned=scanned)
-
-
-PART_SLACK = 1 << 20
-
-
-def _scan_bytes(data: bytes, base: int, start: int, stop: int | None, first_lsn: int | None
-                ) -> Part | None:
-    """scan_part over `data`, the file's bytes from offset `base` (offsets in, and out,
-    relative to it until the end, where they become the file's)."""
-    from streamkeep.aof.codec import next_valid_record, verify_scan
-
-    if first_lsn is not None:
-        pos, lsn = start, first_lsn
-    else:
-        found = next_valid_record(data, start - 1, 0)
-        if found is None:
-            return None
-        pos, lsn = found
-    result = verify_scan(data, pos, lsn, stop)
-    damage = result.damage
-    refused = stop is not None and damage is not None
-    return Part(base + pos, lsn, Scanned(
-        0, False, None, None, base + result.end, result.count, result.first_time_ms,
-        result.last_time_ms,
-        None if damage is None or refused else (base + damage.offset, damage.reason,
-                                                damage.valid_after)), refused)
-
-
-def join_parts(parts: list[Part | None]) -> Scanned | None:
-    """One segment's Scanned from its parts, or None (the caller rescans it whole) if a part
-    could not be checked, refused a frame, or does not start where the previous one ended with
-    the next LSN."""
-    if any(p is None or p.refused for p in parts):
-        return None
-    checked = [p for p in parts if p is not None]
-    for prev, cur in zip(checked, checked[1:], strict=False):
-        if cur.start != prev.scanned.end or cur.first_lsn != prev.first_lsn + prev.scanned.records:
-            return None
-    first, last = checked[0].scanned, checked[-1].scanned
-    return first._replace(
-        end=last.end, records=sum(p.scanned.records for p in checked),
-        first_time_ms=next((p.scanned.first_time_ms for p in checked
-                            if p.scanned.first_time_ms is not None), None),
-        last_time_ms=next((p.scanned.last_time_ms for p in reversed(checked)
-                           if p.scanned.last_time_ms is not None), None),
-        damage=last.damage)
 
 
 def _analyse_segment_file(file: str, deep: bool = False) -> Report:
@@ -515,7 +329,7 @@ def _analyse_directory(directory: str, progress: Progress | None = None,
             with contextlib.suppress(OSError):
                 total += os.stat(os.path.join(directory, entry.file)).st_size
     files = [os.path.join(directory, entry.file) for entry in manifest.segments]
-    scans = _scan_all(files, deep, jobs)
+    scans = scan_all(files, deep, jobs)
     for index, (entry, scanned) in enumerate(zip(manifest.segments, scans, strict=True)):
         last = index == len(manifest.segments) - 1
         if scanned.missing:
