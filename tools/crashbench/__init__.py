@@ -1,0 +1,12 @@
+"""`streamkeep crashbench`: the crash-recovery test bench (issue 15).
+
+Runs a seeded stream workload against a target (an in-process Engine on the fault-injecting
+file layer, a `streamkeep serve` child, or a real redis-server), crashes it (a power loss at the
+N-th file operation, an I/O error, or SIGKILL), recovers, and checks invariants against the
+history of what was acknowledged. Modules: `target` (the interface every target implements),
+`faultfs` (the power-loss and I/O-error file layer), `workload` (the seeded operations),
+`history` (driving a target and recording outcomes), `invariants` (the checks), `powerloss`
+and `sigkill` (the crash modes), `report` and `cli`.
+Must not touch: the engine's, the AOF's or the snapshot's internals; a target is driven only
+through commands and a data directory only through the file-layer seam.
+"""
