@@ -8,7 +8,7 @@ PIP   = $(VPY) -m pip
 # Use sudo for apt only when we are not root and sudo is available.
 SUDO := $(shell if [ "$$(id -u)" != 0 ] && command -v sudo >/dev/null 2>&1; then echo sudo; fi)
 
-.PHONY: venv dev run demo test soak lint bench clean redis-server iproute2 crcmod-check
+.PHONY: venv dev run demo test soak lint bench crashbench clean redis-server iproute2 crcmod-check
 
 # ---------------------------------------------------------------- environments
 
@@ -85,6 +85,15 @@ lint: $(VENV)/.stamp-dev
 
 bench: venv
 	$(VENV)/bin/streamkeep bench
+
+# The full crash-recovery bench: exhaustive power loss under every policy (2,000 operations
+# each), random power loss, and SIGKILL of streamkeep and of redis-server side by side. CI runs
+# a bounded configuration as tests/tools/crashbench/test_cli.py.
+crashbench: dev
+	$(VENV)/bin/streamkeep crashbench --policy all --ops 2000 --json crashbench-exhaustive.json
+	$(VENV)/bin/streamkeep crashbench --mode random --policy all --seconds 60
+	$(VENV)/bin/streamkeep crashbench --mode sigkill --policy all --points 30
+	$(VENV)/bin/streamkeep crashbench --mode sigkill --target redis-server --policy all --points 30
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache .mypy_cache .typecheck .hypothesis build dist \

@@ -62,6 +62,13 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_commands(sub)  # aof verify|stats|dump|fix, restore, snapshot info|dump
 
+    from streamkeep.tools.crashbench import cli as crashbench
+
+    p_crash = sub.add_parser("crashbench", help=crashbench.HELP,
+                             formatter_class=argparse.RawDescriptionHelpFormatter)
+    crashbench.add_arguments(p_crash)
+    p_crash.set_defaults(func=crashbench.main)
+
     p_commands = sub.add_parser("commands", help="print the command table as markdown")
     p_commands.set_defaults(func=_cmd_commands)
 

@@ -1,0 +1,287 @@
+"""The crash bench's checks: what a recovered target must hold, given the history.
+
+Owns `Checker`. It follows one run: every acknowledged operation extends the *lineage* (the
+operations the target's state is made of), applied to a `model.Reference` whose state hash is
+kept after each. After a crash, the recovered state must be the reference's state after some
+prefix j of the lineage, possibly plus the operation that was in flight (its outcome unknown):
+
+- `acked-lost` (always): j covers every acknowledged operation;
+- `loss-window` (everysec): every operation acknowledged more than `window` seconds before the
+  crash survives; the lost ones' age is the measured loss window;
+- `prefix`: the state is a prefix's at all: no phantoms, no duplicates, no holes, nothing
+  deleted or trimmed back, no changed bytes (the diagnosis names which);
+- `groups`: the entries match a prefix but the consumer groups (PEL, delivery counts,
+  last-delivered-id, entries-read, consumers) do not;
+- `ids-reused`: an `XADD *` never returns an ID acknowledged before for another operation;
+- `recovery`: the target opens (unaided after damage to unsynced bytes) and recovering twice
+  gives the same state (reported by the crash modes through `violation`);
+- `replica`: a replica's state is a prefix of the primary's lineage.
+
+After the check the lineage is cut back to j (or extended by the in-flight operation) and the
+run goes on from the recovered state.
+Must not touch: how targets are crashed or restarted (the crash modes), the workload.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from streamkeep.tools.crashbench.model import (
+    Reference,
+    State,
+    entries_hash,
+    explicit,
+    state_hash,
+)
+from streamkeep.tools.crashbench.workload import payload_ok
+
+INVARIANTS = ("acked-lost", "loss-window", "prefix", "groups", "ids-reused", "recovery",
+              "replica")
+
+
+@dataclass
+class Violation:
+    invariant: str
+    detail: str
+
+
+@dataclass
+class Recovery:
+    """One crash's verdict: the prefix found (None: none), what was lost."""
+
+    prefix: int | None
+    acked: int  # operations acknowledged before the crash (lineage length)
+    lost_acked: int = 0  # acknowledged operations the recovered state does not hold
+    loss_window_s: float = 0.0  # age at the crash of the oldest lost acknowledged operation
+    violations: list[Violation] = field(default_factory=list)
+
+
+@dataclass
+class _Op:
+    argv: list[bytes]  # as applied to the reference (XADD IDs explicit)
+    acked_at: float | None  # seconds (the run's clock); None: applied as the in-flight op
+
+
+class Checker:
+    """Follows one run's history and checks each recovery (see the module docstring)."""
+
+    def __init__(self, policy: str, window_s: float = 2.0) -> None:
+        self.policy = policy
+        self.window_s = window_s
+        self.reference = Reference()
+        self.lineage: list[_Op] = []
+        # prefix length -> (state hash, entries-only hash), computed when first needed: hashing
+        # the state after every operation would cost more than running the workload.
+        self.hashes: dict[int, tuple[str, str]] = {}
+        self.ids: dict[tuple[bytes, bytes], int] = {}  # (key, ID) -> the XADD op that got it
+        self.violations: list[Violation] = []
+
+    # --- during a run ----------------------------------------------------------------------
+
+    def acked(self, op: int, argv: Sequence[bytes], reply: Any, at: float) -> None:
+        """Operation `op` was acknowledged (a reply, or an error reply) at time `at`."""
+        if argv[0].upper() == b"XADD" and isinstance(reply, bytes):
+            first = self.ids.setdefault((argv[1], reply), op)
+            if first != op:
+                self.violations.append(Violation(
+                    "ids-reused", f"XADD of op {op} returned {reply.decode()}, the ID op "
+                    f"{first} was acknowledged with before a crash"))
+        self.reference.apply(argv, reply)
+        self.lineage.append(_Op(explicit(argv, reply), at))
+
+    # --- after a crash ---------------------------------------------------------------------
+
+    def judge(self, state: State, crash_at: float, acked: int | None = None,
+              in_flight: Sequence[bytes] | None = None, next_hash: str | None = None
+              ) -> Recovery:
+        """The verdict on a recovered `state` when the first `acked` operations of the lineage
+        (default: all) were acknowledged before the crash at `crash_at`, and `in_flight` was
+        the command whose outcome is unknown (`next_hash`: the state hash with it applied, when
+        the caller knows it, as an exhaustive run does). Changes nothing."""
+        k = len(self.lineage) if acked is None else acked
+        verdict = Recovery(None, k)
+        got = state_hash(state)
+        if self.hash_at(k) == got:
+            verdict.prefix = k
+            return verdict
+        if next_hash is None and in_flight is not None and k == len(self.lineage):
+            with_it = self._with_in_flight(in_flight, state)
+            next_hash = None if with_it is None else with_it[1]
+        if next_hash is not None and next_hash == got:
+            verdict.prefix = k + 1
+            return verdict
+        j = self.find(got, k)
+        if j is None:
+            entries = entries_hash(state)
+            kind = ("groups" if any(self.hashes[i][1] == entries for i in range(k + 1))
+                    else "prefix")
+            verdict.violations.append(Violation(kind, self._diagnose(state, k)))
+            return verdict
+        verdict.prefix = j
+        self._judge_loss(verdict, j, k, crash_at)
+        return verdict
+
+    def recovered(self, state: State, crash_at: float,
+                  in_flight: Sequence[bytes] | None = None) -> Recovery:
+        """`judge` a run's recovery (every lineage operation was acknowledged), record its
+        violations, and continue the lineage from the recovered state."""
+        k = len(self.lineage)
+        verdict = self.judge(state, crash_at, None, in_flight)
+        self.violations.extend(verdict.violations)
+        if verdict.prefix is None:
+            self._rebuild_from(state)
+        elif verdict.prefix == k + 1:
+            with_it = self._with_in_flight(in_flight or [], state)
+            assert with_it is not None
+            self._extend(with_it[0])
+        elif verdict.prefix < k:
+            self._cut(verdict.prefix)
+        return verdict
+
+    def replica_state(self, state: State, what: str) -> Violation | None:
+        """A replica's state must be a prefix of the lineage (any j)."""
+        if self.find(state_hash(state), len(self.lineage)) is not None:
+            return None
+        v = Violation("replica", f"{what}: not the state of any prefix of the primary's "
+                                 f"history ({self._diagnose(state, len(self.lineage))})")
+        self.violations.append(v)
+        return v
+
+    def violation(self, invariant: str, detail: str) -> Violation:
+        v = Violation(invariant, detail)
+        self.violations.append(v)
+        return v
+
+    # --- internals -------------------------------------------------------------------------
+
+    def _judge_loss(self, verdict: Recovery, j: int, k: int, crash_at: float) -> None:
+        lost = [op for op in self.lineage[j:k] if op.acked_at is not None]
+        if not lost:
+            return
+        verdict.lost_acked = len(lost)
+        verdict.loss_window_s = max(0.0, crash_at - min(op.acked_at or crash_at for op in lost))
+        first = self.lineage[j]
+        what = (f"{len(lost)} acknowledged operation(s) lost, from op #{j} "
+                f"({b' '.join(first.argv[:3]).decode(errors='replace')} ...), acknowledged "
+                f"{verdict.loss_window_s:.3f} s before the crash")
+        if self.policy == "always":
+            verdict.violations.append(Violation("acked-lost", what))
+        elif self.policy == "everysec" and verdict.loss_window_s > self.window_s:
+            verdict.violations.append(Violation(
+                "loss-window", f"{what}: beyond the {self.window_s:g} s everysec bound"))
+
+    def _with_in_flight(self, argv: Sequence[bytes], state: State) -> tuple[_Op, str] | None:
+        """The lineage's state with the in-flight command applied (an XADD's ID taken from the
+        recovered entry carrying its op number), and its hash; None if it cannot apply."""
+        applied = list(argv)
+        if applied[0].upper() == b"XADD":
+            op = int(applied[applied.index(b"op") + 1])
+            found = [i for key, entries, _g in state if key == applied[1]
+                     for i, fields in entries if payload_ok(fields) == op]
+            if not found:
+                return None
+            applied = explicit(applied, found[0])
+        ref = Reference.replayed([(op.argv, None) for op in self.lineage] + [(applied, None)])
+        return _Op(applied, None), state_hash(ref.state())
+
+    def hash_at(self, j: int) -> str:
+        """The state hash after the lineage's first j operations."""
+        if j not in self.hashes:
+            self._compute_hashes(j, j)
+        return self.hashes[j][0]
+
+    def hash_all(self) -> None:
+        """Compute every prefix's hash now (an exhaustive run judges many crash points
+        against one lineage)."""
+        self._compute_hashes(0, len(self.lineage))
+
+    def find(self, got: str, k: int) -> int | None:
+        """The longest prefix j <= k whose state hash is `got`, or None."""
+        missing = [i for i in range(k + 1) if i not in self.hashes]
+        if missing:
+            self._compute_hashes(min(missing), k)
+        return next((i for i in range(k, -1, -1) if self.hashes[i][0] == got), None)
+
+    def _compute_hashes(self, lo: int, hi: int) -> None:
+        ref = Reference()
+        for i in range(hi + 1):
+            if i >= lo and i not in self.hashes:
+                state = ref.state()
+                self.hashes[i] = (state_hash(state), entries_hash(state))
+            if i < hi:
+                ref.apply(self.lineage[i].argv, None)
+
+    def _extend(self, op: _Op) -> None:
+        self.reference.apply(op.argv, None)
+        self.lineage.append(op)
+
+    def _cut(self, j: int) -> None:
+        del self.lineage[j:]
+        self.hashes = {i: h for i, h in self.hashes.items() if i <= j}
+        self.reference = Reference.replayed([(op.argv, None) for op in self.lineage])
+
+    def _rebuild_from(self, state: State) -> None:
+        """After a `prefix` violation there is no lineage to continue: the run goes on from
+        what was recovered, as a fresh lineage of explicit XADDs (so later checks still mean
+        something)."""
+        self.lineage.clear()
+        self.reference = Reference()
+        self.hashes = {}
+        for key, entries, _groups in state:
+            for entry_id, fields in entries:
+                self.lineage.append(_Op([b"XADD", key, entry_id, *fields], None))
+                self.reference.apply(self.lineage[-1].argv, None)
+
+    def _diagnose(self, state: State, k: int) -> str:
+        """What differs between `state` and the state after the lineage's first k
+        operations, by kind."""
+        want = (self.reference.state() if k == len(self.lineage) else
+                Reference.replayed([(op.argv, None) for op in self.lineage[:k]]).state())
+        notes: list[str] = []
+        ever = set(self.ids)
+        for (key, entries, groups), (_k, want_entries, want_groups) in zip(state, want,
+                                                                             strict=True):
+            have = dict(entries)
+            expected = dict(want_entries)
+            ops = [payload_ok(fields) for fields in have.values()]
+            bad = [i for i, fields in have.items() if payload_ok(fields) is None]
+            if bad:
+                notes.append(f"{key.decode()}: {len(bad)} entr(ies) with changed bytes "
+                             f"(first {bad[0].decode()})")
+            dups = {op for op in ops if op is not None and ops.count(op) > 1}
+            if dups:
+                notes.append(f"{key.decode()}: op(s) {sorted(dups)[:5]} stored twice")
+            phantom = [i for i in have if (key, i) not in ever and i not in expected]
+            if phantom:
+                notes.append(f"{key.decode()}: {len(phantom)} entr(ies) no acknowledged or "
+                             f"in-flight XADD wrote (first {phantom[0].decode()})")
+            back = [i for i in have if (key, i) in ever and i not in expected]
+            if back:
+                notes.append(f"{key.decode()}: {len(back)} deleted or trimmed entr(ies) back "
+                             f"(first {back[0].decode()})")
+            missing = [i for i in expected if i not in have]
+            if missing:
+                notes.append(f"{key.decode()}: {len(missing)} entr(ies) missing in the middle "
+                             f"or end (first {missing[0].decode()})")
+            if groups != want_groups:
+                notes.append(f"{key.decode()}: consumer groups differ "
+                             f"({_group_diff(groups, want_groups)})")
+        return "; ".join(notes) or "the state differs from every prefix"
+
+
+def _group_diff(have: tuple, want: tuple) -> str:
+    names = {g[0]: g for g in have}
+    for g in want:
+        h = names.get(g[0])
+        if h is None:
+            return f"group {g[0].decode()} missing"
+        if h[1] != g[1]:
+            return (f"group {g[0].decode()} last-delivered-id {h[1].decode()}, the model "
+                    f"{g[1].decode()}")
+        if h[3] != g[3]:
+            return f"group {g[0].decode()} PEL of {len(h[3])}, the model {len(g[3])}"
+        if h != g:
+            return f"group {g[0].decode()} entries-read or consumers"
+    return "extra groups"

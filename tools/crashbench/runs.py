@@ -1,0 +1,187 @@
+"""Running the crash bench's power-loss modes: which runs, which crash points, on how many
+workers, and their outcomes gathered into report rows.
+
+Owns `Config`, `powerloss_rows` (exhaustive: every crash point of one recorded run; random:
+runs of successive seeds, a random sample of each one's points, until a budget of points or
+seconds), the replay tokens (`powerloss:<policy>:<seed>:<ops>:<compact_every>:<call>:<model>`)
+and `replay_one`. Points are judged by `jobs` forked workers, each replaying the run's log up
+to its share of points (contiguous slices, so no worker replays the whole log for nothing).
+Must not touch: the judging itself (powerloss, invariants), rendering (report).
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import shutil
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from streamkeep.tools.crashbench import powerloss
+from streamkeep.tools.crashbench.report import Found, Row
+
+Progress = Callable[[str, int, int], None]  # (what, done, total)
+
+
+@dataclass
+class Config:
+    policy: str
+    mode: str  # exhaustive | random
+    models: tuple[str, ...]
+    ops: int = 2000
+    seed: int = 1
+    points: int | None = None  # random mode: crash points to try (per model)
+    seconds: float | None = None  # random mode: stop after this long
+    jobs: int = 2
+    compact_every: int = 0  # 0: ops // 3 (two compactions in a run)
+    scratch: str | None = None
+
+
+def scratch_root(asked: str | None) -> str:
+    """Where disks are materialised: tmpfs when there is one (recovery fsyncs are free
+    there, and the bench measures the engine, not the disk)."""
+    base = asked or ("/dev/shm" if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK)
+                     else None)
+    return tempfile.mkdtemp(prefix="crashbench-", dir=base)
+
+
+def powerloss_rows(config: Config, progress: Progress | None = None) -> list[Row]:
+    rows = {m: Row(config.policy, config.mode, m) for m in config.models}
+    root = scratch_root(config.scratch)
+    began = time.monotonic()
+    try:
+        for seed, run, chosen, reached in _runs(config, root, began):
+            for row in rows.values():
+                row.reached += reached
+                row.acked += run.ops
+            total = len(chosen) * len(config.models)
+            done = 0
+            for outcome in _judge(run, chosen, config, root):
+                done += 1
+                _add(rows[outcome.model], outcome, config, seed, run)
+                if progress is not None and (done % 20 == 0 or done == total):
+                    progress(f"{config.policy} {config.mode} seed {seed}", done, total)
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+    seconds = time.monotonic() - began
+    for row in rows.values():  # each model's share: the rows' rates add up to the run's
+        row.seconds = seconds / len(rows)
+    return list(rows.values())
+
+
+def _runs(config: Config, root: str, began: float
+          ) -> Iterator[tuple[int, powerloss.RecordedRun, list[int], int]]:
+    """(seed, recorded run, chosen call indices, points reached) per run of the mode."""
+    compact_every = config.compact_every or max(1, config.ops // 3)
+    seed = config.seed
+    budget = config.points
+    while True:
+        directory = os.path.join(root, f"run-{seed}")
+        run = powerloss.record(directory, seed, config.ops, config.policy, compact_every)
+        indices = [p.index for p in powerloss.points(run)]
+        if config.mode == "exhaustive":
+            yield seed, run, indices, len(indices)
+            return
+        rng = random.Random(f"crashbench-random:{seed}")
+        take = min(len(indices), 50 if budget is None else min(50, budget))
+        chosen = sorted(rng.sample(indices, take))
+        yield seed, run, chosen, len(indices)
+        shutil.rmtree(directory, ignore_errors=True)
+        if budget is not None:
+            budget -= take
+            if budget <= 0:
+                return
+        if config.seconds is not None and time.monotonic() - began >= config.seconds:
+            return
+        if budget is None and config.seconds is None:
+            return
+        seed += 1
+
+
+_SHARED: dict[str, Any] = {}  # what forked workers judge (set before the fork)
+
+
+def _judge(run: powerloss.RecordedRun, chosen: list[int], config: Config, root: str
+           ) -> Iterator[powerloss.Outcome]:
+    run.checker.hash_all()  # once, before the fork: every worker needs them
+    slices = _slices(chosen, max(1, config.jobs) * 8)
+    if config.jobs <= 1 or len(slices) <= 1:
+        for part in slices:
+            yield from _judge_slice(run, part, config, root)
+        return
+    import multiprocessing
+
+    _SHARED.update(run=run, config=config, root=root)
+    with multiprocessing.get_context("fork").Pool(config.jobs) as pool:
+        for outcomes in pool.imap_unordered(_worker, slices):
+            yield from outcomes
+
+
+def _worker(part: list[int]) -> list[powerloss.Outcome]:
+    return list(_judge_slice(_SHARED["run"], part, _SHARED["config"], _SHARED["root"]))
+
+
+def _judge_slice(run: powerloss.RecordedRun, part: list[int], config: Config, root: str
+                 ) -> Iterator[powerloss.Outcome]:
+    scratch = tempfile.mkdtemp(dir=root)
+    try:
+        yield from powerloss.replay(run, scratch, config.models, set(part), run.seed,
+                                    recovery_cut_every=10, reopen_every=10)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _slices(chosen: list[int], n: int) -> list[list[int]]:
+    size = max(1, -(-len(chosen) // n))
+    return [chosen[i:i + size] for i in range(0, len(chosen), size)]
+
+
+def _add(row: Row, outcome: powerloss.Outcome, config: Config, seed: int,
+         run: powerloss.RecordedRun) -> None:
+    row.add(outcome.recovery, outcome.acked, outcome.lost_acked, outcome.loss_window_s,
+            outcome.violations, 0.0 if outcome.cached else outcome.recovery_s,
+            outcome.log_bytes)
+    compact_every = config.compact_every or max(1, config.ops // 3)
+    for v in outcome.violations:
+        k = outcome.acked
+        row.found.append(Found(
+            v.invariant,
+            f"power loss at {outcome.point.kind} #{outcome.point.ordinal} (during op {k}), "
+            f"model {outcome.model}: {v.detail}",
+            f"powerloss:{config.policy}:{seed}:{config.ops}:{compact_every}:"
+            f"{outcome.point.index}:{outcome.model}",
+            [_render(op.argv) for op in run.checker.lineage[max(0, k - 5):k + 1]], k + 1))
+
+
+def _render(argv: list[bytes]) -> str:
+    text = " ".join(a.decode(errors="replace") for a in argv)
+    return text if len(text) <= 120 else text[:117] + "..."
+
+
+def replay_one(token: str) -> tuple[Row, list[str]]:
+    """Run the one crash point a token names; its row and what it found, in words."""
+    parts = token.split(":")
+    if len(parts) != 7 or parts[0] != "powerloss":
+        raise ValueError(f"--replay {token}: not a replay token (powerloss:<policy>:<seed>:"
+                         f"<ops>:<compact_every>:<call>:<model>)")
+    _kind, policy, seed, ops, compact_every, index, model = parts
+    config = Config(policy, "replay", (model,), ops=int(ops), seed=int(seed), jobs=1,
+                    compact_every=int(compact_every))
+    root = scratch_root(None)
+    row = Row(policy, "replay", model, reached=1)
+    lines = []
+    try:
+        run = powerloss.record(os.path.join(root, "run"), int(seed), int(ops), policy,
+                               int(compact_every))
+        for outcome in _judge_slice(run, [int(index)], config, root):
+            _add(row, outcome, config, int(seed), run)
+            lines.append(f"crash point: {outcome.point.kind} #{outcome.point.ordinal} (call "
+                         f"{outcome.point.index} of {len(run.calls)}), during op "
+                         f"{outcome.acked}; recovery: {outcome.recovery}; prefix "
+                         f"{outcome.prefix}")
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+    return row, lines
