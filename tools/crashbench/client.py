@@ -59,14 +59,28 @@ class RespTarget:
             raise CommandFailed(str(value))
         return value
 
+    def pipeline(self, argvs: Sequence[Sequence[bytes]]) -> list[Any]:
+        """Send every command at once, then read their replies in order: the values, with a
+        CommandFailed instance (not raised) for each error reply; ConnectionLost if any reply
+        is missing (which of the commands were applied is then unknown)."""
+        sock = self._live()
+        try:
+            sock.sendall(b"".join(encode_command(argv) for argv in argvs))
+            replies = [self._read_reply(sock) for _ in argvs]
+        except (OSError, ProtocolError) as err:
+            self._die()
+            raise ConnectionLost(f"{self.host}:{self.port}: {err or type(err).__name__}") \
+                from err
+        return [CommandFailed(str(r)) if isinstance(r, ErrorReply) else r for r in replies]
+
     def _live(self) -> socket.socket:
         if self._sock is None:
             raise ConnectionLost(f"{self.host}:{self.port}: connection already lost")
         return self._sock
 
     def _read_reply(self, sock: socket.socket) -> Any:
-        # One reply per command and no pipelining: the buffer holds at most this reply, and it
-        # is decoded again from its start only after more bytes came.
+        # A reply split over many reads is decoded again from its start after each: fine for
+        # the bench's small replies (a big one would want resp.ReplyParser's incremental state).
         while True:
             got = decode_reply(self._buf, 0)
             if got is not None:

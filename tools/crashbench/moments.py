@@ -152,7 +152,7 @@ def replica_state(replica: ServerProcess) -> dict[str, str]:
 
 
 def wait_caught_up(primary: ServerProcess, replica: ServerProcess,
-                   timeout: float = 30.0) -> bytes:
+                   timeout: float = 30.0) -> str:
     """Wait until the replica's link is up, its offset is the primary's and both DEBUG DIGESTs
     are equal; the digest. ReplicaBehind on timeout."""
     deadline = time.monotonic() + timeout
@@ -165,7 +165,7 @@ def wait_caught_up(primary: ServerProcess, replica: ServerProcess,
                 with primary.target() as p, replica.target() as r:
                     digest = p.execute([b"DEBUG", b"DIGEST"])
                     if digest == r.execute([b"DEBUG", b"DIGEST"]):
-                        return bytes(digest)
+                        return str(digest)
         except (ConnectionLost, CommandFailed, KeyError):
             pass  # restarting, or not a replica yet
         if time.monotonic() > deadline:

@@ -88,3 +88,13 @@ def test_killing_the_server_mid_command_is_connection_lost(kind: str, tmp_path: 
         reader.join(5)
         assert outcome and t.dead
         assert not proc.alive
+
+
+def test_a_pipeline_returns_every_reply_in_order(server: ServerProcess) -> None:
+    with server.target() as t:
+        replies = t.pipeline([[b"XADD", b"pipe", b"1-1", b"f", b"v"],
+                              [b"XADD", b"pipe", b"1-1", b"f", b"v"],
+                              [b"XLEN", b"pipe"]])
+        assert replies[0] == b"1-1"
+        assert isinstance(replies[1], CommandFailed)
+        assert replies[2] == 1
