@@ -9,6 +9,7 @@ Must not touch: the servers' processes (servers.py) or what the commands mean.
 
 from __future__ import annotations
 
+import select
 import socket
 from collections.abc import Sequence
 from typing import Any
@@ -19,6 +20,11 @@ from streamkeep.tools.crashbench.target import CommandFailed, ConnectionLost
 CONNECT_TIMEOUT = 2.0
 COMMAND_TIMEOUT = 10.0
 RECV_SIZE = 64 * 1024
+
+
+def _pending(sock: socket.socket) -> bool:
+    """Bytes (or an EOF) are waiting to be read now."""
+    return bool(select.select([sock], [], [], 0)[0])
 
 
 class RespTarget:
@@ -79,14 +85,18 @@ class RespTarget:
         return self._sock
 
     def _read_reply(self, sock: socket.socket) -> Any:
-        # A reply split over many reads is decoded again from its start after each: fine for
-        # the bench's small replies (a big one would want resp.ReplyParser's incremental state).
+        # decode_reply starts over on an incomplete reply, so a big reply arriving in many
+        # reads is decoded again only once the buffer has doubled, or when nothing more is
+        # waiting in the socket (the reply may be whole): linear overall, not quadratic.
+        tried = 0
         while True:
-            got = decode_reply(self._buf, 0)
-            if got is not None:
-                value, end = got
-                del self._buf[:end]
-                return value
+            if len(self._buf) >= 2 * tried or not _pending(sock):
+                tried = len(self._buf)
+                got = decode_reply(self._buf, 0)
+                if got is not None:
+                    value, end = got
+                    del self._buf[:end]
+                    return value
             chunk = sock.recv(RECV_SIZE)
             if not chunk:
                 raise ConnectionResetError("EOF: the server closed the connection")

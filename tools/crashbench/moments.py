@@ -55,6 +55,7 @@ def kill_during_compaction(server: ServerProcess, rng: random.Random, max_delay:
                            timeout: float = 10.0) -> str:
     """BGREWRITEAOF, wait until INFO says the rewrite is in progress, then SIGKILL at a random
     delay in [0, max_delay) after that, checking it is still in progress just before."""
+    rewrites = _rewrite_state(server)[1]
     with server.target() as t:
         try:
             t.execute([b"BGREWRITEAOF"])
@@ -62,12 +63,12 @@ def kill_during_compaction(server: ServerProcess, rng: random.Random, max_delay:
             raise MomentMissed(f"BGREWRITEAOF refused: {err}") from err
     deadline = time.monotonic() + timeout
     while True:
-        running, done = _rewrite_state(server)
+        running, count = _rewrite_state(server)
         if running:
             break
-        # streamkeep counts a finished compaction in aof_rewrites; Redis 7 does not
-        # (aof_last_bgrewrite_status), so only a timeout tells it missed there.
-        if done or time.monotonic() > deadline:
+        # aof_rewrites moved (Redis counts a rewrite when it starts, streamkeep when it ends)
+        # and none runs: this one is over.
+        if count != rewrites or time.monotonic() > deadline:
             raise MomentMissed("the rewrite finished (or never started) before it was seen")
         time.sleep(POLL)
     seen = time.monotonic()
