@@ -11,6 +11,7 @@ Must not touch: the data directory's files (only the server does), the workload 
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import os
 import shutil
@@ -18,6 +19,7 @@ import signal
 import subprocess
 import sys
 import time
+import weakref
 from collections.abc import Sequence
 
 from streamkeep.engine.wire.errors import StreamkeepError
@@ -27,6 +29,15 @@ from streamkeep.tools.crashbench.target import CommandFailed, ConnectionLost
 
 START_TIMEOUT = 30.0
 POLL = 0.01
+# Every server in its own session outlives a bench that dies with an exception: these are
+# killed at exit (a bench itself SIGKILLed still leaks them).
+_RUNNING: weakref.WeakSet[ServerProcess] = weakref.WeakSet()
+
+
+@atexit.register
+def _kill_leftovers() -> None:
+    for server in list(_RUNNING):
+        server.kill()
 
 
 class ServerFailed(StreamkeepError):
@@ -71,6 +82,7 @@ class ServerProcess:
             self.proc = subprocess.Popen(self.command(), stdin=subprocess.DEVNULL, stdout=log,
                                          stderr=log, start_new_session=True)
         self.starts += 1
+        _RUNNING.add(self)
 
     def start(self) -> ServerProcess:
         """Start the server; return once it answers PING (not -LOADING). A first start whose
@@ -113,6 +125,7 @@ class ServerProcess:
         with contextlib.suppress(ProcessLookupError):  # the group is gone already
             os.killpg(proc.pid, signal.SIGKILL)
         proc.wait(timeout=10)
+        _RUNNING.discard(self)
 
     def stop(self) -> None:
         """A clean shutdown (SIGTERM), SIGKILL if it takes over 15 s."""
