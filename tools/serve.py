@@ -43,6 +43,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="config file in redis.conf syntax (options below override it)")
     parser.add_argument("--loglevel", choices=("debug", "verbose", "notice", "warning"),
                         help="log verbosity (default notice)")
+    # Not a Redis setting, so not in the config file: the crash bench rotates segments every
+    # few commands with it.
+    parser.add_argument("--aof-segment-max-bytes", type=int, metavar="BYTES",
+                        help="AOF segment rotation size (default 64 MiB)")
 
 
 def settings_from(args: argparse.Namespace) -> dict[str, Any]:
@@ -53,7 +57,7 @@ def settings_from(args: argparse.Namespace) -> dict[str, Any]:
 
         settings.update(read_config_file(args.config))
     for name in ("dir", "port", "bind", "appendfsync", "requirepass", "loglevel", "replicaof",
-                 "masterauth"):
+                 "masterauth", "aof_segment_max_bytes"):
         value = getattr(args, name)
         if value is not None:
             settings[name] = value

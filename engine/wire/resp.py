@@ -8,7 +8,8 @@ while encoding it (`ReplyBuffer`, `OutputLimitReached`), encoding client request
 parser with Redis's exact protocol-error lines and limits (`RequestParser`, modelled on
 processInlineBuffer/processMultibulkBuffer in Redis's src/networking.c; a big bulk is read
 apart from the shared buffer, as Redis's PROTO_MBULK_BIG_ARG) and the client's
-incremental reply parser (`ReplyParser`, for the replica link and tests).
+incremental reply parser (`ReplyParser`, for the replica link and tests), and the one-shot RESP2
+reply decoder (`decode_reply`, `ErrorReply`: the crash bench's client).
 
 Must not touch: engine state or any I/O (no sockets, no asyncio, no clocks). Callers move the
 bytes; this module only turns them into values and back.
@@ -29,6 +30,7 @@ from streamkeep.engine.wire.reply import NULL_ARRAY, EntryArray, Push, RespMap, 
 
 __all__ = [
     "BIG_BULK",
+    "MAX_REPLY_DEPTH",
     "NEED_MORE",
     "PROTO_INLINE_MAX_SIZE",
     "OutputLimitReached",
@@ -37,6 +39,8 @@ __all__ = [
     "ReplyBuffer",
     "ReplyParser",
     "RequestParser",
+    "ErrorReply",
+    "decode_reply",
     "encode_command",
     "encode_reply",
     "format_double",
@@ -1141,3 +1145,91 @@ def _close(kind: int, items: list) -> Any:
     if kind == 0x7E:  # '~'
         return RespSet(items)
     return Push(items)
+
+
+# --------------------------------------------------------------------------------------------
+# Decoding one RESP2 reply (the crash bench's client)
+# --------------------------------------------------------------------------------------------
+
+MAX_REPLY_DEPTH: Final = 64
+"""Arrays nested deeper than this are refused: a hostile or corrupt peer cannot make
+`decode_reply` build an unbounded stack of open arrays."""
+
+
+class ErrorReply(str):
+    """An error reply as a value (the line without its '-'): `decode_reply` returns it rather
+    than raising, so a caller tells "the server refused" from "the bytes were garbage"."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return f"ErrorReply({str.__repr__(self)})"
+
+
+def decode_reply(buf: bytes | bytearray, pos: int = 0) -> tuple[Any, int] | None:
+    """The RESP2 reply starting at `buf[pos]` and the position after it, or None if `buf` does
+    not hold all of it yet. `+` str, `-` ErrorReply, `:` int, `$` bytes, `*` list, `$-1`/`*-1`
+    None. Linear in the bytes it reads (no re-scan, no recursion); ProtocolError for malformed
+    input, a RESP3-only type or arrays nested past MAX_REPLY_DEPTH."""
+    # Open arrays, innermost last: [items expected, items so far].
+    stack: list[tuple[int, list[Any]]] = []
+    end = len(buf)
+    while True:
+        if pos >= end:
+            return None
+        idx = buf.find(b"\r\n", pos)
+        if idx < 0:
+            return None
+        kind = buf[pos]
+        line = bytes(buf[pos + 1 : idx])
+        pos = idx + 2
+        value: Any
+        if kind == 0x24:  # '$'
+            n = _resp2_len(line, "bulk")
+            if n < 0:
+                value = None
+            else:
+                if end < pos + n + 2:
+                    return None
+                if buf[pos + n : pos + n + 2] != b"\r\n":
+                    raise ProtocolError("ERR Protocol error: bulk string not terminated by CRLF")
+                value = bytes(buf[pos : pos + n])
+                pos += n + 2
+        elif kind == 0x2A:  # '*'
+            n = _resp2_len(line, "aggregate")
+            if n > 0:
+                if len(stack) >= MAX_REPLY_DEPTH:
+                    raise ProtocolError("ERR Protocol error: reply nested too deeply")
+                stack.append((n, []))
+                continue
+            value = None if n < 0 else []
+        else:
+            value = _resp2_simple(kind, line)
+        # Close every array this value completes; stop at the first one still open.
+        while stack:
+            expected, items = stack[-1]
+            items.append(value)
+            if len(items) < expected:
+                break
+            stack.pop()
+            value = items
+        else:
+            return value, pos
+
+
+def _resp2_len(line: bytes, what: str) -> int:
+    """A bulk or array header's length: -1 (null) or more."""
+    n = _reply_int(line)
+    if n < -1:
+        raise ProtocolError(f"ERR Protocol error: invalid {what} length {line!r}")
+    return n
+
+
+def _resp2_simple(kind: int, line: bytes) -> Any:
+    if kind == 0x2B:  # '+'
+        return line.decode("utf-8", "surrogateescape")
+    if kind == 0x2D:  # '-'
+        return ErrorReply(line.decode("utf-8", "surrogateescape"))
+    if kind == 0x3A:  # ':'
+        return _reply_int(line)
+    raise ProtocolError(f"ERR Protocol error: unexpected RESP2 reply {bytes([kind]) + line!r}")

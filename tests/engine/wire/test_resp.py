@@ -1272,3 +1272,95 @@ def test_entry_array_reads_as_the_list_of_its_entries() -> None:
     # written, and the chunk goes the generic way.
     bad = EntryArray([b"1-1"] * 9, [(b"f", 7)] * 9)
     assert encode_reply(bad, 2) == encode_reply([[b"1-1", [b"f", 7]]] * 9, 2)
+
+
+# --------------------------------------------------------------------------------------------
+# decode_reply: the one-shot RESP2 reply decoder (round-trips against encode_reply, every
+# prefix incomplete, malformed input and deep nesting refused)
+# --------------------------------------------------------------------------------------------
+
+_dec_simple = st.text(st.characters(blacklist_characters="\r\n", blacklist_categories=("Cs",)))
+_dec_scalars = st.one_of(
+    st.none(), st.binary(max_size=64), st.integers(-(2**63), 2**63 - 1), _dec_simple,
+    _dec_simple.map(resp.ErrorReply),
+)
+_dec_replies = st.recursive(_dec_scalars, lambda inner: st.lists(inner, max_size=6),
+                            max_leaves=40)
+
+
+def _dec_wire(value: Any) -> bytes:
+    """RESP2 bytes for a decoded value (resp.ErrorReply back to the encoder's ReplyError)."""
+    if isinstance(value, resp.ErrorReply):
+        return resp.encode_reply(ReplyError(str(value)))
+    if isinstance(value, list):
+        return b"*%d\r\n" % len(value) + b"".join(_dec_wire(v) for v in value)
+    return resp.encode_reply(value)
+
+
+def _dec_same(a: Any, b: Any) -> bool:
+    """Equal, with resp.ErrorReply and str told apart."""
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(_dec_same(x, y) for x, y in zip(a, b, strict=True))
+    return type(a) is type(b) and a == b
+
+
+@given(_dec_replies)
+def test_decode_round_trip(value: Any) -> None:
+    data = _dec_wire(value)
+    got = resp.decode_reply(data)
+    assert got is not None
+    assert _dec_same(got[0], value)
+    assert got[1] == len(data)
+
+
+@given(_dec_replies, st.binary(max_size=16))
+def test_decode_round_trip_in_a_bytearray_after_other_bytes(value: Any, before: bytes) -> None:
+    data = _dec_wire(value)
+    buf = bytearray(before + data + b"+next\r\n")
+    got = resp.decode_reply(buf, len(before))
+    assert got is not None and _dec_same(got[0], value)
+    assert resp.decode_reply(buf, got[1]) == ("next", len(buf))
+
+
+@given(_dec_replies)
+def test_decode_every_prefix_is_incomplete(value: Any) -> None:
+    data = _dec_wire(value)
+    for cut in range(len(data)):
+        assert resp.decode_reply(data[:cut]) is None
+
+
+@given(st.lists(st.binary(max_size=20), max_size=5))
+def test_decode_a_request_is_an_array_of_bulks(argv: list[bytes]) -> None:
+    assert resp.decode_reply(resp.encode_command(argv)) == (argv, len(resp.encode_command(argv)))
+
+
+def test_decode_values_and_types() -> None:
+    assert resp.decode_reply(b"+OK\r\n") == ("OK", 5)
+    err = resp.decode_reply(b"-LOADING Redis is loading\r\n")
+    assert err is not None and type(err[0]) is resp.ErrorReply
+    assert err[0] == "LOADING Redis is loading"
+    assert resp.decode_reply(b"$-1\r\n") == (None, 5)
+    assert resp.decode_reply(b"*-1\r\n") == (None, 5)
+    assert resp.decode_reply(b"*0\r\n") == ([], 4)
+    assert resp.decode_reply(b":-7\r\n") == (-7, 5)
+    assert resp.decode_reply(b"*2\r\n*1\r\n$1\r\na\r\n:1\r\n") == ([[b"a"], 1], 19)
+
+
+@pytest.mark.parametrize("data", [
+    b"$3\r\nabcd\r\n", b"$-2\r\n", b"*-5\r\n", b":x\r\n", b"%1\r\n", b"?\r\n", b"_\r\n",
+])
+def test_decode_refuses_malformed_input_is_refused(data: bytes) -> None:
+    with pytest.raises(resp.ProtocolError):
+        resp.decode_reply(data)
+
+
+def test_decode_nesting_is_bounded() -> None:
+    ok = b"*1\r\n" * resp.MAX_REPLY_DEPTH + b":1\r\n"
+    got = resp.decode_reply(ok)
+    assert got is not None and got[1] == len(ok)
+    with pytest.raises(resp.ProtocolError):
+        resp.decode_reply(b"*1\r\n" * (resp.MAX_REPLY_DEPTH + 1) + b":1\r\n")
+
+
+def test_decode_a_deep_incomplete_reply_is_incomplete_not_an_error() -> None:
+    assert resp.decode_reply(b"*1\r\n" * 10) is None
