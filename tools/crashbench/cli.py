@@ -20,7 +20,7 @@ from typing import Any
 
 EXIT_OK, EXIT_VIOLATED, EXIT_USAGE = 0, 1, 2
 POLICIES = ("always", "everysec", "no")
-MODES = ("exhaustive", "random", "sigkill")
+MODES = ("exhaustive", "random", "sigkill", "ioerror")
 POWER_MODELS = ("none", "all", "partial", "zeros", "garbage")  # faultfs.MODELS when it lands
 
 HELP = "crash-recovery test bench: crash, recover, check invariants, report"
@@ -37,8 +37,11 @@ modes:
   exhaustive  power loss at every write, fsync, rename and directory fsync of
               one recorded run (the SQLite crash loop), under each fault model
   random      power loss at random points of runs of successive seeds
-  sigkill     SIGKILL of a real server process at random moments
-              (--target streamkeep or redis-server)"""
+  sigkill     SIGKILL of a real server process at chosen moments (workload,
+              compaction, segment rotation, recovery, replica sync;
+              --target streamkeep or redis-server)
+  ioerror     EIO / ENOSPC on an AOF write or fsync at chosen points, then a
+              crash and recovery"""
 
 EPILOG = f"""\
 examples:
@@ -100,7 +103,7 @@ def main(args: argparse.Namespace) -> int:
 
     # The engine logs each torn tail it truncates on "streamkeep.*": thousands per run here,
     # and expected; the report counts them instead.
-    logging.getLogger("streamkeep").setLevel(logging.ERROR)
+    logging.getLogger("streamkeep").setLevel(logging.CRITICAL)
     notes: list[str] = []
     try:
         if args.replay:
@@ -138,13 +141,27 @@ def _run(args: argparse.Namespace, notes: list[str]) -> list[Any]:
                 rows.extend(sigkill.rows(policy, args.target, args.seed, args.points,
                                          args.seconds, progress))
                 continue
+            if args.mode == "ioerror":
+                from streamkeep.tools.crashbench import ioerrors
+
+                rows.extend(ioerrors.rows(policy, args.seed, min(args.ops, 300),
+                                          args.points or 10, progress))
+                continue
             config = runs.Config(policy, args.mode, models, ops=args.ops, seed=args.seed,
                                  points=args.points, seconds=args.seconds, jobs=args.jobs)
             if args.mode == "random" and args.points is None and args.seconds is None:
                 config.points = 200
             rows.extend(runs.powerloss_rows(config, progress))
-    notes.append(f"workload: {args.ops} operations per run, seed {args.seed}; fault models: "
-                 f"{', '.join(models)}")
+    if args.mode == "ioerror":
+        notes.append(f"ioerror: {args.points or 10} error points per fault, runs of up to "
+                     f"{min(args.ops, 300)} operations, seed {args.seed}")
+    elif args.mode == "sigkill":
+        notes.append(f"sigkill: rounds on one data directory, seed {args.seed}; each round "
+                     f"kills {args.target} at a moment (workload, compaction, rotation, "
+                     f"recovery, replica sync) and judges the restarted server")
+    else:
+        notes.append(f"power loss: {args.ops} operations per recorded run, seed {args.seed}; "
+                     f"fault models: {', '.join(models)}")
     return rows
 
 

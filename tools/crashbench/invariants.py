@@ -223,16 +223,16 @@ class Checker:
         self.reference = Reference.replayed([(op.argv, None) for op in self.lineage])
 
     def _rebuild_from(self, state: State) -> None:
-        """After a `prefix` violation there is no lineage to continue: the run goes on from
-        what was recovered, as a fresh lineage of explicit XADDs (so later checks still mean
-        something)."""
+        """After a `prefix` or `groups` violation there is no lineage to continue: the run
+        goes on from what was recovered, rebuilt by commands (entries with their IDs, groups
+        at their last-delivered-id and entries-read, consumers, PEL entries with their
+        delivery counts), so later checks judge only what happens after."""
         self.lineage.clear()
         self.reference = Reference()
         self.hashes = {}
-        for key, entries, _groups in state:
-            for entry_id, fields in entries:
-                self.lineage.append(_Op([b"XADD", key, entry_id, *fields], None))
-                self.reference.apply(self.lineage[-1].argv, None)
+        for argv in _rebuild_commands(state):
+            self.lineage.append(_Op(argv, None))
+            self.reference.apply(argv, None)
 
     def _diagnose(self, state: State, k: int) -> str:
         """What differs between `state` and the state after the lineage's first k
@@ -271,6 +271,33 @@ class Checker:
         return "; ".join(notes) or "the state differs from every prefix"
 
 
+def _rebuild_commands(state: State) -> list[list[bytes]]:
+    """Commands that build `state` from nothing. A PEL entry whose stream entry is gone
+    (deleted or trimmed after delivery) is made by adding a placeholder entry, claiming it
+    and deleting it again: XCLAIM only claims entries that exist."""
+    out: list[list[bytes]] = []
+    for key, entries, groups in state:
+        present = dict(entries)
+        gone = {entry_id for g in groups for entry_id, _c, _n in g[3]} - set(present)
+        for entry_id in sorted(set(present) | gone, key=_id_order):
+            out.append([b"XADD", key, entry_id, *present.get(entry_id, (b"op", b"-1"))])
+        for name, ldi, entries_read, pending, consumers in groups:
+            out.append([b"XGROUP", b"CREATE", key, name, ldi, b"MKSTREAM"])
+            out.extend([b"XGROUP", b"CREATECONSUMER", key, name, c] for c, _n in consumers)
+            out.extend([b"XCLAIM", key, name, consumer, b"0", entry_id, b"FORCE", b"RETRYCOUNT",
+                        b"%d" % count, b"JUSTID"] for entry_id, consumer, count in pending)
+            if entries_read is not None:
+                out.append([b"XGROUP", b"SETID", key, name, ldi, b"ENTRIESREAD",
+                            b"%d" % entries_read])
+        out.extend([b"XDEL", key, entry_id] for entry_id in sorted(gone, key=_id_order))
+    return out
+
+
+def _id_order(entry_id: bytes) -> tuple[int, int]:
+    ms, _, seq = entry_id.partition(b"-")
+    return int(ms), int(seq or 0)
+
+
 def _group_diff(have: tuple, want: tuple) -> str:
     names = {g[0]: g for g in have}
     for g in want:
@@ -282,6 +309,8 @@ def _group_diff(have: tuple, want: tuple) -> str:
                     f"{g[1].decode()}")
         if h[3] != g[3]:
             return f"group {g[0].decode()} PEL of {len(h[3])}, the model {len(g[3])}"
+        if h[2] != g[2]:
+            return f"group {g[0].decode()} entries-read {h[2]}, the model {g[2]}"
         if h != g:
-            return f"group {g[0].decode()} entries-read or consumers"
+            return f"group {g[0].decode()} consumers {h[4]}, the model {g[4]}"
     return "extra groups"

@@ -58,9 +58,7 @@ def powerloss_rows(config: Config, progress: Progress | None = None) -> list[Row
                 row.reached += reached
                 row.acked += run.ops
             total = len(chosen) * len(config.models)
-            done = 0
-            for outcome in _judge(run, chosen, config, root):
-                done += 1
+            for done, outcome in enumerate(_judge(run, chosen, config, root), 1):
                 _add(rows[outcome.model], outcome, config, seed, run)
                 if progress is not None and (done % 20 == 0 or done == total):
                     progress(f"{config.policy} {config.mode} seed {seed}", done, total)
@@ -164,9 +162,20 @@ def _render(argv: list[bytes]) -> str:
 def replay_one(token: str) -> tuple[Row, list[str]]:
     """Run the one crash point a token names; its row and what it found, in words."""
     parts = token.split(":")
+    if len(parts) == 5 and parts[0] == "sigkill":
+        from streamkeep.tools.crashbench import sigkill
+
+        _kind, target, policy, seed, rounds = parts
+        return sigkill.rows(policy, target, int(seed), int(rounds), None)[0], [
+            f"the same {rounds} rounds with seed {seed} (a process crash lands where the "
+            f"timing puts it: the rounds repeat, the exact kill instants do not)"]
+    if len(parts) == 7 and parts[0] == "ioerror":
+        from streamkeep.tools.crashbench import ioerrors
+
+        return ioerrors.replay(token), [f"the I/O error point {token}"]
     if len(parts) != 7 or parts[0] != "powerloss":
         raise ValueError(f"--replay {token}: not a replay token (powerloss:<policy>:<seed>:"
-                         f"<ops>:<compact_every>:<call>:<model>)")
+                         f"<ops>:<compact_every>:<call>:<model>, ioerror:..., sigkill:...)")
     _kind, policy, seed, ops, compact_every, index, model = parts
     config = Config(policy, "replay", (model,), ops=int(ops), seed=int(seed), jobs=1,
                     compact_every=int(compact_every))

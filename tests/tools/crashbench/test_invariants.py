@@ -154,3 +154,16 @@ def test_read_state_of_an_engine_leaves_timestamps_out() -> None:
     first = read_state(target)
     assert read_state(target) == first  # idle times moved on; the state did not
     assert any(groups for _key, _entries, groups in first)
+
+
+def test_after_a_violation_the_lineage_is_rebuilt_from_the_recovered_state() -> None:
+    checker = Checker("always")
+    drive(checker, 300)
+    state = list(checker.reference.state())
+    key, entries, groups = state[0]
+    name, ldi, _read, *rest = groups[0]
+    state[0] = (key, entries, ((name, ldi, 1, *rest), *groups[1:]))  # entries-read changed
+    verdict = checker.recovered(tuple(state), 5.0)
+    assert [v.invariant for v in verdict.violations] == ["groups"]
+    assert checker.reference.state() == tuple(state)  # the run goes on from what recovered
+    assert not checker.judge(tuple(state), 6.0).violations

@@ -1,0 +1,235 @@
+"""The crash bench's SIGKILL mode: a real server process killed at chosen moments, restarted,
+and judged after each kill, round after round on the same data directory.
+
+Owns the rounds. A driver thread runs the workload over a `RespTarget` (each acknowledged
+reply goes to the `invariants.Checker`; the command in flight when the connection drops is the
+unknown one), while a kill moment (`moments`) SIGKILLs the server: at a random point of the
+workload, during a compaction (BGREWRITEAOF), the moment a segment rotates (streamkeep, tiny
+segments), during recovery itself (killed again while it replays, then started), or during a
+replica's sync (a streamkeep replica, the replica or the primary killed; the replica must then
+hold a prefix of the primary's history). The server is started again and the state it
+recovered is judged; the workload goes on from it. The same rounds run against redis-server
+(`--target redis-server`, its own AOF with the same policy), so the report puts both side by
+side. A process crash keeps the page cache: what a server wrote before it replied survives.
+Must not touch: the checks (invariants), how servers start (servers), the workload.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import random
+import shutil
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from streamkeep.tools.crashbench import moments
+from streamkeep.tools.crashbench.invariants import Checker, Violation
+from streamkeep.tools.crashbench.model import read_state
+from streamkeep.tools.crashbench.report import Found, Row
+from streamkeep.tools.crashbench.servers import (
+    RedisServe,
+    ServerFailed,
+    ServerProcess,
+    StreamkeepServe,
+)
+from streamkeep.tools.crashbench.target import CommandFailed, ConnectionLost
+from streamkeep.tools.crashbench.workload import Workload
+
+STREAMKEEP_MOMENTS = ("workload", "compaction", "rotation", "recovery", "replica")
+REDIS_MOMENTS = ("workload", "compaction", "recovery")
+SEGMENT_MAX_BYTES = 32 << 10
+DEFAULT_ROUNDS = 10
+
+Progress = Callable[[str, int, int], None]
+
+
+class Driver(threading.Thread):
+    """Runs the workload on one connection until the connection drops or `stop` is set."""
+
+    def __init__(self, server: ServerProcess, workload: Workload, checker: Checker,
+                 started: float) -> None:
+        super().__init__(daemon=True)
+        self.target = server.target()
+        self.workload = workload
+        self.checker = checker
+        self.started = started
+        self.stop = threading.Event()
+        self.in_flight: list[bytes] | None = None
+        self.acked = 0
+
+    def run(self) -> None:
+        while not self.stop.is_set():
+            argv = self.workload.next_argv()
+            op = self.workload.index
+            reply: Any
+            try:
+                reply = self.target.execute(argv)
+            except CommandFailed as err:
+                reply = err
+            except ConnectionLost:
+                self.in_flight = argv
+                self.workload.observe(argv, None)
+                return
+            self.checker.acked(op, argv, reply, time.monotonic() - self.started)
+            self.acked += 1
+            self.workload.observe(argv, None if isinstance(reply, CommandFailed) else reply)
+        self.target.close()
+
+
+def rows(policy: str, target: str, seed: int, points: int | None, seconds: float | None,
+         progress: Progress | None = None) -> list[Row]:
+    """The rounds of one policy against one target (see the module docstring)."""
+    from streamkeep.tools.crashbench.runs import scratch_root
+
+    root = scratch_root(None)
+    row = Row(policy, "sigkill", "process crash", target=target)
+    rounds = points or (None if seconds else DEFAULT_ROUNDS)
+    try:
+        _rounds(row, policy, target, seed, rounds, seconds, root, progress)
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+    return [row]
+
+
+def _server(target: str, directory: str, policy: str) -> ServerProcess:
+    if target == "redis-server":
+        return RedisServe(directory, appendfsync=policy)
+    # Small segments and a low compaction threshold: rotations and compactions happen within
+    # a round, besides the ones the moments ask for.
+    return StreamkeepServe(directory, appendfsync=policy, segment_max_bytes=SEGMENT_MAX_BYTES,
+                           rewrite_min_size="256kb", rewrite_percentage=100)
+
+
+def _rounds(row: Row, policy: str, target: str, seed: int, rounds: int | None,
+            seconds: float | None, root: str, progress: Progress | None) -> None:
+    directory = os.path.join(root, "data")
+    os.makedirs(directory)
+    server = _server(target, directory, policy)
+    checker = Checker(policy)
+    workload = Workload(seed)
+    rng = random.Random(f"crashbench-sigkill:{seed}:{policy}:{target}")
+    kinds = REDIS_MOMENTS if target == "redis-server" else STREAMKEEP_MOMENTS
+    started = time.monotonic()
+    server.start()
+    replica: ServerProcess | None = None
+    n = 0
+    try:
+        while (rounds is None or row.covered < rounds) and row.reached < 3 * (rounds or 10**9):
+            if seconds is not None and time.monotonic() - started > seconds:
+                break
+            moment = kinds[n % len(kinds)]
+            n += 1
+            row.reached += 1
+            replica = _round(row, server, checker, workload, rng, moment, started, seed, n,
+                             root, replica)
+            if progress is not None:
+                progress(f"{target} {policy} sigkill", row.covered, rounds or row.covered)
+        row.acked = sum(1 for op in checker.lineage if op.acked_at is not None)
+    finally:
+        server.kill()
+        if replica is not None:
+            replica.kill()
+        row.seconds = time.monotonic() - started
+
+
+def _round(row: Row, server: ServerProcess, checker: Checker, workload: Workload,
+           rng: random.Random, moment: str, started: float, seed: int, n: int, root: str,
+           replica: ServerProcess | None) -> ServerProcess | None:
+    driver = Driver(server, workload, checker, started)
+    driver.start()
+    what = ""
+    try:
+        if moment == "workload" or moment == "recovery":
+            what = moments.kill_during_workload(server, driver, rng, max_delay=1.0)
+        elif moment == "compaction":
+            driver.join(rng.uniform(0.1, 0.5))  # some data first
+            what = moments.kill_during_compaction(server, rng)
+        elif moment == "rotation":
+            assert isinstance(server, StreamkeepServe)
+            what = moments.kill_during_rotation(server, driver, rng)
+        elif moment == "replica":
+            assert isinstance(server, StreamkeepServe)
+            if replica is not None:
+                replica.kill()
+            victim = rng.choice(("replica", "primary"))
+            replica_dir = os.path.join(root, f"replica-{n}")
+            replica, what = moments.kill_during_replica_sync(server, replica_dir, rng,
+                                                            victim=victim)
+    except moments.MomentMissed as missed:
+        driver.stop.set()
+        driver.join()
+        row.recoveries["moment missed"] += 1  # no crash happened: not a point
+        del missed
+        if not server.alive:
+            server.start()
+        return replica
+    crash_at = time.monotonic() - started
+    if server.alive:  # the replica was the victim: the primary's workload stops here
+        driver.stop.set()
+    driver.join()
+    in_flight = driver.in_flight if not server.alive else None
+    recovery_s = 0.0
+    try:
+        if not server.alive:
+            if moment == "recovery":
+                what += "; " + moments.kill_during_recovery(server, rng)
+            else:
+                began = time.monotonic()
+                server.start()
+                recovery_s = time.monotonic() - began
+    except (ServerFailed, moments.MomentMissed) as err:
+        _violation(row, checker.violation("recovery", f"the server did not come back: {err}"),
+                   moment, what, n, seed)
+        return replica
+    with server.target() as target:
+        state = read_state(target)
+    verdict = checker.recovered(state, crash_at, in_flight)
+    row.add("restarted", driver.acked, verdict.lost_acked, verdict.loss_window_s,
+            verdict.violations, recovery_s, _dir_bytes(server.data_dir))
+    for v in verdict.violations:
+        _violation(row, v, moment, what, n, seed, add=False)
+    if moment == "replica" and replica is not None:
+        _check_replica(row, server, replica, checker, moment, what, n, seed)
+    return replica
+
+
+def _check_replica(row: Row, primary: ServerProcess, replica: ServerProcess, checker: Checker,
+                   moment: str, what: str, n: int, seed: int) -> None:
+    """After the kill: the replica (started again if it was the victim) must hold a prefix of
+    the primary's history, and catch up with it."""
+    try:
+        if not replica.alive:
+            replica.start()
+        with replica.target() as target:
+            early = read_state(target)
+        v = checker.replica_state(early, "the replica after the kill")
+        if v is not None:
+            _violation(row, v, moment, what, n, seed)
+        moments.wait_caught_up(primary, replica)
+        with replica.target() as target:
+            v = checker.replica_state(read_state(target), "the replica once caught up")
+        if v is not None:
+            _violation(row, v, moment, what, n, seed)
+    except (ServerFailed, moments.ReplicaBehind, ConnectionLost) as err:
+        _violation(row, checker.violation("replica", f"the replica: {err}"), moment, what, n,
+                   seed)
+
+
+def _violation(row: Row, v: Violation, moment: str, what: str, n: int, seed: int,
+               add: bool = True) -> None:
+    if add:
+        row.violations[v.invariant] += 1
+    row.found.append(Found(v.invariant, f"round {n} ({moment}: {what}): {v.detail}",
+                           f"sigkill:{row.target}:{row.policy}:{seed}:{n}"))
+
+
+def _dir_bytes(directory: str) -> int:
+    total = 0
+    for base, _dirs, files in os.walk(directory):
+        for name in files:
+            with contextlib.suppress(OSError):  # removed by a compaction meanwhile
+                total += os.path.getsize(os.path.join(base, name))
+    return total
