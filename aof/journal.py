@@ -46,6 +46,7 @@ from streamkeep.aof.codec import (
 from streamkeep.aof.fs import FileSystem
 from streamkeep.aof.manifest import Manifest, SegmentEntry
 from streamkeep.engine.wire.errors import ReplyError, StorageError
+from streamkeep.engine.wire.planted import planted
 
 log = logging.getLogger("streamkeep.aof")
 
@@ -105,6 +106,9 @@ class Journal:
         self.pending_records = 0
         self.fsyncs = 0
         self.records_written = 0
+        # Test-only (engine.wire.planted), read once: _write is the hot path.
+        self.planted_idle_bug = planted("everysec-stops-when-idle")
+        self.last_sync_at = time.monotonic()
         # Compaction (the snapshot issue): bytes in the segments after the snapshot, and the
         # size at which the auto trigger fires (never while a compaction runs).
         self.aof_bytes = 0
@@ -213,6 +217,9 @@ class Journal:
         self.size += size
         self.records_written += records
         self.written_lsn = self.lsn  # pending records are only added while nothing is unwritten
+        if self.planted_idle_bug and self.policy == "everysec" \
+                and time.monotonic() - self.last_sync_at >= 1.0:
+            self.sync()  # PLANTED BUG's other half: the only everysec sync left
         if self.size >= self.segment_max_bytes and time.monotonic() >= self.rotate_retry_at:
             self._rotate()
         self.aof_bytes += size
@@ -270,6 +277,12 @@ class Journal:
         covered, with no condition-variable convoy; while one fsync runs, the callers it does
         not cover append their records, so the next round covers them all."""
         if self.synced_lsn >= lsn:
+            return
+        if planted("ack-before-fsync"):
+            # PLANTED BUG (tests only, engine.wire.planted): acknowledge once the record is
+            # written, before any fdatasync covers it.
+            with self.flush_lock:
+                self.flush_pending()
             return
         if not self.fsync_failed:
             done = _allocate_lock()
@@ -357,6 +370,7 @@ class Journal:
         else:
             self.fsyncs += 1
             self.synced_lsn = max(self.synced_lsn, target)
+            self.last_sync_at = time.monotonic()
 
     def sync(self) -> None:
         """Make everything written so far durable now (any policy)."""
@@ -379,7 +393,10 @@ class Journal:
             next_tick += 1.0
             with self._cond:
                 if (self.policy == "everysec" and self.synced_lsn < self.written_lsn
-                        and not self._syncing and not self.fsync_failed):
+                        and not self._syncing and not self.fsync_failed
+                        # PLANTED BUG (tests only): everysec syncs ride on writes (_write),
+                        # so once writes stop nothing syncs what they left.
+                        and not planted("everysec-stops-when-idle")):
                     self._sync_round()
                 retry = self.on_retry
             if retry is not None and self.unwritten:

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 
 from streamkeep.aof.fs import FileSystem
 from streamkeep.engine.wire.errors import StorageError
+from streamkeep.engine.wire.planted import planted
 
 MANIFEST = "manifest.json"
 LOCK_FILE = "LOCK"  # the data directory's lock (aof.fs.lock), held by the process that opens it
@@ -203,4 +204,5 @@ def store(fs: FileSystem, directory: str, manifest: Manifest) -> None:
     except OSError as err:
         raise ManifestUnchanged(err.errno, err.strerror, tmp) from err
     fs.rename(tmp, os.path.join(directory, MANIFEST))
-    fs.fsync_dir(directory)
+    if not planted("manifest-rename-no-dirfsync"):  # PLANTED BUG when on (tests only)
+        fs.fsync_dir(directory)

@@ -32,6 +32,7 @@ from streamkeep.aof.reader import SegmentError, SegmentReader
 from streamkeep.engine.commands.connection import last_save_time
 from streamkeep.engine.exec.interfaces import Fields, PersistenceStatus, persistence_fields
 from streamkeep.engine.wire.errors import StorageError
+from streamkeep.engine.wire.planted import planted
 from streamkeep.snapshot.compactor import (
     DEFAULT_MIN_SIZE,
     DEFAULT_PERCENTAGE,
@@ -379,6 +380,10 @@ def _replay_segment(
         where = str(damage)
         if not last or damage.valid_after:
             raise AOFCorruptError(f"{where}, followed by valid records; refusing to load")
+        if planted("zero-tail-is-damage") and damage.reason == "zero-length record":
+            # PLANTED BUG (tests only): a zero-filled tail (what a power loss leaves after
+            # an unsynced extension) taken for damage.
+            raise AOFCorruptError(f"{where}: zero-filled tail; refusing to load")
         if not load_truncated:
             raise AOFCorruptError(f"{where} (torn tail) and aof-load-truncated is no")
         log.warning("%s: torn tail, truncating to %d bytes (%d dropped)", where, reader.end,

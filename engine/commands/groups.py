@@ -50,6 +50,7 @@ from streamkeep.engine.wire.errors import (
     printable,
     subcommand_syntax,
 )
+from streamkeep.engine.wire.planted import planted
 from streamkeep.engine.wire.reply import NULL_ARRAY
 
 # XAUTOCLAIM's ztrymalloc(COUNT * 16) can never succeed above the 47-bit user address space.
@@ -542,6 +543,10 @@ def xclaim(ctx: Ctx, argv: Argv) -> list:
     moved = o.last_id > group.last_id
     if moved:
         group.last_id = o.last_id
+    if ctx.replaying and sids and planted("ldi-backwards"):
+        # PLANTED BUG (tests only): replay takes the claimed entry for the group's last
+        # delivered ID, which is older when the claim was an XCLAIM/XAUTOCLAIM's.
+        group.last_id = sids[-1]
     consumer, before = _consumer(group, argv[3], now)
     consumer.seen_time = now
     reply: list = []

@@ -42,17 +42,22 @@ from streamkeep.engine.model.ids import MAX_ID, SEQ_MASK, parse_range, parse_str
 from streamkeep.engine.model.stream import Stream
 from streamkeep.engine.wire.args import LLONG_MAX, is_word, parse_int, parse_int_range
 from streamkeep.engine.wire.errors import NO_SUCH_KEY, SYNTAX, ReplyError, wrong_arity
+from streamkeep.engine.wire.planted import planted
 from streamkeep.engine.wire.reply import NULL_ARRAY
 
 if TYPE_CHECKING:
     from streamkeep.engine.runtime.core import Engine
 
 _EDOM = "ERR The ID specified in XADD is equal or smaller than the target stream top item"
+# PLANTED BUG (tests only, engine.wire.planted): `*` ignores the clock and only increments the
+# last ID, so the IDs of entries a power loss took are handed out again. Read once: XADD's hot
+# path tests it.
+_IGNORE_CLOCK = planted("star-id-reuse")
 
 
 def _next_auto_id(last: int, now: int) -> int:
     last_ms = last >> 64
-    if now > last_ms:
+    if now > last_ms and not _IGNORE_CLOCK:
         return now << 64
     if last & SEQ_MASK == SEQ_MASK:
         return (last_ms + 1) << 64
@@ -133,7 +138,7 @@ def add_entry(engine: Engine, db: dict[bytes, Stream], argv: Argv, now: int) -> 
         if sid:
             raise ReplyError(_EDOM)
         ms = last >> 64
-        if now > ms:
+        if now > ms and not _IGNORE_CLOCK:
             ms, seq, sid = now, 0, now << 64
         elif last & SEQ_MASK != SEQ_MASK:
             seq, sid = (last & SEQ_MASK) + 1, last + 1
@@ -203,7 +208,7 @@ def _xadd_idmp_simple(ctx: Ctx, argv: Argv) -> bytes | None:
                 if found is not None and found[1] + state.duration * 1000 > now:
                     return refuse_duplicate(ctx, key, state, found[0])
     last = s.last_id
-    if now > last >> 64:  # the next automatic ID (_next_auto_id), inlined
+    if now > last >> 64 and not _IGNORE_CLOCK:  # the next automatic ID (_next_auto_id), inlined
         sid = now << 64
     elif last == MAX_ID:
         raise ReplyError(_EXHAUSTED)
