@@ -108,6 +108,7 @@ class Journal:
         self.records_written = 0
         # Test-only (engine.wire.planted), read once: _write is the hot path.
         self.planted_idle_bug = planted("everysec-stops-when-idle")
+        self.planted_early_ack = planted("ack-before-fsync")
         self.last_sync_at = time.monotonic()
         # Compaction (the snapshot issue): bytes in the segments after the snapshot, and the
         # size at which the auto trigger fires (never while a compaction runs).
@@ -278,7 +279,7 @@ class Journal:
         not cover append their records, so the next round covers them all."""
         if self.synced_lsn >= lsn:
             return
-        if planted("ack-before-fsync"):
+        if self.planted_early_ack:
             # PLANTED BUG (tests only, engine.wire.planted): acknowledge once the record is
             # written, before any fdatasync covers it.
             with self.flush_lock:

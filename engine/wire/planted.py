@@ -1,6 +1,6 @@
 """Planted durability bugs: a switch for tests only, never for production.
 
-Owns the set of known durability bugs the crash bench must find (tests/tools/crashbench/
+Owns the set of known durability bugs the crash bench must find (tests/crash/
 test_planted_bugs.py plants each in turn and checks that the bench reports it) and the one
 question the product code asks, `planted(name)`. The set is read once, when this module is
 first imported, from the environment variable STREAMKEEP_PLANTED_BUGS (comma-separated names
