@@ -23,6 +23,24 @@ TrackingFS (after ALICE / LazyFS / SQLite's crash VFS):
     a runner can run a workload once, read the counts, then enumerate every N;
   * `materialise(directory, dst, rng, model)` writes the post-power-loss disk into a fresh
     directory; MODELS / MODEL_DESCRIPTIONS list the models (deterministic given the rng).
+  Models ("none" is the default; every model drops or undoes the directory entries whose
+  directory was not fsynced since, as above):
+    - the tails "none", "all", "partial", "zeros", "garbage": per file, its volatile bytes are
+      lost, all kept, a prefix kept, or a random length of them reads as zeros or garbage;
+    - "prefix-torn": the unsynced writes of the materialised files, in call order across
+      files, are replayed up to a random one; that last one is torn (cut short, possibly to
+      nothing or not at all, or its bytes all zeros, or all garbage);
+    - "sector512" / "sector4096": per file, the volatile bytes are kept up to a random sector
+      boundary (file offsets that are multiples of the sector size, or none kept), and the
+      sector after it (up to the end of the written data) is torn: each eighth of it holds
+      either the new bytes or zeros;
+    - "nonatomic-rename": unsynced data is lost (as "none"); each rename since its
+      destination directory's last fsync is, in order, independently: undone (the default
+      model), done (the destination names the renamed file with its durable contents, the
+      source name is gone), or done with the destination naming an empty file, or a file
+      holding a strict prefix of the renamed file's durable contents (what a file system that
+      commits the rename before the file's data blocks leaves, as ext3/4 without
+      auto_da_alloc). A replaced destination's old file is not kept under any other name.
   Volatile bytes are those past a file's durable length, when its durable bytes are intact
   (nothing overwrote or truncated them since the fdatasync); a file rewritten since its last
   fdatasync comes back as its durable contents under every model.
@@ -44,7 +62,6 @@ import errno as errno_mod
 import os
 import random
 import threading
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -128,6 +145,11 @@ class Stats:
         """Operations of a trigger kind so far (see KINDS)."""
         return {"any": self.ops, "write": self.writes, "fsync": self.fdatasyncs,
                 "rename": self.renames, "dirfsync": self.fsync_dirs}[kind]
+
+    def counts(self) -> dict[str, int]:
+        """kind -> operations so far, for every trigger kind: what a runner enumerates N over
+        after a first run without a cut."""
+        return {kind: self.count(kind) for kind in KINDS}
 
 
 def _in_dir(path: str, directory: str) -> bool:
@@ -713,9 +735,3 @@ def stop_threads(engine: object | None) -> None:
     journal = getattr(engine, "journal", None)
     if journal is not None:
         journal.stop_threads()
-
-
-def iter_counts(stats: Stats) -> Iterator[tuple[str, int]]:
-    """(kind, count) for every trigger kind: what a runner enumerates N over."""
-    for kind in KINDS:
-        yield kind, stats.count(kind)

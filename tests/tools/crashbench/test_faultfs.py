@@ -216,8 +216,10 @@ def test_triggers_cut_at_the_nth_operation_of_a_kind(tmp_path: Path, kind: str) 
     probe = TrackingFS()
     (tmp_path / "probe").mkdir()
     _script(probe, tmp_path / "probe")
-    total = probe.stats.count(kind)
+    total = probe.stats.counts()[kind]
     assert total >= 3
+    assert probe.stats.counts() == {"any": 27, "write": 9, "fsync": 9, "rename": 3,
+                                    "dirfsync": 3}
     for n in range(1, total + 1):
         d = tmp_path / f"{kind}-{n}"
         d.mkdir()
