@@ -21,7 +21,6 @@ from typing import Any
 EXIT_OK, EXIT_VIOLATED, EXIT_USAGE = 0, 1, 2
 POLICIES = ("always", "everysec", "no")
 MODES = ("exhaustive", "random", "sigkill", "ioerror")
-POWER_MODELS = ("none", "all", "partial", "zeros", "garbage")  # faultfs.MODELS when it lands
 
 HELP = "crash-recovery test bench: crash, recover, check invariants, report"
 DESCRIPTION = """\
@@ -64,14 +63,17 @@ exit codes:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.description = DESCRIPTION
+    from streamkeep.tools.crashbench.faultfs import MODEL_DESCRIPTIONS
+
+    parser.description = DESCRIPTION + "\n\npower-loss fault models (--model):\n" + "\n".join(
+        f"  {name:<17} {text}" for name, text in MODEL_DESCRIPTIONS.items())
     parser.epilog = EPILOG
     parser.add_argument("--policy", default="always", choices=(*POLICIES, "all"),
                         help="appendfsync policy (default always; all: each in turn)")
     parser.add_argument("--mode", default="exhaustive", choices=MODES)
     parser.add_argument("--model", action="append", metavar="MODEL",
-                        help=f"power-loss fault model, repeatable (default: all of "
-                             f"{', '.join(POWER_MODELS)})")
+                        help="power-loss fault model, repeatable (default: all; listed "
+                             "above)")
     parser.add_argument("--target", default="streamkeep", choices=("streamkeep", "redis-server"),
                         help="sigkill mode: the server to crash")
     parser.add_argument("--ops", type=_positive, default=2000,
@@ -126,12 +128,13 @@ def main(args: argparse.Namespace) -> int:
 
 def _run(args: argparse.Namespace, notes: list[str]) -> list[Any]:
     from streamkeep.tools.crashbench import runs
+    from streamkeep.tools.crashbench.faultfs import MODELS
 
     policies = POLICIES if args.policy == "all" else (args.policy,)
-    models = tuple(args.model or POWER_MODELS)
+    models = tuple(args.model or MODELS)
     for model in models:
-        if model not in POWER_MODELS:
-            raise ValueError(f"--model {model}: one of {', '.join(POWER_MODELS)}")
+        if model not in MODELS:
+            raise ValueError(f"--model {model}: one of {', '.join(MODELS)}")
     rows = []
     with _progress(sys.stderr) as progress:
         for policy in policies:

@@ -37,10 +37,12 @@ TrackingFS (after ALICE / LazyFS / SQLite's crash VFS):
     - "nonatomic-rename": unsynced data is lost (as "none"); each rename since its
       destination directory's last fsync is, in order, independently: undone (the default
       model), done (the destination names the renamed file with its durable contents, the
-      source name is gone), or done with the destination naming an empty file, or a file
-      holding a strict prefix of the renamed file's durable contents (what a file system that
-      commits the rename before the file's data blocks leaves, as ext3/4 without
-      auto_da_alloc). A replaced destination's old file is not kept under any other name.
+      source name is gone), or, when the file had unsynced data at the rename, done with the
+      destination naming an empty file, or a file holding a strict prefix of the renamed
+      file's durable contents (what a file system that commits the rename before the file's
+      data blocks leaves, as ext3/4 without auto_da_alloc). A file fdatasynced before its
+      rename keeps its data. A replaced destination's old file is not kept under any other
+      name.
   Volatile bytes are those past a file's durable length, when its durable bytes are intact
   (nothing overwrote or truncated them since the fdatasync); a file rewritten since its last
   fdatasync comes back as its durable contents under every model.
@@ -92,7 +94,8 @@ MODEL_DESCRIPTIONS: dict[str, str] = {
     "sector4096": "each file keeps its unsynced bytes up to a random 4096-byte sector "
                   "boundary, the next sector a mix of new bytes and zeros",
     "nonatomic-rename": "unsynced data lost; each rename not followed by a directory fsync is "
-                        "undone, done, or done with the target empty or truncated",
+                        "undone or done, and, for a file renamed before its data was synced, "
+                        "done with the target empty or truncated",
 }
 MODELS = tuple(MODEL_DESCRIPTIONS)
 KINDS = ("any", "write", "fsync", "rename", "dirfsync")
@@ -129,6 +132,7 @@ class PendingRename:
     src: str
     dst: str
     inode: Inode
+    synced: bool  # the file's data was all fdatasynced when it was renamed
 
 
 @dataclass
@@ -380,7 +384,8 @@ class TrackingFS(RealFS):
             if inode is not None:
                 inode.path = dst
                 self.live[dst] = inode
-                self.pending_renames.append(PendingRename(src, dst, inode))
+                synced = inode.synced_once and not inode.writes and not inode.rewritten
+                self.pending_renames.append(PendingRename(src, dst, inode, synced))
 
     def unlink(self, path: str) -> None:
         with self._mutex:
@@ -533,7 +538,11 @@ class TrackingFS(RealFS):
             if not _in_dir(r.dst, src_dir):
                 continue
             src, dst = os.path.basename(r.src), os.path.basename(r.dst)
-            outcome = rng.choice(("undone", "done", "empty", "truncated"))
+            # A file fdatasynced before its rename keeps its data whatever the rename's fate
+            # (the blocks were on disk before the directory entry changed); only a file
+            # renamed with unsynced data can come back empty or cut.
+            outcome = rng.choice(("undone", "done") if r.synced else
+                                 ("undone", "done", "empty", "truncated"))
             report[f"rename {src} -> {dst}"] = outcome
             if outcome == "undone":
                 continue

@@ -36,7 +36,7 @@ class Config:
     points: int | None = None  # random mode: crash points to try (per model)
     seconds: float | None = None  # random mode: stop after this long
     jobs: int = 2
-    compact_every: int = 0  # 0: ops // 3 (two compactions in a run)
+    compact_every: int = 0  # 0: ops // 6 (five compactions in a run)
     scratch: str | None = None
 
 
@@ -73,7 +73,7 @@ def powerloss_rows(config: Config, progress: Progress | None = None) -> list[Row
 def _runs(config: Config, root: str, began: float
           ) -> Iterator[tuple[int, powerloss.RecordedRun, list[int], int]]:
     """(seed, recorded run, chosen call indices, points reached) per run of the mode."""
-    compact_every = config.compact_every or max(1, config.ops // 3)
+    compact_every = config.compact_every or max(1, config.ops // 6)
     seed = config.seed
     budget = config.points
     while True:
@@ -142,7 +142,7 @@ def _add(row: Row, outcome: powerloss.Outcome, config: Config, seed: int,
     row.add(outcome.recovery, outcome.acked, outcome.lost_acked, outcome.loss_window_s,
             outcome.violations, 0.0 if outcome.cached else outcome.recovery_s,
             outcome.log_bytes)
-    compact_every = config.compact_every or max(1, config.ops // 3)
+    compact_every = config.compact_every or max(1, config.ops // 6)
     for v in outcome.violations:
         k = outcome.acked
         row.found.append(Found(
