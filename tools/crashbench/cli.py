@@ -108,14 +108,7 @@ def main(args: argparse.Namespace) -> int:
     logging.getLogger("streamkeep").setLevel(logging.CRITICAL)
     notes: list[str] = []
     try:
-        if args.replay:
-            from streamkeep.tools.crashbench import runs
-
-            row, lines = runs.replay_one(args.replay)
-            rows = [row]
-            notes.extend(lines)
-        else:
-            rows = _run(args, notes)
+        rows = [_replay(args.replay, notes)] if args.replay else _run(args, notes)
     except ValueError as err:
         print(f"streamkeep crashbench: {err}", file=sys.stderr)
         return EXIT_USAGE
@@ -124,6 +117,28 @@ def main(args: argparse.Namespace) -> int:
         with open(args.json, "w") as f:
             json.dump(report.to_json(rows, notes), f, indent=1, default=str)
     return EXIT_OK if all(r.ok for r in rows) else EXIT_VIOLATED
+
+
+def _replay(token: str, notes: list[str]) -> Any:
+    """The row of the one crash point (or sigkill rounds) a violation's token names."""
+    parts = token.split(":")
+    if parts[0] == "sigkill" and len(parts) == 5:
+        from streamkeep.tools.crashbench import sigkill
+
+        _kind, target, policy, seed, rounds = parts
+        notes.append(f"the same {rounds} rounds with seed {seed} (a process crash lands where "
+                     f"the timing puts it: the rounds repeat, the exact kill instants do not)")
+        return sigkill.rows(policy, target, int(seed), int(rounds), None)[0]
+    if parts[0] == "ioerror" and len(parts) == 7:
+        from streamkeep.tools.crashbench import ioerrors
+
+        notes.append(f"the I/O error point {token}")
+        return ioerrors.replay(token)
+    from streamkeep.tools.crashbench import runs
+
+    row, lines = runs.replay_one(token)
+    notes.extend(lines)
+    return row
 
 
 def _run(args: argparse.Namespace, notes: list[str]) -> list[Any]:

@@ -322,8 +322,13 @@ def _judge(run: RecordedRun, fs: Any, image: str, scratch: str, point: Point, mo
     outcome.prefix, outcome.lost_acked = verdict.prefix, verdict.lost_acked
     outcome.loss_window_s = verdict.loss_window_s
     outcome.violations.extend(verdict.violations)
-    # The next IDs were asked for with the clock of the first point that left this disk.
-    for stream, new_id in zip(KEYS, () if cached else found.next_ids, strict=False):
+    # The next `XADD *` IDs, with the clock where it stood at this crash: asked for when the
+    # disk was first recovered, and again (a cheap open of the same disk) at every 7th point
+    # that lost acknowledged operations, whose IDs must not come back.
+    next_ids = found.next_ids if not cached else (
+        _next_ids(dst, _Clock(BASE_TIME + k)) if verdict.lost_acked and _every(point.index, 7)
+        else ())
+    for stream, new_id in zip(KEYS, next_ids, strict=False):
         first = run.checker.ids.get((stream, new_id))
         if first is not None and first < k:  # acknowledged before the crash
             outcome.violations.append(Violation(
@@ -380,6 +385,17 @@ def _recover(dst: str, scratch: str, rng: random.Random, cut_recovery: bool, reo
                     if n.endswith(".aof"))
     return Recovered("truncated" if truncated else "clean", problem or state, seconds,
                      log_bytes, next_ids)
+
+
+def _next_ids(dst: str, clock: Callable[[], int]) -> tuple:
+    from streamkeep import Engine
+    from streamkeep.engine.wire.errors import StreamkeepError
+
+    try:
+        with Engine.open(dst, auto_aof_rewrite_percentage=0, clock=clock) as engine:
+            return tuple(engine.execute("XADD", key, "*", "op", "-1") for key in KEYS)
+    except (StreamkeepError, OSError):
+        return ()  # the first open's verdict stands
 
 
 @dataclass

@@ -160,19 +160,9 @@ def _render(argv: list[bytes]) -> str:
 
 
 def replay_one(token: str) -> tuple[Row, list[str]]:
-    """Run the one crash point a token names; its row and what it found, in words."""
+    """Run the one power-loss crash point a token names; its row and what it found, in
+    words (cli dispatches the sigkill and ioerror tokens to their modes)."""
     parts = token.split(":")
-    if len(parts) == 5 and parts[0] == "sigkill":
-        from streamkeep.tools.crashbench import sigkill
-
-        _kind, target, policy, seed, rounds = parts
-        return sigkill.rows(policy, target, int(seed), int(rounds), None)[0], [
-            f"the same {rounds} rounds with seed {seed} (a process crash lands where the "
-            f"timing puts it: the rounds repeat, the exact kill instants do not)"]
-    if len(parts) == 7 and parts[0] == "ioerror":
-        from streamkeep.tools.crashbench import ioerrors
-
-        return ioerrors.replay(token), [f"the I/O error point {token}"]
     if len(parts) != 7 or parts[0] != "powerloss":
         raise ValueError(f"--replay {token}: not a replay token (powerloss:<policy>:<seed>:"
                          f"<ops>:<compact_every>:<call>:<model>, ioerror:..., sigkill:...)")

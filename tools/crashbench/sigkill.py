@@ -127,7 +127,6 @@ def _rounds(row: Row, policy: str, target: str, seed: int, rounds: int | None,
                              root, replica)
             if progress is not None:
                 progress(f"{target} {policy} sigkill", row.covered, rounds or row.covered)
-        row.acked = sum(1 for op in checker.lineage if op.acked_at is not None)
     finally:
         server.kill()
         if replica is not None:
@@ -161,12 +160,14 @@ def _round(row: Row, server: ServerProcess, checker: Checker, workload: Workload
     except moments.MomentMissed as missed:
         driver.stop.set()
         driver.join()
+        row.acked += driver.acked
         row.recoveries["moment missed"] += 1  # no crash happened: not a point
         del missed
         if not server.alive:
             server.start()
         return replica
     crash_at = time.monotonic() - started
+    row.acked += driver.acked
     if server.alive:  # the replica was the victim: the primary's workload stops here
         driver.stop.set()
     driver.join()
