@@ -54,6 +54,7 @@ POLICIES = ("always", "everysec", "no")
 # Out of descriptors (the process's or the system's): transient, retried, never a lost write.
 TRANSIENT_ERRNOS = frozenset({errno.EMFILE, errno.ENFILE})
 ROTATE_RETRY_SECONDS = 0.1  # a postponed rotation is retried by the first write after this
+ROTATE_RETRY_SECONDS_IO = 1.0  # ... after an I/O error on the new segment (not descriptors)
 
 
 def misconf(err: OSError) -> str:
@@ -481,8 +482,12 @@ class Journal:
                 try:
                     fd = create_segment(self.fs, self.directory, entry)
                 except OSError as err:
-                    if err.errno not in TRANSIENT_ERRNOS:
-                        raise
+                    # Nothing references the new segment and the current one is intact, so
+                    # keep appending to it and retry later, whatever failed: descriptors, or
+                    # the new file's write, fdatasync or directory fsync (EIO, ENOSPC). A
+                    # failing disk then shows in the current segment's own writes and fsyncs,
+                    # which refuse writes (MISCONF) as they always do. (Found by crashbench's
+                    # ioerror mode: an EIO here escaped the command as an exception.)
                     self._postpone_rotation(err, entry)
                     self._cond.notify_all()
                     return False
@@ -516,12 +521,15 @@ class Journal:
             return True
 
     def _postpone_rotation(self, err: OSError, entry: SegmentEntry) -> None:
-        """The new segment could not be created for want of descriptors (EMFILE, ENFILE):
-        nothing was lost and the manifest was not touched, so keep appending to the current
-        segment (it is still good) and try again on a later write, once descriptors are free.
-        A half-made segment file is unreferenced; the retry truncates it, an open removes it."""
-        log.warning("AOF rotation postponed: %s; still writing to the current segment", err)
-        self.rotate_retry_at = time.monotonic() + ROTATE_RETRY_SECONDS
+        """The new segment could not be created (out of descriptors, EMFILE/ENFILE, or an I/O
+        error on it): nothing was lost and the manifest was not touched, so keep appending to
+        the current segment (it is still good) and try again on a later write. A half-made
+        segment file is unreferenced; the retry truncates it, an open removes it."""
+        transient = err.errno in TRANSIENT_ERRNOS
+        (log.warning if transient else log.error)(
+            "AOF rotation postponed: %s; still writing to the current segment", err)
+        self.rotate_retry_at = time.monotonic() + (ROTATE_RETRY_SECONDS if transient
+                                                   else ROTATE_RETRY_SECONDS_IO)
         with contextlib.suppress(OSError):
             self.fs.unlink(os.path.join(self.directory, entry.file))
 

@@ -31,6 +31,8 @@ from streamkeep.tools.crashbench.workload import Workload
 FAULTS = (("ENOSPC on write", "write", errno.ENOSPC), ("EIO on write", "write", errno.EIO),
           ("EIO on fsync", "fsync", errno.EIO), ("ENOSPC on fsync", "fsync", errno.ENOSPC))
 BASE_TIME = 1_700_000_000_000
+SEGMENT_MAX_BYTES = 16 << 10
+PACE_S = 0.004  # per command, when the fault is on everysec's fdatasync
 
 Progress = Callable[[str, int, int], None]
 
@@ -48,12 +50,15 @@ def rows(policy: str, seed: int, ops: int, points: int, progress: Progress | Non
             began = time.monotonic()
             rng = random.Random(f"crashbench-ioerror:{seed}:{policy}:{label}")
             for i in range(points):
-                after = rng.randint(0, 2 * ops // 3)
+                # Writes: one per command; fdatasyncs: one per command under always, else
+                # a few (once a second, and at each rotation of the small segments).
+                after = rng.randint(0, 2 * ops // 3 if call == "write" or policy == "always"
+                                    else 3)
                 _point(row, os.path.join(root, f"{call}-{err}-{i}"), policy, seed + i, ops,
                        call, err, after)
                 if progress is not None:
                     progress(f"{policy} ioerror {label}", i + 1, points)
-            row.reached = points
+            row.reached += points
             row.seconds = time.monotonic() - began
             out.append(row)
     finally:
@@ -69,10 +74,12 @@ def _point(row: Row, directory: str, policy: str, seed: int, ops: int, call: str
 
     fs = FaultyFS()
     clock = _Clock()
+    pace = PACE_S if call == "fsync" and policy == "everysec" else 0.0
     checker = Checker(policy)
     workload = Workload(seed)
+    # Small segments: rotations (each with its fdatasyncs) happen under every policy.
     engine = Engine.open(directory, appendfsync=policy, clock=clock, fs=fs,
-                         auto_aof_rewrite_percentage=0)
+                         auto_aof_rewrite_percentage=0, aof_segment_max_bytes=SEGMENT_MAX_BYTES)
     target = EngineTarget(engine)
     if call == "write":
         fs.fail_writes(err, after=after, partial=bool(after % 2))
@@ -81,6 +88,8 @@ def _point(row: Row, directory: str, policy: str, seed: int, ops: int, call: str
     failed: list[bytes] | None = None
     for i in range(ops):
         clock.now = BASE_TIME + i
+        if pace:  # under everysec, a run long enough for the once-a-second sync to come
+            time.sleep(pace)
         argv = workload.next_argv()
         reply: Any
         try:
@@ -91,9 +100,18 @@ def _point(row: Row, directory: str, policy: str, seed: int, ops: int, call: str
                 workload.observe(argv, None)
                 break
             reply = error
+        except (OSError, StreamkeepError) as error:  # not a reply: what a server would not send
+            row.violations["recovery"] += 1
+            row.found.append(Found("recovery", f"{argv[0].decode()} raised {error!r} instead "
+                                   f"of an error reply (MISCONF)",
+                                   _token(policy, seed, ops, call, err, after)))
+            failed = argv
+            workload.observe(argv, None)
+            break
         checker.acked(i, argv, reply, float(i))
         workload.observe(argv, None if isinstance(reply, CommandFailed) else reply)
     row.acked += len(checker.lineage)
+    fired = fs.failed_writes + fs.failed_fdatasyncs
     fs.clear()
     stop_threads(engine)  # the process dies here: no close(), nothing more written
     _close_fds_under(directory)  # ... and its descriptors (the lock's too) with it
@@ -108,6 +126,9 @@ def _point(row: Row, directory: str, policy: str, seed: int, ops: int, call: str
         row.add("refused", len(checker.lineage), 0, 0.0, [v], 0.0, 0)
         row.found.append(Found(v.invariant, v.detail, _token(policy, seed, ops, call, err,
                                                              after)))
+        return
+    if not fired:  # the run ended before the fault's point: reached, not covered
+        shutil.rmtree(directory, ignore_errors=True)
         return
     verdict = checker.judge(state, float(len(checker.lineage)), in_flight=failed)
     log_bytes = sum(os.path.getsize(os.path.join(directory, n)) for n in os.listdir(directory)

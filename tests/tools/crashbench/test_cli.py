@@ -109,3 +109,12 @@ def test_io_errors_hold_every_invariant(tmp_path: Path) -> None:
     assert {r["model"] for r in doc["rows"]} == {"ENOSPC on write", "EIO on write",
                                                   "EIO on fsync", "ENOSPC on fsync"}
     assert all(r["covered"] == 2 and not r["violations"] for r in doc["rows"])
+
+
+def test_random_mode_tries_the_points_asked(tmp_path: Path) -> None:
+    report = tmp_path / "report.json"
+    proc = crashbench("--mode", "random", "--policy", "everysec", "--ops", "120", "--points",
+                      "60", "--model", "prefix-torn", "--json", str(report))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    (row,) = json.loads(report.read_text())["rows"]
+    assert row["mode"] == "random" and row["covered"] == 60 and row["reached"] > 60
