@@ -23,8 +23,11 @@ RECV_SIZE = 64 * 1024
 
 
 def _pending(sock: socket.socket) -> bool:
-    """Bytes (or an EOF) are waiting to be read now."""
-    return bool(select.select([sock], [], [], 0)[0])
+    """Bytes (or an EOF) are waiting to be read now. poll, not select: a process with more
+    than 1024 descriptors open (a test worker, a busy bench) makes select() refuse."""
+    poller = select.poll()
+    poller.register(sock, select.POLLIN)
+    return bool(poller.poll(0))
 
 
 class RespTarget:

@@ -175,6 +175,9 @@ class TrackingFS(RealFS):
         self.positions: dict[int, int] = {}  # offset of the non-append descriptors
         self.seen: set[str] = set()  # every path this file system created, adopted or touched
         self.lock_fds: set[int] = set()
+        # Every inode that ever got a keeper descriptor: release() closes them all, including
+        # those of inodes no name reaches any more (a manifest replaced many times over).
+        self.kept: dict[int, Inode] = {}
         self.pending_renames: list[PendingRename] = []
         self.stats = Stats()
         self.dead = False
@@ -215,8 +218,9 @@ class TrackingFS(RealFS):
 
     def release(self) -> None:
         """Close the descriptors kept on nameless inodes (after the last materialise)."""
-        for inode in set(self.live.values()) | set(self.durable.values()):
+        for inode in self.kept.values():
             self._drop_keeper(inode)
+        self.kept.clear()
 
     def __del__(self) -> None:
         with contextlib.suppress(Exception):  # interpreter shutdown may have torn down os
@@ -284,6 +288,7 @@ class TrackingFS(RealFS):
                 r.inode is inode for r in self.pending_renames)
             if wanted and inode.keep_fd is None:
                 inode.keep_fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+                self.kept[id(inode)] = inode
             inode.path = None
 
     def _drop_keeper(self, inode: Inode) -> None:

@@ -265,6 +265,7 @@ def replay(run: RecordedRun, scratch: str, models: tuple[str, ...], chosen: set[
         if i in chosen and call.kind == "write":  # the cut write reached the page cache
             yield from judge_all(i, call)
     fs.abandon()
+    fs.release()
 
 
 def _every(n: int, period: int) -> bool:
@@ -430,4 +431,5 @@ def _cut_during_recovery(dst: str, scratch: str, rng: random.Random) -> str:
     again = os.path.join(scratch, "after-recovery-cut")
     shutil.rmtree(again, ignore_errors=True)
     fs.materialise(dst, again, rng, "none")
+    fs.release()
     return again
