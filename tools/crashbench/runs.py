@@ -149,7 +149,9 @@ def _add(row: Row, outcome: powerloss.Outcome, config: Config, seed: int,
             v.invariant,
             f"power loss at {outcome.point.kind} #{outcome.point.ordinal} (during op {k}), "
             f"model {outcome.model}: {v.detail}",
-            f"powerloss:{config.policy}:{seed}:{config.ops}:{compact_every}:"
+            # The shortest run that reaches the point: the same seed cut after op k (the
+            # calls before the point are the same in a shorter run of the same workload).
+            f"powerloss:{config.policy}:{seed}:{min(config.ops, k + 1)}:{compact_every}:"
             f"{outcome.point.index}:{outcome.model}",
             [_render(op.argv) for op in run.checker.lineage[max(0, k - 5):k + 1]], k + 1))
 
