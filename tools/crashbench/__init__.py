@@ -5,8 +5,10 @@ file layer, a `streamkeep serve` child, or a real redis-server), crashes it (a p
 N-th file operation, an I/O error, or SIGKILL), recovers, and checks invariants against the
 history of what was acknowledged. Modules: `target` (the interface every target implements),
 `faultfs` (the power-loss and I/O-error file layer), `workload` (the seeded operations),
-`history` (driving a target and recording outcomes), `invariants` (the checks), `powerloss`
-and `sigkill` (the crash modes), `report` and `cli`.
+`history` (one step: a command run and its outcome recorded), `model` (the canonical state
+and the reference), `invariants` (the checks), `powerloss`, `sigkill` and `ioerrors` (the
+crash modes; `client`, `servers` and `moments` for real processes), `runs`, `report` and
+`cli`.
 Must not touch: the engine's, the AOF's or the snapshot's internals; a target is driven only
 through commands and a data directory only through the file-layer seam.
 """

@@ -29,9 +29,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from streamkeep.aof.fs import RealFS
+from streamkeep.tools.crashbench.history import step
 from streamkeep.tools.crashbench.invariants import Checker, Violation
 from streamkeep.tools.crashbench.model import EngineTarget, read_state, state_hash
-from streamkeep.tools.crashbench.target import CommandFailed
 from streamkeep.tools.crashbench.workload import KEYS, Workload
 
 KINDS = ("write", "fsync", "rename", "dirfsync")  # the calls a crash point can cut
@@ -159,14 +159,7 @@ def record(directory: str, seed: int, ops: int, policy: str, compact_every: int 
     try:
         for i in range(ops):
             clock.now = BASE_TIME + i
-            argv = workload.next_argv()
-            reply: Any
-            try:
-                reply = target.execute(argv)
-            except CommandFailed as err:
-                reply = err
-            checker.acked(i, argv, reply, time.monotonic() - fs.started)
-            workload.observe(argv, None if isinstance(reply, CommandFailed) else reply)
+            step(target, workload, checker, time.monotonic() - fs.started)
             if compact_every and (i + 1) % compact_every == 0:
                 engine.compact(wait=True)
             if pause_after is not None and i == pause_after:

@@ -23,9 +23,9 @@ import shutil
 import threading
 import time
 from collections.abc import Callable
-from typing import Any
 
 from streamkeep.tools.crashbench import moments
+from streamkeep.tools.crashbench.history import step
 from streamkeep.tools.crashbench.invariants import Checker, Violation
 from streamkeep.tools.crashbench.model import read_state
 from streamkeep.tools.crashbench.report import Found, Row
@@ -35,7 +35,7 @@ from streamkeep.tools.crashbench.servers import (
     ServerProcess,
     StreamkeepServe,
 )
-from streamkeep.tools.crashbench.target import CommandFailed, ConnectionLost
+from streamkeep.tools.crashbench.target import ConnectionLost
 from streamkeep.tools.crashbench.workload import Workload
 
 STREAMKEEP_MOMENTS = ("workload", "compaction", "rotation", "recovery", "replica")
@@ -62,20 +62,12 @@ class Driver(threading.Thread):
 
     def run(self) -> None:
         while not self.stop.is_set():
-            argv = self.workload.next_argv()
-            op = self.workload.index
-            reply: Any
             try:
-                reply = self.target.execute(argv)
-            except CommandFailed as err:
-                reply = err
-            except ConnectionLost:
-                self.in_flight = argv
-                self.workload.observe(argv, None)
+                step(self.target, self.workload, self.checker, time.monotonic() - self.started)
+            except ConnectionLost as lost:
+                self.in_flight = lost.in_flight
                 return
-            self.checker.acked(op, argv, reply, time.monotonic() - self.started)
             self.acked += 1
-            self.workload.observe(argv, None if isinstance(reply, CommandFailed) else reply)
         self.target.close()
 
 

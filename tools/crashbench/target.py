@@ -20,6 +20,8 @@ class CommandFailed(StreamkeepError):
 class ConnectionLost(StreamkeepError):
     """No reply: the target crashed (or was killed) while the command was in flight."""
 
+    in_flight: list[bytes] | None = None  # the command, when a runner knows it
+
 
 class Target(Protocol):
     def execute(self, argv: Sequence[bytes]) -> Any:

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from streamkeep.tools.crashbench.history import step
 from streamkeep.tools.crashbench.invariants import Checker
 from streamkeep.tools.crashbench.model import EngineTarget, Reference, read_state
 from streamkeep.tools.crashbench.target import CommandFailed
@@ -24,14 +25,7 @@ def drive(checker: Checker, ops: int, seed: int = 3, start_at: float = 0.0) -> W
     target = EngineTarget(Engine())
     workload = Workload(seed)
     for i in range(ops):
-        argv = workload.next_argv()
-        reply: Any
-        try:
-            reply = target.execute(argv)
-        except CommandFailed as err:
-            reply = err
-        checker.acked(i, argv, reply, start_at + i * 0.01)
-        workload.observe(argv, None if isinstance(reply, CommandFailed) else reply)
+        step(target, workload, checker, start_at + i * 0.01)
     return workload
 
 
