@@ -37,8 +37,8 @@ modes:
               one recorded run (the SQLite crash loop), under each fault model
   random      power loss at random points of runs of successive seeds
   sigkill     SIGKILL of a real server process at chosen moments (workload,
-              compaction, segment rotation, recovery, replica sync;
-              --target streamkeep or redis-server)
+              compaction, segment rotation, recovery, replica sync, a primary
+              rolled back under its replica; --target streamkeep or redis-server)
   ioerror     EIO / ENOSPC on an AOF write or fsync at chosen points, then a
               crash and recovery"""
 
@@ -176,7 +176,8 @@ def _run(args: argparse.Namespace, notes: list[str]) -> list[Any]:
     elif args.mode == "sigkill":
         notes.append(f"sigkill: rounds on one data directory, seed {args.seed}; each round "
                      f"kills {args.target} at a moment (workload, compaction, rotation, "
-                     f"recovery, replica sync) and judges the restarted server")
+                     f"recovery, replica sync, primary rollback) and judges the restarted "
+                     f"server")
     else:
         notes.append(f"power loss: {args.ops} operations per recorded run, seed {args.seed}; "
                      f"fault models: {', '.join(models)}")

@@ -7,7 +7,9 @@ unknown one), while a kill moment (`moments`) SIGKILLs the server: at a random p
 workload, during a compaction (BGREWRITEAOF), the moment a segment rotates (streamkeep, tiny
 segments), during recovery itself (killed again while it replays, then started), or during a
 replica's sync (a streamkeep replica, the replica or the primary killed; the replica must then
-hold a prefix of the primary's history). The server is started again and the state it
+hold a prefix of the primary's history), or a primary that lost its tail (restarted from an
+older copy of its directory and written to: its replica, ahead on another history, must sync
+in full). The server is started again and the state it
 recovered is judged; the workload goes on from it. The same rounds run against redis-server
 (`--target redis-server`, its own AOF with the same policy), so the report puts both side by
 side. A process crash keeps the page cache: what a server wrote before it replied survives.
@@ -38,7 +40,8 @@ from streamkeep.tools.crashbench.servers import (
 from streamkeep.tools.crashbench.target import ConnectionLost
 from streamkeep.tools.crashbench.workload import Workload
 
-STREAMKEEP_MOMENTS = ("workload", "compaction", "rotation", "recovery", "replica")
+STREAMKEEP_MOMENTS = ("workload", "compaction", "rotation", "recovery", "replica",
+                      "primary-rollback")
 REDIS_MOMENTS = ("workload", "compaction", "recovery")
 SEGMENT_MAX_BYTES = 32 << 10
 DEFAULT_ROUNDS = 10
@@ -115,8 +118,12 @@ def _rounds(row: Row, policy: str, target: str, seed: int, rounds: int | None,
             moment = kinds[n % len(kinds)]
             n += 1
             row.reached += 1
-            replica = _round(row, server, checker, workload, rng, moment, started, seed, n,
-                             root, replica)
+            if moment == "primary-rollback":
+                replica = _rollback_round(row, server, checker, workload, rng, started, seed, n,
+                                          root, replica)
+            else:
+                replica = _round(row, server, checker, workload, rng, moment, started, seed, n,
+                                 root, replica)
             if progress is not None:
                 progress(f"{target} {policy} sigkill", row.covered, rounds or row.covered)
     finally:
@@ -186,6 +193,72 @@ def _round(row: Row, server: ServerProcess, checker: Checker, workload: Workload
         _violation(row, v, moment, what, n, seed, add=False)
     if moment == "replica" and replica is not None:
         _check_replica(row, server, replica, checker, moment, what, n, seed)
+    return replica
+
+
+def _rollback_round(row: Row, primary: ServerProcess, checker: Checker, workload: Workload,
+                    rng: random.Random, started: float, seed: int, n: int, root: str,
+                    replica: ServerProcess | None) -> ServerProcess | None:
+    """A primary that lost its tail (a power loss that took more than the policy allows, or a
+    restore from a backup): its directory is copied while it is idle, the workload runs on (a
+    caught-up replica receives it), the primary is killed and restarted from the copy, and new
+    writes take the lost LSNs over. The replica, ahead of the primary on another history, must
+    sync in full and end equal to it: a prefix of the new history, never a mix."""
+    assert isinstance(primary, StreamkeepServe)
+    what = "the primary restarted from an older copy of its directory, then written to"
+    try:
+        if replica is None or not replica.alive:
+            if replica is not None:
+                replica.kill()
+            replica = StreamkeepServe(os.path.join(root, f"replica-{n}"),
+                                      replicaof=primary.port, appendfsync=primary.appendfsync)
+            replica.start()
+        moments.wait_caught_up(primary, replica)
+        backup = os.path.join(root, f"backup-{n}")
+        shutil.copytree(primary.data_dir, backup, ignore=shutil.ignore_patterns("LOCK"))
+        driver = Driver(primary, workload, checker, started)
+        driver.start()
+        driver.join(rng.uniform(0.1, 0.4))
+        driver.stop.set()
+        driver.join()
+        row.acked += driver.acked
+        moments.wait_caught_up(primary, replica)  # the replica holds the tail about to go
+        primary.kill()
+        shutil.rmtree(primary.data_dir)
+        shutil.move(backup, primary.data_dir)
+        primary.start()
+        with primary.target() as target:
+            state = read_state(target)
+        # The tail is gone by construction, whatever the policy: judged as `no` (any prefix),
+        # and the lineage goes on from the older state.
+        policy, checker.policy = checker.policy, "no"
+        try:
+            verdict = checker.recovered(state, time.monotonic() - started)
+        finally:
+            checker.policy = policy
+        row.add("restarted", driver.acked, 0, 0.0, verdict.violations, 0.0,
+                _dir_bytes(primary.data_dir))
+        driver = Driver(primary, workload, checker, started)
+        driver.start()
+        driver.join(rng.uniform(0.05, 0.2))  # other records under the lost LSNs
+        driver.stop.set()
+        driver.join()
+        row.acked += driver.acked
+        moments.wait_caught_up(primary, replica)
+        with replica.target() as target:
+            v = checker.replica_state(read_state(target), "the replica after the primary's "
+                                                          "rollback")
+        if v is not None:
+            _violation(row, v, "primary-rollback", what, n, seed, add=False)
+            row.violations[v.invariant] += 1
+        # The restarted primary counts from 0: the replica's full sync is its only one.
+        if int(primary.info("stats").get("sync_full", "0")) < 1:
+            _violation(row, checker.violation(
+                "replica", "the replica ahead of the rolled-back primary did not sync in "
+                           "full"), "primary-rollback", what, n, seed)
+    except (ServerFailed, moments.ReplicaBehind, ConnectionLost) as err:
+        _violation(row, checker.violation("replica", f"{what}: {err}"), "primary-rollback",
+                   what, n, seed)
     return replica
 
 

@@ -70,7 +70,7 @@ def test_help_has_examples_and_exit_codes() -> None:
 def sigkill_both(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple]:
     """SIGKILL rounds (every moment once) against streamkeep serve and redis-server."""
     out = {}
-    for target, points in (("streamkeep", "5"), ("redis-server", "3")):
+    for target, points in (("streamkeep", "6"), ("redis-server", "3")):
         report = tmp_path_factory.mktemp("sigkill") / "report.json"
         proc = crashbench("--mode", "sigkill", "--target", target, "--points", points,
                           "--json", str(report))
@@ -82,7 +82,7 @@ def test_sigkill_streamkeep_holds_every_invariant(sigkill_both: dict) -> None:
     proc, doc = sigkill_both["streamkeep"]
     assert proc.returncode == 0, proc.stdout + proc.stderr
     (row,) = doc["rows"]
-    assert row["target"] == "streamkeep" and row["covered"] == 5
+    assert row["target"] == "streamkeep" and row["covered"] == 6
     assert row["acked"] > 0 and row["lost"] == 0
     assert row["recovery_ms_mean"] is not None
 
