@@ -17,6 +17,7 @@ import hashlib
 from collections.abc import Sequence
 from typing import Any
 
+from streamkeep.engine.wire.resp import ErrorReply
 from streamkeep.tools.crashbench.target import CommandFailed, Target
 from streamkeep.tools.crashbench.workload import GROUPS, KEYS
 
@@ -34,22 +35,36 @@ def _b(value: Any) -> bytes:
 
 
 def read_state(target: Target) -> State:
-    """The canonical state of the workload's keys on `target` (see the module docstring)."""
-    out: list[tuple] = []
+    """The canonical state of the workload's keys on `target` (see the module docstring),
+    read in one MULTI/EXEC: a replica applying its stream, or a server with other clients,
+    never shows a mix of two moments."""
+    commands: list[list[bytes]] = []
     for key in KEYS:
+        commands += [[b"XRANGE", key, b"-", b"+"], [b"XINFO", b"GROUPS", key]]
+    for key, group in GROUPS:
+        commands += [[b"XPENDING", key, group, b"-", b"+", b"1000000"],
+                     [b"XINFO", b"CONSUMERS", key, group]]
+    target.execute([b"MULTI"])
+    for argv in commands:
+        target.execute(argv)
+    replies = target.execute([b"EXEC"])
+    per_group = {(key, group): replies[2 * len(KEYS) + 2 * i: 2 * len(KEYS) + 2 * i + 2]
+                 for i, (key, group) in enumerate(GROUPS)}
+    out: list[tuple] = []
+    for k, key in enumerate(KEYS):
+        entries_reply, infos = replies[2 * k], replies[2 * k + 1]
         entries = tuple((_b(i), tuple(_b(f) for f in fields))
-                        for i, fields in target.execute([b"XRANGE", key, b"-", b"+"]) or [])
-        try:
-            infos = target.execute([b"XINFO", b"GROUPS", key])
-        except CommandFailed:  # no such key
+                        for i, fields in entries_reply or [])
+        if _failed(infos):  # no such key
             out.append((key, entries, ()))
             continue
         groups = []
         for info in infos:
             fields = _pairs(info)
             name = _b(fields[b"name"])
-            pending = target.execute([b"XPENDING", key, name, b"-", b"+", b"1000000"])
-            consumers = target.execute([b"XINFO", b"CONSUMERS", key, name])
+            pending, consumers = per_group.get((key, name), ([], []))
+            if _failed(pending) or _failed(consumers):
+                pending, consumers = [], []
             groups.append((
                 name, _b(fields[b"last-delivered-id"]), fields.get(b"entries-read"),
                 tuple((_b(i), _b(c), int(n)) for i, c, _idle, n in pending),
@@ -57,6 +72,11 @@ def read_state(target: Target) -> State:
                              for c in consumers))))
         out.append((key, entries, tuple(sorted(groups))))
     return tuple(out)
+
+
+def _failed(reply: Any) -> bool:
+    """An error inside EXEC's reply: the engine's ReplyError, or RESP's ErrorReply."""
+    return isinstance(reply, Exception | ErrorReply)
 
 
 def state_hash(state: State) -> str:
