@@ -204,6 +204,12 @@ class Follower:
 
     def _ack(self, sock: socket.socket) -> None:
         journal = self.datadir.journal
+        port = self.listening_port()
+        if port != self.announced_port:
+            # The server started listening after the handshake: tell the primary on this link
+            # (reconnecting for it cost a second PSYNC, a full one during the first sync).
+            sock.sendall(link.announce_port(port))
+            self.announced_port = port
         # What is written (not only applied): a crash now keeps at least this much.
         sock.sendall(link.ack(journal.written_lsn, journal.synced_lsn))
 

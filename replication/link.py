@@ -20,6 +20,8 @@ follower's (replica side) and the server's (primary side). The offset is the LSN
                                                 snapshot's (FULLRESYNC). A zero-length frame is
                                                 GETACK: "acknowledge now".
     REPLCONF ACK <lsn> FACK <fsynced lsn>       (every second, and after each GETACK; no reply)
+    REPLCONF listening-port <port>              (before an ACK, when the replica's server
+                                                 started listening after the handshake; no reply)
 
 `<lsn>` in PSYNC is the last record the replica holds (0: none); `<crc>` the CRC field of that
 record's frame, so that a primary whose history diverged at that very LSN (it lost a tail the
@@ -69,6 +71,12 @@ def psync(replid: str, lsn: int, crc: int | None) -> bytes:
 
 def ack(lsn: int, fsynced: int) -> bytes:
     return encode_command([b"REPLCONF", b"ACK", str(lsn), b"FACK", str(fsynced)])
+
+
+def announce_port(port: int) -> bytes:
+    """A replica's listening port told on a live link (no reply: the stream is the primary's),
+    when its server started listening after the handshake."""
+    return encode_command([b"REPLCONF", b"listening-port", str(port)])
 
 
 def fullresync_line(replid: str, lsn: int) -> bytes:

@@ -323,6 +323,12 @@ class Primary:
         for sender in self.senders:
             sender.getack()
 
+    def set_port(self, client: Any, port: int) -> None:
+        """A linked replica's listening port, announced after its handshake."""
+        sender = client.link
+        if sender is not None:
+            sender.port = port
+
     def ack(self, client: Any, lsn: int, fack: int) -> None:
         sender = client.link
         if sender is not None:

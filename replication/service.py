@@ -78,12 +78,8 @@ class ReplicationService:
         """The network server started (on its loop): tick once a second."""
         self.server = server
         server.loop.call_later(1.0, self._tick)
-        follower = self.follower
-        if follower is not None and follower.sock is not None \
-                and follower.announced_port != server.port:
-            # It connected before the server listened (Engine.open comes first): announce the
-            # port again, so that the primary's ROLE and INFO show where this replica listens.
-            follower.reconnect()
+        # A follower that connected before the server listened (Engine.open comes first) tells
+        # the primary its port with its next ACK, on the same link (Follower._ack).
 
     def _tick(self) -> None:
         if self.closed or self.server is None or self.server.stopping.is_set():
@@ -174,6 +170,11 @@ class ReplicationService:
         for i in range(1, len(argv), 2):
             option, value = argv[i].lower(), argv[i + 1]
             if option == b"listening-port":
+                if client is not None and client.link is not None:
+                    # A linked replica announcing its port late (Follower._ack): no reply,
+                    # the link carries only the primary's stream.
+                    self.primary.set_port(client, parse_int(value))
+                    return NO_REPLY
                 state["port"] = parse_int(value)
             elif option == b"capa":
                 state.setdefault("capa", set()).add(value.lower())

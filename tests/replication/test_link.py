@@ -131,3 +131,7 @@ def test_the_handshake_and_acks_are_resp_commands() -> None:
     assert link.psync("?", -1, None) == b"*3\r\n$5\r\nPSYNC\r\n$1\r\n?\r\n$2\r\n-1\r\n"
     assert link.psync(REPLID, 7, 0xAB).endswith(b"$8\r\n000000ab\r\n")
     assert link.ack(5, 4) == b"*5\r\n$8\r\nREPLCONF\r\n$3\r\nACK\r\n$1\r\n5\r\n$4\r\nFACK\r\n$1\r\n4\r\n"
+
+
+def test_a_late_port_announcement_is_one_replconf() -> None:
+    assert link.announce_port(6391) == b"*3\r\n$8\r\nREPLCONF\r\n$14\r\nlistening-port\r\n$4\r\n6391\r\n"
