@@ -398,7 +398,7 @@ class Journal:
                         and not self._syncing and not self.fsync_failed
                         # PLANTED BUG (tests only): everysec syncs ride on writes (_write),
                         # so once writes stop nothing syncs what they left.
-                        and not planted("everysec-stops-when-idle")):
+                        and not self.planted_idle_bug):
                     self._sync_round()
                 retry = self.on_retry
             if retry is not None and self.unwritten:

@@ -55,6 +55,9 @@ from streamkeep.engine.wire.reply import NULL_ARRAY
 
 # XAUTOCLAIM's ztrymalloc(COUNT * 16) can never succeed above the 47-bit user address space.
 _MAX_TRANSIENT_BYTES = 1 << 47
+# PLANTED BUG switch (tests only, engine.wire.planted), read once: replaying XCLAIM is a hot
+# path of recovery.
+_LDI_BACKWARDS = planted("ldi-backwards")
 
 XGROUP = container("xgroup", "A container for consumer groups commands.")
 
@@ -543,7 +546,7 @@ def xclaim(ctx: Ctx, argv: Argv) -> list:
     moved = o.last_id > group.last_id
     if moved:
         group.last_id = o.last_id
-    if ctx.replaying and sids and planted("ldi-backwards"):
+    if _LDI_BACKWARDS and ctx.replaying and sids:
         # PLANTED BUG (tests only): replay takes the claimed entry for the group's last
         # delivered ID, which is older when the claim was an XCLAIM/XAUTOCLAIM's.
         group.last_id = sids[-1]
