@@ -1,0 +1,311 @@
+"""The PySpark data source `streamkeep`: a snapshot's tables as DataFrames (Spark >= 4.0).
+
+    from streamkeep.tools.export.datasource import StreamkeepDataSource
+    spark.dataSource.register(StreamkeepDataSource)
+    df = (spark.read.format("streamkeep").option("table", "entries")
+          .option("numPartitions", 8).load("./data"))      # or a snapshot file's path
+
+Owns the five tables' schemas and rows (`entries`, `streams`, `groups`, `pending`, `consumers`,
+see SCHEMAS), cutting a read into partitions (by stream, and by ID range inside a large stream,
+from the snapshot's keys alone: `Snapshot.split`), and choosing the one snapshot a read sees.
+Everything is read through `streamkeep.snapshot.reader`: no second parser of the format. Must
+not touch: the snapshot format, the engine, the data directory (apart from the pin file).
+
+Consistency: planning pins the snapshot (tools.export.pin: a hard link beside it) and every task
+opens the pin and checks its LSN, so one read sees one snapshot even if compaction replaces it
+meanwhile. Spark's batch reads have no end-of-read hook, so a pin made here is removed by a later
+read's planning once older than the `pinHours` option (default 24); a caller that wants exact
+lifetime pins itself (`with pin(DIR) as p: ...load(p.path)`) and a pin path is never pinned again.
+
+Workers import this module (Spark pickles the classes by reference): the package must be
+installed where executors run, and PYSPARK_PYTHON must name that interpreter.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from types import SimpleNamespace
+from typing import Any, cast
+
+from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
+from pyspark.sql.types import (
+    ArrayType,
+    BinaryType,
+    IntegerType,
+    LongType,
+    MapType,
+    StringType,
+    StructField,
+    StructType,
+)
+
+from streamkeep.snapshot.reader import GroupInfo, Snapshot, SnapshotError, StreamInfo
+from streamkeep.tools.export.pin import ExportError, is_pin_file, pin, sweep
+
+TABLES = ("entries", "streams", "groups", "pending", "consumers")
+DEFAULT_PIN_HOURS = 24.0
+
+_STREAM = [StructField("db", IntegerType(), False), StructField("stream", BinaryType(), False),
+           StructField("stream_str", StringType(), False)]
+_GROUP = [StructField("group", BinaryType(), False),
+          StructField("group_str", StringType(), False)]
+_LSN = [StructField("snapshot_lsn", LongType(), False)]
+
+SCHEMAS: dict[str, StructType] = {
+    "entries": StructType([
+        *_STREAM, StructField("id", StringType(), False), StructField("ms", LongType(), False),
+        StructField("seq", LongType(), False),
+        # last value wins for a repeated field; `pairs` keeps every one, in order, as bytes
+        StructField("fields", MapType(StringType(), BinaryType(), False), False),
+        StructField("pairs", ArrayType(StructType([
+            StructField("field", BinaryType(), False),
+            StructField("value", BinaryType(), False)]), False), False),
+        *_LSN]),
+    "streams": StructType([
+        *_STREAM, StructField("length", LongType(), False),
+        StructField("first_id", StringType(), False),  # XINFO's recorded-first-entry-id
+        StructField("last_id", StringType(), False),  # last-generated-id
+        StructField("max_deleted_id", StringType(), False),
+        StructField("entries_added", LongType(), False),
+        StructField("groups", LongType(), False), StructField("nodes", LongType(), False),
+        *_LSN]),
+    "groups": StructType([
+        *_STREAM, *_GROUP, StructField("last_delivered_id", StringType(), False),
+        StructField("entries_read", LongType(), True),  # null: unknown (XINFO's nil)
+        StructField("lag", LongType(), True),  # null: cannot be known (XINFO's nil)
+        StructField("pending", LongType(), False), StructField("consumers", LongType(), False),
+        *_LSN]),
+    "pending": StructType([
+        *_STREAM, *_GROUP, StructField("id", StringType(), False),
+        StructField("ms", LongType(), False), StructField("seq", LongType(), False),
+        StructField("consumer", BinaryType(), True),  # null: released by XNACK
+        StructField("delivery_time", LongType(), False),
+        StructField("delivery_count", LongType(), False), *_LSN]),
+    "consumers": StructType([
+        *_STREAM, *_GROUP, StructField("consumer", BinaryType(), False),
+        StructField("consumer_str", StringType(), False),
+        StructField("seen_time", LongType(), False),
+        StructField("active_time", LongType(), False),  # -1: never delivered anything
+        StructField("pending", LongType(), False), *_LSN]),
+}
+
+
+def text(raw: bytes) -> str:
+    """A binary name as a Spark string (UTF-8 only): invalid bytes become U+FFFD; the binary
+    column beside it is exact."""
+    return raw.decode("utf-8", "replace")
+
+
+@dataclass(frozen=True, slots=True)
+class Range:
+    """One stream's entries with start <= ID <= end (IDs as 128-bit ints)."""
+
+    db: int
+    key: bytes
+    start: int
+    end: int
+
+
+@dataclass
+class Part(InputPartition):
+    """What one task reads: ranges of streams (whole streams for the tables other than
+    entries) of the pinned snapshot at `lsn`. It carries the snapshot, not the reader: Spark
+    pickles the reader for the tasks before planning, the partitions after."""
+
+    ranges: list[Range]
+    snapshot: str
+    lsn: int
+
+    def __init__(self, ranges: list[Range], snapshot: str = "", lsn: int = -1) -> None:
+        super().__init__(None)
+        self.ranges, self.snapshot, self.lsn = ranges, snapshot, lsn
+
+
+class StreamkeepDataSource(DataSource):
+    """`spark.read.format("streamkeep")`; options: table (default entries), numPartitions."""
+
+    @classmethod
+    def name(cls) -> str:
+        return "streamkeep"
+
+    def schema(self) -> StructType:
+        return SCHEMAS[_table(self.options)]
+
+    def reader(self, schema: StructType) -> DataSourceReader:
+        return StreamkeepReader(dict(self.options))
+
+
+def _table(options: Any) -> str:
+    table = str(options.get("table", "entries")).lower()
+    if table not in TABLES:
+        raise ExportError(f"unknown table {table!r}: one of {', '.join(TABLES)}")
+    return table
+
+
+def _path(options: Any) -> str:
+    path = options.get("path")
+    if not path:
+        raise ExportError("no path: spark.read.format('streamkeep').load(DATA_DIR_OR_SNAPSHOT)")
+    return str(path)
+
+
+class StreamkeepReader(DataSourceReader):
+    """Plans on the driver (partitions) and reads in the tasks (read). Holds plain
+    attributes only: it is pickled to every task; environments are opened where used."""
+
+    def __init__(self, options: dict[str, Any]) -> None:
+        self.table = _table(options)
+        self.source = _path(options)
+        self.num_partitions = _positive(options, "numPartitions", os.cpu_count() or 2)
+        self.pin_hours = float(options.get("pinHours", DEFAULT_PIN_HOURS))
+
+    def partitions(self) -> Sequence[InputPartition]:
+        path, lsn = self._pin()
+        with _open(path) as snap:
+            streams = snap.streams()
+            if self.table == "entries":
+                parts = plan_entries(snap, streams, self.num_partitions)
+            else:
+                parts = plan_streams(streams, self.num_partitions)
+        for part in parts:
+            part.snapshot, part.lsn = path, lsn
+        return parts
+
+    def _pin(self) -> tuple[str, int]:
+        if is_pin_file(os.path.basename(self.source)):
+            path = self.source  # the caller pinned it and removes it when done
+        else:
+            path = pin(self.source).path
+            sweep(os.path.dirname(path), self.pin_hours * 3600)
+        with _open(path) as snap:
+            return path, snap.meta.lsn
+
+    def read(self, partition: InputPartition) -> Iterator[tuple]:
+        assert isinstance(partition, Part)
+        with _open(partition.snapshot) as snap:
+            if snap.meta.lsn != partition.lsn:  # the pin guarantees it; say so if it breaks
+                raise ExportError(f"{partition.snapshot}: LSN {snap.meta.lsn}, planned on "
+                                  f"{partition.lsn}")
+            rows = ROWS[self.table]
+            for part in partition.ranges:
+                for row in rows(snap, part):
+                    yield (*row, partition.lsn)
+
+
+def _positive(options: Any, name: str, default: int) -> int:
+    raw = options.get(name)
+    try:
+        value = default if raw is None else int(raw)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise ExportError(f"option {name} must be a positive integer, not {raw!r}")
+    return value
+
+
+def _open(path: str) -> Snapshot:
+    try:
+        return Snapshot(path)
+    except SnapshotError as err:
+        raise ExportError(str(err)) from None
+
+
+# --- planning ----------------------------------------------------------------------------------
+
+def plan_entries(snap: Snapshot, streams: list[StreamInfo], parts: int) -> list[Part]:
+    """About `parts` partitions of about the same number of nodes: a stream larger than one
+    share is cut into ID ranges at node boundaries, small streams share a partition. Every
+    live entry lies in exactly one range (Snapshot.split covers a stream without overlap)."""
+    total = sum(info.nodes for info in streams)
+    share = max(1, -(-total // parts))
+    out: list[Part] = []
+    current: list[Range] = []
+    weight = 0.0
+    for info in streams:
+        ranges = snap.split(info.db, info.key, max(1, -(-info.nodes // share)))
+        each = info.nodes / len(ranges)
+        for lo, hi in ranges:
+            if current and weight + each > share:
+                out.append(Part(current))
+                current, weight = [], 0.0
+            current.append(Range(info.db, info.key, lo.as_int(), hi.as_int()))
+            weight += each
+    if current:
+        out.append(Part(current))
+    return out or [Part([])]
+
+
+def plan_streams(streams: list[StreamInfo], parts: int) -> list[Part]:
+    """Whole streams in `parts` contiguous runs (the tables other than entries are small)."""
+    parts = max(1, min(parts, len(streams)))
+    cuts = [len(streams) * i // parts for i in range(parts + 1)]
+    return [Part([Range(info.db, info.key, 0, 0) for info in streams[lo:hi]])
+            for lo, hi in zip(cuts, cuts[1:], strict=False)]
+
+
+# --- rows --------------------------------------------------------------------------------------
+
+def entry_rows(snap: Snapshot, part: Range) -> Iterator[tuple]:
+    name = text(part.key)
+    for entry in snap.entries(part.db, part.key, part.start, part.end):
+        flat = entry.fields
+        pairs = list(zip(flat[::2], flat[1::2], strict=True))
+        yield (part.db, part.key, name, str(entry.id), entry.id.ms, entry.id.seq,
+               {text(f): v for f, v in pairs}, pairs)
+
+
+def stream_rows(snap: Snapshot, part: Range) -> Iterator[tuple]:
+    info = snap.stream(part.db, part.key)
+    if info is None:  # cannot happen in one snapshot; the planner listed it
+        return
+    yield (info.db, info.key, text(info.key), info.length, str(info.first_id),
+           str(info.last_id), str(info.max_deleted_id), info.entries_added, info.groups,
+           info.nodes)
+
+
+def group_rows(snap: Snapshot, part: Range) -> Iterator[tuple]:
+    info = snap.stream(part.db, part.key)
+    if info is None:
+        return
+    for group in snap.groups(part.db, part.key):
+        entries_read = None if group.entries_read < 0 else group.entries_read
+        yield (info.db, info.key, text(info.key), group.name, text(group.name),
+               str(group.last_id), entries_read, lag(info, group), group.pending,
+               group.consumers)
+
+
+def lag(info: StreamInfo, group: GroupInfo) -> int | None:
+    """XINFO GROUPS lag, by the engine's own rule (one definition, not a copy): its model
+    reads only these counters, so the snapshot's values stand in for the live objects."""
+    from streamkeep.engine.model.groups import group_lag  # only the groups table pays for it
+
+    stream = SimpleNamespace(entries_added=info.entries_added, length=info.length,
+                             first_id=info.first_id.as_int(), last_id=info.last_id.as_int(),
+                             max_deleted_id=info.max_deleted_id.as_int())
+    state = SimpleNamespace(last_id=group.last_id.as_int(), entries_read=group.entries_read)
+    return group_lag(cast(Any, stream), cast(Any, state))
+
+
+def pending_rows(snap: Snapshot, part: Range) -> Iterator[tuple]:
+    name = text(part.key)
+    for group in snap.groups(part.db, part.key):
+        for p in snap.pending(part.db, part.key, group.name):
+            yield (part.db, part.key, name, group.name, text(group.name), str(p.id), p.id.ms,
+                   p.id.seq, p.consumer, p.delivery_time, p.delivery_count)
+
+
+def consumer_rows(snap: Snapshot, part: Range) -> Iterator[tuple]:
+    name = text(part.key)
+    for group in snap.groups(part.db, part.key):
+        owned: dict[bytes | None, int] = {}
+        for p in snap.pending(part.db, part.key, group.name):
+            owned[p.consumer] = owned.get(p.consumer, 0) + 1
+        for c in snap.consumers(part.db, part.key, group.name):
+            yield (part.db, part.key, name, group.name, text(group.name), c.name, text(c.name),
+                   c.seen_time, c.active_time, owned.get(c.name, 0))
+
+
+ROWS = {"entries": entry_rows, "streams": stream_rows, "groups": group_rows,
+        "pending": pending_rows, "consumers": consumer_rows}

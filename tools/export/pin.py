@@ -1,0 +1,113 @@
+"""Which snapshot an export reads, and keeping that file for as long as the read needs it.
+
+Owns resolving an export's PATH (a data directory: its manifest's current snapshot; or a snapshot
+file) and pinning the file: a hard link `export-pin-<lsn>-<ms>-<token>.mdb` beside it, so a
+compaction that replaces and deletes the snapshot meanwhile unlinks only its own name and the
+inode (the data) stays until the pin goes. Spark's tasks open the snapshot in other processes,
+later than the planning that chose it: holding a descriptor in the planner would not keep it for
+them, a name does. The data directory's cleanup at open ignores these names (they are neither
+snapshots nor segments). Must not touch: the snapshot format (snapshot.reader owns it), the
+manifest (read only, through snapshot.reader.current_snapshot), the engine. Never imports
+pyspark: the CLI and tests use it without Spark.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import secrets
+import time
+from dataclasses import dataclass
+
+from streamkeep.engine.wire.errors import StorageError
+
+PIN_PREFIX = "export-pin-"
+_PIN_FILE = re.compile(r"export-pin-(\d+)-[0-9a-f]+\.mdb")
+_ATTEMPTS = 5  # a compaction may delete the snapshot between resolving and linking it
+
+
+class ExportError(StorageError):
+    """An export's PATH is not a snapshot (or a data directory that has one), or the snapshot
+    a read planned on is gone."""
+
+
+def resolve(path: str) -> str:
+    """The snapshot file PATH names: itself, or a data directory's current snapshot."""
+    from streamkeep.aof.manifest import ManifestError
+    from streamkeep.snapshot.reader import current_snapshot
+
+    if not os.path.exists(path):
+        raise ExportError(f"{path}: no such file or directory (expected a streamkeep data "
+                          "directory or a snapshot file)")
+    if not os.path.isdir(path):
+        return path
+    try:
+        found = current_snapshot(path)
+    except ManifestError as err:
+        raise ExportError(f"{path}: not a streamkeep data directory ({err})") from None
+    if found is None:
+        raise ExportError(f"{path}: the data directory has no snapshot yet (nothing compacted)")
+    return found
+
+
+@dataclass(frozen=True, slots=True)
+class Pin:
+    """A hard link keeping one snapshot file's data while a read uses it."""
+
+    path: str  # the link: what the read opens
+
+    def release(self) -> None:
+        # released twice, or expired by another read's sweep: either way gone
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(self.path)
+
+    def __enter__(self) -> Pin:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
+
+
+def pin(path: str) -> Pin:
+    """Pin the snapshot PATH names (see `resolve`) under a fresh name in the snapshot's own
+    directory (a hard link must stay on its file system). A data directory's snapshot that a
+    compaction deletes before the link is made is resolved again: the pin then holds the new
+    one, still one whole snapshot."""
+    for _ in range(_ATTEMPTS):
+        snapshot = resolve(path)
+        directory = os.path.dirname(os.path.abspath(snapshot))
+        target = os.path.join(
+            directory, f"{PIN_PREFIX}{int(time.time() * 1000)}-{secrets.token_hex(6)}.mdb")
+        try:
+            os.link(snapshot, target)
+        except FileNotFoundError:
+            if not os.path.isdir(path):
+                raise ExportError(f"{snapshot}: removed before the read could pin it") from None
+            continue
+        except OSError as err:
+            raise ExportError(f"{snapshot}: cannot pin the snapshot for the read "
+                              f"({err.strerror}); is its directory writable?") from None
+        return Pin(target)
+    raise ExportError(f"{path}: its snapshot kept being replaced while the read pinned it")
+
+
+def sweep(directory: str, older_than_s: float) -> list[str]:
+    """Remove pins older than `older_than_s` seconds (reads that ended without releasing,
+    since Spark's batch reads have no end-of-read hook); returns the names removed."""
+    removed = []
+    now_ms = time.time() * 1000
+    for name in os.listdir(directory):
+        match = _PIN_FILE.fullmatch(name)
+        if match is None or now_ms - int(match.group(1)) < older_than_s * 1000:
+            continue
+        try:
+            os.unlink(os.path.join(directory, name))
+        except FileNotFoundError:
+            continue  # another read's sweep got there first
+        removed.append(name)
+    return removed
+
+
+def is_pin_file(name: str) -> bool:
+    return _PIN_FILE.fullmatch(name) is not None
