@@ -24,7 +24,7 @@ installed where executors run, and PYSPARK_PYTHON must name that interpreter.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from types import SimpleNamespace
 from typing import Any, cast
@@ -42,7 +42,7 @@ from pyspark.sql.types import (
 )
 
 from streamkeep.snapshot.reader import GroupInfo, Snapshot, SnapshotError, StreamInfo
-from streamkeep.tools.export.pin import ExportError, is_pin_file, pin, sweep
+from streamkeep.tools.export.pin import ExportError, is_pin_file, pin, resolve, sweep
 
 TABLES = ("entries", "streams", "groups", "pending", "consumers")
 DEFAULT_PIN_HOURS = 24.0
@@ -134,7 +134,7 @@ class StreamkeepDataSource(DataSource):
         return SCHEMAS[_table(self.options)]
 
     def reader(self, schema: StructType) -> DataSourceReader:
-        return StreamkeepReader(dict(self.options))
+        return StreamkeepReader(self.options)
 
 
 def _table(options: Any) -> str:
@@ -155,11 +155,13 @@ class StreamkeepReader(DataSourceReader):
     """Plans on the driver (partitions) and reads in the tasks (read). Holds plain
     attributes only: it is pickled to every task; environments are opened where used."""
 
-    def __init__(self, options: dict[str, Any]) -> None:
+    def __init__(self, options: Mapping[str, Any]) -> None:
+        # Spark's options are case-insensitive (it hands them lower-cased): so are ours
+        options = {str(k).lower(): v for k, v in options.items()}
         self.table = _table(options)
         self.source = _path(options)
-        self.num_partitions = _positive(options, "numPartitions", os.cpu_count() or 2)
-        self.pin_hours = float(options.get("pinHours", DEFAULT_PIN_HOURS))
+        self.num_partitions = _positive(options, "numpartitions", os.cpu_count() or 2)
+        self.pin_hours = float(options.get("pinhours", DEFAULT_PIN_HOURS))
 
     def partitions(self) -> Sequence[InputPartition]:
         path, lsn = self._pin()
@@ -177,10 +179,16 @@ class StreamkeepReader(DataSourceReader):
         if is_pin_file(os.path.basename(self.source)):
             path = self.source  # the caller pinned it and removes it when done
         else:
+            sweep(os.path.dirname(os.path.abspath(resolve(self.source))),
+                  self.pin_hours * 3600)
             path = pin(self.source).path
-            sweep(os.path.dirname(path), self.pin_hours * 3600)
-        with _open(path) as snap:
-            return path, snap.meta.lsn
+        try:
+            with _open(path) as snap:
+                return path, snap.meta.lsn
+        except ExportError:
+            if path != self.source:  # not a snapshot: drop the pin just made
+                os.unlink(path)
+            raise
 
     def read(self, partition: InputPartition) -> Iterator[tuple]:
         assert isinstance(partition, Part)

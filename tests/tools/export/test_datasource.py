@@ -1,0 +1,306 @@
+"""The `streamkeep` PySpark data source against the engine, through a real local SparkSession.
+
+One data directory and one SparkSession for the module (Spark's start-up costs seconds): every
+table read through Spark equals what XRANGE / XINFO STREAM / XINFO GROUPS / XPENDING / XINFO
+CONSUMERS say; partitions cover every entry exactly once; a read stays on its snapshot while
+compaction replaces it; a path that is no snapshot is a clear error.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("pyspark")  # the `spark` extra; CI is to install it (and Java) before use
+
+from pyspark.sql import SparkSession  # noqa: E402
+from pyspark.sql.functions import spark_partition_id  # noqa: E402
+
+from streamkeep import Engine  # noqa: E402
+from streamkeep.snapshot.reader import Snapshot, current_snapshot  # noqa: E402
+from streamkeep.tools.export.datasource import (  # noqa: E402
+    Part,
+    StreamkeepDataSource,
+    StreamkeepReader,
+)
+from streamkeep.tools.export.pin import is_pin_file, pin  # noqa: E402
+
+KEYS = [(0, b"orders"), (0, b"bin\x00\xff"), (0, b"empty"), (1, b"orders"), (2, b"big")]
+
+
+def kv(reply: Any) -> dict:
+    return dict(zip(reply[0::2], reply[1::2], strict=True))
+
+
+def on_db(engine: Engine, db: int, *argv: object) -> Any:
+    saved = engine.session.db
+    engine.execute("SELECT", str(db))
+    try:
+        return engine.execute(*argv)
+    finally:
+        engine.execute("SELECT", str(saved))
+
+
+def populate(engine: Engine) -> None:
+    """Several streams over three databases, binary and repeated fields, XDEL'd entries (a
+    node's first among them), an emptied stream, groups with pending entries, idle consumers."""
+    for i in range(40):
+        on_db(engine, 0, "XADD", "orders", f"{1000 + i}-{i % 3}", "item", str(i), "qty",
+              str(i * 2), "item", b"\xff\x00repeat")
+    on_db(engine, 0, "XADD", b"bin\x00\xff", "5-5", b"\x80f\xfe", b"\x00\x01", "", "")
+    on_db(engine, 0, "XADD", "empty", "1-1", "a", "b")
+    on_db(engine, 0, "XDEL", "empty", "1-1")
+    on_db(engine, 0, "XDEL", "orders", "1000-0", "1004-1", "1005-2", "1020-2")
+    for i in range(300):
+        on_db(engine, 2, "XADD", "big", f"{i + 1}-0", "n", str(i), b"\xc3(", b"\xe2\x82")
+    on_db(engine, 2, "XDEL", "big", *[f"{i}-0" for i in range(10, 300, 7)])
+    on_db(engine, 1, "XADD", "orders", "7-1", "a", "1")
+    on_db(engine, 0, "XGROUP", "CREATE", "orders", "g1", "0")
+    on_db(engine, 0, "XGROUP", "CREATE", "orders", b"g\x00\xff", "1010-0")
+    on_db(engine, 0, "XREADGROUP", "GROUP", "g1", "alice", "COUNT", "5", "STREAMS", "orders", ">")
+    on_db(engine, 0, "XREADGROUP", "GROUP", "g1", b"b\xffb", "COUNT", "3", "STREAMS", "orders",
+          ">")
+    on_db(engine, 0, "XREADGROUP", "GROUP", b"g\x00\xff", "carol", "COUNT", "2", "STREAMS",
+          "orders", ">")
+    on_db(engine, 0, "XACK", "orders", "g1", "1001-1")
+    on_db(engine, 0, "XGROUP", "CREATECONSUMER", "orders", "g1", "idle")
+    on_db(engine, 2, "XGROUP", "CREATE", "big", "all", "$")
+    on_db(engine, 2, "XGROUP", "CREATE", "big", "some", "0")
+    on_db(engine, 2, "XREADGROUP", "GROUP", "some", "x", "COUNT", "50", "STREAMS", "big", ">")
+    on_db(engine, 0, "XDEL", "orders", "1002-2")  # pending and deleted: XPENDING still lists it
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Engine, str]]:
+    path = str(tmp_path_factory.mktemp("export") / "data")
+    engine = Engine.open(path, stream_node_max_entries=4)  # many nodes: ID-range partitions
+    try:
+        populate(engine)
+        assert engine.compact(wait=True) is not None
+        yield engine, path
+    finally:
+        engine.close()
+
+
+@pytest.fixture(scope="module")
+def spark() -> Iterator[SparkSession]:
+    # Tasks run in Python workers: this interpreter, with this import path.
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    os.environ["PYTHONPATH"] = os.pathsep.join(
+        p for p in [*sys.path, os.environ.get("PYTHONPATH", "")] if p)
+    session = (SparkSession.builder.master("local[2]").appName("streamkeep-tests")
+               .config("spark.ui.enabled", "false")
+               .config("spark.ui.showConsoleProgress", "false")
+               .config("spark.sql.shuffle.partitions", "2")
+               .config("spark.driver.extraJavaOptions",
+                       "-XX:+UseSerialGC -XX:TieredStopAtLevel=1")
+               .getOrCreate())
+    session.dataSource.register(StreamkeepDataSource)
+    yield session
+    session.stop()
+
+
+def read(spark: SparkSession, path: str, table: str, **options: object) -> list[Any]:
+    reader = spark.read.format("streamkeep").option("table", table)
+    for name, value in options.items():
+        reader = reader.option(name, str(value))
+    return reader.load(path).collect()
+
+
+def id_key(raw: bytes | str) -> tuple[int, int]:
+    ms, seq = (raw.decode() if isinstance(raw, bytes) else raw).split("-")
+    return int(ms), int(seq)
+
+
+def nil_id(raw: bytes) -> str:
+    return raw.decode()
+
+
+# --- every table equals the engine --------------------------------------------------------------
+
+def test_entries_equal_xrange(spark: SparkSession, data: tuple[Engine, str]) -> None:
+    engine, path = data
+    rows = read(spark, path, "entries", numPartitions=3)
+    got: dict[tuple[int, bytes], list] = {}
+    for row in sorted(rows, key=lambda r: (r.db, r.stream, r.ms, r.seq)):
+        pairs = [(p.field, p.value) for p in row.pairs]
+        assert row.fields == {f.decode("utf-8", "replace"): v for f, v in pairs}  # last wins
+        assert row.stream_str == row.stream.decode("utf-8", "replace")
+        assert row.id == f"{row.ms}-{row.seq}"
+        got.setdefault((row.db, row.stream), []).append(
+            [row.id.encode(), [x for pair in pairs for x in pair]])
+    expected = {(db, key): on_db(engine, db, "XRANGE", key, "-", "+") for db, key in KEYS}
+    assert got == {k: v for k, v in expected.items() if v}
+    with Snapshot(current_snapshot(path) or "") as snap:
+        assert {row.snapshot_lsn for row in rows} == {snap.meta.lsn}
+
+
+def test_streams_equal_xinfo_stream(spark: SparkSession, data: tuple[Engine, str]) -> None:
+    engine, path = data
+    rows = {(r.db, r.stream): r for r in read(spark, path, "streams")}
+    assert set(rows) == set(KEYS)
+    for db, key in KEYS:
+        info, row = kv(on_db(engine, db, "XINFO", "STREAM", key)), rows[db, key]
+        assert (row.length, row.first_id, row.last_id, row.max_deleted_id, row.entries_added,
+                row.groups, row.nodes) == (
+            info[b"length"], nil_id(info[b"recorded-first-entry-id"]),
+            nil_id(info[b"last-generated-id"]), nil_id(info[b"max-deleted-entry-id"]),
+            info[b"entries-added"], info[b"groups"], info[b"radix-tree-keys"])
+
+
+def test_groups_equal_xinfo_groups(spark: SparkSession, data: tuple[Engine, str]) -> None:
+    engine, path = data
+    got = sorted((r.db, r.stream, r.group, r.last_delivered_id, r.entries_read, r.lag,
+                  r.pending, r.consumers) for r in read(spark, path, "groups"))
+    expected = []
+    for db, key in KEYS:
+        for group in map(kv, on_db(engine, db, "XINFO", "GROUPS", key)):
+            expected.append((db, key, group[b"name"], nil_id(group[b"last-delivered-id"]),
+                             group[b"entries-read"], group[b"lag"], group[b"pending"],
+                             group[b"consumers"]))
+    assert got == sorted(expected)
+    assert any(row[5] is None for row in got) or any(row[4] is not None for row in got)
+
+
+def test_pending_equals_xpending(spark: SparkSession, data: tuple[Engine, str]) -> None:
+    engine, path = data
+    rows = read(spark, path, "pending", numPartitions=2)
+    got = sorted((r.db, r.stream, r.group, id_key(r.id), r.consumer, r.delivery_count,
+                  r.delivery_time) for r in rows)
+    expected = []
+    for db, key in KEYS:
+        full = kv(on_db(engine, db, "XINFO", "STREAM", key, "FULL", "COUNT", "0"))
+        for group in map(kv, full[b"groups"]):
+            times = {sid: at for sid, _, at, _ in group[b"pending"]}
+            for sid, consumer, _, count in on_db(engine, db, "XPENDING", key, group[b"name"],
+                                                 "-", "+", "1000"):
+                expected.append((db, key, group[b"name"], id_key(sid), consumer, count,
+                                 times[sid]))
+    assert got == sorted(expected)
+    assert len(got) == 5 + 3 - 1 + 2 + 50
+
+
+def test_consumers_equal_xinfo_consumers(spark: SparkSession,
+                                         data: tuple[Engine, str]) -> None:
+    engine, path = data
+    got = sorted((r.db, r.stream, r.group, r.consumer, r.pending, r.seen_time, r.active_time)
+                 for r in read(spark, path, "consumers"))
+    expected = []
+    for db, key in KEYS:
+        full = kv(on_db(engine, db, "XINFO", "STREAM", key, "FULL", "COUNT", "0"))
+        for group in map(kv, full[b"groups"]):
+            times = {c[b"name"]: (c[b"seen-time"], c[b"active-time"])
+                     for c in map(kv, group[b"consumers"])}
+            for c in map(kv, on_db(engine, db, "XINFO", "CONSUMERS", key, group[b"name"])):
+                expected.append((db, key, group[b"name"], c[b"name"], c[b"pending"],
+                                 *times[c[b"name"]]))
+    assert got == sorted(expected)
+    assert any(row[3] == b"idle" and row[4] == 0 for row in got)
+
+
+# --- partitions ---------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("parts", [1, 3, 17])
+def test_partitions_cover_every_entry_once(spark: SparkSession, data: tuple[Engine, str],
+                                           parts: int) -> None:
+    engine, path = data
+    df = (spark.read.format("streamkeep").option("numPartitions", str(parts)).load(path)
+          .select(spark_partition_id().alias("p"), "db", "stream", "id"))
+    rows = df.collect()
+    seen = [(r.db, r.stream, r.id) for r in rows]
+    assert len(seen) == len(set(seen))
+    expected = {(db, key, sid.decode()) for db, key in KEYS
+                for sid, _ in on_db(engine, db, "XRANGE", key, "-", "+")}
+    assert set(seen) == expected
+    used = {r.p for r in rows}
+    assert len(used) == df.rdd.getNumPartitions()
+    if parts == 1:
+        assert used == {0}
+    else:  # the big stream is cut into ID ranges, small ones share partitions
+        assert parts // 2 <= len(used) <= parts + len(KEYS)
+        assert len({r.p for r in rows if r.stream == b"big"}) > 1
+
+
+def test_planned_ranges_are_disjoint(data: tuple[Engine, str]) -> None:
+    _, path = data
+    for parts in (1, 3, 17, 1000):
+        planned = StreamkeepReader({"path": path, "numPartitions": parts}).partitions()
+        ranges = [r for part in planned for r in part.ranges]  # type: ignore[attr-defined]
+        for db, key in KEYS:
+            mine = sorted((r.start, r.end) for r in ranges if (r.db, r.key) == (db, key))
+            assert mine[0][0] == 0 and mine[-1][1] == (1 << 128) - 1
+            assert all(a[1] + 1 == b[0] for a, b in zip(mine, mine[1:], strict=False))
+        release(planned)
+
+
+def release(planned: Any) -> None:
+    for p in {part.snapshot for part in planned}:
+        os.unlink(p)
+
+
+# --- one snapshot per read ----------------------------------------------------------------------
+
+def test_read_keeps_its_snapshot_while_compaction_replaces_it(tmp_path: Path) -> None:
+    path = str(tmp_path / "data")
+    engine = Engine.open(path)
+    try:
+        engine.execute("XADD", "s", "1-1", "a", "1")
+        old = engine.compact(wait=True)
+        reader = StreamkeepReader({"path": path, "numPartitions": 2})
+        planned = reader.partitions()
+        engine.execute("XADD", "s", "2-1", "a", "2")
+        new = engine.compact(wait=True)
+        assert not os.path.exists(os.path.join(path, old.file))  # compaction removed it
+        rows = [row for part in planned for row in reader.read(part)]
+        assert [(r[3], r[-1]) for r in rows] == [("1-1", old.lsn)]
+        fresh = StreamkeepReader({"path": path}).partitions()
+        assert {p.lsn for p in fresh} == {new.lsn}  # type: ignore[attr-defined]
+        release([*planned, *fresh])
+        assert not [n for n in os.listdir(path) if is_pin_file(n)]
+    finally:
+        engine.close()
+
+
+def test_a_pin_path_is_read_as_is(spark: SparkSession, data: tuple[Engine, str]) -> None:
+    _, path = data
+    before = set(os.listdir(path))
+    with pin(path) as pinned:
+        rows = read(spark, pinned.path, "streams")
+    assert len(rows) == len(KEYS)
+    assert set(os.listdir(path)) == before  # no pin left behind, none added by the read
+
+
+# --- errors -------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("kind, message", [
+    ("missing", "no such file or directory"),
+    ("garbage", "not a readable LMDB snapshot"),
+    ("emptydir", "not a streamkeep data directory"),
+])
+def test_a_non_snapshot_path_is_a_clear_error(spark: SparkSession, tmp_path: Path, kind: str,
+                                              message: str) -> None:
+    target = tmp_path / kind
+    if kind == "garbage":
+        target.write_bytes(b"this is not LMDB" * 512)
+    elif kind == "emptydir":
+        target.mkdir()
+    with pytest.raises(Exception, match=message):
+        read(spark, str(target), "entries")
+
+
+def test_an_unknown_table_is_a_clear_error(spark: SparkSession, data: tuple[Engine, str]) -> None:
+    with pytest.raises(Exception, match="unknown table 'nope'"):
+        read(spark, data[1], "nope")
+
+
+def test_part_pickles() -> None:
+    import pickle
+
+    part = Part([], "x", 3)
+    assert pickle.loads(pickle.dumps(part)).lsn == 3
