@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from types import SimpleNamespace
 from typing import Any, cast
 
-from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
+from pyspark.sql.datasource import DataSource, DataSourceReader, Filter, InputPartition
 from pyspark.sql.types import (
     ArrayType,
     BinaryType,
@@ -43,6 +43,7 @@ from pyspark.sql.types import (
 
 from streamkeep.snapshot.reader import GroupInfo, Snapshot, SnapshotError, StreamInfo
 from streamkeep.tools.export.pin import ExportError, is_pin_file, pin, resolve, sweep
+from streamkeep.tools.export.pushdown import Selection, text
 
 TABLES = ("entries", "streams", "groups", "pending", "consumers")
 DEFAULT_PIN_HOURS = 24.0
@@ -92,12 +93,6 @@ SCHEMAS: dict[str, StructType] = {
 }
 
 
-def text(raw: bytes) -> str:
-    """A binary name as a Spark string (UTF-8 only): invalid bytes become U+FFFD; the binary
-    column beside it is exact."""
-    return raw.decode("utf-8", "replace")
-
-
 @dataclass(frozen=True, slots=True)
 class Range:
     """One stream's entries with start <= ID <= end (IDs as 128-bit ints)."""
@@ -134,6 +129,10 @@ class StreamkeepDataSource(DataSource):
         return SCHEMAS[_table(self.options)]
 
     def reader(self, schema: StructType) -> DataSourceReader:
+        # Spark refuses a reader that defines pushFilters unless its push-down switch is on,
+        # and does not tell the data source the switch: the pushdown option says it is.
+        if str(self.options.get("pushdown", "false")).lower() == "true":
+            return PushdownReader(self.options)
         return StreamkeepReader(self.options)
 
 
@@ -162,13 +161,14 @@ class StreamkeepReader(DataSourceReader):
         self.source = _path(options)
         self.num_partitions = _positive(options, "numpartitions", os.cpu_count() or 2)
         self.pin_hours = float(options.get("pinhours", DEFAULT_PIN_HOURS))
+        self.selection = Selection()  # everything, unless push-down narrows it
 
     def partitions(self) -> Sequence[InputPartition]:
         path, lsn = self._pin()
         with _open(path) as snap:
-            streams = snap.streams()
+            streams = [i for i in snap.streams() if self.selection.keeps(i.db, i.key)]
             if self.table == "entries":
-                parts = plan_entries(snap, streams, self.num_partitions)
+                parts = plan_entries(snap, streams, self.num_partitions, self.selection)
             else:
                 parts = plan_streams(streams, self.num_partitions)
         for part in parts:
@@ -202,6 +202,17 @@ class StreamkeepReader(DataSourceReader):
                     yield (*row, partition.lsn)
 
 
+class PushdownReader(StreamkeepReader):
+    """The reader with filter push-down (`.option("pushdown", "true")` together with
+    spark.sql.python.filterPushdown.enabled=true): filters on db, stream, stream_str and
+    (entries) ms choose the streams and ID ranges planned; Spark applies the rest."""
+
+    def pushFilters(self, filters: list[Filter]) -> Iterator[Filter]:
+        for f in filters:
+            if not self.selection.accept(f, self.table):
+                yield f
+
+
 def _positive(options: Any, name: str, default: int) -> int:
     raw = options.get(name)
     try:
@@ -222,10 +233,12 @@ def _open(path: str) -> Snapshot:
 
 # --- planning ----------------------------------------------------------------------------------
 
-def plan_entries(snap: Snapshot, streams: list[StreamInfo], parts: int) -> list[Part]:
+def plan_entries(snap: Snapshot, streams: list[StreamInfo], parts: int,
+                 selection: Selection) -> list[Part]:
     """About `parts` partitions of about the same number of nodes: a stream larger than one
     share is cut into ID ranges at node boundaries, small streams share a partition. Every
-    live entry lies in exactly one range (Snapshot.split covers a stream without overlap)."""
+    live entry lies in exactly one range (Snapshot.split covers a stream without overlap),
+    each range clipped to the selection's IDs."""
     total = sum(info.nodes for info in streams)
     share = max(1, -(-total // parts))
     out: list[Part] = []
@@ -234,11 +247,14 @@ def plan_entries(snap: Snapshot, streams: list[StreamInfo], parts: int) -> list[
     for info in streams:
         ranges = snap.split(info.db, info.key, max(1, -(-info.nodes // share)))
         each = info.nodes / len(ranges)
-        for lo, hi in ranges:
+        for start, end in ranges:
+            lo, hi = max(start.as_int(), selection.lo), min(end.as_int(), selection.hi)
+            if lo > hi:
+                continue
             if current and weight + each > share:
                 out.append(Part(current))
                 current, weight = [], 0.0
-            current.append(Range(info.db, info.key, lo.as_int(), hi.as_int()))
+            current.append(Range(info.db, info.key, lo, hi))
             weight += each
     if current:
         out.append(Part(current))

@@ -19,7 +19,7 @@ import pytest
 pytest.importorskip("pyspark")  # the `spark` extra; CI is to install it (and Java) before use
 
 from pyspark.sql import SparkSession  # noqa: E402
-from pyspark.sql.functions import spark_partition_id  # noqa: E402
+from pyspark.sql.functions import col, lit, spark_partition_id  # noqa: E402
 
 from streamkeep import Engine  # noqa: E402
 from streamkeep.snapshot.reader import Snapshot, current_snapshot  # noqa: E402
@@ -98,6 +98,7 @@ def spark() -> Iterator[SparkSession]:
                .config("spark.ui.enabled", "false")
                .config("spark.ui.showConsoleProgress", "false")
                .config("spark.sql.shuffle.partitions", "2")
+               .config("spark.sql.python.filterPushdown.enabled", "true")
                .config("spark.driver.extraJavaOptions",
                        "-XX:+UseSerialGC -XX:TieredStopAtLevel=1")
                .getOrCreate())
@@ -202,6 +203,54 @@ def test_consumers_equal_xinfo_consumers(spark: SparkSession,
                                  *times[c[b"name"]]))
     assert got == sorted(expected)
     assert any(row[3] == b"idle" and row[4] == 0 for row in got)
+
+
+# --- push-down ---------------------------------------------------------------------------------
+
+PREDICATES = {
+    "stream_str": lambda: col("stream_str") == "orders",
+    "stream binary": lambda: col("stream") == lit(b"bin\x00\xff"),
+    "db and ms range": lambda: (col("db") == 2) & (col("ms") >= 100) & (col("ms") < 120),
+    "db in": lambda: col("db").isin(0, 1),
+    "prefix": lambda: col("stream_str").startswith("ord"),
+    "ms past the end": lambda: col("ms") > 1 << 62,
+    "ms negative": lambda: col("ms") < -5,
+    "ms equal": lambda: col("ms") == 1010,
+    "db range, ms <=": lambda: (col("db") > 0) & (col("db") <= 2) & (col("ms") <= 7),
+    "not pushed": lambda: col("id") > "1010",
+}
+
+
+# pending takes db and stream filters and leaves ms to Spark: a few cases are enough there
+CASES = [("entries", name) for name in PREDICATES] + [
+    ("pending", "stream_str"), ("pending", "db in"), ("pending", "db and ms range")]
+
+
+@pytest.mark.parametrize("table, name", CASES)
+def test_pushdown_reads_the_rows_a_filter_keeps(spark: SparkSession, data: tuple[Engine, str],
+                                                table: str, name: str) -> None:
+    _, path = data
+
+    def frame(pushdown: bool) -> Any:
+        return (spark.read.format("streamkeep").option("table", table)
+                .option("numPartitions", "17").option("pushdown", str(pushdown).lower())
+                .load(path).where(PREDICATES[name]()))
+
+    pushed, plain = frame(True), frame(False)
+    assert sorted(pushed.collect()) == sorted(plain.collect())
+    if name == "db and ms range" and table == "entries":
+        assert pushed.count() == 20 - len([i for i in range(10, 300, 7) if 100 <= i + 1 < 120])
+        assert pushed.rdd.getNumPartitions() < plain.rdd.getNumPartitions()
+
+
+def test_pushdown_plans_only_the_selected_streams(spark: SparkSession,
+                                                  data: tuple[Engine, str]) -> None:
+    _, path = data
+    df = (spark.read.format("streamkeep").option("numPartitions", "17")
+          .option("pushdown", "true").load(path)
+          .where((col("stream_str") == "orders") & (col("db") == 1)))
+    assert df.rdd.getNumPartitions() == 1
+    assert [r.id for r in df.collect()] == ["7-1"]
 
 
 # --- partitions ---------------------------------------------------------------------------------
