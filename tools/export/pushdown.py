@@ -11,6 +11,7 @@ Must not touch: snapshots (datasource reads them), pyspark's planning.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any, TypeAlias
 
 from pyspark.sql.datasource import (
     EqualTo,
@@ -27,6 +28,9 @@ from streamkeep.snapshot.layout import MAX_ID
 
 U64 = (1 << 64) - 1
 _COMPARE = (EqualTo, GreaterThan, GreaterThanOrEqual, LessThan, LessThanOrEqual)
+# the filters a Selection keeps: each has `attribute` and `value`
+Kept: TypeAlias = EqualTo | GreaterThan | GreaterThanOrEqual | LessThan | LessThanOrEqual | In \
+    | StringStartsWith
 
 
 def text(raw: bytes) -> str:
@@ -38,8 +42,8 @@ def text(raw: bytes) -> str:
 class Selection:
     """The conjunction of the filters accepted so far. Plain data: pickled to the tasks."""
 
-    dbs: list[Filter] = field(default_factory=list)
-    names: list[Filter] = field(default_factory=list)  # on stream or stream_str
+    dbs: list[Kept] = field(default_factory=list)
+    names: list[Kept] = field(default_factory=list)  # on stream or stream_str
     lo: int = 0  # entries' IDs, inclusive
     hi: int = MAX_ID
 
@@ -91,21 +95,21 @@ def _ms_bounds(f: Filter, ms: int) -> tuple[int, int]:
     return 0, last  # LessThanOrEqual
 
 
-def _ints(f: Filter) -> bool:
-    values = f.value if isinstance(f, In) else (f.value,)
+def _ints(f: Kept) -> bool:
+    value: Any = f.value
+    values = value if isinstance(f, In) else (value,)
     return all(isinstance(v, int) and not isinstance(v, bool) for v in values)
 
 
-def _test(f: Filter, value: object) -> bool:
+def _test(f: Kept, value: object) -> bool:
     """`f` on one value, as Spark would evaluate it (a type mismatch never matches)."""
-    want = f.value
+    want: Any = f.value
     if isinstance(f, In):
         return any(_equal(value, v) for v in want)
     if isinstance(f, EqualTo):
         return _equal(value, want)
     if isinstance(f, StringStartsWith):
-        prefix = want.encode() if isinstance(value, bytes) and isinstance(want, str) else want
-        return isinstance(value, type(prefix)) and value.startswith(prefix)  # type: ignore[attr-defined]
+        return _starts(value, want)
     assert isinstance(value, int) and isinstance(want, int)
     if isinstance(f, GreaterThan):
         return value > want
@@ -114,6 +118,14 @@ def _test(f: Filter, value: object) -> bool:
     if isinstance(f, LessThan):
         return value < want
     return value <= want
+
+
+def _starts(value: object, prefix: object) -> bool:
+    if isinstance(value, bytes):
+        if isinstance(prefix, str):
+            prefix = prefix.encode()
+        return isinstance(prefix, (bytes, bytearray)) and value.startswith(prefix)
+    return isinstance(value, str) and isinstance(prefix, str) and value.startswith(prefix)
 
 
 def _equal(value: object, want: object) -> bool:
