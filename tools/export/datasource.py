@@ -26,6 +26,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from itertools import islice
 from types import SimpleNamespace
 from typing import Any, cast
 
@@ -47,6 +48,7 @@ from streamkeep.tools.export.pushdown import Selection, text
 
 TABLES = ("entries", "streams", "groups", "pending", "consumers")
 DEFAULT_PIN_HOURS = 24.0
+DEFAULT_BATCH = 8192  # rows per Arrow record batch
 
 _STREAM = [StructField("db", IntegerType(), False), StructField("stream", BinaryType(), False),
            StructField("stream_str", StringType(), False)]
@@ -132,8 +134,8 @@ class StreamkeepDataSource(DataSource):
         # Spark refuses a reader that defines pushFilters unless its push-down switch is on,
         # and does not tell the data source the switch: the pushdown option says it is.
         if str(self.options.get("pushdown", "false")).lower() == "true":
-            return PushdownReader(self.options)
-        return StreamkeepReader(self.options)
+            return PushdownReader(self.options, schema)
+        return StreamkeepReader(self.options, schema)
 
 
 def _table(options: Any) -> str:
@@ -141,6 +143,21 @@ def _table(options: Any) -> str:
     if table not in TABLES:
         raise ExportError(f"unknown table {table!r}: one of {', '.join(TABLES)}")
     return table
+
+
+def _columns(table: str, schema: StructType) -> list[str]:
+    """The columns a read produces, in order: the table's, or the subset a user-given schema
+    names (`spark.read.schema("db int, stream binary, id string")`: column pruning, since
+    the Python data source API pushes none down); each with the table's type."""
+    full = {f.name: f.dataType for f in SCHEMAS[table].fields}
+    for f in schema.fields:
+        if f.name not in full:
+            raise ExportError(f"table {table} has no column {f.name!r}: "
+                              f"{', '.join(full)}")
+        if f.dataType.simpleString() != full[f.name].simpleString():  # nullability aside
+            raise ExportError(f"column {f.name!r} of table {table} is "
+                              f"{full[f.name].simpleString()}, not {f.dataType.simpleString()}")
+    return [f.name for f in schema.fields]
 
 
 def _path(options: Any) -> str:
@@ -154,7 +171,7 @@ class StreamkeepReader(DataSourceReader):
     """Plans on the driver (partitions) and reads in the tasks (read). Holds plain
     attributes only: it is pickled to every task; environments are opened where used."""
 
-    def __init__(self, options: Mapping[str, Any]) -> None:
+    def __init__(self, options: Mapping[str, Any], schema: StructType | None = None) -> None:
         # Spark's options are case-insensitive (it hands them lower-cased): so are ours
         options = {str(k).lower(): v for k, v in options.items()}
         self.table = _table(options)
@@ -162,6 +179,11 @@ class StreamkeepReader(DataSourceReader):
         self.num_partitions = _positive(options, "numpartitions", os.cpu_count() or 2)
         self.pin_hours = float(options.get("pinhours", DEFAULT_PIN_HOURS))
         self.selection = Selection()  # everything, unless push-down narrows it
+        # the schema Spark reads with: the table's, or a user-given subset (see _columns)
+        self.schema = schema or SCHEMAS[self.table]
+        self.columns = _columns(self.table, self.schema)
+        self.arrow = str(options.get("arrow", "true")).lower() == "true"
+        self.batch_size = _positive(options, "batchsize", DEFAULT_BATCH)
 
     def partitions(self) -> Sequence[InputPartition]:
         path, lsn = self._pin()
@@ -190,16 +212,45 @@ class StreamkeepReader(DataSourceReader):
                 os.unlink(path)
             raise
 
-    def read(self, partition: InputPartition) -> Iterator[tuple]:
+    def read(self, partition: InputPartition) -> Iterator[Any]:
+        """Arrow record batches (`arrow`, the default: Spark takes them as they are) or
+        tuples, of the columns asked for, in that order."""
+        rows = self.rows(partition)
+        if self.arrow:
+            return arrow_batches(rows, self.schema, self.batch_size)
+        return iter(rows)
+
+    def rows(self, partition: InputPartition) -> Iterator[tuple]:
         assert isinstance(partition, Part)
+        names = SCHEMAS[self.table].fieldNames()
+        pick = [names.index(c) for c in self.columns]
+        make = ROWS[self.table]
+        wanted = set(self.columns)
         with _open(partition.snapshot) as snap:
             if snap.meta.lsn != partition.lsn:  # the pin guarantees it; say so if it breaks
                 raise ExportError(f"{partition.snapshot}: LSN {snap.meta.lsn}, planned on "
                                   f"{partition.lsn}")
-            rows = ROWS[self.table]
             for part in partition.ranges:
-                for row in rows(snap, part):
-                    yield (*row, partition.lsn)
+                for row in make(snap, part, wanted):
+                    full = (*row, partition.lsn)
+                    yield tuple(full[i] for i in pick)
+
+
+def arrow_batches(rows: Iterator[tuple], spark_schema: StructType,
+                  size: int) -> Iterator[Any]:
+    """`rows` as record batches of `size`, typed as Spark expects `spark_schema` (its own
+    conversion: any other Arrow type, or nullability, is refused by Spark)."""
+    import pyarrow as pa  # the tasks only
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    schema = to_arrow_schema(spark_schema)
+    while True:
+        chunk = list(islice(rows, size))
+        if not chunk:
+            return
+        arrays = [pa.array(list(values), type=schema.field(i).type)
+                  for i, values in enumerate(zip(*chunk, strict=True))]
+        yield pa.RecordBatch.from_arrays(arrays, schema=schema)
 
 
 class PushdownReader(StreamkeepReader):
@@ -271,16 +322,20 @@ def plan_streams(streams: list[StreamInfo], parts: int) -> list[Part]:
 
 # --- rows --------------------------------------------------------------------------------------
 
-def entry_rows(snap: Snapshot, part: Range) -> Iterator[tuple]:
+def entry_rows(snap: Snapshot, part: Range, wanted: set[str]) -> Iterator[tuple]:
+    """Entries of one range; the field columns are built only if asked for (the costly part
+    after decoding the node)."""
     name = text(part.key)
+    as_map, as_pairs = "fields" in wanted, "pairs" in wanted
     for entry in snap.entries(part.db, part.key, part.start, part.end):
         flat = entry.fields
-        pairs = list(zip(flat[::2], flat[1::2], strict=True))
+        pairs = list(zip(flat[::2], flat[1::2], strict=True)) if as_map or as_pairs else None
         yield (part.db, part.key, name, str(entry.id), entry.id.ms, entry.id.seq,
-               {text(f): v for f, v in pairs}, pairs)
+               {text(f): v for f, v in pairs} if as_map and pairs is not None else None,
+               pairs if as_pairs else None)
 
 
-def stream_rows(snap: Snapshot, part: Range) -> Iterator[tuple]:
+def stream_rows(snap: Snapshot, part: Range, wanted: set[str]) -> Iterator[tuple]:
     info = snap.stream(part.db, part.key)
     if info is None:  # cannot happen in one snapshot; the planner listed it
         return
@@ -289,7 +344,7 @@ def stream_rows(snap: Snapshot, part: Range) -> Iterator[tuple]:
            info.nodes)
 
 
-def group_rows(snap: Snapshot, part: Range) -> Iterator[tuple]:
+def group_rows(snap: Snapshot, part: Range, wanted: set[str]) -> Iterator[tuple]:
     info = snap.stream(part.db, part.key)
     if info is None:
         return
@@ -312,7 +367,7 @@ def lag(info: StreamInfo, group: GroupInfo) -> int | None:
     return group_lag(cast(Any, stream), cast(Any, state))
 
 
-def pending_rows(snap: Snapshot, part: Range) -> Iterator[tuple]:
+def pending_rows(snap: Snapshot, part: Range, wanted: set[str]) -> Iterator[tuple]:
     name = text(part.key)
     for group in snap.groups(part.db, part.key):
         for p in snap.pending(part.db, part.key, group.name):
@@ -320,7 +375,7 @@ def pending_rows(snap: Snapshot, part: Range) -> Iterator[tuple]:
                    p.id.seq, p.consumer, p.delivery_time, p.delivery_count)
 
 
-def consumer_rows(snap: Snapshot, part: Range) -> Iterator[tuple]:
+def consumer_rows(snap: Snapshot, part: Range, wanted: set[str]) -> Iterator[tuple]:
     name = text(part.key)
     for group in snap.groups(part.db, part.key):
         owned: dict[bytes | None, int] = {}

@@ -205,6 +205,40 @@ def test_consumers_equal_xinfo_consumers(spark: SparkSession,
     assert any(row[3] == b"idle" and row[4] == 0 for row in got)
 
 
+# --- Arrow batches, tuples, column pruning ------------------------------------------------------
+
+@pytest.mark.parametrize("table", ["entries", "groups", "consumers"])
+def test_tuples_equal_arrow_batches(spark: SparkSession, data: tuple[Engine, str],
+                                    table: str) -> None:
+    _, path = data
+    arrow = read(spark, path, table, numPartitions=3, batchSize=7)
+    assert sorted(arrow) == sorted(read(spark, path, table, arrow="false"))
+
+
+def test_a_schema_prunes_columns(spark: SparkSession, data: tuple[Engine, str]) -> None:
+    engine, path = data
+    df = (spark.read.format("streamkeep").schema("id string, db int, pairs "
+                                                 "array<struct<field:binary,value:binary>>")
+          .option("numPartitions", "3").load(path))
+    assert df.columns == ["id", "db", "pairs"]
+    got = sorted((r.db, r.id, [(p.field, p.value) for p in r.pairs]) for r in df.collect())
+    full = sorted((r.db, r.id, [(p.field, p.value) for p in r.pairs])
+                  for r in read(spark, path, "entries"))
+    assert got == full
+    narrow = spark.read.format("streamkeep").schema("stream binary").load(path).collect()
+    assert len(narrow) == len(full)
+
+
+@pytest.mark.parametrize("schema, message", [
+    ("nope string", "table entries has no column 'nope'"),
+    ("ms int", "column 'ms' of table entries is bigint, not int"),
+])
+def test_a_wrong_schema_is_a_clear_error(spark: SparkSession, data: tuple[Engine, str],
+                                         schema: str, message: str) -> None:
+    with pytest.raises(Exception, match=message):
+        spark.read.format("streamkeep").schema(schema).load(data[1]).collect()
+
+
 # --- push-down ---------------------------------------------------------------------------------
 
 PREDICATES = {
@@ -306,7 +340,7 @@ def test_read_keeps_its_snapshot_while_compaction_replaces_it(tmp_path: Path) ->
         engine.execute("XADD", "s", "2-1", "a", "2")
         new = engine.compact(wait=True)
         assert not os.path.exists(os.path.join(path, old.file))  # compaction removed it
-        rows = [row for part in planned for row in reader.read(part)]
+        rows = [row for part in planned for row in reader.rows(part)]
         assert [(r[3], r[-1]) for r in rows] == [("1-1", old.lsn)]
         fresh = StreamkeepReader({"path": path}).partitions()
         assert {p.lsn for p in fresh} == {new.lsn}  # type: ignore[attr-defined]
