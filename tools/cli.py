@@ -69,6 +69,13 @@ def build_parser() -> argparse.ArgumentParser:
     crashbench.add_arguments(p_crash)
     p_crash.set_defaults(func=crashbench.main)
 
+    from streamkeep.tools.export import cli as export
+
+    p_export = sub.add_parser("export", help=export.HELP,
+                              formatter_class=argparse.RawDescriptionHelpFormatter)
+    export.add_arguments(p_export)
+    p_export.set_defaults(func=export.main)
+
     p_commands = sub.add_parser("commands", help="print the command table as markdown")
     p_commands.set_defaults(func=_cmd_commands)
 

@@ -5,6 +5,13 @@
     df = (spark.read.format("streamkeep").option("table", "entries")
           .option("numPartitions", 8).load("./data"))      # or a snapshot file's path
 
+Options (case-insensitive, values strings): table (entries | streams | groups | pending |
+consumers; default entries), numPartitions (default: this machine's CPU count), arrow (default
+true: Arrow record batches; false: tuples), batchSize (rows per batch, 8192), pushdown (true:
+filter push-down, which needs spark.sql.python.filterPushdown.enabled=true too), pinHours (24).
+Column pruning: a user-given schema naming a subset of the table's columns (`.schema("db int,
+id string")`); the Python data source API pushes no column list down.
+
 Owns the five tables' schemas and rows (`entries`, `streams`, `groups`, `pending`, `consumers`,
 see SCHEMAS), cutting a read into partitions (by stream, and by ID range inside a large stream,
 from the snapshot's keys alone: `Snapshot.split`), and choosing the one snapshot a read sees.

@@ -1,0 +1,97 @@
+"""`streamkeep export`: usage errors before Spark starts, and a whole export read back."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from streamkeep import Engine
+from streamkeep.tools.cli import main
+
+
+@pytest.fixture(scope="module")
+def datadir(tmp_path_factory: pytest.TempPathFactory) -> str:
+    path = str(tmp_path_factory.mktemp("cli") / "data")
+    engine = Engine.open(path, stream_node_max_entries=3)
+    try:
+        for i in range(20):
+            engine.execute("XADD", "orders:eu", f"{i + 1}-0", "item", str(i), "item", b"\xff")
+        engine.execute("XADD", "audit", "5-0", "who", "me")
+        engine.execute("XDEL", "orders:eu", "3-0")
+        engine.execute("XGROUP", "CREATE", "orders:eu", "g", "0")
+        engine.execute("XREADGROUP", "GROUP", "g", "c", "COUNT", "4", "STREAMS", "orders:eu", ">")
+        engine.compact(wait=True)
+    finally:
+        engine.close()
+    return path
+
+
+def test_usage_errors_exit_before_spark(datadir: str, tmp_path: Path,
+                                        capsys: pytest.CaptureFixture[str]) -> None:
+    out = str(tmp_path / "out")
+    assert main(["export", str(tmp_path / "missing"), "--out", out]) == 3
+    assert "no such file or directory" in capsys.readouterr().err
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert main(["export", str(empty), "--out", out]) == 3
+    garbage = tmp_path / "garbage.mdb"
+    garbage.write_bytes(b"not a snapshot" * 1000)
+    assert main(["export", str(garbage), "--out", out]) == 2
+    err = capsys.readouterr().err
+    assert "not a readable LMDB snapshot" in err and "Traceback" not in err
+    assert [n for n in os.listdir(tmp_path) if n.startswith("export-pin-")] == []  # released
+    os.makedirs(os.path.join(out, "streams"))
+    assert main(["export", datadir, "--out", out, "--table", "streams"]) == 3
+    assert "exists (--overwrite replaces it)" in capsys.readouterr().err
+
+
+@pytest.fixture(scope="module")
+def spark() -> Iterator[Any]:
+    """One session for the module: export uses a running session and leaves it running (its
+    own start-up is what a CLI run pays; here it would be paid per export)."""
+    sql = pytest.importorskip("pyspark.sql")
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    os.environ["PYTHONPATH"] = os.pathsep.join(
+        p for p in [*sys.path, os.environ.get("PYTHONPATH", "")] if p)
+    session = (sql.SparkSession.builder.master("local[2]").appName("streamkeep-export-tests")
+               .config("spark.ui.enabled", "false")
+               .config("spark.ui.showConsoleProgress", "false")
+               .config("spark.driver.extraJavaOptions",
+                       "-XX:+UseSerialGC -XX:TieredStopAtLevel=1")
+               .getOrCreate())
+    yield session
+    session.stop()
+
+
+def test_export_all_tables_to_parquet_then_json(spark: Any, datadir: str,
+                                                tmp_path: Path) -> None:
+    pq = pytest.importorskip("pyarrow.parquet")
+    out = str(tmp_path / "out")
+    assert main(["export", datadir, "--out", out, "--master", "local[2]",
+                 "--num-partitions", "3"]) == 0
+    manifest = json.loads(Path(out, "export-manifest.json").read_text())
+    counts = {t: v["rows"] for t, v in manifest["tables"].items()}
+    assert counts == {"entries": 20, "streams": 2, "groups": 1, "pending": 4, "consumers": 1}
+    entries = pq.read_table(os.path.join(out, "entries")).to_pylist()
+    assert sorted((r["stream"], r["ms"]) for r in entries) == sorted(
+        [(b"audit", 5)] + [(b"orders:eu", i) for i in range(1, 21) if i != 3])
+    first = next(r for r in entries if r["stream"] == b"orders:eu" and r["ms"] == 1)
+    assert first["pairs"] == [{"field": b"item", "value": b"0"},
+                              {"field": b"item", "value": b"\xff"}]
+    assert {r["snapshot_lsn"] for r in entries} == {manifest["snapshot_lsn"]}
+    assert not [n for n in os.listdir(datadir) if n.startswith("export-pin-")]
+    assert spark.sparkContext._jsc is not None  # noqa: SLF001 (still running: not ours to stop)
+
+    json_out = str(tmp_path / "json")
+    assert main(["export", datadir, "--out", json_out, "--format", "json", "--table",
+                 "entries", "--streams", "orders:*", "--master", "local[2]"]) == 0
+    lines = [json.loads(line) for f in sorted(Path(json_out, "entries").glob("part-*"))
+             for line in f.read_text().splitlines()]
+    assert len(lines) == 19 and {r["stream_str"] for r in lines} == {"orders:eu"}
