@@ -51,7 +51,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--table", choices=(*TABLES, "all"), default="all")
     parser.add_argument("--streams", metavar="GLOB", help="only streams whose name matches")
     parser.add_argument("--master", default="local[*]", help="Spark master (default local[*])")
-    parser.add_argument("--num-partitions", type=int, help="read partitions per table")
+    parser.add_argument("--num-partitions", type=int, help="read partitions per table (default: the cluster's parallelism)")
     parser.add_argument("--overwrite", action="store_true", help="replace existing output")
 
 
@@ -138,8 +138,9 @@ def _write(spark: Any, path: str, table: str, args: argparse.Namespace) -> dict[
     # push-down only where the session allows it (a caller's session may not)
     pushdown = spark.conf.get("spark.sql.python.filterPushdown.enabled", "false").lower()
     reader = spark.read.format("streamkeep").option("table", table).option("pushdown", pushdown)
-    if args.num_partitions:
-        reader = reader.option("numPartitions", str(args.num_partitions))
+    # default: the cluster's parallelism (the data source alone cannot ask the cluster)
+    parts = args.num_partitions or spark.sparkContext.defaultParallelism
+    reader = reader.option("numPartitions", str(parts))
     df = reader.load(path)
     if args.streams:  # a regex Spark applies; not pushed down (stream_str = ... would be)
         df = df.where(col("stream_str").rlike(fnmatch.translate(args.streams)))
