@@ -34,6 +34,7 @@ import os
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import islice
+from operator import itemgetter
 from types import SimpleNamespace
 from typing import Any, cast
 
@@ -237,10 +238,14 @@ class StreamkeepReader(DataSourceReader):
             if snap.meta.lsn != partition.lsn:  # the pin guarantees it; say so if it breaks
                 raise ExportError(f"{partition.snapshot}: LSN {snap.meta.lsn}, planned on "
                                   f"{partition.lsn}")
+            lsn = partition.lsn
+            whole = pick == list(range(len(names)))
+            take = itemgetter(*pick) if len(pick) > 1 else (lambda row: (row[pick[0]],))
             for part in partition.ranges:
-                for row in make(snap, part, wanted):
-                    full = (*row, partition.lsn)
-                    yield tuple(full[i] for i in pick)
+                if whole:  # the common case: no tuple rebuilt per row
+                    yield from ((*row, lsn) for row in make(snap, part, wanted))
+                else:
+                    yield from (take((*row, lsn)) for row in make(snap, part, wanted))
 
 
 def arrow_batches(rows: Iterator[tuple], spark_schema: StructType,
@@ -255,9 +260,37 @@ def arrow_batches(rows: Iterator[tuple], spark_schema: StructType,
         chunk = list(islice(rows, size))
         if not chunk:
             return
-        arrays = [pa.array(list(values), type=schema.field(i).type)
+        arrays = [arrow_column(pa, list(values), schema.field(i).type)
                   for i, values in enumerate(zip(*chunk, strict=True))]
         yield pa.RecordBatch.from_arrays(arrays, schema=schema)
+
+
+def arrow_column(pa: Any, values: list, kind: Any) -> Any:
+    """One column. The map and the list of pairs are built from flat child arrays and
+    offsets: pyarrow's conversion of nested Python values is several times slower."""
+    if pa.types.is_map(kind):
+        offsets, keys, items = _flatten(values, lambda doc: doc.items())
+        return pa.MapArray.from_arrays(pa.array(offsets, pa.int32()),
+                                       pa.array(keys, kind.key_type),
+                                       pa.array(items, kind.item_type), type=kind)
+    if pa.types.is_list(kind) and pa.types.is_struct(kind.value_type):
+        offsets, firsts, seconds = _flatten(values, lambda pairs: pairs)
+        struct = kind.value_type
+        children = pa.StructArray.from_arrays(
+            [pa.array(firsts, struct.field(0).type), pa.array(seconds, struct.field(1).type)],
+            fields=[struct.field(0), struct.field(1)])
+        return pa.ListArray.from_arrays(pa.array(offsets, pa.int32()), children, type=kind)
+    return pa.array(values, type=kind)
+
+
+def _flatten(values: list, items: Any) -> tuple[list[int], list, list]:
+    offsets, firsts, seconds = [0], [], []
+    for value in values:
+        for first, second in items(value):
+            firsts.append(first)
+            seconds.append(second)
+        offsets.append(len(firsts))
+    return offsets, firsts, seconds
 
 
 class PushdownReader(StreamkeepReader):
@@ -334,12 +367,21 @@ def entry_rows(snap: Snapshot, part: Range, wanted: set[str]) -> Iterator[tuple]
     after decoding the node)."""
     name = text(part.key)
     as_map, as_pairs = "fields" in wanted, "pairs" in wanted
-    for entry in snap.entries(part.db, part.key, part.start, part.end):
+    names: dict[bytes, str] = {}  # field names repeat entry after entry: decode each once
+    db, key = part.db, part.key
+    for entry in snap.entries(db, key, part.start, part.end):
         flat = entry.fields
-        pairs = list(zip(flat[::2], flat[1::2], strict=True)) if as_map or as_pairs else None
-        yield (part.db, part.key, name, str(entry.id), entry.id.ms, entry.id.seq,
-               {text(f): v for f, v in pairs} if as_map and pairs is not None else None,
-               pairs if as_pairs else None)
+        pairs = list(zip(flat[::2], flat[1::2], strict=True)) if as_map or as_pairs else []
+        fields = None
+        if as_map:
+            fields = {}
+            for f, v in pairs:
+                label = names.get(f)
+                if label is None:
+                    label = names[f] = text(f)
+                fields[label] = v
+        ms, seq = entry.id
+        yield (db, key, name, f"{ms}-{seq}", ms, seq, fields, pairs if as_pairs else None)
 
 
 def stream_rows(snap: Snapshot, part: Range, wanted: set[str]) -> Iterator[tuple]:

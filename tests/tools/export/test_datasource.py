@@ -365,16 +365,21 @@ def test_a_pin_path_is_read_as_is(spark: SparkSession, data: tuple[Engine, str])
     ("missing", "no such file or directory"),
     ("garbage", "not a readable LMDB snapshot"),
     ("emptydir", "not a streamkeep data directory"),
+    ("truncated", "truncated"),
 ])
-def test_a_non_snapshot_path_is_a_clear_error(spark: SparkSession, tmp_path: Path, kind: str,
-                                              message: str) -> None:
+def test_a_non_snapshot_path_is_a_clear_error(spark: SparkSession, data: tuple[Engine, str],
+                                              tmp_path: Path, kind: str, message: str) -> None:
     target = tmp_path / kind
     if kind == "garbage":
         target.write_bytes(b"this is not LMDB" * 512)
     elif kind == "emptydir":
         target.mkdir()
+    elif kind == "truncated":  # a damaged snapshot: half of a real one
+        whole = Path(current_snapshot(data[1]) or "").read_bytes()
+        target.write_bytes(whole[:len(whole) // 2])
     with pytest.raises(Exception, match=message):
         read(spark, str(target), "entries")
+    assert not [n for n in os.listdir(tmp_path) if is_pin_file(n)]  # the pin made is dropped
 
 
 def test_an_unknown_table_is_a_clear_error(spark: SparkSession, data: tuple[Engine, str]) -> None:
