@@ -158,6 +158,8 @@ def _columns(table: str, schema: StructType) -> list[str]:
     names (`spark.read.schema("db int, stream binary, id string")`: column pruning, since
     the Python data source API pushes none down); each with the table's type."""
     full = {f.name: f.dataType for f in SCHEMAS[table].fields}
+    if not schema.fields:
+        raise ExportError(f"a schema for table {table} must name at least one column")
     for f in schema.fields:
         if f.name not in full:
             raise ExportError(f"table {table} has no column {f.name!r}: "
