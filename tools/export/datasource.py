@@ -225,10 +225,26 @@ class StreamkeepReader(DataSourceReader):
     def read(self, partition: InputPartition) -> Iterator[Any]:
         """Arrow record batches (`arrow`, the default: Spark takes them as they are) or
         tuples, of the columns asked for, in that order."""
+        if self.arrow and self.table == "entries":
+            return self.entry_batches(partition)
         rows = self.rows(partition)
         if self.arrow:
             return arrow_batches(rows, self.schema, self.batch_size)
         return iter(rows)
+
+    def entry_batches(self, partition: InputPartition) -> Iterator[Any]:
+        """The entries table's Arrow batches, built column by column (tools.export.columnar:
+        several times faster than rows turned into columns)."""
+        from pyspark.sql.pandas.types import to_arrow_schema
+
+        from streamkeep.tools.export.columnar import entry_batches  # the tasks only (pyarrow)
+
+        assert isinstance(partition, Part)
+        schema = to_arrow_schema(self.schema)
+        with _checked(partition) as snap:
+            ranges = ((r.db, r.key, r.start, r.end) for r in partition.ranges)
+            yield from entry_batches(snap, ranges, partition.lsn, self.columns, schema,
+                                     self.batch_size)
 
     def rows(self, partition: InputPartition) -> Iterator[tuple]:
         assert isinstance(partition, Part)
@@ -236,10 +252,7 @@ class StreamkeepReader(DataSourceReader):
         pick = [names.index(c) for c in self.columns]
         make = ROWS[self.table]
         wanted = set(self.columns)
-        with _open(partition.snapshot) as snap:
-            if snap.meta.lsn != partition.lsn:  # the pin guarantees it; say so if it breaks
-                raise ExportError(f"{partition.snapshot}: LSN {snap.meta.lsn}, planned on "
-                                  f"{partition.lsn}")
+        with _checked(partition) as snap:
             lsn = partition.lsn
             whole = pick == list(range(len(names)))
             take = itemgetter(*pick) if len(pick) > 1 else (lambda row: (row[pick[0]],))
@@ -315,6 +328,16 @@ def _positive(options: Any, name: str, default: int) -> int:
     if value < 1:
         raise ExportError(f"option {name} must be a positive integer, not {raw!r}")
     return value
+
+
+def _checked(partition: Part) -> Snapshot:
+    """The partition's snapshot, opened, at the LSN it was planned on."""
+    snap = _open(partition.snapshot)
+    if snap.meta.lsn != partition.lsn:  # the pin guarantees it; say so if it breaks
+        snap.close()
+        raise ExportError(f"{partition.snapshot}: LSN {snap.meta.lsn}, planned on "
+                          f"{partition.lsn}")
+    return snap
 
 
 def _open(path: str) -> Snapshot:
