@@ -8,7 +8,8 @@ PIP   = $(VPY) -m pip
 # Use sudo for apt only when we are not root and sudo is available.
 SUDO := $(shell if [ "$$(id -u)" != 0 ] && command -v sudo >/dev/null 2>&1; then echo sudo; fi)
 
-.PHONY: venv dev run demo test soak lint bench crashbench clean redis-server iproute2 crcmod-check
+.PHONY: venv dev run demo test soak lint bench crashbench export-demo clean redis-server iproute2 \
+	java crcmod-check
 
 # ---------------------------------------------------------------- environments
 
@@ -21,14 +22,20 @@ $(VENV)/.stamp-run: pyproject.toml | $(VPY)
 	touch $@
 
 # The dev install is a superset of the runtime install, so it refreshes both stamps.
+# The Spark export's extra (pyspark, pyarrow, numpy): `make export-demo` without the dev tools.
+$(VENV)/.stamp-spark: pyproject.toml | $(VPY)
+	$(PIP) install --upgrade pip
+	$(PIP) install -e '.[spark]'
+	touch $(VENV)/.stamp-run $@
+
 $(VENV)/.stamp-dev: pyproject.toml | $(VPY)
 	$(PIP) install --upgrade pip
 	$(PIP) install -e '.[dev]'
-	touch $(VENV)/.stamp-run $@
+	touch $(VENV)/.stamp-run $(VENV)/.stamp-spark $@
 
 venv: $(VENV)/.stamp-run
 
-dev: $(VENV)/.stamp-dev redis-server iproute2 crcmod-check
+dev: $(VENV)/.stamp-dev redis-server iproute2 java crcmod-check
 
 # `ss` (iproute2): the tcp-keepalive attack test reads the server's keepalive timer with it.
 iproute2:
@@ -49,6 +56,16 @@ redis-server:
 	@command -v redis-server >/dev/null 2>&1 || { \
 		echo "ERROR: redis-server is still not on PATH after installation" >&2; exit 1; }
 
+# pyspark (the Spark export and its tests) starts a JVM: Java 17 or later.
+java:
+	@if ! java -version >/dev/null 2>&1; then \
+		echo "java not found; installing Debian openjdk-17-jre-headless"; \
+		$(SUDO) apt-get update && \
+		$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y openjdk-17-jre-headless; \
+	fi
+	@java -version >/dev/null 2>&1 || { \
+		echo "ERROR: java is still not on PATH after installation" >&2; exit 1; }
+
 crcmod-check: $(VENV)/.stamp-dev
 	@$(VPY) -c "import crcmod._crcfunext" 2>/dev/null || { \
 		echo "ERROR: crcmod's C extension (crcmod._crcfunext) does not import;" >&2; \
@@ -65,6 +82,11 @@ run: venv
 
 demo: venv
 	$(VENV)/bin/streamkeep demo
+
+# A data directory with a few streams and a group, compacted, exported to Parquet by Spark
+# (local[2]), then exported incrementally; a few rows read back (./export-demo).
+export-demo: $(VENV)/.stamp-spark java
+	$(VPY) -m streamkeep.tools.export.demo --dir ./export-demo
 
 # CI runs the bounded suite; `make soak` runs the long fuzz/soak variants too.
 test: dev

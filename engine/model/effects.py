@@ -12,7 +12,8 @@ times, which Redis lets drift), `SK.XTRIMIDS` (the exact entries a DELREF/ACKED 
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+import contextlib
+from collections.abc import Iterable, Iterator, Sequence
 from typing import NamedTuple
 
 from streamkeep.engine.model.ids import format_id
@@ -116,6 +117,26 @@ def plain_xadd_effect(argv: Sequence[bytes], entry_id: bytes) -> Effect:
     effect[0] = b"XADD"
     effect[2] = entry_id
     return effect
+
+
+def with_dbs(db: int, effects: Iterable[Sequence[bytes]]
+             ) -> Iterator[tuple[int, Sequence[bytes]]]:
+    """(database each effect applies in, effect) of a record whose command ran in `db`: a
+    SELECT effect (only inside a transaction's record) runs in the database before it and
+    switches the database of the effects after it. A malformed SELECT switches nothing (the
+    inspector reads damaged logs through this too)."""
+    for effect in effects:
+        yield db, effect
+        if bytes(effect[0]).upper() == b"SELECT":
+            with contextlib.suppress(IndexError, ValueError):
+                db = int(effect[1])
+
+
+def xadd_effect_entry(effect: Sequence[bytes]) -> tuple[bytes, bytes, Sequence[bytes]]:
+    """(key, entry ID, flat field/value list) of an XADD effect: the inverse of xadd_effect
+    (its trim clause, when present, is always the three words `MAXLEN|MINID = value`)."""
+    at = 5 if bytes(effect[2]).upper() in (b"MAXLEN", b"MINID") else 2
+    return effect[1], effect[at], effect[at + 1:]
 
 
 def trim_maxlen_clause(length: int) -> list[bytes]:

@@ -23,6 +23,7 @@ from typing import Any
 from streamkeep.tools.bench import (
     aof,
     bigvalues,
+    export,
     inspect,
     parsing,
     replication,
@@ -79,6 +80,9 @@ REPLICA_LAG_P99_TARGET_MS = 10.0  # write-to-visible on the replica at 10k XADD/
 # The offline inspection CLI (`streamkeep bench inspect`, issue 14), records/s at least:
 INSPECT_VERIFY_TARGET = 1_000_000
 INSPECT_DUMP_TARGET = 200_000
+# The Spark export (`streamkeep bench export`, issue 16):
+EXPORT_PARQUET_TARGET = 300_000  # entries/s, snapshot -> Parquet on local[2], at least
+EXPORT_DRIVER_RATIO_TARGET = 2.0  # the data source / read on the driver + createDataFrame
 
 
 @dataclass(frozen=True)
@@ -306,6 +310,13 @@ SECTIONS: tuple[Section, ...] = (
         Benchmark("inspect.dump_json", "streamkeep aof dump --format json: XADD records",
                   inspect.bench_dump_json, target=INSPECT_DUMP_TARGET),
     ), describe=inspect.describe),
+    Section("export", (
+        Benchmark("export.parquet", f"snapshot -> Parquet through the data source, "
+                                    f"{export.MASTER}: entries",
+                  export.bench_parquet, target=EXPORT_PARQUET_TARGET),
+        Benchmark("export.driver", "read on the driver + createDataFrame -> Parquet: entries",
+                  export.bench_driver),
+    ), describe=export.describe),
 )
 
 RATIOS: tuple[Ratio, ...] = (
@@ -428,6 +439,12 @@ FIGURES: tuple[Figure, ...] = (
            unit="MB"),
     Figure("inspect", "aof dump --format json: peak RSS", "inspect.dump_json",
            extra="peak_rss_mb", unit="MB"),
+    Figure("export", "data source entries/s / driver + createDataFrame entries/s",
+           "export.parquet", denominator="export.driver", target=EXPORT_DRIVER_RATIO_TARGET),
+    Figure("export", "Spark start-up and a first small export (not counted)",
+           "export.parquet", extra="startup_s", unit="s"),
+    Figure("export", "the data's first, cold export (JIT warm-up; not counted)",
+           "export.parquet", extra="cold_rate", unit="/s"),
 )
 
 # Extra tables the report prints after the ratios: fn(results, figures) -> a Table or None, the

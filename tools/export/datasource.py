@@ -7,16 +7,19 @@
 
 Options (case-insensitive, values strings): table (entries | streams | groups | pending |
 consumers; default entries), numPartitions (default: this machine's CPU count), arrow (default
-true: Arrow record batches; false: tuples), batchSize (rows per batch, 8192), pushdown (true:
-filter push-down, which needs spark.sql.python.filterPushdown.enabled=true too), pinHours (24).
+true: Arrow record batches; false: tuples), batchSize (rows per batch, 32768), pushdown (true:
+filter push-down, which needs spark.sql.python.filterPushdown.enabled=true too), pinHours (24),
+and for an incremental read of the entries (tools.export.since) sinceLsn, sinceManifest (a
+previous export's manifest: its LSN and stream positions), untilLsn, pinned (a caller's LogPin).
 Column pruning: a user-given schema naming a subset of the table's columns (`.schema("db int,
 id string")`); the Python data source API pushes no column list down.
 
 Owns the five tables' schemas and rows (`entries`, `streams`, `groups`, `pending`, `consumers`,
 see SCHEMAS), cutting a read into partitions (by stream, and by ID range inside a large stream,
 from the snapshot's keys alone: `Snapshot.split`), and choosing the one snapshot a read sees.
-Everything is read through `streamkeep.snapshot.reader`: no second parser of the format. Must
-not touch: the snapshot format, the engine, the data directory (apart from the pin file).
+Everything is read through `streamkeep.snapshot.reader` and (incremental reads) `aof.reader`: no
+second parser of either format. Must not touch: the snapshot and AOF formats, the engine, the
+data directory (apart from the pin files).
 
 Consistency: planning pins the snapshot (tools.export.pin: a hard link beside it) and every task
 opens the pin and checks its LSN, so one read sees one snapshot even if compaction replaces it
@@ -51,12 +54,23 @@ from pyspark.sql.types import (
 )
 
 from streamkeep.snapshot.reader import GroupInfo, Snapshot, SnapshotError, StreamInfo
-from streamkeep.tools.export.pin import ExportError, is_pin_file, pin, resolve, sweep
+from streamkeep.tools.export import since as since_mod
+from streamkeep.tools.export.pin import (
+    ExportError,
+    LogPin,
+    PinnedSegment,
+    is_pin_file,
+    pin,
+    pin_log,
+    resolve,
+    sweep,
+)
 from streamkeep.tools.export.pushdown import Selection, text
+from streamkeep.tools.export.since import Positions, Window
 
 TABLES = ("entries", "streams", "groups", "pending", "consumers")
 DEFAULT_PIN_HOURS = 24.0
-DEFAULT_BATCH = 8192  # rows per Arrow record batch
+DEFAULT_BATCH = 32768  # rows per Arrow batch: the JVM side pays per batch, so fewer, larger
 
 _STREAM = [StructField("db", IntegerType(), False), StructField("stream", BinaryType(), False),
            StructField("stream_str", StringType(), False)]
@@ -116,16 +130,27 @@ class Range:
 @dataclass
 class Part(InputPartition):
     """What one task reads: ranges of streams (whole streams for the tables other than
-    entries) of the pinned snapshot at `lsn`. It carries the snapshot, not the reader: Spark
-    pickles the reader for the tasks before planning, the partitions after."""
+    entries) of the pinned snapshot at `lsn`, or (an incremental read) the XADDs of one
+    pinned AOF segment's records in a window. `as_of` is the snapshot_lsn column: the LSN the
+    read is as of. It carries the files, not the reader: Spark pickles the reader for the
+    tasks before planning, the partitions after."""
 
     ranges: list[Range]
     snapshot: str
     lsn: int
+    segment: PinnedSegment | None
+    window: Window | None
+    until: int | None  # an incremental read's end (its rows' LSN column)
 
     def __init__(self, ranges: list[Range], snapshot: str = "", lsn: int = -1) -> None:
         super().__init__(None)
         self.ranges, self.snapshot, self.lsn = ranges, snapshot, lsn
+        self.segment, self.window, self.until = None, None, None
+
+    @property
+    def as_of(self) -> int:
+        """The snapshot_lsn column: the LSN the read is as of."""
+        return self.lsn if self.until is None else self.until
 
 
 class StreamkeepDataSource(DataSource):
@@ -194,8 +219,14 @@ class StreamkeepReader(DataSourceReader):
         self.columns = _columns(self.table, self.schema)
         self.arrow = str(options.get("arrow", "true")).lower() == "true"
         self.batch_size = _positive(options, "batchsize", DEFAULT_BATCH)
+        self.since, self.until, self.positions = _since_options(options)
+        if self.since is not None and self.table != "entries":
+            raise ExportError(f"sinceLsn reads the entries table only, not {self.table}")
+        self.pinned = options.get("pinned")  # a caller's LogPin (JSON): it releases it
 
     def partitions(self) -> Sequence[InputPartition]:
+        if self.since is not None:
+            return self._plan_since(self.since)
         path, lsn = self._pin()
         with _open(path) as snap:
             streams = [i for i in snap.streams() if self.selection.keeps(i.db, i.key)]
@@ -205,6 +236,46 @@ class StreamkeepReader(DataSourceReader):
                 parts = plan_streams(streams, self.num_partitions)
         for part in parts:
             part.snapshot, part.lsn = path, lsn
+        return parts
+
+    def _plan_since(self, since: int) -> list[Part]:
+        """An incremental read (tools.export.since): the snapshot's entries above the
+        positions if a compaction folded records of the window, then one part per segment."""
+        if self.pinned:
+            import json
+
+            log = LogPin.from_json(json.loads(self.pinned))
+        else:
+            log = pin_log(self.source)  # (refuses a path that is no data directory)
+            sweep(os.path.abspath(self.source), self.pin_hours * 3600)  # ours are fresh
+        try:
+            win = since_mod.window(log, since, self.until)
+            parts: list[Part] = self._plan_gap(log, win) if win.gap else []
+        except ExportError:
+            if not self.pinned:  # ours: nothing will read it
+                log.release()
+            raise
+        for seg in since_mod.segments_in(log, win):
+            part = Part([])
+            part.segment, part.window = seg, win
+            parts.append(part)
+        for part in parts:
+            part.until = win.until
+        return parts or [Part([])]
+
+    def _plan_gap(self, log: LogPin, win: Window) -> list[Part]:
+        if self.positions is None or log.snapshot is None:
+            raise ExportError(
+                f"the records after LSN {win.since} were compacted into the snapshot at LSN "
+                f"{win.snapshot_lsn}: give the previous export's manifest (sinceManifest, "
+                "--since) to take the entries added meanwhile from the snapshot, or export "
+                "everything")
+        with _open(log.snapshot) as snap:
+            streams = [i for i in snap.streams() if self.selection.keeps(i.db, i.key)]
+            floors = since_mod.floors(self.positions, streams)
+            parts = plan_entries(snap, streams, self.num_partitions, self.selection, floors)
+        for part in parts:
+            part.snapshot, part.lsn = log.snapshot, log.snapshot_lsn
         return parts
 
     def _pin(self) -> tuple[str, int]:
@@ -225,6 +296,14 @@ class StreamkeepReader(DataSourceReader):
     def read(self, partition: InputPartition) -> Iterator[Any]:
         """Arrow record batches (`arrow`, the default: Spark takes them as they are) or
         tuples, of the columns asked for, in that order."""
+        assert isinstance(partition, Part)
+        if not partition.ranges and partition.segment is None:  # a read of nothing
+            return iter(())
+        if partition.segment is not None:  # an incremental read's AOF part: rows
+            rows = self.rows(partition)
+            if self.arrow:
+                return arrow_batches(rows, self.schema, self.batch_size)
+            return iter(rows)
         if self.arrow and self.table == "entries":
             return self.entry_batches(partition)
         rows = self.rows(partition)
@@ -243,24 +322,34 @@ class StreamkeepReader(DataSourceReader):
         schema = to_arrow_schema(self.schema)
         with _checked(partition) as snap:
             ranges = ((r.db, r.key, r.start, r.end) for r in partition.ranges)
-            yield from entry_batches(snap, ranges, partition.lsn, self.columns, schema,
+            yield from entry_batches(snap, ranges, partition.as_of, self.columns, schema,
                                      self.batch_size)
 
     def rows(self, partition: InputPartition) -> Iterator[tuple]:
         assert isinstance(partition, Part)
         names = SCHEMAS[self.table].fieldNames()
         pick = [names.index(c) for c in self.columns]
-        make = ROWS[self.table]
         wanted = set(self.columns)
+        lsn = partition.as_of
+        whole = pick == list(range(len(names)))
+        take = itemgetter(*pick) if len(pick) > 1 else (lambda row: (row[pick[0]],))
+        for made in self._made(partition, wanted):
+            if whole:  # the common case: no tuple rebuilt per row
+                yield from ((*row, lsn) for row in made)
+            else:
+                yield from (take((*row, lsn)) for row in made)
+
+    def _made(self, partition: Part, wanted: set[str]) -> Iterator[Iterator[tuple]]:
+        """The partition's rows (without the LSN column), range by range."""
+        if partition.segment is not None:
+            assert partition.window is not None
+            yield logged_entry_rows(partition.segment, partition.window, self.selection,
+                                    wanted)
+            return
+        make = ROWS[self.table]
         with _checked(partition) as snap:
-            lsn = partition.lsn
-            whole = pick == list(range(len(names)))
-            take = itemgetter(*pick) if len(pick) > 1 else (lambda row: (row[pick[0]],))
             for part in partition.ranges:
-                if whole:  # the common case: no tuple rebuilt per row
-                    yield from ((*row, lsn) for row in make(snap, part, wanted))
-                else:
-                    yield from (take((*row, lsn)) for row in make(snap, part, wanted))
+                yield make(snap, part, wanted)
 
 
 def arrow_batches(rows: Iterator[tuple], spark_schema: StructType,
@@ -319,6 +408,42 @@ class PushdownReader(StreamkeepReader):
                 yield f
 
 
+def _since_options(options: Mapping[str, Any]) -> tuple[int | None, int | None,
+                                                        Positions | None]:
+    """(sinceLsn, untilLsn, positions): an incremental read's options. sinceManifest, a
+    previous export's manifest, gives the LSN (unless sinceLsn is given) and the positions."""
+    positions = None
+    since = _lsn_option(options, "sincelsn")
+    until = _lsn_option(options, "untillsn")
+    where = options.get("sincemanifest")
+    if where:
+        import json
+
+        try:
+            with open(str(where)) as f:
+                doc = json.load(f)
+            if since is None:
+                since = int(doc["lsn"])
+        except (OSError, ValueError, KeyError, TypeError) as err:
+            raise ExportError(f"{where}: not a readable export manifest ({err})") from None
+        if doc.get("positions") is not None:
+            positions = since_mod.positions_from_json(doc["positions"], str(where))
+    return since, until, positions
+
+
+def _lsn_option(options: Mapping[str, Any], name: str) -> int | None:
+    raw = options.get(name)
+    if raw is None:
+        return None
+    try:
+        value = int(raw)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise ExportError(f"option {name} must be an LSN (an integer >= 0), not {raw!r}")
+    return value
+
+
 def _positive(options: Any, name: str, default: int) -> int:
     raw = options.get(name)
     try:
@@ -350,11 +475,12 @@ def _open(path: str) -> Snapshot:
 # --- planning ----------------------------------------------------------------------------------
 
 def plan_entries(snap: Snapshot, streams: list[StreamInfo], parts: int,
-                 selection: Selection) -> list[Part]:
+                 selection: Selection, floors: Positions | None = None) -> list[Part]:
     """About `parts` partitions of about the same number of nodes: a stream larger than one
     share is cut into ID ranges at node boundaries, small streams share a partition. Every
     live entry lies in exactly one range (Snapshot.split covers a stream without overlap),
-    each range clipped to the selection's IDs."""
+    each range clipped to the selection's IDs and, with `floors`, to IDs at or above the
+    stream's floor (an incremental read's gap)."""
     total = sum(info.nodes for info in streams)
     share = max(1, -(-total // parts))
     out: list[Part] = []
@@ -363,8 +489,10 @@ def plan_entries(snap: Snapshot, streams: list[StreamInfo], parts: int,
     for info in streams:
         ranges = snap.split(info.db, info.key, max(1, -(-info.nodes // share)))
         each = info.nodes / len(ranges)
+        floor = selection.lo if floors is None else max(
+            selection.lo, floors.get((info.db, info.key), 0))
         for start, end in ranges:
-            lo, hi = max(start.as_int(), selection.lo), min(end.as_int(), selection.hi)
+            lo, hi = max(start.as_int(), floor), min(end.as_int(), selection.hi)
             if lo > hi:
                 continue
             if current and weight + each > share:
@@ -390,23 +518,54 @@ def plan_streams(streams: list[StreamInfo], parts: int) -> list[Part]:
 def entry_rows(snap: Snapshot, part: Range, wanted: set[str]) -> Iterator[tuple]:
     """Entries of one range; the field columns are built only if asked for (the costly part
     after decoding the node)."""
+    row = _EntryRow(wanted)
     name = text(part.key)
-    as_map, as_pairs = "fields" in wanted, "pairs" in wanted
-    names: dict[bytes, str] = {}  # field names repeat entry after entry: decode each once
     db, key = part.db, part.key
     for entry in snap.entries(db, key, part.start, part.end):
-        flat = entry.fields
+        ms, seq = entry.id
+        yield row(db, key, name, ms, seq, entry.fields)
+
+
+def logged_entry_rows(seg: PinnedSegment, win: Window, selection: Selection,
+                      wanted: set[str]) -> Iterator[tuple]:
+    """The entries XADDs added in one segment's records of the window, in the selection."""
+    row = _EntryRow(wanted)
+    names: dict[bytes, str] = {}
+    lo, hi = selection.lo, selection.hi
+    for db, key, sid, flat in since_mod.added(seg, win):
+        if not lo <= sid <= hi or not selection.keeps(db, key):
+            continue
+        name = names.get(key)
+        if name is None:
+            name = names[key] = text(key)
+        yield row(db, key, name, sid >> 64, sid & _U64, [bytes(x) for x in flat])
+
+
+_U64 = (1 << 64) - 1
+
+
+class _EntryRow:
+    """An entries row from its parts: the field columns built only if asked for (the costly
+    part after decoding), field names decoded once each (they repeat entry after entry)."""
+
+    def __init__(self, wanted: set[str]) -> None:
+        self.as_map, self.as_pairs = "fields" in wanted, "pairs" in wanted
+        self.names: dict[bytes, str] = {}
+
+    def __call__(self, db: int, key: bytes, name: str, ms: int, seq: int,
+                 flat: Sequence[bytes]) -> tuple:
+        as_map, as_pairs = self.as_map, self.as_pairs
         pairs = list(zip(flat[::2], flat[1::2], strict=True)) if as_map or as_pairs else []
         fields = None
         if as_map:
+            names = self.names
             fields = {}
             for f, v in pairs:
                 label = names.get(f)
                 if label is None:
                     label = names[f] = text(f)
                 fields[label] = v
-        ms, seq = entry.id
-        yield (db, key, name, f"{ms}-{seq}", ms, seq, fields, pairs if as_pairs else None)
+        return (db, key, name, f"{ms}-{seq}", ms, seq, fields, pairs if as_pairs else None)
 
 
 def stream_rows(snap: Snapshot, part: Range, wanted: set[str]) -> Iterator[tuple]:

@@ -23,7 +23,8 @@ from dataclasses import dataclass
 from streamkeep.engine.wire.errors import StorageError
 
 PIN_PREFIX = "export-pin-"
-_PIN_FILE = re.compile(r"export-pin-(\d+)-[0-9a-f]+\.mdb")
+# a snapshot's pin, or (incremental reads) one of an AOF segment's: export-pin-<ms>-<token>...
+_PIN_FILE = re.compile(r"export-pin-(\d+)-([0-9a-f]+)(?:\.mdb|-segment-\d+\.aof)")
 _ATTEMPTS = 5  # a compaction may delete the snapshot between resolving and linking it
 
 
@@ -111,3 +112,102 @@ def sweep(directory: str, older_than_s: float) -> list[str]:
 
 def is_pin_file(name: str) -> bool:
     return _PIN_FILE.fullmatch(name) is not None
+
+
+@dataclass(frozen=True, slots=True)
+class PinnedSegment:
+    path: str  # the pin (a hard link to the segment)
+    segment: int
+    first_lsn: int
+
+
+@dataclass(frozen=True, slots=True)
+class LogPin:
+    """A data directory's snapshot and AOF segments as one manifest named them, pinned: what
+    an incremental read needs (the records after an LSN, and the snapshot under them)."""
+
+    snapshot: str | None  # the snapshot's pin, None before the first compaction
+    snapshot_lsn: int  # 0 without a snapshot
+    segments: tuple[PinnedSegment, ...]
+
+    def paths(self) -> list[str]:
+        return [p for p in (self.snapshot, *(s.path for s in self.segments)) if p]
+
+    def release(self) -> None:
+        for path in self.paths():
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(path)
+
+    def to_json(self) -> dict:
+        return {"snapshot": self.snapshot, "snapshot_lsn": self.snapshot_lsn,
+                "segments": [[s.path, s.segment, s.first_lsn] for s in self.segments]}
+
+    @classmethod
+    def from_json(cls, doc: dict) -> LogPin:
+        """A LogPin a caller made (and releases): `.option("pinned", json.dumps(...))`."""
+        try:
+            return cls(doc["snapshot"], int(doc["snapshot_lsn"]),
+                       tuple(PinnedSegment(str(p), int(n), int(f)) for p, n, f in
+                             doc["segments"]))
+        except (KeyError, TypeError, ValueError) as err:
+            raise ExportError(f"malformed pinned option ({err})") from None
+
+    def __enter__(self) -> LogPin:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
+
+
+def pin_log(directory: str, token: str | None = None) -> LogPin:
+    """Pin a data directory's snapshot and segments, all named by one reading of its
+    manifest (a compaction that removes one before it is linked: read the manifest again).
+    `token` names the pins (pins_of finds them); default a fresh one."""
+    from streamkeep.aof.fs import RealFS
+    from streamkeep.aof.manifest import ManifestError, load
+
+    if not os.path.isdir(directory):
+        raise ExportError(f"{directory}: an incremental read needs a data directory (its AOF), "
+                          "not a snapshot file")
+    token = token or secrets.token_hex(6)
+    for _ in range(_ATTEMPTS):
+        try:
+            manifest = load(RealFS(), directory)
+        except ManifestError as err:
+            raise ExportError(f"{directory}: not a streamkeep data directory ({err})") from None
+        stamp = f"{PIN_PREFIX}{int(time.time() * 1000)}-{token}"
+        made: list[str] = []
+        try:
+            snap = None
+            if manifest.snapshot is not None:
+                snap = _link(directory, manifest.snapshot.file, f"{stamp}.mdb", made)
+            segments = tuple(
+                PinnedSegment(_link(directory, s.file, f"{stamp}-segment-{s.segment}.aof",
+                                    made), s.segment, s.first_lsn)
+                for s in manifest.segments)
+        except FileNotFoundError:  # compacted meanwhile: undo, read the new manifest
+            for path in made:
+                os.unlink(path)
+            continue
+        lsn = 0 if manifest.snapshot is None else manifest.snapshot.lsn
+        return LogPin(snap, lsn, segments)
+    raise ExportError(f"{directory}: its files kept being replaced while the read pinned them")
+
+
+def _link(directory: str, name: str, pin_name: str, made: list[str]) -> str:
+    target = os.path.join(directory, pin_name)
+    try:
+        os.link(os.path.join(directory, name), target)
+    except FileNotFoundError:
+        raise
+    except OSError as err:
+        raise ExportError(f"{os.path.join(directory, name)}: cannot pin it for the read "
+                          f"({err.strerror}); is the directory writable?") from None
+    made.append(target)
+    return target
+
+
+def pins_of(directory: str, token: str) -> list[str]:
+    """The pins a token named (an export releases its own when it ends)."""
+    return sorted(os.path.join(directory, name) for name in os.listdir(directory)
+                  if (m := _PIN_FILE.fullmatch(name)) is not None and m.group(2) == token)

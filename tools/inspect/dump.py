@@ -13,10 +13,11 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from fnmatch import fnmatchcase
 from typing import Any
 
+from streamkeep.engine.model.effects import with_dbs
 from streamkeep.tools.inspect.aof_records import (
     EXIT_DAMAGED,
     EXIT_OK,
@@ -199,14 +200,6 @@ def select_effects(db: int, effects: Any, filters: Filters | None) -> Any:
                 pending_select = None
             out.append(effect)
     return out
-
-
-def with_dbs(db: int, effects: Any) -> Iterator[tuple[int, Any]]:
-    """(database the effect applies in, effect): a SELECT runs in the database before it."""
-    for effect in effects:
-        yield db, effect
-        if bytes(effect[0]).upper() == b"SELECT":
-            db = selected_db(effect, db)
 
 
 # --- formats: each writer takes a list of (lsn, time_ms, db, effects) and writes bytes ----------

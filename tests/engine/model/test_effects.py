@@ -329,3 +329,25 @@ def test_builder_shortcuts_build_the_general_shape() -> None:
     sid = (7 << 64) | 1
     idb = format_id(sid)
     assert [*head, idb, *tail, idb] == xclaim_effect(b"k", b"g", b"c", sid, 1234, 1, sid)
+
+
+def test_with_dbs_follows_select_effects() -> None:
+    from streamkeep.engine.model.effects import with_dbs
+
+    record = [[b"XADD", b"k"], [b"SELECT", b"5"], [b"DEL", b"k"], [b"select", b"x"], [b"DEL"]]
+    assert list(with_dbs(2, record)) == [(2, [b"XADD", b"k"]), (2, [b"SELECT", b"5"]),
+                                         (5, [b"DEL", b"k"]), (5, [b"select", b"x"]),
+                                         (5, [b"DEL"])]
+
+
+def test_xadd_effect_entry_inverts_xadd_effect() -> None:
+    from streamkeep.engine.model.effects import (
+        trim_maxlen_clause,
+        trim_minid_clause,
+        xadd_effect,
+        xadd_effect_entry,
+    )
+
+    for clause in ([], trim_maxlen_clause(3), trim_minid_clause(5 << 64)):
+        effect = xadd_effect(b"k", b"7-1", [b"MAXLEN", b"v", b"f", b"w"], clause)
+        assert xadd_effect_entry(effect) == (b"k", b"7-1", [b"MAXLEN", b"v", b"f", b"w"])

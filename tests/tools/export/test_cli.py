@@ -55,7 +55,7 @@ def test_usage_errors_exit_before_spark(datadir: str, tmp_path: Path,
 def spark() -> Iterator[Any]:
     """One session for the module: export uses a running session and leaves it running (its
     own start-up is what a CLI run pays; here it would be paid per export)."""
-    sql = pytest.importorskip("pyspark.sql")
+    from pyspark import sql
     os.environ["PYSPARK_PYTHON"] = sys.executable
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     os.environ["PYTHONPATH"] = os.pathsep.join(
@@ -72,7 +72,7 @@ def spark() -> Iterator[Any]:
 
 def test_export_all_tables_to_parquet_then_json(spark: Any, datadir: str,
                                                 tmp_path: Path) -> None:
-    pq = pytest.importorskip("pyarrow.parquet")
+    import pyarrow.parquet as pq
     out = str(tmp_path / "out")
     assert main(["export", datadir, "--out", out, "--master", "local[2]",
                  "--num-partitions", "3"]) == 0
@@ -95,3 +95,77 @@ def test_export_all_tables_to_parquet_then_json(spark: Any, datadir: str,
     lines = [json.loads(line) for f in sorted(Path(json_out, "entries").glob("part-*"))
              for line in f.read_text().splitlines()]
     assert len(lines) == 19 and {r["stream_str"] for r in lines} == {"orders:eu"}
+
+
+def parquet_entries(out: str) -> set[tuple]:
+    import pyarrow.parquet as pq
+
+    rows = pq.read_table(os.path.join(out, "entries")).to_pylist()
+    return {(r["db"], r["stream"], r["id"], tuple((p["field"], p["value"]) for p in r["pairs"]))
+            for r in rows}
+
+
+def test_incremental_exports_add_up_to_a_full_export(spark: Any, tmp_path: Path,
+                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    """A base export, an incremental one from the AOF, another after a compaction folded its
+    records (from the snapshot, by the positions in the previous manifest): together they
+    equal a full export at the end."""
+    path = str(tmp_path / "data")
+    outs = [str(tmp_path / name) for name in ("base", "day1", "day2", "full")]
+    with Engine.open(path, stream_node_max_entries=5) as engine:
+        for i in range(30):
+            engine.execute("XADD", f"s{i % 3}", "*", "n", str(i), "n", b"\x00")
+        engine.compact(wait=True)
+        assert main(["export", path, "--out", outs[0], "--table", "entries"]) == 0
+        assert "entries              30 rows" in capsys.readouterr().out
+        for i in range(30, 45):
+            engine.execute("XADD", f"s{i % 4}", "*", "n", str(i))
+        assert main(["export", path, "--out", outs[1], "--since", outs[0], "--json"]) == 0
+        day1 = json.loads(capsys.readouterr().out)
+        assert day1["incremental"]["since_lsn"] > 0 and not day1["incremental"]["from_snapshot"]
+        assert day1["tables"]["entries"]["rows"] == 15
+        for i in range(45, 60):
+            engine.execute("XADD", f"s{i % 5}", "*", "n", str(i))
+        engine.compact(wait=True)  # folds day2's first records into the snapshot
+        engine.execute("XADD", "s9", "*", "n", "last")
+        assert main(["export", path, "--since-lsn", str(day1["lsn"]), "--out", outs[2]]) == 3
+        assert "use --since with the previous export" in capsys.readouterr().err
+        assert main(["export", path, "--out", outs[2], "--since", outs[1]]) == 0
+        engine.compact(wait=True)
+        assert main(["export", path, "--out", outs[3], "--table", "entries"]) == 0
+    capsys.readouterr()
+    day2 = json.loads(Path(outs[2], "export-manifest.json").read_text())
+    assert day2["incremental"]["from_snapshot"] and day2["tables"]["entries"]["rows"] == 16
+    parts = [parquet_entries(out) for out in outs]
+    assert len(parts[3]) == 61
+    assert parts[0] | parts[1] | parts[2] == parts[3]
+    assert sum(len(p) for p in parts[:3]) == 61  # nothing exported twice
+    full = json.loads(Path(outs[3], "export-manifest.json").read_text())
+    assert full["positions"] == day2["positions"]  # the same state, reached both ways
+    assert not [n for n in os.listdir(path) if n.startswith("export-pin-")]
+
+
+def test_csv_partitioned_by_date_and_stream(spark: Any, datadir: str, tmp_path: Path,
+                                            capsys: pytest.CaptureFixture[str]) -> None:
+    import base64
+    import csv
+
+    out = str(tmp_path / "csv")
+    assert main(["export", datadir, "--out", out, "--format", "csv", "--table", "entries",
+                 "--partition-by", "date"]) == 0
+    assert "entries" in capsys.readouterr().out
+    assert sorted(n for n in os.listdir(os.path.join(out, "entries"))
+                  if not n.startswith(".")) == ["_SUCCESS", "date=1970-01-01"]
+    rows = [row for f in Path(out, "entries").glob("date=*/part-*.csv")
+            for row in csv.DictReader(f.open())]
+    assert len(rows) == 20
+    first = next(r for r in rows if r["stream_str"] == "orders:eu" and r["ms"] == "1")
+    assert base64.b64decode(first["stream"]) == b"orders:eu"
+    assert [(base64.b64decode(p["field"]), base64.b64decode(p["value"]))
+            for p in json.loads(first["pairs"])] == [(b"item", b"0"), (b"item", b"\xff")]
+    out = str(tmp_path / "by-stream")
+    assert main(["export", datadir, "--out", out, "--partition-by", "stream", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["partition_by"] == "stream" and doc["tables"]["streams"]["rows"] == 2
+    assert sorted(n for n in os.listdir(os.path.join(out, "entries")) if "=" in n) == [
+        "stream_str=audit", "stream_str=orders%3Aeu"]

@@ -15,22 +15,19 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from pyspark.sql import SparkSession
+from pyspark.sql.functions import col, lit, spark_partition_id
+from pyspark.sql.types import StructType
 
-pytest.importorskip("pyspark")  # the `spark` extra; CI is to install it (and Java) before use
-
-from pyspark.sql import SparkSession  # noqa: E402
-from pyspark.sql.functions import col, lit, spark_partition_id  # noqa: E402
-from pyspark.sql.types import StructType  # noqa: E402
-
-from streamkeep import Engine  # noqa: E402
-from streamkeep.snapshot.reader import Snapshot, current_snapshot  # noqa: E402
-from streamkeep.tools.export.datasource import (  # noqa: E402
+from streamkeep import Engine
+from streamkeep.snapshot.reader import Snapshot, current_snapshot
+from streamkeep.tools.export.datasource import (
     SCHEMAS,
     Part,
     StreamkeepDataSource,
     StreamkeepReader,
 )
-from streamkeep.tools.export.pin import is_pin_file, pin  # noqa: E402
+from streamkeep.tools.export.pin import is_pin_file, pin
 
 KEYS = [(0, b"orders"), (0, b"bin\x00\xff"), (0, b"empty"), (1, b"orders"), (2, b"big")]
 

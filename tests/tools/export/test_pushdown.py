@@ -4,10 +4,7 @@
 from __future__ import annotations
 
 import pytest
-
-pytest.importorskip("pyspark")  # the `spark` extra; CI is to install it (and Java) before use
-
-from pyspark.sql.datasource import (  # noqa: E402
+from pyspark.sql.datasource import (
     EqualTo,
     GreaterThan,
     GreaterThanOrEqual,
@@ -18,8 +15,8 @@ from pyspark.sql.datasource import (  # noqa: E402
     StringStartsWith,
 )
 
-from streamkeep.snapshot.layout import MAX_ID  # noqa: E402
-from streamkeep.tools.export.pushdown import U64, Selection  # noqa: E402
+from streamkeep.snapshot.layout import MAX_ID
+from streamkeep.tools.export.pushdown import U64, Selection
 
 
 def test_ms_bounds_are_whole_milliseconds() -> None:

@@ -1,0 +1,170 @@
+"""The ``export`` section: the Spark export (issue 16), snapshot -> Parquet on local[2].
+
+Owns its workload and its Spark session: a compacted data directory of :func:`entries` entries
+(10 x N: 2M at the default N) over four streams, three field/value pairs each with one field
+repeated, built once per run; one SparkSession on ``local[2]`` per run, whose start-up with a
+first small export (the Python workers' start), then a first export of the data (the JVM
+compiling its hot paths) are timed apart and reported as figures, never counted in a row. The rows write the entries table (every column)
+to Parquet:
+
+- ``export.parquet``: through the ``streamkeep`` data source (Arrow batches, partitions cut
+  from the snapshot's keys), entries/s;
+- ``export.driver``: the simple alternative: the same rows read on the driver through the
+  snapshot reader, parallelized in 64 slices and handed to ``spark.createDataFrame``.
+
+Must not touch: the data source and the export command (tools.export), the registry.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import time
+from typing import TYPE_CHECKING, Any
+
+from streamkeep.tools.bench.workload import Measurement, Skip
+
+if TYPE_CHECKING:
+    from streamkeep.tools.bench.env import BenchEnv
+
+ENTRIES_PER_N = 10
+STREAMS = 4
+MASTER = "local[2]"
+WARMUP_ENTRIES = 20_000  # the first export, timed with the start-up
+DRIVER_SLICES = 64  # createDataFrame's tasks (its default, one per core, ships 1M-row tasks)
+
+
+def entries(env: BenchEnv) -> int:
+    return ENTRIES_PER_N * env.n
+
+
+def describe(env: BenchEnv) -> list[str]:
+    return [f"export: a compacted data directory of {entries(env):,} entries over {STREAMS} "
+            f"streams (3 field/value pairs, one field repeated); entries table, every column, "
+            f"to Parquet (snappy, the export's writer options) on {MASTER}, output under the "
+            f"bench's temporary directory; Spark's start-up and a first small export are timed "
+            f"apart (figure), not counted"]
+
+
+def build(path: str, n: int) -> None:
+    """A compacted data directory of n entries."""
+    from streamkeep import Engine
+
+    with Engine.open(path, appendfsync="no", auto_aof_rewrite_percentage=0) as engine:
+        execute = engine.execute
+        for i in range(n):
+            execute("XADD", f"stream:{i % STREAMS}", "*", "item", str(i), "qty", str(i % 97),
+                    "item", b"\xff\x00repeat")
+        if engine.compact(wait=True) is None:
+            raise AssertionError("the bench's compaction did not run")
+
+
+class _Spark:
+    """The run's data directory and SparkSession (env.shared): started once, stopped at close."""
+
+    def __init__(self, env: BenchEnv) -> None:
+        try:
+            import pyspark  # noqa: F401
+        except ImportError:
+            raise Skip("pyspark is not installed (pip install 'streamkeep[spark]')") from None
+        if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
+            raise Skip("no Java runtime (make java)")
+        self._dirs = [env.data_dir("export"), env.data_dir("export-warmup"),
+                      env.data_dir("export-out")]
+        self.path, warm, self.out = (ctx.__enter__() for ctx in self._dirs)
+        build(self.path, entries(env))
+        build(warm, WARMUP_ENTRIES)
+        from streamkeep.tools.export import session
+
+        started = time.perf_counter()
+        self.spark = session.start(MASTER, "streamkeep-bench-export")
+        write_parquet(self.spark, warm, self.out)
+        self.startup = time.perf_counter() - started
+        # The JVM compiles its hot paths during the first big write (it ran 2-3x slower here):
+        # one untimed export of the data itself, its rate reported as the cold figure.
+        started = time.perf_counter()
+        write_parquet(self.spark, self.path, self.out)
+        self.cold_rate = entries(env) / (time.perf_counter() - started)
+
+    def stop(self) -> None:
+        self.spark.stop()
+        for ctx in reversed(self._dirs):
+            ctx.__exit__(None, None, None)
+
+    def describe(self) -> list[str]:
+        return []
+
+
+def _shared(env: BenchEnv) -> _Spark:
+    return env.shared("export-spark", lambda: _Spark(env))
+
+
+def write_parquet(spark: Any, path: str, out: str) -> None:
+    """What `streamkeep export --table entries` does: the data source, the cluster's
+    parallelism, the export's Parquet options."""
+    from streamkeep.tools.export.session import PARQUET_OPTIONS
+
+    (spark.read.format("streamkeep").option("table", "entries")
+     .option("numPartitions", str(spark.sparkContext.defaultParallelism)).load(path)
+     .write.mode("overwrite").options(**PARQUET_OPTIONS).parquet(out))
+
+
+def driver_rows(path: str) -> list[tuple]:
+    """Every entry as a row of the entries table, read on the driver (the simple way: the
+    snapshot reader's public API, one row at a time)."""
+    from streamkeep.snapshot.reader import Snapshot, current_snapshot
+    from streamkeep.tools.export.pushdown import text
+
+    snapshot = current_snapshot(path)
+    assert snapshot is not None
+    rows = []
+    with Snapshot(snapshot) as snap:
+        lsn = snap.meta.lsn
+        for info in snap.streams():
+            name = text(info.key)
+            for entry in snap.entries(info.db, info.key):
+                flat = entry.fields
+                pairs = list(zip(flat[::2], flat[1::2], strict=True))
+                ms, seq = entry.id
+                rows.append((info.db, info.key, name, f"{ms}-{seq}", ms, seq,
+                             {text(f): v for f, v in pairs}, pairs, lsn))
+    return rows
+
+
+def bench_parquet(env: BenchEnv) -> Measurement:
+    shared = _shared(env)
+    n = entries(env)
+    began = time.perf_counter()
+    write_parquet(shared.spark, shared.path, shared.out)
+    seconds = time.perf_counter() - began
+    _check_count(shared, n)
+    return Measurement(n / seconds, count=n, figures={"startup_s": shared.startup,
+                                                      "cold_rate": shared.cold_rate}, notes=[
+        f"export.parquet: {n:,} entries in {seconds:.2f} s through the data source; Spark "
+        f"start-up and a {WARMUP_ENTRIES:,}-entry export {shared.startup:.1f} s, the first "
+        f"export of the data (JIT warm-up) {shared.cold_rate:,.0f} entries/s (not counted)"])
+
+
+def bench_driver(env: BenchEnv) -> Measurement:
+    from streamkeep.tools.export.datasource import SCHEMAS
+
+    shared = _shared(env)
+    n = entries(env)
+    began = time.perf_counter()
+    from streamkeep.tools.export.session import PARQUET_OPTIONS
+
+    spark = shared.spark
+    rdd = spark.sparkContext.parallelize(driver_rows(shared.path), DRIVER_SLICES)
+    df = spark.createDataFrame(rdd, SCHEMAS["entries"])
+    df.write.mode("overwrite").options(**PARQUET_OPTIONS).parquet(shared.out)
+    seconds = time.perf_counter() - began
+    _check_count(shared, n)
+    return Measurement(n / seconds, count=n, notes=[
+        f"export.driver: {n:,} entries in {seconds:.2f} s read on the driver, "
+        f"createDataFrame, Parquet"])
+
+
+def _check_count(shared: _Spark, n: int) -> None:
+    written = shared.spark.read.parquet(shared.out).count()
+    if written != n:
+        raise AssertionError(f"the export wrote {written:,} rows, not {n:,}")
