@@ -32,7 +32,7 @@ OWN_COUNT = {"aof.always_threads", "aof.always", "aof.fsync", "aof.replay", "aof
              "snapshot.disk",
              "embedded.xread_maxcount",  # reads its data XREAD_PASSES times
              *(b.key for s in bench.SECTIONS
-               if s.name in ("server", "hardening", "replication", "inspect")
+               if s.name in ("server", "hardening", "replication", "inspect", "export")
                for b in s.benchmarks)}
 # What a figure's value cell prints after its number, by Figure.unit.
 UNIT_SUFFIX = {"x": "x", "/s": "/s", "": "", "count": "", "s": " s", "ms": " ms", "us": " us",
