@@ -22,6 +22,15 @@ PARQUET_OPTIONS = {f"parquet.enable.dictionary#{column}": "false" for column in 
 # An export is a batch job: the throughput collector, not G1's pause targets (measured here:
 # 5-15% faster end to end on local[2]).
 JAVA_OPTIONS = "-XX:+UseParallelGC"
+# Errors only (Spark's default logs its start-up and warnings on stderr): the file beside this
+# module, unless its path has a space (Spark splits Java options on white space).
+LOG_CONFIG = os.path.join(os.path.dirname(os.path.abspath(__file__)), "log4j2.properties")
+
+
+def java_options() -> str:
+    if " " in LOG_CONFIG or not os.path.exists(LOG_CONFIG):
+        return JAVA_OPTIONS
+    return f"{JAVA_OPTIONS} -Dlog4j2.configurationFile=file:{LOG_CONFIG}"
 
 
 def start(master: str, app: str = "streamkeep-export") -> Any:
@@ -35,8 +44,8 @@ def start(master: str, app: str = "streamkeep-export") -> Any:
             os.pathsep)] if p))
     spark = (SparkSession.builder.master(master).appName(app)
              .config("spark.ui.showConsoleProgress", "false")
-             .config("spark.driver.extraJavaOptions", JAVA_OPTIONS)
-             .config("spark.executor.extraJavaOptions", JAVA_OPTIONS)
+             .config("spark.driver.extraJavaOptions", java_options())
+             .config("spark.executor.extraJavaOptions", java_options())
              .config("spark.sql.python.filterPushdown.enabled", "true").getOrCreate())
     spark.sparkContext.setLogLevel("ERROR")
     register(spark)
