@@ -102,12 +102,12 @@ def _shared(env: BenchEnv) -> _Spark:
 
 
 def write_parquet(spark: Any, path: str, out: str) -> None:
-    """What `streamkeep export --table entries` does: the data source, the cluster's
-    parallelism, the export's Parquet options."""
-    from streamkeep.tools.export.session import PARQUET_OPTIONS
+    """What `streamkeep export --table entries` does: the data source, its default
+    partitions, the export's Parquet options."""
+    from streamkeep.tools.export.session import PARQUET_OPTIONS, default_partitions
 
     (spark.read.format("streamkeep").option("table", "entries")
-     .option("numPartitions", str(spark.sparkContext.defaultParallelism)).load(path)
+     .option("numPartitions", str(default_partitions(spark))).load(path)
      .write.mode("overwrite").options(**PARQUET_OPTIONS).parquet(out))
 
 

@@ -78,7 +78,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     since.add_argument("--since-lsn", metavar="N", type=int,
                        help="only entries added after LSN N (needs the AOF records after N)")
     parser.add_argument("--num-partitions", type=int,
-                        help="read partitions per table (default: the cluster's parallelism)")
+                        help="read partitions per table (default: 3 per core of the cluster)")
     parser.add_argument("--overwrite", action="store_true", help="replace existing output")
     parser.add_argument("--json", action="store_true",
                         help="print the manifest as JSON on stdout instead of the table")
@@ -253,14 +253,14 @@ def _write(spark: Any, plan: _Plan, table: str, args: argparse.Namespace) -> dic
     from pyspark.sql.functions import col
 
     from streamkeep.tools.export.progress import TableProgress
-    from streamkeep.tools.export.session import PARQUET_OPTIONS
+    from streamkeep.tools.export.session import PARQUET_OPTIONS, default_partitions
 
     started = time.monotonic()
     # push-down only where the session allows it (a caller's session may not)
     pushdown = spark.conf.get("spark.sql.python.filterPushdown.enabled", "false").lower()
     reader = spark.read.format("streamkeep").option("table", table).option("pushdown", pushdown)
-    # default: the cluster's parallelism (the data source alone cannot ask the cluster)
-    parts = args.num_partitions or spark.sparkContext.defaultParallelism
+    # default: from the cluster's parallelism (the data source alone cannot ask the cluster)
+    parts = args.num_partitions or default_partitions(spark)
     reader = reader.option("numPartitions", str(parts))
     for name, value in plan.options.items():
         reader = reader.option(name, value)

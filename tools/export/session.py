@@ -19,6 +19,16 @@ from typing import Any
 PARQUET_OPTIONS = {f"parquet.enable.dictionary#{column}": "false" for column in (
     "id", "pairs.list.element.value", "fields.key_value.value")}
 
+# Read partitions per core of the cluster (its default parallelism): with one per core a task
+# that ends early leaves its core idle until the last one ends (measured on local[2]: three per
+# core exported 2M entries 10-20% faster than one).
+TASKS_PER_CORE = 3
+
+
+def default_partitions(spark: Any) -> int:
+    return TASKS_PER_CORE * int(spark.sparkContext.defaultParallelism)
+
+
 # An export is a batch job: the throughput collector, not G1's pause targets (measured here:
 # 5-15% faster end to end on local[2]).
 JAVA_OPTIONS = "-XX:+UseParallelGC"
