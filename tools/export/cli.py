@@ -78,7 +78,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     since.add_argument("--since-lsn", metavar="N", type=int,
                        help="only entries added after LSN N (needs the AOF records after N)")
     parser.add_argument("--num-partitions", type=int,
-                        help="read partitions per table (default: 3 per core of the cluster)")
+                        help="read partitions per table (default: one per core of the cluster)")
     parser.add_argument("--overwrite", action="store_true", help="replace existing output")
     parser.add_argument("--json", action="store_true",
                         help="print the manifest as JSON on stdout instead of the table")
