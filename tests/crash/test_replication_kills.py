@@ -24,7 +24,13 @@ from pathlib import Path
 
 import redis
 
-from tests.support.replication_util import caught_up, drive, info, wait_for
+from tests.support.replication_util import (
+    caught_up,
+    drive,
+    drive_until_killed,
+    info,
+    wait_for,
+)
 from tests.support.serve_process import ServeProcess
 
 Spawn = Callable[..., ServeProcess]
@@ -77,7 +83,8 @@ def test_the_primary_killed_and_restarted_is_followed_again(spawn: Spawn,
     r = replica.client()
     for round_ in range(3):
         p = primary.client()
-        writer = threading.Thread(target=drive, args=(p, 5, round_ * 600, round_ * 600 + 600))
+        writer = threading.Thread(target=drive_until_killed,
+                                  args=(p, 5, round_ * 600, round_ * 600 + 600))
         writer.start()
         time.sleep(0.05 + 0.1 * round_)
         primary.kill()

@@ -10,6 +10,7 @@ too). `caught_up(primary, replica)` waits until the replica's offset is the prim
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Callable
 from typing import Any
@@ -28,6 +29,13 @@ def drive(client: redis.Redis, seed: int, start: int, stop: int, chunk: int = 50
         if kwargs.get("password"):
             raw.execute("AUTH", kwargs["password"])
         _drive(raw, seed, start, stop, chunk)
+
+
+def drive_until_killed(client: redis.Redis, seed: int, start: int, stop: int) -> None:
+    """`drive` in a writer thread whose server the test kills: the connection it loses then
+    is the expected end, not an error (a thread's exception would only be a warning)."""
+    with contextlib.suppress(ConnectionError, OSError):
+        drive(client, seed, start, stop)
 
 
 def _drive(client: RespClient, seed: int, start: int, stop: int, chunk: int) -> None:
