@@ -112,25 +112,19 @@ def write_parquet(spark: Any, path: str, out: str) -> None:
 
 
 def driver_rows(path: str) -> list[tuple]:
-    """Every entry as a row of the entries table, read on the driver (the simple way: the
-    snapshot reader's public API, one row at a time)."""
+    """Every entry as a row of the entries table, read on the driver through the snapshot
+    reader, one row at a time (the data source's own row builder, no Arrow, no partitions)."""
+    from streamkeep.snapshot.layout import MAX_ID
     from streamkeep.snapshot.reader import Snapshot, current_snapshot
-    from streamkeep.tools.export.pushdown import text
+    from streamkeep.tools.export.datasource import SCHEMAS, Range, entry_rows
 
     snapshot = current_snapshot(path)
     assert snapshot is not None
-    rows = []
+    wanted = set(SCHEMAS["entries"].fieldNames())
     with Snapshot(snapshot) as snap:
         lsn = snap.meta.lsn
-        for info in snap.streams():
-            name = text(info.key)
-            for entry in snap.entries(info.db, info.key):
-                flat = entry.fields
-                pairs = list(zip(flat[::2], flat[1::2], strict=True))
-                ms, seq = entry.id
-                rows.append((info.db, info.key, name, f"{ms}-{seq}", ms, seq,
-                             {text(f): v for f, v in pairs}, pairs, lsn))
-    return rows
+        return [(*row, lsn) for info in snap.streams()
+                for row in entry_rows(snap, Range(info.db, info.key, 0, MAX_ID), wanted)]
 
 
 def bench_parquet(env: BenchEnv) -> Measurement:

@@ -24,6 +24,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
+from streamkeep.aof.codec import HEADER_SIZE, verify_scan
 from streamkeep.aof.fs import RealFS
 from streamkeep.aof.reader import SegmentError, SegmentReader
 from streamkeep.engine.model.effects import with_dbs, xadd_effect_entry
@@ -74,13 +75,12 @@ def window(log: LogPin, since: int, until: int | None = None) -> Window:
 
 
 def log_end(log: LogPin) -> int:
-    """The LSN of the pinned log's last good record (the snapshot's, if none follows it)."""
+    """The LSN of the pinned log's last good record (the snapshot's, if none follows it):
+    counted by the codec's verification scan (CRCs and LSNs, no payload decoded)."""
     for seg in reversed(log.segments):
-        reader = _reader(seg)
-        for _ in reader.batches():
-            pass
-        if reader.count:
-            return seg.first_lsn + reader.count - 1
+        count = verify_scan(_reader(seg).data, HEADER_SIZE, seg.first_lsn).count
+        if count:
+            return seg.first_lsn + count - 1
     return log.snapshot_lsn
 
 
