@@ -63,6 +63,7 @@ LAYER_OF_PREFIX = {
     "streamkeep.engine.commands": "commands",
     "streamkeep.engine.runtime.core": "core",
     "streamkeep.engine.runtime.redis_api": "core",
+    "streamkeep.engine.runtime.queue": "services",  # the work queue: a client of the Engine
     "streamkeep.aof.store": "services",
     "streamkeep.snapshot.compactor": "services",
     "streamkeep.snapshot.build": "services",

@@ -1,0 +1,227 @@
+"""A durable work queue on a stream and a consumer group: at-least-once delivery (issue 17).
+
+Owns the pattern: a producer appends with XADD (IDMP: a retried put adds nothing), a worker
+takes messages with one XREADGROUP ... CLAIM (entries another worker has held longer than the
+visibility timeout first, then new ones), acknowledges (XACK) or releases them (XNACK), keeps a
+long task's claim (XCLAIM JUSTID), and a message about to be delivered more than
+`max_deliveries` times is moved to the dead-letter stream and acknowledged in one transaction.
+
+Groundwork (branch work-queue): the embedded backend only. Must not touch: command semantics
+(everything goes through commands), the engine's internals beyond `Session` and `execute_raw`.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import threading
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+from streamkeep.engine.wire.errors import ReplyError, StreamkeepError
+
+PRODUCER = b"streamkeep-queue"  # the IDMP producer id of every put with an idempotency key
+
+
+class QueueError(StreamkeepError):
+    """A queue that cannot work as asked (a name holding another type, a missing group...)."""
+
+
+def _b(value: Any) -> bytes:
+    if isinstance(value, bytes):
+        return value
+    if isinstance(value, str):
+        return value.encode()
+    if isinstance(value, int | float):
+        return repr(value).encode()
+    raise QueueError(f"cannot send {type(value).__name__} as a field or value")
+
+
+class _EngineBackend:
+    """An Engine, through a session of its own per thread (a MULTI of one thread must not
+    queue another thread's commands)."""
+
+    def __init__(self, engine: Any) -> None:
+        from streamkeep.engine.runtime.core import Session
+        from streamkeep.engine.wire.reply import to_plain
+
+        self._engine = engine
+        self._session_type = Session
+        self._plain = to_plain
+        self._local = threading.local()
+
+    def _session(self) -> Any:
+        session = getattr(self._local, "session", None)
+        if session is None:
+            session = self._local.session = self._session_type()
+        return session
+
+    def call(self, *argv: Any) -> Any:
+        return self._plain(self._engine.execute_raw(self._session(),
+                                                    tuple(_b(a) for a in argv)))
+
+    def atomic(self, commands: Sequence[Sequence[Any]]) -> list[Any]:
+        session = self._session()
+        run = self._engine.execute_raw
+        run(session, (b"MULTI",))
+        for argv in commands:
+            run(session, tuple(_b(a) for a in argv))
+        return list(self._plain(run(session, (b"EXEC",))))
+
+
+@dataclass
+class Message:
+    """One delivery of a message: ack() when done, nack() to release it at once."""
+
+    id: bytes
+    fields: dict[bytes, bytes]
+    deliveries: int
+    queue: StreamQueue = field(repr=False)
+    pairs: list[tuple[bytes, bytes]] = field(default_factory=list, repr=False)
+
+    def ack(self) -> None:
+        self.queue.ack(self.id)
+
+    def nack(self, counted: bool = True) -> None:
+        """Deliverable again at once; `counted=False` (a graceful shutdown): this delivery
+        does not count toward max_deliveries."""
+        self.queue.nack(self.id, counted)
+
+    def extend(self) -> None:
+        """Keep the claim: the visibility timeout starts again now."""
+        self.queue.extend(self.id)
+
+
+class StreamQueue:
+    """A work queue named `name` (a stream) consumed by `group`."""
+
+    def __init__(self, client: Any, name: str | bytes, group: str | bytes = "workers",
+                 consumer: str | bytes | None = None, visibility_timeout: float = 30.0,
+                 max_deliveries: int = 5, dead_letter: str | bytes | None = None,
+                 maxlen: int | None = None) -> None:
+        if not hasattr(client, "execute_raw"):
+            raise QueueError(f"{type(client).__name__} is not an Engine (the groundwork "
+                             "supports embedded queues only)")
+        if max_deliveries < 1:
+            raise QueueError("max_deliveries must be at least 1")
+        self.backend = _EngineBackend(client)
+        self.name, self.group = _b(name), _b(group)
+        self.consumer = _b(consumer) if consumer is not None else (
+            f"{socket.gethostname()}-{os.getpid()}-{threading.get_ident()}".encode())
+        self.visibility_ms = int(visibility_timeout * 1000)
+        self.max_deliveries = max_deliveries
+        self.dead_letter = _b(dead_letter) if dead_letter is not None else self.name + b":dead"
+        self.maxlen = maxlen
+        self._ensure_group()
+
+    # --- set-up ---------------------------------------------------------------------------
+
+    def _ensure_group(self) -> None:
+        try:
+            self.backend.call(b"XGROUP", b"CREATE", self.name, self.group, b"0", b"MKSTREAM")
+        except ReplyError as err:
+            text = str(err)
+            if text.startswith("BUSYGROUP"):
+                return
+            if text.startswith("WRONGTYPE"):
+                raise QueueError(f"{self.name.decode(errors='replace')}: the key holds "
+                                 "something other than a stream") from None
+            raise
+
+    # --- producing ------------------------------------------------------------------------
+
+    def _xadd(self, fields: Mapping[Any, Any] | Sequence[tuple[Any, Any]],
+              idempotency_key: Any = None) -> list[Any]:
+        pairs = list(fields.items()) if isinstance(fields, Mapping) else list(fields)
+        if not pairs:
+            raise QueueError("a message needs at least one field")
+        argv: list[Any] = [b"XADD", self.name]
+        if idempotency_key is not None:
+            argv += [b"IDMP", PRODUCER, _b(idempotency_key)]
+        if self.maxlen is not None:  # never trims what a worker has not acknowledged
+            argv += [b"ACKED", b"MAXLEN", b"~", self.maxlen]
+        argv.append(b"*")
+        for f, v in pairs:
+            argv += [f, v]
+        return argv
+
+    def put(self, fields: Mapping[Any, Any] | Sequence[tuple[Any, Any]],
+            idempotency_key: Any = None) -> bytes:
+        """Append a message; with `idempotency_key`, a retried put returns the first ID."""
+        return bytes(self._call(*self._xadd(fields, idempotency_key)))
+
+    def put_many(self, messages: Sequence[Mapping[Any, Any]]) -> list[bytes]:
+        """Append several messages as one transaction (one AOF record)."""
+        return [bytes(r) for r in self.backend.atomic([self._xadd(m) for m in messages])]
+
+    # --- consuming ------------------------------------------------------------------------
+
+    def get(self, count: int = 1, block: float | None = None) -> list[Message]:
+        """Up to `count` messages: idle ones other workers held longer than the visibility
+        timeout first, then new ones. A message past max_deliveries is dead-lettered instead
+        of returned."""
+        argv: list[Any] = [b"XREADGROUP", b"GROUP", self.group, self.consumer, b"COUNT", count]
+        if block is not None:
+            argv += [b"BLOCK", int(block * 1000)]
+        argv += [b"CLAIM", self.visibility_ms, b"STREAMS", self.name, b">"]
+        reply = self._call(*argv)
+        out: list[Message] = []
+        if not reply:
+            return out
+        for sid, flat, _idle, before in reply[0][1]:
+            deliveries = int(before) + 1
+            pairs = list(zip(flat[::2], flat[1::2], strict=True))
+            if deliveries > self.max_deliveries:
+                self._dead(bytes(sid), pairs, int(before), "max deliveries exceeded")
+                continue
+            out.append(Message(bytes(sid), dict(pairs), deliveries, self, pairs))
+        return out
+
+    def _dead(self, sid: bytes, pairs: list[tuple[bytes, bytes]], deliveries: int,
+              error: str) -> None:
+        entry: list[Any] = [b"XADD", self.dead_letter, b"*", b"source-id", sid,
+                            b"deliveries", deliveries, b"error", error]
+        for f, v in pairs:
+            entry += [f, v]
+        self.backend.atomic([entry, [b"XACK", self.name, self.group, sid]])
+
+    def ack(self, *ids: bytes) -> int:
+        return int(self._call(b"XACK", self.name, self.group, *ids))
+
+    def nack(self, sid: bytes, counted: bool = True) -> int:
+        mode = b"FAIL" if counted else b"SILENT"
+        return int(self._call(b"XNACK", self.name, self.group, mode, b"IDS", 1, sid))
+
+    def extend(self, sid: bytes) -> None:
+        self._call(b"XCLAIM", self.name, self.group, self.consumer, 0, sid, b"JUSTID")
+
+    @contextmanager
+    def process(self, block: float | None = None) -> Iterator[Message | None]:
+        """`with q.process() as msg:` acks on success, nacks on an exception (re-raised)."""
+        got = self.get(1, block)
+        msg = got[0] if got else None
+        try:
+            yield msg
+        except BaseException:
+            if msg is not None:
+                msg.nack()
+            raise
+        if msg is not None:
+            msg.ack()
+
+    def dead(self) -> list[tuple[bytes, dict[bytes, bytes]]]:
+        reply = self._call(b"XRANGE", self.dead_letter, b"-", b"+")
+        return [(bytes(sid), dict(zip(flat[::2], flat[1::2], strict=True)))
+                for sid, flat in reply]
+
+    def _call(self, *argv: Any) -> Any:
+        try:
+            return self.backend.call(*argv)
+        except ReplyError as err:
+            if str(err).startswith("NOGROUP"):
+                raise QueueError(f"the group {self.group.decode(errors='replace')} of "
+                                 f"{self.name.decode(errors='replace')} is gone (destroyed "
+                                 "under the queue?)") from None
+            raise
