@@ -6,8 +6,10 @@ visibility timeout first, then new ones), acknowledges (XACK) or releases them (
 long task's claim (XCLAIM JUSTID), and a message about to be delivered more than
 `max_deliveries` times is moved to the dead-letter stream and acknowledged in one transaction.
 
-Groundwork (branch work-queue): the embedded backend only. Must not touch: command semantics
-(everything goes through commands), the engine's internals beyond `Session` and `execute_raw`.
+`client` is an Engine (a session of the queue's own per thread) or a redis-py client of a
+`streamkeep serve` or a Redis 8.8+ (an older one is refused, naming what it lacks). Groundwork
+(branch work-queue). Must not touch: command semantics (everything goes through commands), the
+engine's internals beyond `Session` and `execute_raw`; never imports redis at module level.
 """
 
 from __future__ import annotations
@@ -71,6 +73,67 @@ class _EngineBackend:
         return list(self._plain(run(session, (b"EXEC",))))
 
 
+class _RedisBackend:
+    """A redis-py client (a `streamkeep serve` or a Redis 8.8+): replies as the server sent
+    them (a connection of the client's pool per call, none of redis-py's reply callbacks), so
+    both backends hand the queue the same shapes. Error replies become ReplyError."""
+
+    def __init__(self, client: Any) -> None:
+        self._pool = client.connection_pool
+        from redis.exceptions import ResponseError
+
+        self._response_error = ResponseError
+
+    def _run(self, commands: Sequence[Sequence[Any]]) -> list[Any]:
+        conn = self._pool.get_connection()
+        try:
+            conn.send_packed_command(conn.pack_commands(
+                [tuple(_b(a) for a in argv) for argv in commands]))
+            replies = []
+            for _ in commands:
+                try:
+                    replies.append(conn.read_response())
+                except self._response_error as err:
+                    replies.append(ReplyError(_error_line(err)))
+            return replies
+        finally:
+            self._pool.release(conn)
+
+    def call(self, *argv: Any) -> Any:
+        reply = self._run([argv])[0]
+        if isinstance(reply, ReplyError):
+            raise reply
+        return reply
+
+    def atomic(self, commands: Sequence[Sequence[Any]]) -> list[Any]:
+        replies = self._run([[b"MULTI"], *commands, [b"EXEC"]])
+        for reply in replies:
+            if isinstance(reply, ReplyError):
+                raise reply
+        return list(replies[-1])
+
+
+def _error_line(err: Exception) -> str:
+    """The error line as the server sent it (redis-py strips a leading `ERR `)."""
+    text = str(err)
+    first = text.split(" ", 1)[0]
+    return text if first.isupper() and first.isalpha() else f"ERR {text}"
+
+
+# Redis features the queue uses, with the version that brought each.
+NEEDS = (("XREADGROUP ... CLAIM", (8, 4)), ("XADD IDMP", (8, 6)), ("XNACK", (8, 8)),
+         ("XADD ACKED", (8, 2)))
+
+
+def missing_features(version: str) -> list[str]:
+    """What a server of `version` lacks of NEEDS, as 'NAME (8.x)'."""
+    try:
+        have = tuple(int(p) for p in version.split(".")[:2])
+    except ValueError:
+        return []  # not a version we can read: let the commands speak
+    return [f"{name} ({v[0]}.{v[1]})" for name, v in NEEDS if have < v]
+
+
 @dataclass
 class Message:
     """One delivery of a message: ack() when done, nack() to release it at once."""
@@ -94,6 +157,23 @@ class Message:
         self.queue.extend(self.id)
 
 
+def _backend(client: Any) -> _EngineBackend | _RedisBackend:
+    if hasattr(client, "execute_raw"):
+        return _EngineBackend(client)
+    if not hasattr(client, "connection_pool"):
+        raise QueueError(f"{type(client).__name__} is neither an Engine nor a redis-py client")
+    backend = _RedisBackend(client)
+    info = backend.call(b"INFO", b"server")
+    text = info.decode(errors="replace") if isinstance(info, bytes) else str(info)
+    version = next((line.split(":", 1)[1].strip() for line in text.splitlines()
+                    if line.startswith("redis_version:")), "")
+    lacking = missing_features(version)
+    if lacking:
+        raise QueueError(f"the server (Redis {version}) lacks what the queue needs: "
+                         f"{', '.join(lacking)}; use Redis 8.8 or later, or streamkeep")
+    return backend
+
+
 class StreamQueue:
     """A work queue named `name` (a stream) consumed by `group`."""
 
@@ -101,12 +181,9 @@ class StreamQueue:
                  consumer: str | bytes | None = None, visibility_timeout: float = 30.0,
                  max_deliveries: int = 5, dead_letter: str | bytes | None = None,
                  maxlen: int | None = None) -> None:
-        if not hasattr(client, "execute_raw"):
-            raise QueueError(f"{type(client).__name__} is not an Engine (the groundwork "
-                             "supports embedded queues only)")
         if max_deliveries < 1:
             raise QueueError("max_deliveries must be at least 1")
-        self.backend = _EngineBackend(client)
+        self.backend = _backend(client)
         self.name, self.group = _b(name), _b(group)
         self.consumer = _b(consumer) if consumer is not None else (
             f"{socket.gethostname()}-{os.getpid()}-{threading.get_ident()}".encode())

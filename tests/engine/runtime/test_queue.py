@@ -1,31 +1,59 @@
-"""The durable work queue (groundwork, embedded): idempotent puts, one transaction for a batch,
-reclaiming after the visibility timeout, exact delivery counts, dead-lettering after exactly
-max_deliveries deliveries, clear errors."""
+"""The durable work queue (groundwork): the same tests on an Engine and on a redis-py client of
+a streamkeep server (idempotent puts, a batch in one transaction, reclaiming after the visibility
+timeout, exact delivery counts, dead-lettering after exactly max_deliveries deliveries, clear
+errors), and a redis-server older than 8.8 refused with what it lacks."""
 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from streamkeep import Engine
-from streamkeep.engine.runtime.queue import QueueError, StreamQueue
+from streamkeep.engine.runtime.queue import QueueError, StreamQueue, missing_features
 
 
-def test_put_is_idempotent_and_put_many_is_one_record(tmp_path: Path) -> None:
+@pytest.fixture(params=["embedded", "redis-py"])
+def client(request: pytest.FixtureRequest) -> Iterator[Callable[[Engine], Any]]:
+    """`client(engine)`: the engine itself, or a redis-py client of a server serving it."""
+    import redis
+
+    from tests.support.server_util import start_server
+
+    handles = []
+
+    def make(engine: Engine) -> Any:
+        if request.param == "embedded":
+            return engine
+        handle = start_server(engine)
+        handles.append(handle)
+        return redis.Redis(host=handle.host, port=handle.port, protocol=2)
+
+    try:
+        yield make
+    finally:
+        for handle in handles:
+            handle.stop()
+
+
+def test_put_is_idempotent_and_put_many_is_one_record(tmp_path: Path,
+                                                      client: Callable[[Engine], Any]) -> None:
     from streamkeep.aof.fs import RealFS
     from streamkeep.aof.manifest import load
     from streamkeep.aof.reader import SegmentReader
 
     path = str(tmp_path / "d")
-    with Engine.open(path) as engine:
-        q = StreamQueue(engine, "jobs", consumer="w")
-        first = q.put({"task": "a"}, idempotency_key="k1")
-        assert q.put({"task": "a"}, idempotency_key="k1") == first
-        assert engine.execute("XLEN", "jobs") == 1
-        ids = q.put_many([{"n": str(i)} for i in range(5)])
-        assert len(ids) == 5 and engine.execute("XLEN", "jobs") == 6
+    engine = Engine.open(path)
+    q = StreamQueue(client(engine), "jobs", consumer="w")
+    first = q.put({"task": "a"}, idempotency_key="k1")
+    assert q.put({"task": "a"}, idempotency_key="k1") == first
+    assert engine.execute("XLEN", "jobs") == 1
+    ids = q.put_many([{"n": str(i)} for i in range(5)])
+    assert len(ids) == 5 and engine.execute("XLEN", "jobs") == 6
+    engine.close()
     segments = load(RealFS(), path).segments
     records = [r for s in segments
                for r in SegmentReader(RealFS(), f"{path}/{s.file}").records()]
@@ -33,9 +61,11 @@ def test_put_is_idempotent_and_put_many_is_one_record(tmp_path: Path) -> None:
     assert adds[-1] == 5  # the batch: one record
 
 
-def test_reclaim_counts_and_dead_letter_after_max_deliveries() -> None:
+def test_reclaim_counts_and_dead_letter_after_max_deliveries(
+        client: Callable[[Engine], Any]) -> None:
     engine = Engine()
-    q = StreamQueue(engine, "jobs", consumer="w1", visibility_timeout=0.01, max_deliveries=3)
+    q = StreamQueue(client(engine), "jobs", consumer="w1", visibility_timeout=0.01,
+                    max_deliveries=3)
     sid = q.put({"poison": "yes"})
     seen = []
     for _ in range(6):
@@ -49,9 +79,9 @@ def test_reclaim_counts_and_dead_letter_after_max_deliveries() -> None:
     assert engine.execute("XPENDING", "jobs", "workers")[0] == 0  # acknowledged on the source
 
 
-def test_ack_nack_extend_and_process() -> None:
+def test_ack_nack_extend_and_process(client: Callable[[Engine], Any]) -> None:
     engine = Engine()
-    q = StreamQueue(engine, "jobs", consumer="w1", visibility_timeout=30)
+    q = StreamQueue(client(engine), "jobs", consumer="w1", visibility_timeout=30)
     a, b = q.put({"n": "a"}), q.put({"n": "b"})
     got = q.get(2)
     assert [m.id for m in got] == [a, b]
@@ -65,11 +95,23 @@ def test_ack_nack_extend_and_process() -> None:
         raise RuntimeError
 
 
-def test_clear_errors() -> None:
+def test_clear_errors(client: Callable[[Engine], Any]) -> None:
     engine = Engine()  # (a key of another type: only a real Redis has one; issue 17's next step)
-    with pytest.raises(QueueError, match="not an Engine"):
+    with pytest.raises(QueueError, match="neither an Engine nor a redis-py client"):
         StreamQueue(object(), "jobs")
-    q = StreamQueue(engine, "jobs", group="g")
+    q = StreamQueue(client(engine), "jobs", group="g")
     engine.execute("XGROUP", "DESTROY", "jobs", "g")
     with pytest.raises(QueueError, match="group g of jobs is gone"):
         q.get()
+
+
+@pytest.mark.redis
+def test_an_older_redis_is_refused_with_what_it_lacks(redis_client: Any) -> None:
+    version = redis_client.info("server")["redis_version"]
+    lacking = missing_features(version)
+    if not lacking:
+        pytest.fail(f"redis-server {version} has every feature: test the queue against it")
+    with pytest.raises(QueueError, match=f"Redis {version}. lacks what the queue needs: "):
+        StreamQueue(redis_client, "jobs")
+    assert missing_features("8.10.2") == []
+    assert missing_features("8.4.0") == ["XADD IDMP (8.6)", "XNACK (8.8)"]
