@@ -25,6 +25,7 @@ from typing import Any
 from streamkeep.engine.wire.errors import ReplyError, StreamkeepError
 
 PRODUCER = b"streamkeep-queue"  # the IDMP producer id of every put with an idempotency key
+_DEAD_FIELDS = {b"source-id", b"deliveries", b"error"}  # what dead-lettering adds
 
 
 class QueueError(StreamkeepError):
@@ -287,6 +288,54 @@ class StreamQueue:
             raise
         if msg is not None:
             msg.ack()
+
+    def consume(self, count: int = 1, block: float = 1.0) -> Iterator[Message]:
+        """Messages one after another, forever (break out to stop): each one acknowledged
+        when the loop body finishes it, released (counted) if the body raises."""
+        while True:
+            for msg in self.get(count, block):
+                try:
+                    yield msg
+                except GeneratorExit:
+                    msg.nack(counted=False)  # the consumer stopped: this one did not count
+                    raise
+                except BaseException:
+                    msg.nack()
+                    raise
+                msg.ack()
+
+    def requeue_dead(self, ids: Sequence[bytes]) -> list[bytes]:
+        """Put dead-lettered messages back on the queue (their original fields, as new
+        messages) and remove them from the dead-letter stream, in one transaction."""
+        moves: list[list[Any]] = []
+        by_id = dict(self.dead())
+        for dead_id in ids:
+            fields = by_id.get(bytes(dead_id))
+            if fields is None:
+                raise QueueError(f"no dead-lettered message {bytes(dead_id).decode()}")
+            original = [(f, v) for f, v in fields.items() if f not in _DEAD_FIELDS]
+            moves.append(self._xadd(original))
+            moves.append([b"XDEL", self.dead_letter, dead_id])
+        replies = self.backend.atomic(moves) if moves else []
+        return [bytes(r) for r in replies[0::2]]
+
+    def stats(self) -> dict[str, Any]:
+        """length, pending, lag, oldest pending age (ms), consumers (name -> idle ms), dead."""
+        length = int(self._call(b"XLEN", self.name))
+        group = next((dict(zip(g[0::2], g[1::2], strict=True))
+                      for g in self._call(b"XINFO", b"GROUPS", self.name)
+                      if dict(zip(g[0::2], g[1::2], strict=True))[b"name"] == self.group),
+                     None)
+        if group is None:
+            raise QueueError(f"the group {self.group.decode(errors='replace')} of "
+                             f"{self.name.decode(errors='replace')} is gone")
+        oldest = self._call(b"XPENDING", self.name, self.group, b"-", b"+", 1)
+        consumers = {bytes(c[1]): int(c[5]) for c in
+                     self._call(b"XINFO", b"CONSUMERS", self.name, self.group)}
+        return {"length": length, "pending": int(group[b"pending"]),
+                "lag": None if group[b"lag"] is None else int(group[b"lag"]),
+                "oldest_pending_ms": int(oldest[0][2]) if oldest else None,
+                "consumers": consumers, "dead": int(self._call(b"XLEN", self.dead_letter))}
 
     def dead(self) -> list[tuple[bytes, dict[bytes, bytes]]]:
         reply = self._call(b"XRANGE", self.dead_letter, b"-", b"+")

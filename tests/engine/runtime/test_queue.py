@@ -115,3 +115,33 @@ def test_an_older_redis_is_refused_with_what_it_lacks(redis_client: Any) -> None
         StreamQueue(redis_client, "jobs")
     assert missing_features("8.10.2") == []
     assert missing_features("8.4.0") == ["XADD IDMP (8.6)", "XNACK (8.8)"]
+
+
+def test_consume_stats_and_requeue(client: Callable[[Engine], Any]) -> None:
+    engine = Engine()
+    q = StreamQueue(client(engine), "jobs", consumer="w1", visibility_timeout=0.01,
+                    max_deliveries=1)
+    for i in range(3):
+        q.put({"n": str(i)})
+    done = []
+    for msg in q.consume(count=2, block=0.01):
+        done.append(msg.fields[b"n"])
+        if len(done) == 2:
+            break  # the one in hand is released, not counted
+    assert done == [b"0", b"1"]
+    stats = q.stats()
+    assert stats["length"] == 3 and stats["pending"] == 1 and stats["dead"] == 0
+    assert stats["consumers"].keys() == {b"w1"}
+    poison = q.put({"n": "poison"})
+    time.sleep(0.02)
+    held = q.get(5)  # the released one (its delivery not counted), then the new ones
+    assert sorted((m.fields[b"n"], m.deliveries) for m in held) == [
+        (b"1", 1), (b"2", 1), (b"poison", 1)]
+    time.sleep(0.02)
+    assert q.get(5) == []  # each is past its single delivery: dead-lettered, not returned
+    dead = q.dead()
+    assert sorted(f[b"n"] for _, f in dead) == [b"1", b"2", b"poison"]
+    assert poison in [f[b"source-id"] for _, f in dead]
+    back = q.requeue_dead([d for d, _ in dead])
+    assert len(back) == len(dead) and q.dead() == []
+    assert q.stats()["dead"] == 0
