@@ -16,17 +16,22 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from streamkeep.engine.model.effects import Record
     from streamkeep.engine.runtime.core import Engine, Session
+    from streamkeep.engine.runtime.queue import Message, QueueError, StreamQueue
     from streamkeep.engine.wire.errors import ReplyError, StreamkeepError
 
 _EXPORTS = {
     "Engine": "streamkeep.engine.runtime.core",
     "Session": "streamkeep.engine.runtime.core",
+    "StreamQueue": "streamkeep.engine.runtime.queue",
+    "Message": "streamkeep.engine.runtime.queue",
+    "QueueError": "streamkeep.engine.runtime.queue",
     "Record": "streamkeep.engine.model.effects",
     "ReplyError": "streamkeep.engine.wire.errors",
     "StreamkeepError": "streamkeep.engine.wire.errors",
 }
 
-__all__ = ["Engine", "ReplyError", "Record", "Session", "StreamkeepError"]
+__all__ = ["Engine", "Message", "QueueError", "ReplyError", "Record", "Session",
+           "StreamQueue", "StreamkeepError"]
 
 
 def __getattr__(name: str) -> Any:

@@ -13,9 +13,11 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from streamkeep.engine.model.effects import Record
     from streamkeep.engine.runtime.core import Engine, Session
+    from streamkeep.engine.runtime.queue import Message, QueueError, StreamQueue
     from streamkeep.engine.wire.errors import ReplyError, StreamkeepError
 
-__all__ = ["Engine", "ReplyError", "Record", "Session", "StreamkeepError"]
+__all__ = ["Engine", "Message", "QueueError", "ReplyError", "Record", "Session",
+           "StreamQueue", "StreamkeepError"]
 
 
 def __getattr__(name: str) -> Any:

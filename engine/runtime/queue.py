@@ -93,7 +93,7 @@ class _RedisBackend:
             replies = []
             for _ in commands:
                 try:
-                    replies.append(conn.read_response())
+                    replies.append(_resp2(conn.read_response()))
                 except self._response_error as err:
                     replies.append(ReplyError(_error_line(err)))
             return replies
@@ -112,6 +112,16 @@ class _RedisBackend:
             if isinstance(reply, ReplyError):
                 raise reply
         return list(replies[-1])
+
+
+def _resp2(value: Any) -> Any:
+    """A RESP3 reply in RESP2's shape (a client may speak either): maps as flat key/value
+    lists, sets as lists, recursively; what the Engine backend's to_plain does."""
+    if isinstance(value, dict):
+        return [x for k, v in value.items() for x in (_resp2(k), _resp2(v))]
+    if isinstance(value, list | set | tuple):
+        return [_resp2(x) for x in value]
+    return value
 
 
 def _error_line(err: Exception) -> str:
@@ -145,17 +155,22 @@ class Message:
     queue: StreamQueue = field(repr=False)
     pairs: list[tuple[bytes, bytes]] = field(default_factory=list, repr=False)
 
+    done: bool = field(default=False, repr=False)  # acknowledged or released
+
     def ack(self) -> None:
         self.queue.ack(self.id)
+        self.done = True
 
     def nack(self, counted: bool = True) -> None:
         """Deliverable again at once; `counted=False` (a graceful shutdown): this delivery
         does not count toward max_deliveries."""
         self.queue.nack(self.id, counted)
+        self.done = True
 
-    def extend(self) -> None:
-        """Keep the claim: the visibility timeout starts again now."""
-        self.queue.extend(self.id)
+    def extend(self, seconds: float | None = None) -> None:
+        """Keep the claim for `seconds` more (default: a whole visibility timeout), at most
+        a visibility timeout from now (the server clamps a delivery time to the present)."""
+        self.queue.extend(self.id, seconds)
 
 
 def _backend(client: Any) -> _EngineBackend | _RedisBackend:
@@ -248,7 +263,9 @@ class StreamQueue:
         out: list[Message] = []
         if not reply:
             return out
-        for sid, flat, _idle, before in reply[0][1]:
+        # RESP2: [[stream, entries]]; RESP3's map {stream: entries} arrives as [stream, entries]
+        entries = reply[0][1] if isinstance(reply[0], list) else reply[1]
+        for sid, flat, _idle, before in entries:
             deliveries = int(before) + 1
             pairs = list(zip(flat[::2], flat[1::2], strict=True))
             if deliveries > self.max_deliveries:
@@ -272,8 +289,15 @@ class StreamQueue:
         mode = b"FAIL" if counted else b"SILENT"
         return int(self._call(b"XNACK", self.name, self.group, mode, b"IDS", 1, sid))
 
-    def extend(self, sid: bytes) -> None:
-        self._call(b"XCLAIM", self.name, self.group, self.consumer, 0, sid, b"JUSTID")
+    def extend(self, sid: bytes, seconds: float | None = None) -> None:
+        """The entry becomes reclaimable `seconds` from now: its idle time is set to the
+        visibility timeout minus that (XCLAIM ... IDLE, JUSTID: the count does not move)."""
+        keep = self.visibility_ms if seconds is None else int(seconds * 1000)
+        if not 0 <= keep <= self.visibility_ms:
+            raise QueueError(f"extend by 0 to {self.visibility_ms / 1000:g} s (the visibility "
+                             f"timeout), not {seconds!r}")
+        self._call(b"XCLAIM", self.name, self.group, self.consumer, 0, sid,
+                   b"IDLE", self.visibility_ms - keep, b"JUSTID")
 
     @contextmanager
     def process(self, block: float | None = None) -> Iterator[Message | None]:
@@ -283,26 +307,29 @@ class StreamQueue:
         try:
             yield msg
         except BaseException:
-            if msg is not None:
+            if msg is not None and not msg.done:
                 msg.nack()
             raise
-        if msg is not None:
+        if msg is not None and not msg.done:
             msg.ack()
 
     def consume(self, count: int = 1, block: float = 1.0) -> Iterator[Message]:
-        """Messages one after another, forever (break out to stop): each one acknowledged
-        when the loop body finishes it, released (counted) if the body raises."""
+        """Messages one after another, forever: each one acknowledged when the loop asks for
+        the next (its body finished), unless the body acked or nacked it itself. A loop left
+        by an exception or a `break` releases the message in hand, counted (a generator
+        cannot tell the two apart: ack it before a break that means success)."""
         while True:
-            for msg in self.get(count, block):
+            batch = self.get(count, block)
+            for i, msg in enumerate(batch):
                 try:
                     yield msg
                 except GeneratorExit:
-                    msg.nack(counted=False)  # the consumer stopped: this one did not count
+                    for left in batch[i:]:
+                        if not left.done:
+                            left.nack(counted=left is msg)  # the unread ones did not count
                     raise
-                except BaseException:
-                    msg.nack()
-                    raise
-                msg.ack()
+                if not msg.done:
+                    msg.ack()
 
     def requeue_dead(self, ids: Sequence[bytes]) -> list[bytes]:
         """Put dead-lettered messages back on the queue (their original fields, as new

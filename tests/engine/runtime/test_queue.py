@@ -16,9 +16,10 @@ from streamkeep import Engine
 from streamkeep.engine.runtime.queue import QueueError, StreamQueue, missing_features
 
 
-@pytest.fixture(params=["embedded", "redis-py"])
+@pytest.fixture(params=["embedded", "redis-py-resp2", "redis-py-resp3"])
 def client(request: pytest.FixtureRequest) -> Iterator[Callable[[Engine], Any]]:
-    """`client(engine)`: the engine itself, or a redis-py client of a server serving it."""
+    """`client(engine)`: the engine itself, or a redis-py client (RESP2 or RESP3) of a server
+    serving it."""
     import redis
 
     from tests.support.server_util import start_server
@@ -30,7 +31,8 @@ def client(request: pytest.FixtureRequest) -> Iterator[Callable[[Engine], Any]]:
             return engine
         handle = start_server(engine)
         handles.append(handle)
-        return redis.Redis(host=handle.host, port=handle.port, protocol=2)
+        protocol = 3 if request.param.endswith("resp3") else 2
+        return redis.Redis(host=handle.host, port=handle.port, protocol=protocol)
 
     try:
         yield make
@@ -127,7 +129,8 @@ def test_consume_stats_and_requeue(client: Callable[[Engine], Any]) -> None:
     for msg in q.consume(count=2, block=0.01):
         done.append(msg.fields[b"n"])
         if len(done) == 2:
-            break  # the one in hand is released, not counted
+            msg.nack(counted=False)  # stopping: this delivery does not count
+            break
     assert done == [b"0", b"1"]
     stats = q.stats()
     assert stats["length"] == 3 and stats["pending"] == 1 and stats["dead"] == 0
@@ -145,3 +148,18 @@ def test_consume_stats_and_requeue(client: Callable[[Engine], Any]) -> None:
     back = q.requeue_dead([d for d, _ in dead])
     assert len(back) == len(dead) and q.dead() == []
     assert q.stats()["dead"] == 0
+
+
+def test_extend_keeps_a_claim_for_the_time_asked(client: Callable[[Engine], Any]) -> None:
+    engine = Engine()
+    q = StreamQueue(client(engine), "jobs", consumer="w1", visibility_timeout=0.2)
+    other = StreamQueue(client(engine), "jobs", consumer="w2", visibility_timeout=0.2)
+    q.put({"n": "long"})
+    (msg,) = q.get(1)
+    msg.extend(0.0)  # reclaimable at once
+    (taken,) = other.get(1)
+    assert taken.id == msg.id and taken.deliveries == 2
+    taken.extend()  # a whole visibility timeout from now
+    assert q.get(1) == []
+    with pytest.raises(QueueError, match="extend by 0 to 0.2 s"):
+        taken.extend(5)

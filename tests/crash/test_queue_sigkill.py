@@ -1,0 +1,91 @@
+"""The work queue's at-least-once guarantee with real processes (issue 17 groundwork): worker
+processes consuming through `streamkeep serve` are killed with SIGKILL at random moments and
+started again, and a poison message keeps failing; in the end every message put is either
+acknowledged by a handler or dead-lettered, none lost, none dead-lettered twice, nothing
+pending. Then the server itself is killed and restarted (appendfsync always): nothing
+acknowledged comes back, and the dead letters and their counts are all there."""
+
+from __future__ import annotations
+
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from streamkeep.engine.runtime.queue import StreamQueue
+
+MESSAGES = 400
+WORKERS = 3
+
+# A worker: handles messages (a poison one always fails), noting each handled ID in its log
+# file before acknowledging it (so a kill between the two shows as handled, not acknowledged).
+_WORKER = """
+import sys, time, redis
+from streamkeep.engine.runtime.queue import StreamQueue
+port, name, log = int(sys.argv[1]), sys.argv[2], sys.argv[3]
+q = StreamQueue(redis.Redis(port=port), "jobs", consumer=name, visibility_timeout=0.3,
+                max_deliveries=3)
+with open(log, "a", buffering=1) as out:
+    for msg in q.consume(count=5, block=0.05):
+        if msg.fields.get(b"poison"):
+            msg.nack()  # a handler that always fails
+            continue
+        time.sleep(0.01)  # the handler's work: kills land in the middle of it
+        out.write(msg.id.decode() + "\\n")
+"""
+
+
+def test_workers_killed_at_random_lose_nothing(tmp_path: Path,
+                                               spawn: Callable[..., Any]) -> None:
+    server = spawn(tmp_path / "data", "--appendfsync", "always")
+    q = StreamQueue(server.client(), "jobs", consumer="producer")
+    ids = [q.put({"n": str(i)}, idempotency_key=f"m{i}") for i in range(MESSAGES)]
+    poison = q.put({"poison": "1"})
+    rng = random.Random(7)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    logs = [tmp_path / f"w{i}.log" for i in range(WORKERS)]
+
+    def start(i: int) -> subprocess.Popen:
+        return subprocess.Popen([sys.executable, "-c", _WORKER, str(server.port), f"w{i}",
+                                 str(logs[i])], env=env)
+
+    workers = [start(i) for i in range(WORKERS)]
+    deadline = time.monotonic() + 60
+    kills = 0
+    try:
+        while time.monotonic() < deadline:
+            time.sleep(rng.uniform(0.05, 0.3))
+            stats = q.stats()
+            if stats["lag"] == 0 and stats["pending"] == 0:
+                break
+            if kills < 8:
+                i = rng.randrange(WORKERS)
+                workers[i].send_signal(signal.SIGKILL)
+                workers[i].wait()
+                kills += 1
+                workers[i] = start(i)
+    finally:
+        for w in workers:
+            w.kill()
+            w.wait()
+    stats = q.stats()
+    assert stats["lag"] == 0 and stats["pending"] == 0, stats
+    dead = [f[b"source-id"] for _, f in q.dead()]
+    assert dead == [poison]  # exactly once, after exactly max_deliveries deliveries
+    assert q.dead()[0][1][b"deliveries"] == b"3"
+    handled = {line for log in logs if log.exists() for line in log.read_text().split()}
+    assert handled == {i.decode() for i in ids}  # every message handled at least once
+    assert kills >= 3
+
+    # The server killed and restarted: acknowledged stays acknowledged, the dead letter stays.
+    server.kill()
+    again = spawn(tmp_path / "data", "--appendfsync", "always")
+    q2 = StreamQueue(again.client(), "jobs", consumer="after")
+    assert q2.get(10) == []
+    assert [f[b"source-id"] for _, f in q2.dead()] == [poison]
+    assert q2.stats()["pending"] == 0
