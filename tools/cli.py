@@ -76,6 +76,10 @@ def build_parser() -> argparse.ArgumentParser:
     export.add_arguments(p_export)
     p_export.set_defaults(func=export.main)
 
+    from streamkeep.tools import workqueue
+
+    workqueue.add_commands(sub)  # queue stats
+
     p_commands = sub.add_parser("commands", help="print the command table as markdown")
     p_commands.set_defaults(func=_cmd_commands)
 

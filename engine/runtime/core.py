@@ -29,7 +29,12 @@ from streamkeep.engine.exec.table import (
     lookup,
     resolve,
 )
-from streamkeep.engine.exec.transactions import WatchRegistry, end_transaction, queue_in_multi
+from streamkeep.engine.exec.transactions import (
+    NOT_IN_MULTI,
+    WatchRegistry,
+    end_transaction,
+    queue_in_multi,
+)
 from streamkeep.engine.model.digest import state_digest
 from streamkeep.engine.model.effects import Record, select_effect
 from streamkeep.engine.model.stream import Stream
@@ -265,6 +270,28 @@ class Engine(RedisStreamAPI):
     def execute_raw(self, session: Session, argv: Argv) -> Any:
         """Reply values before RESP2 flattening (RespMap kept), for the server's RESP3."""
         return self._execute(session, argv)
+
+    def execute_atomic(self, session: Session, argvs: Iterable[Argv]) -> Any:
+        """MULTI, `argvs`, EXEC in one call (the embedded work queue's batches): queued under
+        one lock round instead of one per command, then EXEC's reply (a failed command's
+        ReplyError in its place) and one record. A command refused while queueing aborts the
+        transaction as over the wire (EXECABORT)."""
+        with self.lock:
+            if session.multi is not None:
+                raise ReplyError("ERR MULTI calls can not be nested")
+            session.multi, session.multi_failed = [], False
+            for argv in argvs:
+                try:
+                    spec = lookup(argv)
+                except ReplyError as err:
+                    self._refuse(session, resolve(argv), err)
+                    continue
+                try:
+                    if queue_in_multi(self, session, spec, argv) is None:
+                        raise ReplyError(NOT_IN_MULTI)  # MULTI, EXEC, WATCH... in a batch
+                except ReplyError as err:
+                    self._refuse(session, spec, err)
+        return self._execute(session, (b"EXEC",))
 
     def _execute(
         self, session: Session, argv: Argv, effects_out: list | None = None

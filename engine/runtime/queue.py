@@ -3,13 +3,15 @@
 Owns the pattern: a producer appends with XADD (IDMP: a retried put adds nothing), a worker
 takes messages with one XREADGROUP ... CLAIM (entries another worker has held longer than the
 visibility timeout first, then new ones), acknowledges (XACK) or releases them (XNACK), keeps a
-long task's claim (XCLAIM JUSTID), and a message about to be delivered more than
-`max_deliveries` times is moved to the dead-letter stream and acknowledged in one transaction.
+long task's claim (XCLAIM IDLE JUSTID), and a message about to be delivered more than
+`max_deliveries` times is moved to the dead-letter stream and acknowledged in one transaction
+(MULTI/EXEC: one AOF record, so a crash leaves it in exactly one of the two places).
 
-`client` is an Engine (a session of the queue's own per thread) or a redis-py client of a
-`streamkeep serve` or a Redis 8.8+ (an older one is refused, naming what it lacks). Groundwork
-(branch work-queue). Must not touch: command semantics (everything goes through commands), the
-engine's internals beyond `Session` and `execute_raw`; never imports redis at module level.
+`client` is an Engine (a session of the queue's own per thread; batches through
+`Engine.execute_atomic`) or a redis-py client of a `streamkeep serve` or of a Redis 8.8+ (an
+older one is refused, naming what it lacks). Must not touch: command semantics (everything
+goes through commands), the engine's internals beyond `Session`, `execute_raw` and
+`execute_atomic`; never imports redis at module level (an embedded user may not have it).
 """
 
 from __future__ import annotations
@@ -17,15 +19,20 @@ from __future__ import annotations
 import os
 import socket
 import threading
-from collections.abc import Iterator, Mapping, Sequence
+import time
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from streamkeep.engine.wire.errors import ReplyError, StreamkeepError
 
 PRODUCER = b"streamkeep-queue"  # the IDMP producer id of every put with an idempotency key
-_DEAD_FIELDS = {b"source-id", b"deliveries", b"error"}  # what dead-lettering adds
+SWEEP_BATCH = 100  # pending entries a sweep for deleted messages looks at, oldest first
+
+# A read's entries: (id, flat fields f1 v1 f2 v2..., idle ms before this read, deliveries before)
+Entry = tuple[bytes, Sequence[bytes], int, int]
+Argv = Sequence[bytes]
 
 
 class QueueError(StreamkeepError):
@@ -33,85 +40,133 @@ class QueueError(StreamkeepError):
 
 
 def _b(value: Any) -> bytes:
-    if isinstance(value, bytes):
-        return value
+    t = type(value)
+    if t is bytes:
+        return value  # type: ignore[no-any-return]
+    if t is str:
+        return value.encode()  # type: ignore[no-any-return]
+    if isinstance(value, bytes | bytearray | memoryview):
+        return bytes(value)
     if isinstance(value, str):
-        return value.encode()
-    if isinstance(value, int | float):
+        return str.encode(value)
+    if isinstance(value, int | float) and not isinstance(value, bool):
         return repr(value).encode()
     raise QueueError(f"cannot send {type(value).__name__} as a field or value")
 
 
 class _EngineBackend:
     """An Engine, through a session of its own per thread (a MULTI of one thread must not
-    queue another thread's commands)."""
+    queue another thread's commands). Replies come in RESP2's shape (`to_plain`)."""
 
     def __init__(self, engine: Any) -> None:
         from streamkeep.engine.runtime.core import Session
-        from streamkeep.engine.wire.reply import to_plain
+        from streamkeep.engine.wire.reply import NULL_ARRAY, RespMap, to_plain
 
-        self._engine = engine
+        self._raw = engine.execute_raw
+        self._atomic = engine.execute_atomic
         self._session_type = Session
         self._plain = to_plain
+        self._null, self._map = NULL_ARRAY, RespMap
         self._local = threading.local()
 
     def _session(self) -> Any:
-        session = getattr(self._local, "session", None)
-        if session is None:
+        try:
+            return self._local.session
+        except AttributeError:
             session = self._local.session = self._session_type()
-        return session
+            return session
 
-    def call(self, *argv: Any) -> Any:
-        return self._plain(self._engine.execute_raw(self._session(),
-                                                    tuple(_b(a) for a in argv)))
+    def call(self, argv: Argv) -> Any:
+        return self._plain(self._raw(self._session(), argv))
 
-    def atomic(self, commands: Sequence[Sequence[Any]]) -> list[Any]:
-        session = self._session()
-        run = self._engine.execute_raw
-        run(session, (b"MULTI",))
-        for argv in commands:
-            run(session, tuple(_b(a) for a in argv))
-        return list(self._plain(run(session, (b"EXEC",))))
+    def read(self, argv: Argv) -> list[Entry]:
+        return self._entries(self._raw(self._session(), argv))
+
+    def atomic(self, commands: Sequence[Argv], read_last: bool = False) -> list[Any]:
+        """The replies of one transaction (a failed command's ReplyError in its place); with
+        `read_last` the last command is a read and its reply comes as its entries."""
+        replies = self._atomic(self._session(), commands)
+        if not isinstance(replies, list):  # EXEC's null array: cannot happen without WATCH
+            raise QueueError(f"the transaction was not run: {replies!r}")
+        plain = self._plain
+        if read_last:
+            return [*(plain(r) for r in replies[:-1]), self._entries(replies[-1])]
+        return [plain(r) for r in replies]
+
+    def _entries(self, reply: Any) -> list[Entry]:
+        if reply is self._null or reply is None:
+            return []
+        if isinstance(reply, ReplyError):
+            raise reply
+        # XREADGROUP's RespMap of (stream, entries): one stream here; its entries are lists
+        # [id, fields (the stream's tuple), idle, deliveries before]
+        return reply.items[0][1]  # type: ignore[no-any-return]
 
 
 class _RedisBackend:
     """A redis-py client (a `streamkeep serve` or a Redis 8.8+): replies as the server sent
-    them (a connection of the client's pool per call, none of redis-py's reply callbacks), so
-    both backends hand the queue the same shapes. Error replies become ReplyError."""
+    them (a connection of the client's pool per call, none of redis-py's reply callbacks),
+    RESP3 maps flattened, so both backends hand the queue the same shapes. Error replies
+    become ReplyError with the server's line."""
 
     def __init__(self, client: Any) -> None:
-        self._pool = client.connection_pool
         from redis.exceptions import ResponseError
 
+        # The client is kept: redis-py closes its pool when the client object is collected
+        # (a queue built as StreamQueue(redis.Redis(...), ...) would lose its connections).
+        self._client = client
+        self._pool = client.connection_pool
         self._response_error = ResponseError
 
-    def _run(self, commands: Sequence[Sequence[Any]]) -> list[Any]:
+    def _run(self, commands: Sequence[Argv]) -> list[Any]:
         conn = self._pool.get_connection()
         try:
-            conn.send_packed_command(conn.pack_commands(
-                [tuple(_b(a) for a in argv) for argv in commands]))
+            conn.send_packed_command(conn.pack_commands(commands))
             replies = []
             for _ in commands:
                 try:
-                    replies.append(_resp2(conn.read_response()))
+                    replies.append(conn.read_response())
                 except self._response_error as err:
-                    replies.append(ReplyError(_error_line(err)))
+                    replies.append(ReplyError(error_line(err)))
             return replies
         finally:
             self._pool.release(conn)
 
-    def call(self, *argv: Any) -> Any:
+    def call(self, argv: Argv) -> Any:
         reply = self._run([argv])[0]
         if isinstance(reply, ReplyError):
             raise reply
-        return reply
+        return _resp2(reply)
 
-    def atomic(self, commands: Sequence[Sequence[Any]]) -> list[Any]:
-        replies = self._run([[b"MULTI"], *commands, [b"EXEC"]])
+    def read(self, argv: Argv) -> list[Entry]:
+        return self._entries(self._run([argv])[0])
+
+    def atomic(self, commands: Sequence[Argv], read_last: bool = False) -> list[Any]:
+        replies = self._run([(b"MULTI",), *commands, (b"EXEC",)])
         for reply in replies:
             if isinstance(reply, ReplyError):
                 raise reply
-        return list(replies[-1])
+        results = [_exec_item(r) for r in replies[-1]]
+        if read_last:
+            return [*(_resp2(r) for r in results[:-1]), self._entries(results[-1])]
+        return [_resp2(r) for r in results]
+
+    @staticmethod
+    def _entries(reply: Any) -> list[Entry]:
+        if reply is None:
+            return []
+        if isinstance(reply, ReplyError):
+            raise reply
+        if isinstance(reply, dict):  # RESP3: {stream: entries}
+            return next(iter(reply.values()))  # type: ignore[no-any-return]
+        return reply[0][1]  # type: ignore[no-any-return]  # RESP2: [[stream, entries]]
+
+
+def _exec_item(reply: Any) -> Any:
+    """An EXEC array element: redis-py leaves a failed command's error as an exception."""
+    if isinstance(reply, Exception) and not isinstance(reply, ReplyError):
+        return ReplyError(error_line(reply))
+    return reply
 
 
 def _resp2(value: Any) -> Any:
@@ -124,7 +179,7 @@ def _resp2(value: Any) -> Any:
     return value
 
 
-def _error_line(err: Exception) -> str:
+def error_line(err: Exception) -> str:
     """The error line as the server sent it (redis-py strips a leading `ERR `)."""
     text = str(err)
     first = text.split(" ", 1)[0]
@@ -145,41 +200,13 @@ def missing_features(version: str) -> list[str]:
     return [f"{name} ({v[0]}.{v[1]})" for name, v in NEEDS if have < v]
 
 
-@dataclass
-class Message:
-    """One delivery of a message: ack() when done, nack() to release it at once."""
-
-    id: bytes
-    fields: dict[bytes, bytes]
-    deliveries: int
-    queue: StreamQueue = field(repr=False)
-    pairs: list[tuple[bytes, bytes]] = field(default_factory=list, repr=False)
-
-    done: bool = field(default=False, repr=False)  # acknowledged or released
-
-    def ack(self) -> None:
-        self.queue.ack(self.id)
-        self.done = True
-
-    def nack(self, counted: bool = True) -> None:
-        """Deliverable again at once; `counted=False` (a graceful shutdown): this delivery
-        does not count toward max_deliveries."""
-        self.queue.nack(self.id, counted)
-        self.done = True
-
-    def extend(self, seconds: float | None = None) -> None:
-        """Keep the claim for `seconds` more (default: a whole visibility timeout), at most
-        a visibility timeout from now (the server clamps a delivery time to the present)."""
-        self.queue.extend(self.id, seconds)
-
-
 def _backend(client: Any) -> _EngineBackend | _RedisBackend:
-    if hasattr(client, "execute_raw"):
+    if hasattr(client, "execute_atomic"):
         return _EngineBackend(client)
     if not hasattr(client, "connection_pool"):
         raise QueueError(f"{type(client).__name__} is neither an Engine nor a redis-py client")
     backend = _RedisBackend(client)
-    info = backend.call(b"INFO", b"server")
+    info = backend.call((b"INFO", b"server"))
     text = info.decode(errors="replace") if isinstance(info, bytes) else str(info)
     version = next((line.split(":", 1)[1].strip() for line in text.splitlines()
                     if line.startswith("redis_version:")), "")
@@ -190,15 +217,107 @@ def _backend(client: Any) -> _EngineBackend | _RedisBackend:
     return backend
 
 
+def group_error(name: bytes, group: bytes, err: ReplyError) -> QueueError | None:
+    """The queue's error for a server error that means the queue cannot work (its key holds
+    another type, its group is gone), or None."""
+    text = str(err)
+    if text.startswith("WRONGTYPE"):
+        return QueueError(f"{name.decode(errors='replace')}: the key holds something other "
+                          "than a stream")
+    if text.startswith("NOGROUP"):
+        return QueueError(f"the group {group.decode(errors='replace')} of "
+                          f"{name.decode(errors='replace')} is gone (destroyed under the "
+                          "queue?)")
+    return None
+
+
+class Message:
+    """One delivery of a message: ack() when done, nack() to release it at once."""
+
+    __slots__ = ("id", "flat", "deliveries", "queue", "done", "_fields")
+
+    def __init__(self, sid: bytes, flat: Sequence[bytes], deliveries: int,
+                 queue: StreamQueue) -> None:
+        self.id = sid
+        self.flat = flat  # f1 v1 f2 v2 ..., as stored
+        self.deliveries = deliveries  # this one included
+        self.queue = queue
+        self.done = False  # acknowledged, released or dead-lettered
+        self._fields: dict[bytes, bytes] | None = None
+
+    @property
+    def fields(self) -> dict[bytes, bytes]:
+        if self._fields is None:
+            flat = self.flat
+            self._fields = dict(zip(flat[::2], flat[1::2], strict=True))
+        return self._fields
+
+    def __repr__(self) -> str:
+        return f"Message(id={self.id!r}, fields={self.fields!r}, deliveries={self.deliveries})"
+
+    def __eq__(self, other: object) -> bool:
+        return (type(other) is Message and self.id == other.id  # type: ignore[attr-defined]
+                and self.deliveries == other.deliveries)  # type: ignore[attr-defined]
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def ack(self) -> None:
+        self.queue.ack(self.id)
+        self.done = True
+
+    def nack(self, counted: bool = True, error: str | None = None) -> None:
+        """Deliverable again at once. `counted=False` (a graceful shutdown): this delivery
+        does not count toward max_deliveries. A counted failure of the last delivery allowed
+        dead-letters the message now, with `error` (the handler's exception)."""
+        queue = self.queue
+        if counted and self.deliveries >= queue.max_deliveries:
+            queue.dead_letter_message(self, error or "failed on its last delivery allowed",
+                                      queue.consumer)
+        else:
+            queue.nack(self.id, counted)
+        self.done = True
+
+    def extend(self, seconds: float | None = None) -> None:
+        """Keep the claim for `seconds` more (default: a whole visibility timeout), at most
+        a visibility timeout from now (the server clamps a delivery time to the present)."""
+        self.queue.extend(self.id, seconds)
+
+
+@dataclass(frozen=True)
+class DeadLetter:
+    """A dead-lettered message: where it came from, why, and its original fields."""
+
+    id: bytes  # in the dead-letter stream
+    source_id: bytes
+    deliveries: int
+    consumer: bytes  # the last consumer known to hold it (b"" after a visibility timeout)
+    error: bytes
+    fields: dict[bytes, bytes]
+    pairs: tuple[tuple[bytes, bytes], ...]  # the original fields in order (repeats kept)
+
+
+_DEAD_HEADER = (b"source-id", b"deliveries", b"consumer", b"error")  # then the original pairs
+TIMED_OUT = "not acknowledged within the visibility timeout (its consumer stopped or was slow)"
+
+
 class StreamQueue:
-    """A work queue named `name` (a stream) consumed by `group`."""
+    """A work queue named `name` (a stream) consumed by `group`.
+
+    `maxlen` / `max_age` (seconds): a retention policy applied by each put (XADD ACKED
+    MAXLEN ~ / MINID ~), which never trims a message some worker has not acknowledged.
+    `create=False` leaves the stream and group as they are (stats of an existing queue)."""
 
     def __init__(self, client: Any, name: str | bytes, group: str | bytes = "workers",
                  consumer: str | bytes | None = None, visibility_timeout: float = 30.0,
                  max_deliveries: int = 5, dead_letter: str | bytes | None = None,
-                 maxlen: int | None = None) -> None:
+                 maxlen: int | None = None, max_age: float | None = None,
+                 create: bool = True) -> None:
         if max_deliveries < 1:
             raise QueueError("max_deliveries must be at least 1")
+        if visibility_timeout < 0:
+            raise QueueError("visibility_timeout must not be negative")
+        if maxlen is not None and maxlen < 0 or max_age is not None and max_age < 0:
+            raise QueueError("maxlen and max_age must not be negative")
         self.backend = _backend(client)
         self.name, self.group = _b(name), _b(group)
         self.consumer = _b(consumer) if consumer is not None else (
@@ -206,88 +325,141 @@ class StreamQueue:
         self.visibility_ms = int(visibility_timeout * 1000)
         self.max_deliveries = max_deliveries
         self.dead_letter = _b(dead_letter) if dead_letter is not None else self.name + b":dead"
-        self.maxlen = maxlen
-        self._ensure_group()
+        self.maxlen, self.max_age = maxlen, max_age
+        self._read_head = (b"XREADGROUP", b"GROUP", self.group, self.consumer, b"COUNT")
+        self._read_tail = (b"CLAIM", b"%d" % self.visibility_ms, b"STREAMS", self.name, b">")
+        self._ack_head = (b"XACK", self.name, self.group)
+        self._next_sweep = 0.0
+        if create:  # (False: a read-only look, e.g. `streamkeep queue stats`)
+            self._create_group()
 
     # --- set-up ---------------------------------------------------------------------------
 
-    def _ensure_group(self) -> None:
+    def _create_group(self) -> None:
         try:
-            self.backend.call(b"XGROUP", b"CREATE", self.name, self.group, b"0", b"MKSTREAM")
+            self.backend.call((b"XGROUP", b"CREATE", self.name, self.group, b"0", b"MKSTREAM"))
         except ReplyError as err:
-            text = str(err)
-            if text.startswith("BUSYGROUP"):
+            if str(err).startswith("BUSYGROUP"):
                 return
-            if text.startswith("WRONGTYPE"):
-                raise QueueError(f"{self.name.decode(errors='replace')}: the key holds "
-                                 "something other than a stream") from None
-            raise
+            raise group_error(self.name, self.group, err) or err from None
+
+    def _call(self, argv: Argv) -> Any:
+        try:
+            return self.backend.call(argv)
+        except ReplyError as err:
+            raise group_error(self.name, self.group, err) or err from None
 
     # --- producing ------------------------------------------------------------------------
 
-    def _xadd(self, fields: Mapping[Any, Any] | Sequence[tuple[Any, Any]],
-              idempotency_key: Any = None) -> list[Any]:
-        pairs = list(fields.items()) if isinstance(fields, Mapping) else list(fields)
-        if not pairs:
-            raise QueueError("a message needs at least one field")
-        argv: list[Any] = [b"XADD", self.name]
+    def _xadd(self, fields: Mapping[Any, Any] | Iterable[tuple[Any, Any]],
+              idempotency_key: Any = None) -> list[bytes]:
+        argv = [b"XADD", self.name]
         if idempotency_key is not None:
-            argv += [b"IDMP", PRODUCER, _b(idempotency_key)]
-        if self.maxlen is not None:  # never trims what a worker has not acknowledged
-            argv += [b"ACKED", b"MAXLEN", b"~", self.maxlen]
+            argv += (b"IDMP", PRODUCER, _b(idempotency_key))
+        if self.maxlen is not None:  # ACKED: never trims what a worker has not acknowledged
+            argv += (b"ACKED", b"MAXLEN", b"~", b"%d" % self.maxlen)
+        elif self.max_age is not None:
+            argv += (b"ACKED", b"MINID", b"~",
+                     b"%d" % max(int((time.time() - self.max_age) * 1000), 0))
         argv.append(b"*")
+        start = len(argv)
+        pairs = fields.items() if isinstance(fields, Mapping) else fields
         for f, v in pairs:
-            argv += [f, v]
+            argv += (_b(f), _b(v))
+        if len(argv) == start:
+            raise QueueError("a message needs at least one field")
         return argv
 
-    def put(self, fields: Mapping[Any, Any] | Sequence[tuple[Any, Any]],
+    def put(self, fields: Mapping[Any, Any] | Iterable[tuple[Any, Any]],
             idempotency_key: Any = None) -> bytes:
-        """Append a message; with `idempotency_key`, a retried put returns the first ID."""
-        return bytes(self._call(*self._xadd(fields, idempotency_key)))
+        """Append a message; with `idempotency_key`, a retried put (after a lost reply or a
+        producer crash) returns the first ID and adds nothing."""
+        return self._call(self._xadd(fields, idempotency_key))  # type: ignore[no-any-return]
 
-    def put_many(self, messages: Sequence[Mapping[Any, Any]]) -> list[bytes]:
-        """Append several messages as one transaction (one AOF record)."""
-        return [bytes(r) for r in self.backend.atomic([self._xadd(m) for m in messages])]
+    def put_many(self, messages: Iterable[Mapping[Any, Any] | Iterable[tuple[Any, Any]]],
+                 idempotency_keys: Sequence[Any] | None = None) -> list[bytes]:
+        """Append several messages as one transaction (one AOF record; one pipeline to a
+        server). With `idempotency_keys` (one per message), a retried batch adds nothing
+        again."""
+        batch = list(messages)
+        keys = idempotency_keys if idempotency_keys is not None else [None] * len(batch)
+        if len(keys) != len(batch):
+            raise QueueError(f"{len(keys)} idempotency keys for {len(batch)} messages")
+        if not batch:
+            return []
+        replies = self._atomic([self._xadd(m, k) for m, k in zip(batch, keys, strict=True)])
+        for reply in replies:
+            if isinstance(reply, ReplyError):
+                raise reply
+        return replies
+
+    def _atomic(self, commands: Sequence[Argv], read_last: bool = False) -> list[Any]:
+        try:
+            return self.backend.atomic(commands, read_last)
+        except ReplyError as err:
+            raise group_error(self.name, self.group, err) or err from None
 
     # --- consuming ------------------------------------------------------------------------
 
+    def _read_argv(self, count: int, block: float | None) -> tuple[bytes, ...]:
+        if block is None:
+            return (*self._read_head, b"%d" % count, *self._read_tail)
+        return (*self._read_head, b"%d" % count, b"BLOCK", b"%d" % int(block * 1000),
+                *self._read_tail)
+
     def get(self, count: int = 1, block: float | None = None) -> list[Message]:
         """Up to `count` messages: idle ones other workers held longer than the visibility
-        timeout first, then new ones. A message past max_deliveries is dead-lettered instead
-        of returned."""
-        argv: list[Any] = [b"XREADGROUP", b"GROUP", self.group, self.consumer, b"COUNT", count]
-        if block is not None:
-            argv += [b"BLOCK", int(block * 1000)]
-        argv += [b"CLAIM", self.visibility_ms, b"STREAMS", self.name, b">"]
-        reply = self._call(*argv)
-        out: list[Message] = []
-        if not reply:
-            return out
-        # RESP2: [[stream, entries]]; RESP3's map {stream: entries} arrives as [stream, entries]
-        entries = reply[0][1] if isinstance(reply[0], list) else reply[1]
+        timeout first, then new ones; waits up to `block` seconds for one. A message past
+        max_deliveries is dead-lettered instead of returned."""
+        if count < 1:
+            raise QueueError("count must be at least 1")
+        self._sweep_if_due()
+        try:
+            entries = self.backend.read(self._read_argv(count, block))
+        except ReplyError as err:
+            raise group_error(self.name, self.group, err) or err from None
+        return self._messages(entries)
+
+    def _messages(self, entries: Sequence[Entry]) -> list[Message]:
+        out = []
+        most = self.max_deliveries
         for sid, flat, _idle, before in entries:
-            deliveries = int(before) + 1
-            pairs = list(zip(flat[::2], flat[1::2], strict=True))
-            if deliveries > self.max_deliveries:
-                self._dead(bytes(sid), pairs, int(before), "max deliveries exceeded")
+            if before >= most:  # this would be delivery most + 1
+                self._dead(sid, flat, before, TIMED_OUT, b"")
                 continue
-            out.append(Message(bytes(sid), dict(pairs), deliveries, self, pairs))
+            out.append(Message(sid, flat, before + 1, self))
         return out
 
-    def _dead(self, sid: bytes, pairs: list[tuple[bytes, bytes]], deliveries: int,
-              error: str) -> None:
-        entry: list[Any] = [b"XADD", self.dead_letter, b"*", b"source-id", sid,
-                            b"deliveries", deliveries, b"error", error]
-        for f, v in pairs:
-            entry += [f, v]
-        self.backend.atomic([entry, [b"XACK", self.name, self.group, sid]])
+    def _ack_then_read(self, ids: Sequence[bytes], count: int) -> list[Message]:
+        """Acknowledge `ids` and read the next messages in one transaction (one record)."""
+        self._sweep_if_due()
+        replies = self._atomic([(*self._ack_head, *ids), self._read_argv(count, None)],
+                               read_last=True)
+        if isinstance(replies[0], ReplyError):
+            raise group_error(self.name, self.group, replies[0]) or replies[0]
+        return self._messages(replies[1])
+
+    def dead_letter_message(self, msg: Message, error: str, consumer: bytes) -> None:
+        self._dead(msg.id, msg.flat, msg.deliveries, error, consumer)
+
+    def _dead(self, sid: bytes, flat: Sequence[bytes], deliveries: int, error: str,
+              consumer: bytes) -> None:
+        """Move a message to the dead-letter stream and acknowledge it, atomically."""
+        entry = (b"XADD", self.dead_letter, b"*", b"source-id", sid, b"deliveries",
+                 b"%d" % deliveries, b"consumer", consumer, b"error", _b(error), *flat)
+        for reply in self._atomic([entry, (*self._ack_head, sid)]):
+            if isinstance(reply, ReplyError):
+                raise reply
 
     def ack(self, *ids: bytes) -> int:
-        return int(self._call(b"XACK", self.name, self.group, *ids))
+        """Acknowledge messages by ID; how many were pending."""
+        return self._call((*self._ack_head, *ids))  # type: ignore[no-any-return]
 
     def nack(self, sid: bytes, counted: bool = True) -> int:
+        """Release a message: deliverable again at once (XNACK FAIL, or SILENT: uncounted)."""
         mode = b"FAIL" if counted else b"SILENT"
-        return int(self._call(b"XNACK", self.name, self.group, mode, b"IDS", 1, sid))
+        return self._call(  # type: ignore[no-any-return]
+            (b"XNACK", self.name, self.group, mode, b"IDS", b"1", sid))
 
     def extend(self, sid: bytes, seconds: float | None = None) -> None:
         """The entry becomes reclaimable `seconds` from now: its idle time is set to the
@@ -296,85 +468,129 @@ class StreamQueue:
         if not 0 <= keep <= self.visibility_ms:
             raise QueueError(f"extend by 0 to {self.visibility_ms / 1000:g} s (the visibility "
                              f"timeout), not {seconds!r}")
-        self._call(b"XCLAIM", self.name, self.group, self.consumer, 0, sid,
-                   b"IDLE", self.visibility_ms - keep, b"JUSTID")
+        self._call((b"XCLAIM", self.name, self.group, self.consumer, b"0", sid,
+                    b"IDLE", b"%d" % (self.visibility_ms - keep), b"JUSTID"))
 
     @contextmanager
     def process(self, block: float | None = None) -> Iterator[Message | None]:
-        """`with q.process() as msg:` acks on success, nacks on an exception (re-raised)."""
+        """`with q.process() as msg:` acks on success, nacks on an exception (re-raised;
+        on the last delivery allowed the message is dead-lettered with the error)."""
         got = self.get(1, block)
         msg = got[0] if got else None
         try:
             yield msg
-        except BaseException:
+        except BaseException as exc:
             if msg is not None and not msg.done:
-                msg.nack()
+                msg.nack(error=_describe(exc))
             raise
         if msg is not None and not msg.done:
             msg.ack()
 
     def consume(self, count: int = 1, block: float = 1.0) -> Iterator[Message]:
-        """Messages one after another, forever: each one acknowledged when the loop asks for
-        the next (its body finished), unless the body acked or nacked it itself. A loop left
-        by an exception or a `break` releases the message in hand, counted (a generator
-        cannot tell the two apart: ack it before a break that means success)."""
+        """Messages one after another, forever. Those the body neither acked nor nacked are
+        acknowledged once the batch (of up to `count`) is done, in one transaction with the
+        next read (one record: a worker killed mid-batch gets the finished ones of that
+        batch again, which at-least-once allows). A loop left by an exception or a `break`
+        acknowledges the finished ones, releases the message in hand, counted (a generator
+        cannot tell the two apart: ack it before a break that means success), and the
+        unread rest, uncounted."""
+        batch = self.get(count, block)
         while True:
-            batch = self.get(count, block)
             for i, msg in enumerate(batch):
                 try:
                     yield msg
                 except GeneratorExit:
+                    finished = [m.id for m in batch[:i] if not m.done]
+                    if finished:
+                        self.ack(*finished)
                     for left in batch[i:]:
                         if not left.done:
-                            left.nack(counted=left is msg)  # the unread ones did not count
+                            left.nack(counted=left is msg)
                     raise
-                if not msg.done:
-                    msg.ack()
+            unacked = [m.id for m in batch if not m.done]
+            for m in batch:
+                m.done = True
+            batch = self._ack_then_read(unacked, count) if unacked else []
+            if not batch:
+                batch = self.get(count, block)
+
+    # --- dead letters, upkeep and figures ---------------------------------------------------
+
+    def dead(self, count: int | None = None) -> list[DeadLetter]:
+        """The dead-lettered messages, oldest first (at most `count`)."""
+        argv: tuple[bytes, ...] = (b"XRANGE", self.dead_letter, b"-", b"+")
+        if count is not None:
+            argv += (b"COUNT", b"%d" % count)
+        out = []
+        for did, flat in self._call(argv):
+            head = dict(zip(flat[0:8:2], flat[1:8:2], strict=True))
+            pairs = tuple(zip(flat[8::2], flat[9::2], strict=True))
+            out.append(DeadLetter(bytes(did), head.get(b"source-id", b""),
+                                  int(head.get(b"deliveries", 0)), head.get(b"consumer", b""),
+                                  head.get(b"error", b""), dict(pairs), pairs))
+        return out
 
     def requeue_dead(self, ids: Sequence[bytes]) -> list[bytes]:
         """Put dead-lettered messages back on the queue (their original fields, as new
         messages) and remove them from the dead-letter stream, in one transaction."""
-        moves: list[list[Any]] = []
-        by_id = dict(self.dead())
+        by_id = {d.id: d for d in self.dead()}
+        moves: list[Argv] = []
         for dead_id in ids:
-            fields = by_id.get(bytes(dead_id))
-            if fields is None:
-                raise QueueError(f"no dead-lettered message {bytes(dead_id).decode()}")
-            original = [(f, v) for f, v in fields.items() if f not in _DEAD_FIELDS]
-            moves.append(self._xadd(original))
-            moves.append([b"XDEL", self.dead_letter, dead_id])
-        replies = self.backend.atomic(moves) if moves else []
-        return [bytes(r) for r in replies[0::2]]
+            letter = by_id.get(_b(dead_id))
+            if letter is None:
+                raise QueueError(f"no dead-lettered message {_b(dead_id).decode()}")
+            moves.append(self._xadd(letter.pairs))
+            moves.append((b"XDEL", self.dead_letter, letter.id))
+        replies = self._atomic(moves) if moves else []
+        for reply in replies:
+            if isinstance(reply, ReplyError):
+                raise reply
+        return replies[0::2]
+
+    def _sweep_if_due(self) -> None:
+        now = time.monotonic()
+        if now >= self._next_sweep:
+            self._next_sweep = now + max(self.visibility_ms / 1000, 1.0)
+            self.sweep()
+
+    def sweep(self) -> int:
+        """Acknowledge pending entries whose message was deleted (XDEL, a trim) while a
+        worker held it: a claim skips them, so they would stay pending for ever. Runs from
+        get() at most once per visibility timeout; returns how many it cleaned up."""
+        pending = self._call((b"XPENDING", self.name, self.group, b"IDLE",
+                              b"%d" % self.visibility_ms, b"-", b"+", b"%d" % SWEEP_BATCH))
+        if not pending:
+            return 0
+        ids = [p[0] for p in pending]
+        found = self._atomic([(b"XRANGE", self.name, sid, sid) for sid in ids])
+        gone = [sid for sid, hit in zip(ids, found, strict=True) if not hit]
+        return int(self.ack(*gone)) if gone else 0
 
     def stats(self) -> dict[str, Any]:
         """length, pending, lag, oldest pending age (ms), consumers (name -> idle ms), dead."""
-        length = int(self._call(b"XLEN", self.name))
-        group = next((dict(zip(g[0::2], g[1::2], strict=True))
-                      for g in self._call(b"XINFO", b"GROUPS", self.name)
-                      if dict(zip(g[0::2], g[1::2], strict=True))[b"name"] == self.group),
-                     None)
+        length = int(self._call((b"XLEN", self.name)))
+        try:
+            info = self._call((b"XINFO", b"GROUPS", self.name))
+        except ReplyError as err:
+            if str(err) == "ERR no such key":
+                raise QueueError(f"no queue {self.name.decode(errors='replace')} (no such "
+                                 "stream)") from None
+            raise
+        groups = [dict(zip(g[0::2], g[1::2], strict=True)) for g in info]
+        group = next((g for g in groups if g[b"name"] == self.group), None)
         if group is None:
             raise QueueError(f"the group {self.group.decode(errors='replace')} of "
                              f"{self.name.decode(errors='replace')} is gone")
-        oldest = self._call(b"XPENDING", self.name, self.group, b"-", b"+", 1)
+        oldest = self._call((b"XPENDING", self.name, self.group, b"-", b"+", b"1"))
         consumers = {bytes(c[1]): int(c[5]) for c in
-                     self._call(b"XINFO", b"CONSUMERS", self.name, self.group)}
+                     self._call((b"XINFO", b"CONSUMERS", self.name, self.group))}
+        lag = group[b"lag"]
         return {"length": length, "pending": int(group[b"pending"]),
-                "lag": None if group[b"lag"] is None else int(group[b"lag"]),
+                "lag": None if lag is None else int(lag),
                 "oldest_pending_ms": int(oldest[0][2]) if oldest else None,
-                "consumers": consumers, "dead": int(self._call(b"XLEN", self.dead_letter))}
+                "consumers": consumers, "dead": int(self._call((b"XLEN", self.dead_letter)))}
 
-    def dead(self) -> list[tuple[bytes, dict[bytes, bytes]]]:
-        reply = self._call(b"XRANGE", self.dead_letter, b"-", b"+")
-        return [(bytes(sid), dict(zip(flat[::2], flat[1::2], strict=True)))
-                for sid, flat in reply]
 
-    def _call(self, *argv: Any) -> Any:
-        try:
-            return self.backend.call(*argv)
-        except ReplyError as err:
-            if str(err).startswith("NOGROUP"):
-                raise QueueError(f"the group {self.group.decode(errors='replace')} of "
-                                 f"{self.name.decode(errors='replace')} is gone (destroyed "
-                                 "under the queue?)") from None
-            raise
+def _describe(exc: BaseException) -> str:
+    text = str(exc)
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__

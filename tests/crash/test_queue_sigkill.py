@@ -75,9 +75,9 @@ def test_workers_killed_at_random_lose_nothing(tmp_path: Path,
             w.wait()
     stats = q.stats()
     assert stats["lag"] == 0 and stats["pending"] == 0, stats
-    dead = [f[b"source-id"] for _, f in q.dead()]
-    assert dead == [poison]  # exactly once, after exactly max_deliveries deliveries
-    assert q.dead()[0][1][b"deliveries"] == b"3"
+    dead = q.dead()
+    assert [d.source_id for d in dead] == [poison]  # exactly once
+    assert dead[0].deliveries == 3 and dead[0].error.startswith(b"failed")  # exactly max
     handled = {line for log in logs if log.exists() for line in log.read_text().split()}
     assert handled == {i.decode() for i in ids}  # every message handled at least once
     assert kills >= 3
@@ -87,5 +87,69 @@ def test_workers_killed_at_random_lose_nothing(tmp_path: Path,
     again = spawn(tmp_path / "data", "--appendfsync", "always")
     q2 = StreamQueue(again.client(), "jobs", consumer="after")
     assert q2.get(10) == []
-    assert [f[b"source-id"] for _, f in q2.dead()] == [poison]
+    assert [d.source_id for d in q2.dead()] == [poison]
     assert q2.stats()["pending"] == 0
+
+
+# A process embedding the engine (appendfsync always) with THREADS worker threads; each notes
+# a handled ID in its log (one line per write, flushed) before acknowledging it. The whole
+# process is what SIGKILL kills: the data directory is reopened by the next one.
+THREADS = 4
+_EMBEDDED = """
+import sys, threading, time
+from streamkeep import Engine, StreamQueue
+path, log = sys.argv[1], sys.argv[2]
+engine = Engine.open(path, appendfsync="always")
+out = open(log, "a", buffering=1)
+lock = threading.Lock()
+
+def work(i):
+    q = StreamQueue(engine, "jobs", consumer=f"t{i}", visibility_timeout=0.3,
+                    max_deliveries=3)
+    for msg in q.consume(count=3, block=0.05):
+        if msg.fields.get(b"poison"):
+            msg.nack()
+            continue
+        time.sleep(0.005)
+        with lock:
+            out.write(msg.id.decode() + "\\n")
+
+for i in range(int(sys.argv[3])):
+    threading.Thread(target=work, args=(i,), daemon=True).start()
+print("ready", flush=True)
+time.sleep(3600)
+"""
+
+
+def test_an_embedding_process_killed_at_random_loses_nothing(tmp_path: Path) -> None:
+    from streamkeep import Engine
+
+    path, log = str(tmp_path / "data"), tmp_path / "handled.log"
+    with Engine.open(path, appendfsync="always") as engine:
+        q = StreamQueue(engine, "jobs", consumer="producer")
+        ids = q.put_many([{"n": str(i)} for i in range(MESSAGES)],
+                         idempotency_keys=[f"m{i}" for i in range(MESSAGES)])
+        poison = q.put({"poison": "1"})
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    rng = random.Random(11)
+    kills = 0
+    for _ in range(30):
+        proc = subprocess.Popen([sys.executable, "-c", _EMBEDDED, path, str(log), str(THREADS)], env=env,
+                                stdout=subprocess.PIPE)
+        assert proc.stdout is not None and proc.stdout.readline() == b"ready\n"
+        time.sleep(rng.uniform(0.05, 0.4))
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        proc.stdout.close()
+        kills += 1
+        with Engine.open(path, appendfsync="always") as engine:
+            stats = StreamQueue(engine, "jobs", create=False).stats()
+        if stats["lag"] == 0 and stats["pending"] == 0:
+            break
+    assert stats["lag"] == 0 and stats["pending"] == 0, stats
+    with Engine.open(path) as engine:
+        dead = StreamQueue(engine, "jobs", create=False).dead()
+    assert [d.source_id for d in dead] == [poison] and dead[0].deliveries == 3
+    handled = set(log.read_text().split())
+    assert handled == {i.decode() for i in ids}
+    assert kills >= 2

@@ -31,6 +31,8 @@ OWN_COUNT = {"aof.always_threads", "aof.always", "aof.fsync", "aof.replay", "aof
              "snapshot.load",
              "snapshot.disk",
              "embedded.xread_maxcount",  # reads its data XREAD_PASSES times
+             *(b.key for s in bench.SECTIONS if s.name == "queue" for b in s.benchmarks
+               if b.key != "queue.batch"),
              *(b.key for s in bench.SECTIONS
                if s.name in ("server", "hardening", "replication", "inspect", "export")
                for b in s.benchmarks)}
@@ -396,3 +398,12 @@ def test_bench_inspect_section_tiny(capsys: pytest.CaptureFixture[str]) -> None:
         assert re.search(rf"^inspect +{re.escape(b.workload)} +2,000 ", out, re.M), out
     assert re.search(r"^inspect +aof verify: peak RSS +[\d.]+ MB", out, re.M), out
     assert "streamkeep aof dump --format json: 2,000 records" in out
+
+
+def test_bench_queue_section(capsys: pytest.CaptureFixture[str]) -> None:
+    assert bench.main(["--quick", "--no-redis", "--sections", "queue"]) == 0
+    out = capsys.readouterr().out
+    sections = bench.select_sections("queue")
+    _check_rows(out, sections, bench.QUICK_N)
+    _check_figures(out, sections)
+    assert "persist-queue SQLiteAckQueue" in out and "skipped" not in out

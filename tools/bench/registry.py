@@ -30,6 +30,7 @@ from streamkeep.tools.bench import (
     server,
     snapshot,
     stalls,
+    workqueue,
 )
 from streamkeep.tools.bench.aof import (
     AOF_THREADS,
@@ -83,6 +84,11 @@ INSPECT_DUMP_TARGET = 200_000
 # The Spark export (`streamkeep bench export`, issue 16):
 EXPORT_PARQUET_TARGET = 300_000  # entries/s, snapshot -> Parquet on local[2], at least
 EXPORT_DRIVER_RATIO_TARGET = 2.0  # the data source / read on the driver + createDataFrame
+# The durable work queue (`streamkeep bench queue`, issue 17), against persist-queue's
+# SQLiteAckQueue measured in the same run:
+QUEUE_EVERYSEC_RATIO_TARGET = 50.0  # put+get+ack msgs/s, embedded everysec, 1 thread, at least
+QUEUE_BATCH_TARGET = 100_000  # msgs/s with put_many + get(count=100) + ack, everysec
+QUEUE_ALWAYS_RATIO_TARGET = 10.0  # 16 threads, appendfsync always / persist-queue 16 threads
 
 
 @dataclass(frozen=True)
@@ -317,6 +323,25 @@ SECTIONS: tuple[Section, ...] = (
         Benchmark("export.driver", "read on the driver + createDataFrame -> Parquet: entries",
                   export.bench_driver),
     ), describe=export.describe),
+    Section("queue", (
+        Benchmark("queue.persist_queue", "persist-queue SQLiteAckQueue, 1 thread: put + get + "
+                                         "ack", workqueue.bench_persist_queue),
+        Benchmark("queue.everysec", "StreamQueue, everysec, 1 thread: put + get + ack",
+                  workqueue.bench_everysec),
+        Benchmark("queue.everysec_consume", "StreamQueue, everysec, 1 thread: put + consume()",
+                  workqueue.bench_everysec_consume),
+        Benchmark("queue.batch", f"StreamQueue, everysec: put_many({workqueue.BATCH}) + "
+                                 f"get(count={workqueue.BATCH}) + ack",
+                  workqueue.bench_batch, target=QUEUE_BATCH_TARGET),
+        Benchmark("queue.persist_queue_threads", f"persist-queue SQLiteAckQueue, "
+                                                 f"{workqueue.QUEUE_THREADS} threads",
+                  workqueue.bench_persist_queue_threads),
+        Benchmark("queue.always_threads", f"StreamQueue, always, {workqueue.QUEUE_THREADS} "
+                                          "threads: put + get + ack",
+                  workqueue.bench_always_threads),
+        Benchmark("queue.redis_py", "StreamQueue over redis-py, streamkeep serve (everysec)",
+                  workqueue.bench_redis_py),
+    ), describe=workqueue.describe),
 )
 
 RATIOS: tuple[Ratio, ...] = (
@@ -445,6 +470,19 @@ FIGURES: tuple[Figure, ...] = (
            "export.parquet", extra="startup_s", unit="s"),
     Figure("export", "the data's first, cold export (JIT warm-up; not counted)",
            "export.parquet", extra="cold_rate", unit="/s"),
+    Figure("queue", "everysec, 1 thread: StreamQueue / persist-queue", "queue.everysec",
+           denominator="queue.persist_queue", target=QUEUE_EVERYSEC_RATIO_TARGET),
+    Figure("queue", "everysec, 1 thread, consume(): StreamQueue / persist-queue",
+           "queue.everysec_consume", denominator="queue.persist_queue"),
+    Figure("queue", f"always, {workqueue.QUEUE_THREADS} threads: StreamQueue / persist-queue "
+                    f"({workqueue.QUEUE_THREADS} threads)",
+           "queue.always_threads", denominator="queue.persist_queue_threads",
+           target=QUEUE_ALWAYS_RATIO_TARGET),
+    Figure("queue", f"always, {workqueue.QUEUE_THREADS} threads: StreamQueue / persist-queue "
+                    "(1 thread)",
+           "queue.always_threads", denominator="queue.persist_queue"),
+    Figure("queue", f"always, {workqueue.QUEUE_THREADS} threads: records per fsync",
+           "queue.always_threads", extra="records_per_fsync", unit=""),
 )
 
 # Extra tables the report prints after the ratios: fn(results, figures) -> a Table or None, the

@@ -209,3 +209,26 @@ def test_refused_xadd_record_refuses_to_open(tmp_path: Path, setup: list[list[st
     with pytest.raises(ReplyError) as exc:
         live.execute(*bad)
     assert str(exc.value) == error
+
+
+def test_execute_atomic_is_one_transaction_and_one_record() -> None:
+    from streamkeep.engine.runtime.core import Session
+
+    engine = Engine()
+    records: list[Record] = []
+    engine.add_sink(records.append)
+    session = Session()
+    replies = engine.execute_atomic(session, [
+        (b"XADD", b"s", b"1-1", b"f", b"v"), (b"XADD", b"s", b"1-0", b"f", b"v"),
+        (b"XLEN", b"s")])
+    assert replies[0] == b"1-1" and isinstance(replies[1], ReplyError) and replies[2] == 1
+    assert len(records) == 1 and [e[0] for e in records[0].effects] == [b"XADD"]
+    with pytest.raises(ReplyError, match="EXECABORT Transaction discarded because of "
+                                         "previous errors"):
+        engine.execute_atomic(session, [(b"XADD", b"s", b"*", b"f", b"v"), (b"NOPE",)])
+    with pytest.raises(ReplyError, match="EXECABORT"):
+        engine.execute_atomic(session, [(b"MULTI",)])
+    assert engine.execute("XLEN", "s") == 1 and session.multi is None
+    engine.execute_raw(session, (b"MULTI",))
+    with pytest.raises(ReplyError, match="MULTI calls can not be nested"):
+        engine.execute_atomic(session, [(b"XLEN", b"s")])

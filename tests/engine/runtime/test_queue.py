@@ -76,8 +76,9 @@ def test_reclaim_counts_and_dead_letter_after_max_deliveries(
         time.sleep(0.02)
     assert seen == [1, 2, 3]
     dead = q.dead()
-    assert [f[b"source-id"] for _, f in dead] == [sid]
-    assert dead[0][1][b"poison"] == b"yes" and dead[0][1][b"deliveries"] == b"3"
+    assert [d.source_id for d in dead] == [sid]
+    assert dead[0].fields == {b"poison": b"yes"} and dead[0].deliveries == 3
+    assert dead[0].consumer == b"" and b"visibility timeout" in dead[0].error
     assert engine.execute("XPENDING", "jobs", "workers")[0] == 0  # acknowledged on the source
 
 
@@ -143,9 +144,9 @@ def test_consume_stats_and_requeue(client: Callable[[Engine], Any]) -> None:
     time.sleep(0.02)
     assert q.get(5) == []  # each is past its single delivery: dead-lettered, not returned
     dead = q.dead()
-    assert sorted(f[b"n"] for _, f in dead) == [b"1", b"2", b"poison"]
-    assert poison in [f[b"source-id"] for _, f in dead]
-    back = q.requeue_dead([d for d, _ in dead])
+    assert sorted(d.fields[b"n"] for d in dead) == [b"1", b"2", b"poison"]
+    assert poison in [d.source_id for d in dead]
+    back = q.requeue_dead([d.id for d in dead])
     assert len(back) == len(dead) and q.dead() == []
     assert q.stats()["dead"] == 0
 
@@ -163,3 +164,145 @@ def test_extend_keeps_a_claim_for_the_time_asked(client: Callable[[Engine], Any]
     assert q.get(1) == []
     with pytest.raises(QueueError, match="extend by 0 to 0.2 s"):
         taken.extend(5)
+
+
+def test_a_failure_on_the_last_delivery_dead_letters_with_its_error(
+        client: Callable[[Engine], Any]) -> None:
+    engine = Engine()
+    q = StreamQueue(client(engine), "jobs", consumer="w1", max_deliveries=2)
+    sid = q.put({"task": "x"})
+    for _ in range(2):
+        with pytest.raises(ValueError), q.process() as msg:
+            assert msg is not None and msg.id == sid
+            raise ValueError("bad input")
+    assert q.get(5) == []
+    (letter,) = q.dead()
+    assert (letter.source_id, letter.deliveries, letter.consumer, letter.error) == (
+        sid, 2, b"w1", b"ValueError: bad input")
+    assert letter.pairs == ((b"task", b"x"),)
+    assert engine.execute("XPENDING", "jobs", "workers")[0] == 0
+
+
+def test_retention_never_trims_what_is_not_acknowledged(
+        client: Callable[[Engine], Any]) -> None:
+    engine = Engine()
+    q = StreamQueue(client(engine), "jobs", consumer="w1", maxlen=10)
+    ids = q.put_many([{"n": str(i)} for i in range(300)])
+    for msg in q.get(250):
+        msg.ack()
+    held = q.get(10)  # delivered, not acknowledged
+    q.put({"n": "last"})  # trims whole nodes of acknowledged entries (MAXLEN ~)
+    length = engine.execute("XLEN", "jobs")
+    assert length < 301  # it trimmed
+    left = {e[0] for e in engine.execute("XRANGE", "jobs", "-", "+")}
+    assert set(ids[250:]) <= left and {m.id for m in held} <= left
+    aged = StreamQueue(client(engine), "old", consumer="w1", max_age=0.0)
+    first = aged.put({"n": "unread"})
+    time.sleep(0.01)
+    aged.put({"n": "next"})
+    assert first in {e[0] for e in engine.execute("XRANGE", "old", "-", "+")}
+
+
+def test_sweep_acknowledges_messages_deleted_while_held(
+        client: Callable[[Engine], Any]) -> None:
+    engine = Engine()
+    q = StreamQueue(client(engine), "jobs", consumer="w1", visibility_timeout=0.01)
+    a, b = q.put({"n": "a"}), q.put({"n": "b"})
+    assert len(q.get(2)) == 2
+    engine.execute("XDEL", "jobs", a)
+    time.sleep(0.02)
+    assert q.sweep() == 1  # only the deleted one; b is still pending, claimable
+    assert [(m.id, m.deliveries) for m in q.get(2)] == [(b, 2)]
+    assert engine.execute("XPENDING", "jobs", "workers")[0] == 1
+
+
+def test_threads_share_an_engine(tmp_path: Path) -> None:
+    import threading
+
+    engine = Engine.open(str(tmp_path / "d"), appendfsync="always")
+    producer = StreamQueue(engine, "jobs", consumer="producer")
+    ids = set(producer.put_many([{"n": str(i)} for i in range(400)]))
+    handled: list[bytes] = []
+    errors: list[BaseException] = []
+
+    def work(index: int) -> None:
+        q = StreamQueue(engine, "jobs", consumer=f"t{index}")
+        try:
+            while len(handled) < len(ids):
+                for msg in q.get(7, block=0.01):
+                    handled.append(msg.id)
+                    msg.ack()
+        except BaseException as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(30)
+    assert not errors and sorted(handled) == sorted(ids)  # each exactly once: nothing failed
+    stats = producer.stats()
+    assert stats["pending"] == 0 and stats["lag"] == 0
+    assert set(stats["consumers"]) >= {b"t0", b"t1", b"t2", b"t3"}
+    engine.close()
+
+
+def test_a_temporary_redis_client_keeps_its_connections(engine_server: Any) -> None:
+    """redis-py closes a client's pool when the client is collected: the queue keeps it."""
+    import gc
+
+    import redis
+
+    q = StreamQueue(redis.Redis(port=engine_server.port), "jobs", consumer="w")
+    gc.collect()
+    sid = q.put({"n": "1"})
+    gc.collect()
+    assert [m.id for m in q.get(1)] == [sid]
+
+
+@pytest.fixture
+def engine_server() -> Iterator[Any]:
+    from tests.support.server_util import start_server
+
+    handle = start_server(Engine())
+    try:
+        yield handle
+    finally:
+        handle.stop()
+
+
+@pytest.mark.redis
+def test_a_key_of_another_type_is_a_clear_error(redis_client: Any) -> None:
+    """Only a real Redis has other types; the one here is too old for the queue, so its
+    WRONGTYPE reply is fed to the mapping the queue applies to every reply."""
+    import redis
+
+    from streamkeep.engine.runtime.queue import error_line, group_error
+    from streamkeep.engine.wire.errors import ReplyError
+
+    redis_client.set("jobs", "a string")
+    with pytest.raises(redis.ResponseError) as raised:
+        redis_client.xgroup_create("jobs", "workers", "0", mkstream=True)
+    err = group_error(b"jobs", b"workers", ReplyError(error_line(raised.value)))
+    assert isinstance(err, QueueError)
+    assert str(err) == "jobs: the key holds something other than a stream"
+    with pytest.raises(QueueError, match="neither an Engine nor a redis-py client"):
+        StreamQueue("localhost:6379", "jobs")
+
+
+def test_bad_arguments_are_clear_errors() -> None:
+    engine = Engine()
+    with pytest.raises(QueueError, match="max_deliveries must be at least 1"):
+        StreamQueue(engine, "jobs", max_deliveries=0)
+    q = StreamQueue(engine, "jobs")
+    with pytest.raises(QueueError, match="at least one field"):
+        q.put({})
+    with pytest.raises(QueueError, match="cannot send object"):
+        q.put({"a": object()})
+    with pytest.raises(QueueError, match="2 idempotency keys for 1 messages"):
+        q.put_many([{"a": 1}], idempotency_keys=["x", "y"])
+    with pytest.raises(QueueError, match="no queue nope"):
+        StreamQueue(engine, "nope", create=False).stats()
+    assert q.put_many([{"a": 1}], idempotency_keys=["k"]) == q.put_many(
+        [{"a": 1}], idempotency_keys=["k"])  # a retried batch adds nothing again
+    assert engine.execute("XLEN", "jobs") == 1

@@ -1,0 +1,154 @@
+"""`streamkeep queue stats DIR|--url URL NAME`: a work queue's figures from the command line.
+
+Owns the command's arguments and output: the figures of `StreamQueue.stats()` (length,
+pending, lag, oldest pending age, consumers and their idle times, dead letters) for a queue in
+a data directory (opened while no server holds it) or on a server (`--url`, a streamkeep serve
+or a Redis 8.8+), as a table or as JSON. Never creates or changes a queue.
+Must not touch: the queue's semantics (engine.runtime.queue), the data directory's files.
+
+Exit status: 0 ok; 2 no such queue or group; 3 usage or I/O error (a data directory in use,
+a server that cannot be reached).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+from streamkeep.engine.wire.errors import StreamkeepError
+
+HELP = "a durable work queue's figures: length, pending, lag, consumers, dead letters"
+EXIT_NO_QUEUE, EXIT_USAGE = 2, 3
+EPILOG = """examples:
+  streamkeep queue stats ./data jobs                   a queue in a data directory
+  streamkeep queue stats --url redis://localhost:6379 jobs --group workers
+  streamkeep queue stats ./data jobs --json            for scripts
+
+A data directory is opened (its snapshot loaded, its AOF replayed) only while no server holds
+it; for a running server use --url. Idle times are in milliseconds.
+
+exit status: 0 ok; 2 no such queue or group; 3 usage or I/O error."""
+
+
+def add_commands(sub: Any) -> None:
+    p_queue = sub.add_parser("queue", help=HELP,
+                             formatter_class=argparse.RawDescriptionHelpFormatter)
+    queue_sub = p_queue.add_subparsers(dest="queue_command", metavar="COMMAND")
+    queue_sub.required = True
+    p_stats = queue_sub.add_parser("stats", help=HELP, description=HELP, epilog=EPILOG,
+                                   usage="streamkeep queue stats (DIR | --url URL) NAME "
+                                         "[--group G] [--dead-letter D] [--json]",
+                                   formatter_class=argparse.RawDescriptionHelpFormatter)
+    p_stats.add_argument("where", nargs="+", metavar="[DIR] NAME",
+                         help="a data directory and the queue's name (its stream), or only "
+                              "the name with --url")
+    p_stats.add_argument("--url", help="a server: redis://host:port[/db] (streamkeep serve or "
+                                       "Redis 8.8+)")
+    p_stats.add_argument("--group", default="workers", help="the consumer group (default "
+                                                            "workers)")
+    p_stats.add_argument("--dead-letter", help="the dead-letter stream (default NAME:dead)")
+    p_stats.add_argument("--json", action="store_true", help="print JSON")
+    p_stats.set_defaults(func=main)
+
+
+def main(args: argparse.Namespace) -> int:
+    where = list(args.where)
+    if len(where) != (1 if args.url else 2):
+        print("streamkeep queue stats: give DIR NAME, or --url URL NAME", file=sys.stderr)
+        return EXIT_USAGE
+    name = where[-1]
+    try:
+        client, close = _connect(args.url, None if args.url else where[0])
+    except _Unavailable as err:
+        print(f"streamkeep queue stats: {err}", file=sys.stderr)
+        return EXIT_USAGE
+    from streamkeep.engine.runtime.queue import QueueError, StreamQueue
+    from streamkeep.engine.wire.errors import ReplyError
+
+    try:
+        queue = StreamQueue(client, name, group=args.group, dead_letter=args.dead_letter,
+                            create=False)
+        stats = queue.stats()
+    except (QueueError, ReplyError) as err:
+        print(f"streamkeep queue stats: {name}: {err}", file=sys.stderr)
+        return EXIT_NO_QUEUE
+    finally:
+        close()
+    doc = to_json(name, args.group, stats)
+    if args.json:
+        print(json.dumps(doc, indent=2))
+    else:
+        render(doc, sys.stdout)
+    return 0
+
+
+class _Unavailable(StreamkeepError):
+    """A data directory or server the command cannot use (said to the user, exit 3)."""
+
+
+def _connect(url: str | None, path: str | None) -> tuple[Any, Any]:
+    """(client, close): an Engine on the data directory, or a redis-py client of the URL."""
+    if url is not None:
+        import redis
+
+        try:
+            client = redis.Redis.from_url(url)
+            client.ping()
+        except (ValueError, redis.RedisError) as err:
+            raise _Unavailable(f"{url}: {err}") from None
+        return client, client.close
+    import os
+
+    from streamkeep import Engine
+    from streamkeep.aof.fs import LockedError
+
+    assert path is not None
+    from streamkeep.aof.manifest import MANIFEST
+
+    if not os.path.isfile(os.path.join(path, MANIFEST)):  # (opening would make one)
+        raise _Unavailable(f"{path}: not a data directory (no {MANIFEST})")
+    try:
+        engine = Engine.open(path, auto_aof_rewrite_percentage=0)
+    except LockedError as err:
+        raise _Unavailable(f"{err} (a running server?): use --url") from None
+    except (StreamkeepError, OSError, ValueError) as err:
+        raise _Unavailable(f"{path}: {err}") from None
+    return engine, engine.close
+
+
+def to_json(name: str, group: str, stats: dict[str, Any]) -> dict[str, Any]:
+    return {"queue": name, "group": group,
+            **{k: v for k, v in stats.items() if k != "consumers"},
+            "consumers": {c.decode(errors="replace"): idle
+                          for c, idle in sorted(stats["consumers"].items())}}
+
+
+def render(doc: dict[str, Any], stream: Any) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console(file=stream, highlight=False, soft_wrap=False,
+                      width=None if stream.isatty() else 100)
+
+    def n(v: Any) -> str:
+        return "-" if v is None else f"{v:,}"
+
+    summary = Table(title=f"queue {doc['queue']} (group {doc['group']})", title_justify="left",
+                    title_style="bold", show_header=False)
+    summary.add_column("")
+    summary.add_column("", justify="right")
+    for label, key in (("length (entries in the stream)", "length"),
+                       ("pending (delivered, not acknowledged)", "pending"),
+                       ("lag (not yet delivered)", "lag"),
+                       ("oldest pending, ms idle", "oldest_pending_ms"),
+                       ("dead letters", "dead")):
+        summary.add_row(label, n(doc[key]))
+    console.print(summary)
+    consumers = Table(title="consumers", title_justify="left", title_style="bold")
+    consumers.add_column("consumer")
+    consumers.add_column("idle ms", justify="right")
+    for consumer, idle in doc["consumers"].items():
+        consumers.add_row(consumer, n(idle))
+    console.print(consumers)
