@@ -20,7 +20,7 @@ import os
 import socket
 import threading
 import time
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -29,6 +29,7 @@ from streamkeep.engine.wire.errors import ReplyError, StreamkeepError
 
 PRODUCER = b"streamkeep-queue"  # the IDMP producer id of every put with an idempotency key
 SWEEP_BATCH = 100  # pending entries a sweep for deleted messages looks at, oldest first
+DEAD_LETTER_ATTEMPTS = 100  # WATCHed tries before giving up (the queue kept changing)
 
 # A read's entries: (id, flat fields f1 v1 f2 v2..., idle ms before this read, deliveries before)
 Entry = tuple[bytes, Sequence[bytes], int, int]
@@ -93,6 +94,22 @@ class _EngineBackend:
             return [*(plain(r) for r in replies[:-1]), self._entries(replies[-1])]
         return [plain(r) for r in replies]
 
+    def guarded(self, key: bytes, check: Argv,
+                decide: Callable[[Any], Sequence[Argv] | None]) -> list[Any] | None:
+        """WATCH key, run `check`, and if `decide(its reply)` gives commands, run them as one
+        transaction: their replies; [] if it decided not to; None if the key changed between
+        the check and EXEC (the caller tries again)."""
+        session, raw = self._session(), self._raw
+        raw(session, (b"WATCH", key))
+        commands = decide(self._plain(raw(session, check)))
+        if commands is None:
+            raw(session, (b"UNWATCH",))
+            return []
+        replies = self._atomic(session, commands)
+        if replies is self._null:
+            return None
+        return [self._plain(r) for r in replies]
+
     def _entries(self, reply: Any) -> list[Entry]:
         if reply is self._null or reply is None:
             return []
@@ -150,6 +167,30 @@ class _RedisBackend:
         if read_last:
             return [*(_resp2(r) for r in results[:-1]), self._entries(results[-1])]
         return [_resp2(r) for r in results]
+
+    def guarded(self, key: bytes, check: Argv,
+                decide: Callable[[Any], Sequence[Argv] | None]) -> list[Any] | None:
+        """As the Engine backend's, on one connection of the pool."""
+        conn = self._pool.get_connection()
+        try:
+            conn.send_packed_command(conn.pack_commands([(b"WATCH", key), check]))
+            conn.read_response()
+            commands = decide(_resp2(conn.read_response()))
+            if commands is None:
+                conn.send_command(b"UNWATCH")
+                conn.read_response()
+                return []
+            conn.send_packed_command(conn.pack_commands([(b"MULTI",), *commands, (b"EXEC",)]))
+            for _ in range(len(commands) + 1):
+                conn.read_response()  # OK, QUEUED...
+            replies = conn.read_response()
+        except self._response_error as err:
+            raise ReplyError(error_line(err)) from None
+        finally:
+            self._pool.release(conn)
+        if replies is None:
+            return None
+        return [_resp2(_exec_item(r)) for r in replies]
 
     @staticmethod
     def _entries(reply: Any) -> list[Entry]:
@@ -424,8 +465,8 @@ class StreamQueue:
         out = []
         most = self.max_deliveries
         for sid, flat, _idle, before in entries:
-            if before >= most:  # this would be delivery most + 1
-                self._dead(sid, flat, before, TIMED_OUT, b"")
+            if before >= most:  # this would be delivery most + 1: ours, counted, to move
+                self._dead(sid, flat, before, TIMED_OUT, b"", before + 1)
                 continue
             out.append(Message(sid, flat, before + 1, self))
         return out
@@ -440,16 +481,36 @@ class StreamQueue:
         return self._messages(replies[1])
 
     def dead_letter_message(self, msg: Message, error: str, consumer: bytes) -> None:
-        self._dead(msg.id, msg.flat, msg.deliveries, error, consumer)
+        self._dead(msg.id, msg.flat, msg.deliveries, error, consumer, msg.deliveries)
 
     def _dead(self, sid: bytes, flat: Sequence[bytes], deliveries: int, error: str,
-              consumer: bytes) -> None:
-        """Move a message to the dead-letter stream and acknowledge it, atomically."""
+              consumer: bytes, count: int) -> None:
+        """Move a message to the dead-letter stream and acknowledge it, atomically, if this
+        consumer still holds that delivery (pending for us, delivery count `count`): a worker
+        whose last delivery failed after its visibility timeout may find that another worker
+        has already claimed it and dead-lettered it. WATCH makes the check and the move one
+        step."""
         entry = (b"XADD", self.dead_letter, b"*", b"source-id", sid, b"deliveries",
                  b"%d" % deliveries, b"consumer", consumer, b"error", _b(error), *flat)
-        for reply in self._atomic([entry, (*self._ack_head, sid)]):
-            if isinstance(reply, ReplyError):
-                raise reply
+        move = [entry, (*self._ack_head, sid)]
+
+        def decide(pending: Any) -> Sequence[Argv] | None:
+            held = bool(pending) and pending[0][1] == self.consumer and pending[0][3] == count
+            return move if held else None
+
+        check = (b"XPENDING", self.name, self.group, sid, sid, b"1")
+        for _ in range(DEAD_LETTER_ATTEMPTS):
+            try:
+                replies = self.backend.guarded(self.name, check, decide)
+            except ReplyError as err:
+                raise group_error(self.name, self.group, err) or err from None
+            if replies is not None:
+                for reply in replies:
+                    if isinstance(reply, ReplyError):
+                        raise reply
+                return
+        raise QueueError(f"could not dead-letter {sid.decode()}: the queue kept changing; "
+                         "it stays pending and is tried again after its visibility timeout")
 
     def ack(self, *ids: bytes) -> int:
         """Acknowledge messages by ID; how many were pending."""

@@ -59,3 +59,19 @@ def test_readme_snapshot_reader_example_runs(tmp_path, monkeypatch) -> None:
     exec(compile(example, "README.md", "exec"), scope)
     assert scope["info"].key == b"jobs" and scope["entry"].fields == (b"n", b"249")
     assert scope["group"].name == b"workers"
+
+
+def test_readme_work_queue_tutorial_runs(tmp_path, monkeypatch, capsys) -> None:
+    blocks = re.findall(r"```python\n(.*?)```", README.read_text(), re.S)
+    example = next(b for b in blocks if "StreamQueue(engine" in b)
+    monkeypatch.chdir(tmp_path)
+    scope: dict = {}
+    exec(compile(example, "README.md", "exec"), scope)
+    # the crashed worker took cat.png; it came back after the visibility timeout
+    assert sorted(scope["handled"]) == sorted(
+        [b"cat.png", *(f"dog-{i}.png".encode() for i in range(20))])
+    poison = scope["poison"]
+    assert poison.deliveries == 3 and poison.fields == {b"image": b"corrupt.png"}
+    assert poison.consumer in (b"alice", b"bob")
+    assert poison.error == b"ValueError: cannot decode corrupt.png"
+    assert capsys.readouterr().out.startswith("21\n")

@@ -73,7 +73,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="skip the redis-server reference rows")
     parser.add_argument("--sections", type=section_list, metavar="LIST",
                         help="comma-separated sections to run, of embedded,aof,redis,snapshot,"
-                             "server,hardening,replication,inspect,export (default: all)")
+                             "server,hardening,replication,inspect,export,queue (default: all)")
     parser.add_argument("only", nargs="*", type=section_list, metavar="SECTION",
                         help="sections to run, as --sections (e.g. `streamkeep bench server`)")
     parser.add_argument("--strict", action="store_true",

@@ -481,7 +481,8 @@ FIGURES: tuple[Figure, ...] = (
     Figure("queue", f"always, {workqueue.QUEUE_THREADS} threads: StreamQueue / persist-queue "
                     "(1 thread)",
            "queue.always_threads", denominator="queue.persist_queue"),
-    Figure("queue", f"always, {workqueue.QUEUE_THREADS} threads: records per fsync",
+    Figure("queue", f"StreamQueue always, {workqueue.QUEUE_THREADS} threads: records per "
+                    "fsync",
            "queue.always_threads", extra="records_per_fsync", unit=""),
 )
 

@@ -306,3 +306,25 @@ def test_bad_arguments_are_clear_errors() -> None:
     assert q.put_many([{"a": 1}], idempotency_keys=["k"]) == q.put_many(
         [{"a": 1}], idempotency_keys=["k"])  # a retried batch adds nothing again
     assert engine.execute("XLEN", "jobs") == 1
+
+
+def test_a_message_is_dead_lettered_once_when_two_workers_race(
+        client: Callable[[Engine], Any]) -> None:
+    """w1's last delivery fails after its visibility timeout, when w2 has already claimed
+    the message and dead-lettered it: w1's dead-lettering finds it gone and does nothing."""
+    engine = Engine()
+    make = client(engine)
+    w1 = StreamQueue(make, "jobs", consumer="w1", visibility_timeout=0.01, max_deliveries=1)
+    w2 = StreamQueue(make, "jobs", consumer="w2", visibility_timeout=0.01, max_deliveries=1)
+    late = w1.put({"n": "late"})
+    (held,) = w1.get()
+    time.sleep(0.02)
+    assert w2.get() == []  # claimed past its single delivery: dead-lettered by w2
+    held.nack(error="too late")
+    assert [(d.source_id, d.consumer) for d in w1.dead()] == [(late, b"")]
+    early = w1.put({"n": "early"})
+    (held,) = w1.get()
+    held.nack(error="failed")  # in time: w1 moves it, w2 finds nothing to claim
+    time.sleep(0.02)
+    assert w2.get() == []
+    assert [(d.source_id, d.consumer) for d in w1.dead()] == [(late, b""), (early, b"w1")]
