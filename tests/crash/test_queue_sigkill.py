@@ -77,7 +77,9 @@ def test_workers_killed_at_random_lose_nothing(tmp_path: Path,
     assert stats["lag"] == 0 and stats["pending"] == 0, stats
     dead = q.dead()
     assert [d.source_id for d in dead] == [poison]  # exactly once
-    assert dead[0].deliveries == 3 and dead[0].error.startswith(b"failed")  # exactly max
+    assert dead[0].deliveries == 3  # exactly max_deliveries, by a nack or (its worker killed
+    # holding the third delivery) by the claim after the visibility timeout
+    assert dead[0].error.startswith(b"failed") or b"visibility timeout" in dead[0].error
     handled = {line for log in logs if log.exists() for line in log.read_text().split()}
     assert handled == {i.decode() for i in ids}  # every message handled at least once
     assert kills >= 3
