@@ -33,6 +33,7 @@ OWN_COUNT = {"aof.always_threads", "aof.always", "aof.fsync", "aof.replay", "aof
              "embedded.xread_maxcount",  # reads its data XREAD_PASSES times
              *(b.key for s in bench.SECTIONS if s.name == "queue" for b in s.benchmarks
                if b.key != "queue.batch"),
+             "memory.sensor",  # SENSOR_PER_N entries per N
              *(b.key for s in bench.SECTIONS
                if s.name in ("server", "hardening", "replication", "inspect", "export")
                for b in s.benchmarks)}
@@ -407,3 +408,13 @@ def test_bench_queue_section(capsys: pytest.CaptureFixture[str]) -> None:
     _check_rows(out, sections, bench.QUICK_N)
     _check_figures(out, sections)
     assert "persist-queue SQLiteAckQueue" in out and "skipped" not in out
+
+
+@pytest.mark.redis
+def test_bench_memory_section(capsys: pytest.CaptureFixture[str]) -> None:
+    assert bench.main(["--quick", "--sections", "memory"]) == 0
+    out = capsys.readouterr().out
+    sections = bench.select_sections("memory")
+    _check_rows(out, sections, bench.QUICK_N)
+    _check_figures(out, sections)
+    assert "skipped" not in out

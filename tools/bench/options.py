@@ -72,8 +72,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-redis", action="store_true",
                         help="skip the redis-server reference rows")
     parser.add_argument("--sections", type=section_list, metavar="LIST",
-                        help="comma-separated sections to run, of embedded,aof,redis,snapshot,"
-                             "server,hardening,replication,inspect,export,queue (default: all)")
+                        help="comma-separated sections to run, of: embedded, aof, redis, "
+                             "snapshot, server, hardening, replication, inspect, export, "
+                             "queue, memory (default: all)")
     parser.add_argument("only", nargs="*", type=section_list, metavar="SECTION",
                         help="sections to run, as --sections (e.g. `streamkeep bench server`)")
     parser.add_argument("--strict", action="store_true",

@@ -25,6 +25,7 @@ from streamkeep.tools.bench import (
     bigvalues,
     export,
     inspect,
+    memory,
     parsing,
     replication,
     server,
@@ -89,6 +90,9 @@ EXPORT_DRIVER_RATIO_TARGET = 2.0  # the data source / read on the driver + creat
 QUEUE_EVERYSEC_RATIO_TARGET = 50.0  # put+get+ack msgs/s, embedded everysec, 1 thread, at least
 QUEUE_BATCH_TARGET = 100_000  # msgs/s with put_many + get(count=100) + ack, everysec
 QUEUE_ALWAYS_RATIO_TARGET = 10.0  # 16 threads, appendfsync always / persist-queue 16 threads
+# Compact streams in memory (`streamkeep bench memory`, issue 18), at most:
+MEMORY_ENTRY_TARGET = 60.0  # bytes per entry, the sensor workload (RSS growth)
+MEMORY_PENDING_TARGET = 100.0  # bytes per pending entry
 
 
 @dataclass(frozen=True)
@@ -342,6 +346,10 @@ SECTIONS: tuple[Section, ...] = (
         Benchmark("queue.redis_py", "StreamQueue over redis-py, streamkeep serve (everysec)",
                   workqueue.bench_redis_py),
     ), describe=workqueue.describe),
+    Section("memory", tuple(
+        Benchmark(f"memory.{name}", f"XADD fill, in a fresh process: {label}",
+                  lambda env, name=name: memory.bench(env, name))  # type: ignore[misc]
+        for name, (label, _make) in memory.WORKLOADS.items()), describe=memory.describe),
 )
 
 RATIOS: tuple[Ratio, ...] = (
@@ -484,6 +492,24 @@ FIGURES: tuple[Figure, ...] = (
     Figure("queue", f"StreamQueue always, {workqueue.QUEUE_THREADS} threads: records per "
                     "fsync",
            "queue.always_threads", extra="records_per_fsync", unit=""),
+    Figure("memory", "sensor: bytes per entry, streamkeep (RSS)", "memory.sensor",
+           extra="bytes_per_entry", unit="", target=MEMORY_ENTRY_TARGET, at_most=True),
+    Figure("memory", "sensor: bytes per entry, redis-server (used_memory)", "memory.sensor",
+           extra="redis_bytes_per_entry", unit=""),
+    Figure("memory", "sensor: streamkeep / redis-server", "memory.sensor", extra="over_redis"),
+    Figure("memory", "sensor: bytes per pending entry, streamkeep", "memory.sensor",
+           extra="bytes_per_pending", unit="", target=MEMORY_PENDING_TARGET, at_most=True),
+    Figure("memory", "sensor: bytes per pending entry, redis-server", "memory.sensor",
+           extra="redis_bytes_per_pending", unit=""),
+    Figure("memory", "sensor: time in collections during the fill", "memory.sensor",
+           extra="gc_fill_ms", unit="ms"),
+    Figure("memory", "sensor: one full collection after the fill", "memory.sensor",
+           extra="full_gc_ms", unit="ms"),
+    *(Figure("memory", f"{name}: {what}", f"memory.{name}", extra=extra, unit=unit)
+      for name in memory.WORKLOADS if name != "sensor"
+      for what, extra, unit in (("bytes per entry, streamkeep", "bytes_per_entry", ""),
+                                ("bytes per entry, redis-server", "redis_bytes_per_entry", ""),
+                                ("streamkeep / redis-server", "over_redis", "x"))),
 )
 
 # Extra tables the report prints after the ratios: fn(results, figures) -> a Table or None, the

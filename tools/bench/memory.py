@@ -1,0 +1,199 @@
+"""The ``memory`` section: what an entry costs in memory (issue 18), streamkeep against Redis.
+
+Owns its workloads (:data:`WORKLOADS`) and how they are measured. Each builds the same data
+twice:
+- in a fresh child process holding an in-memory Engine (`python -m
+  streamkeep.tools.bench.memory WORKLOAD N PENDING`, one JSON line on stdout): its RSS growth,
+  gc.collect()ed, over the entries;
+- in the run's redis-server (FLUSHALL first): its `used_memory` growth.
+The ``sensor`` workload is the issue's: N entries of `sensor-id 1234 temperature 19.8`, then a
+group with a tenth of them pending (bytes per pending entry measured apart). Each row's rate is
+the child's XADD fill rate; the bytes are its figures, with the collector's time: the time
+spent in collections during the fill and one full collection afterwards.
+Must not touch: the engine's storage (it only measures it), the registry.
+"""
+
+from __future__ import annotations
+
+import gc
+import json
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from streamkeep.tools.bench.workload import Measurement, Skip
+
+if TYPE_CHECKING:
+    from streamkeep.tools.bench.env import BenchEnv
+
+KEY = "mem"
+GROUP = "g"
+PENDING_SHARE = 10  # sensor: one entry in ten delivered and not acknowledged
+SENSOR_PER_N = 5  # sensor entries per N: 1,000,000 at the default N
+PIPELINE = 1_000  # redis-server fill: commands per round trip
+
+
+def _sensor(i: int) -> list[bytes]:
+    return [b"sensor-id", b"1234", b"temperature", b"19.8"]
+
+
+def _one_field(i: int) -> list[bytes]:
+    return [b"payload", b"%08d" % i]
+
+
+def _ten_fields(i: int) -> list[bytes]:
+    return [x for k in range(10) for x in (b"field-%d" % k, b"v%d" % (i % 97))]
+
+
+def _kilobyte(i: int) -> list[bytes]:
+    return [b"payload", (b"%08d" % i) * 128]
+
+
+def _varied_fields(i: int) -> list[bytes]:
+    """Three field sets taking turns: entries whose names differ from their node's first."""
+    k = i % 3
+    return [b"kind-%d" % k, b"a", b"value-%d" % k, b"%d" % (i % 1000)]
+
+
+WORKLOADS: dict[str, tuple[str, Callable[[int], list[bytes]]]] = {
+    "sensor": ("sensor-id 1234 temperature 19.8, a tenth pending", _sensor),
+    "one_field": ("one field, an 8-byte value", _one_field),
+    "ten_fields": ("ten fields, short values", _ten_fields),
+    "kilobyte": ("one field, a 1 KB value", _kilobyte),
+    "varied_fields": ("three field sets in turn", _varied_fields),
+    "deletions": ("sensor entries, every other one XDELed", _sensor),
+}
+
+
+def entries(env: BenchEnv, workload: str) -> int:
+    n = env.n * SENSOR_PER_N if workload == "sensor" else env.n
+    return max(n, 1_000)
+
+
+def describe(env: BenchEnv) -> list[str]:
+    return [f"memory: each workload built in a fresh child process (an in-memory Engine: RSS "
+            f"growth after gc.collect()) and in redis-server (used_memory growth); sensor: "
+            f"{entries(env, 'sensor'):,} entries, a 1/{PENDING_SHARE} of them pending; "
+            f"the others {entries(env, 'one_field'):,} entries"]
+
+
+# --- the child: streamkeep's side -------------------------------------------------------------
+
+
+def _rss() -> int:
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) * 1024
+    raise Skip("no /proc/self/status VmRSS")
+
+
+def child(workload: str, n: int, pending: int) -> dict[str, float]:
+    """Build the workload in this process; its figures."""
+    from streamkeep import Engine
+
+    make = WORKLOADS[workload][1]
+    engine = Engine.open()
+    execute = engine.execute
+    gc_seconds = [0.0]
+    started = [0.0]
+
+    def timing(phase: str, info: dict[str, Any]) -> None:
+        if phase == "start":
+            started[0] = time.perf_counter()
+        else:
+            gc_seconds[0] += time.perf_counter() - started[0]
+
+    gc.collect()
+    before = _rss()
+    gc.callbacks.append(timing)
+    began = time.perf_counter()
+    for i in range(n):  # str arguments: fresh bytes per entry, as a parsed request has
+        execute("XADD", KEY, "*", *[x.decode("latin-1") for x in make(i)])
+    fill = time.perf_counter() - began
+    gc.callbacks.remove(timing)
+    if workload == "deletions":
+        ids = [e[0] for e in execute("XRANGE", KEY, "-", "+")]
+        for sid in ids[1::2]:
+            execute("XDEL", KEY, sid)
+        del ids
+    gc.collect()
+    filled = _rss()
+    began = time.perf_counter()
+    gc.collect()
+    full_gc = time.perf_counter() - began
+    out = {"entries_bytes": filled - before, "fill_s": fill, "gc_fill_s": gc_seconds[0],
+           "full_gc_s": full_gc}
+    if pending:
+        execute("XGROUP", "CREATE", KEY, GROUP, "0")
+        for _ in range(0, pending, 1000):
+            execute("XREADGROUP", "GROUP", GROUP, "c", "COUNT", str(min(1000, pending)),
+                    "STREAMS", KEY, ">")
+        gc.collect()
+        out["pending_bytes"] = _rss() - filled
+    return out
+
+
+def _run_child(workload: str, n: int, pending: int) -> dict[str, float]:
+    proc = subprocess.run([sys.executable, "-m", "streamkeep.tools.bench.memory", workload,
+                           str(n), str(pending)], capture_output=True, text=True, check=False)
+    if proc.returncode != 0:
+        raise AssertionError(f"the memory child failed: {proc.stderr.strip()[-2000:]}")
+    return json.loads(proc.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
+
+
+# --- redis-server's side ----------------------------------------------------------------------
+
+
+def _redis_bytes(client: Any, workload: str, n: int, pending: int) -> dict[str, float]:
+    make = WORKLOADS[workload][1]
+    client.flushall()
+    before = int(client.info("memory")["used_memory"])
+    for start in range(0, n, PIPELINE):
+        pipe = client.pipeline(transaction=False)
+        for i in range(start, min(start + PIPELINE, n)):
+            pipe.execute_command("XADD", KEY, "*", *make(i))
+        pipe.execute()
+    if workload == "deletions":
+        ids = [e[0] for e in client.xrange(KEY, "-", "+")]
+        for start in range(1, len(ids), 2 * PIPELINE):
+            client.xdel(KEY, *ids[start:start + 2 * PIPELINE:2])
+    filled = int(client.info("memory")["used_memory"])
+    out = {"entries_bytes": float(filled - before)}
+    if pending:
+        client.xgroup_create(KEY, GROUP, "0")
+        for _ in range(0, pending, 1000):
+            client.execute_command("XREADGROUP", "GROUP", GROUP, "c", "COUNT",
+                                   str(min(1000, pending)), "STREAMS", KEY, ">")
+        out["pending_bytes"] = float(int(client.info("memory")["used_memory"]) - filled)
+    client.flushall()
+    return out
+
+
+def bench(env: BenchEnv, workload: str) -> Measurement:
+    n = entries(env, workload)
+    pending = n // PENDING_SHARE if workload == "sensor" else 0
+    mine = _run_child(workload, n, pending)
+    figures = {"bytes_per_entry": mine["entries_bytes"] / n,
+               "gc_fill_ms": mine["gc_fill_s"] * 1000, "full_gc_ms": mine["full_gc_s"] * 1000}
+    if pending:
+        figures["bytes_per_pending"] = mine["pending_bytes"] / pending
+    notes = []
+    if env.use_redis:
+        theirs = _redis_bytes(env.redis, workload, n, pending)
+        figures["redis_bytes_per_entry"] = theirs["entries_bytes"] / n
+        figures["over_redis"] = mine["entries_bytes"] / max(theirs["entries_bytes"], 1.0)
+        if pending:
+            figures["redis_bytes_per_pending"] = theirs["pending_bytes"] / pending
+        notes.append(f"memory.{workload}: {figures['bytes_per_entry']:.0f} bytes per entry "
+                     f"(redis-server {figures['redis_bytes_per_entry']:.0f}); collections "
+                     f"during the fill {figures['gc_fill_ms']:.0f} ms, a full one after "
+                     f"{figures['full_gc_ms']:.0f} ms")
+    return Measurement(n / mine["fill_s"], count=n, figures=figures, notes=notes)
+
+
+if __name__ == "__main__":  # the child
+    name, count, held = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+    print(json.dumps(child(name, count, held)))
