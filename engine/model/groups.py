@@ -52,46 +52,108 @@ class Consumer:
         self.pel = SortedIDs()
 
 
-_ID_MASK = (1 << 128) - 1
-
-
 class DeliveryOrder:
     """Pending entries by last delivery time, oldest first (XREADGROUP CLAIM needs them so).
 
-    A heap of `time << 128 | id` with lazy deletion: when a NACK is acked or redelivered its
-    old key stays behind, is recognised as stale (no NACK, or another time) and dropped when it
-    reaches the top or when the heap grows past twice the PEL. This keeps deliveries and acks,
-    the hot path, at one heap push and nothing."""
+    One bucket per delivery time (the IDs delivered then, ascending) and a heap of the bucket
+    times: a pending entry costs a list slot here, where a heap key of its own (`time << 128 |
+    id`) cost a 48-byte int more (issue 18). Deletion is lazy: when a NACK is acked or
+    redelivered its ID stays in the old bucket, is recognised as stale (no NACK, or another
+    time) and dropped when it leads its bucket in a walk, or when the buckets hold more than
+    twice the PEL. Deliveries come in ID order, so a bucket stays sorted by appending; one that
+    gets an ID out of order (a claim at the same millisecond) is sorted by the next walk. This
+    keeps deliveries and acks, the hot path, at one append (one heap push per new time) and
+    nothing, and a walk that stops at the first live entry at the stale ones before it."""
 
-    __slots__ = ("heap",)
+    __slots__ = ("times", "buckets", "unsorted", "size")
 
     def __init__(self) -> None:
-        self.heap: list[int] = []
+        self.times: list[int] = []  # a heap of the times that have a bucket
+        self.buckets: dict[int, list[int]] = {}  # time -> IDs delivered then, stale ones too
+        self.unsorted: set[int] = set()  # times whose bucket got an ID out of order
+        self.size = 0  # IDs in the buckets
 
     def push(self, time_ms: int, sid: int, pel: dict[int, Nack]) -> None:
-        heap = self.heap
-        heapq.heappush(heap, time_ms << 128 | sid)
-        if len(heap) > 2 * len(pel) + 64:
-            self.heap = [n.delivery_time << 128 | i for i, n in pel.items()]
-            heapq.heapify(self.heap)
+        bucket = self.buckets.get(time_ms)
+        if bucket is None:
+            self.buckets[time_ms] = [sid]
+            heapq.heappush(self.times, time_ms)
+        else:
+            if bucket[-1] >= sid:
+                self.unsorted.add(time_ms)
+            bucket.append(sid)
+        self.size += 1
+        if self.size > 2 * len(pel) + 64:
+            self._rebuild(pel)
+
+    def _rebuild(self, pel: dict[int, Nack]) -> None:
+        buckets: dict[int, list[int]] = {}
+        for sid, nack in pel.items():
+            bucket = buckets.get(nack.delivery_time)
+            if bucket is None:
+                buckets[nack.delivery_time] = [sid]
+            else:
+                bucket.append(sid)
+        for bucket in buckets.values():
+            bucket.sort()
+        self.buckets = buckets
+        self.times = list(buckets)
+        heapq.heapify(self.times)
+        self.unsorted = set()
+        self.size = len(pel)
 
     def iter_oldest(self, pel: dict[int, Nack]):  # type: ignore[no-untyped-def]
-        """Yield live (time, id) oldest first without losing anything: every key popped is
-        pushed back when the caller stops iterating."""
-        heap = self.heap
+        """Yield live (time, id) oldest first, by ID within a time, without losing anything:
+        every time popped is pushed back when the caller stops iterating. Nothing may be
+        pushed while the iteration is open. Stale IDs cost a walk once: those leading a
+        bucket are dropped at once, a bucket a walk found an eighth stale is compacted
+        when the walk ends, and acks (which leave stale IDs without pushing) are bounded by
+        the same rebuild rule as pushes."""
+        if self.size > 2 * len(pel) + 64:
+            self._rebuild(pel)
+        times, buckets = self.times, self.buckets
         popped: list[int] = []
+        stale_heavy: list[int] | None = None
         try:
-            while heap:
-                key = heapq.heappop(heap)
-                sid, t = key & _ID_MASK, key >> 128
-                nack = pel.get(sid)
-                if nack is None or nack.delivery_time != t:
-                    continue  # stale: drop it for good
-                popped.append(key)
-                yield t, sid
+            while times:
+                t = heapq.heappop(times)
+                bucket = buckets[t]
+                if t in self.unsorted:
+                    self.unsorted.discard(t)
+                    ordered = sorted(set(bucket))
+                    self.size -= len(bucket) - len(ordered)
+                    bucket = buckets[t] = ordered
+                leading = 0  # the run of stale IDs leading the bucket: dropped for good
+                for sid in bucket:
+                    nack = pel.get(sid)
+                    if nack is not None and nack.delivery_time == t:
+                        break
+                    leading += 1
+                if leading:
+                    del bucket[:leading]
+                    self.size -= leading
+                if not bucket:
+                    del buckets[t]
+                    continue
+                popped.append(t)
+                skipped, heavy = 0, 32 + (len(bucket) >> 3)
+                for sid in bucket:
+                    nack = pel.get(sid)
+                    if nack is not None and nack.delivery_time == t:
+                        yield t, sid
+                    else:
+                        skipped += 1
+                        if skipped == heavy:
+                            stale_heavy = [*(stale_heavy or ()), t]
         finally:
-            for key in popped:
-                heapq.heappush(heap, key)
+            for t in stale_heavy or ():
+                bucket = buckets[t]
+                live = [sid for sid in bucket
+                        if (nack := pel.get(sid)) is not None and nack.delivery_time == t]
+                self.size -= len(bucket) - len(live)
+                buckets[t] = live  # never empty: a walk visits a bucket from a live ID on
+            for t in popped:
+                heapq.heappush(times, t)
 
 
 class ConsumerGroup:
