@@ -33,7 +33,8 @@ OWN_COUNT = {"aof.always_threads", "aof.always", "aof.fsync", "aof.replay", "aof
              "embedded.xread_maxcount",  # reads its data XREAD_PASSES times
              *(b.key for s in bench.SECTIONS if s.name == "queue" for b in s.benchmarks
                if b.key != "queue.batch"),
-             "memory.sensor",  # SENSOR_PER_N entries per N
+             *(f"memory.{name}" for name in ("sensor", "one_field", "ten_fields",
+                                             "varied_fields", "deletions")),  # 5 x N
              *(b.key for s in bench.SECTIONS
                if s.name in ("server", "hardening", "replication", "inspect", "export")
                for b in s.benchmarks)}
