@@ -582,8 +582,12 @@ class StreamQueue:
         argv: tuple[bytes, ...] = (b"XRANGE", self.dead_letter, b"-", b"+")
         if count is not None:
             argv += (b"COUNT", b"%d" % count)
+        return self._letters(self._call(argv))
+
+    @staticmethod
+    def _letters(reply: Any) -> list[DeadLetter]:
         out = []
-        for did, flat in self._call(argv):
+        for did, flat in reply:
             head = dict(zip(flat[0:8:2], flat[1:8:2], strict=True))
             pairs = tuple(zip(flat[8::2], flat[9::2], strict=True))
             out.append(DeadLetter(bytes(did), head.get(b"source-id", b""),
@@ -593,20 +597,36 @@ class StreamQueue:
 
     def requeue_dead(self, ids: Sequence[bytes]) -> list[bytes]:
         """Put dead-lettered messages back on the queue (their original fields, as new
-        messages) and remove them from the dead-letter stream, in one transaction."""
-        by_id = {d.id: d for d in self.dead()}
-        moves: list[Argv] = []
-        for dead_id in ids:
-            letter = by_id.get(_b(dead_id))
-            if letter is None:
-                raise QueueError(f"no dead-lettered message {_b(dead_id).decode()}")
-            moves.append(self._xadd(letter.pairs))
-            moves.append((b"XDEL", self.dead_letter, letter.id))
-        replies = self._atomic(moves) if moves else []
-        for reply in replies:
-            if isinstance(reply, ReplyError):
-                raise reply
-        return replies[0::2]
+        messages) and remove them from the dead-letter stream, in one transaction; WATCHed,
+        so two processes requeuing the same letter cannot both put it back (the second
+        finds it gone: QueueError)."""
+        wanted = [_b(i) for i in ids]
+        if not wanted:
+            return []
+        missing: list[bytes] = []
+
+        def decide(reply: Any) -> Sequence[Argv] | None:
+            by_id = {letter.id: letter for letter in self._letters(reply)}
+            missing[:] = [i for i in wanted if i not in by_id]
+            if missing:
+                return None
+            moves: list[Argv] = []
+            for dead_id in wanted:
+                moves.append(self._xadd(by_id[dead_id].pairs))
+                moves.append((b"XDEL", self.dead_letter, dead_id))
+            return moves
+
+        for _ in range(DEAD_LETTER_ATTEMPTS):
+            replies = self.backend.guarded(
+                self.dead_letter, (b"XRANGE", self.dead_letter, b"-", b"+"), decide)
+            if missing:
+                raise QueueError(f"no dead-lettered message {missing[0].decode()}")
+            if replies is not None:
+                for reply in replies:
+                    if isinstance(reply, ReplyError):
+                        raise reply
+                return replies[0::2]
+        raise QueueError("could not requeue: the dead-letter stream kept changing")
 
     def _sweep_if_due(self) -> None:
         now = time.monotonic()

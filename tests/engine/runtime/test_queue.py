@@ -328,3 +328,17 @@ def test_a_message_is_dead_lettered_once_when_two_workers_race(
     time.sleep(0.02)
     assert w2.get() == []
     assert [(d.source_id, d.consumer) for d in w1.dead()] == [(late, b""), (early, b"w1")]
+
+
+def test_a_dead_letter_is_requeued_once(client: Callable[[Engine], Any]) -> None:
+    engine = Engine()
+    q = StreamQueue(client(engine), "jobs", consumer="w1", max_deliveries=1)
+    q.put({"n": "1"})
+    q.get()[0].nack(error="boom")
+    (letter,) = q.dead()
+    other = StreamQueue(client(engine), "jobs", consumer="w2", max_deliveries=1)
+    (again,) = other.requeue_dead([letter.id])
+    with pytest.raises(QueueError, match=f"no dead-lettered message {letter.id.decode()}"):
+        q.requeue_dead([letter.id])  # already put back by w2
+    assert [m.id for m in q.get(5)] == [again] and q.dead() == []
+    assert q.requeue_dead([]) == []
