@@ -61,13 +61,13 @@ class _EngineBackend:
 
     def __init__(self, engine: Any) -> None:
         from streamkeep.engine.runtime.core import Session
-        from streamkeep.engine.wire.reply import NULL_ARRAY, RespMap, to_plain
+        from streamkeep.engine.wire.reply import NULL_ARRAY, to_plain
 
         self._raw = engine.execute_raw
         self._atomic = engine.execute_atomic
         self._session_type = Session
         self._plain = to_plain
-        self._null, self._map = NULL_ARRAY, RespMap
+        self._null = NULL_ARRAY
         self._local = threading.local()
 
     def _session(self) -> Any:
@@ -101,7 +101,11 @@ class _EngineBackend:
         the check and EXEC (the caller tries again)."""
         session, raw = self._session(), self._raw
         raw(session, (b"WATCH", key))
-        commands = decide(self._plain(raw(session, check)))
+        try:
+            commands = decide(self._plain(raw(session, check)))
+        except BaseException:
+            raw(session, (b"UNWATCH",))  # a WATCH left behind would abort the next EXEC
+            raise
         if commands is None:
             raw(session, (b"UNWATCH",))
             return []
@@ -170,7 +174,9 @@ class _RedisBackend:
 
     def guarded(self, key: bytes, check: Argv,
                 decide: Callable[[Any], Sequence[Argv] | None]) -> list[Any] | None:
-        """As the Engine backend's, on one connection of the pool."""
+        """As the Engine backend's, on one connection of the pool. A connection that failed
+        midway (its WATCH still set, or replies left unread after an error) is closed, not
+        handed back to the pool as it is."""
         conn = self._pool.get_connection()
         try:
             conn.send_packed_command(conn.pack_commands([(b"WATCH", key), check]))
@@ -184,8 +190,11 @@ class _RedisBackend:
             for _ in range(len(commands) + 1):
                 conn.read_response()  # OK, QUEUED...
             replies = conn.read_response()
-        except self._response_error as err:
-            raise ReplyError(error_line(err)) from None
+        except BaseException as exc:
+            conn.disconnect()
+            if isinstance(exc, self._response_error):
+                raise ReplyError(error_line(exc)) from None
+            raise
         finally:
             self._pool.release(conn)
         if replies is None:
@@ -337,7 +346,6 @@ class DeadLetter:
     pairs: tuple[tuple[bytes, bytes], ...]  # the original fields in order (repeats kept)
 
 
-_DEAD_HEADER = (b"source-id", b"deliveries", b"consumer", b"error")  # then the original pairs
 TIMED_OUT = "not acknowledged within the visibility timeout (its consumer stopped or was slow)"
 
 
@@ -587,7 +595,7 @@ class StreamQueue:
     @staticmethod
     def _letters(reply: Any) -> list[DeadLetter]:
         out = []
-        for did, flat in reply:
+        for did, flat in reply:  # source-id, deliveries, consumer, error; the original pairs
             head = dict(zip(flat[0:8:2], flat[1:8:2], strict=True))
             pairs = tuple(zip(flat[8::2], flat[9::2], strict=True))
             out.append(DeadLetter(bytes(did), head.get(b"source-id", b""),
