@@ -1,7 +1,8 @@
 """Building a snapshot in a separate process: previous snapshot + closed segments -> new file.
 
 Owns the compactor's child process. It loads the previous snapshot into a fresh in-memory
-engine, replays the closed segments through the engine's apply path (the same one restart and
+engine lazily (every node cold: the writer copies the nodes nothing touched as they are stored,
+so the cost follows what changed, not the backlog), replays the closed segments through the engine's apply path (the same one restart and
 replicas use), and writes the result to a temp file. It never renames, deletes or syncs
 anything, and never touches the manifest: the parent does every step the directory's
 consistency depends on, through its file-layer seam. It dies with its parent: the kernel kills
@@ -59,7 +60,7 @@ def build(job: dict) -> int:
     engine = Engine(clock=lambda: 0, **job.get("config", {}))
     expected = 1
     if job["base"] is not None:
-        meta = load_snapshot(engine, os.path.join(directory, job["base"]))
+        meta = load_snapshot(engine, os.path.join(directory, job["base"]), lazy=True)
         expected = meta.lsn + 1
     replayed = 0
     for name, number, first_lsn in job["segments"]:

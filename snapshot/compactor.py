@@ -5,6 +5,8 @@ demand) and the steps, each of which leaves a directory that opens to the same s
 
     1. rotate      under the engine lock, the journal closes the current segment; the snapshot
                    will cover every LSN before the new one. Writes go on into the new segment.
+                   The change clock ticks and the streams' numbers in the new snapshot are
+                   noted (engine.model.residency: which nodes it will hold as they are).
     2. build       a child process (snapshot.build) loads the previous snapshot, replays the
                    closed segments through the engine's apply path and writes
                    snapshot-<lsn>.mdb.tmp. A crash here leaves a temp file nobody names.
@@ -12,6 +14,10 @@ demand) and the steps, each of which leaves a directory that opens to the same s
                    Still named by nobody: the old snapshot and segments are the state.
     4. switch      replace the manifest with (new snapshot, segments after it): the one atomic
                    step. Before it the old files are the state, after it the new ones.
+                   Under the engine lock the streams are bound to the new file: their cold
+                   nodes are read from it from now on, and the nodes unchanged since step 1
+                   may go cold. The old file, unlinked in step 5, stays readable while a
+                   stream still refers to it.
     5. remove      delete the old snapshot and the closed segments (a crash, or a failure to
                    delete, leaves them for the next open to delete: the manifest no longer
                    names them). The compaction has succeeded at the switch: what goes wrong
@@ -41,8 +47,12 @@ from streamkeep.engine.exec.config import (
     parse_size,  # Redis's memory units; aof.store imports it from here
 )
 from streamkeep.engine.wire.errors import StorageError
+from streamkeep.snapshot.cold import SnapshotNodes
+from streamkeep.snapshot.reader import SnapshotError
+from streamkeep.snapshot.writer import stream_numbers
 
 if TYPE_CHECKING:
+    from streamkeep.engine.model.stream import Stream
     from streamkeep.engine.runtime.core import Engine
 
 log = logging.getLogger("streamkeep.snapshot")
@@ -87,6 +97,9 @@ class Job:
     closed: list[SegmentEntry]
     base: SnapshotEntry | None
     created_ms: int
+    tick: int = 0  # the change clock at the rotation: nodes changed before it are in the file
+    numbering: list[tuple[Stream, int]] = field(default_factory=list)  # streams' numbers in it
+    config: dict = field(default_factory=dict)  # node limits the build replays with
     done: threading.Event = field(default_factory=threading.Event)
     proc: subprocess.Popen | None = None
     result: SnapshotEntry | None = None
@@ -117,6 +130,7 @@ class Compactor:
         # Called with each step's name as it completes (crash tests kill the process there).
         self.on_step: Callable[[str], None] | None = None
         journal.on_rewrite = self._auto
+        engine.residency.on_pressure = self.request
         journal.rewrite_at = self.threshold()
         engine.on_config(("auto-aof-rewrite-percentage", "auto-aof-rewrite-min-size"),
                          self._apply_trigger_config)
@@ -144,6 +158,12 @@ class Compactor:
         if self.start_locked() is None and self.job is None:
             self.journal.rewrite_at = self.threshold()
 
+    def request(self) -> None:
+        """The stream nodes in memory are over their budget and some changed since the
+        snapshot: compact now rather than at the AOF size trigger (engine lock held)."""
+        if self.job is None and not self._stopping and not self.paused:
+            self.start_locked()
+
     def start_locked(self) -> Job | None:
         """Rotate and launch a compaction; None when there is nothing to compact."""
         if self.job is not None:
@@ -159,7 +179,12 @@ class Compactor:
         lsn, closed = rotated
         if not closed:
             return None
-        job = self.job = Job(lsn, closed, self.journal.manifest.snapshot, self.engine.clock())
+        engine = self.engine
+        job = self.job = Job(lsn, closed, self.journal.manifest.snapshot, engine.clock())
+        job.tick = engine.residency.rotated()
+        job.numbering = [(s, number) for number, _db, _key, s in stream_numbers(engine.dbs)]
+        job.config = {name: engine.config[name]
+                      for name in ("stream-node-max-entries", "stream-node-max-bytes")}
         self.journal.rewrite_at = float("inf")
         self._thread = threading.Thread(target=self._run, args=(job,), name="compactor",
                                         daemon=True)
@@ -234,8 +259,7 @@ class Compactor:
             "lsn": job.lsn, "out": os.path.basename(tmp), "repl_id":
             self.journal.manifest.repl_id, "created_ms": job.created_ms,
             "parent": os.getpid(),  # the child checks it is still ours once it can die with us
-            "config": {name: self.engine.config[name]
-                       for name in ("stream-node-max-entries", "stream-node-max-bytes")},
+            "config": job.config,
         }
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [_PACKAGE_ROOT,
@@ -280,6 +304,7 @@ class Compactor:
             # exist, and nothing is deleted, so either opens to the same state.
             manifest_mod.store(self.fs, self.directory, new)
             journal.manifest = new
+        self._bind(job, os.path.join(self.directory, entry.file))
         self._step("switched")
         # Switched: the compaction has succeeded. A file that cannot be removed now is named by
         # nobody and the next open removes it; its segments are not AOF since the snapshot any
@@ -307,6 +332,21 @@ class Compactor:
         log.info("compacted LSNs up to %d into %s (%d bytes); removed %s", job.lsn, entry.file,
                  entry.size, ", ".join(obsolete))
         self._step("removed")
+
+    def _bind(self, job: Job, path: str) -> None:
+        """Point the streams the new snapshot holds at it (see step 4). A file that cannot be
+        opened leaves them on the previous one: still correct, only nothing new goes cold."""
+        try:
+            store = SnapshotNodes(path, job.tick)
+        except (OSError, SnapshotError) as err:
+            log.warning("cannot open %s for cold stream nodes: %s", path, err)
+            return
+        with self.engine.lock:
+            residency = self.engine.residency
+            for stream, number in job.numbering:
+                residency.bind(stream, store, number)
+            residency.switched(store)
+        job.numbering = []
 
     def _failed(self, job: Job | None, error: str) -> None:
         """Record a failure (engine lock held). Abandoning a build because the directory is

@@ -168,6 +168,28 @@ def decode_node(master: int, raw: bytes) -> RawNode:
     return RawNode(master, live, size, master_fields, ids, fields)
 
 
+_HEADER_PEEK = 512  # bytes of a node's value that hold its header, unless master fields are long
+
+
+def node_header(raw: bytes | memoryview) -> tuple[int, int, tuple, int]:
+    """(live, size, master_fields, entries) of a stored node without decoding its entries: what
+    a lazy load keeps of a node it leaves in the snapshot."""
+    up = msgpack.Unpacker(raw=True, use_list=False)
+    up.feed(raw[:_HEADER_PEEK])
+    try:
+        if up.read_array_header() == 5:
+            live, size, master_fields = up.unpack(), up.unpack(), up.unpack()
+            tag = up.read_bytes(1)
+            width = {b"\xc4": 1, b"\xc5": 2, b"\xc6": 4}.get(bytes(tag), 0)
+            length = up.read_bytes(width)
+            if width and len(length) == width:
+                return live, size, master_fields, int.from_bytes(length, "big") // 16
+    except msgpack.OutOfData:
+        pass
+    node = decode_node(0, bytes(raw))  # long master fields: the whole value it is
+    return node.live, node.size, node.master_fields, len(node.ids)
+
+
 def encode_group(last_id: int, entries_read: int, pending: int, consumers: int) -> bytes:
     return _packb({"last_id": id_bytes(last_id), "entries_read": entries_read,
                    "pending": pending, "consumers": consumers})

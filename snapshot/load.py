@@ -13,8 +13,10 @@ from typing import TYPE_CHECKING
 
 from streamkeep.engine.model.groups import ConsumerGroup
 from streamkeep.engine.model.idmp import Idmp
-from streamkeep.engine.model.stream import Stream
-from streamkeep.snapshot.reader import IdmpInfo, Meta, Snapshot
+from streamkeep.engine.model.residency import EPOCH
+from streamkeep.engine.model.stream import Stream, cold_node
+from streamkeep.snapshot.cold import SnapshotNodes
+from streamkeep.snapshot.reader import IdmpInfo, Meta, Snapshot, StreamInfo
 
 if TYPE_CHECKING:
     from streamkeep.engine.runtime.core import Engine
@@ -28,35 +30,68 @@ def _restore_idmp(info: IdmpInfo) -> Idmp:
     return state
 
 
-def load_snapshot(engine: Engine, path: str) -> Meta:
-    """Fill an empty engine with the snapshot at `path`; returns its meta (the LSN covered)."""
+def load_snapshot(engine: Engine, path: str, lazy: bool | None = None) -> Meta:
+    """Fill an empty engine with the snapshot at `path`; returns its meta (the LSN covered).
+
+    `lazy` (default: when the engine has a `backlog-memory` budget) leaves every node's entries
+    in the file: the streams get cold nodes, read back when touched, so the time and memory a
+    load takes follow the metadata, groups and PELs, not the backlog. Either way the streams are
+    bound to the file (engine.model.residency), which stays open as their node store."""
+    residency = engine.residency
+    if lazy is None:
+        lazy = residency.budget > 0
+    store = SnapshotNodes(path, clean_before=0)
     with Snapshot(path) as snap, engine.lock:
         if any(engine.dbs):
             raise ValueError("a snapshot loads into an empty engine only")
         for info in snap.streams():
             s = Stream()
-            for node in snap.nodes(info.number):
-                s.restore_node(node.master, node.master_fields, node.size,
-                               node.ids, node.fields, node.live)
-            s.length = info.length
-            s.first_id = info.first_id.as_int()
-            s.last_id = info.last_id.as_int()
-            s.max_deleted_id = info.max_deleted_id.as_int()
-            s.entries_added = info.entries_added
-            if info.idmp is not None:
-                s.idmp = _restore_idmp(info.idmp)
-            for g in snap.groups(info.db, info.key):
-                group = s.groups[g.name] = ConsumerGroup(g.name, g.last_id.as_int(),
-                                                         g.entries_read)
-                for c in snap.consumers(info.db, info.key, g.name):
-                    consumer = group.create_consumer(c.name, c.seen_time)
-                    consumer.active_time = c.active_time
-                consumers = group.consumers
-                for p in snap.pending(info.db, info.key, g.name):
-                    if p.consumer is None:  # XNACK released it: unowned, delivery time 0
-                        group.release(p.id.as_int(), p.delivery_count)
-                        continue
-                    group.add_pending(p.id.as_int(), consumers[p.consumer], p.delivery_time,
-                                      p.delivery_count)
+            cold = _restore_nodes(snap, info, s, lazy)
+            home = residency.bind(s, store, info.number)
+            home.cold_nodes, home.cold_entries, home.cold_bytes = cold
+            _restore_metadata(snap, info, s)
             engine.dbs[info.db][info.key] = s
+        # Every node is as the file holds it; changes from now on are not.
+        store.clean_before = residency.last_tick = EPOCH.tick()
+        residency.switched(store)
         return snap.meta
+
+
+def _restore_nodes(snap: Snapshot, info: StreamInfo, s: Stream,
+                   lazy: bool) -> tuple[int, int, int]:
+    """The stream's nodes, cold (lazy) or decoded; returns the cold nodes, their live entries
+    and their listpack bytes."""
+    if not lazy:
+        for node in snap.nodes(info.number):
+            s.restore_node(node.master, node.master_fields, node.size, node.ids, node.fields,
+                           node.live)
+        return 0, 0, 0
+    nodes = entries = size_total = 0
+    for master, live, size, master_fields, _count in snap.node_headers(info.number):
+        s.restore_cold_node(cold_node(master, master_fields, size, live))
+        nodes += 1
+        entries += live
+        size_total += size
+    return nodes, entries, size_total
+
+
+def _restore_metadata(snap: Snapshot, info: StreamInfo, s: Stream) -> None:
+    s.length = info.length
+    s.first_id = info.first_id.as_int()
+    s.last_id = info.last_id.as_int()
+    s.max_deleted_id = info.max_deleted_id.as_int()
+    s.entries_added = info.entries_added
+    if info.idmp is not None:
+        s.idmp = _restore_idmp(info.idmp)
+    for g in snap.groups(info.db, info.key):
+        group = s.groups[g.name] = ConsumerGroup(g.name, g.last_id.as_int(), g.entries_read)
+        for c in snap.consumers(info.db, info.key, g.name):
+            consumer = group.create_consumer(c.name, c.seen_time)
+            consumer.active_time = c.active_time
+        consumers = group.consumers
+        for p in snap.pending(info.db, info.key, g.name):
+            if p.consumer is None:  # XNACK released it: unowned, delivery time 0
+                group.release(p.id.as_int(), p.delivery_count)
+                continue
+            group.add_pending(p.id.as_int(), consumers[p.consumer], p.delivery_time,
+                              p.delivery_count)

@@ -249,6 +249,25 @@ class Snapshot:
                     return
                 yield layout.decode_node(master, bytes(value))
 
+    def node_raw(self, number: int, master: int) -> bytes | None:
+        """One node's stored value as it is (None: no such node)."""
+        with self.env.begin(db=self._tables["nodes"]) as txn:
+            return txn.get(layout.node_key(number, master))
+
+    def node_headers(self, number: int) -> Iterator[tuple[int, int, int, tuple, int]]:
+        """(master, live, size, master_fields, entries) of each node of stream `number`, in
+        order, without decoding the entries (layout.node_header)."""
+        prefix = layout.number_prefix(number)
+        with self.env.begin(db=self._tables["nodes"], buffers=True) as txn:
+            cursor = txn.cursor()
+            if not cursor.set_range(prefix):
+                return
+            for raw_key, value in cursor:
+                raw = bytes(raw_key)
+                if not raw.startswith(prefix):
+                    return
+                yield (layout.node_master(raw), *layout.node_header(value))
+
     def entries(self, db: int, key: bytes, start: IDLike = 0, end: IDLike = MAX_ID,
                 count: int | None = None) -> Iterator[Entry]:
         """Live entries with start <= ID <= end, ascending (at most `count`)."""

@@ -2,7 +2,8 @@
 
 Owns turning the engine's in-memory structures (streams, nodes, groups, PEL, consumers, IDMP
 maps) into the
-tables snapshot.layout defines. LMDB writes the file itself with its syncs off; the caller makes
+tables snapshot.layout defines. A cold node (engine.model.residency) is copied from the snapshot
+that holds it as stored, without being decoded: a compaction's cost follows what changed. LMDB writes the file itself with its syncs off; the caller makes
 it durable through the file-layer seam (fdatasync, rename, directory fsync) before anything
 relies on it, so a crash mid-write leaves only a temp file that recovery removes.
 Must not touch: command semantics, the manifest, the AOF.
@@ -19,7 +20,7 @@ import lmdb
 from streamkeep.snapshot import layout
 
 if TYPE_CHECKING:
-    from streamkeep.engine.model.stream import Stream
+    from streamkeep.engine.model.stream import Node, Stream
 
 _INITIAL_MAP_SIZE = 1 << 30
 
@@ -31,40 +32,54 @@ class SnapshotInfo:
     entries: int
 
 
-def _tables(dbs: list[dict[bytes, Stream]]) -> Iterator[tuple[str, bytes, bytes]]:
-    """(table, key, value) for the whole state, each table's keys in increasing order."""
+def stream_numbers(dbs: list[dict[bytes, Stream]]) -> Iterator[tuple[int, int, bytes, Stream]]:
+    """(number, db, key, stream) as a snapshot of `dbs` numbers its streams: a compaction
+    computes them when it rotates, to find the streams in the snapshot it is writing."""
     number = 0
     for db_index, db in enumerate(dbs):
         for key in sorted(db):
             number += 1
-            s = db[key]
-            idmp = s.idmp
-            yield "streams", layout.stream_key(db_index, key), layout.encode_stream(
-                number, s.length, s.first_id, s.last_id, s.max_deleted_id, s.entries_added,
-                len(s.nodes), len(s.groups),
-                None if idmp is None else layout.encode_idmp(
-                    idmp.duration, idmp.maxsize, idmp.added, idmp.duplicates, idmp.entries()))
-            for node in s.nodes:
-                yield "nodes", layout.node_key(number, node.master), layout.encode_node(
-                    node.live, node.fixed_bytes, node.master_fields, node.ids, node.fields)
-            for name in sorted(s.groups):
-                g = s.groups[name]
-                yield "groups", layout.group_key(number, name), layout.encode_group(
-                    g.last_id, g.entries_read, len(g.pel), len(g.consumers))
-            # consumers and pel keys both start with the group prefix; sort groups the way
-            # those keys sort (by length, then bytes) so every table is written in key order.
-            for name in sorted(s.groups, key=lambda n: (len(n), n)):
-                g = s.groups[name]
-                prefix = layout.group_prefix(number, name)
-                for cname in sorted(g.consumers):
-                    c = g.consumers[cname]
-                    yield "consumers", prefix + cname, layout.encode_consumer(
-                        c.seen_time, c.active_time)
-                for sid in g.pel_index:
-                    nack = g.pel[sid]
-                    yield "pel", prefix + layout.id_bytes(sid), layout.encode_pending(
-                        None if nack.consumer is None else nack.consumer.name,
-                        nack.delivery_time, nack.delivery_count)
+            yield number, db_index, key, db[key]
+
+
+def _node_value(node: Node) -> bytes:
+    if node.is_cold():
+        home = node.home
+        assert home is not None and home.store is not None  # cold: a snapshot holds it
+        return home.store.raw(home.number, node.master)
+    return layout.encode_node(node.live, node.fixed_bytes, node.master_fields, node.ids,
+                              node.fields)
+
+
+def _tables(dbs: list[dict[bytes, Stream]]) -> Iterator[tuple[str, bytes, bytes]]:
+    """(table, key, value) for the whole state, each table's keys in increasing order."""
+    for number, db_index, key, s in stream_numbers(dbs):
+        idmp = s.idmp
+        yield "streams", layout.stream_key(db_index, key), layout.encode_stream(
+            number, s.length, s.first_id, s.last_id, s.max_deleted_id, s.entries_added,
+            len(s.nodes), len(s.groups),
+            None if idmp is None else layout.encode_idmp(
+                idmp.duration, idmp.maxsize, idmp.added, idmp.duplicates, idmp.entries()))
+        for node in s.nodes:
+            yield "nodes", layout.node_key(number, node.master), _node_value(node)
+        for name in sorted(s.groups):
+            g = s.groups[name]
+            yield "groups", layout.group_key(number, name), layout.encode_group(
+                g.last_id, g.entries_read, len(g.pel), len(g.consumers))
+        # consumers and pel keys both start with the group prefix; sort groups the way
+        # those keys sort (by length, then bytes) so every table is written in key order.
+        for name in sorted(s.groups, key=lambda n: (len(n), n)):
+            g = s.groups[name]
+            prefix = layout.group_prefix(number, name)
+            for cname in sorted(g.consumers):
+                c = g.consumers[cname]
+                yield "consumers", prefix + cname, layout.encode_consumer(
+                    c.seen_time, c.active_time)
+            for sid in g.pel_index:
+                nack = g.pel[sid]
+                yield "pel", prefix + layout.id_bytes(sid), layout.encode_pending(
+                    None if nack.consumer is None else nack.consumer.name,
+                    nack.delivery_time, nack.delivery_count)
 
 
 def write_snapshot(dbs: list[dict[bytes, Stream]], path: str, lsn: int, created_ms: int,

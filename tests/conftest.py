@@ -44,6 +44,20 @@ PORT_ATTEMPTS = 5
 REDIS_FIXTURES = {"redis_server", "redis_client", "redis_raw", "redis_raw_factory"}
 
 
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--cold-nodes", action="store_true",
+                     help="run every engine with its stream nodes cold: read back from a "
+                          "snapshot after every command (tests.support.cold_nodes)")
+
+
+@pytest.fixture(autouse=True)
+def _cold_nodes(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    if request.config.getoption("--cold-nodes"):
+        from tests.support.cold_nodes import install
+
+        install(monkeypatch)
+
+
 @dataclass
 class RedisServer:
     host: str

@@ -40,7 +40,7 @@ from streamkeep.engine.model.ids import (
     parse_strict,
     try_parse_strict,
 )
-from streamkeep.engine.model.stream import Stream
+from streamkeep.engine.model.stream import Stream, new_stream
 from streamkeep.engine.wire.args import LLONG_MAX, is_word, parse_int, parse_int_range
 from streamkeep.engine.wire.errors import (
     SYNTAX,
@@ -120,7 +120,7 @@ def xgroup_create(ctx: Ctx, argv: Argv) -> str:
     sid = dollar if argv[4] == b"$" else parse_strict(argv[4])
     s = t.s
     if s is None:
-        s = ctx.db[argv[2]] = Stream()
+        s = ctx.db[argv[2]] = new_stream(ctx.engine.residency)
     if argv[3] in s.groups:
         raise ReplyError("BUSYGROUP Consumer Group name already exists")
     entries_read = _clamp_entries_read(s, t.entries_read)

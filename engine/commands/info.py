@@ -166,7 +166,41 @@ def _info_memory(engine: Engine) -> Fields:
         ("maxmemory_human", "0B"),
         ("maxmemory_policy", "noeviction"),
         ("mem_allocator", "pymalloc"),
+        *_backlog_fields(engine),
     ]
+
+
+def _backlog_fields(engine: Engine) -> Fields:
+    """streamkeep's own: the backlog-memory budget and where the stream entries are."""
+    residency = engine.residency
+    budget = int(engine.config["backlog-memory"])
+    entries, cold_nodes, cold_entries, cold_bytes = _entry_counts(engine.dbs)
+    return [
+        ("backlog_memory", budget),
+        ("backlog_memory_human", bytes_to_human(budget)),
+        ("backlog_resident_bytes", residency.resident),
+        ("backlog_unsaved_bytes", residency.waiting_bytes),
+        ("stream_entries", entries),
+        ("stream_entries_resident", entries - cold_entries),
+        ("stream_entries_cold", cold_entries),
+        ("stream_nodes_cold", cold_nodes),
+        ("stream_cold_bytes", cold_bytes),
+        ("stream_nodes_loaded", residency.loads),
+        ("stream_nodes_evicted", residency.evictions),
+    ]
+
+
+def _entry_counts(dbs: list) -> tuple[int, int, int, int]:
+    """Entries, cold nodes, cold entries and cold listpack bytes of every stream."""
+    entries = cold_nodes = cold_entries = cold_bytes = 0
+    for db in dbs:
+        for s in db.values():
+            entries += s.length
+            nodes, cold, nbytes = s.cold_counts()
+            cold_nodes += nodes
+            cold_entries += cold
+            cold_bytes += nbytes
+    return entries, cold_nodes, cold_entries, cold_bytes
 
 
 def _info_persistence(engine: Engine) -> Fields:
@@ -243,8 +277,17 @@ def _info_cluster(engine: Engine) -> Fields:
 
 
 def _info_keyspace(engine: Engine) -> Fields:
-    return [(f"db{i}", f"keys={len(db)},expires=0,avg_ttl=0,subexpiry=0")
+    budget = engine.config["backlog-memory"]
+    return [(f"db{i}", f"keys={len(db)},expires=0,avg_ttl=0,subexpiry=0"
+                       + (_keyspace_entries(db) if budget else ""))
             for i, db in enumerate(engine.dbs) if db]
+
+
+def _keyspace_entries(db: dict) -> str:
+    """streamkeep's own, with a backlog-memory budget: the database's entries, and how many
+    of them are cold (read back from the snapshot when touched)."""
+    entries, _nodes, cold, _bytes = _entry_counts([db])
+    return f",entries={entries},cold_entries={cold}"
 
 
 INFO_SECTIONS: dict[str, tuple[str, Callable[[Engine], Fields]]] = {

@@ -39,7 +39,7 @@ from streamkeep.engine.model.effects import (
 )
 from streamkeep.engine.model.idmp import auto_iid
 from streamkeep.engine.model.ids import MAX_ID, SEQ_MASK, parse_range, parse_strict
-from streamkeep.engine.model.stream import Stream
+from streamkeep.engine.model.stream import Stream, new_stream
 from streamkeep.engine.wire.args import LLONG_MAX, is_word, parse_int, parse_int_range
 from streamkeep.engine.wire.errors import NO_SUCH_KEY, SYNTAX, ReplyError, wrong_arity
 from streamkeep.engine.wire.planted import planted
@@ -130,7 +130,7 @@ def add_entry(engine: Engine, db: dict[bytes, Stream], argv: Argv, now: int) -> 
     try:
         s = db[key]
     except KeyError:
-        s = db[key] = Stream()
+        s = db[key] = new_stream(engine.residency)
     last = s.last_id
     if sid <= last:  # (always for `*`: sid is 0 until resolved)
         if last == MAX_ID:
@@ -197,7 +197,7 @@ def _xadd_idmp_simple(ctx: Ctx, argv: Argv) -> bytes | None:
     key, db, now = argv[1], ctx.db, ctx.now
     s = db.get(key)
     if s is None:
-        s = db[key] = Stream()
+        s = db[key] = new_stream(ctx.engine.residency)
         state = None
     else:
         state = s.idmp
@@ -249,7 +249,7 @@ def _xadd_general(ctx: Ctx, argv: Argv) -> bytes | None:
     if s is None:
         if a is not None and a.nomkstream:
             return None
-        s = Stream()
+        s = new_stream(ctx.engine.residency)
         ctx.db[key] = s
     idmp: tuple[bytes, bytes] | None = None  # Redis 8.6's idempotent producers: (pid, iid)
     if a is not None and a.idmp_pid is not None:

@@ -121,6 +121,11 @@ def _stream_summary(ctx: Ctx, s: Stream) -> RespMap:
     items.append((b"groups", len(s.groups)))
     items.append((b"first-entry", _edge_entry(s, last=False)))
     items.append((b"last-entry", _edge_entry(s, last=True)))
+    if ctx.engine.config["backlog-memory"]:  # streamkeep's own: what is left in the snapshot
+        nodes, entries, nbytes = s.cold_counts()
+        items.append((b"cold-nodes", nodes))
+        items.append((b"cold-entries", entries))
+        items.append((b"cold-bytes", nbytes))
     return RespMap(items)
 
 

@@ -346,6 +346,11 @@ def _must_be(expected: Any, why: str) -> Callable[[Any], None]:
 
 def _apply_node_limits(engine: Engine) -> None:
     engine.apply_config()
+    engine.residency.node_limits_changed()
+
+
+def _apply_backlog_memory(engine: Engine) -> None:
+    engine.residency.set_budget(int(engine.config["backlog-memory"]), engine.dbs)
 
 
 def _apply_parser_limits(engine: Engine) -> None:
@@ -403,6 +408,10 @@ _PARAMS: list[Param] = [
           summary="entries per stream node (radix tree leaf) before a new one starts"),
     Param("stream-node-max-bytes", "memory", 4096, hi=LONG_MAX, hook=_apply_node_limits,
           summary="bytes per stream node before a new one starts"),
+    # streamkeep: the stream entries kept in memory; past it, nodes a snapshot holds go cold.
+    Param("backlog-memory", "memory", 0, hook=_apply_backlog_memory,
+          summary="bytes of stream entries kept in memory (0: all); older nodes are read "
+                  "back from the snapshot when touched"),
     # Redis 8.6: a stream's IDMP settings when its idempotent-producer state is created.
     Param("stream-idmp-duration", "int", 100, lo=1, hi=86400,
           summary="seconds a stream keeps each idempotent ID (XADD IDMP), until XCFGSET"),

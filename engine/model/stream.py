@@ -4,7 +4,9 @@ Owns how entries are stored: nodes of at most `stream-node-max-entries` entries 
 `stream-node-max-bytes` bytes, estimated with Redis's listpack encoding so that node boundaries and
 therefore `~` trimming match Redis), indexed by their first ("master") ID for O(log n) seek and
 O(1) append. Deleted entries stay as tombstones inside their node until the node empties, as in
-Redis. Also owns the stream metadata (last ID, first ID, max deleted ID, entries added). Consumer
+Redis. A sealed node may be *cold* (`ColdNode`): its entries dropped from memory and read back
+from the snapshot when touched; `engine.model.residency` decides which and when. Also owns the
+stream metadata (last ID, first ID, max deleted ID, entries added). Consumer
 groups hang off `Stream.groups` but are owned by `engine.groups`, idempotent producers' maps off
 `Stream.idmp` (owned by `engine.model.idmp`). Must not touch: argument parsing,
 replies, effects.
@@ -18,6 +20,7 @@ from itertools import compress
 from typing import TYPE_CHECKING
 
 from streamkeep.engine.model.ids import MAX_ID, format_id
+from streamkeep.engine.model.residency import EPOCH, Home, Residency
 from streamkeep.engine.wire.reply import EntryArray
 
 if TYPE_CHECKING:
@@ -84,10 +87,15 @@ def _signed64(v: int) -> int:
 
 
 class Node:
-    """One listpack-equivalent: entries in ID order, tombstones as `None` fields."""
+    """One listpack-equivalent: entries in ID order, tombstones as `None` fields.
+
+    `epoch` is the change clock's value (residency.EPOCH) when its entries last changed (an
+    append or a deletion), -1 for a node as a snapshot holds it.
+    `home` is its stream's place in the current snapshot (None until a snapshot holds it), and
+    `queued` says whether its residency may make it cold."""
 
     __slots__ = ("master", "master_ms", "master_seq", "single_field", "ids", "idbs", "fields",
-                 "live", "master_fields", "fixed_bytes")
+                 "live", "master_fields", "fixed_bytes", "epoch", "home", "queued")
 
     def __init__(self, master: int, fields: Fields) -> None:
         self.master = master
@@ -103,6 +111,19 @@ class Node:
         # Listpack bytes except the live/deleted counters (whose encoded size varies).
         self.fixed_bytes = 7 + _lp_int_size(len(self.master_fields)) + 2
         self.fixed_bytes += sum(_lp_str_size(f) for f in self.master_fields)
+        self.epoch = EPOCH.value
+        self.home: Home | None = None
+        self.queued = False  # in its residency's queue (it may go cold)
+
+    def is_cold(self) -> bool:
+        return False
+
+    def freeze(self) -> None:
+        """Drop the entries from memory (residency.evict decides: only a sealed node its
+        snapshot holds as it is). The class changes so that resident nodes pay nothing for
+        the read-back: only a ColdNode has a `__getattr__`."""
+        del self.ids, self.idbs, self.fields
+        self.__class__ = ColdNode
 
     def lp_bytes(self) -> int:
         return self.fixed_bytes + _lp_int_size(self.live) + _lp_int_size(len(self.ids) - self.live)
@@ -126,6 +147,45 @@ class Node:
         return size + _lp_int_size(n) + _lp_int_size(2 * n + 4)
 
 
+class ColdNode(Node):
+    """A node whose entries are in its snapshot only. Its master, counters and listpack size
+    are kept; touching `ids`, `idbs` or `fields` reads the entries back (one LMDB read and a
+    decode) and makes it an ordinary Node again."""
+
+    __slots__ = ()
+
+    def is_cold(self) -> bool:
+        return True
+
+    def __getattr__(self, name: str) -> object:
+        # Called only for attributes not set: on a ColdNode, the three entry lists.
+        if name not in _ENTRY_LISTS:
+            raise AttributeError(name)
+        self.thaw()
+        return object.__getattribute__(self, name)
+
+    def thaw(self) -> None:
+        home = self.home
+        assert home is not None and home.store is not None  # only a stored node goes cold
+        self.ids, self.idbs, self.fields = home.store.load(home.number, self.master)
+        self.__class__ = Node  # type: ignore[assignment]
+        home.residency.loaded(self, home)
+
+
+_ENTRY_LISTS = frozenset(("ids", "idbs", "fields"))
+
+
+def cold_node(master: int, master_fields: tuple, size: int, live: int) -> ColdNode:
+    """A node as its snapshot holds it, entries not loaded (a lazy load's; residency.bind
+    gives it its home)."""
+    node = ColdNode(master, tuple(x for name in master_fields for x in (name, b"")))
+    del node.ids, node.idbs, node.fields  # (Node.__init__ made them empty)
+    node.fixed_bytes = size
+    node.live = live
+    node.epoch = -1
+    return node
+
+
 def _value_size(v: bytes) -> int:
     """_lp_str_size with a fast path for the common case: a short non-numeric string."""
     n = len(v)
@@ -139,7 +199,7 @@ class Stream:
 
     __slots__ = (
         "nodes", "masters", "length", "last_id", "first_id", "max_deleted_id",
-        "entries_added", "groups", "idmp",
+        "entries_added", "groups", "idmp", "home",
     )
 
     def __init__(self) -> None:
@@ -152,6 +212,7 @@ class Stream:
         self.entries_added = 0
         self.groups: dict[bytes, ConsumerGroup] = {}
         self.idmp: Idmp | None = None  # idempotent producers' state, from the first use on
+        self.home: Home | None = None  # its place in the current snapshot (residency.bind)
 
     # --- appending -------------------------------------------------------------------------
 
@@ -206,6 +267,7 @@ class Stream:
         node.idbs.append(idb)
         node.fields.append(fields)
         node.live += 1
+        node.epoch = EPOCH.value
         if not self.length:
             self.first_id = sid
         self.length += 1
@@ -224,11 +286,22 @@ class Stream:
         node.idbs = [format_id(i) for i in ids]
         node.fields = list(fields)
         node.live = live
+        node.epoch = -1
         self.nodes.append(node)
         self.masters.append(master)
 
+    def restore_cold_node(self, node: ColdNode) -> None:
+        """Append a node a lazy load left in its snapshot (see `cold_node`)."""
+        self.nodes.append(node)
+        self.masters.append(node.master)
+
     def _new_node(self, sid: int, fields: Fields) -> Node:
         node = Node(sid, fields)
+        home = self.home
+        if home is not None:
+            node.home = home
+            if self.nodes:  # the tail is sealed: its memory counts until it goes cold
+                home.residency.sealed(self.nodes[-1], home)
         self.nodes.append(node)
         self.masters.append(sid)
         return node
@@ -375,6 +448,7 @@ class Stream:
         if j == len(node.ids) or node.ids[j] != sid or node.fields[j] is None:
             return False
         node.fields[j] = None
+        node.epoch = EPOCH.value
         node.live -= 1
         self.length -= 1
         if node.live == 0:
@@ -460,6 +534,7 @@ class Stream:
             if referenced is not None and referenced(sid):
                 continue
             node.fields[k] = None
+            node.epoch = EPOCH.value
             node.live -= 1
             self.length -= 1
             removed.append(sid)
@@ -477,8 +552,23 @@ class Stream:
         for node in self.nodes:
             yield from zip(node.ids, node.fields, strict=True)
 
+    def cold_counts(self) -> tuple[int, int, int]:
+        """Nodes whose entries are in the snapshot only, their live entries and their
+        listpack bytes."""
+        home = self.home
+        return (0, 0, 0) if home is None else (home.cold_nodes, home.cold_entries,
+                                               home.cold_bytes)
+
     def node_masters(self) -> list[int]:
         return list(self.masters)
+
+
+def new_stream(residency: Residency) -> Stream:
+    """An empty stream whose sealed nodes count against the engine's backlog budget (they go
+    cold once a snapshot holds them)."""
+    s = Stream()
+    s.home = Home(s, None, 0, residency)
+    return s
 
 
 def rax_node_count(keys: list[int]) -> int:
@@ -514,4 +604,4 @@ def rax_node_count(keys: list[int]) -> int:
     return count(0, len(raw), 0)
 
 
-__all__ = ["Stream", "Node", "Fields", "rax_node_count", "format_id"]
+__all__ = ["Stream", "new_stream", "Node", "ColdNode", "cold_node", "Fields", "rax_node_count", "format_id"]

@@ -37,6 +37,7 @@ from streamkeep.engine.exec.transactions import (
 )
 from streamkeep.engine.model.digest import state_digest
 from streamkeep.engine.model.effects import Record, select_effect
+from streamkeep.engine.model.residency import Residency
 from streamkeep.engine.model.stream import Stream
 from streamkeep.engine.runtime.redis_api import RedisStreamAPI
 from streamkeep.engine.wire.errors import ReplyError
@@ -114,6 +115,8 @@ class Engine(RedisStreamAPI):
         # Settings (engine.config's registry): Redis's names, validated, canonical values.
         self.config = {**DEFAULT_CONFIG, **normalize_settings(config)}
         self.config_file = config_file  # the file CONFIG REWRITE rewrites (the server's)
+        # Which stream nodes are in memory (the backlog-memory budget; engine.model.residency).
+        self.residency = Residency(int(self.config["backlog-memory"]))
         self.apply_config()
         self.dbs: list[dict[bytes, Stream]] = [{} for _ in range(NUM_DATABASES)]
         self.lock = threading.Lock()  # never re-entered: handlers do not call the engine
@@ -408,6 +411,9 @@ class Engine(RedisStreamAPI):
                 return waiter, lsn
             counters[CALLS] += 1
             counters[NANOS] += nanos
+            residency = self.residency
+            if residency.resident > residency.limit:
+                residency.evict()
         finally:
             lock.release()
         return reply, lsn
@@ -646,6 +652,8 @@ class Engine(RedisStreamAPI):
                 spec.handler(ctx, argv)  # type: ignore[misc]
             if self.waiters.ready:
                 self._serve_ready()
+            if self.residency.resident > self.residency.limit:
+                self.residency.evict()
 
     def apply_many(self, records: Iterable[Record | tuple],
                    before: Callable[[], None] | None = None) -> None:
@@ -668,7 +676,10 @@ class Engine(RedisStreamAPI):
             dbs = self.dbs
             fast_dispatch = FAST_DISPATCH
             waiters = self.waiters
+            residency = self.residency
             for _lsn, time_ms, db, effects in records:
+                if residency.resident > residency.limit:  # a long replay stays in budget too
+                    residency.evict()
                 if len(effects) == 1:
                     argv = effects[0]
                     if (argv[0] == b"XADD" and len(argv) >= 5
@@ -709,6 +720,7 @@ class Engine(RedisStreamAPI):
     def replace_state_locked(self, dbs: list[dict[bytes, Stream]]) -> None:
         """Replace every database at once (engine lock held): a replica's full sync installs
         its primary's snapshot. Clients blocked on a key are re-run against the new data."""
+        self.residency.forget()  # the new streams are resident, bound to no snapshot yet
         self.dbs[:] = dbs
         for db, streams in enumerate(dbs):
             for key in streams:

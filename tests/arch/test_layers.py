@@ -59,6 +59,7 @@ LAYER_OF_PREFIX = {
     "streamkeep.snapshot.layout": "formats",
     "streamkeep.snapshot.reader": "formats",
     "streamkeep.snapshot.writer": "formats",
+    "streamkeep.snapshot.cold": "formats",
     "streamkeep.engine.exec": "exec",
     "streamkeep.engine.commands": "commands",
     "streamkeep.engine.runtime.core": "core",

@@ -1,0 +1,76 @@
+"""The cold-node test mode: engines that keep (nearly) no stream entry in memory.
+
+`pytest --cold-nodes` (conftest) runs the differential and property suites this way, so that
+nearly every command reads its entries back from a snapshot (engine.model.residency). After
+every command an engine is *settled*: its budget is one byte, so every node a snapshot holds as
+it is goes cold; if some changed since, `checkpoint_locked` first writes the state to a fresh
+snapshot file, an in-process compaction without the AOF: the writer copies the cold nodes as
+stored, the streams are bound to the new file, which is unlinked at once (it stays readable
+while a stream refers to it, as a compacted-away snapshot does).
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import tempfile
+from typing import Any
+
+from streamkeep import Engine
+from streamkeep.snapshot.cold import SnapshotNodes
+from streamkeep.snapshot.writer import stream_numbers, write_snapshot
+
+_names = itertools.count()
+_directory = tempfile.mkdtemp(prefix="streamkeep-cold-")
+
+
+def checkpoint_locked(engine: Engine) -> None:
+    """Write the engine's state to a new snapshot and bind its streams to it (lock held)."""
+    residency = engine.residency
+    tick = residency.rotated()
+    numbering = [(s, n) for n, _db, _key, s in stream_numbers(engine.dbs)]
+    path = os.path.join(_directory, f"cold-{os.getpid()}-{next(_names)}.mdb")
+    write_snapshot(engine.dbs, path, 0, 0, "cold-nodes-test")
+    store = SnapshotNodes(path, tick)
+    os.unlink(path)
+    for s, number in numbering:
+        residency.bind(s, store, number)
+    residency.switched(store)
+
+
+def settle(engine: Engine) -> None:
+    """Make every node cold (lock not held): evict, checkpoint what changed, evict again."""
+    if engine.closed:
+        return
+    with engine.lock:
+        residency = engine.residency
+        if residency.budget != 1:
+            residency.set_budget(1, engine.dbs)
+            residency.on_pressure = None  # this mode checkpoints; no background compactions
+        residency.evict()
+        if residency.waiting:
+            checkpoint_locked(engine)
+            residency.evict()
+
+
+def install(monkeypatch: Any) -> None:
+    """Settle every engine after every command it runs or record it applies."""
+    submit, apply, apply_many = Engine.submit, Engine.apply, Engine.apply_many
+
+    def settled_submit(self: Engine, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return submit(self, *args, **kwargs)
+        finally:
+            settle(self)
+
+    def settled_apply(self: Engine, *args: Any, **kwargs: Any) -> None:
+        apply(self, *args, **kwargs)
+        settle(self)
+
+    def settled_apply_many(self: Engine, *args: Any, **kwargs: Any) -> None:
+        apply_many(self, *args, **kwargs)
+        settle(self)
+
+    monkeypatch.setattr(Engine, "submit", settled_submit)
+    monkeypatch.setattr(Engine, "apply", settled_apply)
+    monkeypatch.setattr(Engine, "apply_many", settled_apply_many)
