@@ -22,6 +22,7 @@ from typing import Any
 
 from streamkeep.tools.bench import (
     aof,
+    backlog,
     bigvalues,
     export,
     inspect,
@@ -93,6 +94,12 @@ QUEUE_ALWAYS_RATIO_TARGET = 10.0  # 16 threads, appendfsync always / persist-que
 # Compact streams in memory (`streamkeep bench memory`, issue 18), at most:
 MEMORY_ENTRY_TARGET = 60.0  # bytes per entry, the sensor workload (RSS growth)
 MEMORY_PENDING_TARGET = 100.0  # bytes per pending entry
+# Backlogs bigger than memory (`streamkeep bench backlog`, issue 19), backlog-memory 128mb:
+BACKLOG_RSS_TARGET = 400.0  # MB, the process's peak RSS, at most
+BACKLOG_XADD_RATIO_TARGET = 0.8  # XADD/s against the same stream fully resident, at least
+BACKLOG_CATCHUP_TARGET = 150_000  # entries/s, XREADGROUP COUNT 100 + XACK over cold entries
+BACKLOG_RESTART_TARGET = 3.0  # s, open to serving, at most
+BACKLOG_COMPACT_RATIO_TARGET = 2.0  # compaction after 100k entries / on a 100k stream, at most
 
 
 @dataclass(frozen=True)
@@ -350,6 +357,15 @@ SECTIONS: tuple[Section, ...] = (
         Benchmark(f"memory.{name}", f"XADD fill, in a fresh process: {label}",
                   lambda env, name=name: memory.bench(env, name))  # type: ignore[misc]
         for name, (label, _make) in memory.WORKLOADS.items()), describe=memory.describe),
+    Section("backlog", (
+        Benchmark("backlog.cold", f"XADD on a big backlog, backlog-memory "
+                                  f"{backlog.BUDGET >> 20}mb (fresh process)",
+                  lambda env: backlog.bench_mode(env, "cold")),
+        Benchmark("backlog.resident", "XADD on a big backlog, all resident (fresh process)",
+                  lambda env: backlog.bench_mode(env, "resident")),
+        Benchmark("backlog.compact_small", "compaction of a small stream (per second)",
+                  backlog.bench_compact_small),
+    ), describe=backlog.describe),
 )
 
 RATIOS: tuple[Ratio, ...] = (
@@ -505,6 +521,26 @@ FIGURES: tuple[Figure, ...] = (
            extra="gc_fill_ms", unit="ms"),
     Figure("memory", "sensor: one full collection after the fill", "memory.sensor",
            extra="full_gc_ms", unit="ms"),
+    Figure("backlog", "cold: peak RSS", "backlog.cold", extra="peak_rss_mb", unit="MB",
+           target=BACKLOG_RSS_TARGET, at_most=True),
+    Figure("backlog", "resident: peak RSS", "backlog.resident", extra="peak_rss_mb",
+           unit="MB"),
+    Figure("backlog", "XADD/s, cold / resident", "backlog.cold",
+           denominator="backlog.resident", target=BACKLOG_XADD_RATIO_TARGET),
+    Figure("backlog", "cold: catch-up (XREADGROUP COUNT 100 + XACK), entries",
+           "backlog.cold", extra="catchup_per_s", unit="/s", target=BACKLOG_CATCHUP_TARGET),
+    Figure("backlog", "resident: catch-up, entries", "backlog.resident",
+           extra="catchup_per_s", unit="/s"),
+    Figure("backlog", "cold: restart to serving", "backlog.cold", extra="restart_s", unit="s",
+           target=BACKLOG_RESTART_TARGET, at_most=True),
+    Figure("backlog", "resident: restart to serving", "backlog.resident", extra="restart_s",
+           unit="s"),
+    Figure("backlog", "cold: compaction after the new entries", "backlog.cold",
+           extra="compact_s", unit="s"),
+    Figure("backlog", "small stream: compaction", "backlog.compact_small", extra="compact_s",
+           unit="s"),
+    Figure("backlog", "compaction: big backlog / small stream", "backlog.compact_small",
+           extra="compact_ratio", target=BACKLOG_COMPACT_RATIO_TARGET, at_most=True),
     *(Figure("memory", f"{name}: {what}", f"memory.{name}", extra=extra, unit=unit)
       for name in memory.WORKLOADS if name != "sensor"
       for what, extra, unit in (("bytes per entry, streamkeep", "bytes_per_entry", ""),

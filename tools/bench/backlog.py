@@ -1,0 +1,254 @@
+"""The ``backlog`` section: a stream bigger than memory (issue 19), cold against resident.
+
+Owns its data set and how it is measured. The data set is a data directory whose snapshot holds
+one stream of ENTRIES_PER_N x N small entries (`v <8 digits>`; 20M at the default N) and a
+group BEHIND_SHARE of them behind (never delivered), written directly with the snapshot writer
+as a compaction would write it (building it through XADD and a first compaction would take
+the bench many minutes and twice the resident memory). Each mode runs in a fresh child process
+on its own copy (`python -m streamkeep.tools.bench.backlog MODE PATH ...`, one JSON line):
+
+- ``backlog.cold``: `backlog-memory 128mb`; ``backlog.resident``: no budget (everything loaded).
+  Each: restart to serving (open + PING), XADD rate of APPENDS_PER_N x N new entries, the
+  lagging consumer's catch-up rate (XREADGROUP COUNT 100 + XACK, CATCHUP_PER_N x N entries),
+  the process's peak and final RSS, and the time of a compaction after COMPACT_ENTRIES new
+  entries (the row's rate is the XADD rate);
+- ``backlog.compact_small``: the same compaction on a stream of COMPACT_ENTRIES entries.
+Must not touch: the engine's storage (it only measures it), the registry.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, cast
+
+from streamkeep.tools.bench.workload import Measurement
+
+if TYPE_CHECKING:
+    from streamkeep.aof.store import DataDir
+    from streamkeep.engine.model.stream import Node
+    from streamkeep.tools.bench.env import BenchEnv
+
+KEY = "backlog"
+GROUP = "g"
+BUDGET = 128 << 20  # backlog-memory of the cold mode: 128mb
+ENTRIES_PER_N = 100  # 20,000,000 at the default N
+BEHIND_SHARE = 0.75  # the group is 15M entries behind
+APPENDS_PER_N = 1  # new entries timed: 200,000 at the default N
+CATCHUP_PER_N = 5  # entries the lagging consumer reads and acknowledges: 1,000,000
+COMPACT_ENTRIES = 100_000  # new entries before the timed compaction (quick: 2,000)
+BASE_MS = 1_700_000_000_000
+NODE_ENTRIES = 100  # stream-node-max-entries (the default)
+
+
+def entries(env: BenchEnv) -> int:
+    return max(env.n * (4 if env.quick else ENTRIES_PER_N), 10_000)
+
+
+def catchup_entries(env: BenchEnv) -> int:
+    return min(env.n * CATCHUP_PER_N, int(entries(env) * BEHIND_SHARE))
+
+
+def compact_entries(env: BenchEnv) -> int:
+    return 2_000 if env.quick else COMPACT_ENTRIES
+
+
+def describe(env: BenchEnv) -> list[str]:
+    n = entries(env)
+    return [f"backlog: one stream of {n:,} entries `v <8 digits>`, a group "
+            f"{int(n * BEHIND_SHARE):,} behind, written as a snapshot; each mode in a fresh "
+            f"child process on its own copy: cold = backlog-memory {BUDGET >> 20}mb, resident "
+            f"= no budget; RSS = the child's peak (VmHWM) and final (VmRSS); compaction after "
+            f"{compact_entries(env):,} new entries, against the same on a "
+            f"{compact_entries(env):,}-entry stream"]
+
+
+# --- the data set --------------------------------------------------------------------------------
+
+
+def _fields(i: int) -> tuple[bytes, bytes]:
+    return (b"v", b"%08d" % i)
+
+
+class _GeneratedNodes:
+    """A stream's nodes made while the snapshot writer iterates them: never all in memory."""
+
+    def __init__(self, n: int) -> None:
+        self.n = n
+
+    def __len__(self) -> int:
+        return -(-self.n // NODE_ENTRIES)
+
+    def __iter__(self) -> Iterator[Node]:
+        from streamkeep.engine.model.stream import Stream
+
+        for start in range(0, self.n, NODE_ENTRIES):
+            scratch = Stream()
+            for i in range(start, min(start + NODE_ENTRIES, self.n)):
+                scratch.append((BASE_MS + i) << 64, _fields(i), NODE_ENTRIES, 4096,
+                               ms=BASE_MS + i, seq=0)
+            yield from scratch.nodes
+
+
+def build(path: str, n: int) -> None:
+    """A data directory at `path` holding the data set (see the module docstring)."""
+    from streamkeep import Engine
+    from streamkeep.engine.model.groups import ConsumerGroup
+    from streamkeep.engine.model.stream import Stream
+    from streamkeep.snapshot.writer import write_snapshot
+
+    behind = int(n * BEHIND_SHARE)
+    s = Stream()
+    s.nodes = _GeneratedNodes(n)  # type: ignore[assignment]  # iterated once, by the writer
+    s.length = s.entries_added = n
+    s.first_id, s.last_id = BASE_MS << 64, (BASE_MS + n - 1) << 64
+    delivered = n - behind
+    group = s.groups[GROUP.encode()] = ConsumerGroup(GROUP.encode(),
+                                                     (BASE_MS + delivered - 1) << 64, delivered)
+    group.create_consumer(b"c", 0)
+    engine = Engine.open(path)
+    try:
+        dbs: list[dict[bytes, Stream]] = [{} for _ in engine.dbs]
+        dbs[0][KEY.encode()] = s
+        tmp = os.path.join(path, "generated.mdb")
+        # Installed as a replica installs its primary's snapshot: the directory then holds
+        # it and nothing else, the history starting after it.
+        datadir = cast("DataDir", engine.datadir)
+        write_snapshot(dbs, tmp, 1, int(time.time() * 1000), datadir.repl_id)
+        datadir.wait_no_compaction()
+        with engine.lock:
+            datadir.install_snapshot(tmp, 1, datadir.repl_id, [{} for _ in engine.dbs])
+    finally:
+        engine.close()
+
+
+# --- the child: one mode ---------------------------------------------------------------------
+
+
+def _status(name: str) -> int:
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith(name + ":"):
+                return int(line.split()[1]) * 1024
+    return 0
+
+
+def child(mode: str, path: str, appends: int, catchup: int, new: int) -> dict[str, float]:
+    """Open the copy in `path` in this process and measure it (see the module docstring)."""
+    from streamkeep import Engine
+
+    budget = BUDGET if mode == "cold" else 0
+    began = time.perf_counter()
+    engine = Engine.open(path, backlog_memory=budget)
+    engine.execute("PING")
+    out: dict[str, float] = {"restart_s": time.perf_counter() - began, "open_rss": _status("VmRSS")}
+    execute = engine.execute
+    began = time.perf_counter()
+    for i in range(appends):
+        execute("XADD", KEY, "*", "v", f"{i:08d}")
+    out["xadd_per_s"] = appends / (time.perf_counter() - began)
+    done = 0
+    began = time.perf_counter()
+    while done < catchup:
+        reply = execute("XREADGROUP", "GROUP", GROUP, "c", "COUNT", "100", "STREAMS", KEY, ">")
+        if not reply:
+            break
+        ids = [entry[0] for entry in reply[0][1]]
+        execute("XACK", KEY, GROUP, *ids)
+        done += len(ids)
+    out["catchup_per_s"] = done / (time.perf_counter() - began)
+    engine.compact()  # what the budget asked for meanwhile, untimed
+    for i in range(new):
+        execute("XADD", KEY, "*", "v", f"{i:08d}")
+    began = time.perf_counter()
+    engine.compact()
+    out["compact_s"] = time.perf_counter() - began
+    info = dict(line.split(":", 1) for line in
+                engine.execute("INFO", "memory").decode().splitlines() if ":" in line)
+    out["cold_entries"] = float(info["stream_entries_cold"])
+    out["final_rss"] = _status("VmRSS")
+    out["peak_rss"] = _status("VmHWM")
+    engine.close()
+    return out
+
+
+def _run_child(*args: object) -> dict[str, float]:
+    proc = subprocess.run([sys.executable, "-m", "streamkeep.tools.bench.backlog",
+                           *map(str, args)], capture_output=True, text=True, check=False)
+    if proc.returncode != 0:
+        raise AssertionError(f"the backlog child failed: {proc.stderr.strip()[-2000:]}")
+    return json.loads(proc.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
+
+
+class _DataSet:
+    """The data set of a run, built once for both modes (an env.shared resource)."""
+
+    def __init__(self, env: BenchEnv) -> None:
+        with env.data_dir("probe"):  # (makes the run's directory of data directories)
+            pass
+        self.parent = tempfile.mkdtemp(prefix="backlog-source-", dir=env.tmp_root)
+        self.path = os.path.join(self.parent, "data")
+        build(self.path, entries(env))
+
+    def stop(self) -> None:
+        shutil.rmtree(self.parent, ignore_errors=True)
+
+    def describe(self) -> list[str]:
+        return []
+
+
+# The cold row's measurement, by run: the small compaction row divides by it.
+_cold: dict[int, Measurement] = {}
+
+
+def bench_mode(env: BenchEnv, mode: str) -> Measurement:
+    source = env.shared("backlog-data", lambda: _DataSet(env)).path
+    with env.data_dir(f"backlog-{mode}") as path:
+        shutil.copytree(source, path)
+        got = _run_child(mode, path, env.n * APPENDS_PER_N, catchup_entries(env),
+                         compact_entries(env))
+    mb = 1 << 20
+    figures = {"restart_s": got["restart_s"], "catchup_per_s": got["catchup_per_s"],
+               "peak_rss_mb": got["peak_rss"] / mb, "final_rss_mb": got["final_rss"] / mb,
+               "open_rss_mb": got["open_rss"] / mb, "compact_s": got["compact_s"],
+               "cold_entries": got["cold_entries"]}
+    notes = [f"backlog.{mode}: restart {got['restart_s']:.2f} s, RSS peak "
+             f"{figures['peak_rss_mb']:.0f} MB (after open {figures['open_rss_mb']:.0f} MB), "
+             f"catch-up {got['catchup_per_s']:,.0f} entries/s, compaction after "
+             f"{compact_entries(env):,} new entries {got['compact_s']:.2f} s, "
+             f"{got['cold_entries']:,.0f} entries cold at the end"]
+    measured = Measurement(got["xadd_per_s"], count=env.n * APPENDS_PER_N, figures=figures,
+                           notes=notes)
+    if mode == "cold":
+        _cold[id(env)] = measured
+    return measured
+
+
+def bench_compact_small(env: BenchEnv) -> Measurement:
+    """A compaction of a stream of compact_entries(env) entries (rate: compactions/s)."""
+    from streamkeep import Engine
+
+    with env.data_dir("backlog-small") as path:
+        engine = Engine.open(path, auto_aof_rewrite_percentage=0)
+        try:
+            for i in range(compact_entries(env)):
+                engine.execute("XADD", KEY, "*", "v", f"{i:08d}")
+            began = time.perf_counter()
+            engine.compact()
+            seconds = time.perf_counter() - began
+        finally:
+            engine.close()
+    figures = {"compact_s": seconds}
+    cold = _cold.get(id(env))
+    if cold is not None:  # the backlog's compaction over this one
+        figures["compact_ratio"] = cold.figures["compact_s"] / seconds
+    return Measurement(1 / seconds, count=1, figures=figures)
+
+if __name__ == "__main__":  # the child
+    print(json.dumps(child(sys.argv[1], sys.argv[2], *map(int, sys.argv[3:6]))))
