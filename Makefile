@@ -89,8 +89,11 @@ export-demo: $(VENV)/.stamp-spark java
 	$(VPY) -m streamkeep.tools.export.demo --dir ./export-demo
 
 # CI runs the bounded suite; `make soak` runs the long fuzz/soak variants too.
+# The whole suite, then the differential and property suites again with every stream node
+# cold (read back from a snapshot after every command: tests/support/cold_nodes.py).
 test: dev
 	$(VPY) -m pytest -n 2 -q -m "not slow"
+	$(VPY) -m pytest -n 2 -q -m "not slow" --cold-nodes tests/differential tests/property
 
 soak: dev
 	$(VPY) -m pytest -n 2 -q

@@ -9,6 +9,9 @@ more (it is closed when the next store opens). Must not touch: the engine's stru
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
+import os
 import weakref
 from typing import Any
 
@@ -29,6 +32,35 @@ def _close_unused() -> None:
         _unused.pop().close()
 
 
+# LMDB reads through a shared read-only map of the file: every page a read touches stays in the
+# process's RSS (file-backed, reclaimable, but counted) until unmapped. A catch-up over a cold
+# backlog would so grow the RSS by the backlog's size, so after every RELEASE_BYTES of nodes
+# read the pages are dropped from the map (madvise MADV_DONTNEED: they stay in the page cache).
+RELEASE_BYTES = 16 << 20
+_MADV_DONTNEED = 4
+
+
+def _mapped_ranges(path: str) -> list[tuple[int, int]]:
+    """The address ranges where this process maps the file at `path` (Linux)."""
+    st = os.stat(path)
+    device = f"{os.major(st.st_dev):02x}:{os.minor(st.st_dev):02x}"
+    ranges = []
+    with open("/proc/self/maps") as maps:
+        for line in maps:
+            parts = line.split(maxsplit=5)
+            if len(parts) >= 5 and parts[4] == str(st.st_ino) and parts[3] == device:
+                low, high = (int(x, 16) for x in parts[0].split("-"))
+                ranges.append((low, high))
+    return ranges
+
+
+def _release(ranges: list[tuple[int, int]]) -> None:
+    with contextlib.suppress(OSError, AttributeError):  # not Linux: the pages just stay
+        madvise = ctypes.CDLL(None, use_errno=True).madvise
+        for low, high in ranges:
+            madvise(ctypes.c_void_p(low), ctypes.c_size_t(high - low), _MADV_DONTNEED)
+
+
 class SnapshotNodes:
     """The nodes of one snapshot file. `clean_before`: nodes changed at or after this value of
     the change clock (residency.EPOCH) differ from what the file holds."""
@@ -39,6 +71,16 @@ class SnapshotNodes:
         _close_unused()
         self.snapshot = Snapshot(path)
         weakref.finalize(self, _unused.append, self.snapshot)
+        self.read_bytes = 0  # since the map's pages were last released
+        try:  # found while the file has its name (a compaction may unlink it later)
+            self.ranges = _mapped_ranges(path)
+        except OSError:
+            self.ranges = []
+
+    def release_pages(self) -> None:
+        """Drop the pages reads brought into the map from this process's RSS."""
+        self.read_bytes = 0
+        _release(self.ranges)
 
     def raw(self, number: int, master: int) -> bytes:
         value = self.snapshot.node_raw(number, master)
@@ -48,8 +90,19 @@ class SnapshotNodes:
                                f"the engine's nodes)")
         return value
 
+    def raw_info(self, number: int, master: int) -> bytes:
+        try:
+            return self.snapshot.node_info_raw(number, master)
+        except KeyError:
+            raise StorageError(f"{self.path}: stream {number} has no node "
+                               f"{format_id(master).decode()}") from None
+
     def load(self, number: int, master: int) -> tuple[list[int], list[bytes], list[Any]]:
-        node = layout.decode_node(master, self.raw(number, master))
+        raw = self.raw(number, master)
+        self.read_bytes += len(raw)
+        if self.read_bytes > RELEASE_BYTES:
+            self.release_pages()
+        node = layout.decode_node(master, raw)
         return node.ids, [format_id(sid) for sid in node.ids], list(node.fields)
 
 

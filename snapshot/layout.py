@@ -22,6 +22,9 @@ A snapshot is one LMDB environment in one file (`subdir=False`, no lock file). S
                ids is 16 bytes per entry (tombstones included), fields one flat array of
                field/value bins per entry, nil for a deleted entry (tombstone); size is the
                listpack size Redis would have, kept so nodes split exactly as before
+    nodeinfo   key: as in nodes            value: msgpack [live, size, entries, master_fields]
+               the node's counters without its entries: a lazy load (backlog-memory)
+               reads these instead of the nodes (absent in older snapshots)
     groups     key: number u64 | group name value: msgpack map last_id, entries_read, pending,
                consumers
     consumers  key: number u64 | u16 len(group) | group | consumer name
@@ -47,6 +50,7 @@ import msgpack
 FORMAT = "streamkeep-snapshot"
 VERSION = 1
 TABLES = ("meta", "streams", "nodes", "groups", "consumers", "pel")
+OPTIONAL_TABLES = ("nodeinfo",)  # written since issue 19; a reader copes without them
 MAX_ID = (1 << 128) - 1
 
 _U64 = struct.Struct(">Q")
@@ -166,6 +170,16 @@ def decode_node(master: int, raw: bytes) -> RawNode:
     it = iter(halves)
     ids = [ms << 64 | seq for ms, seq in zip(it, it, strict=True)]
     return RawNode(master, live, size, master_fields, ids, fields)
+
+
+def encode_node_info(live: int, size: int, entries: int, master_fields: tuple | list) -> bytes:
+    return _packb([live, size, entries, list(master_fields)])
+
+
+def decode_node_info(raw: bytes | memoryview) -> tuple[int, int, tuple, int]:
+    """(live, size, master_fields, entries), as node_header returns them."""
+    live, size, entries, master_fields = msgpack.unpackb(raw, raw=True, use_list=False)
+    return live, size, master_fields, entries
 
 
 _HEADER_PEEK = 512  # bytes of a node's value that hold its header, unless master fields are long

@@ -54,6 +54,7 @@ def load_snapshot(engine: Engine, path: str, lazy: bool | None = None) -> Meta:
         # Every node is as the file holds it; changes from now on are not.
         store.clean_before = residency.last_tick = EPOCH.tick()
         residency.switched(store)
+        store.release_pages()  # what the load read of the file: not resident any more
         return snap.meta
 
 

@@ -13,6 +13,7 @@ use it. Must not touch: the engine, the manifest; it never writes.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 from collections.abc import Iterator
@@ -169,6 +170,9 @@ class Snapshot:
             except lmdb.Error:
                 raise SnapshotError(f"{path}: not a streamkeep snapshot (tables missing)") \
                     from None
+            for name in layout.OPTIONAL_TABLES:
+                with contextlib.suppress(lmdb.Error):  # an older snapshot: readers fall back
+                    self._tables[name] = self.env.open_db(name.encode(), create=False)
             self.meta = self._read_meta()
         except BaseException:
             self.close()
@@ -254,11 +258,29 @@ class Snapshot:
         with self.env.begin(db=self._tables["nodes"]) as txn:
             return txn.get(layout.node_key(number, master))
 
+    def node_info_raw(self, number: int, master: int) -> bytes:
+        """One node's `nodeinfo` value (made from its header in an older snapshot)."""
+        key = layout.node_key(number, master)
+        if "nodeinfo" in self._tables:
+            with self.env.begin(db=self._tables["nodeinfo"]) as txn:
+                value = txn.get(key)
+            if value is not None:
+                return value
+        raw = self.node_raw(number, master)
+        if raw is None:
+            raise KeyError(f"no node {master} in stream {number}")
+        live, size, master_fields, entries = layout.node_header(raw)
+        return layout.encode_node_info(live, size, entries, master_fields)
+
     def node_headers(self, number: int) -> Iterator[tuple[int, int, int, tuple, int]]:
         """(master, live, size, master_fields, entries) of each node of stream `number`, in
-        order, without decoding the entries (layout.node_header)."""
+        order, without decoding the entries: from the `nodeinfo` table, which holds only
+        these (or, in an older snapshot, from the head of each node: layout.node_header)."""
         prefix = layout.number_prefix(number)
-        with self.env.begin(db=self._tables["nodes"], buffers=True) as txn:
+        has_info = "nodeinfo" in self._tables
+        table = self._tables["nodeinfo" if has_info else "nodes"]
+        decode = layout.decode_node_info if has_info else layout.node_header
+        with self.env.begin(db=table, buffers=True) as txn:
             cursor = txn.cursor()
             if not cursor.set_range(prefix):
                 return
@@ -266,7 +288,7 @@ class Snapshot:
                 raw = bytes(raw_key)
                 if not raw.startswith(prefix):
                     return
-                yield (layout.node_master(raw), *layout.node_header(value))
+                yield (layout.node_master(raw), *decode(value))
 
     def entries(self, db: int, key: bytes, start: IDLike = 0, end: IDLike = MAX_ID,
                 count: int | None = None) -> Iterator[Entry]:

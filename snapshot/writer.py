@@ -42,13 +42,17 @@ def stream_numbers(dbs: list[dict[bytes, Stream]]) -> Iterator[tuple[int, int, b
             yield number, db_index, key, db[key]
 
 
-def _node_value(node: Node) -> bytes:
+def _node_values(node: Node) -> tuple[bytes, bytes]:
+    """The node's `nodes` and `nodeinfo` values: a cold one's as its snapshot stores them."""
     if node.is_cold():
         home = node.home
         assert home is not None and home.store is not None  # cold: a snapshot holds it
-        return home.store.raw(home.number, node.master)
-    return layout.encode_node(node.live, node.fixed_bytes, node.master_fields, node.ids,
-                              node.fields)
+        return home.store.raw(home.number, node.master), home.store.raw_info(home.number,
+                                                                             node.master)
+    return (layout.encode_node(node.live, node.fixed_bytes, node.master_fields, node.ids,
+                               node.fields),
+            layout.encode_node_info(node.live, node.fixed_bytes, len(node.ids),
+                                    node.master_fields))
 
 
 def _tables(dbs: list[dict[bytes, Stream]]) -> Iterator[tuple[str, bytes, bytes]]:
@@ -61,7 +65,10 @@ def _tables(dbs: list[dict[bytes, Stream]]) -> Iterator[tuple[str, bytes, bytes]
             None if idmp is None else layout.encode_idmp(
                 idmp.duration, idmp.maxsize, idmp.added, idmp.duplicates, idmp.entries()))
         for node in s.nodes:
-            yield "nodes", layout.node_key(number, node.master), _node_value(node)
+            key = layout.node_key(number, node.master)
+            value, info = _node_values(node)
+            yield "nodes", key, value
+            yield "nodeinfo", key, info
         for name in sorted(s.groups):
             g = s.groups[name]
             yield "groups", layout.group_key(number, name), layout.encode_group(
@@ -100,7 +107,8 @@ def write_snapshot(dbs: list[dict[bytes, Stream]], path: str, lsn: int, created_
 
 def _fill(env: lmdb.Environment, dbs: list[dict[bytes, Stream]], lsn: int, created_ms: int,
           repl_id: str) -> SnapshotInfo:
-    tables = {name: env.open_db(name.encode()) for name in layout.TABLES}
+    tables = {name: env.open_db(name.encode())
+              for name in (*layout.TABLES, *layout.OPTIONAL_TABLES)}
     streams = entries = 0
     with env.begin(write=True) as txn:
         cursors = {name: txn.cursor(db) for name, db in tables.items()}

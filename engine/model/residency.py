@@ -81,6 +81,10 @@ class NodeStore(Protocol):
         """The node's stored value as it is (a compaction copies it without decoding)."""
         ...
 
+    def raw_info(self, number: int, master: int) -> bytes:
+        """The node's stored counters (its `nodeinfo` value), as they are."""
+        ...
+
 
 class Home:
     """A stream's place in a node store: the store and the stream's number in it (no store:

@@ -500,6 +500,27 @@ def test_crash_at_each_step(tmp_path: Path, step: str, mode: str,
         assert not (d / name).exists()
 
 
+@pytest.mark.parametrize("step", STEPS)
+def test_crash_at_each_step_with_cold_nodes(tmp_path: Path, step: str,
+                                            caplog: pytest.LogCaptureFixture) -> None:
+    """The same with a one-byte backlog-memory: after the base compaction nearly every node
+    is cold, read back and made cold again around every command (evictions in flight at the
+    kill), and the streams are re-pointed to the new snapshot at the switch. Reopened with
+    and without a budget: the same state, nothing read from a removed snapshot."""
+    d = tmp_path / "d"
+    seed = 51 + STEPS.index(step)
+    run = start_workload(d, seed, "--first", "150", "--second", "300", "--step", step,
+                         "--mode", "writes", "--backlog-memory", "1")
+    run.read()
+    run.finish()
+    assert run.step is not None and run.step[0] == step, (run, run.stderr())
+    check_after_crash(d, run, seed, in_flight=True, caplog=caplog)
+    resident = reopen_digest(d)[0]
+    with Engine.open(str(d), backlog_memory=1, auto_aof_rewrite_percentage=0) as engine:
+        assert engine.digest() == resident
+        assert engine.residency.loads > 0
+
+
 def test_crash_while_the_build_child_runs(tmp_path: Path,
                                           caplog: pytest.LogCaptureFixture) -> None:
     """The parent dies while its build child replays, with writes going on."""
@@ -688,7 +709,8 @@ def _power_setup(root: Path) -> tuple[Path, str]:
     return src, digest
 
 
-def _power_cut(src: Path, root: Path, cut_after: int | None) -> tuple[Path, TrackingFS, int]:
+def _power_cut(src: Path, root: Path, cut_after: int | None,
+               budget: int = 0) -> tuple[Path, TrackingFS, int]:
     """Copy the set-up directory, open it on a TrackingFS and compact, cutting the power at
     the compaction's `cut_after`-th file operation. Returns the operations the compaction ran
     (without a cut: all of them)."""
@@ -696,7 +718,8 @@ def _power_cut(src: Path, root: Path, cut_after: int | None) -> tuple[Path, Trac
     shutil.copytree(src, d)
     fs = TrackingFS()
     engine = Engine.open(str(d), appendfsync="always", aof_segment_max_bytes=1024,
-                         auto_aof_rewrite_percentage=0, clock=FakeClock(), fs=fs)
+                         auto_aof_rewrite_percentage=0, clock=FakeClock(), fs=fs,
+                         backlog_memory=budget)
     start = fs.stats.ops
     fs.cut_at = None if cut_after is None else start + cut_after
     try:
@@ -713,20 +736,21 @@ def _power_cut(src: Path, root: Path, cut_after: int | None) -> tuple[Path, Trac
     return d, fs, ops
 
 
-def power_sweep(tmp_path: Path, points: int | None) -> None:
+def power_sweep(tmp_path: Path, points: int | None, budget: int = 0) -> None:
     src, digest = _power_setup(tmp_path)
-    _, _, ops = _power_cut(src, tmp_path, None)
+    _, _, ops = _power_cut(src, tmp_path, None, budget)
     assert ops > 15
     cuts = list(range(1, ops + 1))
     if points is not None:  # spread over the whole compaction, always including the last
         cuts = sorted({cuts[i * (len(cuts) - 1) // (points - 1)] for i in range(points)})
     rng = random.Random("power")
     for cut in cuts:
-        d, fs, _ = _power_cut(src, tmp_path, cut)
+        d, fs, _ = _power_cut(src, tmp_path, cut, budget)
         for tail in ("none", "all"):
             dst = tmp_path / f"after-{cut}-{tail}"
             fs.materialise(str(d), str(dst), rng, tail)
-            with Engine.open(str(dst), auto_aof_rewrite_percentage=0) as engine:
+            with Engine.open(str(dst), auto_aof_rewrite_percentage=0,
+                             backlog_memory=budget) as engine:
                 assert engine.digest() == digest, f"power cut at operation {cut} ({tail})"
                 assert_tidy(dst)
                 if tail == "none":  # and a compaction there works
@@ -739,6 +763,13 @@ def power_sweep(tmp_path: Path, points: int | None) -> None:
 @pytest.mark.filterwarnings("ignore::pytest.PytestUnhandledThreadExceptionWarning")
 def test_power_loss_during_compaction(tmp_path: Path) -> None:
     power_sweep(tmp_path, points=8)
+
+
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnhandledThreadExceptionWarning")
+def test_power_loss_during_compaction_with_cold_nodes(tmp_path: Path) -> None:
+    """Cold nodes (a one-byte budget: the engine loads the snapshot lazily and reads every
+    node back from it) while the power goes: reopened lazily too, the state before."""
+    power_sweep(tmp_path, points=8, budget=1)
 
 
 @pytest.mark.slow

@@ -87,12 +87,14 @@ def main(argv: list[str]) -> None:
     parser.add_argument("--mode", default="wait", choices=["wait", "writes", "build"])
     parser.add_argument("--after", type=int, default=0)
     parser.add_argument("--wait-lmdb", action="store_true")
+    parser.add_argument("--backlog-memory", default="0")  # "1": every clean node cold
     args = parser.parse_args(argv)
 
     clock = FakeClock()
     engine = Engine.open(args.dir, appendfsync=args.policy,
                          aof_segment_max_bytes=args.segment_max,
-                         auto_aof_rewrite_percentage=0, clock=clock)
+                         auto_aof_rewrite_percentage=0, clock=clock,
+                         backlog_memory=args.backlog_memory)
     compactor = engine.datadir.compactor
     _say("ready")
     if args.bulk:

@@ -1,0 +1,161 @@
+"""Cold nodes over real snapshot files (snapshot.cold, the lazy load, the raw copy).
+
+A data directory opened with a `backlog-memory` budget loads its snapshot lazily (every node
+cold), reads nodes back when touched, keeps within its budget by making clean nodes cold again,
+compacts without decoding the nodes nothing touched, and keeps a replaced snapshot readable
+while cold nodes still refer to it.
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from streamkeep import Engine
+from streamkeep.engine.wire.errors import StorageError
+from streamkeep.snapshot import layout
+from streamkeep.snapshot.cold import SnapshotNodes
+from streamkeep.snapshot.reader import Snapshot
+
+ENTRIES = 3_000  # 30 nodes of 100
+
+
+def _fill(engine: Engine, n: int, key: str = "s", start: int = 0) -> None:
+    for i in range(start, start + n):
+        engine.execute("XADD", key, f"{i + 1}-0", "v", f"value-{i}")
+
+
+def _info(engine: Engine, section: str) -> dict[str, str]:
+    text = engine.execute("INFO", section).decode()
+    return dict(line.split(":", 1) for line in text.splitlines() if ":" in line)
+
+
+def _snapshot_path(engine: Engine, path: str) -> str:
+    snap = engine.datadir.journal.manifest.snapshot  # type: ignore[union-attr]
+    return os.path.join(path, snap.file)
+
+
+@pytest.fixture
+def compacted(tmp_path) -> tuple[str, str]:
+    """A directory holding ENTRIES entries of `s` and a group, compacted; its digest."""
+    path = str(tmp_path / "data")
+    with Engine.open(path, auto_aof_rewrite_percentage=0) as engine:
+        _fill(engine, ENTRIES)
+        engine.execute("XGROUP", "CREATE", "s", "g", "0")
+        engine.execute("XDEL", "s", "7-0", "1500-0")
+        engine.compact()
+        return path, engine.digest()
+
+
+def test_a_budget_loads_lazily_and_reads_back(compacted) -> None:
+    path, digest = compacted
+    with Engine.open(path, backlog_memory="20kb") as engine:
+        info = _info(engine, "memory")
+        assert info["stream_entries_cold"] == str(ENTRIES - 2)  # every node: nothing loaded
+        assert info["stream_nodes_cold"] == "30"
+        assert engine.digest() == digest  # every node read back (and made cold again)
+        assert engine.execute("XRANGE", "s", "1499", "1502") == [
+            [b"1499-0", [b"v", b"value-1498"]], [b"1501-0", [b"v", b"value-1500"]],
+            [b"1502-0", [b"v", b"value-1501"]]]
+        assert engine.residency.resident <= 2 * 20 * 1024
+        xinfo = engine.execute("XINFO", "STREAM", "s")
+        assert xinfo[xinfo.index(b"cold-entries") + 1] > ENTRIES // 2
+        keyspace = _info(engine, "keyspace")["db0"]
+        assert f"entries={ENTRIES - 2}," in keyspace and "cold_entries=" in keyspace
+
+
+def test_without_a_budget_everything_is_resident(compacted) -> None:
+    path, digest = compacted
+    with Engine.open(path) as engine:
+        assert _info(engine, "memory")["stream_entries_cold"] == "0"
+        assert b"cold-entries" not in engine.execute("XINFO", "STREAM", "s")
+        assert engine.digest() == digest
+        assert not engine.residency.queue  # nothing queued: no budget
+
+
+def test_a_group_catches_up_over_cold_entries(compacted) -> None:
+    path, _digest = compacted
+    with Engine.open(path, backlog_memory="20kb") as engine:
+        read = 0
+        while reply := engine.execute("XREADGROUP", "GROUP", "g", "c", "COUNT", "100",
+                                      "STREAMS", "s", ">"):
+            ids = [entry[0] for entry in reply[0][1]]
+            assert engine.execute("XACK", "s", "g", *ids) == len(ids)
+            read += len(ids)
+        assert read == ENTRIES - 2
+        assert engine.residency.loads >= 30
+        assert engine.residency.resident <= 2 * 20 * 1024
+
+
+def test_changes_to_cold_nodes_survive_eviction_and_restart(compacted) -> None:
+    path, _digest = compacted
+    with Engine.open(path, backlog_memory="10kb", auto_aof_rewrite_percentage=0) as engine:
+        assert engine.execute("XDEL", "s", "10-0", "2000-0") == 2  # thawed, changed
+        engine.execute("XTRIM", "s", "MINID", "301")  # whole cold nodes trimmed
+        for _ in range(3):
+            engine.execute("PING")  # evictions between commands: the changed nodes stay
+        assert engine.execute("XRANGE", "s", "1999", "2001") == [
+            [b"1999-0", [b"v", b"value-1998"]], [b"2001-0", [b"v", b"value-2000"]]]
+        engine.compact()  # now the snapshot holds them as they are: they may go cold
+        engine.execute("PING")
+        assert engine.execute("XRANGE", "s", "1999", "2001") == [
+            [b"1999-0", [b"v", b"value-1998"]], [b"2001-0", [b"v", b"value-2000"]]]
+        assert engine.execute("XRANGE", "s", "-", "+", "COUNT", "1")[0][0] == b"301-0"
+        digest = engine.digest()
+    with Engine.open(path, backlog_memory="10kb") as engine:
+        assert engine.digest() == digest
+
+
+def test_compaction_copies_untouched_nodes_as_stored(compacted) -> None:
+    path, _digest = compacted
+    with Snapshot(_snapshot_path_of(path)) as before:
+        old = {layout.node_master(k): v for k, v in _nodes(before)}
+    with Engine.open(path, backlog_memory="10kb", auto_aof_rewrite_percentage=0) as engine:
+        _fill(engine, 500, start=ENTRIES)
+        engine.execute("XDEL", "s", "50-0")
+        engine.compact()
+        new_path = _snapshot_path(engine, path)
+    with Snapshot(new_path) as after:
+        new = {layout.node_master(k): v for k, v in _nodes(after)}
+    first = 1 << 64
+    assert new[first] != old[first]  # the node that lost 50-0 was written again
+    same = [m for m in old if m != first and new.get(m) == old[m]]
+    assert len(same) == len(old) - 1  # every other one as stored (the old tail was full)
+
+
+def _snapshot_path_of(path: str) -> str:
+    from streamkeep.snapshot.reader import current_snapshot
+
+    found = current_snapshot(path)
+    assert found is not None
+    return found
+
+
+def _nodes(snap: Snapshot) -> list[tuple[bytes, bytes]]:
+    with snap.env.begin(db=snap.env.open_db(b"nodes", create=False)) as txn:
+        return list(txn.cursor())
+
+
+def test_a_replaced_snapshot_stays_readable_while_cold_nodes_use_it(compacted) -> None:
+    path, digest = compacted
+    old = _snapshot_path_of(path)
+    store = SnapshotNodes(old, clean_before=1)
+    with Engine.open(path, auto_aof_rewrite_percentage=0) as engine:
+        engine.execute("XADD", "s", "*", "v", "new")
+        engine.compact()  # deletes the old file
+    assert not os.path.exists(old)
+    ids, idbs, fields = store.load(1, 1 << 64)  # still readable through the open store
+    assert idbs[:2] == [b"1-0", b"2-0"] and fields[0] == (b"v", b"value-0")
+    with pytest.raises(StorageError, match="has no node"):
+        store.raw(1, 12345)
+
+
+def test_node_header_reads_counts_without_decoding() -> None:
+    ids = [(5 << 64) | i for i in range(40)]
+    fields = [(b"f", b"x" * i) if i % 3 else None for i in range(40)]
+    raw = layout.encode_node(26, 999, (b"f",), ids, fields)
+    assert layout.node_header(raw) == (26, 999, (b"f",), 40)
+    long_names = tuple(b"name-%d" % i * 20 for i in range(40))  # past the peeked prefix
+    raw = layout.encode_node(1, 5, long_names, ids[:1], [(b"a", b"b")])
+    assert layout.node_header(memoryview(raw)) == (1, 5, long_names, 1)
