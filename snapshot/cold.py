@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
-import os
 import weakref
 from typing import Any
 
+from streamkeep.aof.fs import mapped_ranges
 from streamkeep.engine.model.ids import format_id
 from streamkeep.engine.wire.errors import StorageError
 from streamkeep.snapshot import layout
@@ -40,20 +40,6 @@ RELEASE_BYTES = 16 << 20
 _MADV_DONTNEED = 4
 
 
-def _mapped_ranges(path: str) -> list[tuple[int, int]]:
-    """The address ranges where this process maps the file at `path` (Linux)."""
-    st = os.stat(path)
-    device = f"{os.major(st.st_dev):02x}:{os.minor(st.st_dev):02x}"
-    ranges = []
-    with open("/proc/self/maps") as maps:
-        for line in maps:
-            parts = line.split(maxsplit=5)
-            if len(parts) >= 5 and parts[4] == str(st.st_ino) and parts[3] == device:
-                low, high = (int(x, 16) for x in parts[0].split("-"))
-                ranges.append((low, high))
-    return ranges
-
-
 def _release(ranges: list[tuple[int, int]]) -> None:
     with contextlib.suppress(OSError, AttributeError):  # not Linux: the pages just stay
         madvise = ctypes.CDLL(None, use_errno=True).madvise
@@ -73,9 +59,15 @@ class SnapshotNodes:
         weakref.finalize(self, _unused.append, self.snapshot)
         self.read_bytes = 0  # since the map's pages were last released
         try:  # found while the file has its name (a compaction may unlink it later)
-            self.ranges = _mapped_ranges(path)
+            self.ranges = mapped_ranges(path)
         except OSError:
             self.ranges = []
+
+    def close(self) -> None:
+        """The engine is closing: let go of the file now (its streams read nothing more)."""
+        _close_unused()
+        self.snapshot.close()
+        self.ranges = []
 
     def release_pages(self) -> None:
         """Drop the pages reads brought into the map from this process's RSS."""

@@ -85,6 +85,10 @@ class NodeStore(Protocol):
         """The node's stored counters (its `nodeinfo` value), as they are."""
         ...
 
+    def close(self) -> None:
+        """Nothing will be read any more (the engine closes)."""
+        ...
+
 
 class Home:
     """A stream's place in a node store: the store and the stream's number in it (no store:
@@ -262,6 +266,17 @@ class Residency:
                 node.queued = False
             queue.clear()
         self.resident = self.waiting_bytes = 0
+
+    def close(self) -> None:
+        """The engine closes: the stores it knows let go of their files now, not when the
+        collector finds them (a file reopened meanwhile, replaced, must not meet its old map)."""
+        stores = {id(home.store): home.store for _node, home, _nbytes in
+                  (*self.queue, *self.waiting) if home.store is not None}
+        if self.store is not None:
+            stores[id(self.store)] = self.store
+        self.forget()
+        for store in stores.values():
+            store.close()
 
     def forget(self) -> None:
         """The engine's state was replaced (a replica's full sync): nothing is queued."""

@@ -238,6 +238,8 @@ class Engine(RedisStreamAPI):
             self.replication.close()
         if self.datadir is not None:
             self.datadir.close()
+        with self.lock:
+            self.residency.close()
 
     def __enter__(self) -> Engine:
         return self

@@ -755,7 +755,11 @@ def power_sweep(tmp_path: Path, points: int | None, budget: int = 0) -> None:
                 assert_tidy(dst)
                 if tail == "none":  # and a compaction there works
                     engine.execute("XADD", "after", "*", "f", "v")
-                    assert engine.compact(wait=True) is not None
+                    # (with a budget that XADD asked for a compaction itself: "nothing to
+                    # compact" then means one already holds it)
+                    assert engine.compact(wait=True) is not None or (
+                        budget and engine.datadir.journal.manifest.snapshot.lsn
+                        == engine.journal.lsn)
             shutil.rmtree(dst)
         shutil.rmtree(d)
 

@@ -36,7 +36,8 @@ OWN_COUNT = {"aof.always_threads", "aof.always", "aof.fsync", "aof.replay", "aof
              *(f"memory.{name}" for name in ("sensor", "one_field", "ten_fields",
                                              "varied_fields", "deletions")),  # 5 x N
              *(b.key for s in bench.SECTIONS
-               if s.name in ("server", "hardening", "replication", "inspect", "export")
+               if s.name in ("server", "hardening", "replication", "inspect", "export",
+                             "backlog")
                for b in s.benchmarks)}
 # What a figure's value cell prints after its number, by Figure.unit.
 UNIT_SUFFIX = {"x": "x", "/s": "/s", "": "", "count": "", "s": " s", "ms": " ms", "us": " us",
