@@ -278,6 +278,26 @@ class Residency:
         for store in stores.values():
             store.close()
 
+    def adopt(self, dbs: list[dict[bytes, Stream]]) -> None:
+        """The engine's state is replaced by streams another engine loaded (a replica's full
+        sync loads the primary's snapshot apart, then installs it): they count against this
+        budget from now on, and their snapshot is the current one."""
+        self.forget()
+        for db in dbs:
+            for stream in db.values():
+                home = stream.home
+                if home is None:
+                    continue
+                home.residency = self
+                store = home.store
+                if store is not None and (self.store is None
+                                          or store.clean_before > self.store.clean_before):
+                    self.store = store
+                    self.last_tick = max(self.last_tick, store.clean_before)
+                for node in stream.nodes:
+                    if not node.is_cold():
+                        self.sealed(node, home)
+
     def forget(self) -> None:
         """The engine's state was replaced (a replica's full sync): nothing is queued."""
         self.forget_queue()

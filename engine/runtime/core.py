@@ -722,7 +722,7 @@ class Engine(RedisStreamAPI):
     def replace_state_locked(self, dbs: list[dict[bytes, Stream]]) -> None:
         """Replace every database at once (engine lock held): a replica's full sync installs
         its primary's snapshot. Clients blocked on a key are re-run against the new data."""
-        self.residency.forget()  # the new streams are resident, bound to no snapshot yet
+        self.residency.adopt(dbs)  # loaded by another engine: they count here from now on
         self.dbs[:] = dbs
         for db, streams in enumerate(dbs):
             for key in streams:

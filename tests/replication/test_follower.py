@@ -167,3 +167,23 @@ def test_a_snapshot_cut_in_the_middle_changes_nothing(tmp_path: Path, caplog) ->
             assert "master_link_status:down" in info
     finally:
         fake.close()
+
+
+def test_a_replica_with_a_budget_keeps_its_backlog_cold(primary: ServerHandle,
+                                                         tmp_path: Path) -> None:
+    """A full sync installs the primary's snapshot: the replica's streams are bound to that
+    file and count against the replica's own backlog-memory, so its old nodes go cold."""
+    p = primary.engine
+    for i in range(1, 3001):
+        p.execute("XADD", "s", f"{i}-1", "f", f"value {i}")
+    p.compact()
+    with Engine.open(str(tmp_path / "replica"), replicaof=("127.0.0.1", primary.port),
+                     backlog_memory="10kb") as r:
+        wait_for(lambda: synced(primary, r))
+        r.execute("PING")  # evictions run between commands
+        s = r.dbs[0][b"s"]
+        assert s.cold_counts()[1] > 2000, s.cold_counts()
+        assert r.execute("XRANGE", "s", "1500", "1500") == [[b"1500-1", [b"f", b"value 1500"]]]
+        p.execute("XADD", "s", "3001-1", "f", "last")
+        wait_for(lambda: synced(primary, r))
+        assert r.digest() == p.digest()
