@@ -363,7 +363,7 @@ SECTIONS: tuple[Section, ...] = (
                   lambda env: backlog.bench_mode(env, "cold")),
         Benchmark("backlog.resident", "XADD on a big backlog, all resident (fresh process)",
                   lambda env: backlog.bench_mode(env, "resident")),
-        Benchmark("backlog.compact_small", "compaction of a small stream (per second)",
+        Benchmark("backlog.compact_small", "compaction of a small stream (entries/s)",
                   backlog.bench_compact_small),
     ), describe=backlog.describe),
 )
