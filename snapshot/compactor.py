@@ -36,6 +36,7 @@ import os
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
@@ -59,6 +60,9 @@ log = logging.getLogger("streamkeep.snapshot")
 
 DEFAULT_MIN_SIZE = 64 << 20  # Redis's auto-aof-rewrite-min-size default (64mb)
 DEFAULT_PERCENTAGE = 100  # Redis's auto-aof-rewrite-percentage default
+# After a failed compaction, the backlog budget's requests wait this long: a budget that cannot
+# be kept must not start a doomed build (or log a refusal) on every command.
+PRESSURE_RETRY_S = 5.0
 # Where this process found the `streamkeep` package: the build child imports it from there too.
 _PACKAGE_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(
     sys.modules["streamkeep"].__file__ or "")))
@@ -126,6 +130,7 @@ class Compactor:
         self.last_error: str | None = None
         self._stopping = False
         self.paused = False  # a replica installing its primary's snapshot: start none now
+        self.pressure_after = 0.0  # time.monotonic() before which `request` starts nothing
         self._thread: threading.Thread | None = None
         # Called with each step's name as it completes (crash tests kill the process there).
         self.on_step: Callable[[str], None] | None = None
@@ -161,7 +166,8 @@ class Compactor:
     def request(self) -> None:
         """The stream nodes in memory are over their budget and some changed since the
         snapshot: compact now rather than at the AOF size trigger (engine lock held)."""
-        if self.job is None and not self._stopping and not self.paused:
+        if (self.job is None and not self._stopping and not self.paused
+                and time.monotonic() >= self.pressure_after):
             self.start_locked()
 
     def start_locked(self) -> Job | None:
@@ -358,6 +364,7 @@ class Compactor:
             return
         log.error("compaction failed: %s", error)
         self.last_status, self.last_error = "err", error
+        self.pressure_after = time.monotonic() + PRESSURE_RETRY_S
         if job is not None:
             job.error = error
             # Do not retry at once: wait until as much again has been written.

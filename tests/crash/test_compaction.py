@@ -96,6 +96,40 @@ def filled(d: Path, n: int = 400, **options) -> tuple[Engine, FakeClock]:
     return engine, clock
 
 
+def test_a_failing_compaction_is_not_retried_on_every_command(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """A backlog budget that cannot be kept asks for compactions; when they fail (EIO on the
+    temp snapshot's fsync, every time), the requests wait PRESSURE_RETRY_S instead of starting
+    a doomed build on every command. Nothing is lost, and a compaction works once the disk
+    does."""
+    d = tmp_path / "d"
+    fs = FaultyFS(match=".mdb.tmp")
+    engine, clock = filled(d, 200, fs=fs, backlog_memory=1)
+    compactor = engine.datadir.compactor
+    fs.fail_fsyncs(errno.EIO)
+    caplog.set_level(logging.ERROR, logger="streamkeep.snapshot")
+    started = compactor.runs
+    for i in range(3000):  # 30 sealed nodes, none in a snapshot: over budget, pressure
+        engine.execute("XADD", "bulk", f"{i + 1}-0", "f", "v")
+    until = time.monotonic() + 2.5  # commands go on, several builds' time
+    while time.monotonic() < until:
+        engine.execute("XLEN", "bulk")
+        time.sleep(0.01)
+    deadline = time.monotonic() + 10
+    while compactor.job is not None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    failures = [r for r in caplog.records if "compaction failed" in r.getMessage()]
+    assert 1 <= len(failures) <= 2, [r.getMessage() for r in failures]
+    assert compactor.runs == started and compactor.last_status == "err"
+    fs.clear()
+    compactor.pressure_after = 0.0  # (the retry delay passed)
+    assert engine.compact(wait=True) is not None
+    assert engine.execute("XLEN", "bulk") == 3000
+    digest = engine.digest()
+    engine.close()
+    assert reopen_digest(d)[0] == digest
+
+
 def test_build_child_killed_at_spawn(tmp_path: Path) -> None:
     d = tmp_path / "d"
     engine, clock = filled(d)
