@@ -123,6 +123,8 @@ def _stream_summary(ctx: Ctx, s: Stream) -> RespMap:
     items.append((b"last-entry", _edge_entry(s, last=True)))
     if ctx.engine.config["backlog-memory"]:  # streamkeep's own: what is left in the snapshot
         nodes, entries, nbytes = s.cold_counts()
+        items.append((b"resident-entries", s.length - entries))
+        items.append((b"resident-bytes", s.resident_bytes()))
         items.append((b"cold-nodes", nodes))
         items.append((b"cold-entries", entries))
         items.append((b"cold-bytes", nbytes))

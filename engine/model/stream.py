@@ -20,7 +20,7 @@ from itertools import compress
 from typing import TYPE_CHECKING
 
 from streamkeep.engine.model.ids import MAX_ID, format_id
-from streamkeep.engine.model.residency import EPOCH, Home, Residency
+from streamkeep.engine.model.residency import EPOCH, Home, Residency, node_bytes
 from streamkeep.engine.wire.reply import EntryArray
 
 if TYPE_CHECKING:
@@ -558,6 +558,11 @@ class Stream:
         home = self.home
         return (0, 0, 0) if home is None else (home.cold_nodes, home.cold_entries,
                                                home.cold_bytes)
+
+    def resident_bytes(self) -> int:
+        """Estimated memory of the resident nodes' entries (residency.node_bytes each)."""
+        return sum(node_bytes(len(node.ids), node.fixed_bytes) for node in self.nodes
+                   if not node.is_cold())
 
     def node_masters(self) -> list[int]:
         return list(self.masters)

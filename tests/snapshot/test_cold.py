@@ -60,7 +60,10 @@ def test_a_budget_loads_lazily_and_reads_back(compacted) -> None:
             [b"1502-0", [b"v", b"value-1501"]]]
         assert engine.residency.resident <= 2 * 20 * 1024
         xinfo = engine.execute("XINFO", "STREAM", "s")
-        assert xinfo[xinfo.index(b"cold-entries") + 1] > ENTRIES // 2
+        cold = xinfo[xinfo.index(b"cold-entries") + 1]
+        assert cold > ENTRIES // 2
+        assert xinfo[xinfo.index(b"resident-entries") + 1] == ENTRIES - 2 - cold
+        assert 0 < xinfo[xinfo.index(b"resident-bytes") + 1] <= 2 * 20 * 1024
         keyspace = _info(engine, "keyspace")["db0"]
         assert f"entries={ENTRIES - 2}," in keyspace and "cold_entries=" in keyspace
 
