@@ -24,9 +24,10 @@ from streamkeep.engine.model.effects import (
     flushall_effect,
     flushdb_effect,
     rename_effect,
+    restore_effect,
 )
 from streamkeep.engine.model.ids import parse_u64
-from streamkeep.engine.model.stream import Stream
+from streamkeep.engine.model.stream import Stream, new_stream
 from streamkeep.engine.wire.args import is_word, parse_int
 from streamkeep.engine.wire.errors import NO_SUCH_KEY, SYNTAX, ReplyError, wrong_arity
 
@@ -531,3 +532,99 @@ def echo(ctx: Ctx, argv: Argv) -> bytes:
 def time_(ctx: Ctx, argv: Argv) -> list[bytes]:
     now = ctx.now
     return [b"%d" % (now // 1000), b"%d" % (now % 1000 * 1000)]
+
+
+# --- DUMP / RESTORE (the RDB codec: snapshot.rdb) -------------------------------------------
+
+_RESTORE_BAD_PAYLOAD = "ERR DUMP payload version or checksum are wrong"
+_RDB_TYPE_NAMES = {0: "string", 1: "list", 2: "set", 3: "sorted set", 4: "hash", 9: "hash",
+                   10: "list", 11: "set", 12: "sorted set", 13: "hash", 14: "list",
+                   16: "hash", 17: "sorted set", 18: "list", 20: "set", 24: "hash", 25: "hash"}
+
+
+@command("dump", 2, "readonly", keys=(1, 1, 1), group="generic", since="2.6.0",
+         summary="Returns a serialized representation of the value stored at a key.",
+         syntax="key")
+def dump(ctx: Ctx, argv: Argv) -> bytes | None:
+    from streamkeep.snapshot.rdb import dump_payload
+
+    s = ctx.db.get(argv[1])
+    if s is None:
+        return None
+    return dump_payload(s, int(ctx.engine.config["dump-rdb-version"]))
+
+
+def _restore_options(argv: Argv) -> tuple[bool, bool]:
+    """(REPLACE, ABSTTL); IDLETIME and FREQ are checked and ignored (no eviction here)."""
+    replace = absttl = False
+    idle = freq = False
+    i = 4
+    while i < len(argv):
+        opt = argv[i].upper()
+        more = i + 1 < len(argv)
+        if opt == b"REPLACE":
+            replace = True
+        elif opt == b"ABSTTL":
+            absttl = True
+        elif opt == b"IDLETIME" and more and not freq:
+            i += 1
+            if parse_int(argv[i]) < 0:
+                raise ReplyError("ERR Invalid IDLETIME value, must be >= 0")
+            idle = True
+        elif opt == b"FREQ" and more and not idle:
+            i += 1
+            value = parse_int(argv[i])
+            if not 0 <= value <= 255:
+                raise ReplyError("ERR Invalid FREQ value, must be >= 0 and <= 255")
+            freq = True
+        else:
+            raise ReplyError(SYNTAX)
+        i += 1
+    return replace, absttl
+
+
+@command("restore", -4, "write denyoom", keys=(1, 1, 1), group="generic", since="2.6.0",
+         summary="Creates a key from the serialized representation of a value.",
+         syntax="key ttl serialized-value [REPLACE] [ABSTTL] [IDLETIME seconds] "
+                "[FREQ frequency]")
+def restore(ctx: Ctx, argv: Argv) -> str:
+    from streamkeep.snapshot.rdb import (
+        MAX_VERSION,
+        RdbError,
+        check_payload,
+        load_payload,
+        payload_type,
+    )
+
+    replace, absttl = _restore_options(argv)
+    key, payload = argv[1], argv[3]
+    ttl = parse_int(argv[2])
+    if ttl < 0:
+        raise ReplyError("ERR Invalid TTL value, must be >= 0")
+    db = ctx.db
+    if not replace and key in db:
+        raise ReplyError("BUSYKEY Target key name already exists.")
+    try:
+        check_payload(payload, MAX_VERSION)
+    except RdbError:
+        raise ReplyError(_RESTORE_BAD_PAYLOAD) from None
+    kind = payload_type(payload)
+    if kind in _RDB_TYPE_NAMES:
+        raise ReplyError(f"ERR streamkeep stores streams only: the payload holds a "
+                         f"{_RDB_TYPE_NAMES[kind]} (RDB type {kind})")
+    if ttl and (ttl if absttl else ctx.now + ttl) <= ctx.now:  # already expired: nothing made
+        if replace and db.pop(key, None) is not None:
+            ctx.signal(key)
+            ctx.emit(del_effect([key]))
+        return "OK"
+    if ttl:
+        raise ReplyError("ERR streamkeep keys do not expire: RESTORE takes a TTL of 0 only")
+    try:
+        s = load_payload(payload, new_stream(ctx.engine.residency))
+    except RdbError:
+        raise ReplyError("ERR Bad data format") from None
+    db[key] = s
+    ctx.signal(key)
+    ctx.emit(restore_effect(key, payload))
+    return "OK"
+

@@ -412,6 +412,10 @@ _PARAMS: list[Param] = [
     Param("backlog-memory", "memory", 0, hook=_apply_backlog_memory,
           summary="bytes of stream entries kept in memory (0: all); older nodes are read "
                   "back from the snapshot when touched"),
+    # streamkeep: the RDB version DUMP writes (Redis 8.6+ writes 13; 10 restores on 7.0).
+    Param("dump-rdb-version", "int", 13, lo=9, hi=13,
+          summary="RDB version of DUMP payloads: 13 (Redis 8.6+), 12 (7.4-8.4), 11 (7.2), "
+                  "10 (7.0) or 9 (5.0-6.2); older ones drop what they cannot hold"),
     # Redis 8.6: a stream's IDMP settings when its idempotent-producer state is created.
     Param("stream-idmp-duration", "int", 100, lo=1, hi=86400,
           summary="seconds a stream keeps each idempotent ID (XADD IDMP), until XCFGSET"),

@@ -66,6 +66,7 @@ EFFECT_VOCABULARY: dict[str, EffectCommand] = {c.name: c for c in (
     EffectCommand("XGROUP DELCONSUMER", "XGROUP DELCONSUMER key group consumer"),
     EffectCommand("DEL", "DEL key [key ...]"),
     EffectCommand("RENAME", "RENAME key newkey"),
+    EffectCommand("RESTORE", "RESTORE key 0 payload REPLACE"),
     EffectCommand("FLUSHDB", "FLUSHDB"),
     EffectCommand("FLUSHALL", "FLUSHALL"),
     EffectCommand("SELECT", "SELECT index", switches_db=True),
@@ -265,6 +266,11 @@ def sk_xconsumer_effect(key: bytes, group: bytes, consumer: bytes, seen: int,
 
 
 # --- keyspace ------------------------------------------------------------------------------------
+
+
+def restore_effect(key: bytes, payload: bytes) -> Effect:
+    """`RESTORE key 0 payload REPLACE`: the value as one DUMP payload (replay restores it)."""
+    return [b"RESTORE", key, b"0", payload, b"REPLACE"]
 
 
 def del_effect(keys: Iterable[bytes]) -> Effect:

@@ -60,6 +60,7 @@ LAYER_OF_PREFIX = {
     "streamkeep.snapshot.reader": "formats",
     "streamkeep.snapshot.writer": "formats",
     "streamkeep.snapshot.cold": "formats",
+    "streamkeep.snapshot.rdb": "formats",
     "streamkeep.engine.exec": "exec",
     "streamkeep.engine.commands": "commands",
     "streamkeep.engine.runtime.core": "core",

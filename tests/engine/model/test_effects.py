@@ -172,6 +172,8 @@ def scripted_records() -> Iterator[Record]:
             assert not waiter.done
             engine.execute("XADD", "v", "*", "f", "v")
             assert waiter.done
+        if argv == ["RENAME", "u", "u2"]:  # a stream's DUMP payload RESTOREd beside it
+            engine.execute("RESTORE", "u-copy", "0", engine.execute("DUMP", "u2"))
     reply, effects = engine.execute_with_effects("XADD", "w", "*", "f", "v")
     assert effects and effects == records[-1].effects
     yield from records
@@ -303,6 +305,7 @@ SAMPLE_CALLS: dict[str, tuple] = {
     "sk_xconsumer_effect": (b"k", b"g", b"c", 1000, 999),
     "del_effect": ([b"a", b"b"],),
     "rename_effect": (b"a", b"b"),
+    "restore_effect": (b"k", b"payload"),
     "flushdb_effect": (),
     "flushall_effect": (),
     "select_effect": (3,),

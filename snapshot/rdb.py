@@ -1,0 +1,564 @@
+"""Redis's RDB encoding of a stream value, and the DUMP envelope around it: pure functions over bytes.
+
+Owns reading and writing, byte-compatibly with Redis: RDB lengths and strings (integer encodings
+read and written, LZF read), CRC-64 (Jones, reflected), listpacks, the stream value of types 15,
+19, 21 and 26 (RDB versions 9 to 13: nodes with the master entry and same-fields compression,
+delta-encoded IDs, the stream metadata, groups with entries-read, the PEL, consumers with seen
+and active time, the idempotent producers' tail) and DUMP payloads (type, value, RDB version,
+CRC-64). Values come in and go out as engine streams (`engine.model.stream.Stream`). Malformed
+input raises RdbError, never anything else. Must not touch: files, sockets, the engine's
+locking or commands (DUMP/RESTORE call these functions).
+"""
+
+from __future__ import annotations
+
+import struct
+
+from streamkeep.engine.model.groups import ConsumerGroup
+from streamkeep.engine.model.idmp import Idmp
+from streamkeep.engine.model.stream import Stream
+from streamkeep.engine.wire.errors import StreamkeepError
+
+TYPE_STREAM = {9: 15, 10: 19, 11: 21, 12: 21, 13: 26}  # RDB version -> stream type it writes
+STREAM_TYPES = (15, 19, 21, 26)
+MAX_VERSION = 13
+_U64 = (1 << 64) - 1
+_INVALID_ENTRIES_READ = -1
+
+
+class RdbError(StreamkeepError):
+    """Not a valid RDB stream value or DUMP payload."""
+
+
+# --- CRC-64 (Jones polynomial, reflected, initial 0, no final xor) -----------------------------
+
+
+def _crc64_table() -> list[int]:
+    table = []
+    for n in range(256):
+        crc = n
+        for _ in range(8):
+            crc = (crc >> 1) ^ 0x95AC9329AC4BC9B5 if crc & 1 else crc >> 1
+        table.append(crc)
+    return table
+
+
+_CRC_TABLE = _crc64_table()
+
+
+def crc64(data: bytes, crc: int = 0) -> int:
+    table = _CRC_TABLE
+    for b in data:
+        crc = table[(crc ^ b) & 0xFF] ^ (crc >> 8)
+    return crc
+
+
+# --- reading ------------------------------------------------------------------------------------
+
+
+class Reader:
+    """A cursor over RDB bytes; every read checks the bounds (RdbError past the end)."""
+
+    __slots__ = ("data", "pos")
+
+    def __init__(self, data: bytes, pos: int = 0) -> None:
+        self.data = data
+        self.pos = pos
+
+    def take(self, n: int) -> bytes:
+        end = self.pos + n
+        if n < 0 or end > len(self.data):
+            raise RdbError("truncated")
+        out = self.data[self.pos:end]
+        self.pos = end
+        return out
+
+    def byte(self) -> int:
+        if self.pos >= len(self.data):
+            raise RdbError("truncated")
+        b = self.data[self.pos]
+        self.pos += 1
+        return b
+
+    def length(self) -> int:
+        """A length (an encoded string's special form is an error here)."""
+        value, special = self._length()
+        if special:
+            raise RdbError("a string encoding where a length was expected")
+        return value
+
+    def _length(self) -> tuple[int, bool]:
+        first = self.byte()
+        kind = first >> 6
+        if kind == 0:
+            return first & 0x3F, False
+        if kind == 1:
+            return (first & 0x3F) << 8 | self.byte(), False
+        if kind == 3:
+            return first & 0x3F, True
+        if first == 0x80:
+            return struct.unpack(">I", self.take(4))[0], False
+        if first == 0x81:
+            return struct.unpack(">Q", self.take(8))[0], False
+        raise RdbError(f"unknown length encoding {first:#x}")
+
+    def string(self) -> bytes:
+        value, special = self._length()
+        if not special:
+            return self.take(value)
+        if value == 0:
+            return b"%d" % struct.unpack("<b", self.take(1))[0]
+        if value == 1:
+            return b"%d" % struct.unpack("<h", self.take(2))[0]
+        if value == 2:
+            return b"%d" % struct.unpack("<i", self.take(4))[0]
+        if value == 3:
+            clen, ulen = self.length(), self.length()
+            return lzf_decompress(self.take(clen), ulen)
+        raise RdbError(f"unknown string encoding {value}")
+
+    def millis(self) -> int:
+        return struct.unpack("<q", self.take(8))[0]
+
+
+def lzf_decompress(data: bytes, ulen: int) -> bytes:
+    out = bytearray()
+    i, n = 0, len(data)
+    while i < n:
+        ctrl = data[i]
+        i += 1
+        if ctrl < 32:
+            if i + ctrl + 1 > n:
+                raise RdbError("bad LZF data")
+            out += data[i:i + ctrl + 1]
+            i += ctrl + 1
+            continue
+        length = ctrl >> 5
+        if length == 7:
+            if i >= n:
+                raise RdbError("bad LZF data")
+            length += data[i]
+            i += 1
+        if i >= n:
+            raise RdbError("bad LZF data")
+        ref = len(out) - ((ctrl & 31) << 8) - data[i] - 1
+        i += 1
+        if ref < 0:
+            raise RdbError("bad LZF data")
+        for k in range(length + 2):  # may overlap what it writes: byte by byte
+            out.append(out[ref + k])
+    if len(out) != ulen:
+        raise RdbError("bad LZF length")
+    return bytes(out)
+
+
+# --- writing ------------------------------------------------------------------------------------
+
+
+def encode_length(n: int) -> bytes:
+    if n < 64:
+        return bytes((n,))
+    if n < 16384:
+        return bytes((0x40 | n >> 8, n & 0xFF))
+    if n <= 0xFFFFFFFF:
+        return b"\x80" + struct.pack(">I", n)
+    return b"\x81" + struct.pack(">Q", n & _U64)
+
+
+def encode_string(s: bytes) -> bytes:
+    """Raw, or an integer encoding when Redis would use one (a strict decimal that fits)."""
+    if len(s) <= 11:
+        value = _strict_int(s)
+        if value is not None:
+            if -128 <= value <= 127:
+                return b"\xc0" + struct.pack("<b", value)
+            if -32768 <= value <= 32767:
+                return b"\xc1" + struct.pack("<h", value)
+            if -(1 << 31) <= value < (1 << 31):
+                return b"\xc2" + struct.pack("<i", value)
+    return encode_length(len(s)) + s
+
+
+def _strict_int(s: bytes) -> int | None:
+    """Redis's string2ll: decimal, no '+', no leading zeros, no '-0', fits int64."""
+    if not s or len(s) > 20:
+        return None
+    body = s[1:] if s[:1] == b"-" else s
+    if not body or not body.isdigit() or not body.isascii():
+        return None
+    if body[:1] == b"0" and (len(body) > 1 or s[:1] == b"-"):
+        return None
+    value = int(s)
+    return value if -(1 << 63) <= value < (1 << 63) else None
+
+
+# --- listpacks ----------------------------------------------------------------------------------
+
+
+def listpack_items(lp: bytes) -> list[bytes | int]:
+    """The elements of a listpack: ints for integer encodings, bytes for strings."""
+    if len(lp) < 7 or struct.unpack("<I", lp[:4])[0] != len(lp) or lp[-1] != 0xFF:
+        raise RdbError("bad listpack header")
+    out: list[bytes | int] = []
+    i, end = 6, len(lp) - 1
+    while i < end:
+        b = lp[i]
+        if b < 0x80:
+            value: bytes | int = b
+            size = 1
+        elif b < 0xC0:
+            n = b & 0x3F
+            value, size = lp[i + 1:i + 1 + n], 1 + n
+        elif b < 0xE0:
+            v = ((b & 0x1F) << 8) | lp[i + 1]
+            value, size = (v - 8192 if v >= 4096 else v), 2
+        elif b < 0xF0:
+            n = ((b & 0x0F) << 8) | lp[i + 1]
+            value, size = lp[i + 2:i + 2 + n], 2 + n
+        elif b == 0xF0:
+            n = struct.unpack("<I", lp[i + 1:i + 5])[0]
+            value, size = lp[i + 5:i + 5 + n], 5 + n
+        elif b in _INT_FORMS:
+            width, signed_max = _INT_FORMS[b]
+            raw = int.from_bytes(lp[i + 1:i + 1 + width], "little")
+            value, size = (raw - (signed_max << 1) if raw >= signed_max else raw), 1 + width
+        else:
+            raise RdbError(f"bad listpack encoding {b:#x}")
+        if i + size > end:
+            raise RdbError("truncated listpack entry")
+        out.append(value)
+        i += size + _backlen_size(size)
+    if i != end:
+        raise RdbError("bad listpack length")
+    return out
+
+
+_INT_FORMS = {0xF1: (2, 1 << 15), 0xF2: (3, 1 << 23), 0xF3: (4, 1 << 31), 0xF4: (8, 1 << 63)}
+
+
+def _backlen_size(size: int) -> int:
+    if size <= 127:
+        return 1
+    if size < 16383:
+        return 2
+    if size < 2097151:
+        return 3
+    if size < 268435455:
+        return 4
+    return 5
+
+
+def _backlen(size: int) -> bytes:
+    n = _backlen_size(size)
+    groups = [(size >> (7 * k)) & 0x7F for k in range(n)][::-1]  # most significant first
+    return bytes([groups[0]] + [g | 0x80 for g in groups[1:]])
+
+
+def _lp_element(value: bytes | int) -> bytes:
+    if isinstance(value, bytes):
+        iv = _strict_int(value)
+        if iv is None:
+            n = len(value)
+            if n < 64:
+                enc = bytes((0x80 | n,)) + value
+            elif n < 4096:
+                enc = bytes((0xE0 | n >> 8, n & 0xFF)) + value
+            else:
+                enc = b"\xf0" + struct.pack("<I", n) + value
+            return enc + _backlen(len(enc))
+        value = iv
+    if 0 <= value <= 127:
+        enc = bytes((value,))
+    elif -4096 <= value <= 4095:
+        v = value & 0x1FFF
+        enc = bytes((0xC0 | v >> 8, v & 0xFF))
+    elif -(1 << 15) <= value < (1 << 15):
+        enc = b"\xf1" + (value & 0xFFFF).to_bytes(2, "little")
+    elif -(1 << 23) <= value < (1 << 23):
+        enc = b"\xf2" + (value & 0xFFFFFF).to_bytes(3, "little")
+    elif -(1 << 31) <= value < (1 << 31):
+        enc = b"\xf3" + (value & 0xFFFFFFFF).to_bytes(4, "little")
+    else:
+        enc = b"\xf4" + (value & _U64).to_bytes(8, "little")
+    return enc + _backlen(len(enc))
+
+
+def listpack(items: list[bytes | int]) -> bytes:
+    body = b"".join(map(_lp_element, items))
+    total = 6 + len(body) + 1
+    return struct.pack("<IH", total, min(len(items), 65535)) + body + b"\xff"
+
+
+# --- stream values ------------------------------------------------------------------------------
+
+
+def _as_bytes(x: bytes | int) -> bytes:
+    return x if isinstance(x, bytes) else b"%d" % x
+
+
+def _as_int(x: bytes | int) -> int:
+    if isinstance(x, int):
+        return x
+    value = _strict_int(x)
+    if value is None:
+        raise RdbError("a listpack integer expected")
+    return value
+
+
+def _signed(v: int) -> int:
+    v &= _U64
+    return v - (1 << 64) if v >= (1 << 63) else v
+
+
+def _read_id(r: Reader) -> int:
+    ms = r.length()
+    seq = r.length()
+    return (ms & _U64) << 64 | (seq & _U64)
+
+
+def _node(master: int, lp: bytes) -> tuple[list[int], list, int, int, tuple]:
+    """(ids, fields per entry or None, live, listpack size without its counters, names)."""
+    items = listpack_items(lp)
+    try:
+        live, deleted, nfields = (_as_int(x) for x in items[:3])
+        names = tuple(_as_bytes(x) for x in items[3:3 + nfields])
+        pos = 3 + nfields + 1  # the master entry's closing 0
+        ids: list[int] = []
+        fields: list = []
+        ms0, seq0 = master >> 64, master & _U64
+        while pos < len(items):
+            flags = _as_int(items[pos])
+            ms = (ms0 + _as_int(items[pos + 1])) & _U64
+            seq = (seq0 + _as_int(items[pos + 2])) & _U64
+            pos += 3
+            if flags & 2:  # SAMEFIELDS
+                values = items[pos:pos + nfields]
+                pos += nfields
+                flat = tuple(x for name, v in zip(names, values, strict=True)
+                             for x in (name, _as_bytes(v)))
+            else:
+                n = _as_int(items[pos])
+                pairs = items[pos + 1:pos + 1 + 2 * n]
+                if len(pairs) != 2 * n:
+                    raise RdbError("truncated stream entry")
+                pos += 1 + 2 * n
+                flat = tuple(map(_as_bytes, pairs))
+            pos += 1  # lp-count
+            ids.append(ms << 64 | seq)
+            fields.append(None if flags & 1 else flat)
+    except (ValueError, IndexError):
+        raise RdbError("bad stream node") from None
+    if pos != len(items) or live + deleted != len(ids) or \
+            live != sum(f is not None for f in fields) or not ids or ids[0] < master:
+        raise RdbError("bad stream node")
+    # The node's size as the engine keeps it: the listpack without its two counters.
+    size = len(lp) - len(_lp_element(live)) - len(_lp_element(deleted))
+    return ids, fields, live, size, names
+
+
+def read_stream(r: Reader, rdb_type: int, s: Stream | None = None) -> Stream:
+    """A stream value of `rdb_type` (15, 19, 21 or 26) at the reader's position, into `s` (an
+    empty stream) or a new one."""
+    if rdb_type not in STREAM_TYPES:
+        raise RdbError(f"not a stream type: {rdb_type}")
+    s = Stream() if s is None else s
+    last_master = -1
+    for _ in range(r.length()):
+        key = r.string()
+        if len(key) != 16:
+            raise RdbError("a stream node key is not 16 bytes")
+        master = int.from_bytes(key, "big")
+        if master <= last_master:
+            raise RdbError("stream nodes out of order")
+        last_master = master
+        ids, fields, live, size, names = _node(master, r.string())
+        s.restore_node(master, names, size, ids, fields, live)
+    s.length = r.length()
+    s.last_id = _read_id(r)
+    if rdb_type >= 19:
+        s.first_id = _read_id(r)
+        s.max_deleted_id = _read_id(r)
+        s.entries_added = r.length()
+    else:  # as Redis fills them in for an old type
+        s.entries_added = s.length
+        s.refresh_first_id()
+    if s.length and not s.nodes:
+        raise RdbError("a stream with entries but no nodes")
+    for _ in range(r.length()):
+        _read_group(r, rdb_type, s)
+    if rdb_type >= 26:
+        state = _read_idmp(r)
+        # Zero settings and nothing recorded: what a stream that never used IDMP is written as
+        # (`_write_idmp`; Redis's own settings are >= 1).
+        if state.duration or state.maxsize or state.added or state.duplicates:
+            s.idmp = state
+    return s
+
+
+def _read_group(r: Reader, rdb_type: int, s: Stream) -> None:
+    name = r.string()
+    if name in s.groups:
+        raise RdbError("duplicate consumer group")
+    last_id = _read_id(r)
+    entries_read = _INVALID_ENTRIES_READ
+    if rdb_type >= 19:
+        raw = r.length()
+        entries_read = _INVALID_ENTRIES_READ if raw == _U64 else raw
+    group = s.groups[name] = ConsumerGroup(name, last_id, entries_read)
+    pel: dict[int, tuple[int, int]] = {}
+    for _ in range(r.length()):
+        sid = int.from_bytes(r.take(16), "big")
+        pel[sid] = (r.millis(), r.length())
+    owned: set[int] = set()
+    for _ in range(r.length()):
+        cname = r.string()
+        if cname in group.consumers:
+            raise RdbError("duplicate consumer")
+        seen = r.millis()
+        consumer = group.create_consumer(cname, seen)
+        consumer.active_time = r.millis() if rdb_type >= 21 else seen
+        for _ in range(r.length()):
+            sid = int.from_bytes(r.take(16), "big")
+            if sid not in pel or sid in owned:
+                raise RdbError("a consumer's pending entry is not in its group's")
+            owned.add(sid)
+            delivery_time, count = pel[sid]
+            group.add_pending(sid, consumer, delivery_time, count)
+    for sid, (_time, count) in pel.items():
+        if sid not in owned:  # owned by no consumer: as XNACK leaves it
+            group.release(sid, count)
+
+
+def _read_idmp(r: Reader) -> Idmp:
+    duration, maxsize = r.length(), r.length()
+    state = Idmp(duration, maxsize)
+    for _ in range(r.length()):
+        pid = r.string()
+        recorded = []
+        for _ in range(r.length()):
+            iid = r.string()
+            ms, seq = r.length(), r.length()
+            recorded.append((iid, ms << 64 | seq, ms))  # (recorded at: the entry's time)
+        state.restore(pid, recorded)
+    state.added, state.duplicates = r.length(), r.length()
+    return state
+
+
+def _encode_id(sid: int) -> bytes:
+    return encode_length(sid >> 64) + encode_length(sid & _U64)
+
+
+def _node_listpack(node: object) -> bytes:
+    names = node.master_fields  # type: ignore[attr-defined]
+    ids, fields = node.ids, node.fields  # type: ignore[attr-defined]
+    live = sum(f is not None for f in fields)
+    items: list[bytes | int] = [live, len(ids) - live, len(names), *names, 0]
+    master = node.master  # type: ignore[attr-defined]
+    ms0, seq0 = master >> 64, master & _U64
+    for sid, f in zip(ids, fields, strict=True):
+        dms, dseq = _signed((sid >> 64) - ms0), _signed((sid & _U64) - seq0)
+        dead = f is None
+        if f is None:  # a tombstone: its values are gone here; the names keep it readable
+            f = tuple(x for name in names for x in (name, b""))
+        if len(f) == 2 * len(names) and f[0::2] == names:
+            items += [2 | dead, dms, dseq, *f[1::2], 3 + len(names)]
+        else:
+            n = len(f) // 2
+            items += [int(dead), dms, dseq, n, *f, 3 + 2 * n + 1]
+    return listpack(items)
+
+
+def write_stream(s: Stream, rdb_type: int) -> bytes:
+    """The stream value as `rdb_type` (15, 19, 21 or 26) writes it."""
+    if rdb_type not in STREAM_TYPES:
+        raise ValueError(f"not a stream type: {rdb_type}")
+    out = [encode_length(len(s.nodes))]
+    for node in s.nodes:
+        lp = _node_listpack(node)
+        out += [encode_string(node.master.to_bytes(16, "big")), encode_length(len(lp)) + lp]
+    out += [encode_length(s.length), _encode_id(s.last_id)]
+    if rdb_type >= 19:
+        out += [_encode_id(s.first_id), _encode_id(s.max_deleted_id),
+                encode_length(s.entries_added)]
+    out.append(encode_length(len(s.groups)))
+    for name in sorted(s.groups):
+        out.append(_write_group(s.groups[name], rdb_type))
+    if rdb_type >= 26:
+        out.append(_write_idmp(s.idmp))
+    return b"".join(out)
+
+
+def _write_group(g: ConsumerGroup, rdb_type: int) -> bytes:
+    out = [encode_string(g.name), _encode_id(g.last_id)]
+    if rdb_type >= 19:
+        out.append(encode_length(_U64 if g.entries_read < 0 else g.entries_read))
+    out.append(encode_length(len(g.pel)))
+    for sid in g.pel_index:
+        nack = g.pel[sid]
+        out += [sid.to_bytes(16, "big"), struct.pack("<q", nack.delivery_time),
+                encode_length(nack.delivery_count)]
+    out.append(encode_length(len(g.consumers)))
+    for cname in sorted(g.consumers):
+        c = g.consumers[cname]
+        out += [encode_string(cname), struct.pack("<q", c.seen_time)]
+        if rdb_type >= 21:
+            out.append(struct.pack("<q", c.active_time))
+        out.append(encode_length(len(c.pel)))
+        out += [sid.to_bytes(16, "big") for sid in c.pel]
+    return b"".join(out)
+
+
+def _write_idmp(state: Idmp | None) -> bytes:
+    if state is None:
+        return encode_length(0) * 5  # duration, maxsize, producers, added, duplicates
+    producers = list(state.entries())
+    out = [encode_length(state.duration), encode_length(state.maxsize),
+           encode_length(len(producers))]
+    for pid, recorded in producers:
+        out += [encode_string(pid), encode_length(len(recorded))]
+        for iid, sid, _at in recorded:
+            out += [encode_string(iid), encode_length(sid >> 64), encode_length(sid & _U64)]
+    out += [encode_length(state.added), encode_length(state.duplicates)]
+    return b"".join(out)
+
+
+# --- DUMP payloads -------------------------------------------------------------------------------
+
+
+def dump_payload(s: Stream, version: int) -> bytes:
+    """DUMP's reply for a stream: type, value, RDB version (u16 LE), CRC-64 (LE)."""
+    body = bytes((TYPE_STREAM[version],)) + write_stream(s, TYPE_STREAM[version]) + \
+        struct.pack("<H", version)
+    return body + struct.pack("<Q", crc64(body))
+
+
+def check_payload(payload: bytes, max_version: int) -> None:
+    """Redis's verifyDumpPayload: RdbError unless the footer and checksum are right."""
+    if len(payload) < 10:
+        raise RdbError("too short")
+    version = struct.unpack("<H", payload[-10:-8])[0]
+    crc = struct.unpack("<Q", payload[-8:])[0]
+    if version > max_version or crc == 0 or crc64(payload[:-8]) != crc:
+        raise RdbError("version or checksum")
+
+
+def payload_type(payload: bytes) -> int:
+    """The RDB type byte of a DUMP payload (checked: at least 10 bytes)."""
+    return payload[0]
+
+
+def load_payload(payload: bytes, into: Stream | None = None) -> Stream:
+    """The stream in a DUMP payload whose footer was checked (RdbError: bad data format)."""
+    r = Reader(payload[:-10])
+    rdb_type = r.byte()
+    if rdb_type not in STREAM_TYPES:
+        raise RdbError(f"not a stream (type {rdb_type})")
+    try:
+        return read_stream(r, rdb_type, into)
+    except (ValueError, KeyError, IndexError, OverflowError, struct.error) as err:
+        # Whatever a value so broken trips on in the model is a bad payload all the same.
+        raise RdbError(f"bad stream value ({err.__class__.__name__})") from None
+
+
+__all__ = ["RdbError", "check_payload", "crc64", "dump_payload", "listpack",
+           "listpack_items", "load_payload", "read_stream", "write_stream"]
