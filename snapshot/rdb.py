@@ -13,6 +13,7 @@ locking or commands (DUMP/RESTORE call these functions).
 from __future__ import annotations
 
 import struct
+from typing import NamedTuple
 
 from streamkeep.engine.model.groups import ConsumerGroup
 from streamkeep.engine.model.idmp import Idmp
@@ -522,6 +523,115 @@ def _write_idmp(state: Idmp | None) -> bytes:
     return b"".join(out)
 
 
+# --- RDB files ---------------------------------------------------------------------------------
+
+TYPE_NAMES = {0: "string", 1: "list", 2: "set", 3: "zset", 4: "hash", 5: "zset", 6: "module",
+              7: "module", 9: "hash", 10: "list", 11: "set", 12: "zset", 13: "hash",
+              14: "list", 15: "stream", 16: "hash", 17: "zset", 18: "list", 19: "stream",
+              20: "set", 21: "stream", 24: "hash", 25: "hash", 26: "stream"}
+_ONE_STRING = {0, 9, 10, 11, 12, 13, 16, 17, 20}  # the value is one (blob) string
+_STRINGS = {1: 1, 2: 1, 4: 2, 14: 1}  # the value is a count of items of N strings each
+
+
+class RdbKey(NamedTuple):
+    db: int
+    key: bytes
+    rdb_type: int
+    value: bytes  # the value's bytes as stored (for a stream: what a DUMP payload holds)
+    expire_ms: int | None
+
+
+def _skip_value(r: Reader, rdb_type: int) -> None:
+    if rdb_type in _ONE_STRING:
+        r.string()
+    elif rdb_type in _STRINGS:
+        for _ in range(r.length() * _STRINGS[rdb_type]):
+            r.string()
+    elif rdb_type == 3:  # zset with doubles as text: a length byte (253-255: nan, +inf, -inf)
+        for _ in range(r.length()):
+            r.string()
+            n = r.byte()
+            if n < 253:
+                r.take(n)
+    elif rdb_type == 5:
+        for _ in range(r.length()):
+            r.string()
+            r.take(8)
+    elif rdb_type == 18:
+        for _ in range(r.length()):
+            r.length()
+            r.string()
+    elif rdb_type == 25:  # a hash with field expiries (7.4+): minimum expiry, listpack
+        r.take(8)
+        r.string()
+    else:
+        raise RdbError(f"cannot read a value of RDB type {rdb_type} "
+                       f"({TYPE_NAMES.get(rdb_type, 'unknown')})")
+
+
+def read_rdb(data: bytes) -> tuple[int, dict[bytes, bytes], list[RdbKey]]:
+    """An RDB file's version, AUX fields and keys (every type; a stream's value decodable with
+    `load_payload` once wrapped by `payload_from`). RdbError for a damaged or unknown file."""
+    if data[:5] != b"REDIS" or not data[5:9].isdigit():
+        raise RdbError("not an RDB file (no REDIS magic)")
+    version = int(data[5:9])
+    if not 1 <= version <= MAX_VERSION:
+        raise RdbError(f"RDB version {version} is not one streamkeep reads (9 to {MAX_VERSION})")
+    r = Reader(data, 9)
+    aux: dict[bytes, bytes] = {}
+    keys: list[RdbKey] = []
+    db, expire = 0, None
+    try:
+        while True:
+            op = r.byte()
+            if op == 0xFF:
+                if version >= 5 and len(data) >= r.pos + 8:
+                    crc = struct.unpack("<Q", data[r.pos:r.pos + 8])[0]
+                    if crc and crc64(data[:r.pos]) != crc:
+                        raise RdbError("checksum mismatch")
+                return version, aux, keys
+            if op == 0xFE:
+                db = r.length()
+            elif op == 0xFD:
+                expire = struct.unpack("<I", r.take(4))[0] * 1000
+            elif op == 0xFC:
+                expire = r.millis()
+            elif op == 0xFB:
+                r.length()
+                r.length()
+            elif op == 0xFA:
+                name = r.string()
+                aux[name] = r.string()
+            elif op == 0xF9:
+                r.byte()
+            elif op == 0xF8:
+                r.length()
+            elif op == 0xF5:
+                r.string()
+            elif op == 0xF4:
+                for _ in range(3):
+                    r.length()
+            elif op in TYPE_NAMES:
+                key = r.string()
+                start = r.pos
+                if op in STREAM_TYPES:
+                    read_stream(r, op)
+                else:
+                    _skip_value(r, op)
+                keys.append(RdbKey(db, key, op, data[start:r.pos], expire))
+                expire = None
+            else:
+                raise RdbError(f"unknown RDB opcode or type {op} at byte {r.pos - 1}")
+    except (ValueError, IndexError, OverflowError, struct.error) as err:
+        raise RdbError(f"damaged at byte {r.pos} ({err.__class__.__name__})") from None
+
+
+def payload_from(rdb_type: int, value: bytes, version: int) -> bytes:
+    """A DUMP payload around a value read from an RDB file of `version`."""
+    body = bytes((rdb_type,)) + value + struct.pack("<H", version)
+    return body + struct.pack("<Q", crc64(body))
+
+
 # --- DUMP payloads -------------------------------------------------------------------------------
 
 
@@ -560,5 +670,5 @@ def load_payload(payload: bytes, into: Stream | None = None) -> Stream:
         raise RdbError(f"bad stream value ({err.__class__.__name__})") from None
 
 
-__all__ = ["RdbError", "check_payload", "crc64", "dump_payload", "listpack",
+__all__ = ["RdbError", "RdbKey", "payload_from", "read_rdb", "check_payload", "crc64", "dump_payload", "listpack",
            "listpack_items", "load_payload", "read_stream", "write_stream"]

@@ -76,6 +76,14 @@ def build_parser() -> argparse.ArgumentParser:
     export.add_arguments(p_export)
     p_export.set_defaults(func=export.main)
 
+    from streamkeep.tools import rdbimport
+
+    p_import = sub.add_parser("import", help=rdbimport.HELP, description=rdbimport.HELP,
+                              epilog=rdbimport.EPILOG,
+                              formatter_class=argparse.RawDescriptionHelpFormatter)
+    rdbimport.add_arguments(p_import)
+    p_import.set_defaults(func=rdbimport.main)
+
     from streamkeep.tools import workqueue
 
     workqueue.add_commands(sub)  # queue stats

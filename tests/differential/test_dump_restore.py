@@ -170,8 +170,6 @@ def test_corrupt_payloads_are_refused_cleanly(data) -> None:
                             "ERR DUMP payload version or checksum are wrong"), err.line
 
 
-def test_crc64_check_value() -> None:
-    assert rdb.crc64(b"123456789") == 0xE9C6D914C4B8D9CA
 
 
 @pytest.mark.parametrize("version", [9, 10, 11, 12, 13])

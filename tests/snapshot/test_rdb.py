@@ -1,0 +1,85 @@
+"""The RDB codec's pieces, without a server: CRC-64, lengths and strings, listpacks, LZF, the
+file container; damaged files refused with RdbError only. (Against redis-server:
+tests/differential/test_dump_restore.py and tests/tools/test_rdbimport.py.)"""
+
+from __future__ import annotations
+
+import contextlib
+import struct
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from streamkeep import Engine
+from streamkeep.snapshot import rdb
+
+
+def test_crc64_check_value() -> None:
+    assert rdb.crc64(b"123456789") == 0xE9C6D914C4B8D9CA
+
+
+@pytest.mark.parametrize("n", [0, 63, 64, 16383, 16384, 2**32 - 1, 2**32, 2**64 - 1])
+def test_lengths_round_trip(n: int) -> None:
+    assert rdb.Reader(rdb.encode_length(n)).length() == n
+
+
+@pytest.mark.parametrize("s,encoded", [(b"64", b"\xc0\x40"), (b"-129", b"\xc1\x7f\xff"),
+                                       (b"007", b"\x03007"), (b"70000", b"\xc2\x70\x11\x01\x00"),
+                                       (b"12345678901", b"\x0b12345678901")])
+def test_strings_use_redis_integer_encodings(s: bytes, encoded: bytes) -> None:
+    assert rdb.encode_string(s) == encoded
+    assert rdb.Reader(encoded).string() == s
+
+
+@given(st.lists(st.one_of(st.binary(max_size=5000), st.integers(-(2**63), 2**63 - 1)),
+                max_size=40))
+def test_listpacks_round_trip(items: list) -> None:
+    decoded = rdb.listpack_items(rdb.listpack(items))
+    assert [x if isinstance(x, bytes) else b"%d" % x for x in decoded] == \
+        [x if isinstance(x, bytes) else b"%d" % x for x in items]
+
+
+def test_the_reference_listpack_entry() -> None:
+    # "C" is 81 43 with backlen 02 (the reference's example); 21 becomes the uint 0x15.
+    assert rdb.listpack([b"C", b"21"]) == b"\x0c\x00\x00\x00\x02\x00\x81C\x02\x15\x01\xff"
+
+
+def test_lzf_back_references_may_overlap() -> None:
+    # literal "ab", then a back reference of length 4 at distance 2: "ababab"
+    assert rdb.lzf_decompress(b"\x01ab\x40\x01", 6) == b"ababab"
+    with pytest.raises(rdb.RdbError):
+        rdb.lzf_decompress(b"\x01ab\x40\x09", 6)
+
+
+def _rdb_file() -> bytes:
+    e = Engine(clock=lambda: 1_700_000_000_000)
+    for i in range(150):
+        e.execute("XADD", "s", f"{i + 1}-0", "f", str(i))
+    e.execute("XGROUP", "CREATE", "s", "g", "0")
+    e.execute("XREADGROUP", "GROUP", "g", "c", "COUNT", "2", "STREAMS", "s", ">")
+    value = rdb.write_stream(e.dbs[0][b"s"], 19)
+    body = (b"REDIS0010" + b"\xfa" + rdb.encode_string(b"redis-ver") + rdb.encode_string(b"7.0.15")
+            + b"\xfe\x00\xfb\x02\x00" + b"\x00" + rdb.encode_string(b"str")
+            + rdb.encode_string(b"hello") + b"\x13" + rdb.encode_string(b"s") + value + b"\xff")
+    return body + struct.pack("<Q", rdb.crc64(body))
+
+
+def test_a_file_reads_with_its_keys() -> None:
+    version, aux, keys = rdb.read_rdb(_rdb_file())
+    assert version == 10 and aux == {b"redis-ver": b"7.0.15"}
+    assert [(k.key, k.rdb_type) for k in keys] == [(b"str", 0), (b"s", 19)]
+    s = rdb.load_payload(rdb.payload_from(19, keys[1].value, 10))
+    assert s.length == 150 and len(s.groups[b"g"].pel) == 2
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=list(HealthCheck))
+@given(data=st.data())
+def test_damaged_files_raise_rdb_error_only(data) -> None:
+    raw = bytearray(_rdb_file())
+    for _ in range(data.draw(st.integers(1, 3))):
+        raw[data.draw(st.integers(0, len(raw) - 1))] = data.draw(st.integers(0, 255))
+    if data.draw(st.booleans()):
+        del raw[data.draw(st.integers(0, len(raw) - 1)):]
+    with contextlib.suppress(rdb.RdbError):  # anything else fails the example
+        rdb.read_rdb(bytes(raw))
