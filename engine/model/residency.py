@@ -204,6 +204,7 @@ class Residency:
                 if self.waiting_bytes > self.budget // 2 and self.on_pressure is not None:
                     self.on_pressure()
                 continue
+            node.home = home  # where it is read back from
             node.freeze()
             self.resident -= nbytes
             self.evictions += 1

@@ -287,6 +287,7 @@ class Stream:
         node.fields = list(fields)
         node.live = live
         node.epoch = -1
+        node.home = self.home  # (a RESTOREd stream has one already; a loaded one gets it)
         self.nodes.append(node)
         self.masters.append(master)
 
