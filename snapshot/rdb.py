@@ -138,6 +138,8 @@ def lzf_decompress(data: bytes, ulen: int) -> bytes:
             raise RdbError("bad LZF data")
         for k in range(length + 2):  # may overlap what it writes: byte by byte
             out.append(out[ref + k])
+        if len(out) > ulen:  # back references grow the output ~130x the input: stop early
+            raise RdbError("bad LZF length")
     if len(out) != ulen:
         raise RdbError("bad LZF length")
     return bytes(out)
@@ -373,8 +375,8 @@ def read_stream(r: Reader, rdb_type: int, s: Stream | None = None) -> Stream:
     else:  # as Redis fills them in for an old type
         s.entries_added = s.length
         s.refresh_first_id()
-    if s.length and not s.nodes:
-        raise RdbError("a stream with entries but no nodes")
+    if s.length != sum(node.live for node in s.nodes):  # XLEN, trims rely on it
+        raise RdbError("the stream's length does not match its entries")
     for _ in range(r.length()):
         _read_group(r, rdb_type, s)
     if rdb_type >= 26:

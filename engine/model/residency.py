@@ -124,7 +124,6 @@ class Residency:
         self.last_tick = 0  # the clock's value at this engine's latest load or rotation
         # Nodes changed at or after this value stay resident (see `node_limits_changed`).
         self.unsafe_from = _NEVER
-        self.pinned_bytes = 0  # resident nodes that can never go cold (they left the queue)
         self.on_pressure: Callable[[], None] | None = None  # asks for a compaction
         self.set_budget(budget)
 
@@ -192,9 +191,8 @@ class Residency:
             if i == len(nodes) or nodes[i] is not node:  # deleted, trimmed, or the stream is
                 self.resident -= nbytes
                 continue
-            if node.epoch >= self.unsafe_from:
+            if node.epoch >= self.unsafe_from:  # pinned resident: it leaves the queue
                 self.resident -= nbytes
-                self.pinned_bytes += nbytes
                 continue
             store = home.store
             if store is None or node.epoch >= store.clean_before:
