@@ -28,6 +28,7 @@ from streamkeep.aof.manifest import snapshot_file
 from streamkeep.engine.wire.errors import ReplyError, StorageError
 from streamkeep.engine.wire.resp import NEED_MORE, ProtocolError, ReplyParser
 from streamkeep.replication import link
+from streamkeep.replication.redis_follower import RedisFollowing
 from streamkeep.snapshot.load import load_snapshot
 from streamkeep.snapshot.reader import SnapshotError
 
@@ -68,6 +69,10 @@ class Follower:
         self._tmp_fd = -1
         self.unsynced = False
         self.announced_port = 0  # the listening port the current link told the primary
+        # Set once a primary answered the handshake as a redis-server does: its history id,
+        # offset and counters, kept across links (replication.redis_follower).
+        self.redis: RedisFollowing | None = None
+        self.protocol = ""  # "streamkeep" or "redis", once a handshake told
 
     def start(self) -> None:
         self._thread.start()
@@ -96,8 +101,13 @@ class Follower:
         if self._stop.is_set():
             raise StorageError("stopped following")
 
+    def stopping(self) -> bool:
+        return self._stop.is_set()
+
     @property
     def sync_size(self) -> int:
+        if self.protocol == "redis" and self.redis is not None:
+            return self.redis.rdb_size
         return self.decoder.snapshot_size if self.decoder is not None else 0
 
     @property
@@ -147,11 +157,20 @@ class Follower:
             reply = self._read_reply(sock, parser)
             if isinstance(reply, ReplyError):
                 text = reply.line
-                if "sk-runid" in text or "unrecognized" in text.lower():
-                    raise StorageError(f"the primary is not streamkeep ({text})")
+                if b"sk-runid" in command and "unrecognized" in text.lower():
+                    break  # a redis-server: it knows every step but streamkeep's own
                 raise StorageError(f"the primary refused the handshake: {text}")
+        else:
+            reply = None
         if parser.pending_bytes():
             raise StorageError("the primary sent more than the handshake's replies")
+        if reply is not None:
+            self.protocol = "redis"
+            if self.redis is None:
+                self.redis = RedisFollowing(self)
+            self.redis.run(sock)
+            return
+        self.protocol = "streamkeep"
         replid, lsn, crc = self._position()
         sock.sendall(link.psync(replid, lsn, crc))
         decoder = self.decoder = link.LinkDecoder(lsn)
@@ -221,9 +240,9 @@ class Follower:
         try:
             self._each(sock, events)
         finally:
-            self._flush()
+            self.flush_log()
 
-    def _flush(self) -> None:
+    def flush_log(self) -> None:
         """Write what was applied since the last flush (one write() for a read's records);
         under appendfsync always, fsync it."""
         if not self.unsynced:
@@ -240,7 +259,7 @@ class Follower:
             if type(event) is link.Records:
                 self._apply(event)
             elif type(event) is link.GetAck:
-                self._flush()
+                self.flush_log()
                 self._ack(sock)
             elif type(event) is link.SnapshotData:
                 self._snapshot_data(event.data)
@@ -269,9 +288,9 @@ class Follower:
                 self.datadir.set_history(replid, repl_id, self.datadir.journal.lsn + 1)
         log.info("replication from %s:%d: partial sync from LSN %d", self.host, self.port,
                  self.datadir.journal.lsn + 1)
-        self._online()
+        self.online()
 
-    def _online(self) -> None:
+    def online(self) -> None:
         self.state = "connected"
         self.link_up = True
         self.last_error = None
@@ -317,7 +336,7 @@ class Follower:
         self._tmp = None
         log.info("replication from %s:%d: full sync done at LSN %d", self.host, self.port,
                  self.sync_lsn)
-        self._online()
+        self.online()
 
     def _abandon_sync(self) -> None:
         """A full sync cut short: drop the partial file, let compactions run again."""

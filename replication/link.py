@@ -6,8 +6,10 @@ follower's (replica side) and the server's (primary side). The offset is the LSN
     replica                                     primary
     AUTH <masterauth>                  (if set) +OK
     REPLCONF listening-port <port>              +OK
-    REPLCONF capa sk-records capa psync2        +OK
-    REPLCONF sk-runid <40 hex>                  +OK    (-ERR if it is the primary's own: itself)
+    REPLCONF capa sk-records capa eof capa psync2  +OK
+    REPLCONF sk-runid <40 hex>                  +OK    (-ERR if it is the primary's own: itself;
+                                                 a redis-server does not know it: the follower
+                                                 continues as replication.redis_follower)
     PSYNC <replid> <lsn> [<crc>]                +CONTINUE <replid>
                                              or +FULLRESYNC <replid> <lsn>
                                                 "\\n"...  (keep-alives while a snapshot is made)
@@ -57,7 +59,9 @@ def handshake(masterauth: str, listening_port: int, runid: str) -> list[bytes]:
     if masterauth:
         commands.append(encode_command([b"AUTH", masterauth.encode()]))
     commands.append(encode_command([b"REPLCONF", b"listening-port", str(listening_port)]))
-    commands.append(encode_command([b"REPLCONF", b"capa", CAPA, b"capa", b"psync2"]))
+    # `eof`: a redis-server primary may send its RDB diskless (replication.redis_link).
+    commands.append(encode_command([b"REPLCONF", b"capa", CAPA, b"capa", b"eof", b"capa",
+                                    b"psync2"]))
     commands.append(encode_command([b"REPLCONF", b"sk-runid", runid.encode()]))
     return commands
 

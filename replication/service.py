@@ -157,10 +157,17 @@ class ReplicationService:
             state = {"connect": "connect", "connecting": "connecting", "sync": "sync",
                      "connected": "connected"}[follower.state]
             return [b"slave", follower.host.encode(), follower.port, state.encode(),
-                    self.datadir.journal.lsn]
+                    self._offset(follower)]
         return [b"master", self.datadir.journal.lsn,
                 [[s.ip.encode(), str(s.port).encode(), str(s.ack_lsn).encode()]
                  for s in self.primary.online()]]
+
+    def _offset(self, follower: Follower) -> int:
+        """A replica's offset: the LSN it holds, or following a redis-server, Redis's byte
+        offset (what the primary's INFO and WAIT compare)."""
+        if follower.protocol == "redis" and follower.redis is not None:
+            return follower.redis.applier.offset
+        return self.datadir.journal.lsn
 
     # --- the link's commands (engine lock held, on the server's loop) ---------------------------
 
@@ -290,8 +297,8 @@ class ReplicationService:
                 ("master_last_io_seconds_ago",
                  int(now - follower.last_io) if follower.link_up else -1),
                 ("master_sync_in_progress", int(follower.sync_in_progress)),
-                ("slave_read_repl_offset", lsn),
-                ("slave_repl_offset", lsn),
+                ("slave_read_repl_offset", self._offset(follower)),
+                ("slave_repl_offset", self._offset(follower)),
             ]
             if follower.sync_in_progress:
                 fields += [("master_sync_total_bytes", follower.sync_size),
@@ -304,6 +311,8 @@ class ReplicationService:
                                int(now - follower.down_since)))
             fields += [("slave_priority", 100), ("slave_read_only", 1),
                        ("replica_announced", 1)]
+            if follower.protocol == "redis" and follower.redis is not None:
+                fields += follower.redis.info_fields()
         senders = self.primary.senders
         fields.append(("connected_slaves", len(senders)))
         now = time.monotonic()

@@ -13,6 +13,7 @@ locking or commands (DUMP/RESTORE call these functions).
 from __future__ import annotations
 
 import struct
+from collections.abc import Iterable, Iterator
 from typing import NamedTuple
 
 import crcmod
@@ -564,6 +565,13 @@ def _skip_value(r: Reader, rdb_type: int) -> None:
 def read_rdb(data: bytes) -> tuple[int, dict[bytes, bytes], list[RdbKey]]:
     """An RDB file's version, AUX fields and keys (every type; a stream's value decodable with
     `load_payload` once wrapped by `payload_from`). RdbError for a damaged or unknown file."""
+    version, aux, keys, _end = read_rdb_prefix(data)
+    return version, aux, keys
+
+
+def read_rdb_prefix(data: bytes) -> tuple[int, dict[bytes, bytes], list[RdbKey], int]:
+    """`read_rdb`, and where the RDB ends in `data` (after its checksum): an AOF's RDB
+    preamble is followed by commands."""
     if data[:5] != b"REDIS" or not data[5:9].isdigit():
         raise RdbError("not an RDB file (no REDIS magic)")
     version = int(data[5:9])
@@ -577,11 +585,14 @@ def read_rdb(data: bytes) -> tuple[int, dict[bytes, bytes], list[RdbKey]]:
         while True:
             op = r.byte()
             if op == 0xFF:
-                if version >= 5 and len(data) >= r.pos + 8:
+                if version >= 5:
+                    if len(data) < r.pos + 8:
+                        raise RdbError("truncated (no checksum after the end of the RDB)")
                     crc = struct.unpack("<Q", data[r.pos:r.pos + 8])[0]
                     if crc and crc64(data[:r.pos]) != crc:
                         raise RdbError("checksum mismatch")
-                return version, aux, keys
+                    return version, aux, keys, r.pos + 8
+                return version, aux, keys, r.pos
             if op == 0xFE:
                 db = r.length()
             elif op == 0xFD:
@@ -624,6 +635,33 @@ def payload_from(rdb_type: int, value: bytes, version: int) -> bytes:
     return body + struct.pack("<Q", crc64(body))
 
 
+def write_rdb(version: int, aux: list[tuple[bytes, bytes]],
+              dbs: Iterable[tuple[int, int, Iterable[tuple[bytes, Stream]]]]) -> Iterator[bytes]:
+    """An RDB file of `version`, piece by piece: the header, `aux` fields, then for each
+    `(db, key count, (key, stream) pairs)` SELECTDB, RESIZEDB and the keys, then EOF and the
+    CRC-64 of everything before it. What redis-server loads (a version it knows)."""
+    if version not in TYPE_STREAM:
+        raise RdbError(f"RDB version {version} is not one streamkeep writes (9 to {MAX_VERSION})")
+    rdb_type = bytes((TYPE_STREAM[version],))
+    crc = 0
+
+    def piece(data: bytes) -> bytes:
+        nonlocal crc
+        crc = crc64(data, crc)
+        return data
+
+    yield piece(b"REDIS%04d" % version)
+    for name, value in aux:
+        yield piece(b"\xfa" + encode_string(name) + encode_string(value))
+    for db, count, items in dbs:
+        yield piece(b"\xfe" + encode_length(db) + b"\xfb" + encode_length(count)
+                    + encode_length(0))
+        for key, s in items:
+            yield piece(rdb_type + encode_string(key) + write_stream(s, rdb_type[0]))
+    yield piece(b"\xff")
+    yield struct.pack("<Q", crc)
+
+
 # --- DUMP payloads -------------------------------------------------------------------------------
 
 
@@ -663,4 +701,5 @@ def load_payload(payload: bytes, into: Stream | None = None) -> Stream:
 
 
 __all__ = ["RdbError", "RdbKey", "payload_from", "read_rdb", "check_payload", "crc64", "dump_payload", "listpack",
-           "listpack_items", "load_payload", "read_stream", "write_stream"]
+           "listpack_items", "load_payload", "read_rdb_prefix", "read_stream", "write_rdb",
+           "write_stream"]

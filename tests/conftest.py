@@ -2,6 +2,7 @@
 
 * ``redis_server``       session-scoped; object with ``.host`` and ``.port``.
 * ``redis_client``       redis-py client (RESP2, bytes replies) after FLUSHALL.
+* ``start_redis``        starts redis-servers of the test's own, with extra options.
 * ``redis_raw``          :class:`tests.support.resp_client.RespClient` after FLUSHALL;
                          replies keep their exact RESP type.
 * ``redis_raw_factory``  callable opening extra RespClient connections (for
@@ -41,7 +42,8 @@ REDIS_HOST = "127.0.0.1"
 STARTUP_TIMEOUT = 10.0
 PORT_ATTEMPTS = 5
 
-REDIS_FIXTURES = {"redis_server", "redis_client", "redis_raw", "redis_raw_factory"}
+REDIS_FIXTURES = {"redis_server", "redis_client", "redis_raw", "redis_raw_factory",
+                  "start_redis"}
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -120,9 +122,11 @@ def _wait_for_ping(server: RedisServer) -> bool:
     )
 
 
-def _start_redis(binary: str, workdir: Path) -> RedisServer:
+def _start_redis(binary: str, workdir: Path, extra: tuple[str, ...] = (),
+                 port: int | None = None) -> RedisServer:
+    fixed = port
     for attempt in range(PORT_ATTEMPTS):
-        port = _free_port(REDIS_HOST)
+        port = fixed or _free_port(REDIS_HOST)
         log_path = workdir / f"redis-{port}.log"
         argv = [
             binary,
@@ -132,6 +136,7 @@ def _start_redis(binary: str, workdir: Path) -> RedisServer:
             "--appendonly", "no",
             "--daemonize", "no",
             "--dir", str(workdir),
+            *extra,
         ]  # fmt: skip
         with open(log_path, "wb") as log:
             proc = subprocess.Popen(
@@ -166,6 +171,25 @@ def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServ
     try:
         yield server
     finally:
+        _stop(server.process)
+
+
+@pytest.fixture
+def start_redis(tmp_path: Path) -> Iterator[Callable[..., RedisServer]]:
+    """Starts redis-servers of this test's own: `start_redis("--repl-diskless-sync", "no")`
+    (its options after the defaults), `port=` to start one again on the port of one the
+    test stopped. All are stopped at teardown."""
+    binary = shutil.which("redis-server")
+    assert binary is not None, "redis-server not found on PATH (make test installs it)"
+    started: list[RedisServer] = []
+
+    def start(*extra: str, port: int | None = None) -> RedisServer:
+        server = _start_redis(binary, tmp_path, extra, port)
+        started.append(server)
+        return server
+
+    yield start
+    for server in started:
         _stop(server.process)
 
 

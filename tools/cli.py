@@ -76,13 +76,21 @@ def build_parser() -> argparse.ArgumentParser:
     export.add_arguments(p_export)
     p_export.set_defaults(func=export.main)
 
-    from streamkeep.tools import rdbimport
+    from streamkeep.tools import redisimport
 
-    p_import = sub.add_parser("import", help=rdbimport.HELP, description=rdbimport.HELP,
-                              epilog=rdbimport.EPILOG,
+    p_import = sub.add_parser("import", help=redisimport.HELP, description=redisimport.HELP,
+                              epilog=redisimport.EPILOG,
                               formatter_class=argparse.RawDescriptionHelpFormatter)
-    rdbimport.add_arguments(p_import)
-    p_import.set_defaults(func=rdbimport.main)
+    redisimport.add_arguments(p_import)
+    p_import.set_defaults(func=redisimport.main)
+
+    from streamkeep.tools import rdbexport
+
+    p_export_rdb = sub.add_parser("export-rdb", help=rdbexport.HELP, description=rdbexport.HELP,
+                                  epilog=rdbexport.EPILOG,
+                                  formatter_class=argparse.RawDescriptionHelpFormatter)
+    rdbexport.add_arguments(p_export_rdb)
+    p_export_rdb.set_defaults(func=rdbexport.main)
 
     from streamkeep.tools import workqueue
 

@@ -37,7 +37,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="AOF fsync policy (default everysec)")
     parser.add_argument("--requirepass", help="password clients must AUTH with")
     parser.add_argument("--replicaof", nargs=2, metavar=("HOST", "PORT"),
-                        help="follow this streamkeep primary as a read-only replica")
+                        help="follow this primary (streamkeep or redis-server) as a read-only replica")
     parser.add_argument("--masterauth", help="password to give the primary (--replicaof)")
     parser.add_argument("--config", metavar="FILE",
                         help="config file in redis.conf syntax (options below override it)")

@@ -85,7 +85,7 @@ class Session:
     see engine.transactions) and, on the server, the connection it belongs to (`client`)."""
 
     __slots__ = ("db", "ctx", "multi", "multi_failed", "watched", "dirty", "client", "name",
-                 "lastcmd", "write_lsn")
+                 "lastcmd", "write_lsn", "from_primary")
 
     def __init__(self, db: int = 0) -> None:
         self.db = db
@@ -98,6 +98,9 @@ class Session:
         self.name: bytes = b""  # CLIENT SETNAME
         self.lastcmd: str | None = None  # the last command's name (CLIENT LIST cmd=; None: NULL)
         self.write_lsn = 0  # the LSN of its last write's record (what WAIT and WAITAOF wait for)
+        # A redis-server primary's command stream (replication.redis_commands): its writes pass
+        # the read-only gate that refuses clients' writes on a replica.
+        self.from_primary = False
 
 
 class Engine(RedisStreamAPI):
@@ -272,6 +275,13 @@ class Engine(RedisStreamAPI):
         reply = self._execute(self.session, tuple(map(_to_bytes, args)), effects)
         return to_plain(reply), effects
 
+    def primary_session(self) -> Session:
+        """A session for a redis-server primary's commands (replication.redis_commands): its
+        writes pass the read-only gate that refuses clients' writes on a replica."""
+        session = Session()
+        session.from_primary = True
+        return session
+
     def execute_raw(self, session: Session, argv: Argv) -> Any:
         """Reply values before RESP2 flattening (RespMap kept), for the server's RESP3."""
         return self._execute(session, argv)
@@ -359,7 +369,8 @@ class Engine(RedisStreamAPI):
                 session.lastcmd = spec.name
                 counters = self.stats.counters(spec.name)
                 if session.multi is not None:
-                    if spec.is_write and self.read_only is not None:
+                    if spec.is_write and self.read_only is not None \
+                            and not session.from_primary:
                         raise self._refuse(session, spec, ReplyError(self.read_only)) from None
                     try:
                         queued = queue_in_multi(self, session, spec, argv)
@@ -372,7 +383,7 @@ class Engine(RedisStreamAPI):
                 journal = self.journal
                 if journal is not None and journal.error:
                     raise self._refuse(session, None, ReplyError(journal.error), counters)
-                if self.read_only is not None:
+                if self.read_only is not None and not session.from_primary:
                     raise self._refuse(session, None, ReplyError(self.read_only), counters)
             # One context per session, reset per command: commands run one at a time under
             # this lock and no handler keeps its context, so allocating one each time is waste.
@@ -487,7 +498,7 @@ class Engine(RedisStreamAPI):
             try:
                 if spec.is_write and journal is not None and journal.error:
                     raise ReplyError(journal.error)
-                if spec.is_write and self.read_only is not None:
+                if spec.is_write and self.read_only is not None and not session.from_primary:
                     raise ReplyError(self.read_only)
                 reply = spec.handler(mctx, argv)  # type: ignore[misc]
             except ReplyError as err:

@@ -1,6 +1,6 @@
 """The RDB codec's pieces, without a server: CRC-64, lengths and strings, listpacks, LZF, the
 file container; damaged files refused with RdbError only. (Against redis-server:
-tests/differential/test_dump_restore.py and tests/tools/test_rdbimport.py.)"""
+tests/differential/test_dump_restore.py and tests/tools/test_redisimport.py.)"""
 
 from __future__ import annotations
 

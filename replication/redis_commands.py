@@ -1,0 +1,171 @@
+"""A redis-server's commands applied through the engine: its replication stream and its AOF.
+
+A redis-server sends its replicas, and writes to its AOF, the same RESP commands. Owns what
+streamkeep does with them:
+- applied through the engine, as a client's commands (so they are logged to this node's AOF and
+  reach its own replicas): the writes streamkeep implements (the stream commands, DEL, UNLINK,
+  RENAME, FLUSHDB, FLUSHALL, RESTORE of a stream);
+- handled here: SELECT (the session's database), MULTI ... EXEC (one engine transaction: one
+  record, all or nothing), PING and REPLCONF (nothing to apply);
+- skipped: every other command (another type's, EXPIRE: streamkeep keys do not expire), counted
+  by name and never silently;
+- the offset the applied commands reach: a transaction counts once its EXEC is applied, as
+  Redis's replicas count it, so a link lost inside one resumes before its MULTI;
+- a full sync's or an RDB file's keys: streams RESTOREd exactly, the others counted by type.
+Must not touch: sockets and files (the follower's and the import tool's), the RDB format
+(snapshot.rdb), what a command does (the engine).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections import Counter
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
+
+from streamkeep.engine.exec.table import lookup
+from streamkeep.engine.wire.errors import ReplyError
+from streamkeep.snapshot.rdb import STREAM_TYPES, TYPE_NAMES, RdbKey, payload_from
+
+if TYPE_CHECKING:
+    from streamkeep.engine.runtime.core import Engine
+
+log = logging.getLogger("streamkeep.replication")
+
+# Commands that change nothing streamkeep holds: not counted as skipped.
+_NOTHING_TO_APPLY = frozenset((b"ping", b"replconf"))
+ERRORS_LOGGED = 10  # the first apply errors are logged one by one, then counted only
+
+
+class RedisApplier:
+    """Applies one redis-server's commands to an engine, in order."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+        self.session = engine.primary_session()
+        self.offset = 0  # the replication offset of the last command applied (outside MULTI)
+        self.multi: list[list[bytes]] | None = None  # a transaction being received
+        self.multi_bytes = 0
+        self.applied = 0
+        self.errors = 0
+        self.last_error: str | None = None
+        self.skipped_commands: Counter[str] = Counter()
+        self.skipped_keys: Counter[str] = Counter()  # by type, from full syncs / RDB files
+        self.expired_keys = 0  # streams already expired in an RDB: not loaded
+        self.expiry_dropped = 0  # streams loaded without their expiry
+
+    # --- the command stream ------------------------------------------------------------------
+
+    def apply(self, argv: list[bytes], size: int) -> None:
+        """One command of the stream, `size` bytes of it."""
+        name = argv[0].lower()
+        if self.multi is not None:
+            self.multi_bytes += size
+            if name == b"exec":
+                self._exec()
+            elif name == b"discard":
+                self.offset += self.multi_bytes  # never applied: the offset moves on
+                self.multi, self.multi_bytes = None, 0
+            else:
+                self.multi.append(argv)  # sorted at EXEC: a transaction cut off counts nothing
+            return
+        if name == b"multi":
+            self.multi, self.multi_bytes = [], size
+            return
+        if self._wanted(argv):
+            self._run(argv)
+        self.offset += size
+
+    def _wanted(self, argv: list[bytes]) -> bool:
+        """Whether argv is a write streamkeep applies; counted as skipped if not."""
+        name = argv[0].lower()
+        if name == b"select":
+            return True
+        if name in _NOTHING_TO_APPLY:
+            return False
+        try:
+            spec = lookup(argv)
+        except ReplyError:
+            spec = None
+        if spec is None or not spec.is_write:
+            self.skipped_commands[name.decode("utf-8", "replace")] += 1
+            return False
+        if name == b"restore" and len(argv) > 3 and argv[3][:1] and \
+                argv[3][0] not in STREAM_TYPES:
+            self.skipped_commands["restore"] += 1  # a value of another type
+            return False
+        return True
+
+    def _run(self, argv: list[bytes] | tuple[bytes, ...]) -> object:
+        try:
+            reply, _lsn = self.engine.submit(self.session, tuple(argv))
+        except ReplyError as err:
+            self._failed(argv, err.line)
+            return err
+        self.applied += 1
+        return reply
+
+    def _exec(self) -> None:
+        queued = [argv for argv in self.multi or () if self._wanted(argv)]
+        self.multi = None
+        if queued:
+            self._run((b"MULTI",))
+            for argv in queued:
+                self._run(argv)
+            replies = self._run((b"EXEC",))
+            if isinstance(replies, list):
+                for argv, reply in zip(queued, replies, strict=False):
+                    if isinstance(reply, ReplyError):
+                        self._failed(argv, reply.line)
+        self.offset += self.multi_bytes
+        self.multi_bytes = 0
+
+    def abandon(self) -> None:
+        """The link was lost: a transaction half received is dropped (the primary sends it
+        again from the offset before its MULTI)."""
+        self.multi, self.multi_bytes = None, 0
+        if self.session.multi is not None:
+            self._run((b"DISCARD",))
+
+    def _failed(self, argv: list[bytes] | tuple[bytes, ...], line: str) -> None:
+        self.errors += 1
+        command = b" ".join(a[:40] for a in argv[:3]).decode("utf-8", "replace")
+        self.last_error = f"{command}: {line}"
+        if self.errors <= ERRORS_LOGGED:
+            log.warning("a command from the redis-server primary failed here (%s)",
+                        self.last_error)
+
+    # --- an RDB's keys -------------------------------------------------------------------------
+
+    def load(self, keys: Iterable[RdbKey], version: int, replace_all: bool) -> tuple[int, int]:
+        """An RDB's streams RESTOREd (after FLUSHALL if `replace_all`: a full sync replaces
+        everything); the other keys counted by type. Returns (streams, entries) loaded."""
+        if replace_all:
+            self._run((b"FLUSHALL",))
+        streams = entries = 0
+        now = int(time.time() * 1000)
+        db = -1
+        for item in keys:
+            if item.rdb_type not in STREAM_TYPES:
+                self.skipped_keys[TYPE_NAMES.get(item.rdb_type, f"type {item.rdb_type}")] += 1
+                continue
+            if item.expire_ms is not None:
+                if item.expire_ms <= now:
+                    self.expired_keys += 1
+                    continue
+                self.expiry_dropped += 1
+            if item.db != db:
+                db = item.db
+                self._run((b"SELECT", b"%d" % db))
+            payload = payload_from(item.rdb_type, item.value, version)
+            if not isinstance(self._run((b"RESTORE", item.key, b"0", payload, b"REPLACE")),
+                              ReplyError):
+                streams += 1
+                length = self._run((b"XLEN", item.key))
+                entries += length if isinstance(length, int) else 0
+        self._run((b"SELECT", b"0"))
+        return streams, entries
+
+    def skipped_total(self) -> int:
+        return sum(self.skipped_commands.values())

@@ -1,0 +1,85 @@
+"""A redis-server's commands applied to an engine (no sockets): what is applied, what is skipped
+and counted, transactions applied whole with the offset moving at EXEC, a transaction cut by a
+lost link dropped, errors counted, and an RDB's keys loaded."""
+
+from __future__ import annotations
+
+from streamkeep import Engine
+from streamkeep.replication.redis_commands import RedisApplier
+from streamkeep.replication.redis_link import command_size
+from streamkeep.snapshot.rdb import RdbKey
+
+
+def feed(applier: RedisApplier, *commands: list[str]) -> None:
+    for c in commands:
+        argv = [a.encode() for a in c]
+        applier.apply(argv, command_size(argv))
+
+
+def test_stream_writes_apply_others_are_counted() -> None:
+    with Engine() as engine:
+        engine.read_only = "READONLY You can't write against a read only replica."
+        a = RedisApplier(engine)
+        feed(a, ["SELECT", "1"], ["XADD", "s", "1-1", "f", "v"], ["SET", "k", "v"],
+             ["HSET", "h", "f", "v"], ["SET", "k2", "v"], ["PING"], ["PEXPIREAT", "s", "9"],
+             ["RESTORE", "h2", "0", "\x04not-a-stream"], ["REPLCONF", "GETACK", "*"])
+        assert engine.execute("SELECT", "1") == "OK"
+        assert engine.execute("XLEN", "s") == 1
+        assert dict(a.skipped_commands) == {"set": 2, "hset": 1, "pexpireat": 1, "restore": 1}
+        assert a.applied == 2 and a.errors == 0
+        # Client writes are still refused: only the primary's session passes the gate.
+        try:
+            engine.execute("XADD", "s", "*", "f", "v")
+        except Exception as err:  # noqa: BLE001 - the message is what is checked
+            assert "READONLY" in str(err)
+        else:
+            raise AssertionError("a client's write was accepted on a replica")
+
+
+def test_a_transaction_applies_whole_and_moves_the_offset_at_exec() -> None:
+    with Engine() as engine:
+        a = RedisApplier(engine)
+        feed(a, ["XADD", "s", "1-1", "f", "v"])
+        before = a.offset
+        feed(a, ["MULTI"], ["XADD", "s", "2-1", "f", "v"], ["SET", "x", "y"])
+        assert a.offset == before and engine.execute("XLEN", "s") == 1
+        # The link is lost here: the primary resends from `before`, MULTI included.
+        a.abandon()
+        feed(a, ["MULTI"], ["XADD", "s", "2-1", "f", "v"], ["SET", "x", "y"],
+             ["XADD", "s", "3-1", "f", "v"], ["EXEC"])
+        size = sum(command_size([w.encode() for w in c]) for c in (
+            ["MULTI"], ["XADD", "s", "2-1", "f", "v"], ["SET", "x", "y"],
+            ["XADD", "s", "3-1", "f", "v"], ["EXEC"]))
+        assert a.offset == before + size
+        assert engine.execute("XRANGE", "s", "-", "+") == [
+            [b"1-1", [b"f", b"v"]], [b"2-1", [b"f", b"v"]], [b"3-1", [b"f", b"v"]]]
+        assert a.skipped_commands["set"] == 1  # counted once: the dropped copy was not applied
+
+
+def test_a_failing_command_is_counted_and_the_stream_goes_on() -> None:
+    with Engine() as engine:
+        a = RedisApplier(engine)
+        feed(a, ["XADD", "s", "5-1", "f", "v"], ["XADD", "s", "1-1", "f", "v"],
+             ["MULTI"], ["XADD", "s", "0-1", "f", "v"], ["XADD", "s", "6-1", "f", "v"], ["EXEC"],
+             ["XADD", "s", "7-1", "f", "v"])
+        assert a.errors == 2 and "XADD s 0-1" in (a.last_error or "")
+        assert engine.execute("XLEN", "s") == 3
+
+
+def test_an_rdb_replaces_everything_streams_restored_others_counted() -> None:
+    with Engine() as source, Engine() as engine:
+        source.execute("XADD", "s", "1-1", "f", "v")
+        source.execute("XGROUP", "CREATE", "s", "g", "0")
+        payload = source.execute("DUMP", "s")
+        value = payload[1:-10]
+        engine.execute("XADD", "old", "1-1", "f", "v")
+        a = RedisApplier(engine)
+        keys = [RdbKey(0, b"s", payload[0], value, None), RdbKey(0, b"str", 0, b"\x01v", None),
+                RdbKey(2, b"t", payload[0], value, 2**62), RdbKey(0, b"gone", payload[0],
+                                                                  value, 1)]
+        assert a.load(keys, 13, replace_all=True) == (2, 2)
+        assert engine.execute("EXISTS", "old") == 0
+        assert engine.execute("XINFO", "GROUPS", "s")[0][1] == b"g"
+        assert engine.execute("SELECT", "2") == "OK" and engine.execute("XLEN", "t") == 1
+        assert dict(a.skipped_keys) == {"string": 1}
+        assert (a.expired_keys, a.expiry_dropped) == (1, 1)

@@ -1,0 +1,183 @@
+"""A streamkeep replica of a real redis-server (7.0): the handshake, full syncs (disk and diskless
+RDB transfers), the command stream under a mixed workload (transactions, other types, DEL,
+FLUSHDB), the link cut (a partial sync), redis-server restarted, and the replica's own AOF
+reopened. The oracle is a redis-server replica of the same primary: after each step the
+streamkeep replica holds what it holds (the same XRANGE, XINFO STREAM FULL, consumers' seen and
+active times aside: each node's own clock, and XPENDING), at the primary's offset. A replica,
+not the primary: Redis's replicas differ from their primary where Redis propagates less than it
+changes (a history XREADGROUP's delivery count, entries-read after XCLAIM)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+import redis
+
+from streamkeep import Engine
+from tests.support.redis_state import raw_client, stream_keys, stream_state
+from tests.support.replication_util import drive, wait_for
+from tests.support.replication_util import info as info_fields
+
+DISKLESS = {"disk": ("--repl-diskless-sync", "no"),
+            "diskless": ("--repl-diskless-sync", "yes", "--repl-diskless-sync-delay", "0")}
+
+
+def _client(server: Any, db: int = 0) -> redis.Redis:
+    return redis.Redis(host=server.host, port=server.port, db=db, protocol=2)
+
+
+def _info(engine: Engine) -> dict[str, str]:
+    text = engine.execute("INFO", "replication").decode()
+    return dict(line.split(":", 1) for line in text.split("\r\n") if ":" in line)
+
+
+def _oracle(start_redis: Callable[..., Any], server: Any) -> Any:
+    """A redis-server replica of `server`, started when the streamkeep replica starts, so that
+    both begin by a full sync of the same data (a replica synced by the command stream holds
+    what Redis propagated, less than an RDB of the primary carries)."""
+    return start_redis("--replicaof", server.host, str(server.port))
+
+
+def same_streams(r: redis.Redis, oracle: Any, replica: Engine) -> bool:
+    """True once both replicas are at the primary's offset and the streamkeep replica holds
+    in every database the streams the redis-server replica holds."""
+    offset = r.info("replication")["master_repl_offset"]
+    follower = replica.replication.follower
+    if not follower.link_up or follower.redis is None or \
+            follower.redis.applier.offset != offset or \
+            _client(oracle).info("replication").get("slave_repl_offset") != offset:
+        return False
+    try:
+        for db in (0, 1):
+            run = raw_client(_client(oracle), db)
+            replica.execute("SELECT", str(db))
+            keys = stream_keys(run)
+            if sorted(keys) != sorted(stream_keys(replica.execute)) or \
+                    stream_state(run, keys) != stream_state(replica.execute, keys):
+                return False
+    finally:
+        replica.execute("SELECT", "0")
+    return True
+
+
+def _client_db1(r: redis.Redis) -> redis.Redis:
+    kwargs = r.connection_pool.connection_kwargs
+    return redis.Redis(host=kwargs["host"], port=kwargs["port"], db=1, protocol=2)
+
+
+def _seed(r: redis.Redis) -> None:
+    """Streams of every shape, keys of other types, two databases, an expiring stream."""
+    for i in range(1, 301):
+        r.xadd("big", {"temp": str(i), "bin\x00": b"\xff" * (i % 7)})
+    r.xdel("big", "1-0")
+    r.xgroup_create("big", "g1", "0")
+    r.xreadgroup("g1", "alice", {"big": ">"}, count=5)
+    r.execute_command("XGROUP", "CREATECONSUMER", "big", "g1", "idle")
+    r.execute_command("XGROUP", "CREATE", "empty", "g", "$", "MKSTREAM")
+    r.xadd("ttl", {"f": "v"})
+    r.expire("ttl", 1000)
+    r.set("str", "v")
+    r.hset("hash", "f", "v")
+    _client_db1(r).xadd("other-db", {"f": "v"})
+
+
+def _more(r: redis.Redis, seed: int, start: int, stop: int) -> None:
+    """The mixed workload, a transaction, other types' commands, DEL and FLUSHDB."""
+    drive(r, seed, start, stop)
+    with r.pipeline(transaction=True) as p:
+        p.xadd("tx", {"a": "1"})
+        p.set("tx-str", "x")
+        p.xadd("tx", {"b": "2"})
+        p.execute()
+    r.lpush("list", "x")
+    r.delete("big")
+    other = _client_db1(r)
+    other.flushdb()
+    other.xadd("other-db", {"again": "1"})
+
+
+@pytest.mark.parametrize("transfer", sorted(DISKLESS))
+def test_a_replica_of_redis_server_follows_its_streams(start_redis, tmp_path: Path,
+                                                      transfer: str) -> None:
+    server = start_redis(*DISKLESS[transfer])
+    r = _client(server)
+    _seed(r)
+    oracle = _oracle(start_redis, server)
+    with Engine.open(str(tmp_path / "replica"),
+                     replicaof=(server.host, server.port)) as replica:
+        wait_for(lambda: same_streams(r, oracle, replica), what="the full sync")
+        info = _info(replica)
+        assert info["master_protocol"] == "redis" and info["redis_full_syncs"] == "1"
+        assert info["redis_skipped_keys"] == "hash=1,string=1"
+        assert info["redis_expiries_dropped"] == "1"
+        assert replica.execute("ROLE")[:4] == [b"slave", server.host.encode(), server.port,
+                                               b"connected"]
+        _more(r, seed=1, start=0, stop=600)
+        wait_for(lambda: same_streams(r, oracle, replica), what="the command stream")
+        info = _info(replica)
+        skipped = dict(pair.split("=") for pair in info["redis_skipped_commands"].split(","))
+        assert {"set", "lpush"} <= set(skipped) and "expire" not in skipped
+        assert replica.execute("EXISTS", "big") == 0
+        # redis-server sees both replicas' ACKed offsets (the streamkeep one embedded: port 0).
+        def acked() -> bool:
+            fields = info_fields(r)
+            slaves = [fields[k] for k in fields if k.startswith("slave") and k[5:].isdigit()]
+            return len(slaves) == 2 and all(
+                f"offset={fields['master_repl_offset']}," in line for line in slaves) and \
+                any("port=0," in line for line in slaves)
+        wait_for(acked, what="the ACKs")
+
+
+def test_a_cut_link_resumes_and_a_restarted_redis_server_resyncs(start_redis,
+                                                                  tmp_path: Path) -> None:
+    # Its own RDB file name: a replica in the same directory writes dump.rdb.
+    server = start_redis("--repl-diskless-sync", "no", "--dbfilename", "restart.rdb")
+    r = _client(server)
+    _seed(r)
+    oracle = _oracle(start_redis, server)
+    with Engine.open(str(tmp_path / "replica"),
+                     replicaof=(server.host, server.port)) as replica:
+        wait_for(lambda: same_streams(r, oracle, replica), what="the full sync")
+        following = replica.replication.follower.redis
+        # The link cut, during writes: a partial sync from the offset the replica holds.
+        _more(r, seed=2, start=0, stop=200)
+        r.execute_command("CLIENT", "KILL", "TYPE", "replica")
+        _more(r, seed=2, start=200, stop=400)
+        wait_for(lambda: same_streams(r, oracle, replica), what="the partial sync")
+        assert following.partial_syncs >= 1 and following.full_syncs == 1
+        # redis-server restarted with its data (an RDB saved at shutdown): the replica
+        # converges on what it holds now, whichever sync redis-server grants.
+        r.config_set("save", "3600 1")
+        r.shutdown(save=True)
+        server.process.wait(10)
+        server = start_redis("--repl-diskless-sync", "no", "--dbfilename", "restart.rdb",
+                             port=server.port)
+        r = _client(server)
+        _more(r, seed=3, start=0, stop=200)
+        wait_for(lambda: same_streams(r, oracle, replica), what="the sync after the restart")
+        expected = stream_state(replica.execute, stream_keys(replica.execute))
+    # The replica restarts from its own AOF, without redis-server.
+    with Engine.open(str(tmp_path / "replica")) as again:
+        assert stream_state(again.execute, stream_keys(again.execute)) == expected
+
+
+def test_a_replica_of_redis_server_refuses_client_writes_and_can_be_promoted(
+        start_redis, tmp_path: Path) -> None:
+    server = start_redis()
+    r = _client(server)
+    r.xadd("s", {"f": "v"}, id="1-1")
+    oracle = _oracle(start_redis, server)
+    with Engine.open(str(tmp_path / "replica"),
+                     replicaof=(server.host, server.port)) as replica:
+        wait_for(lambda: same_streams(r, oracle, replica))
+        with pytest.raises(Exception, match="READONLY"):
+            replica.execute("XADD", "s", "*", "f", "v")
+        assert replica.execute("REPLICAOF", "NO", "ONE") == "OK"
+        r.xadd("s", {"f": "after"}, id="2-1")
+        time.sleep(0.3)
+        assert replica.execute("XRANGE", "s", "-", "+") == [[b"1-1", [b"f", b"v"]]]
+        assert replica.execute("XADD", "s", "3-1", "f", "mine") == b"3-1"

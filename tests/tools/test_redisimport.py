@@ -1,0 +1,217 @@
+"""`streamkeep import` on files written by a real redis-server (7.0): dump.rdb (RDB 10), an
+appendonlydir (manifest, a base with an RDB preamble, incr files), a single appendonly.aof, and
+AOFs cut short or damaged."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+
+from streamkeep import Engine
+from streamkeep.tools.cli import main
+
+
+def _saved_rdb(client) -> str:
+    client.save()
+    directory = client.config_get("dir")["dir"]
+    return os.path.join(directory, client.config_get("dbfilename")["dbfilename"])
+
+
+def _fill(client) -> None:
+    client.flushall()
+    for i in range(1, 321):
+        client.xadd("orders", {"id": str(i), "sku": f"sku-{i % 17}", **({"note": "x" * 40}
+                                                                        if i % 13 == 0 else {})})
+    client.xdel("orders", client.xrange("orders", count=3)[2][0])
+    client.xgroup_create("orders", "billing", "0")
+    client.xreadgroup("billing", "worker-1", {"orders": ">"}, count=10)
+    client.xack("orders", "billing", client.xrange("orders", count=1)[0][0])
+    client.execute_command("XGROUP", "CREATECONSUMER", "orders", "billing", "idle")
+    client.execute_command("XGROUP", "CREATE", "empty", "g", "$", "MKSTREAM")
+    client.xadd("later", {"f": "v"})
+    client.pexpire("later", 3_600_000)
+    client.set("a-string", "v")
+    client.hset("a-hash", mapping={"f": "v"})
+    client.rpush("a-list", "1", "2")
+    client.sadd("a-set", "x")
+    client.zadd("a-zset", {"m": 1.5})
+    client.execute_command("SELECT", "3")
+    client.execute_command("XADD", "in-db3", "1-1", "f", "v")
+    client.execute_command("SELECT", "0")
+
+
+def test_import_of_a_redis_dump(redis_client, tmp_path, capsys) -> None:
+    _fill(redis_client)
+    out = tmp_path / "data"
+    assert main(["import", _saved_rdb(redis_client), "--out", str(out), "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["streams"] == 4 and report["entries"] == 319 + 0 + 1 + 1
+    assert report["skipped"] == {"string": 1, "hash": 1, "list": 1, "set": 1, "zset": 1}
+    assert report["expiry_dropped"] == 1
+    with Engine.open(str(out)) as engine:
+        assert engine.datadir.journal.manifest.snapshot is not None  # compacted
+        assert engine.execute("XRANGE", "orders", "-", "+") == [
+            [i, [x for p in f.items() for x in p]] for i, f in redis_client.xrange("orders")]
+        for key in ("orders", "empty"):  # everything else, through redis-server's own eyes
+            engine.set_config("dump-rdb-version", 10)
+            redis_client.restore(key + ":back", 0, engine.execute("DUMP", key))
+            assert redis_client.execute_command("XINFO", "STREAM", key + ":back", "FULL") == \
+                redis_client.execute_command("XINFO", "STREAM", key, "FULL"), key
+        engine.execute("SELECT", "3")
+        assert engine.execute("XRANGE", "in-db3", "-", "+") == [[b"1-1", [b"f", b"v"]]]
+
+
+def test_refusals_name_the_problem(redis_client, tmp_path, capsys) -> None:
+    bad = tmp_path / "bad.rdb"
+    bad.write_bytes(b"REDIS0010\xfa\x01")
+    assert main(["import", str(bad), "--out", str(tmp_path / "o1")]) == 2
+    assert "bad.rdb: truncated" in capsys.readouterr().err
+    busy = tmp_path / "busy"
+    busy.mkdir()
+    (busy / "x").write_text("x")
+    assert main(["import", str(bad), "--out", str(busy)]) == 3
+    assert "not an empty directory" in capsys.readouterr().err
+    assert main(["import", str(tmp_path / "missing.rdb"), "--out", str(tmp_path / "o2")]) == 3
+    assert "missing.rdb" in capsys.readouterr().err
+
+
+def test_help_has_examples_and_exit_codes(capsys) -> None:
+    import pytest
+
+    with pytest.raises(SystemExit) as done:
+        main(["import", "--help"])
+    assert done.value.code == 0
+    text = capsys.readouterr().out
+    assert "examples:" in text and "exit status:" in text and "--out DIR" in text
+
+
+# --- AOF files and appendonlydirs ------------------------------------------------------------
+#
+# The oracle is a redis-server that loads the same files: an AOF holds the commands Redis
+# propagated, which carry less than the primary changed (a history XREADGROUP's delivery
+# count, entries-read after XCLAIM), so a redis-server loading it is what the import must equal.
+
+AOF_DIR = "aofdir"
+
+
+def _aof_workload(r) -> None:
+    from tests.support.replication_util import drive
+
+    drive(r, seed=7, start=0, stop=300)
+    with r.pipeline(transaction=True) as p:
+        p.xadd("tx", {"a": "1"})
+        p.set("tx-string", "x")
+        p.xadd("tx", {"b": "2"})
+        p.execute()
+    r.set("a-string", "v")
+    r.xadd("later", {"f": "v"})
+    r.expire("later", 3600)
+    r.delete("s3")
+
+
+def _loaded_by_redis(start_redis, directory) -> dict:
+    """What a redis-server holds after loading `directory`'s AOF (an appendonlydir, or a
+    single appendonly.aof that it converts)."""
+    import redis
+
+    from tests.support.redis_state import databases_state, raw_client
+
+    server = start_redis("--appendonly", "yes", "--appenddirname", AOF_DIR,
+                         "--dir", str(directory))
+    client = redis.Redis(host=server.host, port=server.port)
+    return databases_state(lambda db: raw_client(client, db))
+
+
+def _imported(out) -> dict:
+    from tests.support.redis_state import databases_state
+
+    with Engine.open(str(out)) as engine:
+        def run_in(db: int):
+            engine.execute("SELECT", str(db))
+            return engine.execute
+        return databases_state(run_in)
+
+
+def _redis_with_aof(start_redis, tmp_path):
+    import redis
+
+    server = start_redis("--appendonly", "yes", "--appenddirname", AOF_DIR,
+                         "--dir", str(tmp_path / "source"))
+    return server, redis.Redis(host=server.host, port=server.port)
+
+
+def _copy(src, dst):
+    import shutil
+
+    shutil.copytree(src, dst)
+    return dst
+
+
+def test_import_of_an_appendonlydir_and_of_an_aof_file(start_redis, tmp_path, capsys) -> None:
+    (tmp_path / "source").mkdir()
+    _server, r = _redis_with_aof(start_redis, tmp_path)
+    _aof_workload(r)
+    r.bgrewriteaof()  # a base with the data as an RDB preamble, then a new incr file
+    from tests.support.replication_util import wait_for
+
+    wait_for(lambda: r.info("persistence")["aof_rewrite_in_progress"] == 0 and
+             r.info("persistence")["aof_rewrite_scheduled"] == 0, what="the rewrite")
+    from tests.support.replication_util import drive
+
+    drive(r, seed=8, start=0, stop=200)
+    r.set("after-rewrite", "v")
+    r.execute_command("SELECT", "2")
+    r.xadd("in-db2", {"f": "v"}, id="1-1")
+    r.execute_command("SELECT", "0")
+    time.sleep(1.2)  # appendfsync everysec: the incr file written
+    copy = _copy(tmp_path / "source" / AOF_DIR, tmp_path / "copy" / AOF_DIR)
+    expected = _loaded_by_redis(start_redis, tmp_path / "copy")
+    assert expected and 2 in expected
+
+    assert main(["import", str(copy), "--out", str(tmp_path / "out"), "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert _imported(tmp_path / "out") == expected
+    assert report["rdb_version"] == 10 and report["truncated_bytes"] == 0
+    assert report["skipped"]["string"] >= 1 and report["skipped_commands"]["set"] >= 1
+    assert report["failed_commands"] == 0
+
+    # The same history as one appendonly.aof: the base (an RDB preamble) then the incr file.
+    manifest = next(copy.glob("*.manifest")).read_text().split("\n")
+    names = [line.split()[1] for line in manifest if " type b" in line or " type i" in line]
+    single = tmp_path / "single"
+    single.mkdir()
+    (single / "appendonly.aof").write_bytes(b"".join((copy / n).read_bytes() for n in names))
+    assert main(["import", str(single / "appendonly.aof"), "--out", str(tmp_path / "out2"),
+                 "--json"]) == 0
+    capsys.readouterr()
+    assert _imported(tmp_path / "out2") == expected
+
+
+def test_an_aof_cut_short_or_damaged(start_redis, tmp_path, capsys) -> None:
+    (tmp_path / "source").mkdir()
+    _server, r = _redis_with_aof(start_redis, tmp_path)
+    r.xadd("s", {"f": "v"}, id="1-1")
+    r.xadd("s", {"f": "w"}, id="2-1")
+    time.sleep(1.2)
+    incr = next((tmp_path / "source" / AOF_DIR).glob("*.incr.aof")).read_bytes()
+    aof = tmp_path / "cut.aof"
+    aof.write_bytes(incr[:-7])  # the last XADD cut short
+    assert main(["import", str(aof), "--out", str(tmp_path / "o1"), "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["truncated_bytes"] > 0 and report["entries"] == 1
+    aof.write_bytes(incr + b"*1\r\n$5\r\nMULTI\r\n*5\r\n$4\r\nXADD\r\n$1\r\ns\r\n$3\r\n3-1\r\n"
+                    b"$1\r\nf\r\n$1\r\nx\r\n")  # a transaction without its EXEC
+    assert main(["import", str(aof), "--out", str(tmp_path / "o2")]) == 0
+    text = capsys.readouterr().out
+    assert "without its EXEC" in text and "2 entries" in text
+    aof.write_bytes(incr + b"*2\r\n$4\r\nXADD\r\n$x\r\n")
+    assert main(["import", str(aof), "--out", str(tmp_path / "o3")]) == 2
+    err = capsys.readouterr().err
+    assert "cut.aof: not an AOF" in err and "Traceback" not in err
+    assert not (tmp_path / "o3").exists()  # nothing half made is left behind
+    odd = tmp_path / "odd"
+    odd.mkdir()
+    (odd / "x.manifest").write_text("file appendonly.aof.1.base.rdb seq\n")
+    assert main(["import", str(odd), "--out", str(tmp_path / "o4")]) == 2
+    assert "x.manifest: line 1 is not a manifest entry" in capsys.readouterr().err

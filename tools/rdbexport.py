@@ -1,0 +1,117 @@
+"""`streamkeep export-rdb DIR --out dump.rdb`: a data directory's streams as an RDB file that
+redis-server loads, for moving back to Redis.
+
+Owns the command's arguments, the report and the exit status. The state exported is DIR's
+latest: its snapshot and every record after it, read through a point-in-time copy
+(tools.inspect.restore) so that DIR is never locked or changed and a server may be running on
+it. The file is written beside --out and renamed into place once whole and fsynced. Every
+database is kept; the RDB version is one the target redis-server reads (10 for 7.0, 11 for
+7.2, 12 for 7.4 and 8.0, 13 for 8.6+).
+Must not touch: the RDB format (snapshot.rdb writes it), the directory's files.
+
+Exit status: 0 written; 2 DIR cannot be read (not a data directory, damaged); 3 usage or I/O
+error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import sys
+import tempfile
+import time
+from typing import Any
+
+HELP = "write a data directory's streams as a dump.rdb that redis-server loads"
+EXIT_UNREADABLE, EXIT_USAGE = 2, 3
+REDIS_VERSIONS = "10: Redis 7.0; 11: 7.2; 12: 7.4 and 8.0-8.4; 13: 8.6 and later"
+EPILOG = f"""examples:
+  streamkeep export-rdb ./data --out dump.rdb                    for Redis 8.6 and later
+  streamkeep export-rdb ./data --out dump.rdb --rdb-version 10   for Redis 7.0
+  streamkeep export-rdb ./data --out dump.rdb --json             the report for scripts
+
+Then stop redis-server, put dump.rdb in its `dir` (as its `dbfilename`; with appendonly off, or
+it loads its AOF instead) and start it. DIR may be in use by a running server: its state is read
+from a copy, never changed. RDB versions ({REDIS_VERSIONS}): redis-server refuses a version
+newer than its own.
+
+exit status: 0 written; 2 DIR cannot be read; 3 usage or I/O error."""
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("path", metavar="DIR", help="a streamkeep data directory")
+    parser.add_argument("--out", required=True, metavar="FILE", help="the RDB file to write")
+    parser.add_argument("--rdb-version", type=int, default=13, metavar="N",
+                        choices=range(9, 14), help=f"RDB version to write, 9 to 13 "
+                                                   f"(default 13; {REDIS_VERSIONS})")
+    parser.add_argument("--json", action="store_true", help="print the report as JSON")
+
+
+def main(args: argparse.Namespace) -> int:
+    from streamkeep.tools.inspect.restore import Impossible, Usage, restore
+
+    began = time.perf_counter()
+    parent = os.path.dirname(os.path.abspath(args.out))
+    if not os.path.isdir(parent):
+        print(f"streamkeep export-rdb: {parent}: not a directory", file=sys.stderr)
+        return EXIT_USAGE
+    work = tempfile.mkdtemp(prefix=".export-rdb-", dir=parent)
+    try:
+        copy = os.path.join(work, "state")
+        try:
+            lsn = restore(args.path, copy, None, _END_OF_TIME)
+        except Usage as err:
+            print(f"streamkeep export-rdb: {err}", file=sys.stderr)
+            return EXIT_UNREADABLE if os.path.isdir(args.path) else EXIT_USAGE
+        except Impossible as err:
+            print(f"streamkeep export-rdb: {args.path}: {err}", file=sys.stderr)
+            return EXIT_UNREADABLE
+        report = _write(copy, args.out, args.rdb_version, os.path.join(work, "dump.rdb"))
+    except OSError as err:
+        print(f"streamkeep export-rdb: {err.filename or args.out}: {err.strerror or err}",
+              file=sys.stderr)
+        return EXIT_USAGE
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    report.update(source=args.path, out=args.out, lsn=lsn, rdb_version=args.rdb_version,
+                  seconds=round(time.perf_counter() - began, 3))
+    _print(report, args.json)
+    return 0
+
+
+# A time after every record's: the state after the last record, whatever the log holds.
+_END_OF_TIME = (1 << 62)
+
+
+def _write(copy: str, out: str, version: int, tmp: str) -> dict[str, Any]:
+    from streamkeep import Engine
+    from streamkeep.snapshot.rdb import write_rdb
+
+    streams = entries = 0
+    with Engine.open(copy, auto_aof_rewrite_percentage=0) as engine:
+        dbs = [(db, keyspace) for db, keyspace in enumerate(engine.dbs) if keyspace]
+        for _db, keyspace in dbs:
+            streams += len(keyspace)
+            entries += sum(s.length for s in keyspace.values())
+        aux = [(b"redis-ver", b"7.0.0"), (b"redis-bits", b"64"),
+               (b"ctime", str(int(time.time())).encode()), (b"aof-base", b"0"),
+               (b"streamkeep", b"export-rdb")]
+        with engine.lock, open(tmp, "wb") as f:
+            for piece in write_rdb(version, aux, ((db, len(keyspace), keyspace.items())
+                                                  for db, keyspace in dbs)):
+                f.write(piece)
+            f.flush()
+            os.fsync(f.fileno())
+    os.replace(tmp, out)
+    return {"streams": streams, "entries": entries, "bytes": os.path.getsize(out)}
+
+
+def _print(report: dict[str, Any], as_json: bool) -> None:
+    if as_json:
+        print(json.dumps(report, sort_keys=True))
+        return
+    print(f"wrote {report['streams']:,} stream(s), {report['entries']:,} entries "
+          f"({report['bytes']:,} bytes, RDB {report['rdb_version']}) from {report['source']} "
+          f"at LSN {report['lsn']} to {report['out']} in {report['seconds']:.2f} s")

@@ -1,0 +1,247 @@
+"""`streamkeep import SOURCE --out DIR`: a Redis's streams into a new data directory.
+
+SOURCE is a dump.rdb (RDB versions 9 to 13), an appendonly.aof (RESP commands, with or without
+an RDB preamble) or a Redis 7+ appendonlydir (its manifest's base file, then its incr files in
+order). Owns the command's arguments, finding the pieces of SOURCE, the report and the exit
+status. What comes in, and how, is replication.redis_commands' (the same as a replica of a
+redis-server gets): every stream key exactly, RESTOREd from its stored bytes; the AOF's
+commands applied through the engine; keys of other types counted by type and their commands by
+name, never silently; databases kept. Then the directory is compacted into a snapshot.
+Must not touch: the RDB format (snapshot.rdb), RESP (engine.wire.resp), what a command does.
+
+Exit status: 0 imported; 2 SOURCE is not a readable RDB, AOF or appendonlydir (damaged, unknown
+version or type); 3 usage or I/O error (DIR exists and is not empty, SOURCE cannot be read).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shlex
+import sys
+import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from streamkeep.engine.wire.errors import StreamkeepError  # stdlib only behind it
+
+if TYPE_CHECKING:
+    from streamkeep.replication.redis_commands import RedisApplier
+
+HELP = "import the streams of a Redis dump.rdb, appendonly.aof or appendonlydir"
+EXIT_BAD_SOURCE, EXIT_USAGE = 2, 3
+CHUNK = 1 << 20  # AOF bytes parsed at a time
+EPILOG = """examples:
+  streamkeep import /var/lib/redis/dump.rdb --out ./data
+  streamkeep import /var/lib/redis/appendonlydir --out ./data     Redis 7+: manifest, base, incr
+  streamkeep import appendonly.aof --out ./data --json             the report for scripts
+
+Stream keys are imported exactly; keys of other types are skipped and reported by type, and
+the AOF's commands on them by command name. Redis expiries are not kept (streamkeep keys do not
+expire): streams already expired are skipped, the others imported without their expiry, both
+counted in the report. An AOF cut short (a crash while Redis wrote it) is imported up to its
+last whole command, as Redis loads it, and the report says how many bytes were left out.
+
+exit status: 0 imported; 2 not a readable RDB, AOF or appendonlydir; 3 usage or I/O error."""
+
+
+class BadSource(StreamkeepError):
+    """SOURCE (or a file it names) is not what it should be: the message names file and
+    offset."""
+
+
+@dataclass
+class Piece:
+    path: str
+    data: bytes
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("source", metavar="SOURCE",
+                        help="a Redis RDB file, AOF file, or appendonlydir")
+    parser.add_argument("--out", required=True, metavar="DIR",
+                        help="the data directory to create (must not exist, or be empty)")
+    parser.add_argument("--json", action="store_true", help="print the report as JSON")
+
+
+def main(args: argparse.Namespace) -> int:
+    from streamkeep import Engine
+    from streamkeep.replication.redis_commands import RedisApplier
+
+    if os.path.exists(args.out) and (not os.path.isdir(args.out) or os.listdir(args.out)):
+        print(f"streamkeep import: {args.out} exists and is not an empty directory",
+              file=sys.stderr)
+        return EXIT_USAGE
+    began = time.perf_counter()
+    try:
+        pieces = _pieces(args.source)
+    except OSError as err:
+        print(f"streamkeep import: {err.filename or args.source}: {err.strerror}",
+              file=sys.stderr)
+        return EXIT_USAGE
+    except BadSource as err:
+        print(f"streamkeep import: {err}", file=sys.stderr)
+        return EXIT_BAD_SOURCE
+    report: dict[str, Any] = {"source": args.source, "out": args.out, "rdb_version": None,
+                              "truncated_bytes": 0, "incomplete_transaction": False}
+    made_out = not os.path.exists(args.out)
+    try:
+        with Engine.open(args.out, auto_aof_rewrite_percentage=0) as engine:
+            applier = RedisApplier(engine)
+            streams = entries = 0
+            for piece in pieces:
+                if piece.data[:5] == b"REDIS":
+                    s, e, end = _rdb(applier, piece, report)
+                    streams, entries = streams + s, entries + e
+                    _aof(applier, piece, end, report)
+                else:
+                    _aof(applier, piece, 0, report)
+            report["incomplete_transaction"] = applier.multi is not None
+            applier.abandon()
+            engine.compact()
+            report.update(_counts(engine, applier, streams, entries))
+    except BadSource as err:
+        print(f"streamkeep import: {err}", file=sys.stderr)
+        if made_out:
+            _remove_tree(args.out)
+        return EXIT_BAD_SOURCE
+    report["seconds"] = round(time.perf_counter() - began, 3)
+    _print(report, args.json)
+    return 0
+
+
+# --- SOURCE ----------------------------------------------------------------------------------
+
+
+def _pieces(source: str) -> list[Piece]:
+    """The files to import, in order: SOURCE itself, or an appendonlydir's base and incrs."""
+    if not os.path.isdir(source):
+        with open(source, "rb") as f:
+            return [Piece(source, f.read())]
+    manifests = [n for n in os.listdir(source) if n.endswith(".manifest")]
+    if len(manifests) != 1:
+        raise BadSource(f"{source}: a directory, but not an appendonlydir (it holds "
+                        f"{len(manifests)} .manifest files, not one)")
+    path = os.path.join(source, manifests[0])
+    with open(path, "rb") as f:
+        files = _manifest(path, f.read().decode("utf-8", "replace"))
+    pieces = []
+    for name in files:
+        with open(os.path.join(source, name), "rb") as f:
+            pieces.append(Piece(os.path.join(source, name), f.read()))
+    return pieces
+
+
+def _manifest(path: str, text: str) -> list[str]:
+    """A Redis 7 AOF manifest's base file then its incr files by sequence (history files are
+    not part of the data)."""
+    base: list[str] = []
+    incr: list[tuple[int, str]] = []
+    for number, line in enumerate(text.splitlines(), 1):
+        if not line.strip() or line.startswith("#"):
+            continue
+        try:
+            words = shlex.split(line)
+            fields = dict(zip(words[::2], words[1::2], strict=True))
+            name, kind, seq = fields["file"], fields["type"], int(fields["seq"])
+        except (ValueError, KeyError):
+            raise BadSource(f"{path}: line {number} is not a manifest entry: {line[:80]!r}") \
+                from None
+        if os.path.basename(name) != name:
+            raise BadSource(f"{path}: line {number} names a file outside the directory")
+        if kind == "b":
+            base.append(name)
+        elif kind == "i":
+            incr.append((seq, name))
+    if len(base) > 1:
+        raise BadSource(f"{path}: more than one base file")
+    return base + [name for _seq, name in sorted(incr)]
+
+
+def _rdb(applier: RedisApplier, piece: Piece, report: dict[str, Any]) -> tuple[int, int, int]:
+    from streamkeep.snapshot.rdb import RdbError, read_rdb_prefix
+
+    try:
+        version, _aux, keys, end = read_rdb_prefix(piece.data)
+    except RdbError as err:
+        raise BadSource(f"{piece.path}: {err}") from None
+    report["rdb_version"] = version
+    streams, entries = applier.load(keys, version, replace_all=False)
+    return streams, entries, end
+
+
+def _aof(applier: RedisApplier, piece: Piece, start: int, report: dict[str, Any]) -> None:
+    """The RESP commands of an AOF (or of what follows its RDB preamble), applied in order;
+    a tail cut short is left out, as Redis loads it."""
+    from streamkeep.engine.wire.resp import ProtocolError, RequestParser
+    from streamkeep.replication.redis_link import command_size
+
+    data = piece.data
+    parser = RequestParser()
+    whole = 0  # the bytes of the commands taken (Redis writes every command the same way)
+    for pos in range(start, len(data), CHUNK):
+        parser.feed(data[pos:pos + CHUNK])
+        while True:
+            try:
+                argv = parser.next()
+            except ProtocolError as err:
+                raise BadSource(f"{piece.path}: not an AOF: {err} (in the bytes from "
+                                f"{pos:,} to {min(pos + CHUNK, len(data)):,})") from None
+            if argv is None:
+                break
+            if len(argv) == 1 and argv[0][:1] == b"#":
+                whole += len(argv[0]) + 2
+                continue  # an annotation (#TS:<unix time>), not a command
+            whole += command_size(argv)
+            applier.apply(argv, 0)
+    report["truncated_bytes"] += max(len(data) - start - whole, 0)
+
+
+def _counts(engine: Any, applier: RedisApplier, streams: int, entries: int) -> dict[str, Any]:
+    """What is in DIR now (an AOF's commands make streams too), and what was left out."""
+    total_streams = total_entries = 0
+    for db in range(int(engine.config["databases"])):
+        engine.execute("SELECT", str(db))
+        for key in engine.execute("KEYS", "*"):
+            total_streams += 1
+            total_entries += engine.execute("XLEN", key)
+    engine.execute("SELECT", "0")
+    return {"streams": total_streams, "entries": total_entries,
+            "streams_from_rdb": streams, "entries_from_rdb": entries,
+            "skipped": dict(applier.skipped_keys),
+            "skipped_commands": dict(applier.skipped_commands),
+            "failed_commands": applier.errors, "last_failure": applier.last_error,
+            "expired_skipped": applier.expired_keys, "expiry_dropped": applier.expiry_dropped}
+
+
+def _remove_tree(path: str) -> None:
+    import shutil
+
+    shutil.rmtree(path, ignore_errors=True)
+
+
+def _print(report: dict[str, Any], as_json: bool) -> None:
+    if as_json:
+        print(json.dumps(report, sort_keys=True))
+        return
+    version = f" (RDB {report['rdb_version']})" if report["rdb_version"] else ""
+    print(f"imported {report['streams']:,} stream(s), {report['entries']:,} entries from "
+          f"{report['source']}{version} into {report['out']} in {report['seconds']:.2f} s")
+    for name, count in sorted(report["skipped"].items()):
+        print(f"skipped {count:,} {name} key(s): streamkeep stores streams only")
+    for name, count in sorted(report["skipped_commands"].items()):
+        print(f"skipped {count:,} {name.upper()} command(s): not a stream command streamkeep "
+              f"applies")
+    if report["failed_commands"]:
+        print(f"{report['failed_commands']:,} command(s) failed here; the last: "
+              f"{report['last_failure']}")
+    if report["expired_skipped"]:
+        print(f"skipped {report['expired_skipped']:,} stream(s) already expired")
+    if report["expiry_dropped"]:
+        print(f"imported {report['expiry_dropped']:,} stream(s) without their expiry")
+    if report["truncated_bytes"]:
+        print(f"left out the last {report['truncated_bytes']:,} byte(s): the AOF ends inside "
+              f"a command (cut short)")
+    if report["incomplete_transaction"]:
+        print("left out a transaction without its EXEC at the end of the AOF")
