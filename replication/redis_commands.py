@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING
 
 from streamkeep.engine.exec.table import lookup
 from streamkeep.engine.wire.errors import ReplyError
+from streamkeep.replication.redis_link import command_size, is_getack
 from streamkeep.snapshot.rdb import STREAM_TYPES, TYPE_NAMES, RdbKey, payload_from
 
 if TYPE_CHECKING:
@@ -35,6 +36,7 @@ log = logging.getLogger("streamkeep.replication")
 
 # Commands that change nothing streamkeep holds: not counted as skipped.
 _NOTHING_TO_APPLY = frozenset((b"ping", b"replconf"))
+_TRANSACTION = frozenset((b"multi", b"exec", b"discard"))
 ERRORS_LOGGED = 10  # the first apply errors are logged one by one, then counted only
 
 
@@ -75,6 +77,41 @@ class RedisApplier:
             return
         if self._wanted(argv):
             self._run(argv)
+        self.offset += size
+
+    def apply_many(self, commands: list[list[bytes]]) -> bool:
+        """Commands of the stream in order, the plain ones between transactions applied as
+        one engine transaction (one lock hold, one record: a replica keeps up with a primary
+        that pipelines). True if a REPLCONF GETACK was among them (acknowledge now)."""
+        run: list[list[bytes]] = []
+        run_bytes = 0
+        getack = False
+        for argv in commands:
+            size = command_size(argv)
+            name = argv[0].lower()
+            if self.multi is not None or name in _TRANSACTION:
+                self._run_batch(run, run_bytes)
+                run, run_bytes = [], 0
+                self.apply(argv, size)
+                continue
+            if name == b"replconf" and is_getack(argv):
+                getack = True
+            if self._wanted(argv):
+                run.append(argv)
+            run_bytes += size
+        self._run_batch(run, run_bytes)
+        return getack
+
+    def _run_batch(self, run: list[list[bytes]], size: int) -> None:
+        if len(run) == 1:
+            self._run(run[0])
+        elif run:
+            replies = self.engine.execute_atomic(self.session, run)
+            for argv, reply in zip(run, replies, strict=False):
+                if isinstance(reply, ReplyError):
+                    self._failed(argv, reply.line)
+                else:
+                    self.applied += 1
         self.offset += size
 
     def _wanted(self, argv: list[bytes]) -> bool:

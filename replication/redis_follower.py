@@ -98,12 +98,10 @@ class RedisFollowing:
                 if f.stopping():
                     break
                 if type(event) is redis_link.Commands:
-                    for argv in event.commands:
-                        applier.apply(argv, redis_link.command_size(argv))
-                        if redis_link.is_getack(argv):
-                            f.flush_log()
-                            sock.sendall(redis_link.ack(applier.offset))
                     f.unsynced = True
+                    if applier.apply_many(event.commands):
+                        f.flush_log()
+                        sock.sendall(redis_link.ack(applier.offset))
                 elif type(event) is redis_link.RdbData:
                     self._rdb_data(event.data)
                 elif type(event) is redis_link.FullResync:

@@ -50,14 +50,18 @@ def ack(offset: int) -> bytes:
     return encode_command([b"REPLCONF", b"ACK", str(offset)])
 
 
+_DIGITS = bytes(len(str(n)) for n in range(1 << 12))  # decimal digits of small lengths
+
+
 def command_size(argv: list[bytes]) -> int:
     """The bytes a command takes in the stream (a multibulk, as Redis writes it): what it
-    advances the replication offset by."""
-    size = len(str(len(argv))) + 3  # *<n>\r\n
-    for arg in argv:
-        n = len(arg)
-        size += len(str(n)) + n + 5  # $<len>\r\n<arg>\r\n
-    return size
+    advances the replication offset by. (*<n>\r\n, then $<len>\r\n<arg>\r\n each.)"""
+    lens = list(map(len, argv))
+    try:
+        digits = sum(map(_DIGITS.__getitem__, lens))
+    except IndexError:  # an argument of 4 KiB or more
+        digits = sum(len(str(n)) for n in lens)
+    return len(str(len(lens))) + 3 + sum(lens) + digits + 5 * len(lens)
 
 
 def is_getack(argv: list[bytes]) -> bool:

@@ -18,7 +18,7 @@ from typing import NamedTuple
 
 import crcmod
 
-from streamkeep.engine.model.groups import ConsumerGroup
+from streamkeep.engine.model.groups import ConsumerGroup, estimate_entries_read
 from streamkeep.engine.model.idmp import Idmp
 from streamkeep.engine.model.stream import Stream
 from streamkeep.engine.wire.errors import StreamkeepError
@@ -109,6 +109,20 @@ class Reader:
             return lzf_decompress(self.take(clen), ulen)
         raise RdbError(f"unknown string encoding {value}")
 
+    def skip_string(self) -> None:
+        """Past a string, without decoding it (an LZF one is not decompressed)."""
+        value, special = self._length()
+        if not special:
+            self.take(value)
+        elif value <= 2:
+            self.take(1 << value)
+        elif value == 3:
+            clen = self.length()
+            self.length()
+            self.take(clen)
+        else:
+            raise RdbError(f"unknown string encoding {value}")
+
     def millis(self) -> int:
         return struct.unpack("<q", self.take(8))[0]
 
@@ -137,8 +151,12 @@ def lzf_decompress(data: bytes, ulen: int) -> bytes:
         i += 1
         if ref < 0:
             raise RdbError("bad LZF data")
-        for k in range(length + 2):  # may overlap what it writes: byte by byte
-            out.append(out[ref + k])
+        length += 2
+        distance = len(out) - ref
+        if distance >= length:
+            out += out[ref:ref + length]
+        else:  # overlaps what it writes: the last `distance` bytes repeated
+            out += (out[ref:] * (length // distance + 1))[:length]
         if len(out) > ulen:  # back references grow the output ~130x the input: stop early
             raise RdbError("bad LZF length")
     if len(out) != ulen:
@@ -389,6 +407,43 @@ def read_stream(r: Reader, rdb_type: int, s: Stream | None = None) -> Stream:
     return s
 
 
+def skip_stream(r: Reader, rdb_type: int) -> None:
+    """Past a stream value, its structure followed but its nodes left undecoded (an RDB file's
+    reader finds its keys so; RESTORE decodes and checks each value)."""
+    for _ in range(r.length()):
+        r.skip_string()  # the node's master ID
+        r.skip_string()  # its listpack
+    r.length()
+    _read_id(r)
+    if rdb_type >= 19:
+        _read_id(r)
+        _read_id(r)
+        r.length()
+    for _ in range(r.length()):
+        r.skip_string()
+        _read_id(r)
+        if rdb_type >= 19:
+            r.length()
+        for _ in range(r.length()):
+            r.take(24)  # ID, delivery time
+            r.length()
+        for _ in range(r.length()):
+            r.skip_string()
+            r.take(16 if rdb_type >= 21 else 8)  # seen (and active) time
+            r.take(16 * r.length())
+    if rdb_type >= 26:
+        r.length()
+        r.length()
+        for _ in range(r.length()):
+            r.skip_string()
+            for _ in range(r.length()):
+                r.skip_string()
+                r.length()
+                r.length()
+        r.length()
+        r.length()
+
+
 def _read_group(r: Reader, rdb_type: int, s: Stream) -> None:
     name = r.string()
     if name in s.groups:
@@ -398,6 +453,8 @@ def _read_group(r: Reader, rdb_type: int, s: Stream) -> None:
     if rdb_type >= 19:
         raw = r.length()
         entries_read = _INVALID_ENTRIES_READ if raw == _U64 else raw
+    else:  # as Redis fills it in for an old type: estimated from the stream
+        entries_read = estimate_entries_read(s, last_id)
     group = s.groups[name] = ConsumerGroup(name, last_id, entries_read)
     pel: dict[int, tuple[int, int]] = {}
     for _ in range(r.length()):
@@ -618,7 +675,7 @@ def read_rdb_prefix(data: bytes) -> tuple[int, dict[bytes, bytes], list[RdbKey],
                 key = r.string()
                 start = r.pos
                 if op in STREAM_TYPES:
-                    read_stream(r, op)
+                    skip_stream(r, op)
                 else:
                     _skip_value(r, op)
                 keys.append(RdbKey(db, key, op, data[start:r.pos], expire))

@@ -87,20 +87,22 @@ def main(args: argparse.Namespace) -> int:
                               "truncated_bytes": 0, "incomplete_transaction": False}
     made_out = not os.path.exists(args.out)
     try:
-        with Engine.open(args.out, auto_aof_rewrite_percentage=0) as engine:
-            applier = RedisApplier(engine)
+        # The state is built in memory first (no record per key or command: nothing to replay
+        # or compact), then written as DIR's snapshot in one step, as a replica's full sync.
+        with Engine() as staging:
+            applier = RedisApplier(staging)
             streams = entries = 0
             for piece in pieces:
+                start = 0
                 if piece.data[:5] == b"REDIS":
-                    s, e, end = _rdb(applier, piece, report)
+                    s, e, start = _rdb(applier, piece, report)
                     streams, entries = streams + s, entries + e
-                    _aof(applier, piece, end, report)
-                else:
-                    _aof(applier, piece, 0, report)
+                _aof(applier, piece, start, report)
             report["incomplete_transaction"] = applier.multi is not None
             applier.abandon()
-            engine.compact()
-            report.update(_counts(engine, applier, streams, entries))
+            report.update(_counts(staging, applier, streams, entries))
+            with Engine.open(args.out, auto_aof_rewrite_percentage=0) as engine:
+                _install(engine, staging.dbs)
     except BadSource as err:
         print(f"streamkeep import: {err}", file=sys.stderr)
         if made_out:
@@ -167,7 +169,10 @@ def _rdb(applier: RedisApplier, piece: Piece, report: dict[str, Any]) -> tuple[i
     except RdbError as err:
         raise BadSource(f"{piece.path}: {err}") from None
     report["rdb_version"] = version
+    failed = applier.errors
     streams, entries = applier.load(keys, version, replace_all=False)
+    if applier.errors > failed:  # a stream value RESTORE found damaged
+        raise BadSource(f"{piece.path}: {applier.last_error}")
     return streams, entries, end
 
 
@@ -213,6 +218,26 @@ def _counts(engine: Any, applier: RedisApplier, streams: int, entries: int) -> d
             "skipped_commands": dict(applier.skipped_commands),
             "failed_commands": applier.errors, "last_failure": applier.last_error,
             "expired_skipped": applier.expired_keys, "expiry_dropped": applier.expiry_dropped}
+
+
+def _install(engine: Any, dbs: list) -> None:
+    """`dbs` made the new directory's snapshot, durably (at LSN 1: the manifest counts a
+    snapshot as covering at least one record)."""
+    from streamkeep.snapshot.writer import write_snapshot
+
+    datadir = engine.datadir
+    fs = datadir.fs
+    datadir.wait_no_compaction()
+    tmp = os.path.join(datadir.path, "import.snapshot.tmp")
+    replid = datadir.history()[0]
+    write_snapshot(dbs, tmp, 1, int(time.time() * 1000), replid)
+    fd = fs.open_read(tmp)
+    try:
+        fs.fdatasync(fd)
+    finally:
+        fs.close(fd)
+    with engine.lock:
+        datadir.install_snapshot(tmp, 1, replid, dbs)
 
 
 def _remove_tree(path: str) -> None:

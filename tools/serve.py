@@ -19,6 +19,8 @@ EPILOG = """examples:
   streamkeep serve --dir /var/lib/sk --appendfsync always --requirepass s3cret
   streamkeep serve --dir ./replica --port 6391 --replicaof 127.0.0.1 6390
                                                      a read-only replica of :6390
+  streamkeep serve --dir ./copy --port 6391 --replicaof redis.internal 6379
+                                                     a durable copy of a redis-server's streams
   streamkeep serve --config streamkeep.conf          redis.conf syntax (replicaof, ...)
 
 exit status: 0 after a clean shutdown (SHUTDOWN, SIGTERM, SIGINT); 1 if the data directory

@@ -61,6 +61,8 @@ def test_a_partial_sync_goes_straight_to_commands(reply: bytes, replid: str | No
 
 def test_offsets_count_commands_as_redis_writes_them() -> None:
     assert sum(rl.command_size(c) for c in COMMANDS) == len(STREAM)
+    for big in ([b"x" * 4095], [b"XADD", b"y" * 4096, b"z" * 123456]):
+        assert rl.command_size(big) == len(encode_command(big))
     assert rl.psync(None, 0) == encode_command([b"PSYNC", b"?", b"-1"])
     assert rl.psync("x" * 40, 99) == encode_command([b"PSYNC", b"x" * 40, b"100"])
     assert rl.ack(7) == encode_command([b"REPLCONF", b"ACK", b"7"])

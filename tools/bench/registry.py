@@ -26,6 +26,7 @@ from streamkeep.tools.bench import (
     bigvalues,
     export,
     inspect,
+    interop,
     memory,
     parsing,
     replication,
@@ -100,6 +101,9 @@ BACKLOG_XADD_RATIO_TARGET = 0.8  # XADD/s against the same stream fully resident
 BACKLOG_CATCHUP_TARGET = 150_000  # entries/s, XREADGROUP COUNT 100 + XACK over cold entries
 BACKLOG_RESTART_TARGET = 3.0  # s, open to serving, at most
 BACKLOG_COMPACT_RATIO_TARGET = 2.0  # compaction after 100k entries / on a 100k stream, at most
+# Redis interoperability (`streamkeep bench interop`, issue 20), at least:
+IMPORT_RDB_TARGET = 500_000  # entries/s, streamkeep import of a redis-server dump.rdb
+REDIS_REPLICA_TARGET = 100_000  # XADD/s a replica of a redis-server applies (-P 16)
 
 
 @dataclass(frozen=True)
@@ -357,6 +361,14 @@ SECTIONS: tuple[Section, ...] = (
         Benchmark(f"memory.{name}", f"XADD fill, in a fresh process: {label}",
                   lambda env, name=name: memory.bench(env, name))  # type: ignore[misc]
         for name, (label, _make) in memory.WORKLOADS.items()), describe=memory.describe),
+    Section("interop", (
+        Benchmark("interop.import_rdb", "streamkeep import of a redis-server dump.rdb, "
+                                        "entries (compaction included)",
+                  interop.bench_import_rdb, target=IMPORT_RDB_TARGET),
+        Benchmark("interop.replica_apply", "replica of a redis-server under redis-benchmark "
+                                           "-P 16 XADD, XADDs applied",
+                  interop.bench_replica_apply, target=REDIS_REPLICA_TARGET),
+    ), describe=interop.describe),
     Section("backlog", (
         Benchmark("backlog.cold", f"XADD on a big backlog, backlog-memory "
                                   f"{backlog.BUDGET >> 20}mb (fresh process)",
