@@ -106,7 +106,7 @@ class RedisApplier:
         if len(run) == 1:
             self._run(run[0])
         elif run:
-            replies = self.engine.execute_atomic(self.session, run)
+            replies = self.engine.execute_atomic(self.session, map(tuple, run))
             for argv, reply in zip(run, replies, strict=False):
                 if isinstance(reply, ReplyError):
                     self._failed(argv, reply.line)
