@@ -111,7 +111,11 @@ def _wait_for_ping(server: RedisServer) -> bool:
             with RespClient(server.host, server.port, timeout=1.0) as c:
                 if c.execute("PING") == "PONG":
                     return True
-        except (OSError, RespError) as exc:  # not listening yet, or -LOADING
+        except RespError as exc:  # -LOADING, or up and asking for a password
+            if str(exc).startswith("NOAUTH"):
+                return True
+            last_exc = exc
+        except OSError as exc:  # not listening yet
             last_exc = exc
         time.sleep(0.05)
     _stop(server.process)

@@ -181,3 +181,18 @@ def test_a_replica_of_redis_server_refuses_client_writes_and_can_be_promoted(
         time.sleep(0.3)
         assert replica.execute("XRANGE", "s", "-", "+") == [[b"1-1", [b"f", b"v"]]]
         assert replica.execute("XADD", "s", "3-1", "f", "mine") == b"3-1"
+
+
+def test_replicaof_at_run_time_with_a_password(start_redis, tmp_path: Path) -> None:
+    server = start_redis("--requirepass", "s3cret")
+    r = redis.Redis(host=server.host, port=server.port, password="s3cret", protocol=2)
+    r.xadd("s", {"f": "v"}, id="1-1")
+    r.set("other", "x")
+    with Engine.open(str(tmp_path / "replica"), masterauth="s3cret") as replica:
+        assert replica.execute("REPLICAOF", server.host, str(server.port)) == "OK"
+        wait_for(lambda: replica.execute("XLEN", "s") == 1, what="the full sync")
+        r.xadd("s", {"f": "w"}, id="2-1")
+        wait_for(lambda: replica.execute("XLEN", "s") == 2, what="the command stream")
+        info = _info(replica)
+        assert info["master_link_status"] == "up" and info["redis_skipped_keys"] == "string=1"
+        assert int(info["slave_repl_offset"]) == r.info("replication")["master_repl_offset"]

@@ -37,7 +37,7 @@ OWN_COUNT = {"aof.always_threads", "aof.always", "aof.fsync", "aof.replay", "aof
                                              "varied_fields", "deletions")),  # 5 x N
              *(b.key for s in bench.SECTIONS
                if s.name in ("server", "hardening", "replication", "inspect", "export",
-                             "backlog")
+                             "backlog", "interop")
                for b in s.benchmarks)}
 # What a figure's value cell prints after its number, by Figure.unit.
 UNIT_SUFFIX = {"x": "x", "/s": "/s", "": "", "count": "", "s": " s", "ms": " ms", "us": " us",
