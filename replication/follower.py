@@ -175,8 +175,26 @@ class Follower:
         sock.sendall(link.psync(replid, lsn, crc))
         decoder = self.decoder = link.LinkDecoder(lsn)
         self.state = "sync"  # until the PSYNC reply says which
-        sock.settimeout(ACK_SECONDS / 4)
         next_ack = 0.0
+
+        def received(data: bytes) -> None:
+            decoder.push(data)
+            self._handle(sock, decoder.events())
+
+        def tick(now: float) -> None:
+            nonlocal next_ack
+            if self.link_up and now >= next_ack:
+                self._ack(sock)
+                next_ack = now + ACK_SECONDS
+
+        self.receive(sock, received, tick)
+
+    def receive(self, sock: socket.socket, received: Callable[[bytes], None],
+                tick: Callable[[float], None]) -> None:
+        """Read the primary's bytes until stopped: `received(data)` for each read, then
+        `tick(now)` (ACKs are due from it), at least every quarter of an ACK interval. A
+        closed connection, or `repl-timeout` seconds of silence, raise."""
+        sock.settimeout(ACK_SECONDS / 4)
         while not self._stop.is_set():
             try:
                 data = sock.recv(RECV_BYTES)
@@ -187,13 +205,20 @@ class Follower:
                 raise ConnectionError("the primary closed the connection")
             if data:
                 self.last_io = now
-                decoder.push(data)
-                self._handle(sock, decoder.events())
+                received(data)
             elif now - self.last_io > (timeout := int(self.engine.config["repl-timeout"])):
                 raise TimeoutError(f"nothing from the primary for {timeout} s")
-            if self.link_up and now >= next_ack:
-                self._ack(sock)
-                next_ack = now + ACK_SECONDS
+            tick(now)
+
+    def drop_file(self, path: str, fd: int) -> None:
+        """A partial sync file dropped: its descriptor (if open, >= 0) closed, it unlinked."""
+        fs = self.datadir.fs
+        if fd >= 0:
+            with contextlib.suppress(OSError):
+                fs.close(fd)
+        with contextlib.suppress(OSError):
+            if fs.exists(path):
+                fs.unlink(path)
 
     def _read_reply(self, sock: socket.socket, parser: ReplyParser) -> Any:
         sock.settimeout(CONNECT_TIMEOUT)
@@ -342,13 +367,6 @@ class Follower:
         """A full sync cut short: drop the partial file, let compactions run again."""
         if self._tmp is None:
             return
-        fs = self.datadir.fs
-        if self._tmp_fd >= 0:
-            with contextlib.suppress(OSError):
-                fs.close(self._tmp_fd)
-            self._tmp_fd = -1
-        with contextlib.suppress(OSError):
-            if fs.exists(self._tmp):
-                fs.unlink(self._tmp)
-        self._tmp = None
+        self.drop_file(self._tmp, self._tmp_fd)
+        self._tmp, self._tmp_fd = None, -1
         self.datadir.allow_compaction()

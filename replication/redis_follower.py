@@ -14,11 +14,9 @@ engine), the streamkeep record protocol (replication.follower).
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import os
 import socket
-import time
 from typing import TYPE_CHECKING
 
 from streamkeep.engine.wire.errors import StorageError
@@ -33,7 +31,6 @@ if TYPE_CHECKING:
 log = logging.getLogger("streamkeep.replication")
 
 ACK_SECONDS = 1.0
-RECV_BYTES = 1 << 20
 SYNC_FILE = "redis-sync.rdb.tmp"
 
 
@@ -62,30 +59,25 @@ class RedisFollowing:
         decoder = redis_link.RedisLinkDecoder()
         f.state = "sync"
         announced = f.announced_port
-        sock.settimeout(ACK_SECONDS / 4)
         next_ack = 0.0
+
+        def received(data: bytes) -> None:
+            nonlocal next_ack
+            decoder.push(data)
+            next_ack = self._handle(sock, decoder, next_ack)
+
+        def tick(now: float) -> None:
+            nonlocal next_ack
+            if f.link_up and now >= next_ack:
+                if f.listening_port() != announced:
+                    # Redis replies to a REPLCONF on a live link, in the stream: tell it the
+                    # port the server now listens on by a reconnection (a partial sync).
+                    raise ConnectionError("reconnecting to announce the listening port")
+                sock.sendall(redis_link.ack(self.applier.offset))
+                next_ack = now + ACK_SECONDS
+
         try:
-            while not f.stopping():
-                try:
-                    data = sock.recv(RECV_BYTES)
-                except TimeoutError:
-                    data = None
-                now = time.monotonic()
-                if data == b"":
-                    raise ConnectionError("the primary closed the connection")
-                if data:
-                    f.last_io = now
-                    decoder.push(data)
-                    next_ack = self._handle(sock, decoder, next_ack)
-                elif now - f.last_io > (timeout := int(f.engine.config["repl-timeout"])):
-                    raise TimeoutError(f"nothing from the primary for {timeout} s")
-                if f.link_up and now >= next_ack:
-                    if f.listening_port() != announced:
-                        # Redis replies to a REPLCONF on a live link, in the stream: tell it the
-                        # port the server now listens on by a reconnection (a partial sync).
-                        raise ConnectionError("reconnecting to announce the listening port")
-                    sock.sendall(redis_link.ack(self.applier.offset))
-                    next_ack = now + ACK_SECONDS
+            f.receive(sock, received, tick)
         finally:
             self._abandon_sync()
 
@@ -171,15 +163,8 @@ class RedisFollowing:
         """Drop a full sync's file (done with, or cut short)."""
         if self._tmp is None:
             return
-        fs = self.follower.datadir.fs
-        if self._tmp_fd >= 0:
-            with contextlib.suppress(OSError):
-                fs.close(self._tmp_fd)
-            self._tmp_fd = -1
-        with contextlib.suppress(OSError):
-            if fs.exists(self._tmp):
-                fs.unlink(self._tmp)
-        self._tmp = None
+        self.follower.drop_file(self._tmp, self._tmp_fd)
+        self._tmp, self._tmp_fd = None, -1
 
     # --- reporting -----------------------------------------------------------------------------
 
