@@ -7,13 +7,18 @@ snapshot.rdb and loaded through the engine (replication.redis_commands: FLUSHALL
 stream RESTOREd; every other key counted by type), the command stream applied in order, logged
 to this node's AOF like any client's writes (so it restarts from disk and its own replicas
 follow it), REPLCONF ACK with the offset every second and on GETACK, and what INFO reports about
-it. The history id and offset live in memory: after a restart the first sync is a full one.
+it. The history id and offset are saved beside the data (POSITION_FILE) with the LSN of this
+node's last record at that moment, every second and when the link ends: a restart whose log
+ends at that very LSN continues by a partial sync; any other (a crash lost the log's tail, or
+records came after the save) begins with a full one.
 Must not touch: the bytes of the link (replication.redis_link), what a command does (the
 engine), the streamkeep record protocol (replication.follower).
 """
 
 from __future__ import annotations
 
+import contextlib
+import json
 import logging
 import os
 import socket
@@ -32,6 +37,7 @@ log = logging.getLogger("streamkeep.replication")
 
 ACK_SECONDS = 1.0
 SYNC_FILE = "redis-sync.rdb.tmp"
+POSITION_FILE = "redis-primary.json"  # {"replid", "offset", "lsn"}
 
 
 class RedisFollowing:
@@ -47,6 +53,46 @@ class RedisFollowing:
         self._pending: tuple[str, int] | None = None  # a full sync's history id and offset
         self._tmp: str | None = None
         self._tmp_fd = -1
+        self._load_position()
+
+    # --- the position, across restarts ---------------------------------------------------------
+
+    def _position_path(self) -> str:
+        return os.path.join(self.follower.datadir.path, POSITION_FILE)
+
+    def _load_position(self) -> None:
+        """The saved position, if this directory's log still ends where it was saved."""
+        fs, path = self.follower.datadir.fs, self._position_path()
+        try:
+            saved = json.loads(fs.read_file(path)) if fs.exists(path) else None
+            if saved is None:
+                return
+            replid, offset, lsn = str(saved["replid"]), int(saved["offset"]), int(saved["lsn"])
+        except (OSError, ValueError, KeyError, TypeError) as err:
+            log.warning("%s unreadable (%s): the first sync is a full one", path, err)
+            return
+        if lsn == self.follower.datadir.journal.lsn:
+            self.replid, self.applier.offset = replid, offset
+
+    def save_position(self) -> None:
+        """Save the history id and offset with the LSN they go with (follower thread)."""
+        if self.replid is None or self.applier.multi is not None:
+            return
+        f = self.follower
+        with f.engine.lock:
+            lsn = f.datadir.journal.lsn
+        fs, path = f.datadir.fs, self._position_path()
+        data = json.dumps({"replid": self.replid, "offset": self.applier.offset, "lsn": lsn})
+        tmp = path + ".tmp"
+        with contextlib.suppress(OSError):
+            if fs.exists(tmp):
+                fs.unlink(tmp)
+            fd = fs.open_write_new(tmp)
+            try:
+                fs.write(fd, data.encode())
+            finally:
+                fs.close(fd)
+            fs.rename(tmp, path)
 
     # --- the link ------------------------------------------------------------------------------
 
@@ -75,11 +121,15 @@ class RedisFollowing:
                     raise ConnectionError("reconnecting to announce the listening port")
                 sock.sendall(redis_link.ack(self.applier.offset))
                 next_ack = now + ACK_SECONDS
+                self.save_position()
 
         try:
             f.receive(sock, received, tick)
         finally:
             self._abandon_sync()
+            if f.link_up:
+                f.flush_log()
+                self.save_position()
 
     def _handle(self, sock: socket.socket, decoder: redis_link.RedisLinkDecoder,
                 next_ack: float) -> float:

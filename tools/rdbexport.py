@@ -34,8 +34,9 @@ EPILOG = f"""examples:
 
 Then stop redis-server, put dump.rdb in its `dir` (as its `dbfilename`; with appendonly off, or
 it loads its AOF instead) and start it. DIR may be in use by a running server: its state is read
-from a copy, never changed. RDB versions ({REDIS_VERSIONS}): redis-server refuses a version
-newer than its own.
+from a copy, never changed. redis-server refuses an RDB version newer than its own:
+  {REDIS_VERSIONS}
+Progress goes to stderr when it is a terminal.
 
 exit status: 0 written; 2 DIR cannot be read; 3 usage or I/O error."""
 
@@ -60,6 +61,7 @@ def main(args: argparse.Namespace) -> int:
     work = tempfile.mkdtemp(prefix=".export-rdb-", dir=parent)
     try:
         copy = os.path.join(work, "state")
+        _progress(f"copying the state of {args.path}")
         try:
             lsn = restore(args.path, copy, None, _END_OF_TIME)
         except Usage as err:
@@ -68,6 +70,7 @@ def main(args: argparse.Namespace) -> int:
         except Impossible as err:
             print(f"streamkeep export-rdb: {args.path}: {err}", file=sys.stderr)
             return EXIT_UNREADABLE
+        _progress("loading it and writing the RDB file")
         report = _write(copy, args.out, args.rdb_version, os.path.join(work, "dump.rdb"))
     except OSError as err:
         print(f"streamkeep export-rdb: {err.filename or args.out}: {err.strerror or err}",
@@ -106,6 +109,12 @@ def _write(copy: str, out: str, version: int, tmp: str) -> dict[str, Any]:
             os.fsync(f.fileno())
     os.replace(tmp, out)
     return {"streams": streams, "entries": entries, "bytes": os.path.getsize(out)}
+
+
+def _progress(message: str) -> None:
+    """A progress line on stderr, when it is a terminal (quiet when piped or redirected)."""
+    if sys.stderr.isatty():
+        print(f"streamkeep export-rdb: {message}...", file=sys.stderr, flush=True)
 
 
 def _print(report: dict[str, Any], as_json: bool) -> None:

@@ -43,6 +43,8 @@ expire): streams already expired are skipped, the others imported without their 
 counted in the report. An AOF cut short (a crash while Redis wrote it) is imported up to its
 last whole command, as Redis loads it, and the report says how many bytes were left out.
 
+Progress goes to stderr when it is a terminal.
+
 exit status: 0 imported; 2 not a readable RDB, AOF or appendonlydir; 3 usage or I/O error."""
 
 
@@ -93,6 +95,7 @@ def main(args: argparse.Namespace) -> int:
             applier = RedisApplier(staging)
             streams = entries = 0
             for piece in pieces:
+                _progress(f"reading {piece.path} ({len(piece.data):,} bytes)")
                 start = 0
                 if piece.data[:5] == b"REDIS":
                     s, e, start = _rdb(applier, piece, report)
@@ -101,6 +104,7 @@ def main(args: argparse.Namespace) -> int:
             report["incomplete_transaction"] = applier.multi is not None
             applier.abandon()
             report.update(_counts(staging, applier, streams, entries))
+            _progress(f"writing {report['streams']:,} stream(s) as the snapshot of {args.out}")
             with Engine.open(args.out, auto_aof_rewrite_percentage=0) as engine:
                 _install(engine, staging.dbs)
     except BadSource as err:
@@ -244,6 +248,12 @@ def _remove_tree(path: str) -> None:
     import shutil
 
     shutil.rmtree(path, ignore_errors=True)
+
+
+def _progress(message: str) -> None:
+    """A progress line on stderr, when it is a terminal (quiet when piped or redirected)."""
+    if sys.stderr.isatty():
+        print(f"streamkeep import: {message}...", file=sys.stderr, flush=True)
 
 
 def _print(report: dict[str, Any], as_json: bool) -> None:

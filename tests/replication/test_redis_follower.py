@@ -10,6 +10,7 @@ changes (a history XREADGROUP's delivery count, entries-read after XCLAIM)."""
 from __future__ import annotations
 
 import time
+import uuid
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -39,7 +40,10 @@ def _oracle(start_redis: Callable[..., Any], server: Any) -> Any:
     """A redis-server replica of `server`, started when the streamkeep replica starts, so that
     both begin by a full sync of the same data (a replica synced by the command stream holds
     what Redis propagated, less than an RDB of the primary carries)."""
-    return start_redis("--replicaof", server.host, str(server.port))
+    # Its own RDB file: one it would load at start (another oracle's, in the same directory)
+    # holds a replication position and would make it continue, not sync anew.
+    return start_redis("--replicaof", server.host, str(server.port),
+                       "--dbfilename", f"oracle-{uuid.uuid4().hex}.rdb")
 
 
 def same_streams(r: redis.Redis, oracle: Any, replica: Engine) -> bool:
@@ -196,3 +200,28 @@ def test_replicaof_at_run_time_with_a_password(start_redis, tmp_path: Path) -> N
         info = _info(replica)
         assert info["master_link_status"] == "up" and info["redis_skipped_keys"] == "string=1"
         assert int(info["slave_repl_offset"]) == r.info("replication")["master_repl_offset"]
+
+
+def test_a_restarted_replica_continues_by_a_partial_sync(start_redis, tmp_path: Path) -> None:
+    server = start_redis()
+    r = _client(server)
+    _seed(r)
+    oracle = _oracle(start_redis, server)
+    path = str(tmp_path / "replica")
+    with Engine.open(path, replicaof=(server.host, server.port)) as replica:
+        wait_for(lambda: same_streams(r, oracle, replica), what="the full sync")
+        _more(r, seed=4, start=0, stop=100)
+        wait_for(lambda: same_streams(r, oracle, replica), what="the command stream")
+    _more(r, seed=4, start=100, stop=200)  # while it is down
+    with Engine.open(path, replicaof=(server.host, server.port)) as replica:
+        wait_for(lambda: same_streams(r, oracle, replica), what="the sync after the restart")
+        following = replica.replication.follower.redis
+        assert (following.full_syncs, following.partial_syncs) == (0, 1)
+    # A log that does not end where the position was saved: a full sync, never a gap.
+    with Engine.open(path) as primary_now:  # promoted, it takes a write of its own
+        primary_now.execute("XADD", "mine", "1-1", "f", "v")
+    oracle = _oracle(start_redis, server)  # synced from an RDB too
+    with Engine.open(path, replicaof=(server.host, server.port)) as replica:
+        wait_for(lambda: same_streams(r, oracle, replica), what="the full sync")
+        assert replica.replication.follower.redis.full_syncs == 1
+        assert replica.execute("EXISTS", "mine") == 0
