@@ -37,6 +37,9 @@ log = logging.getLogger("streamkeep.replication")
 # Commands that change nothing streamkeep holds: not counted as skipped.
 _NOTHING_TO_APPLY = frozenset((b"ping", b"replconf"))
 _TRANSACTION = frozenset((b"multi", b"exec", b"discard"))
+# Commands of any type's keys that streamkeep does not implement: skipped like the others, with
+# a warning the first time, since they may have touched a stream.
+_KEYSPACE_COMMANDS = frozenset((b"move", b"copy", b"swapdb"))
 ERRORS_LOGGED = 10  # the first apply errors are logged one by one, then counted only
 
 
@@ -126,7 +129,13 @@ class RedisApplier:
         except ReplyError:
             spec = None
         if spec is None or not spec.is_write:
-            self.skipped_commands[name.decode("utf-8", "replace")] += 1
+            text = name.decode("utf-8", "replace")
+            if name in _KEYSPACE_COMMANDS and text not in self.skipped_commands:
+                log.warning("skipped %s from the redis-server primary: streamkeep does not "
+                            "implement it; if it moved or copied a stream, this replica's "
+                            "streams differ from the primary's from here (REPLICAOF again to "
+                            "resync)", text.upper())
+            self.skipped_commands[text] += 1
             return False
         if name == b"restore" and len(argv) > 3 and argv[3][:1] and \
                 argv[3][0] not in STREAM_TYPES:

@@ -83,3 +83,12 @@ def test_an_rdb_replaces_everything_streams_restored_others_counted() -> None:
         assert engine.execute("SELECT", "2") == "OK" and engine.execute("XLEN", "t") == 1
         assert dict(a.skipped_keys) == {"string": 1}
         assert (a.expired_keys, a.expiry_dropped) == (1, 1)
+
+
+def test_a_skipped_keyspace_command_is_warned_about_once(caplog) -> None:  # type: ignore[no-untyped-def]
+    with Engine() as engine:
+        a = RedisApplier(engine)
+        feed(a, ["SWAPDB", "0", "1"], ["SWAPDB", "1", "0"], ["SET", "k", "v"])
+        warnings = [r.message for r in caplog.records if "SWAPDB" in r.message]
+        assert len(warnings) == 1 and "REPLICAOF again" in warnings[0]
+        assert a.skipped_commands["swapdb"] == 2
