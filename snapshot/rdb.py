@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Iterable, Iterator
+from itertools import chain
 from typing import NamedTuple
 
 import crcmod
@@ -212,18 +213,27 @@ def listpack_items(lp: bytes) -> list[bytes | int]:
     if len(lp) < 7 or struct.unpack("<I", lp[:4])[0] != len(lp) or lp[-1] != 0xFF:
         raise RdbError("bad listpack header")
     out: list[bytes | int] = []
+    append = out.append
     i, end = 6, len(lp) - 1
     while i < end:
         b = lp[i]
+        # (The two common forms first: a 7-bit integer, a string under 64 bytes. An element's
+        # back-length takes 1 byte below 128 bytes of element, 2 below 16383, ...)
         if b < 0x80:
-            value: bytes | int = b
-            size = 1
-        elif b < 0xC0:
+            append(b)
+            i += 2
+            continue
+        if b < 0xC0:
             n = b & 0x3F
-            value, size = lp[i + 1:i + 1 + n], 1 + n
-        elif b < 0xE0:
+            if i + 1 + n > end:
+                raise RdbError("truncated listpack entry")
+            append(lp[i + 1:i + 1 + n])
+            i += 2 + n
+            continue
+        if b < 0xE0:
             v = ((b & 0x1F) << 8) | lp[i + 1]
-            value, size = (v - 8192 if v >= 4096 else v), 2
+            value: bytes | int = v - 8192 if v >= 4096 else v
+            size = 2
         elif b < 0xF0:
             n = ((b & 0x0F) << 8) | lp[i + 1]
             value, size = lp[i + 2:i + 2 + n], 2 + n
@@ -238,7 +248,7 @@ def listpack_items(lp: bytes) -> list[bytes | int]:
             raise RdbError(f"bad listpack encoding {b:#x}")
         if i + size > end:
             raise RdbError("truncated listpack entry")
-        out.append(value)
+        append(value)
         i += size + _backlen_size(size)
     if i != end:
         raise RdbError("bad listpack length")
@@ -338,16 +348,22 @@ def _node(master: int, lp: bytes) -> tuple[list[int], list, int, int, tuple]:
         ids: list[int] = []
         fields: list = []
         ms0, seq0 = master >> 64, master & _U64
-        while pos < len(items):
-            flags = _as_int(items[pos])
-            ms = (ms0 + _as_int(items[pos + 1])) & _U64
-            seq = (seq0 + _as_int(items[pos + 2])) & _U64
+        n_items = len(items)
+        while pos < n_items:
+            flags, dms, dseq = items[pos:pos + 3]
+            if dms.__class__ is not int or dseq.__class__ is not int or \
+                    flags.__class__ is not int:
+                flags, dms, dseq = _as_int(flags), _as_int(dms), _as_int(dseq)
+            ms = (ms0 + dms) & _U64
+            seq = (seq0 + dseq) & _U64
             pos += 3
             if flags & 2:  # SAMEFIELDS
                 values = items[pos:pos + nfields]
                 pos += nfields
-                flat = tuple(x for name, v in zip(names, values, strict=True)
-                             for x in (name, _as_bytes(v)))
+                flat = tuple(chain.from_iterable(zip(
+                    names, [v if v.__class__ is bytes else b"%d" % v  # type: ignore[str-format]
+                            for v in values],
+                    strict=True)))
             else:
                 n = _as_int(items[pos])
                 pairs = items[pos + 1:pos + 1 + 2 * n]
