@@ -40,6 +40,8 @@ _TRANSACTION = frozenset((b"multi", b"exec", b"discard"))
 # Commands of any type's keys that streamkeep does not implement: skipped like the others, with
 # a warning the first time, since they may have touched a stream.
 _KEYSPACE_COMMANDS = frozenset((b"move", b"copy", b"swapdb"))
+# Writes whose name and arity do not decide (a container's subcommand, RESTORE's payload type).
+_DECIDED_EACH_TIME = frozenset((b"xgroup", b"restore"))
 ERRORS_LOGGED = 10  # the first apply errors are logged one by one, then counted only
 
 
@@ -52,6 +54,7 @@ class RedisApplier:
         self.offset = 0  # the replication offset of the last command applied (outside MULTI)
         self.multi: list[list[bytes]] | None = None  # a transaction being received
         self.multi_bytes = 0
+        self._writes: set[tuple[bytes, int]] = set()  # (name as sent, arity) known to apply
         self.applied = 0
         self.errors = 0
         self.last_error: str | None = None
@@ -124,6 +127,9 @@ class RedisApplier:
             return True
         if name in _NOTHING_TO_APPLY:
             return False
+        known = (argv[0], len(argv))
+        if known in self._writes:  # decided before: what a pipelining primary repeats
+            return True
         try:
             spec = lookup(argv)
         except ReplyError:
@@ -141,6 +147,8 @@ class RedisApplier:
                 argv[3][0] not in STREAM_TYPES:
             self.skipped_commands["restore"] += 1  # a value of another type
             return False
+        if name not in _DECIDED_EACH_TIME:
+            self._writes.add(known)
         return True
 
     def _run(self, argv: list[bytes] | tuple[bytes, ...]) -> object:
