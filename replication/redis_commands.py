@@ -25,7 +25,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from streamkeep.engine.exec.table import lookup
-from streamkeep.engine.wire.errors import ReplyError
+from streamkeep.engine.wire.errors import ReplyError, StorageError
 from streamkeep.replication.redis_link import command_size, is_getack
 from streamkeep.snapshot.rdb import STREAM_TYPES, TYPE_NAMES, RdbKey, payload_from
 
@@ -112,7 +112,12 @@ class RedisApplier:
         if len(run) == 1:
             self._run(run[0])
         elif run:
-            replies = self.engine.execute_atomic(self.session, map(tuple, run))
+            try:
+                replies = self.engine.execute_atomic(self.session, map(tuple, run))
+            except ReplyError as err:  # refused whole: nothing of it applied
+                self._check_storage()
+                raise StorageError(f"a batch from the primary was refused: {err.line}") \
+                    from None
             for argv, reply in zip(run, replies, strict=False):
                 if isinstance(reply, ReplyError):
                     self._failed(argv, reply.line)
@@ -182,7 +187,16 @@ class RedisApplier:
         if self.session.multi is not None:
             self._run((b"DISCARD",))
 
+    def _check_storage(self) -> None:
+        """A write refused because the AOF cannot be written (MISCONF) is not the command's
+        failure: stop here, before the offset moves past it (the link is dropped and the
+        primary sends it again)."""
+        journal = self.engine.journal
+        if journal is not None and journal.error:
+            raise StorageError(f"not applying the primary's commands: {journal.error}")
+
     def _failed(self, argv: list[bytes] | tuple[bytes, ...], line: str) -> None:
+        self._check_storage()
         self.errors += 1
         command = b" ".join(a[:40] for a in argv[:3]).decode("utf-8", "replace")
         self.last_error = f"{command}: {line}"

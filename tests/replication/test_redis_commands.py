@@ -92,3 +92,25 @@ def test_a_skipped_keyspace_command_is_warned_about_once(caplog) -> None:  # typ
         warnings = [r.message for r in caplog.records if "SWAPDB" in r.message]
         assert len(warnings) == 1 and "REPLICAOF again" in warnings[0]
         assert a.skipped_commands["swapdb"] == 2
+
+
+def test_an_aof_that_cannot_be_written_stops_the_stream_before_the_offset_moves(
+        tmp_path) -> None:  # type: ignore[no-untyped-def]
+    import pytest
+
+    from streamkeep.engine.wire.errors import StorageError
+
+    with Engine.open(str(tmp_path / "d")) as engine:
+        a = RedisApplier(engine)
+        feed(a, ["XADD", "s", "1-1", "f", "v"])
+        offset = a.offset
+        engine.journal.error = "MISCONF Errors writing to the AOF file: No space left on device"
+        try:
+            for commands in ([["XADD", "s", "2-1", "f", "v"]],
+                             [["XADD", "s", "2-1", "f", "v"], ["XADD", "s", "3-1", "f", "v"]]):
+                with pytest.raises(StorageError, match="MISCONF"):
+                    a.apply_many([[w.encode() for w in c] for c in commands])
+                assert a.offset == offset and a.errors == 0
+        finally:
+            engine.journal.error = None
+        assert engine.execute("XLEN", "s") == 1
