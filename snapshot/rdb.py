@@ -607,6 +607,25 @@ class RdbKey(NamedTuple):
     expire_ms: int | None
 
 
+_MODULE_OPCODE_UINT = 2
+
+
+def _skip_module_opcodes(r: Reader) -> None:
+    """Past a module's typed values (what RedisModule_Save* write, each after its opcode), up
+    to their end marker (opcode 0)."""
+    while (op := r.length()) != 0:
+        if op in (1, 2):  # signed, unsigned integer
+            r.length()
+        elif op == 3:  # float
+            r.take(4)
+        elif op == 4:  # double
+            r.take(8)
+        elif op == 5:  # string
+            r.skip_string()
+        else:
+            raise RdbError(f"bad module data (opcode {op}) at byte {r.pos}")
+
+
 def _skip_value(r: Reader, rdb_type: int) -> None:
     if rdb_type in _ONE_STRING:
         r.string()
@@ -627,6 +646,9 @@ def _skip_value(r: Reader, rdb_type: int) -> None:
         for _ in range(r.length()):
             r.length()
             r.string()
+    elif rdb_type == 7:  # a module's value (MODULE_2): its id, then typed values
+        r.length()
+        _skip_module_opcodes(r)
     elif rdb_type == 25:  # a hash with field expiries (7.4+): minimum expiry, listpack
         r.take(8)
         r.string()
@@ -684,6 +706,12 @@ def read_rdb_prefix(data: bytes) -> tuple[int, dict[bytes, bytes], list[RdbKey],
                 r.length()
             elif op == 0xF5:
                 r.string()
+            elif op == 0xF7:  # MODULE_AUX: a module's own data, skipped like its values
+                r.length()  # the module's id
+                if r.length() != _MODULE_OPCODE_UINT:
+                    raise RdbError(f"bad module aux data at byte {r.pos}")
+                r.length()  # when it was saved (before or after the keys)
+                _skip_module_opcodes(r)
             elif op == 0xF4:
                 for _ in range(3):
                     r.length()

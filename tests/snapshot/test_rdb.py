@@ -59,17 +59,29 @@ def _rdb_file() -> bytes:
     e.execute("XGROUP", "CREATE", "s", "g", "0")
     e.execute("XREADGROUP", "GROUP", "g", "c", "COUNT", "2", "STREAMS", "s", ">")
     value = rdb.write_stream(e.dbs[0][b"s"], 19)
+    length = rdb.encode_length
+    # A module's typed values (RedisModule_Save*): unsigned, string, double, float, signed, end.
+    module_data = (length(2) + length(7) + length(5) + rdb.encode_string(b"module text")
+                   + length(4) + struct.pack("<d", 1.5) + length(3) + struct.pack("<f", 2.5)
+                   + length(1) + length(9) + length(0))
+    module_id = length(0x1234567890ABCDEF)
     body = (b"REDIS0010" + b"\xfa" + rdb.encode_string(b"redis-ver") + rdb.encode_string(b"7.0.15")
-            + b"\xfe\x00\xfb\x02\x00" + b"\x00" + rdb.encode_string(b"str")
-            + rdb.encode_string(b"hello") + b"\x13" + rdb.encode_string(b"s") + value + b"\xff")
+            + b"\xf7" + module_id + length(2) + length(1) + module_data  # module aux, before keys
+            + b"\xfe\x00\xfb\x03\x00" + b"\x00" + rdb.encode_string(b"str")
+            + rdb.encode_string(b"hello") + b"\x07" + rdb.encode_string(b"mod") + module_id
+            + module_data + b"\x13" + rdb.encode_string(b"s") + value
+            + b"\xf7" + module_id + length(2) + length(2) + module_data  # and after them
+            + b"\xff")
     return body + struct.pack("<Q", rdb.crc64(body))
 
 
 def test_a_file_reads_with_its_keys() -> None:
     version, aux, keys = rdb.read_rdb(_rdb_file())
     assert version == 10 and aux == {b"redis-ver": b"7.0.15"}
-    assert [(k.key, k.rdb_type) for k in keys] == [(b"str", 0), (b"s", 19)]
-    s = rdb.load_payload(rdb.payload_from(19, keys[1].value, 10))
+    # Module aux data and a module's value (Redis 8 writes them) are skipped over, the value
+    # listed as a key of its type.
+    assert [(k.key, k.rdb_type) for k in keys] == [(b"str", 0), (b"mod", 7), (b"s", 19)]
+    s = rdb.load_payload(rdb.payload_from(19, keys[2].value, 10))
     assert s.length == 150 and len(s.groups[b"g"].pel) == 2
 
 
