@@ -594,7 +594,8 @@ def _write_idmp(state: Idmp | None) -> bytes:
 TYPE_NAMES = {0: "string", 1: "list", 2: "set", 3: "zset", 4: "hash", 5: "zset", 6: "module",
               7: "module", 9: "hash", 10: "list", 11: "set", 12: "zset", 13: "hash",
               14: "list", 15: "stream", 16: "hash", 17: "zset", 18: "list", 19: "stream",
-              20: "set", 21: "stream", 24: "hash", 25: "hash", 26: "stream"}
+              20: "set", 21: "stream", 22: "hash", 23: "hash", 24: "hash", 25: "hash",
+              26: "stream"}
 _ONE_STRING = {0, 9, 10, 11, 12, 13, 16, 17, 20}  # the value is one (blob) string
 _STRINGS = {1: 1, 2: 1, 4: 2, 14: 1}  # the value is a count of items of N strings each
 
@@ -649,6 +650,15 @@ def _skip_value(r: Reader, rdb_type: int) -> None:
     elif rdb_type == 7:  # a module's value (MODULE_2): its id, then typed values
         r.length()
         _skip_module_opcodes(r)
+    elif rdb_type in (22, 24):  # a hash with field expiries, as a dict (24: 7.4+; 22: pre-GA)
+        if rdb_type == 24:
+            r.take(8)  # the earliest expiry
+        for _ in range(r.length()):
+            r.length()  # the field's TTL
+            r.skip_string()
+            r.skip_string()
+    elif rdb_type == 23:  # a hash with field expiries as a listpack (pre-GA)
+        r.skip_string()
     elif rdb_type == 25:  # a hash with field expiries (7.4+): minimum expiry, listpack
         r.take(8)
         r.string()

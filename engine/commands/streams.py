@@ -20,6 +20,7 @@ from streamkeep.engine.commands.trimming import (
     ACKED,
     DELREF,
     drop_references,
+    obeys_exactly,
     parse_add_trim,
     parse_policy,
     referenced,
@@ -236,7 +237,7 @@ def _xadd_general(ctx: Ctx, argv: Argv) -> bytes | None:
         a = None
         field_pos = 3
     else:
-        a = parse_add_trim(argv, True, ctx.replaying, engine.node_max_entries)
+        a = parse_add_trim(argv, True, obeys_exactly(ctx), engine.node_max_entries)
         field_pos = a.field_pos
     nfields = len(argv) - field_pos
     if nfields < 2 or nfields & 1:
@@ -436,7 +437,7 @@ def xdelex(ctx: Ctx, argv: Argv) -> list[int]:
          syntax="key <trim: <strategy: MAXLEN | MINID> [operator: = | ~] threshold "
                 "[LIMIT count:integer]> [condition: KEEPREF | DELREF | ACKED]")
 def xtrim(ctx: Ctx, argv: Argv) -> int:
-    a = parse_add_trim(argv, False, ctx.replaying, ctx.engine.node_max_entries)
+    a = parse_add_trim(argv, False, obeys_exactly(ctx), ctx.engine.node_max_entries)
     s = ctx.db.get(argv[1])
     if s is None:
         return 0

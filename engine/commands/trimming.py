@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from streamkeep.engine.exec.context import Ctx
 from streamkeep.engine.exec.table import Argv
 from streamkeep.engine.model.effects import (
     sk_xtrimids_effect,
@@ -64,6 +65,13 @@ def _parse_idmp(argv: Argv, i: int, auto: bool, a: TrimArgs) -> int:
 
 def parse_policy(arg: bytes) -> bytes | None:
     return _POLICIES.get(arg.lower())
+
+
+def obeys_exactly(ctx: Ctx) -> bool:
+    """Whether a trim's threshold is exact whatever LIMIT says: replayed effects, and a
+    redis-server primary's commands (Redis rewrites `~` trims to exact ones, keeping the
+    LIMIT, for its replicas and AOF, and obeys them unlimited: mustObeyClient)."""
+    return ctx.replaying or ctx.session.from_primary
 
 
 def parse_add_trim(argv: Argv, xadd: bool, replaying: bool, max_entries: int) -> TrimArgs:
@@ -130,7 +138,7 @@ def parse_add_trim(argv: Argv, xadd: bool, replaying: bool, max_entries: int) ->
     if not xadd and a.strategy is None:
         raise ReplyError("ERR syntax error, XTRIM must be called with a trimming strategy")
     if replaying:
-        a.limit = 0  # effects carry exact thresholds; LIMIT is never enforced on replay
+        a.limit = 0  # exact thresholds (effects, a primary's rewrites): LIMIT is not enforced
     elif a.limit_given:
         if not a.approx:
             raise ReplyError("ERR syntax error, LIMIT cannot be used without the special ~ option")

@@ -114,3 +114,21 @@ def test_an_aof_that_cannot_be_written_stops_the_stream_before_the_offset_moves(
         finally:
             engine.journal.error = None
         assert engine.execute("XLEN", "s") == 1
+
+
+def test_trims_as_redis_rewrites_them_apply_exactly() -> None:
+    """Redis turns `MAXLEN ~ n LIMIT l` into `MAXLEN = <exact> LIMIT l` for its replicas and
+    AOF and obeys those unlimited; a client may not send them."""
+    with Engine() as engine:
+        a = RedisApplier(engine)
+        feed(a, *(["XADD", "s", f"{i}-0", "f", str(i)] for i in range(1, 301)))
+        feed(a, ["XADD", "s", "MAXLEN", "=", "201", "LIMIT", "100", "301-0", "f", "x"],
+             ["XTRIM", "s", "MAXLEN", "=", "101", "LIMIT", "100"])
+        assert a.errors == 0 and engine.execute("XLEN", "s") == 101
+        assert engine.execute("XREVRANGE", "s", "+", "-", "COUNT", "1")[0][0] == b"301-0"
+        try:
+            engine.execute("XTRIM", "s", "MAXLEN", "=", "10", "LIMIT", "100")
+        except Exception as err:  # noqa: BLE001 - the message is what is checked
+            assert "LIMIT cannot be used without the special ~ option" in str(err)
+        else:
+            raise AssertionError("a client's exact trim with LIMIT was accepted")

@@ -67,9 +67,17 @@ def _rdb_file() -> bytes:
     module_id = length(0x1234567890ABCDEF)
     body = (b"REDIS0010" + b"\xfa" + rdb.encode_string(b"redis-ver") + rdb.encode_string(b"7.0.15")
             + b"\xf7" + module_id + length(2) + length(1) + module_data  # module aux, before keys
-            + b"\xfe\x00\xfb\x03\x00" + b"\x00" + rdb.encode_string(b"str")
+            + b"\xfe\x00\xfb\x06\x00" + b"\x00" + rdb.encode_string(b"str")
             + rdb.encode_string(b"hello") + b"\x07" + rdb.encode_string(b"mod") + module_id
             + module_data + b"\x13" + rdb.encode_string(b"s") + value
+            # Hashes with field TTLs (7.4+): as a dict (type 24, and 22 before GA), a listpack
+            # (23 before GA).
+            + b"\x18" + rdb.encode_string(b"h24") + struct.pack("<Q", 1_800_000_000_000)
+            + length(2) + length(0) + rdb.encode_string(b"f") + rdb.encode_string(b"v")
+            + length(5) + rdb.encode_string(b"g") + rdb.encode_string(b"w")
+            + b"\x16" + rdb.encode_string(b"h22") + length(1) + length(1_800_000_000_000)
+            + rdb.encode_string(b"f") + rdb.encode_string(b"v")
+            + b"\x17" + rdb.encode_string(b"h23") + rdb.encode_string(rdb.listpack([b"f", b"v"]))
             + b"\xf7" + module_id + length(2) + length(2) + module_data  # and after them
             + b"\xff")
     return body + struct.pack("<Q", rdb.crc64(body))
@@ -80,7 +88,8 @@ def test_a_file_reads_with_its_keys() -> None:
     assert version == 10 and aux == {b"redis-ver": b"7.0.15"}
     # Module aux data and a module's value (Redis 8 writes them) are skipped over, the value
     # listed as a key of its type.
-    assert [(k.key, k.rdb_type) for k in keys] == [(b"str", 0), (b"mod", 7), (b"s", 19)]
+    assert [(k.key, k.rdb_type) for k in keys] == [(b"str", 0), (b"mod", 7), (b"s", 19),
+                                                   (b"h24", 24), (b"h22", 22), (b"h23", 23)]
     s = rdb.load_payload(rdb.payload_from(19, keys[2].value, 10))
     assert s.length == 150 and len(s.groups[b"g"].pel) == 2
 
