@@ -23,6 +23,7 @@ from tests.support.redis_state import raw_client, stream_keys, stream_state
 from tests.support.replication_util import drive, wait_for
 from tests.support.replication_util import info as info_fields
 
+# (Without the delay, a diskless primary waits 5 s for more replicas before each full sync.)
 DISKLESS = {"disk": ("--repl-diskless-sync", "no"),
             "diskless": ("--repl-diskless-sync", "yes", "--repl-diskless-sync-delay", "0")}
 
@@ -171,7 +172,7 @@ def test_a_cut_link_resumes_and_a_restarted_redis_server_resyncs(start_redis,
 
 def test_a_replica_of_redis_server_refuses_client_writes_and_can_be_promoted(
         start_redis, tmp_path: Path) -> None:
-    server = start_redis()
+    server = start_redis(*DISKLESS["diskless"])
     r = _client(server)
     r.xadd("s", {"f": "v"}, id="1-1")
     oracle = _oracle(start_redis, server)
@@ -188,7 +189,7 @@ def test_a_replica_of_redis_server_refuses_client_writes_and_can_be_promoted(
 
 
 def test_replicaof_at_run_time_with_a_password(start_redis, tmp_path: Path) -> None:
-    server = start_redis("--requirepass", "s3cret")
+    server = start_redis("--requirepass", "s3cret", *DISKLESS["diskless"])
     r = redis.Redis(host=server.host, port=server.port, password="s3cret", protocol=2)
     r.xadd("s", {"f": "v"}, id="1-1")
     r.set("other", "x")
@@ -203,7 +204,7 @@ def test_replicaof_at_run_time_with_a_password(start_redis, tmp_path: Path) -> N
 
 
 def test_a_restarted_replica_continues_by_a_partial_sync(start_redis, tmp_path: Path) -> None:
-    server = start_redis()
+    server = start_redis(*DISKLESS["diskless"])
     r = _client(server)
     _seed(r)
     oracle = _oracle(start_redis, server)
