@@ -42,6 +42,7 @@ _TRANSACTION = frozenset((b"multi", b"exec", b"discard"))
 _KEYSPACE_COMMANDS = frozenset((b"move", b"copy", b"swapdb"))
 # Writes whose name and arity do not decide (a container's subcommand, RESTORE's payload type).
 _DECIDED_EACH_TIME = frozenset((b"xgroup", b"restore"))
+BATCH_BYTES = 8 << 20  # commands applied as one record: at most about this much of the stream
 ERRORS_LOGGED = 10  # the first apply errors are logged one by one, then counted only
 
 
@@ -87,8 +88,9 @@ class RedisApplier:
 
     def apply_many(self, commands: list[list[bytes]]) -> bool:
         """Commands of the stream in order, the plain ones between transactions applied as
-        one engine transaction (one lock hold, one record: a replica keeps up with a primary
-        that pipelines). True if a REPLCONF GETACK was among them (acknowledge now)."""
+        one batch (Engine.execute_batch: one lock hold, one record; a replica keeps up with a
+        primary that pipelines). True if a REPLCONF GETACK was among them (acknowledge
+        now)."""
         run: list[list[bytes]] = []
         run_bytes = 0
         getack = False
@@ -105,6 +107,9 @@ class RedisApplier:
             if self._wanted(argv):
                 run.append(argv)
             run_bytes += size
+            if run_bytes >= BATCH_BYTES:  # one record stays a reasonable size
+                self._run_batch(run, run_bytes)
+                run, run_bytes = [], 0
         self._run_batch(run, run_bytes)
         return getack
 
@@ -113,8 +118,8 @@ class RedisApplier:
             self._run(run[0])
         elif run:
             try:
-                replies = self.engine.execute_atomic(self.session, map(tuple, run))
-            except ReplyError as err:  # refused whole: nothing of it applied
+                replies = self.engine.execute_batch(self.session, list(map(tuple, run)))
+            except ReplyError as err:  # MISCONF: refused whole, nothing of it applied
                 self._check_storage()
                 raise StorageError(f"a batch from the primary was refused: {err.line}") \
                     from None

@@ -308,6 +308,54 @@ class Engine(RedisStreamAPI):
                     self._refuse(session, spec, err)
         return self._execute(session, (b"EXEC",))
 
+    def execute_batch(self, session: Session, argvs: Iterable[Argv]) -> list[Any]:
+        """Commands run in order under one lock hold and logged as one record, as EXEC runs
+        them (a failed command's ReplyError in its place), without a transaction around them:
+        a redis-server primary's stream between its transactions (replication.redis_commands).
+        A plain `XADD key <ms-seq> field value ...`, what Redis propagates for every XADD,
+        takes add_entry, the XADD handler's own validated append; its effect is itself.
+        MISCONF (raised, nothing run) when the AOF cannot be written."""
+        with self.lock:
+            journal = self.journal
+            if journal is not None and journal.error:
+                raise ReplyError(journal.error)
+            ctx = Ctx(self, session, self.clock())
+            effects = ctx.effects
+            first_db = record_db = session.db
+            dbs, waiters = self.dbs, self.waiters
+            xadds = self.stats.counters("xadd")
+            replies: list[Any] = []
+            for argv in argvs:
+                db = session.db
+                mark = len(effects)
+                reply: Any = None
+                if argv[0] == b"XADD" and len(argv) >= 5 and argv[2] != b"*":
+                    try:
+                        reply = add_entry(self, dbs[db], argv, ctx.now)
+                    except ReplyError as err:
+                        reply = err
+                    if type(reply) is bytes:
+                        effects.append(argv)  # type: ignore[arg-type]
+                        xadds[CALLS] += 1
+                        if waiters.by_key:
+                            waiters.signal(db, argv[1])
+                if reply is None:  # not the plain form: the command table, as EXEC runs it
+                    try:
+                        reply = self.run_queued(ctx, [(lookup(argv), argv)])[0]
+                    except ReplyError as err:  # unknown command, wrong arity
+                        reply = err
+                replies.append(reply)
+                if len(effects) > mark and db != record_db:
+                    effects.insert(mark, select_effect(db))
+                    record_db = db
+            if effects:
+                session.write_lsn = self._commit(ctx, first_db)
+            if waiters.ready:
+                self._serve_ready()
+            if self.residency.resident > self.residency.limit:
+                self.residency.evict()
+            return replies
+
     def _execute(
         self, session: Session, argv: Argv, effects_out: list | None = None
     ) -> Any:

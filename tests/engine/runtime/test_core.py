@@ -12,7 +12,10 @@ own in tests/aof/test_codec.py). Checked here:
 * hand-written XADD effects in every spelling (leading zeros, `*`, `ms`, `ms-*`, options,
   lowercase, list effects) give the same state through apply_many as through the handler;
 * a record whose XADD is refused (ID not greater than the last, 0-0, exhausted stream) makes
-  Engine.open raise the XADD handler's own error, as before the fast path.
+  Engine.open raise the XADD handler's own error, as before the fast path;
+* Engine.execute_batch (a redis-server primary's stream on a replica) takes the same fast path
+  for plain XADDs live: one record, the same replies and state as command by command, and
+  the same state replayed.
 """
 
 from __future__ import annotations
@@ -232,3 +235,46 @@ def test_execute_atomic_is_one_transaction_and_one_record() -> None:
     engine.execute_raw(session, (b"MULTI",))
     with pytest.raises(ReplyError, match="MULTI calls can not be nested"):
         engine.execute_atomic(session, [(b"XLEN", b"s")])
+
+
+BATCH = [  # a redis-server primary's stream between transactions, as a replica applies it
+    (b"SELECT", b"1"), (b"XADD", b"a", b"1-1", b"f", b"v"), (b"XADD", b"a", b"1-1", b"f", b"v"),
+    (b"SELECT", b"2"), (b"XADD", b"b", b"MAXLEN", b"=", b"1", b"5-1", b"f", b"v"),
+    (b"XADD", b"b", b"6-1", b"f", b"w"), (b"XGROUP", b"CREATE", b"b", b"g", b"0"),
+    (b"XCLAIM", b"b", b"g", b"c", b"0", b"6-1", b"FORCE", b"JUSTID"), (b"NOPE",),
+    (b"SELECT", b"0"), (b"XADD", b"c", b"0-0", b"f", b"v"), (b"XADD", b"c", b"7-1", b"f", b"v"),
+    (b"XDEL", b"c", b"7-1"),
+]
+
+
+def test_execute_batch_is_one_record_that_replays_to_the_same_state(tmp_path: Path) -> None:
+    """Engine.execute_batch: plain XADDs by add_entry, the rest through the command table,
+    each command's database SELECTed in the record; the same replies and state as the
+    commands run one by one, and the same state again once the record is replayed."""
+    from streamkeep.engine.runtime.core import Session
+
+    def clock() -> int:
+        return 1_700_000_000_000
+
+    one_by_one = Engine(clock=clock)
+    expected: list = []
+    for argv in BATCH:
+        try:
+            expected.append(one_by_one.execute_raw(one_by_one.session, argv))
+        except ReplyError as err:
+            expected.append(err)
+    path = str(tmp_path / "d")
+    with Engine.open(path, clock=clock) as engine:
+        records: list[Record] = []
+        engine.add_sink(records.append)
+        session = Session()
+        replies = engine.execute_batch(session, BATCH)
+        assert [r.line if isinstance(r, ReplyError) else r for r in replies] == \
+            [r.line if isinstance(r, ReplyError) else r for r in expected]
+        assert isinstance(replies[2], ReplyError) and isinstance(replies[8], ReplyError)
+        assert len(records) == 1 and session.db == 0
+        assert engine.digest() == one_by_one.digest()
+    with Engine.open(path, clock=clock) as again:
+        assert again.digest() == one_by_one.digest()
+        again.execute("SELECT", "2")
+        assert again.execute("XLEN", "b") == 2 and again.execute("XPENDING", "b", "g")[0] == 1
