@@ -108,6 +108,11 @@ def _write(copy: str, out: str, version: int, tmp: str) -> dict[str, Any]:
             f.flush()
             os.fsync(f.fileno())
     os.replace(tmp, out)
+    fd = os.open(os.path.dirname(os.path.abspath(out)), os.O_RDONLY)
+    try:
+        os.fsync(fd)  # the rename itself durable
+    finally:
+        os.close(fd)
     return {"streams": streams, "entries": entries, "bytes": os.path.getsize(out)}
 
 

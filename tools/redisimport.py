@@ -77,7 +77,7 @@ def main(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     began = time.perf_counter()
     try:
-        pieces = _pieces(args.source)
+        paths = _paths(args.source)
     except OSError as err:
         print(f"streamkeep import: {err.filename or args.source}: {err.strerror}",
               file=sys.stderr)
@@ -94,7 +94,8 @@ def main(args: argparse.Namespace) -> int:
         with Engine() as staging:
             applier = RedisApplier(staging)
             streams = entries = 0
-            for piece in pieces:
+            for path in paths:  # one file in memory at a time
+                piece = _read(path)
                 _progress(f"reading {piece.path} ({len(piece.data):,} bytes)")
                 start = 0
                 if piece.data[:5] == b"REDIS":
@@ -112,6 +113,12 @@ def main(args: argparse.Namespace) -> int:
         if made_out:
             _remove_tree(args.out)
         return EXIT_BAD_SOURCE
+    except OSError as err:
+        print(f"streamkeep import: {err.filename or args.source}: {err.strerror or err}",
+              file=sys.stderr)
+        if made_out:
+            _remove_tree(args.out)
+        return EXIT_USAGE
     report["seconds"] = round(time.perf_counter() - began, 3)
     _print(report, args.json)
     return 0
@@ -120,11 +127,17 @@ def main(args: argparse.Namespace) -> int:
 # --- SOURCE ----------------------------------------------------------------------------------
 
 
-def _pieces(source: str) -> list[Piece]:
-    """The files to import, in order: SOURCE itself, or an appendonlydir's base and incrs."""
+def _read(path: str) -> Piece:
+    with open(path, "rb") as f:
+        return Piece(path, f.read())
+
+
+def _paths(source: str) -> list[str]:
+    """The files to import, in order, each checked to be there: SOURCE itself, or an
+    appendonlydir's base and incrs."""
     if not os.path.isdir(source):
-        with open(source, "rb") as f:
-            return [Piece(source, f.read())]
+        os.stat(source)  # (OSError now, before DIR is made, if it cannot be found)
+        return [source]
     manifests = [n for n in os.listdir(source) if n.endswith(".manifest")]
     if len(manifests) != 1:
         raise BadSource(f"{source}: a directory, but not an appendonlydir (it holds "
@@ -132,11 +145,10 @@ def _pieces(source: str) -> list[Piece]:
     path = os.path.join(source, manifests[0])
     with open(path, "rb") as f:
         files = _manifest(path, f.read().decode("utf-8", "replace"))
-    pieces = []
-    for name in files:
-        with open(os.path.join(source, name), "rb") as f:
-            pieces.append(Piece(os.path.join(source, name), f.read()))
-    return pieces
+    paths = [os.path.join(source, name) for name in files]
+    for path in paths:
+        os.stat(path)
+    return paths
 
 
 def _manifest(path: str, text: str) -> list[str]:
