@@ -490,6 +490,20 @@ def next_valid_record(data: bytes, start: int, min_lsn: int) -> tuple[int, int] 
     return None
 
 
+def frames_in_tail(data: bytes, start: int) -> int:
+    """How many records a torn tail from `start` held, as far as their length fields tell: each
+    frame header that starts before the end counts (the last one may be cut short); a zero or
+    impossible length ends the count (zeros are not a record)."""
+    pos, count, size = start, 0, len(data)
+    while pos + FRAME_SIZE <= size:
+        length = FRAME.unpack_from(data, pos)[0]
+        if not 0 < length <= MAX_PAYLOAD:
+            break
+        count += 1
+        pos += FRAME_SIZE + length
+    return count + (0 < size - pos < FRAME_SIZE and any(data[pos:]))
+
+
 # --- the record stream outside a file (replication) ----------------------------------------------
 
 GETACK_FRAME = FRAME.pack(0, 0)  # a zero-length frame: never in a file; on a link, "ACK now"

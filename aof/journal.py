@@ -15,8 +15,9 @@ second; until it succeeds write commands are refused. A rotation that cannot cre
 segment for want of descriptors (EMFILE/ENFILE) loses nothing: writes go on into the current
 segment and the rotation is retried. A failed fsync is never retried (the page
 cache may have dropped the data): writes are refused until the directory is reopened. Reads go
-on. Must not touch: record format details (aof.codec), the manifest format (aof.manifest),
-engine state.
+on. After every fsync the synced watermark (aof.watermark) advances to the bytes it covered,
+so recovery can tell a torn tail from damage to data that was already durable. Must not touch:
+record format details (aof.codec), the manifest format (aof.manifest), engine state.
 """
 
 from __future__ import annotations
@@ -45,6 +46,7 @@ from streamkeep.aof.codec import (
 )
 from streamkeep.aof.fs import FileSystem
 from streamkeep.aof.manifest import Manifest, SegmentEntry
+from streamkeep.aof.watermark import Watermark, WatermarkLog
 from streamkeep.engine.wire.errors import ReplyError, StorageError
 from streamkeep.engine.wire.planted import planted
 
@@ -72,6 +74,7 @@ class Journal:
         last_lsn: int,
         policy: str,
         segment_max_bytes: int,
+        watermark: WatermarkLog | None = None,
     ) -> None:
         if policy not in POLICIES:
             raise ValueError(f"appendfsync must be one of {', '.join(POLICIES)}, not {policy!r}")
@@ -83,6 +86,11 @@ class Journal:
         # (the current segment's number, its written size), replaced whole after each write:
         # replication's senders read it without the engine lock.
         self.written_end = (manifest.segments[-1].segment, size)
+        # (segment, size, last LSN in it) written to the OS, replaced whole after each write:
+        # a sync round reads it before its fdatasync, which then covers those bytes, and
+        # advances the synced watermark (aof.watermark) to it.
+        self.written_mark = (manifest.segments[-1].segment, size, last_lsn)
+        self.watermark = watermark
         self.lsn = last_lsn  # the last LSN assigned
         self.policy = policy
         self.sync_on_commit = policy == "always"
@@ -227,6 +235,7 @@ class Journal:
         self.aof_bytes += size
         if self.aof_bytes >= self.rewrite_at and self.on_rewrite is not None:
             self.on_rewrite()
+        self.written_mark = (self.written_end[0], self.size, self.written_lsn)
         self.written_end = (self.written_end[0], self.size)
         if self.on_written is not None:
             self.on_written()
@@ -264,6 +273,7 @@ class Journal:
         self.written_lsn = self.lsn
         log.warning("AOF writes succeed again; accepting writes")
         self.error = None
+        self.written_mark = (self.written_end[0], self.size, self.written_lsn)
         self.written_end = (self.written_end[0], self.size)
         if self.on_written is not None:
             self.on_written()
@@ -354,13 +364,16 @@ class Journal:
     def _sync_round(self) -> None:
         """fdatasync everything written so far (self._cond held; released during the sync)."""
         self._syncing = True
-        target, fd = self.written_lsn, self.fd
+        target, fd, mark = self.written_lsn, self.fd, self.written_mark
         self._cond.release()
         failed: OSError | None = None
         try:
             self.fs.fdatasync(fd)
         except OSError as err:
             failed = err
+        else:  # written only now: the watermark is never ahead of what is durable
+            if self.watermark is not None:
+                self.watermark.advance(Watermark(*mark))
         finally:  # also when something else broke the fsync: nobody may wait for it forever
             self._cond.acquire()
             self._syncing = False
@@ -401,6 +414,8 @@ class Journal:
                         and not self.planted_idle_bug):
                     self._sync_round()
                 retry = self.on_retry
+            if self.watermark is not None:
+                self.watermark.sync()
             if retry is not None and self.unwritten:
                 retry()
 
@@ -446,6 +461,7 @@ class Journal:
                 old = self.fd
                 self.manifest, self.fd, self.size = manifest, fd, size
                 self.written_end = (manifest.segments[-1].segment, size)
+                self.written_mark = (manifest.segments[-1].segment, size, lsn)
             self.lsn = self.written_lsn = self.synced_lsn = lsn
             self.pending.clear()
             self.pending_records = 0
@@ -515,6 +531,7 @@ class Journal:
             self.fd = fd
             self.size = self.fs.size(os.path.join(self.directory, entry.file))
             self.written_end = (entry.segment, self.size)
+            self.written_mark = (entry.segment, self.size, self.written_lsn)
             self.aof_bytes += self.size
             log.info("AOF rotated to %s (first LSN %d)", entry.file, entry.first_lsn)
             self._cond.notify_all()
@@ -560,6 +577,8 @@ class Journal:
         if self.fd >= 0 and not self.fsync_failed:
             self.flush_pending()
         self.sync()
+        if self.watermark is not None:
+            self.watermark.close()
         self.fs.close(self.fd)
         # The descriptor number will be reused by the next file anyone opens: never write
         # through it again. Writes are refused the way MISCONF refuses them; reads go on.

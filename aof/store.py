@@ -2,16 +2,19 @@
 
 Owns opening a directory (the exclusive lock; creating the first segment and manifest of a new
 directory; refusing a directory whose manifest is missing while data is there), replaying its
-segments in manifest order through the engine's apply path, deciding what damage means (a torn
-tail of the last segment is truncated at the last good record when aof-load-truncated is on;
-damage followed by valid records, or in any other segment, refuses with file and byte offset;
-so does a named snapshot whose size is not the manifest's, or that does not read as a snapshot
-of the manifest's LSN), and wiring the journal into the engine. Must not touch: command
-semantics, the record format.
+segments in manifest order through the engine's apply path, deciding what damage means, and
+wiring the journal into the engine. Damage is judged against the synced watermark
+(aof.watermark): a torn tail of the last segment, past what an fsync had covered, is saved to
+`<segment>.cut-<offset>`, logged as a warning with the records and LSNs it held, and cut at the
+last good record (when aof-load-truncated is on); damage inside fsynced bytes, fsynced bytes
+missing, damage followed by valid records, or damage in any other segment refuses to open,
+naming the file, byte offset and LSNs and the `aof fix` option that gets past it; so does a named
+snapshot whose size is not the manifest's, or that does not read as a snapshot of the manifest's
+LSN. Must not touch: command semantics, the record format.
 
-Directory layout: `LOCK`, `manifest.json`, `snapshot-NNNNNNNNNNNN.mdb` (at most one named by
-the manifest), `segment-NNNNNN.aof`... Opening loads the manifest's snapshot, then replays only
-the segments after it.
+Directory layout: `LOCK`, `manifest.json`, `watermark`, `snapshot-NNNNNNNNNNNN.mdb` (at most one
+named by the manifest), `segment-NNNNNN.aof`... Opening loads the manifest's snapshot, then
+replays only the segments after it.
 """
 
 from __future__ import annotations
@@ -24,11 +27,13 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from streamkeep.aof import manifest as manifest_mod
-from streamkeep.aof.codec import HEADER_SIZE
+from streamkeep.aof import watermark as watermark_mod
+from streamkeep.aof.codec import HEADER_SIZE, frames_in_tail
 from streamkeep.aof.fs import FileSystem, RealFS
 from streamkeep.aof.journal import POLICIES, Journal, create_segment
 from streamkeep.aof.manifest import Manifest, SegmentEntry, SnapshotEntry
-from streamkeep.aof.reader import SegmentError, SegmentReader
+from streamkeep.aof.reader import SegmentDamage, SegmentError, SegmentReader
+from streamkeep.aof.watermark import Synced, Watermark, WatermarkLog
 from streamkeep.engine.commands.connection import last_save_time
 from streamkeep.engine.exec.interfaces import Fields, PersistenceStatus, persistence_fields
 from streamkeep.engine.wire.errors import StorageError
@@ -63,6 +68,7 @@ class Recovered:
     last_lsn: int
     records: int
     aof_bytes: int  # the segments' total size: the AOF written since the snapshot
+    watermark: WatermarkLog  # at (last segment, size, last_lsn): all of it is durable now
 
 
 def _truthy(value: object) -> bool:
@@ -163,8 +169,9 @@ class DataDir:
             raise
         try:
             journal = Journal(fs, path, rec.manifest, rec.fd, rec.size, rec.last_lsn,
-                              appendfsync, segment_max)
+                              appendfsync, segment_max, rec.watermark)
         except BaseException:
+            rec.watermark.close()
             fs.close(rec.fd)
             fs.unlock(lock_fd)
             raise
@@ -263,6 +270,7 @@ def recover(fs: FileSystem, path: str, engine: Engine, load_truncated: bool) -> 
         return _initialise(fs, path)
     manifest = manifest_mod.load(fs, path)
     _remove_orphans(fs, path, manifest)
+    durable = watermark_mod.durable_part(fs, path, manifest.segments[-1].segment)
     started = time.perf_counter()
     if manifest.snapshot is not None:
         _load_snapshot(fs, path, manifest.snapshot, engine)
@@ -272,7 +280,8 @@ def recover(fs: FileSystem, path: str, engine: Engine, load_truncated: bool) -> 
     aof_bytes = 0
     for index, entry in enumerate(manifest.segments):
         last = index == len(manifest.segments) - 1
-        end, count = _replay_segment(fs, path, entry, expected, engine, last, load_truncated)
+        end, count = _replay_segment(fs, path, entry, expected, engine,
+                                     durable if last else None, load_truncated)
         expected += count
         total += count
         aof_bytes += end
@@ -282,7 +291,17 @@ def recover(fs: FileSystem, path: str, engine: Engine, load_truncated: bool) -> 
     elapsed = time.perf_counter() - started
     log.info("AOF loaded: %d records from %d segment(s) in %.3f s (%.0f records/s)", total,
              len(manifest.segments), elapsed, total / elapsed if elapsed else 0)
-    return Recovered(manifest, fd, size, expected - 1, total, aof_bytes)
+    try:
+        # What was replayed may have been in the page cache only (a killed process's unsynced
+        # writes): make it durable before the watermark says it is, and before anything is
+        # acknowledged on top of it.
+        fs.fdatasync(fd)
+        mark = WatermarkLog(fs, path, Watermark(manifest.segments[-1].segment, size,
+                                                expected - 1))
+    except BaseException:
+        fs.close(fd)
+        raise
+    return Recovered(manifest, fd, size, expected - 1, total, aof_bytes, mark)
 
 
 def _load_snapshot(fs: FileSystem, path: str, entry: SnapshotEntry, engine: Engine) -> None:
@@ -323,9 +342,14 @@ def _initialise(fs: FileSystem, path: str) -> Recovered:
     entry = SegmentEntry(manifest_mod.segment_file(1), 1, 1)
     fd = create_segment(fs, path, entry)
     manifest = Manifest([entry])
-    manifest_mod.store(fs, path, manifest)
+    try:
+        manifest_mod.store(fs, path, manifest)
+        mark = WatermarkLog(fs, path, Watermark(1, HEADER_SIZE, 0))
+    except BaseException:
+        fs.close(fd)
+        raise
     log.info("created a new data directory at %s", path)
-    return Recovered(manifest, fd, HEADER_SIZE, 0, 0, HEADER_SIZE)
+    return Recovered(manifest, fd, HEADER_SIZE, 0, 0, HEADER_SIZE, mark)
 
 
 def _remove_orphans(fs: FileSystem, path: str, manifest: Manifest) -> None:
@@ -341,8 +365,8 @@ def _remove_orphans(fs: FileSystem, path: str, manifest: Manifest) -> None:
     for name in fs.listdir(path):
         if name in named:
             continue
-        if name == manifest_mod.MANIFEST_TMP:
-            why = "left by an interrupted manifest replace"
+        if name in (manifest_mod.MANIFEST_TMP, watermark_mod.WATERMARK_TMP):
+            why = "left by an interrupted replace"
         elif manifest_mod.is_segment_file(name) and int(name[8:-4]) > newest:
             why = "left by an interrupted rotation"
         elif manifest_mod.is_segment_file(name) and int(name[8:-4]) < first \
@@ -357,10 +381,11 @@ def _remove_orphans(fs: FileSystem, path: str, manifest: Manifest) -> None:
 
 
 def _replay_segment(
-    fs: FileSystem, path: str, entry: SegmentEntry, expected: int, engine: Engine, last: bool,
-    load_truncated: bool,
+    fs: FileSystem, path: str, entry: SegmentEntry, expected: int, engine: Engine,
+    durable: Synced | None, load_truncated: bool,
 ) -> tuple[int, int]:
-    """Replay one segment; returns (offset of its good end, records replayed)."""
+    """Replay one segment; returns (offset of its good end, records replayed). `durable` is
+    what the watermark says of it if it is the last segment (None for the others)."""
     file = os.path.join(path, entry.file)
     try:
         reader = SegmentReader(fs, file, entry.segment, entry.first_lsn)
@@ -376,23 +401,86 @@ def _replay_segment(
     # applied, then the checks below decide whether the directory may open at all.
     engine.apply_many(reader.records())
     damage = reader.damage
-    if damage is not None:
-        where = str(damage)
-        if not last or damage.valid_after:
-            raise AOFCorruptError(f"{where}, followed by valid records; refusing to load")
-        if planted("zero-tail-is-damage") and damage.reason == "zero-length record":
-            # PLANTED BUG (tests only): a zero-filled tail (what a power loss leaves after
-            # an unsynced extension) taken for damage.
-            raise AOFCorruptError(f"{where}: zero-filled tail; refusing to load")
-        if not load_truncated:
-            raise AOFCorruptError(f"{where} (torn tail) and aof-load-truncated is no")
-        log.warning("%s: torn tail, truncating to %d bytes (%d dropped)", where, reader.end,
-                    reader.size - reader.end)
-        fs.truncate(file, reader.end)
-        fd = fs.open_append(file, create=False)
-        try:
-            fs.fdatasync(fd)
-        finally:
-            fs.close(fd)
+    next_lsn = entry.first_lsn + reader.count
+    fix = f"`streamkeep aof fix --force-skip-damaged {path}`"
+    if damage is None:
+        if durable is not None and durable.offset is not None and reader.end < durable.offset:
+            raise AOFCorruptError(
+                f"{file}: ends at byte offset {reader.end} (LSN {next_lsn - 1}), but bytes up "
+                f"to {durable.offset} (LSN {durable.lsn}) were fsynced: "
+                f"{_lsns(next_lsn, durable.lsn)} missing; refusing to load ({fix} accepts the "
+                f"loss)")
+    else:
+        _judge_damage(fs, reader, damage, next_lsn, durable, load_truncated, fix)
     log.info("replayed %s: %d records", entry.file, reader.count)
     return reader.end, reader.count
+
+
+def _judge_damage(fs: FileSystem, reader: SegmentReader, damage: SegmentDamage, next_lsn: int,
+                  durable: Synced | None, load_truncated: bool, fix: str) -> None:
+    """Refuse, or cut a torn tail (saved first): see the module's docstring."""
+    where = str(damage)
+    if durable is None:
+        raise AOFCorruptError(f"{where} (LSN {next_lsn}), in a segment before the last; "
+                              f"refusing to load ({fix} drops the damaged records, saving them)")
+    if damage.valid_after:
+        raise AOFCorruptError(f"{where} (LSN {next_lsn}), followed by valid records; refusing "
+                              f"to load ({fix} drops the damaged records and keeps the valid "
+                              f"ones after them, saving what it cuts)")
+    if durable.damaged:
+        raise AOFCorruptError(f"{where} (LSN {next_lsn}), and {durable.why}: whether these "
+                              f"bytes were fsynced cannot be told; refusing to load ({fix} "
+                              f"cuts them, saving them)")
+    if durable.offset is not None and damage.offset < durable.offset:
+        raise AOFCorruptError(
+            f"{where}: inside data already fsynced (up to byte {durable.offset}, LSN "
+            f"{durable.lsn}), so not a torn tail: {_lsns(next_lsn, durable.lsn)} damaged; "
+            f"refusing to load ({fix} drops them, saving them)")
+    if planted("zero-tail-is-damage") and damage.reason == "zero-length record":
+        # PLANTED BUG (tests only): a zero-filled tail (what a power loss leaves after
+        # an unsynced extension) taken for damage.
+        raise AOFCorruptError(f"{where}: zero-filled tail; refusing to load")
+    if not load_truncated:
+        raise AOFCorruptError(f"{where} (torn tail) and aof-load-truncated is no")
+    _cut_tail(fs, reader, damage, next_lsn, durable)
+
+
+def _lsns(first: int, last: int) -> str:
+    return f"LSN {first} is" if first >= last else f"LSNs {first}..{last} are"
+
+
+def _cut_tail(fs: FileSystem, reader: SegmentReader, damage: SegmentDamage, next_lsn: int,
+              durable: Synced) -> None:
+    """Save the torn tail beside the segment, then cut the segment at its last good record."""
+    file, data = reader.file, reader.data
+    records = frames_in_tail(data, damage.offset)
+    side = _save_cut(fs, file, damage.offset, data[damage.offset:])
+    held = (f"{records} record(s) not yet fsynced, LSN {next_lsn}"
+            + (f"..{next_lsn + records - 1}" if records > 1 else "")) if records         else "no whole record header"
+    log.warning("%s: torn tail after the last fsync (%s): cut %d bytes holding %s, saved to %s",
+                damage, durable.describe(),
+                len(data) - damage.offset, held, side)
+    fs.truncate(file, reader.end)
+    fd = fs.open_append(file, create=False)
+    try:
+        fs.fdatasync(fd)
+    finally:
+        fs.close(fd)
+
+
+def _save_cut(fs: FileSystem, file: str, offset: int, data: bytes) -> str:
+    """Write `data` to `<file>.cut-<offset>` (or `.cut-<offset>.N`, never over an earlier
+    one), durably; returns its path."""
+    side = f"{file}.cut-{offset}"
+    number = 0
+    while fs.exists(side):
+        number += 1
+        side = f"{file}.cut-{offset}.{number}"
+    fd = fs.open_write_new(side)
+    try:
+        fs.write(fd, data)
+        fs.fdatasync(fd)
+    finally:
+        fs.close(fd)
+    fs.fsync_dir(os.path.dirname(file) or ".")
+    return side

@@ -1,12 +1,19 @@
 """Damaged data directories, one fixture per kind of damage, each with its exact outcome.
 
-* Torn tails of the last segment (a short record header, a short payload, a CRC mismatch in the
-  last record, a zero-filled tail, a garbage tail, a partial next record, a cut inside the last
-  record): the directory opens, the segment is truncated at the last good record, a WARNING on
-  the "streamkeep.aof" logger names the file and the byte offset, and a write after that, then a
-  reopen, gives the right state: the new record is not glued onto the garbage (Redis's aof.tcl
-  "INCR after a truncated AOF reads 6" check). The same tails with aof_load_truncated="no" are
-  refused and the file is left untouched.
+* Torn tails of the last segment, past the synced watermark (a short record header, a short
+  payload, a CRC mismatch in the last record, a zero-filled tail, a garbage tail, a partial next
+  record, a cut inside the last record; for the last two the watermark is set back to before
+  the last record, as when the power went before the fsync that would have covered it): the
+  directory opens, the cut bytes are saved to `<segment>.cut-<offset>`, the segment is truncated
+  at the last good record, a WARNING on the "streamkeep.aof" logger names the file, the byte
+  offset and the records dropped, and a write after that, then a reopen, gives the right state:
+  the new record is not glued onto the garbage (Redis's aof.tcl "INCR after a truncated AOF
+  reads 6" check). The same tails with aof_load_truncated="no" are refused and the file is left
+  untouched.
+* The same damage inside bytes the watermark says were fsynced (a flipped byte or a cut in the
+  last record of a cleanly closed directory): refused, naming the file, offset and LSN and the
+  `aof fix` option that gets past it; nothing is modified. Without a watermark file (a directory
+  written before it existed) such damage is taken for a torn tail, as before.
 * A bad record followed by valid records (a flipped byte, a bad length, a zeroed hole), damage
   in a segment that is not the last, and a bad segment header are refused with
   aof.store.AOFCorruptError naming the file and the byte offset; nothing is truncated.
@@ -31,8 +38,10 @@ import pytest
 
 from streamkeep import Engine
 from streamkeep.aof.codec import FRAME, HEADER_SIZE, encode, encode_header
+from streamkeep.aof.fs import RealFS
 from streamkeep.aof.manifest import MANIFEST, ManifestError
 from streamkeep.aof.store import AOFCorruptError
+from streamkeep.aof.watermark import WATERMARK, Watermark, store
 
 LOGGER = "streamkeep.aof"
 T0 = 1_000
@@ -123,14 +132,25 @@ def _flip_last_byte(data: bytes, sp: list[tuple[int, int]]) -> bytes:
     return data[:-1] + bytes([data[-1] ^ 0x5A])
 
 
+def _cut_last_record(data: bytes, sp: list[tuple[int, int]]) -> bytes:
+    return data[: sp[-1][0] + 11]
+
+
+def unsync_last_record(directory: Path, sp: list[tuple[int, int]]) -> None:
+    """Set the synced watermark back to the start of the last record: the power went before
+    the fsync that would have covered it."""
+    store(RealFS(), str(directory), Watermark(1, sp[-1][0], N - 1))
+
+
+# Damage to the last record itself: a torn tail only if no fsync had covered that record.
+IN_LAST_RECORD = {"crc mismatch in the last record", "cut inside the last record"}
 TORN_TAILS = {
     # name: (damage(data, spans) -> data, records kept, offset of the cut as f(spans, size))
     "short record header": (lambda d, sp: d + NEXT[:5], N, lambda sp, size: size),
     "short payload": (lambda d, sp: d + NEXT[: FRAME.size + 3], N, lambda sp, size: size),
     "partial record": (lambda d, sp: d + NEXT[:-1], N, lambda sp, size: size),
     "crc mismatch in the last record": (_flip_last_byte, N - 1, lambda sp, size: sp[-1][0]),
-    "cut inside the last record": (lambda d, sp: d[: sp[-1][0] + 11], N - 1,
-                                   lambda sp, size: sp[-1][0]),
+    "cut inside the last record": (_cut_last_record, N - 1, lambda sp, size: sp[-1][0]),
     "zero-filled tail": (lambda d, sp: d + bytes(4096), N, lambda sp, size: size),
     "garbage tail": (lambda d, sp: d + random.Random(5).randbytes(3000), N,
                      lambda sp, size: size),
@@ -151,11 +171,13 @@ def torn(request: pytest.FixtureRequest, tmp_path: Path):
     offset = offset_of(sp, len(data))
     damaged = damage(data, sp)
     seg.write_bytes(damaged)
+    if request.param in IN_LAST_RECORD:
+        unsync_last_record(directory, sp)
     return directory, commands, kept, offset, damaged
 
 
 def test_torn_tail_is_truncated_with_a_warning(torn, caplog: pytest.LogCaptureFixture) -> None:
-    directory, commands, kept, offset, _damaged = torn
+    directory, commands, kept, offset, damaged = torn
     caplog.set_level(logging.INFO, logger=LOGGER)
     assert open_digest(directory) == reference(commands[:kept])
     (seg,) = segments(directory)
@@ -164,6 +186,48 @@ def test_torn_tail_is_truncated_with_a_warning(torn, caplog: pytest.LogCaptureFi
     assert len(warnings) == 1, warnings
     assert str(seg) in warnings[0]
     assert f"byte offset {offset}" in warnings[0]
+    side = Path(f"{seg}.cut-{offset}")
+    assert side.read_bytes() == damaged[offset:], "the cut bytes were not saved first"
+    assert str(side) in warnings[0]
+    if kept < N:  # the record cut is named with its LSN
+        assert f"1 record(s) not yet fsynced, LSN {N}" in warnings[0], warnings[0]
+
+
+@pytest.mark.parametrize("kind", sorted(IN_LAST_RECORD))
+def test_damage_to_fsynced_records_is_refused(tmp_path: Path, kind: str) -> None:
+    """A cleanly closed `always` directory: its last record was fsynced, so damage to it is
+    corruption, not a torn tail. Nothing is cut; the message says how to get past it."""
+    damage, _kept, _offset_of = TORN_TAILS[kind]
+    directory = tmp_path / "db"
+    build(directory, N)
+    (seg,) = segments(directory)
+    data = seg.read_bytes()
+    sp = spans(data)
+    damaged = damage(data, sp)
+    seg.write_bytes(damaged)
+    for _attempt in range(2):  # refused again: the first refusal repaired nothing
+        with pytest.raises(AOFCorruptError) as err:
+            Engine.open(str(directory))
+        message = str(err.value)
+        assert str(seg) in message and f"LSN {N}" in message, message
+        assert f"aof fix --force-skip-damaged {directory}" in message, message
+        assert seg.read_bytes() == damaged
+        assert not list(directory.glob("*.cut-*"))
+
+
+def test_without_a_watermark_damage_at_the_end_is_a_torn_tail(tmp_path: Path) -> None:
+    """A directory written before the watermark existed: the end of its last segment cannot be
+    told from a torn tail, so it is cut as one (saved first), as it always was."""
+    directory = tmp_path / "db"
+    commands = build(directory, N)
+    (seg,) = segments(directory)
+    data = seg.read_bytes()
+    sp = spans(data)
+    seg.write_bytes(_flip_last_byte(data, sp))
+    (directory / WATERMARK).unlink()
+    assert open_digest(directory) == reference(commands[:N - 1])
+    assert Path(f"{seg}.cut-{sp[-1][0]}").exists()
+    assert (directory / WATERMARK).exists(), "the open starts a watermark"
 
 
 def test_write_after_torn_tail_is_not_glued_to_garbage(torn) -> None:

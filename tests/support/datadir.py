@@ -1,5 +1,5 @@
 """A data directory as the compaction tests look at it: `listing`, the manifest (`manifest_doc`,
-`named_files`, and `data_files`: every file but LOCK and the manifest), `fingerprint` (every
+`named_files`, and `data_files`: every file but LOCK, the manifest and the watermark), `fingerprint` (every
 file's size and mtime, and the manifest's bytes: "nothing changed"), `assert_tidy` (LOCK, the
 manifest and exactly the files it names), `open_dir` (automatic compaction off, small segments,
 fsync off, a fake clock) and `reopen_digest` (digest and LSN after a reopen).
@@ -13,6 +13,7 @@ from pathlib import Path
 
 from streamkeep import Engine
 from streamkeep.aof.manifest import MANIFEST
+from streamkeep.aof.watermark import WATERMARK
 from tests.support.aof_workload import FakeClock
 
 
@@ -32,7 +33,7 @@ def named_files(doc: dict) -> set[str]:
 
 
 def data_files(d: Path) -> set[str]:
-    return set(listing(d)) - {"LOCK", MANIFEST}
+    return set(listing(d)) - {"LOCK", MANIFEST, WATERMARK}
 
 
 def fingerprint(d: Path) -> dict[str, tuple[int, int, bytes | None]]:
@@ -46,7 +47,8 @@ def fingerprint(d: Path) -> dict[str, tuple[int, int, bytes | None]]:
 
 
 def assert_tidy(d: Path) -> dict:
-    """The directory holds LOCK, the manifest and exactly the files it names."""
+    """The directory holds LOCK, the manifest, the watermark and exactly the files the manifest
+    names."""
     doc = manifest_doc(d)
     assert data_files(d) == named_files(doc), (listing(d), doc)
     assert not [n for n in listing(d) if n.endswith(".tmp")]

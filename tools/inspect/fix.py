@@ -1,11 +1,11 @@
 """`streamkeep aof fix DIR`: repair a data directory so that it opens, saving what it cuts.
 
 Owns the repairs: a torn tail of the last segment is truncated at the last good record after
-the bytes it cuts are copied to `<segment>.cut-<offset>`; damage followed by valid records is
-refused unless `--force-skip-damaged`, which keeps every valid record after each damaged span
-(the damaged segments and every later one are rewritten under new segment numbers with
-consecutive LSNs: write, fsync, rename, fsync the directory, then one manifest switch under a
-new replication ID). Takes the directory's lock first: never edits a directory a server holds.
+the bytes it cuts are copied to `<segment>.cut-<offset>`; damage followed by valid records, or
+inside bytes the synced watermark says were fsynced, is refused unless `--force-skip-damaged`,
+which keeps every valid record after each damaged span (the damaged segments and every later
+one are rewritten under new segment numbers with consecutive LSNs: write, fsync, rename, fsync
+the directory, then one manifest switch under a new replication ID, and a new watermark). Takes the directory's lock first: never edits a directory a server holds.
 Must not touch: the record format (aof.codec), the analysis (tools.inspect.verify).
 """
 
@@ -22,8 +22,9 @@ examples:
   streamkeep aof fix --yes data/
   streamkeep aof fix --force-skip-damaged data/   # keep the valid records after damage
 
-A torn tail (an incomplete last record of the last segment) is cut after being copied to
-<segment>.cut-<offset> in the directory. Damage followed by valid records is refused unless
+A torn tail (an incomplete last record of the last segment, past what was fsynced) is cut
+after being copied to <segment>.cut-<offset> in the directory. Damage followed by valid
+records, or inside records that were fsynced (bit rot, not a torn tail), is refused unless
 --force-skip-damaged: every damaged span is then copied to its own .cut- file and dropped,
 the later records are kept and renumbered (LSNs stay consecutive; records that depend on
 lost ones and fail to replay are dropped too, saved to <segment>.inapplicable), the history
@@ -38,7 +39,7 @@ exit status:
 """
 
 OK, REFUSED, USAGE = 0, 2, 3
-FIXABLE = {"torn-tail", "damage-before-valid"}
+FIXABLE = {"torn-tail", "damage-before-valid", "damage-in-synced"}
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -112,8 +113,8 @@ def _fix(fs: Any, path: str, report: Any, args: argparse.Namespace) -> int:
     if damaged and not args.force_skip_damaged:
         for problem in damaged:
             print(f"refusing: {problem.describe()}", file=sys.stderr)
-        print("the records after this damage are valid: --force-skip-damaged drops the damaged "
-              "span(s) and keeps them (renumbered)", file=sys.stderr)
+        print("--force-skip-damaged drops the damaged span(s), saving them, and keeps the valid "
+              "records after them (renumbered)", file=sys.stderr)
         return REFUSED
     if not damaged:
         (tail,) = problems
@@ -167,7 +168,7 @@ def _truncate_tail(fs: Any, path: str, file: str, offset: int, side: str) -> Non
 def _skip_damaged(fs: Any, path: str, first: int) -> int:
     """Rewrite segments first.. of the manifest with their valid records, renumbered from the
     first LSN of segment `first`, under new segment numbers; then switch the manifest."""
-    from streamkeep.aof import codec
+    from streamkeep.aof import codec, watermark
     from streamkeep.aof import manifest as manifest_mod
 
     manifest = manifest_mod.load(fs, path)
@@ -233,6 +234,10 @@ def _skip_damaged(fs: Any, path: str, first: int) -> int:
         new_entries.append(new)
     new_manifest = manifest_mod.Manifest(new_entries, manifest.snapshot)  # a new repl_id
     manifest_mod.store(fs, path, new_manifest)
+    # Everything written above is fsynced: the watermark says so (it named the old segments).
+    last = new_entries[-1]
+    watermark.store(fs, path, watermark.Watermark(
+        last.segment, fs.size(os.path.join(path, last.file)), lsn - 1))
     for entry in entries[first:]:
         fs.unlink(os.path.join(path, entry.file))
     fs.fsync_dir(path)

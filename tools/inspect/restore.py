@@ -143,9 +143,13 @@ def _open_files(fs: Any, src: str) -> tuple[Any, dict[str, int]]:
 def _restore(fs: Any, src: str, out: str, to_lsn: int | None, to_time: int | None,
              manifest: Any, fds: dict[str, int]) -> int:
     from streamkeep.aof import codec
+    from streamkeep.aof.watermark import durable_part
 
     snap = manifest.snapshot
     base = snap.lsn if snap is not None else 0
+    # What was fsynced of the last segment: damage there is a torn tail only past it. Read
+    # before the segments, which a live server may be appending to.
+    durable = durable_part(fs, src, manifest.segments[-1].segment)
     if snap is not None:
         _check_snapshot(fs, os.path.join(src, snap.file), fds[snap.file], snap)
     if to_lsn is not None and to_lsn < base:
@@ -186,10 +190,16 @@ def _restore(fs: Any, src: str, out: str, to_lsn: int | None, to_time: int | Non
                 end, target = pos, lsn
             if done:
                 break
+        last = entry is manifest.segments[-1]
+        if not done and last and result.damage is None and durable.offset is not None \
+                and result.end < durable.offset:
+            raise Impossible(f"{file} ends at byte {result.end}, but bytes up to "
+                             f"{durable.offset} (LSN {durable.lsn}) were fsynced: records "
+                             f"from LSN {target + 1} are missing")
         if not done and result.damage is not None:
-            last = entry is manifest.segments[-1]
-            if (to_lsn is not None and to_lsn <= target) or \
-                    (to_time is not None and last and not result.damage.valid_after):
+            torn = last and not result.damage.valid_after and not durable.damaged and (
+                durable.offset is None or result.damage.offset >= durable.offset)
+            if (to_lsn is not None and to_lsn <= target) or (to_time is not None and torn):
                 done = True  # the point is before the damage, or the damage is a torn tail
             else:
                 raise Impossible(f"{result.damage.reason} at {file}:{result.damage.offset} "
@@ -243,7 +253,7 @@ def _copy(fs: Any, fd_in: int, dst: str, size: int) -> None:
 
 def _build(fs: Any, fds: dict[str, int], out: str, manifest: Any,
            kept: list[tuple[Any, int]], target: int) -> None:
-    from streamkeep.aof import codec
+    from streamkeep.aof import codec, watermark
     from streamkeep.aof import manifest as manifest_mod
 
     fs.makedirs(out)
@@ -266,3 +276,7 @@ def _build(fs: Any, fds: dict[str, int], out: str, manifest: Any,
         entries.append(entry)
     fs.fsync_dir(out)
     manifest_mod.store(fs, out, manifest_mod.Manifest(entries, snap))
+    # Every file above is fsynced: the new directory's watermark says so from the start.
+    last = entries[-1]
+    watermark.store(fs, out, watermark.Watermark(
+        last.segment, fs.size(os.path.join(out, last.file)), target))

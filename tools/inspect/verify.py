@@ -18,10 +18,13 @@ import sys
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from streamkeep.tools.inspect import UsageError
-from streamkeep.tools.inspect.segment_scan import Scanned, scan_all, scan_segment
+from streamkeep.tools.inspect.segment_scan import HEADER_BYTES, Scanned, scan_all, scan_segment
+
+if TYPE_CHECKING:
+    from streamkeep.aof.watermark import Synced
 
 EPILOG = """\
 examples:
@@ -37,10 +40,12 @@ the snapshot the manifest names (present, the manifest's size, its meta LSN). Re
 CRC-checked but not decoded beyond their LSN. The directory is not locked and nothing is
 written: a server may be running on it.
 
-problem kinds: torn-tail (an incomplete or damaged end of the last segment with nothing valid
-after it: opening truncates it), damage-before-valid (a bad record followed by valid ones:
-opening refuses), missing-segment, bad-segment-header, lsn-gap, bad-manifest, bad-snapshot
-(opening refuses all of these).
+problem kinds: torn-tail (an incomplete or damaged end of the last segment, past what the
+synced watermark says was fsynced, with nothing valid after it: opening saves it and cuts it),
+damage-in-synced (damage inside bytes that were fsynced, or fsynced bytes missing: bit rot or
+an overwrite, not a torn tail), damage-before-valid (a bad record followed by valid ones),
+missing-segment, bad-segment-header, lsn-gap, bad-manifest, bad-snapshot (opening refuses all
+of these but torn-tail).
 
 exit status:
   0  clean
@@ -56,8 +61,8 @@ _SEGMENT_UNUSABLE = ("missing-segment", "bad-segment-header", "lsn-gap")
 
 @dataclass
 class Problem:
-    kind: str  # torn-tail | damage-before-valid | missing-segment | bad-segment-header |
-    #            lsn-gap | bad-manifest | bad-snapshot
+    kind: str  # torn-tail | damage-in-synced | damage-before-valid | missing-segment |
+    #            bad-segment-header | lsn-gap | bad-manifest | bad-snapshot
     file: str | None
     offset: int | None
     reason: str
@@ -90,6 +95,9 @@ class Report:
     kind: str  # "directory" or "segment"
     segments: list[SegmentReport] = field(default_factory=list)
     snapshot: dict[str, Any] | None = None
+    # The synced watermark of the last segment: segment, offset, lsn (what was fsynced), or
+    # {"unknown": why}; None for a directory whose manifest could not be read.
+    watermark: dict[str, Any] | None = None
     problems: list[Problem] = field(default_factory=list)
     locked_by: str | None = None  # a process holding the directory's lock (a server)
     notes: list[str] = field(default_factory=list)  # not damage: files opening would remove
@@ -148,6 +156,7 @@ class Report:
             "lsn_range": list(lsns) if lsns else None,
             "time_range_ms": list(times) if times else None,
             "snapshot": self.snapshot,
+            "watermark": self.watermark,
             "ok_up_to": None if ok is None else {"lsn": ok[0], "file": ok[1], "offset": ok[2]},
             "problems": [asdict(p) for p in self.problems],
             "locked_by": self.locked_by,
@@ -243,34 +252,57 @@ def _read(file: str) -> bytes:
 
 
 def _check_records(report: Report, seg: SegmentReport, scanned: Scanned, file: str,
-                   last: bool) -> None:
+                   durable: Synced | None) -> None:
+    """The problems of one segment's scan. `durable` (aof.watermark.Synced) is what the synced
+    watermark says of the last segment; None for the others."""
     assert scanned.header is not None
     first_lsn = scanned.header[1]
     seg.records, seg.end = scanned.records, scanned.end
     seg.first_time_ms, seg.last_time_ms = scanned.first_time_ms, scanned.last_time_ms
     if scanned.records:
         seg.first_lsn, seg.last_lsn = first_lsn, first_lsn + scanned.records - 1
+    next_lsn = first_lsn + scanned.records
+    synced = durable.offset if durable is not None else None
     if scanned.damage is None:
+        if durable is not None and synced is not None and scanned.end < synced:
+            report.problems.append(Problem(
+                "damage-in-synced", file, scanned.end,
+                f"the file ends at byte {scanned.end}, but bytes up to {synced} (LSN "
+                f"{durable.lsn}) were fsynced: LSN {next_lsn} on are missing", "refuse"))
         return
     offset, reason, valid_after = scanned.damage
     cut = scanned.size - offset
     if valid_after:
         report.problems.append(Problem(
             "damage-before-valid", file, offset,
-            f"{reason}, followed by valid records (LSN {first_lsn + scanned.records} "
-            f"expected)", "refuse"))
-    elif not last:
+            f"{reason}, followed by valid records (LSN {next_lsn} expected)", "refuse"))
+    elif durable is None:
         report.problems.append(Problem(
             "torn-tail", file, offset,
             f"{reason}; not the last segment, so records may be missing", "refuse", cut))
+    elif synced is not None and offset < synced:
+        report.problems.append(Problem(
+            "damage-in-synced", file, offset,
+            f"{reason} (LSN {next_lsn}), inside bytes already fsynced (up to {synced}, LSN "
+            f"{durable.lsn}): not a torn tail", "refuse", cut))
+    elif durable.damaged:
+        report.problems.append(Problem(
+            "damage-in-synced", file, offset,
+            f"{reason} (LSN {next_lsn}), and {durable.why}: whether it was fsynced cannot be "
+            f"told", "refuse", cut))
     else:
         report.problems.append(Problem(
-            "torn-tail", file, offset, f"{reason}, {cut} bytes with no valid record",
-            "truncate", cut))
+            "torn-tail", file, offset, f"{reason}, {cut} bytes with no valid record, past the "
+            f"bytes fsynced ({durable.describe()})", "truncate", cut))
 
 
 def _analyse_segment_file(file: str, deep: bool = False) -> Report:
     report = Report(file, "segment")
+    directory = os.path.dirname(file) or "."
+    # The watermark before the records (as for a directory), for the segment the file's
+    # header names (a bad header is reported by the scan below).
+    number = _header_segment(file)
+    durable = _durable(report, directory, number) if number is not None else None
     scanned = scan_segment(file, deep)
     if scanned.missing:
         raise UsageError(f"{file}: no such file")
@@ -282,9 +314,36 @@ def _analyse_segment_file(file: str, deep: bool = False) -> Report:
                                        str(scanned.header_error), "refuse"))
         return report
     seg.segment = scanned.header[0]
-    _check_records(report, seg, scanned, seg.file, True)
-    report.locked_by = lock_holder(os.path.dirname(file) or ".")
+    _check_records(report, seg, scanned, seg.file, durable)
+    report.locked_by = lock_holder(directory)
     return report
+
+
+def _header_segment(file: str) -> int | None:
+    from streamkeep.aof.codec import FormatError, decode_header
+
+    try:
+        with open(file, "rb") as f:
+            return decode_header(f.read(HEADER_BYTES)).segment
+    except (OSError, FormatError):
+        return None
+
+
+def _durable(report: Report, directory: str, segment: int) -> Synced:
+    """What the directory's synced watermark says of its last segment, `segment` (recorded in
+    the report, and as a note when it is unknown)."""
+    from streamkeep.aof.fs import RealFS
+    from streamkeep.aof.watermark import durable_part
+
+    durable = durable_part(RealFS(), directory, segment)
+    if durable.offset is None:
+        report.watermark = {"unknown": durable.why}
+        report.notes.append(f"{durable.why}: damage at the end of the last segment cannot be "
+                            f"told from a torn tail" + ("; opening rewrites it"
+                                                        if durable.damaged else ""))
+    else:
+        report.watermark = {"segment": segment, "offset": durable.offset, "lsn": durable.lsn}
+    return durable
 
 
 def _analyse_directory(directory: str, progress: Progress | None = None,
@@ -329,6 +388,9 @@ def _analyse_directory(directory: str, progress: Progress | None = None,
             with contextlib.suppress(OSError):
                 total += os.stat(os.path.join(directory, entry.file)).st_size
     files = [os.path.join(directory, entry.file) for entry in manifest.segments]
+    # Read before the segments: a server may be appending and advancing it meanwhile, and what
+    # it said before is still true of what they hold after.
+    durable = _durable(report, directory, manifest.segments[-1].segment)
     scans = scan_all(files, deep, jobs)
     for index, (entry, scanned) in enumerate(zip(manifest.segments, scans, strict=True)):
         last = index == len(manifest.segments) - 1
@@ -363,7 +425,7 @@ def _analyse_directory(directory: str, progress: Progress | None = None,
                 f"starts at LSN {entry.first_lsn} but the previous "
                 f"{'segment' if index else 'snapshot'} ends at LSN {expected - 1}", "refuse"))
         problems = len(report.problems)
-        _check_records(report, seg, scanned, entry.file, last)
+        _check_records(report, seg, scanned, entry.file, durable if last else None)
         # After damage the next segment's LSNs cannot be checked against this one's end: the
         # damage is the problem, not a gap.
         expected = -1 if len(report.problems) > problems else first_lsn + seg.records
@@ -419,6 +481,10 @@ def render(report: Report) -> str:
         state = "ok" if snap["ok"] else "BAD"
         lines.append(f"snapshot  {snap['file']}: LSN {snap['lsn']}, {snap['size']} bytes, "
                      f"{state}")
+    mark = report.watermark
+    if mark is not None and "unknown" not in mark:
+        lines.append(f"synced    up to byte {mark['offset']} of the last segment (LSN "
+                     f"{mark['lsn']}), per the watermark")
     missing = {p.file for p in report.problems if p.kind == "missing-segment"}
     for seg in report.segments:
         if seg.file in missing:
@@ -440,8 +506,8 @@ def render(report: Report) -> str:
     for problem in report.problems:
         lines.append(f"DAMAGE {problem.describe()}")
         if problem.action == "truncate":
-            note = ("opening the directory would truncate the tail "
-                    f"({problem.bytes} bytes; `streamkeep aof fix` saves them first)")
+            note = ("opening the directory would save the tail beside the segment and cut "
+                    f"it ({problem.bytes} bytes; `streamkeep aof fix` does the same)")
             if report.locked_by:
                 note += ("; a server may be writing it (the directory is locked by process "
                          f"{report.locked_by}): a live tail is not damage, verify again")
@@ -449,7 +515,9 @@ def render(report: Report) -> str:
                 note += "; a server may be writing it, if one runs here: verify again"
             lines.append(f"       {note}")
         else:
-            lines.append("       opening the directory would refuse")
+            fix = " (`streamkeep aof fix --force-skip-damaged` gets past it)" \
+                if problem.kind in ("damage-in-synced", "damage-before-valid") else ""
+            lines.append(f"       opening the directory would refuse{fix}")
     if report.seconds:
         rate = f", {report.records / report.seconds:,.0f} records/s" if report.records else ""
         lines.append(f"verified in {report.seconds:.3f} s{rate}")

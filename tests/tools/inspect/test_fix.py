@@ -180,3 +180,24 @@ def record_offsets_of(frames: Path) -> list[int]:
         offsets.append(pos)
         pos += 8 + int.from_bytes(data[pos:pos + 4], "little")
     return offsets
+
+
+def test_damage_inside_fsynced_bytes_needs_force(written: Written) -> None:
+    """A flipped byte in the last record of a cleanly closed directory: opening refuses, fix
+    refuses without --force-skip-damaged and with it drops the record (saved) and starts a
+    new watermark; the directory then opens to the state before that record."""
+    from streamkeep.aof.watermark import read
+
+    last = segments(written.path)[-1]
+    offset = record_offsets(last)[-1]
+    flip_byte(last, offset + 12)
+    code, _out, err = cli("aof", "fix", "--yes", str(written.path))
+    assert code == 2 and "damage-in-synced" in err and "--force-skip-damaged" in err
+    code, out, err = cli("aof", "fix", "--yes", "--force-skip-damaged", str(written.path))
+    assert code == 0, (out, err)
+    assert last.with_name(f"{last.name}.cut-{offset}").exists()
+    assert reopened(written.path) == (written.digest_at(written.lsn - 1), written.lsn - 1)
+    mark = read(RealFS(), str(written.path))
+    newest = segments(written.path)[-1]
+    assert mark is not None and (mark.segment, mark.offset) == (
+        int(newest.name[8:-4]), newest.stat().st_size)

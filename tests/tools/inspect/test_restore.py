@@ -190,3 +190,20 @@ def test_restore_while_an_engine_writes_and_compacts(tmp_path: Path) -> None:
             thread.join()
     finally:
         engine.close()
+
+
+def test_damage_inside_fsynced_bytes_is_not_a_torn_tail(tmp_path: Path) -> None:
+    """Restoring the latest state (as export-rdb does) past a damaged last record that was
+    fsynced is impossible, not a silent cut; a point before it is restorable."""
+    written = write_dir(tmp_path / "data", commands=200)
+    last = segments(written.path)[-1]
+    offset = record_offsets(last)[-1]
+    flip_byte(last, offset + 12)
+    code, _out, err = cli("restore", str(written.path), "--to-time", str(1 << 62),
+                          "--out", str(tmp_path / "x"))
+    assert code == 2 and f"{last}:{offset}" in err, err
+    assert not (tmp_path / "x").exists()
+    code, _out, err = cli("restore", str(written.path), "--to-lsn", str(written.lsn - 1),
+                          "--out", str(tmp_path / "y"))
+    assert code == 0, err
+    assert opened(tmp_path / "y") == (written.digest_at(written.lsn - 1), written.lsn - 1)

@@ -87,7 +87,7 @@ def test_torn_tail_exit_1(written: Written, tail: str) -> None:
     code, out, _err = cli("aof", "verify", str(written.path))
     assert code == 1, out
     assert f"torn-tail at {last.name}:{size}" in out
-    assert "would truncate" in out and "may be writing" in out
+    assert "would save the tail" in out and "may be writing" in out
     code, doc = verify_json(written.path)
     assert code == 1 and doc["status"] == "torn-tail"
     p = problem(doc)
@@ -351,3 +351,53 @@ def test_jobs_give_the_same_report(written: Written) -> None:
         "damage-before-valid", "missing-segment", "torn-tail"]
     code, _out, err = cli("aof", "verify", "--jobs", "0", str(written.path))
     assert code == 3 and "--jobs" in err
+
+
+# --- the synced watermark: torn tail or damage to fsynced data -----------------------------------
+
+def test_damage_inside_fsynced_bytes_exit_2(written: Written) -> None:
+    """The directory was closed cleanly: its last record was fsynced, so a flipped byte in it
+    is not a torn tail, whatever follows it."""
+    last = segments(written.path)[-1]
+    size = last.stat().st_size
+    offset = record_offsets(last)[-1]
+    flip_byte(last, offset + 12)
+    code, doc = verify_json(written.path)
+    assert code == 2
+    assert doc["watermark"]["offset"] == size and doc["watermark"]["lsn"] == written.lsn
+    found = problem(doc)
+    assert (found["kind"], found["file"], found["offset"], found["action"]) == (
+        "damage-in-synced", last.name, offset, "refuse")
+    assert f"LSN {written.lsn}" in found["reason"]
+    code, out, _err = cli("aof", "verify", str(written.path))
+    assert code == 2 and "--force-skip-damaged" in out and f"synced    up to byte {size}" in out
+
+
+def test_fsynced_bytes_missing_exit_2(written: Written) -> None:
+    last = segments(written.path)[-1]
+    offset = record_offsets(last)[-1]
+    os.truncate(last, offset)  # a whole record gone: no damage left in the file itself
+    code, doc = verify_json(written.path)
+    found = problem(doc)
+    assert code == 2 and found["kind"] == "damage-in-synced"
+    assert "were fsynced" in found["reason"] and found["offset"] == offset
+
+
+def test_without_a_watermark_the_end_is_taken_for_a_torn_tail(written: Written) -> None:
+    last = segments(written.path)[-1]
+    flip_byte(last, record_offsets(last)[-1] + 12)
+    (written.path / "watermark").unlink()
+    code, doc = verify_json(written.path)
+    assert code == 1 and problem(doc)["kind"] == "torn-tail"
+    assert "no synced watermark" in doc["watermark"]["unknown"]
+    assert any("cannot be told from a torn tail" in note for note in doc["notes"])
+
+
+def test_a_damaged_watermark_makes_tail_damage_undecidable(written: Written) -> None:
+    last = segments(written.path)[-1]
+    flip_byte(last, record_offsets(last)[-1] + 12)
+    (written.path / "watermark").write_bytes(random.Random(2).randbytes(64))
+    code, doc = verify_json(written.path)
+    found = problem(doc)
+    assert code == 2 and found["kind"] == "damage-in-synced"
+    assert "watermark is damaged" in found["reason"]
