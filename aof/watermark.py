@@ -36,6 +36,7 @@ from dataclasses import dataclass
 
 from streamkeep.aof.codec import HEADER_SIZE, crc32c
 from streamkeep.aof.fs import FileSystem
+from streamkeep.engine.wire.errors import StorageError
 
 log = logging.getLogger("streamkeep.aof")
 
@@ -74,7 +75,7 @@ def decode(data: bytes) -> Watermark | None:
     return best
 
 
-class WatermarkDamaged(ValueError):
+class WatermarkDamaged(StorageError):
     """The file exists but holds no valid record."""
 
 

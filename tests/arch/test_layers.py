@@ -56,6 +56,7 @@ LAYER_OF_PREFIX = {
     "streamkeep.aof.journal": "formats",
     "streamkeep.aof.reader": "formats",
     "streamkeep.aof.backlog": "formats",
+    "streamkeep.aof.watermark": "formats",
     "streamkeep.snapshot.layout": "formats",
     "streamkeep.snapshot.reader": "formats",
     "streamkeep.snapshot.writer": "formats",
