@@ -9,8 +9,14 @@ contents, snapshot contents, the engine.
     {"format": "streamkeep-manifest", "version": 1, "repl_id": "<40 hex digits>",
      "repl_id2": "<40 hex digits>", "repl_offset2": 1235,     (both optional: a promotion's)
      "snapshot": {"file": "snapshot-000000001234.mdb", "lsn": 1234, "size": 81920,
-                  "created_ms": 1700000000000} | null,
-     "segments": [{"file": "segment-000007.aof", "segment": 7, "first_lsn": 1235}, ...]}
+                  "created_ms": 1700000000000, "crc32": 3735928559} | null,
+     "segments": [{"file": "segment-000007.aof", "segment": 7, "first_lsn": 1235}, ...],
+     "checksum": 2838784151}
+
+`crc32` is the snapshot file's CRC-32 (zlib's) as written, checked before the file is trusted
+whole (absent in manifests written before it existed). `checksum` is the CRC-32 of the document
+itself without it (canonical JSON: sorted keys, no spaces), so a flipped byte in the manifest
+is refused rather than read as another value (absent: an older manifest, accepted unchecked).
 
 The state is the snapshot (everything up to its LSN; none: empty) followed by the segments'
 records, whose LSNs continue from it without a gap. repl_id names this history for replicas;
@@ -23,6 +29,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import zlib
 from dataclasses import dataclass, field
 
 from streamkeep.aof.fs import FileSystem
@@ -72,6 +79,7 @@ class SnapshotEntry:
     lsn: int
     size: int
     created_ms: int
+    crc32: int | None = None  # of the whole file (None: recorded by an older version)
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,13 +107,14 @@ class Manifest:
             "repl_offset2": self.repl_offset2,
             "snapshot": None if snap is None else {
                 "file": snap.file, "lsn": snap.lsn, "size": snap.size,
-                "created_ms": snap.created_ms},
+                "created_ms": snap.created_ms, **({} if snap.crc32 is None else
+                                                  {"crc32": snap.crc32})},
             "segments": [
                 {"file": s.file, "segment": s.segment, "first_lsn": s.first_lsn}
                 for s in self.segments
             ],
         }
-        return (json.dumps(doc, indent=1) + "\n").encode()
+        return encode_doc(doc)
 
     @classmethod
     def from_json(cls, data: bytes, where: str) -> Manifest:
@@ -115,6 +124,10 @@ class Manifest:
             raise ManifestError(f"{where}: not valid JSON ({err})") from None
         if not isinstance(doc, dict) or doc.get("format") != FORMAT:
             raise ManifestError(f"{where}: not a streamkeep manifest")
+        checksum = doc.pop("checksum", None)
+        if checksum is not None and checksum != _checksum(doc):
+            raise ManifestError(f"{where}: damaged: its checksum does not match its contents "
+                                f"(a changed byte); refusing to guess what it said")
         if doc.get("version") != VERSION:
             raise ManifestError(f"{where}: unsupported manifest version {doc.get('version')!r}")
         raw = doc.get("segments")
@@ -144,6 +157,17 @@ class Manifest:
         return cls(segments, snapshot, repl_id, repl_id2, repl_offset2)
 
 
+def encode_doc(doc: dict) -> bytes:
+    """A manifest document as the file holds it, its `checksum` computed over the rest."""
+    doc = {name: value for name, value in doc.items() if name != "checksum"}
+    doc["checksum"] = _checksum(doc)
+    return (json.dumps(doc, indent=1) + "\n").encode()
+
+
+def _checksum(doc: dict) -> int:
+    return zlib.crc32(json.dumps(doc, sort_keys=True, separators=(",", ":")).encode())
+
+
 def _snapshot_entry(item: object, where: str) -> SnapshotEntry | None:
     if item is None:
         return None
@@ -155,7 +179,10 @@ def _snapshot_entry(item: object, where: str) -> SnapshotEntry | None:
         raise ManifestError(f"{where}: snapshot entry {item!r} lacks file/lsn/size/created_ms")
     if name != snapshot_file(lsn) or lsn < 1:
         raise ManifestError(f"{where}: inconsistent snapshot entry {item!r}")
-    return SnapshotEntry(name, lsn, size, created)
+    crc = item.get("crc32")
+    if crc is not None and not (isinstance(crc, int) and 0 <= crc < 1 << 32):
+        raise ManifestError(f"{where}: snapshot entry {item!r}: 'crc32' is not a CRC-32")
+    return SnapshotEntry(name, lsn, size, created, crc)
 
 
 def _segment_entry(item: object, where: str) -> SegmentEntry:

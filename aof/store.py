@@ -215,11 +215,12 @@ class DataDir:
     def allow_compaction(self) -> None:
         self.compactor.paused = False
 
-    def install_snapshot(self, tmp: str | None, lsn: int, repl_id: str, dbs: list) -> None:
+    def install_snapshot(self, tmp: str | None, lsn: int, repl_id: str, dbs: list,
+                         crc32: int | None) -> None:
         """A replica's full sync (engine lock held; `wait_no_compaction` called before): make
-        the directory hold the received snapshot `tmp` (None: the empty state at LSN 0) and
-        nothing else, under the primary's history `repl_id`, and the engine hold `dbs` (loaded
-        from that file). Every step leaves a directory that opens: to the old state, to the
+        the directory hold the received snapshot `tmp` (None: the empty state at LSN 0), whose
+        checksum is `crc32`, and nothing else, under the primary's history `repl_id`, and the
+        engine hold `dbs` (loaded from that file). Every step leaves a directory that opens: to the old state, to the
         empty one (a replica that then syncs again), or to the new one."""
         fs, path, journal = self.fs, self.path, self.journal
         number = journal.manifest.segments[-1].segment
@@ -242,7 +243,7 @@ class DataDir:
             name = manifest_mod.snapshot_file(lsn)
             final = os.path.join(path, name)
             fs.rename(tmp, final)
-            snap = SnapshotEntry(name, lsn, fs.size(final), int(time.time() * 1000))
+            snap = SnapshotEntry(name, lsn, fs.size(final), int(time.time() * 1000), crc32)
         entry = SegmentEntry(manifest_mod.segment_file(number + 2), number + 2, lsn + 1)
         fd = create_segment(fs, path, entry)
         manifest = Manifest([entry], snap, repl_id)
@@ -315,9 +316,13 @@ def _load_snapshot(fs: FileSystem, path: str, entry: SnapshotEntry, engine: Engi
                               f"(truncated or replaced); refusing to load")
     started = time.perf_counter()
     try:
-        meta = load_snapshot(engine, file)
+        meta = load_snapshot(engine, file, crc32=entry.crc32)
     except SnapshotError as err:
-        raise AOFCorruptError(f"{err}; refusing to load") from None
+        # The log starts after this snapshot: nothing in the directory rebuilds its state.
+        raise AOFCorruptError(
+            f"{err}; refusing to load. The state up to LSN {lsn} is only in this snapshot: "
+            f"rebuild it from a replica (a full sync) or from a backup taken at LSN {lsn} or "
+            f"later (see the README: damaged snapshots)") from None
     if meta.lsn != lsn:
         raise AOFCorruptError(f"{file}: covers LSN {meta.lsn}, the manifest says {lsn}")
     elapsed = time.perf_counter() - started

@@ -20,6 +20,7 @@ import os
 import socket
 import threading
 import time
+import zlib
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
@@ -67,6 +68,7 @@ class Follower:
         self._thread = threading.Thread(target=self._run, name="replica-follower", daemon=True)
         self._tmp: str | None = None
         self._tmp_fd = -1
+        self._tmp_crc = 0  # CRC-32 of what the full sync wrote to _tmp so far
         self.unsynced = False
         self.announced_port = 0  # the listening port the current link told the primary
         # Set once a primary answered the handshake as a redis-server does: its history id,
@@ -335,7 +337,9 @@ class Follower:
         fs = self.datadir.fs
         if self._tmp_fd < 0:
             self._tmp_fd = fs.open_write_new(self._tmp)  # type: ignore[arg-type]
+            self._tmp_crc = 0
         fs.write(self._tmp_fd, data)
+        self._tmp_crc = zlib.crc32(data, self._tmp_crc)  # the manifest's checksum of the file
         self.sync_read += len(data)
 
     def _snapshot_end(self, ok: bool) -> None:
@@ -357,7 +361,8 @@ class Follower:
                                    f"{self.sync_lsn}")
         with self.engine.lock:
             self._check_running()
-            self.datadir.install_snapshot(tmp, self.sync_lsn, self.replid, fresh.dbs)
+            self.datadir.install_snapshot(tmp, self.sync_lsn, self.replid, fresh.dbs,
+                                          self._tmp_crc if tmp is not None else None)
         self._tmp = None
         log.info("replication from %s:%d: full sync done at LSN %d", self.host, self.port,
                  self.sync_lsn)

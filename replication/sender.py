@@ -5,7 +5,9 @@ in the segments; a full sync otherwise: the current snapshot, freshly compacted 
 after it is big, then the records after it), streaming the snapshot file and the segments' bytes
 at the replica's own pace (aof.backlog: nothing is buffered for a replica beyond what its socket
 takes, so a slow or stalled replica costs the primary neither memory nor time), GETACK, the
-replicas' ACKs, and dropping a replica that stops acknowledging (`repl-timeout`). Must not
+replicas' ACKs, and dropping a replica that stops acknowledging (`repl-timeout`). A snapshot
+whose bytes differ from the checksum its manifest recorded is not sent: the replica is dropped
+before the trailer, with an error naming the file. Must not
 touch: the record format (aof.codec), command semantics, the replica's side (follower).
 """
 
@@ -13,8 +15,10 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
 import threading
 import time
+import zlib
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
@@ -60,6 +64,11 @@ class Sender:
         self.snap_left = 0
         self.snap_offset = 0
         self.snap_crc = 0
+        # The file's CRC-32 as its manifest recorded it (None: an older manifest), and what
+        # was read of it: a snapshot damaged on disk is never shipped as if it were sound.
+        self.snap_expected: int | None = None
+        self.snap_file_crc = 0
+        self.snap_name = ""
         self.want_getack = False
         self.caught_up = False
         self.closed = False
@@ -73,9 +82,11 @@ class Sender:
         self.pump()
 
     def start_full(self, replid: str, lsn: int, snap_fd: int, size: int,
-                   cursor: BacklogCursor) -> None:
+                   cursor: BacklogCursor, snap_name: str = "",
+                   snap_expected: int | None = None) -> None:
         self.cursor = cursor
         self.snap_fd, self.snap_left = snap_fd, size
+        self.snap_name, self.snap_expected = snap_name, snap_expected
         self.state = "send_bulk"
         self.transport.write(link.fullresync_line(replid, lsn) + link.snapshot_header(size))
         self.pump()
@@ -122,9 +133,17 @@ class Sender:
             self.snap_offset += len(data)
             self.snap_left -= len(data)
             self.snap_crc = link.crc32c(data, self.snap_crc)
+            self.snap_file_crc = zlib.crc32(data, self.snap_file_crc)
             self.transport.write(data)
             if self.snap_left:
                 return
+        if self.snap_expected is not None and self.snap_file_crc != self.snap_expected:
+            # Its trailer withheld, the replica drops what it received and loads nothing.
+            log.error("replica %s:%d: not sending %s: the file is damaged (its checksum is "
+                      "%08x, the manifest recorded %08x); dropping the replica", self.ip,
+                      self.port, self.snap_name, self.snap_file_crc, self.snap_expected)
+            self.drop()
+            return
         self.transport.write(link.snapshot_trailer(self.snap_crc))
         self._close_snapshot()
         self.state = "online"
@@ -283,7 +302,9 @@ class Primary:
         replid = self.datadir.history()[0]
         log.info("replica %s: full sync from the snapshot at LSN %d (%d bytes)",
                  sender.client.addr, lsn, size)
-        self.engine.server.call_soon(sender.start_full, replid, lsn, fd, size, position.cursor)
+        self.engine.server.call_soon(sender.start_full, replid, lsn, fd, size, position.cursor,
+                                     os.path.join(self.datadir.path, snap.file) if snap else "",
+                                     snap.crc32 if snap is not None else None)
 
     # --- the stream ----------------------------------------------------------------------------
 

@@ -15,7 +15,8 @@ could ask for that (Python's start-up takes a while), it exits before doing anyt
                                "repl_id": ..., "created_ms": ..., "parent": <pid>,
                                "config": {"stream-node-max-entries": 100, ...}}'
 
-Exit status 0 when the file is complete; otherwise a message on stderr.
+Exit status 0 when the file is complete, with `{"crc32": N}` (the file's checksum, for the
+manifest) on stdout; otherwise a message on stderr.
 Must not touch: the manifest, any file but `out`.
 """
 
@@ -33,7 +34,7 @@ from streamkeep.aof.reader import SegmentError, SegmentReader
 from streamkeep.engine.runtime.core import Engine
 from streamkeep.engine.wire.errors import StorageError
 from streamkeep.snapshot.load import load_snapshot
-from streamkeep.snapshot.writer import write_snapshot
+from streamkeep.snapshot.writer import SnapshotInfo, write_snapshot
 
 _PR_SET_PDEATHSIG = 1
 
@@ -52,8 +53,8 @@ def _die_with_parent(parent: int | None) -> bool:
     return parent is None or os.getppid() == parent
 
 
-def build(job: dict) -> int:
-    """Replay the job's inputs and write its snapshot; returns the number of records replayed."""
+def build(job: dict) -> SnapshotInfo:
+    """Replay the job's inputs and write its snapshot; returns what was written."""
     fs = RealFS()
     directory = job["dir"]
     # The node limits shape how replayed XADDs fill nodes: use the parent's.
@@ -62,7 +63,6 @@ def build(job: dict) -> int:
     if job["base"] is not None:
         meta = load_snapshot(engine, os.path.join(directory, job["base"]), lazy=True)
         expected = meta.lsn + 1
-    replayed = 0
     for name, number, first_lsn in job["segments"]:
         path = os.path.join(directory, name)
         try:
@@ -77,12 +77,10 @@ def build(job: dict) -> int:
         if reader.damage is not None:
             raise BuildError(f"{reader.damage} in a closed segment")
         expected += reader.count
-        replayed += reader.count
     if expected - 1 != job["lsn"]:
         raise BuildError(f"the segments end at LSN {expected - 1}, not {job['lsn']}")
-    write_snapshot(engine.dbs, os.path.join(directory, job["out"]), job["lsn"],
-                   job["created_ms"], job["repl_id"])
-    return replayed
+    return write_snapshot(engine.dbs, os.path.join(directory, job["out"]), job["lsn"],
+                          job["created_ms"], job["repl_id"])
 
 
 def main(argv: list[str]) -> int:
@@ -95,10 +93,11 @@ def main(argv: list[str]) -> int:
         print("snapshot build failed: the parent process is gone", file=sys.stderr)
         return 1
     try:
-        build(job)
-    except (BuildError, OSError, ValueError) as err:
+        info = build(job)
+    except (StorageError, OSError, ValueError) as err:  # a damaged base snapshot included
         print(f"snapshot build failed: {err}", file=sys.stderr)
         return 1
+    print(json.dumps({"crc32": info.crc32}), flush=True)
     return 0
 
 

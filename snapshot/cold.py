@@ -74,30 +74,42 @@ class SnapshotNodes:
         self.read_bytes = 0
         _release(self.ranges)
 
-    def raw(self, number: int, master: int) -> bytes:
-        value = self.snapshot.node_raw(number, master)
-        if value is None:
-            raise StorageError(f"{self.path}: stream {number} has no node "
-                               f"{format_id(master).decode()} (the snapshot does not match "
-                               f"the engine's nodes)")
-        return value
+    def _missing(self, number: int, master: int) -> StorageError:
+        return StorageError(f"{self.path}: stream {number} has no node "
+                            f"{format_id(master).decode()} (the snapshot does not match the "
+                            f"engine's nodes)")
 
-    def raw_info(self, number: int, master: int) -> bytes:
+    def stored_for(self, number: int, master: int, key: bytes) -> tuple[bytes, bytes]:
+        """The node's `nodes` and `nodeinfo` values as the next snapshot stores them under
+        `key`: moved as stored, their checksums checked and carried over (never decoded)."""
+        snap = self.snapshot
+        value = snap.node_stored(number, master)
+        if value is None:
+            raise self._missing(number, master)
         try:
-            return self.snapshot.node_info_raw(number, master)
+            info = snap.node_info_stored(number, master)
         except KeyError:
-            raise StorageError(f"{self.path}: stream {number} has no node "
-                               f"{format_id(master).decode()}") from None
+            raise self._missing(number, master) from None
+        if not snap.checked:  # an older snapshot's bare values: sealed now
+            return layout.seal("nodes", key, value), layout.seal("nodeinfo", key, info)
+        old = layout.node_key(number, master)
+        moved = layout.reseal("nodes", old, key, value)
+        if moved is None:
+            raise snap.damaged("nodes", old, "checksum mismatch: the stored value is damaged")
+        moved_info = layout.reseal("nodeinfo", old, key, info)
+        if moved_info is None:
+            raise snap.damaged("nodeinfo", old, "checksum mismatch: the stored value is "
+                                                "damaged")
+        return moved, moved_info
 
     def load(self, number: int, master: int) -> tuple[list[int], list[bytes], list[Any]]:
-        raw = self.raw(number, master)
-        self.read_bytes += len(raw)
+        node = self.snapshot.node(number, master)
+        if node is None:
+            raise self._missing(number, master)
+        self.read_bytes += node.size
         if self.read_bytes > RELEASE_BYTES:
             self.release_pages()
-        node = layout.decode_node(master, raw)
         return node.ids, [format_id(sid) for sid in node.ids], list(node.fields)
-
-
 
 
 __all__ = ["SnapshotNodes"]

@@ -49,6 +49,7 @@ from streamkeep.engine.exec.config import (
 )
 from streamkeep.engine.wire.errors import StorageError
 from streamkeep.snapshot.cold import SnapshotNodes
+from streamkeep.snapshot.integrity import child_env
 from streamkeep.snapshot.reader import SnapshotError
 from streamkeep.snapshot.writer import stream_numbers
 
@@ -63,10 +64,6 @@ DEFAULT_PERCENTAGE = 100  # Redis's auto-aof-rewrite-percentage default
 # After a failed compaction, the backlog budget's requests wait this long: a budget that cannot
 # be kept must not start a doomed build (or log a refusal) on every command.
 PRESSURE_RETRY_S = 5.0
-# Where this process found the `streamkeep` package: the build child imports it from there too.
-_PACKAGE_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(
-    sys.modules["streamkeep"].__file__ or "")))
-
 
 class CompactionLog(Protocol):
     """What the compactor needs of the append-only file (aof.journal.Journal implements it):
@@ -267,17 +264,14 @@ class Compactor:
             "parent": os.getpid(),  # the child checks it is still ours once it can die with us
             "config": job.config,
         }
-        env = dict(os.environ)
-        env["PYTHONPATH"] = os.pathsep.join(filter(None, [_PACKAGE_ROOT,
-                                                          env.get("PYTHONPATH")]))
         proc = job.proc = subprocess.Popen(
             [sys.executable, "-m", "streamkeep.snapshot.build", json.dumps(spec)],
-            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-            close_fds=True, env=env)
+            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            close_fds=True, env=child_env())
         if self._stopping:  # close() ran before the child existed to be killed
             proc.kill()
         self._step("spawned")
-        _out, err = proc.communicate()
+        out, err = proc.communicate()
         if self._stopping:
             self._discard(tmp)
             raise CompactionError("stopped: the data directory is closing")
@@ -286,6 +280,10 @@ class Compactor:
             raise CompactionError(
                 f"snapshot build exited with status {proc.returncode}"
                 + (f": {detail[-1]}" if detail else ""))
+        try:
+            crc32 = int(json.loads(out)["crc32"])
+        except (ValueError, KeyError, TypeError):
+            raise CompactionError(f"snapshot build gave no checksum: {out[-200:]!r}") from None
         self._step("built")
         fd = self.fs.open_append(tmp, create=False)
         try:
@@ -297,7 +295,8 @@ class Compactor:
         self.fs.rename(tmp, final)
         self.fs.fsync_dir(self.directory)
         self._step("published")
-        return SnapshotEntry(manifest_mod.snapshot_file(job.lsn), job.lsn, size, job.created_ms)
+        return SnapshotEntry(manifest_mod.snapshot_file(job.lsn), job.lsn, size, job.created_ms,
+                             crc32)
 
     def _switch(self, job: Job, entry: SnapshotEntry) -> None:
         """Steps 4 and 5."""

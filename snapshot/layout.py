@@ -7,8 +7,8 @@ Must not touch: files (the writer and the reader open LMDB), the engine.
 A snapshot is one LMDB environment in one file (`subdir=False`, no lock file). Sub-databases:
 
     meta       key: ascii name             value: msgpack scalar
-               format ("streamkeep-snapshot"), version (1), lsn, created_ms, repl_id,
-               repl_offset, streams, entries
+               format ("streamkeep-snapshot"), version (2; 1 before checksums), lsn,
+               created_ms, repl_id, repl_offset, streams, entries
     streams    key: db u8 | stream key     value: msgpack map
                number (u64, names the stream in the tables below), length, first_id,
                last_id, max_deleted_id (16-byte IDs), entries_added, nodes, groups, and
@@ -37,20 +37,30 @@ A snapshot is one LMDB environment in one file (`subdir=False`, no lock file). S
 Every integer in a key is big-endian, so LMDB's byte order is numeric order: one stream's nodes
 are contiguous and in ID order, and so are one group's PEL entries. An entry ID in a key or value
 is 16 bytes: milliseconds u64 | sequence u64.
+
+Checksums (version 2): every value in every table is its msgpack body followed by a u32
+(little-endian) check: CRC-32(table name | 0x00 | key) XOR CRC-32(body), CRC-32 being zlib's
+(the stdlib's, at gigabytes a second). A flipped bit in a value, in its key, or a value found
+under another key or table, fails it. `seal` writes it, `unseal` checks it, `reseal` moves a
+value to a new key (a compaction copying a node whose stream is numbered differently) with one
+pass over the body. Version 1 snapshots have bare values and still read. The file as a whole is
+checked by the manifest's `crc32` (`file_checksum`), before LMDB maps it where that matters.
 """
 
 from __future__ import annotations
 
 import struct
+import zlib
 from collections.abc import Iterable
 from typing import Any, NamedTuple
 
 import msgpack
 
 FORMAT = "streamkeep-snapshot"
-VERSION = 1
+VERSION = 2  # checksummed values
+UNCHECKED_VERSION = 1  # bare values: still read, never written
 TABLES = ("meta", "streams", "nodes", "groups", "consumers", "pel")
-OPTIONAL_TABLES = ("nodeinfo",)  # written since issue 19; a reader copes without them
+OPTIONAL_TABLES = ("nodeinfo",)  # absent in the oldest snapshots; a reader copes without them
 MAX_ID = (1 << 128) - 1
 
 _U64 = struct.Struct(">Q")
@@ -84,6 +94,106 @@ def id_int(data: bytes) -> int:
     return int.from_bytes(data, "big")
 
 
+# --- checksums -------------------------------------------------------------------------------
+
+_CHECK = struct.Struct("<I")
+CHECK_SIZE = _CHECK.size
+_TABLE_SEED = {name: zlib.crc32(name.encode() + b"\0") for name in (*TABLES, *OPTIONAL_TABLES)}
+
+
+def _key_check(table: str, key: bytes) -> int:
+    return zlib.crc32(key, _TABLE_SEED[table])
+
+
+def seal(table: str, key: bytes, body: bytes) -> bytes:
+    """A value as version 2 stores it: the body and its check (see the module docstring)."""
+    return body + _CHECK.pack(_key_check(table, key) ^ zlib.crc32(body))
+
+
+def unseal(table: str, key: bytes, value: bytes | memoryview) -> memoryview | None:
+    """The body of a stored value whose check holds, or None: the value, its key or its place
+    is damaged. The body is a view of `value`, not a copy."""
+    if len(value) < CHECK_SIZE:
+        return None
+    view = memoryview(value)
+    body = view[:-CHECK_SIZE]
+    if _CHECK.unpack_from(view, len(view) - CHECK_SIZE)[0] != \
+            _key_check(table, key) ^ zlib.crc32(body):
+        return None
+    return body
+
+
+def reseal(table: str, key: bytes, new_key: bytes, value: bytes) -> bytes | None:
+    """A stored value moved from `key` to `new_key`, checked on the way (None: damaged)."""
+    if len(value) < CHECK_SIZE:
+        return None
+    body = memoryview(value)[:-CHECK_SIZE]
+    body_check = zlib.crc32(body)
+    if _CHECK.unpack_from(value, len(value) - CHECK_SIZE)[0] != \
+            _key_check(table, key) ^ body_check:
+        return None
+    return value[:-CHECK_SIZE] + _CHECK.pack(_key_check(table, new_key) ^ body_check)
+
+
+def meta_version(raw: bytes) -> int | None:
+    """The `version` meta value, stored bare (version 1) or sealed (2 and later); None if it is
+    neither (damaged)."""
+    try:
+        bare = msgpack.unpackb(raw)
+    except (ValueError, msgpack.UnpackException):  # ExtraData: the check follows the body
+        bare = None
+    if bare == UNCHECKED_VERSION:
+        return bare
+    body = unseal("meta", b"version", raw)
+    if body is None:
+        return None
+    try:
+        version = msgpack.unpackb(body)
+    except (ValueError, msgpack.UnpackException):
+        return None
+    return version if isinstance(version, int) else None
+
+
+FILE_CHUNK = 8 << 20
+
+
+def file_checksum(chunks: Iterable[bytes]) -> int:
+    """CRC-32 of a whole file given as its chunks in order: the manifest's `crc32`."""
+    crc = 0
+    for chunk in chunks:
+        crc = zlib.crc32(chunk, crc)
+    return crc
+
+
+def describe_key(table: str, key: bytes, names: dict[int, str] | None = None) -> str:
+    """A key as an error message names it: the stream (by name when `names` maps its number),
+    group, consumer, node or entry it belongs to."""
+    def stream(number: int) -> str:
+        name = (names or {}).get(number)
+        return f"stream {name} (#{number})" if name else f"stream #{number}"
+
+    try:
+        if table == "meta":
+            return f"meta {key.decode(errors='backslashreplace')!r}"
+        if table == "streams":
+            db, name = split_stream_key(key)
+            return f"stream {name.decode(errors='backslashreplace')!r} (db {db})"
+        number = number_of(key)
+        if table in ("nodes", "nodeinfo"):
+            return f"{stream(number)}, node {ID.of(node_master(key))}"
+        if table == "groups":
+            return f"{stream(number)}, group {key[8:].decode(errors='backslashreplace')!r}"
+        (length,) = _U16.unpack_from(key, 8)
+        group = key[10:10 + length].decode(errors="backslashreplace")
+        rest = key[10 + length:]
+        if table == "pel" and len(rest) == 16:
+            return f"{stream(number)}, group {group!r}, entry {ID.of(id_int(rest))}"
+        return f"{stream(number)}, group {group!r}, consumer " \
+               f"{rest.decode(errors='backslashreplace')!r}"
+    except (struct.error, IndexError, ValueError):
+        return f"key {key.hex()}"
+
+
 # --- keys ------------------------------------------------------------------------------------
 
 def stream_key(db: int, key: bytes) -> bytes:
@@ -92,6 +202,11 @@ def stream_key(db: int, key: bytes) -> bytes:
 
 def split_stream_key(raw: bytes) -> tuple[int, bytes]:
     return raw[0], raw[1:]
+
+
+def number_of(raw: bytes) -> int:
+    """The stream number a nodes, nodeinfo, groups, consumers or pel key starts with."""
+    return int(_U64.unpack_from(raw)[0])
 
 
 def number_prefix(number: int) -> bytes:
@@ -125,7 +240,7 @@ def encode_meta_value(value: object) -> bytes:
     return _packb(value)
 
 
-def decode_value(raw: bytes) -> Any:
+def decode_value(raw: bytes | memoryview) -> Any:
     return msgpack.unpackb(raw, raw=False, use_list=True)
 
 
@@ -164,7 +279,7 @@ class RawNode(NamedTuple):
     fields: tuple  # per entry: a tuple of bins (field, value, ...) or None for a tombstone
 
 
-def decode_node(master: int, raw: bytes) -> RawNode:
+def decode_node(master: int, raw: bytes | memoryview) -> RawNode:
     live, size, master_fields, packed, fields = msgpack.unpackb(raw, raw=True, use_list=False)
     halves = struct.unpack(f">{len(packed) // 8}Q", packed)
     it = iter(halves)
@@ -217,6 +332,6 @@ def encode_pending(consumer: bytes | None, delivery_time: int, delivery_count: i
     return _packb([consumer, delivery_time, delivery_count])
 
 
-def decode_binary(raw: bytes) -> list:
+def decode_binary(raw: bytes | memoryview) -> list:
     """A value whose strings are names (consumers, fields): kept as bytes."""
     return msgpack.unpackb(raw, raw=True, use_list=True)

@@ -3,8 +3,12 @@
 Owns turning the read API's records back into engine structures through the engine's own
 restore hooks (Stream.restore_node, ConsumerGroup.add_pending, create_consumer, Idmp.restore).
 Like Redis's RDB load this is deserialisation, not command execution; what happened after the
-snapshot is replayed from the AOF through the apply path. Must not touch: files other than through the
-reader, command semantics.
+snapshot is replayed from the AOF through the apply path. Every value is checked as the reader
+hands it over; an eager load first checks the whole file against the manifest's checksum (when
+it recorded one), and every load checks the counts the streams and groups tables keep against
+what their nodes, PEL and consumers hold: damage is a SnapshotError naming the file, the table
+and the key, never a different state. Must not touch: files other than through the reader,
+command semantics.
 """
 
 from __future__ import annotations
@@ -16,7 +20,14 @@ from streamkeep.engine.model.idmp import Idmp
 from streamkeep.engine.model.residency import EPOCH
 from streamkeep.engine.model.stream import Stream, cold_node
 from streamkeep.snapshot.cold import SnapshotNodes
-from streamkeep.snapshot.reader import IdmpInfo, Meta, Snapshot, StreamInfo
+from streamkeep.snapshot.integrity import check_whole
+from streamkeep.snapshot.reader import (
+    IdmpInfo,
+    Meta,
+    Snapshot,
+    SnapshotError,
+    StreamInfo,
+)
 
 if TYPE_CHECKING:
     from streamkeep.engine.runtime.core import Engine
@@ -30,16 +41,21 @@ def _restore_idmp(info: IdmpInfo) -> Idmp:
     return state
 
 
-def load_snapshot(engine: Engine, path: str, lazy: bool | None = None) -> Meta:
+def load_snapshot(engine: Engine, path: str, lazy: bool | None = None,
+                  crc32: int | None = None) -> Meta:
     """Fill an empty engine with the snapshot at `path`; returns its meta (the LSN covered).
 
     `lazy` (default: when the engine has a `backlog-memory` budget) leaves every node's entries
     in the file: the streams get cold nodes, read back when touched, so the time and memory a
     load takes follow the metadata, groups and PELs, not the backlog. Either way the streams are
-    bound to the file (engine.model.residency), which stays open as their node store."""
+    bound to the file (engine.model.residency), which stays open as their node store. `crc32`:
+    the file's checksum as the manifest recorded it, checked first by an eager load (which
+    reads the whole file anyway); a lazy one relies on the per-value checks."""
     residency = engine.residency
     if lazy is None:
         lazy = residency.budget > 0
+    if not lazy:
+        check_whole(path, crc32)
     store = SnapshotNodes(path, clean_before=0)
     with Snapshot(path) as snap, engine.lock:
         if any(engine.dbs):
@@ -62,18 +78,36 @@ def _restore_nodes(snap: Snapshot, info: StreamInfo, s: Stream,
                    lazy: bool) -> tuple[int, int, int]:
     """The stream's nodes, cold (lazy) or decoded; returns the cold nodes, their live entries
     and their listpack bytes."""
+    nodes = entries = size_total = 0
     if not lazy:
         for node in snap.nodes(info.number):
             s.restore_node(node.master, node.master_fields, node.size, node.ids, node.fields,
                            node.live)
+            nodes += 1
+            entries += node.live
+        _check_count(snap, "nodes", info, "nodes", nodes, info.nodes)
+        _check_count(snap, "nodes", info, "live entries", entries, info.length)
         return 0, 0, 0
-    nodes = entries = size_total = 0
     for master, live, size, master_fields, _count in snap.node_headers(info.number):
         s.restore_cold_node(cold_node(master, master_fields, size, live))
         nodes += 1
         entries += live
         size_total += size
+    table = "nodeinfo" if "nodeinfo" in snap.tables else "nodes"
+    _check_count(snap, table, info, "nodes", nodes, info.nodes)
+    _check_count(snap, table, info, "live entries", entries, info.length)
     return nodes, entries, size_total
+
+
+def _check_count(snap: Snapshot, table: str, info: StreamInfo, what: str, found: int,
+                 recorded: int, group: bytes | None = None) -> None:
+    """A count the streams (or groups) table keeps against what the table holds: keys lost to
+    damage in the file's structure show here."""
+    if found != recorded:
+        where = f"stream {info.key!r} (db {info.db})" + (f", group {group!r}" if group
+                                                         else "")
+        raise SnapshotError(f"{snap.path}: table {table}, {where}: {found} {what} found, "
+                            f"{recorded} recorded: the file is damaged")
 
 
 def _restore_metadata(snap: Snapshot, info: StreamInfo, s: Stream) -> None:
@@ -84,15 +118,27 @@ def _restore_metadata(snap: Snapshot, info: StreamInfo, s: Stream) -> None:
     s.entries_added = info.entries_added
     if info.idmp is not None:
         s.idmp = _restore_idmp(info.idmp)
-    for g in snap.groups(info.db, info.key):
+    groups = snap.groups(info.db, info.key)
+    _check_count(snap, "groups", info, "groups", len(groups), info.groups)
+    for g in groups:
         group = s.groups[g.name] = ConsumerGroup(g.name, g.last_id.as_int(), g.entries_read)
-        for c in snap.consumers(info.db, info.key, g.name):
+        found = snap.consumers(info.db, info.key, g.name)
+        _check_count(snap, "consumers", info, "consumers", len(found), g.consumers, g.name)
+        for c in found:
             consumer = group.create_consumer(c.name, c.seen_time)
             consumer.active_time = c.active_time
         consumers = group.consumers
+        pending = 0
         for p in snap.pending(info.db, info.key, g.name):
+            pending += 1
             if p.consumer is None:  # XNACK released it: unowned, delivery time 0
                 group.release(p.id.as_int(), p.delivery_count)
                 continue
-            group.add_pending(p.id.as_int(), consumers[p.consumer], p.delivery_time,
-                              p.delivery_count)
+            owner = consumers.get(p.consumer)
+            if owner is None:
+                raise SnapshotError(f"{snap.path}: table pel, stream {info.key!r} (db "
+                                    f"{info.db}), group {g.name!r}, entry {p.id}: owned by "
+                                    f"{p.consumer!r}, not a consumer of the group: the file "
+                                    f"is damaged")
+            group.add_pending(p.id.as_int(), owner, p.delivery_time, p.delivery_count)
+        _check_count(snap, "pel", info, "pending entries", pending, g.pending, g.name)

@@ -2,8 +2,13 @@
 
 Owns opening a snapshot file read-only and answering: meta, the list of streams, entries of one
 stream by ID range (reading only the nodes that hold them), ID ranges that split a stream for
-parallel readers, groups, PEL, consumers, idempotent producers' maps (`StreamInfo.idmp`). The AOF CLI, the Spark export and the engine's loader
-use it. Must not touch: the engine, the manifest; it never writes.
+parallel readers, groups, PEL, consumers, idempotent producers' maps (`StreamInfo.idmp`). The
+AOF CLI, the Spark export and the engine's loader use it. Every value is checked as it is read
+(snapshot.layout's checksums, version 2): damage, an LMDB error or an undecodable value raises
+SnapshotError naming the file, the table and the key, never another exception and never a
+different value. `check()` walks the whole file (verify --deep); `check_file` compares a file's
+bytes with the manifest's checksum before LMDB maps it (snapshot.integrity uses it). Must not touch: the engine, the
+manifest; it never writes.
 
     with Snapshot("data/snapshot-000000001234.mdb") as snap:
         for info in snap.streams():
@@ -15,20 +20,58 @@ from __future__ import annotations
 
 import contextlib
 import os
+import struct
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import NamedTuple
+from functools import partial
+from typing import Any, NamedTuple, TypeVar
 
 import lmdb
+import msgpack
 
 from streamkeep.engine.wire.errors import StorageError
 from streamkeep.snapshot import layout
 from streamkeep.snapshot.layout import ID, MAX_ID, RawNode
 
+T = TypeVar("T")
+# What decoding a damaged value of an unchecked (version 1) snapshot can raise.
+_DECODE_ERRORS = (ValueError, TypeError, KeyError, IndexError, struct.error,
+                  msgpack.UnpackException)
+
 
 class SnapshotError(StorageError):
-    """Not a streamkeep snapshot, or one of an unsupported version."""
+    """Not a streamkeep snapshot, one of an unsupported version, or a damaged one: the message
+    names the file (and the table and key of a damaged value)."""
+
+
+def check_file(path: str, expected: int, read_chunks: Callable[[], Iterator[bytes]]
+               | None = None) -> None:
+    """The file's bytes are the ones the manifest's checksum (`crc32`) recorded, or
+    SnapshotError. Run before LMDB maps a file whose damage could be anywhere, its page
+    structure included (what per-value checks cannot see)."""
+    got = layout.file_checksum((read_chunks or (lambda: file_chunks(path)))())
+    if got != expected:
+        raise SnapshotError(f"{path}: damaged: its checksum is {got:08x}, the manifest "
+                            f"recorded {expected:08x} when the snapshot was written")
+
+
+def file_chunks(path: str) -> Iterator[bytes]:
+    """A file's bytes, FILE_CHUNK at a time (for its checksum)."""
+    from streamkeep.aof.fs import RealFS
+
+    fs = RealFS()
+    try:
+        fd = fs.open_read(path)
+    except OSError as err:
+        raise SnapshotError(f"{path}: cannot read ({err.strerror})") from None
+    try:
+        offset = 0
+        while chunk := fs.pread(fd, layout.FILE_CHUNK, offset):
+            offset += len(chunk)
+            yield chunk
+    finally:
+        fs.close(fd)
 
 
 @dataclass(frozen=True, slots=True)
@@ -174,9 +217,17 @@ class Snapshot:
                 with contextlib.suppress(lmdb.Error):  # an older snapshot: readers fall back
                     self._tables[name] = self.env.open_db(name.encode(), create=False)
             self.meta = self._read_meta()
+        except lmdb.Error as err:
+            self.close()
+            raise SnapshotError(f"{path}: {err} (the file is damaged)") from None
         except BaseException:
             self.close()
             raise
+
+    @property
+    def tables(self) -> frozenset[str]:
+        """The tables this file has (the oldest snapshots lack `nodeinfo`)."""
+        return frozenset(self._tables)
 
     def close(self) -> None:
         if self._key is not None:
@@ -190,39 +241,86 @@ class Snapshot:
         self.close()
 
     def _read_meta(self) -> Meta:
-        with self.env.begin(db=self._tables["meta"]) as txn:
-            doc = {k.decode(): layout.decode_value(v) for k, v in txn.cursor()}
+        with self._txn("meta") as txn:
+            raw_meta = {bytes(k): bytes(v) for k, v in txn.cursor()}
+        raw_version = raw_meta.get(b"version")
+        version = None if raw_version is None else layout.meta_version(raw_version)
+        if version is None:
+            if raw_meta.get(b"format") is None:
+                raise SnapshotError(f"{self.path}: not a streamkeep snapshot")
+            raise SnapshotError(f"{self.path}: table meta, {layout.describe_key('meta', b'version')}"
+                                f": damaged (the check of its value fails)")
+        if version not in (layout.UNCHECKED_VERSION, layout.VERSION):
+            raise SnapshotError(f"{self.path}: unsupported snapshot version {version}")
+        self.version = version
+        self.checked = version != layout.UNCHECKED_VERSION
+        doc = {key.decode(errors="replace"): self._decode("meta", key, raw, layout.decode_value)
+               for key, raw in raw_meta.items()}
         if doc.get("format") != layout.FORMAT:
             raise SnapshotError(f"{self.path}: not a streamkeep snapshot")
-        if doc.get("version") != layout.VERSION:
-            raise SnapshotError(f"{self.path}: unsupported snapshot version {doc.get('version')}")
         missing = [name for name in Meta.__dataclass_fields__ if name not in doc]
         if missing:
             raise SnapshotError(f"{self.path}: meta lacks {', '.join(missing)}")
         return Meta(**{name: doc[name] for name in Meta.__dataclass_fields__})
 
+    # --- checked reads -------------------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def _txn(self, table: str, buffers: bool = False) -> Iterator[Any]:
+        """A read transaction on one table; an LMDB error (a damaged page) is a SnapshotError
+        naming the file and the table."""
+        try:
+            db = self._tables[table]
+            with self.env.begin(db=db, buffers=buffers) as txn:  # type: ignore[call-overload]
+                yield txn
+        except lmdb.Error as err:
+            raise SnapshotError(f"{self.path}: table {table}: {err} (the file is damaged)") \
+                from None
+
+    def damaged(self, table: str, key: bytes, why: str) -> SnapshotError:
+        """The error for one damaged value, naming the file, table and key (its stream by name
+        when the streams table can tell)."""
+        names: dict[int, str] = {}
+        if table not in ("meta", "streams"):
+            with contextlib.suppress(SnapshotError, *_DECODE_ERRORS):
+                names = {info.number: f"{info.key.decode(errors='backslashreplace')!r} (db "
+                                      f"{info.db})" for info in self.streams()}
+        return SnapshotError(f"{self.path}: table {table}, "
+                             f"{layout.describe_key(table, key, names)}: {why}")
+
+    def _body(self, table: str, key: bytes, value: bytes | memoryview) -> bytes | memoryview:
+        """A stored value's body, its check verified (version 2; version 1 has none)."""
+        if not self.checked:
+            return value
+        body = layout.unseal(table, key, value)
+        if body is None:
+            raise self.damaged(table, key, "checksum mismatch: the stored value is damaged")
+        return body
+
+    def _decode(self, table: str, key: bytes, value: bytes | memoryview,
+                decode: Callable[[Any], T]) -> T:
+        """A stored value checked and decoded; SnapshotError if either fails."""
+        body = self._body(table, key, value)
+        try:
+            return decode(body)
+        except _DECODE_ERRORS as err:
+            raise self.damaged(table, key, f"undecodable value ({err})") from None
+
     # --- streams -------------------------------------------------------------------------------
 
     def streams(self, db: int | None = None) -> list[StreamInfo]:
         """Every stream (of one database if given), by database then key."""
-        with self.env.begin(db=self._tables["streams"]) as txn:
-            cursor = txn.cursor()
-            if db is not None:
-                prefix = bytes((db,))
-                if not cursor.set_range(prefix):
-                    return []
-                items = []
-                for raw, value in cursor:
-                    if not raw.startswith(prefix):
-                        break
-                    items.append(_stream_info(raw, value))
-                return items
-            return [_stream_info(raw, value) for raw, value in cursor]
+        prefix = b"" if db is None else bytes((db,))
+        return [self._stream_info(raw, value) for raw, value in self._prefixed("streams", prefix)]
 
     def stream(self, db: int, key: bytes) -> StreamInfo | None:
-        with self.env.begin(db=self._tables["streams"]) as txn:
-            value = txn.get(layout.stream_key(db, key))
-        return None if value is None else _stream_info(layout.stream_key(db, key), value)
+        raw = layout.stream_key(db, key)
+        with self._txn("streams") as txn:
+            value = txn.get(raw)
+        return None if value is None else self._stream_info(raw, value)
+
+    def _stream_info(self, raw: bytes, value: bytes) -> StreamInfo:
+        return self._decode("streams", raw, value, lambda body: _stream_info(raw, body))
 
     def _number(self, db: int, key: bytes) -> int:
         info = self.stream(db, key)
@@ -235,7 +333,7 @@ class Snapshot:
     def nodes(self, number: int, start: int = 0, end: int = MAX_ID) -> Iterator[RawNode]:
         """Decoded nodes of stream `number` that may hold IDs in [start, end], in order."""
         prefix = layout.number_prefix(number)
-        with self.env.begin(db=self._tables["nodes"], buffers=True) as txn:
+        with self._txn("nodes", buffers=True) as txn:
             cursor = txn.cursor()
             # The node holding `start` is the last one whose master ID is <= start: seek to the
             # first master >= start, and step back one node unless that master is start itself.
@@ -251,44 +349,63 @@ class Snapshot:
                 master = layout.node_master(raw)
                 if not raw.startswith(prefix) or master > end:
                     return
-                yield layout.decode_node(master, bytes(value))
+                # Checked and decoded in place: the buffer is valid until the next step.
+                yield self._decode("nodes", raw, value, partial(layout.decode_node, master))
 
-    def node_raw(self, number: int, master: int) -> bytes | None:
-        """One node's stored value as it is (None: no such node)."""
-        with self.env.begin(db=self._tables["nodes"]) as txn:
+    def node(self, number: int, master: int) -> RawNode | None:
+        """One node, checked and decoded (None: no such node)."""
+        value = self.node_stored(number, master)
+        if value is None:
+            return None
+        return self._decode("nodes", layout.node_key(number, master), value,
+                            partial(layout.decode_node, master))
+
+    def node_stored(self, number: int, master: int) -> bytes | None:
+        """One node's value exactly as stored, unchecked (None: no such node): what a
+        compaction moves to its next snapshot (`layout.reseal` checks it on the way)."""
+        with self._txn("nodes") as txn:
             return txn.get(layout.node_key(number, master))
 
-    def node_info_raw(self, number: int, master: int) -> bytes:
-        """One node's `nodeinfo` value (made from its header in an older snapshot)."""
+    def node_raw(self, number: int, master: int) -> bytes | memoryview | None:
+        """One node's body, checked (None: no such node)."""
+        value = self.node_stored(number, master)
+        if value is None:
+            return None
+        return self._body("nodes", layout.node_key(number, master), value)
+
+    def node_info_stored(self, number: int, master: int) -> bytes:
+        """One node's `nodeinfo` value as stored, unchecked (in the oldest snapshots, which
+        have no such table, made bare from the node's head). KeyError: no such node."""
         key = layout.node_key(number, master)
         if "nodeinfo" in self._tables:
-            with self.env.begin(db=self._tables["nodeinfo"]) as txn:
+            with self._txn("nodeinfo") as txn:
                 value = txn.get(key)
             if value is not None:
                 return value
-        raw = self.node_raw(number, master)
+        raw = self.node_stored(number, master)
         if raw is None:
             raise KeyError(f"no node {master} in stream {number}")
-        live, size, master_fields, entries = layout.node_header(raw)
+        live, size, master_fields, entries = self._decode("nodes", key, raw,
+                                                          layout.node_header)
         return layout.encode_node_info(live, size, entries, master_fields)
+
+    def node_info_raw(self, number: int, master: int) -> bytes | memoryview:
+        """One node's `nodeinfo` body, checked (made from its header in the oldest snapshots).
+        KeyError: no such node."""
+        value = self.node_info_stored(number, master)
+        if "nodeinfo" not in self._tables:
+            return value
+        return self._body("nodeinfo", layout.node_key(number, master), value)
 
     def node_headers(self, number: int) -> Iterator[tuple[int, int, int, tuple, int]]:
         """(master, live, size, master_fields, entries) of each node of stream `number`, in
         order, without decoding the entries: from the `nodeinfo` table, which holds only
         these (or, in an older snapshot, from the head of each node: layout.node_header)."""
         prefix = layout.number_prefix(number)
-        has_info = "nodeinfo" in self._tables
-        table = self._tables["nodeinfo" if has_info else "nodes"]
-        decode = layout.decode_node_info if has_info else layout.node_header
-        with self.env.begin(db=table, buffers=True) as txn:
-            cursor = txn.cursor()
-            if not cursor.set_range(prefix):
-                return
-            for raw_key, value in cursor:
-                raw = bytes(raw_key)
-                if not raw.startswith(prefix):
-                    return
-                yield (layout.node_master(raw), *decode(value))
+        table = "nodeinfo" if "nodeinfo" in self._tables else "nodes"
+        decode = layout.decode_node_info if table == "nodeinfo" else layout.node_header
+        for raw, value in self._prefixed(table, prefix, buffers=True):
+            yield (layout.node_master(raw), *self._decode(table, raw, value, decode))
 
     def entries(self, db: int, key: bytes, start: IDLike = 0, end: IDLike = MAX_ID,
                 count: int | None = None) -> Iterator[Entry]:
@@ -304,6 +421,84 @@ class Snapshot:
                 yield Entry(ID.of(sid), fields)
                 left -= 1
 
+    # --- the whole file ------------------------------------------------------------------------
+
+    def check(self, limit: int = 20) -> list[str]:
+        """Every value of every table checked (its checksum; decoded where the structure is
+        read), and the counts the streams and groups tables keep against what the other tables
+        hold, nodes against their `nodeinfo`, keys that belong to no stream: at most `limit`
+        problems, each naming the file, table and key. [] for a sound file."""
+        problems: list[str] = []
+        for table in sorted(self._tables):
+            try:
+                for key, value in self._prefixed(table, b"", buffers=True):
+                    try:
+                        self._body(table, key, value)
+                    except SnapshotError as err:
+                        problems.append(str(err))
+                        if len(problems) >= limit:
+                            return problems
+            except SnapshotError as err:
+                problems.append(str(err))
+        if problems:  # the structure of damaged values cannot be judged
+            return problems
+        try:
+            self._check_structure(problems, limit)
+        except SnapshotError as err:
+            problems.append(str(err))
+        return problems[:limit]
+
+    def _check_structure(self, problems: list[str], limit: int) -> None:
+        meta, numbers = self.meta, set()
+        entries = 0
+        for info in self.streams():
+            numbers.add(info.number)
+            entries += info.length
+            where = f"{self.path}: stream {info.key!r} (db {info.db})"
+            headers = list(self.node_headers(info.number))
+            live = sum(header[1] for header in headers)
+            if (len(headers), live) != (info.nodes, info.length):
+                problems.append(f"{where}: {len(headers)} nodes of {live} live entries found, "
+                                f"{info.nodes} of {info.length} recorded")
+            if "nodeinfo" in self._tables:
+                for master, *header in headers:
+                    raw = self.node_stored(info.number, master)
+                    key = layout.node_key(info.number, master)
+                    if raw is None:
+                        problems.append(f"{self.path}: table nodes, "
+                                        f"{layout.describe_key('nodes', key)}: missing, "
+                                        f"nodeinfo has it")
+                    elif list(self._decode("nodes", key, raw, layout.node_header)) != header:
+                        problems.append(f"{self.path}: table nodes, "
+                                        f"{layout.describe_key('nodes', key)}: its counts "
+                                        f"differ from its nodeinfo")
+            groups = self.groups(info.db, info.key)
+            if len(groups) != info.groups:
+                problems.append(f"{where}: {len(groups)} groups found, {info.groups} recorded")
+            for g in groups:
+                pending = sum(1 for _ in self.pending(info.db, info.key, g.name))
+                consumers = len(self.consumers(info.db, info.key, g.name))
+                if (pending, consumers) != (g.pending, g.consumers):
+                    problems.append(f"{where}, group {g.name!r}: {pending} pending entries and "
+                                    f"{consumers} consumers found, {g.pending} and "
+                                    f"{g.consumers} recorded")
+            if len(problems) >= limit:
+                return
+        if (len(numbers), entries) != (meta.streams, meta.entries):
+            problems.append(f"{self.path}: {len(numbers)} streams of {entries} entries found, "
+                            f"the meta table records {meta.streams} of {meta.entries}")
+        for table in ("nodes", "nodeinfo", "groups", "consumers", "pel"):
+            if table not in self._tables:
+                continue
+            with self._txn(table, buffers=True) as txn:
+                for raw in txn.cursor().iternext(keys=True, values=False):
+                    key = bytes(raw)
+                    if len(key) < 8 or layout.number_of(key) not in numbers:
+                        problems.append(f"{self.path}: table {table}, "
+                                        f"{layout.describe_key(table, key)}: belongs to no "
+                                        f"stream")
+                        break
+
     def split(self, db: int, key: bytes, parts: int) -> list[tuple[ID, ID]]:
         """Up to `parts` inclusive ID ranges that cover the whole stream, cut at node
         boundaries so each holds about the same number of nodes (each at most
@@ -313,7 +508,7 @@ class Snapshot:
         number = self._number(db, key)
         prefix = layout.number_prefix(number)
         masters: list[int] = []
-        with self.env.begin(db=self._tables["nodes"], buffers=True) as txn:
+        with self._txn("nodes", buffers=True) as txn:
             cursor = txn.cursor()
             if cursor.set_range(prefix):
                 for raw_key in cursor.iternext(keys=True, values=False):
@@ -331,38 +526,56 @@ class Snapshot:
 
     def groups(self, db: int, key: bytes) -> list[GroupInfo]:
         prefix = layout.number_prefix(self._number(db, key))
-        out = []
-        for raw, value in self._prefixed("groups", prefix):
-            doc = layout.decode_value(value)
-            out.append(GroupInfo(raw[len(prefix):], ID.of(layout.id_int(doc["last_id"])),
-                                 doc["entries_read"], doc["pending"], doc["consumers"]))
-        return out
+
+        def group(raw: bytes) -> Callable[[Any], GroupInfo]:
+            def decode(body: Any) -> GroupInfo:
+                doc = layout.decode_value(body)
+                return GroupInfo(raw[len(prefix):], ID.of(layout.id_int(doc["last_id"])),
+                                 doc["entries_read"], doc["pending"], doc["consumers"])
+            return decode
+
+        return [self._decode("groups", raw, value, group(raw))
+                for raw, value in self._prefixed("groups", prefix)]
 
     def consumers(self, db: int, key: bytes, group: bytes) -> list[ConsumerInfo]:
         prefix = layout.group_prefix(self._number(db, key), group)
-        return [ConsumerInfo(raw[len(prefix):], *layout.decode_binary(value))
+        return [ConsumerInfo(raw[len(prefix):], *self._decode("consumers", raw, value,
+                                                              _pair))
                 for raw, value in self._prefixed("consumers", prefix)]
 
     def pending(self, db: int, key: bytes, group: bytes) -> Iterator[PendingEntry]:
         """The group's PEL in ID order."""
         prefix = layout.group_prefix(self._number(db, key), group)
         for raw, value in self._prefixed("pel", prefix):
-            consumer, delivery_time, delivery_count = layout.decode_binary(value)
+            consumer, delivery_time, delivery_count = self._decode("pel", raw, value, _triple)
             yield PendingEntry(ID.of(layout.id_int(raw[len(prefix):])), consumer,
                                delivery_time, delivery_count)
 
-    def _prefixed(self, table: str, prefix: bytes) -> Iterator[tuple[bytes, bytes]]:
-        with self.env.begin(db=self._tables[table]) as txn:
+    def _prefixed(self, table: str, prefix: bytes, buffers: bool = False
+                  ) -> Iterator[tuple[bytes, Any]]:
+        """(key, stored value) of every key of `table` that starts with `prefix`, in order."""
+        with self._txn(table, buffers) as txn:
             cursor = txn.cursor()
             if not cursor.set_range(prefix):
                 return
             for raw, value in cursor:
-                if not raw.startswith(prefix):
+                key = bytes(raw)
+                if not key.startswith(prefix):
                     return
-                yield raw, value
+                yield key, value
 
 
-def _stream_info(raw: bytes, value: bytes) -> StreamInfo:
+def _pair(body: Any) -> tuple[Any, Any]:
+    first, second = layout.decode_binary(body)
+    return first, second
+
+
+def _triple(body: Any) -> tuple[Any, Any, Any]:
+    first, second, third = layout.decode_binary(body)
+    return first, second, third
+
+
+def _stream_info(raw: bytes, value: bytes | memoryview) -> StreamInfo:
     db, key = layout.split_stream_key(raw)
     doc = layout.decode_value(value)
     return StreamInfo(
@@ -378,6 +591,21 @@ def _idmp_info(item: list | None) -> IdmpInfo | None:
     return IdmpInfo(duration, maxsize, added, duplicates, tuple(
         (pid, tuple(IdempotentID(iid, ID.of(layout.id_int(sid)), at) for iid, sid, at in iids))
         for pid, iids in producers))
+
+
+def recorded_checksum(path: str) -> int | None:
+    """The whole-file checksum the manifest beside snapshot file `path` recorded for it (None:
+    no manifest there names it, or it recorded none). Never raises: a tool then relies on the
+    per-value checks."""
+    from streamkeep.aof.fs import RealFS
+    from streamkeep.aof.manifest import load
+
+    directory, name = os.path.split(os.path.abspath(path))
+    try:
+        snapshot = load(RealFS(), directory).snapshot
+    except (StorageError, OSError):
+        return None
+    return snapshot.crc32 if snapshot is not None and snapshot.file == name else None
 
 
 def current_snapshot(directory: str) -> str | None:

@@ -1,9 +1,12 @@
 """Writing a snapshot: the engine's whole state as of one LSN, into a new LMDB file.
 
 Owns turning the engine's in-memory structures (streams, nodes, groups, PEL, consumers, IDMP
-maps) into the
-tables snapshot.layout defines. A cold node (engine.model.residency) is copied from the snapshot
-that holds it as stored, without being decoded: a compaction's cost follows what changed. LMDB writes the file itself with its syncs off; the caller makes
+maps) into the tables snapshot.layout defines, every value sealed with its checksum. A cold node
+(engine.model.residency) is moved from the snapshot that holds it as stored, its checksum
+checked and carried to its new key, without being decoded: a compaction's cost follows what
+changed, and damage in the old file fails the compaction instead of being copied on. After
+writing, `write_snapshot` reads the file back once for its whole-file checksum (the manifest's
+`crc32`). LMDB writes the file itself with its syncs off; the caller makes
 it durable through the file-layer seam (fdatasync, rename, directory fsync) before anything
 relies on it, so a crash mid-write leaves only a temp file that recovery removes.
 Must not touch: command semantics, the manifest, the AOF.
@@ -11,6 +14,7 @@ Must not touch: command semantics, the manifest, the AOF.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -18,6 +22,7 @@ from typing import TYPE_CHECKING
 import lmdb
 
 from streamkeep.snapshot import layout
+from streamkeep.snapshot.reader import file_chunks
 
 if TYPE_CHECKING:
     from streamkeep.engine.model.stream import Node, Stream
@@ -30,6 +35,7 @@ class SnapshotInfo:
     lsn: int
     streams: int
     entries: int
+    crc32: int = 0  # of the whole file, as written (layout.file_checksum)
 
 
 def stream_numbers(dbs: list[dict[bytes, Stream]]) -> Iterator[tuple[int, int, bytes, Stream]]:
@@ -42,37 +48,42 @@ def stream_numbers(dbs: list[dict[bytes, Stream]]) -> Iterator[tuple[int, int, b
             yield number, db_index, key, db[key]
 
 
-def _node_values(node: Node) -> tuple[bytes, bytes]:
-    """The node's `nodes` and `nodeinfo` values: a cold one's as its snapshot stores them."""
+def _node_values(node: Node, key: bytes) -> tuple[bytes, bytes]:
+    """The node's sealed `nodes` and `nodeinfo` values under `key`: a cold one's moved from the
+    snapshot that holds it as stored (checked on the way, not decoded)."""
     if node.is_cold():
         home = node.home
         assert home is not None and home.store is not None  # cold: a snapshot holds it
-        return home.store.raw(home.number, node.master), home.store.raw_info(home.number,
-                                                                             node.master)
-    return (layout.encode_node(node.live, node.fixed_bytes, node.master_fields, node.ids,
-                               node.fields),
-            layout.encode_node_info(node.live, node.fixed_bytes, len(node.ids),
-                                    node.master_fields))
+        return home.store.stored_for(home.number, node.master, key)
+    return (layout.seal("nodes", key, layout.encode_node(
+                node.live, node.fixed_bytes, node.master_fields, node.ids, node.fields)),
+            layout.seal("nodeinfo", key, layout.encode_node_info(
+                node.live, node.fixed_bytes, len(node.ids), node.master_fields)))
+
+
+def _sealed(table: str, key: bytes, body: bytes) -> tuple[str, bytes, bytes]:
+    return table, key, layout.seal(table, key, body)
 
 
 def _tables(dbs: list[dict[bytes, Stream]]) -> Iterator[tuple[str, bytes, bytes]]:
-    """(table, key, value) for the whole state, each table's keys in increasing order."""
+    """(table, key, sealed value) for the whole state, each table's keys in increasing
+    order."""
     for number, db_index, key, s in stream_numbers(dbs):
         idmp = s.idmp
-        yield "streams", layout.stream_key(db_index, key), layout.encode_stream(
+        yield _sealed("streams", layout.stream_key(db_index, key), layout.encode_stream(
             number, s.length, s.first_id, s.last_id, s.max_deleted_id, s.entries_added,
             len(s.nodes), len(s.groups),
             None if idmp is None else layout.encode_idmp(
-                idmp.duration, idmp.maxsize, idmp.added, idmp.duplicates, idmp.entries()))
+                idmp.duration, idmp.maxsize, idmp.added, idmp.duplicates, idmp.entries())))
         for node in s.nodes:
             key = layout.node_key(number, node.master)
-            value, info = _node_values(node)
+            value, info = _node_values(node, key)
             yield "nodes", key, value
             yield "nodeinfo", key, info
         for name in sorted(s.groups):
             g = s.groups[name]
-            yield "groups", layout.group_key(number, name), layout.encode_group(
-                g.last_id, g.entries_read, len(g.pel), len(g.consumers))
+            yield _sealed("groups", layout.group_key(number, name), layout.encode_group(
+                g.last_id, g.entries_read, len(g.pel), len(g.consumers)))
         # consumers and pel keys both start with the group prefix; sort groups the way
         # those keys sort (by length, then bytes) so every table is written in key order.
         for name in sorted(s.groups, key=lambda n: (len(n), n)):
@@ -80,13 +91,13 @@ def _tables(dbs: list[dict[bytes, Stream]]) -> Iterator[tuple[str, bytes, bytes]
             prefix = layout.group_prefix(number, name)
             for cname in sorted(g.consumers):
                 c = g.consumers[cname]
-                yield "consumers", prefix + cname, layout.encode_consumer(
-                    c.seen_time, c.active_time)
+                yield _sealed("consumers", prefix + cname, layout.encode_consumer(
+                    c.seen_time, c.active_time))
             for sid in g.pel_index:
                 nack = g.pel[sid]
-                yield "pel", prefix + layout.id_bytes(sid), layout.encode_pending(
+                yield _sealed("pel", prefix + layout.id_bytes(sid), layout.encode_pending(
                     None if nack.consumer is None else nack.consumer.name,
-                    nack.delivery_time, nack.delivery_count)
+                    nack.delivery_time, nack.delivery_count))
 
 
 def write_snapshot(dbs: list[dict[bytes, Stream]], path: str, lsn: int, created_ms: int,
@@ -98,11 +109,14 @@ def write_snapshot(dbs: list[dict[bytes, Stream]], path: str, lsn: int, created_
     try:
         while True:
             try:
-                return _fill(env, dbs, lsn, created_ms, repl_id)
+                info = _fill(env, dbs, lsn, created_ms, repl_id)
+                break
             except lmdb.MapFullError:  # the transaction was aborted: grow the map, go again
                 env.set_mapsize(env.info()["map_size"] * 4)
     finally:
         env.close()
+    # Read back while it is in the page cache: what the manifest will record of the file.
+    return dataclasses.replace(info, crc32=layout.file_checksum(file_chunks(path)))
 
 
 def _fill(env: lmdb.Environment, dbs: list[dict[bytes, Stream]], lsn: int, created_ms: int,
@@ -124,5 +138,7 @@ def _fill(env: lmdb.Environment, dbs: list[dict[bytes, Stream]], lsn: int, creat
                 "created_ms": created_ms, "repl_id": repl_id, "repl_offset": lsn,
                 "streams": streams, "entries": entries}
         for name, meta_value in sorted(meta.items()):
-            txn.put(name.encode(), layout.encode_meta_value(meta_value), db=tables["meta"])
+            key = name.encode()
+            txn.put(key, layout.seal("meta", key, layout.encode_meta_value(meta_value)),
+                    db=tables["meta"])
     return SnapshotInfo(lsn, streams, entries)

@@ -51,6 +51,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
+    from streamkeep.engine.wire.errors import StorageError
     from streamkeep.tools.inspect.restore import Impossible, Usage, restore
 
     began = time.perf_counter()
@@ -71,7 +72,12 @@ def main(args: argparse.Namespace) -> int:
             print(f"streamkeep export-rdb: {args.path}: {err}", file=sys.stderr)
             return EXIT_UNREADABLE
         _progress("loading it and writing the RDB file")
-        report = _write(copy, args.out, args.rdb_version, os.path.join(work, "dump.rdb"))
+        try:
+            report = _write(copy, args.out, args.rdb_version, os.path.join(work, "dump.rdb"))
+        except StorageError as err:  # damage the copy's load found (a snapshot's values)
+            message = str(err).replace(copy, os.path.abspath(args.path).rstrip("/"))
+            print(f"streamkeep export-rdb: {message}", file=sys.stderr)
+            return EXIT_UNREADABLE
     except OSError as err:
         print(f"streamkeep export-rdb: {err.filename or args.out}: {err.strerror or err}",
               file=sys.stderr)

@@ -246,14 +246,14 @@ def _install(engine: Any, dbs: list) -> None:
     datadir.wait_no_compaction()
     tmp = os.path.join(datadir.path, "import.snapshot.tmp")
     replid = datadir.history()[0]
-    write_snapshot(dbs, tmp, 1, int(time.time() * 1000), replid)
+    info = write_snapshot(dbs, tmp, 1, int(time.time() * 1000), replid)
     fd = fs.open_read(tmp)
     try:
         fs.fdatasync(fd)
     finally:
         fs.close(fd)
     with engine.lock:
-        datadir.install_snapshot(tmp, 1, replid, dbs)
+        datadir.install_snapshot(tmp, 1, replid, dbs, info.crc32)
 
 
 def _remove_tree(path: str) -> None:

@@ -77,12 +77,9 @@ class NodeStore(Protocol):
         """The node's ids, formatted ids and fields (None for a tombstone)."""
         ...
 
-    def raw(self, number: int, master: int) -> bytes:
-        """The node's stored value as it is (a compaction copies it without decoding)."""
-        ...
-
-    def raw_info(self, number: int, master: int) -> bytes:
-        """The node's stored counters (its `nodeinfo` value), as they are."""
+    def stored_for(self, number: int, master: int, key: bytes) -> tuple[bytes, bytes]:
+        """The node's stored value and counters (its `nodeinfo` value) as the next snapshot
+        stores them under `key`: a compaction moves them without decoding them, checked."""
         ...
 
     def close(self) -> None:

@@ -71,6 +71,7 @@ LAYER_OF_PREFIX = {
     "streamkeep.snapshot.compactor": "services",
     "streamkeep.snapshot.build": "services",
     "streamkeep.snapshot.load": "services",
+    "streamkeep.snapshot.integrity": "services",
     "streamkeep.replication": "services",
     "streamkeep.engine.runtime.limits": "top",  # the server's descriptor arithmetic
     "streamkeep.engine.runtime.server": "top",

@@ -39,7 +39,7 @@ import pytest
 from streamkeep import Engine
 from streamkeep.aof.codec import FRAME, HEADER_SIZE, encode, encode_header
 from streamkeep.aof.fs import RealFS
-from streamkeep.aof.manifest import MANIFEST, ManifestError
+from streamkeep.aof.manifest import MANIFEST, ManifestError, encode_doc
 from streamkeep.aof.store import AOFCorruptError
 from streamkeep.aof.watermark import WATERMARK, Watermark, store
 
@@ -453,7 +453,7 @@ def test_segment_missing_from_manifest_and_disk_is_a_hole(tmp_path: Path) -> Non
     directory, segs = _rotated(tmp_path)
     doc = _manifest(directory)
     doc["segments"].pop(1)
-    (directory / MANIFEST).write_text(json.dumps(doc))
+    (directory / MANIFEST).write_bytes(encode_doc(doc))
     segs[1].unlink()
     with pytest.raises(AOFCorruptError, match="LSN"):
         Engine.open(str(directory))

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import json
 import logging
 import os
 import random
@@ -41,7 +40,7 @@ import pytest
 
 from streamkeep import Engine, ReplyError
 from streamkeep.aof.fs import RealFS
-from streamkeep.aof.manifest import MANIFEST, MANIFEST_TMP, ManifestError, snapshot_file
+from streamkeep.aof.manifest import MANIFEST, MANIFEST_TMP, ManifestError, encode_doc, snapshot_file
 from streamkeep.aof.store import AOFCorruptError
 from streamkeep.snapshot.compactor import CompactionError
 from streamkeep.snapshot.reader import Snapshot
@@ -665,7 +664,7 @@ def test_damage_snapshot_size_not_the_manifests(compacted: tuple[Path, dict, str
     """An intact snapshot, but not the file the manifest recorded (its size differs)."""
     d, doc, _ = compacted
     doc["snapshot"]["size"] += 4096
-    (d / MANIFEST).write_text(json.dumps(doc))
+    (d / MANIFEST).write_bytes(encode_doc(doc))
     refused(d, AOFCorruptError, str(d / doc["snapshot"]["file"]), "the manifest says")
 
 
@@ -704,7 +703,7 @@ def test_damage_snapshot_of_another_lsn(compacted: tuple[Path, dict, str]) -> No
     old.rename(new)
     doc["snapshot"]["lsn"], doc["snapshot"]["file"] = lsn - 1, new.name
     doc["segments"][0]["first_lsn"] = lsn  # so the manifest itself is consistent
-    (d / MANIFEST).write_text(json.dumps(doc))
+    (d / MANIFEST).write_bytes(encode_doc(doc))
     refused(d, AOFCorruptError, str(new), f"covers LSN {lsn}", f"says {lsn - 1}")
 
 
@@ -725,7 +724,7 @@ def test_damage_manifest_snapshot_entry(compacted: tuple[Path, dict, str], edit:
     else:
         snap["file"] = "snapshot-1.mdb"
         fragments = ("inconsistent snapshot entry",)
-    (d / MANIFEST).write_text(json.dumps(doc))
+    (d / MANIFEST).write_bytes(encode_doc(doc))
     refused(d, ManifestError, str(d / MANIFEST), *fragments)
 
 

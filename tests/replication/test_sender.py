@@ -85,4 +85,4 @@ def test_a_full_sync_builds_a_fresh_snapshot_when_the_log_after_it_is_big(
         assert snap is not None and snap.lsn == 500  # built for the sync, by the child
         assert replica.datadir.journal.manifest.snapshot == \
             type(snap)(snap.file, 500, snap.size, replica.datadir.journal.manifest.snapshot
-                       .created_ms)
+                       .created_ms, snap.crc32)  # the same file, checksum and all

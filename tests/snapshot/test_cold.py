@@ -151,7 +151,7 @@ def test_a_replaced_snapshot_stays_readable_while_cold_nodes_use_it(compacted) -
     ids, idbs, fields = store.load(1, 1 << 64)  # still readable through the open store
     assert idbs[:2] == [b"1-0", b"2-0"] and fields[0] == (b"v", b"value-0")
     with pytest.raises(StorageError, match="has no node"):
-        store.raw(1, 12345)
+        store.load(1, 12345)
 
 
 def test_node_header_reads_counts_without_decoding() -> None:

@@ -24,6 +24,7 @@ import os
 import random
 import threading
 import time
+import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -81,7 +82,8 @@ def test_compact_on_demand(tmp_path: Path) -> None:
     doc = assert_tidy(d)
     assert [n for n in listing(d) if n.startswith("snapshot-")] == [entry.file]
     assert doc["snapshot"] == {"file": entry.file, "lsn": lsn, "size": entry.size,
-                               "created_ms": entry.created_ms}
+                               "created_ms": entry.created_ms, "crc32": entry.crc32}
+    assert entry.crc32 == zlib.crc32((d / entry.file).read_bytes())  # the file as written
     assert doc["repl_id"] == repl_id
     segments = [s["file"] for s in doc["segments"]]
     assert segments == sorted(n for n in listing(d) if n.startswith("segment-"))

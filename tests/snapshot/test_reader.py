@@ -33,7 +33,7 @@ from streamkeep.snapshot.load import load_snapshot
 from streamkeep.snapshot.reader import Snapshot, SnapshotError
 from streamkeep.snapshot.writer import write_snapshot
 from tests.support.command_strategies import SETUP, Clock, commands
-from tests.support.snapshot_util import fingerprint
+from tests.support.snapshot_util import body, fingerprint, sealed
 
 MAX_ID = (1 << 128) - 1
 U64 = (1 << 64) - 1
@@ -358,7 +358,7 @@ def test_reader_streams_and_meta(rich: tuple[Engine, Clock, Snapshot]) -> None:
     assert snap.stream(0, b"missing") is None
     assert snap.stream(2, b"alpha") is None
     assert snap.stream(0, b"alph") is None and snap.stream(0, b"alpha\x00") is None
-    assert snap.meta.format == "streamkeep-snapshot" and snap.meta.version == 1
+    assert snap.meta.format == "streamkeep-snapshot" and snap.meta.version == 2
     assert (snap.meta.lsn, snap.meta.repl_offset, snap.meta.created_ms, snap.meta.repl_id) == (
         4242, 4242, 1700000000123, "0123456789abcdef")
     assert snap.meta.streams == 7
@@ -502,7 +502,7 @@ def test_load_rich_state(rich: tuple[Engine, Clock, Snapshot]) -> None:
 _CHILD = """
 import sys
 from streamkeep.snapshot.reader import Snapshot
-from tests.support.snapshot_util import fingerprint
+from tests.support.snapshot_util import body, fingerprint, sealed
 with Snapshot(sys.argv[1]) as snap:
     it = snap.entries(0, b"alpha")
     first = next(it)  # a read transaction is open while the parent reads too
@@ -735,10 +735,11 @@ def test_layout_is_pinned(tmp_path) -> None:
 
         def table(name: str) -> list[tuple[bytes, object]]:
             with env.begin(db=env.open_db(name.encode(), create=False)) as txn:
-                return [(k, msgpack.unpackb(v, raw=False)) for k, v in txn.cursor()]
+                return [(k, msgpack.unpackb(body(name, k, v), raw=False))
+                        for k, v in txn.cursor()]
 
         assert dict(table("meta")) == {
-            b"format": "streamkeep-snapshot", b"version": 1, b"lsn": 12, b"created_ms": 34,
+            b"format": "streamkeep-snapshot", b"version": 2, b"lsn": 12, b"created_ms": 34,
             b"repl_id": "rid", b"repl_offset": 12, b"streams": 1, b"entries": 2}
         assert table("streams") == [(b"\x02k\x00", {
             "number": 1, "length": 2, "first_id": ident(5, 2), "last_id": ident(7, 0),
@@ -777,7 +778,8 @@ def test_layout_key_order_across_streams_and_groups(tmp_path) -> None:
     env = lmdb.open(path, subdir=False, readonly=True, lock=False, max_dbs=8)
     try:
         with env.begin(db=env.open_db(b"streams", create=False)) as txn:
-            rows = [(k, msgpack.unpackb(v)["number"]) for k, v in txn.cursor()]
+            rows = [(k, msgpack.unpackb(body("streams", k, v))["number"])
+                    for k, v in txn.cursor()]
         assert rows == [(b"\x00a", 1), (b"\x00a\xff", 2), (b"\x00b", 3), (b"\x01b", 4), (b"\x04", 5)]
         with env.begin(db=env.open_db(b"pel", create=False)) as txn:
             assert txn.stat(env.open_db(b"pel", create=False))["entries"] == 5 * 3 * 2
@@ -842,9 +844,9 @@ def test_snapshot_without_idmp_field_loads_with_defaults(tmp_path) -> None:
     streams = env.open_db(b"streams")
     with env.begin(write=True, db=streams) as txn:
         for raw, value in list(txn.cursor()):
-            doc = msgpack.unpackb(value, raw=False)
+            doc = msgpack.unpackb(body("streams", raw, value), raw=False)
             doc.pop("idmp", None)
-            txn.put(raw, msgpack.packb(doc, use_bin_type=True))
+            txn.put(raw, sealed("streams", raw, msgpack.packb(doc, use_bin_type=True)))
     env.close()
     with Snapshot(path) as snap:
         assert all(s.idmp is None for s in snap.streams())

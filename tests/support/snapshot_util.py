@@ -1,10 +1,14 @@
 """Snapshot helpers: `fingerprint(path)` hashes everything the read API
 (streamkeep.snapshot.reader.Snapshot) returns for a snapshot file, so two readers (or a reader in
-a child process, which imports it from here) can be compared."""
+a child process, which imports it from here) can be compared; `body` and `sealed` read and write
+a stored value's checksum as the README documents it, computed here independently of
+snapshot.layout (so the tests pin the format rather than repeat the code)."""
 
 from __future__ import annotations
 
 import hashlib
+import struct
+import zlib
 
 from streamkeep.snapshot.reader import Snapshot
 
@@ -26,3 +30,41 @@ def fingerprint(path: str) -> str:
                 h.update(repr(snap.consumers(info.db, info.key, g.name)).encode())
                 h.update(repr(list(snap.pending(info.db, info.key, g.name))).encode())
     return h.hexdigest()
+
+
+def _check(table: str, key: bytes, body: bytes) -> int:
+    return zlib.crc32(table.encode() + b"\0" + key) ^ zlib.crc32(body)
+
+
+def body(table: str, key: bytes, value: bytes) -> bytes:
+    """A stored value's msgpack body, after asserting its checksum."""
+    assert struct.unpack("<I", value[-4:])[0] == _check(table, key, value[:-4]), (table, key)
+    return value[:-4]
+
+
+def sealed(table: str, key: bytes, value_body: bytes) -> bytes:
+    """A body as the snapshot stores it under `key` in `table`."""
+    return value_body + struct.pack("<I", _check(table, key, value_body))
+
+
+def stored_values(path: str, table: str) -> list[tuple[bytes, bytes]]:
+    """Every (key, stored value) of one table of a snapshot file, read with LMDB itself."""
+    import lmdb
+
+    env = lmdb.open(path, subdir=False, readonly=True, lock=False, max_dbs=8)
+    try:
+        with env.begin(db=env.open_db(table.encode(), create=False)) as txn:
+            return [(bytes(k), bytes(v)) for k, v in txn.cursor()]
+    finally:
+        env.close()
+
+
+def value_offset(path: str, table: str, index: int = 0) -> tuple[bytes, int, int]:
+    """(key, offset in the file, length) of the index-th value of `table`: where to damage
+    that value and nothing else (its bytes, checksum included, occur once in the file)."""
+    key, value = stored_values(path, table)[index]
+    with open(path, "rb") as f:
+        data = f.read()
+    at = data.find(value)
+    assert at >= 0 and data.find(value, at + 1) < 0, f"{table}[{index}] is not unique"
+    return key, at, len(value)

@@ -120,10 +120,11 @@ def build(path: str, n: int) -> None:
         # Installed as a replica installs its primary's snapshot: the directory then holds
         # it and nothing else, the history starting after it.
         datadir = cast("DataDir", engine.datadir)
-        write_snapshot(dbs, tmp, 1, int(time.time() * 1000), datadir.repl_id)
+        info = write_snapshot(dbs, tmp, 1, int(time.time() * 1000), datadir.repl_id)
         datadir.wait_no_compaction()
         with engine.lock:
-            datadir.install_snapshot(tmp, 1, datadir.repl_id, [{} for _ in engine.dbs])
+            datadir.install_snapshot(tmp, 1, datadir.repl_id, [{} for _ in engine.dbs],
+                                     info.crc32)
     finally:
         engine.close()
 

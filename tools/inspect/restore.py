@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from collections.abc import Iterator
 from typing import Any
 
 from streamkeep.engine.wire.errors import StreamkeepError  # stdlib only behind it
@@ -220,7 +221,10 @@ def _restore(fs: Any, src: str, out: str, to_lsn: int | None, to_time: int | Non
 
 
 def _check_snapshot(fs: Any, file: str, fd: int, snap: Any) -> None:
-    """The snapshot is the one the manifest names: its size, and its meta's LSN."""
+    """The snapshot is the one the manifest names, undamaged: its size, its bytes against the
+    checksum the manifest recorded (read through the descriptor held: a compaction may unlink
+    the name), and its meta's LSN."""
+    from streamkeep.snapshot.integrity import check_whole
     from streamkeep.snapshot.reader import Snapshot, SnapshotError
 
     size = fs.fsize(fd)
@@ -228,6 +232,7 @@ def _check_snapshot(fs: Any, file: str, fd: int, snap: Any) -> None:
         raise Impossible(f"{file}: {size} bytes, the manifest says {snap.size} (truncated or "
                          f"replaced)")
     try:
+        check_whole(file, snap.crc32, lambda: _chunks(fs, fd, size))
         with Snapshot(file) as reader:
             lsn = reader.meta.lsn
     except SnapshotError as err:
@@ -236,16 +241,21 @@ def _check_snapshot(fs: Any, file: str, fd: int, snap: Any) -> None:
         raise Impossible(f"{file}: covers LSN {lsn}, the manifest says {snap.lsn}")
 
 
+def _chunks(fs: Any, fd: int, size: int) -> Iterator[bytes]:
+    offset = 0
+    while offset < size:
+        chunk = fs.pread(fd, min(COPY_CHUNK, size - offset), offset)
+        if not chunk:
+            raise OSError(0, f"ends at {offset}, expected {size} bytes")
+        offset += len(chunk)
+        yield chunk
+
+
 def _copy(fs: Any, fd_in: int, dst: str, size: int) -> None:
     fd_out = fs.open_write_new(dst)
     try:
-        offset = 0
-        while offset < size:
-            chunk = fs.pread(fd_in, min(COPY_CHUNK, size - offset), offset)
-            if not chunk:
-                raise OSError(0, f"ends at {offset}, expected {size} bytes", dst)
+        for chunk in _chunks(fs, fd_in, size):
             fs.write(fd_out, chunk)
-            offset += len(chunk)
         fs.fdatasync(fd_out)
     finally:
         fs.close(fd_out)

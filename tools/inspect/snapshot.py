@@ -5,7 +5,9 @@ replication id, format), then every stream (length, first/last/max-deleted IDs, 
 nodes), its groups (last delivered ID, entries read, PEL size) and consumers (seen and active
 times, pending counts); `dump` prints entries by stream and ID range, as text (redis-cli style
 quoting, binary-safe) or JSON lines. PATH is a snapshot file or a data directory (its manifest's
-current snapshot). Never writes, never takes the directory's lock; a snapshot a running server's
+current snapshot). The whole file is checked against the checksum its manifest recorded before
+it is read, and every value as it is read: damage is exit 2 with one line naming the file, table
+and key. Never writes, never takes the directory's lock; a snapshot a running server's
 compaction replaces stays readable while open. Must not touch: the snapshot format (the read
 API owns it), the engine.
 
@@ -81,11 +83,12 @@ def _snapshot_path(path: str) -> str:
 
 
 def _run(args: argparse.Namespace, body: Any) -> int:
-    from streamkeep.snapshot.reader import Snapshot, SnapshotError
+    from streamkeep.snapshot.integrity import open_checked
+    from streamkeep.snapshot.reader import SnapshotError
 
     try:
         path = _snapshot_path(args.path)
-        with Snapshot(path) as snap:
+        with open_checked(path) as snap:
             body(snap, args, sys.stdout)
     except InspectError as err:
         return fail(err, "streamkeep")

@@ -34,10 +34,12 @@ examples:
   streamkeep aof verify --deep data/           # decode every record, as a replay does
   streamkeep aof verify --jobs 4 data/         # 4 segments at once (worker processes)
 
-what is checked: the manifest; every segment's header (number and first LSN as the manifest
-names them); every record's framing, CRC-32C and LSN (consecutive within and across segments);
-the snapshot the manifest names (present, the manifest's size, its meta LSN). Records are
-CRC-checked but not decoded beyond their LSN. The directory is not locked and nothing is
+what is checked: the manifest (and its checksum); every segment's header (number and first LSN
+as the manifest names them); every record's framing, CRC-32C and LSN (consecutive within and
+across segments); the synced watermark against the last segment; the snapshot the manifest
+names (present, the manifest's size, the checksum of the whole file, its meta LSN; with --deep
+also every value's checksum and the counts its tables keep). Records are CRC-checked but not
+decoded beyond their LSN. The directory is not locked and nothing is
 written: a server may be running on it.
 
 problem kinds: torn-tail (an incomplete or damaged end of the last segment, past what the
@@ -373,7 +375,7 @@ def _analyse_directory(directory: str, progress: Progress | None = None,
         return report
     snap = manifest.snapshot
     if snap is not None:
-        _check_snapshot(report, directory, snap)
+        _check_snapshot(report, directory, snap, deep)
     named = {entry.file for entry in manifest.segments} | ({snap.file} if snap else set())
     for name in sorted(names):
         if name not in named and (manifest_mod.is_segment_file(name) or name.endswith(".tmp")
@@ -432,10 +434,14 @@ def _analyse_directory(directory: str, progress: Progress | None = None,
     return report
 
 
-def _check_snapshot(report: Report, directory: str, snap: Any) -> None:
+def _check_snapshot(report: Report, directory: str, snap: Any, deep: bool) -> None:
+    """The snapshot the manifest names: there, its size, its whole-file checksum (when the
+    manifest recorded one), its meta's LSN; with `deep`, every value's checksum and the counts
+    its tables keep (snapshot.reader's `check`)."""
     file = os.path.join(directory, snap.file)
     info: dict[str, Any] = {"file": snap.file, "lsn": snap.lsn, "size": snap.size,
-                            "created_ms": snap.created_ms, "ok": False}
+                            "created_ms": snap.created_ms, "ok": False,
+                            "checksum": "whole file" if snap.crc32 is not None else None}
     report.snapshot = info
     try:
         size = os.stat(file).st_size
@@ -448,20 +454,37 @@ def _check_snapshot(report: Report, directory: str, snap: Any) -> None:
             "bad-snapshot", snap.file, None,
             f"{size} bytes, the manifest says {snap.size} (truncated or replaced)", "refuse"))
         return
+    from streamkeep.snapshot.integrity import check_whole
     from streamkeep.snapshot.reader import Snapshot, SnapshotError
 
+    problems: list[str] = []
     try:
+        check_whole(file, snap.crc32)
+        if snap.crc32 is None:
+            report.notes.append(f"{snap.file}: the manifest recorded no checksum of the whole "
+                                f"file (written by an older version)")
         with Snapshot(file) as reader:
             meta = reader.meta
+            if not reader.checked:
+                report.notes.append(f"{snap.file}: no checksums (a version "
+                                    f"{meta.version} snapshot): damage to its values can only "
+                                    f"show as values that do not decode")
+            if deep:
+                problems = reader.check()
     except SnapshotError as err:
-        report.problems.append(Problem("bad-snapshot", snap.file, None, str(err), "refuse"))
+        problems = [str(err)]
+    if problems:
+        for problem in problems:
+            report.problems.append(Problem("bad-snapshot", snap.file, None,
+                                           problem.removeprefix(f"{file}: "), "refuse"))
         return
     if meta.lsn != snap.lsn:
         report.problems.append(Problem(
             "bad-snapshot", snap.file, None,
             f"covers LSN {meta.lsn}, the manifest says {snap.lsn}", "refuse"))
         return
-    info.update(ok=True, streams=meta.streams, entries=meta.entries)
+    info.update(ok=True, streams=meta.streams, entries=meta.entries,
+                checksums=reader.checked, values_checked=deep)
 
 
 def format_time(ms: int) -> str:

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from streamkeep.aof.manifest import encode_doc
 from streamkeep.engine.model.effects import effect_command
 from tests.support.aof_inspect_data import build_workload, records, run_cli
 
@@ -129,7 +130,7 @@ def test_missing_records_between_segments(tmp_path: Any) -> None:
     seg = path / second["file"]
     data = seg.read_bytes()
     seg.write_bytes(encode_header(second["segment"], second["first_lsn"]) + data[HEADER_SIZE:])
-    (path / "manifest.json").write_text(json.dumps(manifest))
+    (path / "manifest.json").write_bytes(encode_doc(manifest))
     done = run_cli("aof", "stats", "--json", str(path))
     assert done.returncode == 1 and b"records missing" in done.stderr
     assert json.loads(done.stdout)["segments"][0]["damage"].endswith("(records missing)")

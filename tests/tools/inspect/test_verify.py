@@ -15,6 +15,7 @@ import pytest
 
 from streamkeep import Engine
 from streamkeep.aof import codec
+from streamkeep.aof.manifest import encode_doc
 from streamkeep.engine.wire.errors import StorageError
 from streamkeep.tools.inspect import verify
 from tests.support.aof_workload import FakeClock, run
@@ -155,7 +156,7 @@ def test_bad_manifest(written: Written, content: bytes | None) -> None:
 def test_lsn_gap(written: Written) -> None:
     doc = manifest(written.path)
     dropped = doc["segments"].pop(1)
-    (written.path / "manifest.json").write_text(json.dumps(doc))
+    (written.path / "manifest.json").write_bytes(encode_doc(doc))
     code, out, _err = cli("aof", "verify", str(written.path))
     assert code == 2, out
     code, report = verify_json(written.path)
