@@ -181,6 +181,15 @@ class Journal:
         """A failed fsync (never retried) or a failed write awaiting its retry."""
         return self.fsync_failed or bool(self.unwritten)
 
+    def stop_writes(self, line: str) -> None:
+        """Refuse writes with `line` until the directory is reopened, as after a failed fsync
+        (engine lock held): a command failed half-way on storage damage, so the state in memory
+        may differ from the log's, and nothing more may be logged on top of it."""
+        log.error("refusing writes until the data directory is reopened: %s", line)
+        self.flush_pending()
+        self.fsync_failed = True
+        self.error = line
+
     def set_deferred(self, deferred: bool) -> None:
         """The server's mode (engine lock held): it writes the buffer once per batch."""
         if not deferred:

@@ -436,7 +436,8 @@ def _judge_damage(fs: FileSystem, reader: SegmentReader, damage: SegmentDamage, 
         raise AOFCorruptError(f"{where} (LSN {next_lsn}), and {durable.why}: whether these "
                               f"bytes were fsynced cannot be told; refusing to load ({fix} "
                               f"cuts them, saving them)")
-    if durable.offset is not None and damage.offset < durable.offset:
+    if durable.offset is not None and damage.offset < durable.offset \
+            and not planted("rot-is-a-torn-tail"):  # PLANTED BUG when on (tests only)
         raise AOFCorruptError(
             f"{where}: inside data already fsynced (up to byte {durable.offset}, LSN "
             f"{durable.lsn}), so not a torn tail: {_lsns(next_lsn, durable.lsn)} damaged; "

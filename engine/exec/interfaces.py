@@ -51,6 +51,10 @@ class Log(Protocol):
     def set_deferred(self, deferred: bool) -> None:
         ...
 
+    def stop_writes(self, line: str) -> None:
+        """Refuse every write with error `line` until the directory is reopened."""
+        ...
+
 
 @dataclass(frozen=True, slots=True)
 class PersistenceStatus:

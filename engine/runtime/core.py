@@ -40,7 +40,7 @@ from streamkeep.engine.model.effects import Record, select_effect
 from streamkeep.engine.model.residency import Residency
 from streamkeep.engine.model.stream import Stream
 from streamkeep.engine.runtime.redis_api import RedisStreamAPI
-from streamkeep.engine.wire.errors import ReplyError
+from streamkeep.engine.wire.errors import ReplyError, StorageError, storage_reply
 from streamkeep.engine.wire.reply import NULL_ARRAY, RespMap, to_plain
 
 if TYPE_CHECKING:
@@ -448,6 +448,10 @@ class Engine(RedisStreamAPI):
             except ReplyError as err:
                 self.stats.failed(counters, _now_ns() - began, err.line)
                 raise
+            except StorageError as err:  # a damaged snapshot met while reading a cold node
+                failed = self._storage_failed(err, is_write)
+                self.stats.failed(counters, _now_ns() - began, failed.line)
+                raise failed from None
             nanos = _now_ns() - began
             if ctx.effects:
                 try:
@@ -478,6 +482,17 @@ class Engine(RedisStreamAPI):
         finally:
             lock.release()
         return reply, lsn
+
+    def _storage_failed(self, err: StorageError, is_write: bool) -> ReplyError:
+        """The error reply of a command that met storage damage (lock held). A write command
+        may have changed the state half-way with nothing logged: writes stop until the data
+        directory is reopened (which loads what the log holds)."""
+        reply = storage_reply(err)
+        journal = self.journal
+        if is_write and journal is not None and not journal.error:
+            journal.stop_writes(f"ERR a command failed on storage damage ({err}); writes are "
+                                f"refused until the data directory is reopened")
+        return reply
 
     def _refuse(
         self, session: Session, spec: CommandSpec | None, err: ReplyError,
@@ -552,6 +567,9 @@ class Engine(RedisStreamAPI):
             except ReplyError as err:
                 reply = err
                 stats.failed(counters, _now_ns() - began, err.line)
+            except StorageError as err:
+                reply = self._storage_failed(err, spec.is_write)
+                stats.failed(counters, _now_ns() - began, reply.line)
             else:
                 counters[CALLS] += 1
                 counters[NANOS] += _now_ns() - began
@@ -643,6 +661,8 @@ class Engine(RedisStreamAPI):
                 result = lookup(waiter.argv).handler(ctx, waiter.argv)  # type: ignore[misc]
         except ReplyError as err:
             result = err
+        except StorageError as err:
+            result = self._storage_failed(err, lookup(waiter.argv).is_write)
         waiter.nanos += _now_ns() - began
         if type(result) is Block:
             waiter.wake_at = result.wake_at

@@ -25,6 +25,7 @@ BUGS = frozenset({
     "everysec-stops-when-idle",  # everysec syncs only on writes: nothing once writes stop
     "manifest-rename-no-dirfsync",  # the manifest replaced without the directory fsync
     "zero-tail-is-damage",  # recovery refuses a zero-filled tail instead of truncating it
+    "rot-is-a-torn-tail",  # recovery cuts damage to fsynced records as if it were a torn tail
     "ldi-backwards",  # replaying a claim moves the group's last-delivered ID back
     "star-id-reuse",  # XADD * ignores the clock: IDs lost with a tail are handed out again
 })

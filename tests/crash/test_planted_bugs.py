@@ -40,6 +40,9 @@ CASES: dict[str, tuple[dict[str, Any], set[str]]] = {
     # write point cuts both kinds.
     "zero-tail-is-damage": ({"policy": "always", "ops": 60, "kinds": ["write"],
                              "model": "zeros", "every": 3}, {"recovery"}),
+    # A flipped bit in the last fsynced records, cut as a torn tail: acknowledged writes gone.
+    "rot-is-a-torn-tail": ({"policy": "always", "ops": 80, "kinds": ["write"],
+                            "model": "bitrot"}, {"acked-lost"}),
     # Any clean recovery after an XCLAIM/XAUTOCLAIM shows the group's ID moved back.
     "ldi-backwards": ({"policy": "always", "ops": 150, "kinds": ["fsync"], "model": "none",
                        "every": 10}, {"groups", "prefix"}),

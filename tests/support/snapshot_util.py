@@ -68,3 +68,28 @@ def value_offset(path: str, table: str, index: int = 0) -> tuple[bytes, int, int
     at = data.find(value)
     assert at >= 0 and data.find(value, at + 1) < 0, f"{table}[{index}] is not unique"
     return key, at, len(value)
+
+
+def as_version_1(path: str) -> None:
+    """Rewrite a snapshot file as the first format wrote it: the same tables and keys, every
+    value bare (no checksum), meta `version` 1."""
+    import os
+
+    import lmdb
+    import msgpack
+
+    names = ("meta", "streams", "nodes", "nodeinfo", "groups", "consumers", "pel")
+    tables = {name: [(k, body(name, k, v)) for k, v in stored_values(path, name)]
+              for name in names}
+    tables["meta"] = [(k, msgpack.packb(1) if k == b"version" else v) for k, v in tables["meta"]]
+    tmp = path + ".v1"
+    env = lmdb.open(tmp, subdir=False, lock=False, map_size=1 << 30, max_dbs=8)
+    try:
+        with env.begin(write=True) as txn:
+            for name, rows in tables.items():
+                db = env.open_db(name.encode(), txn=txn)
+                for key, value in rows:
+                    txn.put(key, value, db=db)
+    finally:
+        env.close()
+    os.replace(tmp, path)

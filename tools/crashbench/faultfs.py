@@ -42,7 +42,11 @@ TrackingFS (after ALICE / LazyFS / SQLite's crash VFS):
       file's durable contents (what a file system that commits the rename before the file's
       data blocks leaves, as ext3/4 without auto_da_alloc). A file fdatasynced before its
       rename keeps its data. A replaced destination's old file is not kept under any other
-      name.
+      name;
+    - "bitrot": not a power loss but a process crash (every written byte reached the disk),
+      then one bit of data an fdatasync had covered flips in one file (its name and offset are
+      reported; half the time in its last TAIL_BYTES fsynced bytes, where damage and a torn
+      tail look alike): what recovery must detect, never apply or drop silently.
   Volatile bytes are those past a file's durable length, when its durable bytes are intact
   (nothing overwrote or truncated them since the fdatasync); a file rewritten since its last
   fdatasync comes back as its durable contents under every model.
@@ -96,7 +100,12 @@ MODEL_DESCRIPTIONS: dict[str, str] = {
     "nonatomic-rename": "unsynced data lost; each rename not followed by a directory fsync is "
                         "undone or done, and, for a file renamed before its data was synced, "
                         "done with the target empty or truncated",
+    "bitrot": "a process crash (every written byte kept), then one bit of fsynced data "
+              "flipped in one file",
 }
+BITROT = "bitrot"  # the model whose report names the flipped file: `report[BITROT]`
+NOT_DATA = ("LOCK",)  # never read back as data: bit rot there changes nothing
+TAIL_BYTES = 512  # bitrot: half the flips land in a file's last TAIL_BYTES fsynced bytes
 MODELS = tuple(MODEL_DESCRIPTIONS)
 KINDS = ("any", "write", "fsync", "rename", "dirfsync")
 
@@ -471,6 +480,8 @@ class TrackingFS(RealFS):
             files = self._renamed(names, src_dir, rng, report)
         elif tail == "prefix-torn":
             files = self._prefix_torn(names, rng, report)
+        elif tail == BITROT:
+            files = self._bitrot(names, rng, report)
         else:
             files = {}
             for name, inode in names.items():
@@ -510,6 +521,26 @@ class TrackingFS(RealFS):
             data += rng.randbytes(n)
         report[name] = f"{tail} ({len(data) - inode.durable_len} of {len(volatile)})"
         return data
+
+    def _bitrot(self, names: dict[str, Inode], rng: random.Random,
+                report: dict[str, str]) -> dict[str, bytes]:
+        """Every file as the process left it, then one bit of one file's fsynced bytes flipped
+        (report[BITROT] = "<name>:<offset>")."""
+        files = {name: self._tail(name, inode, "all", rng, {}) for name, inode in names.items()}
+        durable = {name: min(inode.durable_len, len(files[name]))
+                   for name, inode in names.items() if name not in NOT_DATA}
+        candidates = sorted(name for name, size in durable.items() if size > 0)
+        if candidates:
+            name = rng.choice(candidates)
+            # Half the flips land in the last fsynced bytes, where damage looks like a torn tail.
+            size = durable[name]
+            offset = rng.randrange(max(0, size - TAIL_BYTES) if rng.random() < 0.5 else 0,
+                                   size)
+            data = bytearray(files[name])
+            data[offset] ^= 1 << rng.randrange(8)
+            files[name] = bytes(data)
+            report[BITROT] = f"{name}:{offset}"
+        return files
 
     def _prefix_torn(self, names: dict[str, Inode], rng: random.Random,
                      report: dict[str, str]) -> dict[str, bytes]:

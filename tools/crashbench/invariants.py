@@ -15,7 +15,9 @@ prefix j of the lineage, possibly plus the operation that was in flight (its out
 - `ids-reused`: an `XADD *` never returns an ID acknowledged before for another operation;
 - `recovery`: the target opens (unaided after damage to unsynced bytes) and recovering twice
   gives the same state (reported by the crash modes through `violation`);
-- `replica`: a replica's state is a prefix of the primary's lineage.
+- `replica`: a replica's state is a prefix of the primary's lineage;
+- `bitrot` (the bit-rot model): a flipped bit in fsynced data is detected (recovery refuses,
+  naming the damaged file) or changes nothing; an open after it must pass every check above.
 
 After the check the lineage is cut back to j (or extended by the in-flight operation) and the
 run goes on from the recovered state.
@@ -38,7 +40,7 @@ from streamkeep.tools.crashbench.model import (
 from streamkeep.tools.crashbench.workload import payload_ok
 
 INVARIANTS = ("acked-lost", "loss-window", "prefix", "groups", "ids-reused", "recovery",
-              "replica")
+              "replica", "bitrot")
 
 
 @dataclass

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from streamkeep.aof.fs import RealFS
+from streamkeep.tools.crashbench.faultfs import BITROT
 from streamkeep.tools.crashbench.history import step
 from streamkeep.tools.crashbench.invariants import Checker, Violation
 from streamkeep.tools.crashbench.model import EngineTarget, read_state, state_hash
@@ -238,8 +239,11 @@ def replay(run: RecordedRun, scratch: str, models: tuple[str, ...], chosen: set[
     def path(p: str) -> str:
         return image + p[len(src):] if p.startswith(src) else p
 
-    def judge_all(i: int, call: Call) -> Iterator[Outcome]:
-        for model in models:
+    before = tuple(m for m in models if m == BITROT)
+    after = tuple(m for m in models if m != BITROT)
+
+    def judge_all(i: int, call: Call, at: tuple[str, ...]) -> Iterator[Outcome]:
+        for model in at:
             # One generator per point and model: a point replays alone (--replay) with the
             # same torn bytes as in the whole run.
             rng = random.Random(f"crashbench-powerloss:{seed}:{i}:{model}")
@@ -252,11 +256,13 @@ def replay(run: RecordedRun, scratch: str, models: tuple[str, ...], chosen: set[
             break
         if call.kind in counts:
             counts[call.kind] += 1
-        if i in chosen and call.kind != "write":  # the cut call did not happen
-            yield from judge_all(i, call)
+        # A power cut at a write leaves it in the page cache; under bit rot (a process crash,
+        # then damage at rest) and at any other call, the cut call did not happen.
+        if i in chosen:
+            yield from judge_all(i, call, before if call.kind == "write" else models)
         _apply(fs, call, fds, path)
-        if i in chosen and call.kind == "write":  # the cut write reached the page cache
-            yield from judge_all(i, call)
+        if i in chosen and call.kind == "write":
+            yield from judge_all(i, call, after)
     fs.abandon()
     fs.release()
 
@@ -291,7 +297,7 @@ def _judge(run: RecordedRun, fs: Any, image: str, scratch: str, point: Point, mo
     call = run.calls[point.index]
     dst = os.path.join(scratch, "after")
     shutil.rmtree(dst, ignore_errors=True)
-    fs.materialise(image, dst, rng, model)
+    damage = fs.materialise(image, dst, rng, model).get(BITROT)
     k = call.op
     key = _disk_key(dst)
     cached = key in cache
@@ -304,6 +310,12 @@ def _judge(run: RecordedRun, fs: Any, image: str, scratch: str, point: Point, mo
     outcome = Outcome(point, model, recovery, k, None, 0, 0.0, recovery_s=seconds,
                       log_bytes=log_bytes, cached=cached)
     if recovery == "refused":
+        if damage is not None:  # detected: the refusal must name the damaged file
+            if damage.partition(":")[0] not in state:
+                outcome.violations.append(Violation(
+                    "bitrot", f"a flipped bit at {damage} was refused without naming the "
+                    f"file: {state}"))
+            return outcome
         outcome.violations.append(Violation(
             "recovery", f"the directory does not open after a power loss at {point.kind} "
             f"#{point.ordinal} ({model}): {state}"))

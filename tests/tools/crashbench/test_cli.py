@@ -118,3 +118,19 @@ def test_random_mode_tries_the_points_asked(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stdout + proc.stderr
     (row,) = json.loads(report.read_text())["rows"]
     assert row["mode"] == "random" and row["covered"] == 60 and row["reached"] > 60
+
+
+def test_bit_rot_is_detected_never_applied_or_dropped(tmp_path: Path) -> None:
+    """The bit-rot model: a process crash, then one bit of fsynced data flipped (half the time
+    in the last fsynced bytes). Recovery refuses, naming the file, or the flip changed nothing:
+    never an open with a different state or fewer acknowledged writes."""
+    report = tmp_path / "report.json"
+    proc = crashbench("--mode", "random", "--policy", "all", "--ops", "120", "--points", "80",
+                      "--model", "bitrot", "--json", str(report))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    rows = json.loads(report.read_text())["rows"]
+    assert {r["policy"] for r in rows} == {"always", "everysec", "no"}
+    for row in rows:
+        assert row["model"] == "bitrot" and row["covered"] == 80 and not row["violations"]
+        assert row["recoveries"].get("refused", 0) > 10  # detected, and said where
+    assert rows[0]["lost"] == 0  # always: no acknowledged write dropped as a "torn tail"

@@ -16,9 +16,11 @@ import pytest
 from streamkeep import Engine
 from streamkeep.aof.fs import RealFS
 from streamkeep.tools.crashbench.faultfs import (
+    BITROT,
     KINDS,
     MODEL_DESCRIPTIONS,
     MODELS,
+    TAIL_BYTES,
     TAILS,
     FaultSpec,
     FaultSpecError,
@@ -62,7 +64,10 @@ def test_models_are_listed_and_described() -> None:
     assert all(MODEL_DESCRIPTIONS[m] and "\n" not in MODEL_DESCRIPTIONS[m] for m in MODELS)
 
 
-@pytest.mark.parametrize("model", MODELS)
+POWER_LOSS = tuple(m for m in MODELS if m != BITROT)
+
+
+@pytest.mark.parametrize("model", POWER_LOSS)
 def test_every_model_is_deterministic_and_keeps_durable_data(tmp_path: Path, model: str) -> None:
     fs, d = _setup(tmp_path, [("a", b"x" * 700), ("b", b"y" * 300), ("a", b"z" * 900)])
     for seed in range(8):
@@ -72,6 +77,27 @@ def test_every_model_is_deterministic_and_keeps_durable_data(tmp_path: Path, mod
         for files in (first, second):
             assert sorted(files) == ["a", "b"]
             assert all(v.startswith(DURABLE) for v in files.values())
+
+
+def test_bitrot_flips_one_bit_of_fsynced_data_and_keeps_every_written_byte(
+        tmp_path: Path) -> None:
+    fs, d = _setup(tmp_path, [("a", b"x" * 700), ("b", b"y" * 300)])
+    written = {"a": DURABLE + b"x" * 700, "b": DURABLE + b"y" * 300}
+    near_the_end = 0
+    for seed in range(40):
+        dst = d.with_name(f"rot-{seed}")
+        report = fs.materialise(str(d), str(dst), random.Random(seed), BITROT)
+        files = {p.name: p.read_bytes() for p in dst.iterdir()}
+        name, offset = report[BITROT].split(":")
+        assert int(offset) < len(DURABLE)  # only bytes an fsync had covered
+        for other in written:
+            diff = [i for i, (x, y) in enumerate(zip(files[other], written[other],
+                                                     strict=True)) if x != y]
+            assert diff == ([int(offset)] if other == name else [])
+            assert bin(files[other][int(offset)] ^ written[other][int(offset)]).count("1") \
+                == (1 if other == name else 0)
+        near_the_end += int(offset) >= len(DURABLE) - TAIL_BYTES
+    assert near_the_end >= 20  # half at least: the tail of what was fsynced
 
 
 def test_tails(tmp_path: Path) -> None:
@@ -147,7 +173,7 @@ def test_unsynced_directory_entries_are_undone(tmp_path: Path) -> None:
     fs.fdatasync(fd)
     fs.rename(str(d / "b"), str(d / "c"))
     fs.unlink(str(d / "a"))
-    for model in MODELS:
+    for model in POWER_LOSS:
         files = _materialise(fs, d, model, 1)
         if model != "nonatomic-rename":
             assert files == {"a": DURABLE, "b": DURABLE}, model
@@ -200,7 +226,7 @@ def test_a_rewrite_keeps_the_durable_bytes_copy_on_write(tmp_path: Path) -> None
     fs.write(fd, b"rewritten")
     fs.truncate(str(d / "b"), 10)
     assert fs.stats.overlay_bytes_read == 100 + 90  # exactly the durable bytes that changed
-    for model in MODELS:
+    for model in POWER_LOSS:
         assert _materialise(fs, d, model, 3) == {"a": DURABLE, "b": DURABLE}, model
     fs.fdatasync(fd)
     assert _materialise(fs, d, "none", 0)["a"] == b"rewritten"
@@ -301,7 +327,7 @@ def test_engine_round_trip_keeps_every_acknowledged_entry(tmp_path: Path, kind: 
         directory = tmp_path / f"{kind}-{cut}"
         acked, was_cut, _ = _xadds(directory, fs, n)
         assert was_cut
-        for model in MODELS:
+        for model in POWER_LOSS:
             dst = tmp_path / f"{kind}-{cut}-{model}"
             fs.materialise(str(directory), str(dst), rng, model)
             with Engine.open(str(dst)) as recovered:
