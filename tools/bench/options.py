@@ -19,7 +19,7 @@ QUICK_N = 5_000
 
 EXIT_OK = 0  # the run finished; missed targets print FAIL but do not fail it
 EXIT_TARGET_MISSED = 1  # with --strict, a row or a derived figure missed its target
-EXIT_USAGE = 2  # argparse's own: an unknown option or section
+EXIT_USAGE = 3  # an unknown option or section (tools.exits.Parser: every command's 3)
 
 HELP = "run the benchmark suite"
 DESCRIPTION = """\
@@ -47,7 +47,8 @@ exit codes:
      only with --strict
   {EXIT_TARGET_MISSED}  --strict, and a row or a derived figure missed its target; also
      an error inside the bench (a traceback on stderr)
-  {EXIT_USAGE}  usage error: an unknown option or section"""
+  {EXIT_USAGE}  usage error: an unknown option or section
+  130  interrupted (Ctrl-C)"""
 
 
 def section_list(value: str) -> str:
@@ -100,7 +101,9 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
 
 def build_parser() -> argparse.ArgumentParser:
     """The bench's options alone, as ``streamkeep bench``."""
-    parser = argparse.ArgumentParser(prog="streamkeep bench", **_parser_kwargs())
+    from streamkeep.tools.exits import Parser
+
+    parser = Parser(prog="streamkeep bench", **_parser_kwargs())
     add_arguments(parser)
     return parser
 

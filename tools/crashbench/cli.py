@@ -18,7 +18,7 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
-EXIT_OK, EXIT_VIOLATED, EXIT_USAGE = 0, 1, 2
+EXIT_OK, EXIT_VIOLATED, EXIT_USAGE = 0, 1, 3
 POLICIES = ("always", "everysec", "no")
 MODES = ("exhaustive", "random", "sigkill", "ioerror")
 

@@ -12,7 +12,13 @@ import argparse
 import sys
 from typing import Any
 
-from streamkeep.tools.inspect.aof_records import EXIT_DAMAGED, EXIT_OK, InspectError, fail
+from streamkeep.tools.inspect.aof_records import (
+    EXIT_DAMAGED,
+    EXIT_OK,
+    EXIT_USAGE,
+    InspectError,
+    fail,
+)
 
 PROG = "streamkeep aof stats"
 BUCKETS = {"1m": 60_000, "1h": 3_600_000, "1d": 86_400_000}
@@ -33,11 +39,11 @@ examples:
   streamkeep aof stats --json ./data | jq '.commands.XADD.effects'
 
 exit status:
-  0  every record was read
-  1  damaged input: the statistics cover the records before the first bad one, and stderr
-     says where it is (file and byte offset)
-  2  usage error
-  3  I/O error (missing or unreadable path, not a data directory)
+  0    every record was read
+  2    damaged input: the statistics cover the records before the first bad one, and stderr
+       says where it is (file and byte offset)
+  3    usage or I/O error (missing or unreadable path, not a data directory)
+  130  interrupted (Ctrl-C)
 """
 
 
@@ -305,7 +311,7 @@ def main(args: argparse.Namespace) -> int:
 
     if args.top < 0:
         print(f"{PROG}: --top must be >= 0", file=sys.stderr)
-        return 2
+        return EXIT_USAGE
     try:
         source = open_source(args.path)
     except InspectError as err:

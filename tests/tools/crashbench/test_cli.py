@@ -56,7 +56,7 @@ def test_replay_token(bounded: tuple) -> None:
                                   ["--ops", "0"], ["--policy", "sometimes"]])
 def test_usage_errors(args: list[str]) -> None:
     proc = crashbench(*args, "--ops", "20") if "--ops" not in args else crashbench(*args)
-    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert proc.returncode == 3, proc.stdout + proc.stderr
     assert "Traceback" not in proc.stderr
 
 
