@@ -57,9 +57,10 @@ output:
   stderr: progress on a terminal; nothing when piped.
 
 exit codes:
-  {EXIT_OK}  every invariant held
-  {EXIT_VIOLATED}  an invariant was violated (the report says which and how to replay it)
-  {EXIT_USAGE}  usage error"""
+  {EXIT_OK}    every invariant held
+  {EXIT_VIOLATED}    an invariant was violated (the report says which and how to replay it)
+  {EXIT_USAGE}    usage or I/O error (--json FILE cannot be written)
+  130  interrupted (Ctrl-C): no report, and no --json FILE"""
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -106,6 +107,15 @@ def main(args: argparse.Namespace) -> int:
     # The engine logs each torn tail it truncates on "streamkeep.*": thousands per run here,
     # and expected; the report counts them instead.
     logging.getLogger("streamkeep").setLevel(logging.CRITICAL)
+    if args.json:  # before minutes of work, not after
+        import os
+
+        where = os.path.dirname(os.path.abspath(args.json))
+        if not os.path.isdir(where) or os.path.isdir(args.json):
+            print(f"streamkeep crashbench: --json {args.json}: "
+                  f"{'a directory' if os.path.isdir(args.json) else 'no such directory ' + where}",
+                  file=sys.stderr)
+            return EXIT_USAGE
     notes: list[str] = []
     try:
         rows = [_replay(args.replay, notes)] if args.replay else _run(args, notes)
@@ -114,9 +124,26 @@ def main(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     report.print_report(rows, sys.stdout, notes)
     if args.json:
-        with open(args.json, "w") as f:
-            json.dump(report.to_json(rows, notes), f, indent=1, default=str)
+        _write_json(args.json, report.to_json(rows, notes))
     return EXIT_OK if all(r.ok for r in rows) else EXIT_VIOLATED
+
+
+def _write_json(path: str, doc: dict[str, Any]) -> None:
+    """FILE whole or not at all: written beside it, then renamed over it (Ctrl-C, a full
+    disk: no half a report)."""
+    import os
+    import tempfile
+
+    fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.",
+                               dir=os.path.dirname(os.path.abspath(path)))
+    try:
+        with os.fdopen(fd, "w") as f:
+            json.dump(doc, f, indent=1, default=str)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
 
 
 def _replay(token: str, notes: list[str]) -> Any:

@@ -19,7 +19,6 @@ import signal
 import subprocess
 import sys
 import time
-import weakref
 from collections.abc import Sequence
 
 from streamkeep.engine.wire.errors import StreamkeepError
@@ -29,13 +28,15 @@ from streamkeep.tools.crashbench.target import CommandFailed, ConnectionLost
 
 START_TIMEOUT = 30.0
 POLL = 0.01
-# Every server in its own session outlives a bench that dies with an exception: these are
-# killed at exit (a bench itself SIGKILLed still leaks them).
-_RUNNING: weakref.WeakSet[ServerProcess] = weakref.WeakSet()
+# Every server in its own session outlives a bench that dies with an exception (or Ctrl-C):
+# these are killed when the bench's mode ends and at exit (a bench itself SIGKILLed still leaks
+# them). Held strongly: a server whose object an exception dropped is still killed.
+_RUNNING: set[ServerProcess] = set()
 
 
 @atexit.register
-def _kill_leftovers() -> None:
+def kill_all() -> None:
+    """SIGKILL every server this process started and has not killed yet."""
     for server in list(_RUNNING):
         server.kill()
 

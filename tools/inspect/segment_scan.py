@@ -152,8 +152,13 @@ def scan_all(files: list[str], deep: bool, jobs: int) -> Iterator[Scanned]:
     method = "fork" if threading.active_count() == 1 else "forkserver"
     # What the workers run, imported before they fork: each would import it again otherwise.
     import streamkeep.aof.codec  # noqa: F401
+    from streamkeep.tools.exits import ignore_sigint
+
     context = multiprocessing.get_context(method)
-    with ProcessPoolExecutor(jobs, mp_context=context) as pool:
+    # Ctrl-C reaches the workers too (one process group): the main process reports it, and
+    # gives up the segments not checked yet rather than waiting for them.
+    pool = ProcessPoolExecutor(jobs, mp_context=context, initializer=ignore_sigint)
+    try:
         tasks: list[Future | list[Future]] = []
         for file in files:
             size = _size(file)
@@ -170,6 +175,16 @@ def scan_all(files: list[str], deep: bool, jobs: int) -> Iterator[Scanned]:
                 yield joined if joined is not None else scan_segment(file, deep)
             else:
                 yield task.result()
+    except BaseException:
+        # Interrupted (or the reader stopped): the workers' segments are not wanted any more.
+        # They ignore SIGINT, so they are stopped here instead of being waited for.
+        workers = list((getattr(pool, "_processes", None) or {}).values())
+        pool.shutdown(wait=False, cancel_futures=True)
+        for worker in workers:
+            worker.terminate()
+        raise
+    finally:
+        pool.shutdown()
 
 
 def _size(file: str) -> int:
