@@ -157,8 +157,10 @@ def render(doc: dict[str, Any], stream: Any) -> None:
     from rich.console import Console
     from rich.table import Table
 
-    console = Console(file=stream, highlight=False, soft_wrap=False,
-                      width=None if stream.isatty() else 100)
+    from streamkeep.tools.layout import print_table, width
+
+    columns = width(stream)  # COLUMNS, the terminal's, or 80 when piped
+    console = Console(file=stream, highlight=False, soft_wrap=False, width=columns)
 
     def n(v: Any) -> str:
         return "-" if v is None else f"{v:,}"
@@ -173,10 +175,10 @@ def render(doc: dict[str, Any], stream: Any) -> None:
                        ("oldest pending, ms idle", "oldest_pending_ms"),
                        ("dead letters", "dead")):
         summary.add_row(label, n(doc[key]))
-    console.print(summary)
+    print_table(console, summary, columns)
     consumers = Table(title="consumers", title_justify="left", title_style="bold")
     consumers.add_column("consumer")
     consumers.add_column("idle ms", justify="right")
     for consumer, idle in doc["consumers"].items():
         consumers.add_row(consumer, n(idle))
-    console.print(consumers)
+    print_table(console, consumers, columns)

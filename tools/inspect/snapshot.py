@@ -157,23 +157,30 @@ def _info(snap: Any, args: argparse.Namespace, out: IO[str]) -> None:
         return
     from rich.console import Console
     from rich.table import Table
+    from rich.text import Text
 
-    # Piped: no colours and no width to fit (rich would cut the columns to 80).
+    from streamkeep.tools.layout import print_table, width, wrap
+
+    # The width to fit (COLUMNS, the terminal's, or 80 when piped): a table too wide for it
+    # is printed a row per block, never with its IDs cut. Piped: no colours.
     tty = out.isatty()
-    console = Console(file=out, highlight=False, soft_wrap=True, width=None if tty else 400,
+    columns = width(out)
+    console = Console(file=out, highlight=False, soft_wrap=True, width=columns,
                       no_color=not tty)
-    console.print(f"snapshot {doc['path']}: {doc['format']} v{doc['version']}, LSN "
-                  f"{doc['lsn']}, created {doc['created']}, {doc['size']:,} bytes, replid "
-                  f"{doc['repl_id']}; {doc['streams']:,} streams, {doc['entries']:,} entries")
+    console.print(Text(wrap(
+        f"snapshot {doc['path']}: {doc['format']} v{doc['version']}, LSN {doc['lsn']}, created "
+        f"{doc['created']}, {doc['size']:,} bytes, replid {doc['repl_id']}; "
+        f"{doc['streams']:,} streams, {doc['entries']:,} entries", columns, "  ")))
     table = Table("db", "stream", "length", "first id", "last id", "max deleted", "added",
-                  "nodes", "groups")
+                  "nodes", "groups", title="streams", title_justify="left")
     for s in doc["stream_list"]:
         table.add_row(str(s["db"]), _show(s["key"]), f"{s['length']:,}", s["first_id"],
                       s["last_id"], s["max_deleted_id"], f"{s['entries_added']:,}",
                       f"{s['nodes']:,}", str(len(s["groups"])))
-    console.print(table)
+    print_table(console, table, columns)
     groups = Table("db", "stream", "group", "last delivered", "entries read", "pending",
-                   "consumer", "consumer pending", "seen", "active")
+                   "consumer", "consumer pending", "seen", "active",
+                   title="groups and consumers", title_justify="left")
     for s in doc["stream_list"]:
         for g in s["groups"]:
             rows = g["consumers"] or [None]
@@ -185,7 +192,7 @@ def _info(snap: Any, args: argparse.Namespace, out: IO[str]) -> None:
                                _time(c["seen_ms"]) if c else "-",
                                _time(c["active_ms"]) if c else "-")
     if groups.row_count:
-        console.print(groups)
+        print_table(console, groups, columns)
 
 
 def _show(value: Any) -> str:
