@@ -76,7 +76,8 @@ class _Version(argparse.Action):
 
     def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
                  values: Any, option_string: str | None = None) -> None:
-        parser.exit(0, f"streamkeep {version()}\n")
+        print(f"streamkeep {version()}")
+        parser.exit(0)
 
 
 def build_parser() -> argparse.ArgumentParser:

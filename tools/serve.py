@@ -130,6 +130,8 @@ def listen(bind: str, port: int) -> list[socket.socket]:
             except socket.gaierror as err:
                 raise _Refused(f"bind {host}: not an address this host has ({err.strerror})",
                                EXIT_USAGE) from None
+            except (UnicodeError, ValueError):  # (a name the resolver cannot even encode)
+                raise _Refused(f"bind {host}: not an address", EXIT_USAGE) from None
             for family, kind, proto, _name, address in dict.fromkeys(infos):
                 sock = socket.socket(family, kind, proto)
                 sockets.append(sock)

@@ -114,6 +114,8 @@ def scan_segment(file: str, deep: bool = False) -> Scanned:
         first_lsn = header.first_lsn
         found = (_deep_scan(os.pread(fd, size, 0), first_lsn) if deep
                  else _check_range(fd, size, HEADER_SIZE, first_lsn, None))
+    except OSError as err:  # (pread's errors do not say which file)
+        raise UsageError(f"{file}: cannot read ({err.strerror})") from None
     finally:
         os.close(fd)
     return Scanned(size, False, (header.segment, first_lsn), None, found.end, found.records,

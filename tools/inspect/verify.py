@@ -522,8 +522,9 @@ def main(args: argparse.Namespace) -> int:
     except UsageError as err:
         print(f"streamkeep aof verify: {err}", file=sys.stderr)
         return USAGE
-    except OSError as err:
-        print(f"streamkeep aof verify: {args.path}: {err.strerror or err}", file=sys.stderr)
+    except OSError as err:  # (the file that failed, when the error says which)
+        print(f"streamkeep aof verify: {err.filename or args.path}: {err.strerror or err}",
+              file=sys.stderr)
         return USAGE
     if args.json:
         print(json.dumps(report.to_json(), indent=1))
