@@ -41,6 +41,13 @@ def kill_all() -> None:
         server.kill()
 
 
+# A PING left unanswered this long is "not ready": a streamkeep serve still replaying at
+# start-up holds the connection (it listens first) without reading it, and a probe that
+# waited for the replay's end would find it ready when the moment to kill it has passed. A
+# busy server that answers later is simply probed again.
+PROBE_TIMEOUT = 0.1
+
+
 class ServerFailed(StreamkeepError):
     """A server would not start (it exited, or did not answer in time): the log's tail."""
 
@@ -111,11 +118,12 @@ class ServerProcess:
         return False
 
     def ready(self) -> bool:
-        """One probe: does it answer PING with PONG now (not refused, not -LOADING)?"""
+        """One probe: does it answer PING with PONG now (not refused, not -LOADING, not left
+        unanswered: `streamkeep serve` listens before it replays, and answers once it has)?"""
         try:
-            with RespTarget(HOST, self.port, connect_timeout=0.5, timeout=2.0) as t:
+            with RespTarget(HOST, self.port, connect_timeout=0.5, timeout=PROBE_TIMEOUT) as t:
                 return bool(t.execute([b"PING"]) == "PONG")
-        except (ConnectionLost, CommandFailed):  # not listening yet, or -LOADING
+        except (ConnectionLost, CommandFailed):  # not listening yet, replaying, or -LOADING
             return False
 
     def kill(self) -> None:
