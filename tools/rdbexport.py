@@ -60,11 +60,17 @@ def main(args: argparse.Namespace) -> int:
     if not os.path.isdir(parent):
         print(f"streamkeep export-rdb: {parent}: not a directory", file=sys.stderr)
         return EXIT_USAGE
-    if os.path.isdir(args.out):
-        print(f"streamkeep export-rdb: --out {args.out}: a directory (give the file to write)",
+    if os.path.lexists(args.out) and not os.path.isfile(args.out):
+        # A directory, a device (/dev/null), a pipe: the rename into place would replace it.
+        print(f"streamkeep export-rdb: --out {args.out}: exists and is not a regular file",
               file=sys.stderr)
         return EXIT_USAGE
-    work = tempfile.mkdtemp(prefix=".export-rdb-", dir=parent)
+    try:
+        work = tempfile.mkdtemp(prefix=".export-rdb-", dir=parent)
+    except OSError as err:
+        print(f"streamkeep export-rdb: --out {args.out}: cannot write in {parent} "
+              f"({err.strerror or err})", file=sys.stderr)
+        return EXIT_USAGE
     copy, tmp = os.path.join(work, "state"), os.path.join(work, "dump.rdb")
 
     def fail(message: str, status: int) -> int:

@@ -65,6 +65,7 @@ exit codes:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     from streamkeep.tools.crashbench.faultfs import MODEL_DESCRIPTIONS
+    from streamkeep.tools.exits import positive_int
 
     parser.description = DESCRIPTION + "\n\npower-loss fault models (--model):\n" + "\n".join(
         f"  {name:<17} {text}" for name, text in MODEL_DESCRIPTIONS.items())
@@ -77,28 +78,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "above)")
     parser.add_argument("--target", default="streamkeep", choices=("streamkeep", "redis-server"),
                         help="sigkill mode: the server to crash")
-    parser.add_argument("--ops", type=_positive, default=2000,
+    parser.add_argument("--ops", type=positive_int, default=2000,
                         help="operations per recorded run (default 2000)")
     budget = parser.add_mutually_exclusive_group()
     budget.add_argument("--seconds", type=float, help="random/sigkill: stop after this long")
-    budget.add_argument("--points", type=_positive,
+    budget.add_argument("--points", type=positive_int,
                         help="random/sigkill: crash points to try")
     parser.add_argument("--seed", type=int, default=1, help="first seed (default 1)")
-    parser.add_argument("--jobs", type=_positive, default=2,
+    parser.add_argument("--jobs", type=positive_int, default=2,
                         help="worker processes judging crash points (default 2)")
     parser.add_argument("--json", metavar="FILE", help="also write the report as JSON")
     parser.add_argument("--replay", metavar="TOKEN",
                         help="run the one crash point a violation's token names")
-
-
-def _positive(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r}: not an integer") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{value}: at least 1")
-    return value
 
 
 def main(args: argparse.Namespace) -> int:
@@ -124,16 +115,20 @@ def main(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     report.print_report(rows, sys.stdout, notes)
     if args.json:
-        _write_json(args.json, report.to_json(rows, notes))
+        write_json(args.json, report.to_json(rows, notes))
     return EXIT_OK if all(r.ok for r in rows) else EXIT_VIOLATED
 
 
-def _write_json(path: str, doc: dict[str, Any]) -> None:
+def write_json(path: str, doc: dict[str, Any]) -> None:
     """FILE whole or not at all: written beside it, then renamed over it (Ctrl-C, a full
     disk: no half a report)."""
     import os
     import tempfile
 
+    if os.path.exists(path) and not os.path.isfile(path):  # /dev/stdout, a pipe: as it is
+        with open(path, "w") as f:
+            json.dump(doc, f, indent=1, default=str)
+        return
     fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.",
                                dir=os.path.dirname(os.path.abspath(path)))
     try:

@@ -140,6 +140,11 @@ def _export(args: argparse.Namespace, names: dict[str, str]) -> int:
     made = not os.path.exists(args.out)
     begun: list[str] = []  # the tables this run (re)writes, once it starts writing them
     try:
+        try:  # (found now, not after Spark's start-up and inside its first write's error)
+            os.makedirs(args.out, exist_ok=True)
+        except OSError as err:
+            raise _Failed(f"--out {args.out}: cannot make it ({err.strerror or err})",
+                          EXIT_USAGE) from None
         with _pinned(args, previous, names) as plan:
             started = time.monotonic()
             spark, owned = _session(args.master)

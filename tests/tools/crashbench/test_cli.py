@@ -118,3 +118,26 @@ def test_random_mode_tries_the_points_asked(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stdout + proc.stderr
     (row,) = json.loads(report.read_text())["rows"]
     assert row["mode"] == "random" and row["covered"] == 60 and row["reached"] > 60
+
+
+def test_json_report_to_a_pipe_is_written_into_it(tmp_path: Path) -> None:
+    """--json FILE is written beside FILE and renamed over it, unless FILE is not a regular
+    file (a pipe, /dev/stdout): then into it, never replacing it."""
+    import os
+    import threading
+
+    from streamkeep.tools.crashbench.cli import write_json
+
+    fifo = tmp_path / "report.pipe"
+    os.mkfifo(fifo)
+    got: list[str] = []
+    reader = threading.Thread(target=lambda: got.append(fifo.read_text()))
+    reader.start()
+    write_json(str(fifo), {"rows": [], "ok": True})
+    reader.join(10)
+    assert json.loads(got[0]) == {"rows": [], "ok": True}
+    assert fifo.is_fifo() and sorted(p.name for p in tmp_path.iterdir()) == ["report.pipe"]
+    plain = tmp_path / "report.json"
+    write_json(str(plain), {"ok": False})
+    assert json.loads(plain.read_text()) == {"ok": False}
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["report.json", "report.pipe"]
