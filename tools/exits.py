@@ -38,6 +38,17 @@ class Parser(argparse.ArgumentParser):
         self.exit(EXIT_USAGE, f"{usage}\n{self.prog}: error: {message}\n")
 
 
+def positive_int(text: str) -> int:
+    """An argparse type: an integer of 1 or more (a usage error otherwise)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: not an integer") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{value}: at least 1")
+    return value
+
+
 def _first_interrupt(signum: int, frame: Any) -> None:
     # Later Ctrl-Cs are ignored: the cleanup this one starts (removing a half-made output,
     # releasing a lock) must not be cut short and end in a traceback.

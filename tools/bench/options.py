@@ -63,12 +63,14 @@ def section_list(value: str) -> str:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from streamkeep.tools.exits import positive_int
+
     parser.add_argument("--quick", action="store_true",
                         help=f"small N ({QUICK_N:,}) and short AOF loops, for tests and smoke "
                              "runs")
-    parser.add_argument("--n", type=int, metavar="N",
+    parser.add_argument("--n", type=positive_int, metavar="N",
                         help=f"messages per workload (default {FULL_N:,})")
-    parser.add_argument("--repeat", type=int, default=1, metavar="R",
+    parser.add_argument("--repeat", type=positive_int, default=1, metavar="R",
                         help="run each workload R times, report the best (default 1)")
     parser.add_argument("--no-redis", action="store_true",
                         help="skip the redis-server reference rows")

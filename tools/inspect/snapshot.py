@@ -29,7 +29,7 @@ EPILOG_INFO = """examples:
   streamkeep snapshot info ./data                  the current snapshot of a data directory
   streamkeep snapshot info ./data/snapshot-000000001234.mdb --json
 
-exit status: 0 ok; 2 not a readable snapshot; 3 usage or I/O error."""
+exit status: 0 ok; 2 not a readable snapshot; 3 usage or I/O error; 130 interrupted."""
 
 EPILOG_DUMP = """examples:
   streamkeep snapshot dump ./data                              every entry of every stream
@@ -39,7 +39,7 @@ EPILOG_DUMP = """examples:
 JSON lines: {"db", "key", "id", "fields": [[field, value], ...]}; a string that is not UTF-8
 is {"b64": "<base64>"}. Text: one line per entry, redis-cli quoting.
 
-exit status: 0 ok; 2 not a readable snapshot; 3 usage or I/O error."""
+exit status: 0 ok; 2 not a readable snapshot; 3 usage or I/O error; 130 interrupted."""
 
 
 def add_arguments_info(parser: argparse.ArgumentParser) -> None:
@@ -80,7 +80,7 @@ def _snapshot_path(path: str) -> str:
     return found
 
 
-def _run(args: argparse.Namespace, body: Any) -> int:
+def _run(args: argparse.Namespace, body: Any, prog: str) -> int:
     from streamkeep.snapshot.reader import Snapshot, SnapshotError
 
     try:
@@ -88,24 +88,26 @@ def _run(args: argparse.Namespace, body: Any) -> int:
         with Snapshot(path) as snap:
             body(snap, args, sys.stdout)
     except InspectError as err:
-        return fail(err, "streamkeep")
+        return fail(err, prog)
     except SnapshotError as err:
-        print(f"streamkeep: {err}", file=sys.stderr)
+        print(f"{prog}: {err}", file=sys.stderr)
         return 2
-    except OSError as err:  # lmdb's errors name the file; ours too
-        print(f"streamkeep: {args.path}: {err}", file=sys.stderr)
-        return 3
-    except BrokenPipeError:  # `| head`
+    except BrokenPipeError:  # `| head` (before OSError, which it is)
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())  # (Python's flush at exit: nowhere, quietly)
         return 0
+    except OSError as err:  # lmdb's errors name the file; ours too
+        print(f"{prog}: {args.path}: {err}", file=sys.stderr)
+        return 3
     return 0
 
 
 def main_info(args: argparse.Namespace) -> int:
-    return _run(args, _info)
+    return _run(args, _info, "streamkeep snapshot info")
 
 
 def main_dump(args: argparse.Namespace) -> int:
-    return _run(args, _dump)
+    return _run(args, _dump, "streamkeep snapshot dump")
 
 
 main = main_info

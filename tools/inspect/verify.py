@@ -43,10 +43,11 @@ opening refuses), missing-segment, bad-segment-header, lsn-gap, bad-manifest, ba
 (opening refuses all of these).
 
 exit status:
-  0  clean
-  1  a torn tail only: opening the directory truncates it (`streamkeep aof fix` saves it first)
-  2  damage that makes opening the directory refuse
-  3  usage or I/O error (no such path, not a data directory, unreadable file)
+  0    clean
+  1    a torn tail only: opening the directory truncates it (`streamkeep aof fix` saves it first)
+  2    damage that makes opening the directory refuse
+  3    usage or I/O error (no such path, not a data directory, unreadable file)
+  130  interrupted (Ctrl-C)
 """
 
 OK, TORN, REFUSE, USAGE = 0, 1, 2, 3
