@@ -204,6 +204,8 @@ USAGE = [
     (["demo", "now"], "now"),
     (["commands", "--all"], "--all"),
     (["--verbose", "demo"], "--verbose"),
+    (["bench", "--n", "-5"], "-5"),
+    (["crashbench", "--jobs", "0"], "0"),
 ]
 
 
@@ -241,9 +243,9 @@ def test_version_and_help() -> None:
 
 @pytest.fixture
 def junk(tmp_path: Path) -> dict[str, Path]:
-    """A garbage file, an empty directory, a directory that is not a data directory, and a
-    data directory whose segment cannot be read (a directory where the file should be: even
-    root cannot read that)."""
+    """A garbage file, an empty directory, a directory that is not a data directory, a data
+    directory whose segment cannot be read (a directory where the file should be: even root
+    cannot read that), and a named pipe (a file that is not a regular file)."""
     garbage = tmp_path / "garbage.bin"
     garbage.write_bytes(b"this is not what any command expects" * 10)
     empty = tmp_path / "empty"
@@ -257,8 +259,10 @@ def junk(tmp_path: Path) -> dict[str, Path]:
     for segment in unreadable.glob("segment-*.aof"):
         segment.unlink()
         segment.mkdir()
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
     return {"garbage": garbage, "empty": empty, "other": other, "unreadable": unreadable,
-            "missing": tmp_path / "missing"}
+            "missing": tmp_path / "missing", "fifo": fifo}
 
 
 REFUSALS = [
@@ -294,10 +298,13 @@ REFUSALS = [
     (["export-rdb", "{other}", "--out", "{empty}/x.rdb"], 2, "{other}"),
     (["export-rdb", "{unreadable}", "--out", "{missing}/x.rdb"], 3, "{missing}"),
     (["export-rdb", "{unreadable}", "--out", "{empty}"], 3, "{empty}"),
+    (["export-rdb", "{unreadable}", "--out", "{fifo}"], 3, "{fifo}"),  # never replaced
+    (["export-rdb", "{unreadable}", "--out", "/proc/dump.rdb"], 3, "/proc/dump.rdb"),
     (["export", "{missing}", "--out", "{empty}/o"], 3, "{missing}"),
     (["export", "{unreadable}", "--out", "{empty}/o"], 3, "{unreadable}"),
     (["export", "{garbage}", "--out", "{empty}/o"], 2, "{garbage}"),
     (["export", "{other}", "--out", "{empty}/o"], 3, "{other}"),
+    (["export", "{unreadable}", "--out", "{garbage}/o"], 3, "{garbage}/o"),
     (["queue", "stats", "{other}", "jobs"], 3, "{other}"),
     (["queue", "stats", "{missing}", "jobs"], 3, "{missing}"),
     (["queue", "stats", "{garbage}", "jobs"], 3, "{garbage}"),
@@ -317,6 +324,8 @@ def test_wrong_paths_are_refused_in_one_line(junk: dict[str, Path], tmp_path: Pa
     before = tree_state(tmp_path)
     argv = [a.format(**junk) for a in argv]
     line = assert_refused(run(*argv, cwd=tmp_path), status, named.format(**junk))
+    command = argv[:2] if argv[0] in ("aof", "snapshot", "queue") else argv[:1]
+    assert line.startswith(f"streamkeep {' '.join(command)}: "), line  # which command says it
     assert "export-pin-" not in line and ".export-rdb-" not in line  # the user's names only
     assert tree_state(tmp_path) == before
 
@@ -376,15 +385,28 @@ def test_export_names_the_snapshot_not_its_pin(small: Path, tmp_path: Path) -> N
     assert not (tmp_path / "out").exists()
 
 
-def test_a_closed_pipe_is_not_an_error(big: Path) -> None:
-    """`streamkeep aof verify ... | head -1`: the reader goes away; no traceback, status 0."""
+@pytest.fixture(scope="module")
+def dumpable(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A snapshot whose dump is more than a pipe holds."""
+    path = tmp_path_factory.mktemp("dumpable") / "data"
+    with Engine.open(str(path)) as db:
+        for i in range(5000):
+            db.execute("XADD", "s", "*", "field", f"value {i}")
+        db.compact(wait=True)
+    return path
+
+
+@pytest.mark.parametrize("command", [["aof", "dump"], ["snapshot", "dump"], ["aof", "verify"]])
+def test_a_closed_pipe_is_not_an_error(big: Path, dumpable: Path, command: list[str]) -> None:
+    """`streamkeep ... | head -1`: the reader goes away; no traceback, status 0."""
     import subprocess
 
-    proc = subprocess.Popen([sys.executable, "-m", "streamkeep", "aof", "dump", str(big)],
+    path = dumpable if command[0] == "snapshot" else big
+    proc = subprocess.Popen([sys.executable, "-m", "streamkeep", *command, str(path)],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     assert proc.stdout is not None and proc.stderr is not None
     proc.stdout.readline()
     proc.stdout.close()
     err = proc.stderr.read().decode()
     assert proc.wait(timeout=60) == 0 and err == ""
-    assert os.path.exists(big / "manifest.json")
+    assert os.path.exists(path / "manifest.json")

@@ -7,8 +7,6 @@ read-only ones run on the ./data the blocks made."""
 
 from __future__ import annotations
 
-import contextlib
-import io
 import re
 import shlex
 import sys
@@ -100,30 +98,35 @@ def test_every_command_line_in_the_readme_parses(capsys: pytest.CaptureFixture[s
         assert callable(args.func)
 
 
-def test_every_python_block_runs_in_order_and_the_examples_then_run(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    assert len(PYTHON) >= 5
-    monkeypatch.chdir(tmp_path)
-    # The Spark example's workers import streamkeep: this interpreter (the README says so).
-    monkeypatch.setenv("PYSPARK_PYTHON", sys.executable)
-    try:
-        for number, block in enumerate(PYTHON, 1):
-            out = io.StringIO()
-            with contextlib.redirect_stdout(out):
-                exec(compile(block, f"README.md python block {number}", "exec"), {})
-    finally:
-        with contextlib.suppress(ImportError):
-            from pyspark.sql import SparkSession
+# Runs the blocks in a fresh interpreter whose working directory is the test's (a JVM an
+# earlier test started in this process would read the Spark example's ./data elsewhere).
+DRIVER = """
+import contextlib, io, json, sys
+for number, block in enumerate(json.loads(sys.argv[1]), 1):
+    with contextlib.redirect_stdout(io.StringIO()):
+        exec(compile(block, f"README.md python block {number}", "exec"), {})
+    print(f"block {number} ran", flush=True)
+"""
 
-            active = SparkSession.getActiveSession()
-            if active is not None:
-                active.stop()
+
+def test_every_python_block_runs_in_order_and_the_examples_then_run(tmp_path: Path) -> None:
+    import json
+    import os
+    import subprocess
+
+    assert len(PYTHON) >= 5
+    # The Spark example's workers import streamkeep: this interpreter (the README says so).
+    env = {**os.environ, "PYSPARK_PYTHON": sys.executable}
+    done = subprocess.run([sys.executable, "-c", DRIVER, json.dumps(PYTHON)], cwd=tmp_path,
+                          env=env, capture_output=True, text=True, timeout=300, check=False)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == [f"block {n} ran" for n in range(1, len(PYTHON) + 1)]
     assert (tmp_path / "data" / "manifest.json").exists()
     ran = 0
     for argv in command_lines():
         if tuple(argv[:2]) in READ_ONLY and any(a in ("./data", "data/") for a in argv):
-            done = run(*argv, cwd=tmp_path)
-            assert done.code == 0, (argv, done.err)
-            assert "Traceback" not in done.err
+            result = run(*argv, cwd=tmp_path)
+            assert result.code == 0, (argv, result.err)
+            assert "Traceback" not in result.err
             ran += 1
     assert ran >= 4

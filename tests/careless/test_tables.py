@@ -39,7 +39,8 @@ def assert_fits(text: str, columns: int = 80) -> None:
 
 @pytest.mark.parametrize("columns", ["80", ""], ids=["COLUMNS=80", "piped"])
 def test_snapshot_info(data: Path, columns: str) -> None:
-    done = run("snapshot", "info", data, env={"COLUMNS": columns})
+    # (a path as short as a user's: a path is one word, never wrapped)
+    done = run("snapshot", "info", "data", cwd=data.parent, env={"COLUMNS": columns})
     assert done.code == 0, done.err
     assert_fits(done.out)
     assert LONG_ID in done.out and "a-consumer-with-a-long-name" in done.out
@@ -48,14 +49,14 @@ def test_snapshot_info(data: Path, columns: str) -> None:
 
 
 def test_aof_stats(data: Path) -> None:
-    done = run("aof", "stats", data, env={"COLUMNS": "80"})
+    done = run("aof", "stats", "data", cwd=data.parent, env={"COLUMNS": "80"})
     assert done.code == 0, done.err
     assert_fits(done.out)
     assert "jobs" in done.out and "Segments" in done.out
 
 
 def test_queue_stats(data: Path) -> None:
-    done = run("queue", "stats", data, "jobs", env={"COLUMNS": "80"})
+    done = run("queue", "stats", "data", "jobs", cwd=data.parent, env={"COLUMNS": "80"})
     assert done.code == 0, done.err
     assert_fits(done.out)
     assert "a-consumer-with-a-long-name" in done.out
@@ -70,7 +71,7 @@ def test_crashbench_report(tmp_path: Path) -> None:
 
 
 def test_wide_enough_tables_stay_tables(data: Path) -> None:
-    done = run("snapshot", "info", data, env={"COLUMNS": "200"})
+    done = run("snapshot", "info", "data", cwd=data.parent, env={"COLUMNS": "200"})
     assert done.code == 0, done.err
     assert_fits(done.out, 200)
     header = next(line for line in done.out.splitlines() if "first id" in line)

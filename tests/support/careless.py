@@ -178,7 +178,10 @@ def tree_state(path: Path, ignore: Sequence[str] = ()) -> dict[str, str]:
             if name in ignore:
                 continue
             full = Path(root) / name
-            state[str(full.relative_to(path))] = hashlib.sha256(full.read_bytes()).hexdigest()
+            # (a pipe or a device is what it is, never read: reading a pipe would block)
+            state[str(full.relative_to(path))] = (
+                hashlib.sha256(full.read_bytes()).hexdigest() if full.is_file()
+                else f"special {full.lstat().st_mode:o}")
     return state
 
 
