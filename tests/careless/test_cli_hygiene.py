@@ -410,3 +410,19 @@ def test_a_closed_pipe_is_not_an_error(big: Path, dumpable: Path, command: list[
     err = proc.stderr.read().decode()
     assert proc.wait(timeout=60) == 0 and err == ""
     assert os.path.exists(path / "manifest.json")
+
+
+def test_ctrl_c_while_fix_writes_finishes_the_repair(tmp_path: Path) -> None:
+    """Ctrl-C once aof fix has started writing (its first .cut- file): the repair is finished
+    first (the directory is never half rewritten), then the interrupt takes effect."""
+    data = big_datadir(tmp_path / "data", 200_000, segments=2)
+    segment = data / "segment-000001.aof"
+    damaged = bytearray(segment.read_bytes())
+    damaged[len(damaged) // 2] ^= 0xFF  # a CRC mismatch followed by valid records
+    segment.write_bytes(bytes(damaged))
+    # (the .cut- file is written first, then two segments of 6 MB, fsynced, and the manifest)
+    result = interrupt("aof", "fix", "--yes", "--force-skip-damaged", data,
+                       when=lambda pid: any(data.glob("*.cut-*")))
+    assert_interrupted(result, "aof fix")
+    assert "rewrote 2 segment(s); 1 record(s) lost" in result.out
+    assert run("aof", "verify", data).code == 0  # repaired, whole
