@@ -198,6 +198,9 @@ class Snapshot:
     several times in one process (the objects share one LMDB environment)."""
 
     def __init__(self, path: str) -> None:
+        if path is None:  # current_snapshot() before a directory's first compaction
+            raise SnapshotError("no snapshot to open: the data directory has none yet (nothing "
+                                "compacted: Engine.compact(), SAVE or BGSAVE makes one)")
         self.path = path
         self._key: tuple[int, int] | None = None
         self._key, self.env, size = _open_env(path)

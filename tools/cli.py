@@ -1,13 +1,26 @@
 """``streamkeep`` command-line entry point.
 
-Subcommand implementations are imported lazily so that ``streamkeep --help``
-stays fast and does not pull in the engine.
+Owns the subcommand tree, ``--version``, and how every command ends: a usage error exits 3
+(tools.exits.Parser), Ctrl-C ends any command with one line (``streamkeep <command>:
+interrupted``) and exit status 130, an I/O error nobody caught with one line and 3, a reader
+that closes the pipe (``| head``) quietly. Subcommand implementations are imported lazily so
+that ``streamkeep --help`` stays fast and does not pull in the engine.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
+import sys
 from collections.abc import Sequence
+from typing import Any
+
+from streamkeep.tools.exits import (
+    EXIT_USAGE,
+    Parser,
+    interrupted,
+    sigint_handled,
+)
 
 
 def _cmd_demo(args: argparse.Namespace) -> int | None:
@@ -34,12 +47,49 @@ def _cmd_commands(args: argparse.Namespace) -> int | None:
     return docs.main()
 
 
+def version() -> str:
+    """The installed package's version (its metadata), else pyproject.toml's (a checkout)."""
+    from importlib.metadata import PackageNotFoundError
+    from importlib.metadata import version as installed
+
+    try:
+        return installed("streamkeep")
+    except PackageNotFoundError:
+        pass
+    import tomllib
+
+    pyproject = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                             "pyproject.toml")
+    try:
+        with open(pyproject, "rb") as f:
+            return str(tomllib.load(f)["project"]["version"])
+    except (OSError, KeyError, tomllib.TOMLDecodeError):
+        return "unknown"
+
+
+class _Version(argparse.Action):
+    """``--version``: the version is looked up only when asked (``--help`` stays cheap)."""
+
+    def __init__(self, option_strings: list[str], dest: str = argparse.SUPPRESS,
+                 default: Any = argparse.SUPPRESS, help: str | None = None) -> None:
+        super().__init__(option_strings, dest, nargs=0, default=default, help=help)
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
+                 values: Any, option_string: str | None = None) -> None:
+        print(f"streamkeep {version()}")
+        parser.exit(0)
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="streamkeep",
         description="Redis Streams-compatible storage engine.",
+        epilog="exit status (every command; `streamkeep COMMAND --help` has its own): 0 ok, "
+               "3 usage or I/O error, 130 interrupted (Ctrl-C).",
     )
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    parser.add_argument("--version", action=_Version, help="print the version and exit")
+    # (not dest="command": `aof dump --command` has that one)
+    sub = parser.add_subparsers(dest="cli_command", metavar="COMMAND")
     sub.required = True
 
     p_demo = sub.add_parser("demo", help="run a short end-to-end demonstration")
@@ -102,11 +152,37 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def command_name(args: argparse.Namespace | None) -> str:
+    """``streamkeep aof verify``: the command as the user typed it, for one-line messages."""
+    words = ["streamkeep"]
+    name = getattr(args, "cli_command", None)
+    if name:
+        words.append(name)
+        sub = getattr(args, f"{name}_command", None)
+        if sub:
+            words.append(sub)
+    return " ".join(words)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    rc = args.func(args)
-    return int(rc or 0)
+    args: argparse.Namespace | None = None
+    with sigint_handled():  # (the cleanup after a first Ctrl-C is not cut by a second)
+        try:
+            args = build_parser().parse_args(argv)
+            return int(args.func(args) or 0)
+        except KeyboardInterrupt:
+            return interrupted(command_name(args))
+        except BrokenPipeError:
+            # The reader went away (`| head`): not an error of ours. Later writes (and
+            # Python's own flush at exit) go nowhere instead of failing.
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+            return 0
+        except OSError as err:
+            # An I/O error no command reported itself: one line, not a traceback.
+            where = f"{err.filename}: " if err.filename else ""
+            print(f"{command_name(args)}: {where}{err.strerror or err}", file=sys.stderr)
+            return EXIT_USAGE
 
 
 if __name__ == "__main__":

@@ -38,7 +38,8 @@ from a copy, never changed. redis-server refuses an RDB version newer than its o
   {REDIS_VERSIONS}
 Progress goes to stderr when it is a terminal.
 
-exit status: 0 written; 2 DIR cannot be read; 3 usage or I/O error."""
+exit status: 0 written; 2 DIR cannot be read; 3 usage or I/O error; 130 interrupted (Ctrl-C:
+--out is left as it was, and nothing beside it)."""
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -51,7 +52,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from streamkeep.engine.wire.errors import StorageError
+    from streamkeep.engine.wire.errors import StreamkeepError
     from streamkeep.tools.inspect.restore import Impossible, Usage, restore
 
     began = time.perf_counter()
@@ -59,29 +60,41 @@ def main(args: argparse.Namespace) -> int:
     if not os.path.isdir(parent):
         print(f"streamkeep export-rdb: {parent}: not a directory", file=sys.stderr)
         return EXIT_USAGE
-    work = tempfile.mkdtemp(prefix=".export-rdb-", dir=parent)
+    if os.path.lexists(args.out) and not os.path.isfile(args.out):
+        # A directory, a device (/dev/null), a pipe: the rename into place would replace it.
+        print(f"streamkeep export-rdb: --out {args.out}: exists and is not a regular file",
+              file=sys.stderr)
+        return EXIT_USAGE
     try:
-        copy = os.path.join(work, "state")
+        work = tempfile.mkdtemp(prefix=".export-rdb-", dir=parent)
+    except OSError as err:
+        print(f"streamkeep export-rdb: --out {args.out}: cannot write in {parent} "
+              f"({err.strerror or err})", file=sys.stderr)
+        return EXIT_USAGE
+    copy, tmp = os.path.join(work, "state"), os.path.join(work, "dump.rdb")
+
+    def fail(message: str, status: int) -> int:
+        # The work goes through a copy of DIR and a file beside --out: the user's names only.
+        message = message.replace(copy, args.path).replace(tmp, args.out)
+        print(f"streamkeep export-rdb: {message}", file=sys.stderr)
+        return status
+
+    try:
         _progress(f"copying the state of {args.path}")
         try:
             lsn = restore(args.path, copy, None, _END_OF_TIME)
         except Usage as err:
-            print(f"streamkeep export-rdb: {err}", file=sys.stderr)
-            return EXIT_UNREADABLE if os.path.isdir(args.path) else EXIT_USAGE
+            return fail(str(err), EXIT_UNREADABLE if os.path.isdir(args.path) else EXIT_USAGE)
         except Impossible as err:
-            print(f"streamkeep export-rdb: {args.path}: {err}", file=sys.stderr)
-            return EXIT_UNREADABLE
+            return fail(f"{args.path}: {err}", EXIT_UNREADABLE)
         _progress("loading it and writing the RDB file")
         try:
-            report = _write(copy, args.out, args.rdb_version, os.path.join(work, "dump.rdb"))
-        except StorageError as err:  # damage the copy's load found (a snapshot's values)
+            report = _write(copy, args.out, args.rdb_version, tmp)
+        except StreamkeepError as err:  # damage the copy's load found, or records that fail
             message = str(err).replace(copy, os.path.abspath(args.path).rstrip("/"))
-            print(f"streamkeep export-rdb: {message}", file=sys.stderr)
-            return EXIT_UNREADABLE
+            return fail(f"{args.path}: cannot be read: {message}", EXIT_UNREADABLE)
     except OSError as err:
-        print(f"streamkeep export-rdb: {err.filename or args.out}: {err.strerror or err}",
-              file=sys.stderr)
-        return EXIT_USAGE
+        return fail(f"{err.filename or args.out}: {err.strerror or err}", EXIT_USAGE)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     report.update(source=args.path, out=args.out, lsn=lsn, rdb_version=args.rdb_version,

@@ -45,7 +45,8 @@ last whole command, as Redis loads it, and the report says how many bytes were l
 
 Progress goes to stderr when it is a terminal.
 
-exit status: 0 imported; 2 not a readable RDB, AOF or appendonlydir; 3 usage or I/O error."""
+exit status: 0 imported; 2 not a readable RDB, AOF or appendonlydir; 3 usage or I/O error;
+130 interrupted (Ctrl-C: DIR is left as it was, removed if import made it)."""
 
 
 class BadSource(StreamkeepError):
@@ -70,6 +71,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def main(args: argparse.Namespace) -> int:
     from streamkeep import Engine
     from streamkeep.replication.redis_commands import RedisApplier
+    from streamkeep.tools.exits import discard
 
     if os.path.exists(args.out) and (not os.path.isdir(args.out) or os.listdir(args.out)):
         print(f"streamkeep import: {args.out} exists and is not an empty directory",
@@ -110,15 +112,16 @@ def main(args: argparse.Namespace) -> int:
                 _install(engine, staging.dbs)
     except BadSource as err:
         print(f"streamkeep import: {err}", file=sys.stderr)
-        if made_out:
-            _remove_tree(args.out)
+        discard(args.out, made_out)
         return EXIT_BAD_SOURCE
     except OSError as err:
         print(f"streamkeep import: {err.filename or args.source}: {err.strerror or err}",
               file=sys.stderr)
-        if made_out:
-            _remove_tree(args.out)
+        discard(args.out, made_out)
         return EXIT_USAGE
+    except BaseException:  # Ctrl-C: no half-made data directory is left behind
+        discard(args.out, made_out)
+        raise
     report["seconds"] = round(time.perf_counter() - began, 3)
     _print(report, args.json)
     return 0
@@ -254,12 +257,6 @@ def _install(engine: Any, dbs: list) -> None:
         fs.close(fd)
     with engine.lock:
         datadir.install_snapshot(tmp, 1, replid, dbs, info.crc32)
-
-
-def _remove_tree(path: str) -> None:
-    import shutil
-
-    shutil.rmtree(path, ignore_errors=True)
 
 
 def _progress(message: str) -> None:

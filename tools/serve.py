@@ -11,8 +11,11 @@ import argparse
 import gc
 import logging
 import os
+import socket
 import sys
 from typing import Any
+
+from streamkeep.engine.wire.errors import StreamkeepError
 
 EPILOG = """examples:
   streamkeep serve                                   ./data on 127.0.0.1:6390
@@ -23,16 +26,32 @@ EPILOG = """examples:
                                                      a durable copy of a redis-server's streams
   streamkeep serve --config streamkeep.conf          redis.conf syntax (replicaof, ...)
 
-exit status: 0 after a clean shutdown (SHUTDOWN, SIGTERM, SIGINT); 1 if the data directory
-cannot be opened or the port cannot be listened on; 2 for a bad config file or option."""
+The port is bound first, then the data directory is opened (made if missing) and replayed:
+a busy port leaves no directory behind.
+
+exit status: 0 after a clean shutdown (SHUTDOWN, SIGTERM, SIGINT); 1 if the port cannot be
+listened on or the data directory cannot be opened; 3 for a bad option or config file (a port
+outside 0-65535, an address that does not parse); 130 if interrupted (Ctrl-C) while the data
+directory is replayed at start-up (its lock released, the directory as it was)."""
 DEFAULT_DIR = "./data"
 DEFAULT_PORT = 6390
 DEFAULT_BIND = "127.0.0.1"
+EXIT_UNAVAILABLE, EXIT_USAGE = 1, 3
+LISTEN_BACKLOG = 511  # Redis's tcp-backlog
+
+
+class _Refused(StreamkeepError):
+    """serve cannot start: the one line to print, and the exit status."""
+
+    def __init__(self, message: str, status: int) -> None:
+        super().__init__(message)
+        self.status = status
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--dir", help=f"data directory (default {DEFAULT_DIR})")
-    parser.add_argument("--port", type=int, help=f"TCP port (default {DEFAULT_PORT}; 0: any)")
+    parser.add_argument("--port", type=int, help=f"TCP port, 0-65535 (default {DEFAULT_PORT}; "
+                                                 f"0: any free one)")
     parser.add_argument("--bind", help=f"addresses to listen on, space-separated "
                                        f"(default {DEFAULT_BIND})")
     parser.add_argument("--appendfsync", choices=("always", "everysec", "no"),
@@ -69,50 +88,135 @@ def settings_from(args: argparse.Namespace) -> dict[str, Any]:
     return settings
 
 
+def checked_settings(args: argparse.Namespace) -> dict[str, Any]:
+    """settings_from, every value checked before anything is bound or made (_Refused, exit 3,
+    naming the file and line, or the option, and the value)."""
+    from streamkeep.aof.codec import HEADER_SIZE
+    from streamkeep.engine.exec.config import ConfigFileError, normalize_settings
+
+    try:
+        settings = settings_from(args)
+    except ConfigFileError as err:
+        raise _Refused(err.one_line(), EXIT_USAGE) from None
+    except OSError as err:
+        raise _Refused(f"--config {args.config}: {err.strerror or err}", EXIT_USAGE) from None
+    port = settings["port"]
+    if not 0 <= int(port) <= 65535:
+        raise _Refused(f"port {port}: not a TCP port (0-65535)", EXIT_USAGE)
+    segment_max = settings.get("aof_segment_max_bytes")
+    if segment_max is not None and segment_max <= HEADER_SIZE:
+        raise _Refused(f"--aof-segment-max-bytes {segment_max}: must exceed {HEADER_SIZE}",
+                       EXIT_USAGE)
+    # The Redis settings, as Engine.open will check them: refused now, not after a directory
+    # was made for them.
+    check = {k: v for k, v in settings.items() if k not in ("dir", "aof_segment_max_bytes")}
+    try:
+        normalize_settings(check)
+    except ValueError as err:
+        raise _Refused(str(err), EXIT_USAGE) from None
+    return settings
+
+
+def listen(bind: str, port: int) -> list[socket.socket]:
+    """Listening sockets on every address of each of `bind`'s hosts (port 0: the first one
+    bound picks the port the others take), as asyncio's create_server binds them. _Refused:
+    an address that does not parse (exit 3), or one that cannot be listened on (exit 1)."""
+    sockets: list[socket.socket] = []
+    try:
+        for host in bind.split() or [DEFAULT_BIND]:
+            try:
+                infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM,
+                                           flags=socket.AI_PASSIVE)
+            except socket.gaierror as err:
+                raise _Refused(f"bind {host}: not an address this host has ({err.strerror})",
+                               EXIT_USAGE) from None
+            except (UnicodeError, ValueError):  # (a name the resolver cannot even encode)
+                raise _Refused(f"bind {host}: not an address", EXIT_USAGE) from None
+            for family, kind, proto, _name, address in dict.fromkeys(infos):
+                sock = socket.socket(family, kind, proto)
+                sockets.append(sock)
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+                if family == socket.AF_INET6:
+                    sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+                try:
+                    sock.bind((address[0], port, *address[2:]))
+                    sock.listen(LISTEN_BACKLOG)
+                except OSError as err:
+                    raise _Refused(f"cannot listen on {host} port {port}: "
+                                   f"{err.strerror or err}", EXIT_UNAVAILABLE) from None
+                sock.setblocking(False)
+                port = sock.getsockname()[1]
+    except BaseException:
+        for sock in sockets:
+            sock.close()
+        raise
+    return sockets
+
+
 def main(args: argparse.Namespace) -> int:
+    try:
+        settings = checked_settings(args)
+        return _serve(args, settings)
+    except _Refused as err:
+        print(f"streamkeep serve: {err}", file=sys.stderr)
+        return err.status
+
+
+def _serve(args: argparse.Namespace, settings: dict[str, Any]) -> int:
+    from streamkeep.engine.exec.config import set_log_level
+
+    # Messages go to stderr at the loglevel setting's level (CONFIG SET loglevel changes it),
+    # from the first one on (the data directory's replay logs); other libraries' at WARNING.
+    logging.basicConfig(level=logging.WARNING,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    set_log_level(str(settings.get("loglevel", "notice")))
+    path = os.path.abspath(str(settings.pop("dir")))
+    port = int(settings.pop("port"))
+    bind = str(settings.pop("bind"))
+    # The port first: a busy one is found before the data directory is made or replayed.
+    sockets = listen(bind, port)
+    try:
+        return _run(args, settings, path, bind, sockets)
+    finally:
+        for sock in sockets:
+            sock.close()
+
+
+def _run(args: argparse.Namespace, settings: dict[str, Any], path: str, bind: str,
+         sockets: list[socket.socket]) -> int:
     from streamkeep import Engine
     from streamkeep.engine.runtime.limits import DescriptorLimitError
     from streamkeep.engine.runtime.server import Server, install_loop_policy, run_server
 
-    try:
-        settings = settings_from(args)
-    except (OSError, ValueError) as err:
-        print(f"streamkeep: {err}", file=sys.stderr)
-        return 2
-    # Messages go to stderr; the loglevel setting (CONFIG SET loglevel too) filters them.
-    logging.basicConfig(level=logging.DEBUG,
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    path = os.path.abspath(str(settings.pop("dir")))
-    port = int(settings.pop("port"))
-    bind = str(settings.pop("bind"))
     loop_name = install_loop_policy()
     try:
+        # Ctrl-C during the replay: Engine.open releases the lock, the directory stays as it was.
         engine = Engine.open(path, config_file=os.path.abspath(args.config) if args.config
                              else None, **settings)
     except Exception as err:  # noqa: BLE001 - refuse to start, say why
-        print(f"streamkeep: cannot open {path}: {err}", file=sys.stderr)
-        return 1
-    server = Server(engine, bind, port)
-    # Everything alive now (modules, the replayed data set) stays alive: move it out of the
-    # collector's generations, or each full collection walks all of it while every client
-    # waits (pauses of 10+ ms, the delivery latency's tail, once the data set has grown).
-    gc.collect()
-    gc.freeze()
-
-    def ready(srv: Server) -> None:
-        print(f"streamkeep {srv.engine_version()} listening on {bind} port {srv.port} "
-              f"({loop_name}); data in {path} (appendfsync "
-              f"{engine.journal.policy if engine.journal else 'no'})", flush=True)
-
+        print(f"streamkeep serve: cannot open {path}: {err}", file=sys.stderr)
+        return EXIT_UNAVAILABLE
     try:
-        run_server(server, ready)
-    except DescriptorLimitError as err:
-        engine.close()
-        print(f"streamkeep: {err}", file=sys.stderr)
-        return 1
-    except OSError as err:
-        engine.close()
-        print(f"streamkeep: cannot listen on {bind}:{port}: {err}", file=sys.stderr)
-        return 1
+        port = sockets[0].getsockname()[1]
+        server = Server(engine, bind, port, sockets=sockets)
+        # Everything alive now (modules, the replayed data set) stays alive: move it out of
+        # the collector's generations, or each full collection walks all of it while every
+        # client waits (pauses of 10+ ms, the delivery latency's tail, once the data set has
+        # grown).
+        gc.collect()
+        gc.freeze()
+
+        def ready(srv: Server) -> None:
+            print(f"streamkeep {srv.engine_version()} listening on {bind} port {srv.port} "
+                  f"({loop_name}); data in {path} (appendfsync "
+                  f"{engine.journal.policy if engine.journal else 'no'})", flush=True)
+
+        try:
+            run_server(server, ready)
+        except DescriptorLimitError as err:
+            print(f"streamkeep serve: {err}", file=sys.stderr)
+            return EXIT_UNAVAILABLE
+    finally:
+        engine.close()  # (run_server closed it already after a clean shutdown)
     print("streamkeep: shut down cleanly", flush=True)
     return 0

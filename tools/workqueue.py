@@ -29,7 +29,7 @@ EPILOG = """examples:
 A data directory is opened (its snapshot loaded, its AOF replayed) only while no server holds
 it; for a running server use --url. Idle times are in milliseconds.
 
-exit status: 0 ok; 2 no such queue or group; 3 usage or I/O error."""
+exit status: 0 ok; 2 no such queue or group; 3 usage or I/O error; 130 interrupted."""
 
 
 def add_commands(sub: Any) -> None:
@@ -67,11 +67,20 @@ def main(args: argparse.Namespace) -> int:
     from streamkeep.engine.runtime.queue import QueueError, StreamQueue
     from streamkeep.engine.wire.errors import ReplyError
 
+    errors: tuple[type[Exception], ...] = (QueueError, ReplyError)
+    if args.url:
+        import redis
+
+        errors += (redis.ResponseError,)
     try:
+        missing = _missing(client, name, args.group, errors)
+        if missing:
+            print(f"streamkeep queue stats: {missing}", file=sys.stderr)
+            return EXIT_NO_QUEUE
         queue = StreamQueue(client, name, group=args.group, dead_letter=args.dead_letter,
                             create=False)
         stats = queue.stats()
-    except (QueueError, ReplyError) as err:
+    except errors as err:
         print(f"streamkeep queue stats: {name}: {err}", file=sys.stderr)
         return EXIT_NO_QUEUE
     finally:
@@ -82,6 +91,25 @@ def main(args: argparse.Namespace) -> int:
     else:
         render(doc, sys.stdout)
     return 0
+
+
+def _missing(client: Any, name: str, group: str,
+             errors: tuple[type[Exception], ...]) -> str | None:
+    """What the command line names that does not exist (the stream, or its group), in words;
+    None when both do. (The queue's own error says a group "is gone": right for a worker whose
+    group was destroyed under it, not for a name mistyped here.)"""
+    try:
+        groups = client.xinfo_groups(name)
+    except errors as err:
+        if "no such key" in str(err):
+            return f"no queue {name}: no such stream"
+        raise
+    names = [g["name"] if isinstance(g["name"], bytes) else str(g["name"]).encode()
+             for g in groups]
+    if group.encode() in names:
+        return None
+    have = ", ".join(n.decode(errors="replace") for n in names) or "none"
+    return f"queue {name} has no group {group} (its groups: {have}; --group names one)"
 
 
 class _Unavailable(StreamkeepError):
@@ -129,8 +157,10 @@ def render(doc: dict[str, Any], stream: Any) -> None:
     from rich.console import Console
     from rich.table import Table
 
-    console = Console(file=stream, highlight=False, soft_wrap=False,
-                      width=None if stream.isatty() else 100)
+    from streamkeep.tools.layout import print_table, width
+
+    columns = width(stream)  # COLUMNS, the terminal's, or 80 when piped
+    console = Console(file=stream, highlight=False, soft_wrap=False, width=columns)
 
     def n(v: Any) -> str:
         return "-" if v is None else f"{v:,}"
@@ -145,10 +175,10 @@ def render(doc: dict[str, Any], stream: Any) -> None:
                        ("oldest pending, ms idle", "oldest_pending_ms"),
                        ("dead letters", "dead")):
         summary.add_row(label, n(doc[key]))
-    console.print(summary)
+    print_table(console, summary, columns)
     consumers = Table(title="consumers", title_justify="left", title_style="bold")
     consumers.add_column("consumer")
     consumers.add_column("idle ms", justify="right")
     for consumer, idle in doc["consumers"].items():
         consumers.add_row(consumer, n(idle))
-    console.print(consumers)
+    print_table(console, consumers, columns)

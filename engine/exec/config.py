@@ -369,8 +369,14 @@ _LOG_LEVELS = {"debug": logging.DEBUG, "verbose": logging.INFO, "notice": loggin
                "warning": logging.WARNING}
 
 
+def set_log_level(loglevel: str) -> None:
+    """The `streamkeep` loggers' level for a `loglevel` setting (debug, verbose, notice,
+    warning): CONFIG SET's hook, and `streamkeep serve` before anything logs at start-up."""
+    logging.getLogger("streamkeep").setLevel(_LOG_LEVELS[loglevel])
+
+
 def _apply_loglevel(engine: Engine) -> None:
-    logging.getLogger("streamkeep").setLevel(_LOG_LEVELS[engine.config["loglevel"]])
+    set_log_level(engine.config["loglevel"])
 
 
 def _live_port(engine: Engine) -> Any:
@@ -585,12 +591,24 @@ def _split_args(line: str) -> list[str] | None:
     return [a.decode("utf-8", "surrogateescape") for a in args]
 
 
-def _fatal(linenum: int | None, line: str, reason: str, path: str) -> ValueError:
+class ConfigFileError(StreamkeepError, ValueError):
+    """A config file refused: `str()` is Redis's FATAL CONFIG FILE ERROR report; the parts
+    (path, line number, the line, the reason) for a one-line message (`streamkeep serve`)."""
 
-    text = f"\n*** FATAL CONFIG FILE ERROR (Redis {REDIS_VERSION}) ***\n"
-    if linenum is not None:
-        text += f"Reading the configuration file, at line {linenum}\n>>> '{line}'\n"
-    return ValueError(f"{path}: {text}{reason}")
+    def __init__(self, path: str, linenum: int | None, line: str, reason: str) -> None:
+        text = f"\n*** FATAL CONFIG FILE ERROR (Redis {REDIS_VERSION}) ***\n"
+        if linenum is not None:
+            text += f"Reading the configuration file, at line {linenum}\n>>> '{line}'\n"
+        super().__init__(f"{path}: {text}{reason}")
+        self.path, self.linenum, self.line, self.reason = path, linenum, line, reason
+
+    def one_line(self) -> str:
+        where = self.path if self.linenum is None else f"{self.path}:{self.linenum}"
+        return f"{where}: '{self.line}': {self.reason}" if self.line else f"{where}: {self.reason}"
+
+
+def _fatal(linenum: int | None, line: str, reason: str, path: str) -> ValueError:
+    return ConfigFileError(path, linenum, line, reason)
 
 
 def parse_config_text(text: str, path: str = "<config>") -> dict[str, Any]:

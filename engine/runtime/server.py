@@ -602,10 +602,14 @@ def _format_addr(addr: Any) -> str:
 class Server:
     """Accepts clients for one engine; see the module docstring."""
 
-    def __init__(self, engine: Engine, host: str = "127.0.0.1", port: int = 6390) -> None:
+    def __init__(self, engine: Engine, host: str = "127.0.0.1", port: int = 6390,
+                 sockets: list[socket.socket] | None = None) -> None:
         self.engine = engine
         self.host = host
         self.port = port
+        # Listening sockets bound before the engine opened (`streamkeep serve`: a busy port is
+        # found before a data directory is made); None: start() binds host and port itself.
+        self.sockets = sockets
         self.clients: dict[int, Client] = {}
         self._client_ids = 0
         self.loop: asyncio.AbstractEventLoop = None  # type: ignore[assignment]
@@ -762,8 +766,11 @@ class Server:
         self._fit_maxclients()
         self.engine.on_config(["maxclients"], self._maxclients_changed)
         self.loop.call_later(IDLE_CHECK_SECONDS, self._close_idle_clients)
-        hosts = self.host.split() or ["127.0.0.1"]
-        for host in hosts:
+        if self.sockets is not None:
+            for sock in self.sockets:
+                self.servers.append(await self.loop.create_server(self._new_client, sock=sock,
+                                                                  backlog=511))
+        for host in [] if self.sockets is not None else self.host.split() or ["127.0.0.1"]:
             srv = await self.loop.create_server(self._new_client, host, self.port,
                                                 reuse_address=True, backlog=511)
             self.servers.append(srv)

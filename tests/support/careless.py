@@ -1,18 +1,23 @@
 """The careless-user suite's helpers (tests/careless/): `streamkeep` as a real child process
-(`run`: exit status, stdout, stderr; `interrupt`: SIGINT once it has started, as Ctrl-C does),
-the checks every case makes (`assert_refused`: the exit status, one line on stderr naming what
-it must name, no traceback), and `tree_state` (every file's bytes under a path, to assert that
-a refused command changed nothing)."""
+(`run`: exit status, stdout, stderr; `interrupt`: SIGINT to its process group once it has
+started, as Ctrl-C does), the checks every case makes (`assert_refused`: the exit status, one
+line on stderr naming what it must name, no traceback; `assert_usage`: exit 3, the usage and
+one error line), `tree_state` (every file's bytes under a path, to assert that a refused
+command changed nothing), and big inputs made fast (`big_datadir`: a data directory of many
+records written straight as segments; `resp_aof`: a Redis AOF of many XADDs) with the moments
+an interrupt lands in the middle of a command's work, counted, not timed (`opened`: a process
+of the command has a file open; `lock_taken_by`: it holds a data directory's lock)."""
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import signal
 import subprocess
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -46,9 +51,12 @@ def run(*args: str | Path, stdin: str = "", cwd: Path | None = None,
 
 
 def interrupt(*args: str | Path, after: float | None = None, wait_for: Path | None = None,
-              cwd: Path | None = None, timeout: float = TIMEOUT) -> Result:
+              when: Callable[[int], bool] | None = None, cwd: Path | None = None,
+              timeout: float = TIMEOUT) -> Result:
     """Start `streamkeep *args`, send SIGINT to its process group (what Ctrl-C in a terminal
-    does) once `wait_for` exists or `after` seconds have passed, and collect what it printed."""
+    does) once `wait_for` exists, `when(pid)` holds or `after` seconds have passed, and
+    collect what it printed. The command must still be running then (else the interrupt
+    tested nothing)."""
     proc = subprocess.Popen(_argv([str(a) for a in args]), stdin=subprocess.PIPE,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             cwd=cwd or ROOT, start_new_session=True)
@@ -57,13 +65,78 @@ def interrupt(*args: str | Path, after: float | None = None, wait_for: Path | No
     while time.monotonic() < deadline and proc.poll() is None:
         if wait_for is not None and wait_for.exists():
             break
+        if when is not None and when(proc.pid):
+            break
         if after is not None and time.monotonic() - started >= after:
             break
         time.sleep(0.01)
-    if proc.poll() is None:
-        os.killpg(proc.pid, signal.SIGINT)
+    assert proc.poll() is None, f"the command ended before the interrupt: {proc.returncode}"
+    os.killpg(proc.pid, signal.SIGINT)
     out, err = proc.communicate(timeout=timeout)
     return Result(proc.returncode, out, err)
+
+
+def _group(pgid: int) -> list[int]:
+    """The processes of a process group (the command and its workers)."""
+    pids = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            stat = Path("/proc", entry, "stat").read_text()
+        except OSError:
+            continue
+        fields = stat.rsplit(")", 1)[1].split()  # after "(comm)": state, ppid, pgrp, ...
+        if int(fields[2]) == pgid:
+            pids.append(int(entry))
+    return pids
+
+
+def opened(path: Path | str) -> Callable[[int], bool]:
+    """`interrupt(when=opened(path))`: once a process of the command's group has `path` (or a
+    file whose name contains it) open."""
+    name = str(path)
+
+    def check(pgid: int) -> bool:
+        for pid in _group(pgid):
+            fds = Path("/proc", str(pid), "fd")
+            try:
+                for fd in os.listdir(fds):
+                    with contextlib.suppress(OSError):
+                        if name in os.readlink(fds / fd):
+                            return True
+            except OSError:
+                continue
+        return False
+
+    return check
+
+
+def big_datadir(path: Path, records: int = 200_000, segments: int = 2,
+                key: bytes = b"big") -> Path:
+    """A data directory of `records` XADD records (one stream, explicit IDs) in `segments`
+    segments, written straight with the codec: seconds of work for a command that reads it
+    (replay, --deep verify, restore, dump), a second or two to make."""
+    from streamkeep.aof import codec
+    from streamkeep.aof import manifest as manifest_mod
+    from streamkeep.aof.fs import RealFS
+
+    path.mkdir(parents=True)
+    per = -(-records // segments)
+    lsn = 1
+    entries = []
+    for number in range(1, segments + 1):
+        first = lsn
+        parts = [codec.encode_header(number, first)]
+        for _ in range(min(per, records - lsn + 1)):
+            parts.append(codec.encode(lsn, 1_795_000_000_000 + lsn, 0, [
+                [b"XADD", key, b"%d-0" % lsn, b"field", b"value %d" % lsn]]))
+            lsn += 1
+        name = manifest_mod.segment_file(number)
+        (path / name).write_bytes(b"".join(parts))
+        entries.append(manifest_mod.SegmentEntry(name, number, first))
+    manifest_mod.store(RealFS(), str(path), manifest_mod.Manifest(entries, None))
+    return path
 
 
 def assert_refused(result: Result, code: int, *names: str | Path) -> str:
@@ -79,14 +152,59 @@ def assert_refused(result: Result, code: int, *names: str | Path) -> str:
     return lines[0]
 
 
-def tree_state(path: Path) -> dict[str, str]:
+def assert_usage(result: Result, *names: str | Path) -> str:
+    """A usage error: exit status 3, the usage on one line and the error on the next (naming
+    every one of `names`), no traceback. Returns the error line."""
+    assert "Traceback" not in result.err, result.err
+    assert result.code == 3, (result.code, result.err)
+    lines = result.err_lines
+    assert len(lines) == 2, f"expected the usage and one error line, got:\n{result.err}"
+    assert lines[0].startswith("usage: streamkeep"), lines[0]
+    assert "error:" in lines[1], lines[1]
+    for name in names:
+        assert str(name) in lines[1], f"{name!r} not named in: {lines[1]}"
+    return lines[1]
+
+
+def tree_state(path: Path, ignore: Sequence[str] = ()) -> dict[str, str]:
     """Every file under `path` (relative name -> sha256 of its bytes): equal before and after
-    means nothing was written, created or removed there."""
+    means nothing was written, created or removed there. `ignore`: names left out (LOCK, which
+    a command that opens the directory rewrites with its pid, as documented)."""
     state: dict[str, str] = {}
     if not path.exists():
         return state
     for root, _dirs, files in os.walk(path):
         for name in files:
+            if name in ignore:
+                continue
             full = Path(root) / name
-            state[str(full.relative_to(path))] = hashlib.sha256(full.read_bytes()).hexdigest()
+            # (a pipe or a device is what it is, never read: reading a pipe would block)
+            state[str(full.relative_to(path))] = (
+                hashlib.sha256(full.read_bytes()).hexdigest() if full.is_file()
+                else f"special {full.lstat().st_mode:o}")
     return state
+
+
+def lock_taken_by(directory: Path) -> Callable[[int], bool]:
+    """`interrupt(when=lock_taken_by(dir))`: once the command holds the data directory's lock
+    (its LOCK file names its pid): the replay that follows is under way."""
+
+    def check(pid: int) -> bool:
+        try:
+            return (directory / "LOCK").read_text().strip() == str(pid)
+        except OSError:
+            return False
+
+    return check
+
+
+def resp_aof(path: Path, commands: int = 300_000, key: bytes = b"big") -> Path:
+    """A Redis appendonly.aof of `commands` XADDs (explicit IDs): seconds of `streamkeep
+    import` work, a fraction of a second to write."""
+    parts = []
+    for i in range(1, commands + 1):
+        value, entry = b"value %d" % i, b"%d-0" % i
+        parts.append(b"*5\r\n$4\r\nXADD\r\n$%d\r\n%s\r\n$%d\r\n%s\r\n$5\r\nfield\r\n"
+                     b"$%d\r\n%s\r\n" % (len(key), key, len(entry), entry, len(value), value))
+    path.write_bytes(b"".join(parts))
+    return path

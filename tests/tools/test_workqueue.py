@@ -54,7 +54,7 @@ def test_stats_over_a_server(capsys: pytest.CaptureFixture[str]) -> None:
         assert main(["queue", "stats", "--url", url, "nope"]) == 2
         assert "no queue nope" in capsys.readouterr().err
         assert main(["queue", "stats", "--url", url, "jobs", "--group", "other"]) == 2
-        assert "group other of jobs is gone" in capsys.readouterr().err
+        assert "queue jobs has no group other" in capsys.readouterr().err
     finally:
         handle.stop()
     assert main(["queue", "stats", "--url", "redis://127.0.0.1:1", "jobs"]) == 3

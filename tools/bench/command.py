@@ -51,7 +51,7 @@ def _print_results(results: Sequence[Result], figures: Sequence[FigureResult], n
 
 def main(args: argparse.Namespace | Sequence[str] | None = None) -> int:
     """Run the suite and print the tables (or JSON). Exit code: 0, or 1 with ``--strict`` and
-    a FAILed target; a usage error exits 2 from argparse."""
+    a FAILed target; a usage error exits 3 (tools.exits.Parser)."""
     run = options.settings(_parse(args))
     sections = registry.select_sections(run.sections)
     if not run.json:

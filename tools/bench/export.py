@@ -89,7 +89,9 @@ class _Spark:
         write_parquet(self.spark, self.path, self.out)
 
     def stop(self) -> None:
-        self.spark.stop()
+        from streamkeep.tools.export import session
+
+        session.stop(self.spark)  # and its JVM
         for ctx in reversed(self._dirs):
             ctx.__exit__(None, None, None)
 

@@ -19,7 +19,7 @@ QUICK_N = 5_000
 
 EXIT_OK = 0  # the run finished; missed targets print FAIL but do not fail it
 EXIT_TARGET_MISSED = 1  # with --strict, a row or a derived figure missed its target
-EXIT_USAGE = 2  # argparse's own: an unknown option or section
+EXIT_USAGE = 3  # an unknown option or section (tools.exits.Parser: every command's 3)
 
 HELP = "run the benchmark suite"
 DESCRIPTION = """\
@@ -47,7 +47,8 @@ exit codes:
      only with --strict
   {EXIT_TARGET_MISSED}  --strict, and a row or a derived figure missed its target; also
      an error inside the bench (a traceback on stderr)
-  {EXIT_USAGE}  usage error: an unknown option or section"""
+  {EXIT_USAGE}  usage error: an unknown option or section
+  130  interrupted (Ctrl-C)"""
 
 
 def section_list(value: str) -> str:
@@ -62,12 +63,14 @@ def section_list(value: str) -> str:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from streamkeep.tools.exits import positive_int
+
     parser.add_argument("--quick", action="store_true",
                         help=f"small N ({QUICK_N:,}) and short AOF loops, for tests and smoke "
                              "runs")
-    parser.add_argument("--n", type=int, metavar="N",
+    parser.add_argument("--n", type=positive_int, metavar="N",
                         help=f"messages per workload (default {FULL_N:,})")
-    parser.add_argument("--repeat", type=int, default=1, metavar="R",
+    parser.add_argument("--repeat", type=positive_int, default=1, metavar="R",
                         help="run each workload R times, report the best (default 1)")
     parser.add_argument("--no-redis", action="store_true",
                         help="skip the redis-server reference rows")
@@ -100,7 +103,9 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
 
 def build_parser() -> argparse.ArgumentParser:
     """The bench's options alone, as ``streamkeep bench``."""
-    parser = argparse.ArgumentParser(prog="streamkeep bench", **_parser_kwargs())
+    from streamkeep.tools.exits import Parser
+
+    parser = Parser(prog="streamkeep bench", **_parser_kwargs())
     add_arguments(parser)
     return parser
 

@@ -18,7 +18,7 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
-EXIT_OK, EXIT_VIOLATED, EXIT_USAGE = 0, 1, 2
+EXIT_OK, EXIT_VIOLATED, EXIT_USAGE = 0, 1, 3
 POLICIES = ("always", "everysec", "no")
 MODES = ("exhaustive", "random", "sigkill", "ioerror")
 
@@ -57,13 +57,15 @@ output:
   stderr: progress on a terminal; nothing when piped.
 
 exit codes:
-  {EXIT_OK}  every invariant held
-  {EXIT_VIOLATED}  an invariant was violated (the report says which and how to replay it)
-  {EXIT_USAGE}  usage error"""
+  {EXIT_OK}    every invariant held
+  {EXIT_VIOLATED}    an invariant was violated (the report says which and how to replay it)
+  {EXIT_USAGE}    usage or I/O error (--json FILE cannot be written)
+  130  interrupted (Ctrl-C): no report, and no --json FILE"""
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     from streamkeep.tools.crashbench.faultfs import MODEL_DESCRIPTIONS
+    from streamkeep.tools.exits import positive_int
 
     parser.description = DESCRIPTION + "\n\npower-loss fault models (--model):\n" + "\n".join(
         f"  {name:<17} {text}" for name, text in MODEL_DESCRIPTIONS.items())
@@ -76,28 +78,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "above)")
     parser.add_argument("--target", default="streamkeep", choices=("streamkeep", "redis-server"),
                         help="sigkill mode: the server to crash")
-    parser.add_argument("--ops", type=_positive, default=2000,
+    parser.add_argument("--ops", type=positive_int, default=2000,
                         help="operations per recorded run (default 2000)")
     budget = parser.add_mutually_exclusive_group()
     budget.add_argument("--seconds", type=float, help="random/sigkill: stop after this long")
-    budget.add_argument("--points", type=_positive,
+    budget.add_argument("--points", type=positive_int,
                         help="random/sigkill: crash points to try")
     parser.add_argument("--seed", type=int, default=1, help="first seed (default 1)")
-    parser.add_argument("--jobs", type=_positive, default=2,
+    parser.add_argument("--jobs", type=positive_int, default=2,
                         help="worker processes judging crash points (default 2)")
     parser.add_argument("--json", metavar="FILE", help="also write the report as JSON")
     parser.add_argument("--replay", metavar="TOKEN",
                         help="run the one crash point a violation's token names")
-
-
-def _positive(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r}: not an integer") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{value}: at least 1")
-    return value
 
 
 def main(args: argparse.Namespace) -> int:
@@ -106,6 +98,15 @@ def main(args: argparse.Namespace) -> int:
     # The engine logs each torn tail it truncates on "streamkeep.*": thousands per run here,
     # and expected; the report counts them instead.
     logging.getLogger("streamkeep").setLevel(logging.CRITICAL)
+    if args.json:  # before minutes of work, not after
+        import os
+
+        where = os.path.dirname(os.path.abspath(args.json))
+        if not os.path.isdir(where) or os.path.isdir(args.json):
+            print(f"streamkeep crashbench: --json {args.json}: "
+                  f"{'a directory' if os.path.isdir(args.json) else 'no such directory ' + where}",
+                  file=sys.stderr)
+            return EXIT_USAGE
     notes: list[str] = []
     try:
         rows = [_replay(args.replay, notes)] if args.replay else _run(args, notes)
@@ -114,9 +115,30 @@ def main(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     report.print_report(rows, sys.stdout, notes)
     if args.json:
-        with open(args.json, "w") as f:
-            json.dump(report.to_json(rows, notes), f, indent=1, default=str)
+        write_json(args.json, report.to_json(rows, notes))
     return EXIT_OK if all(r.ok for r in rows) else EXIT_VIOLATED
+
+
+def write_json(path: str, doc: dict[str, Any]) -> None:
+    """FILE whole or not at all: written beside it, then renamed over it (Ctrl-C, a full
+    disk: no half a report)."""
+    import os
+    import tempfile
+
+    if os.path.exists(path) and not os.path.isfile(path):  # /dev/stdout, a pipe: as it is
+        with open(path, "w") as f:
+            json.dump(doc, f, indent=1, default=str)
+        return
+    fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.",
+                               dir=os.path.dirname(os.path.abspath(path)))
+    try:
+        with os.fdopen(fd, "w") as f:
+            json.dump(doc, f, indent=1, default=str)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
 
 
 def _replay(token: str, notes: list[str]) -> Any:

@@ -128,18 +128,33 @@ def found_text(rows: list[Row], limit: int = 10) -> str | None:
 
 
 def print_report(rows: list[Row], file: IO[str], notes: list[str]) -> None:
+    """The report at the width `file` takes (COLUMNS, the terminal's, or 80 when piped): a
+    table that does not fit is printed a row per block, text is wrapped; nothing is cut."""
+    from streamkeep.tools import layout
+
+    columns = layout.width(file)
     blocks: list[Table | str] = [table(rows), invariants_table(rows)]
     text = found_text(rows)
     if text:
         blocks.append(text)
     if notes:
         blocks.append("\n".join(notes))
+    blocks = [b if isinstance(b, str) else
+              b if _fits(b, columns) else layout.plain(b.headers, b.rows, b.right, columns)
+              for b in blocks]
+    blocks = [b if isinstance(b, Table) else layout.wrap(b, columns, "    ") for b in blocks]
     if getattr(file, "isatty", lambda: False)():
         from streamkeep.tools.bench.report import print_rich
 
         print_rich(blocks, file)
         return
     print("\n\n".join(b.plain() if isinstance(b, Table) else b for b in blocks), file=file)
+
+
+def _fits(block: Table, columns: int) -> bool:
+    # (rich, on a terminal, puts three spaces between columns where the plain text has two)
+    widest = max(len(line) for line in block.plain().splitlines())
+    return widest + len(block.headers) - 1 <= columns
 
 
 def to_json(rows: list[Row], notes: list[str]) -> dict[str, Any]:

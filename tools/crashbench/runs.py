@@ -112,8 +112,12 @@ def _judge(run: powerloss.RecordedRun, chosen: list[int], config: Config, root: 
         return
     import multiprocessing
 
+    from streamkeep.tools.exits import ignore_sigint
+
     _SHARED.update(run=run, config=config, root=root)
-    with multiprocessing.get_context("fork").Pool(config.jobs) as pool:
+    # Ctrl-C reaches the workers too (one process group): the main process reports it, and
+    # leaving the block terminates them.
+    with multiprocessing.get_context("fork").Pool(config.jobs, initializer=ignore_sigint) as pool:
         for outcomes in pool.imap_unordered(_worker, slices):
             yield from outcomes
 

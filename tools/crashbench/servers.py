@@ -19,7 +19,6 @@ import signal
 import subprocess
 import sys
 import time
-import weakref
 from collections.abc import Sequence
 
 from streamkeep.engine.wire.errors import StreamkeepError
@@ -29,15 +28,24 @@ from streamkeep.tools.crashbench.target import CommandFailed, ConnectionLost
 
 START_TIMEOUT = 30.0
 POLL = 0.01
-# Every server in its own session outlives a bench that dies with an exception: these are
-# killed at exit (a bench itself SIGKILLed still leaks them).
-_RUNNING: weakref.WeakSet[ServerProcess] = weakref.WeakSet()
+# Every server in its own session outlives a bench that dies with an exception (or Ctrl-C):
+# these are killed when the bench's mode ends and at exit (a bench itself SIGKILLed still leaks
+# them). Held strongly: a server whose object an exception dropped is still killed.
+_RUNNING: set[ServerProcess] = set()
 
 
 @atexit.register
-def _kill_leftovers() -> None:
+def kill_all() -> None:
+    """SIGKILL every server this process started and has not killed yet."""
     for server in list(_RUNNING):
         server.kill()
+
+
+# A PING left unanswered this long is "not ready": a streamkeep serve still replaying at
+# start-up holds the connection (it listens first) without reading it, and a probe that
+# waited for the replay's end would find it ready when the moment to kill it has passed. A
+# busy server that answers later is simply probed again.
+PROBE_TIMEOUT = 0.1
 
 
 class ServerFailed(StreamkeepError):
@@ -110,11 +118,12 @@ class ServerProcess:
         return False
 
     def ready(self) -> bool:
-        """One probe: does it answer PING with PONG now (not refused, not -LOADING)?"""
+        """One probe: does it answer PING with PONG now (not refused, not -LOADING, not left
+        unanswered: `streamkeep serve` listens before it replays, and answers once it has)?"""
         try:
-            with RespTarget(HOST, self.port, connect_timeout=0.5, timeout=2.0) as t:
+            with RespTarget(HOST, self.port, connect_timeout=0.5, timeout=PROBE_TIMEOUT) as t:
                 return bool(t.execute([b"PING"]) == "PONG")
-        except (ConnectionLost, CommandFailed):  # not listening yet, or -LOADING
+        except (ConnectionLost, CommandFailed):  # not listening yet, replaying, or -LOADING
             return False
 
     def kill(self) -> None:

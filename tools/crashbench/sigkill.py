@@ -36,6 +36,7 @@ from streamkeep.tools.crashbench.servers import (
     ServerFailed,
     ServerProcess,
     StreamkeepServe,
+    kill_all,
 )
 from streamkeep.tools.crashbench.target import ConnectionLost
 from streamkeep.tools.crashbench.workload import Workload
@@ -85,6 +86,7 @@ def rows(policy: str, target: str, seed: int, points: int | None, seconds: float
     try:
         _rounds(row, policy, target, seed, rounds, seconds, root, progress)
     finally:
+        kill_all()  # a replica a moment was starting when an exception (Ctrl-C) came, too
         shutil.rmtree(root, ignore_errors=True)
     return [row]
 

@@ -32,7 +32,7 @@ from typing import Any
 
 from streamkeep.engine.wire.errors import StreamkeepError
 from streamkeep.snapshot.reader import Snapshot, SnapshotError
-from streamkeep.tools.export.pin import ExportError, LogPin, pin, pin_log, pins_of
+from streamkeep.tools.export.pin import ExportError, LogPin, pin, pin_log, pins_of, resolve
 
 HELP = "export a snapshot's tables to Parquet, JSON or CSV with Spark (whole or incremental)"
 TABLES = ("entries", "streams", "groups", "pending", "consumers")
@@ -57,7 +57,8 @@ list as JSON text.
 Spark's Python workers must import streamkeep: PYSPARK_PYTHON names their interpreter (default
 here: this one). Needs pyspark and a Java runtime (pip install 'streamkeep[spark]').
 
-exit status: 0 ok; 2 not a readable snapshot; 3 usage or I/O error."""
+exit status: 0 ok; 2 not a readable snapshot; 3 usage or I/O error; 130 interrupted (Ctrl-C:
+OUT is left without the tables being written, removed if the export made it)."""
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -107,14 +108,23 @@ class _Plan:
 
 
 def main(args: argparse.Namespace) -> int:
+    names: dict[str, str] = {}  # a pin -> the user's file it holds, for messages
     try:
-        return _export(args)
+        return _export(args, names)
     except _Failed as err:
-        print(f"streamkeep export: {err}", file=sys.stderr)
+        print(f"streamkeep export: {_unpinned(str(err), names)}", file=sys.stderr)
         return err.status
 
 
-def _export(args: argparse.Namespace) -> int:
+def _unpinned(text: str, names: dict[str, str]) -> str:
+    """A message naming the user's files, not the pins (hard links) the export read."""
+    for pinned, own in names.items():
+        text = text.replace(pinned, own).replace(os.path.basename(pinned),
+                                                 os.path.basename(own))
+    return text
+
+
+def _export(args: argparse.Namespace, names: dict[str, str]) -> int:
     incremental = args.since is not None or args.since_lsn is not None
     if incremental and args.table not in ("entries", "all"):
         raise _Failed(f"an incremental export writes the entries table, not {args.table}",
@@ -127,18 +137,36 @@ def _export(args: argparse.Namespace) -> int:
             raise _Failed(f"{os.path.join(args.out, existing[0])} exists (--overwrite "
                           "replaces it)", EXIT_USAGE)
     previous = _previous_manifest(args.since) if args.since is not None else None
-    with _pinned(args, previous) as plan:
-        started = time.monotonic()
-        spark, owned = _session(args.master)
-        startup = round(time.monotonic() - started, 3)
-        if owned and not args.json:
-            print(f"{'spark':<10} started in {startup:.1f} s ({args.master})")
-        try:
-            counts = {t: _write(spark, plan, t, args) for t in tables}
-        finally:
-            if owned:
-                spark.stop()
-    doc = _manifest(args, plan, counts, startup if owned else None, previous)
+    made = not os.path.exists(args.out)
+    begun: list[str] = []  # the tables this run (re)writes, once it starts writing them
+    try:
+        try:  # (found now, not after Spark's start-up and inside its first write's error)
+            os.makedirs(args.out, exist_ok=True)
+        except OSError as err:
+            raise _Failed(f"--out {args.out}: cannot make it ({err.strerror or err})",
+                          EXIT_USAGE) from None
+        with _pinned(args, previous, names) as plan:
+            started = time.monotonic()
+            spark, owned = _session(args.master)
+            startup = round(time.monotonic() - started, 3)
+            if owned and not args.json:
+                print(f"{'spark':<10} started in {startup:.1f} s ({args.master})")
+            try:
+                counts = {t: _write(spark, plan, t, args, begun) for t in tables}
+            finally:
+                if owned:
+                    from streamkeep.tools.export import session
+
+                    session.stop(spark)
+        doc = _manifest(args, plan, counts, startup if owned else None, previous)
+    except BaseException:  # a failure or Ctrl-C: no partial OUT (nor table) is left behind
+        from streamkeep.tools.exits import discard
+
+        if made:
+            discard(args.out, True)
+        for table in begun:
+            discard(os.path.join(args.out, table), True)
+        raise
     if args.json:
         json.dump(doc, sys.stdout, indent=2)
         print()
@@ -154,14 +182,18 @@ def _previous_manifest(where: str) -> str:
 
 
 @contextlib.contextmanager
-def _pinned(args: argparse.Namespace, previous: str | None) -> Iterator[_Plan]:
+def _pinned(args: argparse.Namespace, previous: str | None,
+            names: dict[str, str]) -> Iterator[_Plan]:
     """Pin what the export reads for as long as it runs: the snapshot (a whole export), or
-    the snapshot and the AOF (incremental), all from one manifest reading."""
+    the snapshot and the AOF (incremental), all from one manifest reading. `names` gets each
+    pin's user-facing name (the file it holds)."""
     if args.since is None and args.since_lsn is None:
         try:
+            source = resolve(args.path)
             held = pin(args.path)
         except ExportError as err:
             raise _Failed(str(err), EXIT_USAGE) from None
+        names[held.path] = source
         with held:
             plan = _Plan(held.path)
             plan.lsn = plan.snapshot_lsn = _lsn(held.path)
@@ -173,6 +205,12 @@ def _pinned(args: argparse.Namespace, previous: str | None) -> Iterator[_Plan]:
         log = pin_log(args.path, token)
     except ExportError as err:
         raise _Failed(str(err), EXIT_USAGE) from None
+    from streamkeep.aof.manifest import segment_file, snapshot_file
+
+    if log.snapshot is not None:
+        names[log.snapshot] = os.path.join(args.path, snapshot_file(log.snapshot_lsn))
+    for segment in log.segments:
+        names[segment.path] = os.path.join(args.path, segment_file(segment.segment))
     try:
         yield _incremental(args, log, previous)
     finally:
@@ -249,7 +287,8 @@ def _session(master: str) -> tuple[Any, bool]:
         raise _Failed(f"cannot start Spark ({type(err).__name__}: {err})", EXIT_USAGE) from None
 
 
-def _write(spark: Any, plan: _Plan, table: str, args: argparse.Namespace) -> dict[str, Any]:
+def _write(spark: Any, plan: _Plan, table: str, args: argparse.Namespace,
+           begun: list[str]) -> dict[str, Any]:
     from pyspark.sql.functions import col
 
     from streamkeep.tools.export.progress import TableProgress
@@ -277,6 +316,7 @@ def _write(spark: Any, plan: _Plan, table: str, args: argparse.Namespace) -> dic
         writer = writer.options(**PARQUET_OPTIONS)
     if partition:
         writer = writer.partitionBy(partition)
+    begun.append(table)
     try:
         with TableProgress(spark, table, enabled=not args.json):
             writer.save(target)

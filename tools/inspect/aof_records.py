@@ -20,10 +20,11 @@ from typing import Any
 
 from streamkeep.engine.wire.errors import StreamkeepError
 
-# Exit statuses (the README's "Offline inspection" lists them).
+# Exit statuses (the README's "Exit codes" table lists every command's): 2 and 3 mean what
+# they mean for verify, restore, import and the others.
 EXIT_OK = 0
-EXIT_DAMAGED = 1
-EXIT_USAGE = 2
+EXIT_DAMAGED = 2
+EXIT_USAGE = 3
 EXIT_IO = 3
 
 _RELEASE_EVERY = 8 << 20  # madvise(DONTNEED) the pages read, every this many bytes
@@ -72,7 +73,7 @@ class Source:
 
 
 def open_source(path: str) -> Source:
-    """Resolve PATH; InspectError (status 3: missing/unreadable, 1: malformed manifest)."""
+    """Resolve PATH; InspectError (status 3: missing/unreadable, 2: malformed manifest)."""
     from streamkeep.aof import manifest
     from streamkeep.aof.fs import RealFS
 
@@ -100,7 +101,7 @@ def iter_batches(source: Source, infos: list[SegmentInfo], from_lsn: int = 0,
     """Every good record of the source, in LSN order, as batches of `(lsn, time_ms, db,
     effects)`. Appends a SegmentInfo per segment to `infos` as it is reached; stops after the
     first damaged segment (its info's `damage` says where) and raises InspectError for a
-    segment that cannot be opened (status 3) or whose header is bad (status 1). Segments
+    segment that cannot be opened (status 3) or whose header is bad (status 2). Segments
     whose records all precede `from_lsn` (the manifest says so) are not read. With `sizes`,
     that list is refilled before each batch is yielded with its records' framed sizes.
     `progress` is told the bytes read so far, now and then."""

@@ -61,11 +61,11 @@ examples:
   streamkeep aof dump --format resp ./data | redis-cli --pipe
 
 exit status:
-  0  every record was read
-  1  damaged input: the dump stops at the first bad record and says where on stderr
-     (file and byte offset); the records before it were printed
-  2  usage error
-  3  I/O error (missing or unreadable path, not a data directory)
+  0    every record was read (also when the reader closes the pipe: `| head`)
+  2    damaged input: the dump stops at the first bad record and says where on stderr
+       (file and byte offset); the records before it were printed
+  3    usage or I/O error (missing or unreadable path, not a data directory)
+  130  interrupted (Ctrl-C)
 """
 
 FORMATS = ("text", "json", "resp")

@@ -16,6 +16,8 @@ import os
 import sys
 from typing import Any
 
+from streamkeep.tools.exits import uninterrupted
+
 EPILOG = """\
 examples:
   streamkeep aof fix data/                        # asks before truncating a torn tail
@@ -33,9 +35,10 @@ file and offset. A missing segment, a bad manifest or snapshot, or an LSN gap ca
 The directory's lock is taken first: a directory a running server holds is never edited.
 
 exit status:
-  0  fixed (the directory opens), or nothing to fix
-  2  damage not fixed: needs --force-skip-damaged, or not fixable by this command
-  3  usage or I/O error, the directory is locked by a running server, or not confirmed
+  0    fixed (the directory opens), or nothing to fix
+  2    damage not fixed: needs --force-skip-damaged, or not fixable by this command
+  3    usage or I/O error, the directory is locked by a running server, or not confirmed
+  130  interrupted (Ctrl-C): the directory is as it was, or repaired (never half)
 """
 
 OK, REFUSED, USAGE = 0, 2, 3
@@ -59,6 +62,9 @@ def _confirm(question: str) -> bool:
         answer = sys.stdin.readline()
     except (OSError, ValueError):
         return False
+    except KeyboardInterrupt:
+        print(file=sys.stderr)  # Ctrl-C at the prompt: what follows starts a line of its own
+        raise
     return answer.strip().lower() in ("y", "yes")
 
 
@@ -125,9 +131,10 @@ def _fix(fs: Any, path: str, report: Any, args: argparse.Namespace) -> int:
                 f"{side})?"):
             print("not confirmed: nothing changed", file=sys.stderr)
             return USAGE
-        _truncate_tail(fs, path, file, tail.offset, side)
-        print(f"{file}: torn tail of {tail.bytes} bytes cut at offset {tail.offset} "
-              f"(saved to {side})")
+        with uninterrupted():  # Ctrl-C now: the directory as it was or repaired, not half
+            _truncate_tail(fs, path, file, tail.offset, side)
+            print(f"{file}: torn tail of {tail.bytes} bytes cut at offset {tail.offset} "
+                  f"(saved to {side})")
         return _check_after(path)
     first = min(report.segments.index(next(s for s in report.segments if s.file == p.file))
                 for p in damaged)
@@ -167,7 +174,9 @@ def _truncate_tail(fs: Any, path: str, file: str, offset: int, side: str) -> Non
 
 def _skip_damaged(fs: Any, path: str, first: int) -> int:
     """Rewrite segments first.. of the manifest with their valid records, renumbered from the
-    first LSN of segment `first`, under new segment numbers; then switch the manifest."""
+    first LSN of segment `first`, under new segment numbers; then switch the manifest. Nothing
+    is written until the new segments are worked out, then everything is (Ctrl-C waits): an
+    interrupted fix leaves the directory as it was or repaired."""
     from streamkeep.aof import codec, watermark
     from streamkeep.aof import manifest as manifest_mod
 
@@ -175,6 +184,8 @@ def _skip_damaged(fs: Any, path: str, first: int) -> int:
     entries = manifest.segments
     lost_total = 0
     kept: list[list[tuple]] = []  # per rewritten segment: its valid records (old LSNs)
+    sides: list[tuple[str, bytes]] = []  # (.cut- file, the bytes it saves)
+    said: list[str] = []  # what is printed once it is done
     for entry in entries[first:]:
         file = os.path.join(path, entry.file)
         data = fs.read_file(file)
@@ -192,16 +203,16 @@ def _skip_damaged(fs: Any, path: str, first: int) -> int:
             resume = codec.next_valid_record(data, bad, expected)
             stop = resume[0] if resume is not None else len(data)
             side = f"{file}.cut-{bad}"
-            _write_file(fs, side, [data[bad:stop]])
+            sides.append((side, data[bad:stop]))
             if resume is None:
-                print(f"{entry.file}:{bad}: dropped {stop - bad} bytes of torn tail (saved to "
-                      f"{side})")
+                said.append(f"{entry.file}:{bad}: dropped {stop - bad} bytes of torn tail "
+                            f"(saved to {side})")
                 break
             lost = resume[1] - expected
             lost_total += lost
-            print(f"{entry.file}:{bad}: {lost} record(s) lost (LSN {expected}"
-                  f"{'' if lost == 1 else f'..{resume[1] - 1}'}, bytes {bad}..{stop}, saved to "
-                  f"{side}): {result.damage.reason}")
+            said.append(f"{entry.file}:{bad}: {lost} record(s) lost (LSN {expected}"
+                        f"{'' if lost == 1 else f'..{resume[1] - 1}'}, bytes {bad}..{stop}, "
+                        f"saved to {side}): {result.damage.reason}")
             pos, expected = resume
         kept.append(records)
     # Later records may depend on lost ones (an XACK on a group whose XGROUP CREATE was lost):
@@ -213,16 +224,17 @@ def _skip_damaged(fs: Any, path: str, first: int) -> int:
         return REFUSED
     if inapplicable:
         side = os.path.join(path, f"{entries[first].file}.inapplicable")
-        _write_file(fs, side, [codec.encode(*record) for record in inapplicable])
+        sides.append((side, b"".join(codec.encode(*record) for record in inapplicable)))
         dropped = {record[0] for record in inapplicable}
         kept = [[r for r in records if r[0] not in dropped] for records in kept]
         lsns = sorted(dropped)
         shown = ", ".join(map(str, lsns[:10])) + (", ..." if len(lsns) > 10 else "")
-        print(f"{len(lsns)} later record(s) depend on lost ones and do not replay (old LSNs "
-              f"{shown}): dropped too, saved to {side}")
+        said.append(f"{len(lsns)} later record(s) depend on lost ones and do not replay (old "
+                    f"LSNs {shown}): dropped too, saved to {side}")
     lsn = entries[first].first_lsn
     number = entries[-1].segment
     new_entries = list(entries[:first])
+    segments: list[tuple[str, list[bytes]]] = []
     for records in kept:
         number += 1
         new = manifest_mod.SegmentEntry(manifest_mod.segment_file(number), number, lsn)
@@ -230,20 +242,28 @@ def _skip_damaged(fs: Any, path: str, first: int) -> int:
         for _old_lsn, time_ms, db, effects in records:
             parts.append(codec.encode(lsn, time_ms, db, effects))
             lsn += 1
-        _write_file(fs, os.path.join(path, new.file), parts)
+        segments.append((os.path.join(path, new.file), parts))
         new_entries.append(new)
     new_manifest = manifest_mod.Manifest(new_entries, manifest.snapshot)  # a new repl_id
-    manifest_mod.store(fs, path, new_manifest)
-    # Everything written above is fsynced: the watermark says so (it named the old segments).
-    last = new_entries[-1]
-    watermark.store(fs, path, watermark.Watermark(
-        last.segment, fs.size(os.path.join(path, last.file)), lsn - 1))
-    for entry in entries[first:]:
-        fs.unlink(os.path.join(path, entry.file))
-    fs.fsync_dir(path)
-    lost_total += len(inapplicable)
-    print(f"{path}: rewrote {len(entries) - first} segment(s); {lost_total} record(s) lost; "
-          f"the log now ends at LSN {lsn - 1}; new replication ID {new_manifest.repl_id}")
+    with uninterrupted():
+        for side, saved in sides:
+            _write_file(fs, side, [saved])
+        for file, parts in segments:
+            _write_file(fs, file, parts)
+        manifest_mod.store(fs, path, new_manifest)
+        # Everything written above is fsynced: the watermark says so (it named the old ones).
+        last = new_entries[-1]
+        watermark.store(fs, path, watermark.Watermark(
+            last.segment, fs.size(os.path.join(path, last.file)), lsn - 1))
+        for entry in entries[first:]:
+            fs.unlink(os.path.join(path, entry.file))
+        fs.fsync_dir(path)
+        lost_total += len(inapplicable)
+        for line in said:
+            print(line)
+        print(f"{path}: rewrote {len(entries) - first} segment(s); {lost_total} record(s) "
+              f"lost; the log now ends at LSN {lsn - 1}; new replication ID "
+              f"{new_manifest.repl_id}")
     return OK
 
 

@@ -31,9 +31,10 @@ away and cannot be restored from this directory (use a backup). DIR is never cha
 locked; NEWDIR must not exist or be empty. The new history gets its own replication ID.
 
 exit status:
-  0  restored
-  2  impossible: the point is before the snapshot, after the log's end, or damage precedes it
-  3  usage or I/O error (bad arguments, NEWDIR not empty, unreadable files)
+  0    restored
+  2    impossible: the point is before the snapshot, after the log's end, or damage precedes it
+  3    usage or I/O error (bad arguments, NEWDIR not empty, unreadable files)
+  130  interrupted (Ctrl-C): NEWDIR is left as it was (removed if restore made it)
 """
 
 OK, IMPOSSIBLE, USAGE = 0, 2, 3
@@ -105,9 +106,15 @@ def restore(src: str, out: str, to_lsn: int | None, to_time: int | None) -> int:
         raise Usage(f"{src}: not a directory")
     if os.path.exists(out) and (not os.path.isdir(out) or os.listdir(out)):
         raise Usage(f"{out}: exists and is not an empty directory")
+    made = not os.path.exists(out)
     manifest, fds = _open_files(fs, src)
     try:
         return _restore(fs, src, out, to_lsn, to_time, manifest, fds)
+    except BaseException:  # an error or Ctrl-C: no half-built directory is left behind
+        from streamkeep.tools.exits import discard
+
+        discard(out, made)
+        raise
     finally:
         for fd in fds.values():
             fs.close(fd)

@@ -114,6 +114,8 @@ def scan_segment(file: str, deep: bool = False) -> Scanned:
         first_lsn = header.first_lsn
         found = (_deep_scan(os.pread(fd, size, 0), first_lsn) if deep
                  else _check_range(fd, size, HEADER_SIZE, first_lsn, None))
+    except OSError as err:  # (pread's errors do not say which file)
+        raise UsageError(f"{file}: cannot read ({err.strerror})") from None
     finally:
         os.close(fd)
     return Scanned(size, False, (header.segment, first_lsn), None, found.end, found.records,
@@ -152,8 +154,13 @@ def scan_all(files: list[str], deep: bool, jobs: int) -> Iterator[Scanned]:
     method = "fork" if threading.active_count() == 1 else "forkserver"
     # What the workers run, imported before they fork: each would import it again otherwise.
     import streamkeep.aof.codec  # noqa: F401
+    from streamkeep.tools.exits import ignore_sigint
+
     context = multiprocessing.get_context(method)
-    with ProcessPoolExecutor(jobs, mp_context=context) as pool:
+    # Ctrl-C reaches the workers too (one process group): the main process reports it, and
+    # gives up the segments not checked yet rather than waiting for them.
+    pool = ProcessPoolExecutor(jobs, mp_context=context, initializer=ignore_sigint)
+    try:
         tasks: list[Future | list[Future]] = []
         for file in files:
             size = _size(file)
@@ -170,6 +177,16 @@ def scan_all(files: list[str], deep: bool, jobs: int) -> Iterator[Scanned]:
                 yield joined if joined is not None else scan_segment(file, deep)
             else:
                 yield task.result()
+    except BaseException:
+        # Interrupted (or the reader stopped): the workers' segments are not wanted any more.
+        # They ignore SIGINT, so they are stopped here instead of being waited for.
+        workers = list((getattr(pool, "_processes", None) or {}).values())
+        pool.shutdown(wait=False, cancel_futures=True)
+        for worker in workers:
+            worker.terminate()
+        raise
+    finally:
+        pool.shutdown()
 
 
 def _size(file: str) -> int:

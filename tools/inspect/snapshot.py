@@ -31,7 +31,7 @@ EPILOG_INFO = """examples:
   streamkeep snapshot info ./data                  the current snapshot of a data directory
   streamkeep snapshot info ./data/snapshot-000000001234.mdb --json
 
-exit status: 0 ok; 2 not a readable snapshot; 3 usage or I/O error."""
+exit status: 0 ok; 2 not a readable snapshot; 3 usage or I/O error; 130 interrupted."""
 
 EPILOG_DUMP = """examples:
   streamkeep snapshot dump ./data                              every entry of every stream
@@ -41,7 +41,7 @@ EPILOG_DUMP = """examples:
 JSON lines: {"db", "key", "id", "fields": [[field, value], ...]}; a string that is not UTF-8
 is {"b64": "<base64>"}. Text: one line per entry, redis-cli quoting.
 
-exit status: 0 ok; 2 not a readable snapshot; 3 usage or I/O error."""
+exit status: 0 ok; 2 not a readable snapshot; 3 usage or I/O error; 130 interrupted."""
 
 
 def add_arguments_info(parser: argparse.ArgumentParser) -> None:
@@ -82,7 +82,7 @@ def _snapshot_path(path: str) -> str:
     return found
 
 
-def _run(args: argparse.Namespace, body: Any) -> int:
+def _run(args: argparse.Namespace, body: Any, prog: str) -> int:
     from streamkeep.snapshot.integrity import open_checked
     from streamkeep.snapshot.reader import SnapshotError
 
@@ -91,24 +91,26 @@ def _run(args: argparse.Namespace, body: Any) -> int:
         with open_checked(path) as snap:
             body(snap, args, sys.stdout)
     except InspectError as err:
-        return fail(err, "streamkeep")
+        return fail(err, prog)
     except SnapshotError as err:
-        print(f"streamkeep: {err}", file=sys.stderr)
+        print(f"{prog}: {err}", file=sys.stderr)
         return 2
-    except OSError as err:  # lmdb's errors name the file; ours too
-        print(f"streamkeep: {args.path}: {err}", file=sys.stderr)
-        return 3
-    except BrokenPipeError:  # `| head`
+    except BrokenPipeError:  # `| head` (before OSError, which it is)
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())  # (Python's flush at exit: nowhere, quietly)
         return 0
+    except OSError as err:  # lmdb's errors name the file; ours too
+        print(f"{prog}: {args.path}: {err}", file=sys.stderr)
+        return 3
     return 0
 
 
 def main_info(args: argparse.Namespace) -> int:
-    return _run(args, _info)
+    return _run(args, _info, "streamkeep snapshot info")
 
 
 def main_dump(args: argparse.Namespace) -> int:
-    return _run(args, _dump)
+    return _run(args, _dump, "streamkeep snapshot dump")
 
 
 main = main_info
@@ -160,23 +162,30 @@ def _info(snap: Any, args: argparse.Namespace, out: IO[str]) -> None:
         return
     from rich.console import Console
     from rich.table import Table
+    from rich.text import Text
 
-    # Piped: no colours and no width to fit (rich would cut the columns to 80).
+    from streamkeep.tools.layout import print_table, width, wrap
+
+    # The width to fit (COLUMNS, the terminal's, or 80 when piped): a table too wide for it
+    # is printed a row per block, never with its IDs cut. Piped: no colours.
     tty = out.isatty()
-    console = Console(file=out, highlight=False, soft_wrap=True, width=None if tty else 400,
+    columns = width(out)
+    console = Console(file=out, highlight=False, soft_wrap=True, width=columns,
                       no_color=not tty)
-    console.print(f"snapshot {doc['path']}: {doc['format']} v{doc['version']}, LSN "
-                  f"{doc['lsn']}, created {doc['created']}, {doc['size']:,} bytes, replid "
-                  f"{doc['repl_id']}; {doc['streams']:,} streams, {doc['entries']:,} entries")
+    console.print(Text(wrap(
+        f"snapshot {doc['path']}: {doc['format']} v{doc['version']}, LSN {doc['lsn']}, created "
+        f"{doc['created']}, {doc['size']:,} bytes, replid {doc['repl_id']}; "
+        f"{doc['streams']:,} streams, {doc['entries']:,} entries", columns, "  ")))
     table = Table("db", "stream", "length", "first id", "last id", "max deleted", "added",
-                  "nodes", "groups")
+                  "nodes", "groups", title="streams", title_justify="left")
     for s in doc["stream_list"]:
         table.add_row(str(s["db"]), _show(s["key"]), f"{s['length']:,}", s["first_id"],
                       s["last_id"], s["max_deleted_id"], f"{s['entries_added']:,}",
                       f"{s['nodes']:,}", str(len(s["groups"])))
-    console.print(table)
+    print_table(console, table, columns)
     groups = Table("db", "stream", "group", "last delivered", "entries read", "pending",
-                   "consumer", "consumer pending", "seen", "active")
+                   "consumer", "consumer pending", "seen", "active",
+                   title="groups and consumers", title_justify="left")
     for s in doc["stream_list"]:
         for g in s["groups"]:
             rows = g["consumers"] or [None]
@@ -188,7 +197,7 @@ def _info(snap: Any, args: argparse.Namespace, out: IO[str]) -> None:
                                _time(c["seen_ms"]) if c else "-",
                                _time(c["active_ms"]) if c else "-")
     if groups.row_count:
-        console.print(groups)
+        print_table(console, groups, columns)
 
 
 def _show(value: Any) -> str:

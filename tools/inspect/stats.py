@@ -12,7 +12,13 @@ import argparse
 import sys
 from typing import Any
 
-from streamkeep.tools.inspect.aof_records import EXIT_DAMAGED, EXIT_OK, InspectError, fail
+from streamkeep.tools.inspect.aof_records import (
+    EXIT_DAMAGED,
+    EXIT_OK,
+    EXIT_USAGE,
+    InspectError,
+    fail,
+)
 
 PROG = "streamkeep aof stats"
 BUCKETS = {"1m": 60_000, "1h": 3_600_000, "1d": 86_400_000}
@@ -33,11 +39,11 @@ examples:
   streamkeep aof stats --json ./data | jq '.commands.XADD.effects'
 
 exit status:
-  0  every record was read
-  1  damaged input: the statistics cover the records before the first bad one, and stderr
-     says where it is (file and byte offset)
-  2  usage error
-  3  I/O error (missing or unreadable path, not a data directory)
+  0    every record was read
+  2    damaged input: the statistics cover the records before the first bad one, and stderr
+       says where it is (file and byte offset)
+  3    usage or I/O error (missing or unreadable path, not a data directory)
+  130  interrupted (Ctrl-C)
 """
 
 
@@ -224,8 +230,12 @@ def render(doc: dict[str, Any], stream: Any) -> None:
     from rich.console import Console
     from rich.table import Table
 
-    console = Console(file=stream, highlight=False, soft_wrap=False,
-                      width=None if stream.isatty() else 110)
+    from streamkeep.tools.layout import print_table, width
+
+    # The width to fit (COLUMNS, the terminal's, or 80 when piped): a table too wide for it
+    # is printed a row per block, never with its cells cut.
+    columns = width(stream)
+    console = Console(file=stream, highlight=False, soft_wrap=False, width=columns)
 
     def table(title: str, *columns: str) -> Table:
         t = Table(title=title, title_justify="left", title_style="bold",
@@ -246,30 +256,30 @@ def render(doc: dict[str, Any], stream: Any) -> None:
                          ("snapshot covers LSNs up to", doc["snapshot_lsn"]),
                          ("distinct keys", doc["keys"]["distinct"])):
         summary.add_row(label, n(value))
-    console.print(summary)
+    print_table(console, summary, columns)
 
     cmds = table("Commands", "command", "effects", "records", "bytes", "")
     for name, row in doc["commands"].items():
         mark = "streamkeep-only" if row["streamkeep_only"] else "" if row["known"] else "UNKNOWN"
         cmds.add_row(name, n(row["effects"]), n(row["records"]), n(row["bytes"]), mark)
-    console.print(cmds)
+    print_table(console, cmds, columns)
 
     keys = table(f"Top {len(doc['keys']['top'])} keys by effects", "key", "db", "effects",
                  "bytes")
     for row in doc["keys"]["top"]:
         keys.add_row(_show_key(row["key"]), str(row["db"]), n(row["effects"]), n(row["bytes"]))
-    console.print(keys)
+    print_table(console, keys, columns)
 
     dbs = table("Databases", "db", "records", "effects")
     for db, row in doc["databases"].items():
         dbs.add_row(db, n(row["records"]), n(row["effects"]))
-    console.print(dbs)
+    print_table(console, dbs, columns)
 
     times = table(f"Per {doc['time_buckets']['width']}", "from (UTC)", "records", "effects",
                   "bytes")
     for row in doc["time_buckets"]["buckets"]:
         times.add_row(row["start"], n(row["records"]), n(row["effects"]), n(row["bytes"]))
-    console.print(times)
+    print_table(console, times, columns)
 
     rs = doc["record_sizes"]
     sizes = table("Record sizes (bytes, framed)", "", "")
@@ -277,20 +287,20 @@ def render(doc: dict[str, Any], stream: Any) -> None:
         sizes.add_row(label, n(rs[label]))
     for label, value in rs["percentiles"].items():
         sizes.add_row(label, n(value))
-    console.print(sizes)
+    print_table(console, sizes, columns)
     hist = table("Record size histogram", "size", "records", "")
     peak = max((h["records"] for h in rs["histogram"]), default=1)
     for h in rs["histogram"]:
         hist.add_row(f"{h['min']:,}..{h['max']:,}", n(h["records"]),
                      "#" * max(1, round(30 * h["records"] / peak)))
-    console.print(hist)
+    print_table(console, hist, columns)
 
     segs = table("Segments (fsync policy and times are not recorded in segments)", "file",
                  "segment", "LSNs", "records", "size", "good up to", "damage")
     for s in doc["segments"]:
         segs.add_row(s["file"], n(s["segment"]), f"{n(s['first_lsn'])} .. {n(s['last_lsn'])}",
                      n(s["records"]), n(s["size"]), n(s["end"]), s["damage"] or "")
-    console.print(segs)
+    print_table(console, segs, columns)
 
 
 def main(args: argparse.Namespace) -> int:
@@ -305,7 +315,7 @@ def main(args: argparse.Namespace) -> int:
 
     if args.top < 0:
         print(f"{PROG}: --top must be >= 0", file=sys.stderr)
-        return 2
+        return EXIT_USAGE
     try:
         source = open_source(args.path)
     except InspectError as err:

@@ -50,10 +50,11 @@ missing-segment, bad-segment-header, lsn-gap, bad-manifest, bad-snapshot (openin
 of these but torn-tail).
 
 exit status:
-  0  clean
-  1  a torn tail only: opening the directory truncates it (`streamkeep aof fix` saves it first)
-  2  damage that makes opening the directory refuse
-  3  usage or I/O error (no such path, not a data directory, unreadable file)
+  0    clean
+  1    a torn tail only: opening the directory truncates it (`streamkeep aof fix` saves it first)
+  2    damage that makes opening the directory refuse
+  3    usage or I/O error (no such path, not a data directory, unreadable file)
+  130  interrupted (Ctrl-C)
 """
 
 OK, TORN, REFUSE, USAGE = 0, 1, 2, 3
@@ -613,8 +614,9 @@ def main(args: argparse.Namespace) -> int:
     except UsageError as err:
         print(f"streamkeep aof verify: {err}", file=sys.stderr)
         return USAGE
-    except OSError as err:
-        print(f"streamkeep aof verify: {args.path}: {err.strerror or err}", file=sys.stderr)
+    except OSError as err:  # (the file that failed, when the error says which)
+        print(f"streamkeep aof verify: {err.filename or args.path}: {err.strerror or err}",
+              file=sys.stderr)
         return USAGE
     if args.json:
         print(json.dumps(report.to_json(), indent=1))

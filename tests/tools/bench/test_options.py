@@ -28,7 +28,7 @@ def test_help_shows_examples_output_and_exit_codes(capsys: pytest.CaptureFixture
         assert any(name in listed for name in section.names), f"--help omits {section.name}"
 
 
-def test_usage_error_exits_2(capsys: pytest.CaptureFixture[str]) -> None:
+def test_usage_error_exits_3(capsys: pytest.CaptureFixture[str]) -> None:
     for argv in (["--sections", "nope"], ["nope"], ["--no-such-option"]):
         with pytest.raises(SystemExit) as exc:
             bench.main(argv)

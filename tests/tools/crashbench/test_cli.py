@@ -56,7 +56,7 @@ def test_replay_token(bounded: tuple) -> None:
                                   ["--ops", "0"], ["--policy", "sometimes"]])
 def test_usage_errors(args: list[str]) -> None:
     proc = crashbench(*args, "--ops", "20") if "--ops" not in args else crashbench(*args)
-    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert proc.returncode == 3, proc.stdout + proc.stderr
     assert "Traceback" not in proc.stderr
 
 
@@ -134,3 +134,26 @@ def test_bit_rot_is_detected_never_applied_or_dropped(tmp_path: Path) -> None:
         assert row["model"] == "bitrot" and row["covered"] == 80 and not row["violations"]
         assert row["recoveries"].get("refused", 0) > 10  # detected, and said where
     assert rows[0]["lost"] == 0  # always: no acknowledged write dropped as a "torn tail"
+
+
+def test_json_report_to_a_pipe_is_written_into_it(tmp_path: Path) -> None:
+    """--json FILE is written beside FILE and renamed over it, unless FILE is not a regular
+    file (a pipe, /dev/stdout): then into it, never replacing it."""
+    import os
+    import threading
+
+    from streamkeep.tools.crashbench.cli import write_json
+
+    fifo = tmp_path / "report.pipe"
+    os.mkfifo(fifo)
+    got: list[str] = []
+    reader = threading.Thread(target=lambda: got.append(fifo.read_text()))
+    reader.start()
+    write_json(str(fifo), {"rows": [], "ok": True})
+    reader.join(10)
+    assert json.loads(got[0]) == {"rows": [], "ok": True}
+    assert fifo.is_fifo() and sorted(p.name for p in tmp_path.iterdir()) == ["report.pipe"]
+    plain = tmp_path / "report.json"
+    write_json(str(plain), {"ok": False})
+    assert json.loads(plain.read_text()) == {"ok": False}
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["report.json", "report.pipe"]

@@ -157,7 +157,7 @@ def test_damage_stops_with_file_and_offset(tmp_path: Any) -> None:
     data[len(data) // 2] ^= 0xFF
     Path(seg).write_bytes(bytes(data))
     done = run_cli("aof", "dump", "--format", "json", path)
-    assert done.returncode == 1
+    assert done.returncode == 2
     err = done.stderr.decode()
     assert "Traceback" not in err
     assert seg in err and "byte offset" in err
@@ -167,7 +167,7 @@ def test_damage_stops_with_file_and_offset(tmp_path: Any) -> None:
     with open(seg, "r+b") as f:
         f.truncate(len(data) // 2 - 1)
     done = run_cli("aof", "dump", path)
-    assert done.returncode == 1 and b"torn tail" in done.stderr
+    assert done.returncode == 2 and b"torn tail" in done.stderr
     assert b"Traceback" not in done.stderr
 
 
@@ -179,9 +179,9 @@ def test_usage_and_io_errors(tmp_path: Any) -> None:
     junk = tmp_path / "junk.aof"
     junk.write_bytes(b"not a segment at all, really not one")
     done = run_cli("aof", "dump", str(junk))
-    assert done.returncode == 1 and b"junk.aof" in done.stderr and b"offset" in done.stderr
-    assert run_cli("aof", "dump", "--format", "xml", str(tmp_path)).returncode == 2
-    assert run_cli("aof", "dump", "--since", "yesterday", str(tmp_path)).returncode == 2
+    assert done.returncode == 2 and b"junk.aof" in done.stderr and b"offset" in done.stderr
+    assert run_cli("aof", "dump", "--format", "xml", str(tmp_path)).returncode == 3
+    assert run_cli("aof", "dump", "--since", "yesterday", str(tmp_path)).returncode == 3
     for out in (run_cli("aof", "dump", "--help"), run_cli("aof", "stats", "--help")):
         assert out.returncode == 0
         assert b"examples:" in out.stdout and b"exit status:" in out.stdout
@@ -299,7 +299,7 @@ def test_after_a_snapshot_and_bad_manifest(tmp_path: Any) -> None:
     Path(path, "manifest.json").write_text("{not json")
     for command in ("dump", "stats"):
         done = run_cli("aof", command, path)
-        assert done.returncode == 1 and b"manifest.json" in done.stderr
+        assert done.returncode == 2 and b"manifest.json" in done.stderr
         assert b"Traceback" not in done.stderr
 
 

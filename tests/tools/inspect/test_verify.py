@@ -199,7 +199,7 @@ def test_usage_errors_exit_3_without_traceback(tmp_path: Path) -> None:
         assert code == 3 and out == ""
         assert str(path) in err and "Traceback" not in err
     code, _out, err = cli("aof", "verify")
-    assert code == 2 and "usage" in err  # argparse's own status for a missing argument
+    assert code == 3 and "usage" in err  # a missing argument: usage, as everywhere
 
 
 def test_help_has_examples_and_exit_codes() -> None:
