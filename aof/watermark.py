@@ -20,7 +20,8 @@ power loss it lags the log by about a second at most (damage in that last second
 records is taken for a torn tail: cut, saved, warned about). Each record is checked alone: a
 torn or garbled record is skipped, and the valid record with the highest (segment, offset) is
 the watermark. The file is replaced whole (temp file, fdatasync, rename, directory fsync) at
-every open and whenever it grows past `REPLACE_BYTES`, so it stays small.
+an open that finds it other than what the log says, and whenever it grows past
+`REPLACE_BYTES`, so it stays small.
 
 Must not touch: the segments, the manifest, engine state. Files only through aof.fs.
 """
@@ -157,6 +158,20 @@ class WatermarkLog:
         self.dirty = False
         self.failed = False
         self._lock = threading.Lock()
+        self._open()
+
+    def _open(self) -> None:
+        """Keep the file if it already holds exactly `self.mark` (a clean reopen changes
+        nothing on disk), else write it anew."""
+        path = os.path.join(self.directory, WATERMARK)
+        if self.fs.exists(path):
+            data = self.fs.read_file(path)
+            if len(data) % RECORD_SIZE == 0 and len(data) < REPLACE_BYTES \
+                    and decode(data) == self.mark:
+                self.fd = self.fs.open_append(path, create=False)
+                # What a killed process left may be in the page cache only: synced with the rest.
+                self.size, self.dirty = len(data), True
+                return
         self._replace()
 
     def _replace(self) -> None:
