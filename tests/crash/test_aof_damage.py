@@ -193,11 +193,9 @@ def test_torn_tail_is_truncated_with_a_warning(torn, caplog: pytest.LogCaptureFi
         assert f"1 record(s) not yet fsynced, LSN {N}" in warnings[0], warnings[0]
 
 
-@pytest.mark.parametrize("kind", sorted(IN_LAST_RECORD))
-def test_damage_to_fsynced_records_is_refused(tmp_path: Path, kind: str) -> None:
-    """A cleanly closed `always` directory: its last record was fsynced, so damage to it is
-    corruption, not a torn tail. Nothing is cut; the message says how to get past it."""
-    damage, _kept, _offset_of = TORN_TAILS[kind]
+def damaged_dir(tmp_path: Path, damage) -> tuple[Path, Path, list[tuple[int, int]], bytes]:
+    """A closed directory of N records whose one segment `damage(data, spans)` changed:
+    (directory, segment, the records' spans before, the damaged bytes)."""
     directory = tmp_path / "db"
     build(directory, N)
     (seg,) = segments(directory)
@@ -205,6 +203,14 @@ def test_damage_to_fsynced_records_is_refused(tmp_path: Path, kind: str) -> None
     sp = spans(data)
     damaged = damage(data, sp)
     seg.write_bytes(damaged)
+    return directory, seg, sp, damaged
+
+
+@pytest.mark.parametrize("kind", sorted(IN_LAST_RECORD))
+def test_damage_to_fsynced_records_is_refused(tmp_path: Path, kind: str) -> None:
+    """A cleanly closed `always` directory: its last record was fsynced, so damage to it is
+    corruption, not a torn tail. Nothing is cut; the message says how to get past it."""
+    directory, seg, _sp, damaged = damaged_dir(tmp_path, TORN_TAILS[kind][0])
     for _attempt in range(2):  # refused again: the first refusal repaired nothing
         with pytest.raises(AOFCorruptError) as err:
             Engine.open(str(directory))
@@ -298,13 +304,7 @@ MID_FILE = {
 @pytest.mark.parametrize("kind", sorted(MID_FILE))
 def test_damage_followed_by_valid_records_is_refused(tmp_path: Path, kind: str) -> None:
     damage, bad_index = MID_FILE[kind]
-    directory = tmp_path / "db"
-    build(directory, N)
-    (seg,) = segments(directory)
-    data = seg.read_bytes()
-    sp = spans(data)
-    damaged = damage(data, sp)
-    seg.write_bytes(damaged)
+    directory, seg, sp, damaged = damaged_dir(tmp_path, damage)
     with pytest.raises(AOFCorruptError) as err:
         Engine.open(str(directory))
     message = str(err.value)
