@@ -76,6 +76,8 @@ class RealFS:
             while chunk := os.read(fd, 1 << 24):
                 chunks.append(chunk)
             return b"".join(chunks)
+        except OSError as err:  # (a directory opens, then fails to read): name the file
+            raise OSError(err.errno, err.strerror, path) from None
         finally:
             os.close(fd)
 

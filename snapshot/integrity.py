@@ -56,7 +56,7 @@ def locate(path: str) -> str:
         return ("the damage is in LMDB's own pages (reading them crashed a child process with "
                 f"signal {-done.returncode})")
     if found:
-        return f"first damaged value: {found}"
+        return f"first damaged value: {found}" if found.startswith("table ") else found
     return "no value is damaged: the damage is in LMDB's own pages or in unused space"
 
 
