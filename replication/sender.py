@@ -102,7 +102,7 @@ class Sender:
         # there and stops, instead of chasing a writer that never pauses.
         segment, written = self.primary.datadir.journal.written_end
         try:
-            while transport.get_write_buffer_size() < HIGH_WATER:
+            while transport.get_write_buffer_size() < HIGH_WATER and not self.closed:
                 if self.state == "send_bulk":
                     self._send_snapshot_piece()
                     continue

@@ -86,3 +86,30 @@ def test_a_full_sync_builds_a_fresh_snapshot_when_the_log_after_it_is_big(
         assert replica.datadir.journal.manifest.snapshot == \
             type(snap)(snap.file, 500, snap.size, replica.datadir.journal.manifest.snapshot
                        .created_ms, snap.crc32)  # the same file, checksum and all
+
+
+def test_a_snapshot_damaged_on_disk_is_not_sent(primary: ServerHandle, tmp_path: Path,
+                                                caplog: pytest.LogCaptureFixture) -> None:
+    """The file's bytes differ from the checksum its manifest recorded: the primary drops the
+    replica before the snapshot's trailer (an error names the file), and the replica loads
+    nothing of it, retrying."""
+    import logging
+
+    engine = primary.engine
+    for i in range(300):
+        engine.execute("XADD", "s", "*", "i", str(i))
+    entry = engine.datadir.compact()
+    assert entry is not None and entry.crc32 is not None
+    path = Path(engine.datadir.path) / entry.file
+    data = bytearray(path.read_bytes())
+    data[len(data) // 2] ^= 0x10
+    path.write_bytes(bytes(data))
+    with caplog.at_level(logging.ERROR, logger="streamkeep"), \
+            Engine.open(str(tmp_path / "r"), replicaof=("127.0.0.1", primary.port)) as replica:
+        deadline = time.monotonic() + 20
+        while not any("not sending" in r.getMessage() for r in caplog.records):
+            assert time.monotonic() < deadline, [r.getMessage() for r in caplog.records]
+            time.sleep(0.02)
+        assert replica.execute("XLEN", "s") == 0  # nothing of the damaged file was loaded
+    sent = next(r.getMessage() for r in caplog.records if "not sending" in r.getMessage())
+    assert str(path) in sent and "damaged" in sent
