@@ -2,7 +2,8 @@
 
 Owns the command line and what it prints: progress on stderr (a rich bar on a terminal,
 nothing when piped), the report on stdout (rich on a terminal, plain text otherwise), `--json
-FILE` for machines, and the exit status. Cheap to import (`streamkeep --help` builds this
+FILE` for machines (tools.outputs: refused before the run if it may not be written, written
+whole at the end), and the exit status. Cheap to import (`streamkeep --help` builds this
 parser); the modes are imported when the command runs.
 Must not touch: how crashes are made or judged (powerloss, sigkill, invariants, runs).
 """
@@ -48,7 +49,7 @@ examples:
   streamkeep crashbench --policy all --ops 300
   streamkeep crashbench --mode random --policy everysec --seconds 60
   streamkeep crashbench --mode sigkill --target redis-server --points 20
-  streamkeep crashbench --json report.json
+  streamkeep crashbench --json report.json      (--force replaces an existing one)
   streamkeep crashbench --replay powerloss:always:1:2000:666:1234:zeros
 
 output:
@@ -59,7 +60,9 @@ output:
 exit codes:
   {EXIT_OK}  every invariant held
   {EXIT_VIOLATED}  an invariant was violated (the report says which and how to replay it)
-  {EXIT_USAGE}  usage error"""
+  {EXIT_USAGE}  usage error
+  3  the --json FILE exists (without --force) or is inside a data directory: refused
+     before the run, nothing written"""
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -85,7 +88,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seed", type=int, default=1, help="first seed (default 1)")
     parser.add_argument("--jobs", type=_positive, default=2,
                         help="worker processes judging crash points (default 2)")
-    parser.add_argument("--json", metavar="FILE", help="also write the report as JSON")
+    parser.add_argument("--json", metavar="FILE", help="also write the report as JSON (a new "
+                        "file, outside any data directory)")
+    parser.add_argument("--force", action="store_true", help="replace the --json FILE if it "
+                        "exists")
     parser.add_argument("--replay", metavar="TOKEN",
                         help="run the one crash point a violation's token names")
 
@@ -106,6 +112,14 @@ def main(args: argparse.Namespace) -> int:
     # The engine logs each torn tail it truncates on "streamkeep.*": thousands per run here,
     # and expected; the report counts them instead.
     logging.getLogger("streamkeep").setLevel(logging.CRITICAL)
+    if args.json:  # refused now, not after the run
+        from streamkeep.tools.outputs import EXIT_REFUSED, OutputRefused, check_output
+
+        try:
+            check_output(args.json, directory=False, force=args.force)
+        except OutputRefused as err:
+            print(f"streamkeep crashbench: {err}", file=sys.stderr)
+            return EXIT_REFUSED
     notes: list[str] = []
     try:
         rows = [_replay(args.replay, notes)] if args.replay else _run(args, notes)
@@ -114,8 +128,14 @@ def main(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     report.print_report(rows, sys.stdout, notes)
     if args.json:
-        with open(args.json, "w") as f:
-            json.dump(report.to_json(rows, notes), f, indent=1, default=str)
+        from streamkeep.tools.outputs import EXIT_REFUSED, OutputRefused, write_file
+
+        text = json.dumps(report.to_json(rows, notes), indent=1, default=str)
+        try:  # whole or not at all: beside FILE, then renamed
+            write_file(args.json, [text.encode()], force=args.force)
+        except OutputRefused as err:  # made meanwhile
+            print(f"streamkeep crashbench: {err}", file=sys.stderr)
+            return EXIT_REFUSED
     return EXIT_OK if all(r.ok for r in rows) else EXIT_VIOLATED
 
 
