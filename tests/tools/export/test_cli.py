@@ -48,7 +48,7 @@ def test_usage_errors_exit_before_spark(datadir: str, tmp_path: Path,
     assert [n for n in os.listdir(tmp_path) if n.startswith("export-pin-")] == []  # released
     os.makedirs(os.path.join(out, "streams"))
     assert main(["export", datadir, "--out", out, "--table", "streams"]) == 3
-    assert "exists (--overwrite replaces it)" in capsys.readouterr().err
+    assert "out exists (--force overwrites it)" in capsys.readouterr().err
 
 
 @pytest.fixture(scope="module")
