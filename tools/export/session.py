@@ -3,14 +3,17 @@
 Owns the session settings of `streamkeep export`, the export bench and the demo (workers run
 this interpreter with this import path; the throughput collector; no console progress bar;
 Python filter push-down on; the `streamkeep` data source registered) and the Parquet writer
-options the export uses. Importing it stays cheap: pyspark is imported when a session starts.
+options the export uses, and Ctrl-C during and after the start (it stops the command, never
+hangs it). Importing it stays cheap: pyspark is imported when a session starts.
 Must not touch: what is read (tools.export.datasource), the command line (tools.export.cli).
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
+from collections.abc import Iterator
 from typing import Any
 
 # The entries columns whose values are (nearly) all distinct: Parquet's dictionary encoding
@@ -49,14 +52,36 @@ def start(master: str, app: str = "streamkeep-export") -> Any:
     os.environ["PYTHONPATH"] = os.pathsep.join(
         dict.fromkeys(p for p in [*sys.path, *os.environ.get("PYTHONPATH", "").split(
             os.pathsep)] if p))
-    spark = (SparkSession.builder.master(master).appName(app)
-             .config("spark.ui.showConsoleProgress", "false")
-             .config("spark.driver.extraJavaOptions", java_options())
-             .config("spark.executor.extraJavaOptions", java_options())
-             .config("spark.sql.python.filterPushdown.enabled", "true").getOrCreate())
-    spark.sparkContext.setLogLevel("ERROR")
-    register(spark)
+    with _ctrl_c_after_start():
+        spark = (SparkSession.builder.master(master).appName(app)
+                 .config("spark.ui.showConsoleProgress", "false")
+                 .config("spark.driver.extraJavaOptions", java_options())
+                 .config("spark.executor.extraJavaOptions", java_options())
+                 .config("spark.sql.python.filterPushdown.enabled", "true").getOrCreate())
+        spark.sparkContext.setLogLevel("ERROR")
+        register(spark)
     return spark
+
+
+@contextlib.contextmanager
+def _ctrl_c_after_start() -> Iterator[None]:
+    """Ctrl-C while the session starts takes effect once it has started, and from then on
+    raises KeyboardInterrupt where the command is, as before. PySpark's own SIGINT handler
+    (installed as its context starts) calls into the JVM gateway first: received while the
+    main thread waits on that gateway (starting, registering, writing a table), the call
+    waits behind the one in progress and the command hangs instead of stopping."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    held = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        signal.pthread_sigmask(signal.SIG_SETMASK, held)  # a Ctrl-C meanwhile: raised here
 
 
 def register(spark: Any) -> None:
