@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import os
 import shlex
 import sys
@@ -101,6 +102,11 @@ def main(args: argparse.Namespace) -> int:
         return EXIT_BAD_SOURCE
     report: dict[str, Any] = {"source": args.source, "out": args.out, "rdb_version": None,
                               "truncated_bytes": 0, "incomplete_transaction": False}
+    # The applier logs each failed command for a replica's operator; the import's own report
+    # (or its one refusal line) says it here instead.
+    applier_log = logging.getLogger("streamkeep.replication")
+    level = applier_log.level
+    applier_log.setLevel(logging.CRITICAL)
     try:
         # The state is built in memory first (no record per key or command: nothing to replay
         # or compact), then written as DIR's snapshot in one step, as a replica's full sync.
@@ -133,6 +139,8 @@ def main(args: argparse.Namespace) -> int:
         print(f"streamkeep import: {err.filename or args.source}: {err.strerror or err}",
               file=sys.stderr)
         return EXIT_USAGE
+    finally:
+        applier_log.setLevel(level)
     report["seconds"] = round(time.perf_counter() - began, 3)
     _print(report, args.json)
     return 0
@@ -241,7 +249,6 @@ def _aof(applier: RedisApplier, piece: Piece, start: int, report: dict[str, Any]
     a tail cut short is left out, as Redis loads it."""
     from streamkeep.engine.wire.resp import ProtocolError, RequestParser
     from streamkeep.replication.redis_link import command_size
-    from streamkeep.tools.sniff import shown
 
     data = piece.data
     parser = RequestParser()
@@ -258,15 +265,25 @@ def _aof(applier: RedisApplier, piece: Piece, start: int, report: dict[str, Any]
                                 f"{at}") from None
             if argv is None:
                 break
-            if data[at:at + 1] not in (b"*", b"#"):  # as Redis loads an AOF: no inline form
-                raise BadSource(f"{piece.path}: not {what}: byte {at} starts "
-                                f"{shown(data[at:])}, where a command (*) was expected")
+            _command_at(piece, at, what)  # as Redis loads an AOF: no inline form
             if len(argv) == 1 and argv[0][:1] == b"#":
                 whole += len(argv[0]) + 2
                 continue  # an annotation (#TS:<unix time>), not a command
             whole += command_size(argv)
             applier.apply(argv, 0)
-    report["truncated_bytes"] += max(len(data) - start - whole, 0)
+    at = start + whole
+    if at < len(data):  # what is left must be a command cut short, not anything else
+        _command_at(piece, at, what)
+    report["truncated_bytes"] += max(len(data) - at, 0)
+
+
+def _command_at(piece: Piece, at: int, what: str) -> None:
+    """BadSource unless a command (`*`) or an annotation (`#`) starts at byte `at`."""
+    from streamkeep.tools.sniff import shown
+
+    if piece.data[at:at + 1] not in (b"*", b"#"):
+        raise BadSource(f"{piece.path}: not {what}: byte {at} starts {shown(piece.data[at:])}, "
+                        "where a command (*) was expected")
 
 
 def _counts(engine: Any, applier: RedisApplier, streams: int, entries: int) -> dict[str, Any]:

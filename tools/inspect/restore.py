@@ -209,8 +209,9 @@ def _restore(fs: Any, src: str, out: str, to_lsn: int | None, to_time: int | Non
                     (to_time is not None and last and not result.damage.valid_after):
                 done = True  # the point is before the damage, or the damage is a torn tail
             else:
+                point = "the log's end" if to_time == END_OF_TIME else "the point asked for"
                 raise Impossible(f"{result.damage.reason} at {file}:{result.damage.offset} "
-                                 f"(LSN {target + 1}), before the point asked for")
+                                 f"(LSN {target + 1}), before {point}")
         if end > codec.HEADER_SIZE or not kept:
             kept.append((entry, end))
         expected = header.first_lsn + result.count
