@@ -118,3 +118,21 @@ def test_random_mode_tries_the_points_asked(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stdout + proc.stderr
     (row,) = json.loads(report.read_text())["rows"]
     assert row["mode"] == "random" and row["covered"] == 60 and row["reached"] > 60
+
+
+def test_the_json_report_is_never_written_over_a_file_or_into_a_data_directory(
+        tmp_path: Path) -> None:
+    from streamkeep import Engine
+
+    existing = tmp_path / "report.json"
+    existing.write_text("yesterday's report")
+    proc = crashbench("--ops", "20", "--model", "none", "--json", str(existing))
+    assert proc.returncode == 3 and proc.stdout == ""  # refused before the run
+    assert "report.json exists (--force overwrites it)" in proc.stderr
+    assert existing.read_text() == "yesterday's report"
+    with Engine.open(str(tmp_path / "data")):
+        pass
+    proc = crashbench("--ops", "20", "--model", "none", "--json",
+                      str(tmp_path / "data" / "report.json"), "--force")
+    assert proc.returncode == 3 and "inside the streamkeep data directory" in proc.stderr
+    assert not (tmp_path / "data" / "report.json").exists()
