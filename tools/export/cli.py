@@ -197,7 +197,7 @@ def _export(args: argparse.Namespace) -> int:
     if args.json:
         json.dump(doc, sys.stdout, indent=2)
         print()
-    elif not incremental:
+    else:
         print(f"{'export':<10} as of LSN {plan.lsn:,} -> {args.out}")
     return 0
 
