@@ -77,7 +77,9 @@ def main(argv: list[str] | None = None) -> int:
     from streamkeep.tools.outputs import data_directory_of
 
     home = data_directory_of(args.dir)
-    leftovers = set(os.listdir(args.dir)) - set(DEMO_NAMES) if os.path.isdir(args.dir) else set()
+    # (dot names: an interrupted export's temporaries beside its OUT, the demo's own too)
+    leftovers = {n for n in os.listdir(args.dir) if not n.startswith(".")} - set(DEMO_NAMES) \
+        if os.path.isdir(args.dir) else set()
     if home is not None or leftovers or (os.path.exists(args.dir) and
                                          not os.path.isdir(args.dir)):
         why = f"inside the data directory {home}" if home else "not a previous demo's"
