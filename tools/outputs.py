@@ -253,10 +253,10 @@ def _publish_directory(stage: str, target: str, path: str, merge: bool) -> None:
         os.rename(stage, target)  # replaces an empty directory, never a non-empty one
         return
     except OSError as err:
-        if err.errno not in (errno.ENOTEMPTY, errno.EEXIST) or not merge:
-            if err.errno in (errno.ENOTEMPTY, errno.EEXIST):
-                raise OutputRefused(f"{path} exists (--force overwrites it)") from None
+        if err.errno not in (errno.ENOTEMPTY, errno.EEXIST):
             raise
+        if not merge:  # filled since it was checked: someone else's now
+            raise OutputRefused(f"{path} exists and is not empty: not replaced") from None
     for name in sorted(os.listdir(stage)):
         there = os.path.join(target, name)
         if os.path.lexists(there):  # moved aside into the stage: removed with it

@@ -151,7 +151,8 @@ def test_a_directory_is_renamed_into_place_once_complete(tmp_path: Path) -> None
         Path(stage, "entries").mkdir()
         Path(stage, "manifest").write_text("1")
     assert listing(out) == ["entries", "manifest"] and listing(tmp_path) == ["out"]
-    with pytest.raises(OutputRefused, match="exists"), staged_directory(str(out)) as stage:
+    with pytest.raises(OutputRefused, match="exists and is not empty: not replaced"), \
+            staged_directory(str(out)) as stage:
         Path(stage, "streams").mkdir()  # OUT is not empty: without merge, never into it
     assert listing(out) == ["entries", "manifest"]
     (out / "mine.txt").write_text("keep me")
