@@ -115,7 +115,7 @@ bench: venv
 # each), random power loss, and SIGKILL of streamkeep and of redis-server side by side. CI runs
 # a bounded configuration as tests/tools/crashbench/test_cli.py.
 crashbench: dev
-	$(VENV)/bin/streamkeep crashbench --policy all --ops 2000 --json crashbench-exhaustive.json
+	$(VENV)/bin/streamkeep crashbench --policy all --ops 2000 --json crashbench-exhaustive.json --force
 	$(VENV)/bin/streamkeep crashbench --mode random --policy all --seconds 60
 	$(VENV)/bin/streamkeep crashbench --mode sigkill --policy all --points 30
 	$(VENV)/bin/streamkeep crashbench --mode sigkill --target redis-server --policy all --points 30

@@ -60,6 +60,7 @@ class RedisApplier:
         self.applied = 0
         self.errors = 0
         self.last_error: str | None = None
+        self.last_failed: tuple[bytes, ...] | None = None  # its command name and key
         self.skipped_commands: Counter[str] = Counter()
         self.skipped_keys: Counter[str] = Counter()  # by type, from full syncs / RDB files
         self.expired_keys = 0  # streams already expired in an RDB: not loaded
@@ -209,6 +210,7 @@ class RedisApplier:
         self.errors += 1
         command = b" ".join(a[:40] for a in argv[:3]).decode("utf-8", "replace")
         self.last_error = f"{command}: {line}"
+        self.last_failed = tuple(bytes(a) for a in argv[:2])
         if self.errors <= ERRORS_LOGGED:
             log.warning("a command from the redis-server primary failed here (%s)",
                         self.last_error)

@@ -606,6 +606,7 @@ class RdbKey(NamedTuple):
     rdb_type: int
     value: bytes  # the value's bytes as stored (for a stream: what a DUMP payload holds)
     expire_ms: int | None
+    offset: int = -1  # where the key's record starts in the file (-1: not from a file)
 
 
 _MODULE_OPCODE_UINT = 2
@@ -674,30 +675,53 @@ def read_rdb(data: bytes) -> tuple[int, dict[bytes, bytes], list[RdbKey]]:
     return version, aux, keys
 
 
+def rdb_version(data: bytes) -> int:
+    """The RDB version the file starting with `data` declares (its first 9 bytes: `REDIS`
+    and four digits). RdbError, saying what is there, for no RDB header or a version this
+    module does not read."""
+    if data[:5] != b"REDIS":
+        raise RdbError("not an RDB file (no REDIS magic)")
+    digits = data[5:9]
+    if len(digits) < 4:
+        raise RdbError(f"truncated at byte {len(data)}, inside the RDB header (REDIS and a "
+                       "4-digit version)")
+    if not digits.isdigit():
+        raise RdbError(f"REDIS magic without a version number (bytes 5 to 8 are "
+                       f"{digits.hex(' ')})")
+    version = int(digits)
+    if not 1 <= version <= MAX_VERSION:
+        raise RdbError(f"RDB version {version} is not one streamkeep reads (versions 1 "
+                       f"to {MAX_VERSION}; {MAX_VERSION} is what Redis 8.6 writes)")
+    return version
+
+
 def read_rdb_prefix(data: bytes) -> tuple[int, dict[bytes, bytes], list[RdbKey], int]:
     """`read_rdb`, and where the RDB ends in `data` (after its checksum): an AOF's RDB
-    preamble is followed by commands."""
-    if data[:5] != b"REDIS" or not data[5:9].isdigit():
-        raise RdbError("not an RDB file (no REDIS magic)")
-    version = int(data[5:9])
-    if not 1 <= version <= MAX_VERSION:
-        raise RdbError(f"RDB version {version} is not one streamkeep reads (9 to {MAX_VERSION})")
+    preamble is followed by commands. Damage is reported with the byte offset it is found at
+    and what was being read there; a file cut short, with the offset it ends at."""
+    version = rdb_version(data)
     r = Reader(data, 9)
     aux: dict[bytes, bytes] = {}
     keys: list[RdbKey] = []
     db, expire = 0, None
+    inside = "the RDB header"
     try:
         while True:
+            at = r.pos
+            inside = "the next key or opcode (the file has no end-of-RDB marker)"
             op = r.byte()
             if op == 0xFF:
                 if version >= 5:
                     if len(data) < r.pos + 8:
-                        raise RdbError("truncated (no checksum after the end of the RDB)")
+                        raise RdbError(f"truncated at byte {len(data)}, inside the checksum "
+                                       f"after the end-of-RDB marker at byte {at}")
                     crc = struct.unpack("<Q", data[r.pos:r.pos + 8])[0]
                     if crc and crc64(data[:r.pos]) != crc:
-                        raise RdbError("checksum mismatch")
+                        raise RdbError(f"checksum mismatch: the CRC-64 at byte {r.pos} is not "
+                                       f"that of bytes 0 to {r.pos - 1}")
                     return version, aux, keys, r.pos + 8
                 return version, aux, keys, r.pos
+            inside = f"{_OPCODES.get(op, 'a key')} at byte {at}"
             if op == 0xFE:
                 db = r.length()
             elif op == 0xFD:
@@ -726,18 +750,45 @@ def read_rdb_prefix(data: bytes) -> tuple[int, dict[bytes, bytes], list[RdbKey],
                 for _ in range(3):
                     r.length()
             elif op in TYPE_NAMES:
+                inside = f"the name of a {TYPE_NAMES[op]} key at byte {at}"
                 key = r.string()
+                inside = (f"the value of {TYPE_NAMES[op]} key {key_text(key)} (type {op}) at "
+                          f"byte {at}")
                 start = r.pos
                 if op in STREAM_TYPES:
                     skip_stream(r, op)
                 else:
                     _skip_value(r, op)
-                keys.append(RdbKey(db, key, op, data[start:r.pos], expire))
+                keys.append(RdbKey(db, key, op, data[start:r.pos], expire, at))
                 expire = None
             else:
-                raise RdbError(f"unknown RDB opcode or type {op} at byte {r.pos - 1}")
+                raise RdbError(f"unknown RDB opcode or type {op} at byte {at}")
+    except RdbError as err:
+        raise RdbError(_located(str(err), r.pos, len(data), inside)) from None
     except (ValueError, IndexError, OverflowError, struct.error) as err:
-        raise RdbError(f"damaged at byte {r.pos} ({err.__class__.__name__})") from None
+        raise RdbError(f"damaged at byte {r.pos}, inside {inside} "
+                       f"({err.__class__.__name__})") from None
+
+
+def key_text(key: bytes) -> str:
+    """A key as a message names it: quoted, invalid UTF-8 escaped, cut at 60 bytes."""
+    more = "..." if len(key) > 60 else ""
+    return f'"{key[:60].decode("utf-8", "backslashreplace")}{more}"'
+
+
+_OPCODES = {0xFE: "a SELECTDB", 0xFD: "an expiry (seconds)", 0xFC: "an expiry (ms)",
+            0xFB: "a RESIZEDB", 0xFA: "an AUX field", 0xF9: "a FREQ", 0xF8: "an IDLE",
+            0xF5: "a FUNCTION", 0xF7: "a module's AUX data", 0xF4: "a slot info"}
+
+
+def _located(message: str, pos: int, size: int, inside: str) -> str:
+    """A reader's error with where it happened: a read past the end is the file cut short
+    (at its size); another error, at the reader's position, unless it says where already."""
+    if " at byte " in message:
+        return message
+    if message == "truncated":
+        return f"truncated at byte {size}, inside {inside}"
+    return f"{message} at byte {pos}, inside {inside}"
 
 
 def payload_from(rdb_type: int, value: bytes, version: int) -> bytes:
@@ -811,6 +862,6 @@ def load_payload(payload: bytes, into: Stream | None = None) -> Stream:
         raise RdbError(f"bad stream value ({err.__class__.__name__})") from None
 
 
-__all__ = ["RdbError", "RdbKey", "payload_from", "read_rdb", "check_payload", "crc64", "dump_payload", "listpack",
-           "listpack_items", "load_payload", "read_rdb_prefix", "read_stream", "write_rdb",
-           "write_stream"]
+__all__ = ["RdbError", "RdbKey", "payload_from", "key_text", "rdb_version", "read_rdb", "check_payload",
+           "crc64", "dump_payload", "listpack", "listpack_items", "load_payload",
+           "read_rdb_prefix", "read_stream", "write_rdb", "write_stream"]

@@ -3,8 +3,10 @@ redis-server loads, for moving back to Redis.
 
 Owns the command's arguments, the report and the exit status. The state exported is DIR's
 latest: its snapshot and every record after it, read through a point-in-time copy
-(tools.inspect.restore) so that DIR is never locked or changed and a server may be running on
-it. The file is written beside --out and renamed into place once whole and fsynced. Every
+(tools.inspect.restore.current_state, made in a scratch directory beside --out) so that DIR is
+never locked or changed and a server may be running on it. Where the file may go and how it is
+written are tools.outputs' rules: never inside a data directory, never over an existing file
+without --force, written beside --out and renamed into place once whole and fsynced. Every
 database is kept; the RDB version is one the target redis-server reads (10 for 7.0, 11 for
 7.2, 12 for 7.4 and 8.0, 13 for 8.6+).
 Must not touch: the RDB format (snapshot.rdb writes it), the directory's files.
@@ -18,9 +20,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shutil
 import sys
-import tempfile
 import time
 from typing import Any
 
@@ -31,15 +31,19 @@ EPILOG = f"""examples:
   streamkeep export-rdb ./data --out dump.rdb                    for Redis 8.6 and later
   streamkeep export-rdb ./data --out dump.rdb --rdb-version 10   for Redis 7.0
   streamkeep export-rdb ./data --out dump.rdb --json             the report for scripts
+  streamkeep export-rdb ./data --out dump.rdb --force            replace an existing dump.rdb
 
 Then stop redis-server, put dump.rdb in its `dir` (as its `dbfilename`; with appendonly off, or
 it loads its AOF instead) and start it. DIR may be in use by a running server: its state is read
 from a copy, never changed. redis-server refuses an RDB version newer than its own:
   {REDIS_VERSIONS}
-Progress goes to stderr when it is a terminal.
+The file is written beside FILE and renamed into place once complete: an error or Ctrl-C
+leaves no partial file. An existing FILE is replaced only with --force; FILE is never written
+inside a data directory. Progress goes to stderr when it is a terminal.
 
-exit status: 0 written; 2 DIR cannot be read; 3 usage or I/O error; 130 interrupted (Ctrl-C:
---out is left as it was, and nothing beside it)."""
+exit status: 0 written; 2 DIR cannot be read; 3 usage or I/O error (FILE exists without
+--force, is not a regular file, or is inside a data directory); 130 interrupted (Ctrl-C: FILE
+is left as it was, and nothing beside it)."""
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -49,90 +53,65 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         choices=range(9, 14), help=f"RDB version to write, 9 to 13 "
                                                    f"(default 13; {REDIS_VERSIONS})")
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
+    parser.add_argument("--force", action="store_true", help="replace FILE if it exists")
 
 
 def main(args: argparse.Namespace) -> int:
     from streamkeep.engine.wire.errors import StreamkeepError
-    from streamkeep.tools.inspect.restore import Impossible, Usage, restore
+    from streamkeep.tools.inspect.restore import Impossible, Usage, current_state
+    from streamkeep.tools.outputs import OutputRefused, check_output, scratch_directory
 
     began = time.perf_counter()
-    parent = os.path.dirname(os.path.abspath(args.out))
-    if not os.path.isdir(parent):
-        print(f"streamkeep export-rdb: {parent}: not a directory", file=sys.stderr)
-        return EXIT_USAGE
-    if os.path.lexists(args.out) and not os.path.isfile(args.out):
-        # A directory, a device (/dev/null), a pipe: the rename into place would replace it.
-        print(f"streamkeep export-rdb: --out {args.out}: exists and is not a regular file",
-              file=sys.stderr)
-        return EXIT_USAGE
-    try:
-        work = tempfile.mkdtemp(prefix=".export-rdb-", dir=parent)
-    except OSError as err:
-        print(f"streamkeep export-rdb: --out {args.out}: cannot write in {parent} "
-              f"({err.strerror or err})", file=sys.stderr)
-        return EXIT_USAGE
-    copy, tmp = os.path.join(work, "state"), os.path.join(work, "dump.rdb")
+    works: list[str] = []
 
     def fail(message: str, status: int) -> int:
-        # The work goes through a copy of DIR and a file beside --out: the user's names only.
-        message = message.replace(copy, args.path).replace(tmp, args.out)
+        # The work goes through a copy of DIR beside --out: the user's names only.
+        for work in works:
+            message = message.replace(os.path.join(work, "state"),
+                                      os.path.abspath(args.path).rstrip("/"))
         print(f"streamkeep export-rdb: {message}", file=sys.stderr)
         return status
 
     try:
-        _progress(f"copying the state of {args.path}")
-        try:
-            lsn = restore(args.path, copy, None, _END_OF_TIME)
-        except Usage as err:
-            return fail(str(err), EXIT_UNREADABLE if os.path.isdir(args.path) else EXIT_USAGE)
-        except Impossible as err:
-            return fail(f"{args.path}: {err}", EXIT_UNREADABLE)
-        _progress("loading it and writing the RDB file")
-        try:
-            report = _write(copy, args.out, args.rdb_version, tmp)
-        except StreamkeepError as err:  # damage the copy's load found, or records that fail
-            message = str(err).replace(copy, os.path.abspath(args.path).rstrip("/"))
-            return fail(f"{args.path}: cannot be read: {message}", EXIT_UNREADABLE)
+        check_output(args.out, directory=False, force=args.force, sources=[args.path])
+        with scratch_directory(args.out, "export-rdb") as work:
+            works.append(work)
+            _progress(f"copying the state of {args.path}")
+            with current_state(args.path, work) as (engine, lsn):
+                _progress("loading it and writing the RDB file")
+                report = _write(engine, args.out, args.rdb_version, args.force)
+    except OutputRefused as err:
+        return fail(str(err), EXIT_USAGE)
+    except Usage as err:
+        return fail(str(err), EXIT_UNREADABLE if os.path.isdir(args.path) else EXIT_USAGE)
+    except Impossible as err:
+        return fail(f"{args.path}: {err}", EXIT_UNREADABLE)
+    except StreamkeepError as err:  # damage the copy's load found, or records that fail
+        return fail(f"{args.path}: cannot be read: {err}", EXIT_UNREADABLE)
     except OSError as err:
         return fail(f"{err.filename or args.out}: {err.strerror or err}", EXIT_USAGE)
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
     report.update(source=args.path, out=args.out, lsn=lsn, rdb_version=args.rdb_version,
                   seconds=round(time.perf_counter() - began, 3))
     _print(report, args.json)
     return 0
 
 
-# A time after every record's: the state after the last record, whatever the log holds.
-_END_OF_TIME = (1 << 62)
-
-
-def _write(copy: str, out: str, version: int, tmp: str) -> dict[str, Any]:
-    from streamkeep import Engine
+def _write(engine: Any, out: str, version: int, force: bool) -> dict[str, Any]:
     from streamkeep.snapshot.rdb import write_rdb
+    from streamkeep.tools.outputs import write_file
 
     streams = entries = 0
-    with Engine.open(copy, auto_aof_rewrite_percentage=0) as engine:
-        dbs = [(db, keyspace) for db, keyspace in enumerate(engine.dbs) if keyspace]
-        for _db, keyspace in dbs:
-            streams += len(keyspace)
-            entries += sum(s.length for s in keyspace.values())
-        aux = [(b"redis-ver", b"7.0.0"), (b"redis-bits", b"64"),
-               (b"ctime", str(int(time.time())).encode()), (b"aof-base", b"0"),
-               (b"streamkeep", b"export-rdb")]
-        with engine.lock, open(tmp, "wb") as f:
-            for piece in write_rdb(version, aux, ((db, len(keyspace), keyspace.items())
-                                                  for db, keyspace in dbs)):
-                f.write(piece)
-            f.flush()
-            os.fsync(f.fileno())
-    os.replace(tmp, out)
-    fd = os.open(os.path.dirname(os.path.abspath(out)), os.O_RDONLY)
-    try:
-        os.fsync(fd)  # the rename itself durable
-    finally:
-        os.close(fd)
-    return {"streams": streams, "entries": entries, "bytes": os.path.getsize(out)}
+    dbs = [(db, keyspace) for db, keyspace in enumerate(engine.dbs) if keyspace]
+    for _db, keyspace in dbs:
+        streams += len(keyspace)
+        entries += sum(s.length for s in keyspace.values())
+    aux = [(b"redis-ver", b"7.0.0"), (b"redis-bits", b"64"),
+           (b"ctime", str(int(time.time())).encode()), (b"aof-base", b"0"),
+           (b"streamkeep", b"export-rdb")]
+    with engine.lock:
+        size = write_file(out, write_rdb(version, aux, ((db, len(keyspace), keyspace.items())
+                                                        for db, keyspace in dbs)), force=force)
+    return {"streams": streams, "entries": entries, "bytes": size}
 
 
 def _progress(message: str) -> None:

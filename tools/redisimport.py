@@ -2,21 +2,25 @@
 
 SOURCE is a dump.rdb (RDB versions 9 to 13), an appendonly.aof (RESP commands, with or without
 an RDB preamble) or a Redis 7+ appendonlydir (its manifest's base file, then its incr files in
-order). Owns the command's arguments, finding the pieces of SOURCE, the report and the exit
-status. What comes in, and how, is replication.redis_commands' (the same as a replica of a
+order). Owns the command's arguments, finding the pieces of SOURCE and identifying each by its
+content before anything is written (tools.sniff: anything else is refused, saying what it
+is), the report and the exit status. DIR is built beside its final name and renamed into place
+once complete (tools.outputs), so a refusal or an error leaves no DIR behind. What comes in, and how, is replication.redis_commands' (the same as a replica of a
 redis-server gets): every stream key exactly, RESTOREd from its stored bytes; the AOF's
 commands applied through the engine; keys of other types counted by type and their commands by
 name, never silently; databases kept. Then the directory is compacted into a snapshot.
 Must not touch: the RDB format (snapshot.rdb), RESP (engine.wire.resp), what a command does.
 
-Exit status: 0 imported; 2 SOURCE is not a readable RDB, AOF or appendonlydir (damaged, unknown
-version or type); 3 usage or I/O error (DIR exists and is not empty, SOURCE cannot be read).
+Exit status: 0 imported; 2 SOURCE is not a readable RDB, AOF or appendonlydir (another kind of
+file, damaged, unknown version or type); 3 usage or I/O error (DIR exists and is not empty, or
+is inside a data directory; SOURCE cannot be read).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import logging
 import os
 import shlex
 import sys
@@ -28,6 +32,7 @@ from streamkeep.engine.wire.errors import StreamkeepError  # stdlib only behind 
 
 if TYPE_CHECKING:
     from streamkeep.replication.redis_commands import RedisApplier
+    from streamkeep.tools.sniff import Kind
 
 HELP = "import the streams of a Redis dump.rdb, appendonly.aof or appendonlydir"
 EXIT_BAD_SOURCE, EXIT_USAGE = 2, 3
@@ -43,10 +48,18 @@ expire): streams already expired are skipped, the others imported without their 
 counted in the report. An AOF cut short (a crash while Redis wrote it) is imported up to its
 last whole command, as Redis loads it, and the report says how many bytes were left out.
 
+SOURCE is identified by its content first: an RDB by its REDIS magic and version, an AOF by
+its RESP framing from the first byte, an appendonlydir by its manifest. Anything else (an
+empty or compressed file, text, a directory without a manifest) is refused, saying what it
+is; damage is reported with the file and byte offset. DIR must be new (or an empty
+directory) and outside every data directory; it is built beside its final name and renamed
+into place once complete, so nothing is left behind on a refusal, an error or Ctrl-C.
+
 Progress goes to stderr when it is a terminal.
 
-exit status: 0 imported; 2 not a readable RDB, AOF or appendonlydir; 3 usage or I/O error;
-130 interrupted (Ctrl-C: DIR is left as it was, removed if import made it)."""
+exit status: 0 imported; 2 not a readable RDB, AOF or appendonlydir; 3 usage or I/O error
+(DIR not empty or inside a data directory, SOURCE unreadable); 130 interrupted (Ctrl-C: no DIR
+is left)."""
 
 
 class BadSource(StreamkeepError):
@@ -71,15 +84,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def main(args: argparse.Namespace) -> int:
     from streamkeep import Engine
     from streamkeep.replication.redis_commands import RedisApplier
-    from streamkeep.tools.exits import discard
+    from streamkeep.tools.outputs import OutputRefused, check_output, staged_directory
 
-    if os.path.exists(args.out) and (not os.path.isdir(args.out) or os.listdir(args.out)):
-        print(f"streamkeep import: {args.out} exists and is not an empty directory",
-              file=sys.stderr)
+    try:  # DIR: a new data directory, nowhere near another or SOURCE
+        check_output(args.out, directory=True, force=None, sources=[args.source])
+    except OutputRefused as err:
+        print(f"streamkeep import: {err}", file=sys.stderr)
         return EXIT_USAGE
     began = time.perf_counter()
     try:
-        paths = _paths(args.source)
+        files = _files(args.source)  # every file identified by its content, before anything
     except OSError as err:
         print(f"streamkeep import: {err.filename or args.source}: {err.strerror}",
               file=sys.stderr)
@@ -89,18 +103,22 @@ def main(args: argparse.Namespace) -> int:
         return EXIT_BAD_SOURCE
     report: dict[str, Any] = {"source": args.source, "out": args.out, "rdb_version": None,
                               "truncated_bytes": 0, "incomplete_transaction": False}
-    made_out = not os.path.exists(args.out)
+    # The applier logs each failed command for a replica's operator; the import's own report
+    # (or its one refusal line) says it here instead.
+    applier_log = logging.getLogger("streamkeep.replication")
+    level = applier_log.level
+    applier_log.setLevel(logging.CRITICAL)
     try:
         # The state is built in memory first (no record per key or command: nothing to replay
         # or compact), then written as DIR's snapshot in one step, as a replica's full sync.
         with Engine() as staging:
             applier = RedisApplier(staging)
             streams = entries = 0
-            for path in paths:  # one file in memory at a time
+            for path, kind in files:  # one file in memory at a time
                 piece = _read(path)
                 _progress(f"reading {piece.path} ({len(piece.data):,} bytes)")
                 start = 0
-                if piece.data[:5] == b"REDIS":
+                if kind == "rdb":
                     s, e, start = _rdb(applier, piece, report)
                     streams, entries = streams + s, entries + e
                 _aof(applier, piece, start, report)
@@ -108,20 +126,22 @@ def main(args: argparse.Namespace) -> int:
             applier.abandon()
             report.update(_counts(staging, applier, streams, entries))
             _progress(f"writing {report['streams']:,} stream(s) as the snapshot of {args.out}")
-            with Engine.open(args.out, auto_aof_rewrite_percentage=0) as engine:
+            # built beside DIR and renamed into place whole: a failure leaves no DIR behind
+            with staged_directory(args.out) as stage, \
+                    Engine.open(stage, auto_aof_rewrite_percentage=0) as engine:
                 _install(engine, staging.dbs)
     except BadSource as err:
         print(f"streamkeep import: {err}", file=sys.stderr)
-        discard(args.out, made_out)
         return EXIT_BAD_SOURCE
+    except OutputRefused as err:  # DIR made by someone else meanwhile
+        print(f"streamkeep import: {err}", file=sys.stderr)
+        return EXIT_USAGE
     except OSError as err:
         print(f"streamkeep import: {err.filename or args.source}: {err.strerror or err}",
               file=sys.stderr)
-        discard(args.out, made_out)
         return EXIT_USAGE
-    except BaseException:  # Ctrl-C: no half-made data directory is left behind
-        discard(args.out, made_out)
-        raise
+    finally:
+        applier_log.setLevel(level)
     report["seconds"] = round(time.perf_counter() - began, 3)
     _print(report, args.json)
     return 0
@@ -135,23 +155,49 @@ def _read(path: str) -> Piece:
         return Piece(path, f.read())
 
 
-def _paths(source: str) -> list[str]:
-    """The files to import, in order, each checked to be there: SOURCE itself, or an
-    appendonlydir's base and incrs."""
+def _files(source: str) -> list[tuple[str, Kind]]:
+    """The files to import, in order, each with its kind as its first bytes show it: SOURCE
+    itself, or an appendonlydir's base and incrs (an empty one there holds nothing)."""
     if not os.path.isdir(source):
-        os.stat(source)  # (OSError now, before DIR is made, if it cannot be found)
-        return [source]
-    manifests = [n for n in os.listdir(source) if n.endswith(".manifest")]
+        kind = _identify(source)
+        if kind is None:
+            raise BadSource(f"{source}: an empty file")
+        return [(source, kind)]
+    from streamkeep.tools.outputs import is_data_directory
+
+    if is_data_directory(source):
+        raise BadSource(f"{source}: a streamkeep data directory, not a Redis file (serve, "
+                        "restore or export it instead)")
+    manifests = sorted(n for n in os.listdir(source) if n.endswith(".manifest"))
     if len(manifests) != 1:
-        raise BadSource(f"{source}: a directory, but not an appendonlydir (it holds "
-                        f"{len(manifests)} .manifest files, not one)")
+        found = f"{len(manifests)}: {', '.join(manifests)}" if manifests else "none"
+        raise BadSource(f"{source}: a directory, but not a Redis appendonlydir (it should "
+                        f"hold one *.manifest file; found {found})")
     path = os.path.join(source, manifests[0])
     with open(path, "rb") as f:
-        files = _manifest(path, f.read().decode("utf-8", "replace"))
-    paths = [os.path.join(source, name) for name in files]
-    for path in paths:
-        os.stat(path)
-    return paths
+        names = _manifest(path, f.read().decode("utf-8", "replace"))
+    files = []
+    for name in names:
+        file = os.path.join(source, name)
+        kind = _identify(file)
+        if kind is not None:
+            files.append((file, kind))
+    return files
+
+
+def _identify(path: str) -> Kind | None:
+    """What the file at `path` is by its first bytes (None: empty); BadSource naming it and
+    what it holds if it is neither an RDB nor an AOF."""
+    from streamkeep.tools.sniff import HEAD, NotRedisFile, sniff
+
+    with open(path, "rb") as f:
+        head = f.read(HEAD)
+    if not head:
+        return None
+    try:
+        return sniff(head)
+    except NotRedisFile as err:
+        raise BadSource(f"{path}: {err}") from None
 
 
 def _manifest(path: str, text: str) -> list[str]:
@@ -181,7 +227,7 @@ def _manifest(path: str, text: str) -> list[str]:
 
 
 def _rdb(applier: RedisApplier, piece: Piece, report: dict[str, Any]) -> tuple[int, int, int]:
-    from streamkeep.snapshot.rdb import RdbError, read_rdb_prefix
+    from streamkeep.snapshot.rdb import RdbError, key_text, read_rdb_prefix
 
     try:
         version, _aux, keys, end = read_rdb_prefix(piece.data)
@@ -190,8 +236,12 @@ def _rdb(applier: RedisApplier, piece: Piece, report: dict[str, Any]) -> tuple[i
     report["rdb_version"] = version
     failed = applier.errors
     streams, entries = applier.load(keys, version, replace_all=False)
-    if applier.errors > failed:  # a stream value RESTORE found damaged
-        raise BadSource(f"{piece.path}: {applier.last_error}")
+    if applier.errors > failed:  # a stream value RESTORE found damaged: which one, where
+        argv = applier.last_failed or ()
+        key = next((k for k in keys if argv[1:2] == (k.key,)), None)
+        where = "" if key is None else (f"the value of stream key {key_text(key.key)} (db "
+                                        f"{key.db}) at byte {key.offset} is damaged: ")
+        raise BadSource(f"{piece.path}: {where}{applier.last_error}")
     return streams, entries, end
 
 
@@ -204,22 +254,37 @@ def _aof(applier: RedisApplier, piece: Piece, start: int, report: dict[str, Any]
     data = piece.data
     parser = RequestParser()
     whole = 0  # the bytes of the commands taken (Redis writes every command the same way)
+    what = "an AOF" if start == 0 else "AOF commands after the RDB preamble"
     for pos in range(start, len(data), CHUNK):
         parser.feed(data[pos:pos + CHUNK])
         while True:
+            at = start + whole  # where the next command starts
             try:
                 argv = parser.next()
             except ProtocolError as err:
-                raise BadSource(f"{piece.path}: not an AOF: {err} (in the bytes from "
-                                f"{pos:,} to {min(pos + CHUNK, len(data)):,})") from None
+                raise BadSource(f"{piece.path}: not {what}: {err}, in the command at byte "
+                                f"{at}") from None
             if argv is None:
                 break
+            _command_at(piece, at, what)  # as Redis loads an AOF: no inline form
             if len(argv) == 1 and argv[0][:1] == b"#":
                 whole += len(argv[0]) + 2
                 continue  # an annotation (#TS:<unix time>), not a command
             whole += command_size(argv)
             applier.apply(argv, 0)
-    report["truncated_bytes"] += max(len(data) - start - whole, 0)
+    at = start + whole
+    if at < len(data):  # what is left must be a command cut short, not anything else
+        _command_at(piece, at, what)
+    report["truncated_bytes"] += max(len(data) - at, 0)
+
+
+def _command_at(piece: Piece, at: int, what: str) -> None:
+    """BadSource unless a command (`*`) or an annotation (`#`) starts at byte `at`."""
+    from streamkeep.tools.sniff import shown
+
+    if piece.data[at:at + 1] not in (b"*", b"#"):
+        raise BadSource(f"{piece.path}: not {what}: byte {at} starts {shown(piece.data[at:])}, "
+                        "where a command (*) was expected")
 
 
 def _counts(engine: Any, applier: RedisApplier, streams: int, entries: int) -> dict[str, Any]:

@@ -104,3 +104,54 @@ def test_damaged_files_raise_rdb_error_only(data) -> None:
         del raw[data.draw(st.integers(0, len(raw) - 1)):]
     with contextlib.suppress(rdb.RdbError):  # anything else fails the example
         rdb.read_rdb(bytes(raw))
+
+
+def test_the_header_and_its_version() -> None:
+    assert rdb.rdb_version(b"REDIS0011\xfa") == 11
+    for head, said in [(b"REDIS0014", "RDB version 14 is not one streamkeep reads"),
+                       (b"REDIS0000", "RDB version 0 is not one"),
+                       (b"REDISx011", "REDIS magic without a version number"),
+                       (b"REDIS01", "truncated at byte 7, inside the RDB header"),
+                       (b"redis0011", "not an RDB file")]:
+        with pytest.raises(rdb.RdbError, match=said):
+            rdb.rdb_version(head)
+
+
+def test_a_cut_file_names_the_byte_it_ends_at_and_what_it_was_reading() -> None:
+    data = _rdb_file()
+    keys = rdb.read_rdb(data)[2]
+    assert [k.offset for k in keys][:1] == [data.index(b"\x00\x03str")]  # where each key starts
+    inside = set()
+    for cut in range(9, len(data)):
+        with pytest.raises(rdb.RdbError) as refused:
+            rdb.read_rdb(data[:cut])
+        message = str(refused.value)
+        assert message.startswith(f"truncated at byte {cut}, inside "), (cut, message)
+        inside.add(message.split(", inside ", 1)[1].split(" at byte")[0])
+    assert {'the value of stream key "s" (type 19)', "an AUX field",
+            "the checksum after the end-of-RDB marker",
+            "the next key or opcode (the file has no end-of-RDB marker)"} <= inside
+
+
+def test_damage_names_its_byte_offset() -> None:
+    data = bytearray(_rdb_file())
+    data[data.index(b"\xfe\x00")] = 0xEE  # an opcode that does not exist
+    with pytest.raises(rdb.RdbError, match=r"unknown RDB opcode or type 238 at byte \d+"):
+        rdb.read_rdb(bytes(data))
+    good = _rdb_file()
+    with pytest.raises(rdb.RdbError, match=r"checksum mismatch: the CRC-64 at byte \d+"):
+        rdb.read_rdb(good[:-1] + bytes([good[-1] ^ 1]))
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck))
+@given(data=st.data())
+def test_every_refusal_of_a_damaged_file_says_where(data) -> None:
+    raw = bytearray(_rdb_file())
+    for _ in range(data.draw(st.integers(1, 3))):
+        raw[data.draw(st.integers(9, len(raw) - 1))] = data.draw(st.integers(0, 255))
+    if data.draw(st.booleans()):
+        del raw[data.draw(st.integers(9, len(raw) - 1)):]
+    try:
+        rdb.read_rdb(bytes(raw))
+    except rdb.RdbError as err:
+        assert " at byte " in str(err), str(err)

@@ -74,3 +74,21 @@ def test_refusals(tmp_path, capsys) -> None:
     assert done.value.code == 0
     text = capsys.readouterr().out
     assert "examples:" in text and "exit status:" in text and "--rdb-version" in text
+
+
+def test_an_existing_file_is_replaced_only_with_force(tmp_path, capsys) -> None:
+    data = tmp_path / "data"
+    with Engine.open(str(data)) as engine:
+        engine.execute("XADD", "s", "1-1", "f", "v")
+    out = tmp_path / "dump.rdb"
+    out.write_bytes(b"someone else's")
+    assert main(["export-rdb", str(data), "--out", str(out)]) == 3
+    assert "dump.rdb exists (--force overwrites it)" in capsys.readouterr().err
+    assert out.read_bytes() == b"someone else's"
+    assert main(["export-rdb", str(data), "--out", str(out), "--force"]) == 0
+    assert out.read_bytes().startswith(b"REDIS0013")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["data", "dump.rdb"]  # no temporary
+    for inside in (data / "manifest.json", data / "dump.rdb"):  # even with --force
+        assert main(["export-rdb", str(data), "--out", str(inside), "--force"]) == 3
+        assert "inside the streamkeep data directory" in capsys.readouterr().err
+    assert not (data / "dump.rdb").exists()

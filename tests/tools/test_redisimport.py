@@ -215,3 +215,131 @@ def test_an_aof_cut_short_or_damaged(start_redis, tmp_path, capsys) -> None:
     (odd / "x.manifest").write_text("file appendonly.aof.1.base.rdb seq\n")
     assert main(["import", str(odd), "--out", str(tmp_path / "o4")]) == 2
     assert "x.manifest: line 1 is not a manifest entry" in capsys.readouterr().err
+
+
+# --- what SOURCE is, by its content ----------------------------------------------------------
+
+
+def _rdb_of(*keys: str) -> bytes:
+    from streamkeep.snapshot.rdb import write_rdb
+
+    engine = Engine()
+    for i, key in enumerate(keys):
+        engine.execute("XADD", key, f"{i + 1}-1", "f", "v" * 30)
+    items = sorted(engine.dbs[0].items())
+    return b"".join(write_rdb(10, [(b"redis-ver", b"7.0.0")], [(0, len(items), items)]))
+
+
+def test_a_damaged_stream_value_is_named_with_its_key_and_offset(tmp_path, capsys) -> None:
+    import struct
+
+    from streamkeep.snapshot import rdb
+
+    data = _rdb_of("orders")
+    for pos in range(data.index(b"orders") + 8, len(data) - 20):  # the first bad value
+        bad = bytearray(data)
+        bad[pos] ^= 0xFF
+        body = bytes(bad[:-8])
+        damaged = body + struct.pack("<Q", rdb.crc64(body))  # the container itself is fine
+        try:
+            version, _aux, keys = rdb.read_rdb(damaged)
+        except rdb.RdbError:
+            continue  # the file's structure refuses it: not the case here
+        try:
+            rdb.load_payload(rdb.payload_from(keys[0].rdb_type, keys[0].value, version))
+        except rdb.RdbError:
+            break
+    source = tmp_path / "damaged.rdb"
+    source.write_bytes(damaged)
+    assert main(["import", str(source), "--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1  # the applier's own warning is not printed too
+    assert f'damaged.rdb: the value of stream key "orders" (db 0) at byte ' \
+           f"{keys[0].offset} is damaged" in err
+    assert not (tmp_path / "out").exists()
+
+
+def test_an_aof_line_that_is_no_command_is_refused_with_its_offset(tmp_path, capsys) -> None:
+    good = b"*5\r\n$4\r\nXADD\r\n$1\r\ns\r\n$3\r\n1-1\r\n$1\r\nf\r\n$1\r\nv\r\n"
+    source = tmp_path / "appendonly.aof"
+    source.write_bytes(good + b"root:x:0:0:root:/root:/bin/bash\n")
+    assert main(["import", str(source), "--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert f"appendonly.aof: not an AOF: byte {len(good)} starts 72 6f 6f 74" in err
+    assert not (tmp_path / "out").exists()
+    source.write_bytes(good + b"*1\r\n$x\r\n")
+    assert main(["import", str(source), "--out", str(tmp_path / "out")]) == 2
+    assert f"in the command at byte {len(good)}" in capsys.readouterr().err
+
+
+def test_an_appendonlydir_may_hold_empty_files_but_nothing_else(tmp_path, capsys) -> None:
+    source = tmp_path / "appendonlydir"
+    source.mkdir()
+    (source / "appendonly.aof.manifest").write_text(
+        "file appendonly.aof.1.base.rdb seq 1 type b\nfile appendonly.aof.1.incr.aof seq 1 "
+        "type i\n")
+    (source / "appendonly.aof.1.base.rdb").write_bytes(_rdb_of("a", "b"))
+    (source / "appendonly.aof.1.incr.aof").write_bytes(b"")  # nothing written since
+    assert main(["import", str(source), "--out", str(tmp_path / "o1"), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["streams"] == 2
+    (source / "appendonly.aof.1.incr.aof").write_bytes(b"\x1f\x8b\x08\x00")
+    assert main(["import", str(source), "--out", str(tmp_path / "o2")]) == 2
+    assert "appendonly.aof.1.incr.aof: gzip data: decompress it first" in \
+        capsys.readouterr().err
+    assert not (tmp_path / "o2").exists()
+
+
+def _import_refuses_or_imports(tmp_path, data: bytes) -> None:
+    import contextlib
+    import io
+    import shutil
+
+    source = tmp_path / "source"
+    out = tmp_path / "out"
+    shutil.rmtree(out, ignore_errors=True)
+    source.write_bytes(data)
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+        code = main(["import", str(source), "--out", str(out)])
+    assert code in (0, 2), (code, err.getvalue())
+    if code == 2:
+        assert err.getvalue().count("\n") == 1 and str(source) in err.getvalue()
+        assert not out.exists()
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []
+
+
+def test_arbitrary_bytes_are_imported_or_refused_never_a_crash(tmp_path_factory) -> None:
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis import strategies as st
+
+    tmp = tmp_path_factory.mktemp("fuzz")
+
+    @settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
+    @given(st.binary(max_size=300))
+    def check(data: bytes) -> None:
+        _import_refuses_or_imports(tmp, data)
+
+    check()
+
+
+def test_damaged_redis_files_are_imported_or_refused_never_a_crash(tmp_path_factory) -> None:
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis import strategies as st
+
+    tmp = tmp_path_factory.mktemp("fuzz")
+    aof = (b"*2\r\n$6\r\nSELECT\r\n$1\r\n0\r\n*1\r\n$5\r\nMULTI\r\n"
+           b"*5\r\n$4\r\nXADD\r\n$1\r\ns\r\n$3\r\n1-1\r\n$1\r\nf\r\n$1\r\nv\r\n"
+           b"*1\r\n$4\r\nEXEC\r\n*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$1\r\nv\r\n")
+    originals = [_rdb_of("a", "b"), aof, _rdb_of("pre") + aof]
+
+    @settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
+    @given(st.sampled_from(originals), st.data())
+    def check(original: bytes, data) -> None:
+        raw = bytearray(original)
+        for _ in range(data.draw(st.integers(0, 3))):
+            raw[data.draw(st.integers(0, len(raw) - 1))] = data.draw(st.integers(0, 255))
+        if data.draw(st.booleans()):
+            del raw[data.draw(st.integers(0, len(raw))):]
+        _import_refuses_or_imports(tmp, bytes(raw))
+
+    check()

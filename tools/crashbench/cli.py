@@ -2,7 +2,8 @@
 
 Owns the command line and what it prints: progress on stderr (a rich bar on a terminal,
 nothing when piped), the report on stdout (rich on a terminal, plain text otherwise), `--json
-FILE` for machines, and the exit status. Cheap to import (`streamkeep --help` builds this
+FILE` for machines (tools.outputs: refused before the run if it may not be written, written
+whole at the end), and the exit status. Cheap to import (`streamkeep --help` builds this
 parser); the modes are imported when the command runs.
 Must not touch: how crashes are made or judged (powerloss, sigkill, invariants, runs).
 """
@@ -48,7 +49,7 @@ examples:
   streamkeep crashbench --policy all --ops 300
   streamkeep crashbench --mode random --policy everysec --seconds 60
   streamkeep crashbench --mode sigkill --target redis-server --points 20
-  streamkeep crashbench --json report.json
+  streamkeep crashbench --json report.json      (--force replaces an existing one)
   streamkeep crashbench --replay powerloss:always:1:2000:666:1234:zeros
 
 output:
@@ -59,7 +60,8 @@ output:
 exit codes:
   {EXIT_OK}    every invariant held
   {EXIT_VIOLATED}    an invariant was violated (the report says which and how to replay it)
-  {EXIT_USAGE}    usage or I/O error (--json FILE cannot be written)
+  {EXIT_USAGE}    usage or I/O error (the --json FILE exists without --force, is inside a data
+     directory or cannot be written: refused before the run, nothing written)
   130  interrupted (Ctrl-C): no report, and no --json FILE"""
 
 
@@ -87,7 +89,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seed", type=int, default=1, help="first seed (default 1)")
     parser.add_argument("--jobs", type=positive_int, default=2,
                         help="worker processes judging crash points (default 2)")
-    parser.add_argument("--json", metavar="FILE", help="also write the report as JSON")
+    parser.add_argument("--json", metavar="FILE", help="also write the report as JSON (a new "
+                        "file, outside any data directory)")
+    parser.add_argument("--force", action="store_true", help="replace the --json FILE if it "
+                        "exists")
     parser.add_argument("--replay", metavar="TOKEN",
                         help="run the one crash point a violation's token names")
 
@@ -98,14 +103,13 @@ def main(args: argparse.Namespace) -> int:
     # The engine logs each torn tail it truncates on "streamkeep.*": thousands per run here,
     # and expected; the report counts them instead.
     logging.getLogger("streamkeep").setLevel(logging.CRITICAL)
-    if args.json:  # before minutes of work, not after
-        import os
+    if args.json and not _is_stream(args.json):  # refused now, not after the run
+        from streamkeep.tools.outputs import OutputRefused, check_output
 
-        where = os.path.dirname(os.path.abspath(args.json))
-        if not os.path.isdir(where) or os.path.isdir(args.json):
-            print(f"streamkeep crashbench: --json {args.json}: "
-                  f"{'a directory' if os.path.isdir(args.json) else 'no such directory ' + where}",
-                  file=sys.stderr)
+        try:
+            check_output(args.json, directory=False, force=args.force)
+        except OutputRefused as err:
+            print(f"streamkeep crashbench: {err}", file=sys.stderr)
             return EXIT_USAGE
     notes: list[str] = []
     try:
@@ -115,30 +119,39 @@ def main(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     report.print_report(rows, sys.stdout, notes)
     if args.json:
-        write_json(args.json, report.to_json(rows, notes))
+        from streamkeep.tools.outputs import OutputRefused
+
+        try:
+            write_json(args.json, report.to_json(rows, notes), args.force)
+        except OutputRefused as err:  # made meanwhile
+            print(f"streamkeep crashbench: {err}", file=sys.stderr)
+            return EXIT_USAGE
     return EXIT_OK if all(r.ok for r in rows) else EXIT_VIOLATED
 
 
-def write_json(path: str, doc: dict[str, Any]) -> None:
-    """FILE whole or not at all: written beside it, then renamed over it (Ctrl-C, a full
-    disk: no half a report)."""
+def _is_stream(path: str) -> bool:
+    """A pipe or a terminal (`--json /dev/stdout`): written into as it is, never replaced."""
     import os
-    import tempfile
+    import stat
 
-    if os.path.exists(path) and not os.path.isfile(path):  # /dev/stdout, a pipe: as it is
-        with open(path, "w") as f:
-            json.dump(doc, f, indent=1, default=str)
-        return
-    fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.",
-                               dir=os.path.dirname(os.path.abspath(path)))
     try:
-        with os.fdopen(fd, "w") as f:
-            json.dump(doc, f, indent=1, default=str)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
+        mode = os.stat(path).st_mode
+    except OSError:
+        return False
+    return stat.S_ISFIFO(mode) or stat.S_ISCHR(mode)
+
+
+def write_json(path: str, doc: dict[str, Any], force: bool = False) -> None:
+    """FILE whole or not at all (tools.outputs: beside it, then renamed; Ctrl-C or a full disk
+    leave no half a report), or into a pipe as it is."""
+    from streamkeep.tools.outputs import write_file
+
+    text = json.dumps(doc, indent=1, default=str)
+    if _is_stream(path):
+        with open(path, "w") as f:
+            f.write(text)
+        return
+    write_file(path, [text.encode()], force=force)
 
 
 def _replay(token: str, notes: list[str]) -> Any:

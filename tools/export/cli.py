@@ -1,19 +1,29 @@
-"""`streamkeep export DIR --out OUT`: a snapshot's tables written by Spark, whole or incremental.
+"""`streamkeep export DIR --out OUT`: a data directory's tables written by Spark, whole or
+incremental.
 
-Owns the command's arguments and output: pins what the export reads (tools.export.pin: the
-snapshot, and for an incremental export the AOF segments too, for exactly as long as the export
-runs), starts a SparkSession (local by default; JVM start-up timed apart), writes each table
-through the `streamkeep` data source to OUT/<table> as Parquet, JSON or CSV (optionally
-partitioned by stream or by the entries' UTC date), shows the running table's Spark tasks on
-stderr (a terminal only), prints rows and seconds per table, and writes OUT/export-manifest.json:
-the LSN the export is as of, the snapshot's, row counts, and every stream's position (last
+Owns the command's arguments and output. A whole export of a data directory reads its current
+state, the snapshot and every record after it (tools.export.state: DIR's snapshot when no record
+follows it, else a snapshot of the state built from a point-in-time copy in a scratch directory
+beside OUT or in --work-dir); `--snapshot-only` reads DIR's last snapshot as it is and says how
+far behind the directory it is; a snapshot file is read as it is; an incremental export
+(`--since`, `--since-lsn`) reads the AOF records after an LSN (and the snapshot, if compacted).
+What is read is pinned (tools.export.pin) for exactly as long as the export runs. Starts a
+SparkSession (local by default; JVM start-up timed apart), writes each table through the
+`streamkeep` data source as Parquet, JSON or CSV (optionally partitioned by stream or by the
+entries' UTC date), shows the running table's Spark tasks on stderr (a terminal only), prints
+the LSN the export is as of and rows and seconds per table, and writes OUT/export-manifest.json:
+that LSN, the snapshot's, what was read, row counts, and every stream's position (last
 generated ID) at that LSN, which the next incremental export (`--since OUT`) starts from.
-Importing it stays cheap: pyspark is imported when the command runs. Must not touch: the
-snapshot and AOF formats, the engine, the data directory (apart from the pins).
+OUT follows tools.outputs' rules: never inside a data directory, new or empty unless --force
+(then each table written and the manifest replace their namesakes), built beside its final name
+and renamed into place once complete. Importing it stays cheap: pyspark is imported when the
+command runs. Must not touch: the snapshot and AOF formats, the engine, the data directory
+(apart from the pins).
 
-Exit status: 0 ok; 2 not a readable snapshot; 3 usage or I/O error (no such path, no snapshot
-yet, OUT/<table> exists, records after --since-lsn compacted with no previous manifest, pyspark
-or Java missing).
+Exit status: 0 ok; 2 not a readable snapshot or data directory; 3 usage or I/O error (no such
+path, no snapshot yet with --snapshot-only, OUT exists without --force or is inside a data
+directory, records after --since-lsn compacted with no previous manifest, pyspark or Java
+missing).
 """
 
 from __future__ import annotations
@@ -34,7 +44,8 @@ from streamkeep.engine.wire.errors import StreamkeepError
 from streamkeep.snapshot.reader import Snapshot, SnapshotError
 from streamkeep.tools.export.pin import ExportError, LogPin, pin, pin_log, pins_of, resolve
 
-HELP = "export a snapshot's tables to Parquet, JSON or CSV with Spark (whole or incremental)"
+HELP = ("export a data directory's tables (its current state) to Parquet, JSON or CSV with "
+        "Spark, whole or incremental")
 TABLES = ("entries", "streams", "groups", "pending", "consumers")
 MANIFEST = "export-manifest.json"
 EXIT_SNAPSHOT, EXIT_USAGE = 2, 3
@@ -47,6 +58,15 @@ EPILOG = """examples:
   streamkeep export ./data/snapshot-000000001234.mdb --out /tmp/x --format json
   streamkeep export ./data --out ./day2 --since ./day1        entries added since ./day1's export
   streamkeep export ./data --out ./tail --since-lsn 5000 --json
+  streamkeep export ./data --out ./snap --snapshot-only       the last snapshot, as it is
+
+A data directory is exported as it is now: its snapshot and every record after it (the state
+export-rdb writes). When records follow the snapshot, the directory is copied as of its last
+record and that state written as a new snapshot in a scratch directory beside OUT (or in
+--work-dir; Spark's executors read it from there), removed at the end; the directory itself is
+never locked or changed, so a server may be running on it. The export prints the LSN it is as
+of (also in OUT/export-manifest.json). --snapshot-only reads the last snapshot as it is,
+without the copy, and says how far behind the directory it is.
 
 An incremental export (--since PREV, or --since-lsn N) writes the entries the XADDs after that
 LSN added, read from the AOF (the snapshot too, above each stream's position in PREV's manifest,
@@ -54,18 +74,25 @@ if a compaction folded some of those records); deleted or trimmed entries are no
 CSV: a header line, RFC 4180 quoting, binary columns as base64, the fields map and the pairs
 list as JSON text.
 
+OUT is written beside its final name and renamed into place once complete: an error or Ctrl-C
+leaves no partial export. It must be new or an empty directory, unless --force (then each
+table written and export-manifest.json replace their namesakes in OUT, whatever else is there
+is left); it is never written inside a data directory.
+
 Spark's Python workers must import streamkeep: PYSPARK_PYTHON names their interpreter (default
 here: this one). Needs pyspark and a Java runtime (pip install 'streamkeep[spark]').
 
-exit status: 0 ok; 2 not a readable snapshot; 3 usage or I/O error; 130 interrupted (Ctrl-C:
-OUT is left without the tables being written, removed if the export made it)."""
+exit status: 0 ok; 2 not a readable snapshot or data directory; 3 usage or I/O error; 130
+interrupted (Ctrl-C: OUT left as it was)."""
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.description = HELP
     parser.epilog = EPILOG
-    parser.add_argument("path", help="a data directory (its current snapshot) or a snapshot")
-    parser.add_argument("--out", required=True, help="output directory (one folder per table)")
+    parser.add_argument("path", help="a data directory (its current state) or a snapshot file")
+    parser.add_argument("--out", required=True,
+                        help="output directory (one folder per table): new or empty, unless "
+                             "--force")
     parser.add_argument("--format", choices=("parquet", "json", "csv"), default="parquet")
     parser.add_argument("--table", choices=(*TABLES, "all"), default="all")
     parser.add_argument("--streams", metavar="GLOB", help="only streams whose name matches")
@@ -78,9 +105,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                        "export (its OUT directory or manifest): incremental")
     since.add_argument("--since-lsn", metavar="N", type=int,
                        help="only entries added after LSN N (needs the AOF records after N)")
+    parser.add_argument("--snapshot-only", action="store_true",
+                        help="a data directory: export its last snapshot as it is (no copy), "
+                             "and say how far behind the directory it is")
+    parser.add_argument("--work-dir", metavar="DIR",
+                        help="where the current state's snapshot is built (default: beside "
+                             "OUT); every Spark executor must be able to read it")
     parser.add_argument("--num-partitions", type=int,
                         help="read partitions per table (default: one per core of the cluster)")
-    parser.add_argument("--overwrite", action="store_true", help="replace existing output")
+    parser.add_argument("--force", "--overwrite", dest="force", action="store_true",
+                        help="write into an existing OUT: the tables written and the manifest "
+                             "replace theirs (--overwrite: the same)")
     parser.add_argument("--json", action="store_true",
                         help="print the manifest as JSON on stdout instead of the table")
 
@@ -96,7 +131,8 @@ class _Failed(StreamkeepError):
 @dataclass
 class _Plan:
     """What this run reads: the load path and options every table shares, the LSN it is as
-    of, and the positions at that LSN (for the next incremental export)."""
+    of, what it is (`state`: current, snapshot, snapshot-file or incremental, and the line that
+    says so), and the positions at that LSN (for the next incremental export)."""
 
     load: str
     options: dict[str, str] = field(default_factory=dict)
@@ -105,6 +141,10 @@ class _Plan:
     since_lsn: int | None = None
     gap: bool = False
     positions: list[dict] = field(default_factory=list)
+    state: str = "current"
+    described: str = ""
+    built_seconds: float | None = None  # the current state's snapshot: copy and write
+    behind: dict | None = None  # --snapshot-only: how far the snapshot is behind DIR
 
 
 def main(args: argparse.Namespace) -> int:
@@ -125,52 +165,64 @@ def _unpinned(text: str, names: dict[str, str]) -> str:
 
 
 def _export(args: argparse.Namespace, names: dict[str, str]) -> int:
+    from streamkeep.tools.outputs import OutputRefused, check_output, staged_directory
+
     incremental = args.since is not None or args.since_lsn is not None
     if incremental and args.table not in ("entries", "all"):
         raise _Failed(f"an incremental export writes the entries table, not {args.table}",
                       EXIT_USAGE)
+    if incremental and args.snapshot_only:
+        raise _Failed("--snapshot-only exports a whole snapshot: not with --since or "
+                      "--since-lsn", EXIT_USAGE)
     tables = ["entries"] if incremental else list(TABLES) if args.table == "all" \
         else [args.table]
-    if not args.overwrite:
-        existing = [t for t in tables if os.path.exists(os.path.join(args.out, t))]
-        if existing:
-            raise _Failed(f"{os.path.join(args.out, existing[0])} exists (--overwrite "
-                          "replaces it)", EXIT_USAGE)
+    try:  # before anything is read or started
+        check_output(args.out, directory=True, force=args.force,
+                     sources=[args.path, *([args.since] if args.since else [])])
+        if args.work_dir is not None:
+            _check_work_dir(args.work_dir)
+    except OutputRefused as err:
+        raise _Failed(str(err), EXIT_USAGE) from None
     previous = _previous_manifest(args.since) if args.since is not None else None
-    made = not os.path.exists(args.out)
-    begun: list[str] = []  # the tables this run (re)writes, once it starts writing them
     try:
-        try:  # (found now, not after Spark's start-up and inside its first write's error)
-            os.makedirs(args.out, exist_ok=True)
-        except OSError as err:
-            raise _Failed(f"--out {args.out}: cannot make it ({err.strerror or err})",
-                          EXIT_USAGE) from None
-        with _pinned(args, previous, names) as plan:
+        with _pinned(args, previous, names) as plan, staged_directory(args.out,
+                                                                 merge=args.force) as stage:
+            if not args.json:
+                print(f"{'state':<10} {plan.described}")
             started = time.monotonic()
             spark, owned = _session(args.master)
             startup = round(time.monotonic() - started, 3)
             if owned and not args.json:
                 print(f"{'spark':<10} started in {startup:.1f} s ({args.master})")
             try:
-                counts = {t: _write(spark, plan, t, args, begun) for t in tables}
+                counts = {t: _write(spark, plan, t, args, stage) for t in tables}
             finally:
                 if owned:
                     from streamkeep.tools.export import session
 
                     session.stop(spark)
-        doc = _manifest(args, plan, counts, startup if owned else None, previous)
-    except BaseException:  # a failure or Ctrl-C: no partial OUT (nor table) is left behind
-        from streamkeep.tools.exits import discard
-
-        if made:
-            discard(args.out, True)
-        for table in begun:
-            discard(os.path.join(args.out, table), True)
-        raise
+            doc = _manifest(args, plan, counts, startup if owned else None, previous, stage)
+    except OutputRefused as err:  # OUT made by someone else meanwhile
+        raise _Failed(str(err), EXIT_USAGE) from None
+    except OSError as err:
+        raise _Failed(f"{err.filename or args.out}: {err.strerror or err}", EXIT_USAGE) from None
     if args.json:
         json.dump(doc, sys.stdout, indent=2)
         print()
+    else:
+        print(f"{'export':<10} as of LSN {plan.lsn:,} -> {args.out}")
     return 0
+
+
+def _check_work_dir(path: str) -> None:
+    from streamkeep.tools.outputs import OutputRefused, data_directory_of
+
+    if not os.path.isdir(path):
+        raise OutputRefused(f"--work-dir {path}: not a directory")
+    home = data_directory_of(path)
+    if home is not None:
+        raise OutputRefused(f"--work-dir {path} is inside the streamkeep data directory "
+                            f"{home}: work elsewhere")
 
 
 def _previous_manifest(where: str) -> str:
@@ -184,22 +236,82 @@ def _previous_manifest(where: str) -> str:
 @contextlib.contextmanager
 def _pinned(args: argparse.Namespace, previous: str | None,
             names: dict[str, str]) -> Iterator[_Plan]:
-    """Pin what the export reads for as long as it runs: the snapshot (a whole export), or
-    the snapshot and the AOF (incremental), all from one manifest reading. `names` gets each
+    """Pin what the export reads for as long as it runs: DIR's current state (a whole export
+    of a data directory), a snapshot as it is (a snapshot file, --snapshot-only), or the
+    snapshot and the AOF (incremental), all from one manifest reading. `names` gets each
     pin's user-facing name (the file it holds)."""
-    if args.since is None and args.since_lsn is None:
-        try:
-            source = resolve(args.path)
-            held = pin(args.path)
-        except ExportError as err:
-            raise _Failed(str(err), EXIT_USAGE) from None
-        names[held.path] = source
-        with held:
-            plan = _Plan(held.path)
-            plan.lsn = plan.snapshot_lsn = _lsn(held.path)
-            plan.positions = _positions(LogPin(held.path, plan.lsn, ()), plan.lsn)
+    if args.since is not None or args.since_lsn is not None:
+        with _pinned_log(args, previous, names) as plan:
             yield plan
-        return
+    elif os.path.isdir(args.path) and not args.snapshot_only:
+        with _current(args) as plan:
+            yield plan
+    else:
+        with _snapshot(args, names) as plan:
+            yield plan
+
+
+@contextlib.contextmanager
+def _current(args: argparse.Namespace) -> Iterator[_Plan]:
+    from streamkeep.tools.export import state
+
+    near = args.out if args.work_dir is None else os.path.join(args.work_dir, "export")
+    try:
+        with state.current(args.path, near) as now:
+            plan = _Plan(now.pin.path, lsn=now.lsn, snapshot_lsn=_lsn(now.pin.path),
+                         built_seconds=now.seconds)
+            if now.seconds is None:
+                plan.described = (f"{args.path} as of LSN {now.lsn:,}: its snapshot (no record "
+                                  "after it)")
+            else:
+                plan.described = (f"{args.path} as of LSN {now.lsn:,}: its snapshot (LSN "
+                                  f"{now.base_lsn:,}) and the {now.records:,} record(s) after "
+                                  f"it, copied and written as one snapshot in "
+                                  f"{now.seconds:.2f} s")
+            plan.positions = _positions(LogPin(now.pin.path, plan.lsn, ()), plan.lsn)
+            yield plan
+    except state.Unreadable as err:
+        raise _Failed(str(err), EXIT_SNAPSHOT) from None
+    except ExportError as err:
+        raise _Failed(str(err), EXIT_USAGE) from None
+
+
+@contextlib.contextmanager
+def _snapshot(args: argparse.Namespace, names: dict[str, str]) -> Iterator[_Plan]:
+    """A snapshot as it is: a snapshot file, or (--snapshot-only) a data directory's last
+    snapshot, with how far behind the directory's log it is."""
+    from streamkeep.tools.export import state
+
+    try:
+        source = resolve(args.path)
+        held = pin(args.path)
+    except ExportError as err:
+        hint = " (without --snapshot-only the export reads its current state)" \
+            if args.snapshot_only and os.path.isdir(args.path) else ""
+        raise _Failed(f"{err}{hint}", EXIT_USAGE) from None
+    names[held.path] = source
+    with held:
+        plan = _Plan(held.path, state="snapshot-file")
+        plan.lsn = plan.snapshot_lsn = _lsn(held.path)
+        plan.described = f"{args.path} (a snapshot) as of LSN {plan.lsn:,}"
+        if os.path.isdir(args.path):
+            try:
+                lag = state.lag(args.path, plan.lsn, _created_ms(held.path))
+            except ExportError as err:
+                raise _Failed(str(err), EXIT_SNAPSHOT) from None
+            plan.state, plan.behind = "snapshot", lag.to_json()
+            plan.described = f"{args.path}'s snapshot, as of LSN {plan.lsn:,}: " + (
+                f"{lag.records:,} record(s) behind the directory (its log ends at LSN "
+                f"{lag.log_lsn:,}, written up to {_duration(lag.seconds)} after the snapshot; "
+                "export without --snapshot-only to include them)" if lag.records else
+                "the directory's current state (no record after it)")
+        plan.positions = _positions(LogPin(held.path, plan.lsn, ()), plan.lsn)
+        yield plan
+
+
+@contextlib.contextmanager
+def _pinned_log(args: argparse.Namespace, previous: str | None,
+                names: dict[str, str]) -> Iterator[_Plan]:
     token = secrets.token_hex(6)
     try:
         log = pin_log(args.path, token)
@@ -212,11 +324,27 @@ def _pinned(args: argparse.Namespace, previous: str | None,
     for segment in log.segments:
         names[segment.path] = os.path.join(args.path, segment_file(segment.segment))
     try:
-        yield _incremental(args, log, previous)
+        plan = _incremental(args, log, previous)
+        plan.state = "incremental"
+        plan.described = (f"{args.path}: the entries added after LSN {plan.since_lsn:,}, as of "
+                          f"LSN {plan.lsn:,}" + (
+                              f" (those up to LSN {plan.snapshot_lsn:,} from the snapshot, "
+                              "above the previous export's positions)" if plan.gap else ""))
+        yield plan
     finally:
         log.release()
         for stray in pins_of(args.path, token):  # none expected: the read used `log`
             os.unlink(stray)
+
+
+def _duration(seconds: float) -> str:
+    if seconds < 60:
+        return f"{seconds:.1f} s"
+    minutes, secs = divmod(int(seconds), 60)
+    if minutes < 60:
+        return f"{minutes} min {secs} s"
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours} h {minutes} min" if hours < 48 else f"{hours // 24} days"
 
 
 def _incremental(args: argparse.Namespace, log: LogPin, previous: str | None) -> _Plan:
@@ -259,12 +387,20 @@ def _positions(log: LogPin, lsn: int) -> list[dict]:
         raise _Failed(str(err), EXIT_SNAPSHOT) from None
 
 
-def _lsn(path: str) -> int:
+def _meta(path: str) -> Any:
     try:
         with Snapshot(path) as snap:
-            return snap.meta.lsn
+            return snap.meta
     except SnapshotError as err:
         raise _Failed(str(err), EXIT_SNAPSHOT) from None
+
+
+def _lsn(path: str) -> int:
+    return int(_meta(path).lsn)
+
+
+def _created_ms(path: str) -> int:
+    return int(_meta(path).created_ms)
 
 
 def _session(master: str) -> tuple[Any, bool]:
@@ -288,7 +424,8 @@ def _session(master: str) -> tuple[Any, bool]:
 
 
 def _write(spark: Any, plan: _Plan, table: str, args: argparse.Namespace,
-           begun: list[str]) -> dict[str, Any]:
+           stage: str) -> dict[str, Any]:
+    """One table written into `stage` (OUT's temporary name): its rows and seconds."""
     from pyspark.sql.functions import col
 
     from streamkeep.tools.export.progress import TableProgress
@@ -307,16 +444,14 @@ def _write(spark: Any, plan: _Plan, table: str, args: argparse.Namespace,
     if args.streams:  # a regex Spark applies; not pushed down (stream_str = ... would be)
         df = df.where(col("stream_str").rlike(fnmatch.translate(args.streams)))
     df, partition = _shaped(df, args)
-    target = os.path.join(args.out, table)
-    writer = df.write.mode("overwrite" if args.overwrite else "errorifexists") \
-        .format(args.format)
+    target = os.path.join(stage, table)
+    writer = df.write.mode("errorifexists").format(args.format)
     if args.format == "csv":  # RFC 4180 quoting (a quote doubled), as most readers expect
         writer = writer.options(**CSV_OPTIONS)
     elif args.format == "parquet":
         writer = writer.options(**PARQUET_OPTIONS)
     if partition:
         writer = writer.partitionBy(partition)
-    begun.append(table)
     try:
         with TableProgress(spark, table, enabled=not args.json):
             writer.save(target)
@@ -329,7 +464,8 @@ def _write(spark: Any, plan: _Plan, table: str, args: argparse.Namespace,
     rows = back.load(target).count()
     seconds = round(time.monotonic() - started, 3)
     if not args.json:
-        print(f"{table:<10} {rows:>12,} rows  {seconds:8.2f} s  -> {target}")
+        print(f"{table:<10} {rows:>12,} rows  {seconds:8.2f} s  -> "
+              f"{os.path.join(args.out, table)}")
     return {"rows": rows, "seconds": seconds}
 
 
@@ -365,9 +501,13 @@ def _cause(err: BaseException) -> str:
 
 
 def _manifest(args: argparse.Namespace, plan: _Plan, counts: dict[str, Any],
-              startup: float | None, previous: str | None) -> dict[str, Any]:
+              startup: float | None, previous: str | None, stage: str) -> dict[str, Any]:
     doc = {"format": "streamkeep-export", "version": 2, "source": os.path.abspath(args.path),
            "lsn": plan.lsn, "snapshot_lsn": plan.snapshot_lsn,
+           # what was read: current (the snapshot and every record after it), snapshot
+           # (--snapshot-only: DIR's last snapshot; `behind` says by how much), snapshot-file,
+           # incremental
+           "state": plan.state, "state_seconds": plan.built_seconds, "behind": plan.behind,
            "incremental": None if plan.since_lsn is None else {
                "since_lsn": plan.since_lsn, "previous": previous,
                # records compacted meanwhile: entries added and removed between are not here
@@ -375,8 +515,7 @@ def _manifest(args: argparse.Namespace, plan: _Plan, counts: dict[str, Any],
            "created_ms": int(time.time() * 1000), "output_format": args.format,
            "partition_by": args.partition_by, "streams": args.streams,
            "spark_startup_seconds": startup, "tables": counts, "positions": plan.positions}
-    os.makedirs(args.out, exist_ok=True)
-    with open(os.path.join(args.out, MANIFEST), "w") as out:
+    with open(os.path.join(stage, MANIFEST), "w") as out:
         json.dump(doc, out, indent=2)
         out.write("\n")
     return doc

@@ -5,8 +5,10 @@
 Owns the demo script only: a fresh data directory (DIR/data) with a few streams of orders, a
 consumer group with pending entries and an idle consumer, compacted; `streamkeep export` of
 every table to DIR/full; more orders; `streamkeep export --since DIR/full` to DIR/day2; then a
-few rows of each read back from the Parquet files (pyarrow, no Spark) and printed. Must not
-touch: engine internals, the export's code (it runs the command as a user would).
+few rows of each read back from the Parquet files (pyarrow, no Spark) and printed. DIR is
+replaced only if it is the demo's own (nothing in it but data, full and day2) and not inside a
+data directory. Must not touch: engine internals, the export's code (it runs the command as a
+user would).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import sys
 
 from streamkeep import Engine
 
+DEMO_NAMES = ("data", "full", "day2")  # what the demo makes in DIR
 ITEMS = ("kettle", "teapot", "mug", "whisk", "ladle")
 
 
@@ -71,8 +74,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--dir", default="./export-demo")
     parser.add_argument("--master", default="local[2]")
     args = parser.parse_args(argv)
-    shutil.rmtree(args.dir, ignore_errors=True)
-    data, full, day2 = (os.path.join(args.dir, n) for n in ("data", "full", "day2"))
+    from streamkeep.tools.outputs import data_directory_of
+
+    home = data_directory_of(args.dir)
+    # (dot names: an interrupted export's temporaries beside its OUT, the demo's own too)
+    leftovers = {n for n in os.listdir(args.dir) if not n.startswith(".")} - set(DEMO_NAMES) \
+        if os.path.isdir(args.dir) else set()
+    if home is not None or leftovers or (os.path.exists(args.dir) and
+                                         not os.path.isdir(args.dir)):
+        why = f"inside the data directory {home}" if home else "not a previous demo's"
+        print(f"export demo: {args.dir} is {why}: not replacing it (give another --dir)",
+              file=sys.stderr)
+        return 3
+    shutil.rmtree(args.dir, ignore_errors=True)  # a previous demo's: made again
+    data, full, day2 = (os.path.join(args.dir, n) for n in DEMO_NAMES)
     print(f"building {data}: orders:eu/us/apac, audit, group 'shipping' (compacted)")
     build(data)
     status = cli(["export", data, "--out", full, "--master", args.master])

@@ -77,11 +77,17 @@ def window(log: LogPin, since: int, until: int | None = None) -> Window:
 def log_end(log: LogPin) -> int:
     """The LSN of the pinned log's last good record (the snapshot's, if none follows it):
     counted by the codec's verification scan (CRCs and LSNs, no payload decoded)."""
+    return log_tail(log)[0]
+
+
+def log_tail(log: LogPin) -> tuple[int, int | None]:
+    """`log_end`, and the time (ms) of that last record (None: no record follows the
+    snapshot): how far a snapshot is behind its directory."""
     for seg in reversed(log.segments):
-        count = verify_scan(_reader(seg).data, HEADER_SIZE, seg.first_lsn).count
-        if count:
-            return seg.first_lsn + count - 1
-    return log.snapshot_lsn
+        result = verify_scan(_reader(seg).data, HEADER_SIZE, seg.first_lsn)
+        if result.count:
+            return seg.first_lsn + result.count - 1, result.last_time_ms
+    return log.snapshot_lsn, None
 
 
 def _reader(seg: PinnedSegment) -> SegmentReader:

@@ -4,18 +4,26 @@ Owns building a new data directory that holds exactly the state after one record
 history: the manifest's snapshot (when it covers no more than that record) copied, then the
 prefix of the segments up to that record (the last one cut at the record's end), and a manifest
 naming them under a new replication ID. DIR is only read (not locked: a server may run on it).
+NEWDIR is built beside its final name and renamed into place once complete (tools.outputs: it
+must be new or an empty directory, outside every data directory). Also owns `current_state`:
+DIR's latest state (its snapshot and every record after it) opened from such a copy, which
+`export-rdb` and `export` read.
 Must not touch: the record format (aof.codec), the manifest's schema (aof.manifest).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from streamkeep.engine.wire.errors import StreamkeepError  # stdlib only behind it
+
+if TYPE_CHECKING:
+    from streamkeep.engine.runtime.core import Engine
 
 EPILOG = """\
 examples:
@@ -28,17 +36,22 @@ The new directory holds the state right after the last record at or before the L
 (a record's time is the server clock when the command ran; an ISO time without a zone is UTC).
 It needs the manifest's snapshot to cover no more than that: an earlier point was compacted
 away and cannot be restored from this directory (use a backup). DIR is never changed or
-locked; NEWDIR must not exist or be empty. The new history gets its own replication ID.
+locked; NEWDIR must not exist or be empty, and not be inside a data directory. NEWDIR is
+built beside its final name and renamed into place once complete: an error or Ctrl-C leaves
+none. The new history gets its own replication ID.
 
 exit status:
   0    restored
   2    impossible: the point is before the snapshot, after the log's end, or damage precedes it
-  3    usage or I/O error (bad arguments, NEWDIR not empty, unreadable files)
-  130  interrupted (Ctrl-C): NEWDIR is left as it was (removed if restore made it)
+  3    usage or I/O error (bad arguments, NEWDIR not empty or inside a data directory,
+       unreadable files)
+  130  interrupted (Ctrl-C): no NEWDIR is left
 """
 
 OK, IMPOSSIBLE, USAGE = 0, 2, 3
 COPY_CHUNK = 1 << 24
+# A time after every record's: the state after the last record, whatever the log holds.
+END_OF_TIME = 1 << 62
 
 
 class Impossible(StreamkeepError):
@@ -98,23 +111,20 @@ def main(args: argparse.Namespace) -> int:
 def restore(src: str, out: str, to_lsn: int | None, to_time: int | None) -> int:
     """Build `out` from `src`; returns the LSN whose state it holds."""
     from streamkeep.aof.fs import RealFS
+    from streamkeep.tools.outputs import OutputRefused, check_output
 
     fs = RealFS()
     if to_lsn is not None and to_lsn < 0:
         raise Usage(f"--to-lsn {to_lsn}: an LSN is >= 0")
     if not os.path.isdir(src):
         raise Usage(f"{src}: not a directory")
-    if os.path.exists(out) and (not os.path.isdir(out) or os.listdir(out)):
-        raise Usage(f"{out}: exists and is not an empty directory")
-    made = not os.path.exists(out)
-    manifest, fds = _open_files(fs, src)
     try:
+        check_output(out, directory=True, force=None, sources=[src])
+    except OutputRefused as err:
+        raise Usage(str(err)) from None
+    manifest, fds = _open_files(fs, src)
+    try:  # (NEWDIR is built beside its name: an error or Ctrl-C leaves none)
         return _restore(fs, src, out, to_lsn, to_time, manifest, fds)
-    except BaseException:  # an error or Ctrl-C: no half-built directory is left behind
-        from streamkeep.tools.exits import discard
-
-        discard(out, made)
-        raise
     finally:
         for fd in fds.values():
             fs.close(fd)
@@ -210,8 +220,9 @@ def _restore(fs: Any, src: str, out: str, to_lsn: int | None, to_time: int | Non
             if (to_lsn is not None and to_lsn <= target) or (to_time is not None and torn):
                 done = True  # the point is before the damage, or the damage is a torn tail
             else:
+                point = "the log's end" if to_time == END_OF_TIME else "the point asked for"
                 raise Impossible(f"{result.damage.reason} at {file}:{result.damage.offset} "
-                                 f"(LSN {target + 1}), before the point asked for")
+                                 f"(LSN {target + 1}), before {point}")
         if end > codec.HEADER_SIZE or not kept:
             kept.append((entry, end))
         expected = header.first_lsn + result.count
@@ -270,10 +281,18 @@ def _copy(fs: Any, fd_in: int, dst: str, size: int) -> None:
 
 def _build(fs: Any, fds: dict[str, int], out: str, manifest: Any,
            kept: list[tuple[Any, int]], target: int) -> None:
+    """The new directory, built beside `out` and renamed into place once complete."""
+    from streamkeep.tools.outputs import staged_directory
+
+    with staged_directory(out) as stage:
+        _fill(fs, fds, stage, manifest, kept, target)
+
+
+def _fill(fs: Any, fds: dict[str, int], out: str, manifest: Any,
+          kept: list[tuple[Any, int]], target: int) -> None:
     from streamkeep.aof import codec, watermark
     from streamkeep.aof import manifest as manifest_mod
 
-    fs.makedirs(out)
     snap = manifest.snapshot
     if snap is not None:
         _copy(fs, fds[snap.file], os.path.join(out, snap.file), snap.size)
@@ -297,3 +316,18 @@ def _build(fs: Any, fds: dict[str, int], out: str, manifest: Any,
     last = entries[-1]
     watermark.store(fs, out, watermark.Watermark(
         last.segment, fs.size(os.path.join(out, last.file)), target))
+
+
+@contextlib.contextmanager
+def current_state(src: str, work: str, **config: Any) -> Iterator[tuple[Engine, int]]:
+    """DIR's latest state (its snapshot and every record after it; a torn tail left out, as
+    opening DIR would) as an engine opened on a point-in-time copy made in `work` (a
+    directory of the caller's, which it removes), and the LSN that state is as of. DIR itself
+    is never locked or changed: a server may be running on it. `config`: the engine's settings
+    (automatic compaction is off). Raises Usage or Impossible as `restore` does."""
+    from streamkeep import Engine
+
+    copy = os.path.join(work, "state")
+    lsn = restore(src, copy, None, END_OF_TIME)
+    with Engine.open(copy, auto_aof_rewrite_percentage=0, **config) as engine:
+        yield engine, lsn

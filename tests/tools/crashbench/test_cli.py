@@ -156,4 +156,24 @@ def test_json_report_to_a_pipe_is_written_into_it(tmp_path: Path) -> None:
     plain = tmp_path / "report.json"
     write_json(str(plain), {"ok": False})
     assert json.loads(plain.read_text()) == {"ok": False}
+    write_json(str(plain), {"ok": True}, force=True)
+    assert json.loads(plain.read_text()) == {"ok": True}
     assert sorted(p.name for p in tmp_path.iterdir()) == ["report.json", "report.pipe"]
+
+
+def test_the_json_report_is_never_written_over_a_file_or_into_a_data_directory(
+        tmp_path: Path) -> None:
+    from streamkeep import Engine
+
+    existing = tmp_path / "report.json"
+    existing.write_text("yesterday's report")
+    proc = crashbench("--ops", "20", "--model", "none", "--json", str(existing))
+    assert proc.returncode == 3 and proc.stdout == ""  # refused before the run
+    assert "report.json exists (--force overwrites it)" in proc.stderr
+    assert existing.read_text() == "yesterday's report"
+    with Engine.open(str(tmp_path / "data")):
+        pass
+    proc = crashbench("--ops", "20", "--model", "none", "--json",
+                      str(tmp_path / "data" / "report.json"), "--force")
+    assert proc.returncode == 3 and "inside the streamkeep data directory" in proc.stderr
+    assert not (tmp_path / "data" / "report.json").exists()

@@ -48,7 +48,7 @@ def test_usage_errors_exit_before_spark(datadir: str, tmp_path: Path,
     assert [n for n in os.listdir(tmp_path) if n.startswith("export-pin-")] == []  # released
     os.makedirs(os.path.join(out, "streams"))
     assert main(["export", datadir, "--out", out, "--table", "streams"]) == 3
-    assert "exists (--overwrite replaces it)" in capsys.readouterr().err
+    assert "out exists (--force overwrites it)" in capsys.readouterr().err
 
 
 @pytest.fixture(scope="module")
@@ -169,3 +169,66 @@ def test_csv_partitioned_by_date_and_stream(spark: Any, datadir: str, tmp_path: 
     assert doc["partition_by"] == "stream" and doc["tables"]["streams"]["rows"] == 2
     assert sorted(n for n in os.listdir(os.path.join(out, "entries")) if "=" in n) == [
         "stream_str=audit", "stream_str=orders%3Aeu"]
+
+
+def test_a_directory_is_exported_as_of_its_current_state(spark: Any, tmp_path: Path,
+                                                         capsys: pytest.CaptureFixture[str]
+                                                         ) -> None:
+    """Before the first compaction, and after one with later writes: everything the directory
+    holds, as of its last LSN (said on stdout and in the manifest); --snapshot-only reads the
+    snapshot alone and says how far behind it is; an incremental export from a current-state
+    export adds exactly the entries written since; --force replaces only what it writes."""
+    path = str(tmp_path / "data")
+    outs = {name: str(tmp_path / name) for name in ("early", "now", "snap", "since", "full")}
+    with Engine.open(path, stream_node_max_entries=5) as engine:
+        for i in range(12):
+            engine.execute("XADD", f"s{i % 2}", "*", "n", str(i))
+        lsn = engine.datadir.journal.lsn  # type: ignore[union-attr]
+        assert main(["export", path, "--out", outs["early"], "--table", "entries"]) == 0
+        printed = capsys.readouterr().out
+        assert f"as of LSN {lsn}: its snapshot (LSN 0) and the {lsn} record(s)" in printed
+        assert "entries              12 rows" in printed
+        early = json.loads(Path(outs["early"], "export-manifest.json").read_text())
+        assert (early["lsn"], early["state"]) == (lsn, "current")
+
+        engine.compact(wait=True)
+        for i in range(12, 20):
+            engine.execute("XADD", f"s{i % 2}", "*", "n", str(i))
+        engine.execute("XGROUP", "CREATE", "s0", "g", "0", "MKSTREAM")
+        engine.execute("XGROUP", "CREATECONSUMER", "s0", "g", "late")
+        lsn = engine.datadir.journal.lsn  # type: ignore[union-attr]
+        assert main(["export", path, "--out", outs["now"], "--json"]) == 0
+        now = json.loads(capsys.readouterr().out)
+        assert now["lsn"] == now["snapshot_lsn"] == lsn and now["state_seconds"] is not None
+        assert now["tables"]["entries"]["rows"] == 20
+        assert now["tables"]["consumers"]["rows"] == 1  # made after the snapshot: still here
+
+        assert main(["export", path, "--out", outs["snap"], "--table", "streams",
+                     "--snapshot-only"]) == 0
+        printed = capsys.readouterr().out
+        snap = json.loads(Path(outs["snap"], "export-manifest.json").read_text())
+        behind = snap["behind"]
+        assert snap["state"] == "snapshot" and behind["log_lsn"] == lsn
+        assert behind["records"] == lsn - snap["lsn"] > 0
+        assert f"{behind['records']} record(s) behind the directory" in printed
+
+        for i in range(20, 25):
+            engine.execute("XADD", "s9", "*", "n", str(i))
+        assert main(["export", path, "--out", outs["since"], "--since", outs["now"]]) == 0
+        assert "entries               5 rows" in capsys.readouterr().out
+        engine.compact(wait=True)
+        assert main(["export", path, "--out", outs["full"], "--table", "entries"]) == 0
+    capsys.readouterr()
+    assert parquet_entries(outs["now"]) | parquet_entries(outs["since"]) == \
+        parquet_entries(outs["full"])
+    assert len(parquet_entries(outs["full"])) == 25
+
+    Path(outs["full"], "notes.txt").write_text("mine")
+    assert main(["export", path, "--out", outs["full"], "--table", "streams"]) == 3
+    assert "full exists (--force overwrites it)" in capsys.readouterr().err
+    assert main(["export", path, "--out", outs["full"], "--table", "streams",
+                 "--overwrite"]) == 0  # --force's alias: the tables written replace theirs
+    assert sorted(os.listdir(outs["full"])) == ["entries", "export-manifest.json", "notes.txt",
+                                                "streams"]
+    assert sorted(os.listdir(tmp_path)) == sorted(["data", *outs])  # no temporary left
+    assert not [n for n in os.listdir(path) if n.startswith("export-pin-")]

@@ -145,6 +145,24 @@ def test_usage_errors(plain: Written, tmp_path: Path) -> None:
     assert code == 0 and "examples:" in out and "exit status:" in out
 
 
+def test_never_inside_a_data_directory_and_never_half_built(plain: Written,
+                                                             tmp_path: Path) -> None:
+    before = fingerprint(plain.path)
+    for out in (plain.path, plain.path / "restored", plain.path / "manifest.json"):
+        code, _out, err = cli("restore", str(plain.path), "--to-lsn", "5", "--out", str(out))
+        assert code == 3 and "streamkeep data directory" in err and str(out) in err
+    assert fingerprint(plain.path) == before
+    # A failure while building (the point is past the log's end) leaves nothing, not even
+    # the temporary beside NEWDIR.
+    code, _out, _err = cli("restore", str(plain.path), "--to-lsn", str(plain.lsn + 10),
+                           "--out", str(tmp_path / "new"))
+    assert code == 2 and list(tmp_path.iterdir()) == []
+    code, _out, err = cli("restore", str(plain.path), "--to-lsn", "5", "--out",
+                          str(tmp_path / "new"))
+    assert code == 0, err
+    assert [p.name for p in tmp_path.iterdir()] == ["new"]  # renamed into place, nothing else
+
+
 def test_bad_snapshot_is_impossible(tmp_path: Path) -> None:
     written = write_dir(tmp_path / "data", commands=200, compact_after=100)
     snap = written.path / manifest(written.path)["snapshot"]["file"]
