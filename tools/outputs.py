@@ -119,6 +119,11 @@ def check_output(path: str, *, directory: bool, force: bool | None,
     if not os.path.lexists(path):
         if not directory and not os.path.isdir(os.path.dirname(real) or "."):
             raise OutputRefused(f"{path}: its directory {os.path.dirname(real)} does not exist")
+        ancestor = os.path.dirname(real)
+        while not os.path.lexists(ancestor):
+            ancestor = os.path.dirname(ancestor)
+        if not os.path.isdir(ancestor):
+            raise OutputRefused(f"{path}: {ancestor} is not a directory")
         return
     if not os.path.exists(path):
         raise OutputRefused(f"{path} is a symlink to nothing ({os.readlink(path)}): remove it "
@@ -150,6 +155,16 @@ def _listdir(path: str) -> list[str]:
 def _temp_beside(target: str, what: str) -> str:
     directory, name = os.path.split(target)
     return os.path.join(directory, f".{name}.{what}-{secrets.token_hex(4)}")
+
+
+@contextlib.contextmanager
+def _beside(path: str) -> Iterator[None]:
+    """Making a temporary beside the output `path` failed: say so of `path`, the user's name,
+    not of the temporary's."""
+    try:
+        yield
+    except OSError as err:
+        raise OutputRefused(f"{path}: cannot write there ({err.strerror or err})") from None
 
 
 def fsync_directory(path: str) -> None:
@@ -189,8 +204,10 @@ def staged_file(path: str, *, force: bool) -> Iterator[BinaryIO]:
     Without `force` an existing file is never replaced, even one made meanwhile."""
     target = os.path.realpath(path)
     tmp = _temp_beside(target, "tmp")
+    with _beside(path):
+        f = open(tmp, "xb")  # noqa: SIM115 (closed by the with below)
     try:
-        with open(tmp, "xb") as f:
+        with f:
             yield f
             f.flush()
             os.fsync(f.fileno())
@@ -236,9 +253,10 @@ def staged_directory(path: str, *, merge: bool = False) -> Iterator[str]:
     The temporary is removed on the way out, whatever happens."""
     target = os.path.realpath(path)
     parent = os.path.dirname(target)
-    os.makedirs(parent, exist_ok=True)
     stage = _temp_beside(target, "tmp")
-    os.mkdir(stage)
+    with _beside(path):
+        os.makedirs(parent, exist_ok=True)
+        os.mkdir(stage)
     try:
         yield stage
         sync_tree(stage)
@@ -271,9 +289,10 @@ def scratch_directory(near: str, what: str) -> Iterator[str]:
     links work), removed with everything in it on the way out."""
     target = os.path.realpath(near)
     parent = os.path.dirname(target)
-    os.makedirs(parent, exist_ok=True)
     scratch = _temp_beside(target, what)
-    os.mkdir(scratch)
+    with _beside(near):
+        os.makedirs(parent, exist_ok=True)
+        os.mkdir(scratch)
     try:
         yield scratch
     finally:

@@ -87,9 +87,9 @@ def test_ctrl_c_during_restore_removes_newdir(big: Path, tmp_path: Path) -> None
     before = tree_state(big)
     out = tmp_path / "restored"
     result = interrupt("restore", big, "--to-lsn", str(BIG_RECORDS - 1), "--out", out,
-                       when=lambda pid: out.is_dir() and any(out.iterdir()))
+                       when=lambda pid: any(tmp_path.glob(".restored.tmp-*/*")))
     assert_interrupted(result, "restore")
-    assert not out.exists()
+    assert not out.exists() and not list(tmp_path.glob(".restored.*"))
     assert tree_state(big) == before
 
 
@@ -98,17 +98,19 @@ def test_ctrl_c_during_restore_into_an_empty_dir_leaves_it_empty(big: Path,
     out = tmp_path / "restored"
     out.mkdir()
     result = interrupt("restore", big, "--to-lsn", str(BIG_RECORDS - 1), "--out", out,
-                       when=lambda pid: any(out.iterdir()))
+                       when=lambda pid: any(tmp_path.glob(".restored.tmp-*/*")))
     assert_interrupted(result, "restore")
     assert out.is_dir() and not any(out.iterdir())
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["restored"]  # no stage left
 
 
 def test_ctrl_c_during_import_removes_the_directory_it_was_making(tmp_path: Path) -> None:
     source = resp_aof(tmp_path / "appendonly.aof")
     out = tmp_path / "imported"
-    result = interrupt("import", source, "--out", out, wait_for=out)
+    result = interrupt("import", source, "--out", out,
+                       when=lambda pid: any(tmp_path.glob(".imported.tmp-*/*")))
     assert_interrupted(result, "import")
-    assert not out.exists()
+    assert not out.exists() and not list(tmp_path.glob(".imported.*"))
 
 
 def test_ctrl_c_during_export_rdb_leaves_nothing(big: Path, tmp_path: Path) -> None:
@@ -116,7 +118,7 @@ def test_ctrl_c_during_export_rdb_leaves_nothing(big: Path, tmp_path: Path) -> N
     out = tmp_path / "rdb" / "dump.rdb"
     out.parent.mkdir()
     result = interrupt("export-rdb", big, "--out", out,
-                       when=lambda pid: any(out.parent.glob(".export-rdb-*/state/*")))
+                       when=lambda pid: any(out.parent.glob(".dump.rdb.export-rdb-*/state/*")))
     assert_interrupted(result, "export-rdb")
     assert list(out.parent.iterdir()) == []  # no --out, no work directory beside it
     assert tree_state(big) == before
@@ -162,9 +164,9 @@ def test_ctrl_c_during_spark_export_leaves_no_out_and_no_jvm_output(small: Path,
     before = tree_state(small)
     out = tmp_path / "export"
     result = interrupt("export", small, "--out", out, "--master", "local[1]",
-                       wait_for=out / "entries")
+                       when=lambda pid: any(tmp_path.glob(".export.tmp-*/entries")))
     assert_interrupted(result, "export")  # one line: no Java stack trace, no py4j log
-    assert not out.exists()
+    assert not out.exists() and not list(tmp_path.glob(".export.*"))
     assert tree_state(small) == before  # the pins are gone too
 
 

@@ -52,11 +52,12 @@ def run(*args: str | Path, stdin: str = "", cwd: Path | None = None,
 
 def interrupt(*args: str | Path, after: float | None = None, wait_for: Path | None = None,
               when: Callable[[int], bool] | None = None, cwd: Path | None = None,
-              timeout: float = TIMEOUT) -> Result:
+              timeout: float = TIMEOUT, must_run: bool = True) -> Result:
     """Start `streamkeep *args`, send SIGINT to its process group (what Ctrl-C in a terminal
     does) once `wait_for` exists, `when(pid)` holds or `after` seconds have passed, and
     collect what it printed. The command must still be running then (else the interrupt
-    tested nothing)."""
+    tested nothing), unless `must_run` is False (a test of "whole or nothing" whenever the
+    interrupt lands: then a command already done is not interrupted)."""
     proc = subprocess.Popen(_argv([str(a) for a in args]), stdin=subprocess.PIPE,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             cwd=cwd or ROOT, start_new_session=True)
@@ -70,8 +71,10 @@ def interrupt(*args: str | Path, after: float | None = None, wait_for: Path | No
         if after is not None and time.monotonic() - started >= after:
             break
         time.sleep(0.01)
-    assert proc.poll() is None, f"the command ended before the interrupt: {proc.returncode}"
-    os.killpg(proc.pid, signal.SIGINT)
+    assert proc.poll() is None or not must_run, \
+        f"the command ended before the interrupt: {proc.returncode}"
+    if proc.poll() is None:
+        os.killpg(proc.pid, signal.SIGINT)
     out, err = proc.communicate(timeout=timeout)
     return Result(proc.returncode, out, err)
 
