@@ -189,3 +189,23 @@ def test_an_old_snapshot_without_checksums_still_opens(pristine: Path, tmp_path:
     assert code == 0 and "no checksums" not in out, out
     with Engine.open(str(directory)) as engine:
         assert engine.digest() == digest
+
+
+@pytest.mark.parametrize("snapshot_only", [False, True])
+def test_export_refuses_a_damaged_snapshot_before_spark_reads_it(
+        pristine: Path, tmp_path: Path, snapshot_only: bool) -> None:
+    """The current state (built from a checked copy) or the snapshot as it is (checked whole
+    first): either way exit 2 with one line naming the file, before any JVM starts."""
+    directory, snapshot = copy_of(pristine, tmp_path)
+    damage(snapshot, "nodes", "flip")
+    before = tree_state(directory)
+    out = tmp_path / "export"
+    result = run("export", directory, "--out", out, *(["--snapshot-only"] if snapshot_only
+                                                      else []))
+    line = assert_refused(result, 2, snapshot)
+    assert "export-pin-" not in line and ".state-" not in line  # the user's names only
+    assert not snapshot_only or "checksum" in line
+    assert not out.exists() and sorted(p.name for p in tmp_path.iterdir()) == ["data"]
+    after = tree_state(directory)
+    after.pop("LOCK", None), before.pop("LOCK", None)
+    assert after == before

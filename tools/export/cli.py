@@ -291,6 +291,10 @@ def _snapshot(args: argparse.Namespace, names: dict[str, str]) -> Iterator[_Plan
         raise _Failed(f"{err}{hint}", EXIT_USAGE) from None
     names[held.path] = source
     with held:
+        try:
+            state.checked(held.path, source)
+        except state.Unreadable as err:
+            raise _Failed(str(err), EXIT_SNAPSHOT) from None
         plan = _Plan(held.path, state="snapshot-file")
         plan.lsn = plan.snapshot_lsn = _lsn(held.path)
         plan.described = f"{args.path} (a snapshot) as of LSN {plan.lsn:,}"

@@ -28,6 +28,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from streamkeep.aof.manifest import snapshot_file
 from streamkeep.tools.export import since as since_mod
 from streamkeep.tools.export.pin import ExportError, Pin, pin, pin_log
 
@@ -69,6 +70,7 @@ def current(directory: str, near: str) -> Iterator[State]:
             else None
     if held is not None:  # nothing after DIR's snapshot: it is the current state
         with held:
+            checked(held.path, os.path.join(directory, snapshot_file(end)))
             yield State(held, end, end, None)
         return
     from streamkeep.tools.outputs import scratch_directory
@@ -80,12 +82,27 @@ def current(directory: str, near: str) -> Iterator[State]:
             yield State(pinned, lsn, base, round(time.monotonic() - started, 3))
 
 
+def checked(pinned: str, original: str) -> None:
+    """A snapshot the export reads as it is (`pinned`, a pin of `original`) matches the
+    checksum its manifest recorded for the whole file, before Spark reads a byte of it (a
+    damaged page could crash its workers): Unreadable, naming `original`, if not."""
+    from streamkeep.snapshot.integrity import check_whole
+    from streamkeep.snapshot.reader import SnapshotError, recorded_checksum
+
+    try:
+        check_whole(pinned, recorded_checksum(original))
+    except SnapshotError as err:
+        raise Unreadable(str(err).replace(pinned, original)) from None
+
+
 def _build(directory: str, scratch: str) -> tuple[str, int, int]:
     """A snapshot of DIR's state after its last record, written in `scratch`: (its path, its
     LSN, the LSN of DIR's snapshot it was built on)."""
+    from streamkeep.engine.wire.errors import StorageError
     from streamkeep.snapshot.writer import write_snapshot
     from streamkeep.tools.inspect.restore import Impossible, Usage, current_state
 
+    copy = os.path.join(scratch, "state")
     try:
         with current_state(directory, scratch, backlog_memory=LOAD_BUDGET) as (engine, lsn):
             datadir: Any = engine.datadir  # an aof.store.DataDir: Engine.open made one
@@ -99,7 +116,10 @@ def _build(directory: str, scratch: str) -> tuple[str, int, int]:
         raise ExportError(str(err)) from None
     except Impossible as err:
         raise Unreadable(f"{directory}: {err}") from None
-    shutil.rmtree(os.path.join(scratch, "state"), ignore_errors=True)  # the copy: done with
+    except StorageError as err:  # damage the copy's load (or the write's checks) found
+        own = os.path.abspath(directory).rstrip(os.sep)
+        raise Unreadable(str(err).replace(copy, own)) from None
+    shutil.rmtree(copy, ignore_errors=True)  # the copy: done with
     return path, lsn, base
 
 
