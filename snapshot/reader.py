@@ -197,11 +197,12 @@ class Snapshot:
     """A snapshot file opened read-only. Safe to open from several processes at once, and
     several times in one process (the objects share one LMDB environment)."""
 
-    def __init__(self, path: str) -> None:
+    def __init__(self, path: str, name: str | None = None) -> None:
         if path is None:  # current_snapshot() before a directory's first compaction
             raise SnapshotError("no snapshot to open: the data directory has none yet (nothing "
                                 "compacted: Engine.compact(), SAVE or BGSAVE makes one)")
         self.path = path
+        self.name = name or path  # what messages call the file (a pin's: the user's file)
         self._key: tuple[int, int] | None = None
         self._key, self.env, size = _open_env(path)
         try:
@@ -250,20 +251,20 @@ class Snapshot:
         version = None if raw_version is None else layout.meta_version(raw_version)
         if version is None:
             if raw_meta.get(b"format") is None:
-                raise SnapshotError(f"{self.path}: not a streamkeep snapshot")
-            raise SnapshotError(f"{self.path}: table meta, {layout.describe_key('meta', b'version')}"
+                raise SnapshotError(f"{self.name}: not a streamkeep snapshot")
+            raise SnapshotError(f"{self.name}: table meta, {layout.describe_key('meta', b'version')}"
                                 f": damaged (the check of its value fails)")
         if version not in (layout.UNCHECKED_VERSION, layout.VERSION):
-            raise SnapshotError(f"{self.path}: unsupported snapshot version {version}")
+            raise SnapshotError(f"{self.name}: unsupported snapshot version {version}")
         self.version = version
         self.checked = version != layout.UNCHECKED_VERSION
         doc = {key.decode(errors="replace"): self._decode("meta", key, raw, layout.decode_value)
                for key, raw in raw_meta.items()}
         if doc.get("format") != layout.FORMAT:
-            raise SnapshotError(f"{self.path}: not a streamkeep snapshot")
+            raise SnapshotError(f"{self.name}: not a streamkeep snapshot")
         missing = [name for name in Meta.__dataclass_fields__ if name not in doc]
         if missing:
-            raise SnapshotError(f"{self.path}: meta lacks {', '.join(missing)}")
+            raise SnapshotError(f"{self.name}: meta lacks {', '.join(missing)}")
         return Meta(**{name: doc[name] for name in Meta.__dataclass_fields__})
 
     # --- checked reads -------------------------------------------------------------------------
@@ -277,7 +278,7 @@ class Snapshot:
             with self.env.begin(db=db, buffers=buffers) as txn:  # type: ignore[call-overload]
                 yield txn
         except lmdb.Error as err:
-            raise SnapshotError(f"{self.path}: table {table}: {err} (the file is damaged)") \
+            raise SnapshotError(f"{self.name}: table {table}: {err} (the file is damaged)") \
                 from None
 
     def damaged(self, table: str, key: bytes, why: str) -> SnapshotError:
@@ -288,7 +289,7 @@ class Snapshot:
             with contextlib.suppress(SnapshotError, *_DECODE_ERRORS):
                 names = {info.number: f"{info.key.decode(errors='backslashreplace')!r} (db "
                                       f"{info.db})" for info in self.streams()}
-        return SnapshotError(f"{self.path}: table {table}, "
+        return SnapshotError(f"{self.name}: table {table}, "
                              f"{layout.describe_key(table, key, names)}: {why}")
 
     def _body(self, table: str, key: bytes, value: bytes | memoryview) -> bytes | memoryview:
@@ -457,7 +458,7 @@ class Snapshot:
         for info in self.streams():
             numbers.add(info.number)
             entries += info.length
-            where = f"{self.path}: stream {info.key!r} (db {info.db})"
+            where = f"{self.name}: stream {info.key!r} (db {info.db})"
             headers = list(self.node_headers(info.number))
             live = sum(header[1] for header in headers)
             if (len(headers), live) != (info.nodes, info.length):
@@ -468,11 +469,11 @@ class Snapshot:
                     raw = self.node_stored(info.number, master)
                     key = layout.node_key(info.number, master)
                     if raw is None:
-                        problems.append(f"{self.path}: table nodes, "
+                        problems.append(f"{self.name}: table nodes, "
                                         f"{layout.describe_key('nodes', key)}: missing, "
                                         f"nodeinfo has it")
                     elif list(self._decode("nodes", key, raw, layout.node_header)) != header:
-                        problems.append(f"{self.path}: table nodes, "
+                        problems.append(f"{self.name}: table nodes, "
                                         f"{layout.describe_key('nodes', key)}: its counts "
                                         f"differ from its nodeinfo")
             groups = self.groups(info.db, info.key)
@@ -488,7 +489,7 @@ class Snapshot:
             if len(problems) >= limit:
                 return
         if (len(numbers), entries) != (meta.streams, meta.entries):
-            problems.append(f"{self.path}: {len(numbers)} streams of {entries} entries found, "
+            problems.append(f"{self.name}: {len(numbers)} streams of {entries} entries found, "
                             f"the meta table records {meta.streams} of {meta.entries}")
         for table in ("nodes", "nodeinfo", "groups", "consumers", "pel"):
             if table not in self._tables:
@@ -497,7 +498,7 @@ class Snapshot:
                 for raw in txn.cursor().iternext(keys=True, values=False):
                     key = bytes(raw)
                     if len(key) < 8 or layout.number_of(key) not in numbers:
-                        problems.append(f"{self.path}: table {table}, "
+                        problems.append(f"{self.name}: table {table}, "
                                         f"{layout.describe_key(table, key)}: belongs to no "
                                         f"stream")
                         break

@@ -137,6 +137,7 @@ class Part(InputPartition):
 
     ranges: list[Range]
     snapshot: str
+    source: str  # the file `snapshot` pins, as messages name it (the user's, not the pin)
     lsn: int
     segment: PinnedSegment | None
     window: Window | None
@@ -145,6 +146,7 @@ class Part(InputPartition):
     def __init__(self, ranges: list[Range], snapshot: str = "", lsn: int = -1) -> None:
         super().__init__(None)
         self.ranges, self.snapshot, self.lsn = ranges, snapshot, lsn
+        self.source = snapshot
         self.segment, self.window, self.until = None, None, None
 
     @property
@@ -234,8 +236,9 @@ class StreamkeepReader(DataSourceReader):
                 parts = plan_entries(snap, streams, self.num_partitions, self.selection)
             else:
                 parts = plan_streams(streams, self.num_partitions)
+        source = path if path == self.source else resolve(self.source)
         for part in parts:
-            part.snapshot, part.lsn = path, lsn
+            part.snapshot, part.source, part.lsn = path, source, lsn
         return parts
 
     def _plan_since(self, since: int) -> list[Part]:
@@ -457,7 +460,7 @@ def _positive(options: Any, name: str, default: int) -> int:
 
 def _checked(partition: Part) -> Snapshot:
     """The partition's snapshot, opened, at the LSN it was planned on."""
-    snap = _open(partition.snapshot)
+    snap = _open(partition.snapshot, partition.source)
     if snap.meta.lsn != partition.lsn:  # the pin guarantees it; say so if it breaks
         snap.close()
         raise ExportError(f"{partition.snapshot}: LSN {snap.meta.lsn}, planned on "
@@ -465,9 +468,9 @@ def _checked(partition: Part) -> Snapshot:
     return snap
 
 
-def _open(path: str) -> Snapshot:
+def _open(path: str, name: str | None = None) -> Snapshot:
     try:
-        return Snapshot(path)
+        return Snapshot(path, name)
     except SnapshotError as err:
         raise ExportError(str(err)) from None
 

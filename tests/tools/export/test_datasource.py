@@ -427,3 +427,37 @@ def test_part_pickles() -> None:
 
     part = Part([], "x", 3)
     assert pickle.loads(pickle.dumps(part)).lsn == 3
+
+
+def test_a_damaged_value_stops_the_read_naming_file_table_and_key(tmp_path: Path) -> None:
+    """What a Spark task meets in a damaged snapshot (read in process, no Spark): an error that
+    names the file, the table and the key, never different rows."""
+    import shutil
+
+    from streamkeep.snapshot.reader import SnapshotError
+    from tests.support.snapshot_util import value_offset
+
+    path = str(tmp_path / "data")
+    with Engine.open(path, stream_node_max_entries=4) as engine:
+        populate(engine)
+        assert engine.compact(wait=True) is not None
+    snapshot = current_snapshot(path)
+    assert snapshot is not None
+    copy = str(tmp_path / "damaged.mdb")  # a snapshot file on its own: no manifest beside it
+    shutil.copy(snapshot, copy)
+    _key, at, length = value_offset(copy, "nodes", index=3)
+    with open(copy, "r+b") as f:
+        f.seek(at + length // 2)
+        byte = f.read(1)[0]
+        f.seek(at + length // 2)
+        f.write(bytes([byte ^ 0x01]))
+    reader = StreamkeepReader({"path": copy, "numPartitions": 2, "arrow": "false"}, None)
+    planned = reader.partitions()
+    try:
+        with pytest.raises(SnapshotError) as err:
+            for part in planned:
+                list(reader.rows(part))
+    finally:
+        release(planned)
+    assert "damaged.mdb" in str(err.value) and "table nodes" in str(err.value)
+    assert "node " in str(err.value) and "checksum mismatch" in str(err.value)
