@@ -7,8 +7,8 @@ for the inspection commands), and Ctrl-C: the main process's SIGINT handler (the
 Ctrl-C raises KeyboardInterrupt, later ones are ignored so that the cleanup it starts is not
 cut short), `ignore_sigint` for worker processes (the terminal sends SIGINT to the whole
 process group: workers must leave reporting it to the main process) and `uninterrupted`, a
-block that Ctrl-C does not cut (an interrupt then takes effect when it ends); and `discard`,
-how a command that makes an output directory leaves none behind when it does not finish.
+block that Ctrl-C does not cut (an interrupt then takes effect when it ends). (How an output
+is written whole or not at all is tools.outputs'.)
 Stdlib only: `streamkeep --help` imports it.
 Must not touch: what each command does or prints otherwise.
 """
@@ -17,8 +17,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import os
-import shutil
 import signal
 import sys
 import threading
@@ -99,18 +97,3 @@ def interrupted(command: str) -> int:
     with contextlib.suppress(OSError, ValueError):  # stderr gone: the status says it
         print(f"{command}: interrupted", file=sys.stderr, flush=True)
     return EXIT_INTERRUPTED
-
-
-def discard(path: str, made: bool) -> None:
-    """Undo a command's unfinished output directory: remove it if the command made it, else
-    empty it (the commands that write into a directory accept only an empty one)."""
-    if made:
-        shutil.rmtree(path, ignore_errors=True)
-        return
-    with contextlib.suppress(OSError):
-        for entry in os.scandir(path):
-            if entry.is_dir(follow_symlinks=False):
-                shutil.rmtree(entry.path, ignore_errors=True)
-            else:
-                with contextlib.suppress(OSError):
-                    os.unlink(entry.path)

@@ -7,14 +7,12 @@ from __future__ import annotations
 import os
 import signal
 import threading
-from pathlib import Path
 
 import pytest
 
 from streamkeep.tools.exits import (
     EXIT_USAGE,
     Parser,
-    discard,
     ignore_sigint,
     interrupted,
     sigint_handled,
@@ -86,18 +84,3 @@ def test_workers_ignore_sigint() -> None:
 def test_interrupted_says_so_in_one_line(capsys: pytest.CaptureFixture[str]) -> None:
     assert interrupted("streamkeep aof dump") == 130
     assert capsys.readouterr().err == "streamkeep aof dump: interrupted\n"
-
-
-def test_discard_removes_what_was_made_and_empties_what_was_given(tmp_path: Path) -> None:
-    made = tmp_path / "made"
-    (made / "sub").mkdir(parents=True)
-    (made / "sub" / "f").write_text("x")
-    discard(str(made), True)
-    assert not made.exists()
-    given = tmp_path / "given"
-    (given / "sub").mkdir(parents=True)
-    (given / "file").write_text("x")
-    discard(str(given), False)
-    assert given.is_dir() and not any(given.iterdir())
-    discard(str(tmp_path / "never"), True)  # nothing there: nothing to do
-    discard(str(tmp_path / "never"), False)
