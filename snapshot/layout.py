@@ -110,29 +110,30 @@ def seal(table: str, key: bytes, body: bytes) -> bytes:
     return body + _CHECK.pack(_key_check(table, key) ^ zlib.crc32(body))
 
 
-def unseal(table: str, key: bytes, value: bytes | memoryview) -> memoryview | None:
+def unseal(table: str, key: bytes, value: bytes | memoryview) -> bytes | memoryview | None:
     """The body of a stored value whose check holds, or None: the value, its key or its place
-    is damaged. The body is a view of `value`, not a copy."""
-    if len(value) < CHECK_SIZE:
+    is damaged. (A slice: of a buffer, a view.)"""
+    size = len(value) - CHECK_SIZE
+    if size < 0:
         return None
-    view = memoryview(value)
-    body = view[:-CHECK_SIZE]
-    if _CHECK.unpack_from(view, len(view) - CHECK_SIZE)[0] != \
-            _key_check(table, key) ^ zlib.crc32(body):
+    body = value[:size]
+    if _CHECK.unpack_from(value, size)[0] != \
+            zlib.crc32(key, _TABLE_SEED[table]) ^ zlib.crc32(body):
         return None
     return body
 
 
 def reseal(table: str, key: bytes, new_key: bytes, value: bytes) -> bytes | None:
     """A stored value moved from `key` to `new_key`, checked on the way (None: damaged)."""
-    if len(value) < CHECK_SIZE:
+    size = len(value) - CHECK_SIZE
+    if size < 0:
         return None
-    body = memoryview(value)[:-CHECK_SIZE]
+    body = value[:size]
     body_check = zlib.crc32(body)
-    if _CHECK.unpack_from(value, len(value) - CHECK_SIZE)[0] != \
-            _key_check(table, key) ^ body_check:
+    seed = _TABLE_SEED[table]
+    if _CHECK.unpack_from(value, size)[0] != zlib.crc32(key, seed) ^ body_check:
         return None
-    return value[:-CHECK_SIZE] + _CHECK.pack(_key_check(table, new_key) ^ body_check)
+    return body + _CHECK.pack(zlib.crc32(new_key, seed) ^ body_check)
 
 
 def meta_version(raw: bytes) -> int | None:

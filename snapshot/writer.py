@@ -5,8 +5,8 @@ maps) into the tables snapshot.layout defines, every value sealed with its check
 (engine.model.residency) is moved from the snapshot that holds it as stored, its checksum
 checked and carried to its new key, without being decoded: a compaction's cost follows what
 changed, and damage in the old file fails the compaction instead of being copied on. After
-writing, `write_snapshot` reads the file back once for its whole-file checksum (the manifest's
-`crc32`). LMDB writes the file itself with its syncs off; the caller makes
+writing, the file is read back once for its whole-file checksum (the manifest's `crc32`): by
+`write_snapshot`, or by the compactor while it fsyncs the file. LMDB writes the file itself with its syncs off; the caller makes
 it durable through the file-layer seam (fdatasync, rename, directory fsync) before anything
 relies on it, so a crash mid-write leaves only a temp file that recovery removes.
 Must not touch: command semantics, the manifest, the AOF.
@@ -35,7 +35,8 @@ class SnapshotInfo:
     lsn: int
     streams: int
     entries: int
-    crc32: int = 0  # of the whole file, as written (layout.file_checksum)
+    crc32: int | None = None  # of the whole file as written (layout.file_checksum); None: not
+    # computed here (the compactor computes it while the file is fsynced)
 
 
 def stream_numbers(dbs: list[dict[bytes, Stream]]) -> Iterator[tuple[int, int, bytes, Stream]]:
@@ -101,9 +102,10 @@ def _tables(dbs: list[dict[bytes, Stream]]) -> Iterator[tuple[str, bytes, bytes]
 
 
 def write_snapshot(dbs: list[dict[bytes, Stream]], path: str, lsn: int, created_ms: int,
-                   repl_id: str) -> SnapshotInfo:
+                   repl_id: str, checksum: bool = True) -> SnapshotInfo:
     """Write the state in `dbs` to a new LMDB file at `path`, which must not exist. Not durable
-    until the caller fsyncs it through the file-layer seam."""
+    until the caller fsyncs it through the file-layer seam. With `checksum`, the file is read
+    back (from the page cache) for its whole-file checksum."""
     env = lmdb.open(path, subdir=False, lock=False, map_size=_INITIAL_MAP_SIZE, max_dbs=8,
                     sync=False, metasync=False, meminit=False)
     try:
@@ -115,6 +117,8 @@ def write_snapshot(dbs: list[dict[bytes, Stream]], path: str, lsn: int, created_
                 env.set_mapsize(env.info()["map_size"] * 4)
     finally:
         env.close()
+    if not checksum:
+        return info
     # Read back while it is in the page cache: what the manifest will record of the file.
     return dataclasses.replace(info, crc32=layout.file_checksum(file_chunks(path)))
 

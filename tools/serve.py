@@ -37,7 +37,6 @@ DEFAULT_DIR = "./data"
 DEFAULT_PORT = 6390
 DEFAULT_BIND = "127.0.0.1"
 EXIT_UNAVAILABLE, EXIT_USAGE = 1, 3
-LISTEN_BACKLOG = 511  # Redis's tcp-backlog
 
 
 class _Refused(StreamkeepError):
@@ -118,9 +117,12 @@ def checked_settings(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def listen(bind: str, port: int) -> list[socket.socket]:
-    """Listening sockets on every address of each of `bind`'s hosts (port 0: the first one
-    bound picks the port the others take), as asyncio's create_server binds them. _Refused:
-    an address that does not parse (exit 3), or one that cannot be listened on (exit 1)."""
+    """Sockets bound on every address of each of `bind`'s hosts (port 0: the first one bound
+    picks the port the others take), as asyncio's create_server binds them: a port in use is
+    found before the data directory is opened. They listen once the server starts (asyncio's
+    create_server calls listen): until the directory is open (a long replay) a client's
+    connection is refused, as it was before, not left waiting. _Refused: an address that does
+    not parse (exit 3), or one that cannot be bound (exit 1)."""
     sockets: list[socket.socket] = []
     try:
         for host in bind.split() or [DEFAULT_BIND]:
@@ -140,7 +142,6 @@ def listen(bind: str, port: int) -> list[socket.socket]:
                     sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
                 try:
                     sock.bind((address[0], port, *address[2:]))
-                    sock.listen(LISTEN_BACKLOG)
                 except OSError as err:
                     raise _Refused(f"cannot listen on {host} port {port}: "
                                    f"{err.strerror or err}", EXIT_UNAVAILABLE) from None
