@@ -83,13 +83,14 @@ class SnapshotNodes:
         """The node's `nodes` and `nodeinfo` values as the next snapshot stores them under
         `key`: moved as stored, their checksums checked and carried over (never decoded)."""
         snap = self.snapshot
-        value = snap.node_stored(number, master)
+        value, info = snap.node_pair_stored(number, master)
         if value is None:
             raise self._missing(number, master)
-        try:
-            info = snap.node_info_stored(number, master)
-        except KeyError:
-            raise self._missing(number, master) from None
+        if info is None:  # the oldest snapshots: no nodeinfo table, made from the node
+            try:
+                info = snap.node_info_stored(number, master)
+            except KeyError:
+                raise self._missing(number, master) from None
         if not snap.checked:  # an older snapshot's bare values: sealed now
             return layout.seal("nodes", key, value), layout.seal("nodeinfo", key, info)
         old = layout.node_key(number, master)

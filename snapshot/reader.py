@@ -365,10 +365,33 @@ class Snapshot:
                             partial(layout.decode_node, master))
 
     def node_stored(self, number: int, master: int) -> bytes | None:
-        """One node's value exactly as stored, unchecked (None: no such node): what a
-        compaction moves to its next snapshot (`layout.reseal` checks it on the way)."""
-        with self._txn("nodes") as txn:
-            return txn.get(layout.node_key(number, master))
+        """One node's value exactly as stored, unchecked (None: no such node)."""
+        return self._get("nodes", layout.node_key(number, master))
+
+    def node_pair_stored(self, number: int, master: int) -> tuple[bytes | None, bytes | None]:
+        """One node's `nodes` and `nodeinfo` values exactly as stored, unchecked, in one read
+        (None: not there): what a compaction moves to its next snapshot (`layout.reseal`
+        checks them on the way)."""
+        key = layout.node_key(number, master)
+        tables = self._tables
+        info = tables.get("nodeinfo")
+        try:
+            with self.env.begin() as txn:
+                return (txn.get(key, db=tables["nodes"]),
+                        None if info is None else txn.get(key, db=info))
+        except lmdb.Error as err:
+            raise SnapshotError(f"{self.name}: table nodes: {err} (the file is damaged)") \
+                from None
+
+    def _get(self, table: str, key: bytes) -> bytes | None:
+        """One stored value (unchecked), read in a transaction of its own: the cold nodes'
+        and the compaction's path, without `_txn`'s generator."""
+        try:
+            with self.env.begin(db=self._tables[table]) as txn:
+                return txn.get(key)  # type: ignore[no-any-return]
+        except lmdb.Error as err:
+            raise SnapshotError(f"{self.name}: table {table}: {err} (the file is damaged)") \
+                from None
 
     def node_raw(self, number: int, master: int) -> bytes | memoryview | None:
         """One node's body, checked (None: no such node)."""
@@ -382,8 +405,7 @@ class Snapshot:
         have no such table, made bare from the node's head). KeyError: no such node."""
         key = layout.node_key(number, master)
         if "nodeinfo" in self._tables:
-            with self._txn("nodeinfo") as txn:
-                value = txn.get(key)
+            value = self._get("nodeinfo", key)
             if value is not None:
                 return value
         raw = self.node_stored(number, master)
