@@ -779,6 +779,9 @@ def test_client_that_stops_reading_is_cut_at_the_output_limit(served, connect):
     config_set(other, "client-output-buffer-limit", "normal 1mb 0 0")
     wait_until(lambda: served_client_count(served) == 1, what="only `other` connected")
     sock = raw_socket(served, rcvbuf=4096)
+    # Accepted before anything is sent: otherwise the loop below may see one client because
+    # this one is not counted yet, and then read every reply, so that no limit is ever hit.
+    wait_until(lambda: served_client_count(served) == 2, what="the reader accepted")
     try:
         n = 60  # ~18 MB of replies that are never read
         sock.sendall(encode_command("XRANGE", "big", "-", "+") * n
