@@ -29,7 +29,7 @@ def test_redis_files(head: bytes, kind: str) -> None:
 
 @pytest.mark.parametrize("head,said", [
     (b"", "an empty file"),
-    (gzip.compress(b"REDIS0011"), "gzip data: decompress it first"),
+    (gzip.compress(b"REDIS0011", mtime=0), "gzip data: decompress it first"),
     (bz2.compress(b"REDIS0011"), "bzip2 data: decompress it first"),
     (lzma.compress(b"REDIS0011"), "xz data: decompress it first"),
     (b"\x28\xb5\x2f\xfd\x20\x09", "zstd data: decompress it first"),
