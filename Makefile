@@ -8,7 +8,7 @@ PIP   = $(VPY) -m pip
 # Use sudo for apt only when we are not root and sudo is available.
 SUDO := $(shell if [ "$$(id -u)" != 0 ] && command -v sudo >/dev/null 2>&1; then echo sudo; fi)
 
-.PHONY: venv dev run demo test soak lint bench crashbench export-demo clean redis-server iproute2 \
+.PHONY: venv dev run demo test soak lint kernels bench crashbench export-demo clean redis-server iproute2 \
 	java crcmod-check
 
 # ---------------------------------------------------------------- environments
@@ -16,19 +16,22 @@ SUDO := $(shell if [ "$$(id -u)" != 0 ] && command -v sudo >/dev/null 2>&1; then
 $(VPY):
 	test -x $(VPY) || $(PY) -m venv $(VENV)
 
-$(VENV)/.stamp-run: pyproject.toml | $(VPY)
+# The compiled core's sources: a changed kernel reinstalls, which recompiles it (setup.py).
+KERNELS := $(shell find engine aof snapshot replication -name '_*_c.pyx' 2>/dev/null)
+
+$(VENV)/.stamp-run: pyproject.toml setup.py $(KERNELS) | $(VPY)
 	$(PIP) install --upgrade pip
 	$(PIP) install -e .
 	touch $@
 
 # The dev install is a superset of the runtime install, so it refreshes both stamps.
 # The Spark export's extra (pyspark, pyarrow, numpy): `make export-demo` without the dev tools.
-$(VENV)/.stamp-spark: pyproject.toml | $(VPY)
+$(VENV)/.stamp-spark: pyproject.toml setup.py $(KERNELS) | $(VPY)
 	$(PIP) install --upgrade pip
 	$(PIP) install -e '.[spark]'
 	touch $(VENV)/.stamp-run $@
 
-$(VENV)/.stamp-dev: pyproject.toml | $(VPY)
+$(VENV)/.stamp-dev: pyproject.toml setup.py $(KERNELS) | $(VPY)
 	$(PIP) install --upgrade pip
 	$(PIP) install -e '.[dev]'
 	touch $(VENV)/.stamp-run $(VENV)/.stamp-spark $@
@@ -91,10 +94,22 @@ export-demo: $(VENV)/.stamp-spark java
 # CI runs the bounded suite; `make soak` runs the long fuzz/soak variants too.
 # The whole suite, then the differential and property suites again with every stream node
 # cold (read back from a snapshot after every command: tests/support/cold_nodes.py).
+# Then the same two suites once more on the pure-Python twins of the compiled kernels.
+# STREAMKEEP_REQUIRE_EXTENSIONS: a kernel that failed to build fails the build and the tests,
+# never hides behind the pure-Python fallback.
+test: export STREAMKEEP_REQUIRE_EXTENSIONS = 1
 test: dev
 	$(VPY) -m pytest -n 2 -q -m "not slow"
 	$(VPY) -m pytest -n 2 -q -m "not slow" --cold-nodes tests/differential tests/property
+	STREAMKEEP_NO_EXTENSIONS=1 $(VPY) -m pytest -n 2 -q -m "not slow" \
+		tests/differential tests/property
 
+# Rebuild the compiled kernels in place after editing a .pyx (an editable install tracks
+# Python files only).
+kernels: $(VENV)/.stamp-dev
+	STREAMKEEP_REQUIRE_EXTENSIONS=1 $(VPY) setup.py -q build_ext --inplace
+
+soak: export STREAMKEEP_REQUIRE_EXTENSIONS = 1
 soak: dev
 	$(VPY) -m pytest -n 2 -q
 

@@ -20,6 +20,7 @@ from itertools import compress
 from typing import TYPE_CHECKING
 
 from streamkeep.engine.model.ids import MAX_ID, format_id
+from streamkeep.engine.model.listpack import entry_size, int_size, str_size
 from streamkeep.engine.model.residency import EPOCH, Home, Residency, node_bytes
 from streamkeep.engine.wire.reply import EntryArray
 
@@ -35,55 +36,9 @@ LISTPACK_MAX_SIZE = 1 << 30
 _U64 = (1 << 64) - 1
 
 
-# --- listpack size estimate ---------------------------------------------------------------------
-# Redis starts a new node when `listpack bytes + new element bytes >= stream-node-max-bytes`. To
-# split nodes where Redis does we compute the size Redis's listpack encoding would have.
-
-
-def _lp_int_size(v: int) -> int:
-    if 0 <= v <= 127:
-        return 2
-    if -4096 <= v <= 4095:
-        return 3
-    if -32768 <= v <= 32767:
-        return 4
-    if -8388608 <= v <= 8388607:
-        return 5
-    if -(1 << 31) <= v < (1 << 31):
-        return 6
-    return 10
-
-
-def _as_lp_int(s: bytes) -> int | None:
-    if not s or len(s) > 20 or not s.isascii():
-        return None
-    body = s[1:] if s[:1] == b"-" else s
-    if not body.isdigit() or (body[:1] == b"0" and (len(body) > 1 or s[:1] == b"-")):
-        return None
-    v = int(s)
-    return v if -(1 << 63) <= v < (1 << 63) else None
-
-
-def _lp_str_size(s: bytes) -> int:
-    iv = _as_lp_int(s)
-    if iv is not None:
-        return _lp_int_size(iv)
-    n = len(s)
-    size = n + (1 if n < 64 else 2 if n < 4096 else 5)
-    if size <= 127:
-        return size + 1
-    if size < 16383:
-        return size + 2
-    if size < 2097151:
-        return size + 3
-    if size < 268435455:
-        return size + 4
-    return size + 5
-
-
-def _signed64(v: int) -> int:
-    v &= _U64
-    return v - (1 << 64) if v >= (1 << 63) else v
+# Redis starts a new node when `listpack bytes + new element bytes >= stream-node-max-bytes`; to
+# split nodes where Redis does, every entry's size in Redis's listpack encoding is counted
+# (engine.model.listpack, a compiled kernel with a pure-Python reference).
 
 
 class Node:
@@ -94,23 +49,21 @@ class Node:
     `home` is its stream's place in the current snapshot (None until a snapshot holds it), and
     `queued` says whether its residency may make it cold."""
 
-    __slots__ = ("master", "master_ms", "master_seq", "single_field", "ids", "idbs", "fields",
+    __slots__ = ("master", "master_ms", "master_seq", "ids", "idbs", "fields",
                  "live", "master_fields", "fixed_bytes", "epoch", "home", "queued")
 
     def __init__(self, master: int, fields: Fields) -> None:
         self.master = master
         self.master_ms = master >> 64
         self.master_seq = master & _U64
-        # The one field name when the master entry has exactly one (the fast sizing path).
-        self.single_field = fields[0] if len(fields) == 2 else None
         self.ids: list[int] = []
         self.idbs: list[bytes] = []
         self.fields: list[Fields | None] = []
         self.live = 0
         self.master_fields = fields[0::2]
         # Listpack bytes except the live/deleted counters (whose encoded size varies).
-        self.fixed_bytes = 7 + _lp_int_size(len(self.master_fields)) + 2
-        self.fixed_bytes += sum(_lp_str_size(f) for f in self.master_fields)
+        self.fixed_bytes = 7 + int_size(len(self.master_fields)) + 2
+        self.fixed_bytes += sum(map(str_size, self.master_fields))
         self.epoch = EPOCH.value
         self.home: Home | None = None
         self.queued = False  # in its residency's queue (it may go cold)
@@ -126,25 +79,7 @@ class Node:
         self.__class__ = ColdNode
 
     def lp_bytes(self) -> int:
-        return self.fixed_bytes + _lp_int_size(self.live) + _lp_int_size(len(self.ids) - self.live)
-
-    def entry_bytes(self, sid: int, fields: Fields) -> int:
-        """Encoded size of one entry appended to this node (Redis listpack layout)."""
-        master = self.master
-        dms = (sid >> 64) - (master >> 64)
-        dseq = (sid & _U64) - (master & _U64)
-        size = 2  # flags
-        size += 2 if 0 <= dms <= 127 else _lp_int_size(_signed64(dms))
-        size += 2 if 0 <= dseq <= 127 else _lp_int_size(_signed64(dseq))
-        n = len(fields) >> 1
-        mf = self.master_fields
-        if n == len(mf) and (fields[0] == mf[0] if n == 1 else fields[0::2] == mf):
-            for v in fields[1::2]:
-                size += _value_size(v)
-            return size + (2 if n + 3 <= 127 else _lp_int_size(n + 3))
-        for x in fields:
-            size += _value_size(x)
-        return size + _lp_int_size(n) + _lp_int_size(2 * n + 4)
+        return self.fixed_bytes + int_size(self.live) + int_size(len(self.ids) - self.live)
 
 
 class ColdNode(Node):
@@ -186,14 +121,6 @@ def cold_node(master: int, master_fields: tuple, size: int, live: int) -> ColdNo
     return node
 
 
-def _value_size(v: bytes) -> int:
-    """_lp_str_size with a fast path for the common case: a short non-numeric string."""
-    n = len(v)
-    if n < 63 and (n == 0 or n > 20 or not (47 < v[0] < 58 or v[0] == 45)):
-        return n + 2
-    return _lp_str_size(v)
-
-
 class Stream:
     """A stream value: nodes plus metadata. `groups` maps group name to ConsumerGroup."""
 
@@ -223,46 +150,23 @@ class Stream:
         """Add an entry whose ID the caller validated (> last_id). Returns the formatted ID.
         A caller that has the ID's parts at hand passes them: `ms` (>= 0) and `seq`.
 
-        XADD's hot path: the node choice and, for one-pair entries, the entry's encoded size
-        are computed inline."""
+        """
         if type(fields) is not tuple:
             fields = tuple(fields)
         if not idb:  # callers holding the canonical `ms-seq` bytes pass them in
             idb = format_id(sid)
+        if ms < 0:
+            ms, seq = sid >> 64, sid & _U64
         nodes = self.nodes
         node = nodes[-1] if nodes else None
-        if len(fields) == 2:
-            f, v = fields
-            vn = len(v)
-            if (node is None or 0 < max_entries <= len(node.ids)
-                    or (node.fixed_bytes + 20 + len(f) + vn >= max_bytes
-                        and self._node_full(node, len(f) + vn, max_bytes))):
-                node = self._new_node(sid, fields)
-            if ms < 0:
-                ms, seq = sid >> 64, sid & _U64
-            dms = ms - node.master_ms
-            dseq = seq - node.master_seq
-            # Same single field as the master entry: flags and the element count take 2 bytes,
-            # each ID delta 2 (0..127) or 3 (13-bit signed), a short non-numeric value its
-            # length plus 2. Anything else takes the general computation.
-            if (f == node.single_field and vn < 63
-                    and (vn > 20 or (vn and not (47 < v[0] < 58 or v[0] == 45)))):
-                if 0 <= dms <= 127 and 0 <= dseq <= 127:
-                    node.fixed_bytes += 10 + vn
-                elif -4096 <= dms <= 4095 and -4096 <= dseq <= 4095:
-                    node.fixed_bytes += (6 + vn + (2 if 0 <= dms <= 127 else 3)
-                                         + (2 if 0 <= dseq <= 127 else 3))
-                else:
-                    node.fixed_bytes += node.entry_bytes(sid, fields)
-            else:
-                node.fixed_bytes += node.entry_bytes(sid, fields)
-        else:
-            elen = sum(map(len, fields))
-            if (node is None or 0 < max_entries <= len(node.ids)
-                    or (node.fixed_bytes + 20 + elen >= max_bytes
-                        and self._node_full(node, elen, max_bytes))):
-                node = self._new_node(sid, fields)
-            node.fixed_bytes += node.entry_bytes(sid, fields)
+        elen = sum(map(len, fields))
+        # (20: an upper bound of the entry's other bytes, so lp_bytes is rarely needed)
+        if (node is None or 0 < max_entries <= len(node.ids)
+                or (node.fixed_bytes + 20 + elen >= max_bytes
+                    and self._node_full(node, elen, max_bytes))):
+            node = self._new_node(sid, fields)
+        node.fixed_bytes += entry_size(node.master_ms, node.master_seq, node.master_fields,
+                                       ms, seq, fields)
         node.ids.append(sid)
         node.idbs.append(idb)
         node.fields.append(fields)

@@ -26,6 +26,7 @@ reader loads no command module.
 from __future__ import annotations
 
 import ast
+import re
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -121,10 +122,10 @@ class Edge:
 
 
 def module_files() -> dict[str, Path]:
-    """Every project module by its installed name."""
+    """Every project module by its installed name (compiled kernels' `.pyx` sources too)."""
     found: dict[str, Path] = {}
     for folder, package in FOLDERS.items():
-        for path in sorted((ROOT / folder).rglob("*.py")):
+        for path in sorted([*(ROOT / folder).rglob("*.py"), *(ROOT / folder).rglob("*.pyx")]):
             rel = path.relative_to(ROOT / folder).with_suffix("")
             parts = [p for p in rel.parts if p != "__init__"]
             found[".".join([package, *parts])] = path
@@ -134,9 +135,21 @@ def module_files() -> dict[str, Path]:
 MODULES = module_files()
 
 
+def twin_facade(module: str) -> str | None:
+    """`pkg.x` for a compiled kernel `pkg._x_c` or its pure twin `pkg._x_py`, else None."""
+    package, _, name = module.rpartition(".")
+    for suffix in ("_c", "_py"):
+        if name.startswith("_") and name.endswith(suffix) and len(name) > len(suffix) + 1:
+            return f"{package}.{name[1:-len(suffix)]}"
+    return None
+
+
 def layer_of(module: str) -> str:
     if module in PACKAGE_LAYER:
         return PACKAGE_LAYER[module]
+    facade = twin_facade(module)
+    if facade is not None and facade in MODULES:  # a kernel lives in its facade's layer
+        return layer_of(facade)
     best = ""
     for prefix in LAYER_OF_PREFIX:
         if (module == prefix or module.startswith(prefix + ".")) and len(prefix) > len(best):
@@ -155,9 +168,35 @@ def _package_of(module: str, path: Path) -> str:
     return module if path.name == "__init__.py" else module.rpartition(".")[0]
 
 
+# Cython's import statements, one per line: `from a.b cimport c`, `cimport a.b`, `import a`
+# (a Python `from a import b` too; parenthesized and continued imports are not used in .pyx).
+_PYX_IMPORT = re.compile(r"^\s*(?:from\s+(\S+)\s+c?import\s+(.+)|c?import\s+(.+))$")
+
+
+def _pyx_as_python(source: str) -> str:
+    """The import lines of a Cython source, rewritten as Python for `ast` (cimport -> import);
+    `cimport` of C libraries (libc, cpython) names no project module and is dropped."""
+    lines = []
+    for line in source.splitlines():
+        match = _PYX_IMPORT.match(line)
+        if not match:
+            continue
+        base, names, plain = match.groups()
+        if base is not None:
+            lines.append(f"from {base} import {names.split('#')[0].strip()}")
+        else:
+            lines.append(f"import {plain.split('#')[0].strip()}")
+        if lines[-1].split()[1].split(".")[0] != "streamkeep":
+            lines.pop()
+    return "\n".join(lines) + "\n"
+
+
 def imports_of(module: str, path: Path) -> list[Edge]:
     """Every project import in the module, resolved to the module it loads."""
-    tree = ast.parse(path.read_text(), str(path))
+    source = path.read_text()
+    if path.suffix == ".pyx":
+        source = _pyx_as_python(source)
+    tree = ast.parse(source, str(path))
     edges: list[Edge] = []
 
     def visit(node: ast.AST, type_only: bool) -> None:
@@ -196,6 +235,17 @@ def imports_of(module: str, path: Path) -> list[Edge]:
 
 
 ALL_EDGES = [edge for module, path in MODULES.items() for edge in imports_of(module, path)]
+
+
+def test_pyx_imports_are_read() -> None:
+    """A compiled kernel's imports and cimports count like a Python module's."""
+    source = ("# cython: boundscheck=False\nfrom libc.string cimport memcmp\n"
+              "from streamkeep.engine.runtime.core cimport Engine\n"
+              "cimport streamkeep.aof.codec\nimport streamkeep.engine.wire.resp  # why\n"
+              "def f(x):\n    return x\n")
+    assert _pyx_as_python(source).splitlines() == [
+        "from streamkeep.engine.runtime.core import Engine", "import streamkeep.aof.codec",
+        "import streamkeep.engine.wire.resp"]
 
 
 def test_every_module_has_a_layer() -> None:
@@ -249,7 +299,14 @@ def test_no_private_names_across_modules() -> None:
     wrong = [f"{e.importer}:{e.line} imports {e.imported}.{name}"
              for e in ALL_EDGES for name in e.names
              if name.startswith("_") and e.imported != e.importer]
+    # A facade choosing between its own kernel twins imports them, and only it may (and a
+    # compiled kernel its pure twin, for inputs it leaves to the reference).
+    wrong += [f"{e.importer}:{e.line} imports {e.imported}" for e in ALL_EDGES
+              if e.imported.rpartition(".")[2].startswith("_") and e.imported in MODULES
+              and twin_facade(e.imported) not in (e.importer, twin_facade(e.importer))]
     for module, path in MODULES.items():
+        if path.suffix == ".pyx":
+            continue
         tree = ast.parse(path.read_text(), str(path))
         aliases: dict[str, str] = {}
         for node in ast.walk(tree):

@@ -1,0 +1,24 @@
+"""Listpack sizes: the facade that picks the compiled kernel (`_listpack_c.pyx`) or its
+pure-Python reference (`_listpack_py.py`, which documents the rules). See
+`engine.wire.extensions` for the switches.
+
+Must not touch: anything but choosing the implementation.
+"""
+
+from __future__ import annotations
+
+from streamkeep.engine.wire import extensions
+
+if extensions.compiled_wanted():
+    try:
+        from streamkeep.engine.model._listpack_c import as_int, entry_size, int_size, str_size
+    except ImportError as error:
+        extensions.missing(__name__, error)
+        from streamkeep.engine.model._listpack_py import as_int, entry_size, int_size, str_size
+    else:
+        extensions.loaded(__name__, True)
+else:
+    extensions.loaded(__name__, False)
+    from streamkeep.engine.model._listpack_py import as_int, entry_size, int_size, str_size
+
+__all__ = ["as_int", "entry_size", "int_size", "str_size"]
