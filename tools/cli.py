@@ -76,7 +76,9 @@ class _Version(argparse.Action):
 
     def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
                  values: Any, option_string: str | None = None) -> None:
-        print(f"streamkeep {version()}")
+        from streamkeep.engine.exec import native
+
+        print(f"streamkeep {version()}, {native.summary()}")
         parser.exit(0)
 
 

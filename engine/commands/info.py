@@ -23,6 +23,7 @@ from streamkeep.engine.commands.client import server_clients
 from streamkeep.engine.commands.connection import (
     last_save_time,
 )
+from streamkeep.engine.exec import native
 from streamkeep.engine.exec.config import (
     REDIS_VERSION,
 )
@@ -111,6 +112,7 @@ def _info_server(engine: Engine) -> Fields:
         ("os", f"{uname.system} {uname.release} {uname.machine}"),
         ("arch_bits", 64 if sys.maxsize > 2 ** 32 else 32),
         ("python_version", platform.python_version()),
+        ("streamkeep_native", "yes" if native.native() else "no"),
     ]
     loop = getattr(server, "loop", None)
     if loop is not None:

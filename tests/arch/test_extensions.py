@@ -39,6 +39,13 @@ def test_there_are_kernels() -> None:
     assert len(KERNELS) >= 1
 
 
+def test_the_report_names_every_kernel() -> None:
+    """INFO's streamkeep_native and --version cover every kernel, used yet or not."""
+    from streamkeep.engine.exec import native
+
+    assert set(native.kernels()) == set(KERNELS)
+
+
 @pytest.mark.parametrize("facade", sorted(KERNELS))
 def test_each_kernel_has_its_twin_stub_and_facade(facade: str) -> None:
     pyx = KERNELS[facade]
@@ -58,6 +65,14 @@ def test_each_kernel_has_its_twin_stub_and_facade(facade: str) -> None:
     assert facade in extensions.kernels()
     for name in stub_names:
         assert hasattr(module, name), f"{facade} does not export {name}"
+
+
+@pytest.mark.skipif(not REQUIRE or PURE_ONLY, reason="STREAMKEEP_REQUIRE_EXTENSIONS is not set")
+def test_required_kernels_are_reported_native() -> None:
+    from streamkeep.engine.exec import native
+
+    assert native.native()
+    assert native.summary().startswith("compiled core (")
 
 
 @pytest.mark.skipif(not REQUIRE or PURE_ONLY, reason="STREAMKEEP_REQUIRE_EXTENSIONS is not set")

@@ -9,6 +9,7 @@ with redis-py (`protocol=3`) against the in-process server.
 
 from __future__ import annotations
 
+import os
 import socket
 from pathlib import Path
 from typing import Any
@@ -53,6 +54,12 @@ def test_info_sections(backend: Any) -> None:
                           "replication", "cpu", "modules", "errorstats", "cluster", "keyspace"]
     assert info["server"]["redis_version"] == "8.10.2"
     assert info["server"]["streamkeep_version"]
+    from streamkeep.engine.exec import native
+
+    assert info["server"]["streamkeep_native"] == ("yes" if native.native() else "no")
+    if os.environ.get("STREAMKEEP_REQUIRE_EXTENSIONS") and not os.environ.get(
+            "STREAMKEEP_NO_EXTENSIONS"):
+        assert info["server"]["streamkeep_native"] == "yes"
     assert info["keyspace"] == {"db0": "keys=1,expires=0,avg_ttl=0,subexpiry=0",
                                 "db3": "keys=2,expires=0,avg_ttl=0,subexpiry=0"}
     assert info["replication"]["role"] == "master"
