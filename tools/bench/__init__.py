@@ -14,6 +14,7 @@ The package, bottom to top (a module imports only those above it in this list, n
     report     the header and the results: plain text, rich tables, JSON
     progress   progress on stderr: rich on a terminal, plain lines otherwise
     options    the command line, its help and exit codes (cheap: the CLI builds it always)
+    compare    --compare-pure: child runs compiled and pure, interleaved, side by side
     command    main()
 
 The names below are re-exported lazily (PEP 562), so that building the CLI's parser, which

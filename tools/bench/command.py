@@ -49,10 +49,28 @@ def _print_results(results: Sequence[Result], figures: Sequence[FigureResult], n
         print(report.format_results(results, n, figures))
 
 
+def _child_args(opts: argparse.Namespace) -> list[str]:
+    """The options a --compare-pure child run repeats (not --repeat, --json, --quiet)."""
+    out = [*(opts.only or [])]
+    for flag, value in (("--quick", opts.quick), ("--no-redis", opts.no_redis)):
+        if value:
+            out.append(flag)
+    if opts.n:
+        out += ["--n", str(opts.n)]
+    if opts.sections:
+        out += ["--sections", opts.sections]
+    return out
+
+
 def main(args: argparse.Namespace | Sequence[str] | None = None) -> int:
     """Run the suite and print the tables (or JSON). Exit code: 0, or 1 with ``--strict`` and
     a FAILed target; a usage error exits 3 (tools.exits.Parser)."""
-    run = options.settings(_parse(args))
+    opts = _parse(args)
+    run = options.settings(opts)
+    if run.compare_pure:
+        from streamkeep.tools.bench import compare
+
+        return compare.main(_child_args(opts), run.repeat, run.json, run.quiet)
     sections = registry.select_sections(run.sections)
     if not run.json:
         print(report.header(run.n, run.repeat, sections), flush=True)

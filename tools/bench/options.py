@@ -35,6 +35,8 @@ examples:
   streamkeep bench --sections embedded,aof --no-redis
   streamkeep bench --quick --json > bench.json      figures for machines
   streamkeep bench --strict             exit 1 when a target is missed (CI)
+  streamkeep bench embedded aof --compare-pure --repeat 3
+                                        compiled core vs pure Python, 3 rounds
 
 output:
   stdout: the header, the resources used, then the results tables (plain
@@ -86,6 +88,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="print the results as one JSON document on stdout (no tables)")
     parser.add_argument("--quiet", "-q", action="store_true",
                         help="no progress on stderr")
+    parser.add_argument("--compare-pure", action="store_true",
+                        help="run the sections with the compiled core and again as pure Python "
+                             "(STREAMKEEP_NO_EXTENSIONS=1), alternately, R rounds, and print "
+                             "both rates and their ratio per row")
 
 
 def _parser_kwargs() -> dict[str, Any]:
@@ -130,6 +136,7 @@ class Settings(NamedTuple):
     strict: bool
     json: bool
     quiet: bool
+    compare_pure: bool
 
 
 def settings(opts: argparse.Namespace) -> Settings:
@@ -145,4 +152,5 @@ def settings(opts: argparse.Namespace) -> Settings:
         strict=getattr(opts, "strict", False),
         json=getattr(opts, "json", False),
         quiet=getattr(opts, "quiet", False),
+        compare_pure=getattr(opts, "compare_pure", False),
     )

@@ -1,0 +1,118 @@
+"""``streamkeep bench --compare-pure``: the compiled core against its pure-Python twins, in one
+run, side by side.
+
+Owns running the selected sections in child processes, alternately with the compiled kernels
+and with ``STREAMKEEP_NO_EXTENSIONS=1`` (interleaved, so that a machine whose speed drifts
+affects both alike), ``--repeat`` rounds of each, and the table that follows: per row, the
+best rate of each, and the compiled/pure ratio of every round (its range), against the
+targets in :data:`registry.NATIVE_TARGETS`; with ``--json``, the same as one document.
+Must not touch: what a benchmark measures (each child is an ordinary ``streamkeep bench
+--json`` run) or the single-run report.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+from streamkeep.tools.bench import registry
+from streamkeep.tools.bench.report import format_rate
+from streamkeep.tools.bench.tables import Table
+
+MODES = ("compiled", "pure")
+
+
+def child_env(mode: str) -> dict[str, str]:
+    """The environment of a child run: the compiled kernels required, or none at all."""
+    env = dict(os.environ)
+    env.pop("STREAMKEEP_NO_EXTENSIONS", None)
+    env.pop("STREAMKEEP_REQUIRE_EXTENSIONS", None)
+    if mode == "pure":
+        env["STREAMKEEP_NO_EXTENSIONS"] = "1"
+    else:
+        env["STREAMKEEP_REQUIRE_EXTENSIONS"] = "1"
+    return env
+
+
+def run_child(args: Sequence[str], mode: str) -> dict[str, Any]:
+    """One ``streamkeep bench ARGS --json --quiet --repeat 1`` in a child process."""
+    argv = [sys.executable, "-m", "streamkeep", "bench", *args, "--json", "--quiet",
+            "--repeat", "1"]
+    done = subprocess.run(argv, env=child_env(mode), stdout=subprocess.PIPE, text=True,
+                          check=False)
+    if done.returncode != 0:
+        raise RuntimeError(f"the {mode} run exited {done.returncode}: {' '.join(argv)}")
+    document: dict[str, Any] = json.loads(done.stdout)
+    return document
+
+
+def rounds(args: Sequence[str], repeat: int, progress: Any = None) -> list[dict[str, Any]]:
+    """`repeat` rounds, each a compiled run then a pure run: [{"compiled": doc, "pure": doc}]."""
+    done = []
+    for r in range(1, repeat + 1):
+        pair = {}
+        for mode in MODES:
+            if progress is not None:
+                print(f"compare: round {r}/{repeat}, {mode}", file=progress, flush=True)
+            pair[mode] = run_child(args, mode)
+        done.append(pair)
+    return done
+
+
+def compare(runs: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per row measured in both modes: best rates, per-round ratios, the target's verdict."""
+    rows: dict[str, dict[str, Any]] = {}
+    for pair in runs:
+        by_mode = {mode: {row["key"]: row for row in pair[mode]["rows"]} for mode in MODES}
+        for key, row in by_mode["compiled"].items():
+            other = by_mode["pure"].get(key)
+            if not (row["rate"] and other and other["rate"]):
+                continue
+            entry = rows.setdefault(key, {"key": key, "workload": row["workload"],
+                                          "compiled": [], "pure": [], "ratios": []})
+            entry["compiled"].append(row["rate"])
+            entry["pure"].append(other["rate"])
+            entry["ratios"].append(row["rate"] / other["rate"])
+    out = []
+    for key, entry in rows.items():
+        target = registry.NATIVE_TARGETS.get(key)
+        entry["target"] = target
+        entry["result"] = None if target is None else (
+            "PASS" if min(entry["ratios"]) >= target else "FAIL")
+        out.append(entry)
+    return out
+
+
+def table(compared: Sequence[dict[str, Any]]) -> Table:
+    rows = []
+    for e in compared:
+        low, high = min(e["ratios"]), max(e["ratios"])
+        span = f"{low:.2f}x" if len(e["ratios"]) == 1 else f"{low:.2f}-{high:.2f}x"
+        rows.append([e["key"], format_rate(max(e["compiled"])), format_rate(max(e["pure"])),
+                     span, f">= {e['target']:g}x" if e["target"] else "",
+                     e["result"] or ""])
+    return Table(["row", "compiled/s", "pure/s", "compiled/pure", "target", "result"], rows,
+                 right={1, 2, 3}, verdict=5)
+
+
+def main(args: Sequence[str], repeat: int, as_json: bool, quiet: bool) -> int:
+    """Run, print the table (or JSON); exit 0, or 1 when a child run failed."""
+    try:
+        runs = rounds(args, repeat, None if quiet else sys.stderr)
+    except RuntimeError as exc:
+        print(f"streamkeep bench: {exc}", file=sys.stderr)
+        return 1
+    compared = compare(runs)
+    if as_json:
+        print(json.dumps({"rounds": repeat, "rows": compared,
+                          "runs": [{m: pair[m] for m in MODES} for pair in runs]}, indent=2))
+    else:
+        print(f"compiled core vs pure Python: {repeat} round(s), each a compiled run then a "
+              "pure run (STREAMKEEP_NO_EXTENSIONS=1); ratios per round")
+        print()
+        print(table(compared).plain())
+    return 0
