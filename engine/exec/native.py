@@ -10,11 +10,11 @@ Must not touch: anything but the report.
 
 from __future__ import annotations
 
-from streamkeep.engine.model import listpack
+from streamkeep.engine.model import ids, listpack
 from streamkeep.engine.wire import extensions
 
 # Every kernel facade, imported above or below (an import is what registers it).
-FACADES = (listpack,)
+FACADES = (ids, listpack)
 
 
 def kernels() -> dict[str, str]:

@@ -7,7 +7,26 @@ raises the exact Redis error lines. Must not touch: streams, groups or any engin
 
 from __future__ import annotations
 
+from streamkeep.engine.wire import extensions
 from streamkeep.engine.wire.errors import INVALID_STREAM_ID, ReplyError
+
+# Formatting and the common `ms-seq` parse: a compiled kernel, or its pure-Python reference.
+if extensions.compiled_wanted():
+    try:
+        from streamkeep.engine.model._ids_c import format_id, format_ids, plain_id
+    except ImportError as error:
+        extensions.missing(__name__, error)
+        from streamkeep.engine.model._ids_py import format_id, format_ids, plain_id
+    else:
+        extensions.loaded(__name__, True)
+else:
+    extensions.loaded(__name__, False)
+    from streamkeep.engine.model._ids_py import format_id, format_ids, plain_id
+
+__all__ = ["MAX_ID", "MIN_ID", "SEQ_BITS", "SEQ_MASK", "U64_MAX", "ParsedID", "decr_id",
+           "format_id", "format_ids", "id_ms", "id_seq", "incr_id", "make_id", "parse_id",
+           "parse_range", "parse_range_bound", "parse_strict", "parse_u64", "plain_id",
+           "try_parse_strict"]
 
 SEQ_BITS = 64
 SEQ_MASK = (1 << 64) - 1
@@ -26,22 +45,6 @@ def id_ms(sid: int) -> int:
 
 def id_seq(sid: int) -> int:
     return sid & SEQ_MASK
-
-
-_SMALL_SEQ = [b"%d" % i for i in range(1024)]
-_prefix_cache: tuple[int, bytes] = (-1, b"")  # (ms, b"<ms>-"): one tuple, swapped atomically
-
-
-def format_id(sid: int) -> bytes:
-    """`ms-seq` as bytes. XADD formats an ID per call and consecutive IDs share their ms, so the
-    `ms-` prefix and small sequence numbers come from caches (formatting is costly in Python)."""
-    global _prefix_cache
-    ms, seq = sid >> SEQ_BITS, sid & SEQ_MASK
-    cached_ms, prefix = _prefix_cache
-    if cached_ms != ms:
-        prefix = b"%d-" % ms
-        _prefix_cache = (ms, prefix)
-    return prefix + (_SMALL_SEQ[seq] if seq < 1024 else b"%d" % seq)
 
 
 def incr_id(sid: int) -> int | None:
@@ -131,9 +134,9 @@ def parse_id(
 
 def try_parse_strict(arg: bytes) -> int | None:
     """parse_strict, but None instead of an error (XCLAIM finds where its IDs end this way)."""
-    ms, dash, seq = arg.partition(b"-")
-    if dash and ms.isdigit() and seq.isdigit() and len(ms) < 20 and len(seq) < 20:
-        return (int(ms) << SEQ_BITS) | int(seq)
+    plain = plain_id(arg)
+    if plain is not None:
+        return plain
     if arg[:1].isalpha():  # an option word: no ID starts with a letter
         return None
     try:
@@ -144,11 +147,11 @@ def try_parse_strict(arg: bytes) -> int | None:
 
 def parse_strict(arg: bytes, missing_seq: int = 0) -> int:
     """A concrete ID (no `-`/`+`), as XDEL, XACK, XCLAIM and XSETID take them."""
-    ms, dash, seq = arg.partition(b"-")
-    # Fast path for the common `digits-digits`: strtoull accepts leading zeros, so plain
-    # ASCII digits that fit in 64 bits parse exactly as Redis parses them.
-    if dash and ms.isdigit() and seq.isdigit() and len(ms) < 20 and len(seq) < 20:
-        return (int(ms) << SEQ_BITS) | int(seq)
+    # The common `digits-digits` first: strtoull accepts leading zeros, so plain ASCII digits
+    # that fit in 64 bits parse exactly as Redis parses them.
+    plain = plain_id(arg)
+    if plain is not None:
+        return plain
     return parse_id(arg, missing_seq, strict=True).value
 
 

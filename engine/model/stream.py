@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterator
 from itertools import compress
 from typing import TYPE_CHECKING
 
-from streamkeep.engine.model.ids import MAX_ID, format_id
+from streamkeep.engine.model.ids import MAX_ID, format_id, format_ids
 from streamkeep.engine.model.listpack import entry_size, int_size, str_size
 from streamkeep.engine.model.residency import EPOCH, Home, Residency, node_bytes
 from streamkeep.engine.wire.reply import EntryArray
@@ -187,7 +187,7 @@ class Stream:
         node = Node(master, tuple(x for name in master_fields for x in (name, b"")))
         node.fixed_bytes = size
         node.ids = ids
-        node.idbs = [format_id(i) for i in ids]
+        node.idbs = format_ids(ids)
         node.fields = list(fields)
         node.live = live
         node.epoch = -1
