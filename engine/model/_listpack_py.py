@@ -75,10 +75,17 @@ def entry_size(master_ms: int, master_seq: int, master_fields: tuple[bytes, ...]
     master entry is `master_ms-master_seq` with field names `master_fields`: flags, the two
     ID deltas, then the values alone when the field names are the master's (the same-fields
     flag), else the field count, names and values; last, the entry's element count."""
-    size = 2 + _delta_size(ms - master_ms) + _delta_size(seq - master_seq)  # flags, deltas
+    dms, dseq = ms - master_ms, seq - master_seq
+    # flags; each delta most often 0..127 (one byte plus its backlen)
+    size = (2 + (2 if 0 <= dms <= 127 else _delta_size(dms))
+            + (2 if 0 <= dseq <= 127 else _delta_size(dseq)))
     n = len(fields) >> 1
-    if fields[0::2] == master_fields:
-        size += sum(str_size(v) for v in fields[1::2])
+    if n == 1 and len(master_fields) == 1 and fields[0] == master_fields[0]:
+        return size + str_size(fields[1]) + 2  # the commonest entry; its count (4): 2 bytes
+    if n == len(master_fields) and fields[0::2] == master_fields:
+        for value in fields[1::2]:
+            size += str_size(value)
         return size + int_size(n + 3)
-    size += sum(str_size(x) for x in fields)
+    for x in fields:
+        size += str_size(x)
     return size + int_size(n) + int_size(2 * n + 4)

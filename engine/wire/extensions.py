@@ -21,6 +21,8 @@ from __future__ import annotations
 import os
 from typing import Final
 
+from streamkeep.engine.wire.errors import StreamkeepError
+
 __all__ = ["NO_EXTENSIONS_VAR", "REQUIRE_EXTENSIONS_VAR", "ExtensionMissing", "compiled_wanted",
            "kernels", "loaded", "missing", "native"]
 
@@ -31,8 +33,9 @@ REQUIRE_EXTENSIONS_VAR: Final = "STREAMKEEP_REQUIRE_EXTENSIONS"
 _KERNELS: dict[str, str] = {}
 
 
-class ExtensionMissing(ImportError):
-    """A compiled kernel did not import while STREAMKEEP_REQUIRE_EXTENSIONS was set."""
+class ExtensionMissing(StreamkeepError, ImportError):
+    """A compiled kernel did not import while STREAMKEEP_REQUIRE_EXTENSIONS was set (an
+    ImportError too: the import that needed it failed)."""
 
 
 def _switch(name: str) -> bool:
