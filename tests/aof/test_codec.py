@@ -1,34 +1,40 @@
 """The AOF's streaming decoder (aof.codec.scan_batches), which replay decodes segments with
 batch by batch: it yields exactly the records scan returns, and the same end and damage; and
 verify_scan (CRC and LSN only, for `streamkeep aof verify`) reaches scan's verdict on every LSN
-encoding and under seeded random damage, and next_valid_record finds where records resume."""
+encoding and under seeded random damage, and next_valid_record finds where records resume.
+Each test runs against both twins of the record functions (`impl`: _codec_py and _codec_c)."""
 
 from __future__ import annotations
 
 import random
+from typing import Any
 
 import pytest
 
 from streamkeep.aof import codec
-from streamkeep.aof.codec import HEADER_SIZE, ScanResult, encode, encode_header, scan, scan_batches
+from streamkeep.aof.codec import HEADER_SIZE, ScanResult, encode_header
+from tests.support.kernels import kernel_fixture
+
+impl = kernel_fixture("streamkeep.aof", "codec")
 
 
 def _segment(records: list[tuple]) -> bytes:
-    return encode_header(1, 1) + b"".join(encode(*r) for r in records)
+    return encode_header(1, 1) + b"".join(codec.encode(*r) for r in records)
 
 
-def _collect(data: bytes, batch_size: int) -> tuple[list[tuple], ScanResult, list[int]]:
+def _collect(impl: Any, data: bytes, batch_size: int
+             ) -> tuple[list[tuple], ScanResult, list[int]]:
     result = ScanResult(end=HEADER_SIZE)
     out: list[tuple] = []
     sizes = []
-    for batch in scan_batches(data, HEADER_SIZE, 1, result, batch_size):
+    for batch in impl.scan_batches(data, HEADER_SIZE, 1, result, batch_size):
         sizes.append(len(batch))
         out += batch
     return out, result, sizes
 
 
 @pytest.mark.parametrize("batch_size", [1, 3, 64])
-def test_scan_batches_yields_what_scan_returns(batch_size: int) -> None:
+def test_scan_batches_yields_what_scan_returns(impl: Any, batch_size: int) -> None:
     records = [(i, 100 + i, i % 3, [[b"XADD", b"s", b"%d-0" % i, b"f", b"v" * i]])
                for i in range(1, 41)]
     data = _segment(records)
@@ -40,23 +46,24 @@ def test_scan_batches_yields_what_scan_returns(batch_size: int) -> None:
     flipped[middle] ^= 0xFF
     cases["damage with valid records after"] = bytes(flipped)
     for name, blob in cases.items():
-        whole = scan(blob, HEADER_SIZE, 1)
-        out, result, sizes = _collect(blob, batch_size)
+        whole = impl.scan(blob, HEADER_SIZE, 1)
+        out, result, sizes = _collect(impl, blob, batch_size)
         assert out == whole.records, name
         assert (result.end, result.damage) == (whole.end, whole.damage), name
         assert result.count == len(whole.records), name
         assert all(0 < size <= batch_size for size in sizes), name
-    assert scan(data, HEADER_SIZE, 1).damage is None
-    assert len(scan(cases["torn tail"], HEADER_SIZE, 1).records) == 39
-    damaged = scan(cases["damage with valid records after"], HEADER_SIZE, 1)
+    assert impl.scan(data, HEADER_SIZE, 1).damage is None
+    assert len(impl.scan(cases["torn tail"], HEADER_SIZE, 1).records) == 39
+    damaged = impl.scan(cases["damage with valid records after"], HEADER_SIZE, 1)
     assert len(damaged.records) == 20 and damaged.damage is not None
     assert damaged.damage.valid_after
 
 
-def test_encode_parts_is_encode_without_copying_big_values() -> None:
+def test_encode_parts_is_encode_without_copying_big_values(impl: Any) -> None:
     """A record with big arguments, framed in parts: the same bytes as encode() (any array and
     bin header size), and each big argument is the caller's object itself."""
-    from streamkeep.aof.codec import BIG_ARG, encode_parts, has_big_arg
+    from streamkeep.aof.codec import BIG_ARG
+    encode, encode_parts, has_big_arg = impl.encode, impl.encode_parts, impl.has_big_arg
 
     big, bigger = b"v" * BIG_ARG, b"w" * (BIG_ARG + 70_000)
     cases = [
@@ -90,26 +97,26 @@ def _verdict(result: codec.VerifyResult | codec.ScanResult) -> tuple:
 
 
 @pytest.mark.parametrize("first_lsn", [1, 100, 200, 65_500, 2**32 - 20, 2**40])
-def test_clean_segments_every_lsn_width(first_lsn: int) -> None:
+def test_clean_segments_every_lsn_width(impl: Any, first_lsn: int) -> None:
     data = _verify_segment(first_lsn, 60)
-    result = codec.verify_scan(data, codec.HEADER_SIZE, first_lsn)
+    result = impl.verify_scan(data, codec.HEADER_SIZE, first_lsn)
     assert _verdict(result) == (len(data), 60, None)
     assert (result.first_time_ms, result.last_time_ms) == (1_700_000_000_000,
                                                            1_700_000_000_000 + 3 * 59)
-    wrong = codec.verify_scan(data, codec.HEADER_SIZE, first_lsn + 1)
-    assert _verdict(wrong) == _verdict(codec.scan(data, codec.HEADER_SIZE, first_lsn + 1))
+    wrong = impl.verify_scan(data, codec.HEADER_SIZE, first_lsn + 1)
+    assert _verdict(wrong) == _verdict(impl.scan(data, codec.HEADER_SIZE, first_lsn + 1))
     assert wrong.count == 0 and wrong.damage is not None and wrong.damage.valid_after
 
 
-def test_empty_segment() -> None:
+def test_empty_segment(impl: Any) -> None:
     data = _verify_segment(5, 0)
-    result = codec.verify_scan(data, codec.HEADER_SIZE, 5)
+    result = impl.verify_scan(data, codec.HEADER_SIZE, 5)
     assert _verdict(result) == (codec.HEADER_SIZE, 0, None)
     assert result.first_time_ms is None and result.last_time_ms is None
 
 
 @pytest.mark.parametrize("seed", range(80))
-def test_same_verdict_as_scan_under_damage(seed: int) -> None:
+def test_same_verdict_as_scan_under_damage(impl: Any, seed: int) -> None:
     rng = random.Random(seed)
     first_lsn = rng.choice([1, 120, 65_530, 70_000, 2**32 - 25])
     data = bytearray(_verify_segment(first_lsn, 50, seed))
@@ -124,13 +131,13 @@ def test_same_verdict_as_scan_under_damage(seed: int) -> None:
         at = rng.randrange(codec.HEADER_SIZE, len(data))
         data[at:at + 64] = bytes(len(data[at:at + 64]))
     blob = bytes(data)
-    assert _verdict(codec.verify_scan(blob, codec.HEADER_SIZE, first_lsn)) == \
-        _verdict(codec.scan(blob, codec.HEADER_SIZE, first_lsn)), kind
+    assert _verdict(impl.verify_scan(blob, codec.HEADER_SIZE, first_lsn)) == \
+        _verdict(impl.scan(blob, codec.HEADER_SIZE, first_lsn)), kind
 
 
-def test_next_valid_record() -> None:
+def test_next_valid_record(impl: Any) -> None:
     data = bytearray(_verify_segment(10, 20))
-    scan = codec.scan(bytes(data), codec.HEADER_SIZE, 10)
+    scan = impl.scan(bytes(data), codec.HEADER_SIZE, 10)
     offsets = [codec.HEADER_SIZE]
     pos = codec.HEADER_SIZE
     for _ in range(19):
@@ -138,5 +145,5 @@ def test_next_valid_record() -> None:
         offsets.append(pos)
     assert scan.count == 20
     data[offsets[4] + 10] ^= 0xFF
-    assert codec.next_valid_record(bytes(data), offsets[4], 14) == (offsets[5], 15)
-    assert codec.next_valid_record(bytes(data), offsets[19], 30) is None
+    assert impl.next_valid_record(bytes(data), offsets[4], 14) == (offsets[5], 15)
+    assert impl.next_valid_record(bytes(data), offsets[19], 30) is None
