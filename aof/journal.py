@@ -35,14 +35,11 @@ from typing import Any
 
 from streamkeep.aof import manifest as manifest_mod
 from streamkeep.aof.codec import (
-    CRC_TABLE,
-    FRAME,
     HEADER_SIZE,
-    crc32c_raw,
+    encode,
     encode_header,
     encode_parts,
     has_big_arg,
-    packb,
 )
 from streamkeep.aof.fs import FileSystem
 from streamkeep.aof.manifest import Manifest, SegmentEntry
@@ -151,9 +148,7 @@ class Journal:
         lsn = self.lsn = self.lsn + 1
         if has_big_arg(effects):
             return self._append_big(lsn, time_ms, db, effects)
-        payload = packb([lsn, time_ms, db, effects])  # codec.encode, inlined: the hot path
-        data = FRAME.pack(len(payload), crc32c_raw(payload, 0xFFFFFFFF, CRC_TABLE) ^ 0xFFFFFFFF
-                          ) + payload
+        data = encode(lsn, time_ms, db, effects)
         if self.unwritten:  # keep the log in LSN order behind the records awaiting a retry
             self.unwritten.append(data)
             raise ReplyError(self.error or "MISCONF Errors writing to the AOF file")
