@@ -24,11 +24,6 @@ from streamkeep.engine.wire import extensions
 
 # What both twins share is defined once, in the pure module; the names stay importable from here.
 from streamkeep.engine.wire._resp_py import (  # noqa: F401  (re-exported limits and error lines)
-    _ARRAY_HDR,
-    _BULK_HDR,
-    _COMPACT_AT,
-    _CRLF,
-    _SMALL,
     BIG_BULK,
     ERR_BULK_BIG,
     ERR_BULK_LEN,
@@ -69,6 +64,13 @@ else:
     extensions.loaded(__name__, False)
     from streamkeep.engine.wire._resp_py import RequestParser, encode_reply, write_reply
 
+
+# The request encoder's and the reply parser's own constants (the hot half has the same).
+_CRLF: Final = b"\r\n"
+_SMALL: Final = 1024
+_BULK_HDR: Final = tuple(b"$%d\r\n" % n for n in range(_SMALL))
+_ARRAY_HDR: Final = tuple(b"*%d\r\n" % n for n in range(_SMALL))
+_COMPACT_AT: Final = 64 * 1024  # parsed bytes kept before the buffer is compacted
 
 __all__ = [
     "BIG_BULK",
