@@ -541,12 +541,10 @@ cdef struct Out:
 
 
 cdef int grow(Out* o, Py_ssize_t need) except -1:
+    # An eighth ahead, as bytearray's own growth: amortized linear, and a connection's big
+    # output buffer is not given half as much again for one small reply.
     cdef Py_ssize_t want = o.size + need
-    cdef Py_ssize_t cap = o.cap + (o.cap >> 1)
-    if cap < want:
-        cap = want
-    if cap < 256:
-        cap = 256
+    cdef Py_ssize_t cap = want + (want >> 3) + 64
     if PyByteArray_Resize(<object>o.buf, cap) < 0:
         return -1
     o.data = PyByteArray_AS_STRING(<object>o.buf)
