@@ -46,6 +46,21 @@ from streamkeep.engine.wire.resp import (
     split_inline_args,
     write_reply,
 )
+from tests.support.kernels import kernel_fixture
+
+resp_twin = kernel_fixture("streamkeep.engine.wire", "resp")
+
+
+@pytest.fixture(scope="module")
+def twin(resp_twin: Any) -> Iterator[Any]:
+    """Runs a test against each twin of the codec's hot half (`_resp_py`, `_resp_c`): while it
+    runs, this module's `RequestParser`, `encode_reply` and `write_reply` are the twin's."""
+    names = ("RequestParser", "encode_reply", "write_reply")
+    saved = {name: globals()[name] for name in names}
+    globals().update({name: getattr(resp_twin, name) for name in names})
+    yield resp_twin
+    globals().update(saved)
+
 
 PROPERTY = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -169,12 +184,14 @@ BOTH = [
     BOTH,
     ids=[f"{i}-{type(c[0]).__name__}" for i, c in enumerate(BOTH)],
 )
+@pytest.mark.usefixtures("twin")
 def test_encode_exact_bytes(value: Any, resp2: bytes, resp3: bytes) -> None:
     assert encode_reply(value) == resp2
     assert encode_reply(value, 2) == resp2
     assert encode_reply(value, 3) == resp3
 
 
+@pytest.mark.usefixtures("twin")
 def test_encode_large_headers_not_from_cache() -> None:
     big = b"x" * 5000
     assert encode_reply(big) == b"$5000\r\n" + big + b"\r\n"
@@ -186,6 +203,7 @@ def test_encode_large_headers_not_from_cache() -> None:
     )
 
 
+@pytest.mark.usefixtures("twin")
 def test_write_reply_appends_in_place() -> None:
     out = bytearray(b"+PREVIOUS\r\n")
     write_reply(out, [b"a", 1], 2)
@@ -193,6 +211,7 @@ def test_write_reply_appends_in_place() -> None:
     assert out == b"+PREVIOUS\r\n*2\r\n$1\r\na\r\n:1\r\n_\r\n"
 
 
+@pytest.mark.usefixtures("twin")
 def test_encode_subclasses_and_errors() -> None:
     import enum
 
@@ -238,6 +257,7 @@ def reference_encode(value: Any) -> bytes:
     return b"*" + str(len(value)).encode() + b"\r\n" + b"".join(map(reference_encode, value))
 
 
+@pytest.mark.usefixtures("twin")
 def test_xrange_sized_reply_sanity() -> None:
     """The micro benchmark's workload, without timing: 1000 entries encode and decode back."""
     entries = [
@@ -272,6 +292,7 @@ def test_encode_command() -> None:
 # ---------------------------------------------------------------------------------------------
 
 
+@pytest.mark.usefixtures("twin")
 def test_multibulk_and_inline_pipeline() -> None:
     data = (
         b"*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$0\r\n\r\n"
@@ -293,6 +314,7 @@ def test_multibulk_and_inline_pipeline() -> None:
     ]
 
 
+@pytest.mark.usefixtures("twin")
 def test_incomplete_input_waits() -> None:
     parser = RequestParser()
     for piece in (b"*2\r", b"\n$4\r\nEC", b"HO\r\n$", b"2\r\nhi", b"\r"):
@@ -352,10 +374,12 @@ def test_incomplete_input_waits() -> None:
         (b'"\n', QUOTES),
     ],
 )
+@pytest.mark.usefixtures("twin")
 def test_request_errors(data: bytes, line: str) -> None:
     assert parse_error(data) == line
 
 
+@pytest.mark.usefixtures("twin")
 def test_error_after_complete_commands_and_sticky() -> None:
     parser = RequestParser()
     parser.feed(b"*1\r\n$4\r\nPING\r\nPING\r\n*x\r\n*1\r\n$4\r\nPING\r\n")
@@ -396,6 +420,7 @@ def test_protocol_error_is_not_a_reply_error() -> None:
         b"x" * (OVER - 1),
     ],
 )
+@pytest.mark.usefixtures("twin")
 def test_waits_for_more(data: bytes) -> None:
     parser = RequestParser()
     parser.feed(data)
@@ -403,6 +428,7 @@ def test_waits_for_more(data: bytes) -> None:
     assert parser.next() is None
 
 
+@pytest.mark.usefixtures("twin")
 def test_redis_quirks_cr_and_trailing_bytes_unchecked() -> None:
     # processMultibulkBuffer takes '\r' plus any byte as a line end, and skips the two bytes after
     # a bulk without looking at them.
@@ -448,6 +474,7 @@ def test_split_inline_args(line: bytes, args: list[bytes] | None) -> None:
         assert split_inline_args(line) == args
 
 
+@pytest.mark.usefixtures("twin")
 def test_inline_line_endings() -> None:
     # '\n' alone ends an inline line; one '\r' before it is dropped, a second one is a blank.
     assert parse_all(b"PING\nECHO a\r\r\nECHO b\n\r\nECHO 'c'\r\n") == [
@@ -479,6 +506,7 @@ PIPELINE_COMMANDS = [
 ]
 
 
+@pytest.mark.usefixtures("twin")
 def test_pipeline_one_byte_at_a_time() -> None:
     assert parse_all(PIPELINE) == PIPELINE_COMMANDS
     parser = RequestParser()
@@ -491,6 +519,7 @@ def test_pipeline_one_byte_at_a_time() -> None:
     assert parser.pending_bytes() == 0
 
 
+@pytest.mark.usefixtures("twin")
 def test_pipeline_split_at_every_boundary() -> None:
     for cut in range(len(PIPELINE) + 1):
         parser = RequestParser()
@@ -502,6 +531,7 @@ def test_pipeline_split_at_every_boundary() -> None:
         assert got == PIPELINE_COMMANDS, cut
 
 
+@pytest.mark.usefixtures("twin")
 def test_many_commands_one_buffer_and_compaction() -> None:
     cmd = encode_command([b"XADD", b"stream", b"*", b"field", b"value"])
     parser = RequestParser()
@@ -517,6 +547,7 @@ def test_many_commands_one_buffer_and_compaction() -> None:
     assert count == 20000
 
 
+@pytest.mark.usefixtures("twin")
 def test_large_bulk_in_pieces() -> None:
     payload = bytes(range(256)) * (8 * 1024)  # 2 MiB
     data = encode_command([b"SET", b"k", payload]) + b"PING\r\n"
@@ -530,6 +561,7 @@ def test_large_bulk_in_pieces() -> None:
     assert got == [[b"SET", b"k", payload], [b"PING"]]
 
 
+@pytest.mark.usefixtures("twin")
 def test_proto_max_bulk_len() -> None:
     assert parse_all(b"*1\r\n$10\r\n0123456789\r\n", RequestParser(proto_max_bulk_len=10)) == [
         [b"0123456789"]
@@ -538,6 +570,7 @@ def test_proto_max_bulk_len() -> None:
     assert parse_error(b"*1\r\n$5\r\n", RequestParser(proto_max_bulk_len=4)) == BULK_LEN
 
 
+@pytest.mark.usefixtures("twin")
 def test_unauthenticated_limits() -> None:
     def unauth() -> RequestParser:
         parser = RequestParser()
@@ -566,6 +599,7 @@ def test_unauthenticated_limits() -> None:
     ]
 
 
+@pytest.mark.usefixtures("twin")
 def test_query_buffer_limit() -> None:
     parser = RequestParser(query_buffer_limit=1000)
     parser.feed(encode_command([b"a" * 900]))  # within the limit
@@ -583,6 +617,7 @@ def test_query_buffer_limit() -> None:
         parser.next()
 
 
+@pytest.mark.usefixtures("twin")
 def test_query_buffer_limit_is_checked_per_read_like_redis() -> None:
     # Redis checks the query buffer after each read, before parsing it: one read holding more
     # than the limit closes the client even when it is made of complete commands.
@@ -598,6 +633,7 @@ def test_query_buffer_limit_is_checked_per_read_like_redis() -> None:
             pass
 
 
+@pytest.mark.usefixtures("twin")
 def test_unauthenticated_query_buffer_limit_is_one_mib() -> None:
     pipeline = encode_command([b"PING"]) * (1024 * 1024 // 14 + 1)  # just over 1 MiB
     assert len(parse_all(pipeline)) == 1024 * 1024 // 14 + 1
@@ -796,6 +832,7 @@ def chunked(data: bytes, cuts: list[int]) -> Iterator[bytes]:
     yield data[start:]
 
 
+@pytest.mark.usefixtures("twin")
 @PROPERTY
 @given(reply_values, st.lists(st.integers(min_value=0), max_size=8))
 def test_roundtrip_resp3(value: Any, cuts: list[int]) -> None:
@@ -809,6 +846,7 @@ def test_roundtrip_resp3(value: Any, cuts: list[int]) -> None:
     assert [canon(v) for v in got] == [canon(value)]
 
 
+@pytest.mark.usefixtures("twin")
 @PROPERTY
 @given(reply_values, st.lists(st.integers(min_value=0), max_size=8))
 def test_roundtrip_resp2(value: Any, cuts: list[int]) -> None:
@@ -833,6 +871,7 @@ argvs = st.lists(
 )
 
 
+@pytest.mark.usefixtures("twin")
 @PROPERTY
 @given(argvs, st.lists(st.integers(min_value=0), max_size=12))
 def test_roundtrip_commands_any_chunking(commands: list[list[bytes]], cuts: list[int]) -> None:
@@ -860,6 +899,7 @@ def test_roundtrip_commands_any_chunking(commands: list[list[bytes]], cuts: list
     ),
     st.lists(st.integers(min_value=0), max_size=8),
 )
+@pytest.mark.usefixtures("twin")
 def test_inline_commands_any_chunking(commands: list[list[bytes]], cuts: list[int]) -> None:
     assume(not any(argv[0].startswith(b"*") for argv in commands))  # multibulk requests
     wire = b"".join(b" ".join(argv) + b"\r\n" for argv in commands)
@@ -900,6 +940,7 @@ fragments = st.sampled_from(
 garbage = st.one_of(st.binary(max_size=200), st.lists(fragments, max_size=40).map(b"".join))
 
 
+@pytest.mark.usefixtures("twin")
 @PROPERTY
 @given(garbage, st.lists(st.integers(min_value=0), max_size=10), st.booleans())
 def test_fuzz_request_parser_only_protocol_errors(
@@ -1052,6 +1093,7 @@ UNAUTH_DIFFERENTIAL = [
 ]
 
 
+@pytest.mark.usefixtures("twin")
 @pytest.mark.redis
 @pytest.mark.parametrize("data", UNAUTH_DIFFERENTIAL, ids=[repr(d) for d in UNAUTH_DIFFERENTIAL])
 def test_differential_unauthenticated(redis_with_password: tuple[str, int], data: bytes) -> None:
@@ -1097,6 +1139,7 @@ def _entries(draw: st.DrawFn) -> list:
     return entries
 
 
+@pytest.mark.usefixtures("twin")
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(_entries(), st.sampled_from([2, 3]))
 def test_range_replies_encode_byte_for_byte_as_the_generic_path(entries: list, protocol: int):
@@ -1112,6 +1155,7 @@ def test_range_replies_encode_byte_for_byte_as_the_generic_path(entries: list, p
     assert all(value is not None for _, value in buf.big)
 
 
+@pytest.mark.usefixtures("twin")
 def test_reply_buffer_keeps_big_bulks_by_reference() -> None:
     value = b"v" * BIG_BULK
     buf = ReplyBuffer()
@@ -1125,6 +1169,7 @@ def test_reply_buffer_keeps_big_bulks_by_reference() -> None:
     assert other.materialized() == b"".join(other.parts())
 
 
+@pytest.mark.usefixtures("twin")
 @pytest.mark.parametrize("value_size", [2000, BIG_BULK])
 def test_reply_buffer_stops_a_reply_over_its_limit_while_encoding(value_size: int) -> None:
     """A 100 MB reply into a buffer limited to 1 MB stops near 1 MB, not after the whole."""
@@ -1139,6 +1184,7 @@ def test_reply_buffer_stops_a_reply_over_its_limit_while_encoding(value_size: in
     assert b"".join(small.parts()) == encode_reply(entries[:10])
 
 
+@pytest.mark.usefixtures("twin")
 def test_big_bulk_is_copied_once_and_never_into_the_shared_buffer() -> None:
     """An 8 MB argument arriving in 64 KiB reads: the parser's memory peaks near the value's size
     (the bulk accumulated alone, handed over without a final copy), not at 3x (the buffer grown
@@ -1195,11 +1241,11 @@ crlf_pipelines = st.lists(
 
 @PROPERTY
 @given(crlf_pipelines, st.lists(st.integers(min_value=0), max_size=10))
-def test_batch_and_byte_by_byte_parsers_agree(wire: bytes, cuts: list[int]) -> None:
+def test_batch_and_byte_by_byte_parsers_agree(twin: Any, wire: bytes, cuts: list[int]) -> None:
     """The batch fast path (with its debt rule) parses exactly what the byte-by-byte parser
     does: the same commands, then the same error, whatever the chunking."""
     with_batch = _parse_all(wire, cuts)
-    with mock.patch.object(resp, "_BATCH_WINDOW", 0):  # the batch never runs
+    with mock.patch.object(twin, "_BATCH_WINDOW", 0):  # the batch never runs
         assert _parse_all(wire, cuts) == with_batch
 
 
@@ -1221,6 +1267,7 @@ def _parse_seconds(wire: bytes) -> float:
     b"*3\r\n$4\r\nECHO\r\n$1\r\na\r\n$4\r\na\r\nb\r\n",
     b"PING\r\n*1\r\n$4\r\nPING\r\n",  # inline and multibulk alternating
 ])
+@pytest.mark.usefixtures("twin")
 def test_parsing_is_linear_whatever_the_payload(request_bytes: bytes) -> None:
     """Requests the batch fast path cannot take cost what the byte-by-byte parser costs, not
     a re-split of everything buffered behind them each (240 KB of the probe took 4.5 s)."""
@@ -1231,6 +1278,7 @@ def test_parsing_is_linear_whatever_the_payload(request_bytes: bytes) -> None:
     assert probe < 8 * baseline, f"{probe:.3f} s against {baseline:.3f} s for plain PINGs"
 
 
+@pytest.mark.usefixtures("twin")
 @pytest.mark.parametrize("protocol", [2, 3])
 def test_entries_with_a_deleted_entrys_nil_encode_like_the_generic_path(protocol: int) -> None:
     """XAUTOCLAIM / XINFO STREAM FULL reply [id, nil] for a deleted entry: the entries fast path
@@ -1242,6 +1290,7 @@ def test_entries_with_a_deleted_entrys_nil_encode_like_the_generic_path(protocol
     assert encode_reply(entries, protocol) == expected
 
 
+@pytest.mark.usefixtures("twin")
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(_entries(), st.sampled_from([2, 3]))
 def test_entry_arrays_encode_byte_for_byte_as_plain_lists(entries: list, protocol: int) -> None:
@@ -1258,6 +1307,7 @@ def test_entry_arrays_encode_byte_for_byte_as_plain_lists(entries: list, protoco
     assert b"".join(buf.parts()) == b"*2\r\n$3\r\nkey\r\n" + generic
 
 
+@pytest.mark.usefixtures("twin")
 def test_entry_array_reads_as_the_list_of_its_entries() -> None:
     array = EntryArray([b"1-1", b"2-1", b"3-1"], [(b"f", b"a"), (b"f", b"b"), (b"g", b"c", b"h", b"d")])
     plain = [[b"1-1", (b"f", b"a")], [b"2-1", (b"f", b"b")], [b"3-1", (b"g", b"c", b"h", b"d")]]
