@@ -10,11 +10,12 @@ Must not touch: anything but the report.
 
 from __future__ import annotations
 
+from streamkeep.aof import codec
 from streamkeep.engine.model import ids, listpack
-from streamkeep.engine.wire import extensions
+from streamkeep.engine.wire import extensions, resp
 
-# Every kernel facade, imported above or below (an import is what registers it).
-FACADES = (ids, listpack)
+# Every kernel facade (importing one is what registers it).
+FACADES = (resp, ids, listpack, codec)
 
 
 def kernels() -> dict[str, str]:
