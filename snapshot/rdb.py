@@ -63,11 +63,6 @@ else:
         node_listpack,
     )
 
-# The names this module used before the kernel took them (and tests still use).
-_node = decode_node
-_lp_element = lp_element
-_node_listpack = node_listpack
-
 TYPE_STREAM = {9: 15, 10: 19, 11: 21, 12: 21, 13: 26}  # RDB version -> stream type it writes
 STREAM_TYPES = (15, 19, 21, 26)
 MAX_VERSION = 13
@@ -208,7 +203,7 @@ def read_stream(r: Reader, rdb_type: int, s: Stream | None = None) -> Stream:
         if master <= last_master:
             raise RdbError("stream nodes out of order")
         last_master = master
-        ids, fields, live, size, names = _node(master, r.string())
+        ids, fields, live, size, names = decode_node(master, r.string())
         s.restore_node(master, names, size, ids, fields, live)
     s.length = r.length()
     s.last_id = _read_id(r)
@@ -330,7 +325,7 @@ def write_stream(s: Stream, rdb_type: int) -> bytes:
         raise ValueError(f"not a stream type: {rdb_type}")
     out = [encode_length(len(s.nodes))]
     for node in s.nodes:
-        lp = _node_listpack(node)
+        lp = node_listpack(node)
         out += [encode_string(node.master.to_bytes(16, "big")), encode_length(len(lp)) + lp]
     out += [encode_length(s.length), _encode_id(s.last_id)]
     if rdb_type >= 19:
