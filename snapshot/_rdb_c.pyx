@@ -308,6 +308,31 @@ cdef object int_text(long long v):
     return PyBytes_FromStringAndSize(buf + at, 24 - at)
 
 
+cdef inline int put_decimal(char* buf, uint64_t m) noexcept nogil:
+    """m in decimal at buf (room for 20 digits); the digits written."""
+    cdef char tmp[20]
+    cdef int n = 0, k
+    while True:
+        tmp[n] = 48 + <char>(m % 10)
+        n += 1
+        m //= 10
+        if m == 0:
+            break
+    for k in range(n):
+        buf[k] = tmp[n - 1 - k]
+    return n
+
+
+cdef inline object id_text(uint64_t ms, uint64_t seq):
+    """`ms-seq` as engine.model.ids.format_id writes it."""
+    cdef char buf[48]
+    cdef int n = put_decimal(buf, ms)
+    buf[n] = 45  # '-'
+    n += 1
+    n += put_decimal(buf + n, seq)
+    return PyBytes_FromStringAndSize(buf, n)
+
+
 cdef inline object elem_object(Elem* e):
     if e.is_int:
         return PyLong_FromLongLong(e.ival)
@@ -446,6 +471,7 @@ cdef object c_decode_node(object master, bytes lp):
     if i >= end or next_elem(p, end, &i, &e) != 0:
         return None
     ids = []
+    idbs = []
     fields = []
     shifted = None  # last_ms << 64, reused while consecutive entries share their ms
     while i < end:
@@ -489,6 +515,7 @@ cdef object c_decode_node(object master, bytes lp):
             shifted = PyLong_FromUnsignedLongLong(ms) << _SIXTY_FOUR
             last_ms = ms
         ids.append(shifted | PyLong_FromUnsignedLongLong(seq))
+        idbs.append(id_text(ms, seq))
         if flags & 1:
             fields.append(None)
         else:
@@ -499,7 +526,7 @@ cdef object c_decode_node(object master, bytes lp):
         return None
     if first_ms < ms0 or (first_ms == ms0 and first_seq < seq0):
         return None
-    return ids, fields, live, size - int_size(live) - int_size(deleted), names
+    return ids, idbs, fields, live, size - int_size(live) - int_size(deleted), names
 
 
 def decode_node(master, lp):

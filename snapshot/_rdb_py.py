@@ -18,6 +18,7 @@ from itertools import chain
 
 import crcmod
 
+from streamkeep.engine.model.ids import format_id
 from streamkeep.engine.wire.errors import StreamkeepError
 
 _U64 = (1 << 64) - 1
@@ -233,10 +234,12 @@ def _signed(v: int) -> int:
     return v - (1 << 64) if v >= (1 << 63) else v
 
 
-def decode_node(master: int, lp: bytes) -> tuple[list[int], list, int, int, tuple]:
+def decode_node(master: int, lp: bytes
+                ) -> tuple[list[int], list[bytes], list, int, int, tuple]:
     """A stream node's listpack, whose master ID is `master`, as the engine keeps a node:
-    (IDs, each entry's flat field tuple or None for a deleted one, live entries, the listpack's
-    size without its two counters, the master entry's field names). The master entry is
+    (IDs, the same as `ms-seq` bytes, each entry's flat field tuple or None for a deleted one,
+    live entries, the listpack's size without its two counters, the master entry's field
+    names). The master entry is
     live, deleted, field count, the names, a 0; each entry is flags (1: deleted, 2: the master's
     fields), ms and seq deltas from the master ID (wrapping as uint64), the values (SAMEFIELDS)
     or a count and the field/value pairs, then its element count (not checked)."""
@@ -281,7 +284,7 @@ def decode_node(master: int, lp: bytes) -> tuple[list[int], list, int, int, tupl
         raise RdbError("bad stream node")
     # The node's size as the engine keeps it: the listpack without its two counters.
     size = len(lp) - len(lp_element(live)) - len(lp_element(deleted))
-    return ids, fields, live, size, names
+    return ids, [format_id(i) for i in ids], fields, live, size, names
 
 
 def node_listpack(node: object) -> bytes:

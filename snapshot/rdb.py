@@ -203,8 +203,8 @@ def read_stream(r: Reader, rdb_type: int, s: Stream | None = None) -> Stream:
         if master <= last_master:
             raise RdbError("stream nodes out of order")
         last_master = master
-        ids, fields, live, size, names = decode_node(master, r.string())
-        s.restore_node(master, names, size, ids, fields, live)
+        ids, idbs, fields, live, size, names = decode_node(master, r.string())
+        s.restore_node(master, names, size, ids, fields, live, idbs)
     s.length = r.length()
     s.last_id = _read_id(r)
     if rdb_type >= 19:

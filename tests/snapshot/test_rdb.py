@@ -15,7 +15,7 @@ from streamkeep import Engine
 from streamkeep.snapshot import rdb
 from tests.support.kernels import kernel_fixture
 
-# The codec's per-byte functions, pure and compiled (tests/snapshot/test_rdb_kernel.py compares
+# The codec's per-byte functions, pure and compiled (tests/snapshot/test__rdb_py.py compares
 # the two on random and hostile input).
 codec = kernel_fixture("streamkeep.snapshot", "rdb")
 

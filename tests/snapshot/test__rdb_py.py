@@ -143,8 +143,9 @@ def test_nodes_encode_identically_and_decode_back(node: SimpleNamespace) -> None
     if live + (len(node.ids) - live) == 0:
         return
     assert kind == "ok", decoded
-    ids, fields, got_live, _size, names = decoded
+    ids, idbs, fields, got_live, _size, names = decoded
     assert (ids, fields, got_live, names) == (node.ids, node.fields, live, node.master_fields)
+    assert idbs == [b"%d-%d" % (i >> 64, i & U64) for i in ids]
     same("listpack_items", lp)
 
 
