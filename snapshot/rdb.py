@@ -8,42 +8,66 @@ and active time, the idempotent producers' tail) and DUMP payloads (type, value,
 CRC-64). Values come in and go out as engine streams (`engine.model.stream.Stream`). Malformed
 input raises RdbError, never anything else. Must not touch: files, sockets, the engine's
 locking or commands (DUMP/RESTORE call these functions).
+
+The per-byte and per-entry work (CRC-64, LZF, listpacks, a node's listpack decoded and encoded)
+comes from a kernel: the compiled `_rdb_c.pyx` or its pure-Python reference `_rdb_py.py`, as
+`engine.wire.extensions` chooses; the rest (the RDB container, stream metadata, groups, the
+idempotent producers) is here.
 """
 
 from __future__ import annotations
 
 import struct
 from collections.abc import Iterable, Iterator
-from itertools import chain
 from typing import NamedTuple
-
-import crcmod
 
 from streamkeep.engine.model.groups import ConsumerGroup, estimate_entries_read
 from streamkeep.engine.model.idmp import Idmp
 from streamkeep.engine.model.stream import Stream
-from streamkeep.engine.wire.errors import StreamkeepError
+from streamkeep.engine.wire import extensions
+from streamkeep.snapshot._rdb_py import RdbError, strict_int
+
+if extensions.compiled_wanted():
+    try:
+        from streamkeep.snapshot._rdb_c import (
+            crc64,
+            decode_node,
+            listpack,
+            listpack_items,
+            lp_element,
+            lzf_decompress,
+            node_listpack,
+        )
+    except ImportError as error:
+        extensions.missing(__name__, error)
+        from streamkeep.snapshot._rdb_py import (
+            crc64,
+            decode_node,
+            listpack,
+            listpack_items,
+            lp_element,
+            lzf_decompress,
+            node_listpack,
+        )
+    else:
+        extensions.loaded(__name__, True)
+else:
+    extensions.loaded(__name__, False)
+    from streamkeep.snapshot._rdb_py import (
+        crc64,
+        decode_node,
+        listpack,
+        listpack_items,
+        lp_element,
+        lzf_decompress,
+        node_listpack,
+    )
 
 TYPE_STREAM = {9: 15, 10: 19, 11: 21, 12: 21, 13: 26}  # RDB version -> stream type it writes
 STREAM_TYPES = (15, 19, 21, 26)
 MAX_VERSION = 13
 _U64 = (1 << 64) - 1
 _INVALID_ENTRIES_READ = -1
-
-
-class RdbError(StreamkeepError):
-    """Not a valid RDB stream value or DUMP payload."""
-
-
-# --- CRC-64 (Jones polynomial, reflected, initial 0, no final xor) -----------------------------
-
-# crcmod's C extension: the polynomial with its leading bit, reflected. About 400 MB/s here, where
-# a table loop in Python runs at about 9 MB/s (a dump.rdb's checksum covers the whole file).
-_crc64 = crcmod.mkCrcFun(0x1AD93D23594C935A9, initCrc=0, rev=True, xorOut=0)
-
-
-def crc64(data: bytes, crc: int = 0) -> int:
-    return _crc64(data, crc)  # type: ignore[no-any-return]
 
 
 # --- reading ------------------------------------------------------------------------------------
@@ -128,43 +152,6 @@ class Reader:
         return struct.unpack("<q", self.take(8))[0]
 
 
-def lzf_decompress(data: bytes, ulen: int) -> bytes:
-    out = bytearray()
-    i, n = 0, len(data)
-    while i < n:
-        ctrl = data[i]
-        i += 1
-        if ctrl < 32:
-            if i + ctrl + 1 > n:
-                raise RdbError("bad LZF data")
-            out += data[i:i + ctrl + 1]
-            i += ctrl + 1
-            continue
-        length = ctrl >> 5
-        if length == 7:
-            if i >= n:
-                raise RdbError("bad LZF data")
-            length += data[i]
-            i += 1
-        if i >= n:
-            raise RdbError("bad LZF data")
-        ref = len(out) - ((ctrl & 31) << 8) - data[i] - 1
-        i += 1
-        if ref < 0:
-            raise RdbError("bad LZF data")
-        length += 2
-        distance = len(out) - ref
-        if distance >= length:
-            out += out[ref:ref + length]
-        else:  # overlaps what it writes: the last `distance` bytes repeated
-            out += (out[ref:] * (length // distance + 1))[:length]
-        if len(out) > ulen:  # back references grow the output ~130x the input: stop early
-            raise RdbError("bad LZF length")
-    if len(out) != ulen:
-        raise RdbError("bad LZF length")
-    return bytes(out)
-
-
 # --- writing ------------------------------------------------------------------------------------
 
 
@@ -181,7 +168,7 @@ def encode_length(n: int) -> bytes:
 def encode_string(s: bytes) -> bytes:
     """Raw, or an integer encoding when Redis would use one (a strict decimal that fits)."""
     if len(s) <= 11:
-        value = _strict_int(s)
+        value = strict_int(s)
         if value is not None:
             if -128 <= value <= 127:
                 return b"\xc0" + struct.pack("<b", value)
@@ -192,196 +179,13 @@ def encode_string(s: bytes) -> bytes:
     return encode_length(len(s)) + s
 
 
-def _strict_int(s: bytes) -> int | None:
-    """Redis's string2ll: decimal, no '+', no leading zeros, no '-0', fits int64."""
-    if not s or len(s) > 20:
-        return None
-    body = s[1:] if s[:1] == b"-" else s
-    if not body or not body.isdigit() or not body.isascii():
-        return None
-    if body[:1] == b"0" and (len(body) > 1 or s[:1] == b"-"):
-        return None
-    value = int(s)
-    return value if -(1 << 63) <= value < (1 << 63) else None
-
-
-# --- listpacks ----------------------------------------------------------------------------------
-
-
-def listpack_items(lp: bytes) -> list[bytes | int]:
-    """The elements of a listpack: ints for integer encodings, bytes for strings."""
-    if len(lp) < 7 or struct.unpack("<I", lp[:4])[0] != len(lp) or lp[-1] != 0xFF:
-        raise RdbError("bad listpack header")
-    out: list[bytes | int] = []
-    append = out.append
-    i, end = 6, len(lp) - 1
-    while i < end:
-        b = lp[i]
-        # (The two common forms first: a 7-bit integer, a string under 64 bytes. An element's
-        # back-length takes 1 byte below 128 bytes of element, 2 below 16383, ...)
-        if b < 0x80:
-            append(b)
-            i += 2
-            continue
-        if b < 0xC0:
-            n = b & 0x3F
-            if i + 1 + n > end:
-                raise RdbError("truncated listpack entry")
-            append(lp[i + 1:i + 1 + n])
-            i += 2 + n
-            continue
-        if b < 0xE0:
-            v = ((b & 0x1F) << 8) | lp[i + 1]
-            value: bytes | int = v - 8192 if v >= 4096 else v
-            size = 2
-        elif b < 0xF0:
-            n = ((b & 0x0F) << 8) | lp[i + 1]
-            value, size = lp[i + 2:i + 2 + n], 2 + n
-        elif b == 0xF0:
-            n = struct.unpack("<I", lp[i + 1:i + 5])[0]
-            value, size = lp[i + 5:i + 5 + n], 5 + n
-        elif b in _INT_FORMS:
-            width, signed_max = _INT_FORMS[b]
-            raw = int.from_bytes(lp[i + 1:i + 1 + width], "little")
-            value, size = (raw - (signed_max << 1) if raw >= signed_max else raw), 1 + width
-        else:
-            raise RdbError(f"bad listpack encoding {b:#x}")
-        if i + size > end:
-            raise RdbError("truncated listpack entry")
-        append(value)
-        i += size + _backlen_size(size)
-    if i != end:
-        raise RdbError("bad listpack length")
-    return out
-
-
-_INT_FORMS = {0xF1: (2, 1 << 15), 0xF2: (3, 1 << 23), 0xF3: (4, 1 << 31), 0xF4: (8, 1 << 63)}
-
-
-def _backlen_size(size: int) -> int:
-    if size <= 127:
-        return 1
-    if size < 16383:
-        return 2
-    if size < 2097151:
-        return 3
-    if size < 268435455:
-        return 4
-    return 5
-
-
-def _backlen(size: int) -> bytes:
-    n = _backlen_size(size)
-    groups = [(size >> (7 * k)) & 0x7F for k in range(n)][::-1]  # most significant first
-    return bytes([groups[0]] + [g | 0x80 for g in groups[1:]])
-
-
-def _lp_element(value: bytes | int) -> bytes:
-    if isinstance(value, bytes):
-        iv = _strict_int(value)
-        if iv is None:
-            n = len(value)
-            if n < 64:
-                enc = bytes((0x80 | n,)) + value
-            elif n < 4096:
-                enc = bytes((0xE0 | n >> 8, n & 0xFF)) + value
-            else:
-                enc = b"\xf0" + struct.pack("<I", n) + value
-            return enc + _backlen(len(enc))
-        value = iv
-    if 0 <= value <= 127:
-        enc = bytes((value,))
-    elif -4096 <= value <= 4095:
-        v = value & 0x1FFF
-        enc = bytes((0xC0 | v >> 8, v & 0xFF))
-    elif -(1 << 15) <= value < (1 << 15):
-        enc = b"\xf1" + (value & 0xFFFF).to_bytes(2, "little")
-    elif -(1 << 23) <= value < (1 << 23):
-        enc = b"\xf2" + (value & 0xFFFFFF).to_bytes(3, "little")
-    elif -(1 << 31) <= value < (1 << 31):
-        enc = b"\xf3" + (value & 0xFFFFFFFF).to_bytes(4, "little")
-    else:
-        enc = b"\xf4" + (value & _U64).to_bytes(8, "little")
-    return enc + _backlen(len(enc))
-
-
-def listpack(items: list[bytes | int]) -> bytes:
-    body = b"".join(map(_lp_element, items))
-    total = 6 + len(body) + 1
-    return struct.pack("<IH", total, min(len(items), 65535)) + body + b"\xff"
-
-
 # --- stream values ------------------------------------------------------------------------------
-
-
-def _as_bytes(x: bytes | int) -> bytes:
-    return x if isinstance(x, bytes) else b"%d" % x
-
-
-def _as_int(x: bytes | int) -> int:
-    if isinstance(x, int):
-        return x
-    value = _strict_int(x)
-    if value is None:
-        raise RdbError("a listpack integer expected")
-    return value
-
-
-def _signed(v: int) -> int:
-    v &= _U64
-    return v - (1 << 64) if v >= (1 << 63) else v
 
 
 def _read_id(r: Reader) -> int:
     ms = r.length()
     seq = r.length()
     return (ms & _U64) << 64 | (seq & _U64)
-
-
-def _node(master: int, lp: bytes) -> tuple[list[int], list, int, int, tuple]:
-    """(ids, fields per entry or None, live, listpack size without its counters, names)."""
-    items = listpack_items(lp)
-    try:
-        live, deleted, nfields = (_as_int(x) for x in items[:3])
-        names = tuple(_as_bytes(x) for x in items[3:3 + nfields])
-        pos = 3 + nfields + 1  # the master entry's closing 0
-        ids: list[int] = []
-        fields: list = []
-        ms0, seq0 = master >> 64, master & _U64
-        n_items = len(items)
-        while pos < n_items:
-            flags, dms, dseq = items[pos:pos + 3]
-            if dms.__class__ is not int or dseq.__class__ is not int or \
-                    flags.__class__ is not int:
-                flags, dms, dseq = _as_int(flags), _as_int(dms), _as_int(dseq)
-            ms = (ms0 + dms) & _U64
-            seq = (seq0 + dseq) & _U64
-            pos += 3
-            if flags & 2:  # SAMEFIELDS
-                values = items[pos:pos + nfields]
-                pos += nfields
-                flat = tuple(chain.from_iterable(zip(
-                    names, [v if v.__class__ is bytes else b"%d" % v  # type: ignore[str-format]
-                            for v in values],
-                    strict=True)))
-            else:
-                n = _as_int(items[pos])
-                pairs = items[pos + 1:pos + 1 + 2 * n]
-                if len(pairs) != 2 * n:
-                    raise RdbError("truncated stream entry")
-                pos += 1 + 2 * n
-                flat = tuple(map(_as_bytes, pairs))
-            pos += 1  # lp-count
-            ids.append(ms << 64 | seq)
-            fields.append(None if flags & 1 else flat)
-    except (ValueError, IndexError):
-        raise RdbError("bad stream node") from None
-    if pos != len(items) or live + deleted != len(ids) or \
-            live != sum(f is not None for f in fields) or not ids or ids[0] < master:
-        raise RdbError("bad stream node")
-    # The node's size as the engine keeps it: the listpack without its two counters.
-    size = len(lp) - len(_lp_element(live)) - len(_lp_element(deleted))
-    return ids, fields, live, size, names
 
 
 def read_stream(r: Reader, rdb_type: int, s: Stream | None = None) -> Stream:
@@ -399,8 +203,8 @@ def read_stream(r: Reader, rdb_type: int, s: Stream | None = None) -> Stream:
         if master <= last_master:
             raise RdbError("stream nodes out of order")
         last_master = master
-        ids, fields, live, size, names = _node(master, r.string())
-        s.restore_node(master, names, size, ids, fields, live)
+        ids, idbs, fields, live, size, names = decode_node(master, r.string())
+        s.restore_node(master, names, size, ids, fields, live, idbs)
     s.length = r.length()
     s.last_id = _read_id(r)
     if rdb_type >= 19:
@@ -515,33 +319,13 @@ def _encode_id(sid: int) -> bytes:
     return encode_length(sid >> 64) + encode_length(sid & _U64)
 
 
-def _node_listpack(node: object) -> bytes:
-    names = node.master_fields  # type: ignore[attr-defined]
-    ids, fields = node.ids, node.fields  # type: ignore[attr-defined]
-    live = sum(f is not None for f in fields)
-    items: list[bytes | int] = [live, len(ids) - live, len(names), *names, 0]
-    master = node.master  # type: ignore[attr-defined]
-    ms0, seq0 = master >> 64, master & _U64
-    for sid, f in zip(ids, fields, strict=True):
-        dms, dseq = _signed((sid >> 64) - ms0), _signed((sid & _U64) - seq0)
-        dead = f is None
-        if f is None:  # a tombstone: its values are gone here; the names keep it readable
-            f = tuple(x for name in names for x in (name, b""))
-        if len(f) == 2 * len(names) and f[0::2] == names:
-            items += [2 | dead, dms, dseq, *f[1::2], 3 + len(names)]
-        else:
-            n = len(f) // 2
-            items += [int(dead), dms, dseq, n, *f, 3 + 2 * n + 1]
-    return listpack(items)
-
-
 def write_stream(s: Stream, rdb_type: int) -> bytes:
     """The stream value as `rdb_type` (15, 19, 21 or 26) writes it."""
     if rdb_type not in STREAM_TYPES:
         raise ValueError(f"not a stream type: {rdb_type}")
     out = [encode_length(len(s.nodes))]
     for node in s.nodes:
-        lp = _node_listpack(node)
+        lp = node_listpack(node)
         out += [encode_string(node.master.to_bytes(16, "big")), encode_length(len(lp)) + lp]
     out += [encode_length(s.length), _encode_id(s.last_id)]
     if rdb_type >= 19:
@@ -863,5 +647,6 @@ def load_payload(payload: bytes, into: Stream | None = None) -> Stream:
 
 
 __all__ = ["RdbError", "RdbKey", "payload_from", "key_text", "rdb_version", "read_rdb", "check_payload",
-           "crc64", "dump_payload", "listpack", "listpack_items", "load_payload",
-           "read_rdb_prefix", "read_stream", "write_rdb", "write_stream"]
+           "crc64", "decode_node", "dump_payload", "listpack", "listpack_items", "load_payload",
+           "lp_element", "lzf_decompress", "node_listpack", "read_rdb_prefix", "read_stream",
+           "write_rdb", "write_stream"]

@@ -13,9 +13,10 @@ from __future__ import annotations
 from streamkeep.aof import codec
 from streamkeep.engine.model import ids, listpack
 from streamkeep.engine.wire import extensions, resp
+from streamkeep.snapshot import rdb
 
 # Every kernel facade (importing one is what registers it).
-FACADES = (resp, ids, listpack, codec)
+FACADES = (resp, ids, listpack, codec, rdb)
 
 
 def kernels() -> dict[str, str]:

@@ -180,14 +180,15 @@ class Stream:
         return idb
 
     def restore_node(self, master: int, master_fields: tuple, size: int, ids: list[int],
-                     fields: list | tuple, live: int) -> None:
+                     fields: list | tuple, live: int, idbs: list[bytes] | None = None) -> None:
         """Append a node exactly as a snapshot recorded it (tombstones and listpack size
         included, so later appends and `~` trims split and cut where they did before). Stream
-        metadata is restored separately by the loader."""
+        metadata is restored separately by the loader. `idbs`, the IDs as `format_id` writes
+        them, when the caller has them already (the RDB decoder makes them as it reads)."""
         node = Node(master, tuple(x for name in master_fields for x in (name, b"")))
         node.fixed_bytes = size
         node.ids = ids
-        node.idbs = format_ids(ids)
+        node.idbs = format_ids(ids) if idbs is None else idbs
         node.fields = list(fields)
         node.live = live
         node.epoch = -1

@@ -1,0 +1,821 @@
+# cython: boundscheck=False, wraparound=False, cdivision=True, initializedcheck=False
+"""The RDB codec's per-byte and per-entry work, compiled: the same functions, results and
+errors as `_rdb_py.py` (the reference, which documents the formats), without a Python object
+per byte or per listpack element.
+
+How it stays identical to the reference on untrusted bytes:
+- Every read is bounds-checked against the buffer's own length before it happens (the
+  `boundscheck=False` above covers only C pointer arithmetic whose range each function checks
+  first); sizes are Py_ssize_t / 64-bit values compared before any addition can overflow.
+- Nothing is allocated at a size the input merely announces: LZF output is allocated once its
+  exact size is proven by a pass over the control bytes, a node's field tuples only once the
+  elements they hold are known to fit in the listpack.
+- `listpack_items` and `lzf_decompress` raise the reference's RdbErrors themselves (their
+  conditions are simple). `decode_node` decodes the common shape of a valid node; on anything
+  else (a malformed listpack, a count that does not fit, a non-integer where one is expected,
+  any check the node fails) it hands the same input to the reference, whose error (or odd but
+  valid reading) is then the answer by construction. The encoders do the same for values
+  outside what they handle (ints beyond int64, bytes subclasses, strings of 4 GiB).
+- Inputs that are not exactly `bytes` (or, for `crc64`, `bytearray`) take the reference.
+"""
+
+from cpython.bytearray cimport PyByteArray_AS_STRING, PyByteArray_CheckExact, PyByteArray_GET_SIZE
+from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_CheckExact, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
+from cpython.list cimport PyList_CheckExact, PyList_GET_ITEM, PyList_GET_SIZE
+from cpython.long cimport PyLong_AsLongLongAndOverflow, PyLong_AsUnsignedLongLongMask, PyLong_CheckExact, PyLong_FromLongLong, PyLong_FromUnsignedLongLong
+from cpython.object cimport PyObject
+from cpython.ref cimport Py_INCREF
+from cpython.tuple cimport PyTuple_CheckExact, PyTuple_GET_ITEM, PyTuple_GET_SIZE, PyTuple_New, PyTuple_SET_ITEM
+from libc.stdint cimport int64_t, uint32_t, uint64_t
+from libc.stdlib cimport free, malloc, realloc
+from libc.string cimport memcmp, memcpy
+
+from streamkeep.snapshot import _rdb_py
+from streamkeep.snapshot._rdb_py import RdbError
+
+cdef object _MAX_ID = (1 << 128) - 1
+cdef object _U64_OBJ = (1 << 64) - 1
+cdef object _SIXTY_FOUR = 64
+
+
+# --- CRC-64: slicing by 8 ------------------------------------------------------------------------
+
+cdef uint64_t CRC_TABLE[8][256]
+
+
+cdef void _crc_tables() noexcept:
+    # The reflected Jones polynomial (0xAD93D23594C935A9 bit-reversed), as crcmod builds it.
+    cdef uint64_t poly = 0x95AC9329AC4BC9B5ULL
+    cdef uint64_t crc
+    cdef int i, k
+    for i in range(256):
+        crc = i
+        for k in range(8):
+            crc = (crc >> 1) ^ (poly if crc & 1 else 0)
+        CRC_TABLE[0][i] = crc
+    for i in range(256):
+        crc = CRC_TABLE[0][i]
+        for k in range(1, 8):
+            crc = CRC_TABLE[0][crc & 0xFF] ^ (crc >> 8)
+            CRC_TABLE[k][i] = crc
+
+
+_crc_tables()
+
+
+cdef uint64_t _crc_update(uint64_t crc, const unsigned char* p, Py_ssize_t n) noexcept nogil:
+    cdef uint64_t word
+    while n >= 8:
+        word = (<uint64_t>p[0] | <uint64_t>p[1] << 8 | <uint64_t>p[2] << 16
+                | <uint64_t>p[3] << 24 | <uint64_t>p[4] << 32 | <uint64_t>p[5] << 40
+                | <uint64_t>p[6] << 48 | <uint64_t>p[7] << 56)
+        crc ^= word
+        crc = (CRC_TABLE[7][crc & 0xFF] ^ CRC_TABLE[6][(crc >> 8) & 0xFF]
+               ^ CRC_TABLE[5][(crc >> 16) & 0xFF] ^ CRC_TABLE[4][(crc >> 24) & 0xFF]
+               ^ CRC_TABLE[3][(crc >> 32) & 0xFF] ^ CRC_TABLE[2][(crc >> 40) & 0xFF]
+               ^ CRC_TABLE[1][(crc >> 48) & 0xFF] ^ CRC_TABLE[0][crc >> 56])
+        p += 8
+        n -= 8
+    while n > 0:
+        crc = CRC_TABLE[0][(crc ^ p[0]) & 0xFF] ^ (crc >> 8)
+        p += 1
+        n -= 1
+    return crc
+
+
+def crc64(data, crc=0):
+    cdef uint64_t c
+    cdef const unsigned char* p
+    cdef Py_ssize_t n
+    if not PyLong_CheckExact(crc) or crc < 0 or crc > _U64_OBJ:
+        return _rdb_py.crc64(data, crc)
+    c = crc
+    if PyBytes_CheckExact(data):
+        p = <const unsigned char*>PyBytes_AS_STRING(data)
+        n = PyBytes_GET_SIZE(data)
+        if n >= 65536:  # bytes cannot change: other threads may run meanwhile
+            with nogil:
+                c = _crc_update(c, p, n)
+        else:
+            c = _crc_update(c, p, n)
+        return c
+    if PyByteArray_CheckExact(data):  # (the GIL held: nothing can resize it meanwhile)
+        return _crc_update(c, <const unsigned char*>PyByteArray_AS_STRING(data),
+                           PyByteArray_GET_SIZE(data))
+    return _rdb_py.crc64(data, crc)
+
+
+# --- LZF -------------------------------------------------------------------------------------------
+
+cdef object _bad_lzf_data():
+    return RdbError("bad LZF data")
+
+
+cdef object _bad_lzf_length():
+    return RdbError("bad LZF length")
+
+
+def lzf_decompress(data, ulen):
+    cdef const unsigned char* p
+    cdef Py_ssize_t n, i, length, ref, o, k
+    cdef long long want
+    cdef unsigned int ctrl
+    cdef long long total = 0
+    cdef int overflow = 0
+    cdef unsigned char* out
+    if not PyBytes_CheckExact(data) or not PyLong_CheckExact(ulen):
+        return _rdb_py.lzf_decompress(data, ulen)
+    # Beyond long long the announced size can never be reached, nor below 0: both compare
+    # exactly like the reference's Python ints against an output of at most ~88x the input.
+    want = PyLong_AsLongLongAndOverflow(ulen, &overflow)
+    if overflow > 0:
+        want = 0x7FFFFFFFFFFFFFFF
+    elif overflow < 0 or want < 0:
+        want = -1
+    p = <const unsigned char*>PyBytes_AS_STRING(data)
+    n = PyBytes_GET_SIZE(data)
+    # Pass 1: the reference's checks, in its order, on lengths only (no output yet).
+    i = 0
+    while i < n:
+        ctrl = p[i]
+        i += 1
+        if ctrl < 32:
+            if i + ctrl + 1 > n:
+                raise _bad_lzf_data()
+            total += ctrl + 1
+            i += ctrl + 1
+            continue
+        length = ctrl >> 5
+        if length == 7:
+            if i >= n:
+                raise _bad_lzf_data()
+            length += p[i]
+            i += 1
+        if i >= n:
+            raise _bad_lzf_data()
+        ref = total - ((ctrl & 31) << 8) - p[i] - 1
+        i += 1
+        if ref < 0:
+            raise _bad_lzf_data()
+        total += length + 2
+        if total > want:
+            raise _bad_lzf_length()
+    if total != want:
+        raise _bad_lzf_length()
+    # Pass 2: the output, whose size is now proven (every reference lies inside it).
+    result = PyBytes_FromStringAndSize(NULL, total)
+    out = <unsigned char*>PyBytes_AS_STRING(result)
+    i = 0
+    o = 0
+    while i < n:
+        ctrl = p[i]
+        i += 1
+        if ctrl < 32:
+            memcpy(out + o, p + i, ctrl + 1)
+            o += ctrl + 1
+            i += ctrl + 1
+            continue
+        length = ctrl >> 5
+        if length == 7:
+            length += p[i]
+            i += 1
+        ref = o - ((ctrl & 31) << 8) - p[i] - 1
+        i += 1
+        length += 2
+        if o + length > total or ref < 0:  # cannot happen after pass 1: never write past it
+            raise _bad_lzf_data()
+        if o - ref >= length:
+            memcpy(out + o, out + ref, length)
+        else:  # overlapping: byte by byte, each copy reading what the last one wrote
+            for k in range(length):
+                out[o + k] = out[ref + k]
+        o += length
+    return result
+
+
+# --- listpack elements --------------------------------------------------------------------------
+
+cdef struct Elem:
+    bint is_int
+    long long ival
+    const unsigned char* s
+    Py_ssize_t n
+
+# next_elem's outcomes besides 0 (an element read)
+cdef enum:
+    TRUNCATED = -1
+    BAD_ENCODING = -2
+
+
+cdef inline Py_ssize_t backlen_size(Py_ssize_t size) noexcept nogil:
+    if size <= 127:
+        return 1
+    if size < 16383:
+        return 2
+    if size < 2097151:
+        return 3
+    if size < 268435455:
+        return 4
+    return 5
+
+
+cdef inline int next_elem(const unsigned char* p, Py_ssize_t end, Py_ssize_t* pos,
+                          Elem* e) noexcept nogil:
+    """The element at *pos (< end, the index of the listpack's 0xFF): 0 with *e set and *pos
+    moved past it (possibly past `end`: the caller's loop stops, its check fails), or an error
+    code as the reference raises it. Reads nothing at or beyond `end` + 1."""
+    cdef Py_ssize_t i = pos[0]
+    cdef Py_ssize_t size
+    cdef uint64_t raw
+    cdef unsigned int b = p[i]
+    cdef unsigned int v
+    cdef int width, k
+    if b < 0x80:
+        e.is_int = True
+        e.ival = b
+        pos[0] = i + 2
+        return 0
+    if b < 0xC0:
+        e.n = b & 0x3F
+        if i + 1 + e.n > end:
+            return TRUNCATED
+        e.is_int = False
+        e.s = p + i + 1
+        pos[0] = i + 2 + e.n
+        return 0
+    if b < 0xE0:  # p[i + 1] is at most the 0xFF
+        v = ((b & 0x1F) << 8) | p[i + 1]
+        e.is_int = True
+        e.ival = <long long>v - 8192 if v >= 4096 else v
+        size = 2
+    elif b < 0xF0:
+        e.n = ((b & 0x0F) << 8) | p[i + 1]
+        e.is_int = False
+        e.s = p + i + 2
+        size = 2 + e.n
+    elif b == 0xF0:
+        if i + 5 > end:
+            return TRUNCATED
+        e.n = (<Py_ssize_t>p[i + 1] | <Py_ssize_t>p[i + 2] << 8 | <Py_ssize_t>p[i + 3] << 16
+               | <Py_ssize_t>p[i + 4] << 24)
+        e.is_int = False
+        e.s = p + i + 5
+        size = 5 + e.n
+    elif b <= 0xF4:
+        width = 2 if b == 0xF1 else 3 if b == 0xF2 else 4 if b == 0xF3 else 8
+        size = 1 + width
+        if i + size > end:
+            return TRUNCATED
+        raw = 0
+        for k in range(width - 1, -1, -1):
+            raw = raw << 8 | p[i + 1 + k]
+        e.is_int = True
+        if width == 8:
+            e.ival = <long long>raw
+        elif raw >= (<uint64_t>1 << (8 * width - 1)):
+            e.ival = <long long>raw - (<long long>1 << (8 * width))
+        else:
+            e.ival = <long long>raw
+    else:
+        return BAD_ENCODING
+    if i + size > end:
+        return TRUNCATED
+    pos[0] = i + size + backlen_size(size)
+    return 0
+
+
+cdef inline bint lp_header_ok(const unsigned char* p, Py_ssize_t n) noexcept nogil:
+    if n < 7 or p[n - 1] != 0xFF:
+        return False
+    return (<uint64_t>p[0] | <uint64_t>p[1] << 8 | <uint64_t>p[2] << 16
+            | <uint64_t>p[3] << 24) == <uint64_t>n
+
+
+cdef object int_text(long long v):
+    """b"%d" % v."""
+    cdef char buf[24]
+    cdef int at = 24
+    cdef uint64_t m = (<uint64_t>0 - <uint64_t>v) if v < 0 else <uint64_t>v
+    while True:
+        at -= 1
+        buf[at] = 48 + <char>(m % 10)
+        m //= 10
+        if m == 0:
+            break
+    if v < 0:
+        at -= 1
+        buf[at] = 45
+    return PyBytes_FromStringAndSize(buf + at, 24 - at)
+
+
+cdef inline int put_decimal(char* buf, uint64_t m) noexcept nogil:
+    """m in decimal at buf (room for 20 digits); the digits written."""
+    cdef char tmp[20]
+    cdef int n = 0, k
+    while True:
+        tmp[n] = 48 + <char>(m % 10)
+        n += 1
+        m //= 10
+        if m == 0:
+            break
+    for k in range(n):
+        buf[k] = tmp[n - 1 - k]
+    return n
+
+
+cdef inline object id_text(uint64_t ms, uint64_t seq):
+    """`ms-seq` as engine.model.ids.format_id writes it."""
+    cdef char buf[48]
+    cdef int n = put_decimal(buf, ms)
+    buf[n] = 45  # '-'
+    n += 1
+    n += put_decimal(buf + n, seq)
+    return PyBytes_FromStringAndSize(buf, n)
+
+
+cdef inline object elem_object(Elem* e):
+    if e.is_int:
+        return PyLong_FromLongLong(e.ival)
+    return PyBytes_FromStringAndSize(<const char*>e.s, e.n)
+
+
+cdef inline object elem_bytes(Elem* e):
+    if e.is_int:
+        return int_text(e.ival)
+    return PyBytes_FromStringAndSize(<const char*>e.s, e.n)
+
+
+cdef inline bint c_as_int(const unsigned char* p, Py_ssize_t n, long long* out) noexcept nogil:
+    """Redis's string2ll over p[0:n] (the reference's strict_int): True and *out set when it
+    is a strict int64 decimal."""
+    cdef Py_ssize_t i = 0
+    cdef bint negative = False
+    cdef uint64_t value = 0
+    if n == 0 or n > 20:
+        return False
+    if p[0] == 45:  # '-'
+        negative = True
+        i = 1
+        if n == 1:
+            return False
+    if p[i] == 48:  # a leading '0' only as "0" itself
+        if n == 1:
+            out[0] = 0
+            return True
+        return False
+    while i < n:
+        if p[i] < 48 or p[i] > 57:
+            return False
+        if value > 1844674407370955161ULL:  # (2**64 - 1) // 10: the next digit overflows
+            return False
+        value = value * 10
+        if value > 0xFFFFFFFFFFFFFFFFULL - (p[i] - 48):
+            return False
+        value += p[i] - 48
+        i += 1
+    if negative:
+        if value > 9223372036854775808ULL:
+            return False
+        out[0] = <long long>(0 - value)
+    else:
+        if value > 9223372036854775807ULL:
+            return False
+        out[0] = <long long>value
+    return True
+
+
+cdef inline bint elem_int(Elem* e, long long* out) noexcept nogil:
+    """The reference's _as_int on an element: False where it raises."""
+    if e.is_int:
+        out[0] = e.ival
+        return True
+    return c_as_int(e.s, e.n, out)
+
+
+def listpack_items(lp):
+    cdef const unsigned char* p
+    cdef Py_ssize_t n, i, end
+    cdef Elem e
+    cdef int rc
+    if not PyBytes_CheckExact(lp):
+        return _rdb_py.listpack_items(lp)
+    p = <const unsigned char*>PyBytes_AS_STRING(lp)
+    n = PyBytes_GET_SIZE(lp)
+    if not lp_header_ok(p, n):
+        raise RdbError("bad listpack header")
+    out = []
+    i = 6
+    end = n - 1
+    while i < end:
+        rc = next_elem(p, end, &i, &e)
+        if rc == TRUNCATED:
+            raise RdbError("truncated listpack entry")
+        if rc == BAD_ENCODING:
+            raise RdbError(f"bad listpack encoding {<int>p[i]:#x}")
+        out.append(elem_object(&e))
+    if i != end:
+        raise RdbError("bad listpack length")
+    return out
+
+
+# --- stream nodes, decoded ------------------------------------------------------------------------
+
+cdef inline int int_size(long long v) noexcept nogil:
+    """The bytes an integer element takes, backlen included (len(lp_element(v)))."""
+    if 0 <= v <= 127:
+        return 2
+    if -4096 <= v <= 4095:
+        return 3
+    if -32768 <= v <= 32767:
+        return 4
+    if -8388608 <= v <= 8388607:
+        return 5
+    if -2147483648 <= v <= 2147483647:
+        return 6
+    return 10
+
+
+cdef object c_decode_node(object master, bytes lp):
+    """The reference's decode_node for a node of the usual shape, or None for the reference
+    to answer (an error, or an unusual reading such as a negative field count)."""
+    cdef const unsigned char* p = <const unsigned char*>PyBytes_AS_STRING(lp)
+    cdef Py_ssize_t size = PyBytes_GET_SIZE(lp)
+    cdef Py_ssize_t end = size - 1
+    cdef Py_ssize_t i = 6
+    cdef Py_ssize_t k, count = 0, nlive = 0
+    cdef long long live, deleted, nfields, flags, dms, dseq, npairs
+    cdef uint64_t ms0, seq0, ms, seq, first_ms = 0, first_seq = 0
+    cdef uint64_t last_ms = 0
+    cdef Elem e
+    cdef tuple flat
+    cdef tuple names
+    if not lp_header_ok(p, size):
+        return None
+    ms0 = <uint64_t>(master >> _SIXTY_FOUR)
+    seq0 = PyLong_AsUnsignedLongLongMask(master)
+    # The master entry: live, deleted, field count, the names, a closing 0 (not checked).
+    if i >= end or next_elem(p, end, &i, &e) != 0 or not elem_int(&e, &live):
+        return None
+    if i >= end or next_elem(p, end, &i, &e) != 0 or not elem_int(&e, &deleted):
+        return None
+    if i >= end or next_elem(p, end, &i, &e) != 0 or not elem_int(&e, &nfields):
+        return None
+    if nfields < 0:
+        return None
+    name_list = []
+    for k in range(nfields):  # each name an element already in the listpack: bounded
+        if i >= end or next_elem(p, end, &i, &e) != 0:
+            return None
+        name_list.append(elem_bytes(&e))
+    names = tuple(name_list)
+    if i >= end or next_elem(p, end, &i, &e) != 0:
+        return None
+    ids = []
+    idbs = []
+    fields = []
+    shifted = None  # last_ms << 64, reused while consecutive entries share their ms
+    while i < end:
+        if next_elem(p, end, &i, &e) != 0 or not elem_int(&e, &flags):
+            return None
+        if i >= end or next_elem(p, end, &i, &e) != 0 or not elem_int(&e, &dms):
+            return None
+        if i >= end or next_elem(p, end, &i, &e) != 0 or not elem_int(&e, &dseq):
+            return None
+        ms = ms0 + <uint64_t>dms  # uint64 wrap-around, as the reference's & (2**64 - 1)
+        seq = seq0 + <uint64_t>dseq
+        if flags & 2:  # SAMEFIELDS: the master's names, then the values
+            flat = PyTuple_New(2 * nfields)  # nfields names were elements: bounded
+            for k in range(nfields):
+                if i >= end or next_elem(p, end, &i, &e) != 0:
+                    return None
+                name = <object>PyTuple_GET_ITEM(names, k)
+                Py_INCREF(name)
+                PyTuple_SET_ITEM(flat, 2 * k, name)
+                value = elem_bytes(&e)
+                Py_INCREF(value)
+                PyTuple_SET_ITEM(flat, 2 * k + 1, value)
+        else:
+            if i >= end or next_elem(p, end, &i, &e) != 0 or not elem_int(&e, &npairs):
+                return None
+            # 2 * npairs elements of at least 2 bytes each must fit before the 0xFF.
+            if npairs < 0 or npairs > (end - i) // 4:
+                return None
+            flat = PyTuple_New(2 * npairs)
+            for k in range(2 * npairs):
+                if i >= end or next_elem(p, end, &i, &e) != 0:
+                    return None
+                value = elem_bytes(&e)
+                Py_INCREF(value)
+                PyTuple_SET_ITEM(flat, k, value)
+        if i >= end or next_elem(p, end, &i, &e) != 0:  # the entry's element count
+            return None
+        if count == 0:
+            first_ms, first_seq = ms, seq
+        if shifted is None or ms != last_ms:
+            shifted = PyLong_FromUnsignedLongLong(ms) << _SIXTY_FOUR
+            last_ms = ms
+        ids.append(shifted | PyLong_FromUnsignedLongLong(seq))
+        idbs.append(id_text(ms, seq))
+        if flags & 1:
+            fields.append(None)
+        else:
+            fields.append(flat)
+            nlive += 1
+        count += 1
+    if i != end or count == 0 or live != nlive or deleted != count - nlive:
+        return None
+    if first_ms < ms0 or (first_ms == ms0 and first_seq < seq0):
+        return None
+    return ids, idbs, fields, live, size - int_size(live) - int_size(deleted), names
+
+
+def decode_node(master, lp):
+    if PyBytes_CheckExact(lp) and PyLong_CheckExact(master) and 0 <= master <= _MAX_ID:
+        result = c_decode_node(master, <bytes>lp)
+        if result is not None:
+            return result
+    return _rdb_py.decode_node(master, lp)
+
+
+# --- listpacks, encoded ---------------------------------------------------------------------------
+
+cdef struct Buf:
+    unsigned char* p
+    Py_ssize_t n
+    Py_ssize_t cap
+
+# put_object's outcome when a value is outside what this kernel encodes (the reference does)
+cdef enum:
+    NOT_HERE = 1
+
+
+cdef int reserve(Buf* b, Py_ssize_t more) except -1:
+    cdef Py_ssize_t cap
+    cdef unsigned char* grown
+    if b.n + more <= b.cap:
+        return 0
+    cap = b.cap * 2 if b.cap else 256
+    while cap < b.n + more:
+        cap *= 2
+    grown = <unsigned char*>realloc(b.p, cap)
+    if grown == NULL:
+        raise MemoryError()
+    b.p = grown
+    b.cap = cap
+    return 0
+
+
+cdef inline void put_backlen(Buf* b, Py_ssize_t size) noexcept nogil:
+    """Room for 5 bytes reserved by the caller."""
+    cdef Py_ssize_t n = backlen_size(size)
+    cdef Py_ssize_t k
+    # most significant group first, every byte after the first with bit 7 set
+    b.p[b.n] = (size >> (7 * (n - 1))) & 0x7F
+    for k in range(1, n):
+        b.p[b.n + k] = ((size >> (7 * (n - 1 - k))) & 0x7F) | 0x80
+    b.n += n
+
+
+cdef int put_int(Buf* b, long long v) except -1:
+    cdef uint64_t u = <uint64_t>v
+    cdef int width, k
+    reserve(b, 10)
+    if 0 <= v <= 127:
+        b.p[b.n] = <unsigned char>v
+        b.n += 1
+        put_backlen(b, 1)
+        return 0
+    if -4096 <= v <= 4095:
+        b.p[b.n] = 0xC0 | ((u >> 8) & 0x1F)
+        b.p[b.n + 1] = u & 0xFF
+        b.n += 2
+        put_backlen(b, 2)
+        return 0
+    if -32768 <= v <= 32767:
+        b.p[b.n] = 0xF1
+        width = 2
+    elif -8388608 <= v <= 8388607:
+        b.p[b.n] = 0xF2
+        width = 3
+    elif -2147483648 <= v <= 2147483647:
+        b.p[b.n] = 0xF3
+        width = 4
+    else:
+        b.p[b.n] = 0xF4
+        width = 8
+    for k in range(width):
+        b.p[b.n + 1 + k] = (u >> (8 * k)) & 0xFF
+    b.n += 1 + width
+    put_backlen(b, 1 + width)
+    return 0
+
+
+cdef int put_bytes(Buf* b, const unsigned char* s, Py_ssize_t n) except -1:
+    """A string element (an integer one when it is a strict int64 decimal); NOT_HERE for one
+    of 4 GiB or more (the reference's struct.pack refuses it)."""
+    cdef long long iv
+    cdef Py_ssize_t head
+    if c_as_int(s, n, &iv):
+        return put_int(b, iv)
+    if n > 0xFFFFFFFF:
+        return NOT_HERE
+    reserve(b, n + 10)
+    if n < 64:
+        b.p[b.n] = 0x80 | n
+        head = 1
+    elif n < 4096:
+        b.p[b.n] = 0xE0 | (n >> 8)
+        b.p[b.n + 1] = n & 0xFF
+        head = 2
+    else:
+        b.p[b.n] = 0xF0
+        b.p[b.n + 1] = n & 0xFF
+        b.p[b.n + 2] = (n >> 8) & 0xFF
+        b.p[b.n + 3] = (n >> 16) & 0xFF
+        b.p[b.n + 4] = (n >> 24) & 0xFF
+        head = 5
+    memcpy(b.p + b.n + head, s, n)
+    b.n += head + n
+    put_backlen(b, head + n)
+    return 0
+
+
+cdef int put_object(Buf* b, object value) except -1:
+    """An element from exact bytes or an int64; NOT_HERE for anything else."""
+    cdef long long v
+    cdef int overflow = 0
+    if PyBytes_CheckExact(value):
+        return put_bytes(b, <const unsigned char*>PyBytes_AS_STRING(value),
+                         PyBytes_GET_SIZE(value))
+    if PyLong_CheckExact(value):
+        v = PyLong_AsLongLongAndOverflow(value, &overflow)
+        if overflow:
+            return NOT_HERE
+        return put_int(b, v)
+    return NOT_HERE
+
+
+cdef object take_listpack(Buf* b, Py_ssize_t count):
+    """The listpack whose elements are b.p[6:b.n] (room for its header was left), or None
+    when it would reach 4 GiB (the reference's struct.pack refuses it)."""
+    cdef Py_ssize_t total
+    reserve(b, 1)
+    b.p[b.n] = 0xFF
+    b.n += 1
+    total = b.n
+    if total > 0xFFFFFFFF:
+        return None
+    if count > 65535:
+        count = 65535
+    b.p[0] = total & 0xFF
+    b.p[1] = (total >> 8) & 0xFF
+    b.p[2] = (total >> 16) & 0xFF
+    b.p[3] = (total >> 24) & 0xFF
+    b.p[4] = count & 0xFF
+    b.p[5] = (count >> 8) & 0xFF
+    return PyBytes_FromStringAndSize(<char*>b.p, total)
+
+
+def lp_element(value):
+    cdef Buf b
+    b.p = NULL
+    b.n = b.cap = 0
+    try:
+        if put_object(&b, value) == NOT_HERE:
+            return _rdb_py.lp_element(value)
+        return PyBytes_FromStringAndSize(<char*>b.p, b.n)
+    finally:
+        free(b.p)
+
+
+def listpack(items):
+    cdef Buf b
+    cdef Py_ssize_t k, n
+    if not PyList_CheckExact(items):
+        return _rdb_py.listpack(items)
+    b.p = NULL
+    b.n = b.cap = 0
+    try:
+        reserve(&b, 6)
+        b.n = 6
+        n = PyList_GET_SIZE(items)
+        for k in range(n):
+            if k >= PyList_GET_SIZE(items):  # (nothing here can shrink it; kept cheap)
+                break
+            if put_object(&b, <object>PyList_GET_ITEM(items, k)) == NOT_HERE:
+                return _rdb_py.listpack(items)
+        result = take_listpack(&b, n)
+        return _rdb_py.listpack(items) if result is None else result
+    finally:
+        free(b.p)
+
+
+# --- stream nodes, encoded ------------------------------------------------------------------------
+
+cdef inline bint same_bytes(object a, object b):
+    if a is b:
+        return True
+    return (PyBytes_GET_SIZE(a) == PyBytes_GET_SIZE(b)
+            and memcmp(PyBytes_AS_STRING(a), PyBytes_AS_STRING(b), PyBytes_GET_SIZE(a)) == 0)
+
+
+cdef object c_node_listpack(object master, tuple names, list ids, list fields):
+    """The reference's node_listpack for lists of exact types, or None for it to answer."""
+    cdef Buf b
+    cdef Py_ssize_t k, j, nn, nf, count, live = 0, npairs
+    cdef uint64_t ms0, seq0, ms, seq
+    cdef bint same
+    cdef object f, sid, x
+    nn = PyTuple_GET_SIZE(names)
+    if PyList_GET_SIZE(ids) != PyList_GET_SIZE(fields):
+        return None
+    for k in range(nn):
+        if not PyBytes_CheckExact(<object>PyTuple_GET_ITEM(names, k)):
+            return None
+    for k in range(PyList_GET_SIZE(fields)):
+        f = <object>PyList_GET_ITEM(fields, k)
+        if f is None:
+            continue
+        if not PyTuple_CheckExact(f):
+            return None
+        for j in range(PyTuple_GET_SIZE(f)):
+            if not PyBytes_CheckExact(<object>PyTuple_GET_ITEM(f, j)):
+                return None
+        live += 1
+    ms0 = <uint64_t>(master >> _SIXTY_FOUR)
+    seq0 = PyLong_AsUnsignedLongLongMask(master)
+    b.p = NULL
+    b.n = b.cap = 0
+    try:
+        reserve(&b, 6)
+        b.n = 6
+        put_int(&b, live)
+        put_int(&b, PyList_GET_SIZE(ids) - live)
+        put_int(&b, nn)
+        for k in range(nn):
+            x = <object>PyTuple_GET_ITEM(names, k)
+            if put_bytes(&b, <const unsigned char*>PyBytes_AS_STRING(x),
+                         PyBytes_GET_SIZE(x)) == NOT_HERE:
+                return None
+        put_int(&b, 0)
+        count = 4 + nn
+        for k in range(PyList_GET_SIZE(ids)):
+            sid = <object>PyList_GET_ITEM(ids, k)
+            if not PyLong_CheckExact(sid) or sid < 0 or sid > _MAX_ID:
+                return None
+            ms = <uint64_t>(sid >> _SIXTY_FOUR)
+            seq = PyLong_AsUnsignedLongLongMask(sid)
+            f = <object>PyList_GET_ITEM(fields, k)
+            if f is None:  # a tombstone: the master's names with empty values, SAMEFIELDS
+                put_int(&b, 3)
+                put_int(&b, <long long>(ms - ms0))
+                put_int(&b, <long long>(seq - seq0))
+                for j in range(nn):
+                    put_bytes(&b, <const unsigned char*>b"", 0)
+                put_int(&b, 3 + nn)
+                count += 4 + nn
+                continue
+            nf = PyTuple_GET_SIZE(f)
+            same = nf == 2 * nn
+            if same:
+                for j in range(nn):
+                    if not same_bytes(<object>PyTuple_GET_ITEM(f, 2 * j),
+                                      <object>PyTuple_GET_ITEM(names, j)):
+                        same = False
+                        break
+            put_int(&b, 2 if same else 0)
+            put_int(&b, <long long>(ms - ms0))
+            put_int(&b, <long long>(seq - seq0))
+            if same:
+                for j in range(nn):
+                    x = <object>PyTuple_GET_ITEM(f, 2 * j + 1)
+                    if put_bytes(&b, <const unsigned char*>PyBytes_AS_STRING(x),
+                                 PyBytes_GET_SIZE(x)) == NOT_HERE:
+                        return None
+                put_int(&b, 3 + nn)
+                count += 4 + nn
+            else:
+                npairs = nf // 2
+                put_int(&b, npairs)
+                for j in range(nf):
+                    x = <object>PyTuple_GET_ITEM(f, j)
+                    if put_bytes(&b, <const unsigned char*>PyBytes_AS_STRING(x),
+                                 PyBytes_GET_SIZE(x)) == NOT_HERE:
+                        return None
+                put_int(&b, 3 + 2 * npairs + 1)
+                count += 5 + nf
+        return take_listpack(&b, count)
+    finally:
+        free(b.p)
+
+
+def node_listpack(node):
+    names = node.master_fields
+    ids, fields = node.ids, node.fields
+    master = node.master
+    if PyTuple_CheckExact(names) and PyList_CheckExact(ids) and PyList_CheckExact(fields) \
+            and PyLong_CheckExact(master) and 0 <= master <= _MAX_ID:
+        result = c_node_listpack(master, <tuple>names, <list>ids, <list>fields)
+        if result is not None:
+            return result
+    return _rdb_py.node_listpack(node)

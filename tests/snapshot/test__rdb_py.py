@@ -1,0 +1,415 @@
+"""The RDB codec's kernel: its compiled twin (snapshot/_rdb_c.pyx) against the pure reference
+(snapshot/_rdb_py.py) on the same inputs, which must give the same bytes, the same decoded
+nodes and the same errors (type and message): random nodes and streams encoded then decoded,
+random damage to listpacks, LZF data and whole DUMP payloads, and hand-made hostile lengths
+(run in a child process, so that a crash fails the test instead of the run).
+Both twins' direct unit tests are in test_rdb.py (the `codec` fixture)."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import struct
+import subprocess
+import sys
+import textwrap
+from collections.abc import Iterator
+from pathlib import Path
+from types import ModuleType, SimpleNamespace
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from streamkeep import Engine
+from streamkeep.snapshot import rdb
+from tests.support.kernels import outcome, pure_and_compiled
+
+ROOT = Path(__file__).resolve().parents[2]
+U64 = (1 << 64) - 1
+# First bytes of each listpack form (and of none: 0xF5, 0xFF).
+FORMS = [0, 0x7F, 0x80, 0xBF, 0xC0, 0xDF, 0xE0, 0xEF, 0xF0, 0xF1, 0xF2, 0xF3, 0xF4, 0xF5, 0xFF]
+SETTINGS = settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck))
+
+
+def twins() -> tuple[ModuleType, ModuleType]:
+    return pure_and_compiled("streamkeep.snapshot", "rdb")
+
+
+def same(name: str, *args: object) -> object:
+    """Both twins' outcome of `name(*args)`, asserted equal; the pure one returned."""
+    pure, compiled = twins()
+    expected = outcome(getattr(pure, name), *args)
+    assert outcome(getattr(compiled, name), *args) == expected, (name, args)
+    return expected
+
+
+# --- strategies -----------------------------------------------------------------------------------
+
+# Strings a listpack stores as integers (strict int64 decimals) and ones it must keep as text.
+texts = st.one_of(
+    st.binary(max_size=12),
+    st.integers(-(2**63), 2**63 - 1).map(lambda v: b"%d" % v),
+    st.sampled_from([b"", b"0", b"-0", b"007", b"+1", b"9223372036854775808",
+                     b"-9223372036854775809", b"18446744073709551615", b" 1", b"1 "]),
+    st.binary(min_size=60, max_size=70), st.binary(min_size=4090, max_size=4100))
+u64s = st.one_of(st.integers(0, U64), st.sampled_from([0, 1, 2**63 - 1, 2**63, U64 - 1, U64]))
+
+
+@st.composite
+def nodes(draw: st.DrawFn) -> SimpleNamespace:
+    """An engine node as node_listpack reads it: a master ID, its field names, IDs from it on
+    (deltas may wrap around 2**64) and each entry's fields (the master's names, others, or
+    None for a deleted entry)."""
+    names = tuple(draw(st.lists(texts, max_size=4)))
+    ms0, seq0 = draw(u64s), draw(u64s)
+    master = ms0 << 64 | seq0
+    count = draw(st.integers(1, 12))
+    ids = sorted({master, *(min(master + draw(st.integers(0, 2**70)), (1 << 128) - 1)
+                            for _ in range(count - 1))})
+    fields: list[tuple[bytes, ...] | None] = []
+    for _ in ids:
+        kind = draw(st.sampled_from(["same", "other", "dead"]))
+        if kind == "same":
+            fields.append(tuple(x for n in names for x in (n, draw(texts))))
+        elif kind == "other":
+            fields.append(tuple(draw(st.lists(texts, max_size=6).map(
+                lambda xs: xs + [b"v"] * (len(xs) % 2)))))
+        else:
+            fields.append(None)
+    if all(f is None for f in fields) and draw(st.booleans()):
+        fields[0] = tuple(x for n in names for x in (n, b"x"))
+    return SimpleNamespace(master=master, master_fields=names, ids=ids, fields=fields)
+
+
+def damaged(data: st.DataObject, raw: bytes, fix_header: bool) -> bytes:
+    """`raw` with a few bytes changed, removed or added (and its listpack header's total
+    length made right again, so that the damage reaches past the header check)."""
+    out = bytearray(raw)
+    for _ in range(data.draw(st.integers(1, 4))):
+        what = data.draw(st.sampled_from(["set", "cut", "insert", "truncate"]))
+        at = data.draw(st.integers(0, max(len(out) - 1, 0)))
+        if what == "set" and out:  # often an encoding's first byte, to change an element's form
+            out[at] = data.draw(st.sampled_from(FORMS) if data.draw(st.booleans())
+                                else st.integers(0, 255))
+        elif what == "cut":
+            del out[at:at + data.draw(st.integers(1, 8))]
+        elif what == "insert":
+            out[at:at] = data.draw(st.binary(min_size=1, max_size=8))
+        else:
+            del out[at:]
+    if fix_header and len(out) >= 4:
+        out[0:4] = struct.pack("<I", len(out))
+    return bytes(out)
+
+
+@st.composite
+def lzf_streams(draw: st.DrawFn) -> tuple[bytes, bytes]:
+    """(compressed, expanded): literal runs and back references (long ones, overlapping ones)
+    as Redis's lzf_compress emits them."""
+    out = bytearray()
+    comp = bytearray()
+    for _ in range(draw(st.integers(0, 25))):
+        if not out or draw(st.booleans()):
+            lit = draw(st.binary(min_size=1, max_size=40))
+            for k in range(0, len(lit), 32):
+                chunk = lit[k:k + 32]
+                comp += bytes((len(chunk) - 1,)) + chunk
+                out += chunk
+            continue
+        distance = draw(st.integers(1, min(len(out), 8192)))
+        length = draw(st.integers(3, 264))
+        off = distance - 1
+        if length - 2 < 7:
+            comp += bytes(((length - 2) << 5 | off >> 8, off & 0xFF))
+        else:
+            comp += bytes((7 << 5 | off >> 8, length - 2 - 7, off & 0xFF))
+        ref = len(out) - distance
+        for k in range(length):
+            out.append(out[ref + k])
+    return bytes(comp), bytes(out)
+
+
+# --- round trips ----------------------------------------------------------------------------------
+
+
+@SETTINGS
+@given(node=nodes())
+def test_nodes_encode_identically_and_decode_back(node: SimpleNamespace) -> None:
+    kind, lp = same("node_listpack", node)
+    assert kind == "ok"
+    kind, decoded = same("decode_node", node.master, lp)
+    live = sum(f is not None for f in node.fields)
+    if live + (len(node.ids) - live) == 0:
+        return
+    assert kind == "ok", decoded
+    ids, idbs, fields, got_live, _size, names = decoded
+    assert (ids, fields, got_live, names) == (node.ids, node.fields, live, node.master_fields)
+    assert idbs == [b"%d-%d" % (i >> 64, i & U64) for i in ids]
+    same("listpack_items", lp)
+
+
+@SETTINGS
+@given(items=st.lists(st.one_of(texts, st.integers(-(2**63), 2**63 - 1),
+                                st.integers(-(2**70), 2**70)), max_size=30))
+def test_listpacks_encode_identically(items: list) -> None:
+    kind, lp = same("listpack", items)
+    assert kind == "ok"
+    same("listpack_items", lp)
+    for item in items[:5]:
+        same("lp_element", item)
+
+
+@SETTINGS
+@given(stream=lzf_streams(), extra=st.integers(-3, 3))
+def test_lzf_decodes_identically(stream: tuple[bytes, bytes], extra: int) -> None:
+    comp, expanded = stream
+    assert same("lzf_decompress", comp, len(expanded)) == ("ok", expanded)
+    same("lzf_decompress", comp, len(expanded) + extra)
+
+
+@SETTINGS
+@given(data=st.binary(max_size=3000), cut=st.integers(0, 3000), start=u64s)
+def test_crc64_continues_identically(data: bytes, cut: int, start: int) -> None:
+    pure, compiled = twins()
+    whole = pure.crc64(data, start)
+    assert compiled.crc64(data, start) == whole
+    assert compiled.crc64(data[cut:], compiled.crc64(data[:cut], start)) == whole
+    assert compiled.crc64(bytearray(data), start) == whole
+
+
+# --- random damage --------------------------------------------------------------------------------
+
+
+@SETTINGS
+@given(node=nodes(), data=st.data(), fix=st.booleans())
+def test_damaged_nodes_fail_identically(node: SimpleNamespace, data: st.DataObject,
+                                        fix: bool) -> None:
+    lp = twins()[0].node_listpack(node)
+    bad = damaged(data, lp, fix)
+    same("listpack_items", bad)
+    master = node.master if data.draw(st.booleans()) else data.draw(st.integers(0, 2**128 - 1))
+    same("decode_node", master, bad)
+
+
+@SETTINGS
+@given(stream=lzf_streams(), data=st.data())
+def test_damaged_lzf_fails_identically(stream: tuple[bytes, bytes], data: st.DataObject) -> None:
+    comp, expanded = stream
+    ulen = data.draw(st.sampled_from([len(expanded), len(expanded) + 1, 0, 2**64 - 1]))
+    same("lzf_decompress", damaged(data, comp, False), ulen)
+
+
+@contextlib.contextmanager
+def facade_using(module: ModuleType) -> Iterator[None]:
+    """snapshot.rdb running `module`'s kernel functions (its other code unchanged)."""
+    names = ["crc64", "decode_node", "listpack", "listpack_items", "lp_element",
+             "lzf_decompress", "node_listpack"]
+    saved = {name: getattr(rdb, name) for name in names}
+    try:
+        for name in names:
+            setattr(rdb, name, getattr(module, name))
+        yield
+    finally:
+        for name, value in saved.items():
+            setattr(rdb, name, value)
+
+
+def _stream_payload(ops: list[tuple[str, int]], version: int) -> bytes:
+    e = Engine(clock=lambda: 1_700_000_000_000)
+    e.execute("CONFIG", "SET", "stream-node-max-entries", "4")
+    for i, (op, arg) in enumerate(ops):
+        if op == "add":
+            e.execute("XADD", "s", f"{i + 1}-{arg}", "f", str(arg), "g", "x" * (arg % 70))
+        elif op == "other":
+            e.execute("XADD", "s", f"{i + 1}-0", "h", str(arg))
+        elif op == "del":
+            e.execute("XDEL", "s", f"{arg + 1}-0")
+    e.execute("XADD", "s", "*", "last", "1")
+    e.execute("XGROUP", "CREATE", "s", "grp", "0")
+    e.execute("XREADGROUP", "GROUP", "grp", "c", "COUNT", "3", "STREAMS", "s", ">")
+    pure = twins()[0]
+    with facade_using(pure):
+        return rdb.dump_payload(e.dbs[0][b"s"], version)
+
+
+def _load(payload: bytes) -> object:
+    def run() -> bytes:
+        rdb.check_payload(payload, rdb.MAX_VERSION)
+        return rdb.write_stream(rdb.load_payload(payload), 19)  # a canonical form to compare
+    return outcome(run)
+
+
+ops = st.lists(st.tuples(st.sampled_from(["add", "other", "del"]), st.integers(0, 300)),
+               max_size=30)
+
+
+@SETTINGS
+@given(ops=ops, version=st.sampled_from([9, 10, 11, 13]), data=st.data())
+def test_whole_payloads_agree_and_damaged_ones_fail_identically(
+        ops: list, version: int, data: st.DataObject) -> None:
+    pure, compiled = twins()
+    payload = _stream_payload(ops, version)
+    with facade_using(compiled):
+        assert rdb.dump_payload(rdb.load_payload(payload), version) == payload
+    bad = bytearray(damaged(data, payload, False))
+    if len(bad) >= 10 and data.draw(st.booleans()):  # a right checksum: the damage is decoded
+        bad[-8:] = struct.pack("<Q", pure.crc64(bytes(bad[:-8])))
+    with facade_using(pure):
+        expected = _load(bytes(bad))
+    with facade_using(compiled):
+        assert _load(bytes(bad)) == expected
+
+
+# --- hostile lengths, in a child process ----------------------------------------------------------
+
+HOSTILE = textwrap.dedent(r'''
+    import struct, sys
+    from types import SimpleNamespace
+    from streamkeep.snapshot import _rdb_py as P, _rdb_c as C
+    from tests.support.kernels import outcome
+
+    def lp(body, total=None):
+        return struct.pack("<IH", len(body) + 7 if total is None else total, 0) + body + b"\xff"
+
+    def el(v):
+        return P.lp_element(v)
+
+    def node(*items):
+        return lp(b"".join(map(el, items)))
+
+    cases = []
+    big = [2**31 - 1, 2**31, 2**32 - 1, 2**32, 2**63 - 1, 2**63, 2**64 - 1, 2**64, 10**30]
+    # LZF: announced sizes and references that point before the output or past the input.
+    chain = b"\x00a" + b"\xe0\xff\x00" * 2000
+    for ulen in [-1, 0, 1, 2, 1 + 2000 * 264, 2000 * 264, *big, -(2**70)]:
+        for data in [chain, b"", b"\x00", b"\x1fab", b"\x40\x00", b"\x00a\xe0", b"\x00a\xe0\xff",
+                     b"\x00a\x3f\xff", b"\x00a\xff\xff\xff", b"\x00a\x20\x00" * 3]:
+            cases.append(("lzf_decompress", data, ulen))
+    cases.append(("lzf_decompress", bytearray(b"\x00a"), 1))
+    cases.append(("lzf_decompress", b"\x00a", 1.0))
+    # Listpack headers and element lengths.
+    for total in [0, 6, 7, 8, 2**32 - 1, 2**16]:
+        cases.append(("listpack_items", lp(b"\x01\x01", total)))
+    for body in [b"\xf0\xff\xff\xff\xff", b"\xf0\xff\xff\xff\x7f", b"\xf0\x00\x00\x00\x80",
+                 b"\xf0\x01", b"\xf0", b"\xf0\x00\x00\x00", b"\xef\xff" + b"x" * 100,
+                 b"\xe0", b"\xc0", b"\xdf", b"\xf4\x01\x02", b"\xf1\x01", b"\xf2\x01\x02",
+                 b"\xf3", b"\xbf" + b"x" * 10, b"\x7f", b"\x7f\x01\x7f", b"\x01\xff",
+                 b"\x01\x80\x80\x80\x80", *(bytes((b,)) for b in range(0xF5, 0x100)),
+                 b"\x8a" + b"x" * 10 + b"\x00"]:
+        cases.append(("listpack_items", lp(body)))
+        cases.append(("decode_node", 0, lp(body)))
+    cases += [("listpack_items", bytearray(node(1))), ("listpack_items", memoryview(node(1))),
+              ("listpack_items", "text")]
+    # Node counts: field counts, pair counts, live and deleted that do not fit or add up.
+    for nfields in [-1, -2, -3, -5, -(2**63), 2**63 - 1, 2**31, 3, 100]:
+        cases.append(("decode_node", 0, node(1, 0, nfields, b"a", 0, 2, 0, 0, b"v", 4)))
+        cases.append(("decode_node", 0, node(1, 0, nfields, 2, 0, 0, 4, 0)))
+    for npairs in [-1, -(2**63), 2**63 - 1, 2**62, 2**31, 1000, 2]:
+        cases.append(("decode_node", 0, node(1, 0, 0, 0, 0, 5, 5, npairs, b"a", b"b", 6)))
+    for live, deleted in [(2**63 - 1, 2**63 - 1), (-1, 2), (2, -1), (-(2**63), 2**63 - 1),
+                          (1, 0), (0, 1), (b"1", b"0"), (b"01", 0), (b"x", 0)]:
+        cases.append(("decode_node", 0, node(live, deleted, 1, b"f", 0, 2, 0, 0, b"v", 4)))
+    for dms, dseq in [(-(2**63), 0), (2**63 - 1, 2**63 - 1), (-1, -1), (b"-1", b"5"), (b"a", 0)]:
+        for master in [0, 1 << 64, (1 << 128) - 1, 2**63 << 64 | 2**63, -1, 1 << 128]:
+            cases.append(("decode_node", master, node(1, 0, 1, b"f", 0, 2, dms, dseq, b"v", 4)))
+    cases.append(("decode_node", 0, node(1, 0, 1, b"f", 0, 2, 0, 0, b"v")))  # no lp-count
+    cases.append(("decode_node", 0, node(1, 0, 1, b"f", 0, 2, 0, 0)))
+    cases.append(("decode_node", 0, node(1, 0)))
+    cases.append(("decode_node", 0, node()))
+    cases.append(("decode_node", 0, node(0, 0, 0, 0)))
+    cases.append(("decode_node", 2**100, node(1, 0, 0, 0, 0, 0, 0, 4)))
+    # Encoders: values outside int64, odd types, inconsistent nodes.
+    for v in [2**63, -(2**63) - 1, 2**64, -(2**64), 2**200, True, "text", 1.5, None]:
+        cases.append(("lp_element", v))
+        cases.append(("listpack", [b"a", v]))
+    cases.append(("listpack", (b"a", 1)))
+    cases.append(("listpack", [b"x" * 70000] * 3))
+    for ids, fields in [([0], []), ([0, 1], [(b"a", b"1")]), ([-1], [(b"a", b"1")]),
+                        ([1 << 128], [None]), ([0], [(b"a", b"1", b"odd")]), ([0], [(b"a", 1)]),
+                        ([0], [[b"a", b"1"]]), ([5, 2], [None, (b"b", b"")])]:
+        n = SimpleNamespace(master=0, master_fields=(b"a",), ids=ids, fields=fields)
+        cases.append(("node_listpack", n))
+    n = SimpleNamespace(master=0, master_fields=[b"a"], ids=[0], fields=[(b"a", b"1")])
+    cases.append(("node_listpack", n))
+
+    bad = 0
+    for name, *args in cases:
+        expected = outcome(getattr(P, name), *args)
+        got = outcome(getattr(C, name), *args)
+        if got != expected:
+            bad += 1
+            print("DIFFERENT", name, repr(args)[:200], expected, got, file=sys.stderr)
+        if got[0] == "error" and got[1][0] not in ("RdbError", "TypeError", "ValueError",
+                                                   "error", "OverflowError", "AttributeError"):
+            bad += 1
+            print("UNEXPECTED", name, repr(args)[:200], got, file=sys.stderr)
+    print("cases", len(cases), "different", bad)
+    sys.exit(1 if bad else 0)
+''')
+
+
+def _child(code: str, *args: str, timeout: float = 120) -> subprocess.CompletedProcess:
+    env = {**os.environ}
+    env.pop("STREAMKEEP_NO_EXTENSIONS", None)
+    return subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True,
+                          cwd=ROOT, env=env, timeout=timeout)
+
+
+def test_hostile_lengths_fail_cleanly_and_identically() -> None:
+    twins()  # (skips when the kernel is not built)
+    done = _child(HOSTILE)
+    assert done.returncode == 0, (done.returncode, done.stdout, done.stderr[-3000:])
+    assert "different 0" in done.stdout
+
+
+FUZZ = textwrap.dedent(r'''
+    import random, struct, sys
+    from types import SimpleNamespace
+    from streamkeep.snapshot import _rdb_py as P, _rdb_c as C
+    from tests.support.kernels import outcome
+
+    rng = random.Random(int(sys.argv[1]))
+    rounds = int(sys.argv[2])
+    forms = [0x00, 0x7F, 0x80, 0xBF, 0xC0, 0xDF, 0xE0, 0xEF, 0xF0, 0xF1, 0xF2, 0xF3, 0xF4, 0xFF]
+    bad = 0
+    for r in range(rounds):
+        names = tuple(rng.choice([b"f", b"12", b"x" * 70]) for _ in range(rng.randrange(4)))
+        ids = sorted({rng.randrange(2**70) for _ in range(rng.randrange(1, 8))})
+        fields = [rng.choice([None, tuple(x for n in names for x in (n, b"%d" % r)),
+                              (b"k", b"v" * rng.randrange(5000))]) for _ in ids]
+        lp = bytearray(P.node_listpack(SimpleNamespace(master=ids[0], master_fields=names,
+                                                        ids=ids, fields=fields)))
+        for _ in range(rng.randrange(1, 6)):
+            at = rng.randrange(len(lp))
+            if rng.random() < 0.5:
+                lp[at] = rng.choice(forms) if rng.random() < 0.5 else rng.randrange(256)
+            else:
+                lp[at:at + 4] = struct.pack("<I", rng.choice([0, 1, 2**31, 2**32 - 1,
+                                                              rng.randrange(2**32)]))
+        if rng.random() < 0.7:
+            lp[0:4] = struct.pack("<I", len(lp))
+        lp = bytes(lp)
+        for name, args in (("listpack_items", (lp,)), ("decode_node", (ids[0], lp))):
+            if outcome(getattr(P, name), *args) != outcome(getattr(C, name), *args):
+                bad += 1
+                print("DIFFERENT", name, lp.hex(), file=sys.stderr)
+    print("rounds", rounds, "different", bad)
+    sys.exit(1 if bad else 0)
+''')
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_random_hostile_nodes_fail_identically(seed: int) -> None:
+    twins()
+    rounds = int(os.environ.get("STREAMKEEP_FUZZ_ROUNDS", "1500"))
+    done = _child(FUZZ, str(seed), str(rounds))
+    assert done.returncode == 0, (done.returncode, done.stdout, done.stderr[-3000:])
+
+
+@pytest.mark.slow
+def test_random_hostile_nodes_fail_identically_long() -> None:
+    twins()
+    done = _child(FUZZ, "1000", os.environ.get("STREAMKEEP_FUZZ_ROUNDS_LONG", "40000"),
+                  timeout=1200)
+    assert done.returncode == 0, (done.returncode, done.stdout, done.stderr[-3000:])
