@@ -85,7 +85,7 @@ def entry_size(master_ms: int, master_seq: int, master_fields: tuple[bytes, ...]
     if n == len(master_fields) and fields[0::2] == master_fields:
         for value in fields[1::2]:
             size += str_size(value)
-        return size + int_size(n + 3)
+        return size + (2 if n < 125 else int_size(n + 3))  # the count: one byte up to 127
     for x in fields:
         size += str_size(x)
     return size + int_size(n) + int_size(2 * n + 4)

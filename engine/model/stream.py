@@ -49,13 +49,15 @@ class Node:
     `home` is its stream's place in the current snapshot (None until a snapshot holds it), and
     `queued` says whether its residency may make it cold."""
 
-    __slots__ = ("master", "master_ms", "master_seq", "ids", "idbs", "fields",
+    __slots__ = ("master", "master_ms", "master_seq", "single_field", "ids", "idbs", "fields",
                  "live", "master_fields", "fixed_bytes", "epoch", "home", "queued")
 
     def __init__(self, master: int, fields: Fields) -> None:
         self.master = master
         self.master_ms = master >> 64
         self.master_seq = master & _U64
+        # The one field name when the master entry has exactly one (append's inline sizing).
+        self.single_field = fields[0] if len(fields) == 2 else None
         self.ids: list[int] = []
         self.idbs: list[bytes] = []
         self.fields: list[Fields | None] = []
@@ -150,7 +152,9 @@ class Stream:
         """Add an entry whose ID the caller validated (> last_id). Returns the formatted ID.
         A caller that has the ID's parts at hand passes them: `ms` (>= 0) and `seq`.
 
-        """
+        XADD's hot path. The commonest entry (the master's one field, a short non-numeric
+        value, small ID deltas) is sized inline: a call costs more than its arithmetic,
+        compiled or not (measured). Any other takes engine.model.listpack's entry_size."""
         if type(fields) is not tuple:
             fields = tuple(fields)
         if not idb:  # callers holding the canonical `ms-seq` bytes pass them in
@@ -159,14 +163,27 @@ class Stream:
             ms, seq = sid >> 64, sid & _U64
         nodes = self.nodes
         node = nodes[-1] if nodes else None
-        elen = sum(map(len, fields))
+        if len(fields) == 2:
+            f, v = fields
+            vn = len(v)
+            elen = len(f) + vn
+        else:
+            elen = sum(map(len, fields))
         # (20: an upper bound of the entry's other bytes, so lp_bytes is rarely needed)
         if (node is None or 0 < max_entries <= len(node.ids)
                 or (node.fixed_bytes + 20 + elen >= max_bytes
                     and self._node_full(node, elen, max_bytes))):
             node = self._new_node(sid, fields)
-        node.fixed_bytes += entry_size(node.master_ms, node.master_seq, node.master_fields,
-                                       ms, seq, fields)
+        dms = ms - node.master_ms
+        dseq = seq - node.master_seq
+        if (len(fields) == 2 and 0 <= dms <= 127 and 0 <= dseq <= 127
+                and f == node.single_field and vn < 63
+                and (vn > 20 or (vn and not (47 < v[0] < 58 or v[0] == 45)))):
+            # flags, both deltas and the element count: 2 bytes each; the value: length + 2
+            node.fixed_bytes += 10 + vn
+        else:
+            node.fixed_bytes += entry_size(node.master_ms, node.master_seq, node.master_fields,
+                                           ms, seq, fields)
         node.ids.append(sid)
         node.idbs.append(idb)
         node.fields.append(fields)
