@@ -57,40 +57,23 @@ from streamkeep.engine.wire import extensions
 # The functions run per record (the write path, replay, verification, a replica's stream) come
 # from the compiled kernel when it is built, else from the pure-Python reference, which
 # documents them and the record format's rules (see `engine.wire.extensions` for the switches).
-if extensions.compiled_wanted():
-    try:
-        from streamkeep.aof._codec_c import (
-            crc32c,
-            decode_stream,
-            encode,
-            encode_parts,
-            frame_offsets,
-            frames_in_tail,
-            has_big_arg,
-            next_valid_record,
-            scan,
-            scan_batches,
-            verify_scan,
-        )
-    except ImportError as error:
-        extensions.missing(__name__, error)
-        from streamkeep.aof._codec_py import (
-            crc32c,
-            decode_stream,
-            encode,
-            encode_parts,
-            frame_offsets,
-            frames_in_tail,
-            has_big_arg,
-            next_valid_record,
-            scan,
-            scan_batches,
-            verify_scan,
-        )
-    else:
-        extensions.loaded(__name__, True)
-else:
-    extensions.loaded(__name__, False)
+try:
+    extensions.want_compiled()  # ImportError when STREAMKEEP_NO_EXTENSIONS is set
+    from streamkeep.aof._codec_c import (
+        crc32c,
+        decode_stream,
+        encode,
+        encode_parts,
+        frame_offsets,
+        frames_in_tail,
+        has_big_arg,
+        next_valid_record,
+        scan,
+        scan_batches,
+        verify_scan,
+    )
+except ImportError as error:
+    extensions.missing(__name__, error)
     from streamkeep.aof._codec_py import (
         crc32c,
         decode_stream,
@@ -104,6 +87,8 @@ else:
         scan_batches,
         verify_scan,
     )
+else:
+    extensions.loaded(__name__, True)
 
 MAGIC = b"SKAOF\r\n\x1a"
 VERSION = 1

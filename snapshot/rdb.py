@@ -27,32 +27,19 @@ from streamkeep.engine.model.stream import Stream
 from streamkeep.engine.wire import extensions
 from streamkeep.snapshot._rdb_py import RdbError, strict_int
 
-if extensions.compiled_wanted():
-    try:
-        from streamkeep.snapshot._rdb_c import (
-            crc64,
-            decode_node,
-            listpack,
-            listpack_items,
-            lp_element,
-            lzf_decompress,
-            node_listpack,
-        )
-    except ImportError as error:
-        extensions.missing(__name__, error)
-        from streamkeep.snapshot._rdb_py import (
-            crc64,
-            decode_node,
-            listpack,
-            listpack_items,
-            lp_element,
-            lzf_decompress,
-            node_listpack,
-        )
-    else:
-        extensions.loaded(__name__, True)
-else:
-    extensions.loaded(__name__, False)
+try:
+    extensions.want_compiled()  # ImportError when STREAMKEEP_NO_EXTENSIONS is set
+    from streamkeep.snapshot._rdb_c import (
+        crc64,
+        decode_node,
+        listpack,
+        listpack_items,
+        lp_element,
+        lzf_decompress,
+        node_listpack,
+    )
+except ImportError as error:
+    extensions.missing(__name__, error)
     from streamkeep.snapshot._rdb_py import (
         crc64,
         decode_node,
@@ -62,6 +49,8 @@ else:
         lzf_decompress,
         node_listpack,
     )
+else:
+    extensions.loaded(__name__, True)
 
 TYPE_STREAM = {9: 15, 10: 19, 11: 21, 12: 21, 13: 26}  # RDB version -> stream type it writes
 STREAM_TYPES = (15, 19, 21, 26)

@@ -9,16 +9,13 @@ from __future__ import annotations
 
 from streamkeep.engine.wire import extensions
 
-if extensions.compiled_wanted():
-    try:
-        from streamkeep.engine.model._listpack_c import as_int, entry_size, int_size, str_size
-    except ImportError as error:
-        extensions.missing(__name__, error)
-        from streamkeep.engine.model._listpack_py import as_int, entry_size, int_size, str_size
-    else:
-        extensions.loaded(__name__, True)
-else:
-    extensions.loaded(__name__, False)
+try:
+    extensions.want_compiled()  # ImportError when STREAMKEEP_NO_EXTENSIONS is set
+    from streamkeep.engine.model._listpack_c import as_int, entry_size, int_size, str_size
+except ImportError as error:
+    extensions.missing(__name__, error)
     from streamkeep.engine.model._listpack_py import as_int, entry_size, int_size, str_size
+else:
+    extensions.loaded(__name__, True)
 
 __all__ = ["as_int", "entry_size", "int_size", "str_size"]

@@ -9,8 +9,10 @@ names), and the record of what each kernel facade loaded:
 
 A kernel is a pair of modules beside its facade, in the facade's own layer: `_x_c.pyx`
 (compiled) and `_x_py.py` (the readable reference, tested against it) behind `x.py`. The
-facade asks `compiled_wanted()`, tries the compiled import, and reports the outcome with
-`loaded()` or `missing()`; `kernels()` tells what ran (`streamkeep --version`, INFO server).
+facade calls `want_compiled()` and imports the compiled twin in one `try`; its `except
+ImportError` branch calls `missing()` (an error under STREAMKEEP_REQUIRE_EXTENSIONS) and
+imports the pure twin, its `else` branch calls `loaded()`. `kernels()` tells what ran
+(`streamkeep --version`, INFO server).
 
 Must not touch: anything but the environment and this record (it sits at the bottom layer so
 that every layer's facades can use it).
@@ -23,8 +25,8 @@ from typing import Final
 
 from streamkeep.engine.wire.errors import StreamkeepError
 
-__all__ = ["NO_EXTENSIONS_VAR", "REQUIRE_EXTENSIONS_VAR", "ExtensionMissing", "compiled_wanted",
-           "kernels", "loaded", "missing", "native"]
+__all__ = ["NO_EXTENSIONS_VAR", "REQUIRE_EXTENSIONS_VAR", "ExtensionMissing", "NotWanted",
+           "compiled_wanted", "kernels", "loaded", "missing", "native", "want_compiled"]
 
 NO_EXTENSIONS_VAR: Final = "STREAMKEEP_NO_EXTENSIONS"
 REQUIRE_EXTENSIONS_VAR: Final = "STREAMKEEP_REQUIRE_EXTENSIONS"
@@ -45,6 +47,17 @@ def _switch(name: str) -> bool:
 def compiled_wanted() -> bool:
     """False when STREAMKEEP_NO_EXTENSIONS asks for the pure-Python code."""
     return not _switch(NO_EXTENSIONS_VAR)
+
+
+class NotWanted(StreamkeepError, ImportError):
+    """STREAMKEEP_NO_EXTENSIONS is set: the facade takes its pure-Python module."""
+
+
+def want_compiled() -> None:
+    """A facade's first step: raise NotWanted (an ImportError, so the facade's one `except
+    ImportError` branch imports the pure module) when the pure-Python code is asked for."""
+    if not compiled_wanted():
+        raise NotWanted(f"{NO_EXTENSIONS_VAR} is set")
 
 
 def loaded(facade: str, compiled: bool) -> None:

@@ -52,17 +52,14 @@ from streamkeep.engine.wire.reply import Push, RespMap, RespSet, Verbatim
 
 # The hot half (request parsing, reply encoding) comes from the compiled kernel when it is
 # built, else from its pure-Python reference; see engine.wire.extensions for the switches.
-if extensions.compiled_wanted():
-    try:
-        from streamkeep.engine.wire._resp_c import RequestParser, encode_reply, write_reply
-    except ImportError as error:
-        extensions.missing(__name__, error)
-        from streamkeep.engine.wire._resp_py import RequestParser, encode_reply, write_reply
-    else:
-        extensions.loaded(__name__, True)
-else:
-    extensions.loaded(__name__, False)
+try:
+    extensions.want_compiled()  # ImportError when STREAMKEEP_NO_EXTENSIONS is set
+    from streamkeep.engine.wire._resp_c import RequestParser, encode_reply, write_reply
+except ImportError as error:
+    extensions.missing(__name__, error)
     from streamkeep.engine.wire._resp_py import RequestParser, encode_reply, write_reply
+else:
+    extensions.loaded(__name__, True)
 
 
 # The request encoder's and the reply parser's own constants (the hot half has the same).
