@@ -34,7 +34,6 @@ from dataclasses import dataclass
 
 from streamkeep.aof._codec_py import (
     BIG_ARG,
-    CRC_TABLE,
     FRAME,
     FRAME_SIZE,
     GETACK_FRAME,
@@ -46,9 +45,7 @@ from streamkeep.aof._codec_py import (
     ScanResult,
     StreamChunk,
     VerifyResult,
-    crc32c_raw,
     decode_payload,
-    packb,
     record_time,
 )
 from streamkeep.engine.model.effects import Record
@@ -125,10 +122,10 @@ def encode_record(record: Record) -> bytes:
 
 
 __all__ = [
-    "BIG_ARG", "CRC_TABLE", "FRAME", "FRAME_SIZE", "GETACK_FRAME", "HEADER", "HEADER_SIZE",
+    "BIG_ARG", "FRAME", "FRAME_SIZE", "GETACK_FRAME", "HEADER", "HEADER_SIZE",
     "MAGIC", "MAX_PAYLOAD", "RESYNC_SCAN_LIMIT", "SCAN_BATCH", "VERSION", "Damage",
     "FormatError", "ScanResult", "SegmentHeader", "StreamChunk", "VerifyResult", "crc32c",
-    "crc32c_raw", "decode_header", "decode_payload", "decode_stream", "encode", "encode_header",
+    "decode_header", "decode_payload", "decode_stream", "encode", "encode_header",
     "encode_parts", "encode_record", "frame_offsets", "frames_in_tail", "has_big_arg",
-    "next_valid_record", "packb", "record_time", "scan", "scan_batches", "verify_scan",
+    "next_valid_record", "record_time", "scan", "scan_batches", "verify_scan",
 ]

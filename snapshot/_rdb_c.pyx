@@ -346,7 +346,7 @@ cdef inline object elem_bytes(Elem* e):
 
 
 cdef inline bint c_as_int(const unsigned char* p, Py_ssize_t n, long long* out) noexcept nogil:
-    """Redis's string2ll over p[0:n] (the reference's strict_int): True and *out set when it
+    """Redis's string2ll over p[0:n] (engine.model.listpack's as_int): True and *out set when it
     is a strict int64 decimal."""
     cdef Py_ssize_t i = 0
     cdef bint negative = False

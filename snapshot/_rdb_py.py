@@ -19,6 +19,7 @@ from itertools import chain
 import crcmod
 
 from streamkeep.engine.model.ids import format_id
+from streamkeep.engine.model.listpack import as_int
 from streamkeep.engine.wire.errors import StreamkeepError
 
 _U64 = (1 << 64) - 1
@@ -85,19 +86,6 @@ def lzf_decompress(data: bytes, ulen: int) -> bytes:
 
 
 # --- integers as Redis reads them ---------------------------------------------------------------
-
-
-def strict_int(s: bytes) -> int | None:
-    """Redis's string2ll: decimal, no '+', no leading zeros, no '-0', fits int64."""
-    if not s or len(s) > 20:
-        return None
-    body = s[1:] if s[:1] == b"-" else s
-    if not body or not body.isdigit() or not body.isascii():
-        return None
-    if body[:1] == b"0" and (len(body) > 1 or s[:1] == b"-"):
-        return None
-    value = int(s)
-    return value if -(1 << 63) <= value < (1 << 63) else None
 
 
 # --- listpacks ----------------------------------------------------------------------------------
@@ -179,7 +167,7 @@ def lp_element(value: bytes | int) -> bytes:
     """One listpack element (encoding, data, backlen): a string that is a strict int64 decimal
     and an int take the smallest integer form (an int outside int64 wraps to 64 bits)."""
     if isinstance(value, bytes):
-        iv = strict_int(value)
+        iv = as_int(value)
         if iv is None:
             n = len(value)
             if n < 64:
@@ -223,7 +211,7 @@ def _as_bytes(x: bytes | int) -> bytes:
 def _as_int(x: bytes | int) -> int:
     if isinstance(x, int):
         return x
-    value = strict_int(x)
+    value = as_int(x)
     if value is None:
         raise RdbError("a listpack integer expected")
     return value

@@ -23,9 +23,10 @@ from typing import NamedTuple
 
 from streamkeep.engine.model.groups import ConsumerGroup, estimate_entries_read
 from streamkeep.engine.model.idmp import Idmp
+from streamkeep.engine.model.listpack import as_int
 from streamkeep.engine.model.stream import Stream
 from streamkeep.engine.wire import extensions
-from streamkeep.snapshot._rdb_py import RdbError, strict_int
+from streamkeep.snapshot._rdb_py import RdbError
 
 try:
     extensions.want_compiled()  # ImportError when STREAMKEEP_NO_EXTENSIONS is set
@@ -157,7 +158,7 @@ def encode_length(n: int) -> bytes:
 def encode_string(s: bytes) -> bytes:
     """Raw, or an integer encoding when Redis would use one (a strict decimal that fits)."""
     if len(s) <= 11:
-        value = strict_int(s)
+        value = as_int(s)
         if value is not None:
             if -128 <= value <= 127:
                 return b"\xc0" + struct.pack("<b", value)
