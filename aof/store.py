@@ -32,7 +32,7 @@ from streamkeep.aof.codec import HEADER_SIZE, frames_in_tail
 from streamkeep.aof.fs import FileSystem, RealFS
 from streamkeep.aof.journal import POLICIES, Journal, create_segment
 from streamkeep.aof.manifest import Manifest, SegmentEntry, SnapshotEntry
-from streamkeep.aof.reader import SegmentDamage, SegmentError, SegmentReader
+from streamkeep.aof.segment_reader import SegmentDamage, SegmentError, SegmentReader
 from streamkeep.aof.watermark import Synced, Watermark, WatermarkLog
 from streamkeep.engine.commands.connection import last_save_time
 from streamkeep.engine.exec.interfaces import Fields, PersistenceStatus, persistence_fields
@@ -45,7 +45,7 @@ from streamkeep.snapshot.compactor import (
     parse_size,
 )
 from streamkeep.snapshot.load import load_snapshot
-from streamkeep.snapshot.reader import SnapshotError
+from streamkeep.snapshot.snapshot_reader import SnapshotError
 
 if TYPE_CHECKING:
     from streamkeep.engine.runtime.core import Engine

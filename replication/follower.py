@@ -31,7 +31,7 @@ from streamkeep.engine.wire.resp import NEED_MORE, ProtocolError, ReplyParser
 from streamkeep.replication import link
 from streamkeep.replication.redis_follower import RedisFollowing
 from streamkeep.snapshot.load import load_snapshot
-from streamkeep.snapshot.reader import SnapshotError
+from streamkeep.snapshot.snapshot_reader import SnapshotError
 
 if TYPE_CHECKING:
     from streamkeep.aof.store import DataDir

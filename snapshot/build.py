@@ -30,7 +30,7 @@ import signal
 import sys
 
 from streamkeep.aof.fs import RealFS
-from streamkeep.aof.reader import SegmentError, SegmentReader
+from streamkeep.aof.segment_reader import SegmentError, SegmentReader
 from streamkeep.engine.runtime.core import Engine
 from streamkeep.engine.wire.errors import StorageError
 from streamkeep.snapshot.load import load_snapshot

@@ -44,14 +44,14 @@ from typing import TYPE_CHECKING, Protocol
 from streamkeep.aof import manifest as manifest_mod
 from streamkeep.aof.fs import FileSystem
 from streamkeep.aof.manifest import Manifest, SegmentEntry, SnapshotEntry
-from streamkeep.engine.exec.config import (
+from streamkeep.engine.exec.settings import (
     parse_size,  # Redis's memory units; aof.store imports it from here
 )
 from streamkeep.engine.wire.errors import StorageError
 from streamkeep.snapshot.cold import SnapshotNodes
 from streamkeep.snapshot.integrity import child_env
 from streamkeep.snapshot.layout import file_checksum
-from streamkeep.snapshot.reader import SnapshotError, file_chunks
+from streamkeep.snapshot.snapshot_reader import SnapshotError, file_chunks
 from streamkeep.snapshot.writer import stream_numbers
 
 if TYPE_CHECKING:

@@ -8,7 +8,7 @@ it (a page number or a size that points past the file is a SIGBUS, not an except
 then names the file and the first damaged table and key, or says that the damage is in LMDB's
 own pages. `open_checked` is the tools' way in: the whole-file check where the manifest beside
 the file recorded one, then the reader.
-Must not touch: the snapshot format (snapshot.layout, snapshot.reader), the manifest's schema.
+Must not touch: the snapshot format (snapshot.layout, snapshot.snapshot_reader), the manifest's schema.
 """
 
 from __future__ import annotations
@@ -18,7 +18,12 @@ import subprocess
 import sys
 from collections.abc import Callable, Iterator
 
-from streamkeep.snapshot.reader import Snapshot, SnapshotError, check_file, recorded_checksum
+from streamkeep.snapshot.snapshot_reader import (
+    Snapshot,
+    SnapshotError,
+    check_file,
+    recorded_checksum,
+)
 
 LOCATE_TIMEOUT = 300.0  # seconds a child may take to walk a damaged file
 

@@ -15,13 +15,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from streamkeep.engine.model.groups import ConsumerGroup
-from streamkeep.engine.model.idmp import Idmp
+from streamkeep.engine.model.consumer_groups import ConsumerGroup
+from streamkeep.engine.model.idmp_maps import Idmp
 from streamkeep.engine.model.residency import EPOCH
 from streamkeep.engine.model.stream import Stream, cold_node
 from streamkeep.snapshot.cold import SnapshotNodes
 from streamkeep.snapshot.integrity import check_whole
-from streamkeep.snapshot.reader import (
+from streamkeep.snapshot.snapshot_reader import (
     IdmpInfo,
     Meta,
     Snapshot,

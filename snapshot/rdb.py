@@ -21,8 +21,8 @@ import struct
 from collections.abc import Iterable, Iterator
 from typing import NamedTuple
 
-from streamkeep.engine.model.groups import ConsumerGroup, estimate_entries_read
-from streamkeep.engine.model.idmp import Idmp
+from streamkeep.engine.model.consumer_groups import ConsumerGroup, estimate_entries_read
+from streamkeep.engine.model.idmp_maps import Idmp
 from streamkeep.engine.model.listpack import as_int
 from streamkeep.engine.model.stream import Stream
 from streamkeep.engine.wire import extensions

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 import lmdb
 
 from streamkeep.snapshot import layout
-from streamkeep.snapshot.reader import file_chunks
+from streamkeep.snapshot.snapshot_reader import file_chunks
 
 if TYPE_CHECKING:
     from streamkeep.engine.model.stream import Node, Stream

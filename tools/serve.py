@@ -73,7 +73,7 @@ def settings_from(args: argparse.Namespace) -> dict[str, Any]:
     """The config file's settings, then the command line's on top (Redis's precedence)."""
     settings: dict[str, Any] = {}
     if args.config:
-        from streamkeep.engine.exec.config import read_config_file
+        from streamkeep.engine.exec.settings import read_config_file
 
         settings.update(read_config_file(args.config))
     for name in ("dir", "port", "bind", "appendfsync", "requirepass", "loglevel", "replicaof",
@@ -91,7 +91,7 @@ def checked_settings(args: argparse.Namespace) -> dict[str, Any]:
     """settings_from, every value checked before anything is bound or made (_Refused, exit 3,
     naming the file and line, or the option, and the value)."""
     from streamkeep.aof.codec import HEADER_SIZE
-    from streamkeep.engine.exec.config import ConfigFileError, normalize_settings
+    from streamkeep.engine.exec.settings import ConfigFileError, normalize_settings
 
     try:
         settings = settings_from(args)
@@ -164,7 +164,7 @@ def main(args: argparse.Namespace) -> int:
 
 
 def _serve(args: argparse.Namespace, settings: dict[str, Any]) -> int:
-    from streamkeep.engine.exec.config import set_log_level
+    from streamkeep.engine.exec.settings import set_log_level
 
     # Messages go to stderr at the loglevel setting's level (CONFIG SET loglevel changes it),
     # from the first one on (the data directory's replay logs); other libraries' at WARNING.

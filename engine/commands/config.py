@@ -1,7 +1,7 @@
 """CONFIG: GET, SET, RESETSTAT, REWRITE and HELP over the settings registry.
 
 Owns these subcommands' argument handling and replies, shaped as Redis's (src/config.c). Must not
-touch: the registry's parsing rules and hooks (engine.exec.config), stream state.
+touch: the registry's parsing rules and hooks (engine.exec.settings), stream state.
 """
 
 from __future__ import annotations
@@ -9,15 +9,15 @@ from __future__ import annotations
 import os
 
 from streamkeep.engine.commands.keyspace import stringmatchlen
-from streamkeep.engine.exec.config import (
+from streamkeep.engine.exec.context import Ctx
+from streamkeep.engine.exec.settings import (
     PARAMS,
     ConfigError,
     config_set,
     format_setting,
     lookup_param,
 )
-from streamkeep.engine.exec.config import rewrite_config_file as _rewrite_config_file
-from streamkeep.engine.exec.context import Ctx
+from streamkeep.engine.exec.settings import rewrite_config_file as _rewrite_config_file
 from streamkeep.engine.exec.table import (
     ADMIN,
     NO_KEYS,

@@ -13,9 +13,9 @@ import hashlib
 import hmac
 from typing import Any
 
-from streamkeep.engine.exec.config import REDIS_VERSION
 from streamkeep.engine.exec.context import Ctx, Later
 from streamkeep.engine.exec.interfaces import Persistence
+from streamkeep.engine.exec.settings import REDIS_VERSION
 from streamkeep.engine.exec.table import (
     NO_KEYS,
     Argv,

@@ -15,6 +15,12 @@ from streamkeep.engine.commands.streams import delete_entries_with_policy, parse
 from streamkeep.engine.commands.trimming import ACKED, DELREF, drop_references, referenced
 from streamkeep.engine.exec.context import Ctx
 from streamkeep.engine.exec.table import Argv, command, container, help_subcommand, subcommand
+from streamkeep.engine.model.consumer_groups import (
+    INVALID_ENTRIES_READ,
+    Consumer,
+    ConsumerGroup,
+    pending_idle,
+)
 from streamkeep.engine.model.effects import (
     sk_xconsumer_effect,
     xack_effect,
@@ -25,12 +31,6 @@ from streamkeep.engine.model.effects import (
     xgroup_destroy_effect,
     xgroup_setid_effect,
     xnack_effect,
-)
-from streamkeep.engine.model.groups import (
-    INVALID_ENTRIES_READ,
-    Consumer,
-    ConsumerGroup,
-    pending_idle,
 )
 from streamkeep.engine.model.ids import (
     MAX_ID,

@@ -8,7 +8,7 @@ recording, at the record's command time), preceded by an `XCFGSET` with both set
 command created the stream's IDMP state (so replay under another configuration rebuilds the
 same settings); a refused duplicate is logged as `SK.XIDMPDUP key n` (the lifetime counter).
 Must not touch: XADD's own parsing and trimming (engine.commands.streams and .trimming), the
-maps' structure (engine.model.idmp).
+maps' structure (engine.model.idmp_maps).
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from streamkeep.engine.model.effects import (
     xcfgset_effect,
     xidmprecord_effect,
 )
-from streamkeep.engine.model.idmp import DURATION_RANGE, MAXSIZE_RANGE, Idmp, auto_iid
+from streamkeep.engine.model.idmp_maps import DURATION_RANGE, MAXSIZE_RANGE, Idmp, auto_iid
 from streamkeep.engine.model.ids import format_id, parse_strict
 from streamkeep.engine.model.stream import Stream
 from streamkeep.engine.wire.args import parse_int

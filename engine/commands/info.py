@@ -24,11 +24,11 @@ from streamkeep.engine.commands.connection import (
     last_save_time,
 )
 from streamkeep.engine.exec import native
-from streamkeep.engine.exec.config import (
-    REDIS_VERSION,
-)
 from streamkeep.engine.exec.context import Ctx
 from streamkeep.engine.exec.interfaces import persistence_fields
+from streamkeep.engine.exec.settings import (
+    REDIS_VERSION,
+)
 from streamkeep.engine.exec.table import (
     NO_KEYS,
     Argv,

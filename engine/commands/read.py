@@ -17,19 +17,19 @@ from collections.abc import Callable
 
 from streamkeep.engine.exec.context import Block, Ctx
 from streamkeep.engine.exec.table import Argv, command
-from streamkeep.engine.model.effects import (
-    new_delivery_xclaim_pieces,
-    sk_xconsumer_effect,
-    xclaim_effect,
-    xgroup_setid_effect,
-)
-from streamkeep.engine.model.groups import (
+from streamkeep.engine.model.consumer_groups import (
     INVALID_ENTRIES_READ,
     Consumer,
     ConsumerGroup,
     advance_entries_read,
     has_tombstones_between,
     pending_idle,
+)
+from streamkeep.engine.model.effects import (
+    new_delivery_xclaim_pieces,
+    sk_xconsumer_effect,
+    xclaim_effect,
+    xgroup_setid_effect,
 )
 from streamkeep.engine.model.ids import MAX_ID, decr_id, format_id, parse_strict
 from streamkeep.engine.model.stream import Stream

@@ -38,7 +38,7 @@ from streamkeep.engine.model.effects import (
     xsetid_effect,
     xtrim_effect,
 )
-from streamkeep.engine.model.idmp import auto_iid
+from streamkeep.engine.model.idmp_maps import auto_iid
 from streamkeep.engine.model.ids import MAX_ID, SEQ_MASK, parse_range, parse_strict
 from streamkeep.engine.model.stream import Stream, new_stream
 from streamkeep.engine.wire.args import LLONG_MAX, is_word, parse_int, parse_int_range

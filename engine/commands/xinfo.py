@@ -15,7 +15,12 @@ from collections.abc import Iterable
 from streamkeep.engine.commands.idmp import settings as idmp_settings
 from streamkeep.engine.exec.context import Ctx
 from streamkeep.engine.exec.table import Argv, container, help_subcommand, subcommand
-from streamkeep.engine.model.groups import INVALID_ENTRIES_READ, Consumer, ConsumerGroup, group_lag
+from streamkeep.engine.model.consumer_groups import (
+    INVALID_ENTRIES_READ,
+    Consumer,
+    ConsumerGroup,
+    group_lag,
+)
 from streamkeep.engine.model.ids import MAX_ID, format_id
 from streamkeep.engine.model.stream import Stream, rax_node_count
 from streamkeep.engine.wire.args import is_word, parse_int

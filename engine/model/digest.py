@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 import msgpack
 
 if TYPE_CHECKING:
-    from streamkeep.engine.model.groups import Nack
+    from streamkeep.engine.model.consumer_groups import Nack
     from streamkeep.engine.model.stream import Stream
 
 

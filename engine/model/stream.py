@@ -8,7 +8,7 @@ Redis. A sealed node may be *cold* (`ColdNode`): its entries dropped from memory
 from the snapshot when touched; `engine.model.residency` decides which and when. Also owns the
 stream metadata (last ID, first ID, max deleted ID, entries added). Consumer
 groups hang off `Stream.groups` but are owned by `engine.groups`, idempotent producers' maps off
-`Stream.idmp` (owned by `engine.model.idmp`). Must not touch: argument parsing,
+`Stream.idmp` (owned by `engine.model.idmp_maps`). Must not touch: argument parsing,
 replies, effects.
 """
 
@@ -25,8 +25,8 @@ from streamkeep.engine.model.residency import EPOCH, Home, Residency, node_bytes
 from streamkeep.engine.wire.reply import EntryArray
 
 if TYPE_CHECKING:
-    from streamkeep.engine.model.groups import ConsumerGroup
-    from streamkeep.engine.model.idmp import Idmp
+    from streamkeep.engine.model.consumer_groups import ConsumerGroup
+    from streamkeep.engine.model.idmp_maps import Idmp
 
 # Flat (field1, value1, field2, value2, ...). A tuple on purpose: immutable, so replies can
 # hand it out safely, and untracked by Python's cyclic GC, so millions of stored entries do

@@ -18,8 +18,8 @@ from typing import TYPE_CHECKING, Any
 from streamkeep.engine import commands as _commands  # noqa: F401  (registers every command)
 from streamkeep.engine.commands.streams import add_entry
 from streamkeep.engine.exec.blocking import Waiter, WaiterRegistry
-from streamkeep.engine.exec.config import DEFAULT_CONFIG, config_set, normalize_settings
 from streamkeep.engine.exec.context import Block, Ctx, Later, MultiCtx, ReplayCtx, RerunCtx
+from streamkeep.engine.exec.settings import DEFAULT_CONFIG, config_set, normalize_settings
 from streamkeep.engine.exec.stats import CALLS, NANOS, ServerStats
 from streamkeep.engine.exec.table import (
     FAST_DISPATCH,

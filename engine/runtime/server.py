@@ -27,8 +27,8 @@ from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 from streamkeep.engine.exec.blocking import Waiter
-from streamkeep.engine.exec.config import ConfigError
 from streamkeep.engine.exec.context import Later
+from streamkeep.engine.exec.settings import ConfigError
 from streamkeep.engine.exec.transactions import end_transaction
 from streamkeep.engine.runtime.limits import DescriptorLimitError, adjust_open_files_limit
 from streamkeep.engine.wire.errors import ReplyError

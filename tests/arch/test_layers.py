@@ -55,11 +55,11 @@ LAYER_OF_PREFIX = {
     "streamkeep.aof.fs": "formats",
     "streamkeep.aof.manifest": "formats",
     "streamkeep.aof.journal": "formats",
-    "streamkeep.aof.reader": "formats",
+    "streamkeep.aof.segment_reader": "formats",
     "streamkeep.aof.backlog": "formats",
     "streamkeep.aof.watermark": "formats",
     "streamkeep.snapshot.layout": "formats",
-    "streamkeep.snapshot.reader": "formats",
+    "streamkeep.snapshot.snapshot_reader": "formats",
     "streamkeep.snapshot.writer": "formats",
     "streamkeep.snapshot.cold": "formats",
     "streamkeep.snapshot.rdb": "formats",
@@ -376,7 +376,7 @@ def _is_package_registry(component: list[str]) -> bool:
 
 
 @pytest.mark.parametrize("module", ["streamkeep.aof.codec", "streamkeep.engine.wire.resp",
-                                    "streamkeep.snapshot.reader", "streamkeep.aof.reader"])
+                                    "streamkeep.snapshot.snapshot_reader", "streamkeep.aof.segment_reader"])
 def test_codecs_import_cheaply(module: str) -> None:
     """The inspection CLI, the replica link and every Spark worker import these: they must
     not load the command table, the engine or the server."""

@@ -224,7 +224,7 @@ def test_usage_errors_exit_3_with_the_usage_and_one_line(small: Path, tmp_path: 
 
 def test_version_and_help() -> None:
     from streamkeep.engine.exec import native
-    from streamkeep.tools.cli import version
+    from streamkeep.tools.main import version
 
     done = run("--version")
     assert done.code == 0 and done.err == ""
@@ -232,7 +232,7 @@ def test_version_and_help() -> None:
     assert done.out == f"streamkeep {version()}, {native.summary()}\n"
     assert version()[0].isdigit()
     # --help stays cheap: the engine is not imported to print it.
-    code = ("import sys; from streamkeep.tools.cli import main\n"
+    code = ("import sys; from streamkeep.tools.main import main\n"
             "try:\n    main(['--help'])\nexcept SystemExit as e:\n    assert e.code == 0\n"
             "print(sorted(m for m in sys.modules if m.startswith('streamkeep.engine.runtime')"
             " or m.startswith('streamkeep.aof.store')))")

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from streamkeep.tools.cli import build_parser
+from streamkeep.tools.main import build_parser
 from tests.support.careless import ROOT, run
 
 README = (ROOT / "README.md").read_text()

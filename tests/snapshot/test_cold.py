@@ -16,7 +16,7 @@ from streamkeep import Engine
 from streamkeep.engine.wire.errors import StorageError
 from streamkeep.snapshot import layout
 from streamkeep.snapshot.cold import SnapshotNodes
-from streamkeep.snapshot.reader import Snapshot
+from streamkeep.snapshot.snapshot_reader import Snapshot
 
 ENTRIES = 3_000  # 30 nodes of 100
 
@@ -128,7 +128,7 @@ def test_compaction_copies_untouched_nodes_as_stored(compacted) -> None:
 
 
 def _snapshot_path_of(path: str) -> str:
-    from streamkeep.snapshot.reader import current_snapshot
+    from streamkeep.snapshot.snapshot_reader import current_snapshot
 
     found = current_snapshot(path)
     assert found is not None

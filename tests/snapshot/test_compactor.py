@@ -33,7 +33,7 @@ import pytest
 from streamkeep import Engine
 from streamkeep.aof.manifest import snapshot_file
 from streamkeep.snapshot.compactor import CompactionError
-from streamkeep.snapshot.reader import Snapshot
+from streamkeep.snapshot.snapshot_reader import Snapshot
 from tests.support.aof_workload import FakeClock, reference
 from tests.support.aof_workload import run as run_workload
 from tests.support.datadir import (

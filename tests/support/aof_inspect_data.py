@@ -85,7 +85,7 @@ def records(path: str) -> list[tuple]:
     """Every record of a data directory, read by the engine's own reader."""
     from streamkeep.aof import manifest
     from streamkeep.aof.fs import RealFS
-    from streamkeep.aof.reader import SegmentReader
+    from streamkeep.aof.segment_reader import SegmentReader
 
     fs = RealFS()
     out: list[tuple] = []

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from streamkeep.aof import codec
-from streamkeep.tools.cli import main as cli_main
+from streamkeep.tools.main import main as cli_main
 from tests.support.aof_workload import FakeClock, reference, run
 from tests.support.datadir import open_dir
 

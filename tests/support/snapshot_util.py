@@ -1,5 +1,5 @@
 """Snapshot helpers: `fingerprint(path)` hashes everything the read API
-(streamkeep.snapshot.reader.Snapshot) returns for a snapshot file, so two readers (or a reader in
+(streamkeep.snapshot.snapshot_reader.Snapshot) returns for a snapshot file, so two readers (or a reader in
 a child process, which imports it from here) can be compared; `body` and `sealed` read and write
 a stored value's checksum as the README documents it, computed here independently of
 snapshot.layout (so the tests pin the format rather than repeat the code)."""
@@ -10,7 +10,7 @@ import hashlib
 import struct
 import zlib
 
-from streamkeep.snapshot.reader import Snapshot
+from streamkeep.snapshot.snapshot_reader import Snapshot
 
 
 def fingerprint(path: str) -> str:

@@ -15,7 +15,8 @@ import time
 
 import pytest
 
-from streamkeep.tools import bench, cli
+from streamkeep.tools import bench
+from streamkeep.tools import main as cli
 from streamkeep.tools.bench import registry
 
 NUMBER = r"[\d,]+(?:\.\d+)?"

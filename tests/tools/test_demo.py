@@ -7,7 +7,8 @@ import re
 
 import pytest
 
-from streamkeep.tools import cli, demo
+from streamkeep.tools import demo
+from streamkeep.tools import main as cli
 
 
 def test_demo_pending_is_delivered_minus_acked(capsys: pytest.CaptureFixture[str]) -> None:

@@ -9,7 +9,7 @@ import pytest
 import redis
 
 from streamkeep import Engine
-from streamkeep.tools.cli import main
+from streamkeep.tools.main import main
 from tests.support.redis_state import databases_state, raw_client
 
 

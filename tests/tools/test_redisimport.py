@@ -9,7 +9,7 @@ import os
 import time
 
 from streamkeep import Engine
-from streamkeep.tools.cli import main
+from streamkeep.tools.main import main
 
 
 def _saved_rdb(client) -> str:

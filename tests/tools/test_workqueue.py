@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from streamkeep import Engine, StreamQueue
-from streamkeep.tools.cli import main
+from streamkeep.tools.main import main
 
 
 def _fill(engine: Engine) -> None:

@@ -1,7 +1,7 @@
 """``streamkeep bench``: throughput of the engine, with real Redis measured in the same run.
 
 The package, bottom to top (a module imports only those above it in this list, never this
-``__init__``, and none imports tools/cli.py):
+``__init__``, and none imports tools/main.py):
 
     workload   Measurement, Skip, the warm-up rule, shared names and loops
     tables     the plain-text table layout
@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from streamkeep.tools.bench.aof import REPLAY_STREAMS, bench_aof_replay, bench_aof_threads
-    from streamkeep.tools.bench.command import main
+    from streamkeep.tools.bench.bench_command import main
     from streamkeep.tools.bench.env import BenchEnv
     from streamkeep.tools.bench.options import (
         FULL_N,
@@ -54,7 +54,7 @@ if TYPE_CHECKING:
     from streamkeep.tools.bench.workload import Measurement, Skip
 
 _EXPORTS = {
-    "main": "command",
+    "main": "bench_command",
     "FULL_N": "options", "QUICK_N": "options", "add_parser": "options",
     "build_parser": "options", "section_names": "options",
     "SECTIONS": "registry", "RATIOS": "registry", "FIGURES": "registry",

@@ -99,7 +99,7 @@ class _GeneratedNodes:
 def build(path: str, n: int) -> None:
     """A data directory at `path` holding the data set (see the module docstring)."""
     from streamkeep import Engine
-    from streamkeep.engine.model.groups import ConsumerGroup
+    from streamkeep.engine.model.consumer_groups import ConsumerGroup
     from streamkeep.engine.model.stream import Stream
     from streamkeep.snapshot.writer import write_snapshot
 

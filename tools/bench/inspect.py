@@ -28,7 +28,7 @@ RECORDS_PER_N = 5
 # would report the bench's own peak.)
 _CHILD = (
     "import json, resource, sys\n"
-    "from streamkeep.tools.cli import main\n"
+    "from streamkeep.tools.main import main\n"
     "rc = main(sys.argv[1:])\n"
     "hwm = [l for l in open('/proc/self/status') if l.startswith('VmHWM:')][0]\n"
     "rss = int(hwm.split()[1]) * 1024\n"

@@ -5,7 +5,7 @@ Owns :func:`add_parser` (the ``bench`` subcommand on the CLI's parser), :func:`b
 (the same options alone, for ``main(["--quick"])``), :func:`section_names`, the default N and
 the exit codes. Cheap to import: ``streamkeep --help`` builds this parser, and the registry
 is loaded only when ``--sections`` or a SECTION is checked.
-Must not touch: the CLI's other subcommands (tools/cli.py imports this module, never the other
+Must not touch: the CLI's other subcommands (tools/main.py imports this module, never the other
 way round), running, printing.
 """
 

@@ -17,7 +17,7 @@ id string")`); the Python data source API pushes no column list down.
 Owns the five tables' schemas and rows (`entries`, `streams`, `groups`, `pending`, `consumers`,
 see SCHEMAS), cutting a read into partitions (by stream, and by ID range inside a large stream,
 from the snapshot's keys alone: `Snapshot.split`), and choosing the one snapshot a read sees.
-Everything is read through `streamkeep.snapshot.reader` and (incremental reads) `aof.reader`: no
+Everything is read through `streamkeep.snapshot.snapshot_reader` and (incremental reads) `aof.segment_reader`: no
 second parser of either format. Must not touch: the snapshot and AOF formats, the engine, the
 data directory (apart from the pin files).
 
@@ -53,7 +53,7 @@ from pyspark.sql.types import (
     StructType,
 )
 
-from streamkeep.snapshot.reader import GroupInfo, Snapshot, SnapshotError, StreamInfo
+from streamkeep.snapshot.snapshot_reader import GroupInfo, Snapshot, SnapshotError, StreamInfo
 from streamkeep.tools.export import since as since_mod
 from streamkeep.tools.export.pin import (
     ExportError,
@@ -594,7 +594,9 @@ def group_rows(snap: Snapshot, part: Range, wanted: set[str]) -> Iterator[tuple]
 def lag(info: StreamInfo, group: GroupInfo) -> int | None:
     """XINFO GROUPS lag, by the engine's own rule (one definition, not a copy): its model
     reads only these counters, so the snapshot's values stand in for the live objects."""
-    from streamkeep.engine.model.groups import group_lag  # only the groups table pays for it
+    from streamkeep.engine.model.consumer_groups import (
+        group_lag,  # only the groups table pays for it
+    )
 
     stream = SimpleNamespace(entries_added=info.entries_added, length=info.length,
                              first_id=info.first_id.as_int(), last_id=info.last_id.as_int(),

@@ -68,7 +68,7 @@ def _cell(value: object) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from streamkeep.tools.cli import main as cli
+    from streamkeep.tools.main import main as cli
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--dir", default="./export-demo")

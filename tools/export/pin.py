@@ -6,8 +6,8 @@ compaction that replaces and deletes the snapshot meanwhile unlinks only its own
 inode (the data) stays until the pin goes. Spark's tasks open the snapshot in other processes,
 later than the planning that chose it: holding a descriptor in the planner would not keep it for
 them, a name does. The data directory's cleanup at open ignores these names (they are neither
-snapshots nor segments). Must not touch: the snapshot format (snapshot.reader owns it), the
-manifest (read only, through snapshot.reader.current_snapshot), the engine. Never imports
+snapshots nor segments). Must not touch: the snapshot format (snapshot.snapshot_reader owns it), the
+manifest (read only, through snapshot.snapshot_reader.current_snapshot), the engine. Never imports
 pyspark: the CLI and tests use it without Spark.
 """
 
@@ -36,7 +36,7 @@ class ExportError(StorageError):
 def resolve(path: str) -> str:
     """The snapshot file PATH names: itself, or a data directory's current snapshot."""
     from streamkeep.aof.manifest import ManifestError
-    from streamkeep.snapshot.reader import current_snapshot
+    from streamkeep.snapshot.snapshot_reader import current_snapshot
 
     if not os.path.exists(path):
         raise ExportError(f"{path}: no such file or directory (expected a streamkeep data "

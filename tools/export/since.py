@@ -4,7 +4,7 @@ Owns what "added after LSN N" means for an export and where those entries come f
 
 - the records after N are still in the AOF (N at or after the snapshot's LSN): every XADD
   effect of the records N+1 .. E (E: the log's end when the read is planned), as it was added,
-  read through `aof.reader` / `aof.codec` and `engine.model.effects.xadd_effect_entry`. An entry
+  read through `aof.segment_reader` / `aof.codec` and `engine.model.effects.xadd_effect_entry`. An entry
   deleted or trimmed after it was added is still exported: an export is an archive, and
   deletions are not propagated;
 - a compaction folded some of those records into the snapshot (N before its LSN S): the
@@ -26,11 +26,11 @@ from dataclasses import dataclass
 
 from streamkeep.aof.codec import HEADER_SIZE, verify_scan
 from streamkeep.aof.fs import RealFS
-from streamkeep.aof.reader import SegmentError, SegmentReader
+from streamkeep.aof.segment_reader import SegmentError, SegmentReader
 from streamkeep.engine.model.effects import with_dbs, xadd_effect_entry
 from streamkeep.engine.model.ids import parse_strict
 from streamkeep.engine.wire.errors import ReplyError
-from streamkeep.snapshot.reader import StreamInfo
+from streamkeep.snapshot.snapshot_reader import StreamInfo
 from streamkeep.tools.export.pin import ExportError, LogPin, PinnedSegment
 
 Positions = dict[tuple[int, bytes], int]  # (db, key) -> the last ID the stream had generated
@@ -135,7 +135,7 @@ def added(seg: PinnedSegment, win: Window) -> Iterator[tuple[int, bytes, int, Se
 def positions_at(log: LogPin, until: int) -> Positions:
     """Each stream's last generated ID at LSN `until`: the snapshot's, then the records after
     it. What the next incremental export needs if a compaction folds these records."""
-    from streamkeep.snapshot.reader import Snapshot, SnapshotError
+    from streamkeep.snapshot.snapshot_reader import Snapshot, SnapshotError
 
     positions: Positions = {}
     if log.snapshot is not None:

@@ -1,7 +1,7 @@
 """What a whole export of a data directory reads: the directory's current state, as one snapshot.
 
 Owns turning "DIR now" (its snapshot and every record after it, what `export-rdb` exports) into
-one snapshot file for the Spark data source, which reads snapshots only (snapshot.reader stays
+one snapshot file for the Spark data source, which reads snapshots only (snapshot.snapshot_reader stays
 its source of truth):
 
 - no record follows DIR's snapshot: that snapshot, pinned (tools.export.pin), read as it is;
@@ -87,7 +87,7 @@ def checked(pinned: str, original: str) -> None:
     checksum its manifest recorded for the whole file, before Spark reads a byte of it (a
     damaged page could crash its workers): Unreadable, naming `original`, if not."""
     from streamkeep.snapshot.integrity import check_whole
-    from streamkeep.snapshot.reader import SnapshotError, recorded_checksum
+    from streamkeep.snapshot.snapshot_reader import SnapshotError, recorded_checksum
 
     try:
         check_whole(pinned, recorded_checksum(original))

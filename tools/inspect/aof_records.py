@@ -1,7 +1,7 @@
 """The records of an AOF path for `aof stats` and `aof dump`: segments in order, batch by batch.
 
 Owns resolving PATH (a data directory: its manifest's segments in order; or one segment file),
-reading each segment through `aof.reader.SegmentReader` over a memory map (pages already read
+reading each segment through `aof.segment_reader.SegmentReader` over a memory map (pages already read
 are released, so memory stays flat whatever the file size), what a key of an effect is, the
 per-effect database (SELECT effects inside a transaction's record), time parsing/formatting and
 the exit statuses both commands share. Must not touch: output formats (each command's own).
@@ -106,7 +106,7 @@ def iter_batches(source: Source, infos: list[SegmentInfo], from_lsn: int = 0,
     that list is refilled before each batch is yielded with its records' framed sizes.
     `progress` is told the bytes read so far, now and then."""
     from streamkeep.aof.codec import FRAME, HEADER_SIZE
-    from streamkeep.aof.reader import SegmentError, SegmentReader
+    from streamkeep.aof.segment_reader import SegmentError, SegmentReader
 
     fs = _MappedFS()
     unpack_frame = FRAME.unpack_from

@@ -5,7 +5,7 @@ argument quoted as redis-cli quotes it), `json` (one JSON object per record; arg
 strings when they are valid UTF-8, else `{"b64": ...}`) and `resp` (RESP arrays for
 `redis-cli --pipe`, SELECT where the database changes, streamkeep-only effects translated or
 left out). Output goes to stdout's buffer in chunks, batch by batch: memory does not grow with
-the input. Must not touch: the files read, the record format (aof.codec, aof.reader).
+the input. Must not touch: the files read, the record format (aof.codec, aof.segment_reader).
 """
 
 from __future__ import annotations

@@ -277,7 +277,7 @@ def _inapplicable(fs: Any, path: str, manifest: Any, first: int,
     replay from scratch without them (a failing record may have applied part of its effects),
     up to REPLAY_ROUNDS times. None: no clean replay was reached."""
     from streamkeep import Engine
-    from streamkeep.aof.reader import SegmentReader
+    from streamkeep.aof.segment_reader import SegmentReader
     from streamkeep.snapshot.load import load_snapshot
 
     candidates = [record for records in kept for record in records]

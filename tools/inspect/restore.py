@@ -243,7 +243,7 @@ def _check_snapshot(fs: Any, file: str, fd: int, snap: Any) -> None:
     checksum the manifest recorded (read through the descriptor held: a compaction may unlink
     the name), and its meta's LSN."""
     from streamkeep.snapshot.integrity import check_whole
-    from streamkeep.snapshot.reader import Snapshot, SnapshotError
+    from streamkeep.snapshot.snapshot_reader import Snapshot, SnapshotError
 
     size = fs.fsize(fd)
     if size != snap.size:

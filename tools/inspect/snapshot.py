@@ -66,7 +66,7 @@ add_arguments = add_arguments_info
 
 def _snapshot_path(path: str) -> str:
     from streamkeep.aof.manifest import ManifestError
-    from streamkeep.snapshot.reader import current_snapshot
+    from streamkeep.snapshot.snapshot_reader import current_snapshot
 
     if not os.path.exists(path):
         raise InspectError(f"{path}: no such file or directory", EXIT_IO)
@@ -84,7 +84,7 @@ def _snapshot_path(path: str) -> str:
 
 def _run(args: argparse.Namespace, body: Any, prog: str) -> int:
     from streamkeep.snapshot.integrity import open_checked
-    from streamkeep.snapshot.reader import SnapshotError
+    from streamkeep.snapshot.snapshot_reader import SnapshotError
 
     try:
         path = _snapshot_path(args.path)

@@ -3,7 +3,7 @@
 Owns the statistics (one pass over the records, batch by batch: memory grows with the number
 of distinct keys, commands, time buckets and record sizes, not with the number of records) and
 their two renderings: rich tables for people, `--json` for machines. Must not touch: the files
-read, the record format (aof.codec, aof.reader).
+read, the record format (aof.codec, aof.segment_reader).
 """
 
 from __future__ import annotations

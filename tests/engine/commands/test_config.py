@@ -1,5 +1,5 @@
 """CONFIG GET / SET / RESETSTAT / HELP (engine.commands.config) over the settings registry
-(engine.exec.config, tested in tests/engine/exec/test_config.py with the config file).
+(engine.exec.settings, tested in tests/engine/exec/test_config.py with the config file).
 
 Most tests run twice through the `backend` fixture: on the embedded engine and through an
 in-process streamkeep server (RESP2, the same plain values). Reply shapes and error lines are
@@ -16,7 +16,7 @@ import pytest
 import redis
 
 from streamkeep import Engine
-from streamkeep.engine.exec.config import PARAMS, ConfigError
+from streamkeep.engine.exec.settings import PARAMS, ConfigError
 from tests.support.diffutil import err
 from tests.support.resp_client import RespClient, RespError
 from tests.support.server_util import ServerHandle, connect

@@ -45,7 +45,7 @@ def test_put_is_idempotent_and_put_many_is_one_record(tmp_path: Path,
                                                       client: Callable[[Engine], Any]) -> None:
     from streamkeep.aof.fs import RealFS
     from streamkeep.aof.manifest import load
-    from streamkeep.aof.reader import SegmentReader
+    from streamkeep.aof.segment_reader import SegmentReader
 
     path = str(tmp_path / "d")
     engine = Engine.open(path)

@@ -8,7 +8,8 @@ import sys
 
 import pytest
 
-from streamkeep.tools import bench, cli
+from streamkeep.tools import bench
+from streamkeep.tools import main as cli
 from streamkeep.tools.bench import options
 
 
@@ -48,8 +49,8 @@ def test_settings_from_options() -> None:
 
 
 def test_the_bench_does_not_import_the_cli() -> None:
-    code = ("import sys, streamkeep.tools.bench.command; "
-            "print('streamkeep.tools.cli' in sys.modules)")
+    code = ("import sys, streamkeep.tools.bench.bench_command; "
+            "print('streamkeep.tools.main' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True).stdout
     assert out.strip() == "False"

@@ -13,7 +13,7 @@ import pytest
 
 from streamkeep import Engine
 from streamkeep.aof.fs import RealFS
-from streamkeep.aof.reader import SegmentReader
+from streamkeep.aof.segment_reader import SegmentReader
 from tests.support.datadir import fingerprint
 from tests.support.inspect_util import (
     Written,

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from streamkeep import Engine
-from streamkeep.tools.cli import main
+from streamkeep.tools.main import main
 
 ROOT = Path(__file__).resolve().parents[3]
 

@@ -142,7 +142,7 @@ def test_json_report_to_a_pipe_is_written_into_it(tmp_path: Path) -> None:
     import os
     import threading
 
-    from streamkeep.tools.crashbench.cli import write_json
+    from streamkeep.tools.crashbench.crashbench_command import write_json
 
     fifo = tmp_path / "report.pipe"
     os.mkfifo(fifo)

@@ -8,7 +8,7 @@ import random
 
 import pytest
 
-from streamkeep.engine.model.groups import ConsumerGroup
+from streamkeep.engine.model.consumer_groups import ConsumerGroup
 
 
 @pytest.mark.parametrize("seed", range(20))

@@ -30,7 +30,7 @@ def _cmd_demo(args: argparse.Namespace) -> int | None:
 
 
 def _cmd_bench(args: argparse.Namespace) -> int | None:
-    from streamkeep.tools.bench import command
+    from streamkeep.tools.bench import bench_command as command
 
     return command.main(args)
 
@@ -110,18 +110,18 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_arguments(p_serve)
     p_serve.set_defaults(func=_cmd_serve)
 
-    from streamkeep.tools.inspect.cli import add_commands
+    from streamkeep.tools.inspect.inspect_commands import add_commands
 
     add_commands(sub)  # aof verify|stats|dump|fix, restore, snapshot info|dump
 
-    from streamkeep.tools.crashbench import cli as crashbench
+    from streamkeep.tools.crashbench import crashbench_command as crashbench
 
     p_crash = sub.add_parser("crashbench", help=crashbench.HELP,
                              formatter_class=argparse.RawDescriptionHelpFormatter)
     crashbench.add_arguments(p_crash)
     p_crash.set_defaults(func=crashbench.main)
 
-    from streamkeep.tools.export import cli as export
+    from streamkeep.tools.export import export_command as export
 
     p_export = sub.add_parser("export", help=export.HELP,
                               formatter_class=argparse.RawDescriptionHelpFormatter)

@@ -1,4 +1,4 @@
-"""aof.reader: the one segment reader (recovery, the snapshot build, later the inspector and a
+"""aof.segment_reader: the one segment reader (recovery, the snapshot build, later the inspector and a
 replica's catch-up). Real segments written by a real engine on disk, then read back, damaged.
 """
 
@@ -13,7 +13,7 @@ from streamkeep import Engine
 from streamkeep.aof.codec import FRAME_SIZE, HEADER_SIZE, encode
 from streamkeep.aof.fs import RealFS
 from streamkeep.aof.manifest import segment_file
-from streamkeep.aof.reader import SegmentDamage, SegmentError, SegmentReader
+from streamkeep.aof.segment_reader import SegmentDamage, SegmentError, SegmentReader
 from streamkeep.engine.wire.errors import StorageError
 
 

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from streamkeep import Engine
-from streamkeep.tools.cli import main
+from streamkeep.tools.main import main
 
 
 @pytest.fixture(scope="module")

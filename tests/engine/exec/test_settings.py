@@ -1,4 +1,4 @@
-"""The settings registry behind CONFIG (engine.exec.config): defaults, validated and canonical
+"""The settings registry behind CONFIG (engine.exec.settings): defaults, validated and canonical
 settings, parse_size, output buffer limits, and the redis.conf-style config file (reading it,
 errors naming the line as redis-server does, CONFIG REWRITE). CONFIG's subcommands:
 tests/engine/commands/test_config.py.
@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from streamkeep import Engine
-from streamkeep.engine.exec.config import (
+from streamkeep.engine.exec.settings import (
     DEFAULT_CONFIG,
     PARAMS,
     parse_config_text,

@@ -41,7 +41,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from streamkeep.engine.wire.errors import StreamkeepError
-from streamkeep.snapshot.reader import Snapshot, SnapshotError
+from streamkeep.snapshot.snapshot_reader import Snapshot, SnapshotError
 from streamkeep.tools.export.pin import ExportError, LogPin, pin, pin_log, pins_of, resolve
 
 HELP = ("export a data directory's tables (its current state) to Parquet, JSON or CSV with "

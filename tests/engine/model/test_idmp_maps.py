@@ -1,4 +1,4 @@
-"""engine.model.idmp: lookup/record, expiry by command time, per-producer MAXSIZE eviction,
+"""engine.model.idmp_maps: lookup/record, expiry by command time, per-producer MAXSIZE eviction,
 XCFGSET's clearing rule, live counts, entries/restore round trip, IDMPAUTO's content hash."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from streamkeep.engine.model.idmp import (
+from streamkeep.engine.model.idmp_maps import (
     DEFAULT_DURATION,
     DEFAULT_MAXSIZE,
     PRODUCER_CHECKS,
