@@ -8,8 +8,8 @@ PIP   = $(VPY) -m pip
 # Use sudo for apt only when we are not root and sudo is available.
 SUDO := $(shell if [ "$$(id -u)" != 0 ] && command -v sudo >/dev/null 2>&1; then echo sudo; fi)
 
-.PHONY: venv dev run demo test soak lint kernels bench crashbench export-demo clean redis-server iproute2 \
-	java crcmod-check
+.PHONY: venv dev run demo test soak lint docs kernels bench crashbench export-demo clean redis-server \
+	iproute2 java crcmod-check
 
 # ---------------------------------------------------------------- environments
 
@@ -123,6 +123,12 @@ lint: $(VENV)/.stamp-dev
 	@for f in __init__.py __main__.py; do ln -sfn ../../streamkeep/$$f $(TYPECHECK)/$$f; done
 	cd .typecheck && ../$(VENV)/bin/mypy -p streamkeep
 
+# The manual: docs/mkdocs.yml (MkDocs, Material theme), pages in docs/src, built into docs/site.
+# --strict: a broken link or anchor, a page missing from the nav or a failing generator (the
+# reference's tables come from the code: docs/hooks.py) fails the build.
+docs: $(VENV)/.stamp-dev
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --config-file docs/mkdocs.yml
+
 bench: venv
 	$(VENV)/bin/streamkeep bench
 
@@ -137,5 +143,5 @@ crashbench: dev
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache .mypy_cache .typecheck .hypothesis build dist \
-		*.egg-info
+		*.egg-info docs/site
 	find . -name __pycache__ -type d -prune -exec rm -rf {} +

@@ -1,6 +1,6 @@
 """AOF framing: segment headers and records, as pure functions over bytes (sans-IO).
 
-Owns the on-disk format other tools read (documented in the README):
+Owns the on-disk format other tools read (documented in docs/src/reference/formats.md):
 
     segment header (32 bytes, little-endian)
         magic      8 bytes  b"SKAOF\\r\\n\\x1a"

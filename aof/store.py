@@ -322,7 +322,7 @@ def _load_snapshot(fs: FileSystem, path: str, entry: SnapshotEntry, engine: Engi
         raise AOFCorruptError(
             f"{err}; refusing to load. The state up to LSN {lsn} is only in this snapshot: "
             f"rebuild it from a replica (a full sync) or from a backup taken at LSN {lsn} or "
-            f"later (see the README: damaged snapshots)") from None
+            f"later (see the manual: Durability, a damaged snapshot)") from None
     if meta.lsn != lsn:
         raise AOFCorruptError(f"{file}: covers LSN {meta.lsn}, the manifest says {lsn}")
     elapsed = time.perf_counter() - started

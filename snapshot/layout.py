@@ -1,7 +1,7 @@
 """The snapshot layout: LMDB sub-databases, key encodings and msgpack values.
 
-Owns the on-disk format of a snapshot (documented in the README; the Spark export and other
-tools read it) and nothing else: encoding and decoding keys and values, in both directions.
+Owns the on-disk format of a snapshot (documented in docs/src/reference/formats.md; the Spark
+export and other tools read it) and nothing else: encoding and decoding keys and values, in both directions.
 Must not touch: files (the writer and the reader open LMDB), the engine.
 
 A snapshot is one LMDB environment in one file (`subdir=False`, no lock file). Sub-databases:

@@ -429,7 +429,8 @@ _PARAMS: list[Param] = [
           summary="idempotent IDs a stream keeps per producer (XADD IDMP), until XCFGSET"),
     # A served engine always has a data directory; an in-memory embedded engine has no AOF.
     Param("appendonly", "bool", True, mutable=False, live=lambda e: e.datadir is not None,
-          check=_must_be(True, "streamkeep always keeps an append-only file")),
+          check=_must_be(True, "streamkeep always keeps an append-only file"),
+          summary="always yes with a data directory: every write is logged to the AOF"),
     Param("appendfsync", "enum", "everysec", choices=("everysec", "always", "no"),
           summary="when the AOF is fsynced"),  # its hook: the journal's (aof.store)
     # Their hooks: the compactor's (snapshot.compactor), registered on the engine it serves.
@@ -455,16 +456,20 @@ _PARAMS: list[Param] = [
                             "pubsub": (32 << 20, 8 << 20, 60)}),
           multi_arg=True, summary="hard, soft limit and soft seconds per client class"),
     Param("loglevel", "enum", "notice", choices=("debug", "verbose", "notice", "warning"),
-          hook=_apply_loglevel),
-    Param("port", "int", 6390, mutable=False, hi=65535, live=_live_port, rewrite_live=True),
+          hook=_apply_loglevel, summary="how much the server logs"),
+    Param("port", "int", 6390, mutable=False, hi=65535, live=_live_port, rewrite_live=True,
+          summary="TCP port the server listens on"),
     Param("bind", "words", "127.0.0.1", mutable=False, multi_arg=True, live=_live_bind,
-          rewrite_live=True),
-    Param("dir", "string", "", mutable=False, live=_live_dir, rewrite_live=True),
+          rewrite_live=True, summary="addresses the server listens on"),
+    Param("dir", "string", "", mutable=False, live=_live_dir, rewrite_live=True,
+          summary="the data directory (AOF segments, snapshot, manifest)"),
     Param("databases", "int", 16, mutable=False, lo=1, hi=INT_MAX,
-          check=_must_be(16, "streamkeep serves 16 databases")),
+          check=_must_be(16, "streamkeep serves 16 databases"),
+          summary="number of databases: always 16"),
     Param("save", "words", "", mutable=False, multi_arg=True,
           check=_must_be("", "streamkeep compacts by AOF size (auto-aof-rewrite-*), "
-                             "not at save points")),
+                             "not at save points"),
+          summary="always empty: snapshots follow the AOF's size (auto-aof-rewrite-*)"),
     # The server reads both (its idle-client check, each new connection): no hook needed.
     # maxclients's hook is the server's (it raises the open-files limit or refuses).
     Param("timeout", "int", 0, hi=INT_MAX,

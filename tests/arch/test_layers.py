@@ -396,8 +396,12 @@ def test_codecs_import_cheaply(module: str) -> None:
 
 
 def test_the_layer_table_is_the_documented_one() -> None:
-    """The README's layout section shows the same layers, in the same order."""
-    readme = (ROOT / "README.md").read_text()
-    positions = [readme.find(f"**{layer}**") for layer in LAYERS]
-    assert all(p >= 0 for p in positions), "README.md names every layer in bold"
-    assert positions == sorted(positions), "README.md lists the layers bottom to top"
+    """The manual's architecture page shows the same layers, in the same order, in its table
+    (and each in its picture)."""
+    page = (ROOT / "docs" / "src" / "architecture.md").read_text()
+    positions = [page.find(f"**{layer}**") for layer in LAYERS]
+    assert all(p >= 0 for p in positions), "architecture.md names every layer in bold"
+    assert positions == sorted(positions), "architecture.md lists the layers bottom to top"
+    picture = page[page.index("```mermaid"):]
+    picture = picture[:picture.index("\n```\n")]
+    assert all(f"<b>{layer}</b>" in picture for layer in LAYERS), "a layer missing in the picture"

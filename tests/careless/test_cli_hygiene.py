@@ -2,7 +2,7 @@
 long command (one line, exit 130, no partial output, the data directory as it was), usage
 mistakes (exit 3: the usage and one error line), paths of the wrong kind, missing, unreadable
 or garbage, and the refusals each command documents (one line naming the file, offset or
-port; the exit status of the README's table; nothing changed). Never a traceback."""
+port; the exit status of the manual's table; nothing changed). Never a traceback."""
 
 from __future__ import annotations
 

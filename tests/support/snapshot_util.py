@@ -1,7 +1,7 @@
 """Snapshot helpers: `fingerprint(path)` hashes everything the read API
 (streamkeep.snapshot.snapshot_reader.Snapshot) returns for a snapshot file, so two readers (or a reader in
 a child process, which imports it from here) can be compared; `body` and `sealed` read and write
-a stored value's checksum as the README documents it, computed here independently of
+a stored value's checksum as the manual documents it, computed here independently of
 snapshot.layout (so the tests pin the format rather than repeat the code)."""
 
 from __future__ import annotations

@@ -1,77 +1,102 @@
-"""The README is documentation users run: its example must work and its command table must be
-the command table."""
+"""tools/docs.py: the manual's generated content. `streamkeep commands` prints the command table;
+`expand` replaces a page's markers and refuses unknown ones; the renderings are well-formed
+markdown tables built from the registries. (That the manual's pages hold every row is
+tests/docs/test_reference.py's.)"""
 
 from __future__ import annotations
 
-import contextlib
-import io
+import argparse
+import os
 import re
-from pathlib import Path
 
-from streamkeep.tools.docs import BEGIN, END, command_table_markdown
+import pytest
 
-README = Path(__file__).resolve().parents[2] / "README.md"
-
-
-def test_readme_command_table_is_generated_from_the_table() -> None:
-    text = README.read_text()
-    section = text[text.index(BEGIN):text.index(END) + len(END)]
-    assert section == command_table_markdown(), "run: streamkeep commands, paste into README"
+from streamkeep.engine.exec.settings import PARAMS
+from streamkeep.tools import docs
+from streamkeep.tools.main import build_parser, main
 
 
-def test_readme_embedded_example_runs() -> None:
-    example = re.search(r"```python\n(.*?)```", README.read_text(), re.S)
-    assert example is not None
-    out = io.StringIO()
-    with contextlib.redirect_stdout(out):
-        exec(compile(example.group(1), "README.md", "exec"), {})
-    printed = out.getvalue().splitlines()
-    assert printed[0].startswith("{'pending': 1,")
-    assert printed[-1] == (
-        "NOGROUP No such key 'orders' or consumer group 'nope' in XREADGROUP with GROUP option"
-    )
+def test_streamkeep_commands_prints_the_command_table(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["commands"]) == 0
+    out = capsys.readouterr().out
+    assert out == docs.command_table_markdown() + "\n"
+    assert out.startswith(docs.BEGIN) and out.rstrip().endswith(docs.END)
+    assert "| stream | `XADD` |" in out
+    assert "`SK.XCONSUMER`" in out  # the effect-only commands, named apart
 
 
-def test_readme_durability_example_runs(tmp_path, monkeypatch) -> None:
-    blocks = re.findall(r"```python\n(.*?)```", README.read_text(), re.S)
-    example = next(b for b in blocks if 'Engine.open("./data"' in b)
-    monkeypatch.chdir(tmp_path)
-    exec(compile(example, "README.md", "exec"), {})
-    from streamkeep import Engine
-
-    with Engine.open("./data") as db:
-        assert db.execute("XLEN", "jobs") == 1
-
-
-def test_readme_snapshot_reader_example_runs(tmp_path, monkeypatch) -> None:
-    blocks = re.findall(r"```python\n(.*?)```", README.read_text(), re.S)
-    example = next(b for b in blocks if "current_snapshot(" in b)
-    monkeypatch.chdir(tmp_path)
-    from streamkeep import Engine
-
-    with Engine.open("./data") as db:
-        for i in range(250):
-            db.execute("XADD", "jobs", "*", "n", str(i))
-        db.execute("XGROUP", "CREATE", "jobs", "workers", "0")
-        db.execute("XREADGROUP", "GROUP", "workers", "w1", "COUNT", "3", "STREAMS", "jobs", ">")
-        assert db.compact(wait=True) is not None
-    scope: dict = {}
-    exec(compile(example, "README.md", "exec"), scope)
-    assert scope["info"].key == b"jobs" and scope["entry"].fields == (b"n", b"249")
-    assert scope["group"].name == b"workers"
+def _tables(markdown: str) -> list[list[list[str]]]:
+    """Each markdown table's rows (consecutive `|` lines), split on unescaped pipes."""
+    tables: list[list[list[str]]] = []
+    previous = ""
+    for line in markdown.splitlines():
+        if line.startswith("|"):
+            if not previous.startswith("|"):
+                tables.append([])
+            tables[-1].append(re.split(r"(?<!\\)\|", line)[1:-1])
+        previous = line
+    return tables
 
 
-def test_readme_work_queue_tutorial_runs(tmp_path, monkeypatch, capsys) -> None:
-    blocks = re.findall(r"```python\n(.*?)```", README.read_text(), re.S)
-    example = next(b for b in blocks if "StreamQueue(engine" in b)
-    monkeypatch.chdir(tmp_path)
-    scope: dict = {}
-    exec(compile(example, "README.md", "exec"), scope)
-    # the crashed worker took cat.png; it came back after the visibility timeout
-    assert sorted(scope["handled"]) == sorted(
-        [b"cat.png", *(f"dog-{i}.png".encode() for i in range(20))])
-    poison = scope["poison"]
-    assert poison.deliveries == 3 and poison.fields == {b"image": b"corrupt.png"}
-    assert poison.consumer in (b"alice", b"bob")
-    assert poison.error == b"ValueError: cannot decode corrupt.png"
-    assert capsys.readouterr().out.startswith("21\n")
+@pytest.mark.parametrize("render", [docs.command_table_markdown, docs.config_table_markdown,
+                                    docs.effect_vocabulary_markdown,
+                                    docs.bench_sections_markdown,
+                                    docs.bench_native_targets_markdown,
+                                    lambda: docs.bench_section_markdown("aof")])
+def test_every_table_row_has_its_header_s_cells(render) -> None:  # type: ignore[no-untyped-def]
+    tables = _tables(render())
+    assert tables
+    for rows in tables:
+        assert len(rows) > 2 and set("".join(rows[1])) <= {"-"}, rows[:2]
+        assert all(len(row) == len(rows[0]) for row in rows), rows[0]
+
+
+def test_config_defaults_read_as_a_config_file_writes_them() -> None:
+    text = docs.config_table_markdown()
+    assert "| `auto-aof-rewrite-min-size` | memory | `64mb` |" in text
+    assert "| `appendfsync` | enum | `everysec` |" in text
+    assert "`normal 256mb 64mb 60`" in text
+    assert "`slaveof` is another name for `replicaof`" in text
+    assert len([line for line in text.splitlines() if line.startswith("| `")]) == len(PARAMS)
+
+
+def test_cli_commands_walk_the_whole_tree_groups_first() -> None:
+    found = [words for words, _help, _parser in docs.cli_commands(build_parser())]
+    assert found.index(("aof",)) < found.index(("aof", "verify"))
+    assert ("snapshot", "info") in found and ("queue", "stats") in found
+
+
+def test_exit_statuses_come_from_the_help_text() -> None:
+    text = "usage: x\n\nexamples:\n  x y\n\nexit status:\n  0    ok\n  3    usage\n\nmore\n"
+    assert docs.exit_statuses(text) == "exit status:\n  0    ok\n  3    usage"
+    assert docs.exit_statuses("usage: x\n") == ""
+
+
+def test_the_cli_reference_is_rendered_at_a_fixed_width(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("COLUMNS", "40")
+    text = docs.cli_reference_markdown(build_parser())
+    assert "## streamkeep serve\n" in text and "### streamkeep aof verify\n" in text
+    assert "usage: streamkeep serve [-h] [--dir DIR] [--port PORT]" in text
+    assert os.environ["COLUMNS"] == "40"  # put back
+
+
+def test_expand_replaces_markers_and_refuses_unknown_ones() -> None:
+    sources = docs.Sources(parser=build_parser())
+    page = "# T\n\n<!-- generate: config -->\n\ntext\n"
+    out = docs.expand(page, sources)
+    assert "<!-- generate:" not in out and "| `backlog-memory` |" in out and out.endswith(
+        "text\n")
+    with pytest.raises(ValueError, match="unknown generated content 'nope'"):
+        docs.expand("<!-- generate: nope -->\n", sources)
+    with pytest.raises(ValueError, match="needs the CLI's parser"):
+        docs.expand("<!-- generate: cli -->\n", docs.Sources())
+    with pytest.raises(ValueError, match="no bench section"):
+        docs.expand("<!-- generate: bench-section nope -->\n", sources)
+
+
+def test_table_cells_escape_what_markdown_would_read() -> None:
+    assert docs.table_cell("KEYS *a{1000}b | x <y>") == "KEYS \\*a{1000}b \\| x &lt;y&gt;"
+
+
+def test_a_parser_without_subcommands_has_none() -> None:
+    assert list(docs.cli_commands(argparse.ArgumentParser(prog="x"))) == []

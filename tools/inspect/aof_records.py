@@ -20,7 +20,7 @@ from typing import Any
 
 from streamkeep.engine.wire.errors import StreamkeepError
 
-# Exit statuses (the README's "Exit codes" table lists every command's): 2 and 3 mean what
+# Exit statuses (the manual's "Exit codes" page lists every command's): 2 and 3 mean what
 # they mean for verify, restore, import and the others.
 EXIT_OK = 0
 EXIT_DAMAGED = 2
