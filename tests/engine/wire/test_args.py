@@ -35,8 +35,9 @@ def test_parse_int_accepts_the_int64_syntax(arg: bytes, value: int) -> None:
     b"1_000", b"\xd9\xa1",  # an Arabic-Indic digit one: a digit, but not ASCII
     b"%d" % (LLONG_MAX + 1), b"%d" % (LLONG_MIN - 1), b"1" * 21,
 ])
-def test_parse_int_refuses_anything_else_with_redis_line(arg: bytes) -> None:
-    assert error_line(parse_int, arg) == NOT_INTEGER == "ERR value is not an integer or out of range"
+def test_parse_int_refuses_anything_else_with_the_redis_line(arg: bytes) -> None:
+    assert error_line(parse_int, arg) == NOT_INTEGER
+    assert NOT_INTEGER == "ERR value is not an integer or out of range"
 
 
 def test_parse_int_message_replaces_the_default_line() -> None:
