@@ -230,8 +230,9 @@ def test_close_answers_pending_waits_and_unhooks_the_journal(engine: Engine) -> 
     service = service_of(engine)
     replies: list[Any] = []
     Wait(service.waits, lambda: 0, lambda: False, 0, polled=False).start(replies.append)
-    assert engine.journal is not None and engine.journal.on_written is not None
+    journal = service.datadir.journal
+    assert journal.on_written is not None
     service.close()
     service.close()  # twice: nothing more
     assert replies == [0]
-    assert engine.journal.on_written is None
+    assert journal.on_written is None

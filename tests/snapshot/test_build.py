@@ -40,6 +40,7 @@ def directory_after(path: Path, commands: int, compact_after: int | None = None
             done = run(engine, clock, SEED, 0, compact_after)
             engine.compact(wait=True)
         run(engine, clock, SEED, done, commands)
+        assert engine.journal is not None
         lsn, digest = engine.journal.lsn, engine.digest()
     return load(RealFS(), str(path)), lsn, digest
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -56,7 +57,7 @@ def copy(source: tuple[Engine, Path, SnapshotInfo], tmp_path: Path) -> Path:
 
 
 def loaded(path: Path, lazy: bool | None = None, crc32: int | None = None,
-           **config: object) -> Engine:
+           **config: Any) -> Engine:
     engine = Engine(clock=lambda: 1000, **config)
     load_snapshot(engine, str(path), lazy=lazy, crc32=crc32)
     return engine

@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import struct
 import zlib
+from typing import Any
 
 from streamkeep import Engine
 from streamkeep.snapshot.snapshot_reader import Snapshot
@@ -98,7 +99,7 @@ def as_version_1(path: str) -> None:
     os.replace(tmp, path)
 
 
-def varied_engine(**config: object) -> Engine:
+def varied_engine(**config: Any) -> Engine:
     """An engine (clock at 1000 ms) with one of each thing a snapshot stores: a stream of
     several nodes with deleted entries, a group with two consumers owning pending entries, an
     idle consumer and an entry XNACK released, an idempotent producer, a second group, and

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+from typing import Any
 
 import pytest
 
@@ -23,14 +24,14 @@ BASE = [
 ]
 
 
-def engine_after(*commands: list[str], now: int = 1000, **config: object) -> Engine:
+def engine_after(*commands: list[str], now: int = 1000, **config: Any) -> Engine:
     engine = Engine(clock=lambda: now, **config)
     for argv in commands:
         engine.execute(*argv)
     return engine
 
 
-def digest_after(*commands: list[str], **config: object) -> str:
+def digest_after(*commands: list[str], **config: Any) -> str:
     return state_digest(engine_after(*commands, **config).dbs)
 
 

@@ -70,6 +70,15 @@ def cold(stream: Stream) -> list[bool]:
     return [node.is_cold() for node in stream.nodes]
 
 
+def snapshotted(nodes: int) -> tuple[Residency, Stream, MemoryStore]:
+    """A residency with a budget nothing reaches, a stream of `nodes` full nodes, and a
+    snapshot that holds the stream as it is."""
+    residency = Residency(1 << 30)
+    stream = new_stream(residency)
+    fill(stream, nodes * PER_NODE)
+    return residency, stream, snapshot(residency, stream)
+
+
 def test_node_bytes() -> None:
     assert node_bytes(0, 0) == 0
     assert node_bytes(3, 100) == 3 * ENTRY_OVERHEAD + 200
@@ -132,10 +141,7 @@ def test_nodes_no_snapshot_holds_wait_and_ask_for_one() -> None:
 
 
 def test_eviction_makes_the_oldest_clean_nodes_cold_until_within_budget() -> None:
-    residency = Residency(1 << 30)
-    stream = new_stream(residency)
-    fill(stream, 5 * PER_NODE)
-    snapshot(residency, stream)
+    residency, stream, _store = snapshotted(5)
     # the tail is unchanged since the snapshot: it may go cold too (an idle stream)
     assert residency.resident == sealed_bytes(stream.nodes)
     residency.set_budget(sealed_bytes(stream.nodes[3:]))
@@ -148,11 +154,8 @@ def test_eviction_makes_the_oldest_clean_nodes_cold_until_within_budget() -> Non
 
 
 def test_a_cold_node_reads_back_as_it_was_and_counts_again() -> None:
-    residency = Residency(1 << 30)
-    stream = new_stream(residency)
-    fill(stream, 3 * PER_NODE)
+    residency, stream, store = snapshotted(3)
     before = [(list(node.ids), list(node.fields)) for node in stream.nodes]
-    store = snapshot(residency, stream)
     residency.set_budget(1)
     residency.evict()
     assert all(cold(stream))
@@ -169,10 +172,7 @@ def test_a_cold_node_reads_back_as_it_was_and_counts_again() -> None:
 
 
 def test_nodes_changed_after_the_snapshot_stay_until_the_next_one() -> None:
-    residency = Residency(1 << 30)
-    stream = new_stream(residency)
-    fill(stream, 4 * PER_NODE)
-    snapshot(residency, stream)
+    residency, stream, _store = snapshotted(4)
     stream.delete(stream.nodes[1].ids[0])  # changed since the snapshot
     residency.set_budget(1)
     residency.evict()
@@ -185,10 +185,7 @@ def test_nodes_changed_after_the_snapshot_stay_until_the_next_one() -> None:
 
 
 def test_a_node_no_longer_in_its_stream_leaves_the_queue() -> None:
-    residency = Residency(1 << 30)
-    stream = new_stream(residency)
-    fill(stream, 3 * PER_NODE)
-    snapshot(residency, stream)
+    residency, stream, _store = snapshotted(3)
     gone = stream.nodes[0]
     stream.trim(maxlen=2 * PER_NODE, minid=None, approx=False, limit=0)
     assert stream.nodes[0] is not gone
@@ -200,10 +197,7 @@ def test_a_node_no_longer_in_its_stream_leaves_the_queue() -> None:
 
 
 def test_the_node_being_read_stays_and_so_does_what_follows_it() -> None:
-    residency = Residency(1 << 30)
-    stream = new_stream(residency)
-    fill(stream, 4 * PER_NODE)
-    snapshot(residency, stream)
+    residency, stream, _store = snapshotted(4)
     residency.set_budget(1)
     residency.evict(keep=stream.nodes[2])
     assert cold(stream) == [True, True, False, False]
@@ -211,10 +205,7 @@ def test_the_node_being_read_stays_and_so_does_what_follows_it() -> None:
 
 
 def test_a_long_read_evicts_past_twice_the_budget() -> None:
-    residency = Residency(1 << 30)
-    stream = new_stream(residency)
-    fill(stream, 4 * PER_NODE)
-    snapshot(residency, stream)
+    residency, stream, _store = snapshotted(4)
     residency.set_budget(1)
     residency.evict()
     assert all(cold(stream))
@@ -227,10 +218,7 @@ def test_a_long_read_evicts_past_twice_the_budget() -> None:
 
 
 def test_changed_node_limits_pin_nodes_changed_since_the_last_rotation() -> None:
-    residency = Residency(1 << 30)
-    stream = new_stream(residency)
-    fill(stream, 2 * PER_NODE)
-    snapshot(residency, stream)
+    residency, stream, _store = snapshotted(2)
     fill(stream, 2 * PER_NODE, start=2 * PER_NODE + 1)  # after the rotation
     residency.node_limits_changed()
     snapshot(residency, stream)  # holds them all, but cut with the old limits
@@ -268,10 +256,7 @@ def test_bind_keeps_the_newer_snapshot() -> None:
 
 
 def test_close_lets_go_of_every_store() -> None:
-    residency = Residency(1 << 30)
-    stream = new_stream(residency)
-    fill(stream, 2 * PER_NODE)
-    store = snapshot(residency, stream)
+    residency, _stream, store = snapshotted(2)
     residency.close()
     assert store.closed
     assert residency.store is None and not residency.queue and residency.resident == 0
