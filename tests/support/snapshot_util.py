@@ -2,14 +2,18 @@
 (streamkeep.snapshot.snapshot_reader.Snapshot) returns for a snapshot file, so two readers (or a reader in
 a child process, which imports it from here) can be compared; `body` and `sealed` read and write
 a stored value's checksum as the manual documents it, computed here independently of
-snapshot.layout (so the tests pin the format rather than repeat the code)."""
+snapshot.layout (so the tests pin the format rather than repeat the code); `varied_engine` holds
+one of everything a snapshot stores; `put_values` rewrites stored values with LMDB itself (a
+file whose values check but disagree with each other)."""
 
 from __future__ import annotations
 
 import hashlib
 import struct
 import zlib
+from typing import Any
 
+from streamkeep import Engine
 from streamkeep.snapshot.snapshot_reader import Snapshot
 
 
@@ -93,3 +97,45 @@ def as_version_1(path: str) -> None:
     finally:
         env.close()
     os.replace(tmp, path)
+
+
+def varied_engine(**config: Any) -> Engine:
+    """An engine (clock at 1000 ms) with one of each thing a snapshot stores: a stream of
+    several nodes with deleted entries, a group with two consumers owning pending entries, an
+    idle consumer and an entry XNACK released, an idempotent producer, a second group, and
+    streams in another database (binary names included)."""
+    engine = Engine(clock=lambda: 1000, stream_node_max_entries=4, **config)
+    run = engine.execute
+    for i in range(1, 15):
+        run("XADD", "orders", f"{i}-1", "item", f"v{i}", "qty", str(i))
+    run("XDEL", "orders", "3-1", "6-1")
+    run("XGROUP", "CREATE", "orders", "billing", "0")
+    run("XREADGROUP", "GROUP", "billing", "alice", "COUNT", "3", "STREAMS", "orders", ">")
+    run("XREADGROUP", "GROUP", "billing", "bob", "COUNT", "2", "STREAMS", "orders", ">")
+    run("XGROUP", "CREATECONSUMER", "orders", "billing", "idle")
+    run("XNACK", "orders", "billing", "FAIL", "IDS", "1", "2-1")
+    run("XGROUP", "CREATE", "orders", "audit", "$")
+    run("XADD", "orders", "IDMP", "producer", "iid-1", "*", "item", "once")
+    run("XADD", "audit", "1-0", "who", "me")
+    run("SELECT", "2")
+    run("XADD", b"bin\x00\xff", "5-5", b"\x00", b"\xff")
+    run("XADD", "other", "1-0", "f", "v")
+    run("SELECT", "0")
+    return engine
+
+
+def put_values(path: str, table: str, rows: dict[bytes, bytes | None]) -> None:
+    """Store `rows` (key: stored value, None to delete the key) in one table of a snapshot
+    file with LMDB itself."""
+    import lmdb
+
+    env = lmdb.open(path, subdir=False, lock=False, max_dbs=8)
+    try:
+        with env.begin(write=True, db=env.open_db(table.encode(), create=False)) as txn:
+            for key, value in rows.items():
+                if value is None:
+                    txn.delete(key)
+                else:
+                    txn.put(key, value)
+    finally:
+        env.close()

@@ -1,0 +1,207 @@
+"""aof.fs: `RealFS`, the operating system's files behind the file-layer seam, on real files in a
+temporary directory: appends, whole writes, reads, sizes, truncation, renames, listings, the
+exclusive lock naming its holder, read descriptors that outlive an unlink, and the mapped
+ranges of a file."""
+
+from __future__ import annotations
+
+import ctypes
+import errno
+import mmap
+import os
+from pathlib import Path
+
+import pytest
+
+from streamkeep.aof import fs as fs_mod
+from streamkeep.aof.fs import FileSystem, LockedError, RealFS, mapped_ranges
+from streamkeep.engine.wire.errors import StorageError
+
+fs = RealFS()
+
+
+def write_new(path: Path, data: bytes) -> None:
+    fd = fs.open_write_new(str(path))
+    try:
+        fs.write(fd, data)
+    finally:
+        fs.close(fd)
+
+
+def test_real_fs_has_every_operation_of_the_seam() -> None:
+    wanted = {name for name in vars(FileSystem) if not name.startswith("_")}
+    assert wanted and wanted <= {name for name in vars(RealFS) if not name.startswith("_")}
+
+
+def test_open_append_creates_then_appends(tmp_path: Path) -> None:
+    path = tmp_path / "log"
+    for chunk in (b"one,", b"two,", b"three"):
+        fd = fs.open_append(str(path))
+        fs.write(fd, chunk)
+        fs.fdatasync(fd)
+        fs.close(fd)
+    assert path.read_bytes() == b"one,two,three"
+
+
+def test_open_append_without_create_needs_the_file(tmp_path: Path) -> None:
+    with pytest.raises(FileNotFoundError):
+        fs.open_append(str(tmp_path / "missing"), create=False)
+    (tmp_path / "there").write_bytes(b"kept")
+    fd = fs.open_append(str(tmp_path / "there"), create=False)
+    fs.write(fd, b"+more")
+    fs.close(fd)
+    assert (tmp_path / "there").read_bytes() == b"kept+more"
+
+
+def test_open_write_new_truncates(tmp_path: Path) -> None:
+    path = tmp_path / "file"
+    path.write_bytes(b"x" * 100)
+    write_new(path, b"short")
+    assert path.read_bytes() == b"short"
+
+
+def test_write_writes_every_byte_when_the_os_writes_less(tmp_path: Path,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    real_write = os.write
+    calls = []
+
+    def short_write(fd: int, data: bytes) -> int:
+        calls.append(len(data))
+        return real_write(fd, bytes(data[:7]))
+
+    data = bytes(range(256)) * 4
+    fd = fs.open_write_new(str(tmp_path / "file"))
+    monkeypatch.setattr(fs_mod.os, "write", short_write)
+    try:
+        fs.write(fd, data)
+    finally:
+        monkeypatch.undo()
+        fs.close(fd)
+    assert (tmp_path / "file").read_bytes() == data
+    assert len(calls) == -(-len(data) // 7)
+
+
+def test_a_closed_descriptor_is_an_os_error(tmp_path: Path) -> None:
+    fd = fs.open_write_new(str(tmp_path / "file"))
+    fs.close(fd)
+    with pytest.raises(OSError) as caught:
+        fs.fdatasync(fd)
+    assert caught.value.errno == errno.EBADF
+
+
+def test_read_file(tmp_path: Path) -> None:
+    path = tmp_path / "file"
+    data = os.urandom(300_000)
+    path.write_bytes(data)
+    assert fs.read_file(str(path)) == data
+    (tmp_path / "empty").write_bytes(b"")
+    assert fs.read_file(str(tmp_path / "empty")) == b""
+    with pytest.raises(FileNotFoundError):
+        fs.read_file(str(tmp_path / "missing"))
+
+
+def test_reading_a_directory_names_it(tmp_path: Path) -> None:
+    with pytest.raises(OSError) as caught:
+        fs.read_file(str(tmp_path))
+    assert caught.value.errno == errno.EISDIR
+    assert caught.value.filename == str(tmp_path)
+
+
+def test_sizes_and_truncation(tmp_path: Path) -> None:
+    path = tmp_path / "file"
+    path.write_bytes(b"0123456789")
+    assert fs.size(str(path)) == 10
+    fs.truncate(str(path), 4)
+    assert path.read_bytes() == b"0123"
+    fd = fs.open_append(str(path), create=False)
+    try:
+        assert fs.fsize(fd) == 4
+        fs.ftruncate(fd, 2)
+        assert fs.fsize(fd) == 2
+        fs.write(fd, b"!")  # appends at the new end
+    finally:
+        fs.close(fd)
+    assert path.read_bytes() == b"01!"
+
+
+def test_rename_replaces_and_the_directory_syncs(tmp_path: Path) -> None:
+    (tmp_path / "new").write_bytes(b"new")
+    (tmp_path / "old").write_bytes(b"old")
+    fs.rename(str(tmp_path / "new"), str(tmp_path / "old"))
+    fs.fsync_dir(str(tmp_path))
+    assert (tmp_path / "old").read_bytes() == b"new"
+    assert not fs.exists(str(tmp_path / "new"))
+    with pytest.raises(NotADirectoryError):
+        fs.fsync_dir(str(tmp_path / "old"))
+
+
+def test_listing_existence_unlink_and_makedirs(tmp_path: Path) -> None:
+    for name in ("b", "c", "a"):
+        (tmp_path / name).write_bytes(b"")
+    assert fs.listdir(str(tmp_path)) == ["a", "b", "c"]
+    assert fs.exists(str(tmp_path / "a")) and not fs.exists(str(tmp_path / "z"))
+    fs.unlink(str(tmp_path / "b"))
+    assert fs.listdir(str(tmp_path)) == ["a", "c"]
+    with pytest.raises(FileNotFoundError):
+        fs.unlink(str(tmp_path / "b"))
+    nested = tmp_path / "x" / "y"
+    fs.makedirs(str(nested))
+    fs.makedirs(str(nested))  # already there: fine
+    assert nested.is_dir()
+
+
+def test_the_lock_is_exclusive_and_names_its_holder(tmp_path: Path) -> None:
+    path = tmp_path / "LOCK"
+    fd = fs.lock(str(path))
+    assert path.read_text() == f"{os.getpid()}\n"
+    with pytest.raises(LockedError) as caught:
+        fs.lock(str(path))  # another open file: flock refuses it even in this process
+    assert str(caught.value) == \
+        f"data directory is in use: {path} is locked by process {os.getpid()}"
+    assert isinstance(caught.value, StorageError)
+    fs.unlock(fd)
+    again = fs.lock(str(path))
+    fs.unlock(again)
+
+
+def test_a_lock_file_left_by_a_dead_holder_is_taken_over(tmp_path: Path) -> None:
+    path = tmp_path / "LOCK"
+    path.write_text("999999999\n")  # not locked: only the flock counts
+    fd = fs.lock(str(path))
+    try:
+        assert path.read_text() == f"{os.getpid()}\n"
+    finally:
+        fs.unlock(fd)
+
+
+def test_a_read_descriptor_outlives_an_unlink(tmp_path: Path) -> None:
+    path = tmp_path / "segment"
+    path.write_bytes(b"abcdefghij")
+    fd = fs.open_read(str(path))
+    try:
+        fs.unlink(str(path))
+        assert fs.pread(fd, 4, 3) == b"defg"
+        assert fs.pread(fd, 100, 8) == b"ij"
+        assert fs.pread(fd, 4, 10) == b""
+        assert fs.fsize(fd) == 10
+    finally:
+        fs.close(fd)
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/maps"), reason="Linux /proc only")
+def test_mapped_ranges_find_where_the_file_is_mapped(tmp_path: Path) -> None:
+    path = tmp_path / "mapped"
+    path.write_bytes(b"\0" * mmap.PAGESIZE * 4)
+    assert mapped_ranges(str(path)) == []
+    with open(path, "r+b") as f:
+        mapping = mmap.mmap(f.fileno(), 0)
+    first_byte = ctypes.c_char.from_buffer(mapping)
+    address = ctypes.addressof(first_byte)
+    del first_byte  # (an exported buffer would keep the mapping from closing)
+    try:
+        ranges = mapped_ranges(str(path))
+    finally:
+        mapping.close()
+    assert any(low <= address < high for low, high in ranges), (hex(address), ranges)
+    assert sum(high - low for low, high in ranges) >= 4 * mmap.PAGESIZE
+    assert mapped_ranges(str(path)) == []

@@ -1,0 +1,278 @@
+"""engine.model.residency: the `backlog-memory` budget's bookkeeping over real streams
+(engine.model.stream) and an in-memory node store standing in for a snapshot file.
+
+What is counted (sealed nodes, once; never the tail being appended to, unless a snapshot
+holds it unchanged), which nodes go cold and in what order (oldest first, only those the
+current snapshot holds as they are), what waits for the next snapshot and asks for it, reading
+a cold node back, and the budget turned on, off, handed over and closed."""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+from streamkeep.engine.model.residency import ENTRY_OVERHEAD, Epoch, Residency, node_bytes
+from streamkeep.engine.model.stream import Node, Stream, new_stream
+
+PER_NODE = 4
+
+
+class MemoryStore:
+    """A node store that holds the nodes as they were when `keep` saw them (a snapshot)."""
+
+    def __init__(self, clean_before: int) -> None:
+        self.clean_before = clean_before
+        self.saved: dict[tuple[int, int], tuple[list, list, list]] = {}
+        self.closed = False
+        self.loads = 0
+
+    def keep(self, number: int, stream: Stream) -> None:
+        for node in stream.nodes:
+            home = node.home
+            if node.is_cold() and home is not None and isinstance(home.store, MemoryStore):
+                self.saved[number, node.master] = home.store.saved[home.number, node.master]
+            else:
+                self.saved[number, node.master] = (list(node.ids), list(node.idbs),
+                                                   list(node.fields))
+
+    def load(self, number: int, master: int) -> tuple[list[int], list[bytes], list[Any]]:
+        self.loads += 1
+        ids, idbs, fields = self.saved[number, master]
+        return list(ids), list(idbs), list(fields)
+
+    def stored_for(self, number: int, master: int, key: bytes) -> tuple[bytes, bytes]:
+        raise AssertionError("a residency never copies nodes")
+
+    def close(self) -> None:
+        self.closed = True
+
+
+def fill(stream: Stream, count: int, start: int = 1) -> None:
+    for i in range(start, start + count):
+        stream.append(i << 64, (b"f", b"value-%d" % i), PER_NODE, 1 << 20)
+
+
+def sealed_bytes(nodes: list[Node]) -> int:
+    return sum(node_bytes(len(node.ids), node.fixed_bytes) for node in nodes)
+
+
+def snapshot(residency: Residency, *streams: Stream) -> MemoryStore:
+    """What a compaction does: tick the clock, write the streams, bind them, switch."""
+    store = MemoryStore(residency.rotated())
+    for number, stream in enumerate(streams, 1):
+        store.keep(number, stream)
+        residency.bind(stream, store, number)
+    residency.switched(store)
+    return store
+
+
+def cold(stream: Stream) -> list[bool]:
+    return [node.is_cold() for node in stream.nodes]
+
+
+def snapshotted(nodes: int) -> tuple[Residency, Stream, MemoryStore]:
+    """A residency with a budget nothing reaches, a stream of `nodes` full nodes, and a
+    snapshot that holds the stream as it is."""
+    residency = Residency(1 << 30)
+    stream = new_stream(residency)
+    fill(stream, nodes * PER_NODE)
+    return residency, stream, snapshot(residency, stream)
+
+
+def test_node_bytes() -> None:
+    assert node_bytes(0, 0) == 0
+    assert node_bytes(3, 100) == 3 * ENTRY_OVERHEAD + 200
+
+
+def test_the_clock_only_moves_forward_one_value_per_tick() -> None:
+    epoch = Epoch()
+    assert epoch.value == 0
+    assert epoch.tick() == 1 and epoch.value == 1
+    seen: list[int] = []
+
+    def ticks() -> None:
+        got = [epoch.tick() for _ in range(500)]
+        seen.extend(got)  # (list.extend is atomic)
+
+    threads = [threading.Thread(target=ticks) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert sorted(seen) == list(range(2, 2002))  # no value handed out twice
+
+
+def test_without_a_budget_nothing_is_counted() -> None:
+    residency = Residency(0)
+    stream = new_stream(residency)
+    fill(stream, 20)
+    assert residency.limit == float("inf")
+    assert residency.resident == 0 and not residency.queue
+    snapshot(residency, stream)
+    residency.evict()
+    assert not any(cold(stream))
+
+
+def test_sealed_nodes_are_counted_once_and_the_tail_is_not() -> None:
+    residency = Residency(1 << 30)
+    stream = new_stream(residency)
+    fill(stream, 5 * PER_NODE)
+    assert len(stream.nodes) == 5
+    assert [node.queued for node in stream.nodes] == [True] * 4 + [False]
+    assert residency.resident == sealed_bytes(stream.nodes[:-1])
+    residency.sealed(stream.nodes[0], stream.home)  # type: ignore[arg-type]
+    assert residency.resident == sealed_bytes(stream.nodes[:-1])
+
+
+def test_nodes_no_snapshot_holds_wait_and_ask_for_one() -> None:
+    asked: list[int] = []
+    budget = 1500
+    residency = Residency(budget)
+    residency.on_pressure = lambda: asked.append(1)
+    stream = new_stream(residency)
+    fill(stream, 5 * PER_NODE)
+    before = residency.resident
+    residency.evict()
+    assert not any(cold(stream))
+    assert residency.evictions == 0 and residency.resident == before
+    assert len(residency.waiting) == 4 and not residency.queue
+    assert residency.waiting_bytes == before > budget // 2
+    assert asked
+
+
+def test_eviction_makes_the_oldest_clean_nodes_cold_until_within_budget() -> None:
+    residency, stream, _store = snapshotted(5)
+    # the tail is unchanged since the snapshot: it may go cold too (an idle stream)
+    assert residency.resident == sealed_bytes(stream.nodes)
+    residency.set_budget(sealed_bytes(stream.nodes[3:]))
+    residency.evict()
+    assert cold(stream) == [True, True, True, False, False]
+    assert residency.evictions == 3
+    assert residency.resident == sealed_bytes(stream.nodes[3:]) <= residency.budget
+    assert stream.cold_counts() == (3, 3 * PER_NODE,
+                                    sum(node.fixed_bytes for node in stream.nodes[:3]))
+
+
+def test_a_cold_node_reads_back_as_it_was_and_counts_again() -> None:
+    residency, stream, store = snapshotted(3)
+    before = [(list(node.ids), list(node.fields)) for node in stream.nodes]
+    residency.set_budget(1)
+    residency.evict()
+    assert all(cold(stream))
+    assert residency.resident == 0
+    first = stream.nodes[0]
+    assert first.ids == before[0][0]  # touching the entries reads them back
+    assert first.fields == before[0][1]
+    assert store.loads == 1 and residency.loads == 1
+    assert cold(stream) == [False, True, True]
+    assert stream.cold_counts()[0] == 2
+    assert residency.resident == sealed_bytes([first])
+    assert [sid for sid, _idb, _f in stream.iter_forward(0, 1 << 128)] == \
+        [sid for ids, _ in before for sid in ids]
+
+
+def test_nodes_changed_after_the_snapshot_stay_until_the_next_one() -> None:
+    residency, stream, _store = snapshotted(4)
+    stream.delete(stream.nodes[1].ids[0])  # changed since the snapshot
+    residency.set_budget(1)
+    residency.evict()
+    assert cold(stream) == [True, False, True, True]
+    assert [node is stream.nodes[1] for node, _home, _n in residency.waiting] == [True]
+    snapshot(residency, stream)  # the next snapshot holds it as it is now: it may go
+    residency.evict()
+    assert all(cold(stream))
+    assert not residency.waiting and residency.waiting_bytes == 0
+
+
+def test_a_node_no_longer_in_its_stream_leaves_the_queue() -> None:
+    residency, stream, _store = snapshotted(3)
+    gone = stream.nodes[0]
+    stream.trim(maxlen=2 * PER_NODE, minid=None, approx=False, limit=0)
+    assert stream.nodes[0] is not gone
+    residency.set_budget(1)
+    residency.evict()
+    assert not gone.is_cold()
+    assert residency.evictions == 2
+    assert all(node is not gone for node, _home, _n in (*residency.queue, *residency.waiting))
+
+
+def test_the_node_being_read_stays_and_so_does_what_follows_it() -> None:
+    residency, stream, _store = snapshotted(4)
+    residency.set_budget(1)
+    residency.evict(keep=stream.nodes[2])
+    assert cold(stream) == [True, True, False, False]
+    assert residency.queue[0][0] is stream.nodes[2]
+
+
+def test_a_long_read_evicts_past_twice_the_budget() -> None:
+    residency, stream, _store = snapshotted(4)
+    residency.set_budget(1)
+    residency.evict()
+    assert all(cold(stream))
+    residency.set_budget(sealed_bytes(stream.nodes[:1]))
+    for node in stream.nodes:  # a read walking the stream: each load may evict earlier ones
+        assert node.ids
+    assert residency.loads == 4
+    assert residency.resident <= 2 * residency.limit
+    assert cold(stream)[-1] is False and any(cold(stream))
+
+
+def test_changed_node_limits_pin_nodes_changed_since_the_last_rotation() -> None:
+    residency, stream, _store = snapshotted(2)
+    fill(stream, 2 * PER_NODE, start=2 * PER_NODE + 1)  # after the rotation
+    residency.node_limits_changed()
+    snapshot(residency, stream)  # holds them all, but cut with the old limits
+    residency.set_budget(1)
+    residency.evict()
+    assert cold(stream) == [True, True, False, False]
+    assert not residency.waiting  # pinned: out of the queue for good
+    assert residency.resident == 0
+
+
+def test_turning_the_budget_off_and_on() -> None:
+    residency = Residency(1 << 30)
+    stream = new_stream(residency)
+    fill(stream, 3 * PER_NODE)
+    residency.set_budget(0)
+    assert residency.resident == 0 and not residency.queue and not residency.waiting
+    assert not any(node.queued for node in stream.nodes)
+    residency.set_budget(1000, [{b"s": stream}])
+    assert [node.queued for node in stream.nodes] == [True, True, True]
+    assert residency.resident == sealed_bytes(stream.nodes)
+    residency.set_budget(2000, [{b"s": stream}])  # already on: nothing queued twice
+    assert residency.resident == sealed_bytes(stream.nodes)
+
+
+def test_bind_keeps_the_newer_snapshot() -> None:
+    residency = Residency(1 << 30)
+    stream = new_stream(residency)
+    fill(stream, 2 * PER_NODE)
+    older = MemoryStore(residency.rotated())
+    newer = snapshot(residency, stream)
+    home = residency.bind(stream, older, 7)
+    assert home.store is newer and home.number == 1
+    newest = MemoryStore(residency.rotated())
+    assert residency.bind(stream, newest, 3).store is newest
+
+
+def test_close_lets_go_of_every_store() -> None:
+    residency, _stream, store = snapshotted(2)
+    residency.close()
+    assert store.closed
+    assert residency.store is None and not residency.queue and residency.resident == 0
+
+
+def test_adopted_streams_count_here_with_their_snapshot() -> None:
+    theirs = Residency(0)  # a replica's full sync loads the snapshot apart, without a budget
+    stream = new_stream(theirs)
+    fill(stream, 3 * PER_NODE)
+    store = snapshot(theirs, stream)
+    ours = Residency(1 << 30)
+    ours.adopt([{b"s": stream}, {}])
+    assert stream.home is not None and stream.home.residency is ours
+    assert ours.store is store and ours.last_tick == store.clean_before
+    assert ours.resident == sealed_bytes(stream.nodes)
+    ours.set_budget(1)
+    ours.evict()
+    assert all(cold(stream))
+    assert ours.evictions == 3 and theirs.evictions == 0
