@@ -2,7 +2,8 @@
 `execute` and `submit` alone, the effects each write logs, and the records replayed on a fresh
 engine (the property the AOF and replicas rely on: same records, same state digest).
 
-Owns `Recorded`. Error lines come from tests.support.diffutil.err; the fake clock is
+Owns `Recorded` and `logged_claim` (the XCLAIM effect a delivery or claim logs, spelled out for
+comparisons). Error lines come from tests.support.diffutil.err; the fake clock is
 tests.support.command_strategies.Clock. Must not touch: the engine's internals (its state is
 read through commands: DEBUG DIGEST, XINFO, XRANGE ...).
 """
@@ -20,6 +21,15 @@ from tests.support.diffutil import err
 def argv_bytes(argv: tuple[Any, ...]) -> tuple[bytes, ...]:
     """A command's arguments as the engine takes them (str encoded, ints written out)."""
     return tuple(a if isinstance(a, bytes) else str(a).encode() for a in argv)
+
+
+def logged_claim(key: bytes, group: bytes, consumer: bytes, sid: bytes, time: bytes,
+                 count: bytes, last_id: bytes | None = None) -> list[bytes]:
+    """`XCLAIM key group consumer 0 sid TIME time RETRYCOUNT count FORCE JUSTID [LASTID id]`:
+    what a delivery or a claim logs (a history read leaves LASTID out)."""
+    effect = [b"XCLAIM", key, group, consumer, b"0", sid, b"TIME", time, b"RETRYCOUNT", count,
+              b"FORCE", b"JUSTID"]
+    return effect + [b"LASTID", last_id] if last_id is not None else effect
 
 
 class Recorded:

@@ -5,11 +5,13 @@ SK.XCONSUMER), and replay of those effects reproducing the state."""
 
 from __future__ import annotations
 
+import functools
+
 import pytest
 
 from streamkeep.engine.commands import groups
 from streamkeep.engine.wire.args import LLONG_MAX
-from tests.support.effects_util import Recorded
+from tests.support.effects_util import Recorded, logged_claim
 
 NOW = 1_000_000
 T = b"%d" % NOW
@@ -27,11 +29,7 @@ def rec() -> Recorded:
     return rec
 
 
-def claim(consumer: bytes, sid: bytes, time: bytes, count: bytes,
-          last_id: bytes | None = None) -> list[bytes]:
-    effect = [b"XCLAIM", b"s", b"g", consumer, b"0", sid, b"TIME", time, b"RETRYCOUNT", count,
-              b"FORCE", b"JUSTID"]
-    return effect + [b"LASTID", last_id] if last_id is not None else effect
+claim = functools.partial(logged_claim, b"s", b"g")
 
 
 def deliver(rec: Recorded, consumer: str, count: int) -> None:
@@ -85,8 +83,8 @@ def test_xgroup_setid_logs_only_a_change(rec: Recorded) -> None:
     assert rec.effects("XGROUP", "SETID", "s", "g", "$", "ENTRIESREAD", "3") == ("OK", [
         [b"XGROUP", b"SETID", b"s", b"g", b"4-0", b"ENTRIESREAD", b"3"]])
     assert rec.effects("XGROUP", "SETID", "s", "g", "4-0", "ENTRIESREAD", "3")[1] == []
-    assert rec("XINFO", "GROUPS", "s")[0][rec("XINFO", "GROUPS", "s")[0].index(b"entries-read")
-                                         + 1] == 3
+    group = rec("XINFO", "GROUPS", "s")[0]
+    assert group[group.index(b"entries-read") + 1] == 3
     rec.assert_replays()
 
 

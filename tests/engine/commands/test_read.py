@@ -5,6 +5,8 @@ whose re-run argv has `$` resolved; none inside MULTI) and replay of the effects
 
 from __future__ import annotations
 
+import functools
+
 import pytest
 
 from streamkeep import Session
@@ -12,7 +14,7 @@ from streamkeep.engine.commands.read import Caps, entry_reply_size, parse_read_a
 from streamkeep.engine.exec.blocking import Waiter
 from streamkeep.engine.wire.args import LLONG_MAX
 from streamkeep.engine.wire.reply import to_plain
-from tests.support.effects_util import Recorded, argv_bytes
+from tests.support.effects_util import Recorded, argv_bytes, logged_claim
 
 NOW = 1_000_000
 T = b"%d" % NOW
@@ -33,11 +35,7 @@ def entry(i: int) -> list[object]:
     return [b"%d-0" % i, [b"f", b"v%d" % i]]
 
 
-def delivery(consumer: bytes, sid: bytes, time: bytes = T, count: bytes = b"1",
-             last_id: bytes | None = None) -> list[bytes]:
-    effect = [b"XCLAIM", b"s", b"g", consumer, b"0", sid, b"TIME", time, b"RETRYCOUNT", count,
-              b"FORCE", b"JUSTID"]
-    return effect + [b"LASTID", last_id] if last_id is not None else effect
+delivery = functools.partial(logged_claim, b"s", b"g")
 
 
 # --- the grammar -------------------------------------------------------------------------------
@@ -161,8 +159,8 @@ def test_new_entries_effects(rec: Recorded) -> None:
     reply, effects = rec.effects("XREADGROUP", "GROUP", "g", "c", "COUNT", "2", "STREAMS", "s",
                                  ">")
     assert reply == [[b"s", [entry(1), entry(2)]]]
-    assert effects == [delivery(b"c", b"1-0", last_id=b"1-0"),
-                       delivery(b"c", b"2-0", last_id=b"2-0"),
+    assert effects == [delivery(b"c", b"1-0", T, b"1", b"1-0"),
+                       delivery(b"c", b"2-0", T, b"1", b"2-0"),
                        [b"XGROUP", b"SETID", b"s", b"g", b"2-0", b"ENTRIESREAD", b"2"],
                        [b"SK.XCONSUMER", b"s", b"g", b"c", T, T]]
     rec.assert_replays()
