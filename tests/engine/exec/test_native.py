@@ -1,0 +1,96 @@
+"""The compiled-core report (engine.exec.native): which implementation every kernel facade runs,
+`native()` and the one-line `summary()` behind INFO's streamkeep_native and `streamkeep
+--version`: in this process (compiled unless STREAMKEEP_NO_EXTENSIONS is set), in a child
+process with STREAMKEEP_NO_EXTENSIONS=1, and for mixed reports."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from streamkeep.engine.exec import native
+from streamkeep.engine.wire import extensions
+from tests.support.kernels import PURE_ONLY
+
+ROOT = Path(__file__).resolve().parents[3]
+FACADE_NAMES = sorted(facade.__name__ for facade in native.FACADES)
+REPORT = ("import json; from streamkeep.engine.exec import native; "
+          "print(json.dumps([native.kernels(), native.native(), native.summary()]))")
+
+
+def report_in_child(**env: str) -> tuple[dict[str, str], bool, str]:
+    """native's report in a fresh interpreter with these environment variables."""
+    environ = {k: v for k, v in os.environ.items()
+               if k not in (extensions.NO_EXTENSIONS_VAR, extensions.REQUIRE_EXTENSIONS_VAR)}
+    done = subprocess.run([sys.executable, "-c", REPORT], capture_output=True, text=True,
+                          env={**environ, **env}, cwd=ROOT.parent, timeout=60)
+    assert done.returncode == 0, done.stderr
+    kernels, is_native, summary = json.loads(done.stdout)
+    return kernels, is_native, summary
+
+
+def test_the_report_covers_every_facade() -> None:
+    report = native.kernels()
+    assert sorted(report) == FACADE_NAMES  # imported or not yet used, all are named
+    assert set(report.values()) <= {"compiled", "pure"}
+
+
+def test_in_this_process() -> None:
+    report = native.kernels()
+    if PURE_ONLY:
+        assert set(report.values()) == {"pure"}
+        assert not native.native()
+        assert native.summary() == "pure Python (STREAMKEEP_NO_EXTENSIONS is set)"
+    elif set(report.values()) == {"compiled"}:
+        assert native.native()
+        assert native.summary() == f"compiled core ({len(FACADE_NAMES)} kernels)"
+    else:  # some kernel was not built
+        assert not native.native()
+        assert native.summary().endswith("(not built)")
+
+
+def test_without_extensions_in_a_child_process() -> None:
+    kernels, is_native, summary = report_in_child(**{extensions.NO_EXTENSIONS_VAR: "1"})
+    assert sorted(kernels) == FACADE_NAMES
+    assert set(kernels.values()) == {"pure"}
+    assert is_native is False
+    assert summary == "pure Python (STREAMKEEP_NO_EXTENSIONS is set)"
+
+
+@pytest.mark.skipif(PURE_ONLY, reason="the kernels are not wanted in this run")
+def test_with_extensions_in_a_child_process() -> None:
+    kernels, is_native, summary = report_in_child()
+    assert kernels == native.kernels()  # the child loads what this process loaded
+    assert is_native == native.native()
+    assert summary == native.summary()
+
+
+@pytest.mark.parametrize(("report", "wanted", "line"), [
+    ({name: "compiled" for name in FACADE_NAMES}, True,
+     f"compiled core ({len(FACADE_NAMES)} kernels)"),
+    ({FACADE_NAMES[0]: "compiled"}, True, "compiled core (1 kernel)"),
+    ({**{name: "compiled" for name in FACADE_NAMES}, "streamkeep.aof.codec": "pure",
+      "streamkeep.snapshot.rdb": "pure"}, True,
+     "compiled core, but pure Python for codec, rdb (not built)"),
+    ({name: "pure" for name in FACADE_NAMES}, True, "pure Python (not built)"),
+    ({name: "pure" for name in FACADE_NAMES}, False,
+     "pure Python (STREAMKEEP_NO_EXTENSIONS is set)"),
+])
+def test_summary_lines(monkeypatch: pytest.MonkeyPatch, report: dict[str, str], wanted: bool,
+                       line: str) -> None:
+    monkeypatch.setattr(extensions, "kernels", lambda: dict(report))
+    monkeypatch.setattr(extensions, "compiled_wanted", lambda: wanted)
+    assert native.summary() == line
+    assert native.native() == all(kind == "compiled" for kind in report.values())
+
+
+def test_only_the_listed_facades_count(monkeypatch: pytest.MonkeyPatch) -> None:
+    report = {**{name: "compiled" for name in FACADE_NAMES}, "some.other.kernel": "pure"}
+    monkeypatch.setattr(extensions, "kernels", lambda: report)
+    assert "some.other.kernel" not in native.kernels()
+    assert native.native()
