@@ -58,6 +58,7 @@ LAYER_OF_PREFIX = {
     "streamkeep.aof.segment_reader": "formats",
     "streamkeep.aof.backlog": "formats",
     "streamkeep.aof.watermark": "formats",
+    "streamkeep.aof.planted": "formats",
     "streamkeep.snapshot.layout": "formats",
     "streamkeep.snapshot.snapshot_reader": "formats",
     "streamkeep.snapshot.writer": "formats",
