@@ -43,9 +43,9 @@ from streamkeep.aof.codec import (
 )
 from streamkeep.aof.fs import FileSystem
 from streamkeep.aof.manifest import Manifest, SegmentEntry
+from streamkeep.aof.planted import planted
 from streamkeep.aof.watermark import Watermark, WatermarkLog
 from streamkeep.engine.wire.errors import ReplyError, StorageError
-from streamkeep.engine.wire.planted import planted
 
 log = logging.getLogger("streamkeep.aof")
 
@@ -112,7 +112,7 @@ class Journal:
         self.pending_records = 0
         self.fsyncs = 0
         self.records_written = 0
-        # Test-only (engine.wire.planted), read once: _write is the hot path.
+        # Test-only (aof.planted), read once: _write is the hot path.
         self.planted_idle_bug = planted("everysec-stops-when-idle")
         self.planted_early_ack = planted("ack-before-fsync")
         self.last_sync_at = time.monotonic()
@@ -295,7 +295,7 @@ class Journal:
         if self.synced_lsn >= lsn:
             return
         if self.planted_early_ack:
-            # PLANTED BUG (tests only, engine.wire.planted): acknowledge once the record is
+            # PLANTED BUG (tests only, aof.planted): acknowledge once the record is
             # written, before any fdatasync covers it.
             with self.flush_lock:
                 self.flush_pending()

@@ -33,8 +33,8 @@ import zlib
 from dataclasses import dataclass, field
 
 from streamkeep.aof.fs import FileSystem
+from streamkeep.aof.planted import planted
 from streamkeep.engine.wire.errors import StorageError
-from streamkeep.engine.wire.planted import planted
 
 MANIFEST = "manifest.json"
 LOCK_FILE = "LOCK"  # the data directory's lock (aof.fs.lock), held by the process that opens it

@@ -32,12 +32,12 @@ from streamkeep.aof.codec import HEADER_SIZE, frames_in_tail
 from streamkeep.aof.fs import FileSystem, RealFS
 from streamkeep.aof.journal import POLICIES, Journal, create_segment
 from streamkeep.aof.manifest import Manifest, SegmentEntry, SnapshotEntry
+from streamkeep.aof.planted import planted
 from streamkeep.aof.segment_reader import SegmentDamage, SegmentError, SegmentReader
 from streamkeep.aof.watermark import Synced, Watermark, WatermarkLog
 from streamkeep.engine.commands.connection import last_save_time
 from streamkeep.engine.exec.interfaces import Fields, PersistenceStatus, persistence_fields
 from streamkeep.engine.wire.errors import StorageError
-from streamkeep.engine.wire.planted import planted
 from streamkeep.snapshot.compactor import (
     DEFAULT_MIN_SIZE,
     DEFAULT_PERCENTAGE,

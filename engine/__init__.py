@@ -5,7 +5,7 @@ wire (errors, replies, RESP, argument parsing) → model (IDs, streams, groups, 
 (command table, context, blocking, transactions, config registry, persistence interfaces) →
 commands (the handlers) → runtime (core: the Engine; server: the network front).
 
-This package re-exports lazily: importing a codec (`streamkeep.engine.wire.resp`,
+This package re-exports lazily: importing a codec (`streamkeep.engine.wire.request_parser`,
 `streamkeep.aof.codec`) never loads the command table.
 """
 

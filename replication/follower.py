@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 from streamkeep.aof.backlog import open_after
 from streamkeep.aof.manifest import snapshot_file
 from streamkeep.engine.wire.errors import ReplyError, StorageError
-from streamkeep.engine.wire.resp import NEED_MORE, ProtocolError, ReplyParser
+from streamkeep.engine.wire.reply_parser import NEED_MORE, ProtocolError, ReplyParser
 from streamkeep.replication import link
 from streamkeep.replication.redis_follower import RedisFollowing
 from streamkeep.snapshot.load import load_snapshot

@@ -39,7 +39,7 @@ from dataclasses import dataclass
 
 from streamkeep.aof.codec import FRAME_SIZE, GETACK_FRAME, crc32c, decode_stream
 from streamkeep.engine.wire.errors import StorageError
-from streamkeep.engine.wire.resp import encode_command
+from streamkeep.engine.wire.reply_parser import encode_command
 
 CAPA = b"sk-records"
 NOT_STREAMKEEP = ("ERR this primary is streamkeep: it replicates its AOF record stream, which "

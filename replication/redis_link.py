@@ -28,7 +28,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from streamkeep.engine.wire.errors import StorageError
-from streamkeep.engine.wire.resp import RequestParser, encode_command
+from streamkeep.engine.wire.reply_parser import encode_command
+from streamkeep.engine.wire.request_parser import RequestParser
 
 MAX_LINE = 1 << 16
 EOF_MARK_SIZE = 40

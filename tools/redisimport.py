@@ -9,7 +9,8 @@ once complete (tools.outputs), so a refusal or an error leaves no DIR behind. Wh
 redis-server gets): every stream key exactly, RESTOREd from its stored bytes; the AOF's
 commands applied through the engine; keys of other types counted by type and their commands by
 name, never silently; databases kept. Then the directory is compacted into a snapshot.
-Must not touch: the RDB format (snapshot.rdb), RESP (engine.wire.resp), what a command does.
+Must not touch: the RDB format (snapshot.rdb), RESP (engine.wire.request_parser), what a
+command does.
 
 Exit status: 0 imported; 2 SOURCE is not a readable RDB, AOF or appendonlydir (another kind of
 file, damaged, unknown version or type); 3 usage or I/O error (DIR exists and is not empty, or
@@ -248,7 +249,7 @@ def _rdb(applier: RedisApplier, piece: Piece, report: dict[str, Any]) -> tuple[i
 def _aof(applier: RedisApplier, piece: Piece, start: int, report: dict[str, Any]) -> None:
     """The RESP commands of an AOF (or of what follows its RDB preamble), applied in order;
     a tail cut short is left out, as Redis loads it."""
-    from streamkeep.engine.wire.resp import ProtocolError, RequestParser
+    from streamkeep.engine.wire.request_parser import ProtocolError, RequestParser
     from streamkeep.replication.redis_link import command_size
 
     data = piece.data

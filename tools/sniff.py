@@ -5,7 +5,8 @@ Owns telling a Redis RDB (the `REDIS` magic and a version snapshot.rdb reads) an
 before it; an AOF with an RDB preamble starts as an RDB) from everything else, and naming what
 anything else looks like (compressed data, an archive, a streamkeep file, text or binary with
 its first bytes) so that a refusal says what was found. Must not touch: files (the caller reads
-the bytes), the formats themselves (snapshot.rdb reads the RDB, engine.wire.resp the RESP).
+the bytes), the formats themselves (snapshot.rdb reads the RDB, engine.wire.request_parser the
+RESP).
 """
 
 from __future__ import annotations

@@ -11,6 +11,7 @@ stream storage internals, other commands.
 
 from __future__ import annotations
 
+from streamkeep.aof.planted import planted
 from streamkeep.engine.commands.streams import delete_entries_with_policy, parse_ids_args
 from streamkeep.engine.commands.trimming import ACKED, DELREF, drop_references, referenced
 from streamkeep.engine.exec.context import Ctx
@@ -50,12 +51,11 @@ from streamkeep.engine.wire.errors import (
     printable,
     subcommand_syntax,
 )
-from streamkeep.engine.wire.planted import planted
 from streamkeep.engine.wire.reply import NULL_ARRAY
 
 # XAUTOCLAIM's ztrymalloc(COUNT * 16) can never succeed above the 47-bit user address space.
 _MAX_TRANSIENT_BYTES = 1 << 47
-# PLANTED BUG switch (tests only, engine.wire.planted), read once: replaying XCLAIM is a hot
+# PLANTED BUG switch (tests only, aof.planted), read once: replaying XCLAIM is a hot
 # path of recovery.
 _LDI_BACKWARDS = planted("ldi-backwards")
 

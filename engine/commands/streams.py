@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from streamkeep.aof.planted import planted
 from streamkeep.engine.commands.idmp import (
     created_state,
     refuse_duplicate,
@@ -43,14 +44,13 @@ from streamkeep.engine.model.ids import MAX_ID, SEQ_MASK, parse_range, parse_str
 from streamkeep.engine.model.stream import Stream, new_stream
 from streamkeep.engine.wire.args import LLONG_MAX, is_word, parse_int, parse_int_range
 from streamkeep.engine.wire.errors import NO_SUCH_KEY, SYNTAX, ReplyError, wrong_arity
-from streamkeep.engine.wire.planted import planted
 from streamkeep.engine.wire.reply import NULL_ARRAY
 
 if TYPE_CHECKING:
     from streamkeep.engine.runtime.core import Engine
 
 _EDOM = "ERR The ID specified in XADD is equal or smaller than the target stream top item"
-# PLANTED BUG (tests only, engine.wire.planted): `*` ignores the clock and only increments the
+# PLANTED BUG (tests only, aof.planted): `*` ignores the clock and only increments the
 # last ID, so the IDs of entries a power loss took are handed out again. Read once: XADD's hot
 # path tests it.
 _IGNORE_CLOCK = planted("star-id-reuse")

@@ -12,11 +12,11 @@ from __future__ import annotations
 
 from streamkeep.aof import codec
 from streamkeep.engine.model import ids, listpack
-from streamkeep.engine.wire import extensions, resp
+from streamkeep.engine.wire import extensions, reply_encoder, request_parser
 from streamkeep.snapshot import rdb
 
 # Every kernel facade (importing one is what registers it).
-FACADES = (resp, ids, listpack, codec, rdb)
+FACADES = (request_parser, reply_encoder, ids, listpack, codec, rdb)
 
 
 def kernels() -> dict[str, str]:

@@ -586,8 +586,9 @@ def config_set(engine: Engine, pairs: Sequence[tuple[Any, Any]]) -> None:
 
 
 def _split_args(line: str) -> list[str] | None:
-    """sdssplitargs (engine.resp's inline splitter); None on unbalanced quotes."""
-    from streamkeep.engine.wire.resp import ProtocolError, split_inline_args
+    """sdssplitargs (engine.wire.inline's splitter); None on unbalanced quotes."""
+    from streamkeep.engine.wire.errors import ProtocolError
+    from streamkeep.engine.wire.inline import split_inline_args
 
     try:
         args = split_inline_args(line.encode("utf-8", "surrogateescape"))

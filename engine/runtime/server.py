@@ -8,7 +8,7 @@ the open-files limit at start by engine.runtime.limits; protected mode), their s
 one at a time through `Engine.submit` on the event-loop thread, so no client sees a half-applied
 command and nothing here blocks the loop: blocked reads are woken by the engine's notify callback,
 fsyncs and SAVE's wait run in worker threads. Must not touch: command semantics (the command
-table), the wire format (engine.resp), files (aof/, snapshot/).
+table), the wire format (engine.wire's request_parser and reply_encoder), files (aof/, snapshot/).
 """
 
 from __future__ import annotations
@@ -31,16 +31,10 @@ from streamkeep.engine.exec.context import Later
 from streamkeep.engine.exec.settings import ConfigError
 from streamkeep.engine.exec.transactions import end_transaction
 from streamkeep.engine.runtime.limits import DescriptorLimitError, adjust_open_files_limit
-from streamkeep.engine.wire.errors import ReplyError
+from streamkeep.engine.wire.errors import ProtocolError, ReplyError
 from streamkeep.engine.wire.reply import NO_REPLY, NULL_ARRAY
-from streamkeep.engine.wire.resp import (
-    OutputLimitReached,
-    ProtocolError,
-    QueryBufferLimit,
-    ReplyBuffer,
-    RequestParser,
-    write_reply,
-)
+from streamkeep.engine.wire.reply_encoder import OutputLimitReached, ReplyBuffer, write_reply
+from streamkeep.engine.wire.request_parser import QueryBufferLimit, RequestParser
 
 if TYPE_CHECKING:
     from streamkeep.engine.runtime.core import Engine, Session

@@ -2,8 +2,10 @@
 
 Owns the one base, `StreamkeepError`, and its three families:
 - `ReplyError`: a Redis error reply (its str() is the exact error line, without the leading '-');
-- `ProtocolError` (streamkeep.engine.wire.resp): malformed RESP from a peer, never a reply
-  error, so a replica's `except ReplyError` can tell a refusal from a corrupt stream;
+- `ProtocolError`: malformed RESP from a peer, never a reply error, so a replica's
+  `except ReplyError` can tell a refusal from a corrupt stream (defined here, below every RESP
+  module that raises it: the request parser, the inline splitter, the reply parser; the reply
+  encoder writes it as an error line);
 - `StorageError`: a file or data-directory failure (AOF damage, snapshot, manifest, compaction,
   lock), turned into a Redis error line in one place, `storage_reply`.
 Plus the constructors for error lines that more than one command emits. Must not touch: engine
@@ -28,6 +30,25 @@ class ReplyError(StreamkeepError):
 
     def __str__(self) -> str:
         return self.line
+
+
+class ProtocolError(StreamkeepError):
+    """Malformed RESP from a peer (a client's request, or a reply a peer sent us). Not a
+    `ReplyError`: a caller catching error replies never mistakes a corrupt stream for a
+    refusal. `str(err)` is the exact line Redis replies with before it closes the connection
+    (`reply()` makes it the error reply); the parser stays failed (every later `next()` raises
+    the same error)."""
+
+    def __init__(self, line: str) -> None:
+        super().__init__(line)
+        self.line = line
+
+    def __str__(self) -> str:
+        return self.line
+
+    def reply(self) -> ReplyError:
+        """The error reply a server sends before closing the connection."""
+        return ReplyError(self.line)
 
 
 class StorageError(StreamkeepError):

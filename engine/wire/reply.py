@@ -5,7 +5,8 @@ bulk), `int`, `list` (array), `RespMap` (a map in RESP3; flat or as pairs in RES
 `NULL_ARRAY` (RESP2 `*-1`); for RESP3-only shapes also `bool`, `float` (double), `RespSet`,
 `Verbatim` and `Push`; `EntryArray` is an array of stream entries the encoder may trust.
 `to_plain` turns them into the embedded API's plain values. The RESP
-codec (`engine/resp.py`) encodes the same values. Must not touch: engine state or I/O.
+encoder (`engine/wire/reply_encoder.py`) encodes the same values. Must not touch: engine state
+or I/O.
 """
 
 from __future__ import annotations

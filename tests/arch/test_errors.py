@@ -13,12 +13,12 @@ from pathlib import Path
 import pytest
 
 from streamkeep.engine.wire.errors import (
+    ProtocolError,
     ReplyError,
     StorageError,
     StreamkeepError,
     storage_reply,
 )
-from streamkeep.engine.wire.resp import ProtocolError
 
 ROOT = Path(__file__).resolve().parents[2]
 FOLDERS = {"engine": "streamkeep.engine", "aof": "streamkeep.aof",

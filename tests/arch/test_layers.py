@@ -58,6 +58,7 @@ LAYER_OF_PREFIX = {
     "streamkeep.aof.segment_reader": "formats",
     "streamkeep.aof.backlog": "formats",
     "streamkeep.aof.watermark": "formats",
+    "streamkeep.aof.planted": "formats",
     "streamkeep.snapshot.layout": "formats",
     "streamkeep.snapshot.snapshot_reader": "formats",
     "streamkeep.snapshot.writer": "formats",
@@ -241,11 +242,11 @@ def test_pyx_imports_are_read() -> None:
     """A compiled kernel's imports and cimports count like a Python module's."""
     source = ("# cython: boundscheck=False\nfrom libc.string cimport memcmp\n"
               "from streamkeep.engine.runtime.core cimport Engine\n"
-              "cimport streamkeep.aof.codec\nimport streamkeep.engine.wire.resp  # why\n"
+              "cimport streamkeep.aof.codec\nimport streamkeep.engine.wire.reply_parser  # why\n"
               "def f(x):\n    return x\n")
     assert _pyx_as_python(source).splitlines() == [
         "from streamkeep.engine.runtime.core import Engine", "import streamkeep.aof.codec",
-        "import streamkeep.engine.wire.resp"]
+        "import streamkeep.engine.wire.reply_parser"]
 
 
 def test_every_module_has_a_layer() -> None:
@@ -375,7 +376,9 @@ def _is_package_registry(component: list[str]) -> bool:
     return len(packages) == 1 and all(m.startswith(packages[0]) for m in component)
 
 
-@pytest.mark.parametrize("module", ["streamkeep.aof.codec", "streamkeep.engine.wire.resp",
+@pytest.mark.parametrize("module", ["streamkeep.aof.codec", "streamkeep.engine.wire.request_parser",
+                                    "streamkeep.engine.wire.reply_encoder",
+                                    "streamkeep.engine.wire.reply_parser",
                                     "streamkeep.snapshot.snapshot_reader", "streamkeep.aof.segment_reader"])
 def test_codecs_import_cheaply(module: str) -> None:
     """The inspection CLI, the replica link and every Spark worker import these: they must

@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from streamkeep.engine.wire.resp import encode_command
+from streamkeep.engine.wire.reply_parser import encode_command
 from streamkeep.tools.bench.bigvalues import PeakRss
 from tests.support.serve_process import ServeProcess
 

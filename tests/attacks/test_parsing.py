@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from streamkeep.engine.wire.resp import NEED_MORE, ReplyParser
+from streamkeep.engine.wire.reply_parser import NEED_MORE, ReplyParser
 from tests.support.resp_client import RespClient
 
 PROBE = b"*1\r\n$2\r\n\r\n\r\n"  # an unknown command named CRLF

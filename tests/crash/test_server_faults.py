@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from streamkeep import Engine
-from streamkeep.engine.wire.resp import encode_command
+from streamkeep.engine.wire.reply_parser import encode_command
 from tests.support.faultfs import FaultyFS
 from tests.support.resp_client import RespClient, RespError
 from tests.support.server_util import ServerHandle, start_server

@@ -30,7 +30,8 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from streamkeep import Engine
-from streamkeep.engine.wire.resp import NEED_MORE, ProtocolError, ReplyParser, RequestParser
+from streamkeep.engine.wire.reply_parser import NEED_MORE, ProtocolError, ReplyParser
+from streamkeep.engine.wire.request_parser import RequestParser
 from tests.support.resp_client import RespClient, encode_command
 from tests.support.server_util import read_until_closed, start_server
 

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from streamkeep.engine.wire.resp import ProtocolError, encode_command
+from streamkeep.engine.wire.reply_parser import ProtocolError, encode_command
 from streamkeep.replication import redis_link as rl
 
 MARK = b"0123456789abcdef0123456789abcdef01234567"

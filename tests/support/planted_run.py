@@ -1,8 +1,8 @@
 """Run the crash bench's power-loss mode on one configuration and print what it found.
 
 `python -m tests.support.planted_run CONFIG...` (each CONFIG a JSON object: see `run`), run in
-a child process whose STREAMKEEP_PLANTED_BUGS names the planted bugs (streamkeep.engine.wire.
-planted reads it once, at import: that is why this is a child). Prints one JSON line per
+a child process whose STREAMKEEP_PLANTED_BUGS names the planted bugs (streamkeep.aof.planted
+reads it once, at import: that is why this is a child). Prints one JSON line per
 config: the distinct invariants violated, their counts, one detail each, and how many crash
 points were judged. Must not touch: the bench (it is only driven), the engine.
 """

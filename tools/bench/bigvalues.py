@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from streamkeep.engine.wire.resp import encode_command
+from streamkeep.engine.wire.reply_parser import encode_command
 from streamkeep.tools.bench.processes import HOST, RedisAofServer, StreamkeepServer
 from streamkeep.tools.bench.workload import Measurement, Skip
 

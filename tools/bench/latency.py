@@ -27,7 +27,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from streamkeep.engine.wire.errors import ReplyError
-from streamkeep.engine.wire.resp import NEED_MORE, ReplyParser, encode_command
+from streamkeep.engine.wire.reply_parser import NEED_MORE, ReplyParser, encode_command
 from streamkeep.tools.bench.processes import HOST, cpu_seconds
 from streamkeep.tools.bench.tables import format_table
 from streamkeep.tools.bench.workload import Measurement, percentile_us

@@ -14,7 +14,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from streamkeep.engine.wire.resp import encode_command
+from streamkeep.engine.wire.reply_parser import encode_command
 from streamkeep.tools.bench.bigvalues import connect, read_until_pong
 from streamkeep.tools.bench.workload import Measurement
 

@@ -45,7 +45,7 @@ import time
 from typing import TYPE_CHECKING
 
 from streamkeep.engine.wire.errors import ReplyError
-from streamkeep.engine.wire.resp import NEED_MORE, ReplyParser, encode_command
+from streamkeep.engine.wire.reply_parser import NEED_MORE, ReplyParser, encode_command
 from streamkeep.tools.bench.latency import stamped_commands
 from streamkeep.tools.bench.processes import HOST, StreamkeepServer, cpu_seconds
 from streamkeep.tools.bench.server import (

@@ -14,7 +14,12 @@ import socket
 from collections.abc import Sequence
 from typing import Any
 
-from streamkeep.engine.wire.resp import ErrorReply, ProtocolError, decode_reply, encode_command
+from streamkeep.engine.wire.reply_parser import (
+    ErrorReply,
+    ProtocolError,
+    decode_reply,
+    encode_command,
+)
 from streamkeep.tools.crashbench.target import CommandFailed, ConnectionLost
 
 CONNECT_TIMEOUT = 2.0

@@ -17,7 +17,7 @@ import hashlib
 from collections.abc import Sequence
 from typing import Any
 
-from streamkeep.engine.wire.resp import ErrorReply
+from streamkeep.engine.wire.reply_parser import ErrorReply
 from streamkeep.tools.crashbench.target import CommandFailed, Target
 from streamkeep.tools.crashbench.workload import GROUPS, KEYS
 

@@ -31,7 +31,7 @@ from streamkeep import Engine
 from streamkeep.aof.codec import HEADER_SIZE, decode_header, scan
 from streamkeep.engine.commands.connection import password_matches
 from streamkeep.engine.runtime.server import DENIED, is_loopback
-from streamkeep.engine.wire.resp import NEED_MORE, ReplyParser
+from streamkeep.engine.wire.reply_parser import NEED_MORE, ReplyParser
 from tests.support.diffutil import (
     IDMP_FIELDS,
     without_idmp_fields_cli,

@@ -1,14 +1,24 @@
-"""Planted durability bugs: a switch for tests only, never for production.
+"""Planted durability bugs: known bugs the crash bench must find, off unless a test plants them.
 
-Owns the set of known durability bugs the crash bench must find (tests/crash/
-test_planted_bugs.py plants each in turn and checks that the bench reports it) and the one
-question the product code asks, `planted(name)`. The set is read once, when this module is
-first imported, from the environment variable STREAMKEEP_PLANTED_BUGS (comma-separated names
-from BUGS); unset or empty, nothing is planted and every `planted()` is False. Because it is
-read at import, a test plants bugs in a child process it starts with the variable set.
+Why product code reads this: the crash bench (tools/crashbench) claims to find durability bugs,
+and a bench that has never caught one proves nothing. So each bug in BUGS is a real code path
+at the place the real bug would be (an early acknowledgement in aof.journal, a manifest
+replaced without its directory fsync in aof.manifest, recovery rules in aof.store, XADD's ID
+clock and XCLAIM's replay in engine.commands), behind one `if planted(name):`, and
+tests/crash/test_planted_bugs.py plants each in turn and checks that the bench reports it.
 
-It lives in the wire layer, the bottom one, so that every layer with a planted site (aof,
-snapshot, commands) may import it. Must not import anything of the project but the errors.
+Off by default: the set is read once, when this module is first imported, from the
+environment variable STREAMKEEP_PLANTED_BUGS (comma-separated names from BUGS); unset or empty,
+nothing is planted and every `planted()` is False. An unknown name is refused
+(`UnknownPlantedBug`), at import and at every `planted()` call, so a typo never plants nothing
+silently. Because it is read at import, a test plants bugs in a child process it starts with
+the variable set. Never for production: nothing but those tests sets the variable, and a
+server started with it set loses or corrupts data on purpose.
+
+Owns BUGS, the switch and the one question product code asks, `planted(name)`. It lives in the
+formats layer, the lowest one that holds a planted site (aof.journal, aof.manifest), so every
+layer with one (formats, commands, services) may import it. Must not import anything of the
+project but the errors.
 """
 
 from __future__ import annotations

@@ -1,15 +1,10 @@
-"""The RESP2/RESP3 wire format, both directions, as pure functions and classes over bytes.
+"""The client side of RESP: encoding requests and parsing a server's replies.
 
-Owns: encoding reply values (`engine.reply`'s vocabulary) for RESP2 or RESP3 (`encode_reply`,
-`write_reply`; long XRANGE-shaped arrays through a fast path of the same bytes), the
-connection output buffer that keeps big bulks by reference and stops a reply at its size limit
-while encoding it (`ReplyBuffer`, `OutputLimitReached`), encoding client requests
-(`encode_command`), the server's incremental request
-parser with Redis's exact protocol-error lines and limits (`RequestParser`, modelled on
-processInlineBuffer/processMultibulkBuffer in Redis's src/networking.c; a big bulk is read
-apart from the shared buffer, as Redis's PROTO_MBULK_BIG_ARG) and the client's
-incremental reply parser (`ReplyParser`, for the replica link and tests), and the one-shot RESP2
-reply decoder (`decode_reply`, `ErrorReply`: the crash bench's client).
+Owns encoding a client request (`encode_command`), the client's incremental reply parser for
+RESP2 and RESP3 (`ReplyParser`, `NEED_MORE`: the replica link, the benches and tests) and the
+one-shot RESP2 reply decoder (`decode_reply`, `ErrorReply`, `MAX_REPLY_DEPTH`: the crash
+bench's client). Malformed replies raise `ProtocolError` (engine.wire.errors', re-exported
+here); the buffer is compacted by the request parser's rule (`drop_parsed`).
 
 Must not touch: engine state or any I/O (no sockets, no asyncio, no clocks). Callers move the
 bytes; this module only turns them into values and back.
@@ -20,74 +15,25 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Final
 
-from streamkeep.engine.wire import extensions
-
-# What both twins share is defined once, in the pure module; the names stay importable from here.
-from streamkeep.engine.wire._resp_py import (  # noqa: F401  (re-exported limits and error lines)
-    BIG_BULK,
-    ERR_BULK_BIG,
-    ERR_BULK_LEN,
-    ERR_INLINE_BIG,
-    ERR_MBULK_BIG,
-    ERR_MBULK_LEN,
-    ERR_QUERY_BUFFER,
-    ERR_QUOTES,
-    ERR_UNAUTH_BULK,
-    ERR_UNAUTH_MBULK,
-    PROTO_INLINE_MAX_SIZE,
-    PROTO_MAX_MULTIBULK,
-    PROTO_MBULK_BIG_ARG,
-    UNAUTH_MAX_BULK,
-    UNAUTH_MAX_MULTIBULK,
-    UNAUTH_QUERY_BUFFER_LIMIT,
-    OutputLimitReached,
-    ProtocolError,
-    QueryBufferLimit,
-    ReplyBuffer,
-    format_double,
-    split_inline_args,
-)
-from streamkeep.engine.wire.errors import ReplyError
+from streamkeep.engine.wire.errors import ProtocolError, ReplyError
 from streamkeep.engine.wire.reply import Push, RespMap, RespSet, Verbatim
+from streamkeep.engine.wire.request_parser import drop_parsed
 
-# The hot half (request parsing, reply encoding) comes from the compiled kernel when it is
-# built, else from its pure-Python reference; see engine.wire.extensions for the switches.
-try:
-    extensions.want_compiled()  # ImportError when STREAMKEEP_NO_EXTENSIONS is set
-    from streamkeep.engine.wire._resp_c import RequestParser, encode_reply, write_reply
-except ImportError as error:
-    extensions.missing(__name__, error)
-    from streamkeep.engine.wire._resp_py import RequestParser, encode_reply, write_reply
-else:
-    extensions.loaded(__name__, True)
+__all__ = [
+    "MAX_REPLY_DEPTH",
+    "NEED_MORE",
+    "ErrorReply",
+    "ProtocolError",
+    "ReplyParser",
+    "decode_reply",
+    "encode_command",
+]
 
-
-# The request encoder's and the reply parser's own constants (the hot half has the same).
+# The request encoder's own header tables (the reply encoder has the same, for replies).
 _CRLF: Final = b"\r\n"
 _SMALL: Final = 1024
 _BULK_HDR: Final = tuple(b"$%d\r\n" % n for n in range(_SMALL))
 _ARRAY_HDR: Final = tuple(b"*%d\r\n" % n for n in range(_SMALL))
-_COMPACT_AT: Final = 64 * 1024  # parsed bytes kept before the buffer is compacted
-
-__all__ = [
-    "BIG_BULK",
-    "MAX_REPLY_DEPTH",
-    "NEED_MORE",
-    "PROTO_INLINE_MAX_SIZE",
-    "OutputLimitReached",
-    "ProtocolError",
-    "QueryBufferLimit",
-    "ReplyBuffer",
-    "ReplyParser",
-    "RequestParser",
-    "ErrorReply",
-    "decode_reply",
-    "encode_command",
-    "encode_reply",
-    "format_double",
-    "split_inline_args",
-    "write_reply",
-]
 
 
 class _NeedMore:
@@ -160,13 +106,8 @@ class ReplyParser:
     def feed(self, data: bytes | bytearray | memoryview) -> None:
         buf = self._buf
         pos = self._pos
-        if pos:
-            if pos == len(buf):
-                buf.clear()
-                self._pos = 0
-            elif pos >= _COMPACT_AT:
-                del buf[:pos]
-                self._pos = 0
+        if pos and drop_parsed(buf, pos):
+            self._pos = 0
         buf += data
 
     def pending_bytes(self) -> int:

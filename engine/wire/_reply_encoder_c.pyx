@@ -1,0 +1,387 @@
+# cython: boundscheck=False, wraparound=False, cdivision=True, initializedcheck=False
+"""Reply encoding, compiled: `write_reply` and `encode_reply` with the same bytes, big bulks kept
+by reference and output-limit stops as `_reply_encoder_py.py` (the reference, which documents
+the rules), without a Python object per element.
+
+It appends to the caller's bytearray through its pointer after growing it, and gives the
+bytearray its exact length back before any Python code can see it (a `ReplyBuffer`'s `bulk()`
+and `check()`, an error): the check points and the bytes written are the reference's. The rare
+shapes run the reference's own Python.
+
+Must not touch: anything but the values and the buffer given to it (no I/O, no engine state).
+"""
+
+from cpython.bytearray cimport PyByteArray_AS_STRING, PyByteArray_GET_SIZE, PyByteArray_Resize
+from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_CheckExact, PyBytes_GET_SIZE
+from cpython.list cimport PyList_GET_ITEM, PyList_GET_SIZE
+from cpython.long cimport PyLong_AsLongLongAndOverflow, PyLong_CheckExact
+from cpython.object cimport PyObject
+from cpython.tuple cimport PyTuple_GET_ITEM, PyTuple_GET_SIZE
+from cpython.unicode cimport PyUnicode_CheckExact
+from libc.string cimport memcpy
+
+from streamkeep.engine.wire import _reply_encoder_py
+from streamkeep.engine.wire._reply_encoder_py import format_double
+from streamkeep.engine.wire.errors import ProtocolError, ReplyError
+from streamkeep.engine.wire.reply import NULL_ARRAY, EntryArray, Push, RespMap, RespSet, Verbatim
+
+cdef extern from "Python.h":
+    bint PyUnicode_IS_COMPACT_ASCII(object o)
+    void* PyUnicode_DATA(object o)
+    Py_ssize_t PyUnicode_GET_LENGTH(object o)
+
+# The reference's sizes (see _reply_encoder_py for what each is).
+cdef Py_ssize_t SMALL = 1024
+cdef Py_ssize_t ENTRIES_MIN = 8
+cdef Py_ssize_t ENTRIES_CHUNK = 2048
+
+
+# --------------------------------------------------------------------------------------------
+# Encoding replies
+# --------------------------------------------------------------------------------------------
+
+cdef struct Out:
+    # The caller's bytearray (borrowed: write_reply's argument keeps it alive) grown ahead of
+    # the bytes written; `size` is what was written, `cap` its length while growing.
+    PyObject* buf
+    char* data
+    Py_ssize_t size
+    Py_ssize_t cap
+    bint plain  # type(out) is bytearray: no ReplyBuffer checks and no bulks by reference
+    int protocol
+
+
+cdef int grow(Out* o, Py_ssize_t need) except -1:
+    # An eighth ahead, as bytearray's own growth: amortized linear, and a connection's big
+    # output buffer is not given half as much again for one small reply.
+    cdef Py_ssize_t want = o.size + need
+    cdef Py_ssize_t cap = want + (want >> 3) + 64
+    if PyByteArray_Resize(<object>o.buf, cap) < 0:
+        return -1
+    o.data = PyByteArray_AS_STRING(<object>o.buf)
+    o.cap = cap
+    return 0
+
+
+cdef inline int reserve(Out* o, Py_ssize_t need) except -1:
+    if o.size + need > o.cap:
+        return grow(o, need)
+    return 0
+
+
+cdef int sync(Out* o) except -1:
+    """Give the bytearray its exact length (the bytes written) before Python code sees it."""
+    if o.cap != o.size:
+        if PyByteArray_Resize(<object>o.buf, o.size) < 0:
+            return -1
+        o.cap = o.size
+        o.data = PyByteArray_AS_STRING(<object>o.buf)
+    return 0
+
+
+cdef inline void resume(Out* o) noexcept:
+    """Take the bytearray back after Python code appended to it."""
+    o.size = o.cap = PyByteArray_GET_SIZE(<object>o.buf)
+    o.data = PyByteArray_AS_STRING(<object>o.buf)
+
+
+cdef inline Py_ssize_t fmt_ll(char* dst, long long v) noexcept:
+    """`%d` of v into dst (20 bytes at most); its length."""
+    cdef char tmp[24]
+    cdef Py_ssize_t n = 0, i
+    cdef unsigned long long u
+    if v < 0:
+        u = <unsigned long long>0 - <unsigned long long>v
+    else:
+        u = <unsigned long long>v
+    while True:
+        tmp[n] = <char>(48 + u % 10)
+        n += 1
+        u //= 10
+        if u == 0:
+            break
+    i = 0
+    if v < 0:
+        dst[0] = 45
+        i = 1
+    while n:
+        n -= 1
+        dst[i] = tmp[n]
+        i += 1
+    return i
+
+
+cdef inline int put(Out* o, const char* p, Py_ssize_t n) except -1:
+    reserve(o, n)
+    memcpy(o.data + o.size, p, <size_t>n)
+    o.size += n
+    return 0
+
+
+cdef inline int put_bytes(Out* o, object b) except -1:
+    return put(o, PyBytes_AS_STRING(b), PyBytes_GET_SIZE(b))
+
+
+cdef inline int put_line(Out* o, char kind, long long n) except -1:
+    """`<kind><n>\\r\\n`: an array, bulk or integer line."""
+    cdef char* d
+    reserve(o, 24)
+    d = o.data + o.size
+    d[0] = kind
+    n = fmt_ll(d + 1, n) + 1
+    d[n] = 13
+    d[n + 1] = 10
+    o.size += n + 2
+    return 0
+
+
+cdef inline int put_bulk(Out* o, const char* p, Py_ssize_t n) except -1:
+    """`$<n>\\r\\n<bytes>\\r\\n`, every byte copied."""
+    cdef char* d
+    cdef Py_ssize_t h
+    reserve(o, n + 26)
+    d = o.data + o.size
+    d[0] = 36
+    h = fmt_ll(d + 1, n) + 1
+    d[h] = 13
+    d[h + 1] = 10
+    memcpy(d + h + 2, p, <size_t>n)
+    d[h + 2 + n] = 13
+    d[h + 3 + n] = 10
+    o.size += h + 4 + n
+    return 0
+
+
+cdef int write_bulk(Out* o, object value) except -1:
+    """A bulk (exactly bytes): one of `SMALL` bytes or more goes to a ReplyBuffer's `bulk()`,
+    which may keep it by reference and checks the limit (the reference's `_big_bulk`)."""
+    cdef Py_ssize_t n = PyBytes_GET_SIZE(value)
+    if n < SMALL or o.plain:
+        return put_bulk(o, PyBytes_AS_STRING(value), n)
+    sync(o)
+    (<object>o.buf).bulk(value)
+    resume(o)
+    return 0
+
+
+cdef int check(Out* o) except -1:
+    """A ReplyBuffer's limit check, where the reference makes it."""
+    if not o.plain:
+        sync(o)
+        (<object>o.buf).check()
+        resume(o)
+    return 0
+
+
+cdef int py_write(Out* o, object function, object value) except -1:
+    """A rare shape written by the reference's own function."""
+    sync(o)
+    function(<object>o.buf, value, o.protocol)
+    resume(o)
+    return 0
+
+
+cdef int write_int(Out* o, object value) except -1:
+    cdef int overflow = 0
+    cdef long long v = PyLong_AsLongLongAndOverflow(value, &overflow)
+    if overflow:  # outside a long long: the reference's big number or bulk
+        return put_bytes(o, _reply_encoder_py._int_line(value, o.protocol))
+    return put_line(o, 58, v)
+
+
+cdef int write_value(Out* o, object value) except -1:
+    """The reference's `write_reply`."""
+    cdef Py_ssize_t n
+    if PyBytes_CheckExact(value):
+        return write_bulk(o, value)
+    if type(value) is list or type(value) is tuple:
+        return write_array(o, value)
+    if PyLong_CheckExact(value):
+        return write_int(o, value)
+    if PyUnicode_CheckExact(value):
+        if PyUnicode_IS_COMPACT_ASCII(value):
+            n = PyUnicode_GET_LENGTH(value)
+            reserve(o, n + 3)
+            o.data[o.size] = 43
+            memcpy(o.data + o.size + 1, PyUnicode_DATA(value), <size_t>n)
+            o.data[o.size + 1 + n] = 13
+            o.data[o.size + 2 + n] = 10
+            o.size += n + 3
+            return 0
+        put(o, "+", 1)
+        put_bytes(o, value.encode("utf-8", "surrogateescape"))
+        return put(o, "\r\n", 2)
+    if value is None:
+        return put(o, "$-1\r\n", 5) if o.protocol == 2 else put(o, "_\r\n", 3)
+    return write_other(o, value)
+
+
+cdef inline object item_at(object items, Py_ssize_t i):
+    if type(items) is list:
+        return <object>PyList_GET_ITEM(items, i)
+    return <object>PyTuple_GET_ITEM(items, i)
+
+
+cdef inline Py_ssize_t length(object items) noexcept:
+    if type(items) is list:
+        return PyList_GET_SIZE(items)
+    return PyTuple_GET_SIZE(items)
+
+
+cdef int write_array(Out* o, object items) except -1:
+    """The reference's `_write_array`: its header, then its items by chunks with the limit
+    checked after each where the reference checks it (a long array of entries, or of anything
+    in a ReplyBuffer). The reference's entries fast path writes the generic loop's bytes, so
+    the generic loop is all that runs here."""
+    cdef Py_ssize_t n = length(items), i
+    put_line(o, 42, n)
+    if n >= ENTRIES_MIN:
+        first = item_at(items, 0)
+        if ((type(first) is list or type(first) is tuple) and len(first) == 2
+                and PyBytes_CheckExact(item_at(first, 0))
+                and (type(item_at(first, 1)) is list or type(item_at(first, 1)) is tuple)) \
+                or (n > ENTRIES_CHUNK and not o.plain):
+            i = 0
+            while i < n:
+                write_items(o, items, i, min(i + ENTRIES_CHUNK, n))
+                check(o)
+                i += ENTRIES_CHUNK
+            return 0
+    return write_items(o, items, 0, n)
+
+
+cdef inline int write_inner(Out* o, object y) except -1:
+    """An element of an array's array (the reference's `_write_items` inner loop)."""
+    if PyBytes_CheckExact(y):
+        return write_bulk(o, y)
+    if type(y) is list or type(y) is tuple:
+        return write_array(o, y)
+    return write_value(o, y)
+
+
+cdef int write_items(Out* o, object items, Py_ssize_t start, Py_ssize_t stop) except -1:
+    """The reference's `_write_items` over items[start:stop]: one nesting level inline (no
+    chunks and no checks for it, as in the reference)."""
+    cdef Py_ssize_t i, j, m
+    for i in range(start, stop):
+        if i >= length(items):  # a list cannot shrink here, but never read past its end
+            break
+        x = item_at(items, i)
+        if PyBytes_CheckExact(x):
+            write_bulk(o, x)
+        elif type(x) is list or type(x) is tuple:
+            m = length(x)
+            put_line(o, 42, m)
+            for j in range(m):
+                if j >= length(x):
+                    break
+                write_inner(o, item_at(x, j))
+        elif PyLong_CheckExact(x):
+            write_int(o, x)
+        else:
+            write_value(o, x)
+    return 0
+
+
+cdef int write_entry_array(Out* o, object entries) except -1:
+    """The reference's `_write_entry_array`: [id, fields] per entry, by chunks."""
+    ids, fields = entries.ids, entries.fields
+    if type(ids) is not list or type(fields) is not list \
+            or PyList_GET_SIZE(ids) != PyList_GET_SIZE(fields):
+        return py_write(o, _reply_encoder_py._write_entry_array, entries)
+    cdef Py_ssize_t n = PyList_GET_SIZE(ids), i, stop, j
+    put_line(o, 42, n)
+    i = 0
+    while i < n:
+        stop = min(i + ENTRIES_CHUNK, n)
+        for j in range(i, stop):
+            put(o, "*2\r\n", 4)
+            write_inner(o, <object>PyList_GET_ITEM(ids, j))
+            write_inner(o, <object>PyList_GET_ITEM(fields, j))
+        check(o)
+        i += ENTRIES_CHUNK
+    return 0
+
+
+cdef int write_other(Out* o, object value) except -1:
+    """The reference's `_write_other`: maps, RESP3 types, errors, null arrays, subclasses."""
+    cdef int protocol = o.protocol
+    t = type(value)
+    if t is EntryArray:
+        return write_entry_array(o, value)
+    if t is RespMap:
+        return write_map(o, value)
+    if value is NULL_ARRAY:
+        return put(o, "*-1\r\n", 5) if protocol == 2 else put(o, "_\r\n", 3)
+    if t is bool:
+        if protocol == 2:
+            return put(o, ":1\r\n" if value else ":0\r\n", 4)
+        return put(o, "#t\r\n" if value else "#f\r\n", 4)
+    if t is float:
+        text = format_double(value)
+        if protocol == 3:
+            return put_bytes(o, b",%b\r\n" % text)
+        return put_bytes(o, b"$%d\r\n%b\r\n" % (len(text), text))
+    if isinstance(value, (ReplyError, ProtocolError)):  # an error line either way
+        line = str(value).replace("\r", " ").replace("\n", " ")
+        return put_bytes(o, b"-%b\r\n" % line.encode("utf-8", "surrogateescape"))
+    if t is RespSet or t is Push:
+        items = value.items
+        if protocol == 3:
+            put_bytes(o, b"%b%d\r\n" % (b"~" if t is RespSet else b">", len(items)))
+            for x in items:
+                write_value(o, x)
+            return 0
+        if type(items) is list or type(items) is tuple:
+            return write_array(o, items)
+        return py_write(o, _reply_encoder_py.write_reply, value)
+    if t is Verbatim:
+        return py_write(o, _reply_encoder_py._write_verbatim, value)
+    if t is bytearray or t is memoryview:
+        return write_value(o, bytes(value))
+    if isinstance(value, (bool, int, str, bytes, list, tuple, float)):
+        return write_value(o, _reply_encoder_py._base_value(value))  # subclasses (IntEnum, str enums)
+    raise TypeError(f"cannot encode {t.__name__} as a RESP reply: {value!r}")
+
+
+cdef int write_map(Out* o, object m) except -1:
+    items = m.items
+    if o.protocol == 3:
+        put_line(o, 37, len(items))
+        for k, v in items:
+            write_value(o, k)
+            write_value(o, v)
+    elif m.as_pairs:
+        if type(items) is list or type(items) is tuple:
+            return write_array(o, items)  # each (k, v) tuple is a 2-element array
+        return py_write(o, _reply_encoder_py._write_map, m)
+    else:
+        put_line(o, 42, 2 * len(items))
+        for k, v in items:
+            write_value(o, k)
+            write_value(o, v)
+    return 0
+
+
+def write_reply(out, value, protocol):
+    """Append one reply value to `out` (see the reference's `write_reply`)."""
+    cdef Out o
+    if not isinstance(out, bytearray) or (protocol != 2 and protocol != 3):
+        return _reply_encoder_py.write_reply(out, value, protocol)  # nothing the server does
+    o.buf = <PyObject*>out
+    o.plain = type(out) is bytearray
+    o.protocol = protocol
+    resume(&o)
+    try:
+        write_value(&o, value)
+    finally:
+        sync(&o)
+
+
+def encode_reply(value, protocol=2):
+    """One reply value as RESP2 (`protocol=2`) or RESP3 (`protocol=3`) bytes."""
+    if protocol != 2 and protocol != 3:
+        raise ValueError(f"protocol is 2 or 3, not {protocol!r}")
+    out = bytearray()
+    write_reply(out, value, protocol)
+    return bytes(out)
