@@ -39,7 +39,7 @@ from streamkeep.engine.model.digest import state_digest
 from streamkeep.engine.model.effects import Record, select_effect
 from streamkeep.engine.model.residency import Residency
 from streamkeep.engine.model.stream import Stream
-from streamkeep.engine.runtime.redis_api import RedisStreamAPI
+from streamkeep.engine.runtime.redis_api import RedisAPI
 from streamkeep.engine.wire.errors import ReplyError, StorageError, storage_reply
 from streamkeep.engine.wire.reply import NULL_ARRAY, RespMap, to_plain
 
@@ -103,18 +103,16 @@ class Session:
         self.from_primary = False
 
 
-class Engine(RedisStreamAPI):
+class Engine:
     """Redis Streams semantics in process. Thread-safe; commands run one at a time."""
 
     def __init__(
         self,
         clock: Clock | None = None,
-        decode_responses: bool = False,
         config_file: str | None = None,
         **config: Any,
     ) -> None:
         self.clock: Clock = clock or wall_clock_ms
-        self.decode_responses = decode_responses
         # Settings (engine.config's registry): Redis's names, validated, canonical values.
         self.config = {**DEFAULT_CONFIG, **normalize_settings(config)}
         self.config_file = config_file  # the file CONFIG REWRITE rewrites (the server's)
@@ -267,6 +265,12 @@ class Engine(RedisStreamAPI):
                     self._finish(reply, lsn)
             return reply
         return to_plain(self._finish(reply, lsn))
+
+    def redis(self, decode_responses: bool = False) -> RedisAPI:
+        """redis-py's stream and keyspace methods over this engine (`r.xadd(name, fields)`,
+        `r.xreadgroup(...)`, replies as redis-py's RESP2 client gives them). `decode_responses`
+        is the client's, as in redis-py: each facade has its own."""
+        return RedisAPI(self, decode_responses)
 
     def execute_with_effects(self, *args: Any) -> tuple[Any, list[list[bytes]]]:
         """Like execute, also returning the effects the command emitted (not those of clients
