@@ -402,43 +402,37 @@ class Engine:
         under the engine lock, once `waiter.result` is set; the caller times it out with
         `cancel_wait` and re-runs it at `waiter.wake_at` with `poll_waiter`) or a `Later` (call
         its `wait()` outside the lock for the reply). The server uses this directly so that
-        nothing blocks its event loop; `_execute` is the embedded API's waiting wrapper."""
+        nothing blocks its event loop; `_execute` is the embedded API's waiting wrapper.
+
+        The steps: dispatch, the write gates, run the handler, log its effects, wake the
+        clients it made ready, park a blocked read, count the call. Every command takes this
+        path, so the steps a plain XADD takes are written inline (a method call costs more
+        than most of them); the methods they name are taken off that path: the command table
+        (`_dispatch`), a refusal, a failure, a blocked read (`_park`)."""
         if not argv:
             raise ReplyError("ERR empty command")
         lock = self.lock
         lock.acquire()
         lsn = 0
         try:
+            # Dispatch: the fast table when the arity fits, outside MULTI.
             fast = self.dispatch.get(argv[0])
             if fast is not None and fast[1] <= len(argv) <= fast[2] and session.multi is None:
                 handler, is_write, counters = fast[0], fast[3], fast[5]
                 session.lastcmd = fast[4]
-            else:  # the general path, with Redis's exact errors
-                try:
-                    spec = lookup(argv)
-                except ReplyError as err:
-                    raise self._refuse(session, resolve(argv), err) from None
-                session.lastcmd = spec.name
-                counters = self.stats.counters(spec.name)
-                if session.multi is not None:
-                    if spec.is_write and self.read_only is not None \
-                            and not session.from_primary:
-                        raise self._refuse(session, spec, ReplyError(self.read_only)) from None
-                    try:
-                        queued = queue_in_multi(self, session, spec, argv)
-                    except ReplyError as err:
-                        raise self._refuse(session, spec, err) from None
-                    if queued is not None:
-                        return queued, 0
-                handler, is_write = spec.handler, spec.is_write  # type: ignore[assignment]
+            else:
+                handler, is_write, counters, queued = self._dispatch(session, argv)
+                if queued is not None:
+                    return queued, 0
+            # The write gates: one test while both are open.
             if is_write:
                 journal = self.journal
-                if journal is not None and journal.error:
-                    raise self._refuse(session, None, ReplyError(journal.error), counters)
-                if self.read_only is not None and not session.from_primary:
-                    raise self._refuse(session, None, ReplyError(self.read_only), counters)
-            # One context per session, reset per command: commands run one at a time under
-            # this lock and no handler keeps its context, so allocating one each time is waste.
+                if (journal is not None and journal.error) or self.read_only is not None:
+                    gate = self._write_gate(session)
+                    if gate is not None:
+                        raise self._refuse(session, None, ReplyError(gate), counters)
+            # Run the handler. One context per session, reset per command: commands run one at
+            # a time under this lock and no handler keeps its context.
             ctx = session.ctx
             if ctx is None:
                 ctx = session.ctx = Ctx(self, session, 0)
@@ -453,10 +447,9 @@ class Engine:
                 self.stats.failed(counters, _now_ns() - began, err.line)
                 raise
             except StorageError as err:  # a damaged snapshot met while reading a cold node
-                failed = self._storage_failed(err, is_write)
-                self.stats.failed(counters, _now_ns() - began, failed.line)
-                raise failed from None
+                raise self._failed_on_storage(err, is_write, counters, began) from None
             nanos = _now_ns() - began
+            # Log its effects: the AOF record, the sinks, WATCH.
             if ctx.effects:
                 try:
                     lsn = session.write_lsn = self._commit(ctx, db)
@@ -465,19 +458,12 @@ class Engine:
                     raise
                 if effects_out is not None:
                     effects_out.extend(ctx.effects)
+            # Wake the clients blocked on keys it changed.
             if self.waiters.ready:
                 self._serve_ready()
             if type(reply) is Block:
-                waiter = Waiter(session, reply.argv, [(session.db, k) for k in reply.keys])
-                waiter.wake_at = reply.wake_at
-                waiter.ready = reply.ready
-                waiter.rerun = reply.rerun
-                waiter.timeout_ms = reply.timeout_ms
-                waiter.notify = notify
-                waiter.counters = counters
-                waiter.nanos = nanos
-                self.waiters.add(waiter)
-                return waiter, lsn
+                return self._park(session, reply, counters, nanos, notify), lsn
+            # Count the call; keep the stream nodes in memory within their budget.
             counters[CALLS] += 1
             counters[NANOS] += nanos
             residency = self.residency
@@ -486,6 +472,62 @@ class Engine:
         finally:
             lock.release()
         return reply, lsn
+
+    def _dispatch(
+        self, session: Session, argv: Argv,
+    ) -> tuple[Callable[[Ctx, Argv], Any], bool, list[int], Any]:
+        """The general dispatch (lock held): the command table with Redis's exact refusals,
+        and MULTI's queueing. Returns (handler, is_write, counters, queued): `queued` is the
+        reply of a command queued in MULTI (then nothing runs now), else None."""
+        try:
+            spec = lookup(argv)
+        except ReplyError as err:
+            raise self._refuse(session, resolve(argv), err) from None
+        session.lastcmd = spec.name
+        counters = self.stats.counters(spec.name)
+        queued = None
+        if session.multi is not None:
+            if spec.is_write and self.read_only is not None and not session.from_primary:
+                raise self._refuse(session, spec, ReplyError(self.read_only)) from None
+            try:
+                queued = queue_in_multi(self, session, spec, argv)
+            except ReplyError as err:
+                raise self._refuse(session, spec, err) from None
+        # (lookup returns a spec with a handler: a container without its subcommand is refused)
+        return spec.handler, spec.is_write, counters, queued  # type: ignore[return-value]
+
+    def _write_gate(self, session: Session) -> str | None:
+        """Why a write from `session` is refused now (its error line), or None: the AOF cannot
+        be written (MISCONF, or writes stopped after storage damage), or this engine is a
+        replica and the session is not its primary's."""
+        journal = self.journal
+        if journal is not None and journal.error:
+            return journal.error
+        if self.read_only is not None and not session.from_primary:
+            return self.read_only
+        return None
+
+    def _failed_on_storage(self, err: StorageError, is_write: bool, counters: list[int],
+                           began: int) -> ReplyError:
+        """A handler that met storage damage: counted as a failed call; the error to raise."""
+        failed = self._storage_failed(err, is_write)
+        self.stats.failed(counters, _now_ns() - began, failed.line)
+        return failed
+
+    def _park(self, session: Session, block: Block, counters: list[int], nanos: int,
+              notify: Callable[[Waiter], None] | None) -> Waiter:
+        """A command that blocks (lock held): register its waiter on the keys it waits for. Its
+        call is counted when it is served or times out, with all its runs' time."""
+        waiter = Waiter(session, block.argv, [(session.db, k) for k in block.keys])
+        waiter.wake_at = block.wake_at
+        waiter.ready = block.ready
+        waiter.rerun = block.rerun
+        waiter.timeout_ms = block.timeout_ms
+        waiter.notify = notify
+        waiter.counters = counters
+        waiter.nanos = nanos
+        self.waiters.add(waiter)
+        return waiter
 
     def _storage_failed(self, err: StorageError, is_write: bool) -> ReplyError:
         """The error reply of a command that met storage damage (lock held). A write command
@@ -559,21 +601,17 @@ class Engine:
             db = session.db
             mctx.db = self.dbs[db]
             mark = len(effects)
-            journal = self.journal
             counters = stats.counters(spec.name)
             began = _now_ns()
             try:
-                if spec.is_write and journal is not None and journal.error:
-                    raise ReplyError(journal.error)
-                if spec.is_write and self.read_only is not None and not session.from_primary:
-                    raise ReplyError(self.read_only)
+                if spec.is_write and (gate := self._write_gate(session)) is not None:
+                    raise ReplyError(gate)
                 reply = spec.handler(mctx, argv)  # type: ignore[misc]
             except ReplyError as err:
                 reply = err
                 stats.failed(counters, _now_ns() - began, err.line)
             except StorageError as err:
-                reply = self._storage_failed(err, spec.is_write)
-                stats.failed(counters, _now_ns() - began, reply.line)
+                reply = self._failed_on_storage(err, spec.is_write, counters, began)
             else:
                 counters[CALLS] += 1
                 counters[NANOS] += _now_ns() - began
