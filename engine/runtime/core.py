@@ -1,11 +1,15 @@
-"""The Engine: databases, the execution loop, effects out, effects in, blocking, the digest.
+"""The engine's core, in memory: databases, the execution loop, effects out, effects in,
+blocking, the digest.
 
-Owns one-at-a-time command execution under a lock (argv -> command -> reply + effects), the
-record sinks that later carry effects to the AOF and replicas, the apply path that replays records
-through the same command table, blocked-client wake-ups, the state digest, and counting each
-command into the server statistics (engine.exec.stats: calls, time, refusals, failures,
-errors). Must not touch: command semantics (engine.commands_*), the data structures'
-internals, files (aof/ owns those).
+Owns `EngineCore` (the public `Engine` of engine.runtime.engine without its data directory
+and replication; the lower layers' annotations name it) and `Session`: one-at-a-time command
+execution under a lock (argv -> command -> reply + effects), the record sinks that later carry
+effects to the AOF and replicas, the apply path that replays records through the same command
+table, blocked-client wake-ups, the state digest, and counting each command into the server
+statistics (engine.exec.stats: calls, time, refusals, failures, errors). Must not touch:
+command semantics (engine.commands_*), the data structures' internals, files (aof/ owns
+those), opening a data directory or attaching replication (engine.runtime.engine composes
+those; they reach the core through engine.exec.interfaces).
 """
 
 from __future__ import annotations
@@ -13,7 +17,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Self
 
 from streamkeep.engine import commands as _commands  # noqa: F401  (registers every command)
 from streamkeep.engine.commands.streams import add_entry
@@ -53,8 +57,6 @@ if TYPE_CHECKING:
     )
 
 Clock = Callable[[], int]
-AOF_OPTIONS = ("appendfsync", "aof_load_truncated", "aof_segment_max_bytes",
-               "auto_aof_rewrite_min_size", "auto_aof_rewrite_percentage", "fs")
 RecordSink = Callable[[Record], None]
 NUM_DATABASES = 16
 NOAUTH = "NOAUTH Authentication required."
@@ -103,8 +105,9 @@ class Session:
         self.from_primary = False
 
 
-class Engine:
-    """Redis Streams semantics in process. Thread-safe; commands run one at a time."""
+class EngineCore:
+    """Redis Streams semantics in process, in memory. Thread-safe; commands run one at a
+    time. `Engine` (engine.runtime.engine) adds the data directory and replication."""
 
     def __init__(
         self,
@@ -144,60 +147,6 @@ class Engine:
         self.dispatch = {spelling: (*entry, counters(entry[4]))
                          for spelling, entry in FAST_DISPATCH.items()}
         self.closed = False
-
-    @classmethod
-    def open(cls, path: str | None = None,
-             replicaof: tuple[str, int] | list[str] | str | None = None,
-             **config: Any) -> Engine:
-        """Open an engine. `path=None` keeps everything in memory; a path is a data directory
-        whose snapshot is loaded and AOF replayed now, and appended to from now on. Settings use
-        Redis's names: appendfsync ("always" | "everysec" | "no"), aof-load-truncated (yes/no),
-        auto-aof-rewrite-min-size (64mb) and auto-aof-rewrite-percentage (100; 0 turns
-        automatic compaction off), plus aof-segment-max-bytes (rotation size); `fs` swaps the
-        file layer (tests, crash bench). `replicaof=(host, port)` makes it a read replica of
-        that streamkeep server (replication.follower; the `replicaof` setting says the same)."""
-        if isinstance(replicaof, str):  # the setting's form (config file): "host port"
-            replicaof = tuple(replicaof.split()) or None  # type: ignore[assignment]
-        if replicaof is not None:
-            if len(replicaof) != 2:
-                raise ValueError(f"replicaof takes a host and a port, not {replicaof!r}")
-            replicaof = (str(replicaof[0]), int(replicaof[1]))
-        aof_options = {}
-        for name in list(config):
-            key = name.replace("-", "_")
-            if key in AOF_OPTIONS:
-                aof_options[key] = config.pop(name)
-        # The AOF settings that are Redis settings: validated, canonical, kept in engine.config.
-        aof_settings = normalize_settings(
-            {k: v for k, v in aof_options.items() if k not in ("aof_segment_max_bytes", "fs")})
-        aof_options.update((k.replace("-", "_"), v) for k, v in aof_settings.items())
-        engine = cls(**config)
-        engine.config.update(aof_settings)
-        if path is not None:
-            from streamkeep.aof.store import DataDir  # the engine itself never touches files
-
-            engine.datadir = DataDir.open(engine, path, **aof_options)
-        elif aof_options:
-            raise ValueError(f"{', '.join(aof_options)} need a data directory path")
-        if engine.datadir is not None:
-            from streamkeep.replication.service import attach  # the role, REPLICAOF, WAIT
-
-            try:
-                attach(engine, replicaof)  # type: ignore[arg-type]
-            except BaseException:
-                engine.close()
-                raise
-        elif replicaof is not None:
-            raise ValueError("replicaof needs a data directory path")
-        return engine
-
-    def compact(self, wait: bool = True) -> Any:
-        """Compact the AOF into a new snapshot now (see snapshot.compactor). With wait, returns
-        the manifest's new snapshot entry (None if nothing was written since the last one) or
-        raises StorageError (snapshot.compactor.CompactionError); writes go on meanwhile."""
-        if self.datadir is None:
-            raise ValueError("compact() needs a data directory (Engine.open(path))")
-        return self.datadir.compact(wait)
 
     def attach_journal(self, journal: Log) -> None:
         with self.lock:
@@ -242,7 +191,7 @@ class Engine:
         with self.lock:
             self.residency.close()
 
-    def __enter__(self) -> Engine:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -855,4 +804,4 @@ class Engine:
         self.sinks.append(sink)
 
 
-__all__ = ["Engine", "Session", "RespMap"]
+__all__ = ["EngineCore", "Session", "RespMap"]

@@ -43,7 +43,8 @@ from streamkeep.engine.wire.resp import (
 )
 
 if TYPE_CHECKING:
-    from streamkeep.engine.runtime.core import Engine, Session
+    from streamkeep.engine.runtime.core import Session
+    from streamkeep.engine.runtime.engine import Engine
 
 log = logging.getLogger("streamkeep.server")
 
