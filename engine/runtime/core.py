@@ -356,8 +356,9 @@ class EngineCore:
         The steps: dispatch, the write gates, run the handler, log its effects, wake the
         clients it made ready, park a blocked read, count the call. Every command takes this
         path, so the steps a plain XADD takes are written inline (a method call costs more
-        than most of them); the methods they name are taken off that path: the command table
-        (`_dispatch`), a refusal, a failure, a blocked read (`_park`)."""
+        than most of them); the methods are what it never reaches: the general dispatch
+        (`_dispatch`), a closed gate (`_write_gate`, `_refuse`), a failure
+        (`_failed_on_storage`), a blocked read (`_park`)."""
         if not argv:
             raise ReplyError("ERR empty command")
         lock = self.lock
