@@ -3,7 +3,7 @@
 Why product code reads this: the crash bench (tools/crashbench) claims to find durability bugs,
 and a bench that has never caught one proves nothing. So each bug in BUGS is a real code path
 at the place the real bug would be (an early acknowledgement in aof.journal, a manifest
-replaced without its directory fsync in aof.manifest, recovery rules in aof.store, XADD's ID
+replaced without its directory fsync in aof.manifest, recovery rules in aof.recovery, XADD's ID
 clock and XCLAIM's replay in engine.commands), behind one `if planted(name):`, and
 tests/crash/test_planted_bugs.py plants each in turn and checks that the bench reports it.
 

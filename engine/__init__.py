@@ -3,7 +3,8 @@
 Layers, bottom to top (each may import only those below it; tests/arch enforces it):
 wire (errors, replies, RESP, argument parsing) → model (IDs, streams, groups, effects) → exec
 (command table, context, blocking, transactions, config registry, persistence interfaces) →
-commands (the handlers) → runtime (core: the Engine; server: the network front).
+commands (the handlers) → runtime (core: the in-memory EngineCore; datadir and engine: the
+public Engine with its data directory and replication; server: the network front).
 
 This package re-exports lazily: importing a codec (`streamkeep.engine.wire.request_parser`,
 `streamkeep.aof.codec`) never loads the command table.
@@ -15,12 +16,13 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from streamkeep.engine.model.effects import Record
-    from streamkeep.engine.runtime.core import Engine, Session
+    from streamkeep.engine.runtime.core import Session
+    from streamkeep.engine.runtime.engine import Engine
     from streamkeep.engine.runtime.queue import Message, QueueError, StreamQueue
     from streamkeep.engine.wire.errors import ReplyError, StreamkeepError
 
 _EXPORTS = {
-    "Engine": "streamkeep.engine.runtime.core",
+    "Engine": "streamkeep.engine.runtime.engine",
     "Session": "streamkeep.engine.runtime.core",
     "StreamQueue": "streamkeep.engine.runtime.queue",
     "Message": "streamkeep.engine.runtime.queue",

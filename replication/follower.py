@@ -34,8 +34,8 @@ from streamkeep.snapshot.load import load_snapshot
 from streamkeep.snapshot.snapshot_reader import SnapshotError
 
 if TYPE_CHECKING:
-    from streamkeep.aof.store import DataDir
-    from streamkeep.engine.runtime.core import Engine
+    from streamkeep.engine.runtime.core import EngineCore
+    from streamkeep.engine.runtime.datadir import DataDir
 
 log = logging.getLogger("streamkeep.replication")
 
@@ -49,7 +49,7 @@ class Follower:
     """Follows one primary until stopped. `state` as ROLE shows it: connect, connecting, sync,
     connected."""
 
-    def __init__(self, engine: Engine, datadir: DataDir, host: str, port: int,
+    def __init__(self, engine: EngineCore, datadir: DataDir, host: str, port: int,
                  listening_port: Callable[[], int], runid: str) -> None:
         self.engine = engine
         self.datadir = datadir

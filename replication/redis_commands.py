@@ -30,7 +30,7 @@ from streamkeep.replication.redis_link import command_size, is_getack
 from streamkeep.snapshot.rdb import STREAM_TYPES, TYPE_NAMES, RdbKey, payload_from
 
 if TYPE_CHECKING:
-    from streamkeep.engine.runtime.core import Engine
+    from streamkeep.engine.runtime.core import EngineCore
 
 log = logging.getLogger("streamkeep.replication")
 
@@ -50,7 +50,7 @@ NAMED_SKIPS = 100  # skipped commands counted by name (an AOF may hold any names
 class RedisApplier:
     """Applies one redis-server's commands to an engine, in order."""
 
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: EngineCore) -> None:
         self.engine = engine
         self.session = engine.primary_session()
         self.offset = 0  # the replication offset of the last command applied (outside MULTI)

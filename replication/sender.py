@@ -32,8 +32,8 @@ from streamkeep.aof.backlog import (
 from streamkeep.replication import link
 
 if TYPE_CHECKING:
-    from streamkeep.aof.store import DataDir
-    from streamkeep.engine.runtime.core import Engine
+    from streamkeep.engine.runtime.core import EngineCore
+    from streamkeep.engine.runtime.datadir import DataDir
 
 log = logging.getLogger("streamkeep.replication")
 
@@ -197,7 +197,7 @@ class Sender:
 class Primary:
     """The replicas attached to this node, and how a PSYNC is answered."""
 
-    def __init__(self, engine: Engine, datadir: DataDir) -> None:
+    def __init__(self, engine: EngineCore, datadir: DataDir) -> None:
         self.engine = engine
         self.datadir = datadir
         self.senders: list[Sender] = []

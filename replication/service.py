@@ -31,9 +31,9 @@ from streamkeep.replication.sender import Primary
 from streamkeep.replication.waits import Wait, Waits
 
 if TYPE_CHECKING:
-    from streamkeep.aof.store import DataDir
     from streamkeep.engine.exec.interfaces import Fields
-    from streamkeep.engine.runtime.core import Engine
+    from streamkeep.engine.runtime.core import EngineCore
+    from streamkeep.engine.runtime.datadir import DataDir
 
 log = logging.getLogger("streamkeep.replication")
 
@@ -41,7 +41,7 @@ READONLY = "READONLY You can't write against a read only replica."
 MYSELF = "ERR REPLICAOF would make this node its own replica"
 
 
-def attach(engine: Engine, replicaof: tuple[str, int] | None) -> ReplicationService:
+def attach(engine: EngineCore, replicaof: tuple[str, int] | None) -> ReplicationService:
     """Give an engine with a data directory its replication (Engine.open calls it)."""
     service = ReplicationService(engine, engine.datadir)  # type: ignore[arg-type]
     engine.replication = service
@@ -55,7 +55,7 @@ def attach(engine: Engine, replicaof: tuple[str, int] | None) -> ReplicationServ
 
 
 class ReplicationService:
-    def __init__(self, engine: Engine, datadir: DataDir) -> None:
+    def __init__(self, engine: EngineCore, datadir: DataDir) -> None:
         self.engine = engine
         self.datadir = datadir
         self.primary = Primary(engine, datadir)

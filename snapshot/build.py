@@ -31,7 +31,7 @@ import sys
 
 from streamkeep.aof.fs import RealFS
 from streamkeep.aof.segment_reader import SegmentError, SegmentReader
-from streamkeep.engine.runtime.core import Engine
+from streamkeep.engine.runtime.core import EngineCore
 from streamkeep.engine.wire.errors import StorageError
 from streamkeep.snapshot.load import load_snapshot
 from streamkeep.snapshot.writer import SnapshotInfo, write_snapshot
@@ -58,7 +58,7 @@ def build(job: dict) -> SnapshotInfo:
     fs = RealFS()
     directory = job["dir"]
     # The node limits shape how replayed XADDs fill nodes: use the parent's.
-    engine = Engine(clock=lambda: 0, **job.get("config", {}))
+    engine = EngineCore(clock=lambda: 0, **job.get("config", {}))
     expected = 1
     if job["base"] is not None:
         meta = load_snapshot(engine, os.path.join(directory, job["base"]), lazy=True)

@@ -45,7 +45,7 @@ from streamkeep.aof import manifest as manifest_mod
 from streamkeep.aof.fs import FileSystem
 from streamkeep.aof.manifest import Manifest, SegmentEntry, SnapshotEntry
 from streamkeep.engine.exec.settings import (
-    parse_size,  # Redis's memory units; aof.store imports it from here
+    parse_size,  # Redis's memory units; engine.runtime.datadir imports it from here
 )
 from streamkeep.engine.wire.errors import StorageError
 from streamkeep.snapshot.cold import SnapshotNodes
@@ -56,7 +56,7 @@ from streamkeep.snapshot.writer import stream_numbers
 
 if TYPE_CHECKING:
     from streamkeep.engine.model.stream import Stream
-    from streamkeep.engine.runtime.core import Engine
+    from streamkeep.engine.runtime.core import EngineCore
 
 log = logging.getLogger("streamkeep.snapshot")
 
@@ -133,7 +133,7 @@ class _Checksum:
 
 
 class Compactor:
-    def __init__(self, engine: Engine, fs: FileSystem, directory: str, journal: CompactionLog,
+    def __init__(self, engine: EngineCore, fs: FileSystem, directory: str, journal: CompactionLog,
                  min_size: object = DEFAULT_MIN_SIZE,
                  percentage: int | str = DEFAULT_PERCENTAGE) -> None:
         self.engine = engine

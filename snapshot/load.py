@@ -30,7 +30,7 @@ from streamkeep.snapshot.snapshot_reader import (
 )
 
 if TYPE_CHECKING:
-    from streamkeep.engine.runtime.core import Engine
+    from streamkeep.engine.runtime.core import EngineCore
 
 
 def _restore_idmp(info: IdmpInfo) -> Idmp:
@@ -41,7 +41,7 @@ def _restore_idmp(info: IdmpInfo) -> Idmp:
     return state
 
 
-def load_snapshot(engine: Engine, path: str, lazy: bool | None = None,
+def load_snapshot(engine: EngineCore, path: str, lazy: bool | None = None,
                   crc32: int | None = None) -> Meta:
     """Fill an empty engine with the snapshot at `path`; returns its meta (the LSN covered).
 

@@ -12,7 +12,8 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from streamkeep.engine.model.effects import Record
-    from streamkeep.engine.runtime.core import Engine, Session
+    from streamkeep.engine.runtime.core import Session
+    from streamkeep.engine.runtime.engine import Engine
     from streamkeep.engine.runtime.queue import Message, QueueError, StreamQueue
     from streamkeep.engine.wire.errors import ReplyError, StreamkeepError
 

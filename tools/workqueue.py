@@ -60,7 +60,7 @@ def main(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     name = where[-1]
     try:
-        client, close = _connect(args.url, None if args.url else where[0])
+        client, redis_api, close = _connect(args.url, None if args.url else where[0])
     except _Unavailable as err:
         print(f"streamkeep queue stats: {err}", file=sys.stderr)
         return EXIT_USAGE
@@ -73,7 +73,7 @@ def main(args: argparse.Namespace) -> int:
 
         errors += (redis.ResponseError,)
     try:
-        missing = _missing(client, name, args.group, errors)
+        missing = _missing(redis_api, name, args.group, errors)
         if missing:
             print(f"streamkeep queue stats: {missing}", file=sys.stderr)
             return EXIT_NO_QUEUE
@@ -93,13 +93,14 @@ def main(args: argparse.Namespace) -> int:
     return 0
 
 
-def _missing(client: Any, name: str, group: str,
+def _missing(redis_api: Any, name: str, group: str,
              errors: tuple[type[Exception], ...]) -> str | None:
     """What the command line names that does not exist (the stream, or its group), in words;
     None when both do. (The queue's own error says a group "is gone": right for a worker whose
-    group was destroyed under it, not for a name mistyped here.)"""
+    group was destroyed under it, not for a name mistyped here.) `redis_api`: redis-py's
+    methods, a client's or an Engine's (`Engine.redis()`)."""
     try:
-        groups = client.xinfo_groups(name)
+        groups = redis_api.xinfo_groups(name)
     except errors as err:
         if "no such key" in str(err):
             return f"no queue {name}: no such stream"
@@ -116,8 +117,9 @@ class _Unavailable(StreamkeepError):
     """A data directory or server the command cannot use (said to the user, exit 3)."""
 
 
-def _connect(url: str | None, path: str | None) -> tuple[Any, Any]:
-    """(client, close): an Engine on the data directory, or a redis-py client of the URL."""
+def _connect(url: str | None, path: str | None) -> tuple[Any, Any, Any]:
+    """(client, its redis-py methods, close): an Engine on the data directory, or a redis-py
+    client of the URL."""
     if url is not None:
         import redis
 
@@ -126,7 +128,7 @@ def _connect(url: str | None, path: str | None) -> tuple[Any, Any]:
             client.ping()
         except (ValueError, redis.RedisError) as err:
             raise _Unavailable(f"{url}: {err}") from None
-        return client, client.close
+        return client, client, client.close
     import os
 
     from streamkeep import Engine
@@ -143,7 +145,7 @@ def _connect(url: str | None, path: str | None) -> tuple[Any, Any]:
         raise _Unavailable(f"{err} (a running server?): use --url") from None
     except (StreamkeepError, OSError, ValueError) as err:
         raise _Unavailable(f"{path}: {err}") from None
-    return engine, engine.close
+    return engine, engine.redis(), engine.close
 
 
 def to_json(name: str, group: str, stats: dict[str, Any]) -> dict[str, Any]:

@@ -32,13 +32,13 @@ from streamkeep.engine.wire.errors import SYNTAX, ReplyError, printable
 from streamkeep.engine.wire.reply import Verbatim
 
 if TYPE_CHECKING:
-    from streamkeep.engine.runtime.core import Engine
+    from streamkeep.engine.runtime.core import EngineCore
 
 
 
 # --- CLIENT ------------------------------------------------------------------------------------
 
-def server_clients(engine: Engine) -> list[Any]:
+def server_clients(engine: EngineCore) -> list[Any]:
     """The server's connections (none on an embedded engine)."""
     server = engine.server
     return list(server.clients.values()) if server is not None else []

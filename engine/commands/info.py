@@ -37,7 +37,7 @@ from streamkeep.engine.exec.table import (
 from streamkeep.engine.wire.reply import Verbatim
 
 if TYPE_CHECKING:
-    from streamkeep.engine.runtime.core import Engine
+    from streamkeep.engine.runtime.core import EngineCore
 
 RUN_ID = os.urandom(20).hex()  # this process's run_id (INFO server), as Redis draws one at start
 
@@ -89,7 +89,7 @@ def _system_memory() -> int:
         return 0
 
 
-def _waiters(engine: Engine) -> list[Any]:
+def _waiters(engine: EngineCore) -> list[Any]:
     """Blocked commands (network clients and embedded threads), each once."""
     seen: dict[int, Any] = {}
     for queue in engine.waiters.by_key.values():
@@ -98,7 +98,7 @@ def _waiters(engine: Engine) -> list[Any]:
     return list(seen.values())
 
 
-def _info_server(engine: Engine) -> Fields:
+def _info_server(engine: EngineCore) -> Fields:
     server = engine.server
     uname = platform.uname()
     uptime = max(int(time.time() - engine.started_ms / 1000), 0)
@@ -133,7 +133,7 @@ def _info_server(engine: Engine) -> Fields:
     return fields
 
 
-def _info_clients(engine: Engine) -> Fields:
+def _info_clients(engine: EngineCore) -> Fields:
     clients = server_clients(engine)
     waiters = _waiters(engine)
     return [
@@ -151,7 +151,7 @@ def _info_clients(engine: Engine) -> Fields:
     ]
 
 
-def _info_memory(engine: Engine) -> Fields:
+def _info_memory(engine: EngineCore) -> Fields:
     rss, peak, total = _rss(), _peak_rss(), _system_memory()
     peak = max(peak, rss)
     return [
@@ -172,7 +172,7 @@ def _info_memory(engine: Engine) -> Fields:
     ]
 
 
-def _backlog_fields(engine: Engine) -> Fields:
+def _backlog_fields(engine: EngineCore) -> Fields:
     """streamkeep's own: the backlog-memory budget and where the stream entries are."""
     residency = engine.residency
     budget = int(engine.config["backlog-memory"])
@@ -205,12 +205,12 @@ def _entry_counts(dbs: list) -> tuple[int, int, int, int]:
     return entries, cold_nodes, cold_entries, cold_bytes
 
 
-def _info_persistence(engine: Engine) -> Fields:
+def _info_persistence(engine: EngineCore) -> Fields:
     """An engine without a data directory (one with registers its own section)."""
     return persistence_fields(None, engine.clock(), last_save_time(engine))
 
 
-def _info_stats(engine: Engine) -> Fields:
+def _info_stats(engine: EngineCore) -> Fields:
     server = engine.server
     return [
         ("total_connections_received", server.connections_received if server else 0),
@@ -232,7 +232,7 @@ def _info_stats(engine: Engine) -> Fields:
 _REPL_IDS: weakref.WeakKeyDictionary[Any, str] = weakref.WeakKeyDictionary()
 
 
-def _info_replication(engine: Engine) -> Fields:
+def _info_replication(engine: EngineCore) -> Fields:
     datadir = engine.datadir
     if datadir is not None:
         replid = datadir.repl_id
@@ -251,7 +251,7 @@ def _info_replication(engine: Engine) -> Fields:
     ]
 
 
-def _info_cpu(engine: Engine) -> Fields:
+def _info_cpu(engine: EngineCore) -> Fields:
     me = resource.getrusage(resource.RUSAGE_SELF)
     children = resource.getrusage(resource.RUSAGE_CHILDREN)
     return [
@@ -262,23 +262,23 @@ def _info_cpu(engine: Engine) -> Fields:
     ]
 
 
-def _info_modules(engine: Engine) -> Fields:
+def _info_modules(engine: EngineCore) -> Fields:
     return []
 
 
-def _info_commandstats(engine: Engine) -> Fields:
+def _info_commandstats(engine: EngineCore) -> Fields:
     return engine.stats.commandstats()
 
 
-def _info_errorstats(engine: Engine) -> Fields:
+def _info_errorstats(engine: EngineCore) -> Fields:
     return engine.stats.errorstats()
 
 
-def _info_cluster(engine: Engine) -> Fields:
+def _info_cluster(engine: EngineCore) -> Fields:
     return [("cluster_enabled", 0)]
 
 
-def _info_keyspace(engine: Engine) -> Fields:
+def _info_keyspace(engine: EngineCore) -> Fields:
     budget = engine.config["backlog-memory"]
     return [(f"db{i}", f"keys={len(db)},expires=0,avg_ttl=0,subexpiry=0"
                        + (_keyspace_entries(db) if budget else ""))
@@ -292,7 +292,7 @@ def _keyspace_entries(db: dict) -> str:
     return f",entries={entries},cold_entries={cold}"
 
 
-INFO_SECTIONS: dict[str, tuple[str, Callable[[Engine], Fields]]] = {
+INFO_SECTIONS: dict[str, tuple[str, Callable[[EngineCore], Fields]]] = {
     "server": ("Server", _info_server),
     "clients": ("Clients", _info_clients),
     "memory": ("Memory", _info_memory),
@@ -312,7 +312,7 @@ DEFAULT_SECTIONS = tuple(name for name in INFO_SECTIONS if name != "commandstats
 ALL_SECTIONS = tuple(INFO_SECTIONS)
 
 
-def info_text(engine: Engine, sections: Iterable[str] = ()) -> str:
+def info_text(engine: EngineCore, sections: Iterable[str] = ()) -> str:
     """INFO's text: the named sections (default: all but commandstats; all / everything: every
     one), in Redis's order, "# Title" then "field:value" lines, a blank line between sections,
     CRLF ends."""

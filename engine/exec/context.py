@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from streamkeep.engine.exec.table import Argv
     from streamkeep.engine.model.stream import Stream
-    from streamkeep.engine.runtime.core import Engine, Session
+    from streamkeep.engine.runtime.core import EngineCore, Session
 
 
 class Block:
@@ -64,7 +64,7 @@ class Ctx:
     rerun = False
     in_multi = False
 
-    def __init__(self, engine: Engine, session: Session, now: int) -> None:
+    def __init__(self, engine: EngineCore, session: Session, now: int) -> None:
         self.engine = engine
         self.session = session
         self.db: dict[bytes, Stream] = engine.dbs[session.db]

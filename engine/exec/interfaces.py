@@ -2,10 +2,10 @@
 report.
 
 Owns `Log` (what the engine needs of the append-only file: aof.journal.Journal implements it),
-`Persistence` (what commands need of a data directory: aof.store.DataDir implements it),
-`Replication` (what the replication commands need: replication.service implements it),
-`PersistenceStatus` and the INFO persistence section built from it, and the types of the
-hooks services register on an engine (CONFIG hooks, INFO sections). The engine and its
+`Persistence` (what commands need of a data directory: engine.runtime.datadir.DataDir
+implements it), `Replication` (what the replication commands need: replication.service
+implements it), `PersistenceStatus` and the INFO persistence section built from it, and the
+types of the hooks services register on an engine (CONFIG hooks, INFO sections). The engine and its
 commands talk to persistence only through these; the services register their hooks when they
 attach to an engine (the journal its `appendfsync` hook, the compactor the rewrite trigger, the
 data directory its INFO section, replication its INFO replication section). Must not touch:

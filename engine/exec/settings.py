@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 from streamkeep.engine.wire.errors import StreamkeepError
 
 if TYPE_CHECKING:
-    from streamkeep.engine.runtime.core import Engine
+    from streamkeep.engine.runtime.core import EngineCore
 
 LLONG_MAX = (1 << 63) - 1
 LONG_MAX = LLONG_MAX  # 64-bit builds
@@ -256,7 +256,7 @@ def _format_obuf(limits: ObufLimits) -> str:
 
 # --- the registry -----------------------------------------------------------------------------
 
-Hook = Callable[["Engine"], None]
+Hook = Callable[["EngineCore"], None]
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -273,7 +273,7 @@ class Param:
     hook: Hook | None = None  # applies a CONFIG SET change to a running engine
     multi_arg: bool = False  # the config file gives it several arguments (bind, save, ...)
     check: Callable[[Any], None] | None = None  # extra validation of the parsed value
-    live: Callable[[Engine], Any] | None = None  # the value CONFIG GET shows, read from state
+    live: Callable[[EngineCore], Any] | None = None  # the value CONFIG GET shows, read from state
     rewrite_live: bool = False  # CONFIG REWRITE writes the live value (else the setting's)
     omit_empty: bool = False  # CONFIG REWRITE writes no line for an empty value (replicaof)
     summary: str = ""
@@ -344,16 +344,16 @@ def _must_be(expected: Any, why: str) -> Callable[[Any], None]:
 # thread): set attributes only, never take the engine lock or block.
 
 
-def _apply_node_limits(engine: Engine) -> None:
+def _apply_node_limits(engine: EngineCore) -> None:
     engine.apply_config()
     engine.residency.node_limits_changed()
 
 
-def _apply_backlog_memory(engine: Engine) -> None:
+def _apply_backlog_memory(engine: EngineCore) -> None:
     engine.residency.set_budget(int(engine.config["backlog-memory"]), engine.dbs)
 
 
-def _apply_parser_limits(engine: Engine) -> None:
+def _apply_parser_limits(engine: EngineCore) -> None:
     """Connected clients' parsers take the new limits too (Redis reads them on every parse)."""
     server = engine.server
     if server is None:
@@ -375,21 +375,21 @@ def set_log_level(loglevel: str) -> None:
     logging.getLogger("streamkeep").setLevel(_LOG_LEVELS[loglevel])
 
 
-def _apply_loglevel(engine: Engine) -> None:
+def _apply_loglevel(engine: EngineCore) -> None:
     set_log_level(engine.config["loglevel"])
 
 
-def _live_port(engine: Engine) -> Any:
+def _live_port(engine: EngineCore) -> Any:
     server = engine.server
     return server.port if server is not None else engine.config["port"]
 
 
-def _live_bind(engine: Engine) -> Any:
+def _live_bind(engine: EngineCore) -> Any:
     server = engine.server
     return server.host if server is not None else engine.config["bind"]
 
 
-def _live_dir(engine: Engine) -> Any:
+def _live_dir(engine: EngineCore) -> Any:
     datadir = engine.datadir  # the Persistence interface (streamkeep.engine.exec.interfaces)
     if datadir is not None:
         return os.path.abspath(datadir.path)
@@ -402,7 +402,7 @@ def _host_port(value: str) -> None:
         raise ValueError("replicaof takes a host and a port")
 
 
-def _live_replicaof(engine: Engine) -> Any:
+def _live_replicaof(engine: EngineCore) -> Any:
     replication = engine.replication
     if replication is None:
         return engine.config["replicaof"]
@@ -432,7 +432,7 @@ _PARAMS: list[Param] = [
           check=_must_be(True, "streamkeep always keeps an append-only file"),
           summary="always yes with a data directory: every write is logged to the AOF"),
     Param("appendfsync", "enum", "everysec", choices=("everysec", "always", "no"),
-          summary="when the AOF is fsynced"),  # its hook: the journal's (aof.store)
+          summary="when the AOF is fsynced"),  # its hook: the journal's (engine.runtime.datadir)
     # Their hooks: the compactor's (snapshot.compactor), registered on the engine it serves.
     Param("auto-aof-rewrite-percentage", "int", 100, hi=INT_MAX,
           summary="AOF growth over the last snapshot (percent) that starts a compaction"),
@@ -518,14 +518,14 @@ def normalize_settings(settings: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-def format_setting(engine: Engine, name: str) -> str:
+def format_setting(engine: EngineCore, name: str) -> str:
     """A setting's value as CONFIG GET prints it."""
     param = PARAMS[name]
     value = param.live(engine) if param.live is not None else engine.config[name]
     return param.format(value)
 
 
-def config_set(engine: Engine, pairs: Sequence[tuple[Any, Any]]) -> None:
+def config_set(engine: EngineCore, pairs: Sequence[tuple[Any, Any]]) -> None:
     """CONFIG SET (caller holds the engine lock): every name known and mutable and given once,
     every value valid, then all stored and their hooks run; otherwise nothing changes. Raises
     ConfigError; `reply_line()` is Redis's error."""
@@ -651,7 +651,7 @@ def read_config_file(path: str | os.PathLike[str]) -> dict[str, Any]:
     return parse_config_text(text, os.fspath(path))
 
 
-def rewrite_config_text(old: str, engine: Engine) -> str:
+def rewrite_config_text(old: str, engine: EngineCore) -> str:
     """CONFIG REWRITE's new file: comments and lines it does not understand kept (the latter
     commented out as "# ??? "), each setting's first line rewritten in place with the current
     value, its other lines blanked, settings that differ from their default and were not in the
@@ -706,7 +706,7 @@ def rewrite_config_text(old: str, engine: Engine) -> str:
     return "".join(out)
 
 
-def rewrite_config_file(engine: Engine, path: str) -> None:
+def rewrite_config_file(engine: EngineCore, path: str) -> None:
     """CONFIG REWRITE: write the new file to a temp file, fsync it, rename it over `path`.
     OSError on failure (the old file is then left as it was)."""
     try:

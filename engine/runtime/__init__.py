@@ -1,5 +1,6 @@
-"""Runtime layer: the Engine (core), its redis-py-compatible methods (redis_api) and the
-asyncio network server (server).
+"""Runtime layer: the in-memory engine (core) and its redis-py facade (redis_api); the data
+directory (datadir) and the public Engine composing them with replication (engine); the work
+queue (queue); the asyncio network server (server).
 
-core sits above the commands; server sits above the persistence services, on top.
+core sits above the commands; datadir, engine and queue are services; server is on top.
 """

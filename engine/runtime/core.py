@@ -1,11 +1,15 @@
-"""The Engine: databases, the execution loop, effects out, effects in, blocking, the digest.
+"""The engine's core, in memory: databases, the execution loop, effects out, effects in,
+blocking, the digest.
 
-Owns one-at-a-time command execution under a lock (argv -> command -> reply + effects), the
-record sinks that later carry effects to the AOF and replicas, the apply path that replays records
-through the same command table, blocked-client wake-ups, the state digest, and counting each
-command into the server statistics (engine.exec.stats: calls, time, refusals, failures,
-errors). Must not touch: command semantics (engine.commands_*), the data structures'
-internals, files (aof/ owns those).
+Owns `EngineCore` (the public `Engine` of engine.runtime.engine without its data directory
+and replication; the lower layers' annotations name it) and `Session`: one-at-a-time command
+execution under a lock (argv -> command -> reply + effects), the record sinks that later carry
+effects to the AOF and replicas, the apply path that replays records through the same command
+table, blocked-client wake-ups, the state digest, and counting each command into the server
+statistics (engine.exec.stats: calls, time, refusals, failures, errors). Must not touch:
+command semantics (engine.commands_*), the data structures' internals, files (aof/ owns
+those), opening a data directory or attaching replication (engine.runtime.engine composes
+those; they reach the core through engine.exec.interfaces).
 """
 
 from __future__ import annotations
@@ -13,7 +17,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Self
 
 from streamkeep.engine import commands as _commands  # noqa: F401  (registers every command)
 from streamkeep.engine.commands.streams import add_entry
@@ -39,7 +43,7 @@ from streamkeep.engine.model.digest import state_digest
 from streamkeep.engine.model.effects import Record, select_effect
 from streamkeep.engine.model.residency import Residency
 from streamkeep.engine.model.stream import Stream
-from streamkeep.engine.runtime.redis_api import RedisStreamAPI
+from streamkeep.engine.runtime.redis_api import RedisAPI
 from streamkeep.engine.wire.errors import ReplyError, StorageError, storage_reply
 from streamkeep.engine.wire.reply import NULL_ARRAY, RespMap, to_plain
 
@@ -53,8 +57,6 @@ if TYPE_CHECKING:
     )
 
 Clock = Callable[[], int]
-AOF_OPTIONS = ("appendfsync", "aof_load_truncated", "aof_segment_max_bytes",
-               "auto_aof_rewrite_min_size", "auto_aof_rewrite_percentage", "fs")
 RecordSink = Callable[[Record], None]
 NUM_DATABASES = 16
 NOAUTH = "NOAUTH Authentication required."
@@ -103,18 +105,17 @@ class Session:
         self.from_primary = False
 
 
-class Engine(RedisStreamAPI):
-    """Redis Streams semantics in process. Thread-safe; commands run one at a time."""
+class EngineCore:
+    """Redis Streams semantics in process, in memory. Thread-safe; commands run one at a
+    time. `Engine` (engine.runtime.engine) adds the data directory and replication."""
 
     def __init__(
         self,
         clock: Clock | None = None,
-        decode_responses: bool = False,
         config_file: str | None = None,
         **config: Any,
     ) -> None:
         self.clock: Clock = clock or wall_clock_ms
-        self.decode_responses = decode_responses
         # Settings (engine.config's registry): Redis's names, validated, canonical values.
         self.config = {**DEFAULT_CONFIG, **normalize_settings(config)}
         self.config_file = config_file  # the file CONFIG REWRITE rewrites (the server's)
@@ -146,60 +147,6 @@ class Engine(RedisStreamAPI):
         self.dispatch = {spelling: (*entry, counters(entry[4]))
                          for spelling, entry in FAST_DISPATCH.items()}
         self.closed = False
-
-    @classmethod
-    def open(cls, path: str | None = None,
-             replicaof: tuple[str, int] | list[str] | str | None = None,
-             **config: Any) -> Engine:
-        """Open an engine. `path=None` keeps everything in memory; a path is a data directory
-        whose snapshot is loaded and AOF replayed now, and appended to from now on. Settings use
-        Redis's names: appendfsync ("always" | "everysec" | "no"), aof-load-truncated (yes/no),
-        auto-aof-rewrite-min-size (64mb) and auto-aof-rewrite-percentage (100; 0 turns
-        automatic compaction off), plus aof-segment-max-bytes (rotation size); `fs` swaps the
-        file layer (tests, crash bench). `replicaof=(host, port)` makes it a read replica of
-        that streamkeep server (replication.follower; the `replicaof` setting says the same)."""
-        if isinstance(replicaof, str):  # the setting's form (config file): "host port"
-            replicaof = tuple(replicaof.split()) or None  # type: ignore[assignment]
-        if replicaof is not None:
-            if len(replicaof) != 2:
-                raise ValueError(f"replicaof takes a host and a port, not {replicaof!r}")
-            replicaof = (str(replicaof[0]), int(replicaof[1]))
-        aof_options = {}
-        for name in list(config):
-            key = name.replace("-", "_")
-            if key in AOF_OPTIONS:
-                aof_options[key] = config.pop(name)
-        # The AOF settings that are Redis settings: validated, canonical, kept in engine.config.
-        aof_settings = normalize_settings(
-            {k: v for k, v in aof_options.items() if k not in ("aof_segment_max_bytes", "fs")})
-        aof_options.update((k.replace("-", "_"), v) for k, v in aof_settings.items())
-        engine = cls(**config)
-        engine.config.update(aof_settings)
-        if path is not None:
-            from streamkeep.aof.store import DataDir  # the engine itself never touches files
-
-            engine.datadir = DataDir.open(engine, path, **aof_options)
-        elif aof_options:
-            raise ValueError(f"{', '.join(aof_options)} need a data directory path")
-        if engine.datadir is not None:
-            from streamkeep.replication.service import attach  # the role, REPLICAOF, WAIT
-
-            try:
-                attach(engine, replicaof)  # type: ignore[arg-type]
-            except BaseException:
-                engine.close()
-                raise
-        elif replicaof is not None:
-            raise ValueError("replicaof needs a data directory path")
-        return engine
-
-    def compact(self, wait: bool = True) -> Any:
-        """Compact the AOF into a new snapshot now (see snapshot.compactor). With wait, returns
-        the manifest's new snapshot entry (None if nothing was written since the last one) or
-        raises StorageError (snapshot.compactor.CompactionError); writes go on meanwhile."""
-        if self.datadir is None:
-            raise ValueError("compact() needs a data directory (Engine.open(path))")
-        return self.datadir.compact(wait)
 
     def attach_journal(self, journal: Log) -> None:
         with self.lock:
@@ -244,7 +191,7 @@ class Engine(RedisStreamAPI):
         with self.lock:
             self.residency.close()
 
-    def __enter__(self) -> Engine:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -267,6 +214,12 @@ class Engine(RedisStreamAPI):
                     self._finish(reply, lsn)
             return reply
         return to_plain(self._finish(reply, lsn))
+
+    def redis(self, decode_responses: bool = False) -> RedisAPI:
+        """redis-py's stream and keyspace methods over this engine (`r.xadd(name, fields)`,
+        `r.xreadgroup(...)`, replies as redis-py's RESP2 client gives them). `decode_responses`
+        is the client's, as in redis-py: each facade has its own."""
+        return RedisAPI(self, decode_responses)
 
     def execute_with_effects(self, *args: Any) -> tuple[Any, list[list[bytes]]]:
         """Like execute, also returning the effects the command emitted (not those of clients
@@ -398,43 +351,38 @@ class Engine(RedisStreamAPI):
         under the engine lock, once `waiter.result` is set; the caller times it out with
         `cancel_wait` and re-runs it at `waiter.wake_at` with `poll_waiter`) or a `Later` (call
         its `wait()` outside the lock for the reply). The server uses this directly so that
-        nothing blocks its event loop; `_execute` is the embedded API's waiting wrapper."""
+        nothing blocks its event loop; `_execute` is the embedded API's waiting wrapper.
+
+        The steps: dispatch, the write gates, run the handler, log its effects, wake the
+        clients it made ready, park a blocked read, count the call. Every command takes this
+        path, so the steps a plain XADD takes are written inline (a method call costs more
+        than most of them); the methods are what it never reaches: the general dispatch
+        (`_dispatch`), a closed gate (`_write_gate`, `_refuse`), a failure
+        (`_failed_on_storage`), a blocked read (`_park`)."""
         if not argv:
             raise ReplyError("ERR empty command")
         lock = self.lock
         lock.acquire()
         lsn = 0
         try:
+            # Dispatch: the fast table when the arity fits, outside MULTI.
             fast = self.dispatch.get(argv[0])
             if fast is not None and fast[1] <= len(argv) <= fast[2] and session.multi is None:
                 handler, is_write, counters = fast[0], fast[3], fast[5]
                 session.lastcmd = fast[4]
-            else:  # the general path, with Redis's exact errors
-                try:
-                    spec = lookup(argv)
-                except ReplyError as err:
-                    raise self._refuse(session, resolve(argv), err) from None
-                session.lastcmd = spec.name
-                counters = self.stats.counters(spec.name)
-                if session.multi is not None:
-                    if spec.is_write and self.read_only is not None \
-                            and not session.from_primary:
-                        raise self._refuse(session, spec, ReplyError(self.read_only)) from None
-                    try:
-                        queued = queue_in_multi(self, session, spec, argv)
-                    except ReplyError as err:
-                        raise self._refuse(session, spec, err) from None
-                    if queued is not None:
-                        return queued, 0
-                handler, is_write = spec.handler, spec.is_write  # type: ignore[assignment]
+            else:
+                handler, is_write, counters, queued = self._dispatch(session, argv)
+                if queued is not None:
+                    return queued, 0
+            # The write gates: one test while both are open.
             if is_write:
                 journal = self.journal
-                if journal is not None and journal.error:
-                    raise self._refuse(session, None, ReplyError(journal.error), counters)
-                if self.read_only is not None and not session.from_primary:
-                    raise self._refuse(session, None, ReplyError(self.read_only), counters)
-            # One context per session, reset per command: commands run one at a time under
-            # this lock and no handler keeps its context, so allocating one each time is waste.
+                if (journal is not None and journal.error) or self.read_only is not None:
+                    gate = self._write_gate(session)
+                    if gate is not None:
+                        raise self._refuse(session, None, ReplyError(gate), counters)
+            # Run the handler. One context per session, reset per command: commands run one at
+            # a time under this lock and no handler keeps its context.
             ctx = session.ctx
             if ctx is None:
                 ctx = session.ctx = Ctx(self, session, 0)
@@ -449,10 +397,9 @@ class Engine(RedisStreamAPI):
                 self.stats.failed(counters, _now_ns() - began, err.line)
                 raise
             except StorageError as err:  # a damaged snapshot met while reading a cold node
-                failed = self._storage_failed(err, is_write)
-                self.stats.failed(counters, _now_ns() - began, failed.line)
-                raise failed from None
+                raise self._failed_on_storage(err, is_write, counters, began) from None
             nanos = _now_ns() - began
+            # Log its effects: the AOF record, the sinks, WATCH.
             if ctx.effects:
                 try:
                     lsn = session.write_lsn = self._commit(ctx, db)
@@ -461,19 +408,12 @@ class Engine(RedisStreamAPI):
                     raise
                 if effects_out is not None:
                     effects_out.extend(ctx.effects)
+            # Wake the clients blocked on keys it changed.
             if self.waiters.ready:
                 self._serve_ready()
             if type(reply) is Block:
-                waiter = Waiter(session, reply.argv, [(session.db, k) for k in reply.keys])
-                waiter.wake_at = reply.wake_at
-                waiter.ready = reply.ready
-                waiter.rerun = reply.rerun
-                waiter.timeout_ms = reply.timeout_ms
-                waiter.notify = notify
-                waiter.counters = counters
-                waiter.nanos = nanos
-                self.waiters.add(waiter)
-                return waiter, lsn
+                return self._park(session, reply, counters, nanos, notify), lsn
+            # Count the call; keep the stream nodes in memory within their budget.
             counters[CALLS] += 1
             counters[NANOS] += nanos
             residency = self.residency
@@ -482,6 +422,62 @@ class Engine(RedisStreamAPI):
         finally:
             lock.release()
         return reply, lsn
+
+    def _dispatch(
+        self, session: Session, argv: Argv,
+    ) -> tuple[Callable[[Ctx, Argv], Any], bool, list[int], Any]:
+        """The general dispatch (lock held): the command table with Redis's exact refusals,
+        and MULTI's queueing. Returns (handler, is_write, counters, queued): `queued` is the
+        reply of a command queued in MULTI (then nothing runs now), else None."""
+        try:
+            spec = lookup(argv)
+        except ReplyError as err:
+            raise self._refuse(session, resolve(argv), err) from None
+        session.lastcmd = spec.name
+        counters = self.stats.counters(spec.name)
+        queued = None
+        if session.multi is not None:
+            if spec.is_write and self.read_only is not None and not session.from_primary:
+                raise self._refuse(session, spec, ReplyError(self.read_only)) from None
+            try:
+                queued = queue_in_multi(self, session, spec, argv)
+            except ReplyError as err:
+                raise self._refuse(session, spec, err) from None
+        # (lookup returns a spec with a handler: a container without its subcommand is refused)
+        return spec.handler, spec.is_write, counters, queued  # type: ignore[return-value]
+
+    def _write_gate(self, session: Session) -> str | None:
+        """Why a write from `session` is refused now (its error line), or None: the AOF cannot
+        be written (MISCONF, or writes stopped after storage damage), or this engine is a
+        replica and the session is not its primary's."""
+        journal = self.journal
+        if journal is not None and journal.error:
+            return journal.error
+        if self.read_only is not None and not session.from_primary:
+            return self.read_only
+        return None
+
+    def _failed_on_storage(self, err: StorageError, is_write: bool, counters: list[int],
+                           began: int) -> ReplyError:
+        """A handler that met storage damage: counted as a failed call; the error to raise."""
+        failed = self._storage_failed(err, is_write)
+        self.stats.failed(counters, _now_ns() - began, failed.line)
+        return failed
+
+    def _park(self, session: Session, block: Block, counters: list[int], nanos: int,
+              notify: Callable[[Waiter], None] | None) -> Waiter:
+        """A command that blocks (lock held): register its waiter on the keys it waits for. Its
+        call is counted when it is served or times out, with all its runs' time."""
+        waiter = Waiter(session, block.argv, [(session.db, k) for k in block.keys])
+        waiter.wake_at = block.wake_at
+        waiter.ready = block.ready
+        waiter.rerun = block.rerun
+        waiter.timeout_ms = block.timeout_ms
+        waiter.notify = notify
+        waiter.counters = counters
+        waiter.nanos = nanos
+        self.waiters.add(waiter)
+        return waiter
 
     def _storage_failed(self, err: StorageError, is_write: bool) -> ReplyError:
         """The error reply of a command that met storage damage (lock held). A write command
@@ -555,21 +551,17 @@ class Engine(RedisStreamAPI):
             db = session.db
             mctx.db = self.dbs[db]
             mark = len(effects)
-            journal = self.journal
             counters = stats.counters(spec.name)
             began = _now_ns()
             try:
-                if spec.is_write and journal is not None and journal.error:
-                    raise ReplyError(journal.error)
-                if spec.is_write and self.read_only is not None and not session.from_primary:
-                    raise ReplyError(self.read_only)
+                if spec.is_write and (gate := self._write_gate(session)) is not None:
+                    raise ReplyError(gate)
                 reply = spec.handler(mctx, argv)  # type: ignore[misc]
             except ReplyError as err:
                 reply = err
                 stats.failed(counters, _now_ns() - began, err.line)
             except StorageError as err:
-                reply = self._storage_failed(err, spec.is_write)
-                stats.failed(counters, _now_ns() - began, reply.line)
+                reply = self._failed_on_storage(err, spec.is_write, counters, began)
             else:
                 counters[CALLS] += 1
                 counters[NANOS] += _now_ns() - began
@@ -813,4 +805,4 @@ class Engine(RedisStreamAPI):
         self.sinks.append(sink)
 
 
-__all__ = ["Engine", "Session", "RespMap"]
+__all__ = ["EngineCore", "Session", "RespMap"]

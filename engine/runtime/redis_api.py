@@ -1,27 +1,29 @@
-"""redis-py-compatible methods of the Engine: redis-py 8.1's stream and keyspace calls, in process.
+"""redis-py's client, in process: redis-py 8.1's stream and keyspace calls over an engine.
 
-Owns `RedisStreamAPI` (the mixin `Engine` inherits), `DataError` and the client side of the
-redis-py contract: the argv each method sends (built exactly as redis-py 8.1 builds it, with the
-same client-side `DataError` checks and messages), argument encoding errors as redis-py raises
-them, and the reply conversion of redis-py's RESP2 client with `legacy_responses=True` (the
-default): status replies as bytes, bytes decoded to str when `decode_responses` is on, then the
-same response callbacks (xrange -> [(id, {field: value})], xpending -> dict, XINFO -> dicts with
-str keys, bool for OK, ...). `execute_command(*args, **options)` runs any command the way
-`redis.Redis.execute_command` does, applying the callbacks redis-py registers for that name.
+Owns `RedisAPI` (`Engine.redis()` builds one: a thin object over the engine's `execute`),
+`DataError` and the client side of the redis-py contract: the argv each method sends (built
+exactly as redis-py 8.1 builds it, with the same client-side `DataError` checks and messages),
+argument encoding errors as redis-py raises them, and the reply conversion of redis-py's RESP2
+client with `legacy_responses=True` (the default): status replies as bytes, bytes decoded to str
+when `decode_responses` is on, then the same response callbacks (xrange -> [(id, {field:
+value})], xpending -> dict, XINFO -> dicts with str keys, bool for OK, ...).
+`execute_command(*args, **options)` runs any command the way `redis.Redis.execute_command`
+does, applying the callbacks redis-py registers for that name. `decode_responses` belongs to
+the facade, as to a redis-py client: two facades over one engine may differ.
 
-Needs of the host class: `execute(*argv)` (plain RESP2-shaped reply, `ReplyError` on error) and a
-`decode_responses` attribute. Must not touch: command semantics, engine state or the command
-table (every call goes through `execute`), and must not import redis-py (a dev-only dependency).
+Needs of the engine: `execute(*argv)` (plain RESP2-shaped reply, `ReplyError` on error). Must
+not touch: command semantics, engine state or the command table (every call goes through
+`execute`), and must not import redis-py (a dev-only dependency).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import Any, Protocol
 
 from streamkeep.engine.wire.errors import ReplyError, StreamkeepError
 
-__all__ = ["DataError", "RedisStreamAPI", "execute_command_callbacks"]
+__all__ = ["DataError", "Executor", "RedisAPI", "execute_command_callbacks"]
 
 _REF_POLICIES = {"KEEPREF", "DELREF", "ACKED"}
 _NEVER_DECODE = "NEVER_DECODE"
@@ -229,11 +231,150 @@ def _ids(response: list, decode: bool) -> list:
     return [i.decode() for i in response] if decode else response
 
 
-class RedisStreamAPI:
-    """redis-py 8.1's stream methods and the keyspace calls a stream application makes."""
+# --- the argv pieces several methods build alike (redis-py's checks, its messages) ------------
 
-    decode_responses: bool
-    execute: Callable[..., Any]
+
+def _check_positive(command: str, option: str, value: Any) -> None:
+    if not isinstance(value, int) or value < 1:
+        raise DataError(f"{command} {option} must be a positive integer")
+
+
+def _check_non_negative(command: str, option: str, value: Any) -> None:
+    if not isinstance(value, int) or value < 0:
+        raise DataError(f"{command} {option} must be a non-negative integer")
+
+
+def _given_and_not_negative(value: Any, message: str) -> bool:
+    """redis-py's `try: if int(value) < 0: raise DataError ... except TypeError: pass`: False
+    for a value int() refuses by type (None: not given), DataError(message) for a negative one."""
+    try:
+        number = int(value)
+    except TypeError:
+        return False
+    if number < 0:
+        raise DataError(message)
+    return True
+
+
+def _check_ref_policy(command: str, ref_policy: str) -> None:
+    if ref_policy not in _REF_POLICIES:
+        raise DataError(f"{command} ref_policy must be one of: KEEPREF, DELREF, ACKED")
+
+
+def _id_list(command: str, ids: tuple[Any, ...]) -> list[Any]:
+    """`IDS numids id...` of XACKDEL, XDELEX and XNACK."""
+    if not ids:
+        raise DataError(f"{command} requires at least one message ID")
+    return ["IDS", len(ids), *ids]
+
+
+def _add_read_counts(pieces: list[Any], command: str, count: int | None,
+                     max_count: int | None, max_size: int | None) -> None:
+    """XREAD's and XREADGROUP's COUNT, MAXCOUNT and MAXSIZE."""
+    if count is not None:
+        _check_positive(command, "count", count)
+        pieces += (b"COUNT", str(count))
+    if max_count is not None:
+        _check_positive(command, "max_count", max_count)
+        if count is not None and max_count < count:
+            raise DataError(f"{command} max_count must be greater than or equal to count")
+        pieces += (b"MAXCOUNT", str(max_count))
+    if max_size is not None:
+        _check_positive(command, "max_size", max_size)
+        pieces += (b"MAXSIZE", str(max_size))
+
+
+def _add_block(pieces: list[Any], command: str, block: int | None) -> None:
+    if block is not None:
+        _check_non_negative(command, "block", block)
+        pieces += (b"BLOCK", str(block))
+
+
+def _add_streams(pieces: list[Any], command: str, streams: dict) -> None:
+    if not isinstance(streams, dict) or len(streams) == 0:
+        raise DataError(f"{command} streams must be a non empty dict")
+    pieces.append(b"STREAMS")
+    pieces.extend(streams.keys())
+    pieces.extend(streams.values())
+
+
+def _add_entries_read(pieces: list[Any], entries_read: int | None) -> None:
+    if entries_read is not None:
+        pieces.extend(["ENTRIESREAD", entries_read])
+
+
+def _xadd_argv(
+    name: Any,
+    fields: dict,
+    id: Any,
+    maxlen: int | None,
+    approximate: bool,
+    nomkstream: bool,
+    minid: Any,
+    limit: int | None,
+    ref_policy: str | None,
+    idmpauto: str | None,
+    idmp: tuple[str, bytes] | None,
+) -> list[Any]:
+    """XADD with options, checked as redis-py checks them, in its order."""
+    pieces: list[Any] = [b"XADD", name]
+    if maxlen is not None and minid is not None:
+        raise DataError("Only one of ```maxlen``` or ```minid``` may be specified")
+    if idmpauto is not None and idmp is not None:
+        raise DataError("Only one of ```idmpauto``` or ```idmp``` may be specified")
+    if (idmpauto is not None or idmp is not None) and id != "*":
+        raise DataError("IDMPAUTO and IDMP can only be used with id='*'")
+    if ref_policy is not None:
+        _check_ref_policy("XADD", ref_policy)
+    if nomkstream:
+        pieces.append(b"NOMKSTREAM")
+    if ref_policy is not None:
+        pieces.append(ref_policy)
+    if idmpauto is not None:
+        pieces.extend([b"IDMPAUTO", idmpauto])
+    if idmp is not None:
+        if not isinstance(idmp, tuple) or len(idmp) != 2:
+            raise DataError("XADD idmp must be a tuple of (producer_id, idempotent_id)")
+        pieces.extend([b"IDMP", idmp[0], idmp[1]])
+    if maxlen is not None:
+        if not isinstance(maxlen, int) or maxlen < 0:
+            raise DataError("XADD maxlen must be non-negative integer")
+        pieces.append(b"MAXLEN")
+        if approximate:
+            pieces.append(b"~")
+        pieces.append(str(maxlen))
+    if minid is not None:
+        pieces.append(b"MINID")
+        if approximate:
+            pieces.append(b"~")
+        pieces.append(minid)
+    if limit is not None:
+        pieces.extend([b"LIMIT", limit])
+    pieces.append(id)
+    if not isinstance(fields, dict) or len(fields) == 0:
+        raise DataError("XADD fields must be a non-empty dict")
+    for pair in fields.items():
+        pieces.extend(pair)
+    return pieces
+
+
+class Executor(Protocol):
+    """What the facade needs of an engine: one command in, its plain reply out."""
+
+    def execute(self, *args: Any) -> Any: ...
+
+
+class RedisAPI:
+    """redis-py 8.1's stream methods and the keyspace calls a stream application makes, over
+    `engine.execute`, with redis-py's `decode_responses` (False: bytes; True: str)."""
+
+    __slots__ = ("decode_responses", "engine", "execute")
+
+    def __init__(self, engine: Executor, decode_responses: bool = False) -> None:
+        self.engine = engine
+        self.decode_responses = decode_responses
+        # Bound once: a call reaches the engine without looking its method up again.
+        self.execute: Callable[..., Any] = engine.execute
 
     def _run(self, *args: Any) -> Any:
         try:
@@ -241,6 +382,10 @@ class RedisStreamAPI:
         except TypeError:
             _check_encodable(args)
             raise
+
+    def _run_wired(self, *args: Any) -> Any:
+        """The reply as redis-py's RESP2 parser hands it to its callbacks."""
+        return _wire(self._run(*args), self.decode_responses)
 
     # --- generic -----------------------------------------------------------------------------
 
@@ -370,9 +515,9 @@ class RedisStreamAPI:
             for pair in fields.items():
                 pieces += pair
         else:
-            pieces = self._xadd_argv(name, fields, id, maxlen, approximate, nomkstream, minid,
-                                     limit, ref_policy, idmpauto, idmp)
-        try:
+            pieces = _xadd_argv(name, fields, id, maxlen, approximate, nomkstream, minid,
+                                limit, ref_policy, idmpauto, idmp)
+        try:  # _run, inlined: the hot path
             reply = self.execute(*pieces)
         except TypeError:
             _check_encodable(tuple(pieces))
@@ -381,92 +526,35 @@ class RedisStreamAPI:
             return reply.decode()
         return reply
 
-    @staticmethod
-    def _xadd_argv(
-        name: Any,
-        fields: dict,
-        id: Any,
-        maxlen: int | None,
-        approximate: bool,
-        nomkstream: bool,
-        minid: Any,
-        limit: int | None,
-        ref_policy: str | None,
-        idmpauto: str | None,
-        idmp: tuple[str, bytes] | None,
-    ) -> list[Any]:
-        pieces: list[Any] = [b"XADD", name]
-        if maxlen is not None and minid is not None:
-            raise DataError("Only one of ```maxlen``` or ```minid``` may be specified")
-        if idmpauto is not None and idmp is not None:
-            raise DataError("Only one of ```idmpauto``` or ```idmp``` may be specified")
-        if (idmpauto is not None or idmp is not None) and id != "*":
-            raise DataError("IDMPAUTO and IDMP can only be used with id='*'")
-        if ref_policy is not None and ref_policy not in _REF_POLICIES:
-            raise DataError("XADD ref_policy must be one of: KEEPREF, DELREF, ACKED")
-        if nomkstream:
-            pieces.append(b"NOMKSTREAM")
-        if ref_policy is not None:
-            pieces.append(ref_policy)
-        if idmpauto is not None:
-            pieces.extend([b"IDMPAUTO", idmpauto])
-        if idmp is not None:
-            if not isinstance(idmp, tuple) or len(idmp) != 2:
-                raise DataError("XADD idmp must be a tuple of (producer_id, idempotent_id)")
-            pieces.extend([b"IDMP", idmp[0], idmp[1]])
-        if maxlen is not None:
-            if not isinstance(maxlen, int) or maxlen < 0:
-                raise DataError("XADD maxlen must be non-negative integer")
-            pieces.append(b"MAXLEN")
-            if approximate:
-                pieces.append(b"~")
-            pieces.append(str(maxlen))
-        if minid is not None:
-            pieces.append(b"MINID")
-            if approximate:
-                pieces.append(b"~")
-            pieces.append(minid)
-        if limit is not None:
-            pieces.extend([b"LIMIT", limit])
-        pieces.append(id)
-        if not isinstance(fields, dict) or len(fields) == 0:
-            raise DataError("XADD fields must be a non-empty dict")
-        for pair in fields.items():
-            pieces.extend(pair)
-        return pieces
-
     def xlen(self, name: Any) -> int:
         return self._run(b"XLEN", name)
+
+    def _range(self, command: bytes, name: Any, start: Any, end: Any,
+               count: int | None) -> list | None:
+        """XRANGE and XREVRANGE (`start` and `end` in the command's own order)."""
+        if count is None:
+            return _entries(self._run(command, name, start, end), self.decode_responses)
+        _check_positive(command.decode(), "count", count)
+        reply = self._run(command, name, start, end, b"COUNT", str(count))
+        return _entries(reply, self.decode_responses)
 
     def xrange(
         self, name: Any, min: Any = "-", max: Any = "+", count: int | None = None
     ) -> list | None:
-        if count is None:
-            return _entries(self._run(b"XRANGE", name, min, max), self.decode_responses)
-        if not isinstance(count, int) or count < 1:
-            raise DataError("XRANGE count must be a positive integer")
-        reply = self._run(b"XRANGE", name, min, max, b"COUNT", str(count))
-        return _entries(reply, self.decode_responses)
+        return self._range(b"XRANGE", name, min, max, count)
 
     def xrevrange(
         self, name: Any, max: Any = "+", min: Any = "-", count: int | None = None
     ) -> list | None:
-        if count is None:
-            return _entries(self._run(b"XREVRANGE", name, max, min), self.decode_responses)
-        if not isinstance(count, int) or count < 1:
-            raise DataError("XREVRANGE count must be a positive integer")
-        reply = self._run(b"XREVRANGE", name, max, min, b"COUNT", str(count))
-        return _entries(reply, self.decode_responses)
+        return self._range(b"XREVRANGE", name, max, min, count)
 
     def xdel(self, name: Any, *ids: Any) -> int:
         return self._run(b"XDEL", name, *ids)
 
     def xdelex(self, name: Any, *ids: Any, ref_policy: str = "KEEPREF") -> list[int]:
-        if not ids:
-            raise DataError("XDELEX requires at least one message ID")
-        if ref_policy not in _REF_POLICIES:
-            raise DataError("XDELEX ref_policy must be one of: KEEPREF, DELREF, ACKED")
-        return self._run(b"XDELEX", name, ref_policy, "IDS", len(ids), *ids)
+        id_list = _id_list("XDELEX", ids)
+        _check_ref_policy("XDELEX", ref_policy)
+        return self._run(b"XDELEX", name, ref_policy, *id_list)
 
     def xtrim(
         self,
@@ -482,8 +570,8 @@ class RedisStreamAPI:
             raise DataError("Only one of ``maxlen`` or ``minid`` may be specified")
         if maxlen is None and minid is None:
             raise DataError("One of ``maxlen`` or ``minid`` must be specified")
-        if ref_policy is not None and ref_policy not in _REF_POLICIES:
-            raise DataError("XTRIM ref_policy must be one of: KEEPREF, DELREF, ACKED")
+        if ref_policy is not None:
+            _check_ref_policy("XTRIM", ref_policy)
         if maxlen is not None:
             pieces.append(b"MAXLEN")
         if minid is not None:
@@ -512,33 +600,9 @@ class RedisStreamAPI:
         max_size: int | None = None,
     ) -> list:
         pieces: list[Any] = [b"XREAD"]
-        if block is not None:
-            if not isinstance(block, int) or block < 0:
-                raise DataError("XREAD block must be a non-negative integer")
-            pieces.append(b"BLOCK")
-            pieces.append(str(block))
-        if count is not None:
-            if not isinstance(count, int) or count < 1:
-                raise DataError("XREAD count must be a positive integer")
-            pieces.append(b"COUNT")
-            pieces.append(str(count))
-        if max_count is not None:
-            if not isinstance(max_count, int) or max_count < 1:
-                raise DataError("XREAD max_count must be a positive integer")
-            if count is not None and max_count < count:
-                raise DataError("XREAD max_count must be greater than or equal to count")
-            pieces.append(b"MAXCOUNT")
-            pieces.append(str(max_count))
-        if max_size is not None:
-            if not isinstance(max_size, int) or max_size < 1:
-                raise DataError("XREAD max_size must be a positive integer")
-            pieces.append(b"MAXSIZE")
-            pieces.append(str(max_size))
-        if not isinstance(streams, dict) or len(streams) == 0:
-            raise DataError("XREAD streams must be a non empty dict")
-        pieces.append(b"STREAMS")
-        pieces.extend(streams.keys())
-        pieces.extend(streams.values())
+        _add_block(pieces, "XREAD", block)
+        _add_read_counts(pieces, "XREAD", count, max_count, max_size)
+        _add_streams(pieces, "XREAD", streams)
         return _streams(self._run(*pieces), self.decode_responses)
 
     def xreadgroup(
@@ -554,41 +618,16 @@ class RedisStreamAPI:
         max_size: int | None = None,
     ) -> list:
         pieces: list[Any] = [b"XREADGROUP", b"GROUP", groupname, consumername]
-        if count is not None:
-            if not isinstance(count, int) or count < 1:
-                raise DataError("XREADGROUP count must be a positive integer")
-            pieces.append(b"COUNT")
-            pieces.append(str(count))
-        if max_count is not None:
-            if not isinstance(max_count, int) or max_count < 1:
-                raise DataError("XREADGROUP max_count must be a positive integer")
-            if count is not None and max_count < count:
-                raise DataError("XREADGROUP max_count must be greater than or equal to count")
-            pieces.append(b"MAXCOUNT")
-            pieces.append(str(max_count))
-        if max_size is not None:
-            if not isinstance(max_size, int) or max_size < 1:
-                raise DataError("XREADGROUP max_size must be a positive integer")
-            pieces.append(b"MAXSIZE")
-            pieces.append(str(max_size))
-        if block is not None:
-            if not isinstance(block, int) or block < 0:
-                raise DataError("XREADGROUP block must be a non-negative integer")
-            pieces.append(b"BLOCK")
-            pieces.append(str(block))
+        _add_read_counts(pieces, "XREADGROUP", count, max_count, max_size)
+        _add_block(pieces, "XREADGROUP", block)
         if noack:
             pieces.append(b"NOACK")
         claim = claim_min_idle_time is not None
         if claim:
-            if not isinstance(claim_min_idle_time, int) or claim_min_idle_time < 0:
-                raise DataError("XREADGROUP claim_min_idle_time must be a non-negative integer")
+            _check_non_negative("XREADGROUP", "claim_min_idle_time", claim_min_idle_time)
             pieces.append(b"CLAIM")
             pieces.append(claim_min_idle_time)
-        if not isinstance(streams, dict) or len(streams) == 0:
-            raise DataError("XREADGROUP streams must be a non empty dict")
-        pieces.append(b"STREAMS")
-        pieces.extend(streams.keys())
-        pieces.extend(streams.values())
+        _add_streams(pieces, "XREADGROUP", streams)
         return _streams(self._run(*pieces), self.decode_responses, claim)
 
     # --- streams: consumer groups -------------------------------------------------------------
@@ -604,16 +643,14 @@ class RedisStreamAPI:
         pieces: list[Any] = [b"XGROUP", b"CREATE", name, groupname, id]
         if mkstream:
             pieces.append(b"MKSTREAM")
-        if entries_read is not None:
-            pieces.extend(["ENTRIESREAD", entries_read])
+        _add_entries_read(pieces, entries_read)
         return bool_ok(self._run(*pieces))
 
     def xgroup_setid(
         self, name: Any, groupname: Any, id: Any, entries_read: int | None = None
     ) -> bool:
         pieces: list[Any] = [b"XGROUP", b"SETID", name, groupname, id]
-        if entries_read is not None:
-            pieces.extend(["ENTRIESREAD", entries_read])
+        _add_entries_read(pieces, entries_read)
         return bool_ok(self._run(*pieces))
 
     def xgroup_destroy(self, name: Any, groupname: Any) -> bool:
@@ -631,11 +668,9 @@ class RedisStreamAPI:
     def xackdel(
         self, name: Any, groupname: Any, *ids: Any, ref_policy: str = "KEEPREF"
     ) -> list[int]:
-        if not ids:
-            raise DataError("XACKDEL requires at least one message ID")
-        if ref_policy not in _REF_POLICIES:
-            raise DataError("XACKDEL ref_policy must be one of: KEEPREF, DELREF, ACKED")
-        return self._run(b"XACKDEL", name, groupname, ref_policy, "IDS", len(ids), *ids)
+        id_list = _id_list("XACKDEL", ids)
+        _check_ref_policy("XACKDEL", ref_policy)
+        return self._run(b"XACKDEL", name, groupname, ref_policy, *id_list)
 
     def xcfgset(
         self, name: Any, idmp_duration: int | None = None, idmp_maxsize: int | None = None,
@@ -654,18 +689,17 @@ class RedisStreamAPI:
                 raise DataError(
                     "XCFGSET idmp_maxsize must be an integer between 1 and 1,000,000")
             pieces += [b"IDMP-MAXSIZE", idmp_maxsize]
-        return _wire(self._run(*pieces), self.decode_responses)  # type: ignore[no-any-return]
+        return self._run_wired(*pieces)
 
     def xnack(
         self, name: Any, groupname: Any, mode: str, *ids: Any, retrycount: int | None = None,
         force: bool = False,
     ) -> int:
         """redis-py 8.1's xnack (Redis 8.8): release pending entries for re-delivery."""
-        if not ids:
-            raise DataError("XNACK requires at least one message ID")
+        id_list = _id_list("XNACK", ids)
         if mode not in {"SILENT", "FAIL", "FATAL"}:
             raise DataError("XNACK mode must be one of: SILENT, FAIL, FATAL")
-        pieces: list[Any] = [b"XNACK", name, groupname, mode, "IDS", len(ids), *ids]
+        pieces: list[Any] = [b"XNACK", name, groupname, mode, *id_list]
         if retrycount is not None:
             if retrycount < 0:
                 raise DataError("XNACK retrycount must be >= 0")
@@ -675,8 +709,7 @@ class RedisStreamAPI:
         return self._run(*pieces)
 
     def xpending(self, name: Any, groupname: Any) -> dict[str, Any]:
-        return parse_xpending(_wire(self._run(b"XPENDING", name, groupname),
-                                    self.decode_responses))
+        return parse_xpending(self._run_wired(b"XPENDING", name, groupname))
 
     def xpending_range(
         self,
@@ -702,21 +735,13 @@ class RedisStreamAPI:
                 "XPENDING must be provided with min, max "
                 "and count parameters, or none of them."
             )
-        try:
-            if int(idle) < 0:  # type: ignore[arg-type]
-                raise DataError("XPENDING idle must be a integer >= 0")
+        if _given_and_not_negative(idle, "XPENDING idle must be a integer >= 0"):
             pieces.extend(["IDLE", idle])
-        except TypeError:
-            pass
-        try:
-            if int(count) < 0:
-                raise DataError("XPENDING count must be a integer >= 0")
+        if _given_and_not_negative(count, "XPENDING count must be a integer >= 0"):
             pieces.extend([min, max, count])
-        except TypeError:
-            pass
         if consumername:
             pieces.append(consumername)
-        return parse_xpending_range(_wire(self._run(*pieces), self.decode_responses))
+        return parse_xpending_range(self._run_wired(*pieces))
 
     def xclaim(
         self,
@@ -739,26 +764,18 @@ class RedisStreamAPI:
             )
         pieces: list[Any] = [b"XCLAIM", name, groupname, consumername, str(min_idle_time)]
         pieces.extend(list(message_ids))
-        if idle is not None:
-            if not isinstance(idle, int):
-                raise DataError("XCLAIM idle must be an integer")
-            pieces.extend((b"IDLE", str(idle)))
-        if time is not None:
-            if not isinstance(time, int):
-                raise DataError("XCLAIM time must be an integer")
-            pieces.extend((b"TIME", str(time)))
-        if retrycount is not None:
-            if not isinstance(retrycount, int):
-                raise DataError("XCLAIM retrycount must be an integer")
-            pieces.extend((b"RETRYCOUNT", str(retrycount)))
-        if force:
-            if not isinstance(force, bool):
-                raise DataError("XCLAIM force must be a boolean")
-            pieces.append(b"FORCE")
+        for option, value, word in (("idle", idle, b"IDLE"), ("time", time, b"TIME"),
+                                    ("retrycount", retrycount, b"RETRYCOUNT")):
+            if value is not None:
+                if not isinstance(value, int):
+                    raise DataError(f"XCLAIM {option} must be an integer")
+                pieces.extend((word, str(value)))
+        for option, flag, word in (("force", force, b"FORCE"), ("justid", justid, b"JUSTID")):
+            if flag:
+                if not isinstance(flag, bool):
+                    raise DataError(f"XCLAIM {option} must be a boolean")
+                pieces.append(word)
         if justid:
-            if not isinstance(justid, bool):
-                raise DataError("XCLAIM justid must be a boolean")
-            pieces.append(b"JUSTID")
             return _ids(self._run(*pieces), self.decode_responses)
         return _entries(self._run(*pieces), self.decode_responses)  # type: ignore[return-value]
 
@@ -772,19 +789,12 @@ class RedisStreamAPI:
         count: int | None = None,
         justid: bool = False,
     ) -> list:
-        try:
-            if int(min_idle_time) < 0:
-                raise DataError("XAUTOCLAIM min_idle_time must be a nonnegative integer")
-        except TypeError:
-            pass
+        _given_and_not_negative(min_idle_time,
+                                "XAUTOCLAIM min_idle_time must be a nonnegative integer")
         pieces: list[Any] = [b"XAUTOCLAIM", name, groupname, consumername, min_idle_time,
                              start_id]
-        try:
-            if int(count) < 0:  # type: ignore[arg-type]
-                raise DataError("XPENDING count must be a integer >= 0")
+        if _given_and_not_negative(count, "XPENDING count must be a integer >= 0"):
             pieces.extend([b"COUNT", count])
-        except TypeError:
-            pass
         decode = self.decode_responses
         if justid:
             pieces.append(b"JUSTID")
@@ -801,16 +811,12 @@ class RedisStreamAPI:
 
     def xinfo_stream(self, name: Any, full: bool = False) -> dict[str, Any]:
         if full:
-            reply = self._run(b"XINFO", b"STREAM", name, b"FULL")
-        else:
-            reply = self._run(b"XINFO", b"STREAM", name)
-        reply = _wire(reply, self.decode_responses)
-        return parse_xinfo_stream(reply, full=True) if full else parse_xinfo_stream(reply)
+            return parse_xinfo_stream(self._run_wired(b"XINFO", b"STREAM", name, b"FULL"),
+                                      full=True)
+        return parse_xinfo_stream(self._run_wired(b"XINFO", b"STREAM", name))
 
     def xinfo_groups(self, name: Any) -> list[dict[str, Any]]:
-        reply = self._run(b"XINFO", b"GROUPS", name)
-        return parse_list_of_dicts(_wire(reply, self.decode_responses))
+        return parse_list_of_dicts(self._run_wired(b"XINFO", b"GROUPS", name))
 
     def xinfo_consumers(self, name: Any, groupname: Any) -> list[dict[str, Any]]:
-        reply = self._run(b"XINFO", b"CONSUMERS", name, groupname)
-        return parse_list_of_dicts(_wire(reply, self.decode_responses))
+        return parse_list_of_dicts(self._run_wired(b"XINFO", b"CONSUMERS", name, groupname))

@@ -37,7 +37,8 @@ from streamkeep.engine.wire.reply_encoder import OutputLimitReached, ReplyBuffer
 from streamkeep.engine.wire.request_parser import QueryBufferLimit, RequestParser
 
 if TYPE_CHECKING:
-    from streamkeep.engine.runtime.core import Engine, Session
+    from streamkeep.engine.runtime.core import Session
+    from streamkeep.engine.runtime.engine import Engine
 
 log = logging.getLogger("streamkeep.server")
 

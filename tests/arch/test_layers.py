@@ -6,16 +6,18 @@ table below. Layers, bottom to top (a module may import its own layer and those 
 
     wire      streamkeep.engine.wire.*       error lines, reply values, RESP, argument parsing
     model     streamkeep.engine.model.*      IDs, streams, groups, digest, effects
-    formats   aof codec/fs/manifest/journal/reader, snapshot layout/reader/writer
+    formats   aof codec/fs/manifest/journal/reader/recovery, snapshot layout/reader/writer
     exec      streamkeep.engine.exec.*       command table, context, blocking, config, interfaces
     commands  streamkeep.engine.commands.*   the command handlers
-    core      streamkeep.engine.runtime.core / redis_api (the Engine)
-    services  aof store, snapshot compactor/build/load, replication
+    core      streamkeep.engine.runtime.core / redis_api (EngineCore, the redis-py facade)
+    services  engine.runtime datadir / engine (the public Engine) / queue, snapshot
+              compactor/build/load, replication
     top       the network server, the tools, `python -m streamkeep`
 
-The upward edges allowed at run time are named in ALLOWED_UPWARD: `Engine.open` reaches the
-data directory (aof.store) and attaches replication to it (replication.service). Imports under `if TYPE_CHECKING:` are never executed: they may name
-a higher layer's class for an annotation (the exec layer's context names the Engine it runs
+An upward edge allowed at run time would be named in ALLOWED_UPWARD, with its reason; there is
+none: the public Engine (engine.runtime.engine) composes the core, the data directory and
+replication from above. Imports under `if TYPE_CHECKING:` are never executed: they may name
+a higher layer's class for an annotation (the exec layer's context names the EngineCore it runs
 in), and are reported separately so that they stay few.
 
 Also enforced: no module imports another module's private (`_name`) names or reaches them as
@@ -59,6 +61,7 @@ LAYER_OF_PREFIX = {
     "streamkeep.aof.backlog": "formats",
     "streamkeep.aof.watermark": "formats",
     "streamkeep.aof.planted": "formats",
+    "streamkeep.aof.recovery": "formats",
     "streamkeep.snapshot.layout": "formats",
     "streamkeep.snapshot.snapshot_reader": "formats",
     "streamkeep.snapshot.writer": "formats",
@@ -69,7 +72,8 @@ LAYER_OF_PREFIX = {
     "streamkeep.engine.runtime.core": "core",
     "streamkeep.engine.runtime.redis_api": "core",
     "streamkeep.engine.runtime.queue": "services",  # the work queue: a client of the Engine
-    "streamkeep.aof.store": "services",
+    "streamkeep.engine.runtime.datadir": "services",
+    "streamkeep.engine.runtime.engine": "services",
     "streamkeep.snapshot.compactor": "services",
     "streamkeep.snapshot.build": "services",
     "streamkeep.snapshot.load": "services",
@@ -91,20 +95,13 @@ PACKAGE_LAYER = {
     "streamkeep": "top",
 }
 
-# (importer, imported): run-time imports that point up, each with its reason.
-ALLOWED_UPWARD = {
-    ("streamkeep.engine.runtime.core", "streamkeep.aof.store"):
-        "Engine.open(path) opens the data directory; the engine otherwise reaches persistence "
-        "only through streamkeep.engine.exec.interfaces",
-    ("streamkeep.engine.runtime.core", "streamkeep.replication.service"):
-        "Engine.open(path, replicaof=...) attaches replication to the data directory; commands "
-        "reach it only through the Replication interface",
-}
+# (importer, imported): run-time imports that point up, each with its reason. None today.
+ALLOWED_UPWARD: dict[tuple[str, str], str] = {}
 
 # Packages whose __init__ re-exports lazily: importing a name from them loads the module
 # that defines it, which is the edge that counts.
 LAZY_EXPORTS = {
-    "streamkeep": {"Engine": "streamkeep.engine.runtime.core",
+    "streamkeep": {"Engine": "streamkeep.engine.runtime.engine",
                    "Session": "streamkeep.engine.runtime.core",
                    "Record": "streamkeep.engine.model.effects",
                    "ReplyError": "streamkeep.engine.wire.errors",
@@ -276,10 +273,9 @@ def test_allowed_upward_edges_exist() -> None:
 
 
 def test_type_only_upward_imports_name_only_the_engine() -> None:
-    """Annotations may name the Engine and Session the lower layers run in (and the
-    persistence classes the services are handed), nothing else above them."""
-    allowed_targets = {"streamkeep.engine.runtime.core", "streamkeep.aof.store",
-                       "streamkeep.aof.journal", "streamkeep.snapshot.compactor"}
+    """Annotations may name the EngineCore and Session the lower layers run in, nothing else
+    above them (what a service is handed of persistence is named at its own layer)."""
+    allowed_targets = {"streamkeep.engine.runtime.core"}
     wrong = []
     for edge in ALL_EDGES:
         if not edge.type_only:
@@ -408,3 +404,20 @@ def test_the_layer_table_is_the_documented_one() -> None:
     picture = page[page.index("```mermaid"):]
     picture = picture[:picture.index("\n```\n")]
     assert all(f"<b>{layer}</b>" in picture for layer in LAYERS), "a layer missing in the picture"
+
+
+def test_the_documented_table_names_each_module_in_its_layer() -> None:
+    """Each module the layer table above places by name (not a whole package) is named on its
+    layer's row of the architecture page's table, so the page cannot drift from the rule."""
+    page = (ROOT / "docs" / "src" / "architecture.md").read_text()
+    rows = {m.group(1): m.group(2) for m in re.finditer(r"^\| \*\*(\w+)\*\* \| (.*?) \|", page,
+                                                          re.M)}
+    assert set(rows) == set(LAYERS)
+    whole_packages = {"streamkeep.engine.wire", "streamkeep.engine.model", "streamkeep.engine.exec",
+                      "streamkeep.engine.commands", "streamkeep.replication", "streamkeep.tools",
+                      "streamkeep.__main__"}
+    wrong = [f"{prefix} ({layer}) is not on the {layer} row"
+             for prefix, layer in LAYER_OF_PREFIX.items()
+             if prefix not in whole_packages and not re.search(
+                 rf"\b{re.escape(prefix.rpartition('.')[2])}\b", rows[layer])]
+    assert not wrong, "\n".join(wrong)

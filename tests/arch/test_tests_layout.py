@@ -55,3 +55,24 @@ def test_helpers_live_in_support() -> None:
              if not p.name.startswith("test_") and p.name not in ("__init__.py", "conftest.py")
              and "support" not in p.relative_to(TESTS).parts]
     assert not stray, f"helpers outside tests/support: {stray}"
+
+
+# The packages whose every module is tested beside it (the tools are tested through their
+# commands in tests/tools and the scenario suites).
+MIRRORED = ("engine", "aof", "snapshot", "replication")
+
+
+def test_every_core_module_has_its_unit_test_file() -> None:
+    """A reader finds the tests of `<pkg>/<module>.py` in `tests/<pkg>/test_<module>.py`.
+    A compiled kernel's twins (`_x_c.pyx`, `_x_py.py`) are tested through their facade's file
+    and the kernel tests that run both on the same inputs."""
+    missing = []
+    for folder in MIRRORED:
+        for path in sorted((ROOT / folder).rglob("*.py")):
+            if path.name == "__init__.py" or path.name.startswith("_"):
+                continue
+            rel = path.relative_to(ROOT)
+            test = TESTS / rel.parent / f"test_{path.name}"
+            if not test.is_file():
+                missing.append(f"{rel} has no {test.relative_to(ROOT)}")
+    assert not missing, "\n".join(missing)

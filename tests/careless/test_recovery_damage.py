@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from streamkeep import Engine
-from streamkeep.aof.store import AOFCorruptError
+from streamkeep.aof.recovery import AOFCorruptError
 from tests.support.careless import run, tree_state
 from tests.support.inspect_util import record_offsets, segments
 

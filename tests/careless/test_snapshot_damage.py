@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from streamkeep import Engine, ReplyError
-from streamkeep.aof.store import AOFCorruptError
+from streamkeep.aof.recovery import AOFCorruptError
 from tests.support.careless import assert_refused, run, tree_state
 from tests.support.inspect_util import cli, manifest
 from tests.support.snapshot_util import as_version_1, value_offset

@@ -16,7 +16,7 @@
   written before it existed) such damage is taken for a torn tail, as before.
 * A bad record followed by valid records (a flipped byte, a bad length, a zeroed hole), damage
   in a segment that is not the last, and a bad segment header are refused with
-  aof.store.AOFCorruptError naming the file and the byte offset; nothing is truncated.
+  aof.recovery.AOFCorruptError naming the file and the byte offset; nothing is truncated.
 * The manifest: missing while segments exist, malformed (not JSON, wrong format or version,
   empty or out-of-order segment list, inconsistent entries), or naming a missing segment, or
   leaving a hole in the LSN sequence: refused (ManifestError / AOFCorruptError), never an empty
@@ -40,7 +40,7 @@ from streamkeep import Engine
 from streamkeep.aof.codec import FRAME, HEADER_SIZE, encode, encode_header
 from streamkeep.aof.fs import RealFS
 from streamkeep.aof.manifest import MANIFEST, ManifestError, encode_doc
-from streamkeep.aof.store import AOFCorruptError
+from streamkeep.aof.recovery import AOFCorruptError
 from streamkeep.aof.watermark import WATERMARK, Watermark, store
 
 LOGGER = "streamkeep.aof"

@@ -41,7 +41,7 @@ import pytest
 from streamkeep import Engine, ReplyError
 from streamkeep.aof.fs import RealFS
 from streamkeep.aof.manifest import MANIFEST, MANIFEST_TMP, ManifestError, encode_doc, snapshot_file
-from streamkeep.aof.store import AOFCorruptError
+from streamkeep.aof.recovery import AOFCorruptError
 from streamkeep.snapshot.compactor import CompactionError
 from streamkeep.snapshot.snapshot_reader import Snapshot
 from tests.support import compaction_workload

@@ -173,7 +173,7 @@ def test_redis_py_max_count_max_size_embedded_and_served(protocol: int, served: 
     (https://github.com/redis/redis-py/pull/4173)."""
     client = redis.Redis(host=served.host, port=served.port, protocol=protocol)
     try:
-        for target in (served.engine, client):
+        for target in (served.engine.redis(), client):
             for key in ("a", "b"):
                 for i in range(1, 4):
                     target.xadd(key, {"f": "v"}, id=f"{i}-0")

@@ -244,7 +244,7 @@ def test_redis_py_xnack_embedded_and_served(protocol: int, served: Any) -> None:
     (https://redis.io/docs/latest/commands/xnack/)."""
     client = redis.Redis(host=served.host, port=served.port, protocol=protocol)
     try:
-        for target in (served.engine, client):
+        for target in (served.engine.redis(), client):
             target.xadd("s", {"f": "v"}, id="1-0")
             target.xadd("s", {"f": "v"}, id="2-0")
             target.xgroup_create("s", "g", id="0")

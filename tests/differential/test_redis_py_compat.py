@@ -1,8 +1,8 @@
-"""redis-py compatibility of the Engine's methods: one test body, two backends.
+"""redis-py compatibility of the Engine's redis-py facade: one test body, two backends.
 
 Every test here is written against the redis-py API only and runs unchanged on four backends: the
-Engine and a real redis-server (through `redis.Redis(protocol=2)`), each with
-`decode_responses` off and on. Expected values are written with bytes and passed through
+Engine's `engine.redis(decode_responses=...)` and a real redis-server (through
+`redis.Redis(protocol=2)`), each with `decode_responses` off and on. Expected values are written with bytes and passed through
 `dec(backend, ...)`, which turns them into str when the backend decodes.
 
 The test server is Redis 7.0 while the engine follows 8.x, so only fields and behaviour present in
@@ -26,6 +26,7 @@ import redis.exceptions
 
 from streamkeep import Engine, ReplyError
 from streamkeep.engine.runtime import redis_api
+from streamkeep.engine.runtime.redis_api import RedisAPI
 
 ID_RE = re.compile(r"^\d+-\d+$")
 
@@ -44,9 +45,9 @@ ID_RE = re.compile(r"^\d+-\d+$")
 def backend(request: pytest.FixtureRequest) -> Iterator[Any]:
     kind, decode = request.param
     if kind == "engine":
-        engine = Engine(decode_responses=decode)
+        engine = Engine()
         try:
-            yield engine
+            yield engine.redis(decode_responses=decode)
         finally:
             engine.close()
         return
@@ -62,7 +63,7 @@ def backend(request: pytest.FixtureRequest) -> Iterator[Any]:
 
 
 def is_engine(backend: Any) -> bool:
-    return isinstance(backend, Engine)
+    return isinstance(backend, RedisAPI)
 
 
 def decoding(backend: Any) -> bool:
@@ -111,11 +112,11 @@ def raises_line(backend: Any, call: Any, *args: Any, **kwargs: Any) -> str:
 @pytest.fixture(
     params=[pytest.param(False, id="engine-bytes"), pytest.param(True, id="engine-decoded")]
 )
-def engine_backend(request: pytest.FixtureRequest) -> Iterator[Engine]:
+def engine_backend(request: pytest.FixtureRequest) -> Iterator[RedisAPI]:
     """ENGINE ONLY: for Redis 8.2+/8.4+ commands and options the 7.0 test server lacks."""
-    engine = Engine(decode_responses=request.param)
+    engine = Engine()
     try:
-        yield engine
+        yield engine.redis(decode_responses=request.param)
     finally:
         engine.close()
 
@@ -678,7 +679,7 @@ def test_client_side_data_errors_match(backend: Any) -> None:
 # --- Redis 8.2+ / 8.4+ (engine only) ---------------------------------------------------------------
 
 
-def test_engine_only_xackdel(engine_backend: Engine) -> None:
+def test_engine_only_xackdel(engine_backend: RedisAPI) -> None:
     backend = engine_backend
     fill(backend, "s", 4)
     backend.xgroup_create("s", "g1", id="0")
@@ -701,7 +702,7 @@ def test_engine_only_xackdel(engine_backend: Engine) -> None:
     assert backend.xackdel("missing", "g1", "1-0", "2-0") == [-1, -1]
 
 
-def test_engine_only_xdelex(engine_backend: Engine) -> None:
+def test_engine_only_xdelex(engine_backend: RedisAPI) -> None:
     backend = engine_backend
     fill(backend, "s", 4)
     backend.xgroup_create("s", "g", id="0")
@@ -720,7 +721,7 @@ def test_engine_only_xdelex(engine_backend: Engine) -> None:
     assert backend.xdelex("missing", "1-0") == [-1]
 
 
-def test_engine_only_trimming_ref_policy(engine_backend: Engine) -> None:
+def test_engine_only_trimming_ref_policy(engine_backend: RedisAPI) -> None:
     backend = engine_backend
     fill(backend, "s", 5)
     backend.xgroup_create("s", "g", id="0")
@@ -739,7 +740,7 @@ def test_engine_only_trimming_ref_policy(engine_backend: Engine) -> None:
     assert backend.xpending("s", "g")["pending"] == 2
 
 
-def test_engine_only_xreadgroup_claim_min_idle_time(engine_backend: Engine) -> None:
+def test_engine_only_xreadgroup_claim_min_idle_time(engine_backend: RedisAPI) -> None:
     backend = engine_backend
     fill(backend, "s", 3)
     backend.xgroup_create("s", "g", id="0")
@@ -840,16 +841,15 @@ def _redis_py_argv(method: str, args: tuple, kwargs: dict) -> list[bytes]:
 
 
 def _engine_argv(method: str, args: tuple, kwargs: dict) -> list[bytes]:
-    engine = Engine()
     sent: list[tuple] = []
 
-    def intercept(*argv: Any) -> Any:
-        sent.append(argv)
-        raise _Sent
+    class Intercept:
+        def execute(self, *argv: Any) -> Any:
+            sent.append(argv)
+            raise _Sent
 
-    engine.execute = intercept  # type: ignore[method-assign]
     with pytest.raises(_Sent):
-        getattr(engine, method)(*args, **kwargs)
+        getattr(RedisAPI(Intercept()), method)(*args, **kwargs)
     [argv] = sent
     return [a if isinstance(a, bytes) else str(a).encode() if isinstance(a, (str, int)) else
             repr(a).encode() for a in argv]

@@ -32,9 +32,9 @@ def client(request: pytest.FixtureRequest, tmp_path: Path,
            spawn: Callable[..., ServeProcess]) -> Iterator[Any]:
     kind, protocol, decode = request.param
     if kind == "engine":
-        engine = Engine(decode_responses=decode)
+        engine = Engine()
         try:
-            yield engine
+            yield engine.redis(decode_responses=decode)
         finally:
             engine.close()
         return

@@ -43,7 +43,7 @@ def test_the_server_page_serves_redis_py_and_shuts_down_cleanly(tmp_path: Path) 
     assert pending == "0"
     # The clean shutdown released the directory: it opens, with the group's ack in it.
     with Engine.open(str(tmp_path / "data")) as db:
-        assert db.xpending("orders", "shipping")["pending"] == 0
+        assert db.redis().xpending("orders", "shipping")["pending"] == 0
         assert db.execute("XLEN", "orders") == 1
 
 

@@ -16,7 +16,7 @@ import os
 import tempfile
 from typing import Any
 
-from streamkeep import Engine
+from streamkeep.engine.runtime.core import EngineCore
 from streamkeep.snapshot.cold import SnapshotNodes
 from streamkeep.snapshot.writer import stream_numbers, write_snapshot
 
@@ -24,7 +24,7 @@ _names = itertools.count()
 _directory = tempfile.mkdtemp(prefix="streamkeep-cold-")
 
 
-def checkpoint_locked(engine: Engine) -> None:
+def checkpoint_locked(engine: EngineCore) -> None:
     """Write the engine's state to a new snapshot and bind its streams to it (lock held)."""
     residency = engine.residency
     tick = residency.rotated()
@@ -38,7 +38,7 @@ def checkpoint_locked(engine: Engine) -> None:
     residency.switched(store)
 
 
-def settle(engine: Engine) -> None:
+def settle(engine: EngineCore) -> None:
     """Make every node cold (lock not held): evict, checkpoint what changed, evict again."""
     if engine.closed:
         return
@@ -55,22 +55,22 @@ def settle(engine: Engine) -> None:
 
 def install(monkeypatch: Any) -> None:
     """Settle every engine after every command it runs or record it applies."""
-    submit, apply, apply_many = Engine.submit, Engine.apply, Engine.apply_many
+    submit, apply, apply_many = EngineCore.submit, EngineCore.apply, EngineCore.apply_many
 
-    def settled_submit(self: Engine, *args: Any, **kwargs: Any) -> Any:
+    def settled_submit(self: EngineCore, *args: Any, **kwargs: Any) -> Any:
         try:
             return submit(self, *args, **kwargs)
         finally:
             settle(self)
 
-    def settled_apply(self: Engine, *args: Any, **kwargs: Any) -> None:
+    def settled_apply(self: EngineCore, *args: Any, **kwargs: Any) -> None:
         apply(self, *args, **kwargs)
         settle(self)
 
-    def settled_apply_many(self: Engine, *args: Any, **kwargs: Any) -> None:
+    def settled_apply_many(self: EngineCore, *args: Any, **kwargs: Any) -> None:
         apply_many(self, *args, **kwargs)
         settle(self)
 
-    monkeypatch.setattr(Engine, "submit", settled_submit)
-    monkeypatch.setattr(Engine, "apply", settled_apply)
-    monkeypatch.setattr(Engine, "apply_many", settled_apply_many)
+    monkeypatch.setattr(EngineCore, "submit", settled_submit)
+    monkeypatch.setattr(EngineCore, "apply", settled_apply)
+    monkeypatch.setattr(EngineCore, "apply_many", settled_apply_many)

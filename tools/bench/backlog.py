@@ -31,8 +31,8 @@ from typing import TYPE_CHECKING, cast
 from streamkeep.tools.bench.workload import Measurement
 
 if TYPE_CHECKING:
-    from streamkeep.aof.store import DataDir
     from streamkeep.engine.model.stream import Node
+    from streamkeep.engine.runtime.datadir import DataDir
     from streamkeep.tools.bench.env import BenchEnv
 
 KEY = "backlog"

@@ -187,7 +187,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def lock_holder(directory: str) -> str | None:
     """The pid holding the directory's LOCK (from /proc/locks, read-only: the lock is never
     taken here), or None if no process holds it (or this is not Linux)."""
-    from streamkeep.aof.manifest import LOCK_FILE  # (not aof.store: it loads the engine)
+    from streamkeep.aof.manifest import LOCK_FILE  # (not engine.runtime.datadir: the engine)
 
     try:
         st = os.stat(os.path.join(directory, LOCK_FILE))

@@ -1,16 +1,14 @@
-"""A durable data directory: lock it, recover it, keep it.
+"""A durable data directory: the engine, its AOF and its snapshots composed.
 
-Owns opening a directory (the exclusive lock; creating the first segment and manifest of a new
-directory; refusing a directory whose manifest is missing while data is there), replaying its
-segments in manifest order through the engine's apply path, deciding what damage means, and
-wiring the journal into the engine. Damage is judged against the synced watermark
-(aof.watermark): a torn tail of the last segment, past what an fsync had covered, is saved to
-`<segment>.cut-<offset>`, logged as a warning with the records and LSNs it held, and cut at the
-last good record (when aof-load-truncated is on); damage inside fsynced bytes, fsynced bytes
-missing, damage followed by valid records, or damage in any other segment refuses to open,
-naming the file, byte offset and LSNs and the `aof fix` option that gets past it; so does a named
-snapshot whose size is not the manifest's, or that does not read as a snapshot of the manifest's
-LSN. Must not touch: command semantics, the record format.
+Owns opening a directory for an engine (the exclusive lock; loading the manifest's snapshot
+into the engine, then replaying the segments after it, in manifest order, through the engine's
+apply path; wiring the journal into the engine and the compactor beside it), and what the
+directory does for the engine afterwards: the `Persistence` interface (compaction, SAVE and
+BGSAVE, INFO persistence, the appendfsync hook) and replication's hooks (the history's names, a
+replica's full sync installing its primary's snapshot). What the log's files mean when the
+directory opens (new, orphans, damage) is aof.recovery's; a snapshot that is not the
+manifest's (its size, or not a snapshot of the manifest's LSN) refuses to open here.
+Must not touch: command semantics, the record format, the snapshot format.
 
 Directory layout: `LOCK`, `manifest.json`, `watermark`, `snapshot-NNNNNNNNNNNN.mdb` (at most one
 named by the manifest), `segment-NNNNNN.aof`... Opening loads the manifest's snapshot, then
@@ -28,16 +26,21 @@ from typing import TYPE_CHECKING
 
 from streamkeep.aof import manifest as manifest_mod
 from streamkeep.aof import watermark as watermark_mod
-from streamkeep.aof.codec import HEADER_SIZE, frames_in_tail
+from streamkeep.aof.codec import HEADER_SIZE
 from streamkeep.aof.fs import FileSystem, RealFS
 from streamkeep.aof.journal import POLICIES, Journal, create_segment
 from streamkeep.aof.manifest import Manifest, SegmentEntry, SnapshotEntry
-from streamkeep.aof.planted import planted
-from streamkeep.aof.segment_reader import SegmentDamage, SegmentError, SegmentReader
-from streamkeep.aof.watermark import Synced, Watermark, WatermarkLog
+from streamkeep.aof.recovery import (
+    LOCK_FILE,
+    AOFCorruptError,
+    initialise,
+    judge_segment,
+    open_segment,
+    remove_orphans,
+)
+from streamkeep.aof.watermark import Watermark, WatermarkLog
 from streamkeep.engine.commands.connection import last_save_time
 from streamkeep.engine.exec.interfaces import Fields, PersistenceStatus, persistence_fields
-from streamkeep.engine.wire.errors import StorageError
 from streamkeep.snapshot.compactor import (
     DEFAULT_MIN_SIZE,
     DEFAULT_PERCENTAGE,
@@ -48,16 +51,11 @@ from streamkeep.snapshot.load import load_snapshot
 from streamkeep.snapshot.snapshot_reader import SnapshotError
 
 if TYPE_CHECKING:
-    from streamkeep.engine.runtime.core import Engine
+    from streamkeep.engine.runtime.core import EngineCore
 
 log = logging.getLogger("streamkeep.aof")
 
-LOCK_FILE = manifest_mod.LOCK_FILE
 DEFAULT_SEGMENT_MAX_BYTES = 64 << 20
-
-
-class AOFCorruptError(StorageError):
-    """The AOF cannot be loaded without losing data that may have been acknowledged."""
 
 
 @dataclass(slots=True)
@@ -84,7 +82,7 @@ class DataDir:
     `Persistence` interface (streamkeep.engine.exec.interfaces) and registers, on the engine
     it serves, the hooks of what it owns: appendfsync (the journal) and INFO persistence."""
 
-    def __init__(self, engine: Engine, fs: FileSystem, path: str, lock_fd: int,
+    def __init__(self, engine: EngineCore, fs: FileSystem, path: str, lock_fd: int,
                  journal: Journal, compactor: Compactor) -> None:
         self.engine = engine
         self.fs = fs
@@ -138,7 +136,7 @@ class DataDir:
     @classmethod
     def open(
         cls,
-        engine: Engine,
+        engine: EngineCore,
         path: str,
         appendfsync: str = "everysec",
         aof_load_truncated: object = True,
@@ -220,8 +218,9 @@ class DataDir:
         """A replica's full sync (engine lock held; `wait_no_compaction` called before): make
         the directory hold the received snapshot `tmp` (None: the empty state at LSN 0), whose
         checksum is `crc32`, and nothing else, under the primary's history `repl_id`, and the
-        engine hold `dbs` (loaded from that file). Every step leaves a directory that opens: to the old state, to the
-        empty one (a replica that then syncs again), or to the new one."""
+        engine hold `dbs` (loaded from that file). Every step leaves a directory that opens:
+        to the old state, to the empty one (a replica that then syncs again), or to the new
+        one."""
         fs, path, journal = self.fs, self.path, self.journal
         number = journal.manifest.segments[-1].segment
         # 1. An empty history first: the old files can then go, and the snapshot's name is free
@@ -264,13 +263,13 @@ class DataDir:
                  snap.file if snap is not None else "empty")
 
 
-def recover(fs: FileSystem, path: str, engine: Engine, load_truncated: bool) -> Recovered:
+def recover(fs: FileSystem, path: str, engine: EngineCore, load_truncated: bool) -> Recovered:
     """Load the directory's state into `engine`; returns where appending continues."""
     manifest_path = os.path.join(path, manifest_mod.MANIFEST)
     if not fs.exists(manifest_path):
         return _initialise(fs, path)
     manifest = manifest_mod.load(fs, path)
-    _remove_orphans(fs, path, manifest)
+    remove_orphans(fs, path, manifest)
     durable = watermark_mod.durable_part(fs, path, manifest.segments[-1].segment)
     started = time.perf_counter()
     if manifest.snapshot is not None:
@@ -281,13 +280,18 @@ def recover(fs: FileSystem, path: str, engine: Engine, load_truncated: bool) -> 
     aof_bytes = 0
     for index, entry in enumerate(manifest.segments):
         last = index == len(manifest.segments) - 1
-        end, count = _replay_segment(fs, path, entry, expected, engine,
-                                     durable if last else None, load_truncated)
-        expected += count
-        total += count
-        aof_bytes += end
+        reader = open_segment(fs, path, entry, expected)
+        # Records are applied as they are decoded (CRC-checked batch by batch): the decoded
+        # records of a whole segment are never held at once. Damage stops the scan; what
+        # precedes it is applied, then judge_segment decides whether the directory may open.
+        engine.apply_many(reader.records())
+        judge_segment(fs, path, entry, reader, durable if last else None, load_truncated)
+        log.info("replayed %s: %d records", entry.file, reader.count)
+        expected += reader.count
+        total += reader.count
+        aof_bytes += reader.end
         if last:
-            size = end
+            size = reader.end
             fd = fs.open_append(os.path.join(path, entry.file), create=False)
     elapsed = time.perf_counter() - started
     log.info("AOF loaded: %d records from %d segment(s) in %.3f s (%.0f records/s)", total,
@@ -305,7 +309,19 @@ def recover(fs: FileSystem, path: str, engine: Engine, load_truncated: bool) -> 
     return Recovered(manifest, fd, size, expected - 1, total, aof_bytes, mark)
 
 
-def _load_snapshot(fs: FileSystem, path: str, entry: SnapshotEntry, engine: Engine) -> None:
+def _initialise(fs: FileSystem, path: str) -> Recovered:
+    """A new directory: its first files (aof.recovery), and the watermark at its start."""
+    manifest, fd = initialise(fs, path)
+    try:
+        mark = WatermarkLog(fs, path, Watermark(1, HEADER_SIZE, 0))
+    except BaseException:
+        fs.close(fd)
+        raise
+    log.info("created a new data directory at %s", path)
+    return Recovered(manifest, fd, HEADER_SIZE, 0, 0, HEADER_SIZE, mark)
+
+
+def _load_snapshot(fs: FileSystem, path: str, entry: SnapshotEntry, engine: EngineCore) -> None:
     name, lsn = entry.file, entry.lsn
     file = os.path.join(path, name)
     # LMDB maps the file: a page past a truncated end is a SIGBUS, not an error. The manifest
@@ -328,165 +344,3 @@ def _load_snapshot(fs: FileSystem, path: str, entry: SnapshotEntry, engine: Engi
     elapsed = time.perf_counter() - started
     log.info("snapshot %s loaded: %d streams, %d entries, up to LSN %d, in %.3f s", name,
              meta.streams, meta.entries, lsn, elapsed)
-
-
-def _initialise(fs: FileSystem, path: str) -> Recovered:
-    data = [n for n in fs.listdir(path) if n not in (LOCK_FILE, manifest_mod.MANIFEST_TMP)]
-    first = manifest_mod.segment_file(1)
-    if data == [first] and fs.size(os.path.join(path, first)) <= HEADER_SIZE:
-        # An interrupted first open: the first segment was created but no manifest ever named
-        # it, and it holds no record, so nothing in it was ever acknowledged.
-        log.warning("%s: re-initialising after an interrupted first open", path)
-        fs.unlink(os.path.join(path, first))
-        data = []
-    if data:
-        raise manifest_mod.ManifestError(
-            f"{os.path.join(path, manifest_mod.MANIFEST)}: manifest is missing but the "
-            f"directory holds {', '.join(data[:5])}; refusing to start empty over existing data"
-        )
-    entry = SegmentEntry(manifest_mod.segment_file(1), 1, 1)
-    fd = create_segment(fs, path, entry)
-    manifest = Manifest([entry])
-    try:
-        manifest_mod.store(fs, path, manifest)
-        mark = WatermarkLog(fs, path, Watermark(1, HEADER_SIZE, 0))
-    except BaseException:
-        fs.close(fd)
-        raise
-    log.info("created a new data directory at %s", path)
-    return Recovered(manifest, fd, HEADER_SIZE, 0, 0, HEADER_SIZE, mark)
-
-
-def _remove_orphans(fs: FileSystem, path: str, manifest: Manifest) -> None:
-    """Files a crash left behind that the manifest does not name, none of them needed:
-    a segment newer than the newest named one (an interrupted rotation: nothing in it was
-    acknowledged, the manifest switches before a segment receives records); segments older
-    than the first named one and snapshots other than the named one (a compaction that switched
-    the manifest but did not finish removing, or that never switched); temp files."""
-    named = {s.file for s in manifest.segments}
-    if manifest.snapshot is not None:
-        named.add(manifest.snapshot.file)
-    first, newest = manifest.segments[0].segment, manifest.segments[-1].segment
-    for name in fs.listdir(path):
-        if name in named:
-            continue
-        if name in (manifest_mod.MANIFEST_TMP, watermark_mod.WATERMARK_TMP):
-            why = "left by an interrupted replace"
-        elif manifest_mod.is_segment_file(name) and int(name[8:-4]) > newest:
-            why = "left by an interrupted rotation"
-        elif manifest_mod.is_segment_file(name) and int(name[8:-4]) < first \
-                and manifest.snapshot is not None:
-            why = "already compacted into " + manifest.snapshot.file
-        elif manifest_mod.is_snapshot_file(name):
-            why = "left by a compaction the manifest does not name"
-        else:
-            continue
-        log.warning("removing %s, %s", name, why)
-        fs.unlink(os.path.join(path, name))
-
-
-def _replay_segment(
-    fs: FileSystem, path: str, entry: SegmentEntry, expected: int, engine: Engine,
-    durable: Synced | None, load_truncated: bool,
-) -> tuple[int, int]:
-    """Replay one segment; returns (offset of its good end, records replayed). `durable` is
-    what the watermark says of it if it is the last segment (None for the others)."""
-    file = os.path.join(path, entry.file)
-    try:
-        reader = SegmentReader(fs, file, entry.segment, entry.first_lsn)
-    except SegmentError as err:
-        raise AOFCorruptError(str(err)) from None
-    if entry.first_lsn != expected:
-        raise AOFCorruptError(
-            f"{file}: starts at LSN {entry.first_lsn} but the previous segment ends at "
-            f"{expected - 1}"
-        )
-    # Records are applied as they are decoded (CRC-checked batch by batch): the decoded records
-    # of a whole segment are never held at once. Damage stops the scan; what precedes it is
-    # applied, then the checks below decide whether the directory may open at all.
-    engine.apply_many(reader.records())
-    damage = reader.damage
-    next_lsn = entry.first_lsn + reader.count
-    fix = f"`streamkeep aof fix --force-skip-damaged {path}`"
-    if damage is None:
-        if durable is not None and durable.offset is not None and reader.end < durable.offset:
-            raise AOFCorruptError(
-                f"{file}: ends at byte offset {reader.end} (LSN {next_lsn - 1}), but bytes up "
-                f"to {durable.offset} (LSN {durable.lsn}) were fsynced: "
-                f"{_lsns(next_lsn, durable.lsn)} missing; refusing to load ({fix} accepts the "
-                f"loss)")
-    else:
-        _judge_damage(fs, reader, damage, next_lsn, durable, load_truncated, fix)
-    log.info("replayed %s: %d records", entry.file, reader.count)
-    return reader.end, reader.count
-
-
-def _judge_damage(fs: FileSystem, reader: SegmentReader, damage: SegmentDamage, next_lsn: int,
-                  durable: Synced | None, load_truncated: bool, fix: str) -> None:
-    """Refuse, or cut a torn tail (saved first): see the module's docstring."""
-    where = str(damage)
-    if durable is None:
-        raise AOFCorruptError(f"{where} (LSN {next_lsn}), in a segment before the last; "
-                              f"refusing to load ({fix} drops the damaged records, saving them)")
-    if damage.valid_after:
-        raise AOFCorruptError(f"{where} (LSN {next_lsn}), followed by valid records; refusing "
-                              f"to load ({fix} drops the damaged records and keeps the valid "
-                              f"ones after them, saving what it cuts)")
-    if durable.damaged:
-        raise AOFCorruptError(f"{where} (LSN {next_lsn}), and {durable.why}: whether these "
-                              f"bytes were fsynced cannot be told; refusing to load ({fix} "
-                              f"cuts them, saving them)")
-    if durable.offset is not None and damage.offset < durable.offset \
-            and not planted("rot-is-a-torn-tail"):  # PLANTED BUG when on (tests only)
-        raise AOFCorruptError(
-            f"{where}: inside data already fsynced (up to byte {durable.offset}, LSN "
-            f"{durable.lsn}), so not a torn tail: {_lsns(next_lsn, durable.lsn)} damaged; "
-            f"refusing to load ({fix} drops them, saving them)")
-    if planted("zero-tail-is-damage") and damage.reason == "zero-length record":
-        # PLANTED BUG (tests only): a zero-filled tail (what a power loss leaves after
-        # an unsynced extension) taken for damage.
-        raise AOFCorruptError(f"{where}: zero-filled tail; refusing to load")
-    if not load_truncated:
-        raise AOFCorruptError(f"{where} (torn tail) and aof-load-truncated is no")
-    _cut_tail(fs, reader, damage, next_lsn, durable)
-
-
-def _lsns(first: int, last: int) -> str:
-    return f"LSN {first} is" if first >= last else f"LSNs {first}..{last} are"
-
-
-def _cut_tail(fs: FileSystem, reader: SegmentReader, damage: SegmentDamage, next_lsn: int,
-              durable: Synced) -> None:
-    """Save the torn tail beside the segment, then cut the segment at its last good record."""
-    file, data = reader.file, reader.data
-    records = frames_in_tail(data, damage.offset)
-    side = _save_cut(fs, file, damage.offset, data[damage.offset:])
-    held = (f"{records} record(s) not yet fsynced, LSN {next_lsn}"
-            + (f"..{next_lsn + records - 1}" if records > 1 else "")) if records         else "no whole record header"
-    log.warning("%s: torn tail after the last fsync (%s): cut %d bytes holding %s, saved to %s",
-                damage, durable.describe(),
-                len(data) - damage.offset, held, side)
-    fs.truncate(file, reader.end)
-    fd = fs.open_append(file, create=False)
-    try:
-        fs.fdatasync(fd)
-    finally:
-        fs.close(fd)
-
-
-def _save_cut(fs: FileSystem, file: str, offset: int, data: bytes) -> str:
-    """Write `data` to `<file>.cut-<offset>` (or `.cut-<offset>.N`, never over an earlier
-    one), durably; returns its path."""
-    side = f"{file}.cut-{offset}"
-    number = 0
-    while fs.exists(side):
-        number += 1
-        side = f"{file}.cut-{offset}.{number}"
-    fd = fs.open_write_new(side)
-    try:
-        fs.write(fd, data)
-        fs.fdatasync(fd)
-    finally:
-        fs.close(fd)
-    fs.fsync_dir(os.path.dirname(file) or ".")
-    return side

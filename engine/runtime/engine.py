@@ -1,0 +1,90 @@
+"""The public Engine: the in-memory core, with a data directory and replication when opened on one.
+
+Owns `Engine` (what `from streamkeep import Engine` gives): `Engine()` is the core
+(engine.runtime.core.EngineCore) in memory; `Engine.open(path, replicaof=..., **config)` sorts
+the settings that belong to the data directory from the engine's, opens the directory
+(engine.runtime.datadir: the snapshot loaded and the AOF replayed into the engine, the journal
+wired in) and attaches replication to it (replication.service); `compact()` runs the
+directory's compaction. The composition lives here, above the core, the AOF, the snapshots and
+replication, so that none of them imports upward. Must not touch: command execution (the
+core's), files (the data directory's), replication's protocol.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from streamkeep.engine.exec.settings import normalize_settings
+from streamkeep.engine.runtime.core import EngineCore
+from streamkeep.engine.runtime.datadir import DataDir
+from streamkeep.replication.service import attach
+
+# The settings that configure the data directory, not the engine (`_` or `-` spelled).
+AOF_OPTIONS = ("appendfsync", "aof_load_truncated", "aof_segment_max_bytes",
+               "auto_aof_rewrite_min_size", "auto_aof_rewrite_percentage", "fs")
+
+
+def _replica_address(
+    replicaof: tuple[str, int] | tuple[str, ...] | list[str] | str | None,
+) -> tuple[str, int] | None:
+    """`replicaof` as (host, port): given as a pair, or as the setting's "host port" form."""
+    if isinstance(replicaof, str):  # the setting's form (config file): "host port"
+        replicaof = tuple(replicaof.split()) or None
+    if replicaof is None:
+        return None
+    if len(replicaof) != 2:
+        raise ValueError(f"replicaof takes a host and a port, not {replicaof!r}")
+    return str(replicaof[0]), int(replicaof[1])
+
+
+class Engine(EngineCore):
+    """Redis Streams semantics in process. Thread-safe; commands run one at a time. In memory
+    as built (`Engine()`); durable, and a replica if asked, through `Engine.open(path)`."""
+
+    @classmethod
+    def open(cls, path: str | None = None,
+             replicaof: tuple[str, int] | list[str] | str | None = None,
+             **config: Any) -> Engine:
+        """Open an engine. `path=None` keeps everything in memory; a path is a data directory
+        whose snapshot is loaded and AOF replayed now, and appended to from now on. Settings use
+        Redis's names: appendfsync ("always" | "everysec" | "no"), aof-load-truncated (yes/no),
+        auto-aof-rewrite-min-size (64mb) and auto-aof-rewrite-percentage (100; 0 turns
+        automatic compaction off), plus aof-segment-max-bytes (rotation size); `fs` swaps the
+        file layer (tests, crash bench). `replicaof=(host, port)` makes it a read replica of
+        that streamkeep server (replication.follower; the `replicaof` setting says the same)."""
+        primary = _replica_address(replicaof)
+        aof_options = {}
+        for name in list(config):
+            key = name.replace("-", "_")
+            if key in AOF_OPTIONS:
+                aof_options[key] = config.pop(name)
+        # The AOF settings that are Redis settings: validated, canonical, kept in engine.config.
+        aof_settings = normalize_settings(
+            {k: v for k, v in aof_options.items() if k not in ("aof_segment_max_bytes", "fs")})
+        aof_options.update((k.replace("-", "_"), v) for k, v in aof_settings.items())
+        engine = cls(**config)
+        engine.config.update(aof_settings)
+        if path is None:
+            if aof_options:
+                raise ValueError(f"{', '.join(aof_options)} need a data directory path")
+            if primary is not None:
+                raise ValueError("replicaof needs a data directory path")
+            return engine
+        engine.datadir = DataDir.open(engine, path, **aof_options)
+        try:
+            attach(engine, primary)  # the role, REPLICAOF, WAIT
+        except BaseException:
+            engine.close()
+            raise
+        return engine
+
+    def compact(self, wait: bool = True) -> Any:
+        """Compact the AOF into a new snapshot now (see snapshot.compactor). With wait, returns
+        the manifest's new snapshot entry (None if nothing was written since the last one) or
+        raises StorageError (snapshot.compactor.CompactionError); writes go on meanwhile."""
+        if self.datadir is None:
+            raise ValueError("compact() needs a data directory (Engine.open(path))")
+        return self.datadir.compact(wait)
+
+
+__all__ = ["AOF_OPTIONS", "Engine"]
