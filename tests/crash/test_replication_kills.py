@@ -40,6 +40,11 @@ def replica_of(spawn: Spawn, d: Path, primary: ServeProcess) -> ServeProcess:
     return spawn(d, "--replicaof", "127.0.0.1", str(primary.port))
 
 
+def _sync_lines(server: ServeProcess) -> str:
+    return "".join(line for line in server.output().splitlines(keepends=True)
+                   if "sync" in line or "replica" in line)
+
+
 def stat(client: redis.Redis, name: str) -> int:
     return int(info(client, "stats")[name])
 
@@ -69,7 +74,8 @@ def test_a_replica_killed_at_random_moments_continues_by_partial_sync(
         done += 800
         replica = replica_of(spawn, tmp_path / "r", primary)
         caught_up(p, replica.client())
-    assert stat(p, "sync_full") == 1  # every restart continued where it was
+    # Every restart continued where it was (the primary's log says why a sync was full).
+    assert stat(p, "sync_full") == 1, _sync_lines(primary)
     # One partial sync per restart: a replica whose server listens only after its first
     # connection announces its port on that link, it does not reconnect for it.
     assert stat(p, "sync_partial_ok") == 4

@@ -10,6 +10,7 @@ import resource
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -66,6 +67,14 @@ class ServeProcess:
 
     def output(self) -> str:
         return "".join(self.lines)
+
+    def wait_output(self, text: str, timeout: float = 10.0) -> str:
+        """The output once it holds `text`: the reader thread may not have read a line the
+        server has already written (a busy machine), so a test waits for it, bounded."""
+        deadline = time.monotonic() + timeout
+        while text not in self.output() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        return self.output()
 
     def client(self, **kwargs: Any) -> redis.Redis:
         return redis.Redis(host=self.host, port=self.port, retry=Retry(NoBackoff(), 0),
