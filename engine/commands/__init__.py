@@ -10,6 +10,7 @@ from streamkeep.engine.commands import (  # noqa: F401
     command,
     config,
     connection,
+    expiry,
     groups,
     idmp,
     info,
@@ -17,6 +18,7 @@ from streamkeep.engine.commands import (  # noqa: F401
     read,
     replication,
     streams,
+    strings,
     trimming,
     xinfo,
 )

@@ -2,8 +2,9 @@
 RENAME, RENAMENX, FLUSHDB, FLUSHALL, PING, ECHO, TIME.
 
 Owns these commands' argument handling, replies and effects, and Redis's glob matcher
-(`stringmatchlen`, used by KEYS and SCAN MATCH). Streams are the only data type, so every key is a
-stream. Writes emit effects that reproduce exactly what changed (nothing when nothing changed) and
+(`stringmatchlen`, used by KEYS and SCAN MATCH). A key is a stream or a string, and may have a TTL
+(engine.commands.expiry: the keyspace's layout and how keys expire): these commands see both
+types, RENAME carries the TTL, KEYS and SCAN skip expired keys. Writes emit effects that reproduce exactly what changed (nothing when nothing changed) and
 signal every removed or created key, so that blocked XREADGROUP clients re-run and see NOGROUP.
 Must not touch: stream or group internals (values are moved or dropped whole), other commands'
 modules, the blocking machinery beyond signalling keys.
@@ -17,17 +18,19 @@ import re
 from collections.abc import Iterable, Sequence
 from itertools import groupby
 
+from streamkeep.engine.commands.expiry import already_expired, delete_key, key_type, live_keys
 from streamkeep.engine.exec.context import Ctx
 from streamkeep.engine.exec.table import NO_KEYS, Argv, command
 from streamkeep.engine.model.effects import (
     del_effect,
     flushall_effect,
     flushdb_effect,
+    pexpireat_effect,
     rename_effect,
     restore_effect,
 )
 from streamkeep.engine.model.ids import parse_u64
-from streamkeep.engine.model.stream import Stream, new_stream
+from streamkeep.engine.model.stream import new_stream
 from streamkeep.engine.wire.args import is_word, parse_int
 from streamkeep.engine.wire.errors import NO_SUCH_KEY, SYNTAX, ReplyError, wrong_arity
 
@@ -317,12 +320,7 @@ def select(ctx: Ctx, argv: Argv) -> str:
 
 
 def _delete_keys(ctx: Ctx, keys: Sequence[bytes]) -> int:
-    removed: list[bytes] = []
-    db = ctx.db
-    for key in keys:
-        if db.pop(key, None) is not None:
-            removed.append(key)
-            ctx.signal(key)
+    removed = [key for key in keys if delete_key(ctx, key)]
     if removed:
         ctx.emit(del_effect(removed))
     return len(removed)
@@ -343,20 +341,19 @@ def unlink(ctx: Ctx, argv: Argv) -> int:
 @command("exists", -2, "readonly fast", keys=ALL_KEYS, group="generic", since="1.0.0",
          summary="Determines whether one or more keys exist.", syntax="key...")
 def exists(ctx: Ctx, argv: Argv) -> int:
-    db = ctx.db
-    return sum(1 for key in argv[1:] if key in db)
+    return sum(1 for key in argv[1:] if key_type(ctx, key) is not None)
 
 
 @command("type", 2, "readonly fast", group="generic", since="1.0.0",
          summary="Determines the type of value stored at a key.", syntax="key")
 def type_(ctx: Ctx, argv: Argv) -> str:
-    return "stream" if argv[1] in ctx.db else "none"
+    return key_type(ctx, argv[1]) or "none"
 
 
 @command("dbsize", 1, "readonly fast", keys=NO_KEYS, group="server", since="1.0.0",
          summary="Returns the number of keys in the database.")
 def dbsize(ctx: Ctx, argv: Argv) -> int:
-    return len(ctx.db)
+    return len(ctx.db) + len(ctx.strings)
 
 
 # --- KEYS / SCAN -----------------------------------------------------------------------------------
@@ -366,7 +363,7 @@ def dbsize(ctx: Ctx, argv: Argv) -> int:
          summary="Returns all key names that match a pattern.", syntax="pattern:pattern")
 def keys(ctx: Ctx, argv: Argv) -> list[bytes]:
     pattern = None if argv[1] == b"*" else argv[1]
-    return _matching(sorted(ctx.db), pattern)
+    return _matching(sorted(live_keys(ctx)), pattern)
 
 
 class ScanArgs:
@@ -409,7 +406,7 @@ def scan_position(key: bytes) -> int:
     return int.from_bytes(hashlib.blake2b(key, digest_size=8).digest(), "big")
 
 
-def _scan_page(db: dict[bytes, Stream], cursor: int, count: int) -> tuple[int, list[bytes]]:
+def _scan_page(db: Iterable[bytes], cursor: int, count: int) -> tuple[int, list[bytes]]:
     """Up to `count` keys from position `cursor` on (more when positions collide, so that a page
     never splits keys of one position), and the cursor after them (0 once past the last key)."""
     ahead = sorted((pos, key) for key in db if (pos := scan_position(key)) >= cursor)
@@ -428,10 +425,10 @@ def _scan_page(db: dict[bytes, Stream], cursor: int, count: int) -> tuple[int, l
          syntax="cursor:integer [MATCH pattern:pattern] [COUNT count:integer] [TYPE type]")
 def scan(ctx: Ctx, argv: Argv) -> list:
     args = _parse_scan(argv)
-    cursor, page = _scan_page(ctx.db, args.cursor, args.count)
+    cursor, page = _scan_page(live_keys(ctx), args.cursor, args.count)
     page = _matching(page, args.pattern)
-    if args.type_name is not None and not is_word(args.type_name, b"stream"):
-        page = []
+    if args.type_name is not None:
+        page = [key for key in page if is_word(args.type_name, key_type(ctx, key).encode())]  # type: ignore[union-attr]
     return [b"%d" % cursor, page]
 
 
@@ -441,15 +438,18 @@ def scan(ctx: Ctx, argv: Argv) -> list:
 def _rename(ctx: Ctx, argv: Argv, nx: bool) -> bool:
     """renameGenericCommand: True when the key moved. Same-name renames touch nothing."""
     src, dst = argv[1], argv[2]
-    db = ctx.db
-    value = db.get(src)
-    if value is None:
+    kind = key_type(ctx, src)
+    if kind is None:
         raise ReplyError(NO_SUCH_KEY)
-    if src == dst or (nx and dst in db):
+    if src == dst or (nx and key_type(ctx, dst) is not None):
         return False
-    del db[src]
-    db.pop(dst, None)
-    db[dst] = value
+    values: dict = ctx.db if kind == "stream" else ctx.strings
+    value = values.pop(src)
+    when = ctx.expires.pop(src, None)
+    delete_key(ctx, dst)
+    values[dst] = value
+    if when is not None:  # the TTL moves with the value
+        ctx.expires[dst] = when
     ctx.signal(src)
     ctx.signal(dst)
     ctx.emit(rename_effect(src, dst))
@@ -483,9 +483,12 @@ def _check_flush_flags(argv: Argv) -> None:
 
 
 def _flush_db(ctx: Ctx, db_index: int) -> int:
-    db = ctx.engine.dbs[db_index]
-    removed = list(db)
+    engine = ctx.engine
+    db, strings = engine.dbs[db_index], engine.strings[db_index]
+    removed = [*db, *strings]
     db.clear()
+    strings.clear()
+    engine.expires[db_index].clear()
     for key in removed:
         _signal_in(ctx, db_index, key)
     return len(removed)
@@ -550,6 +553,8 @@ def dump(ctx: Ctx, argv: Argv) -> bytes | None:
 
     s = ctx.db.get(argv[1])
     if s is None:
+        if argv[1] in ctx.strings:  # (a string's RDB payload is not written yet)
+            raise ReplyError("ERR streamkeep cannot DUMP a string key yet")
         return None
     return dump_payload(s, int(ctx.engine.config["dump-rdb-version"]))
 
@@ -602,7 +607,7 @@ def restore(ctx: Ctx, argv: Argv) -> str:
     if ttl < 0:
         raise ReplyError("ERR Invalid TTL value, must be >= 0")
     db = ctx.db
-    if not replace and key in db:
+    if not replace and key_type(ctx, key) is not None:
         raise ReplyError("BUSYKEY Target key name already exists.")
     try:
         check_payload(payload, MAX_VERSION)
@@ -612,19 +617,21 @@ def restore(ctx: Ctx, argv: Argv) -> str:
     if kind in _RDB_TYPE_NAMES:
         raise ReplyError(f"ERR streamkeep stores streams only: the payload holds a "
                          f"{_RDB_TYPE_NAMES[kind]} (RDB type {kind})")
-    if ttl and (ttl if absttl else ctx.now + ttl) <= ctx.now:  # already expired: nothing made
-        if replace and db.pop(key, None) is not None:
-            ctx.signal(key)
+    when = (ttl if absttl else ctx.now + ttl) if ttl else None
+    if when is not None and already_expired(ctx, when):  # already expired: nothing made
+        if replace and delete_key(ctx, key):
             ctx.emit(del_effect([key]))
         return "OK"
-    if ttl:
-        raise ReplyError("ERR streamkeep keys do not expire: RESTORE takes a TTL of 0 only")
     try:
         s = load_payload(payload, new_stream(ctx.engine.residency))
     except RdbError:
         raise ReplyError("ERR Bad data format") from None
+    delete_key(ctx, key)
     db[key] = s
     ctx.signal(key)
     ctx.emit(restore_effect(key, payload))
+    if when is not None:
+        ctx.expires[key] = when
+        ctx.emit(pexpireat_effect(key, when))
     return "OK"
 

@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from streamkeep.aof.planted import planted
+from streamkeep.engine.commands.expiry import refuse_string, refuse_string_in
 from streamkeep.engine.commands.idmp import (
     created_state,
     refuse_duplicate,
@@ -131,6 +132,7 @@ def add_entry(engine: EngineCore, db: dict[bytes, Stream], argv: Argv, now: int)
     try:
         s = db[key]
     except KeyError:
+        refuse_string_in(engine, db, key)
         s = db[key] = new_stream(engine.residency)
     last = s.last_id
     if sid <= last:  # (always for `*`: sid is 0 until resolved)
@@ -198,6 +200,7 @@ def _xadd_idmp_simple(ctx: Ctx, argv: Argv) -> bytes | None:
     key, db, now = argv[1], ctx.db, ctx.now
     s = db.get(key)
     if s is None:
+        refuse_string(ctx, key)
         s = db[key] = new_stream(ctx.engine.residency)
         state = None
     else:
@@ -248,6 +251,7 @@ def _xadd_general(ctx: Ctx, argv: Argv) -> bytes | None:
     key = argv[1]
     s = ctx.db.get(key)
     if s is None:
+        refuse_string(ctx, key)
         if a is not None and a.nomkstream:
             return None
         s = new_stream(ctx.engine.residency)

@@ -71,6 +71,18 @@ class Ctx:
         self.now = now
         self.effects: list[list[bytes]] = []
 
+    @property
+    def strings(self) -> dict[bytes, bytes]:
+        """The selected database's string values (its streams are `db`; a key is in one of the
+        two at most)."""
+        return self.engine.strings[self.session.db]
+
+    @property
+    def expires(self) -> dict[bytes, int]:
+        """The selected database's TTLs: key -> absolute expiry time (engine-clock ms), for
+        keys of either type (Redis's per-db `expires` dict)."""
+        return self.engine.expires[self.session.db]
+
     def emit(self, effect: list[bytes]) -> None:
         self.effects.append(effect)
 

@@ -4,7 +4,7 @@ Owns the canonical serialisation of state that must survive replay exactly: ever
 entries (fields in order), its metadata (length, last ID, first ID, max deleted ID, entries added),
 groups (last ID, entries read), PEL entries (owner, delivery time, delivery count) and consumers
 (seen and active times), idempotent producers' settings, maps (in recording order, recording
-times included) and counters. Node boundaries are layout, not state, and are left out. Must not touch:
+times included) and counters; string values; every key's TTL. Node boundaries are layout, not state, and are left out. Must not touch:
 anything; it only reads.
 """
 
@@ -64,13 +64,23 @@ def _ids_to_bytes(obj: object) -> object:
     return obj
 
 
-def state_digest(dbs: list[dict[bytes, Stream]]) -> str:
+def state_digest(dbs: list[dict[bytes, Stream]], strings: list[dict[bytes, bytes]] | None = None,
+                 expires: list[dict[bytes, int]] | None = None) -> str:
+    """The hash of every database: its streams, then its strings; a key's TTL after its value
+    (a state without strings or TTLs hashes as before they existed)."""
     h = hashlib.sha256()
     for index, db in enumerate(dbs):
-        if not db:
+        values = strings[index] if strings is not None else {}
+        ttls = expires[index] if expires is not None else {}
+        if not db and not values:
             continue
         h.update(b"db%d" % index)
         for key in sorted(db):
             h.update(b"key%d:" % len(key) + key)
             h.update(_pack(stream_state(db[key])))
+            if key in ttls:
+                h.update(b"ttl%d" % ttls[key])
+        for key in sorted(values):
+            h.update(b"string%d:" % len(key) + key)
+            h.update(_pack([values[key], ttls.get(key)]))
     return h.hexdigest()

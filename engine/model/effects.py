@@ -65,6 +65,10 @@ EFFECT_VOCABULARY: dict[str, EffectCommand] = {c.name: c for c in (
     EffectCommand("XGROUP CREATECONSUMER", "XGROUP CREATECONSUMER key group consumer"),
     EffectCommand("XGROUP DELCONSUMER", "XGROUP DELCONSUMER key group consumer"),
     EffectCommand("DEL", "DEL key [key ...]"),
+    # A string's new value: without KEEPTTL or PXAT the key loses its TTL, as SET does.
+    EffectCommand("SET", "SET key value [KEEPTTL | PXAT unix-time-milliseconds]"),
+    EffectCommand("PEXPIREAT", "PEXPIREAT key unix-time-milliseconds"),
+    EffectCommand("PERSIST", "PERSIST key"),
     EffectCommand("RENAME", "RENAME key newkey"),
     EffectCommand("RESTORE", "RESTORE key 0 payload REPLACE"),
     EffectCommand("FLUSHDB", "FLUSHDB"),
@@ -276,6 +280,23 @@ def restore_effect(key: bytes, payload: bytes) -> Effect:
 def del_effect(keys: Iterable[bytes]) -> Effect:
     """`DEL key...`: the keys that existed (DEL and UNLINK both)."""
     return [b"DEL", *keys]
+
+
+def set_effect(key: bytes, value: bytes, keep_ttl: bool = False,
+               expires_at: int | None = None) -> Effect:
+    """`SET key value`, `... KEEPTTL` or `... PXAT ms`: a relative or conditional SET logged as
+    the absolute one it amounted to."""
+    if expires_at is not None:
+        return [b"SET", key, value, b"PXAT", b"%d" % expires_at]
+    return [b"SET", key, value, b"KEEPTTL"] if keep_ttl else [b"SET", key, value]
+
+
+def pexpireat_effect(key: bytes, expires_at: int) -> Effect:
+    return [b"PEXPIREAT", key, b"%d" % expires_at]
+
+
+def persist_effect(key: bytes) -> Effect:
+    return [b"PERSIST", key]
 
 
 def rename_effect(source: bytes, destination: bytes) -> Effect:

@@ -20,6 +20,7 @@ from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any, Self
 
 from streamkeep.engine import commands as _commands  # noqa: F401  (registers every command)
+from streamkeep.engine.commands.expiry import active_expire, expire_named_keys
 from streamkeep.engine.commands.streams import add_entry
 from streamkeep.engine.exec.blocking import Waiter, WaiterRegistry
 from streamkeep.engine.exec.context import Block, Ctx, Later, MultiCtx, ReplayCtx, RerunCtx
@@ -123,6 +124,10 @@ class EngineCore:
         self.residency = Residency(int(self.config["backlog-memory"]))
         self.apply_config()
         self.dbs: list[dict[bytes, Stream]] = [{} for _ in range(NUM_DATABASES)]
+        # Beside each database's streams: its string values and the TTLs of keys of either
+        # type (engine.commands.expiry says how they expire).
+        self.strings: list[dict[bytes, bytes]] = [{} for _ in range(NUM_DATABASES)]
+        self.expires: list[dict[bytes, int]] = [{} for _ in range(NUM_DATABASES)]
         self.lock = threading.Lock()  # never re-entered: handlers do not call the engine
         self.waiters = WaiterRegistry()
         self.watches = WatchRegistry()
@@ -390,11 +395,15 @@ class EngineCore:
             ctx.db = self.dbs[db]
             ctx.now = self.clock()
             ctx.effects = []
+            if self.expires[db] and self.read_only is None:  # lazy expiry of the keys it names
+                expire_named_keys(ctx, argv)
             began = _now_ns()
             try:
                 reply = handler(ctx, argv)
             except ReplyError as err:
                 self.stats.failed(counters, _now_ns() - began, err.line)
+                if ctx.effects:  # keys expired before it failed: their DELs are logged still
+                    session.write_lsn = self._commit(ctx, db)
                 raise
             except StorageError as err:  # a damaged snapshot met while reading a cold node
                 raise self._failed_on_storage(err, is_write, counters, began) from None
@@ -553,6 +562,8 @@ class EngineCore:
             mark = len(effects)
             counters = stats.counters(spec.name)
             began = _now_ns()
+            if self.expires[db] and self.read_only is None:
+                expire_named_keys(mctx, argv)
             try:
                 if spec.is_write and (gate := self._write_gate(session)) is not None:
                     raise ReplyError(gate)
@@ -788,7 +799,31 @@ class EngineCore:
     def digest(self) -> str:
         """Hex digest of the whole logical state (see engine.digest)."""
         with self.lock:
-            return state_digest(self.dbs)
+            return state_digest(self.dbs, self.strings, self.expires)
+
+    def active_expire_cycle(self) -> int:
+        """One pass of Redis's activeExpireCycle over every database with TTLs: a sample of
+        keys looked at, the expired ones deleted, their DELs logged as one record per
+        database. Nothing on a read-only replica (its primary's DELs arrive as effects) or
+        while the AOF cannot be written (a deletion must never go unlogged). Returns how many
+        keys were deleted."""
+        removed = 0
+        with self.lock:
+            journal = self.journal
+            if self.read_only is not None or (journal is not None and journal.error):
+                return 0
+            session, now = Session(), self.clock()
+            for index, expires in enumerate(self.expires):
+                if not expires:
+                    continue
+                session.db = index
+                ctx = Ctx(self, session, now)
+                removed += active_expire(ctx)
+                if ctx.effects:
+                    self._commit(ctx, index)
+            if self.waiters.ready:
+                self._serve_ready()
+        return removed
 
     def replace_state_locked(self, dbs: list[dict[bytes, Stream]]) -> None:
         """Replace every database at once (engine lock held): a replica's full sync installs

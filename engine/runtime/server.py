@@ -67,6 +67,7 @@ UNAUTH_OUTPUT_LIMIT = 1 << 20  # an unauthenticated client's unread replies: lik
 # the server accepted always fits in the reply that returns it (XRANGE, XINFO STREAM FULL).
 REPLY_FRAMING = 1 << 20
 NO_LIMIT = 1 << 62
+ACTIVE_EXPIRE_SECONDS = 0.1
 IDLE_CHECK_SECONDS = 1.0  # how often idle clients are looked for (`timeout`)
 KEEPALIVE_PROBES = 3  # anetKeepAlive's TCP_KEEPCNT
 # A pipelined batch gives way to other clients after this long (checked every so many commands),
@@ -761,6 +762,7 @@ class Server:
         self._fit_maxclients()
         self.engine.on_config(["maxclients"], self._maxclients_changed)
         self.loop.call_later(IDLE_CHECK_SECONDS, self._close_idle_clients)
+        self.loop.call_later(ACTIVE_EXPIRE_SECONDS, self._active_expire)
         if self.sockets is not None:
             for sock in self.sockets:
                 self.servers.append(await self.loop.create_server(self._new_client, sock=sock,
@@ -809,6 +811,15 @@ class Server:
             log.debug("Closing idle client id=%d addr=%s", client.id, client.addr)
             client.close()
         self.loop.call_later(IDLE_CHECK_SECONDS, self._close_idle_clients)
+
+    def _active_expire(self) -> None:
+        """Ten times a second (Redis's default hz): the engine's active expiry cycle, its
+        DEL records written at once (no client batch may follow to flush them)."""
+        if self.stopping is None or self.stopping.is_set():
+            return
+        if self.engine.active_expire_cycle():
+            self.flush_aof()
+        self.loop.call_later(ACTIVE_EXPIRE_SECONDS, self._active_expire)
 
     def _new_client(self) -> Client:
         self.connections_received += 1

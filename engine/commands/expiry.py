@@ -1,0 +1,299 @@
+"""Keys of either type and their TTLs: EXPIRE, PEXPIRE, EXPIREAT, PEXPIREAT, TTL, PTTL,
+EXPIRETIME, PEXPIRETIME, PERSIST; and the keyspace helpers every command module shares.
+
+The design. Each database is three dicts on the engine: `dbs[i]` (key -> Stream, as before
+strings existed, so the snapshot, residency, digest and every stream command keep reading it
+unchanged), `strings[i]` (key -> bytes) and `expires[i]` (key -> absolute expiry time in
+engine-clock ms, for a key of either type: Redis's per-db `expires` dict). A key is in at most
+one of `dbs[i]` and `strings[i]`; a key in `expires[i]` is in one of them. Handlers reach the
+selected database's three as `ctx.db`, `ctx.strings`, `ctx.expires`.
+
+Types. A string command on a stream key, or a stream command on a string key, is refused with
+WRONGTYPE where Redis's lookup would refuse it; SET, MSET and RENAME overwrite a key of either
+type. A stream command only looks at `strings` when its key is missing from `dbs`, so the XADD
+path pays nothing for strings.
+
+Expiry is deterministic for replay, replicas and snapshots because only effects change state:
+
+- The command time is read once per command (`ctx.now`); a key is expired when
+  `now > expires[key]` (Redis's keyIsExpired), and a write whose absolute time is `<= now`
+  deletes at once (checkAlreadyExpired).
+- Lazy expiry: before a client's command runs, `EngineCore.submit` (and EXEC, per queued
+  command) calls `expire_named_keys` when the database has any TTL: every argument naming an
+  expired key deletes that key and logs `DEL key` ahead of the command's own effects (committed
+  even when the command then fails). An argument that is not a key but names an expired one
+  deletes it too: harmless, since an expired key is already invisible to everyone. A read-only
+  replica never deletes (its primary's DELs arrive as effects), as in Redis.
+- Active expiry: `active_expire` deletes a sample of expired keys from a database and logs
+  their `DEL`s, like Redis's activeExpireCycle; the engine runs it on a timer.
+- Relative times become absolute in effects: `EXPIRE k 10` logs `PEXPIREAT k <now + 10000>`,
+  `SET k v EX 10` logs `SET k v PXAT <ms>` (Redis propagates the same way), a time already
+  past logs `DEL k`. Replay (`ReplayCtx`) applies those effects and never expires anything on
+  its own, so a record replayed at any later time gives the same state.
+- KEYS and SCAN skip expired keys without deleting them (a read with no effect); DBSIZE counts
+  them until they are deleted, as Redis's dictSize does.
+
+Owns these commands' parsing, replies and effects, and the helpers (`key_type`, `delete_key`,
+`live_keys`, `expire_named_keys`, `active_expire`). Must not touch: stream internals, the
+command table beyond its declarations, I/O.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from itertools import chain, islice
+from typing import TYPE_CHECKING
+
+from streamkeep.engine.exec.context import Ctx
+from streamkeep.engine.exec.table import Argv, command
+from streamkeep.engine.model.effects import del_effect, persist_effect, pexpireat_effect
+from streamkeep.engine.wire.args import LLONG_MAX, parse_int
+from streamkeep.engine.wire.errors import WRONGTYPE, ReplyError
+
+if TYPE_CHECKING:
+    from streamkeep.engine.model.stream import Stream
+    from streamkeep.engine.runtime.core import EngineCore
+
+ACTIVE_EXPIRE_SAMPLE = 20  # keys looked at per database per cycle (Redis's default effort)
+
+
+# --- the shared keyspace helpers -------------------------------------------------------------------
+
+
+def key_type(ctx: Ctx, key: bytes) -> str | None:
+    """"stream", "string" or None: what TYPE says of a live key."""
+    if key in ctx.db:
+        return "stream"
+    if key in ctx.strings:
+        return "string"
+    return None
+
+
+def refuse_string(ctx: Ctx, key: bytes) -> None:
+    """A stream command's lookup that missed: WRONGTYPE if the key holds a string."""
+    if key in ctx.strings:
+        raise ReplyError(WRONGTYPE)
+
+
+def refuse_string_in(engine: EngineCore, db: dict[bytes, Stream], key: bytes) -> None:
+    """refuse_string for callers holding a database rather than a context (XADD's append,
+    which replay shares); only reached when the stream is missing."""
+    for index, streams in enumerate(engine.dbs):
+        if streams is db and key in engine.strings[index]:
+            raise ReplyError(WRONGTYPE)
+
+
+def delete_key(ctx: Ctx, key: bytes) -> bool:
+    """Remove a key of either type and its TTL (no effect logged: the caller logs); True if it
+    existed. Signals it, so blocked readers re-run."""
+    if ctx.db.pop(key, None) is None and ctx.strings.pop(key, None) is None:
+        return False
+    ctx.expires.pop(key, None)
+    ctx.signal(key)
+    return True
+
+
+def all_keys(ctx: Ctx) -> Iterator[bytes]:
+    """Every key of the selected database, expired or not."""
+    return chain(ctx.db, ctx.strings)
+
+
+def live_keys(ctx: Ctx) -> list[bytes]:
+    """Every key not expired at ctx.now (KEYS, SCAN: they skip expired keys)."""
+    expires, now = ctx.expires, ctx.now
+    if not expires:
+        return list(all_keys(ctx))
+    return [key for key in all_keys(ctx) if not now > expires.get(key, now)]
+
+
+def already_expired(ctx: Ctx, when: int) -> bool:
+    """checkAlreadyExpired: an absolute time reached deletes the key rather than set it (never
+    while replaying: the effects logged the DEL themselves)."""
+    return when <= ctx.now and not ctx.replaying
+
+
+def expire_named_keys(ctx: Ctx, argv: Sequence[bytes]) -> None:
+    """Lazy expiry: delete every expired key an argument names, logging one DEL each."""
+    expires, now = ctx.expires, ctx.now
+    for arg in argv[1:]:
+        when = expires.get(arg)
+        if when is not None and now > when and delete_key(ctx, arg):
+            ctx.emit(del_effect([arg]))
+
+
+def active_expire(ctx: Ctx, sample: int = ACTIVE_EXPIRE_SAMPLE) -> int:
+    """One pass of the active cycle over the selected database: up to `sample` keys with a TTL
+    looked at (oldest TTLs first, dict order), the expired ones deleted with their DELs logged.
+    Returns how many were deleted."""
+    expires, now = ctx.expires, ctx.now
+    due = [key for key, when in islice(expires.items(), sample) if now > when]
+    for key in due:
+        delete_key(ctx, key)
+    if due:
+        ctx.emit(del_effect(due))
+    return len(due)
+
+
+def set_expiry(ctx: Ctx, key: bytes, when: int) -> None:
+    """Give an existing key the absolute expiry `when` and log it (deleting it if past)."""
+    if already_expired(ctx, when):
+        delete_key(ctx, key)
+        ctx.emit(del_effect([key]))
+    else:
+        ctx.expires[key] = when
+        ctx.emit(pexpireat_effect(key, when))
+
+
+# --- EXPIRE / PEXPIRE / EXPIREAT / PEXPIREAT ------------------------------------------------------
+
+_NX, _XX, _GT, _LT = 1, 2, 4, 8
+_EXPIRE_FLAGS = {b"nx": _NX, b"xx": _XX, b"gt": _GT, b"lt": _LT}
+
+
+def expire_time_error(name: str) -> ReplyError:
+    """addReplyErrorExpireTime, naming the command as Redis's fullname does."""
+    return ReplyError(f"ERR invalid expire time in '{name}' command")
+
+
+def _expire_flags(argv: Argv) -> int:
+    """parseExtendedExpireArgumentsOrReply."""
+    flags = 0
+    for opt in argv[3:]:
+        flag = _EXPIRE_FLAGS.get(opt.lower())
+        if flag is None:
+            raise ReplyError(f"ERR Unsupported option {opt.decode('utf-8', 'replace')}")
+        flags |= flag
+    if flags & _NX and flags & (_XX | _GT | _LT):
+        raise ReplyError("ERR NX and XX, GT or LT options at the same time are not compatible")
+    if flags & _GT and flags & _LT:
+        raise ReplyError("ERR GT and LT options at the same time are not compatible")
+    return flags
+
+
+def _refused_by_flags(flags: int, when: int, current: int | None) -> bool:
+    if flags & _NX and current is not None:
+        return True
+    if flags & _XX and current is None:
+        return True
+    if flags & _GT and (current is None or when <= current):
+        return True
+    return bool(flags & _LT and current is not None and when >= current)
+
+
+def _expire_generic(ctx: Ctx, argv: Argv, name: str, base: int, unit_ms: int) -> int:
+    """expireGenericCommand: flags, then the time, then the key."""
+    flags = _expire_flags(argv)
+    when = parse_int(argv[2])
+    if unit_ms == 1000:
+        if when > LLONG_MAX // 1000 or when < -(LLONG_MAX // 1000):
+            raise expire_time_error(name)
+        when *= 1000
+    if when > LLONG_MAX - base:
+        raise expire_time_error(name)
+    when += base
+    key = argv[1]
+    if key_type(ctx, key) is None:
+        return 0
+    if flags and _refused_by_flags(flags, when, ctx.expires.get(key)):
+        return 0
+    set_expiry(ctx, key, when)
+    return 1
+
+
+_EXPIRE_SYNTAX = "key {}:integer [condition: NX | XX | GT | LT]"
+
+
+@command("expire", -3, "write fast", group="generic", since="1.0.0",
+         summary="Sets the expiration time of a key in seconds.",
+         syntax=_EXPIRE_SYNTAX.format("seconds"))
+def expire(ctx: Ctx, argv: Argv) -> int:
+    return _expire_generic(ctx, argv, "expire", ctx.now, 1000)
+
+
+@command("pexpire", -3, "write fast", group="generic", since="2.6.0",
+         summary="Sets the expiration time of a key in milliseconds.",
+         syntax=_EXPIRE_SYNTAX.format("milliseconds"))
+def pexpire(ctx: Ctx, argv: Argv) -> int:
+    return _expire_generic(ctx, argv, "pexpire", ctx.now, 1)
+
+
+@command("expireat", -3, "write fast", group="generic", since="1.2.0",
+         summary="Sets the expiration time of a key to a Unix timestamp.",
+         syntax=_EXPIRE_SYNTAX.format("unix-time-seconds"))
+def expireat(ctx: Ctx, argv: Argv) -> int:
+    return _expire_generic(ctx, argv, "expireat", 0, 1000)
+
+
+@command("pexpireat", -3, "write fast", group="generic", since="2.6.0",
+         summary="Sets the expiration time of a key to a Unix milliseconds timestamp.",
+         syntax=_EXPIRE_SYNTAX.format("unix-time-milliseconds"))
+def pexpireat(ctx: Ctx, argv: Argv) -> int:
+    return _expire_generic(ctx, argv, "pexpireat", 0, 1)
+
+
+# --- TTL / PTTL / EXPIRETIME / PEXPIRETIME / PERSIST ----------------------------------------------
+
+
+def _remaining(ctx: Ctx, key: bytes) -> int | None:
+    """-2 (no key), -1 (no TTL) or the ms left (never negative); None for a TTL'd key."""
+    if key_type(ctx, key) is None:
+        return -2
+    when = ctx.expires.get(key)
+    return None if when is None else when
+
+
+@command("ttl", 2, "readonly fast", group="generic", since="1.0.0",
+         summary="Returns the expiration time in seconds of a key.", syntax="key")
+def ttl(ctx: Ctx, argv: Argv) -> int:
+    when = _remaining(ctx, argv[1])
+    if when is None:
+        return -1
+    if when == -2:
+        return -2
+    return (max(when - ctx.now, 0) + 500) // 1000
+
+
+@command("pttl", 2, "readonly fast", group="generic", since="2.6.0",
+         summary="Returns the expiration time in milliseconds of a key.", syntax="key")
+def pttl(ctx: Ctx, argv: Argv) -> int:
+    when = _remaining(ctx, argv[1])
+    if when is None:
+        return -1
+    if when == -2:
+        return -2
+    return max(when - ctx.now, 0)
+
+
+@command("expiretime", 2, "readonly fast", group="generic", since="7.0.0",
+         summary="Returns the expiration time of a key as a Unix timestamp.", syntax="key")
+def expiretime(ctx: Ctx, argv: Argv) -> int:
+    when = _remaining(ctx, argv[1])
+    if when is None:
+        return -1
+    return -2 if when == -2 else when // 1000
+
+
+@command("pexpiretime", 2, "readonly fast", group="generic", since="7.0.0",
+         summary="Returns the expiration time of a key as a Unix milliseconds timestamp.",
+         syntax="key")
+def pexpiretime(ctx: Ctx, argv: Argv) -> int:
+    when = _remaining(ctx, argv[1])
+    return -1 if when is None else when
+
+
+def remove_expiry(ctx: Ctx, key: bytes) -> bool:
+    """removeExpire, logged: True if the key had a TTL."""
+    if ctx.expires.pop(key, None) is None:
+        return False
+    ctx.emit(persist_effect(key))
+    return True
+
+
+@command("persist", 2, "write fast", group="generic", since="2.2.0",
+         summary="Removes the expiration time of a key.", syntax="key")
+def persist(ctx: Ctx, argv: Argv) -> int:
+    key = argv[1]
+    if key_type(ctx, key) is None:
+        return 0
+    return 1 if remove_expiry(ctx, key) else 0
+

@@ -1,0 +1,81 @@
+"""String values' arithmetic, as Redis computes it: INCRBYFLOAT's long double.
+
+Owns the parsing of a float argument or value as Redis's `string2ld` (strtold, no spaces, no
+NaN), the sum rounded to the x87 80-bit long double Redis computes in (a 64-bit significand),
+and its text as `ld2string(..., LD_STR_HUMAN)` writes it (`%.17Lf`, trailing zeros cut). Python's
+float is a double: `INCRBYFLOAT k 0.1` would read back `0.10000000000000001`, where Redis says
+`0.1`; exact fractions rounded to 64 bits give Redis's digits. Must not touch: engine state,
+replies (callers turn None into their error line).
+"""
+
+from __future__ import annotations
+
+import re
+from decimal import Decimal, InvalidOperation
+from fractions import Fraction
+
+SIGNIFICAND_BITS = 64  # the x87 extended format's (explicit integer bit included)
+EXTENDED_MAX_EXPONENT = 16384  # |x| >= 2**16384 is infinite in that format
+HUMAN_DECIMALS = 17  # ld2string's "%.17Lf"
+_INFINITY = Fraction(2) ** EXTENDED_MAX_EXPONENT  # stands for inf: the first value not finite
+_HEX = re.compile(r"[+-]?0[xX]")
+
+
+def round_extended(x: Fraction) -> Fraction:
+    """x rounded to the nearest long double (ties to even); denormals are not modelled (Redis
+    values never get near 2**-16382)."""
+    if x == 0:
+        return x
+    sign = -1 if x < 0 else 1
+    x = abs(x)
+    exponent = x.numerator.bit_length() - x.denominator.bit_length()
+    if Fraction(2) ** exponent > x:  # make 2**exponent <= x < 2**(exponent + 1)
+        exponent -= 1
+    shift = SIGNIFICAND_BITS - 1 - exponent
+    scaled = x * Fraction(2) ** shift
+    significand = round(scaled)  # Fraction's round(): half to even
+    return sign * Fraction(significand) / Fraction(2) ** shift
+
+
+def parse_long_double(text: bytes) -> Fraction | None:
+    """string2ld: the value of a float (an infinity allowed, NaN not), rounded to a long
+    double; None for anything strtold would not take whole, with a leading space, or out of
+    range."""
+    if not text or text[:1].isspace() or text[-1:].isspace() or b"_" in text:
+        return None
+    try:
+        source = text.decode("ascii")
+        if _HEX.match(source):  # strtold's hexadecimal form (read here at double precision)
+            return round_extended(Fraction(float.fromhex(source)))
+        number = Decimal(source)
+    except (InvalidOperation, UnicodeDecodeError, ValueError, OverflowError):
+        return None
+    if number.is_nan():
+        return None
+    if number.is_infinite():
+        return _INFINITY if number > 0 else -_INFINITY
+    value = round_extended(Fraction(number))
+    return value if is_finite(value) else None  # ERANGE: string2ld refuses it
+
+
+def is_finite(value: Fraction) -> bool:
+    return abs(value) < Fraction(2) ** EXTENDED_MAX_EXPONENT
+
+
+def add_long_double(a: Fraction, b: Fraction) -> Fraction | None:
+    """a + b in long double arithmetic; None when it is infinite (Redis's "would produce NaN or
+    Infinity")."""
+    if not is_finite(a) or not is_finite(b):
+        return None
+    total = round_extended(a + b)
+    return total if is_finite(total) else None
+
+
+def format_long_double(value: Fraction) -> bytes:
+    """ld2string(LD_STR_HUMAN): %.17Lf of the exact binary value, trailing zeros and a trailing
+    point removed."""
+    scale = 10 ** HUMAN_DECIMALS
+    scaled = round(abs(value) * scale)  # printf rounds the exact value, ties to even
+    whole, frac = divmod(scaled, scale)
+    text = f"{whole}.{frac:0{HUMAN_DECIMALS}d}".rstrip("0").rstrip(".")
+    return (("-" if value < 0 else "") + text).encode()

@@ -1,0 +1,57 @@
+"""engine.model.strings: INCRBYFLOAT's long double arithmetic and its text, against the digits
+Redis prints (x87 80-bit long double, `%.17Lf` with trailing zeros cut)."""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+import pytest
+
+from streamkeep.engine.model.strings import (
+    add_long_double,
+    format_long_double,
+    parse_long_double,
+    round_extended,
+)
+
+
+def incr(value: bytes, increment: bytes) -> bytes | None:
+    a, b = parse_long_double(value), parse_long_double(increment)
+    assert a is not None and b is not None
+    total = add_long_double(a, b)
+    return None if total is None else format_long_double(total)
+
+
+@pytest.mark.parametrize(("value", "increment", "expected"), [
+    (b"0", b"0.1", b"0.1"),  # a double would print 0.10000000000000001
+    (b"0.1", b"0.2", b"0.3"),
+    (b"10.5", b"0.1", b"10.6"),
+    (b"5.0e3", b"2.0e2", b"5200"),
+    (b"3", b"-3", b"0"),
+    (b"1", b"-1.5", b"-0.5"),
+    (b"1e30", b"1", b"1000000000000000000024696061952"),  # as redis-server 7.0 prints it
+    (b"0x10", b"1.0e1", b"26"),
+])
+def test_incr_prints_redis_digits(value, increment, expected):
+    assert incr(value, increment) == expected
+
+
+@pytest.mark.parametrize("text", [b"", b" 1", b"1 ", b"abc", b"nan", b"1_0", b"1.5x", b"\xff"])
+def test_what_strtold_would_not_take_whole(text):
+    assert parse_long_double(text) is None
+
+
+def test_infinity_parses_but_no_sum_is_made_of_it():
+    inf = parse_long_double(b"inf")
+    assert inf is not None
+    assert add_long_double(inf, Fraction(1)) is None
+    assert parse_long_double(b"1e5000") is None  # out of range: not a valid float
+    huge = parse_long_double(b"1e4932")  # finite; twice it is not
+    assert huge is not None and add_long_double(huge, huge) is None
+
+
+def test_round_extended_keeps_64_significant_bits():
+    assert round_extended(Fraction(2**64 + 1)) == 2**64  # a tie rounds to even
+    assert round_extended(Fraction(2**64 + 3)) == 2**64 + 4
+    assert round_extended(Fraction(-(2**63 + 1))) == -(2**63 + 1)
+    assert round_extended(Fraction(0)) == 0
