@@ -1,0 +1,161 @@
+"""engine.commands.strings: replies, exact error lines, the effects each write logs (a value,
+never the arithmetic or a relative time), and replay of those effects giving the same state.
+The replies are checked against redis-server in tests/differential/test_diff_strings.py."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.support.effects_util import Recorded
+
+WRONGTYPE = "WRONGTYPE Operation against a key holding the wrong kind of value"
+NOW = 1_000_000
+
+
+@pytest.fixture
+def r() -> Recorded:
+    return Recorded(now=NOW)
+
+
+def test_set_get_and_the_effect_logged(r):
+    assert r.effects("SET", "k", "v") == ("OK", [[b"SET", b"k", b"v"]])
+    assert r("GET", "k") == b"v"
+    assert r("GET", "missing") is None
+    assert r("TYPE", "k") == "string"
+    r.assert_replays()
+
+
+def test_set_relative_time_is_logged_absolute(r):
+    assert r.effects("SET", "k", "v", "EX", "10") == (
+        "OK", [[b"SET", b"k", b"v", b"PXAT", b"%d" % (NOW + 10_000)]])
+    assert r.effects("SET", "k", "v", "PX", "5")[1] == [[b"SET", b"k", b"v", b"PXAT", b"%d" % (NOW + 5)]]
+    assert r("PTTL", "k") == 5
+    assert r.effects("SET", "k", "w", "KEEPTTL")[1] == [[b"SET", b"k", b"w", b"KEEPTTL"]]
+    assert r("PTTL", "k") == 5
+    assert r.effects("SET", "k", "x")[1] == [[b"SET", b"k", b"x"]]
+    assert r("PTTL", "k") == -1
+    r.assert_replays()
+
+
+def test_set_options(r):
+    assert r("SET", "k", "v", "NX") == "OK"
+    assert r("SET", "k", "w", "NX") is None
+    assert r("SET", "k", "w", "XX", "GET") == b"v"
+    assert r("SET", "n", "w", "XX") is None
+    assert r("SET", "n", "w", "GET") is None
+    assert r("GET", "n") == b"w"
+    assert r("SET", "k", "v", "EX", "10", "EX", "20") == "OK"  # the last time wins, as Redis
+    assert r("TTL", "k") == 20
+    for bad in (("NX", "XX"), ("KEEPTTL", "EX", "1"), ("EX", "1", "PX", "1"), ("EX",), ("FOO",)):
+        assert r.err("SET", "k", "v", *bad) == "ERR syntax error"
+    assert r.err("SET", "k", "v", "EX", "0") == "ERR invalid expire time in 'set' command"
+    assert r.err("SET", "k", "v", "EX", "abc") == "ERR value is not an integer or out of range"
+    assert r.err("SETEX", "k", "-1", "v") == "ERR invalid expire time in 'setex' command"
+    assert r.err("PSETEX", "k", "0", "v") == "ERR invalid expire time in 'psetex' command"
+    r.assert_replays()
+
+
+def test_set_at_a_past_time_deletes(r):
+    r("SET", "k", "v")
+    assert r.effects("SET", "k", "w", "PXAT", "1") == ("OK", [[b"DEL", b"k"]])
+    assert r("EXISTS", "k") == 0
+    assert r.effects("SET", "k", "w", "PXAT", "1") == ("OK", [])
+    r.assert_replays()
+
+
+def test_setnx_setex_psetex(r):
+    assert r("SETNX", "k", "v") == 1
+    assert r("SETNX", "k", "w") == 0
+    assert r.effects("SETEX", "k", "3", "v")[1] == [[b"SET", b"k", b"v", b"PXAT", b"%d" % (NOW + 3000)]]
+    assert r("PSETEX", "k", "30", "v") == "OK"
+    assert r("PTTL", "k") == 30
+    r.assert_replays()
+
+
+def test_getdel_getex(r):
+    r("SET", "k", "v")
+    assert r.effects("GETEX", "k", "EX", "5") == (b"v", [[b"PEXPIREAT", b"k", b"%d" % (NOW + 5000)]])
+    assert r.effects("GETEX", "k", "PERSIST") == (b"v", [[b"PERSIST", b"k"]])
+    assert r.effects("GETEX", "k", "PERSIST") == (b"v", [])
+    assert r.effects("GETEX", "k") == (b"v", [])
+    assert r("GETEX", "missing", "EX", "-1") is None  # the key is looked up first
+    assert r.err("GETEX", "k", "EX", "-1") == "ERR invalid expire time in 'getex' command"
+    assert r.err("GETEX", "k", "KEEPTTL") == "ERR syntax error"
+    assert r.effects("GETEX", "k", "PXAT", "1") == (b"v", [[b"DEL", b"k"]])
+    r("SET", "k", "v")
+    assert r.effects("GETDEL", "k") == (b"v", [[b"DEL", b"k"]])
+    assert r("GETDEL", "k") is None
+    r.assert_replays()
+
+
+def test_mget_mset(r):
+    r("XADD", "s", "1-1", "f", "v")
+    assert r.effects("MSET", "a", "1", "b", "2")[1] == [[b"SET", b"a", b"1"], [b"SET", b"b", b"2"]]
+    assert r("MGET", "a", "s", "b", "none") == [b"1", None, b"2", None]
+    assert r.err("MSET", "a", "1", "b") == "ERR wrong number of arguments for 'mset' command"
+    assert r("MSET", "s", "x") == "OK"  # overwrites a stream
+    assert r("TYPE", "s") == "string"
+    r.assert_replays()
+
+
+def test_incr_family(r):
+    assert r.effects("INCR", "n") == (1, [[b"SET", b"n", b"1"]])
+    assert r("INCRBY", "n", "10") == 11
+    assert r("DECR", "n") == 10
+    assert r("DECRBY", "n", "-5") == 15
+    r("PEXPIRE", "n", "100")
+    assert r.effects("INCR", "n") == (16, [[b"SET", b"n", b"16", b"KEEPTTL"]])
+    assert r("PTTL", "n") == 100
+    r("SET", "z", "01")
+    assert r.err("INCR", "z") == "ERR value is not an integer or out of range"
+    assert r.err("INCRBY", "n", "1.5") == "ERR value is not an integer or out of range"
+    r("SET", "big", "9223372036854775807")
+    assert r.err("INCR", "big") == "ERR increment or decrement would overflow"
+    assert r.err("DECRBY", "n", "-9223372036854775808") == "ERR decrement would overflow"
+    r.assert_replays()
+
+
+def test_incrbyfloat(r):
+    assert r.effects("INCRBYFLOAT", "f", "0.1") == (b"0.1", [[b"SET", b"f", b"0.1"]])
+    assert r("INCRBYFLOAT", "f", "0.2") == b"0.3"
+    assert r("INCRBYFLOAT", "f", "5.0e3") == b"5000.29999999999999982"  # redis-server's digits
+    assert r.err("INCRBYFLOAT", "f", "abc") == "ERR value is not a valid float"
+    assert r.err("INCRBYFLOAT", "f", "inf") == "ERR increment would produce NaN or Infinity"
+    r.assert_replays()
+
+
+def test_append_strlen(r):
+    assert r("APPEND", "k", "ab") == 2
+    assert r.effects("APPEND", "k", "cd") == (4, [[b"SET", b"k", b"abcd"]])
+    assert r("STRLEN", "k") == 4
+    assert r("STRLEN", "none") == 0
+    r("CONFIG", "SET", "proto-max-bulk-len", str(1024 * 1024))
+    r("SET", "big", "x" * (1024 * 1024))
+    assert r.err("APPEND", "big", "y") == (
+        "ERR string exceeds maximum allowed size (proto-max-bulk-len)")
+    r.assert_replays()
+
+
+@pytest.mark.parametrize("argv", [
+    ("GET", "s"), ("STRLEN", "s"), ("INCR", "s"), ("INCRBY", "s", "1"), ("DECR", "s"),
+    ("INCRBYFLOAT", "s", "1"), ("APPEND", "s", "x"), ("GETDEL", "s"), ("GETEX", "s"),
+    ("SET", "s", "v", "GET"),
+])
+def test_string_commands_refuse_a_stream(r, argv):
+    r("XADD", "s", "1-1", "f", "v")
+    assert r.err(*argv) == WRONGTYPE
+
+
+def test_stream_commands_refuse_a_string(r):
+    r("SET", "k", "v")
+    assert r.err("XADD", "k", "1-1", "f", "v") == WRONGTYPE
+    assert r.err("XADD", "k", "*", "f", "v") == WRONGTYPE
+    assert r.err("XADD", "k", "MAXLEN", "1", "*", "f", "v") == WRONGTYPE
+
+
+def test_set_overwrites_a_stream(r):
+    r("XADD", "s", "1-1", "f", "v")
+    r("EXPIRE", "s", "100")
+    assert r("SET", "s", "v", "KEEPTTL") == "OK"
+    assert (r("TYPE", "s"), r("TTL", "s")) == ("string", 100)
+    r.assert_replays()
