@@ -270,7 +270,7 @@ def expiretime(ctx: Ctx, argv: Argv) -> int:
     when = _remaining(ctx, argv[1])
     if when is None:
         return -1
-    return -2 if when == -2 else when // 1000
+    return -2 if when == -2 else (when + 500) // 1000  # rounded, as TTL is
 
 
 @command("pexpiretime", 2, "readonly fast", group="generic", since="7.0.0",
