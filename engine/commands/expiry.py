@@ -75,6 +75,15 @@ def refuse_string(ctx: Ctx, key: bytes) -> None:
         raise ReplyError(WRONGTYPE)
 
 
+def stream_at(ctx: Ctx, key: bytes) -> Stream | None:
+    """A stream command's lookup (lookupKey + checkType): the stream, None if the key is
+    missing, WRONGTYPE if it holds a string."""
+    s = ctx.db.get(key)
+    if s is None and key in ctx.strings:
+        raise ReplyError(WRONGTYPE)
+    return s
+
+
 def refuse_string_in(engine: EngineCore, db: dict[bytes, Stream], key: bytes) -> None:
     """refuse_string for callers holding a database rather than a context (XADD's append,
     which replay shares); only reached when the stream is missing."""

@@ -12,6 +12,7 @@ stream storage internals, other commands.
 from __future__ import annotations
 
 from streamkeep.aof.planted import planted
+from streamkeep.engine.commands.expiry import stream_at
 from streamkeep.engine.commands.streams import delete_entries_with_policy, parse_ids_args
 from streamkeep.engine.commands.trimming import ACKED, DELREF, drop_references, referenced
 from streamkeep.engine.exec.context import Ctx
@@ -92,7 +93,7 @@ def _xgroup_preamble(ctx: Ctx, argv: Argv, needs_group: bool) -> GroupTarget:
             i += 2
         else:
             raise subcommand_syntax(argv)
-    t.s = ctx.db.get(argv[2])
+    t.s = stream_at(ctx, argv[2])
     if not t.mkstream:
         if t.s is None:
             raise ReplyError(
@@ -207,7 +208,7 @@ help_subcommand(XGROUP, XGROUP_HELP)
 
 
 def _group_or_none(ctx: Ctx, key: bytes, gname: bytes) -> tuple[Stream | None, ConsumerGroup | None]:
-    s = ctx.db.get(key)
+    s = stream_at(ctx, key)
     return s, (s.groups.get(gname) if s is not None else None)
 
 

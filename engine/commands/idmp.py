@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from streamkeep.engine.commands.expiry import stream_at
 from streamkeep.engine.exec.context import Ctx
 from streamkeep.engine.exec.table import Argv, command
 from streamkeep.engine.model.effects import (
@@ -122,7 +123,7 @@ def _parse_cfgset(argv: Argv) -> dict[str, int]:
 def xcfgset(ctx: Ctx, argv: Argv) -> str:
     given = _parse_cfgset(argv)
     key = argv[1]
-    s = ctx.db.get(key)
+    s = stream_at(ctx, key)
     if s is None:
         raise ReplyError(NO_SUCH_KEY)
     state, created = idmp_state(ctx, s)
@@ -142,7 +143,7 @@ def xcfgset(ctx: Ctx, argv: Argv) -> str:
          syntax="key pid iid stream-id")
 def xidmprecord(ctx: Ctx, argv: Argv) -> str:
     key, pid, iid = argv[1], argv[2], argv[3]
-    s = ctx.db.get(key)
+    s = stream_at(ctx, key)
     if s is None:
         raise ReplyError(NO_SUCH_KEY)
     if not pid:

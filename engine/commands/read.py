@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from streamkeep.engine.commands.expiry import stream_at
 from streamkeep.engine.exec.context import Block, Ctx
 from streamkeep.engine.exec.table import Argv, command
 from streamkeep.engine.model.consumer_groups import (
@@ -179,7 +180,7 @@ def _resolve_ids(ctx: Ctx, argv: Argv, a: ReadArgs) -> list[int]:
     for k in range(a.nstreams):
         key = argv[a.streams_at + k]
         arg = argv[a.streams_at + a.nstreams + k]
-        s = ctx.db.get(key)
+        s = stream_at(ctx, key)
         if group_cmd and (s is None or a.group not in s.groups):
             raise nogroup(key, a.group, " in XREADGROUP with GROUP option")  # type: ignore[arg-type]
         if arg == b"$":
@@ -220,7 +221,7 @@ def _xread(ctx: Ctx, argv: Argv, a: ReadArgs) -> object:
     left = a.maxcount  # MAXCOUNT alone is plain arithmetic: it costs what COUNT costs
     for k, gt in enumerate(ids):
         key = argv[a.streams_at + k]
-        s = ctx.db.get(key)
+        s = stream_at(ctx, key)
         if s is None or not s.length:
             continue
         last = s.last_entry_id()
@@ -316,7 +317,7 @@ def _claim_wake_at(ctx: Ctx, argv: Argv, a: ReadArgs) -> int:
     """When the oldest pending entry of any stream becomes claimable (Redis 8.4)."""
     oldest: int | None = None
     for k in range(a.nstreams):
-        s = ctx.db.get(argv[a.streams_at + k])
+        s = stream_at(ctx, argv[a.streams_at + k])
         group = s.groups.get(a.group) if s is not None else None  # type: ignore[arg-type]
         if s is None or group is None:
             continue

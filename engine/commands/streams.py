@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from streamkeep.aof.planted import planted
-from streamkeep.engine.commands.expiry import refuse_string, refuse_string_in
+from streamkeep.engine.commands.expiry import refuse_string, refuse_string_in, stream_at
 from streamkeep.engine.commands.idmp import (
     created_state,
     refuse_duplicate,
@@ -311,7 +311,7 @@ def _range(ctx: Ctx, argv: Argv, rev: bool) -> list | object:
             j += 2
         else:
             raise ReplyError(SYNTAX)
-    s = ctx.db.get(argv[1])
+    s = stream_at(ctx, argv[1])
     if s is None:
         return []
     if count == 0:
@@ -335,7 +335,7 @@ def xrevrange(ctx: Ctx, argv: Argv) -> list | object:
 @command("xlen", 2, "readonly fast", summary="Return the number of messages in a stream.",
          syntax="key")
 def xlen(ctx: Ctx, argv: Argv) -> int:
-    s = ctx.db.get(argv[1])
+    s = stream_at(ctx, argv[1])
     return s.length if s is not None else 0
 
 
@@ -355,7 +355,7 @@ def _delete_entries(s: Stream, sids: list[int]) -> list[int]:
 @command("xdel", -3, "write fast", summary="Returns the number of messages after removing "
          "them from a stream.", syntax="key id...")
 def xdel(ctx: Ctx, argv: Argv) -> int:
-    s = ctx.db.get(argv[1])
+    s = stream_at(ctx, argv[1])
     if s is None:
         return 0
     sids = [parse_strict(arg) for arg in argv[2:]]
@@ -429,7 +429,7 @@ def delete_entries_with_policy(
          syntax="key [condition: KEEPREF | DELREF | ACKED] <IDS numids:integer id...>")
 def xdelex(ctx: Ctx, argv: Argv) -> list[int]:
     args = parse_ids_args(argv, 2)
-    s = ctx.db.get(argv[1])
+    s = stream_at(ctx, argv[1])
     if s is None:
         return [-1] * len(args.ids)
     sids = [parse_strict(x) for x in args.ids]
@@ -442,7 +442,7 @@ def xdelex(ctx: Ctx, argv: Argv) -> list[int]:
                 "[LIMIT count:integer]> [condition: KEEPREF | DELREF | ACKED]")
 def xtrim(ctx: Ctx, argv: Argv) -> int:
     a = parse_add_trim(argv, False, obeys_exactly(ctx), ctx.engine.node_max_entries)
-    s = ctx.db.get(argv[1])
+    s = stream_at(ctx, argv[1])
     if s is None:
         return 0
     removed, dropped = run_trim(s, a)
@@ -487,7 +487,7 @@ def xsetid(ctx: Ctx, argv: Argv) -> str:
         else:
             raise ReplyError(SYNTAX)
         i += 2
-    s = ctx.db.get(argv[1])
+    s = stream_at(ctx, argv[1])
     if s is None:
         raise ReplyError(NO_SUCH_KEY)
     if sid < s.max_deleted_id:

@@ -196,3 +196,20 @@ def test_keyspace_commands_over_both_types(both):
     assert both("KEYS", "*", normalise=sorted) == [b"a", b"s"]
     for kind in ("string", "stream", "STRING", "hash"):
         both("SCAN", "0", "TYPE", kind, "COUNT", "100")
+
+
+@pytest.mark.parametrize("argv", [
+    ("XLEN", "k"), ("XRANGE", "k", "-", "+"), ("XREVRANGE", "k", "+", "-"), ("XDEL", "k", "1-1"),
+    ("XTRIM", "k", "MAXLEN", "0"), ("XSETID", "k", "5-5"), ("XREAD", "STREAMS", "k", "0"),
+    ("XREAD", "STREAMS", "k", "$"), ("XREADGROUP", "GROUP", "g", "c", "STREAMS", "k", ">"),
+    ("XGROUP", "CREATE", "k", "g", "$"), ("XGROUP", "CREATE", "k", "g", "$", "MKSTREAM"),
+    ("XGROUP", "SETID", "k", "g", "$"), ("XGROUP", "DESTROY", "k", "g"),
+    ("XGROUP", "CREATECONSUMER", "k", "g", "c"), ("XGROUP", "DELCONSUMER", "k", "g", "c"),
+    ("XINFO", "STREAM", "k"), ("XINFO", "GROUPS", "k"), ("XINFO", "CONSUMERS", "k", "g"),
+    ("XACK", "k", "g", "1-1"), ("XPENDING", "k", "g"), ("XPENDING", "k", "g", "-", "+", "10"),
+    ("XCLAIM", "k", "g", "c", "0", "1-1"), ("XAUTOCLAIM", "k", "g", "c", "0", "0"),
+])
+def test_stream_commands_against_a_string(both, argv):
+    both("SET", "k", "v")
+    both(*argv)
+    both("GET", "k")
