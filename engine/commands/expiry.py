@@ -243,51 +243,41 @@ def pexpireat(ctx: Ctx, argv: Argv) -> int:
 # --- TTL / PTTL / EXPIRETIME / PEXPIRETIME / PERSIST ----------------------------------------------
 
 
-def _remaining(ctx: Ctx, key: bytes) -> int | None:
-    """-2 (no key), -1 (no TTL) or the ms left (never negative); None for a TTL'd key."""
+def _ttl_reply(ctx: Ctx, key: bytes, relative: bool, in_ms: bool) -> int:
+    """ttlGenericCommand: -2 (no key), -1 (no TTL), else the time left (never negative) or the
+    expiry time, in ms or in seconds rounded to the nearest."""
     if key_type(ctx, key) is None:
         return -2
     when = ctx.expires.get(key)
-    return None if when is None else when
+    if when is None:
+        return -1
+    value = max(when - ctx.now, 0) if relative else when
+    return value if in_ms else (value + 500) // 1000
 
 
 @command("ttl", 2, "readonly fast", group="generic", since="1.0.0",
          summary="Returns the expiration time in seconds of a key.", syntax="key")
 def ttl(ctx: Ctx, argv: Argv) -> int:
-    when = _remaining(ctx, argv[1])
-    if when is None:
-        return -1
-    if when == -2:
-        return -2
-    return (max(when - ctx.now, 0) + 500) // 1000
+    return _ttl_reply(ctx, argv[1], relative=True, in_ms=False)
 
 
 @command("pttl", 2, "readonly fast", group="generic", since="2.6.0",
          summary="Returns the expiration time in milliseconds of a key.", syntax="key")
 def pttl(ctx: Ctx, argv: Argv) -> int:
-    when = _remaining(ctx, argv[1])
-    if when is None:
-        return -1
-    if when == -2:
-        return -2
-    return max(when - ctx.now, 0)
+    return _ttl_reply(ctx, argv[1], relative=True, in_ms=True)
 
 
 @command("expiretime", 2, "readonly fast", group="generic", since="7.0.0",
          summary="Returns the expiration time of a key as a Unix timestamp.", syntax="key")
 def expiretime(ctx: Ctx, argv: Argv) -> int:
-    when = _remaining(ctx, argv[1])
-    if when is None:
-        return -1
-    return -2 if when == -2 else (when + 500) // 1000  # rounded, as TTL is
+    return _ttl_reply(ctx, argv[1], relative=False, in_ms=False)
 
 
 @command("pexpiretime", 2, "readonly fast", group="generic", since="7.0.0",
          summary="Returns the expiration time of a key as a Unix milliseconds timestamp.",
          syntax="key")
 def pexpiretime(ctx: Ctx, argv: Argv) -> int:
-    when = _remaining(ctx, argv[1])
-    return -1 if when is None else when
+    return _ttl_reply(ctx, argv[1], relative=False, in_ms=True)
 
 
 def remove_expiry(ctx: Ctx, key: bytes) -> bool:

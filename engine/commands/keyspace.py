@@ -428,7 +428,8 @@ def scan(ctx: Ctx, argv: Argv) -> list:
     cursor, page = _scan_page(live_keys(ctx), args.cursor, args.count)
     page = _matching(page, args.pattern)
     if args.type_name is not None:
-        page = [key for key in page if is_word(args.type_name, key_type(ctx, key).encode())]  # type: ignore[union-attr]
+        wanted = args.type_name.lower()
+        page = [key for key in page if (key_type(ctx, key) or "").encode() == wanted]
     return [b"%d" % cursor, page]
 
 
