@@ -362,7 +362,8 @@ class Follower:
         with self.engine.lock:
             self._check_running()
             self.datadir.install_snapshot(tmp, self.sync_lsn, self.replid, fresh.dbs,
-                                          self._tmp_crc if tmp is not None else None)
+                                          self._tmp_crc if tmp is not None else None,
+                                          fresh.strings, fresh.expires)
         self._tmp = None
         log.info("replication from %s:%d: full sync done at LSN %d", self.host, self.port,
                  self.sync_lsn)

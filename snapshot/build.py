@@ -80,7 +80,8 @@ def build(job: dict) -> SnapshotInfo:
     if expected - 1 != job["lsn"]:
         raise BuildError(f"the segments end at LSN {expected - 1}, not {job['lsn']}")
     return write_snapshot(engine.dbs, os.path.join(directory, job["out"]), job["lsn"],
-                          job["created_ms"], job["repl_id"], checksum=False)
+                          job["created_ms"], job["repl_id"], checksum=False,
+                          strings=engine.strings, expires=engine.expires)
 
 
 def main(argv: list[str]) -> int:

@@ -7,7 +7,8 @@ Must not touch: files (the writer and the reader open LMDB), the engine.
 A snapshot is one LMDB environment in one file (`subdir=False`, no lock file). Sub-databases:
 
     meta       key: ascii name             value: msgpack scalar
-               format ("streamkeep-snapshot"), version (2; 1 before checksums), lsn,
+               format ("streamkeep-snapshot"), version (3; 2 before the keys table, 1
+               before checksums), lsn,
                created_ms, repl_id, repl_offset, streams, entries
     streams    key: db u8 | stream key     value: msgpack map
                number (u64, names the stream in the tables below), length, first_id,
@@ -33,6 +34,9 @@ A snapshot is one LMDB environment in one file (`subdir=False`, no lock file). S
                value: msgpack [consumer name, delivery_time, delivery_count]; the consumer
                name is nil for an entry XNACK released (owned by no consumer; older
                snapshots have none, so they load unchanged)
+    keys       key: db u8 | key             value: msgpack [string value or nil, expiry ms or nil]
+               every string key (its value, and its TTL if any) and every stream key with a
+               TTL (nil value: the stream is in the tables above); absent before version 3
 
 Every integer in a key is big-endian, so LMDB's byte order is numeric order: one stream's nodes
 are contiguous and in ID order, and so are one group's PEL entries. An entry ID in a key or value
@@ -57,10 +61,13 @@ from typing import Any, NamedTuple
 import msgpack
 
 FORMAT = "streamkeep-snapshot"
-VERSION = 2  # checksummed values
+VERSION = 3  # checksummed values; the keys table (strings, TTLs)
+KEYLESS_VERSION = 2  # checksummed, no keys table: still read, never written
 UNCHECKED_VERSION = 1  # bare values: still read, never written
 TABLES = ("meta", "streams", "nodes", "groups", "consumers", "pel")
-OPTIONAL_TABLES = ("nodeinfo",)  # absent in the oldest snapshots; a reader copes without them
+# Absent in older snapshots; a reader copes without them (nodeinfo: version 2's first files;
+# keys: before version 3).
+OPTIONAL_TABLES = ("nodeinfo", "keys")
 MAX_ID = (1 << 128) - 1
 
 _U64 = struct.Struct(">Q")
@@ -243,6 +250,20 @@ def encode_meta_value(value: object) -> bytes:
 
 def decode_value(raw: bytes | memoryview) -> Any:
     return msgpack.unpackb(raw, raw=False, use_list=True)
+
+
+def encode_key(value: bytes | None, expires_ms: int | None) -> bytes:
+    """A `keys` value: a string's value (nil for a stream) and the key's expiry time (nil for
+    none)."""
+    return _packb([value, expires_ms])
+
+
+def decode_key(raw: bytes | memoryview) -> tuple[bytes | None, int | None]:
+    value, expires_ms = msgpack.unpackb(raw, raw=False, use_list=True)
+    if not (value is None or isinstance(value, bytes)) or \
+            not (expires_ms is None or isinstance(expires_ms, int)):
+        raise ValueError("a keys value is [bytes or nil, int or nil]")
+    return value, expires_ms
 
 
 def encode_stream(number: int, length: int, first_id: int, last_id: int, max_deleted_id: int,

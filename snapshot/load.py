@@ -58,7 +58,7 @@ def load_snapshot(engine: EngineCore, path: str, lazy: bool | None = None,
         check_whole(path, crc32)
     store = SnapshotNodes(path, clean_before=0)
     with Snapshot(path) as snap, engine.lock:
-        if any(engine.dbs):
+        if any(engine.dbs) or any(engine.strings):
             raise ValueError("a snapshot loads into an empty engine only")
         for info in snap.streams():
             s = Stream()
@@ -67,6 +67,11 @@ def load_snapshot(engine: EngineCore, path: str, lazy: bool | None = None,
             home.cold_nodes, home.cold_entries, home.cold_bytes = cold
             _restore_metadata(snap, info, s)
             engine.dbs[info.db][info.key] = s
+        for row in snap.key_rows():
+            if row.value is not None:
+                engine.strings[row.db][row.key] = row.value
+            if row.expires_ms is not None:
+                engine.expires[row.db][row.key] = row.expires_ms
         # Every node is as the file holds it; changes from now on are not.
         store.clean_before = residency.last_tick = EPOCH.tick()
         residency.switched(store)

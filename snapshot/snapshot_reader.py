@@ -101,6 +101,16 @@ class StreamInfo:
     idmp: IdmpInfo | None = None  # idempotent producers (XADD IDMP); None: never used
 
 
+class KeyInfo(NamedTuple):
+    """A row of the keys table: a string's value (None: the key is a stream) and the key's
+    expiry time in ms (None: no TTL)."""
+
+    db: int
+    key: bytes
+    value: bytes | None
+    expires_ms: int | None
+
+
 class IdempotentID(NamedTuple):
     iid: bytes
     id: ID  # the entry it produced
@@ -254,7 +264,7 @@ class Snapshot:
                 raise SnapshotError(f"{self.name}: not a streamkeep snapshot")
             raise SnapshotError(f"{self.name}: table meta, {layout.describe_key('meta', b'version')}"
                                 f": damaged (the check of its value fails)")
-        if version not in (layout.UNCHECKED_VERSION, layout.VERSION):
+        if version not in (layout.UNCHECKED_VERSION, layout.KEYLESS_VERSION, layout.VERSION):
             raise SnapshotError(f"{self.name}: unsupported snapshot version {version}")
         self.version = version
         self.checked = version != layout.UNCHECKED_VERSION
@@ -316,6 +326,19 @@ class Snapshot:
         """Every stream (of one database if given), by database then key."""
         prefix = b"" if db is None else bytes((db,))
         return [self._stream_info(raw, value) for raw, value in self._prefixed("streams", prefix)]
+
+    def key_rows(self, db: int | None = None) -> list[KeyInfo]:
+        """Every string key and every key with a TTL (of one database if given), by database
+        then key; none in a snapshot older than the keys table."""
+        if "keys" not in self._tables:
+            return []
+        prefix = b"" if db is None else bytes((db,))
+        found = []
+        for raw, stored in self._prefixed("keys", prefix):
+            value, expires_ms = self._decode("keys", raw, stored, layout.decode_key)
+            db_index, key = layout.split_stream_key(raw)
+            found.append(KeyInfo(db_index, key, value, expires_ms))
+        return found
 
     def stream(self, db: int, key: bytes) -> StreamInfo | None:
         raw = layout.stream_key(db, key)

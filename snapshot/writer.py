@@ -17,6 +17,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterator
 from dataclasses import dataclass
+from itertools import chain
 from typing import TYPE_CHECKING
 
 import lmdb
@@ -101,8 +102,21 @@ def _tables(dbs: list[dict[bytes, Stream]]) -> Iterator[tuple[str, bytes, bytes]
                     nack.delivery_time, nack.delivery_count))
 
 
+def _keys_table(strings: list[dict[bytes, bytes]] | None,
+                expires: list[dict[bytes, int]] | None) -> Iterator[tuple[str, bytes, bytes]]:
+    """The keys table: every string key and every key with a TTL, by database then key."""
+    for db_index in range(len(strings or expires or ())):
+        values = strings[db_index] if strings is not None else {}
+        ttls = expires[db_index] if expires is not None else {}
+        for key in sorted(values.keys() | ttls.keys()):
+            yield _sealed("keys", layout.stream_key(db_index, key),
+                          layout.encode_key(values.get(key), ttls.get(key)))
+
+
 def write_snapshot(dbs: list[dict[bytes, Stream]], path: str, lsn: int, created_ms: int,
-                   repl_id: str, checksum: bool = True) -> SnapshotInfo:
+                   repl_id: str, checksum: bool = True,
+                   strings: list[dict[bytes, bytes]] | None = None,
+                   expires: list[dict[bytes, int]] | None = None) -> SnapshotInfo:
     """Write the state in `dbs` to a new LMDB file at `path`, which must not exist. Not durable
     until the caller fsyncs it through the file-layer seam. With `checksum`, the file is read
     back (from the page cache) for its whole-file checksum."""
@@ -111,7 +125,7 @@ def write_snapshot(dbs: list[dict[bytes, Stream]], path: str, lsn: int, created_
     try:
         while True:
             try:
-                info = _fill(env, dbs, lsn, created_ms, repl_id)
+                info = _fill(env, dbs, lsn, created_ms, repl_id, strings, expires)
                 break
             except lmdb.MapFullError:  # the transaction was aborted: grow the map, go again
                 env.set_mapsize(env.info()["map_size"] * 4)
@@ -124,13 +138,14 @@ def write_snapshot(dbs: list[dict[bytes, Stream]], path: str, lsn: int, created_
 
 
 def _fill(env: lmdb.Environment, dbs: list[dict[bytes, Stream]], lsn: int, created_ms: int,
-          repl_id: str) -> SnapshotInfo:
+          repl_id: str, strings: list[dict[bytes, bytes]] | None,
+          expires: list[dict[bytes, int]] | None) -> SnapshotInfo:
     tables = {name: env.open_db(name.encode())
               for name in (*layout.TABLES, *layout.OPTIONAL_TABLES)}
     streams = entries = 0
     with env.begin(write=True) as txn:
         cursors = {name: txn.cursor(db) for name, db in tables.items()}
-        for table, key, value in _tables(dbs):
+        for table, key, value in chain(_tables(dbs), _keys_table(strings, expires)):
             if not cursors[table].put(key, value, append=True):
                 # append=True refuses a key out of order instead of inserting it: that would be
                 # a writer bug losing data silently, so fail the snapshot instead.

@@ -825,11 +825,16 @@ class EngineCore:
                 self._serve_ready()
         return removed
 
-    def replace_state_locked(self, dbs: list[dict[bytes, Stream]]) -> None:
+    def replace_state_locked(self, dbs: list[dict[bytes, Stream]],
+                             strings: list[dict[bytes, bytes]] | None = None,
+                             expires: list[dict[bytes, int]] | None = None) -> None:
         """Replace every database at once (engine lock held): a replica's full sync installs
-        its primary's snapshot. Clients blocked on a key are re-run against the new data."""
+        its primary's snapshot (None: no strings, no TTLs). Clients blocked on a key are re-run
+        against the new data."""
         self.residency.adopt(dbs)  # loaded by another engine: they count here from now on
         self.dbs[:] = dbs
+        self.strings[:] = strings if strings is not None else [{} for _ in dbs]
+        self.expires[:] = expires if expires is not None else [{} for _ in dbs]
         for db, streams in enumerate(dbs):
             for key in streams:
                 self.waiters.signal(db, key)

@@ -214,11 +214,12 @@ class DataDir:
         self.compactor.paused = False
 
     def install_snapshot(self, tmp: str | None, lsn: int, repl_id: str, dbs: list,
-                         crc32: int | None) -> None:
+                         crc32: int | None, strings: list | None = None,
+                         expires: list | None = None) -> None:
         """A replica's full sync (engine lock held; `wait_no_compaction` called before): make
         the directory hold the received snapshot `tmp` (None: the empty state at LSN 0), whose
         checksum is `crc32`, and nothing else, under the primary's history `repl_id`, and the
-        engine hold `dbs` (loaded from that file). Every step leaves a directory that opens:
+        engine hold `dbs`, `strings` and `expires` (loaded from that file). Every step leaves a directory that opens:
         to the old state, to the empty one (a replica that then syncs again), or to the new
         one."""
         fs, path, journal = self.fs, self.path, self.journal
@@ -258,7 +259,7 @@ class DataDir:
         self.compactor.snapshot_size = snap.size if snap is not None else 0
         journal.rewrite_at = self.compactor.threshold()
         self.compactor.paused = False
-        self.engine.replace_state_locked(dbs)
+        self.engine.replace_state_locked(dbs, strings, expires)
         log.info("installed the primary's snapshot at LSN %d (%s)", lsn,
                  snap.file if snap is not None else "empty")
 

@@ -119,7 +119,9 @@ def test_reseal_moves_a_value_to_a_new_key_checked() -> None:
 def test_meta_version_in_both_formats() -> None:
     assert layout.meta_version(msgpack.packb(1)) == layout.UNCHECKED_VERSION == 1
     v2 = layout.seal("meta", b"version", msgpack.packb(2))
-    assert layout.meta_version(v2) == layout.VERSION == 2
+    assert layout.meta_version(v2) == layout.KEYLESS_VERSION == 2
+    v3 = layout.seal("meta", b"version", msgpack.packb(3))
+    assert layout.meta_version(v3) == layout.VERSION == 3
     damaged = bytearray(v2)
     damaged[0] ^= 1
     assert layout.meta_version(bytes(damaged)) is None
@@ -228,3 +230,10 @@ def test_describe_key_names_what_the_key_belongs_to() -> None:
     assert layout.describe_key("pel", prefix + layout.id_bytes(7 << 64 | 2)) == \
         "stream #3, group 'billing', entry 7-2"
     assert layout.describe_key("nodes", b"\x01\x02") == "key 0102"  # too short to parse
+
+
+def test_keys_values_round_trip() -> None:
+    for value, expires_ms in ((b"v", None), (b"", 5), (None, 1_795_000_000_000)):
+        assert layout.decode_key(layout.encode_key(value, expires_ms)) == (value, expires_ms)
+    with pytest.raises(ValueError):
+        layout.decode_key(msgpack.packb(["text", None]))

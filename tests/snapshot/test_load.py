@@ -200,3 +200,25 @@ def test_a_damaged_value_is_named(copy: Path) -> None:
     assert str(caught.value).startswith(f"{copy}: table groups, ")
     assert "checksum mismatch: the stored value is damaged" in str(caught.value)
     assert layout.describe_key("groups", key).split(", ")[-1] in str(caught.value)
+
+
+@pytest.mark.parametrize("lazy", [False, True])
+def test_strings_and_ttls_load_back(tmp_path: Path, lazy: bool) -> None:
+    clock = [1_000_000]
+    engine = Engine(clock=lambda: clock[0])
+    engine.execute("XADD", "s", "1-1", "f", "v")
+    engine.execute("PEXPIRE", "s", "500")
+    engine.execute("SET", "k", "v", "PX", "100")
+    engine.execute("SET", "plain", b"\x00\xff")
+    engine.execute("SELECT", "2")
+    engine.execute("INCRBYFLOAT", "n", "0.1")
+    path = tmp_path / "with-keys.mdb"
+    write_snapshot(engine.dbs, str(path), LSN, 1700000000000, "cd" * 20,
+                   strings=engine.strings, expires=engine.expires)
+    loaded = Engine(clock=lambda: clock[0])
+    load_snapshot(loaded, str(path), lazy=lazy)
+    assert loaded.digest() == engine.digest()
+    assert (loaded.execute("PTTL", "k"), loaded.execute("PTTL", "s")) == (100, 500)
+    assert loaded.execute("GET", "plain") == b"\x00\xff"
+    clock[0] += 101
+    assert loaded.execute("GET", "k") is None  # the TTL came back with the key

@@ -358,7 +358,7 @@ def test_reader_streams_and_meta(rich: tuple[Engine, Clock, Snapshot]) -> None:
     assert snap.stream(0, b"missing") is None
     assert snap.stream(2, b"alpha") is None
     assert snap.stream(0, b"alph") is None and snap.stream(0, b"alpha\x00") is None
-    assert snap.meta.format == "streamkeep-snapshot" and snap.meta.version == 2
+    assert snap.meta.format == "streamkeep-snapshot" and snap.meta.version == layout.VERSION
     assert (snap.meta.lsn, snap.meta.repl_offset, snap.meta.created_ms, snap.meta.repl_id) == (
         4242, 4242, 1700000000123, "0123456789abcdef")
     assert snap.meta.streams == 7

@@ -111,7 +111,8 @@ def _build(directory: str, scratch: str) -> tuple[str, int, int]:
             path = os.path.join(scratch, f"current-{lsn:012d}.mdb")
             with engine.lock:
                 write_snapshot(engine.dbs, path, lsn, int(time.time() * 1000),
-                               datadir.history()[0])
+                               datadir.history()[0], strings=engine.strings,
+                               expires=engine.expires)
     except Usage as err:
         raise ExportError(str(err)) from None
     except Impossible as err:
