@@ -719,9 +719,11 @@ def test_layout_is_pinned(tmp_path) -> None:
     clock.now = 1500
     e.execute("XGROUP", "CREATECONSUMER", b"k\x00", "grp", "idle")
     entries_read = kv(e.execute("XINFO", "GROUPS", b"k\x00")[0])[b"entries-read"]
+    e.execute("SET", b"s\xff", b"v\x00", "PXAT", "99999")
+    e.execute("PEXPIREAT", b"k\x00", "88888")
     sizes = [n.fixed_bytes for n in e.dbs[2][b"k\x00"].nodes]
     path = str(tmp_path / "layout.mdb")
-    write_snapshot(e.dbs, path, 12, 34, "rid")
+    write_snapshot(e.dbs, path, 12, 34, "rid", strings=e.strings, expires=e.expires)
     assert os.listdir(tmp_path) == ["layout.mdb"]  # one file, no lock file
 
     def ident(ms: int, seq: int) -> bytes:
@@ -739,7 +741,7 @@ def test_layout_is_pinned(tmp_path) -> None:
                         for k, v in txn.cursor()]
 
         assert dict(table("meta")) == {
-            b"format": "streamkeep-snapshot", b"version": 2, b"lsn": 12, b"created_ms": 34,
+            b"format": "streamkeep-snapshot", b"version": 3, b"lsn": 12, b"created_ms": 34,
             b"repl_id": "rid", b"repl_offset": 12, b"streams": 1, b"entries": 2}
         assert table("streams") == [(b"\x02k\x00", {
             "number": 1, "length": 2, "first_id": ident(5, 2), "last_id": ident(7, 0),
@@ -757,6 +759,8 @@ def test_layout_is_pinned(tmp_path) -> None:
         assert table("consumers") == [(prefix + b"cons", [1000, 1000]),
                                       (prefix + b"idle", [1500, -1])]
         assert table("pel") == [(prefix + ident(5, 2), [b"cons", 1000, 1])]
+        assert table("keys") == [(b"\x02k\x00", [None, 88888]),
+                                 (b"\x02s\xff", [b"v\x00", 99999])]
     finally:
         env.close()
 

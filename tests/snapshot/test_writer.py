@@ -23,7 +23,8 @@ REPL_ID = "ab" * 20
 
 
 def written(engine: Engine, path: Path, lsn: int = 77) -> SnapshotInfo:
-    return write_snapshot(engine.dbs, str(path), lsn, 1700000000123, REPL_ID)
+    return write_snapshot(engine.dbs, str(path), lsn, 1700000000123, REPL_ID,
+                          strings=engine.strings, expires=engine.expires)
 
 
 def kv(reply: list) -> dict:
@@ -33,6 +34,8 @@ def kv(reply: list) -> dict:
 @pytest.fixture(scope="module")
 def varied(tmp_path_factory: pytest.TempPathFactory) -> tuple[Engine, str, SnapshotInfo]:
     engine = varied_engine()
+    engine.execute("SET", "greeting", "hello", "PXAT", "99999")  # the keys table: a string
+    engine.execute("PEXPIRE", "audit", "5000")  # a stream's TTL
     path = tmp_path_factory.mktemp("writer") / "snapshot.mdb"
     return engine, str(path), written(engine, path)
 
@@ -181,3 +184,10 @@ def test_cold_nodes_are_copied_as_stored_without_being_read(tmp_path: Path) -> N
     with Snapshot(str(second)) as snap:
         assert snap.check() == []
         assert len(list(snap.entries(0, b"orders"))) == 30
+
+
+def test_the_keys_table_holds_strings_and_ttls(varied: tuple[Engine, str, SnapshotInfo]) -> None:
+    _engine, path, _info = varied
+    rows = [(key, layout.decode_key(body("keys", key, value)))
+            for key, value in stored_values(path, "keys")]
+    assert rows == [(b"\x00audit", (None, 6000)), (b"\x00greeting", (b"hello", 99999))]

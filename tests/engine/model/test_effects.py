@@ -153,6 +153,11 @@ SCRIPT: list[list[str]] = [
     ["FLUSHDB"],
     ["SELECT", "0"],
     ["FLUSHALL"],
+    # strings and TTLs
+    ["SET", "str", "v", "EX", "100"],
+    ["SET", "str", "w", "KEEPTTL"],
+    ["PERSIST", "str"],
+    ["PEXPIRE", "str", "1000"],
 ]
 
 
@@ -309,6 +314,9 @@ SAMPLE_CALLS: dict[str, tuple] = {
     "flushdb_effect": (),
     "flushall_effect": (),
     "select_effect": (3,),
+    "set_effect": (b"k", b"v", False, 1000),
+    "pexpireat_effect": (b"k", 1000),
+    "persist_effect": (b"k",),
 }
 
 
