@@ -171,3 +171,18 @@ def test_replay_at_a_later_time_gives_the_same_state(r):
     r("PEXPIRE", "s", "5")
     replica = r.replay()  # its clock is far past both times: effects decide, not the clock
     assert replica.execute("DEBUG", "DIGEST") == r.digest()
+
+
+def test_restore_with_a_ttl(r):
+    r("XADD", "s", "1-1", "f", "v")
+    payload = r("DUMP", "s")
+    reply, effects = r.effects("RESTORE", "t", "5000", payload)
+    assert (reply, effects[1]) == ("OK", [b"PEXPIREAT", b"t", b"%d" % (NOW + 5000)])
+    assert r("PTTL", "t") == 5000
+    assert r("RESTORE", "u", "1", payload, "ABSTTL") == "OK"  # already expired: nothing made
+    assert r("EXISTS", "u") == 0
+    r("SET", "str", "v")
+    assert r.err("RESTORE", "str", "0", payload) == "BUSYKEY Target key name already exists."
+    assert r("RESTORE", "str", "0", payload, "REPLACE") == "OK"
+    assert r("TYPE", "str") == "stream"
+    r.assert_replays()
