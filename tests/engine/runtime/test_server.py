@@ -1110,3 +1110,22 @@ def test_disconnected_client_is_freed_without_the_collector(served, pending):
         _wait_for(lambda: client() is None, timeout=2)
     finally:
         gc.enable()
+
+
+def test_the_active_expiry_cycle_runs_on_a_timer() -> None:
+    """A key nobody touches again still goes once expired: the server's timer runs the engine's
+    active cycle, which logs the DEL."""
+    engine = Engine()
+    records: list[Any] = []
+    engine.add_sink(records.append)
+    handle = start_server(engine)
+    try:
+        with RespClient(handle.host, handle.port, timeout=TIMEOUT) as client:
+            assert client.execute("SET", "k", "v", "PX", "30") == "OK"
+            deadline = time.monotonic() + 5
+            while engine.strings[0] and time.monotonic() < deadline:
+                time.sleep(0.05)
+            assert not engine.strings[0] and not engine.expires[0]
+            assert records[-1].effects == [[b"DEL", b"k"]]
+    finally:
+        handle.stop()
