@@ -4,10 +4,10 @@ A redis-server sends its replicas, and writes to its AOF, the same RESP commands
 streamkeep does with them:
 - applied through the engine, as a client's commands (so they are logged to this node's AOF and
   reach its own replicas): the writes streamkeep implements (the stream commands, DEL, UNLINK,
-  RENAME, FLUSHDB, FLUSHALL, RESTORE of a stream);
+  RENAME, FLUSHDB, FLUSHALL, RESTORE of a stream, the string and TTL commands);
 - handled here: SELECT (the session's database), MULTI ... EXEC (one engine transaction: one
   record, all or nothing), PING and REPLCONF (nothing to apply);
-- skipped: every other command (another type's, EXPIRE: streamkeep keys do not expire), counted
+- skipped: every other command (another type's: lists, hashes, sets, sorted sets), counted
   by name and never silently;
 - the offset the applied commands reach: a transaction counts once its EXEC is applied, as
   Redis's replicas count it, so a link lost inside one resumes before its MULTI;

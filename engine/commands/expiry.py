@@ -54,7 +54,8 @@ if TYPE_CHECKING:
     from streamkeep.engine.model.stream import Stream
     from streamkeep.engine.runtime.core import EngineCore
 
-ACTIVE_EXPIRE_SAMPLE = 20  # keys looked at per database per cycle (Redis's default effort)
+ACTIVE_EXPIRE_SAMPLE = 20  # keys looked at per round (Redis's default effort)
+ACTIVE_EXPIRE_ROUNDS = 16  # at most, per database and cycle
 
 
 # --- the shared keyspace helpers -------------------------------------------------------------------
@@ -117,8 +118,9 @@ def live_keys(ctx: Ctx) -> list[bytes]:
 
 def already_expired(ctx: Ctx, when: int) -> bool:
     """checkAlreadyExpired: an absolute time reached deletes the key rather than set it (never
-    while replaying: the effects logged the DEL themselves)."""
-    return when <= ctx.now and not ctx.replaying
+    while replaying: the effects logged the DEL themselves; nor for a redis-server primary's
+    commands: a replica keeps the TTL and waits for the primary's DEL, as Redis's does)."""
+    return when <= ctx.now and not ctx.replaying and not ctx.session.from_primary
 
 
 def expire_named_keys(ctx: Ctx, argv: Sequence[bytes]) -> None:
@@ -130,14 +132,28 @@ def expire_named_keys(ctx: Ctx, argv: Sequence[bytes]) -> None:
             ctx.emit(del_effect([arg]))
 
 
-def active_expire(ctx: Ctx, sample: int = ACTIVE_EXPIRE_SAMPLE) -> int:
-    """One pass of the active cycle over the selected database: up to `sample` keys with a TTL
-    looked at (oldest TTLs first, dict order), the expired ones deleted with their DELs logged.
-    Returns how many were deleted."""
+def active_expire(ctx: Ctx, sample: int = ACTIVE_EXPIRE_SAMPLE,
+                  rounds: int = ACTIVE_EXPIRE_ROUNDS) -> int:
+    """The active cycle over the selected database: `sample` keys with a TTL looked at per
+    round, the expired ones deleted and logged (one DEL for the whole pass); another round
+    while more than a quarter of a sample had expired (Redis's activeExpireCycle keeps going
+    the same way), up to `rounds`. Keys looked at and still live move to the back of
+    `expires`, so round after round every TTL gets looked at (dict order is not state: the
+    digest and the snapshot sort keys). Returns how many keys were deleted."""
     expires, now = ctx.expires, ctx.now
-    due = [key for key, when in islice(expires.items(), sample) if now > when]
-    for key in due:
-        delete_key(ctx, key)
+    due: list[bytes] = []
+    for _round in range(rounds):
+        found = 0
+        for key, when in list(islice(expires.items(), sample)):
+            if now > when:
+                delete_key(ctx, key)
+                due.append(key)
+                found += 1
+            else:
+                del expires[key]
+                expires[key] = when
+        if found * 4 <= sample:
+            break
     if due:
         ctx.emit(del_effect(due))
     return len(due)

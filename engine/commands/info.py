@@ -280,9 +280,12 @@ def _info_cluster(engine: EngineCore) -> Fields:
 
 def _info_keyspace(engine: EngineCore) -> Fields:
     budget = engine.config["backlog-memory"]
-    return [(f"db{i}", f"keys={len(db)},expires=0,avg_ttl=0,subexpiry=0"
-                       + (_keyspace_entries(db) if budget else ""))
-            for i, db in enumerate(engine.dbs) if db]
+    # avg_ttl stays 0: Redis's is an estimate its active cycle samples, not state.
+    return [(f"db{i}", f"keys={len(db) + len(strings)},expires={len(expires)},avg_ttl=0,"
+                       f"subexpiry=0" + (_keyspace_entries(db) if budget else ""))
+            for i, (db, strings, expires)
+            in enumerate(zip(engine.dbs, engine.strings, engine.expires, strict=True))
+            if db or strings]
 
 
 def _keyspace_entries(db: dict) -> str:

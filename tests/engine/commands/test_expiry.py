@@ -186,3 +186,19 @@ def test_restore_with_a_ttl(r):
     assert r("RESTORE", "str", "0", payload, "REPLACE") == "OK"
     assert r("TYPE", "str") == "stream"
     r.assert_replays()
+
+
+def test_active_cycle_reaches_keys_behind_long_lived_ones(r):
+    for i in range(30):
+        r("SET", f"long{i}", "v", "EX", "1000")
+    r("SET", "short", "v", "PX", "1")
+    r.clock.now += 2
+    assert r.engine.active_expire_cycle() == 0  # the first 20 looked at, all live
+    assert r.engine.active_expire_cycle() == 1  # then the rest: the short one goes
+    assert r("EXISTS", "short") == 0
+    for i in range(100):
+        r("SET", f"brief{i}", "v", "PX", "1")
+    r.clock.now += 2
+    # Past the 30 long-lived keys, round after round while most of a sample has expired.
+    assert sum(r.engine.active_expire_cycle() for _ in range(3)) == 100
+    r.assert_replays()

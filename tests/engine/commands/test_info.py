@@ -151,3 +151,14 @@ def test_info_matches_redis_shape(redis_raw: RespClient, sk: RespClient) -> None
                            ("stats", "total_commands_processed"), ("replication", "role"),
                            ("replication", "master_replid"), ("cpu", "used_cpu_sys")):
         assert field in redis_fields[section] and field in our_fields[section], field
+
+
+def test_info_keyspace_counts_strings_and_ttls() -> None:
+    e = Engine()
+    e.execute("SET", "a", "1", "EX", "10")
+    e.execute("XADD", "s", "*", "f", "v")
+    e.execute("SELECT", "3")
+    e.execute("SET", "b", "1")
+    lines = bytes(e.execute("INFO", "keyspace")).decode().split("\r\n")
+    assert "db0:keys=2,expires=1,avg_ttl=0,subexpiry=0" in lines
+    assert "db3:keys=1,expires=0,avg_ttl=0,subexpiry=0" in lines
