@@ -187,3 +187,25 @@ def test_a_replica_with_a_budget_keeps_its_backlog_cold(primary: ServerHandle,
         p.execute("XADD", "s", "3001-1", "f", "last")
         wait_for(lambda: synced(primary, r))
         assert r.digest() == p.digest()
+
+
+def test_a_replica_gets_strings_ttls_and_the_primarys_expiries(primary: ServerHandle,
+                                                                tmp_path: Path) -> None:
+    """Strings and TTLs through a full sync (the snapshot's keys table) and then the stream of
+    records; a key expired by the primary's active cycle goes on the replica by the DEL it
+    logged, never by the replica's own clock."""
+    p = primary.engine
+    p.execute("SET", "before-sync", "v", "EX", "1000")
+    p.execute("XADD", "s", "1-1", "f", "v")
+    p.execute("PEXPIRE", "s", "100000")
+    assert p.datadir is not None and p.datadir.compact(wait=True) is not None
+    with Engine.open(str(tmp_path / "replica"), replicaof=("127.0.0.1", primary.port)) as r:
+        wait_for(lambda: synced(primary, r))
+        assert r.execute("TTL", "before-sync") == 1000
+        p.execute("SET", "brief", "v", "PX", "50")
+        p.execute("INCRBYFLOAT", "n", "0.1")
+        wait_for(lambda: r.execute("GET", "n") == b"0.1")
+        assert r.execute("GET", "brief") == b"v"
+        wait_for(lambda: p.execute("EXISTS", "brief") == 0)  # expired on the primary: a DEL
+        wait_for(lambda: synced(primary, r))
+        assert r.execute("EXISTS", "brief") == 0
