@@ -24,8 +24,15 @@ Expiry is deterministic for replay, replicas and snapshots because only effects 
   even when the command then fails). An argument that is not a key but names an expired one
   deletes it too: harmless, since an expired key is already invisible to everyone. A read-only
   replica never deletes (its primary's DELs arrive as effects), as in Redis.
-- Active expiry: `active_expire` deletes a sample of expired keys from a database and logs
-  their `DEL`s, like Redis's activeExpireCycle; the engine runs it on a timer.
+- Active expiry: `active_expire` looks at a sample of the keys with a TTL, deletes the expired
+  ones and logs their `DEL`s, round after round while many were expired, like Redis's
+  activeExpireCycle (the sample rotates through `expires` instead of being random);
+  `EngineCore.active_expire_cycle` runs it over every database, and the server calls that ten
+  times a second.
+- A redis-server primary's commands (replication.redis_commands) never delete on their own
+  either: a past TTL is kept until the primary's DEL, as on a Redis replica.
+- Snapshots store string values and every TTL (snapshot.layout's `keys` table), so a state
+  loaded from one expires exactly as the one written.
 - Relative times become absolute in effects: `EXPIRE k 10` logs `PEXPIREAT k <now + 10000>`,
   `SET k v EX 10` logs `SET k v PXAT <ms>` (Redis propagates the same way), a time already
   past logs `DEL k`. Replay (`ReplayCtx`) applies those effects and never expires anything on
@@ -33,8 +40,8 @@ Expiry is deterministic for replay, replicas and snapshots because only effects 
 - KEYS and SCAN skip expired keys without deleting them (a read with no effect); DBSIZE counts
   them until they are deleted, as Redis's dictSize does.
 
-Owns these commands' parsing, replies and effects, and the helpers (`key_type`, `delete_key`,
-`live_keys`, `expire_named_keys`, `active_expire`). Must not touch: stream internals, the
+Owns these commands' parsing, replies and effects, and the helpers (`key_type`, `stream_at`,
+`delete_key`, `live_keys`, `expire_named_keys`, `active_expire`). Must not touch: stream internals, the
 command table beyond its declarations, I/O.
 """
 
