@@ -55,6 +55,7 @@ else:
 
 TYPE_STREAM = {9: 15, 10: 19, 11: 21, 12: 21, 13: 26}  # RDB version -> stream type it writes
 STREAM_TYPES = (15, 19, 21, 26)
+TYPE_STRING = 0
 MAX_VERSION = 13
 _U64 = (1 << 64) - 1
 _INVALID_ENTRIES_READ = -1
@@ -608,6 +609,24 @@ def dump_payload(s: Stream, version: int) -> bytes:
     return body + struct.pack("<Q", crc64(body))
 
 
+def dump_string_payload(value: bytes, version: int) -> bytes:
+    """DUMP's reply for a string: the value raw or as an integer, as Redis writes it (Redis
+    also LZF-compresses a value over 20 bytes when that saves space: its payload for such a
+    value differs from this one, and both load the same)."""
+    return payload_from(TYPE_STRING, encode_string(value), version)
+
+
+def load_string_payload(payload: bytes) -> bytes:
+    """The string in a DUMP payload whose footer was checked (RdbError: bad data format)."""
+    r = Reader(payload[:-10])
+    if r.byte() != TYPE_STRING:
+        raise RdbError("not a string")
+    value = r.string()
+    if r.pos != len(r.data):
+        raise RdbError("data after the string")
+    return value
+
+
 def check_payload(payload: bytes, max_version: int) -> None:
     """Redis's verifyDumpPayload: RdbError unless the footer and checksum are right."""
     if len(payload) < 10:
@@ -637,6 +656,6 @@ def load_payload(payload: bytes, into: Stream | None = None) -> Stream:
 
 
 __all__ = ["RdbError", "RdbKey", "payload_from", "key_text", "rdb_version", "read_rdb", "check_payload",
-           "crc64", "decode_node", "dump_payload", "listpack", "listpack_items", "load_payload",
+           "crc64", "decode_node", "dump_payload", "dump_string_payload", "load_string_payload", "listpack", "listpack_items", "load_payload",
            "lp_element", "lzf_decompress", "node_listpack", "read_rdb_prefix", "read_stream",
            "write_rdb", "write_stream"]

@@ -28,6 +28,7 @@ from streamkeep.engine.model.effects import (
     pexpireat_effect,
     rename_effect,
     restore_effect,
+    set_effect,
 )
 from streamkeep.engine.model.ids import parse_u64
 from streamkeep.engine.model.stream import new_stream
@@ -550,14 +551,14 @@ _RDB_TYPE_NAMES = {0: "string", 1: "list", 2: "set", 3: "sorted set", 4: "hash",
          summary="Returns a serialized representation of the value stored at a key.",
          syntax="key")
 def dump(ctx: Ctx, argv: Argv) -> bytes | None:
-    from streamkeep.snapshot.rdb import dump_payload
+    from streamkeep.snapshot.rdb import dump_payload, dump_string_payload
 
+    version = int(ctx.engine.config["dump-rdb-version"])
     s = ctx.db.get(argv[1])
     if s is None:
-        if argv[1] in ctx.strings:  # (a string's RDB payload is not written yet)
-            raise ReplyError("ERR streamkeep cannot DUMP a string key yet")
-        return None
-    return dump_payload(s, int(ctx.engine.config["dump-rdb-version"]))
+        value = ctx.strings.get(argv[1])
+        return None if value is None else dump_string_payload(value, version)
+    return dump_payload(s, version)
 
 
 def _restore_options(argv: Argv) -> tuple[bool, bool]:
@@ -596,6 +597,7 @@ def _restore_options(argv: Argv) -> tuple[bool, bool]:
 def restore(ctx: Ctx, argv: Argv) -> str:
     from streamkeep.snapshot.rdb import (
         MAX_VERSION,
+        TYPE_STRING,
         RdbError,
         check_payload,
         load_payload,
@@ -615,10 +617,12 @@ def restore(ctx: Ctx, argv: Argv) -> str:
     except RdbError:
         raise ReplyError(_RESTORE_BAD_PAYLOAD) from None
     kind = payload_type(payload)
-    if kind in _RDB_TYPE_NAMES:
-        raise ReplyError(f"ERR streamkeep stores streams only: the payload holds a "
-                         f"{_RDB_TYPE_NAMES[kind]} (RDB type {kind})")
     when = (ttl if absttl else ctx.now + ttl) if ttl else None
+    if kind == TYPE_STRING:
+        return _restore_string(ctx, key, payload, when, replace)
+    if kind in _RDB_TYPE_NAMES:
+        raise ReplyError(f"ERR streamkeep stores streams and strings only: the payload holds "
+                         f"a {_RDB_TYPE_NAMES[kind]} (RDB type {kind})")
     if when is not None and already_expired(ctx, when):  # already expired: nothing made
         if replace and delete_key(ctx, key):
             ctx.emit(del_effect([key]))
@@ -636,3 +640,25 @@ def restore(ctx: Ctx, argv: Argv) -> str:
         ctx.emit(pexpireat_effect(key, when))
     return "OK"
 
+
+def _restore_string(ctx: Ctx, key: bytes, payload: bytes, when: int | None,
+                    replace: bool) -> str:
+    """RESTORE of a string payload: loaded first, then Redis's expiry check; logged as the
+    SET it amounts to (`SET key value [PXAT ms]`), or a DEL for a time already past."""
+    from streamkeep.snapshot.rdb import RdbError, load_string_payload
+
+    try:
+        value = load_string_payload(payload)
+    except RdbError:
+        raise ReplyError("ERR Bad data format") from None
+    if when is not None and already_expired(ctx, when):
+        if replace and delete_key(ctx, key):
+            ctx.emit(del_effect([key]))
+        return "OK"
+    delete_key(ctx, key)
+    ctx.strings[key] = value
+    if when is not None:
+        ctx.expires[key] = when
+    ctx.signal(key)
+    ctx.emit(set_effect(key, value, expires_at=when))
+    return "OK"

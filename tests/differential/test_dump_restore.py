@@ -125,9 +125,9 @@ def test_restore_errors_are_redis_lines(redis_client, engine) -> None:
 
 def test_other_types_are_refused_clearly_ttls_kept(redis_client, engine) -> None:
     redis_client.flushall()
-    redis_client.set("str", "hello")
-    with pytest.raises(ReplyError, match="streams only: the payload holds a string"):
-        engine.execute("RESTORE", "k", "0", redis_client.dump("str"))
+    redis_client.hset("h", "f", "v")
+    with pytest.raises(ReplyError, match="streams and strings only: the payload holds a hash"):
+        engine.execute("RESTORE", "k", "0", redis_client.dump("h"))
     redis_client.xadd("s", {"f": "v"}, id="1-1")
     payload = redis_client.dump("s")
     assert engine.execute("RESTORE", "k", "100000", payload) == "OK"  # a TTL, as Redis

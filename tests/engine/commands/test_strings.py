@@ -4,8 +4,11 @@ The replies are checked against redis-server in tests/differential/test_diff_str
 
 from __future__ import annotations
 
+import struct
+
 import pytest
 
+from streamkeep.snapshot.rdb import crc64
 from tests.support.effects_util import Recorded
 
 WRONGTYPE = "WRONGTYPE Operation against a key holding the wrong kind of value"
@@ -158,4 +161,19 @@ def test_set_overwrites_a_stream(r):
     r("EXPIRE", "s", "100")
     assert r("SET", "s", "v", "KEEPTTL") == "OK"
     assert (r("TYPE", "s"), r("TTL", "s")) == ("string", 100)
+    r.assert_replays()
+
+
+def test_dump_restore_of_a_string_logs_the_set(r):
+    r("SET", "k", "hello")
+    payload = r("DUMP", "k")
+    assert r.effects("RESTORE", "k2", "5000", payload) == (
+        "OK", [[b"SET", b"k2", b"hello", b"PXAT", b"%d" % (NOW + 5000)]])
+    assert r.effects("RESTORE", "k3", "0", payload) == ("OK", [[b"SET", b"k3", b"hello"]])
+    assert r.err("RESTORE", "k3", "0", payload) == "BUSYKEY Target key name already exists."
+    assert r.effects("RESTORE", "k3", "1", payload, "ABSTTL", "REPLACE") == (
+        "OK", [[b"DEL", b"k3"]])
+    broken = payload[:1] + b"\x3f" + payload[2:-8]  # a length past the end, checksum redone
+    broken += struct.pack("<Q", crc64(broken))
+    assert r.err("RESTORE", "k4", "0", broken) == "ERR Bad data format"
     r.assert_replays()
