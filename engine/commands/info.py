@@ -222,8 +222,8 @@ def _info_stats(engine: EngineCore) -> Fields:
         ("expired_keys", 0),
         ("evicted_keys", 0),
         ("evicted_clients", 0),
-        ("pubsub_channels", 0),
-        ("pubsub_patterns", 0),
+        ("pubsub_channels", len(engine.pubsub.channels)),
+        ("pubsub_patterns", engine.pubsub.numpat()),
         ("total_forks", engine.datadir.status().saves if engine.datadir is not None else 0),
         ("total_error_replies", engine.stats.total_error_replies),
     ]

@@ -28,11 +28,12 @@ from typing import TYPE_CHECKING, Any
 
 from streamkeep.engine.exec.blocking import Waiter
 from streamkeep.engine.exec.context import Later
+from streamkeep.engine.exec.pubsub import SUBSCRIBED_CONTEXT_COMMANDS, Subscriber
 from streamkeep.engine.exec.settings import ConfigError
 from streamkeep.engine.exec.transactions import end_transaction
 from streamkeep.engine.runtime.limits import DescriptorLimitError, adjust_open_files_limit
 from streamkeep.engine.wire.errors import ProtocolError, ReplyError
-from streamkeep.engine.wire.reply import NO_REPLY, NULL_ARRAY
+from streamkeep.engine.wire.reply import NO_REPLY, NULL_ARRAY, Push
 from streamkeep.engine.wire.reply_encoder import OutputLimitReached, ReplyBuffer, write_reply
 from streamkeep.engine.wire.request_parser import QueryBufferLimit, RequestParser
 
@@ -122,6 +123,9 @@ class Client(asyncio.Protocol):
         self.exempt = 0  # a reply bigger than the hard limit, let through: see _check_output_limit
         self.timers: list[asyncio.TimerHandle] = []
         self.link: Any = None  # a replica's connection after PSYNC: its sender (replication)
+        # Its Pub/Sub subscriptions; messages published to them are queued as replies.
+        self.subscriber = self.session.subscriber = Subscriber(self._deliver)
+        self.push_flush_due = False
 
     # --- asyncio.Protocol ------------------------------------------------------------------
 
@@ -240,6 +244,12 @@ class Client(asyncio.Protocol):
             # Redis checks them), so that the refusal is counted in INFO's statistics.
             self.reply(self.engine.refuse_unauthenticated(self.session, tuple(argv)))
             return
+        if (self.protocol == 2 and self.subscriber.count()
+                and argv[0].lower() not in SUBSCRIBED_CONTEXT_COMMANDS):
+            # A RESP2 subscriber's replies and messages share one stream: Redis lets it run
+            # only the commands whose replies look like messages.
+            self.reply(self.engine.refuse_subscribed(self.session, tuple(argv)))
+            return
         # The collector waits until the reply is encoded and dropped: a reply of a million
         # entries is a million lists, which collections (a full one among them) would
         # otherwise walk, only for them to be freed right after.
@@ -296,7 +306,7 @@ class Client(asyncio.Protocol):
         """How big the output queued until the next flush may grow (NO_LIMIT if unlimited):
         what the hard limit leaves after the transport's pending bytes, but never less than
         proto-max-bulk-len plus framing, so that any value the server accepted can be read."""
-        hard = self.server.output_limit[0]
+        hard = self.output_limit()[0]
         if not hard:
             return NO_LIMIT
         pending = self.transport.get_write_buffer_size() if self.transport is not None else 0
@@ -356,6 +366,28 @@ class Client(asyncio.Protocol):
             prev = end
         rebuilt += out[prev:]
         self.out = rebuilt
+
+    # --- Pub/Sub messages ----------------------------------------------------------------------
+
+    def _deliver(self, push: Push) -> None:
+        """A message or confirmation for this connection (engine lock held, any thread): queued
+        in command order on the loop thread, handed to the loop from any other."""
+        if threading.get_ident() == self.server.loop_thread:
+            self._push(push)
+        else:
+            self.server.loop.call_soon_threadsafe(self._push, push)
+
+    def _push(self, push: Push) -> None:
+        if self.closed:
+            return
+        self.reply(push)
+        if not self.push_flush_due:  # one flush for every message of this loop pass
+            self.push_flush_due = True
+            self.server.loop.call_soon(self._flush_pushes)
+
+    def _flush_pushes(self) -> None:
+        self.push_flush_due = False
+        self.flush()  # the output limits are checked here: a slow subscriber is cut off
 
     # --- blocked reads and deferred replies --------------------------------------------------
 
@@ -446,7 +478,7 @@ class Client(asyncio.Protocol):
         big reply: the encoding stopped anything bigger than proto-max-bulk-len plus framing)
         was let through: until the output drains below the limit again, the limits apply to
         what is queued on top of it (`exempt`)."""
-        hard, soft, soft_seconds = self.server.output_limit
+        hard, soft, soft_seconds = self.output_limit()
         if not self.authenticated:
             # Before AUTH a client gets only short errors; one that sends and never reads must
             # not make the server buffer its replies without bound (the limits default to none).
@@ -469,6 +501,13 @@ class Client(asyncio.Protocol):
                 self._output_exceeded(size)
         else:
             self.soft_limit_since = None
+
+    def output_limit(self) -> tuple[int, int, int]:
+        """(hard, soft, soft seconds) of this client's class: `pubsub` while it has a
+        subscription (Redis's getClientType), else `normal`; 0 means no limit."""
+        if self.subscriber.count():
+            return self.engine.config["client-output-buffer-limit"]["pubsub"]
+        return self.server.output_limit
 
     def _output_exceeded(self, size: int) -> None:
         log.warning("Client id=%d addr=%s closed for overcoming of output buffer limits "
@@ -502,6 +541,7 @@ class Client(asyncio.Protocol):
             self.engine.cancel_wait(waiter, None)
         with self.engine.lock:
             end_transaction(self.engine, self.session)
+            self.engine.pubsub.drop(self.subscriber)
         if self.link is not None:
             self.link.detached()
             self.link = None
@@ -521,6 +561,7 @@ class Client(asyncio.Protocol):
         session.client = None
         session.ctx = None
         self._wake = _ignore_wake
+        self.subscriber.deliver = _ignore_push
 
     # --- what CLIENT LIST / INFO read ------------------------------------------------------
 
@@ -530,13 +571,15 @@ class Client(asyncio.Protocol):
         flags = "S" if self.link is not None else ""
         flags += "b" if self.waiting is not None else ""
         flags += "x" if session.multi is not None else ""
+        flags += "P" if self.subscriber.count() else ""
         flags = flags or "N"
         return [
             ("id", str(self.id)), ("addr", self.addr), ("laddr", self.laddr),
             ("fd", str(self.fd)), ("name", session.name.decode("utf-8", "replace")),
             ("age", str(int(now - self.created))),
             ("idle", str(int(now - self.last_interaction))),
-            ("flags", flags), ("db", str(session.db)), ("sub", "0"), ("psub", "0"),
+            ("flags", flags), ("db", str(session.db)), ("sub", str(len(self.subscriber.channels))),
+            ("psub", str(len(self.subscriber.patterns))),
             ("ssub", "0"), ("multi", str(-1 if session.multi is None else len(session.multi))),
             ("qbuf", str(self.parser.pending_bytes())), ("qbuf-free", "0"),
             ("argv-mem", "0"), ("multi-mem", "0"), ("rbs", "0"), ("rbp", "0"),
@@ -556,6 +599,10 @@ class Client(asyncio.Protocol):
 
 def _ignore_wake(waiter: Waiter) -> None:
     """A released client's wake-up: nothing to wake (its bound method would keep it alive)."""
+
+
+def _ignore_push(push: Push) -> None:
+    """A released client's message callback: nothing to deliver to."""
 
 
 def set_keepalive(sock: socket.socket, interval: int) -> None:

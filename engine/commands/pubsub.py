@@ -1,0 +1,139 @@
+"""Pub/Sub commands: SUBSCRIBE, UNSUBSCRIBE, PSUBSCRIBE, PUNSUBSCRIBE, PUBLISH and PUBSUB
+CHANNELS / NUMSUB / NUMPAT / HELP.
+
+Owns these commands' argument handling and replies. The subscriptions are the engine's
+registry (`ctx.engine.pubsub`, engine.exec.pubsub) and the calling session's subscriber
+(`ctx.session.subscriber`: the server gives each connection one, `Engine.subscribe` its own
+session one). The (un)subscribe commands reply through the subscriber, one confirmation per
+channel as Redis does, and return NO_REPLY (inside EXEC: see `_change`). None of them emits an effect: Pub/Sub is not
+logged, persisted or replayed. Must not touch: the keyspace, sockets.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from streamkeep.engine.commands.keyspace import stringmatchlen
+from streamkeep.engine.exec.context import Ctx
+from streamkeep.engine.exec.pubsub import Subscriber, subscribe_all, unsubscribe_all
+from streamkeep.engine.exec.table import (
+    NO_KEYS,
+    Argv,
+    command,
+    container,
+    help_subcommand,
+    subcommand,
+)
+from streamkeep.engine.wire.errors import ReplyError, subcommand_syntax
+from streamkeep.engine.wire.reply import NO_REPLY, Push
+
+NO_SUBSCRIBER = ("ERR {} needs a connection that can receive messages: on an embedded engine "
+                 "use Engine.subscribe")
+HELP_LINES = [
+    "CHANNELS [<pattern>]",
+    "    Return the currently active channels matching a <pattern> (default: '*').",
+    "NUMPAT",
+    "    Return number of subscriptions to patterns.",
+    "NUMSUB [<channel> ...]",
+    "    Return the number of subscribers for the specified channels, excluding",
+    "    pattern subscriptions(default: no channels).",
+]
+
+
+def glob_match(pattern: bytes, channel: bytes) -> bool:
+    """Pattern subscriptions and PUBSUB CHANNELS match as KEYS does (case-sensitive)."""
+    return stringmatchlen(pattern, channel)
+
+
+def _subscriber(ctx: Ctx, argv: Argv) -> Subscriber:
+    sub = ctx.session.subscriber
+    if sub is None:
+        raise ReplyError(NO_SUBSCRIBER.format(argv[0].decode("utf-8", "replace").upper()))
+    return sub
+
+
+def _change(ctx: Ctx, argv: Argv, change: Callable[..., None], patterns: bool) -> Any:
+    """Run a (un)subscribe `change`, its confirmations delivered to the subscriber as they
+    come, in command order with its other replies. Inside EXEC the first confirmation is the
+    command's reply instead (the array's element, as in Redis) and any others follow it."""
+    sub = _subscriber(ctx, argv)
+    registry = ctx.engine.pubsub
+    if not ctx.in_multi:
+        change(registry, sub, argv[1:], patterns, sub.deliver)
+        return NO_REPLY
+    confirmations: list[Push] = []
+    change(registry, sub, argv[1:], patterns, confirmations.append)
+    for extra in confirmations[1:]:
+        sub.deliver(extra)
+    return confirmations[0]
+
+
+@command("subscribe", -2, "pubsub noscript loading stale", keys=NO_KEYS, group="pubsub",
+         since="2.0.0", summary="Listens for messages published to channels.",
+         syntax="channel [channel ...]")
+def subscribe(ctx: Ctx, argv: Argv) -> Any:
+    return _change(ctx, argv, subscribe_all, patterns=False)
+
+
+@command("psubscribe", -2, "pubsub noscript loading stale", keys=NO_KEYS, group="pubsub",
+         since="2.0.0",
+         summary="Listens for messages published to channels that match one or more patterns.",
+         syntax="pattern [pattern ...]")
+def psubscribe(ctx: Ctx, argv: Argv) -> Any:
+    return _change(ctx, argv, subscribe_all, patterns=True)
+
+
+@command("unsubscribe", -1, "pubsub noscript loading stale", keys=NO_KEYS, group="pubsub",
+         since="2.0.0", summary="Stops listening to messages posted to channels.",
+         syntax="[channel [channel ...]]")
+def unsubscribe(ctx: Ctx, argv: Argv) -> Any:
+    return _change(ctx, argv, unsubscribe_all, patterns=False)
+
+
+@command("punsubscribe", -1, "pubsub noscript loading stale", keys=NO_KEYS, group="pubsub",
+         since="2.0.0",
+         summary="Stops listening to messages published to channels that match one or more "
+                 "patterns.",
+         syntax="[pattern [pattern ...]]")
+def punsubscribe(ctx: Ctx, argv: Argv) -> Any:
+    return _change(ctx, argv, unsubscribe_all, patterns=True)
+
+
+@command("publish", 3, "pubsub loading stale fast may_replicate", keys=NO_KEYS,
+         group="pubsub", since="2.0.0", summary="Posts a message to a channel.",
+         syntax="channel message")
+def publish(ctx: Ctx, argv: Argv) -> int:
+    return ctx.engine.pubsub.publish(argv[1], argv[2])
+
+
+PUBSUB = container("pubsub", "A container for Pub/Sub commands.", group="pubsub",
+                   since="2.8.0")
+
+
+@subcommand(PUBSUB, "channels", -2, "pubsub loading stale", keys=NO_KEYS, since="2.8.0",
+            summary="Returns the active channels.", syntax="[pattern]")
+def pubsub_channels(ctx: Ctx, argv: Argv) -> list[bytes]:
+    if len(argv) > 3:
+        raise subcommand_syntax(argv)
+    return ctx.engine.pubsub.active_channels(argv[2] if len(argv) == 3 else None)
+
+
+@subcommand(PUBSUB, "numsub", -2, "pubsub loading stale", keys=NO_KEYS, since="2.8.0",
+            summary="Returns a count of subscribers to channels.",
+            syntax="[channel [channel ...]]")
+def pubsub_numsub(ctx: Ctx, argv: Argv) -> list[Any]:
+    registry = ctx.engine.pubsub
+    reply: list[Any] = []
+    for channel in argv[2:]:
+        reply += [channel, registry.numsub(channel)]
+    return reply
+
+
+@subcommand(PUBSUB, "numpat", 2, "pubsub loading stale", keys=NO_KEYS, since="2.8.0",
+            summary="Returns a count of unique pattern subscriptions.")
+def pubsub_numpat(ctx: Ctx, argv: Argv) -> int:
+    return ctx.engine.pubsub.numpat()
+
+
+help_subcommand(PUBSUB, HELP_LINES, since="6.2.0")

@@ -1,0 +1,247 @@
+"""Pub/Sub's engine state: which subscribers listen on which channels and patterns, and the
+delivery of a published message to each of them.
+
+Owns `PubSub` (the registry: one per engine, changed only under the engine lock), `Subscriber`
+(one connection's subscriptions and the callback its messages go through), the messages' shapes
+as Redis sends them (`message`, `pmessage`, the subscribe and unsubscribe confirmations, as
+`Push` values: RESP3 `>`, plain arrays in RESP2), Redis's refusal of other commands while a
+RESP2 connection is subscribed, and `Subscription`, the embedded API's subscriber (a thread of
+the same process reads its messages with `get_message`). Nothing here is persisted or logged:
+Pub/Sub is not part of the keyspace. Must not touch: sockets (a network subscriber's callback
+belongs to the server's connection and must not block), the command table, the keyspace.
+"""
+
+from __future__ import annotations
+
+import queue
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any
+
+from streamkeep.engine.wire.reply import Push
+
+if TYPE_CHECKING:
+    from streamkeep.engine.runtime.core import EngineCore, Session
+
+Deliver = Callable[[Push], None]
+Matcher = Callable[[bytes, bytes], bool]  # (pattern, channel): Redis's glob match
+
+# What a subscribed RESP2 connection may still run (Redis's processCommand).
+SUBSCRIBED_CONTEXT_COMMANDS = frozenset({
+    b"subscribe", b"ssubscribe", b"unsubscribe", b"sunsubscribe", b"psubscribe",
+    b"punsubscribe", b"ping", b"quit", b"reset",
+})
+
+
+def subscribed_context_error(command_name: str) -> str:
+    """Redis's refusal of `command_name` (its full name: "get", "config|get") on a subscribed
+    RESP2 connection."""
+    return (f"ERR Can't execute '{command_name}': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / "
+            "PING / QUIT / RESET are allowed in this context")
+
+
+def in_resp2_subscribed(session: Session) -> bool:
+    """A RESP2 connection with a subscription: Redis restricts its commands and answers its
+    PING as a message (`session.client` is the server's connection; None when embedded)."""
+    sub = session.subscriber
+    client = session.client
+    return (sub is not None and client is not None and client.protocol == 2
+            and sub.count() > 0)
+
+
+class Subscriber:
+    """One connection's channels and patterns, in subscription order, and `deliver`, which
+    takes each message and confirmation meant for it. `deliver` is called under the engine lock,
+    from whichever thread ran the command: it must only queue the message."""
+
+    __slots__ = ("channels", "patterns", "deliver", "__weakref__")
+
+    def __init__(self, deliver: Deliver) -> None:
+        self.channels: dict[bytes, None] = {}
+        self.patterns: dict[bytes, None] = {}
+        self.deliver = deliver
+
+    def count(self) -> int:
+        """The count Redis's confirmations carry: channels plus patterns."""
+        return len(self.channels) + len(self.patterns)
+
+
+class PubSub:
+    """The registry: channel -> its subscribers, pattern -> its subscribers (both in
+    subscription order). A channel or pattern with no subscriber left is removed, so CHANNELS
+    and NUMPAT count only live ones, as Redis does."""
+
+    def __init__(self, match: Matcher) -> None:
+        self.match = match
+        self.channels: dict[bytes, dict[Subscriber, None]] = {}
+        self.patterns: dict[bytes, dict[Subscriber, None]] = {}
+
+    # --- subscriptions ----------------------------------------------------------------------
+
+    def subscribe(self, sub: Subscriber, channel: bytes) -> None:
+        self.channels.setdefault(channel, {})[sub] = None
+        sub.channels[channel] = None
+
+    def psubscribe(self, sub: Subscriber, pattern: bytes) -> None:
+        self.patterns.setdefault(pattern, {})[sub] = None
+        sub.patterns[pattern] = None
+
+    def unsubscribe(self, sub: Subscriber, channel: bytes) -> None:
+        _remove(self.channels, channel, sub)
+        sub.channels.pop(channel, None)
+
+    def punsubscribe(self, sub: Subscriber, pattern: bytes) -> None:
+        _remove(self.patterns, pattern, sub)
+        sub.patterns.pop(pattern, None)
+
+    def drop(self, sub: Subscriber) -> None:
+        """Every subscription of `sub` ended, with no confirmation (a closed connection, RESET)."""
+        for channel in list(sub.channels):
+            self.unsubscribe(sub, channel)
+        for pattern in list(sub.patterns):
+            self.punsubscribe(sub, pattern)
+
+    # --- publishing -------------------------------------------------------------------------
+
+    def publish(self, channel: bytes, message: bytes) -> int:
+        """Deliver `message` to the channel's subscribers, then to each pattern subscription
+        that matches it (a subscriber of both gets it twice, as in Redis); how many
+        deliveries (PUBLISH's reply)."""
+        receivers = 0
+        subscribers = self.channels.get(channel)
+        if subscribers:
+            push = Push([b"message", channel, message])
+            for sub in list(subscribers):
+                sub.deliver(push)
+            receivers += len(subscribers)
+        for pattern, subscribers in list(self.patterns.items()):
+            if self.match(pattern, channel):
+                push = Push([b"pmessage", pattern, channel, message])
+                for sub in list(subscribers):
+                    sub.deliver(push)
+                receivers += len(subscribers)
+        return receivers
+
+    # --- PUBSUB's introspection -------------------------------------------------------------
+
+    def active_channels(self, pattern: bytes | None = None) -> list[bytes]:
+        return [channel for channel in self.channels
+                if pattern is None or self.match(pattern, channel)]
+
+    def numsub(self, channel: bytes) -> int:
+        return len(self.channels.get(channel, ()))
+
+    def numpat(self) -> int:
+        """Distinct patterns with a subscriber (not pattern subscriptions)."""
+        return len(self.patterns)
+
+
+def _remove(index: dict[bytes, dict[Subscriber, None]], name: bytes, sub: Subscriber) -> None:
+    subscribers = index.get(name)
+    if subscribers is None:
+        return
+    subscribers.pop(sub, None)
+    if not subscribers:
+        del index[name]
+
+
+# --- the replies: one confirmation per name, in argument order, each through `deliver` -------
+
+
+def subscribe_all(registry: PubSub, sub: Subscriber, names: Iterable[bytes],
+                  patterns: bool, deliver: Deliver) -> None:
+    """SUBSCRIBE / PSUBSCRIBE: each name subscribed and confirmed (again, if already)."""
+    add = registry.psubscribe if patterns else registry.subscribe
+    kind = b"psubscribe" if patterns else b"subscribe"
+    for name in names:
+        add(sub, name)
+        deliver(Push([kind, name, sub.count()]))
+
+
+def unsubscribe_all(registry: PubSub, sub: Subscriber, names: Iterable[bytes],
+                    patterns: bool, deliver: Deliver) -> None:
+    """UNSUBSCRIBE / PUNSUBSCRIBE: the names given, or with none every current one; with none
+    given and none subscribed, one confirmation naming no channel (Redis's null)."""
+    remove = registry.punsubscribe if patterns else registry.unsubscribe
+    kind = b"punsubscribe" if patterns else b"unsubscribe"
+    current = sub.patterns if patterns else sub.channels
+    names = list(names) or list(current)
+    if not names:
+        deliver(Push([kind, None, sub.count()]))
+        return
+    for name in names:
+        remove(sub, name)
+        deliver(Push([kind, name, sub.count()]))
+
+
+# --- the embedded API -----------------------------------------------------------------------
+
+
+class Subscription:
+    """A subscriber in the same process (`Engine.subscribe`): its own session running SUBSCRIBE
+    and the like through the engine, its messages queued for `get_message`, as redis-py's
+    `PubSub` gives them (dicts with type, pattern, channel, data; the confirmations too)."""
+
+    def __init__(self, engine: EngineCore, session: Session) -> None:
+        self.engine = engine
+        self.session = session
+        self.messages: queue.SimpleQueue[Push] = queue.SimpleQueue()
+        self.subscriber = Subscriber(self.messages.put)
+        session.subscriber = self.subscriber
+        self.closed = False
+
+    def subscribe(self, *channels: bytes | str) -> None:
+        self._run(b"SUBSCRIBE", channels)
+
+    def psubscribe(self, *patterns: bytes | str) -> None:
+        self._run(b"PSUBSCRIBE", patterns)
+
+    def unsubscribe(self, *channels: bytes | str) -> None:
+        self._run(b"UNSUBSCRIBE", channels)
+
+    def punsubscribe(self, *patterns: bytes | str) -> None:
+        self._run(b"PUNSUBSCRIBE", patterns)
+
+    def _run(self, name: bytes, args: tuple[bytes | str, ...]) -> None:
+        if self.closed:
+            raise ValueError("the subscription is closed")
+        argv = (name, *(a.encode() if isinstance(a, str) else a for a in args))
+        self.engine.execute_raw(self.session, argv)
+
+    def get_message(self, timeout: float | None = 0.0) -> dict[str, Any] | None:
+        """The next message or confirmation, waiting up to `timeout` seconds (None: until one
+        comes); None if there is none by then."""
+        try:
+            if timeout is not None and timeout <= 0:
+                push = self.messages.get_nowait()
+            else:
+                push = self.messages.get(timeout=timeout)
+        except queue.Empty:
+            return None
+        return message_dict(push)
+
+    def close(self) -> None:
+        """Every subscription ended; messages already queued stay readable."""
+        if self.closed:
+            return
+        self.closed = True
+        with self.engine.lock:
+            self.engine.pubsub.drop(self.subscriber)
+
+    def __enter__(self) -> Subscription:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def message_dict(push: Push) -> dict[str, Any]:
+    """A message or confirmation as redis-py's PubSub.get_message returns it (bytes kept)."""
+    items = push.items
+    kind = items[0].decode()
+    if kind == "pmessage":
+        return {"type": kind, "pattern": items[1], "channel": items[2], "data": items[3]}
+    return {"type": kind, "pattern": None, "channel": items[1], "data": items[2]}
+
+
+__all__ = ["SUBSCRIBED_CONTEXT_COMMANDS", "PubSub", "Subscriber", "Subscription",
+           "in_resp2_subscribed", "message_dict", "subscribe_all", "subscribed_context_error", "unsubscribe_all"]
