@@ -1110,3 +1110,103 @@ def test_disconnected_client_is_freed_without_the_collector(served, pending):
         _wait_for(lambda: client() is None, timeout=2)
     finally:
         gc.enable()
+
+
+# --- Pub/Sub ---------------------------------------------------------------------------------------
+
+
+def test_pubsub_with_redis_py_across_connections(served):
+    subscriber_client = redis.Redis(host=served.host, port=served.port)
+    publisher = redis.Redis(host=served.host, port=served.port)
+    pubsub = subscriber_client.pubsub()
+    try:
+        pubsub.subscribe("orders")
+        pubsub.psubscribe("ord*")
+        assert [pubsub.get_message(timeout=TIMEOUT)["type"] for _ in range(2)] == [
+            "subscribe", "psubscribe"]
+        assert publisher.publish("orders", "o1") == 2
+        first = pubsub.get_message(timeout=TIMEOUT)
+        second = pubsub.get_message(timeout=TIMEOUT)
+        assert (first["type"], first["channel"], first["data"]) == ("message", b"orders", b"o1")
+        assert (second["type"], second["pattern"]) == ("pmessage", b"ord*")
+        assert publisher.pubsub_numsub("orders") == [(b"orders", 1)]
+        assert publisher.pubsub_numpat() == 1
+        pubsub.punsubscribe()
+        assert pubsub.get_message(timeout=TIMEOUT)["type"] == "punsubscribe"
+        assert publisher.publish("orders", "o2") == 1
+    finally:
+        pubsub.close()
+        subscriber_client.close()
+        publisher.close()
+    # A closed connection's subscriptions end with it.
+    with RespClient(served.host, served.port, timeout=TIMEOUT) as c:
+        wait_until(lambda: c.execute("PUBSUB", "NUMSUB", "orders") == [b"orders", 0],
+                   what="the subscription dropped")
+
+
+def test_pubsub_resp3_with_redis_py(served):
+    client = redis.Redis(host=served.host, port=served.port, protocol=3)
+    pubsub = client.pubsub()
+    try:
+        pubsub.subscribe("c")
+        assert pubsub.get_message(timeout=TIMEOUT)["type"] == "subscribe"
+        assert client.publish("c", "hello") == 1
+        message = pubsub.get_message(timeout=TIMEOUT)
+        assert (message["type"], message["data"]) == ("message", b"hello")
+    finally:
+        pubsub.close()
+        client.close()
+
+
+def test_a_subscribed_resp2_connection_runs_only_pubsub_commands(served):
+    replies = raw_session(served, ("SUBSCRIBE", "a"), ("XLEN", "s"), ("NOSUCH",), ("PING",),
+                          ("PING", "x"), ("XADD", "s"), ("UNSUBSCRIBE",), ("PING",), protocol=2)
+    assert replies[1:] == [
+        b"*3\r\n$9\r\nsubscribe\r\n$1\r\na\r\n:1\r\n",
+        b"-ERR Can't execute 'xlen': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / "
+        b"RESET are allowed in this context\r\n",
+        b"-ERR unknown command 'NOSUCH', with args beginning with: \r\n",
+        b"*2\r\n$4\r\npong\r\n$0\r\n\r\n",
+        b"*2\r\n$4\r\npong\r\n$1\r\nx\r\n",
+        b"-ERR wrong number of arguments for 'xadd' command\r\n",
+        b"*3\r\n$11\r\nunsubscribe\r\n$1\r\na\r\n:0\r\n",
+        b"+PONG\r\n",
+    ]
+    stats = served.engine.execute("INFO", "commandstats").decode()
+    assert "cmdstat_xlen:calls=0,usec=0,usec_per_call=0.00,rejected_calls=1" in stats
+
+
+def test_messages_cross_between_embedded_and_network_subscribers(served):
+    engine = served.engine
+    with engine.subscribe("from-wire") as embedded, \
+            RespClient(served.host, served.port, timeout=TIMEOUT) as net:
+        net.send("SUBSCRIBE", "from-thread")
+        assert net.read() == [b"subscribe", b"from-thread", 1]
+        embedded.get_message()
+        # PUBLISH from another thread: the network subscriber's delivery goes through the loop.
+        assert engine.execute("PUBLISH", "from-thread", "t") == 1
+        assert net.read() == [b"message", b"from-thread", b"t"]
+        with RespClient(served.host, served.port, timeout=TIMEOUT) as publisher:
+            assert publisher.execute("PUBLISH", "from-wire", "w") == 1
+        assert embedded.get_message(timeout=TIMEOUT)["data"] == b"w"  # type: ignore[index]
+        assert engine.execute("CLIENT", "LIST", "TYPE", "pubsub").count(b"flags=P") == 1
+
+
+def test_a_subscriber_that_stops_reading_is_cut_at_the_pubsub_limit(served, connect, caplog):
+    other = connect(timeout=2)
+    config_set(other, "client-output-buffer-limit", "pubsub 256kb 0 0")
+    sock = raw_socket(served, rcvbuf=4096)
+    try:
+        sock.sendall(encode_command("SUBSCRIBE", "flood"))
+        wait_until(lambda: other.execute("PUBSUB", "NUMSUB", "flood") == [b"flood", 1],
+                   what="the subscriber")
+        payload = "m" * 10_000
+        deadline = time.monotonic() + TIMEOUT
+        while other.execute("PUBSUB", "NUMSUB", "flood") == [b"flood", 1]:
+            other.execute("PUBLISH", "flood", payload)
+            assert time.monotonic() < deadline, "the slow subscriber was not disconnected"
+    finally:
+        sock.close()
+    wait_until(lambda: any("closed for overcoming of output buffer limits" in r.getMessage()
+                           for r in caplog.records), what="the log line")
+    assert other.execute("PING") == "PONG"
