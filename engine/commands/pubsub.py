@@ -69,14 +69,14 @@ def _change(ctx: Ctx, argv: Argv, change: Callable[..., None], patterns: bool) -
     return confirmations[0]
 
 
-@command("subscribe", -2, "pubsub noscript loading stale", keys=NO_KEYS, group="pubsub",
+@command("subscribe", -2, "pubsub noscript loading stale sentinel", keys=NO_KEYS, group="pubsub",
          since="2.0.0", summary="Listens for messages published to channels.",
          syntax="channel [channel ...]")
 def subscribe(ctx: Ctx, argv: Argv) -> Any:
     return _change(ctx, argv, subscribe_all, patterns=False)
 
 
-@command("psubscribe", -2, "pubsub noscript loading stale", keys=NO_KEYS, group="pubsub",
+@command("psubscribe", -2, "pubsub noscript loading stale sentinel", keys=NO_KEYS, group="pubsub",
          since="2.0.0",
          summary="Listens for messages published to channels that match one or more patterns.",
          syntax="pattern [pattern ...]")
@@ -84,14 +84,14 @@ def psubscribe(ctx: Ctx, argv: Argv) -> Any:
     return _change(ctx, argv, subscribe_all, patterns=True)
 
 
-@command("unsubscribe", -1, "pubsub noscript loading stale", keys=NO_KEYS, group="pubsub",
+@command("unsubscribe", -1, "pubsub noscript loading stale sentinel", keys=NO_KEYS, group="pubsub",
          since="2.0.0", summary="Stops listening to messages posted to channels.",
          syntax="[channel [channel ...]]")
 def unsubscribe(ctx: Ctx, argv: Argv) -> Any:
     return _change(ctx, argv, unsubscribe_all, patterns=False)
 
 
-@command("punsubscribe", -1, "pubsub noscript loading stale", keys=NO_KEYS, group="pubsub",
+@command("punsubscribe", -1, "pubsub noscript loading stale sentinel", keys=NO_KEYS, group="pubsub",
          since="2.0.0",
          summary="Stops listening to messages published to channels that match one or more "
                  "patterns.",
@@ -100,7 +100,7 @@ def punsubscribe(ctx: Ctx, argv: Argv) -> Any:
     return _change(ctx, argv, unsubscribe_all, patterns=True)
 
 
-@command("publish", 3, "pubsub loading stale fast may_replicate", keys=NO_KEYS,
+@command("publish", 3, "pubsub loading stale fast may_replicate sentinel", keys=NO_KEYS,
          group="pubsub", since="2.0.0", summary="Posts a message to a channel.",
          syntax="channel message")
 def publish(ctx: Ctx, argv: Argv) -> int:
