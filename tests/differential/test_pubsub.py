@@ -13,7 +13,7 @@ from typing import Any
 
 import redis
 
-from tests.support.resp_client import encode_command
+from tests.support.resp_client import encode_command, read_raw_reply
 
 CONNECTIONS = 3
 # Every connection answers PING, whatever its mode: sent after each step, its reply marks the
@@ -71,25 +71,10 @@ SCRIPT: list[tuple[int, tuple[str, ...]]] = [
 ]
 
 
-def read_value(f: Any) -> bytes:
-    """One complete RESP2/RESP3 value, as the exact bytes sent."""
-    line = f.readline()
-    assert line.endswith(b"\r\n"), line
-    kind = line[:1]
-    if kind in (b"$", b"=", b"!"):
-        n = int(line[1:-2])
-        return line if n < 0 else line + f.read(n + 2)
-    if kind in (b"*", b"~", b">", b"%"):
-        n = int(line[1:-2])
-        n = 2 * n if kind == b"%" else n
-        return line + b"".join(read_value(f) for _ in range(max(n, 0)))
-    return line
-
-
 def read_to_ping(f: Any) -> list[bytes]:
     values = []
     while True:
-        value = read_value(f)
+        value = read_raw_reply(f)
         values.append(value)
         if value in PING_REPLIES:
             return values
@@ -120,12 +105,12 @@ def transcript(target: Any) -> list[tuple[str, list[list[bytes]]]]:
             for i, (other, g) in enumerate(conns):
                 if i == index and argv[0] == "QUIT":
                     closed.add(i)
-                    received.append([read_value(g), g.read()])  # +OK, then the end
+                    received.append([read_raw_reply(g), g.read()])  # +OK, then the end
                     continue
                 if i in closed:
                     continue
                 if i in in_multi:
-                    received.append([read_value(g)] if i == index else [])
+                    received.append([read_raw_reply(g)] if i == index else [])
                     continue
                 other.sendall(encode_command("PING"))
                 values = read_to_ping(g)

@@ -37,7 +37,13 @@ from tests.support.diffutil import (
     without_idmp_fields_cli,
     without_idmp_fields_resp,
 )
-from tests.support.resp_client import RespClient, RespError, client_factory, encode_command
+from tests.support.resp_client import (
+    RespClient,
+    RespError,
+    client_factory,
+    encode_command,
+    read_raw_reply,
+)
 from tests.support.server_util import ServerHandle, read_until_closed, start_server
 
 TIMEOUT = 10.0
@@ -69,21 +75,6 @@ def exchange_until_closed(target: Any, payload: bytes) -> bytes:
     with raw_socket(target) as sock:
         sock.sendall(payload)
         return read_until_closed(sock)
-
-
-def read_raw_reply(f: Any) -> bytes:
-    """One complete RESP2/RESP3 reply, as the exact bytes the server sent."""
-    line = f.readline()
-    assert line.endswith(b"\r\n"), line
-    kind = line[:1]
-    if kind in (b"$", b"=", b"!"):
-        n = int(line[1:-2])
-        return line if n < 0 else line + f.read(n + 2)
-    if kind in (b"*", b"~", b">", b"%"):
-        n = int(line[1:-2])
-        n = 2 * n if kind == b"%" else n
-        return line + b"".join(read_raw_reply(f) for _ in range(max(n, 0)))
-    return line
 
 
 def raw_session(target: Any, *commands: tuple[Any, ...], protocol: int = 3) -> list[bytes]:
