@@ -198,7 +198,7 @@ def _type_of(client: Any) -> str:
     if getattr(client, "link", None) is not None:
         return "replica"
     subscriber = getattr(client, "subscriber", None)
-    return "pubsub" if subscriber is not None and subscriber.count() else "normal"
+    return "pubsub" if subscriber is not None and subscriber.total() else "normal"
 
 
 def _on_off(argv: Argv) -> str:

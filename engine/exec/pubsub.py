@@ -1,10 +1,11 @@
 """Pub/Sub's engine state: which subscribers listen on which channels and patterns, and the
 delivery of a published message to each of them.
 
-Owns `PubSub` (the registry: one per engine, changed only under the engine lock), `Subscriber`
-(one connection's subscriptions and the callback its messages go through), the messages' shapes
-as Redis sends them (`message`, `pmessage`, the subscribe and unsubscribe confirmations, as
-`Push` values: RESP3 `>`, plain arrays in RESP2), Redis's refusal of other commands while a
+Owns `PubSub` (the registry: one per engine, changed only under the engine lock, of channels,
+patterns and shard channels: `Kind`), `Subscriber` (one connection's subscriptions and the
+callback its messages go through), the messages' shapes as Redis sends them (`message`,
+`pmessage`, `smessage`, the subscribe and unsubscribe confirmations, as `Push` values: RESP3
+`>`, plain arrays in RESP2), Redis's refusal of other commands while a
 RESP2 connection is subscribed, and `Subscription`, the embedded API's subscriber (a thread of
 the same process reads its messages with `get_message`). Nothing here is persisted or logged:
 Pub/Sub is not part of the keyspace. Must not touch: sockets (a network subscriber's callback
@@ -45,60 +46,100 @@ def in_resp2_subscribed(session: Session) -> bool:
     sub = session.subscriber
     client = session.client
     return (sub is not None and client is not None and client.protocol == 2
-            and sub.count() > 0)
+            and sub.total() > 0)
+
+
+class Kind:
+    """One of the three subscription spaces: its name on both `PubSub` and `Subscriber` (the
+    attribute holding it), its confirmations' and messages' words. Shard channels are Redis 7's
+    sharded Pub/Sub, a space of their own in a server without cluster."""
+
+    __slots__ = ("attr", "subscribe", "unsubscribe", "message", "shard")
+
+    def __init__(self, attr: str, subscribe: bytes, unsubscribe: bytes, message: bytes) -> None:
+        self.attr = attr
+        self.subscribe = subscribe
+        self.unsubscribe = unsubscribe
+        self.message = message
+        self.shard = attr == "shard_channels"
+
+
+CHANNELS = Kind("channels", b"subscribe", b"unsubscribe", b"message")
+PATTERNS = Kind("patterns", b"psubscribe", b"punsubscribe", b"pmessage")
+SHARD_CHANNELS = Kind("shard_channels", b"ssubscribe", b"sunsubscribe", b"smessage")
+KINDS = (CHANNELS, PATTERNS, SHARD_CHANNELS)
 
 
 class Subscriber:
-    """One connection's channels and patterns, in subscription order, and `deliver`, which
-    takes each message and confirmation meant for it. `deliver` is called under the engine lock,
-    from whichever thread ran the command: it must only queue the message."""
+    """One connection's channels, patterns and shard channels, in subscription order, and
+    `deliver`, which takes each message and confirmation meant for it. `deliver` is called under
+    the engine lock, from whichever thread ran the command: it must only queue the message."""
 
-    __slots__ = ("channels", "patterns", "deliver", "__weakref__")
+    __slots__ = ("channels", "patterns", "shard_channels", "deliver", "__weakref__")
 
     def __init__(self, deliver: Deliver) -> None:
         self.channels: dict[bytes, None] = {}
         self.patterns: dict[bytes, None] = {}
+        self.shard_channels: dict[bytes, None] = {}
         self.deliver = deliver
 
-    def count(self) -> int:
-        """The count Redis's confirmations carry: channels plus patterns."""
+    def count(self, kind: Kind = CHANNELS) -> int:
+        """The count a confirmation of `kind` carries (Redis's clientSubscriptionsCount:
+        channels plus patterns; for shard channels, those alone)."""
+        if kind.shard:
+            return len(self.shard_channels)
         return len(self.channels) + len(self.patterns)
+
+    def total(self) -> int:
+        """Every subscription: while it is not 0 the connection is a subscriber (Redis's
+        CLIENT_PUBSUB: the RESP2 gate, the pubsub output-limit class)."""
+        return len(self.channels) + len(self.patterns) + len(self.shard_channels)
 
 
 class PubSub:
-    """The registry: channel -> its subscribers, pattern -> its subscribers (both in
-    subscription order). A channel or pattern with no subscriber left is removed, so CHANNELS
-    and NUMPAT count only live ones, as Redis does."""
+    """The registry: for each kind, name -> its subscribers (in subscription order). A name
+    with no subscriber left is removed, so CHANNELS and NUMPAT count only live ones, as Redis
+    does."""
 
     def __init__(self, match: Matcher) -> None:
         self.match = match
         self.channels: dict[bytes, dict[Subscriber, None]] = {}
         self.patterns: dict[bytes, dict[Subscriber, None]] = {}
+        self.shard_channels: dict[bytes, dict[Subscriber, None]] = {}
 
     # --- subscriptions ----------------------------------------------------------------------
 
+    def add(self, sub: Subscriber, kind: Kind, name: bytes) -> None:
+        index: dict[bytes, dict[Subscriber, None]] = getattr(self, kind.attr)
+        index.setdefault(name, {})[sub] = None
+        getattr(sub, kind.attr)[name] = None
+
+    def remove(self, sub: Subscriber, kind: Kind, name: bytes) -> None:
+        index: dict[bytes, dict[Subscriber, None]] = getattr(self, kind.attr)
+        subscribers = index.get(name)
+        if subscribers is not None:
+            subscribers.pop(sub, None)
+            if not subscribers:
+                del index[name]
+        getattr(sub, kind.attr).pop(name, None)
+
     def subscribe(self, sub: Subscriber, channel: bytes) -> None:
-        self.channels.setdefault(channel, {})[sub] = None
-        sub.channels[channel] = None
+        self.add(sub, CHANNELS, channel)
 
     def psubscribe(self, sub: Subscriber, pattern: bytes) -> None:
-        self.patterns.setdefault(pattern, {})[sub] = None
-        sub.patterns[pattern] = None
+        self.add(sub, PATTERNS, pattern)
 
     def unsubscribe(self, sub: Subscriber, channel: bytes) -> None:
-        _remove(self.channels, channel, sub)
-        sub.channels.pop(channel, None)
+        self.remove(sub, CHANNELS, channel)
 
     def punsubscribe(self, sub: Subscriber, pattern: bytes) -> None:
-        _remove(self.patterns, pattern, sub)
-        sub.patterns.pop(pattern, None)
+        self.remove(sub, PATTERNS, pattern)
 
     def drop(self, sub: Subscriber) -> None:
         """Every subscription of `sub` ended, with no confirmation (a closed connection, RESET)."""
-        for channel in list(sub.channels):
-            self.unsubscribe(sub, channel)
-        for pattern in list(sub.patterns):
-            self.punsubscribe(sub, pattern)
+        for kind in KINDS:
+            for name in list(getattr(sub, kind.attr)):
+                self.remove(sub, kind, name)
 
     # --- publishing -------------------------------------------------------------------------
 
@@ -106,71 +147,63 @@ class PubSub:
         """Deliver `message` to the channel's subscribers, then to each pattern subscription
         that matches it (a subscriber of both gets it twice, as in Redis); how many
         deliveries (PUBLISH's reply)."""
-        receivers = 0
-        subscribers = self.channels.get(channel)
-        if subscribers:
-            push = Push([b"message", channel, message])
-            for sub in list(subscribers):
-                sub.deliver(push)
-            receivers += len(subscribers)
+        receivers = _deliver_all(self.channels.get(channel),
+                                 Push([b"message", channel, message]))
         for pattern, subscribers in list(self.patterns.items()):
             if self.match(pattern, channel):
-                push = Push([b"pmessage", pattern, channel, message])
-                for sub in list(subscribers):
-                    sub.deliver(push)
-                receivers += len(subscribers)
+                receivers += _deliver_all(subscribers,
+                                          Push([b"pmessage", pattern, channel, message]))
         return receivers
+
+    def spublish(self, channel: bytes, message: bytes) -> int:
+        """SPUBLISH: the shard channel's subscribers only (patterns never see shard messages)."""
+        return _deliver_all(self.shard_channels.get(channel),
+                            Push([b"smessage", channel, message]))
 
     # --- PUBSUB's introspection -------------------------------------------------------------
 
-    def active_channels(self, pattern: bytes | None = None) -> list[bytes]:
-        return [channel for channel in self.channels
-                if pattern is None or self.match(pattern, channel)]
+    def active_channels(self, pattern: bytes | None = None, kind: Kind = CHANNELS) -> list[bytes]:
+        index: dict[bytes, dict[Subscriber, None]] = getattr(self, kind.attr)
+        return [channel for channel in index if pattern is None or self.match(pattern, channel)]
 
-    def numsub(self, channel: bytes) -> int:
-        return len(self.channels.get(channel, ()))
+    def numsub(self, channel: bytes, kind: Kind = CHANNELS) -> int:
+        return len(getattr(self, kind.attr).get(channel, ()))
 
     def numpat(self) -> int:
         """Distinct patterns with a subscriber (not pattern subscriptions)."""
         return len(self.patterns)
 
 
-def _remove(index: dict[bytes, dict[Subscriber, None]], name: bytes, sub: Subscriber) -> None:
-    subscribers = index.get(name)
-    if subscribers is None:
-        return
-    subscribers.pop(sub, None)
+def _deliver_all(subscribers: dict[Subscriber, None] | None, push: Push) -> int:
     if not subscribers:
-        del index[name]
+        return 0
+    for sub in list(subscribers):
+        sub.deliver(push)
+    return len(subscribers)
 
 
 # --- the replies: one confirmation per name, in argument order, each through `deliver` -------
 
 
-def subscribe_all(registry: PubSub, sub: Subscriber, names: Iterable[bytes],
-                  patterns: bool, deliver: Deliver) -> None:
-    """SUBSCRIBE / PSUBSCRIBE: each name subscribed and confirmed (again, if already)."""
-    add = registry.psubscribe if patterns else registry.subscribe
-    kind = b"psubscribe" if patterns else b"subscribe"
+def subscribe_all(registry: PubSub, sub: Subscriber, names: Iterable[bytes], kind: Kind,
+                  deliver: Deliver) -> None:
+    """(P|S)SUBSCRIBE: each name subscribed and confirmed (again, if already)."""
     for name in names:
-        add(sub, name)
-        deliver(Push([kind, name, sub.count()]))
+        registry.add(sub, kind, name)
+        deliver(Push([kind.subscribe, name, sub.count(kind)]))
 
 
-def unsubscribe_all(registry: PubSub, sub: Subscriber, names: Iterable[bytes],
-                    patterns: bool, deliver: Deliver) -> None:
-    """UNSUBSCRIBE / PUNSUBSCRIBE: the names given, or with none every current one; with none
-    given and none subscribed, one confirmation naming no channel (Redis's null)."""
-    remove = registry.punsubscribe if patterns else registry.unsubscribe
-    kind = b"punsubscribe" if patterns else b"unsubscribe"
-    current = sub.patterns if patterns else sub.channels
-    names = list(names) or list(current)
+def unsubscribe_all(registry: PubSub, sub: Subscriber, names: Iterable[bytes], kind: Kind,
+                    deliver: Deliver) -> None:
+    """(P|S)UNSUBSCRIBE: the names given, or with none every current one; with none given and
+    none subscribed, one confirmation naming no channel (Redis's null)."""
+    names = list(names) or list(getattr(sub, kind.attr))
     if not names:
-        deliver(Push([kind, None, sub.count()]))
+        deliver(Push([kind.unsubscribe, None, sub.count(kind)]))
         return
     for name in names:
-        remove(sub, name)
-        deliver(Push([kind, name, sub.count()]))
+        registry.remove(sub, kind, name)
+        deliver(Push([kind.unsubscribe, name, sub.count(kind)]))
 
 
 # --- the embedded API -----------------------------------------------------------------------
@@ -243,5 +276,6 @@ def message_dict(push: Push) -> dict[str, Any]:
     return {"type": kind, "pattern": None, "channel": items[1], "data": items[2]}
 
 
-__all__ = ["SUBSCRIBED_CONTEXT_COMMANDS", "PubSub", "Subscriber", "Subscription",
-           "in_resp2_subscribed", "message_dict", "subscribe_all", "subscribed_context_error", "unsubscribe_all"]
+__all__ = ["CHANNELS", "KINDS", "PATTERNS", "SHARD_CHANNELS", "SUBSCRIBED_CONTEXT_COMMANDS",
+           "Kind", "PubSub", "Subscriber", "Subscription", "in_resp2_subscribed", "message_dict",
+           "subscribe_all", "subscribed_context_error", "unsubscribe_all"]

@@ -244,7 +244,7 @@ class Client(asyncio.Protocol):
             # Redis checks them), so that the refusal is counted in INFO's statistics.
             self.reply(self.engine.refuse_unauthenticated(self.session, tuple(argv)))
             return
-        if (self.protocol == 2 and self.subscriber.count()
+        if (self.protocol == 2 and self.subscriber.total()
                 and argv[0].lower() not in SUBSCRIBED_CONTEXT_COMMANDS):
             # A RESP2 subscriber's replies and messages share one stream: Redis lets it run
             # only the commands whose replies look like messages.
@@ -505,7 +505,7 @@ class Client(asyncio.Protocol):
     def output_limit(self) -> tuple[int, int, int]:
         """(hard, soft, soft seconds) of this client's class: `pubsub` while it has a
         subscription (Redis's getClientType), else `normal`; 0 means no limit."""
-        if self.subscriber.count():
+        if self.subscriber.total():
             return self.engine.config["client-output-buffer-limit"]["pubsub"]
         return self.server.output_limit
 
@@ -571,7 +571,7 @@ class Client(asyncio.Protocol):
         flags = "S" if self.link is not None else ""
         flags += "b" if self.waiting is not None else ""
         flags += "x" if session.multi is not None else ""
-        flags += "P" if self.subscriber.count() else ""
+        flags += "P" if self.subscriber.total() else ""
         flags = flags or "N"
         return [
             ("id", str(self.id)), ("addr", self.addr), ("laddr", self.laddr),
@@ -580,7 +580,7 @@ class Client(asyncio.Protocol):
             ("idle", str(int(now - self.last_interaction))),
             ("flags", flags), ("db", str(session.db)), ("sub", str(len(self.subscriber.channels))),
             ("psub", str(len(self.subscriber.patterns))),
-            ("ssub", "0"), ("multi", str(-1 if session.multi is None else len(session.multi))),
+            ("ssub", str(len(self.subscriber.shard_channels))), ("multi", str(-1 if session.multi is None else len(session.multi))),
             ("qbuf", str(self.parser.pending_bytes())), ("qbuf-free", "0"),
             ("argv-mem", "0"), ("multi-mem", "0"), ("rbs", "0"), ("rbp", "0"),
             ("obl", str(len(self.out))), ("oll", str(len(self.held))),

@@ -1,7 +1,7 @@
 """Pub/Sub against a real redis-server, byte for byte over raw sockets (RESP2 and RESP3:
 confirmations, messages and pmessages, the subscribed RESP2 gate's error line, PING's reply in
-each mode, UNSUBSCRIBE with no channel, RESET, SUBSCRIBE inside EXEC, PUBSUB's replies and
-errors) and through redis-py's PubSub. Where Redis's order is its hash table's (several patterns
+each mode, UNSUBSCRIBE with no channel, RESET, SUBSCRIBE inside EXEC, sharded Pub/Sub, PUBSUB's
+replies and errors) and through redis-py's PubSub. Where Redis's order is its hash table's (several patterns
 matching one channel, PUBSUB CHANNELS), the scripts keep to one."""
 
 from __future__ import annotations
@@ -67,6 +67,23 @@ SCRIPT: list[tuple[int, tuple[str, ...]]] = [
     (0, ("SUBSCRIBE", "ps:m")),
     (0, ("EXEC",)),
     (1, ("PUBLISH", "ps:m", "after-exec")),
+    (0, ("UNSUBSCRIBE", "ps:m")),
+    (0, ("SSUBSCRIBE", "ps:s1", "ps:s2")),
+    (0, ("XLEN", "ps:s")),
+    (0, ("SUBSCRIBE", "ps:s1")),
+    (1, ("SPUBLISH", "ps:s1", "sharded")),
+    (1, ("PUBLISH", "ps:s1", "plain")),
+    (1, ("PUBSUB", "SHARDNUMSUB", "ps:s1", "ps:none")),
+    (1, ("PUBSUB", "SHARDCHANNELS", "ps:s2")),
+    (1, ("PUBSUB", "NUMSUB", "ps:s1")),
+    (0, ("SUNSUBSCRIBE", "ps:s2")),
+    (0, ("SUNSUBSCRIBE",)),
+    (0, ("SUNSUBSCRIBE",)),
+    (0, ("UNSUBSCRIBE",)),
+    (0, ("XLEN", "ps:s")),
+    (0, ("MULTI",)),
+    (0, ("SSUBSCRIBE", "ps:s3")),
+    (0, ("EXEC",)),
     (0, ("QUIT",)),
 ]
 

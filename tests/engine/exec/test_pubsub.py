@@ -11,6 +11,9 @@ import pytest
 from streamkeep import Engine
 from streamkeep.engine.commands.pubsub import glob_match
 from streamkeep.engine.exec.pubsub import (
+    CHANNELS,
+    PATTERNS,
+    SHARD_CHANNELS,
     PubSub,
     Subscriber,
     in_resp2_subscribed,
@@ -83,16 +86,16 @@ def test_unsubscribing_what_was_never_subscribed_is_harmless() -> None:
 def test_confirmations_carry_the_running_count_in_argument_order() -> None:
     registry = PubSub(glob_match)
     a, got = subscriber()
-    subscribe_all(registry, a, [b"x", b"y", b"x"], False, a.deliver)
-    subscribe_all(registry, a, [b"p*"], True, a.deliver)
+    subscribe_all(registry, a, [b"x", b"y", b"x"], CHANNELS, a.deliver)
+    subscribe_all(registry, a, [b"p*"], PATTERNS, a.deliver)
     assert got == [Push([b"subscribe", b"x", 1]), Push([b"subscribe", b"y", 2]),
                    Push([b"subscribe", b"x", 2]), Push([b"psubscribe", b"p*", 3])]
     got.clear()
-    unsubscribe_all(registry, a, [], False, a.deliver)  # none named: every channel
+    unsubscribe_all(registry, a, [], CHANNELS, a.deliver)  # none named: every channel
     assert got == [Push([b"unsubscribe", b"x", 2]), Push([b"unsubscribe", b"y", 1])]
     got.clear()
-    unsubscribe_all(registry, a, [], False, a.deliver)  # none left: one null confirmation
-    unsubscribe_all(registry, a, [b"zz"], True, a.deliver)
+    unsubscribe_all(registry, a, [], CHANNELS, a.deliver)  # none left: one null confirmation
+    unsubscribe_all(registry, a, [b"zz"], PATTERNS, a.deliver)
     assert got == [Push([b"unsubscribe", None, 1]), Push([b"punsubscribe", b"zz", 1])]
 
 
@@ -147,3 +150,23 @@ def test_embedded_subscription_reads_confirmations_then_messages() -> None:
     assert engine.execute("PUBSUB", "NUMPAT") == 0
     with pytest.raises(ValueError):
         sub.subscribe("again")
+
+
+def test_shard_channels_are_a_space_of_their_own() -> None:
+    registry = PubSub(glob_match)
+    a, got = subscriber()
+    subscribe_all(registry, a, [b"c"], CHANNELS, a.deliver)
+    subscribe_all(registry, a, [b"c", b"d"], SHARD_CHANNELS, a.deliver)
+    assert got[1:] == [Push([b"ssubscribe", b"c", 1]), Push([b"ssubscribe", b"d", 2])]
+    assert (a.count(), a.count(SHARD_CHANNELS), a.total()) == (1, 2, 3)
+    registry.psubscribe(a, b"*")
+    got.clear()
+    assert registry.spublish(b"c", b"m") == 1  # patterns never see shard messages
+    assert got == [Push([b"smessage", b"c", b"m"])]
+    assert registry.active_channels(kind=SHARD_CHANNELS) == [b"c", b"d"]
+    assert registry.numsub(b"d", SHARD_CHANNELS) == 1 and registry.numsub(b"d") == 0
+    got.clear()
+    unsubscribe_all(registry, a, [], SHARD_CHANNELS, a.deliver)
+    assert got == [Push([b"sunsubscribe", b"c", 1]), Push([b"sunsubscribe", b"d", 0])]
+    registry.drop(a)
+    assert a.total() == 0 and registry.channels == registry.patterns == {}
