@@ -1181,6 +1181,9 @@ def test_messages_cross_between_embedded_and_network_subscribers(served):
             assert publisher.execute("PUBLISH", "from-wire", "w") == 1
         assert embedded.get_message(timeout=TIMEOUT)["data"] == b"w"  # type: ignore[index]
         assert engine.execute("CLIENT", "LIST", "TYPE", "pubsub").count(b"flags=P") == 1
+        info = engine.execute("INFO").decode()
+        assert "pubsub_clients:1\r\n" in info  # the network one (the embedded one is no client)
+        assert "pubsub_channels:2\r\n" in info and "pubsubshard_channels:0\r\n" in info
 
 
 def test_a_subscriber_that_stops_reading_is_cut_at_the_pubsub_limit(served, connect, caplog):
