@@ -75,13 +75,15 @@ class Subscriber:
     `deliver`, which takes each message and confirmation meant for it. `deliver` is called under
     the engine lock, from whichever thread ran the command: it must only queue the message."""
 
-    __slots__ = ("channels", "patterns", "shard_channels", "deliver", "__weakref__")
+    __slots__ = ("channels", "patterns", "shard_channels", "deliver", "active", "__weakref__")
 
     def __init__(self, deliver: Deliver) -> None:
         self.channels: dict[bytes, None] = {}
         self.patterns: dict[bytes, None] = {}
         self.shard_channels: dict[bytes, None] = {}
         self.deliver = deliver
+        # total() > 0, kept by the registry: the server tests it before every command.
+        self.active = False
 
     def count(self, kind: Kind = CHANNELS) -> int:
         """The count a confirmation of `kind` carries (Redis's clientSubscriptionsCount:
@@ -113,6 +115,7 @@ class PubSub:
         index: dict[bytes, dict[Subscriber, None]] = getattr(self, kind.attr)
         index.setdefault(name, {})[sub] = None
         getattr(sub, kind.attr)[name] = None
+        sub.active = True
 
     def remove(self, sub: Subscriber, kind: Kind, name: bytes) -> None:
         index: dict[bytes, dict[Subscriber, None]] = getattr(self, kind.attr)
@@ -122,6 +125,7 @@ class PubSub:
             if not subscribers:
                 del index[name]
         getattr(sub, kind.attr).pop(name, None)
+        sub.active = sub.total() > 0
 
     def subscribe(self, sub: Subscriber, channel: bytes) -> None:
         self.add(sub, CHANNELS, channel)

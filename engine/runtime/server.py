@@ -244,7 +244,7 @@ class Client(asyncio.Protocol):
             # Redis checks them), so that the refusal is counted in INFO's statistics.
             self.reply(self.engine.refuse_unauthenticated(self.session, tuple(argv)))
             return
-        if (self.protocol == 2 and self.subscriber.total()
+        if (self.subscriber.active and self.protocol == 2
                 and argv[0].lower() not in SUBSCRIBED_CONTEXT_COMMANDS):
             # A RESP2 subscriber's replies and messages share one stream: Redis lets it run
             # only the commands whose replies look like messages.
@@ -375,7 +375,8 @@ class Client(asyncio.Protocol):
         if threading.get_ident() == self.server.loop_thread:
             self._push(push)
         else:
-            self.server.loop.call_soon_threadsafe(self._push, push)
+            with contextlib.suppress(RuntimeError):  # the loop has closed: nobody to deliver to
+                self.server.loop.call_soon_threadsafe(self._push, push)
 
     def _push(self, push: Push) -> None:
         if self.closed:

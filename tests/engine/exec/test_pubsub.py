@@ -170,3 +170,16 @@ def test_shard_channels_are_a_space_of_their_own() -> None:
     assert got == [Push([b"sunsubscribe", b"c", 1]), Push([b"sunsubscribe", b"d", 0])]
     registry.drop(a)
     assert a.total() == 0 and registry.channels == registry.patterns == {}
+
+
+def test_active_follows_the_subscriptions() -> None:
+    registry = PubSub(glob_match)
+    a, _ = subscriber()
+    assert not a.active
+    registry.add(a, SHARD_CHANNELS, b"s")
+    registry.psubscribe(a, b"p*")
+    assert a.active
+    registry.remove(a, SHARD_CHANNELS, b"s")
+    assert a.active
+    registry.drop(a)
+    assert not a.active
