@@ -1204,3 +1204,30 @@ def test_a_subscriber_that_stops_reading_is_cut_at_the_pubsub_limit(served, conn
     wait_until(lambda: any("closed for overcoming of output buffer limits" in r.getMessage()
                            for r in caplog.records), what="the log line")
     assert other.execute("PING") == "PONG"
+
+
+@pytest.mark.parametrize("protocol", [2, 3])
+def test_pubsub_with_redis_py_asyncio(served, protocol):
+    """The request/reply shape of asyncio stream frameworks: a reply channel subscribed, the
+    request sent with XADD, the answer PUBLISHed by another connection."""
+
+    async def scenario() -> Any:
+        client = redis.asyncio.Redis(host=served.host, port=served.port, protocol=protocol)
+        responder = redis.asyncio.Redis(host=served.host, port=served.port)
+        pubsub = client.pubsub()
+        try:
+            await pubsub.subscribe("reply:1")
+            assert (await pubsub.get_message(timeout=TIMEOUT))["type"] == "subscribe"
+            await client.xadd("requests", {"reply-to": "reply:1"})
+            request = await responder.xrange("requests")
+            channel = request[0][1][b"reply-to"]
+            assert await responder.publish(channel, "done") == 1
+            return await pubsub.get_message(ignore_subscribe_messages=True, timeout=TIMEOUT)
+        finally:
+            await pubsub.aclose()
+            await client.aclose()
+            await responder.aclose()
+
+    message = asyncio.run(scenario())
+    assert (message["type"], message["channel"], message["data"]) == (
+        "message", b"reply:1", b"done")
