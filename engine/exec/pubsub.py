@@ -15,9 +15,11 @@ belongs to the server's connection and must not block), the command table, the k
 from __future__ import annotations
 
 import queue
+import threading
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
+from streamkeep.engine.wire.errors import StreamkeepError
 from streamkeep.engine.wire.reply import Push
 
 if TYPE_CHECKING:
@@ -181,9 +183,10 @@ class PubSub:
 def _deliver_all(subscribers: dict[Subscriber, None] | None, push: Push) -> int:
     if not subscribers:
         return 0
-    for sub in list(subscribers):
+    receivers = list(subscribers)  # a delivery may end a subscription: it still counts
+    for sub in receivers:
         sub.deliver(push)
-    return len(subscribers)
+    return len(receivers)
 
 
 # --- the replies: one confirmation per name, in argument order, each through `deliver` -------
@@ -213,18 +216,49 @@ def unsubscribe_all(registry: PubSub, sub: Subscriber, names: Iterable[bytes], k
 # --- the embedded API -----------------------------------------------------------------------
 
 
+class SubscriptionOverflow(StreamkeepError):
+    """An embedded subscriber fell behind by more than its limit: its subscriptions ended, as a
+    network subscriber past `client-output-buffer-limit pubsub` is disconnected."""
+
+
 class Subscription:
     """A subscriber in the same process (`Engine.subscribe`): its own session running SUBSCRIBE
     and the like through the engine, its messages queued for `get_message`, as redis-py's
-    `PubSub` gives them (dicts with type, pattern, channel, data; the confirmations too)."""
+    `PubSub` gives them (dicts with type, pattern, channel, data; the confirmations too).
 
-    def __init__(self, engine: EngineCore, session: Session) -> None:
+    The unread messages are bounded like a network subscriber's output: past `limit_bytes` of
+    unread payload (default: the hard limit of `client-output-buffer-limit pubsub`; 0: none)
+    the subscriptions end, and once the queue is read `get_message` raises
+    SubscriptionOverflow, so a thread that stopped reading cannot grow the process without
+    bound."""
+
+    def __init__(self, engine: EngineCore, session: Session, limit_bytes: int | None = None
+                 ) -> None:
         self.engine = engine
         self.session = session
-        self.messages: queue.SimpleQueue[Push] = queue.SimpleQueue()
-        self.subscriber = Subscriber(self.messages.put)
+        self.messages: queue.SimpleQueue[tuple[Push, int]] = queue.SimpleQueue()
+        self.subscriber = Subscriber(self._enqueue)
         session.subscriber = self.subscriber
+        if limit_bytes is None:
+            limit_bytes = engine.config["client-output-buffer-limit"]["pubsub"][0]
+        self.limit_bytes = limit_bytes
+        self.pending_bytes = 0
+        self.pending_lock = threading.Lock()  # the reader's thread and the publishers' share it
+        self.overflowed = False
         self.closed = False
+
+    def _enqueue(self, push: Push) -> None:
+        """The subscriber's delivery (engine lock held): queue, or end past the limit."""
+        if self.overflowed:
+            return
+        size = sum(len(item) for item in push.items if type(item) is bytes)
+        with self.pending_lock:
+            self.pending_bytes += size
+            pending = self.pending_bytes
+        self.messages.put((push, size))
+        if self.limit_bytes and pending > self.limit_bytes:
+            self.overflowed = True
+            self.engine.pubsub.drop(self.subscriber)
 
     def subscribe(self, *channels: bytes | str) -> None:
         self._run(b"SUBSCRIBE", channels)
@@ -248,12 +282,18 @@ class Subscription:
         """The next message or confirmation, waiting up to `timeout` seconds (None: until one
         comes); None if there is none by then."""
         try:
-            if timeout is not None and timeout <= 0:
-                push = self.messages.get_nowait()
+            if self.overflowed or (timeout is not None and timeout <= 0):
+                push, size = self.messages.get_nowait()
             else:
-                push = self.messages.get(timeout=timeout)
+                push, size = self.messages.get(timeout=timeout)
         except queue.Empty:
+            if self.overflowed:
+                raise SubscriptionOverflow(
+                    f"the subscriber fell more than {self.limit_bytes} bytes behind; its "
+                    "subscriptions ended") from None
             return None
+        with self.pending_lock:
+            self.pending_bytes -= size
         return message_dict(push)
 
     def close(self) -> None:
@@ -281,5 +321,5 @@ def message_dict(push: Push) -> dict[str, Any]:
 
 
 __all__ = ["CHANNELS", "KINDS", "PATTERNS", "SHARD_CHANNELS", "SUBSCRIBED_CONTEXT_COMMANDS",
-           "Kind", "PubSub", "Subscriber", "Subscription", "in_resp2_subscribed", "message_dict",
+           "Kind", "PubSub", "Subscriber", "Subscription", "SubscriptionOverflow", "in_resp2_subscribed", "message_dict",
            "subscribe_all", "subscribed_context_error", "unsubscribe_all"]

@@ -239,18 +239,21 @@ class EngineCore:
         reply = self._execute(self.session, tuple(map(_to_bytes, args)), effects)
         return to_plain(reply), effects
 
-    def subscribe(self, *channels: bytes | str) -> Subscription:
+    def subscribe(self, *channels: bytes | str, limit_bytes: int | None = None
+                  ) -> Subscription:
         """A Pub/Sub subscriber for a thread of this process, subscribed to `channels` (none:
         call its subscribe/psubscribe later): read with `get_message(timeout)`, end with
-        `close()` (or `with`). Messages published over the wire reach it too."""
-        subscription = Subscription(self, Session())
+        `close()` (or `with`). Messages published over the wire reach it too. Its unread
+        messages are bounded by `limit_bytes` (see Subscription)."""
+        subscription = Subscription(self, Session(), limit_bytes)
         if channels:
             subscription.subscribe(*channels)
         return subscription
 
-    def psubscribe(self, *patterns: bytes | str) -> Subscription:
+    def psubscribe(self, *patterns: bytes | str, limit_bytes: int | None = None
+                   ) -> Subscription:
         """Like subscribe, to glob patterns (PSUBSCRIBE)."""
-        subscription = Subscription(self, Session())
+        subscription = Subscription(self, Session(), limit_bytes)
         if patterns:
             subscription.psubscribe(*patterns)
         return subscription

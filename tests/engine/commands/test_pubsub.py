@@ -56,7 +56,7 @@ def test_confirmations_go_to_the_subscriber_and_the_reply_is_empty() -> None:
     sub = engine.subscribe()
     reply = engine.execute_raw(sub.session, (b"SUBSCRIBE", b"a", b"b"))
     assert reply is NO_REPLY
-    assert [sub.messages.get_nowait() for _ in range(2)] == [
+    assert [sub.messages.get_nowait()[0] for _ in range(2)] == [
         Push([b"subscribe", b"a", 1]), Push([b"subscribe", b"b", 2])]
 
 

@@ -16,6 +16,7 @@ from streamkeep.engine.exec.pubsub import (
     SHARD_CHANNELS,
     PubSub,
     Subscriber,
+    SubscriptionOverflow,
     in_resp2_subscribed,
     message_dict,
     subscribe_all,
@@ -183,3 +184,25 @@ def test_active_follows_the_subscriptions() -> None:
     assert a.active
     registry.drop(a)
     assert not a.active
+
+
+def test_an_embedded_subscriber_that_falls_behind_is_ended() -> None:
+    engine = Engine()
+    sub = engine.subscribe("c", limit_bytes=1000)
+    sub.get_message()
+    for _ in range(3):
+        assert engine.execute("PUBLISH", "c", "x" * 400) == 1
+    assert engine.execute("PUBLISH", "c", "late") == 0  # its subscriptions ended at the third
+    assert [sub.get_message()["data"] for _ in range(3)] == [b"x" * 400] * 3  # type: ignore[index]
+    with pytest.raises(SubscriptionOverflow, match="more than 1000 bytes behind"):
+        sub.get_message(timeout=5)
+
+
+def test_reading_keeps_an_embedded_subscriber_within_its_limit() -> None:
+    engine = Engine()
+    sub = engine.subscribe("c", limit_bytes=1000)
+    for _ in range(20):
+        engine.execute("PUBLISH", "c", "x" * 400)
+        assert sub.get_message(timeout=1) is not None
+    assert sub.get_message()["data"] == b"x" * 400  # type: ignore[index]
+    assert not sub.overflowed and sub.pending_bytes == 0
