@@ -7,6 +7,8 @@ streamkeep does with them:
   RENAME, FLUSHDB, FLUSHALL, RESTORE of a stream);
 - handled here: SELECT (the session's database), MULTI ... EXEC (one engine transaction: one
   record, all or nothing), PING and REPLCONF (nothing to apply);
+- delivered, not logged: PUBLISH and SPUBLISH, which a redis-server propagates to its replicas
+  (never to its AOF) so that their subscribers get the message too;
 - skipped: every other command (another type's, EXPIRE: streamkeep keys do not expire), counted
   by name and never silently;
 - the offset the applied commands reach: a transaction counts once its EXEC is applied, as
@@ -37,6 +39,9 @@ log = logging.getLogger("streamkeep.replication")
 # Commands that change nothing streamkeep holds: not counted as skipped.
 _NOTHING_TO_APPLY = frozenset((b"ping", b"replconf"))
 _TRANSACTION = frozenset((b"multi", b"exec", b"discard"))
+# Not writes, but run as the primary's replicas run them: the message reaches this node's
+# subscribers (the engine logs nothing for them).
+_DELIVERED = frozenset((b"publish", b"spublish"))
 # Commands of any type's keys that streamkeep does not implement: skipped like the others, with
 # a warning the first time, since they may have touched a stream.
 _KEYSPACE_COMMANDS = frozenset((b"move", b"copy", b"swapdb"))
@@ -135,7 +140,7 @@ class RedisApplier:
     def _wanted(self, argv: list[bytes]) -> bool:
         """Whether argv is a write streamkeep applies; counted as skipped if not."""
         name = argv[0].lower()
-        if name == b"select":
+        if name == b"select" or name in _DELIVERED:
             return True
         if name in _NOTHING_TO_APPLY:
             return False
