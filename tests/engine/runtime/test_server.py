@@ -1231,3 +1231,21 @@ def test_pubsub_with_redis_py_asyncio(served, protocol):
     message = asyncio.run(scenario())
     assert (message["type"], message["channel"], message["data"]) == (
         "message", b"reply:1", b"done")
+
+
+def test_client_list_and_kill_see_subscribers(served, connect):
+    admin = connect()
+    with RespClient(served.host, served.port, timeout=TIMEOUT) as sub:
+        sub.send("SUBSCRIBE", "a", "b")
+        sub.read(), sub.read()
+        sub.send("PSUBSCRIBE", "p*")
+        sub.read()
+        sub.send("SSUBSCRIBE", "s")
+        sub.read()
+        [line] = admin.execute("CLIENT", "LIST", "TYPE", "pubsub").decode().splitlines()
+        fields = dict(item.split("=", 1) for item in line.split())
+        assert (fields["flags"], fields["sub"], fields["psub"], fields["ssub"]) == (
+            "P", "2", "1", "1")
+        assert admin.execute("CLIENT", "KILL", "TYPE", "pubsub") == 1
+        wait_until(lambda: admin.execute("PUBSUB", "NUMPAT") == 0, what="the subscriber gone")
+    assert admin.execute("CLIENT", "LIST", "TYPE", "pubsub") == b""
