@@ -621,11 +621,12 @@ def set_keepalive(sock: socket.socket, interval: int) -> None:
 
 def idle_clients(clients: Iterable[Client], timeout: int, now: float) -> list[Client]:
     """Redis's clientsCronHandleTimeout: clients idle longer than `timeout` seconds, except
-    blocked ones (a blocked read has its own timeout; a SAVE's wait is the server's). A client
-    inside MULTI is not spared, as in Redis."""
+    blocked ones (a blocked read has its own timeout; a SAVE's wait is the server's) and
+    subscribers (they only listen). A client inside MULTI is not spared, as in Redis."""
     if timeout <= 0:
         return []
-    return [c for c in clients if not c.busy and now - c.last_interaction > timeout]
+    return [c for c in clients
+            if not c.busy and not c.subscriber.active and now - c.last_interaction > timeout]
 
 
 def _call_catching(fn: Callable[[], Any]) -> Any:

@@ -1249,3 +1249,21 @@ def test_client_list_and_kill_see_subscribers(served, connect):
         assert admin.execute("CLIENT", "KILL", "TYPE", "pubsub") == 1
         wait_until(lambda: admin.execute("PUBSUB", "NUMPAT") == 0, what="the subscriber gone")
     assert admin.execute("CLIENT", "LIST", "TYPE", "pubsub") == b""
+
+
+def test_an_idle_subscriber_is_not_timed_out(served, connect):
+    admin = connect()
+    config_set(admin, "timeout", 1)
+    try:
+        with RespClient(served.host, served.port, timeout=TIMEOUT) as sub, \
+                RespClient(served.host, served.port, timeout=TIMEOUT) as idle:
+            sub.send("SUBSCRIBE", "quiet")
+            sub.read()
+            idle.execute("PING")
+            wait_until(lambda: admin.execute("PING") == "PONG"  # admin keeps talking
+                       and served_client_count(served) == 2, timeout=5,
+                       what="the idle client closed")
+            assert admin.execute("PUBLISH", "quiet", "still here") == 1
+            assert sub.read() == [b"message", b"quiet", b"still here"]
+    finally:
+        config_set(admin, "timeout", 0)
