@@ -379,7 +379,7 @@ class Client(asyncio.Protocol):
                 self.server.loop.call_soon_threadsafe(self._push, push)
 
     def _push(self, push: Push) -> None:
-        if self.closed:
+        if self.closed or self.closing:  # after QUIT's +OK nothing more is sent, as in Redis
             return
         self.reply(push)
         if not self.push_flush_due:  # one flush for every message of this loop pass
