@@ -69,7 +69,10 @@ def _subscriber(ctx: Ctx, argv: Argv) -> Subscriber:
 def _change(ctx: Ctx, argv: Argv, change: Callable[..., None], kind: Kind) -> Any:
     """Run a (un)subscribe `change`, its confirmations delivered to the subscriber as they
     come, in command order with its other replies. Inside EXEC the first confirmation is the
-    command's reply instead (the array's element, as in Redis) and any others follow it."""
+    command's reply instead (its element of EXEC's array, as in Redis). Any others are
+    delivered at once, so they reach the client before EXEC's reply, where Redis writes them
+    inside the array, past the length it announced: a quirk no client relies on, left for a
+    reply value that encodes several replies in a row."""
     sub = _subscriber(ctx, argv)
     registry = ctx.engine.pubsub
     if not ctx.in_multi:
