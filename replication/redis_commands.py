@@ -7,6 +7,8 @@ streamkeep does with them:
   RENAME, FLUSHDB, FLUSHALL, RESTORE of a stream);
 - handled here: SELECT (the session's database), MULTI ... EXEC (one engine transaction: one
   record, all or nothing), PING and REPLCONF (nothing to apply);
+- delivered, not logged: PUBLISH and SPUBLISH, which a redis-server propagates to its replicas
+  (never to its AOF) so that their subscribers get the message too;
 - skipped: every other command (another type's; strings and EXPIRE too, for now: the RDB
   loader below skips string keys and TTLs, and their commands alone would make half a
   keyspace), counted by name and never silently;
@@ -40,6 +42,10 @@ _NOTHING_TO_APPLY = frozenset((b"ping", b"replconf"))
 _TRANSACTION = frozenset((b"multi", b"exec", b"discard"))
 # Not carried from a redis-server yet, like the string commands (see the module docstring).
 _TTL_COMMANDS = frozenset((b"expire", b"pexpire", b"expireat", b"pexpireat", b"persist"))
+
+# Not writes, but run as the primary's replicas run them: the message reaches this node's
+# subscribers (the engine logs nothing for them).
+_DELIVERED = frozenset((b"publish", b"spublish"))
 # Commands of any type's keys that streamkeep does not implement: skipped like the others, with
 # a warning the first time, since they may have touched a stream.
 _KEYSPACE_COMMANDS = frozenset((b"move", b"copy", b"swapdb"))
@@ -138,7 +144,7 @@ class RedisApplier:
     def _wanted(self, argv: list[bytes]) -> bool:
         """Whether argv is a write streamkeep applies; counted as skipped if not."""
         name = argv[0].lower()
-        if name == b"select":
+        if name == b"select" or name in _DELIVERED:
             return True
         if name in _NOTHING_TO_APPLY:
             return False

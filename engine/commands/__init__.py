@@ -15,6 +15,7 @@ from streamkeep.engine.commands import (  # noqa: F401
     idmp,
     info,
     keyspace,
+    pubsub,
     read,
     replication,
     streams,

@@ -193,8 +193,12 @@ def client_kill(ctx: Ctx, argv: Argv) -> Any:
 
 
 def _type_of(client: Any) -> str:
-    """A connection's class: a replica's after its PSYNC (the server's `link`), else normal."""
-    return "replica" if getattr(client, "link", None) is not None else "normal"
+    """A connection's class: a replica's after its PSYNC (the server's `link`), pubsub while
+    it has a subscription, else normal."""
+    if getattr(client, "link", None) is not None:
+        return "replica"
+    subscriber = getattr(client, "subscriber", None)
+    return "pubsub" if subscriber is not None and subscriber.total() else "normal"
 
 
 def _on_off(argv: Argv) -> str:

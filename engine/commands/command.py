@@ -28,8 +28,9 @@ from streamkeep.engine.wire.reply import RespMap, RespSet
 
 # --- COMMAND -----------------------------------------------------------------------------------
 
-# COMMAND INFO's flags, in Redis's order (Flag's own); sentinel is never reported.
-REPLY_FLAGS = tuple(flag for flag in Flag if flag is not Flag.SENTINEL)
+# COMMAND INFO's flags, in Redis's order (Flag's own); sentinel and may_replicate (PUBLISH's)
+# are never reported: Redis hides them.
+REPLY_FLAGS = tuple(flag for flag in Flag if flag not in (Flag.SENTINEL, Flag.MAY_REPLICATE))
 ACL_ORDER = ("keyspace", "read", "write", "set", "sortedset", "list", "hash", "string", "bitmap",
              "hyperloglog", "geo", "stream", "pubsub", "admin", "fast", "slow", "blocking",
              "dangerous", "connection", "transaction", "scripting")

@@ -154,6 +154,8 @@ def reset(ctx: Ctx, argv: Argv) -> str:
     session.db = 0
     ctx.db = ctx.engine.dbs[0]
     session.name = b""
+    if session.subscriber is not None:  # its subscriptions end, unconfirmed, as in Redis
+        ctx.engine.pubsub.drop(session.subscriber)
     client = session.client
     if client is not None:
         client.protocol = 2

@@ -147,6 +147,7 @@ def _info_clients(engine: EngineCore) -> Fields:
               if c.transport is not None), default=0)),
         ("blocked_clients", len(waiters)),
         ("tracking_clients", 0),
+        ("pubsub_clients", sum(1 for c in clients if c.subscriber.total())),
         ("clients_in_timeout_table", sum(1 for w in waiters if w.timeout_ms)),
     ]
 
@@ -222,8 +223,9 @@ def _info_stats(engine: EngineCore) -> Fields:
         ("expired_keys", 0),
         ("evicted_keys", 0),
         ("evicted_clients", 0),
-        ("pubsub_channels", 0),
-        ("pubsub_patterns", 0),
+        ("pubsub_channels", len(engine.pubsub.channels)),
+        ("pubsub_patterns", engine.pubsub.numpat()),
+        ("pubsubshard_channels", len(engine.pubsub.shard_channels)),
         ("total_forks", engine.datadir.status().saves if engine.datadir is not None else 0),
         ("total_error_replies", engine.stats.total_error_replies),
     ]

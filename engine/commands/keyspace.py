@@ -20,6 +20,7 @@ from itertools import groupby
 
 from streamkeep.engine.commands.expiry import already_expired, delete_key, key_type, live_keys
 from streamkeep.engine.exec.context import Ctx
+from streamkeep.engine.exec.pubsub import in_resp2_subscribed
 from streamkeep.engine.exec.table import NO_KEYS, Argv, command
 from streamkeep.engine.model.effects import (
     del_effect,
@@ -520,9 +521,11 @@ def flushall(ctx: Ctx, argv: Argv) -> str:
 
 @command("ping", -1, "fast", keys=NO_KEYS, group="connection", since="1.0.0",
          summary="Returns the server's liveliness response.", syntax="[message]")
-def ping(ctx: Ctx, argv: Argv) -> str | bytes:
+def ping(ctx: Ctx, argv: Argv) -> str | bytes | list[bytes]:
     if len(argv) > 2:
         raise wrong_arity("ping")
+    if in_resp2_subscribed(ctx.session):  # Redis answers a RESP2 subscriber like a message
+        return [b"pong", b"" if len(argv) == 1 else argv[1]]
     return "PONG" if len(argv) == 1 else argv[1]
 
 

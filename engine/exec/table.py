@@ -28,9 +28,10 @@ NO_KEYS = (0, 0, 0)  # first key, last key, step: a command that takes no key
 
 class Flag(enum.StrEnum):
     """Redis's command flags (server.h's CMD_*), spelled and ordered as COMMAND INFO reports
-    them; SENTINEL (a command Redis also serves in sentinel mode) is never reported. Commands
-    declare them as a space-separated string ("write denyoom fast"): a word that is not a member
-    fails the declaration at import, so a typo cannot silently drop, say, the write check."""
+    them; SENTINEL (a command Redis also serves in sentinel mode) and MAY_REPLICATE are never
+    reported. Commands declare them as a space-separated string ("write denyoom fast"): a word
+    that is not a member fails the declaration at import, so a typo cannot silently drop, say,
+    the write check."""
 
     WRITE = "write"
     READONLY = "readonly"

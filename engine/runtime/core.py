@@ -21,9 +21,16 @@ from typing import TYPE_CHECKING, Any, Self
 
 from streamkeep.engine import commands as _commands  # noqa: F401  (registers every command)
 from streamkeep.engine.commands.expiry import active_expire, expire_named_keys
+from streamkeep.engine.commands.pubsub import glob_match
 from streamkeep.engine.commands.streams import add_entry
 from streamkeep.engine.exec.blocking import Waiter, WaiterRegistry
 from streamkeep.engine.exec.context import Block, Ctx, Later, MultiCtx, ReplayCtx, RerunCtx
+from streamkeep.engine.exec.pubsub import (
+    PubSub,
+    Subscriber,
+    Subscription,
+    subscribed_context_error,
+)
 from streamkeep.engine.exec.settings import DEFAULT_CONFIG, config_set, normalize_settings
 from streamkeep.engine.exec.stats import CALLS, NANOS, ServerStats
 from streamkeep.engine.exec.table import (
@@ -88,7 +95,7 @@ class Session:
     see engine.transactions) and, on the server, the connection it belongs to (`client`)."""
 
     __slots__ = ("db", "ctx", "multi", "multi_failed", "watched", "dirty", "client", "name",
-                 "lastcmd", "write_lsn", "from_primary")
+                 "lastcmd", "write_lsn", "from_primary", "subscriber")
 
     def __init__(self, db: int = 0) -> None:
         self.db = db
@@ -104,6 +111,9 @@ class Session:
         # A redis-server primary's command stream (replication.redis_commands): its writes pass
         # the read-only gate that refuses clients' writes on a replica.
         self.from_primary = False
+        # Where its Pub/Sub messages go (engine.exec.pubsub): the server's connection gives
+        # one, Engine.subscribe's session has one; None: SUBSCRIBE is refused.
+        self.subscriber: Subscriber | None = None
 
 
 class EngineCore:
@@ -131,6 +141,7 @@ class EngineCore:
         self.lock = threading.Lock()  # never re-entered: handlers do not call the engine
         self.waiters = WaiterRegistry()
         self.watches = WatchRegistry()
+        self.pubsub = PubSub(glob_match)  # channels and patterns: not persisted, not logged
         self.server: Any = None  # the network server serving this engine, if any
         self.started_ms = wall_clock_ms()
         self.sinks: list[RecordSink] = []
@@ -232,6 +243,25 @@ class EngineCore:
         effects: list[list[bytes]] = []
         reply = self._execute(self.session, tuple(map(_to_bytes, args)), effects)
         return to_plain(reply), effects
+
+    def subscribe(self, *channels: bytes | str, limit_bytes: int | None = None
+                  ) -> Subscription:
+        """A Pub/Sub subscriber for a thread of this process, subscribed to `channels` (none:
+        call its subscribe/psubscribe later): read with `get_message(timeout)`, end with
+        `close()` (or `with`). Messages published over the wire reach it too. Its unread
+        messages are bounded by `limit_bytes` (see Subscription)."""
+        subscription = Subscription(self, Session(), limit_bytes)
+        if channels:
+            subscription.subscribe(*channels)
+        return subscription
+
+    def psubscribe(self, *patterns: bytes | str, limit_bytes: int | None = None
+                   ) -> Subscription:
+        """Like subscribe, to glob patterns (PSUBSCRIBE)."""
+        subscription = Subscription(self, Session(), limit_bytes)
+        if patterns:
+            subscription.psubscribe(*patterns)
+        return subscription
 
     def primary_session(self) -> Session:
         """A session for a redis-server primary's commands (replication.redis_commands): its
@@ -526,12 +556,23 @@ class EngineCore:
         """The reply to a command from a client that has not authenticated (the server's
         gate; AUTH, HELLO, QUIT and RESET pass it): Redis checks the command's existence and
         arity first, then refuses it with NOAUTH; counted as a rejected call either way."""
+        return self._refuse_before_run(session, argv, lambda name: NOAUTH)
+
+    def refuse_subscribed(self, session: Session, argv: Argv) -> ReplyError:
+        """The reply to a command a subscribed RESP2 connection may not run (the server's
+        gate): the command's existence and arity are checked first, as Redis does."""
+        return self._refuse_before_run(session, argv, subscribed_context_error)
+
+    def _refuse_before_run(self, session: Session, argv: Argv,
+                           line: Callable[[str], str]) -> ReplyError:
+        """The server gates' refusal: an unknown command or a wrong arity as the table says,
+        else `line(command's full name)`; counted as a rejected call either way."""
         with self.lock:
             try:
                 spec = lookup(argv)
             except ReplyError as err:
                 return self._refuse(session, resolve(argv), err)
-            return self._refuse(session, spec, ReplyError(NOAUTH))
+            return self._refuse(session, spec, ReplyError(line(spec.name)))
 
     def error_replied(self, line: str) -> None:
         """An error reply the engine did not produce (the server's protocol errors)."""

@@ -174,6 +174,8 @@ execute_command_callbacks: dict[str, Callable[..., Any]] = {
     "RENAMENX": bool,
     "PING": lambda r: _str_if_bytes(r) == "PONG",
     "SCAN": parse_scan,
+    "PUBSUB NUMSUB": lambda r: list(zip(r[0::2], r[1::2], strict=True)),
+    "PUBSUB SHARDNUMSUB": lambda r: list(zip(r[0::2], r[1::2], strict=True)),
     "TIME": lambda x: (int(x[0]), int(x[1])),
     "XREAD": parse_xread,
     "XREADGROUP": parse_xread,
@@ -476,6 +478,29 @@ class RedisAPI:
 
     def ping(self, **kwargs: Any) -> bool:
         return self.execute_command("PING", **kwargs)
+
+    # --- Pub/Sub (subscribing is Engine.subscribe: a facade has no connection to receive on) ---
+
+    def publish(self, channel: Any, message: Any, **kwargs: Any) -> int:
+        return self.execute_command("PUBLISH", channel, message, **kwargs)
+
+    def spublish(self, shard_channel: Any, message: Any) -> int:
+        return self.execute_command("SPUBLISH", shard_channel, message)
+
+    def pubsub_channels(self, pattern: Any = "*", **kwargs: Any) -> list:
+        return self.execute_command("PUBSUB CHANNELS", pattern, **kwargs)
+
+    def pubsub_shardchannels(self, pattern: Any = "*", **kwargs: Any) -> list:
+        return self.execute_command("PUBSUB SHARDCHANNELS", pattern, **kwargs)
+
+    def pubsub_numsub(self, *args: Any, **kwargs: Any) -> list[tuple[Any, int]]:
+        return self.execute_command("PUBSUB NUMSUB", *args, **kwargs)
+
+    def pubsub_shardnumsub(self, *args: Any, **kwargs: Any) -> list[tuple[Any, int]]:
+        return self.execute_command("PUBSUB SHARDNUMSUB", *args, **kwargs)
+
+    def pubsub_numpat(self, **kwargs: Any) -> int:
+        return self.execute_command("PUBSUB NUMPAT", **kwargs)
 
     def echo(self, value: Any, **kwargs: Any) -> bytes | str:
         return self.execute_command("ECHO", value, **kwargs)

@@ -28,11 +28,12 @@ from typing import TYPE_CHECKING, Any
 
 from streamkeep.engine.exec.blocking import Waiter
 from streamkeep.engine.exec.context import Later
+from streamkeep.engine.exec.pubsub import SUBSCRIBED_CONTEXT_COMMANDS, Subscriber
 from streamkeep.engine.exec.settings import ConfigError
 from streamkeep.engine.exec.transactions import end_transaction
 from streamkeep.engine.runtime.limits import DescriptorLimitError, adjust_open_files_limit
 from streamkeep.engine.wire.errors import ProtocolError, ReplyError
-from streamkeep.engine.wire.reply import NO_REPLY, NULL_ARRAY
+from streamkeep.engine.wire.reply import NO_REPLY, NULL_ARRAY, Push
 from streamkeep.engine.wire.reply_encoder import OutputLimitReached, ReplyBuffer, write_reply
 from streamkeep.engine.wire.request_parser import QueryBufferLimit, RequestParser
 
@@ -123,6 +124,9 @@ class Client(asyncio.Protocol):
         self.exempt = 0  # a reply bigger than the hard limit, let through: see _check_output_limit
         self.timers: list[asyncio.TimerHandle] = []
         self.link: Any = None  # a replica's connection after PSYNC: its sender (replication)
+        # Its Pub/Sub subscriptions; messages published to them are queued as replies.
+        self.subscriber = self.session.subscriber = Subscriber(self._deliver)
+        self.push_flush_due = False
 
     # --- asyncio.Protocol ------------------------------------------------------------------
 
@@ -241,6 +245,12 @@ class Client(asyncio.Protocol):
             # Redis checks them), so that the refusal is counted in INFO's statistics.
             self.reply(self.engine.refuse_unauthenticated(self.session, tuple(argv)))
             return
+        if (self.subscriber.active and self.protocol == 2
+                and argv[0].lower() not in SUBSCRIBED_CONTEXT_COMMANDS):
+            # A RESP2 subscriber's replies and messages share one stream: Redis lets it run
+            # only the commands whose replies look like messages.
+            self.reply(self.engine.refuse_subscribed(self.session, tuple(argv)))
+            return
         # The collector waits until the reply is encoded and dropped: a reply of a million
         # entries is a million lists, which collections (a full one among them) would
         # otherwise walk, only for them to be freed right after.
@@ -297,7 +307,7 @@ class Client(asyncio.Protocol):
         """How big the output queued until the next flush may grow (NO_LIMIT if unlimited):
         what the hard limit leaves after the transport's pending bytes, but never less than
         proto-max-bulk-len plus framing, so that any value the server accepted can be read."""
-        hard = self.server.output_limit[0]
+        hard = self.output_limit()[0]
         if not hard:
             return NO_LIMIT
         pending = self.transport.get_write_buffer_size() if self.transport is not None else 0
@@ -357,6 +367,29 @@ class Client(asyncio.Protocol):
             prev = end
         rebuilt += out[prev:]
         self.out = rebuilt
+
+    # --- Pub/Sub messages ----------------------------------------------------------------------
+
+    def _deliver(self, push: Push) -> None:
+        """A message or confirmation for this connection (engine lock held, any thread): queued
+        in command order on the loop thread, handed to the loop from any other."""
+        if threading.get_ident() == self.server.loop_thread:
+            self._push(push)
+        else:
+            with contextlib.suppress(RuntimeError):  # the loop has closed: nobody to deliver to
+                self.server.loop.call_soon_threadsafe(self._push, push)
+
+    def _push(self, push: Push) -> None:
+        if self.closed or self.closing:  # after QUIT's +OK nothing more is sent, as in Redis
+            return
+        self.reply(push)
+        if not self.push_flush_due:  # one flush for every message of this loop pass
+            self.push_flush_due = True
+            self.server.loop.call_soon(self._flush_pushes)
+
+    def _flush_pushes(self) -> None:
+        self.push_flush_due = False
+        self.flush()  # the output limits are checked here: a slow subscriber is cut off
 
     # --- blocked reads and deferred replies --------------------------------------------------
 
@@ -447,7 +480,7 @@ class Client(asyncio.Protocol):
         big reply: the encoding stopped anything bigger than proto-max-bulk-len plus framing)
         was let through: until the output drains below the limit again, the limits apply to
         what is queued on top of it (`exempt`)."""
-        hard, soft, soft_seconds = self.server.output_limit
+        hard, soft, soft_seconds = self.output_limit()
         if not self.authenticated:
             # Before AUTH a client gets only short errors; one that sends and never reads must
             # not make the server buffer its replies without bound (the limits default to none).
@@ -470,6 +503,13 @@ class Client(asyncio.Protocol):
                 self._output_exceeded(size)
         else:
             self.soft_limit_since = None
+
+    def output_limit(self) -> tuple[int, int, int]:
+        """(hard, soft, soft seconds) of this client's class: `pubsub` while it has a
+        subscription (Redis's getClientType), else `normal`; 0 means no limit."""
+        if self.subscriber.total():
+            return self.engine.config["client-output-buffer-limit"]["pubsub"]
+        return self.server.output_limit
 
     def _output_exceeded(self, size: int) -> None:
         log.warning("Client id=%d addr=%s closed for overcoming of output buffer limits "
@@ -503,6 +543,7 @@ class Client(asyncio.Protocol):
             self.engine.cancel_wait(waiter, None)
         with self.engine.lock:
             end_transaction(self.engine, self.session)
+            self.engine.pubsub.drop(self.subscriber)
         if self.link is not None:
             self.link.detached()
             self.link = None
@@ -522,6 +563,7 @@ class Client(asyncio.Protocol):
         session.client = None
         session.ctx = None
         self._wake = _ignore_wake
+        self.subscriber.deliver = _ignore_push
 
     # --- what CLIENT LIST / INFO read ------------------------------------------------------
 
@@ -531,14 +573,16 @@ class Client(asyncio.Protocol):
         flags = "S" if self.link is not None else ""
         flags += "b" if self.waiting is not None else ""
         flags += "x" if session.multi is not None else ""
+        flags += "P" if self.subscriber.total() else ""
         flags = flags or "N"
         return [
             ("id", str(self.id)), ("addr", self.addr), ("laddr", self.laddr),
             ("fd", str(self.fd)), ("name", session.name.decode("utf-8", "replace")),
             ("age", str(int(now - self.created))),
             ("idle", str(int(now - self.last_interaction))),
-            ("flags", flags), ("db", str(session.db)), ("sub", "0"), ("psub", "0"),
-            ("ssub", "0"), ("multi", str(-1 if session.multi is None else len(session.multi))),
+            ("flags", flags), ("db", str(session.db)), ("sub", str(len(self.subscriber.channels))),
+            ("psub", str(len(self.subscriber.patterns))),
+            ("ssub", str(len(self.subscriber.shard_channels))), ("multi", str(-1 if session.multi is None else len(session.multi))),
             ("qbuf", str(self.parser.pending_bytes())), ("qbuf-free", "0"),
             ("argv-mem", "0"), ("multi-mem", "0"), ("rbs", "0"), ("rbp", "0"),
             ("obl", str(len(self.out))), ("oll", str(len(self.held))),
@@ -559,6 +603,10 @@ def _ignore_wake(waiter: Waiter) -> None:
     """A released client's wake-up: nothing to wake (its bound method would keep it alive)."""
 
 
+def _ignore_push(push: Push) -> None:
+    """A released client's message callback: nothing to deliver to."""
+
+
 def set_keepalive(sock: socket.socket, interval: int) -> None:
     """Redis's anetKeepAlive for `tcp-keepalive` seconds (0: leave keepalive off): probes
     start after `interval` idle seconds, every interval/3 seconds (at least 1), and the peer is
@@ -574,11 +622,12 @@ def set_keepalive(sock: socket.socket, interval: int) -> None:
 
 def idle_clients(clients: Iterable[Client], timeout: int, now: float) -> list[Client]:
     """Redis's clientsCronHandleTimeout: clients idle longer than `timeout` seconds, except
-    blocked ones (a blocked read has its own timeout; a SAVE's wait is the server's). A client
-    inside MULTI is not spared, as in Redis."""
+    blocked ones (a blocked read has its own timeout; a SAVE's wait is the server's) and
+    subscribers (they only listen). A client inside MULTI is not spared, as in Redis."""
     if timeout <= 0:
         return []
-    return [c for c in clients if not c.busy and now - c.last_interaction > timeout]
+    return [c for c in clients
+            if not c.busy and not c.subscriber.active and now - c.last_interaction > timeout]
 
 
 def _call_catching(fn: Callable[[], Any]) -> Any:

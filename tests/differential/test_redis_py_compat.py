@@ -164,6 +164,16 @@ def test_keyspace_calls(backend: Any) -> None:
     assert backend.flushall() is True
 
 
+def test_pubsub_calls_without_subscribers(backend: Any) -> None:
+    assert backend.publish("ps:none", "m") == 0
+    assert backend.spublish("ps:none", "m") == 0
+    assert backend.pubsub_channels("ps:*") == []
+    assert backend.pubsub_shardchannels("ps:*") == []
+    assert backend.pubsub_numsub("ps:a", "ps:b") == dec(backend, [(b"ps:a", 0), (b"ps:b", 0)])
+    assert backend.pubsub_shardnumsub("ps:a") == dec(backend, [(b"ps:a", 0)])
+    assert backend.pubsub_numpat() == 0
+
+
 def test_keyspace_errors(backend: Any) -> None:
     assert raises_line(backend, backend.rename, "nope", "other") == "ERR no such key"
     assert raises_line(backend, backend.scan, 0, count=0) == "ERR syntax error"
@@ -819,6 +829,14 @@ ARGV_CALLS: list[tuple[str, tuple, dict]] = [
     ("time", (), {}),
     ("rename", ("a", "b"), {}),
     ("renamenx", ("a", "b"), {}),
+    ("publish", ("c", "m"), {}),
+    ("spublish", ("c", "m"), {}),
+    ("pubsub_channels", (), {}),
+    ("pubsub_channels", ("a*",), {}),
+    ("pubsub_shardchannels", (), {}),
+    ("pubsub_numsub", ("a", "b"), {}),
+    ("pubsub_shardnumsub", ("a",), {}),
+    ("pubsub_numpat", (), {}),
 ]
 
 

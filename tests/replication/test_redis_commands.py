@@ -36,6 +36,20 @@ def test_stream_writes_apply_others_are_counted() -> None:
             raise AssertionError("a client's write was accepted on a replica")
 
 
+def test_a_published_message_reaches_this_nodes_subscribers_and_is_not_logged() -> None:
+    with Engine() as engine:
+        records: list[object] = []
+        engine.add_sink(records.append)
+        a = RedisApplier(engine)
+        sub = engine.subscribe("news")
+        sub.get_message()
+        feed(a, ["PUBLISH", "news", "m1"])
+        a.apply_many([[b"PUBLISH", b"news", b"m2"], [b"XADD", b"s", b"1-1", b"f", b"v"]])
+        assert [sub.get_message()["data"] for _ in range(2)] == [b"m1", b"m2"]  # type: ignore[index]
+        assert not a.skipped_commands and a.errors == 0
+        assert len(records) == 1  # the XADD's record only
+
+
 def test_a_transaction_applies_whole_and_moves_the_offset_at_exec() -> None:
     with Engine() as engine:
         a = RedisApplier(engine)

@@ -226,3 +226,18 @@ def test_a_restarted_replica_continues_by_a_partial_sync(start_redis, tmp_path: 
         wait_for(lambda: same_streams(r, oracle, replica), what="the full sync")
         assert replica.replication.follower.redis.full_syncs == 1
         assert replica.execute("EXISTS", "mine") == 0
+
+
+def test_a_message_published_on_the_redis_server_primary_reaches_the_replicas_subscribers(
+        start_redis, tmp_path: Path) -> None:
+    server = start_redis(*DISKLESS["diskless"])
+    r = _client(server)
+    with Engine.open(str(tmp_path / "replica"),
+                     replicaof=(server.host, server.port)) as replica, \
+            replica.subscribe("news") as sub:
+        wait_for(lambda: _info(replica).get("master_link_status") == "up", what="the link")
+        assert sub.get_message()["type"] == "subscribe"  # type: ignore[index]
+        assert r.publish("news", "from the primary") == 0  # no subscriber on the primary
+        message = sub.get_message(timeout=10)
+        assert message is not None and message["data"] == b"from the primary"
+        assert "publish" not in replica.replication.follower.redis.applier.skipped_commands

@@ -13,6 +13,7 @@ RESP type the server sent:
   returned in place as a :class:`RespError` instance instead of being raised.
 
 ``str(RespError)`` is the exact error line without the leading ``-``.
+``read_raw_reply(f)`` reads one RESP2/RESP3 reply from a socket's file as the exact bytes sent.
 """
 
 from __future__ import annotations
@@ -77,6 +78,21 @@ def _encode_arg(arg: Arg) -> bytes:
     if isinstance(arg, float):
         return repr(arg).encode("ascii")
     raise TypeError(f"unsupported argument type {type(arg).__name__}: {arg!r}")
+
+
+def read_raw_reply(f: Any) -> bytes:
+    """One complete RESP2/RESP3 reply, as the exact bytes the server sent."""
+    line = f.readline()
+    assert line.endswith(b"\r\n"), line
+    kind = line[:1]
+    if kind in (b"$", b"=", b"!"):
+        n = int(line[1:-2])
+        return line if n < 0 else line + f.read(n + 2)
+    if kind in (b"*", b"~", b">", b"%"):
+        n = int(line[1:-2])
+        n = 2 * n if kind == b"%" else n
+        return line + b"".join(read_raw_reply(f) for _ in range(max(n, 0)))
+    return line
 
 
 def encode_command(*argv: Arg) -> bytes:

@@ -93,9 +93,9 @@ def shape(entry: list[Any]) -> Shape:
 
 
 def table_shape(spec: CommandSpec) -> Shape:
-    """What COMMAND INFO should report from the table itself: its flags as declared (sentinel is
-    never reported), movablekeys for the commands whose keys no range describes."""
-    flags = {flag.value for flag in spec.flags if flag is not Flag.SENTINEL}
+    """What COMMAND INFO should report from the table itself: its flags as declared (sentinel and
+    may_replicate are never reported), movablekeys for the commands whose keys no range describes."""
+    flags = {flag.value for flag in spec.flags if flag not in (Flag.SENTINEL, Flag.MAY_REPLICATE)}
     if spec.name in ("xread", "xreadgroup"):
         flags.add(Flag.MOVABLEKEYS.value)
     return spec.arity, frozenset(flags), spec.first_key, spec.last_key, spec.key_step

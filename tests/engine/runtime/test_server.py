@@ -37,7 +37,13 @@ from tests.support.diffutil import (
     without_idmp_fields_cli,
     without_idmp_fields_resp,
 )
-from tests.support.resp_client import RespClient, RespError, client_factory, encode_command
+from tests.support.resp_client import (
+    RespClient,
+    RespError,
+    client_factory,
+    encode_command,
+    read_raw_reply,
+)
 from tests.support.server_util import ServerHandle, read_until_closed, start_server
 
 TIMEOUT = 10.0
@@ -69,21 +75,6 @@ def exchange_until_closed(target: Any, payload: bytes) -> bytes:
     with raw_socket(target) as sock:
         sock.sendall(payload)
         return read_until_closed(sock)
-
-
-def read_raw_reply(f: Any) -> bytes:
-    """One complete RESP2/RESP3 reply, as the exact bytes the server sent."""
-    line = f.readline()
-    assert line.endswith(b"\r\n"), line
-    kind = line[:1]
-    if kind in (b"$", b"=", b"!"):
-        n = int(line[1:-2])
-        return line if n < 0 else line + f.read(n + 2)
-    if kind in (b"*", b"~", b">", b"%"):
-        n = int(line[1:-2])
-        n = 2 * n if kind == b"%" else n
-        return line + b"".join(read_raw_reply(f) for _ in range(max(n, 0)))
-    return line
 
 
 def raw_session(target: Any, *commands: tuple[Any, ...], protocol: int = 3) -> list[bytes]:
@@ -1129,3 +1120,169 @@ def test_the_active_expiry_cycle_runs_on_a_timer() -> None:
             assert records[-1].effects == [[b"DEL", b"k"]]
     finally:
         handle.stop()
+
+
+# --- Pub/Sub ---------------------------------------------------------------------------------------
+
+
+def test_pubsub_with_redis_py_across_connections(served):
+    subscriber_client = redis.Redis(host=served.host, port=served.port)
+    publisher = redis.Redis(host=served.host, port=served.port)
+    pubsub = subscriber_client.pubsub()
+    try:
+        pubsub.subscribe("orders")
+        pubsub.psubscribe("ord*")
+        assert [pubsub.get_message(timeout=TIMEOUT)["type"] for _ in range(2)] == [
+            "subscribe", "psubscribe"]
+        assert publisher.publish("orders", "o1") == 2
+        first = pubsub.get_message(timeout=TIMEOUT)
+        second = pubsub.get_message(timeout=TIMEOUT)
+        assert (first["type"], first["channel"], first["data"]) == ("message", b"orders", b"o1")
+        assert (second["type"], second["pattern"]) == ("pmessage", b"ord*")
+        assert publisher.pubsub_numsub("orders") == [(b"orders", 1)]
+        assert publisher.pubsub_numpat() == 1
+        pubsub.punsubscribe()
+        assert pubsub.get_message(timeout=TIMEOUT)["type"] == "punsubscribe"
+        assert publisher.publish("orders", "o2") == 1
+    finally:
+        pubsub.close()
+        subscriber_client.close()
+        publisher.close()
+    # A closed connection's subscriptions end with it.
+    with RespClient(served.host, served.port, timeout=TIMEOUT) as c:
+        wait_until(lambda: c.execute("PUBSUB", "NUMSUB", "orders") == [b"orders", 0],
+                   what="the subscription dropped")
+
+
+def test_pubsub_resp3_with_redis_py(served):
+    client = redis.Redis(host=served.host, port=served.port, protocol=3)
+    pubsub = client.pubsub()
+    try:
+        pubsub.subscribe("c")
+        assert pubsub.get_message(timeout=TIMEOUT)["type"] == "subscribe"
+        assert client.publish("c", "hello") == 1
+        message = pubsub.get_message(timeout=TIMEOUT)
+        assert (message["type"], message["data"]) == ("message", b"hello")
+    finally:
+        pubsub.close()
+        client.close()
+
+
+def test_a_subscribed_resp2_connection_runs_only_pubsub_commands(served):
+    replies = raw_session(served, ("SUBSCRIBE", "a"), ("XLEN", "s"), ("NOSUCH",), ("PING",),
+                          ("PING", "x"), ("XADD", "s"), ("UNSUBSCRIBE",), ("PING",), protocol=2)
+    assert replies[1:] == [
+        b"*3\r\n$9\r\nsubscribe\r\n$1\r\na\r\n:1\r\n",
+        b"-ERR Can't execute 'xlen': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / "
+        b"RESET are allowed in this context\r\n",
+        b"-ERR unknown command 'NOSUCH', with args beginning with: \r\n",
+        b"*2\r\n$4\r\npong\r\n$0\r\n\r\n",
+        b"*2\r\n$4\r\npong\r\n$1\r\nx\r\n",
+        b"-ERR wrong number of arguments for 'xadd' command\r\n",
+        b"*3\r\n$11\r\nunsubscribe\r\n$1\r\na\r\n:0\r\n",
+        b"+PONG\r\n",
+    ]
+    stats = served.engine.execute("INFO", "commandstats").decode()
+    assert "cmdstat_xlen:calls=0,usec=0,usec_per_call=0.00,rejected_calls=1" in stats
+
+
+def test_messages_cross_between_embedded_and_network_subscribers(served):
+    engine = served.engine
+    with engine.subscribe("from-wire") as embedded, \
+            RespClient(served.host, served.port, timeout=TIMEOUT) as net:
+        net.send("SUBSCRIBE", "from-thread")
+        assert net.read() == [b"subscribe", b"from-thread", 1]
+        embedded.get_message()
+        # PUBLISH from another thread: the network subscriber's delivery goes through the loop.
+        assert engine.execute("PUBLISH", "from-thread", "t") == 1
+        assert net.read() == [b"message", b"from-thread", b"t"]
+        with RespClient(served.host, served.port, timeout=TIMEOUT) as publisher:
+            assert publisher.execute("PUBLISH", "from-wire", "w") == 1
+        assert embedded.get_message(timeout=TIMEOUT)["data"] == b"w"  # type: ignore[index]
+        assert engine.execute("CLIENT", "LIST", "TYPE", "pubsub").count(b"flags=P") == 1
+        info = engine.execute("INFO").decode()
+        assert "pubsub_clients:1\r\n" in info  # the network one (the embedded one is no client)
+        assert "pubsub_channels:2\r\n" in info and "pubsubshard_channels:0\r\n" in info
+
+
+def test_a_subscriber_that_stops_reading_is_cut_at_the_pubsub_limit(served, connect, caplog):
+    other = connect(timeout=2)
+    config_set(other, "client-output-buffer-limit", "pubsub 256kb 0 0")
+    sock = raw_socket(served, rcvbuf=4096)
+    try:
+        sock.sendall(encode_command("SUBSCRIBE", "flood"))
+        wait_until(lambda: other.execute("PUBSUB", "NUMSUB", "flood") == [b"flood", 1],
+                   what="the subscriber")
+        payload = "m" * 10_000
+        deadline = time.monotonic() + TIMEOUT
+        while other.execute("PUBSUB", "NUMSUB", "flood") == [b"flood", 1]:
+            other.execute("PUBLISH", "flood", payload)
+            assert time.monotonic() < deadline, "the slow subscriber was not disconnected"
+    finally:
+        sock.close()
+    wait_until(lambda: any("closed for overcoming of output buffer limits" in r.getMessage()
+                           for r in caplog.records), what="the log line")
+    assert other.execute("PING") == "PONG"
+
+
+@pytest.mark.parametrize("protocol", [2, 3])
+def test_pubsub_with_redis_py_asyncio(served, protocol):
+    """The request/reply shape of asyncio stream frameworks: a reply channel subscribed, the
+    request sent with XADD, the answer PUBLISHed by another connection."""
+
+    async def scenario() -> Any:
+        client = redis.asyncio.Redis(host=served.host, port=served.port, protocol=protocol)
+        responder = redis.asyncio.Redis(host=served.host, port=served.port)
+        pubsub = client.pubsub()
+        try:
+            await pubsub.subscribe("reply:1")
+            assert (await pubsub.get_message(timeout=TIMEOUT))["type"] == "subscribe"
+            await client.xadd("requests", {"reply-to": "reply:1"})
+            request = await responder.xrange("requests")
+            channel = request[0][1][b"reply-to"]
+            assert await responder.publish(channel, "done") == 1
+            return await pubsub.get_message(ignore_subscribe_messages=True, timeout=TIMEOUT)
+        finally:
+            await pubsub.aclose()
+            await client.aclose()
+            await responder.aclose()
+
+    message = asyncio.run(scenario())
+    assert (message["type"], message["channel"], message["data"]) == (
+        "message", b"reply:1", b"done")
+
+
+def test_client_list_and_kill_see_subscribers(served, connect):
+    admin = connect()
+    with RespClient(served.host, served.port, timeout=TIMEOUT) as sub:
+        sub.send("SUBSCRIBE", "a", "b")
+        sub.read(), sub.read()
+        sub.send("PSUBSCRIBE", "p*")
+        sub.read()
+        sub.send("SSUBSCRIBE", "s")
+        sub.read()
+        [line] = admin.execute("CLIENT", "LIST", "TYPE", "pubsub").decode().splitlines()
+        fields = dict(item.split("=", 1) for item in line.split())
+        assert (fields["flags"], fields["sub"], fields["psub"], fields["ssub"]) == (
+            "P", "2", "1", "1")
+        assert admin.execute("CLIENT", "KILL", "TYPE", "pubsub") == 1
+        wait_until(lambda: admin.execute("PUBSUB", "NUMPAT") == 0, what="the subscriber gone")
+    assert admin.execute("CLIENT", "LIST", "TYPE", "pubsub") == b""
+
+
+def test_an_idle_subscriber_is_not_timed_out(served, connect):
+    admin = connect()
+    config_set(admin, "timeout", 1)
+    try:
+        with RespClient(served.host, served.port, timeout=TIMEOUT) as sub, \
+                RespClient(served.host, served.port, timeout=TIMEOUT) as idle:
+            sub.send("SUBSCRIBE", "quiet")
+            sub.read()
+            idle.execute("PING")
+            wait_until(lambda: admin.execute("PING") == "PONG"  # admin keeps talking
+                       and served_client_count(served) == 2, timeout=5,
+                       what="the idle client closed")
+            assert admin.execute("PUBLISH", "quiet", "still here") == 1
+            assert sub.read() == [b"message", b"quiet", b"still here"]
+    finally:
+        config_set(admin, "timeout", 0)
