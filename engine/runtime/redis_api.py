@@ -370,10 +370,9 @@ class RedisAPI:
     """redis-py 8.1's stream methods and the keyspace calls a stream application makes, over
     `engine.execute`, with redis-py's `decode_responses` (False: bytes; True: str)."""
 
-    __slots__ = ("decode_responses", "engine", "execute")
+    __slots__ = ("decode_responses", "execute")
 
     def __init__(self, engine: Executor, decode_responses: bool = False) -> None:
-        self.engine = engine
         self.decode_responses = decode_responses
         # Bound once: a call reaches the engine without looking its method up again.
         self.execute: Callable[..., Any] = engine.execute

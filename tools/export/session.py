@@ -88,7 +88,10 @@ def start(master: str, app: str = "streamkeep-export") -> Any:
         signal.signal(signal.SIGINT, previous)
     # py4j logs a call that Ctrl-C interrupted on the root logger, traceback and all (which
     # stderr shows when nothing configured logging); the interrupt itself is what to report.
-    logging.getLogger().addFilter(_not_py4j)
+    # A logger's filter sees only the records logged on it, not those its children propagate:
+    # py4j's own module loggers get it too.
+    for name in ("", "py4j.clientserver", "py4j.java_gateway"):
+        logging.getLogger(name).addFilter(_not_py4j)
     spark.sparkContext.setLogLevel("ERROR")
     register(spark)
     return spark
