@@ -17,6 +17,7 @@ from typing import Any
 from streamkeep.engine.exec.settings import normalize_settings
 from streamkeep.engine.runtime.core import EngineCore
 from streamkeep.engine.runtime.datadir import DataDir
+from streamkeep.engine.runtime.expiry_timer import ExpiryTimer
 from streamkeep.replication.service import attach
 
 # The settings that configure the data directory, not the engine (`_` or `-` spelled).
@@ -69,14 +70,27 @@ class Engine(EngineCore):
                 raise ValueError(f"{', '.join(aof_options)} need a data directory path")
             if primary is not None:
                 raise ValueError("replicaof needs a data directory path")
-            return engine
+            return engine.start_expiry()
         engine.datadir = DataDir.open(engine, path, **aof_options)
         try:
             attach(engine, primary)  # the role, REPLICAOF, WAIT
         except BaseException:
             engine.close()
             raise
-        return engine
+        return engine.start_expiry()
+
+    def start_expiry(self) -> Engine:
+        """Keys with a TTL expire even if nothing names them again: a timer runs the active
+        expiry cycle (the server's loop runs it for a served engine; the timer then leaves it)."""
+        self.expiry_timer = ExpiryTimer(self)
+        return self
+
+    expiry_timer: ExpiryTimer | None = None
+
+    def close(self) -> None:
+        if self.expiry_timer is not None:
+            self.expiry_timer.stop()
+        super().close()
 
     def compact(self, wait: bool = True) -> Any:
         """Compact the AOF into a new snapshot now (see snapshot.compactor). With wait, returns

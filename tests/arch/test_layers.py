@@ -74,6 +74,7 @@ LAYER_OF_PREFIX = {
     "streamkeep.engine.runtime.queue": "services",  # the work queue: a client of the Engine
     "streamkeep.engine.runtime.datadir": "services",
     "streamkeep.engine.runtime.engine": "services",
+    "streamkeep.engine.runtime.expiry_timer": "services",  # the embedded engine's expiry cycle
     "streamkeep.snapshot.compactor": "services",
     "streamkeep.snapshot.build": "services",
     "streamkeep.snapshot.load": "services",

@@ -1,0 +1,47 @@
+"""The embedded engine's active expiry: a daemon thread that runs the engine's expiry cycle ten
+times a second, as the server's event loop does.
+
+Without it an embedding program that sets TTLs and never reads those keys again would hold them
+(and their snapshot rows) forever: lazy expiry only deletes a key a command names. The cycle
+itself (sampling, DEL effects, nothing on a replica) is `EngineCore.active_expire_cycle`; a
+served engine skips it here because the server's loop runs it. Must not touch: what expires or
+how it is logged (engine.commands.expiry), files.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from streamkeep.engine.runtime.core import EngineCore
+
+# Redis's default hz: ten cycles a second.
+INTERVAL_SECONDS = 0.1
+
+
+class ExpiryTimer:
+    """Runs `engine.active_expire_cycle()` every INTERVAL_SECONDS until `stop()`."""
+
+    def __init__(self, engine: EngineCore, interval: float = INTERVAL_SECONDS) -> None:
+        self.engine = engine
+        self.interval = interval
+        self.stopped = threading.Event()
+        self.cycles = 0  # how many cycles ran (tests count them)
+        self.thread = threading.Thread(target=self._run, name="streamkeep-expiry", daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        engine = self.engine
+        while not self.stopped.wait(self.interval):
+            if engine.closed:
+                return
+            if engine.server is None and any(engine.expires):
+                engine.active_expire_cycle()
+                self.cycles += 1
+
+    def stop(self) -> None:
+        """Stop and wait for a running cycle to end (the engine is about to close)."""
+        self.stopped.set()
+        if self.thread is not threading.current_thread():
+            self.thread.join()

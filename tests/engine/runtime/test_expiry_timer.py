@@ -1,0 +1,53 @@
+"""The embedded engine's active expiry timer (engine.runtime.expiry_timer)."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from streamkeep import Engine
+from tests.support.aof_inspect_data import records
+
+
+def wait_for(condition, timeout: float = 30.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(0.01)
+    return False
+
+
+def test_an_unread_key_expires_and_its_del_is_logged(tmp_path: Path) -> None:
+    now = [1_000]
+    with Engine.open(str(tmp_path), clock=lambda: now[0]) as db:
+        db.execute("SET", "lock", "token", "PX", "50")
+        db.execute("SET", "keep", "v")
+        assert db.execute("DBSIZE") == 2
+        now[0] += 51  # nothing names `lock` again: only the timer can delete it
+        assert wait_for(lambda: db.execute("DBSIZE") == 1)
+        assert db.expiry_timer is not None and db.expiry_timer.cycles >= 1
+    effects = [e for *_, record_effects in records(str(tmp_path)) for e in record_effects]
+    assert [b"DEL", b"lock"] in effects
+
+
+def test_close_stops_the_timer(tmp_path: Path) -> None:
+    db = Engine.open(str(tmp_path))
+    timer = db.expiry_timer
+    assert timer is not None and timer.thread.is_alive()
+    db.close()
+    assert not timer.thread.is_alive()
+
+
+def test_a_replica_timer_deletes_nothing(tmp_path: Path) -> None:
+    now = [1_000]
+    with Engine.open(clock=lambda: now[0]) as db:
+        db.execute("SET", "k", "v", "PX", "10")
+        db.read_only = "READONLY You can't write against a read only replica."
+        now[0] += 11
+        timer = db.expiry_timer
+        assert timer is not None
+        start = timer.cycles
+        assert wait_for(lambda: timer.cycles >= start + 3)
+        db.read_only = None
+        assert db.strings[0] == {b"k": b"v"}  # still held: a replica waits for its primary's DEL
