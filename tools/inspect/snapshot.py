@@ -2,9 +2,10 @@
 
 Owns the two commands' arguments and output: `info` prints the meta (LSN, creation time,
 replication id, format), then every stream (length, first/last/max-deleted IDs, entries added,
-nodes), its groups (last delivered ID, entries read, PEL size) and consumers (seen and active
-times, pending counts); `dump` prints entries by stream and ID range, as text (redis-cli style
-quoting, binary-safe) or JSON lines. PATH is a snapshot file or a data directory (its manifest's
+nodes, expiry time), its groups (last delivered ID, entries read, PEL size) and consumers (seen
+and active times, pending counts), and how many string keys and keys with a TTL it holds; `dump`
+prints entries by stream and ID range, then string keys with their values and expiry times, as
+text (redis-cli style quoting, binary-safe) or JSON lines. PATH is a snapshot file or a data directory (its manifest's
 current snapshot). The whole file is checked against the checksum its manifest recorded before
 it is read, and every value as it is read: damage is exit 2 with one line naming the file, table
 and key. Never writes, never takes the directory's lock; a snapshot a running server's
@@ -38,8 +39,11 @@ EPILOG_DUMP = """examples:
   streamkeep snapshot dump ./data --key orders --start 1700000000000 --count 10
   streamkeep snapshot dump ./data --db 1 --format json | jq .fields
 
-JSON lines: {"db", "key", "id", "fields": [[field, value], ...]}; a string that is not UTF-8
-is {"b64": "<base64>"}. Text: one line per entry, redis-cli quoting.
+JSON lines: {"db", "key", "id", "fields": [[field, value], ...]} per entry, then
+{"db", "key", "value", "expires_ms"} per string key (expires_ms null: no TTL); a string that is
+not UTF-8 is {"b64": "<base64>"}. Text: one line per entry (db, key, ID, fields), then one per
+string key (db, key, "string", value, and "PXAT <ms>" when it has a TTL), redis-cli quoting.
+--start, --end and --count select entries; string keys are dumped unless --streams-only.
 
 exit status: 0 ok; 2 not a readable snapshot; 3 usage or I/O error; 130 interrupted."""
 
@@ -59,6 +63,7 @@ def add_arguments_dump(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--end", default=None, help="last ID (ms or ms-seq; default the end)")
     parser.add_argument("--count", type=int, help="at most this many entries per stream")
     parser.add_argument("--format", choices=("text", "json"), default="text")
+    parser.add_argument("--streams-only", action="store_true", help="no string keys")
 
 
 add_arguments = add_arguments_info
@@ -125,6 +130,8 @@ def _time(ms: int) -> str:
 
 def _info_doc(snap: Any) -> dict[str, Any]:
     meta = snap.meta
+    key_rows = snap.key_rows()
+    stream_ttls = {(row.db, row.key): row.expires_ms for row in key_rows if row.value is None}
     streams = []
     for info in snap.streams():
         groups = []
@@ -146,13 +153,17 @@ def _info_doc(snap: Any) -> dict[str, Any]:
             "db": info.db, "key": json_arg(info.key), "length": info.length,
             "first_id": str(info.first_id), "last_id": str(info.last_id),
             "max_deleted_id": str(info.max_deleted_id), "entries_added": info.entries_added,
-            "nodes": info.nodes, "idempotent_producers":
+            "nodes": info.nodes, "expires_ms": stream_ttls.get((info.db, info.key)),
+            "idempotent_producers":
                 None if info.idmp is None else len(info.idmp.producers),
             "groups": groups})
     return {"path": snap.path, "format": meta.format, "version": meta.version, "lsn": meta.lsn,
             "created_ms": meta.created_ms, "created": _time(meta.created_ms),
             "repl_id": meta.repl_id, "streams": meta.streams, "entries": meta.entries,
-            "size": os.path.getsize(snap.path), "stream_list": streams}
+            "size": os.path.getsize(snap.path),
+            "strings": sum(row.value is not None for row in key_rows),
+            "keys_with_ttl": sum(row.expires_ms is not None for row in key_rows),
+            "stream_list": streams}
 
 
 def _info(snap: Any, args: argparse.Namespace, out: IO[str]) -> None:
@@ -175,13 +186,15 @@ def _info(snap: Any, args: argparse.Namespace, out: IO[str]) -> None:
     console.print(Text(wrap(
         f"snapshot {doc['path']}: {doc['format']} v{doc['version']}, LSN {doc['lsn']}, created "
         f"{doc['created']}, {doc['size']:,} bytes, replid {doc['repl_id']}; "
-        f"{doc['streams']:,} streams, {doc['entries']:,} entries", columns, "  ")))
+        f"{doc['streams']:,} streams, {doc['entries']:,} entries, {doc['strings']:,} string "
+        f"keys, {doc['keys_with_ttl']:,} keys with a TTL", columns, "  ")))
     table = Table("db", "stream", "length", "first id", "last id", "max deleted", "added",
-                  "nodes", "groups", title="streams", title_justify="left")
+                  "nodes", "groups", "expires", title="streams", title_justify="left")
     for s in doc["stream_list"]:
         table.add_row(str(s["db"]), _show(s["key"]), f"{s['length']:,}", s["first_id"],
                       s["last_id"], s["max_deleted_id"], f"{s['entries_added']:,}",
-                      f"{s['nodes']:,}", str(len(s["groups"])))
+                      f"{s['nodes']:,}", str(len(s["groups"])),
+                      "-" if s["expires_ms"] is None else _time(s["expires_ms"]))
     print_table(console, table, columns)
     groups = Table("db", "stream", "group", "last delivered", "entries read", "pending",
                    "consumer", "consumer pending", "seen", "active",
@@ -226,7 +239,23 @@ def _dump(snap: Any, args: argparse.Namespace, out: IO[str]) -> None:
         entries = snap.entries(info.db, info.key, start,
                                *([end] if end is not None else []), count=args.count)
         out.writelines(lines(info.db, info.key, entries))
+    if not args.streams_only:
+        strings = _json_strings if args.format == "json" else _text_strings
+        out.writelines(strings(row for row in snap.key_rows(args.db) if row.value is not None
+                               and (key is None or row.key == key)))
     out.flush()
+
+
+def _json_strings(rows: Iterator[Any]) -> Iterator[str]:
+    for row in rows:
+        yield json.dumps({"db": row.db, "key": json_arg(row.key), "value": json_arg(row.value),
+                          "expires_ms": row.expires_ms}) + "\n"
+
+
+def _text_strings(rows: Iterator[Any]) -> Iterator[str]:
+    for row in rows:
+        ttl = "" if row.expires_ms is None else f" PXAT {row.expires_ms}"
+        yield f"db{row.db} {quote(row.key)} string {quote(row.value)}{ttl}\n"
 
 
 def _json_lines(db: int, key: bytes, entries: Iterator[Any]) -> Iterator[str]:

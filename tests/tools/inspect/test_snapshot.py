@@ -59,6 +59,49 @@ def test_info_json_reports_meta_streams_groups_and_consumers(datadir: Path, caps
     assert (2, '"other"') in streams
 
 
+@pytest.fixture(scope="module")
+def keyed_datadir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Strings, with and without a TTL, beside a stream with a TTL (an injected clock)."""
+    d = tmp_path_factory.mktemp("keys") / "data"
+    with Engine.open(str(d), clock=lambda: 1_700_000_000_000) as db:
+        db.execute("XADD", "jobs", "1-1", "f", "v")
+        db.execute("PEXPIREAT", "jobs", "1700000060000")
+        db.execute("SET", "lock", "token-1", "PXAT", "1700000030000")
+        db.execute("SET", b"bin\xff", b"\x00v")
+        db.execute("SELECT", "3")
+        db.execute("SET", "counter", "41")
+        db.compact()
+    return d
+
+
+def test_info_counts_strings_and_ttls(keyed_datadir: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+    rc, out, _ = run(capsys, "snapshot", "info", str(keyed_datadir), "--json")
+    assert rc == 0
+    doc = json.loads(out)
+    assert (doc["strings"], doc["keys_with_ttl"]) == (3, 2)
+    (jobs,) = doc["stream_list"]
+    assert jobs["expires_ms"] == 1700000060000
+    rc, out, _ = run(capsys, "snapshot", "info", str(keyed_datadir))
+    words = " ".join(out.split())  # the header wraps at the width
+    assert "3 string keys, 2 keys with a TTL" in words
+    assert "2023-11-14T22:14:20.000Z" in out  # the stream's expiry time
+
+
+def test_dump_prints_string_keys_after_the_entries(keyed_datadir: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+    rc, out, _ = run(capsys, "snapshot", "dump", str(keyed_datadir))
+    assert rc == 0
+    assert out.splitlines() == ['db0 "jobs" 1-1 "f" "v"',
+                                'db0 "bin\\xff" string "\\x00v"',
+                                'db0 "lock" string "token-1" PXAT 1700000030000',
+                                'db3 "counter" string "41"']
+    rc, out, _ = run(capsys, "snapshot", "dump", str(keyed_datadir), "--key", "lock",
+                     "--format", "json")
+    assert json.loads(out) == {"db": 0, "key": "lock", "value": "token-1",
+                               "expires_ms": 1700000030000}
+    rc, out, _ = run(capsys, "snapshot", "dump", str(keyed_datadir), "--streams-only")
+    assert out.splitlines() == ['db0 "jobs" 1-1 "f" "v"']
+
+
 def test_info_text_is_a_readable_table(datadir: Path, capsys) -> None:  # type: ignore[no-untyped-def]
     rc, out, _ = run(capsys, "snapshot", "info", str(datadir))
     assert rc == 0
