@@ -275,13 +275,20 @@ class Writer(threading.Thread):
             self.expect(state.alive_at(ack) is not True, key, "PEXPIRE 0")
             self.ledger[key] = [GONE]
 
-    def on_counter(self, key: str, state: KeyState) -> None:
+    def ttl_command(self, key: str, state: KeyState, pexpire: float, persist: float) -> bool:
+        """PEXPIRE (with probability `pexpire`) or PERSIST (`persist`): True if one ran, or if
+        the key's existence is not certain (then the caller's write waits for another turn)."""
         roll = self.rng.random()
-        if roll < 0.2:
+        if roll < pexpire:
             self.pexpire(key, state)
-        elif roll < 0.3:
+        elif roll < pexpire + persist:
             self.persist(key, state)
-        elif self.certain(state):
+        else:
+            return not self.certain(state)
+        return True
+
+    def on_counter(self, key: str, state: KeyState) -> None:
+        if not self.ttl_command(key, state, 0.2, 0.1):
             old = int(state.value) if isinstance(state.value, bytes) else 0
             guess = KeyState(str(old + 1).encode(), state.expire)
             reply, _send, ack = self.call(key, state, guess, "INCR", key)
@@ -293,12 +300,7 @@ class Writer(threading.Thread):
                 self.ledger[key] = [KeyState(str(reply).encode(), state.expire)]
 
     def on_stream(self, key: str, state: KeyState) -> None:
-        roll = self.rng.random()
-        if roll < 0.15:
-            self.pexpire(key, state)
-        elif roll < 0.25:
-            self.persist(key, state)
-        elif self.certain(state):
+        if not self.ttl_command(key, state, 0.15, 0.1):
             token = self.token()
             old = state.value if isinstance(state.value, tuple) else ()
             new = KeyState((*old, token), state.expire if state.value is not None else None)
