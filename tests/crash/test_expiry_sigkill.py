@@ -47,6 +47,7 @@ from streamkeep.aof.segment_reader import SegmentReader
 from tests.support.aof_inspect_data import run_cli
 from tests.support.datadir import manifest_doc, reopen_digest
 from tests.support.expiry_ledger import KeyState, Writer, judge, now_ms, observe
+from tests.support.replication_util import wait_for
 from tests.support.serve_process import ServeProcess
 
 Spawn = Callable[..., ServeProcess]
@@ -62,13 +63,6 @@ def seeded(seed: str) -> Iterator[None]:
     except BaseException as err:
         err.add_note(f"seed {seed!r} (re-run with it to replay the same workload and kills)")
         raise
-
-
-def wait_for(condition: Callable[[], bool], timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.01)
 
 
 class Archive:
