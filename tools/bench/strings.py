@@ -31,6 +31,9 @@ if TYPE_CHECKING:
     from streamkeep.tools.bench.env import BenchEnv
 
 KEYSPACE = 100_000  # redis-benchmark -r: keys key:000000000000 .. key:000000099999
+# Its own database (redis-benchmark --dbnum): the other sections' rows on the same servers
+# (KEYS over database 0, for one) never see these keys.
+DB = 9
 RELEASE_SCRIPT: str = Lock.LUA_RELEASE_SCRIPT  # redis-py's Lock.release()
 # The release of a lock on one of SET's keys, holding SET's value ("xxx", -d 3): the script
 # deletes the keys SET wrote and finds the others free (GET, compare, DEL or 0), as releases go.
@@ -57,7 +60,7 @@ def set_get(env: BenchEnv, server: Any, test: str, pipeline: int) -> Measurement
     """``redis-benchmark -t <test> -r KEYSPACE`` against ``server`` at ``-P pipeline``."""
     requests = server_requests(env.n, pipeline)
     row, cpu = run_redis_benchmark(server, _tool(env), requests, pipeline,
-                                   ("-t", test, "-r", str(KEYSPACE)))
+                                   ("--dbnum", str(DB), "-t", test, "-r", str(KEYSPACE)))
     return benchmark_measurement(server, test.upper(), row, cpu, requests, pipeline)
 
 
@@ -78,7 +81,8 @@ def evalsha(env: BenchEnv, server: Any, pipeline: int) -> Measurement:
     sha = load_release_script(server)
     requests = server_requests(env.n, pipeline)
     row, cpu = run_redis_benchmark(server, _tool(env), requests, pipeline,
-                                   ("-r", str(KEYSPACE), "EVALSHA", sha, *EVALSHA_ARGS))
+                                   ("--dbnum", str(DB), "-r", str(KEYSPACE), "EVALSHA", sha,
+                                    *EVALSHA_ARGS))
     return benchmark_measurement(server, "EVALSHA", row, cpu, requests, pipeline)
 
 
@@ -87,5 +91,5 @@ def describe(env: BenchEnv) -> list[str]:
     processes)."""
     return [f"strings: redis-benchmark -c 50 -t set|get -r {KEYSPACE:,} (-P 1 / -P 16), then "
             f"EVALSHA <sha of redis-py's Lock release script> {' '.join(EVALSHA_ARGS)} -r "
-            f"{KEYSPACE:,} (-P 16), the same against streamkeep serve and redis-server (AOF "
-            f"everysec both); requests/s as redis-benchmark reports them"]
+            f"{KEYSPACE:,} (-P 1 / -P 16), database {DB}, the same against streamkeep serve and "
+            f"redis-server (AOF everysec both); requests/s as redis-benchmark reports them"]
