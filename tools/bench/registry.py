@@ -33,6 +33,7 @@ from streamkeep.tools.bench import (
     server,
     snapshot,
     stalls,
+    strings,
     workqueue,
 )
 from streamkeep.tools.bench.aof import (
@@ -69,6 +70,9 @@ SNAPSHOT_LOAD_TARGET = 500_000  # entries/s loaded from the snapshot at restart
 PAUSE_RATIO_TARGET = 2.0  # XADD p99 during a compaction / p99 without one, at most
 DISK_GROWTH_TARGET = 1.5  # peak bytes in the run's second half / first half, at most
 SERVER_P16_TARGET = 0.3  # streamkeep XADD/s / redis-server XADD/s at -P 16, at least
+# Strings and scripts (`streamkeep bench strings`), against redis-server in the same run, as the
+# server section: pipelined (-P 16) throughput / redis-server's at least this; -P 1 untargeted.
+STRINGS_P16_TARGET = SERVER_P16_TARGET
 LATENCY_P999_TARGET_US = 2000  # streamkeep's delivery latency p99.9, at most
 RANGE_REPLY_TARGET = 1_000_000  # XRANGE reply entries/s (issue 11 E)
 BIG_XADD_TIME_TARGET = 3.0  # a big XADD's time / redis-server's, at most (issue 11 D)
@@ -174,6 +178,12 @@ def _lowest_p99_ms(m: Measurement) -> float:
     return -m.figures.get("p99_ms", math.inf)
 
 
+# The strings section's two servers: (row key prefix, row label, the run's shared server).
+_STRINGS_SERVERS: tuple[tuple[str, str, Callable[[BenchEnv], Any]], ...] = (
+    ("", "streamkeep", server.streamkeep),
+    ("redis_", "redis-server", server.redis_aof),
+)
+
 SECTIONS: tuple[Section, ...] = (
     Section("embedded", (
         Benchmark("embedded.xadd", "XADD, 1 thread",
@@ -262,6 +272,18 @@ SECTIONS: tuple[Section, ...] = (
                                           "redis-server",
                   lambda env: server.latency(env, server.redis_aof(env)), rank=_lowest_p999),
     )),
+    Section("strings", (
+        *(Benchmark(f"strings.{prefix}{test}_p{p}", f"{test.upper()}, redis-benchmark -c "
+                                                    f"{SERVER_CLIENTS} -P {p} -r "
+                                                    f"{strings.KEYSPACE:,}: {name}",
+                    strings.row(server_of, strings.set_get, test, p))
+          for test in ("set", "get") for p in (1, 16)
+          for prefix, name, server_of in _STRINGS_SERVERS),
+        *(Benchmark(f"strings.{prefix}evalsha_p{p}", f"EVALSHA of redis-py's lock release, "
+                                                     f"-c {SERVER_CLIENTS} -P {p}: {name}",
+                    strings.row(server_of, strings.evalsha, p))
+          for p in (1, 16) for prefix, name, server_of in _STRINGS_SERVERS),
+    ), describe=strings.describe),
     Section("hardening", (
         Benchmark("hardening.xrange", f"XRANGE COUNT {bigvalues.RANGE_ENTRIES:,} reply, "
                                       "entries/s: streamkeep",
@@ -448,6 +470,10 @@ FIGURES: tuple[Figure, ...] = (
            unit="us", target=LATENCY_P999_TARGET_US, at_most=True),
     Figure("server", "delivery latency p99.9, redis-server (the harness's share)",
            "server.redis_latency", extra="p999_us", unit="us"),
+    *(Figure("strings", f"{what.upper()} -P {p}: streamkeep / redis-server", f"strings.{what}_p{p}",
+             denominator=f"strings.redis_{what}_p{p}",
+             target=STRINGS_P16_TARGET if p == 16 else None)
+      for what in ("set", "get", "evalsha") for p in (1, 16)),
     Figure("hardening", "XRANGE reply: streamkeep entries/s / redis-server",
            "hardening.xrange", denominator="hardening.redis_xrange"),
     Figure("hardening", "big XADD: streamkeep time / redis-server time",

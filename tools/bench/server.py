@@ -128,15 +128,13 @@ def parse_benchmark_csv(text: str) -> dict[str, float]:
     raise ValueError(f"no data row in redis-benchmark's output: {text.strip()[-300:]!r}")
 
 
-def bench_redis_benchmark(server: Any, tool: RedisBenchmark, requests: int,
-                          pipeline: int) -> Measurement:
-    """``redis-benchmark -c 50 -n requests -P pipeline --csv XADD mystream * myfield myvalue``
-    against ``server``; its requests/s, with its p50/p99 latency, the server's CPU per XADD
-    (figure ``server_cpu_us``) and the stream's length afterwards checked."""
-    client = server.client
-    client.delete(BENCH_KEY)
+def run_redis_benchmark(server: Any, tool: RedisBenchmark, requests: int, pipeline: int,
+                        args: Sequence[str]) -> tuple[dict[str, float], float | None]:
+    """``redis-benchmark -c 50 -n requests -P pipeline --csv *args`` against ``server`` (``args``
+    a command, or options such as ``-t set -r 100000``): its CSV row and the server's CPU
+    seconds meanwhile (None when unknown). A failed or overlong run is an AssertionError."""
     cmd = [tool.path, "-h", HOST, "-p", str(server.port), "-c", str(SERVER_CLIENTS),
-           "-n", str(requests), "-P", str(pipeline), "--csv", *BENCH_COMMAND]
+           "-n", str(requests), "-P", str(pipeline), "--csv", *args]
     cpu = cpu_seconds(server.pid)
     try:
         done = subprocess.run(cmd, capture_output=True, text=True, timeout=BENCH_TIMEOUT)
@@ -147,19 +145,39 @@ def bench_redis_benchmark(server: Any, tool: RedisBenchmark, requests: int,
     if done.returncode != 0:
         raise AssertionError(f"redis-benchmark against {server.name} exited {done.returncode}: "
                              f"{(done.stderr or done.stdout).strip()[-300:]}")
-    row = parse_benchmark_csv(done.stdout)
+    used = cpu_after - cpu if cpu is not None and cpu_after is not None else None
+    return parse_benchmark_csv(done.stdout), used
+
+
+def benchmark_measurement(server: Any, name: str, row: dict[str, float], cpu: float | None,
+                          requests: int, pipeline: int, done: int | None = None) -> Measurement:
+    """A redis-benchmark row as a Measurement: its requests/s, p50/p99 latency and the server's
+    CPU per command (figure ``server_cpu_us``; over ``done`` commands when the server counted
+    them, else ``requests``), with a note naming them."""
+    figures = {"p50_ms": row.get("p50_latency_ms", 0.0), "p99_ms": row.get("p99_latency_ms", 0.0)}
+    notes = []
+    done = requests if done is None else done
+    if cpu is not None and done:
+        figures["server_cpu_us"] = cpu / done * 1e6
+        notes.append(f"{name} -P {pipeline}, {server.name}: server CPU "
+                     f"{figures['server_cpu_us']:.1f} us per {name}; redis-benchmark latency "
+                     f"p50 {figures['p50_ms']:.3f} ms, p99 {figures['p99_ms']:.3f} ms")
+    return Measurement(row["rps"], count=requests, figures=figures, notes=notes)
+
+
+def bench_redis_benchmark(server: Any, tool: RedisBenchmark, requests: int,
+                          pipeline: int) -> Measurement:
+    """``redis-benchmark -c 50 -n requests -P pipeline --csv XADD mystream * myfield myvalue``
+    against ``server``; its requests/s, with its p50/p99 latency, the server's CPU per XADD
+    (figure ``server_cpu_us``) and the stream's length afterwards checked."""
+    client = server.client
+    client.delete(BENCH_KEY)
+    row, cpu = run_redis_benchmark(server, tool, requests, pipeline, BENCH_COMMAND)
     length = int(client.xlen(BENCH_KEY))
     if length < requests:  # with -P it may send a few more than -n
         raise AssertionError(f"{server.name} holds {length} entries after {requests} XADDs")
     client.delete(BENCH_KEY)
-    figures = {"p50_ms": row.get("p50_latency_ms", 0.0), "p99_ms": row.get("p99_latency_ms", 0.0)}
-    notes = []
-    if cpu is not None and cpu_after is not None and length:
-        figures["server_cpu_us"] = (cpu_after - cpu) / length * 1e6
-        notes.append(f"XADD -P {pipeline}, {server.name}: server CPU "
-                     f"{figures['server_cpu_us']:.1f} us per XADD; redis-benchmark latency p50 "
-                     f"{figures['p50_ms']:.3f} ms, p99 {figures['p99_ms']:.3f} ms")
-    return Measurement(row["rps"], count=requests, figures=figures, notes=notes)
+    return benchmark_measurement(server, "XADD", row, cpu, requests, pipeline, length)
 
 
 # --- the section's summary -----------------------------------------------------------------------
