@@ -151,6 +151,18 @@ def _set_generic(ctx: Ctx, key: bytes, value: bytes, flags: int, when: int | Non
                 "PX milliseconds:integer | EXAT unix-time-seconds:unix-time | "
                 "PXAT unix-time-milliseconds:unix-time | KEEPTTL]")
 def set_(ctx: Ctx, argv: Argv) -> str | bytes | None:
+    if len(argv) == 3:  # a plain SET (most of them): no option to parse, nothing to refuse
+        key, value = argv[1], argv[2]
+        engine, db = ctx.engine, ctx.session.db
+        ctx.db.pop(key, None)  # store()'s steps, inline: a stream under that name goes whole
+        engine.strings[db][key] = value
+        expires = engine.expires[db]
+        if expires:
+            expires.pop(key, None)
+        if engine.waiters:
+            engine.waiters.signal(db, key)
+        ctx.effects.append([b"SET", key, value])
+        return "OK"
     args = _parse_set_options(argv, 3, _SET)
     when = _expire_at(ctx, args, "set")
     key = argv[1]
