@@ -48,8 +48,8 @@ Expiry is deterministic for replay, replicas and snapshots because only effects 
   them until they are deleted, as Redis's dictSize does.
 
 Owns these commands' parsing, replies and effects, and the helpers (`key_type`, `stream_at`,
-`delete_key`, `live_keys`, `expire_named_keys`, `active_expire`). Must not touch: stream internals, the
-command table beyond its declarations, I/O.
+`delete_key`, `live_keys`, `expire_named_keys`, `hide_expired`, `unhide`, `active_expire`).
+Must not touch: stream internals, the command table beyond its declarations, I/O.
 """
 
 from __future__ import annotations
