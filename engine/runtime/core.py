@@ -717,6 +717,10 @@ class EngineCore:
         ctx = RerunCtx(self, session, self.clock())
         rerun = waiter.rerun
         began = _now_ns()
+        hidden = None
+        if self.read_only is not None and not session.from_primary and \
+                self.expires[session.db]:  # a replica's blocked read: as when it first ran
+            hidden = hide_expired(ctx, waiter.argv)
         try:
             if rerun is not None:
                 result = rerun(ctx)
@@ -726,6 +730,9 @@ class EngineCore:
             result = err
         except StorageError as err:
             result = self._storage_failed(err, lookup(waiter.argv).is_write)
+        finally:
+            if hidden is not None:
+                unhide(hidden)
         waiter.nanos += _now_ns() - began
         if type(result) is Block:
             waiter.wake_at = result.wake_at

@@ -241,3 +241,29 @@ def test_a_replicas_reads_hide_expired_keys_without_deleting_them() -> None:
         assert e.strings[0] == {b"k": b"v"}  # the primary's session sees it, as it is
         primary.apply([b"DEL", b"k", b"s"], 0)
         assert not e.strings[0] and not e.dbs[0] and not e.expires[0]
+
+
+def test_a_replicas_blocked_read_keeps_an_expired_stream_hidden_when_rerun() -> None:
+    from streamkeep import Engine
+    from streamkeep.replication.redis_commands import RedisApplier
+
+    with Engine(clock=lambda: NOW) as e:
+        e.read_only = "READONLY You can't write against a read only replica."
+        primary = RedisApplier(e)
+
+        def apply(*argv: str) -> None:
+            primary.apply([a.encode() for a in argv], 0)
+
+        apply("XADD", "s", "1-1", "f", "v")
+        apply("PEXPIREAT", "s", str(NOW - 1))  # past: kept until the primary's DEL
+        session = e.primary_session()
+        session.from_primary = False  # a client's connection
+        woken: list[object] = []
+        waiter, _lsn = e.submit(session, (b"XREAD", b"BLOCK", b"0", b"STREAMS", b"s", b"$"),
+                                notify=woken.append)
+        assert not woken
+        apply("XADD", "s", "2-1", "f", "v")  # re-run: the stream is still expired here
+        assert not woken and e.dbs[0][b"s"].length == 2
+        apply("DEL", "s")
+        apply("XADD", "s", "3-1", "f", "v")  # a new stream, no TTL: the read gets it
+        assert woken and [entry[0] for entry in dict(waiter.result.items)[b"s"]] == [b"3-1"]
