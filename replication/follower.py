@@ -7,7 +7,8 @@ stream: every record CRC-checked and its LSN the next one (replication.link), lo
 node's own AOF byte for byte with the same LSN and applied through the engine's apply path under
 one lock hold (nobody sees a record applied and not logged, or half applied), so a restart
 resumes with a partial sync and this node's own replicas get the same stream. ACKs (the LSN
-applied, the LSN fsynced) every second and on GETACK. A lost link, a damaged record, a wrong
+applied, the LSN fsynced) every second and on GETACK; the primary's published messages delivered
+to this node's subscribers (run as its session runs them: not logged). A lost link, a damaged record, a wrong
 password or a primary that is not streamkeep: a log line, and a retry with backoff. Must not
 touch: command semantics, the record format (aof.codec via replication.link), the primary side.
 """
@@ -34,7 +35,7 @@ from streamkeep.snapshot.load import load_snapshot
 from streamkeep.snapshot.snapshot_reader import SnapshotError
 
 if TYPE_CHECKING:
-    from streamkeep.engine.runtime.core import EngineCore
+    from streamkeep.engine.runtime.core import EngineCore, Session
     from streamkeep.engine.runtime.datadir import DataDir
 
 log = logging.getLogger("streamkeep.replication")
@@ -71,6 +72,7 @@ class Follower:
         self._tmp_crc = 0  # CRC-32 of what the full sync wrote to _tmp so far
         self.unsynced = False
         self.announced_port = 0  # the listening port the current link told the primary
+        self.publisher: Session | None = None  # delivers the primary's published messages
         # Set once a primary answered the handshake as a redis-server does: its history id,
         # offset and counters, kept across links (replication.redis_follower).
         self.redis: RedisFollowing | None = None
@@ -288,6 +290,8 @@ class Follower:
             elif type(event) is link.GetAck:
                 self.flush_log()
                 self._ack(sock)
+            elif type(event) is link.Published:
+                self._deliver(event)
             elif type(event) is link.SnapshotData:
                 self._snapshot_data(event.data)
             elif type(event) is link.Continue:
@@ -306,6 +310,17 @@ class Follower:
 
         self.engine.apply_many(records, before=log_them)
         self.unsynced = True
+
+    def _deliver(self, event: link.Published) -> None:
+        """A message the primary published: to this node's subscribers (and its own replicas'),
+        as the primary's session runs it; nothing is logged."""
+        if self.publisher is None:
+            self.publisher = self.engine.primary_session()
+        try:
+            self.engine.submit(self.publisher, (event.command, event.channel, event.message))
+        except ReplyError as err:  # (it cannot fail; a message is not worth the link)
+            log.warning("replication from %s:%d: a published message was not delivered: %s",
+                        self.host, self.port, err.line)
 
     def _continued(self, replid: str) -> None:
         repl_id, _id2, _offset2 = self.datadir.history()

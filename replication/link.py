@@ -6,7 +6,7 @@ follower's (replica side) and the server's (primary side). The offset is the LSN
     replica                                     primary
     AUTH <masterauth>                  (if set) +OK
     REPLCONF listening-port <port>              +OK
-    REPLCONF capa sk-records capa eof capa psync2  +OK
+    REPLCONF capa sk-records capa eof capa psync2 capa sk-publish  +OK
     REPLCONF sk-runid <40 hex>                  +OK    (-ERR if it is the primary's own: itself;
                                                  a redis-server does not know it: the follower
                                                  continues as replication.redis_follower)
@@ -20,7 +20,10 @@ follower's (replica side) and the server's (primary side). The offset is the LSN
                                                 payload): the segments' bytes as they are, from
                                                 the LSN after the replica's (CONTINUE) or the
                                                 snapshot's (FULLRESYNC). A zero-length frame is
-                                                GETACK: "acknowledge now".
+                                                GETACK: "acknowledge now"; one whose CRC field
+                                                is PUBLISH_MARK is followed by a RESP array,
+                                                PUBLISH or SPUBLISH channel message (only to a
+                                                replica that announced `capa sk-publish`).
     REPLCONF ACK <lsn> FACK <fsynced lsn>       (every second, and after each GETACK; no reply)
     REPLCONF listening-port <port>              (before an ACK, when the replica's server
                                                  started listening after the handshake; no reply)
@@ -29,7 +32,15 @@ follower's (replica side) and the server's (primary side). The offset is the LSN
 record's frame, so that a primary whose history diverged at that very LSN (it lost a tail the
 replica had, then wrote others) is caught and answered with a full sync. A replica that does not
 announce `capa sk-records` (a redis-server pointed at streamkeep) gets an error, not bytes it
-cannot parse. Must not touch: sockets, files, the engine.
+cannot parse.
+
+Published messages (PUBLISH, SPUBLISH on the primary) reach the replica's subscribers as Redis's
+replicas' do, but they are not records: never in an AOF, no LSN, so offsets, partial syncs and
+a replica's own log are the same with or without them. The primary writes one where the stream
+is at a record boundary, after every record written before the message was published; a
+replica that is behind gets it when it has caught up, and one whose link is lost misses what
+was published meanwhile (Pub/Sub delivers at most once). Must not touch: sockets, files, the
+engine.
 """
 
 from __future__ import annotations
@@ -37,11 +48,14 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from streamkeep.aof.codec import FRAME_SIZE, GETACK_FRAME, crc32c, decode_stream
+from streamkeep.aof.codec import FRAME, FRAME_SIZE, GETACK_FRAME, crc32c, decode_stream
 from streamkeep.engine.wire.errors import StorageError
 from streamkeep.engine.wire.reply_parser import encode_command
 
 CAPA = b"sk-records"
+PUBLISH_CAPA = b"sk-publish"
+PUBLISH_MARK = 0x50554231  # the CRC field of a zero-length frame carrying a message ("PUB1")
+MAX_MESSAGE = 512 << 20  # a channel's or message's length past this is not one (Redis's bulk max)
 NOT_STREAMKEEP = ("ERR this primary is streamkeep: it replicates its AOF record stream, which "
                   "the replica did not announce it understands (REPLCONF capa sk-records)")
 KEEPALIVE = b"\n"
@@ -61,7 +75,7 @@ def handshake(masterauth: str, listening_port: int, runid: str) -> list[bytes]:
     commands.append(encode_command([b"REPLCONF", b"listening-port", str(listening_port)]))
     # `eof`: a redis-server primary may send its RDB diskless (replication.redis_link).
     commands.append(encode_command([b"REPLCONF", b"capa", CAPA, b"capa", b"eof", b"capa",
-                                    b"psync2"]))
+                                    b"psync2", b"capa", PUBLISH_CAPA]))
     commands.append(encode_command([b"REPLCONF", b"sk-runid", runid.encode()]))
     return commands
 
@@ -100,6 +114,12 @@ def snapshot_trailer(crc: int) -> bytes:
 
 
 GETACK = GETACK_FRAME
+
+
+def publish_frame(command: bytes, channel: bytes, message: bytes) -> bytes:
+    """A published message on the record stream: a zero-length frame marked PUBLISH_MARK, then
+    `command channel message` as a RESP array (command: PUBLISH or SPUBLISH)."""
+    return FRAME.pack(0, PUBLISH_MARK) + encode_command([command, channel, message])
 
 
 # --- what the replica receives ---------------------------------------------------------------
@@ -141,7 +161,16 @@ class GetAck:
     pass
 
 
-Event = FullResync | Continue | SnapshotData | SnapshotEnd | Records | GetAck
+@dataclass(slots=True)
+class Published:
+    """A message the primary published: delivered to this node's subscribers, not applied."""
+
+    command: bytes  # PUBLISH or SPUBLISH
+    channel: bytes
+    message: bytes
+
+
+Event = FullResync | Continue | SnapshotData | SnapshotEnd | Records | GetAck | Published
 
 
 class LinkDecoder:
@@ -270,9 +299,53 @@ class LinkDecoder:
             self.next_lsn += len(chunk.records)
             return Records(first, raw, chunk.records)
         if chunk.getack:
+            if FRAME.unpack_from(self.buf, self.pos)[1] == PUBLISH_MARK:
+                return self._published()
             self.pos += FRAME_SIZE
             return GetAck()
         return None
+
+    def _published(self) -> Published | None:
+        """A published message after its marked frame (None: not all here yet)."""
+        parsed = parse_message(self.buf, self.pos + FRAME_SIZE)
+        if parsed is None:
+            return None
+        event, self.pos = parsed
+        return event
+
+
+def parse_message(buf: bytes, pos: int) -> tuple[Published, int] | None:
+    """`*3 $len command $len channel $len message` at `pos`: the message and where it ends;
+    None if it is not all in `buf` yet; LinkError if it is not that shape."""
+    parts: list[bytes] = []
+    end = buf.find(b"\r\n", pos, pos + 24)
+    if end < 0:
+        if len(buf) - pos >= 24:
+            raise LinkError("a published message without its array header")
+        return None
+    if buf[pos:end] != b"*3":
+        raise LinkError(f"a published message is not a 3-element array: {buf[pos:end]!r}")
+    pos = end + 2
+    for _ in range(3):
+        end = buf.find(b"\r\n", pos, pos + 24)
+        if end < 0:
+            if len(buf) - pos >= 24:
+                raise LinkError("a published message's bulk length is too long")
+            return None
+        digits = buf[pos + 1:end]
+        if buf[pos:pos + 1] != b"$" or not digits.isdigit() or int(digits) > MAX_MESSAGE:
+            raise LinkError(f"a published message's bulk header is {buf[pos:end]!r}")
+        start, size = end + 2, int(digits)
+        if len(buf) < start + size + 2:
+            return None
+        if buf[start + size:start + size + 2] != b"\r\n":
+            raise LinkError("a published message's bulk string is not terminated")
+        parts.append(bytes(buf[start:start + size]))
+        pos = start + size + 2
+    command = parts[0].upper()
+    if command not in (b"PUBLISH", b"SPUBLISH"):
+        raise LinkError(f"a published message's command is {parts[0][:40]!r}")
+    return Published(command, parts[1], parts[2]), pos
 
 
 def _crc_update(crc: int, data: bytes) -> int:

@@ -3,18 +3,30 @@
 A redis-server sends its replicas, and writes to its AOF, the same RESP commands. Owns what
 streamkeep does with them:
 - applied through the engine, as a client's commands (so they are logged to this node's AOF and
-  reach its own replicas): the writes streamkeep implements (the stream commands, DEL, UNLINK,
-  RENAME, FLUSHDB, FLUSHALL, RESTORE of a stream);
+  reach its own replicas): the writes streamkeep implements (the stream commands, the string
+  commands, the TTL commands, DEL, UNLINK, RENAME, FLUSHDB, FLUSHALL, RESTORE of a stream or a
+  string), as Redis 8 propagates them: a relative TTL already made absolute (SET ... PXAT,
+  PEXPIREAT), INCRBYFLOAT as SET ... KEEPTTL, GETEX as PEXPIREAT or PERSIST, an expiry as the
+  primary's DEL. A TTL already past is kept until that DEL arrives (the session is the
+  primary's: nothing expires on its own here, as on a Redis replica);
+- rewritten to what they amount to on a replica: MSETNX (propagated only when it set every
+  key) as MSET, GETSET as SET;
 - handled here: SELECT (the session's database), MULTI ... EXEC (one engine transaction: one
   record, all or nothing), PING and REPLCONF (nothing to apply);
 - delivered, not logged: PUBLISH and SPUBLISH, which a redis-server propagates to its replicas
-  (never to its AOF) so that their subscribers get the message too;
-- skipped: every other command (another type's; strings and EXPIRE too, for now: the RDB
-  loader below skips string keys and TTLs, and their commands alone would make half a
-  keyspace), counted by name and never silently;
+  (never to its AOF) so that their subscribers get the message too (and this node passes them
+  on to its own replicas, as a Redis replica does);
+- skipped: every other command (another type's: lists, hashes, sets, sorted sets; and the
+  string writes streamkeep does not implement: SETRANGE, SETBIT, BITFIELD, BITOP, the
+  HyperLogLog ones, Redis 8.4's MSETEX and DELEX, warned about once since the string they
+  change then differs here), counted by name and never silently;
 - the offset the applied commands reach: a transaction counts once its EXEC is applied, as
   Redis's replicas count it, so a link lost inside one resumes before its MULTI;
-- a full sync's or an RDB file's keys: streams RESTOREd exactly, the others counted by type.
+- a full sync's or an RDB file's keys: streams and strings RESTOREd exactly, with their TTLs
+  (absolute, as the RDB holds them), the others counted by type. A key already expired is
+  loaded or not as Redis's rdbLoad decides: a replica's full sync loads it (the primary's DEL
+  follows), an RDB file imported as a primary's skips it, an AOF's RDB preamble loads it (the
+  AOF's commands after it assume the exact keyspace).
 Must not touch: sockets and files (the follower's and the import tool's), the RDB format
 (snapshot.rdb), what a command does (the engine).
 """
@@ -30,7 +42,7 @@ from typing import TYPE_CHECKING
 from streamkeep.engine.exec.table import lookup
 from streamkeep.engine.wire.errors import ReplyError, StorageError
 from streamkeep.replication.redis_link import command_size, is_getack
-from streamkeep.snapshot.rdb import STREAM_TYPES, TYPE_NAMES, RdbKey, payload_from
+from streamkeep.snapshot.rdb import STREAM_TYPES, TYPE_NAMES, TYPE_STRING, RdbKey, payload_from
 
 if TYPE_CHECKING:
     from streamkeep.engine.runtime.core import EngineCore
@@ -40,8 +52,13 @@ log = logging.getLogger("streamkeep.replication")
 # Commands that change nothing streamkeep holds: not counted as skipped.
 _NOTHING_TO_APPLY = frozenset((b"ping", b"replconf"))
 _TRANSACTION = frozenset((b"multi", b"exec", b"discard"))
-# Not carried from a redis-server yet, like the string commands (see the module docstring).
-_TTL_COMMANDS = frozenset((b"expire", b"pexpire", b"expireat", b"pexpireat", b"persist"))
+# What a replica may apply in their place: MSETNX is propagated only when it set every key, and
+# GETSET drops the TTL as SET does.
+_REWRITTEN = {b"msetnx": b"MSET", b"getset": b"SET"}
+# String writes streamkeep does not implement: skipped like the others, with a warning the first
+# time, since the string they changed differs here from then on.
+_STRING_WRITES_SKIPPED = frozenset((b"setrange", b"setbit", b"bitfield", b"bitop", b"pfadd",
+                                    b"pfmerge", b"pfcount", b"pfdebug", b"msetex", b"delex"))
 
 # Not writes, but run as the primary's replicas run them: the message reaches this node's
 # subscribers (the engine logs nothing for them).
@@ -72,8 +89,8 @@ class RedisApplier:
         self.last_failed: tuple[bytes, ...] | None = None  # its command name and key
         self.skipped_commands: Counter[str] = Counter()
         self.skipped_keys: Counter[str] = Counter()  # by type, from full syncs / RDB files
-        self.expired_keys = 0  # streams already expired in an RDB: not loaded
-        self.expiry_dropped = 0  # streams loaded without their expiry
+        self.expired_keys = 0  # keys already expired in an RDB file imported: not loaded
+        self.expiries_kept = 0  # keys loaded from an RDB with their TTL
 
     # --- the command stream ------------------------------------------------------------------
 
@@ -148,6 +165,9 @@ class RedisApplier:
             return True
         if name in _NOTHING_TO_APPLY:
             return False
+        if name in _REWRITTEN:  # (argv is the link's own list: rewritten in place)
+            argv[0] = name = _REWRITTEN[name]
+            name = name.lower()
         known = (argv[0], len(argv))
         if known in self._writes:  # decided before: what a pipelining primary repeats
             return True
@@ -155,21 +175,25 @@ class RedisApplier:
             spec = lookup(argv)
         except ReplyError:
             spec = None
-        if spec is None or not spec.is_write or spec.group == "string" \
-                or name in _TTL_COMMANDS:
+        if spec is None or not spec.is_write:
             text = name.decode("utf-8", "replace")
             if name in _KEYSPACE_COMMANDS and text not in self.skipped_commands:
                 log.warning("skipped %s from the redis-server primary: streamkeep does not "
-                            "implement it; if it moved or copied a stream, this replica's "
-                            "streams differ from the primary's from here (REPLICAOF again to "
-                            "resync)", text.upper())
+                            "implement it; if it moved or copied a stream or a string, this "
+                            "replica's keys differ from the primary's from here (REPLICAOF "
+                            "again to resync)", text.upper())
+            if name in _STRING_WRITES_SKIPPED and text not in self.skipped_commands:
+                log.warning("skipped %s from the redis-server primary: streamkeep does not "
+                            "implement it; the string it changed differs here from the "
+                            "primary's from now on", text.upper())
             if text not in self.skipped_commands and name not in _KEYSPACE_COMMANDS and \
+                    name not in _STRING_WRITES_SKIPPED and \
                     len(self.skipped_commands) >= NAMED_SKIPS:
                 text = "other"  # names beyond these are counted together: INFO stays short
             self.skipped_commands[text] += 1
             return False
         if name == b"restore" and len(argv) > 3 and argv[3][:1] and \
-                argv[3][0] not in STREAM_TYPES:
+                argv[3][0] not in STREAM_TYPES and argv[3][0] != TYPE_STRING:
             self.skipped_commands["restore"] += 1  # a value of another type
             return False
         if name not in _DECIDED_EACH_TIME:
@@ -227,34 +251,47 @@ class RedisApplier:
 
     # --- an RDB's keys -------------------------------------------------------------------------
 
-    def load(self, keys: Iterable[RdbKey], version: int, replace_all: bool) -> tuple[int, int]:
-        """An RDB's streams RESTOREd (after FLUSHALL if `replace_all`: a full sync replaces
-        everything); the other keys counted by type. Returns (streams, entries) loaded."""
+    def load(self, keys: Iterable[RdbKey], version: int, replace_all: bool,
+             skip_expired: bool = False) -> tuple[int, int, int]:
+        """An RDB's streams and strings RESTOREd with their TTLs (after FLUSHALL if
+        `replace_all`: a full sync replaces everything); the other keys counted by type. A key
+        whose TTL is already past is skipped if `skip_expired` (as Redis's rdbLoad does for a
+        primary loading an RDB file), loaded with its TTL otherwise (a replica's full sync, an
+        AOF's preamble). Returns (streams, entries, strings) loaded."""
         if replace_all:
             self._run((b"FLUSHALL",))
-        streams = entries = 0
+        streams = entries = strings = 0
         now = int(time.time() * 1000)
         db = -1
         for item in keys:
-            if item.rdb_type not in STREAM_TYPES:
+            if item.rdb_type not in STREAM_TYPES and item.rdb_type != TYPE_STRING:
                 self.skipped_keys[TYPE_NAMES.get(item.rdb_type, f"type {item.rdb_type}")] += 1
                 continue
+            restore: tuple[bytes, ...] = (b"0",)
             if item.expire_ms is not None:
-                if item.expire_ms <= now:
+                if skip_expired and item.expire_ms < now:  # rdbLoad: `expiretime < now`
                     self.expired_keys += 1
                     continue
-                self.expiry_dropped += 1
+                self.expiries_kept += 1
+                # RESTORE's 0 means no TTL and a negative one is refused: a time before 1970
+                # is as past as 1 ms after it.
+                restore = (b"%d" % max(item.expire_ms, 1), b"ABSTTL")
             if item.db != db:
                 db = item.db
                 self._run((b"SELECT", b"%d" % db))
             payload = payload_from(item.rdb_type, item.value, version)
-            if not isinstance(self._run((b"RESTORE", item.key, b"0", payload, b"REPLACE")),
-                              ReplyError):
-                streams += 1
-                length = self._run((b"XLEN", item.key))
-                entries += length if isinstance(length, int) else 0
+            reply = self._run((b"RESTORE", item.key, restore[0], payload, b"REPLACE",
+                               *restore[1:]))
+            if isinstance(reply, ReplyError):
+                continue
+            if item.rdb_type == TYPE_STRING:
+                strings += 1
+                continue
+            streams += 1
+            length = self._run((b"XLEN", item.key))
+            entries += length if isinstance(length, int) else 0
         self._run((b"SELECT", b"0"))
-        return streams, entries
+        return streams, entries, strings
 
     def skipped_total(self) -> int:
         return sum(self.skipped_commands.values())

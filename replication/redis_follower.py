@@ -4,7 +4,8 @@ Owns the Redis side of a follower's link: PSYNC with Redis's history id and byte
 partial sync after a lost link where the primary's backlog still holds it, a full one
 otherwise), the full sync's RDB (disk or diskless transfer) written beside the data, read with
 snapshot.rdb and loaded through the engine (replication.redis_commands: FLUSHALL, then every
-stream RESTOREd; every other key counted by type), the command stream applied in order, logged
+stream and string RESTOREd with its TTL, expired or not, as a Redis replica loads it; every
+other key counted by type), the command stream applied in order, logged
 to this node's AOF like any client's writes (so it restarts from disk and its own replicas
 follow it), REPLCONF ACK with the offset every second and on GETACK, and what INFO reports about
 it. The history id and offset are saved beside the data (POSITION_FILE) with the LSN of this
@@ -197,7 +198,9 @@ class RedisFollowing:
             version, _aux, keys = read_rdb(fs.read_file(self._tmp))
         except RdbError as err:
             raise StorageError(f"the primary's RDB cannot be read: {err}") from None
-        streams, entries = self.applier.load(keys, version, replace_all=True)
+        # As a Redis replica loads its primary's RDB: keys already expired too (the
+        # primary's DELs follow in the stream).
+        streams, entries, strings = self.applier.load(keys, version, replace_all=True)
         del keys
         self.replid, self.applier.offset = self._pending
         self._pending = None
@@ -206,7 +209,8 @@ class RedisFollowing:
         f.flush_log()
         self._abandon_sync()
         log.info("replication from redis-server %s:%d: full sync done: %d stream(s), %d "
-                 "entries, at offset %d", f.host, f.port, streams, entries, self.applier.offset)
+                 "entries, %d string(s), at offset %d", f.host, f.port, streams, entries,
+                 strings, self.applier.offset)
         f.online()
 
     def _abandon_sync(self) -> None:
@@ -231,8 +235,7 @@ class RedisFollowing:
             ("redis_commands_skipped", a.skipped_total()),
             ("redis_skipped_commands", _counts(a.skipped_commands)),
             ("redis_skipped_keys", _counts(a.skipped_keys)),
-            ("redis_expired_keys_skipped", a.expired_keys),
-            ("redis_expiries_dropped", a.expiry_dropped),
+            ("redis_expiries_loaded", a.expiries_kept),
         ]
 
 

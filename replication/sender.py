@@ -5,7 +5,11 @@ in the segments; a full sync otherwise: the current snapshot, freshly compacted 
 after it is big, then the records after it), streaming the snapshot file and the segments' bytes
 at the replica's own pace (aof.backlog: nothing is buffered for a replica beyond what its socket
 takes, so a slow or stalled replica costs the primary neither memory nor time), GETACK, the
-replicas' ACKs, and dropping a replica that stops acknowledging (`repl-timeout`). A snapshot
+replicas' ACKs, dropping a replica that stops acknowledging (`repl-timeout`), and the messages
+published here (PUBLISH, SPUBLISH): written on the stream of each replica that announced
+`capa sk-publish` where the stream is at a record boundary (link.publish_frame), never to the
+AOF nor counted in an offset; at most PUBLISH_QUEUE of them wait for a replica that is behind,
+later ones are dropped for it (Pub/Sub delivers at most once). A snapshot
 whose bytes differ from the checksum its manifest recorded is not sent: the replica is dropped
 before the trailer, with an error naming the file. Must not
 touch: the record format (aof.codec), command semantics, the replica's side (follower).
@@ -19,6 +23,7 @@ import os
 import threading
 import time
 import zlib
+from collections import deque
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
@@ -43,6 +48,7 @@ HIGH_WATER = 1 << 20  # stop reading while the socket's buffer holds this much
 # this and than the snapshot itself: replaying it on the replica would cost more than a build.
 FRESH_SNAPSHOT_MIN_BYTES = 16 << 20
 PUMP_DELAY = 0.005  # seconds a write from another thread waits for its pump (see below)
+PUBLISH_QUEUE = 10_000  # published messages waiting for a replica to catch up, at most
 
 
 class Sender:
@@ -72,6 +78,12 @@ class Sender:
         self.want_getack = False
         self.caught_up = False
         self.closed = False
+        self.publishes = False  # it announced `capa sk-publish`: published messages go to it
+        # Messages published since the stream was last at a record boundary (appended by the
+        # publishing thread under the engine lock, taken by the loop: a deque's append and
+        # popleft are atomic).
+        self.published: deque[bytes] = deque()
+        self.published_dropped = 0
 
     # --- starting ------------------------------------------------------------------------------
 
@@ -110,6 +122,9 @@ class Sender:
                 data = self.cursor.read(CHUNK, segment, written)
                 if not data:
                     self.caught_up = True
+                    published = self.published
+                    while published:  # after every record written before they were
+                        transport.write(published.popleft())
                     if self.want_getack:
                         self.want_getack = False
                         transport.write(link.GETACK)
@@ -158,6 +173,17 @@ class Sender:
             self.transport.write(link.GETACK)
         else:
             self.want_getack = True
+
+    def publish(self, frame: bytes) -> None:
+        """A published message for this replica (engine lock held, any thread): written at the
+        next record boundary the pump reaches."""
+        if len(self.published) < PUBLISH_QUEUE:
+            self.published.append(frame)
+            return
+        self.published_dropped += 1
+        if self.published_dropped == 1:
+            log.warning("replica %s:%d: %d published messages wait for it to catch up; "
+                        "dropping the next ones for it", self.ip, self.port, PUBLISH_QUEUE)
 
     def keepalive(self) -> None:
         """While a fresh snapshot is built: a newline, as Redis sends (the replica skips it)."""
@@ -211,10 +237,12 @@ class Primary:
     # --- PSYNC (engine lock held, on the loop) -------------------------------------------------
 
     def psync(self, client: Any, history: tuple[str, str, int], replid: str, lsn: int,
-              crc: int | None, listening_port: int) -> None:
+              crc: int | None, listening_port: int, publishes: bool = False) -> None:
         """Answer a PSYNC: the sender takes the connection over on the loop's next pass,
-        after the replies already queued for it have left."""
+        after the replies already queued for it have left. `publishes`: the replica announced
+        `capa sk-publish`."""
         sender = Sender(self, client, listening_port)
+        sender.publishes = publishes
         client.link = sender
         self.senders.append(sender)
         self.datadir.journal.flush_pending()  # what the replica asks about is in the files
@@ -308,11 +336,28 @@ class Primary:
 
     # --- the stream ----------------------------------------------------------------------------
 
+    def published(self, command: bytes, channel: bytes, message: bytes) -> None:
+        """A message published here (engine lock held, any thread): to every replica that
+        takes them, after the records written so far (the journal's pending ones written
+        first, so that none of them comes after it)."""
+        takers = [s for s in self.senders if s.publishes and not s.closed]
+        if not takers:
+            return
+        self.datadir.journal.flush_pending()
+        frame = link.publish_frame(command, channel, message)
+        for sender in takers:
+            sender.publish(frame)
+        self.schedule_pump()
+
     def records_written(self) -> None:
-        """The journal wrote records (engine lock held, any thread): pump on the loop. From
-        another thread (an embedded primary's callers, a replica's follower) the pump waits
-        PUMP_DELAY, gathering what is written meanwhile: waking the loop for every write
-        would make the writing thread and the loop trade the GIL at every record."""
+        """The journal wrote records (engine lock held, any thread): pump on the loop."""
+        self.schedule_pump()
+
+    def schedule_pump(self) -> None:
+        """Pump every sender on the loop. From another thread (an embedded primary's callers,
+        a replica's follower) the pump waits PUMP_DELAY, gathering what is written meanwhile:
+        waking the loop for every write would make the writing thread and the loop trade the
+        GIL at every record."""
         if self.senders and not self.pump_scheduled:
             self.pump_scheduled = True
             server = self.engine.server

@@ -71,6 +71,7 @@ class ReplicationService:
         self.runid = os.urandom(20).hex()
         self.closed = False
         datadir.journal.on_written = self.primary.records_written
+        engine.pubsub.propagate = self.primary.published
 
     # --- the server's hooks --------------------------------------------------------------------
 
@@ -230,7 +231,8 @@ class ReplicationService:
         if lsn < 0:
             replid = "?"
         self.primary.psync(client, self.datadir.history(), replid, max(lsn, 0), crc,
-                           int(state.get("port", 0)))
+                           int(state.get("port", 0)),
+                           publishes=link.PUBLISH_CAPA in state.get("capa", set()))
         return NO_REPLY
 
     # --- WAIT, WAITAOF -------------------------------------------------------------------------

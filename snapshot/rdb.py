@@ -573,13 +573,20 @@ def payload_from(rdb_type: int, value: bytes, version: int) -> bytes:
 
 
 def write_rdb(version: int, aux: list[tuple[bytes, bytes]],
-              dbs: Iterable[tuple[int, int, Iterable[tuple[bytes, Stream]]]]) -> Iterator[bytes]:
+              dbs: Iterable[tuple]) -> Iterator[bytes]:
     """An RDB file of `version`, piece by piece: the header, `aux` fields, then for each
-    `(db, key count, (key, stream) pairs)` SELECTDB, RESIZEDB and the keys, then EOF and the
-    CRC-64 of everything before it. What redis-server loads (a version it knows)."""
+    `(db, key count, items)` or `(db, key count, TTL count, items)` SELECTDB, RESIZEDB and the
+    keys, then EOF and the CRC-64 of everything before it. What redis-server loads (a version it
+    knows). An item is `(key, value)` or `(key, value, expire_ms)`: a value is a Stream or a
+    string's bytes; an `expire_ms` that is not None is written before the key as
+    EXPIRETIME_MS (0xFC), as Redis writes every TTL. A string is written raw or, when it is a
+    strict decimal of at most 32 bits, integer-encoded as Redis does (never LZF-compressed:
+    Redis's own writer compresses values over 20 bytes when that saves space; both load the
+    same)."""
     if version not in TYPE_STREAM:
         raise RdbError(f"RDB version {version} is not one streamkeep writes (9 to {MAX_VERSION})")
-    rdb_type = bytes((TYPE_STREAM[version],))
+    stream_type = TYPE_STREAM[version]
+    rdb_type = bytes((stream_type,))
     crc = 0
 
     def piece(data: bytes) -> bytes:
@@ -590,13 +597,33 @@ def write_rdb(version: int, aux: list[tuple[bytes, bytes]],
     yield piece(b"REDIS%04d" % version)
     for name, value in aux:
         yield piece(b"\xfa" + encode_string(name) + encode_string(value))
-    for db, count, items in dbs:
+    for entry in dbs:
+        db, count, items = entry[0], entry[1], entry[-1]
+        with_ttl = entry[2] if len(entry) == 4 else 0
         yield piece(b"\xfe" + encode_length(db) + b"\xfb" + encode_length(count)
-                    + encode_length(0))
-        for key, s in items:
-            yield piece(rdb_type + encode_string(key) + write_stream(s, rdb_type[0]))
+                    + encode_length(with_ttl))
+        for item in items:
+            key, value = item[0], item[1]
+            expire_ms = item[2] if len(item) > 2 else None
+            head = b"" if expire_ms is None else b"\xfc" + struct.pack("<q", expire_ms)
+            if isinstance(value, Stream):
+                yield piece(head + rdb_type + encode_string(key)
+                            + write_stream(value, stream_type))
+            else:
+                yield piece(head + b"\x00" + encode_string(key) + encode_string(value))
     yield piece(b"\xff")
     yield struct.pack("<Q", crc)
+
+
+def string_value(value: bytes) -> bytes:
+    """The string a type-0 key's stored value bytes (`RdbKey.value`) hold, in any encoding
+    Redis writes: raw, an 8-, 16- or 32-bit integer, LZF-compressed. RdbError if they are not
+    exactly one such string."""
+    r = Reader(value)
+    out = r.string()
+    if r.pos != len(value):
+        raise RdbError("data after the string")
+    return out
 
 
 # --- DUMP payloads -------------------------------------------------------------------------------
@@ -657,5 +684,5 @@ def load_payload(payload: bytes, into: Stream | None = None) -> Stream:
 
 __all__ = ["RdbError", "RdbKey", "payload_from", "key_text", "rdb_version", "read_rdb", "check_payload",
            "crc64", "decode_node", "dump_payload", "dump_string_payload", "load_string_payload", "listpack", "listpack_items", "load_payload",
-           "lp_element", "lzf_decompress", "node_listpack", "read_rdb_prefix", "read_stream",
+           "lp_element", "string_value", "lzf_decompress", "node_listpack", "read_rdb_prefix", "read_stream",
            "write_rdb", "write_stream"]

@@ -1,5 +1,5 @@
-"""`streamkeep export-rdb DIR --out dump.rdb`: a data directory's streams as an RDB file that
-redis-server loads, for moving back to Redis.
+"""`streamkeep export-rdb DIR --out dump.rdb`: a data directory's streams and strings, with
+their TTLs, as an RDB file that redis-server loads, for moving back to Redis.
 
 Owns the command's arguments, the report and the exit status. The state exported is DIR's
 latest: its snapshot and every record after it, read through a point-in-time copy
@@ -7,7 +7,9 @@ latest: its snapshot and every record after it, read through a point-in-time cop
 never locked or changed and a server may be running on it. Where the file may go and how it is
 written are tools.outputs' rules: never inside a data directory, never over an existing file
 without --force, written beside --out and renamed into place once whole and fsynced. Every
-database is kept; the RDB version is one the target redis-server reads (10 for 7.0, 11 for
+database is kept; every TTL is written as Redis writes it (EXPIRETIME_MS before the key), a key
+already expired included (redis-server skips it when it loads the file, as it does its own);
+the RDB version is one the target redis-server reads (10 for 7.0, 11 for
 7.2, 12 for 7.4 and 8.0, 13 for 8.6+).
 Must not touch: the RDB format (snapshot.rdb writes it), the directory's files.
 
@@ -22,9 +24,11 @@ import json
 import os
 import sys
 import time
+from collections.abc import Iterator
+from itertools import chain
 from typing import Any
 
-HELP = "write a data directory's streams as a dump.rdb that redis-server loads"
+HELP = "write a data directory's streams and strings as a dump.rdb that redis-server loads"
 EXIT_UNREADABLE, EXIT_USAGE = 2, 3
 REDIS_VERSIONS = "10: Redis 7.0; 11: 7.2; 12: 7.4 and 8.0-8.4; 13: 8.6 and later"
 EPILOG = f"""examples:
@@ -100,18 +104,30 @@ def _write(engine: Any, out: str, version: int, force: bool) -> dict[str, Any]:
     from streamkeep.snapshot.rdb import write_rdb
     from streamkeep.tools.outputs import write_file
 
-    streams = entries = 0
-    dbs = [(db, keyspace) for db, keyspace in enumerate(engine.dbs) if keyspace]
-    for _db, keyspace in dbs:
-        streams += len(keyspace)
-        entries += sum(s.length for s in keyspace.values())
+    with engine.lock:
+        streams = sum(len(keyspace) for keyspace in engine.dbs)
+        entries = sum(s.length for keyspace in engine.dbs for s in keyspace.values())
+        strings = sum(len(values) for values in engine.strings)
+        with_ttl = sum(len(expires) for expires in engine.expires)
     aux = [(b"redis-ver", b"7.0.0"), (b"redis-bits", b"64"),
            (b"ctime", str(int(time.time())).encode()), (b"aof-base", b"0"),
            (b"streamkeep", b"export-rdb")]
     with engine.lock:
-        size = write_file(out, write_rdb(version, aux, ((db, len(keyspace), keyspace.items())
-                                                        for db, keyspace in dbs)), force=force)
-    return {"streams": streams, "entries": entries, "bytes": size}
+        size = write_file(out, write_rdb(version, aux, _databases(engine)), force=force)
+    return {"streams": streams, "entries": entries, "strings": strings, "expiries": with_ttl,
+            "bytes": size}
+
+
+def _databases(engine: Any) -> Iterator[tuple]:
+    """Each database that holds a key, as write_rdb takes it: (db, keys, keys with a TTL,
+    (key, stream or string, expiry or None) for each key)."""
+    for db, streams in enumerate(engine.dbs):
+        strings, expires = engine.strings[db], engine.expires[db]
+        if not streams and not strings:
+            continue
+        items = chain(((key, s, expires.get(key)) for key, s in streams.items()),
+                      ((key, v, expires.get(key)) for key, v in strings.items()))
+        yield db, len(streams) + len(strings), len(expires), items
 
 
 def _progress(message: str) -> None:
@@ -124,6 +140,7 @@ def _print(report: dict[str, Any], as_json: bool) -> None:
     if as_json:
         print(json.dumps(report, sort_keys=True))
         return
-    print(f"wrote {report['streams']:,} stream(s), {report['entries']:,} entries "
-          f"({report['bytes']:,} bytes, RDB {report['rdb_version']}) from {report['source']} "
+    print(f"wrote {report['streams']:,} stream(s), {report['entries']:,} entries, "
+          f"{report['strings']:,} string(s) ({report['expiries']:,} key(s) with a TTL; "
+          f"{report['bytes']:,} bytes, RDB {report['rdb_version']}) from {report['source']} "
           f"at LSN {report['lsn']} to {report['out']} in {report['seconds']:.2f} s")

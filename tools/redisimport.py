@@ -1,4 +1,5 @@
-"""`streamkeep import SOURCE --out DIR`: a Redis's streams into a new data directory.
+"""`streamkeep import SOURCE --out DIR`: a Redis's streams and strings into a new data
+directory.
 
 SOURCE is a dump.rdb (RDB versions 9 to 13), an appendonly.aof (RESP commands, with or without
 an RDB preamble) or a Redis 7+ appendonlydir (its manifest's base file, then its incr files in
@@ -6,9 +7,14 @@ order). Owns the command's arguments, finding the pieces of SOURCE and identifyi
 content before anything is written (tools.sniff: anything else is refused, saying what it
 is), the report and the exit status. DIR is built beside its final name and renamed into place
 once complete (tools.outputs), so a refusal or an error leaves no DIR behind. What comes in, and how, is replication.redis_commands' (the same as a replica of a
-redis-server gets): every stream key exactly, RESTOREd from its stored bytes; the AOF's
-commands applied through the engine; keys of other types counted by type and their commands by
-name, never silently; databases kept. Then the directory is compacted into a snapshot.
+redis-server gets): every stream and string key exactly, RESTOREd from its stored bytes with its
+TTL; the AOF's commands applied through the engine; keys of other types counted by type and
+their commands by name, never silently; databases kept. As Redis loads its files at startup: a
+dump.rdb's keys already expired are skipped, an AOF's RDB preamble (or an appendonlydir's base)
+loads them all (its commands assume that exact keyspace), and nothing expires while loading
+(the staging engine is read-only to clients, the commands are the primary's); what is expired
+is deleted once DIR is served, its DEL logged then. Then the directory is compacted into a
+snapshot.
 Must not touch: the RDB format (snapshot.rdb), RESP (engine.wire.request_parser), what a
 command does.
 
@@ -35,7 +41,7 @@ if TYPE_CHECKING:
     from streamkeep.replication.redis_commands import RedisApplier
     from streamkeep.tools.sniff import Kind
 
-HELP = "import the streams of a Redis dump.rdb, appendonly.aof or appendonlydir"
+HELP = "import the streams and strings of a Redis dump.rdb, appendonly.aof or appendonlydir"
 EXIT_BAD_SOURCE, EXIT_USAGE = 2, 3
 CHUNK = 1 << 20  # AOF bytes parsed at a time
 EPILOG = """examples:
@@ -43,10 +49,11 @@ EPILOG = """examples:
   streamkeep import /var/lib/redis/appendonlydir --out ./data     Redis 7+: manifest, base, incr
   streamkeep import appendonly.aof --out ./data --json             the report for scripts
 
-Stream keys are imported exactly; keys of other types are skipped and reported by type, and
-the AOF's commands on them by command name. Redis expiries are not kept (streamkeep keys do not
-expire): streams already expired are skipped, the others imported without their expiry, both
-counted in the report. An AOF cut short (a crash while Redis wrote it) is imported up to its
+Stream and string keys are imported exactly, with their expiry; keys of other types are
+skipped and reported by type, and the AOF's commands on them by command name. As Redis loads
+the same files: keys of a dump.rdb already expired are skipped (counted in the report); an
+AOF's RDB preamble loads every key (its commands follow from that exact keyspace), and a key
+expired there is deleted once DIR is served. An AOF cut short (a crash while Redis wrote it) is imported up to its
 last whole command, as Redis loads it, and the report says how many bytes were left out.
 
 SOURCE is identified by its content first: an RDB by its REDIS magic and version, an AOF by
@@ -113,24 +120,29 @@ def main(args: argparse.Namespace) -> int:
         # The state is built in memory first (no record per key or command: nothing to replay
         # or compact), then written as DIR's snapshot in one step, as a replica's full sync.
         with Engine() as staging:
+            # Nothing expires while loading, as in Redis (keyIsExpired is false while loading):
+            # the applier's session is the primary's, and a read-only engine neither expires a
+            # key it names nor runs the active cycle.
+            staging.read_only = "READONLY streamkeep import is loading"
             applier = RedisApplier(staging)
-            streams = entries = 0
+            streams = entries = strings = 0
             for path, kind in files:  # one file in memory at a time
                 piece = _read(path)
                 _progress(f"reading {piece.path} ({len(piece.data):,} bytes)")
                 start = 0
                 if kind == "rdb":
-                    s, e, start = _rdb(applier, piece, report)
-                    streams, entries = streams + s, entries + e
+                    s, e, n, start = _rdb(applier, piece, report,
+                                          in_aof=os.path.isdir(args.source))
+                    streams, entries, strings = streams + s, entries + e, strings + n
                 _aof(applier, piece, start, report)
             report["incomplete_transaction"] = applier.multi is not None
             applier.abandon()
-            report.update(_counts(staging, applier, streams, entries))
+            report.update(_counts(staging, applier, streams, entries, strings))
             _progress(f"writing {report['streams']:,} stream(s) as the snapshot of {args.out}")
             # built beside DIR and renamed into place whole: a failure leaves no DIR behind
             with staged_directory(args.out) as stage, \
                     Engine.open(stage, auto_aof_rewrite_percentage=0) as engine:
-                _install(engine, staging.dbs)
+                _install(engine, staging)
     except BadSource as err:
         print(f"streamkeep import: {err}", file=sys.stderr)
         return EXIT_BAD_SOURCE
@@ -227,8 +239,12 @@ def _manifest(path: str, text: str) -> list[str]:
     return base + [name for _seq, name in sorted(incr)]
 
 
-def _rdb(applier: RedisApplier, piece: Piece, report: dict[str, Any]) -> tuple[int, int, int]:
-    from streamkeep.snapshot.rdb import RdbError, key_text, read_rdb_prefix
+def _rdb(applier: RedisApplier, piece: Piece, report: dict[str, Any],
+         in_aof: bool) -> tuple[int, int, int, int]:
+    """An RDB's keys loaded: as a primary loads a dump.rdb (its keys already expired skipped),
+    or, for an appendonlydir's base or an RDB followed by AOF commands, as an AOF preamble
+    (every key: the commands after it assume that exact keyspace)."""
+    from streamkeep.snapshot.rdb import TYPE_NAMES, RdbError, key_text, read_rdb_prefix
 
     try:
         version, _aux, keys, end = read_rdb_prefix(piece.data)
@@ -236,14 +252,17 @@ def _rdb(applier: RedisApplier, piece: Piece, report: dict[str, Any]) -> tuple[i
         raise BadSource(f"{piece.path}: {err}") from None
     report["rdb_version"] = version
     failed = applier.errors
-    streams, entries = applier.load(keys, version, replace_all=False)
-    if applier.errors > failed:  # a stream value RESTORE found damaged: which one, where
+    preamble = in_aof or end < len(piece.data)
+    streams, entries, strings = applier.load(keys, version, replace_all=False,
+                                             skip_expired=not preamble)
+    if applier.errors > failed:  # a value RESTORE found damaged: which one, where
         argv = applier.last_failed or ()
         key = next((k for k in keys if argv[1:2] == (k.key,)), None)
-        where = "" if key is None else (f"the value of stream key {key_text(key.key)} (db "
-                                        f"{key.db}) at byte {key.offset} is damaged: ")
+        where = "" if key is None else (f"the value of {TYPE_NAMES[key.rdb_type]} key "
+                                        f"{key_text(key.key)} (db {key.db}) at byte "
+                                        f"{key.offset} is damaged: ")
         raise BadSource(f"{piece.path}: {where}{applier.last_error}")
-    return streams, entries, end
+    return streams, entries, strings, end
 
 
 def _aof(applier: RedisApplier, piece: Piece, start: int, report: dict[str, Any]) -> None:
@@ -288,41 +307,43 @@ def _command_at(piece: Piece, at: int, what: str) -> None:
                         "where a command (*) was expected")
 
 
-def _counts(engine: Any, applier: RedisApplier, streams: int, entries: int) -> dict[str, Any]:
-    """What is in DIR now (an AOF's commands make streams too), and what was left out."""
-    total_streams = total_entries = 0
-    for db in range(int(engine.config["databases"])):
-        engine.execute("SELECT", str(db))
-        for key in engine.execute("KEYS", "*"):
-            total_streams += 1
-            total_entries += engine.execute("XLEN", key)
-    engine.execute("SELECT", "0")
-    return {"streams": total_streams, "entries": total_entries,
-            "streams_from_rdb": streams, "entries_from_rdb": entries,
+def _counts(engine: Any, applier: RedisApplier, streams: int, entries: int,
+            strings: int) -> dict[str, Any]:
+    """What is in DIR now (an AOF's commands make keys too), and what was left out."""
+    with engine.lock:
+        total_streams = sum(len(db) for db in engine.dbs)
+        total_entries = sum(s.length for db in engine.dbs for s in db.values())
+        total_strings = sum(len(db) for db in engine.strings)
+        with_ttl = sum(len(db) for db in engine.expires)
+    return {"streams": total_streams, "entries": total_entries, "strings": total_strings,
+            "expiries": with_ttl, "streams_from_rdb": streams, "entries_from_rdb": entries,
+            "strings_from_rdb": strings,
             "skipped": dict(applier.skipped_keys),
             "skipped_commands": dict(applier.skipped_commands),
             "failed_commands": applier.errors, "last_failure": applier.last_error,
-            "expired_skipped": applier.expired_keys, "expiry_dropped": applier.expiry_dropped}
+            "expired_skipped": applier.expired_keys}
 
 
-def _install(engine: Any, dbs: list) -> None:
-    """`dbs` made the new directory's snapshot, durably (at LSN 1: the manifest counts a
-    snapshot as covering at least one record)."""
+def _install(engine: Any, staging: Any) -> None:
+    """The staging engine's state made the new directory's snapshot, durably (at LSN 1: the
+    manifest counts a snapshot as covering at least one record)."""
     from streamkeep.snapshot.writer import write_snapshot
 
+    dbs, strings, expires = staging.dbs, staging.strings, staging.expires
     datadir = engine.datadir
     fs = datadir.fs
     datadir.wait_no_compaction()
     tmp = os.path.join(datadir.path, "import.snapshot.tmp")
     replid = datadir.history()[0]
-    info = write_snapshot(dbs, tmp, 1, int(time.time() * 1000), replid)
+    info = write_snapshot(dbs, tmp, 1, int(time.time() * 1000), replid, strings=strings,
+                          expires=expires)
     fd = fs.open_read(tmp)
     try:
         fs.fdatasync(fd)
     finally:
         fs.close(fd)
     with engine.lock:
-        datadir.install_snapshot(tmp, 1, replid, dbs, info.crc32)
+        datadir.install_snapshot(tmp, 1, replid, dbs, info.crc32, strings, expires)
 
 
 def _progress(message: str) -> None:
@@ -336,20 +357,18 @@ def _print(report: dict[str, Any], as_json: bool) -> None:
         print(json.dumps(report, sort_keys=True))
         return
     version = f" (RDB {report['rdb_version']})" if report["rdb_version"] else ""
-    print(f"imported {report['streams']:,} stream(s), {report['entries']:,} entries from "
+    print(f"imported {report['streams']:,} stream(s), {report['entries']:,} entries, "
+          f"{report['strings']:,} string(s) ({report['expiries']:,} key(s) with a TTL) from "
           f"{report['source']}{version} into {report['out']} in {report['seconds']:.2f} s")
     for name, count in sorted(report["skipped"].items()):
-        print(f"skipped {count:,} {name} key(s): streamkeep stores streams only")
+        print(f"skipped {count:,} {name} key(s): streamkeep stores streams and strings only")
     for name, count in sorted(report["skipped_commands"].items()):
-        print(f"skipped {count:,} {name.upper()} command(s): not a stream command streamkeep "
-              f"applies")
+        print(f"skipped {count:,} {name.upper()} command(s): not a command streamkeep applies")
     if report["failed_commands"]:
         print(f"{report['failed_commands']:,} command(s) failed here; the last: "
               f"{report['last_failure']}")
     if report["expired_skipped"]:
-        print(f"skipped {report['expired_skipped']:,} stream(s) already expired")
-    if report["expiry_dropped"]:
-        print(f"imported {report['expiry_dropped']:,} stream(s) without their expiry")
+        print(f"skipped {report['expired_skipped']:,} key(s) already expired")
     if report["truncated_bytes"]:
         print(f"left out the last {report['truncated_bytes']:,} byte(s): the AOF ends inside "
               f"a command (cut short)")

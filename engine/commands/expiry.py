@@ -24,6 +24,13 @@ Expiry is deterministic for replay, replicas and snapshots because only effects 
   even when the command then fails). An argument that is not a key but names an expired one
   deletes it too: harmless, since an expired key is already invisible to everyone. A read-only
   replica never deletes (its primary's DELs arrive as effects), as in Redis.
+- A replica's reads: as on a Redis replica since 3.2, a client's command there sees a key whose
+  TTL has passed as missing, while the key stays until the primary's DEL arrives (the replica
+  must not write). `hide_expired` takes every expired key an argument names out of the
+  database for the command's run (no effect, no signal) and `unhide` puts it back right after,
+  so every command reads as if it were absent (GET nil, EXISTS 0, TTL -2, TYPE none, XLEN 0);
+  KEYS and SCAN skip expired keys anyway. The primary's own session (a redis-server primary's
+  commands) sees everything, as Redis's master client does.
 - Active expiry: `active_expire` looks at a sample of the keys with a TTL, deletes the expired
   ones and logs their `DEL`s, round after round while many were expired, like Redis's
   activeExpireCycle (the sample rotates through `expires` instead of being random);
@@ -42,8 +49,8 @@ Expiry is deterministic for replay, replicas and snapshots because only effects 
   them until they are deleted, as Redis's dictSize does.
 
 Owns these commands' parsing, replies and effects, and the helpers (`key_type`, `stream_at`,
-`delete_key`, `live_keys`, `expire_named_keys`, `active_expire`). Must not touch: stream internals, the
-command table beyond its declarations, I/O.
+`delete_key`, `live_keys`, `expire_named_keys`, `hide_expired`, `unhide`, `active_expire`).
+Must not touch: stream internals, the command table beyond its declarations, I/O.
 """
 
 from __future__ import annotations
@@ -138,6 +145,41 @@ def expire_named_keys(ctx: Ctx, argv: Sequence[bytes]) -> None:
         when = expires.get(arg)
         if when is not None and now > when and delete_key(ctx, arg):
             ctx.emit(del_effect([arg]))
+
+
+Hidden = tuple[dict, dict, dict, list[tuple[bytes, object, object, int]]]
+
+
+def hide_expired(ctx: Ctx, argv: Sequence[bytes]) -> Hidden | None:
+    """A replica's read: every expired key an argument names taken out of the database, with
+    what it held; None if there was none. `unhide` must follow, whatever the command does (the
+    caller's `finally`)."""
+    expires, now = ctx.expires, ctx.now
+    taken: list[tuple[bytes, object, object, int]] | None = None
+    for arg in argv[1:]:
+        when = expires.get(arg)
+        if when is not None and now > when:
+            if taken is None:
+                taken = []
+            taken.append((arg, ctx.db.pop(arg, None), ctx.strings.pop(arg, None),
+                          expires.pop(arg)))  # (a key named twice is taken out once)
+    if taken is None:
+        return None
+    # The dicts themselves: a SELECT among the arguments' commands changes ctx's database.
+    return ctx.db, ctx.strings, expires, taken
+
+
+def unhide(hidden: Hidden) -> None:
+    """Put back what `hide_expired` took out (a read-only command changed nothing meanwhile).
+    Dict order is not state: SCAN's cursor follows the keys' hashes, the digest and the
+    snapshot sort keys."""
+    streams, strings, expires, taken = hidden
+    for key, stream, string, when in taken:
+        if stream is not None:
+            streams[key] = stream
+        if string is not None:
+            strings[key] = string
+        expires[key] = when
 
 
 def active_expire(ctx: Ctx, sample: int = ACTIVE_EXPIRE_SAMPLE,

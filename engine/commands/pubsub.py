@@ -123,7 +123,19 @@ def punsubscribe(ctx: Ctx, argv: Argv) -> Any:
          group="pubsub", since="2.0.0", summary="Posts a message to a channel.",
          syntax="channel message")
 def publish(ctx: Ctx, argv: Argv) -> int:
-    return ctx.engine.pubsub.publish(argv[1], argv[2])
+    receivers = ctx.engine.pubsub.publish(argv[1], argv[2])
+    _propagate(ctx, b"PUBLISH", argv)
+    return receivers
+
+
+def _propagate(ctx: Ctx, command: bytes, argv: Argv) -> None:
+    """A published message goes to this node's replicas too, as Redis propagates it to its
+    own: a primary's clients' messages, and on a replica those of its primary (passed down a
+    chain of replicas), never a replica's own clients' (Redis's replicas feed their
+    sub-replicas only what their primary sends)."""
+    propagate = ctx.engine.pubsub.propagate
+    if propagate is not None and (ctx.engine.read_only is None or ctx.session.from_primary):
+        propagate(command, argv[1], argv[2])
 
 
 @command("ssubscribe", -2, "pubsub noscript loading stale", keys=(1, -1, 1), group="pubsub",
@@ -144,7 +156,9 @@ def sunsubscribe(ctx: Ctx, argv: Argv) -> Any:
          group="pubsub", since="7.0.0", summary="Post a message to a shard channel",
          syntax="shardchannel message")
 def spublish(ctx: Ctx, argv: Argv) -> int:
-    return ctx.engine.pubsub.spublish(argv[1], argv[2])
+    receivers = ctx.engine.pubsub.spublish(argv[1], argv[2])
+    _propagate(ctx, b"SPUBLISH", argv)
+    return receivers
 
 
 PUBSUB = container("pubsub", "A container for Pub/Sub commands.", group="pubsub",

@@ -107,6 +107,10 @@ class PubSub:
 
     def __init__(self, match: Matcher) -> None:
         self.match = match
+        # What a primary does with a message published here besides delivering it: sends it
+        # to its replicas (replication.sender; None: no replication). Called with (PUBLISH or
+        # SPUBLISH, channel, message) under the engine lock.
+        self.propagate: Callable[[bytes, bytes, bytes], None] | None = None
         self.channels: dict[bytes, dict[Subscriber, None]] = {}
         self.patterns: dict[bytes, dict[Subscriber, None]] = {}
         self.shard_channels: dict[bytes, dict[Subscriber, None]] = {}

@@ -20,7 +20,12 @@ from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any, Self
 
 from streamkeep.engine import commands as _commands  # noqa: F401  (registers every command)
-from streamkeep.engine.commands.expiry import active_expire, expire_named_keys
+from streamkeep.engine.commands.expiry import (
+    active_expire,
+    expire_named_keys,
+    hide_expired,
+    unhide,
+)
 from streamkeep.engine.commands.pubsub import glob_match
 from streamkeep.engine.commands.streams import add_entry
 from streamkeep.engine.exec.blocking import Waiter, WaiterRegistry
@@ -425,8 +430,12 @@ class EngineCore:
             ctx.db = self.dbs[db]
             ctx.now = self.clock()
             ctx.effects = []
-            if self.expires[db] and self.read_only is None:  # lazy expiry of the keys it names
-                expire_named_keys(ctx, argv)
+            hidden = None
+            if self.expires[db]:
+                if self.read_only is None:  # lazy expiry of the keys it names
+                    expire_named_keys(ctx, argv)
+                elif not session.from_primary:  # a replica's read: expired keys look missing
+                    hidden = hide_expired(ctx, argv)
             began = _now_ns()
             try:
                 reply = handler(ctx, argv)
@@ -437,6 +446,9 @@ class EngineCore:
                 raise
             except StorageError as err:  # a damaged snapshot met while reading a cold node
                 raise self._failed_on_storage(err, is_write, counters, began) from None
+            finally:
+                if hidden is not None:
+                    unhide(hidden)
             nanos = _now_ns() - began
             # Log its effects: the AOF record, the sinks, WATCH.
             if ctx.effects:
@@ -603,8 +615,12 @@ class EngineCore:
             mark = len(effects)
             counters = stats.counters(spec.name)
             began = _now_ns()
-            if self.expires[db] and self.read_only is None:
-                expire_named_keys(mctx, argv)
+            hidden = None
+            if self.expires[db]:
+                if self.read_only is None:
+                    expire_named_keys(mctx, argv)
+                elif not session.from_primary:
+                    hidden = hide_expired(mctx, argv)
             try:
                 if spec.is_write and (gate := self._write_gate(session)) is not None:
                     raise ReplyError(gate)
@@ -617,6 +633,9 @@ class EngineCore:
             else:
                 counters[CALLS] += 1
                 counters[NANOS] += _now_ns() - began
+            finally:
+                if hidden is not None:
+                    unhide(hidden)
             if len(effects) > mark and db != record_db:
                 effects.insert(mark, select_effect(db))
                 record_db = db
@@ -698,6 +717,10 @@ class EngineCore:
         ctx = RerunCtx(self, session, self.clock())
         rerun = waiter.rerun
         began = _now_ns()
+        hidden = None
+        if self.read_only is not None and not session.from_primary and \
+                self.expires[session.db]:  # a replica's blocked read: as when it first ran
+            hidden = hide_expired(ctx, waiter.argv)
         try:
             if rerun is not None:
                 result = rerun(ctx)
@@ -707,6 +730,9 @@ class EngineCore:
             result = err
         except StorageError as err:
             result = self._storage_failed(err, lookup(waiter.argv).is_write)
+        finally:
+            if hidden is not None:
+                unhide(hidden)
         waiter.nanos += _now_ns() - began
         if type(result) is Block:
             waiter.wake_at = result.wake_at

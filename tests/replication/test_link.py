@@ -135,3 +135,49 @@ def test_the_handshake_and_acks_are_resp_commands() -> None:
 
 def test_a_late_port_announcement_is_one_replconf() -> None:
     assert link.announce_port(6391) == b"*3\r\n$8\r\nREPLCONF\r\n$14\r\nlistening-port\r\n$4\r\n6391\r\n"
+
+
+# --- published messages ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("step", [1, 5, 1 << 20])
+def test_published_messages_between_records_take_no_lsn(step: int) -> None:
+    stream = (link.continue_line(REPLID) + records(1, 2)
+              + link.publish_frame(b"PUBLISH", b"news", b"m\r\n1")
+              + link.GETACK + link.publish_frame(b"SPUBLISH", b"orders", b"")
+              + records(3, 1))
+    lsns, _snapshot, others = summarize(decode_all(stream, 0, step))
+    assert lsns == [1, 2, 3]  # the messages count for nothing in the offsets
+    assert others == [Continue(REPLID), link.Published(b"PUBLISH", b"news", b"m\r\n1"),
+                      GetAck(), link.Published(b"SPUBLISH", b"orders", b"")]
+    assert link.PUBLISH_CAPA in link.handshake("", 1, "x")[1]
+
+
+@pytest.mark.parametrize("body, said", [
+    (b"*2\r\n$7\r\nPUBLISH\r\n$1\r\nc\r\n", "not a 3-element array"),
+    (b"*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$1\r\nv\r\n", "command is b'SET'"),
+    (b"*3\r\n$7\r\nPUBLISH\r\n$1\r\nc\r\n$99999999999\r\n", "bulk header"),
+    (b"*3\r\n$7\r\nPUBLISH\r\n$1\r\nc\r\n$-1\r\n", "bulk header"),
+    (b"*3\r\n$7\r\nPUBLISH\r\n$1\r\ncXX", "not terminated"),
+    (b"*3\r\n" + b"$" + b"9" * 30, "bulk length is too long"),
+    (b"*" + b"3" * 30, "without its array header"),
+])
+def test_a_published_message_of_another_shape_is_refused(body: bytes, said: str) -> None:
+    from streamkeep.aof.codec import FRAME
+
+    decoder = LinkDecoder(0)
+    decoder.feed(link.continue_line(REPLID))
+    with pytest.raises(LinkError, match=said):
+        decoder.feed(FRAME.pack(0, link.PUBLISH_MARK) + body)
+        decoder.check()
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.binary(max_size=200))
+def test_garbage_after_a_publish_mark_raises_link_error_or_waits(garbage: bytes) -> None:
+    from streamkeep.aof.codec import FRAME
+
+    decoder = LinkDecoder(0)
+    with contextlib.suppress(LinkError):
+        decoder.feed(link.continue_line(REPLID) + FRAME.pack(0, link.PUBLISH_MARK) + garbage)
+        decoder.check()

@@ -16,17 +16,26 @@ def feed(applier: RedisApplier, *commands: list[str]) -> None:
         applier.apply(argv, command_size(argv))
 
 
-def test_stream_writes_apply_others_are_counted() -> None:
+def test_stream_and_string_writes_apply_others_are_counted() -> None:
     with Engine() as engine:
         engine.read_only = "READONLY You can't write against a read only replica."
         a = RedisApplier(engine)
         feed(a, ["SELECT", "1"], ["XADD", "s", "1-1", "f", "v"], ["SET", "k", "v"],
              ["HSET", "h", "f", "v"], ["SET", "k2", "v"], ["PING"], ["PEXPIREAT", "s", "9"],
-             ["RESTORE", "h2", "0", "\x04not-a-stream"], ["REPLCONF", "GETACK", "*"])
+             ["RESTORE", "h2", "0", "\x04not-a-stream"], ["REPLCONF", "GETACK", "*"],
+             ["MSETNX", "m1", "1", "m2", "2"], ["GETSET", "k", "w"], ["SETRANGE", "k", "0", "x"])
+        assert dict(a.skipped_commands) == {"hset": 1, "restore": 1, "setrange": 1}
+        assert a.applied == 7 and a.errors == 0
+        # A TTL already past is kept until the primary's DEL: the primary's session sees it,
+        # a client's read on this replica sees the key as missing (as on a Redis replica).
+        assert engine.strings[1][b"k"] == b"w" and engine.expires[1][b"s"] == 9
+        assert engine.strings[1][b"m1"] == b"1" and engine.strings[1][b"m2"] == b"2"
         assert engine.execute("SELECT", "1") == "OK"
-        assert engine.execute("XLEN", "s") == 1
-        assert dict(a.skipped_commands) == {"set": 2, "hset": 1, "pexpireat": 1, "restore": 1}
-        assert a.applied == 2 and a.errors == 0
+        assert engine.execute("XLEN", "s") == 0 and engine.execute("GET", "k2") == b"v"
+        assert engine.execute("TTL", "s") == -2 and engine.execute("TYPE", "s") == "none"
+        assert engine.dbs[1][b"s"].length == 1  # nothing deleted here
+        feed(a, ["DEL", "s"])
+        assert b"s" not in engine.dbs[1] and b"s" not in engine.expires[1]
         # Client writes are still refused: only the primary's session passes the gate.
         try:
             engine.execute("XADD", "s", "*", "f", "v")
@@ -55,19 +64,19 @@ def test_a_transaction_applies_whole_and_moves_the_offset_at_exec() -> None:
         a = RedisApplier(engine)
         feed(a, ["XADD", "s", "1-1", "f", "v"])
         before = a.offset
-        feed(a, ["MULTI"], ["XADD", "s", "2-1", "f", "v"], ["SET", "x", "y"])
+        feed(a, ["MULTI"], ["XADD", "s", "2-1", "f", "v"], ["HSET", "x", "f", "y"])
         assert a.offset == before and engine.execute("XLEN", "s") == 1
         # The link is lost here: the primary resends from `before`, MULTI included.
         a.abandon()
-        feed(a, ["MULTI"], ["XADD", "s", "2-1", "f", "v"], ["SET", "x", "y"],
+        feed(a, ["MULTI"], ["XADD", "s", "2-1", "f", "v"], ["HSET", "x", "f", "y"],
              ["XADD", "s", "3-1", "f", "v"], ["EXEC"])
         size = sum(command_size([w.encode() for w in c]) for c in (
-            ["MULTI"], ["XADD", "s", "2-1", "f", "v"], ["SET", "x", "y"],
+            ["MULTI"], ["XADD", "s", "2-1", "f", "v"], ["HSET", "x", "f", "y"],
             ["XADD", "s", "3-1", "f", "v"], ["EXEC"]))
         assert a.offset == before + size
         assert engine.execute("XRANGE", "s", "-", "+") == [
             [b"1-1", [b"f", b"v"]], [b"2-1", [b"f", b"v"]], [b"3-1", [b"f", b"v"]]]
-        assert a.skipped_commands["set"] == 1  # counted once: the dropped copy was not applied
+        assert a.skipped_commands["hset"] == 1  # counted once: the dropped copy was not applied
 
 
 def test_a_failing_command_is_counted_and_the_stream_goes_on() -> None:
@@ -87,16 +96,24 @@ def test_an_rdb_replaces_everything_streams_restored_others_counted() -> None:
         payload = source.execute("DUMP", "s")
         value = payload[1:-10]
         engine.execute("XADD", "old", "1-1", "f", "v")
+        engine.read_only = "READONLY You can't write against a read only replica."
         a = RedisApplier(engine)
         keys = [RdbKey(0, b"s", payload[0], value, None), RdbKey(0, b"str", 0, b"\x01v", None),
                 RdbKey(2, b"t", payload[0], value, 2**62), RdbKey(0, b"gone", payload[0],
                                                                   value, 1)]
-        assert a.load(keys, 13, replace_all=True) == (2, 2)
+        keys.append(RdbKey(0, b"h", 4, b"\x01\x01f\x01v", None))
+        # A replica's full sync: the expired stream is loaded with its TTL (its DEL follows).
+        assert a.load(keys, 13, replace_all=True) == (3, 3, 1)
         assert engine.execute("EXISTS", "old") == 0
         assert engine.execute("XINFO", "GROUPS", "s")[0][1] == b"g"
+        assert engine.strings[0][b"str"] == b"v" and engine.expires[0][b"gone"] == 1
         assert engine.execute("SELECT", "2") == "OK" and engine.execute("XLEN", "t") == 1
-        assert dict(a.skipped_keys) == {"string": 1}
-        assert (a.expired_keys, a.expiry_dropped) == (1, 1)
+        assert engine.execute("PEXPIRETIME", "t") == 2**62
+        assert dict(a.skipped_keys) == {"hash": 1}
+        assert (a.expired_keys, a.expiries_kept) == (0, 2)
+        # An RDB file imported as a primary's: the expired key is skipped.
+        assert a.load(keys, 13, replace_all=True, skip_expired=True) == (2, 2, 1)
+        assert (a.expired_keys, a.expiries_kept) == (1, 3)
 
 
 def test_a_skipped_keyspace_command_is_warned_about_once(caplog) -> None:  # type: ignore[no-untyped-def]

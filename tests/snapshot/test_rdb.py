@@ -161,3 +161,126 @@ def test_every_refusal_of_a_damaged_file_says_where(data) -> None:
         rdb.read_rdb(bytes(raw))
     except rdb.RdbError as err:
         assert " at byte " in str(err), str(err)
+
+
+# --- string keys and TTLs ---------------------------------------------------------------------
+
+# "streamkeep streamkeep ... " as Redis's LZF writes it: a literal, then back references.
+_LZF_VALUE = b"streamkeep " * 40
+
+
+def _lzf(value: bytes, period: int) -> bytes:
+    """`value` (repeating every `period` bytes) LZF-encoded as Redis's lzf_compress would: the
+    first period as a literal, then back references of that distance (each at most 264 bytes
+    long)."""
+    out = bytearray(bytes((period - 1,)) + value[:period])
+    left = len(value) - period
+    while left:
+        n = min(left, 264)
+        if n < 9:
+            out += bytes(((n - 2) << 5, period - 1))
+        else:
+            out += bytes((7 << 5, n - 9, period - 1))
+        left -= n
+    return bytes(out)
+
+
+def _strings_file() -> bytes:
+    """Strings in every encoding Redis writes (raw, int8/16/32, LZF value and LZF key), TTLs
+    in both forms (EXPIRETIME_MS, and the old EXPIRETIME in seconds) before strings and a
+    stream."""
+    e = Engine(clock=lambda: 1_700_000_000_000)
+    e.execute("XADD", "s", "1-1", "f", "v")
+    lzf = _lzf(_LZF_VALUE, 11)
+    length = rdb.encode_length
+    long_key = b"key" * 10
+    body = (b"REDIS0010" + b"\xfe\x00\xfb" + length(8) + length(3)
+            + b"\x00" + rdb.encode_string(b"raw") + rdb.encode_string(b"hello")
+            + b"\x00" + rdb.encode_string(b"i8") + b"\xc0\xf9"
+            + b"\x00" + rdb.encode_string(b"i16") + b"\xc1" + struct.pack("<h", 1234)
+            + b"\xfc" + struct.pack("<q", 1_800_000_000_123)
+            + b"\x00" + rdb.encode_string(b"i32") + b"\xc2" + struct.pack("<i", -2_000_000_000)
+            + b"\xfd" + struct.pack("<I", 1_800_000_000)
+            + b"\x00" + rdb.encode_string(b"lzf") + b"\xc3" + length(len(lzf))
+            + length(len(_LZF_VALUE)) + lzf
+            + b"\x00" + b"\xc3" + length(len(_lzf(long_key, 3))) + length(len(long_key))
+            + _lzf(long_key, 3) + rdb.encode_string(b"v")
+            + b"\xfc" + struct.pack("<q", 1_900_000_000_000)
+            + b"\x13" + rdb.encode_string(b"s") + rdb.write_stream(e.dbs[0][b"s"], 19)
+            + b"\x00" + rdb.encode_string(b"empty") + rdb.encode_string(b"")
+            + b"\xff")
+    return body + struct.pack("<Q", rdb.crc64(body))
+
+
+def test_strings_of_every_encoding_and_ttls_of_both_forms() -> None:
+    _version, _aux, keys = rdb.read_rdb(_strings_file())
+    got = {k.key: (k.rdb_type, k.expire_ms) for k in keys}
+    assert got == {b"raw": (0, None), b"i8": (0, None), b"i16": (0, None),
+                   b"i32": (0, 1_800_000_000_123), b"lzf": (0, 1_800_000_000_000),
+                   b"key" * 10: (0, None), b"s": (19, 1_900_000_000_000), b"empty": (0, None)}
+    values = {k.key: rdb.string_value(k.value) for k in keys if k.rdb_type == 0}
+    assert values == {b"raw": b"hello", b"i8": b"-7", b"i16": b"1234", b"i32": b"-2000000000",
+                      b"lzf": _LZF_VALUE, b"key" * 10: b"v", b"empty": b""}
+    # The writer: each string and TTL read back the same (integers encoded as Redis does).
+    e = Engine()
+    e.execute("XADD", "s", "1-1", "f", "v")
+    items = [(b"n", b"-2000000000", 5), (b"s", e.dbs[0][b"s"], 7), (b"x", b"007", None)]
+    _v, _a, back = rdb.read_rdb(b"".join(rdb.write_rdb(10, [], [(0, 3, 2, items)])))
+    assert [(k.key, k.rdb_type, k.expire_ms, k.value[:1]) for k in back] == [
+        (b"n", 0, 5, b"\xc2"), (b"s", 19, 7, b"\x01"), (b"x", 0, None, b"\x03")]
+
+
+def test_hostile_string_lengths_are_refused_naming_the_key_and_offset() -> None:
+    head = b"REDIS0010\xfe\x00"
+    at = len(head)
+    huge = b"\x81" + struct.pack(">Q", (1 << 64) - 1)
+    for value, said in [
+        (huge, "truncated at byte {size}, inside the value of string key \"k\" (type 0) at "
+               "byte {at}"),
+        # LZF announcing 2^64-1 bytes from 2: refused before anything that size is made
+        (b"\xc3\x03" + huge + b"\x01ab", "bad LZF length at byte {end}, inside the value of "
+                                          "string key \"k\" (type 0) at byte {at}"),
+        (b"\xc3" + huge + b"\x05", "truncated at byte {size}, inside the value of string key"),
+        (b"\xc3\x02\x06\x40\x09", "bad LZF data at byte {end}, inside the value of string key"),
+        (b"\xc4", "unknown string encoding 4 at byte {end}, inside the value of string key"),
+        (b"\xc2\x01", "truncated at byte {size}, inside the value of string key"),
+    ]:
+        data = head + b"\x00\x01k" + value
+        with pytest.raises(rdb.RdbError) as refused:
+            rdb.read_rdb(data)
+        expected = said.format(size=len(data), at=at, end=len(data))
+        assert str(refused.value).startswith(expected), (value, str(refused.value))
+    with pytest.raises(rdb.RdbError, match=r"truncated at byte 18, inside an expiry \(ms\) at byte 11"):
+        rdb.read_rdb(head + b"\xfc\x01\x02\x03\x04\x05\x06")
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=list(HealthCheck))
+@given(data=st.data())
+def test_damaged_string_files_raise_rdb_error_saying_where(data) -> None:
+    raw = bytearray(_strings_file()[:-8])
+    for _ in range(data.draw(st.integers(1, 3))):
+        raw[data.draw(st.integers(9, len(raw) - 1))] = data.draw(st.integers(0, 255))
+    raw += struct.pack("<Q", rdb.crc64(bytes(raw)))  # the damage gets past the checksum
+    if data.draw(st.booleans()):
+        del raw[data.draw(st.integers(9, len(raw) - 1)):]
+    try:
+        _v, _a, keys = rdb.read_rdb(bytes(raw))
+    except rdb.RdbError as err:
+        assert " at byte " in str(err), str(err)
+        return
+    for key in keys:  # what the file's structure passed decodes or is refused, nothing else
+        if key.rdb_type == 0:
+            with contextlib.suppress(rdb.RdbError):
+                rdb.string_value(key.value)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck))
+@given(value=st.binary(max_size=40), ulen=st.integers(0, 1 << 64))
+def test_lzf_of_arbitrary_bytes_and_lengths_is_refused_or_read(codec, value: bytes,
+                                                               ulen: int) -> None:
+    try:
+        out = codec.lzf_decompress(value, ulen)
+    except rdb.RdbError as err:
+        assert str(err) in ("bad LZF data", "bad LZF length")
+    else:
+        assert len(out) == ulen <= 264 * len(value)

@@ -67,3 +67,16 @@ def databases_state(run_in: Callable[[int], Run], dbs: range = range(16)) -> dic
         if keys:
             out[db] = stream_state(run, keys)
     return out
+
+
+def keys_state(run: Run) -> dict[bytes, tuple[Any, Any, int]]:
+    """Every key of one database: (its type, its value — a string's bytes, a stream's XRANGE —,
+    its PEXPIRETIME), comparable between a redis-server and streamkeep."""
+    out = {}
+    for key in run("KEYS", "*"):
+        kind = run("TYPE", key)
+        kind = kind.encode() if isinstance(kind, str) else kind
+        value = run("GET", key) if kind == b"string" else \
+            run("XRANGE", key, "-", "+") if kind == b"stream" else None
+        out[key] = (kind, value, run("PEXPIRETIME", key))
+    return out

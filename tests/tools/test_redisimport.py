@@ -47,8 +47,10 @@ def test_import_of_a_redis_dump(redis_client, tmp_path, capsys) -> None:
     assert main(["import", _saved_rdb(redis_client), "--out", str(out), "--json"]) == 0
     report = json.loads(capsys.readouterr().out)
     assert report["streams"] == 4 and report["entries"] == 319 + 0 + 1 + 1
-    assert report["skipped"] == {"string": 1, "hash": 1, "list": 1, "set": 1, "zset": 1}
-    assert report["expiry_dropped"] == 1
+    assert report["skipped"] == {"hash": 1, "list": 1, "set": 1, "zset": 1}
+    assert report["strings"] == 1 and report["expiries"] == 1
+    with Engine.open(str(out)) as engine:
+        assert engine.execute("PEXPIRETIME", "later") == redis_client.pexpiretime("later")
     with Engine.open(str(out)) as engine:
         assert engine.datadir.journal.manifest.snapshot is not None  # compacted
         assert engine.execute("XRANGE", "orders", "-", "+") == [
@@ -115,22 +117,24 @@ def _loaded_by_redis(start_redis, directory) -> dict:
     single appendonly.aof that it converts)."""
     import redis
 
-    from tests.support.redis_state import databases_state, raw_client
+    from tests.support.redis_state import databases_state, keys_state, raw_client
 
     server = start_redis("--appendonly", "yes", "--appenddirname", AOF_DIR,
                          "--dir", str(directory))
     client = redis.Redis(host=server.host, port=server.port)
-    return databases_state(lambda db: raw_client(client, db))
+    strings = {db: keys_state(raw_client(client, db)) for db in range(16)}
+    return {"streams": databases_state(lambda db: raw_client(client, db)), "keys": strings}
 
 
 def _imported(out) -> dict:
-    from tests.support.redis_state import databases_state
+    from tests.support.redis_state import databases_state, keys_state
 
     with Engine.open(str(out)) as engine:
         def run_in(db: int):
             engine.execute("SELECT", str(db))
             return engine.execute
-        return databases_state(run_in)
+        strings = {db: keys_state(run_in(db)) for db in range(16)}
+        return {"streams": databases_state(run_in), "keys": strings}
 
 
 def _redis_with_aof(start_redis, tmp_path):
@@ -167,13 +171,14 @@ def test_import_of_an_appendonlydir_and_of_an_aof_file(start_redis, tmp_path, ca
     time.sleep(1.2)  # appendfsync everysec: the incr file written
     copy = _copy(tmp_path / "source" / AOF_DIR, tmp_path / "copy" / AOF_DIR)
     expected = _loaded_by_redis(start_redis, tmp_path / "copy")
-    assert expected and 2 in expected
+    assert expected["streams"] and 2 in expected["streams"]
+    assert expected["keys"][0][b"later"][2] > 0 and expected["keys"][0][b"a-string"][1] == b"v"
 
     assert main(["import", str(copy), "--out", str(tmp_path / "out"), "--json"]) == 0
     report = json.loads(capsys.readouterr().out)
     assert _imported(tmp_path / "out") == expected
     assert report["rdb_version"] == 10 and report["truncated_bytes"] == 0
-    assert report["skipped"]["string"] >= 1 and report["skipped_commands"]["set"] >= 1
+    assert report["strings"] >= 3 and "set" not in report["skipped_commands"]
     assert report["failed_commands"] == 0
 
     # The same history as one appendonly.aof: the base (an RDB preamble) then the incr file.
@@ -228,6 +233,19 @@ def _rdb_of(*keys: str) -> bytes:
         engine.execute("XADD", key, f"{i + 1}-1", "f", "v" * 30)
     items = sorted(engine.dbs[0].items())
     return b"".join(write_rdb(10, [(b"redis-ver", b"7.0.0")], [(0, len(items), items)]))
+
+
+def _strings_rdb() -> bytes:
+    """Strings raw, integer-encoded and LZF-compressed, with TTLs past and future."""
+    from streamkeep.snapshot.rdb import encode_length, write_rdb
+
+    base = b"".join(write_rdb(10, [], [(0, 3, 2, [(b"i", b"-5", 1), (b"r", b"x" * 30, None),
+                                                   (b"t", b"v", 2**50)])]))
+    body = base[:-9] + b"\x00\x01z\xc3" + encode_length(5) + encode_length(30) + \
+        b"\x00x\xe0\x14\x00" + b"\xff"  # "x" * 30 as LZF: a literal, one back reference
+    from streamkeep.snapshot.rdb import crc64
+
+    return body + crc64(body).to_bytes(8, "little")
 
 
 def test_a_damaged_stream_value_is_named_with_its_key_and_offset(tmp_path, capsys) -> None:
@@ -330,7 +348,7 @@ def test_damaged_redis_files_are_imported_or_refused_never_a_crash(tmp_path_fact
     aof = (b"*2\r\n$6\r\nSELECT\r\n$1\r\n0\r\n*1\r\n$5\r\nMULTI\r\n"
            b"*5\r\n$4\r\nXADD\r\n$1\r\ns\r\n$3\r\n1-1\r\n$1\r\nf\r\n$1\r\nv\r\n"
            b"*1\r\n$4\r\nEXEC\r\n*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$1\r\nv\r\n")
-    originals = [_rdb_of("a", "b"), aof, _rdb_of("pre") + aof]
+    originals = [_rdb_of("a", "b"), aof, _rdb_of("pre") + aof, _strings_rdb()]
 
     @settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
     @given(st.sampled_from(originals), st.data())

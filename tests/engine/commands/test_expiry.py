@@ -202,3 +202,68 @@ def test_active_cycle_reaches_keys_behind_long_lived_ones(r):
     # Past the 30 long-lived keys, round after round while most of a sample has expired.
     assert sum(r.engine.active_expire_cycle() for _ in range(3)) == 100
     r.assert_replays()
+
+
+def test_a_replicas_reads_hide_expired_keys_without_deleting_them() -> None:
+    from streamkeep import Engine
+    from streamkeep.replication.redis_commands import RedisApplier
+
+    now = [NOW]
+    with Engine(clock=lambda: now[0]) as e:
+        records: list[object] = []
+        e.add_sink(records.append)
+        e.read_only = "READONLY You can't write against a read only replica."
+        primary = RedisApplier(e)
+        for argv in (["SET", "k", "v", "PXAT", str(NOW + 10)], ["XADD", "s", "1-1", "f", "v"],
+                     ["PEXPIREAT", "s", str(NOW + 10)], ["SELECT", "1"], ["SET", "k", "db1"]):
+            primary.apply([a.encode() for a in argv], 0)
+        logged = len(records)
+        assert e.execute("GET", "k") == b"v" and e.execute("XLEN", "s") == 1
+        now[0] += 11
+        assert e.execute("GET", "k") is None and e.execute("EXISTS", "k", "k", "s") == 0
+        assert (e.execute("TTL", "k"), e.execute("PTTL", "s")) == (-2, -2)
+        assert e.execute("TYPE", "s") == "none" and e.execute("XLEN", "s") == 0
+        assert e.execute("XREAD", "STREAMS", "s", "0") is None
+        assert e.execute("MGET", "k", "s", "k") == [None, None, None]
+        # In a transaction, a SELECT among them: each key goes back to its own database.
+        e.execute("MULTI")
+        for argv in (("GET", "k"), ("SELECT", "1"), ("GET", "k"), ("SELECT", "0")):
+            e.execute(*argv)
+        assert e.execute("EXEC") == [None, "OK", b"db1", "OK"]
+        with pytest.raises(Exception, match="READONLY"):
+            e.execute("DEL", "k")
+        # Nothing deleted, nothing logged: the primary's DEL is what removes them.
+        assert e.strings[0] == {b"k": b"v"} and e.strings[1] == {b"k": b"db1"}
+        assert e.expires[0] == {b"k": NOW + 10, b"s": NOW + 10} and e.dbs[0][b"s"].length == 1
+        assert len(records) == logged
+        primary.apply([b"SELECT", b"0"], 0)
+        primary.apply([b"GET", b"k"], 0)  # (not a write: skipped, counted)
+        assert e.strings[0] == {b"k": b"v"}  # the primary's session sees it, as it is
+        primary.apply([b"DEL", b"k", b"s"], 0)
+        assert not e.strings[0] and not e.dbs[0] and not e.expires[0]
+
+
+def test_a_replicas_blocked_read_keeps_an_expired_stream_hidden_when_rerun() -> None:
+    from streamkeep import Engine
+    from streamkeep.replication.redis_commands import RedisApplier
+
+    with Engine(clock=lambda: NOW) as e:
+        e.read_only = "READONLY You can't write against a read only replica."
+        primary = RedisApplier(e)
+
+        def apply(*argv: str) -> None:
+            primary.apply([a.encode() for a in argv], 0)
+
+        apply("XADD", "s", "1-1", "f", "v")
+        apply("PEXPIREAT", "s", str(NOW - 1))  # past: kept until the primary's DEL
+        session = e.primary_session()
+        session.from_primary = False  # a client's connection
+        woken: list[object] = []
+        waiter, _lsn = e.submit(session, (b"XREAD", b"BLOCK", b"0", b"STREAMS", b"s", b"$"),
+                                notify=woken.append)
+        assert not woken
+        apply("XADD", "s", "2-1", "f", "v")  # re-run: the stream is still expired here
+        assert not woken and e.dbs[0][b"s"].length == 2
+        apply("DEL", "s")
+        apply("XADD", "s", "3-1", "f", "v")  # a new stream, no TTL: the read gets it
+        assert woken and [entry[0] for entry in dict(waiter.result.items)[b"s"]] == [b"3-1"]
