@@ -317,6 +317,8 @@ def test_strings_and_ttls_follow_a_redis_server_primary(start_redis, tmp_path: P
         # A key expiring on the primary: hidden here once its time passes, deleted by the
         # primary's DEL (its active cycle is off: the DEL comes with the next access).
         r.set("brief", "v", px=50)
+        # Arrived first (a PTTL of -2 also means "not here yet"), then past its time.
+        wait_for(lambda: b"brief" in replica.strings[0], what="the brief key's SET")
         wait_for(lambda: replica.execute("PTTL", "brief") == -2, what="the brief key's TTL")
         assert b"brief" in replica.strings[0]  # not deleted here: the replica does not write
         assert b"brief" not in replica.execute("KEYS", "*")
