@@ -123,6 +123,9 @@ CASES: list[tuple[str, list[str], list[str]]] = [
     ("return table.concat({'a', 'b'}, ',')", [], []),
     ("return math.floor(7.9)", [], []),
     ("return _VERSION", [], []),
+    ("return {bit.band(12, 10), bit.bor(1, 2, 4), bit.tohex(255, -4), bit.bnot(0), "
+     "bit.lshift(1, 31), bit.rshift(-1, 28), bit.tobit(2^32+5), bit.rol(1, 33), bit.bswap(1), "
+     "bit.bxor(5, 3), bit.arshift(-256, 4), bit.tohex(-1)}", [], []),
     ("return redis.REDIS_VERSION_NUM ~= nil", [], []),
     ("return {redis.LOG_DEBUG, redis.LOG_VERBOSE, redis.LOG_NOTICE, redis.LOG_WARNING}", [], []),
     ("return {redis.REPL_NONE, redis.REPL_AOF, redis.REPL_SLAVE, redis.REPL_ALL}", [], []),
