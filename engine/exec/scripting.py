@@ -22,6 +22,7 @@ from __future__ import annotations
 import collections
 import hashlib
 import logging
+import math
 import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -57,6 +58,7 @@ MEMORY_MARGIN = 1 << 20
 HOOK_INSTRUCTIONS = 100_000
 # EVAL's scripts kept at most (SCRIPT LOAD's are never evicted), least recently used out first.
 EVAL_SCRIPTS_MAX = 500
+LRAND48_MAX = 2147483647  # math.random's divisor (Redis's REDIS_LRAND48_MAX)
 
 FLAG_NO_WRITES, FLAG_ALLOW_OOM, FLAG_ALLOW_STALE, FLAG_NO_CLUSTER, FLAG_CROSS_SLOT = 1, 2, 4, 8, 16
 FLAG_COMPAT = 32  # no shebang: Redis's "eval compat mode"
@@ -265,28 +267,10 @@ local function redis_pcall(f, ...)
 end
 
 -- math.random over redisLrand48 (the same sequence everywhere).
-local LRAND48_MAX = 2147483647
 local real_math = math
 local sandbox_math = {}
 for k, v in pairs(real_math) do sandbox_math[k] = v end
-sandbox_math.random = function(...)
-  local r = (py_random() % LRAND48_MAX) / LRAND48_MAX
-  local n = select('#', ...)
-  if n == 0 then return r end
-  if n == 1 then
-    local u = real_math.floor(tonumber((...)) or error("bad argument #1 to 'random' (number expected)", 2))
-    if u < 1 then error("bad argument #1 to 'random' (interval is empty)", 2) end
-    return floor(r * u) + 1
-  end
-  if n == 2 then
-    local l, u = ...
-    l, u = floor(tonumber(l) or 0), floor(tonumber(u) or 0)
-    if l > u then error("bad argument #2 to 'random' (interval is empty)", 2) end
-    return floor(r * (u - l + 1)) + l
-  end
-  error('wrong number of arguments', 2)
-end
-sandbox_math.randomseed = function(seed) py_seed(floor(tonumber(seed) or 0)) end
+sandbox_math.random, sandbox_math.randomseed = py_random, py_seed
 
 -- Read-only views of the libraries: `string.x = 1` fails as on Redis's read-only tables.
 local function readonly(t)
@@ -376,9 +360,16 @@ end
 
 local function collect() collectgarbage() end
 
+-- luaL_where(1) for a Python function: the script line that called it ("user_script:3: ").
+local function where()
+  local i = dbg.getinfo(3, 'Sl')
+  if i and i.currentline > 0 then return i.short_src .. ':' .. i.currentline .. ': ' end
+  return ''
+end
+
 -- Nothing else is reachable from a script: the real globals lose what a leak could use.
 io, os, package, require, dofile, loadfile, module, python, print, debug = nil
-return compile, run, rawget, collect
+return compile, run, rawget, collect, where
 """
 
 
@@ -397,6 +388,7 @@ class Scripting:
         self._run: Any = None
         self._rawget: Any = None
         self._collect: Any = None
+        self._where: Any = None
         self._lupa: Any = None
         self.max_memory = LUA_MAX_MEMORY
 
@@ -413,9 +405,9 @@ class Scripting:
         lua = lupa.LuaRuntime(encoding=None, unpack_returned_tuples=True, register_eval=False,
                               register_builtins=False, max_memory=LUA_MAX_MEMORY)
         self.max_memory = LUA_MAX_MEMORY
-        self._compile, self._run, self._rawget, self._collect = lua.execute(
+        self._compile, self._run, self._rawget, self._collect, self._where = lua.execute(
             _PRELUDE, self._raising_call, self._call, self._unwrap, self._interrupt, self._log,
-            self._setresp, self._set_repl, self.rand.next, self.rand.seed, self._sha1hex,
+            self._setresp, self._set_repl, self._random, self._randomseed, self._sha1hex,
             lua.table_from(_bit_library()), REDIS_VERSION.encode(), version_num())
         self.lua = lua
         self._oom_error = self._error_table("ERR not enough memory")
@@ -811,6 +803,38 @@ class Scripting:
             raise self._raise("ERR Invalid replication flags. Use REPL_AOF, REPL_REPLICA, "
                               "REPL_ALL or REPL_NONE.")
 
+    def _lua_error(self, message: str) -> ScriptError:
+        """luaL_error from a library function: the message with the script's line in front."""
+        where = _text(self._where())
+        return ScriptError(self.lua.table_from({b"err": f"ERR {where}{message}".encode()}))
+
+    def _checkint(self, args: tuple, n: int) -> int:
+        value = _lua_number(args[n - 1]) if n <= len(args) else None
+        if value is None:
+            got = _lua_type_name(args[n - 1]) if n <= len(args) else "no value"
+            raise self._lua_error(f"bad argument #{n} to 'random' (number expected, got {got})")
+        return int(value)
+
+    def _random(self, *args: Any) -> Any:
+        """math.random over redisLrand48, argument checks as Lua's (the number drawn first)."""
+        r = (self.rand.next() % LRAND48_MAX) / LRAND48_MAX
+        if not args:
+            return r
+        if len(args) == 1:
+            upper = self._checkint(args, 1)
+            if upper < 1:
+                raise self._lua_error("bad argument #1 to 'random' (interval is empty)")
+            return math.floor(r * upper) + 1
+        if len(args) == 2:
+            lower, upper = self._checkint(args, 1), self._checkint(args, 2)
+            if lower > upper:
+                raise self._lua_error("bad argument #2 to 'random' (interval is empty)")
+            return math.floor(r * (upper - lower + 1)) + lower
+        raise self._lua_error("wrong number of arguments")
+
+    def _randomseed(self, *args: Any) -> None:
+        self.rand.seed(self._checkint(args, 1))
+
     def _interrupt(self) -> bool:
         """The count hook: past busy-reply-threshold, let the server answer other clients
         (BUSY, SCRIPT KILL); True once the script must stop."""
@@ -868,6 +892,16 @@ def _lua_number(value: Any) -> float | None:
         except ValueError:
             return None
     return None
+
+
+def _lua_type_name(value: Any) -> str:
+    if value is None:
+        return "nil"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, bytes):
+        return "string"
+    return "table"
 
 
 def _lua_string(value: Any) -> str | None:
