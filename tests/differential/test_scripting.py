@@ -319,3 +319,47 @@ def test_math_random_matches_a_fresh_redis(start_redis) -> None:  # type: ignore
         b("EVAL", script, "0")  # the state goes on from one script to the next
         b("EVAL", "math.randomseed(7) return {math.random(100), math.random(100)}", "0")
         b("EVAL", "return math.random(0)", "0")
+
+
+RESP3_CASES = [
+    ("EVAL", "redis.setresp(3) return {map={a=1}}", "0"),
+    ("EVAL", "redis.setresp(3) return {set={a=true}}", "0"),
+    ("EVAL", "redis.setresp(3) return {double=3.5}", "0"),
+    ("EVAL", "redis.setresp(3) return true", "0"),
+    ("EVAL", "redis.setresp(3) return false", "0"),
+    ("EVAL", "return false", "0"),
+    ("EVAL", "return true", "0"),
+    ("EVAL", "return {double=3.5}", "0"),
+    ("EVAL", "redis.setresp(3) return redis.call('get', 'nokey')", "0"),
+    ("EVAL", "redis.setresp(3) redis.call('xadd', 's', '1-1', 'f', 'v') "
+             "return redis.call('xread', 'streams', 's', '0')", "0"),
+    ("EVAL", "return redis.call('xread', 'streams', 's', '0')", "0"),
+    ("EVAL", "redis.setresp(3) return redis.call('xinfo', 'stream', 's')['map'] ~= nil", "0"),
+    ("EVAL", "redis.setresp(3) return {big_number='123456789012345678901234567890'}", "0"),
+    ("EVAL", "redis.setresp(3) return {verbatim_string={format='txt', string='hi'}}", "0"),
+    ("DEL", "s"),
+]
+
+
+@pytest.mark.parametrize("protocol", ["2", "3"])
+def test_resp3_conversions_byte_for_byte(redis_server, protocol: str) -> None:
+    """redis.setresp(3) and a RESP3 client: the exact bytes of each reply, over both servers."""
+    import socket
+
+    from tests.support.resp_client import encode_command, read_raw_reply
+    from tests.support.server_util import start_server
+
+    def replies(port: int) -> list[bytes]:
+        with socket.create_connection(("127.0.0.1", port), timeout=30) as sock:
+            f = sock.makefile("rb")
+            out = []
+            for argv in [("HELLO", protocol), ("DEL", "s"), *RESP3_CASES]:
+                sock.sendall(encode_command(*argv))
+                out.append(read_raw_reply(f))
+            return out[2:]
+
+    handle = start_server(Engine(clock=WallClock()))
+    try:
+        assert replies(handle.port) == replies(redis_server.port)
+    finally:
+        handle.stop()

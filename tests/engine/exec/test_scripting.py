@@ -287,3 +287,18 @@ def test_a_script_that_wrote_is_unkillable_until_shutdown_nosave(tmp_path: Path)
     with Engine.open(str(tmp_path / "d")) as again:
         assert again.execute("GET", "before") == b"1"
         assert again.execute("EXISTS", "during") == 0
+
+
+def test_pcall_cannot_swallow_script_kill(server) -> None:  # type: ignore[no-untyped-def]
+    b = connect(server)
+    b.execute("CONFIG", "SET", "busy-reply-threshold", "50")
+    a = connect(server)
+    script = "while true do pcall(function() while true do end end) end"
+    a.send("EVAL", script, "0")
+    _until_busy(b)
+    assert b.execute("SCRIPT", "KILL") == "OK"
+    with pytest.raises(RespError, match="^ERR Script killed by user with SCRIPT KILL"):
+        a.read()
+    assert a.execute("EVAL", "return 'after'", "0") == b"after"
+    a.close()
+    b.close()
