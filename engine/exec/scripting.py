@@ -272,22 +272,41 @@ local sandbox_math = {}
 for k, v in pairs(real_math) do sandbox_math[k] = v end
 sandbox_math.random, sandbox_math.randomseed = py_random, py_seed
 
--- Read-only views of the libraries: `string.x = 1` fails as on Redis's read-only tables.
+-- Read-only views of the libraries: `string.x = 1` fails as on Redis's read-only tables (and
+-- so does rawset on them: nothing a script does may outlive it).
+local protected = setmetatable({}, {__mode = 'k'})
 local function readonly(t)
-  return setmetatable({}, {
+  local view = setmetatable({}, {
     __index = t,
     __newindex = function() error('Attempt to modify a readonly table', 2) end,
     __metatable = false,
   })
+  protected[view] = true
+  return view
 end
+local real_rawset = rawset
+local function guarded_rawset(t, k, v)
+  if protected[t] then error('Attempt to modify a readonly table', 0) end
+  return real_rawset(t, k, v)
+end
+local function guarded_setmetatable(t, mt)
+  if protected[t] then error('Attempt to modify a readonly table', 0) end
+  return setmetatable(t, mt)
+end
+-- Strings' methods come from the same read-only view; their metatable cannot be changed.
+local string_view = readonly(string)
+local string_meta = getmetatable('')
+string_meta.__index = string_view
+string_meta.__metatable = readonly({__index = string_view})
 
 local allowed = {
   assert = assert, collectgarbage = collectgarbage, error = error, gcinfo = gcinfo,
   getmetatable = getmetatable, ipairs = ipairs, next = next, pairs = pairs,
-  pcall = redis_pcall, rawequal = rawequal, rawget = rawget, rawset = rawset, select = select,
-  setmetatable = setmetatable, tonumber = tonumber, tostring = tostring, type = type,
+  pcall = redis_pcall, rawequal = rawequal, rawget = rawget, rawset = guarded_rawset,
+  select = select,
+  setmetatable = guarded_setmetatable, tonumber = tonumber, tostring = tostring, type = type,
   unpack = unpack, xpcall = xpcall, _VERSION = _VERSION,
-  string = readonly(string), table = readonly(table), math = readonly(sandbox_math),
+  string = string_view, table = readonly(table), math = readonly(sandbox_math),
   coroutine = readonly(coroutine), redis = readonly(redis),
 }
 if py_bit then allowed.bit = readonly(py_bit) end
@@ -302,6 +321,7 @@ local env = setmetatable({}, {
   __newindex = function() error('Attempt to modify a readonly table', 2) end,
   __metatable = false,
 })
+protected[env] = true
 allowed._G = env
 allowed.loadstring = function(s, name)
   local f, e = loadstring(s, name)
