@@ -757,13 +757,13 @@ class Scripting:
         effects = ctx.effects
         mark = len(effects)
         db = session.db
+        if spec.is_write:  # from now on SCRIPT KILL cannot stop it (Redis: even if it fails)
+            run.dirty = True
         reply = engine.run_queued(ctx, [(spec, argv)])[0]
         if len(effects) > mark:
             if db != run.record_db:
                 effects.insert(mark, select_effect(db))
-            run.record_db = session.db if spec.name == "select" else db
-            if spec.is_write:
-                run.dirty = True
+            run.record_db = db
         t = type(reply)
         if t is Block:  # pragma: no cover - a blocking command does not block in a script
             return None
