@@ -3,9 +3,10 @@ Lua values and replies, as Redis 7+ does them (script_lua.c, eval.c, script.c).
 
 Owns `Scripting` (one per engine, made on the first script: the lupa runtime with Redis's
 `redis.*` API, the sandboxed globals, the cache of compiled scripts by SHA1, the run in progress
-with its kill and busy state), `run_script` (EVAL's body: one time for the whole script, every
-command through `EngineCore.run_queued` so the script's effects are one record), the shebang
-flags, and the exact error lines Redis gives. Replay never runs Lua: what a script changed is
+with its kill and busy state), `eval_script` (EVAL's body: one time for the whole script, every
+command through `EngineCore.run_queued` so the script's effects are one record), `busy_reply`
+(what other clients are answered while a script is busy), the shebang flags, the `bit` library,
+Redis's `math.random` (redisLrand48), and the exact error lines Redis gives. Replay never runs Lua: what a script changed is
 logged as the effects of the commands it called (Redis 7's effects replication).
 
 lupa (the Lua 5.1 that Redis embeds) is imported on the first script only, so nothing that does
