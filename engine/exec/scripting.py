@@ -971,6 +971,11 @@ def busy_reply(scripting: Scripting, argv: list[bytes]) -> Any:
     if name == b"shutdown" and any(arg.lower() == b"nosave" for arg in argv[1:]):
         scripting.shutdown_nosave()
         return NO_REPLY
+    # A rejected call of that command and an error reply in INFO's statistics, as Redis counts
+    # it (the engine lock is this thread's: the script holds it).
+    spec = resolve(argv) if argv else None
+    stats = scripting.engine.stats
+    stats.rejected(stats.counters(spec.name) if spec is not None else None, BUSY)
     return ReplyError(BUSY)
 
 

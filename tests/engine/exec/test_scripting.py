@@ -257,6 +257,7 @@ def test_a_runaway_script_is_killed_and_the_server_serves_again(server) -> None:
     assert reply == (b"-ERR Script killed by user with SCRIPT KILL... script: "
                      + sha1hex(script.encode()).encode() + b", on @user_script:1.\r\n")
     assert b.execute("PING") == "PONG"
+    assert b"errorstat_BUSY:count=" in b.execute("INFO", "errorstats")
     _send(a, "PING")
     assert read_raw_reply(af) == b"+PONG\r\n"
     with pytest.raises(RespError, match="^NOTBUSY"):
