@@ -710,10 +710,8 @@ class Scripting:
             t = type(arg)
             if t is bytes:
                 argv.append(arg)
-            elif t is int or (t is float and arg.is_integer() and abs(arg) < 2 ** 63):
-                argv.append(b"%d" % arg)
-            elif t is float:
-                argv.append(repr(arg).encode())
+            elif t is int or t is float:
+                argv.append(_number_arg(arg))
             else:
                 return self._error_table(
                     "ERR Lua redis lib command arguments must be strings or integers"), True
@@ -934,10 +932,20 @@ def _lua_string(value: Any) -> str | None:
 
 
 def _number_text(value: float) -> bytes:
-    """lua_tostring of a number ("%.14g")."""
-    if isinstance(value, int) or (value.is_integer() and abs(value) < 1e15):
-        return b"%d" % value
-    return (b"%.14g" % value)
+    """lua_tostring of a number ("%.14g"; lupa hands integral numbers over as int)."""
+    return b"%.14g" % float(value)
+
+
+_HALF_LLONG = float(((1 << 63) - 1) // 2)
+
+
+def _number_arg(value: float) -> bytes:
+    """A number passed to redis.call: an integer when double2ll takes it, else the shortest
+    round-trip form (Redis's fpconv_dtoa)."""
+    number = float(value)
+    if -_HALF_LLONG <= number <= _HALF_LLONG and number.is_integer():
+        return b"%d" % int(number)
+    return repr(number).encode()
 
 
 def _truncate(value: float) -> int:

@@ -43,6 +43,8 @@ CASES: list[tuple[str, list[str], list[str]]] = [
     ("return redis.sha1hex('')", [], []),
     ("return redis.sha1hex('abc')", [], []),
     ("return redis.sha1hex(12)", [], []),
+    ("return redis.sha1hex(1e15)", [], []),
+    ("return redis.sha1hex(0.5)", [], []),
     ("return redis.sha1hex()", [], []),
     ("return redis.sha1hex(1, 2)", [], []),
     # KEYS / ARGV

@@ -93,6 +93,12 @@ def test_redis_8_wording_and_blocking_reads() -> None:
     assert err(e, "EVAL", "redis.log(9, 'x')", "0").startswith("ERR Invalid log level. script:")
     assert err(e, "EVAL", "redis.set_repl()", "0").startswith(
         "ERR redis.set_repl() requires one argument. script:")
+    # Numbers passed to redis.call: integers when double2ll takes them, else the shortest form
+    # (Redis 7.0 wrote every number with %.17g).
+    numbers = ("local t = {} for i, n in ipairs({0.1, -0.0, 2^61, 1e20, 3}) do "
+               "redis.call('SET', 'n', n) t[i] = redis.call('GET', 'n') end return t")
+    assert e.execute("EVAL", numbers, "0") == [b"0.1", b"0", b"2305843009213693952", b"1e+20",
+                                                b"3"]
     # A blocking read never blocks in a script (Redis 8: a null reply, like inside MULTI).
     assert e.execute("EVAL", "return redis.call('XREAD', 'BLOCK', 0, 'STREAMS', 's', '$')",
                      "0") is None
