@@ -411,6 +411,7 @@ class Scripting:
         self._collect: Any = None
         self._where: Any = None
         self._lupa: Any = None
+        self._oom_error: Any = None
         self.max_memory = LUA_MAX_MEMORY
 
     # --- the runtime ----------------------------------------------------------------------
@@ -453,6 +454,8 @@ class Scripting:
             return script
         flags, shebang_len = parse_shebang(body)
         self._runtime()
+        if not self._room(4 * len(body)):
+            raise ReplyError("ERR Error compiling script (new function): not enough memory")
         try:
             function, error = self._compile(body[shebang_len:])
         except self._lupa.LuaMemoryError:
