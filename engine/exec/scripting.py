@@ -215,8 +215,8 @@ class Run:
 # Redis's C functions (a Lua wrapper would be tail-called and take the script's frame away).
 _PRELUDE = r"""
 local py_call, py_pcall, py_unwrap, py_interrupt, py_log, py_setresp, py_set_repl,
-      py_random, py_seed,
-      py_sha1hex, py_bit, REDIS_VERSION, REDIS_VERSION_NUM = ...
+      py_random, py_seed, py_sha1hex, py_acl_check_cmd, py_bit, REDIS_VERSION,
+      REDIS_VERSION_NUM = ...
 local dbg = debug
 local type, error, select, unpack, tostring, rawget, setmetatable, setfenv, loadstring, xpcall =
       type, error, select, unpack, tostring, rawget, setmetatable, setfenv, loadstring, xpcall
@@ -250,6 +250,7 @@ redis.status_reply = function(...)
   return {ok = s}
 end
 redis.log, redis.setresp, redis.set_repl = py_log, py_setresp, py_set_repl
+redis.acl_check_cmd = py_acl_check_cmd
 redis.replicate_commands = function() return true end
 redis.breakpoint = function() return false end
 redis.debug = function() end
@@ -430,7 +431,7 @@ class Scripting:
         self._compile, self._run, self._rawget, self._collect, self._where = lua.execute(
             _PRELUDE, self._raising_call, self._call, self._unwrap, self._interrupt, self._log,
             self._setresp, self._set_repl, self._random, self._randomseed, self._sha1hex,
-            lua.table_from(_bit_library()), REDIS_VERSION.encode(), version_num())
+            self._acl_check_cmd, lua.table_from(_bit_library()), REDIS_VERSION.encode(), version_num())
         self.lua = lua
         self._oom_error = self._error_table("ERR not enough memory")
 
@@ -815,6 +816,17 @@ class Scripting:
         run = self.running
         if run is not None:
             run.resp = int(resp)  # type: ignore[arg-type]
+
+    def _acl_check_cmd(self, *args: Any) -> bool:
+        """redis.acl_check_cmd: there are no ACL users, so any command that exists may run."""
+        if not args:
+            raise self._raise("ERR Please specify at least one argument for this redis lib call")
+        if not all(isinstance(a, bytes | int | float) and not isinstance(a, bool) for a in args):
+            raise self._raise("ERR Lua redis lib command arguments must be strings or integers")
+        argv = [a if isinstance(a, bytes) else _number_arg(a) for a in args]
+        if resolve(argv) is None:
+            raise self._raise("ERR Invalid command passed to redis.acl_check_cmd()")
+        return True
 
     def _set_repl(self, *args: Any) -> None:
         """Accepted and ignored: effects replication is the only mode (Redis 7)."""

@@ -143,6 +143,10 @@ CASES: list[tuple[str, list[str], list[str]]] = [
     ("redis.set_repl(redis.REPL_ALL) return 1", [], []),
     ("redis.set_repl(99)", [], []),
     ("return redis.replicate_commands()", [], []),
+    ("return redis.acl_check_cmd('get', 'k')", [], []),
+    ("return redis.acl_check_cmd('xinfo', 'stream', 's')", [], []),
+    ("return redis.acl_check_cmd('nosuch')", [], []),
+    ("return redis.acl_check_cmd()", [], []),
     ("redis.setresp(4)", [], []),
     ("redis.setresp()", [], []),
     # commands refused inside scripts
