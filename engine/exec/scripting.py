@@ -330,6 +330,38 @@ allowed.loadstring = function(s, name)
   if f then setfenv(f, env) end
   return f, e
 end
+local real_load, real_getfenv, real_G = load, getfenv, _G
+allowed.load = function(chunk, name)
+  if type(chunk) ~= 'function' then
+    error("bad argument #1 to 'load' (function expected, got " .. type(chunk) .. ")", 2)
+  end
+  local f, e = real_load(chunk, name)
+  if f then setfenv(f, env) end
+  return f, e
+end
+-- getfenv/setfenv (Redis 8 allows them): the globals a script can reach are the sandbox's, and
+-- only the script's own functions may change environment.
+local function level(f) if type(f) == 'number' and f > 0 then return f + 1 end return f end
+allowed.getfenv = function(f)
+  if type(f) == 'userdata' then return env end  -- the API's functions (C functions to Redis)
+  local e = real_getfenv(level(f == nil and 1 or f))
+  if e == real_G then return env end
+  return e
+end
+allowed.setfenv = function(f, t)
+  local target = level(f)
+  if type(target) == 'number' then
+    local i = target > 0 and dbg.getinfo(target, 'f')
+    target = i and i.func or 0
+  end
+  local i = type(target) == 'function' and dbg.getinfo(target, 'S')
+  if not i or i.what == 'C' or i.source == PRELUDE or target == 0 then
+    error('Attempt to modify a readonly table', 0)
+  end
+  return setfenv(target, t)
+end
+allowed.newproxy = newproxy
+allowed.os = readonly({clock = os.clock})
 
 -- Redis's __redis__err__handler: the error as {err=..., source=..., line=...}, the place being
 -- the script's line (never this prelude's, which stands where Redis has C functions).

@@ -109,13 +109,22 @@ def test_redis_8_wording_and_blocking_reads() -> None:
 
 def test_the_sandbox_keeps_the_real_globals_out_of_reach() -> None:
     e = Engine()
-    for name in ("python", "io", "os", "debug", "require", "dofile", "loadfile", "package"):
+    for name in ("python", "io", "debug", "require", "dofile", "loadfile", "package", "print"):
         line = err(e, "EVAL", f"return {name}", "0")
         assert f"nonexistent global variable '{name}'" in line
     # A chunk made by loadstring runs in the sandbox too.
     assert "nonexistent global variable 'io'" in err(e, "EVAL", "return loadstring('return io')()",
                                                       "0")
     assert "readonly table" in err(e, "EVAL", "math.random = nil", "0")
+    # Redis 8's additions: os.clock alone, getfenv/setfenv/load, newproxy.
+    assert e.execute("EVAL", "return {type(os.clock()), type(os.time), type(newproxy())}",
+                     "0") == [b"number", b"nil", b"userdata"]
+    assert e.execute("EVAL", "return getfenv(0) == _G and getfenv(redis.call) == _G", "0") == 1
+    assert e.execute("EVAL", "local function f() return x end setfenv(f, {x = 5}) return f()",
+                     "0") == 5
+    for script in ("setfenv(0, {})", "setfenv(string.format, {})", "getfenv(0).string = 1"):
+        assert "Attempt to modify a readonly table" in err(e, "EVAL", script, "0")
+    assert e.execute("EVAL", "return string.format('%d', 3)", "0") == b"3"  # still intact
     assert "readonly table" in err(e, "EVAL", "_G.x = 1", "0")
     assert e.execute("EVAL", "return {bit.band(12, 10), bit.bor(1, 2, 4), bit.tohex(255, -4), "
                      "bit.bnot(0), bit.lshift(1, 31), bit.rshift(-1, 28)}", "0") == \
