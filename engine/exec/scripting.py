@@ -325,8 +325,14 @@ local env = setmetatable({}, {
 })
 protected[env] = true
 allowed._G = env
+-- Chunks are always read as text (a leading space makes Lua's loader parse them): precompiled
+-- bytecode would escape the sandbox, and Redis's Lua refuses it the same way.
+local function text_loadstring(s, name)
+  if type(s) == 'string' or type(s) == 'number' then return loadstring(' ' .. s, name or s) end
+  return loadstring(s, name)
+end
 allowed.loadstring = function(s, name)
-  local f, e = loadstring(s, name)
+  local f, e = text_loadstring(s, name)
   if f then setfenv(f, env) end
   return f, e
 end
@@ -335,7 +341,11 @@ allowed.load = function(chunk, name)
   if type(chunk) ~= 'function' then
     error("bad argument #1 to 'load' (function expected, got " .. type(chunk) .. ")", 2)
   end
-  local f, e = real_load(chunk, name)
+  local first = true
+  local f, e = real_load(function()
+    if first then first = false return ' ' end
+    return chunk()
+  end, name)
   if f then setfenv(f, env) end
   return f, e
 end
@@ -390,7 +400,7 @@ local function hook()
 end
 
 local function compile(body)
-  local f, e = loadstring(body, '@user_script')
+  local f, e = text_loadstring(body, '@user_script')
   if not f then return nil, e end
   setfenv(f, env)
   return f, false
