@@ -268,6 +268,14 @@ local function redis_pcall(f, ...)
   return unpack(r, 1, table.maxn(r) > 0 and table.maxn(r) or 1)
 end
 
+-- xpcall's handler gets what Redis's would: the {err=...} table of an API error.
+local function redis_xpcall(f, h)
+  return xpcall(f, function(e)
+    if type(e) == 'userdata' then e = py_unwrap(e) end
+    return h(e)
+  end)
+end
+
 -- math.random over redisLrand48 (the same sequence everywhere).
 local real_math = math
 local sandbox_math = {}
@@ -304,10 +312,10 @@ string_meta.__metatable = readonly({__index = string_view})
 local allowed = {
   assert = assert, collectgarbage = collectgarbage, error = error, gcinfo = gcinfo,
   getmetatable = getmetatable, ipairs = ipairs, next = next, pairs = pairs,
-  pcall = redis_pcall, rawequal = rawequal, rawget = rawget, rawset = guarded_rawset,
+  pcall = redis_pcall, xpcall = redis_xpcall, rawequal = rawequal, rawget = rawget, rawset = guarded_rawset,
   select = select,
   setmetatable = guarded_setmetatable, tonumber = tonumber, tostring = tostring, type = type,
-  unpack = unpack, xpcall = xpcall, _VERSION = _VERSION,
+  unpack = unpack, _VERSION = _VERSION,
   string = string_view, table = readonly(table), math = readonly(sandbox_math),
   coroutine = readonly(coroutine), redis = readonly(redis),
 }
@@ -468,7 +476,8 @@ class Scripting:
             import lupa  # type: ignore[no-redef]
         self._lupa = lupa
         lua = lupa.LuaRuntime(encoding=None, unpack_returned_tuples=True, register_eval=False,
-                              register_builtins=False, max_memory=LUA_MAX_MEMORY)
+                              register_builtins=False, max_memory=LUA_MAX_MEMORY,
+                              attribute_filter=_no_attributes)
         self.max_memory = LUA_MAX_MEMORY
         self._compile, self._run, self._rawget, self._collect, self._where = lua.execute(
             _PRELUDE, self._raising_call, self._call, self._unwrap, self._interrupt, self._log,
@@ -954,6 +963,12 @@ def _size(value: Any) -> int:
     if hasattr(value, "__iter__"):
         return 64 + sum(_size(v) for v in value)
     return 40
+
+
+def _no_attributes(obj: Any, name: Any, is_setting: bool) -> Any:
+    """lupa's attribute filter: a script reaches no attribute of the Python objects behind the
+    API's functions (through them it would reach the whole interpreter)."""
+    raise AttributeError("attempt to index a function value")
 
 
 def _lua_number(value: Any) -> float | None:

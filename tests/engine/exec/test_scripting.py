@@ -125,6 +125,14 @@ def test_the_sandbox_keeps_the_real_globals_out_of_reach() -> None:
     for script in ("setfenv(0, {})", "setfenv(string.format, {})", "getfenv(0).string = 1"):
         assert "Attempt to modify a readonly table" in err(e, "EVAL", script, "0")
     assert e.execute("EVAL", "return string.format('%d', 3)", "0") == b"3"  # still intact
+    # The API's functions are Python objects: none of their attributes is reachable.
+    for script in ("return tostring(redis.call.__self__)", "redis.call.x = 1",
+                   "return bit.band.__globals__"):
+        assert err(e, "EVAL", script, "0").startswith("ERR attempt to index a function value")
+    handler = ("local ok, e = xpcall(function() redis.call('nosuch') end, function(e) return e end)"
+               " return {type(e), e.err}")
+    assert e.execute("EVAL", handler, "0") == [b"table",
+                                                b"ERR Unknown Redis command called from script"]
     assert "readonly table" in err(e, "EVAL", "_G.x = 1", "0")
     assert e.execute("EVAL", "return {bit.band(12, 10), bit.bor(1, 2, 4), bit.tohex(255, -4), "
                      "bit.bnot(0), bit.lshift(1, 31), bit.rshift(-1, 28)}", "0") == \
