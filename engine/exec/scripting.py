@@ -222,6 +222,7 @@ local type, error, select, unpack, tostring, rawget, setmetatable, setfenv, load
       type, error, select, unpack, tostring, rawget, setmetatable, setfenv, loadstring, xpcall
 local real_pcall, floor = pcall, math.floor
 local PRELUDE = dbg.getinfo(1, 'S').source
+local proxies = setmetatable({}, {__mode = 'k'})  -- the userdata scripts made (newproxy)
 
 local function err_table(msg)
   return {err = msg}
@@ -259,19 +260,22 @@ redis.REPL_NONE, redis.REPL_AOF, redis.REPL_SLAVE, redis.REPL_REPLICA, redis.REP
 redis.REDIS_VERSION_NUM, redis.REDIS_VERSION = REDIS_VERSION_NUM, REDIS_VERSION
 
 -- Redis's pcall: an error raised as {err=...} comes back as its message.
+-- (No table is made on the way: after a memory error, the heap is still full.)
+local function pcall_result(ok, ...)
+  if ok then return ok, ... end
+  local e = ...
+  if type(e) == 'userdata' and not proxies[e] then e = py_unwrap(e) end
+  if type(e) == 'table' and type(e.err) == 'string' then return false, e.err end
+  return false, e
+end
 local function redis_pcall(f, ...)
-  local r = {real_pcall(f, ...)}
-  if not r[1] and type(r[2]) == 'userdata' then r[2] = py_unwrap(r[2]) end
-  if not r[1] and type(r[2]) == 'table' and type(r[2].err) == 'string' then
-    return false, r[2].err
-  end
-  return unpack(r, 1, table.maxn(r) > 0 and table.maxn(r) or 1)
+  return pcall_result(real_pcall(f, ...))
 end
 
 -- xpcall's handler gets what Redis's would: the {err=...} table of an API error.
 local function redis_xpcall(f, h)
   return xpcall(f, function(e)
-    if type(e) == 'userdata' then e = py_unwrap(e) end
+    if type(e) == 'userdata' and not proxies[e] then e = py_unwrap(e) end
     return h(e)
   end)
 end
@@ -378,7 +382,17 @@ allowed.setfenv = function(f, t)
   end
   return setfenv(target, t)
 end
-allowed.newproxy = newproxy
+-- The API's functions are userdata whose metatable is lupa's: a script never gets it (changing
+-- it would break every later script); newproxy's userdata keep theirs reachable.
+allowed.newproxy = function(...)
+  local p = newproxy(...)
+  proxies[p] = true
+  return p
+end
+allowed.getmetatable = function(o)
+  if type(o) == 'userdata' and not proxies[o] then return nil end
+  return getmetatable(o)
+end
 allowed.os = readonly({clock = os.clock})
 
 -- Redis's __redis__err__handler: the error as {err=..., source=..., line=...}, the place being
@@ -388,7 +402,7 @@ local function handler(e)
   local i = dbg.getinfo(level, 'nSl')
   if i and i.what == 'C' then level = level + 1; i = dbg.getinfo(level, 'nSl') end
   while i and i.source == PRELUDE do level = level + 1; i = dbg.getinfo(level, 'nSl') end
-  if type(e) == 'userdata' then e = py_unwrap(e) end
+  if type(e) == 'userdata' and not proxies[e] then e = py_unwrap(e) end
   if type(e) ~= 'table' then e = {err = 'ERR ' .. tostring(e)} end
   if i then e.source = i.source; e.line = i.currentline end
   return e
