@@ -440,6 +440,7 @@ local function run(f, count, collect_kb, nkeys, ...)
   allowed.KEYS, allowed.ARGV = nil, nil
   -- A script's garbage goes before the next one starts, not whenever Lua gets to it: nothing
   -- outside a protected call may ever meet a full heap.
+  collectgarbage('restart')  -- a script's collectgarbage('stop') ends with it
   if collectgarbage('count') > collect_kb then collectgarbage() end
   return ok, r
 end
