@@ -460,6 +460,10 @@ return compile, run, rawget, collect, where
 """
 
 
+def _out_of_memory(sha: str) -> ReplyError:
+    return ReplyError(f"ERR Error running script {sha}, not enough memory")
+
+
 class Scripting:
     """One engine's Lua: the runtime (made on first use), the script cache, the run in
     progress."""
@@ -589,14 +593,13 @@ class Scripting:
         db = session.db
         threshold = int(ctx.engine.config["busy-reply-threshold"])
         count = HOOK_INSTRUCTIONS if threshold > 0 else 0
-        out_of_memory = ReplyError(f"ERR Error running script {script.sha}, not enough memory")
         try:
             if not self._room(sum(len(a) + 64 for a in keys + args)):
-                raise out_of_memory
+                raise _out_of_memory(script.sha)
             ok, result = self._run(script.function, count, self.max_memory // 2048, len(keys),
                                    *keys, *args)
             if run.out_of_memory:
-                raise out_of_memory
+                raise _out_of_memory(script.sha)
             if ok:
                 reply = self._to_reply(result, run)
                 if isinstance(reply, ReplyError):
@@ -604,7 +607,7 @@ class Scripting:
                 return reply
             raise self._script_error(result, script.sha)
         except self._lupa.LuaMemoryError:
-            raise out_of_memory from None
+            raise _out_of_memory(script.sha) from None
         except self._lupa.LuaError as err:
             raise ReplyError(f"ERR Error running script {script.sha}, {str(err)[:100]}") \
                 from None
