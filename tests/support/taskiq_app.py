@@ -1,5 +1,6 @@
 """A taskiq application on taskiq-redis's stream broker, for tests/frameworks: `make_broker(url,
-consumer)` builds a `RedisStreamBroker` with the two tasks the tests send, and running this module
+consumer)` builds a `RedisStreamBroker` with the two tasks the tests send and taskiq-redis's
+result backend (results under their own keys, SET EX, read back by GETDEL), and running this module
 (`python -m tests.support.taskiq_app URL CONSUMER`) is a worker: the broker's listen loop under
 taskiq's receiver, in a real child process a test can SIGKILL.
 
@@ -16,7 +17,7 @@ import sys
 
 import redis.asyncio
 from taskiq.api import run_receiver_task
-from taskiq_redis import RedisStreamBroker
+from taskiq_redis import RedisAsyncResultBackend, RedisStreamBroker
 
 QUEUE = "fw:taskiq"
 GROUP = "fw-workers"
@@ -27,6 +28,8 @@ IDLE_TIMEOUT_MS = 500
 # killed while holding it does not block its successors for ever.
 AUTOCLAIM_LOCK_TIMEOUT = 10.0
 STALL_PREFIX = "stall"
+RESULT_PREFIX = "fw:result"
+RESULT_TTL = 600  # seconds (SET EX); a result is read once and deleted (GETDEL)
 
 _worker: dict[str, str] = {}  # the worker's "url" and "consumer", set by main()
 
@@ -66,6 +69,8 @@ def make_broker(url: str, consumer: str) -> RedisStreamBroker:
         idle_timeout=IDLE_TIMEOUT_MS,
         unacknowledged_lock_timeout=AUTOCLAIM_LOCK_TIMEOUT,
     )
+    broker = broker.with_result_backend(RedisAsyncResultBackend(
+        url, result_ex_time=RESULT_TTL, keep_results=False, prefix_str=RESULT_PREFIX))
     broker.task(task_name="remember")(remember)
     broker.task(task_name="nudge")(nudge)
     return broker
