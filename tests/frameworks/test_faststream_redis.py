@@ -83,3 +83,36 @@ def test_publish_consume_with_a_consumer_group(target: Target) -> None:
         assert group["pending"] == 0 and group["lag"] == 0
 
     run(target, scenario, setup)
+
+
+def test_a_dead_consumers_message_is_claimed_by_min_idle_time(target: Target) -> None:
+    """A consumer read a message and died without acking it; a subscriber with `min_idle_time`
+    (FastStream's XAUTOCLAIM loop) takes it over once it has been idle that long, and acks it."""
+    got: list[Any] = []
+    done = asyncio.Event()
+
+    def setup(server: RedisBroker) -> None:
+        @server.subscriber(stream=StreamSub("fw:orphans", group="fw-g", consumer="rescuer",
+                                            min_idle_time=100, polling_interval=POLL_MS))
+        async def rescue(body: str) -> None:
+            got.append(body)
+            done.set()
+
+    with target.client() as client:
+        client.xgroup_create("fw:orphans", "fw-g", id="0", mkstream=True)
+
+    async def scenario(server: RedisBroker, client: RedisBroker) -> None:
+        redis = client.config.connection.client
+        await client.publish("orphan", stream="fw:orphans")
+        read = await redis.xreadgroup("fw-g", "dead", {"fw:orphans": ">"}, count=1)
+        [[_stream, [(entry_id, _fields)]]] = read
+        await done.wait()
+        assert got == ["orphan"]
+        while (await redis.xpending("fw:orphans", "fw-g"))["pending"]:
+            await asyncio.sleep(0.02)
+        consumers = {c["name"]: c for c in await redis.xinfo_consumers("fw:orphans", "fw-g")}
+        assert set(consumers) == {b"dead", b"rescuer"}
+        assert consumers[b"dead"]["pending"] == consumers[b"rescuer"]["pending"] == 0
+        assert [e[0] for e in await redis.xrange("fw:orphans")] == [entry_id]
+
+    run(target, scenario, setup)
