@@ -18,6 +18,7 @@ from streamkeep.engine.commands import (  # noqa: F401
     pubsub,
     read,
     replication,
+    scripting,
     streams,
     strings,
     trimming,

@@ -49,9 +49,20 @@ def _stream_keys(argv: Argv | list[bytes]) -> list[int]:
     return []
 
 
+def _numkeys_keys(argv: Argv | list[bytes]) -> list[int]:
+    """EVAL and its kin: `numkeys` keys after the script."""
+    try:
+        numkeys = int(argv[2])
+    except (IndexError, ValueError):
+        return []
+    return list(range(3, 3 + max(0, min(numkeys, len(argv) - 3))))
+
+
 # Commands whose keys no (first, last, step) range describes: how to find them.
 MOVABLE_KEYS: dict[str, Callable[[Argv | list[bytes]], list[int]]] = {
     "xread": _stream_keys, "xreadgroup": _stream_keys,
+    "eval": _numkeys_keys, "evalsha": _numkeys_keys, "eval_ro": _numkeys_keys,
+    "evalsha_ro": _numkeys_keys,
 }
 
 

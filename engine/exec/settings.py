@@ -483,9 +483,12 @@ _PARAMS: list[Param] = [
     Param("masterauth", "string", "", summary="password this replica gives its primary"),
     Param("repl-timeout", "int", 60, lo=1, hi=INT_MAX,
           summary="seconds without traffic after which a replication link is dropped"),
+    Param("busy-reply-threshold", "int", 5000, hi=LONG_MAX,
+          summary="milliseconds a script runs before other clients are answered BUSY "
+                  "(and SCRIPT KILL can stop it)"),
 ]
 # redis.conf's older spelling of a setting: the same Param under both names.
-ALIASES = {"slaveof": "replicaof"}
+ALIASES = {"slaveof": "replicaof", "lua-time-limit": "busy-reply-threshold"}
 
 PARAMS: dict[str, Param] = {p.name: p for p in _PARAMS}
 DEFAULT_CONFIG: dict[str, Any] = {p.name: p.default for p in _PARAMS}

@@ -143,6 +143,9 @@ class EngineCore:
         self.watches = WatchRegistry()
         self.pubsub = PubSub(glob_match)  # channels and patterns: not persisted, not logged
         self.server: Any = None  # the network server serving this engine, if any
+        # Lua scripting (engine.exec.scripting.Scripting), made by the first script: not
+        # persisted, not logged (a script's effects are).
+        self.scripting: Any = None
         self.started_ms = wall_clock_ms()
         self.sinks: list[RecordSink] = []
         self.session = Session()

@@ -1,0 +1,111 @@
+"""Scripting commands: EVAL, EVALSHA, EVAL_RO, EVALSHA_RO, and SCRIPT LOAD, EXISTS, FLUSH,
+KILL, HELP.
+
+Owns these commands' declarations, argument checks and replies. The Lua runtime, the script
+cache and the conversions are engine.exec.scripting's; a script's commands run as EXEC runs
+them, so what a script changed is logged as one record of effects (never the script). SCRIPT
+LOAD and SCRIPT FLUSH change no data and log nothing: scripts are not persisted (after a
+restart EVALSHA answers NOSCRIPT, as Redis 7 does). Must not touch: the runtime's internals,
+command semantics of the commands a script calls, I/O.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from streamkeep.engine.exec.context import Ctx
+from streamkeep.engine.exec.scripting import eval_script, scripting_of
+from streamkeep.engine.exec.table import (
+    NO_KEYS,
+    Argv,
+    command,
+    container,
+    help_subcommand,
+    subcommand,
+)
+from streamkeep.engine.wire.errors import ReplyError
+
+_EVAL_FLAGS = "noscript skip_monitor may_replicate no_mandatory_keys stale"
+_EVAL_RO_FLAGS = "noscript skip_monitor no_mandatory_keys stale readonly"
+
+
+@command("eval", -3, _EVAL_FLAGS, keys=NO_KEYS, group="scripting", since="2.6.0",
+         summary="Executes a server-side Lua script.",
+         syntax="script numkeys [key [key ...]] [arg [arg ...]]")
+def eval_(ctx: Ctx, argv: Argv) -> Any:
+    return eval_script(ctx, argv, by_sha=False, read_only=False)
+
+
+@command("evalsha", -3, _EVAL_FLAGS, keys=NO_KEYS, group="scripting", since="2.6.0",
+         summary="Executes a server-side Lua script by SHA1 digest.",
+         syntax="sha1 numkeys [key [key ...]] [arg [arg ...]]")
+def evalsha(ctx: Ctx, argv: Argv) -> Any:
+    return eval_script(ctx, argv, by_sha=True, read_only=False)
+
+
+@command("eval_ro", -3, _EVAL_RO_FLAGS, keys=NO_KEYS, group="scripting", since="7.0.0",
+         summary="Executes a read-only server-side Lua script.",
+         syntax="script numkeys [key [key ...]] [arg [arg ...]]")
+def eval_ro(ctx: Ctx, argv: Argv) -> Any:
+    return eval_script(ctx, argv, by_sha=False, read_only=True)
+
+
+@command("evalsha_ro", -3, _EVAL_RO_FLAGS, keys=NO_KEYS, group="scripting", since="7.0.0",
+         summary="Executes a read-only server-side Lua script by SHA1 digest.",
+         syntax="sha1 numkeys [key [key ...]] [arg [arg ...]]")
+def evalsha_ro(ctx: Ctx, argv: Argv) -> Any:
+    return eval_script(ctx, argv, by_sha=True, read_only=True)
+
+
+SCRIPT = container("script", "A container for Lua scripts management commands.",
+                   group="scripting", since="2.6.0")
+
+
+@subcommand(SCRIPT, "load", 3, "noscript stale", keys=NO_KEYS, since="2.6.0",
+            summary="Loads a server-side Lua script to the script cache.", syntax="script")
+def script_load(ctx: Ctx, argv: Argv) -> bytes:
+    return scripting_of(ctx.engine).load(argv[2], from_eval=False).sha.encode()
+
+
+@subcommand(SCRIPT, "exists", -3, "noscript stale", keys=NO_KEYS, since="2.6.0",
+            summary="Determines whether server-side Lua scripts exist in the script cache.",
+            syntax="sha1 [sha1 ...]")
+def script_exists(ctx: Ctx, argv: Argv) -> list[int]:
+    scripts = scripting_of(ctx.engine).scripts
+    return [1 if sha.decode("latin-1") in scripts else 0 for sha in argv[2:]]
+
+
+@subcommand(SCRIPT, "flush", -2, "noscript may_replicate", keys=NO_KEYS, since="2.6.0",
+            summary="Removes all server-side Lua scripts from the script cache.",
+            syntax="[ASYNC | SYNC]")
+def script_flush(ctx: Ctx, argv: Argv) -> str:
+    if len(argv) > 3 or (len(argv) == 3 and argv[2].lower() not in (b"sync", b"async")):
+        raise ReplyError("ERR SCRIPT FLUSH only support SYNC|ASYNC option")
+    scripting_of(ctx.engine).flush()
+    return "OK"
+
+
+@subcommand(SCRIPT, "kill", 2, "noscript allow_busy", keys=NO_KEYS, since="2.6.0",
+            summary="Terminates a server-side Lua script during execution.")
+def script_kill(ctx: Ctx, argv: Argv) -> str:
+    # A script runs under the engine lock: a SCRIPT KILL that reaches the command table finds
+    # none running (the server answers the one sent while a script is busy itself).
+    return scripting_of(ctx.engine).kill()
+
+
+help_subcommand(SCRIPT, [
+    "DEBUG (YES|SYNC|NO)",
+    "    Set the debug mode for subsequent scripts executed.",
+    "EXISTS <sha1> [<sha1> ...]",
+    "    Return information about the existence of the scripts in the script cache.",
+    "FLUSH [ASYNC|SYNC]",
+    "    Flush the Lua scripts cache. Very dangerous on replicas.",
+    "    When called without the optional mode argument, the behavior is determined by the",
+    "    lazyfree-lazy-user-flush configuration directive. Valid modes are:",
+    "    * ASYNC: Asynchronously flush the scripts cache.",
+    "    * SYNC: Synchronously flush the scripts cache.",
+    "KILL",
+    "    Kill the currently executing Lua script.",
+    "LOAD <script>",
+    "    Load a script into the scripts cache without executing it.",
+], since="5.0.0")
