@@ -73,7 +73,7 @@ def test_lock_lost_to_expiry_is_no_longer_owned(target: Target) -> None:
 
 def test_expiry_hands_the_lock_to_the_next_process(target: Target, children: Children) -> None:
     ttl = 3.0  # seconds; the holder re-acquires it every 0.1 s
-    holder = children.start("tests.support.frameworks", target.url, KEY, str(ttl))
+    holder = children.start("tests.support.frameworks", target.url, KEY, str(ttl), read=True)
     assert holder.stdout is not None
     token = holder.stdout.readline().strip().encode()
     assert token, "the holder exited before taking the lock"

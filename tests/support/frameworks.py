@@ -47,13 +47,15 @@ class Target:
 @dataclass
 class Children:
     """The scenario's child processes (`python -m <module> <args>`, run from the project's root
-    so `tests.support` imports), each with its own stdout pipe."""
+    so `tests.support` imports); `read=True` gives one a stdout pipe the test reads (a pipe
+    nobody reads would stall a chatty child once full)."""
 
     procs: list[subprocess.Popen[str]] = field(default_factory=list)
 
-    def start(self, module: str, *args: str) -> subprocess.Popen[str]:
+    def start(self, module: str, *args: str, read: bool = False) -> subprocess.Popen[str]:
         proc = subprocess.Popen([sys.executable, "-m", module, *args], cwd=ROOT,
-                                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, text=True)
+                                stdin=subprocess.DEVNULL,
+                                stdout=subprocess.PIPE if read else subprocess.DEVNULL, text=True)
         self.procs.append(proc)
         return proc
 
