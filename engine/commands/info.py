@@ -165,11 +165,26 @@ def _info_memory(engine: EngineCore) -> Fields:
         ("used_memory_peak_perc", f"{rss * 100 / peak:.2f}%" if peak else "100.00%"),
         ("total_system_memory", total),
         ("total_system_memory_human", bytes_to_human(total)),
+        *_script_fields(engine),
         ("maxmemory", 0),
         ("maxmemory_human", "0B"),
         ("maxmemory_policy", "noeviction"),
         ("mem_allocator", "pymalloc"),
         *_backlog_fields(engine),
+    ]
+
+
+def _script_fields(engine: EngineCore) -> Fields:
+    """The Lua runtime's heap and the scripts cached (nothing until a first script)."""
+    scripting = engine.scripting
+    lua = scripting.memory() if scripting is not None else 0
+    scripts = scripting.scripts if scripting is not None else {}
+    return [
+        ("used_memory_lua", lua),
+        ("used_memory_vm_eval", lua),
+        ("used_memory_lua_human", bytes_to_human(lua)),
+        ("used_memory_scripts_eval", sum(len(s.body) for s in scripts.values())),
+        ("number_of_cached_scripts", len(scripts)),
     ]
 
 

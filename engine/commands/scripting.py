@@ -67,7 +67,7 @@ def script_load(ctx: Ctx, argv: Argv) -> bytes:
     return scripting_of(ctx.engine).load(argv[2], from_eval=False).sha.encode()
 
 
-@subcommand(SCRIPT, "exists", -3, "noscript stale", keys=NO_KEYS, since="2.6.0",
+@subcommand(SCRIPT, "exists", -3, "noscript", keys=NO_KEYS, since="2.6.0",
             summary="Determines whether server-side Lua scripts exist in the script cache.",
             syntax="sha1 [sha1 ...]")
 def script_exists(ctx: Ctx, argv: Argv) -> list[int]:

@@ -22,7 +22,9 @@ from __future__ import annotations
 import collections
 import hashlib
 import logging
+import math
 import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from streamkeep.engine.exec.context import Block, Later
@@ -30,7 +32,7 @@ from streamkeep.engine.exec.settings import REDIS_VERSION
 from streamkeep.engine.exec.table import Argv, Flag, resolve
 from streamkeep.engine.model.effects import select_effect
 from streamkeep.engine.wire.errors import ReplyError, StreamkeepError
-from streamkeep.engine.wire.reply import NULL_ARRAY, RespMap, RespSet, Verbatim
+from streamkeep.engine.wire.reply import NO_REPLY, NULL_ARRAY, RespMap, RespSet, Verbatim
 
 if TYPE_CHECKING:
     from streamkeep.engine.exec.context import Ctx
@@ -50,10 +52,13 @@ RO_SCRIPT = "ERR Can not execute a script with write flag using *_ro command."
 
 # The Lua heap's cap: enough for any reasonable script, far below what would hurt the server.
 LUA_MAX_MEMORY = 256 << 20
+# What the heap keeps free for the tables and strings made from Python (see Scripting._room).
+MEMORY_MARGIN = 1 << 20
 # Lua instructions between two looks at the clock and the kill flag (Redis's count hook).
 HOOK_INSTRUCTIONS = 100_000
 # EVAL's scripts kept at most (SCRIPT LOAD's are never evicted), least recently used out first.
 EVAL_SCRIPTS_MAX = 500
+LRAND48_MAX = 2147483647  # math.random's divisor (Redis's REDIS_LRAND48_MAX)
 
 FLAG_NO_WRITES, FLAG_ALLOW_OOM, FLAG_ALLOW_STALE, FLAG_NO_CLUSTER, FLAG_CROSS_SLOT = 1, 2, 4, 8, 16
 FLAG_COMPAT = 32  # no shebang: Redis's "eval compat mode"
@@ -119,6 +124,57 @@ class Lrand48:
         return self.x >> 17
 
 
+def _tobit(x: Any) -> int:
+    """LuaBitOp's tobit: the number rounded, its low 32 bits as a signed integer."""
+    if isinstance(x, bytes):
+        x = _lua_number(x)
+    if not isinstance(x, (int, float)) or isinstance(x, bool) or x != x:
+        raise ScriptError(b"bad argument to a bit function (number expected)")
+    n = round(x) & 0xFFFFFFFF
+    return n - (1 << 32) if n & 0x80000000 else n
+
+
+def _bit_library() -> dict[bytes, Callable[..., Any]]:
+    """The `bit` library (LuaBitOp's API, which Redis bundles), on 32-bit signed integers."""
+    def fold(op: Callable[[int, int], int]) -> Callable[..., int]:
+        def f(x: Any, *more: Any) -> int:
+            acc = _tobit(x)
+            for y in more:
+                acc = _tobit(op(acc, _tobit(y)))
+            return acc
+        return f
+
+    def tohex(x: Any, n: Any = 8) -> bytes:
+        width = int(_tobit(n))
+        size = min(abs(width), 8)
+        digits = f"{_tobit(x) & ((1 << (4 * size)) - 1):0{size}x}"
+        return (digits.upper() if width < 0 else digits).encode()
+
+    def rol(x: Any, n: Any) -> int:
+        v, k = _tobit(x) & 0xFFFFFFFF, _tobit(n) & 31
+        return _tobit((v << k | v >> (32 - k)) & 0xFFFFFFFF)
+
+    def ror(x: Any, n: Any) -> int:
+        v, k = _tobit(x) & 0xFFFFFFFF, _tobit(n) & 31
+        return _tobit((v >> k | v << (32 - k)) & 0xFFFFFFFF)
+
+    return {
+        b"tobit": _tobit,
+        b"tohex": tohex,
+        b"bnot": lambda x: _tobit(~_tobit(x)),
+        b"band": fold(lambda a, b: a & b),
+        b"bor": fold(lambda a, b: a | b),
+        b"bxor": fold(lambda a, b: a ^ b),
+        b"lshift": lambda x, n: _tobit((_tobit(x) & 0xFFFFFFFF) << (_tobit(n) & 31)),
+        b"rshift": lambda x, n: _tobit((_tobit(x) & 0xFFFFFFFF) >> (_tobit(n) & 31)),
+        b"arshift": lambda x, n: _tobit(_tobit(x) >> (_tobit(n) & 31)),
+        b"rol": rol,
+        b"ror": ror,
+        b"bswap": lambda x: _tobit(int.from_bytes(
+            (_tobit(x) & 0xFFFFFFFF).to_bytes(4, "little"), "big")),
+    }
+
+
 class Script:
     __slots__ = ("sha", "body", "flags", "function", "from_eval")
 
@@ -135,7 +191,7 @@ class Run:
     asked to stop."""
 
     __slots__ = ("session", "sha", "started", "read_only", "dirty", "killed", "timed_out",
-                 "shutdown", "resp", "record_db", "ctx")
+                 "shutdown", "resp", "record_db", "ctx", "out_of_memory")
 
     def __init__(self, ctx: Ctx, sha: str, read_only: bool) -> None:
         self.ctx = ctx
@@ -149,6 +205,7 @@ class Run:
         self.shutdown = False  # SHUTDOWN NOSAVE while busy: its effects are not logged
         self.resp = 2
         self.record_db = ctx.session.db  # the database its last logged effect ran in
+        self.out_of_memory = False  # a reply did not fit in the Lua heap: the script fails
 
 
 # The Lua side: Redis's `redis` table and the sandbox, made once per runtime. Python hands
@@ -210,28 +267,10 @@ local function redis_pcall(f, ...)
 end
 
 -- math.random over redisLrand48 (the same sequence everywhere).
-local LRAND48_MAX = 2147483647
 local real_math = math
 local sandbox_math = {}
 for k, v in pairs(real_math) do sandbox_math[k] = v end
-sandbox_math.random = function(...)
-  local r = (py_random() % LRAND48_MAX) / LRAND48_MAX
-  local n = select('#', ...)
-  if n == 0 then return r end
-  if n == 1 then
-    local u = real_math.floor(tonumber((...)) or error("bad argument #1 to 'random' (number expected)", 2))
-    if u < 1 then error("bad argument #1 to 'random' (interval is empty)", 2) end
-    return floor(r * u) + 1
-  end
-  if n == 2 then
-    local l, u = ...
-    l, u = floor(tonumber(l) or 0), floor(tonumber(u) or 0)
-    if l > u then error("bad argument #2 to 'random' (interval is empty)", 2) end
-    return floor(r * (u - l + 1)) + l
-  end
-  error('wrong number of arguments', 2)
-end
-sandbox_math.randomseed = function(seed) py_seed(floor(tonumber(seed) or 0)) end
+sandbox_math.random, sandbox_math.randomseed = py_random, py_seed
 
 -- Read-only views of the libraries: `string.x = 1` fails as on Redis's read-only tables.
 local function readonly(t)
@@ -285,6 +324,10 @@ end
 
 local killing
 local function hook()
+  -- Only the script's own code is interrupted: never this prelude's (run() once the script
+  -- has ended, the sandbox's metamethods).
+  local where = dbg.getinfo(2, 'S')
+  if where and where.source == PRELUDE then return end
   if py_interrupt() then
     -- From now on every line raises it again: a pcall cannot swallow the kill.
     if not killing then killing = true; dbg.sethook(hook, 'l') end
@@ -299,18 +342,34 @@ local function compile(body)
   return f, false
 end
 
-local function run(f, keys, argv, count)
+local function run(f, count, collect_kb, nkeys, ...)
+  local all, keys, argv = {...}, {}, {}
+  for i = 1, nkeys do keys[i] = all[i] end
+  for i = nkeys + 1, select('#', ...) do argv[i - nkeys] = all[i] end
+  all = nil
   allowed.KEYS, allowed.ARGV = keys, argv
   killing = false
   if count > 0 then dbg.sethook(hook, '', count) end
-  local ok, r = xpcall(f, handler)
-  dbg.sethook()
+  local ok, r = xpcall(f, handler) dbg.sethook()  -- (one line: no line event in between)
+  allowed.KEYS, allowed.ARGV = nil, nil
+  -- A script's garbage goes before the next one starts, not whenever Lua gets to it: nothing
+  -- outside a protected call may ever meet a full heap.
+  if collectgarbage('count') > collect_kb then collectgarbage() end
   return ok, r
+end
+
+local function collect() collectgarbage() end
+
+-- luaL_where(1) for a Python function: the script line that called it ("user_script:3: ").
+local function where()
+  local i = dbg.getinfo(3, 'Sl')
+  if i and i.currentline > 0 then return i.short_src .. ':' .. i.currentline .. ': ' end
+  return ''
 end
 
 -- Nothing else is reachable from a script: the real globals lose what a leak could use.
 io, os, package, require, dofile, loadfile, module, python, print, debug = nil
-return compile, run, rawget
+return compile, run, rawget, collect, where
 """
 
 
@@ -328,7 +387,10 @@ class Scripting:
         self._compile: Any = None
         self._run: Any = None
         self._rawget: Any = None
+        self._collect: Any = None
+        self._where: Any = None
         self._lupa: Any = None
+        self.max_memory = LUA_MAX_MEMORY
 
     # --- the runtime ----------------------------------------------------------------------
 
@@ -342,10 +404,13 @@ class Scripting:
         self._lupa = lupa
         lua = lupa.LuaRuntime(encoding=None, unpack_returned_tuples=True, register_eval=False,
                               register_builtins=False, max_memory=LUA_MAX_MEMORY)
-        self._compile, self._run, self._rawget = lua.execute(
+        self.max_memory = LUA_MAX_MEMORY
+        self._compile, self._run, self._rawget, self._collect, self._where = lua.execute(
             _PRELUDE, self._raising_call, self._call, self._unwrap, self._interrupt, self._log,
-            self._setresp, self._set_repl, self.rand.next, self.rand.seed, self._sha1hex, None, REDIS_VERSION.encode(), version_num())
+            self._setresp, self._set_repl, self._random, self._randomseed, self._sha1hex,
+            lua.table_from(_bit_library()), REDIS_VERSION.encode(), version_num())
         self.lua = lua
+        self._oom_error = self._error_table("ERR not enough memory")
 
     def memory(self) -> int:
         """Bytes the Lua heap holds (INFO's used_memory_lua)."""
@@ -386,7 +451,7 @@ class Scripting:
         """SCRIPT FLUSH: forget every script (and the Lua heap they held)."""
         self.scripts.clear()
         self.eval_lru.clear()
-        self.lua = self._compile = self._run = self._rawget = None
+        self.lua = self._compile = self._run = self._rawget = self._collect = None
 
     def kill(self) -> str:
         """SCRIPT KILL."""
@@ -420,14 +485,27 @@ class Scripting:
                 raise ReplyError(RO_SCRIPT)
         ro = read_only or (not flags & FLAG_COMPAT and bool(flags & FLAG_NO_WRITES))
         run = self.running = Run(ctx, script.sha, ro)
+        try:
+            return self._execute(run, script, keys, args)
+        except ReplyError:
+            if run.shutdown:  # the server goes down: the script's client gets no reply
+                return NO_REPLY
+            raise
+
+    def _execute(self, run: Run, script: Script, keys: Argv, args: Argv) -> Any:
+        ctx = run.ctx
         session = ctx.session
         db = session.db
-        lua = self.lua
         threshold = int(ctx.engine.config["busy-reply-threshold"])
         count = HOOK_INSTRUCTIONS if threshold > 0 else 0
+        out_of_memory = ReplyError(f"ERR Error running script {script.sha}, not enough memory")
         try:
-            ok, result = self._run(script.function, lua.table_from(list(keys)),
-                                   lua.table_from(list(args)), count)
+            if not self._room(sum(len(a) + 64 for a in keys + args)):
+                raise out_of_memory
+            ok, result = self._run(script.function, count, self.max_memory // 2048, len(keys),
+                                   *keys, *args)
+            if run.out_of_memory:
+                raise out_of_memory
             if ok:
                 reply = self._to_reply(result, run)
                 if isinstance(reply, ReplyError):
@@ -435,8 +513,7 @@ class Scripting:
                 return reply
             raise self._script_error(result, script.sha)
         except self._lupa.LuaMemoryError:
-            raise ReplyError(f"ERR Error running script {script.sha}, not enough memory") \
-                from None
+            raise out_of_memory from None
         except self._lupa.LuaError as err:
             raise ReplyError(f"ERR Error running script {script.sha}, {str(err)[:100]}") \
                 from None
@@ -625,7 +702,21 @@ class Scripting:
             return self._error_table(err.line), True
         if isinstance(reply, ReplyError):
             return self._error_table(reply.line), True
+        if self.lua.get_memory_used() > self.max_memory // 2 and not self._room(_size(reply)):
+            # Building it could meet a full heap outside Lua's protection: the script fails
+            # instead, as if Lua had run out of memory (a pcall cannot keep it going).
+            run.out_of_memory = True
+            raise ScriptError(self._oom_error)
         return self._to_lua(reply, run), False
+
+    def _room(self, need: int) -> bool:
+        """Whether `need` more bytes fit in the Lua heap with a margin (after a collection if
+        they do not at first): lupa's own allocations (arguments, tables made from Python) are
+        not protected, and a full heap there would abort the process."""
+        if self.lua.get_memory_used() + need + MEMORY_MARGIN <= self.max_memory:
+            return True
+        self._collect()
+        return self.lua.get_memory_used() + need + MEMORY_MARGIN <= self.max_memory
 
     def _command(self, run: Run, argv: Argv) -> Any:
         """scriptCall's checks, then the command as EXEC runs it."""
@@ -712,6 +803,38 @@ class Scripting:
             raise self._raise("ERR Invalid replication flags. Use REPL_AOF, REPL_REPLICA, "
                               "REPL_ALL or REPL_NONE.")
 
+    def _lua_error(self, message: str) -> ScriptError:
+        """luaL_error from a library function: the message with the script's line in front."""
+        where = _text(self._where())
+        return ScriptError(self.lua.table_from({b"err": f"ERR {where}{message}".encode()}))
+
+    def _checkint(self, args: tuple, n: int) -> int:
+        value = _lua_number(args[n - 1]) if n <= len(args) else None
+        if value is None:
+            got = _lua_type_name(args[n - 1]) if n <= len(args) else "no value"
+            raise self._lua_error(f"bad argument #{n} to 'random' (number expected, got {got})")
+        return int(value)
+
+    def _random(self, *args: Any) -> Any:
+        """math.random over redisLrand48, argument checks as Lua's (the number drawn first)."""
+        r = (self.rand.next() % LRAND48_MAX) / LRAND48_MAX
+        if not args:
+            return r
+        if len(args) == 1:
+            upper = self._checkint(args, 1)
+            if upper < 1:
+                raise self._lua_error("bad argument #1 to 'random' (interval is empty)")
+            return math.floor(r * upper) + 1
+        if len(args) == 2:
+            lower, upper = self._checkint(args, 1), self._checkint(args, 2)
+            if lower > upper:
+                raise self._lua_error("bad argument #2 to 'random' (interval is empty)")
+            return math.floor(r * (upper - lower + 1)) + lower
+        raise self._lua_error("wrong number of arguments")
+
+    def _randomseed(self, *args: Any) -> None:
+        self.rand.seed(self._checkint(args, 1))
+
     def _interrupt(self) -> bool:
         """The count hook: past busy-reply-threshold, let the server answer other clients
         (BUSY, SCRIPT KILL); True once the script must stop."""
@@ -744,6 +867,19 @@ class ScriptError(StreamkeepError):
         self.table = table
 
 
+def _size(value: Any) -> int:
+    """About how many bytes a reply takes as Lua values."""
+    if isinstance(value, bytes | str):
+        return len(value) + 40
+    if isinstance(value, list | tuple):
+        return 64 + sum(_size(v) for v in value)
+    if isinstance(value, RespMap):
+        return 64 + sum(_size(k) + _size(v) for k, v in value.items)
+    if hasattr(value, "__iter__"):
+        return 64 + sum(_size(v) for v in value)
+    return 40
+
+
 def _lua_number(value: Any) -> float | None:
     """lua_tonumber: a number, or a string that reads as one; None otherwise."""
     if isinstance(value, bool):
@@ -756,6 +892,16 @@ def _lua_number(value: Any) -> float | None:
         except ValueError:
             return None
     return None
+
+
+def _lua_type_name(value: Any) -> str:
+    if value is None:
+        return "nil"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, bytes):
+        return "string"
+    return "table"
 
 
 def _lua_string(value: Any) -> str | None:
@@ -791,6 +937,22 @@ def _double_bulk(value: float) -> bytes:
     return b"%.17g" % value
 
 
+def busy_reply(scripting: Scripting, argv: list[bytes]) -> Any:
+    """What a client is answered while a script is busy (the server calls this from the
+    script's hook, the engine lock held): SCRIPT KILL and SHUTDOWN NOSAVE act on the script,
+    anything else is refused with BUSY."""
+    name = argv[0].lower() if argv else b""
+    if name == b"script" and len(argv) == 2 and argv[1].lower() == b"kill":
+        try:
+            return scripting.kill()
+        except ReplyError as err:
+            return err
+    if name == b"shutdown" and any(arg.lower() == b"nosave" for arg in argv[1:]):
+        scripting.shutdown_nosave()
+        return NO_REPLY
+    return ReplyError(BUSY)
+
+
 def scripting_of(engine: EngineCore) -> Scripting:
     """The engine's Scripting, made on first use."""
     scripting = engine.scripting
@@ -822,5 +984,5 @@ def eval_script(ctx: Ctx, argv: Argv, by_sha: bool, read_only: bool) -> Any:
     return scripting.run(ctx, script, keys, args, read_only)
 
 
-__all__ = ["BUSY", "NOSCRIPT", "Scripting", "eval_script", "parse_shebang", "scripting_of",
-           "sha1hex"]
+__all__ = ["BUSY", "NOSCRIPT", "Scripting", "busy_reply", "eval_script", "parse_shebang",
+           "scripting_of", "sha1hex"]

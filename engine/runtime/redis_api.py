@@ -18,12 +18,13 @@ not touch: command semantics, engine state or the command table (every call goes
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+import hashlib
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, Protocol
 
 from streamkeep.engine.wire.errors import ReplyError, StreamkeepError
 
-__all__ = ["DataError", "Executor", "RedisAPI", "execute_command_callbacks"]
+__all__ = ["DataError", "Executor", "RedisAPI", "Script", "execute_command_callbacks"]
 
 _REF_POLICIES = {"KEEPREF", "DELREF", "ACKED"}
 _NEVER_DECODE = "NEVER_DECODE"
@@ -190,6 +191,10 @@ execute_command_callbacks: dict[str, Callable[..., Any]] = {
     "XINFO CONSUMERS": parse_list_of_dicts,
     "XINFO GROUPS": parse_list_of_dicts,
     "XPENDING": parse_xpending,
+    "SCRIPT EXISTS": lambda r: list(map(bool, r)),
+    "SCRIPT FLUSH": bool_ok,
+    "SCRIPT KILL": bool_ok,
+    "SCRIPT LOAD": lambda r: _str_if_bytes(r),
 }
 
 
@@ -417,6 +422,40 @@ class RedisAPI:
             if callback is not None:
                 return callback(response, **options)
         return response
+
+    # --- scripting ----------------------------------------------------------------------------
+
+    def eval(self, script: Any, numkeys: int, *keys_and_args: Any) -> Any:
+        return self.execute_command("EVAL", script, numkeys, *keys_and_args)
+
+    def eval_ro(self, script: Any, numkeys: int, *keys_and_args: Any) -> Any:
+        return self.execute_command("EVAL_RO", script, numkeys, *keys_and_args)
+
+    def evalsha(self, sha: Any, numkeys: int, *keys_and_args: Any) -> Any:
+        return self.execute_command("EVALSHA", sha, numkeys, *keys_and_args)
+
+    def evalsha_ro(self, sha: Any, numkeys: int, *keys_and_args: Any) -> Any:
+        return self.execute_command("EVALSHA_RO", sha, numkeys, *keys_and_args)
+
+    def script_load(self, script: Any) -> str:
+        return self.execute_command("SCRIPT LOAD", script)
+
+    def script_exists(self, *args: Any) -> list[bool]:
+        return self.execute_command("SCRIPT EXISTS", *args)
+
+    def script_flush(self, sync_type: str | None = None) -> bool:
+        if sync_type not in ("SYNC", "ASYNC", None):
+            raise DataError("SCRIPT FLUSH defaults to SYNC in redis > 6.2, or accepts "
+                            "SYNC/ASYNC. For older versions, of redis leave as None.")
+        return self.execute_command("SCRIPT FLUSH", *([sync_type] if sync_type else []))
+
+    def script_kill(self) -> bool:
+        return self.execute_command("SCRIPT KILL")
+
+    def register_script(self, script: str | bytes) -> Script:
+        """redis-py's register_script: a callable running the script by its SHA1 (loading it
+        first when the engine answers NOSCRIPT)."""
+        return Script(self, script)
 
     # --- keyspace, server, connection ----------------------------------------------------------
 
@@ -844,3 +883,28 @@ class RedisAPI:
 
     def xinfo_consumers(self, name: Any, groupname: Any) -> list[dict[str, Any]]:
         return parse_list_of_dicts(self._run_wired(b"XINFO", b"CONSUMERS", name, groupname))
+
+
+class Script:
+    """redis-py's `Script` (what `register_script` returns) over the facade: `script(keys,
+    args)` runs EVALSHA, and on NOSCRIPT loads the script and runs it again."""
+
+    def __init__(self, registered_client: RedisAPI, script: str | bytes) -> None:
+        self.registered_client = registered_client
+        self.script = script
+        body = script.encode() if isinstance(script, str) else bytes(script)
+        self.sha = hashlib.sha1(body).hexdigest()
+
+    def __call__(self, keys: Sequence[Any] | None = None, args: Iterable[Any] | None = None,
+                 client: RedisAPI | None = None) -> Any:
+        keys = list(keys or [])
+        args = list(args or [])
+        if client is None:
+            client = self.registered_client
+        try:
+            return client.evalsha(self.sha, len(keys), *keys, *args)
+        except ReplyError as err:
+            if not err.line.startswith("NOSCRIPT"):
+                raise
+        self.sha = client.script_load(self.script)
+        return client.evalsha(self.sha, len(keys), *keys, *args)

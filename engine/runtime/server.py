@@ -18,6 +18,7 @@ import contextlib
 import gc
 import ipaddress
 import logging
+import os
 import signal
 import socket
 import threading
@@ -29,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 from streamkeep.engine.exec.blocking import Waiter
 from streamkeep.engine.exec.context import Later
 from streamkeep.engine.exec.pubsub import SUBSCRIBED_CONTEXT_COMMANDS, Subscriber
+from streamkeep.engine.exec.scripting import busy_reply
 from streamkeep.engine.exec.settings import ConfigError
 from streamkeep.engine.exec.transactions import end_transaction
 from streamkeep.engine.runtime.limits import DescriptorLimitError, adjust_open_files_limit
@@ -877,6 +879,32 @@ class Server:
     async def serve_forever(self) -> None:
         await self.start()
         await self.wait_stopped()
+
+    def serve_while_busy(self, scripting: Any) -> None:
+        """A script has run past busy-reply-threshold: its Lua hook calls this every so many
+        instructions (on the loop thread, engine lock held, the loop itself stalled). Read
+        what the other clients sent straight from their sockets and answer each command as
+        Redis does while busy (BUSY; SCRIPT KILL and SHUTDOWN NOSAVE act on the script), in
+        order, through their normal output. The script's own client, a blocked client's
+        queued commands and replicas' links wait; new connections wait for the loop."""
+        running = scripting.running
+        for client in list(self.clients.values()):
+            if (client.closed or client.fd < 0 or client.busy or client.link is not None
+                    or client.session is running.session):
+                continue
+            try:
+                data = os.read(client.fd, 1 << 16)
+            except OSError:  # nothing to read (EAGAIN) or a broken connection: the loop's
+                data = b""
+            parser = client.parser
+            try:
+                if data:
+                    parser.feed(data)
+                while (argv := parser.next()) is not None:
+                    client.reply(busy_reply(scripting, argv))
+            except (QueryBufferLimit, ProtocolError):
+                continue  # left for the loop, which closes the connection
+            client.flush()
 
     async def wait_stopped(self) -> None:
         assert self.stopping is not None

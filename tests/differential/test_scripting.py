@@ -123,6 +123,9 @@ CASES: list[tuple[str, list[str], list[str]]] = [
     ("return table.concat({'a', 'b'}, ',')", [], []),
     ("return math.floor(7.9)", [], []),
     ("return _VERSION", [], []),
+    ("return {bit.band(12, 10), bit.bor(1, 2, 4), bit.tohex(255, -4), bit.bnot(0), "
+     "bit.lshift(1, 31), bit.rshift(-1, 28), bit.tobit(2^32+5), bit.rol(1, 33), bit.bswap(1), "
+     "bit.bxor(5, 3), bit.arshift(-256, 4), bit.tohex(-1)}", [], []),
     ("return redis.REDIS_VERSION_NUM ~= nil", [], []),
     ("return {redis.LOG_DEBUG, redis.LOG_VERBOSE, redis.LOG_NOTICE, redis.LOG_WARNING}", [], []),
     ("return {redis.REPL_NONE, redis.REPL_AOF, redis.REPL_SLAVE, redis.REPL_ALL}", [], []),
@@ -301,3 +304,18 @@ def test_redis_py_lock_scripts_over_both(redis_server) -> None:
         assert results[0] == results[1]
     finally:
         handle.stop()
+
+
+def test_math_random_matches_a_fresh_redis(start_redis) -> None:  # type: ignore[no-untyped-def]
+    """redisLrand48: the same sequence as a redis-server that has run no script yet."""
+    from tests.support.resp_client import RespClient
+
+    server = start_redis()
+    with RespClient("127.0.0.1", server.port) as fresh:
+        b = Both(Engine(clock=WallClock()), fresh)
+        script = ("local t = {} for i = 1, 5 do t[i] = math.random(1000) end "
+                  "t[6] = math.random(5, 9) t[7] = math.floor(math.random() * 1e6) return t")
+        b("EVAL", script, "0")
+        b("EVAL", script, "0")  # the state goes on from one script to the next
+        b("EVAL", "math.randomseed(7) return {math.random(100), math.random(100)}", "0")
+        b("EVAL", "return math.random(0)", "0")

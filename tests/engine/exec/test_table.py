@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from streamkeep import Engine
+from streamkeep.engine.commands.command import MOVABLE_KEYS
 from streamkeep.engine.exec import table
 from streamkeep.engine.exec.table import COMMANDS, CommandSpec, Flag, parse_flags
 from tests.support.resp_client import RespClient
@@ -96,7 +97,7 @@ def table_shape(spec: CommandSpec) -> Shape:
     """What COMMAND INFO should report from the table itself: its flags as declared (sentinel and
     may_replicate are never reported), movablekeys for the commands whose keys no range describes."""
     flags = {flag.value for flag in spec.flags if flag not in (Flag.SENTINEL, Flag.MAY_REPLICATE)}
-    if spec.name in ("xread", "xreadgroup"):
+    if spec.name in MOVABLE_KEYS:
         flags.add(Flag.MOVABLEKEYS.value)
     return spec.arity, frozenset(flags), spec.first_key, spec.last_key, spec.key_step
 

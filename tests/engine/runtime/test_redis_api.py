@@ -199,3 +199,27 @@ def test_a_facade_over_any_executor() -> None:
     recorder = Recorder([[b"1-0", [b"f", b"v"]]])
     assert RedisAPI(recorder, decode_responses=True).xrange("s") == [("1-0", {"f": "v"})]
     assert recorder.sent == [(b"XRANGE", "s", "-", "+")]
+
+
+# --- scripting -------------------------------------------------------------------------------
+
+
+def test_eval_evalsha_script_commands_and_register_script() -> None:
+    pytest.importorskip("lupa")
+    r = Engine().redis(decode_responses=True)
+    assert r.eval("return redis.call('SET', KEYS[1], ARGV[1])", 1, "k", "v") == "OK"
+    assert r.eval_ro("return redis.call('GET', KEYS[1])", 1, "k") == "v"
+    sha = r.script_load("return ARGV[1]")
+    assert isinstance(sha, str) and len(sha) == 40
+    assert r.evalsha(sha, 0, "x") == "x"
+    assert r.evalsha_ro(sha, 0, "y") == "y"
+    assert r.script_exists(sha, "0" * 40) == [True, False]
+    incr = r.register_script("return redis.call('INCRBY', KEYS[1], ARGV[1])")
+    assert incr(keys=["n"], args=[5]) == 5  # NOSCRIPT: loaded, then run
+    assert r.script_flush() is True
+    assert r.script_exists(sha) == [False]
+    assert incr(keys=["n"], args=[1]) == 6
+    with pytest.raises(DataError):
+        r.script_flush("LATER")
+    with pytest.raises(ReplyError, match="^NOTBUSY"):
+        r.script_kill()
