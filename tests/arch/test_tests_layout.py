@@ -12,7 +12,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 TESTS = ROOT / "tests"
-SCENARIOS = {"differential", "crash", "property", "arch", "attacks", "careless", "docs"}
+SCENARIOS = {"differential", "crash", "property", "arch", "attacks", "careless", "docs",
+             "frameworks"}
 SOURCE_FOLDERS = {"engine", "aof", "snapshot", "replication", "tools"}
 
 
