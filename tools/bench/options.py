@@ -78,7 +78,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="skip the redis-server reference rows")
     parser.add_argument("--sections", type=section_list, metavar="LIST",
                         help="comma-separated sections to run, of: embedded, aof, redis, "
-                             "snapshot, server, hardening, replication, inspect, export, "
+                             "snapshot, server, strings, hardening, replication, inspect, "
+                             "export, "
                              "queue, memory, backlog, interop (default: all)")
     parser.add_argument("only", nargs="*", type=section_list, metavar="SECTION",
                         help="sections to run, as --sections (e.g. `streamkeep bench server`)")
