@@ -3,9 +3,10 @@ Lua values and replies, as Redis 7+ does them (script_lua.c, eval.c, script.c).
 
 Owns `Scripting` (one per engine, made on the first script: the lupa runtime with Redis's
 `redis.*` API, the sandboxed globals, the cache of compiled scripts by SHA1, the run in progress
-with its kill and busy state), `run_script` (EVAL's body: one time for the whole script, every
-command through `EngineCore.run_queued` so the script's effects are one record), the shebang
-flags, and the exact error lines Redis gives. Replay never runs Lua: what a script changed is
+with its kill and busy state), `eval_script` (EVAL's body: one time for the whole script, every
+command through `EngineCore.run_queued` so the script's effects are one record), `busy_reply`
+(what other clients are answered while a script is busy), the shebang flags, the `bit` library,
+Redis's `math.random` (redisLrand48), and the exact error lines Redis gives. Replay never runs Lua: what a script changed is
 logged as the effects of the commands it called (Redis 7's effects replication).
 
 lupa (the Lua 5.1 that Redis embeds) is imported on the first script only, so nothing that does
@@ -214,13 +215,14 @@ class Run:
 # Redis's C functions (a Lua wrapper would be tail-called and take the script's frame away).
 _PRELUDE = r"""
 local py_call, py_pcall, py_unwrap, py_interrupt, py_log, py_setresp, py_set_repl,
-      py_random, py_seed,
-      py_sha1hex, py_bit, REDIS_VERSION, REDIS_VERSION_NUM = ...
+      py_random, py_seed, py_sha1hex, py_acl_check_cmd, py_bit, REDIS_VERSION,
+      REDIS_VERSION_NUM = ...
 local dbg = debug
 local type, error, select, unpack, tostring, rawget, setmetatable, setfenv, loadstring, xpcall =
       type, error, select, unpack, tostring, rawget, setmetatable, setfenv, loadstring, xpcall
 local real_pcall, floor = pcall, math.floor
 local PRELUDE = dbg.getinfo(1, 'S').source
+local proxies = setmetatable({}, {__mode = 'k'})  -- the userdata scripts made (newproxy)
 
 local function err_table(msg)
   return {err = msg}
@@ -249,6 +251,7 @@ redis.status_reply = function(...)
   return {ok = s}
 end
 redis.log, redis.setresp, redis.set_repl = py_log, py_setresp, py_set_repl
+redis.acl_check_cmd = py_acl_check_cmd
 redis.replicate_commands = function() return true end
 redis.breakpoint = function() return false end
 redis.debug = function() end
@@ -257,13 +260,24 @@ redis.REPL_NONE, redis.REPL_AOF, redis.REPL_SLAVE, redis.REPL_REPLICA, redis.REP
 redis.REDIS_VERSION_NUM, redis.REDIS_VERSION = REDIS_VERSION_NUM, REDIS_VERSION
 
 -- Redis's pcall: an error raised as {err=...} comes back as its message.
+-- (No table is made on the way: after a memory error, the heap is still full.)
+local function pcall_result(ok, ...)
+  if ok then return ok, ... end
+  local e = ...
+  if type(e) == 'userdata' and not proxies[e] then e = py_unwrap(e) end
+  if type(e) == 'table' and type(e.err) == 'string' then return false, e.err end
+  return false, e
+end
 local function redis_pcall(f, ...)
-  local r = {real_pcall(f, ...)}
-  if not r[1] and type(r[2]) == 'userdata' then r[2] = py_unwrap(r[2]) end
-  if not r[1] and type(r[2]) == 'table' and type(r[2].err) == 'string' then
-    return false, r[2].err
-  end
-  return unpack(r, 1, table.maxn(r) > 0 and table.maxn(r) or 1)
+  return pcall_result(real_pcall(f, ...))
+end
+
+-- xpcall's handler gets what Redis's would: the {err=...} table of an API error.
+local function redis_xpcall(f, h)
+  return xpcall(f, function(e)
+    if type(e) == 'userdata' and not proxies[e] then e = py_unwrap(e) end
+    return h(e)
+  end)
 end
 
 -- math.random over redisLrand48 (the same sequence everywhere).
@@ -272,22 +286,41 @@ local sandbox_math = {}
 for k, v in pairs(real_math) do sandbox_math[k] = v end
 sandbox_math.random, sandbox_math.randomseed = py_random, py_seed
 
--- Read-only views of the libraries: `string.x = 1` fails as on Redis's read-only tables.
+-- Read-only views of the libraries: `string.x = 1` fails as on Redis's read-only tables (and
+-- so does rawset on them: nothing a script does may outlive it).
+local protected = setmetatable({}, {__mode = 'k'})
 local function readonly(t)
-  return setmetatable({}, {
+  local view = setmetatable({}, {
     __index = t,
     __newindex = function() error('Attempt to modify a readonly table', 2) end,
     __metatable = false,
   })
+  protected[view] = true
+  return view
 end
+local real_rawset = rawset
+local function guarded_rawset(t, k, v)
+  if protected[t] then error('Attempt to modify a readonly table', 0) end
+  return real_rawset(t, k, v)
+end
+local function guarded_setmetatable(t, mt)
+  if protected[t] then error('Attempt to modify a readonly table', 0) end
+  return setmetatable(t, mt)
+end
+-- Strings' methods come from the same read-only view; their metatable cannot be changed.
+local string_view = readonly(string)
+local string_meta = getmetatable('')
+string_meta.__index = string_view
+string_meta.__metatable = readonly({__index = string_view})
 
 local allowed = {
   assert = assert, collectgarbage = collectgarbage, error = error, gcinfo = gcinfo,
   getmetatable = getmetatable, ipairs = ipairs, next = next, pairs = pairs,
-  pcall = redis_pcall, rawequal = rawequal, rawget = rawget, rawset = rawset, select = select,
-  setmetatable = setmetatable, tonumber = tonumber, tostring = tostring, type = type,
-  unpack = unpack, xpcall = xpcall, _VERSION = _VERSION,
-  string = readonly(string), table = readonly(table), math = readonly(sandbox_math),
+  pcall = redis_pcall, xpcall = redis_xpcall, rawequal = rawequal, rawget = rawget, rawset = guarded_rawset,
+  select = select,
+  setmetatable = guarded_setmetatable, tonumber = tonumber, tostring = tostring, type = type,
+  unpack = unpack, _VERSION = _VERSION,
+  string = string_view, table = readonly(table), math = readonly(sandbox_math),
   coroutine = readonly(coroutine), redis = readonly(redis),
 }
 if py_bit then allowed.bit = readonly(py_bit) end
@@ -302,12 +335,65 @@ local env = setmetatable({}, {
   __newindex = function() error('Attempt to modify a readonly table', 2) end,
   __metatable = false,
 })
+protected[env] = true
 allowed._G = env
+-- Chunks are always read as text (a leading space makes Lua's loader parse them): precompiled
+-- bytecode would escape the sandbox, and Redis's Lua refuses it the same way.
+local function text_loadstring(s, name)
+  if type(s) == 'string' or type(s) == 'number' then return loadstring(' ' .. s, name or s) end
+  return loadstring(s, name)
+end
 allowed.loadstring = function(s, name)
-  local f, e = loadstring(s, name)
+  local f, e = text_loadstring(s, name)
   if f then setfenv(f, env) end
   return f, e
 end
+local real_load, real_getfenv, real_G = load, getfenv, _G
+allowed.load = function(chunk, name)
+  if type(chunk) ~= 'function' then
+    error("bad argument #1 to 'load' (function expected, got " .. type(chunk) .. ")", 2)
+  end
+  local first = true
+  local f, e = real_load(function()
+    if first then first = false return ' ' end
+    return chunk()
+  end, name)
+  if f then setfenv(f, env) end
+  return f, e
+end
+-- getfenv/setfenv (Redis 8 allows them): the globals a script can reach are the sandbox's, and
+-- only the script's own functions may change environment.
+local function level(f) if type(f) == 'number' and f > 0 then return f + 1 end return f end
+allowed.getfenv = function(f)
+  if type(f) == 'userdata' then return env end  -- the API's functions (C functions to Redis)
+  local e = real_getfenv(level(f == nil and 1 or f))
+  if e == real_G then return env end
+  return e
+end
+allowed.setfenv = function(f, t)
+  local target = level(f)
+  if type(target) == 'number' then
+    local i = target > 0 and dbg.getinfo(target, 'f')
+    target = i and i.func or 0
+  end
+  local i = type(target) == 'function' and dbg.getinfo(target, 'S')
+  if not i or i.what == 'C' or i.source == PRELUDE or target == 0 then
+    error('Attempt to modify a readonly table', 0)
+  end
+  return setfenv(target, t)
+end
+-- The API's functions are userdata whose metatable is lupa's: a script never gets it (changing
+-- it would break every later script); newproxy's userdata keep theirs reachable.
+allowed.newproxy = function(...)
+  local p = newproxy(...)
+  proxies[p] = true
+  return p
+end
+allowed.getmetatable = function(o)
+  if type(o) == 'userdata' and not proxies[o] then return nil end
+  return getmetatable(o)
+end
+allowed.os = readonly({clock = os.clock})
 
 -- Redis's __redis__err__handler: the error as {err=..., source=..., line=...}, the place being
 -- the script's line (never this prelude's, which stands where Redis has C functions).
@@ -316,7 +402,7 @@ local function handler(e)
   local i = dbg.getinfo(level, 'nSl')
   if i and i.what == 'C' then level = level + 1; i = dbg.getinfo(level, 'nSl') end
   while i and i.source == PRELUDE do level = level + 1; i = dbg.getinfo(level, 'nSl') end
-  if type(e) == 'userdata' then e = py_unwrap(e) end
+  if type(e) == 'userdata' and not proxies[e] then e = py_unwrap(e) end
   if type(e) ~= 'table' then e = {err = 'ERR ' .. tostring(e)} end
   if i then e.source = i.source; e.line = i.currentline end
   return e
@@ -336,7 +422,7 @@ local function hook()
 end
 
 local function compile(body)
-  local f, e = loadstring(body, '@user_script')
+  local f, e = text_loadstring(body, '@user_script')
   if not f then return nil, e end
   setfenv(f, env)
   return f, false
@@ -354,6 +440,7 @@ local function run(f, count, collect_kb, nkeys, ...)
   allowed.KEYS, allowed.ARGV = nil, nil
   -- A script's garbage goes before the next one starts, not whenever Lua gets to it: nothing
   -- outside a protected call may ever meet a full heap.
+  collectgarbage('restart')  -- a script's collectgarbage('stop') ends with it
   if collectgarbage('count') > collect_kb then collectgarbage() end
   return ok, r
 end
@@ -390,6 +477,7 @@ class Scripting:
         self._collect: Any = None
         self._where: Any = None
         self._lupa: Any = None
+        self._oom_error: Any = None
         self.max_memory = LUA_MAX_MEMORY
 
     # --- the runtime ----------------------------------------------------------------------
@@ -403,12 +491,13 @@ class Scripting:
             import lupa  # type: ignore[no-redef]
         self._lupa = lupa
         lua = lupa.LuaRuntime(encoding=None, unpack_returned_tuples=True, register_eval=False,
-                              register_builtins=False, max_memory=LUA_MAX_MEMORY)
+                              register_builtins=False, max_memory=LUA_MAX_MEMORY,
+                              attribute_filter=_no_attributes)
         self.max_memory = LUA_MAX_MEMORY
         self._compile, self._run, self._rawget, self._collect, self._where = lua.execute(
             _PRELUDE, self._raising_call, self._call, self._unwrap, self._interrupt, self._log,
             self._setresp, self._set_repl, self._random, self._randomseed, self._sha1hex,
-            lua.table_from(_bit_library()), REDIS_VERSION.encode(), version_num())
+            self._acl_check_cmd, lua.table_from(_bit_library()), REDIS_VERSION.encode(), version_num())
         self.lua = lua
         self._oom_error = self._error_table("ERR not enough memory")
 
@@ -432,6 +521,8 @@ class Scripting:
             return script
         flags, shebang_len = parse_shebang(body)
         self._runtime()
+        if not self._room(4 * len(body)):
+            raise ReplyError("ERR Error compiling script (new function): not enough memory")
         try:
             function, error = self._compile(body[shebang_len:])
         except self._lupa.LuaMemoryError:
@@ -689,10 +780,8 @@ class Scripting:
             t = type(arg)
             if t is bytes:
                 argv.append(arg)
-            elif t is int or (t is float and arg.is_integer() and abs(arg) < 2 ** 63):
-                argv.append(b"%d" % arg)
-            elif t is float:
-                argv.append(repr(arg).encode())
+            elif t is int or t is float:
+                argv.append(_number_arg(arg))
             else:
                 return self._error_table(
                     "ERR Lua redis lib command arguments must be strings or integers"), True
@@ -737,13 +826,13 @@ class Scripting:
         effects = ctx.effects
         mark = len(effects)
         db = session.db
+        if spec.is_write:  # from now on SCRIPT KILL cannot stop it (Redis: even if it fails)
+            run.dirty = True
         reply = engine.run_queued(ctx, [(spec, argv)])[0]
         if len(effects) > mark:
             if db != run.record_db:
                 effects.insert(mark, select_effect(db))
-            run.record_db = session.db if spec.name == "select" else db
-            if spec.is_write:
-                run.dirty = True
+            run.record_db = db
         t = type(reply)
         if t is Block:  # pragma: no cover - a blocking command does not block in a script
             return None
@@ -793,6 +882,17 @@ class Scripting:
         run = self.running
         if run is not None:
             run.resp = int(resp)  # type: ignore[arg-type]
+
+    def _acl_check_cmd(self, *args: Any) -> bool:
+        """redis.acl_check_cmd: there are no ACL users, so any command that exists may run."""
+        if not args:
+            raise self._raise("ERR Please specify at least one argument for this redis lib call")
+        if not all(isinstance(a, bytes | int | float) and not isinstance(a, bool) for a in args):
+            raise self._raise("ERR Lua redis lib command arguments must be strings or integers")
+        argv = [a if isinstance(a, bytes) else _number_arg(a) for a in args]
+        if resolve(argv) is None:
+            raise self._raise("ERR Invalid command passed to redis.acl_check_cmd()")
+        return True
 
     def _set_repl(self, *args: Any) -> None:
         """Accepted and ignored: effects replication is the only mode (Redis 7)."""
@@ -880,6 +980,12 @@ def _size(value: Any) -> int:
     return 40
 
 
+def _no_attributes(obj: Any, name: Any, is_setting: bool) -> Any:
+    """lupa's attribute filter: a script reaches no attribute of the Python objects behind the
+    API's functions (through them it would reach the whole interpreter)."""
+    raise AttributeError("attempt to index a function value")
+
+
 def _lua_number(value: Any) -> float | None:
     """lua_tonumber: a number, or a string that reads as one; None otherwise."""
     if isinstance(value, bool):
@@ -913,10 +1019,20 @@ def _lua_string(value: Any) -> str | None:
 
 
 def _number_text(value: float) -> bytes:
-    """lua_tostring of a number ("%.14g")."""
-    if isinstance(value, int) or (value.is_integer() and abs(value) < 1e15):
-        return b"%d" % value
-    return (b"%.14g" % value)
+    """lua_tostring of a number ("%.14g"; lupa hands integral numbers over as int)."""
+    return b"%.14g" % float(value)
+
+
+_HALF_LLONG = float(((1 << 63) - 1) // 2)
+
+
+def _number_arg(value: float) -> bytes:
+    """A number passed to redis.call: an integer when double2ll takes it, else the shortest
+    round-trip form (Redis's fpconv_dtoa)."""
+    number = float(value)
+    if -_HALF_LLONG <= number <= _HALF_LLONG and number.is_integer():
+        return b"%d" % int(number)
+    return repr(number).encode()
 
 
 def _truncate(value: float) -> int:
@@ -950,6 +1066,11 @@ def busy_reply(scripting: Scripting, argv: list[bytes]) -> Any:
     if name == b"shutdown" and any(arg.lower() == b"nosave" for arg in argv[1:]):
         scripting.shutdown_nosave()
         return NO_REPLY
+    # A rejected call of that command and an error reply in INFO's statistics, as Redis counts
+    # it (the engine lock is this thread's: the script holds it).
+    spec = resolve(argv) if argv else None
+    stats = scripting.engine.stats
+    stats.rejected(stats.counters(spec.name) if spec is not None else None, BUSY)
     return ReplyError(BUSY)
 
 

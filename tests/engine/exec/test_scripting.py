@@ -93,6 +93,12 @@ def test_redis_8_wording_and_blocking_reads() -> None:
     assert err(e, "EVAL", "redis.log(9, 'x')", "0").startswith("ERR Invalid log level. script:")
     assert err(e, "EVAL", "redis.set_repl()", "0").startswith(
         "ERR redis.set_repl() requires one argument. script:")
+    # Numbers passed to redis.call: integers when double2ll takes them, else the shortest form
+    # (Redis 7.0 wrote every number with %.17g).
+    numbers = ("local t = {} for i, n in ipairs({0.1, -0.0, 2^61, 1e20, 3}) do "
+               "redis.call('SET', 'n', n) t[i] = redis.call('GET', 'n') end return t")
+    assert e.execute("EVAL", numbers, "0") == [b"0.1", b"0", b"2305843009213693952", b"1e+20",
+                                                b"3"]
     # A blocking read never blocks in a script (Redis 8: a null reply, like inside MULTI).
     assert e.execute("EVAL", "return redis.call('XREAD', 'BLOCK', 0, 'STREAMS', 's', '$')",
                      "0") is None
@@ -103,13 +109,30 @@ def test_redis_8_wording_and_blocking_reads() -> None:
 
 def test_the_sandbox_keeps_the_real_globals_out_of_reach() -> None:
     e = Engine()
-    for name in ("python", "io", "os", "debug", "require", "dofile", "loadfile", "package"):
+    for name in ("python", "io", "debug", "require", "dofile", "loadfile", "package", "print"):
         line = err(e, "EVAL", f"return {name}", "0")
         assert f"nonexistent global variable '{name}'" in line
     # A chunk made by loadstring runs in the sandbox too.
     assert "nonexistent global variable 'io'" in err(e, "EVAL", "return loadstring('return io')()",
                                                       "0")
     assert "readonly table" in err(e, "EVAL", "math.random = nil", "0")
+    # Redis 8's additions: os.clock alone, getfenv/setfenv/load, newproxy.
+    assert e.execute("EVAL", "return {type(os.clock()), type(os.time), type(newproxy())}",
+                     "0") == [b"number", b"nil", b"userdata"]
+    assert e.execute("EVAL", "return getfenv(0) == _G and getfenv(redis.call) == _G", "0") == 1
+    assert e.execute("EVAL", "local function f() return x end setfenv(f, {x = 5}) return f()",
+                     "0") == 5
+    for script in ("setfenv(0, {})", "setfenv(string.format, {})", "getfenv(0).string = 1"):
+        assert "Attempt to modify a readonly table" in err(e, "EVAL", script, "0")
+    assert e.execute("EVAL", "return string.format('%d', 3)", "0") == b"3"  # still intact
+    # The API's functions are Python objects: none of their attributes is reachable.
+    for script in ("return tostring(redis.call.__self__)", "redis.call.x = 1",
+                   "return bit.band.__globals__"):
+        assert err(e, "EVAL", script, "0").startswith("ERR attempt to index a function value")
+    handler = ("local ok, e = xpcall(function() redis.call('nosuch') end, function(e) return e end)"
+               " return {type(e), e.err}")
+    assert e.execute("EVAL", handler, "0") == [b"table",
+                                                b"ERR Unknown Redis command called from script"]
     assert "readonly table" in err(e, "EVAL", "_G.x = 1", "0")
     assert e.execute("EVAL", "return {bit.band(12, 10), bit.bor(1, 2, 4), bit.tohex(255, -4), "
                      "bit.bnot(0), bit.lshift(1, 31), bit.rshift(-1, 28)}", "0") == \
@@ -257,6 +280,7 @@ def test_a_runaway_script_is_killed_and_the_server_serves_again(server) -> None:
     assert reply == (b"-ERR Script killed by user with SCRIPT KILL... script: "
                      + sha1hex(script.encode()).encode() + b", on @user_script:1.\r\n")
     assert b.execute("PING") == "PONG"
+    assert b"errorstat_BUSY:count=" in b.execute("INFO", "errorstats")
     _send(a, "PING")
     assert read_raw_reply(af) == b"+PONG\r\n"
     with pytest.raises(RespError, match="^NOTBUSY"):
@@ -287,3 +311,18 @@ def test_a_script_that_wrote_is_unkillable_until_shutdown_nosave(tmp_path: Path)
     with Engine.open(str(tmp_path / "d")) as again:
         assert again.execute("GET", "before") == b"1"
         assert again.execute("EXISTS", "during") == 0
+
+
+def test_pcall_cannot_swallow_script_kill(server) -> None:  # type: ignore[no-untyped-def]
+    b = connect(server)
+    b.execute("CONFIG", "SET", "busy-reply-threshold", "50")
+    a = connect(server)
+    script = "while true do pcall(function() while true do end end) end"
+    a.send("EVAL", script, "0")
+    _until_busy(b)
+    assert b.execute("SCRIPT", "KILL") == "OK"
+    with pytest.raises(RespError, match="^ERR Script killed by user with SCRIPT KILL"):
+        a.read()
+    assert a.execute("EVAL", "return 'after'", "0") == b"after"
+    a.close()
+    b.close()
