@@ -105,11 +105,25 @@ def _targets(sections: tuple[bench.Section, ...]) -> int:
             + sum(f.target is not None for f in bench.FIGURES if f.numerator in keys))
 
 
+# Sections a test below runs on its own at a quick size: the every-row run leaves them out, so
+# that no section runs twice (the suite's time) and no one test runs for minutes.
+OWN_TESTS = ("snapshot", "server", "strings", "replication", "inspect", "queue", "memory")
+
+
+def test_every_section_is_run_by_some_test() -> None:
+    names = {s.name for s in bench.SECTIONS}
+    assert set(OWN_TESTS) <= names
+    assert names - set(OWN_TESTS) >= {"embedded", "aof", "redis-py"}  # what RATIOS compare
+
+
 @pytest.mark.redis
 def test_bench_quick_prints_every_row(capsys: pytest.CaptureFixture[str]) -> None:
     if shutil.which("redis-server") is None:
         pytest.fail("redis-server not on PATH: the bench's reference rows need it")
-    assert bench.main(["--quick"]) == 0  # targets never fail the run without --strict
+    sections = tuple(s for s in bench.SECTIONS if s.name not in OWN_TESTS)
+    names = ",".join(s.option or s.name for s in sections)
+    # Targets never fail the run without --strict.
+    assert bench.main(["--quick", "--sections", names]) == 0
     out = capsys.readouterr().out
     lines = out.splitlines()
 
@@ -118,9 +132,8 @@ def test_bench_quick_prints_every_row(capsys: pytest.CaptureFixture[str]) -> Non
     assert re.search(r"reference: redis-server \d+\.\d+\.\d+ on 127\.0\.0\.1:\d+", out)
     assert not os.path.exists(_aof_root(out))
 
-    assert re.search(rf"^targets: \d+/{_targets(bench.SECTIONS)} PASS(, 1 not measured)?$",
+    assert re.search(rf"^targets: \d+/{_targets(sections)} PASS(, 1 not measured)?$",
                      out, re.M)
-    out, sections = _without_unsupported_scripts(out, bench.SECTIONS)
     _check_rows(out, sections, bench.QUICK_N)
     _check_figures(out, sections)
     for ratio in bench.RATIOS:
@@ -425,29 +438,6 @@ def test_bench_memory_section(capsys: pytest.CaptureFixture[str]) -> None:
     assert "skipped" not in out
 
 
-SCRIPT_ROWS = {"strings.evalsha_p1", "strings.evalsha_p16"}  # streamkeep's EVALSHA rows
-
-
-def _without_unsupported_scripts(
-        out: str, sections: tuple[bench.Section, ...]) -> tuple[str, tuple[bench.Section, ...]]:
-    """A server without scripting skips its EVALSHA rows, all of them and only those, saying
-    why: the output and sections without them (and without their n/a figures), for the row
-    and figure checks; unchanged when they ran."""
-    keys = {b.key: b for s in sections for b in s.benchmarks}
-    skipped = {key for key, b in keys.items()
-               if re.search(rf"^\S+ +{re.escape(b.workload)} +{NUMBER} +skipped", out, re.M)}
-    if not skipped:
-        return out, sections
-    assert skipped == SCRIPT_ROWS & set(keys), skipped
-    assert "skipped: EVALSHA unsupported: SCRIPT LOAD answered unknown command 'SCRIPT'" in out
-    kept = [line for line in out.splitlines()
-            if not any(f"  {keys[k].workload}  " in line for k in skipped)
-            and not re.search(r"n/a \(strings\.evalsha_p1?6? skipped\)|^skipped: EVALSHA", line)]
-    return "\n".join(kept), tuple(
-        bench.Section(s.name, tuple(b for b in s.benchmarks if b.key not in skipped),
-                      s.option, s.describe) for s in sections)
-
-
 @pytest.mark.redis
 def test_bench_strings_section_quick(capsys: pytest.CaptureFixture[str]) -> None:
     """SET, GET and EVALSHA rows against both servers, and their ratios."""
@@ -460,9 +450,8 @@ def test_bench_strings_section_quick(capsys: pytest.CaptureFixture[str]) -> None
     assert [s.name for s in sections] == ["strings"]
     assert re.search(rf"^targets: \d+/{_targets(sections)} PASS(, 1 not measured)?$", out,
                      re.M)
-    out, measured = _without_unsupported_scripts(out, sections)
-    _check_rows(out, measured, bench.QUICK_N)
-    _check_figures(out, measured)
+    _check_rows(out, sections, bench.QUICK_N)
+    _check_figures(out, sections)
     assert "skipped" not in out and "n/a" not in out
     assert re.search(r"^strings: redis-benchmark -c 50 -t set\|get -r 100,000 .*EVALSHA <sha",
                      out, re.M)
