@@ -32,6 +32,7 @@ from streamkeep.engine.exec.context import Block, Later
 from streamkeep.engine.exec.settings import REDIS_VERSION
 from streamkeep.engine.exec.table import Argv, Flag, resolve
 from streamkeep.engine.model.effects import select_effect
+from streamkeep.engine.wire.args import parse_int
 from streamkeep.engine.wire.errors import ReplyError, StreamkeepError
 from streamkeep.engine.wire.reply import NO_REPLY, NULL_ARRAY, RespMap, RespSet, Verbatim
 
@@ -1087,8 +1088,6 @@ def scripting_of(engine: EngineCore) -> Scripting:
 
 def eval_script(ctx: Ctx, argv: Argv, by_sha: bool, read_only: bool) -> Any:
     """EVAL, EVALSHA, EVAL_RO, EVALSHA_RO."""
-    from streamkeep.engine.wire.args import parse_int
-
     numkeys = parse_int(argv[2])
     if numkeys > len(argv) - 3:
         raise ReplyError("ERR Number of keys can't be greater than number of args")
