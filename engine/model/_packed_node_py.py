@@ -276,3 +276,18 @@ def mark_deleted(lp: bytearray, master: int, sid: int) -> bool:
 def entry_bytes(lp: bytearray) -> int:
     """The node's listpack size (what Redis's MEMORY USAGE counts for it, allocator aside)."""
     return len(lp)
+
+
+def _bulk(s: bytes) -> bytes:
+    return b"$%d\r\n%s\r\n" % (len(s), s)
+
+
+def range_reply(lp: bytearray, master: int, start: int, end: int, count: int, rev: bool,
+                out: bytearray) -> int:
+    """read_range's entries written to `out` as the elements of XRANGE's RESP reply (RESP2 and
+    RESP3 alike: each entry an array of its ID and its flat fields), decoding nothing into
+    Python objects; the number of entries (the caller writes the outer array's header)."""
+    ids, fields = read_range(lp, master, start, end, count, rev)
+    for idb, f in zip(ids, fields, strict=True):
+        out += b"*2\r\n" + _bulk(idb) + b"*%d\r\n" % len(f) + b"".join(map(_bulk, f))
+    return len(ids)

@@ -23,6 +23,7 @@ try:
         entry_bytes,
         mark_deleted,
         names,
+        range_reply,
         read_range,
     )
 except ImportError as error:
@@ -35,10 +36,11 @@ except ImportError as error:
         entry_bytes,
         mark_deleted,
         names,
+        range_reply,
         read_range,
     )
 else:
     extensions.loaded(__name__, True)
 
 __all__ = ["append", "build", "counts", "entries", "entry_bytes", "mark_deleted", "names",
-           "read_range"]
+           "range_reply", "read_range"]

@@ -12,6 +12,8 @@ from types import ModuleType
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from streamkeep.engine.wire.reply import EntryArray
+from streamkeep.engine.wire.reply_encoder import encode_reply
 from tests.support.kernels import kernel_fixture, pure_and_compiled
 
 packed_impl = kernel_fixture("streamkeep.engine.model", "packed_node")
@@ -103,8 +105,14 @@ def test_packed_node_reads_as_the_plain_model(node, data) -> None:
                 end = data.draw(st.sampled_from(ids) | st.just(MAX_ID) | st.integers(0, MAX_ID))
                 count = data.draw(st.integers(0, 5))
                 rev = data.draw(st.booleans())
-                assert impl.read_range(lp, ids[0], start, end, count, rev) == \
-                    _expected(model, start, end, count, rev)
+                want = _expected(model, start, end, count, rev)
+                assert impl.read_range(lp, ids[0], start, end, count, rev) == want
+                out = bytearray(b"+before\r\n")
+                n = impl.range_reply(lp, ids[0], start, end, count, rev, out)
+                assert n == len(want[0])
+                for protocol in (2, 3):  # XRANGE's reply, the same in both
+                    assert b"+before\r\n*%d\r\n" % n + out[9:] == \
+                        b"+before\r\n" + encode_reply(EntryArray(*want), protocol)
     assert len(set(made)) == 1  # built or appended, pure or compiled: the same bytes
 
 
