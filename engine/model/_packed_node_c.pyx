@@ -688,15 +688,28 @@ cdef inline void w_bulk_elem(Buf* b, Elem* e) noexcept nogil:
     b.n += 2
 
 
+cdef struct MsText:
+    # The last ID's ms part as text: entries share their ms (a busy producer's several per
+    # millisecond), and its 13 digits were a third of the reply's cost (measured).
+    uint64_t ms
+    int n
+    char text[24]
+
+
 cdef int put_entry_reply(Buf* b, const unsigned char* p, Walk* w, tuple names,
-                         Py_ssize_t names_bytes) except -1:
+                         Py_ssize_t names_bytes, MsText* last) except -1:
     cdef char buf[48]
-    cdef int n = put_decimal(buf, w.ms)
+    cdef int n
     cdef Elem e
     cdef Py_ssize_t i = w.values, k, count
     # Each element (2+ bytes in the node) grows to at most its text (20 digits for an integer)
     # plus a 16-byte header; the names of a SAMEFIELDS entry are not in it.
     reserve(b, 128 + 24 * (w.next - w.at) + names_bytes + 24 * PyTuple_GET_SIZE(names))
+    if last.n == 0 or last.ms != w.ms:
+        last.ms = w.ms
+        last.n = put_decimal(last.text, w.ms)
+    n = last.n
+    memcpy(buf, last.text, n)
     buf[n] = 45
     n += 1
     n += put_decimal(buf + n, w.seq)
@@ -726,9 +739,11 @@ cdef int put_entry_reply(Buf* b, const unsigned char* p, Walk* w, tuple names,
 
 def range_reply(lp, master, start, end, Py_ssize_t count, bint rev, out):
     cdef const unsigned char* p = lp_ptr(lp)
-    cdef Py_ssize_t i, n, k, last, at, names_bytes = 0
+    cdef Py_ssize_t i, n, k, first, at, names_bytes = 0
     cdef Walk* picked = NULL
     cdef Buf b
+    cdef MsText last
+    last.n = 0
     if not PyByteArray_CheckExact(out):
         raise TypeError("the reply is written to a bytearray")
     if start > end:
@@ -745,12 +760,12 @@ def range_reply(lp, master, start, end, Py_ssize_t count, bint rev, out):
                    start, end, count, rev, &picked)
         if not rev:
             for k in range(n):
-                put_entry_reply(&b, p, &picked[k], names_, names_bytes)
+                put_entry_reply(&b, p, &picked[k], names_, names_bytes, &last)
         else:
-            last = n - count if 0 < count < n else 0
-            for k in range(n - 1, last - 1, -1):
-                put_entry_reply(&b, p, &picked[k], names_, names_bytes)
-            n -= last
+            first = n - count if 0 < count < n else 0
+            for k in range(n - 1, first - 1, -1):
+                put_entry_reply(&b, p, &picked[k], names_, names_bytes, &last)
+            n -= first
         at = PyByteArray_GET_SIZE(out)
         PyByteArray_Resize(out, at + b.n)
         memcpy(PyByteArray_AS_STRING(out) + at, b.p, b.n)
