@@ -651,24 +651,25 @@ def read_range(lp, master, start, end, Py_ssize_t count=0, bint rev=False):
     return ids, fields
 
 
-# The reply writers below do not check for room: put_entry_reply reserves an upper bound of
-# the entry's reply first (one check per entry rather than one per piece: measured).
+# The reply writers below take and return a cursor and do not check for room:
+# put_entry_reply reserves an upper bound of the entry's reply first (one check per entry, and
+# the cursor in a register rather than reloaded from the buffer after each byte: measured).
 
-cdef inline void w_raw(Buf* b, const void* s, Py_ssize_t n) noexcept nogil:
-    memcpy(b.p + b.n, s, n)
-    b.n += n
+cdef inline unsigned char* w_raw(unsigned char* q, const void* s, Py_ssize_t n) noexcept nogil:
+    memcpy(q, s, n)
+    return q + n
 
 
-cdef inline void w_header(Buf* b, char kind, uint64_t n) noexcept nogil:
+cdef inline unsigned char* w_header(unsigned char* q, char kind, uint64_t n) noexcept nogil:
     """`*n\\r\\n` or `$n\\r\\n`."""
-    b.p[b.n] = kind
-    b.n += 1 + put_decimal(<char*>b.p + b.n + 1, n)
-    b.p[b.n] = 13
-    b.p[b.n + 1] = 10
-    b.n += 2
+    q[0] = kind
+    q += 1 + put_decimal(<char*>q + 1, n)
+    q[0] = 13
+    q[1] = 10
+    return q + 2
 
 
-cdef inline void w_bulk_elem(Buf* b, Elem* e) noexcept nogil:
+cdef inline unsigned char* w_bulk_elem(unsigned char* q, Elem* e) noexcept nogil:
     """An element as a bulk string of the text it was appended as."""
     cdef char buf[24]
     cdef int n
@@ -678,14 +679,12 @@ cdef inline void w_bulk_elem(Buf* b, Elem* e) noexcept nogil:
             n = 1 + put_decimal(buf + 1, <uint64_t>0 - <uint64_t>e.ival)
         else:
             n = put_decimal(buf, <uint64_t>e.ival)
-        w_header(b, 36, n)
-        w_raw(b, buf, n)
+        q = w_raw(w_header(q, 36, n), buf, n)
     else:
-        w_header(b, 36, e.n)
-        w_raw(b, e.s, e.n)
-    b.p[b.n] = 13
-    b.p[b.n + 1] = 10
-    b.n += 2
+        q = w_raw(w_header(q, 36, e.n), e.s, e.n)
+    q[0] = 13
+    q[1] = 10
+    return q + 2
 
 
 cdef struct MsText:
@@ -702,9 +701,11 @@ cdef int put_entry_reply(Buf* b, const unsigned char* p, Walk* w, tuple names,
     cdef int n
     cdef Elem e
     cdef Py_ssize_t i = w.values, k, count
+    cdef unsigned char* q
     # Each element (2+ bytes in the node) grows to at most its text (20 digits for an integer)
     # plus a 16-byte header; the names of a SAMEFIELDS entry are not in it.
     reserve(b, 128 + 24 * (w.next - w.at) + names_bytes + 24 * PyTuple_GET_SIZE(names))
+    q = b.p + b.n
     if last.n == 0 or last.ms != w.ms:
         last.ms = w.ms
         last.n = put_decimal(last.text, w.ms)
@@ -713,27 +714,27 @@ cdef int put_entry_reply(Buf* b, const unsigned char* p, Walk* w, tuple names,
     buf[n] = 45
     n += 1
     n += put_decimal(buf + n, w.seq)
-    w_raw(b, b"*2\r\n", 4)
-    w_header(b, 36, n)
-    w_raw(b, buf, n)
-    w_raw(b, b"\r\n", 2)
+    q = w_raw(q, b"*2\r\n", 4)
+    q = w_raw(w_header(q, 36, n), buf, n)
+    q = w_raw(q, b"\r\n", 2)
     if w.flags & SAMEFIELDS:
         count = PyTuple_GET_SIZE(names)
-        w_header(b, 42, 2 * count)
+        q = w_header(q, 42, 2 * count)
         for k in range(count):
             name = <object>PyTuple_GET_ITEM(names, k)
-            w_header(b, 36, PyBytes_GET_SIZE(name))
-            w_raw(b, PyBytes_AS_STRING(name), PyBytes_GET_SIZE(name))
-            w_raw(b, b"\r\n", 2)
+            q = w_header(q, 36, PyBytes_GET_SIZE(name))
+            q = w_raw(q, PyBytes_AS_STRING(name), PyBytes_GET_SIZE(name))
+            q = w_raw(q, b"\r\n", 2)
             i = next_elem(p, i, &e)
-            w_bulk_elem(b, &e)
-        return 0
-    i = next_elem(p, i, &e)
-    count = 2 * e.ival
-    w_header(b, 42, count)
-    for k in range(count):
+            q = w_bulk_elem(q, &e)
+    else:
         i = next_elem(p, i, &e)
-        w_bulk_elem(b, &e)
+        count = 2 * e.ival
+        q = w_header(q, 42, count)
+        for k in range(count):
+            i = next_elem(p, i, &e)
+            q = w_bulk_elem(q, &e)
+    b.n = q - b.p
     return 0
 
 
@@ -758,6 +759,7 @@ def range_reply(lp, master, start, end, Py_ssize_t count, bint rev, out):
         n = select(p, i, PyByteArray_GET_SIZE(lp) - 1, PyTuple_GET_SIZE(names_),
                    <uint64_t>(master >> _SIXTY_FOUR), <uint64_t>(master & _U64_OBJ),
                    start, end, count, rev, &picked)
+        reserve(&b, 64 * (count if 0 < count < n else n))  # most replies: no regrowth
         if not rev:
             for k in range(n):
                 put_entry_reply(&b, p, &picked[k], names_, names_bytes, &last)
