@@ -67,12 +67,12 @@ def _same_as_redis(client, ids: list[int], fields: list[tuple[bytes, ...]],
 def test_packed_nodes_are_redis_bytes(redis_raw, data) -> None:
     n = data.draw(st.integers(min_value=1, max_value=60))
     ms, seq = data.draw(st.sampled_from([(1, 0), (1_700_000_000_000, 0), (5, 1 << 40)]))
-    names = data.draw(st.lists(FIELDS, min_size=1, max_size=3, unique=True))
+    names = data.draw(st.lists(FIELDS, min_size=1, max_size=3))
     ids, fields = [], []
     for _ in range(n):
         ids.append(ms << 64 | seq)
         these = names if data.draw(st.integers(0, 3)) else data.draw(
-            st.lists(FIELDS, min_size=1, max_size=3, unique=True))
+            st.lists(FIELDS, min_size=1, max_size=3))
         values = data.draw(st.lists(VALUES, min_size=len(these), max_size=len(these)))
         fields.append(tuple(x for pair in zip(these, values, strict=True) for x in pair))
         if data.draw(st.booleans()):
