@@ -143,20 +143,42 @@ def _set_header(lp: bytearray, count: int) -> None:
     struct.pack_into("<IH", lp, 0, len(lp), count)
 
 
-def build(ids: list[int], fields: list[Fields]) -> bytearray:
-    """A node of these entries (ascending IDs, each a flat field tuple), all live; its master
-    ID is the first ID and its master fields the first entry's names."""
+def new_node(names: Fields) -> bytearray:
+    """An empty node (no entry yet) whose master entry has these field names: the stream's
+    XADD starts a node with it, then appends its first entry."""
+    parts = [int_element(0), int_element(0), int_element(len(names))]
+    parts += map(str_element, names)
+    parts.append(int_element(0))
+    lp = bytearray(6) + b"".join(parts) + b"\xff"
+    _set_header(lp, 4 + len(names))
+    return lp
+
+
+def build(ids: list[int], fields: list[Fields | None], names: Fields | None = None) -> bytearray:
+    """A node of these entries (ascending IDs, each a flat field tuple, None for a deleted
+    entry whose values are gone: it is written with the master's names and empty values);
+    its master ID is the first ID, its master fields `names` or else the first entry's."""
     if not ids or len(ids) != len(fields):
         raise ValueError("a node holds at least one entry, one field tuple per ID")
-    master, names = ids[0], fields[0][0::2]
-    parts = [int_element(len(ids)), int_element(0), int_element(len(names))]
+    if names is None:
+        first = fields[0]
+        if first is None:
+            raise ValueError("a node whose first entry is deleted needs its master's names")
+        names = tuple(first[0::2])
+    master = ids[0]
+    deleted = sum(f is None for f in fields)
+    parts = [int_element(len(ids) - deleted), int_element(deleted), int_element(len(names))]
     parts += map(str_element, names)
     parts.append(int_element(0))
     count = 4 + len(names)
+    blank = tuple(x for name in names for x in (name, b""))
     for sid, f in zip(ids, fields, strict=True):
+        flags = 0
+        if f is None:
+            f, flags = blank, DELETED
         n = len(f) >> 1
         count += 4 + n if n == len(names) and f[0::2] == names else 5 + 2 * n
-        parts.append(_entry_elements(master, names, sid, f, 0))
+        parts.append(_entry_elements(master, names, sid, f, flags))
     lp = bytearray(6) + b"".join(parts) + b"\xff"
     _set_header(lp, min(count, _UNKNOWN))
     return lp
@@ -283,11 +305,174 @@ def _bulk(s: bytes) -> bytes:
 
 
 def range_reply(lp: bytearray, master: int, start: int, end: int, count: int, rev: bool,
-                out: bytearray) -> int:
+                out: bytearray, sids: list[int] | None = None) -> int:
     """read_range's entries written to `out` as the elements of XRANGE's RESP reply (RESP2 and
     RESP3 alike: each entry an array of its ID and its flat fields), decoding nothing into
-    Python objects; the number of entries (the caller writes the outer array's header)."""
-    ids, fields = read_range(lp, master, start, end, count, rev)
+    Python objects; the number of entries (the caller writes the outer array's header).
+    `sids`, when given, gets each entry's ID as an int (XREADGROUP's PEL needs them)."""
+    picked = [(sid, f) for sid, _at, flags, f in _walk(lp, master)
+              if not flags & DELETED and start <= sid <= end]
+    if rev:
+        picked.reverse()
+    if count > 0:
+        del picked[count:]
+    if sids is not None:
+        sids += (sid for sid, _f in picked)
+    ids = [b"%d-%d" % (sid >> 64, sid & _U64) for sid, _f in picked]
+    fields = [f for _s, f in picked]
     for idb, f in zip(ids, fields, strict=True):
         out += b"*2\r\n" + _bulk(idb) + b"*%d\r\n" % len(f) + b"".join(map(_bulk, f))
     return len(ids)
+
+
+# --- lookups for the stream model -------------------------------------------------------------
+
+
+def find(lp: bytearray, master: int, sid: int) -> Fields | None:
+    """The fields of the live entry `sid`, None when the node has no such live entry."""
+    for entry_id, _at, flags, f in _walk(lp, master):
+        if entry_id >= sid:
+            return f if entry_id == sid and not flags & DELETED else None
+    return None
+
+
+def ids(lp: bytearray, master: int) -> list[int]:
+    """Every entry's ID in order, deleted entries included."""
+    return [sid for sid, _at, _flags, _f in _walk(lp, master)]
+
+
+def last_id(lp: bytearray, master: int) -> int:
+    """The last entry's ID, deleted or not (the master ID for a node with no entry)."""
+    last = master
+    for sid, _at, _flags, _f in _walk(lp, master):
+        last = sid
+    return last
+
+
+def delete_many(lp: bytearray, master: int, sids: list[int]) -> int:
+    """mark_deleted for each of `sids` (ascending), one walk; how many were live."""
+    wanted = set(sids)
+    marked = 0
+    for entry_id, at, flags, _f in _walk(lp, master):
+        if entry_id in wanted and not flags & DELETED:
+            lp[at] = flags | DELETED
+            marked += 1
+    if marked:
+        live, deleted = counts(lp)
+        _set_counters(lp, live - marked, deleted + marked)
+    return marked
+
+
+# --- untrusted bytes ------------------------------------------------------------------------------
+
+
+class Invalid(ValueError):
+    """The bytes are not a stream node listpack (the message says where and why)."""
+
+
+def _checked_element(lp: bytes | bytearray, i: int, end: int) -> tuple[int | bytes, int]:
+    """`_element`, every length and the backlen checked against the buffer's end."""
+    if i >= end:
+        raise Invalid(f"element at offset {i} runs past the end")
+    b = lp[i]
+    if b < 0x80:
+        size = 1
+    elif b < 0xC0:
+        size = 1 + (b & 0x3F)
+    elif b < 0xE0:
+        size = 2
+    elif b < 0xF0:
+        if i + 1 >= end:
+            raise Invalid(f"element at offset {i} runs past the end")
+        size = 2 + (((b & 0x0F) << 8) | lp[i + 1])
+    elif b == 0xF0:
+        if i + 5 > end:
+            raise Invalid(f"element at offset {i} runs past the end")
+        size = 5 + struct.unpack_from("<I", lp, i + 1)[0]
+    elif b in (0xF1, 0xF2, 0xF3, 0xF4):
+        size = 1 + {0xF1: 2, 0xF2: 3, 0xF3: 4, 0xF4: 8}[b]
+    else:
+        raise Invalid(f"element at offset {i} has an unknown encoding 0x{b:02x}")
+    back = _backlen(size)
+    if i + size + len(back) > end:
+        raise Invalid(f"element at offset {i} runs past the end")
+    if lp[i + size:i + size + len(back)] != back:
+        raise Invalid(f"element at offset {i} has a wrong backlen")
+    value, nxt = _element(lp, i)
+    return value, nxt
+
+
+def _checked_int(lp: bytes | bytearray, i: int, end: int, what: str) -> tuple[int, int]:
+    value, nxt = _checked_element(lp, i, end)
+    if not isinstance(value, int):
+        raise Invalid(f"{what} at offset {i} is not an integer")
+    return value, nxt
+
+
+def validate(lp: bytes | bytearray, master: int) -> tuple[int, int, int]:
+    """Check every byte of a node from outside (an RDB, a RESTORE payload, a snapshot) before
+    any other function here reads it: the listpack's structure, each element's encoding and
+    backlen, the master entry, each entry's shape and element count, IDs ascending from the
+    master, and the master's counters against the entries. Returns (entries, live entries,
+    last ID); raises Invalid. Linear in the node's size."""
+    end = len(lp)
+    if end < 7:
+        raise Invalid("shorter than a listpack header and its end byte")
+    total, count = struct.unpack_from("<IH", lp, 0)
+    if total != end:
+        raise Invalid(f"the header says {total} bytes, the node has {end}")
+    if lp[end - 1] != 0xFF:
+        raise Invalid("no end byte")
+    end -= 1
+    elements = 0
+    live, i = _checked_int(lp, 6, end, "the live count")
+    deleted, i = _checked_int(lp, i, end, "the deleted count")
+    nnames, i = _checked_int(lp, i, end, "the master's field count")
+    if live < 0 or deleted < 0 or nnames < 0 or nnames > end:
+        raise Invalid("the master entry has a negative or impossible count")
+    for _ in range(nnames):
+        _name, i = _checked_element(lp, i, end)
+    zero, i = _checked_int(lp, i, end, "the master's terminator")
+    if zero != 0:
+        raise Invalid("the master entry does not end with 0")
+    elements += 4 + nnames
+    ms0, seq0 = master >> 64, master & _U64
+    entries = seen_live = 0
+    prev = -1
+    while i < end:
+        at = i
+        flags, i = _checked_int(lp, i, end, "an entry's flags")
+        if flags & ~(DELETED | SAMEFIELDS) or not 0 <= flags <= 3:
+            raise Invalid(f"the entry at offset {at} has unknown flags {flags}")
+        dms, i = _checked_int(lp, i, end, "an ID's ms delta")
+        dseq, i = _checked_int(lp, i, end, "an ID's seq delta")
+        sid = ((ms0 + dms) & _U64) << 64 | ((seq0 + dseq) & _U64)
+        if sid < master or sid <= prev:
+            raise Invalid(f"the entry at offset {at} has an ID out of order")
+        prev = sid
+        if flags & SAMEFIELDS:
+            n = nnames
+            for _ in range(nnames):
+                _v, i = _checked_element(lp, i, end)
+            expect = nnames + 3
+            elements += 4 + nnames
+        else:
+            n, i = _checked_int(lp, i, end, "an entry's field count")
+            if n < 0 or n > end:
+                raise Invalid(f"the entry at offset {at} has an impossible field count")
+            for _ in range(2 * n):
+                _v, i = _checked_element(lp, i, end)
+            expect = 2 * n + 4
+            elements += 5 + 2 * n
+        lp_count, i = _checked_int(lp, i, end, "an entry's element count")
+        if lp_count != expect:
+            raise Invalid(f"the entry at offset {at} has a wrong element count")
+        entries += 1
+        if not flags & DELETED:
+            seen_live += 1
+    if (live, deleted) != (seen_live, entries - seen_live):
+        raise Invalid(f"the master counts {live} live and {deleted} deleted entries, the node "
+                      f"has {seen_live} and {entries - seen_live}")
+    if count != _UNKNOWN and count != elements:
+        raise Invalid(f"the header counts {count} elements, the node has {elements}")
+    return entries, live, prev if entries else master

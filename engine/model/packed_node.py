@@ -1,16 +1,15 @@
 """Packed stream nodes (a stream node held as the listpack Redis keeps for it): the facade
 that picks the compiled kernel (`_packed_node_c.pyx`) or its pure-Python reference
 (`_packed_node_py.py`, which documents the layout). See `engine.wire.extensions` for the
-switches.
-
-Not yet used by `engine.model.stream` (whose nodes hold Python objects): the prototype the
-packed representation is measured and tested on.
+switches. `engine.model.stream` keeps every node's entries this way; snapshots, DUMP and RDB
+files hold the same bytes.
 
 Must not touch: anything but choosing the implementation.
 """
 
 from __future__ import annotations
 
+from streamkeep.engine.model._packed_node_py import Invalid
 from streamkeep.engine.wire import extensions
 
 try:
@@ -26,21 +25,36 @@ try:
         range_reply,
         read_range,
     )
+    from streamkeep.engine.model._packed_node_py import (  # compiled twins: to come
+        delete_many,
+        find,
+        ids,
+        last_id,
+        new_node,
+        validate,
+    )
 except ImportError as error:
     extensions.missing(__name__, error)
     from streamkeep.engine.model._packed_node_py import (
         append,
         build,
         counts,
+        delete_many,
         entries,
         entry_bytes,
+        find,
+        ids,
+        last_id,
         mark_deleted,
         names,
+        new_node,
         range_reply,
         read_range,
+        validate,
     )
 else:
     extensions.loaded(__name__, True)
 
-__all__ = ["append", "build", "counts", "entries", "entry_bytes", "mark_deleted", "names",
-           "range_reply", "read_range"]
+__all__ = ["Invalid", "append", "build", "counts", "delete_many", "entries", "entry_bytes",
+           "find", "ids", "last_id", "mark_deleted", "names", "new_node", "range_reply",
+           "read_range", "validate"]
