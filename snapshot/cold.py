@@ -12,7 +12,6 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import weakref
-from typing import Any
 
 from streamkeep.aof.fs import mapped_ranges
 from streamkeep.engine.model.ids import format_id
@@ -91,7 +90,14 @@ class SnapshotNodes:
                 info = snap.node_info_stored(number, master)
             except KeyError:
                 raise self._missing(number, master) from None
-        if not snap.checked:  # an older snapshot's bare values: sealed now
+        if not snap.packed:  # an older snapshot's node: packed now, sealed under `key`
+            lp = snap.node_buffer(number, master)
+            assert lp is not None  # (the value was there just now)
+            header = layout.decode_node_info(snap.node_info_raw(number, master))
+            live, _size, master_fields, entries = header
+            return (layout.seal("nodes", key, bytes(lp)),
+                    layout.seal("nodeinfo", key, layout.encode_node_info(
+                        live, len(lp), entries, master_fields)))
             return layout.seal("nodes", key, value), layout.seal("nodeinfo", key, info)
         old = layout.node_key(number, master)
         moved = layout.reseal("nodes", old, key, value)
@@ -103,14 +109,14 @@ class SnapshotNodes:
                                                 "damaged")
         return moved, moved_info
 
-    def load(self, number: int, master: int) -> tuple[list[int], list[bytes], list[Any]]:
-        node = self.snapshot.node(number, master)
-        if node is None:
+    def load(self, number: int, master: int) -> bytearray:
+        lp = self.snapshot.node_buffer(number, master)
+        if lp is None:
             raise self._missing(number, master)
-        self.read_bytes += node.size
+        self.read_bytes += len(lp)
         if self.read_bytes > RELEASE_BYTES:
             self.release_pages()
-        return node.ids, [format_id(sid) for sid in node.ids], list(node.fields)
+        return lp
 
 
 __all__ = ["SnapshotNodes"]

@@ -7,8 +7,8 @@ Must not touch: files (the writer and the reader open LMDB), the engine.
 A snapshot is one LMDB environment in one file (`subdir=False`, no lock file). Sub-databases:
 
     meta       key: ascii name             value: msgpack scalar
-               format ("streamkeep-snapshot"), version (3; 2 before the keys table, 1
-               before checksums), lsn,
+               format ("streamkeep-snapshot"), version (4; 3 before packed nodes, 2
+               before the keys table, 1 before checksums), lsn,
                created_ms, repl_id, repl_offset, streams, entries
     streams    key: db u8 | stream key     value: msgpack map
                number (u64, names the stream in the tables below), length, first_id,
@@ -18,11 +18,15 @@ A snapshot is one LMDB environment in one file (`subdir=False`, no lock file). S
                entry ID, recorded at ms], ...]], ...]], producers in the order they are
                next checked for expiry, each producer's iids oldest first
                (absent in older snapshots and for streams that never used IDMP)
-    nodes      key: number u64 | master ID  value: msgpack [live, size, master_fields, ids, fields]
-               one node (listpack) of at most stream-node-max-entries entries, in ID order:
-               ids is 16 bytes per entry (tombstones included), fields one flat array of
-               field/value bins per entry, nil for a deleted entry (tombstone); size is the
-               listpack size Redis would have, kept so nodes split exactly as before
+    nodes      key: number u64 | master ID  value: the node's listpack, as Redis keeps it
+               one node of at most stream-node-max-entries entries, in ID order, exactly as
+               the engine holds it in memory and as Redis writes it in an RDB file (see
+               engine/model/_packed_node_py.py for the layout: master entry with the shared
+               field names, entries as ID deltas and flags, deleted entries flagged);
+               versions before 4: msgpack [live, size, master_fields, ids, fields], ids 16
+               bytes per entry (deleted ones included), fields one flat array of field/value
+               bins per entry, nil for a deleted entry, size the listpack size Redis would
+               have
     nodeinfo   key: as in nodes            value: msgpack [live, size, entries, master_fields]
                the node's counters without its entries: a lazy load (backlog-memory)
                reads these instead of the nodes (absent in older snapshots)
@@ -60,8 +64,11 @@ from typing import Any, NamedTuple
 
 import msgpack
 
+from streamkeep.engine.model import packed_node
+
 FORMAT = "streamkeep-snapshot"
-VERSION = 3  # checksummed values; the keys table (strings, TTLs)
+VERSION = 4  # nodes as listpacks
+UNPACKED_VERSION = 3  # nodes as msgpack arrays of entries: still read, never written
 KEYLESS_VERSION = 2  # checksummed, no keys table: still read, never written
 UNCHECKED_VERSION = 1  # bare values: still read, never written
 TABLES = ("meta", "streams", "nodes", "groups", "consumers", "pel")
@@ -299,6 +306,34 @@ class RawNode(NamedTuple):
     master_fields: tuple
     ids: list[int]
     fields: tuple  # per entry: a tuple of bins (field, value, ...) or None for a tombstone
+    lp: bytearray | None = None  # the listpack (a packed snapshot's node), checked
+
+
+def decode_packed_node(master: int, raw: bytes | memoryview) -> RawNode:
+    """A version 4 node: its listpack checked (packed_node.Invalid when it is not one) and its
+    entries decoded."""
+    lp = bytearray(raw)
+    _count, live, _last = packed_node.validate(lp, master)
+    ids: list[int] = []
+    fields: list[tuple | None] = []
+    for sid, f, deleted in packed_node.entries(lp, master):
+        ids.append(sid)
+        fields.append(None if deleted else f)
+    return RawNode(master, live, len(lp), packed_node.names(lp), ids, tuple(fields), lp)
+
+
+def packed_from(master: int, raw: bytes | memoryview) -> tuple[bytearray, int, int]:
+    """A version 4 node's listpack, checked, with its entries and live entries: what a load
+    keeps, nothing decoded."""
+    lp = bytearray(raw)
+    count, live, _last = packed_node.validate(lp, master)
+    return lp, count, live
+
+
+def pack_raw_node(node: RawNode) -> bytearray:
+    """An older snapshot's node as a listpack (a deleted entry's values are gone there: it is
+    packed with empty ones)."""
+    return packed_node.build(node.ids, list(node.fields), tuple(node.master_fields))
 
 
 def decode_node(master: int, raw: bytes | memoryview) -> RawNode:
@@ -339,6 +374,13 @@ def node_header(raw: bytes | memoryview) -> tuple[int, int, tuple, int]:
         pass
     node = decode_node(0, bytes(raw))  # long master fields: the whole value it is
     return node.live, node.size, node.master_fields, len(node.ids)
+
+
+def packed_node_header(raw: bytes | memoryview) -> tuple[int, int, tuple, int]:
+    """node_header of a version 4 node (its listpack checked)."""
+    lp = bytearray(raw)
+    count, live, _last = packed_node.validate(lp, 0)
+    return live, len(lp), packed_node.names(lp), count
 
 
 def encode_group(last_id: int, entries_read: int, pending: int, consumers: int) -> bytes:

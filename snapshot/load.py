@@ -85,16 +85,15 @@ def _restore_nodes(snap: Snapshot, info: StreamInfo, s: Stream,
     and their listpack bytes."""
     nodes = entries = size_total = 0
     if not lazy:
-        for node in snap.nodes(info.number):
-            s.restore_node(node.master, node.master_fields, node.size, node.ids, node.fields,
-                           node.live)
+        for master, lp, count, live in snap.node_buffers(info.number):
+            s.restore_packed(master, lp, count, live)
             nodes += 1
-            entries += node.live
+            entries += live
         _check_count(snap, "nodes", info, "nodes", nodes, info.nodes)
         _check_count(snap, "nodes", info, "live entries", entries, info.length)
         return 0, 0, 0
-    for master, live, size, master_fields, _count in snap.node_headers(info.number):
-        s.restore_cold_node(cold_node(master, master_fields, size, live))
+    for master, live, size, master_fields, count in snap.node_headers(info.number):
+        s.restore_cold_node(cold_node(master, master_fields, size, live, count))
         nodes += 1
         entries += live
         size_total += size

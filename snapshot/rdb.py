@@ -21,6 +21,7 @@ import struct
 from collections.abc import Iterable, Iterator
 from typing import NamedTuple
 
+from streamkeep.engine.model import packed_node
 from streamkeep.engine.model.consumer_groups import ConsumerGroup, estimate_entries_read
 from streamkeep.engine.model.idmp_maps import Idmp
 from streamkeep.engine.model.listpack import as_int
@@ -194,8 +195,14 @@ def read_stream(r: Reader, rdb_type: int, s: Stream | None = None) -> Stream:
         if master <= last_master:
             raise RdbError("stream nodes out of order")
         last_master = master
-        ids, idbs, fields, live, size, names = decode_node(master, r.string())
-        s.restore_node(master, names, size, ids, fields, live, idbs)
+        lp = bytearray(r.string())
+        try:
+            count, live, _last = packed_node.validate(lp, master)
+        except packed_node.Invalid as err:
+            raise RdbError(f"a stream node is not a valid listpack: {err}") from None
+        if not count:
+            raise RdbError("an empty stream node")  # (Redis refuses them too)
+        s.restore_packed(master, lp, count, live)
     s.length = r.length()
     s.last_id = _read_id(r)
     if rdb_type >= 19:
@@ -316,7 +323,7 @@ def write_stream(s: Stream, rdb_type: int) -> bytes:
         raise ValueError(f"not a stream type: {rdb_type}")
     out = [encode_length(len(s.nodes))]
     for node in s.nodes:
-        lp = node_listpack(node)
+        lp = bytes(node.lp)  # the node is the listpack Redis writes
         out += [encode_string(node.master.to_bytes(16, "big")), encode_length(len(lp)) + lp]
     out += [encode_length(s.length), _encode_id(s.last_id)]
     if rdb_type >= 19:

@@ -264,10 +264,12 @@ class Snapshot:
                 raise SnapshotError(f"{self.name}: not a streamkeep snapshot")
             raise SnapshotError(f"{self.name}: table meta, {layout.describe_key('meta', b'version')}"
                                 f": damaged (the check of its value fails)")
-        if version not in (layout.UNCHECKED_VERSION, layout.KEYLESS_VERSION, layout.VERSION):
+        if version not in (layout.UNCHECKED_VERSION, layout.KEYLESS_VERSION,
+                           layout.UNPACKED_VERSION, layout.VERSION):
             raise SnapshotError(f"{self.name}: unsupported snapshot version {version}")
         self.version = version
         self.checked = version != layout.UNCHECKED_VERSION
+        self.packed = version >= layout.VERSION  # nodes stored as listpacks
         doc = {key.decode(errors="replace"): self._decode("meta", key, raw, layout.decode_value)
                for key, raw in raw_meta.items()}
         if doc.get("format") != layout.FORMAT:
@@ -377,7 +379,35 @@ class Snapshot:
                 if not raw.startswith(prefix) or master > end:
                     return
                 # Checked and decoded in place: the buffer is valid until the next step.
-                yield self._decode("nodes", raw, value, partial(layout.decode_node, master))
+                yield self._decode("nodes", raw, value, self._node_decoder(master))
+
+    def _node_decoder(self, master: int) -> Callable[[Any], RawNode]:
+        return partial(layout.decode_packed_node if self.packed else layout.decode_node, master)
+
+    def node_buffers(self, number: int) -> Iterator[tuple[int, bytearray, int, int]]:
+        """(master, listpack, entries, live entries) of each node of stream `number`, in
+        order, each checked: what a load keeps (a packed snapshot's nodes are copied, not
+        decoded; an older one's are packed on the way)."""
+        prefix = layout.number_prefix(number)
+        for raw, value in self._prefixed("nodes", prefix, buffers=True):
+            master = layout.node_master(raw)
+            if self.packed:
+                yield (master, *self._decode("nodes", raw, value,
+                                             partial(layout.packed_from, master)))
+            else:
+                node = self._decode("nodes", raw, value, partial(layout.decode_node, master))
+                yield master, layout.pack_raw_node(node), len(node.ids), node.live
+
+    def node_buffer(self, number: int, master: int) -> bytearray | None:
+        """One node's listpack, checked (None: no such node): a cold node's read-back."""
+        value = self.node_stored(number, master)
+        if value is None:
+            return None
+        key = layout.node_key(number, master)
+        if self.packed:
+            return self._decode("nodes", key, value, partial(layout.packed_from, master))[0]
+        return layout.pack_raw_node(self._decode("nodes", key, value,
+                                                 partial(layout.decode_node, master)))
 
     def node(self, number: int, master: int) -> RawNode | None:
         """One node, checked and decoded (None: no such node)."""
@@ -385,7 +415,7 @@ class Snapshot:
         if value is None:
             return None
         return self._decode("nodes", layout.node_key(number, master), value,
-                            partial(layout.decode_node, master))
+                            self._node_decoder(master))
 
     def node_stored(self, number: int, master: int) -> bytes | None:
         """One node's value exactly as stored, unchecked (None: no such node)."""
@@ -435,7 +465,7 @@ class Snapshot:
         if raw is None:
             raise KeyError(f"no node {master} in stream {number}")
         live, size, master_fields, entries = self._decode("nodes", key, raw,
-                                                          layout.node_header)
+                                                          self._header_decoder)
         return layout.encode_node_info(live, size, entries, master_fields)
 
     def node_info_raw(self, number: int, master: int) -> bytes | memoryview:
@@ -452,9 +482,13 @@ class Snapshot:
         these (or, in an older snapshot, from the head of each node: layout.node_header)."""
         prefix = layout.number_prefix(number)
         table = "nodeinfo" if "nodeinfo" in self._tables else "nodes"
-        decode = layout.decode_node_info if table == "nodeinfo" else layout.node_header
+        decode = layout.decode_node_info if table == "nodeinfo" else self._header_decoder
         for raw, value in self._prefixed(table, prefix, buffers=True):
             yield (layout.node_master(raw), *self._decode(table, raw, value, decode))
+
+    @property
+    def _header_decoder(self) -> Callable[[Any], tuple[int, int, tuple, int]]:
+        return layout.packed_node_header if self.packed else layout.node_header
 
     def entries(self, db: int, key: bytes, start: IDLike = 0, end: IDLike = MAX_ID,
                 count: int | None = None) -> Iterator[Entry]:
@@ -517,7 +551,7 @@ class Snapshot:
                         problems.append(f"{self.name}: table nodes, "
                                         f"{layout.describe_key('nodes', key)}: missing, "
                                         f"nodeinfo has it")
-                    elif list(self._decode("nodes", key, raw, layout.node_header)) != header:
+                    elif list(self._decode("nodes", key, raw, self._header_decoder)) != header:
                         problems.append(f"{self.name}: table nodes, "
                                         f"{layout.describe_key('nodes', key)}: its counts "
                                         f"differ from its nodeinfo")

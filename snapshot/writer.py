@@ -57,10 +57,10 @@ def _node_values(node: Node, key: bytes) -> tuple[bytes, bytes]:
         home = node.home
         assert home is not None and home.store is not None  # cold: a snapshot holds it
         return home.store.stored_for(home.number, node.master, key)
-    return (layout.seal("nodes", key, layout.encode_node(
-                node.live, node.fixed_bytes, node.master_fields, node.ids, node.fields)),
+    lp = node.lp
+    return (layout.seal("nodes", key, bytes(lp)),
             layout.seal("nodeinfo", key, layout.encode_node_info(
-                node.live, node.fixed_bytes, len(node.ids), node.master_fields)))
+                node.live, len(lp), node.count, node.master_fields)))
 
 
 def _sealed(table: str, key: bytes, body: bytes) -> tuple[str, bytes, bytes]:

@@ -29,19 +29,21 @@ import threading
 from bisect import bisect_left
 from collections import deque
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
     from streamkeep.engine.model.stream import Node, Stream
 
-# What a resident entry costs beyond its listpack bytes: the ID (a 128-bit int), its text, the
-# fields tuple and the three list slots (measured with tracemalloc on small entries).
-ENTRY_OVERHEAD = 230
+# What a resident node costs beyond its listpack: the Node object, its buffer's object and
+# allocation, its master ID and its slots in the stream's two lists (measured with
+# tracemalloc; the field names' tuple is shared between a stream's nodes).
+NODE_OVERHEAD = 300
 
 
 def node_bytes(count: int, listpack_bytes: int) -> int:
-    """Estimated memory of a resident node of `count` entries (Python objects, not listpack)."""
-    return count * ENTRY_OVERHEAD + 2 * listpack_bytes
+    """Estimated memory of a resident node of `count` entries: its packed entries and the
+    objects around them (count is kept for callers: entries cost only their listpack)."""
+    return listpack_bytes + NODE_OVERHEAD
 
 
 class Epoch:
@@ -73,8 +75,8 @@ class NodeStore(Protocol):
     # Nodes changed at or after this clock value are not in the store as they are in memory.
     clean_before: int
 
-    def load(self, number: int, master: int) -> tuple[list[int], list[bytes], list[Any]]:
-        """The node's ids, formatted ids and fields (None for a tombstone)."""
+    def load(self, number: int, master: int) -> bytearray:
+        """The node's listpack, checked."""
         ...
 
     def stored_for(self, number: int, master: int, key: bytes) -> tuple[bytes, bytes]:
@@ -150,7 +152,7 @@ class Residency:
         if self.budget <= 0 or node.queued:
             return
         node.queued = True
-        nbytes = node_bytes(len(node.ids), node.fixed_bytes)
+        nbytes = node_bytes(node.count, node.lp_bytes())
         self.queue.append((node, home, nbytes))
         self.resident += nbytes
 
@@ -159,7 +161,7 @@ class Residency:
         self.loads += 1
         home.cold_nodes -= 1
         home.cold_entries -= node.live
-        home.cold_bytes -= node.fixed_bytes
+        home.cold_bytes -= node.lp_bytes()
         self.sealed(node, home)
         if self.resident > 2 * self.limit:  # one long read: do not wait for its end
             self.evict(keep=node)
@@ -200,12 +202,13 @@ class Residency:
                     self.on_pressure()
                 continue
             node.home = home  # where it is read back from
+            size = node.lp_bytes()
             node.freeze()
             self.resident -= nbytes
             self.evictions += 1
             home.cold_nodes += 1
             home.cold_entries += node.live
-            home.cold_bytes += node.fixed_bytes
+            home.cold_bytes += size
         if self.resident > budget and self.waiting and self.on_pressure is not None:
             self.on_pressure()
 

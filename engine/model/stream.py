@@ -1,12 +1,14 @@
 """The stream data structure: entries in nodes, stream metadata, trimming.
 
 Owns how entries are stored: nodes of at most `stream-node-max-entries` entries (and about
-`stream-node-max-bytes` bytes, estimated with Redis's listpack encoding so that node boundaries and
-therefore `~` trimming match Redis), indexed by their first ("master") ID for O(log n) seek and
-O(1) append. Deleted entries stay as tombstones inside their node until the node empties, as in
-Redis. A sealed node may be *cold* (`ColdNode`): its entries dropped from memory and read back
-from the snapshot when touched; `engine.model.residency` decides which and when. Also owns the
-stream metadata (last ID, first ID, max deleted ID, entries added). Consumer
+`stream-node-max-bytes` bytes, as Redis counts them, so that node boundaries and therefore `~`
+trimming match Redis), indexed by their first ("master") ID for O(log n) seek and O(1) append.
+Each node's entries are one packed buffer: the listpack Redis keeps for the node, byte for byte
+(`engine.model.packed_node`, a compiled kernel with a pure-Python reference); reads decode only
+the entries they return. Deleted entries stay as flagged entries inside their node until the
+node empties, as in Redis. A sealed node may be *cold* (`ColdNode`): its buffer dropped from
+memory and read back from the snapshot when touched; `engine.model.residency` decides which and
+when. Also owns the stream metadata (last ID, first ID, max deleted ID, entries added). Consumer
 groups hang off `Stream.groups` but are owned by `engine.groups`, idempotent producers' maps off
 `Stream.idmp` (owned by `engine.model.idmp_maps`). Must not touch: argument parsing,
 replies, effects.
@@ -14,13 +16,12 @@ replies, effects.
 
 from __future__ import annotations
 
-from bisect import bisect_left, bisect_right
+from bisect import bisect_right
 from collections.abc import Callable, Iterator
-from itertools import compress
 from typing import TYPE_CHECKING
 
-from streamkeep.engine.model.ids import MAX_ID, format_id, format_ids
-from streamkeep.engine.model.listpack import entry_size, int_size, str_size
+from streamkeep.engine.model import packed_node as pk
+from streamkeep.engine.model.ids import MAX_ID, format_id
 from streamkeep.engine.model.residency import EPOCH, Home, Residency, node_bytes
 from streamkeep.engine.wire.reply import EntryArray
 
@@ -28,44 +29,38 @@ if TYPE_CHECKING:
     from streamkeep.engine.model.consumer_groups import ConsumerGroup
     from streamkeep.engine.model.idmp_maps import Idmp
 
-# Flat (field1, value1, field2, value2, ...). A tuple on purpose: immutable, so replies can
-# hand it out safely, and untracked by Python's cyclic GC, so millions of stored entries do
-# not make every full collection slower.
+# Flat (field1, value1, field2, value2, ...): how entries come in and go out (the node keeps
+# them packed).
 Fields = tuple[bytes, ...]
 LISTPACK_MAX_SIZE = 1 << 30
 _U64 = (1 << 64) - 1
 
 
-# Redis starts a new node when `listpack bytes + new element bytes >= stream-node-max-bytes`; to
-# split nodes where Redis does, every entry's size in Redis's listpack encoding is counted
-# (engine.model.listpack, a compiled kernel with a pure-Python reference).
-
-
 class Node:
-    """One listpack-equivalent: entries in ID order, tombstones as `None` fields.
+    """One stream node: its master ID and field names, and `lp`, its entries packed as Redis's
+    listpack (deleted entries flagged in place). `count` is its entries, deleted ones included,
+    `live` the others.
 
     `epoch` is the change clock's value (residency.EPOCH) when its entries last changed (an
     append or a deletion), -1 for a node as a snapshot holds it.
     `home` is its stream's place in the current snapshot (None until a snapshot holds it), and
-    `queued` says whether its residency may make it cold."""
+    `queued` says whether its residency may make it cold. `size` is a cold node's listpack
+    size (a resident node's is `len(lp)`)."""
 
-    __slots__ = ("master", "master_ms", "master_seq", "single_field", "ids", "idbs", "fields",
-                 "live", "master_fields", "fixed_bytes", "epoch", "home", "queued")
+    __slots__ = ("master", "master_ms", "master_seq", "single_field", "master_fields", "lp",
+                 "count", "live", "size", "epoch", "home", "queued")
 
-    def __init__(self, master: int, fields: Fields) -> None:
+    def __init__(self, master: int, names: Fields, lp: bytearray | None = None) -> None:
         self.master = master
         self.master_ms = master >> 64
         self.master_seq = master & _U64
-        # The one field name when the master entry has exactly one (append's inline sizing).
-        self.single_field = fields[0] if len(fields) == 2 else None
-        self.ids: list[int] = []
-        self.idbs: list[bytes] = []
-        self.fields: list[Fields | None] = []
+        self.master_fields = names
+        # The one field name when the master entry has exactly one (append's fast check).
+        self.single_field = names[0] if len(names) == 1 else None
+        self.lp = pk.new_node(names) if lp is None else lp
+        self.count = 0
         self.live = 0
-        self.master_fields = fields[0::2]
-        # Listpack bytes except the live/deleted counters (whose encoded size varies).
-        self.fixed_bytes = 7 + int_size(len(self.master_fields)) + 2
-        self.fixed_bytes += sum(map(str_size, self.master_fields))
+        self.size = 0
         self.epoch = EPOCH.value
         self.home: Home | None = None
         self.queued = False  # in its residency's queue (it may go cold)
@@ -77,26 +72,48 @@ class Node:
         """Drop the entries from memory (residency.evict decides: only a sealed node its
         snapshot holds as it is). The class changes so that resident nodes pay nothing for
         the read-back: only a ColdNode has a `__getattr__`."""
-        del self.ids, self.idbs, self.fields
+        self.size = len(self.lp)
+        del self.lp
         self.__class__ = ColdNode
 
     def lp_bytes(self) -> int:
-        return self.fixed_bytes + int_size(self.live) + int_size(len(self.ids) - self.live)
+        """The listpack's size: what Redis compares with stream-node-max-bytes."""
+        return len(self.lp)
+
+    def last_id(self) -> int:
+        """The last entry's ID, deleted or not."""
+        return pk.last_id(self.lp, self.master)
+
+    def entry_ids(self) -> list[int]:
+        """Every entry's ID, deleted ones included (decoded: for inspection and tests)."""
+        return pk.ids(self.lp, self.master)
+
+    def entry_fields(self) -> list[Fields | None]:
+        """Every entry's fields, None for a deleted one (decoded: for inspection and tests)."""
+        return [None if deleted else f for _sid, f, deleted in pk.entries(self.lp, self.master)]
+
+    def live_ids(self) -> list[int]:
+        if self.live == self.count:
+            return pk.ids(self.lp, self.master)
+        return [sid for sid, _f, deleted in pk.entries(self.lp, self.master) if not deleted]
 
 
 class ColdNode(Node):
     """A node whose entries are in its snapshot only. Its master, counters and listpack size
-    are kept; touching `ids`, `idbs` or `fields` reads the entries back (one LMDB read and a
-    decode) and makes it an ordinary Node again."""
+    are kept; touching `lp` reads the buffer back (one LMDB read and a copy) and makes it an
+    ordinary Node again."""
 
     __slots__ = ()
 
     def is_cold(self) -> bool:
         return True
 
+    def lp_bytes(self) -> int:
+        return self.size
+
     def __getattr__(self, name: str) -> object:
-        # Called only for attributes not set: on a ColdNode, the three entry lists.
-        if name not in _ENTRY_LISTS:
+        # Called only for attributes not set: on a ColdNode, the buffer.
+        if name != "lp":
             raise AttributeError(name)
         self.thaw()
         return object.__getattribute__(self, name)
@@ -104,21 +121,19 @@ class ColdNode(Node):
     def thaw(self) -> None:
         home = self.home
         assert home is not None and home.store is not None  # only a stored node goes cold
-        self.ids, self.idbs, self.fields = home.store.load(home.number, self.master)
+        self.lp = home.store.load(home.number, self.master)
         self.__class__ = Node  # type: ignore[assignment]
         home.residency.loaded(self, home)
 
 
-_ENTRY_LISTS = frozenset(("ids", "idbs", "fields"))
-
-
-def cold_node(master: int, master_fields: tuple, size: int, live: int) -> ColdNode:
+def cold_node(master: int, master_fields: tuple, size: int, live: int, count: int) -> ColdNode:
     """A node as its snapshot holds it, entries not loaded (a lazy load's; residency.bind
     gives it its home)."""
-    node = ColdNode(master, tuple(x for name in master_fields for x in (name, b"")))
-    del node.ids, node.idbs, node.fields  # (Node.__init__ made them empty)
-    node.fixed_bytes = size
+    node = ColdNode(master, tuple(master_fields), bytearray())
+    del node.lp
+    node.size = size
     node.live = live
+    node.count = count
     node.epoch = -1
     return node
 
@@ -150,43 +165,24 @@ class Stream:
         ms: int = -1, seq: int = 0,
     ) -> bytes:
         """Add an entry whose ID the caller validated (> last_id). Returns the formatted ID.
-        A caller that has the ID's parts at hand passes them: `ms` (>= 0) and `seq`.
+        (`ms` and `seq`, the ID's parts, are accepted for callers that have them; the kernel
+        splits the ID itself.)
 
-        XADD's hot path. The commonest entry (the master's one field, a short non-numeric
-        value, small ID deltas) is sized inline: a call costs more than its arithmetic,
-        compiled or not (measured). Any other takes engine.model.listpack's entry_size."""
+        XADD's hot path: a new node when the tail is full as Redis decides it (entries,
+        deleted ones included, against max_entries; listpack bytes plus the new fields' and
+        values' lengths against max_bytes), then one append into the tail's buffer."""
         if type(fields) is not tuple:
             fields = tuple(fields)
         if not idb:  # callers holding the canonical `ms-seq` bytes pass them in
             idb = format_id(sid)
-        if ms < 0:
-            ms, seq = sid >> 64, sid & _U64
         nodes = self.nodes
         node = nodes[-1] if nodes else None
-        if len(fields) == 2:
-            f, v = fields
-            vn = len(v)
-            elen = len(f) + vn
-        else:
-            elen = sum(map(len, fields))
-        # (20: an upper bound of the entry's other bytes, so lp_bytes is rarely needed)
-        if (node is None or 0 < max_entries <= len(node.ids)
-                or (node.fixed_bytes + 20 + elen >= max_bytes
-                    and self._node_full(node, elen, max_bytes))):
+        elen = len(fields[0]) + len(fields[1]) if len(fields) == 2 else sum(map(len, fields))
+        if (node is None or 0 < max_entries <= node.count
+                or self._node_full(node, elen, max_bytes)):
             node = self._new_node(sid, fields)
-        dms = ms - node.master_ms
-        dseq = seq - node.master_seq
-        if (len(fields) == 2 and 0 <= dms <= 127 and 0 <= dseq <= 127
-                and f == node.single_field and vn < 63
-                and (vn > 20 or (vn and not (47 < v[0] < 58 or v[0] == 45)))):
-            # flags, both deltas and the element count: 2 bytes each; the value: length + 2
-            node.fixed_bytes += 10 + vn
-        else:
-            node.fixed_bytes += entry_size(node.master_ms, node.master_seq, node.master_fields,
-                                           ms, seq, fields)
-        node.ids.append(sid)
-        node.idbs.append(idb)
-        node.fields.append(fields)
+        pk.append(node.lp, node.master, node.master_fields, sid, fields)
+        node.count += 1
         node.live += 1
         node.epoch = EPOCH.value
         if not self.length:
@@ -196,22 +192,33 @@ class Stream:
         self.entries_added += 1
         return idb
 
-    def restore_node(self, master: int, master_fields: tuple, size: int, ids: list[int],
-                     fields: list | tuple, live: int, idbs: list[bytes] | None = None) -> None:
-        """Append a node exactly as a snapshot recorded it (tombstones and listpack size
-        included, so later appends and `~` trims split and cut where they did before). Stream
-        metadata is restored separately by the loader. `idbs`, the IDs as `format_id` writes
-        them, when the caller has them already (the RDB decoder makes them as it reads)."""
-        node = Node(master, tuple(x for name in master_fields for x in (name, b"")))
-        node.fixed_bytes = size
-        node.ids = ids
-        node.idbs = format_ids(ids) if idbs is None else idbs
-        node.fields = list(fields)
+    def restore_packed(self, master: int, lp: bytearray, count: int, live: int,
+                       names: Fields | None = None) -> Node:
+        """Append a node as a snapshot or an RDB file holds it: its listpack, checked by the
+        caller (`packed_node.validate` for bytes from outside) and counted (`count` entries,
+        `live` of them live). Stream metadata is restored separately by the loader."""
+        if names is None:
+            names = pk.names(lp)
+        nodes = self.nodes
+        if nodes and nodes[-1].master_fields == names:
+            names = nodes[-1].master_fields  # one tuple for a run of nodes
+        node = Node(master, names, lp)
+        node.count = count
         node.live = live
         node.epoch = -1
         node.home = self.home  # (a RESTOREd stream has one already; a loaded one gets it)
         self.nodes.append(node)
         self.masters.append(master)
+        return node
+
+    def restore_node(self, master: int, master_fields: tuple, ids: list[int],
+                     fields: list | tuple) -> Node:
+        """Append a node from its entries (None for a deleted one): what older snapshots
+        hold. A deleted entry's values are gone there: it is packed with empty ones."""
+        names = tuple(master_fields)
+        lp = pk.build(ids, list(fields), names)
+        live = sum(f is not None for f in fields)
+        return self.restore_packed(master, lp, len(ids), live, names)
 
     def restore_cold_node(self, node: ColdNode) -> None:
         """Append a node a lazy load left in its snapshot (see `cold_node`)."""
@@ -219,13 +226,22 @@ class Stream:
         self.masters.append(node.master)
 
     def _new_node(self, sid: int, fields: Fields) -> Node:
-        node = Node(sid, fields)
+        names = fields[0::2]
+        nodes = self.nodes
+        if nodes:
+            tail = nodes[-1]
+            if tail.master_fields == names:  # shared: one names tuple for a run of nodes
+                names = tail.master_fields
+            if not tail.is_cold():
+                # sealed: its buffer at its exact size (appends over-allocate)
+                tail.lp = bytearray(tail.lp)
+        node = Node(sid, names)
         home = self.home
         if home is not None:
             node.home = home
-            if self.nodes:  # the tail is sealed: its memory counts until it goes cold
-                home.residency.sealed(self.nodes[-1], home)
-        self.nodes.append(node)
+            if nodes:  # the tail is sealed: its memory counts until it goes cold
+                home.residency.sealed(nodes[-1], home)
+        nodes.append(node)
         self.masters.append(sid)
         return node
 
@@ -233,7 +249,7 @@ class Stream:
     def _node_full(node: Node, element_bytes: int, max_bytes: int) -> bool:
         if max_bytes <= 0 or max_bytes > LISTPACK_MAX_SIZE:
             max_bytes = LISTPACK_MAX_SIZE
-        return node.lp_bytes() + element_bytes >= max_bytes
+        return len(node.lp) + element_bytes >= max_bytes
 
     # --- lookup and iteration --------------------------------------------------------------
 
@@ -246,10 +262,7 @@ class Stream:
         if not self.nodes:
             return None
         node = self.nodes[self._node_index(sid)]
-        j = bisect_left(node.ids, sid)
-        if j < len(node.ids) and node.ids[j] == sid:
-            return node.fields[j]
-        return None
+        return pk.find(node.lp, node.master, sid)
 
     def __contains__(self, sid: int) -> bool:
         return self.get(sid) is not None
@@ -260,19 +273,17 @@ class Stream:
         if not nodes or start > end:
             return
         i = self._node_index(start)
-        j = bisect_left(nodes[i].ids, start)
         while i < len(nodes):
             node = nodes[i]
-            ids, fields = node.ids, node.fields
-            for k in range(j, len(ids)):
-                sid = ids[k]
+            if node.master > end:
+                return
+            for sid, fields, deleted in pk.entries(node.lp, node.master):
+                if sid < start or deleted:
+                    continue
                 if sid > end:
                     return
-                f = fields[k]
-                if f is not None:
-                    yield sid, node.idbs[k], f
+                yield sid, format_id(sid), fields
             i += 1
-            j = 0
 
     def iter_backward(self, start: int, end: int) -> Iterator[tuple[int, bytes, Fields]]:
         """Live entries with start <= id <= end, descending."""
@@ -280,65 +291,55 @@ class Stream:
         if not nodes or start > end:
             return
         i = self._node_index(end)
-        j = bisect_right(nodes[i].ids, end) - 1
         while i >= 0:
             node = nodes[i]
-            ids, fields = node.ids, node.fields
-            for k in range(j, -1, -1):
-                sid = ids[k]
+            for sid, fields, deleted in reversed(pk.entries(node.lp, node.master)):
+                if sid > end or deleted:
+                    continue
                 if sid < start:
                     return
-                f = fields[k]
-                if f is not None:
-                    yield sid, node.idbs[k], f
+                yield sid, format_id(sid), fields
+            if node.master <= start:
+                return
             i -= 1
-            if i >= 0:
-                j = len(nodes[i].ids) - 1
 
     def range(self, start: int, end: int, count: int = 0, rev: bool = False) -> EntryArray:
         """The entries from start to end as XRANGE replies them (reversed for XREVRANGE); count 0
-        means no limit."""
-        if not rev:
-            return self._range_forward(start, end, count)
-        out = EntryArray()
-        ids, fields = out.ids, out.fields
-        for _sid, idb, f in self.iter_backward(start, end):
-            ids.append(idb)
-            fields.append(f)
-            if len(ids) == count:
-                break
-        return out
-
-    def _range_forward(self, start: int, end: int, count: int) -> EntryArray:
-        """range() ascending, by node slices: a node without tombstones is copied column by
-        column, with no per-entry object built."""
+        means no limit. Each node decodes only the entries it returns."""
         out = EntryArray()
         nodes = self.nodes
         if not nodes or start > end:
             return out
         ids, fields = out.ids, out.fields
-        i = self._node_index(start)
-        j = bisect_left(nodes[i].ids, start)
-        while i < len(nodes):
+        left = count
+        if not rev:
+            i = self._node_index(start)
+            while i < len(nodes):
+                node = nodes[i]
+                if node.master > end:
+                    break
+                got_ids, got_fields = pk.read_range(node.lp, node.master, start, end, left)
+                ids += got_ids
+                fields += got_fields
+                if count:
+                    left = count - len(ids)
+                    if left <= 0:
+                        break
+                i += 1
+            return out
+        i = self._node_index(end)
+        while i >= 0:
             node = nodes[i]
-            node_ids = node.ids
-            stop = bisect_right(node_ids, end, j)
-            if node.live == len(node_ids):
-                ids += node.idbs[j:stop]
-                fields += node.fields[j:stop]  # type: ignore[arg-type]  # no None: all live
-            else:
-                node_fields = node.fields[j:stop]
-                live = [f is not None for f in node_fields]
-                ids += compress(node.idbs[j:stop], live)
-                fields += compress(node_fields, live)  # type: ignore[arg-type]
-            if count and len(ids) >= count:
-                del ids[count:]
-                del fields[count:]
+            got_ids, got_fields = pk.read_range(node.lp, node.master, start, end, left, True)
+            ids += got_ids
+            fields += got_fields
+            if count:
+                left = count - len(ids)
+                if left <= 0:
+                    break
+            if node.master <= start:
                 break
-            if stop < len(node_ids):
-                break
-            i += 1
-            j = 0
+            i -= 1
         return out
 
     def first_entry_id(self, skip_tombstones: bool = True) -> int:
@@ -346,17 +347,23 @@ class Stream:
         if not self.nodes:
             return MAX_ID
         if not skip_tombstones:
-            return self.nodes[0].ids[0]
-        for _sid, _idb, _f in self.iter_forward(0, MAX_ID):
-            return _sid
+            node = self.nodes[0]
+            return pk.ids(node.lp, node.master)[0] if node.count else MAX_ID
+        for node in self.nodes:
+            if node.live:
+                for sid, _f, deleted in pk.entries(node.lp, node.master):
+                    if not deleted:
+                        return sid
         return MAX_ID
 
     def last_entry_id(self) -> int:
-        nodes = self.nodes
-        if nodes and nodes[-1].fields and nodes[-1].fields[-1] is not None:
-            return nodes[-1].ids[-1]  # the last entry is live: the common case, no scan
-        for sid, _idb, _f in self.iter_backward(0, MAX_ID):
-            return sid
+        for node in reversed(self.nodes):
+            if node.live == node.count and node.count:
+                return node.last_id()  # no deleted entry: the last one is live (the common case)
+            if node.live:
+                for sid, _f, deleted in reversed(pk.entries(node.lp, node.master)):
+                    if not deleted:
+                        return sid
         return 0
 
     # --- deletion and trimming --------------------------------------------------------------
@@ -367,10 +374,8 @@ class Stream:
             return False
         i = self._node_index(sid)
         node = self.nodes[i]
-        j = bisect_left(node.ids, sid)
-        if j == len(node.ids) or node.ids[j] != sid or node.fields[j] is None:
+        if not pk.mark_deleted(node.lp, node.master, sid):
             return False
-        node.fields[j] = None
         node.epoch = EPOCH.value
         node.live -= 1
         self.length -= 1
@@ -396,7 +401,7 @@ class Stream:
         Exactly one of maxlen/minid is set. `approx` stops at the first node that cannot go
         whole; `limit` (0: none) caps the entries removed. With a reference policy (Redis 8.2
         DELREF/ACKED: `walk_refs` is given) nodes are walked entry by entry, `referenced` (ACKED)
-        vetoes single entries, and every ID walked, tombstones too, is added to `walk_refs` so
+        vetoes single entries, and every ID walked, deleted ones too, is added to `walk_refs` so
         DELREF can drop their PEL references.
         """
         removed: list[int] = []
@@ -412,9 +417,9 @@ class Stream:
             if maxlen is not None:
                 eligible = self.length - node.live >= maxlen
             else:
-                eligible = node.ids[-1] < minid  # type: ignore[operator]
+                eligible = node.last_id() < minid  # type: ignore[operator]
             if keepref and eligible:
-                removed.extend(s for s, f in zip(node.ids, node.fields, strict=True) if f is not None)
+                removed += node.live_ids()
                 self.length -= node.live
                 del nodes[i]
                 del masters[i]
@@ -423,7 +428,7 @@ class Stream:
                 break
             stopped = self._trim_inside(node, maxlen, minid, referenced, walk_refs, removed)
             # Redis frees the node only if it was eligible as a whole (a MINID node whose last
-            # entry is a tombstone >= minid stays, empty, as with KEEPREF).
+            # entry is a deleted one >= minid stays, empty, as with KEEPREF).
             if node.live == 0 and not keepref and eligible:
                 del nodes[i]
                 del masters[i]
@@ -443,27 +448,35 @@ class Stream:
         walk_refs: list[int] | None,
         removed: list[int],
     ) -> bool:
-        """Tombstone entries of one node from its head; True when the threshold was reached."""
-        for k, sid in enumerate(node.ids):
+        """Delete entries of one node from its head; True when the threshold was reached."""
+        doomed: list[int] = []
+        stopped = False
+        length = self.length
+        for sid, _f, deleted in pk.entries(node.lp, node.master):
             if maxlen is not None:
-                if self.length <= maxlen:
-                    return True
+                if length <= maxlen:
+                    stopped = True
+                    break
             elif sid >= minid:  # type: ignore[operator]
-                return True
-            if node.fields[k] is None:
+                stopped = True
+                break
+            if deleted:
                 if walk_refs is not None:
                     walk_refs.append(sid)
                 continue
             if referenced is not None and referenced(sid):
                 continue
-            node.fields[k] = None
-            node.epoch = EPOCH.value
-            node.live -= 1
-            self.length -= 1
-            removed.append(sid)
+            doomed.append(sid)
+            length -= 1
             if walk_refs is not None:
                 walk_refs.append(sid)
-        return False
+        if doomed:
+            pk.delete_many(node.lp, node.master, doomed)
+            node.epoch = EPOCH.value
+            node.live -= len(doomed)
+            self.length = length
+            removed += doomed
+        return stopped
 
     def remove_as_trim(self, sids: list[int]) -> None:
         """Remove these entries as trimming does (no max-deleted-ID change); for effects."""
@@ -473,7 +486,8 @@ class Stream:
 
     def iter_all_with_tombstones(self) -> Iterator[tuple[int, Fields | None]]:
         for node in self.nodes:
-            yield from zip(node.ids, node.fields, strict=True)
+            for sid, fields, deleted in pk.entries(node.lp, node.master):
+                yield sid, None if deleted else fields
 
     def cold_counts(self) -> tuple[int, int, int]:
         """Nodes whose entries are in the snapshot only, their live entries and their
@@ -483,8 +497,8 @@ class Stream:
                                                home.cold_bytes)
 
     def resident_bytes(self) -> int:
-        """Estimated memory of the resident nodes' entries (residency.node_bytes each)."""
-        return sum(node_bytes(len(node.ids), node.fixed_bytes) for node in self.nodes
+        """Estimated memory of the resident nodes (residency.node_bytes each)."""
+        return sum(node_bytes(node.count, len(node.lp)) for node in self.nodes
                    if not node.is_cold())
 
     def node_masters(self) -> list[int]:

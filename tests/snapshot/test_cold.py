@@ -13,6 +13,7 @@ import os
 import pytest
 
 from streamkeep import Engine
+from streamkeep.engine.model import packed_node
 from streamkeep.engine.wire.errors import StorageError
 from streamkeep.snapshot import layout
 from streamkeep.snapshot.cold import SnapshotNodes
@@ -148,8 +149,10 @@ def test_a_replaced_snapshot_stays_readable_while_cold_nodes_use_it(compacted) -
         engine.execute("XADD", "s", "*", "v", "new")
         engine.compact()  # deletes the old file
     assert not os.path.exists(old)
-    ids, idbs, fields = store.load(1, 1 << 64)  # still readable through the open store
-    assert idbs[:2] == [b"1-0", b"2-0"] and fields[0] == (b"v", b"value-0")
+    lp = store.load(1, 1 << 64)  # still readable through the open store
+    read = packed_node.entries(lp, 1 << 64)
+    assert [sid for sid, _f, _d in read[:2]] == [1 << 64, 2 << 64]
+    assert read[0][1] == (b"v", b"value-0")
     with pytest.raises(StorageError, match="has no node"):
         store.load(1, 12345)
 

@@ -121,7 +121,9 @@ def test_meta_version_in_both_formats() -> None:
     v2 = layout.seal("meta", b"version", msgpack.packb(2))
     assert layout.meta_version(v2) == layout.KEYLESS_VERSION == 2
     v3 = layout.seal("meta", b"version", msgpack.packb(3))
-    assert layout.meta_version(v3) == layout.VERSION == 3
+    assert layout.meta_version(v3) == layout.UNPACKED_VERSION == 3
+    v4 = layout.seal("meta", b"version", msgpack.packb(4))
+    assert layout.meta_version(v4) == layout.VERSION == 4
     damaged = bytearray(v2)
     damaged[0] ^= 1
     assert layout.meta_version(bytes(damaged)) is None

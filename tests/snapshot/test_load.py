@@ -96,7 +96,7 @@ def test_a_lazy_load_leaves_every_node_in_the_file(source: tuple[Engine, Path, S
     assert len(stream.nodes) > 1 and all(node.is_cold() for node in stream.nodes)
     nodes, entries, size = stream.cold_counts()
     assert (nodes, entries) == (len(stream.nodes), stream.length)
-    assert size == sum(node.fixed_bytes for node in stream.nodes)
+    assert size == sum(node.lp_bytes() for node in stream.nodes)
     assert engine.execute("XRANGE", "orders", "1-1", "1-1") == \
         [[b"1-1", [b"item", b"v1", b"qty", b"1"]]]
     assert not stream.nodes[0].is_cold() and stream.nodes[-1].is_cold()

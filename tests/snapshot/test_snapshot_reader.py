@@ -26,6 +26,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from streamkeep import Engine, ReplyError
+from streamkeep.engine.model import packed_node
 from streamkeep.snapshot import layout
 from streamkeep.snapshot import writer as snapshot_writer
 from streamkeep.snapshot.layout import ID
@@ -81,7 +82,7 @@ def full_infos(engine: Engine) -> dict[tuple[int, bytes], object]:
 def node_layout(engine: Engine) -> dict[tuple[int, bytes], list]:
     """Every node as a restore must reproduce it: what it holds and the listpack size and
     master fields later appends are sized against."""
-    return {(db, key): [(n.master, n.ids, n.fields, n.live, n.fixed_bytes, n.master_fields)
+    return {(db, key): [(n.master, bytes(n.lp), n.count, n.live, n.master_fields)
                         for n in engine.dbs[db][key].nodes]
             for db, key in all_streams(engine)}
 
@@ -208,7 +209,7 @@ def resolve(engine: Engine, argv: list[bytes]) -> list[list[bytes]]:
         return []
     if argv[0] == DELALL:
         return [[b"XDEL", argv[1], *(e[0] for e in engine.execute("XRANGE", argv[1], "-", "+"))]]
-    return [[b"XDEL", argv[1], fid(s.nodes[argv[2] % len(s.nodes)].ids[0])]]
+    return [[b"XDEL", argv[1], fid(s.nodes[argv[2] % len(s.nodes)].entry_ids()[0])]]
 
 
 def run(engine: Engine, argv: list[bytes]) -> object:
@@ -297,10 +298,10 @@ def rich_engine() -> tuple[Engine, Clock]:
         with contextlib.suppress(ReplyError):  # `ms-*` after `ms-<max seq>`
             e.execute("XADD", "alpha", sid, "f", str(rng.randrange(100)), b"\x00\xff", b"v\x80")
     s = e.dbs[0][b"alpha"]
-    e.execute("XDEL", "alpha", *[fid(n.ids[0]) for n in s.nodes[2:12:3]])  # node masters
-    ids = [sid for n in s.nodes for sid, f in zip(n.ids, n.fields, strict=True) if f]
+    e.execute("XDEL", "alpha", *[fid(n.entry_ids()[0]) for n in s.nodes[2:12:3]])  # node masters
+    ids = [sid for n in s.nodes for sid, f in zip(n.entry_ids(), n.entry_fields(), strict=True) if f]
     e.execute("XDEL", "alpha", *[fid(i) for i in rng.sample(ids, 12)])
-    e.execute("XTRIM", "alpha", "MINID", "=", fid(s.nodes[1].ids[1]))  # tombstones at the head
+    e.execute("XTRIM", "alpha", "MINID", "=", fid(s.nodes[1].entry_ids()[1]))  # tombstones at the head
     e.execute("XGROUP", "CREATE", "alpha", "g1", "0")
     e.execute("XREADGROUP", "GROUP", "g1", "c1", "COUNT", "5", "STREAMS", "alpha", ">")
     clock.now = 1100
@@ -375,8 +376,8 @@ def _points(engine: Engine, db: int, key: bytes) -> list[int]:
     if s.first_id:
         points.add(s.first_id - 1)
     for node in s.nodes:
-        points.update((node.master, node.master - 1, node.master + 1, node.ids[-1]))
-        points.update(node.ids[1:3])  # inside a node, tombstones included
+        points.update((node.master, node.master - 1, node.master + 1, node.entry_ids()[-1]))
+        points.update(node.entry_ids()[1:3])  # inside a node, tombstones included
     return sorted(p for p in points if 0 <= p <= MAX_ID)
 
 
@@ -412,8 +413,8 @@ def test_reader_entries_start_positions(rich: tuple[Engine, Clock, Snapshot]) ->
     engine, _clock, snap = rich
     s = engine.dbs[0][b"alpha"]
     node = s.nodes[5]
-    tomb = next(sid for n in s.nodes for sid, f in zip(n.ids, n.fields, strict=True) if f is None)
-    for start in (node.master, node.ids[1], node.ids[-1], tomb, tomb + 1, 0, s.last_id,
+    tomb = next(sid for n in s.nodes for sid, f in zip(n.entry_ids(), n.entry_fields(), strict=True) if f is None)
+    for start in (node.master, node.entry_ids()[1], node.entry_ids()[-1], tomb, tomb + 1, 0, s.last_id,
                   s.last_id + 1, s.nodes[-1].master):
         expected = engine.execute("XRANGE", "alpha", fid(start), "+")
         assert as_xrange(snap.entries(0, b"alpha", start)) == expected
@@ -721,7 +722,7 @@ def test_layout_is_pinned(tmp_path) -> None:
     entries_read = kv(e.execute("XINFO", "GROUPS", b"k\x00")[0])[b"entries-read"]
     e.execute("SET", b"s\xff", b"v\x00", "PXAT", "99999")
     e.execute("PEXPIREAT", b"k\x00", "88888")
-    sizes = [n.fixed_bytes for n in e.dbs[2][b"k\x00"].nodes]
+    sizes = [n.lp_bytes() for n in e.dbs[2][b"k\x00"].nodes]
     path = str(tmp_path / "layout.mdb")
     write_snapshot(e.dbs, path, 12, 34, "rid", strings=e.strings, expires=e.expires)
     assert os.listdir(tmp_path) == ["layout.mdb"]  # one file, no lock file
@@ -741,17 +742,23 @@ def test_layout_is_pinned(tmp_path) -> None:
                         for k, v in txn.cursor()]
 
         assert dict(table("meta")) == {
-            b"format": "streamkeep-snapshot", b"version": 3, b"lsn": 12, b"created_ms": 34,
+            b"format": "streamkeep-snapshot", b"version": 4, b"lsn": 12, b"created_ms": 34,
             b"repl_id": "rid", b"repl_offset": 12, b"streams": 1, b"entries": 2}
         assert table("streams") == [(b"\x02k\x00", {
             "number": 1, "length": 2, "first_id": ident(5, 2), "last_id": ident(7, 0),
             "max_deleted_id": ident(5, 1), "entries_added": 3, "nodes": 2, "groups": 1})]
-        assert table("nodes") == [
-            (u64(1) + ident(5, 1),
-             [1, sizes[0], [b"f1"], ident(5, 1) + ident(5, 2), [None, [b"f1", b"v2", b"f2", b"\xff"]]]),
-            (u64(1) + ident(7, 0), [1, sizes[1], [b"a"], ident(7, 0), [[b"a", b"b"]]]),
-        ]
-        assert all(isinstance(s, int) and s > 0 for s in sizes)
+        with env.begin(db=env.open_db(b"nodes", create=False)) as txn:
+            nodes = [(k, body("nodes", k, v)) for k, v in txn.cursor()]
+        # each value is the node's listpack, as the engine holds it (and as Redis would)
+        assert [k for k, _ in nodes] == [u64(1) + ident(5, 1), u64(1) + ident(7, 0)]
+        assert [len(v) for _, v in nodes] == sizes
+        first = 5 << 64 | 1
+        assert packed_node.entries(bytearray(nodes[0][1]), first) == [
+            (first, (b"f1", b"v1"), True), (first + 1, (b"f1", b"v2", b"f2", b"\xff"), False)]
+        assert packed_node.entries(bytearray(nodes[1][1]), 7 << 64) == [
+            (7 << 64, (b"a", b"b"), False)]
+        assert table("nodeinfo") == [(u64(1) + ident(5, 1), [1, sizes[0], 2, [b"f1"]]),
+                                     (u64(1) + ident(7, 0), [1, sizes[1], 1, [b"a"]])]
         assert table("groups") == [(u64(1) + b"grp", {
             "last_id": ident(5, 2), "entries_read": -1 if entries_read is None else entries_read,
             "pending": 1, "consumers": 2})]

@@ -141,10 +141,10 @@ def test_node_keys_and_values_follow_the_engine(varied: tuple[Engine, str, Snaps
     assert [key for key, _value in rows] == expected
     first = engine.dbs[0][b"orders"].nodes[0]
     key = layout.node_key(numbers[0, b"orders"], first.master)
-    node = layout.decode_node(first.master, body("nodes", key, dict(rows)[key]))
-    assert node.ids == first.ids and node.live == first.live
-    assert node.size == first.fixed_bytes
-    assert list(node.fields) == first.fields
+    node = layout.decode_packed_node(first.master, body("nodes", key, dict(rows)[key]))
+    assert node.ids == first.entry_ids() and node.live == first.live
+    assert node.size == first.lp_bytes() and node.lp == first.lp
+    assert list(node.fields) == first.entry_fields()
 
 
 def test_stream_numbers_count_across_databases_in_key_order() -> None:

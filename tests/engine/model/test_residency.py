@@ -9,9 +9,8 @@ a cold node back, and the budget turned on, off, handed over and closed."""
 from __future__ import annotations
 
 import threading
-from typing import Any
 
-from streamkeep.engine.model.residency import ENTRY_OVERHEAD, Epoch, Residency, node_bytes
+from streamkeep.engine.model.residency import NODE_OVERHEAD, Epoch, Residency, node_bytes
 from streamkeep.engine.model.stream import Node, Stream, new_stream
 
 PER_NODE = 4
@@ -22,7 +21,7 @@ class MemoryStore:
 
     def __init__(self, clean_before: int) -> None:
         self.clean_before = clean_before
-        self.saved: dict[tuple[int, int], tuple[list, list, list]] = {}
+        self.saved: dict[tuple[int, int], bytes] = {}
         self.closed = False
         self.loads = 0
 
@@ -32,13 +31,11 @@ class MemoryStore:
             if node.is_cold() and home is not None and isinstance(home.store, MemoryStore):
                 self.saved[number, node.master] = home.store.saved[home.number, node.master]
             else:
-                self.saved[number, node.master] = (list(node.ids), list(node.idbs),
-                                                   list(node.fields))
+                self.saved[number, node.master] = bytes(node.lp)
 
-    def load(self, number: int, master: int) -> tuple[list[int], list[bytes], list[Any]]:
+    def load(self, number: int, master: int) -> bytearray:
         self.loads += 1
-        ids, idbs, fields = self.saved[number, master]
-        return list(ids), list(idbs), list(fields)
+        return bytearray(self.saved[number, master])
 
     def stored_for(self, number: int, master: int, key: bytes) -> tuple[bytes, bytes]:
         raise AssertionError("a residency never copies nodes")
@@ -53,7 +50,7 @@ def fill(stream: Stream, count: int, start: int = 1) -> None:
 
 
 def sealed_bytes(nodes: list[Node]) -> int:
-    return sum(node_bytes(len(node.ids), node.fixed_bytes) for node in nodes)
+    return sum(node_bytes(node.count, node.lp_bytes()) for node in nodes)
 
 
 def snapshot(residency: Residency, *streams: Stream) -> MemoryStore:
@@ -80,8 +77,8 @@ def snapshotted(nodes: int) -> tuple[Residency, Stream, MemoryStore]:
 
 
 def test_node_bytes() -> None:
-    assert node_bytes(0, 0) == 0
-    assert node_bytes(3, 100) == 3 * ENTRY_OVERHEAD + 200
+    assert node_bytes(0, 0) == NODE_OVERHEAD
+    assert node_bytes(3, 100) == 100 + NODE_OVERHEAD
 
 
 def test_the_clock_only_moves_forward_one_value_per_tick() -> None:
@@ -150,19 +147,19 @@ def test_eviction_makes_the_oldest_clean_nodes_cold_until_within_budget() -> Non
     assert residency.evictions == 3
     assert residency.resident == sealed_bytes(stream.nodes[3:]) <= residency.budget
     assert stream.cold_counts() == (3, 3 * PER_NODE,
-                                    sum(node.fixed_bytes for node in stream.nodes[:3]))
+                                    sum(node.lp_bytes() for node in stream.nodes[:3]))
 
 
 def test_a_cold_node_reads_back_as_it_was_and_counts_again() -> None:
     residency, stream, store = snapshotted(3)
-    before = [(list(node.ids), list(node.fields)) for node in stream.nodes]
+    before = [(node.entry_ids(), node.entry_fields()) for node in stream.nodes]
     residency.set_budget(1)
     residency.evict()
     assert all(cold(stream))
     assert residency.resident == 0
     first = stream.nodes[0]
-    assert first.ids == before[0][0]  # touching the entries reads them back
-    assert first.fields == before[0][1]
+    assert first.entry_ids() == before[0][0]  # touching the entries reads them back
+    assert first.entry_fields() == before[0][1]
     assert store.loads == 1 and residency.loads == 1
     assert cold(stream) == [False, True, True]
     assert stream.cold_counts()[0] == 2
@@ -173,7 +170,7 @@ def test_a_cold_node_reads_back_as_it_was_and_counts_again() -> None:
 
 def test_nodes_changed_after_the_snapshot_stay_until_the_next_one() -> None:
     residency, stream, _store = snapshotted(4)
-    stream.delete(stream.nodes[1].ids[0])  # changed since the snapshot
+    stream.delete(stream.nodes[1].entry_ids()[0])  # changed since the snapshot
     residency.set_budget(1)
     residency.evict()
     assert cold(stream) == [True, False, True, True]
@@ -211,7 +208,7 @@ def test_a_long_read_evicts_past_twice_the_budget() -> None:
     assert all(cold(stream))
     residency.set_budget(sealed_bytes(stream.nodes[:1]))
     for node in stream.nodes:  # a read walking the stream: each load may evict earlier ones
-        assert node.ids
+        assert node.lp
     assert residency.loads == 4
     assert residency.resident <= 2 * residency.limit
     assert cold(stream)[-1] is False and any(cold(stream))
