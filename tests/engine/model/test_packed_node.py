@@ -354,7 +354,7 @@ def _valid_node(rng: random.Random) -> tuple[bytes, int]:
             keys = names if rng.random() < 0.7 else (b"k", b"-7")
             fields.append(tuple(x for k in keys for x in (k, rng.choice(
                 [b"", b"0", b"-1", b"007", b"x" * rng.choice([3, 70, 5000])]))))
-        sid += rng.choice([1, 1 << 64, 1 << 70])
+        sid = min(sid + rng.choice([1, 1 << 64, 1 << 70]), MAX_ID - 20 + len(ids))
     if fields[0] is None and rng.random() < 0.5:
         fields[0] = tuple(x for k in names for x in (k, b"1"))
     return bytes(pure.build(ids, fields, names)), master
