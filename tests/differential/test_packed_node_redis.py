@@ -13,7 +13,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from streamkeep.snapshot import rdb
-from tests.support.kernels import kernel_fixture, pure_and_compiled
+from tests.support import kernels
+from tests.support.kernels import kernel_fixture
 
 packed_impl = kernel_fixture("streamkeep.engine.model", "packed_node")
 
@@ -45,7 +46,8 @@ def _same_as_redis(client, ids: list[int], fields: list[tuple[bytes, ...]],
     for sid in deleted:
         client.execute("XDEL", "s", b"%d-%d" % (sid >> 64, sid & U64))
     after = dict(_redis_nodes(client, "s")) if len(deleted) < len(ids) else {}
-    pure, compiled = pure_and_compiled("streamkeep.engine.model", "packed_node")
+    compiled = kernels.compiled("streamkeep.engine.model", "packed_node")
+    pure = kernels.pure("streamkeep.engine.model", "packed_node")
     bounds = [master for master, _lp in before] + [1 << 128]
     for (master, theirs), upper in zip(before, bounds[1:], strict=True):
         picked = [k for k, sid in enumerate(ids) if master <= sid < upper]
