@@ -3,8 +3,11 @@
 reference, which documents the layout: Redis's stream listpack, byte for byte).
 
 A node is a `bytearray`; reads walk its elements in place and build Python objects only for
-the entries they return. Every walk is bounded by the listpack's own length; a node is trusted
-to be one these functions (or Redis) wrote.
+the entries they return. Every function but `validate` trusts its node to be one these
+functions wrote or one `validate` accepted: it reads lengths and counts as they are. `validate`
+is the one parser of bytes from outside (RDB files, RESTORE payloads, snapshots): every read
+checked against the buffer's end, linear in the node's size whatever the bytes, raising the
+pure module's `Invalid` with the pure module's message.
 """
 
 from cpython.bytearray cimport (
@@ -14,6 +17,7 @@ from cpython.bytearray cimport (
     PyByteArray_GET_SIZE,
     PyByteArray_Resize,
 )
+from cpython.buffer cimport PyBUF_SIMPLE, PyBuffer_Release, PyObject_GetBuffer
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_CheckExact, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 from cpython.list cimport PyList_Append
 from cpython.ref cimport Py_INCREF
@@ -21,6 +25,8 @@ from cpython.tuple cimport PyTuple_CheckExact, PyTuple_GET_ITEM, PyTuple_GET_SIZ
 from libc.stdint cimport uint64_t
 from libc.stdlib cimport free, malloc, realloc
 from libc.string cimport memcmp, memcpy, memmove
+
+from streamkeep.engine.model._packed_node_py import Invalid  # one exception class for both twins
 
 cdef enum:
     DELETED = 1
@@ -154,6 +160,25 @@ cdef object elem_text(Elem* e):
     else:
         n = put_decimal(buf, <uint64_t>e.ival)
     return PyBytes_FromStringAndSize(buf, n)
+
+
+cdef extern from "Python.h":
+    # CPython's own int.from_bytes: one allocation for a 128-bit int where `ms << 64 | seq`
+    # takes four (ids() and range_reply's IDs were 150 ns an ID that way: measured).
+    object _PyLong_FromByteArray(const unsigned char* data, size_t n, int little_endian,
+                                 int is_signed)
+
+
+cdef inline object id_int(uint64_t ms, uint64_t seq):
+    """The 128-bit ID `ms << 64 | seq` as a Python int."""
+    cdef unsigned char raw[16]
+    cdef int k
+    if ms == 0:
+        return <object>seq
+    for k in range(8):
+        raw[k] = (seq >> (8 * k)) & 0xFF
+        raw[8 + k] = (ms >> (8 * k)) & 0xFF
+    return _PyLong_FromByteArray(raw, 16, 1, 0)
 
 
 cdef inline object id_text(uint64_t ms, uint64_t seq):
@@ -322,20 +347,20 @@ cdef bint same_names(tuple fields, tuple names):
 
 
 cdef Py_ssize_t put_entry(Buf* b, uint64_t ms0, uint64_t seq0, tuple names, object sid,
-                          tuple fields) except -1:
-    """The entry's elements; how many."""
+                          tuple fields, int flags) except -1:
+    """The entry's elements (`flags` 0, or DELETED for a tombstone); how many."""
     cdef uint64_t ms = <uint64_t>(sid >> _SIXTY_FOUR)
     cdef uint64_t seq = <uint64_t>(sid & _U64_OBJ)
     cdef Py_ssize_t i, n = PyTuple_GET_SIZE(fields) >> 1
     if same_names(fields, names):
-        put_int(b, SAMEFIELDS)
+        put_int(b, flags | SAMEFIELDS)
         put_int(b, <long long>(ms - ms0))
         put_int(b, <long long>(seq - seq0))
         for i in range(n):
             put_str(b, <object>PyTuple_GET_ITEM(fields, 2 * i + 1))
         put_int(b, n + 3)
         return n + 4
-    put_int(b, 0)
+    put_int(b, flags)
     put_int(b, <long long>(ms - ms0))
     put_int(b, <long long>(seq - seq0))
     put_int(b, n)
@@ -361,40 +386,80 @@ cdef inline void set_u16(unsigned char* p, Py_ssize_t v) noexcept nogil:
     p[1] = (v >> 8) & 0xFF
 
 
-def build(ids, fields):
-    cdef Buf b
-    cdef Py_ssize_t i, count, k
-    cdef tuple names, first
-    cdef uint64_t ms0, seq0
-    if not ids or len(ids) != len(fields):
-        raise ValueError("a node holds at least one entry, one field tuple per ID")
-    first = tuple(fields[0])
-    names = first[0::2]
-    ms0 = <uint64_t>(ids[0] >> _SIXTY_FOUR)
-    seq0 = <uint64_t>(ids[0] & _U64_OBJ)
+cdef int put_master(Buf* b, Py_ssize_t live, Py_ssize_t deleted, tuple names) except -1:
+    """The header's room and the master entry (the caller ends the node and sets the header)."""
+    cdef Py_ssize_t k
     b.p = NULL
     b.n = 6
     b.cap = 0
+    reserve(b, 6)
+    put_int(b, live)
+    put_int(b, deleted)
+    put_int(b, PyTuple_GET_SIZE(names))
+    for k in range(PyTuple_GET_SIZE(names)):
+        put_str(b, <object>PyTuple_GET_ITEM(names, k))
+    put_int(b, 0)
+    return 0
+
+
+cdef object finish(Buf* b, Py_ssize_t count):
+    """The end byte and the header, then the node as a bytearray."""
+    reserve(b, 1)
+    b.p[b.n] = 0xFF
+    b.n += 1
+    set_u32(b.p, b.n)
+    set_u16(b.p + 4, UNKNOWN_COUNT if count > UNKNOWN_COUNT else count)
+    return PyByteArray_FromStringAndSize(<char*>b.p, b.n)
+
+
+def new_node(names):
+    """An empty node whose master entry has these field names (see the pure module)."""
+    cdef Buf b
+    cdef tuple names_ = names if PyTuple_CheckExact(names) else tuple(names)
+    b.p = NULL
     try:
-        reserve(&b, 6)
-        put_int(&b, len(ids))
-        put_int(&b, 0)
-        put_int(&b, len(names))
-        for k in range(len(names)):
-            put_str(&b, <object>PyTuple_GET_ITEM(names, k))
-        put_int(&b, 0)
-        count = 4 + len(names)
+        put_master(&b, 0, 0, names_)
+        return finish(&b, 4 + PyTuple_GET_SIZE(names_))
+    finally:
+        free(b.p)
+
+
+def build(ids, fields, names=None):
+    """A node of these entries, None for a deleted entry whose values are gone (see the pure
+    module). Trusts its input: ascending IDs, flat tuples of bytes."""
+    cdef Buf b
+    cdef Py_ssize_t i, count, deleted = 0
+    cdef tuple names_, blank = None
+    cdef uint64_t ms0, seq0
+    if not ids or len(ids) != len(fields):
+        raise ValueError("a node holds at least one entry, one field tuple per ID")
+    if names is None:
+        first = fields[0]
+        if first is None:
+            raise ValueError("a node whose first entry is deleted needs its master's names")
+        names_ = tuple(first)[0::2]
+    else:
+        names_ = names if PyTuple_CheckExact(names) else tuple(names)
+    for f in fields:
+        if f is None:
+            deleted += 1
+    if deleted:
+        blank = tuple([x for name in names_ for x in (name, b"")])
+    ms0 = <uint64_t>(ids[0] >> _SIXTY_FOUR)
+    seq0 = <uint64_t>(ids[0] & _U64_OBJ)
+    b.p = NULL
+    try:
+        put_master(&b, len(ids) - deleted, deleted, names_)
+        count = 4 + PyTuple_GET_SIZE(names_)
         for i in range(len(ids)):
             f = fields[i]
+            if f is None:
+                count += put_entry(&b, ms0, seq0, names_, ids[i], blank, DELETED)
+                continue
             if not PyTuple_CheckExact(f):
                 f = tuple(f)
-            count += put_entry(&b, ms0, seq0, names, ids[i], <tuple>f)
-        reserve(&b, 1)
-        b.p[b.n] = 0xFF
-        b.n += 1
-        set_u32(b.p, b.n)
-        set_u16(b.p + 4, UNKNOWN_COUNT if count > UNKNOWN_COUNT else count)
-        return PyByteArray_FromStringAndSize(<char*>b.p, b.n)
+            count += put_entry(&b, ms0, seq0, names_, ids[i], <tuple>f, 0)
+        return finish(&b, count)
     finally:
         free(b.p)
 
@@ -491,7 +556,7 @@ def append(lp, master, names, sid, fields):
     b.cap = 0
     try:
         added = put_entry(&b, <uint64_t>(master >> _SIXTY_FOUR), <uint64_t>(master & _U64_OBJ),
-                          <tuple>names, sid, <tuple>fields)
+                          <tuple>names, sid, <tuple>fields, 0)
         total = PyByteArray_GET_SIZE(lp)
         # bytearray's resize over-allocates: appends to the open node are amortized O(1)
         PyByteArray_Resize(lp, total + b.n)
@@ -589,7 +654,7 @@ def entries(lp, master):
     out = []
     while i < end:
         i = walk_entry(p, i, PyTuple_GET_SIZE(names_), ms0, seq0, &w)
-        out.append(((<object>w.ms) << _SIXTY_FOUR | <object>w.seq,
+        out.append((id_int(w.ms, w.seq),
                     entry_fields(p, &w, names_), bool(w.flags & DELETED)))
     return out
 
@@ -738,7 +803,7 @@ cdef int put_entry_reply(Buf* b, const unsigned char* p, Walk* w, tuple names,
     return 0
 
 
-def range_reply(lp, master, start, end, Py_ssize_t count, bint rev, out):
+def range_reply(lp, master, start, end, Py_ssize_t count, bint rev, out, sids=None):
     cdef const unsigned char* p = lp_ptr(lp)
     cdef Py_ssize_t i, n, k, first, at, names_bytes = 0
     cdef Walk* picked = NULL
@@ -763,10 +828,14 @@ def range_reply(lp, master, start, end, Py_ssize_t count, bint rev, out):
         if not rev:
             for k in range(n):
                 put_entry_reply(&b, p, &picked[k], names_, names_bytes, &last)
+            if sids is not None:
+                sids += [id_int(picked[k].ms, picked[k].seq) for k in range(n)]
         else:
             first = n - count if 0 < count < n else 0
             for k in range(n - 1, first - 1, -1):
                 put_entry_reply(&b, p, &picked[k], names_, names_bytes, &last)
+            if sids is not None:
+                sids += [id_int(picked[k].ms, picked[k].seq) for k in range(n - 1, first - 1, -1)]
             n -= first
         at = PyByteArray_GET_SIZE(out)
         PyByteArray_Resize(out, at + b.n)
@@ -801,3 +870,297 @@ def mark_deleted(lp, master, sid):
 
 def entry_bytes(lp):
     return PyByteArray_GET_SIZE(lp)
+
+
+# --- lookups for the stream model -------------------------------------------------------------
+# Like every function above, these trust the node: one these functions (or Redis) wrote, or
+# one `validate` accepted.
+
+cdef object _MAX_ID = (1 << 128) - 1
+
+
+cdef Py_ssize_t master_skip(const unsigned char* p, Py_ssize_t* nnames) noexcept nogil:
+    """The first entry's offset, *nnames set to the master's field count; no object built."""
+    cdef Elem e
+    cdef Py_ssize_t i = next_elem(p, next_elem(p, 6, &e), &e)
+    cdef Py_ssize_t k
+    i = next_elem(p, i, &e)
+    nnames[0] = e.ival
+    for k in range(nnames[0]):
+        i = skip_elem(p, i)
+    return skip_elem(p, i)  # the master entry's closing 0
+
+
+cdef inline bint id_lt(uint64_t ams, uint64_t aseq, uint64_t bms, uint64_t bseq) noexcept nogil:
+    return ams < bms or (ams == bms and aseq < bseq)
+
+
+def find(lp, master, sid):
+    """The fields of the live entry `sid`, None when the node has none (see the pure module);
+    the walk stops at the first ID not below `sid`, skipping values by their lengths. Trusts
+    the node."""
+    cdef const unsigned char* p = lp_ptr(lp)
+    cdef Py_ssize_t i, nnames, first, stop = PyByteArray_GET_SIZE(lp) - 1
+    cdef uint64_t ms0 = <uint64_t>(master >> _SIXTY_FOUR), seq0 = <uint64_t>(master & _U64_OBJ)
+    cdef uint64_t ms, seq
+    cdef Walk w
+    if not 0 <= sid <= _MAX_ID:  # no entry has such an ID
+        return None
+    ms = <uint64_t>(sid >> _SIXTY_FOUR)
+    seq = <uint64_t>(sid & _U64_OBJ)
+    i = master_skip(p, &nnames)
+    while i < stop:
+        i = walk_entry(p, i, nnames, ms0, seq0, &w)
+        if id_lt(w.ms, w.seq, ms, seq):
+            continue
+        if w.ms != ms or w.seq != seq or w.flags & DELETED:
+            return None
+        return entry_fields(p, &w, master_names(p, &first))
+    return None
+
+
+def ids(lp, master):
+    """Every entry's ID in order as an int, deleted entries included. Trusts the node."""
+    cdef const unsigned char* p = lp_ptr(lp)
+    cdef Py_ssize_t i, nnames, stop = PyByteArray_GET_SIZE(lp) - 1
+    cdef uint64_t ms0 = <uint64_t>(master >> _SIXTY_FOUR), seq0 = <uint64_t>(master & _U64_OBJ)
+    cdef Walk w
+    out = []
+    i = master_skip(p, &nnames)
+    while i < stop:
+        i = walk_entry(p, i, nnames, ms0, seq0, &w)
+        PyList_Append(out, id_int(w.ms, w.seq))
+    return out
+
+
+cdef inline Py_ssize_t prev_elem(const unsigned char* p, Py_ssize_t i) noexcept nogil:
+    """The offset of the element before offset `i`, from the backlen that ends at i - 1
+    (7 bits a byte, the last byte the lowest, a high bit on every byte but the first)."""
+    cdef Py_ssize_t k = i - 1
+    cdef Py_ssize_t size = p[k] & 127
+    cdef int shift = 0
+    while p[k] & 128:
+        k -= 1
+        shift += 7
+        size |= <Py_ssize_t>(p[k] & 127) << shift
+    return k - size
+
+
+def last_id(lp, master):
+    """The last entry's ID, deleted or not (`master` for a node with no entry): read backwards
+    from the end byte, as Redis's reverse iterator does: the entry's element count, then that
+    many elements back to its flags. O(elements of one entry). Trusts the node."""
+    cdef const unsigned char* p = lp_ptr(lp)
+    cdef Py_ssize_t i, k, n
+    cdef Elem a, d, e
+    next_elem(p, next_elem(p, 6, &a), &d)
+    if a.ival + d.ival == 0:
+        return master
+    i = prev_elem(p, PyByteArray_GET_SIZE(lp) - 1)  # the last entry's element count
+    next_elem(p, i, &e)
+    n = e.ival
+    for k in range(n):
+        i = prev_elem(p, i)
+    i = next_elem(p, i, &e)  # its flags
+    i = next_elem(p, i, &e)
+    a.ival = e.ival  # the ms delta
+    next_elem(p, i, &e)
+    return id_int(<uint64_t>(master >> _SIXTY_FOUR) + <uint64_t>a.ival,
+                  <uint64_t>(master & _U64_OBJ) + <uint64_t>e.ival)
+
+
+def delete_many(lp, master, sids):
+    """mark_deleted for each of `sids`, one walk (it stops past the highest); how many were
+    live (see the pure module). Trusts the node."""
+    cdef unsigned char* p = lp_ptr(lp)
+    cdef Py_ssize_t i, nnames, k = 0, n, marked = 0, stop = PyByteArray_GET_SIZE(lp) - 1
+    cdef uint64_t ms0 = <uint64_t>(master >> _SIXTY_FOUR), seq0 = <uint64_t>(master & _U64_OBJ)
+    cdef uint64_t* want = NULL
+    cdef Walk w
+    cdef Elem a, d
+    wanted = sorted({sid for sid in sids if 0 <= sid <= _MAX_ID})
+    n = len(wanted)
+    if n == 0:
+        return 0
+    want = <uint64_t*>malloc(2 * n * sizeof(uint64_t))
+    if want == NULL:
+        raise MemoryError()
+    try:
+        for k in range(n):
+            want[2 * k] = <uint64_t>(wanted[k] >> _SIXTY_FOUR)
+            want[2 * k + 1] = <uint64_t>(wanted[k] & _U64_OBJ)
+        k = 0
+        i = master_skip(p, &nnames)
+        while i < stop and k < n:
+            i = walk_entry(p, i, nnames, ms0, seq0, &w)
+            while k < n and id_lt(want[2 * k], want[2 * k + 1], w.ms, w.seq):
+                k += 1
+            if k < n and want[2 * k] == w.ms and want[2 * k + 1] == w.seq:
+                k += 1
+                if not w.flags & DELETED:
+                    p[w.at] = w.flags | DELETED  # a 7-bit integer element: its byte is its value
+                    marked += 1
+    finally:
+        free(want)
+    if marked:
+        next_elem(p, next_elem(p, 6, &a), &d)
+        set_counters(lp, a.ival - marked, d.ival + marked)
+    return marked
+
+
+# --- untrusted bytes ------------------------------------------------------------------------------
+# The one parser here of bytes from outside (RDB files, RESTORE payloads, snapshots). Every read
+# is checked against `end` before it happens; offsets and sizes are 64-bit (a 32-bit string
+# length plus an offset cannot wrap); every count is bounded by the node's size before a loop
+# runs on it, and each pass of a loop consumes at least one element or raises: linear in the
+# node's size whatever the bytes. It raises what the pure reference raises, word for word.
+
+cdef object _LIVE = "the live count"
+cdef object _DELETED = "the deleted count"
+cdef object _NNAMES = "the master's field count"
+cdef object _ZERO = "the master's terminator"
+cdef object _FLAGS = "an entry's flags"
+cdef object _DMS = "an ID's ms delta"
+cdef object _DSEQ = "an ID's seq delta"
+cdef object _NFIELDS = "an entry's field count"
+cdef object _LPCOUNT = "an entry's element count"
+
+
+cdef Py_ssize_t checked_elem(const unsigned char* p, Py_ssize_t i, Py_ssize_t end,
+                             Elem* e) except -1:
+    """next_elem, once the element's header, body and backlen are known to lie before `end`
+    and the backlen to be the one its size has."""
+    cdef unsigned int b
+    cdef Py_ssize_t size, blen, k
+    cdef unsigned char back[5]
+    if i >= end:
+        raise Invalid(f"element at offset {i} runs past the end")
+    b = p[i]
+    if b < 0x80:
+        size = 1
+    elif b < 0xC0:
+        size = 1 + (b & 0x3F)
+    elif b < 0xE0:
+        size = 2
+    elif b < 0xF0:
+        if i + 1 >= end:
+            raise Invalid(f"element at offset {i} runs past the end")
+        size = 2 + (((b & 0x0F) << 8) | p[i + 1])
+    elif b == 0xF0:
+        if i + 5 > end:
+            raise Invalid(f"element at offset {i} runs past the end")
+        size = 5 + (<Py_ssize_t>p[i + 1] | <Py_ssize_t>p[i + 2] << 8
+                    | <Py_ssize_t>p[i + 3] << 16 | <Py_ssize_t>p[i + 4] << 24)
+    elif b <= 0xF4:
+        size = 3 if b == 0xF1 else 4 if b == 0xF2 else 5 if b == 0xF3 else 9
+    else:
+        raise Invalid(f"element at offset {i} has an unknown encoding 0x{b:02x}")
+    blen = backlen_size(size)
+    if i + size + blen > end:  # i < end < 2**62 and size < 2**33: no wrap
+        raise Invalid(f"element at offset {i} runs past the end")
+    back[0] = (size >> (7 * (blen - 1))) & 0x7F
+    for k in range(1, blen):
+        back[k] = ((size >> (7 * (blen - 1 - k))) & 0x7F) | 0x80
+    if memcmp(p + i + size, back, blen) != 0:
+        raise Invalid(f"element at offset {i} has a wrong backlen")
+    return next_elem(p, i, e)
+
+
+cdef Py_ssize_t checked_int(const unsigned char* p, Py_ssize_t i, Py_ssize_t end, Elem* e,
+                            object what) except -1:
+    cdef Py_ssize_t nxt = checked_elem(p, i, end, e)
+    if not e.is_int:
+        raise Invalid(f"{what} at offset {i} is not an integer")
+    return nxt
+
+
+cdef tuple validate_node(const unsigned char* p, Py_ssize_t end, object master):
+    cdef Elem e
+    cdef Py_ssize_t i, k, at, total, count, elements, nnames, n, expect
+    cdef long long live, deleted, flags, dms, dseq, entries = 0, seen_live = 0
+    cdef uint64_t ms0, seq0, ms, seq, pms = 0, pseq = 0, mms = 0, mseq = 0
+    cdef int below  # master against every ID: -1 below all, 0 an ID, 1 above all
+    if end < 7:
+        raise Invalid("shorter than a listpack header and its end byte")
+    total = <Py_ssize_t>p[0] | <Py_ssize_t>p[1] << 8 | <Py_ssize_t>p[2] << 16 | <Py_ssize_t>p[3] << 24
+    count = get_u16(p + 4)
+    if total != end:
+        raise Invalid(f"the header says {total} bytes, the node has {end}")
+    if p[end - 1] != 0xFF:
+        raise Invalid("no end byte")
+    end -= 1
+    i = checked_int(p, 6, end, &e, _LIVE)
+    live = e.ival
+    i = checked_int(p, i, end, &e, _DELETED)
+    deleted = e.ival
+    i = checked_int(p, i, end, &e, _NNAMES)
+    if live < 0 or deleted < 0 or e.ival < 0 or e.ival > end:
+        raise Invalid("the master entry has a negative or impossible count")
+    nnames = <Py_ssize_t>e.ival
+    for k in range(nnames):
+        i = checked_elem(p, i, end, &e)
+    i = checked_int(p, i, end, &e, _ZERO)
+    if e.ival != 0:
+        raise Invalid("the master entry does not end with 0")
+    elements = 4 + nnames
+    # The pure reference's arithmetic on unbounded ints, in uint64: an ID is
+    # ((ms0 + dms) mod 2**64, (seq0 + dseq) mod 2**64) whatever the master is.
+    ms0 = <uint64_t>((master >> _SIXTY_FOUR) & _U64_OBJ)
+    seq0 = <uint64_t>(master & _U64_OBJ)
+    below = -1 if master < 0 else 1 if master > _MAX_ID else 0
+    if below == 0:
+        mms, mseq = ms0, seq0
+    while i < end:
+        at = i
+        i = checked_int(p, i, end, &e, _FLAGS)
+        flags = e.ival
+        if flags < 0 or flags > 3:
+            raise Invalid(f"the entry at offset {at} has unknown flags {flags}")
+        i = checked_int(p, i, end, &e, _DMS)
+        dms = e.ival
+        i = checked_int(p, i, end, &e, _DSEQ)
+        dseq = e.ival
+        ms = ms0 + <uint64_t>dms
+        seq = seq0 + <uint64_t>dseq
+        if (below == 1 or (below == 0 and id_lt(ms, seq, mms, mseq))
+                or (entries and id_le(ms, seq, pms, pseq))):
+            raise Invalid(f"the entry at offset {at} has an ID out of order")
+        pms, pseq = ms, seq
+        if flags & SAMEFIELDS:
+            for k in range(nnames):
+                i = checked_elem(p, i, end, &e)
+            expect = nnames + 3
+            elements += 4 + nnames
+        else:
+            i = checked_int(p, i, end, &e, _NFIELDS)
+            if e.ival < 0 or e.ival > end:
+                raise Invalid(f"the entry at offset {at} has an impossible field count")
+            n = <Py_ssize_t>e.ival
+            for k in range(2 * n):
+                i = checked_elem(p, i, end, &e)
+            expect = 2 * n + 4
+            elements += 5 + 2 * n
+        i = checked_int(p, i, end, &e, _LPCOUNT)
+        if e.ival != expect:
+            raise Invalid(f"the entry at offset {at} has a wrong element count")
+        entries += 1
+        if not flags & DELETED:
+            seen_live += 1
+    if live != seen_live or deleted != entries - seen_live:
+        raise Invalid(f"the master counts {live} live and {deleted} deleted entries, the node "
+                      f"has {seen_live} and {entries - seen_live}")
+    if count != UNKNOWN_COUNT and count != elements:
+        raise Invalid(f"the header counts {count} elements, the node has {elements}")
+    return entries, live, id_int(pms, pseq) if entries else master
+
+
+def validate(lp, master):
+    """Check a node from outside before any other function reads it; (entries, live entries,
+    last ID), or Invalid: the pure module's checks, results and messages. Takes bytes,
+    bytearray or any contiguous byte buffer (memoryview)."""
+    cdef Py_buffer view
+    PyObject_GetBuffer(lp, &view, PyBUF_SIMPLE)
+    try:
+        return validate_node(<const unsigned char*>view.buf, view.len, master)
+    finally:
+        PyBuffer_Release(&view)

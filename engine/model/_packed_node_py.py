@@ -29,8 +29,10 @@ import struct
 from collections.abc import Iterator
 
 from streamkeep.engine.model.listpack import as_int
+from streamkeep.engine.wire.errors import StreamkeepError
 
 Fields = tuple[bytes, ...]
+Untrusted = bytes | bytearray | memoryview  # what validate reads (a node from outside)
 _U64 = (1 << 64) - 1
 _UNKNOWN = 65535  # the header's element count once it no longer fits
 DELETED = 1
@@ -57,6 +59,8 @@ def _backlen(size: int) -> bytes:
 
 def int_element(v: int) -> bytes:
     """One integer element (an int outside int64 wraps, as Redis's uint64 deltas do)."""
+    if 0 <= v <= 127:
+        return _SMALL_INTS[v]  # flags, counts, small deltas and values: most elements
     v &= _U64
     if v >= 1 << 63:
         v -= 1 << 64
@@ -76,6 +80,9 @@ def int_element(v: int) -> bytes:
     return enc + _backlen(len(enc))
 
 
+_SMALL_INTS = tuple(bytes((v, 1)) for v in range(128))  # a 7-bit integer and its backlen
+
+
 def str_element(s: bytes) -> bytes:
     """One element holding `s`: an integer when it is a strict int64 decimal."""
     iv = as_int(s)
@@ -91,7 +98,7 @@ def str_element(s: bytes) -> bytes:
     return enc + _backlen(len(enc))
 
 
-def _element(lp: bytearray | bytes, i: int) -> tuple[int | bytes, int]:
+def _element(lp: Untrusted, i: int) -> tuple[int | bytes, int]:
     """The element at offset `i` (an int, or the bytes of a string) and the next one's offset."""
     b = lp[i]
     if b < 0x80:
@@ -150,7 +157,7 @@ def new_node(names: Fields) -> bytearray:
     parts += map(str_element, names)
     parts.append(int_element(0))
     lp = bytearray(6) + b"".join(parts) + b"\xff"
-    _set_header(lp, 4 + len(names))
+    _set_header(lp, min(4 + len(names), _UNKNOWN))
     return lp
 
 
@@ -199,7 +206,8 @@ def _master_span(lp: bytearray) -> tuple[int, int, int, int, Fields, int]:
 
 def _set_counters(lp: bytearray, live: int, deleted: int) -> None:
     """Rewrite the master's two counters (their encodings may change size: the rest moves)."""
-    _old_live, _old_deleted, i, j, _names, _first = _master_span(lp)
+    _old_live, i = _element(lp, 6)
+    _old_deleted, j = _element(lp, i)
     lp[6:j] = int_element(live) + int_element(deleted)
     count = struct.unpack_from("<H", lp, 4)[0]
     _set_header(lp, count)
@@ -211,10 +219,10 @@ def append(lp: bytearray, master: int, names: Fields, sid: int, fields: Fields) 
     n = len(fields) >> 1
     added = 4 + n if n == len(names) and fields[0::2] == names else 5 + 2 * n
     lp[-1:] = _entry_elements(master, names, sid, fields, 0) + b"\xff"
+    live, after_live = _element(lp, 6)
+    lp[6:after_live] = int_element(int(live) + 1)  # 127 -> 128 grows it: the rest moves
     count = struct.unpack_from("<H", lp, 4)[0]
     _set_header(lp, min(count + added, _UNKNOWN) if count != _UNKNOWN else _UNKNOWN)
-    live, deleted = counts(lp)
-    _set_counters(lp, live + 1, deleted)
 
 
 def counts(lp: bytearray) -> tuple[int, int]:
@@ -366,11 +374,12 @@ def delete_many(lp: bytearray, master: int, sids: list[int]) -> int:
 # --- untrusted bytes ------------------------------------------------------------------------------
 
 
-class Invalid(ValueError):
-    """The bytes are not a stream node listpack (the message says where and why)."""
+class Invalid(StreamkeepError, ValueError):
+    """The bytes are not a stream node listpack (the message says where and why). Both twins
+    raise this one class (the compiled one imports it from here)."""
 
 
-def _checked_element(lp: bytes | bytearray, i: int, end: int) -> tuple[int | bytes, int]:
+def _checked_element(lp: Untrusted, i: int, end: int) -> tuple[int | bytes, int]:
     """`_element`, every length and the backlen checked against the buffer's end."""
     if i >= end:
         raise Invalid(f"element at offset {i} runs past the end")
@@ -402,14 +411,14 @@ def _checked_element(lp: bytes | bytearray, i: int, end: int) -> tuple[int | byt
     return value, nxt
 
 
-def _checked_int(lp: bytes | bytearray, i: int, end: int, what: str) -> tuple[int, int]:
+def _checked_int(lp: Untrusted, i: int, end: int, what: str) -> tuple[int, int]:
     value, nxt = _checked_element(lp, i, end)
     if not isinstance(value, int):
         raise Invalid(f"{what} at offset {i} is not an integer")
     return value, nxt
 
 
-def validate(lp: bytes | bytearray, master: int) -> tuple[int, int, int]:
+def validate(lp: Untrusted, master: int) -> tuple[int, int, int]:
     """Check every byte of a node from outside (an RDB, a RESTORE payload, a snapshot) before
     any other function here reads it: the listpack's structure, each element's encoding and
     backlen, the master entry, each entry's shape and element count, IDs ascending from the

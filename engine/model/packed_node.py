@@ -18,19 +18,17 @@ try:
         append,
         build,
         counts,
+        delete_many,
         entries,
         entry_bytes,
-        mark_deleted,
-        names,
-        range_reply,
-        read_range,
-    )
-    from streamkeep.engine.model._packed_node_py import (  # compiled twins: to come
-        delete_many,
         find,
         ids,
         last_id,
+        mark_deleted,
+        names,
         new_node,
+        range_reply,
+        read_range,
         validate,
     )
 except ImportError as error:

@@ -1,5 +1,6 @@
 """engine.model.packed_node against a real redis-server (7.0; its stream listpack is 8.x's):
-the same entries XADDed there and packed here give the same node bytes, deletions included.
+the same entries XADDed there and packed here give the same node bytes, deletions included
+(by mark_deleted and by delete_many), and Redis's own nodes pass `validate` and read back.
 
 Redis's nodes are read from its DUMP payload (each node's master ID and listpack); each is
 compared with the node packed from the entries whose IDs fall in it, with the same entries
@@ -12,7 +13,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from streamkeep.snapshot import rdb
-from tests.support.kernels import kernel_fixture, pure_and_compiled
+from tests.support import kernels
+from tests.support.kernels import kernel_fixture
 
 packed_impl = kernel_fixture("streamkeep.engine.model", "packed_node")
 
@@ -44,14 +46,19 @@ def _same_as_redis(client, ids: list[int], fields: list[tuple[bytes, ...]],
     for sid in deleted:
         client.execute("XDEL", "s", b"%d-%d" % (sid >> 64, sid & U64))
     after = dict(_redis_nodes(client, "s")) if len(deleted) < len(ids) else {}
-    pure, compiled = pure_and_compiled("streamkeep.engine.model", "packed_node")
+    compiled = kernels.compiled("streamkeep.engine.model", "packed_node")
+    pure = kernels.pure("streamkeep.engine.model", "packed_node")
     bounds = [master for master, _lp in before] + [1 << 128]
     for (master, theirs), upper in zip(before, bounds[1:], strict=True):
         picked = [k for k, sid in enumerate(ids) if master <= sid < upper]
         assert ids[picked[0]] == master
         gone = [sid for sid in deleted if master <= sid < upper]
+        in_node = [ids[k] for k in picked]
         for impl in [pure] if compiled is None else [pure, compiled]:
-            lp = impl.build([ids[k] for k in picked], [fields[k] for k in picked])
+            assert impl.validate(theirs, master) == (len(picked), len(picked), in_node[-1])
+            assert impl.ids(bytearray(theirs), master) == in_node
+            assert impl.last_id(bytearray(theirs), master) == in_node[-1]
+            lp = impl.build(in_node, [fields[k] for k in picked])
             assert bytes(lp) == theirs, impl.__name__
             for sid in gone:
                 assert impl.mark_deleted(lp, master, sid)
@@ -59,6 +66,11 @@ def _same_as_redis(client, ids: list[int], fields: list[tuple[bytes, ...]],
                 assert master not in after
             else:
                 assert bytes(lp) == after[master], impl.__name__
+                assert impl.validate(after[master], master) == (
+                    len(picked), len(picked) - len(gone), in_node[-1])
+                other = impl.build(in_node, [fields[k] for k in picked])
+                assert impl.delete_many(other, master, gone) == len(gone)
+                assert bytes(other) == after[master], impl.__name__
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow,
