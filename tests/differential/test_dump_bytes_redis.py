@@ -23,6 +23,7 @@ import pytest
 from streamkeep import Engine
 from streamkeep.snapshot import rdb
 from tests.support.diffutil import WallClock
+from tests.support.resp_client import RespError
 
 U64 = (1 << 64) - 1
 Cmd = tuple[str | bytes, ...]
@@ -225,3 +226,53 @@ def test_redis_compressed_payloads_restore_here(redis_plain) -> None:
                                                                                   "-", "+")
     finally:
         engine.close()
+
+
+# --- damaged nodes: Redis's verdicts --------------------------------------------------------
+
+# What redis-server accepts even with `sanitize-dump-payload yes` (its deep check follows the
+# listpack's elements and the entries' shapes, but not the header's element count, the split of
+# the counters, the IDs' order, the flags' unknown bits, or a node with no entry) and the
+# engine refuses: its nodes are read without further checks once adopted.
+REDIS_ACCEPTS = {"header count 0", "header count 1", "header count 24", "header count 26",
+                 "counters 2/1", "counters 0/3", "counters -1/4", "IDs descending",
+                 "IDs repeated", "IDs ms before the master", "IDs ms before, seq after",
+                 "IDs the first after the master, then back", "empty node", "flags -1",
+                 "flags 255"}
+
+
+def _reply(client, *args: object) -> str:
+    try:
+        return str(client.execute(*args))
+    except RespError as err:
+        return str(err)
+
+
+def test_damaged_nodes_get_redis_lines(redis_raw) -> None:
+    """The catalogue of tests/snapshot/test_rdb_hostile.py RESTOREd on redis-server (deep
+    sanitisation on) and here: where Redis refuses, the same line; where it accepts, the
+    engine still refuses (listed above)."""
+    from tests.snapshot.test_rdb_hostile import _payload, catalogue, restore_outcome, with_node
+
+    saved = redis_raw.execute("CONFIG", "GET", "sanitize-dump-payload")[1]
+    redis_raw.execute("CONFIG", "SET", "sanitize-dump-payload", "yes")
+    engine = Engine(clock=WallClock())
+    accepted = set()
+    try:
+        for name, lp in catalogue()[1:]:
+            payload = with_node(_payload(), 1, lp)
+            theirs = _reply(redis_raw, "RESTORE", "t", "0", payload, "REPLACE")
+            ours = restore_outcome(engine, payload)
+            assert ours == "ERR Bad data format", name
+            if theirs == "OK":
+                accepted.add(name)
+            else:
+                assert theirs == ours, name
+            bad_crc = payload[:-1] + bytes([payload[-1] ^ 1])
+            assert _reply(redis_raw, "RESTORE", "t", "0", bad_crc, "REPLACE") == \
+                restore_outcome(engine, bad_crc) == \
+                "ERR DUMP payload version or checksum are wrong", name
+    finally:
+        redis_raw.execute("CONFIG", "SET", "sanitize-dump-payload", saved)
+        engine.close()
+    assert accepted == REDIS_ACCEPTS
