@@ -23,6 +23,8 @@ import pytest
 from streamkeep import Engine
 from streamkeep.snapshot import rdb
 from tests.support.diffutil import WallClock
+from tests.support.hostile_nodes import catalogue, restore_outcome, with_node
+from tests.support.hostile_nodes import payload as base_payload
 from tests.support.resp_client import RespError
 
 U64 = (1 << 64) - 1
@@ -249,18 +251,16 @@ def _reply(client, *args: object) -> str:
 
 
 def test_damaged_nodes_get_redis_lines(redis_raw) -> None:
-    """The catalogue of tests/snapshot/test_rdb_hostile.py RESTOREd on redis-server (deep
-    sanitisation on) and here: where Redis refuses, the same line; where it accepts, the
-    engine still refuses (listed above)."""
-    from tests.snapshot.test_rdb_hostile import _payload, catalogue, restore_outcome, with_node
-
+    """The catalogue of hostile nodes (tests/support/hostile_nodes.py) RESTOREd on
+    redis-server (deep sanitisation on) and here: where Redis refuses, the same line; where it
+    accepts, the engine still refuses (listed above)."""
     saved = redis_raw.execute("CONFIG", "GET", "sanitize-dump-payload")[1]
     redis_raw.execute("CONFIG", "SET", "sanitize-dump-payload", "yes")
     engine = Engine(clock=WallClock())
     accepted = set()
     try:
         for name, lp in catalogue()[1:]:
-            payload = with_node(_payload(), 1, lp)
+            payload = with_node(base_payload(), 1, lp)
             theirs = _reply(redis_raw, "RESTORE", "t", "0", payload, "REPLACE")
             ours = restore_outcome(engine, payload)
             assert ours == "ERR Bad data format", name

@@ -4,7 +4,7 @@ listpacks and the same errors (type and message): random listpacks and streams e
 decoded, random damage to listpacks (stream nodes among them), LZF data and whole DUMP
 payloads, and hand-made hostile lengths (run in a child process, so that a crash fails the
 test instead of the run). A stream node's own checks are engine.model.packed_node's
-(tests/engine/model/); RESTORE and import of damaged nodes: tests/snapshot/test_rdb_hostile.py.
+(tests/engine/model/); RESTORE and import of damaged nodes: tests/attacks/test_rdb_hostile_nodes.py.
 Both twins' direct unit tests are in test_rdb.py (the `codec` fixture)."""
 
 from __future__ import annotations
