@@ -1,41 +1,33 @@
 # cython: boundscheck=False, wraparound=False, cdivision=True, initializedcheck=False
 """The RDB codec's per-byte and per-entry work, compiled: the same functions, results and
 errors as `_rdb_py.py` (the reference, which documents the formats), without a Python object
-per byte or per listpack element.
+per byte or per listpack element. (Stream nodes are not decoded here: a node's listpack is
+checked and kept as it is, `engine.model.packed_node`.)
 
 How it stays identical to the reference on untrusted bytes:
 - Every read is bounds-checked against the buffer's own length before it happens (the
   `boundscheck=False` above covers only C pointer arithmetic whose range each function checks
   first); sizes are Py_ssize_t / 64-bit values compared before any addition can overflow.
 - Nothing is allocated at a size the input merely announces: LZF output is allocated once its
-  exact size is proven by a pass over the control bytes, a node's field tuples only once the
-  elements they hold are known to fit in the listpack.
+  exact size is proven by a pass over the control bytes.
 - `listpack_items` and `lzf_decompress` raise the reference's RdbErrors themselves (their
-  conditions are simple). `decode_node` decodes the common shape of a valid node; on anything
-  else (a malformed listpack, a count that does not fit, a non-integer where one is expected,
-  any check the node fails) it hands the same input to the reference, whose error (or odd but
-  valid reading) is then the answer by construction. The encoders do the same for values
-  outside what they handle (ints beyond int64, bytes subclasses, strings of 4 GiB).
+  conditions are simple). The encoders hand values outside what they handle (ints beyond
+  int64, bytes subclasses, strings of 4 GiB) to the reference.
 - Inputs that are not exactly `bytes` (or, for `crc64`, `bytearray`) take the reference.
 """
 
 from cpython.bytearray cimport PyByteArray_AS_STRING, PyByteArray_CheckExact, PyByteArray_GET_SIZE
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_CheckExact, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 from cpython.list cimport PyList_CheckExact, PyList_GET_ITEM, PyList_GET_SIZE
-from cpython.long cimport PyLong_AsLongLongAndOverflow, PyLong_AsUnsignedLongLongMask, PyLong_CheckExact, PyLong_FromLongLong, PyLong_FromUnsignedLongLong
-from cpython.object cimport PyObject
-from cpython.ref cimport Py_INCREF
-from cpython.tuple cimport PyTuple_CheckExact, PyTuple_GET_ITEM, PyTuple_GET_SIZE, PyTuple_New, PyTuple_SET_ITEM
-from libc.stdint cimport int64_t, uint32_t, uint64_t
-from libc.stdlib cimport free, malloc, realloc
-from libc.string cimport memcmp, memcpy
+from cpython.long cimport PyLong_AsLongLongAndOverflow, PyLong_CheckExact, PyLong_FromLongLong
+from libc.stdint cimport uint64_t
+from libc.stdlib cimport free, realloc
+from libc.string cimport memcpy
 
 from streamkeep.snapshot import _rdb_py
 from streamkeep.snapshot._rdb_py import RdbError
 
-cdef object _MAX_ID = (1 << 128) - 1
 cdef object _U64_OBJ = (1 << 64) - 1
-cdef object _SIXTY_FOUR = 64
 
 
 # --- CRC-64: slicing by 8 ------------------------------------------------------------------------
@@ -291,57 +283,9 @@ cdef inline bint lp_header_ok(const unsigned char* p, Py_ssize_t n) noexcept nog
             | <uint64_t>p[3] << 24) == <uint64_t>n
 
 
-cdef object int_text(long long v):
-    """b"%d" % v."""
-    cdef char buf[24]
-    cdef int at = 24
-    cdef uint64_t m = (<uint64_t>0 - <uint64_t>v) if v < 0 else <uint64_t>v
-    while True:
-        at -= 1
-        buf[at] = 48 + <char>(m % 10)
-        m //= 10
-        if m == 0:
-            break
-    if v < 0:
-        at -= 1
-        buf[at] = 45
-    return PyBytes_FromStringAndSize(buf + at, 24 - at)
-
-
-cdef inline int put_decimal(char* buf, uint64_t m) noexcept nogil:
-    """m in decimal at buf (room for 20 digits); the digits written."""
-    cdef char tmp[20]
-    cdef int n = 0, k
-    while True:
-        tmp[n] = 48 + <char>(m % 10)
-        n += 1
-        m //= 10
-        if m == 0:
-            break
-    for k in range(n):
-        buf[k] = tmp[n - 1 - k]
-    return n
-
-
-cdef inline object id_text(uint64_t ms, uint64_t seq):
-    """`ms-seq` as engine.model.ids.format_id writes it."""
-    cdef char buf[48]
-    cdef int n = put_decimal(buf, ms)
-    buf[n] = 45  # '-'
-    n += 1
-    n += put_decimal(buf + n, seq)
-    return PyBytes_FromStringAndSize(buf, n)
-
-
 cdef inline object elem_object(Elem* e):
     if e.is_int:
         return PyLong_FromLongLong(e.ival)
-    return PyBytes_FromStringAndSize(<const char*>e.s, e.n)
-
-
-cdef inline object elem_bytes(Elem* e):
-    if e.is_int:
-        return int_text(e.ival)
     return PyBytes_FromStringAndSize(<const char*>e.s, e.n)
 
 
@@ -384,14 +328,6 @@ cdef inline bint c_as_int(const unsigned char* p, Py_ssize_t n, long long* out) 
     return True
 
 
-cdef inline bint elem_int(Elem* e, long long* out) noexcept nogil:
-    """The reference's _as_int on an element: False where it raises."""
-    if e.is_int:
-        out[0] = e.ival
-        return True
-    return c_as_int(e.s, e.n, out)
-
-
 def listpack_items(lp):
     cdef const unsigned char* p
     cdef Py_ssize_t n, i, end
@@ -416,125 +352,6 @@ def listpack_items(lp):
     if i != end:
         raise RdbError("bad listpack length")
     return out
-
-
-# --- stream nodes, decoded ------------------------------------------------------------------------
-
-cdef inline int int_size(long long v) noexcept nogil:
-    """The bytes an integer element takes, backlen included (len(lp_element(v)))."""
-    if 0 <= v <= 127:
-        return 2
-    if -4096 <= v <= 4095:
-        return 3
-    if -32768 <= v <= 32767:
-        return 4
-    if -8388608 <= v <= 8388607:
-        return 5
-    if -2147483648 <= v <= 2147483647:
-        return 6
-    return 10
-
-
-cdef object c_decode_node(object master, bytes lp):
-    """The reference's decode_node for a node of the usual shape, or None for the reference
-    to answer (an error, or an unusual reading such as a negative field count)."""
-    cdef const unsigned char* p = <const unsigned char*>PyBytes_AS_STRING(lp)
-    cdef Py_ssize_t size = PyBytes_GET_SIZE(lp)
-    cdef Py_ssize_t end = size - 1
-    cdef Py_ssize_t i = 6
-    cdef Py_ssize_t k, count = 0, nlive = 0
-    cdef long long live, deleted, nfields, flags, dms, dseq, npairs
-    cdef uint64_t ms0, seq0, ms, seq, first_ms = 0, first_seq = 0
-    cdef uint64_t last_ms = 0
-    cdef Elem e
-    cdef tuple flat
-    cdef tuple names
-    if not lp_header_ok(p, size):
-        return None
-    ms0 = <uint64_t>(master >> _SIXTY_FOUR)
-    seq0 = PyLong_AsUnsignedLongLongMask(master)
-    # The master entry: live, deleted, field count, the names, a closing 0 (not checked).
-    if i >= end or next_elem(p, end, &i, &e) != 0 or not elem_int(&e, &live):
-        return None
-    if i >= end or next_elem(p, end, &i, &e) != 0 or not elem_int(&e, &deleted):
-        return None
-    if i >= end or next_elem(p, end, &i, &e) != 0 or not elem_int(&e, &nfields):
-        return None
-    if nfields < 0:
-        return None
-    name_list = []
-    for k in range(nfields):  # each name an element already in the listpack: bounded
-        if i >= end or next_elem(p, end, &i, &e) != 0:
-            return None
-        name_list.append(elem_bytes(&e))
-    names = tuple(name_list)
-    if i >= end or next_elem(p, end, &i, &e) != 0:
-        return None
-    ids = []
-    idbs = []
-    fields = []
-    shifted = None  # last_ms << 64, reused while consecutive entries share their ms
-    while i < end:
-        if next_elem(p, end, &i, &e) != 0 or not elem_int(&e, &flags):
-            return None
-        if i >= end or next_elem(p, end, &i, &e) != 0 or not elem_int(&e, &dms):
-            return None
-        if i >= end or next_elem(p, end, &i, &e) != 0 or not elem_int(&e, &dseq):
-            return None
-        ms = ms0 + <uint64_t>dms  # uint64 wrap-around, as the reference's & (2**64 - 1)
-        seq = seq0 + <uint64_t>dseq
-        if flags & 2:  # SAMEFIELDS: the master's names, then the values
-            flat = PyTuple_New(2 * nfields)  # nfields names were elements: bounded
-            for k in range(nfields):
-                if i >= end or next_elem(p, end, &i, &e) != 0:
-                    return None
-                name = <object>PyTuple_GET_ITEM(names, k)
-                Py_INCREF(name)
-                PyTuple_SET_ITEM(flat, 2 * k, name)
-                value = elem_bytes(&e)
-                Py_INCREF(value)
-                PyTuple_SET_ITEM(flat, 2 * k + 1, value)
-        else:
-            if i >= end or next_elem(p, end, &i, &e) != 0 or not elem_int(&e, &npairs):
-                return None
-            # 2 * npairs elements of at least 2 bytes each must fit before the 0xFF.
-            if npairs < 0 or npairs > (end - i) // 4:
-                return None
-            flat = PyTuple_New(2 * npairs)
-            for k in range(2 * npairs):
-                if i >= end or next_elem(p, end, &i, &e) != 0:
-                    return None
-                value = elem_bytes(&e)
-                Py_INCREF(value)
-                PyTuple_SET_ITEM(flat, k, value)
-        if i >= end or next_elem(p, end, &i, &e) != 0:  # the entry's element count
-            return None
-        if count == 0:
-            first_ms, first_seq = ms, seq
-        if shifted is None or ms != last_ms:
-            shifted = PyLong_FromUnsignedLongLong(ms) << _SIXTY_FOUR
-            last_ms = ms
-        ids.append(shifted | PyLong_FromUnsignedLongLong(seq))
-        idbs.append(id_text(ms, seq))
-        if flags & 1:
-            fields.append(None)
-        else:
-            fields.append(flat)
-            nlive += 1
-        count += 1
-    if i != end or count == 0 or live != nlive or deleted != count - nlive:
-        return None
-    if first_ms < ms0 or (first_ms == ms0 and first_seq < seq0):
-        return None
-    return ids, idbs, fields, live, size - int_size(live) - int_size(deleted), names
-
-
-def decode_node(master, lp):
-    if PyBytes_CheckExact(lp) and PyLong_CheckExact(master) and 0 <= master <= _MAX_ID:
-        result = c_decode_node(master, <bytes>lp)
-        if result is not None:
-            return result
-    return _rdb_py.decode_node(master, lp)
 
 
 # --- listpacks, encoded ---------------------------------------------------------------------------
@@ -708,114 +525,3 @@ def listpack(items):
         return _rdb_py.listpack(items) if result is None else result
     finally:
         free(b.p)
-
-
-# --- stream nodes, encoded ------------------------------------------------------------------------
-
-cdef inline bint same_bytes(object a, object b):
-    if a is b:
-        return True
-    return (PyBytes_GET_SIZE(a) == PyBytes_GET_SIZE(b)
-            and memcmp(PyBytes_AS_STRING(a), PyBytes_AS_STRING(b), PyBytes_GET_SIZE(a)) == 0)
-
-
-cdef object c_node_listpack(object master, tuple names, list ids, list fields):
-    """The reference's node_listpack for lists of exact types, or None for it to answer."""
-    cdef Buf b
-    cdef Py_ssize_t k, j, nn, nf, count, live = 0, npairs
-    cdef uint64_t ms0, seq0, ms, seq
-    cdef bint same
-    cdef object f, sid, x
-    nn = PyTuple_GET_SIZE(names)
-    if PyList_GET_SIZE(ids) != PyList_GET_SIZE(fields):
-        return None
-    for k in range(nn):
-        if not PyBytes_CheckExact(<object>PyTuple_GET_ITEM(names, k)):
-            return None
-    for k in range(PyList_GET_SIZE(fields)):
-        f = <object>PyList_GET_ITEM(fields, k)
-        if f is None:
-            continue
-        if not PyTuple_CheckExact(f):
-            return None
-        for j in range(PyTuple_GET_SIZE(f)):
-            if not PyBytes_CheckExact(<object>PyTuple_GET_ITEM(f, j)):
-                return None
-        live += 1
-    ms0 = <uint64_t>(master >> _SIXTY_FOUR)
-    seq0 = PyLong_AsUnsignedLongLongMask(master)
-    b.p = NULL
-    b.n = b.cap = 0
-    try:
-        reserve(&b, 6)
-        b.n = 6
-        put_int(&b, live)
-        put_int(&b, PyList_GET_SIZE(ids) - live)
-        put_int(&b, nn)
-        for k in range(nn):
-            x = <object>PyTuple_GET_ITEM(names, k)
-            if put_bytes(&b, <const unsigned char*>PyBytes_AS_STRING(x),
-                         PyBytes_GET_SIZE(x)) == NOT_HERE:
-                return None
-        put_int(&b, 0)
-        count = 4 + nn
-        for k in range(PyList_GET_SIZE(ids)):
-            sid = <object>PyList_GET_ITEM(ids, k)
-            if not PyLong_CheckExact(sid) or sid < 0 or sid > _MAX_ID:
-                return None
-            ms = <uint64_t>(sid >> _SIXTY_FOUR)
-            seq = PyLong_AsUnsignedLongLongMask(sid)
-            f = <object>PyList_GET_ITEM(fields, k)
-            if f is None:  # a tombstone: the master's names with empty values, SAMEFIELDS
-                put_int(&b, 3)
-                put_int(&b, <long long>(ms - ms0))
-                put_int(&b, <long long>(seq - seq0))
-                for j in range(nn):
-                    put_bytes(&b, <const unsigned char*>b"", 0)
-                put_int(&b, 3 + nn)
-                count += 4 + nn
-                continue
-            nf = PyTuple_GET_SIZE(f)
-            same = nf == 2 * nn
-            if same:
-                for j in range(nn):
-                    if not same_bytes(<object>PyTuple_GET_ITEM(f, 2 * j),
-                                      <object>PyTuple_GET_ITEM(names, j)):
-                        same = False
-                        break
-            put_int(&b, 2 if same else 0)
-            put_int(&b, <long long>(ms - ms0))
-            put_int(&b, <long long>(seq - seq0))
-            if same:
-                for j in range(nn):
-                    x = <object>PyTuple_GET_ITEM(f, 2 * j + 1)
-                    if put_bytes(&b, <const unsigned char*>PyBytes_AS_STRING(x),
-                                 PyBytes_GET_SIZE(x)) == NOT_HERE:
-                        return None
-                put_int(&b, 3 + nn)
-                count += 4 + nn
-            else:
-                npairs = nf // 2
-                put_int(&b, npairs)
-                for j in range(nf):
-                    x = <object>PyTuple_GET_ITEM(f, j)
-                    if put_bytes(&b, <const unsigned char*>PyBytes_AS_STRING(x),
-                                 PyBytes_GET_SIZE(x)) == NOT_HERE:
-                        return None
-                put_int(&b, 3 + 2 * npairs + 1)
-                count += 5 + nf
-        return take_listpack(&b, count)
-    finally:
-        free(b.p)
-
-
-def node_listpack(node):
-    names = node.master_fields
-    ids, fields = node.ids, node.fields
-    master = node.master
-    if PyTuple_CheckExact(names) and PyList_CheckExact(ids) and PyList_CheckExact(fields) \
-            and PyLong_CheckExact(master) and 0 <= master <= _MAX_ID:
-        result = c_node_listpack(master, <tuple>names, <list>ids, <list>fields)
-        if result is not None:
-            return result
-    return _rdb_py.node_listpack(node)

@@ -1,24 +1,21 @@
-"""The RDB codec's per-byte and per-entry work, the pure-Python reference of `snapshot.rdb`
-(compiled twin: `_rdb_c.pyx`; both are tested on the same inputs, valid and hostile).
+"""The RDB codec's per-byte work, the pure-Python reference of `snapshot.rdb` (compiled twin:
+`_rdb_c.pyx`; both are tested on the same inputs, valid and hostile).
 
 Owns, byte-compatibly with Redis: CRC-64 (Jones polynomial, reflected, initial 0, no final
-xor), LZF decompression, listpacks (decoded to ints and bytes, encoded with Redis's smallest
-forms and backlens), and a stream node's listpack (the master entry with the shared field
-names, entries as ms/seq deltas with their flags, SAMEFIELDS and deleted entries) decoded into
-the engine's node lists and encoded back. Malformed input raises RdbError, never anything else.
+xor), LZF decompression, and generic listpacks (decoded to ints and bytes, encoded with Redis's
+smallest forms and backlens). Malformed input raises RdbError, never anything else.
 
 Must not touch: the RDB container, stream metadata, groups, files or sockets (`snapshot.rdb`,
-the facade, keeps those and takes these functions from the twin that runs).
+the facade, keeps those and takes these functions from the twin that runs), or a stream node's
+listpack (`engine.model.packed_node` checks and keeps those bytes as they are).
 """
 
 from __future__ import annotations
 
 import struct
-from itertools import chain
 
 import crcmod
 
-from streamkeep.engine.model.ids import format_id
 from streamkeep.engine.model.listpack import as_int
 from streamkeep.engine.wire.errors import StreamkeepError
 
@@ -83,9 +80,6 @@ def lzf_decompress(data: bytes, ulen: int) -> bytes:
     if len(out) != ulen:
         raise RdbError("bad LZF length")
     return bytes(out)
-
-
-# --- integers as Redis reads them ---------------------------------------------------------------
 
 
 # --- listpacks ----------------------------------------------------------------------------------
@@ -199,100 +193,3 @@ def listpack(items: list[bytes | int]) -> bytes:
     body = b"".join(map(lp_element, items))
     total = 6 + len(body) + 1
     return struct.pack("<IH", total, min(len(items), 65535)) + body + b"\xff"
-
-
-# --- stream nodes -------------------------------------------------------------------------------
-
-
-def _as_bytes(x: bytes | int) -> bytes:
-    return x if isinstance(x, bytes) else b"%d" % x
-
-
-def _as_int(x: bytes | int) -> int:
-    if isinstance(x, int):
-        return x
-    value = as_int(x)
-    if value is None:
-        raise RdbError("a listpack integer expected")
-    return value
-
-
-def _signed(v: int) -> int:
-    v &= _U64
-    return v - (1 << 64) if v >= (1 << 63) else v
-
-
-def decode_node(master: int, lp: bytes
-                ) -> tuple[list[int], list[bytes], list, int, int, tuple]:
-    """A stream node's listpack, whose master ID is `master`, as the engine keeps a node:
-    (IDs, the same as `ms-seq` bytes, each entry's flat field tuple or None for a deleted one,
-    live entries, the listpack's size without its two counters, the master entry's field
-    names). The master entry is
-    live, deleted, field count, the names, a 0; each entry is flags (1: deleted, 2: the master's
-    fields), ms and seq deltas from the master ID (wrapping as uint64), the values (SAMEFIELDS)
-    or a count and the field/value pairs, then its element count (not checked)."""
-    items = listpack_items(lp)
-    try:
-        live, deleted, nfields = (_as_int(x) for x in items[:3])
-        names = tuple(_as_bytes(x) for x in items[3:3 + nfields])
-        pos = 3 + nfields + 1  # the master entry's closing 0
-        ids: list[int] = []
-        fields: list = []
-        ms0, seq0 = master >> 64, master & _U64
-        n_items = len(items)
-        while pos < n_items:
-            flags, dms, dseq = items[pos:pos + 3]
-            if dms.__class__ is not int or dseq.__class__ is not int or \
-                    flags.__class__ is not int:
-                flags, dms, dseq = _as_int(flags), _as_int(dms), _as_int(dseq)
-            ms = (ms0 + dms) & _U64
-            seq = (seq0 + dseq) & _U64
-            pos += 3
-            if flags & 2:  # SAMEFIELDS
-                values = items[pos:pos + nfields]
-                pos += nfields
-                flat = tuple(chain.from_iterable(zip(
-                    names, [v if v.__class__ is bytes else b"%d" % v  # type: ignore[str-format]
-                            for v in values],
-                    strict=True)))
-            else:
-                n = _as_int(items[pos])
-                pairs = items[pos + 1:pos + 1 + 2 * n]
-                if len(pairs) != 2 * n:
-                    raise RdbError("truncated stream entry")
-                pos += 1 + 2 * n
-                flat = tuple(map(_as_bytes, pairs))
-            pos += 1  # lp-count
-            ids.append(ms << 64 | seq)
-            fields.append(None if flags & 1 else flat)
-    except (ValueError, IndexError):
-        raise RdbError("bad stream node") from None
-    if pos != len(items) or live + deleted != len(ids) or \
-            live != sum(f is not None for f in fields) or not ids or ids[0] < master:
-        raise RdbError("bad stream node")
-    # The node's size as the engine keeps it: the listpack without its two counters.
-    size = len(lp) - len(lp_element(live)) - len(lp_element(deleted))
-    return ids, [format_id(i) for i in ids], fields, live, size, names
-
-
-def node_listpack(node: object) -> bytes:
-    """The listpack Redis would hold for an engine node (`master`, `master_fields`, `ids`,
-    `fields`): each entry as SAMEFIELDS when its field names are the master's, a deleted one
-    with its values emptied (the names keep it readable)."""
-    names = node.master_fields  # type: ignore[attr-defined]
-    ids, fields = node.ids, node.fields  # type: ignore[attr-defined]
-    live = sum(f is not None for f in fields)
-    items: list[bytes | int] = [live, len(ids) - live, len(names), *names, 0]
-    master = node.master  # type: ignore[attr-defined]
-    ms0, seq0 = master >> 64, master & _U64
-    for sid, f in zip(ids, fields, strict=True):
-        dms, dseq = _signed((sid >> 64) - ms0), _signed((sid & _U64) - seq0)
-        dead = f is None
-        if f is None:  # a tombstone: its values are gone here; the names keep it readable
-            f = tuple(x for name in names for x in (name, b""))
-        if len(f) == 2 * len(names) and f[0::2] == names:
-            items += [2 | dead, dms, dseq, *f[1::2], 3 + len(names)]
-        else:
-            n = len(f) // 2
-            items += [int(dead), dms, dseq, n, *f, 3 + 2 * n + 1]
-    return listpack(items)

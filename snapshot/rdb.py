@@ -9,10 +9,11 @@ CRC-64). Values come in and go out as engine streams (`engine.model.stream.Strea
 input raises RdbError, never anything else. Must not touch: files, sockets, the engine's
 locking or commands (DUMP/RESTORE call these functions).
 
-The per-byte and per-entry work (CRC-64, LZF, listpacks, a node's listpack decoded and encoded)
-comes from a kernel: the compiled `_rdb_c.pyx` or its pure-Python reference `_rdb_py.py`, as
-`engine.wire.extensions` chooses; the rest (the RDB container, stream metadata, groups, the
-idempotent producers) is here.
+The per-byte work (CRC-64, LZF, generic listpacks) comes from a kernel: the compiled
+`_rdb_c.pyx` or its pure-Python reference `_rdb_py.py`, as `engine.wire.extensions` chooses. A
+stream node's listpack is neither decoded nor re-encoded: it is checked
+(`engine.model.packed_node.validate`) and adopted as the node's bytes, and written back as they
+are. The rest (the RDB container, stream metadata, groups, the idempotent producers) is here.
 """
 
 from __future__ import annotations
@@ -33,23 +34,19 @@ try:
     extensions.want_compiled()  # ImportError when STREAMKEEP_NO_EXTENSIONS is set
     from streamkeep.snapshot._rdb_c import (
         crc64,
-        decode_node,
         listpack,
         listpack_items,
         lp_element,
         lzf_decompress,
-        node_listpack,
     )
 except ImportError as error:
     extensions.missing(__name__, error)
     from streamkeep.snapshot._rdb_py import (
         crc64,
-        decode_node,
         listpack,
         listpack_items,
         lp_element,
         lzf_decompress,
-        node_listpack,
     )
 else:
     extensions.loaded(__name__, True)
@@ -690,6 +687,6 @@ def load_payload(payload: bytes, into: Stream | None = None) -> Stream:
 
 
 __all__ = ["RdbError", "RdbKey", "payload_from", "key_text", "rdb_version", "read_rdb", "check_payload",
-           "crc64", "decode_node", "dump_payload", "dump_string_payload", "load_string_payload", "listpack", "listpack_items", "load_payload",
-           "lp_element", "string_value", "lzf_decompress", "node_listpack", "read_rdb_prefix", "read_stream",
+           "crc64", "dump_payload", "dump_string_payload", "load_string_payload", "listpack", "listpack_items", "load_payload",
+           "lp_element", "string_value", "lzf_decompress", "read_rdb_prefix", "read_stream",
            "write_rdb", "write_stream"]

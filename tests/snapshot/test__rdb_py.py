@@ -1,8 +1,10 @@
 """The RDB codec's kernel: its compiled twin (snapshot/_rdb_c.pyx) against the pure reference
 (snapshot/_rdb_py.py) on the same inputs, which must give the same bytes, the same decoded
-nodes and the same errors (type and message): random nodes and streams encoded then decoded,
-random damage to listpacks, LZF data and whole DUMP payloads, and hand-made hostile lengths
-(run in a child process, so that a crash fails the test instead of the run).
+listpacks and the same errors (type and message): random listpacks and streams encoded then
+decoded, random damage to listpacks (stream nodes among them), LZF data and whole DUMP
+payloads, and hand-made hostile lengths (run in a child process, so that a crash fails the
+test instead of the run). A stream node's own checks are engine.model.packed_node's
+(tests/engine/model/); RESTORE and import of damaged nodes: tests/attacks/test_rdb_hostile_nodes.py.
 Both twins' direct unit tests are in test_rdb.py (the `codec` fixture)."""
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ import sys
 import textwrap
 from collections.abc import Iterator
 from pathlib import Path
-from types import ModuleType, SimpleNamespace
+from types import ModuleType
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -54,32 +56,6 @@ texts = st.one_of(
                      b"-9223372036854775809", b"18446744073709551615", b" 1", b"1 "]),
     st.binary(min_size=60, max_size=70), st.binary(min_size=4090, max_size=4100))
 u64s = st.one_of(st.integers(0, U64), st.sampled_from([0, 1, 2**63 - 1, 2**63, U64 - 1, U64]))
-
-
-@st.composite
-def nodes(draw: st.DrawFn) -> SimpleNamespace:
-    """An engine node as node_listpack reads it: a master ID, its field names, IDs from it on
-    (deltas may wrap around 2**64) and each entry's fields (the master's names, others, or
-    None for a deleted entry)."""
-    names = tuple(draw(st.lists(texts, max_size=4)))
-    ms0, seq0 = draw(u64s), draw(u64s)
-    master = ms0 << 64 | seq0
-    count = draw(st.integers(1, 12))
-    ids = sorted({master, *(min(master + draw(st.integers(0, 2**70)), (1 << 128) - 1)
-                            for _ in range(count - 1))})
-    fields: list[tuple[bytes, ...] | None] = []
-    for _ in ids:
-        kind = draw(st.sampled_from(["same", "other", "dead"]))
-        if kind == "same":
-            fields.append(tuple(x for n in names for x in (n, draw(texts))))
-        elif kind == "other":
-            fields.append(tuple(draw(st.lists(texts, max_size=6).map(
-                lambda xs: xs + [b"v"] * (len(xs) % 2)))))
-        else:
-            fields.append(None)
-    if all(f is None for f in fields) and draw(st.booleans()):
-        fields[0] = tuple(x for n in names for x in (n, b"x"))
-    return SimpleNamespace(master=master, master_fields=names, ids=ids, fields=fields)
 
 
 def damaged(data: st.DataObject, raw: bytes, fix_header: bool) -> bytes:
@@ -134,22 +110,6 @@ def lzf_streams(draw: st.DrawFn) -> tuple[bytes, bytes]:
 
 
 @SETTINGS
-@given(node=nodes())
-def test_nodes_encode_identically_and_decode_back(node: SimpleNamespace) -> None:
-    kind, lp = same("node_listpack", node)
-    assert kind == "ok"
-    kind, decoded = same("decode_node", node.master, lp)
-    live = sum(f is not None for f in node.fields)
-    if live + (len(node.ids) - live) == 0:
-        return
-    assert kind == "ok", decoded
-    ids, idbs, fields, got_live, _size, names = decoded
-    assert (ids, fields, got_live, names) == (node.ids, node.fields, live, node.master_fields)
-    assert idbs == [b"%d-%d" % (i >> 64, i & U64) for i in ids]
-    same("listpack_items", lp)
-
-
-@SETTINGS
 @given(items=st.lists(st.one_of(texts, st.integers(-(2**63), 2**63 - 1),
                                 st.integers(-(2**70), 2**70)), max_size=30))
 def test_listpacks_encode_identically(items: list) -> None:
@@ -182,17 +142,6 @@ def test_crc64_continues_identically(data: bytes, cut: int, start: int) -> None:
 
 
 @SETTINGS
-@given(node=nodes(), data=st.data(), fix=st.booleans())
-def test_damaged_nodes_fail_identically(node: SimpleNamespace, data: st.DataObject,
-                                        fix: bool) -> None:
-    lp = twins()[0].node_listpack(node)
-    bad = damaged(data, lp, fix)
-    same("listpack_items", bad)
-    master = node.master if data.draw(st.booleans()) else data.draw(st.integers(0, 2**128 - 1))
-    same("decode_node", master, bad)
-
-
-@SETTINGS
 @given(stream=lzf_streams(), data=st.data())
 def test_damaged_lzf_fails_identically(stream: tuple[bytes, bytes], data: st.DataObject) -> None:
     comp, expanded = stream
@@ -203,8 +152,7 @@ def test_damaged_lzf_fails_identically(stream: tuple[bytes, bytes], data: st.Dat
 @contextlib.contextmanager
 def facade_using(module: ModuleType) -> Iterator[None]:
     """snapshot.rdb running `module`'s kernel functions (its other code unchanged)."""
-    names = ["crc64", "decode_node", "listpack", "listpack_items", "lp_element",
-             "lzf_decompress", "node_listpack"]
+    names = ["crc64", "listpack", "listpack_items", "lp_element", "lzf_decompress"]
     saved = {name: getattr(rdb, name) for name in names}
     try:
         for name in names:
@@ -265,7 +213,6 @@ def test_whole_payloads_agree_and_damaged_ones_fail_identically(
 
 HOSTILE = textwrap.dedent(r'''
     import struct, sys
-    from types import SimpleNamespace
     from streamkeep.snapshot import _rdb_py as P, _rdb_c as C
     from tests.support.kernels import outcome
 
@@ -298,40 +245,14 @@ HOSTILE = textwrap.dedent(r'''
                  b"\x01\x80\x80\x80\x80", *(bytes((b,)) for b in range(0xF5, 0x100)),
                  b"\x8a" + b"x" * 10 + b"\x00"]:
         cases.append(("listpack_items", lp(body)))
-        cases.append(("decode_node", 0, lp(body)))
     cases += [("listpack_items", bytearray(node(1))), ("listpack_items", memoryview(node(1))),
               ("listpack_items", "text")]
-    # Node counts: field counts, pair counts, live and deleted that do not fit or add up.
-    for nfields in [-1, -2, -3, -5, -(2**63), 2**63 - 1, 2**31, 3, 100]:
-        cases.append(("decode_node", 0, node(1, 0, nfields, b"a", 0, 2, 0, 0, b"v", 4)))
-        cases.append(("decode_node", 0, node(1, 0, nfields, 2, 0, 0, 4, 0)))
-    for npairs in [-1, -(2**63), 2**63 - 1, 2**62, 2**31, 1000, 2]:
-        cases.append(("decode_node", 0, node(1, 0, 0, 0, 0, 5, 5, npairs, b"a", b"b", 6)))
-    for live, deleted in [(2**63 - 1, 2**63 - 1), (-1, 2), (2, -1), (-(2**63), 2**63 - 1),
-                          (1, 0), (0, 1), (b"1", b"0"), (b"01", 0), (b"x", 0)]:
-        cases.append(("decode_node", 0, node(live, deleted, 1, b"f", 0, 2, 0, 0, b"v", 4)))
-    for dms, dseq in [(-(2**63), 0), (2**63 - 1, 2**63 - 1), (-1, -1), (b"-1", b"5"), (b"a", 0)]:
-        for master in [0, 1 << 64, (1 << 128) - 1, 2**63 << 64 | 2**63, -1, 1 << 128]:
-            cases.append(("decode_node", master, node(1, 0, 1, b"f", 0, 2, dms, dseq, b"v", 4)))
-    cases.append(("decode_node", 0, node(1, 0, 1, b"f", 0, 2, 0, 0, b"v")))  # no lp-count
-    cases.append(("decode_node", 0, node(1, 0, 1, b"f", 0, 2, 0, 0)))
-    cases.append(("decode_node", 0, node(1, 0)))
-    cases.append(("decode_node", 0, node()))
-    cases.append(("decode_node", 0, node(0, 0, 0, 0)))
-    cases.append(("decode_node", 2**100, node(1, 0, 0, 0, 0, 0, 0, 4)))
-    # Encoders: values outside int64, odd types, inconsistent nodes.
+    # Encoders: values outside int64, odd types.
     for v in [2**63, -(2**63) - 1, 2**64, -(2**64), 2**200, True, "text", 1.5, None]:
         cases.append(("lp_element", v))
         cases.append(("listpack", [b"a", v]))
     cases.append(("listpack", (b"a", 1)))
     cases.append(("listpack", [b"x" * 70000] * 3))
-    for ids, fields in [([0], []), ([0, 1], [(b"a", b"1")]), ([-1], [(b"a", b"1")]),
-                        ([1 << 128], [None]), ([0], [(b"a", b"1", b"odd")]), ([0], [(b"a", 1)]),
-                        ([0], [[b"a", b"1"]]), ([5, 2], [None, (b"b", b"")])]:
-        n = SimpleNamespace(master=0, master_fields=(b"a",), ids=ids, fields=fields)
-        cases.append(("node_listpack", n))
-    n = SimpleNamespace(master=0, master_fields=[b"a"], ids=[0], fields=[(b"a", b"1")])
-    cases.append(("node_listpack", n))
 
     bad = 0
     for name, *args in cases:
@@ -365,7 +286,7 @@ def test_hostile_lengths_fail_cleanly_and_identically() -> None:
 
 FUZZ = textwrap.dedent(r'''
     import random, struct, sys
-    from types import SimpleNamespace
+    from streamkeep.engine.model import packed_node
     from streamkeep.snapshot import _rdb_py as P, _rdb_c as C
     from tests.support.kernels import outcome
 
@@ -378,8 +299,11 @@ FUZZ = textwrap.dedent(r'''
         ids = sorted({rng.randrange(2**70) for _ in range(rng.randrange(1, 8))})
         fields = [rng.choice([None, tuple(x for n in names for x in (n, b"%d" % r)),
                               (b"k", b"v" * rng.randrange(5000))]) for _ in ids]
-        lp = bytearray(P.node_listpack(SimpleNamespace(master=ids[0], master_fields=names,
-                                                        ids=ids, fields=fields)))
+        same = tuple(x for n in names for x in (n, b"%d" % r))
+        lp = packed_node.build(ids, [same if f is None else f for f in fields])
+        for sid, f in zip(ids, fields):
+            if f is None:  # deleted in place, its values kept
+                packed_node.mark_deleted(lp, ids[0], sid)
         for _ in range(rng.randrange(1, 6)):
             at = rng.randrange(len(lp))
             if rng.random() < 0.5:
@@ -390,10 +314,9 @@ FUZZ = textwrap.dedent(r'''
         if rng.random() < 0.7:
             lp[0:4] = struct.pack("<I", len(lp))
         lp = bytes(lp)
-        for name, args in (("listpack_items", (lp,)), ("decode_node", (ids[0], lp))):
-            if outcome(getattr(P, name), *args) != outcome(getattr(C, name), *args):
-                bad += 1
-                print("DIFFERENT", name, lp.hex(), file=sys.stderr)
+        if outcome(P.listpack_items, lp) != outcome(C.listpack_items, lp):
+            bad += 1
+            print("DIFFERENT", lp.hex(), file=sys.stderr)
     print("rounds", rounds, "different", bad)
     sys.exit(1 if bad else 0)
 ''')
