@@ -36,7 +36,7 @@ from streamkeep.engine.model.ids import MAX_ID, decr_id, format_id, parse_strict
 from streamkeep.engine.model.stream import Stream
 from streamkeep.engine.wire.args import LLONG_MAX, parse_int, parse_int_range, parse_timeout_ms
 from streamkeep.engine.wire.errors import SYNTAX, ReplyError, nogroup
-from streamkeep.engine.wire.reply import NULL_ARRAY, EntryArray, RespMap
+from streamkeep.engine.wire.reply import NULL_ARRAY, EntryArray, PackedEntries, RespMap
 
 _GT_NEW = -1  # the ">" ID
 _PLUS = -2  # XREAD's "+" (Redis 7.4: the last entry)
@@ -228,15 +228,18 @@ def _xread(ctx: Ctx, argv: Argv, a: ReadArgs) -> object:
         if gt == _PLUS:
             gt = decr_id(last) or 0
         if last > gt:
+            entries: EntryArray | PackedEntries
             if caps is not None:
                 entries = _capped_range(s, gt + 1, caps.stream_count(a.count), caps)
                 caps.served(len(entries))
-            elif left:
-                entries = s.range(gt + 1, MAX_ID, left if not a.count or left < a.count
-                                  else a.count)
-                left -= len(entries)
             else:
-                entries = s.range(gt + 1, MAX_ID, a.count)
+                read = s.range_resp if ctx.replies_in_resp else s.range
+                if left:
+                    entries = read(gt + 1, MAX_ID, left if not a.count or left < a.count
+                                   else a.count)
+                    left -= len(entries)
+                else:
+                    entries = read(gt + 1, MAX_ID, a.count)
             served.append((key, entries))
             if a.maxcount and not left or caps is not None and caps.exhausted():
                 break
@@ -414,6 +417,9 @@ class Delivery:
                   and not has_tombstones_between(s, group.last_id))
         moved = False
         caps = self.caps
+        if caps is None and not claim_shape and not entries:
+            self._new_entries_at_once(count, noack, simple, head, tail)
+            return
         for sid, idb, fields in s.iter_forward(group.last_id + 1, MAX_ID):
             if count and len(entries) >= count:
                 break
@@ -438,6 +444,36 @@ class Delivery:
             effects.append(xgroup_setid_effect(key, group.name, group.last_id,
                                                group.entries_read))
 
+
+    def _new_entries_at_once(self, count: int, noack: bool, simple: bool, head: list,
+                             tail: list) -> None:
+        """new_entries without MAXSIZE or CLAIM's shape: the entries read node by node as the
+        reply wants them (RESP straight from the nodes for a connection), then the group's
+        bookkeeping over their IDs."""
+        ctx, s, group, consumer = self.ctx, self.s, self.group, self.consumer
+        now, effects = ctx.now, ctx.effects
+        sids: list[int] = []
+        read = s.range_resp if ctx.replies_in_resp else s.range
+        got = read(group.last_id + 1, MAX_ID, count, sids=sids)
+        self.entries = got  # type: ignore[assignment]
+        if not sids:
+            return
+        if simple:
+            group.entries_read += len(sids)
+            group.last_id = sids[-1]
+        else:
+            for sid in sids:
+                advance_entries_read(s, group, sid)
+        if not noack:
+            idbs = got.ids if type(got) is EntryArray else [format_id(sid) for sid in sids]
+            add_pending = group.add_pending
+            for sid, idb in zip(sids, idbs, strict=True):
+                add_pending(sid, consumer, now, 1)
+                effects.append([*head, idb, *tail, idb])  # see new_delivery_xclaim_pieces
+            consumer.active_time = now
+            self.touched = True
+        effects.append(xgroup_setid_effect(self.key, group.name, group.last_id,
+                                           group.entries_read))
 
 def _oldest_claimable(s: Stream, group: ConsumerGroup, now: int, min_idle: int) -> bool:
     order = group.pel_by_time.iter_oldest(group.pel)

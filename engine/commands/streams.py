@@ -316,6 +316,8 @@ def _range(ctx: Ctx, argv: Argv, rev: bool) -> list | object:
         return []
     if count == 0:
         return NULL_ARRAY
+    if ctx.replies_in_resp:
+        return s.range_resp(start, end, 0 if count == -1 else count, rev)
     return s.range(start, end, 0 if count == -1 else count, rev)
 
 

@@ -83,6 +83,12 @@ class Ctx:
         keys of either type (Redis's per-db `expires` dict)."""
         return self.engine.expires[self.session.db]
 
+    @property
+    def replies_in_resp(self) -> bool:
+        """The reply goes to a connection (not to an embedded caller): stream reads may then
+        write their entries as RESP straight from the nodes (reply.PackedEntries)."""
+        return self.session.client is not None
+
     def emit(self, effect: list[bytes]) -> None:
         self.effects.append(effect)
 

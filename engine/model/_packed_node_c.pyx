@@ -689,7 +689,7 @@ cdef Py_ssize_t select(const unsigned char* p, Py_ssize_t i, Py_ssize_t stop,
     return n
 
 
-def read_range(lp, master, start, end, Py_ssize_t count=0, bint rev=False):
+def read_range(lp, master, start, end, Py_ssize_t count=0, bint rev=False, sids=None):
     cdef const unsigned char* p = lp_ptr(lp)
     cdef Py_ssize_t i, n, k, last
     cdef Walk* picked = NULL
@@ -706,11 +706,15 @@ def read_range(lp, master, start, end, Py_ssize_t count=0, bint rev=False):
             for k in range(n):
                 PyList_Append(ids, id_text(picked[k].ms, picked[k].seq))
                 PyList_Append(fields, entry_fields(p, &picked[k], names_))
+            if sids is not None:
+                sids += [id_int(picked[k].ms, picked[k].seq) for k in range(n)]
             return ids, fields
         last = n - count if 0 < count < n else 0
         for k in range(n - 1, last - 1, -1):
             PyList_Append(ids, id_text(picked[k].ms, picked[k].seq))
             PyList_Append(fields, entry_fields(p, &picked[k], names_))
+        if sids is not None:
+            sids += [id_int(picked[k].ms, picked[k].seq) for k in range(n - 1, last - 1, -1)]
     finally:
         free(picked)
     return ids, fields

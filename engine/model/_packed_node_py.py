@@ -271,15 +271,19 @@ def entries(lp: bytearray, master: int) -> list[tuple[int, Fields, bool]]:
 
 
 def read_range(lp: bytearray, master: int, start: int, end: int, count: int = 0,
-               rev: bool = False) -> tuple[list[bytes], list[Fields]]:
+               rev: bool = False, sids: list[int] | None = None
+               ) -> tuple[list[bytes], list[Fields]]:
     """The live entries with start <= ID <= end, as XRANGE (XREVRANGE when `rev`) replies
-    them: their IDs as `ms-seq` bytes and their flat field tuples; `count` 0 means all."""
+    them: their IDs as `ms-seq` bytes and their flat field tuples; `count` 0 means all.
+    `sids`, when given, gets each entry's ID as an int."""
     picked = [(sid, f) for sid, _at, flags, f in _walk(lp, master)
               if not flags & DELETED and start <= sid <= end]
     if rev:
         picked.reverse()
     if count > 0:
         del picked[count:]
+    if sids is not None:
+        sids += (sid for sid, _f in picked)
     return [b"%d-%d" % (sid >> 64, sid & _U64) for sid, _f in picked], [f for _s, f in picked]
 
 
@@ -349,12 +353,36 @@ def ids(lp: bytearray, master: int) -> list[int]:
     return [sid for sid, _at, _flags, _f in _walk(lp, master)]
 
 
+def _prev_element(lp: bytearray, end: int) -> int:
+    """The offset of the element that ends just before `end`, found by its backlen: read
+    right to left, 7 bits a byte, the high bit set on every byte but the last one read."""
+    size = shift = 0
+    i = end - 1
+    while True:
+        b = lp[i]
+        size |= (b & 127) << shift
+        shift += 7
+        i -= 1
+        if not b & 128:
+            break
+    return i + 1 - size
+
+
 def last_id(lp: bytearray, master: int) -> int:
-    """The last entry's ID, deleted or not (the master ID for a node with no entry)."""
-    last = master
-    for sid, _at, _flags, _f in _walk(lp, master):
-        last = sid
-    return last
+    """The last entry's ID, deleted or not (the master ID for a node with no entry): read
+    from the end (the entry's element count, last, says how far back its flags are)."""
+    _live, _deleted, _i, _j, _names, first = _master_span(lp)
+    end = len(lp) - 1
+    if first >= end:
+        return master
+    at = _prev_element(lp, end)
+    elements, _next = _element(lp, at)
+    for _ in range(int(elements)):
+        at = _prev_element(lp, at)
+    _flags, at = _element(lp, at)
+    dms, at = _element(lp, at)
+    dseq, _at = _element(lp, at)
+    return ((master >> 64) + int(dms) & _U64) << 64 | ((master & _U64) + int(dseq) & _U64)
 
 
 def delete_many(lp: bytearray, master: int, sids: list[int]) -> int:

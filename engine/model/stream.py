@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 from streamkeep.engine.model import packed_node as pk
 from streamkeep.engine.model.ids import MAX_ID, format_id
 from streamkeep.engine.model.residency import EPOCH, Home, Residency, node_bytes
-from streamkeep.engine.wire.reply import EntryArray
+from streamkeep.engine.wire.reply import EntryArray, PackedEntries
 
 if TYPE_CHECKING:
     from streamkeep.engine.model.consumer_groups import ConsumerGroup
@@ -303,44 +303,62 @@ class Stream:
                 return
             i -= 1
 
-    def range(self, start: int, end: int, count: int = 0, rev: bool = False) -> EntryArray:
+    def range(self, start: int, end: int, count: int = 0, rev: bool = False,
+              sids: list[int] | None = None) -> EntryArray:
         """The entries from start to end as XRANGE replies them (reversed for XREVRANGE); count 0
-        means no limit. Each node decodes only the entries it returns."""
+        means no limit. Each node decodes only the entries it returns. `sids`, when given,
+        gets their IDs as ints."""
         out = EntryArray()
+        ids, fields = out.ids, out.fields
+
+        def read(node: Node, left: int) -> int:
+            got_ids, got_fields = pk.read_range(node.lp, node.master, start, end, left, rev,
+                                                sids)
+            ids.extend(got_ids)
+            fields.extend(got_fields)
+            return len(got_ids)
+
+        self._walk_range(start, end, count, rev, read)
+        return out
+
+    def range_resp(self, start: int, end: int, count: int = 0, rev: bool = False,
+                   sids: list[int] | None = None) -> PackedEntries:
+        """range(), written straight from the nodes' bytes as the RESP of the reply's entries
+        (what a connection sends): no Python object per entry."""
+        out = bytearray()
+
+        def read(node: Node, left: int) -> int:
+            return pk.range_reply(node.lp, node.master, start, end, left, rev, out, sids)
+
+        return PackedEntries(out, self._walk_range(start, end, count, rev, read))
+
+    def _walk_range(self, start: int, end: int, count: int, rev: bool,
+                    read: Callable[[Node, int], int]) -> int:
+        """Call `read(node, left)` on each node that may hold entries of [start, end], in the
+        reply's order, until `count` (0: all) are read; the number read."""
         nodes = self.nodes
         if not nodes or start > end:
-            return out
-        ids, fields = out.ids, out.fields
-        left = count
+            return 0
+        got = 0
         if not rev:
             i = self._node_index(start)
             while i < len(nodes):
                 node = nodes[i]
                 if node.master > end:
                     break
-                got_ids, got_fields = pk.read_range(node.lp, node.master, start, end, left)
-                ids += got_ids
-                fields += got_fields
-                if count:
-                    left = count - len(ids)
-                    if left <= 0:
-                        break
+                got += read(node, count - got if count else 0)
+                if count and got >= count:
+                    break
                 i += 1
-            return out
+            return got
         i = self._node_index(end)
         while i >= 0:
             node = nodes[i]
-            got_ids, got_fields = pk.read_range(node.lp, node.master, start, end, left, True)
-            ids += got_ids
-            fields += got_fields
-            if count:
-                left = count - len(ids)
-                if left <= 0:
-                    break
-            if node.master <= start:
+            got += read(node, count - got if count else 0)
+            if count and got >= count or node.master <= start:
                 break
             i -= 1
-        return out
+        return got
 
     def first_entry_id(self, skip_tombstones: bool = True) -> int:
         """Redis's streamGetEdgeID(first): MAX_ID when there is no such entry."""

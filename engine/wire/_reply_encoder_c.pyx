@@ -23,7 +23,7 @@ from libc.string cimport memcpy
 from streamkeep.engine.wire import _reply_encoder_py
 from streamkeep.engine.wire._reply_encoder_py import format_double
 from streamkeep.engine.wire.errors import ProtocolError, ReplyError
-from streamkeep.engine.wire.reply import NULL_ARRAY, EntryArray, Push, RespMap, RespSet, Verbatim
+from streamkeep.engine.wire.reply import NULL_ARRAY, EntryArray, PackedEntries, Push, RespMap, RespSet, Verbatim
 
 cdef extern from "Python.h":
     bint PyUnicode_IS_COMPACT_ASCII(object o)
@@ -303,12 +303,23 @@ cdef int write_entry_array(Out* o, object entries) except -1:
     return 0
 
 
+cdef int write_packed_entries(Out* o, object value) except -1:
+    """Entries the stream model wrote as RESP already: the header, then their bytes."""
+    cdef bytearray resp = value.resp if type(value.resp) is bytearray else bytearray(value.resp)
+    put_line(o, 42, value.count)  # '*'
+    put(o, PyByteArray_AS_STRING(resp), PyByteArray_GET_SIZE(resp))
+    check(o)
+    return 0
+
+
 cdef int write_other(Out* o, object value) except -1:
     """The reference's `_write_other`: maps, RESP3 types, errors, null arrays, subclasses."""
     cdef int protocol = o.protocol
     t = type(value)
     if t is EntryArray:
         return write_entry_array(o, value)
+    if t is PackedEntries:
+        return write_packed_entries(o, value)
     if t is RespMap:
         return write_map(o, value)
     if value is NULL_ARRAY:

@@ -20,7 +20,15 @@ from typing import Any, Final
 
 from streamkeep.engine.wire.args import LLONG_MAX, LLONG_MIN
 from streamkeep.engine.wire.errors import ProtocolError, ReplyError, StreamkeepError
-from streamkeep.engine.wire.reply import NULL_ARRAY, EntryArray, Push, RespMap, RespSet, Verbatim
+from streamkeep.engine.wire.reply import (
+    NULL_ARRAY,
+    EntryArray,
+    PackedEntries,
+    Push,
+    RespMap,
+    RespSet,
+    Verbatim,
+)
 
 _CRLF: Final = b"\r\n"
 _SMALL: Final = 1024
@@ -321,6 +329,11 @@ def _write_other(out: bytearray, value: Any, protocol: int) -> None:
     t = type(value)
     if t is EntryArray:
         _write_entry_array(out, value, protocol)
+    elif t is PackedEntries:
+        out += _ARRAY_HDR[value.count] if value.count < _SMALL else b"*%d\r\n" % value.count
+        out += value.resp
+        if type(out) is not bytearray:
+            out.check()  # type: ignore[attr-defined]
     elif t is RespMap:
         _write_map(out, value, protocol)
     elif value is NULL_ARRAY:

@@ -126,6 +126,74 @@ class EntryArray:
         return f"EntryArray({list(self)!r})"
 
 
+class PackedEntries:
+    """An array of stream entries already written as RESP: the elements of the reply (each
+    `*2 id *n field value ...`, the same in RESP2 and RESP3), `count` of them. The stream
+    model writes them straight from its packed nodes for a connection's reply; the encoder
+    copies them. Anything that reads the entries as values (an embedded caller, a script)
+    gets them decoded once, as an EntryArray (`entries()`)."""
+
+    __slots__ = ("resp", "count", "_decoded")
+
+    def __init__(self, resp: bytearray | bytes, count: int) -> None:
+        self.resp = resp
+        self.count = count
+        self._decoded: EntryArray | None = None
+
+    def entries(self) -> EntryArray:
+        if self._decoded is None:
+            self._decoded = _decode_entries(self.resp, self.count)
+        return self._decoded
+
+    def __len__(self) -> int:
+        return self.count
+
+    def __getitem__(self, i: Any) -> Any:
+        return self.entries()[i]
+
+    def __iter__(self) -> Iterator[list]:
+        return iter(self.entries())
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is PackedEntries:
+            return bytes(self.resp) == bytes(other.resp) and self.count == other.count
+        return self.entries() == other
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"PackedEntries({list(self.entries())!r})"
+
+
+def _decode_entries(resp: bytearray | bytes, count: int) -> EntryArray:
+    """The entries of a PackedEntries as columns: a RESP reader for exactly this shape
+    (trusted: the model wrote it), bulk strings only."""
+    ids: list[bytes] = []
+    fields: list[tuple[bytes, ...]] = []
+    data = bytes(resp)
+    pos = 0
+
+    def header(pos: int) -> tuple[int, int]:
+        eol = data.index(b"\r\n", pos)
+        return int(data[pos + 1:eol]), eol + 2
+
+    def bulk(pos: int) -> tuple[bytes, int]:
+        n, pos = header(pos)
+        return data[pos:pos + n], pos + n + 2
+
+    for _ in range(count):
+        _two, pos = header(pos)
+        idb, pos = bulk(pos)
+        n, pos = header(pos)
+        flat = []
+        for _ in range(n):
+            x, pos = bulk(pos)
+            flat.append(x)
+        ids.append(idb)
+        fields.append(tuple(flat))
+    return EntryArray(ids, fields)
+
+
 class Push:
     """An out-of-band push message: RESP3 `>`, a plain array in RESP2."""
 
@@ -154,6 +222,8 @@ def to_plain(value: Any) -> Any:
         return value
     if t is EntryArray:
         return [[idb, list(fields)] for idb, fields in zip(value.ids, value.fields, strict=True)]
+    if t is PackedEntries:
+        return to_plain(value.entries())
     if t is RespMap:
         return _plain_map(value)
     if value is NULL_ARRAY:
@@ -181,7 +251,7 @@ def _plain_list(items: list) -> None:
             items[i] = list(x)
         elif t is list:
             _plain_list(x)
-        elif t is EntryArray:
+        elif t is EntryArray or t is PackedEntries:
             items[i] = to_plain(x)
         elif t is RespMap:
             items[i] = _plain_map(x)
