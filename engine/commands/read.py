@@ -36,7 +36,13 @@ from streamkeep.engine.model.ids import MAX_ID, decr_id, format_id, parse_strict
 from streamkeep.engine.model.stream import Stream
 from streamkeep.engine.wire.args import LLONG_MAX, parse_int, parse_int_range, parse_timeout_ms
 from streamkeep.engine.wire.errors import SYNTAX, ReplyError, nogroup
-from streamkeep.engine.wire.reply import NULL_ARRAY, EntryArray, PackedEntries, RespMap
+from streamkeep.engine.wire.reply import (
+    NULL_ARRAY,
+    EntryArray,
+    PackedEntries,
+    PlainEntries,
+    RespMap,
+)
 
 _GT_NEW = -1  # the ">" ID
 _PLUS = -2  # XREAD's "+" (Redis 7.4: the last entry)
@@ -228,12 +234,12 @@ def _xread(ctx: Ctx, argv: Argv, a: ReadArgs) -> object:
         if gt == _PLUS:
             gt = decr_id(last) or 0
         if last > gt:
-            entries: EntryArray | PackedEntries
+            entries: EntryArray | PackedEntries | PlainEntries
             if caps is not None:
                 entries = _capped_range(s, gt + 1, caps.stream_count(a.count), caps)
                 caps.served(len(entries))
             else:
-                read = s.range_resp if ctx.replies_in_resp else s.range
+                read = s.range_resp if ctx.replies_in_resp else s.range_plain
                 if left:
                     entries = read(gt + 1, MAX_ID, left if not a.count or left < a.count
                                    else a.count)
@@ -453,7 +459,7 @@ class Delivery:
         ctx, s, group, consumer = self.ctx, self.s, self.group, self.consumer
         now, effects = ctx.now, ctx.effects
         sids: list[int] = []
-        read = s.range_resp if ctx.replies_in_resp else s.range
+        read = s.range_resp if ctx.replies_in_resp else s.range_plain
         got = read(group.last_id + 1, MAX_ID, count, sids=sids)
         self.entries = got  # type: ignore[assignment]
         if not sids:
@@ -465,7 +471,8 @@ class Delivery:
             for sid in sids:
                 advance_entries_read(s, group, sid)
         if not noack:
-            idbs = got.ids if type(got) is EntryArray else [format_id(sid) for sid in sids]
+            idbs = ([entry[0] for entry in got] if type(got) is PlainEntries
+                    else [format_id(sid) for sid in sids])
             add_pending = group.add_pending
             for sid, idb in zip(sids, idbs, strict=True):
                 add_pending(sid, consumer, now, 1)

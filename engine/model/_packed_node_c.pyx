@@ -19,7 +19,7 @@ from cpython.bytearray cimport (
 )
 from cpython.buffer cimport PyBUF_SIMPLE, PyBuffer_Release, PyObject_GetBuffer
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_CheckExact, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
-from cpython.list cimport PyList_Append
+from cpython.list cimport PyList_Append, PyList_New, PyList_SET_ITEM
 from cpython.ref cimport Py_INCREF
 from cpython.tuple cimport PyTuple_CheckExact, PyTuple_GET_ITEM, PyTuple_GET_SIZE, PyTuple_New, PyTuple_SET_ITEM
 from libc.stdint cimport uint64_t
@@ -718,6 +718,63 @@ def read_range(lp, master, start, end, Py_ssize_t count=0, bint rev=False, sids=
     finally:
         free(picked)
     return ids, fields
+
+
+cdef list entry_list(const unsigned char* p, Walk* w, tuple names):
+    """entry_fields as a list: what an embedded caller gets (the reply's plain form)."""
+    cdef Elem e
+    cdef Py_ssize_t i = w.values, k, n
+    cdef list out
+    if w.flags & SAMEFIELDS:
+        n = PyTuple_GET_SIZE(names)
+        out = PyList_New(2 * n)
+        for k in range(n):
+            name = <object>PyTuple_GET_ITEM(names, k)
+            Py_INCREF(name)
+            PyList_SET_ITEM(out, 2 * k, name)
+            i = next_elem(p, i, &e)
+            value = elem_text(&e)
+            Py_INCREF(value)
+            PyList_SET_ITEM(out, 2 * k + 1, value)
+        return out
+    i = next_elem(p, i, &e)
+    n = 2 * e.ival
+    out = PyList_New(n)
+    for k in range(n):
+        i = next_elem(p, i, &e)
+        value = elem_text(&e)
+        Py_INCREF(value)
+        PyList_SET_ITEM(out, k, value)
+    return out
+
+
+def read_plain(lp, master, start, end, Py_ssize_t count, bint rev, out, sids=None):
+    cdef const unsigned char* p = lp_ptr(lp)
+    cdef Py_ssize_t i, n, k, last
+    cdef Walk* picked = NULL
+    if start > end:
+        return 0
+    names_ = master_names(p, &i)
+    try:
+        n = select(p, i, PyByteArray_GET_SIZE(lp) - 1, PyTuple_GET_SIZE(names_),
+                   <uint64_t>(master >> _SIXTY_FOUR), <uint64_t>(master & _U64_OBJ),
+                   start, end, count, rev, &picked)
+        if not rev:
+            for k in range(n):
+                PyList_Append(out, [id_text(picked[k].ms, picked[k].seq),
+                                    entry_list(p, &picked[k], names_)])
+            if sids is not None:
+                sids += [id_int(picked[k].ms, picked[k].seq) for k in range(n)]
+            return n
+        last = n - count if 0 < count < n else 0
+        for k in range(n - 1, last - 1, -1):
+            PyList_Append(out, [id_text(picked[k].ms, picked[k].seq),
+                                entry_list(p, &picked[k], names_)])
+        if sids is not None:
+            sids += [id_int(picked[k].ms, picked[k].seq) for k in range(n - 1, last - 1, -1)]
+        return n - last
+    finally:
+        free(picked)
 
 
 # The reply writers below take and return a cursor and do not check for room:

@@ -287,6 +287,15 @@ def read_range(lp: bytearray, master: int, start: int, end: int, count: int = 0,
     return [b"%d-%d" % (sid >> 64, sid & _U64) for sid, _f in picked], [f for _s, f in picked]
 
 
+def read_plain(lp: bytearray, master: int, start: int, end: int, count: int, rev: bool,
+               out: list, sids: list[int] | None = None) -> int:
+    """read_range's entries appended to `out` in the reply's plain form, `[id, [field,
+    value, ...]]` each (what an embedded caller gets); how many."""
+    ids_, fields = read_range(lp, master, start, end, count, rev, sids)
+    out += ([idb, list(f)] for idb, f in zip(ids_, fields, strict=True))
+    return len(ids_)
+
+
 # --- deleting -------------------------------------------------------------------------------------
 
 

@@ -28,6 +28,7 @@ try:
         names,
         new_node,
         range_reply,
+        read_plain,
         read_range,
         validate,
     )
@@ -47,6 +48,7 @@ except ImportError as error:
         names,
         new_node,
         range_reply,
+        read_plain,
         read_range,
         validate,
     )
@@ -54,5 +56,5 @@ else:
     extensions.loaded(__name__, True)
 
 __all__ = ["Invalid", "append", "build", "counts", "delete_many", "entries", "entry_bytes",
-           "find", "ids", "last_id", "mark_deleted", "names", "new_node", "range_reply",
-           "read_range", "validate"]
+           "find", "ids", "last_id", "mark_deleted", "names", "new_node", "range_reply", "read_plain",
+           "read_plain", "read_range", "validate"]

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 from streamkeep.engine.model import packed_node as pk
 from streamkeep.engine.model.ids import MAX_ID, format_id
 from streamkeep.engine.model.residency import EPOCH, Home, Residency, node_bytes
-from streamkeep.engine.wire.reply import EntryArray, PackedEntries
+from streamkeep.engine.wire.reply import EntryArray, PackedEntries, PlainEntries
 
 if TYPE_CHECKING:
     from streamkeep.engine.model.consumer_groups import ConsumerGroup
@@ -268,7 +268,7 @@ class Stream:
         return self.get(sid) is not None
 
     def iter_forward(self, start: int, end: int) -> Iterator[tuple[int, bytes, Fields]]:
-        """Live entries with start <= id <= end, ascending."""
+        """Live entries with start <= id <= end, ascending (decoded a node at a time)."""
         nodes = self.nodes
         if not nodes or start > end:
             return
@@ -277,28 +277,22 @@ class Stream:
             node = nodes[i]
             if node.master > end:
                 return
-            for sid, fields, deleted in pk.entries(node.lp, node.master):
-                if sid < start or deleted:
-                    continue
-                if sid > end:
-                    return
-                yield sid, format_id(sid), fields
+            sids: list[int] = []
+            idbs, fields = pk.read_range(node.lp, node.master, start, end, 0, False, sids)
+            yield from zip(sids, idbs, fields, strict=True)
             i += 1
 
     def iter_backward(self, start: int, end: int) -> Iterator[tuple[int, bytes, Fields]]:
-        """Live entries with start <= id <= end, descending."""
+        """Live entries with start <= id <= end, descending (decoded a node at a time)."""
         nodes = self.nodes
         if not nodes or start > end:
             return
         i = self._node_index(end)
         while i >= 0:
             node = nodes[i]
-            for sid, fields, deleted in reversed(pk.entries(node.lp, node.master)):
-                if sid > end or deleted:
-                    continue
-                if sid < start:
-                    return
-                yield sid, format_id(sid), fields
+            sids: list[int] = []
+            idbs, fields = pk.read_range(node.lp, node.master, start, end, 0, True, sids)
+            yield from zip(sids, idbs, fields, strict=True)
             if node.master <= start:
                 return
             i -= 1
@@ -317,6 +311,18 @@ class Stream:
             ids.extend(got_ids)
             fields.extend(got_fields)
             return len(got_ids)
+
+        self._walk_range(start, end, count, rev, read)
+        return out
+
+    def range_plain(self, start: int, end: int, count: int = 0, rev: bool = False,
+                    sids: list[int] | None = None) -> PlainEntries:
+        """range() as an embedded caller gets it: `[[id, [field, value, ...]], ...]`, built
+        straight from the nodes' bytes."""
+        out = PlainEntries()
+
+        def read(node: Node, left: int) -> int:
+            return pk.read_plain(node.lp, node.master, start, end, left, rev, out, sids)
 
         self._walk_range(start, end, count, rev, read)
         return out
@@ -367,22 +373,25 @@ class Stream:
         if not skip_tombstones:
             node = self.nodes[0]
             return pk.ids(node.lp, node.master)[0] if node.count else MAX_ID
-        for node in self.nodes:
-            if node.live:
-                for sid, _f, deleted in pk.entries(node.lp, node.master):
-                    if not deleted:
-                        return sid
-        return MAX_ID
+        return self._edge_live_id(False, MAX_ID)
 
     def last_entry_id(self) -> int:
-        for node in reversed(self.nodes):
+        nodes = self.nodes
+        if nodes:
+            node = nodes[-1]
             if node.live == node.count and node.count:
                 return node.last_id()  # no deleted entry: the last one is live (the common case)
+        return self._edge_live_id(True, 0)
+
+    def _edge_live_id(self, last: bool, missing: int) -> int:
+        """The first (or last) live entry's ID: one entry read from the first node (from the
+        end) that has one."""
+        for node in reversed(self.nodes) if last else self.nodes:
             if node.live:
-                for sid, _f, deleted in reversed(pk.entries(node.lp, node.master)):
-                    if not deleted:
-                        return sid
-        return 0
+                sids: list[int] = []
+                pk.read_range(node.lp, node.master, 0, MAX_ID, 1, last, sids)
+                return sids[0]
+        return missing
 
     # --- deletion and trimming --------------------------------------------------------------
 

@@ -23,7 +23,16 @@ from libc.string cimport memcpy
 from streamkeep.engine.wire import _reply_encoder_py
 from streamkeep.engine.wire._reply_encoder_py import format_double
 from streamkeep.engine.wire.errors import ProtocolError, ReplyError
-from streamkeep.engine.wire.reply import NULL_ARRAY, EntryArray, PackedEntries, Push, RespMap, RespSet, Verbatim
+from streamkeep.engine.wire.reply import (
+    NULL_ARRAY,
+    EntryArray,
+    PackedEntries,
+    PlainEntries,
+    Push,
+    RespMap,
+    RespSet,
+    Verbatim,
+)
 
 cdef extern from "Python.h":
     bint PyUnicode_IS_COMPACT_ASCII(object o)
@@ -320,6 +329,8 @@ cdef int write_other(Out* o, object value) except -1:
         return write_entry_array(o, value)
     if t is PackedEntries:
         return write_packed_entries(o, value)
+    if t is PlainEntries:
+        return write_array(o, value)
     if t is RespMap:
         return write_map(o, value)
     if value is NULL_ARRAY:

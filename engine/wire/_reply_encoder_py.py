@@ -24,6 +24,7 @@ from streamkeep.engine.wire.reply import (
     NULL_ARRAY,
     EntryArray,
     PackedEntries,
+    PlainEntries,
     Push,
     RespMap,
     RespSet,
@@ -329,6 +330,8 @@ def _write_other(out: bytearray, value: Any, protocol: int) -> None:
     t = type(value)
     if t is EntryArray:
         _write_entry_array(out, value, protocol)
+    elif t is PlainEntries:
+        _write_array(out, value, protocol)
     elif t is PackedEntries:
         out += _ARRAY_HDR[value.count] if value.count < _SMALL else b"*%d\r\n" % value.count
         out += value.resp

@@ -126,6 +126,14 @@ class EntryArray:
         return f"EntryArray({list(self)!r})"
 
 
+class PlainEntries(list):
+    """An array of stream entries already in the plain form an embedded caller gets,
+    `[[id, [field, value, ...]], ...]` (the stream model builds it from its packed nodes):
+    `to_plain` passes it through, the encoder writes it as the list it is."""
+
+    __slots__ = ()
+
+
 class PackedEntries:
     """An array of stream entries already written as RESP: the elements of the reply (each
     `*2 id *n field value ...`, the same in RESP2 and RESP3), `count` of them. The stream
@@ -224,6 +232,8 @@ def to_plain(value: Any) -> Any:
         return [[idb, list(fields)] for idb, fields in zip(value.ids, value.fields, strict=True)]
     if t is PackedEntries:
         return to_plain(value.entries())
+    if t is PlainEntries:
+        return value
     if t is RespMap:
         return _plain_map(value)
     if value is NULL_ARRAY:
