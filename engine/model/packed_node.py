@@ -16,7 +16,6 @@ try:
     extensions.want_compiled()  # ImportError when STREAMKEEP_NO_EXTENSIONS is set
     from streamkeep.engine.model._packed_node_c import (
         append,
-        build,
         counts,
         entries,
         entry_bytes,
@@ -25,7 +24,10 @@ try:
         range_reply,
         read_range,
     )
-    from streamkeep.engine.model._packed_node_py import (  # compiled twins: to come
+    # Compiled twins: to come. `build`'s twin predates `names` and deleted entries (an older
+    # snapshot's node packed on load needs both): the reference's until it takes them.
+    from streamkeep.engine.model._packed_node_py import (
+        build,
         delete_many,
         find,
         ids,
