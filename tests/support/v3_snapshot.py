@@ -13,7 +13,8 @@ binary keys, three databases, nodes split by entry count and by bytes, XDEL'd en
 them a node's first, trims, consumer groups with pending entries, one XNACK released, idle
 consumers, IDMP state, string keys with and without TTLs), compacts it and copies the snapshot
 file out, with the expected state (the engine's digest, and per key what `expected` replies)
-as msgpack.
+as msgpack. A second run makes a file of the same entries, with delivery times a few ms apart
+(background threads read the clock too): the two files committed are one run's.
 
 The tests' side: `want` (the expected state), `state` (the same of an engine now), `v3_datadir`
 (a data directory whose manifest names a copy of the file), `read_api` (what the snapshot read
@@ -38,7 +39,7 @@ import msgpack
 DATA = Path(__file__).resolve().parents[1] / "data"
 V3 = DATA / "snapshot_v3.mdb"
 EXPECTED = DATA / "snapshot_v3.expected.msgpack"
-T0 = 1_764_000_000_000  # the engine's clock, in ms (a fixed time: the file is reproducible)
+T0 = 1_764_000_000_000  # the engine's clock, in ms: a fixed start (the tests run at its end)
 FAR = 4_102_444_800_000  # 2100-01-01: string keys' TTLs outlive any test's clock
 
 
