@@ -29,6 +29,7 @@ import struct
 from collections.abc import Iterator
 
 from streamkeep.engine.model.listpack import as_int
+from streamkeep.engine.wire.errors import StreamkeepError
 
 Fields = tuple[bytes, ...]
 _U64 = (1 << 64) - 1
@@ -366,8 +367,9 @@ def delete_many(lp: bytearray, master: int, sids: list[int]) -> int:
 # --- untrusted bytes ------------------------------------------------------------------------------
 
 
-class Invalid(ValueError):
-    """The bytes are not a stream node listpack (the message says where and why)."""
+class Invalid(StreamkeepError, ValueError):
+    """The bytes are not a stream node listpack (the message says where and why). A
+    ValueError too: a snapshot reader reports it among the undecodable values."""
 
 
 def _checked_element(lp: bytes | bytearray, i: int, end: int) -> tuple[int | bytes, int]:
