@@ -24,6 +24,7 @@ try:
         range_reply,
         read_range,
     )
+
     # Compiled twins: to come. `build`'s twin predates `names` and deleted entries (an older
     # snapshot's node packed on load needs both): the reference's until it takes them.
     from streamkeep.engine.model._packed_node_py import (
