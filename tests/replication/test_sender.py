@@ -14,6 +14,7 @@ import pytest
 from streamkeep import Engine
 from streamkeep.aof.backlog import open_after
 from streamkeep.replication import sender
+from tests.support import v3_snapshot as v3
 from tests.support.server_util import ServerHandle, start_server
 
 
@@ -113,3 +114,24 @@ def test_a_snapshot_damaged_on_disk_is_not_sent(primary: ServerHandle, tmp_path:
         assert replica.execute("XLEN", "s") == 0  # nothing of the damaged file was loaded
     sent = next(r.getMessage() for r in caplog.records if "not sending" in r.getMessage())
     assert str(path) in sent and "damaged" in sent
+
+
+def test_a_full_sync_sends_a_format_3_snapshot_as_it_is(tmp_path: Path) -> None:
+    """A primary whose snapshot an older version wrote sends that file; the replica loads it
+    (its nodes packed as they load) to the primary's state."""
+    want = v3.want()
+    clock = want["clock_ms"]
+    d = v3.v3_datadir(tmp_path / "p")
+    handle = start_server(v3.opened(d, want))
+    try:
+        with Engine.open(str(tmp_path / "r"), replicaof=("127.0.0.1", handle.port),
+                         clock=lambda: clock) as replica:
+            deadline = time.monotonic() + 30
+            while replica.digest() != want["digest"]:
+                assert time.monotonic() < deadline
+                time.sleep(0.02)
+            v3.same(replica, want)
+            assert replica.datadir.journal.manifest.snapshot.crc32 == \
+                handle.engine.datadir.journal.manifest.snapshot.crc32  # the same file
+    finally:
+        handle.stop()

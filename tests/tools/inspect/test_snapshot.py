@@ -13,6 +13,7 @@ import pytest
 
 from streamkeep import Engine
 from streamkeep.tools.main import main
+from tests.support import v3_snapshot as v3
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -152,3 +153,19 @@ def test_piped_output_is_plain_and_help_has_examples(datadir: Path) -> None:
                                "--help"], capture_output=True, text=True, cwd=ROOT,
                               check=True).stdout
         assert "examples:" in text and "exit status" in text
+
+
+def test_info_and_dump_show_a_format_3_file(capsys) -> None:  # type: ignore[no-untyped-def]
+    want = v3.want()
+    rc, out, err = run(capsys, "snapshot", "info", str(v3.V3), "--json")
+    assert rc == 0, err
+    doc = json.loads(out)
+    assert doc["version"] == 3 and doc["streams"] == len(v3.streams(want))
+    lengths = {(s["db"], json.dumps(s["key"])): s["length"] for s in doc["stream_list"]}
+    orders = next(row for row in want["keys"] if row["key"] == b"orders")
+    assert lengths[0, '"orders"'] == v3.full(orders, "length")
+    rc, out, err = run(capsys, "snapshot", "dump", str(v3.V3), "--format", "json",
+                       "--streams-only")
+    assert rc == 0, err
+    ids = [line["id"] for line in map(json.loads, out.splitlines())]
+    assert ids == [e[0].decode() for row in v3.streams(want) for e in row["xrange"]]

@@ -18,6 +18,7 @@ from streamkeep.aof import codec
 from streamkeep.aof.manifest import encode_doc
 from streamkeep.engine.wire.errors import StorageError
 from streamkeep.tools.inspect import verify
+from tests.support import v3_snapshot as v3
 from tests.support.aof_workload import FakeClock, run
 from tests.support.datadir import open_dir
 from tests.support.inspect_util import (
@@ -402,3 +403,10 @@ def test_a_damaged_watermark_makes_tail_damage_undecidable(written: Written) -> 
     found = problem(doc)
     assert code == 2 and found["kind"] == "damage-in-synced"
     assert "watermark is damaged" in found["reason"]
+
+
+def test_deep_checks_a_format_3_snapshot(tmp_path: Path) -> None:
+    d = v3.v3_datadir(tmp_path / "data")
+    code, out, err = cli("aof", "verify", "--deep", "--json", str(d))
+    doc = json.loads(out)
+    assert code == 0 and doc["snapshot"]["ok"] and doc["problems"] == [], (out, err)
