@@ -269,6 +269,7 @@ class Stream:
 
     def iter_forward(self, start: int, end: int) -> Iterator[tuple[int, bytes, Fields]]:
         """Live entries with start <= id <= end, ascending (decoded a node at a time)."""
+        end = min(end, MAX_ID)  # (the kernel reads IDs as two uint64s)
         nodes = self.nodes
         if not nodes or start > end:
             return
@@ -284,6 +285,7 @@ class Stream:
 
     def iter_backward(self, start: int, end: int) -> Iterator[tuple[int, bytes, Fields]]:
         """Live entries with start <= id <= end, descending (decoded a node at a time)."""
+        end = min(end, MAX_ID)  # (the kernel reads IDs as two uint64s)
         nodes = self.nodes
         if not nodes or start > end:
             return
@@ -342,6 +344,7 @@ class Stream:
                     read: Callable[[Node, int], int]) -> int:
         """Call `read(node, left)` on each node that may hold entries of [start, end], in the
         reply's order, until `count` (0: all) are read; the number read."""
+        end = min(end, MAX_ID)  # (the kernel reads IDs as two uint64s)
         nodes = self.nodes
         if not nodes or start > end:
             return 0
