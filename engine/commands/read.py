@@ -414,6 +414,7 @@ class Delivery:
                   and not has_tombstones_between(s, group.last_id))
         moved = False
         caps = self.caps
+        delivered: list[int] = []  # made pending in one batch once the loop is done
         for sid, idb, fields in s.iter_forward(group.last_id + 1, MAX_ID):
             if count and len(entries) >= count:
                 break
@@ -429,8 +430,9 @@ class Delivery:
             moved = True
             entries.append([idb, fields, 0, 0] if claim_shape else [idb, fields])
             if not noack:
-                group.add_pending(sid, consumer, now, 1)
+                delivered.append(sid)
                 effects.append([*head, idb, *tail, idb])  # see new_delivery_xclaim_pieces
+        group.add_new_pending(delivered, consumer, now)
         if moved and not noack:
             consumer.active_time = now
             self.touched = True

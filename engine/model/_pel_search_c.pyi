@@ -1,0 +1,3 @@
+from array import array
+
+def find(ms: array, seq: array, m: int, s: int) -> int: ...
