@@ -1,3 +1,9 @@
 from array import array
+from collections.abc import Iterator
 
 def find(ms: array, seq: array, m: int, s: int) -> int: ...
+def owned_rows(maxes: list[int], chunks: list[tuple[array, ...]], my_maxes: list[int],
+               my_chunks: list[tuple[array, ...]], start: int,
+               end: int) -> Iterator[tuple[int, int, int, int]]: ...
+def range_rows(maxes: list[int], chunks: list[tuple[array, ...]], start: int,
+               end: int) -> Iterator[tuple[int, int, int, int]]: ...

@@ -15,7 +15,7 @@ from array import array
 from bisect import bisect_left, bisect_right
 from collections.abc import Iterator
 
-from streamkeep.engine.model.pel_search import find
+from streamkeep.engine.model.pel_search import find, owned_rows, range_rows
 
 _LOAD = 512  # a chunk splits in two above 2 * _LOAD IDs
 _LOW = (1 << 64) - 1
@@ -232,6 +232,16 @@ class PendingTable(PackedIDs):
         owner: int = self._chunks[c][4][j]
         self._remove_at(c, j)
         return owner
+
+    def owned_rows(self, ids: PackedIDs, start: int,
+                   end: int) -> Iterator[tuple[int, int, int, int]]:
+        """(id, delivery time, count, owner) of the IDs of `ids` (a consumer's, all pending
+        here) in [start, end], ascending: XPENDING of one consumer, walked by the kernel."""
+        return owned_rows(self._maxes, self._chunks, ids._maxes, ids._chunks, start, end)
+
+    def irange_rows(self, start: int, end: int) -> Iterator[tuple[int, int, int, int]]:
+        """(id, delivery time, count, owner) of the IDs in [start, end], ascending."""
+        return range_rows(self._maxes, self._chunks, start, end)
 
     def times(self) -> Iterator[tuple[int, int]]:
         """(id, delivery time), ascending."""

@@ -58,3 +58,41 @@ def test_twins_agree_with_a_sorted_list(pairs: list[tuple[int, int]], m: int, s:
         "ok", expected)
     for k in range(len(ms)):  # every member is found where it is
         assert pure.find(ms, seq, ms[k], seq[k]) == compiled.find(ms, seq, ms[k], seq[k]) == k
+
+
+def _pel(rows: dict[int, tuple[int, int, int]], load: int) -> tuple[list[int], list]:
+    """A PEL's (maxes, chunks) as pel_store lays them out, `load` IDs a chunk."""
+    ordered = sorted(rows)
+    maxes, chunks = [], []
+    for at in range(0, len(ordered), load):
+        part = ordered[at:at + load]
+        chunks.append((array("Q", [s >> 64 for s in part]),
+                       array("Q", [s & ((1 << 64) - 1) for s in part]),
+                       array("q", [rows[s][0] for s in part]),
+                       array("Q", [rows[s][1] for s in part]),
+                       array("i", [rows[s][2] for s in part])))
+        maxes.append(part[-1])
+    return maxes, chunks
+
+
+ROW = st.tuples(st.integers(0, 1 << 62), st.sampled_from([0, 1, (1 << 63) - 1, (1 << 64) - 1]),
+                st.integers(-1, 5))
+SID = st.builds(lambda m, s: m << 64 | s, st.one_of(SMALL, U64), st.one_of(SMALL, U64))
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.dictionaries(SID, ROW, max_size=40), st.integers(1, 5), st.integers(1, 5),
+       st.data())
+def test_row_walks_agree(rows: dict, load: int, my_load: int, data: st.DataObject) -> None:
+    """range_rows and owned_rows (over a consumer's subset) read what the rows are."""
+    pure, compiled = pure_and_compiled("streamkeep.engine.model", "pel_search")
+    start, end = sorted((data.draw(SID), data.draw(SID)))
+    maxes, chunks = _pel(rows, load)
+    mine = data.draw(st.sets(st.sampled_from(sorted(rows)))) if rows else set()
+    my_maxes, my_chunks = _pel({s: rows[s] for s in mine}, my_load)
+    want = [(s, *rows[s]) for s in sorted(rows) if start <= s <= end]
+    assert list(pure.range_rows(maxes, chunks, start, end)) == want
+    assert list(compiled.range_rows(maxes, chunks, start, end)) == want
+    owned = [r for r in want if r[0] in mine]
+    assert list(pure.owned_rows(maxes, chunks, my_maxes, my_chunks, start, end)) == owned
+    assert list(compiled.owned_rows(maxes, chunks, my_maxes, my_chunks, start, end)) == owned
