@@ -15,7 +15,17 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from streamkeep.engine.model.ids import MAX_ID
-from streamkeep.engine.model.pel_store import NO_OWNER, PackedIDs, PendingTable
+from streamkeep.engine.model.pel_store import (
+    NO_OWNER,
+    PackedIDs,
+    PendingTable,
+    bucket_drop_leading,
+    bucket_extend,
+    bucket_ids,
+    bucket_last,
+    bucket_new,
+    bucket_size,
+)
 
 if TYPE_CHECKING:
     from streamkeep.engine.model.stream import Stream
@@ -90,23 +100,15 @@ class Pel(PendingTable):
             yield sid, self[sid]
 
 
-def _bucket_ids(bucket: array) -> list[int]:
-    return [bucket[k] << 64 | bucket[k + 1] for k in range(0, len(bucket), 2)]
-
-
 def _bucket_of(ids: list[int]) -> array:
-    out = array("Q")
-    for sid in ids:
-        out.append(sid >> 64)
-        out.append(sid & _LOW)
-    return out
+    return bucket_new([sid >> 64 for sid in ids], [sid & _LOW for sid in ids])
 
 
 class DeliveryOrder:
     """Pending entries by last delivery time, oldest first (XREADGROUP CLAIM needs them so).
 
-    One bucket per delivery time (the IDs delivered then, ascending, packed as ms/seq pairs in
-    an `array('Q')`: 16 bytes an ID) and a heap of the bucket times. Deletion is lazy: when a
+    One bucket per delivery time (the IDs delivered then, ascending, packed in an array: 8
+    bytes an ID, see `pel_store.bucket_new`) and a heap of the bucket times. Deletion is lazy: when a
     NACK is acked or redelivered its ID stays in the old bucket, is recognised as stale (not
     pending, or at another time) and dropped when it leads its bucket in a walk, or when the
     buckets hold more than twice the PEL. Deliveries come in ID order, so a bucket stays sorted
@@ -126,13 +128,12 @@ class DeliveryOrder:
     def push(self, time_ms: int, sid: int, pel: PendingTable) -> None:
         bucket = self.buckets.get(time_ms)
         if bucket is None:
-            self.buckets[time_ms] = array("Q", (sid >> 64, sid & _LOW))
+            self.buckets[time_ms] = bucket_new([sid >> 64], [sid & _LOW])
             heapq.heappush(self.times, time_ms)
         else:
-            if (bucket[-2] << 64 | bucket[-1]) >= sid:
+            if bucket_last(bucket) >= sid:
                 self.unsorted.add(time_ms)
-            bucket.append(sid >> 64)
-            bucket.append(sid & _LOW)
+            self.buckets[time_ms] = bucket_extend(bucket, [sid >> 64], [sid & _LOW])
         self.size += 1
         if self.size > 2 * len(pel) + 64:
             self._rebuild(pel)
@@ -141,27 +142,26 @@ class DeliveryOrder:
                pel: PendingTable) -> None:
         """`push` of ascending `sids` (split as ms and seq) all delivered at `time_ms`."""
         bucket = self.buckets.get(time_ms)
-        if bucket is None:
-            self.buckets[time_ms] = bucket = array("Q")
+        if bucket is None:  # allocated at its size (a bucket mostly gets one batch)
+            self.buckets[time_ms] = bucket_new(ms, seq)
             heapq.heappush(self.times, time_ms)
-        elif (bucket[-2] << 64 | bucket[-1]) >= sids[0]:
-            self.unsorted.add(time_ms)
-        pairs = [0] * (2 * len(sids))
-        pairs[::2] = ms
-        pairs[1::2] = seq
-        bucket.extend(pairs)
+        else:
+            if bucket_last(bucket) >= sids[0]:
+                self.unsorted.add(time_ms)
+            self.buckets[time_ms] = bucket_extend(bucket, ms, seq)
         self.size += len(sids)
         if self.size > 2 * len(pel) + 64:
             self._rebuild(pel)
 
     def _rebuild(self, pel: PendingTable) -> None:
-        buckets: dict[int, array] = {}
+        by_time: dict[int, list[int]] = {}
         for sid, time_ms in pel.times():  # ascending IDs: every bucket comes out sorted
-            bucket = buckets.get(time_ms)
-            if bucket is None:
-                buckets[time_ms] = bucket = array("Q")
-            bucket.append(sid >> 64)
-            bucket.append(sid & _LOW)
+            ids = by_time.get(time_ms)
+            if ids is None:
+                by_time[time_ms] = [sid]
+            else:
+                ids.append(sid)
+        buckets = {t: _bucket_of(ids) for t, ids in by_time.items()}
         self.buckets = buckets
         self.times = list(buckets)
         heapq.heapify(self.times)
@@ -187,24 +187,24 @@ class DeliveryOrder:
                 bucket = buckets[t]
                 if t in self.unsorted:
                     self.unsorted.discard(t)
-                    ordered = sorted(set(_bucket_ids(bucket)))
-                    self.size -= len(bucket) // 2 - len(ordered)
+                    ordered = sorted(set(bucket_ids(bucket)))
+                    self.size -= bucket_size(bucket) - len(ordered)
                     bucket = buckets[t] = _bucket_of(ordered)
                 leading = 0  # the run of stale IDs leading the bucket: dropped for good
-                for k in range(0, len(bucket), 2):
-                    if delivered(bucket[k] << 64 | bucket[k + 1]) == t:
+                for sid in bucket_ids(bucket):
+                    if delivered(sid) == t:
                         break
                     leading += 1
-                if leading:
-                    del bucket[:2 * leading]
+                if leading == bucket_size(bucket):
                     self.size -= leading
-                if not bucket:
                     del buckets[t]
                     continue
+                if leading:
+                    bucket_drop_leading(bucket, leading)
+                    self.size -= leading
                 popped.append(t)
-                skipped, heavy = 0, 32 + (len(bucket) >> 4)
-                for k in range(0, len(bucket), 2):
-                    sid = bucket[k] << 64 | bucket[k + 1]
+                skipped, heavy = 0, 32 + (bucket_size(bucket) >> 3)
+                for sid in bucket_ids(bucket):
                     if delivered(sid) == t:
                         yield t, sid
                     else:
@@ -214,8 +214,8 @@ class DeliveryOrder:
         finally:
             for t in stale_heavy or ():
                 bucket = buckets[t]
-                live = [sid for sid in _bucket_ids(bucket) if delivered(sid) == t]
-                self.size -= len(bucket) // 2 - len(live)
+                live = [sid for sid in bucket_ids(bucket) if delivered(sid) == t]
+                self.size -= bucket_size(bucket) - len(live)
                 buckets[t] = _bucket_of(live)  # never empty: a walk visits from a live ID on
             for t in popped:
                 heapq.heappush(times, t)

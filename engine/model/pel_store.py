@@ -90,14 +90,20 @@ class PackedIDs:
         done, n = 0, len(ms)
         while done < n:
             if not chunks or len(chunks[-1][0]) >= 2 * _LOAD:
-                chunks.append(self._new_chunk())
+                # A new chunk's columns are allocated at their size, not grown: no slack.
+                take = min(n - done, 2 * _LOAD)
+                chunks.append((array("Q", ms[done:done + take]), array("Q", seq[done:done + take]),
+                               *[array(code, [v]) * take
+                                 for code, v in zip(self._EXTRA, values, strict=True)]))
                 maxes.append(0)
+            else:
+                chunk = chunks[-1]
+                take = min(n - done, 2 * _LOAD - len(chunk[0]))
+                chunk[0].extend(ms[done:done + take])
+                chunk[1].extend(seq[done:done + take])
+                for col, v in zip(chunk[2:], values, strict=True):
+                    col.extend([v] * take)
             chunk = chunks[-1]
-            take = min(n - done, 2 * _LOAD - len(chunk[0]))
-            chunk[0].extend(ms[done:done + take])
-            chunk[1].extend(seq[done:done + take])
-            for col, v in zip(chunk[2:], values, strict=True):
-                col.extend([v] * take)
             done += take
             maxes[-1] = chunk[0][-1] << 64 | chunk[1][-1]
         self._len += n
@@ -249,3 +255,69 @@ class PendingTable(PackedIDs):
             ms, seq, times = chunk[0], chunk[1], chunk[2]
             for k in range(len(ms)):
                 yield ms[k] << 64 | seq[k], times[k]
+
+
+# --- delivery-time buckets ------------------------------------------------------------------------
+# A bucket holds the IDs delivered at one time, in delivery order, packed in one array: narrow
+# ('I': the smallest ms as two words, then (ms - that, seq) pairs, 8 bytes an ID) when every ID
+# fits, which a batch of deliveries does, else wide ('Q': (ms, seq) pairs, 16 bytes an ID).
+
+_WORD = 1 << 32
+
+
+def _narrow(base: int, ms: list[int], seq: list[int]) -> bool:
+    return bool(ms) and min(ms) >= base and max(ms) - base < _WORD and max(seq) < _WORD
+
+
+def _pairs(ms: list[int], seq: list[int]) -> list[int]:
+    pairs = [0] * (2 * len(ms))
+    pairs[::2] = ms
+    pairs[1::2] = seq
+    return pairs
+
+
+def bucket_new(ms: list[int], seq: list[int]) -> array:
+    """A bucket of the IDs given as ms and seq lists (at least one)."""
+    base = min(ms)
+    if _narrow(base, ms, seq):
+        return array("I", [base >> 32, base & (_WORD - 1), *_pairs([m - base for m in ms], seq)])
+    return array("Q", _pairs(ms, seq))
+
+
+def bucket_ids(bucket: array) -> Iterator[int]:
+    """The bucket's IDs, in the order they were added."""
+    if bucket.typecode == "I":
+        base = bucket[0] << 32 | bucket[1]
+        for k in range(2, len(bucket), 2):
+            yield (base + bucket[k]) << 64 | bucket[k + 1]
+    else:
+        for k in range(0, len(bucket), 2):
+            yield bucket[k] << 64 | bucket[k + 1]
+
+
+def bucket_size(bucket: array) -> int:
+    return (len(bucket) - (2 if bucket.typecode == "I" else 0)) >> 1
+
+
+def bucket_last(bucket: array) -> int:
+    if bucket.typecode == "I":
+        return ((bucket[0] << 32 | bucket[1]) + bucket[-2]) << 64 | bucket[-1]
+    return bucket[-2] << 64 | bucket[-1]
+
+
+def bucket_extend(bucket: array, ms: list[int], seq: list[int]) -> array:
+    """The bucket with these IDs added: the same array, or a wide copy when they do not fit."""
+    if bucket.typecode == "I":
+        base = bucket[0] << 32 | bucket[1]
+        if not _narrow(base, ms, seq):
+            ids = [*bucket_ids(bucket)]
+            return bucket_new([s >> 64 for s in ids] + ms, [s & _LOW for s in ids] + seq)
+        ms = [m - base for m in ms]
+    bucket.extend(_pairs(ms, seq))
+    return bucket
+
+
+def bucket_drop_leading(bucket: array, n: int) -> None:
+    """Remove the first `n` IDs (a bucket keeps at least one: callers drop empty ones)."""
+    start = 2 if bucket.typecode == "I" else 0
+    del bucket[start:start + 2 * n]

@@ -100,3 +100,48 @@ def test_a_packed_pel_leaves_the_collector_next_to_nothing() -> None:
     assert len(group.pel) == 100_000
     # A NACK object per entry was 100k tracked objects; chunk tuples are what is left.
     assert len(gc.get_objects()) - before < 2_000
+
+
+@pytest.mark.parametrize("ids", [
+    [5 << 64, 5 << 64 | 1, 9 << 64 | 7],  # a batch: narrow
+    [(1 << 40) << 64 | (1 << 33)],  # a sequence number past 32 bits: wide
+    [3 << 64, (3 + (1 << 32)) << 64],  # milliseconds 2^32 apart: wide
+])
+def test_buckets_read_back_narrow_or_wide(ids: list[int]) -> None:
+    low = (1 << 64) - 1
+    bucket = pel_store.bucket_new([s >> 64 for s in ids], [s & low for s in ids])
+    assert list(pel_store.bucket_ids(bucket)) == ids
+    assert pel_store.bucket_size(bucket) == len(ids) and pel_store.bucket_last(bucket) == ids[-1]
+    more = [2 << 64 | 3, (1 << 63) << 64 | low]  # below the base, then too wide: widens
+    for sid in more:
+        bucket = pel_store.bucket_extend(bucket, [sid >> 64], [sid & low])
+    assert list(pel_store.bucket_ids(bucket)) == ids + more
+    pel_store.bucket_drop_leading(bucket, 2)
+    assert list(pel_store.bucket_ids(bucket)) == (ids + more)[2:]
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_delivery_order_with_wide_ids(seed: int) -> None:
+    """The delivery order stays the live PEL by (time, ID) when IDs do not fit a narrow
+    bucket (huge sequence numbers) and batches mix with single claims."""
+    rng = random.Random(seed)
+    group = ConsumerGroup(b"g", 0, 0)
+    consumers = [group.create_consumer(b"c%d" % i, 0) for i in range(2)]
+    now, top = 1, 1 << 64
+    for _ in range(300):
+        op = rng.random()
+        if op < 0.2:
+            batch = sorted({top + rng.randrange(1, 1 << 20) for _ in range(rng.randrange(1, 6))})
+            top = batch[-1] + 1
+            group.add_new_pending(batch, rng.choice(consumers), now)
+        elif op < 0.5:
+            group.add_pending(_sid(rng), rng.choice(consumers), now, 2)
+        elif op < 0.6:
+            group.release(_sid(rng), 1)
+        elif op < 0.8:
+            group.ack(_sid(rng))
+        now += rng.randrange(0, 2)
+        expected = sorted((n.delivery_time, s) for s, n in group.pel.items())
+        assert list(group.pel_by_time.iter_oldest(group.pel)) == expected
+        for c in consumers:
+            assert list(c.pel) == [s for s, n in group.pel.items() if n.consumer is c]
