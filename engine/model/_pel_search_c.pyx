@@ -112,3 +112,51 @@ def range_rows(list maxes, list chunks, object start, object end):
                    counts.data.as_ulonglongs[k], owners.data.as_ints[k])
         c += 1
         j = 0
+
+
+def bucket_live(array.array bucket, list maxes, list chunks, long long t):
+    cdef Py_ssize_t k, first, j, c, n = len(bucket)
+    cdef unsigned long long base = 0, m, s, tm = 0, ts = 0
+    cdef array.array ms, seq, times, counts, owners
+    cdef bint have = False, narrow
+    if bucket.ob_descr.typecode == b'I':
+        narrow, first = True, 2
+        base = (<unsigned long long>bucket.data.as_uints[0]) << 32 | bucket.data.as_uints[1]
+    elif bucket.ob_descr.typecode == b'Q':
+        narrow, first = False, 0
+    else:
+        raise TypeError("a bucket is an array('I') or array('Q')")
+    if (n - first) & 1:
+        raise TypeError("a bucket holds (ms, seq) pairs")
+    k = first
+    while k < n:
+        if narrow:
+            m = base + bucket.data.as_uints[k]
+            s = bucket.data.as_uints[k + 1]
+        else:
+            m = bucket.data.as_ulonglongs[k]
+            s = bucket.data.as_ulonglongs[k + 1]
+        if not have or m > tm or (m == tm and s > ts) or m < pm_first(ms) or (
+                m == pm_first(ms) and s < ps_first(seq)):
+            c = bisect_left(maxes, (<object>m) << 64 | s)
+            if c == len(chunks):
+                have = False
+                k += 2
+                continue
+            ms, seq, times, counts, owners = chunks[c]
+            check_row(ms, seq, times, counts, owners)
+            tm = ms.data.as_ulonglongs[len(ms) - 1]
+            ts = seq.data.as_ulonglongs[len(ms) - 1]
+            have = True
+        j = c_find(ms.data.as_ulonglongs, seq.data.as_ulonglongs, len(ms), m, s)
+        if j >= 0 and times.data.as_longlongs[j] == t:
+            yield (k - first) >> 1, (<object>m) << 64 | s
+        k += 2
+
+
+cdef inline unsigned long long pm_first(array.array ms) noexcept:
+    return ms.data.as_ulonglongs[0] if ms is not None and len(ms) else 0
+
+
+cdef inline unsigned long long ps_first(array.array seq) noexcept:
+    return seq.data.as_ulonglongs[0] if seq is not None and len(seq) else 0

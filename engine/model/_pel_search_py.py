@@ -78,3 +78,22 @@ def range_rows(maxes: list[int], chunks: list[tuple[array, ...]], start: int,
             yield sid, times[k], counts[k], owners[k]
         c += 1
         j = 0
+
+
+def bucket_live(bucket: array, maxes: list[int], chunks: list[tuple[array, ...]],
+                t: int) -> Iterator[tuple[int, int]]:
+    """(ordinal, id) of the IDs of a delivery-time bucket (`pel_store.bucket_new`'s layout)
+    that are pending in the PEL (`maxes`, `chunks`) with delivery time `t`, in bucket order."""
+    if bucket.typecode == "I":
+        base, first = bucket[0] << 32 | bucket[1], 2
+    else:
+        base, first = 0, 0
+    for k in range(first, len(bucket), 2):
+        m, s = base + bucket[k], bucket[k + 1]
+        sid = m << 64 | s
+        c = bisect_left(maxes, sid)
+        if c == len(chunks):
+            continue
+        j = find(chunks[c][0], chunks[c][1], m, s)
+        if j >= 0 and chunks[c][2][j] == t:
+            yield (k - first) >> 1, sid

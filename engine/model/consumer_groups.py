@@ -10,6 +10,7 @@ parsing, replies, effects, stream entries (it only reads stream metadata for lag
 from __future__ import annotations
 
 import heapq
+import itertools
 from array import array
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
@@ -190,27 +191,27 @@ class DeliveryOrder:
                     ordered = sorted(set(bucket_ids(bucket)))
                     self.size -= bucket_size(bucket) - len(ordered)
                     bucket = buckets[t] = _bucket_of(ordered)
-                leading = 0  # the run of stale IDs leading the bucket: dropped for good
-                for sid in bucket_ids(bucket):
-                    if delivered(sid) == t:
-                        break
-                    leading += 1
-                if leading == bucket_size(bucket):
-                    self.size -= leading
+                live = pel.bucket_live(bucket, t)
+                lead = next(live, None)
+                if lead is None:  # all stale: dropped for good
+                    self.size -= bucket_size(bucket)
                     del buckets[t]
                     continue
-                if leading:
-                    bucket_drop_leading(bucket, leading)
-                    self.size -= leading
+                if lead[0]:  # the run of stale IDs leading the bucket: dropped for good
+                    live.close()  # (it reads the array this changes)
+                    bucket_drop_leading(bucket, lead[0])
+                    self.size -= lead[0]
+                    live = pel.bucket_live(bucket, t)
+                    lead = next(live)
                 popped.append(t)
-                skipped, heavy = 0, 32 + (bucket_size(bucket) >> 3)
-                for sid in bucket_ids(bucket):
-                    if delivered(sid) == t:
-                        yield t, sid
-                    else:
-                        skipped += 1
-                        if skipped == heavy:
-                            stale_heavy = [*(stale_heavy or ()), t]
+                size, heavy, yielded = bucket_size(bucket), 32 + (bucket_size(bucket) >> 3), 0
+                for k, sid in itertools.chain((lead,), live):
+                    if k - yielded >= heavy and (stale_heavy is None or stale_heavy[-1] != t):
+                        stale_heavy = [*(stale_heavy or ()), t]
+                    yielded += 1
+                    yield t, sid
+                if size - yielded >= heavy and (stale_heavy is None or stale_heavy[-1] != t):
+                    stale_heavy = [*(stale_heavy or ()), t]
         finally:
             for t in stale_heavy or ():
                 bucket = buckets[t]

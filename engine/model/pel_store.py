@@ -15,7 +15,7 @@ from array import array
 from bisect import bisect_left, bisect_right
 from collections.abc import Iterator
 
-from streamkeep.engine.model.pel_search import find, owned_rows, range_rows
+from streamkeep.engine.model.pel_search import bucket_live, find, owned_rows, range_rows
 
 _LOAD = 512  # a chunk splits in two above 2 * _LOAD IDs
 _LOW = (1 << 64) - 1
@@ -249,6 +249,11 @@ class PendingTable(PackedIDs):
         """(id, delivery time, count, owner) of the IDs in [start, end], ascending."""
         return range_rows(self._maxes, self._chunks, start, end)
 
+    def bucket_live(self, bucket: array, t: int) -> Iterator[tuple[int, int]]:
+        """(ordinal, id) of a delivery-time bucket's IDs pending here with delivery time `t`
+        (the others are stale), in bucket order: walked by the kernel."""
+        return bucket_live(bucket, self._maxes, self._chunks, t)
+
     def times(self) -> Iterator[tuple[int, int]]:
         """(id, delivery time), ascending."""
         for chunk in self._chunks:
@@ -277,7 +282,10 @@ def _pairs(ms: list[int], seq: list[int]) -> list[int]:
 
 
 def bucket_new(ms: list[int], seq: list[int]) -> array:
-    """A bucket of the IDs given as ms and seq lists (at least one)."""
+    """A bucket of the IDs given as ms and seq lists (empty only for a bucket a walk emptied:
+    the next walk drops it)."""
+    if not ms:
+        return array("Q")
     base = min(ms)
     if _narrow(base, ms, seq):
         return array("I", [base >> 32, base & (_WORD - 1), *_pairs([m - base for m in ms], seq)])

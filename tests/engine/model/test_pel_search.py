@@ -96,3 +96,21 @@ def test_row_walks_agree(rows: dict, load: int, my_load: int, data: st.DataObjec
     owned = [r for r in want if r[0] in mine]
     assert list(pure.owned_rows(maxes, chunks, my_maxes, my_chunks, start, end)) == owned
     assert list(compiled.owned_rows(maxes, chunks, my_maxes, my_chunks, start, end)) == owned
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.dictionaries(SID, ROW, max_size=40), st.integers(1, 5), st.data())
+def test_bucket_walks_agree(rows: dict, load: int, data: st.DataObject) -> None:
+    """bucket_live keeps a bucket's IDs pending at the bucket's time, in bucket order, from a
+    narrow or a wide bucket, stale and unknown IDs among them."""
+    from streamkeep.engine.model.pel_store import bucket_new
+
+    pure, compiled = pure_and_compiled("streamkeep.engine.model", "pel_search")
+    maxes, chunks = _pel(rows, load)
+    ids = data.draw(st.lists(st.one_of(st.sampled_from(sorted(rows)), SID) if rows else SID,
+                             min_size=1, max_size=20))
+    t = data.draw(st.sampled_from([rows[s][0] for s in ids if s in rows] or [0]))
+    bucket = bucket_new([s >> 64 for s in ids], [s & ((1 << 64) - 1) for s in ids])
+    want = [(k, s) for k, s in enumerate(ids) if s in rows and rows[s][0] == t]
+    assert list(pure.bucket_live(bucket, maxes, chunks, t)) == want
+    assert list(compiled.bucket_live(bucket, maxes, chunks, t)) == want
