@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from array import array
 from bisect import bisect_left, bisect_right
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 
 _LOW = (1 << 64) - 1
 
@@ -81,7 +81,7 @@ def range_rows(maxes: list[int], chunks: list[tuple[array, ...]], start: int,
 
 
 def bucket_live(bucket: array, maxes: list[int], chunks: list[tuple[array, ...]],
-                t: int) -> Iterator[tuple[int, int]]:
+                t: int) -> Generator[tuple[int, int], None, None]:
     """(ordinal, id) of the IDs of a delivery-time bucket (`pel_store.bucket_new`'s layout)
     that are pending in the PEL (`maxes`, `chunks`) with delivery time `t`, in bucket order."""
     if bucket.typecode == "I":

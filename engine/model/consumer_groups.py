@@ -12,7 +12,7 @@ from __future__ import annotations
 import heapq
 import itertools
 from array import array
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from typing import TYPE_CHECKING
 
 from streamkeep.engine.model.ids import MAX_ID
@@ -191,7 +191,7 @@ class DeliveryOrder:
                     ordered = sorted(set(bucket_ids(bucket)))
                     self.size -= bucket_size(bucket) - len(ordered)
                     bucket = buckets[t] = _bucket_of(ordered)
-                live = pel.bucket_live(bucket, t)
+                live: Generator[tuple[int, int], None, None] = pel.bucket_live(bucket, t)
                 lead = next(live, None)
                 if lead is None:  # all stale: dropped for good
                     self.size -= bucket_size(bucket)
@@ -215,9 +215,9 @@ class DeliveryOrder:
         finally:
             for t in stale_heavy or ():
                 bucket = buckets[t]
-                live = [sid for sid in bucket_ids(bucket) if delivered(sid) == t]
-                self.size -= bucket_size(bucket) - len(live)
-                buckets[t] = _bucket_of(live)  # never empty: a walk visits from a live ID on
+                kept = [sid for sid in bucket_ids(bucket) if delivered(sid) == t]
+                self.size -= bucket_size(bucket) - len(kept)
+                buckets[t] = _bucket_of(kept)  # never empty: a walk visits from a live ID on
             for t in popped:
                 heapq.heappush(times, t)
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from array import array
 from bisect import bisect_left, bisect_right
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 
 from streamkeep.engine.model.pel_search import bucket_live, find, owned_rows, range_rows
 
@@ -249,7 +249,7 @@ class PendingTable(PackedIDs):
         """(id, delivery time, count, owner) of the IDs in [start, end], ascending."""
         return range_rows(self._maxes, self._chunks, start, end)
 
-    def bucket_live(self, bucket: array, t: int) -> Iterator[tuple[int, int]]:
+    def bucket_live(self, bucket: array, t: int) -> Generator[tuple[int, int], None, None]:
         """(ordinal, id) of a delivery-time bucket's IDs pending here with delivery time `t`
         (the others are stale), in bucket order: walked by the kernel."""
         return bucket_live(bucket, self._maxes, self._chunks, t)
