@@ -25,6 +25,7 @@ from streamkeep.engine.model.pel_store import (
     bucket_ids,
     bucket_last,
     bucket_new,
+    bucket_push,
     bucket_size,
 )
 
@@ -134,7 +135,7 @@ class DeliveryOrder:
         else:
             if bucket_last(bucket) >= sid:
                 self.unsorted.add(time_ms)
-            self.buckets[time_ms] = bucket_extend(bucket, [sid >> 64], [sid & _LOW])
+            self.buckets[time_ms] = bucket_push(bucket, sid)
         self.size += 1
         if self.size > 2 * len(pel) + 64:
             self._rebuild(pel)

@@ -75,8 +75,9 @@ class PackedIDs:
         j = -1 - find(chunk[0], chunk[1], sid >> 64, sid & _LOW)
         chunk[0].insert(j, sid >> 64)
         chunk[1].insert(j, sid & _LOW)
-        for col, v in zip(chunk[2:], values, strict=True):
-            col.insert(j, v)
+        if values:
+            for col, v in zip(chunk[2:], values, strict=True):
+                col.insert(j, v)
         if len(chunk[0]) > 2 * _LOAD:
             chunks.insert(c + 1, tuple(col[_LOAD:] for col in chunk))
             for col in chunk:
@@ -322,6 +323,21 @@ def bucket_extend(bucket: array, ms: list[int], seq: list[int]) -> array:
             return bucket_new([s >> 64 for s in ids] + ms, [s & _LOW for s in ids] + seq)
         ms = [m - base for m in ms]
     bucket.extend(_pairs(ms, seq))
+    return bucket
+
+
+def bucket_push(bucket: array, sid: int) -> array:
+    """`bucket_extend` with one ID (a claim), without building lists when it fits."""
+    m, s = sid >> 64, sid & _LOW
+    if bucket.typecode == "I":
+        base = bucket[0] << 32 | bucket[1]
+        if 0 <= m - base < _WORD and s < _WORD:
+            bucket.append(m - base)
+            bucket.append(s)
+            return bucket
+        return bucket_extend(bucket, [m], [s])
+    bucket.append(m)
+    bucket.append(s)
     return bucket
 
 

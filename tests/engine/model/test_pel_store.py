@@ -118,6 +118,10 @@ def test_buckets_read_back_narrow_or_wide(ids: list[int]) -> None:
     assert list(pel_store.bucket_ids(bucket)) == ids + more
     pel_store.bucket_drop_leading(bucket, 2)
     assert list(pel_store.bucket_ids(bucket)) == (ids + more)[2:]
+    pushed = pel_store.bucket_new([ids[0] >> 64], [ids[0] & low])  # one claim at a time
+    for sid in ids[1:] + more:
+        pushed = pel_store.bucket_push(pushed, sid)
+    assert list(pel_store.bucket_ids(pushed)) == ids + more
 
 
 @pytest.mark.parametrize("seed", range(6))
