@@ -21,7 +21,6 @@ from streamkeep.engine.model.consumer_groups import (
     INVALID_ENTRIES_READ,
     Consumer,
     ConsumerGroup,
-    pending_idle,
 )
 from streamkeep.engine.model.effects import (
     sk_xconsumer_effect,
@@ -42,6 +41,7 @@ from streamkeep.engine.model.ids import (
     parse_strict,
     try_parse_strict,
 )
+from streamkeep.engine.model.pel_store import NO_OWNER
 from streamkeep.engine.model.stream import Stream, new_stream
 from streamkeep.engine.wire.args import LLONG_MAX, is_word, parse_int, parse_int_range
 from streamkeep.engine.wire.errors import (
@@ -396,20 +396,22 @@ def xpending(ctx: Ctx, argv: Argv) -> list:
         consumer = group.consumers.get(consumer_name)
         if consumer is None:
             return []
-        index = consumer.pel
+        rows = group.pel.owned_rows(consumer.pel, start, end)
     else:
-        index = group.pel_index
+        rows = group.pel.irange_rows(start, end)
     out = []
-    now = ctx.now
-    for sid in index.irange(start, end):
+    now, owners = ctx.now, group.owners
+    for sid, delivered, times, owner in rows:
         if not count:
             break
-        nack = group.pel[sid]
-        if min_idle and now - nack.delivery_time < min_idle and nack.consumer is not None:
+        if min_idle and now - delivered < min_idle and owner != NO_OWNER:
             continue  # (an XNACK-released entry counts as idle enough for any IDLE)
         count -= 1
-        out.append([format_id(sid), b"" if nack.consumer is None else nack.consumer.name,
-                    pending_idle(nack, now), nack.delivery_count])
+        if owner == NO_OWNER:  # XNACK released it: no consumer, idle -1 (Redis 8.8)
+            out.append([format_id(sid), b"", -1, times])
+        else:
+            out.append([format_id(sid), owners[owner].name,  # type: ignore[union-attr]
+                        max(now - delivered, 0), times])
     return out
 
 

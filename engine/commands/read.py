@@ -426,6 +426,7 @@ class Delivery:
         if caps is None and not claim_shape and not entries:
             self._new_entries_at_once(count, noack, simple, head, tail)
             return
+        delivered: list[int] = []  # made pending in one batch once the loop is done
         for sid, idb, fields in s.iter_forward(group.last_id + 1, MAX_ID):
             if count and len(entries) >= count:
                 break
@@ -441,15 +442,15 @@ class Delivery:
             moved = True
             entries.append([idb, fields, 0, 0] if claim_shape else [idb, fields])
             if not noack:
-                group.add_pending(sid, consumer, now, 1)
+                delivered.append(sid)
                 effects.append([*head, idb, *tail, idb])  # see new_delivery_xclaim_pieces
+        group.add_new_pending(delivered, consumer, now)
         if moved and not noack:
             consumer.active_time = now
             self.touched = True
         if moved:
             effects.append(xgroup_setid_effect(key, group.name, group.last_id,
                                                group.entries_read))
-
 
     def _new_entries_at_once(self, count: int, noack: bool, simple: bool, head: list,
                              tail: list) -> None:
@@ -473,10 +474,9 @@ class Delivery:
         if not noack:
             idbs = ([entry[0] for entry in got] if type(got) is PlainEntries
                     else [format_id(sid) for sid in sids])
-            add_pending = group.add_pending
-            for sid, idb in zip(sids, idbs, strict=True):
-                add_pending(sid, consumer, now, 1)
+            for idb in idbs:
                 effects.append([*head, idb, *tail, idb])  # see new_delivery_xclaim_pieces
+            group.add_new_pending(sids, consumer, now)
             consumer.active_time = now
             self.touched = True
         effects.append(xgroup_setid_effect(self.key, group.name, group.last_id,

@@ -1,30 +1,48 @@
 """Consumer groups, consumers and the pending entries list (PEL).
 
-Owns the group state: last delivered ID, entries-read counter, the PEL indexed by ID (a dict plus a
-sorted index for ranges) and by consumer (each consumer has its own sorted index), and consumers'
-seen/active times. Also the entries-read / lag arithmetic Redis uses. Must not touch: argument
+Owns the group state: last delivered ID, entries-read counter, the PEL (a packed table sorted by
+ID, `pel_store.PendingTable`: delivery time, count and owner slot beside each ID; read as `Nack`
+snapshots), each consumer's own packed set of its pending IDs, the delivery-time buckets of
+claims, and consumers' seen/active times. Also the entries-read / lag arithmetic Redis uses. Must not touch: argument
 parsing, replies, effects, stream entries (it only reads stream metadata for lag).
 """
 
 from __future__ import annotations
 
 import heapq
+import itertools
+from array import array
+from collections.abc import Generator, Iterator
 from typing import TYPE_CHECKING
 
 from streamkeep.engine.model.ids import MAX_ID
-from streamkeep.engine.model.sortedids import SortedIDs
+from streamkeep.engine.model.pel_store import (
+    NO_OWNER,
+    PackedIDs,
+    PendingTable,
+    bucket_drop_leading,
+    bucket_extend,
+    bucket_ids,
+    bucket_last,
+    bucket_new,
+    bucket_push,
+    bucket_size,
+)
 
 if TYPE_CHECKING:
     from streamkeep.engine.model.stream import Stream
 
 INVALID_ENTRIES_READ = -1
+_LOW = (1 << 64) - 1
 
 
 class Nack:
-    """A pending entry: who has it, when it was last delivered, how many times.
+    """A pending entry as read: who has it, when it was last delivered, how many times.
 
-    `consumer` is None for an entry XNACK released (Redis 8.8): it stays pending, owned by no
-    consumer, with delivery time 0, so every claim takes it first whatever its min-idle-time."""
+    A snapshot of the group's packed PEL row (`Pel.get`), not the storage: changes go through
+    the group (`add_pending`, `set_delivery`, `ack`, `release`). `consumer` is None for an entry
+    XNACK released (Redis 8.8): it stays pending, owned by no consumer, with delivery time 0, so
+    every claim takes it first whatever its min-idle-time."""
 
     __slots__ = ("consumer", "delivery_time", "delivery_count")
 
@@ -43,66 +61,116 @@ def pending_idle(nack: Nack, now: int) -> int:
 
 
 class Consumer:
-    __slots__ = ("name", "seen_time", "active_time", "pel")
+    """A consumer: its seen/active times, its slot in the group's owner column, and its own
+    pending IDs (packed, as the group's PEL is)."""
 
-    def __init__(self, name: bytes, now: int) -> None:
+    __slots__ = ("name", "seen_time", "active_time", "pel", "slot")
+
+    def __init__(self, name: bytes, now: int, slot: int = NO_OWNER) -> None:
         self.name = name
         self.seen_time = now
         self.active_time = -1
-        self.pel = SortedIDs()
+        self.pel = PackedIDs()
+        self.slot = slot
+
+
+class Pel(PendingTable):
+    """The group's PEL: the packed table, read as NACKs (the owner slot resolved to the
+    Consumer through the group's `owners`)."""
+
+    __slots__ = ("owners",)
+
+    def __init__(self, owners: list[Consumer | None]) -> None:
+        super().__init__()
+        self.owners = owners
+
+    def get(self, sid: int) -> Nack | None:
+        row = self.entry(sid)
+        if row is None:
+            return None
+        time_ms, count, owner = row
+        return Nack(None if owner == NO_OWNER else self.owners[owner], time_ms, count)
+
+    def __getitem__(self, sid: int) -> Nack:
+        nack = self.get(sid)
+        if nack is None:
+            raise KeyError(sid)
+        return nack
+
+    def items(self) -> Iterator[tuple[int, Nack]]:
+        for sid in self:
+            yield sid, self[sid]
+
+
+def _bucket_of(ids: list[int]) -> array:
+    return bucket_new([sid >> 64 for sid in ids], [sid & _LOW for sid in ids])
 
 
 class DeliveryOrder:
     """Pending entries by last delivery time, oldest first (XREADGROUP CLAIM needs them so).
 
-    One bucket per delivery time (the IDs delivered then, ascending) and a heap of the bucket
-    times: a pending entry costs a list slot here, where a heap key of its own (`time << 128 |
-    id`) cost a 48-byte int more (issue 18). Deletion is lazy: when a NACK is acked or
-    redelivered its ID stays in the old bucket, is recognised as stale (no NACK, or another
-    time) and dropped when it leads its bucket in a walk, or when the buckets hold more than
-    twice the PEL. Deliveries come in ID order, so a bucket stays sorted by appending; one that
-    gets an ID out of order (a claim at the same millisecond) is sorted by the next walk. This
-    keeps deliveries and acks, the hot path, at one append (one heap push per new time) and
-    nothing, and a walk that stops at the first live entry at the stale ones before it."""
+    One bucket per delivery time (the IDs delivered then, ascending, packed in an array: 8
+    bytes an ID, see `pel_store.bucket_new`) and a heap of the bucket times. Deletion is lazy: when a
+    NACK is acked or redelivered its ID stays in the old bucket, is recognised as stale (not
+    pending, or at another time) and dropped when it leads its bucket in a walk, or when the
+    buckets hold more than twice the PEL. Deliveries come in ID order, so a bucket stays sorted
+    by appending; one that gets an ID out of order (a claim at the same millisecond) is sorted
+    by the next walk. This keeps deliveries and acks, the hot path, at one append (one heap
+    push per new time) and nothing, and a walk that stops at the first live entry at the stale
+    ones before it."""
 
     __slots__ = ("times", "buckets", "unsorted", "size")
 
     def __init__(self) -> None:
         self.times: list[int] = []  # a heap of the times that have a bucket
-        self.buckets: dict[int, list[int]] = {}  # time -> IDs delivered then, stale ones too
+        self.buckets: dict[int, array] = {}  # time -> IDs delivered then, stale ones too
         self.unsorted: set[int] = set()  # times whose bucket got an ID out of order
         self.size = 0  # IDs in the buckets
 
-    def push(self, time_ms: int, sid: int, pel: dict[int, Nack]) -> None:
+    def push(self, time_ms: int, sid: int, pel: PendingTable) -> None:
         bucket = self.buckets.get(time_ms)
         if bucket is None:
-            self.buckets[time_ms] = [sid]
+            self.buckets[time_ms] = bucket_new([sid >> 64], [sid & _LOW])
             heapq.heappush(self.times, time_ms)
         else:
-            if bucket[-1] >= sid:
+            if bucket_last(bucket) >= sid:
                 self.unsorted.add(time_ms)
-            bucket.append(sid)
+            self.buckets[time_ms] = bucket_push(bucket, sid)
         self.size += 1
         if self.size > 2 * len(pel) + 64:
             self._rebuild(pel)
 
-    def _rebuild(self, pel: dict[int, Nack]) -> None:
-        buckets: dict[int, list[int]] = {}
-        for sid, nack in pel.items():
-            bucket = buckets.get(nack.delivery_time)
-            if bucket is None:
-                buckets[nack.delivery_time] = [sid]
+    def extend(self, time_ms: int, sids: list[int], ms: list[int], seq: list[int],
+               pel: PendingTable) -> None:
+        """`push` of ascending `sids` (split as ms and seq) all delivered at `time_ms`."""
+        bucket = self.buckets.get(time_ms)
+        if bucket is None:  # allocated at its size (a bucket mostly gets one batch)
+            self.buckets[time_ms] = bucket_new(ms, seq)
+            heapq.heappush(self.times, time_ms)
+        else:
+            if bucket_last(bucket) >= sids[0]:
+                self.unsorted.add(time_ms)
+            self.buckets[time_ms] = bucket_extend(bucket, ms, seq)
+        self.size += len(sids)
+        if self.size > 2 * len(pel) + 64:
+            self._rebuild(pel)
+
+    def _rebuild(self, pel: PendingTable) -> None:
+        by_time: dict[int, list[int]] = {}
+        for sid, time_ms in pel.times():  # ascending IDs: every bucket comes out sorted
+            ids = by_time.get(time_ms)
+            if ids is None:
+                by_time[time_ms] = [sid]
             else:
-                bucket.append(sid)
-        for bucket in buckets.values():
-            bucket.sort()
+                ids.append(sid)
+        buckets = {t: _bucket_of(ids) for t, ids in by_time.items()}
         self.buckets = buckets
         self.times = list(buckets)
         heapq.heapify(self.times)
         self.unsorted = set()
         self.size = len(pel)
 
-    def iter_oldest(self, pel: dict[int, Nack]):  # type: ignore[no-untyped-def]
+    def iter_oldest(self, pel: PendingTable):  # type: ignore[no-untyped-def]
         """Yield live (time, id) oldest first, by ID within a time, without losing anything:
         every time popped is pushed back when the caller stops iterating. Nothing may be
         pushed while the iteration is open. Stale IDs cost a walk once: those leading a
@@ -112,6 +180,7 @@ class DeliveryOrder:
         if self.size > 2 * len(pel) + 64:
             self._rebuild(pel)
         times, buckets = self.times, self.buckets
+        delivered = pel.delivery_time
         popped: list[int] = []
         stale_heavy: list[int] | None = None
         try:
@@ -120,59 +189,64 @@ class DeliveryOrder:
                 bucket = buckets[t]
                 if t in self.unsorted:
                     self.unsorted.discard(t)
-                    ordered = sorted(set(bucket))
-                    self.size -= len(bucket) - len(ordered)
-                    bucket = buckets[t] = ordered
-                leading = 0  # the run of stale IDs leading the bucket: dropped for good
-                for sid in bucket:
-                    nack = pel.get(sid)
-                    if nack is not None and nack.delivery_time == t:
-                        break
-                    leading += 1
-                if leading:
-                    del bucket[:leading]
-                    self.size -= leading
-                if not bucket:
+                    ordered = sorted(set(bucket_ids(bucket)))
+                    self.size -= bucket_size(bucket) - len(ordered)
+                    bucket = buckets[t] = _bucket_of(ordered)
+                live: Generator[tuple[int, int], None, None] = pel.bucket_live(bucket, t)
+                lead = next(live, None)
+                if lead is None:  # all stale: dropped for good
+                    self.size -= bucket_size(bucket)
                     del buckets[t]
                     continue
+                if lead[0]:  # the run of stale IDs leading the bucket: dropped for good
+                    live.close()  # (it reads the array this changes)
+                    bucket_drop_leading(bucket, lead[0])
+                    self.size -= lead[0]
+                    live = pel.bucket_live(bucket, t)
+                    lead = next(live)
                 popped.append(t)
-                skipped, heavy = 0, 32 + (len(bucket) >> 3)
-                for sid in bucket:
-                    nack = pel.get(sid)
-                    if nack is not None and nack.delivery_time == t:
-                        yield t, sid
-                    else:
-                        skipped += 1
-                        if skipped == heavy:
-                            stale_heavy = [*(stale_heavy or ()), t]
+                size, heavy, yielded = bucket_size(bucket), 32 + (bucket_size(bucket) >> 3), 0
+                for k, sid in itertools.chain((lead,), live):
+                    if k - yielded >= heavy and (stale_heavy is None or stale_heavy[-1] != t):
+                        stale_heavy = [*(stale_heavy or ()), t]
+                    yielded += 1
+                    yield t, sid
+                if size - yielded >= heavy and (stale_heavy is None or stale_heavy[-1] != t):
+                    stale_heavy = [*(stale_heavy or ()), t]
         finally:
             for t in stale_heavy or ():
                 bucket = buckets[t]
-                live = [sid for sid in bucket
-                        if (nack := pel.get(sid)) is not None and nack.delivery_time == t]
-                self.size -= len(bucket) - len(live)
-                buckets[t] = live  # never empty: a walk visits a bucket from a live ID on
+                kept = [sid for sid in bucket_ids(bucket) if delivered(sid) == t]
+                self.size -= bucket_size(bucket) - len(kept)
+                buckets[t] = _bucket_of(kept)  # never empty: a walk visits from a live ID on
             for t in popped:
                 heapq.heappush(times, t)
 
 
 class ConsumerGroup:
     __slots__ = ("name", "last_id", "entries_read", "pel", "pel_index", "pel_by_time",
-                 "consumers")
+                 "consumers", "owners", "free_slots")
 
     def __init__(self, name: bytes, last_id: int, entries_read: int) -> None:
         self.name = name
         self.last_id = last_id
         self.entries_read = entries_read
-        self.pel: dict[int, Nack] = {}
-        self.pel_index = SortedIDs()  # IDs, for ranges (XPENDING, XAUTOCLAIM)
+        self.owners: list[Consumer | None] = []  # by slot: the owner column's consumers
+        self.free_slots: list[int] = []  # slots of deleted consumers, reused first
+        self.pel = Pel(self.owners)
+        self.pel_index = self.pel  # the same table: its IDs are sorted (ranges, XAUTOCLAIM)
         self.pel_by_time = DeliveryOrder()
         self.consumers: dict[bytes, Consumer] = {}
 
     # --- consumers ---------------------------------------------------------------------------
 
     def create_consumer(self, name: bytes, now: int) -> Consumer:
-        consumer = Consumer(name, now)
+        if self.free_slots:
+            slot = self.free_slots.pop()
+        else:
+            slot = len(self.owners)
+            self.owners.append(None)
+        consumer = self.owners[slot] = Consumer(name, now, slot)
         self.consumers[name] = consumer
         return consumer
 
@@ -180,61 +254,78 @@ class ConsumerGroup:
         """Remove a consumer and its pending entries; returns how many were pending."""
         pending = len(consumer.pel)
         for sid in consumer.pel:
-            del self.pel[sid]
-            self.pel_index.discard(sid)
+            self.pel.pop(sid)
         del self.consumers[consumer.name]
+        self.owners[consumer.slot] = None
+        self.free_slots.append(consumer.slot)
         return pending
 
     # --- PEL ---------------------------------------------------------------------------------
 
-    def add_pending(self, sid: int, consumer: Consumer, now: int, count: int) -> Nack:
+    def add_pending(self, sid: int, consumer: Consumer, now: int, count: int) -> None:
         """Create or reassign the NACK for `sid` (a rewound group re-delivering, or a claim)."""
-        pel = self.pel
-        nack = pel.get(sid)
-        if nack is None:
-            nack = pel[sid] = Nack(consumer, now, count)
-            self.pel_index.add(sid)
-            self.pel_by_time.push(now, sid, pel)
+        before = self.pel.put(sid, now, count, consumer.slot)
+        if before is None:
+            self.pel_by_time.push(now, sid, self.pel)
             consumer.pel.add(sid)
-            return nack
-        if nack.consumer is not consumer:
-            if nack.consumer is not None:
-                nack.consumer.pel.discard(sid)
+            return
+        time_ms, owner = before
+        if owner != consumer.slot:
+            if owner != NO_OWNER:
+                self.owners[owner].pel.discard(sid)  # type: ignore[union-attr]
             consumer.pel.add(sid)
-            nack.consumer = consumer
-        self.set_delivery(sid, nack, now, count)
-        return nack
+        if time_ms != now:
+            self.pel_by_time.push(now, sid, self.pel)
+
+    def add_new_pending(self, sids: list[int], consumer: Consumer, now: int) -> None:
+        """First deliveries of `sids` (ascending) to `consumer` at `now`, count 1: one batch
+        append when they are above every pending ID, else one `add_pending` each."""
+        if not sids:
+            return
+        pel, mine = self.pel, consumer.pel
+        top, my_top = pel.last(), mine.last()
+        if (top is not None and sids[0] <= top) or (my_top is not None and sids[0] <= my_top):
+            for sid in sids:
+                self.add_pending(sid, consumer, now, 1)
+            return
+        ms = [sid >> 64 for sid in sids]
+        seq = [sid & _LOW for sid in sids]
+        pel.extend_above(ms, seq, now, 1, consumer.slot)
+        mine.extend_above(ms, seq)
+        self.pel_by_time.extend(now, sids, ms, seq, pel)
 
     def set_delivery(self, sid: int, nack: Nack, time_ms: int, count: int) -> None:
-        """Every change of a NACK's delivery time goes through here (keeps pel_by_time)."""
-        if nack.delivery_time != time_ms:
-            nack.delivery_time = time_ms
-            self.pel_by_time.push(time_ms, sid, self.pel)
+        """Every change of a NACK's delivery time goes through here (keeps pel_by_time);
+        `nack` (read from `pel`) is updated too."""
+        moved = nack.delivery_time != time_ms
+        nack.delivery_time = time_ms
         nack.delivery_count = count
+        owner = NO_OWNER if nack.consumer is None else nack.consumer.slot
+        self.pel.put(sid, time_ms, count, owner)
+        if moved:
+            self.pel_by_time.push(time_ms, sid, self.pel)
 
     def ack(self, sid: int) -> bool:
-        nack = self.pel.pop(sid, None)
-        if nack is None:
+        owner = self.pel.pop(sid)
+        if owner is None:
             return False
-        self.pel_index.discard(sid)
-        if nack.consumer is not None:
-            nack.consumer.pel.discard(sid)
+        if owner != NO_OWNER:
+            self.owners[owner].pel.discard(sid)  # type: ignore[union-attr]
         return True
 
     def release(self, sid: int, count: int) -> None:
         """XNACK (Redis 8.8): `sid` stays pending, owned by no consumer, delivered at time 0 (so
         the oldest for every claim) with delivery count `count`; created when not pending (its
         FORCE)."""
-        nack = self.pel.get(sid)
-        if nack is None:
-            self.pel[sid] = nack = Nack(None, 0, count)
-            self.pel_index.add(sid)
+        before = self.pel.put(sid, 0, count, NO_OWNER)
+        if before is None:
             self.pel_by_time.push(0, sid, self.pel)
             return
-        if nack.consumer is not None:
-            nack.consumer.pel.discard(sid)
-            nack.consumer = None
-        self.set_delivery(sid, nack, 0, count)
+        time_ms, owner = before
+        if owner != NO_OWNER:
+            self.owners[owner].pel.discard(sid)  # type: ignore[union-attr]
+        if time_ms != 0:
+            self.pel_by_time.push(0, sid, self.pel)
 
 
 # --- entries-read and lag (Redis's logical read counter) ------------------------------------------
