@@ -253,8 +253,19 @@ class Driver:
 
 def step(data: st.DataObject, engine: Driver, ref: RefStream) -> None:
     op = data.draw(st.sampled_from(
-        ["xadd"] * 8 + ["xdel"] * 3 + ["xdel-node", "xtrim", "xtrim", "config"]), "op")
-    if op == "xadd":
+        ["xadd"] * 8 + ["xdel"] * 3 + ["xdel-node", "xtrim", "xtrim", "config", "at-limit"]),
+        "op")
+    if op == "at-limit" and ref.nodes:
+        event("at-limit")
+        # max-bytes set around this entry's exact fit (Redis opens a node at >=)
+        sid, fields = draw_id(data, ref), draw_fields(data, ref)
+        ref.max_bytes = len(encode_node(ref.nodes[-1])) + sum(map(len, fields)) \
+            + data.draw(st.integers(-1, 1), "off by")
+        assert engine.execute("CONFIG", "SET", "stream-node-max-bytes", str(ref.max_bytes)) \
+            in ("OK", b"OK")
+        assert engine.execute("XADD", "s", fmt(sid), *fields) == fmt(sid)
+        ref.append(sid, fields)
+    elif op == "xadd":
         sid, fields = draw_id(data, ref), draw_fields(data, ref)
         assert engine.execute("XADD", "s", fmt(sid), *fields) == fmt(sid)
         ref.append(sid, fields)
@@ -376,6 +387,7 @@ def run(data: st.DataObject, steps: int, redis: Any = None) -> None:
             assert redis_nodes(redis) == ours
 
 
+@pytest.mark.timeout(600)  # room for shrinking a failure
 @settings(max_examples=50, deadline=None, suppress_health_check=list(HealthCheck))
 @given(st.data())
 def test_packed_stream_matches_the_model(data: st.DataObject) -> None:
@@ -383,6 +395,7 @@ def test_packed_stream_matches_the_model(data: st.DataObject) -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(3600)
 @settings(max_examples=400, deadline=None, suppress_health_check=list(HealthCheck))
 @given(st.data())
 def test_packed_stream_matches_the_model_long(data: st.DataObject) -> None:
@@ -398,6 +411,7 @@ def redis_limits(redis_raw: Any) -> Iterator[Any]:
 
 
 @pytest.mark.redis
+@pytest.mark.timeout(600)
 @settings(max_examples=15, deadline=None, suppress_health_check=list(HealthCheck))
 @given(st.data())
 def test_packed_stream_matches_redis(redis_limits: Any, data: st.DataObject) -> None:
