@@ -239,13 +239,13 @@ def _xread(ctx: Ctx, argv: Argv, a: ReadArgs) -> object:
                 entries = _capped_range(s, gt + 1, caps.stream_count(a.count), caps)
                 caps.served(len(entries))
             else:
-                read = s.range_resp if ctx.replies_in_resp else s.range_plain
-                if left:
-                    entries = read(gt + 1, MAX_ID, left if not a.count or left < a.count
-                                   else a.count)
-                    left -= len(entries)
+                n = left if left and (not a.count or left < a.count) else a.count
+                if ctx.replies_in_resp:
+                    entries = s.range_resp(gt + 1, MAX_ID, n, budget=ctx.reply_budget)
                 else:
-                    entries = read(gt + 1, MAX_ID, a.count)
+                    entries = s.range_plain(gt + 1, MAX_ID, n)
+                if left:
+                    left -= len(entries)
             served.append((key, entries))
             if a.maxcount and not left or caps is not None and caps.exhausted():
                 break

@@ -316,8 +316,10 @@ def _range(ctx: Ctx, argv: Argv, rev: bool) -> list | object:
         return []
     if count == 0:
         return NULL_ARRAY
-    read = s.range_resp if ctx.replies_in_resp else s.range_plain
-    return read(start, end, 0 if count == -1 else count, rev)
+    if ctx.replies_in_resp:
+        return s.range_resp(start, end, 0 if count == -1 else count, rev,
+                            budget=ctx.reply_budget)
+    return s.range_plain(start, end, 0 if count == -1 else count, rev)
 
 
 @command("xrange", -4, "readonly", summary="Returns the messages from a stream within a range "

@@ -89,6 +89,13 @@ class Ctx:
         write their entries as RESP straight from the nodes (reply.PackedEntries)."""
         return self.session.client is not None
 
+    @property
+    def reply_budget(self) -> int:
+        """Bytes the connection's output limit leaves for this reply (0: no limit, or no
+        connection)."""
+        client = self.session.client
+        return 0 if client is None else client.reply_budget()
+
     def emit(self, effect: list[bytes]) -> None:
         self.effects.append(effect)
 

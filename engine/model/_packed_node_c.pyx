@@ -551,20 +551,29 @@ def append(lp, master, names, sid, fields):
         fields = tuple(fields)
     if not PyTuple_CheckExact(names):
         names = tuple(names)
-    b.p = NULL
+    cdef Py_ssize_t k, bound = 64
+    for k in range(PyTuple_GET_SIZE(fields)):
+        bound += PyBytes_GET_SIZE(<object>PyTuple_GET_ITEM(fields, k)) + 11 \
+            if PyBytes_CheckExact(<object>PyTuple_GET_ITEM(fields, k)) else 0
+    # Written in place, into room reserved for the entry's largest encoding (every element
+    # at most its bytes plus 11), then the buffer cut to what it took: a big value is copied
+    # once, not into a scratch buffer first. (bytearray's resize over-allocates: appends to
+    # the open node are amortized O(1), and the cut keeps the allocation.)
+    total = PyByteArray_GET_SIZE(lp)
+    PyByteArray_Resize(lp, total + bound)
+    b.p = <unsigned char*>PyByteArray_AS_STRING(lp) + total - 1
     b.n = 0
-    b.cap = 0
+    b.cap = bound  # never reached: reserve() must not reallocate inside the bytearray
     try:
         added = put_entry(&b, <uint64_t>(master >> _SIXTY_FOUR), <uint64_t>(master & _U64_OBJ),
                           <tuple>names, sid, <tuple>fields, 0)
-        total = PyByteArray_GET_SIZE(lp)
-        # bytearray's resize over-allocates: appends to the open node are amortized O(1)
-        PyByteArray_Resize(lp, total + b.n)
-        p = <unsigned char*>PyByteArray_AS_STRING(lp)
-        memcpy(p + total - 1, b.p, b.n)
-        p[total - 1 + b.n] = 0xFF
-    finally:
-        free(b.p)
+    except BaseException:
+        PyByteArray_Resize(lp, total)
+        (<unsigned char*>PyByteArray_AS_STRING(lp))[total - 1] = 0xFF  # (written over)
+        raise
+    PyByteArray_Resize(lp, total + b.n)
+    p = <unsigned char*>PyByteArray_AS_STRING(lp)
+    p[total - 1 + b.n] = 0xFF
     count = get_u16(p + 4)
     if count != UNKNOWN_COUNT:
         count += added

@@ -138,6 +138,10 @@ def cold_node(master: int, master_fields: tuple, size: int, live: int, count: in
     return node
 
 
+class _OverBudget(Exception):  # noqa: N818 (control flow inside range_resp, never escapes)
+    pass
+
+
 class Stream:
     """A stream value: nodes plus metadata. `groups` maps group name to ConsumerGroup."""
 
@@ -330,15 +334,21 @@ class Stream:
         return out
 
     def range_resp(self, start: int, end: int, count: int = 0, rev: bool = False,
-                   sids: list[int] | None = None) -> PackedEntries:
+                   sids: list[int] | None = None, budget: int = 0) -> PackedEntries:
         """range(), written straight from the nodes' bytes as the RESP of the reply's entries
-        (what a connection sends): no Python object per entry."""
+        (what a connection sends): no Python object per entry. With a `budget` (bytes, 0:
+        none), writing stops at the first node past it and the reply is marked cut."""
         out = bytearray()
 
         def read(node: Node, left: int) -> int:
+            if budget and len(out) > budget:
+                raise _OverBudget
             return pk.range_reply(node.lp, node.master, start, end, left, rev, out, sids)
 
-        return PackedEntries(out, self._walk_range(start, end, count, rev, read))
+        try:
+            return PackedEntries(out, self._walk_range(start, end, count, rev, read))
+        except _OverBudget:
+            return PackedEntries(out, 0, cut=True)
 
     def _walk_range(self, start: int, end: int, count: int, rev: bool,
                     read: Callable[[Node, int], int]) -> int:

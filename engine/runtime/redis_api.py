@@ -23,6 +23,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, Protocol
 
 from streamkeep.engine.wire.errors import ReplyError, StreamkeepError
+from streamkeep.engine.wire.reply import PlainEntries
 
 __all__ = ["DataError", "Executor", "RedisAPI", "Script", "execute_command_callbacks"]
 
@@ -62,7 +63,7 @@ def _wire(value: Any, decode: bool) -> Any:
         return value.decode() if decode else value
     if t is str:
         return value if decode else value.encode()
-    if t is list:
+    if t is list or t is PlainEntries:  # (the stream reads' entries: a list as it is)
         return [_wire(v, decode) for v in value]
     return value
 

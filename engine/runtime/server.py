@@ -305,6 +305,11 @@ class Client(asyncio.Protocol):
             self.out = ReplyBuffer()  # drop what was encoded
             self._output_exceeded(out.size())
 
+    def reply_budget(self) -> int:
+        """_reply_budget for a command reading a stream (0: no limit)."""
+        budget = self._reply_budget()
+        return 0 if budget == NO_LIMIT else budget
+
     def _reply_budget(self) -> int:
         """How big the output queued until the next flush may grow (NO_LIMIT if unlimited):
         what the hard limit leaves after the transport's pending bytes, but never less than

@@ -317,6 +317,8 @@ cdef int write_packed_entries(Out* o, object value) except -1:
     cdef bytearray resp = value.resp if type(value.resp) is bytearray else bytearray(value.resp)
     put_line(o, 42, value.count)  # '*'
     put(o, PyByteArray_AS_STRING(resp), PyByteArray_GET_SIZE(resp))
+    if value.cut:
+        raise _reply_encoder_py.OutputLimitReached("reply over the output limit (cut while read)")
     check(o)
     return 0
 

@@ -335,6 +335,8 @@ def _write_other(out: bytearray, value: Any, protocol: int) -> None:
     elif t is PackedEntries:
         out += _ARRAY_HDR[value.count] if value.count < _SMALL else b"*%d\r\n" % value.count
         out += value.resp
+        if value.cut:
+            raise OutputLimitReached("reply over the output limit (cut while read)")
         if type(out) is not bytearray:
             out.check()  # type: ignore[attr-defined]
     elif t is RespMap:

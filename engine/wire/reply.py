@@ -139,16 +139,21 @@ class PackedEntries:
     `*2 id *n field value ...`, the same in RESP2 and RESP3), `count` of them. The stream
     model writes them straight from its packed nodes for a connection's reply; the encoder
     copies them. Anything that reads the entries as values (an embedded caller, a script)
-    gets them decoded once, as an EntryArray (`entries()`)."""
+    gets them decoded once, as an EntryArray (`entries()`). `cut`: the model stopped writing past the connection's output budget (the
+    reply cannot be sent whole: encoding it closes the connection, as the output limit
+    does for any reply, without the model building it all first)."""
 
-    __slots__ = ("resp", "count", "_decoded")
+    __slots__ = ("resp", "count", "cut", "_decoded")
 
-    def __init__(self, resp: bytearray | bytes, count: int) -> None:
+    def __init__(self, resp: bytearray | bytes, count: int, cut: bool = False) -> None:
         self.resp = resp
         self.count = count
+        self.cut = cut
         self._decoded: EntryArray | None = None
 
     def entries(self) -> EntryArray:
+        if self.cut:
+            raise ValueError("a reply cut at the output limit has no entries to read")
         if self._decoded is None:
             self._decoded = _decode_entries(self.resp, self.count)
         return self._decoded
