@@ -183,22 +183,23 @@ def read_stream(r: Reader, rdb_type: int, s: Stream | None = None) -> Stream:
     if rdb_type not in STREAM_TYPES:
         raise RdbError(f"not a stream type: {rdb_type}")
     s = Stream() if s is None else s
-    last_master = -1
+    last_id = -1  # the previous node's last entry: every master is above it
     for _ in range(r.length()):
         key = r.string()
         if len(key) != 16:
             raise RdbError("a stream node key is not 16 bytes")
         master = int.from_bytes(key, "big")
-        if master <= last_master:
+        if master <= last_id:
             raise RdbError("stream nodes out of order")
-        last_master = master
         lp = bytearray(r.string())
         try:
-            count, live, _last = packed_node.validate(lp, master)
+            count, live, last_id = packed_node.validate(lp, master)
         except packed_node.Invalid as err:
             raise RdbError(f"a stream node is not a valid listpack: {err}") from None
         if not count:
             raise RdbError("an empty stream node")  # (Redis refuses them too)
+        # (the next node's master must be above this node's last entry, not only its master:
+        # every read finds a node by its master and trusts the order across nodes)
         s.restore_packed(master, lp, count, live)
     s.length = r.length()
     s.last_id = _read_id(r)
@@ -211,6 +212,8 @@ def read_stream(r: Reader, rdb_type: int, s: Stream | None = None) -> Stream:
         s.refresh_first_id()
     if s.length != sum(node.live for node in s.nodes):  # XLEN, trims rely on it
         raise RdbError("the stream's length does not match its entries")
+    if s.nodes and s.nodes[-1].last_id() > s.last_id:  # XADD's IDs must stay above them
+        raise RdbError("an entry is above the stream's last ID")
     for _ in range(r.length()):
         _read_group(r, rdb_type, s)
     if rdb_type >= 26:
