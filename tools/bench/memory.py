@@ -179,7 +179,7 @@ def bench(env: BenchEnv, workload: str) -> Measurement:
     pending = n // PENDING_SHARE if workload == "sensor" else 0
     mine = _run_child(workload, n, pending)
     figures = {"bytes_per_entry": mine["entries_bytes"] / n,
-               "gc_fill_ms": mine["gc_fill_s"] * 1000, "full_gc_ms": mine["full_gc_s"] * 1000}
+               "gc_fill_us": mine["gc_fill_s"] * 1e6, "full_gc_us": mine["full_gc_s"] * 1e6}
     if pending:
         figures["bytes_per_pending"] = mine["pending_bytes"] / pending
     notes = []
@@ -191,8 +191,8 @@ def bench(env: BenchEnv, workload: str) -> Measurement:
             figures["redis_bytes_per_pending"] = theirs["pending_bytes"] / pending
         notes.append(f"memory.{workload}: {figures['bytes_per_entry']:.0f} bytes per entry "
                      f"(redis-server {figures['redis_bytes_per_entry']:.0f}); collections "
-                     f"during the fill {figures['gc_fill_ms']:.0f} ms, a full one after "
-                     f"{figures['full_gc_ms']:.0f} ms")
+                     f"during the fill {figures['gc_fill_us'] / 1000:.1f} ms, a full one "
+                     f"after {figures['full_gc_us'] / 1000:.1f} ms")
     return Measurement(n / mine["fill_s"], count=n, figures=figures, notes=notes)
 
 

@@ -97,8 +97,10 @@ QUEUE_EVERYSEC_RATIO_TARGET = 50.0  # put+get+ack msgs/s, embedded everysec, 1 t
 QUEUE_BATCH_TARGET = 100_000  # msgs/s with put_many + get(count=100) + ack, everysec
 QUEUE_ALWAYS_RATIO_TARGET = 10.0  # 16 threads, appendfsync always / persist-queue 16 threads
 # Compact streams in memory (`streamkeep bench memory`, issue 18), at most:
-MEMORY_ENTRY_TARGET = 60.0  # bytes per entry, the sensor workload (RSS growth)
-MEMORY_PENDING_TARGET = 100.0  # bytes per pending entry
+MEMORY_ENTRY_TARGET = 40.0  # bytes per entry, the sensor workload (RSS growth)
+MEMORY_PENDING_TARGET = 80.0  # bytes per pending entry
+MEMORY_GC_TARGET_US = 10_000.0  # one full collection with the sensor workload held
+MEMORY_OVER_REDIS_TARGET = 1.5  # every other workload: RSS growth / redis-server's used_memory
 # Backlogs bigger than memory (`streamkeep bench backlog`, issue 19), backlog-memory 128mb:
 BACKLOG_RSS_TARGET = 400.0  # MB, the process's peak RSS, at most
 BACKLOG_XADD_RATIO_TARGET = 0.8  # XADD/s against the same stream fully resident, at least
@@ -565,9 +567,9 @@ FIGURES: tuple[Figure, ...] = (
     Figure("memory", "sensor: bytes per pending entry, redis-server", "memory.sensor",
            extra="redis_bytes_per_pending", unit=""),
     Figure("memory", "sensor: time in collections during the fill", "memory.sensor",
-           extra="gc_fill_ms", unit="ms"),
+           extra="gc_fill_us", unit="us"),
     Figure("memory", "sensor: one full collection after the fill", "memory.sensor",
-           extra="full_gc_ms", unit="ms"),
+           extra="full_gc_us", unit="us", target=MEMORY_GC_TARGET_US, at_most=True),
     Figure("backlog", "cold: peak RSS", "backlog.cold", extra="peak_rss_mb", unit="MB",
            target=BACKLOG_RSS_TARGET, at_most=True),
     Figure("backlog", "resident: peak RSS", "backlog.resident", extra="peak_rss_mb",
@@ -588,11 +590,13 @@ FIGURES: tuple[Figure, ...] = (
            unit="s"),
     Figure("backlog", "compaction: big backlog / small stream", "backlog.compact_small",
            extra="compact_ratio", target=BACKLOG_COMPACT_RATIO_TARGET, at_most=True),
-    *(Figure("memory", f"{name}: {what}", f"memory.{name}", extra=extra, unit=unit)
+    *(Figure("memory", f"{name}: {what}", f"memory.{name}", extra=extra, unit=unit,
+             target=target, at_most=target is not None)
       for name in memory.WORKLOADS if name != "sensor"
-      for what, extra, unit in (("bytes per entry, streamkeep", "bytes_per_entry", ""),
-                                ("bytes per entry, redis-server", "redis_bytes_per_entry", ""),
-                                ("streamkeep / redis-server", "over_redis", "x"))),
+      for what, extra, unit, target in (
+          ("bytes per entry, streamkeep", "bytes_per_entry", "", None),
+          ("bytes per entry, redis-server", "redis_bytes_per_entry", "", None),
+          ("streamkeep / redis-server", "over_redis", "x", MEMORY_OVER_REDIS_TARGET))),
 )
 
 # Extra tables the report prints after the ratios: fn(results, figures) -> a Table or None, the
