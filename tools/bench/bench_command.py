@@ -76,7 +76,8 @@ def main(args: argparse.Namespace | Sequence[str] | None = None) -> int:
         print(report.header(run.n, run.repeat, sections), flush=True)
 
     with progress.reporter(sys.stderr, quiet=run.quiet) as shown, \
-            BenchEnv(run.n, use_redis=run.use_redis, quick=run.short) as env:
+            BenchEnv(run.n, use_redis=run.use_redis, quick=run.short,
+                     others=run.others) as env:
         results = run_benchmarks(env, sections, repeat=run.repeat, progress=shown)
         resources = _describe(env, sections)
     figures = derive_figures(results)

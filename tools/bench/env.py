@@ -1,6 +1,6 @@
 """What the benchmarks of one run share: :class:`BenchEnv`.
 
-Owns the run's N and quick flag, the temp dir under which data directories are made (and
+Owns the run's N and quick flag, the other checkouts given to compare with, the temp dir under which data directories are made (and
 removed), the redis-py section's reference redis-server (started on first use), the resources
 benchmarks share through :meth:`BenchEnv.shared` (servers, tools; stopped at close), and the
 header lines about them.
@@ -43,8 +43,11 @@ class BenchEnv:
     fails every later redis benchmark is skipped with the same reason.
     """
 
-    def __init__(self, n: int, use_redis: bool = True, quick: bool = False) -> None:
+    def __init__(self, n: int, use_redis: bool = True, quick: bool = False,
+                 others: dict[str, str] | None = None) -> None:
         self.n = n
+        # Other checkouts a section compares with, by label (e.g. "base": a worktree path).
+        self.others: dict[str, str] = dict(others or {})
         self.quick = quick  # short duration-bound loops and fewer fsyncs
         self.use_redis = use_redis
         self.server: RedisServer | None = None

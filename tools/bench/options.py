@@ -37,6 +37,9 @@ examples:
   streamkeep bench --strict             exit 1 when a target is missed (CI)
   streamkeep bench embedded aof --compare-pure --repeat 3
                                         compiled core vs pure Python, 3 rounds
+  streamkeep bench nodes --base ../main --before ../old
+                                        the nodes rows against two other
+                                        checkouts (each with its .venv)
 
 output:
   stdout: the header, the resources used, then the results tables (plain
@@ -64,6 +67,17 @@ def section_list(value: str) -> str:
     return value
 
 
+def checkout(value: str) -> str:
+    """``--base`` / ``--before``: a checkout with its own interpreter, DIR/.venv/bin/python."""
+    import os
+
+    python = os.path.join(value, ".venv", "bin", "python")
+    if not os.access(python, os.X_OK):
+        raise argparse.ArgumentTypeError(f"{value}: no {python} (a checkout with its .venv "
+                                         "built and the project installed in it)")
+    return os.path.abspath(value)
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     from streamkeep.tools.exits import positive_int
 
@@ -80,7 +94,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="comma-separated sections to run, of: embedded, aof, redis, "
                              "snapshot, server, strings, hardening, replication, inspect, "
                              "export, "
-                             "queue, memory, backlog, interop (default: all)")
+                             "queue, memory, backlog, interop, nodes (default: all)")
     parser.add_argument("only", nargs="*", type=section_list, metavar="SECTION",
                         help="sections to run, as --sections (e.g. `streamkeep bench server`)")
     parser.add_argument("--strict", action="store_true",
@@ -89,6 +103,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="print the results as one JSON document on stdout (no tables)")
     parser.add_argument("--quiet", "-q", action="store_true",
                         help="no progress on stderr")
+    parser.add_argument("--base", type=checkout, metavar="DIR",
+                        help="the nodes section: compare with the checkout DIR (run under "
+                             "DIR/.venv/bin/python), alternately, 3 runs, ratios per run")
+    parser.add_argument("--before", type=checkout, metavar="DIR",
+                        help="the nodes section: the older checkout its snapshot load, cold "
+                             "reads and import are compared with, as --base")
     parser.add_argument("--compare-pure", action="store_true",
                         help="run the sections with the compiled core and again as pure Python "
                              "(STREAMKEEP_NO_EXTENSIONS=1), alternately, R rounds, and print "
@@ -138,6 +158,7 @@ class Settings(NamedTuple):
     json: bool
     quiet: bool
     compare_pure: bool
+    others: dict[str, str]  # --base / --before: label -> checkout
 
 
 def settings(opts: argparse.Namespace) -> Settings:
@@ -154,4 +175,6 @@ def settings(opts: argparse.Namespace) -> Settings:
         json=getattr(opts, "json", False),
         quiet=getattr(opts, "quiet", False),
         compare_pure=getattr(opts, "compare_pure", False),
+        others={label: path for label in ("base", "before")
+                if (path := getattr(opts, label, None))},
     )

@@ -28,6 +28,7 @@ from streamkeep.tools.bench import (
     inspect,
     interop,
     memory,
+    nodes,
     parsing,
     replication,
     server,
@@ -110,6 +111,34 @@ BACKLOG_COMPACT_RATIO_TARGET = 2.0  # compaction after 100k entries / on a 100k 
 # Redis interoperability (`streamkeep bench interop`, issue 20), at least:
 IMPORT_RDB_TARGET = 500_000  # entries/s, streamkeep import of a redis-server dump.rdb
 REDIS_REPLICA_TARGET = 100_000  # XADD/s a replica of a redis-server applies (-P 16)
+# Packed stream nodes (`streamkeep bench nodes --base DIR --before DIR`): this checkout's rate /
+# the other's, each run (the worst run's ratio is the figure), at least:
+NODES_BASE_TARGET = 0.95  # no embedded op slower than the base by more than 5%
+NODES_RANGE_TARGET = 1.0  # range reads faster than the base (strictly: > 1)
+NODES_LOAD_TARGET = 5.0  # snapshot load entries/s against the older commit
+NODES_COLD_TARGET = 5.0  # cold 100-entry node reads against the older commit
+NODES_IMPORT_TARGET = 10.0  # streamkeep import of a dump.rdb against the older commit
+NODES_FOOTPRINT_TARGET = 1.10  # RSS after a restart / RSS built live, at most
+
+
+# The nodes section's rows against --base: (workload, label, the worst run's ratio at least).
+NODES_EMBEDDED: tuple[tuple[str, str, float], ...] = (
+    ("xadd", "XADD, one field", NODES_BASE_TARGET),
+    ("consume", f"consume: XREADGROUP COUNT {BATCH} + XACK", NODES_BASE_TARGET),
+    ("xrange", f"XRANGE COUNT {BATCH} at random, entries", NODES_RANGE_TARGET),
+    ("xrevrange", f"XREVRANGE COUNT {BATCH} at random, entries", NODES_RANGE_TARGET),
+    ("xdel", "XDEL of entries in the middle", NODES_BASE_TARGET),
+    ("trim_exact", "XADD + XTRIM MAXLEN = as the stream grows", NODES_BASE_TARGET),
+    ("trim_approx", "XADD + XTRIM MAXLEN ~ as the stream grows", NODES_BASE_TARGET),
+    ("trim_minid", "XADD + XTRIM MINID as the stream grows", NODES_BASE_TARGET),
+    ("xautoclaim", f"XAUTOCLAIM COUNT {BATCH} over a big PEL, min-idle 0, entries",
+     NODES_BASE_TARGET),
+)
+NODES_SERVED: tuple[tuple[str, str, float], ...] = (
+    ("xrange", f"XRANGE COUNT {BATCH} at random, entries", NODES_RANGE_TARGET),
+    ("xrevrange", f"XREVRANGE COUNT {BATCH} at random, entries", NODES_RANGE_TARGET),
+    ("consume", f"consume: XREADGROUP COUNT {BATCH} + XACK", NODES_BASE_TARGET),
+)
 
 
 @dataclass(frozen=True)
@@ -393,6 +422,24 @@ SECTIONS: tuple[Section, ...] = (
                                            "-P 16 XADD, XADDs applied",
                   interop.bench_replica_apply, target=REDIS_REPLICA_TARGET),
     ), describe=interop.describe),
+    Section("nodes", (
+        *(Benchmark(f"nodes.{name}", f"embedded {label}: this checkout (vs --base)",
+                    lambda env, name=name: nodes.embedded(env, name))  # type: ignore[misc]
+          for name, label, _target in NODES_EMBEDDED),
+        *(Benchmark(f"nodes.serve_{name}", f"streamkeep serve + redis-py, {label}: this "
+                                           "checkout (vs --base)",
+                    lambda env, name=name: nodes.served(env, name))  # type: ignore[misc]
+          for name, label, _target in NODES_SERVED),
+        Benchmark("nodes.snapshot_load", "snapshot load at Engine.open, entries: this checkout "
+                                         "(vs --before)", nodes.snapshot_load),
+        Benchmark("nodes.cold_read", f"cold XRANGE COUNT {BATCH} at random, backlog-memory "
+                                     "1mb, reads: this checkout (vs --before)", nodes.cold_read),
+        Benchmark("nodes.import_rdb", "streamkeep import of a redis-server dump.rdb, entries "
+                                      "(process timed whole): this checkout (vs --before)",
+                  nodes.import_rdb),
+        Benchmark("nodes.footprint", "sensor entries built live, then restarted (RSS): XADD",
+                  nodes.footprint),
+    ), describe=nodes.describe),
     Section("backlog", (
         Benchmark("backlog.cold", f"XADD on a big backlog, backlog-memory "
                                   f"{backlog.BUDGET >> 20}mb (fresh process)",
@@ -590,6 +637,23 @@ FIGURES: tuple[Figure, ...] = (
            unit="s"),
     Figure("backlog", "compaction: big backlog / small stream", "backlog.compact_small",
            extra="compact_ratio", target=BACKLOG_COMPACT_RATIO_TARGET, at_most=True),
+    *(Figure("nodes", f"{prefix}{label}: this / base, worst run", f"nodes.{key}{name}",
+             extra="ratio_min", target=target)
+      for prefix, key, rows in (("", "", NODES_EMBEDDED), ("served ", "serve_", NODES_SERVED))
+      for name, label, target in rows),
+    *(Figure("nodes", f"{label}: this / before, worst run", f"nodes.{name}", extra="ratio_min",
+             target=target)
+      for name, label, target in (("snapshot_load", "snapshot load entries/s", NODES_LOAD_TARGET),
+                                  ("cold_read", "cold node reads/s", NODES_COLD_TARGET),
+                                  ("import_rdb", "import entries/s", NODES_IMPORT_TARGET))),
+    Figure("nodes", "cold node read, this checkout", "nodes.cold_read", extra="us_per_read",
+           unit="us"),
+    *(Figure("nodes", f"footprint: RSS {what}", "nodes.footprint", extra=extra, unit="MB")
+      for what, extra in (("built live", "live_mb"), ("after a snapshot load", "load_mb"),
+                          ("after an AOF replay", "replay_mb"))),
+    *(Figure("nodes", f"footprint: {what} / live", "nodes.footprint", extra=extra,
+             target=NODES_FOOTPRINT_TARGET, at_most=True)
+      for what, extra in (("snapshot load", "load_over_live"), ("AOF replay", "replay_over_live"))),
     *(Figure("memory", f"{name}: {what}", f"memory.{name}", extra=extra, unit=unit,
              target=target, at_most=target is not None)
       for name in memory.WORKLOADS if name != "sensor"

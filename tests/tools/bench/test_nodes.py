@@ -1,0 +1,100 @@
+"""bench nodes: the other checkouts' option, the child script's public-API-only imports, a few
+rows run in process at a tiny size (the default run), and the whole section through the CLI
+(slow), each against this checkout given as both --base and --before."""
+
+from __future__ import annotations
+
+import ast
+import json
+import os
+import shutil
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from streamkeep.tools.bench import nodes, options, registry
+from streamkeep.tools.bench.env import BenchEnv
+
+STDLIB = {"__future__", "gc", "json", "random", "sys", "time", "collections.abc", "typing"}
+
+
+def _checkout(tmp_path: Path) -> Path:
+    """A checkout whose .venv/bin/python is this interpreter (a wrapper: a symlink would leave
+    the virtualenv behind)."""
+    python = tmp_path / "checkout" / ".venv" / "bin" / "python"
+    python.parent.mkdir(parents=True)
+    python.write_text(f"#!/bin/sh\nexec {sys.executable} \"$@\"\n")
+    python.chmod(python.stat().st_mode | stat.S_IXUSR)
+    return tmp_path / "checkout"
+
+
+def test_the_other_checkouts_must_have_their_interpreter(tmp_path: Path) -> None:
+    parser = options.build_parser()
+    with pytest.raises(SystemExit):
+        parser.parse_args(["nodes", "--base", str(tmp_path)])
+    co = _checkout(tmp_path)
+    run = options.settings(parser.parse_args(["nodes", "--base", str(co)]))
+    assert run.others == {"base": str(co)}
+    assert nodes.python_of(str(co)) == str(co / ".venv" / "bin" / "python")
+
+
+def test_the_child_script_uses_the_public_api_alone() -> None:
+    tree = ast.parse(Path(nodes.CHILD).read_text())
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            assert node.module in STDLIB or (node.module == "streamkeep"
+                                             and [a.name for a in node.names] == ["Engine"]), \
+                node.module
+        elif isinstance(node, ast.Import):
+            assert {a.name for a in node.names} <= STDLIB
+
+
+def test_every_row_has_a_figure() -> None:
+    section = registry.select_sections("nodes")[0]
+    figured = {f.numerator for f in registry.FIGURES if f.section == "nodes"}
+    assert {b.key for b in section.benchmarks} == figured
+
+
+def test_rows_alternate_with_the_other_checkout(tmp_path: Path) -> None:
+    co = str(_checkout(tmp_path))
+    with BenchEnv(300, use_redis=False, quick=True, others={"base": co, "before": co}) as env:
+        for m in (nodes.embedded(env, "xadd"), nodes.snapshot_load(env)):
+            assert m.rate > 0
+            assert 0 < m.figures["ratio_min"] <= m.figures["ratio_max"]
+            assert m.notes[0].count("x,") == nodes.RUNS - 1, m.notes  # one ratio per run
+        built = env.resources["nodes snapshots"]
+        assert len(built.paths) == 2  # one snapshot per interpreter, built once
+        footprint = nodes.footprint(env)
+        assert footprint.figures["live_mb"] > 0 and footprint.figures["replay_over_live"] > 0
+    assert not os.path.exists(built.root)  # removed with the run
+    with BenchEnv(300, use_redis=False, quick=True) as env:
+        alone = nodes.embedded(env, "xdel")
+    assert alone.rate > 0 and "ratio_min" not in alone.figures  # no --base: no ratio
+
+
+@pytest.mark.slow
+@pytest.mark.redis
+def test_a_tiny_run_against_this_checkout(tmp_path: Path) -> None:
+    if shutil.which("redis-server") is None:
+        pytest.fail("redis-server not on PATH: the import row needs it")
+    co = _checkout(tmp_path)
+    done = subprocess.run(
+        [sys.executable, "-m", "streamkeep", "bench", "nodes", "--n", "300", "--base", str(co),
+         "--before", str(co), "--json", "--quiet"],
+        capture_output=True, text=True, timeout=900, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    document = json.loads(done.stdout)
+    rows = {row["key"]: row for row in document["rows"]}
+    section = registry.select_sections("nodes")[0]
+    assert set(rows) == {b.key for b in section.benchmarks}
+    for key, row in rows.items():
+        assert row["rate"], (key, row)
+        if key != "nodes.footprint":  # each: 3 runs, one ratio each, in a note
+            assert row["figures"]["ratio_min"] <= row["figures"]["ratio_max"], key
+            note = next(n for n in row["notes"] if n.startswith(key))
+            assert note.count("x,") == nodes.RUNS - 1, note
+    footprint = rows["nodes.footprint"]["figures"]
+    assert footprint["live_mb"] > 0 and footprint["load_over_live"] > 0
