@@ -489,6 +489,8 @@ class Stream:
         removed: list[int],
     ) -> bool:
         """Delete entries of one node from its head; True when the threshold was reached."""
+        if walk_refs is None:
+            return self._trim_inside_live(node, maxlen, minid, referenced, removed)
         doomed: list[int] = []
         stopped = False
         length = self.length
@@ -517,6 +519,31 @@ class Stream:
             self.length = length
             removed += doomed
         return stopped
+
+    def _trim_inside_live(self, node: Node, maxlen: int | None, minid: int | None,
+                          referenced: Callable[[int], bool] | None, removed: list[int]) -> bool:
+        """_trim_inside without a reference walk (KEEPREF): only the live entries it may
+        delete are read (an exact MAXLEN trim usually reads one), not the whole node."""
+        sids: list[int] = []
+        if maxlen is not None:
+            want = self.length - maxlen
+            if want <= 0:
+                return True
+            pk.read_range(node.lp, node.master, 0, MAX_ID, want, False, sids)
+        elif minid:  # (MINID 0: nothing is below it)
+            pk.read_range(node.lp, node.master, 0, minid - 1, 0, False, sids)  # type: ignore[operator]
+        doomed = sids if referenced is None else [sid for sid in sids if not referenced(sid)]
+        if doomed:
+            pk.delete_many(node.lp, node.master, doomed)
+            node.epoch = EPOCH.value
+            node.live -= len(doomed)
+            self.length -= len(doomed)
+            removed += doomed
+        # The threshold is reached inside this node unless every live entry went (or, for
+        # MINID, every entry is below it: then the caller's eligibility test said so).
+        if maxlen is not None:
+            return self.length <= maxlen
+        return node.last_id() >= minid  # type: ignore[operator]
 
     def remove_as_trim(self, sids: list[int]) -> None:
         """Remove these entries as trimming does (no max-deleted-ID change); for effects."""
