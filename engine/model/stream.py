@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 from streamkeep.engine.model import packed_node as pk
 from streamkeep.engine.model.ids import MAX_ID, format_id
 from streamkeep.engine.model.residency import EPOCH, Home, Residency, node_bytes
+from streamkeep.engine.wire.errors import StreamkeepError
 from streamkeep.engine.wire.reply import EntryArray, PackedEntries, PlainEntries
 
 if TYPE_CHECKING:
@@ -138,8 +139,8 @@ def cold_node(master: int, master_fields: tuple, size: int, live: int, count: in
     return node
 
 
-class _OverBudget(Exception):  # noqa: N818 (control flow inside range_resp, never escapes)
-    pass
+class _OverBudget(StreamkeepError):  # noqa: N818 (control flow inside range_resp only)
+    """range_resp's stop at the output budget (caught there, never seen outside)."""
 
 
 class Stream:

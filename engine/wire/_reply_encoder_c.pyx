@@ -23,16 +23,7 @@ from libc.string cimport memcpy
 from streamkeep.engine.wire import _reply_encoder_py
 from streamkeep.engine.wire._reply_encoder_py import format_double
 from streamkeep.engine.wire.errors import ProtocolError, ReplyError
-from streamkeep.engine.wire.reply import (
-    NULL_ARRAY,
-    EntryArray,
-    PackedEntries,
-    PlainEntries,
-    Push,
-    RespMap,
-    RespSet,
-    Verbatim,
-)
+from streamkeep.engine.wire.reply import NULL_ARRAY, EntryArray, PackedEntries, PlainEntries, Push, RespMap, RespSet, Verbatim
 
 cdef extern from "Python.h":
     bint PyUnicode_IS_COMPACT_ASCII(object o)

@@ -74,6 +74,15 @@ def value_offset(path: str, table: str, index: int = 0) -> tuple[bytes, int, int
     return key, at, len(value)
 
 
+def _unpacked_node(key: bytes, value: bytes) -> bytes:
+    """A node value as formats before 4 stored it (msgpack of its entries, not its listpack)."""
+    from streamkeep.snapshot import layout
+
+    node = layout.decode_packed_node(layout.node_master(key), value)
+    return layout.encode_node(node.live, node.size, node.master_fields, node.ids,
+                              list(node.fields))
+
+
 def as_version_1(path: str) -> None:
     """Rewrite a snapshot file as the first format wrote it: the same tables and keys, every
     value bare (no checksum), meta `version` 1."""
@@ -86,6 +95,7 @@ def as_version_1(path: str) -> None:
     tables = {name: [(k, body(name, k, v)) for k, v in stored_values(path, name)]
               for name in names}
     tables["meta"] = [(k, msgpack.packb(1) if k == b"version" else v) for k, v in tables["meta"]]
+    tables["nodes"] = [(k, _unpacked_node(k, v)) for k, v in tables["nodes"]]
     tmp = path + ".v1"
     env = lmdb.open(tmp, subdir=False, lock=False, map_size=1 << 30, max_dbs=8)
     try:

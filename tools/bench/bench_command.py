@@ -23,6 +23,7 @@ from streamkeep.tools.bench.runner import (
     failed,
     run_benchmarks,
 )
+from streamkeep.tools.exits import EXIT_USAGE
 
 
 def _parse(args: argparse.Namespace | Sequence[str] | None) -> argparse.Namespace:
@@ -67,6 +68,10 @@ def main(args: argparse.Namespace | Sequence[str] | None = None) -> int:
     a FAILed target; a usage error exits 3 (tools.exits.Parser)."""
     opts = _parse(args)
     run = options.settings(opts)
+    problem = options.missing_checkout(run.others)
+    if problem is not None:
+        print(f"streamkeep bench: error: {problem}", file=sys.stderr)
+        return EXIT_USAGE
     if run.compare_pure:
         from streamkeep.tools.bench import compare
 

@@ -68,14 +68,23 @@ def section_list(value: str) -> str:
 
 
 def checkout(value: str) -> str:
-    """``--base`` / ``--before``: a checkout with its own interpreter, DIR/.venv/bin/python."""
+    """``--base`` / ``--before``: a checkout's directory, made absolute (its interpreter,
+    DIR/.venv/bin/python, is checked by `missing_checkout` when the run starts)."""
     import os
 
-    python = os.path.join(value, ".venv", "bin", "python")
-    if not os.access(python, os.X_OK):
-        raise argparse.ArgumentTypeError(f"{value}: no {python} (a checkout with its .venv "
-                                         "built and the project installed in it)")
     return os.path.abspath(value)
+
+
+def missing_checkout(others: dict[str, str]) -> str | None:
+    """The usage error for a --base / --before checkout without its interpreter, or None."""
+    import os
+
+    for label, path in others.items():
+        python = os.path.join(path, ".venv", "bin", "python")
+        if not os.access(python, os.X_OK):
+            return (f"argument --{label}: {path}: no {python} (a checkout with its .venv built "
+                    "and the project installed in it)")
+    return None
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -33,11 +33,11 @@ def _checkout(tmp_path: Path) -> Path:
 
 def test_the_other_checkouts_must_have_their_interpreter(tmp_path: Path) -> None:
     parser = options.build_parser()
-    with pytest.raises(SystemExit):
-        parser.parse_args(["nodes", "--base", str(tmp_path)])
+    bare = options.settings(parser.parse_args(["nodes", "--base", str(tmp_path)]))
+    assert "no " in (options.missing_checkout(bare.others) or "")  # refused when the run starts
     co = _checkout(tmp_path)
     run = options.settings(parser.parse_args(["nodes", "--base", str(co)]))
-    assert run.others == {"base": str(co)}
+    assert run.others == {"base": str(co)} and options.missing_checkout(run.others) is None
     assert nodes.python_of(str(co)) == str(co / ".venv" / "bin" / "python")
 
 
