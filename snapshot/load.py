@@ -1,7 +1,7 @@
 """Loading a snapshot into an engine: the state as of the snapshot's LSN, exactly.
 
 Owns turning the read API's records back into engine structures through the engine's own
-restore hooks (Stream.restore_node, ConsumerGroup.add_pending, create_consumer, Idmp.restore).
+restore hooks (Stream.restore_packed, ConsumerGroup.add_pending, create_consumer, Idmp.restore).
 Like Redis's RDB load this is deserialisation, not command execution; what happened after the
 snapshot is replayed from the AOF through the apply path. Every value is checked as the reader
 hands it over; an eager load first checks the whole file against the manifest's checksum (when

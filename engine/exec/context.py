@@ -126,3 +126,6 @@ class MultiCtx(Ctx):
 
     __slots__ = ()
     in_multi = True
+    # EXEC's and a script's commands: their replies are collected (a script reads them as
+    # values), not written to the connection one by one, so stream reads build plain entries.
+    replies_in_resp = False

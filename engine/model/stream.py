@@ -216,15 +216,6 @@ class Stream:
         self.masters.append(master)
         return node
 
-    def restore_node(self, master: int, master_fields: tuple, ids: list[int],
-                     fields: list | tuple) -> Node:
-        """Append a node from its entries (None for a deleted one): what older snapshots
-        hold. A deleted entry's values are gone there: it is packed with empty ones."""
-        names = tuple(master_fields)
-        lp = pk.build(ids, list(fields), names)
-        live = sum(f is not None for f in fields)
-        return self.restore_packed(master, lp, len(ids), live, names)
-
     def restore_cold_node(self, node: ColdNode) -> None:
         """Append a node a lazy load left in its snapshot (see `cold_node`)."""
         self.nodes.append(node)
@@ -551,11 +542,6 @@ class Stream:
         for sid in sids:
             self.delete(sid)
         self.refresh_first_id()
-
-    def iter_all_with_tombstones(self) -> Iterator[tuple[int, Fields | None]]:
-        for node in self.nodes:
-            for sid, fields, deleted in pk.entries(node.lp, node.master):
-                yield sid, None if deleted else fields
 
     def cold_counts(self) -> tuple[int, int, int]:
         """Nodes whose entries are in the snapshot only, their live entries and their

@@ -323,7 +323,8 @@ cdef int write_other(Out* o, object value) except -1:
     if t is PackedEntries:
         return write_packed_entries(o, value)
     if t is PlainEntries:
-        return write_array(o, value)
+        # (a list subclass: the array writers read exact lists and tuples by their macros)
+        return write_array(o, list(value))
     if t is RespMap:
         return write_map(o, value)
     if value is NULL_ARRAY:

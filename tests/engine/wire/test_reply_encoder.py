@@ -18,6 +18,7 @@ from streamkeep.engine.wire.errors import ProtocolError, ReplyError
 from streamkeep.engine.wire.reply import (
     NULL_ARRAY,
     EntryArray,
+    PlainEntries,
     Push,
     RespMap,
     RespSet,
@@ -354,6 +355,17 @@ def test_range_replies_encode_byte_for_byte_as_the_generic_path(entries: list, p
     assert b"".join(buf.parts()) == generic
     assert buf.size() == len(generic)
     assert all(value is not None for _, value in buf.big)
+
+
+@pytest.mark.usefixtures("twin")
+@pytest.mark.parametrize("n", [1, 200])
+def test_plain_entries_encode_as_the_list_they_are(n: int) -> None:
+    """A stream read's entries in their plain form (a list subclass, as EXEC and scripts get
+    them) encode, nested too, exactly as the same plain list."""
+    entries = [[b"%d-1" % i, [b"f", b"v%d" % i]] for i in range(n)]
+    for protocol in (2, 3):
+        assert encode_reply([[b"s", PlainEntries(entries)]], protocol) == \
+            encode_reply([[b"s", entries]], protocol)
 
 
 @pytest.mark.usefixtures("twin")
