@@ -238,7 +238,7 @@ def xack(ctx: Ctx, argv: Argv) -> int:
     if group is None:
         return 0
     sids = [parse_strict(x) for x in argv[3:]]
-    acked = [sid for sid in sids if group.ack(sid)]
+    acked = group.ack_many(sids)
     if acked and not ctx.replaying:
         ctx.emit(xack_effect(argv[1], argv[2], acked))
     return len(acked)

@@ -305,6 +305,27 @@ class ConsumerGroup:
         if moved:
             self.pel_by_time.push(time_ms, sid, self.pel)
 
+    def ack_many(self, sids: list[int]) -> list[int]:
+        """`ack` of each of `sids`, in batches (XACK of a read's IDs): the ones that were
+        pending, in the order given."""
+        owners = self.pel.pop_owners(sids)
+        distinct = set(owners)
+        if len(distinct) == 1 and None not in distinct:  # one consumer's batch, all pending
+            owner = owners[0]
+            if owner != NO_OWNER:
+                self.owners[owner].pel.pop_many(sids)  # type: ignore[union-attr,index]
+            return list(sids)
+        acked: list[int] = []
+        mine: dict[int, list[int]] = {}
+        for sid, owner in zip(sids, owners, strict=True):
+            if owner is not None:
+                acked.append(sid)
+                if owner != NO_OWNER:
+                    mine.setdefault(owner, []).append(sid)
+        for slot, theirs in mine.items():
+            self.owners[slot].pel.pop_many(theirs)  # type: ignore[union-attr]
+        return acked
+
     def ack(self, sid: int) -> bool:
         owner = self.pel.pop(sid)
         if owner is None:

@@ -120,6 +120,41 @@ class PackedIDs:
         elif j == len(chunk[0]):
             self._maxes[c] = chunk[0][-1] << 64 | chunk[1][-1]
 
+    def pop_many(self, sids: list[int], column: int = -1) -> list[int | None]:
+        """Remove each of `sids`; per ID, None when it was not there, else its value in
+        `column` (-1: True). IDs that follow one another in a chunk, as an acknowledged batch
+        of deliveries does, go in one slice per column rather than one deletion each."""
+        out: list[int | None] = [None] * len(sids)
+        chunks, maxes = self._chunks, self._maxes
+        i, n = 0, len(sids)
+        while i < n:
+            c, j = self._locate(sids[i])
+            if j < 0:
+                i += 1
+                continue
+            chunk = chunks[c]
+            ms, seq = chunk[0], chunk[1]
+            size = len(ms)
+            e = j + min(n - i, size - j)  # the longest run there can be, compared at once
+            if [m << 64 | q for m, q in zip(ms[j:e], seq[j:e], strict=True)] == sids[i:i + e - j]:
+                k = i + e - j
+            else:
+                k, e = i + 1, j + 1
+                while k < n and e < size and sids[k] == ms[e] << 64 | seq[e]:
+                    k += 1
+                    e += 1
+            out[i:k] = chunk[column][j:e].tolist() if column >= 0 else [True] * (k - i)
+            for col in chunk:
+                del col[j:e]
+            self._len -= e - j
+            if not ms:
+                del chunks[c]
+                del maxes[c]
+            elif e == size:
+                maxes[c] = ms[-1] << 64 | seq[-1]
+            i = k
+        return out
+
     def discard(self, sid: int) -> bool:
         """Remove `sid`; False when it was not there."""
         c, j = self._locate(sid)
@@ -239,6 +274,10 @@ class PendingTable(PackedIDs):
         owner: int = self._chunks[c][4][j]
         self._remove_at(c, j)
         return owner
+
+    def pop_owners(self, sids: list[int]) -> list[int | None]:
+        """`pop` of each of `sids` (see `pop_many`): their owners, None where not pending."""
+        return self.pop_many(sids, 4)
 
     def owned_rows(self, ids: PackedIDs, start: int,
                    end: int) -> Iterator[tuple[int, int, int, int]]:

@@ -84,6 +84,47 @@ def test_pending_table_reads_back_as_a_dict(seed: int, monkeypatch: pytest.Monke
     assert list(table.times()) == [(s, model[s][0]) for s in sorted(model)]
 
 
+@pytest.mark.parametrize("seed", range(10))
+def test_pop_many_removes_as_pops_one_by_one_do(seed: int,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """Batches of runs (whole, across chunk edges), absent IDs and repeats, against `pop`."""
+    monkeypatch.setattr(pel_store, "_LOAD", 3)
+    rng = random.Random(seed)
+    batch, one = PendingTable(), PendingTable()
+    for table in (batch, one):
+        for k, sid in enumerate(range(1 << 64, (1 << 64) + 60)):
+            table.put(sid, k, 1, k % 3)
+    for _ in range(25):
+        present = list(batch)
+        start = rng.randrange(len(present)) if present else 0
+        sids = present[start:start + rng.randrange(0, 9)]
+        if rng.random() < 0.4:
+            sids.append(rng.choice([(1 << 64) + 500, *sids[:1]]))  # absent, or a repeat
+        if rng.random() < 0.3:
+            rng.shuffle(sids)
+        assert batch.pop_owners(sids) == [one.pop(sid) for sid in sids]
+        assert list(batch) == list(one) and len(batch) == len(one)
+        assert batch.last() == one.last() and [batch.entry(s) for s in batch] == \
+            [one.entry(s) for s in one]
+
+
+def test_ack_many_acks_as_acks_one_by_one_do() -> None:
+    """XACK's batch: several owners, a released entry, absent IDs and a repeat."""
+    groups = [ConsumerGroup(b"g", 0, 0) for _ in range(2)]
+    for group in groups:
+        consumers = [group.create_consumer(b"c%d" % i, 0) for i in range(3)]
+        for k in range(30):
+            group.add_new_pending([(1 << 64) + k], consumers[k % 3], 5)
+        group.release((1 << 64) + 4, 2)
+    sids = [(1 << 64) + k for k in (0, 1, 2, 3, 4, 5, 5, 99, 7, 10, 11, 12)]
+    batch, one = groups
+    assert batch.ack_many(sids) == [sid for sid in sids if one.ack(sid)]
+    for a, b in zip(batch.consumers.values(), one.consumers.values(), strict=True):
+        assert list(a.pel) == list(b.pel)
+    assert list(batch.pel) == list(one.pel)
+    assert batch.ack_many([(1 << 64) + 20, (1 << 64) + 23]) == [(1 << 64) + 20, (1 << 64) + 23]
+
+
 def test_a_packed_pel_leaves_the_collector_next_to_nothing() -> None:
     group = ConsumerGroup(b"g", 0, 0)
     consumers = [group.create_consumer(b"c%d" % i, 0) for i in range(4)]
