@@ -6,7 +6,9 @@ code runs under another checkout's interpreter (``--base DIR`` / ``--before DIR`
 - embedded rows: ``<python> -I nodes_child.py WORKLOAD ...`` (the public API alone, see
   tools/bench/nodes_child.py);
 - server rows: ``<python> -m streamkeep serve`` as a child, driven over its socket by this
-  process's redis-py;
+  process's redis-py. The client's parsing takes most of the wall time of such a loop, the
+  same for both checkouts, so these rows compare the server's CPU time per op (from
+  /proc/PID/stat) as their figure; the wall-clock rates are in the note;
 - import: ``<python> -m streamkeep import`` of one dump.rdb a redis-server SAVEd, timed whole.
 Given the other checkout, a row runs RUNS times this checkout then the other, alternately (a
 machine whose speed drifts affects both alike); its rate is this checkout's best, its figures
@@ -97,19 +99,30 @@ def versus(env: BenchEnv, key: str, other: str, run: Run) -> Measurement:
         return Measurement(_rate(result), count=int(result["ops"]),
                            notes=[f"nodes.{label}: no --{other} checkout given, no ratio"])
     theirs = python_of(env.others[other])
-    mine_rates, ratios, their_rates = [], [], []
+    mine_rates, ratios, their_rates, cpu_ratios = [], [], [], []
     for _ in range(RUNS):
-        mine = _rate(run(sys.executable))
-        their = _rate(run(theirs))
+        mine_run, their_run = run(sys.executable), run(theirs)
+        mine, their = _rate(mine_run), _rate(their_run)
         mine_rates.append(mine)
         their_rates.append(their)
         ratios.append(mine / max(their, 1e-9))
+        if "server_cpu" in mine_run:
+            cpu_ratios.append(_cpu_per_op(their_run) / max(_cpu_per_op(mine_run), 1e-12))
     figures = {"ratio_min": min(ratios), "ratio_max": max(ratios),
                "other_rate": max(their_rates)}
     each = ", ".join(f"{r:.2f}x" for r in ratios)
-    note = (f"{key}: this / {other} per run {each} (range {min(ratios):.2f}-"
-            f"{max(ratios):.2f}x); best {max(mine_rates):,.0f}/s vs {max(their_rates):,.0f}/s")
-    return Measurement(max(mine_rates), figures=figures, notes=[note])
+    notes = [f"{key}: this / {other} per run {each} (range {min(ratios):.2f}-"
+             f"{max(ratios):.2f}x); best {max(mine_rates):,.0f}/s vs {max(their_rates):,.0f}/s"]
+    if cpu_ratios:
+        figures |= {"cpu_ratio_min": min(cpu_ratios), "cpu_ratio_max": max(cpu_ratios)}
+        each = ", ".join(f"{r:.2f}x" for r in cpu_ratios)
+        notes.append(f"{key}: server CPU per op, {other} / this per run {each} (range "
+                     f"{min(cpu_ratios):.2f}-{max(cpu_ratios):.2f}x)")
+    return Measurement(max(mine_rates), figures=figures, notes=notes)
+
+
+def _cpu_per_op(result: dict[str, Any]) -> float:
+    return float(result["server_cpu"]) / max(float(result["ops"]), 1.0)
 
 
 def embedded(env: BenchEnv, workload: str, other: str = "base") -> Measurement:
@@ -132,6 +145,13 @@ class CheckoutServer(StreamkeepServer):
         return [self.python, *super().command(data)[1:]]
 
 
+def _cpu_seconds(pid: int) -> float:
+    """User + system CPU time of process ``pid`` so far."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def _served(python: str, n: int, what: str, seed: int = 1) -> dict[str, Any]:
     server = CheckoutServer(python).start()
     try:
@@ -142,22 +162,28 @@ def _served(python: str, n: int, what: str, seed: int = 1) -> dict[str, Any]:
             for i in range(start, min(start + PIPELINE, size + 1)):
                 pipe.execute_command("XADD", "bench", f"{i}-1", "f", "v")
             pipe.execute()
-        if what == "consume":
-            return _served_consume(client)
-        rng = random.Random(seed)
-        starts = [rng.randint(1, size) for _ in range(max(n // 20, 10))]
-        got = 0
-        began = time.perf_counter()
-        for s in starts:
-            if what == "xrevrange":
-                got += len(client.execute_command("XREVRANGE", "bench", f"{s}-1", "-", "COUNT",
-                                                  BATCH))
-            else:
-                got += len(client.execute_command("XRANGE", "bench", f"{s}-1", "+", "COUNT",
-                                                  BATCH))
-        return {"ops": got, "seconds": time.perf_counter() - began}
+        pid = server.proc.pid
+        cpu = _cpu_seconds(pid)
+        result = _served_consume(client) if what == "consume" else _served_ranges(
+            client, size, what, random.Random(seed), max(n // 20, 10))
+        return {**result, "server_cpu": _cpu_seconds(pid) - cpu}
     finally:
         server.stop()
+
+
+def _served_ranges(client: Any, size: int, what: str, rng: random.Random,
+                   reads: int) -> dict[str, Any]:
+    starts = [rng.randint(1, size) for _ in range(reads)]
+    got = 0
+    began = time.perf_counter()
+    for s in starts:
+        if what == "xrevrange":
+            got += len(client.execute_command("XREVRANGE", "bench", f"{s}-1", "-", "COUNT",
+                                              BATCH))
+        else:
+            got += len(client.execute_command("XRANGE", "bench", f"{s}-1", "+", "COUNT",
+                                              BATCH))
+    return {"ops": got, "seconds": time.perf_counter() - began}
 
 
 def _served_consume(client: Any) -> dict[str, Any]:

@@ -637,10 +637,15 @@ FIGURES: tuple[Figure, ...] = (
            unit="s"),
     Figure("backlog", "compaction: big backlog / small stream", "backlog.compact_small",
            extra="compact_ratio", target=BACKLOG_COMPACT_RATIO_TARGET, at_most=True),
-    *(Figure("nodes", f"{prefix}{label}: this / base, worst run", f"nodes.{key}{name}",
-             extra="ratio_min", target=target)
-      for prefix, key, rows in (("", "", NODES_EMBEDDED), ("served ", "serve_", NODES_SERVED))
-      for name, label, target in rows),
+    *(Figure("nodes", f"{label}: this / base, worst run", f"nodes.{name}", extra="ratio_min",
+             target=target)
+      for name, label, target in NODES_EMBEDDED),
+    *(Figure("nodes", f"served {label}: server CPU per op, base / this, worst run",
+             f"nodes.serve_{name}", extra="cpu_ratio_min", target=target)
+      for name, label, target in NODES_SERVED),
+    *(Figure("nodes", f"served {label}: client's rate, this / base, worst run",
+             f"nodes.serve_{name}", extra="ratio_min")
+      for name, label, _target in NODES_SERVED),
     *(Figure("nodes", f"{label}: this / before, worst run", f"nodes.{name}", extra="ratio_min",
              target=target)
       for name, label, target in (("snapshot_load", "snapshot load entries/s", NODES_LOAD_TARGET),

@@ -75,6 +75,18 @@ def test_rows_alternate_with_the_other_checkout(tmp_path: Path) -> None:
     assert alone.rate > 0 and "ratio_min" not in alone.figures  # no --base: no ratio
 
 
+def test_served_rows_compare_the_servers_cpu_per_op(tmp_path: Path) -> None:
+    """A row whose runs report their server's CPU time gets that ratio (other / this) too."""
+    co = str(_checkout(tmp_path))
+    cpu = {sys.executable: 1.0, nodes.python_of(co): 3.0}  # this server: a third of the CPU
+    with BenchEnv(300, use_redis=False, quick=True, others={"base": co}) as env:
+        m = nodes.versus(env, "nodes.serve_x", "base",
+                         lambda python: {"ops": 100, "seconds": 1.0, "server_cpu": cpu[python]})
+    assert m.figures["cpu_ratio_min"] == m.figures["cpu_ratio_max"] == 3.0
+    assert m.figures["ratio_min"] == 1.0  # the client's rates: equal
+    assert any("server CPU per op" in note for note in m.notes)
+
+
 @pytest.mark.slow
 @pytest.mark.redis
 def test_a_tiny_run_against_this_checkout(tmp_path: Path) -> None:
@@ -94,6 +106,8 @@ def test_a_tiny_run_against_this_checkout(tmp_path: Path) -> None:
         assert row["rate"], (key, row)
         if key != "nodes.footprint":  # each: 3 runs, one ratio each, in a note
             assert row["figures"]["ratio_min"] <= row["figures"]["ratio_max"], key
+            if key.startswith("nodes.serve_"):
+                assert 0 < row["figures"]["cpu_ratio_min"] <= row["figures"]["cpu_ratio_max"]
             note = next(n for n in row["notes"] if n.startswith(key))
             assert note.count("x,") == nodes.RUNS - 1, note
     footprint = rows["nodes.footprint"]["figures"]
