@@ -10,6 +10,8 @@ code runs under another checkout's interpreter (``--base DIR`` / ``--before DIR`
   same for both checkouts, so these rows compare the server's CPU time per op (from
   /proc/PID/stat) as their figure; the wall-clock rates are in the note;
 - import: ``<python> -m streamkeep import`` of one dump.rdb a redis-server SAVEd, timed whole.
+The rows' children run with a bytecode cache of the run's own (``Bytecode``), filled before
+their first timed run, as an installed package has its .pyc files.
 Given the other checkout, a row runs RUNS times this checkout then the other, alternately (a
 machine whose speed drifts affects both alike); its rate is this checkout's best, its figures
 the ratio (this / other, higher is better) of every run: the worst (``ratio_min``), the best
@@ -76,9 +78,53 @@ def import_entries(env: BenchEnv) -> int:
 # --- running the children ---------------------------------------------------------------------
 
 
-def child(python: str, workload: str, n: int, path: str = "-", seed: int = 1) -> dict[str, Any]:
+class Bytecode:
+    """A bytecode cache for the rows' child processes (``-X pycache_prefix``, in this run's
+    temp dir, removed at its end), filled once per interpreter before its first timed run.
+
+    An installed package runs from the .pyc files its install compiled; a checkout whose
+    interpreter may not write bytecode (PYTHONDONTWRITEBYTECODE) would compile every module
+    from source at every start, and the rows that time a start (snapshot load, import) would
+    measure the compiler. Both checkouts get the same treatment; the checkouts' own files are
+    not touched."""
+
+    PACKAGES = ("streamkeep.engine", "streamkeep.aof", "streamkeep.snapshot",
+                "streamkeep.replication", "streamkeep.tools")
+
+    def __init__(self) -> None:
+        self.root = tempfile.mkdtemp(prefix="streamkeep-bench-nodes-pyc-")
+        self.warm: set[str] = set()
+
+    def options(self, python: str) -> list[str]:
+        """The interpreter options of ``python``'s children, its cache filled the first
+        time."""
+        options = ["-X", f"pycache_prefix={self.root}"]
+        if python not in self.warm:
+            code = ("import compileall, importlib.util\n"
+                    f"for name in {self.PACKAGES!r}:\n"
+                    "    for path in importlib.util.find_spec(name).submodule_search_locations:\n"
+                    "        compileall.compile_dir(path, quiet=1)\n")
+            subprocess.run([python, "-I", *options, "-c", code], check=True,
+                           capture_output=True, timeout=TIMEOUT)
+            self.warm.add(python)
+        return options
+
+    def describe(self) -> list[str]:
+        return []
+
+    def stop(self) -> None:
+        shutil.rmtree(self.root, ignore_errors=True)
+
+
+def bytecode(env: BenchEnv) -> Bytecode:
+    return env.shared("nodes bytecode", Bytecode)  # type: ignore[no-any-return]
+
+
+def child(python: str, workload: str, n: int, path: str = "-", seed: int = 1,
+          cache: Bytecode | None = None) -> dict[str, Any]:
     """One ``nodes_child.py`` workload under ``python``; its JSON line."""
-    done = subprocess.run([python, "-I", CHILD, workload, str(n), path, str(seed)],
+    options = [] if cache is None else cache.options(python)
+    done = subprocess.run([python, "-I", *options, CHILD, workload, str(n), path, str(seed)],
                           capture_output=True, text=True, check=False, timeout=TIMEOUT)
     if done.returncode != 0:
         raise AssertionError(f"nodes child {workload} under {python} failed: "
@@ -128,7 +174,7 @@ def _cpu_per_op(result: dict[str, Any]) -> float:
 def embedded(env: BenchEnv, workload: str, other: str = "base") -> Measurement:
     """An embedded workload of nodes_child.py, this checkout vs ``other``."""
     return versus(env, f"nodes.{workload}", other,
-                  lambda python: child(python, workload, env.n))
+                  lambda python: child(python, workload, env.n, cache=bytecode(env)))
 
 
 # --- the server rows --------------------------------------------------------------------------
@@ -238,13 +284,15 @@ def _built(env: BenchEnv) -> Built:
 def snapshot_load(env: BenchEnv) -> Measurement:
     built = _built(env)
     return versus(env, "nodes.snapshot_load", "before",
-                  lambda python: child(python, "load", built.entries, built.path(python)))
+                  lambda python: child(python, "load", built.entries, built.path(python),
+                                       cache=bytecode(env)))
 
 
 def cold_read(env: BenchEnv) -> Measurement:
     built = _built(env)
     m = versus(env, "nodes.cold_read", "before",
-               lambda python: child(python, "cold_read", env.n, built.path(python)))
+               lambda python: child(python, "cold_read", env.n, built.path(python),
+                                    cache=bytecode(env)))
     m.figures["us_per_read"] = 1e6 / m.rate
     return m
 
@@ -275,12 +323,13 @@ class Dump:
         shutil.rmtree(self.root, ignore_errors=True)
 
 
-def _import(python: str, dump: Dump) -> dict[str, Any]:
+def _import(python: str, dump: Dump, cache: Bytecode) -> dict[str, Any]:
     out = os.path.join(dump.root, "out")
     shutil.rmtree(out, ignore_errors=True)
+    options = cache.options(python)
     began = time.perf_counter()
-    done = subprocess.run([python, "-m", "streamkeep", "import", dump.rdb, "--out", out,
-                           "--json"], capture_output=True, text=True, check=False,
+    done = subprocess.run([python, *options, "-m", "streamkeep", "import", dump.rdb, "--out",
+                           out, "--json"], capture_output=True, text=True, check=False,
                           cwd=dump.root, timeout=TIMEOUT)
     seconds = time.perf_counter() - began
     shutil.rmtree(out, ignore_errors=True)
@@ -294,7 +343,8 @@ def import_rdb(env: BenchEnv) -> Measurement:
     if shutil.which("redis-server") is None:
         raise Skip("redis-server not found on PATH")
     dump: Dump = env.shared("nodes dump.rdb", lambda: Dump(env))
-    return versus(env, "nodes.import_rdb", "before", lambda python: _import(python, dump))
+    return versus(env, "nodes.import_rdb", "before",
+                  lambda python: _import(python, dump, bytecode(env)))
 
 
 # --- the restart footprint (this checkout only) -----------------------------------------------

@@ -75,6 +75,18 @@ def test_rows_alternate_with_the_other_checkout(tmp_path: Path) -> None:
     assert alone.rate > 0 and "ratio_min" not in alone.figures  # no --base: no ratio
 
 
+def test_children_read_their_bytecode_from_the_runs_cache() -> None:
+    with BenchEnv(300, use_redis=False, quick=True) as env:
+        cache = nodes.bytecode(env)
+        options = cache.options(sys.executable)
+        root = Path(cache.root)
+        assert options == ["-X", f"pycache_prefix={root}"]
+        compiled = {p.name.split(".")[0] for p in root.rglob("*.pyc")}
+        assert {"stream", "packed_node", "redisimport", "rdb", "journal"} <= compiled
+        assert nodes.child(sys.executable, "xadd", 50, cache=cache)["ops"] == 50
+    assert not root.exists()  # removed with the run
+
+
 def test_served_rows_compare_the_servers_cpu_per_op(tmp_path: Path) -> None:
     """A row whose runs report their server's CPU time gets that ratio (other / this) too."""
     co = str(_checkout(tmp_path))
