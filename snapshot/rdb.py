@@ -612,8 +612,10 @@ def _located(message: str, pos: int, size: int, inside: str) -> str:
 
 def payload_from(rdb_type: int, value: bytes, version: int) -> bytes:
     """A DUMP payload around a value read from an RDB file of `version`."""
-    body = bytes((rdb_type,)) + value + struct.pack("<H", version)
-    return body + struct.pack("<Q", crc64(body))
+    # (one copy of the value, not two: a dump.rdb's stream can be its whole file)
+    head, tail = bytes((rdb_type,)), struct.pack("<H", version)
+    crc = crc64(tail, crc64(value, crc64(head)))
+    return b"".join((head, value, tail, struct.pack("<Q", crc)))
 
 
 def write_rdb(version: int, aux: list[tuple[bytes, bytes]],
