@@ -3,8 +3,9 @@
 Owns the subcommand tree, ``--version``, and how every command ends: a usage error exits 3
 (tools.exits.Parser), Ctrl-C ends any command with one line (``streamkeep <command>:
 interrupted``) and exit status 130, an I/O error nobody caught with one line and 3, a reader
-that closes the pipe (``| head``) quietly. Subcommand implementations are imported lazily so
-that ``streamkeep --help`` stays fast and does not pull in the engine.
+that closes the pipe (``| head``) quietly. Only the subcommand that runs has its parser built
+and its module imported (the others are a name and a help line, ``_COMMANDS``), so that every
+command, and ``streamkeep --help``, starts without the modules of the others or the engine.
 """
 
 from __future__ import annotations
