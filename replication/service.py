@@ -26,7 +26,6 @@ from streamkeep.engine.wire.args import is_word, parse_int
 from streamkeep.engine.wire.errors import ReplyError
 from streamkeep.engine.wire.reply import NO_REPLY
 from streamkeep.replication import link
-from streamkeep.replication.follower import Follower
 from streamkeep.replication.sender import Primary
 from streamkeep.replication.waits import Wait, Waits
 
@@ -34,6 +33,7 @@ if TYPE_CHECKING:
     from streamkeep.engine.exec.interfaces import Fields
     from streamkeep.engine.runtime.core import EngineCore
     from streamkeep.engine.runtime.datadir import DataDir
+    from streamkeep.replication.follower import Follower
 
 log = logging.getLogger("streamkeep.replication")
 
@@ -106,6 +106,9 @@ class ReplicationService:
         if old is not None:
             old.stop(join=False)
         self.primary.close()  # our replicas resync through us once we follow someone else
+        # (a replica's side of the link, imported by a replica only)
+        from streamkeep.replication.follower import Follower
+
         follower = self.follower = Follower(
             self.engine, self.datadir, host, port, self._listening_port, self.runid)
         follower.start()

@@ -88,7 +88,16 @@ class Reader:
 
     def length(self) -> int:
         """A length (an encoded string's special form is an error here)."""
-        value, special = self._length()
+        data, pos = self.data, self.pos
+        if pos + 9 <= len(data):  # the longest length fits: the common forms read inline
+            first = data[pos]
+            if first < 0x40:
+                self.pos = pos + 1
+                return first
+            if first < 0x80:
+                self.pos = pos + 2
+                return (first & 0x3F) << 8 | data[pos + 1]
+        value, special = self._length()  # (anything else, and every error, read the long way)
         if special:
             raise RdbError("a string encoding where a length was expected")
         return value
@@ -109,6 +118,25 @@ class Reader:
         raise RdbError(f"unknown length encoding {first:#x}")
 
     def string(self) -> bytes:
+        # A stream's node keys and listpacks: one per node, so the common forms (a raw string
+        # with a 6- or 14-bit length, an LZF one) are read inline; anything else and every
+        # error take the general path from the same position (same result, same message).
+        data, pos = self.data, self.pos
+        if pos + 9 <= len(data):
+            first = data[pos]
+            if first == 0xC3:  # LZF: compressed and uncompressed lengths, then the bytes
+                self.pos = pos + 1
+                clen, ulen = self.length(), self.length()
+                return lzf_decompress(self.take(clen), ulen)
+            if first < 0x80:
+                start = pos + 1 if first < 0x40 else pos + 2
+                end = start + (first if first < 0x40 else (first & 0x3F) << 8 | data[pos + 1])
+                if end <= len(data):
+                    self.pos = end
+                    return data[start:end]
+        return self._string()
+
+    def _string(self) -> bytes:
         value, special = self._length()
         if not special:
             return self.take(value)
@@ -125,6 +153,15 @@ class Reader:
 
     def skip_string(self) -> None:
         """Past a string, without decoding it (an LZF one is not decompressed)."""
+        data, pos = self.data, self.pos
+        if pos + 9 <= len(data):  # the common forms inline, as in `string`
+            first = data[pos]
+            if first < 0x80:
+                start = pos + 1 if first < 0x40 else pos + 2
+                end = start + (first if first < 0x40 else (first & 0x3F) << 8 | data[pos + 1])
+                if end <= len(data):
+                    self.pos = end
+                    return
         value, special = self._length()
         if not special:
             self.take(value)
@@ -575,8 +612,10 @@ def _located(message: str, pos: int, size: int, inside: str) -> str:
 
 def payload_from(rdb_type: int, value: bytes, version: int) -> bytes:
     """A DUMP payload around a value read from an RDB file of `version`."""
-    body = bytes((rdb_type,)) + value + struct.pack("<H", version)
-    return body + struct.pack("<Q", crc64(body))
+    # (one copy of the value, not two: a dump.rdb's stream can be its whole file)
+    head, tail = bytes((rdb_type,)), struct.pack("<H", version)
+    crc = crc64(tail, crc64(value, crc64(head)))
+    return b"".join((head, value, tail, struct.pack("<Q", crc)))
 
 
 def write_rdb(version: int, aux: list[tuple[bytes, bytes]],

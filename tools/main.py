@@ -3,8 +3,9 @@
 Owns the subcommand tree, ``--version``, and how every command ends: a usage error exits 3
 (tools.exits.Parser), Ctrl-C ends any command with one line (``streamkeep <command>:
 interrupted``) and exit status 130, an I/O error nobody caught with one line and 3, a reader
-that closes the pipe (``| head``) quietly. Subcommand implementations are imported lazily so
-that ``streamkeep --help`` stays fast and does not pull in the engine.
+that closes the pipe (``| head``) quietly. Only the subcommand that runs has its parser built
+and its module imported (the others are a name and a help line, ``_COMMANDS``), so that every
+command, and ``streamkeep --help``, starts without the modules of the others or the engine.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from streamkeep.tools.exits import (
@@ -82,7 +83,126 @@ class _Version(argparse.Action):
         parser.exit(0)
 
 
-def build_parser() -> argparse.ArgumentParser:
+def _add_demo(sub: Any) -> None:
+    p_demo = sub.add_parser("demo", help="run a short end-to-end demonstration")
+    p_demo.set_defaults(func=_cmd_demo)
+
+
+def _add_bench(sub: Any) -> None:
+    from streamkeep.tools.bench import options as bench_options
+
+    p_bench = bench_options.add_parser(sub)  # its options, examples and exit codes
+    p_bench.set_defaults(func=_cmd_bench)
+
+
+def _add_serve(sub: Any) -> None:
+    from streamkeep.tools import serve
+
+    p_serve = sub.add_parser(
+        "serve", help="run the Redis-compatible network server",
+        formatter_class=argparse.RawDescriptionHelpFormatter, epilog=serve.EPILOG)
+    serve.add_arguments(p_serve)
+    p_serve.set_defaults(func=_cmd_serve)
+
+
+def _add_inspect(sub: Any) -> None:
+    from streamkeep.tools.inspect.inspect_commands import add_commands
+
+    add_commands(sub)  # aof verify|stats|dump|fix, restore, snapshot info|dump
+
+
+def _add_crashbench(sub: Any) -> None:
+    from streamkeep.tools.crashbench import crashbench_command as crashbench
+
+    p_crash = sub.add_parser("crashbench", help=crashbench.HELP,
+                             formatter_class=argparse.RawDescriptionHelpFormatter)
+    crashbench.add_arguments(p_crash)
+    p_crash.set_defaults(func=crashbench.main)
+
+
+def _add_export(sub: Any) -> None:
+    from streamkeep.tools.export import export_command as export
+
+    p_export = sub.add_parser("export", help=export.HELP,
+                              formatter_class=argparse.RawDescriptionHelpFormatter)
+    export.add_arguments(p_export)
+    p_export.set_defaults(func=export.main)
+
+
+def _add_import(sub: Any) -> None:
+    from streamkeep.tools import redisimport
+
+    p_import = sub.add_parser("import", help=redisimport.HELP, description=redisimport.HELP,
+                              epilog=redisimport.EPILOG,
+                              formatter_class=argparse.RawDescriptionHelpFormatter)
+    redisimport.add_arguments(p_import)
+    p_import.set_defaults(func=redisimport.main)
+
+
+def _add_export_rdb(sub: Any) -> None:
+    from streamkeep.tools import rdbexport
+
+    p_export_rdb = sub.add_parser("export-rdb", help=rdbexport.HELP, description=rdbexport.HELP,
+                                  epilog=rdbexport.EPILOG,
+                                  formatter_class=argparse.RawDescriptionHelpFormatter)
+    rdbexport.add_arguments(p_export_rdb)
+    p_export_rdb.set_defaults(func=rdbexport.main)
+
+
+def _add_queue(sub: Any) -> None:
+    from streamkeep.tools import workqueue
+
+    workqueue.add_commands(sub)  # queue stats
+
+
+def _add_commands(sub: Any) -> None:
+    p_commands = sub.add_parser("commands", help="print the command table as markdown")
+    p_commands.set_defaults(func=_cmd_commands)
+
+
+# The top-level commands in `streamkeep --help` order: the names one entry adds, their one-line
+# helps (what `streamkeep --help` lists; each module's own HELP says the same, and
+# tests/tools/test_main.py checks the two agree), and the function adding the whole subparser
+# (or subparsers). Only the command that runs gets its subparser built, and so its module
+# imported: every other one is a name and a help line (`streamkeep import` does not pay for
+# the export, serve or crashbench modules).
+_COMMANDS: list[tuple[tuple[str, ...], tuple[str, ...], Callable[[Any], None]]] = [
+    (("demo",), ("run a short end-to-end demonstration",), _add_demo),
+    (("bench",), ("run the benchmark suite",), _add_bench),
+    (("serve",), ("run the Redis-compatible network server",), _add_serve),
+    (("aof", "restore", "snapshot"),
+     ("offline aof inspection commands", "point-in-time recovery into a new data directory",
+      "offline snapshot inspection commands"), _add_inspect),
+    (("crashbench",), ("crash-recovery test bench: crash, recover, check invariants, report",),
+     _add_crashbench),
+    (("export",), ("export a data directory's tables (its current state) to Parquet, JSON or "
+                   "CSV with Spark, whole or incremental",), _add_export),
+    (("import",), ("import the streams and strings of a Redis dump.rdb, appendonly.aof or "
+                   "appendonlydir",), _add_import),
+    (("export-rdb",), ("write a data directory's streams and strings as a dump.rdb that "
+                       "redis-server loads",), _add_export_rdb),
+    (("queue",), ("a durable work queue's figures: length, pending, lag, consumers, dead "
+                  "letters",), _add_queue),
+    (("commands",), ("print the command table as markdown",), _add_commands),
+]
+
+
+def chosen_command(argv: Sequence[str]) -> str | None:
+    """The top-level command `argv` runs: its first word that is not an option (the
+    top-level parser's options take no value), if it names one; else None."""
+    names = {name for names, _helps, _adder in _COMMANDS for name in names}
+    for word in argv:
+        if not word.startswith("-"):
+            return word if word in names else None
+        if word == "--":
+            return None
+    return None
+
+
+def build_parser(only: str | None = None, *, lazy: bool = False) -> argparse.ArgumentParser:
+    """The whole command tree; with `lazy`, only the subparser of command `only` (None: of
+    no command) is built, the others are their names and help lines (`streamkeep --help`
+    lists the same), so only the module of the command that runs is imported."""
     parser = Parser(
         prog="streamkeep",
         description="Redis Streams-compatible storage engine.",
@@ -93,64 +213,12 @@ def build_parser() -> argparse.ArgumentParser:
     # (not dest="command": `aof dump --command` has that one)
     sub = parser.add_subparsers(dest="cli_command", metavar="COMMAND")
     sub.required = True
-
-    p_demo = sub.add_parser("demo", help="run a short end-to-end demonstration")
-    p_demo.set_defaults(func=_cmd_demo)
-
-    from streamkeep.tools.bench import options as bench_options
-
-    p_bench = bench_options.add_parser(sub)  # its options, examples and exit codes
-    p_bench.set_defaults(func=_cmd_bench)
-
-    from streamkeep.tools import serve
-
-    p_serve = sub.add_parser(
-        "serve", help="run the Redis-compatible network server",
-        formatter_class=argparse.RawDescriptionHelpFormatter, epilog=serve.EPILOG)
-    serve.add_arguments(p_serve)
-    p_serve.set_defaults(func=_cmd_serve)
-
-    from streamkeep.tools.inspect.inspect_commands import add_commands
-
-    add_commands(sub)  # aof verify|stats|dump|fix, restore, snapshot info|dump
-
-    from streamkeep.tools.crashbench import crashbench_command as crashbench
-
-    p_crash = sub.add_parser("crashbench", help=crashbench.HELP,
-                             formatter_class=argparse.RawDescriptionHelpFormatter)
-    crashbench.add_arguments(p_crash)
-    p_crash.set_defaults(func=crashbench.main)
-
-    from streamkeep.tools.export import export_command as export
-
-    p_export = sub.add_parser("export", help=export.HELP,
-                              formatter_class=argparse.RawDescriptionHelpFormatter)
-    export.add_arguments(p_export)
-    p_export.set_defaults(func=export.main)
-
-    from streamkeep.tools import redisimport
-
-    p_import = sub.add_parser("import", help=redisimport.HELP, description=redisimport.HELP,
-                              epilog=redisimport.EPILOG,
-                              formatter_class=argparse.RawDescriptionHelpFormatter)
-    redisimport.add_arguments(p_import)
-    p_import.set_defaults(func=redisimport.main)
-
-    from streamkeep.tools import rdbexport
-
-    p_export_rdb = sub.add_parser("export-rdb", help=rdbexport.HELP, description=rdbexport.HELP,
-                                  epilog=rdbexport.EPILOG,
-                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    rdbexport.add_arguments(p_export_rdb)
-    p_export_rdb.set_defaults(func=rdbexport.main)
-
-    from streamkeep.tools import workqueue
-
-    workqueue.add_commands(sub)  # queue stats
-
-    p_commands = sub.add_parser("commands", help="print the command table as markdown")
-    p_commands.set_defaults(func=_cmd_commands)
-
+    for names, helps, adder in _COMMANDS:
+        if not lazy or only in names:
+            adder(sub)
+        else:
+            for name, help_text in zip(names, helps, strict=True):
+                sub.add_parser(name, help=help_text)
     return parser
 
 
@@ -170,7 +238,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args: argparse.Namespace | None = None
     with sigint_handled():  # (the cleanup after a first Ctrl-C is not cut by a second)
         try:
-            args = build_parser().parse_args(argv)
+            words = sys.argv[1:] if argv is None else list(argv)
+            args = build_parser(chosen_command(words), lazy=True).parse_args(words)
             return int(args.func(args) or 0)
         except KeyboardInterrupt:
             return interrupted(command_name(args))

@@ -23,7 +23,6 @@ from streamkeep.engine.commands.client import server_clients
 from streamkeep.engine.commands.connection import (
     last_save_time,
 )
-from streamkeep.engine.exec import native
 from streamkeep.engine.exec.context import Ctx
 from streamkeep.engine.exec.interfaces import persistence_fields
 from streamkeep.engine.exec.settings import (
@@ -102,6 +101,9 @@ def _info_server(engine: EngineCore) -> Fields:
     server = engine.server
     uname = platform.uname()
     uptime = max(int(time.time() - engine.started_ms / 1000), 0)
+    # (the kernel report imports every kernel: INFO server's, not every engine start's)
+    from streamkeep.engine.exec import native
+
     fields: Fields = [
         ("redis_version", REDIS_VERSION),
         ("streamkeep_version", streamkeep_version()),

@@ -14,7 +14,6 @@ from __future__ import annotations
 from typing import Any
 
 from streamkeep.engine.exec.context import Ctx
-from streamkeep.engine.exec.scripting import eval_script, scripting_of
 from streamkeep.engine.exec.table import (
     NO_KEYS,
     Argv,
@@ -24,6 +23,21 @@ from streamkeep.engine.exec.table import (
     subcommand,
 )
 from streamkeep.engine.wire.errors import ReplyError
+
+
+# The Lua runtime (engine.exec.scripting, a large module) is imported by the first script
+# command, not with the command table: every engine start and CLI command would pay for it.
+def eval_script(ctx: Ctx, argv: Argv, by_sha: bool, read_only: bool) -> Any:
+    from streamkeep.engine.exec import scripting
+
+    return scripting.eval_script(ctx, argv, by_sha=by_sha, read_only=read_only)
+
+
+def scripting_of(engine: Any) -> Any:
+    from streamkeep.engine.exec import scripting
+
+    return scripting.scripting_of(engine)
+
 
 _EVAL_FLAGS = "noscript skip_monitor may_replicate no_mandatory_keys stale"
 _EVAL_RO_FLAGS = "noscript skip_monitor no_mandatory_keys stale readonly"

@@ -56,7 +56,6 @@ from streamkeep.engine.model.digest import state_digest
 from streamkeep.engine.model.effects import Record, select_effect
 from streamkeep.engine.model.residency import Residency
 from streamkeep.engine.model.stream import Stream
-from streamkeep.engine.runtime.redis_api import RedisAPI
 from streamkeep.engine.wire.errors import ReplyError, StorageError, storage_reply
 from streamkeep.engine.wire.reply import NULL_ARRAY, RespMap, to_plain
 
@@ -68,6 +67,7 @@ if TYPE_CHECKING:
         Persistence,
         Replication,
     )
+    from streamkeep.engine.runtime.redis_api import RedisAPI
 
 Clock = Callable[[], int]
 RecordSink = Callable[[Record], None]
@@ -243,6 +243,8 @@ class EngineCore:
         """redis-py's stream and keyspace methods over this engine (`r.xadd(name, fields)`,
         `r.xreadgroup(...)`, replies as redis-py's RESP2 client gives them). `decode_responses`
         is the client's, as in redis-py: each facade has its own."""
+        from streamkeep.engine.runtime.redis_api import RedisAPI  # (only its users pay for it)
+
         return RedisAPI(self, decode_responses)
 
     def execute_with_effects(self, *args: Any) -> tuple[Any, list[list[bytes]]]:
