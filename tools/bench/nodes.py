@@ -10,8 +10,8 @@ code runs under another checkout's interpreter (``--base DIR`` / ``--before DIR`
   same for both checkouts, so these rows compare the server's CPU time per op (from
   /proc/PID/stat) as their figure; the wall-clock rates are in the note;
 - import: ``<python> -m streamkeep import`` of one dump.rdb a redis-server SAVEd, timed whole.
-The rows' children run with a bytecode cache of the run's own (``Bytecode``), filled before
-their first timed run, as an installed package has its .pyc files.
+Each interpreter's packages are compiled to bytecode before its first timed run
+(``Bytecode``), as an installed package has its .pyc files.
 Given the other checkout, a row runs RUNS times this checkout then the other, alternately (a
 machine whose speed drifts affects both alike); its rate is this checkout's best, its figures
 the ratio (this / other, higher is better) of every run: the worst (``ratio_min``), the best
@@ -79,41 +79,38 @@ def import_entries(env: BenchEnv) -> int:
 
 
 class Bytecode:
-    """A bytecode cache for the rows' child processes (``-X pycache_prefix``, in this run's
-    temp dir, removed at its end), filled once per interpreter before its first timed run.
+    """The checkouts' bytecode, compiled once per interpreter before its first timed run
+    (into the packages' ``__pycache__``, where a child started with ``-I`` would write it
+    anyway).
 
-    An installed package runs from the .pyc files its install compiled; a checkout whose
-    interpreter may not write bytecode (PYTHONDONTWRITEBYTECODE) would compile every module
-    from source at every start, and the rows that time a start (snapshot load, import) would
-    measure the compiler. Both checkouts get the same treatment; the checkouts' own files are
-    not touched."""
+    An installed package runs from the .pyc files its install compiled; a child that may not
+    write bytecode (PYTHONDONTWRITEBYTECODE, which ``-I`` ignores but ``python -m streamkeep``
+    honours) would compile every module from source at every start, and the rows that time a
+    start (snapshot load, import) would time the compiler. Both checkouts are treated alike."""
 
     PACKAGES = ("streamkeep.engine", "streamkeep.aof", "streamkeep.snapshot",
                 "streamkeep.replication", "streamkeep.tools")
 
     def __init__(self) -> None:
-        self.root = tempfile.mkdtemp(prefix="streamkeep-bench-nodes-pyc-")
         self.warm: set[str] = set()
 
-    def options(self, python: str) -> list[str]:
-        """The interpreter options of ``python``'s children, its cache filled the first
-        time."""
-        options = ["-X", f"pycache_prefix={self.root}"]
-        if python not in self.warm:
-            code = ("import compileall, importlib.util\n"
-                    f"for name in {self.PACKAGES!r}:\n"
-                    "    for path in importlib.util.find_spec(name).submodule_search_locations:\n"
-                    "        compileall.compile_dir(path, quiet=1)\n")
-            subprocess.run([python, "-I", *options, "-c", code], check=True,
-                           capture_output=True, timeout=TIMEOUT)
-            self.warm.add(python)
-        return options
+    def ready(self, python: str) -> None:
+        """``python``'s packages compiled (the first time it is asked)."""
+        if python in self.warm:
+            return
+        code = ("import compileall, importlib.util\n"
+                f"for name in {self.PACKAGES!r}:\n"
+                "    for path in importlib.util.find_spec(name).submodule_search_locations:\n"
+                "        compileall.compile_dir(path, quiet=1)\n")
+        subprocess.run([python, "-I", "-c", code], check=True, capture_output=True,
+                       timeout=TIMEOUT)
+        self.warm.add(python)
 
     def describe(self) -> list[str]:
         return []
 
     def stop(self) -> None:
-        shutil.rmtree(self.root, ignore_errors=True)
+        pass
 
 
 def bytecode(env: BenchEnv) -> Bytecode:
@@ -123,8 +120,9 @@ def bytecode(env: BenchEnv) -> Bytecode:
 def child(python: str, workload: str, n: int, path: str = "-", seed: int = 1,
           cache: Bytecode | None = None) -> dict[str, Any]:
     """One ``nodes_child.py`` workload under ``python``; its JSON line."""
-    options = [] if cache is None else cache.options(python)
-    done = subprocess.run([python, "-I", *options, CHILD, workload, str(n), path, str(seed)],
+    if cache is not None:
+        cache.ready(python)
+    done = subprocess.run([python, "-I", CHILD, workload, str(n), path, str(seed)],
                           capture_output=True, text=True, check=False, timeout=TIMEOUT)
     if done.returncode != 0:
         raise AssertionError(f"nodes child {workload} under {python} failed: "
@@ -326,10 +324,10 @@ class Dump:
 def _import(python: str, dump: Dump, cache: Bytecode) -> dict[str, Any]:
     out = os.path.join(dump.root, "out")
     shutil.rmtree(out, ignore_errors=True)
-    options = cache.options(python)
+    cache.ready(python)
     began = time.perf_counter()
-    done = subprocess.run([python, *options, "-m", "streamkeep", "import", dump.rdb, "--out",
-                           out, "--json"], capture_output=True, text=True, check=False,
+    done = subprocess.run([python, "-m", "streamkeep", "import", dump.rdb, "--out", out,
+                           "--json"], capture_output=True, text=True, check=False,
                           cwd=dump.root, timeout=TIMEOUT)
     seconds = time.perf_counter() - began
     shutil.rmtree(out, ignore_errors=True)

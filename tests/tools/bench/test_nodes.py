@@ -5,6 +5,7 @@ rows run in process at a tiny size (the default run), and the whole section thro
 from __future__ import annotations
 
 import ast
+import importlib.util
 import json
 import os
 import shutil
@@ -75,16 +76,18 @@ def test_rows_alternate_with_the_other_checkout(tmp_path: Path) -> None:
     assert alone.rate > 0 and "ratio_min" not in alone.figures  # no --base: no ratio
 
 
-def test_children_read_their_bytecode_from_the_runs_cache() -> None:
+def test_each_interpreter_compiles_its_packages_before_its_first_run() -> None:
+    import streamkeep.tools.redisimport as redisimport  # not imported by the xadd child
+
+    cached = Path(importlib.util.cache_from_source(redisimport.__file__))
     with BenchEnv(300, use_redis=False, quick=True) as env:
         cache = nodes.bytecode(env)
-        options = cache.options(sys.executable)
-        root = Path(cache.root)
-        assert options == ["-X", f"pycache_prefix={root}"]
-        compiled = {p.name.split(".")[0] for p in root.rglob("*.pyc")}
-        assert {"stream", "packed_node", "redisimport", "rdb", "journal"} <= compiled
+        cached.unlink(missing_ok=True)
         assert nodes.child(sys.executable, "xadd", 50, cache=cache)["ops"] == 50
-    assert not root.exists()  # removed with the run
+        assert cached.exists() and cache.warm == {sys.executable}
+        cached.unlink()
+        cache.ready(sys.executable)  # once per interpreter and run
+        assert not cached.exists()
 
 
 def test_served_rows_compare_the_servers_cpu_per_op(tmp_path: Path) -> None:
