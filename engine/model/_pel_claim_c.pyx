@@ -13,6 +13,7 @@ from libc.string cimport memmove
 cdef object _LOW = (1 << 64) - 1
 cdef int NO_OWNER = -1  # pel_store.NO_OWNER
 cdef unsigned long long _ULL_MAX = 0xFFFFFFFFFFFFFFFF
+cdef object _LLONG_MIN = -(1 << 63)
 
 
 cdef inline Py_ssize_t c_find(unsigned long long *pm, unsigned long long *ps, Py_ssize_t n,
@@ -52,9 +53,14 @@ def scan(list maxes, list chunks, object start, long long min_idle, long long no
     cdef list sids = [], counts = [], got = []
     cdef Py_ssize_t c, j, k, n
     cdef array.array ms, seq, times, cnts, owners
-    cdef long long oldest = now - min_idle
+    cdef long long oldest
     cdef unsigned long long cnt
     cdef object sid, fields
+    # idle >= min_idle is time <= now - min_idle (no difference of a row's time overflows);
+    # below the 64-bit range (a clock before the epoch), no row is idle enough
+    cdef object bound = (<object>now) - min_idle
+    cdef bint none_idle = bound < _LLONG_MIN
+    oldest = _LLONG_MIN if none_idle else bound
     c = bisect_left(maxes, start)
     if c == len(chunks):
         return sids, counts, got, None
@@ -74,7 +80,8 @@ def scan(list maxes, list chunks, object start, long long min_idle, long long no
                 return sids, counts, got, sid
             attempts -= 1
             fields = get(sid)
-            if (fields is not None and min_idle and times.data.as_longlongs[k] > oldest
+            if (fields is not None and min_idle
+                    and (none_idle or times.data.as_longlongs[k] > oldest)
                     and owners.data.as_ints[k] != NO_OWNER):
                 continue
             sids.append(sid)

@@ -26,7 +26,9 @@ U64 = st.integers(min_value=0, max_value=_LOW)
 SMALL = st.integers(min_value=0, max_value=4)
 SIDS = st.lists(st.tuples(st.one_of(SMALL, SMALL, U64), st.one_of(SMALL, SMALL, U64)).map(
     lambda p: p[0] << 64 | p[1]), max_size=40, unique=True)
-ROW = st.tuples(st.integers(0, 50), st.sampled_from([0, 1, 7, (1 << 63) - 1, (1 << 64) - 2]),
+EDGES = st.sampled_from([-(1 << 63), (1 << 63) - 1])  # the 64-bit ends: nothing overflows
+ROW = st.tuples(st.one_of(st.integers(0, 50), st.integers(0, 50), EDGES),
+                st.sampled_from([0, 1, 7, (1 << 63) - 1, (1 << 64) - 2]),
                 st.sampled_from([NO_OWNER, 0, 1, 2]))
 CUTS = st.lists(st.integers(1, 5), min_size=1, max_size=8)
 
@@ -103,7 +105,7 @@ def _model_scan(rows: Rows, deleted: set[int], start: int, min_idle: int, now: i
 
 
 SCAN_ARGS = st.tuples(st.one_of(SMALL, U64), st.sampled_from([0, 1, 10, 60, (1 << 63) - 1]),
-                      st.integers(0, 60), st.integers(1, 12), st.integers(1, 30),
+                      st.one_of(st.integers(-5, 60), EDGES), st.integers(1, 12), st.integers(1, 30),
                       st.sampled_from([0, 1]))
 
 
