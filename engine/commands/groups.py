@@ -26,7 +26,6 @@ from streamkeep.engine.model.effects import (
     claim_xclaim_pieces,
     sk_xconsumer_effect,
     xack_effect,
-    xclaim_effect,
     xgroup_create_effect,
     xgroup_createconsumer_effect,
     xgroup_delconsumer_effect,
@@ -563,6 +562,10 @@ def xclaim(ctx: Ctx, argv: Argv) -> list:
     batch = len(sids) > 1 and len(set(sids)) == len(sids)
     deferred: list[tuple[int, int]] = []
     pel = group.pel
+    replaying = ctx.replaying
+    if not replaying:
+        head, middle, tail = claim_xclaim_pieces(key, gname, consumer.name, o.delivery_time,
+                                                 group.last_id)
     for sid in sids:
         row = pel.entry(sid)  # (delivery time, delivery count, owner) or None
         fields = s.get(sid)
@@ -588,11 +591,11 @@ def xclaim(ctx: Ctx, argv: Argv) -> list:
             group.add_pending(sid, consumer, o.delivery_time, count)
         consumer.active_time = now
         touched = True
-        if ctx.replaying:  # replay needs neither the reply nor effects: skip building them
+        if replaying:  # replay needs neither the reply nor effects: skip building them
             continue
-        reply.append(format_id(sid) if o.justid else [format_id(sid), fields])
-        ctx.emit(xclaim_effect(key, gname, consumer.name, sid, o.delivery_time, count,
-                               group.last_id))
+        idb = format_id(sid)
+        reply.append(idb if o.justid else [idb, fields])
+        ctx.effects.append([*head, idb, *middle, b"%d" % count, *tail])  # see the pieces
     if deferred:
         deferred.sort()
         group.claim_many([sid for sid, _ in deferred], [count for _, count in deferred],
