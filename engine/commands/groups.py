@@ -23,9 +23,9 @@ from streamkeep.engine.model.consumer_groups import (
     ConsumerGroup,
 )
 from streamkeep.engine.model.effects import (
+    claim_xclaim_pieces,
     sk_xconsumer_effect,
     xack_effect,
-    xclaim_effect,
     xgroup_create_effect,
     xgroup_createconsumer_effect,
     xgroup_delconsumer_effect,
@@ -557,33 +557,49 @@ def xclaim(ctx: Ctx, argv: Argv) -> list:
     consumer.seen_time = now
     reply: list = []
     touched = False
+    # Distinct IDs are independent claims: those already pending are applied in one bulk
+    # step at the end (a repeated ID must see its own earlier claim, so one at a time then).
+    batch = len(sids) > 1 and len(set(sids)) == len(sids)
+    deferred: list[tuple[int, int]] = []
+    pel = group.pel
+    replaying = ctx.replaying
+    if not replaying:
+        head, middle, tail = claim_xclaim_pieces(key, gname, consumer.name, o.delivery_time,
+                                                 group.last_id)
     for sid in sids:
-        nack = group.pel.get(sid)
+        row = pel.entry(sid)  # (delivery time, delivery count, owner) or None
         fields = s.get(sid)
         if fields is None:
-            if nack is not None:
+            if row is not None:
                 group.ack(sid)
                 ctx.emit(xack_effect(key, gname, (sid,)))
             continue
-        if nack is None and not o.force:
+        if row is None and not o.force:
             continue
-        if (nack is not None and min_idle and now - nack.delivery_time < min_idle
-                and nack.consumer is not None):  # XNACK-released: claimable at once
+        if (row is not None and min_idle and now - row[0] < min_idle
+                and row[2] != NO_OWNER):  # XNACK-released: claimable at once
             continue
         if o.retrycount >= 0:
             count = o.retrycount
-        elif nack is None:
+        elif row is None:
             count = 1 if o.justid else 2  # a FORCE-created NACK starts at 1, then counts
         else:
-            count = nack.delivery_count + (0 if o.justid else 1)
-        group.add_pending(sid, consumer, o.delivery_time, count)
+            count = row[1] + (0 if o.justid else 1)
+        if batch and row is not None:
+            deferred.append((sid, count))
+        else:
+            group.add_pending(sid, consumer, o.delivery_time, count)
         consumer.active_time = now
         touched = True
-        if ctx.replaying:  # replay needs neither the reply nor effects: skip building them
+        if replaying:  # replay needs neither the reply nor effects: skip building them
             continue
-        reply.append(format_id(sid) if o.justid else [format_id(sid), fields])
-        ctx.emit(xclaim_effect(key, gname, consumer.name, sid, o.delivery_time, count,
-                               group.last_id))
+        idb = format_id(sid)
+        reply.append(idb if o.justid else [idb, fields])
+        ctx.effects.append([*head, idb, *middle, b"%d" % count, *tail])  # see the pieces
+    if deferred:
+        deferred.sort()
+        group.claim_many([sid for sid, _ in deferred], [count for _, count in deferred],
+                         consumer, o.delivery_time)
     if ctx.replaying:
         return reply
     if moved:
@@ -623,33 +639,31 @@ def xautoclaim(ctx: Ctx, argv: Argv) -> list:
     now = ctx.now
     consumer, before = _consumer(group, argv[3], now)
     consumer.seen_time = now
-    attempts = count * 10
+    # One kernel walk picks the rows (reading the stream for each: a deleted entry counts as
+    # picked whatever its idle time); the claims are then applied in bulk.
+    sids, counts, got, cursor = group.pel.scan(start, min_idle, now, count, count * 10,
+                                               0 if justid else 1, s.get)
     claimed: list = []
     deleted: list[bytes] = []
-    touched = False
-    cursor = group.pel_index.next_after(start - 1) if start else group.pel_index.first()
-    while cursor is not None and attempts and count:
-        sid = cursor
-        attempts -= 1
-        cursor = group.pel_index.next_after(sid)
-        fields = s.get(sid)
+    live: list[int] = []
+    live_counts: list[int] = []
+    head, middle, tail = claim_xclaim_pieces(key, gname, consumer.name, now, group.last_id)
+    effects = ctx.effects
+    for sid, new_count, fields in zip(sids, counts, got, strict=True):
+        idb = format_id(sid)
         if fields is None:
             group.ack(sid)
-            ctx.emit(xack_effect(key, gname, (sid,)))
-            deleted.append(format_id(sid))
-            count -= 1
+            effects.append(xack_effect(key, gname, (sid,)))
+            deleted.append(idb)
             continue
-        nack = group.pel[sid]
-        if min_idle and now - nack.delivery_time < min_idle and nack.consumer is not None:
-            continue  # (an XNACK-released entry is claimable whatever the min-idle-time)
-        new_count = nack.delivery_count + (0 if justid else 1)
-        group.add_pending(sid, consumer, now, new_count)
+        live.append(sid)
+        live_counts.append(new_count)
+        claimed.append(idb if justid else [idb, fields])
+        effects.append([*head, idb, *middle, b"%d" % new_count, *tail])  # see the pieces
+    group.claim_many(live, live_counts, consumer, now)
+    if live:
         consumer.active_time = now
-        claimed.append(format_id(sid) if justid else [format_id(sid), fields])
-        count -= 1
-        ctx.emit(xclaim_effect(key, gname, consumer.name, sid, now, new_count, group.last_id))
-        touched = True
-    _pin_consumer(ctx, key, gname, consumer, before, touched)
+    _pin_consumer(ctx, key, gname, consumer, before, bool(live))
     next_cursor = format_id(cursor) if cursor is not None else b"0-0"
     return [next_cursor, claimed, deleted]
 

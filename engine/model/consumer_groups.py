@@ -294,6 +294,47 @@ class ConsumerGroup:
         mine.extend_above(ms, seq)
         self.pel_by_time.extend(now, sids, ms, seq, pel)
 
+    def claim_many(self, sids: list[int], counts: list[int], consumer: Consumer,
+                   time_ms: int) -> None:
+        """`add_pending(sid, consumer, time_ms, count)` of each of `sids` (ascending, all pending)
+        with its count from `counts`, in bulk: the rows rewritten in place in one kernel call,
+        the IDs moved out of their former owners' sets and into `consumer`'s a batch each, and
+        those delivered at another time pushed to the `time_ms` bucket in one go."""
+        if not sids:
+            return
+        slot = consumer.slot
+        ms, seq, old_owners, old_times = self.pel.claim(sids, time_ms, counts, slot)
+        first = old_owners[0]
+        if first != slot and old_owners.count(first) == len(old_owners):
+            moved, moved_ms, moved_seq = sids, ms, seq  # the common case: all from one owner
+            if first != NO_OWNER:
+                self.owners[first].pel.remove_sorted(ms, seq)  # type: ignore[union-attr]
+        else:
+            moved, moved_ms, moved_seq = [], [], []
+            by_owner: dict[int, tuple[list[int], list[int]]] = {}
+            for sid, m, s, owner in zip(sids, ms, seq, old_owners, strict=True):
+                if owner == slot:
+                    continue
+                moved.append(sid)
+                moved_ms.append(m)
+                moved_seq.append(s)
+                if owner != NO_OWNER:
+                    pair = by_owner.get(owner)
+                    if pair is None:
+                        pair = by_owner[owner] = ([], [])
+                    pair[0].append(m)
+                    pair[1].append(s)
+            for owner, (oms, oseq) in by_owner.items():
+                self.owners[owner].pel.remove_sorted(oms, oseq)  # type: ignore[union-attr]
+        consumer.pel.add_sorted(moved, moved_ms, moved_seq)
+        if time_ms not in old_times:
+            self.pel_by_time.extend(time_ms, sids, ms, seq, self.pel)
+            return
+        keep = [k for k, t in enumerate(old_times) if t != time_ms]
+        if keep:
+            self.pel_by_time.extend(time_ms, [sids[k] for k in keep], [ms[k] for k in keep],
+                                    [seq[k] for k in keep], self.pel)
+
     def set_delivery(self, sid: int, nack: Nack, time_ms: int, count: int) -> None:
         """Every change of a NACK's delivery time goes through here (keeps pel_by_time);
         `nack` (read from `pel`) is updated too."""

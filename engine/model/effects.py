@@ -238,6 +238,19 @@ def new_delivery_xclaim_pieces(
     return head, tail
 
 
+def claim_xclaim_pieces(
+    key: bytes, group: bytes, consumer: bytes, delivery_time: int, last_id: int,
+) -> tuple[Effect, Effect, Effect]:
+    """A claim loop's per-entry effect in reusable pieces: the effect of claiming the entry
+    whose ID bytes are `idb` with delivery count `n` is `[*head, idb, *middle, b"%d" % n,
+    *tail]`, the same as `xclaim_effect(key, group, consumer, sid, delivery_time, n, last_id)`
+    without a function call and two ID formattings per entry."""
+    head = [b"XCLAIM", key, group, consumer, b"0"]
+    middle = [b"TIME", b"%d" % delivery_time, b"RETRYCOUNT"]
+    tail = [b"FORCE", b"JUSTID", b"LASTID", format_id(last_id)]
+    return head, middle, tail
+
+
 def xgroup_create_effect(key: bytes, group: bytes, last_id: int, entries_read: int) -> Effect:
     """XGROUP CREATE with the resolved ID, an explicit ENTRIESREAD, and MKSTREAM (harmless when
     the stream exists; needed when the command created it)."""

@@ -13,8 +13,9 @@ from __future__ import annotations
 
 from array import array
 from bisect import bisect_left, bisect_right
-from collections.abc import Generator, Iterator
+from collections.abc import Callable, Generator, Iterator
 
+from streamkeep.engine.model.pel_claim import claim, remove_sorted, scan
 from streamkeep.engine.model.pel_search import bucket_live, find, owned_rows, range_rows
 
 _LOAD = 512  # a chunk splits in two above 2 * _LOAD IDs
@@ -155,6 +156,24 @@ class PackedIDs:
             i = k
         return out
 
+    def remove_sorted(self, ms: list[int], seq: list[int]) -> int:
+        """Remove the IDs given as ascending ms and seq lists (absent ones are skipped), one
+        pass a chunk (`pel_claim.remove_sorted`); how many were there."""
+        removed = remove_sorted(self._maxes, self._chunks, ms, seq)
+        self._len -= removed
+        return removed
+
+    def add_sorted(self, sids: list[int], ms: list[int], seq: list[int]) -> None:
+        """Insert ascending IDs known not to be present (also as ms and seq lists), without
+        value columns: one batch append when they are above every ID, else one `add` each."""
+        if not sids:
+            return
+        if not self._maxes or sids[0] > self._maxes[-1]:
+            self.extend_above(ms, seq)
+            return
+        for sid in sids:
+            self.add(sid)
+
     def discard(self, sid: int) -> bool:
         """Remove `sid`; False when it was not there."""
         c, j = self._locate(sid)
@@ -265,6 +284,20 @@ class PendingTable(PackedIDs):
         maxes[-1] = sid
         self._len += 1
         return None
+
+    def scan(self, start: int, min_idle: int, now: int, count: int, attempts: int, inc: int,
+             get: Callable[[int], object | None],
+             ) -> tuple[list[int], list[int], list[object | None], int | None]:
+        """XAUTOCLAIM's pick from the first ID >= `start` (`pel_claim.scan`): the IDs, their
+        delivery counts plus `inc`, what `get` gave for each (None: a deleted entry), and the
+        next cursor (None at the end)."""
+        return scan(self._maxes, self._chunks, start, min_idle, now, count, attempts, inc, get)
+
+    def claim(self, sids: list[int], time_ms: int, counts: list[int],
+              owner: int) -> tuple[list[int], list[int], list[int], list[int]]:
+        """Rewrite the rows of `sids` (ascending, all here) in place (`pel_claim.claim`): the IDs
+        as ms and seq lists, and the rows' former owners and delivery times."""
+        return claim(self._maxes, self._chunks, sids, time_ms, counts, owner)
 
     def pop(self, sid: int) -> int | None:
         """Remove `sid`; its owner, None when it was not pending."""

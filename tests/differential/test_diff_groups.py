@@ -591,6 +591,41 @@ def test_xautoclaim_attempts_limit(both):
     check_state(both, "s", "g")
 
 
+def test_claims_over_a_pel_of_many_chunks(both):
+    """XCLAIM and XAUTOCLAIM over a PEL of thousands of entries (the packed PEL's chunks hold
+    at most 1024), owned by interleaved consumers, some deleted, some idle long: the bulk
+    claim step moves them as Redis does, batch by batch (delivery counts, owners, cursors)."""
+    n = 2600
+    both.bulk([("XADD", "s", f"{i}-1", "f", "v") for i in range(1, n + 1)])
+    both.ok("XGROUP", "CREATE", "s", "g", "0")
+    for k in range(13):  # alternating readers: ownership interleaves in runs of 200
+        both.ok("XREADGROUP", "GROUP", "g", "ab"[k % 2], "COUNT", "200", "STREAMS", "s", ">")
+    old = [f"{i}-1" for i in range(1, n + 1, 7)]
+    both.ok("XCLAIM", "s", "g", "c", "0", *old, "IDLE", "500000", "JUSTID")
+    both.ok("XDEL", "s", *[f"{i}-1" for i in range(5, n + 1, 11)])
+    both.ok("XGROUP", "CREATECONSUMER", "s", "g", "d")
+    cursor = "0-0"
+    for _ in range(40):  # only the old ones are idle enough; deleted ones go whatever
+        reply = both("XAUTOCLAIM", "s", "g", "d", "100000", cursor, "COUNT", "45")
+        cursor = reply[0].decode()
+        if cursor == "0-0":
+            break
+    assert cursor == "0-0"
+    check_state(both, "s", "g")
+    both("XCLAIM", "s", "g", "a", "0", *[f"{i}-1" for i in range(2, n + 1, 3)], "JUSTID")
+    both("XCLAIM", "s", "g", "b", "0", *[f"{i}-1" for i in range(n, 0, -13)], "RETRYCOUNT",
+         "4")
+    both("XCLAIM", "s", "g", "c", "0", "9-1", "10-1", "9-1", "3000-1", "12-1", "FORCE")
+    cursor = "0-0"
+    for _ in range(40):
+        reply = both("XAUTOCLAIM", "s", "g", "b", "0", cursor, "COUNT", "300", "JUSTID")
+        cursor = reply[0].decode()
+        if cursor == "0-0":
+            break
+    assert cursor == "0-0"
+    check_state(both, "s", "g")
+
+
 def test_xautoclaim_errors(both):
     entries(both, "s", "1-1")
     both.ok("XGROUP", "CREATE", "s", "g", "0")

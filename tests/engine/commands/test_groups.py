@@ -338,6 +338,38 @@ def test_xautoclaim_reply_and_effects(rec: Recorded) -> None:
     rec.assert_replays()
 
 
+def test_bulk_claims_log_what_replays_exactly() -> None:
+    """Claims of many entries at once (a PEL spanning several packed chunks, interleaved
+    owners, deleted and XNACK-released entries, repeated and unordered XCLAIM IDs) log one
+    XCLAIM (or XACK) an entry, in ID order for XAUTOCLAIM, that replay turns into the same
+    state: delivery counts and times, owners, consumers."""
+    rec = Recorded(now=NOW)
+    n = 2300
+    for i in range(1, n + 1):
+        rec("XADD", "s", f"{i}-0", "f", "v")
+    rec("XGROUP", "CREATE", "s", "g", "0")
+    for k in range(12):
+        deliver(rec, "ab"[k % 2], 200)
+    rec("XDEL", "s", *[f"{i}-0" for i in range(3, n + 1, 17)])
+    rec("XNACK", "s", "g", "FAIL", "IDS", "3", "4-0", "900-0", "1800-0")
+    rec.clock.now += 100
+    now = b"%d" % rec.clock.now
+    reply, effects = rec.effects("XAUTOCLAIM", "s", "g", "c", "0", "0", "COUNT", "40")
+    assert reply[0] == b"41-0" and reply[2] == [b"3-0", b"20-0", b"37-0"]
+    assert [e[0] for e in effects[:5]] == [b"XCLAIM", b"XCLAIM", b"XACK", b"XCLAIM", b"XCLAIM"]
+    assert effects[3] == claim(b"c", b"4-0", now, b"2", b"2300-0")  # released: now owned by c
+    cursor = reply[0]
+    while cursor != b"0-0":
+        cursor = rec("XAUTOCLAIM", "s", "g", "d", "50", cursor, "COUNT", "97", "JUSTID")[0]
+    rec("XCLAIM", "s", "g", "a", "0", *[f"{i}-0" for i in range(n, 0, -5)], "RETRYCOUNT", "9")
+    rec("XCLAIM", "s", "g", "b", "0", "10-0", "11-0", "10-0", "5000-0", "FORCE")
+    assert rec("XPENDING", "s", "g", "10-0", "11-0", "2") == [
+        [b"10-0", b"b", 0, 11], [b"11-0", b"b", 0, 3]]
+    pending = rec("XPENDING", "s", "g")
+    assert pending[0] == n - len(range(3, n + 1, 17))
+    rec.assert_replays()
+
+
 @pytest.mark.parametrize(("tail", "line"), [
     (("x", "0"), "ERR Invalid min-idle-time argument for XAUTOCLAIM"),
     (("0", "bad"), "ERR Invalid stream ID specified as stream command argument"),

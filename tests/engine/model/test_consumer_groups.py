@@ -8,6 +8,7 @@ import random
 
 import pytest
 
+from streamkeep.engine.model import pel_store
 from streamkeep.engine.model.consumer_groups import ConsumerGroup
 
 
@@ -55,3 +56,45 @@ def test_a_walk_compacts_a_bucket_it_found_mostly_stale() -> None:
     assert next(walk) == (7, 1)
     walk.close()
     assert list(order.iter_oldest(group.pel))[0] == (7, 1)  # a walk left early loses nothing
+
+
+def _state(group: ConsumerGroup) -> tuple:
+    """Everything a claim may change: the PEL rows, each consumer's IDs, the delivery order."""
+    return (list(group.pel.irange_rows(0, (1 << 128) - 1)),
+            {name: list(c.pel) for name, c in group.consumers.items()},
+            list(group.pel_by_time.iter_oldest(group.pel)))
+
+
+@pytest.mark.parametrize("seed", range(16))
+def test_claim_many_is_add_pending_of_each(seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A bulk claim (XAUTOCLAIM, XCLAIM) leaves what one `add_pending` an ID does: the same
+    rows, consumers' sets and delivery order, from IDs held by several owners, XNACK-released
+    ones, and ones the claimer holds already, delivered at the claim's time or not."""
+    monkeypatch.setattr(pel_store, "_LOAD", 3)
+    rng = random.Random(seed)
+    groups = (ConsumerGroup(b"g", 0, 0), ConsumerGroup(b"g", 0, 0))
+    for group in groups:
+        for i in range(3):
+            group.create_consumer(b"c%d" % i, 0)
+    now = 1
+    for _ in range(40):
+        for _ in range(rng.randrange(0, 12)):  # deliveries and releases, the same to both
+            sid = rng.randrange(1, 120) | rng.choice([0, 5 << 64])
+            name = b"c%d" % rng.randrange(3)
+            released, count = rng.random() < 0.15, rng.randrange(1, 4)
+            for group in groups:
+                if released:
+                    group.release(sid, 3)
+                else:
+                    group.add_pending(sid, group.consumers[name], now, count)
+        pending = list(groups[0].pel)
+        sids = sorted(rng.sample(pending, min(len(pending), rng.randrange(0, 30))))
+        counts = [rng.randrange(0, 9) for _ in sids]
+        name = b"c%d" % rng.randrange(3)
+        when = rng.choice([now, now - 1, 0])
+        one, bulk = groups
+        for sid, count in zip(sids, counts, strict=True):
+            one.add_pending(sid, one.consumers[name], when, count)
+        bulk.claim_many(sids, counts, bulk.consumers[name], when)
+        assert _state(bulk) == _state(one)
+        now += rng.randrange(0, 2)

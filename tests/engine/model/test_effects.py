@@ -18,6 +18,7 @@ from streamkeep.engine.model import effects as effects_module
 from streamkeep.engine.model.effects import (
     EFFECT_VOCABULARY,
     EffectCommand,
+    claim_xclaim_pieces,
     effect_command,
     new_delivery_xclaim_pieces,
     plain_xadd_effect,
@@ -360,6 +361,10 @@ def test_builder_shortcuts_build_the_general_shape() -> None:
     sid = (7 << 64) | 1
     idb = format_id(sid)
     assert [*head, idb, *tail, idb] == xclaim_effect(b"k", b"g", b"c", sid, 1234, 1, sid)
+    head, middle, tail = claim_xclaim_pieces(b"k", b"g", b"c", 1234, (9 << 64) | 2)
+    for count in (0, 5, (1 << 63) - 1):
+        assert [*head, idb, *middle, b"%d" % count, *tail] == xclaim_effect(
+            b"k", b"g", b"c", sid, 1234, count, (9 << 64) | 2)
 
 
 def test_with_dbs_follows_select_effects() -> None:

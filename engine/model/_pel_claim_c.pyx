@@ -1,0 +1,209 @@
+# cython: boundscheck=False, wraparound=False, cdivision=True
+"""The claim step over a packed PEL, compiled: the same functions and results as
+`_pel_claim_py.py` (the reference), walking and rewriting the chunks' `array` buffers directly
+instead of boxing every cell.
+"""
+
+from bisect import bisect_left
+
+from cpython cimport array
+from cpython.long cimport PyLong_AsUnsignedLongLongMask
+from libc.string cimport memmove
+
+cdef object _LOW = (1 << 64) - 1
+cdef int NO_OWNER = -1  # pel_store.NO_OWNER
+cdef unsigned long long _ULL_MAX = 0xFFFFFFFFFFFFFFFF
+cdef object _LLONG_MIN = -(1 << 63)
+
+
+cdef inline Py_ssize_t c_find(unsigned long long *pm, unsigned long long *ps, Py_ssize_t n,
+                              unsigned long long m, unsigned long long s) noexcept:
+    cdef Py_ssize_t lo = 0, hi = n, mid
+    while lo < hi:  # the first index whose (ms, seq) is not below (m, s)
+        mid = (lo + hi) >> 1
+        if pm[mid] < m or (pm[mid] == m and ps[mid] < s):
+            lo = mid + 1
+        else:
+            hi = mid
+    if lo < n and pm[lo] == m and ps[lo] == s:
+        return lo
+    return -1 - lo
+
+
+cdef inline void check_ids(array.array ms, array.array seq) except *:
+    if ms.ob_descr.typecode != b'Q' or seq.ob_descr.typecode != b'Q' or len(ms) != len(seq):
+        raise TypeError("a packed chunk wants two array('Q') ID columns of one length")
+
+
+cdef inline void check_row(array.array ms, array.array seq, array.array times,
+                           array.array counts, array.array owners) except *:
+    check_ids(ms, seq)
+    if (times.ob_descr.typecode != b'q' or counts.ob_descr.typecode != b'Q'
+            or owners.ob_descr.typecode != b'i' or len(times) != len(ms)
+            or len(counts) != len(ms) or len(owners) != len(ms)):
+        raise TypeError("a PEL chunk wants q, Q and i columns as long as its IDs")
+
+
+cdef inline object make_id(unsigned long long m, unsigned long long s):
+    return (<object>m) << 64 | s
+
+
+def scan(list maxes, list chunks, object start, long long min_idle, long long now,
+         long long count, long long attempts, unsigned long long inc, object get):
+    cdef list sids = [], counts = [], got = []
+    cdef Py_ssize_t c, j, k, n
+    cdef array.array ms, seq, times, cnts, owners
+    cdef long long oldest
+    cdef unsigned long long cnt
+    cdef object sid, fields
+    # idle >= min_idle is time <= now - min_idle (no difference of a row's time overflows);
+    # below the 64-bit range (a clock before the epoch), no row is idle enough
+    cdef object bound = (<object>now) - min_idle
+    cdef bint none_idle = bound < _LLONG_MIN
+    oldest = _LLONG_MIN if none_idle else bound
+    c = bisect_left(maxes, start)
+    if c == len(chunks):
+        return sids, counts, got, None
+    ms, seq = chunks[c][0], chunks[c][1]
+    check_ids(ms, seq)
+    j = c_find(ms.data.as_ulonglongs, seq.data.as_ulonglongs, len(ms), start >> 64,
+               PyLong_AsUnsignedLongLongMask(start))
+    if j < 0:
+        j = -1 - j
+    while c < len(chunks):
+        ms, seq, times, cnts, owners = chunks[c]
+        check_row(ms, seq, times, cnts, owners)
+        n = len(ms)
+        for k in range(j, n):
+            sid = make_id(ms.data.as_ulonglongs[k], seq.data.as_ulonglongs[k])
+            if not (attempts and count):
+                return sids, counts, got, sid
+            attempts -= 1
+            fields = get(sid)
+            if (fields is not None and min_idle
+                    and (none_idle or times.data.as_longlongs[k] > oldest)
+                    and owners.data.as_ints[k] != NO_OWNER):
+                continue
+            sids.append(sid)
+            cnt = cnts.data.as_ulonglongs[k]
+            if cnt > _ULL_MAX - inc:  # as the reference: past 64 bits, the put refuses it
+                counts.append((<object>cnt) + inc)
+            else:
+                counts.append(cnt + inc)
+            got.append(fields)
+            count -= 1
+        c += 1
+        j = 0
+    return sids, counts, got, None
+
+
+def claim(list maxes, list chunks, list sids, long long time_ms, list counts, int owner):
+    cdef list out_ms = [], out_seq = [], old_owners = [], old_times = []
+    cdef Py_ssize_t i, n = len(sids), c = -1, j, size = 0
+    cdef unsigned long long m, s, tm = 0, ts = 0, cnt
+    cdef array.array ms = None, seq = None, times = None, cnts = None, owners = None
+    cdef bint have = False
+    cdef object sid
+    if len(counts) != n:
+        raise ValueError("claim wants one count an ID")
+    for i in range(n):
+        sid = sids[i]
+        m = sid >> 64
+        s = PyLong_AsUnsignedLongLongMask(sid)
+        cnt = counts[i]
+        if not have or m > tm or (m == tm and s > ts):
+            c = bisect_left(maxes, sid)
+            if c == len(chunks):
+                raise KeyError(sid)
+            ms, seq, times, cnts, owners = chunks[c]
+            check_row(ms, seq, times, cnts, owners)
+            size = len(ms)
+            tm = ms.data.as_ulonglongs[size - 1]
+            ts = seq.data.as_ulonglongs[size - 1]
+            have = True
+        j = c_find(ms.data.as_ulonglongs, seq.data.as_ulonglongs, size, m, s)
+        if j < 0:
+            raise KeyError(sid)
+        out_ms.append(m)
+        out_seq.append(s)
+        old_times.append(times.data.as_longlongs[j])
+        old_owners.append(owners.data.as_ints[j])
+        times.data.as_longlongs[j] = time_ms
+        cnts.data.as_ulonglongs[j] = cnt
+        owners.data.as_ints[j] = owner
+    return out_ms, out_seq, old_owners, old_times
+
+
+cdef void compact(array.array col, const unsigned char *gone, Py_ssize_t size) noexcept:
+    """Close up the rows marked in `gone` (the array is then resized by the caller)."""
+    cdef Py_ssize_t width = col.ob_descr.itemsize, k = 0, w = 0, run
+    cdef char *base = col.data.as_chars
+    while k < size:
+        if gone[k]:
+            k += 1
+            continue
+        run = k
+        while run < size and not gone[run]:
+            run += 1
+        if w != k:
+            memmove(base + w * width, base + k * width, (run - k) * width)
+        w += run - k
+        k = run
+
+
+def remove_sorted(list maxes, list chunks, list ms, list seq):
+    cdef Py_ssize_t i = 0, n = len(ms), c = 0, k, size, removed = 0, gone_here
+    cdef unsigned long long pm, ps, hm, hs, tm, ts
+    cdef array.array cms, cseq, col
+    cdef bytearray mask
+    cdef unsigned char *gone
+    if len(seq) != n:
+        raise ValueError("remove_sorted wants ms and seq lists of one length")
+    while i < n and c < len(chunks):
+        c = bisect_left(maxes, (<object>ms[i]) << 64 | seq[i], c)
+        if c == len(chunks):
+            break
+        chunk = chunks[c]
+        cms, cseq = chunk[0], chunk[1]
+        check_ids(cms, cseq)
+        size = len(cms)
+        for col in chunk[2:]:
+            if len(col) != size:
+                raise TypeError("a packed chunk's columns are as long as its IDs")
+        tm = cms.data.as_ulonglongs[size - 1]
+        ts = cseq.data.as_ulonglongs[size - 1]
+        mask = bytearray(size)
+        gone = mask
+        gone_here = 0
+        k = 0
+        while i < n:
+            pm = ms[i]
+            ps = seq[i]
+            if pm > tm or (pm == tm and ps > ts):
+                break  # past this chunk
+            while k < size:  # the first row not below the probe
+                hm = cms.data.as_ulonglongs[k]
+                hs = cseq.data.as_ulonglongs[k]
+                if hm > pm or (hm == pm and hs >= ps):
+                    break
+                k += 1
+            if k < size and cms.data.as_ulonglongs[k] == pm and cseq.data.as_ulonglongs[k] == ps:
+                gone[k] = 1
+                gone_here += 1
+                k += 1
+            i += 1
+        if not gone_here:
+            c += 1
+            continue
+        removed += gone_here
+        if gone_here == size:
+            del chunks[c]
+            del maxes[c]
+            continue
+        for col in chunk:
+            compact(col, gone, size)
+            array.resize(col, size - gone_here)
+        maxes[c] = make_id(cms.data.as_ulonglongs[size - gone_here - 1],
+                           cseq.data.as_ulonglongs[size - gone_here - 1])
+        c += 1
+    return removed

@@ -1,0 +1,20 @@
+"""The PEL claim step: the facade that picks the compiled kernel (`_pel_claim_c.pyx`) or its
+pure-Python reference (`_pel_claim_py.py`). See `engine.wire.extensions` for the switches.
+
+Must not touch: anything but choosing the implementation.
+"""
+
+from __future__ import annotations
+
+from streamkeep.engine.wire import extensions
+
+try:
+    extensions.want_compiled()  # ImportError when STREAMKEEP_NO_EXTENSIONS is set
+    from streamkeep.engine.model._pel_claim_c import claim, remove_sorted, scan
+except ImportError as error:
+    extensions.missing(__name__, error)
+    from streamkeep.engine.model._pel_claim_py import claim, remove_sorted, scan
+else:
+    extensions.loaded(__name__, True)
+
+__all__ = ["claim", "remove_sorted", "scan"]

@@ -1,0 +1,220 @@
+"""engine.model.pel_claim: the claim step's kernels against plain Python models.
+
+Both twins (`pel_claim_impl`) get PEL chunks cut at random sizes (so walks and batches cross
+chunk boundaries) and must do what a dict of rows and a sorted set say: `scan` picks rows as
+XAUTOCLAIM's one-row-at-a-time loop did (a gone entry whatever its idle time, then idle or
+XNACK-released ones, within the attempts), `claim` rewrites rows in place and reports what they
+were, `remove_sorted` takes IDs out of a packed set. Hypothesis also feeds one input to both
+twins, which must agree exactly (results, errors, the chunks they leave)."""
+
+from __future__ import annotations
+
+from array import array
+from types import ModuleType
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from streamkeep.engine.model.pel_store import NO_OWNER
+from tests.support.kernels import kernel_fixture, outcome, pure_and_compiled
+
+pel_claim_impl = kernel_fixture("streamkeep.engine.model", "pel_claim")
+
+_LOW = (1 << 64) - 1
+U64 = st.integers(min_value=0, max_value=_LOW)
+SMALL = st.integers(min_value=0, max_value=4)
+SIDS = st.lists(st.tuples(st.one_of(SMALL, SMALL, U64), st.one_of(SMALL, SMALL, U64)).map(
+    lambda p: p[0] << 64 | p[1]), max_size=40, unique=True)
+EDGES = st.sampled_from([-(1 << 63), (1 << 63) - 1])  # the 64-bit ends: nothing overflows
+ROW = st.tuples(st.one_of(st.integers(0, 50), st.integers(0, 50), EDGES),
+                st.sampled_from([0, 1, 7, (1 << 63) - 1, (1 << 64) - 2]),
+                st.sampled_from([NO_OWNER, 0, 1, 2]))
+CUTS = st.lists(st.integers(1, 5), min_size=1, max_size=8)
+
+Rows = dict[int, tuple[int, int, int]]
+Chunks = list[tuple[array, ...]]
+
+
+def _pel_chunks(rows: Rows, cuts: list[int]) -> tuple[list[int], Chunks]:
+    """The rows as a PEL's chunks (ms, seq, time, count, owner), cut at the sizes in `cuts`
+    (cycled), and the chunks' last IDs."""
+    ids = sorted(rows)
+    maxes: list[int] = []
+    chunks: Chunks = []
+    i = k = 0
+    while i < len(ids):
+        part = ids[i:i + cuts[k % len(cuts)]]
+        chunks.append((array("Q", [s >> 64 for s in part]), array("Q", [s & _LOW for s in part]),
+                       array("q", [rows[s][0] for s in part]),
+                       array("Q", [rows[s][1] for s in part]),
+                       array("i", [rows[s][2] for s in part])))
+        maxes.append(part[-1])
+        i += len(part)
+        k += 1
+    return maxes, chunks
+
+
+def _id_chunks(ids: list[int], cuts: list[int]) -> tuple[list[int], Chunks]:
+    maxes, chunks = _pel_chunks({s: (0, 0, 0) for s in ids}, cuts)
+    return maxes, [chunk[:2] for chunk in chunks]
+
+
+def _read_back(maxes: list[int], chunks: Chunks) -> tuple[list[int], list[tuple[int, ...]]]:
+    """(maxes, every row as a tuple of its columns' values) with the chunk invariants checked:
+    no empty chunk, each chunk's last ID is its max, IDs ascending across chunks."""
+    assert len(maxes) == len(chunks)
+    rows: list[tuple[int, ...]] = []
+    for top, chunk in zip(maxes, chunks, strict=True):
+        assert len(chunk[0]) and all(len(col) == len(chunk[0]) for col in chunk)
+        assert top == chunk[0][-1] << 64 | chunk[1][-1]
+        rows += [(chunk[0][k] << 64 | chunk[1][k], *[col[k] for col in chunk[2:]])
+                 for k in range(len(chunk[0]))]
+    assert [r[0] for r in rows] == sorted({r[0] for r in rows})
+    return list(maxes), rows
+
+
+def _copy(chunks: Chunks) -> Chunks:
+    return [tuple(array(col.typecode, col) for col in chunk) for chunk in chunks]
+
+
+def _get(deleted: set[int]):  # type: ignore[no-untyped-def]
+    return lambda sid: None if sid in deleted else (b"f", b"%d" % sid)
+
+
+def _model_scan(rows: Rows, deleted: set[int], start: int, min_idle: int, now: int, count: int,
+                attempts: int, inc: int) -> tuple[list, list, list, int | None]:
+    """XAUTOCLAIM's loop as it was, one row at a time."""
+    sids: list[int] = []
+    counts: list[int] = []
+    got: list = []
+    walk = [s for s in sorted(rows) if s >= start]
+    for sid in walk:
+        if not (attempts and count):
+            return sids, counts, got, sid
+        attempts -= 1
+        fields = None if sid in deleted else (b"f", b"%d" % sid)
+        time_ms, n, owner = rows[sid]
+        if fields is not None and min_idle and now - time_ms < min_idle and owner != NO_OWNER:
+            continue
+        sids.append(sid)
+        counts.append(n + inc)
+        got.append(fields)
+        count -= 1
+    return sids, counts, got, None
+
+
+SCAN_ARGS = st.tuples(st.one_of(SMALL, U64), st.sampled_from([0, 1, 10, 60, (1 << 63) - 1]),
+                      st.one_of(st.integers(-5, 60), EDGES), st.integers(1, 12), st.integers(1, 30),
+                      st.sampled_from([0, 1]))
+
+
+@settings(max_examples=150, deadline=None)
+@given(SIDS, st.data(), CUTS, SCAN_ARGS)
+def test_scan_picks_as_the_one_row_loop_did(pel_claim_impl: ModuleType, sids: list[int],
+                                            data: st.DataObject, cuts: list[int],
+                                            args: tuple[int, ...]) -> None:
+    rows = {sid: data.draw(ROW) for sid in sids}
+    deleted = {sid for sid in sids if data.draw(st.booleans())}
+    start_ms, min_idle, now, count, attempts, inc = args
+    start = data.draw(st.sampled_from(sids)) if sids and data.draw(st.booleans()) else start_ms
+    maxes, chunks = _pel_chunks(rows, cuts)
+    before = _read_back(maxes, chunks)
+    got = pel_claim_impl.scan(maxes, chunks, start, min_idle, now, count, attempts, inc,
+                              _get(deleted))
+    assert got == _model_scan(rows, deleted, start, min_idle, now, count, attempts, inc)
+    assert _read_back(maxes, chunks) == before  # a scan only reads
+
+
+@settings(max_examples=150, deadline=None)
+@given(SIDS, st.data(), CUTS, st.integers(0, 1 << 40), st.sampled_from([NO_OWNER, 0, 3]))
+def test_claim_rewrites_rows_in_place(pel_claim_impl: ModuleType, sids: list[int],
+                                      data: st.DataObject, cuts: list[int], time_ms: int,
+                                      owner: int) -> None:
+    rows = {sid: data.draw(ROW) for sid in sids}
+    chosen = sorted(sid for sid in sids if data.draw(st.booleans()))
+    counts = [data.draw(st.sampled_from([0, 2, (1 << 64) - 1])) for _ in chosen]
+    maxes, chunks = _pel_chunks(rows, cuts)
+    ms, seq, owners, times = pel_claim_impl.claim(maxes, chunks, chosen, time_ms, counts, owner)
+    assert ms == [s >> 64 for s in chosen] and seq == [s & _LOW for s in chosen]
+    assert owners == [rows[s][2] for s in chosen] and times == [rows[s][0] for s in chosen]
+    for sid, n in zip(chosen, counts, strict=True):
+        rows[sid] = (time_ms, n, owner)
+    assert _read_back(maxes, chunks)[1] == [(s, *rows[s]) for s in sorted(rows)]
+
+
+def test_claim_refuses_what_is_not_pending(pel_claim_impl: ModuleType) -> None:
+    maxes, chunks = _pel_chunks({1 << 64: (5, 1, 0), 3 << 64: (5, 1, 0)}, [1])
+    with pytest.raises(KeyError):
+        pel_claim_impl.claim(maxes, chunks, [2 << 64], 9, [1], 1)
+    with pytest.raises(KeyError):
+        pel_claim_impl.claim(maxes, chunks, [4 << 64], 9, [1], 1)
+    with pytest.raises(ValueError):
+        pel_claim_impl.claim(maxes, chunks, [1 << 64], 9, [1, 2], 1)
+    wrong = [(chunks[0][0], chunks[0][1], array("Q", [5]), chunks[0][3], chunks[0][4])]
+    with pytest.raises(TypeError):
+        pel_claim_impl.claim(maxes[:1], wrong, [1 << 64], 9, [1], 1)
+    with pytest.raises(TypeError):
+        pel_claim_impl.scan(maxes[:1], wrong, 0, 0, 9, 1, 10, 1, lambda sid: None)
+
+
+@settings(max_examples=150, deadline=None)
+@given(SIDS, SIDS, CUTS, st.booleans())
+def test_remove_sorted_is_a_set_difference(pel_claim_impl: ModuleType, ids: list[int],
+                                           extra: list[int], cuts: list[int],
+                                           wide: bool) -> None:
+    # Half the IDs removed are members, the others (from `extra`) mostly are not.
+    gone = sorted(set(ids[::2]) | set(extra))
+    if wide:  # a PEL's five columns move with the IDs
+        rows = {sid: (sid % 97, sid % 89, sid % 5) for sid in ids}
+        maxes, chunks = _pel_chunks(rows, cuts)
+    else:
+        maxes, chunks = _id_chunks(ids, cuts)
+    removed = pel_claim_impl.remove_sorted(maxes, chunks, [s >> 64 for s in gone],
+                                           [s & _LOW for s in gone])
+    left = sorted(set(ids) - set(gone))
+    assert removed == len(ids) - len(left)
+    _, rows_left = _read_back(maxes, chunks)
+    assert [r[0] for r in rows_left] == left
+    if wide:
+        assert rows_left == [(s, s % 97, s % 89, s % 5) for s in left]
+
+
+def test_remove_sorted_drops_emptied_chunks(pel_claim_impl: ModuleType) -> None:
+    ids = [m << 64 | s for m in range(1, 4) for s in range(3)]
+    maxes, chunks = _id_chunks(ids, [3])
+    assert pel_claim_impl.remove_sorted(maxes, chunks, [2, 2, 2, 3], [0, 1, 2, 2]) == 4
+    assert _read_back(maxes, chunks) == (
+        [1 << 64 | 2, 3 << 64 | 1], [(s,) for s in ids[:3] + ids[6:8]])
+    with pytest.raises(ValueError):
+        pel_claim_impl.remove_sorted(maxes, chunks, [1], [])
+
+
+@settings(max_examples=200, deadline=None)
+@given(SIDS, st.data(), CUTS, SCAN_ARGS)
+def test_twins_agree(sids: list[int], data: st.DataObject, cuts: list[int],
+                     args: tuple[int, ...]) -> None:
+    pure, compiled = pure_and_compiled("streamkeep.engine.model", "pel_claim")
+    rows = {sid: data.draw(ROW) for sid in sids}
+    deleted = {sid for sid in sids if data.draw(st.booleans())}
+    maxes, chunks = _pel_chunks(rows, cuts)
+    start, min_idle, now, count, attempts, inc = args
+    get = _get(deleted)
+    assert outcome(pure.scan, maxes, chunks, start, min_idle, now, count, attempts, inc,
+                   get) == outcome(compiled.scan, maxes, chunks, start, min_idle, now, count,
+                                   attempts, inc, get)
+    # Claims (present or not, in order or not) and removals on copies: the same results, the
+    # same chunks left.
+    chosen = data.draw(st.lists(st.sampled_from(sids + [0, 5 << 64]), max_size=8)) if sids \
+        else []
+    counts = [data.draw(st.sampled_from([0, 3, (1 << 64) - 1])) for _ in chosen]
+    one, two = _copy(chunks), _copy(chunks)
+    assert outcome(pure.claim, list(maxes), one, chosen, now, counts, 1) == outcome(
+        compiled.claim, list(maxes), two, chosen, now, counts, 1)
+    assert one == two
+    gone = sorted(set(chosen))
+    m1, m2 = list(maxes), list(maxes)
+    assert outcome(pure.remove_sorted, m1, one, [s >> 64 for s in gone],
+                   [s & _LOW for s in gone]) == outcome(
+        compiled.remove_sorted, m2, two, [s >> 64 for s in gone], [s & _LOW for s in gone])
+    assert (m1, one) == (m2, two)
