@@ -1100,12 +1100,33 @@ cdef Py_ssize_t checked_elem(const unsigned char* p, Py_ssize_t i, Py_ssize_t en
                              Elem* e) except -1:
     """next_elem, once the element's header, body and backlen are known to lie before `end`
     and the backlen to be the one its size has."""
-    cdef unsigned int b
+    cdef unsigned int b, v
     cdef Py_ssize_t size, blen, k
     cdef unsigned char back[5]
     if i >= end:
         raise Invalid(f"element at offset {i} runs past the end")
     b = p[i]
+    # The encodings a stream node is mostly made of (a 7-bit or 13-bit integer, a string of
+    # up to 63 bytes) have a one-byte backlen, their size: checked and read at once here (the
+    # general path below checks the same and raises its messages when one does not hold).
+    if b < 0x80:
+        if i + 2 <= end and p[i + 1] == 1:
+            e.is_int = True
+            e.ival = b
+            return i + 2
+    elif b < 0xC0:
+        size = 1 + (b & 0x3F)
+        if i + size + 1 <= end and p[i + size] == size:
+            e.is_int = False
+            e.n = size - 1
+            e.s = p + i + 1
+            return i + size + 1
+    elif b < 0xE0:
+        if i + 3 <= end and p[i + 2] == 2:
+            v = ((b & 0x1F) << 8) | p[i + 1]
+            e.is_int = True
+            e.ival = <long long>v - 8192 if v >= 4096 else v
+            return i + 3
     if b < 0x80:
         size = 1
     elif b < 0xC0:
