@@ -109,14 +109,17 @@ class SnapshotNodes:
                                                 "damaged")
         return moved, moved_info
 
-    def load(self, number: int, master: int) -> bytearray:
-        lp = self.snapshot.node_buffer(number, master)
-        if lp is None:
+    def load(self, number: int, master: int, crc: int = -1) -> tuple[bytearray, int]:
+        """A cold node's listpack and its CRC (residency.NodeStore.load): read through the
+        file's long-lived read transaction, its checksum checked, its structure too unless its
+        CRC is `crc`."""
+        found = self.snapshot.node_readback(number, master, crc)
+        if found is None:
             raise self._missing(number, master)
-        self.read_bytes += len(lp)
+        self.read_bytes += len(found[0])
         if self.read_bytes > RELEASE_BYTES:
             self.release_pages()
-        return lp
+        return found
 
 
 __all__ = ["SnapshotNodes"]

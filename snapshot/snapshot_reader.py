@@ -30,6 +30,7 @@ from typing import Any, NamedTuple, TypeVar
 import lmdb
 import msgpack
 
+from streamkeep.engine.model import packed_node
 from streamkeep.engine.wire.errors import StorageError
 from streamkeep.snapshot import layout
 from streamkeep.snapshot.layout import ID, MAX_ID, RawNode
@@ -214,6 +215,7 @@ class Snapshot:
         self.path = path
         self.name = name or path  # what messages call the file (a pin's: the user's file)
         self._key: tuple[int, int] | None = None
+        self._reads: Any = None  # the long-lived read transaction of `node_view`
         self._key, self.env, size = _open_env(path)
         try:
             # LMDB maps the file: a page past the end of a truncated file is SIGBUS, not an
@@ -244,6 +246,7 @@ class Snapshot:
         return frozenset(self._tables)
 
     def close(self) -> None:
+        self.end_reads()
         if self._key is not None:
             key, self._key = self._key, None
             _release_env(key)
@@ -409,6 +412,40 @@ class Snapshot:
         return layout.pack_raw_node(self._decode("nodes", key, value,
                                                  partial(layout.decode_node, master)))
 
+    def node_readback(self, number: int, master: int, trusted_crc: int = -1
+                      ) -> tuple[bytearray, int] | None:
+        """One node's listpack and its CRC-32, checked (None: no such node): a cold node's
+        read-back, the fast way. The stored value's checksum is always verified; the listpack's
+        structure (`packed_node.validate`) too, unless its CRC is `trusted_crc`: bytes the
+        caller held as a node before (validated then, or built by this process), so known to be
+        well formed. (An older snapshot's node is decoded and packed: its CRC is -1.)"""
+        if not self.packed:
+            lp = self.node_buffer(number, master)
+            return None if lp is None else (lp, -1)
+        key = layout.node_key(number, master)
+        txn = self._reads
+        if txn is None:  # (node_view's read, inline: this is every cold read's path)
+            value = self.node_view(key)
+        else:
+            try:
+                value = txn.get(key)
+            except lmdb.Error as err:
+                self.end_reads()
+                raise SnapshotError(f"{self.name}: table nodes: {err} (the file is damaged)") \
+                    from None
+        if value is None:
+            return None
+        found = layout.unseal_crc("nodes", key, value)
+        if found is None:
+            raise self.damaged("nodes", key, "checksum mismatch: the stored value is damaged")
+        lp = bytearray(found[0])
+        if found[1] != trusted_crc:
+            try:
+                packed_node.validate(lp, master)
+            except _DECODE_ERRORS as err:
+                raise self.damaged("nodes", key, f"undecodable value ({err})") from None
+        return lp, found[1]
+
     def node(self, number: int, master: int) -> RawNode | None:
         """One node, checked and decoded (None: no such node)."""
         value = self.node_stored(number, master)
@@ -420,6 +457,30 @@ class Snapshot:
     def node_stored(self, number: int, master: int) -> bytes | None:
         """One node's value exactly as stored, unchecked (None: no such node)."""
         return self._get("nodes", layout.node_key(number, master))
+
+    def node_view(self, key: bytes) -> memoryview | None:
+        """One node's value as stored under `key`, unchecked, as a view into the file's map
+        (None: no such node): the cold nodes' read-back, the caller's to check and copy before
+        its next call. The reads share one read transaction, kept open until `end_reads` or
+        `close`: a snapshot file is never written once made, so the view it gives stays that of
+        the file (a newer snapshot is another file, another Snapshot). One thread at a time
+        (the engine's lock)."""
+        txn = self._reads
+        try:
+            if txn is None:
+                txn = self._reads = self.env.begin(db=self._tables["nodes"], buffers=True)
+            return txn.get(key)  # type: ignore[no-any-return]
+        except lmdb.Error as err:
+            self.end_reads()
+            raise SnapshotError(f"{self.name}: table nodes: {err} (the file is damaged)") \
+                from None
+
+    def end_reads(self) -> None:
+        """End `node_view`'s transaction (a later read begins another)."""
+        txn, self._reads = self._reads, None
+        if txn is not None:
+            with contextlib.suppress(lmdb.Error):
+                txn.abort()
 
     def node_pair_stored(self, number: int, master: int) -> tuple[bytes | None, bytes | None]:
         """One node's `nodes` and `nodeinfo` values exactly as stored, unchecked, in one read

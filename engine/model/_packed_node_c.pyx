@@ -1096,6 +1096,52 @@ cdef object _NFIELDS = "an entry's field count"
 cdef object _LPCOUNT = "an entry's element count"
 
 
+cdef inline Py_ssize_t quick_elem(const unsigned char* p, Py_ssize_t i, Py_ssize_t end,
+                                  Elem* e) noexcept nogil:
+    """The encodings a stream node is mostly made of (a 7-bit or 13-bit integer, a string of
+    up to 63 bytes) have a one-byte backlen, their size: checked and read at once, inline (the
+    next element's offset), or -1 for any other element or any check that does not hold, which
+    the general path (`checked_elem`) then checks again and reports in its words."""
+    cdef unsigned int b, v
+    cdef Py_ssize_t size
+    if i >= end:
+        return -1
+    b = p[i]
+    if b < 0x80:
+        if i + 2 <= end and p[i + 1] == 1:
+            e.is_int = True
+            e.ival = b
+            return i + 2
+    elif b < 0xC0:
+        size = 1 + (b & 0x3F)
+        if i + size + 1 <= end and p[i + size] == size:
+            e.is_int = False
+            e.n = size - 1
+            e.s = p + i + 1
+            return i + size + 1
+    elif b < 0xE0:
+        if i + 3 <= end and p[i + 2] == 2:
+            v = ((b & 0x1F) << 8) | p[i + 1]
+            e.is_int = True
+            e.ival = <long long>v - 8192 if v >= 4096 else v
+            return i + 3
+    return -1
+
+
+cdef inline Py_ssize_t elem_at(const unsigned char* p, Py_ssize_t i, Py_ssize_t end,
+                               Elem* e) except -1:
+    cdef Py_ssize_t nxt = quick_elem(p, i, end, e)
+    return nxt if nxt >= 0 else checked_elem(p, i, end, e)
+
+
+cdef inline Py_ssize_t int_at(const unsigned char* p, Py_ssize_t i, Py_ssize_t end, Elem* e,
+                              object what) except -1:
+    cdef Py_ssize_t nxt = quick_elem(p, i, end, e)
+    if nxt >= 0 and e.is_int:
+        return nxt
+    return checked_int(p, i, end, e, what)
+
+
 cdef Py_ssize_t checked_elem(const unsigned char* p, Py_ssize_t i, Py_ssize_t end,
                              Elem* e) except -1:
     """next_elem, once the element's header, body and backlen are known to lie before `end`
@@ -1159,17 +1205,17 @@ cdef tuple validate_node(const unsigned char* p, Py_ssize_t end, object master):
     if p[end - 1] != 0xFF:
         raise Invalid("no end byte")
     end -= 1
-    i = checked_int(p, 6, end, &e, _LIVE)
+    i = int_at(p, 6, end, &e, _LIVE)
     live = e.ival
-    i = checked_int(p, i, end, &e, _DELETED)
+    i = int_at(p, i, end, &e, _DELETED)
     deleted = e.ival
-    i = checked_int(p, i, end, &e, _NNAMES)
+    i = int_at(p, i, end, &e, _NNAMES)
     if live < 0 or deleted < 0 or e.ival < 0 or e.ival > end:
         raise Invalid("the master entry has a negative or impossible count")
     nnames = <Py_ssize_t>e.ival
     for k in range(nnames):
-        i = checked_elem(p, i, end, &e)
-    i = checked_int(p, i, end, &e, _ZERO)
+        i = elem_at(p, i, end, &e)
+    i = int_at(p, i, end, &e, _ZERO)
     if e.ival != 0:
         raise Invalid("the master entry does not end with 0")
     elements = 4 + nnames
@@ -1182,13 +1228,13 @@ cdef tuple validate_node(const unsigned char* p, Py_ssize_t end, object master):
         mms, mseq = ms0, seq0
     while i < end:
         at = i
-        i = checked_int(p, i, end, &e, _FLAGS)
+        i = int_at(p, i, end, &e, _FLAGS)
         flags = e.ival
         if flags < 0 or flags > 3:
             raise Invalid(f"the entry at offset {at} has unknown flags {flags}")
-        i = checked_int(p, i, end, &e, _DMS)
+        i = int_at(p, i, end, &e, _DMS)
         dms = e.ival
-        i = checked_int(p, i, end, &e, _DSEQ)
+        i = int_at(p, i, end, &e, _DSEQ)
         dseq = e.ival
         ms = ms0 + <uint64_t>dms
         seq = seq0 + <uint64_t>dseq
@@ -1198,19 +1244,19 @@ cdef tuple validate_node(const unsigned char* p, Py_ssize_t end, object master):
         pms, pseq = ms, seq
         if flags & SAMEFIELDS:
             for k in range(nnames):
-                i = checked_elem(p, i, end, &e)
+                i = elem_at(p, i, end, &e)
             expect = nnames + 3
             elements += 4 + nnames
         else:
-            i = checked_int(p, i, end, &e, _NFIELDS)
+            i = int_at(p, i, end, &e, _NFIELDS)
             if e.ival < 0 or e.ival > end:
                 raise Invalid(f"the entry at offset {at} has an impossible field count")
             n = <Py_ssize_t>e.ival
             for k in range(2 * n):
-                i = checked_elem(p, i, end, &e)
+                i = elem_at(p, i, end, &e)
             expect = 2 * n + 4
             elements += 5 + 2 * n
-        i = checked_int(p, i, end, &e, _LPCOUNT)
+        i = int_at(p, i, end, &e, _LPCOUNT)
         if e.ival != expect:
             raise Invalid(f"the entry at offset {at} has a wrong element count")
         entries += 1

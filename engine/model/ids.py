@@ -156,6 +156,9 @@ def parse_range_bound(arg: bytes, missing_seq: int) -> tuple[int, bool]:
     """An XRANGE/XPENDING bound: `(`-prefixed means exclusive (then `-`/`+` are invalid)."""
     if len(arg) > 1 and arg[:1] == b"(":
         return parse_id(arg[1:], missing_seq, strict=True).value, True
+    plain = plain_id(arg)  # the common `digits-digits` (parse_strict's fast path: the same ID)
+    if plain is not None:
+        return plain, False
     return parse_id(arg, missing_seq).value, False
 
 

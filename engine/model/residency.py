@@ -26,7 +26,6 @@ semantics, replies.
 from __future__ import annotations
 
 import threading
-from bisect import bisect_left
 from collections import deque
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Protocol
@@ -75,8 +74,10 @@ class NodeStore(Protocol):
     # Nodes changed at or after this clock value are not in the store as they are in memory.
     clean_before: int
 
-    def load(self, number: int, master: int) -> bytearray:
-        """The node's listpack, checked."""
+    def load(self, number: int, master: int, crc: int = -1) -> tuple[bytearray, int]:
+        """The node's listpack, checked, and its CRC-32 (-1: not known). The stored value's
+        checksum is always checked; the listpack's structure too unless its CRC is `crc`, that
+        of bytes the node held before (validated or built then)."""
         ...
 
     def stored_for(self, number: int, master: int, key: bytes) -> tuple[bytes, bytes]:
@@ -157,12 +158,18 @@ class Residency:
         self.resident += nbytes
 
     def loaded(self, node: Node, home: Home) -> None:
-        """A cold node was read back (by `ColdNode.thaw`)."""
+        """A cold node was read back (by `ColdNode.thaw`). (Every cold read passes here once
+        per node: `sealed` and `node_bytes` are inlined.)"""
         self.loads += 1
+        size = len(node.lp)  # (node.lp_bytes(): the node is resident now)
         home.cold_nodes -= 1
         home.cold_entries -= node.live
-        home.cold_bytes -= node.lp_bytes()
-        self.sealed(node, home)
+        home.cold_bytes -= size
+        if self.budget > 0 and not node.queued:
+            node.queued = True
+            nbytes = size + NODE_OVERHEAD
+            self.queue.append((node, home, nbytes))
+            self.resident += nbytes
         if self.resident > 2 * self.limit:  # one long read: do not wait for its end
             self.evict(keep=node)
 
@@ -176,20 +183,16 @@ class Residency:
         budget = self.budget
         while self.resident > budget and queue:
             node, home, nbytes = queue.popleft()
-            node.queued = False
-            stream = home.stream
-            nodes = stream.nodes
             if node is keep:  # the node being read: it stays, and so does everything after it
-                node.queued = True
                 queue.appendleft((node, home, nbytes))
                 break
-            if node.is_cold():
+            # Deleted or trimmed from its stream (which unqueued it: an O(1) test), or already
+            # cold: it leaves the queue.
+            if not node.queued or node.is_cold():
+                node.queued = False
                 self.resident -= nbytes
                 continue
-            i = bisect_left(stream.masters, node.master)
-            if i == len(nodes) or nodes[i] is not node:  # deleted, trimmed, or the stream is
-                self.resident -= nbytes
-                continue
+            node.queued = False
             if node.epoch >= self.unsafe_from:  # pinned resident: it leaves the queue
                 self.resident -= nbytes
                 continue
@@ -202,13 +205,12 @@ class Residency:
                     self.on_pressure()
                 continue
             node.home = home  # where it is read back from
-            size = node.lp_bytes()
             node.freeze()
             self.resident -= nbytes
             self.evictions += 1
             home.cold_nodes += 1
             home.cold_entries += node.live
-            home.cold_bytes += size
+            home.cold_bytes += node.size  # (freeze kept the listpack's size)
         if self.resident > budget and self.waiting and self.on_pressure is not None:
             self.on_pressure()
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 from bisect import bisect_right
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
+from zlib import crc32
 
 from streamkeep.engine.model import packed_node as pk
 from streamkeep.engine.model.ids import MAX_ID, format_id
@@ -35,6 +36,7 @@ if TYPE_CHECKING:
 Fields = tuple[bytes, ...]
 LISTPACK_MAX_SIZE = 1 << 30
 _U64 = (1 << 64) - 1
+_NO_EPOCH = -2  # below every epoch (a snapshot's nodes have -1): no CRC taken
 
 
 class Node:
@@ -46,10 +48,13 @@ class Node:
     append or a deletion), -1 for a node as a snapshot holds it.
     `home` is its stream's place in the current snapshot (None until a snapshot holds it), and
     `queued` says whether its residency may make it cold. `size` is a cold node's listpack
-    size (a resident node's is `len(lp)`)."""
+    size (a resident node's is `len(lp)`).
+    `crc` is the CRC-32 of the listpack as it was when its `epoch` was `crc_epoch` (-1: not
+    known): a read-back whose bytes have that CRC gets back bytes this process held as a node,
+    so their structure need not be checked again (see `ColdNode.thaw`)."""
 
     __slots__ = ("master", "master_ms", "master_seq", "single_field", "master_fields", "lp",
-                 "count", "live", "size", "epoch", "home", "queued")
+                 "count", "live", "size", "epoch", "home", "queued", "crc", "crc_epoch")
 
     def __init__(self, master: int, names: Fields, lp: bytearray | None = None) -> None:
         self.master = master
@@ -64,7 +69,11 @@ class Node:
         self.size = 0
         self.epoch = EPOCH.value
         self.home: Home | None = None
-        self.queued = False  # in its residency's queue (it may go cold)
+        # In its residency's queue (it may go cold). A node its stream drops is unqueued
+        # then: its entry in the queue is left for `Residency.evict` to drop when it meets it.
+        self.queued = False
+        self.crc = -1
+        self.crc_epoch = _NO_EPOCH
 
     def is_cold(self) -> bool:
         return False
@@ -72,7 +81,13 @@ class Node:
     def freeze(self) -> None:
         """Drop the entries from memory (residency.evict decides: only a sealed node its
         snapshot holds as it is). The class changes so that resident nodes pay nothing for
-        the read-back: only a ColdNode has a `__getattr__`."""
+        the read-back: only a ColdNode has a `__getattr__`.
+        Its CRC is taken first unless the entries are unchanged since it was (a node read back
+        and not changed since has it from the read-back): the read-back recognises these bytes
+        by it and skips their structural check."""
+        if self.crc_epoch != self.epoch:
+            self.crc = crc32(self.lp)
+            self.crc_epoch = self.epoch
         self.size = len(self.lp)
         del self.lp
         self.__class__ = ColdNode
@@ -102,7 +117,8 @@ class Node:
 class ColdNode(Node):
     """A node whose entries are in its snapshot only. Its master, counters and listpack size
     are kept; touching `lp` reads the buffer back (one LMDB read and a copy) and makes it an
-    ordinary Node again."""
+    ordinary Node again. Readers that walk nodes call `thaw` themselves on a ColdNode: the
+    `__getattr__` fallback costs an AttributeError first."""
 
     __slots__ = ()
 
@@ -122,7 +138,10 @@ class ColdNode(Node):
     def thaw(self) -> None:
         home = self.home
         assert home is not None and home.store is not None  # only a stored node goes cold
-        self.lp = home.store.load(home.number, self.master)
+        # The store checks the stored value's checksum, and the listpack's structure unless
+        # its CRC is the one this node had when it went cold (the bytes it held then).
+        self.lp, self.crc = home.store.load(home.number, self.master, self.crc)
+        self.crc_epoch = self.epoch
         self.__class__ = Node  # type: ignore[assignment]
         home.residency.loaded(self, home)
 
@@ -357,6 +376,8 @@ class Stream:
                 node = nodes[i]
                 if node.master > end:
                     break
+                if node.__class__ is ColdNode:  # read back now (`lp`'s fallback costs more)
+                    node.thaw()
                 got += read(node, count - got if count else 0)
                 if count and got >= count:
                     break
@@ -365,6 +386,8 @@ class Stream:
         i = self._node_index(end)
         while i >= 0:
             node = nodes[i]
+            if node.__class__ is ColdNode:
+                node.thaw()
             got += read(node, count - got if count else 0)
             if count and got >= count or node.master <= start:
                 break
@@ -412,6 +435,7 @@ class Stream:
         node.live -= 1
         self.length -= 1
         if node.live == 0:
+            node.queued = False  # out of its stream: out of its residency's queue too
             del self.nodes[i]
             del self.masters[i]
         return True
@@ -453,6 +477,7 @@ class Stream:
             if keepref and eligible:
                 removed += node.live_ids()
                 self.length -= node.live
+                node.queued = False  # (see delete)
                 del nodes[i]
                 del masters[i]
                 continue
@@ -462,6 +487,7 @@ class Stream:
             # Redis frees the node only if it was eligible as a whole (a MINID node whose last
             # entry is a deleted one >= minid stays, empty, as with KEEPREF).
             if node.live == 0 and not keepref and eligible:
+                node.queued = False
                 del nodes[i]
                 del masters[i]
             else:

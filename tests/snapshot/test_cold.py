@@ -9,6 +9,7 @@ while cold nodes still refer to it.
 from __future__ import annotations
 
 import os
+import zlib
 
 import pytest
 
@@ -17,7 +18,7 @@ from streamkeep.engine.model import packed_node
 from streamkeep.engine.wire.errors import StorageError
 from streamkeep.snapshot import layout
 from streamkeep.snapshot.cold import SnapshotNodes
-from streamkeep.snapshot.snapshot_reader import Snapshot
+from streamkeep.snapshot.snapshot_reader import Snapshot, SnapshotError
 
 ENTRIES = 3_000  # 30 nodes of 100
 
@@ -149,7 +150,7 @@ def test_a_replaced_snapshot_stays_readable_while_cold_nodes_use_it(compacted) -
         engine.execute("XADD", "s", "*", "v", "new")
         engine.compact()  # deletes the old file
     assert not os.path.exists(old)
-    lp = store.load(1, 1 << 64)  # still readable through the open store
+    lp, _crc = store.load(1, 1 << 64)  # still readable through the open store
     read = packed_node.entries(lp, 1 << 64)
     assert [sid for sid, _f, _d in read[:2]] == [1 << 64, 2 << 64]
     assert read[0][1] == (b"v", b"value-0")
@@ -165,3 +166,76 @@ def test_node_header_reads_counts_without_decoding() -> None:
     long_names = tuple(b"name-%d" % i * 20 for i in range(40))  # past the peeked prefix
     raw = layout.encode_node(1, 5, long_names, ids[:1], [(b"a", b"b")])
     assert layout.node_header(memoryview(raw)) == (1, 5, long_names, 1)
+
+
+def _put_node(path: str, key: bytes, value: bytes) -> None:
+    """Store `value` under `key` in the file's nodes table (a test's way to forge a node)."""
+    import lmdb
+
+    env = lmdb.open(path, subdir=False, max_dbs=8, lock=False)
+    try:
+        with env.begin(write=True, db=env.open_db(b"nodes", create=False)) as txn:
+            txn.put(key, value)
+    finally:
+        env.close()
+
+
+def test_a_read_back_checks_structure_unless_the_bytes_are_known(compacted, tmp_path) -> None:
+    """The stored value's checksum is always checked; the listpack's structure is checked
+    unless its CRC is the one the caller says it held (bytes it validated or built)."""
+    path, _digest = compacted
+    copy = str(tmp_path / "forged.mdb")
+    with open(_snapshot_path_of(path), "rb") as src, open(copy, "wb") as dst:
+        dst.write(src.read())
+    master = 101 << 64  # the second node (100 entries a node)
+    key = layout.node_key(1, master)
+    with Snapshot(copy) as snap:
+        good, good_crc = snap.node_readback(1, master)
+        assert good_crc == zlib.crc32(good)
+        assert snap.node_readback(1, master, good_crc) == (good, good_crc)
+    forged = bytes(good[:-2]) + b"\x7f\xff"  # sealed as if written so, not a listpack
+    _put_node(copy, key, layout.seal("nodes", key, forged))
+    with Snapshot(copy) as snap:
+        with pytest.raises(SnapshotError, match="table nodes.*undecodable value"):
+            snap.node_readback(1, master)  # unknown bytes: checked
+        with pytest.raises(SnapshotError, match="table nodes.*undecodable value"):
+            snap.node_readback(1, master, good_crc)  # not the bytes held: checked
+        assert snap.node_readback(1, master, zlib.crc32(forged))[0] == forged  # vouched for
+    damaged = layout.seal("nodes", key, bytes(good))[:-1] + b"\0"
+    _put_node(copy, key, damaged)
+    with Snapshot(copy) as snap, \
+            pytest.raises(SnapshotError, match="table nodes.*checksum mismatch"):
+        snap.node_readback(1, master, good_crc)  # known CRC or not: the seal is checked
+
+
+def test_reads_share_a_transaction_that_ends_with_the_store(compacted) -> None:
+    """A store reads every cold node through one read transaction: it can be ended (a later
+    read begins another) and ends with the store."""
+    path, _digest = compacted
+    store = SnapshotNodes(_snapshot_path_of(path), clean_before=1)
+    first, crc = store.load(1, 1 << 64)
+    assert store.load(1, 1 << 64, crc) == (first, crc)
+    store.snapshot.end_reads()
+    assert store.load(1, 101 << 64)[0] != first
+    store.close()
+    with pytest.raises(StorageError):
+        store.load(1, 1 << 64)
+
+
+def test_cold_reads_after_a_compaction_read_the_new_file(compacted) -> None:
+    """Nodes cold in a replaced snapshot and nodes cold in its successor read back right, their
+    CRCs carried over (the moved bytes are the same)."""
+    path, digest = compacted
+    with Engine.open(path, backlog_memory="10kb", auto_aof_rewrite_percentage=0) as engine:
+        assert engine.digest() == digest  # every node read back once (validated), cold again
+        stream = engine.dbs[0][b"s"]  # type: ignore[attr-defined]
+        crcs = {node.master: node.crc for node in stream.nodes if node.is_cold()}
+        assert crcs and all(crc >= 0 for crc in crcs.values())
+        engine.execute("XADD", "s", "*", "v", "new")
+        engine.compact()
+        engine.execute("PING")
+        assert engine.digest() != digest
+        assert engine.execute("XRANGE", "s", "1499", "1502")[0] == \
+            [b"1499-0", [b"v", b"value-1498"]]
+        assert all(node.crc == crcs[node.master] for node in stream.nodes
+                   if node.is_cold() and node.master in crcs)

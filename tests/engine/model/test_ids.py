@@ -10,6 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from streamkeep.engine.model.ids import U64_MAX, parse_id, parse_range_bound
+from streamkeep.engine.wire.errors import ReplyError
 from tests.support.kernels import kernel_fixture, outcome, pure_and_compiled
 
 ids_impl = kernel_fixture("streamkeep.engine.model", "ids")
@@ -50,3 +52,22 @@ def test_format_twins_agree(sid: int) -> None:
 def test_plain_id_twins_agree(text: bytes) -> None:
     pure, compiled = pure_and_compiled("streamkeep.engine.model", "ids")
     assert outcome(pure.plain_id, text) == outcome(compiled.plain_id, text)
+
+
+@pytest.mark.parametrize("arg", [b"5-3", b"0-0", b"0005-0007", b"18446744073709551615-1",
+                                 b"1234567890123456789-9", b"12345678901234567890-1", b"5",
+                                 b"-", b"+", b"5-", b"-5", b"5-x", b"5-3\x00junk", b" 5-3",
+                                 b"+5-3", b"(5-3", b"5-18446744073709551616"])
+def test_a_range_bound_parses_as_the_full_parser_does(arg: bytes) -> None:
+    """parse_range_bound's `digits-digits` fast path gives the full parse's ID (or error)."""
+    for missing in (0, U64_MAX):
+        try:
+            want: object = (parse_id(arg, missing).value, False) if arg[:1] != b"(" else \
+                (parse_id(arg[1:], missing, strict=True).value, True)
+        except ReplyError as err:
+            want = err.line
+        try:
+            got: object = parse_range_bound(arg, missing)
+        except ReplyError as err:
+            got = err.line
+        assert got == want

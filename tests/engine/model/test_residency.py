@@ -9,6 +9,7 @@ a cold node back, and the budget turned on, off, handed over and closed."""
 from __future__ import annotations
 
 import threading
+import zlib
 
 from streamkeep.engine.model.residency import NODE_OVERHEAD, Epoch, Residency, node_bytes
 from streamkeep.engine.model.stream import Node, Stream, new_stream
@@ -33,9 +34,10 @@ class MemoryStore:
             else:
                 self.saved[number, node.master] = bytes(node.lp)
 
-    def load(self, number: int, master: int) -> bytearray:
+    def load(self, number: int, master: int, crc: int = -1) -> tuple[bytearray, int]:
         self.loads += 1
-        return bytearray(self.saved[number, master])
+        saved = self.saved[number, master]
+        return bytearray(saved), zlib.crc32(saved)
 
     def stored_for(self, number: int, master: int, key: bytes) -> tuple[bytes, bytes]:
         raise AssertionError("a residency never copies nodes")
@@ -273,3 +275,57 @@ def test_adopted_streams_count_here_with_their_snapshot() -> None:
     ours.evict()
     assert all(cold(stream))
     assert ours.evictions == 3 and theirs.evictions == 0
+
+
+def test_a_node_its_deletions_empty_leaves_the_queue() -> None:
+    residency, stream, _store = snapshotted(3)
+    gone = stream.nodes[1]
+    for sid in gone.entry_ids():
+        assert stream.delete(sid)
+    assert gone not in stream.nodes and not gone.queued
+    residency.set_budget(1)
+    residency.evict()
+    assert not gone.is_cold()  # dropped from the queue, not made cold
+    assert residency.evictions == 2 and all(cold(stream))
+    assert all(node is not gone for node, _home, _n in (*residency.queue, *residency.waiting))
+
+
+class CrcStore(MemoryStore):
+    """A MemoryStore that records the CRC each read-back was given."""
+
+    def __init__(self, clean_before: int) -> None:
+        super().__init__(clean_before)
+        self.given: list[int] = []
+
+    def load(self, number: int, master: int, crc: int = -1) -> tuple[bytearray, int]:
+        self.given.append(crc)
+        return super().load(number, master, crc)
+
+
+def test_a_cold_node_keeps_the_crc_of_its_entries_for_the_read_back() -> None:
+    """A node going cold remembers its entries' CRC; the read-back is given it (the store
+    skips the structural check of bytes with that CRC), and a change makes it taken again."""
+    residency = Residency(1 << 30)
+    stream = new_stream(residency)
+    fill(stream, 3 * PER_NODE)
+    store = CrcStore(residency.rotated())
+    store.keep(1, stream)
+    residency.bind(stream, store, 1)
+    residency.switched(store)
+    node = stream.nodes[0]
+    held = bytes(node.lp)
+    residency.set_budget(1)
+    residency.evict()
+    assert node.is_cold() and node.crc == zlib.crc32(held) and node.crc_epoch == node.epoch
+    assert node.entry_ids()  # read back
+    assert store.given == [zlib.crc32(held)]
+    stream.delete(node.entry_ids()[0])  # changed: its CRC is stale
+    changed = bytes(node.lp)
+    store2 = CrcStore(residency.rotated())
+    store2.keep(1, stream)
+    residency.bind(stream, store2, 1)
+    residency.switched(store2)
+    residency.evict()
+    assert node.is_cold() and node.crc == zlib.crc32(changed) != zlib.crc32(held)
+    node.entry_ids()
+    assert store2.given == [zlib.crc32(changed)]
