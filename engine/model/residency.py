@@ -118,7 +118,7 @@ class Residency:
         self.waiting: deque[tuple[Node, Home, int]] = deque()  # changed since the snapshot
         self.resident = 0  # estimated bytes of the queued and waiting nodes
         self.waiting_bytes = 0
-        self.loads = 0  # cold nodes read back
+        self.loads = 0  # cold nodes read back (made resident, or read once: ColdNode.peek)
         self.evictions = 0  # nodes made cold
         self.store: NodeStore | None = None  # the current snapshot's nodes
         self.last_tick = 0  # the clock's value at this engine's latest load or rotation

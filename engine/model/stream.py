@@ -135,6 +135,17 @@ class ColdNode(Node):
         self.thaw()
         return object.__getattribute__(self, name)
 
+    def peek(self) -> bytearray:
+        """The node's listpack, read from its snapshot and checked as `thaw` reads it, for one
+        read: the node stays cold. Range reads of a cold backlog (a consumer catching up, a
+        scan) read each node once; bringing every one back only to evict another cost more
+        than the read."""
+        home = self.home
+        assert home is not None and home.store is not None  # only a stored node goes cold
+        lp, self.crc = home.store.load(home.number, self.master, self.crc)
+        home.residency.loads += 1
+        return lp
+
     def thaw(self) -> None:
         home = self.home
         assert home is not None and home.store is not None  # only a stored node goes cold
@@ -322,9 +333,8 @@ class Stream:
         out = EntryArray()
         ids, fields = out.ids, out.fields
 
-        def read(node: Node, left: int) -> int:
-            got_ids, got_fields = pk.read_range(node.lp, node.master, start, end, left, rev,
-                                                sids)
+        def read(lp: bytearray, master: int, left: int) -> int:
+            got_ids, got_fields = pk.read_range(lp, master, start, end, left, rev, sids)
             ids.extend(got_ids)
             fields.extend(got_fields)
             return len(got_ids)
@@ -338,8 +348,8 @@ class Stream:
         straight from the nodes' bytes."""
         out = PlainEntries()
 
-        def read(node: Node, left: int) -> int:
-            return pk.read_plain(node.lp, node.master, start, end, left, rev, out, sids)
+        def read(lp: bytearray, master: int, left: int) -> int:
+            return pk.read_plain(lp, master, start, end, left, rev, out, sids)
 
         self._walk_range(start, end, count, rev, read)
         return out
@@ -351,10 +361,10 @@ class Stream:
         none), writing stops at the first node past it and the reply is marked cut."""
         out = bytearray()
 
-        def read(node: Node, left: int) -> int:
+        def read(lp: bytearray, master: int, left: int) -> int:
             if budget and len(out) > budget:
                 raise _OverBudget
-            return pk.range_reply(node.lp, node.master, start, end, left, rev, out, sids)
+            return pk.range_reply(lp, master, start, end, left, rev, out, sids)
 
         try:
             return PackedEntries(out, self._walk_range(start, end, count, rev, read))
@@ -362,9 +372,10 @@ class Stream:
             return PackedEntries(out, 0, cut=True)
 
     def _walk_range(self, start: int, end: int, count: int, rev: bool,
-                    read: Callable[[Node, int], int]) -> int:
-        """Call `read(node, left)` on each node that may hold entries of [start, end], in the
-        reply's order, until `count` (0: all) are read; the number read."""
+                    read: Callable[[bytearray, int, int], int]) -> int:
+        """Call `read(listpack, master, left)` on each node that may hold entries of
+        [start, end], in the reply's order, until `count` (0: all) are read; the number read.
+        A cold node is read from its snapshot and stays cold (`ColdNode.peek`)."""
         end = min(end, MAX_ID)  # (the kernel reads IDs as two uint64s)
         nodes = self.nodes
         if not nodes or start > end:
@@ -376,9 +387,8 @@ class Stream:
                 node = nodes[i]
                 if node.master > end:
                     break
-                if node.__class__ is ColdNode:  # read back now (`lp`'s fallback costs more)
-                    node.thaw()
-                got += read(node, count - got if count else 0)
+                lp = node.peek() if node.__class__ is ColdNode else node.lp  # type: ignore[attr-defined]
+                got += read(lp, node.master, count - got if count else 0)
                 if count and got >= count:
                     break
                 i += 1
@@ -386,9 +396,8 @@ class Stream:
         i = self._node_index(end)
         while i >= 0:
             node = nodes[i]
-            if node.__class__ is ColdNode:
-                node.thaw()
-            got += read(node, count - got if count else 0)
+            lp = node.peek() if node.__class__ is ColdNode else node.lp  # type: ignore[attr-defined]
+            got += read(lp, node.master, count - got if count else 0)
             if count and got >= count or node.master <= start:
                 break
             i -= 1

@@ -91,6 +91,8 @@ def test_a_group_catches_up_over_cold_entries(compacted) -> None:
         assert read == ENTRIES - 2
         assert engine.residency.loads >= 30
         assert engine.residency.resident <= 2 * 20 * 1024
+        # The new entries were read from the snapshot: their nodes stayed cold, none evicted.
+        assert engine.residency.evictions == 0
 
 
 def test_changes_to_cold_nodes_survive_eviction_and_restart(compacted) -> None:

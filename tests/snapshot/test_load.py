@@ -100,6 +100,9 @@ def test_a_lazy_load_leaves_every_node_in_the_file(source: tuple[Engine, Path, S
     assert size == sum(node.lp_bytes() for node in stream.nodes)
     assert engine.execute("XRANGE", "orders", "1-1", "1-1") == \
         [[b"1-1", [b"item", b"v1", b"qty", b"1"]]]
+    assert stream.nodes[0].is_cold()  # a range read reads a cold node, and leaves it cold
+    assert engine.residency.loads == 1
+    assert engine.execute("XDEL", "orders", "1-1") == 1  # a change brings it back
     assert not stream.nodes[0].is_cold() and stream.nodes[-1].is_cold()
     engine.close()
 
