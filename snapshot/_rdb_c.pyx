@@ -125,6 +125,48 @@ def lzf_decompress(data, ulen):
                 False)
 
 
+cdef int _lzf_one_pass(const unsigned char* p, Py_ssize_t n, unsigned char* out,
+                       Py_ssize_t want) noexcept nogil:
+    """p[0:n] expanded into out[0:want]: 0 when it fills exactly that with nothing wrong, -1 at
+    the first thing wrong or the first byte beyond `want` (the caller then takes the two passes
+    below, which say what the reference says; nothing is written past `want`)."""
+    cdef Py_ssize_t i = 0, o = 0, length, ref, k, chunk
+    cdef unsigned int ctrl
+    while i < n:
+        ctrl = p[i]
+        i += 1
+        if ctrl < 32:
+            if i + ctrl + 1 > n or o + ctrl + 1 > want:
+                return -1
+            memcpy(out + o, p + i, ctrl + 1)
+            o += ctrl + 1
+            i += ctrl + 1
+            continue
+        length = ctrl >> 5
+        if length == 7:
+            if i >= n:
+                return -1
+            length += p[i]
+            i += 1
+        if i >= n:
+            return -1
+        ref = o - ((ctrl & 31) << 8) - p[i] - 1
+        i += 1
+        length += 2
+        if ref < 0 or o + length > want:
+            return -1
+        if o - ref >= length:
+            memcpy(out + o, out + ref, length)
+        else:  # overlapping: the last o - ref bytes repeated, a period (or less) per copy
+            k = 0
+            while k < length:
+                chunk = min(o - ref, length - k)
+                memcpy(out + o + k, out + ref + k, chunk)
+                k += chunk
+        o += length
+    return 0 if o == want else -1
+
+
 cdef object _lzf(const unsigned char* p, Py_ssize_t n, long long want, bint to_bytearray):
     """p[0:n] expanded to exactly `want` bytes, as bytes (or a bytearray), or the reference's
     RdbError."""
@@ -132,6 +174,19 @@ cdef object _lzf(const unsigned char* p, Py_ssize_t n, long long want, bint to_b
     cdef unsigned int ctrl
     cdef long long total = 0
     cdef unsigned char* out
+    # One pass when the announced size is one the input can reach (at most 88 bytes out per
+    # byte in: a 3-byte reference of 264): allocated at most 88 times the input, what a bad
+    # size or bad data stops it, the two passes say why.
+    if 0 <= want and n < (<Py_ssize_t>1 << 50) and want <= 88 * <long long>n:
+        if to_bytearray:
+            result = PyByteArray_FromStringAndSize(NULL, want)
+            out = <unsigned char*>PyByteArray_AS_STRING(result)
+        else:
+            result = PyBytes_FromStringAndSize(NULL, want)
+            out = <unsigned char*>PyBytes_AS_STRING(result)
+        if _lzf_one_pass(p, n, out, want) == 0:
+            return result
+        result = None
     # Pass 1: the reference's checks, in its order, on lengths only (no output yet).
     i = 0
     while i < n:

@@ -1096,8 +1096,8 @@ cdef object _NFIELDS = "an entry's field count"
 cdef object _LPCOUNT = "an entry's element count"
 
 
-cdef Py_ssize_t checked_elem(const unsigned char* p, Py_ssize_t i, Py_ssize_t end,
-                             Elem* e) except -1:
+cdef inline Py_ssize_t checked_elem(const unsigned char* p, Py_ssize_t i, Py_ssize_t end,
+                                    Elem* e) except -1:
     """next_elem, once the element's header, body and backlen are known to lie before `end`
     and the backlen to be the one its size has."""
     cdef unsigned int b
@@ -1128,6 +1128,10 @@ cdef Py_ssize_t checked_elem(const unsigned char* p, Py_ssize_t i, Py_ssize_t en
     blen = backlen_size(size)
     if i + size + blen > end:  # i < end < 2**62 and size < 2**33: no wrap
         raise Invalid(f"element at offset {i} runs past the end")
+    if blen == 1:  # (most elements: the backlen is the size itself)
+        if p[i + size] != size:
+            raise Invalid(f"element at offset {i} has a wrong backlen")
+        return next_elem(p, i, e)
     back[0] = (size >> (7 * (blen - 1))) & 0x7F
     for k in range(1, blen):
         back[k] = ((size >> (7 * (blen - 1 - k))) & 0x7F) | 0x80
@@ -1136,8 +1140,8 @@ cdef Py_ssize_t checked_elem(const unsigned char* p, Py_ssize_t i, Py_ssize_t en
     return next_elem(p, i, e)
 
 
-cdef Py_ssize_t checked_int(const unsigned char* p, Py_ssize_t i, Py_ssize_t end, Elem* e,
-                            object what) except -1:
+cdef inline Py_ssize_t checked_int(const unsigned char* p, Py_ssize_t i, Py_ssize_t end,
+                                   Elem* e, object what) except -1:
     cdef Py_ssize_t nxt = checked_elem(p, i, end, e)
     if not e.is_int:
         raise Invalid(f"{what} at offset {i} is not an integer")
