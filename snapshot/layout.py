@@ -178,7 +178,9 @@ def meta_version(raw: bytes) -> int | None:
     return version if isinstance(version, int) else None
 
 
-FILE_CHUNK = 8 << 20
+# A file is checksummed a chunk at a time: 1 MiB (a chunk of 8 MiB took 2.5 times as long, each
+# one a fresh mapping whose pages are faulted in before the copy; a 1 MiB buffer is reused).
+FILE_CHUNK = 1 << 20
 
 
 def file_checksum(chunks: Iterable[bytes]) -> int:
