@@ -1106,8 +1106,14 @@ cdef inline Py_ssize_t checked_elem(const unsigned char* p, Py_ssize_t i, Py_ssi
     if i >= end:
         raise Invalid(f"element at offset {i} runs past the end")
     b = p[i]
-    if b < 0x80:
-        size = 1
+    if b < 0x80:  # (most elements: a 7-bit int, its backlen 1)
+        if i + 2 > end:
+            raise Invalid(f"element at offset {i} runs past the end")
+        if p[i + 1] != 1:
+            raise Invalid(f"element at offset {i} has a wrong backlen")
+        e.is_int = True
+        e.ival = b
+        return i + 2
     elif b < 0xC0:
         size = 1 + (b & 0x3F)
     elif b < 0xE0:
