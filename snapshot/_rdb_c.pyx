@@ -19,6 +19,7 @@ How it stays identical to the reference on untrusted bytes:
 """
 
 from cpython.bytearray cimport PyByteArray_AS_STRING, PyByteArray_CheckExact, PyByteArray_FromStringAndSize, PyByteArray_GET_SIZE
+from cpython.buffer cimport PyBUF_SIMPLE, PyBuffer_Release, PyObject_GetBuffer
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_CheckExact, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 from cpython.list cimport PyList_CheckExact, PyList_GET_ITEM, PyList_GET_SIZE
 from cpython.long cimport PyLong_AsLongLongAndOverflow, PyLong_CheckExact, PyLong_FromLongLong
@@ -79,6 +80,7 @@ cdef uint64_t _crc_update(uint64_t crc, const unsigned char* p, Py_ssize_t n) no
 
 def crc64(data, crc=0):
     cdef uint64_t c
+    cdef Py_buffer view
     cdef const unsigned char* p
     cdef Py_ssize_t n
     if not PyLong_CheckExact(crc) or crc < 0 or crc > _U64_OBJ:
@@ -96,6 +98,12 @@ def crc64(data, crc=0):
     if PyByteArray_CheckExact(data):  # (the GIL held: nothing can resize it meanwhile)
         return _crc_update(c, <const unsigned char*>PyByteArray_AS_STRING(data),
                            PyByteArray_GET_SIZE(data))
+    if type(data) is memoryview and data.c_contiguous:  # a slice without its copy
+        PyObject_GetBuffer(data, &view, PyBUF_SIMPLE)
+        try:  # (the GIL held: what it views cannot be resized while it is exported)
+            return _crc_update(c, <const unsigned char*>view.buf, view.len)
+        finally:
+            PyBuffer_Release(&view)
     return _rdb_py.crc64(data, crc)
 
 

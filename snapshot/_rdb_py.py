@@ -37,7 +37,7 @@ class RdbError(StreamkeepError):
 _crc64 = crcmod.mkCrcFun(0x1AD93D23594C935A9, initCrc=0, rev=True, xorOut=0)
 
 
-def crc64(data: bytes, crc: int = 0) -> int:
+def crc64(data: bytes | bytearray | memoryview, crc: int = 0) -> int:
     """The CRC-64 of `data`, continuing from `crc` (the CRC of what came before it)."""
     return _crc64(data, crc)  # type: ignore[no-any-return]
 

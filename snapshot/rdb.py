@@ -518,7 +518,7 @@ def read_rdb_prefix(data: bytes) -> tuple[int, dict[bytes, bytes], list[RdbKey],
                         raise RdbError(f"truncated at byte {len(data)}, inside the checksum "
                                        f"after the end-of-RDB marker at byte {at}")
                     crc = struct.unpack("<Q", data[r.pos:r.pos + 8])[0]
-                    if crc and crc64(data[:r.pos]) != crc:
+                    if crc and crc64(memoryview(data)[:r.pos]) != crc:  # (no copy)
                         raise RdbError(f"checksum mismatch: the CRC-64 at byte {r.pos} is not "
                                        f"that of bytes 0 to {r.pos - 1}")
                     return version, aux, keys, r.pos + 8
@@ -689,7 +689,7 @@ def check_payload(payload: bytes, max_version: int) -> None:
         raise RdbError("too short")
     version = struct.unpack("<H", payload[-10:-8])[0]
     crc = struct.unpack("<Q", payload[-8:])[0]
-    if version > max_version or crc == 0 or crc64(payload[:-8]) != crc:
+    if version > max_version or crc == 0 or crc64(memoryview(payload)[:-8]) != crc:
         raise RdbError("version or checksum")
 
 

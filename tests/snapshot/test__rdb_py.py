@@ -136,6 +136,10 @@ def test_crc64_continues_identically(data: bytes, cut: int, start: int) -> None:
     assert compiled.crc64(data, start) == whole
     assert compiled.crc64(data[cut:], compiled.crc64(data[:cut], start)) == whole
     assert compiled.crc64(bytearray(data), start) == whole
+    view = memoryview(bytes(8) + data + bytes(8))[8:-8]  # a slice of a larger buffer
+    assert compiled.crc64(view, start) == pure.crc64(view, start) == whole
+    strided = memoryview(data)[::2]  # (refused alike: not contiguous)
+    assert outcome(compiled.crc64, strided, start) == outcome(pure.crc64, strided, start)
 
 
 # --- random damage --------------------------------------------------------------------------------
