@@ -1,8 +1,8 @@
 # cython: boundscheck=False, wraparound=False, cdivision=True, initializedcheck=False
 """The RDB codec's per-byte and per-entry work, compiled: the same functions, results and
 errors as `_rdb_py.py` (the reference, which documents the formats), without a Python object
-per byte or per listpack element. (Stream nodes are not decoded here: a node's listpack is
-checked and kept as it is, `engine.model.packed_node`.)
+per byte, per listpack element or per RDB length. (Stream nodes are not decoded here: a node's
+listpack is read as bytes, then checked and kept as it is, `engine.model.packed_node`.)
 
 How it stays identical to the reference on untrusted bytes:
 - Every read is bounds-checked against the buffer's own length before it happens (the
@@ -11,12 +11,15 @@ How it stays identical to the reference on untrusted bytes:
 - Nothing is allocated at a size the input merely announces: LZF output is allocated once its
   exact size is proven by a pass over the control bytes.
 - `listpack_items` and `lzf_decompress` raise the reference's RdbErrors themselves (their
-  conditions are simple). The encoders hand values outside what they handle (ints beyond
+  conditions are simple); the stream walks return the reference cursor's first error (code,
+  position) as it does. A count read from the input bounds no loop by itself: every round
+  reads at least one byte, or stops. The encoders hand values outside what they handle (ints beyond
   int64, bytes subclasses, strings of 4 GiB) to the reference.
 - Inputs that are not exactly `bytes` (or, for `crc64`, `bytearray`) take the reference.
 """
 
-from cpython.bytearray cimport PyByteArray_AS_STRING, PyByteArray_CheckExact, PyByteArray_GET_SIZE
+from cpython.bytearray cimport PyByteArray_AS_STRING, PyByteArray_CheckExact, PyByteArray_FromStringAndSize, PyByteArray_GET_SIZE
+from cpython.buffer cimport PyBUF_SIMPLE, PyBuffer_Release, PyObject_GetBuffer
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_CheckExact, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 from cpython.list cimport PyList_CheckExact, PyList_GET_ITEM, PyList_GET_SIZE
 from cpython.long cimport PyLong_AsLongLongAndOverflow, PyLong_CheckExact, PyLong_FromLongLong
@@ -77,6 +80,7 @@ cdef uint64_t _crc_update(uint64_t crc, const unsigned char* p, Py_ssize_t n) no
 
 def crc64(data, crc=0):
     cdef uint64_t c
+    cdef Py_buffer view
     cdef const unsigned char* p
     cdef Py_ssize_t n
     if not PyLong_CheckExact(crc) or crc < 0 or crc > _U64_OBJ:
@@ -94,6 +98,12 @@ def crc64(data, crc=0):
     if PyByteArray_CheckExact(data):  # (the GIL held: nothing can resize it meanwhile)
         return _crc_update(c, <const unsigned char*>PyByteArray_AS_STRING(data),
                            PyByteArray_GET_SIZE(data))
+    if type(data) is memoryview and data.c_contiguous:  # a slice without its copy
+        PyObject_GetBuffer(data, &view, PyBUF_SIMPLE)
+        try:  # (the GIL held: what it views cannot be resized while it is exported)
+            return _crc_update(c, <const unsigned char*>view.buf, view.len)
+        finally:
+            PyBuffer_Release(&view)
     return _rdb_py.crc64(data, crc)
 
 
@@ -108,13 +118,8 @@ cdef object _bad_lzf_length():
 
 
 def lzf_decompress(data, ulen):
-    cdef const unsigned char* p
-    cdef Py_ssize_t n, i, length, ref, o, k
     cdef long long want
-    cdef unsigned int ctrl
-    cdef long long total = 0
     cdef int overflow = 0
-    cdef unsigned char* out
     if not PyBytes_CheckExact(data) or not PyLong_CheckExact(ulen):
         return _rdb_py.lzf_decompress(data, ulen)
     # Beyond long long the announced size can never be reached, nor below 0: both compare
@@ -124,8 +129,72 @@ def lzf_decompress(data, ulen):
         want = 0x7FFFFFFFFFFFFFFF
     elif overflow < 0 or want < 0:
         want = -1
-    p = <const unsigned char*>PyBytes_AS_STRING(data)
-    n = PyBytes_GET_SIZE(data)
+    return _lzf(<const unsigned char*>PyBytes_AS_STRING(data), PyBytes_GET_SIZE(data), want,
+                False)
+
+
+cdef int _lzf_one_pass(const unsigned char* p, Py_ssize_t n, unsigned char* out,
+                       Py_ssize_t want) noexcept nogil:
+    """p[0:n] expanded into out[0:want]: 0 when it fills exactly that with nothing wrong, -1 at
+    the first thing wrong or the first byte beyond `want` (the caller then takes the two passes
+    below, which say what the reference says; nothing is written past `want`)."""
+    cdef Py_ssize_t i = 0, o = 0, length, ref, k, chunk
+    cdef unsigned int ctrl
+    while i < n:
+        ctrl = p[i]
+        i += 1
+        if ctrl < 32:
+            if i + ctrl + 1 > n or o + ctrl + 1 > want:
+                return -1
+            memcpy(out + o, p + i, ctrl + 1)
+            o += ctrl + 1
+            i += ctrl + 1
+            continue
+        length = ctrl >> 5
+        if length == 7:
+            if i >= n:
+                return -1
+            length += p[i]
+            i += 1
+        if i >= n:
+            return -1
+        ref = o - ((ctrl & 31) << 8) - p[i] - 1
+        i += 1
+        length += 2
+        if ref < 0 or o + length > want:
+            return -1
+        if o - ref >= length:
+            memcpy(out + o, out + ref, length)
+        else:  # overlapping: the last o - ref bytes repeated, a period (or less) per copy
+            k = 0
+            while k < length:
+                chunk = min(o - ref, length - k)
+                memcpy(out + o + k, out + ref + k, chunk)
+                k += chunk
+        o += length
+    return 0 if o == want else -1
+
+
+cdef object _lzf(const unsigned char* p, Py_ssize_t n, long long want, bint to_bytearray):
+    """p[0:n] expanded to exactly `want` bytes, as bytes (or a bytearray), or the reference's
+    RdbError."""
+    cdef Py_ssize_t i, length, ref, o, k, chunk
+    cdef unsigned int ctrl
+    cdef long long total = 0
+    cdef unsigned char* out
+    # One pass when the announced size is one the input can reach (at most 88 bytes out per
+    # byte in: a 3-byte reference of 264): allocated at most 88 times the input, what a bad
+    # size or bad data stops it, the two passes say why.
+    if 0 <= want and n < (<Py_ssize_t>1 << 50) and want <= 88 * <long long>n:
+        if to_bytearray:
+            result = PyByteArray_FromStringAndSize(NULL, want)
+            out = <unsigned char*>PyByteArray_AS_STRING(result)
+        else:
+            result = PyBytes_FromStringAndSize(NULL, want)
+            out = <unsigned char*>PyBytes_AS_STRING(result)
+        if _lzf_one_pass(p, n, out, want) == 0:
+            return result
+        result = None
     # Pass 1: the reference's checks, in its order, on lengths only (no output yet).
     i = 0
     while i < n:
@@ -155,8 +224,12 @@ def lzf_decompress(data, ulen):
     if total != want:
         raise _bad_lzf_length()
     # Pass 2: the output, whose size is now proven (every reference lies inside it).
-    result = PyBytes_FromStringAndSize(NULL, total)
-    out = <unsigned char*>PyBytes_AS_STRING(result)
+    if to_bytearray:
+        result = PyByteArray_FromStringAndSize(NULL, total)
+        out = <unsigned char*>PyByteArray_AS_STRING(result)
+    else:
+        result = PyBytes_FromStringAndSize(NULL, total)
+        out = <unsigned char*>PyBytes_AS_STRING(result)
     i = 0
     o = 0
     while i < n:
@@ -178,9 +251,12 @@ def lzf_decompress(data, ulen):
             raise _bad_lzf_data()
         if o - ref >= length:
             memcpy(out + o, out + ref, length)
-        else:  # overlapping: byte by byte, each copy reading what the last one wrote
-            for k in range(length):
-                out[o + k] = out[ref + k]
+        else:  # overlapping: the last o - ref bytes repeated, a period (or less) per copy
+            k = 0
+            while k < length:
+                chunk = min(o - ref, length - k)
+                memcpy(out + o + k, out + ref + k, chunk)
+                k += chunk
         o += length
     return result
 
@@ -525,3 +601,271 @@ def listpack(items):
         return _rdb_py.listpack(items) if result is None else result
     finally:
         free(b.p)
+
+
+# --- a stream value's structure ---------------------------------------------------------------
+
+cdef struct Cur:
+    const unsigned char* p
+    Py_ssize_t n
+    Py_ssize_t pos  # always 0 <= pos <= n
+    int err  # what stopped it (0: nothing), as the reference's cursor raises it
+    unsigned int arg  # the byte or the number the message names
+
+cdef enum:
+    E_TRUNCATED = 1
+    E_SPECIAL = 2
+    E_LENGTH_ENCODING = 3
+    E_STRING_ENCODING = 4
+
+
+cdef inline int cur_fail(Cur* c, int err, unsigned int arg) noexcept nogil:
+    c.err = err
+    c.arg = arg
+    return -1
+
+
+cdef inline int cur_take(Cur* c, uint64_t k) noexcept nogil:
+    """Past k bytes, or truncated with the position where the read started."""
+    if k > <uint64_t>(c.n - c.pos):
+        return cur_fail(c, E_TRUNCATED, 0)
+    c.pos += <Py_ssize_t>k
+    return 0
+
+
+cdef inline int cur_first(Cur* c, uint64_t* value, bint* special) noexcept nogil:
+    """A length, or (special) a string's special form's number."""
+    cdef unsigned int first
+    cdef uint64_t v = 0
+    cdef int k, width
+    if c.pos >= c.n:
+        return cur_fail(c, E_TRUNCATED, 0)
+    first = c.p[c.pos]
+    c.pos += 1
+    special[0] = False
+    if first < 0x40:
+        value[0] = first
+        return 0
+    if first < 0x80:
+        if c.pos >= c.n:
+            return cur_fail(c, E_TRUNCATED, 0)
+        value[0] = (first & 0x3F) << 8 | c.p[c.pos]
+        c.pos += 1
+        return 0
+    if first >= 0xC0:
+        special[0] = True
+        value[0] = first & 0x3F
+        return 0
+    if first == 0x80:
+        width = 4
+    elif first == 0x81:
+        width = 8
+    else:
+        return cur_fail(c, E_LENGTH_ENCODING, first)
+    if c.n - c.pos < width:
+        return cur_fail(c, E_TRUNCATED, 0)
+    for k in range(width):
+        v = v << 8 | c.p[c.pos + k]
+    c.pos += width
+    value[0] = v
+    return 0
+
+
+cdef inline int cur_length(Cur* c, uint64_t* value) noexcept nogil:
+    cdef bint special
+    if cur_first(c, value, &special) < 0:
+        return -1
+    if special:
+        return cur_fail(c, E_SPECIAL, 0)
+    return 0
+
+
+cdef inline int cur_skip_string(Cur* c) noexcept nogil:
+    cdef uint64_t value, clen, ulen
+    cdef bint special
+    if cur_first(c, &value, &special) < 0:
+        return -1
+    if not special:
+        return cur_take(c, value)
+    if value <= 2:
+        return cur_take(c, <uint64_t>1 << value)
+    if value == 3:
+        if cur_length(c, &clen) < 0 or cur_length(c, &ulen) < 0:
+            return -1
+        return cur_take(c, clen)
+    return cur_fail(c, E_STRING_ENCODING, <unsigned int>value)
+
+
+cdef inline int cur_skip_id(Cur* c) noexcept nogil:
+    cdef uint64_t v
+    if cur_length(c, &v) < 0 or cur_length(c, &v) < 0:
+        return -1
+    return 0
+
+
+cdef object cur_message(Cur* c):
+    if c.err == E_TRUNCATED:
+        return "truncated"
+    if c.err == E_SPECIAL:
+        return "a string encoding where a length was expected"
+    if c.err == E_LENGTH_ENCODING:
+        return "unknown length encoding %#x" % c.arg
+    return "unknown string encoding %d" % c.arg
+
+
+cdef int c_stream_end(Cur* c, long long rdb_type) noexcept nogil:
+    """The reference's `stream_end`, step for step (every loop reads at least one byte per
+    round: a count, however large, ends with the data)."""
+    cdef uint64_t nodes, groups, pel, consumers, owned, producers, ids, v
+    if cur_length(c, &nodes) < 0:
+        return -1
+    while nodes:
+        nodes -= 1
+        if cur_skip_string(c) < 0 or cur_skip_string(c) < 0:
+            return -1
+    if cur_length(c, &v) < 0 or cur_skip_id(c) < 0:
+        return -1
+    if rdb_type >= 19:
+        if cur_skip_id(c) < 0 or cur_skip_id(c) < 0 or cur_length(c, &v) < 0:
+            return -1
+    if cur_length(c, &groups) < 0:
+        return -1
+    while groups:
+        groups -= 1
+        if cur_skip_string(c) < 0 or cur_skip_id(c) < 0:
+            return -1
+        if rdb_type >= 19 and cur_length(c, &v) < 0:
+            return -1
+        if cur_length(c, &pel) < 0:
+            return -1
+        while pel:
+            pel -= 1
+            if cur_take(c, 24) < 0 or cur_length(c, &v) < 0:
+                return -1
+        if cur_length(c, &consumers) < 0:
+            return -1
+        while consumers:
+            consumers -= 1
+            if cur_skip_string(c) < 0 or cur_take(c, 16 if rdb_type >= 21 else 8) < 0:
+                return -1
+            if cur_length(c, &owned) < 0:
+                return -1
+            if owned > <uint64_t>(c.n - c.pos) // 16:  # (16 * owned could overflow)
+                return cur_fail(c, E_TRUNCATED, 0)
+            c.pos += <Py_ssize_t>(16 * owned)
+    if rdb_type >= 26:
+        if cur_length(c, &v) < 0 or cur_length(c, &v) < 0:
+            return -1
+        if cur_length(c, &producers) < 0:
+            return -1
+        while producers:
+            producers -= 1
+            if cur_skip_string(c) < 0 or cur_length(c, &ids) < 0:
+                return -1
+            while ids:
+                ids -= 1
+                if cur_skip_string(c) < 0 or cur_length(c, &v) < 0 or cur_length(c, &v) < 0:
+                    return -1
+        if cur_length(c, &v) < 0 or cur_length(c, &v) < 0:
+            return -1
+    return 0
+
+
+cdef inline bint _cursor_at(Cur* c, object data, object pos):
+    """The cursor over exact bytes `data` from an int `pos` inside them (False: the reference
+    takes the call)."""
+    if not PyBytes_CheckExact(data) or not PyLong_CheckExact(pos):
+        return False
+    if pos < 0 or pos > PyBytes_GET_SIZE(data):
+        return False
+    c.p = <const unsigned char*>PyBytes_AS_STRING(data)
+    c.n = PyBytes_GET_SIZE(data)
+    c.pos = pos
+    c.err = 0
+    c.arg = 0
+    return True
+
+
+def stream_end(data, pos, rdb_type):
+    cdef Cur c
+    cdef long long kind
+    cdef int overflow = 0
+    if not PyLong_CheckExact(rdb_type) or not _cursor_at(&c, data, pos):
+        return _rdb_py.stream_end(data, pos, rdb_type)
+    kind = PyLong_AsLongLongAndOverflow(rdb_type, &overflow)
+    if overflow:
+        return _rdb_py.stream_end(data, pos, rdb_type)
+    if c_stream_end(&c, kind) < 0:
+        return c.pos, cur_message(&c)
+    return c.pos, None
+
+
+cdef object cur_string(Cur* c, bint to_bytearray):
+    """The reference cursor's `string` (as a bytearray if asked): None with c.err set for a
+    reader's error; the reference's RdbError for bad LZF data."""
+    cdef uint64_t value, clen, ulen
+    cdef bint special
+    cdef Py_ssize_t start
+    cdef long long v
+    if cur_first(c, &value, &special) < 0:
+        return None
+    if not special:
+        start = c.pos
+        if cur_take(c, value) < 0:
+            return None
+        if to_bytearray:
+            return PyByteArray_FromStringAndSize(<const char*>c.p + start, c.pos - start)
+        return PyBytes_FromStringAndSize(<const char*>c.p + start, c.pos - start)
+    if value <= 2:
+        start = c.pos
+        if cur_take(c, <uint64_t>1 << value) < 0:
+            return None
+        if value == 0:
+            v = <signed char>c.p[start]
+        elif value == 1:
+            v = <short>(c.p[start] | c.p[start + 1] << 8)
+        else:
+            v = <int>(<unsigned int>c.p[start] | <unsigned int>c.p[start + 1] << 8
+                      | <unsigned int>c.p[start + 2] << 16 | <unsigned int>c.p[start + 3] << 24)
+        text = b"%d" % v
+        return bytearray(text) if to_bytearray else text
+    if value == 3:
+        if cur_length(c, &clen) < 0 or cur_length(c, &ulen) < 0:
+            return None
+        start = c.pos
+        if cur_take(c, clen) < 0:
+            return None
+        # (an announced size beyond long long can never be reached: as the reference's)
+        return _lzf(c.p + start, c.pos - start,
+                    <long long>ulen if ulen <= 0x7FFFFFFFFFFFFFFFULL else 0x7FFFFFFFFFFFFFFF,
+                    to_bytearray)
+    cur_fail(c, E_STRING_ENCODING, <unsigned int>value)
+    return None
+
+
+def stream_nodes(data, pos):
+    cdef Cur c
+    cdef uint64_t count
+    if not _cursor_at(&c, data, pos):
+        return _rdb_py.stream_nodes(data, pos)
+    nodes = []
+    if cur_length(&c, &count) < 0:
+        return nodes, c.pos, cur_message(&c)
+    while count:
+        count -= 1
+        try:
+            key = cur_string(&c, False)
+        except RdbError as err:  # bad LZF data
+            return nodes, c.pos, str(err)
+        if key is None:
+            return nodes, c.pos, cur_message(&c)
+        try:
+            lp = cur_string(&c, True)
+        except RdbError as err:
+            nodes.append((key, None))
+            return nodes, c.pos, str(err)
+        if lp is None:
+            nodes.append((key, None))
+            return nodes, c.pos, cur_message(&c)
+        nodes.append((key, lp))
+    return nodes, c.pos, None

@@ -2,12 +2,16 @@
 `_rdb_c.pyx`; both are tested on the same inputs, valid and hostile).
 
 Owns, byte-compatibly with Redis: CRC-64 (Jones polynomial, reflected, initial 0, no final
-xor), LZF decompression, and generic listpacks (decoded to ints and bytes, encoded with Redis's
-smallest forms and backlens). Malformed input raises RdbError, never anything else.
+xor), LZF decompression, generic listpacks (decoded to ints and bytes, encoded with Redis's
+smallest forms and backlens), and a stream value's two per-node walks: where the value ends
+(`stream_end`, its structure followed, nothing decoded) and its nodes' bytes (`stream_nodes`,
+keys and listpacks read, not checked). Malformed input raises RdbError, never anything else
+(the walks return their first error, with its position, instead).
 
-Must not touch: the RDB container, stream metadata, groups, files or sockets (`snapshot.rdb`,
-the facade, keeps those and takes these functions from the twin that runs), or a stream node's
-listpack (`engine.model.packed_node` checks and keeps those bytes as they are).
+Must not touch: the RDB container, decoding stream metadata or groups, files or sockets
+(`snapshot.rdb`, the facade, keeps those and takes these functions from the twin that runs),
+or a stream node's listpack (`engine.model.packed_node` checks and keeps those bytes as they
+are).
 """
 
 from __future__ import annotations
@@ -33,7 +37,7 @@ class RdbError(StreamkeepError):
 _crc64 = crcmod.mkCrcFun(0x1AD93D23594C935A9, initCrc=0, rev=True, xorOut=0)
 
 
-def crc64(data: bytes, crc: int = 0) -> int:
+def crc64(data: bytes | bytearray | memoryview, crc: int = 0) -> int:
     """The CRC-64 of `data`, continuing from `crc` (the CRC of what came before it)."""
     return _crc64(data, crc)  # type: ignore[no-any-return]
 
@@ -193,3 +197,152 @@ def listpack(items: list[bytes | int]) -> bytes:
     body = b"".join(map(lp_element, items))
     total = 6 + len(body) + 1
     return struct.pack("<IH", total, min(len(items), 65535)) + body + b"\xff"
+
+
+# --- a stream value's structure -----------------------------------------------------------------
+
+# The RDB forms read here (Redis's rdbLoadLen and rdbGenericLoadStringObject): a length is one
+# byte 00xxxxxx (6 bits), two bytes 01xxxxxx xxxxxxxx (14 bits), 0x80 and 4 bytes big-endian, or
+# 0x81 and 8 bytes big-endian; 11xxxxxx is a string's special form: xxxxxx 0, 1, 2 an 8-, 16-,
+# 32-bit little-endian integer, 3 LZF (compressed length, uncompressed length, the bytes). The
+# cursor's errors are the facade's Reader's, with the same messages at the same positions (a
+# read past the end leaves the position where that read started).
+
+
+class _Cursor:
+    __slots__ = ("data", "pos")
+
+    def __init__(self, data: bytes, pos: int) -> None:
+        self.data = data
+        self.pos = pos
+
+    def take(self, n: int) -> bytes:
+        end = self.pos + n
+        if n < 0 or end > len(self.data):
+            raise RdbError("truncated")
+        out = self.data[self.pos:end]
+        self.pos = end
+        return out
+
+    def first(self) -> tuple[int, bool]:
+        """A length, or (True) a string's special form's number."""
+        if self.pos >= len(self.data):
+            raise RdbError("truncated")
+        first = self.data[self.pos]
+        self.pos += 1
+        kind = first >> 6
+        if kind == 0:
+            return first & 0x3F, False
+        if kind == 1:
+            return (first & 0x3F) << 8 | self.take(1)[0], False
+        if kind == 3:
+            return first & 0x3F, True
+        if first == 0x80:
+            return struct.unpack(">I", self.take(4))[0], False
+        if first == 0x81:
+            return struct.unpack(">Q", self.take(8))[0], False
+        raise RdbError(f"unknown length encoding {first:#x}")
+
+    def length(self) -> int:
+        value, special = self.first()
+        if special:
+            raise RdbError("a string encoding where a length was expected")
+        return value
+
+    def string(self) -> bytes:
+        value, special = self.first()
+        if not special:
+            return self.take(value)
+        if value <= 2:
+            return b"%d" % int.from_bytes(self.take(1 << value), "little", signed=True)
+        if value == 3:
+            clen, ulen = self.length(), self.length()
+            return lzf_decompress(self.take(clen), ulen)
+        raise RdbError(f"unknown string encoding {value}")
+
+    def skip_string(self) -> None:
+        """Past a string, not decoded (an LZF one is not decompressed)."""
+        value, special = self.first()
+        if not special:
+            self.take(value)
+        elif value <= 2:
+            self.take(1 << value)
+        elif value == 3:
+            clen = self.length()
+            self.length()
+            self.take(clen)
+        else:
+            raise RdbError(f"unknown string encoding {value}")
+
+    def skip_id(self) -> None:
+        self.length()  # milliseconds
+        self.length()  # sequence
+
+
+def stream_end(data: bytes, pos: int, rdb_type: int) -> tuple[int, str | None]:
+    """Where the stream value of `rdb_type` (15, 19, 21, 26) starting at `data[pos]` ends, its
+    structure followed but nothing decoded (an RDB file's reader finds its keys so; RESTORE
+    decodes and checks each value): (end, None), or (the position, the message) of the first
+    error. The value: its nodes (master ID, listpack: two strings each), length, last ID; from
+    type 19 the first and max deleted IDs and entries added; its groups (name, last ID, from
+    19 entries read; a PEL of 16-byte IDs with 8-byte delivery times and counts; consumers:
+    name, seen time (from 21 an active time too, 8 bytes each), their 16-byte pending IDs);
+    from 26 the idempotent producers (duration, max size; producers: name, and their IDs
+    with entry IDs; added, duplicates)."""
+    c = _Cursor(data, pos)
+    try:
+        for _ in range(c.length()):
+            c.skip_string()  # the node's master ID
+            c.skip_string()  # its listpack
+        c.length()
+        c.skip_id()
+        if rdb_type >= 19:
+            c.skip_id()
+            c.skip_id()
+            c.length()
+        for _ in range(c.length()):
+            c.skip_string()
+            c.skip_id()
+            if rdb_type >= 19:
+                c.length()
+            for _ in range(c.length()):
+                c.take(24)  # ID, delivery time
+                c.length()
+            for _ in range(c.length()):
+                c.skip_string()
+                c.take(16 if rdb_type >= 21 else 8)  # seen (and active) time
+                c.take(16 * c.length())
+        if rdb_type >= 26:
+            c.length()
+            c.length()
+            for _ in range(c.length()):
+                c.skip_string()
+                for _ in range(c.length()):
+                    c.skip_string()
+                    c.length()
+                    c.length()
+            c.length()
+            c.length()
+    except RdbError as err:
+        return c.pos, str(err)
+    return c.pos, None
+
+
+def stream_nodes(data: bytes, pos: int) -> tuple[list[tuple[bytes, bytearray | None]], int,
+                                                 str | None]:
+    """A stream value's nodes, starting at `data[pos]` (their count, then each node's key and
+    listpack: two strings of any form, LZF ones decompressed), neither checked: (the nodes as
+    (key, listpack) pairs, the position after them, None), or on the first error (the nodes
+    read before it, its position, its message), where a last pair (key, None) is a node whose
+    key was read and its listpack not (the caller checks that key before the error, as a
+    reader node by node would)."""
+    c = _Cursor(data, pos)
+    nodes: list[tuple[bytes, bytearray | None]] = []
+    try:
+        for _ in range(c.length()):
+            key = c.string()
+            nodes.append((key, None))
+            nodes[-1] = (key, bytearray(c.string()))
+    except RdbError as err:
+        return nodes, c.pos, str(err)
+    return nodes, c.pos, None

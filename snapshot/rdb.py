@@ -9,7 +9,8 @@ CRC-64). Values come in and go out as engine streams (`engine.model.stream.Strea
 input raises RdbError, never anything else. Must not touch: files, sockets, the engine's
 locking or commands (DUMP/RESTORE call these functions).
 
-The per-byte work (CRC-64, LZF, generic listpacks) comes from a kernel: the compiled
+The per-byte work (CRC-64, LZF, generic listpacks, the walk over a stream value's structure
+and the read of its nodes' bytes) comes from a kernel: the compiled
 `_rdb_c.pyx` or its pure-Python reference `_rdb_py.py`, as `engine.wire.extensions` chooses. A
 stream node's listpack is neither decoded nor re-encoded: it is checked
 (`engine.model.packed_node.validate`) and adopted as the node's bytes, and written back as they
@@ -38,6 +39,8 @@ try:
         listpack_items,
         lp_element,
         lzf_decompress,
+        stream_end,
+        stream_nodes,
     )
 except ImportError as error:
     extensions.missing(__name__, error)
@@ -47,6 +50,8 @@ except ImportError as error:
         listpack_items,
         lp_element,
         lzf_decompress,
+        stream_end,
+        stream_nodes,
     )
 else:
     extensions.loaded(__name__, True)
@@ -220,15 +225,19 @@ def read_stream(r: Reader, rdb_type: int, s: Stream | None = None) -> Stream:
     if rdb_type not in STREAM_TYPES:
         raise RdbError(f"not a stream type: {rdb_type}")
     s = Stream() if s is None else s
+    # The nodes' bytes are read by the kernel, then checked here node by node in the order a
+    # reader going node by node meets them: a node's key, its order, its listpack; a read error
+    # after the last node returned (a last (key, None): its listpack could not be read).
+    nodes, r.pos, problem = stream_nodes(r.data, r.pos)
     last_id = -1  # the previous node's last entry: every master is above it
-    for _ in range(r.length()):
-        key = r.string()
+    for key, lp in nodes:
         if len(key) != 16:
             raise RdbError("a stream node key is not 16 bytes")
         master = int.from_bytes(key, "big")
         if master <= last_id:
             raise RdbError("stream nodes out of order")
-        lp = bytearray(r.string())
+        if lp is None:
+            break
         try:
             count, live, last_id = packed_node.validate(lp, master)
         except packed_node.Invalid as err:
@@ -238,6 +247,8 @@ def read_stream(r: Reader, rdb_type: int, s: Stream | None = None) -> Stream:
         # (the next node's master must be above this node's last entry, not only its master:
         # every read finds a node by its master and trusts the order across nodes)
         s.restore_packed(master, lp, count, live)
+    if problem is not None:
+        raise RdbError(problem)
     s.length = r.length()
     s.last_id = _read_id(r)
     if rdb_type >= 19:
@@ -264,39 +275,11 @@ def read_stream(r: Reader, rdb_type: int, s: Stream | None = None) -> Stream:
 
 def skip_stream(r: Reader, rdb_type: int) -> None:
     """Past a stream value, its structure followed but its nodes left undecoded (an RDB file's
-    reader finds its keys so; RESTORE decodes and checks each value)."""
-    for _ in range(r.length()):
-        r.skip_string()  # the node's master ID
-        r.skip_string()  # its listpack
-    r.length()
-    _read_id(r)
-    if rdb_type >= 19:
-        _read_id(r)
-        _read_id(r)
-        r.length()
-    for _ in range(r.length()):
-        r.skip_string()
-        _read_id(r)
-        if rdb_type >= 19:
-            r.length()
-        for _ in range(r.length()):
-            r.take(24)  # ID, delivery time
-            r.length()
-        for _ in range(r.length()):
-            r.skip_string()
-            r.take(16 if rdb_type >= 21 else 8)  # seen (and active) time
-            r.take(16 * r.length())
-    if rdb_type >= 26:
-        r.length()
-        r.length()
-        for _ in range(r.length()):
-            r.skip_string()
-            for _ in range(r.length()):
-                r.skip_string()
-                r.length()
-                r.length()
-        r.length()
-        r.length()
+    reader finds its keys so; RESTORE decodes and checks each value). The walk is the kernel's
+    (`stream_end`); its error is raised with the reader where it happened."""
+    r.pos, problem = stream_end(r.data, r.pos, rdb_type)
+    if problem is not None:
+        raise RdbError(problem)
 
 
 def _read_group(r: Reader, rdb_type: int, s: Stream) -> None:
@@ -535,7 +518,7 @@ def read_rdb_prefix(data: bytes) -> tuple[int, dict[bytes, bytes], list[RdbKey],
                         raise RdbError(f"truncated at byte {len(data)}, inside the checksum "
                                        f"after the end-of-RDB marker at byte {at}")
                     crc = struct.unpack("<Q", data[r.pos:r.pos + 8])[0]
-                    if crc and crc64(data[:r.pos]) != crc:
+                    if crc and crc64(memoryview(data)[:r.pos]) != crc:  # (no copy)
                         raise RdbError(f"checksum mismatch: the CRC-64 at byte {r.pos} is not "
                                        f"that of bytes 0 to {r.pos - 1}")
                     return version, aux, keys, r.pos + 8
@@ -706,7 +689,7 @@ def check_payload(payload: bytes, max_version: int) -> None:
         raise RdbError("too short")
     version = struct.unpack("<H", payload[-10:-8])[0]
     crc = struct.unpack("<Q", payload[-8:])[0]
-    if version > max_version or crc == 0 or crc64(payload[:-8]) != crc:
+    if version > max_version or crc == 0 or crc64(memoryview(payload)[:-8]) != crc:
         raise RdbError("version or checksum")
 
 

@@ -50,7 +50,7 @@ def stream_numbers(dbs: list[dict[bytes, Stream]]) -> Iterator[tuple[int, int, b
             yield number, db_index, key, db[key]
 
 
-def _node_values(node: Node, key: bytes) -> tuple[bytes, bytes]:
+def _node_values(node: Node, key: bytes) -> tuple[bytes | bytearray, bytes]:
     """The node's sealed `nodes` and `nodeinfo` values under `key`: a cold one's moved from the
     snapshot that holds it as stored (checked on the way, not decoded)."""
     if node.is_cold():
@@ -58,16 +58,15 @@ def _node_values(node: Node, key: bytes) -> tuple[bytes, bytes]:
         assert home is not None and home.store is not None  # cold: a snapshot holds it
         return home.store.stored_for(home.number, node.master, key)
     lp = node.lp
-    return (layout.seal("nodes", key, bytes(lp)),
-            layout.seal("nodeinfo", key, layout.encode_node_info(
-                node.live, len(lp), node.count, node.master_fields)))
+    return layout.seal_node(key, lp, layout.encode_node_info(
+        node.live, len(lp), node.count, node.master_fields))
 
 
 def _sealed(table: str, key: bytes, body: bytes) -> tuple[str, bytes, bytes]:
     return table, key, layout.seal(table, key, body)
 
 
-def _tables(dbs: list[dict[bytes, Stream]]) -> Iterator[tuple[str, bytes, bytes]]:
+def _tables(dbs: list[dict[bytes, Stream]]) -> Iterator[tuple[str, bytes, bytes | bytearray]]:
     """(table, key, sealed value) for the whole state, each table's keys in increasing
     order."""
     for number, db_index, key, s in stream_numbers(dbs):

@@ -1152,8 +1152,14 @@ cdef Py_ssize_t checked_elem(const unsigned char* p, Py_ssize_t i, Py_ssize_t en
     if i >= end:
         raise Invalid(f"element at offset {i} runs past the end")
     b = p[i]
-    if b < 0x80:
-        size = 1
+    if b < 0x80:  # (most elements: a 7-bit int, its backlen 1)
+        if i + 2 > end:
+            raise Invalid(f"element at offset {i} runs past the end")
+        if p[i + 1] != 1:
+            raise Invalid(f"element at offset {i} has a wrong backlen")
+        e.is_int = True
+        e.ival = b
+        return i + 2
     elif b < 0xC0:
         size = 1 + (b & 0x3F)
     elif b < 0xE0:
@@ -1174,6 +1180,10 @@ cdef Py_ssize_t checked_elem(const unsigned char* p, Py_ssize_t i, Py_ssize_t en
     blen = backlen_size(size)
     if i + size + blen > end:  # i < end < 2**62 and size < 2**33: no wrap
         raise Invalid(f"element at offset {i} runs past the end")
+    if blen == 1:  # (most elements: the backlen is the size itself)
+        if p[i + size] != size:
+            raise Invalid(f"element at offset {i} has a wrong backlen")
+        return next_elem(p, i, e)
     back[0] = (size >> (7 * (blen - 1))) & 0x7F
     for k in range(1, blen):
         back[k] = ((size >> (7 * (blen - 1 - k))) & 0x7F) | 0x80
@@ -1182,8 +1192,8 @@ cdef Py_ssize_t checked_elem(const unsigned char* p, Py_ssize_t i, Py_ssize_t en
     return next_elem(p, i, e)
 
 
-cdef Py_ssize_t checked_int(const unsigned char* p, Py_ssize_t i, Py_ssize_t end, Elem* e,
-                            object what) except -1:
+cdef inline Py_ssize_t checked_int(const unsigned char* p, Py_ssize_t i, Py_ssize_t end,
+                                   Elem* e, object what) except -1:
     cdef Py_ssize_t nxt = checked_elem(p, i, end, e)
     if not e.is_int:
         raise Invalid(f"{what} at offset {i} is not an integer")

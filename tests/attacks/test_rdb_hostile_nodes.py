@@ -77,6 +77,20 @@ def test_random_damage_is_refused_or_harmless_long() -> None:
     _child(1000, int(os.environ.get("STREAMKEEP_FUZZ_ROUNDS_LONG", "60000")), timeout=3600)
 
 
+FUZZ_FILE = "import sys; from tests.support.hostile_nodes import fuzz_file; " \
+            "print(fuzz_file(int(sys.argv[1]), int(sys.argv[2])))"
+
+
+def test_random_damage_around_the_nodes_of_a_file_is_refused_saying_where() -> None:
+    """The whole stream value damaged (its structure as the file's reader walks it, then its
+    nodes as RESTORE reads them), in a child process in the test's mode."""
+    done = subprocess.run([sys.executable, "-c", FUZZ_FILE, "11",
+                           os.environ.get("STREAMKEEP_FUZZ_ROUNDS", "2500")], cwd=ROOT,
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, (done.returncode, done.stdout, done.stderr[-3000:])
+    assert "'file refused'" in done.stdout and "'value refused'" in done.stdout, done.stdout
+
+
 # --- streamkeep import ------------------------------------------------------------------------
 
 IMPORT_CASES = ["cut by 9, header agreeing", "header total 4294967295",

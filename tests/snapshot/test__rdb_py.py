@@ -1,8 +1,8 @@
 """The RDB codec's kernel: its compiled twin (snapshot/_rdb_c.pyx) against the pure reference
 (snapshot/_rdb_py.py) on the same inputs, which must give the same bytes, the same decoded
 listpacks and the same errors (type and message): random listpacks and streams encoded then
-decoded, random damage to listpacks (stream nodes among them), LZF data and whole DUMP
-payloads, and hand-made hostile lengths (run in a child process, so that a crash fails the
+decoded, random damage to listpacks (stream nodes among them), LZF data, stream values walked
+(`stream_end`, `stream_nodes`) and whole DUMP payloads, and hand-made hostile lengths (run in a child process, so that a crash fails the
 test instead of the run). A stream node's own checks are engine.model.packed_node's
 (tests/engine/model/); RESTORE and import of damaged nodes: tests/attacks/test_rdb_hostile_nodes.py.
 Both twins' direct unit tests are in test_rdb.py (the `codec` fixture)."""
@@ -136,6 +136,10 @@ def test_crc64_continues_identically(data: bytes, cut: int, start: int) -> None:
     assert compiled.crc64(data, start) == whole
     assert compiled.crc64(data[cut:], compiled.crc64(data[:cut], start)) == whole
     assert compiled.crc64(bytearray(data), start) == whole
+    view = memoryview(bytes(8) + data + bytes(8))[8:-8]  # a slice of a larger buffer
+    assert compiled.crc64(view, start) == pure.crc64(view, start) == whole
+    strided = memoryview(data)[::2]  # (refused alike: not contiguous)
+    assert outcome(compiled.crc64, strided, start) == outcome(pure.crc64, strided, start)
 
 
 # --- random damage --------------------------------------------------------------------------------
@@ -152,7 +156,8 @@ def test_damaged_lzf_fails_identically(stream: tuple[bytes, bytes], data: st.Dat
 @contextlib.contextmanager
 def facade_using(module: ModuleType) -> Iterator[None]:
     """snapshot.rdb running `module`'s kernel functions (its other code unchanged)."""
-    names = ["crc64", "listpack", "listpack_items", "lp_element", "lzf_decompress"]
+    names = ["crc64", "listpack", "listpack_items", "lp_element", "lzf_decompress",
+             "stream_end", "stream_nodes"]
     saved = {name: getattr(rdb, name) for name in names}
     try:
         for name in names:
@@ -209,6 +214,39 @@ def test_whole_payloads_agree_and_damaged_ones_fail_identically(
         assert _load(bytes(bad)) == expected
 
 
+@SETTINGS
+@given(ops=ops, version=st.sampled_from([9, 10, 11, 13]), data=st.data())
+def test_stream_values_walk_identically_and_damaged_ones_fail_identically(
+        ops: list, version: int, data: st.DataObject) -> None:
+    """`stream_end` and `stream_nodes` on a stream value (LZF nodes among them), whole then
+    damaged: the same end, nodes and first error (message and position) from both twins."""
+    payload = _stream_payload(ops, version)
+    rdb_type, value = payload[0], _with_lzf_node(payload[1:-10], data)
+    assert same("stream_end", value, 0, rdb_type) == ("ok", (len(value), None))
+    kind, (nodes, end, problem) = same("stream_nodes", value, 0)
+    assert kind == "ok" and problem is None and all(lp is not None for _key, lp in nodes)
+    bad = damaged(data, value, False)
+    start = data.draw(st.integers(0, 3))
+    same("stream_end", bad, start, rdb_type)
+    same("stream_nodes", bad, start)
+
+
+def _with_lzf_node(value: bytes, data: st.DataObject) -> bytes:
+    """The value with its first node's listpack LZF-compressed (as Redis writes a long one),
+    when a draw says so: a literal run of its first byte, then references to it."""
+    r = rdb.Reader(value)
+    if not r.length() or not data.draw(st.booleans()):
+        return value
+    r.skip_string()
+    start = r.pos
+    lp = r.string()
+    comp = bytearray(b"\x00" + lp[:1])
+    for b in lp[1:]:
+        comp += b"\x00" + bytes((b,))
+    encoded = b"\xc3" + rdb.encode_length(len(comp)) + rdb.encode_length(len(lp)) + bytes(comp)
+    return value[:start] + encoded + value[r.pos:]
+
+
 # --- hostile lengths, in a child process ----------------------------------------------------------
 
 HOSTILE = textwrap.dedent(r'''
@@ -254,6 +292,62 @@ HOSTILE = textwrap.dedent(r'''
     cases.append(("listpack", (b"a", 1)))
     cases.append(("listpack", [b"x" * 70000] * 3))
 
+    # A stream value's walk (stream_end, stream_nodes): counts and lengths near 2**64 (16 *
+    # a pending count wrapping to 0 among them), every length and string form, prefixes.
+    L = lambda n: P_len(n)
+    def P_len(n):
+        if n < 64: return bytes((n,))
+        if n < 16384: return bytes((0x40 | n >> 8, n & 0xFF))
+        if n < 2**32: return b"\x80" + struct.pack(">I", n)
+        return b"\x81" + struct.pack(">Q", n)
+    key = b"\x10" + bytes(16)
+    lpn = node(1)
+    huge = [2**32 - 1, 2**32, 2**60, 2**60 + 1, 2**63, 2**64 // 16, 2**64 - 1]
+    group = b"\x01g" + L(5) + L(0) + L(1)  # name, last ID, entries read
+    meta = L(1) + L(5) + L(0) + L(1) + L(0) + L(0) + L(0) + L(1)  # length, IDs, added
+    good = {15: L(1) + key + L(len(lpn)) + lpn + L(1) + L(5) + L(0),
+            19: L(1) + key + L(len(lpn)) + lpn + meta + L(1) + group + L(1) + bytes(24) + L(1)
+                + L(1) + b"\x01c" + bytes(8) + L(1) + bytes(16),
+            21: L(0) + meta + L(1) + group + L(0) + L(1) + b"\x01c" + bytes(16) + L(2)
+                + bytes(32),
+            26: L(0) + meta + L(0) + L(9) + L(9) + L(1) + b"\x01p" + L(1) + b"\x01i" + L(5)
+                + L(0) + L(1) + L(0)}
+    for kind, value in good.items():
+        for cut in range(len(value) + 1):
+            cases.append(("stream_end", value[:cut], 0, kind))
+            cases.append(("stream_nodes", value[:cut], 0))
+        for at in range(len(value)):
+            for b in (0x40, 0x7F, 0x80, 0x81, 0x82, 0xBF, 0xC0, 0xC2, 0xC3, 0xC4, 0xFF):
+                broken = value[:at] + bytes((b,)) + value[at + 1:]
+                cases.append(("stream_end", broken, 0, kind))
+                cases.append(("stream_nodes", broken, 0))
+    for n in huge:
+        for tail in (b"", key, key + L(len(lpn)) + lpn):
+            cases.append(("stream_end", L(n) + tail, 0, 19))
+            cases.append(("stream_nodes", L(n) + tail, 0))
+        cases.append(("stream_end", L(1) + L(n) + b"x" * 40, 0, 19))
+        cases.append(("stream_nodes", L(1) + key + L(n) + b"x" * 40, 0))
+        cases.append(("stream_nodes", L(1) + key + b"\xc3" + L(n) + L(4) + b"\x00abc", 0))
+        cases.append(("stream_nodes", L(1) + key + b"\xc3" + L(2) + L(n) + b"\x00a", 0))
+        cases.append(("stream_end", L(1) + key + b"\xc3" + L(n) + L(n) + b"\x00a", 0, 19))
+        pel = L(0) + meta + L(1) + group + L(n) + bytes(24) + L(1)
+        owners = L(0) + meta + L(1) + group + L(0) + L(1) + b"\x01c" + bytes(16) + L(n)
+        cases.append(("stream_end", pel, 0, 21))
+        cases.append(("stream_end", owners + bytes(64), 0, 21))
+    for start in (-1, -(2**70), 2**70, 10**6, 1.0, None):
+        cases.append(("stream_end", good[19], start, 19))
+        cases.append(("stream_nodes", good[19], start))
+    for kind in (2**70, -1, 0, 27, "19"):
+        cases.append(("stream_end", good[19], 0, kind))
+    for wrapped in (bytearray(good[19]), memoryview(good[19]), "text"):
+        cases.append(("stream_end", wrapped, 0, 19))
+        cases.append(("stream_nodes", wrapped, 0))
+    # (ints as node strings: 8, 16, 32 bits; an LZF listpack whose output is its whole size)
+    for s in (b"\xc0\x80", b"\xc1\x00\x80", b"\xc2\x00\x00\x00\x80", b"\xc2\xff\xff\xff\xff"):
+        cases.append(("stream_nodes", L(1) + s + s, 0))
+        cases.append(("stream_nodes", L(1) + key + s, 0))
+    cases.append(("stream_nodes", L(1) + key + b"\xc3" + L(4) + L(300) + b"\x00a\xe0\xff\x00"[:4], 0))
+
     bad = 0
     for name, *args in cases:
         expected = outcome(getattr(P, name), *args)
@@ -262,7 +356,8 @@ HOSTILE = textwrap.dedent(r'''
             bad += 1
             print("DIFFERENT", name, repr(args)[:200], expected, got, file=sys.stderr)
         if got[0] == "error" and got[1][0] not in ("RdbError", "TypeError", "ValueError",
-                                                   "error", "OverflowError", "AttributeError"):
+                                                   "error", "OverflowError", "AttributeError",
+                                                   "IndexError"):
             bad += 1
             print("UNEXPECTED", name, repr(args)[:200], got, file=sys.stderr)
     print("cases", len(cases), "different", bad)

@@ -84,6 +84,15 @@ def test_seal_is_the_documented_check(table: str) -> None:
     assert len(layout.seal(table, key, body)) == len(body) + layout.CHECK_SIZE
 
 
+@pytest.mark.parametrize("lp", [b"", b"\x07\x00\x00\x00\x00\x00\xff", bytes(range(256)) * 9])
+def test_seal_node_is_seal_of_both_tables(lp: bytes) -> None:
+    key, info = layout.node_key(3, 12 << 64 | 5), layout.encode_node_info(2, len(lp), 3, (b"f",))
+    pair = (layout.seal("nodes", key, lp), layout.seal("nodeinfo", key, info))
+    assert layout.seal_node(key, lp, info) == pair
+    value, sealed_info = layout.seal_node(key, bytearray(lp), info)  # a node's own bytes
+    assert (bytes(value), sealed_info) == pair
+
+
 def test_unseal_refuses_damage_to_the_body_the_check_the_key_or_the_place() -> None:
     key, body = layout.node_key(1, 5 << 64), msgpack.packb([1, 2, [b"f"], b"", []])
     value = layout.seal("nodes", key, body)

@@ -228,3 +228,44 @@ def rdb_file() -> bytes:
     e = engine_stream()
     return b"".join(rdb.write_rdb(10, [(b"redis-ver", b"7.0.15")],
                                   [(0, 1, [(b"s", e.dbs[0][b"s"])])]))
+
+
+def fuzz_file(seed: int, rounds: int) -> dict[str, int]:
+    """`rounds` dump.rdb files whose stream value (nodes, metadata, group, PEL, consumers) is
+    damaged at random, huge lengths planted among it, the file's CRC-64 made right again: read
+    as `streamkeep import` does (the file's keys found, then each stream's payload loaded),
+    refused with an RdbError saying where, or read; nothing else (an exception fails)."""
+    rng = random.Random(seed)
+    base = rdb_file()
+    start = base.index(b"\x01s") + 2  # the stream's value, after its key's name
+    seen: dict[str, int] = {}
+    for _ in range(rounds):
+        body = bytearray(base[:-8])
+        for _ in range(rng.randrange(1, 4)):
+            at = rng.randrange(start, max(len(body), start + 1))
+            what = rng.random()
+            if what < 0.4 and at < len(body):
+                body[at] = rng.choice([0x40, 0x80, 0x81, 0x82, 0xC0, 0xC3, 0xC4, 0xFF,
+                                       rng.randrange(256)])
+            elif what < 0.7:
+                body[at:at] = rng.choice([b"\x81" + b"\xff" * 8, b"\x81\x10" + bytes(7),
+                                          b"\x80\xff\xff\xff\xff", b"\xc3\x81" + b"\xff" * 8])
+            elif what < 0.85:
+                del body[at:at + rng.randrange(1, 9)]
+            else:
+                del body[at:]
+        data = _with_crc(bytes(body))
+        try:
+            version, _aux, keys, _end = rdb.read_rdb_prefix(data)
+        except rdb.RdbError as err:
+            assert " at byte " in str(err), str(err)
+            seen["file refused"] = seen.get("file refused", 0) + 1
+            continue
+        for key in keys:
+            outcome = "loaded"
+            try:
+                rdb.load_payload(rdb.payload_from(key.rdb_type, key.value, version))
+            except rdb.RdbError:
+                outcome = "value refused"
+            seen[outcome] = seen.get(outcome, 0) + 1
+    return seen
