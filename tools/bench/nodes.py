@@ -206,6 +206,7 @@ def _served(python: str, n: int, what: str, seed: int = 1) -> dict[str, Any]:
             for i in range(start, min(start + PIPELINE, size + 1)):
                 pipe.execute_command("XADD", "bench", f"{i}-1", "f", "v")
             pipe.execute()
+        assert server.proc is not None  # (started)
         pid = server.proc.pid
         cpu = _cpu_seconds(pid)
         result = _served_consume(client) if what == "consume" else _served_ranges(
