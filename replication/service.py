@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import logging
 import os
-import socket
 import threading
 import time
 import weakref
@@ -144,6 +143,8 @@ class ReplicationService:
         server = self.engine.server
         if server is None or port != server.port:
             return False
+        import socket  # (REPLICAOF's, not every engine start's)
+
         try:
             addresses = {info[4][0] for info in socket.getaddrinfo(host, port)}
         except OSError:

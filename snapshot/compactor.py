@@ -33,7 +33,6 @@ from __future__ import annotations
 import json
 import logging
 import os
-import subprocess
 import sys
 import threading
 import time
@@ -55,6 +54,8 @@ from streamkeep.snapshot.snapshot_reader import SnapshotError, file_chunks
 from streamkeep.snapshot.writer import stream_numbers
 
 if TYPE_CHECKING:
+    import subprocess
+
     from streamkeep.engine.model.stream import Stream
     from streamkeep.engine.runtime.core import EngineCore
 
@@ -280,6 +281,8 @@ class Compactor:
 
     def _build(self, job: Job, tmp: str) -> SnapshotEntry | None:
         """Steps 2 and 3: the child writes the file; we make it durable under its final name."""
+        import subprocess  # (a compaction's, not every engine start's)
+
         self._discard(tmp)
         spec = {
             "dir": self.directory, "base": job.base.file if job.base else None,

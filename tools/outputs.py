@@ -27,7 +27,6 @@ import contextlib
 import errno
 import fnmatch
 import os
-import secrets
 import shutil
 from collections.abc import Iterable, Iterator
 from typing import BinaryIO
@@ -154,7 +153,7 @@ def _listdir(path: str) -> list[str]:
 
 def _temp_beside(target: str, what: str) -> str:
     directory, name = os.path.split(target)
-    return os.path.join(directory, f".{name}.{what}-{secrets.token_hex(4)}")
+    return os.path.join(directory, f".{name}.{what}-{os.urandom(4).hex()}")
 
 
 @contextlib.contextmanager

@@ -9,8 +9,6 @@ sockets (the server owns the connection; handlers only set flags it acts on afte
 
 from __future__ import annotations
 
-import hashlib
-import hmac
 from typing import Any
 
 from streamkeep.engine.exec.context import Ctx, Later
@@ -44,6 +42,9 @@ BAD_NAME = "ERR Client names cannot contain spaces, newlines or special characte
 def password_matches(given: bytes, expected: str) -> bool:
     """Constant time whatever the inputs share: both sides are hashed first, so neither the
     length nor a correct prefix of the password changes how long a failed AUTH takes."""
+    import hashlib  # (here: every engine start would pay for OpenSSL's hashes)
+    import hmac
+
     a = hashlib.sha256(given).digest()
     b = hashlib.sha256(expected.encode("utf-8", "surrogateescape")).digest()
     return hmac.compare_digest(a, b)

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import functools
 import os
-import platform
 import resource
 import sys
 import time
@@ -98,6 +97,8 @@ def _waiters(engine: EngineCore) -> list[Any]:
 
 
 def _info_server(engine: EngineCore) -> Fields:
+    import platform  # (INFO server's, not every engine start's)
+
     server = engine.server
     uname = platform.uname()
     uptime = max(int(time.time() - engine.started_ms / 1000), 0)
