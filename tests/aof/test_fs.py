@@ -100,6 +100,38 @@ def test_read_file(tmp_path: Path) -> None:
         fs.read_file(str(tmp_path / "missing"))
 
 
+def test_read_file_takes_one_buffer_of_the_files_size(tmp_path: Path) -> None:
+    """A segment read whole is one allocation (the freed pieces of a chunked read stayed in the
+    process's heap after a replay): the peak of traced memory is the file's size, not twice."""
+    import tracemalloc
+
+    path = tmp_path / "segment"
+    data = os.urandom(40 << 20)
+    path.write_bytes(data)
+    tracemalloc.start()
+    try:
+        got = fs.read_file(str(path))
+        _now, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert got == data
+    assert peak < len(data) + (1 << 20)
+
+
+def test_read_file_reads_what_a_file_grew_by(tmp_path: Path,
+                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "growing"
+    path.write_bytes(b"a" * 1000)
+    real_fstat = os.fstat
+
+    class Older:  # the size the file had when it was measured: it grew since
+        def __init__(self, fd: int) -> None:
+            self.st_size = real_fstat(fd).st_size - 400
+
+    monkeypatch.setattr(os, "fstat", Older)
+    assert fs.read_file(str(path)) == b"a" * 1000
+
+
 def test_reading_a_directory_names_it(tmp_path: Path) -> None:
     with pytest.raises(OSError) as caught:
         fs.read_file(str(tmp_path))
