@@ -24,11 +24,14 @@ WORKERS = 3
 
 # A worker: handles messages (a poison one always fails), noting each handled ID in its log
 # file before acknowledging it (so a kill between the two shows as handled, not acknowledged).
+# Its visibility timeout is longer than a handler ever takes, even on a loaded machine: a
+# healthy worker starved past it would see its messages claimed, and three claims make a
+# dead letter (a 0.3 s timeout did, once, on a CI machine running Spark beside it).
 _WORKER = """
 import sys, time, redis
 from streamkeep.engine.runtime.queue import StreamQueue
 port, name, log = int(sys.argv[1]), sys.argv[2], sys.argv[3]
-q = StreamQueue(redis.Redis(port=port), "jobs", consumer=name, visibility_timeout=0.3,
+q = StreamQueue(redis.Redis(port=port), "jobs", consumer=name, visibility_timeout=1.5,
                 max_deliveries=3)
 with open(log, "a", buffering=1) as out:
     for msg in q.consume(count=5, block=0.05):
@@ -106,7 +109,7 @@ out = open(log, "a", buffering=1)
 lock = threading.Lock()
 
 def work(i):
-    q = StreamQueue(engine, "jobs", consumer=f"t{i}", visibility_timeout=0.3,
+    q = StreamQueue(engine, "jobs", consumer=f"t{i}", visibility_timeout=1.5,
                     max_deliveries=3)
     for msg in q.consume(count=3, block=0.05):
         if msg.fields.get(b"poison"):
