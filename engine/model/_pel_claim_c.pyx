@@ -7,6 +7,8 @@ instead of boxing every cell.
 from bisect import bisect_left
 
 from cpython cimport array
+
+include "_pel_columns.pxi"  # c_find, check_ids, check_row: the PEL kernels' shared helpers
 from cpython.long cimport PyLong_AsUnsignedLongLongMask
 from libc.string cimport memmove
 
@@ -14,34 +16,6 @@ cdef object _LOW = (1 << 64) - 1
 cdef int NO_OWNER = -1  # pel_store.NO_OWNER
 cdef unsigned long long _ULL_MAX = 0xFFFFFFFFFFFFFFFF
 cdef object _LLONG_MIN = -(1 << 63)
-
-
-cdef inline Py_ssize_t c_find(unsigned long long *pm, unsigned long long *ps, Py_ssize_t n,
-                              unsigned long long m, unsigned long long s) noexcept:
-    cdef Py_ssize_t lo = 0, hi = n, mid
-    while lo < hi:  # the first index whose (ms, seq) is not below (m, s)
-        mid = (lo + hi) >> 1
-        if pm[mid] < m or (pm[mid] == m and ps[mid] < s):
-            lo = mid + 1
-        else:
-            hi = mid
-    if lo < n and pm[lo] == m and ps[lo] == s:
-        return lo
-    return -1 - lo
-
-
-cdef inline void check_ids(array.array ms, array.array seq) except *:
-    if ms.ob_descr.typecode != b'Q' or seq.ob_descr.typecode != b'Q' or len(ms) != len(seq):
-        raise TypeError("a packed chunk wants two array('Q') ID columns of one length")
-
-
-cdef inline void check_row(array.array ms, array.array seq, array.array times,
-                           array.array counts, array.array owners) except *:
-    check_ids(ms, seq)
-    if (times.ob_descr.typecode != b'q' or counts.ob_descr.typecode != b'Q'
-            or owners.ob_descr.typecode != b'i' or len(times) != len(ms)
-            or len(counts) != len(ms) or len(owners) != len(ms)):
-        raise TypeError("a PEL chunk wants q, Q and i columns as long as its IDs")
 
 
 cdef inline object make_id(unsigned long long m, unsigned long long s):

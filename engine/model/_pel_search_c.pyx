@@ -8,39 +8,13 @@ from bisect import bisect_left
 
 from cpython cimport array
 
+include "_pel_columns.pxi"  # c_find, check_ids, check_row: the PEL kernels' shared helpers
+
 cdef object _LOW = (1 << 64) - 1
 
 
-cdef inline Py_ssize_t c_find(unsigned long long *pm, unsigned long long *ps, Py_ssize_t n,
-                              unsigned long long m, unsigned long long s) noexcept:
-    cdef Py_ssize_t lo = 0, hi = n, mid
-    while lo < hi:  # the first index whose (ms, seq) is not below (m, s)
-        mid = (lo + hi) >> 1
-        if pm[mid] < m or (pm[mid] == m and ps[mid] < s):
-            lo = mid + 1
-        else:
-            hi = mid
-    if lo < n and pm[lo] == m and ps[lo] == s:
-        return lo
-    return -1 - lo
-
-
-cdef inline void check(array.array ms, array.array seq) except *:
-    if ms.ob_descr.typecode != b'Q' or seq.ob_descr.typecode != b'Q' or len(ms) != len(seq):
-        raise TypeError("find wants two array('Q') columns of one length")
-
-
-cdef inline void check_row(array.array ms, array.array seq, array.array times,
-                           array.array counts, array.array owners) except *:
-    check(ms, seq)
-    if (times.ob_descr.typecode != b'q' or counts.ob_descr.typecode != b'Q'
-            or owners.ob_descr.typecode != b'i' or len(times) != len(ms)
-            or len(counts) != len(ms) or len(owners) != len(ms)):
-        raise TypeError("a PEL chunk wants q, Q and i columns as long as its IDs")
-
-
 def find(array.array ms, array.array seq, unsigned long long m, unsigned long long s):
-    check(ms, seq)
+    check_ids(ms, seq)
     return c_find(ms.data.as_ulonglongs, seq.data.as_ulonglongs, len(ms), m, s)
 
 
@@ -56,14 +30,14 @@ def owned_rows(list maxes, list chunks, list my_maxes, list my_chunks, object st
     if c == len(my_chunks):
         return
     my_ms, my_seq = my_chunks[c][0], my_chunks[c][1]
-    check(my_ms, my_seq)
+    check_ids(my_ms, my_seq)
     k0 = c_find(my_ms.data.as_ulonglongs, my_seq.data.as_ulonglongs, len(my_ms),
                 start >> 64, start & _LOW)
     if k0 < 0:
         k0 = -1 - k0
     while c < len(my_chunks):
         my_ms, my_seq = my_chunks[c][0], my_chunks[c][1]
-        check(my_ms, my_seq)
+        check_ids(my_ms, my_seq)
         for k in range(k0, len(my_ms)):
             m = my_ms.data.as_ulonglongs[k]
             s = my_seq.data.as_ulonglongs[k]
@@ -95,7 +69,7 @@ def range_rows(list maxes, list chunks, object start, object end):
     if c == len(chunks):
         return
     ms, seq = chunks[c][0], chunks[c][1]
-    check(ms, seq)
+    check_ids(ms, seq)
     j = c_find(ms.data.as_ulonglongs, seq.data.as_ulonglongs, len(ms), start >> 64,
                start & _LOW)
     if j < 0:

@@ -18,7 +18,7 @@ _LOW = (1 << 64) - 1
 def find(ms: array, seq: array, m: int, s: int) -> int:
     """The index of the ID (m, s) in the chunk, or -1 - the index where it would be inserted."""
     if ms.typecode != "Q" or seq.typecode != "Q" or len(ms) != len(seq):
-        raise TypeError("find wants two array('Q') columns of one length")
+        raise TypeError("a packed chunk wants two array('Q') ID columns of one length")
     i = bisect_left(ms, m)
     j = bisect_right(ms, m, i)
     k = bisect_left(seq, s, i, j)
