@@ -133,12 +133,26 @@ def lzf_decompress(data, ulen):
                 False)
 
 
+cdef inline void _lzf_back_copy(unsigned char* out, Py_ssize_t o, Py_ssize_t ref,
+                                Py_ssize_t length) noexcept nogil:
+    """An LZF back reference: `length` bytes from `ref` copied to `o` (both already checked)."""
+    cdef Py_ssize_t k, chunk
+    if o - ref >= length:
+        memcpy(out + o, out + ref, length)
+        return
+    k = 0  # overlapping: the last o - ref bytes repeated, a period (or less) per copy
+    while k < length:
+        chunk = min(o - ref, length - k)
+        memcpy(out + o + k, out + ref + k, chunk)
+        k += chunk
+
+
 cdef int _lzf_one_pass(const unsigned char* p, Py_ssize_t n, unsigned char* out,
                        Py_ssize_t want) noexcept nogil:
     """p[0:n] expanded into out[0:want]: 0 when it fills exactly that with nothing wrong, -1 at
     the first thing wrong or the first byte beyond `want` (the caller then takes the two passes
     below, which say what the reference says; nothing is written past `want`)."""
-    cdef Py_ssize_t i = 0, o = 0, length, ref, k, chunk
+    cdef Py_ssize_t i = 0, o = 0, length, ref
     cdef unsigned int ctrl
     while i < n:
         ctrl = p[i]
@@ -163,14 +177,7 @@ cdef int _lzf_one_pass(const unsigned char* p, Py_ssize_t n, unsigned char* out,
         length += 2
         if ref < 0 or o + length > want:
             return -1
-        if o - ref >= length:
-            memcpy(out + o, out + ref, length)
-        else:  # overlapping: the last o - ref bytes repeated, a period (or less) per copy
-            k = 0
-            while k < length:
-                chunk = min(o - ref, length - k)
-                memcpy(out + o + k, out + ref + k, chunk)
-                k += chunk
+        _lzf_back_copy(out, o, ref, length)
         o += length
     return 0 if o == want else -1
 
@@ -178,7 +185,7 @@ cdef int _lzf_one_pass(const unsigned char* p, Py_ssize_t n, unsigned char* out,
 cdef object _lzf(const unsigned char* p, Py_ssize_t n, long long want, bint to_bytearray):
     """p[0:n] expanded to exactly `want` bytes, as bytes (or a bytearray), or the reference's
     RdbError."""
-    cdef Py_ssize_t i, length, ref, o, k, chunk
+    cdef Py_ssize_t i, length, ref, o
     cdef unsigned int ctrl
     cdef long long total = 0
     cdef unsigned char* out
@@ -249,14 +256,7 @@ cdef object _lzf(const unsigned char* p, Py_ssize_t n, long long want, bint to_b
         length += 2
         if o + length > total or ref < 0:  # cannot happen after pass 1: never write past it
             raise _bad_lzf_data()
-        if o - ref >= length:
-            memcpy(out + o, out + ref, length)
-        else:  # overlapping: the last o - ref bytes repeated, a period (or less) per copy
-            k = 0
-            while k < length:
-                chunk = min(o - ref, length - k)
-                memcpy(out + o + k, out + ref + k, chunk)
-                k += chunk
+        _lzf_back_copy(out, o, ref, length)
         o += length
     return result
 
