@@ -121,6 +121,26 @@ class PackedIDs:
         elif j == len(chunk[0]):
             self._maxes[c] = chunk[0][-1] << 64 | chunk[1][-1]
 
+    @staticmethod
+    def _run(sids: list[int], k: int, ms: array, seq: array, e: int) -> tuple[int, int]:
+        """How far `sids` from k go on matching the chunk's IDs from e (the ends of the run):
+        compared in windows that double while they match (a batch's run costs a few slices,
+        not a step an ID), then one by one inside the window that does not, so a batch that
+        only starts runs costs no more than the runs it has."""
+        n, size, width = len(sids), len(ms), 1
+        while k < n and e < size:
+            w = min(width, n - k, size - e)
+            if [m << 64 | q for m, q in zip(ms[e:e + w], seq[e:e + w], strict=True)] != \
+                    sids[k:k + w]:
+                while sids[k] == ms[e] << 64 | seq[e]:  # (the window holds a mismatch)
+                    k += 1
+                    e += 1
+                break
+            k += w
+            e += w
+            width *= 2
+        return k, e
+
     def pop_many(self, sids: list[int], column: int = -1) -> list[int | None]:
         """Remove each of `sids`; per ID, None when it was not there, else its value in
         `column` (-1: True). IDs that follow one another in a chunk, as an acknowledged batch
@@ -135,15 +155,7 @@ class PackedIDs:
                 continue
             chunk = chunks[c]
             ms, seq = chunk[0], chunk[1]
-            size = len(ms)
-            e = j + min(n - i, size - j)  # the longest run there can be, compared at once
-            if [m << 64 | q for m, q in zip(ms[j:e], seq[j:e], strict=True)] == sids[i:i + e - j]:
-                k = i + e - j
-            else:
-                k, e = i + 1, j + 1
-                while k < n and e < size and sids[k] == ms[e] << 64 | seq[e]:
-                    k += 1
-                    e += 1
+            k, e = self._run(sids, i + 1, ms, seq, j + 1)
             out[i:k] = chunk[column][j:e].tolist() if column >= 0 else [True] * (k - i)
             for col in chunk:
                 del col[j:e]
@@ -151,7 +163,7 @@ class PackedIDs:
             if not ms:
                 del chunks[c]
                 del maxes[c]
-            elif e == size:
+            elif j == len(ms):  # (the run reached the chunk's end: a new last ID)
                 maxes[c] = ms[-1] << 64 | seq[-1]
             i = k
         return out
