@@ -114,6 +114,25 @@ def test_groups_alone_differing() -> None:
     assert "last-delivered-id" in verdict.violations[0].detail
 
 
+def test_entries_read_lost_after_an_applied_in_flight_read() -> None:
+    """redis-server's AOF drops entries-read; when the in-flight XREADGROUP was applied too,
+    the diagnosis compares with the state that includes it (its PEL), naming entries-read."""
+    checker = Checker("always")
+    drive(checker, 150)
+    argv = [b"XREADGROUP", b"GROUP", b"g1", b"c1", b"COUNT", b"5", b"STREAMS",
+            checker.reference.state()[0][0], b">"]
+    with_it = list(Reference.replayed([(op.argv, None) for op in checker.lineage]
+                                      + [(argv, None)]).state())
+    key, entries, groups = with_it[0]
+    assert checker.reference.state()[0][2] != groups  # the read delivered something
+    name, ldi, entries_read, *rest = groups[0]
+    lost = None if entries_read is not None else 7
+    with_it[0] = (key, entries, ((name, ldi, lost, *rest), *groups[1:]))
+    verdict = checker.judge(tuple(with_it), 5.0, in_flight=argv)
+    assert [v.invariant for v in verdict.violations] == ["groups"]
+    assert "entries-read" in verdict.violations[0].detail, verdict.violations[0].detail
+
+
 def test_the_lineage_goes_on_from_the_recovered_prefix() -> None:
     checker = Checker("everysec")
     drive(checker, 200)
