@@ -23,7 +23,7 @@ from streamkeep.aof import watermark as watermark_mod
 from streamkeep.aof.codec import HEADER_SIZE, frames_in_tail
 from streamkeep.aof.fs import FileSystem
 from streamkeep.aof.journal import create_segment
-from streamkeep.aof.manifest import Manifest, SegmentEntry
+from streamkeep.aof.manifest import Manifest, SegmentEntry, SnapshotEntry
 from streamkeep.aof.planted import planted
 from streamkeep.aof.segment_reader import SegmentDamage, SegmentError, SegmentReader
 from streamkeep.aof.watermark import Synced
@@ -64,6 +64,16 @@ def initialise(fs: FileSystem, path: str) -> tuple[Manifest, int]:
         fs.close(fd)
         raise
     return manifest, fd
+
+
+def initialise_with_snapshot(fs: FileSystem, path: str, snapshot: SnapshotEntry,
+                             repl_id: str) -> None:
+    """A new directory around the snapshot file already in it (a tool that builds a whole
+    directory, synced and published once complete): the first segment, whose records follow
+    the snapshot's LSN, and the manifest naming both under the history `repl_id`."""
+    entry = SegmentEntry(manifest_mod.segment_file(1), 1, snapshot.lsn + 1)
+    fs.close(create_segment(fs, path, entry))
+    manifest_mod.store(fs, path, Manifest([entry], snapshot, repl_id))
 
 
 def remove_orphans(fs: FileSystem, path: str, manifest: Manifest) -> None:

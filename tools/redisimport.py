@@ -13,8 +13,8 @@ their commands by name, never silently; databases kept. As Redis loads its files
 dump.rdb's keys already expired are skipped, an AOF's RDB preamble (or an appendonlydir's base)
 loads them all (its commands assume that exact keyspace), and nothing expires while loading
 (the staging engine is read-only to clients, the commands are the primary's); what is expired
-is deleted once DIR is served, its DEL logged then. Then the directory is compacted into a
-snapshot.
+is deleted once DIR is served, its DEL logged then. The state is built in memory, then written
+as DIR's snapshot with its first segment and manifest.
 Must not touch: the RDB format (snapshot.rdb), RESP (engine.wire.request_parser), what a
 command does.
 
@@ -140,9 +140,8 @@ def main(args: argparse.Namespace) -> int:
             report.update(_counts(staging, applier, streams, entries, strings))
             _progress(f"writing {report['streams']:,} stream(s) as the snapshot of {args.out}")
             # built beside DIR and renamed into place whole: a failure leaves no DIR behind
-            with staged_directory(args.out) as stage, \
-                    Engine.open(stage, auto_aof_rewrite_percentage=0) as engine:
-                _install(engine, staging)
+            with staged_directory(args.out) as stage:
+                _install(staging, stage)
     except BadSource as err:
         print(f"streamkeep import: {err}", file=sys.stderr)
         return EXIT_BAD_SOURCE
@@ -324,26 +323,24 @@ def _counts(engine: Any, applier: RedisApplier, streams: int, entries: int,
             "expired_skipped": applier.expired_keys}
 
 
-def _install(engine: Any, staging: Any) -> None:
-    """The staging engine's state made the new directory's snapshot, durably (at LSN 1: the
-    manifest counts a snapshot as covering at least one record)."""
+def _install(staging: Any, directory: str) -> None:
+    """The staging engine's state written as the snapshot of the new data directory at LSN 1
+    (the manifest counts a snapshot as covering at least one record), with the first segment
+    and the manifest around it. Nothing is synced here: `staged_directory` syncs the whole
+    directory before publishing it."""
+    from streamkeep.aof.fs import RealFS
+    from streamkeep.aof.manifest import SnapshotEntry, new_repl_id, snapshot_file
+    from streamkeep.aof.recovery import initialise_with_snapshot
     from streamkeep.snapshot.writer import write_snapshot
 
-    dbs, strings, expires = staging.dbs, staging.strings, staging.expires
-    datadir = engine.datadir
-    fs = datadir.fs
-    datadir.wait_no_compaction()
-    tmp = os.path.join(datadir.path, "import.snapshot.tmp")
-    replid = datadir.history()[0]
-    info = write_snapshot(dbs, tmp, 1, int(time.time() * 1000), replid, strings=strings,
-                          expires=expires)
-    fd = fs.open_read(tmp)
-    try:
-        fs.fdatasync(fd)
-    finally:
-        fs.close(fd)
-    with engine.lock:
-        datadir.install_snapshot(tmp, 1, replid, dbs, info.crc32, strings, expires)
+    name = snapshot_file(1)
+    file = os.path.join(directory, name)
+    repl_id = new_repl_id()
+    created = int(time.time() * 1000)
+    info = write_snapshot(staging.dbs, file, 1, created, repl_id, strings=staging.strings,
+                          expires=staging.expires)
+    snapshot = SnapshotEntry(name, 1, os.path.getsize(file), created, info.crc32)
+    initialise_with_snapshot(RealFS(), directory, snapshot, repl_id)
 
 
 def _progress(message: str) -> None:

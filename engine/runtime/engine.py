@@ -16,9 +16,7 @@ from typing import Any
 
 from streamkeep.engine.exec.settings import normalize_settings
 from streamkeep.engine.runtime.core import EngineCore
-from streamkeep.engine.runtime.datadir import DataDir
 from streamkeep.engine.runtime.expiry_timer import ExpiryTimer
-from streamkeep.replication.service import attach
 
 # The settings that configure the data directory, not the engine (`_` or `-` spelled).
 AOF_OPTIONS = ("appendfsync", "aof_load_truncated", "aof_segment_max_bytes",
@@ -71,6 +69,11 @@ class Engine(EngineCore):
             if primary is not None:
                 raise ValueError("replicaof needs a data directory path")
             return engine.start_expiry()
+        # (imported here: an engine in memory, and a tool that only builds one, never pays for
+        # the persistence and replication services)
+        from streamkeep.engine.runtime.datadir import DataDir
+        from streamkeep.replication.service import attach
+
         engine.datadir = DataDir.open(engine, path, **aof_options)
         try:
             attach(engine, primary)  # the role, REPLICAOF, WAIT
