@@ -435,16 +435,16 @@ class Snapshot:
                     from None
         if value is None:
             return None
-        found = layout.unseal_crc("nodes", key, value)
+        found = layout.unseal_node(key, value)
         if found is None:
             raise self.damaged("nodes", key, "checksum mismatch: the stored value is damaged")
-        lp = bytearray(found[0])
+        lp = found[0]
         if found[1] != trusted_crc:
             try:
                 packed_node.validate(lp, master)
             except _DECODE_ERRORS as err:
                 raise self.damaged("nodes", key, f"undecodable value ({err})") from None
-        return lp, found[1]
+        return found
 
     def node(self, number: int, master: int) -> RawNode | None:
         """One node, checked and decoded (None: no such node)."""
