@@ -7,8 +7,8 @@ code runs under another checkout's interpreter (``--base DIR`` / ``--before DIR`
   tools/bench/nodes_child.py);
 - server rows: ``<python> -m streamkeep serve`` as a child, driven over its socket by this
   process's redis-py. The client's parsing takes most of the wall time of such a loop, the
-  same for both checkouts, so these rows compare the server's CPU time per op (from
-  /proc/PID/stat) as their figure; the wall-clock rates are in the note;
+  same for both checkouts, so these rows compare the server's CPU time per op (its threads'
+  nanosecond run time, processes.cpu_seconds) as their figure; the wall-clock rates are in the note;
 - import: ``<python> -m streamkeep import`` of one dump.rdb a redis-server SAVEd, timed whole.
 Each interpreter's packages are compiled to bytecode before its first timed run
 (``Bytecode``), as an installed package has its .pyc files.
@@ -35,7 +35,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from streamkeep.tools.bench.processes import StreamkeepServer
+from streamkeep.tools.bench.processes import StreamkeepServer, cpu_seconds
 from streamkeep.tools.bench.workload import Measurement, Skip
 
 if TYPE_CHECKING:
@@ -150,7 +150,7 @@ def versus(env: BenchEnv, key: str, other: str, run: Run) -> Measurement:
         mine_rates.append(mine)
         their_rates.append(their)
         ratios.append(mine / max(their, 1e-9))
-        if "server_cpu" in mine_run:
+        if "server_cpu" in mine_run and "server_cpu" in their_run:
             cpu_ratios.append(_cpu_per_op(their_run) / max(_cpu_per_op(mine_run), 1e-12))
     figures = {"ratio_min": min(ratios), "ratio_max": max(ratios),
                "other_rate": max(their_rates)}
@@ -189,13 +189,6 @@ class CheckoutServer(StreamkeepServer):
         return [self.python, *super().command(data)[1:]]
 
 
-def _cpu_seconds(pid: int) -> float:
-    """User + system CPU time of process ``pid`` so far."""
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
 def _served(python: str, n: int, what: str, seed: int = 1) -> dict[str, Any]:
     server = CheckoutServer(python).start()
     try:
@@ -208,10 +201,13 @@ def _served(python: str, n: int, what: str, seed: int = 1) -> dict[str, Any]:
             pipe.execute()
         assert server.proc is not None  # (started)
         pid = server.proc.pid
-        cpu = _cpu_seconds(pid)
+        cpu = cpu_seconds(pid)
         result = _served_consume(client) if what == "consume" else _served_ranges(
             client, size, what, random.Random(seed), max(n // 20, 10))
-        return {**result, "server_cpu": _cpu_seconds(pid) - cpu}
+        after = cpu_seconds(pid)
+        if cpu is None or after is None:
+            return result
+        return {**result, "server_cpu": after - cpu}
     finally:
         server.stop()
 
