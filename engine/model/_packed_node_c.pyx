@@ -19,7 +19,7 @@ from cpython.bytearray cimport (
 )
 from cpython.buffer cimport PyBUF_SIMPLE, PyBuffer_Release, PyObject_GetBuffer
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_CheckExact, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
-from cpython.list cimport PyList_Append, PyList_New, PyList_SET_ITEM
+from cpython.list cimport PyList_Append, PyList_GET_ITEM, PyList_New, PyList_SET_ITEM
 from cpython.ref cimport Py_INCREF
 from cpython.tuple cimport PyTuple_CheckExact, PyTuple_GET_ITEM, PyTuple_GET_SIZE, PyTuple_New, PyTuple_SET_ITEM
 from libc.stdint cimport uint64_t
@@ -729,8 +729,42 @@ def read_range(lp, master, start, end, Py_ssize_t count=0, bint rev=False, sids=
     return ids, fields
 
 
-cdef list entry_list(const unsigned char* p, Walk* w, tuple names):
-    """entry_fields as a list: what an embedded caller gets (the reply's plain form)."""
+# Slots of `entry_list`'s reuse list: the first field positions of an entry.
+DEF REUSE_SLOTS = 16
+
+
+cdef object text_reused(Elem* e, list last, Py_ssize_t k):
+    """elem_text, or last[k] when that holds the same bytes, and then last[k] is the result.
+    A stream's values repeat from entry to entry (a device's id, a status, a unit): a plain
+    reply then holds one bytes object for each, not one per entry (an allocation was a third of
+    building an entry's lists: measured). Bytes are immutable, so sharing them is invisible."""
+    cdef char buf[24]
+    cdef const char* s
+    cdef Py_ssize_t n
+    if k >= REUSE_SLOTS:
+        return elem_text(e)
+    if e.is_int:
+        if e.ival < 0:
+            buf[0] = 45
+            n = 1 + put_decimal(buf + 1, <uint64_t>0 - <uint64_t>e.ival)
+        else:
+            n = put_decimal(buf, <uint64_t>e.ival)
+        s = buf
+    else:
+        s = <const char*>e.s
+        n = e.n
+    prev = <object>PyList_GET_ITEM(last, k)
+    if prev is not None and PyBytes_GET_SIZE(prev) == n and memcmp(PyBytes_AS_STRING(prev), s,
+                                                                    n) == 0:
+        return prev
+    value = PyBytes_FromStringAndSize(s, n)
+    last[k] = value
+    return value
+
+
+cdef list entry_list(const unsigned char* p, Walk* w, tuple names, list reuse):
+    """entry_fields as a list: what an embedded caller gets (the reply's plain form). `reuse`:
+    the read's REUSE_SLOTS previous texts by position (`text_reused`)."""
     cdef Elem e
     cdef Py_ssize_t i = w.values, k, n
     cdef list out
@@ -742,7 +776,7 @@ cdef list entry_list(const unsigned char* p, Walk* w, tuple names):
             Py_INCREF(name)
             PyList_SET_ITEM(out, 2 * k, name)
             i = next_elem(p, i, &e)
-            value = elem_text(&e)
+            value = text_reused(&e, reuse, k)
             Py_INCREF(value)
             PyList_SET_ITEM(out, 2 * k + 1, value)
         return out
@@ -751,7 +785,7 @@ cdef list entry_list(const unsigned char* p, Walk* w, tuple names):
     out = PyList_New(n)
     for k in range(n):
         i = next_elem(p, i, &e)
-        value = elem_text(&e)
+        value = text_reused(&e, reuse, k)
         Py_INCREF(value)
         PyList_SET_ITEM(out, k, value)
     return out
@@ -764,6 +798,7 @@ def read_plain(lp, master, start, end, Py_ssize_t count, bint rev, out, sids=Non
     if start > end:
         return 0
     names_ = master_names(p, &i)
+    reuse = [None] * REUSE_SLOTS
     try:
         n = select(p, i, PyByteArray_GET_SIZE(lp) - 1, PyTuple_GET_SIZE(names_),
                    <uint64_t>(master >> _SIXTY_FOUR), <uint64_t>(master & _U64_OBJ),
@@ -771,14 +806,14 @@ def read_plain(lp, master, start, end, Py_ssize_t count, bint rev, out, sids=Non
         if not rev:
             for k in range(n):
                 PyList_Append(out, [id_text(picked[k].ms, picked[k].seq),
-                                    entry_list(p, &picked[k], names_)])
+                                    entry_list(p, &picked[k], names_, reuse)])
             if sids is not None:
                 sids += [id_int(picked[k].ms, picked[k].seq) for k in range(n)]
             return n
         last = n - count if 0 < count < n else 0
         for k in range(n - 1, last - 1, -1):
             PyList_Append(out, [id_text(picked[k].ms, picked[k].seq),
-                                entry_list(p, &picked[k], names_)])
+                                entry_list(p, &picked[k], names_, reuse)])
         if sids is not None:
             sids += [id_int(picked[k].ms, picked[k].seq) for k in range(n - 1, last - 1, -1)]
         return n - last

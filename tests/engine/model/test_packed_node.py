@@ -509,3 +509,20 @@ def test_validate_agrees_with_the_pure_one_on_every_truncation_and_byte() -> Non
             got = [outcome(t.validate, bytes(blob), master) for t in twins]
             assert got[0][0] == "ok" or got[0][1][0] == "Invalid", got
             assert got[1:] in ([], got[:1]), got
+
+
+def test_plain_reads_share_a_repeated_value_and_keep_the_others_apart(
+        packed_impl: ModuleType) -> None:
+    """read_plain's entries: equal to what was appended, a value repeated at a position one
+    object in the compiled twin (`text_reused`), a value that differs by a byte, by its length
+    or by being an integer never taken for the previous one."""
+    values = [b"1234", b"1234", b"12345", b"1234", b"abcd", b"abce", b"-7", b"-7", b"", b""]
+    ids = [(1 << 64) | k for k in range(len(values))]
+    fields = [(b"f", v, b"g", b"x" * (k % 3)) for k, v in enumerate(values)]
+    lp = packed_impl.build(ids, fields)
+    out: list = []
+    assert packed_impl.read_plain(lp, ids[0], 0, 1 << 127, 0, False, out) == len(values)
+    assert [e[1] for e in out] == [list(f) for f in fields]
+    assert [e[0] for e in out] == [b"1-%d" % k for k in range(len(values))]
+    if packed_impl.__name__.endswith("_c"):
+        assert out[0][1][1] is out[1][1][1] and out[6][1][1] is out[7][1][1]
