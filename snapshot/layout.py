@@ -160,7 +160,7 @@ def unseal_crc(table: str, key: bytes, value: bytes | memoryview
     return body, body_check
 
 
-def unseal_node(key: bytes, value: bytes) -> tuple[bytearray, int] | None:
+def unseal_node(key: bytes, value: bytes | memoryview) -> tuple[bytearray, int] | None:
     """`unseal_crc("nodes", key, value)` as a cold node's read-back needs it: the listpack
     copied once into the buffer a node holds, and its CRC-32; None if the check fails. (Every
     read of a cold backlog passes here twice or so: no slice, no table lookup.)"""
