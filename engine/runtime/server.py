@@ -306,9 +306,12 @@ class Client(asyncio.Protocol):
             self._output_exceeded(out.size())
 
     def reply_budget(self) -> int:
-        """_reply_budget for a command reading a stream (0: no limit)."""
-        budget = self._reply_budget()
-        return 0 if budget == NO_LIMIT else budget
+        """_reply_budget for a command reading a stream (0: no limit). It is the output's
+        limit until the next flush, so the reply's encoding reuses it (`reply`)."""
+        out = self.out
+        if not out.limit:
+            out.limit = self._reply_budget()
+        return 0 if out.limit == NO_LIMIT else out.limit
 
     def _reply_budget(self) -> int:
         """How big the output queued until the next flush may grow (NO_LIMIT if unlimited):
