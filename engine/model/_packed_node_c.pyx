@@ -148,18 +148,20 @@ cdef inline int put_decimal(char* buf, uint64_t m) noexcept nogil:
     return n
 
 
+cdef inline int put_int_text(char* buf, long long v) noexcept nogil:
+    """An integer element's text (what it was appended as) into buf (24 bytes); its length."""
+    if v < 0:
+        buf[0] = 45
+        return 1 + put_decimal(buf + 1, <uint64_t>0 - <uint64_t>v)
+    return put_decimal(buf, <uint64_t>v)
+
+
 cdef object elem_text(Elem* e):
     """The element as the bytes it was appended as (an integer as its decimal text)."""
     cdef char buf[24]
-    cdef int n
     if not e.is_int:
         return PyBytes_FromStringAndSize(<const char*>e.s, e.n)
-    if e.ival < 0:
-        buf[0] = 45
-        n = 1 + put_decimal(buf + 1, <uint64_t>0 - <uint64_t>e.ival)
-    else:
-        n = put_decimal(buf, <uint64_t>e.ival)
-    return PyBytes_FromStringAndSize(buf, n)
+    return PyBytes_FromStringAndSize(buf, put_int_text(buf, e.ival))
 
 
 cdef extern from "Python.h":
@@ -744,11 +746,7 @@ cdef object text_reused(Elem* e, list last, Py_ssize_t k):
     if k >= REUSE_SLOTS:
         return elem_text(e)
     if e.is_int:
-        if e.ival < 0:
-            buf[0] = 45
-            n = 1 + put_decimal(buf + 1, <uint64_t>0 - <uint64_t>e.ival)
-        else:
-            n = put_decimal(buf, <uint64_t>e.ival)
+        n = put_int_text(buf, e.ival)
         s = buf
     else:
         s = <const char*>e.s
@@ -844,11 +842,7 @@ cdef inline unsigned char* w_bulk_elem(unsigned char* q, Elem* e) noexcept nogil
     cdef char buf[24]
     cdef int n
     if e.is_int:
-        if e.ival < 0:
-            buf[0] = 45
-            n = 1 + put_decimal(buf + 1, <uint64_t>0 - <uint64_t>e.ival)
-        else:
-            n = put_decimal(buf, <uint64_t>e.ival)
+        n = put_int_text(buf, e.ival)
         q = w_raw(w_header(q, 36, n), buf, n)
     else:
         q = w_raw(w_header(q, 36, e.n), e.s, e.n)
