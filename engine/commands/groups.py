@@ -26,6 +26,7 @@ from streamkeep.engine.model.effects import (
     claim_xclaim_pieces,
     sk_xconsumer_effect,
     xack_effect,
+    xack_ids_effect,
     xgroup_create_effect,
     xgroup_createconsumer_effect,
     xgroup_delconsumer_effect,
@@ -39,6 +40,7 @@ from streamkeep.engine.model.ids import (
     parse_id,
     parse_range,
     parse_strict,
+    plain_ids,
     try_parse_strict,
 )
 from streamkeep.engine.model.pel_store import NO_OWNER
@@ -237,11 +239,29 @@ def xack(ctx: Ctx, argv: Argv) -> int:
     _s, group = _group_or_none(ctx, argv[1], argv[2])
     if group is None:
         return 0
+    parsed = plain_ids(argv, 3)
+    if parsed is not None and parsed[2]:
+        return _xack_tidy(ctx, argv, group, parsed[0], parsed[1])
     sids = [parse_strict(x) for x in argv[3:]]
     acked = group.ack_many(sids)
     if acked and not ctx.replaying:
         ctx.emit(xack_effect(argv[1], argv[2], acked))
     return len(acked)
+
+
+def _xack_tidy(ctx: Ctx, argv: Argv, group: ConsumerGroup, ms: list[int],
+               seq: list[int]) -> int:
+    """XACK of IDs written as replies write them, strictly ascending (a read's IDs): the tables
+    walked once (`ack_sorted`), and the arguments themselves are the effect's IDs."""
+    owners = group.ack_sorted(ms, seq)
+    missing = owners.count(None)
+    if missing == len(owners):
+        return 0
+    if not ctx.replaying:
+        ids = argv[3:] if not missing else [
+            idb for idb, owner in zip(argv[3:], owners, strict=True) if owner is not None]
+        ctx.emit(xack_ids_effect(argv[1], argv[2], ids))
+    return len(owners) - missing
 
 
 @command("xackdel", -6, "write fast", summary="Acknowledges and deletes one or multiple messages "

@@ -2,8 +2,9 @@
 
 Owns these two commands' parsing (they share Redis's xreadCommand grammar), what they reply,
 what they do to the group (last ID, entries read, PEL, consumer times) and their effects: per
-delivered or claimed entry the 14-argument XCLAIM, for history reads the same XCLAIM without
-LASTID (Redis lets delivery counts drift there; we do not), then `XGROUP SETID ... ENTRIESREAD` if
+claimed entry the 14-argument XCLAIM, for history reads the same XCLAIM without LASTID (Redis
+lets delivery counts drift there; we do not), for the new entries a read delivered one XCLAIM of
+them all (Redis propagates one a message: the same state in a hundredth of the effects), then `XGROUP SETID ... ENTRIESREAD` if
 the group moved, then `SK.XCONSUMER` pinning the consumer's seen/active times. When nothing can
 be served and BLOCK was given it returns a `Block`. Redis 8.10's MAXCOUNT/MAXSIZE cap the whole
 reply (`Caps`): streams are served in argument order until the cap is reached, the entry that
@@ -27,7 +28,7 @@ from streamkeep.engine.model.consumer_groups import (
     pending_idle,
 )
 from streamkeep.engine.model.effects import (
-    new_delivery_xclaim_pieces,
+    new_deliveries_xclaim_effect,
     sk_xconsumer_effect,
     xclaim_effect,
     xgroup_setid_effect,
@@ -417,16 +418,16 @@ class Delivery:
         the per-entry work is inlined and the effect built from the already formatted ID."""
         ctx, s, group, consumer = self.ctx, self.s, self.group, self.consumer
         now, key, effects, entries = ctx.now, self.key, ctx.effects, self.entries
-        head, tail = new_delivery_xclaim_pieces(key, group.name, consumer.name, now)
         # Once the counter can simply be incremented, it can for the rest of this read.
         simple = (group.entries_read != INVALID_ENTRIES_READ and group.last_id >= s.first_id
                   and not has_tombstones_between(s, group.last_id))
         moved = False
         caps = self.caps
         if caps is None and not claim_shape and not entries:
-            self._new_entries_at_once(count, noack, simple, head, tail)
+            self._new_entries_at_once(count, noack, simple)
             return
         delivered: list[int] = []  # made pending in one batch once the loop is done
+        idbs: list[bytes] = []
         for sid, idb, fields in s.iter_forward(group.last_id + 1, MAX_ID):
             if count and len(entries) >= count:
                 break
@@ -443,7 +444,10 @@ class Delivery:
             entries.append([idb, fields, 0, 0] if claim_shape else [idb, fields])
             if not noack:
                 delivered.append(sid)
-                effects.append([*head, idb, *tail, idb])  # see new_delivery_xclaim_pieces
+                idbs.append(idb)
+        if delivered:
+            effects.append(new_deliveries_xclaim_effect(key, group.name, consumer.name, now,
+                                                        idbs))
         group.add_new_pending(delivered, consumer, now)
         if moved and not noack:
             consumer.active_time = now
@@ -452,8 +456,7 @@ class Delivery:
             effects.append(xgroup_setid_effect(key, group.name, group.last_id,
                                                group.entries_read))
 
-    def _new_entries_at_once(self, count: int, noack: bool, simple: bool, head: list,
-                             tail: list) -> None:
+    def _new_entries_at_once(self, count: int, noack: bool, simple: bool) -> None:
         """new_entries without MAXSIZE or CLAIM's shape: the entries read node by node as the
         reply wants them (RESP straight from the nodes for a connection), then the group's
         bookkeeping over their IDs."""
@@ -474,8 +477,8 @@ class Delivery:
         if not noack:
             idbs = ([entry[0] for entry in got] if type(got) is PlainEntries
                     else [format_id(sid) for sid in sids])
-            for idb in idbs:
-                effects.append([*head, idb, *tail, idb])  # see new_delivery_xclaim_pieces
+            effects.append(new_deliveries_xclaim_effect(self.key, group.name, consumer.name, now,
+                                                        idbs))
             group.add_new_pending(sids, consumer, now)
             consumer.active_time = now
             self.touched = True

@@ -10,6 +10,7 @@ from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_CheckExact, PyBytes_FromSt
 from cpython.list cimport PyList_GET_ITEM, PyList_GET_SIZE, PyList_New, PyList_SET_ITEM
 from cpython.long cimport PyLong_AsUnsignedLongLong, PyLong_CheckExact, PyLong_FromUnsignedLongLong
 from cpython.ref cimport Py_INCREF
+from cpython.sequence cimport PySequence_Fast_GET_ITEM, PySequence_Fast_GET_SIZE
 
 from streamkeep.engine.model import _ids_py
 
@@ -97,3 +98,58 @@ def plain_id(arg):
     if ms == 0:
         return PyLong_FromUnsignedLongLong(seq)
     return (PyLong_FromUnsignedLongLong(ms) << SIXTY_FOUR) | PyLong_FromUnsignedLongLong(seq)
+
+
+cdef inline bint canonical_digits(const unsigned char* p, Py_ssize_t n) noexcept nogil:
+    return n == 1 or p[0] != 48
+
+
+def plain_ids(object args, Py_ssize_t start):
+    cdef Py_ssize_t i, n, k, dash, size
+    cdef const unsigned char* p
+    cdef unsigned long long m, q, pm = 0, pq = 0
+    cdef bint tidy = True
+    cdef list ms = [], seq = []
+    cdef object arg
+    if type(args) is not tuple and type(args) is not list:
+        args = tuple(args)
+    n = PySequence_Fast_GET_SIZE(args)
+    for i in range(start, n):
+        arg = <object>PySequence_Fast_GET_ITEM(args, i)
+        if not PyBytes_CheckExact(arg):
+            return None
+        p = <const unsigned char*>PyBytes_AS_STRING(arg)
+        size = PyBytes_GET_SIZE(arg)
+        dash = -1
+        for k in range(size):
+            if p[k] == 45:
+                dash = k
+                break
+        if dash < 0 or not (read_digits(p, dash, &m)
+                            and read_digits(p + dash + 1, size - dash - 1, &q)):
+            return None
+        if tidy and not (canonical_digits(p, dash)
+                         and canonical_digits(p + dash + 1, size - dash - 1)
+                         and (i == start or m > pm or (m == pm and q > pq))):
+            tidy = False
+        pm, pq = m, q
+        ms.append(PyLong_FromUnsignedLongLong(m))
+        seq.append(PyLong_FromUnsignedLongLong(q))
+    return ms, seq, tidy
+
+
+def split_ids(list sids):
+    cdef Py_ssize_t i, n = PyList_GET_SIZE(sids)
+    cdef list ms = PyList_New(n), seq = PyList_New(n)
+    cdef object sid, m, q
+    for i in range(n):
+        sid = <object>PyList_GET_ITEM(sids, i)
+        if not PyLong_CheckExact(sid) or sid < 0 or sid >> 128:
+            return _ids_py.split_ids(sids)
+        m = sid >> SIXTY_FOUR
+        q = sid & LOW
+        Py_INCREF(m)  # PyList_SET_ITEM steals the reference
+        PyList_SET_ITEM(ms, i, m)
+        Py_INCREF(q)
+        PyList_SET_ITEM(seq, i, q)
+    return ms, seq

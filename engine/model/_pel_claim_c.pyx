@@ -126,6 +126,19 @@ cdef void compact(array.array col, const unsigned char *gone, Py_ssize_t size) n
 
 
 def remove_sorted(list maxes, list chunks, list ms, list seq):
+    return c_remove_sorted(maxes, chunks, ms, seq, None, 0)
+
+
+def pop_sorted(list maxes, list chunks, list ms, list seq, int column):
+    cdef list out = [None] * len(ms)
+    c_remove_sorted(maxes, chunks, ms, seq, out, column)
+    return out
+
+
+cdef Py_ssize_t c_remove_sorted(list maxes, list chunks, list ms, list seq, list out,
+                                int column) except -1:
+    """remove_sorted; with `out`, each removed ID's value in the chunk column `column` is
+    stored at its index in `out` (absent IDs leave theirs as they are)."""
     cdef Py_ssize_t i = 0, n = len(ms), c = 0, k, size, removed = 0, gone_here
     cdef unsigned long long pm, ps, hm, hs, tm, ts
     cdef array.array cms, cseq, col
@@ -162,6 +175,8 @@ def remove_sorted(list maxes, list chunks, list ms, list seq):
                     break
                 k += 1
             if k < size and cms.data.as_ulonglongs[k] == pm and cseq.data.as_ulonglongs[k] == ps:
+                if out is not None:
+                    out[i] = chunk[column][k]
                 gone[k] = 1
                 gone_here += 1
                 k += 1
@@ -181,3 +196,73 @@ def remove_sorted(list maxes, list chunks, list ms, list seq):
                            cseq.data.as_ulonglongs[size - gone_here - 1])
         c += 1
     return removed
+
+
+cdef array.array _COLUMN_Q = array.array("Q")
+cdef array.array _COLUMN_q = array.array("q")
+cdef array.array _COLUMN_i = array.array("i")
+
+
+cdef array.array empty_column(str code):
+    if code == "Q":
+        return _COLUMN_Q
+    if code == "q":
+        return _COLUMN_q
+    if code == "i":
+        return _COLUMN_i
+    raise ValueError(f"no packed column of typecode {code!r}")
+
+
+cdef void fill_value(array.array col, Py_ssize_t at, Py_ssize_t take, object v) except *:
+    cdef Py_ssize_t i
+    cdef unsigned long long uv
+    cdef long long sv
+    cdef int iv
+    cdef char code = col.ob_descr.typecode
+    if code == b'Q':
+        uv = v
+        for i in range(take):
+            col.data.as_ulonglongs[at + i] = uv
+    elif code == b'q':
+        sv = v
+        for i in range(take):
+            col.data.as_longlongs[at + i] = sv
+    elif code == b'i':
+        iv = v
+        for i in range(take):
+            col.data.as_ints[at + i] = iv
+    else:
+        raise TypeError("a packed value column is an array of q, Q or i")
+
+
+def extend_above(list maxes, list chunks, list ms, list seq, tuple values, tuple codes,
+                 Py_ssize_t cap):
+    cdef Py_ssize_t n = len(ms), done = 0, take, at, i, k
+    cdef array.array cms, cseq, col
+    cdef tuple chunk
+    if len(seq) != n or len(values) != len(codes):
+        raise ValueError("extend_above wants ms and seq lists of one length, a value a column")
+    while done < n:
+        if not chunks or len(chunks[len(chunks) - 1][0]) >= cap:  # (no wraparound here)
+            take = min(n - done, cap)
+            chunk = (array.clone(_COLUMN_Q, take, False), array.clone(_COLUMN_Q, take, False),
+                     *[array.clone(empty_column(code), take, False) for code in codes])
+            chunks.append(chunk)
+            maxes.append(0)
+            at = 0
+        else:
+            chunk = chunks[len(chunks) - 1]
+            at = len(chunk[0])
+            take = min(n - done, cap - at)
+            for col in chunk:
+                array.resize_smart(col, at + take)
+        cms, cseq = chunk[0], chunk[1]
+        check_ids(cms, cseq)
+        for i in range(take):
+            cms.data.as_ulonglongs[at + i] = ms[done + i]
+            cseq.data.as_ulonglongs[at + i] = seq[done + i]
+        for k in range(len(values)):
+            fill_value(chunk[2 + k], at, take, values[k])
+        done += take
+        maxes[len(maxes) - 1] = make_id(cms.data.as_ulonglongs[at + take - 1],
+                                        cseq.data.as_ulonglongs[at + take - 1])

@@ -116,6 +116,20 @@ def remove_sorted(maxes: list[int], chunks: list[tuple[array, ...]], ms: list[in
                   seq: list[int]) -> int:
     """Remove the IDs (ms and seq lists, ascending) from a packed set's chunks, every column
     alike, one pass a chunk; emptied chunks go, `maxes` follows. Returns how many were there."""
+    return _remove_sorted(maxes, chunks, ms, seq, None, 0)
+
+
+def pop_sorted(maxes: list[int], chunks: list[tuple[array, ...]], ms: list[int],
+               seq: list[int], column: int) -> list[int | None]:
+    """`remove_sorted`, returning each ID's value in the chunk column `column` (None for an ID
+    that was not there, a repeated one included): an XACK of a read's IDs, in one pass."""
+    out: list[int | None] = [None] * len(ms)
+    _remove_sorted(maxes, chunks, ms, seq, out, column)
+    return out
+
+
+def _remove_sorted(maxes: list[int], chunks: list[tuple[array, ...]], ms: list[int],
+                   seq: list[int], out: list[int | None] | None, column: int) -> int:
     if len(ms) != len(seq):
         raise ValueError("remove_sorted wants ms and seq lists of one length")
     removed = 0
@@ -143,6 +157,8 @@ def remove_sorted(maxes: list[int], chunks: list[tuple[array, ...]], ms: list[in
                     keep.append(k)
                     k += 1
                 elif here == probe:
+                    if out is not None:
+                        out[i] = chunk[column][k]
                     k += 1
                     i += 1
                 else:  # not in the set
@@ -167,3 +183,31 @@ def remove_sorted(maxes: list[int], chunks: list[tuple[array, ...]], ms: list[in
         maxes[c] = cms[-1] << 64 | cseq[-1]
         c += 1
     return removed
+
+
+def extend_above(maxes: list[int], chunks: list[tuple[array, ...]], ms: list[int],
+                 seq: list[int], values: tuple[int, ...], codes: tuple[str, ...],
+                 cap: int) -> None:
+    """Append IDs (ms and seq lists, ascending, above every ID) to a packed set's chunks, each
+    with the same `values` in the value columns (typecodes `codes`): the last chunk filled up
+    to `cap` IDs, then new chunks allocated at their size (no slack); `maxes` follows."""
+    if len(ms) != len(seq) or len(values) != len(codes):
+        raise ValueError("extend_above wants ms and seq lists of one length, a value a column")
+    done, n = 0, len(ms)
+    while done < n:
+        if not chunks or len(chunks[-1][0]) >= cap:
+            take = min(n - done, cap)
+            chunks.append((array("Q", ms[done:done + take]), array("Q", seq[done:done + take]),
+                           *[array(code, [v]) * take
+                             for code, v in zip(codes, values, strict=True)]))
+            maxes.append(0)
+        else:
+            chunk = chunks[-1]
+            take = min(n - done, cap - len(chunk[0]))
+            chunk[0].extend(ms[done:done + take])
+            chunk[1].extend(seq[done:done + take])
+            for col, v in zip(chunk[2:], values, strict=True):
+                col.extend([v] * take)
+        chunk = chunks[-1]
+        done += take
+        maxes[-1] = chunk[0][-1] << 64 | chunk[1][-1]

@@ -11,6 +11,8 @@ from cpython cimport array
 include "_pel_columns.pxi"  # c_find, check_ids, check_row: the PEL kernels' shared helpers
 
 cdef object _LOW = (1 << 64) - 1
+cdef array.array _NARROW = array.array("I")
+cdef array.array _WIDE = array.array("Q")
 
 
 def find(array.array ms, array.array seq, unsigned long long m, unsigned long long s):
@@ -134,3 +136,34 @@ cdef inline unsigned long long pm_first(array.array ms) noexcept:
 
 cdef inline unsigned long long ps_first(array.array seq) noexcept:
     return seq.data.as_ulonglongs[0] if seq is not None and len(seq) else 0
+
+
+def narrow_bucket(list ms, list seq, unsigned long long base):
+    cdef Py_ssize_t i, n = len(ms)
+    cdef unsigned long long m, q
+    cdef array.array out
+    if len(seq) != n:
+        raise ValueError("narrow_bucket wants ms and seq lists of one length")
+    out = array.clone(_NARROW, 2 + 2 * n, False)
+    out.data.as_uints[0] = <unsigned int>(base >> 32)
+    out.data.as_uints[1] = <unsigned int>(base & 0xFFFFFFFF)
+    for i in range(n):
+        m = ms[i]
+        q = seq[i]
+        if m < base or m - base > 0xFFFFFFFF or q > 0xFFFFFFFF:
+            return None
+        out.data.as_uints[2 + 2 * i] = <unsigned int>(m - base)
+        out.data.as_uints[3 + 2 * i] = <unsigned int>q
+    return out
+
+
+def wide_bucket(list ms, list seq):
+    cdef Py_ssize_t i, n = len(ms)
+    cdef array.array out
+    if len(seq) != n:
+        raise ValueError("wide_bucket wants ms and seq lists of one length")
+    out = array.clone(_WIDE, 2 * n, False)
+    for i in range(n):
+        out.data.as_ulonglongs[2 * i] = ms[i]
+        out.data.as_ulonglongs[2 * i + 1] = seq[i]
+    return out

@@ -13,6 +13,7 @@ from bisect import bisect_left, bisect_right
 from collections.abc import Generator, Iterator
 
 _LOW = (1 << 64) - 1
+_WORD = 1 << 32
 
 
 def find(ms: array, seq: array, m: int, s: int) -> int:
@@ -97,3 +98,31 @@ def bucket_live(bucket: array, maxes: list[int], chunks: list[tuple[array, ...]]
         j = find(chunks[c][0], chunks[c][1], m, s)
         if j >= 0 and chunks[c][2][j] == t:
             yield (k - first) >> 1, sid
+
+
+# --- building delivery-time buckets (`pel_store.bucket_new`'s layout) ----------------------------
+
+
+def narrow_bucket(ms: list[int], seq: list[int], base: int) -> array | None:
+    """The narrow bucket of the IDs given as ms and seq lists, relative to `base`: `base` as
+    two words, then (ms - base, seq) pairs; None when an ID does not fit (ms below `base`, or
+    ms - base or seq not below 2**32)."""
+    if len(seq) != len(ms):
+        raise ValueError("narrow_bucket wants ms and seq lists of one length")
+    if ms and not (min(ms) >= base and max(ms) - base < _WORD and max(seq) < _WORD):
+        return None
+    pairs = [0] * (2 + 2 * len(ms))
+    pairs[0], pairs[1] = base >> 32, base & (_WORD - 1)
+    pairs[2::2] = [m - base for m in ms]
+    pairs[3::2] = seq
+    return array("I", pairs)
+
+
+def wide_bucket(ms: list[int], seq: list[int]) -> array:
+    """The wide bucket of the IDs: (ms, seq) pairs."""
+    if len(seq) != len(ms):
+        raise ValueError("wide_bucket wants ms and seq lists of one length")
+    pairs = [0] * (2 * len(ms))
+    pairs[::2] = ms
+    pairs[1::2] = seq
+    return array("Q", pairs)

@@ -15,7 +15,7 @@ from array import array
 from collections.abc import Generator, Iterator
 from typing import TYPE_CHECKING
 
-from streamkeep.engine.model.ids import MAX_ID
+from streamkeep.engine.model.ids import MAX_ID, split_ids
 from streamkeep.engine.model.pel_store import (
     NO_OWNER,
     PackedIDs,
@@ -126,6 +126,15 @@ class DeliveryOrder:
         self.buckets: dict[int, array] = {}  # time -> IDs delivered then, stale ones too
         self.unsorted: set[int] = set()  # times whose bucket got an ID out of order
         self.size = 0  # IDs in the buckets
+
+    def clear(self) -> None:
+        """Drop every bucket: the PEL is empty, so every ID they hold is stale (a consumer that
+        keeps up acknowledges all it read; its stale IDs would otherwise pile up to the rebuild
+        threshold and be walked again and again)."""
+        self.times.clear()
+        self.buckets.clear()
+        self.unsorted.clear()
+        self.size = 0
 
     def push(self, time_ms: int, sid: int, pel: PendingTable) -> None:
         bucket = self.buckets.get(time_ms)
@@ -288,8 +297,7 @@ class ConsumerGroup:
             for sid in sids:
                 self.add_pending(sid, consumer, now, 1)
             return
-        ms = [sid >> 64 for sid in sids]
-        seq = [sid & _LOW for sid in sids]
+        ms, seq = split_ids(sids)
         pel.extend_above(ms, seq, now, 1, consumer.slot)
         mine.extend_above(ms, seq)
         self.pel_by_time.extend(now, sids, ms, seq, pel)
@@ -350,6 +358,8 @@ class ConsumerGroup:
         """`ack` of each of `sids`, in batches (XACK of a read's IDs): the ones that were
         pending, in the order given."""
         owners = self.pel.pop_owners(sids)
+        if not self.pel and self.pel_by_time.size:
+            self.pel_by_time.clear()
         distinct = set(owners)
         if len(distinct) == 1 and None not in distinct:  # one consumer's batch, all pending
             owner = owners[0]
@@ -367,10 +377,36 @@ class ConsumerGroup:
             self.owners[slot].pel.pop_many(theirs)  # type: ignore[union-attr]
         return acked
 
+    def ack_sorted(self, ms: list[int], seq: list[int]) -> list[int | None]:
+        """`ack_many` of strictly ascending IDs given as ms and seq lists (an XACK of a read's
+        IDs), each table walked once by the kernel: per ID its owner slot (NO_OWNER when it was
+        released), None when it was not pending."""
+        owners = self.pel.pop_owners_sorted(ms, seq)
+        if not self.pel and self.pel_by_time.size:
+            self.pel_by_time.clear()
+        first = owners[0]
+        if first is not None and owners.count(first) == len(owners):  # one consumer's batch
+            if first != NO_OWNER:
+                self.owners[first].pel.remove_sorted(ms, seq)  # type: ignore[union-attr]
+            return owners
+        mine: dict[int, tuple[list[int], list[int]]] = {}
+        for m, q, owner in zip(ms, seq, owners, strict=True):
+            if owner is not None and owner != NO_OWNER:
+                pair = mine.get(owner)
+                if pair is None:
+                    pair = mine[owner] = ([], [])
+                pair[0].append(m)
+                pair[1].append(q)
+        for slot, (oms, oseq) in mine.items():
+            self.owners[slot].pel.remove_sorted(oms, oseq)  # type: ignore[union-attr]
+        return owners
+
     def ack(self, sid: int) -> bool:
         owner = self.pel.pop(sid)
         if owner is None:
             return False
+        if not self.pel and self.pel_by_time.size:
+            self.pel_by_time.clear()
         if owner != NO_OWNER:
             self.owners[owner].pel.discard(sid)  # type: ignore[union-attr]
         return True

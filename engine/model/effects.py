@@ -55,8 +55,8 @@ EFFECT_VOCABULARY: dict[str, EffectCommand] = {c.name: c for c in (
     EffectCommand("XCFGSET", "XCFGSET key IDMP-DURATION duration IDMP-MAXSIZE maxsize"),
     EffectCommand("XIDMPRECORD", "XIDMPRECORD key pid iid id"),
     EffectCommand("XACK", "XACK key group id [id ...]"),
-    EffectCommand("XCLAIM", "XCLAIM key group consumer 0 id TIME ms RETRYCOUNT count FORCE "
-                            "JUSTID [LASTID last-id]"),
+    EffectCommand("XCLAIM", "XCLAIM key group consumer 0 id [id ...] TIME ms RETRYCOUNT count "
+                            "FORCE JUSTID [LASTID last-id]"),
     EffectCommand("XNACK", "XNACK key group FAIL IDS 1 id RETRYCOUNT count FORCE"),
     EffectCommand("XGROUP CREATE", "XGROUP CREATE key group id ENTRIESREAD entries-read "
                                    "MKSTREAM"),
@@ -200,7 +200,13 @@ def sk_xidmpdup_effect(key: bytes, duplicates: int) -> Effect:
 
 
 def xack_effect(key: bytes, group: bytes, ids: Iterable[int]) -> Effect:
-    return [b"XACK", key, group, *map(format_id, ids)]
+    return xack_ids_effect(key, group, map(format_id, ids))
+
+
+def xack_ids_effect(key: bytes, group: bytes, idbs: Iterable[bytes]) -> Effect:
+    """`xack_effect` of IDs already written as format_id writes them (an XACK's own
+    arguments, when they are)."""
+    return [b"XACK", key, group, *idbs]
 
 
 def xclaim_effect(
@@ -226,16 +232,15 @@ def xnack_effect(key: bytes, group: bytes, sid: int, delivery_count: int) -> Eff
             b"%d" % delivery_count, b"FORCE"]
 
 
-def new_delivery_xclaim_pieces(
-    key: bytes, group: bytes, consumer: bytes, delivery_time: int,
-) -> tuple[Effect, Effect]:
-    """XREADGROUP `>`'s per-entry effect in reusable pieces, for its delivery loop: the effect
-    of delivering the entry whose ID bytes are `idb` is `[*head, idb, *tail, idb]`, the same as
-    `xclaim_effect(key, group, consumer, sid, delivery_time, 1, sid)` (first delivery, and the
-    group's last ID is that entry) without a function call and an ID formatting per entry."""
-    head = [b"XCLAIM", key, group, consumer, b"0"]
-    tail = [b"TIME", b"%d" % delivery_time, b"RETRYCOUNT", b"1", b"FORCE", b"JUSTID", b"LASTID"]
-    return head, tail
+def new_deliveries_xclaim_effect(
+    key: bytes, group: bytes, consumer: bytes, delivery_time: int, idbs: Sequence[bytes],
+) -> Effect:
+    """XREADGROUP `>`'s effect for the entries it delivered (ascending ID bytes `idbs`): one
+    XCLAIM of them all, the state `xclaim_effect(key, group, consumer, sid, delivery_time, 1,
+    sid)` of each in turn leaves (first delivery, count 1, the group's last ID the last entry),
+    in one effect rather than one a message: a read of 100 logs one claim, not 100."""
+    return [b"XCLAIM", key, group, consumer, b"0", *idbs, b"TIME", b"%d" % delivery_time,
+            b"RETRYCOUNT", b"1", b"FORCE", b"JUSTID", b"LASTID", idbs[-1]]
 
 
 def claim_xclaim_pieces(

@@ -15,8 +15,21 @@ from array import array
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Generator, Iterator
 
-from streamkeep.engine.model.pel_claim import claim, remove_sorted, scan
-from streamkeep.engine.model.pel_search import bucket_live, find, owned_rows, range_rows
+from streamkeep.engine.model.pel_claim import (
+    claim,
+    extend_above,
+    pop_sorted,
+    remove_sorted,
+    scan,
+)
+from streamkeep.engine.model.pel_search import (
+    bucket_live,
+    find,
+    narrow_bucket,
+    owned_rows,
+    range_rows,
+    wide_bucket,
+)
 
 _LOAD = 512  # a chunk splits in two above 2 * _LOAD IDs
 _LOW = (1 << 64) - 1
@@ -87,28 +100,9 @@ class PackedIDs:
 
     def extend_above(self, ms: list[int], seq: list[int], *values: int) -> None:
         """Append IDs (as ms and seq lists) known to be ascending and above every ID, each with
-        the same value columns: a batch of deliveries in one go."""
-        chunks, maxes = self._chunks, self._maxes
-        done, n = 0, len(ms)
-        while done < n:
-            if not chunks or len(chunks[-1][0]) >= 2 * _LOAD:
-                # A new chunk's columns are allocated at their size, not grown: no slack.
-                take = min(n - done, 2 * _LOAD)
-                chunks.append((array("Q", ms[done:done + take]), array("Q", seq[done:done + take]),
-                               *[array(code, [v]) * take
-                                 for code, v in zip(self._EXTRA, values, strict=True)]))
-                maxes.append(0)
-            else:
-                chunk = chunks[-1]
-                take = min(n - done, 2 * _LOAD - len(chunk[0]))
-                chunk[0].extend(ms[done:done + take])
-                chunk[1].extend(seq[done:done + take])
-                for col, v in zip(chunk[2:], values, strict=True):
-                    col.extend([v] * take)
-            chunk = chunks[-1]
-            done += take
-            maxes[-1] = chunk[0][-1] << 64 | chunk[1][-1]
-        self._len += n
+        the same value columns: a batch of deliveries in one go (`pel_claim.extend_above`)."""
+        extend_above(self._maxes, self._chunks, ms, seq, values, self._EXTRA, 2 * _LOAD)
+        self._len += len(ms)
 
     def _remove_at(self, c: int, j: int) -> None:
         chunk = self._chunks[c]
@@ -174,6 +168,13 @@ class PackedIDs:
         removed = remove_sorted(self._maxes, self._chunks, ms, seq)
         self._len -= removed
         return removed
+
+    def pop_sorted(self, ms: list[int], seq: list[int], column: int) -> list[int | None]:
+        """Remove the IDs given as ascending ms and seq lists, one pass a chunk
+        (`pel_claim.pop_sorted`): per ID, its value in `column`, None when it was not there."""
+        out = pop_sorted(self._maxes, self._chunks, ms, seq, column)
+        self._len -= len(out) - out.count(None)
+        return out
 
     def add_sorted(self, sids: list[int], ms: list[int], seq: list[int]) -> None:
         """Insert ascending IDs known not to be present (also as ms and seq lists), without
@@ -324,6 +325,11 @@ class PendingTable(PackedIDs):
         """`pop` of each of `sids` (see `pop_many`): their owners, None where not pending."""
         return self.pop_many(sids, 4)
 
+    def pop_owners_sorted(self, ms: list[int], seq: list[int]) -> list[int | None]:
+        """`pop_owners` of strictly ascending IDs given as ms and seq lists, in one kernel pass
+        a chunk (`pop_sorted`)."""
+        return self.pop_sorted(ms, seq, 4)
+
     def owned_rows(self, ids: PackedIDs, start: int,
                    end: int) -> Iterator[tuple[int, int, int, int]]:
         """(id, delivery time, count, owner) of the IDs of `ids` (a consumer's, all pending
@@ -355,26 +361,14 @@ class PendingTable(PackedIDs):
 _WORD = 1 << 32
 
 
-def _narrow(base: int, ms: list[int], seq: list[int]) -> bool:
-    return bool(ms) and min(ms) >= base and max(ms) - base < _WORD and max(seq) < _WORD
-
-
-def _pairs(ms: list[int], seq: list[int]) -> list[int]:
-    pairs = [0] * (2 * len(ms))
-    pairs[::2] = ms
-    pairs[1::2] = seq
-    return pairs
-
-
 def bucket_new(ms: list[int], seq: list[int]) -> array:
     """A bucket of the IDs given as ms and seq lists (empty only for a bucket a walk emptied:
-    the next walk drops it)."""
+    the next walk drops it): narrow from their smallest ms when every ID fits, else wide
+    (`pel_search.narrow_bucket`, `wide_bucket`)."""
     if not ms:
         return array("Q")
-    base = min(ms)
-    if _narrow(base, ms, seq):
-        return array("I", [base >> 32, base & (_WORD - 1), *_pairs([m - base for m in ms], seq)])
-    return array("Q", _pairs(ms, seq))
+    bucket = narrow_bucket(ms, seq, min(ms))
+    return bucket if bucket is not None else wide_bucket(ms, seq)
 
 
 def bucket_ids(bucket: array) -> Iterator[int]:
@@ -401,12 +395,13 @@ def bucket_last(bucket: array) -> int:
 def bucket_extend(bucket: array, ms: list[int], seq: list[int]) -> array:
     """The bucket with these IDs added: the same array, or a wide copy when they do not fit."""
     if bucket.typecode == "I":
-        base = bucket[0] << 32 | bucket[1]
-        if not _narrow(base, ms, seq):
+        more = narrow_bucket(ms, seq, bucket[0] << 32 | bucket[1])
+        if more is None:
             ids = [*bucket_ids(bucket)]
             return bucket_new([s >> 64 for s in ids] + ms, [s & _LOW for s in ids] + seq)
-        ms = [m - base for m in ms]
-    bucket.extend(_pairs(ms, seq))
+        bucket.extend(more[2:])
+        return bucket
+    bucket.extend(wide_bucket(ms, seq))
     return bucket
 
 

@@ -125,5 +125,5 @@ def test_the_clock_is_read_once_per_command() -> None:
     record = rec.records[-1]
     # Every effect of the command carries the one time, and so does its record.
     assert record.time_ms == 777
-    assert [e[7] for e in record.effects if e[0] == b"XCLAIM"] == [b"777", b"777"]
+    assert [e[e.index(b"TIME") + 1] for e in record.effects if e[0] == b"XCLAIM"] == [b"777"]
     assert record.effects[-1] == [b"SK.XCONSUMER", b"s", b"g", b"c", b"777", b"777"]

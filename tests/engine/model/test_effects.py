@@ -20,7 +20,7 @@ from streamkeep.engine.model.effects import (
     EffectCommand,
     claim_xclaim_pieces,
     effect_command,
-    new_delivery_xclaim_pieces,
+    new_deliveries_xclaim_effect,
     plain_xadd_effect,
     trim_maxlen_clause,
     trim_minid_clause,
@@ -318,7 +318,9 @@ SAMPLE_CALLS: dict[str, tuple] = {
     "xdel_effect": (b"k", [1 << 64]),
     "xsetid_effect": (b"k", 5 << 64, 9, 4 << 64),
     "xack_effect": (b"k", b"g", [1 << 64, (2 << 64) | 1]),
+    "xack_ids_effect": (b"k", b"g", [b"1-0", b"2-1"]),
     "xclaim_effect": (b"k", b"g", b"c", 1 << 64, 1000, 2, 3 << 64),
+    "new_deliveries_xclaim_effect": (b"k", b"g", b"c", 1000, [b"1-0", b"1-1", b"2-0"]),
     "xnack_effect": (b"k", b"g", 1 << 64, 3),
     "xcfgset_effect": (b"k", 100, 100),
     "xidmprecord_effect": (b"k", b"p", b"i", b"1-1"),
@@ -357,10 +359,13 @@ def test_every_builder_output_starts_with_a_vocabulary_name() -> None:
 def test_builder_shortcuts_build_the_general_shape() -> None:
     argv = (b"xadd", b"k", b"*", b"f", b"v", b"g", b"w")
     assert plain_xadd_effect(argv, b"7-1") == xadd_effect(b"k", b"7-1", argv[3:])
-    head, tail = new_delivery_xclaim_pieces(b"k", b"g", b"c", 1234)
     sid = (7 << 64) | 1
     idb = format_id(sid)
-    assert [*head, idb, *tail, idb] == xclaim_effect(b"k", b"g", b"c", sid, 1234, 1, sid)
+    assert new_deliveries_xclaim_effect(b"k", b"g", b"c", 1234, [idb]) == xclaim_effect(
+        b"k", b"g", b"c", sid, 1234, 1, sid)
+    several = new_deliveries_xclaim_effect(b"k", b"g", b"c", 1234, [b"5-0", idb])
+    assert several == [b"XCLAIM", b"k", b"g", b"c", b"0", b"5-0", idb, b"TIME", b"1234",
+                       b"RETRYCOUNT", b"1", b"FORCE", b"JUSTID", b"LASTID", idb]
     head, middle, tail = claim_xclaim_pieces(b"k", b"g", b"c", 1234, (9 << 64) | 2)
     for count in (0, 5, (1 << 63) - 1):
         assert [*head, idb, *middle, b"%d" % count, *tail] == xclaim_effect(

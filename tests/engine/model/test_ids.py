@@ -71,3 +71,47 @@ def test_a_range_bound_parses_as_the_full_parser_does(arg: bytes) -> None:
         except ReplyError as err:
             got = err.line
         assert got == want
+
+
+ID_TEXT = st.one_of(
+    st.binary(max_size=45),
+    st.tuples(st.text("0123456789", max_size=21), st.text("0123456789-", max_size=21))
+    .map(lambda t: f"{t[0]}-{t[1]}".encode()),
+    st.tuples(st.integers(0, 30), st.integers(0, 30)).map(lambda t: b"%d-%d" % t))
+
+
+@pytest.mark.parametrize("args,expected", [
+    ((b"XACK", b"k", b"g", b"1-0", b"1-5", b"2-0"), ([1, 1, 2], [0, 5, 0], True)),
+    ((b"XACK", b"k", b"g"), ([], [], True)),
+    ([b"XACK", b"k", b"g", b"3-1"], ([3], [1], True)),  # a server's argv is a list
+    ((b"XACK", b"k", b"g", b"01-0"), ([1], [0], False)),  # a leading zero: not as replies write it
+    ((b"XACK", b"k", b"g", b"2-0", b"1-0"), ([2, 1], [0, 0], False)),  # not ascending
+    ((b"XACK", b"k", b"g", b"1-0", b"1-0"), ([1, 1], [0, 0], False)),  # repeated
+    ((b"XACK", b"k", b"g", b"1-0", b"5"), None),  # not `ms-seq`: the full parse decides
+    ((b"XACK", b"k", b"g", b"1-0", b"1-x"), None),
+])
+def test_plain_ids(ids_impl, args: tuple, expected: tuple | None) -> None:
+    assert ids_impl.plain_ids(args, 3) == expected
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(ID_TEXT, max_size=8), st.integers(0, 3))
+def test_plain_ids_twins_agree(texts: list[bytes], start: int) -> None:
+    pure, compiled = pure_and_compiled("streamkeep.engine.model", "ids")
+    args = (b"XACK", *texts)
+    assert outcome(pure.plain_ids, args, start) == outcome(compiled.plain_ids, args, start)
+    assert outcome(pure.plain_ids, list(args), start) == outcome(compiled.plain_ids, args, start)
+    parsed = pure.plain_ids(args, start)
+    if parsed is not None and parsed[2]:  # tidy: the arguments are the formatted IDs
+        assert [pure.format_id(m << 64 | s) for m, s in zip(parsed[0], parsed[1])] == \
+            list(args[start:])
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.one_of(st.integers(0, (1 << 128) - 1), st.integers(0, 5),
+                          st.integers(-(1 << 130), 1 << 130)), max_size=8))
+def test_split_ids_twins_agree(sids: list[int]) -> None:
+    pure, compiled = pure_and_compiled("streamkeep.engine.model", "ids")
+    assert outcome(pure.split_ids, sids) == outcome(compiled.split_ids, sids)
+    good = [sid for sid in sids if 0 <= sid < 1 << 128]
+    assert compiled.split_ids(good) == ([s >> 64 for s in good], [s & ((1 << 64) - 1) for s in good])

@@ -180,6 +180,48 @@ def test_remove_sorted_is_a_set_difference(pel_claim_impl: ModuleType, ids: list
         assert rows_left == [(s, s % 97, s % 89, s % 5) for s in left]
 
 
+@settings(max_examples=150, deadline=None)
+@given(SIDS, SIDS, CUTS, st.booleans())
+def test_pop_sorted_gives_each_removed_ids_column_value(
+        pel_claim_impl: ModuleType, ids: list[int], extra: list[int], cuts: list[int],
+        repeat: bool) -> None:
+    rows = {sid: (sid % 97, sid % 89, sid % 5) for sid in ids}
+    maxes, chunks = _pel_chunks(rows, cuts)
+    gone = sorted(set(ids[::2]) | set(extra))
+    if repeat and gone:  # an ID given twice: its second place finds it gone
+        gone.insert(0, gone[0])
+    got = pel_claim_impl.pop_sorted(maxes, chunks, [s >> 64 for s in gone],
+                                    [s & _LOW for s in gone], 4)
+    expected = [rows[s][2] if s in rows else None for s in gone]
+    if repeat and gone:
+        expected[1] = None
+    assert got == expected
+    left = sorted(set(ids) - set(gone))
+    assert _read_back(maxes, chunks)[1] == [(s, *rows[s]) for s in left]
+
+
+@pytest.mark.parametrize("cap", [1, 2, 3, 1024])
+def test_extend_above_appends_in_chunks_of_at_most_cap(pel_claim_impl: ModuleType,
+                                                       cap: int) -> None:
+    maxes, chunks = _pel_chunks({1 << 64: (5, 1, 0)}, [1])
+    all_rows = {1 << 64: (5, 1, 0)}
+    for start in (2, 5, 9):
+        sids = [start << 64 | k for k in range(start)]
+        pel_claim_impl.extend_above(maxes, chunks, [s >> 64 for s in sids],
+                                    [s & _LOW for s in sids], (-7, (1 << 64) - 1, NO_OWNER),
+                                    ("q", "Q", "i"), cap)
+        all_rows.update({s: (-7, (1 << 64) - 1, NO_OWNER) for s in sids})
+        assert all(len(chunk[0]) <= max(cap, 1) for chunk in chunks)
+    assert _read_back(maxes, chunks)[1] == [(s, *all_rows[s]) for s in sorted(all_rows)]
+    ids_maxes, id_chunks = _id_chunks([], [1])
+    pel_claim_impl.extend_above(ids_maxes, id_chunks, [1, 2], [0, 0], (), (), cap)
+    assert _read_back(ids_maxes, id_chunks)[1] == [(1 << 64,), (2 << 64,)]
+    with pytest.raises(ValueError):
+        pel_claim_impl.extend_above(ids_maxes, id_chunks, [3], [], (), (), cap)
+    with pytest.raises(ValueError):
+        pel_claim_impl.extend_above(ids_maxes, id_chunks, [3], [0], (1,), (), cap)
+
+
 def test_remove_sorted_drops_emptied_chunks(pel_claim_impl: ModuleType) -> None:
     ids = [m << 64 | s for m in range(1, 4) for s in range(3)]
     maxes, chunks = _id_chunks(ids, [3])
@@ -218,3 +260,17 @@ def test_twins_agree(sids: list[int], data: st.DataObject, cuts: list[int],
                    [s & _LOW for s in gone]) == outcome(
         compiled.remove_sorted, m2, two, [s >> 64 for s in gone], [s & _LOW for s in gone])
     assert (m1, one) == (m2, two)
+    popped = data.draw(st.lists(st.sampled_from(sids + [0, 5 << 64]), max_size=8)) if sids \
+        else []
+    popped.sort()
+    assert outcome(pure.pop_sorted, m1, one, [s >> 64 for s in popped],
+                   [s & _LOW for s in popped], 3) == outcome(
+        compiled.pop_sorted, m2, two, [s >> 64 for s in popped], [s & _LOW for s in popped], 3)
+    assert (m1, one) == (m2, two)
+    more = [((5 << 64) + k) for k in range(data.draw(st.integers(0, 6)))]
+    if not maxes or (more and more[0] > max(m1 or [0])):
+        assert outcome(pure.extend_above, m1, one, [s >> 64 for s in more],
+                       [s & _LOW for s in more], (3, 4, 1), ("q", "Q", "i"), 3) == outcome(
+            compiled.extend_above, m2, two, [s >> 64 for s in more], [s & _LOW for s in more],
+            (3, 4, 1), ("q", "Q", "i"), 3)
+        assert (m1, one) == (m2, two)

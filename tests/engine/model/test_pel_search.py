@@ -114,3 +114,30 @@ def test_bucket_walks_agree(rows: dict, load: int, data: st.DataObject) -> None:
     want = [(k, s) for k, s in enumerate(ids) if s in rows and rows[s][0] == t]
     assert list(pure.bucket_live(bucket, maxes, chunks, t)) == want
     assert list(compiled.bucket_live(bucket, maxes, chunks, t)) == want
+
+
+def test_bucket_layouts(pel_search_impl) -> None:  # type: ignore[no-untyped-def]
+    base = 5 << 32 | 7
+    narrow = pel_search_impl.narrow_bucket([base, base + 3], [0, 9], base)
+    assert narrow.typecode == "I" and list(narrow) == [5, 7, 0, 0, 3, 9]
+    assert list(pel_search_impl.narrow_bucket([], [], base)) == [5, 7]
+    for ms, seq in (([base - 1], [0]), ([base + (1 << 32)], [0]), ([base], [1 << 32])):
+        assert pel_search_impl.narrow_bucket(ms, seq, base) is None  # does not fit
+    wide = pel_search_impl.wide_bucket([1 << 63, 2], [(1 << 64) - 1, 0])
+    assert wide.typecode == "Q" and list(wide) == [1 << 63, (1 << 64) - 1, 2, 0]
+    with pytest.raises(ValueError):
+        pel_search_impl.wide_bucket([1], [])
+
+
+U64S = st.lists(st.one_of(st.integers(0, 40), st.integers(0, (1 << 64) - 1)), max_size=6)
+
+
+@settings(max_examples=200, deadline=None)
+@given(U64S, st.data(), st.one_of(st.integers(0, 40), st.integers(0, (1 << 64) - 1)))
+def test_bucket_builders_agree(ms: list[int], data: st.DataObject, base: int) -> None:
+    pure, compiled = pure_and_compiled("streamkeep.engine.model", "pel_search")
+    seq = data.draw(st.lists(st.one_of(st.integers(0, 40), st.integers(0, (1 << 64) - 1)),
+                             min_size=len(ms), max_size=len(ms)))
+    assert outcome(pure.narrow_bucket, ms, seq, base) == outcome(
+        compiled.narrow_bucket, ms, seq, base)
+    assert outcome(pure.wide_bucket, ms, seq) == outcome(compiled.wide_bucket, ms, seq)
