@@ -423,8 +423,8 @@ class Delivery:
                   and not has_tombstones_between(s, group.last_id))
         moved = False
         caps = self.caps
-        if caps is None and not claim_shape and not entries:
-            self._new_entries_at_once(count, noack, simple)
+        if caps is None and not entries and (not claim_shape or not ctx.replies_in_resp):
+            self._new_entries_at_once(count, noack, simple, claim_shape)
             return
         delivered: list[int] = []  # made pending in one batch once the loop is done
         idbs: list[bytes] = []
@@ -456,15 +456,20 @@ class Delivery:
             effects.append(xgroup_setid_effect(key, group.name, group.last_id,
                                                group.entries_read))
 
-    def _new_entries_at_once(self, count: int, noack: bool, simple: bool) -> None:
-        """new_entries without MAXSIZE or CLAIM's shape: the entries read node by node as the
-        reply wants them (RESP straight from the nodes for a connection), then the group's
-        bookkeeping over their IDs."""
+    def _new_entries_at_once(self, count: int, noack: bool, simple: bool,
+                             claim_shape: bool = False) -> None:
+        """new_entries without MAXSIZE, and without CLAIM's shape for a connection: the
+        entries read node by node as the reply wants them (RESP straight from the nodes for a
+        connection; CLAIM's idle time and delivery count, 0 and 0 for a new entry, added to
+        an embedded caller's), then the group's bookkeeping over their IDs."""
         ctx, s, group, consumer = self.ctx, self.s, self.group, self.consumer
         now, effects = ctx.now, ctx.effects
         sids: list[int] = []
         read = s.range_resp if ctx.replies_in_resp else s.range_plain
         got = read(group.last_id + 1, MAX_ID, count, sids=sids)
+        if claim_shape:
+            for entry in got:
+                entry.extend(_NEW_ENTRY_CLAIM_TAIL)
         self.entries = got  # type: ignore[assignment]
         if not sids:
             return
@@ -484,6 +489,9 @@ class Delivery:
             self.touched = True
         effects.append(xgroup_setid_effect(self.key, group.name, group.last_id,
                                            group.entries_read))
+
+_NEW_ENTRY_CLAIM_TAIL = (0, 0)  # CLAIM's idle time and delivery count before, for a new entry
+
 
 def _oldest_claimable(s: Stream, group: ConsumerGroup, now: int, min_idle: int) -> bool:
     order = group.pel_by_time.iter_oldest(group.pel)

@@ -13,12 +13,16 @@ from streamkeep.engine.wire.errors import INVALID_STREAM_ID, ReplyError
 # Formatting and the common `ms-seq` parse: a compiled kernel, or its pure-Python reference.
 try:
     extensions.want_compiled()  # ImportError when STREAMKEEP_NO_EXTENSIONS is set
-    from streamkeep.engine.model._ids_c import (
-        format_id, format_ids, plain_id, plain_ids, split_ids)
+    from streamkeep.engine.model._ids_c import format_id, format_ids, plain_id, plain_ids, split_ids
 except ImportError as error:
     extensions.missing(__name__, error)
     from streamkeep.engine.model._ids_py import (
-        format_id, format_ids, plain_id, plain_ids, split_ids)
+        format_id,
+        format_ids,
+        plain_id,
+        plain_ids,
+        split_ids,
+    )
 else:
     extensions.loaded(__name__, True)
 

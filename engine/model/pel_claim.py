@@ -11,11 +11,21 @@ from streamkeep.engine.wire import extensions
 try:
     extensions.want_compiled()  # ImportError when STREAMKEEP_NO_EXTENSIONS is set
     from streamkeep.engine.model._pel_claim_c import (
-        claim, extend_above, pop_sorted, remove_sorted, scan)
+        claim,
+        extend_above,
+        pop_sorted,
+        remove_sorted,
+        scan,
+    )
 except ImportError as error:
     extensions.missing(__name__, error)
     from streamkeep.engine.model._pel_claim_py import (
-        claim, extend_above, pop_sorted, remove_sorted, scan)
+        claim,
+        extend_above,
+        pop_sorted,
+        remove_sorted,
+        scan,
+    )
 else:
     extensions.loaded(__name__, True)
 

@@ -11,11 +11,23 @@ from streamkeep.engine.wire import extensions
 try:
     extensions.want_compiled()  # ImportError when STREAMKEEP_NO_EXTENSIONS is set
     from streamkeep.engine.model._pel_search_c import (
-        bucket_live, find, narrow_bucket, owned_rows, range_rows, wide_bucket)
+        bucket_live,
+        find,
+        narrow_bucket,
+        owned_rows,
+        range_rows,
+        wide_bucket,
+    )
 except ImportError as error:
     extensions.missing(__name__, error)
     from streamkeep.engine.model._pel_search_py import (
-        bucket_live, find, narrow_bucket, owned_rows, range_rows, wide_bucket)
+        bucket_live,
+        find,
+        narrow_bucket,
+        owned_rows,
+        range_rows,
+        wide_bucket,
+    )
 else:
     extensions.loaded(__name__, True)
 

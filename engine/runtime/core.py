@@ -53,7 +53,7 @@ from streamkeep.engine.exec.transactions import (
     queue_in_multi,
 )
 from streamkeep.engine.model.digest import state_digest
-from streamkeep.engine.model.effects import Record, select_effect
+from streamkeep.engine.model.effects import Record, plain_xadd_effect, select_effect
 from streamkeep.engine.model.residency import Residency
 from streamkeep.engine.model.stream import Stream
 from streamkeep.engine.wire.errors import ReplyError, StorageError, storage_reply
@@ -74,6 +74,12 @@ RecordSink = Callable[[Record], None]
 NUM_DATABASES = 16
 NOAUTH = "NOAUTH Authentication required."
 _now_ns = time.perf_counter_ns
+
+
+def _plain_xadd(argv: Argv) -> bool:
+    """`XADD key * field value ...` as StreamQueue sends it: no option, the arity right (a
+    transaction refuses a wrong one before running anything; a batch would run the rest)."""
+    return len(argv) >= 5 and len(argv) & 1 == 1 and argv[0] == b"XADD" and argv[2] == b"*"
 
 
 def wall_clock_ms(_ns: Callable[[], int] = time.time_ns) -> int:
@@ -288,8 +294,16 @@ class EngineCore:
         """MULTI, `argvs`, EXEC in one call (the embedded work queue's batches): queued under
         one lock round instead of one per command, then EXEC's reply (a failed command's
         ReplyError in its place) and one record. A command refused while queueing aborts the
-        transaction as over the wire (EXECABORT)."""
+        transaction as over the wire (EXECABORT). A transaction of plain `XADD key * field
+        value ...` (StreamQueue.put_many), with nothing that could make EXEC differ (no MULTI,
+        no WATCH, no key with a TTL, every write gate open), runs as `execute_batch` runs it:
+        the same replies and one record, without queueing each command."""
+        argvs = argvs if isinstance(argvs, list) else list(argvs)
         with self.lock:
+            if (session.multi is None and not session.watched and not self.expires[session.db]
+                    and self._write_gate(session) is None and all(map(_plain_xadd, argvs))):
+                self.stats.counters("exec")[CALLS] += 1
+                return self._run_batch(session, argvs)
             if session.multi is not None:
                 raise ReplyError("ERR MULTI calls can not be nested")
             session.multi, session.multi_failed = [], False
@@ -317,42 +331,49 @@ class EngineCore:
             journal = self.journal
             if journal is not None and journal.error:
                 raise ReplyError(journal.error)
-            ctx = Ctx(self, session, self.clock())
-            effects = ctx.effects
-            first_db = record_db = session.db
-            dbs, waiters = self.dbs, self.waiters
-            xadds = self.stats.counters("xadd")
-            replies: list[Any] = []
-            for argv in argvs:
-                db = session.db
-                mark = len(effects)
-                reply: Any = None
-                if argv[0] == b"XADD" and len(argv) >= 5 and argv[2] != b"*":
-                    try:
-                        reply = add_entry(self, dbs[db], argv, ctx.now)
-                    except ReplyError as err:
-                        reply = err
-                    if type(reply) is bytes:
-                        effects.append(argv)  # type: ignore[arg-type]
-                        xadds[CALLS] += 1
-                        if waiters.by_key:
-                            waiters.signal(db, argv[1])
-                if reply is None:  # not the plain form: the command table, as EXEC runs it
-                    try:
-                        reply = self.run_queued(ctx, [(lookup(argv), argv)])[0]
-                    except ReplyError as err:  # unknown command, wrong arity
-                        reply = err
-                replies.append(reply)
-                if len(effects) > mark and db != record_db:
-                    effects.insert(mark, select_effect(db))
-                    record_db = db
-            if effects:
-                session.write_lsn = self._commit(ctx, first_db)
-            if waiters.ready:
-                self._serve_ready()
-            if self.residency.resident > self.residency.limit:
-                self.residency.evict()
-            return replies
+            return self._run_batch(session, argvs)
+
+    def _run_batch(self, session: Session, argvs: Iterable[Argv]) -> list[Any]:
+        """execute_batch's body (lock held). A plain XADD (`*` or an explicit ID) takes
+        add_entry; its effect is itself, or with `*` the same with the ID it got."""
+        ctx = Ctx(self, session, self.clock())
+        effects = ctx.effects
+        first_db = record_db = session.db
+        dbs, waiters = self.dbs, self.waiters
+        xadds = self.stats.counters("xadd")
+        replies: list[Any] = []
+        for argv in argvs:
+            db = session.db
+            mark = len(effects)
+            reply: Any = None
+            if argv[0] == b"XADD" and len(argv) >= 5:
+                try:
+                    reply = add_entry(self, dbs[db], argv, ctx.now)
+                except ReplyError as err:  # a call that failed, as EXEC counts it
+                    reply = err
+                    self.stats.failed(xadds, 0, err.line)
+                if type(reply) is bytes:
+                    effects.append(plain_xadd_effect(argv, reply) if argv[2] == b"*"
+                                   else argv)  # type: ignore[arg-type]
+                    xadds[CALLS] += 1
+                    if waiters.by_key:
+                        waiters.signal(db, argv[1])
+            if reply is None:  # not the plain form: the command table, as EXEC runs it
+                try:
+                    reply = self.run_queued(ctx, [(lookup(argv), argv)])[0]
+                except ReplyError as err:  # unknown command, wrong arity
+                    reply = err
+            replies.append(reply)
+            if len(effects) > mark and db != record_db:
+                effects.insert(mark, select_effect(db))
+                record_db = db
+        if effects:
+            session.write_lsn = self._commit(ctx, first_db)
+        if waiters.ready:
+            self._serve_ready()
+        if self.residency.resident > self.residency.limit:
+            self.residency.evict()
+        return replies
 
     def _execute(
         self, session: Session, argv: Argv, effects_out: list | None = None

@@ -41,11 +41,13 @@ class QueueError(StreamkeepError):
 
 
 def _b(value: Any) -> bytes:
-    t = type(value)
+    t = type(value)  # the exact types first: a put converts every field and value
     if t is bytes:
         return value  # type: ignore[no-any-return]
     if t is str:
         return value.encode()  # type: ignore[no-any-return]
+    if t is int:
+        return b"%d" % value
     if isinstance(value, bytes | bytearray | memoryview):
         return bytes(value)
     if isinstance(value, str):
@@ -412,7 +414,7 @@ class StreamQueue:
                      b"%d" % max(int((time.time() - self.max_age) * 1000), 0))
         argv.append(b"*")
         start = len(argv)
-        pairs = fields.items() if isinstance(fields, Mapping) else fields
+        pairs = fields.items() if type(fields) is dict or isinstance(fields, Mapping) else fields
         for f, v in pairs:
             argv += (_b(f), _b(v))
         if len(argv) == start:

@@ -139,11 +139,10 @@ def _rate(result: dict[str, Any]) -> float:
 def versus(env: BenchEnv, key: str, other: str, run: Run) -> Measurement:
     """``run`` under this interpreter and the ``other`` checkout's alternately, RUNS times;
     this one's best rate, the ratios' range in figures and a note."""
-    label = key.split(".", 1)[1]
     if other not in env.others:
         result = run(sys.executable)
         return Measurement(_rate(result), count=int(result["ops"]),
-                           notes=[f"nodes.{label}: no --{other} checkout given, no ratio"])
+                           notes=[f"{key}: no --{other} checkout given, no ratio"])
     theirs = python_of(env.others[other])
     mine_rates, ratios, their_rates, cpu_ratios = [], [], [], []
     for _ in range(RUNS):
@@ -278,18 +277,19 @@ def served(env: BenchEnv, what: str) -> Measurement:
 
 
 class Built:
-    """Per interpreter, one data dir built once per run by ``nodes_child.py build`` (a
-    snapshot of numbered entries), removed at the run's end."""
+    """Per interpreter, one data dir built once per run by a ``nodes_child.py`` workload
+    (``build``: a snapshot of numbered entries), removed at the run's end."""
 
-    def __init__(self, entries: int) -> None:
+    def __init__(self, entries: int, workload: str = "build") -> None:
         self.entries = entries
+        self.workload = workload
         self.root = tempfile.mkdtemp(prefix="streamkeep-bench-nodes-")
         self.paths: dict[str, str] = {}
 
     def path(self, python: str) -> str:
         if python not in self.paths:
             path = os.path.join(self.root, f"data{len(self.paths)}")
-            child(python, "build", self.entries, path)
+            child(python, self.workload, self.entries, path)
             self.paths[python] = path
         return self.paths[python]
 

@@ -1,14 +1,19 @@
-"""The ``nodes`` section's workloads, as a script any checkout's interpreter can run.
+"""The workloads of the sections that compare checkouts (``nodes``, ``consume``), as a script
+any checkout's interpreter can run.
 
-Owns what each of the section's embedded rows does and times: ``<python> -I nodes_child.py
+Owns what each of those sections' embedded rows does and times: ``<python> -I nodes_child.py
 WORKLOAD N PATH SEED`` runs one workload in that process and prints one JSON line
 (``{"ops": ..., "seconds": ..., ...}``). It imports the public API alone (``from streamkeep
 import Engine``: ``Engine.open()``, ``.execute(...)``, ``.compact()``, ``.close()``), so the
 same code measures whichever streamkeep the interpreter has installed: run with another
 checkout's ``.venv/bin/python``, it exercises that checkout's engine. (``-I`` keeps this
 directory off ``sys.path``: its modules would shadow the standard library's.)
-Must not touch: anything of streamkeep but its public API (no ``streamkeep.tools`` import),
-the registry, how rows are compared (the section module, tools/bench/nodes.py).
+The one exception: ``build_backlog`` writes the backlog section's data set with that
+checkout's own builder (``streamkeep.tools.bench.backlog.build``: its snapshot format is that
+checkout's; building it through XADD would take an older checkout many minutes and gigabytes).
+Must not touch: anything of streamkeep but its public API (no other ``streamkeep.tools``
+import), the registry, how rows are compared (the section modules, tools/bench/nodes.py and
+tools/bench/consume.py).
 """
 
 from __future__ import annotations
@@ -27,6 +32,9 @@ BATCH = 100  # COUNT of the reads and claims
 TRIM_EVERY = 10  # XADDs between two trims as the stream grows
 TRIM_SHARE = 10  # the trims keep a tenth of the entries
 COLD_BUDGET = 1 << 20  # backlog-memory of the cold reads: 1 MB, most nodes cold
+BACKLOG_BUDGET = 128 << 20  # backlog-memory of the catch-up over a cold backlog (the backlog
+# section's cold mode), whose data set names its stream, group and consumer so:
+BACKLOG_KEY, BACKLOG_GROUP, BACKLOG_CONSUMER = "backlog", "g", "c"
 
 
 def _engine(path: str | None = None, **config: Any) -> Any:
@@ -72,6 +80,63 @@ def consume(n: int, path: str, rng: random.Random) -> dict[str, Any]:
         execute("XACK", KEY, GROUP, *[e[0] for e in entries])
         done += len(entries)
     return _timed(done, began)
+
+
+def queue_batch(n: int, path: str, rng: random.Random) -> dict[str, Any]:
+    """The durable queue in batches: put_many(BATCH) + get(BATCH) + one ack of their IDs, on
+    a data dir (appendfsync everysec), n messages."""
+    from streamkeep import Engine, StreamQueue
+
+    engine = Engine.open(path, appendfsync="everysec", auto_aof_rewrite_percentage=0)
+    q = StreamQueue(engine, "jobs", consumer="bench")
+    batch = [{"n": i} for i in range(BATCH)]
+
+    def run(rounds: int) -> None:
+        for _ in range(rounds):
+            q.put_many(batch)
+            q.ack(*[m.id for m in q.get(BATCH)])
+
+    run(max(n // BATCH // 10, 1))  # warm-up
+    began = time.perf_counter()
+    run(max(n // BATCH, 1))
+    out = _timed(max(n // BATCH, 1) * BATCH, began)
+    pending = engine.execute("XPENDING", "jobs", "workers")[0]
+    engine.close()
+    if pending:
+        raise AssertionError(f"queue_batch left {pending} messages pending")
+    return out
+
+
+def build_backlog(n: int, path: str, rng: random.Random) -> dict[str, Any]:
+    """The backlog section's data set of n entries at path (untimed), by the checkout's own
+    builder: one stream, a group three quarters behind."""
+    from streamkeep.tools.bench.backlog import build as build_data_set
+
+    build_data_set(path, n)
+    return {"ops": n, "seconds": 0.0}
+
+
+def catchup(n: int, path: str, rng: random.Random) -> dict[str, Any]:
+    """The lagging group's catch-up over a data set of build_backlog's, backlog-memory 128mb
+    (its nodes cold): XREADGROUP COUNT BATCH + XACK of n entries, on the default appendfsync
+    (everysec)."""
+    from streamkeep import Engine
+
+    engine = Engine.open(path, backlog_memory=BACKLOG_BUDGET)
+    execute = engine.execute
+    done = 0
+    began = time.perf_counter()
+    while done < n:
+        reply = execute("XREADGROUP", "GROUP", BACKLOG_GROUP, BACKLOG_CONSUMER, "COUNT",
+                        str(BATCH), "STREAMS", BACKLOG_KEY, ">")
+        if not reply or not reply[0][1]:
+            break
+        ids = [entry[0] for entry in reply[0][1]]
+        execute("XACK", BACKLOG_KEY, BACKLOG_GROUP, *ids)
+        done += len(ids)
+    out = _timed(done, began)
+    engine.close()
+    return out
 
 
 def _ranges(n: int, rng: random.Random, reverse: bool) -> dict[str, Any]:
@@ -239,7 +304,7 @@ def compact(n: int, path: str, rng: random.Random) -> dict[str, Any]:
 WORKLOADS: dict[str, Callable[[int, str, random.Random], dict[str, Any]]] = {
     f.__name__: f for f in (xadd, consume, xrange, xrevrange, xdel, trim_exact, trim_approx,
                             trim_minid, xautoclaim, build, load, cold_read, footprint_live,
-                            footprint_restart, compact)}
+                            footprint_restart, compact, queue_batch, build_backlog, catchup)}
 
 
 def main(argv: list[str]) -> int:

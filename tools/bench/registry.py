@@ -24,6 +24,7 @@ from streamkeep.tools.bench import (
     aof,
     backlog,
     bigvalues,
+    consume,
     export,
     inspect,
     interop,
@@ -119,6 +120,11 @@ NODES_LOAD_TARGET = 5.0  # snapshot load entries/s against the older commit
 NODES_COLD_TARGET = 5.0  # cold 100-entry node reads against the older commit
 NODES_IMPORT_TARGET = 10.0  # streamkeep import of a dump.rdb against the older commit
 NODES_FOOTPRINT_TARGET = 1.10  # RSS after a restart / RSS built live, at most
+# The consume path (`streamkeep bench consume --before DIR`): this checkout's rate / the older
+# commit's, each run (the worst run's ratio is the figure), at least:
+CONSUME_EMBEDDED_TARGET = 4.0  # XREADGROUP COUNT 100 + XACK in memory
+CONSUME_BATCH_TARGET = 5.0  # StreamQueue put_many(100) + get(100) + ack, everysec
+CONSUME_CATCHUP_TARGET = 3.0  # a group's catch-up over a cold backlog
 
 
 # The nodes section's rows against --base: (workload, label, the worst run's ratio at least).
@@ -440,6 +446,15 @@ SECTIONS: tuple[Section, ...] = (
         Benchmark("nodes.footprint", "sensor entries built live, then restarted (RSS): XADD",
                   nodes.footprint),
     ), describe=nodes.describe),
+    Section("consume", (
+        Benchmark("consume.embedded", f"embedded XREADGROUP COUNT {BATCH} + XACK, in memory: "
+                                      "this checkout (vs --before)", consume.embedded),
+        Benchmark("consume.queue_batch", f"StreamQueue put_many({BATCH}) + get({BATCH}) + ack, "
+                                         "everysec: this checkout (vs --before)",
+                  consume.queue_batch),
+        Benchmark("consume.catchup", f"catch-up (XREADGROUP COUNT {BATCH} + XACK) over a cold "
+                                     "backlog: this checkout (vs --before)", consume.catchup),
+    ), describe=consume.describe),
     Section("backlog", (
         Benchmark("backlog.cold", f"XADD on a big backlog, backlog-memory "
                                   f"{backlog.BUDGET >> 20}mb (fresh process)",
@@ -651,6 +666,12 @@ FIGURES: tuple[Figure, ...] = (
       for name, label, target in (("snapshot_load", "snapshot load entries/s", NODES_LOAD_TARGET),
                                   ("cold_read", "cold node reads/s", NODES_COLD_TARGET),
                                   ("import_rdb", "import entries/s", NODES_IMPORT_TARGET))),
+    *(Figure("consume", f"{label}: this / before, worst run", f"consume.{name}",
+             extra="ratio_min", target=target)
+      for name, label, target in (("embedded", "embedded consume msgs/s", CONSUME_EMBEDDED_TARGET),
+                                  ("queue_batch", "queue batches msgs/s", CONSUME_BATCH_TARGET),
+                                  ("catchup", "cold catch-up entries/s",
+                                   CONSUME_CATCHUP_TARGET))),
     Figure("nodes", "cold node read, this checkout", "nodes.cold_read", extra="us_per_read",
            unit="us"),
     *(Figure("nodes", f"footprint: RSS {what}", "nodes.footprint", extra=extra, unit="MB")

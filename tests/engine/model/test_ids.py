@@ -103,7 +103,8 @@ def test_plain_ids_twins_agree(texts: list[bytes], start: int) -> None:
     assert outcome(pure.plain_ids, list(args), start) == outcome(compiled.plain_ids, args, start)
     parsed = pure.plain_ids(args, start)
     if parsed is not None and parsed[2]:  # tidy: the arguments are the formatted IDs
-        assert [pure.format_id(m << 64 | s) for m, s in zip(parsed[0], parsed[1])] == \
+        ms, seq, _tidy = parsed
+        assert [pure.format_id(m << 64 | s) for m, s in zip(ms, seq, strict=True)] == \
             list(args[start:])
 
 

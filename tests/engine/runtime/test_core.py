@@ -29,6 +29,7 @@ import pytest
 
 from streamkeep import Engine, Record, ReplyError
 from streamkeep.aof.codec import encode
+from streamkeep.engine.exec.stats import CALLS, FAILED
 
 LIMITS = {"stream_node_max_entries": 7, "stream_node_max_bytes": 160}
 MAX = 18446744073709551615
@@ -235,6 +236,62 @@ def test_execute_atomic_is_one_transaction_and_one_record() -> None:
     engine.execute_raw(session, (b"MULTI",))
     with pytest.raises(ReplyError, match="MULTI calls can not be nested"):
         engine.execute_atomic(session, [(b"XLEN", b"s")])
+
+
+def _transaction_outcome(engine: Engine, session: object, argvs: list) -> tuple:
+    """A transaction's replies (errors as their lines), records and stats."""
+    records: list[Record] = []
+    engine.add_sink(records.append)
+    try:
+        replies = engine.execute_atomic(session, argvs)  # type: ignore[arg-type]
+    except ReplyError as err:
+        replies = err.line
+    lines = replies if isinstance(replies, str) else [
+        r.line if isinstance(r, ReplyError) else r for r in replies]
+    calls = {name: (engine.stats.counters(name)[CALLS], engine.stats.counters(name)[FAILED])
+             for name in ("xadd", "exec")}
+    return lines, [list(map(list, r.effects)) for r in records], calls
+
+
+@pytest.mark.parametrize("argvs", [
+    [(b"XADD", b"s", b"*", b"f", b"v"), (b"XADD", b"t", b"*", b"n", b"1", b"m", b"2")],
+    [(b"XADD", b"s", b"*", b"f", b"v"), (b"XADD", b"str", b"*", b"f", b"v")],  # WRONGTYPE
+    [(b"XADD", b"s", b"*", b"f", b"v"), (b"XADD", b"s", b"*", b"f")],  # arity: EXECABORT
+    [(b"XADD", b"s", b"*", b"f", b"v"), (b"xadd", b"s", b"*", b"f", b"v")],
+])
+def test_a_transaction_of_plain_xadds_is_exec_as_the_table_runs_it(argvs: list) -> None:
+    """execute_atomic runs a transaction of plain `XADD key * ...` without queueing (as
+    execute_batch does): the replies, the one record, the call counts are EXEC's."""
+    from streamkeep.engine.runtime import core
+    from streamkeep.engine.runtime.core import Session
+
+    outcomes = []
+    for fast in (True, False):
+        engine = Engine(clock=lambda: 1_000)
+        engine.execute("SET", "str", "x")
+        engine.execute("XADD", "s", "999-0", "f", "v")
+        if not fast:  # the general path: MULTI, the queued commands, EXEC
+            engine.execute_raw(Session(), (b"WATCH", b"other"))  # (another session's)
+            original = core._plain_xadd
+            core._plain_xadd = lambda argv: False  # type: ignore[assignment]
+            try:
+                outcomes.append(_transaction_outcome(engine, Session(), argvs))
+            finally:
+                core._plain_xadd = original
+        else:
+            outcomes.append(_transaction_outcome(engine, Session(), argvs))
+    assert outcomes[0] == outcomes[1]
+
+
+def test_a_watching_session_takes_the_general_transaction() -> None:
+    from streamkeep.engine.runtime.core import Session
+
+    engine = Engine()
+    session = Session()
+    engine.execute_raw(session, (b"WATCH", b"s"))
+    engine.execute("XADD", "s", "*", "f", "v")  # another client changes the watched key
+    assert engine.execute_atomic(session, [(b"XADD", b"s", b"*", b"f", b"v")]) is None \
+        or engine.execute("XLEN", "s") == 1
 
 
 BATCH = [  # a redis-server primary's stream between transactions, as a replica applies it

@@ -214,8 +214,8 @@ def test_damage_inside_fsynced_bytes_is_not_a_torn_tail(tmp_path: Path) -> None:
     """Restoring the latest state (as export-rdb does) past a damaged last record that was
     fsynced is impossible, not a silent cut; a point before it is restorable."""
     written = write_dir(tmp_path / "data", commands=200)
-    last = segments(written.path)[-1]
-    offset = record_offsets(last)[-1]
+    last = [path for path in segments(written.path) if record_offsets(path)][-1]  # (a rotation
+    offset = record_offsets(last)[-1]  # may have left the newest segment empty)
     flip_byte(last, offset + 12)
     code, _out, err = cli("restore", str(written.path), "--to-time", str(1 << 62),
                           "--out", str(tmp_path / "x"))
