@@ -205,28 +205,27 @@ def _xadd_idmp_simple(ctx: Ctx, argv: Argv) -> bytes | None:
         state = None
     else:
         state = s.idmp
-        if state is not None:  # Idmp.lookup, inlined
-            producer = state.producers.get(pid)
-            if producer is not None:
-                found = producer.iids.get(iid)
-                if found is not None and found[1] + state.duration * 1000 > now:
-                    return refuse_duplicate(ctx, key, state, found[0])
     last = s.last_id
     if now > last >> 64 and not _IGNORE_CLOCK:  # the next automatic ID (_next_auto_id), inlined
         sid = now << 64
-    elif last == MAX_ID:
+    elif last == MAX_ID:  # a duplicate is still refused with its ID: checked first
+        if state is not None and (original := state.lookup(pid, iid, now)) is not None:
+            return refuse_duplicate(ctx, key, state, original)
         raise ReplyError(_EXHAUSTED)
     elif last & SEQ_MASK != SEQ_MASK:
         sid = last + 1
     else:
         sid = ((last >> 64) + 1) << 64
+    if state is not None:  # the duplicate check and, when there is none, the recording
+        original = state.lookup_or_record(pid, iid, sid, now)
+        if original is not None:
+            return refuse_duplicate(ctx, key, state, original)
     engine = ctx.engine
     idb = s.append(sid, fields, engine.node_max_entries, engine.node_max_bytes)
     effects = ctx.effects
     effects.append(xadd_effect(key, idb, fields))
     if state is None:
-        state = created_state(ctx, key, s)
-    state.record(pid, iid, sid, now)
+        created_state(ctx, key, s).record(pid, iid, sid, now)
     effects.append(xidmprecord_effect(key, pid, iid, idb))
     if engine.waiters.by_key:
         ctx.signal(key)

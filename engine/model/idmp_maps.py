@@ -91,6 +91,33 @@ class Idmp:
             del iids[order.popleft()]
         self.added += 1
 
+    def lookup_or_record(self, pid: bytes, iid: bytes, sid: int, now: int) -> int | None:
+        """`lookup`, then, when it finds nothing live, `record` of entry `sid`: the entry ID
+        of a live duplicate (nothing recorded), else None. One pass over the producer's map
+        for XADD IDMP's every send (the caller appends `sid` next)."""
+        producer = self.producers.get(pid)
+        if producer is None:
+            self.record(pid, iid, sid, now)
+            return None
+        iids, order = producer.iids, producer.order
+        found = iids.get(iid)
+        if found is not None:
+            if found[1] + self.duration * 1000 > now:
+                return found[0]
+        if order:  # `record`'s steps on the producer at hand
+            horizon = now - self.duration * 1000
+            if iids[order[0]][1] <= horizon:
+                while order and iids[order[0]][1] <= horizon:
+                    del iids[order.popleft()]
+            if found is not None and iid in iids:  # expired but not at the front
+                order.remove(iid)
+        iids[iid] = (sid, now)
+        order.append(iid)
+        if len(order) > self.maxsize:
+            del iids[order.popleft()]
+        self.added += 1
+        return None
+
     def _new_producer(self, pid: bytes, now: int) -> Producer:
         """A map for a new producer, after checking the next PRODUCER_CHECKS producers of the
         rotation: one whose newest iid has expired is forgotten (a client restarted under a

@@ -56,6 +56,7 @@ from streamkeep.engine.model.digest import state_digest
 from streamkeep.engine.model.effects import Record, plain_xadd_effect, select_effect
 from streamkeep.engine.model.residency import Residency
 from streamkeep.engine.model.stream import Stream
+from streamkeep.engine.wire.argv import encode_args
 from streamkeep.engine.wire.errors import ReplyError, StorageError, storage_reply
 from streamkeep.engine.wire.reply import NULL_ARRAY, RespMap, to_plain
 
@@ -231,9 +232,8 @@ class EngineCore:
 
     def execute(self, *args: Any) -> Any:
         """Run one command; plain reply values, errors raised as ReplyError."""
-        try:  # all-str arguments, the common case, convert in C
-            argv = tuple(map(str.encode, args))
-        except TypeError:
+        argv = encode_args(args)  # str and bytes, the common case, in one kernel call
+        if argv is None:
             argv = tuple(map(_to_bytes, args))
         reply, lsn = self.submit(self.session, argv)  # _execute, inlined: the hot path
         t = type(reply)

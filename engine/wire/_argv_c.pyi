@@ -1,0 +1,3 @@
+from collections.abc import Sequence
+
+def encode_args(args: Sequence[object]) -> tuple[bytes, ...] | None: ...
