@@ -24,7 +24,7 @@ import socket
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from streamkeep.engine.exec.blocking import Waiter
@@ -103,9 +103,13 @@ class ClientOutput(ReplyBuffer):
         self.budget = budget
 
     def check(self) -> None:
-        if not self.limit:
-            self.limit = self.budget()
-        super().check()
+        limit = self.limit or self._find_limit()
+        if len(self) + self.big_size > limit:
+            raise OutputLimitReached(f"reply over the output limit of {limit} bytes")
+
+    def _find_limit(self) -> int:
+        self.limit = self.budget()
+        return self.limit
 
 
 class Client(asyncio.Protocol):
@@ -539,6 +543,10 @@ class Client(asyncio.Protocol):
         was let through: until the output drains below the limit again, the limits apply to
         what is queued on top of it (`exempt`)."""
         limits = self.config["client-output-buffer-limit"]  # (output_limit(), inlined)
+        size = self.transport.get_write_buffer_size()  # type: ignore[union-attr]
+        if (not size and not self.exempt and self.soft_limit_since is None
+                and batch <= _lowest_limit(limits)):
+            return  # nothing pending, nothing exempt: no limit can be reached or be counting
         hard, soft, soft_seconds = limits["pubsub"] if self.subscriber.active \
             else limits["normal"]
         if not self.authenticated:
@@ -547,7 +555,6 @@ class Client(asyncio.Protocol):
             hard = min(hard, UNAUTH_OUTPUT_LIMIT) if hard else UNAUTH_OUTPUT_LIMIT
         if not (hard or soft):
             return
-        size = self.transport.get_write_buffer_size()  # type: ignore[union-attr]
         if batch > (hard or soft):
             self.exempt = max(self.exempt, batch)
         elif size < (hard or soft):
@@ -656,6 +663,19 @@ class Client(asyncio.Protocol):
 
     def info_line(self) -> str:
         return " ".join(f"{k}={v}" for k, v in self.info_fields())
+
+
+def _lowest_limit(limits: Mapping[str, tuple[int, int, int]]) -> int:
+    """The lowest output limit any client can have under these client-output-buffer-limit
+    settings: a flush no bigger than this with nothing left pending reaches none. Found once per
+    settings object (CONFIG SET replaces it, never changes it)."""
+    if limits is not _LOWEST[0]:
+        _LOWEST[:] = [limits, min([n for cls in ("normal", "pubsub") for n in limits[cls][:2] if n]
+                                  + [UNAUTH_OUTPUT_LIMIT])]
+    return _LOWEST[1]  # type: ignore[no-any-return]
+
+
+_LOWEST: list[Any] = [None, 0]  # (the settings object, its lowest limit)
 
 
 def _ignore_wake(waiter: Waiter) -> None:
