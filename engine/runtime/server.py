@@ -24,7 +24,7 @@ import socket
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from streamkeep.engine.exec.blocking import Waiter
@@ -65,6 +65,7 @@ DENIED = (
 )
 READ_PAUSE_BYTES = 1 << 20  # a blocked client's unparsed input beyond this: stop reading
 FLUSH_BYTES = 64 << 10  # replies queued beyond this during a pipeline: write them out now
+COPY_OUT_BYTES = 16 << 10  # a flush this small leaves as a bytes copy; the buffer is kept
 UNAUTH_OUTPUT_LIMIT = 1 << 20  # an unauthenticated client's unread replies: like its input
 # One reply may pass the output limits up to proto-max-bulk-len plus this much framing: a value
 # the server accepted always fits in the reply that returns it (XRANGE, XINFO STREAM FULL).
@@ -89,6 +90,28 @@ def is_loopback(host: str | None) -> bool:
         return False
 
 
+class ClientOutput(ReplyBuffer):
+    """A connection's output buffer whose limit is found when the encoder first checks it: a
+    reply too small to be checked (short bulks, short arrays) costs no look at the limits and
+    the transport's pending bytes. The limit (`budget()`, the client's `_reply_budget`) is
+    kept until the next flush clears it."""
+
+    __slots__ = ("budget",)
+
+    def __init__(self, budget: Callable[[], int]) -> None:
+        super().__init__()
+        self.budget = budget
+
+    def check(self) -> None:
+        limit = self.limit or self._find_limit()
+        if len(self) + self.big_size > limit:
+            raise OutputLimitReached(f"reply over the output limit of {limit} bytes")
+
+    def _find_limit(self) -> int:
+        self.limit = self.budget()
+        return self.limit
+
+
 class Client(asyncio.Protocol):
     """One connection. Its replies leave in command order; under `appendfsync always` a reply
     (and every reply queued behind it) waits for the fsync that covers its record."""
@@ -99,6 +122,9 @@ class Client(asyncio.Protocol):
         self.id = server.next_client_id()
         self.session: Session = server.new_session(self)
         self.journal = server.engine.journal  # None in memory (then no reply carries an LSN)
+        # The settings dict (CONFIG SET changes its values in place): the output limits are
+        # read from it at every flush, without a property call or two in between.
+        self.config: dict[str, Any] = server.engine.config
         self._submit = server.engine.submit
         self._wake = self._notify  # one bound method, not one per command
         self.parser = RequestParser()  # its limits are set when the connection is made
@@ -112,7 +138,8 @@ class Client(asyncio.Protocol):
         self.last_interaction = self.created
         self.lib_name = b""  # CLIENT SETINFO LIB-NAME / LIB-VER
         self.lib_ver = b""
-        self.out = ReplyBuffer()  # its limit is set by the first reply after each flush
+        # Its limit is set by its first check after each flush (ClientOutput).
+        self.out: ReplyBuffer = self._new_output()
         self.held: deque[tuple[int, ReplyBuffer | bytes]] = deque()  # replies awaiting an fsync
         # (start, end, LSN) of write replies in out, as offsets in its output (out.size()).
         self.marks: list[tuple[int, int, int]] = []
@@ -195,8 +222,15 @@ class Client(asyncio.Protocol):
     def process(self) -> None:
         """Run every complete command in the input, until one blocks or the client closes, or
         until the batch has had its share of the loop (PIPELINE_SLICE_SECONDS): then the replies
-        so far leave and the rest continues on a later pass, after other clients' events."""
+        so far leave and the rest continues on a later pass, after other clients' events.
+
+        The collector waits until the batch's replies are encoded and handed to the transport:
+        a reply of a million entries is a million lists, which collections (a full one among
+        them) would otherwise walk, only for them to be freed right after. (Once per batch, not
+        per command: three calls less on every command's path.)"""
         parser = self.parser
+        collecting = gc.isenabled()
+        gc.disable()
         began = time.perf_counter()
         count = 0
         try:
@@ -213,8 +247,12 @@ class Client(asyncio.Protocol):
                     break
                 if argv is None:
                     break
-                self.run(argv)
-                if self.out.size() >= FLUSH_BYTES:
+                if self.authenticated and not self.subscriber.active:
+                    self._execute(argv)  # (run's gates, both open)
+                else:
+                    self.run(argv)
+                out = self.out
+                if len(out) + out.big_size >= FLUSH_BYTES:
                     # Hand big replies to the transport as they come, so the output limit is
                     # checked per reply: a pipeline of big reads from a client that does not
                     # read is cut at the limit, and nothing after it runs (Redis's
@@ -228,6 +266,8 @@ class Client(asyncio.Protocol):
                     break
         finally:
             self.flush()
+            if collecting:
+                gc.enable()
 
     def _give_way(self) -> None:
         """Let the loop serve other clients before the rest of this client's input runs. Input
@@ -253,16 +293,7 @@ class Client(asyncio.Protocol):
             # only the commands whose replies look like messages.
             self.reply(self.engine.refuse_subscribed(self.session, tuple(argv)))
             return
-        # The collector waits until the reply is encoded and dropped: a reply of a million
-        # entries is a million lists, which collections (a full one among them) would
-        # otherwise walk, only for them to be freed right after.
-        collecting = gc.isenabled()
-        gc.disable()
-        try:
-            self._execute(argv)
-        finally:
-            if collecting:
-                gc.enable()
+        self._execute(argv)
 
     def _execute(self, argv: list[bytes]) -> None:
         try:
@@ -282,28 +313,31 @@ class Client(asyncio.Protocol):
         """Queue a reply; held back behind the fsync of `lsn` (or behind held replies).
 
         The output limit is checked while the reply is encoded (`ReplyBuffer.limit`, what the
-        limit leaves after the output the transport still holds): a reply too big for it is
-        cut short and the client closed, before the reply is built whole."""
+        limit leaves after the output the transport still holds; see ClientOutput): a reply
+        too big for it is cut short and the client closed, before the reply is built whole."""
         if self.closed or value is NO_REPLY:
             return
         out = self.out
-        if not out.limit:
-            out.limit = self._reply_budget()
         try:
             if self.held or (lsn and self.journal.sync_on_commit):  # type: ignore[union-attr]
+                if not out.limit:
+                    out.limit = self._reply_budget()
                 buf = ReplyBuffer(max(out.limit - out.size(), 1))
                 write_reply(buf, value, self.protocol)
                 self.held.append((lsn, buf))
                 self.server.need_sync(self, lsn)
             elif lsn:  # its record must reach the OS before this reply leaves (see flush)
-                start = out.size()
+                start = len(out) + out.big_size  # (out.size(), without the call)
                 write_reply(out, value, self.protocol)
-                self.marks.append((start, out.size(), lsn))
+                self.marks.append((start, len(out) + out.big_size, lsn))
             else:
                 write_reply(out, value, self.protocol)
         except OutputLimitReached:
-            self.out = ReplyBuffer()  # drop what was encoded
+            self.out = self._new_output()  # drop what was encoded
             self._output_exceeded(out.size())
+
+    def _new_output(self) -> ClientOutput:
+        return ClientOutput(self._reply_budget)
 
     def reply_budget(self) -> int:
         """_reply_budget for a command reading a stream (0: no limit). It is the output's
@@ -316,12 +350,15 @@ class Client(asyncio.Protocol):
     def _reply_budget(self) -> int:
         """How big the output queued until the next flush may grow (NO_LIMIT if unlimited):
         what the hard limit leaves after the transport's pending bytes, but never less than
-        proto-max-bulk-len plus framing, so that any value the server accepted can be read."""
-        hard = self.output_limit()[0]
+        proto-max-bulk-len plus framing, so that any value the server accepted can be read.
+        (Computed at the first reply after every flush: output_limit() is inlined.)"""
+        limits = self.config["client-output-buffer-limit"]
+        hard = (limits["pubsub"] if self.subscriber.active else limits["normal"])[0]
         if not hard:
             return NO_LIMIT
         pending = self.transport.get_write_buffer_size() if self.transport is not None else 0
-        return max(hard + self.exempt - pending, self.server.proto_max_bulk_len + REPLY_FRAMING)
+        return max(hard + self.exempt - pending,
+                   int(self.config["proto-max-bulk-len"]) + REPLY_FRAMING)
 
     def release_held(self, synced_lsn: int) -> None:
         held = self.held
@@ -335,42 +372,57 @@ class Client(asyncio.Protocol):
         self.flush()
 
     def flush(self) -> None:
+        """Hand the queued replies to the transport (their records written to the OS first),
+        then check the output limits. A small output leaves as a bytes copy and the buffer is
+        kept for the next replies (the transport takes bytes as they are, where it would wrap
+        a bytearray in a memoryview and the connection would need a new buffer); a big one is
+        handed over as it is, its big bulks by reference."""
         transport = self.transport
         if transport is None or self.closed:
             return
-        if self.out:
-            if self.marks:
-                self._settle_marks()
-            out, self.out = self.out, ReplyBuffer()
-            batch = out.size()
+        out = self.out
+        if out:
+            marks = self.marks
+            if marks:
+                # Before replies of write commands leave, their records go to the OS (the
+                # journal buffers them in deferred mode: one write() per batch).
+                journal = self.journal
+                last = marks[-1][2]  # LSNs grow: the last mark is the highest
+                if last > journal.written_lsn:  # type: ignore[union-attr]
+                    self.server.flush_aof()
+                if last <= journal.written_lsn:  # type: ignore[union-attr]
+                    marks.clear()
+                else:
+                    self._refuse_unwritten()
+                    out = self.out
+            batch = len(out) + out.big_size
             if out.big:  # big bulks go to the transport as they are, not copied into out
+                self.out = self._new_output()
                 for part in out.parts():
                     transport.write(part)
-            else:
+            elif batch > COPY_OUT_BYTES:
+                self.out = self._new_output()
                 transport.write(out)
+            else:
+                data = bytes(out)
+                del out[:]
+                out.limit = 0  # the next reply's budget counts what this flush queued
+                transport.write(data)
             self.last_interaction = time.monotonic()  # Redis counts writes too (`timeout`)
             self._check_output_limit(batch)
         if self.closing and not self.held and not self.busy:
             self.close()
 
-    def _settle_marks(self) -> None:
-        """Before replies of write commands leave, their records go to the OS (the journal
-        buffers them in deferred mode: one write() per batch). A record that could not be
-        written is not acknowledged: its reply becomes the MISCONF error."""
+    def _refuse_unwritten(self) -> None:
+        """A record that could not be written is not acknowledged: its reply becomes the
+        MISCONF error (`marks`: the offsets of the write replies in the output)."""
         marks, self.marks = self.marks, []
-        journal = self.engine.journal
-        if journal is None:
-            return
-        last = marks[-1][2]  # LSNs grow: the last mark is the highest
-        if last > journal.written_lsn:
-            self.server.flush_aof()
-        written = journal.written_lsn
-        if last <= written:
-            return
-        error = b"-" + (journal.error or "MISCONF Errors writing to the AOF file").encode() \
-            + b"\r\n"
+        journal = self.journal
+        written = journal.written_lsn  # type: ignore[union-attr]
+        error = b"-" + (journal.error  # type: ignore[union-attr]
+                        or "MISCONF Errors writing to the AOF file").encode() + b"\r\n"
         out = self.out.materialized() if self.out.big else self.out  # offsets are size()'s
-        rebuilt, prev = ReplyBuffer(), 0
+        rebuilt, prev = self._new_output(), 0
         for start, end, lsn in marks:
             rebuilt += out[prev:start]
             rebuilt += error if lsn > written else out[start:end]
@@ -490,14 +542,19 @@ class Client(asyncio.Protocol):
         big reply: the encoding stopped anything bigger than proto-max-bulk-len plus framing)
         was let through: until the output drains below the limit again, the limits apply to
         what is queued on top of it (`exempt`)."""
-        hard, soft, soft_seconds = self.output_limit()
+        limits = self.config["client-output-buffer-limit"]  # (output_limit(), inlined)
+        size = self.transport.get_write_buffer_size()  # type: ignore[union-attr]
+        if (not size and not self.exempt and self.soft_limit_since is None
+                and batch <= _lowest_limit(limits)):
+            return  # nothing pending, nothing exempt: no limit can be reached or be counting
+        hard, soft, soft_seconds = limits["pubsub"] if self.subscriber.active \
+            else limits["normal"]
         if not self.authenticated:
             # Before AUTH a client gets only short errors; one that sends and never reads must
             # not make the server buffer its replies without bound (the limits default to none).
             hard = min(hard, UNAUTH_OUTPUT_LIMIT) if hard else UNAUTH_OUTPUT_LIMIT
         if not (hard or soft):
             return
-        size = self.transport.get_write_buffer_size()  # type: ignore[union-attr]
         if batch > (hard or soft):
             self.exempt = max(self.exempt, batch)
         elif size < (hard or soft):
@@ -517,9 +574,8 @@ class Client(asyncio.Protocol):
     def output_limit(self) -> tuple[int, int, int]:
         """(hard, soft, soft seconds) of this client's class: `pubsub` while it has a
         subscription (Redis's getClientType), else `normal`; 0 means no limit."""
-        if self.subscriber.total():
-            return self.engine.config["client-output-buffer-limit"]["pubsub"]
-        return self.server.output_limit
+        limits = self.config["client-output-buffer-limit"]
+        return limits["pubsub"] if self.subscriber.active else limits["normal"]
 
     def _output_exceeded(self, size: int) -> None:
         log.warning("Client id=%d addr=%s closed for overcoming of output buffer limits "
@@ -566,7 +622,7 @@ class Client(asyncio.Protocol):
         heap is frozen and full collections are rare: 450 MB a disconnected client had sent
         stayed resident until one ran."""
         self.parser.release()
-        self.out = ReplyBuffer()
+        self.out = ReplyBuffer()  # (not a ClientOutput: it would keep this client alive)
         self.held.clear()
         self.marks = []
         session = self.session
@@ -607,6 +663,19 @@ class Client(asyncio.Protocol):
 
     def info_line(self) -> str:
         return " ".join(f"{k}={v}" for k, v in self.info_fields())
+
+
+def _lowest_limit(limits: Mapping[str, tuple[int, int, int]]) -> int:
+    """The lowest output limit any client can have under these client-output-buffer-limit
+    settings: a flush no bigger than this with nothing left pending reaches none. Found once per
+    settings object (CONFIG SET replaces it, never changes it)."""
+    if limits is not _LOWEST[0]:
+        _LOWEST[:] = [limits, min([n for cls in ("normal", "pubsub") for n in limits[cls][:2] if n]
+                                  + [UNAUTH_OUTPUT_LIMIT])]
+    return _LOWEST[1]  # type: ignore[no-any-return]
+
+
+_LOWEST: list[Any] = [None, 0]  # (the settings object, its lowest limit)
 
 
 def _ignore_wake(waiter: Waiter) -> None:
@@ -765,8 +834,12 @@ class Server:
         """Write the journal's deferred records (one write() for everything buffered)."""
         journal = self.engine.journal
         if journal is not None and journal.pending:
-            with self.engine.lock:
+            lock = self.engine.lock  # (acquire/release: half a `with` block's cost, per batch)
+            lock.acquire()
+            try:
                 journal.flush_pending()
+            finally:
+                lock.release()
 
     def _start_sync(self) -> None:
         journal = self.engine.journal

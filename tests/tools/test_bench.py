@@ -420,13 +420,17 @@ def test_bench_inspect_section_tiny(capsys: pytest.CaptureFixture[str]) -> None:
     assert "streamkeep aof dump --format json: 2,000 records" in out
 
 
+@pytest.mark.redis
 def test_bench_queue_section(capsys: pytest.CaptureFixture[str]) -> None:
-    assert bench.main(["--quick", "--no-redis", "--sections", "queue"]) == 0
+    """Every row, the redis-server loop that the redis-py row is compared with among them."""
+    assert bench.main(["--quick", "--sections", "queue"]) == 0
     out = capsys.readouterr().out
     sections = bench.select_sections("queue")
     _check_rows(out, sections, bench.QUICK_N)
     _check_figures(out, sections)
     assert "persist-queue SQLiteAckQueue" in out and "skipped" not in out
+    assert re.search(r"^queue +redis-py: StreamQueue on streamkeep serve / plain loop on "
+                     r"redis-server +[\d.]+x +>= 0\.8x +(PASS|FAIL)$", out, re.M), out
 
 
 @pytest.mark.redis

@@ -98,6 +98,9 @@ EXPORT_DRIVER_RATIO_TARGET = 2.0  # the data source / read on the driver + creat
 QUEUE_EVERYSEC_RATIO_TARGET = 50.0  # put+get+ack msgs/s, embedded everysec, 1 thread, at least
 QUEUE_BATCH_TARGET = 100_000  # msgs/s with put_many + get(count=100) + ack, everysec
 QUEUE_ALWAYS_RATIO_TARGET = 10.0  # 16 threads, appendfsync always / persist-queue 16 threads
+# StreamQueue over redis-py against streamkeep serve / the same commands from a plain redis-py
+# loop against redis-server (one round trip each): the server's per-command cost, at least
+QUEUE_REDIS_PY_RATIO_TARGET = 0.8
 # Compact streams in memory (`streamkeep bench memory`, issue 18), at most:
 MEMORY_ENTRY_TARGET = 40.0  # bytes per entry, the sensor workload (RSS growth)
 MEMORY_PENDING_TARGET = 80.0  # bytes per pending entry
@@ -415,6 +418,8 @@ SECTIONS: tuple[Section, ...] = (
                   workqueue.bench_always_threads),
         Benchmark("queue.redis_py", "StreamQueue over redis-py, streamkeep serve (everysec)",
                   workqueue.bench_redis_py),
+        Benchmark("queue.redis_py_loop_redis", "redis-py XADD + XREADGROUP + XACK loop, "
+                                               "redis-server", workqueue.bench_redis_py_loop_redis),
     ), describe=workqueue.describe),
     Section("memory", tuple(
         Benchmark(f"memory.{name}", f"XADD fill, in a fresh process: {label}",
@@ -619,6 +624,9 @@ FIGURES: tuple[Figure, ...] = (
     Figure("queue", f"StreamQueue always, {workqueue.QUEUE_THREADS} threads: records per "
                     "fsync",
            "queue.always_threads", extra="records_per_fsync", unit=""),
+    Figure("queue", "redis-py: StreamQueue on streamkeep serve / plain loop on redis-server",
+           "queue.redis_py", denominator="queue.redis_py_loop_redis",
+           target=QUEUE_REDIS_PY_RATIO_TARGET),
     Figure("memory", "sensor: bytes per entry, streamkeep (RSS)", "memory.sensor",
            extra="bytes_per_entry", unit="", target=MEMORY_ENTRY_TARGET, at_most=True),
     Figure("memory", "sensor: bytes per entry, redis-server (used_memory)", "memory.sensor",

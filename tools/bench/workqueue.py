@@ -13,10 +13,14 @@ directory, the reference measured in the same run:
 - ``queue.batch``: put_many(BATCH) + get(count=BATCH) + one ack of the batch's IDs;
 - ``queue.always_threads``: QUEUE_THREADS worker threads, each put + get + ack, appendfsync
   always (group commit; records per fsync as a figure);
-- ``queue.redis_py``: the same helper over redis-py against the run's `streamkeep serve`.
+- ``queue.redis_py``: the same helper over redis-py against the run's `streamkeep serve`;
+- ``queue.redis_py_loop_redis``: the reference for that row: a plain redis-py loop of the
+  same three round trips without the queue's options (XADD, XREADGROUP COUNT 1 `>`, XACK)
+  against the run's redis-server, which runs on any version from 5.0, unlike the queue.
 
 A redis-server older than 8.8 cannot run the queue (it lacks CLAIM, IDMP, XNACK): the section's
-header says so instead of a row. Must not touch: the queue (engine.runtime.queue), the registry.
+header says so instead of a StreamQueue row. Must not touch: the queue
+(engine.runtime.queue), the registry.
 """
 
 from __future__ import annotations
@@ -73,7 +77,7 @@ def _redis_server_note(env: BenchEnv) -> list[str]:
     lacking = missing_features(version)
     if lacking:
         return [f"redis-server {version} cannot run the queue (it lacks {', '.join(lacking)}): "
-                f"no redis-server row"]
+                f"no redis-server StreamQueue row (its plain redis-py loop runs)"]
     return []
 
 
@@ -275,6 +279,40 @@ def bench_redis_py(env: BenchEnv) -> Measurement:
     finally:
         client.close()
     return Measurement(n / seconds, count=n)
+
+
+def bench_redis_py_loop_redis(env: BenchEnv) -> Measurement:
+    """The plain redis-py loop against the reference redis-server (Skip without one)."""
+    client = env.redis
+    n = max(cycles(env) // 4, 200)  # as many as queue.redis_py
+    name = f"jobs-loop-{time.monotonic_ns()}"
+    client.xgroup_create(name, "workers", "0", mkstream=True)
+    try:
+        _plain_cycles(client, name, min(n // 10, 2_000))  # warm-up
+        began = time.perf_counter()
+        _plain_cycles(client, name, n)
+        seconds = time.perf_counter() - began
+        left = client.xpending(name, "workers")["pending"]
+        if left:
+            raise AssertionError(f"the redis-py loop left {left} messages pending")
+    finally:
+        client.delete(name)
+    return Measurement(n / seconds, count=n)
+
+
+def _plain_cycles(client: Any, name: str, n: int) -> None:
+    """n x (XADD, XREADGROUP COUNT 1 >, XACK of the entry read), a round trip each."""
+    xadd, xreadgroup, xack = client.xadd, client.xreadgroup, client.xack
+    for i in range(n):
+        xadd(name, {"n": i})
+        reply = xreadgroup("workers", "bench", {name: ">"}, count=1)
+        xack(name, "workers", _first_id(reply))
+
+
+def _first_id(reply: Any) -> Any:
+    """The first entry's ID in a one-stream XREADGROUP reply, RESP2 (list) or RESP3 (dict)."""
+    entries = next(iter(reply.values()))[0] if isinstance(reply, dict) else reply[0][1]
+    return entries[0][0]
 
 
 def _check_drained(engine: Any, left: int = 0) -> None:

@@ -790,6 +790,81 @@ def test_client_that_stops_reading_is_cut_at_the_output_limit(served, connect):
     assert other.execute("XLEN", "after") == 0
 
 
+def test_client_over_the_soft_output_limit_for_its_seconds_is_cut(served, connect):
+    """Redis's soft limit: output pending over it for soft-seconds in a row closes the client.
+    (A flush with nothing pending skips the check: this one always leaves output pending.)"""
+    engine = served.engine
+    value = "v" * 1000
+    for i in range(1, 301):  # ~300 KB per XRANGE
+        engine.execute("XADD", "big", f"{i}-0", "f", value)
+    other = connect(timeout=2)
+    config_set(other, "client-output-buffer-limit", "normal 0 256kb 1")
+    sock = raw_socket(served, rcvbuf=4096)
+    wait_until(lambda: served_client_count(served) == 2, what="the reader accepted")
+    began = time.monotonic()
+    try:
+        while served_client_count(served) != 1:  # never reads; one more reply every 50 ms
+            with contextlib.suppress(OSError):
+                sock.sendall(encode_command("XRANGE", "big", "-", "+"))
+            time.sleep(0.05)
+            assert time.monotonic() - began < TIMEOUT, "the client over the soft limit stayed"
+    finally:
+        sock.close()
+    assert time.monotonic() - began >= 1.0  # not before it had been over it for the second
+    # `other` reads its replies (each over the soft limit by itself): never cut.
+    assert len(other.execute("XRANGE", "big", "-", "+")) == 300
+    assert other.execute("PING") == "PONG"
+
+
+def test_output_limit_set_between_a_clients_commands_applies_to_its_next_reply(served, connect):
+    """The limit a reply is encoded against is found when the encoder first checks it, from
+    the settings in force then: a client that ran commands before CONFIG SET is held to the
+    new limit."""
+    engine = served.engine
+    value = "v" * 1000
+    for i in range(1, 301):
+        engine.execute("XADD", "big", f"{i}-0", "f", value)
+    other = connect(timeout=2)
+    sock = raw_socket(served, rcvbuf=4096)
+    sock.sendall(encode_command("XLEN", "big") + encode_command("XRANGE", "big", "-", "+", "COUNT",
+                                                                "1"))
+    f = sock.makefile("rb")
+    assert read_raw_reply(f) == b":300\r\n"
+    assert read_raw_reply(f).startswith(b"*1\r\n")  # its output buffer used, and flushed
+    config_set(other, "client-output-buffer-limit", "normal 1mb 0 0")
+    try:
+        sock.sendall(encode_command("XRANGE", "big", "-", "+") * 60)  # ~18 MB never read
+        wait_until(lambda: served_client_count(served) == 1, what="the reader cut")
+    finally:
+        f.close()
+        sock.close()
+    assert other.execute("XLEN", "big") == 300
+
+
+def test_pipelined_replies_of_every_size_leave_whole_and_in_order(served):
+    """Small replies leave as copies of a buffer the connection keeps, big ones by hand-over,
+    big bulks by reference: one pipeline mixing them reads back in order."""
+    big_value = b"b" * (200 << 10)  # a bulk kept by reference
+    entry = b"e" * 1000
+    client = redis.Redis(host=served.host, port=served.port, socket_timeout=TIMEOUT)
+    try:
+        for i in range(1, 301):
+            client.xadd("s", {"f": entry}, id=f"{i}-0")
+        client.set("k", big_value)
+        for _ in range(3):  # the connection's buffer is reused from one batch to the next
+            pipe = client.pipeline(transaction=False)
+            pipe.ping().xlen("s").xrange("s").get("k").xrange("s", count=1).echo("x" * 20000)
+            pipe.xlen("s")
+            ping, n, entries, got, first, echoed, n_again = pipe.execute()
+            assert ping is True and n == n_again == 300
+            assert len(entries) == 300 and entries[-1] == (b"300-0", {b"f": entry})
+            assert got == big_value and first == [(b"1-0", {b"f": entry})]
+            assert echoed == b"x" * 20000
+            assert client.xlen("s") == 300
+    finally:
+        client.close()
+
+
 def test_slow_client_one_byte_at_a_time_does_not_stall_others(served, connect):
     payload = encode_command("XADD", "s", "1-1", "field", "slowly")
     slow = raw_socket(served)
