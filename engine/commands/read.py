@@ -423,7 +423,7 @@ class Delivery:
                   and not has_tombstones_between(s, group.last_id))
         moved = False
         caps = self.caps
-        if caps is None and not entries and (not claim_shape or not ctx.replies_in_resp):
+        if caps is None and not entries:
             self._new_entries_at_once(count, noack, simple, claim_shape)
             return
         delivered: list[int] = []  # made pending in one batch once the loop is done
@@ -458,14 +458,14 @@ class Delivery:
 
     def _new_entries_at_once(self, count: int, noack: bool, simple: bool,
                              claim_shape: bool = False) -> None:
-        """new_entries without MAXSIZE, and without CLAIM's shape for a connection: the
-        entries read node by node as the reply wants them (RESP straight from the nodes for a
-        connection; CLAIM's idle time and delivery count, 0 and 0 for a new entry, added to
-        an embedded caller's), then the group's bookkeeping over their IDs."""
+        """new_entries without MAXSIZE: the entries read node by node as the reply wants them
+        (RESP straight from the nodes for a connection; with CLAIM's shape, entries as values
+        with their idle time and delivery count, 0 and 0 for a new entry, added), then the
+        group's bookkeeping over their IDs."""
         ctx, s, group, consumer = self.ctx, self.s, self.group, self.consumer
         now, effects = ctx.now, ctx.effects
         sids: list[int] = []
-        read = s.range_resp if ctx.replies_in_resp else s.range_plain
+        read = s.range_resp if ctx.replies_in_resp and not claim_shape else s.range_plain
         got = read(group.last_id + 1, MAX_ID, count, sids=sids)
         if claim_shape:
             for entry in got:
