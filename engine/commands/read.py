@@ -494,6 +494,8 @@ _NEW_ENTRY_CLAIM_TAIL = (0, 0)  # CLAIM's idle time and delivery count before, f
 
 
 def _oldest_claimable(s: Stream, group: ConsumerGroup, now: int, min_idle: int) -> bool:
+    if not group.pel_by_time.times:  # no delivery time at all: nothing is pending
+        return False
     order = group.pel_by_time.iter_oldest(group.pel)
     try:
         for t, sid in order:

@@ -94,7 +94,7 @@ class _EngineBackend:
         plain = self._plain
         if read_last:
             return [*(plain(r) for r in replies[:-1]), self._entries(replies[-1])]
-        return [plain(r) for r in replies]
+        return [r if type(r) is bytes else plain(r) for r in replies]  # (XADD's IDs as they are)
 
     def guarded(self, key: bytes, check: Argv,
                 decide: Callable[[Any], Sequence[Argv] | None]) -> list[Any] | None:
@@ -415,8 +415,11 @@ class StreamQueue:
         argv.append(b"*")
         start = len(argv)
         pairs = fields.items() if type(fields) is dict or isinstance(fields, Mapping) else fields
-        for f, v in pairs:
-            argv += (_b(f), _b(v))
+        append = argv.append
+        for f, v in pairs:  # (str names and str or int values, the common case, inline)
+            append(f.encode() if type(f) is str else _b(f))
+            t = type(v)
+            append(v.encode() if t is str else b"%d" % v if t is int else _b(v))
         if len(argv) == start:
             raise QueueError("a message needs at least one field")
         return argv
@@ -438,9 +441,10 @@ class StreamQueue:
             raise QueueError(f"{len(keys)} idempotency keys for {len(batch)} messages")
         if not batch:
             return []
-        replies = self._atomic([self._xadd(m, k) for m, k in zip(batch, keys, strict=True)])
+        xadd = self._xadd
+        replies = self._atomic([xadd(m, k) for m, k in zip(batch, keys, strict=True)])
         for reply in replies:
-            if isinstance(reply, ReplyError):
+            if type(reply) is not bytes and isinstance(reply, ReplyError):
                 raise reply
         return replies
 
