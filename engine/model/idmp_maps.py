@@ -101,9 +101,8 @@ class Idmp:
             return None
         iids, order = producer.iids, producer.order
         found = iids.get(iid)
-        if found is not None:
-            if found[1] + self.duration * 1000 > now:
-                return found[0]
+        if found is not None and found[1] + self.duration * 1000 > now:
+            return found[0]
         if order:  # `record`'s steps on the producer at hand
             horizon = now - self.duration * 1000
             if iids[order[0]][1] <= horizon:

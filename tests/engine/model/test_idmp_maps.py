@@ -172,3 +172,24 @@ def test_matches_a_plain_reference(duration: int, maxsize: int, ops: list) -> No
         # A producer forgotten had nothing live left (the reference keeps it).
         assert all(r[-1][2] + duration * 1000 <= now for p, r in ref.maps.items()
                    if p not in kept)
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.integers(1, 3), st.integers(1, 4),
+       st.lists(st.tuples(st.sampled_from([b"p", b"q", b"r"]),
+                          st.sampled_from([b"a", b"b", b"c"]), st.integers(-300, 1500)),
+                max_size=60))
+def test_lookup_or_record_is_lookup_then_record(duration: int, maxsize: int,
+                                                ops: list) -> None:
+    """XADD IDMP's one pass gives what lookup, then record when nothing live was found, give,
+    and leaves the same maps (the clock may go back too)."""
+    one, two = Idmp(duration, maxsize), Idmp(duration, maxsize)
+    now = 10_000
+    for sid, (pid, iid, step) in enumerate(ops):
+        now += step
+        found = one.lookup(pid, iid, now)
+        if found is None:
+            one.record(pid, iid, sid, now)
+        assert two.lookup_or_record(pid, iid, sid, now) == found
+        assert list(one.entries()) == list(two.entries())
+        assert (one.added, list(one.rotation)) == (two.added, list(two.rotation))

@@ -46,9 +46,12 @@ def test_the_child_script_uses_the_public_api_alone() -> None:
     tree = ast.parse(Path(nodes.CHILD).read_text())
     for node in ast.walk(tree):
         if isinstance(node, ast.ImportFrom):
-            assert node.module in STDLIB or (node.module == "streamkeep"
-                                             and [a.name for a in node.names] == ["Engine"]), \
-                node.module
+            assert node.module in STDLIB or (
+                node.module == "streamkeep"
+                and {a.name for a in node.names} <= {"Engine", "StreamQueue"}) or (
+                # the one exception: the backlog data set, by the checkout's own builder
+                node.module == "streamkeep.tools.bench.backlog"
+                and [a.name for a in node.names] == ["build"]), node.module
         elif isinstance(node, ast.Import):
             assert {a.name for a in node.names} <= STDLIB
 
