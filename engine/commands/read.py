@@ -34,6 +34,7 @@ from streamkeep.engine.model.effects import (
     xgroup_setid_effect,
 )
 from streamkeep.engine.model.ids import MAX_ID, decr_id, format_id, parse_strict
+from streamkeep.engine.model.pel_store import NO_OWNER
 from streamkeep.engine.model.stream import Stream
 from streamkeep.engine.wire.args import LLONG_MAX, parse_int, parse_int_range, parse_timeout_ms
 from streamkeep.engine.wire.errors import SYNTAX, ReplyError, nogroup
@@ -494,13 +495,17 @@ _NEW_ENTRY_CLAIM_TAIL = (0, 0)  # CLAIM's idle time and delivery count before, f
 
 
 def _oldest_claimable(s: Stream, group: ConsumerGroup, now: int, min_idle: int) -> bool:
-    if not group.pel_by_time.times:  # no delivery time at all: nothing is pending
+    times = group.pel_by_time.times  # (a heap: its first is the oldest delivery time)
+    if not times or (times[0] and now - times[0] < min_idle):
+        # Nothing pending, or even the oldest delivery time is too recent: every pending
+        # entry was delivered since. (An entry XNACK released, claimable at once, is at time
+        # 0, which keeps the walk below.)
         return False
     order = group.pel_by_time.iter_oldest(group.pel)
     try:
         for t, sid in order:
             if sid in s:
-                return now - t >= min_idle or group.pel[sid].consumer is None
+                return now - t >= min_idle or group.pel.entry(sid)[2] == NO_OWNER
         return False
     finally:
         order.close()
