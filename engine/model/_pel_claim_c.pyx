@@ -237,32 +237,41 @@ cdef void fill_value(array.array col, Py_ssize_t at, Py_ssize_t take, object v) 
 
 def extend_above(list maxes, list chunks, list ms, list seq, tuple values, tuple codes,
                  Py_ssize_t cap):
-    cdef Py_ssize_t n = len(ms), done = 0, take, at, i, k
-    cdef array.array cms, cseq, col
-    cdef tuple chunk
+    cdef Py_ssize_t n = len(ms), done = 0, take, at, i, k, width
+    cdef array.array cms, cseq
+    cdef tuple chunk, part
     if len(seq) != n or len(values) != len(codes):
         raise ValueError("extend_above wants ms and seq lists of one length, a value a column")
     while done < n:
         if not chunks or len(chunks[len(chunks) - 1][0]) >= cap:  # (no wraparound here)
             take = min(n - done, cap)
-            chunk = (array.clone(_COLUMN_Q, take, False), array.clone(_COLUMN_Q, take, False),
-                     *[array.clone(empty_column(code), take, False) for code in codes])
-            chunks.append(chunk)
-            maxes.append(0)
+            chunk = None
             at = 0
         else:
             chunk = chunks[len(chunks) - 1]
             at = len(chunk[0])
             take = min(n - done, cap - at)
-            for col in chunk:
-                array.resize_smart(col, at + take)
-        cms, cseq = chunk[0], chunk[1]
-        check_ids(cms, cseq)
+        # The new rows, as columns of their own: a new chunk as they are (at its size, no
+        # slack); else appended by array.extend, whose growth keeps the slack the pure
+        # twin's extends leave (a few percent, not Cython's resize_smart's half).
+        width = 2 + len(codes)
+        part = (array.clone(_COLUMN_Q, take, False), array.clone(_COLUMN_Q, take, False),
+                *[array.clone(empty_column(code), take, False) for code in codes])
+        cms, cseq = part[0], part[1]
         for i in range(take):
-            cms.data.as_ulonglongs[at + i] = ms[done + i]
-            cseq.data.as_ulonglongs[at + i] = seq[done + i]
+            cms.data.as_ulonglongs[i] = ms[done + i]
+            cseq.data.as_ulonglongs[i] = seq[done + i]
         for k in range(len(values)):
-            fill_value(chunk[2 + k], at, take, values[k])
+            fill_value(part[2 + k], 0, take, values[k])
+        if chunk is None:
+            chunks.append(part)
+            maxes.append(0)
+        else:
+            if len(chunk) != width:
+                raise TypeError("a packed chunk has its ID columns and one a value")
+            check_ids(chunk[0], chunk[1])
+            for k in range(width):
+                chunk[k].extend(part[k])
         done += take
-        maxes[len(maxes) - 1] = make_id(cms.data.as_ulonglongs[at + take - 1],
-                                        cseq.data.as_ulonglongs[at + take - 1])
+        maxes[len(maxes) - 1] = make_id(cms.data.as_ulonglongs[take - 1],
+                                        cseq.data.as_ulonglongs[take - 1])
