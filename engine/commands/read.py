@@ -505,7 +505,10 @@ def _oldest_claimable(s: Stream, group: ConsumerGroup, now: int, min_idle: int) 
     try:
         for t, sid in order:
             if sid in s:
-                return now - t >= min_idle or group.pel.entry(sid)[2] == NO_OWNER
+                if now - t >= min_idle:
+                    return True
+                row = group.pel.entry(sid)  # (delivery time, count, owner): pending, as walked
+                return row is not None and row[2] == NO_OWNER
         return False
     finally:
         order.close()
