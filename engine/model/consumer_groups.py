@@ -319,21 +319,12 @@ class ConsumerGroup:
                 self.owners[first].pel.remove_sorted(ms, seq)  # type: ignore[union-attr]
         else:
             moved, moved_ms, moved_seq = [], [], []
-            by_owner: dict[int, tuple[list[int], list[int]]] = {}
             for sid, m, s, owner in zip(sids, ms, seq, old_owners, strict=True):
-                if owner == slot:
-                    continue
-                moved.append(sid)
-                moved_ms.append(m)
-                moved_seq.append(s)
-                if owner != NO_OWNER:
-                    pair = by_owner.get(owner)
-                    if pair is None:
-                        pair = by_owner[owner] = ([], [])
-                    pair[0].append(m)
-                    pair[1].append(s)
-            for owner, (oms, oseq) in by_owner.items():
-                self.owners[owner].pel.remove_sorted(oms, oseq)  # type: ignore[union-attr]
+                if owner != slot:
+                    moved.append(sid)
+                    moved_ms.append(m)
+                    moved_seq.append(s)
+            self._remove_from_owners(ms, seq, [o if o != slot else None for o in old_owners])
         consumer.pel.add_sorted(moved, moved_ms, moved_seq)
         if time_ms not in old_times:
             self.pel_by_time.extend(time_ms, sids, ms, seq, self.pel)
@@ -389,6 +380,13 @@ class ConsumerGroup:
             if first != NO_OWNER:
                 self.owners[first].pel.remove_sorted(ms, seq)  # type: ignore[union-attr]
             return owners
+        self._remove_from_owners(ms, seq, owners)
+        return owners
+
+    def _remove_from_owners(self, ms: list[int], seq: list[int],
+                            owners: list[int | None]) -> None:
+        """Take each ID (ascending ms and seq lists) out of the pending set of its owner in
+        `owners` (None or NO_OWNER: none), a batch a consumer."""
         mine: dict[int, tuple[list[int], list[int]]] = {}
         for m, q, owner in zip(ms, seq, owners, strict=True):
             if owner is not None and owner != NO_OWNER:
@@ -399,7 +397,6 @@ class ConsumerGroup:
                 pair[1].append(q)
         for slot, (oms, oseq) in mine.items():
             self.owners[slot].pel.remove_sorted(oms, oseq)  # type: ignore[union-attr]
-        return owners
 
     def ack(self, sid: int) -> bool:
         owner = self.pel.pop(sid)

@@ -77,19 +77,7 @@ class Idmp:
         producer = self.producers.get(pid)
         if producer is None:
             producer = self._new_producer(pid, now)
-        iids, order = producer.iids, producer.order
-        if order:
-            horizon = now - self.duration * 1000  # recorded at or before: expired
-            if iids[order[0]][1] <= horizon:
-                while order and iids[order[0]][1] <= horizon:
-                    del iids[order.popleft()]
-            if iid in iids:  # expired but not at the front (the clock went back)
-                order.remove(iid)
-        iids[iid] = (sid, now)
-        order.append(iid)
-        if len(order) > self.maxsize:
-            del iids[order.popleft()]
-        self.added += 1
+        self._insert(producer, iid, sid, now, True)
 
     def lookup_or_record(self, pid: bytes, iid: bytes, sid: int, now: int) -> int | None:
         """`lookup`, then, when it finds nothing live, `record` of entry `sid`: the entry ID
@@ -99,23 +87,29 @@ class Idmp:
         if producer is None:
             self.record(pid, iid, sid, now)
             return None
-        iids, order = producer.iids, producer.order
-        found = iids.get(iid)
+        found = producer.iids.get(iid)
         if found is not None and found[1] + self.duration * 1000 > now:
             return found[0]
-        if order:  # `record`'s steps on the producer at hand
-            horizon = now - self.duration * 1000
+        self._insert(producer, iid, sid, now, found is not None)
+        return None
+
+    def _insert(self, producer: Producer, iid: bytes, sid: int, now: int,
+                maybe_held: bool) -> None:
+        """`record`'s steps on the producer's map (`maybe_held`: the iid may be in it still,
+        expired)."""
+        iids, order = producer.iids, producer.order
+        if order:
+            horizon = now - self.duration * 1000  # recorded at or before: expired
             if iids[order[0]][1] <= horizon:
                 while order and iids[order[0]][1] <= horizon:
                     del iids[order.popleft()]
-            if found is not None and iid in iids:  # expired but not at the front
+            if maybe_held and iid in iids:  # expired but not at the front (the clock went back)
                 order.remove(iid)
         iids[iid] = (sid, now)
         order.append(iid)
         if len(order) > self.maxsize:
             del iids[order.popleft()]
         self.added += 1
-        return None
 
     def _new_producer(self, pid: bytes, now: int) -> Producer:
         """A map for a new producer, after checking the next PRODUCER_CHECKS producers of the

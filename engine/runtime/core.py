@@ -353,12 +353,7 @@ class EngineCore:
                     waiters.signal(db, argv[1])
             replies.append(reply)
         xadds[CALLS] += len(replies) - sum(type(r) is not bytes for r in replies)
-        if effects:
-            session.write_lsn = self._commit(ctx, db)
-        if waiters.ready:
-            self._serve_ready()
-        if self.residency.resident > self.residency.limit:
-            self.residency.evict()
+        self._end_batch(ctx, db)
         return replies
 
     def _run_batch(self, session: Session, argvs: Iterable[Argv]) -> list[Any]:
@@ -395,13 +390,18 @@ class EngineCore:
             if len(effects) > mark and db != record_db:
                 effects.insert(mark, select_effect(db))
                 record_db = db
-        if effects:
-            session.write_lsn = self._commit(ctx, first_db)
-        if waiters.ready:
+        self._end_batch(ctx, first_db)
+        return replies
+
+    def _end_batch(self, ctx: Ctx, db: int) -> None:
+        """What a batch does once its commands ran (lock held): its one record (`db`: the
+        database selected when it started), the clients it made ready, the memory budget."""
+        if ctx.effects:
+            ctx.session.write_lsn = self._commit(ctx, db)
+        if self.waiters.ready:
             self._serve_ready()
         if self.residency.resident > self.residency.limit:
             self.residency.evict()
-        return replies
 
     def _execute(
         self, session: Session, argv: Argv, effects_out: list | None = None
