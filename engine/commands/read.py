@@ -4,11 +4,12 @@ Owns these two commands' parsing (they share Redis's xreadCommand grammar), what
 what they do to the group (last ID, entries read, PEL, consumer times) and their effects: per
 claimed entry the 14-argument XCLAIM, for history reads the same XCLAIM without LASTID (Redis
 lets delivery counts drift there; we do not), for the new entries a read delivered one XCLAIM of
-them all (Redis propagates one a message: the same state in a hundredth of the effects), then `XGROUP SETID ... ENTRIESREAD` if
-the group moved, then `SK.XCONSUMER` pinning the consumer's seen/active times. When nothing can
-be served and BLOCK was given it returns a `Block`. Redis 8.10's MAXCOUNT/MAXSIZE cap the whole
-reply (`Caps`): streams are served in argument order until the cap is reached, the entry that
-crosses MAXSIZE included, so a read serves at least one entry; only served entries are delivered.
+them all (Redis propagates one a message: the same state in a hundredth of the effects), then
+`XGROUP SETID ... ENTRIESREAD` if the group moved, then `SK.XCONSUMER` pinning the consumer's
+seen/active times. When nothing can be served and BLOCK was given it returns a `Block`. Redis
+8.10's MAXCOUNT/MAXSIZE cap the whole reply (`Caps`): streams are served in argument order until
+the cap is reached, the entry that crosses MAXSIZE included, so a read serves at least one entry;
+only served entries are delivered.
 Must not touch: other commands' semantics.
 """
 

@@ -349,8 +349,7 @@ class ConsumerGroup:
         """`ack` of each of `sids`, in batches (XACK of a read's IDs): the ones that were
         pending, in the order given."""
         owners = self.pel.pop_owners(sids)
-        if not self.pel and self.pel_by_time.size:
-            self.pel_by_time.clear()
+        self._drop_stale_buckets()
         distinct = set(owners)
         if len(distinct) == 1 and None not in distinct:  # one consumer's batch, all pending
             owner = owners[0]
@@ -373,8 +372,7 @@ class ConsumerGroup:
         IDs), each table walked once by the kernel: per ID its owner slot (NO_OWNER when it was
         released), None when it was not pending."""
         owners = self.pel.pop_owners_sorted(ms, seq)
-        if not self.pel and self.pel_by_time.size:
-            self.pel_by_time.clear()
+        self._drop_stale_buckets()
         first = owners[0]
         if first is not None and owners.count(first) == len(owners):  # one consumer's batch
             if first != NO_OWNER:
@@ -398,12 +396,16 @@ class ConsumerGroup:
         for slot, (oms, oseq) in mine.items():
             self.owners[slot].pel.remove_sorted(oms, oseq)  # type: ignore[union-attr]
 
+    def _drop_stale_buckets(self) -> None:
+        """After acks: an emptied PEL leaves only stale IDs in the delivery-time buckets."""
+        if not self.pel and self.pel_by_time.size:
+            self.pel_by_time.clear()
+
     def ack(self, sid: int) -> bool:
         owner = self.pel.pop(sid)
         if owner is None:
             return False
-        if not self.pel and self.pel_by_time.size:
-            self.pel_by_time.clear()
+        self._drop_stale_buckets()
         if owner != NO_OWNER:
             self.owners[owner].pel.discard(sid)  # type: ignore[union-attr]
         return True

@@ -303,7 +303,7 @@ class EngineCore:
             if (session.multi is None and not session.watched and not self.expires[session.db]
                     and self._write_gate(session) is None and all(map(_plain_xadd, argvs))):
                 self.stats.counters("exec")[CALLS] += 1
-                return self._run_plain_xadds(session, argvs)
+                return self._run_batch(session, argvs)
             if session.multi is not None:
                 raise ReplyError("ERR MULTI calls can not be nested")
             session.multi, session.multi_failed = [], False
@@ -332,29 +332,6 @@ class EngineCore:
             if journal is not None and journal.error:
                 raise ReplyError(journal.error)
             return self._run_batch(session, argvs)
-
-    def _run_plain_xadds(self, session: Session, argvs: list[Argv]) -> list[Any]:
-        """`_run_batch` of plain `XADD key * field value ...` alone (lock held): one database,
-        each by add_entry, its effect the same XADD with the ID it got."""
-        ctx = Ctx(self, session, self.clock())
-        effects, now, db = ctx.effects, ctx.now, session.db
-        streams, waiters, stats = self.dbs[db], self.waiters, self.stats
-        xadds = stats.counters("xadd")
-        replies: list[Any] = []
-        for argv in argvs:
-            try:
-                reply: Any = add_entry(self, streams, argv, now)
-            except ReplyError as err:  # a call that failed, as EXEC counts it
-                stats.failed(xadds, 0, err.line)
-                reply = err
-            else:
-                effects.append(plain_xadd_effect(argv, reply))
-                if waiters.by_key:
-                    waiters.signal(db, argv[1])
-            replies.append(reply)
-        xadds[CALLS] += len(replies) - sum(type(r) is not bytes for r in replies)
-        self._end_batch(ctx, db)
-        return replies
 
     def _run_batch(self, session: Session, argvs: Iterable[Argv]) -> list[Any]:
         """execute_batch's body (lock held). A plain XADD (`*` or an explicit ID) takes

@@ -415,11 +415,8 @@ class StreamQueue:
         argv.append(b"*")
         start = len(argv)
         pairs = fields.items() if type(fields) is dict or isinstance(fields, Mapping) else fields
-        append = argv.append
-        for f, v in pairs:  # (str names and str or int values, the common case, inline)
-            append(f.encode() if type(f) is str else _b(f))
-            t = type(v)
-            append(v.encode() if t is str else b"%d" % v if t is int else _b(v))
+        for f, v in pairs:
+            argv += (_b(f), _b(v))
         if len(argv) == start:
             raise QueueError("a message needs at least one field")
         return argv

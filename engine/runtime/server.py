@@ -247,10 +247,7 @@ class Client(asyncio.Protocol):
                     break
                 if argv is None:
                     break
-                if self.authenticated and not self.subscriber.active:
-                    self._execute(argv)  # (run's gates, both open)
-                else:
-                    self.run(argv)
+                self.run(argv)
                 out = self.out
                 if len(out) + out.big_size >= FLUSH_BYTES:
                     # Hand big replies to the transport as they come, so the output limit is
