@@ -164,24 +164,30 @@ def open_after(fs: FileSystem, directory: str, journal: WrittenLog, lsn: int
 
 
 def open_snapshot(fs: FileSystem, directory: str, journal: WrittenLog
-                  ) -> tuple[SnapshotEntry | None, int, Position]:
+                  ) -> tuple[SnapshotEntry | None, list[int], Position]:
     """For a full sync (engine lock held): the current snapshot (None: the log starts at LSN
-    1), a descriptor on it (-1 without one), and a cursor on every record after it, taken
-    together under the manifest lock so that a compaction cannot switch between them."""
+    1), a descriptor on each of its files (its own, then its parts: `SnapshotEntry.files`),
+    and a cursor on every record after it, taken together under the manifest lock so that a
+    compaction cannot switch between them."""
+    fds: list[int] = []
     with journal.manifest_lock:  # type: ignore[attr-defined]
         written_end = journal.written_end
         snap = journal.manifest.snapshot
-        fd = fs.open_read(os.path.join(directory, snap.file)) if snap is not None else -1
         try:
+            for name in snap.files if snap is not None else ():
+                fds.append(fs.open_read(os.path.join(directory, name)))
             opened = _open_segments(fs, directory, journal.manifest)
         except OSError:
-            if fd >= 0:
-                fs.close(fd)
+            _close_all(fs, fds)
             raise
     position = _position(fs, directory, written_end, snap.lsn if snap is not None else 0,
                          opened)
     if position is None:  # cannot happen: a manifest's segments follow its snapshot
-        if fd >= 0:
-            fs.close(fd)
+        _close_all(fs, fds)
         raise StorageError(f"{directory}: the segments do not follow the snapshot")
-    return snap, fd, position
+    return snap, fds, position
+
+
+def _close_all(fs: FileSystem, fds: list[int]) -> None:
+    for fd in fds:
+        fs.close(fd)

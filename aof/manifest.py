@@ -42,7 +42,7 @@ MANIFEST_TMP = "manifest.json.tmp"
 FORMAT = "streamkeep-manifest"
 VERSION = 1
 _SEGMENT_FILE = re.compile(r"segment-(\d{6,})\.aof")
-_SNAPSHOT_FILE = re.compile(r"snapshot-(\d{12,})\.mdb")
+_SNAPSHOT_FILE = re.compile(r"(?:snapshot|part)-(\d{12,})\.mdb")
 
 
 class ManifestError(StorageError):
@@ -61,8 +61,13 @@ def snapshot_file(lsn: int) -> str:
     return f"snapshot-{lsn:012d}.mdb"
 
 
+def part_file(lsn: int) -> str:
+    """The part file a compaction up to `lsn` writes its new stream nodes to."""
+    return f"part-{lsn:012d}.mdb"
+
+
 def is_snapshot_file(name: str) -> bool:
-    """A snapshot, or the temp file one is built in."""
+    """A snapshot or a snapshot's part file, or the temp file one is built in."""
     return _SNAPSHOT_FILE.fullmatch(name.removesuffix(".tmp")) is not None
 
 
@@ -74,12 +79,33 @@ def new_repl_id() -> str:
 
 
 @dataclass(frozen=True, slots=True)
+class PartEntry:
+    """A file holding stream nodes of a segmented snapshot (the snapshot's own file names
+    it too, with the runs of nodes it holds)."""
+
+    file: str
+    size: int
+    crc32: int
+
+
+@dataclass(frozen=True, slots=True)
 class SnapshotEntry:
     file: str
     lsn: int
     size: int
     created_ms: int
     crc32: int | None = None  # of the whole file (None: recorded by an older version)
+    parts: tuple[PartEntry, ...] = ()  # a segmented snapshot's part files
+
+    @property
+    def total_size(self) -> int:
+        """Bytes of the snapshot's own file and its parts."""
+        return self.size + sum(part.size for part in self.parts)
+
+    @property
+    def files(self) -> list[str]:
+        """Every file the snapshot is: its own, then its parts."""
+        return [self.file, *(part.file for part in self.parts)]
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,7 +134,9 @@ class Manifest:
             "snapshot": None if snap is None else {
                 "file": snap.file, "lsn": snap.lsn, "size": snap.size,
                 "created_ms": snap.created_ms, **({} if snap.crc32 is None else
-                                                  {"crc32": snap.crc32})},
+                                                  {"crc32": snap.crc32}),
+                **({} if not snap.parts else {"parts": [
+                    {"file": p.file, "size": p.size, "crc32": p.crc32} for p in snap.parts]})},
             "segments": [
                 {"file": s.file, "segment": s.segment, "first_lsn": s.first_lsn}
                 for s in self.segments
@@ -180,9 +208,28 @@ def _snapshot_entry(item: object, where: str) -> SnapshotEntry | None:
     if name != snapshot_file(lsn) or lsn < 1:
         raise ManifestError(f"{where}: inconsistent snapshot entry {item!r}")
     crc = item.get("crc32")
-    if crc is not None and not (isinstance(crc, int) and 0 <= crc < 1 << 32):
+    if crc is not None and not _is_crc(crc):
         raise ManifestError(f"{where}: snapshot entry {item!r}: 'crc32' is not a CRC-32")
-    return SnapshotEntry(name, lsn, size, created, crc)
+    parts = item.get("parts", [])
+    if not isinstance(parts, list):
+        raise ManifestError(f"{where}: snapshot entry {item!r}: 'parts' must be a list")
+    return SnapshotEntry(name, lsn, size, created, crc,
+                         tuple(_part_entry(part, name, where) for part in parts))
+
+
+def _is_crc(value: object) -> bool:
+    return isinstance(value, int) and 0 <= value < 1 << 32
+
+
+def _part_entry(item: object, snapshot: str, where: str) -> PartEntry:
+    if not isinstance(item, dict):
+        raise ManifestError(f"{where}: part entries must be objects")
+    name, size, crc = item.get("file"), item.get("size"), item.get("crc32")
+    if not (isinstance(name, str) and is_snapshot_file(name) and not name.endswith(".tmp")
+            and name != snapshot and isinstance(size, int) and _is_crc(crc)):
+        raise ManifestError(f"{where}: inconsistent part entry {item!r}")
+    assert isinstance(crc, int)
+    return PartEntry(name, size, crc)
 
 
 def _segment_entry(item: object, where: str) -> SegmentEntry:
@@ -203,7 +250,7 @@ def load(fs: FileSystem, directory: str) -> Manifest:
     manifest = Manifest.from_json(fs.read_file(path), path)
     named = [entry.file for entry in manifest.segments]
     if manifest.snapshot is not None:
-        named.append(manifest.snapshot.file)
+        named += manifest.snapshot.files
     for name in named:
         if not fs.exists(os.path.join(directory, name)):
             raise ManifestError(f"{path}: names {name}, which does not exist")

@@ -84,7 +84,7 @@ def remove_orphans(fs: FileSystem, path: str, manifest: Manifest) -> None:
     the manifest but did not finish removing, or that never switched); temp files."""
     named = {s.file for s in manifest.segments}
     if manifest.snapshot is not None:
-        named.add(manifest.snapshot.file)
+        named.update(manifest.snapshot.files)
     first, newest = manifest.segments[0].segment, manifest.segments[-1].segment
     for name in fs.listdir(path):
         if name in named:

@@ -17,19 +17,17 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import os
 import socket
 import threading
 import time
-import zlib
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from streamkeep.aof.backlog import open_after
-from streamkeep.aof.manifest import snapshot_file
 from streamkeep.engine.wire.errors import ReplyError, StorageError
 from streamkeep.engine.wire.reply_parser import NEED_MORE, ProtocolError, ReplyParser
 from streamkeep.replication import link
+from streamkeep.replication.incoming import TMP, IncomingSnapshot
 from streamkeep.replication.redis_follower import RedisFollowing
 from streamkeep.snapshot.load import load_snapshot
 from streamkeep.snapshot.snapshot_reader import SnapshotError
@@ -67,9 +65,8 @@ class Follower:
         self.sock: socket.socket | None = None
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="replica-follower", daemon=True)
-        self._tmp: str | None = None
-        self._tmp_fd = -1
-        self._tmp_crc = 0  # CRC-32 of what the full sync wrote to _tmp so far
+        self._incoming: IncomingSnapshot | None = None  # a full sync's files, as they come
+        self._syncing = False  # between FULLRESYNC and the snapshot's end
         self.unsynced = False
         self.announced_port = 0  # the listening port the current link told the primary
         self.publisher: Session | None = None  # delivers the primary's published messages
@@ -343,51 +340,42 @@ class Follower:
         self.datadir.wait_no_compaction()
         self.replid, self.sync_lsn = event.replid, event.lsn
         self.sync_read = 0
-        self._tmp = os.path.join(self.datadir.path, snapshot_file(event.lsn) + ".tmp")
-        fs = self.datadir.fs
-        if fs.exists(self._tmp):
-            fs.unlink(self._tmp)
+        self._syncing = True
 
     def _snapshot_data(self, data: bytes) -> None:
-        fs = self.datadir.fs
-        if self._tmp_fd < 0:
-            self._tmp_fd = fs.open_write_new(self._tmp)  # type: ignore[arg-type]
-            self._tmp_crc = 0
-        fs.write(self._tmp_fd, data)
-        self._tmp_crc = zlib.crc32(data, self._tmp_crc)  # the manifest's checksum of the file
+        if self._incoming is None:
+            self._incoming = IncomingSnapshot(self.datadir.fs, self.datadir.path,
+                                              self.sync_lsn, self.sync_size)
+        self._incoming.feed(data)
         self.sync_read += len(data)
 
     def _snapshot_end(self, ok: bool) -> None:
         if not ok:
             raise StorageError("the snapshot arrived damaged (CRC-32C mismatch)")
-        fs = self.datadir.fs
-        tmp: str | None = None
         fresh = type(self.engine)()
-        if self._tmp_fd >= 0:
-            fd, self._tmp_fd = self._tmp_fd, -1
-            try:
-                fs.fdatasync(fd)
-            finally:
-                fs.close(fd)
-            tmp = self._tmp
-            meta = load_snapshot(fresh, tmp)  # type: ignore[arg-type]
+        files = [] if self._incoming is None else self._incoming.finish()
+        if files:
+            # The parts are read where they arrived, under their temp names.
+            meta = load_snapshot(fresh, files[0].tmp, part_suffix=TMP)
             if meta.lsn != self.sync_lsn:
                 raise StorageError(f"the snapshot covers LSN {meta.lsn}, the primary said "
                                    f"{self.sync_lsn}")
         with self.engine.lock:
             self._check_running()
-            self.datadir.install_snapshot(tmp, self.sync_lsn, self.replid, fresh.dbs,
-                                          self._tmp_crc if tmp is not None else None,
-                                          fresh.strings, fresh.expires)
-        self._tmp = None
+            self.datadir.install_snapshot(
+                files[0].tmp if files else None, self.sync_lsn, self.replid, fresh.dbs,
+                files[0].crc32 if files else None, fresh.strings, fresh.expires,
+                parts=[(f.tmp, f.name, f.size, f.crc32) for f in files[1:]])
+        self._incoming, self._syncing = None, False
         log.info("replication from %s:%d: full sync done at LSN %d", self.host, self.port,
                  self.sync_lsn)
         self.online()
 
     def _abandon_sync(self) -> None:
         """A full sync cut short: drop the partial file, let compactions run again."""
-        if self._tmp is None:
+        if not self._syncing:
             return
-        self.drop_file(self._tmp, self._tmp_fd)
-        self._tmp, self._tmp_fd = None, -1
+        if self._incoming is not None:
+            self._incoming.abandon()
+        self._incoming, self._syncing = None, False
         self.datadir.allow_compaction()

@@ -34,7 +34,7 @@ from streamkeep.aof.backlog import (
     open_after,
     open_snapshot,
 )
-from streamkeep.replication import link
+from streamkeep.replication import bundle, link
 
 if TYPE_CHECKING:
     from streamkeep.engine.runtime.core import EngineCore
@@ -66,15 +66,15 @@ class Sender:
         self.fack_lsn = 0
         self.last_ack = time.monotonic()
         self.cursor: BacklogCursor | None = None
-        self.snap_fd = -1
+        # The snapshot's files still to send (its own, then its parts), each (descriptor, size,
+        # path, CRC-32 as the manifest recorded it or None), and what was read of the first:
+        # a snapshot damaged on disk is never shipped as if it were sound.
+        self.snap_files: list[tuple[int, int, str, int | None]] = []
         self.snap_left = 0
-        self.snap_offset = 0
+        self.snap_offset = 0  # in the file being sent
+        self.snap_sent = 0  # bytes of the whole bulk
         self.snap_crc = 0
-        # The file's CRC-32 as its manifest recorded it (None: an older manifest), and what
-        # was read of it: a snapshot damaged on disk is never shipped as if it were sound.
-        self.snap_expected: int | None = None
         self.snap_file_crc = 0
-        self.snap_name = ""
         self.want_getack = False
         self.caught_up = False
         self.closed = False
@@ -93,14 +93,25 @@ class Sender:
         self.transport.write(link.continue_line(replid))
         self.pump()
 
-    def start_full(self, replid: str, lsn: int, snap_fd: int, size: int,
-                   cursor: BacklogCursor, snap_name: str = "",
-                   snap_expected: int | None = None) -> None:
+    def start_full(self, replid: str, lsn: int,
+                   files: list[tuple[int, int, str, int | None]],
+                   cursor: BacklogCursor) -> None:
+        """Send the snapshot's `files` (see `snap_files`; none: the empty state) as one bulk:
+        a self-contained snapshot's one file as it is, a segmented one's as a bundle."""
         self.cursor = cursor
-        self.snap_fd, self.snap_left = snap_fd, size
-        self.snap_name, self.snap_expected = snap_name, snap_expected
+        self.snap_files = list(files)
+        self.snap_left = files[0][1] if files else 0
+        header = b""
+        if len(files) > 1:
+            header = bundle.encode_header([(os.path.basename(path), size)
+                                           for _fd, size, path, _crc in files])
+        size = len(header) + sum(size for _fd, size, _path, _crc in files)
         self.state = "send_bulk"
         self.transport.write(link.fullresync_line(replid, lsn) + link.snapshot_header(size))
+        if header:
+            self.snap_crc = link.crc32c(header, self.snap_crc)
+            self.snap_sent += len(header)
+            self.transport.write(header)
         self.pump()
 
     # --- sending -------------------------------------------------------------------------------
@@ -141,29 +152,38 @@ class Sender:
 
     def _send_snapshot_piece(self) -> None:
         fs = self.primary.datadir.fs
-        if self.snap_left:
-            data = fs.pread(self.snap_fd, min(CHUNK, self.snap_left), self.snap_offset)
-            if not data:
-                raise OSError("the snapshot file ended early")
-            self.snap_offset += len(data)
-            self.snap_left -= len(data)
-            self.snap_crc = link.crc32c(data, self.snap_crc)
-            self.snap_file_crc = zlib.crc32(data, self.snap_file_crc)
-            self.transport.write(data)
+        if self.snap_files:
+            fd, _size, path, expected = self.snap_files[0]
             if self.snap_left:
+                data = fs.pread(fd, min(CHUNK, self.snap_left), self.snap_offset)
+                if not data:
+                    raise OSError(f"{path}: the snapshot file ended early")
+                self.snap_offset += len(data)
+                self.snap_left -= len(data)
+                self.snap_sent += len(data)
+                self.snap_crc = link.crc32c(data, self.snap_crc)
+                self.snap_file_crc = zlib.crc32(data, self.snap_file_crc)
+                self.transport.write(data)
+                if self.snap_left:
+                    return
+            if expected is not None and self.snap_file_crc != expected:
+                # Its trailer withheld, the replica drops what it received and loads nothing.
+                log.error("replica %s:%d: not sending %s: the file is damaged (its checksum is "
+                          "%08x, the manifest recorded %08x); dropping the replica", self.ip,
+                          self.port, path, self.snap_file_crc, expected)
+                self.drop()
                 return
-        if self.snap_expected is not None and self.snap_file_crc != self.snap_expected:
-            # Its trailer withheld, the replica drops what it received and loads nothing.
-            log.error("replica %s:%d: not sending %s: the file is damaged (its checksum is "
-                      "%08x, the manifest recorded %08x); dropping the replica", self.ip,
-                      self.port, self.snap_name, self.snap_file_crc, self.snap_expected)
-            self.drop()
-            return
+            self.snap_files.pop(0)
+            with contextlib.suppress(OSError):
+                fs.close(fd)
+            self.snap_offset = self.snap_file_crc = 0
+            self.snap_left = self.snap_files[0][1] if self.snap_files else 0
+            if self.snap_files:
+                return
         self.transport.write(link.snapshot_trailer(self.snap_crc))
-        self._close_snapshot()
         self.state = "online"
         log.info("replica %s:%d: snapshot sent (%d bytes); streaming records", self.ip,
-                 self.port, self.snap_offset)
+                 self.port, self.snap_sent)
 
     def getack(self) -> None:
         """Ask for an ACK: at once if the stream is at a record boundary, else when it is."""
@@ -198,8 +218,8 @@ class Sender:
     # --- ending --------------------------------------------------------------------------------
 
     def _close_snapshot(self) -> None:
-        if self.snap_fd >= 0:
-            fd, self.snap_fd = self.snap_fd, -1
+        files, self.snap_files = self.snap_files, []
+        for fd, _size, _path, _crc in files:
             with contextlib.suppress(OSError):
                 self.primary.datadir.fs.close(fd)
 
@@ -323,16 +343,18 @@ class Primary:
     def _begin_full(self, sender: Sender) -> None:
         """(engine lock held) Take the snapshot and the records after it; start on the loop."""
         self.datadir.journal.flush_pending()
-        snap, fd, position = open_snapshot(self.datadir.fs, self.datadir.path,
-                                           self.datadir.journal)
+        snap, fds, position = open_snapshot(self.datadir.fs, self.datadir.path,
+                                            self.datadir.journal)
         lsn = snap.lsn if snap is not None else 0
-        size = snap.size if snap is not None else 0
+        files: list[tuple[int, int, str, int | None]] = []
+        if snap is not None:
+            recorded = [(snap.size, snap.crc32), *((p.size, p.crc32) for p in snap.parts)]
+            files = [(fd, size, os.path.join(self.datadir.path, name), crc)
+                     for fd, name, (size, crc) in zip(fds, snap.files, recorded, strict=True)]
         replid = self.datadir.history()[0]
-        log.info("replica %s: full sync from the snapshot at LSN %d (%d bytes)",
-                 sender.client.addr, lsn, size)
-        self.engine.server.call_soon(sender.start_full, replid, lsn, fd, size, position.cursor,
-                                     os.path.join(self.datadir.path, snap.file) if snap else "",
-                                     snap.crc32 if snap is not None else None)
+        log.info("replica %s: full sync from the snapshot at LSN %d (%d bytes in %d files)",
+                 sender.client.addr, lsn, sum(f[1] for f in files), len(files))
+        self.engine.server.call_soon(sender.start_full, replid, lsn, files, position.cursor)
 
     # --- the stream ----------------------------------------------------------------------------
 

@@ -12,12 +12,17 @@ could ask for that (Python's start-up takes a while), it exits before doing anyt
     python -m snapshot.build '{"dir": ..., "base": "snapshot-....mdb" | null,
                                "segments": [["segment-000003.aof", 3, 1201], ...],
                                "lsn": 1500, "out": "snapshot-....mdb.tmp",
+                               "part_out": "part-....mdb.tmp" | absent,
                                "repl_id": ..., "created_ms": ..., "parent": <pid>,
                                "config": {"stream-node-max-entries": 100, ...}}'
 
-Exit status 0 when the file is complete; otherwise a message on stderr. (Its whole-file
-checksum is the parent's to compute, while it fsyncs the file.)
-Must not touch: the manifest, any file but `out`.
+With `part_out` the snapshot is segmented (snapshot.writer.write_segmented): the nodes it must
+write go into that part file, the others stay in the part files it refers to. Exit status 0
+when the files are complete, and on stdout a JSON object: `parts`, the part files the snapshot
+refers to (their final names, in its order), and `new_part`, whether `part_out` was written;
+otherwise a message on stderr. (The whole-file checksums are the parent's to compute, while it
+fsyncs the files.)
+Must not touch: the manifest, any file but `out` and `part_out`.
 """
 
 from __future__ import annotations
@@ -34,7 +39,7 @@ from streamkeep.aof.segment_reader import SegmentError, SegmentReader
 from streamkeep.engine.runtime.core import EngineCore
 from streamkeep.engine.wire.errors import StorageError
 from streamkeep.snapshot.load import load_snapshot
-from streamkeep.snapshot.writer import SnapshotInfo, write_snapshot
+from streamkeep.snapshot.writer import write_segmented, write_snapshot
 
 _PR_SET_PDEATHSIG = 1
 
@@ -53,8 +58,9 @@ def _die_with_parent(parent: int | None) -> bool:
     return parent is None or os.getppid() == parent
 
 
-def build(job: dict) -> SnapshotInfo:
-    """Replay the job's inputs and write its snapshot; returns what was written."""
+def build(job: dict) -> dict:
+    """Replay the job's inputs and write its snapshot; returns the part files it refers to
+    (`parts`, names in its order) and whether it wrote a new one (`new_part`)."""
     fs = RealFS()
     directory = job["dir"]
     # The node limits shape how replayed XADDs fill nodes: use the parent's.
@@ -79,9 +85,17 @@ def build(job: dict) -> SnapshotInfo:
         expected += reader.count
     if expected - 1 != job["lsn"]:
         raise BuildError(f"the segments end at LSN {expected - 1}, not {job['lsn']}")
-    return write_snapshot(engine.dbs, os.path.join(directory, job["out"]), job["lsn"],
-                          job["created_ms"], job["repl_id"], checksum=False,
-                          strings=engine.strings, expires=engine.expires)
+    part_out = job.get("part_out")
+    if part_out is None:  # a self-contained snapshot
+        write_snapshot(engine.dbs, os.path.join(directory, job["out"]), job["lsn"],
+                       job["created_ms"], job["repl_id"], checksum=False,
+                       strings=engine.strings, expires=engine.expires)
+        return {"parts": [], "new_part": False}
+    written = write_segmented(engine.dbs, os.path.join(directory, job["out"]),
+                              os.path.join(directory, part_out), job["lsn"], job["created_ms"],
+                              job["repl_id"], strings=engine.strings, expires=engine.expires,
+                              part_name=part_out.removesuffix(".tmp"))
+    return {"parts": written.parts, "new_part": written.new_part}
 
 
 def main(argv: list[str]) -> int:
@@ -94,10 +108,11 @@ def main(argv: list[str]) -> int:
         print("snapshot build failed: the parent process is gone", file=sys.stderr)
         return 1
     try:
-        build(job)
+        result = build(job)
     except (StorageError, OSError, ValueError) as err:  # a damaged base snapshot included
         print(f"snapshot build failed: {err}", file=sys.stderr)
         return 1
+    print(json.dumps(result))  # what the parent names in the manifest
     return 0
 
 

@@ -50,11 +50,11 @@ class SnapshotNodes:
     """The nodes of one snapshot file. `clean_before`: nodes changed at or after this value of
     the change clock (residency.EPOCH) differ from what the file holds."""
 
-    def __init__(self, path: str, clean_before: int) -> None:
+    def __init__(self, path: str, clean_before: int, part_suffix: str = "") -> None:
         self.path = path
         self.clean_before = clean_before
         _close_unused()
-        self.snapshot = Snapshot(path)
+        self.snapshot = Snapshot(path, part_suffix=part_suffix)
         weakref.finalize(self, _unused.append, self.snapshot)
         self.read_bytes = 0  # since the map's pages were last released
         try:  # found while the file has its name (a compaction may unlink it later)
@@ -81,7 +81,10 @@ class SnapshotNodes:
     def stored_for(self, number: int, master: int, key: bytes) -> tuple[bytes, bytes]:
         """The node's `nodes` and `nodeinfo` values as the next snapshot stores them under
         `key`: moved as stored, their checksums checked and carried over (never decoded)."""
-        snap = self.snapshot
+        run = self.snapshot.locate(number, master)
+        if run is None:
+            raise self._missing(number, master)
+        snap, number = run.part, run.number  # the file holding it, under its number there
         value, info = snap.node_pair_stored(number, master)
         if value is None:
             raise self._missing(number, master)

@@ -8,17 +8,21 @@ demand) and the steps, each of which leaves a directory that opens to the same s
                    The change clock ticks and the streams' numbers in the new snapshot are
                    noted (engine.model.residency: which nodes it will hold as they are).
     2. build       a child process (snapshot.build) loads the previous snapshot, replays the
-                   closed segments through the engine's apply path and writes
-                   snapshot-<lsn>.mdb.tmp. A crash here leaves a temp file nobody names.
-    3. publish     fdatasync the file, rename it to snapshot-<lsn>.mdb, fsync the directory.
-                   Still named by nobody: the old snapshot and segments are the state.
+                   closed segments through the engine's apply path and writes the segmented
+                   snapshot-<lsn>.mdb.tmp, and part-<lsn>.mdb.tmp with the nodes that changed
+                   (the others stay in the part files they are in; snapshot.segments). A crash
+                   here leaves temp files nobody names.
+    3. publish     fdatasync the files, rename them to snapshot-<lsn>.mdb and part-<lsn>.mdb,
+                   fsync the directory. Still named by nobody: the old snapshot and segments
+                   are the state.
     4. switch      replace the manifest with (new snapshot, segments after it): the one atomic
                    step. Before it the old files are the state, after it the new ones.
                    Under the engine lock the streams are bound to the new file: their cold
                    nodes are read from it from now on, and the nodes unchanged since step 1
                    may go cold. The old file, unlinked in step 5, stays readable while a
                    stream still refers to it.
-    5. remove      delete the old snapshot and the closed segments (a crash, or a failure to
+    5. remove      delete the old snapshot, the part files the new one no longer refers to
+                   and the closed segments (a crash, or a failure to
                    delete, leaves them for the next open to delete: the manifest no longer
                    names them). The compaction has succeeded at the switch: what goes wrong
                    here is a warning, not a failure.
@@ -42,7 +46,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from streamkeep.aof import manifest as manifest_mod
 from streamkeep.aof.fs import FileSystem
-from streamkeep.aof.manifest import Manifest, SegmentEntry, SnapshotEntry
+from streamkeep.aof.manifest import Manifest, PartEntry, SegmentEntry, SnapshotEntry
 from streamkeep.engine.exec.settings import (
     parse_size,  # Redis's memory units; engine.runtime.datadir imports it from here
 )
@@ -146,7 +150,7 @@ class Compactor:
         if self.min_size < 0 or self.percentage < 0:
             raise ValueError("auto-aof-rewrite-min-size and -percentage must be >= 0")
         snap = journal.manifest.snapshot
-        self.snapshot_size = snap.size if snap is not None else 0
+        self.snapshot_size = snap.total_size if snap is not None else 0
         self.job: Job | None = None
         self.runs = 0
         self.last_status = "ok"
@@ -255,9 +259,10 @@ class Compactor:
 
     def _run(self, job: Job) -> None:
         tmp = os.path.join(self.directory, manifest_mod.snapshot_file(job.lsn) + ".tmp")
+        part_tmp = os.path.join(self.directory, manifest_mod.part_file(job.lsn) + ".tmp")
         try:
             self._step("rotated")
-            entry = self._build(job, tmp)
+            entry = self._build(job, tmp, part_tmp)
             if entry is not None:
                 self._switch(job, entry)
                 job.result = entry
@@ -266,12 +271,12 @@ class Compactor:
         except (OSError, CompactionError) as err:
             with self.engine.lock:
                 self._failed(job, str(err))
-            self._discard(tmp)
+            self._discard(tmp, part_tmp)
         except Exception as err:  # a bug: report it, keep the engine and directory as they are
             log.exception("compaction crashed")
             with self.engine.lock:
                 self._failed(job, f"internal error: {err!r}")
-            self._discard(tmp)
+            self._discard(tmp, part_tmp)
         finally:
             with self.engine.lock:
                 self.job = None
@@ -279,53 +284,87 @@ class Compactor:
                     self.journal.rewrite_at = self.threshold()
             job.done.set()
 
-    def _build(self, job: Job, tmp: str) -> SnapshotEntry | None:
-        """Steps 2 and 3: the child writes the file; we make it durable under its final name."""
+    def _build(self, job: Job, tmp: str, part_tmp: str) -> SnapshotEntry | None:
+        """Steps 2 and 3: the child writes the files; we make them durable under their final
+        names."""
         import subprocess  # (a compaction's, not every engine start's)
 
-        self._discard(tmp)
+        self._discard(tmp, part_tmp)
         spec = {
             "dir": self.directory, "base": job.base.file if job.base else None,
             "segments": [[s.file, s.segment, s.first_lsn] for s in job.closed],
-            "lsn": job.lsn, "out": os.path.basename(tmp), "repl_id":
+            "lsn": job.lsn, "out": os.path.basename(tmp),
+            "part_out": os.path.basename(part_tmp), "repl_id":
             self.journal.manifest.repl_id, "created_ms": job.created_ms,
             "parent": os.getpid(),  # the child checks it is still ours once it can die with us
             "config": job.config,
         }
         proc = job.proc = subprocess.Popen(
             [sys.executable, "-m", "streamkeep.snapshot.build", json.dumps(spec)],
-            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
             close_fds=True, env=child_env())
         if self._stopping:  # close() ran before the child existed to be killed
             proc.kill()
         self._step("spawned")
-        _out, err = proc.communicate()
+        out, err = proc.communicate()
         if self._stopping:
-            self._discard(tmp)
+            self._discard(tmp, part_tmp)
             raise CompactionError("stopped: the data directory is closing")
         if proc.returncode != 0:
             detail = err.decode(errors="replace").strip().splitlines()
             raise CompactionError(
                 f"snapshot build exited with status {proc.returncode}"
                 + (f": {detail[-1]}" if detail else ""))
+        try:
+            result = json.loads(out)
+            names, new_part = list(result["parts"]), bool(result["new_part"])
+        except (ValueError, KeyError, TypeError) as bad:
+            raise CompactionError(f"snapshot build: an unreadable result ({bad})") from None
         self._step("built")
-        fd = self.fs.open_append(tmp, create=False)
-        # The whole-file checksum (the manifest's crc32) is read from the page cache while the
-        # fdatasync writes the file out: the one costs about what the other hides.
-        summing = _Checksum(tmp)
+        parts = [self._kept_part(job, name) for name in names]
+        if new_part:
+            size, crc32 = self._sync(part_tmp)
+            parts[-1] = PartEntry(manifest_mod.part_file(job.lsn), size, crc32)
+            self.fs.rename(part_tmp, os.path.join(self.directory, parts[-1].file))
+        size, crc32 = self._sync(tmp)
+        final = os.path.join(self.directory, manifest_mod.snapshot_file(job.lsn))
+        self.fs.rename(tmp, final)
+        self.fs.fsync_dir(self.directory)
+        self._step("published")
+        return SnapshotEntry(manifest_mod.snapshot_file(job.lsn), job.lsn, size, job.created_ms,
+                             crc32, tuple(parts))
+
+    def _sync(self, path: str) -> tuple[int, int]:
+        """fdatasync a written file; its size and whole-file checksum (the manifest's crc32,
+        read from the page cache while the fdatasync writes the file out: the one costs about
+        what the other hides)."""
+        fd = self.fs.open_append(path, create=False)
+        summing = _Checksum(path)
         try:
             self.fs.fdatasync(fd)
         finally:
             self.fs.close(fd)
             summing.thread.join()
-        crc32 = summing.result()
-        final = os.path.join(self.directory, manifest_mod.snapshot_file(job.lsn))
-        size = self.fs.size(tmp)
-        self.fs.rename(tmp, final)
-        self.fs.fsync_dir(self.directory)
-        self._step("published")
-        return SnapshotEntry(manifest_mod.snapshot_file(job.lsn), job.lsn, size, job.created_ms,
-                             crc32)
+        return self.fs.size(path), summing.result()
+
+    def _kept_part(self, job: Job, name: str) -> PartEntry:
+        """The manifest's entry for a part file the new snapshot refers to: the previous
+        snapshot's entry for it (the previous snapshot's own file, when that was a
+        self-contained one), or, for the new part, a placeholder `_build` replaces."""
+        base = job.base
+        if base is not None:
+            for part in base.parts:
+                if part.file == name:
+                    return part
+            if name == base.file:
+                crc32 = base.crc32
+                if crc32 is None:  # recorded by a version before checksums
+                    crc32 = file_checksum(file_chunks(os.path.join(self.directory, name)))
+                return PartEntry(name, base.size, crc32)
+        if name == manifest_mod.part_file(job.lsn):
+            return PartEntry(name, 0, 0)
+        raise CompactionError(f"snapshot build: refers to {name}, not a part of "
+                              f"{base.file if base else 'an empty directory'}")
 
     def _switch(self, job: Job, entry: SnapshotEntry) -> None:
         """Steps 4 and 5."""
@@ -345,7 +384,7 @@ class Compactor:
         # more either way (counting them would fire the auto trigger on every write).
         obsolete = [s.file for s in job.closed]
         if job.base is not None:
-            obsolete.append(job.base.file)
+            obsolete += [name for name in job.base.files if name not in entry.files]
         freed = 0
         for name in obsolete:
             path = os.path.join(self.directory, name)
@@ -362,7 +401,7 @@ class Compactor:
                         err)
         with self.engine.lock:
             journal.aof_bytes -= freed
-            self.snapshot_size = entry.size
+            self.snapshot_size = entry.total_size
         log.info("compacted LSNs up to %d into %s (%d bytes); removed %s", job.lsn, entry.file,
                  entry.size, ", ".join(obsolete))
         self._step("removed")
@@ -398,12 +437,13 @@ class Compactor:
             # Do not retry at once: wait until as much again has been written.
             self.journal.rewrite_at = self.journal.aof_bytes + self.threshold()
 
-    def _discard(self, path: str) -> None:
-        try:
-            if self.fs.exists(path):
-                self.fs.unlink(path)
-        except OSError as err:
-            log.warning("cannot remove %s: %s", path, err)
+    def _discard(self, *paths: str) -> None:
+        for path in paths:
+            try:
+                if self.fs.exists(path):
+                    self.fs.unlink(path)
+            except OSError as err:
+                log.warning("cannot remove %s: %s", path, err)
 
     def stop(self) -> None:
         """Abandon a running compaction (the directory is closing): kill the child, wait."""

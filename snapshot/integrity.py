@@ -6,8 +6,9 @@ mismatch finds the damage in a child process (`python -m streamkeep.snapshot.int
 the reader's per-value `check`), because a damaged LMDB page can crash the process that follows
 it (a page number or a size that points past the file is a SIGBUS, not an exception). The error
 then names the file and the first damaged table and key, or says that the damage is in LMDB's
-own pages. `open_checked` is the tools' way in: the whole-file check where the manifest beside
-the file recorded one, then the reader.
+own pages. A segmented snapshot's part files are checked the same way, each against its own
+size and checksum in the manifest (`check_parts`). `open_checked` is the tools' way in: the
+whole-file checks where the manifest beside the file recorded them, then the reader.
 Must not touch: the snapshot format (snapshot.layout, snapshot.snapshot_reader), the manifest's schema.
 """
 
@@ -17,12 +18,13 @@ import os
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
+from typing import Any
 
 from streamkeep.snapshot.snapshot_reader import (
     Snapshot,
     SnapshotError,
     check_file,
-    recorded_checksum,
+    recorded_entry,
 )
 
 LOCATE_TIMEOUT = 300.0  # seconds a child may take to walk a damaged file
@@ -41,10 +43,30 @@ def check_whole(path: str, crc32: int | None,
         raise SnapshotError(f"{err}; {locate(path)}") from None
 
 
+def check_parts(directory: str, entry: Any, whole: bool = True) -> None:
+    """SnapshotError unless each part file of the manifest's snapshot `entry`
+    (aof.manifest.SnapshotEntry) in `directory` has the size the manifest recorded and, with
+    `whole`, bytes that match its checksum."""
+    for part in entry.parts:
+        file = os.path.join(directory, part.file)
+        try:
+            size = os.stat(file).st_size
+        except OSError as err:
+            raise SnapshotError(f"{file}: a part of {entry.file}: {err.strerror}") from None
+        if size != part.size:
+            raise SnapshotError(f"{file}: {size} bytes, the manifest says {part.size} "
+                                f"(truncated or replaced)")
+        if whole:
+            check_whole(file, part.crc32)
+
+
 def open_checked(path: str) -> Snapshot:
-    """`Snapshot(path)` once the whole file matched the checksum the manifest beside it
-    recorded (if one names it)."""
-    check_whole(path, recorded_checksum(path))
+    """`Snapshot(path)` once the whole file, and its part files, matched the checksums the
+    manifest beside it recorded (if one names it)."""
+    entry = recorded_entry(path)
+    if entry is not None:
+        check_whole(path, entry.crc32)
+        check_parts(os.path.dirname(os.path.abspath(path)), entry)
     return Snapshot(path)
 
 

@@ -38,6 +38,12 @@ A snapshot is one LMDB environment in one file (`subdir=False`, no lock file). S
                value: msgpack [consumer name, delivery_time, delivery_count]; the consumer
                name is nil for an entry XNACK released (owned by no consumer; older
                snapshots have none, so they load unchanged)
+    runs       key: number u64 | first master ID   value: msgpack [part, part number, last
+               master ID (16 bytes), nodes]: in a segmented snapshot (version 5) the stream's
+               nodes are not in this file but in part files, a run of consecutive nodes each:
+               meta `parts` lists the files ([[name, node bytes, nodes], ...]; `part` indexes
+               it), and the part holds the run's nodes under (part number, master), every one
+               of its nodes of that number from the first master to the last and no other
     keys       key: db u8 | key             value: msgpack [string value or nil, expiry ms or nil]
                every string key (its value, and its TTL if any) and every stream key with a
                TTL (nil value: the stream is in the tables above); absent before version 3
@@ -67,14 +73,19 @@ import msgpack
 from streamkeep.engine.model import packed_node
 
 FORMAT = "streamkeep-snapshot"
-VERSION = 4  # nodes as listpacks
+VERSION = 4  # one self-contained file, nodes as listpacks (an import, a replica's full sync)
+SEGMENTED_VERSION = 5  # a compaction's: nodes in part files the runs table points into
 UNPACKED_VERSION = 3  # nodes as msgpack arrays of entries: still read, never written
 KEYLESS_VERSION = 2  # checksummed, no keys table: still read, never written
 UNCHECKED_VERSION = 1  # bare values: still read, never written
 TABLES = ("meta", "streams", "nodes", "groups", "consumers", "pel")
+# A segmented snapshot's main file (version 5) has a runs table and a `parts` meta value; a
+# part file (meta `role` "nodes") fills only nodes and nodeinfo (the other tables are empty).
 # Absent in older snapshots; a reader copes without them (nodeinfo: version 2's first files;
 # keys: before version 3).
-OPTIONAL_TABLES = ("nodeinfo", "keys")
+OPTIONAL_TABLES = ("nodeinfo", "keys", "runs")
+MAX_TABLES = 16  # the max_dbs to open a snapshot's LMDB environment with (room to grow)
+NODES_ROLE = "nodes"
 MAX_ID = (1 << 128) - 1
 
 _U64 = struct.Struct(">Q")
@@ -325,6 +336,22 @@ def encode_stream(number: int, length: int, first_id: int, last_id: int, max_del
     return _packb(doc)
 
 
+def run_key(number: int, first: int) -> bytes:
+    return node_key(number, first)
+
+
+def encode_run(part: int, part_number: int, last: int, nodes: int) -> bytes:
+    return _packb([part, part_number, id_bytes(last), nodes])
+
+
+def decode_run(raw: bytes | memoryview) -> tuple[int, int, int, int]:
+    part, part_number, last, nodes = msgpack.unpackb(raw)
+    if not (isinstance(part, int) and isinstance(part_number, int) and isinstance(nodes, int)
+            and isinstance(last, bytes) and len(last) == 16 and part >= 0 and nodes > 0):
+        raise ValueError("not a run")
+    return part, part_number, id_int(last), nodes
+
+
 def encode_idmp(duration: int, maxsize: int, added: int, duplicates: int,
                 producers: Iterable[tuple[bytes, list[tuple[bytes, int, int]]]]) -> list:
     """A stream's IDMP state as the `idmp` item of its `streams` value (see the docstring)."""
@@ -416,10 +443,11 @@ def node_header(raw: bytes | memoryview) -> tuple[int, int, tuple, int]:
     return node.live, node.size, node.master_fields, len(node.ids)
 
 
-def packed_node_header(raw: bytes | memoryview) -> tuple[int, int, tuple, int]:
-    """node_header of a version 4 node (its listpack checked)."""
+def packed_node_header(raw: bytes | memoryview, master: int) -> tuple[int, int, tuple, int]:
+    """node_header of a version 4 node (its listpack checked against its master ID: an entry's
+    sequence is a delta from the master's and may be below zero)."""
     lp = bytearray(raw)
-    count, live, _last = packed_node.validate(lp, 0)
+    count, live, _last = packed_node.validate(lp, master)
     return live, len(lp), packed_node.names(lp), count
 
 

@@ -13,14 +13,15 @@ command semantics.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import os
+from typing import TYPE_CHECKING, Any
 
 from streamkeep.engine.model.consumer_groups import ConsumerGroup
 from streamkeep.engine.model.idmp_maps import Idmp
 from streamkeep.engine.model.residency import EPOCH
 from streamkeep.engine.model.stream import Stream, cold_node
 from streamkeep.snapshot.cold import SnapshotNodes
-from streamkeep.snapshot.integrity import check_whole
+from streamkeep.snapshot.integrity import check_parts, check_whole
 from streamkeep.snapshot.snapshot_reader import (
     IdmpInfo,
     Meta,
@@ -42,7 +43,7 @@ def _restore_idmp(info: IdmpInfo) -> Idmp:
 
 
 def load_snapshot(engine: EngineCore, path: str, lazy: bool | None = None,
-                  crc32: int | None = None) -> Meta:
+                  crc32: int | None = None, entry: Any = None, part_suffix: str = "") -> Meta:
     """Fill an empty engine with the snapshot at `path`; returns its meta (the LSN covered).
 
     `lazy` (default: when the engine has a `backlog-memory` budget) leaves every node's entries
@@ -50,14 +51,19 @@ def load_snapshot(engine: EngineCore, path: str, lazy: bool | None = None,
     load takes follow the metadata, groups and PELs, not the backlog. Either way the streams are
     bound to the file (engine.model.residency), which stays open as their node store. `crc32`:
     the file's checksum as the manifest recorded it, checked first by an eager load (which
-    reads the whole file anyway); a lazy one relies on the per-value checks."""
+    reads the whole file anyway); a lazy one relies on the per-value checks. `entry`: the
+    manifest's (aof.manifest.SnapshotEntry), whose part files an eager load checks the same
+    way, and a lazy one by their sizes. `part_suffix`: the part files' names end in it (a
+    replica's full sync, before it installs them)."""
     residency = engine.residency
     if lazy is None:
         lazy = residency.budget > 0
     if not lazy:
         check_whole(path, crc32)
-    store = SnapshotNodes(path, clean_before=0)
-    with Snapshot(path) as snap, engine.lock:
+    if entry is not None:
+        check_parts(os.path.dirname(path), entry, whole=not lazy)
+    store = SnapshotNodes(path, clean_before=0, part_suffix=part_suffix)
+    with Snapshot(path, part_suffix=part_suffix) as snap, engine.lock:
         if any(engine.dbs) or any(engine.strings):
             raise ValueError("a snapshot loads into an empty engine only")
         for info in snap.streams():

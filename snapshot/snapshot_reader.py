@@ -7,8 +7,13 @@ AOF CLI, the Spark export and the engine's loader use it. Every value is checked
 (snapshot.layout's checksums, version 2): damage, an LMDB error or an undecodable value raises
 SnapshotError naming the file, the table and the key, never another exception and never a
 different value. `check()` walks the whole file (verify --deep); `check_file` compares a file's
-bytes with the manifest's checksum before LMDB maps it (snapshot.integrity uses it). Must not touch: the engine, the
-manifest; it never writes.
+bytes with the manifest's checksum before LMDB maps it (snapshot.integrity uses it).
+
+A segmented snapshot (version 5, a compaction's) keeps its nodes in part files beside it, named
+by its `parts` meta value and opened with it (so a compaction that deletes one later does not
+take it from an open reader); its runs table says which part holds which run of a stream's
+nodes. Every node read routes through `runs`: callers see one snapshot either way. Must not
+touch: the engine, the manifest; it never writes.
 
     with Snapshot("data/snapshot-000000001234.mdb") as snap:
         for info in snap.streams():
@@ -22,9 +27,10 @@ import contextlib
 import os
 import struct
 import threading
+from bisect import bisect_right
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from functools import partial
+from functools import partial, wraps
 from typing import Any, NamedTuple, TypeVar
 
 import lmdb
@@ -187,7 +193,8 @@ def _open_env(path: str) -> tuple[tuple[int, int], lmdb.Environment, int]:
         shared = _envs.get(key)
         if shared is None:
             try:
-                env = lmdb.open(path, subdir=False, readonly=True, lock=False, max_dbs=8)
+                env = lmdb.open(path, subdir=False, readonly=True, lock=False,
+                                max_dbs=layout.MAX_TABLES)
             except lmdb.Error as err:
                 raise SnapshotError(f"{path}: not a readable LMDB snapshot ({err})") from None
             shared = _envs[key] = [env, 0]
@@ -204,11 +211,65 @@ def _release_env(key: tuple[int, int]) -> None:
             shared[0].close()
 
 
+def _no_node(number: int, master: int) -> None:
+    return None
+
+
+def _no_pair(number: int, master: int) -> tuple[None, None]:
+    return None, None
+
+
+def _key_error(number: int, master: int) -> Any:
+    raise KeyError(f"no node {master} in stream {number}")
+
+
+def _routed(missing: Callable[[int, int], Any]) -> Callable[[Callable[..., T]], Callable[..., T]]:
+    """A node read by (stream number, master) that a segmented snapshot hands to the part file
+    holding the node, under the stream's number there; `missing` answers for a node no run
+    covers (as the method does for a node the file lacks)."""
+    def wrap(method: Callable[..., T]) -> Callable[..., T]:
+        @wraps(method)
+        def routed(self: Snapshot, number: int, master: int, *args: Any) -> T:
+            if not self.segmented:
+                return method(self, number, master, *args)
+            found = self._route(number, master)
+            if found is None:
+                return missing(number, master)  # type: ignore[no-any-return]
+            return method(found[0], found[1], master, *args)
+        return routed
+    return wrap
+
+
+@dataclass(frozen=True, slots=True)
+class Run:
+    """Consecutive nodes of a stream held by one file: every node of stream `number` in `part`
+    from master `first` to master `last` (`nodes` of them; -1: not recorded, a self-contained
+    snapshot's single run)."""
+
+    first: int
+    last: int
+    nodes: int
+    part: Snapshot
+    number: int
+    index: int = -1  # the part's place in the snapshot's `parts` (-1: the file itself)
+    owner: Snapshot | None = None  # the segmented snapshot whose runs table has it
+
+
+@dataclass(frozen=True, slots=True)
+class PartInfo:
+    """A part file as the snapshot's `parts` meta value lists it."""
+
+    file: str
+    node_bytes: int  # what its nodes and nodeinfo values take, as written
+    nodes: int
+
+
 class Snapshot:
     """A snapshot file opened read-only. Safe to open from several processes at once, and
     several times in one process (the objects share one LMDB environment)."""
 
-    def __init__(self, path: str, name: str | None = None) -> None:
+    def __init__(self, path: str, name: str | None = None, parts: bool = True,
+                 part_suffix: str = "") -> None:
         if path is None:  # current_snapshot() before a directory's first compaction
             raise SnapshotError("no snapshot to open: the data directory has none yet (nothing "
                                 "compacted: Engine.compact(), SAVE or BGSAVE makes one)")
@@ -216,6 +277,10 @@ class Snapshot:
         self.name = name or path  # what messages call the file (a pin's: the user's file)
         self._key: tuple[int, int] | None = None
         self._reads: Any = None  # the long-lived read transaction of `node_view`
+        self.parts: list[Snapshot] = []  # a segmented snapshot's part files, opened with it
+        self.part_infos: list[PartInfo] = []
+        self._runs: dict[int, tuple[list[int], list[Run]]] = {}
+        self._part_suffix = part_suffix  # a replica's full sync reads parts under temp names
         self._key, self.env, size = _open_env(path)
         try:
             # LMDB maps the file: a page past the end of a truncated file is SIGBUS, not an
@@ -233,6 +298,7 @@ class Snapshot:
                 with contextlib.suppress(lmdb.Error):  # an older snapshot: readers fall back
                     self._tables[name] = self.env.open_db(name.encode(), create=False)
             self.meta = self._read_meta()
+            self._read_parts(parts)
         except lmdb.Error as err:
             self.close()
             raise SnapshotError(f"{path}: {err} (the file is damaged)") from None
@@ -247,6 +313,9 @@ class Snapshot:
 
     def close(self) -> None:
         self.end_reads()
+        parts, self.parts = self.parts, []
+        for part in parts:
+            part.close()
         if self._key is not None:
             key, self._key = self._key, None
             _release_env(key)
@@ -268,19 +337,98 @@ class Snapshot:
             raise SnapshotError(f"{self.name}: table meta, {layout.describe_key('meta', b'version')}"
                                 f": damaged (the check of its value fails)")
         if version not in (layout.UNCHECKED_VERSION, layout.KEYLESS_VERSION,
-                           layout.UNPACKED_VERSION, layout.VERSION):
+                           layout.UNPACKED_VERSION, layout.VERSION, layout.SEGMENTED_VERSION):
             raise SnapshotError(f"{self.name}: unsupported snapshot version {version}")
         self.version = version
         self.checked = version != layout.UNCHECKED_VERSION
         self.packed = version >= layout.VERSION  # nodes stored as listpacks
         doc = {key.decode(errors="replace"): self._decode("meta", key, raw, layout.decode_value)
                for key, raw in raw_meta.items()}
+        self.role = doc.get("role")  # "nodes": a segmented snapshot's part file
+        self.segmented = version >= layout.SEGMENTED_VERSION and self.role != layout.NODES_ROLE
+        self._parts_doc = doc.get("parts", [])
         if doc.get("format") != layout.FORMAT:
             raise SnapshotError(f"{self.name}: not a streamkeep snapshot")
         missing = [name for name in Meta.__dataclass_fields__ if name not in doc]
         if missing:
             raise SnapshotError(f"{self.name}: meta lacks {', '.join(missing)}")
         return Meta(**{name: doc[name] for name in Meta.__dataclass_fields__})
+
+    def _read_parts(self, open_them: bool) -> None:
+        """A segmented snapshot's part files, from its directory (all opened now unless
+        `open_them` is false: see the module docstring)."""
+        if not self.segmented:
+            return
+        if "runs" not in self._tables:
+            raise SnapshotError(f"{self.name}: a segmented snapshot without its runs table")
+        directory = os.path.dirname(self.path)
+        try:
+            self.part_infos = [PartInfo(str(name), int(size), int(nodes))
+                               for name, size, nodes in self._parts_doc]
+        except (TypeError, ValueError) as err:
+            raise SnapshotError(f"{self.name}: table meta, meta 'parts': undecodable value "
+                                f"({err})") from None
+        for info in self.part_infos:
+            if os.path.basename(info.file) != info.file:
+                raise SnapshotError(f"{self.name}: part {info.file!r} is not a file name")
+        if not open_them:
+            return
+        for info in self.part_infos:
+            try:
+                file = os.path.join(directory, info.file)
+                part = Snapshot(file + self._part_suffix, name=f"{file} (a part of {self.name})")
+            except SnapshotError as err:
+                raise SnapshotError(f"{self.name}: its part {info.file}: {err}") from None
+            self.parts.append(part)
+            if part.role != layout.NODES_ROLE and not (part.packed and not part.segmented):
+                raise SnapshotError(f"{self.name}: {info.file} is not a part file")
+
+    def runs(self, number: int) -> list[Run]:
+        """Stream `number`'s nodes, file by file, in ID order: one run, this file, unless the
+        snapshot is segmented."""
+        return self._run_index(number)[1]
+
+    def _run_index(self, number: int) -> tuple[list[int], list[Run]]:
+        found = self._runs.get(number)
+        if found is not None:
+            return found
+        if not self.segmented:
+            runs = [Run(0, MAX_ID, -1, self, number)]
+        else:
+            runs = []
+            for raw, value in self._prefixed("runs", layout.number_prefix(number)):
+                index, part_number, last, nodes = self._decode("runs", raw, value,
+                                                               layout.decode_run)
+                if index >= len(self.parts):
+                    raise self.damaged("runs", raw, f"names part {index}, of "
+                                                    f"{len(self.parts)}")
+                runs.append(Run(layout.node_master(raw), last, nodes, self.parts[index],
+                                part_number, index, self))
+        found = self._runs[number] = ([run.first for run in runs], runs)
+        return found
+
+    def locate(self, number: int, master: int) -> Run | None:
+        """The run that holds node `master` of stream `number`, if any holds it: its file and
+        the stream's number there."""
+        firsts, runs = self._run_index(number)
+        i = bisect_right(firsts, master) - 1
+        if i < 0 or master > runs[i].last:
+            return None
+        return runs[i]
+
+    def _route(self, number: int, master: int) -> tuple[Snapshot, int] | None:
+        run = self.locate(number, master)
+        return None if run is None else (run.part, run.number)
+
+    def _runs_from(self, number: int, start: int, end: int) -> Iterator[tuple[Run, int]]:
+        """The runs that may hold IDs in [start, end], each with the ID its reading starts
+        at (the node holding `start` is the last one whose master is <= start)."""
+        firsts, runs = self._run_index(number)
+        i = max(bisect_right(firsts, start) - 1, 0)
+        for run in runs[i:]:
+            if run.first > end:
+                return
+            yield run, max(start, run.first)
 
     # --- checked reads -------------------------------------------------------------------------
 
@@ -364,6 +512,12 @@ class Snapshot:
 
     def nodes(self, number: int, start: int = 0, end: int = MAX_ID) -> Iterator[RawNode]:
         """Decoded nodes of stream `number` that may hold IDs in [start, end], in order."""
+        for run, low in self._runs_from(number, start, end):
+            yield from run.part._run_nodes(run.number, low, min(end, run.last), run.first)
+
+    def _run_nodes(self, number: int, start: int, end: int, floor: int) -> Iterator[RawNode]:
+        """This file's nodes of stream `number` that may hold IDs in [start, end], none with a
+        master below `floor` (where the run begins)."""
         prefix = layout.number_prefix(number)
         with self._txn("nodes", buffers=True) as txn:
             cursor = txn.cursor()
@@ -381,6 +535,8 @@ class Snapshot:
                 master = layout.node_master(raw)
                 if not raw.startswith(prefix) or master > end:
                     return
+                if master < floor:  # stepped back past the run's first node
+                    continue
                 # Checked and decoded in place: the buffer is valid until the next step.
                 yield self._decode("nodes", raw, value, self._node_decoder(master))
 
@@ -391,8 +547,11 @@ class Snapshot:
         """(master, listpack, entries, live entries) of each node of stream `number`, in
         order, each checked: what a load keeps (a packed snapshot's nodes are copied, not
         decoded; an older one's are packed on the way)."""
-        prefix = layout.number_prefix(number)
-        for raw, value in self._prefixed("nodes", prefix, buffers=True):
+        for run in self.runs(number):
+            yield from run.part._run_node_buffers(run)
+
+    def _run_node_buffers(self, run: Run) -> Iterator[tuple[int, bytearray, int, int]]:
+        for raw, value in self._in_run("nodes", run):
             master = layout.node_master(raw)
             if self.packed:
                 yield (master, *self._decode("nodes", raw, value,
@@ -401,6 +560,7 @@ class Snapshot:
                 node = self._decode("nodes", raw, value, partial(layout.decode_node, master))
                 yield master, layout.pack_raw_node(node), len(node.ids), node.live
 
+    @_routed(_no_node)
     def node_buffer(self, number: int, master: int) -> bytearray | None:
         """One node's listpack, checked (None: no such node): a cold node's read-back."""
         value = self.node_stored(number, master)
@@ -412,6 +572,7 @@ class Snapshot:
         return layout.pack_raw_node(self._decode("nodes", key, value,
                                                  partial(layout.decode_node, master)))
 
+    @_routed(_no_node)
     def node_readback(self, number: int, master: int, trusted_crc: int = -1
                       ) -> tuple[bytearray, int] | None:
         """One node's listpack and its CRC-32, checked (None: no such node): a cold node's
@@ -446,6 +607,7 @@ class Snapshot:
                 raise self.damaged("nodes", key, f"undecodable value ({err})") from None
         return found
 
+    @_routed(_no_node)
     def node(self, number: int, master: int) -> RawNode | None:
         """One node, checked and decoded (None: no such node)."""
         value = self.node_stored(number, master)
@@ -454,6 +616,7 @@ class Snapshot:
         return self._decode("nodes", layout.node_key(number, master), value,
                             self._node_decoder(master))
 
+    @_routed(_no_node)
     def node_stored(self, number: int, master: int) -> bytes | None:
         """One node's value exactly as stored, unchecked (None: no such node)."""
         return self._get("nodes", layout.node_key(number, master))
@@ -476,12 +639,15 @@ class Snapshot:
                 from None
 
     def end_reads(self) -> None:
-        """End `node_view`'s transaction (a later read begins another)."""
+        """End `node_view`'s transaction (a later read begins another), the parts' too."""
+        for part in self.parts:
+            part.end_reads()
         txn, self._reads = self._reads, None
         if txn is not None:
             with contextlib.suppress(lmdb.Error):
                 txn.abort()
 
+    @_routed(_no_pair)
     def node_pair_stored(self, number: int, master: int) -> tuple[bytes | None, bytes | None]:
         """One node's `nodes` and `nodeinfo` values exactly as stored, unchecked, in one read
         (None: not there): what a compaction moves to its next snapshot (`layout.reseal`
@@ -507,6 +673,7 @@ class Snapshot:
             raise SnapshotError(f"{self.name}: table {table}: {err} (the file is damaged)") \
                 from None
 
+    @_routed(_no_node)
     def node_raw(self, number: int, master: int) -> bytes | memoryview | None:
         """One node's body, checked (None: no such node)."""
         value = self.node_stored(number, master)
@@ -514,6 +681,7 @@ class Snapshot:
             return None
         return self._body("nodes", layout.node_key(number, master), value)
 
+    @_routed(_key_error)
     def node_info_stored(self, number: int, master: int) -> bytes:
         """One node's `nodeinfo` value as stored, unchecked (in the oldest snapshots, which
         have no such table, made bare from the node's head). KeyError: no such node."""
@@ -526,9 +694,10 @@ class Snapshot:
         if raw is None:
             raise KeyError(f"no node {master} in stream {number}")
         live, size, master_fields, entries = self._decode("nodes", key, raw,
-                                                          self._header_decoder)
+                                                          self._header_decoder(master))
         return layout.encode_node_info(live, size, entries, master_fields)
 
+    @_routed(_key_error)
     def node_info_raw(self, number: int, master: int) -> bytes | memoryview:
         """One node's `nodeinfo` body, checked (made from its header in the oldest snapshots).
         KeyError: no such node."""
@@ -541,15 +710,21 @@ class Snapshot:
         """(master, live, size, master_fields, entries) of each node of stream `number`, in
         order, without decoding the entries: from the `nodeinfo` table, which holds only
         these (or, in an older snapshot, from the head of each node: layout.node_header)."""
-        prefix = layout.number_prefix(number)
-        table = "nodeinfo" if "nodeinfo" in self._tables else "nodes"
-        decode = layout.decode_node_info if table == "nodeinfo" else self._header_decoder
-        for raw, value in self._prefixed(table, prefix, buffers=True):
-            yield (layout.node_master(raw), *self._decode(table, raw, value, decode))
+        for run in self.runs(number):
+            yield from run.part._run_node_headers(run)
 
-    @property
-    def _header_decoder(self) -> Callable[[Any], tuple[int, int, tuple, int]]:
-        return layout.packed_node_header if self.packed else layout.node_header
+    def _run_node_headers(self, run: Run) -> Iterator[tuple[int, int, int, tuple, int]]:
+        table = "nodeinfo" if "nodeinfo" in self._tables else "nodes"
+        for raw, value in self._in_run(table, run):
+            master = layout.node_master(raw)
+            decode = layout.decode_node_info if table == "nodeinfo" else \
+                self._header_decoder(master)
+            yield (master, *self._decode(table, raw, value, decode))
+
+    def _header_decoder(self, master: int) -> Callable[[Any], tuple[int, int, tuple, int]]:
+        if self.packed:
+            return partial(layout.packed_node_header, master=master)
+        return layout.node_header
 
     def entries(self, db: int, key: bytes, start: IDLike = 0, end: IDLike = MAX_ID,
                 count: int | None = None) -> Iterator[Entry]:
@@ -573,6 +748,20 @@ class Snapshot:
         hold, nodes against their `nodeinfo`, keys that belong to no stream: at most `limit`
         problems, each naming the file, table and key. [] for a sound file."""
         problems: list[str] = []
+        for snap in (self, *self.parts):
+            snap._check_values(problems, limit)
+            if len(problems) >= limit:
+                return problems[:limit]
+        if problems:  # the structure of damaged values cannot be judged
+            return problems
+        try:
+            self._check_structure(problems, limit)
+        except SnapshotError as err:
+            problems.append(str(err))
+        return problems[:limit]
+
+    def _check_values(self, problems: list[str], limit: int) -> None:
+        """Every value's checksum in this file."""
         for table in sorted(self._tables):
             try:
                 for key, value in self._prefixed(table, b"", buffers=True):
@@ -581,16 +770,9 @@ class Snapshot:
                     except SnapshotError as err:
                         problems.append(str(err))
                         if len(problems) >= limit:
-                            return problems
+                            return
             except SnapshotError as err:
                 problems.append(str(err))
-        if problems:  # the structure of damaged values cannot be judged
-            return problems
-        try:
-            self._check_structure(problems, limit)
-        except SnapshotError as err:
-            problems.append(str(err))
-        return problems[:limit]
 
     def _check_structure(self, problems: list[str], limit: int) -> None:
         meta, numbers = self.meta, set()
@@ -605,17 +787,11 @@ class Snapshot:
                 problems.append(f"{where}: {len(headers)} nodes of {live} live entries found, "
                                 f"{info.nodes} of {info.length} recorded")
             if "nodeinfo" in self._tables:
+                self._check_runs(info, problems)
                 for master, *header in headers:
-                    raw = self.node_stored(info.number, master)
-                    key = layout.node_key(info.number, master)
-                    if raw is None:
-                        problems.append(f"{self.name}: table nodes, "
-                                        f"{layout.describe_key('nodes', key)}: missing, "
-                                        f"nodeinfo has it")
-                    elif list(self._decode("nodes", key, raw, self._header_decoder)) != header:
-                        problems.append(f"{self.name}: table nodes, "
-                                        f"{layout.describe_key('nodes', key)}: its counts "
-                                        f"differ from its nodeinfo")
+                    run = self.locate(info.number, master)
+                    assert run is not None  # (node_headers found it through its run)
+                    run.part._check_node(run.number, master, header, problems)
             groups = self.groups(info.db, info.key)
             if len(groups) != info.groups:
                 problems.append(f"{where}: {len(groups)} groups found, {info.groups} recorded")
@@ -631,7 +807,7 @@ class Snapshot:
         if (len(numbers), entries) != (meta.streams, meta.entries):
             problems.append(f"{self.name}: {len(numbers)} streams of {entries} entries found, "
                             f"the meta table records {meta.streams} of {meta.entries}")
-        for table in ("nodes", "nodeinfo", "groups", "consumers", "pel"):
+        for table in ("nodes", "nodeinfo", "groups", "consumers", "pel", "runs"):
             if table not in self._tables:
                 continue
             with self._txn(table, buffers=True) as txn:
@@ -643,23 +819,39 @@ class Snapshot:
                                         f"stream")
                         break
 
+    def _check_node(self, number: int, master: int, header: list, problems: list[str]) -> None:
+        """This file's node against its nodeinfo `header`."""
+        raw = self.node_stored(number, master)
+        key = layout.node_key(number, master)
+        if raw is None:
+            problems.append(f"{self.name}: table nodes, {layout.describe_key('nodes', key)}: "
+                            f"missing, nodeinfo has it")
+        elif list(self._decode("nodes", key, raw, self._header_decoder(master))) != header:
+            problems.append(f"{self.name}: table nodes, {layout.describe_key('nodes', key)}: "
+                            f"its counts differ from its nodeinfo")
+
+    def _check_runs(self, info: StreamInfo, problems: list[str]) -> None:
+        """A segmented snapshot's runs: each as many nodes as it records, in ID order."""
+        if not self.segmented:
+            return
+        previous = -1
+        for run in self.runs(info.number):
+            found = len(run.part.run_masters(run))
+            if found != run.nodes or run.first <= previous or run.last < run.first:
+                problems.append(f"{self.name}: table runs, stream {info.key!r} (db {info.db}), "
+                                f"run from {ID.of(run.first)}: {found} nodes in "
+                                f"{run.part.name}, {run.nodes} recorded")
+            previous = run.last
+
     def split(self, db: int, key: bytes, parts: int) -> list[tuple[ID, ID]]:
         """Up to `parts` inclusive ID ranges that cover the whole stream, cut at node
         boundaries so each holds about the same number of nodes (each at most
         stream-node-max-entries entries). Reads keys only, no entry."""
         if parts < 1:
             raise ValueError("parts must be at least 1")
-        number = self._number(db, key)
-        prefix = layout.number_prefix(number)
         masters: list[int] = []
-        with self._txn("nodes", buffers=True) as txn:
-            cursor = txn.cursor()
-            if cursor.set_range(prefix):
-                for raw_key in cursor.iternext(keys=True, values=False):
-                    key = bytes(raw_key)
-                    if not key.startswith(prefix):
-                        break
-                    masters.append(layout.node_master(key))
+        for run in self.runs(self._number(db, key)):
+            masters += run.part.run_masters(run)
         parts = max(1, min(parts, len(masters)))
         cuts = [masters[len(masters) * i // parts] for i in range(1, parts)]
         bounds = [0, *cuts]
@@ -708,6 +900,34 @@ class Snapshot:
                     return
                 yield key, value
 
+    def run_masters(self, run: Run) -> list[int]:
+        """The masters of the run's nodes in this file, from the keys alone."""
+        prefix = layout.number_prefix(run.number)
+        masters: list[int] = []
+        with self._txn("nodes", buffers=True) as txn:
+            cursor = txn.cursor()
+            if cursor.set_range(layout.node_key(run.number, run.first)):
+                for raw_key in cursor.iternext(keys=True, values=False):
+                    key = bytes(raw_key)
+                    master = layout.node_master(key)
+                    if not key.startswith(prefix) or master > run.last:
+                        break
+                    masters.append(master)
+        return masters
+
+    def _in_run(self, table: str, run: Run) -> Iterator[tuple[bytes, Any]]:
+        """(key, stored value buffer) of the run's nodes in `table` of this file, in order."""
+        prefix = layout.number_prefix(run.number)
+        with self._txn(table, buffers=True) as txn:
+            cursor = txn.cursor()
+            if not cursor.set_range(layout.node_key(run.number, run.first)):
+                return
+            for raw, value in cursor:
+                key = bytes(raw)
+                if not key.startswith(prefix) or layout.node_master(key) > run.last:
+                    return
+                yield key, value
+
 
 def _pair(body: Any) -> tuple[Any, Any]:
     first, second = layout.decode_binary(body)
@@ -741,6 +961,13 @@ def recorded_checksum(path: str) -> int | None:
     """The whole-file checksum the manifest beside snapshot file `path` recorded for it (None:
     no manifest there names it, or it recorded none). Never raises: a tool then relies on the
     per-value checks."""
+    entry = recorded_entry(path)
+    return None if entry is None else entry.crc32
+
+
+def recorded_entry(path: str) -> Any:
+    """The manifest's entry (aof.manifest.SnapshotEntry) for snapshot file `path`, from the
+    manifest beside it (None: no manifest there names it). Never raises."""
     from streamkeep.aof.fs import RealFS
     from streamkeep.aof.manifest import load
 
@@ -749,7 +976,7 @@ def recorded_checksum(path: str) -> int | None:
         snapshot = load(RealFS(), directory).snapshot
     except (StorageError, OSError):
         return None
-    return snapshot.crc32 if snapshot is not None and snapshot.file == name else None
+    return snapshot if snapshot is not None and snapshot.file == name else None
 
 
 def current_snapshot(directory: str) -> str | None:

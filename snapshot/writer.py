@@ -9,24 +9,33 @@ writing, the file is read back once for its whole-file checksum (the manifest's 
 `write_snapshot`, or by the compactor while it fsyncs the file. LMDB writes the file itself with its syncs off; the caller makes
 it durable through the file-layer seam (fdatasync, rename, directory fsync) before anything
 relies on it, so a crash mid-write leaves only a temp file that recovery removes.
+
+A compaction writes a segmented snapshot instead (`write_segmented`, version 5): the state
+without its nodes in the new file, plus a runs table pointing at the part files that hold the
+nodes; the nodes nothing changed stay where they are, the others go into one new part file
+(snapshot.segments decides which, and which old parts are merged into the new one).
 Must not touch: command semantics, the manifest, the AOF.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterator
+import os
+from bisect import bisect_left, bisect_right
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from itertools import chain
 from typing import TYPE_CHECKING
 
 import lmdb
 
-from streamkeep.snapshot import layout
-from streamkeep.snapshot.snapshot_reader import file_chunks
+from streamkeep.snapshot import layout, segments
+from streamkeep.snapshot.snapshot_reader import Run, file_chunks
 
 if TYPE_CHECKING:
     from streamkeep.engine.model.stream import Node, Stream
+
+Rows = Iterator[tuple[str, bytes, bytes | bytearray]]
 
 _INITIAL_MAP_SIZE = 1 << 30
 
@@ -66,9 +75,19 @@ def _sealed(table: str, key: bytes, body: bytes) -> tuple[str, bytes, bytes]:
     return table, key, layout.seal(table, key, body)
 
 
-def _tables(dbs: list[dict[bytes, Stream]]) -> Iterator[tuple[str, bytes, bytes | bytearray]]:
+def _own_nodes(number: int, s: Stream) -> Rows:
+    """A self-contained snapshot's rows for the stream's nodes: every node, in this file."""
+    for node in s.nodes:
+        key = layout.node_key(number, node.master)
+        value, info = _node_values(node, key)
+        yield "nodes", key, value
+        yield "nodeinfo", key, info
+
+
+def _tables(dbs: list[dict[bytes, Stream]],
+            node_rows: Callable[[int, Stream], Rows] = _own_nodes) -> Rows:
     """(table, key, sealed value) for the whole state, each table's keys in increasing
-    order."""
+    order; `node_rows` gives a stream's rows for its nodes."""
     for number, db_index, key, s in stream_numbers(dbs):
         idmp = s.idmp
         yield _sealed("streams", layout.stream_key(db_index, key), layout.encode_stream(
@@ -76,11 +95,7 @@ def _tables(dbs: list[dict[bytes, Stream]]) -> Iterator[tuple[str, bytes, bytes 
             len(s.nodes), len(s.groups),
             None if idmp is None else layout.encode_idmp(
                 idmp.duration, idmp.maxsize, idmp.added, idmp.duplicates, idmp.entries())))
-        for node in s.nodes:
-            key = layout.node_key(number, node.master)
-            value, info = _node_values(node, key)
-            yield "nodes", key, value
-            yield "nodeinfo", key, info
+        yield from node_rows(number, s)
         for name in sorted(s.groups):
             g = s.groups[name]
             yield _sealed("groups", layout.group_key(number, name), layout.encode_group(
@@ -119,17 +134,10 @@ def write_snapshot(dbs: list[dict[bytes, Stream]], path: str, lsn: int, created_
     """Write the state in `dbs` to a new LMDB file at `path`, which must not exist. Not durable
     until the caller fsyncs it through the file-layer seam. With `checksum`, the file is read
     back (from the page cache) for its whole-file checksum."""
-    env = lmdb.open(path, subdir=False, lock=False, map_size=_INITIAL_MAP_SIZE, max_dbs=8,
-                    sync=False, metasync=False, meminit=False)
-    try:
-        while True:
-            try:
-                info = _fill(env, dbs, lsn, created_ms, repl_id, strings, expires)
-                break
-            except lmdb.MapFullError:  # the transaction was aborted: grow the map, go again
-                env.set_mapsize(env.info()["map_size"] * 4)
-    finally:
-        env.close()
+    filled: list[SnapshotInfo] = []
+    _written(path, lambda env: filled.append(
+        _fill(env, dbs, lsn, created_ms, repl_id, strings, expires)))
+    info = filled[-1]
     if not checksum:
         return info
     # Read back while it is in the page cache: what the manifest will record of the file.
@@ -139,24 +147,170 @@ def write_snapshot(dbs: list[dict[bytes, Stream]], path: str, lsn: int, created_
 def _fill(env: lmdb.Environment, dbs: list[dict[bytes, Stream]], lsn: int, created_ms: int,
           repl_id: str, strings: list[dict[bytes, bytes]] | None,
           expires: list[dict[bytes, int]] | None) -> SnapshotInfo:
-    tables = {name: env.open_db(name.encode())
-              for name in (*layout.TABLES, *layout.OPTIONAL_TABLES)}
     streams = entries = 0
+    for db in dbs:
+        streams += len(db)
+        entries += sum(s.length for s in db.values())
+    _put_all(env, chain(_tables(dbs), _keys_table(strings, expires)),
+             {"format": layout.FORMAT, "version": layout.VERSION, "lsn": lsn,
+              "created_ms": created_ms, "repl_id": repl_id, "repl_offset": lsn,
+              "streams": streams, "entries": entries})
+    return SnapshotInfo(lsn, streams, entries)
+
+
+_SELF_CONTAINED = (*layout.TABLES, "nodeinfo", "keys")
+_SEGMENTED = (*_SELF_CONTAINED, "runs")
+
+
+def _put_all(env: lmdb.Environment, rows: Iterable[tuple[str, bytes, bytes | bytearray]],
+             meta: dict[str, object], names: tuple[str, ...] = _SELF_CONTAINED) -> None:
+    """Write `rows` (each table's keys in increasing order) and the meta table in one
+    transaction; each of the tables `names` exists, empty or not."""
+    tables = {name: env.open_db(name.encode()) for name in names}
     with env.begin(write=True) as txn:
         cursors = {name: txn.cursor(db) for name, db in tables.items()}
-        for table, key, value in chain(_tables(dbs), _keys_table(strings, expires)):
+        for table, key, value in rows:
             if not cursors[table].put(key, value, append=True):
                 # append=True refuses a key out of order instead of inserting it: that would be
                 # a writer bug losing data silently, so fail the snapshot instead.
                 raise AssertionError(f"snapshot {table} keys out of order at {key!r}")
-        for db in dbs:
-            streams += len(db)
-            entries += sum(s.length for s in db.values())
-        meta = {"format": layout.FORMAT, "version": layout.VERSION, "lsn": lsn,
-                "created_ms": created_ms, "repl_id": repl_id, "repl_offset": lsn,
-                "streams": streams, "entries": entries}
         for name, meta_value in sorted(meta.items()):
             key = name.encode()
             txn.put(key, layout.seal("meta", key, layout.encode_meta_value(meta_value)),
                     db=tables["meta"])
-    return SnapshotInfo(lsn, streams, entries)
+
+
+def _written(path: str, fill: Callable[[lmdb.Environment], None]) -> None:
+    """A new LMDB file at `path` filled by `fill` (run again with a bigger map when full)."""
+    env = lmdb.open(path, subdir=False, lock=False, map_size=_INITIAL_MAP_SIZE,
+                    max_dbs=layout.MAX_TABLES,
+                    sync=False, metasync=False, meminit=False)
+    try:
+        while True:
+            try:
+                fill(env)
+                return
+            except lmdb.MapFullError:  # the transaction was aborted: grow the map, go again
+                env.set_mapsize(env.info()["map_size"] * 4)
+    finally:
+        env.close()
+
+
+# --- segmented snapshots ---------------------------------------------------------------------
+
+@dataclass(frozen=True, slots=True)
+class SegmentedInfo:
+    """What `write_segmented` wrote: the snapshot's own file, and the part files it refers to
+    (names, in the order of its `parts`; the new one last, if it has any node)."""
+
+    info: SnapshotInfo
+    parts: list[str]
+    new_part: bool
+
+
+def write_segmented(dbs: list[dict[bytes, Stream]], path: str, part_path: str, lsn: int,
+                    created_ms: int, repl_id: str,
+                    strings: list[dict[bytes, bytes]] | None = None,
+                    expires: list[dict[bytes, int]] | None = None,
+                    policy: segments.MergePolicy = segments.DEFAULT_POLICY,
+                    part_name: str | None = None) -> SegmentedInfo:
+    """Write the state in `dbs` as a segmented snapshot: its own file at `path`, the nodes that
+    must be written into a new part file at `part_path` (in the same directory; not created
+    if there are none), which the snapshot names `part_name` (default: its file name; a temp
+    file is renamed to it). Neither file may exist; neither is durable until the caller fsyncs
+    it."""
+    numbered = [(number, s) for number, _db, _key, s in stream_numbers(dbs)]
+    plans, uses = segments.plan(numbered)
+    new_bytes = sum(node.size for p in plans
+                    for node, run in zip(p.stream.nodes, p.runs, strict=True) if run is None)
+    merged = segments.choose_merges(uses, new_bytes, policy)
+    for p in plans:
+        p.runs = [None if run is None or run.part.path in merged else run for run in p.runs]
+    written = _write_part(plans, part_path, lsn, created_ms, repl_id)
+    kept: dict[str, int] = {}
+    for p in plans:
+        for run in p.runs:
+            if run is not None:
+                kept.setdefault(run.part.path, len(kept))
+    names = [os.path.basename(name) for name in kept]
+    part_docs = [[name, os.path.getsize(part), uses[part].nodes]
+                 for name, part in zip(names, kept, strict=True)]
+    if written:
+        names.append(part_name or os.path.basename(part_path))
+        part_docs.append([names[-1], os.path.getsize(part_path), written])
+    by_plan = {id(p.stream): p for p in plans}
+
+    def runs_of(number: int, s: Stream) -> Rows:
+        yield from _run_rows(number, by_plan[id(s)], kept, len(kept))
+
+    streams = sum(len(db) for db in dbs)
+    entries = sum(s.length for db in dbs for s in db.values())
+    _written(path, lambda env: _put_all(
+        env, chain(_tables(dbs, runs_of), _keys_table(strings, expires)),
+        {"format": layout.FORMAT, "version": layout.SEGMENTED_VERSION, "lsn": lsn,
+         "created_ms": created_ms, "repl_id": repl_id, "repl_offset": lsn, "streams": streams,
+         "entries": entries, "parts": part_docs}, _SEGMENTED))
+    return SegmentedInfo(SnapshotInfo(lsn, streams, entries), names, bool(written))
+
+
+def _write_part(plans: list[segments.StreamPlan], path: str, lsn: int, created_ms: int,
+                repl_id: str) -> int:
+    """The nodes placed in the new part, written to `path` under their streams' numbers in
+    the new snapshot; returns how many (none: no file)."""
+    count = sum(run is None for p in plans for run in p.runs)
+    if not count:
+        return 0
+    entries = sum(node.live for p in plans
+                  for node, run in zip(p.stream.nodes, p.runs, strict=True) if run is None)
+
+    def rows() -> Rows:
+        for p in plans:
+            for node, run in zip(p.stream.nodes, p.runs, strict=True):
+                if run is None:
+                    key = layout.node_key(p.number, node.master)
+                    value, info = _node_values(node, key)
+                    yield "nodes", key, value
+                    yield "nodeinfo", key, info
+
+    _written(path, lambda env: _put_all(env, rows(), {
+        "format": layout.FORMAT, "version": layout.SEGMENTED_VERSION, "role": layout.NODES_ROLE,
+        "lsn": lsn, "created_ms": created_ms, "repl_id": repl_id, "repl_offset": lsn,
+        "streams": 0, "entries": entries}))
+    return count
+
+
+def _run_rows(number: int, p: segments.StreamPlan, kept: dict[str, int], new_index: int
+              ) -> Rows:
+    """The stream's runs: consecutive nodes held by one file under one number, with no node
+    of that file between them that the stream no longer has."""
+    masters = [node.master for node in p.stream.nodes]
+    positions: dict[int, dict[int, int]] = {}  # id(old run) -> master -> its place in it
+
+    def adjacent(run: Run, before: int, master: int) -> bool:
+        """Whether node `master` follows node `before` in `run`'s file."""
+        if 0 <= run.nodes == bisect_right(masters, run.last) - bisect_left(masters, run.first):
+            return True  # the stream still has every node of the run: none missing between
+        place = positions.get(id(run))
+        if place is None:
+            place = positions[id(run)] = {m: i for i, m in enumerate(run.part.run_masters(run))}
+        return place[master] == place[before] + 1
+
+    current: list | None = None  # [first, last, nodes, part index, part number, old run]
+    for node, run in zip(p.stream.nodes, p.runs, strict=True):
+        where = (new_index, number) if run is None else (kept[run.part.path], run.number)
+        if (current is not None and (current[3], current[4]) == where and current[5] is run
+                and (run is None or adjacent(run, current[1], node.master))):
+            current[1] = node.master
+            current[2] += 1
+            continue
+        if current is not None:
+            yield _run_row(number, current)
+        current = [node.master, node.master, 1, where[0], where[1], run]
+    if current is not None:
+        yield _run_row(number, current)
+
+
+def _run_row(number: int, run: list) -> tuple[str, bytes, bytes]:
+    first, last, nodes, index, part_number, _old = run
+    return _sealed("runs", layout.run_key(number, first),
+                   layout.encode_run(index, part_number, last, nodes))

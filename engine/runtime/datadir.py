@@ -21,6 +21,7 @@ import contextlib
 import logging
 import os
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -29,7 +30,7 @@ from streamkeep.aof import watermark as watermark_mod
 from streamkeep.aof.codec import HEADER_SIZE
 from streamkeep.aof.fs import FileSystem, RealFS
 from streamkeep.aof.journal import POLICIES, Journal, create_segment
-from streamkeep.aof.manifest import Manifest, SegmentEntry, SnapshotEntry
+from streamkeep.aof.manifest import Manifest, PartEntry, SegmentEntry, SnapshotEntry
 from streamkeep.aof.recovery import (
     LOCK_FILE,
     AOFCorruptError,
@@ -215,11 +216,14 @@ class DataDir:
 
     def install_snapshot(self, tmp: str | None, lsn: int, repl_id: str, dbs: list,
                          crc32: int | None, strings: list | None = None,
-                         expires: list | None = None) -> None:
+                         expires: list | None = None,
+                         parts: Sequence[tuple[str, str, int, int]] = ()) -> None:
         """A replica's full sync (engine lock held; `wait_no_compaction` called before): make
         the directory hold the received snapshot `tmp` (None: the empty state at LSN 0), whose
         checksum is `crc32`, and nothing else, under the primary's history `repl_id`, and the
-        engine hold `dbs`, `strings` and `expires` (loaded from that file). Every step leaves a directory that opens:
+        engine hold `dbs`, `strings` and `expires` (loaded from that file). `parts`: a
+        segmented snapshot's part files as (temp path, name, size, CRC-32), renamed to their
+        names before the snapshot's own file. Every step leaves a directory that opens:
         to the old state, to the empty one (a replica that then syncs again), or to the new
         one."""
         fs, path, journal = self.fs, self.path, self.journal
@@ -233,6 +237,7 @@ class DataDir:
         keep = {empty.file, LOCK_FILE, manifest_mod.MANIFEST}
         if tmp is not None:
             keep.add(os.path.basename(tmp))
+        keep.update(os.path.basename(part_tmp) for part_tmp, _name, _size, _crc in parts)
         for name in fs.listdir(path):
             if name not in keep and (manifest_mod.is_segment_file(name)
                                      or manifest_mod.is_snapshot_file(name)):
@@ -240,10 +245,13 @@ class DataDir:
         # 2. The snapshot under its name, then the history that starts after it.
         snap = None
         if tmp is not None:
+            for part_tmp, part_name, _size, _crc in parts:
+                fs.rename(part_tmp, os.path.join(path, part_name))
             name = manifest_mod.snapshot_file(lsn)
             final = os.path.join(path, name)
             fs.rename(tmp, final)
-            snap = SnapshotEntry(name, lsn, fs.size(final), int(time.time() * 1000), crc32)
+            snap = SnapshotEntry(name, lsn, fs.size(final), int(time.time() * 1000), crc32,
+                                 tuple(PartEntry(n, size, crc) for _t, n, size, crc in parts))
         entry = SegmentEntry(manifest_mod.segment_file(number + 2), number + 2, lsn + 1)
         fd = create_segment(fs, path, entry)
         manifest = Manifest([entry], snap, repl_id)
@@ -256,7 +264,7 @@ class DataDir:
         with contextlib.suppress(OSError):
             fs.unlink(os.path.join(path, empty.file))
         journal.reset(manifest, fd, HEADER_SIZE, lsn, HEADER_SIZE)
-        self.compactor.snapshot_size = snap.size if snap is not None else 0
+        self.compactor.snapshot_size = snap.total_size if snap is not None else 0
         journal.rewrite_at = self.compactor.threshold()
         self.compactor.paused = False
         self.engine.replace_state_locked(dbs, strings, expires)
@@ -333,7 +341,7 @@ def _load_snapshot(fs: FileSystem, path: str, entry: SnapshotEntry, engine: Engi
                               f"(truncated or replaced); refusing to load")
     started = time.perf_counter()
     try:
-        meta = load_snapshot(engine, file, crc32=entry.crc32)
+        meta = load_snapshot(engine, file, crc32=entry.crc32, entry=entry)
     except SnapshotError as err:
         # The log starts after this snapshot: nothing in the directory rebuilds its state.
         raise AOFCorruptError(

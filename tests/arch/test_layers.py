@@ -66,6 +66,7 @@ LAYER_OF_PREFIX = {
     "streamkeep.snapshot.snapshot_reader": "formats",
     "streamkeep.snapshot.writer": "formats",
     "streamkeep.snapshot.cold": "formats",
+    "streamkeep.snapshot.segments": "formats",
     "streamkeep.snapshot.rdb": "formats",
     "streamkeep.engine.exec": "exec",
     "streamkeep.engine.commands": "commands",

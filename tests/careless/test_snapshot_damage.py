@@ -57,9 +57,18 @@ def copy_of(pristine: Path, where: Path) -> tuple[Path, Path]:
     return directory, directory / manifest(directory)["snapshot"]["file"]
 
 
+def holder(snapshot: Path, table: str) -> Path:
+    """The file of the snapshot that holds `table`'s values: a node's are in a part file."""
+    if table not in ("nodes", "nodeinfo"):
+        return snapshot
+    doc = manifest(snapshot.parent)["snapshot"]
+    return snapshot.parent / doc["parts"][0]["file"]
+
+
 def damage(snapshot: Path, table: str, how: str) -> str:
     """Change one stored value of `table` (its middle byte, or 64 bytes from its middle, never
     past it); returns the table so a test can expect it named."""
+    snapshot = holder(snapshot, table)
     key, at, length = value_offset(str(snapshot), table, index=1 if table == "nodes" else 0)
     data = bytearray(snapshot.read_bytes())
     middle = at + length // 2
@@ -78,6 +87,7 @@ def test_a_damaged_value_is_refused_everywhere(pristine: Path, tmp_path: Path, t
                                                how: str) -> None:
     directory, snapshot = copy_of(pristine, tmp_path)
     damage(snapshot, table, how)
+    snapshot = holder(snapshot, table)  # the file the errors name
     before = tree_state(directory)
 
     with pytest.raises(AOFCorruptError) as err:
@@ -118,6 +128,7 @@ def test_a_lazy_load_finds_it_when_it_reads_the_value(pristine: Path, tmp_path: 
     an error reply naming the file, table and key, never as different entries."""
     directory, snapshot = copy_of(pristine, tmp_path)
     damage(snapshot, table, "flip")
+    snapshot = holder(snapshot, table)
     try:
         engine = Engine.open(str(directory), backlog_memory="1mb")
     except AOFCorruptError as err:  # found while loading (node info, PEL): refused
@@ -155,6 +166,7 @@ def test_the_report_case_through_the_cli(pristine: Path, tmp_path: Path) -> None
     """64 bytes of a node overwritten, tried with real processes as the report did."""
     directory, snapshot = copy_of(pristine, tmp_path)
     damage(snapshot, "nodes", "overwrite")
+    snapshot = holder(snapshot, "nodes")
     for args, code in ((("aof", "verify", "--deep", directory), 2),
                        (("snapshot", "dump", directory), 2),
                        (("export-rdb", directory, "--out", tmp_path / "x.rdb"), 2)):
@@ -170,10 +182,21 @@ def test_an_old_snapshot_without_checksums_still_opens(pristine: Path, tmp_path:
     compaction then writes the current format."""
     import json
 
+    from streamkeep.engine.runtime.core import EngineCore
+    from streamkeep.snapshot.load import load_snapshot
+    from streamkeep.snapshot.writer import write_snapshot
+
     directory, snapshot = copy_of(pristine, tmp_path)
+    state = EngineCore()  # the snapshot's state as one file, as every snapshot was then
+    meta = load_snapshot(state, str(snapshot))
+    one_file = tmp_path / "one.mdb"
+    write_snapshot(state.dbs, str(one_file), meta.lsn, meta.created_ms, meta.repl_id,
+                   strings=state.strings, expires=state.expires)
+    one_file.replace(snapshot)
     as_version_1(str(snapshot))
     doc = manifest(directory)
     doc["snapshot"].pop("crc32")
+    doc["snapshot"].pop("parts")
     doc["snapshot"]["size"] = snapshot.stat().st_size
     doc.pop("checksum")
     (directory / "manifest.json").write_text(json.dumps(doc))
@@ -198,6 +221,7 @@ def test_export_refuses_a_damaged_snapshot_before_spark_reads_it(
     first): either way exit 2 with one line naming the file, before any JVM starts."""
     directory, snapshot = copy_of(pristine, tmp_path)
     damage(snapshot, "nodes", "flip")
+    snapshot = holder(snapshot, "nodes")
     before = tree_state(directory)
     out = tmp_path / "export"
     result = run("export", directory, "--out", out, *(["--snapshot-only"] if snapshot_only

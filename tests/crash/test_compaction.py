@@ -292,7 +292,8 @@ def test_removal_failure_after_the_switch(tmp_path: Path,
     assert stuck, "the removals were meant to fail"
     assert any("cannot remove" in r.getMessage() for r in caplog.records)
     assert journal.aof_bytes == segment_bytes()
-    assert compactor.snapshot_size == manifest_doc(d)["snapshot"]["size"]
+    snap = manifest_doc(d)["snapshot"]  # its own file and its parts
+    assert compactor.snapshot_size == snap["size"] + sum(p["size"] for p in snap["parts"])
     assert engine.compact(wait=True) is not None  # on demand: also an entry, not an error
     fs.failing = False
     runs = compactor.runs
@@ -505,6 +506,7 @@ def test_crash_at_each_step(tmp_path: Path, step: str, mode: str,
     switched = STEPS.index(step) >= STEPS.index("switched")
     assert doc["snapshot"]["lsn"] == (new_lsn if switched else run.base_lsn)
     new_file, base_file = snapshot_file(new_lsn), snapshot_file(run.base_lsn)
+    new_part = f"part-{new_lsn:012d}.mdb"  # the new nodes (written unless there are none)
     expect = {
         "rotated": set(),
         "spawned": set(),  # the build child died with us, before writing anything
@@ -522,7 +524,12 @@ def test_crash_at_each_step(tmp_path: Path, step: str, mode: str,
     # its new segment, or the temp file of its manifest replace.
     rotation = {n for n in leftovers if n.startswith("segment-") and int(n[8:-4]) > newest
                 or n == MANIFEST_TMP}
-    assert leftovers - expect - compacted - rotation == set(), leftovers
+    # The new part beside the new snapshot's file; after the switch, the old parts the new
+    # snapshot no longer refers to.
+    parts = {n for n in leftovers if (step == "built" and n == new_part + ".tmp")
+             or (step == "published" and n == new_part)
+             or (step == "switched" and n.startswith("part-") and int(n[5:-4]) <= run.base_lsn)}
+    assert leftovers - expect - compacted - rotation - parts == set(), leftovers
     assert not rotation or mode == "writes"
     removed = check_after_crash(d, run, seed, in_flight=mode == "writes", caplog=caplog)
     assert removed == leftovers

@@ -86,7 +86,8 @@ def test_a_full_sync_builds_a_fresh_snapshot_when_the_log_after_it_is_big(
         assert snap is not None and snap.lsn == 500  # built for the sync, by the child
         assert replica.datadir.journal.manifest.snapshot == \
             type(snap)(snap.file, 500, snap.size, replica.datadir.journal.manifest.snapshot
-                       .created_ms, snap.crc32)  # the same file, checksum and all
+                       .created_ms, snap.crc32, snap.parts)  # the same files, checksums and all
+        assert snap.parts  # (a segmented snapshot: sent as a bundle of its files)
 
 
 def test_a_snapshot_damaged_on_disk_is_not_sent(primary: ServerHandle, tmp_path: Path,

@@ -114,21 +114,41 @@ def test_changes_to_cold_nodes_survive_eviction_and_restart(compacted) -> None:
         assert engine.digest() == digest
 
 
-def test_compaction_copies_untouched_nodes_as_stored(compacted) -> None:
+def test_compaction_keeps_untouched_nodes_where_they_are(compacted) -> None:
+    """A compaction writes the node that changed into its new part file; every other node
+    stays in the part file that held it, as stored, referenced by the new snapshot's runs."""
     path, _digest = compacted
     with Snapshot(_snapshot_path_of(path)) as before:
-        old = {layout.node_master(k): v for k, v in _nodes(before)}
+        old = _stored_nodes(before, 1)
     with Engine.open(path, backlog_memory="10kb", auto_aof_rewrite_percentage=0) as engine:
         _fill(engine, 500, start=ENTRIES)
         engine.execute("XDEL", "s", "50-0")
         engine.compact()
         new_path = _snapshot_path(engine, path)
     with Snapshot(new_path) as after:
-        new = {layout.node_master(k): v for k, v in _nodes(after)}
+        new = _stored_nodes(after, 1)
+        newest = after.part_infos[-1].file
     first = 1 << 64
-    assert new[first] != old[first]  # the node that lost 50-0 was written again
+    assert new[first][0] == newest and new[first][1] != old[first][1]  # written again
     same = [m for m in old if m != first and new.get(m) == old[m]]
-    assert len(same) == len(old) - 1  # every other one as stored (the old tail was full)
+    assert len(same) == len(old) - 1  # every other one where it was (the old tail was full)
+    assert {new[m][0] for m in new if m not in old} == {newest}  # the new ones
+
+
+def _stored_nodes(snap: Snapshot, number: int) -> dict[int, tuple[str, bytes]]:
+    """Each node of stream `number`: the file that holds it and its stored value."""
+    found = {}
+    for run in snap.runs(number):
+        name = os.path.basename(run.part.path)
+        for master in run.part.run_masters(run):
+            found[master] = (name, run.part.node_stored(run.number, master))
+    return found
+
+
+def _nodes_file_of(path: str) -> str:
+    """The part file of the data directory's snapshot that holds stream 1's first nodes."""
+    with Snapshot(_snapshot_path_of(path)) as snap:
+        return snap.runs(1)[0].part.path
 
 
 def _snapshot_path_of(path: str) -> str:
@@ -174,7 +194,7 @@ def _put_node(path: str, key: bytes, value: bytes) -> None:
     """Store `value` under `key` in the file's nodes table (a test's way to forge a node)."""
     import lmdb
 
-    env = lmdb.open(path, subdir=False, max_dbs=8, lock=False)
+    env = lmdb.open(path, subdir=False, max_dbs=layout.MAX_TABLES, lock=False)
     try:
         with env.begin(write=True, db=env.open_db(b"nodes", create=False)) as txn:
             txn.put(key, value)
@@ -187,7 +207,7 @@ def test_a_read_back_checks_structure_unless_the_bytes_are_known(compacted, tmp_
     unless its CRC is the one the caller says it held (bytes it validated or built)."""
     path, _digest = compacted
     copy = str(tmp_path / "forged.mdb")
-    with open(_snapshot_path_of(path), "rb") as src, open(copy, "wb") as dst:
+    with open(_nodes_file_of(path), "rb") as src, open(copy, "wb") as dst:
         dst.write(src.read())
     master = 101 << 64  # the second node (100 entries a node)
     key = layout.node_key(1, master)

@@ -632,13 +632,13 @@ def test_error_truncated(tmp_path) -> None:
 
 def test_error_lmdb_without_tables(tmp_path) -> None:
     bare = str(tmp_path / "bare.mdb")
-    env = lmdb.open(bare, subdir=False, lock=False, max_dbs=8)
+    env = lmdb.open(bare, subdir=False, lock=False, max_dbs=layout.MAX_TABLES)
     with env.begin(write=True) as txn:
         txn.put(b"hello", b"world")
     env.close()
     assert "tables" in str(_raises_naming(bare))
     partial = str(tmp_path / "partial.mdb")
-    env = lmdb.open(partial, subdir=False, lock=False, max_dbs=8)
+    env = lmdb.open(partial, subdir=False, lock=False, max_dbs=layout.MAX_TABLES)
     for name in layout.TABLES[:-1]:  # everything but "pel"
         env.open_db(name.encode())
     env.close()
@@ -651,7 +651,7 @@ def test_error_wrong_format_or_version(tmp_path, name: str, value: object) -> No
     path = str(tmp_path / "s.mdb")
     write(_small_engine(5), path)
     Snapshot(path).close()
-    env = lmdb.open(path, subdir=False, lock=False, max_dbs=8)
+    env = lmdb.open(path, subdir=False, lock=False, max_dbs=layout.MAX_TABLES)
     meta = env.open_db(b"meta")
     with env.begin(write=True, db=meta) as txn:
         if value is None:
@@ -665,7 +665,7 @@ def test_error_wrong_format_or_version(tmp_path, name: str, value: object) -> No
 def test_error_incomplete_meta(tmp_path) -> None:
     path = str(tmp_path / "s.mdb")
     write(_small_engine(5), path)
-    env = lmdb.open(path, subdir=False, lock=False, max_dbs=8)
+    env = lmdb.open(path, subdir=False, lock=False, max_dbs=layout.MAX_TABLES)
     with env.begin(write=True, db=env.open_db(b"meta")) as txn:
         txn.delete(b"lsn")
     env.close()
@@ -732,10 +732,10 @@ def test_layout_is_pinned(tmp_path) -> None:
         return struct.pack(">QQ", ms, seq)
 
     u64, u16 = struct.Struct(">Q").pack, struct.Struct(">H").pack
-    env = lmdb.open(path, subdir=False, readonly=True, lock=False, max_dbs=8)
+    env = lmdb.open(path, subdir=False, readonly=True, lock=False, max_dbs=layout.MAX_TABLES)
     try:
         with env.begin() as txn:
-            assert [k for k, _ in txn.cursor()] == sorted(t.encode() for t in (*layout.TABLES, *layout.OPTIONAL_TABLES))
+            assert [k for k, _ in txn.cursor()] == sorted(t.encode() for t in (*layout.TABLES, "nodeinfo", "keys"))
 
         def table(name: str) -> list[tuple[bytes, object]]:
             with env.begin(db=env.open_db(name.encode(), create=False)) as txn:
@@ -787,7 +787,7 @@ def test_layout_key_order_across_streams_and_groups(tmp_path) -> None:
                       ">")
     path = str(tmp_path / "order.mdb")
     write(e, path)
-    env = lmdb.open(path, subdir=False, readonly=True, lock=False, max_dbs=8)
+    env = lmdb.open(path, subdir=False, readonly=True, lock=False, max_dbs=layout.MAX_TABLES)
     try:
         with env.begin(db=env.open_db(b"streams", create=False)) as txn:
             rows = [(k, msgpack.unpackb(body("streams", k, v))["number"])
@@ -852,7 +852,7 @@ def test_snapshot_without_idmp_field_loads_with_defaults(tmp_path) -> None:
     the stream reports the configured defaults and empty maps."""
     path = str(tmp_path / "s.mdb")
     write(_idmp_engine(), path)
-    env = lmdb.open(path, subdir=False, lock=False, max_dbs=8)
+    env = lmdb.open(path, subdir=False, lock=False, max_dbs=layout.MAX_TABLES)
     streams = env.open_db(b"streams")
     with env.begin(write=True, db=streams) as txn:
         for raw, value in list(txn.cursor()):

@@ -29,6 +29,7 @@ def named_files(doc: dict) -> set[str]:
     names = {s["file"] for s in doc["segments"]}
     if doc["snapshot"] is not None:
         names.add(doc["snapshot"]["file"])
+        names.update(part["file"] for part in doc["snapshot"].get("parts", []))
     return names
 
 

@@ -14,6 +14,7 @@ import zlib
 from typing import Any
 
 from streamkeep import Engine
+from streamkeep.snapshot import layout
 from streamkeep.snapshot.snapshot_reader import Snapshot
 
 
@@ -55,7 +56,7 @@ def stored_values(path: str, table: str) -> list[tuple[bytes, bytes]]:
     """Every (key, stored value) of one table of a snapshot file, read with LMDB itself."""
     import lmdb
 
-    env = lmdb.open(path, subdir=False, readonly=True, lock=False, max_dbs=8)
+    env = lmdb.open(path, subdir=False, readonly=True, lock=False, max_dbs=layout.MAX_TABLES)
     try:
         with env.begin(db=env.open_db(table.encode(), create=False)) as txn:
             return [(bytes(k), bytes(v)) for k, v in txn.cursor()]
@@ -97,7 +98,7 @@ def as_version_1(path: str) -> None:
     tables["meta"] = [(k, msgpack.packb(1) if k == b"version" else v) for k, v in tables["meta"]]
     tables["nodes"] = [(k, _unpacked_node(k, v)) for k, v in tables["nodes"]]
     tmp = path + ".v1"
-    env = lmdb.open(tmp, subdir=False, lock=False, map_size=1 << 30, max_dbs=8)
+    env = lmdb.open(tmp, subdir=False, lock=False, map_size=1 << 30, max_dbs=layout.MAX_TABLES)
     try:
         with env.begin(write=True) as txn:
             for name, rows in tables.items():
@@ -139,7 +140,7 @@ def put_values(path: str, table: str, rows: dict[bytes, bytes | None]) -> None:
     file with LMDB itself."""
     import lmdb
 
-    env = lmdb.open(path, subdir=False, lock=False, max_dbs=8)
+    env = lmdb.open(path, subdir=False, lock=False, max_dbs=layout.MAX_TABLES)
     try:
         with env.begin(write=True, db=env.open_db(table.encode(), create=False)) as txn:
             for key, value in rows.items():

@@ -58,8 +58,9 @@ from streamkeep.tools.export import since as since_mod
 from streamkeep.tools.export.pin import (
     ExportError,
     LogPin,
+    Pin,
     PinnedSegment,
-    is_pin_file,
+    is_pinned,
     pin,
     pin_log,
     resolve,
@@ -282,7 +283,7 @@ class StreamkeepReader(DataSourceReader):
         return parts
 
     def _pin(self) -> tuple[str, int]:
-        if is_pin_file(os.path.basename(self.source)):
+        if is_pinned(self.source):
             path = self.source  # the caller pinned it and removes it when done
         else:
             sweep(os.path.dirname(os.path.abspath(resolve(self.source))),
@@ -293,7 +294,7 @@ class StreamkeepReader(DataSourceReader):
                 return path, snap.meta.lsn
         except ExportError:
             if path != self.source:  # not a snapshot: drop the pin just made
-                os.unlink(path)
+                Pin(path).release()
             raise
 
     def read(self, partition: InputPartition) -> Iterator[Any]:

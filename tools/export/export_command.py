@@ -42,7 +42,14 @@ from typing import Any
 
 from streamkeep.engine.wire.errors import StreamkeepError
 from streamkeep.snapshot.snapshot_reader import Snapshot, SnapshotError
-from streamkeep.tools.export.pin import ExportError, LogPin, pin, pin_log, pins_of, resolve
+from streamkeep.tools.export.pin import (
+    ExportError,
+    LogPin,
+    pin,
+    pin_log,
+    release_pins,
+    resolve,
+)
 
 HELP = ("export a data directory's tables (its current state) to Parquet, JSON or CSV with "
         "Spark, whole or incremental")
@@ -337,8 +344,7 @@ def _pinned_log(args: argparse.Namespace, previous: str | None,
         yield plan
     finally:
         log.release()
-        for stray in pins_of(args.path, token):  # none expected: the read used `log`
-            os.unlink(stray)
+        release_pins(args.path, token)  # none expected: the read used `log`
 
 
 def _duration(seconds: float) -> str:

@@ -1,9 +1,10 @@
 """Which snapshot an export reads, and keeping that file for as long as the read needs it.
 
 Owns resolving an export's PATH (a data directory: its manifest's current snapshot; or a snapshot
-file) and pinning the file: a hard link `export-pin-<lsn>-<ms>-<token>.mdb` beside it, so a
-compaction that replaces and deletes the snapshot meanwhile unlinks only its own name and the
-inode (the data) stays until the pin goes. Spark's tasks open the snapshot in other processes,
+file) and pinning the snapshot: a directory `export-pin-<ms>-<token>` beside it holding hard
+links to the snapshot's file and its part files (their names unchanged, so the pinned snapshot
+finds its parts in the pin), so a compaction that replaces and deletes them meanwhile unlinks
+only its own names and the inodes (the data) stay until the pin goes. Spark's tasks open the snapshot in other processes,
 later than the planning that chose it: holding a descriptor in the planner would not keep it for
 them, a name does. The data directory's cleanup at open ignores these names (they are neither
 snapshots nor segments). Must not touch: the snapshot format (snapshot.snapshot_reader owns it), the
@@ -17,14 +18,16 @@ import contextlib
 import os
 import re
 import secrets
+import shutil
 import time
 from dataclasses import dataclass
 
 from streamkeep.engine.wire.errors import StorageError
 
 PIN_PREFIX = "export-pin-"
-# a snapshot's pin, or (incremental reads) one of an AOF segment's: export-pin-<ms>-<token>...
-_PIN_FILE = re.compile(r"export-pin-(\d+)-([0-9a-f]+)(?:\.mdb|-segment-\d+\.aof)")
+# a snapshot's pin (a directory; a file `.mdb` before part files), or (incremental reads) one of
+# an AOF segment's: export-pin-<ms>-<token>...
+_PIN_FILE = re.compile(r"export-pin-(\d+)-([0-9a-f]+)(?:\.mdb|-segment-\d+\.aof)?")
 _ATTEMPTS = 5  # a compaction may delete the snapshot between resolving and linking it
 
 
@@ -60,8 +63,7 @@ class Pin:
 
     def release(self) -> None:
         # released twice, or expired by another read's sweep: either way gone
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(self.path)
+        _remove(pin_of(self.path))
 
     def __enter__(self) -> Pin:
         return self
@@ -78,19 +80,68 @@ def pin(path: str) -> Pin:
     for _ in range(_ATTEMPTS):
         snapshot = resolve(path)
         directory = os.path.dirname(os.path.abspath(snapshot))
-        target = os.path.join(
-            directory, f"{PIN_PREFIX}{int(time.time() * 1000)}-{secrets.token_hex(6)}.mdb")
+        stamp = f"{PIN_PREFIX}{int(time.time() * 1000)}-{secrets.token_hex(6)}"
+        made: list[str] = []
         try:
-            os.link(snapshot, target)
+            target = _pin_snapshot(directory, os.path.basename(snapshot), stamp, made)
         except FileNotFoundError:
+            _undo(made)
             if not os.path.isdir(path):
                 raise ExportError(f"{snapshot}: removed before the read could pin it") from None
             continue
-        except OSError as err:
-            raise ExportError(f"{snapshot}: cannot pin the snapshot for the read "
-                              f"({err.strerror}); is its directory writable?") from None
         return Pin(target)
     raise ExportError(f"{path}: its snapshot kept being replaced while the read pinned it")
+
+
+def _pin_snapshot(directory: str, name: str, stamp: str, made: list[str]) -> str:
+    """Link snapshot `name` of `directory` and its part files into a new pin directory
+    `stamp` (recorded in `made`); the pinned snapshot's path. FileNotFoundError: a compaction
+    deleted one of them first."""
+    from streamkeep.snapshot.snapshot_reader import Snapshot, SnapshotError
+
+    # A pinned snapshot pinned again: the new pin goes beside the first, which may go first.
+    home = os.path.dirname(directory) if is_pin_file(os.path.basename(directory)) else directory
+    pin_dir = os.path.join(home, stamp)
+    try:
+        os.mkdir(pin_dir)
+    except OSError as err:
+        raise ExportError(f"{directory}: cannot pin the snapshot for the read "
+                          f"({err.strerror}); is the directory writable?") from None
+    made.append(pin_dir)
+    target = _link(directory, name, os.path.join(pin_dir, name), [])
+    try:  # the parts as the linked file names them (the link keeps that file as it is)
+        with Snapshot(target, parts=False) as snap:
+            parts = [info.file for info in snap.part_infos]
+    except SnapshotError:
+        parts = []  # not a snapshot: the read says so when it opens the pin
+    for part in parts:
+        _link(directory, part, os.path.join(pin_dir, part), [])
+    return target
+
+
+def _remove(path: str) -> None:
+    """A pin: a directory with its links, or a file."""
+    if os.path.isdir(path):
+        shutil.rmtree(path, ignore_errors=True)
+    else:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(path)
+
+
+def _undo(made: list[str]) -> None:
+    for path in made:
+        _remove(path)
+
+
+def pin_of(path: str) -> str:
+    """The pin a pinned path is in: its directory for a snapshot's, else itself."""
+    parent = os.path.dirname(os.path.abspath(path))
+    return parent if is_pin_file(os.path.basename(parent)) else path
+
+
+def is_pinned(path: str) -> bool:
+    """Whether `path` is a pin's (a pinned snapshot or segment), which is never pinned again."""
+    return pin_of(path) != path or is_pin_file(os.path.basename(path))
 
 
 def sweep(directory: str, older_than_s: float) -> list[str]:
@@ -102,10 +153,9 @@ def sweep(directory: str, older_than_s: float) -> list[str]:
         match = _PIN_FILE.fullmatch(name)
         if match is None or now_ms - int(match.group(1)) < older_than_s * 1000:
             continue
-        try:
-            os.unlink(os.path.join(directory, name))
-        except FileNotFoundError:
+        if not os.path.lexists(os.path.join(directory, name)):
             continue  # another read's sweep got there first
+        _remove(os.path.join(directory, name))
         removed.append(name)
     return removed
 
@@ -135,8 +185,7 @@ class LogPin:
 
     def release(self) -> None:
         for path in self.paths():
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(path)
+            _remove(pin_of(path))
 
     def to_json(self) -> dict:
         return {"snapshot": self.snapshot, "snapshot_lsn": self.snapshot_lsn,
@@ -180,14 +229,13 @@ def pin_log(directory: str, token: str | None = None) -> LogPin:
         try:
             snap = None
             if manifest.snapshot is not None:
-                snap = _link(directory, manifest.snapshot.file, f"{stamp}.mdb", made)
+                snap = _pin_snapshot(directory, manifest.snapshot.file, stamp, made)
             segments = tuple(
                 PinnedSegment(_link(directory, s.file, f"{stamp}-segment-{s.segment}.aof",
                                     made), s.segment, s.first_lsn)
                 for s in manifest.segments)
         except FileNotFoundError:  # compacted meanwhile: undo, read the new manifest
-            for path in made:
-                os.unlink(path)
+            _undo(made)
             continue
         lsn = 0 if manifest.snapshot is None else manifest.snapshot.lsn
         return LogPin(snap, lsn, segments)
@@ -205,6 +253,12 @@ def _link(directory: str, name: str, pin_name: str, made: list[str]) -> str:
                           f"({err.strerror}); is the directory writable?") from None
     made.append(target)
     return target
+
+
+def release_pins(directory: str, token: str) -> None:
+    """Remove the pins a token named."""
+    for path in pins_of(directory, token):
+        _remove(path)
 
 
 def pins_of(directory: str, token: str) -> list[str]:

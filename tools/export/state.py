@@ -87,12 +87,16 @@ def checked(pinned: str, original: str) -> None:
     checksum its manifest recorded for the whole file, before Spark reads a byte of it (a
     damaged page could crash its workers): Unreadable, naming `original`, if not."""
     from streamkeep.snapshot.integrity import check_whole
-    from streamkeep.snapshot.snapshot_reader import SnapshotError, recorded_checksum
+    from streamkeep.snapshot.snapshot_reader import SnapshotError, recorded_entry
 
+    entry = recorded_entry(original)
     try:
-        check_whole(pinned, recorded_checksum(original))
-    except SnapshotError as err:
-        raise Unreadable(str(err).replace(pinned, original)) from None
+        check_whole(pinned, None if entry is None else entry.crc32)
+        for part in () if entry is None else entry.parts:  # pinned beside it, as named
+            check_whole(os.path.join(os.path.dirname(pinned), part.file), part.crc32)
+    except SnapshotError as err:  # named as the user knows it, not as pinned
+        raise Unreadable(str(err).replace(os.path.dirname(pinned),
+                                          os.path.dirname(original))) from None
 
 
 def _build(directory: str, scratch: str) -> tuple[str, int, int]:

@@ -143,7 +143,7 @@ def _open_files(fs: Any, src: str) -> tuple[Any, dict[str, int]]:
             raise Impossible(str(err)) from None
         names = [entry.file for entry in manifest.segments]
         if manifest.snapshot is not None:
-            names.append(manifest.snapshot.file)
+            names += manifest.snapshot.files
         fds: dict[str, int] = {}
         try:
             for name in names:
@@ -170,6 +170,8 @@ def _restore(fs: Any, src: str, out: str, to_lsn: int | None, to_time: int | Non
     durable = durable_part(fs, src, manifest.segments[-1].segment)
     if snap is not None:
         _check_snapshot(fs, os.path.join(src, snap.file), fds[snap.file], snap)
+        for part in snap.parts:
+            _check_part(fs, os.path.join(src, part.file), fds[part.file], part)
     if to_lsn is not None and to_lsn < base:
         raise Impossible(
             f"LSN {to_lsn} is before the snapshot {snap.file if snap else ''} (LSN {base}): "
@@ -259,6 +261,21 @@ def _check_snapshot(fs: Any, file: str, fd: int, snap: Any) -> None:
         raise Impossible(f"{file}: covers LSN {lsn}, the manifest says {snap.lsn}")
 
 
+def _check_part(fs: Any, file: str, fd: int, part: Any) -> None:
+    """A part file of the snapshot as the manifest recorded it: its size and its bytes."""
+    from streamkeep.snapshot.integrity import check_whole
+    from streamkeep.snapshot.snapshot_reader import SnapshotError
+
+    size = fs.fsize(fd)
+    if size != part.size:
+        raise Impossible(f"{file}: {size} bytes, the manifest says {part.size} (truncated or "
+                         f"replaced)")
+    try:
+        check_whole(file, part.crc32, lambda: _chunks(fs, fd, size))
+    except SnapshotError as err:
+        raise Impossible(str(err)) from None
+
+
 def _chunks(fs: Any, fd: int, size: int) -> Iterator[bytes]:
     offset = 0
     while offset < size:
@@ -296,6 +313,8 @@ def _fill(fs: Any, fds: dict[str, int], out: str, manifest: Any,
     snap = manifest.snapshot
     if snap is not None:
         _copy(fs, fds[snap.file], os.path.join(out, snap.file), snap.size)
+        for part in snap.parts:
+            _copy(fs, fds[part.file], os.path.join(out, part.file), part.size)
     entries = []
     for entry, end in kept:
         _copy(fs, fds[entry.file], os.path.join(out, entry.file), end)

@@ -377,7 +377,7 @@ def _analyse_directory(directory: str, progress: Progress | None = None,
     snap = manifest.snapshot
     if snap is not None:
         _check_snapshot(report, directory, snap, deep)
-    named = {entry.file for entry in manifest.segments} | ({snap.file} if snap else set())
+    named = {entry.file for entry in manifest.segments} | set(snap.files if snap else ())
     for name in sorted(names):
         if name not in named and (manifest_mod.is_segment_file(name) or name.endswith(".tmp")
                                   or manifest_mod.is_snapshot_file(name)):
@@ -455,12 +455,13 @@ def _check_snapshot(report: Report, directory: str, snap: Any, deep: bool) -> No
             "bad-snapshot", snap.file, None,
             f"{size} bytes, the manifest says {snap.size} (truncated or replaced)", "refuse"))
         return
-    from streamkeep.snapshot.integrity import check_whole
+    from streamkeep.snapshot.integrity import check_parts, check_whole
     from streamkeep.snapshot.snapshot_reader import Snapshot, SnapshotError
 
     problems: list[str] = []
     try:
         check_whole(file, snap.crc32)
+        check_parts(directory, snap)
         if snap.crc32 is None:
             report.notes.append(f"{snap.file}: the manifest recorded no checksum of the whole "
                                 f"file (written by an older version)")

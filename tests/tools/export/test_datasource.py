@@ -28,7 +28,7 @@ from streamkeep.tools.export.datasource import (
     StreamkeepDataSource,
     StreamkeepReader,
 )
-from streamkeep.tools.export.pin import is_pin_file, pin
+from streamkeep.tools.export.pin import Pin, is_pin_file, pin
 from tests.support import v3_snapshot as v3
 
 KEYS = [(0, b"orders"), (0, b"bin\x00\xff"), (0, b"empty"), (1, b"orders"), (2, b"big")]
@@ -361,7 +361,7 @@ def test_planned_ranges_are_disjoint(data: tuple[Engine, str]) -> None:
 
 def release(planned: Any) -> None:
     for p in {part.snapshot for part in planned}:
-        os.unlink(p)
+        Pin(p).release()
 
 
 # --- one snapshot per read ----------------------------------------------------------------------
@@ -447,8 +447,10 @@ def test_a_damaged_value_stops_the_read_naming_file_table_and_key(tmp_path: Path
     assert snapshot is not None
     copy = str(tmp_path / "damaged.mdb")  # a snapshot file on its own: no manifest beside it
     shutil.copy(snapshot, copy)
-    _key, at, length = value_offset(copy, "nodes", index=3)
-    with open(copy, "r+b") as f:
+    (part,) = Path(path).glob("part-*.mdb")  # and its part file beside it, damaged
+    nodes = str(shutil.copy(part, tmp_path / part.name))
+    _key, at, length = value_offset(nodes, "nodes", index=3)
+    with open(nodes, "r+b") as f:
         f.seek(at + length // 2)
         byte = f.read(1)[0]
         f.seek(at + length // 2)

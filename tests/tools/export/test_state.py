@@ -51,7 +51,7 @@ def test_before_the_first_compaction_the_state_is_built(tmp_path: Path) -> None:
         with state.current(str(data), str(near)) as now:
             assert (now.lsn, now.base_lsn, now.records) == (lsn, 0, lsn)
             assert now.seconds is not None
-            assert Path(now.pin.path).parent.parent == tmp_path  # the scratch: beside OUT
+            assert Path(now.pin.path).parent.parent.parent == tmp_path  # the scratch: beside OUT
             rows = read(now.pin.path, "entries")
             assert {(r[1], r[3], tuple(x for p in r[7] for x in p)) for r in rows} == expected
             assert {r[-1] for r in rows} == {lsn}  # the rows say what they are as of
@@ -90,7 +90,7 @@ def test_a_snapshot_nothing_follows_is_read_as_it_is(tmp_path: Path) -> None:
         assert snap is not None
         with state.current(str(data), str(tmp_path / "out")) as now:
             assert now.seconds is None and now.lsn == now.base_lsn == snap.lsn
-            assert Path(now.pin.path).parent == data  # DIR's own snapshot, pinned there
+            assert Path(now.pin.path).parent.parent == data  # DIR's own snapshot, pinned there
         assert not [n for n in os.listdir(data) if n.startswith("export-pin-")]
         assert state.lag(str(data), snap.lsn, 0).records == 0
     assert sorted(os.listdir(tmp_path)) == ["data"]  # no scratch made
