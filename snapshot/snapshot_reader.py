@@ -260,7 +260,7 @@ class PartInfo:
     """A part file as the snapshot's `parts` meta value lists it."""
 
     file: str
-    node_bytes: int  # what its nodes and nodeinfo values take, as written
+    size: int  # the file's bytes
     nodes: int
 
 

@@ -233,7 +233,7 @@ def write_segmented(dbs: list[dict[bytes, Stream]], path: str, part_path: str, l
             if run is not None:
                 kept.setdefault(run.part.path, len(kept))
     names = [os.path.basename(name) for name in kept]
-    part_docs = [[name, os.path.getsize(part), uses[part].nodes]
+    part_docs = [[name, os.path.getsize(part), uses[part].total]  # every node it holds
                  for name, part in zip(names, kept, strict=True)]
     if written:
         names.append(part_name or os.path.basename(part_path))

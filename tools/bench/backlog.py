@@ -11,8 +11,16 @@ on its own copy (`python -m streamkeep.tools.bench.backlog MODE PATH ...`, one J
   Each: restart to serving (open + PING), XADD rate of APPENDS_PER_N x N new entries, the
   lagging consumer's catch-up rate (XREADGROUP COUNT 100 + XACK, CATCHUP_PER_N x N entries),
   the process's peak and final RSS, and the time of a compaction after COMPACT_ENTRIES new
-  entries (the row's rate is the XADD rate);
-- ``backlog.compact_small``: the same compaction on a stream of COMPACT_ENTRIES entries.
+  entries and the bytes it wrote against the log bytes of those entries (the row's rate is the
+  XADD rate). The cold mode then restarts again, now from the segmented snapshot the
+  compactions left (its part files: the generated file, still holding the backlog's nodes,
+  and the compactions' parts), and scans the whole stream through the snapshot reader as a
+  Spark task does, against the same scan of the generated one-file snapshot (its entries/s
+  over the one-file's);
+- ``backlog.compact_small``: the same compaction on a stream of COMPACT_ENTRIES entries;
+- ``backlog.trimmed``: a stream of TRIMMED_ENTRIES entries trimmed as fast as it grows,
+  compacted TRIMMED_ROUNDS times: the disk its snapshot takes (its file and its parts) against
+  a one-file snapshot of the same state (the live data).
 Must not touch: the engine's storage (it only measures it), the registry.
 """
 
@@ -43,6 +51,8 @@ BEHIND_SHARE = 0.75  # the group is 15M entries behind
 APPENDS_PER_N = 1  # new entries timed: 200,000 at the default N
 CATCHUP_PER_N = 5  # entries the lagging consumer reads and acknowledges: 1,000,000
 COMPACT_ENTRIES = 100_000  # new entries before the timed compaction (quick: 2,000)
+TRIMMED_ENTRIES = 100_000  # the trimmed stream's length (quick: 2,000)
+TRIMMED_ROUNDS = 50  # compactions of the trimmed stream, each after 1/10 of it is replaced
 BASE_MS = 1_700_000_000_000
 NODE_ENTRIES = 100  # stream-node-max-entries (the default)
 
@@ -165,17 +175,57 @@ def child(mode: str, path: str, appends: int, catchup: int, new: int) -> dict[st
         done += len(ids)
     out["catchup_per_s"] = done / (time.perf_counter() - began)
     engine.compact()  # what the budget asked for meanwhile, untimed
+    journal = cast("DataDir", engine.datadir).journal
+    logged = journal.aof_bytes
     for i in range(new):
         execute("XADD", KEY, "*", "v", f"{i:08d}")
+    out["new_log_bytes"] = journal.aof_bytes - logged
     began = time.perf_counter()
-    engine.compact()
+    entry = engine.compact()
     out["compact_s"] = time.perf_counter() - began
+    out["compact_written"] = float(written_by(path, entry))
     info = dict(line.split(":", 1) for line in
                 engine.execute("INFO", "memory").decode().splitlines() if ":" in line)
     out["cold_entries"] = float(info["stream_entries_cold"])
     out["final_rss"] = _status("VmRSS")
     out["peak_rss"] = _status("VmHWM")
     engine.close()
+    if mode == "cold":
+        began = time.perf_counter()
+        with Engine.open(path, backlog_memory=budget) as engine:
+            engine.execute("PING")
+            out["restart_segmented_s"] = time.perf_counter() - began
+        out.update(scans(path))
+    return out
+
+
+def written_by(path: str, entry: object) -> int:
+    """Bytes of the files a compaction wrote: its snapshot's own file and its new part."""
+    from streamkeep.aof.manifest import SnapshotEntry, part_file
+
+    assert isinstance(entry, SnapshotEntry)
+    new = [p.size for p in entry.parts if p.file == part_file(entry.lsn)]
+    return entry.size + sum(new)
+
+
+def scans(path: str) -> dict[str, float]:
+    """The whole stream scanned through the reader (nodes decoded, as a Spark task reads
+    them): the segmented snapshot's entries/s, and the generated one-file snapshot's."""
+    from streamkeep.aof.manifest import snapshot_file
+    from streamkeep.snapshot.snapshot_reader import Snapshot, current_snapshot
+
+    single = os.path.join(path, snapshot_file(1))
+    segmented = current_snapshot(path)
+    out: dict[str, float] = {}
+    if segmented is None or not os.path.exists(single):  # (merged away: nothing to compare)
+        return out
+    for name, file in (("single", single), ("segmented", segmented)):
+        with Snapshot(file) as snap:
+            number = snap.streams()[0].number
+            began = time.perf_counter()
+            count = sum(len(node.ids) for node in snap.nodes(number))
+            out[f"scan_{name}_per_s"] = count / (time.perf_counter() - began)
+    out["scan_ratio"] = out["scan_segmented_per_s"] / out["scan_single_per_s"]
     return out
 
 
@@ -218,12 +268,18 @@ def bench_mode(env: BenchEnv, mode: str) -> Measurement:
     figures = {"restart_s": got["restart_s"], "catchup_per_s": got["catchup_per_s"],
                "peak_rss_mb": got["peak_rss"] / mb, "final_rss_mb": got["final_rss"] / mb,
                "open_rss_mb": got["open_rss"] / mb, "compact_s": got["compact_s"],
-               "cold_entries": got["cold_entries"]}
+               "cold_entries": got["cold_entries"],
+               "compact_written_mb": got["compact_written"] / mb,
+               "compact_written_ratio": got["compact_written"] / max(got["new_log_bytes"], 1)}
+    figures.update({name: got[name] for name in ("restart_segmented_s", "scan_ratio",
+                                                 "scan_single_per_s", "scan_segmented_per_s")
+                    if name in got})
     notes = [f"backlog.{mode}: restart {got['restart_s']:.2f} s, RSS peak "
              f"{figures['peak_rss_mb']:.0f} MB (after open {figures['open_rss_mb']:.0f} MB), "
              f"catch-up {got['catchup_per_s']:,.0f} entries/s, compaction after "
-             f"{compact_entries(env):,} new entries {got['compact_s']:.2f} s, "
-             f"{got['cold_entries']:,.0f} entries cold at the end"]
+             f"{compact_entries(env):,} new entries {got['compact_s']:.2f} s writing "
+             f"{figures['compact_written_mb']:.1f} MB ({figures['compact_written_ratio']:.2f}x "
+             f"their log bytes), {got['cold_entries']:,.0f} entries cold at the end"]
     measured = Measurement(got["xadd_per_s"], count=env.n * APPENDS_PER_N, figures=figures,
                            notes=notes)
     if mode == "cold":
@@ -251,6 +307,52 @@ def bench_compact_small(env: BenchEnv) -> Measurement:
         figures["compact_ratio"] = cold.figures["compact_s"] / seconds
     n = compact_entries(env)
     return Measurement(n / seconds, count=n, figures=figures)
+
+def trimmed_entries(env: BenchEnv) -> int:
+    return 2_000 if env.quick else TRIMMED_ENTRIES
+
+
+def bench_trimmed(env: BenchEnv) -> Measurement:
+    """A stream trimmed as fast as it grows, compacted TRIMMED_ROUNDS times: the disk its
+    snapshot takes over a one-file snapshot of the same state (rate: compactions/s)."""
+    from streamkeep import Engine
+    from streamkeep.snapshot.writer import write_snapshot
+
+    n = trimmed_entries(env)
+    step = n // 10
+    with env.data_dir("backlog-trimmed") as path:
+        engine = Engine.open(path, auto_aof_rewrite_percentage=0)
+        try:
+            for i in range(n):
+                engine.execute("XADD", KEY, "*", "v", f"{i:08d}")
+            began = time.perf_counter()
+            written = 0
+            for round_ in range(TRIMMED_ROUNDS):
+                for i in range(step):
+                    engine.execute("XADD", KEY, "*", "v", f"{round_:04d}{i:06d}")
+                engine.execute("XTRIM", KEY, "MAXLEN", str(n))
+                written += written_by(path, engine.compact())
+            seconds = time.perf_counter() - began
+            snap = cast("DataDir", engine.datadir).journal.manifest.snapshot
+            assert snap is not None
+            on_disk = snap.total_size
+            single = os.path.join(path, "single.mdb.check")
+            write_snapshot(engine.dbs, single, snap.lsn, 0, "0" * 40, checksum=False)
+            live = os.path.getsize(single)
+            os.unlink(single)
+            parts = len(snap.parts)
+        finally:
+            engine.close()
+    figures = {"space_ratio": on_disk / live, "on_disk_mb": on_disk / (1 << 20),
+               "live_mb": live / (1 << 20), "parts": parts,
+               "written_per_round_mb": written / TRIMMED_ROUNDS / (1 << 20)}
+    notes = [f"backlog.trimmed: {TRIMMED_ROUNDS} compactions of a {n:,}-entry stream trimmed "
+             f"as it grows: {on_disk / (1 << 20):.1f} MB on disk in {parts} part files for "
+             f"{live / (1 << 20):.1f} MB as one file ({on_disk / live:.2f}x); "
+             f"{written / TRIMMED_ROUNDS / (1 << 20):.2f} MB written per compaction"]
+    return Measurement(TRIMMED_ROUNDS / seconds, count=TRIMMED_ROUNDS, figures=figures,
+                       notes=notes)
+
 
 if __name__ == "__main__":  # the child
     print(json.dumps(child(sys.argv[1], sys.argv[2], *map(int, sys.argv[3:6]))))

@@ -110,8 +110,11 @@ MEMORY_OVER_REDIS_TARGET = 1.5  # every other workload: RSS growth / redis-serve
 BACKLOG_RSS_TARGET = 400.0  # MB, the process's peak RSS, at most
 BACKLOG_XADD_RATIO_TARGET = 0.8  # XADD/s against the same stream fully resident, at least
 BACKLOG_CATCHUP_TARGET = 150_000  # entries/s, XREADGROUP COUNT 100 + XACK over cold entries
-BACKLOG_RESTART_TARGET = 3.0  # s, open to serving, at most
-BACKLOG_COMPACT_RATIO_TARGET = 2.0  # compaction after 100k entries / on a 100k stream, at most
+BACKLOG_RESTART_TARGET = 1.5  # s, open to serving, at most (the segmented snapshot too)
+BACKLOG_COMPACT_RATIO_TARGET = 1.5  # compaction after 100k entries / on a 100k stream, at most
+BACKLOG_WRITTEN_TARGET = 3.0  # bytes that compaction writes / the log bytes of the entries
+BACKLOG_SCAN_TARGET = 0.9  # a full scan of the segmented snapshot / of the one-file one
+BACKLOG_SPACE_TARGET = 1.5  # a trimmed stream after 50 compactions: disk / one file, at most
 # Redis interoperability (`streamkeep bench interop`, issue 20), at least:
 IMPORT_RDB_TARGET = 500_000  # entries/s, streamkeep import of a redis-server dump.rdb
 REDIS_REPLICA_TARGET = 100_000  # XADD/s a replica of a redis-server applies (-P 16)
@@ -468,6 +471,8 @@ SECTIONS: tuple[Section, ...] = (
                   lambda env: backlog.bench_mode(env, "resident")),
         Benchmark("backlog.compact_small", "compaction of a small stream (entries/s)",
                   backlog.bench_compact_small),
+        Benchmark("backlog.trimmed", "compactions of a stream trimmed as it grows (/s)",
+                  backlog.bench_trimmed),
     ), describe=backlog.describe),
 )
 
@@ -656,6 +661,15 @@ FIGURES: tuple[Figure, ...] = (
            unit="s"),
     Figure("backlog", "cold: compaction after the new entries", "backlog.cold",
            extra="compact_s", unit="s"),
+    Figure("backlog", "cold: that compaction's bytes written / the entries' log bytes",
+           "backlog.cold", extra="compact_written_ratio", target=BACKLOG_WRITTEN_TARGET,
+           at_most=True),
+    Figure("backlog", "cold: restart from the segmented snapshot", "backlog.cold",
+           extra="restart_segmented_s", unit="s", target=BACKLOG_RESTART_TARGET, at_most=True),
+    Figure("backlog", "cold: full scan, segmented / one-file snapshot", "backlog.cold",
+           extra="scan_ratio", target=BACKLOG_SCAN_TARGET),
+    Figure("backlog", "trimmed stream, 50 compactions: disk / one file", "backlog.trimmed",
+           extra="space_ratio", target=BACKLOG_SPACE_TARGET, at_most=True),
     Figure("backlog", "small stream: compaction", "backlog.compact_small", extra="compact_s",
            unit="s"),
     Figure("backlog", "compaction: big backlog / small stream", "backlog.compact_small",
