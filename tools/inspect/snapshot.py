@@ -161,9 +161,20 @@ def _info_doc(snap: Any) -> dict[str, Any]:
             "created_ms": meta.created_ms, "created": _time(meta.created_ms),
             "repl_id": meta.repl_id, "streams": meta.streams, "entries": meta.entries,
             "size": os.path.getsize(snap.path),
+            "parts": [{"file": part.file, "size": os.path.getsize(reader.path),
+                       "nodes": part.nodes}
+                      for part, reader in zip(snap.part_infos, snap.parts, strict=True)],
             "strings": sum(row.value is not None for row in key_rows),
             "keys_with_ttl": sum(row.expires_ms is not None for row in key_rows),
             "stream_list": streams}
+
+
+def _parts_text(parts: list[dict]) -> str:
+    """What a segmented snapshot's part files add to the header line."""
+    if not parts:
+        return ""
+    names = ", ".join(f"{p['file']} ({p['size']:,} bytes)" for p in parts)
+    return f" and {len(parts)} part files of its stream nodes: {names}"
 
 
 def _info(snap: Any, args: argparse.Namespace, out: IO[str]) -> None:
@@ -185,7 +196,8 @@ def _info(snap: Any, args: argparse.Namespace, out: IO[str]) -> None:
                       no_color=not tty)
     console.print(Text(wrap(
         f"snapshot {doc['path']}: {doc['format']} v{doc['version']}, LSN {doc['lsn']}, created "
-        f"{doc['created']}, {doc['size']:,} bytes, replid {doc['repl_id']}; "
+        f"{doc['created']}, {doc['size']:,} bytes{_parts_text(doc['parts'])}, replid "
+        f"{doc['repl_id']}; "
         f"{doc['streams']:,} streams, {doc['entries']:,} entries, {doc['strings']:,} string "
         f"keys, {doc['keys_with_ttl']:,} keys with a TTL", columns, "  ")))
     table = Table("db", "stream", "length", "first id", "last id", "max deleted", "added",
