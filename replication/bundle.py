@@ -4,8 +4,10 @@ Owns the encoding of a segmented snapshot (its own file and its part files) as t
 a full sync sends (link.snapshot_header's size, then these bytes, then the CRC trailer), and
 splitting those bytes back into files on the replica. A self-contained snapshot is sent as the
 file itself, as before bundles existed; a bundle starts with MAGIC (an LMDB file starts with
-its first page's number, zeros), a u32 header length and a msgpack header `[[name, size],
-...]`, the snapshot's own file first, then the files' bytes in that order.
+its first page's number, zeros), a u32 header length and a msgpack header `[[name, size,
+held], ...]`, the snapshot's own file first, then the bytes of the files not `held` in that
+order: a held file is one the replica said it has (REPLCONF sk-have: a part file it received
+before a full sync was cut short, or one of its own snapshot's), sent as its name alone.
 
 Pure functions over bytes: what arrives is checked (the header's length bounded, names that are
 snapshot or part file names and nothing else, sizes that add up to the bulk's size), never
@@ -31,25 +33,28 @@ class BundleError(StorageError):
     """The bytes are not a bundle a primary would send."""
 
 
-def encode_header(files: list[tuple[str, int]]) -> bytes:
-    """The bundle's header for `files` ([(name, size)], the snapshot's own file first)."""
-    body = msgpack.packb([[name, size] for name, size in files])
+def encode_header(files: list[tuple[str, int]], held: frozenset[str] = frozenset()) -> bytes:
+    """The bundle's header for `files` ([(name, size)], the snapshot's own file first), those
+    named in `held` sent as names alone."""
+    body = msgpack.packb([[name, size, name in held] for name, size in files])
     return MAGIC + _LENGTH.pack(len(body)) + body
 
 
-def bundle_size(files: list[tuple[str, int]]) -> int:
-    """Bytes of the whole bundle: its header and the files."""
-    return len(encode_header(files)) + sum(size for _name, size in files)
+def bundle_size(files: list[tuple[str, int]], held: frozenset[str] = frozenset()) -> int:
+    """Bytes of the whole bundle: its header and the files not held."""
+    return len(encode_header(files, held)) + sum(size for name, size in files
+                                                  if name not in held)
 
 
 @dataclass(slots=True)
 class Splitter:
     """Splits `total` bytes, fed in pieces, into files: `feed` returns (file index, bytes)
     pieces in order. `files` is [(name, size)] once known: one unnamed file (name None) for a
-    self-contained snapshot."""
+    self-contained snapshot; `held` the names of those sent as names alone."""
 
     total: int
     files: list[tuple[str | None, int]] | None = None
+    held: frozenset[str] = frozenset()
     _head: bytearray = field(default_factory=bytearray)
     _index: int = 0
     _left: int = 0  # bytes of files[_index] still to come
@@ -67,7 +72,8 @@ class Splitter:
                 self._index += 1
                 if self._index >= len(self.files):  # type: ignore[arg-type]
                     raise BundleError("more bytes than the bundle's files hold")
-                self._left = self.files[self._index][1]  # type: ignore[index]
+                name, size = self.files[self._index]  # type: ignore[index]
+                self._left = 0 if name in self.held else size
             take = min(self._left, len(view))
             pieces.append((self._index, bytes(view[:take])))
             view = view[take:]
@@ -92,11 +98,13 @@ class Splitter:
             raise BundleError(f"a bundle header of {length} bytes (at most {MAX_HEADER})")
         if len(head) < start + length:
             return False
-        files = _decode_files(bytes(head[start:start + length]))
-        if start + length + sum(size for _name, size in files) != self.total:
+        files, held = _decode_files(bytes(head[start:start + length]))
+        if start + length + sum(size for name, size in files if name not in held) \
+                != self.total:
             raise BundleError("the bundle's files do not add up to its size")
         del head[:start + length]
         named: list[tuple[str | None, int]] = [*files]
+        self.held = held
         self._start(named)
         return True
 
@@ -105,7 +113,7 @@ class Splitter:
         self._index, self._left = 0, files[0][1]
 
 
-def _decode_files(body: bytes) -> list[tuple[str, int]]:
+def _decode_files(body: bytes) -> tuple[list[tuple[str, int]], frozenset[str]]:
     try:
         items = msgpack.unpackb(body)
     except (ValueError, msgpack.UnpackException) as err:
@@ -113,15 +121,20 @@ def _decode_files(body: bytes) -> list[tuple[str, int]]:
     if not isinstance(items, list) or not items:
         raise BundleError("a bundle header that names no file")
     files: list[tuple[str, int]] = []
+    held = set()
     for item in items:
-        if not (isinstance(item, list) and len(item) == 2 and isinstance(item[0], str)
+        if not (isinstance(item, list) and len(item) in (2, 3) and isinstance(item[0], str)
                 and isinstance(item[1], int) and item[1] >= 0 and is_snapshot_file(item[0])
-                and not item[0].endswith(".tmp")):
+                and not item[0].endswith(".tmp")
+                and (len(item) == 2 or isinstance(item[2], bool))):
             raise BundleError(f"a bundle header with a bad file entry {item!r}"[:200])
         files.append((item[0], item[1]))
-    if not files[0][0].startswith("snapshot-") or len({n for n, _s in files}) != len(files):
+        if len(item) == 3 and item[2]:
+            held.add(item[0])
+    if not files[0][0].startswith("snapshot-") or len({n for n, _s in files}) != len(files) \
+            or files[0][0] in held:
         raise BundleError("a bundle must start with the snapshot's own file, each file once")
-    return files
+    return files, frozenset(held)
 
 
 __all__ = ["MAGIC", "MAX_HEADER", "BundleError", "Splitter", "bundle_size", "encode_header"]

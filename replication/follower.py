@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
 import socket
 import threading
 import time
@@ -27,10 +28,11 @@ from streamkeep.aof.backlog import open_after
 from streamkeep.engine.wire.errors import ReplyError, StorageError
 from streamkeep.engine.wire.reply_parser import NEED_MORE, ProtocolError, ReplyParser
 from streamkeep.replication import link
-from streamkeep.replication.incoming import TMP, IncomingSnapshot
+from streamkeep.replication.incoming import TMP, IncomingSnapshot, Received
 from streamkeep.replication.redis_follower import RedisFollowing
+from streamkeep.snapshot.layout import file_checksum
 from streamkeep.snapshot.load import load_snapshot
-from streamkeep.snapshot.snapshot_reader import SnapshotError
+from streamkeep.snapshot.snapshot_reader import SnapshotError, file_chunks
 
 if TYPE_CHECKING:
     from streamkeep.engine.runtime.core import EngineCore, Session
@@ -66,6 +68,9 @@ class Follower:
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="replica-follower", daemon=True)
         self._incoming: IncomingSnapshot | None = None  # a full sync's files, as they come
+        # Part files a full sync cut short received whole: announced at the next attempt.
+        self._kept: dict[str, Received] = {}
+        self._holdings: dict[str, tuple[str, int, int]] = {}  # what this link announced
         self._syncing = False  # between FULLRESYNC and the snapshot's end
         self.unsynced = False
         self.announced_port = 0  # the listening port the current link told the primary
@@ -172,6 +177,7 @@ class Follower:
             self.redis.run(sock)
             return
         self.protocol = "streamkeep"
+        self._announce_holdings(sock, parser)
         replid, lsn, crc = self._position()
         sock.sendall(link.psync(replid, lsn, crc))
         decoder = self.decoder = link.LinkDecoder(lsn)
@@ -231,6 +237,32 @@ class Follower:
             if parser.pending_bytes() > link.MAX_LINE:
                 raise StorageError("the primary's handshake reply is too long")
         return reply
+
+    def _announce_holdings(self, sock: socket.socket, parser: ReplyParser) -> None:
+        """Tell the primary which part files this replica holds (its snapshot's, and those a
+        full sync cut short received whole), so that a full sync sends only the others. A
+        primary that does not know the option gets nothing: it sends every file."""
+        holdings: dict[str, tuple[str, int, int]] = {}
+        snap = self.datadir.journal.manifest.snapshot
+        for part in snap.parts if snap is not None else ():
+            holdings[part.file] = (os.path.join(self.datadir.path, part.file), part.size,
+                                   part.crc32)
+        for name, received in list(self._kept.items()):
+            try:  # still the bytes that arrived (nothing replaced the temp file meanwhile)
+                crc = file_checksum(file_chunks(received.tmp))
+            except (OSError, StorageError):
+                crc = None
+            if crc != received.crc32:
+                del self._kept[name]
+                continue
+            holdings.setdefault(name, (received.tmp, received.size, received.crc32))
+        self._holdings = {}
+        if not holdings:
+            return
+        sock.sendall(link.have([(name, size, crc) for name, (_p, size, crc)
+                                in sorted(holdings.items())][:link.MAX_HAVE]))
+        if not isinstance(self._read_reply(sock, parser), ReplyError):
+            self._holdings = holdings
 
     def _position(self) -> tuple[str, int, int | None]:
         """This directory's history, last LSN and that record's CRC (None if not in the log)."""
@@ -345,7 +377,7 @@ class Follower:
     def _snapshot_data(self, data: bytes) -> None:
         if self._incoming is None:
             self._incoming = IncomingSnapshot(self.datadir.fs, self.datadir.path,
-                                              self.sync_lsn, self.sync_size)
+                                              self.sync_lsn, self.sync_size, self._holdings)
         self._incoming.feed(data)
         self.sync_read += len(data)
 
@@ -366,7 +398,7 @@ class Follower:
                 files[0].tmp if files else None, self.sync_lsn, self.replid, fresh.dbs,
                 files[0].crc32 if files else None, fresh.strings, fresh.expires,
                 parts=[(f.tmp, f.name, f.size, f.crc32) for f in files[1:]])
-        self._incoming, self._syncing = None, False
+        self._incoming, self._syncing, self._kept = None, False, {}
         log.info("replication from %s:%d: full sync done at LSN %d", self.host, self.port,
                  self.sync_lsn)
         self.online()
@@ -376,6 +408,6 @@ class Follower:
         if not self._syncing:
             return
         if self._incoming is not None:
-            self._incoming.abandon()
+            self._kept = {received.name: received for received in self._incoming.abandon()}
         self._incoming, self._syncing = None, False
         self.datadir.allow_compaction()

@@ -3,8 +3,11 @@
 Owns splitting the bulk a full sync sends (replication.bundle: one self-contained file, or a
 segmented snapshot's own file and its parts) into `<name>.tmp` files in the data directory,
 each one's size and CRC-32 (the manifest's checksum of the file) as written, and making them
-durable or removing them. The temp names are never a live file's, and the next open removes
-any left by a crash (aof.recovery: snapshot and part files ending in .tmp). Must not touch: the
+durable or removing them. A part file the bundle names as held (the replica announced it:
+REPLCONF sk-have) is hard-linked from the replica's own copy instead. A sync cut short keeps
+the part files that arrived whole, to announce at the next attempt (`abandon`), so that a
+full sync resumes rather than starting over. The temp names are never a live file's, and the
+next open removes any left by a crash (aof.recovery: snapshot and part files ending in .tmp). Must not touch: the
 manifest and the installed files (engine.runtime.datadir installs them), the link's framing.
 """
 
@@ -35,13 +38,17 @@ class Received:
 
 
 class IncomingSnapshot:
-    def __init__(self, fs: FileSystem, directory: str, lsn: int, total: int) -> None:
+    """`holdings`: the part files the replica announced, name -> (its path, size, CRC-32)."""
+
+    def __init__(self, fs: FileSystem, directory: str, lsn: int, total: int,
+                 holdings: dict[str, tuple[str, int, int]] | None = None) -> None:
         self.fs = fs
         self.directory = directory
         self.lsn = lsn
         self.splitter = Splitter(total)
+        self.holdings = holdings or {}
         self.files: list[Received] = []
-        self.fds: list[int] = []
+        self.fds: list[int] = []  # -1: a held file (linked, not written)
 
     def feed(self, data: bytes) -> None:
         for index, piece in self.splitter.feed(data):
@@ -56,10 +63,27 @@ class IncomingSnapshot:
         assert self.splitter.files is not None  # (pieces come once the files are known)
         name = self.splitter.files[index][0] or snapshot_file(self.lsn)
         tmp = os.path.join(self.directory, name + TMP)
+        if name in self.splitter.held:
+            self.files.append(self._held(name, tmp))
+            self.fds.append(-1)
+            return
         if self.fs.exists(tmp):
             self.fs.unlink(tmp)
         self.fds.append(self.fs.open_write_new(tmp))
         self.files.append(Received(tmp, name, 0, 0))
+
+    def _held(self, name: str, tmp: str) -> Received:
+        """A file the primary did not send because this replica has it: linked to `tmp`."""
+        found = self.holdings.get(name)
+        if found is None:
+            raise StorageError(f"the primary did not send {name}, which this replica does not "
+                               f"hold")
+        path, size, crc32 = found
+        if path != tmp:
+            if self.fs.exists(tmp):
+                self.fs.unlink(tmp)
+            os.link(path, tmp)  # (part files are never changed: a link is a copy)
+        return Received(tmp, name, size, crc32)
 
     def finish(self) -> list[Received]:
         """Every file fdatasync'ed and closed, the snapshot's own first; StorageError if one
@@ -67,7 +91,7 @@ class IncomingSnapshot:
         expected = self.splitter.files or []
         while len(self.files) < len(expected):  # (an empty file sends no piece)
             self._open(len(self.files))
-        fds, self.fds = self.fds, []
+        fds, self.fds = [fd for fd in self.fds if fd >= 0], []
         try:
             for fd in fds:
                 self.fs.fdatasync(fd)
@@ -79,16 +103,25 @@ class IncomingSnapshot:
                 raise StorageError(f"{received.tmp}: {received.size} bytes arrived of {size}")
         return self.files
 
-    def abandon(self) -> None:
-        """A full sync cut short: close and remove what was written."""
+    def abandon(self) -> list[Received]:
+        """A full sync cut short: close what was written, keep the part files that arrived
+        whole (returned: the next attempt announces them), remove the rest."""
+        expected = dict(self.splitter.files or [])
         fds, self.fds = self.fds, []
         for fd in fds:
-            with contextlib.suppress(OSError):
-                self.fs.close(fd)
+            if fd >= 0:
+                with contextlib.suppress(OSError):
+                    self.fs.close(fd)
+        kept = []
         for received in self.files:
+            if received.name.startswith("part-") and received.size == expected.get(
+                    received.name):
+                kept.append(received)
+                continue
             with contextlib.suppress(OSError):
                 if self.fs.exists(received.tmp):
                     self.fs.unlink(received.tmp)
+        return kept
 
 
 __all__ = ["IncomingSnapshot", "Received"]

@@ -10,6 +10,9 @@ follower's (replica side) and the server's (primary side). The offset is the LSN
     REPLCONF sk-runid <40 hex>                  +OK    (-ERR if it is the primary's own: itself;
                                                  a redis-server does not know it: the follower
                                                  continues as replication.redis_follower)
+    REPLCONF sk-have <name>:<size>:<crc>,...    +OK    (the part files the replica holds; only
+                                                 if it holds any: a full sync then sends those
+                                                 of the snapshot's as names, not bytes)
     PSYNC <replid> <lsn> [<crc>]                +CONTINUE <replid>
                                              or +FULLRESYNC <replid> <lsn>
                                                 "\\n"...  (keep-alives while a snapshot is made)
@@ -78,6 +81,37 @@ def handshake(masterauth: str, listening_port: int, runid: str) -> list[bytes]:
                                     b"psync2", b"capa", PUBLISH_CAPA]))
     commands.append(encode_command([b"REPLCONF", b"sk-runid", runid.encode()]))
     return commands
+
+
+MAX_HAVE = 64  # part files a replica may announce (a snapshot has at most a handful)
+
+
+def have(files: list[tuple[str, int, int]]) -> bytes:
+    """REPLCONF sk-have: the part files (name, size, CRC-32) the replica holds, which a full
+    sync of a segmented snapshot need not send again."""
+    return encode_command([b"REPLCONF", b"sk-have", ",".join(
+        f"{name}:{size}:{crc:08x}" for name, size, crc in files[:MAX_HAVE])])
+
+
+def parse_have(value: bytes) -> frozenset[tuple[str, int, int]]:
+    """sk-have's value; LinkError if it is not one (at most MAX_HAVE part file names)."""
+    from streamkeep.aof.manifest import is_snapshot_file
+
+    found = set()
+    items = value.decode("ascii", "replace").split(",") if value else []
+    if len(items) > MAX_HAVE:
+        raise LinkError(f"sk-have names more than {MAX_HAVE} files")
+    for item in items:
+        name, _, rest = item.partition(":")
+        size, _, crc = rest.partition(":")
+        if not (name.startswith("part-") and is_snapshot_file(name) and not name.endswith(".tmp")
+                and size.isdigit() and len(crc) == 8):
+            raise LinkError(f"sk-have: not a part file entry: {item[:100]!r}")
+        try:
+            found.add((name, int(size), int(crc, 16)))
+        except ValueError:
+            raise LinkError(f"sk-have: not a part file entry: {item[:100]!r}") from None
+    return frozenset(found)
 
 
 def psync(replid: str, lsn: int, crc: int | None) -> bytes:

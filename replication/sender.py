@@ -79,6 +79,8 @@ class Sender:
         self.caught_up = False
         self.closed = False
         self.publishes = False  # it announced `capa sk-publish`: published messages go to it
+        # The part files it holds (REPLCONF sk-have): (name, size, CRC-32), sent as names only.
+        self.have: frozenset[tuple[str, int, int]] = frozenset()
         # Messages published since the stream was last at a record boundary (appended by the
         # publishing thread under the engine lock, taken by the loop: a deque's append and
         # popleft are atomic).
@@ -97,14 +99,26 @@ class Sender:
                    files: list[tuple[int, int, str, int | None]],
                    cursor: BacklogCursor) -> None:
         """Send the snapshot's `files` (see `snap_files`; none: the empty state) as one bulk:
-        a self-contained snapshot's one file as it is, a segmented one's as a bundle."""
+        a self-contained snapshot's one file as it is, a segmented one's as a bundle, in
+        which the part files the replica holds are names alone."""
         self.cursor = cursor
-        self.snap_files = list(files)
-        self.snap_left = files[0][1] if files else 0
         header = b""
         if len(files) > 1:
+            held = frozenset(os.path.basename(path) for _fd, size, path, crc in files[1:]
+                             if (os.path.basename(path), size, crc) in self.have)
             header = bundle.encode_header([(os.path.basename(path), size)
-                                           for _fd, size, path, _crc in files])
+                                           for _fd, size, path, _crc in files], held)
+            fs = self.primary.datadir.fs
+            for fd, _size, path, _crc in files:
+                if os.path.basename(path) in held:
+                    with contextlib.suppress(OSError):
+                        fs.close(fd)
+            files = [f for f in files if os.path.basename(f[2]) not in held]
+            if held:
+                log.info("replica %s:%d: it holds %d of the snapshot's part files already: "
+                         "not sending them", self.ip, self.port, len(held))
+        self.snap_files = list(files)
+        self.snap_left = files[0][1] if files else 0
         size = len(header) + sum(size for _fd, size, _path, _crc in files)
         self.state = "send_bulk"
         self.transport.write(link.fullresync_line(replid, lsn) + link.snapshot_header(size))
@@ -257,12 +271,13 @@ class Primary:
     # --- PSYNC (engine lock held, on the loop) -------------------------------------------------
 
     def psync(self, client: Any, history: tuple[str, str, int], replid: str, lsn: int,
-              crc: int | None, listening_port: int, publishes: bool = False) -> None:
+              crc: int | None, listening_port: int, publishes: bool = False,
+              have: frozenset[tuple[str, int, int]] = frozenset()) -> None:
         """Answer a PSYNC: the sender takes the connection over on the loop's next pass,
         after the replies already queued for it have left. `publishes`: the replica announced
         `capa sk-publish`."""
         sender = Sender(self, client, listening_port)
-        sender.publishes = publishes
+        sender.publishes, sender.have = publishes, have
         client.link = sender
         self.senders.append(sender)
         self.datadir.journal.flush_pending()  # what the replica asks about is in the files

@@ -190,6 +190,11 @@ class ReplicationService:
                 state["port"] = parse_int(value)
             elif option == b"capa":
                 state.setdefault("capa", set()).add(value.lower())
+            elif option == b"sk-have":
+                try:
+                    state["have"] = link.parse_have(value)
+                except link.LinkError as err:
+                    raise ReplyError(f"ERR {err}") from None
             elif option == b"sk-runid":
                 if value.decode(errors="replace") == self.runid:
                     raise ReplyError(MYSELF)
@@ -236,7 +241,8 @@ class ReplicationService:
             replid = "?"
         self.primary.psync(client, self.datadir.history(), replid, max(lsn, 0), crc,
                            int(state.get("port", 0)),
-                           publishes=link.PUBLISH_CAPA in state.get("capa", set()))
+                           publishes=link.PUBLISH_CAPA in state.get("capa", set()),
+                           have=state.get("have", frozenset()))
         return NO_REPLY
 
     # --- WAIT, WAITAOF -------------------------------------------------------------------------

@@ -89,3 +89,18 @@ def test_more_bytes_than_announced_are_refused() -> None:
 def test_arbitrary_bytes_after_the_magic_never_crash(tail: bytes, total: int) -> None:
     with contextlib.suppress(BundleError):
         Splitter(total).feed(MAGIC + tail)
+
+
+def test_held_files_are_named_not_sent() -> None:
+    held = frozenset({"part-000000000030.mdb"})
+    files = [(n, len(b)) for n, b in FILES]
+    data = encode_header(files, held) + FILES[0][1] + FILES[2][1]
+    assert len(data) == bundle_size(files, held)
+    splitter, got = _split(data, [3, 900, 1500])
+    assert splitter.held == held and got == {0: FILES[0][1]}
+
+
+def test_the_snapshots_own_file_is_never_held() -> None:
+    header = _header(msgpack.packb([["snapshot-000000000001.mdb", 1, True]]))
+    with pytest.raises(BundleError, match="must start"):
+        Splitter(len(header)).feed(header)

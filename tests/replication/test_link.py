@@ -181,3 +181,16 @@ def test_garbage_after_a_publish_mark_raises_link_error_or_waits(garbage: bytes)
     with contextlib.suppress(LinkError):
         decoder.feed(link.continue_line(REPLID) + FRAME.pack(0, link.PUBLISH_MARK) + garbage)
         decoder.check()
+
+
+def test_sk_have_round_trips_and_refuses_what_is_not_a_part_file() -> None:
+    files = [("part-000000000030.mdb", 4096, 0xDEADBEEF), ("part-000000000042.mdb", 1, 0)]
+    command = link.have(files)
+    value = command.split(b"\r\n")[-2]
+    assert link.parse_have(value) == frozenset(files)
+    assert link.parse_have(b"") == frozenset()
+    for bad in (b"snapshot-000000000001.mdb:1:00000000", b"part-000000000001.mdb:x:00000000",
+                b"part-000000000001.mdb:1:zz", b"../part-000000000001.mdb:1:00000000",
+                b",".join([b"part-000000000001.mdb:1:00000000"] * (link.MAX_HAVE + 1))):
+        with pytest.raises(link.LinkError):
+            link.parse_have(bad)

@@ -136,3 +136,46 @@ def test_a_full_sync_sends_a_format_3_snapshot_as_it_is(tmp_path: Path) -> None:
                 handle.engine.datadir.journal.manifest.snapshot.crc32  # the same file
     finally:
         handle.stop()
+
+
+def _synced(replica: Engine, engine: Engine) -> None:
+    deadline = time.monotonic() + 20
+    while replica.digest() != engine.digest() or replica.journal.lsn != engine.journal.lsn:
+        assert time.monotonic() < deadline, "the replica did not catch up"
+        time.sleep(0.02)
+
+
+def test_a_full_sync_sends_only_the_part_files_the_replica_lacks(
+        primary: ServerHandle, tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """A segmented snapshot's part files are never changed: a replica that holds some (from
+    an earlier full sync, or one cut short) announces them, and the primary sends their names
+    only. Its state is the primary's either way."""
+    import logging
+
+    caplog.set_level(logging.INFO, logger="streamkeep.replication")
+    engine = primary.engine
+    for i in range(3000):
+        engine.execute("XADD", "s", f"{i + 1}-1", "f", "x" * 60)
+    engine.compact()  # the backlog's part
+    options = {"replicaof": ("127.0.0.1", primary.port), "auto_aof_rewrite_percentage": 0}
+    with Engine.open(str(tmp_path / "r"), **options) as replica:
+        _synced(replica, engine)
+        first = replica.replication.follower.sync_size  # type: ignore[union-attr]
+        held = replica.datadir.journal.manifest.snapshot
+        assert held is not None and len(held.parts) == 1
+    # Offline, the replica falls behind a compaction: its LSN is compacted away.
+    for i in range(200):
+        engine.execute("XADD", "s", f"{i + 5000}-1", "f", "y")
+    engine.compact()
+    snap = engine.datadir.journal.manifest.snapshot
+    assert snap is not None and held.parts[0] in snap.parts and len(snap.parts) == 2
+    caplog.clear()
+    with Engine.open(str(tmp_path / "r"), **options) as replica:
+        _synced(replica, engine)
+        second = replica.replication.follower.sync_size  # type: ignore[union-attr]
+        assert replica.datadir.journal.manifest.snapshot.parts == snap.parts  # type: ignore[union-attr]
+    # Its own file and the new part: not the backlog's part again.
+    assert second < held.parts[0].size < first, (first, second)
+    assert any("holds 1 of the snapshot's part files" in r.getMessage() for r in caplog.records)
+    with Engine.open(str(tmp_path / "r")) as reopened:
+        assert reopened.digest() == engine.digest()
