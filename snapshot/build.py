@@ -1,9 +1,16 @@
 """Building a snapshot in a separate process: previous snapshot + closed segments -> new file.
 
-Owns the compactor's child process. It loads the previous snapshot into a fresh in-memory
-engine lazily (every node cold: the writer copies the nodes nothing touched as they are stored,
-so the cost follows what changed, not the backlog), replays the closed segments through the engine's apply path (the same one restart and
-replicas use), and writes the result to a temp file. It never renames, deletes or syncs
+Owns the compactor's child process. It loads the previous snapshot into an in-memory engine
+lazily (every node cold: the writer refers to the nodes nothing touched where they are, so the
+cost follows what changed, not the backlog), replays the closed segments through the engine's
+apply path (the same one restart and replicas use), and writes the result to temp files.
+
+The child serves one job after another (`--serve`: a JSON job a line on stdin, a JSON result
+a line on stdout) and keeps its engine between them: when the next job's base is the snapshot
+it wrote last (the same file, published by the parent), it binds its streams to that file and
+goes on from there instead of loading it again, so a compaction does not pay for reading the
+whole backlog's node list each time. Its resident nodes are held to BUILD_BUDGET: those the
+snapshot it wrote holds go cold. Any failure forgets the engine (the next job loads afresh). It never renames, deletes or syncs
 anything, and never touches the manifest: the parent does every step the directory's
 consistency depends on, through its file-layer seam. It dies with its parent: the kernel kills
 it when the parent goes (PR_SET_PDEATHSIG), and if the parent was already gone by the time it
@@ -20,7 +27,8 @@ With `part_out` the snapshot is segmented (snapshot.writer.write_segmented): the
 write go into that part file, the others stay in the part files it refers to. Exit status 0
 when the files are complete, and on stdout a JSON object: `parts`, the part files the snapshot
 refers to (their final names, in its order), and `new_part`, whether `part_out` was written;
-otherwise a message on stderr. (The whole-file checksums are the parent's to compute, while it
+otherwise a message on stderr. With `--serve`, each job's result line is that object with
+`ok` true, or `{"ok": false, "error": ...}`, and the child waits for the next job. (The whole-file checksums are the parent's to compute, while it
 fsyncs the files.)
 Must not touch: the manifest, any file but `out` and `part_out`.
 """
@@ -38,10 +46,12 @@ from streamkeep.aof.fs import RealFS
 from streamkeep.aof.segment_reader import SegmentError, SegmentReader
 from streamkeep.engine.runtime.core import EngineCore
 from streamkeep.engine.wire.errors import StorageError
+from streamkeep.snapshot.cold import SnapshotNodes
 from streamkeep.snapshot.load import load_snapshot
-from streamkeep.snapshot.writer import write_segmented, write_snapshot
+from streamkeep.snapshot.writer import stream_numbers, write_segmented, write_snapshot
 
 _PR_SET_PDEATHSIG = 1
+BUILD_BUDGET = 16 << 20  # bytes of resident nodes a serving child keeps between jobs
 
 
 class BuildError(StorageError):
@@ -58,17 +68,79 @@ def _die_with_parent(parent: int | None) -> bool:
     return parent is None or os.getppid() == parent
 
 
-def build(job: dict) -> dict:
+class Builder:
+    """A serving child's engine between jobs: the state of the snapshot it wrote last, and
+    how to recognise that file once the parent has published it."""
+
+    def __init__(self) -> None:
+        self.engine: EngineCore | None = None
+        self.config: dict | None = None
+        self.written: tuple[str, int, int] | None = None  # (name, st_dev, st_ino) once renamed
+        self.lsn = 0
+        self.tick = 0  # nodes changed before it are in that snapshot
+
+    def run(self, job: dict) -> dict:
+        try:
+            return self._run(job)
+        except BaseException:
+            self.engine = self.written = None  # a state half replayed: load afresh next time
+            raise
+
+    def _run(self, job: dict) -> dict:
+        engine, expected = self._base(job)
+        result = build(job, engine, expected)
+        self.tick = engine.residency.rotated()  # what the files hold, from here back
+        out = os.path.join(job["dir"], job["out"])
+        st = os.stat(out)
+        self.written = (job["out"].removesuffix(".tmp"), st.st_dev, st.st_ino)
+        self.engine, self.config, self.lsn = engine, job.get("config", {}), job["lsn"]
+        return result
+
+    def _base(self, job: dict) -> tuple[EngineCore, int]:
+        """The engine to replay into and the LSN it expects next: the one kept, bound to the
+        snapshot it wrote, when that is the job's base; else a fresh one, the base loaded."""
+        directory, base = job["dir"], job["base"]
+        engine, written = self.engine, self.written
+        if engine is not None and written is not None and base == written[0] \
+                and job.get("config", {}) == self.config:
+            with contextlib.suppress(OSError):
+                st = os.stat(os.path.join(directory, base))
+                if (st.st_dev, st.st_ino) == written[1:]:
+                    self._bind(engine, os.path.join(directory, base))
+                    return engine, self.lsn + 1
+        self.engine = self.written = None
+        # The node limits shape how replayed XADDs fill nodes: use the parent's.
+        engine = EngineCore(clock=lambda: 0, **job.get("config", {}))
+        expected = 1
+        if base is not None:
+            meta = load_snapshot(engine, os.path.join(directory, base), lazy=True)
+            expected = meta.lsn + 1
+        engine.residency.set_budget(BUILD_BUDGET, engine.dbs)
+        return engine, expected
+
+    def _bind(self, engine: EngineCore, path: str) -> None:
+        """The streams are those of the snapshot at `path` (which this child wrote): read
+        their cold nodes from it, and let the nodes it holds as they are go cold."""
+        store = SnapshotNodes(path, self.tick)
+        residency = engine.residency
+        for number, _db, _key, stream in stream_numbers(engine.dbs):
+            residency.bind(stream, store, number)
+        residency.switched(store)
+        residency.evict()
+
+
+def build(job: dict, engine: EngineCore | None = None, expected: int = 1) -> dict:
     """Replay the job's inputs and write its snapshot; returns the part files it refers to
-    (`parts`, names in its order) and whether it wrote a new one (`new_part`)."""
+    (`parts`, names in its order) and whether it wrote a new one (`new_part`). `engine`: one
+    holding the state up to LSN `expected` - 1 already (default: the base, loaded here)."""
     fs = RealFS()
     directory = job["dir"]
-    # The node limits shape how replayed XADDs fill nodes: use the parent's.
-    engine = EngineCore(clock=lambda: 0, **job.get("config", {}))
-    expected = 1
-    if job["base"] is not None:
-        meta = load_snapshot(engine, os.path.join(directory, job["base"]), lazy=True)
-        expected = meta.lsn + 1
+    if engine is None:
+        # The node limits shape how replayed XADDs fill nodes: use the parent's.
+        engine = EngineCore(clock=lambda: 0, **job.get("config", {}))
+        if job["base"] is not None:
+            meta = load_snapshot(engine, os.path.join(directory, job["base"]), lazy=True)
+            expected = meta.lsn + 1
     for name, number, first_lsn in job["segments"]:
         path = os.path.join(directory, name)
         try:
@@ -98,7 +170,28 @@ def build(job: dict) -> dict:
     return {"parts": written.parts, "new_part": written.new_part}
 
 
+def serve(parent: int | None) -> int:
+    """Jobs from stdin, a line each, until it closes; a result line for each on stdout."""
+    if not _die_with_parent(parent):
+        return 1
+    builder = Builder()
+    for line in sys.stdin:
+        try:
+            job = json.loads(line)
+            result = {"ok": True, **builder.run(job)}
+        except ValueError as err:
+            result = {"ok": False, "error": f"bad job: {err}"}
+        except (StorageError, OSError) as err:  # a damaged base snapshot included
+            result = {"ok": False, "error": str(err)}
+        except Exception as err:  # a bug: the parent reports it; this child goes on
+            result = {"ok": False, "error": f"internal error: {err!r}"}
+        print(json.dumps(result), flush=True)
+    return 0
+
+
 def main(argv: list[str]) -> int:
+    if argv[1:2] == ["--serve"]:
+        return serve(int(argv[2]) if len(argv) > 2 else None)
     try:
         job = json.loads(argv[1])
     except ValueError as err:

@@ -7,7 +7,9 @@ demand) and the steps, each of which leaves a directory that opens to the same s
                    will cover every LSN before the new one. Writes go on into the new segment.
                    The change clock ticks and the streams' numbers in the new snapshot are
                    noted (engine.model.residency: which nodes it will hold as they are).
-    2. build       a child process (snapshot.build) loads the previous snapshot, replays the
+    2. build       a child process (snapshot.build, kept between compactions: it goes on
+                   from the state it wrote last instead of loading it again) loads the
+                   previous snapshot, replays the
                    closed segments through the engine's apply path and writes the segmented
                    snapshot-<lsn>.mdb.tmp, and part-<lsn>.mdb.tmp with the nodes that changed
                    (the others stay in the part files they are in; snapshot.segments). A crash
@@ -34,6 +36,7 @@ temp file (LMDB's), which nothing relies on until step 3 syncs it. Must not touc
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -137,6 +140,36 @@ class _Checksum:
         return self.value
 
 
+def _spawn_builder() -> subprocess.Popen:
+    """Start a build child from a thread of its own that lives as long as the child: the child
+    dies with the thread that started it (PR_SET_PDEATHSIG is per thread), and a compaction's
+    thread ends with the compaction while the child serves the next ones."""
+    import subprocess  # (a compaction's, not every engine start's)
+
+    started: list[subprocess.Popen | BaseException] = []
+    ready = threading.Event()
+
+    def parent() -> None:
+        try:
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "streamkeep.snapshot.build", "--serve",
+                 str(os.getpid())],  # it checks we are still its parent once it can die with us
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, close_fds=True, env=child_env())
+        except BaseException as err:  # (OSError: no process could be started)
+            started.append(err)
+            ready.set()
+            return
+        started.append(proc)
+        ready.set()
+        proc.wait()
+
+    threading.Thread(target=parent, name="snapshot-build-parent", daemon=True).start()
+    ready.wait()
+    if isinstance(started[0], BaseException):
+        raise started[0]
+    return started[0]
+
+
 class Compactor:
     def __init__(self, engine: EngineCore, fs: FileSystem, directory: str, journal: CompactionLog,
                  min_size: object = DEFAULT_MIN_SIZE,
@@ -159,6 +192,7 @@ class Compactor:
         self.paused = False  # a replica installing its primary's snapshot: start none now
         self.pressure_after = 0.0  # time.monotonic() before which `request` starts nothing
         self._thread: threading.Thread | None = None
+        self._child: subprocess.Popen | None = None  # the build child, serving job after job
         # Called with each step's name as it completes (crash tests kill the process there).
         self.on_step: Callable[[str], None] | None = None
         journal.on_rewrite = self._auto
@@ -287,8 +321,6 @@ class Compactor:
     def _build(self, job: Job, tmp: str, part_tmp: str) -> SnapshotEntry | None:
         """Steps 2 and 3: the child writes the files; we make them durable under their final
         names."""
-        import subprocess  # (a compaction's, not every engine start's)
-
         self._discard(tmp, part_tmp)
         spec = {
             "dir": self.directory, "base": job.base.file if job.base else None,
@@ -299,24 +331,26 @@ class Compactor:
             "parent": os.getpid(),  # the child checks it is still ours once it can die with us
             "config": job.config,
         }
-        proc = job.proc = subprocess.Popen(
-            [sys.executable, "-m", "streamkeep.snapshot.build", json.dumps(spec)],
-            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-            close_fds=True, env=child_env())
+        proc = job.proc = self._builder()
         if self._stopping:  # close() ran before the child existed to be killed
             proc.kill()
         self._step("spawned")
-        out, err = proc.communicate()
+        line = b""
+        with contextlib.suppress(OSError, ValueError):  # (a killed child: a broken pipe)
+            assert proc.stdin is not None and proc.stdout is not None
+            proc.stdin.write(json.dumps(spec).encode() + b"\n")
+            proc.stdin.flush()
+            line = proc.stdout.readline()
         if self._stopping:
             self._discard(tmp, part_tmp)
             raise CompactionError("stopped: the data directory is closing")
-        if proc.returncode != 0:
-            detail = err.decode(errors="replace").strip().splitlines()
-            raise CompactionError(
-                f"snapshot build exited with status {proc.returncode}"
-                + (f": {detail[-1]}" if detail else ""))
+        if not line:
+            self._child = None
+            raise CompactionError(f"snapshot build exited with status {proc.wait()}")
         try:
-            result = json.loads(out)
+            result = json.loads(line)
+            if not result["ok"]:
+                raise CompactionError(f"snapshot build failed: {result['error']}")
             names, new_part = list(result["parts"]), bool(result["new_part"])
         except (ValueError, KeyError, TypeError) as bad:
             raise CompactionError(f"snapshot build: an unreadable result ({bad})") from None
@@ -333,6 +367,13 @@ class Compactor:
         self._step("published")
         return SnapshotEntry(manifest_mod.snapshot_file(job.lsn), job.lsn, size, job.created_ms,
                              crc32, tuple(parts))
+
+    def _builder(self) -> subprocess.Popen:
+        """The build child, started when there is none (or it died)."""
+        child = self._child
+        if child is None or child.poll() is not None:
+            child = self._child = _spawn_builder()
+        return child
 
     def _sync(self, path: str) -> tuple[int, int]:
         """fdatasync a written file; its size and whole-file checksum (the manifest's crc32,
@@ -449,8 +490,15 @@ class Compactor:
         """Abandon a running compaction (the directory is closing): kill the child, wait."""
         with self.engine.lock:
             self._stopping = True
-            job, thread = self.job, self._thread
-        if job is not None and job.proc is not None and job.proc.poll() is None:
-            job.proc.kill()
+            job, thread, child = self.job, self._thread, self._child
+        for proc in {id(p): p for p in (child, job.proc if job else None) if p}.values():
+            if proc.poll() is None:
+                proc.kill()
         if thread is not None:
             thread.join()
+        if child is not None:
+            child.wait()
+            for pipe in (child.stdin, child.stdout):
+                with contextlib.suppress(OSError):
+                    if pipe is not None:
+                        pipe.close()
