@@ -22,7 +22,8 @@ reading a node's counters and home.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from bisect import bisect_left, bisect_right
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -59,29 +60,38 @@ class PartUse:
         return self.size - self.live
 
 
+@dataclass(frozen=True, slots=True)
+class Span:
+    """Nodes `start` to `end` (exclusive) of a stream, in one place: consecutive nodes of
+    `run`'s file, none missing between them, each exactly as that file holds it; or, with
+    `run` None, nodes the new part file gets."""
+
+    start: int
+    end: int
+    run: Run | None
+
+
 @dataclass(slots=True)
 class StreamPlan:
-    """Where each of a stream's nodes goes: `runs[i]` is the previous snapshot's run the node
-    stays in, None for a node written to the new part."""
+    """Where a stream's nodes go, span by span, in node order."""
 
     stream: Stream
     number: int
-    runs: list[Run | None] = field(default_factory=list)
+    spans: list[Span] = field(default_factory=list)
 
+    def written(self) -> Iterator[Node]:
+        """The nodes the new part file gets."""
+        nodes = self.stream.nodes
+        for span in self.spans:
+            if span.run is None:
+                yield from nodes[span.start:span.end]
 
-def clean_run(stream: Stream, node: Node) -> Run | None:
-    """The previous snapshot's run that holds `node` exactly as it is (None: it must be
-    written: new, changed since, or held in an older format that is repacked)."""
-    home = stream.home
-    store = None if home is None else home.store
-    if not isinstance(store, SnapshotNodes) or home is None:
-        return None
-    if not node.is_cold() and node.epoch >= store.clean_before:
-        return None
-    run = store.snapshot.locate(home.number, node.master)
-    if run is None or not run.part.packed:
-        return None
-    return run
+    def merged(self, paths: set[str]) -> None:
+        """The nodes of the part files in `paths` are written to the new part instead."""
+        if paths:
+            self.spans = [Span(s.start, s.end, None)
+                          if s.run is not None and s.run.part.path in paths else s
+                          for s in self.spans]
 
 
 def part_nodes(run: Run) -> int:
@@ -91,6 +101,57 @@ def part_nodes(run: Run) -> int:
     return sum(info.nodes for info in run.part.streams())  # a self-contained snapshot
 
 
+def plan_stream(stream: Stream, number: int) -> StreamPlan:
+    """The stream's spans (see Span): its nodes within each of the previous snapshot's runs
+    that nothing changed stay there, in as few spans as the nodes removed from the run allow;
+    the others are written. The work is a pass over the nodes' masters and counters, never a
+    read of the file, unless a node was removed from the middle of a run (the run's masters
+    are then read from its file's keys)."""
+    p = StreamPlan(stream, number)
+    nodes = stream.nodes
+    home = stream.home
+    store = None if home is None else home.store
+    if not isinstance(store, SnapshotNodes) or home is None:
+        if nodes:
+            p.spans.append(Span(0, len(nodes), None))
+        return p
+    masters = [node.master for node in nodes]
+    clean_before = store.clean_before
+    pos = 0
+    for run in store.snapshot.runs(home.number):
+        i = bisect_left(masters, run.first, pos)
+        j = bisect_right(masters, run.last, i)
+        if i > pos:
+            p.spans.append(Span(pos, i, None))
+        if i < j:
+            _place(p, nodes, masters, run, i, j, clean_before)
+        pos = j
+    if pos < len(nodes):
+        p.spans.append(Span(pos, len(nodes), None))
+    return p
+
+
+def _place(p: StreamPlan, nodes: list[Node], masters: list[int], run: Run, i: int, j: int,
+           clean_before: int) -> None:
+    """Spans for nodes i to j, whose masters are within `run`."""
+    if not run.part.packed:  # an older format: repacked into the new part
+        p.spans.append(Span(i, j, None))
+        return
+    place: dict[int, int] | None = None
+    if run.nodes != j - i:  # nodes removed from the run: where each of the others is in it
+        place = {m: k for k, m in enumerate(run.part.run_masters(run))}
+    start, clean = i, None
+    for k in range(i, j):
+        node = nodes[k]
+        now = node.is_cold() or node.epoch < clean_before
+        if k > start and (now != clean or (now and place is not None
+                                          and place[masters[k]] != place[masters[k - 1]] + 1)):
+            p.spans.append(Span(start, k, run if clean else None))
+            start = k
+        clean = now
+    p.spans.append(Span(start, j, run if clean else None))
+
+
 def plan(streams: list[tuple[int, Stream]], size_of: Callable[[str], int] = os.path.getsize
          ) -> tuple[list[StreamPlan], dict[str, PartUse]]:
     """Each stream's nodes placed (streams as (number in the new snapshot, stream)); the part
@@ -98,16 +159,15 @@ def plan(streams: list[tuple[int, Stream]], size_of: Callable[[str], int] = os.p
     plans: list[StreamPlan] = []
     parts: dict[str, PartUse] = {}
     for number, stream in streams:
-        p = StreamPlan(stream, number)
-        for node in stream.nodes:
-            run = clean_run(stream, node)
-            p.runs.append(run)
+        p = plan_stream(stream, number)
+        for span in p.spans:
+            run = span.run
             if run is not None:
-                path = run.part.path
-                use = parts.get(path)
+                use = parts.get(run.part.path)
                 if use is None:
-                    use = parts[path] = PartUse(path, size_of(path), part_nodes(run))
-                use.nodes += 1
+                    use = parts[run.part.path] = PartUse(run.part.path, size_of(run.part.path),
+                                                         part_nodes(run))
+                use.nodes += span.end - span.start
         plans.append(p)
     return plans, parts
 
@@ -140,5 +200,5 @@ def choose_merges(parts: dict[str, PartUse], new_bytes: int,
     return merged
 
 
-__all__ = ["DEFAULT_POLICY", "MergePolicy", "PartUse", "StreamPlan", "choose_merges", "clean_run",
-           "part_nodes", "plan"]
+__all__ = ["DEFAULT_POLICY", "MergePolicy", "PartUse", "Span", "StreamPlan", "choose_merges",
+           "part_nodes", "plan", "plan_stream"]

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from itertools import chain
@@ -30,7 +29,7 @@ from typing import TYPE_CHECKING
 import lmdb
 
 from streamkeep.snapshot import layout, segments
-from streamkeep.snapshot.snapshot_reader import Run, file_chunks
+from streamkeep.snapshot.snapshot_reader import file_chunks
 
 if TYPE_CHECKING:
     from streamkeep.engine.model.stream import Node, Stream
@@ -221,17 +220,16 @@ def write_segmented(dbs: list[dict[bytes, Stream]], path: str, part_path: str, l
     it."""
     numbered = [(number, s) for number, _db, _key, s in stream_numbers(dbs)]
     plans, uses = segments.plan(numbered)
-    new_bytes = sum(node.size for p in plans
-                    for node, run in zip(p.stream.nodes, p.runs, strict=True) if run is None)
+    new_bytes = sum(node.size for p in plans for node in p.written())
     merged = segments.choose_merges(uses, new_bytes, policy)
     for p in plans:
-        p.runs = [None if run is None or run.part.path in merged else run for run in p.runs]
+        p.merged(merged)
     written = _write_part(plans, part_path, lsn, created_ms, repl_id)
     kept: dict[str, int] = {}
     for p in plans:
-        for run in p.runs:
-            if run is not None:
-                kept.setdefault(run.part.path, len(kept))
+        for span in p.spans:
+            if span.run is not None:
+                kept.setdefault(span.run.part.path, len(kept))
     names = [os.path.basename(name) for name in kept]
     part_docs = [[name, os.path.getsize(part), uses[part].total]  # every node it holds
                  for name, part in zip(names, kept, strict=True)]
@@ -257,20 +255,18 @@ def _write_part(plans: list[segments.StreamPlan], path: str, lsn: int, created_m
                 repl_id: str) -> int:
     """The nodes placed in the new part, written to `path` under their streams' numbers in
     the new snapshot; returns how many (none: no file)."""
-    count = sum(run is None for p in plans for run in p.runs)
+    count = sum(span.end - span.start for p in plans for span in p.spans if span.run is None)
     if not count:
         return 0
-    entries = sum(node.live for p in plans
-                  for node, run in zip(p.stream.nodes, p.runs, strict=True) if run is None)
+    entries = sum(node.live for p in plans for node in p.written())
 
     def rows() -> Rows:
         for p in plans:
-            for node, run in zip(p.stream.nodes, p.runs, strict=True):
-                if run is None:
-                    key = layout.node_key(p.number, node.master)
-                    value, info = _node_values(node, key)
-                    yield "nodes", key, value
-                    yield "nodeinfo", key, info
+            for node in p.written():
+                key = layout.node_key(p.number, node.master)
+                value, info = _node_values(node, key)
+                yield "nodes", key, value
+                yield "nodeinfo", key, info
 
     _written(path, lambda env: _put_all(env, rows(), {
         "format": layout.FORMAT, "version": layout.SEGMENTED_VERSION, "role": layout.NODES_ROLE,
@@ -281,36 +277,30 @@ def _write_part(plans: list[segments.StreamPlan], path: str, lsn: int, created_m
 
 def _run_rows(number: int, p: segments.StreamPlan, kept: dict[str, int], new_index: int
               ) -> Rows:
-    """The stream's runs: consecutive nodes held by one file under one number, with no node
-    of that file between them that the stream no longer has."""
-    masters = [node.master for node in p.stream.nodes]
-    positions: dict[int, dict[int, int]] = {}  # id(old run) -> master -> its place in it
-
-    def adjacent(run: Run, before: int, master: int) -> bool:
-        """Whether node `master` follows node `before` in `run`'s file."""
-        if 0 <= run.nodes == bisect_right(masters, run.last) - bisect_left(masters, run.first):
-            return True  # the stream still has every node of the run: none missing between
-        place = positions.get(id(run))
-        if place is None:
-            place = positions[id(run)] = {m: i for i, m in enumerate(run.part.run_masters(run))}
-        return place[master] == place[before] + 1
-
-    current: list | None = None  # [first, last, nodes, part index, part number, old run]
-    for node, run in zip(p.stream.nodes, p.runs, strict=True):
-        where = (new_index, number) if run is None else (kept[run.part.path], run.number)
-        if (current is not None and (current[3], current[4]) == where and current[5] is run
-                and (run is None or adjacent(run, current[1], node.master))):
-            current[1] = node.master
-            current[2] += 1
+    """The stream's runs: a span's nodes kept where they are, or the new part's (consecutive
+    written spans are one run there: it holds all of them, under the stream's number)."""
+    nodes = p.stream.nodes
+    pending: list[int] | None = None  # a run in the new part being extended: [start, end]
+    for span in p.spans:
+        if span.run is None:
+            if pending is not None and pending[1] == span.start:
+                pending[1] = span.end
+                continue
+            if pending is not None:
+                yield _run_row(number, nodes, pending[0], pending[1], new_index, number)
+            pending = [span.start, span.end]
             continue
-        if current is not None:
-            yield _run_row(number, current)
-        current = [node.master, node.master, 1, where[0], where[1], run]
-    if current is not None:
-        yield _run_row(number, current)
+        if pending is not None:
+            yield _run_row(number, nodes, pending[0], pending[1], new_index, number)
+            pending = None
+        yield _run_row(number, nodes, span.start, span.end, kept[span.run.part.path],
+                       span.run.number)
+    if pending is not None:
+        yield _run_row(number, nodes, pending[0], pending[1], new_index, number)
 
 
-def _run_row(number: int, run: list) -> tuple[str, bytes, bytes]:
-    first, last, nodes, index, part_number, _old = run
-    return _sealed("runs", layout.run_key(number, first),
-                   layout.encode_run(index, part_number, last, nodes))
+def _run_row(number: int, nodes: list[Node], start: int, end: int, index: int,
+             part_number: int) -> tuple[str, bytes, bytes]:
+    """The runs row for nodes[start:end], held by part `index` under `part_number`."""
+    return _sealed("runs", layout.run_key(number, nodes[start].master), layout.encode_run(
+        index, part_number, nodes[end - 1].master, end - start))
