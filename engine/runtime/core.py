@@ -772,7 +772,9 @@ class EngineCore:
             return
         if ctx.effects:
             try:
-                waiter.lsn = self._commit(ctx, session.db)
+                # What WAIT and WAITAOF on its connection wait for: this record, not the one
+                # of its first, blocking run.
+                waiter.lsn = session.write_lsn = self._commit(ctx, session.db)
             except ReplyError as err:  # MISCONF: the re-run's change could not be logged
                 result = err
         self._count_unblocked(waiter, result)
