@@ -9,7 +9,7 @@ PIP   = $(VPY) -m pip
 SUDO := $(shell if [ "$$(id -u)" != 0 ] && command -v sudo >/dev/null 2>&1; then echo sudo; fi)
 
 .PHONY: venv dev run demo test soak lint docs kernels bench crashbench export-demo clean redis-server \
-	iproute2 java crcmod-check
+	iproute2 iptables java crcmod-check
 
 # ---------------------------------------------------------------- environments
 
@@ -38,7 +38,7 @@ $(VENV)/.stamp-dev: pyproject.toml setup.py $(KERNELS) | $(VPY)
 
 venv: $(VENV)/.stamp-run
 
-dev: $(VENV)/.stamp-dev redis-server iproute2 java crcmod-check
+dev: $(VENV)/.stamp-dev redis-server iproute2 iptables java crcmod-check
 
 # `ss` (iproute2): the tcp-keepalive attack test reads the server's keepalive timer with it.
 iproute2:
@@ -60,6 +60,16 @@ redis-server:
 		echo "ERROR: redis-server is still not on PATH after installation" >&2; exit 1; }
 
 # pyspark (the Spark export and its tests) starts a JVM: Java 17 or later.
+# The partition test's faults are firewall rules inside network namespaces (root only).
+iptables:
+	@if ! command -v iptables >/dev/null 2>&1; then \
+		echo "iptables not found; installing Debian iptables"; \
+		$(SUDO) apt-get update && \
+		$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y iptables; \
+	fi
+	@command -v iptables >/dev/null 2>&1 || { \
+		echo "ERROR: iptables is still not on PATH after installation" >&2; exit 1; }
+
 java:
 	@if ! java -version >/dev/null 2>&1; then \
 		echo "java not found; installing Debian openjdk-17-jre-headless"; \
