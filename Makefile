@@ -40,36 +40,29 @@ venv: $(VENV)/.stamp-run
 
 dev: $(VENV)/.stamp-dev redis-server iproute2 iptables java crcmod-check
 
+# A Debian package installed when its command is missing: $(call apt_tool,COMMAND,PACKAGES)
+define apt_tool
+	@if ! command -v $(1) >/dev/null 2>&1; then \
+		echo "$(1) not found; installing Debian $(2)"; \
+		$(SUDO) apt-get update && \
+		$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y $(2); \
+	fi
+	@command -v $(1) >/dev/null 2>&1 || { \
+		echo "ERROR: $(1) is still not on PATH after installation" >&2; exit 1; }
+endef
+
 # `ss` (iproute2): the tcp-keepalive attack test reads the server's keepalive timer with it.
 iproute2:
-	@if ! command -v ss >/dev/null 2>&1; then \
-		echo "ss not found; installing Debian iproute2"; \
-		$(SUDO) apt-get update && \
-		$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y iproute2; \
-	fi
-	@command -v ss >/dev/null 2>&1 || { \
-		echo "ERROR: ss is still not on PATH after installation" >&2; exit 1; }
+	$(call apt_tool,ss,iproute2)
 
-redis-server:
-	@if ! command -v redis-server >/dev/null 2>&1; then \
-		echo "redis-server not found; installing Debian redis-server/redis-tools"; \
-		$(SUDO) apt-get update && \
-		$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y redis-server redis-tools; \
-	fi
-	@command -v redis-server >/dev/null 2>&1 || { \
-		echo "ERROR: redis-server is still not on PATH after installation" >&2; exit 1; }
-
-# pyspark (the Spark export and its tests) starts a JVM: Java 17 or later.
 # The partition test's faults are firewall rules inside network namespaces (root only).
 iptables:
-	@if ! command -v iptables >/dev/null 2>&1; then \
-		echo "iptables not found; installing Debian iptables"; \
-		$(SUDO) apt-get update && \
-		$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y iptables; \
-	fi
-	@command -v iptables >/dev/null 2>&1 || { \
-		echo "ERROR: iptables is still not on PATH after installation" >&2; exit 1; }
+	$(call apt_tool,iptables,iptables)
 
+redis-server:
+	$(call apt_tool,redis-server,redis-server redis-tools)
+
+# pyspark (the Spark export and its tests) starts a JVM: Java 17 or later.
 java:
 	@if ! java -version >/dev/null 2>&1; then \
 		echo "java not found; installing Debian openjdk-17-jre-headless"; \

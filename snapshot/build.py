@@ -109,12 +109,7 @@ class Builder:
                     self._bind(engine, os.path.join(directory, base))
                     return engine, self.lsn + 1
         self.engine = self.written = None
-        # The node limits shape how replayed XADDs fill nodes: use the parent's.
-        engine = EngineCore(clock=lambda: 0, **job.get("config", {}))
-        expected = 1
-        if base is not None:
-            meta = load_snapshot(engine, os.path.join(directory, base), lazy=True)
-            expected = meta.lsn + 1
+        engine, expected = load_base(job)
         engine.residency.set_budget(BUILD_BUDGET, engine.dbs)
         return engine, expected
 
@@ -129,6 +124,17 @@ class Builder:
         residency.evict()
 
 
+def load_base(job: dict) -> tuple[EngineCore, int]:
+    """A fresh engine holding the job's base snapshot (loaded lazily), and the LSN the
+    segments must start at."""
+    # The node limits shape how replayed XADDs fill nodes: use the parent's.
+    engine = EngineCore(clock=lambda: 0, **job.get("config", {}))
+    if job["base"] is None:
+        return engine, 1
+    meta = load_snapshot(engine, os.path.join(job["dir"], job["base"]), lazy=True)
+    return engine, meta.lsn + 1
+
+
 def build(job: dict, engine: EngineCore | None = None, expected: int = 1) -> dict:
     """Replay the job's inputs and write its snapshot; returns the part files it refers to
     (`parts`, names in its order) and whether it wrote a new one (`new_part`). `engine`: one
@@ -136,11 +142,7 @@ def build(job: dict, engine: EngineCore | None = None, expected: int = 1) -> dic
     fs = RealFS()
     directory = job["dir"]
     if engine is None:
-        # The node limits shape how replayed XADDs fill nodes: use the parent's.
-        engine = EngineCore(clock=lambda: 0, **job.get("config", {}))
-        if job["base"] is not None:
-            meta = load_snapshot(engine, os.path.join(directory, job["base"]), lazy=True)
-            expected = meta.lsn + 1
+        engine, expected = load_base(job)
     for name, number, first_lsn in job["segments"]:
         path = os.path.join(directory, name)
         try:

@@ -355,10 +355,11 @@ class Compactor:
         except (ValueError, KeyError, TypeError) as bad:
             raise CompactionError(f"snapshot build: an unreadable result ({bad})") from None
         self._step("built")
-        parts = [self._kept_part(job, name) for name in names]
+        # The parts the new snapshot keeps, then (last in its list) the one it wrote.
+        parts = [self._kept_part(job, name) for name in (names[:-1] if new_part else names)]
         if new_part:
             size, crc32 = self._sync(part_tmp)
-            parts[-1] = PartEntry(manifest_mod.part_file(job.lsn), size, crc32)
+            parts.append(PartEntry(manifest_mod.part_file(job.lsn), size, crc32))
             self.fs.rename(part_tmp, os.path.join(self.directory, parts[-1].file))
         size, crc32 = self._sync(tmp)
         final = os.path.join(self.directory, manifest_mod.snapshot_file(job.lsn))
@@ -389,9 +390,9 @@ class Compactor:
         return self.fs.size(path), summing.result()
 
     def _kept_part(self, job: Job, name: str) -> PartEntry:
-        """The manifest's entry for a part file the new snapshot refers to: the previous
+        """The manifest's entry for a part file the new snapshot keeps: the previous
         snapshot's entry for it (the previous snapshot's own file, when that was a
-        self-contained one), or, for the new part, a placeholder `_build` replaces."""
+        self-contained one)."""
         base = job.base
         if base is not None:
             for part in base.parts:
@@ -402,8 +403,6 @@ class Compactor:
                 if crc32 is None:  # recorded by a version before checksums
                     crc32 = file_checksum(file_chunks(os.path.join(self.directory, name)))
                 return PartEntry(name, base.size, crc32)
-        if name == manifest_mod.part_file(job.lsn):
-            return PartEntry(name, 0, 0)
         raise CompactionError(f"snapshot build: refers to {name}, not a part of "
                               f"{base.file if base else 'an empty directory'}")
 

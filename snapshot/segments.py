@@ -178,21 +178,14 @@ def choose_merges(parts: dict[str, PartUse], new_bytes: int,
     docstring). `new_bytes`: what the new part holds before any merge."""
     kept = dict(parts)
     merged: set[str] = set()
-
-    def dead() -> int:
-        return sum(use.dead for use in kept.values())
-
-    def total() -> int:
-        return new_bytes + sum(use.live for use in merged_uses()) + sum(
-            use.size for use in kept.values())
-
-    def merged_uses() -> list[PartUse]:
-        return [parts[path] for path in merged]
-
-    while kept and dead() > policy.dead_fraction * total():
+    dead = sum(use.dead for use in kept.values())
+    total = new_bytes + sum(use.size for use in kept.values())
+    while kept and dead > policy.dead_fraction * total:
         worst = max(kept.values(), key=lambda u: (u.dead / max(u.live, 1), u.path))
         merged.add(worst.path)
         del kept[worst.path]
+        dead -= worst.dead
+        total -= worst.dead  # its live bytes move into the new part
     while len(kept) + 1 > policy.max_parts:
         smallest = min(kept.values(), key=lambda u: (u.live, u.path))
         merged.add(smallest.path)

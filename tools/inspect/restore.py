@@ -171,7 +171,7 @@ def _restore(fs: Any, src: str, out: str, to_lsn: int | None, to_time: int | Non
     if snap is not None:
         _check_snapshot(fs, os.path.join(src, snap.file), fds[snap.file], snap)
         for part in snap.parts:
-            _check_part(fs, os.path.join(src, part.file), fds[part.file], part)
+            _check_file(fs, os.path.join(src, part.file), fds[part.file], part)
     if to_lsn is not None and to_lsn < base:
         raise Impossible(
             f"LSN {to_lsn} is before the snapshot {snap.file if snap else ''} (LSN {base}): "
@@ -244,15 +244,10 @@ def _check_snapshot(fs: Any, file: str, fd: int, snap: Any) -> None:
     """The snapshot is the one the manifest names, undamaged: its size, its bytes against the
     checksum the manifest recorded (read through the descriptor held: a compaction may unlink
     the name), and its meta's LSN."""
-    from streamkeep.snapshot.integrity import check_whole
     from streamkeep.snapshot.snapshot_reader import Snapshot, SnapshotError
 
-    size = fs.fsize(fd)
-    if size != snap.size:
-        raise Impossible(f"{file}: {size} bytes, the manifest says {snap.size} (truncated or "
-                         f"replaced)")
+    _check_file(fs, file, fd, snap)
     try:
-        check_whole(file, snap.crc32, lambda: _chunks(fs, fd, size))
         with Snapshot(file) as reader:
             lsn = reader.meta.lsn
     except SnapshotError as err:
@@ -261,8 +256,9 @@ def _check_snapshot(fs: Any, file: str, fd: int, snap: Any) -> None:
         raise Impossible(f"{file}: covers LSN {lsn}, the manifest says {snap.lsn}")
 
 
-def _check_part(fs: Any, file: str, fd: int, part: Any) -> None:
-    """A part file of the snapshot as the manifest recorded it: its size and its bytes."""
+def _check_file(fs: Any, file: str, fd: int, part: Any) -> None:
+    """A file of the snapshot (its own or a part) as the manifest recorded it (`part.size`,
+    `part.crc32`): its size and its bytes, read through the descriptor held."""
     from streamkeep.snapshot.integrity import check_whole
     from streamkeep.snapshot.snapshot_reader import SnapshotError
 
