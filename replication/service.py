@@ -247,20 +247,21 @@ class ReplicationService:
 
     # --- WAIT, WAITAOF -------------------------------------------------------------------------
 
-    def wait(self, session: Any, numreplicas: int, timeout_ms: int) -> Any:
+    def wait(self, session: Any, numreplicas: int, timeout_ms: int, block: bool = True) -> Any:
         target = session.write_lsn
         senders = self.primary.senders
 
         def count() -> int:
             return sum(1 for s in senders if s.state == "online" and s.ack_lsn >= target)
 
-        if count() >= numreplicas:
+        if count() >= numreplicas or not block:
             return count()
         self.primary.getack_all()
         return self._later(Wait(self.waits, count, lambda: count() >= numreplicas,
                                 timeout_ms, polled=False))
 
-    def waitaof(self, session: Any, numlocal: int, numreplicas: int, timeout_ms: int) -> Any:
+    def waitaof(self, session: Any, numlocal: int, numreplicas: int, timeout_ms: int,
+                block: bool = True) -> Any:
         target = session.write_lsn
         journal = self.datadir.journal
         senders = self.primary.senders
@@ -274,7 +275,7 @@ class ReplicationService:
             local, fsynced = counts()
             return local >= min(numlocal, 1) and fsynced >= numreplicas
 
-        if done():
+        if done() or not block:
             return counts()
         if numlocal and journal.synced_lsn < target:
             # Under everysec the next fsync is up to a second away: make it now, off the loop.

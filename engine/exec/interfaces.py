@@ -168,12 +168,15 @@ class Replication(Protocol):
         """PSYNC (or SYNC): hands the connection to a sender; the reply to send now."""
         ...
 
-    def wait(self, session: Any, numreplicas: int, timeout_ms: int) -> Any:
-        """WAIT: a Later whose value is the number of replicas that acknowledged."""
+    def wait(self, session: Any, numreplicas: int, timeout_ms: int, block: bool = True) -> Any:
+        """WAIT: a Later whose value is the number of replicas that acknowledged (the number
+        now if it is reached already, or if `block` is false: in MULTI or a script)."""
         ...
 
-    def waitaof(self, session: Any, numlocal: int, numreplicas: int, timeout_ms: int) -> Any:
-        """WAITAOF: a Later whose value is [local fsynced (0/1), replicas fsynced]."""
+    def waitaof(self, session: Any, numlocal: int, numreplicas: int, timeout_ms: int,
+                block: bool = True) -> Any:
+        """WAITAOF: a Later whose value is [local fsynced (0/1), replicas fsynced] (the counts
+        now if they are reached already, or if `block` is false)."""
         ...
 
     def info_fields(self) -> Fields:
