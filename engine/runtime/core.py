@@ -42,6 +42,7 @@ from streamkeep.engine.exec.table import (
     FAST_DISPATCH,
     Argv,
     CommandSpec,
+    Flag,
     command_names,
     lookup,
     resolve,
@@ -594,6 +595,43 @@ class EngineCore:
             session.multi_failed = True
         self.stats.rejected(counters, err.line)
         return err
+
+    def run_while_busy(self, session: Session, argv: Argv,
+                       gate: Callable[[str], str] | None = None) -> Any:
+        """A command from another client while a script is past busy-reply-threshold: Redis's
+        processCommand in that state. The script's thread holds the lock and runs this (the
+        server serves clients from the script's hook). An unknown command or a wrong arity is
+        refused as always, then the server's gate refuses (`gate(name)`: NOAUTH, a RESP2
+        subscriber's), then BUSY for a command without the allow_busy flag (inside MULTI too,
+        which then fails); the others run: AUTH, HELLO, MULTI, WATCH, QUIT, RESET, SCRIPT
+        KILL, SHUTDOWN (BUSY unless NOSAVE). None of those touches the data the script is
+        changing."""
+        from streamkeep.engine.exec.scripting import BUSY
+
+        try:
+            spec = lookup(argv)
+        except ReplyError as err:
+            return self._refuse(session, resolve(argv), err)
+        if gate is not None:
+            return self._refuse(session, spec, ReplyError(gate(spec.name)))
+        if Flag.ALLOW_BUSY not in spec.flags:
+            return self._refuse(session, spec, ReplyError(BUSY))
+        try:
+            handler, _, counters, queued = self._dispatch(session, argv)
+        except ReplyError as err:
+            return err
+        if queued is not None:
+            return queued
+        ctx = Ctx(self, session, self.clock())
+        began = _now_ns()
+        try:
+            reply = handler(ctx, argv)
+        except ReplyError as err:
+            self.stats.failed(counters, _now_ns() - began, err.line)
+            return err
+        counters[CALLS] += 1
+        counters[NANOS] += _now_ns() - began
+        return reply
 
     def refuse_unauthenticated(self, session: Session, argv: Argv) -> ReplyError:
         """The reply to a command from a client that has not authenticated (the server's

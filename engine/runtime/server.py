@@ -29,10 +29,14 @@ from typing import TYPE_CHECKING, Any
 
 from streamkeep.engine.exec.blocking import Waiter
 from streamkeep.engine.exec.context import Later
-from streamkeep.engine.exec.pubsub import SUBSCRIBED_CONTEXT_COMMANDS, Subscriber
-from streamkeep.engine.exec.scripting import busy_reply
+from streamkeep.engine.exec.pubsub import (
+    SUBSCRIBED_CONTEXT_COMMANDS,
+    Subscriber,
+    subscribed_context_error,
+)
 from streamkeep.engine.exec.settings import ConfigError
 from streamkeep.engine.exec.transactions import end_transaction
+from streamkeep.engine.runtime.core import NOAUTH
 from streamkeep.engine.runtime.limits import DescriptorLimitError, adjust_open_files_limit
 from streamkeep.engine.wire.errors import ProtocolError, ReplyError
 from streamkeep.engine.wire.reply import NO_REPLY, NULL_ARRAY, Push
@@ -71,6 +75,7 @@ UNAUTH_OUTPUT_LIMIT = 1 << 20  # an unauthenticated client's unread replies: lik
 # the server accepted always fits in the reply that returns it (XRANGE, XINFO STREAM FULL).
 REPLY_FRAMING = 1 << 20
 NO_LIMIT = 1 << 62
+ACCEPT_WHILE_BUSY = 64  # connections accepted per look while a script is busy
 ACTIVE_EXPIRE_SECONDS = 0.1
 IDLE_CHECK_SECONDS = 1.0  # how often idle clients are looked for (`timeout`)
 KEEPALIVE_PROBES = 3  # anetKeepAlive's TCP_KEEPCNT
@@ -162,6 +167,10 @@ class Client(asyncio.Protocol):
     def connection_made(self, base_transport: asyncio.BaseTransport) -> None:
         # A stream connection's transport (uvloop's does not subclass asyncio.Transport).
         transport: asyncio.Transport = base_transport  # type: ignore[assignment]
+        if type(self.transport) is BusyTransport:  # accepted while a script was busy: the loop's now
+            self.transport.hand_over(transport)
+            self.transport = transport
+            return
         self.transport = transport
         sock = transport.get_extra_info("socket")
         peer = transport.get_extra_info("peername")
@@ -291,6 +300,17 @@ class Client(asyncio.Protocol):
             self.reply(self.engine.refuse_subscribed(self.session, tuple(argv)))
             return
         self._execute(argv)
+
+    def busy_gate(self, argv: list[bytes]) -> Callable[[str], str] | None:
+        """`run`'s refusals for a command sent while a script is busy (serve_while_busy): NOAUTH
+        before AUTH, a RESP2 subscriber's; None if it may go on."""
+        name = argv[0].lower()
+        if not self.authenticated and name not in NO_AUTH_NEEDED:
+            return _noauth
+        if (self.subscriber.active and self.protocol == 2
+                and name not in SUBSCRIBED_CONTEXT_COMMANDS):
+            return subscribed_context_error
+        return None
 
     def _execute(self, argv: list[bytes]) -> None:
         try:
@@ -662,6 +682,75 @@ class Client(asyncio.Protocol):
         return " ".join(f"{k}={v}" for k, v in self.info_fields())
 
 
+def _noauth(name: str) -> str:
+    return NOAUTH
+
+
+class BusyTransport:
+    """The transport of a connection accepted while a script was busy (the loop stalled),
+    until the loop takes the socket over (Server._hand_over): replies are sent straight to
+    the socket, what does not fit waits for the loop's own transport."""
+
+    def __init__(self, sock: socket.socket) -> None:
+        self.sock = sock
+        self.pending = bytearray()
+        self.closed = False
+
+    def get_extra_info(self, name: str, default: Any = None) -> Any:
+        with contextlib.suppress(OSError):
+            if name == "socket":
+                return self.sock
+            if name == "peername":
+                return self.sock.getpeername()
+            if name == "sockname":
+                return self.sock.getsockname()
+        return default
+
+    def write(self, data: Any) -> None:
+        if self.closed:
+            return
+        if not self.pending:
+            try:
+                sent = self.sock.send(data)
+            except BlockingIOError:
+                sent = 0
+            except OSError:
+                self.abort()
+                return
+            data = memoryview(data)[sent:]
+        self.pending += data
+
+    def get_write_buffer_size(self) -> int:
+        return len(self.pending)
+
+    def pause_reading(self) -> None:
+        """(Nothing is read from this socket but by serve_while_busy.)"""
+
+    def resume_reading(self) -> None:
+        """(As pause_reading.)"""
+
+    def is_closing(self) -> bool:
+        return self.closed
+
+    def close(self) -> None:
+        """Close after what is pending is sent, as far as the socket takes it now."""
+        if self.pending and not self.closed:
+            with contextlib.suppress(OSError):
+                self.sock.send(self.pending)
+        self.abort()
+
+    def abort(self) -> None:
+        self.closed = True
+        self.pending.clear()
+        self.sock.close()
+
+    def hand_over(self, transport: asyncio.Transport) -> None:
+        """The loop's transport takes the connection: what is pending goes out through it."""
+        if self.pending:
+            transport.write(bytes(self.pending))
+            self.pending.clear()
+
+
 def _lowest_limit(limits: Mapping[str, tuple[int, int, int]]) -> int:
     """The lowest output limit any client can have under these client-output-buffer-limit
     settings: a flush no bigger than this with nothing left pending reaches none. Found once per
@@ -746,6 +835,12 @@ class Server:
         self.sync_running = False
         self.connections_received = 0
         self.rejected_connections = 0
+        # A shutdown signal arrived: a busy script looks at this (the loop cannot run then).
+        self.stop_signalled = False
+        # While a script is busy: duplicates of the listening sockets, and the connections
+        # accepted through them, for the loop to take over (serve_while_busy).
+        self._busy_listeners: list[socket.socket] = []
+        self._adopted: list[tuple[Client, socket.socket]] = []
         engine.server = self
 
     def engine_version(self) -> str:
@@ -960,12 +1055,14 @@ class Server:
 
     def serve_while_busy(self, scripting: Any) -> None:
         """A script has run past busy-reply-threshold: its Lua hook calls this every so many
-        instructions (on the loop thread, engine lock held, the loop itself stalled). Read
-        what the other clients sent straight from their sockets and answer each command as
-        Redis does while busy (BUSY; SCRIPT KILL and SHUTDOWN NOSAVE act on the script), in
-        order, through their normal output. The script's own client, a blocked client's
-        queued commands and replicas' links wait; new connections wait for the loop."""
+        instructions, and redis.call every few milliseconds (on the loop thread, engine lock
+        held, the loop itself stalled). Accept new connections, read what the other clients
+        sent straight from their sockets and answer each command as Redis does while busy
+        (EngineCore.run_while_busy: BUSY; SCRIPT KILL, SHUTDOWN NOSAVE, AUTH, HELLO, MULTI...
+        run), in order, through their normal output. The script's own client, a blocked
+        client's queued commands and replicas' links wait."""
         running = scripting.running
+        self._accept_while_busy()
         for client in list(self.clients.values()):
             if (client.closed or client.fd < 0 or client.busy or client.link is not None
                     or client.session is running.session):
@@ -977,12 +1074,53 @@ class Server:
             parser = client.parser
             try:
                 if data:
+                    client.last_interaction = time.monotonic()
                     parser.feed(data)
-                while (argv := parser.next()) is not None:
-                    client.reply(busy_reply(scripting, argv))
+                while not client.closing and (argv := parser.next()) is not None:
+                    client.reply(self.engine.run_while_busy(client.session, tuple(argv),
+                                                            client.busy_gate(argv)))
             except (QueryBufferLimit, ProtocolError):
                 continue  # left for the loop, which closes the connection
             client.flush()
+
+    def _accept_while_busy(self) -> None:
+        """Connections made while the loop is stalled by a script: accepted here (so that a
+        `redis-cli SCRIPT KILL` is answered), served by serve_while_busy, and handed to the
+        loop once it runs again."""
+        if not self._busy_listeners:
+            for srv in self.servers:
+                for sock in srv.sockets or ():
+                    listener = socket.socket(fileno=os.dup(sock.fileno()))
+                    listener.setblocking(False)
+                    self._busy_listeners.append(listener)
+        for listener in self._busy_listeners:
+            for _ in range(ACCEPT_WHILE_BUSY):
+                try:
+                    conn, _ = listener.accept()
+                except OSError:  # none waiting (EAGAIN), or a failed accept: the loop's
+                    break
+                conn.setblocking(False)
+                client = self._new_client()
+                client.connection_made(BusyTransport(conn))  # type: ignore[arg-type]
+                if not self._adopted:
+                    self.loop.call_soon(self._hand_over)
+                self._adopted.append((client, conn))
+
+    def _hand_over(self) -> None:
+        """The loop runs again: it takes over the connections accepted while it was stalled."""
+        adopted, self._adopted = self._adopted, []
+        for client, conn in adopted:
+            if client.closed:
+                conn.close()
+                continue
+            self.loop.create_task(self._connect_adopted(client, conn))
+
+    async def _connect_adopted(self, client: Client, conn: socket.socket) -> None:
+        try:
+            await self.loop.connect_accepted_socket(lambda: client, sock=conn)
+        except OSError:
+            client.abort()
+            conn.close()
 
     async def wait_stopped(self) -> None:
         assert self.stopping is not None
@@ -998,6 +1136,9 @@ class Server:
     async def _stop(self) -> None:
         for srv in self.servers:
             srv.close()
+        for listener in self._busy_listeners:
+            listener.close()
+        self._busy_listeners.clear()
         for client in list(self.clients.values()):
             client.flush()
             client.close()
@@ -1015,6 +1156,20 @@ class Server:
             with contextlib.suppress(Exception):
                 engine.compact(wait=True)
         engine.close()
+
+
+def _note_signal(server: Server, sig: signal.Signals) -> None:
+    """The loop runs its signal handlers on its own turn, which a busy script holds up: the
+    signal is also noted at once in `server.stop_signalled`, which the script's busy check
+    reads (the loop's own Python-level handler, which wakes it, still runs after)."""
+    previous = signal.getsignal(sig)
+
+    def note(signum: int, frame: Any) -> None:
+        server.stop_signalled = True
+        if callable(previous):
+            previous(signum, frame)
+
+    signal.signal(sig, note)
 
 
 def install_loop_policy() -> str:
@@ -1038,6 +1193,7 @@ def run_server(server: Server, ready: Callable[[Server], None] | None = None) ->
             # (the tests', an embedding application's) is stopped by request_shutdown instead.
             with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
                 loop.add_signal_handler(sig, server.request_shutdown)
+                _note_signal(server, sig)
         if ready is not None:
             ready(server)
         await server.wait_stopped()
