@@ -74,6 +74,8 @@ DIFFERENCES: dict[str, tuple[Shape, Shape]] = {
     # flags itself, its subcommands do (admin noscript loading stale, as Redis's DEBUG).
     "debug": ((-2, frozenset(), 0, 0, 0),
               (-2, frozenset({"admin", "noscript", "loading", "stale"}), 0, 0, 0)),
+    # Redis 7.2 let WAIT run in scripts (it never blocks there) and flagged it blocking.
+    "wait": ((3, frozenset({"blocking"}), 0, 0, 0), (3, frozenset({"noscript"}), 0, 0, 0)),
 }
 
 
