@@ -383,7 +383,7 @@ def _incremental(args: argparse.Namespace, log: LogPin, previous: str | None) ->
     plan.options = {"sinceLsn": str(since), "untilLsn": str(win.until),
                     "pinned": json.dumps(log.to_json())}
     if previous is not None:
-        plan.options["sinceManifest"] = previous
+        plan.options["sinceManifest"] = os.path.abspath(previous)  # (read by Spark's tasks)
     plan.positions = _positions(log, win.until)
     return plan
 
