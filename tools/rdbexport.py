@@ -35,10 +35,10 @@ EXIT_UNREADABLE, EXIT_USAGE = 2, 3
 REDIS_VERSIONS = ("9: Redis 5.0 and later; 10: 7.0; 11: 7.2; 12: 7.4 and 8.0-8.4;\n"
                   "  13: 8.6 and later")
 EPILOG = f"""examples:
-  streamkeep export-rdb ./data --out dump.rdb             the oldest RDB that holds it
+  streamkeep export-rdb ./data --out dump.rdb          the oldest that holds it
   streamkeep export-rdb ./data --out dump.rdb --rdb-version 10    for Redis 7.0
-  streamkeep export-rdb ./data --out dump.rdb --json      the report for scripts
-  streamkeep export-rdb ./data --out dump.rdb --force     replace an existing file
+  streamkeep export-rdb ./data --out dump.rdb --json   the report for scripts
+  streamkeep export-rdb ./data --out dump.rdb --force  replace an existing file
 
 Then stop redis-server, put dump.rdb in its `dir` (as its `dbfilename`; with
 appendonly off, or it loads its AOF instead) and start it. DIR may be in use by

@@ -29,8 +29,8 @@ EPILOG = """\
 examples:
   streamkeep restore data/ --to-lsn 51000 --out restored/
   streamkeep restore data/ --to-time 2026-11-23T10:15:00Z --out restored/
-  streamkeep restore data/ --to-time 1795314384650 --out restored/   # milliseconds
-  streamkeep serve --dir restored/                                   # then use it
+  streamkeep restore data/ --to-time 1795314384650 --out restored/  # in ms
+  streamkeep serve --dir restored/                            # then use it
 
 The new directory holds the state right after the last record at or before the LSN or time
 (a record's time is the server clock when the command ran; an ISO time without a zone is UTC).
@@ -45,8 +45,8 @@ exit status:
   2    impossible: the point is before the snapshot, after the log's end, or
        damage precedes it; or --to-time is before the first record (NEWDIR
        would be empty: `--to-lsn 0` asks for that)
-  3    usage or I/O error (bad arguments, NEWDIR not empty or inside a data directory,
-       unreadable files)
+  3    usage or I/O error (bad arguments, NEWDIR not empty or inside a data
+       directory, unreadable files)
   130  interrupted (Ctrl-C): no NEWDIR is left
 """
 

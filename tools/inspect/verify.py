@@ -32,8 +32,8 @@ examples:
   streamkeep aof verify data/                  # a whole data directory
   streamkeep aof verify data/segment-000007.aof
   streamkeep aof verify --json data/ | jq .problems
-  streamkeep aof verify --deep data/           # decode every record, as a replay does
-  streamkeep aof verify --jobs 4 data/         # 4 segments at once (worker processes)
+  streamkeep aof verify --deep data/           # decode every record, as replay
+  streamkeep aof verify --jobs 4 data/         # 4 segments at once (workers)
 
 what is checked: the manifest (and its checksum); every segment's header (number and first LSN
 as the manifest names them); every record's framing, CRC-32C and LSN (consecutive within and
@@ -48,11 +48,13 @@ synced watermark says was fsynced, with nothing valid after it: opening saves it
 damage-in-synced (damage inside bytes that were fsynced, or fsynced bytes missing: bit rot or
 an overwrite, not a torn tail), damage-before-valid (a bad record followed by valid ones),
 missing-segment, bad-segment-header, lsn-gap, bad-manifest, bad-snapshot (opening refuses all
-of these but torn-tail).
+of these but torn-tail). Each problem in a segment says which records, by LSN,
+the damaged bytes held: exactly, or "at least" and why more cannot be told.
 
 exit status:
   0    clean
-  1    a torn tail only: opening the directory truncates it (`streamkeep aof fix` saves it first)
+  1    a torn tail only: opening the directory truncates it (`streamkeep aof
+       fix` saves it first)
   2    damage that makes opening the directory refuse
   3    usage or I/O error (no such path, not a data directory, unreadable file)
   130  interrupted (Ctrl-C)
