@@ -28,6 +28,9 @@ from tests.support.careless import run
 from tests.support.inspect_util import cli
 from tests.support.serve_process import ServeProcess
 
+# Spark's start-up and a child process's JVM take minutes on a busy machine.
+pytestmark = pytest.mark.timeout(600)
+
 # name -> (the working directory under the test's tmp_path, the prefix of every path)
 FORMS = {"bare": ("x", ""), "dot": ("x", "./"), "parent": ("y", "../x/")}
 
@@ -223,7 +226,7 @@ def test_export_as_its_help_shows_it(tmp_path: Path, source: Path) -> None:
     holds `data` (its JVM too)."""
     shutil.copytree(source, tmp_path / "data")
     result = run("export", "./data", "--out", "exp", "--table", "streams", "--master",
-                 "local[1]", cwd=tmp_path, timeout=300)
+                 "local[1]", cwd=tmp_path, timeout=540)
     assert result.code == 0, result.err
     assert (tmp_path / "exp" / "streams").is_dir()
     assert sorted(os.listdir(tmp_path)) == ["data", "exp"]
