@@ -241,3 +241,13 @@ def test_walk_stops_at_a_wrong_lsn_or_garbage() -> None:
     assert loss.walk(data[:second] + b"\xff" * 40, 0, 10) == (1, second, False)
     assert loss.walk(data + bytes(64), 0, 10) == (3, None, False)  # zeros: not records
 
+
+
+def test_a_refusal_in_json_names_the_problem_and_its_records(written: Written) -> None:
+    last = segments(written.path)[-1]
+    os.truncate(last, record_offsets(last)[-1] + 9)
+    code, out, err = cli("aof", "fix", "--yes", "--json", str(written.path))
+    doc = json.loads(out)
+    assert code == 2 == doc["exit_code"] and doc["status"] == "refused"
+    assert doc["cuts"] == [] and "damage-in-synced" in doc["problems"][0]
+    assert f"at least 1 record(s) lost (LSN {written.lsn}" in err
