@@ -11,6 +11,7 @@ enforces it). Must not touch: record formats, the manifest, engine state.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import fcntl
 import os
@@ -31,11 +32,9 @@ def _libc_fallocate() -> Any:
     if _fallocate is None:
         import ctypes
 
-        try:
+        fn: Any = False
+        with contextlib.suppress(AttributeError, OSError):
             fn = ctypes.CDLL(None, use_errno=True).fallocate
-        except (AttributeError, OSError):
-            fn = False
-        else:
             fn.argtypes = (ctypes.c_int, ctypes.c_int, ctypes.c_int64, ctypes.c_int64)
             fn.restype = ctypes.c_int
         _fallocate = fn

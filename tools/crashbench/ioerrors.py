@@ -173,7 +173,6 @@ class _Run:
         """The process dies (no close) and the directory is opened again; its state must be
         the acknowledged history's. False if it does not open or that is not its state. The
         `final` one (the run's end) counts the point as covered."""
-        from streamkeep import Engine
         from streamkeep.engine.wire.errors import StreamkeepError
         from streamkeep.tools.crashbench.faultfs import stop_threads
 
