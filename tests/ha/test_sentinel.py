@@ -3,7 +3,7 @@ monitor a `streamkeep serve` primary (a) and two replicas (b, c), each node run 
 file as the guide shows (docs/src/guides/sentinel.md). Checked step by step, each by polling
 with a generous deadline (never by elapsed time):
 
-- discovery: every sentinel finds both replicas at the addresses they announce
+- discovery (the nodes require a password: `sentinel auth-pass`): every sentinel finds both replicas at the addresses they announce
   (`replica-announce-ip`: they listen on 127.0.0.2 and 127.0.0.3 but reach the primary from
   127.0.0.1), with the priority they report (`replica-priority`, one from its config file, one
   by CONFIG SET), and the two other sentinels;
@@ -40,6 +40,7 @@ NAME = "mymaster"
 DEADLINE = 90.0  # seconds for any one step; each takes 1-5 on an idle machine
 DOWN_AFTER_MS = 3000
 FAILOVER_TIMEOUT_MS = 10000
+PASSWORD = "s3cret"  # every node's requirepass and masterauth (any may become the primary)
 
 pytestmark = pytest.mark.timeout(600)
 
@@ -70,7 +71,8 @@ class Node:
         self.dir = root / name
         self.conf = root / f"{name}.conf"
         self.conf.write_text("\n".join([f"bind {host}", f"port {self.port}",
-                                        "appendfsync always", *settings]) + "\n")
+                                        "appendfsync always", f"requirepass {PASSWORD}",
+                                        f"masterauth {PASSWORD}", *settings]) + "\n")
         self.proc: ServeProcess | None = None
         self._client: redis.Redis | None = None
 
@@ -86,7 +88,7 @@ class Node:
         if self._client is not None:
             self._client.close()
         self.proc = spawn(self.dir, "--config", str(self.conf), port=self.port, host=self.host)
-        self._client = self.proc.client(socket_timeout=10)
+        self._client = self.proc.client(socket_timeout=10, password=PASSWORD)
 
     def client(self) -> redis.Redis:
         assert self._client is not None
@@ -159,7 +161,7 @@ def test_sentinel_fails_over_a_streamkeep_primary_and_rejoins_it(
     assert sorted(listed) == [f"ip={n.host},port={n.port}" for n in (b, c)]
 
     # --- discovery ------------------------------------------------------------------------
-    sentinels.start(3, NAME, a.host, a.port, 2, DOWN_AFTER_MS, FAILOVER_TIMEOUT_MS)
+    sentinels.start(3, NAME, a.host, a.port, 2, DOWN_AFTER_MS, FAILOVER_TIMEOUT_MS, PASSWORD)
     step("every sentinel to see both replicas up", lambda: all_see(sentinels, [b, c]),
          sentinels)
     for view in replicas_seen(sentinels):
@@ -171,7 +173,7 @@ def test_sentinel_fails_over_a_streamkeep_primary_and_rejoins_it(
     assert sentinels.each("SENTINEL", "CKQUORUM", NAME)[0].startswith("OK 3 usable")
 
     # --- writes; b left behind; the primary SIGKILLed under them --------------------------
-    writer = Writer(sentinels.addresses(), NAME)
+    writer = Writer(sentinels.addresses(), NAME, PASSWORD)
     writers.append(writer)
     writer.start()
     step("writes confirmed by WAIT 1", lambda: len(writer.confirmed) >= 60 or writer.failure,

@@ -2,13 +2,13 @@
 (Debian's; `make test` installs it) and a writer that follows the primary through redis-py's
 `Sentinel.master_for`.
 
-* `Sentinels(workdir)`: `start(n, name, host, port, quorum, down_after_ms, failover_timeout_ms)`
-  starts n sentinels monitoring that primary (each on a free loopback port, its own config file
-  and log), `client(i)`, `each(*argv)` (one command on every sentinel), `logs()`; `kill_all()`
+* `Sentinels(workdir)`: `start(n, name, host, port, quorum, down_after_ms, failover_timeout_ms,
+  auth_pass)` starts n sentinels monitoring that primary (each on a free loopback port, its own
+  config file and log), `client(i)`, `each(*argv)` (one command on every sentinel), `logs()`; `kill_all()`
   SIGKILLs them (the test's fixture calls it, whatever happened). Sentinel's own periods
   (INFO every 10 s, hello every 2 s) are shortened through `SENTINEL DEBUG`, and its TILT
   trigger raised: on a busy machine a late timer must not pause a sentinel for 30 s.
-* `Writer(sentinel_addresses, name)`: a thread that, until `stop()`, XADDs to a stream, reads
+* `Writer(sentinel_addresses, name, password)`: a thread that, until `stop()`, XADDs to a stream, reads
   some entries into a consumer group (deliveries) and every few writes asks `WAIT 1`; it
   records what each write's reply acknowledged (`acked`), which writes and deliveries a `WAIT`
   that returned 1 or more confirmed (`confirmed`, `confirmed_deliveries`), and after `mark()`
@@ -64,9 +64,10 @@ class Sentinels:
         self.binary = binary
 
     def start(self, n: int, name: str, host: str, port: int, quorum: int,
-              down_after_ms: int, failover_timeout_ms: int) -> None:
+              down_after_ms: int, failover_timeout_ms: int, auth_pass: str = "") -> None:
         for i in range(n):
             conf = [f"sentinel monitor {name} {host} {port} {quorum}",
+                    *([f"sentinel auth-pass {name} {auth_pass}"] if auth_pass else []),
                     f"sentinel down-after-milliseconds {name} {down_after_ms}",
                     f"sentinel failover-timeout {name} {failover_timeout_ms}",
                     f"sentinel parallel-syncs {name} 1"]
@@ -139,6 +140,7 @@ class Sentinels:
 class Writer:
     sentinels: list[tuple[str, int]]
     name: str
+    password: str | None = None
     wait_every: int = 3
     acked: dict[int, str] = field(default_factory=dict)  # sequence number -> entry ID
     confirmed: set[str] = field(default_factory=set)
@@ -169,7 +171,7 @@ class Writer:
         # One connection, no retries: a command is sent once, and what a WAIT covers is this
         # connection's writes since the previous WAIT (a reconnect starts a new list).
         return Sentinel(self.sentinels, socket_timeout=5).master_for(
-            self.name, socket_timeout=5, socket_connect_timeout=5,
+            self.name, socket_timeout=5, socket_connect_timeout=5, password=self.password,
             retry=Retry(NoBackoff(), 0)).client()
 
     def _run(self) -> None:
