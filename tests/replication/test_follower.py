@@ -11,12 +11,15 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
+import redis
 
 from streamkeep import Engine, Record, ReplyError
 from streamkeep.aof.codec import crc32c, encode
 from streamkeep.replication import link
+from tests.support.replication_util import info
 from tests.support.server_util import ServerHandle, start_server
 
 
@@ -89,6 +92,42 @@ def test_a_wrong_masterauth_is_logged_and_retried(tmp_path: Path, caplog) -> Non
             wait_for(lambda: synced(handle, r))
     finally:
         handle.stop()
+
+
+def listed_replicas(client: redis.Redis) -> tuple[list[str], list[list[bytes]]]:
+    """The primary's INFO slaveN lines' ip and port, and ROLE's replicas."""
+    lines = [value for name, value in info(client).items()
+             if name[:5] == "slave" and name[5:].isdigit()]
+    found = [",".join(field for field in line.split(",") if field[:3] in ("ip=", "por"))
+             for line in lines]
+    return found, [entry[:2] for entry in client.execute_command("ROLE")[2]]
+
+
+@pytest.mark.parametrize("primary_kind", ["streamkeep", "redis-server"])
+def test_a_replica_is_listed_under_the_address_and_port_it_announces(
+        primary_kind: str, tmp_path: Path, start_redis: Any) -> None:
+    """replica-announce-ip/-port (what Sentinel connects to behind NAT): the primary lists the
+    replica under them in INFO and ROLE; a redis-server primary understands the handshake."""
+    handle = None
+    if primary_kind == "streamkeep":
+        handle = start_server(Engine.open(str(tmp_path / "primary")))
+        port = handle.port
+    else:
+        port = start_redis().port
+    client = redis.Redis(port=port)
+    try:
+        with Engine.open(str(tmp_path / "replica"), replicaof=("127.0.0.1", port),
+                         replica_announce_ip="10.9.8.7", replica_announce_port=7777) as r:
+            wait_for(lambda: r.replication.follower.link_up)
+            wait_for(lambda: listed_replicas(client) == (["ip=10.9.8.7,port=7777"],
+                                                         [[b"10.9.8.7", b"7777"]]))
+        if handle is not None:  # unset: the connection's address and the listening port
+            with Engine.open(str(tmp_path / "other"), replicaof=("127.0.0.1", port)):
+                wait_for(lambda: listed_replicas(client)[0] == ["ip=127.0.0.1,port=0"])
+    finally:
+        client.close()
+        if handle is not None:
+            handle.stop()
 
 
 class FakePrimary:
