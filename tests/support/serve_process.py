@@ -41,8 +41,9 @@ class ServeProcess:
     """One `streamkeep serve` child; its output (stdout and stderr) is collected in `lines`."""
 
     def __init__(self, datadir: Path | str | None, *args: str, port: int | None = None,
-                 limits: Limits | None = None, cwd: Path | None = None) -> None:
-        self.host = "127.0.0.1"
+                 limits: Limits | None = None, host: str = "127.0.0.1",
+                 cwd: Path | None = None) -> None:
+        self.host = host  # where it listens (`--bind` or its config file says so)
         self.port = free_port() if port is None else port
         where = [] if datadir is None else ["--dir", str(datadir)]  # None: --config's
         argv = [sys.executable, "-m", "streamkeep", "serve", *where, *args]
@@ -103,13 +104,14 @@ class ServeProcess:
 
 
 def spawner() -> tuple[Callable[..., ServeProcess], Callable[[], None]]:
-    """A `start(datadir, *args, port=None, limits=None)` that starts a ServeProcess, and a
-    `cleanup()` that kills every process it started (the `spawn` fixture in tests/conftest)."""
+    """A `start(datadir, *args, port=None, limits=None, host=...)` that starts a ServeProcess,
+    and a `cleanup()` that kills every process it started (the `spawn` fixture in
+    tests/conftest)."""
     started: list[ServeProcess] = []
 
     def start(datadir: Path, *args: str, port: int | None = None,
-              limits: Limits | None = None) -> ServeProcess:
-        proc = ServeProcess(datadir, *args, port=port, limits=limits)
+              limits: Limits | None = None, host: str = "127.0.0.1") -> ServeProcess:
+        proc = ServeProcess(datadir, *args, port=port, limits=limits, host=host)
         started.append(proc)
         assert proc.proc.poll() is None, proc.output()
         return proc
