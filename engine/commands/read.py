@@ -19,6 +19,7 @@ from collections.abc import Callable
 
 from streamkeep.engine.commands.expiry import stream_at
 from streamkeep.engine.exec.context import Block, Ctx
+from streamkeep.engine.exec.notify import STREAM
 from streamkeep.engine.exec.table import Argv, command
 from streamkeep.engine.model.consumer_groups import (
     INVALID_ENTRIES_READ,
@@ -551,6 +552,7 @@ def _xreadgroup(ctx: Ctx, argv: Argv, a: ReadArgs) -> object:
         before = None if consumer is None else (consumer.seen_time, consumer.active_time)
         if consumer is None:
             consumer = group.create_consumer(cname, ctx.now)
+            ctx.notify(STREAM, b"xgroup-createconsumer", key)
         consumer.seen_time = ctx.now
         d = Delivery(ctx, key, s, group, consumer, caps)
         if gt != _GT_NEW:
