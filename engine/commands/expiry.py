@@ -49,7 +49,9 @@ Expiry is deterministic for replay, replicas and snapshots because only effects 
   them until they are deleted, as Redis's dictSize does.
 
 Keyspace notifications: an expiry deleting a key (lazy or active) notifies `expired`, a TTL set
-`expire` (`del` when the time was already past), a TTL removed `persist`.
+`expire` (`del` when the time was already past), a TTL removed `persist`; a read command's
+lookup that finds no key `keymiss` (`read_stream`, `read_miss`: Redis's lookupKeyRead, which
+writes' lookups never notify).
 
 Owns these commands' parsing, replies and effects, and the helpers (`key_type`, `stream_at`,
 `delete_key`, `live_keys`, `expire_named_keys`, `hide_expired`, `unhide`, `active_expire`).
@@ -63,7 +65,7 @@ from itertools import chain, islice
 from typing import TYPE_CHECKING
 
 from streamkeep.engine.exec.context import Ctx
-from streamkeep.engine.exec.notify import EXPIRED, GENERIC
+from streamkeep.engine.exec.notify import EXPIRED, GENERIC, KEY_MISS
 from streamkeep.engine.exec.table import Argv, command
 from streamkeep.engine.model.effects import del_effect, persist_effect, pexpireat_effect
 from streamkeep.engine.wire.args import LLONG_MAX, parse_int
@@ -102,6 +104,21 @@ def stream_at(ctx: Ctx, key: bytes) -> Stream | None:
     if s is None and key in ctx.strings:
         raise ReplyError(WRONGTYPE)
     return s
+
+
+def read_stream(ctx: Ctx, key: bytes) -> Stream | None:
+    """stream_at for a read (Redis's lookupKeyRead): a missing key notifies `keymiss`."""
+    s = ctx.db.get(key)
+    if s is None:
+        if key in ctx.strings:
+            raise ReplyError(WRONGTYPE)
+        ctx.notify(KEY_MISS, b"keymiss", key)
+    return s
+
+
+def read_miss(ctx: Ctx, key: bytes) -> None:
+    """A read found no `key` (lookupKeyRead's miss): the `keymiss` event."""
+    ctx.notify(KEY_MISS, b"keymiss", key)
 
 
 def refuse_string_in(engine: EngineCore, db: dict[bytes, Stream], key: bytes) -> None:
@@ -322,6 +339,7 @@ def _ttl_reply(ctx: Ctx, key: bytes, relative: bool, in_ms: bool) -> int:
     """ttlGenericCommand: -2 (no key), -1 (no TTL), else the time left (never negative) or the
     expiry time, in ms or in seconds rounded to the nearest."""
     if key_type(ctx, key) is None:
+        read_miss(ctx, key)
         return -2
     when = ctx.expires.get(key)
     if when is None:

@@ -12,7 +12,7 @@ stream storage internals, other commands.
 from __future__ import annotations
 
 from streamkeep.aof.planted import planted
-from streamkeep.engine.commands.expiry import stream_at
+from streamkeep.engine.commands.expiry import read_stream, stream_at
 from streamkeep.engine.commands.streams import delete_entries_with_policy, parse_ids_args
 from streamkeep.engine.commands.trimming import ACKED, DELREF, drop_references, referenced
 from streamkeep.engine.exec.context import Ctx
@@ -217,7 +217,8 @@ help_subcommand(XGROUP, XGROUP_HELP)
 
 
 def _group_or_none(ctx: Ctx, key: bytes, gname: bytes) -> tuple[Stream | None, ConsumerGroup | None]:
-    s = stream_at(ctx, key)
+    """XACK's, XPENDING's, XCLAIM's ... lookup: a read's (a missing key notifies `keymiss`)."""
+    s = read_stream(ctx, key)
     return s, (s.groups.get(gname) if s is not None else None)
 
 

@@ -18,7 +18,13 @@ import re
 from collections.abc import Iterable, Sequence
 from itertools import groupby
 
-from streamkeep.engine.commands.expiry import already_expired, delete_key, key_type, live_keys
+from streamkeep.engine.commands.expiry import (
+    already_expired,
+    delete_key,
+    key_type,
+    live_keys,
+    read_miss,
+)
 from streamkeep.engine.exec.context import Ctx
 from streamkeep.engine.exec.notify import GENERIC, NEW, OVERWRITTEN, TYPE_CHANGED
 from streamkeep.engine.exec.pubsub import in_resp2_subscribed
@@ -347,13 +353,23 @@ def unlink(ctx: Ctx, argv: Argv) -> int:
 @command("exists", -2, "readonly fast", keys=ALL_KEYS, group="generic", since="1.0.0",
          summary="Determines whether one or more keys exist.", syntax="key...")
 def exists(ctx: Ctx, argv: Argv) -> int:
-    return sum(1 for key in argv[1:] if key_type(ctx, key) is not None)
+    found = 0
+    for key in argv[1:]:
+        if key_type(ctx, key) is not None:
+            found += 1
+        else:
+            read_miss(ctx, key)
+    return found
 
 
 @command("type", 2, "readonly fast", group="generic", since="1.0.0",
          summary="Determines the type of value stored at a key.", syntax="key")
 def type_(ctx: Ctx, argv: Argv) -> str:
-    return key_type(ctx, argv[1]) or "none"
+    kind = key_type(ctx, argv[1])
+    if kind is None:
+        read_miss(ctx, argv[1])
+        return "none"
+    return kind
 
 
 @command("dbsize", 1, "readonly fast", keys=NO_KEYS, group="server", since="1.0.0",
@@ -582,7 +598,10 @@ def dump(ctx: Ctx, argv: Argv) -> bytes | None:
     s = ctx.db.get(argv[1])
     if s is None:
         value = ctx.strings.get(argv[1])
-        return None if value is None else dump_string_payload(value, version)
+        if value is None:
+            read_miss(ctx, argv[1])
+            return None
+        return dump_string_payload(value, version)
     return dump_payload(s, version)
 
 

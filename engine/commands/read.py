@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from streamkeep.engine.commands.expiry import stream_at
+from streamkeep.engine.commands.expiry import read_stream, stream_at
 from streamkeep.engine.exec.context import Block, Ctx
 from streamkeep.engine.exec.notify import STREAM
 from streamkeep.engine.exec.table import Argv, command
@@ -190,7 +190,7 @@ def _resolve_ids(ctx: Ctx, argv: Argv, a: ReadArgs) -> list[int]:
     for k in range(a.nstreams):
         key = argv[a.streams_at + k]
         arg = argv[a.streams_at + a.nstreams + k]
-        s = stream_at(ctx, key)
+        s = read_stream(ctx, key)
         if group_cmd and (s is None or a.group not in s.groups):
             raise nogroup(key, a.group, " in XREADGROUP with GROUP option")  # type: ignore[arg-type]
         if arg == b"$":
@@ -231,7 +231,7 @@ def _xread(ctx: Ctx, argv: Argv, a: ReadArgs) -> object:
     left = a.maxcount  # MAXCOUNT alone is plain arithmetic: it costs what COUNT costs
     for k, gt in enumerate(ids):
         key = argv[a.streams_at + k]
-        s = stream_at(ctx, key)
+        s = read_stream(ctx, key)
         if s is None or not s.length:
             continue
         last = s.last_entry_id()

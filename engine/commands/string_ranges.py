@@ -12,7 +12,8 @@ not touch: stream internals, I/O.
 
 from __future__ import annotations
 
-from streamkeep.engine.commands.strings import TOO_BIG, get_string, store
+from streamkeep.engine.commands.expiry import read_miss
+from streamkeep.engine.commands.strings import TOO_BIG, get_string, read_string, store
 from streamkeep.engine.exec.context import Ctx
 from streamkeep.engine.exec.notify import STRING
 from streamkeep.engine.exec.table import Argv, command
@@ -39,7 +40,7 @@ def _getrange(ctx: Ctx, argv: Argv) -> bytes:
     the end, both clamped into the value."""
     start = parse_int(argv[2])
     end = parse_int(argv[3])
-    value = get_string(ctx, argv[1])
+    value = read_string(ctx, argv[1])
     if value is None:
         return b""
     if start < 0 and end < 0 and start > end:
@@ -138,6 +139,7 @@ def _lcs_value(ctx: Ctx, key: bytes) -> bytes:
     if value is None:
         if key in ctx.db:
             raise ReplyError(LCS_TYPES)
+        read_miss(ctx, key)
         return b""
     return value
 

@@ -32,6 +32,7 @@ from streamkeep.engine.exec.context import Ctx
 from streamkeep.engine.exec.notify import (
     EXPIRED,
     GENERIC,
+    KEY_MISS,
     NEW,
     OVERWRITTEN,
     STRING,
@@ -65,6 +66,16 @@ def get_string(ctx: Ctx, key: bytes) -> bytes | None:
     value = ctx.strings.get(key)
     if value is None and key in ctx.db:
         raise ReplyError(WRONGTYPE)
+    return value
+
+
+def read_string(ctx: Ctx, key: bytes) -> bytes | None:
+    """get_string for a read command (lookupKeyRead): a missing key notifies `keymiss`."""
+    value = ctx.strings.get(key)
+    if value is None:
+        if key in ctx.db:
+            raise ReplyError(WRONGTYPE)
+        ctx.notify(KEY_MISS, b"keymiss", key)
     return value
 
 
@@ -109,7 +120,7 @@ def _notify_set(ctx: Ctx, key: bytes, when: int | None) -> None:
 @command("get", 2, "readonly fast", group="string", since="1.0.0",
          summary="Returns the string value of a key.", syntax="key")
 def get(ctx: Ctx, argv: Argv) -> bytes | None:
-    return get_string(ctx, argv[1])
+    return read_string(ctx, argv[1])
 
 
 _SET, _GETEX, _MSETEX = 0, 1, 2
@@ -257,7 +268,7 @@ def set_(ctx: Ctx, argv: Argv) -> str | bytes | None:
     args = _parse_set_options(argv, 3, _SET)
     when = _expire_at(ctx, args, "set")
     key = argv[1]
-    old = get_string(ctx, key) if args.flags & _GET else None
+    old = read_string(ctx, key) if args.flags & _GET else None
     done = _set_generic(ctx, key, argv[2], args.flags, when, args.match)
     if args.flags & _GET:
         return old
@@ -307,7 +318,7 @@ def psetex(ctx: Ctx, argv: Argv) -> str:
          syntax="key value")
 def getset(ctx: Ctx, argv: Argv) -> bytes | None:
     key, value = argv[1], argv[2]
-    old = get_string(ctx, key)
+    old = read_string(ctx, key)
     store(ctx, key, value)  # (the TTL goes, as SET's)
     ctx.emit(set_effect(key, value))
     ctx.notify(STRING, b"set", key)
@@ -318,7 +329,7 @@ def getset(ctx: Ctx, argv: Argv) -> bytes | None:
          summary="Returns the string value of a key after deleting the key.", syntax="key")
 def getdel(ctx: Ctx, argv: Argv) -> bytes | None:
     key = argv[1]
-    value = get_string(ctx, key)
+    value = read_string(ctx, key)
     if value is not None:
         delete_key(ctx, key)
         ctx.emit(del_effect([key]))
@@ -334,7 +345,7 @@ def getdel(ctx: Ctx, argv: Argv) -> bytes | None:
 def getex(ctx: Ctx, argv: Argv) -> bytes | None:
     args = _parse_set_options(argv, 2, _GETEX)
     key = argv[1]
-    value = get_string(ctx, key)
+    value = read_string(ctx, key)
     if value is None:  # (Redis looks the key up before it reads the time)
         return None
     when = _expire_at(ctx, args, "getex")
@@ -349,7 +360,12 @@ def getex(ctx: Ctx, argv: Argv) -> bytes | None:
          summary="Atomically returns the string values of one or more keys.", syntax="key...")
 def mget(ctx: Ctx, argv: Argv) -> list[bytes | None]:
     strings = ctx.strings
-    return [strings.get(key) for key in argv[1:]]
+    values = [strings.get(key) for key in argv[1:]]
+    if ctx.engine.notify_flags & KEY_MISS:
+        for key in argv[1:]:
+            if key not in strings and key not in ctx.db:
+                ctx.notify(KEY_MISS, b"keymiss", key)
+    return values
 
 
 def _store_all(ctx: Ctx, pairs: Argv, when: int | None = None, keep_ttl: bool = False) -> None:
@@ -510,7 +526,7 @@ def append(ctx: Ctx, argv: Argv) -> int:
 @command("strlen", 2, "readonly fast", group="string", since="2.2.0",
          summary="Returns the length of a string value.", syntax="key")
 def strlen(ctx: Ctx, argv: Argv) -> int:
-    value = get_string(ctx, argv[1])
+    value = read_string(ctx, argv[1])
     return 0 if value is None else len(value)
 
 
@@ -521,7 +537,7 @@ def strlen(ctx: Ctx, argv: Argv) -> int:
          summary="Returns the hash digest of a string value as a hexadecimal string.",
          syntax="key")
 def digest(ctx: Ctx, argv: Argv) -> bytes | None:
-    value = get_string(ctx, argv[1])
+    value = read_string(ctx, argv[1])
     return None if value is None else value_digest(value)
 
 

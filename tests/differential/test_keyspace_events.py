@@ -1,8 +1,8 @@
 """Keyspace notifications against the real redis-server, over the wire: for each command of a
 script covering the string, generic (DEL, RENAME, EXPIRE, PERSIST, RESTORE, expiry) and stream
 events, the messages a pattern subscriber receives (channel and payload, in order) are the
-same as redis-server's, for several notify-keyspace-events settings; CONFIG SET/GET of the
-setting as redis-server answers it.
+same as redis-server's, for several notify-keyspace-events settings (key misses of read commands
+included); CONFIG SET/GET of the setting as redis-server answers it.
 
 Where Redis 7.2+ differs from Debian's 7.0, streamkeep follows 8.x and the script avoids the
 case: XREADGROUP, XCLAIM and XAUTOCLAIM create their consumer (and notify
@@ -27,6 +27,21 @@ MARK = b"__keyspace@0__:MARK"  # published after each command: the end of its me
 BAR_PAYLOAD = b"\x00\x03bar\x0a\x00\x8a\x8c\x1e\xb2\x60\x53\x9a\x79"
 
 SCRIPT: list[tuple[Any, ...]] = [
+    # Reads of missing keys (keymiss, class m) and of present ones (nothing).
+    ("GET", "m"), ("MGET", "m", "m2"), ("STRLEN", "m"), ("GETRANGE", "m", "0", "1"),
+    ("SUBSTR", "m", "0", "1"), ("LCS", "m", "m2"), ("EXISTS", "m", "m2"), ("TYPE", "m"),
+    ("TTL", "m"), ("PTTL", "m"), ("EXPIRETIME", "m"), ("PEXPIRETIME", "m"), ("DUMP", "m"),
+    ("GETDEL", "m"), ("GETEX", "m"), ("GETEX", "m", "EX", "10"), ("SET", "m", "v", "GET"),
+    ("GETSET", "m2", "v"), ("DEL", "m", "m2"), ("INCR", "m"), ("APPEND", "m3", "x"),
+    ("SETRANGE", "m4", "1", "x"), ("EXPIRE", "nokey", "10"), ("PERSIST", "nokey"),
+    ("XRANGE", "m", "-", "+"), ("XREVRANGE", "m", "+", "-"), ("XLEN", "m"),
+    ("XREAD", "STREAMS", "m", "0"), ("XREAD", "COUNT", "1", "STREAMS", "m", "m2", "0", "0"),
+    ("XINFO", "STREAM", "m"), ("XPENDING", "m", "g"), ("XACK", "m", "g", "1-1"),
+    ("XCLAIM", "m", "g", "c", "0", "1-1"), ("XAUTOCLAIM", "m", "g", "c", "0", "0"),
+    ("XREADGROUP", "GROUP", "g", "c", "STREAMS", "m", ">"), ("XDEL", "m", "1-1"),
+    ("XTRIM", "m", "MAXLEN", "0"), ("XGROUP", "CREATE", "m", "g", "0"),
+    ("XSETID", "m", "1-1"), ("RENAME", "m", "m9"),
+    ("MGET", "m", "m3", "m4"), ("TYPE", "m3"), ("EXISTS", "m3"), ("DEL", "m", "m3", "m4"),
     ("SET", "k", "v"), ("SET", "k", "w", "EX", "100"), ("SET", "k", "x", "KEEPTTL"),
     ("SET", "k", "y", "NX"), ("SET", "k2", "y", "XX"), ("SETNX", "n", "1"), ("SETNX", "n", "1"),
     ("SETEX", "e", "100", "v"), ("PSETEX", "e", "100000", "v"), ("SET", "k", "z", "GET"),
@@ -122,7 +137,8 @@ def watchers(redis_server: Any, served: Any) -> Iterator[Any]:
             watcher.close()
 
 
-@pytest.mark.parametrize("classes", ["KEA", "KEAn", "K$", "Eg", "Kx", "Et", "KElt", "E"])
+@pytest.mark.parametrize("classes", ["KEA", "KEAn", "K$", "Eg", "Kx", "Et", "KElt", "E", "KEm",
+                                     "Em"])
 def test_each_command_publishes_what_redis_publishes(watchers, classes):
     ours, theirs = watchers(classes)
     differences = []

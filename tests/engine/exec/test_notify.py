@@ -144,3 +144,12 @@ def test_a_replica_publishes_as_it_applies_its_primary_records(engine):
     sub = replica.psubscribe("__keyspace@0__:*")
     replica.apply_many(records)
     assert [data for _channel, data in events(sub)] == [b"set", b"xadd", b"expire", b"del"]
+
+
+def test_a_read_of_a_missing_key_is_a_keymiss_a_write_is_not():
+    e = Engine(notify_keyspace_events="Em")
+    sub = e.psubscribe("*")
+    for argv in (("GET", "m"), ("XLEN", "m"), ("INCR", "m"), ("GET", "m"), ("TTL", "zz"),
+                 ("SETRANGE", "n", "0", "x"), ("EXISTS", "n", "o")):
+        e.execute(*argv)
+    assert [data for _channel, data in events(sub)] == [b"m", b"m", b"zz", b"o"]
