@@ -455,6 +455,10 @@ _PARAMS: list[Param] = [
           summary="AOF size below which no automatic compaction starts"),
     Param("aof-load-truncated", "bool", True,
           summary="truncate a torn AOF tail at open (else refuse to open)"),
+    # streamkeep: its hook is the journal's (engine.runtime.datadir).
+    Param("aof-preallocate", "memory", 4 << 20, hi=LONG_MAX,
+          summary="disk space allocated ahead of the AOF's end, so that a full disk refuses "
+                  "write commands before they run (0: none)"),
     Param("requirepass", "string", "", summary="the default user's password"),
     Param("maxclients", "int", 10000, lo=1, hi=UINT_MAX, summary="connections at most"),
     Param("protected-mode", "bool", True,

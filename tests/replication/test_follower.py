@@ -374,3 +374,29 @@ def test_a_replica_applies_a_scripts_effects_without_lua(primary: ServerHandle,
         names = {bytes(e[0]).upper() for e in script_records[0].effects}
         assert b"XADD" in names and b"SET" in names
         assert not names & {b"EVAL", b"EVALSHA"}
+
+
+def test_under_always_a_replica_gets_only_what_an_fsync_covered(tmp_path: Path) -> None:
+    """Under `always` a write is acknowledged once an fsync covers it, and only then sent on:
+    a write whose fsync failed is answered MISCONF and reaches no replica."""
+    import errno
+
+    from tests.support.faultfs import FaultyFS
+
+    fs = FaultyFS()
+    engine = Engine.open(str(tmp_path / "primary"), appendfsync="always", fs=fs)
+    handle = start_server(engine)
+    try:
+        engine.execute("XADD", "s", "1-1", "f", "v")
+        with Engine.open(str(tmp_path / "replica"), replicaof=("127.0.0.1", handle.port)) as r:
+            wait_for(lambda: synced(handle, r))
+            fs.fail_fsyncs(errno.EIO)
+            with pytest.raises(ReplyError, match="^MISCONF"):
+                engine.execute("XADD", "s", "2-1", "f", "refused")
+            assert engine.execute("XLEN", "s") == 1  # rolled back on the primary
+            engine.execute("PING")
+            time.sleep(0.5)  # what the replica would have been sent, it has had time to get
+            assert r.execute("XLEN", "s") == 1
+            assert r.journal.lsn == engine.journal.lsn == 1
+    finally:
+        handle.stop()
