@@ -132,6 +132,9 @@ _ANY_IF = _IFEQ | _IFNE | _IFDEQ | _IFDNE
 _CONDITIONS = _NX | _XX | _ANY_IF
 _TIME_UNITS = {b"ex": (_EX, 1000), b"px": (_PX, 1), b"exat": (_EXAT, 1000), b"pxat": (_PXAT, 1)}
 _IF_OPTIONS = {b"ifeq": _IFEQ, b"ifne": _IFNE, b"ifdeq": _IFDEQ, b"ifdne": _IFDNE}
+# The time options' syntax, as SET, GETEX and MSETEX document them.
+_TIMES = ("EX seconds:integer | PX milliseconds:integer | EXAT unix-time-seconds:unix-time | "
+          "PXAT unix-time-milliseconds:unix-time")
 
 
 class SetArgs:
@@ -246,9 +249,7 @@ def _set_generic(ctx: Ctx, key: bytes, value: bytes, flags: int, when: int | Non
          summary="Sets the string value of a key, ignoring its type. The key is created if it "
                  "doesn't exist.",
          syntax="key value [condition: NX | XX | IFEQ ifeq-value | IFNE ifne-value | "
-                "IFDEQ ifdeq-digest | IFDNE ifdne-digest] [GET] [expiration: EX seconds:integer "
-                "| PX milliseconds:integer | EXAT unix-time-seconds:unix-time | "
-                "PXAT unix-time-milliseconds:unix-time | KEEPTTL]")
+                f"IFDEQ ifdeq-digest | IFDNE ifdne-digest] [GET] [expiration: {_TIMES} | KEEPTTL]")
 def set_(ctx: Ctx, argv: Argv) -> str | bytes | None:
     if len(argv) == 3:  # a plain SET (most of them): no option to parse, nothing to refuse
         key, value = argv[1], argv[2]
@@ -339,9 +340,7 @@ def getdel(ctx: Ctx, argv: Argv) -> bytes | None:
 
 @command("getex", -2, "write fast", group="string", since="6.2.0",
          summary="Returns the string value of a key after setting its expiration time.",
-         syntax="key [expiration: EX seconds:integer | PX milliseconds:integer | "
-                "EXAT unix-time-seconds:unix-time | PXAT unix-time-milliseconds:unix-time | "
-                "PERSIST]")
+         syntax=f"key [expiration: {_TIMES} | PERSIST]")
 def getex(ctx: Ctx, argv: Argv) -> bytes | None:
     args = _parse_set_options(argv, 2, _GETEX)
     key = argv[1]
@@ -414,10 +413,8 @@ def msetnx(ctx: Ctx, argv: Argv) -> int:
          summary="Atomically sets multiple string keys with a shared expiration in a single "
                  "operation. Supports flexible argument parsing where condition and expiration "
                  "flags can appear in any order.",
-         syntax="numkeys:integer <data: key value>... [condition: NX | XX] "
-                "[expiration: EX seconds:integer | PX milliseconds:integer | "
-                "EXAT unix-time-seconds:unix-time | PXAT unix-time-milliseconds:unix-time | "
-                "KEEPTTL]")
+         syntax=f"numkeys:integer <data: key value>... [condition: NX | XX] "
+                f"[expiration: {_TIMES} | KEEPTTL]")
 def msetex(ctx: Ctx, argv: Argv) -> int:
     numkeys = parse_int(argv[1], "invalid numkeys value")
     if numkeys < 1 or numkeys > INT_MAX:
@@ -549,12 +546,12 @@ def digest(ctx: Ctx, argv: Argv) -> bytes | None:
 def delex(ctx: Ctx, argv: Argv) -> int:
     key = argv[1]
     condition = 0
-    if len(argv) != 2:
-        condition = _IF_OPTIONS.get(argv[2].lower(), 0) if len(argv) == 4 else -1
-        if condition == -1:
-            raise ReplyError(SYNTAX)
+    if len(argv) == 4:
+        condition = _IF_OPTIONS.get(argv[2].lower(), 0)
         if not condition:
             raise ReplyError("ERR Invalid condition. Use IFEQ, IFNE, IFDEQ, or IFDNE")
+    elif len(argv) != 2:
+        raise ReplyError(SYNTAX)
     if key_type(ctx, key) is None:
         return 0
     if condition and not _condition_holds(ctx, key, condition, argv[3]):

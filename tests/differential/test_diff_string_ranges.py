@@ -114,3 +114,34 @@ def test_incrbyfloat_results_that_print_as_zero(both, value):
     both("INCRBYFLOAT", "k", "0")
     both("INCRBYFLOAT", "k", "-0.000000000000000004")
     both("GET", "k")
+
+
+@pytest.mark.filterwarnings("ignore:Call to:UserWarning")  # redis-py: "experimental" 8.4 calls
+@pytest.mark.parametrize("protocol", [2, 3])
+def test_redis_py_string_methods_against_the_server(served, protocol):
+    """redis-py 8's own methods for the string family, RESP2 and RESP3, against `streamkeep
+    serve` (Redis 8.4's ones included: the replies must parse as redis-py expects them)."""
+    import redis
+    from redis.commands.core import DataPersistOptions
+
+    r = redis.Redis(host=served.host, port=served.port, protocol=protocol)
+    try:
+        assert r.set("k", "Hello world") is True
+        assert r.digest("k") == b"b6acb9d84a38ff74"
+        assert r.set("k", "v2", ifdeq="B6ACB9D84A38FF74") is True
+        assert r.set("k", "v3", ifeq="nope") is None
+        assert r.set("k", "v3", ifne="nope", get=True) == b"v2"
+        assert r.delex("k", ifeq="nope") == 0 and r.delex("k", ifeq="v3") == 1
+        assert r.msetex({"a": "1", "b": "2"}, data_persist_option=DataPersistOptions.NX,
+                        ex=100) == 1
+        assert r.ttl("a") == 100 and r.msetex({"a": "x"}, DataPersistOptions.NX) == 0
+        assert r.getset("a", "ohmytext") == b"1" and r.msetnx({"b": "x", "c": "y"}) is False
+        assert r.set("b", "mynewtext") is True
+        assert r.lcs("a", "b") == b"mytext" and r.lcs("a", "b", len=True) == 6
+        indexes = r.lcs("a", "b", idx=True, withmatchlen=True)  # a map in RESP3, flat in RESP2
+        length = indexes[b"len"] if protocol == 3 else indexes[3]
+        assert length == 6
+        assert r.setrange("a", 2, "MY") == 8 and r.getrange("a", 2, 3) == b"MY"
+        assert r.substr("a", -4) == b"text"
+    finally:
+        r.close()
