@@ -117,6 +117,7 @@ class Watcher:
     def close(self) -> None:
         self.client.execute("CONFIG", "SET", "notify-keyspace-events", "")
         self.client.close()
+        self.file.close()  # (the socket stays open, subscribed, while its file is)
         self.sub.close()
 
 

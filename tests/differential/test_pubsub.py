@@ -180,8 +180,8 @@ def test_a_message_to_oneself_follows_the_reply(served, redis_server):
          [b":5\r\n", message % b"c"]),
     ]
     for target, ordered in ((served, True), (redis_server, False)):
-        with socket.create_connection((target.host, target.port), timeout=10) as sock:
-            f = sock.makefile("rb")
+        with socket.create_connection((target.host, target.port), timeout=10) as sock, \
+                sock.makefile("rb") as f:
             for argv in (("HELLO", "3"), ("SUBSCRIBE", "ch")):
                 sock.sendall(encode_command(*argv))
                 read_raw_reply(f)
