@@ -545,16 +545,16 @@ def digest(ctx: Ctx, argv: Argv) -> bytes | None:
                 "IFDNE ifdne-digest]")
 def delex(ctx: Ctx, argv: Argv) -> int:
     key = argv[1]
-    condition = 0
+    condition, match = 0, b""
     if len(argv) == 4:
-        condition = _IF_OPTIONS.get(argv[2].lower(), 0)
+        condition, match = _IF_OPTIONS.get(argv[2].lower(), 0), argv[3]
         if not condition:
             raise ReplyError("ERR Invalid condition. Use IFEQ, IFNE, IFDEQ, or IFDNE")
     elif len(argv) != 2:
         raise ReplyError(SYNTAX)
     if key_type(ctx, key) is None:
         return 0
-    if condition and not _condition_holds(ctx, key, condition, argv[3]):
+    if condition and not _condition_holds(ctx, key, condition, match):
         return 0
     delete_key(ctx, key)
     ctx.emit(del_effect([key]))
