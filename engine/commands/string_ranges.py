@@ -13,9 +13,14 @@ not touch: stream internals, I/O.
 from __future__ import annotations
 
 from streamkeep.engine.commands.expiry import read_miss
-from streamkeep.engine.commands.strings import TOO_BIG, get_string, read_string, store
+from streamkeep.engine.commands.strings import (
+    TOO_BIG,
+    get_string,
+    read_string,
+    store,
+    stored_events,
+)
 from streamkeep.engine.exec.context import Ctx
-from streamkeep.engine.exec.notify import STRING
 from streamkeep.engine.exec.table import Argv, command
 from streamkeep.engine.model.effects import setrange_effect
 from streamkeep.engine.model.lcs import lcs, table_bytes
@@ -92,9 +97,11 @@ def setrange(ctx: Ctx, argv: Argv) -> int:
         value = base + bytes(offset - len(base)) + piece
     else:
         value = base[:offset] + piece + base[offset + len(piece):]
-    store(ctx, key, value, keep_ttl=True, overwrite=False)
+    store(ctx, key, value, keep_ttl=True)
     ctx.emit(setrange_effect(key, offset, piece))
-    ctx.notify(STRING, b"setrange", key)
+    if ctx.engine.notify_flags:
+        stored_events(ctx, key, None if old is None else "string", b"setrange",
+                      overwrite=False)
     return len(value)
 
 

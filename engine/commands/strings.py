@@ -53,7 +53,6 @@ from streamkeep.engine.wire.errors import SYNTAX, WRONGTYPE, ReplyError, wrong_a
 NOT_FLOAT = "ERR value is not a valid float"
 TOO_BIG = "ERR string exceeds maximum allowed size (proto-max-bulk-len)"
 BAD_DIGEST = "ERR must be exactly 16 hexadecimal characters"
-_REPLACING = NEW | OVERWRITTEN | TYPE_CHANGED
 INT_MAX = (1 << 31) - 1  # MSETEX's numkeys at most
 
 
@@ -79,14 +78,10 @@ def read_string(ctx: Ctx, key: bytes) -> bytes | None:
     return value
 
 
-def store(ctx: Ctx, key: bytes, value: bytes, keep_ttl: bool = False,
-          overwrite: bool = True) -> None:
+def store(ctx: Ctx, key: bytes, value: bytes, keep_ttl: bool = False) -> None:
     """setKey: the value replaces a key of either type; its TTL goes unless `keep_ttl` (no
-    effect logged: the caller logs what the command amounted to). Notifies `new` for a key it
-    creates, and for a replaced one `overwritten` (and `type_changed` over a stream) when
-    `overwrite` (the SET family; an INCR or APPEND changes the value in place)."""
-    if ctx.engine.notify_flags & _REPLACING:
-        _replacing_events(ctx, key, overwrite)
+    effect logged, nothing notified: the caller logs what the command amounted to and, while
+    notifications are on, calls `stored_events`)."""
     ctx.db.pop(key, None)  # a stream under that name goes whole
     ctx.strings[key] = value
     if not keep_ttl:
@@ -94,23 +89,24 @@ def store(ctx: Ctx, key: bytes, value: bytes, keep_ttl: bool = False,
     ctx.signal(key)
 
 
-def _replacing_events(ctx: Ctx, key: bytes, overwrite: bool) -> None:
-    """dbAdd's `new`, or dbSetValue's `overwritten` and `type_changed`."""
-    if key in ctx.strings:
-        if overwrite:
-            ctx.notify(OVERWRITTEN, b"overwritten", key)
-    elif key in ctx.db:
-        if overwrite:
-            ctx.notify(OVERWRITTEN, b"overwritten", key)
-            ctx.notify(TYPE_CHANGED, b"type_changed", key)
-    else:
+def stored_events(ctx: Ctx, key: bytes, prior: str | None, event: bytes,
+                  overwrite: bool = True, expire: bool = False,
+                  expire_first: bool = False) -> None:
+    """The keyspace events of a string write, after it (the caller tests notify_flags once):
+    dbAdd's `new` when the key did not exist (`prior`, its type before), else, for a value
+    replaced whole (`overwrite`: the SET family; INCR, APPEND, SETRANGE change it in place),
+    `overwritten` and, over a stream, `type_changed`; then `event` and, for a time given,
+    `expire` (before `event` for MSETEX, as Redis orders them)."""
+    if prior is None:
         ctx.notify(NEW, b"new", key)
-
-
-def _notify_set(ctx: Ctx, key: bytes, when: int | None) -> None:
-    """What a SET that stored notifies: `set`, then `expire` when it gave a time."""
-    ctx.notify(STRING, b"set", key)
-    if when is not None:
+    elif overwrite:
+        ctx.notify(OVERWRITTEN, b"overwritten", key)
+        if prior == "stream":
+            ctx.notify(TYPE_CHANGED, b"type_changed", key)
+    if expire and expire_first:
+        ctx.notify(GENERIC, b"expire", key)
+    ctx.notify(STRING, event, key)
+    if expire and not expire_first:
         ctx.notify(GENERIC, b"expire", key)
 
 
@@ -218,7 +214,8 @@ def _condition_holds(ctx: Ctx, key: bytes, flags: int, match: bytes) -> bool:
 def _set_generic(ctx: Ctx, key: bytes, value: bytes, flags: int, when: int | None,
                  match: bytes = b"") -> bool:
     """setGenericCommand after parsing: False when NX/XX or an IF* condition refused it."""
-    found = key_type(ctx, key) is not None
+    prior = key_type(ctx, key)
+    found = prior is not None
     if (flags & _NX and found) or (flags & _XX and not found):
         return False
     if flags & _ANY_IF:
@@ -230,18 +227,20 @@ def _set_generic(ctx: Ctx, key: bytes, value: bytes, flags: int, when: int | Non
     if when is not None and already_expired(ctx, when):
         # Redis stores it and lets it expire at once (`set`, `expire`, then `expired`); the key
         # is deleted here and now, and its DEL logged.
-        _notify_set(ctx, key, when)
         if found:
             delete_key(ctx, key)
             ctx.emit(del_effect([key]))
-        ctx.notify(EXPIRED, b"expired", key)
+        if ctx.engine.notify_flags:
+            stored_events(ctx, key, prior, b"set", expire=True)
+            ctx.notify(EXPIRED, b"expired", key)
         return True
     keep_ttl = bool(flags & _KEEPTTL)
     store(ctx, key, value, keep_ttl)
     if when is not None:
         ctx.expires[key] = when
     ctx.emit(set_effect(key, value, keep_ttl and key in ctx.expires, when))
-    _notify_set(ctx, key, when)
+    if ctx.engine.notify_flags:
+        stored_events(ctx, key, prior, b"set", expire=when is not None)
     return True
 
 
@@ -255,7 +254,7 @@ def set_(ctx: Ctx, argv: Argv) -> str | bytes | None:
         key, value = argv[1], argv[2]
         engine, db = ctx.engine, ctx.session.db
         if engine.notify_flags:
-            _notify_plain_set(ctx, key, value)
+            _set_generic(ctx, key, value, 0, None)
             return "OK"
         ctx.db.pop(key, None)  # store()'s steps, inline: a stream under that name goes whole
         engine.strings[db][key] = value
@@ -274,13 +273,6 @@ def set_(ctx: Ctx, argv: Argv) -> str | bytes | None:
     if args.flags & _GET:
         return old
     return "OK" if done else None
-
-
-def _notify_plain_set(ctx: Ctx, key: bytes, value: bytes) -> None:
-    """A plain SET while notifications are on: store()'s path, with its events."""
-    store(ctx, key, value)
-    ctx.emit(set_effect(key, value))
-    ctx.notify(STRING, b"set", key)
 
 
 @command("setnx", 3, "write denyoom fast", group="string", since="1.0.0",
@@ -322,7 +314,8 @@ def getset(ctx: Ctx, argv: Argv) -> bytes | None:
     old = read_string(ctx, key)
     store(ctx, key, value)  # (the TTL goes, as SET's)
     ctx.emit(set_effect(key, value))
-    ctx.notify(STRING, b"set", key)
+    if ctx.engine.notify_flags:
+        stored_events(ctx, key, None if old is None else "string", b"set")
     return old
 
 
@@ -370,21 +363,24 @@ def mget(ctx: Ctx, argv: Argv) -> list[bytes | None]:
 def _store_all(ctx: Ctx, pairs: Argv, when: int | None = None, keep_ttl: bool = False) -> None:
     """MSET's loop (MSETNX's and MSETEX's once their condition held): each key set in turn,
     with MSETEX's time (`expire` notified before `set`, as Redis's MSETEX does)."""
+    notify = ctx.engine.notify_flags
+    past = when is not None and already_expired(ctx, when)
     for i in range(0, len(pairs), 2):
         key, value = pairs[i], pairs[i + 1]
-        if when is not None and already_expired(ctx, when):
+        prior = key_type(ctx, key) if notify else None
+        if past:
             if delete_key(ctx, key):
                 ctx.emit(del_effect([key]))
-            ctx.notify(GENERIC, b"expire", key)
-            ctx.notify(STRING, b"set", key)
-            ctx.notify(EXPIRED, b"expired", key)
+            if notify:
+                stored_events(ctx, key, prior, b"set", expire=True, expire_first=True)
+                ctx.notify(EXPIRED, b"expired", key)
             continue
         store(ctx, key, value, keep_ttl or when is not None)
         if when is not None:
             ctx.expires[key] = when
-            ctx.notify(GENERIC, b"expire", key)
         ctx.emit(set_effect(key, value, keep_ttl and key in ctx.expires, when))
-        ctx.notify(STRING, b"set", key)
+        if notify:
+            stored_events(ctx, key, prior, b"set", expire=when is not None, expire_first=True)
 
 
 @command("mset", -3, "write denyoom", keys=(1, -1, 2), group="string", since="1.0.1",
@@ -445,9 +441,10 @@ def _incr_by(ctx: Ctx, key: bytes, increment: int) -> int:
     if not LLONG_MIN <= result <= LLONG_MAX:
         raise ReplyError("ERR increment or decrement would overflow")
     text = b"%d" % result
-    store(ctx, key, text, keep_ttl=True, overwrite=False)
+    store(ctx, key, text, keep_ttl=True)
     ctx.emit(set_effect(key, text, keep_ttl=key in ctx.expires))
-    ctx.notify(STRING, b"incrby", key)
+    if ctx.engine.notify_flags:
+        stored_events(ctx, key, None if old is None else "string", b"incrby", overwrite=False)
     return result
 
 
@@ -496,9 +493,11 @@ def incrbyfloat(ctx: Ctx, argv: Argv) -> bytes:
     if total is None:
         raise ReplyError("ERR increment would produce NaN or Infinity")
     text = format_long_double(total)
-    store(ctx, key, text, keep_ttl=True, overwrite=False)
+    store(ctx, key, text, keep_ttl=True)
     ctx.emit(set_effect(key, text, keep_ttl=key in ctx.expires))
-    ctx.notify(STRING, b"incrbyfloat", key)
+    if ctx.engine.notify_flags:
+        stored_events(ctx, key, None if old is None else "string", b"incrbyfloat",
+                      overwrite=False)
     return text
 
 
@@ -514,9 +513,10 @@ def append(ctx: Ctx, argv: Argv) -> int:
     if old is not None and len(old) + len(tail) > int(ctx.config["proto-max-bulk-len"]):
         raise ReplyError(TOO_BIG)
     value = tail if old is None else old + tail
-    store(ctx, key, value, keep_ttl=True, overwrite=False)
+    store(ctx, key, value, keep_ttl=True)
     ctx.emit(set_effect(key, value, keep_ttl=key in ctx.expires))
-    ctx.notify(STRING, b"append", key)
+    if ctx.engine.notify_flags:
+        stored_events(ctx, key, None if old is None else "string", b"append", overwrite=False)
     return len(value)
 
 
