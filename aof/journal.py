@@ -74,7 +74,7 @@ ROTATE_RETRY_SECONDS = 0.1  # a postponed rotation is retried by the first write
 ROTATE_RETRY_SECONDS_IO = 1.0  # ... after an I/O error on the new segment (not descriptors)
 DEFAULT_PREALLOCATE = 4 << 20  # aof-preallocate: space allocated ahead of the log's end
 MAX_RETRY_BACKOFF = 60.0  # seconds, at most, between a failed write and the next attempt
-UNLIMITED = 1 << 62  # the budget where nothing is allocated ahead (preallocate 0, or no support)
+UNLIMITED = 1 << 62  # the room where nothing is allocated ahead (preallocate 0, or no support)
 
 
 def misconf(err: OSError) -> str:
@@ -128,11 +128,13 @@ class Journal:
         self.retry_backoff = 0.0
         self.unwritten: list[bytes] = []  # a replica's records whose write failed, in order
         self.pending_raw = False  # the buffer holds a replica's records (kept if they fail)
-        # Space allocated ahead of the log's end: `budget` bytes may still be appended (buffered
-        # or written) into it; below `low_water` it is topped up to `preallocate` again.
+        # Space allocated ahead of the log's end, topped up to `preallocate` bytes once less
+        # than `low_water` of it is left: `room` is how much may be appended (buffered or
+        # written) before that, so what is left is room + low_water (one subtraction and one
+        # test per record on the write path).
         self.preallocate = max(int(preallocate), 0)
         self.low_water = self.preallocate // 2
-        self.budget = 0 if self.preallocate else UNLIMITED
+        self.room = -self.low_water if self.preallocate else UNLIMITED
         # The data directory's rollback (engine lock held): make the engine's state the log's,
         # which ends at the given LSN, after records were dropped.
         self.on_rollback: Callable[[int], None] | None = None
@@ -188,22 +190,22 @@ class Journal:
             return self._append_big(time_ms, db, effects)
         lsn = self.lsn + 1
         data = encode(lsn, time_ms, db, effects)
-        size = len(data)
-        if size > self.budget and not self._top_up(max(self.preallocate, size)):
-            raise self._undo_after_flush()  # no room for its record: it must not stay
+        room = self.room - len(data)
+        if room < 0:
+            if not self._make_room(len(data)):
+                raise self._undo_after_flush()  # no room for its record: it must not stay
+            room = self.room - len(data)
         self.lsn = lsn
-        budget = self.budget = self.budget - size
+        self.room = room
         if self.buffered:
             self.pending += data
             self.pending_records += 1
-        else:
-            try:
-                self._write(data, 1)
-            except ReplyError as err:
-                self._undo()
-                raise err from None
-        if budget < self.low_water:
-            self._top_up(self.preallocate)  # failing closes the gate; this record has room
+            return lsn
+        try:
+            self._write(data, 1)
+        except ReplyError as err:
+            self._undo()
+            raise err from None
         return lsn
 
     def _append_big(self, time_ms: int, db: int, effects: list) -> int:
@@ -215,24 +217,29 @@ class Journal:
         lsn = self.lsn + 1
         parts = encode_parts(lsn, time_ms, db, effects)
         size = sum(map(len, parts))
-        if size > self.budget and not self._top_up(max(self.preallocate, size)):
+        if self.room < size and not self._make_room(size):
             raise self._undo_after_flush()
         self.lsn = lsn
-        self.budget -= size
+        self.room -= size
         try:
             self._write(parts[0], 1, parts[1:])
         except ReplyError as err:
             self._undo()
             raise err from None
-        if self.budget < self.low_water:
-            self._top_up(self.preallocate)
         return lsn
+
+    def _make_room(self, size: int) -> bool:
+        """`room` ran out before a record of `size` bytes: top the allocation up (to at least
+        `size`). If that fails, the gate closes (`_top_up`); the record is still taken if what
+        is left allocated holds it, and refused (False) if not."""
+        fits = self.room + self.low_water >= size
+        return self._top_up(max(self.preallocate, size)) or fits
 
     def _top_up(self, length: int) -> bool:
         """Allocate `length` bytes past the log's end (written and buffered) so that appends
         into them cannot meet a full disk. False if the space is not there: `error` is then
         the MISCONF line and write commands are refused until the once-a-second retry finds
-        it (what is left of the budget still takes the record in hand)."""
+        it (what is left allocated still takes the record in hand)."""
         if self.fd < 0:
             return False
         if not self.preallocate:
@@ -244,14 +251,14 @@ class Journal:
                 log.warning("cannot allocate AOF space ahead here (%s): a full disk will be "
                             "met while writing a record, which is then rolled back", err)
                 self.preallocate = self.low_water = 0
-                self.budget = UNLIMITED
+                self.room = UNLIMITED
                 return True
             if self.error is None:
                 log.error("cannot allocate AOF space (%s); refusing writes until it can be",
                           err)
             self.error = misconf(err)
             return False
-        self.budget = length
+        self.room = length - self.low_water
         return True
 
     def _undo_after_flush(self) -> ReplyError:
@@ -318,7 +325,7 @@ class Journal:
         """CONFIG SET aof-preallocate (engine lock held): allocate that much ahead from now on
         (0: nothing; a full disk is then met while writing a record, which is rolled back)."""
         self.preallocate, self.low_water = size, size // 2
-        self.budget = 0 if size else UNLIMITED
+        self.room = -self.low_water if size else UNLIMITED
         if size:
             self._top_up(size)
 
@@ -365,7 +372,12 @@ class Journal:
         self.aof_bytes += size
         if self.aof_bytes >= self.rewrite_at and self.on_rewrite is not None:
             self.on_rewrite()
-        self._written()
+        # _written(), inlined: this is every write's path.
+        self.written_mark = (self.written_end[0], self.size, self.written_lsn)
+        if not self.sync_on_commit:
+            self.written_end = (self.written_end[0], self.size)
+            if self.on_written is not None:
+                self.on_written()
 
     def _written(self) -> None:
         """The written end moved: a sync round covers up to here; under everysec and no the
@@ -379,7 +391,7 @@ class Journal:
     def _write_failed(self, err: OSError) -> None:
         log.error("AOF write failed: %s; refusing writes until it succeeds", err)
         self.error = misconf(err)
-        self.budget = 0  # the cut frees what was allocated ahead: the retry allocates again
+        self.room = -self.low_water  # the cut freed what was allocated ahead: allocate again
         try:  # a partial write must not stay: the next record would be glued onto it
             self.fs.ftruncate(self.fd, self.size)
         except OSError as terr:
@@ -422,7 +434,7 @@ class Journal:
         self.written_lsn = self.lsn
         log.warning("AOF writes succeed again; accepting writes")
         self.error = None
-        self.budget = 0
+        self.room = -self.low_water
         self._top_up(self.preallocate)
         self._written()
 
@@ -573,7 +585,7 @@ class Journal:
         log.error("AOF fsync failed under appendfsync always: %s dropped (not acknowledged)",
                   dropped)
         self.lsn = lsn
-        self.budget = 0
+        self.room = -self.low_water
         if rollback and self.on_rollback is not None:
             self.on_rollback(lsn)
 
@@ -627,7 +639,7 @@ class Journal:
             raise StorageError(f"record LSN {first_lsn} does not follow this log's {self.lsn}")
         if self.fsync_failed:
             raise StorageError(self.error or "the AOF cannot be written")
-        self.budget -= len(data)
+        self.room -= len(data)
         if buffer and not self.unwritten:
             self.lsn += count
             self.pending += data
@@ -642,7 +654,7 @@ class Journal:
                 self._write(data, count)
             except ReplyError:  # kept; the retry writes it
                 self.unwritten.append(data)
-        if self.budget < self.low_water and not self.unwritten:
+        if self.room < 0 and not self.unwritten:
             self._top_up(self.preallocate)
 
     def reset(self, manifest: Manifest, fd: int, size: int, lsn: int, aof_bytes: int) -> None:
@@ -667,7 +679,7 @@ class Journal:
             if old >= 0:
                 with contextlib.suppress(OSError):
                     self.fs.close(old)
-            self.budget = 0 if self.preallocate else UNLIMITED
+            self.room = -self.low_water if self.preallocate else UNLIMITED
             self._top_up(self.preallocate)
 
     # --- segments ------------------------------------------------------------------------------
@@ -747,7 +759,7 @@ class Journal:
         log.info("AOF rotated to %s (first LSN %d)", entry.file, entry.first_lsn)
         self._cond.notify_all()
         if self.preallocate:
-            self.budget = 0
+            self.room = -self.low_water
             self._top_up(self.preallocate)
         return True
 
