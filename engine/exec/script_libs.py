@@ -22,6 +22,7 @@ MAXCSTACK = 8000  # Lua's LUAI_MAXCSTACK: the stack slots a C function may use
 _MASK32 = 0xFFFFFFFF
 _MASK64 = (1 << 64) - 1
 _BIT_MAGIC = 6755399441055744.0  # 2^52 + 2^51: LuaBitOp's rounding trick
+_BIT_EXACT = 1 << 51  # integers below this in size come through the trick unchanged
 
 
 class LuaErrors(Protocol):
@@ -124,6 +125,8 @@ def bit_library(errors: LuaErrors) -> dict[bytes, Callable[..., Any]]:
 
     def barg(args: tuple, i: int) -> int:
         value = args[i - 1] if i <= len(args) else None
+        if type(value) is int and -_BIT_EXACT < value < _BIT_EXACT:
+            return value & _MASK32  # (adding the magic number keeps such an integer whole)
         number = lua_tonumber(value)
         if number is None:
             got = lua_typename(value) if i <= len(args) else "no value"

@@ -272,25 +272,31 @@ class Scripting:
         """The Python function through which a script calls `impl`, a function of a library
         written in Lua (sandbox.lua makes it a C function of it)."""
         def call(*args: Any) -> Any:
-            return self._library_call(impl, args)
-        return call
-
-    def _library_call(self, impl: Any, args: tuple) -> Any:
-        """Run a Lua library function for the script: its results, or its error raised as the
-        C function Redis has would raise it (placed and named by the script's call)."""
-        out = self._call_library(impl, *args)
-        if type(out) is not tuple:
-            out = (out,)
-        if out[0] is True:
-            values = out[1:]
-            if values and values[0] is _MANY:  # (true, _MANY, the results' table, their count)
-                table, rawget = values[1], self._rawget
-                values = tuple(rawget(table, i) for i in range(2, values[2] + 1))
-            results = tuple(-0.0 if r is _NEGATIVE_ZERO else r for r in values)
-            if not self._room(sum(len(r) for r in results if type(r) is bytes)):
+            out = self._call_library(impl, *args)
+            if type(out) is not tuple:  # (no result: just pcall's true)
+                return () if out is True else self._library_error(out)
+            if out[0] is not True:
+                return self._library_error(out[1])
+            results = out[1:]
+            if _MANY in results or _NEGATIVE_ZERO in results:
+                results = self._library_results(results)
+            if (self.lua.get_memory_used() > self.max_memory // 2
+                    and not self._room(sum(len(r) for r in results if type(r) is bytes))):
                 self._out_of_memory()
             return results
-        error = out[1]
+        return call
+
+    def _library_results(self, results: tuple) -> tuple:
+        """A library function's results as sandbox.lua hands them over: a -0 comes as
+        _NEGATIVE_ZERO, thousands of results as (_MANY, their table, their count + 1)."""
+        if results[0] is _MANY:
+            table, rawget = results[1], self._rawget
+            results = tuple(rawget(table, i) for i in range(2, results[2] + 1))
+        return tuple(-0.0 if r is _NEGATIVE_ZERO else r for r in results)
+
+    def _library_error(self, error: Any) -> NoReturn:
+        """A library function's error, raised as the C function Redis has would raise it
+        (placed and named by the script's call)."""
         if self._lupa.lua_type(error) == "table":
             rawget = self._rawget
             message = rawget(error, b"lib")

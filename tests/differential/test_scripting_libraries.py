@@ -20,6 +20,8 @@ from tests.support.diffutil import Both, WallClock
 pytest.importorskip("lupa")
 
 CJSON = [
+    "return tostring(1/cjson.decode('-0'))",
+    "return {cjson.encode({k=1, j={k=2}}), cjson.encode({{a=1},{a=2}})}",
     'return cjson.encode({})',
     'return cjson.encode({1,2,3})',
     'return cjson.encode({a=1})',
@@ -178,6 +180,9 @@ CJSON = [
 ]
 
 CMSGPACK = [
+    "return select('#', cmsgpack.unpack(''))",
+    "return select('#', cmsgpack.unpack('\\192'))",
+    "return tostring(1/cmsgpack.unpack('\\203\\128\\0\\0\\0\\0\\0\\0\\0'))",
     'return cmsgpack.pack({1,2,3})',
     'return cmsgpack.pack({})',
     'return cmsgpack.pack({a=1})',

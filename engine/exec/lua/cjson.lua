@@ -114,10 +114,15 @@ local function array_length(cfg, t)
   return max
 end
 
+-- The text being encoded, in pieces, and their count; `keys` holds the object keys already
+-- quoted (an array of objects repeats them). (encode runs no script code: it reads tables raw,
+-- so it is never re-entered.)
+local out, n, keys
+
 local encode_value
 
 -- `slots`: the Lua stack slots Redis's encoder would hold here (the value on top included).
-local function encode_table(cfg, t, depth, slots, out)
+local function encode_table(cfg, t, depth, slots)
   depth = depth + 1
   if depth > cfg.encode_max_depth or slots + 3 > MAXCSTACK then
     lib_error('Cannot serialise, excessive nesting (' .. depth .. ')')
@@ -125,43 +130,48 @@ local function encode_table(cfg, t, depth, slots, out)
   t = unview(t)
   local len = array_length(cfg, t)
   if len > 0 then
-    out[#out + 1] = '['
+    n = n + 1; out[n] = '['
     for i = 1, len do
-      if i > 1 then out[#out + 1] = ',' end
-      encode_value(cfg, rawget(t, i), depth, slots + 1, out)
+      if i > 1 then n = n + 1; out[n] = ',' end
+      encode_value(cfg, rawget(t, i), depth, slots + 1)
     end
-    out[#out + 1] = ']'
+    n = n + 1; out[n] = ']'
     return
   end
-  out[#out + 1] = '{'
+  n = n + 1; out[n] = '{'
   local comma = false
   for k, v in next, t do
-    if comma then out[#out + 1] = ',' else comma = true end
+    if comma then n = n + 1; out[n] = ',' else comma = true end
     local kt = type(k)
-    if kt == 'number' then
-      out[#out + 1] = '"' .. encode_number(cfg, k) .. '":'
-    elseif kt == 'string' then
-      out[#out + 1] = quote(k) .. ':'
+    if kt == 'string' then
+      local quoted = keys[k]
+      if quoted == nil then
+        quoted = quote(k) .. ':'
+        keys[k] = quoted
+      end
+      n = n + 1; out[n] = quoted
+    elseif kt == 'number' then
+      n = n + 1; out[n] = '"' .. encode_number(cfg, k) .. '":'
     else
       cannot(kt, 'table key must be a number or string')
     end
-    encode_value(cfg, v, depth, slots + 2, out)
+    encode_value(cfg, v, depth, slots + 2)
   end
-  out[#out + 1] = '}'
+  n = n + 1; out[n] = '}'
 end
 
-encode_value = function(cfg, v, depth, slots, out)
+encode_value = function(cfg, v, depth, slots)
   local t = type(v)
   if t == 'string' then
-    out[#out + 1] = quote(v)
+    n = n + 1; out[n] = quote(v)
   elseif t == 'number' then
-    out[#out + 1] = encode_number(cfg, v)
+    n = n + 1; out[n] = encode_number(cfg, v)
   elseif t == 'boolean' then
-    out[#out + 1] = v and 'true' or 'false'
+    n = n + 1; out[n] = v and 'true' or 'false'
   elseif t == 'table' then
-    encode_table(cfg, v, depth, slots, out)
+    encode_table(cfg, v, depth, slots)
   elseif v == nil or v == null then
-    out[#out + 1] = 'null'
+    n = n + 1; out[n] = 'null'
   else
     cannot(t, 'type not supported')
   end
@@ -408,9 +418,11 @@ local function make(cfg)
 
   m.encode = function(...)
     if select('#', ...) ~= 1 then arg_error(1, 'expected 1 argument') end
-    local out = {}
-    encode_value(cfg, (...), 0, 1, out)
-    return concat(out)
+    out, n, keys = {}, 0, {}
+    encode_value(cfg, (...), 0, 1)
+    local text = concat(out, '', 1, n)
+    out, keys = nil, nil
+    return text
   end
 
   m.decode = function(...)

@@ -274,9 +274,15 @@ local function results(n, r)
   if n < 7990 then return unpack(r, 1, n) end
   return true, MANY, r, n  -- (more than unpack gives: Python reads the table)
 end
-local function count(...) return select('#', ...), {...} end
+local function finish(...)
+  local n = select('#', ...)
+  if n > 2 then return results(n, {...}) end
+  local ok, v = ...
+  if v == 0 and 1 / v < 0 then return ok, NEGZERO end
+  return ...
+end
 local function call_library(f, ...)
-  return results(count(real_pcall(f, ...)))
+  return finish(real_pcall(f, ...))
 end
 
 local function export(m)
