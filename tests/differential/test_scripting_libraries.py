@@ -383,6 +383,33 @@ STRUCT_BIT_MATH = [
 ]
 
 SANDBOX = [
+    ("return {type(redis.call), type(redis.pcall), type(redis.sha1hex), type(redis.setresp), "
+     "type(redis.log), type(bit.band), type(struct.pack), type(cjson.encode), "
+     "type(cmsgpack.pack), type(math.random), type(cjson.null), type(cjson.new)}"),
+    ("local mt = getmetatable(_G) local t = {} for k, v in pairs(mt) do "
+     "t[#t + 1] = k .. ':' .. type(v) end return t"),
+    "return tostring(cjson.null)",
+    ("return {cjson._NAME, cjson._VERSION, cmsgpack._NAME, cmsgpack._VERSION, "
+     "cmsgpack._COPYRIGHT, cmsgpack._DESCRIPTION}"),
+    ("local t = {} for k, v in pairs(cjson) do t[#t + 1] = k .. ':' .. type(v) end "
+     "table.sort(t) return t"),
+    "local t = {} for k in pairs(cmsgpack) do t[#t + 1] = k end table.sort(t) return t",
+    "local t = {} for k in pairs(struct) do t[#t + 1] = k end table.sort(t) return t",
+    "local t = {} for k in pairs(bit) do t[#t + 1] = k end table.sort(t) return t",
+    ("local t = {} for k, v in pairs(redis) do t[#t + 1] = k .. ':' .. type(v) end "
+     "table.sort(t) return t"),
+    "local t = {} for k in pairs(math) do t[#t + 1] = k end table.sort(t) return t",
+    "local t = {} for k in pairs(table) do t[#t + 1] = k end table.sort(t) return t",
+    "local t = {} for k in pairs(string) do t[#t + 1] = k end table.sort(t) return t",
+    "local t = {} for k in pairs(coroutine) do t[#t + 1] = k end table.sort(t) return t",
+    ("return {cjson.null == cjson.null, cjson.decode('null') == cjson.null, type(cjson.new), "
+     "cjson.new() == cjson}"),
+    "local c = cjson.new() c.x = 1 return c.x",
+    ("local t = {} for k, v in pairs(getmetatable('')) do t[#t + 1] = k .. ':' .. type(v) end "
+     "return t"),
+    "return {getmetatable(cjson.null) == nil, type(getmetatable(getmetatable('')))}",
+    "return __redis__err__handler({err='x'})",
+    "return __redis__err__handler('x')",
     'return {pcall()}',
     'local ok, e = pcall(bit.band, nil) return {tostring(ok), type(e), e}',
     'local ok, e = pcall(function() return bit.band(nil) end) return {tostring(ok), type(e), e}',

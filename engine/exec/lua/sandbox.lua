@@ -1,5 +1,5 @@
 -- The scripts' world, as Redis 8 builds it (eval.c, script_lua.c): the `redis` table, the
--- libraries Redis bundles (cjson, cmsgpack and struct from their own chunks, bit from Python),
+-- libraries Redis bundles (cjson and cmsgpack from their own chunks, bit and struct Python's),
 -- os.clock, the read-only globals and library tables, pcall/xpcall that see API errors as
 -- Redis's, text-only loadstring/load, the error handler that finds the script's line, the
 -- count hook that lets the server answer other clients while a script is busy, and the
@@ -27,7 +27,7 @@ local OURS = {[SANDBOX] = true}
 
 -- luaL_where(L, 1) as a C function in our place would see it: the position of the first frame
 -- above our own code ("user_script:3: "), or nothing when that frame is a C function. `level`
--- is the frame to start from, counted from the caller of `where`.
+-- is where to start looking, counted as error()'s levels (1: the function calling `where`).
 local function where(level)
   level = (level or 1) + 1
   local i = getinfo(level, 'Sl')
@@ -54,11 +54,8 @@ local function called_as(level)
   return outer.name or '?', outer.namewhat
 end
 
--- luaL_error and luaL_argerror of our Lua functions (plain string errors, as C's). `level`
--- counts as where's: 1 is the function whose argument is bad.
-local function lib_error(msg)
-  error(where(2) .. msg, 0)
-end
+-- luaL_argerror of our Lua functions (a plain string error, as C's). `level` counts as
+-- where's: 1 is the function whose argument is bad.
 local function bad_argument(level, n, msg)
   local name, namewhat = called_as(level + 1)
   if namewhat == 'method' then
@@ -68,9 +65,6 @@ local function bad_argument(level, n, msg)
     end
   end
   error(where(level + 1) .. 'bad argument #' .. n .. " to '" .. name .. "' (" .. msg .. ')', 0)
-end
-local function arg_error(n, msg)
-  bad_argument(2, n, msg)
 end
 
 -- Python's functions as C functions: type() says 'function', and an error they raise has the
