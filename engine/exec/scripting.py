@@ -849,7 +849,7 @@ class Scripting:
         if not run.timed_out:
             threshold = int(self.engine.config["busy-reply-threshold"])
             elapsed = (time.monotonic() - run.started) * 1000
-            if run.killed or elapsed < threshold:
+            if run.killed or elapsed < threshold or threshold <= 0:  # (0: never interrupted)
                 return run.killed
             run.timed_out = True
             log.warning("Slow script detected: still in execution after %d milliseconds. You "

@@ -23,6 +23,7 @@ from streamkeep.engine.exec.scripting import (
     parse_shebang,
     sha1hex,
 )
+from streamkeep.engine.wire.reply import NO_REPLY
 from tests.support.diffutil import err
 from tests.support.effects_util import Recorded
 from tests.support.resp_client import RespClient, RespError, read_raw_reply
@@ -326,5 +327,56 @@ def test_pcall_cannot_swallow_script_kill(server) -> None:  # type: ignore[no-un
     with pytest.raises(RespError, match="^ERR Script killed by user with SCRIPT KILL"):
         a.read()
     assert a.execute("EVAL", "return 'after'", "0") == b"after"
+    a.close()
+    b.close()
+
+
+class ServerStandIn:
+    """What a script's busy check reaches of the network server."""
+
+    def __init__(self) -> None:
+        self.stop_signalled = False
+        self.served = 0
+
+    def serve_while_busy(self, scripting: object) -> None:
+        self.served += 1
+
+
+@pytest.mark.parametrize(("threshold", "serves"), [(0, False), (100, True)])
+def test_the_busy_check_runs_from_redis_call_unless_the_threshold_is_zero(
+        threshold: int, serves: bool) -> None:
+    """A script busy in redis.call is served for (it runs little Lua); with
+    busy-reply-threshold 0 nothing ever is, as in Redis."""
+    e = Engine()
+    e.server = stand_in = ServerStandIn()  # type: ignore[attr-defined]
+    e.execute("CONFIG", "SET", "busy-reply-threshold", str(threshold))
+    assert e.execute("EVAL", "local t = os.clock() while os.clock() - t < 0.3 do "
+                             "redis.call('ping') end return 1", "0") == 1
+    assert (stand_in.served > 0) is serves
+
+
+def test_a_shutdown_signal_stops_a_script_as_shutdown_nosave() -> None:
+    r = Recorded()
+    r.engine.server = stand_in = ServerStandIn()  # type: ignore[attr-defined]
+    stand_in.stop_signalled = True
+    stand_in.request_shutdown = lambda save: None  # type: ignore[attr-defined]
+    before = len(r.records)
+    assert r.engine.execute("EVAL", "redis.call('SET', 'k', 'v') while true do end",
+                            "0") is NO_REPLY
+    assert len(r.records) == before  # its write is not logged: the server goes down
+
+
+def test_redis_call_in_a_loop_is_answered_busy_and_killed(server) -> None:  # type: ignore[no-untyped-def]
+    """A script that spends its time in redis.call runs little Lua: the busy check runs from
+    redis.call too, and wherever the count hook lands (the sandbox's own code included)."""
+    b = connect(server)
+    b.execute("CONFIG", "SET", "busy-reply-threshold", "50")
+    a = connect(server)
+    a.send("EVAL", "while true do redis.call('ping') end", "0")
+    _until_busy(b)
+    assert b.execute("SCRIPT", "KILL") == "OK"
+    with pytest.raises(RespError, match="^ERR Script killed by user with SCRIPT KILL"):
+        a.read()
+    assert b.execute("PING") == "PONG"
     a.close()
     b.close()
