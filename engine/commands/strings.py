@@ -7,9 +7,9 @@ Owns these commands' parsing (Redis's t_string.c, option for option and error fo
 replies, effects and keyspace notifications. Values live in the selected database's
 `ctx.strings`, TTLs in `ctx.expires` (engine.commands.expiry explains the keyspace and how keys
 expire). Every write logs the value it left, never the arithmetic that made it: `SET key value`
-(the TTL dropped), `SET key value KEEPTTL` (INCR, APPEND, a SET KEEPTTL) or `SET key value PXAT
+(the TTL dropped), `SET key value KEEPTTL` (INCR, a SET KEEPTTL) or `SET key value PXAT
 ms` (a SET with a relative or absolute time), so replay never re-parses a number or reads a
-clock; a conditional write (NX, XX, IF*, MSETNX, MSETEX, DELEX) logs what it did, never its
+clock; APPEND logs itself (the tail, not the value it grew); a conditional write (NX, XX, IF*, MSETNX, MSETEX, DELEX) logs what it did, never its
 condition.
 
 Redis 8.4's compare-and-set: IFEQ/IFNE compare the value, IFDEQ/IFDNE its digest, the XXH3
@@ -510,11 +510,14 @@ def incrbyfloat(ctx: Ctx, argv: Argv) -> bytes:
 def append(ctx: Ctx, argv: Argv) -> int:
     key, tail = argv[1], argv[2]
     old = get_string(ctx, key)
-    if old is not None and len(old) + len(tail) > int(ctx.config["proto-max-bulk-len"]):
+    if old is not None and len(old) + len(tail) > int(ctx.config["proto-max-bulk-len"]) \
+            and not (ctx.replaying or ctx.session.from_primary):  # (Redis's mustObeyClient)
         raise ReplyError(TOO_BIG)
     value = tail if old is None else old + tail
     store(ctx, key, value, keep_ttl=True)
-    ctx.emit(set_effect(key, value, keep_ttl=key in ctx.expires))
+    # Logged as itself, as SETRANGE is: replayed in order it meets the same value, and a key
+    # appended to n times costs the log n tails, not n values of growing size.
+    ctx.emit([b"APPEND", key, tail])
     if ctx.engine.notify_flags:
         stored_events(ctx, key, None if old is None else "string", b"append", overwrite=False)
     return len(value)
