@@ -100,6 +100,36 @@ def stream_at(ctx: Ctx, key: bytes) -> Stream | None:
     return s
 
 
+def stream_read(ctx: Ctx, key: bytes) -> Stream | None:
+    """A read command's lookup of a stream (lookupKeyRead + checkType): `stream_at`, counted
+    in INFO's keyspace_hits or keyspace_misses as Redis counts (a key holding a string is a
+    hit, then WRONGTYPE). Not counted while replaying."""
+    s = ctx.db.get(key)
+    if ctx.replaying:
+        if s is None and key in ctx.strings:
+            raise ReplyError(WRONGTYPE)
+        return s
+    stats = ctx.engine.stats
+    if s is not None:
+        stats.keyspace_hits += 1
+        return s
+    if key in ctx.strings:
+        stats.keyspace_hits += 1
+        raise ReplyError(WRONGTYPE)
+    stats.keyspace_misses += 1
+    return None
+
+
+def count_lookups(ctx: Ctx, keys: Sequence[bytes]) -> None:
+    """Keys a read command of any type looks up (TYPE, EXISTS, TTL, DUMP...), counted as
+    lookupKeyRead counts them: a hit for a live key, a miss otherwise."""
+    if ctx.replaying:
+        return
+    db, strings = ctx.db, ctx.strings
+    hits = sum(1 for key in keys if key in db or key in strings)
+    ctx.engine.stats.lookups(hits, len(keys) - hits)
+
+
 def refuse_string_in(engine: EngineCore, db: dict[bytes, Stream], key: bytes) -> None:
     """refuse_string for callers holding a database rather than a context (XADD's append,
     which replay shares); only reached when the stream is missing."""
@@ -145,6 +175,7 @@ def expire_named_keys(ctx: Ctx, argv: Sequence[bytes]) -> None:
         when = expires.get(arg)
         if when is not None and now > when and delete_key(ctx, arg):
             ctx.emit(del_effect([arg]))
+            ctx.engine.stats.expired_keys += 1
 
 
 Hidden = tuple[dict, dict, dict, list[tuple[bytes, object, object, int]]]
@@ -192,9 +223,13 @@ def active_expire(ctx: Ctx, sample: int = ACTIVE_EXPIRE_SAMPLE,
     digest and the snapshot sort keys). Returns how many keys were deleted."""
     expires, now = ctx.expires, ctx.now
     due: list[bytes] = []
+    looked = 0
+    capped = True  # unless a round finds few enough expired keys
     for _round in range(rounds):
         found = 0
-        for key, when in list(islice(expires.items(), sample)):
+        batch = list(islice(expires.items(), sample))
+        looked += len(batch)
+        for key, when in batch:
             if now > when:
                 delete_key(ctx, key)
                 due.append(key)
@@ -203,9 +238,11 @@ def active_expire(ctx: Ctx, sample: int = ACTIVE_EXPIRE_SAMPLE,
                 del expires[key]
                 expires[key] = when
         if found * 4 <= sample:
+            capped = False
             break
     if due:
         ctx.emit(del_effect(due))
+    ctx.engine.stats.expire_sample(looked, len(due), capped)
     return len(due)
 
 
@@ -312,6 +349,7 @@ def pexpireat(ctx: Ctx, argv: Argv) -> int:
 def _ttl_reply(ctx: Ctx, key: bytes, relative: bool, in_ms: bool) -> int:
     """ttlGenericCommand: -2 (no key), -1 (no TTL), else the time left (never negative) or the
     expiry time, in ms or in seconds rounded to the nearest."""
+    count_lookups(ctx, (key,))
     if key_type(ctx, key) is None:
         return -2
     when = ctx.expires.get(key)

@@ -12,7 +12,7 @@ stream storage internals, other commands.
 from __future__ import annotations
 
 from streamkeep.aof.planted import planted
-from streamkeep.engine.commands.expiry import stream_at
+from streamkeep.engine.commands.expiry import stream_at, stream_read
 from streamkeep.engine.commands.streams import delete_entries_with_policy, parse_ids_args
 from streamkeep.engine.commands.trimming import ACKED, DELREF, drop_references, referenced
 from streamkeep.engine.exec.context import Ctx
@@ -209,8 +209,11 @@ help_subcommand(XGROUP, XGROUP_HELP)
 # --- shared lookups ------------------------------------------------------------------------------
 
 
-def _group_or_none(ctx: Ctx, key: bytes, gname: bytes) -> tuple[Stream | None, ConsumerGroup | None]:
-    s = stream_at(ctx, key)
+def _group_or_none(ctx: Ctx, key: bytes, gname: bytes, read: bool = True,
+                   ) -> tuple[Stream | None, ConsumerGroup | None]:
+    """The stream and its group. `read`: looked up as Redis's XACK, XPENDING, XCLAIM and
+    XAUTOCLAIM do (lookupKeyRead: a keyspace hit or miss); else as a write's lookup."""
+    s = stream_read(ctx, key) if read else stream_at(ctx, key)
     return s, (s.groups.get(gname) if s is not None else None)
 
 
@@ -269,7 +272,7 @@ def _xack_tidy(ctx: Ctx, argv: Argv, group: ConsumerGroup, ms: list[int],
          syntax="key group [condition: KEEPREF | DELREF | ACKED] <IDS numids:integer id...>")
 def xackdel(ctx: Ctx, argv: Argv) -> list[int]:
     args = parse_ids_args(argv, 3)
-    s, group = _group_or_none(ctx, argv[1], argv[2])
+    s, group = _group_or_none(ctx, argv[1], argv[2], read=False)
     if s is None or group is None:
         return [-1] * len(args.ids)
     sids = [parse_strict(x) for x in args.ids]
@@ -364,7 +367,7 @@ def xnack(ctx: Ctx, argv: Argv) -> int:
     released; IDs not pending are skipped unless FORCE finds them in the stream."""
     a = parse_xnack_args(argv)
     key, gname = argv[1], argv[2]
-    s, group = _group_or_none(ctx, key, gname)
+    s, group = _group_or_none(ctx, key, gname, read=False)
     if s is None or group is None:
         raise nogroup(key, gname)
     released = 0

@@ -18,7 +18,13 @@ import re
 from collections.abc import Iterable, Sequence
 from itertools import groupby
 
-from streamkeep.engine.commands.expiry import already_expired, delete_key, key_type, live_keys
+from streamkeep.engine.commands.expiry import (
+    already_expired,
+    count_lookups,
+    delete_key,
+    key_type,
+    live_keys,
+)
 from streamkeep.engine.exec.context import Ctx
 from streamkeep.engine.exec.pubsub import in_resp2_subscribed
 from streamkeep.engine.exec.table import NO_KEYS, Argv, command
@@ -343,12 +349,14 @@ def unlink(ctx: Ctx, argv: Argv) -> int:
 @command("exists", -2, "readonly fast", keys=ALL_KEYS, group="generic", since="1.0.0",
          summary="Determines whether one or more keys exist.", syntax="key...")
 def exists(ctx: Ctx, argv: Argv) -> int:
+    count_lookups(ctx, argv[1:])
     return sum(1 for key in argv[1:] if key_type(ctx, key) is not None)
 
 
 @command("type", 2, "readonly fast", group="generic", since="1.0.0",
          summary="Determines the type of value stored at a key.", syntax="key")
 def type_(ctx: Ctx, argv: Argv) -> str:
+    count_lookups(ctx, argv[1:])
     return key_type(ctx, argv[1]) or "none"
 
 
@@ -557,6 +565,7 @@ def dump(ctx: Ctx, argv: Argv) -> bytes | None:
     from streamkeep.snapshot.rdb import dump_payload, dump_string_payload
 
     version = int(ctx.engine.config["dump-rdb-version"])
+    count_lookups(ctx, argv[1:])
     s = ctx.db.get(argv[1])
     if s is None:
         value = ctx.strings.get(argv[1])
@@ -630,6 +639,8 @@ def restore(ctx: Ctx, argv: Argv) -> str:
         if replace and delete_key(ctx, key):
             ctx.emit(del_effect([key]))
         return "OK"
+    if not ctx.replaying:  # every payload is read whole, as Redis's deep sanitization reads it
+        ctx.engine.stats.dump_payload_sanitizations += 1
     try:
         s = load_payload(payload, new_stream(ctx.engine.residency))
     except RdbError:

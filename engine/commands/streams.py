@@ -10,7 +10,12 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from streamkeep.aof.planted import planted
-from streamkeep.engine.commands.expiry import refuse_string, refuse_string_in, stream_at
+from streamkeep.engine.commands.expiry import (
+    refuse_string,
+    refuse_string_in,
+    stream_at,
+    stream_read,
+)
 from streamkeep.engine.commands.idmp import (
     created_state,
     refuse_duplicate,
@@ -310,7 +315,7 @@ def _range(ctx: Ctx, argv: Argv, rev: bool) -> list | object:
             j += 2
         else:
             raise ReplyError(SYNTAX)
-    s = stream_at(ctx, argv[1])
+    s = stream_read(ctx, argv[1])
     if s is None:
         return []
     if count == 0:
@@ -337,7 +342,7 @@ def xrevrange(ctx: Ctx, argv: Argv) -> list | object:
 @command("xlen", 2, "readonly fast", summary="Return the number of messages in a stream.",
          syntax="key")
 def xlen(ctx: Ctx, argv: Argv) -> int:
-    s = stream_at(ctx, argv[1])
+    s = stream_read(ctx, argv[1])
     return s.length if s is not None else 0
 
 
