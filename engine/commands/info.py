@@ -374,7 +374,10 @@ def _info_replication(engine: EngineCore) -> Fields:
         ("master_replid2", "0" * 40),
         ("master_repl_offset", journal.lsn if journal is not None else 0),
         ("second_repl_offset", -1),
-        ("repl_backlog_active", 0),
+        ("repl_backlog_active", 0),  # in memory: no AOF, no backlog
+        ("repl_backlog_size", 0),
+        ("repl_backlog_first_byte_offset", 0),
+        ("repl_backlog_histlen", 0),
     ]
 
 

@@ -1,8 +1,8 @@
 # cython: boundscheck=False, wraparound=False
 """Counting a command call and its time, compiled: the same functions and results as
-`_call_timing_py.py` (the reference). The engine calls `count_call_tracked` once per command
-on its hot path: one call here replaces the two list updates it would otherwise make, so
-recording the latency histogram costs about nothing.
+`_call_timing_py.py` (the reference). The engine calls `count_call` once per command on its
+hot path: this one call replaces the two list updates it made before, so recording the latency
+histogram and testing for a slow call cost about nothing.
 """
 
 from cpython.array cimport array, clone
@@ -35,17 +35,14 @@ def new_histogram():
     return clone(_TEMPLATE, _HIST_LEN, True)
 
 
-def count_call(list counters, nanos):
-    counters[0] = counters[0] + 1
-    counters[1] = counters[1] + nanos
-
-
-def count_call_tracked(list counters, long long nanos):
+def count_call(list counters, long long nanos):
     cdef object histogram
     counters[0] = counters[0] + 1
     counters[1] = counters[1] + nanos
-    histogram = counters[4]
-    if histogram is None:
-        histogram = clone(_TEMPLATE, _HIST_LEN, True)
-        counters[4] = histogram
-    (<array>histogram).data.as_longlongs[_index(nanos)] += 1
+    if counters[6] is True:
+        histogram = counters[4]
+        if histogram is None:
+            histogram = clone(_TEMPLATE, _HIST_LEN, True)
+            counters[4] = histogram
+        (<array>histogram).data.as_longlongs[_index(nanos)] += 1
+    return nanos >= <long long>counters[5]

@@ -2,11 +2,12 @@
 (both are tested on the same inputs).
 
 A command's counters are the list engine.exec.stats keeps per command: calls, nanoseconds,
-rejected, failed, then its latency histogram (None until its first tracked call). The
-histogram is an HdrHistogram as Redis keeps one per command (`latency-tracking`): values in
-nanoseconds from 1 to 10^9, two significant digits, so 24 half-buckets of 128 sub-buckets,
-each the count of the calls whose time falls in it (engine.exec.latency reads it: INFO
-latencystats, LATENCY HISTOGRAM). Must not touch: anything but the counters it is given.
+rejected, failed, its latency histogram (None until its first tracked call), the time at or
+above which a call is slow (the slow log's or the latency monitor's), and whether its latency
+is tracked (latency-tracking). The histogram is an HdrHistogram as Redis keeps one per command:
+values in nanoseconds from 1 to 10^9, two significant digits, so 24 half-buckets of 128
+sub-buckets, each the count of the calls whose time falls in it (engine.exec.latency reads it:
+INFO latencystats, LATENCY HISTOGRAM). Must not touch: anything but the counters it is given.
 """
 
 from __future__ import annotations
@@ -30,17 +31,14 @@ def new_histogram() -> array:
     return array("q", _ZEROS)
 
 
-def count_call(counters: list, nanos: int) -> None:
-    """One call that took `nanos`: its count and time (latency tracking off)."""
+def count_call(counters: list, nanos: int) -> bool:
+    """One call that took `nanos`: its count, its time and (tracked) its histogram slot.
+    True when it is slow: the caller hands it to the slow log and the latency monitor."""
     counters[0] += 1
     counters[1] += nanos
-
-
-def count_call_tracked(counters: list, nanos: int) -> None:
-    """One call that took `nanos`: its count, its time and its histogram slot."""
-    counters[0] += 1
-    counters[1] += nanos
-    histogram = counters[4]
-    if histogram is None:
-        histogram = counters[4] = new_histogram()
-    histogram[hist_index(nanos)] += 1
+    if counters[6] is True:
+        histogram = counters[4]
+        if histogram is None:
+            histogram = counters[4] = new_histogram()
+        histogram[hist_index(nanos)] += 1
+    return nanos >= counters[5]

@@ -15,7 +15,6 @@ try:
         HIST_LEN,
         HIST_MAX,
         count_call,
-        count_call_tracked,
         hist_index,
         new_histogram,
     )
@@ -25,12 +24,10 @@ except ImportError as error:
         HIST_LEN,
         HIST_MAX,
         count_call,
-        count_call_tracked,
         hist_index,
         new_histogram,
     )
 else:
     extensions.loaded(__name__, True)
 
-__all__ = ["HIST_LEN", "HIST_MAX", "count_call", "count_call_tracked", "hist_index",
-           "new_histogram"]
+__all__ = ["HIST_LEN", "HIST_MAX", "count_call", "hist_index", "new_histogram"]

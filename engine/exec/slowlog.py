@@ -24,25 +24,8 @@ MAX_ARGC = 32  # Redis's SLOWLOG_ENTRY_MAX_ARGC
 MAX_STRING = 128  # SLOWLOG_ENTRY_MAX_STRING
 REDACTED = b"(redacted)"
 SENSITIVE_CONFIGS = frozenset({b"requirepass", b"masterauth"})
+_REDACTING = frozenset({b"auth", b"hello", b"config"})  # the commands `redact` looks into
 DEFAULT_GET_COUNT = 10
-
-
-class Entry:
-    """One logged command: what SLOWLOG GET shows of it, in its order."""
-
-    __slots__ = ("id", "time", "usec", "argv", "addr", "name")
-
-    def __init__(self, entry_id: int, when: int, usec: int, argv: list[bytes], addr: bytes,
-                 name: bytes) -> None:
-        self.id = entry_id
-        self.time = when
-        self.usec = usec
-        self.argv = argv
-        self.addr = addr
-        self.name = name
-
-    def reply(self) -> list:
-        return [self.id, self.time, self.usec, self.argv, self.addr, self.name]
 
 
 def redact(argv: Sequence[bytes]) -> list[bytes]:
@@ -77,6 +60,8 @@ def trim_argv(argv: Sequence[bytes]) -> list[bytes]:
     """At most MAX_ARGC arguments (the last one kept says how many more there were), each
     at most MAX_STRING bytes (and how many more it had)."""
     argc = len(argv)
+    if argc <= MAX_ARGC and max(map(len, argv), default=0) <= MAX_STRING:
+        return list(argv)  # (the common case: nothing to cut)
     kept = min(argc, MAX_ARGC)
     out = []
     for j in range(kept):
@@ -91,13 +76,15 @@ def trim_argv(argv: Sequence[bytes]) -> list[bytes]:
 
 
 class SlowLog:
-    """Entries newest first, at most `max_len` of them once a command has been logged since
-    the bound was lowered (as Redis trims: when it logs)."""
+    """Entries oldest first (`entries`; GET shows them newest first), at most `max_len` of
+    them once a command has been logged since the bound was lowered (as Redis trims: when it
+    logs). Each entry is kept as GET replies it: [id, Unix time, µs, arguments, client address,
+    client name]."""
 
     __slots__ = ("entries", "next_id")
 
     def __init__(self) -> None:
-        self.entries: deque[Entry] = deque()
+        self.entries: deque[list] = deque(maxlen=128)
         self.next_id = 0  # never reset, not even by RESET (Redis's slowlog_entry_id)
 
     def log(self, argv: Sequence[bytes], usec: int, addr: str, name: bytes, max_len: int,
@@ -107,18 +94,20 @@ class SlowLog:
         if max_len <= 0:
             return
         entries = self.entries
-        entries.appendleft(Entry(self.next_id, int(time.time()) if when is None else when,
-                                 usec, trim_argv(redact(argv)), addr.encode(), bytes(name)))
+        if entries.maxlen != max_len:  # slowlog-max-len changed: the deque bounds it
+            entries = self.entries = deque(entries, maxlen=max_len)
+        if argv and argv[0].lower() in _REDACTING:
+            argv = redact(argv)
+        entries.append([self.next_id, int(time.time()) if when is None else when, usec,
+                        trim_argv(argv), addr.encode(), name])
         self.next_id += 1
-        while len(entries) > max_len:
-            entries.pop()
 
     def get(self, count: int = DEFAULT_GET_COUNT) -> list[list]:
         """SLOWLOG GET: the newest `count` entries (-1: all)."""
         entries = self.entries
         if count < 0 or count > len(entries):
             count = len(entries)
-        return [entries[i].reply() for i in range(count)]
+        return [entries[-1 - i] for i in range(count)]
 
     def reset(self) -> None:
         self.entries.clear()
@@ -127,4 +116,4 @@ class SlowLog:
         return len(self.entries)
 
 
-__all__ = ["MAX_ARGC", "MAX_STRING", "REDACTED", "Entry", "SlowLog", "redact", "trim_argv"]
+__all__ = ["MAX_ARGC", "MAX_STRING", "REDACTED", "SlowLog", "redact", "trim_argv"]

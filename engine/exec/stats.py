@@ -15,14 +15,16 @@ Owns `ServerStats` and the rules (Redis's src/server.c `call`, `rejectCommand`,
 - at most 128 distinct codes: the one after them empties the table, which then holds
   `ERRORSTATS_DISABLED` with count 1 and counts nothing more by code until `reset` (CONFIG
   RESETSTAT); `total_error_replies` goes on counting.
-- a call's time goes to its command's latency histogram while `latency-tracking` is on
-  (`count_call`, engine.exec.call_timing); CONFIG RESETSTAT drops the histograms too;
+- a call's time goes to its command's latency histogram while `latency-tracking` is on, and
+  the call is found slow (at or above `slow_ns`) in the same step (engine.exec.call_timing's
+  `count_call`, which reads both settings from the counter list: `set_monitoring` writes them
+  there); CONFIG RESETSTAT drops the histograms too;
 - keyspace hits and misses count the lookups Redis's lookupKeyRead counts (the read commands'
   keys; a write's own lookup is not counted);
 - instantaneous rates (ops/sec, kbps) are the mean of the last 16 samples taken every 100 ms
   (Redis's trackInstantaneousMetric): `sample` is called by whoever runs the cron.
 The engine's command path updates the counters (engine.runtime.core); the hot path indexes a
-command's counter list directly (CALLS, NANOS, REJECTED, FAILED, HIST) or hands it to
+command's counter list directly (CALLS, NANOS, REJECTED, FAILED, HIST) and hands it to
 `count_call`. Must not touch: the command table, sessions, I/O.
 """
 
@@ -30,16 +32,16 @@ from __future__ import annotations
 
 import struct
 from array import array
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 
-from streamkeep.engine.exec.call_timing import count_call, count_call_tracked
+from streamkeep.engine.exec.call_timing import count_call
 
 # A command's counters: a list indexed by these (mutated in place: the engine's dispatch table
 # holds a reference to each list). HIST holds its latency histogram (engine.exec.call_timing),
-# None until a first call is tracked.
-CALLS, NANOS, REJECTED, FAILED, HIST = 0, 1, 2, 3, 4
-Counters = list  # [int, int, int, int, array | None]
-CountCall = Callable[[Counters, int], None]
+# None until a first call is tracked; SLOW and TRACK the monitoring settings count_call reads.
+CALLS, NANOS, REJECTED, FAILED, HIST, SLOW, TRACK = 0, 1, 2, 3, 4, 5, 6
+Counters = list  # [int, int, int, int, array | None, int, bool]
+NEVER_SLOW = 1 << 62  # SLOW while neither the slow log nor the latency monitor is on
 
 ERROR_STATS_NUMBER = 128  # Redis's cap on distinct error codes
 ERRORSTATS_DISABLED = "ERRORSTATS_DISABLED"
@@ -99,21 +101,22 @@ class Rate:
 class ServerStats:
     """The counters of one engine. Updated and read under the engine lock."""
 
-    __slots__ = ("commands", "errors", "errors_enabled", "total_error_replies", "count_call",
-                 "keyspace_hits", "keyspace_misses", "expired_keys", "expired_stale_perc",
+    __slots__ = ("commands", "errors", "errors_enabled", "total_error_replies", "slow_ns",
+                 "tracking", "keyspace_hits", "keyspace_misses", "expired_keys", "expired_stale_perc",
                  "expired_time_cap_reached_count", "expire_cycle_nanos", "rates",
                  "last_sample_ms", "dump_payload_sanitizations")
 
     def __init__(self, names: Iterable[str] = ()) -> None:
+        # The monitoring settings every counter list carries (set_monitoring): a call at or
+        # above slow_ns is slow; tracking: latency-tracking (Redis's default: yes).
+        self.slow_ns = NEVER_SLOW
+        self.tracking = True
         # Every command's counters from the start, in INFO's order; a name not declared yet
         # gets its list on first use (`counters`).
-        self.commands: dict[str, Counters] = {name: [0, 0, 0, 0, None] for name in names}
+        self.commands: dict[str, Counters] = {name: self._new() for name in names}
         self.errors: dict[str, int] = {}
         self.errors_enabled = True
         self.total_error_replies = 0
-        # How a call is counted: with its latency histogram (latency-tracking yes, Redis's
-        # default) or without (set_tracking).
-        self.count_call: CountCall = count_call_tracked
         self.keyspace_hits = 0
         self.keyspace_misses = 0
         self.expired_keys = 0
@@ -125,21 +128,24 @@ class ServerStats:
         self.rates: dict[str, Rate] = {}
         self.last_sample_ms = 0
 
+    def _new(self) -> Counters:
+        return [0, 0, 0, 0, None, self.slow_ns, self.tracking]
+
     def counters(self, name: str) -> Counters:
         """The counter list of the command named `name` ("xadd", "client|info")."""
         found = self.commands.get(name)
         if found is None:
-            found = self.commands[name] = [0, 0, 0, 0, None]
+            found = self.commands[name] = self._new()
         return found
 
-    def set_tracking(self, enabled: bool) -> None:
-        """latency-tracking: calls counted with their histograms or without (those kept so far
-        stay, as Redis keeps them until CONFIG RESETSTAT)."""
-        self.count_call = count_call_tracked if enabled else count_call
-
-    @property
-    def tracking(self) -> bool:
-        return self.count_call is count_call_tracked
+    def set_monitoring(self, slow_ns: int, tracking: bool) -> None:
+        """The time at or above which a call is slow, and latency-tracking (histograms kept
+        so far stay while it is off, as Redis keeps them until CONFIG RESETSTAT), into every
+        counter list."""
+        self.slow_ns, self.tracking = slow_ns, tracking
+        for counters in self.commands.values():
+            counters[SLOW] = slow_ns
+            counters[TRACK] = tracking
 
     # --- recording -----------------------------------------------------------------------
 
@@ -166,11 +172,12 @@ class ServerStats:
             counters[REJECTED] += 1
         self.error_reply(line)
 
-    def failed(self, counters: Counters, nanos: int, line: str) -> None:
-        """A command that ran and replied the error `line`."""
-        self.count_call(counters, nanos)
+    def failed(self, counters: Counters, nanos: int, line: str) -> bool:
+        """A command that ran and replied the error `line`; True if it was slow."""
+        slow = count_call(counters, nanos)
         counters[FAILED] += 1
         self.error_reply(line)
+        return slow
 
     def lookups(self, hits: int, misses: int) -> None:
         """Keys a read command looked up (lookupKeyRead): found, not found."""
@@ -218,7 +225,7 @@ class ServerStats:
         """CONFIG RESETSTAT: every counter to zero, the latency histograms dropped,
         errorstats enabled and empty, the keyspace and expiry figures to zero."""
         for counters in self.commands.values():
-            counters[:] = (0, 0, 0, 0, None)
+            counters[:HIST + 1] = (0, 0, 0, 0, None)
         self.errors.clear()
         self.errors_enabled = True
         self.total_error_replies = 0
@@ -236,7 +243,7 @@ class ServerStats:
     def commandstats(self) -> list[tuple[str, str]]:
         """INFO commandstats: the commands called or refused since the last reset."""
         fields = []
-        for name, (calls, nanos, rejected, failed, _hist) in self.commands.items():
+        for name, (calls, nanos, rejected, failed, *_monitoring) in self.commands.items():
             if calls or rejected or failed:
                 usec = nanos // 1000
                 fields.append((f"cmdstat_{safe_info_name(name)}",
@@ -258,5 +265,5 @@ class ServerStats:
 
 
 __all__ = ["CALLS", "ERRORSTATS_DISABLED", "ERROR_STATS_NUMBER", "FAILED", "HIST", "NANOS",
-           "REJECTED", "Counters", "CountCall", "Rate", "ServerStats", "error_code",
-           "safe_info_name", "usec_per_call"]
+           "NEVER_SLOW", "REJECTED", "SLOW", "TRACK", "Counters", "Rate", "ServerStats",
+           "count_call", "error_code", "safe_info_name", "usec_per_call"]

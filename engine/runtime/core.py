@@ -42,7 +42,7 @@ from streamkeep.engine.exec.pubsub import (
 )
 from streamkeep.engine.exec.settings import DEFAULT_CONFIG, config_set, normalize_settings
 from streamkeep.engine.exec.slowlog import SlowLog
-from streamkeep.engine.exec.stats import CALLS, ServerStats
+from streamkeep.engine.exec.stats import CALLS, NEVER_SLOW, ServerStats, count_call
 from streamkeep.engine.exec.table import (
     FAST_DISPATCH,
     Argv,
@@ -80,7 +80,6 @@ Clock = Callable[[], int]
 RecordSink = Callable[[Record], None]
 NUM_DATABASES = 16
 NOAUTH = "NOAUTH Authentication required."
-NEVER_SLOW = 1 << 62  # slow_ns while neither the slow log nor the latency monitor is on
 _now_ns = time.perf_counter_ns
 
 
@@ -184,13 +183,10 @@ class EngineCore:
         counters = self.stats.counters
         self.dispatch = {spelling: (*entry, counters(entry[4]))
                          for spelling, entry in FAST_DISPATCH.items()}
-        # SLOWLOG and LATENCY (engine.exec.slowlog, engine.exec.latency): a call that took
-        # slow_ns or more goes to `_slow_call`, which applies each one's own threshold;
-        # count_call is the stats' (with or without the latency histogram).
+        # SLOWLOG and LATENCY (engine.exec.slowlog, engine.exec.latency): a call that
+        # count_call finds slow goes to `_slow_call`, which applies each one's own threshold.
         self.slowlog = SlowLog()
         self.latency = LatencyMonitor()
-        self.slow_ns = NEVER_SLOW
-        self.count_call = self.stats.count_call
         self.apply_monitoring()
         self.latest_fork_usec = 0  # how long starting the last compaction held the lock
         self.startup_memory = resident_bytes()  # INFO's used_memory_startup
@@ -228,10 +224,10 @@ class EngineCore:
         self.node_max_bytes = int(self.config["stream-node-max-bytes"])
 
     def apply_monitoring(self) -> None:
-        """Copy the monitoring settings where every command's path reads them: the one time
-        beyond which a call is looked at (the lower of slowlog-log-slower-than, in µs, and
-        latency-monitor-threshold, in ms, among those on), and how a call is counted
-        (latency-tracking)."""
+        """Copy the monitoring settings where every command's path reads them (its counter
+        list, engine.exec.stats): the one time from which a call is slow (the lower of
+        slowlog-log-slower-than, in µs, and latency-monitor-threshold, in ms, of those on),
+        and latency-tracking."""
         config = self.config
         slower_us = int(config["slowlog-log-slower-than"])
         threshold_ms = int(config["latency-monitor-threshold"])
@@ -240,9 +236,8 @@ class EngineCore:
             limits.append(slower_us * 1000)
         if threshold_ms > 0:
             limits.append(threshold_ms * 1_000_000)
-        self.slow_ns = min(limits, default=NEVER_SLOW)
-        self.stats.set_tracking(bool(config["latency-tracking"]))
-        self.count_call = self.stats.count_call
+        self.stats.set_monitoring(min(limits, default=NEVER_SLOW),
+                                  bool(config["latency-tracking"]))
 
     def close(self) -> None:
         """Stop; with a data directory, fsync the AOF and release the directory's lock."""
@@ -506,8 +501,7 @@ class EngineCore:
                 reply = handler(ctx, argv)
             except ReplyError as err:
                 nanos = _now_ns() - began
-                self.stats.failed(counters, nanos, err.line)
-                if nanos >= self.slow_ns:
+                if self.stats.failed(counters, nanos, err.line):
                     self._slow_call(session, argv, nanos)
                 if ctx.effects:  # keys expired before it failed: their DELs are logged still
                     session.write_lsn = self._commit(ctx, db)
@@ -534,8 +528,7 @@ class EngineCore:
                 return self._park(session, argv, reply, counters, nanos, notify), lsn
             # Count the call (a slow one: the slow log, the latency monitor); keep the stream
             # nodes in memory within their budget.
-            self.count_call(counters, nanos)
-            if nanos >= self.slow_ns:
+            if count_call(counters, nanos):
                 self._slow_call(session, argv, nanos)
             residency = self.residency
             if residency.resident > residency.limit:
@@ -545,18 +538,21 @@ class EngineCore:
         return reply, lsn
 
     def _slow_call(self, session: Session, argv: Argv, nanos: int) -> None:
-        """A call that took slow_ns or more (lock held): the slow log's entry and the latency
+        """A call count_call found slow (lock held): the slow log's entry and the latency
         monitor's "command" or "fast-command" sample, each if over its own threshold (Redis's
         call(): slowlogPushCurrentCommand, latencyAddSampleIfNeeded). EXEC is never in the
-        slow log (its commands are, one by one)."""
+        slow log (its commands are, one by one); a script's commands are, as run by Redis's
+        script client (no address: "?:0", no name)."""
         config = self.config
         spec = resolve(argv)
         usec = nanos // 1000
         slower = config["slowlog-log-slower-than"]
         if 0 <= slower <= usec and (spec is None or Flag.SKIP_SLOWLOG not in spec.flags):
             client = session.client
-            self.slowlog.log(argv, usec, client.addr if client is not None else "",
-                             session.name, config["slowlog-max-len"])
+            addr, name = (client.addr if client is not None else ""), session.name
+            if self.scripting is not None and self.scripting.running is not None:
+                addr, name = "?:0", b""
+            self.slowlog.log(argv, usec, addr, name, config["slowlog-max-len"])
         threshold = config["latency-monitor-threshold"]
         if threshold and usec // 1000 >= threshold:
             fast = spec is not None and Flag.FAST in spec.flags
@@ -731,15 +727,13 @@ class EngineCore:
             except ReplyError as err:
                 reply = err
                 nanos = _now_ns() - began
-                stats.failed(counters, nanos, err.line)
-                if nanos >= self.slow_ns:
+                if stats.failed(counters, nanos, err.line):
                     self._slow_call(session, argv, nanos)
             except StorageError as err:
                 reply = self._failed_on_storage(err, spec.is_write, counters, began)
             else:
                 nanos = _now_ns() - began
-                self.count_call(counters, nanos)
-                if nanos >= self.slow_ns:  # (EXEC's and a script's commands, one by one)
+                if count_call(counters, nanos):  # (EXEC's and a script's commands, one by one)
                     self._slow_call(session, argv, nanos)
             finally:
                 if hidden is not None:
@@ -805,10 +799,10 @@ class EngineCore:
             waiter.done = True
             waiter.result = result
             counters = waiter.counters
-            if result is not None and counters is not None:  # a timeout: one call (Redis's
-                self.count_call(counters, waiter.nanos)        # updateStatsOnUnblock)
-                if waiter.nanos >= self.slow_ns:
-                    self._slow_call(waiter.session, waiter.sent, waiter.nanos)
+            # A timeout: one call (Redis's updateStatsOnUnblock).
+            if result is not None and counters is not None and count_call(counters,
+                                                                          waiter.nanos):
+                self._slow_call(waiter.session, waiter.sent, waiter.nanos)
             return True
 
     def poll_waiter(self, waiter: Waiter) -> bool:
@@ -871,10 +865,10 @@ class EngineCore:
         if counters is None:
             return
         if isinstance(result, ReplyError):
-            self.stats.failed(counters, waiter.nanos, result.line)
+            slow = self.stats.failed(counters, waiter.nanos, result.line)
         else:
-            self.count_call(counters, waiter.nanos)
-        if waiter.nanos >= self.slow_ns:
+            slow = count_call(counters, waiter.nanos)
+        if slow:
             self._slow_call(waiter.session, waiter.sent, waiter.nanos)
 
     def _serve_ready(self) -> None:

@@ -43,16 +43,16 @@ def test_twins_agree_on_the_slot(nanos: int) -> None:
 
 
 def test_count_call_counts_calls_and_time(timing) -> None:  # type: ignore[no-untyped-def]
-    counters = [0, 0, 0, 0, None]
-    timing.count_call(counters, 1500)
-    timing.count_call(counters, 2500)
-    assert counters == [2, 4000, 0, 0, None]  # no histogram: latency tracking off
+    counters = [0, 0, 7, 3, None, 2000, False]  # slow from 2 µs, latency not tracked
+    assert timing.count_call(counters, 1500) is False
+    assert timing.count_call(counters, 2000) is True
+    assert counters == [2, 3500, 7, 3, None, 2000, False]  # no histogram
 
 
-def test_count_call_tracked_fills_the_histogram(timing) -> None:  # type: ignore[no-untyped-def]
-    counters = [0, 0, 7, 3, None]
+def test_a_tracked_call_fills_the_histogram(timing) -> None:  # type: ignore[no-untyped-def]
+    counters = [0, 0, 7, 3, None, 1 << 62, True]
     for nanos in (1500, 1500, 2500, 10**10):
-        timing.count_call_tracked(counters, nanos)
+        assert timing.count_call(counters, nanos) is False
     assert counters[:4] == [4, 1500 + 1500 + 2500 + 10**10, 7, 3]
     histogram = counters[4]
     assert isinstance(histogram, array) and histogram.typecode == "q"
@@ -61,8 +61,11 @@ def test_count_call_tracked_fills_the_histogram(timing) -> None:  # type: ignore
     assert histogram[timing.hist_index(1500)] == 2
     assert histogram[timing.hist_index(timing.HIST_MAX)] == 1  # a 10 s call counts as 1 s
     kept = histogram
-    timing.count_call_tracked(counters, 1)
+    timing.count_call(counters, 1)
     assert counters[4] is kept  # made once, then updated in place
+    counters[6] = False  # tracking off: the histogram stays as it was
+    timing.count_call(counters, 1)
+    assert sum(kept) == 5 and counters[0] == 6
 
 
 def test_new_histogram_is_zeroed(timing) -> None:  # type: ignore[no-untyped-def]
