@@ -552,10 +552,7 @@ _PARAMS: list[Param] = [
           check=_must_be(0, "streamkeep has no maxmemory: bound the streams' memory with "
                             "backlog-memory"),
           summary="always 0: the streams' memory is bounded by backlog-memory"),
-    Param("maxmemory-policy", "enum", "noeviction",
-          choices=("volatile-lru", "volatile-lfu", "volatile-random", "volatile-ttl",
-                   "allkeys-lru", "allkeys-lfu", "allkeys-random", "noeviction"),
-          check=_must_be("noeviction", "streamkeep never evicts keys"),
+    Param("maxmemory-policy", "enum", "noeviction", choices=("noeviction",),
           summary="always noeviction: no key is ever evicted"),
     Param("io-threads", "int", 1, mutable=False, lo=1, hi=128,
           check=_must_be(1, "streamkeep does its network I/O on its event loop's thread"),
