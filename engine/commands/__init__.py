@@ -22,6 +22,7 @@ from streamkeep.engine.commands import (  # noqa: F401
     scripting,
     slowlog,
     streams,
+    string_ranges,
     strings,
     trimming,
     xinfo,

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
+from streamkeep.engine.exec.notify import BAD_CLASS, classes_text, parse_classes
 from streamkeep.engine.wire.errors import StreamkeepError
 
 if TYPE_CHECKING:
@@ -297,7 +298,8 @@ Hook = Callable[["EngineCore"], None]
 
 @dataclass(frozen=True, slots=True, eq=False)
 class Param:
-    """One setting. `kind`: int, memory, bool, enum, string or special (own parse/format)."""
+    """One setting. `kind`: int, memory, bool, enum, string, words, obuf (client-output-
+    buffer-limit) or events (notify-keyspace-events: class letters, stored as their bits)."""
 
     name: str
     kind: str
@@ -333,6 +335,10 @@ class Param:
             parsed = _parse_obuf(value, self.default if current is None else current)
         elif kind == "percentiles":
             parsed = _parse_percentiles(value)
+        elif kind == "events":  # notify-keyspace-events: class letters, kept as their bits
+            parsed = parse_classes(_text(value))
+            if parsed is None:
+                raise ValueError(BAD_CLASS)
         elif kind == "words":  # bind, save: space-separated words
             words = [_text(v) for v in value] if isinstance(value, list | tuple) else \
                 _text(value).split()
@@ -351,6 +357,8 @@ class Param:
             return _format_obuf(value)
         if self.kind == "percentiles":
             return " ".join(format_double(p) for p in value)
+        if self.kind == "events":
+            return classes_text(value)
         return str(value)
 
     def rewrite_lines(self, value: Any) -> list[tuple[str, bool]]:
@@ -367,6 +375,9 @@ class Param:
             return [(f"{name} {_format_memory_rewrite(value)}", value != default)]
         if self.kind == "string":
             return [(f"{name} {config_repr(value)}", value != default)] if value else []
+        if self.kind == "events":
+            text = classes_text(value)
+            return [(f"{name} {config_repr(text)}", value != default)] if value else []
         if self.kind == "words":
             return [(f"{name} {value or chr(34) * 2}", value != default)]
         if self.kind == "percentiles":
@@ -419,6 +430,10 @@ def set_log_level(loglevel: str) -> None:
     """The `streamkeep` loggers' level for a `loglevel` setting (debug, verbose, notice,
     warning): CONFIG SET's hook, and `streamkeep serve` before anything logs at start-up."""
     logging.getLogger("streamkeep").setLevel(_LOG_LEVELS[loglevel])
+
+
+def _apply_notify(engine: EngineCore) -> None:
+    engine.notify_flags = engine.config["notify-keyspace-events"]
 
 
 def _apply_loglevel(engine: EngineCore) -> None:
@@ -486,6 +501,10 @@ _PARAMS: list[Param] = [
           summary="AOF size below which no automatic compaction starts"),
     Param("aof-load-truncated", "bool", True,
           summary="truncate a torn AOF tail at open (else refuse to open)"),
+    # streamkeep: its hook is the journal's (engine.runtime.datadir).
+    Param("aof-preallocate", "memory", 4 << 20, hi=LONG_MAX,
+          summary="disk space allocated ahead of the AOF's end, so that a full disk refuses "
+                  "write commands before they run (0: none)"),
     Param("requirepass", "string", "", summary="the default user's password"),
     Param("maxclients", "int", 10000, lo=1, hi=UINT_MAX, summary="connections at most"),
     Param("protected-mode", "bool", True,
@@ -529,6 +548,24 @@ _PARAMS: list[Param] = [
     Param("masterauth", "string", "", summary="password this replica gives its primary"),
     Param("repl-timeout", "int", 60, lo=1, hi=INT_MAX,
           summary="seconds without traffic after which a replication link is dropped"),
+    # What a replica tells Sentinel through INFO, and its primary through the handshake
+    # (the address the primary lists it under: what Sentinel connects to).
+    Param("replica-priority", "int", 100, hi=INT_MAX,
+          summary="this replica's rank for promotion by Sentinel: lower first, 0 never"),
+    Param("replica-announced", "bool", True,
+          summary="whether Sentinel lists this replica (SENTINEL REPLICAS)"),
+    Param("replica-announce-ip", "string", "",
+          summary="the address this replica gives its primary to be listed under (empty: the "
+                  "connection's)"),
+    Param("replica-announce-port", "int", 0, hi=65535,
+          summary="the port this replica gives its primary to be listed under (0: the one it "
+                  "listens on)"),
+    Param("replica-read-only", "bool", True,
+          check=_must_be(True, "streamkeep replicas are always read-only"),
+          summary="always yes: a replica refuses writes"),
+    Param("notify-keyspace-events", "events", 0, hook=_apply_notify,
+          summary="the keyspace notification classes published (Redis's letters: K, E, g, $, "
+                  "t, x, n, o, c, m, A ...; empty: none)"),
     Param("busy-reply-threshold", "int", 5000, hi=LONG_MAX,
           summary="milliseconds a script runs before other clients are answered BUSY "
                   "(and SCRIPT KILL can stop it)"),
@@ -559,7 +596,10 @@ _PARAMS: list[Param] = [
           summary="always 1: the event loop's thread does all network I/O"),
 ]
 # redis.conf's older spelling of a setting: the same Param under both names.
-ALIASES = {"slaveof": "replicaof", "lua-time-limit": "busy-reply-threshold"}
+ALIASES = {"slaveof": "replicaof", "lua-time-limit": "busy-reply-threshold",
+           "slave-priority": "replica-priority", "slave-announce-ip": "replica-announce-ip",
+           "slave-announce-port": "replica-announce-port",
+           "slave-read-only": "replica-read-only"}
 
 PARAMS: dict[str, Param] = {p.name: p for p in _PARAMS}
 DEFAULT_CONFIG: dict[str, Any] = {p.name: p.default for p in _PARAMS}
@@ -623,11 +663,11 @@ def config_set(engine: EngineCore, pairs: Sequence[tuple[Any, Any]]) -> None:
     config = engine.config
     old = {p.name: config[p.name] for p in params}
     new: dict[str, Any] = {}
-    for param, (_name, value) in zip(params, pairs, strict=True):
+    for param, (name, value) in zip(params, pairs, strict=True):
         try:
             new[param.name] = param.parse(value, config[param.name])
-        except ValueError as err:
-            raise ConfigError(param.name, str(err)) from None
+        except ValueError as err:  # named as given (an old name too), as Redis names it
+            raise ConfigError(_text(name).lower(), str(err)) from None
     config.update(new)
     # Each hook once, even when several of its settings changed: the registry's own, then
     # those the services registered on this engine (the journal's, the compactor's).
