@@ -203,6 +203,7 @@ def test_info_stats_count_as_redis_does(pair: tuple[RespClient, RespClient]) -> 
     in, one read and one write per command."""
     both(pair, "XADD", "s", "1-1", "f", "v")
     both(pair, "XGROUP", "CREATE", "s", "g", "0")
+    both(pair, "SET", "k", "value")
     same(pair, "CONFIG", "RESETSTAT")
     both(pair, "SET", "gone", "v", "PX", "1")  # expired at once, lazily or actively
     time.sleep(0.01)
@@ -211,7 +212,10 @@ def test_info_stats_count_as_redis_does(pair: tuple[RespClient, RespClient]) -> 
                  ("XREADGROUP", "GROUP", "g", "c", "STREAMS", "s", ">"),
                  ("XPENDING", "s", "g"), ("XACK", "s", "g", "1-1"),
                  ("XINFO", "STREAM", "nokey"), ("EXISTS", "s", "nokey", "gone"),
-                 ("TYPE", "s"), ("TTL", "nokey"), ("XADD", "s", "1-2", "f", "v"),
+                 ("TYPE", "s"), ("TTL", "nokey"), ("GET", "k"), ("GET", "nokey"),
+                 ("GET", "s"), ("MGET", "k", "s", "nokey"), ("STRLEN", "k"),
+                 ("SET", "k2", "v", "GET"), ("INCR", "counter"), ("APPEND", "k", "!"),
+                 ("XADD", "s", "1-2", "f", "v"),
                  ("XDEL", "s", "1-2"), ("XTRIM", "s", "MAXLEN", "5")]:
         same(pair, *argv)
     both(pair, "XINFO", "STREAM", "s")  # (8.6's IDMP fields: 7.0 has not)
