@@ -135,17 +135,18 @@ def test_latency_replies_match_redis(pair: tuple[RespClient, RespClient]) -> Non
     same(pair, "CONFIG", "SET", "latency-monitor-threshold", "10")
     both(pair, "EVAL", SLOW_SCRIPT, "0")
     now = int(time.time())
-    latest = both(pair, "LATENCY", "LATEST")
-    for events in latest:
-        [[event, when, ms, highest]] = events
-        assert event == b"command" and abs(when - now) <= 10 and 10 <= ms == highest
+    # (On a busy machine another command may pass 10 ms too: only the script's is relied on.)
+    for events in both(pair, "LATENCY", "LATEST"):
+        [(when, ms, highest)] = [tuple(e[1:]) for e in events if e[0] == b"command"]
+        assert abs(when - now) <= 10 and 10 <= ms <= highest
     histories = both(pair, "LATENCY", "HISTORY", "command")
-    assert [len(h) for h in histories] == [1, 1]
-    for graph in both(pair, "LATENCY", "GRAPH", "command"):
+    for history, graph in zip(histories, both(pair, "LATENCY", "GRAPH", "command"),
+                              strict=True):
+        assert history and all(len(sample) == 2 for sample in history)
         lines = graph.decode().split("\n")
-        assert re.fullmatch(r"command - high (\d+) ms, low \1 ms \(all time high \1 ms\)",
+        assert re.fullmatch(r"command - high \d+ ms, low \d+ ms \(all time high \d+ ms\)",
                             lines[0]), lines[0]
-        assert lines[1] == "-" * 80 and len(lines[2]) == 1
+        assert lines[1] == "-" * 80 and len(lines[2]) == len(history)
     assert same(pair, "LATENCY", "RESET", "COMMAND") == 1
 
 
