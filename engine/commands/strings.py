@@ -7,9 +7,9 @@ Owns these commands' parsing (Redis's t_string.c, option for option and error fo
 replies, effects and keyspace notifications. Values live in the selected database's
 `ctx.strings`, TTLs in `ctx.expires` (engine.commands.expiry explains the keyspace and how keys
 expire). Every write logs the value it left, never the arithmetic that made it: `SET key value`
-(the TTL dropped), `SET key value KEEPTTL` (INCR, APPEND, a SET KEEPTTL) or `SET key value PXAT
+(the TTL dropped), `SET key value KEEPTTL` (INCR, a SET KEEPTTL) or `SET key value PXAT
 ms` (a SET with a relative or absolute time), so replay never re-parses a number or reads a
-clock; a conditional write (NX, XX, IF*, MSETNX, MSETEX, DELEX) logs what it did, never its
+clock; APPEND logs itself (the tail, not the value it grew); a conditional write (NX, XX, IF*, MSETNX, MSETEX, DELEX) logs what it did, never its
 condition.
 
 Redis 8.4's compare-and-set: IFEQ/IFNE compare the value, IFDEQ/IFDNE its digest, the XXH3
@@ -25,6 +25,8 @@ from streamkeep.engine.commands.expiry import (
     delete_key,
     expire_time_error,
     key_type,
+    read_hit,
+    read_miss,
     remove_expiry,
     set_expiry,
 )
@@ -32,7 +34,6 @@ from streamkeep.engine.exec.context import Ctx
 from streamkeep.engine.exec.notify import (
     EXPIRED,
     GENERIC,
-    KEY_MISS,
     NEW,
     OVERWRITTEN,
     STRING,
@@ -69,12 +70,16 @@ def get_string(ctx: Ctx, key: bytes) -> bytes | None:
 
 
 def read_string(ctx: Ctx, key: bytes) -> bytes | None:
-    """get_string for a read command (lookupKeyRead): a missing key notifies `keymiss`."""
+    """get_string for a read command (lookupKeyRead): a keyspace hit or miss (a stream is a
+    hit, then WRONGTYPE); a missing key notifies `keymiss`."""
     value = ctx.strings.get(key)
     if value is None:
         if key in ctx.db:
+            read_hit(ctx)
             raise ReplyError(WRONGTYPE)
-        ctx.notify(KEY_MISS, b"keymiss", key)
+        read_miss(ctx, key)
+        return None
+    read_hit(ctx)
     return value
 
 
@@ -353,10 +358,11 @@ def getex(ctx: Ctx, argv: Argv) -> bytes | None:
 def mget(ctx: Ctx, argv: Argv) -> list[bytes | None]:
     strings = ctx.strings
     values = [strings.get(key) for key in argv[1:]]
-    if ctx.engine.notify_flags & KEY_MISS:
-        for key in argv[1:]:
-            if key not in strings and key not in ctx.db:
-                ctx.notify(KEY_MISS, b"keymiss", key)
+    for key in argv[1:]:  # each a lookup: a stream's key is a hit (and a nil)
+        if key in strings or key in ctx.db:
+            read_hit(ctx)
+        else:
+            read_miss(ctx, key)
     return values
 
 
@@ -510,11 +516,14 @@ def incrbyfloat(ctx: Ctx, argv: Argv) -> bytes:
 def append(ctx: Ctx, argv: Argv) -> int:
     key, tail = argv[1], argv[2]
     old = get_string(ctx, key)
-    if old is not None and len(old) + len(tail) > int(ctx.config["proto-max-bulk-len"]):
+    if old is not None and len(old) + len(tail) > int(ctx.config["proto-max-bulk-len"]) \
+            and not (ctx.replaying or ctx.session.from_primary):  # (Redis's mustObeyClient)
         raise ReplyError(TOO_BIG)
     value = tail if old is None else old + tail
     store(ctx, key, value, keep_ttl=True)
-    ctx.emit(set_effect(key, value, keep_ttl=key in ctx.expires))
+    # Logged as itself, as SETRANGE is: replayed in order it meets the same value, and a key
+    # appended to n times costs the log n tails, not n values of growing size.
+    ctx.emit([b"APPEND", key, tail])
     if ctx.engine.notify_flags:
         stored_events(ctx, key, None if old is None else "string", b"append", overwrite=False)
     return len(value)

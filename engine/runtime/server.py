@@ -217,6 +217,9 @@ class Client(asyncio.Protocol):
         if self.closed or self.closing:
             return
         self.last_interaction = time.monotonic()
+        server = self.server
+        server.net_input_bytes += len(data)
+        server.reads_processed += 1
         try:
             self.parser.feed(data)
         except QueryBufferLimit:
@@ -460,6 +463,9 @@ class Client(asyncio.Protocol):
                 out.limit = 0  # the next reply's budget counts what this flush queued
                 transport.write(data)
             self.last_interaction = time.monotonic()  # Redis counts writes too (`timeout`)
+            server = self.server
+            server.net_output_bytes += batch
+            server.writes_processed += 1
             self._check_output_limit(batch)
         if self.closing and not self.held and not self.busy:
             self.close()
@@ -602,6 +608,7 @@ class Client(asyncio.Protocol):
     def _query_buffer_exceeded(self) -> None:
         log.warning("Closing client that reached max query buffer length: id=%d addr=%s",
                     self.id, self.addr)
+        self.server.query_buffer_disconnections += 1
         self.abort()
 
     def _check_output_limit(self, batch: int = 0) -> None:
@@ -647,6 +654,7 @@ class Client(asyncio.Protocol):
     def _output_exceeded(self, size: int) -> None:
         log.warning("Client id=%d addr=%s closed for overcoming of output buffer limits "
                     "(%d bytes pending).", self.id, self.addr, size)
+        self.server.output_buffer_disconnections += 1
         self.abort()
 
     # --- closing ---------------------------------------------------------------------------
@@ -921,7 +929,29 @@ class Server:
         # accepted through them, for the loop to take over (serve_while_busy).
         self._busy_listeners: list[socket.socket] = []
         self._adopted: list[tuple[Client, socket.socket]] = []
+        # INFO stats' network figures: bytes read from and written to clients (replication's
+        # own are the replication service's), read and write calls, clients closed at a limit.
+        self.net_input_bytes = 0
+        self.net_output_bytes = 0
+        self.reads_processed = 0
+        self.writes_processed = 0
+        self.query_buffer_disconnections = 0
+        self.output_buffer_disconnections = 0
         engine.server = self
+
+    def reset_stats(self) -> None:
+        """CONFIG RESETSTAT: the server's counters to zero."""
+        self.connections_received = self.rejected_connections = 0
+        self.net_input_bytes = self.net_output_bytes = 0
+        self.reads_processed = self.writes_processed = 0
+        self.query_buffer_disconnections = self.output_buffer_disconnections = 0
+
+    def stats_sample(self) -> dict[str, int]:
+        """The counters behind INFO's instantaneous rates (engine.exec.stats.sample)."""
+        received, sent = (self.engine.replication.traffic()
+                          if self.engine.replication is not None else (0, 0))
+        return {"net_input": self.net_input_bytes, "net_output": self.net_output_bytes,
+                "net_repl_input": received, "net_repl_output": sent}
 
     def engine_version(self) -> str:
         from importlib.metadata import PackageNotFoundError, version
@@ -1136,6 +1166,7 @@ class Server:
             return
         if self.engine.active_expire_cycle():
             self.flush_aof()
+        self.engine.sample_stats(self.stats_sample())
         self.loop.call_later(ACTIVE_EXPIRE_SECONDS, self._active_expire)
 
     def _new_client(self) -> Client:
@@ -1168,6 +1199,8 @@ class Server:
             try:
                 if data:
                     client.last_interaction = time.monotonic()
+                    self.net_input_bytes += len(data)
+                    self.reads_processed += 1
                     parser.feed(data)
                 while not client.closing and (argv := parser.next()) is not None:
                     client._answer(self.engine.run_while_busy(client.session, tuple(argv),

@@ -104,11 +104,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
+    # The engine logs each torn tail it truncates on "streamkeep.*": thousands per run here,
+    # and expected; the report counts them instead. (Restored after: a caller running the
+    # command in process keeps its logging.)
+    engine_log = logging.getLogger("streamkeep")
+    level = engine_log.level
+    engine_log.setLevel(logging.CRITICAL)
+    try:
+        return _main(args)
+    finally:
+        engine_log.setLevel(level)
+
+
+def _main(args: argparse.Namespace) -> int:
     from streamkeep.tools.crashbench import report
 
-    # The engine logs each torn tail it truncates on "streamkeep.*": thousands per run here,
-    # and expected; the report counts them instead.
-    logging.getLogger("streamkeep").setLevel(logging.CRITICAL)
     if args.json and not _is_stream(args.json):  # refused now, not after the run
         from streamkeep.tools.outputs import OutputRefused, check_output
 

@@ -129,7 +129,7 @@ def test_incrbyfloat(r):
 
 def test_append_strlen(r):
     assert r("APPEND", "k", "ab") == 2
-    assert r.effects("APPEND", "k", "cd") == (4, [[b"SET", b"k", b"abcd"]])
+    assert r.effects("APPEND", "k", "cd") == (4, [[b"APPEND", b"k", b"cd"]])  # the tail only
     assert r("STRLEN", "k") == 4
     assert r("STRLEN", "none") == 0
     r("CONFIG", "SET", "proto-max-bulk-len", str(1024 * 1024))
