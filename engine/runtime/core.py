@@ -708,10 +708,12 @@ class EngineCore:
         try:
             reply = handler(ctx, argv)
         except ReplyError as err:
-            self.stats.failed(counters, _now_ns() - began, err.line)
+            if self.stats.failed(counters, _now_ns() - began, err.line):
+                self._slow_call(session, argv, _now_ns() - began)
             return err
-        counters[CALLS] += 1
-        counters[NANOS] += _now_ns() - began
+        nanos = _now_ns() - began
+        if count_call(counters, nanos):
+            self._slow_call(session, argv, nanos)
         return reply
 
     def refuse_unauthenticated(self, session: Session, argv: Argv) -> ReplyError:
