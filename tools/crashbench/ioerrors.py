@@ -40,6 +40,7 @@ Progress = Callable[[str, int, int], None]
 def rows(policy: str, seed: int, ops: int, points: int, progress: Progress | None = None
          ) -> list[Row]:
     """`points` error points per fault, each in a run of up to `ops` operations."""
+    from streamkeep.tools import leftovers
     from streamkeep.tools.crashbench.runs import scratch_root
 
     root = scratch_root(None)
@@ -62,7 +63,7 @@ def rows(policy: str, seed: int, ops: int, points: int, progress: Progress | Non
             row.seconds = time.monotonic() - began
             out.append(row)
     finally:
-        shutil.rmtree(root, ignore_errors=True)
+        leftovers.remove(root)
     return out
 
 
@@ -158,6 +159,7 @@ def _token(policy: str, seed: int, ops: int, call: str, err: int, after: int) ->
 
 def replay(token: str) -> Row:
     _kind, policy, seed, ops, call, name, after = token.split(":")
+    from streamkeep.tools import leftovers
     from streamkeep.tools.crashbench.runs import scratch_root
 
     root = scratch_root(None)
@@ -166,7 +168,7 @@ def replay(token: str) -> Row:
         _point(row, os.path.join(root, "d"), policy, int(seed), int(ops), call,
                getattr(errno, name), int(after))
     finally:
-        shutil.rmtree(root, ignore_errors=True)
+        leftovers.remove(root)
     return row
 
 
