@@ -21,7 +21,9 @@ sweeping what a command that was killed (SIGKILL: no cleanup of its own could ru
   dies (PR_SET_PDEATHSIG, set before it runs anything: a command SIGKILLed takes its children
   with it); `track(proc)` / `untrack(proc)` the children whose process groups `cleanup()`
   SIGKILLs, if still running, whatever way the command takes out (tools.main calls it last,
-  and it runs at exit).
+  and it runs at exit); `init_worker` does the same for a multiprocessing worker, and
+  `start_shielded` keeps the terminal's signals from a child that cannot have a session of
+  its own.
 
 Stdlib only, cheap to import (tools.main imports it).
 Must not touch: what the temporaries hold, how a command reacts to a signal (tools.exits).
@@ -55,7 +57,8 @@ _KINDS = "|".join(map(re.escape, BESIDE_KINDS))
 _OWNED = re.compile(rf"(?:\..+\.(?:{_KINDS})|streamkeep-[a-z][a-z0-9-]*)-(\d+)-[0-9a-f]{{8}}")
 _PR_SET_PDEATHSIG = 1
 
-_held: dict[str, int] = {}  # a temporary this process made -> the descriptor its lock is on
+# a temporary this process made -> the descriptor its lock is on (None: not yet open)
+_held: dict[str, int | None] = {}
 _children: dict[int, subprocess.Popen] = {}  # tracked children, by pid
 _lock = threading.Lock()
 
@@ -81,7 +84,12 @@ def make_directory(path: str, mode: int = 0o777) -> str:
     """Create the temporary directory `path` (named by `owned_name`; it must not exist;
     `mode` as os.mkdir's: one renamed into place becomes the user's output) and hold its
     lock. Returns `path`."""
-    os.mkdir(path, mode)
+    _reserve(path)
+    try:
+        os.mkdir(path, mode)
+    except OSError:  # not made (an interrupt, made or not, leaves it reserved)
+        _unreserve(path)
+        raise
     _hold(path, os.O_RDONLY | os.O_DIRECTORY)
     return path
 
@@ -89,24 +97,42 @@ def make_directory(path: str, mode: int = 0o777) -> str:
 def open_file(path: str) -> Any:
     """Create the temporary file `path` (named by `owned_name`; it must not exist), holding
     its lock: a binary file object open for writing."""
-    f = open(path, "xb")  # noqa: SIM115 (the caller closes it)
+    _reserve(path)
+    try:
+        f = open(path, "xb")  # noqa: SIM115 (the caller closes it)
+    except OSError:
+        _unreserve(path)
+        raise
     try:
         _hold(path, os.O_RDONLY)
     except BaseException:
         f.close()
-        os.unlink(path)
         raise
     return f
 
 
+def _reserve(path: str) -> None:
+    """Known before it exists: an interrupt between its making and its lock leaves it
+    `cleanup`'s to remove (its maker's `finally` may not be set up yet)."""
+    with _lock:
+        if path in _held:
+            raise FileExistsError(errno.EEXIST, "a temporary of this process's", path)
+        _held[path] = None
+
+
+def _unreserve(path: str) -> None:
+    with _lock:
+        _held.pop(path, None)
+
+
 def _hold(path: str, flags: int) -> None:
     fd = os.open(path, flags | os.O_CLOEXEC)
+    with _lock:
+        _held[path] = fd
     # A file system without flock (some network ones): then a sweep can never prove the
     # temporary is a dead process's, and leaves it; it is still removed on the way out.
     with contextlib.suppress(OSError):
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    with _lock:
-        _held[path] = fd
 
 
 def remove(path: str) -> None:
@@ -126,7 +152,8 @@ def release(path: str) -> None:
     with _lock:
         fd = _held.pop(path, None)
     if fd is not None:
-        os.close(fd)
+        with contextlib.suppress(OSError):
+            os.close(fd)
 
 
 def temp_directory_path(what: str, parent: str | None = None) -> str:
@@ -251,6 +278,24 @@ def die_with_parent_hook(then: Callable[[], None] | None = None) -> Callable[[],
             then()
 
     return hook
+
+
+def start_shielded(process: Any) -> None:
+    """Start a multiprocessing process (spawn: it cannot have a session of its own) with
+    SIGINT and SIGHUP blocked in it from its first instruction (a blocked signal stays blocked
+    through fork and exec; Python's start-up leaves the mask alone): Ctrl-C and the terminal's
+    hang-up never reach it, not even while its interpreter starts (a traceback otherwise);
+    its parent stops it. In this process, one that comes meanwhile takes effect at the end."""
+    from multiprocessing import resource_tracker
+
+    # Started first: starting it unblocks SIGINT here (it blocks SIGINT and SIGTERM around
+    # its own start, then unblocks them whatever they were), which the child would inherit.
+    resource_tracker.ensure_running()
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGHUP})
+    try:
+        process.start()
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
 
 
 def init_worker() -> None:

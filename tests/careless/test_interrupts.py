@@ -13,6 +13,7 @@ Commands: import, export-rdb, restore, export (Spark: the JVM starting, and writ
 
 from __future__ import annotations
 
+import shutil
 import signal
 import socket
 import textwrap
@@ -23,6 +24,8 @@ import pytest
 from streamkeep import Engine
 from tests.support.careless import big_datadir, resp_aof, tree_state
 from tests.support.interrupts import Started, entries, owned_by, signal_name
+
+pytestmark = pytest.mark.timeout(600)  # real commands on big data, a busy machine
 
 SIGNALS = [signal.SIGINT, signal.SIGTERM, signal.SIGHUP]
 IDS = [signal_name(s) for s in SIGNALS]
@@ -156,36 +159,84 @@ def _export(small: Path, tmp_path: Path, signum: int, moment: str) -> None:
     assert tree_state(small) == before  # no pin left
 
 
-def test_export_sigterm_while_the_jvm_starts(small: Path, tmp_path: Path) -> None:
-    _export(small, tmp_path, signal.SIGTERM, "starting")
+@pytest.mark.parametrize("signum", SIGNALS, ids=IDS)
+def test_export_while_the_jvm_starts(small: Path, tmp_path: Path, signum: int) -> None:
+    """The moment that used to leave a JVM running for ever, re-parented to init."""
+    _export(small, tmp_path, signum, "starting")
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize(("signum", "moment"), [
-    (signal.SIGINT, "starting"), (signal.SIGHUP, "starting"), (signal.SIGTERM, "writing"),
-    (signal.SIGHUP, "writing")], ids=["SIGINT-starting", "SIGHUP-starting", "SIGTERM-writing",
-                                      "SIGHUP-writing"])
-def test_export(small: Path, tmp_path: Path, signum: int, moment: str) -> None:
-    _export(small, tmp_path, signum, moment)
+@pytest.mark.slow  # (SIGINT while writing: tests/careless/test_cli_hygiene.py)
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP], ids=["SIGTERM", "SIGHUP"])
+def test_export_while_writing(small: Path, tmp_path: Path, signum: int) -> None:
+    _export(small, tmp_path, signum, "writing")
 
 
 def test_export_killed_takes_its_jvm_and_the_next_sweeps(small: Path, tmp_path: Path) -> None:
+    """--snapshot-only: the snapshot's pin is in the data directory for the whole export."""
+    before = tree_state(small)
     out = _beside(tmp_path, "export")
     tmpdir = tmp_path / "tmpdir"
-    killed = Started(["export", small, "--out", out, "--master", "local[1]"], tmp_path,
-                     tmpdir=tmpdir)
+    killed = Started(["export", small, "--snapshot-only", "--out", out, "--master", "local[1]"],
+                     tmp_path, tmpdir=tmpdir)
     killed.wait_for(lambda: any(out.parent.glob(".export.tmp-*/entries")))
     assert killed.running("java")
     killed.kill()
     killed.finish()  # the JVM died with it (PR_SET_PDEATHSIG), its workers with the JVM
     assert entries(out.parent) == owned_by(out.parent, {killed.pid}) != set()
     assert entries(tmpdir) == owned_by(tmpdir, {killed.pid}) != set()  # Spark's directory
+    pins = {n for n in entries(small) if n.startswith("export-pin-")}
+    assert pins and all(f"-p{killed.pid}" in n for n in pins)
     again = Started(["export", small, "--out", f"{out}-again", "--master", "local[1]",
                      "--table", "streams"], tmp_path, tmpdir=tmpdir)
     result = again.finish()
     assert result.code == 0, result.err
     assert entries(out.parent) == {"export-again"}
     assert entries(tmpdir) == set()
+    assert tree_state(small) == before
+
+
+KILLED_WHILE_PINNED = textwrap.dedent("""\
+    import sys
+    import time
+    from streamkeep.tools.export import pin
+
+    pin.claim()
+    held = [pin.pin(sys.argv[1]).path, *pin.pin_log(sys.argv[1]).paths()]
+    print(" ".join(held), flush=True)
+    time.sleep(3600)  # (until it is killed)
+""")
+
+
+def test_an_exports_pins_are_swept_once_it_is_gone(small: Path, tmp_path: Path) -> None:
+    """What a killed export pinned in a data directory (named after it, locked while it ran)
+    is removed by the next; a live export's pins, and a Spark application's, are not."""
+    from streamkeep.tools.export import pin
+
+    data = tmp_path / "data"
+    shutil.copytree(small, data)
+    before = tree_state(data)
+    script = tmp_path / "export.py"
+    script.write_text(KILLED_WHILE_PINNED)
+    alive = Started([script, data], tmp_path, script=True)
+    killed = Started([script, data], tmp_path, script=True)
+    for run in (alive, killed):
+        assert run.proc.stdout is not None and run.proc.stdout.readline()
+    theirs = pin.pin(str(data))  # (not claimed: a Spark application's, swept by age only)
+    killed.kill()
+    killed.finish()
+    dead = {n for n in entries(data) if f"-p{killed.pid}" in n}
+    assert dead
+    # A segment's pin is a link to the segment's inode, which the live export's pin holds a
+    # lock on too: it waits until that one is gone as well.
+    shared = {n for n in dead if n.endswith(".aof")}
+    assert set(pin.sweep_dead(str(data))) == dead - shared
+    assert dead & entries(data) == shared
+    assert {n for n in entries(data) if f"-p{alive.pid}" in n}  # its maker lives
+    alive.kill()
+    alive.finish()
+    theirs.release()
+    assert set(pin.sweep_dead(str(data))) >= shared
+    assert tree_state(data) == before
 
 
 # --- crashbench: its compaction children ------------------------------------------------------
@@ -318,6 +369,17 @@ def test_an_embedded_engine_compacting(tmp_path: Path, signum: int) -> None:
 def test_bench(tmp_path: Path, signum: int) -> None:
     run = Started(["bench", "server", "--quick"], tmp_path)
     run.wait_for(lambda: run.running("redis-server"))
+    run.send(signum)
+    assert_ended_by(run.finish(), signum, "bench")
+    assert_nothing_left(run)
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGHUP], ids=["SIGINT", "SIGHUP"])
+def test_bench_while_its_latency_harness_starts(tmp_path: Path, signum: int) -> None:
+    """The harness (a multiprocessing child, of the bench's process group) never gets the
+    terminal's signal, not even while its interpreter starts: no traceback of its own."""
+    run = Started(["bench", "server", "--quick"], tmp_path)
+    run.wait_for(lambda: run.running("spawn_main"))
     run.send(signum)
     assert_ended_by(run.finish(), signum, "bench")
     assert_nothing_left(run)

@@ -3,8 +3,8 @@
 `Started` runs `python -m streamkeep ...` (or a Python script) as a real child process in a
 session of its own, with a marker variable in its environment, which every process it starts
 inherits (the Spark JVM and its Python workers, build children, servers, pool workers), and a
-private TMPDIR. `processes()` counts the processes that carry the marker (a descendant is
-found even after it was re-parented to init); `wait_for` waits for a moment of the command's
+private TMPDIR. `processes()` counts the processes that carry the marker or descend from
+one seen (tests.support.careless.Tree: found even after re-parenting to init); `wait_for` waits for a moment of the command's
 work (a file appears, a child runs: never a fixed sleep), asserting the command still runs;
 `send` sends a signal as it comes in real life (SIGINT and SIGHUP, from a terminal, reach the
 whole process group; SIGTERM, from `kill`, the command alone); `finish` collects the exit
@@ -21,39 +21,11 @@ import sys
 import time
 import uuid
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
-from tests.support.careless import ROOT, Result
+from tests.support.careless import MARK, ROOT, Process, Result, Tree
 
-MARK = "STREAMKEEP_TEST_MARK"
 TIMEOUT = 300.0  # a JVM start on a busy machine takes a while
-GONE_WITHIN = 20.0  # children killed with their parent: the kernel, init's reaping
-
-
-@dataclass
-class Process:
-    pid: int
-    cmdline: str
-
-
-def marked(mark: str) -> list[Process]:
-    """The running processes whose environment has MARK=`mark` (zombies have none left)."""
-    needle = f"{MARK}={mark}".encode()
-    found = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/environ", "rb") as f:
-                if needle not in f.read().split(b"\0"):
-                    continue
-            with open(f"/proc/{entry}/cmdline", "rb") as f:
-                cmdline = f.read().replace(b"\0", b" ").decode(errors="replace").strip()
-        except OSError:
-            continue
-        found.append(Process(int(entry), cmdline))
-    return found
 
 
 class Started:
@@ -72,16 +44,19 @@ class Started:
             command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
             text=True, cwd=cwd or ROOT, start_new_session=True,
             env={**os.environ, MARK: self.mark, "TMPDIR": str(self.tmpdir)})
-        self.pids: set[int] = {self.proc.pid}  # every process of the command seen so far
+        self.tree = Tree(self.mark, self.proc.pid)
 
     @property
     def pid(self) -> int:
         return self.proc.pid
 
+    @property
+    def pids(self) -> set[int]:
+        """Every process of the command seen so far."""
+        return set(self.tree.seen)
+
     def processes(self) -> list[Process]:
-        found = marked(self.mark)
-        self.pids.update(p.pid for p in found)
-        return found
+        return self.tree.scan()
 
     def running(self, word: str) -> bool:
         """Whether a process of the command has `word` in its command line."""
@@ -118,14 +93,7 @@ class Started:
         return Result(self.proc.returncode, out, err)
 
     def assert_no_process_left(self) -> None:
-        deadline = time.monotonic() + GONE_WITHIN
-        left = self.processes()
-        while left and time.monotonic() < deadline:
-            time.sleep(0.1)
-            left = self.processes()
-        for p in left:  # (not to leak them into the next test)
-            os.kill(p.pid, signal.SIGKILL)
-        assert not left, f"processes left running: {left}"
+        self.tree.assert_none_left()
 
     def kill(self) -> None:
         """SIGKILL the command's process alone (its children are on their own)."""
