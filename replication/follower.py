@@ -157,8 +157,9 @@ class Follower:
             return
         parser = ReplyParser()  # the handshake's replies (the project's RESP codec)
         self.announced_port = self.listening_port()
-        for command in link.handshake(str(self.engine.config["masterauth"]),
-                                      self.announced_port, self.runid):
+        config = self.engine.config
+        for command in link.handshake(str(config["masterauth"]), self.announced_port,
+                                      self.runid, str(config["replica-announce-ip"])):
             sock.sendall(command)
             reply = self._read_reply(sock, parser)
             if isinstance(reply, ReplyError):

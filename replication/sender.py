@@ -272,12 +272,16 @@ class Primary:
 
     def psync(self, client: Any, history: tuple[str, str, int], replid: str, lsn: int,
               crc: int | None, listening_port: int, publishes: bool = False,
-              have: frozenset[tuple[str, int, int]] = frozenset()) -> None:
+              have: frozenset[tuple[str, int, int]] = frozenset(),
+              ip: str | None = None) -> None:
         """Answer a PSYNC: the sender takes the connection over on the loop's next pass,
         after the replies already queued for it have left. `publishes`: the replica announced
-        `capa sk-publish`."""
+        `capa sk-publish`; `ip`: the address it announced (REPLCONF ip-address), which INFO
+        and ROLE list it under instead of the connection's."""
         sender = Sender(self, client, listening_port)
         sender.publishes, sender.have = publishes, have
+        if ip:
+            sender.ip = ip
         client.link = sender
         self.senders.append(sender)
         self.datadir.journal.flush_pending()  # what the replica asks about is in the files

@@ -38,6 +38,7 @@ log = logging.getLogger("streamkeep.replication")
 
 READONLY = "READONLY You can't write against a read only replica."
 MYSELF = "ERR REPLICAOF would make this node its own replica"
+MAX_ANNOUNCED_IP = 256  # bytes; Redis's NET_HOST_STR_LEN (a hostname may be announced too)
 
 
 def attach(engine: EngineCore, replicaof: tuple[str, int] | None) -> ReplicationService:
@@ -93,6 +94,11 @@ class ReplicationService:
             server.call_soon(server.loop.call_later, delay, fn)
 
     def _listening_port(self) -> int:
+        """The port this replica gives its primary: replica-announce-port, else the one its
+        server listens on (0 before it listens)."""
+        announced = int(self.engine.config["replica-announce-port"])
+        if announced:
+            return announced
         server = self.engine.server
         return int(server.port) if server is not None else 0
 
@@ -206,7 +212,12 @@ class ReplicationService:
                     is_word(argv[i + 2], b"fack") else lsn
                 self.primary.ack(client, lsn, fack)
                 return NO_REPLY
-            elif option in (b"getack", b"ip-address", b"rdb-only", b"rdb-filter-only"):
+            elif option == b"ip-address":
+                if len(value) >= MAX_ANNOUNCED_IP:
+                    raise ReplyError("ERR REPLCONF ip-address provided by replica instance is "
+                                     f"too long: {len(value)} bytes")
+                state["ip"] = value.decode("utf-8", "replace")
+            elif option in (b"getack", b"rdb-only", b"rdb-filter-only"):
                 pass
             else:
                 raise ReplyError("ERR Unrecognized REPLCONF option: "
@@ -242,7 +253,7 @@ class ReplicationService:
         self.primary.psync(client, self.datadir.history(), replid, max(lsn, 0), crc,
                            int(state.get("port", 0)),
                            publishes=link.PUBLISH_CAPA in state.get("capa", set()),
-                           have=state.get("have", frozenset()))
+                           have=state.get("have", frozenset()), ip=state.get("ip"))
         return NO_REPLY
 
     # --- WAIT, WAITAOF -------------------------------------------------------------------------
@@ -321,8 +332,9 @@ class ReplicationService:
             if not follower.link_up:
                 fields.append(("master_link_down_since_seconds",
                                int(now - follower.down_since)))
-            fields += [("slave_priority", 100), ("slave_read_only", 1),
-                       ("replica_announced", 1)]
+            config = self.engine.config
+            fields += [("slave_priority", config["replica-priority"]), ("slave_read_only", 1),
+                       ("replica_announced", int(config["replica-announced"]))]
             if follower.protocol == "redis" and follower.redis is not None:
                 fields += follower.redis.info_fields()
         senders = self.primary.senders

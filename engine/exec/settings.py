@@ -440,6 +440,10 @@ _PARAMS: list[Param] = [
           summary="AOF size below which no automatic compaction starts"),
     Param("aof-load-truncated", "bool", True,
           summary="truncate a torn AOF tail at open (else refuse to open)"),
+    # streamkeep: its hook is the journal's (engine.runtime.datadir).
+    Param("aof-preallocate", "memory", 4 << 20, hi=LONG_MAX,
+          summary="disk space allocated ahead of the AOF's end, so that a full disk refuses "
+                  "write commands before they run (0: none)"),
     Param("requirepass", "string", "", summary="the default user's password"),
     Param("maxclients", "int", 10000, lo=1, hi=UINT_MAX, summary="connections at most"),
     Param("protected-mode", "bool", True,
@@ -483,12 +487,30 @@ _PARAMS: list[Param] = [
     Param("masterauth", "string", "", summary="password this replica gives its primary"),
     Param("repl-timeout", "int", 60, lo=1, hi=INT_MAX,
           summary="seconds without traffic after which a replication link is dropped"),
+    # What a replica tells Sentinel through INFO, and its primary through the handshake
+    # (the address the primary lists it under: what Sentinel connects to).
+    Param("replica-priority", "int", 100, hi=INT_MAX,
+          summary="this replica's rank for promotion by Sentinel: lower first, 0 never"),
+    Param("replica-announced", "bool", True,
+          summary="whether Sentinel lists this replica (SENTINEL REPLICAS)"),
+    Param("replica-announce-ip", "string", "",
+          summary="the address this replica gives its primary to be listed under (empty: the "
+                  "connection's)"),
+    Param("replica-announce-port", "int", 0, hi=65535,
+          summary="the port this replica gives its primary to be listed under (0: the one it "
+                  "listens on)"),
+    Param("replica-read-only", "bool", True,
+          check=_must_be(True, "streamkeep replicas are always read-only"),
+          summary="always yes: a replica refuses writes"),
     Param("busy-reply-threshold", "int", 5000, hi=LONG_MAX,
           summary="milliseconds a script runs before other clients are answered BUSY "
                   "(and SCRIPT KILL can stop it)"),
 ]
 # redis.conf's older spelling of a setting: the same Param under both names.
-ALIASES = {"slaveof": "replicaof", "lua-time-limit": "busy-reply-threshold"}
+ALIASES = {"slaveof": "replicaof", "lua-time-limit": "busy-reply-threshold",
+           "slave-priority": "replica-priority", "slave-announce-ip": "replica-announce-ip",
+           "slave-announce-port": "replica-announce-port",
+           "slave-read-only": "replica-read-only"}
 
 PARAMS: dict[str, Param] = {p.name: p for p in _PARAMS}
 DEFAULT_CONFIG: dict[str, Any] = {p.name: p.default for p in _PARAMS}
@@ -552,11 +574,11 @@ def config_set(engine: EngineCore, pairs: Sequence[tuple[Any, Any]]) -> None:
     config = engine.config
     old = {p.name: config[p.name] for p in params}
     new: dict[str, Any] = {}
-    for param, (_name, value) in zip(params, pairs, strict=True):
+    for param, (name, value) in zip(params, pairs, strict=True):
         try:
             new[param.name] = param.parse(value, config[param.name])
-        except ValueError as err:
-            raise ConfigError(param.name, str(err)) from None
+        except ValueError as err:  # named as given (an old name too), as Redis names it
+            raise ConfigError(_text(name).lower(), str(err)) from None
     config.update(new)
     # Each hook once, even when several of its settings changed: the registry's own, then
     # those the services registered on this engine (the journal's, the compactor's).

@@ -171,6 +171,9 @@ class EngineCore:
         # runs config_hooks[name] after storing a new value; INFO asks info_sections first.
         self.config_hooks: dict[str, list[ConfigHook]] = {}
         self.info_sections: dict[str, InfoSection] = {}
+        # Run after the AOF dropped records and the state was rolled back (the server's: its
+        # replies awaiting them are refused). Engine lock held, any thread.
+        self.rollback_hooks: list[Callable[[], None]] = []
         # INFO commandstats/errorstats (engine.exec.stats), and the dispatch fast path with
         # each command's counter list: submit counts a call without looking anything up.
         self.stats = ServerStats(command_names())
@@ -463,9 +466,11 @@ class EngineCore:
             ctx.effects = []
             hidden = None
             if self.expires[db]:
-                if self.read_only is None:  # lazy expiry of the keys it names
-                    expire_named_keys(ctx, argv)
-                elif not session.from_primary:  # a replica's read: expired keys look missing
+                if self.read_only is None and not self._writes_refused():
+                    expire_named_keys(ctx, argv)  # lazy expiry of the keys it names
+                elif not session.from_primary:
+                    # A replica's read, or any while the AOF refuses writes (a deletion could
+                    # not be logged): expired keys look missing.
                     hidden = hide_expired(ctx, argv)
             began = _now_ns()
             try:
@@ -527,6 +532,10 @@ class EngineCore:
                 raise self._refuse(session, spec, err) from None
         # (lookup returns a spec with a handler: a container without its subcommand is refused)
         return spec.handler, spec.is_write, counters, queued  # type: ignore[return-value]
+
+    def _writes_refused(self) -> bool:
+        journal = self.journal
+        return journal is not None and journal.error is not None
 
     def _write_gate(self, session: Session) -> str | None:
         """Why a write from `session` is refused now (its error line), or None: the AOF cannot
@@ -743,7 +752,9 @@ class EngineCore:
             return waiter.done
 
     def _rerun(self, waiter: Waiter) -> None:
-        """Re-run a waiter's command (lock held); if it no longer blocks, hand it the result."""
+        """Re-run a waiter's command (lock held); if it no longer blocks, hand it the result.
+        A write (XREADGROUP) while the AOF refuses writes is not run: its reply is MISCONF, as
+        Redis's re-processing of an unblocked command refuses it."""
         session = waiter.session
         ctx = RerunCtx(self, session, self.clock())
         rerun = waiter.rerun
@@ -753,6 +764,8 @@ class EngineCore:
                 self.expires[session.db]:  # a replica's blocked read: as when it first ran
             hidden = hide_expired(ctx, waiter.argv)
         try:
+            if self._writes_refused() and lookup(waiter.argv).is_write:
+                raise ReplyError(self.journal.error)  # type: ignore[union-attr, arg-type]
             if rerun is not None:
                 result = rerun(ctx)
             else:
@@ -920,26 +933,42 @@ class EngineCore:
                 ctx = Ctx(self, session, now)
                 removed += active_expire(ctx)
                 if ctx.effects:
-                    self._commit(ctx, index)
+                    try:
+                        self._commit(ctx, index)
+                    except ReplyError:  # not logged: rolled back with the state (MISCONF)
+                        break
             if self.waiters.ready:
                 self._serve_ready()
         return removed
 
     def replace_state_locked(self, dbs: list[dict[bytes, Stream]],
                              strings: list[dict[bytes, bytes]] | None = None,
-                             expires: list[dict[bytes, int]] | None = None) -> None:
+                             expires: list[dict[bytes, int]] | None = None,
+                             wake: bool = True) -> None:
         """Replace every database at once (engine lock held): a replica's full sync installs
-        its primary's snapshot (None: no strings, no TTLs). Clients blocked on a key are re-run
-        against the new data."""
+        its primary's snapshot (None: no strings, no TTLs). With `wake`, clients blocked on a
+        key are re-run against the new data."""
         self.residency.adopt(dbs)  # loaded by another engine: they count here from now on
         self.dbs[:] = dbs
         self.strings[:] = strings if strings is not None else [{} for _ in dbs]
         self.expires[:] = expires if expires is not None else [{} for _ in dbs]
+        if not wake:
+            return
         for db, streams in enumerate(dbs):
             for key in streams:
                 self.waiters.signal(db, key)
         if self.waiters.ready:
             self._serve_ready()
+
+    def roll_back_locked(self, dbs: list[dict[bytes, Stream]], strings: list[dict[bytes, bytes]],
+                         expires: list[dict[bytes, int]]) -> None:
+        """The AOF dropped records this state had applied (engine lock held): install the
+        state the log holds (the data directory reloaded it), then tell the server, whose
+        replies still waiting for those records become MISCONF. Blocked clients are not
+        re-run: nothing in the log's state is newer than what they found when they blocked."""
+        self.replace_state_locked(dbs, strings, expires, wake=False)
+        for hook in self.rollback_hooks:
+            hook()
 
     def add_sink(self, sink: RecordSink) -> None:
         self.sinks.append(sink)

@@ -390,7 +390,7 @@ class Client(asyncio.Protocol):
                 if last <= journal.written_lsn:  # type: ignore[union-attr]
                     marks.clear()
                 else:
-                    self._refuse_unwritten()
+                    self.refuse_unwritten()
                     out = self.out
             batch = len(out) + out.big_size
             if out.big:  # big bulks go to the transport as they are, not copied into out
@@ -410,7 +410,7 @@ class Client(asyncio.Protocol):
         if self.closing and not self.held and not self.busy:
             self.close()
 
-    def _refuse_unwritten(self) -> None:
+    def refuse_unwritten(self) -> None:
         """A record that could not be written is not acknowledged: its reply becomes the
         MISCONF error (`marks`: the offsets of the write replies in the output)."""
         marks, self.marks = self.marks, []
@@ -827,6 +827,18 @@ class Server:
             # then covers all of their records.
             self.loop.call_soon(self._start_sync)
 
+    def _records_dropped(self) -> None:
+        """The AOF dropped records and rolled the state back (engine lock held, any thread):
+        every reply still waiting for one of them becomes MISCONF now, before writes resume
+        and those LSNs are given to new records."""
+        if threading.get_ident() != self.loop_thread:
+            with contextlib.suppress(RuntimeError):  # the loop has closed: no client is left
+                self.loop.call_soon_threadsafe(self._records_dropped)
+            return
+        for client in list(self.clients.values()):
+            if client.marks:
+                client.refuse_unwritten()
+
     def flush_aof(self) -> None:
         """Write the journal's deferred records (one write() for everything buffered)."""
         journal = self.engine.journal
@@ -890,6 +902,7 @@ class Server:
         self.stopping = asyncio.Event()
         self._fit_maxclients()
         self.engine.on_config(["maxclients"], self._maxclients_changed)
+        self.engine.rollback_hooks.append(self._records_dropped)
         self.loop.call_later(IDLE_CHECK_SECONDS, self._close_idle_clients)
         self.loop.call_later(ACTIVE_EXPIRE_SECONDS, self._active_expire)
         if self.sockets is not None:

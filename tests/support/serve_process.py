@@ -40,8 +40,8 @@ class ServeProcess:
     """One `streamkeep serve` child; its output (stdout and stderr) is collected in `lines`."""
 
     def __init__(self, datadir: Path, *args: str, port: int | None = None,
-                 limits: Limits | None = None) -> None:
-        self.host = "127.0.0.1"
+                 limits: Limits | None = None, host: str = "127.0.0.1") -> None:
+        self.host = host  # where it listens (`--bind` or its config file says so)
         self.port = free_port() if port is None else port
         argv = [sys.executable, "-m", "streamkeep", "serve", "--dir", str(datadir), *args]
         if port is None:
@@ -101,13 +101,14 @@ class ServeProcess:
 
 
 def spawner() -> tuple[Callable[..., ServeProcess], Callable[[], None]]:
-    """A `start(datadir, *args, port=None, limits=None)` that starts a ServeProcess, and a
-    `cleanup()` that kills every process it started (the `spawn` fixture in tests/conftest)."""
+    """A `start(datadir, *args, port=None, limits=None, host=...)` that starts a ServeProcess,
+    and a `cleanup()` that kills every process it started (the `spawn` fixture in
+    tests/conftest)."""
     started: list[ServeProcess] = []
 
     def start(datadir: Path, *args: str, port: int | None = None,
-              limits: Limits | None = None) -> ServeProcess:
-        proc = ServeProcess(datadir, *args, port=port, limits=limits)
+              limits: Limits | None = None, host: str = "127.0.0.1") -> ServeProcess:
+        proc = ServeProcess(datadir, *args, port=port, limits=limits, host=host)
         started.append(proc)
         assert proc.proc.poll() is None, proc.output()
         return proc

@@ -40,8 +40,9 @@ modes:
   sigkill     SIGKILL of a real server process at chosen moments (workload,
               compaction, segment rotation, recovery, replica sync, a primary
               rolled back under its replica; --target streamkeep or redis-server)
-  ioerror     EIO / ENOSPC on an AOF write or fsync at chosen points, then a
-              crash and recovery"""
+  ioerror     a full disk, EIO / ENOSPC on an AOF write or fsync at chosen
+              points, met by a client that retries every error reply: an
+              error reply must leave no trace, live or after recovery"""
 
 EPILOG = f"""\
 examples:
@@ -164,7 +165,7 @@ def _replay(token: str, notes: list[str]) -> Any:
         notes.append(f"the same {rounds} rounds with seed {seed} (a process crash lands where "
                      f"the timing puts it: the rounds repeat, the exact kill instants do not)")
         return sigkill.rows(policy, target, int(seed), int(rounds), None)[0]
-    if parts[0] == "ioerror" and len(parts) == 7:
+    if parts[0] == "ioerror" and len(parts) == 8:
         from streamkeep.tools.crashbench import ioerrors
 
         notes.append(f"the I/O error point {token}")
