@@ -25,7 +25,7 @@ sweeping what a command that was killed (SIGKILL: no cleanup of its own could ru
   `start_shielded` keeps the terminal's signals from a child that cannot have a session of
   its own.
 
-Stdlib only, cheap to import (tools.main imports it).
+Stdlib only. (tools.main calls `cleanup` last when the command imported this module.)
 Must not touch: what the temporaries hold, how a command reacts to a signal (tools.exits).
 """
 
