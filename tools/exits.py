@@ -53,13 +53,74 @@ def signal_of(err: BaseException) -> int:
     return getattr(err, "signum", signal.SIGINT)
 
 
+HELP_WIDTH = 80  # columns: no line of --help is wider, nor wider than a narrower terminal
+
+
+def help_width() -> int:
+    """The width argparse formats --help to: HELP_WIDTH, or a narrower terminal's (COLUMNS)."""
+    import shutil
+
+    return max(40, min(HELP_WIDTH, shutil.get_terminal_size().columns))
+
+
+class RawWrappedHelpFormatter(argparse.RawDescriptionHelpFormatter):
+    """Descriptions and epilogs as they are written (examples, tables of exit statuses), but
+    where a line is wider than the help: a paragraph of prose (lines that start at the margin)
+    is filled again, an indented line is wrapped at its words, its continuation indented."""
+
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        import textwrap
+
+        out: list[str] = []
+        prose: list[str] = []
+
+        def flush() -> None:
+            if any(len(indent) + len(line) > width for line in prose):
+                out.extend(textwrap.wrap(" ".join(prose), width, initial_indent=indent,
+                                         subsequent_indent=indent, break_long_words=False,
+                                         break_on_hyphens=False))
+            else:
+                out.extend(indent + line for line in prose)
+            prose.clear()
+
+        for line in text.splitlines():
+            if line and not line[0].isspace():
+                prose.append(line)
+                continue
+            flush()
+            if len(indent) + len(line) <= width:
+                out.append(indent + line)
+                continue
+            out.extend(self._indented(line, width, indent))
+        flush()
+        return "\n".join(out)
+
+    def _indented(self, line: str, width: int, indent: str) -> list[str]:
+        """An indented line (an example, a table's row) too wide for the help, wrapped: the
+        commands' texts are written to fit 80 columns, so only a narrower terminal gets here."""
+        import textwrap
+
+        lead = indent + line[:len(line) - len(line.lstrip())]
+        return textwrap.wrap(line.strip(), width, initial_indent=lead,
+                             subsequent_indent=lead + "    ", break_long_words=False,
+                             break_on_hyphens=False)
+
+
 class Parser(argparse.ArgumentParser):
     """An ArgumentParser whose usage errors exit EXIT_USAGE with two lines: the usage (joined
-    into one line) and the error. Subcommand parsers inherit the class."""
+    into one line) and the error, and whose --help is at most `help_width()` wide (a raw
+    description or epilog's long lines wrapped: RawWrappedHelpFormatter). Subcommand parsers
+    inherit the class."""
 
     def error(self, message: str) -> NoReturn:
         usage = " ".join(self.format_usage().split())
         self.exit(EXIT_USAGE, f"{usage}\n{self.prog}: error: {message}\n")
+
+    def _get_formatter(self) -> argparse.HelpFormatter:
+        cls = self.formatter_class
+        if cls is argparse.RawDescriptionHelpFormatter:
+            cls = RawWrappedHelpFormatter
+        return cls(prog=self.prog, width=help_width())  # type: ignore[call-arg]
 
 
 def positive_int(text: str) -> int:

@@ -20,6 +20,7 @@ from streamkeep.engine.commands import (  # noqa: F401
     replication,
     scripting,
     streams,
+    string_ranges,
     strings,
     trimming,
     xinfo,

@@ -48,6 +48,11 @@ Expiry is deterministic for replay, replicas and snapshots because only effects 
 - KEYS and SCAN skip expired keys without deleting them (a read with no effect); DBSIZE counts
   them until they are deleted, as Redis's dictSize does.
 
+Keyspace notifications: an expiry deleting a key (lazy or active) notifies `expired`, a TTL set
+`expire` (`del` when the time was already past), a TTL removed `persist`; a read command's
+lookup that finds no key `keymiss` (`read_stream`, `read_miss`: Redis's lookupKeyRead, which
+writes' lookups never notify).
+
 Owns these commands' parsing, replies and effects, and the helpers (`key_type`, `stream_at`,
 `delete_key`, `live_keys`, `expire_named_keys`, `hide_expired`, `unhide`, `active_expire`).
 Must not touch: stream internals, the command table beyond its declarations, I/O.
@@ -60,6 +65,7 @@ from itertools import chain, islice
 from typing import TYPE_CHECKING
 
 from streamkeep.engine.exec.context import Ctx
+from streamkeep.engine.exec.notify import EXPIRED, GENERIC, KEY_MISS
 from streamkeep.engine.exec.table import Argv, command
 from streamkeep.engine.model.effects import del_effect, persist_effect, pexpireat_effect
 from streamkeep.engine.wire.args import LLONG_MAX, parse_int
@@ -98,6 +104,21 @@ def stream_at(ctx: Ctx, key: bytes) -> Stream | None:
     if s is None and key in ctx.strings:
         raise ReplyError(WRONGTYPE)
     return s
+
+
+def read_stream(ctx: Ctx, key: bytes) -> Stream | None:
+    """stream_at for a read (Redis's lookupKeyRead): a missing key notifies `keymiss`."""
+    s = ctx.db.get(key)
+    if s is None:
+        if key in ctx.strings:
+            raise ReplyError(WRONGTYPE)
+        ctx.notify(KEY_MISS, b"keymiss", key)
+    return s
+
+
+def read_miss(ctx: Ctx, key: bytes) -> None:
+    """A read found no `key` (lookupKeyRead's miss): the `keymiss` event."""
+    ctx.notify(KEY_MISS, b"keymiss", key)
 
 
 def refuse_string_in(engine: EngineCore, db: dict[bytes, Stream], key: bytes) -> None:
@@ -145,6 +166,7 @@ def expire_named_keys(ctx: Ctx, argv: Sequence[bytes]) -> None:
         when = expires.get(arg)
         if when is not None and now > when and delete_key(ctx, arg):
             ctx.emit(del_effect([arg]))
+            ctx.notify(EXPIRED, b"expired", arg)
 
 
 Hidden = tuple[dict, dict, dict, list[tuple[bytes, object, object, int]]]
@@ -199,6 +221,7 @@ def active_expire(ctx: Ctx, sample: int = ACTIVE_EXPIRE_SAMPLE,
                 delete_key(ctx, key)
                 due.append(key)
                 found += 1
+                ctx.notify(EXPIRED, b"expired", key)
             else:
                 del expires[key]
                 expires[key] = when
@@ -210,13 +233,16 @@ def active_expire(ctx: Ctx, sample: int = ACTIVE_EXPIRE_SAMPLE,
 
 
 def set_expiry(ctx: Ctx, key: bytes, when: int) -> None:
-    """Give an existing key the absolute expiry `when` and log it (deleting it if past)."""
+    """Give an existing key the absolute expiry `when` and log it (deleting it if past);
+    notified as `expire`, or `del` when it deleted the key."""
     if already_expired(ctx, when):
         delete_key(ctx, key)
         ctx.emit(del_effect([key]))
+        ctx.notify(GENERIC, b"del", key)
     else:
         ctx.expires[key] = when
         ctx.emit(pexpireat_effect(key, when))
+        ctx.notify(GENERIC, b"expire", key)
 
 
 # --- EXPIRE / PEXPIRE / EXPIREAT / PEXPIREAT ------------------------------------------------------
@@ -313,6 +339,7 @@ def _ttl_reply(ctx: Ctx, key: bytes, relative: bool, in_ms: bool) -> int:
     """ttlGenericCommand: -2 (no key), -1 (no TTL), else the time left (never negative) or the
     expiry time, in ms or in seconds rounded to the nearest."""
     if key_type(ctx, key) is None:
+        read_miss(ctx, key)
         return -2
     when = ctx.expires.get(key)
     if when is None:
@@ -347,10 +374,11 @@ def pexpiretime(ctx: Ctx, argv: Argv) -> int:
 
 
 def remove_expiry(ctx: Ctx, key: bytes) -> bool:
-    """removeExpire, logged: True if the key had a TTL."""
+    """removeExpire, logged and notified (`persist`): True if the key had a TTL."""
     if ctx.expires.pop(key, None) is None:
         return False
     ctx.emit(persist_effect(key))
+    ctx.notify(GENERIC, b"persist", key)
     return True
 
 

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
+from streamkeep.engine.exec.notify import BAD_CLASS, classes_text, parse_classes
 from streamkeep.engine.wire.errors import StreamkeepError
 
 if TYPE_CHECKING:
@@ -261,7 +262,8 @@ Hook = Callable[["EngineCore"], None]
 
 @dataclass(frozen=True, slots=True, eq=False)
 class Param:
-    """One setting. `kind`: int, memory, bool, enum, string or special (own parse/format)."""
+    """One setting. `kind`: int, memory, bool, enum, string, words, obuf (client-output-
+    buffer-limit) or events (notify-keyspace-events: class letters, stored as their bits)."""
 
     name: str
     kind: str
@@ -295,6 +297,10 @@ class Param:
             parsed = text
         elif kind == "obuf":
             parsed = _parse_obuf(value, self.default if current is None else current)
+        elif kind == "events":  # notify-keyspace-events: class letters, kept as their bits
+            parsed = parse_classes(_text(value))
+            if parsed is None:
+                raise ValueError(BAD_CLASS)
         elif kind == "words":  # bind, save: space-separated words
             words = [_text(v) for v in value] if isinstance(value, list | tuple) else \
                 _text(value).split()
@@ -311,6 +317,8 @@ class Param:
             return "yes" if value else "no"
         if self.kind == "obuf":
             return _format_obuf(value)
+        if self.kind == "events":
+            return classes_text(value)
         return str(value)
 
     def rewrite_lines(self, value: Any) -> list[tuple[str, bool]]:
@@ -327,6 +335,9 @@ class Param:
             return [(f"{name} {_format_memory_rewrite(value)}", value != default)]
         if self.kind == "string":
             return [(f"{name} {config_repr(value)}", value != default)] if value else []
+        if self.kind == "events":
+            text = classes_text(value)
+            return [(f"{name} {config_repr(text)}", value != default)] if value else []
         if self.kind == "words":
             return [(f"{name} {value or chr(34) * 2}", value != default)]
         return [(f"{name} {self.format(value)}", value != default)]
@@ -373,6 +384,10 @@ def set_log_level(loglevel: str) -> None:
     """The `streamkeep` loggers' level for a `loglevel` setting (debug, verbose, notice,
     warning): CONFIG SET's hook, and `streamkeep serve` before anything logs at start-up."""
     logging.getLogger("streamkeep").setLevel(_LOG_LEVELS[loglevel])
+
+
+def _apply_notify(engine: EngineCore) -> None:
+    engine.notify_flags = engine.config["notify-keyspace-events"]
 
 
 def _apply_loglevel(engine: EngineCore) -> None:
@@ -502,6 +517,9 @@ _PARAMS: list[Param] = [
     Param("replica-read-only", "bool", True,
           check=_must_be(True, "streamkeep replicas are always read-only"),
           summary="always yes: a replica refuses writes"),
+    Param("notify-keyspace-events", "events", 0, hook=_apply_notify,
+          summary="the keyspace notification classes published (Redis's letters: K, E, g, $, "
+                  "t, x, n, o, c, m, A ...; empty: none)"),
     Param("busy-reply-threshold", "int", 5000, hi=LONG_MAX,
           summary="milliseconds a script runs before other clients are answered BUSY "
                   "(and SCRIPT KILL can stop it)"),

@@ -30,6 +30,7 @@ from streamkeep.engine.commands.pubsub import glob_match
 from streamkeep.engine.commands.streams import add_entry
 from streamkeep.engine.exec.blocking import Waiter, WaiterRegistry
 from streamkeep.engine.exec.context import Block, Ctx, Later, MultiCtx, ReplayCtx, RerunCtx
+from streamkeep.engine.exec.notify import STREAM, keyspace_event
 from streamkeep.engine.exec.pubsub import (
     PubSub,
     Subscriber,
@@ -212,6 +213,8 @@ class EngineCore:
         """Copy hot settings out of the config dict (XADD reads them on every call)."""
         self.node_max_entries = int(self.config["stream-node-max-entries"])
         self.node_max_bytes = int(self.config["stream-node-max-bytes"])
+        # Keyspace notifications' classes (engine.exec.notify): 0, the default, publishes none.
+        self.notify_flags: int = self.config["notify-keyspace-events"]
 
     def close(self) -> None:
         """Stop; with a data directory, fsync the AOF and release the directory's lock."""
@@ -361,6 +364,8 @@ class EngineCore:
                     xadds[CALLS] += 1
                     if waiters.by_key:
                         waiters.signal(db, argv[1])
+                    if self.notify_flags:
+                        keyspace_event(self, STREAM, b"xadd", argv[1], db)
             if reply is None:  # not the plain form: the command table, as EXEC runs it
                 try:
                     reply = self.run_queued(ctx, [(lookup(argv), argv)])[0]
@@ -874,6 +879,7 @@ class EngineCore:
             fast_dispatch = FAST_DISPATCH
             waiters = self.waiters
             residency = self.residency
+            notify = self.notify_flags  # (a replica publishes its keyspace events as it applies)
             for _lsn, time_ms, db, effects in records:
                 if residency.resident > residency.limit:  # a long replay stays in budget too
                     residency.evict()
@@ -885,6 +891,8 @@ class EngineCore:
                             is not None):
                         if waiters.by_key:
                             waiters.signal(db, argv[1])
+                        if notify:
+                            keyspace_event(self, STREAM, b"xadd", argv[1], db)
                         continue
                 session.db = db
                 ctx.db = dbs[db]

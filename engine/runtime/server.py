@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 from streamkeep.engine.exec.blocking import Waiter
 from streamkeep.engine.exec.context import Later
-from streamkeep.engine.exec.pubsub import SUBSCRIBED_CONTEXT_COMMANDS, Subscriber
+from streamkeep.engine.exec.pubsub import MESSAGE_KINDS, SUBSCRIBED_CONTEXT_COMMANDS, Subscriber
 from streamkeep.engine.exec.scripting import busy_reply
 from streamkeep.engine.exec.settings import ConfigError
 from streamkeep.engine.exec.transactions import end_transaction
@@ -156,6 +156,13 @@ class Client(asyncio.Protocol):
         # Its Pub/Sub subscriptions; messages published to them are queued as replies.
         self.subscriber = self.session.subscriber = Subscriber(self._deliver)
         self.push_flush_due = False
+        # While one of its commands runs, messages it publishes to itself wait for the reply
+        # (PUBLISH, keyspace events, in MULTI or a script too), as Redis 7.2+ orders them.
+        self.executing = False
+        self.deferred: list[Push] = []
+        # CLIENT REPLY OFF / SKIP (engine.commands.client): None while every reply is sent.
+        self.reply_switch: ReplySwitch | None = None
+        self.late_reply_muted = False  # a muted command blocked: its reply is dropped too
 
     # --- asyncio.Protocol ------------------------------------------------------------------
 
@@ -282,29 +289,55 @@ class Client(asyncio.Protocol):
         if not self.authenticated and argv[0].lower() not in NO_AUTH_NEEDED:
             # The engine refuses it (NOAUTH, or the command's existence or arity first, as
             # Redis checks them), so that the refusal is counted in INFO's statistics.
-            self.reply(self.engine.refuse_unauthenticated(self.session, tuple(argv)))
+            self._answer(self.engine.refuse_unauthenticated(self.session, tuple(argv)))
             return
         if (self.subscriber.active and self.protocol == 2
                 and argv[0].lower() not in SUBSCRIBED_CONTEXT_COMMANDS):
             # A RESP2 subscriber's replies and messages share one stream: Redis lets it run
             # only the commands whose replies look like messages.
-            self.reply(self.engine.refuse_subscribed(self.session, tuple(argv)))
+            self._answer(self.engine.refuse_subscribed(self.session, tuple(argv)))
             return
         self._execute(argv)
 
     def _execute(self, argv: list[bytes]) -> None:
+        self.executing = True
         try:
             reply, lsn = self._submit(self.session, tuple(argv), None, self._wake)
-        except ReplyError as err:
-            self.reply(err)
+        except ReplyError as err:  # (answered here: kept in a local, it would hold this frame)
+            self.executing = False
+            self._answer(err)
+            if self.deferred:
+                self._push_deferred()
             return
+        finally:
+            self.executing = False
         t = type(reply)
+        if self.reply_switch is not None and self.reply_switch.command_done():
+            if t is Waiter or t is Later:
+                self.late_reply_muted = True
+            else:
+                reply = NO_REPLY
         if t is Waiter:
             self._block(reply, lsn)
         elif t is Later:
             self._later(reply)
         else:
             self.reply(reply, lsn)
+        if self.deferred:
+            self._push_deferred()
+
+    def _answer(self, value: Any) -> None:
+        """A refusal's reply: dropped like any other while CLIENT REPLY mutes this command."""
+        if self.reply_switch is not None and self.reply_switch.command_done():
+            return
+        self.reply(value)
+
+    def set_reply_mode(self, mode: bytes) -> None:
+        """CLIENT REPLY ON, OFF or SKIP (the handler validated `mode`)."""
+        if self.reply_switch is None:
+            self.reply_switch = ReplySwitch()
+        if self.reply_switch.set(mode):
+            self.reply_switch = None  # ON: every reply is sent again
 
     def reply(self, value: Any, lsn: int = 0) -> None:
         """Queue a reply; held back behind the fsync of `lsn` (or behind held replies).
@@ -431,8 +464,13 @@ class Client(asyncio.Protocol):
 
     def _deliver(self, push: Push) -> None:
         """A message or confirmation for this connection (engine lock held, any thread): queued
-        in command order on the loop thread, handed to the loop from any other."""
+        in command order on the loop thread, handed to the loop from any other. A message this
+        connection's own running command published waits until that command's reply is queued
+        (its (un)subscribe confirmations are the reply: they go at once)."""
         if threading.get_ident() == self.server.loop_thread:
+            if self.executing and push.items[0] in MESSAGE_KINDS:
+                self.deferred.append(push)
+                return
             self._push(push)
         else:
             with contextlib.suppress(RuntimeError):  # the loop has closed: nobody to deliver to
@@ -445,6 +483,11 @@ class Client(asyncio.Protocol):
         if not self.push_flush_due:  # one flush for every message of this loop pass
             self.push_flush_due = True
             self.server.loop.call_soon(self._flush_pushes)
+
+    def _push_deferred(self) -> None:
+        deferred, self.deferred = self.deferred, []
+        for push in deferred:
+            self._push(push)
 
     def _flush_pushes(self) -> None:
         self.push_flush_due = False
@@ -492,6 +535,9 @@ class Client(asyncio.Protocol):
         if self.closed:
             return
         result = waiter.result
+        if self.late_reply_muted:
+            self.late_reply_muted = False
+            result = NO_REPLY
         self.reply(result, waiter.lsn)
         self._resume()
 
@@ -512,6 +558,9 @@ class Client(asyncio.Protocol):
             self.engine.late_error(self.session, result)
         if self.closed:
             return
+        if self.late_reply_muted:
+            self.late_reply_muted = False
+            result = NO_REPLY
         self.reply(result)
         self._resume()
 
@@ -660,6 +709,36 @@ class Client(asyncio.Protocol):
 
     def info_line(self) -> str:
         return " ".join(f"{k}={v}" for k, v in self.info_fields())
+
+
+class ReplySwitch:
+    """CLIENT REPLY OFF / SKIP on one connection (Redis's CLIENT_REPLY_OFF, _SKIP_NEXT and
+    _SKIP flags): OFF drops every reply until ON; SKIP drops the next command's. Pub/Sub
+    messages are always sent (Redis 7.2+ lets pushes through)."""
+
+    __slots__ = ("off", "skip_next", "skip")
+
+    def __init__(self) -> None:
+        self.off = False
+        self.skip_next = False  # set by CLIENT REPLY SKIP: the command after it is skipped
+        self.skip = False  # the command running now is skipped
+
+    def set(self, mode: bytes) -> bool:
+        """Apply CLIENT REPLY `mode` (on, off or skip, lowercase); True when back to ON."""
+        if mode == b"on":
+            return True
+        if mode == b"off":
+            self.off = True
+        elif not self.off:
+            self.skip_next = True
+        return False
+
+    def command_done(self) -> bool:
+        """A command finished: whether its reply is dropped; then SKIP moves on (resetClient:
+        this command's skip ends, a SKIP it set applies to the next one)."""
+        muted = self.off or self.skip
+        self.skip, self.skip_next = self.skip_next, False
+        return muted
 
 
 def _lowest_limit(limits: Mapping[str, tuple[int, int, int]]) -> int:

@@ -18,6 +18,7 @@ import redis
 
 from streamkeep import Engine, Record, ReplyError
 from streamkeep.aof.codec import crc32c, encode
+from streamkeep.engine.model.strings import value_digest
 from streamkeep.replication import link
 from tests.support.replication_util import info
 from tests.support.server_util import ServerHandle, start_server
@@ -254,6 +255,37 @@ def test_a_replica_gets_strings_ttls_and_the_primarys_expiries(primary: ServerHa
         wait_for(lambda: p.execute("EXISTS", "brief") == 0)  # expired on the primary: a DEL
         wait_for(lambda: synced(primary, r))
         assert r.execute("EXISTS", "brief") == 0
+
+
+def test_the_string_family_and_its_keyspace_events_replicate(primary: ServerHandle,
+                                                             tmp_path: Path) -> None:
+    """Redis 8.4's string writes and the others reach a replica as their records (SETRANGE as
+    itself), which publishes its own keyspace events as it applies them."""
+    p = primary.engine
+    with Engine.open(str(tmp_path / "replica"), replicaof=("127.0.0.1", primary.port),
+                     notify_keyspace_events="K$g") as r:
+        wait_for(lambda: synced(primary, r))
+        sub = r.psubscribe("__keyspace@0__:*")
+        for argv in (("SET", "k", "v1"), ("SET", "k", "v2", "IFEQ", "v1"),
+                     ("SET", "k", "v3", "IFDNE", value_digest(b"v2")),  # not set
+                     ("MSETEX", "2", "a", "1", "b", "2", "PX", "100000"),
+                     ("SETRANGE", "a", str(200_000), "x"), ("GETSET", "b", "3"),
+                     ("MSETNX", "c", "4"), ("DELEX", "c", "IFEQ", "4"), ("DELEX", "k")):
+            p.execute(*argv)
+        wait_for(lambda: synced(primary, r))
+        assert r.digest() == p.digest()
+        assert r.execute("STRLEN", "a") == 200_001 and 0 < r.execute("PTTL", "a") <= 100_000
+        events = []
+        while (message := sub.get_message()) is not None:
+            if message["type"] == "pmessage":
+                events.append((message["channel"], message["data"]))
+        assert events == [
+            (b"__keyspace@0__:k", b"set"), (b"__keyspace@0__:k", b"set"),
+            (b"__keyspace@0__:a", b"set"), (b"__keyspace@0__:a", b"expire"),  # SET ... PXAT
+            (b"__keyspace@0__:b", b"set"), (b"__keyspace@0__:b", b"expire"),
+            (b"__keyspace@0__:a", b"setrange"), (b"__keyspace@0__:b", b"set"),
+            (b"__keyspace@0__:c", b"set"), (b"__keyspace@0__:c", b"del"),
+            (b"__keyspace@0__:k", b"del")]
 
 
 def test_a_replica_hides_a_key_past_its_ttl_until_the_primarys_del(tmp_path: Path) -> None:

@@ -118,14 +118,14 @@ def _pin_snapshot(directory: str, name: str, stamp: str, made: list[str]) -> str
         raise ExportError(f"{directory}: cannot pin the snapshot for the read "
                           f"({err.strerror}); is the directory writable?") from None
     made.append(pin_dir)
-    target = _link(directory, name, os.path.join(pin_dir, name), [])
+    target = _link(os.path.join(directory, name), os.path.join(pin_dir, name), [])
     try:  # the parts as the linked file names them (the link keeps that file as it is)
         with Snapshot(target, parts=False) as snap:
             parts = [info.file for info in snap.part_infos]
     except SnapshotError:
         parts = []  # not a snapshot: the read says so when it opens the pin
     for part in parts:
-        _link(directory, part, os.path.join(pin_dir, part), [])
+        _link(os.path.join(directory, part), os.path.join(pin_dir, part), [])
     return target
 
 
@@ -294,6 +294,9 @@ def pin_log(directory: str, token: str | None = None) -> LogPin:
         raise ExportError(f"{directory}: an incremental read needs a data directory (its AOF), "
                           "not a snapshot file")
     token = token or secrets.token_hex(6)
+    # The pins are named absolutely: Spark's tasks open them from other processes.
+    home = os.path.abspath(directory)
+    gone = ""
     for _ in range(_ATTEMPTS):
         try:
             manifest = load(RealFS(), directory)
@@ -304,31 +307,35 @@ def pin_log(directory: str, token: str | None = None) -> LogPin:
         try:
             snap = None
             if manifest.snapshot is not None:
-                snap = _pin_snapshot(directory, manifest.snapshot.file, stamp, made)
+                snap = _pin_snapshot(home, manifest.snapshot.file, stamp, made)
             segments = tuple(
-                PinnedSegment(_link(directory, s.file, f"{stamp}-segment-{s.segment}.aof",
+                PinnedSegment(_link(os.path.join(home, s.file),
+                                    os.path.join(home, f"{stamp}-segment-{s.segment}.aof"),
                                     made), s.segment, s.first_lsn)
                 for s in manifest.segments)
-        except FileNotFoundError:  # compacted meanwhile: undo, read the new manifest
+        except FileNotFoundError as err:  # compacted meanwhile: undo, read the new manifest
             _undo(made)
+            gone = f" (last: {err.filename} was gone)"
             continue
         lsn = 0 if manifest.snapshot is None else manifest.snapshot.lsn
         log = LogPin(snap, lsn, segments)
         for path in log.paths():
             _hold(pin_of(path))
         return log
-    raise ExportError(f"{directory}: its files kept being replaced while the read pinned them")
+    raise ExportError(f"{directory}: its files kept being replaced while the read pinned "
+                      f"them{gone}")
 
 
-def _link(directory: str, name: str, pin_name: str, made: list[str]) -> str:
-    target = os.path.join(directory, pin_name)
+def _link(source: str, target: str, made: list[str]) -> str:
+    """Hard-link `source` as `target` (recorded in `made`). FileNotFoundError: `source` is
+    gone (a compaction deleted it)."""
     try:
-        os.link(os.path.join(directory, name), target)
+        os.link(source, target)
     except FileNotFoundError:
         raise
     except OSError as err:
-        raise ExportError(f"{os.path.join(directory, name)}: cannot pin it for the read "
-                          f"({err.strerror}); is the directory writable?") from None
+        raise ExportError(f"{source}: cannot pin it for the read ({err.strerror}); is the "
+                          f"directory writable?") from None
     made.append(target)
     return target
 
