@@ -61,6 +61,7 @@ class ReplicationService:
         self.primary = Primary(engine, datadir)
         self.primary.on_ack = self._check_waits
         self.follower: Follower | None = None
+        self.received_before = 0  # bytes earlier followers received (of primaries since left)
         self.waits = Waits(self._call_later)
         self.handshakes: weakref.WeakKeyDictionary[Any, dict[str, Any]] = \
             weakref.WeakKeyDictionary()
@@ -110,6 +111,7 @@ class ReplicationService:
         old = self.follower
         if old is not None:
             old.stop(join=False)
+            self.received_before += old.received_bytes
         self.primary.close()  # our replicas resync through us once we follow someone else
         # (a replica's side of the link, imported by a replica only)
         from streamkeep.replication.follower import Follower
@@ -126,6 +128,7 @@ class ReplicationService:
         if follower is None:
             return
         follower.stop(join=False)  # it applies nothing more: it checks under this lock
+        self.received_before += follower.received_bytes
         self.engine.read_only = None
         repl_id, _id2, _offset2 = self.datadir.history()
         lsn = self.datadir.journal.lsn
@@ -358,6 +361,15 @@ class ReplicationService:
              lsn - self.datadir.journal.manifest.segments[0].first_lsn + 1),
         ]
         return fields
+
+    def primary_link_up(self) -> bool:
+        follower = self.follower
+        return follower is not None and follower.link_up
+
+    def traffic(self) -> tuple[int, int]:
+        follower = self.follower
+        received = self.received_before + (follower.received_bytes if follower else 0)
+        return received, self.primary.sent_bytes
 
     def stats_fields(self) -> Fields:
         primary = self.primary

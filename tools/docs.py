@@ -98,7 +98,8 @@ def effect_vocabulary_markdown() -> str:
 # --- configuration -----------------------------------------------------------------------------
 
 _KINDS = {"int": "integer", "memory": "memory", "bool": "yes/no", "enum": "enum",
-          "string": "string", "words": "words", "obuf": "class hard soft seconds"}
+          "string": "string", "words": "words", "obuf": "class hard soft seconds",
+          "percentiles": "numbers"}
 _UNITS = ((1 << 30, "gb"), (1 << 20, "mb"), (1 << 10, "kb"))
 
 
@@ -125,6 +126,8 @@ def _default(param: Param) -> str:
 def _range(param: Param) -> str:
     if param.kind == "enum":
         return " \\| ".join(f"`{c}`" for c in param.choices)
+    if param.kind == "percentiles":
+        return "0 – 100 each"
     if param.kind in ("int", "memory") and (param.lo, param.hi) != (0, LLONG_MAX):
         show = _memory if param.kind == "memory" else str
         return (f"{show(param.lo)} – {show(param.hi)}" if param.hi != LLONG_MAX

@@ -107,17 +107,32 @@ def stream_at(ctx: Ctx, key: bytes) -> Stream | None:
 
 
 def read_stream(ctx: Ctx, key: bytes) -> Stream | None:
-    """stream_at for a read (Redis's lookupKeyRead): a missing key notifies `keymiss`."""
+    """stream_at for a read (Redis's lookupKeyRead): counted in INFO's keyspace_hits or
+    keyspace_misses as Redis counts (a key holding a string is a hit, then WRONGTYPE); a
+    missing key notifies `keymiss`."""
     s = ctx.db.get(key)
     if s is None:
         if key in ctx.strings:
+            read_hit(ctx)
             raise ReplyError(WRONGTYPE)
-        ctx.notify(KEY_MISS, b"keymiss", key)
+        read_miss(ctx, key)
+        return None
+    read_hit(ctx)
     return s
 
 
+def read_hit(ctx: Ctx) -> None:
+    """A read found its key (lookupKeyRead's hit): INFO's keyspace_hits (not while
+    replaying)."""
+    if not ctx.replaying:
+        ctx.engine.stats.keyspace_hits += 1
+
+
 def read_miss(ctx: Ctx, key: bytes) -> None:
-    """A read found no `key` (lookupKeyRead's miss): the `keymiss` event."""
+    """A read found no `key` (lookupKeyRead's miss): INFO's keyspace_misses (not while
+    replaying), and the `keymiss` event."""
+    if not ctx.replaying:
+        ctx.engine.stats.keyspace_misses += 1
     ctx.notify(KEY_MISS, b"keymiss", key)
 
 
@@ -166,6 +181,7 @@ def expire_named_keys(ctx: Ctx, argv: Sequence[bytes]) -> None:
         when = expires.get(arg)
         if when is not None and now > when and delete_key(ctx, arg):
             ctx.emit(del_effect([arg]))
+            ctx.engine.stats.expired_keys += 1
             ctx.notify(EXPIRED, b"expired", arg)
 
 
@@ -214,9 +230,13 @@ def active_expire(ctx: Ctx, sample: int = ACTIVE_EXPIRE_SAMPLE,
     digest and the snapshot sort keys). Returns how many keys were deleted."""
     expires, now = ctx.expires, ctx.now
     due: list[bytes] = []
+    looked = 0
+    capped = True  # unless a round finds few enough expired keys
     for _round in range(rounds):
         found = 0
-        for key, when in list(islice(expires.items(), sample)):
+        batch = list(islice(expires.items(), sample))
+        looked += len(batch)
+        for key, when in batch:
             if now > when:
                 delete_key(ctx, key)
                 due.append(key)
@@ -226,9 +246,11 @@ def active_expire(ctx: Ctx, sample: int = ACTIVE_EXPIRE_SAMPLE,
                 del expires[key]
                 expires[key] = when
         if found * 4 <= sample:
+            capped = False
             break
     if due:
         ctx.emit(del_effect(due))
+    ctx.engine.stats.expire_sample(looked, len(due), capped)
     return len(due)
 
 
@@ -341,6 +363,7 @@ def _ttl_reply(ctx: Ctx, key: bytes, relative: bool, in_ms: bool) -> int:
     if key_type(ctx, key) is None:
         read_miss(ctx, key)
         return -2
+    read_hit(ctx)
     when = ctx.expires.get(key)
     if when is None:
         return -1

@@ -23,6 +23,7 @@ from streamkeep.engine.commands.expiry import (
     delete_key,
     key_type,
     live_keys,
+    read_hit,
     read_miss,
 )
 from streamkeep.engine.exec.context import Ctx
@@ -356,6 +357,7 @@ def exists(ctx: Ctx, argv: Argv) -> int:
     found = 0
     for key in argv[1:]:
         if key_type(ctx, key) is not None:
+            read_hit(ctx)
             found += 1
         else:
             read_miss(ctx, key)
@@ -369,6 +371,7 @@ def type_(ctx: Ctx, argv: Argv) -> str:
     if kind is None:
         read_miss(ctx, argv[1])
         return "none"
+    read_hit(ctx)
     return kind
 
 
@@ -601,7 +604,9 @@ def dump(ctx: Ctx, argv: Argv) -> bytes | None:
         if value is None:
             read_miss(ctx, argv[1])
             return None
+        read_hit(ctx)
         return dump_string_payload(value, version)
+    read_hit(ctx)
     return dump_payload(s, version)
 
 
@@ -672,6 +677,8 @@ def restore(ctx: Ctx, argv: Argv) -> str:
             ctx.emit(del_effect([key]))
             ctx.notify(GENERIC, b"del", key)
         return "OK"
+    if not ctx.replaying:  # every payload is read whole, as Redis's deep sanitization reads it
+        ctx.engine.stats.dump_payload_sanitizations += 1
     try:
         s = load_payload(payload, new_stream(ctx.engine.residency))
     except RdbError:

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from streamkeep.engine.commands.expiry import read_stream, stream_at
+from streamkeep.engine.commands.expiry import read_hit, read_stream, stream_at
 from streamkeep.engine.exec.context import Block, Ctx
 from streamkeep.engine.exec.notify import STREAM
 from streamkeep.engine.exec.table import Argv, command
@@ -231,7 +231,7 @@ def _xread(ctx: Ctx, argv: Argv, a: ReadArgs) -> object:
     left = a.maxcount  # MAXCOUNT alone is plain arithmetic: it costs what COUNT costs
     for k, gt in enumerate(ids):
         key = argv[a.streams_at + k]
-        s = read_stream(ctx, key)
+        s = read_stream(ctx, key)  # (Redis looks each key up again to serve it)
         if s is None or not s.length:
             continue
         last = s.last_entry_id()
@@ -547,6 +547,7 @@ def _xreadgroup(ctx: Ctx, argv: Argv, a: ReadArgs) -> object:
             break
         key = argv[a.streams_at + k]
         s: Stream = ctx.db[key]
+        read_hit(ctx)  # Redis looks each key up again to serve it
         group = s.groups[gname]  # type: ignore[index]
         consumer = group.consumers.get(cname)
         before = None if consumer is None else (consumer.seen_time, consumer.active_time)

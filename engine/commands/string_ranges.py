@@ -12,7 +12,7 @@ not touch: stream internals, I/O.
 
 from __future__ import annotations
 
-from streamkeep.engine.commands.expiry import read_miss
+from streamkeep.engine.commands.expiry import read_hit, read_miss
 from streamkeep.engine.commands.strings import (
     TOO_BIG,
     get_string,
@@ -145,9 +145,11 @@ def _lcs_value(ctx: Ctx, key: bytes) -> bytes:
     value = ctx.strings.get(key)
     if value is None:
         if key in ctx.db:
+            read_hit(ctx)
             raise ReplyError(LCS_TYPES)
         read_miss(ctx, key)
         return b""
+    read_hit(ctx)
     return value
 
 

@@ -25,6 +25,8 @@ from streamkeep.engine.commands.expiry import (
     delete_key,
     expire_time_error,
     key_type,
+    read_hit,
+    read_miss,
     remove_expiry,
     set_expiry,
 )
@@ -32,7 +34,6 @@ from streamkeep.engine.exec.context import Ctx
 from streamkeep.engine.exec.notify import (
     EXPIRED,
     GENERIC,
-    KEY_MISS,
     NEW,
     OVERWRITTEN,
     STRING,
@@ -69,12 +70,16 @@ def get_string(ctx: Ctx, key: bytes) -> bytes | None:
 
 
 def read_string(ctx: Ctx, key: bytes) -> bytes | None:
-    """get_string for a read command (lookupKeyRead): a missing key notifies `keymiss`."""
+    """get_string for a read command (lookupKeyRead): a keyspace hit or miss (a stream is a
+    hit, then WRONGTYPE); a missing key notifies `keymiss`."""
     value = ctx.strings.get(key)
     if value is None:
         if key in ctx.db:
+            read_hit(ctx)
             raise ReplyError(WRONGTYPE)
-        ctx.notify(KEY_MISS, b"keymiss", key)
+        read_miss(ctx, key)
+        return None
+    read_hit(ctx)
     return value
 
 
@@ -353,10 +358,11 @@ def getex(ctx: Ctx, argv: Argv) -> bytes | None:
 def mget(ctx: Ctx, argv: Argv) -> list[bytes | None]:
     strings = ctx.strings
     values = [strings.get(key) for key in argv[1:]]
-    if ctx.engine.notify_flags & KEY_MISS:
-        for key in argv[1:]:
-            if key not in strings and key not in ctx.db:
-                ctx.notify(KEY_MISS, b"keymiss", key)
+    for key in argv[1:]:  # each a lookup: a stream's key is a hit (and a nil)
+        if key in strings or key in ctx.db:
+            read_hit(ctx)
+        else:
+            read_miss(ctx, key)
     return values
 
 

@@ -192,6 +192,42 @@ def config_repr(text: str) -> str:
     return "".join(out)
 
 
+# --- latency-tracking-info-percentiles ------------------------------------------------------
+
+BAD_PERCENTILES = "Invalid latency-tracking-info-percentiles parameters"
+PERCENTILE_RANGE = "latency-tracking-info-percentiles parameters should sit between [0.0,100.0]"
+_DOUBLE = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?|[+-]?inf(?:inity)?",
+                     re.ASCII | re.IGNORECASE)
+
+
+def format_double(value: float) -> str:
+    """"%f" with its trailing zeros (and a bare point) trimmed, as Redis prints a percentile."""
+    text = f"{value:f}"
+    return text.rstrip("0").rstrip(".") if "." in text else text
+
+
+def _parse_percentiles(value: Any) -> tuple[float, ...]:
+    """Space-separated numbers from 0 to 100 ("" alone: none), each read as string2d reads a
+    double: no blanks, nothing after the number, not NaN."""
+    if isinstance(value, list | tuple):
+        words = [v if isinstance(v, float | int) and not isinstance(v, bool) else _text(v)
+                 for v in value]
+    else:
+        words = list(_text(value).split(" "))
+    if words == [""]:
+        return ()
+    out = []
+    for word in words:
+        if isinstance(word, str):
+            if _DOUBLE.fullmatch(word) is None:
+                raise ValueError(BAD_PERCENTILES)
+            word = float(word)
+        if not 0.0 <= word <= 100.0:
+            raise ValueError(PERCENTILE_RANGE)
+        out.append(float(word))
+    return tuple(out)
+
+
 # --- client-output-buffer-limit ---------------------------------------------------------------
 
 OBUF_CLASSES = ("normal", "replica", "pubsub")
@@ -297,6 +333,8 @@ class Param:
             parsed = text
         elif kind == "obuf":
             parsed = _parse_obuf(value, self.default if current is None else current)
+        elif kind == "percentiles":
+            parsed = _parse_percentiles(value)
         elif kind == "events":  # notify-keyspace-events: class letters, kept as their bits
             parsed = parse_classes(_text(value))
             if parsed is None:
@@ -317,6 +355,8 @@ class Param:
             return "yes" if value else "no"
         if self.kind == "obuf":
             return _format_obuf(value)
+        if self.kind == "percentiles":
+            return " ".join(format_double(p) for p in value)
         if self.kind == "events":
             return classes_text(value)
         return str(value)
@@ -340,6 +380,8 @@ class Param:
             return [(f"{name} {config_repr(text)}", value != default)] if value else []
         if self.kind == "words":
             return [(f"{name} {value or chr(34) * 2}", value != default)]
+        if self.kind == "percentiles":
+            return [(f"{name} {self.format(value) or chr(34) * 2}", value != default)]
         return [(f"{name} {self.format(value)}", value != default)]
 
 
@@ -362,6 +404,10 @@ def _apply_node_limits(engine: EngineCore) -> None:
 
 def _apply_backlog_memory(engine: EngineCore) -> None:
     engine.residency.set_budget(int(engine.config["backlog-memory"]), engine.dbs)
+
+
+def _apply_monitoring(engine: EngineCore) -> None:
+    engine.apply_monitoring()
 
 
 def _apply_parser_limits(engine: EngineCore) -> None:
@@ -523,6 +569,31 @@ _PARAMS: list[Param] = [
     Param("busy-reply-threshold", "int", 5000, hi=LONG_MAX,
           summary="milliseconds a script runs before other clients are answered BUSY "
                   "(and SCRIPT KILL can stop it)"),
+    # The slow log (engine.exec.slowlog) and the latency monitor (engine.exec.latency).
+    Param("slowlog-log-slower-than", "int", 10000, lo=-1, hi=LLONG_MAX, hook=_apply_monitoring,
+          summary="microseconds a command must take to enter the slow log (0: every command, "
+                  "-1: none)"),
+    Param("slowlog-max-len", "int", 128, hi=LONG_MAX, hook=_apply_monitoring,
+          summary="entries the slow log keeps, the oldest dropped first (0: it logs nothing)"),
+    Param("latency-monitor-threshold", "int", 0, hi=LLONG_MAX, hook=_apply_monitoring,
+          summary="milliseconds a command, an expiry cycle or a compaction's start must take "
+                  "to be sampled by the latency monitor (0: off)"),
+    Param("latency-tracking", "bool", True, hook=_apply_monitoring,
+          summary="keep a latency histogram per command (INFO latencystats, LATENCY "
+                  "HISTOGRAM)"),
+    Param("latency-tracking-info-percentiles", "percentiles", (50.0, 99.0, 99.9),
+          multi_arg=True, summary="the percentiles INFO latencystats prints"),
+    # Redis's memory limit: streamkeep bounds the streams' memory with backlog-memory instead
+    # (older nodes go cold rather than writes being refused), so it is 0, as is Redis's default.
+    Param("maxmemory", "memory", 0, hi=ULLONG_MAX,
+          check=_must_be(0, "streamkeep has no maxmemory: bound the streams' memory with "
+                            "backlog-memory"),
+          summary="always 0: the streams' memory is bounded by backlog-memory"),
+    Param("maxmemory-policy", "enum", "noeviction", choices=("noeviction",),
+          summary="always noeviction: no key is ever evicted"),
+    Param("io-threads", "int", 1, mutable=False, lo=1, hi=128,
+          check=_must_be(1, "streamkeep does its network I/O on its event loop's thread"),
+          summary="always 1: the event loop's thread does all network I/O"),
 ]
 # redis.conf's older spelling of a setting: the same Param under both names.
 ALIASES = {"slaveof": "replicaof", "lua-time-limit": "busy-reply-threshold",

@@ -159,6 +159,9 @@ class DataDir:
             aof_current_size=base + journal.aof_bytes,
             aof_base_size=base,
             fsync_pending=journal.synced_lsn < journal.written_lsn,
+            last_seconds=compactor.last_seconds,
+            failures_in_row=compactor.failures_in_row,
+            aof_buffer=len(journal.pending),
         )
 
     def _info_persistence(self) -> Fields:

@@ -207,6 +207,9 @@ class Client(asyncio.Protocol):
         if self.closed or self.closing:
             return
         self.last_interaction = time.monotonic()
+        server = self.server
+        server.net_input_bytes += len(data)
+        server.reads_processed += 1
         try:
             self.parser.feed(data)
         except QueryBufferLimit:
@@ -439,6 +442,9 @@ class Client(asyncio.Protocol):
                 out.limit = 0  # the next reply's budget counts what this flush queued
                 transport.write(data)
             self.last_interaction = time.monotonic()  # Redis counts writes too (`timeout`)
+            server = self.server
+            server.net_output_bytes += batch
+            server.writes_processed += 1
             self._check_output_limit(batch)
         if self.closing and not self.held and not self.busy:
             self.close()
@@ -581,6 +587,7 @@ class Client(asyncio.Protocol):
     def _query_buffer_exceeded(self) -> None:
         log.warning("Closing client that reached max query buffer length: id=%d addr=%s",
                     self.id, self.addr)
+        self.server.query_buffer_disconnections += 1
         self.abort()
 
     def _check_output_limit(self, batch: int = 0) -> None:
@@ -626,6 +633,7 @@ class Client(asyncio.Protocol):
     def _output_exceeded(self, size: int) -> None:
         log.warning("Client id=%d addr=%s closed for overcoming of output buffer limits "
                     "(%d bytes pending).", self.id, self.addr, size)
+        self.server.output_buffer_disconnections += 1
         self.abort()
 
     # --- closing ---------------------------------------------------------------------------
@@ -825,7 +833,29 @@ class Server:
         self.sync_running = False
         self.connections_received = 0
         self.rejected_connections = 0
+        # INFO stats' network figures: bytes read from and written to clients (replication's
+        # own are the replication service's), read and write calls, clients closed at a limit.
+        self.net_input_bytes = 0
+        self.net_output_bytes = 0
+        self.reads_processed = 0
+        self.writes_processed = 0
+        self.query_buffer_disconnections = 0
+        self.output_buffer_disconnections = 0
         engine.server = self
+
+    def reset_stats(self) -> None:
+        """CONFIG RESETSTAT: the server's counters to zero."""
+        self.connections_received = self.rejected_connections = 0
+        self.net_input_bytes = self.net_output_bytes = 0
+        self.reads_processed = self.writes_processed = 0
+        self.query_buffer_disconnections = self.output_buffer_disconnections = 0
+
+    def stats_sample(self) -> dict[str, int]:
+        """The counters behind INFO's instantaneous rates (engine.exec.stats.sample)."""
+        received, sent = (self.engine.replication.traffic()
+                          if self.engine.replication is not None else (0, 0))
+        return {"net_input": self.net_input_bytes, "net_output": self.net_output_bytes,
+                "net_repl_input": received, "net_repl_output": sent}
 
     def engine_version(self) -> str:
         from importlib.metadata import PackageNotFoundError, version
@@ -1040,6 +1070,7 @@ class Server:
             return
         if self.engine.active_expire_cycle():
             self.flush_aof()
+        self.engine.sample_stats(self.stats_sample())
         self.loop.call_later(ACTIVE_EXPIRE_SECONDS, self._active_expire)
 
     def _new_client(self) -> Client:
