@@ -143,7 +143,9 @@ class _Checksum:
 def _spawn_builder() -> subprocess.Popen:
     """Start a build child from a thread of its own that lives as long as the child: the child
     dies with the thread that started it (PR_SET_PDEATHSIG is per thread), and a compaction's
-    thread ends with the compaction while the child serves the next ones."""
+    thread ends with the compaction while the child serves the next ones. The child is in a
+    session of its own: the terminal's Ctrl-C and hang-up reach the process that owns the
+    engine, which decides (closing the engine stops the child), never the child directly."""
     import subprocess  # (a compaction's, not every engine start's)
 
     started: list[subprocess.Popen | BaseException] = []
@@ -154,7 +156,8 @@ def _spawn_builder() -> subprocess.Popen:
             proc = subprocess.Popen(
                 [sys.executable, "-m", "streamkeep.snapshot.build", "--serve",
                  str(os.getpid())],  # it checks we are still its parent once it can die with us
-                stdin=subprocess.PIPE, stdout=subprocess.PIPE, close_fds=True, env=child_env())
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, close_fds=True, env=child_env(),
+                start_new_session=True)
         except BaseException as err:  # (OSError: no process could be started)
             started.append(err)
             ready.set()

@@ -30,11 +30,12 @@ EPILOG = """examples:
 The port is bound first, then the data directory is opened (made if missing)
 and replayed: a busy port leaves no directory behind.
 
-exit status: 0 after a clean shutdown (SHUTDOWN, SIGTERM, SIGINT); 1 if the
-port cannot be listened on or the data directory cannot be opened; 3 for a bad
-option or config file (a port outside 0-65535, an address that does not
-parse); 130 if interrupted (Ctrl-C) while the data directory is replayed at
-start-up (its lock released, the directory as it was)."""
+exit status: 0 after a clean shutdown (SHUTDOWN, SIGTERM, SIGINT, SIGHUP: a
+compaction under way is abandoned, its child stopped and its files removed); 1
+if the port cannot be listened on or the data directory cannot be opened; 3 for
+a bad option or config file (a port outside 0-65535, an address that does not
+parse); 130 (SIGTERM: 143, SIGHUP: 129) if interrupted while the data directory
+is replayed at start-up (its lock released, the directory as it was)."""
 DEFAULT_DIR = "./data"
 DEFAULT_PORT = 6390
 DEFAULT_BIND = "127.0.0.1"

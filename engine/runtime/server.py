@@ -1254,7 +1254,8 @@ class Server:
         await self._stop()
 
     def request_shutdown(self, save: bool = False) -> None:
-        """SHUTDOWN, SIGTERM, SIGINT: stop accepting, finish the command in flight, close."""
+        """SHUTDOWN, SIGTERM, SIGINT, SIGHUP: stop accepting, finish the command in flight,
+        close (a compaction under way is abandoned: its child killed, its files removed)."""
         self.shutdown_save = save
         if self.stopping is not None:
             self.stopping.set()
@@ -1309,12 +1310,16 @@ def install_loop_policy() -> str:
 
 
 def run_server(server: Server, ready: Callable[[Server], None] | None = None) -> None:
-    """Run until SHUTDOWN, SIGTERM or SIGINT (the main thread's signal handlers)."""
+    """Run until SHUTDOWN, SIGTERM, SIGINT or SIGHUP (the main thread's signal handlers; a
+    hang-up stops it too, where redis-server ignores one: a server started in a terminal
+    goes with it, its compaction child and temporary files with it)."""
 
     async def main() -> None:
         await server.start()
         loop = asyncio.get_running_loop()
-        for sig in (signal.SIGTERM, signal.SIGINT):
+        for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+            if signal.getsignal(sig) is signal.SIG_IGN:
+                continue  # ignored since the start (`nohup`, a background job): left so
             # Only the main thread may install signal handlers: a server run in another thread
             # (the tests', an embedding application's) is stopped by request_shutdown instead.
             with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):

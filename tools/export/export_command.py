@@ -45,10 +45,12 @@ from streamkeep.snapshot.snapshot_reader import Snapshot, SnapshotError
 from streamkeep.tools.export.pin import (
     ExportError,
     LogPin,
+    claim,
     pin,
     pin_log,
     release_pins,
     resolve,
+    sweep_dead,
 )
 
 HELP = ("export a data directory's tables (its current state) to Parquet, JSON or CSV with "
@@ -193,6 +195,11 @@ def _export(args: argparse.Namespace, names: dict[str, str]) -> int:
     except OutputRefused as err:
         raise _Failed(str(err), EXIT_USAGE) from None
     previous = _previous_manifest(args.since) if args.since is not None else None
+    # This command's pins are named after it and locked while it runs; those of an export
+    # killed before it could release them are removed now.
+    claim()
+    sweep_dead(args.path if os.path.isdir(args.path) else os.path.dirname(
+        os.path.abspath(args.path)))
     try:
         with _pinned(args, previous, names) as plan, staged_directory(args.out,
                                                                  merge=args.force) as stage:
