@@ -8,7 +8,9 @@ while cold nodes still refer to it.
 
 from __future__ import annotations
 
+import glob
 import os
+import shutil
 import zlib
 
 import pytest
@@ -178,6 +180,26 @@ def test_a_replaced_snapshot_stays_readable_while_cold_nodes_use_it(compacted) -
     assert read[0][1] == (b"v", b"value-0")
     with pytest.raises(StorageError, match="has no node"):
         store.load(1, 12345)
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/maps"), reason="Linux /proc only")
+def test_pages_are_released_from_the_map_found_when_first_needed(compacted, tmp_path) -> None:
+    """A store finds where its file is mapped only when it first releases pages (a restart
+    that reads little never reads the process's map list), by the file's identity: the map of
+    a file a compaction unlinked meanwhile is found still."""
+    path, _digest = compacted
+    copy = str(tmp_path / "snapshot.mdb")
+    shutil.copy(_snapshot_path_of(path), copy)
+    for part in glob.glob(os.path.join(path, "part-*.mdb")):
+        shutil.copy(part, tmp_path)
+    store = SnapshotNodes(copy, clean_before=1)
+    try:
+        assert store.ranges is None
+        os.unlink(copy)
+        store.release_pages()
+        assert store.ranges and sum(high - low for low, high in store.ranges) > 0
+    finally:
+        store.close()
 
 
 def test_node_header_reads_counts_without_decoding() -> None:
