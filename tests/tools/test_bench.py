@@ -110,7 +110,7 @@ def _targets(sections: tuple[bench.Section, ...]) -> int:
 # Sections a test below runs on its own at a quick size: the every-row run leaves them out, so
 # that no section runs twice (the suite's time) and no one test runs for minutes.
 OWN_TESTS = ("snapshot", "server", "strings", "replication", "inspect", "queue", "memory",
-             "nodes", "consume")
+             "nodes", "consume", "crashbench")
 
 
 def test_every_section_is_run_by_some_test() -> None:
