@@ -77,9 +77,10 @@ def _children_cpu() -> float:
 
 def exhaustive(env: BenchEnv) -> Measurement:
     """The row: this checkout's best points/s (and, given --before, the ratio of each pair of
-    runs); figures: its run's wall time, and CPU milliseconds per point judged, with the
-    ratio before / this of each pair (on a busy machine the CPU a point costs says more than
-    the wall time it took)."""
+    runs). Figures: CPU milliseconds per point, the run's wall time, and, given --before, the
+    same run's time and CPU, before / this, of each pair: the checkouts may count different
+    points for the same run (this one judges a write and the fdatasync right after it once),
+    and on a busy machine the CPU a run costs says more than the wall time it took."""
     mine: list[dict[str, Any]] = []
     theirs: list[dict[str, Any]] = []
 
@@ -94,12 +95,14 @@ def exhaustive(env: BenchEnv) -> Measurement:
     measured.figures["wall_s"] = best["wall_s"]
     measured.figures["cpu_ms_per_point"] = min(_cpu_ms(r) for r in mine)
     if theirs:
-        ratios = [_cpu_ms(t) / _cpu_ms(m) for m, t in zip(mine, theirs, strict=True)]
-        measured.figures["cpu_ratio_min"] = min(ratios)
-        measured.notes.append(
-            f"crashbench.exhaustive: CPU per point judged, before / this per run "
-            f"{', '.join(f'{r:.2f}x' for r in ratios)}; best {min(_cpu_ms(r) for r in mine):.1f}"
-            f" ms vs {min(_cpu_ms(r) for r in theirs):.1f} ms")
+        pairs = list(zip(mine, theirs, strict=True))
+        for name, what in (("seconds", "time"), ("cpu_s", "CPU")):
+            ratios = [t[name] / max(m[name], 1e-9) for m, t in pairs]
+            measured.figures[f"{name}_ratio_min"] = min(ratios)
+            measured.notes.append(
+                f"crashbench.exhaustive: the run's {what}, before / this per run "
+                f"{', '.join(f'{r:.2f}x' for r in ratios)}; best "
+                f"{min(m[name] for m in mine):.1f} s vs {min(t[name] for t in theirs):.1f} s")
     if any(r["violations"] for r in mine + theirs):
         measured.notes.append("crashbench: a run reported violations (its rate still counts; "
                               "`streamkeep crashbench` shows them)")

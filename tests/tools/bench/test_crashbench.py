@@ -27,7 +27,8 @@ def test_the_row_and_its_figures_are_registered() -> None:
     (section,) = registry.select_sections("crashbench")
     assert [b.key for b in section.benchmarks] == ["crashbench.exhaustive"]
     extras = {f.extra for f in registry.FIGURES if f.numerator == "crashbench.exhaustive"}
-    assert extras == {"ratio_min", "cpu_ratio_min", "cpu_ms_per_point", "wall_s"}
+    assert extras == {"ratio_min", "seconds_ratio_min", "cpu_s_ratio_min", "cpu_ms_per_point",
+                      "wall_s"}
 
 
 def test_points_per_second_against_the_other_checkout(tmp_path: Path,
@@ -41,6 +42,8 @@ def test_points_per_second_against_the_other_checkout(tmp_path: Path,
     assert m.count is not None and m.count > 12 * 9  # every model at every crash point
     assert m.rate > 0 and m.figures["wall_s"] > 0 and m.figures["cpu_ms_per_point"] > 0
     assert 0 < m.figures["ratio_min"] == m.figures["ratio_max"]
-    assert m.figures["cpu_ratio_min"] > 0
-    assert "this / before per run" in m.notes[0] and "CPU per point judged" in m.notes[1]
+    assert m.figures["seconds_ratio_min"] > 0 and m.figures["cpu_s_ratio_min"] > 0
+    assert "this / before per run" in m.notes[0]
+    assert "the run's time, before / this" in m.notes[1]
+    assert "the run's CPU, before / this" in m.notes[2]
     assert root is not None and not Path(root).exists()  # each run's report removed
