@@ -58,8 +58,9 @@ class SnapshotNodes:
         weakref.finalize(self, _unused.append, self.snapshot)
         self.read_bytes = 0  # since the map's pages were last released
         # The map's address ranges, found when pages are first released (reading the process's
-        # map list costs more than most opens: a restart that reads little never pays it), by
-        # the file's identity, taken while it has its name (a compaction may unlink it later).
+        # map list costs more than opening a small snapshot: a load that reads little never
+        # pays it), by the file's identity, taken while it has its name (a compaction may
+        # unlink it later).
         self.ranges: list[tuple[int, int]] | None = None
         try:
             self.identity: tuple[int, int] | None = file_identity(path)
@@ -126,10 +127,16 @@ class SnapshotNodes:
         found = self.snapshot.node_readback(number, master, crc)
         if found is None:
             raise self._missing(number, master)
-        self.read_bytes += len(found[0])
+        self.count_read(len(found[0]))
+        return found
+
+    def count_read(self, size: int) -> None:
+        """`size` more bytes of the file were read through the map: its pages are released
+        once RELEASE_BYTES have been (finding the map reads the process's map list: a small
+        read never pays for that, and holds little)."""
+        self.read_bytes += size
         if self.read_bytes > RELEASE_BYTES:
             self.release_pages()
-        return found
 
 
 __all__ = ["SnapshotNodes"]

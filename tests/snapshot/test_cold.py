@@ -283,3 +283,29 @@ def test_cold_reads_after_a_compaction_read_the_new_file(compacted) -> None:
             [b"1499-0", [b"v", b"value-1498"]]
         assert all(node.crc == crcs[node.master] for node in stream.nodes
                    if node.is_cold() and node.master in crcs)
+
+
+def test_pages_are_released_once_enough_was_read(compacted,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """Finding the map reads the process's map list: a store does it once RELEASE_BYTES were
+    read through the map (a load counts the file's size), never for a small read."""
+    from streamkeep.snapshot import cold
+
+    path, _digest = compacted
+    looked: list[str] = []
+    monkeypatch.setattr(cold, "mapped_ranges", lambda p, identity: looked.append(p) or [])
+    store = SnapshotNodes(_snapshot_path_of(path), clean_before=1)
+    try:
+        store.count_read(cold.RELEASE_BYTES // 2)
+        store.count_read(cold.RELEASE_BYTES // 2)
+        assert looked == []
+        store.count_read(1)
+        assert len(looked) == 1 and store.read_bytes == 0  # released
+        store.count_read(cold.RELEASE_BYTES + 1)
+        assert len(looked) == 1  # the ranges found once
+    finally:
+        store.close()
+    looked.clear()
+    with Engine.open(path, auto_aof_rewrite_percentage=0) as engine:  # a small load
+        assert engine.execute("XLEN", "s") > 0
+    assert looked == []
