@@ -9,7 +9,7 @@ PIP   = $(VPY) -m pip
 SUDO := $(shell if [ "$$(id -u)" != 0 ] && command -v sudo >/dev/null 2>&1; then echo sudo; fi)
 
 .PHONY: venv dev run demo test soak lint docs kernels bench crashbench export-demo clean redis-server \
-	iproute2 iptables java crcmod-check
+	redis-sentinel redis-exporter iproute2 iptables java disk-tools crcmod-check
 
 # ---------------------------------------------------------------- environments
 
@@ -38,7 +38,8 @@ $(VENV)/.stamp-dev: pyproject.toml setup.py $(KERNELS) | $(VPY)
 
 venv: $(VENV)/.stamp-run
 
-dev: $(VENV)/.stamp-dev redis-server iproute2 iptables java crcmod-check
+dev: $(VENV)/.stamp-dev redis-server redis-sentinel redis-exporter iproute2 iptables java \
+	disk-tools crcmod-check
 
 # A Debian package installed when its command is missing: $(call apt_tool,COMMAND,PACKAGES)
 define apt_tool
@@ -61,6 +62,19 @@ iptables:
 
 redis-server:
 	$(call apt_tool,redis-server,redis-server redis-tools)
+
+# The exporter test scrapes Debian's Prometheus exporter for Redis against both servers.
+redis-exporter:
+	$(call apt_tool,prometheus-redis-exporter,prometheus-redis-exporter)
+
+# tests/ha: three real Sentinels fail a streamkeep primary over.
+redis-sentinel:
+	$(call apt_tool,redis-sentinel,redis-sentinel)
+
+# The disk-full and failing-device tests mount a small tmpfs and ext4 on a loop device.
+disk-tools:
+	$(call apt_tool,losetup,mount)
+	$(call apt_tool,mkfs.ext4,e2fsprogs)
 
 # pyspark (the Spark export and its tests) starts a JVM: Java 17 or later.
 java:

@@ -1,7 +1,8 @@
 """The file-layer seam: every byte aof/ and snapshot/ read or write goes through a `FileSystem`.
 
 Owns the small set of operations durability depends on (open for append, write all, fdatasync,
-read, size, truncate, rename, fsync of a directory, list, unlink, exclusive lock) and `RealFS`,
+read, size, truncate, rename, fsync of a directory, list, unlink, exclusive lock, space
+allocated ahead of a file's end) and `RealFS`,
 their implementation on the operating system. The crash-recovery bench swaps in a file system
 that models power loss (unsynced data dropped, torn appends) and I/O errors (EIO, ENOSPC), so
 nothing in aof/ or snapshot/ may call `open`, `os.write`, `os.rename` & co. directly (a test
@@ -10,11 +11,34 @@ enforces it). Must not touch: record formats, the manifest, engine state.
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import fcntl
 import os
-from typing import Protocol
+from typing import Any, Protocol
 
 from streamkeep.engine.wire.errors import StorageError
+
+FALLOC_FL_KEEP_SIZE = 1  # linux/falloc.h: allocate blocks past the end, the size unchanged
+# reserve() on a file system that cannot allocate ahead (or a platform without fallocate).
+UNSUPPORTED_ERRNOS = frozenset({errno.EOPNOTSUPP, errno.ENOSYS, errno.EINVAL})
+_fallocate: Any = None  # libc's fallocate(2), looked up by the first reserve()
+
+
+def _libc_fallocate() -> Any:
+    """libc's fallocate (ctypes, loaded once, by the first writer: readers never pay for it);
+    None where there is none."""
+    global _fallocate
+    if _fallocate is None:
+        import ctypes
+
+        fn: Any = False
+        with contextlib.suppress(AttributeError, OSError):
+            fn = ctypes.CDLL(None, use_errno=True).fallocate
+            fn.argtypes = (ctypes.c_int, ctypes.c_int, ctypes.c_int64, ctypes.c_int64)
+            fn.restype = ctypes.c_int
+        _fallocate = fn
+    return _fallocate or None
 
 
 class LockedError(StorageError):
@@ -42,6 +66,7 @@ class FileSystem(Protocol):
     def open_read(self, path: str) -> int: ...
     def pread(self, fd: int, size: int, offset: int) -> bytes: ...
     def fsize(self, fd: int) -> int: ...
+    def reserve(self, fd: int, offset: int, length: int) -> None: ...
 
 
 class RealFS:
@@ -146,6 +171,20 @@ class RealFS:
 
     def fsize(self, fd: int) -> int:
         return os.fstat(fd).st_size
+
+    def reserve(self, fd: int, offset: int, length: int) -> None:
+        """Allocate the blocks of [offset, offset + length) without changing the file's size
+        (fallocate with FALLOC_FL_KEEP_SIZE): appends into them cannot fail for want of space.
+        OSError(ENOSPC) when the space is not there; OSError(EOPNOTSUPP) where the file system
+        or the platform cannot allocate ahead. Truncating the file to its size frees them."""
+        fallocate = _libc_fallocate()
+        if fallocate is None:
+            raise OSError(errno.EOPNOTSUPP, "fallocate is not available")
+        if fallocate(fd, FALLOC_FL_KEEP_SIZE, offset, length) != 0:
+            import ctypes
+
+            code = ctypes.get_errno()
+            raise OSError(code, os.strerror(code))
 
 
 def file_identity(path: str) -> tuple[int, int]:

@@ -10,14 +10,32 @@ mode) and writes each batch's records before the batch's replies; a record carry
 is written at once, in parts, never copied into the buffer. `everysec` fsyncs from a
 background thread once a second while unsynced bytes remain; `no` leaves it to the OS.
 
-Failures (Redis's MISCONF model): a failed write is truncated back, kept, and retried every
-second; until it succeeds write commands are refused. A rotation that cannot create its new
-segment for want of descriptors (EMFILE/ENFILE) loses nothing: writes go on into the current
-segment and the rotation is retried. A failed fsync is never retried (the page
-cache may have dropped the data): writes are refused until the directory is reopened. Reads go
-on. After every fsync the synced watermark (aof.watermark) advances to the bytes it covered,
-so recovery can tell a torn tail from damage to data that was already durable. Must not touch:
-record format details (aof.codec), the manifest format (aof.manifest), engine state.
+Failures. An error reply means the command had no effect: not in memory, not in the log, not
+on a replica, not after a restart. So:
+  * space is allocated ahead of the log's end (`preallocate` bytes, fallocate without growing
+    the file: aof.fs.reserve) and topped up as it is used; when it cannot be, the gate closes
+    (`error`, the MISCONF line) and write commands are refused before they run, while the
+    space left takes the record of the command that noticed it. A full disk is met at a
+    record boundary, never inside a record;
+  * a record that cannot be written all the same (an I/O error, a record bigger than what
+    could be allocated, a file system that cannot allocate ahead) is cut back off the file and
+    dropped with everything buffered after the last record written; the LSNs go back and
+    `on_rollback` makes the engine's state the log's again (the data directory reloads it),
+    so the commands it answers MISCONF leave nothing behind;
+  * the once-a-second thread tries to allocate again and reopens the gate when it can: writes
+    resume by themselves once the log can take them;
+  * a failed fsync is never retried (the page cache may have dropped the data): writes are
+    refused until the directory is reopened. Under `always` what it covered was not
+    acknowledged, so it is cut back to the last fsync and rolled back too, and replicas are
+    sent only what an fsync covered (`written_end`); under everysec and no it had been
+    acknowledged, and stays.
+A rotation that cannot create its new segment for want of descriptors (EMFILE/ENFILE) loses
+nothing: writes go on into the current segment and the rotation is retried. A replica's
+records (`append_raw`) are its primary's, acknowledged there: one that fails to be written is
+kept and written by the retry instead. Reads go on. After every fsync the synced watermark
+(aof.watermark) advances to the bytes it covered, so recovery can tell a torn tail from damage
+to data that was already durable. Must not touch: record format details (aof.codec), the
+manifest format (aof.manifest), engine state (the rollback is the data directory's).
 """
 
 from __future__ import annotations
@@ -41,7 +59,7 @@ from streamkeep.aof.codec import (
     encode_parts,
     has_big_arg,
 )
-from streamkeep.aof.fs import FileSystem
+from streamkeep.aof.fs import UNSUPPORTED_ERRNOS, FileSystem
 from streamkeep.aof.manifest import Manifest, SegmentEntry
 from streamkeep.aof.planted import planted
 from streamkeep.aof.watermark import Watermark, WatermarkLog
@@ -54,6 +72,9 @@ POLICIES = ("always", "everysec", "no")
 TRANSIENT_ERRNOS = frozenset({errno.EMFILE, errno.ENFILE})
 ROTATE_RETRY_SECONDS = 0.1  # a postponed rotation is retried by the first write after this
 ROTATE_RETRY_SECONDS_IO = 1.0  # ... after an I/O error on the new segment (not descriptors)
+DEFAULT_PREALLOCATE = 4 << 20  # aof-preallocate: space allocated ahead of the log's end
+MAX_RETRY_BACKOFF = 60.0  # seconds, at most, between a failed write and the next attempt
+UNLIMITED = 1 << 62  # the room where nothing is allocated ahead (preallocate 0, or no support)
 
 
 def misconf(err: OSError) -> str:
@@ -72,6 +93,7 @@ class Journal:
         policy: str,
         segment_max_bytes: int,
         watermark: WatermarkLog | None = None,
+        preallocate: int = DEFAULT_PREALLOCATE,
     ) -> None:
         if policy not in POLICIES:
             raise ValueError(f"appendfsync must be one of {', '.join(POLICIES)}, not {policy!r}")
@@ -87,6 +109,7 @@ class Journal:
         # a sync round reads it before its fdatasync, which then covers those bytes, and
         # advances the synced watermark (aof.watermark) to it.
         self.written_mark = (manifest.segments[-1].segment, size, last_lsn)
+        self.synced_mark = self.written_mark  # what the last fsync covered (`always` cuts back to it)
         self.watermark = watermark
         self.lsn = last_lsn  # the last LSN assigned
         self.policy = policy
@@ -99,7 +122,22 @@ class Journal:
         self.error: str | None = None  # the MISCONF line while writes are refused
         self.fsync_failed = False
         self.rotate_retry_at = 0.0  # a rotation postponed for want of descriptors: retry then
-        self.unwritten: list[bytes] = []  # encoded records whose write failed, in order
+        # After a failed write the gate reopens at `retry_at`, later after each failure in a
+        # row (a reopened gate's next write is the probe: a failing device's costs a rollback).
+        self.retry_at = 0.0
+        self.retry_backoff = 0.0
+        self.unwritten: list[bytes] = []  # a replica's records whose write failed, in order
+        self.pending_raw = False  # the buffer holds a replica's records (kept if they fail)
+        # Space allocated ahead of the log's end, topped up to `preallocate` bytes once less
+        # than `low_water` of it is left: `room` is how much may be appended (buffered or
+        # written) before that, so what is left is room + low_water (one subtraction and one
+        # test per record on the write path).
+        self.preallocate = max(int(preallocate), 0)
+        self.low_water = self.preallocate // 2
+        self.room = -self.low_water if self.preallocate else UNLIMITED
+        # The data directory's rollback (engine lock held): make the engine's state the log's,
+        # which ends at the given LSN, after records were dropped.
+        self.on_rollback: Callable[[int], None] | None = None
         # Deferred mode (the server turns it on: every command runs on its loop thread): records
         # are buffered and written by flush_pending, once per batch of commands, before replies.
         self.deferred = False
@@ -115,6 +153,7 @@ class Journal:
         # Test-only (aof.planted), read once: _write is the hot path.
         self.planted_idle_bug = planted("everysec-stops-when-idle")
         self.planted_early_ack = planted("ack-before-fsync")
+        self.planted_no_undo = planted("failed-write-kept")
         self.last_sync_at = time.monotonic()
         # Compaction (the snapshot issue): bytes in the segments after the snapshot, and the
         # size at which the auto trigger fires (never while a compaction runs).
@@ -137,44 +176,120 @@ class Journal:
         self._syncer_thread = threading.Thread(target=self._syncer, name="aof-group-commit",
                                                daemon=True)
         self._syncer_thread.start()
+        if self.preallocate:
+            self._top_up(self.preallocate)  # a full disk at open: writes refused until space
 
     # --- the write path (engine lock held) ---------------------------------------------------
 
     def append(self, time_ms: int, db: int, effects: list) -> int:
         """Log one command execution's effects under the next LSN and write them to the OS.
-        Raises ReplyError(MISCONF) if they could not be written; the record is then kept and
-        written by the retry. In deferred mode (the server's) the record joins a buffer that
-        `flush_pending` writes with one write() before any reply leaves."""
-        lsn = self.lsn = self.lsn + 1
+        In deferred mode (the server's) the record joins a buffer that `flush_pending` writes
+        with one write() before any reply leaves. ReplyError(MISCONF) if the record cannot be
+        logged: it is dropped and the command rolled back (see the module's docstring)."""
         if has_big_arg(effects):
-            return self._append_big(lsn, time_ms, db, effects)
+            return self._append_big(time_ms, db, effects)
+        lsn = self.lsn + 1
         data = encode(lsn, time_ms, db, effects)
-        if self.unwritten:  # keep the log in LSN order behind the records awaiting a retry
-            self.unwritten.append(data)
-            raise ReplyError(self.error or "MISCONF Errors writing to the AOF file")
+        room = self.room - len(data)
+        if room < 0:
+            if not self._make_room(len(data)):
+                raise self._undo_after_flush()  # no room for its record: it must not stay
+            room = self.room - len(data)
+        self.lsn = lsn
+        self.room = room
         if self.buffered:
             self.pending += data
             self.pending_records += 1
             return lsn
-        self._write(data, 1)
+        try:
+            self._write(data, 1)
+        except ReplyError as err:
+            self._undo()
+            raise err from None
         return lsn
 
-    def _append_big(self, lsn: int, time_ms: int, db: int, effects: list) -> int:
+    def _append_big(self, time_ms: int, db: int, effects: list) -> int:
         """A record carrying a big value is written at once, in parts (`encode_parts`): the
         value is neither packed into a copy nor joined to its frame nor buffered, only written
-        (behind the deferred records, which go first to keep the LSN order). Joined only if it
-        must wait for the retry."""
-        parts = encode_parts(lsn, time_ms, db, effects)
-        if self.unwritten or not self.flush_pending():
-            self.unwritten.append(b"".join(parts))
+        (behind the deferred records, which go first to keep the LSN order)."""
+        if not self.flush_pending():
             raise ReplyError(self.error or "MISCONF Errors writing to the AOF file")
-        self._write(parts[0], 1, parts[1:])
+        lsn = self.lsn + 1
+        parts = encode_parts(lsn, time_ms, db, effects)
+        size = sum(map(len, parts))
+        if self.room < size and not self._make_room(size):
+            raise self._undo_after_flush()
+        self.lsn = lsn
+        self.room -= size
+        try:
+            self._write(parts[0], 1, parts[1:])
+        except ReplyError as err:
+            self._undo()
+            raise err from None
         return lsn
+
+    def _make_room(self, size: int) -> bool:
+        """`room` ran out before a record of `size` bytes: top the allocation up (to at least
+        `size`). If that fails, the gate closes (`_top_up`); the record is still taken if what
+        is left allocated holds it, and refused (False) if not."""
+        fits = self.room + self.low_water >= size
+        return self._top_up(max(self.preallocate, size)) or fits
+
+    def _top_up(self, length: int) -> bool:
+        """Allocate `length` bytes past the log's end (written and buffered) so that appends
+        into them cannot meet a full disk. False if the space is not there: `error` is then
+        the MISCONF line and write commands are refused until the once-a-second retry finds
+        it (what is left allocated still takes the record in hand)."""
+        if self.fd < 0:
+            return False
+        if not self.preallocate:
+            return True
+        try:
+            self.fs.reserve(self.fd, self.size + len(self.pending), length)
+        except OSError as err:
+            if err.errno in UNSUPPORTED_ERRNOS:
+                log.warning("cannot allocate AOF space ahead here (%s): a full disk will be "
+                            "met while writing a record, which is then rolled back", err)
+                self.preallocate = self.low_water = 0
+                self.room = UNLIMITED
+                return True
+            if self.error is None:
+                log.error("cannot allocate AOF space (%s); refusing writes until it can be",
+                          err)
+            self.error = misconf(err)
+            return False
+        self.room = length - self.low_water
+        return True
+
+    def _undo_after_flush(self) -> ReplyError:
+        """The command in hand ran but its record cannot be given room: write what is buffered
+        (it had room), then roll back to the log's end. Returns the error to raise."""
+        if self.flush_pending():
+            self._undo()
+        return ReplyError(self.error or "MISCONF Errors writing to the AOF file")
+
+    def _undo(self) -> None:
+        """Records after the last one written were dropped (engine lock held): the LSNs go back
+        to it, the buffer is emptied and the engine's state is made the log's again."""
+        now = time.monotonic()
+        # 1 s after a first failure, twice as long after each one that follows within a minute.
+        self.retry_backoff = 1.0 if now - self.retry_at > MAX_RETRY_BACKOFF \
+            else min(self.retry_backoff * 2, MAX_RETRY_BACKOFF)
+        self.retry_at = now + self.retry_backoff
+        self.pending.clear()
+        self.pending_records = 0
+        self.pending_raw = False
+        self.lsn = self.written_lsn
+        if self.planted_no_undo:
+            return  # PLANTED BUG (tests only): the command answered MISCONF stays in memory
+        if self.on_rollback is not None:
+            self.on_rollback(self.written_lsn)
 
     @property
     def refusing_writes(self) -> bool:
-        """A failed fsync (never retried) or a failed write awaiting its retry."""
-        return self.fsync_failed or bool(self.unwritten)
+        """Write commands are refused: a failed fsync (never retried), a failed write or a
+        full disk awaiting the retry, a replica's record awaiting its own."""
+        return self.error is not None or self.fsync_failed or bool(self.unwritten)
 
     def stop_writes(self, line: str) -> None:
         """Refuse writes with `line` until the directory is reopened, as after a failed fsync
@@ -201,24 +316,42 @@ class Journal:
         self.policy = policy
         self.sync_on_commit = policy == "always"
         self.buffered = self.deferred or self.sync_on_commit
+        if not self.sync_on_commit and self.written_end != self.written_mark[:2]:
+            self.written_end = self.written_mark[:2]  # replicas may have what is written now
+            if self.on_written is not None:
+                self.on_written()
+
+    def set_preallocate(self, size: int) -> None:
+        """CONFIG SET aof-preallocate (engine lock held): allocate that much ahead from now on
+        (0: nothing; a full disk is then met while writing a record, which is rolled back)."""
+        self.preallocate, self.low_water = size, size // 2
+        self.room = -self.low_water if size else UNLIMITED
+        if size:
+            self._top_up(size)
 
     def flush_pending(self) -> bool:
         """Write the deferred records with one write() (engine lock held). False if that
-        failed: the records then wait for the retry and their commands must not be
-        acknowledged (MISCONF)."""
+        failed: their commands are not acknowledged (MISCONF) and are rolled back (a replica's
+        records wait for the retry instead)."""
         if not self.pending:
             return True
         data, count = bytes(self.pending), self.pending_records
+        raw, self.pending_raw = self.pending_raw, False
         self.pending.clear()
         self.pending_records = 0
         try:
             self._write(data, count)
         except ReplyError:
+            if raw:
+                self.unwritten.append(data)
+            else:
+                self._undo()
             return False
         return True
 
     def _write(self, data: bytes, records: int, more: list[bytes] | None = None) -> None:
-        """Write `data` (then the parts in `more`, one record's payload written as it is)."""
+        """Write `data` (then the parts in `more`, one record's payload written as it is).
+        ReplyError(MISCONF) if that failed: the file is cut back to where it was."""
         size = len(data)
         try:
             self.fs.write(self.fd, data)
@@ -226,7 +359,7 @@ class Journal:
                 self.fs.write(self.fd, part)
                 size += len(part)
         except OSError as err:
-            self._write_failed(err, b"".join([data, *more]) if more else data)
+            self._write_failed(err)
             raise ReplyError(self.error) from None  # type: ignore[arg-type]
         self.size += size
         self.records_written += records
@@ -239,23 +372,47 @@ class Journal:
         self.aof_bytes += size
         if self.aof_bytes >= self.rewrite_at and self.on_rewrite is not None:
             self.on_rewrite()
+        # _written(), inlined: this is every write's path.
         self.written_mark = (self.written_end[0], self.size, self.written_lsn)
-        self.written_end = (self.written_end[0], self.size)
-        if self.on_written is not None:
-            self.on_written()
+        if not self.sync_on_commit:
+            self.written_end = (self.written_end[0], self.size)
+            if self.on_written is not None:
+                self.on_written()
 
-    def _write_failed(self, err: OSError, data: bytes) -> None:
+    def _written(self) -> None:
+        """The written end moved: a sync round covers up to here; under everysec and no the
+        replicas may have it now (under `always` once an fsync covers it: `_sync_round`)."""
+        self.written_mark = (self.written_end[0], self.size, self.written_lsn)
+        if not self.sync_on_commit:
+            self.written_end = (self.written_end[0], self.size)
+            if self.on_written is not None:
+                self.on_written()
+
+    def _write_failed(self, err: OSError) -> None:
         log.error("AOF write failed: %s; refusing writes until it succeeds", err)
         self.error = misconf(err)
-        self.unwritten.append(data)
+        self.room = -self.low_water  # the cut freed what was allocated ahead: allocate again
         try:  # a partial write must not stay: the next record would be glued onto it
             self.fs.ftruncate(self.fd, self.size)
         except OSError as terr:
             log.error("cannot truncate the partial AOF write: %s", terr)
             self.fsync_failed = True  # the file's tail is unknown: never write to it again
 
+    def retry_writes(self) -> None:
+        """The once-a-second retry (engine lock held): a replica's records that failed are
+        written; otherwise, once space can be allocated again, the gate reopens."""
+        if self.fsync_failed or self.fd < 0:
+            return
+        if self.unwritten:
+            self.retry_unwritten()
+        elif (self.error is not None and time.monotonic() >= self.retry_at
+              and self._top_up(self.preallocate)):
+            log.warning("AOF writes can go on again; accepting writes")
+            self.error = None
+
     def retry_unwritten(self) -> None:
-        """Write the records that failed (engine lock held). Clears the error on success."""
+        """Write a replica's records that failed (engine lock held). Clears the error on
+        success."""
         if not self.unwritten or self.fsync_failed:
             return
         while self.unwritten:
@@ -277,10 +434,9 @@ class Journal:
         self.written_lsn = self.lsn
         log.warning("AOF writes succeed again; accepting writes")
         self.error = None
-        self.written_mark = (self.written_end[0], self.size, self.written_lsn)
-        self.written_end = (self.written_end[0], self.size)
-        if self.on_written is not None:
-            self.on_written()
+        self.room = -self.low_water
+        self._top_up(self.preallocate)
+        self._written()
 
     # --- durability (engine lock not held) -----------------------------------------------------
 
@@ -340,6 +496,11 @@ class Journal:
                     want = request[0]
             try:
                 self._commit_round(want)
+                if self.fsync_failed and self.sync_on_commit:
+                    # Nothing the failed fsync covered was acknowledged: cut it off and roll
+                    # it back before its callers hear MISCONF.
+                    with self.flush_lock:
+                        self._drop_unsynced()
             except BaseException as exc:  # OSErrors are handled inside: a bug, or a test's power cut
                 log.error("AOF group commit failed: %r; refusing writes until reopened", exc)
                 self.fsync_failed = True
@@ -389,7 +550,44 @@ class Journal:
         else:
             self.fsyncs += 1
             self.synced_lsn = max(self.synced_lsn, target)
+            self.synced_mark = max(self.synced_mark, mark)
             self.last_sync_at = time.monotonic()
+            if self.sync_on_commit and mark[:2] > self.written_end:
+                self.written_end = mark[:2]  # `always`: replicas are sent what is durable
+                if self.on_written is not None:
+                    self.on_written()
+
+    def _drop_unsynced(self, rollback: bool = True) -> None:
+        """After a failed fsync under `always` (engine lock held): nothing written since the
+        last good fsync was acknowledged, so it is cut off the file and, with `rollback`, out
+        of the engine's state. If the cut itself fails, those LSNs may come back after a
+        restart: said in the log, since nothing more can be done on this device."""
+        segment, size, lsn = self.synced_mark
+        self.pending.clear()
+        self.pending_records = 0
+        if self.lsn <= lsn:
+            return
+        dropped = f"LSNs {lsn + 1}-{self.lsn}" if self.lsn > lsn + 1 else f"LSN {self.lsn}"
+        if self.written_lsn > lsn:
+            if segment != self.written_mark[0]:
+                log.error("the AOF's last fsync is in segment %d, not the current one: %s, "
+                          "refused, may come back after a restart", segment, dropped)
+            else:
+                try:
+                    self.fs.ftruncate(self.fd, size)
+                    self.fs.fdatasync(self.fd)
+                except OSError as err:
+                    log.error("cannot cut the AOF back to its last fsync (%s): %s, refused, "
+                              "may come back after a restart", err, dropped)
+            self.size, self.written_lsn = size, lsn
+            self.written_mark = (segment, size, lsn)
+            self.written_end = min(self.written_end, (segment, size))
+        log.error("AOF fsync failed under appendfsync always: %s dropped (not acknowledged)",
+                  dropped)
+        self.lsn = lsn
+        self.room = -self.low_water
+        if rollback and self.on_rollback is not None:
+            self.on_rollback(lsn)
 
     def sync(self) -> None:
         """Make everything written so far durable now (any policy)."""
@@ -420,7 +618,7 @@ class Journal:
                 retry = self.on_retry
             if self.watermark is not None:
                 self.watermark.sync()
-            if retry is not None and self.unwritten:
+            if retry is not None and self.error is not None and not self.fsync_failed:
                 retry()
 
     on_retry: Callable[[], None] | None = None  # set by the data directory (takes engine lock)
@@ -441,18 +639,23 @@ class Journal:
             raise StorageError(f"record LSN {first_lsn} does not follow this log's {self.lsn}")
         if self.fsync_failed:
             raise StorageError(self.error or "the AOF cannot be written")
+        self.room -= len(data)
         if buffer and not self.unwritten:
             self.lsn += count
             self.pending += data
             self.pending_records += count
-            return
-        if not self.flush_pending() or self.unwritten:
+            self.pending_raw = True
+        elif not self.flush_pending() or self.unwritten:
             self.lsn += count
             self.unwritten.append(data)
-            return
-        self.lsn += count
-        with contextlib.suppress(ReplyError):  # kept in `unwritten`; the retry writes it
-            self._write(data, count)
+        else:
+            self.lsn += count
+            try:
+                self._write(data, count)
+            except ReplyError:  # kept; the retry writes it
+                self.unwritten.append(data)
+        if self.room < 0 and not self.unwritten:
+            self._top_up(self.preallocate)
 
     def reset(self, manifest: Manifest, fd: int, size: int, lsn: int, aof_bytes: int) -> None:
         """Continue on another history (a replica's full sync installed a snapshot): the new
@@ -465,16 +668,19 @@ class Journal:
                 old = self.fd
                 self.manifest, self.fd, self.size = manifest, fd, size
                 self.written_end = (manifest.segments[-1].segment, size)
-                self.written_mark = (manifest.segments[-1].segment, size, lsn)
+                self.written_mark = self.synced_mark = (manifest.segments[-1].segment, size, lsn)
             self.lsn = self.written_lsn = self.synced_lsn = lsn
             self.pending.clear()
             self.pending_records = 0
+            self.pending_raw = False
             self.unwritten.clear()
             self.error = None
             self.aof_bytes = aof_bytes
             if old >= 0:
                 with contextlib.suppress(OSError):
                     self.fs.close(old)
+            self.room = -self.low_water if self.preallocate else UNLIMITED
+            self._top_up(self.preallocate)
 
     # --- segments ------------------------------------------------------------------------------
 
@@ -485,61 +691,77 @@ class Journal:
         with self._cond:
             while self._syncing:
                 self._cond.wait()
+            failed = False
             if not self.fsync_failed:
                 try:
                     self.fs.fdatasync(self.fd)
                     self.fsyncs += 1
                     self.synced_lsn = self.written_lsn
+                    # (called from _write before written_mark catches up with its record)
+                    self.synced_mark = (self.written_mark[0], self.size, self.written_lsn)
                 except OSError as err:
-                    self.fsync_failed = True
+                    log.error("AOF fsync failed: %s; refusing writes until reopened", err)
+                    self.fsync_failed = failed = True
                     self.error = misconf(err)
                     self._cond.notify_all()
-                    return False
-            with self.manifest_lock:
-                last = self.manifest.segments[-1]
-                entry = SegmentEntry(manifest_mod.segment_file(last.segment + 1),
-                                     last.segment + 1, self.lsn + 1)
-                try:
-                    fd = create_segment(self.fs, self.directory, entry)
-                except OSError as err:
-                    # Nothing references the new segment and the current one is intact, so
-                    # keep appending to it and retry later, whatever failed: descriptors, or
-                    # the new file's write, fdatasync or directory fsync (EIO, ENOSPC). A
-                    # failing disk then shows in the current segment's own writes and fsyncs,
-                    # which refuse writes (MISCONF) as they always do. (Found by crashbench's
-                    # ioerror mode: an EIO here escaped the command as an exception.)
+            if not failed:
+                return self._switch_segment()
+        if self.sync_on_commit:
+            self._drop_unsynced()
+        return False
+
+    def _switch_segment(self) -> bool:
+        """_rotate's second half, the old segment synced (self._cond held)."""
+        with self.manifest_lock:
+            last = self.manifest.segments[-1]
+            entry = SegmentEntry(manifest_mod.segment_file(last.segment + 1),
+                                 last.segment + 1, self.lsn + 1)
+            try:
+                fd = create_segment(self.fs, self.directory, entry)
+            except OSError as err:
+                # Nothing references the new segment and the current one is intact, so
+                # keep appending to it and retry later, whatever failed: descriptors, or
+                # the new file's write, fdatasync or directory fsync (EIO, ENOSPC). A
+                # failing disk then shows in the current segment's own writes and fsyncs,
+                # which refuse writes (MISCONF) as they always do. (Found by crashbench's
+                # ioerror mode: an EIO here escaped the command as an exception.)
+                self._postpone_rotation(err, entry)
+                self._cond.notify_all()
+                return False
+            try:
+                self.manifest.segments.append(entry)
+                manifest_mod.store(self.fs, self.directory, self.manifest)
+            except OSError as err:
+                if isinstance(err, manifest_mod.ManifestUnchanged) \
+                        and err.errno in TRANSIENT_ERRNOS:  # nothing renamed: retry later
+                    self.manifest.segments.pop()
+                    self.fs.close(fd)
                     self._postpone_rotation(err, entry)
                     self._cond.notify_all()
                     return False
-                try:
-                    self.manifest.segments.append(entry)
-                    manifest_mod.store(self.fs, self.directory, self.manifest)
-                except OSError as err:
-                    if isinstance(err, manifest_mod.ManifestUnchanged) \
-                            and err.errno in TRANSIENT_ERRNOS:  # nothing renamed: retry later
-                        self.manifest.segments.pop()
-                        self.fs.close(fd)
-                        self._postpone_rotation(err, entry)
-                        self._cond.notify_all()
-                        return False
-                    # Which manifest is durable is now unknown (a rename may be in place
-                    # without its directory fsync). Both reopen consistently as long as
-                    # nothing more is written: refuse writes until the directory is reopened,
-                    # as for a failed fsync.
-                    log.error("AOF rotation failed: %s; refusing writes until reopened", err)
-                    self.fsync_failed = True
-                    self.error = misconf(err)
-                    self._cond.notify_all()
-                    return False
-            self.fs.close(self.fd)
-            self.fd = fd
-            self.size = self.fs.size(os.path.join(self.directory, entry.file))
-            self.written_end = (entry.segment, self.size)
-            self.written_mark = (entry.segment, self.size, self.written_lsn)
-            self.aof_bytes += self.size
-            log.info("AOF rotated to %s (first LSN %d)", entry.file, entry.first_lsn)
-            self._cond.notify_all()
-            return True
+                # Which manifest is durable is now unknown (a rename may be in place
+                # without its directory fsync). Both reopen consistently as long as
+                # nothing more is written: refuse writes until the directory is reopened,
+                # as for a failed fsync.
+                log.error("AOF rotation failed: %s; refusing writes until reopened", err)
+                self.fsync_failed = True
+                self.error = misconf(err)
+                self._cond.notify_all()
+                return False
+        with contextlib.suppress(OSError):  # what was allocated past its end goes back
+            self.fs.ftruncate(self.fd, self.size)
+        self.fs.close(self.fd)
+        self.fd = fd
+        self.size = self.fs.size(os.path.join(self.directory, entry.file))
+        self.written_end = (entry.segment, self.size)
+        self.written_mark = self.synced_mark = (entry.segment, self.size, self.written_lsn)
+        self.aof_bytes += self.size
+        log.info("AOF rotated to %s (first LSN %d)", entry.file, entry.first_lsn)
+        self._cond.notify_all()
+        if self.preallocate:
+            self.room = -self.low_water
+            self._top_up(self.preallocate)
+        return True
 
     def _postpone_rotation(self, err: OSError, entry: SegmentEntry) -> None:
         """The new segment could not be created (out of descriptors, EMFILE/ENFILE, or an I/O
@@ -578,11 +800,18 @@ class Journal:
     def close(self) -> None:
         """Stop the background threads, fsync what was written, close the segment."""
         self.stop_threads()
+        self.on_rollback = None  # the engine is going away: nothing to roll back in memory
         if self.fd >= 0 and not self.fsync_failed:
             self.flush_pending()
-        self.sync()
+        if not self.fsync_failed:
+            self.sync()
+            if self.fsync_failed and self.sync_on_commit:
+                self._drop_unsynced(rollback=False)
         if self.watermark is not None:
             self.watermark.close()
+        if self.fd >= 0 and self.preallocate:
+            with contextlib.suppress(OSError):  # what was allocated past its end goes back
+                self.fs.ftruncate(self.fd, self.size)
         self.fs.close(self.fd)
         # The descriptor number will be reused by the next file anyone opens: never write
         # through it again. Writes are refused the way MISCONF refuses them; reads go on.

@@ -59,6 +59,7 @@ class Follower:
         self.runid = runid
         self.state = "connect"
         self.link_up = False
+        self.received_bytes = 0  # from the primary (INFO's total_net_repl_input_bytes)
         self.last_io = time.monotonic()
         self.down_since = time.monotonic()
         self.decoder: link.LinkDecoder | None = None
@@ -157,8 +158,9 @@ class Follower:
             return
         parser = ReplyParser()  # the handshake's replies (the project's RESP codec)
         self.announced_port = self.listening_port()
-        for command in link.handshake(str(self.engine.config["masterauth"]),
-                                      self.announced_port, self.runid):
+        config = self.engine.config
+        for command in link.handshake(str(config["masterauth"]), self.announced_port,
+                                      self.runid, str(config["replica-announce-ip"])):
             sock.sendall(command)
             reply = self._read_reply(sock, parser)
             if isinstance(reply, ReplyError):
@@ -212,6 +214,7 @@ class Follower:
                 raise ConnectionError("the primary closed the connection")
             if data:
                 self.last_io = now
+                self.received_bytes += len(data)
                 received(data)
             elif now - self.last_io > (timeout := int(self.engine.config["repl-timeout"])):
                 raise TimeoutError(f"nothing from the primary for {timeout} s")

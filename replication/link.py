@@ -6,6 +6,7 @@ follower's (replica side) and the server's (primary side). The offset is the LSN
     replica                                     primary
     AUTH <masterauth>                  (if set) +OK
     REPLCONF listening-port <port>              +OK
+    REPLCONF ip-address <ip>                    +OK    (if replica-announce-ip is set)
     REPLCONF capa sk-records capa eof capa psync2 capa sk-publish  +OK
     REPLCONF sk-runid <40 hex>                  +OK    (-ERR if it is the primary's own: itself;
                                                  a redis-server does not know it: the follower
@@ -70,12 +71,15 @@ class LinkError(StorageError):
     """The primary sent something that is not the protocol above (or a damaged record)."""
 
 
-def handshake(masterauth: str, listening_port: int, runid: str) -> list[bytes]:
+def handshake(masterauth: str, listening_port: int, runid: str,
+              announce_ip: str = "") -> list[bytes]:
     """The commands a replica sends before PSYNC, in order; each expects +OK."""
     commands = []
     if masterauth:
         commands.append(encode_command([b"AUTH", masterauth.encode()]))
     commands.append(encode_command([b"REPLCONF", b"listening-port", str(listening_port)]))
+    if announce_ip:  # replica-announce-ip: the address the primary lists this replica under
+        commands.append(encode_command([b"REPLCONF", b"ip-address", announce_ip.encode()]))
     # `eof`: a redis-server primary may send its RDB diskless (replication.redis_link).
     commands.append(encode_command([b"REPLCONF", b"capa", CAPA, b"capa", b"eof", b"capa",
                                     b"psync2", b"capa", PUBLISH_CAPA]))

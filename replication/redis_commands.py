@@ -17,9 +17,9 @@ streamkeep does with them:
   (never to its AOF) so that their subscribers get the message too (and this node passes them
   on to its own replicas, as a Redis replica does);
 - skipped: every other command (another type's: lists, hashes, sets, sorted sets; and the
-  string writes streamkeep does not implement: SETRANGE, SETBIT, BITFIELD, BITOP, the
-  HyperLogLog ones, Redis 8.4's MSETEX and DELEX, warned about once since the string they
-  change then differs here), counted by name and never silently;
+  string writes streamkeep does not implement: SETBIT, BITFIELD, BITOP, the HyperLogLog ones,
+  warned about once since the string they change then differs here), counted by name and
+  never silently;
 - the offset the applied commands reach: a transaction counts once its EXEC is applied, as
   Redis's replicas count it, so a link lost inside one resumes before its MULTI;
 - a full sync's or an RDB file's keys: streams and strings RESTOREd exactly, with their TTLs
@@ -57,8 +57,8 @@ _TRANSACTION = frozenset((b"multi", b"exec", b"discard"))
 _REWRITTEN = {b"msetnx": b"MSET", b"getset": b"SET"}
 # String writes streamkeep does not implement: skipped like the others, with a warning the first
 # time, since the string they changed differs here from then on.
-_STRING_WRITES_SKIPPED = frozenset((b"setrange", b"setbit", b"bitfield", b"bitop", b"pfadd",
-                                    b"pfmerge", b"pfcount", b"pfdebug", b"msetex", b"delex"))
+_STRING_WRITES_SKIPPED = frozenset((b"setbit", b"bitfield", b"bitop", b"pfadd", b"pfmerge",
+                                    b"pfcount", b"pfdebug"))
 
 # Not writes, but run as the primary's replicas run them: the message reaches this node's
 # subscribers (the engine logs nothing for them).

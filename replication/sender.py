@@ -92,7 +92,7 @@ class Sender:
     def start_partial(self, replid: str, cursor: BacklogCursor) -> None:
         self.cursor = cursor
         self.state = "online"
-        self.transport.write(link.continue_line(replid))
+        self._write(link.continue_line(replid))
         self.pump()
 
     def start_full(self, replid: str, lsn: int,
@@ -121,14 +121,19 @@ class Sender:
         self.snap_left = files[0][1] if files else 0
         size = len(header) + sum(size for _fd, size, _path, _crc in files)
         self.state = "send_bulk"
-        self.transport.write(link.fullresync_line(replid, lsn) + link.snapshot_header(size))
+        self._write(link.fullresync_line(replid, lsn) + link.snapshot_header(size))
         if header:
             self.snap_crc = link.crc32c(header, self.snap_crc)
             self.snap_sent += len(header)
-            self.transport.write(header)
+            self._write(header)
         self.pump()
 
     # --- sending -------------------------------------------------------------------------------
+
+    def _write(self, data: bytes) -> None:
+        """Onto the replica's socket, counted (INFO's total_net_repl_output_bytes)."""
+        self.transport.write(data)
+        self.primary.sent_bytes += len(data)
 
     def pump(self) -> None:
         """Write what the socket takes (on the loop): the snapshot's rest, then the records."""
@@ -149,13 +154,13 @@ class Sender:
                     self.caught_up = True
                     published = self.published
                     while published:  # after every record written before they were
-                        transport.write(published.popleft())
+                        self._write(published.popleft())
                     if self.want_getack:
                         self.want_getack = False
-                        transport.write(link.GETACK)
+                        self._write(link.GETACK)
                     return
                 self.caught_up = False
-                transport.write(data)
+                self._write(data)
         except BacklogGone as err:
             log.warning("replica %s:%d: %s; dropping it (it will sync in full)", self.ip,
                         self.port, err)
@@ -177,7 +182,7 @@ class Sender:
                 self.snap_sent += len(data)
                 self.snap_crc = link.crc32c(data, self.snap_crc)
                 self.snap_file_crc = zlib.crc32(data, self.snap_file_crc)
-                self.transport.write(data)
+                self._write(data)
                 if self.snap_left:
                     return
             if expected is not None and self.snap_file_crc != expected:
@@ -194,7 +199,7 @@ class Sender:
             self.snap_left = self.snap_files[0][1] if self.snap_files else 0
             if self.snap_files:
                 return
-        self.transport.write(link.snapshot_trailer(self.snap_crc))
+        self._write(link.snapshot_trailer(self.snap_crc))
         self.state = "online"
         log.info("replica %s:%d: snapshot sent (%d bytes); streaming records", self.ip,
                  self.port, self.snap_sent)
@@ -204,7 +209,7 @@ class Sender:
         if self.state != "online" or self.closed:
             return
         if self.caught_up:
-            self.transport.write(link.GETACK)
+            self._write(link.GETACK)
         else:
             self.want_getack = True
 
@@ -222,7 +227,7 @@ class Sender:
     def keepalive(self) -> None:
         """While a fresh snapshot is built: a newline, as Redis sends (the replica skips it)."""
         if self.state == "wait_bgsave" and not self.closed:
-            self.transport.write(link.KEEPALIVE)
+            self._write(link.KEEPALIVE)
 
     def on_ack(self, lsn: int, fack: int) -> None:
         self.ack_lsn = max(self.ack_lsn, lsn)
@@ -264,6 +269,7 @@ class Primary:
         self.sync_full = 0
         self.sync_partial_ok = 0
         self.sync_partial_err = 0
+        self.sent_bytes = 0  # to replicas, since start (INFO's total_net_repl_output_bytes)
         self.pump_scheduled = False
         self.on_ack: Any = None  # the waits' check, set by the service
         self.locator = ThreadPoolExecutor(1, thread_name_prefix="psync-locate")
@@ -272,12 +278,16 @@ class Primary:
 
     def psync(self, client: Any, history: tuple[str, str, int], replid: str, lsn: int,
               crc: int | None, listening_port: int, publishes: bool = False,
-              have: frozenset[tuple[str, int, int]] = frozenset()) -> None:
+              have: frozenset[tuple[str, int, int]] = frozenset(),
+              ip: str | None = None) -> None:
         """Answer a PSYNC: the sender takes the connection over on the loop's next pass,
         after the replies already queued for it have left. `publishes`: the replica announced
-        `capa sk-publish`."""
+        `capa sk-publish`; `ip`: the address it announced (REPLCONF ip-address), which INFO
+        and ROLE list it under instead of the connection's."""
         sender = Sender(self, client, listening_port)
         sender.publishes, sender.have = publishes, have
+        if ip:
+            sender.ip = ip
         client.link = sender
         self.senders.append(sender)
         self.datadir.journal.flush_pending()  # what the replica asks about is in the files

@@ -38,6 +38,7 @@ log = logging.getLogger("streamkeep.replication")
 
 READONLY = "READONLY You can't write against a read only replica."
 MYSELF = "ERR REPLICAOF would make this node its own replica"
+MAX_ANNOUNCED_IP = 256  # bytes; Redis's NET_HOST_STR_LEN (a hostname may be announced too)
 
 
 def attach(engine: EngineCore, replicaof: tuple[str, int] | None) -> ReplicationService:
@@ -60,6 +61,7 @@ class ReplicationService:
         self.primary = Primary(engine, datadir)
         self.primary.on_ack = self._check_waits
         self.follower: Follower | None = None
+        self.received_before = 0  # bytes earlier followers received (of primaries since left)
         self.waits = Waits(self._call_later)
         self.handshakes: weakref.WeakKeyDictionary[Any, dict[str, Any]] = \
             weakref.WeakKeyDictionary()
@@ -93,6 +95,11 @@ class ReplicationService:
             server.call_soon(server.loop.call_later, delay, fn)
 
     def _listening_port(self) -> int:
+        """The port this replica gives its primary: replica-announce-port, else the one its
+        server listens on (0 before it listens)."""
+        announced = int(self.engine.config["replica-announce-port"])
+        if announced:
+            return announced
         server = self.engine.server
         return int(server.port) if server is not None else 0
 
@@ -104,6 +111,7 @@ class ReplicationService:
         old = self.follower
         if old is not None:
             old.stop(join=False)
+            self.received_before += old.received_bytes
         self.primary.close()  # our replicas resync through us once we follow someone else
         # (a replica's side of the link, imported by a replica only)
         from streamkeep.replication.follower import Follower
@@ -120,6 +128,7 @@ class ReplicationService:
         if follower is None:
             return
         follower.stop(join=False)  # it applies nothing more: it checks under this lock
+        self.received_before += follower.received_bytes
         self.engine.read_only = None
         repl_id, _id2, _offset2 = self.datadir.history()
         lsn = self.datadir.journal.lsn
@@ -206,7 +215,12 @@ class ReplicationService:
                     is_word(argv[i + 2], b"fack") else lsn
                 self.primary.ack(client, lsn, fack)
                 return NO_REPLY
-            elif option in (b"getack", b"ip-address", b"rdb-only", b"rdb-filter-only"):
+            elif option == b"ip-address":
+                if len(value) >= MAX_ANNOUNCED_IP:
+                    raise ReplyError("ERR REPLCONF ip-address provided by replica instance is "
+                                     f"too long: {len(value)} bytes")
+                state["ip"] = value.decode("utf-8", "replace")
+            elif option in (b"getack", b"rdb-only", b"rdb-filter-only"):
                 pass
             else:
                 raise ReplyError("ERR Unrecognized REPLCONF option: "
@@ -242,25 +256,26 @@ class ReplicationService:
         self.primary.psync(client, self.datadir.history(), replid, max(lsn, 0), crc,
                            int(state.get("port", 0)),
                            publishes=link.PUBLISH_CAPA in state.get("capa", set()),
-                           have=state.get("have", frozenset()))
+                           have=state.get("have", frozenset()), ip=state.get("ip"))
         return NO_REPLY
 
     # --- WAIT, WAITAOF -------------------------------------------------------------------------
 
-    def wait(self, session: Any, numreplicas: int, timeout_ms: int) -> Any:
+    def wait(self, session: Any, numreplicas: int, timeout_ms: int, block: bool = True) -> Any:
         target = session.write_lsn
         senders = self.primary.senders
 
         def count() -> int:
             return sum(1 for s in senders if s.state == "online" and s.ack_lsn >= target)
 
-        if count() >= numreplicas:
+        if count() >= numreplicas or not block:
             return count()
         self.primary.getack_all()
         return self._later(Wait(self.waits, count, lambda: count() >= numreplicas,
                                 timeout_ms, polled=False))
 
-    def waitaof(self, session: Any, numlocal: int, numreplicas: int, timeout_ms: int) -> Any:
+    def waitaof(self, session: Any, numlocal: int, numreplicas: int, timeout_ms: int,
+                block: bool = True) -> Any:
         target = session.write_lsn
         journal = self.datadir.journal
         senders = self.primary.senders
@@ -274,7 +289,7 @@ class ReplicationService:
             local, fsynced = counts()
             return local >= min(numlocal, 1) and fsynced >= numreplicas
 
-        if done():
+        if done() or not block:
             return counts()
         if numlocal and journal.synced_lsn < target:
             # Under everysec the next fsync is up to a second away: make it now, off the loop.
@@ -321,8 +336,9 @@ class ReplicationService:
             if not follower.link_up:
                 fields.append(("master_link_down_since_seconds",
                                int(now - follower.down_since)))
-            fields += [("slave_priority", 100), ("slave_read_only", 1),
-                       ("replica_announced", 1)]
+            config = self.engine.config
+            fields += [("slave_priority", config["replica-priority"]), ("slave_read_only", 1),
+                       ("replica_announced", int(config["replica-announced"]))]
             if follower.protocol == "redis" and follower.redis is not None:
                 fields += follower.redis.info_fields()
         senders = self.primary.senders
@@ -346,6 +362,15 @@ class ReplicationService:
              lsn - self.datadir.journal.manifest.segments[0].first_lsn + 1),
         ]
         return fields
+
+    def primary_link_up(self) -> bool:
+        follower = self.follower
+        return follower is not None and follower.link_up
+
+    def traffic(self) -> tuple[int, int]:
+        follower = self.follower
+        received = self.received_before + (follower.received_bytes if follower else 0)
+        return received, self.primary.sent_bytes
 
     def stats_fields(self) -> Fields:
         primary = self.primary

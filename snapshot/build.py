@@ -14,7 +14,9 @@ snapshot it wrote holds go cold. Any failure forgets the engine (the next job lo
 anything, and never touches the manifest: the parent does every step the directory's
 consistency depends on, through its file-layer seam. It dies with its parent: the kernel kills
 it when the parent goes (PR_SET_PDEATHSIG), and if the parent was already gone by the time it
-could ask for that (Python's start-up takes a while), it exits before doing anything.
+could ask for that (Python's start-up takes a while), it exits before doing anything. It runs
+in a session of its own and ignores SIGINT and SIGHUP: Ctrl-C and a hang-up are its parent's
+to act on, never a traceback of this child's.
 
     python -m snapshot.build '{"dir": ..., "base": "snapshot-....mdb" | null,
                                "segments": [["segment-000003.aof", 3, 1201], ...],
@@ -66,6 +68,14 @@ def _die_with_parent(parent: int | None) -> bool:
     with contextlib.suppress(OSError, AttributeError):  # not Linux: the parent kills us
         ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
     return parent is None or os.getppid() == parent
+
+
+def _leave_signals_to_parent() -> None:
+    """Ctrl-C and a hang-up are the parent's to act on (it stops this child when it closes
+    the engine): were one sent to this child too (`kill -INT` of a process group it shares),
+    it would not end it in a traceback. (SIGTERM ends it quietly, as by default.)"""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGHUP, signal.SIG_IGN)
 
 
 class Builder:
@@ -176,6 +186,7 @@ def serve(parent: int | None) -> int:
     """Jobs from stdin, a line each, until it closes; a result line for each on stdout."""
     if not _die_with_parent(parent):
         return 1
+    _leave_signals_to_parent()
     builder = Builder()
     for line in sys.stdin:
         try:
@@ -202,6 +213,7 @@ def main(argv: list[str]) -> int:
     if not _die_with_parent(job.get("parent")):
         print("snapshot build failed: the parent process is gone", file=sys.stderr)
         return 1
+    _leave_signals_to_parent()
     try:
         result = build(job)
     except (StorageError, OSError, ValueError) as err:  # a damaged base snapshot included

@@ -143,7 +143,9 @@ class _Checksum:
 def _spawn_builder() -> subprocess.Popen:
     """Start a build child from a thread of its own that lives as long as the child: the child
     dies with the thread that started it (PR_SET_PDEATHSIG is per thread), and a compaction's
-    thread ends with the compaction while the child serves the next ones."""
+    thread ends with the compaction while the child serves the next ones. The child is in a
+    session of its own: the terminal's Ctrl-C and hang-up reach the process that owns the
+    engine, which decides (closing the engine stops the child), never the child directly."""
     import subprocess  # (a compaction's, not every engine start's)
 
     started: list[subprocess.Popen | BaseException] = []
@@ -154,7 +156,8 @@ def _spawn_builder() -> subprocess.Popen:
             proc = subprocess.Popen(
                 [sys.executable, "-m", "streamkeep.snapshot.build", "--serve",
                  str(os.getpid())],  # it checks we are still its parent once it can die with us
-                stdin=subprocess.PIPE, stdout=subprocess.PIPE, close_fds=True, env=child_env())
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, close_fds=True, env=child_env(),
+                start_new_session=True)
         except BaseException as err:  # (OSError: no process could be started)
             started.append(err)
             ready.set()
@@ -188,6 +191,12 @@ class Compactor:
         self.runs = 0
         self.last_status = "ok"
         self.last_error: str | None = None
+        # INFO's figures of the last compaction: how long it took (whole seconds, -1 before
+        # the first ends), failures in a row, and how long starting it held the engine lock
+        # (Redis's latest_fork_usec: the pause a client sees).
+        self.last_seconds = -1
+        self.failures_in_row = 0
+        self.start_usec = 0
         self._stopping = False
         self.paused = False  # a replica installing its primary's snapshot: start none now
         self.pressure_after = 0.0  # time.monotonic() before which `request` starts nothing
@@ -239,6 +248,7 @@ class Compactor:
             raise CompactionError("the data directory is closed")
         if self.paused:
             return None
+        began = time.perf_counter_ns()
         rotated = self.journal.rotate_for_snapshot()
         if rotated is None:
             self._failed(None, "the AOF refuses writes; not compacting")
@@ -253,6 +263,8 @@ class Compactor:
         job.config = {name: engine.config[name]
                       for name in ("stream-node-max-entries", "stream-node-max-bytes")}
         self.journal.rewrite_at = float("inf")
+        self.start_usec = (time.perf_counter_ns() - began) // 1000
+        engine.started_compaction(self.start_usec)
         self._thread = threading.Thread(target=self._run, args=(job,), name="compactor",
                                         daemon=True)
         self._thread.start()
@@ -302,6 +314,7 @@ class Compactor:
                 job.result = entry
                 self.last_status, self.last_error = "ok", None
                 self.runs += 1
+                self.failures_in_row = 0
         except (OSError, CompactionError) as err:
             with self.engine.lock:
                 self._failed(job, str(err))
@@ -314,6 +327,7 @@ class Compactor:
         finally:
             with self.engine.lock:
                 self.job = None
+                self.last_seconds = max(self.engine.clock() - job.created_ms, 0) // 1000
                 if job.error is None:
                     self.journal.rewrite_at = self.threshold()
             job.done.set()
@@ -471,6 +485,7 @@ class Compactor:
             return
         log.error("compaction failed: %s", error)
         self.last_status, self.last_error = "err", error
+        self.failures_in_row += 1
         self.pressure_after = time.monotonic() + PRESSURE_RETRY_S
         if job is not None:
             job.error = error

@@ -391,6 +391,51 @@ def _write_idmp(state: Idmp | None) -> bytes:
     return b"".join(out)
 
 
+# --- which version a stream needs --------------------------------------------------------------
+
+# The Redis versions that load each RDB version (redis-server refuses a version newer than its
+# own; 12 is what 7.4 and 8.0 to 8.4 write, 13 what 8.6 writes).
+REDIS_LOADING = {9: "Redis 5.0 and later", 10: "Redis 7.0 and later", 11: "Redis 7.2 and later",
+                 12: "Redis 7.4 and later", 13: "Redis 8.6 and later"}
+MIN_VERSION = 9
+
+
+def version_needed(s: Stream) -> tuple[int, str]:
+    """The oldest RDB version whose stream type holds `s` exactly (what `read_stream`, like
+    redis-server, rebuilds from an older type is not all of it), and what needs that version
+    ("" for the oldest). An older type loses: without 26 (RDB 13), the idempotent producers'
+    settings, maps and counters; without 21 (RDB 11), a consumer's active time (taken to be its
+    seen time); without 19 (RDB 10), the first and max-deleted IDs and the entries added (taken
+    to be 0-0, the first entry's ID and the length) and a group's entries read (estimated).
+    Pending entries XNACK released (owned by no consumer) are held by every type, but a Redis
+    older than 8.8 has no such thing: they take the newest version."""
+    idmp = s.idmp
+    if idmp is not None and (idmp.duration or idmp.maxsize or idmp.added or idmp.duplicates):
+        return 13, "idempotent producers' state (IDMP)"
+    for name in sorted(s.groups):
+        group = s.groups[name]
+        if len(group.pel) != sum(len(c.pel) for c in group.consumers.values()):
+            return 13, (f"pending entries of group {key_text(name)} that XNACK released (owned "
+                        f"by no consumer: Redis 8.8 and later)")
+    for name in sorted(s.groups):
+        for cname in sorted(s.groups[name].consumers):
+            consumer = s.groups[name].consumers[cname]
+            if consumer.active_time != consumer.seen_time:
+                return 11, (f"the active time of consumer {key_text(cname)} of group "
+                            f"{key_text(name)} (apart from its seen time)")
+    if s.max_deleted_id:
+        return 10, "the ID of its last deleted entry"
+    if s.entries_added != s.length:
+        return 10, "the count of entries ever added (not its length)"
+    if s.first_id != (0 if s.length == 0 else s.first_entry_id()):
+        return 10, "its first ID"
+    for name in sorted(s.groups):
+        group = s.groups[name]
+        if group.entries_read != estimate_entries_read(s, group.last_id):
+            return 10, f"the entries-read counter of group {key_text(name)}"
+    return MIN_VERSION, ""
+
+
 # --- RDB files ---------------------------------------------------------------------------------
 
 TYPE_NAMES = {0: "string", 1: "list", 2: "set", 3: "zset", 4: "hash", 5: "zset", 6: "module",
@@ -711,7 +756,7 @@ def load_payload(payload: bytes, into: Stream | None = None) -> Stream:
         raise RdbError(f"bad stream value ({err.__class__.__name__})") from None
 
 
-__all__ = ["RdbError", "RdbKey", "payload_from", "key_text", "rdb_version", "read_rdb", "check_payload",
-           "crc64", "dump_payload", "dump_string_payload", "load_string_payload", "listpack", "listpack_items", "load_payload",
+__all__ = ["MIN_VERSION", "REDIS_LOADING", "RdbError", "RdbKey", "payload_from", "key_text", "rdb_version", "read_rdb", "check_payload",
+           "crc64", "version_needed", "dump_payload", "dump_string_payload", "load_string_payload", "listpack", "listpack_items", "load_payload",
            "lp_element", "string_value", "lzf_decompress", "read_rdb_prefix", "read_stream",
            "write_rdb", "write_stream"]

@@ -1,14 +1,18 @@
-"""What every `streamkeep` command shares about ending: usage errors and Ctrl-C.
+"""What every `streamkeep` command shares about ending: usage errors and signals.
 
-Owns the exit statuses all commands agree on (3: usage or I/O error; 130: interrupted, as a
-shell reports a process that SIGINT ended), `Parser` (argparse, but a usage error prints the
+Owns the exit statuses all commands agree on (3: usage or I/O error; 128 + the signal's
+number when a signal ended it, as a shell reports a process that signal killed: 130 for
+SIGINT, 143 for SIGTERM, 129 for SIGHUP), `Parser` (argparse, but a usage error prints the
 usage on one line and the error on the next, then exits 3: argparse's own 2 means "damaged"
-for the inspection commands), and Ctrl-C: the main process's SIGINT handler (the first
-Ctrl-C raises KeyboardInterrupt, later ones are ignored so that the cleanup it starts is not
-cut short), `ignore_sigint` for worker processes (the terminal sends SIGINT to the whole
-process group: workers must leave reporting it to the main process) and `uninterrupted`, a
-block that Ctrl-C does not cut (an interrupt then takes effect when it ends). (How an output
-is written whole or not at all is tools.outputs'.)
+for the inspection commands), and the signals that end a command: SIGINT (Ctrl-C), SIGTERM
+(`kill`, a service manager) and SIGHUP (the terminal closed) all take the same way out. The
+main process's handler (`signals_handled`) raises `Interrupted` (a KeyboardInterrupt: every
+`finally` and `with` on the way up runs, removing what the command made; tools.leftovers
+has the rest) at the first of them and ignores the later ones so that the cleanup it starts
+is not cut short; `ignore_terminal_signals` for worker processes (the terminal sends SIGINT
+and SIGHUP to the whole process group: workers leave the decision to the main process) and
+`uninterrupted`, a block that none of them cuts (the signal then takes effect when it ends).
+(How an output is written whole or not at all is tools.outputs'.)
 Stdlib only: `streamkeep --help` imports it.
 Must not touch: what each command does or prints otherwise.
 """
@@ -24,16 +28,99 @@ from collections.abc import Iterator
 from typing import Any, NoReturn
 
 EXIT_USAGE = 3
-EXIT_INTERRUPTED = 130  # 128 + SIGINT
+EXIT_INTERRUPTED = 128 + signal.SIGINT  # 130; SIGTERM: 143, SIGHUP: 129 (exit_status)
+# The signals that end a command the same way: Ctrl-C, `kill` (or a service manager), and the
+# terminal going away.
+ENDING_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
+class Interrupted(KeyboardInterrupt):
+    """A signal that ends the command (`signum`: SIGINT, SIGTERM or SIGHUP). A
+    KeyboardInterrupt, so that whatever handles Ctrl-C handles the others the same way."""
+
+    def __init__(self, signum: int = signal.SIGINT) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
+def exit_status(signum: int) -> int:
+    """The exit status of a command a signal ended: 128 + its number (the shell's)."""
+    return 128 + signum
+
+
+def signal_of(err: BaseException) -> int:
+    """The signal an interrupt came from (a bare KeyboardInterrupt: SIGINT)."""
+    return getattr(err, "signum", signal.SIGINT)
+
+
+HELP_WIDTH = 80  # columns: no line of --help is wider, nor wider than a narrower terminal
+
+
+def help_width() -> int:
+    """The width argparse formats --help to: HELP_WIDTH, or a narrower terminal's (COLUMNS)."""
+    import shutil
+
+    return max(40, min(HELP_WIDTH, shutil.get_terminal_size().columns))
+
+
+class RawWrappedHelpFormatter(argparse.RawDescriptionHelpFormatter):
+    """Descriptions and epilogs as they are written (examples, tables of exit statuses), but
+    where a line is wider than the help: a paragraph of prose (lines that start at the margin)
+    is filled again, an indented line is wrapped at its words, its continuation indented."""
+
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        import textwrap
+
+        out: list[str] = []
+        prose: list[str] = []
+
+        def flush() -> None:
+            if any(len(indent) + len(line) > width for line in prose):
+                out.extend(textwrap.wrap(" ".join(prose), width, initial_indent=indent,
+                                         subsequent_indent=indent, break_long_words=False,
+                                         break_on_hyphens=False))
+            else:
+                out.extend(indent + line for line in prose)
+            prose.clear()
+
+        for line in text.splitlines():
+            if line and not line[0].isspace():
+                prose.append(line)
+                continue
+            flush()
+            if len(indent) + len(line) <= width:
+                out.append(indent + line)
+                continue
+            out.extend(self._indented(line, width, indent))
+        flush()
+        return "\n".join(out)
+
+    def _indented(self, line: str, width: int, indent: str) -> list[str]:
+        """An indented line (an example, a table's row) too wide for the help, wrapped: the
+        commands' texts are written to fit 80 columns, so only a narrower terminal gets here."""
+        import textwrap
+
+        lead = indent + line[:len(line) - len(line.lstrip())]
+        return textwrap.wrap(line.strip(), width, initial_indent=lead,
+                             subsequent_indent=lead + "    ", break_long_words=False,
+                             break_on_hyphens=False)
 
 
 class Parser(argparse.ArgumentParser):
     """An ArgumentParser whose usage errors exit EXIT_USAGE with two lines: the usage (joined
-    into one line) and the error. Subcommand parsers inherit the class."""
+    into one line) and the error, and whose --help is at most `help_width()` wide (a raw
+    description or epilog's long lines wrapped: RawWrappedHelpFormatter). Subcommand parsers
+    inherit the class."""
 
     def error(self, message: str) -> NoReturn:
         usage = " ".join(self.format_usage().split())
         self.exit(EXIT_USAGE, f"{usage}\n{self.prog}: error: {message}\n")
+
+    def _get_formatter(self) -> argparse.HelpFormatter:
+        cls = self.formatter_class
+        if cls is argparse.RawDescriptionHelpFormatter:
+            cls = RawWrappedHelpFormatter
+        return cls(prog=self.prog, width=help_width())  # type: ignore[call-arg]
 
 
 def positive_int(text: str) -> int:
@@ -48,52 +135,86 @@ def positive_int(text: str) -> int:
 
 
 def _first_interrupt(signum: int, frame: Any) -> None:
-    # Later Ctrl-Cs are ignored: the cleanup this one starts (removing a half-made output,
-    # releasing a lock) must not be cut short and end in a traceback.
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    raise KeyboardInterrupt
+    # Later signals are ignored: the cleanup this one starts (removing a half-made output,
+    # stopping a child, releasing a lock) must not be cut short and end in a traceback.
+    for other in ENDING_SIGNALS:
+        signal.signal(other, signal.SIG_IGN)
+    raise Interrupted(signum)
+
+
+def _install(handler: Any) -> dict[int, Any]:
+    """`handler` for every ending signal not ignored (`nohup` ignores SIGHUP, a shell's
+    background job SIGINT: they stay so); the handlers before, by signal."""
+    return {signum: signal.signal(signum, handler) for signum in ENDING_SIGNALS
+            if signal.getsignal(signum) is not signal.SIG_IGN}
+
+
+def _restore(previous: dict[int, Any]) -> None:
+    for signum, handler in previous.items():
+        signal.signal(signum, handler)
 
 
 @contextlib.contextmanager
-def sigint_handled() -> Iterator[None]:
-    """While a command runs: the first Ctrl-C raises KeyboardInterrupt, later ones are
-    ignored. The handler before is put back afterwards (a caller in process: the tests)."""
+def signals_handled() -> Iterator[None]:
+    """While a command runs: the first SIGINT, SIGTERM or SIGHUP raises Interrupted, later
+    ones are ignored. The handlers before are put back afterwards (a caller in process: the
+    tests)."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    previous = signal.signal(signal.SIGINT, _first_interrupt)
+    previous = _install(_first_interrupt)
     try:
         yield
     finally:
-        signal.signal(signal.SIGINT, previous)
+        _restore(previous)
 
 
-def ignore_sigint() -> None:
-    """A worker process's initializer: Ctrl-C is the main process's to report."""
+def ignore_ending_signals() -> None:
+    """From now on none of them has an effect (the command is over: what is left is its
+    cleanup; the handlers before come back when `signals_handled` ends)."""
+    if threading.current_thread() is threading.main_thread():
+        for signum in ENDING_SIGNALS:
+            signal.signal(signum, signal.SIG_IGN)
+
+
+def ignore_terminal_signals() -> None:
+    """A forked worker process's initializer: Ctrl-C and the terminal's hang-up reach the
+    whole process group; they are the main process's to act on (it stops the workers).
+    SIGTERM is how a pool stops its workers: it ends them at once, as by default (not by the
+    handler a worker forked from the main process would otherwise have)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGHUP, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 
 @contextlib.contextmanager
 def uninterrupted() -> Iterator[None]:
-    """Run the block to its end whatever Ctrl-C does meanwhile (a change that must be whole or
-    not at all); an interrupt that came during it is raised once it ends."""
+    """Run the block to its end whatever signal comes meanwhile (a change that must be whole
+    or not at all); an interrupt that came during it is raised once it ends."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
     caught: list[int] = []
-    previous = signal.signal(signal.SIGINT, lambda signum, frame: caught.append(signum))
+    previous = _install(lambda signum, frame: caught.append(signum))
     try:
         yield
     finally:
-        signal.signal(signal.SIGINT, previous)
-    if caught and previous is not signal.SIG_IGN:  # (ignored: a cleanup is under way)
-        if callable(previous):
-            previous(signal.SIGINT, None)  # the handler it deferred to, as if it came now
-        raise KeyboardInterrupt
+        _restore(previous)
+    if not caught:
+        return
+    signum = caught[0]
+    handler = previous[signum]
+    if handler is signal.SIG_IGN:  # ignored: a cleanup is under way
+        return
+    if callable(handler):
+        handler(signum, None)  # the handler it deferred to, as if it came now
+    raise Interrupted(signum)
 
 
-def interrupted(command: str) -> int:
-    """Say that `command` was interrupted (one line on stderr); its exit status."""
+def interrupted(command: str, signum: int = signal.SIGINT) -> int:
+    """Say that `command` was interrupted (one line on stderr: "interrupted", and which
+    signal unless Ctrl-C's); its exit status, 128 + the signal's number."""
+    how = "" if signum == signal.SIGINT else f" ({signal.Signals(signum).name})"
     with contextlib.suppress(OSError, ValueError):  # stderr gone: the status says it
-        print(f"{command}: interrupted", file=sys.stderr, flush=True)
-    return EXIT_INTERRUPTED
+        print(f"{command}: interrupted{how}", file=sys.stderr, flush=True)
+    return exit_status(signum)

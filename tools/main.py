@@ -1,9 +1,10 @@
 """``streamkeep`` command-line entry point.
 
 Owns the subcommand tree, ``--version``, and how every command ends: a usage error exits 3
-(tools.exits.Parser), Ctrl-C ends any command with one line (``streamkeep <command>:
-interrupted``) and exit status 130, an I/O error nobody caught with one line and 3, a reader
-that closes the pipe (``| head``) quietly. Only the subcommand that runs has its parser built
+(tools.exits.Parser), Ctrl-C, SIGTERM or SIGHUP ends any command with one line (``streamkeep
+<command>: interrupted``, the signal named unless it was Ctrl-C) and exit status 128 + the
+signal's number, leaving no child process and no temporary (tools.leftovers), an I/O error
+nobody caught with one line and 3, a reader that closes the pipe (``| head``) quietly. Only the subcommand that runs has its parser built
 and its module imported (the others are a name and a help line, ``_COMMANDS``), so that every
 command, and ``streamkeep --help``, starts without the modules of the others or the engine.
 """
@@ -19,8 +20,10 @@ from typing import Any
 from streamkeep.tools.exits import (
     EXIT_USAGE,
     Parser,
+    ignore_ending_signals,
     interrupted,
-    sigint_handled,
+    signal_of,
+    signals_handled,
 )
 
 
@@ -207,7 +210,7 @@ def build_parser(only: str | None = None, *, lazy: bool = False) -> argparse.Arg
         prog="streamkeep",
         description="Redis Streams-compatible storage engine.",
         epilog="exit status (every command; `streamkeep COMMAND --help` has its own): 0 ok, "
-               "3 usage or I/O error, 130 interrupted (Ctrl-C).",
+               "3 usage or I/O error, 130 interrupted (Ctrl-C; 143 SIGTERM, 129 SIGHUP).",
     )
     parser.add_argument("--version", action=_Version, help="print the version and exit")
     # (not dest="command": `aof dump --command` has that one)
@@ -235,25 +238,46 @@ def command_name(args: argparse.Namespace | None) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args: argparse.Namespace | None = None
-    with sigint_handled():  # (the cleanup after a first Ctrl-C is not cut by a second)
+    words = sys.argv[1:] if argv is None else list(argv)
+    chosen = chosen_command(words)
+    name = [f"streamkeep {chosen}" if chosen else "streamkeep"]  # (`aof verify` once parsed)
+    # (the cleanup after a first signal is not cut short by a second)
+    with signals_handled():
         try:
-            words = sys.argv[1:] if argv is None else list(argv)
-            args = build_parser(chosen_command(words), lazy=True).parse_args(words)
-            return int(args.func(args) or 0)
-        except KeyboardInterrupt:
-            return interrupted(command_name(args))
-        except BrokenPipeError:
-            # The reader went away (`| head`): not an error of ours. Later writes (and
-            # Python's own flush at exit) go nowhere instead of failing.
-            devnull = os.open(os.devnull, os.O_WRONLY)
-            os.dup2(devnull, sys.stdout.fileno())
-            return 0
-        except OSError as err:
-            # An I/O error no command reported itself: one line, not a traceback.
-            where = f"{err.filename}: " if err.filename else ""
-            print(f"{command_name(args)}: {where}{err.strerror or err}", file=sys.stderr)
-            return EXIT_USAGE
+            return _run(words, chosen, name)
+        except KeyboardInterrupt as err:  # Ctrl-C, SIGTERM, SIGHUP (tools.exits.Interrupted)
+            return interrupted(name[0], signal_of(err))
+        finally:
+            ignore_ending_signals()  # the command is over: its cleanup is all that is left
+            _clean_up()
+
+
+def _clean_up() -> None:
+    """What the command's own way out missed (tools.leftovers: its tracked children and
+    temporaries), if it made any: a command that made none never imported that module
+    (`streamkeep --help` stays cheap)."""
+    leftovers = sys.modules.get("streamkeep.tools.leftovers")
+    if leftovers is not None:
+        leftovers.cleanup()
+
+
+def _run(words: list[str], chosen: str | None, name: list[str]) -> int:
+    args: argparse.Namespace | None = None
+    try:
+        args = build_parser(chosen, lazy=True).parse_args(words)
+        name[0] = command_name(args)
+        return int(args.func(args) or 0)
+    except BrokenPipeError:
+        # The reader went away (`| head`): not an error of ours. Later writes (and
+        # Python's own flush at exit) go nowhere instead of failing.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 0
+    except OSError as err:
+        # An I/O error no command reported itself: one line, not a traceback.
+        where = f"{err.filename}: " if err.filename else ""
+        print(f"{command_name(args)}: {where}{err.strerror or err}", file=sys.stderr)
+        return EXIT_USAGE
 
 
 if __name__ == "__main__":

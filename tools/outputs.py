@@ -11,10 +11,12 @@ Owns the rules every command that writes an output follows (`export-rdb --out`, 
 - an existing file is never overwritten, nor a non-empty directory written into, unless the
   command was given `--force` (commands that create a new directory have no `--force`: their
   output must not exist, or be an empty directory);
-- the output is built under a temporary name beside the final one (`.<name>.tmp-<token>`) and
-  renamed into place once complete and synced (a file: fsync, rename, fsync the directory; a
-  directory: every file and directory in it synced, then renamed), so that an error or Ctrl-C
-  leaves nothing half-written under the user's name: the temporary is removed on the way out.
+- the output is built under a temporary name beside the final one (`.<name>.tmp-<pid>-<token>`,
+  tools.leftovers: its maker's pid, and a lock its maker holds) and renamed into place once
+  complete and synced (a file: fsync, rename, fsync the directory; a directory: every file and
+  directory in it synced, then renamed), so that an error, Ctrl-C, SIGTERM or SIGHUP leaves
+  nothing half-written under the user's name: the temporary is removed on the way out, and
+  what a killed run (SIGKILL) left beside an output is swept by the next one made there.
 
 Refusals are `OutputRefused`, one line naming the path; the commands exit with EXIT_REFUSED.
 Must not touch: the contents of any data directory (only names and the manifest's format are
@@ -27,12 +29,12 @@ import contextlib
 import errno
 import fnmatch
 import os
-import shutil
 from collections.abc import Iterable, Iterator
 from typing import BinaryIO
 
 from streamkeep.aof.manifest import FORMAT, LOCK_FILE, MANIFEST
 from streamkeep.engine.wire.errors import StreamkeepError
+from streamkeep.tools import leftovers
 
 EXIT_REFUSED = 3  # the commands' "usage or I/O error" status
 _FORMAT_BYTES = f'"{FORMAT}"'.encode()
@@ -152,8 +154,10 @@ def _listdir(path: str) -> list[str]:
 
 
 def _temp_beside(target: str, what: str) -> str:
+    """A fresh temporary's path beside `target`, once what killed runs left there is swept."""
     directory, name = os.path.split(target)
-    return os.path.join(directory, f".{name}.{what}-{os.urandom(4).hex()}")
+    leftovers.sweep(directory)
+    return os.path.join(directory, leftovers.owned_name(f".{name}.{what}"))
 
 
 @contextlib.contextmanager
@@ -204,7 +208,7 @@ def staged_file(path: str, *, force: bool) -> Iterator[BinaryIO]:
     target = os.path.realpath(path)
     tmp = _temp_beside(target, "tmp")
     with _beside(path):
-        f = open(tmp, "xb")  # noqa: SIM115 (closed by the with below)
+        f = leftovers.open_file(tmp)
     try:
         with f:
             yield f
@@ -212,8 +216,7 @@ def staged_file(path: str, *, force: bool) -> Iterator[BinaryIO]:
             os.fsync(f.fileno())
         _publish_file(tmp, target, path, force)
     finally:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
+        leftovers.remove(tmp)  # (published by a link or a rename: the name alone, if any)
     fsync_directory(os.path.dirname(target))
 
 
@@ -252,17 +255,16 @@ def staged_directory(path: str, *, merge: bool = False) -> Iterator[str]:
     The temporary is removed on the way out, whatever happens."""
     target = os.path.realpath(path)
     parent = os.path.dirname(target)
-    stage = _temp_beside(target, "tmp")
     with _beside(path):
         os.makedirs(parent, exist_ok=True)
-        os.mkdir(stage)
+        stage = leftovers.make_directory(_temp_beside(target, "tmp"))
     try:
         yield stage
         sync_tree(stage)
         _publish_directory(stage, target, path, merge)
         fsync_directory(parent)
     finally:
-        shutil.rmtree(stage, ignore_errors=True)
+        leftovers.remove(stage)  # (renamed into place: nothing there any more)
 
 
 def _publish_directory(stage: str, target: str, path: str, merge: bool) -> None:
@@ -288,11 +290,10 @@ def scratch_directory(near: str, what: str) -> Iterator[str]:
     links work), removed with everything in it on the way out."""
     target = os.path.realpath(near)
     parent = os.path.dirname(target)
-    scratch = _temp_beside(target, what)
     with _beside(near):
         os.makedirs(parent, exist_ok=True)
-        os.mkdir(scratch)
+        scratch = leftovers.make_directory(_temp_beside(target, what))
     try:
         yield scratch
     finally:
-        shutil.rmtree(scratch, ignore_errors=True)
+        leftovers.remove(scratch)

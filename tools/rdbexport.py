@@ -8,9 +8,11 @@ never locked or changed and a server may be running on it. Where the file may go
 written are tools.outputs' rules: never inside a data directory, never over an existing file
 without --force, written beside --out and renamed into place once whole and fsynced. Every
 database is kept; every TTL is written as Redis writes it (EXPIRETIME_MS before the key), a key
-already expired included (redis-server skips it when it loads the file, as it does its own);
-the RDB version is one the target redis-server reads (10 for 7.0, 11 for
-7.2, 12 for 7.4 and 8.0, 13 for 8.6+).
+already expired included (redis-server skips it when it loads the file, as it does its own).
+The RDB version is by default the oldest that holds the data exactly (snapshot.rdb's
+`version_needed` of each stream: so that the oldest redis-server possible loads it), or the
+one asked (a warning says what an older one loses); which it is, why, and which Redis versions
+load it goes to stderr and the JSON report.
 Must not touch: the RDB format (snapshot.rdb writes it), the directory's files.
 
 Exit status: 0 written; 2 DIR cannot be read (not a data directory, damaged); 3 usage or I/O
@@ -30,32 +32,47 @@ from typing import Any
 
 HELP = "write a data directory's streams and strings as a dump.rdb that redis-server loads"
 EXIT_UNREADABLE, EXIT_USAGE = 2, 3
-REDIS_VERSIONS = "10: Redis 7.0; 11: 7.2; 12: 7.4 and 8.0-8.4; 13: 8.6 and later"
+REDIS_VERSIONS = ("9: Redis 5.0 and later; 10: 7.0; 11: 7.2; 12: 7.4 and 8.0-8.4;\n"
+                  "  13: 8.6 and later")
 EPILOG = f"""examples:
-  streamkeep export-rdb ./data --out dump.rdb                    for Redis 8.6 and later
-  streamkeep export-rdb ./data --out dump.rdb --rdb-version 10   for Redis 7.0
-  streamkeep export-rdb ./data --out dump.rdb --json             the report for scripts
-  streamkeep export-rdb ./data --out dump.rdb --force            replace an existing dump.rdb
+  streamkeep export-rdb ./data --out dump.rdb          the oldest that holds it
+  streamkeep export-rdb ./data --out dump.rdb --rdb-version 10    for Redis 7.0
+  streamkeep export-rdb ./data --out dump.rdb --json   the report for scripts
+  streamkeep export-rdb ./data --out dump.rdb --force  replace an existing file
 
-Then stop redis-server, put dump.rdb in its `dir` (as its `dbfilename`; with appendonly off, or
-it loads its AOF instead) and start it. DIR may be in use by a running server: its state is read
-from a copy, never changed. redis-server refuses an RDB version newer than its own:
+Then stop redis-server, put dump.rdb in its `dir` (as its `dbfilename`; with
+appendonly off, or it loads its AOF instead) and start it. DIR may be in use by
+a running server: its state is read from a copy, never changed.
+
+The RDB version is by default the oldest that holds the data exactly, so that
+the oldest redis-server possible loads it: 9 for streams without deletions,
+trims or consumer groups that are behind, 10 for those, 11 for a consumer whose
+active time is apart from its seen time, 13 for idempotent producers (IDMP) or
+entries XNACK released. Which version was written, why, and which Redis
+versions load it is printed on stderr (and in --json). --rdb-version N writes
+version N whatever the data; a warning then says what it loses. redis-server
+refuses an RDB version newer than its own:
   {REDIS_VERSIONS}
-The file is written beside FILE and renamed into place once complete: an error or Ctrl-C
-leaves no partial file. An existing FILE is replaced only with --force; FILE is never written
-inside a data directory. Progress goes to stderr when it is a terminal.
 
-exit status: 0 written; 2 DIR cannot be read; 3 usage or I/O error (FILE exists without
---force, is not a regular file, or is inside a data directory); 130 interrupted (Ctrl-C: FILE
-is left as it was, and nothing beside it)."""
+The file is written beside FILE and renamed into place once complete: an error
+or Ctrl-C leaves no partial file. An existing FILE is replaced only with
+--force; FILE is never written inside a data directory. Progress goes to stderr
+when it is a terminal.
+
+exit status: 0 written; 2 DIR cannot be read; 3 usage or I/O error (FILE exists
+without --force, is not a regular file, or is inside a data directory); 130
+interrupted (Ctrl-C: FILE is left as it was, and nothing beside it)."""
+# What each version's file says wrote it (the AUX field redis-ver): a Redis that writes it.
+REDIS_VER = {9: b"6.2.0", 10: b"7.0.0", 11: b"7.2.0", 12: b"7.4.0", 13: b"8.6.0"}
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("path", metavar="DIR", help="a streamkeep data directory")
     parser.add_argument("--out", required=True, metavar="FILE", help="the RDB file to write")
-    parser.add_argument("--rdb-version", type=int, default=13, metavar="N",
-                        choices=range(9, 14), help=f"RDB version to write, 9 to 13 "
-                                                   f"(default 13; {REDIS_VERSIONS})")
+    parser.add_argument("--rdb-version", type=int, default=None, metavar="N",
+                        choices=range(9, 14),
+                        help="RDB version to write, 9 to 13 (default: the oldest that holds "
+                             "the data exactly)")
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
     parser.add_argument("--force", action="store_true", help="replace FILE if it exists")
 
@@ -94,14 +111,15 @@ def main(args: argparse.Namespace) -> int:
         return fail(f"{args.path}: cannot be read: {err}", EXIT_UNREADABLE)
     except OSError as err:
         return fail(f"{err.filename or args.out}: {err.strerror or err}", EXIT_USAGE)
-    report.update(source=args.path, out=args.out, lsn=lsn, rdb_version=args.rdb_version,
+    report.update(source=args.path, out=args.out, lsn=lsn,
                   seconds=round(time.perf_counter() - began, 3))
+    _say_version(report)
     _print(report, args.json)
     return 0
 
 
-def _write(engine: Any, out: str, version: int, force: bool) -> dict[str, Any]:
-    from streamkeep.snapshot.rdb import write_rdb
+def _write(engine: Any, out: str, asked: int | None, force: bool) -> dict[str, Any]:
+    from streamkeep.snapshot.rdb import REDIS_LOADING, write_rdb
     from streamkeep.tools.outputs import write_file
 
     with engine.lock:
@@ -109,13 +127,53 @@ def _write(engine: Any, out: str, version: int, force: bool) -> dict[str, Any]:
         entries = sum(s.length for keyspace in engine.dbs for s in keyspace.values())
         strings = sum(len(values) for values in engine.strings)
         with_ttl = sum(len(expires) for expires in engine.expires)
-    aux = [(b"redis-ver", b"7.0.0"), (b"redis-bits", b"64"),
+        needed, why = _needed(engine)
+    version = needed if asked is None else asked
+    aux = [(b"redis-ver", REDIS_VER[version]), (b"redis-bits", b"64"),
            (b"ctime", str(int(time.time())).encode()), (b"aof-base", b"0"),
            (b"streamkeep", b"export-rdb")]
     with engine.lock:
         size = write_file(out, write_rdb(version, aux, _databases(engine)), force=force)
     return {"streams": streams, "entries": entries, "strings": strings, "expiries": with_ttl,
-            "bytes": size}
+            "bytes": size, "rdb_version": version, "rdb_version_asked": asked,
+            "rdb_version_needed": needed, "rdb_version_why": why,
+            "redis_versions": REDIS_LOADING[version]}
+
+
+def _needed(engine: Any) -> tuple[int, str]:
+    """The oldest RDB version that holds every stream exactly, and what needs it: the first
+    stream (by database and name) that does, and how many do ("" when none needs more than
+    the oldest)."""
+    from streamkeep.snapshot.rdb import MIN_VERSION, key_text, version_needed
+
+    needed, why, count = MIN_VERSION, "", 0
+    for db, keyspace in enumerate(engine.dbs):
+        for key in sorted(keyspace):
+            version, what = version_needed(keyspace[key])
+            if version > needed:
+                needed, count = version, 0
+                why = f"{what} of stream {key_text(key)} (db {db})"
+            count += version == needed and version > MIN_VERSION
+    if count > 1:
+        why += f", and {count - 1} more stream(s)"
+    return needed, why
+
+
+def _say_version(report: dict[str, Any]) -> None:
+    """Which RDB version was written, why, and which Redis versions load it (stderr)."""
+    version, needed, why = (report["rdb_version"], report["rdb_version_needed"],
+                            report["rdb_version_why"])
+    loads = f"RDB version {version}, which {report['redis_versions']} load"
+    if report["rdb_version_asked"] is None:
+        because = f"needed for {why}" if why else "no stream needs a newer one"
+        print(f"streamkeep export-rdb: wrote {loads} (the oldest that holds this data: "
+              f"{because})", file=sys.stderr)
+        return
+    print(f"streamkeep export-rdb: wrote {loads} (as asked)", file=sys.stderr)
+    if version < needed:
+        print(f"streamkeep export-rdb: warning: RDB {version} does not hold all of this data: "
+              f"{why} needs RDB {needed}, and is lost (redis-server fills in what its loader "
+              f"would)", file=sys.stderr)
 
 
 def _databases(engine: Any) -> Iterator[tuple]:

@@ -46,8 +46,9 @@ EXIT_BAD_SOURCE, EXIT_USAGE = 2, 3
 CHUNK = 1 << 20  # AOF bytes parsed at a time
 EPILOG = """examples:
   streamkeep import /var/lib/redis/dump.rdb --out ./data
-  streamkeep import /var/lib/redis/appendonlydir --out ./data     Redis 7+: manifest, base, incr
-  streamkeep import appendonly.aof --out ./data --json             the report for scripts
+  streamkeep import /var/lib/redis/appendonlydir --out ./data
+                                      Redis 7+: its manifest, base, incr files
+  streamkeep import appendonly.aof --out ./data --json   the report for scripts
 
 Stream and string keys are imported exactly, with their expiry; keys of other types are
 skipped and reported by type, and the AOF's commands on them by command name. As Redis loads

@@ -18,21 +18,24 @@ from typing import Any
 from streamkeep.engine.wire.errors import StreamkeepError
 
 EPILOG = """examples:
-  streamkeep serve                                   ./data on 127.0.0.1:6390
+  streamkeep serve                           ./data on 127.0.0.1:6390
   streamkeep serve --dir /var/lib/sk --appendfsync always --requirepass s3cret
   streamkeep serve --dir ./replica --port 6391 --replicaof 127.0.0.1 6390
-                                                     a read-only replica of :6390
+                                             a read-only replica of :6390
   streamkeep serve --dir ./copy --port 6391 --replicaof redis.internal 6379
-                                                     a durable copy of a redis-server's streams
-  streamkeep serve --config streamkeep.conf          redis.conf syntax (replicaof, ...)
+                                             a durable copy of a redis-server's
+                                             streams
+  streamkeep serve --config streamkeep.conf  redis.conf syntax (replicaof, ...)
 
-The port is bound first, then the data directory is opened (made if missing) and replayed:
-a busy port leaves no directory behind.
+The port is bound first, then the data directory is opened (made if missing)
+and replayed: a busy port leaves no directory behind.
 
-exit status: 0 after a clean shutdown (SHUTDOWN, SIGTERM, SIGINT); 1 if the port cannot be
-listened on or the data directory cannot be opened; 3 for a bad option or config file (a port
-outside 0-65535, an address that does not parse); 130 if interrupted (Ctrl-C) while the data
-directory is replayed at start-up (its lock released, the directory as it was)."""
+exit status: 0 after a clean shutdown (SHUTDOWN, SIGTERM, SIGINT, SIGHUP: a
+compaction under way is abandoned, its child stopped and its files removed); 1
+if the port cannot be listened on or the data directory cannot be opened; 3 for
+a bad option or config file (a port outside 0-65535, an address that does not
+parse); 130 (SIGTERM: 143, SIGHUP: 129) if interrupted while the data directory
+is replayed at start-up (its lock released, the directory as it was)."""
 DEFAULT_DIR = "./data"
 DEFAULT_PORT = 6390
 DEFAULT_BIND = "127.0.0.1"

@@ -22,9 +22,9 @@ from streamkeep.engine.wire.errors import StreamkeepError
 HELP = "a durable work queue's figures: length, pending, lag, consumers, dead letters"
 EXIT_NO_QUEUE, EXIT_USAGE = 2, 3
 EPILOG = """examples:
-  streamkeep queue stats ./data jobs                   a queue in a data directory
+  streamkeep queue stats ./data jobs         a queue in a data directory
   streamkeep queue stats --url redis://localhost:6379 jobs --group workers
-  streamkeep queue stats ./data jobs --json            for scripts
+  streamkeep queue stats ./data jobs --json  for scripts
 
 A data directory is opened (its snapshot loaded, its AOF replayed) only while no server holds
 it; for a running server use --url. Idle times are in milliseconds.
@@ -38,8 +38,8 @@ def add_commands(sub: Any) -> None:
     queue_sub = p_queue.add_subparsers(dest="queue_command", metavar="COMMAND")
     queue_sub.required = True
     p_stats = queue_sub.add_parser("stats", help=HELP, description=HELP, epilog=EPILOG,
-                                   usage="streamkeep queue stats (DIR | --url URL) NAME "
-                                         "[--group G] [--dead-letter D] [--json]",
+                                   usage="streamkeep queue stats (DIR | --url URL) NAME\n"
+                                         "       [--group G] [--dead-letter D] [--json]",
                                    formatter_class=argparse.RawDescriptionHelpFormatter)
     p_stats.add_argument("where", nargs="+", metavar="[DIR] NAME",
                          help="a data directory and the queue's name (its stream), or only "

@@ -1,4 +1,4 @@
-"""CLIENT: ID, GETNAME, SETNAME, SETINFO, INFO, LIST, KILL, NO-EVICT, NO-TOUCH, HELP.
+"""CLIENT: ID, GETNAME, SETNAME, SETINFO, INFO, LIST, KILL, NO-EVICT, NO-TOUCH, REPLY, HELP.
 
 Owns these subcommands' argument handling and replies, shaped as Redis's (src/networking.c).
 Handlers run with the engine lock held on the server's event-loop thread, so they only read the
@@ -6,7 +6,9 @@ server's `Client` objects and set flags on them; a connection is closed by sched
 `Client.abort` (`server.call_soon`), never from a handler. Must not touch: stream state, sockets.
 
 On an embedded engine (`ctx.session.client` None) CLIENT ID is 0, CLIENT LIST/INFO describe no
-connection and CLIENT KILL finds none.
+connection, CLIENT KILL finds none and CLIENT REPLY OFF/SKIP are refused (every call returns
+its reply). CLIENT REPLY sets the connection's mode (the server's `ReplySwitch` drops the
+replies); OFF and SKIP themselves are not answered, as in Redis.
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ from streamkeep.engine.exec.table import (
 )
 from streamkeep.engine.wire.args import is_word, parse_int
 from streamkeep.engine.wire.errors import SYNTAX, ReplyError, printable
-from streamkeep.engine.wire.reply import Verbatim
+from streamkeep.engine.wire.reply import NO_REPLY, Verbatim
 
 if TYPE_CHECKING:
     from streamkeep.engine.runtime.core import EngineCore
@@ -221,6 +223,23 @@ def client_no_touch(ctx: Ctx, argv: Argv) -> str:
     return _on_off(argv)  # no LRU/LFU is kept
 
 
+@subcommand(CLIENT, "reply", 3, "noscript loading stale", keys=NO_KEYS, since="3.2.0",
+            summary="Instructs the server whether to reply to commands.",
+            syntax="<action: ON | OFF | SKIP>")
+def client_reply(ctx: Ctx, argv: Argv) -> object:
+    mode = argv[2].lower()
+    if mode not in (b"on", b"off", b"skip"):
+        raise ReplyError(SYNTAX)
+    client = ctx.session.client
+    if client is None:
+        if mode == b"on":
+            return "OK"
+        raise ReplyError("ERR CLIENT REPLY OFF and SKIP need a connection: an embedded engine "
+                         "returns every reply")
+    client.set_reply_mode(mode)
+    return "OK" if mode == b"on" else NO_REPLY
+
+
 help_subcommand(CLIENT, [
     "GETNAME",
     "    Return the name of the current connection.",
@@ -252,6 +271,8 @@ help_subcommand(CLIENT, [
     "      Return clients of specified type.",
     "    * ID <client-id> [<client-id> ...]",
     "      Return clients of specified IDs only.",
+    "REPLY (ON|OFF|SKIP)",
+    "    Control the replies sent to the current connection.",
     "SETNAME <name>",
     "    Assign the name <name> to the current connection.",
     "SETINFO <option> <value>",

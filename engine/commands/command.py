@@ -58,11 +58,20 @@ def _numkeys_keys(argv: Argv | list[bytes]) -> list[int]:
     return list(range(3, 3 + max(0, min(numkeys, len(argv) - 3))))
 
 
+def _msetex_keys(argv: Argv | list[bytes]) -> list[int]:
+    """MSETEX: `numkeys` keys after it, every other argument (a value follows each)."""
+    try:
+        numkeys = int(argv[1])
+    except (IndexError, ValueError):
+        return []
+    return list(range(2, 2 + 2 * max(0, min(numkeys, (len(argv) - 2) // 2)), 2))
+
+
 # Commands whose keys no (first, last, step) range describes: how to find them.
 MOVABLE_KEYS: dict[str, Callable[[Argv | list[bytes]], list[int]]] = {
     "xread": _stream_keys, "xreadgroup": _stream_keys,
     "eval": _numkeys_keys, "evalsha": _numkeys_keys, "eval_ro": _numkeys_keys,
-    "evalsha_ro": _numkeys_keys,
+    "evalsha_ro": _numkeys_keys, "msetex": _msetex_keys,
 }
 
 

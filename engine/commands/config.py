@@ -77,8 +77,7 @@ def config_resetstat(ctx: Ctx, argv: Argv) -> str:
     then counted, as in Redis (its call is recorded after it ran)."""
     server = ctx.engine.server
     if server is not None:
-        server.connections_received = 0
-        server.rejected_connections = 0
+        server.reset_stats()
     ctx.engine.stats.reset()
     return "OK"
 

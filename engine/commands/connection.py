@@ -188,6 +188,15 @@ def shutdown(ctx: Ctx, argv: Argv) -> Any:
         raise ReplyError(SYNTAX)
     if abort:
         raise ReplyError("ERR No shutdown in progress.")
+    scripting = ctx.engine.scripting
+    if scripting is not None and scripting.running is not None:
+        # Sent while a script is busy (the server serves it from the script's hook): only
+        # NOSAVE, which stops the script whatever it wrote, its writes discarded.
+        from streamkeep.engine.exec.scripting import BUSY
+
+        if not nosave:
+            raise ReplyError(BUSY)
+        scripting.shutdown_nosave()
     server = ctx.engine.server
     if server is None:
         raise ReplyError("ERR SHUTDOWN needs the network server (embedded: Engine.close())")

@@ -48,6 +48,11 @@ Expiry is deterministic for replay, replicas and snapshots because only effects 
 - KEYS and SCAN skip expired keys without deleting them (a read with no effect); DBSIZE counts
   them until they are deleted, as Redis's dictSize does.
 
+Keyspace notifications: an expiry deleting a key (lazy or active) notifies `expired`, a TTL set
+`expire` (`del` when the time was already past), a TTL removed `persist`; a read command's
+lookup that finds no key `keymiss` (`read_stream`, `read_miss`: Redis's lookupKeyRead, which
+writes' lookups never notify).
+
 Owns these commands' parsing, replies and effects, and the helpers (`key_type`, `stream_at`,
 `delete_key`, `live_keys`, `expire_named_keys`, `hide_expired`, `unhide`, `active_expire`).
 Must not touch: stream internals, the command table beyond its declarations, I/O.
@@ -60,6 +65,7 @@ from itertools import chain, islice
 from typing import TYPE_CHECKING
 
 from streamkeep.engine.exec.context import Ctx
+from streamkeep.engine.exec.notify import EXPIRED, GENERIC, KEY_MISS
 from streamkeep.engine.exec.table import Argv, command
 from streamkeep.engine.model.effects import del_effect, persist_effect, pexpireat_effect
 from streamkeep.engine.wire.args import LLONG_MAX, parse_int
@@ -98,6 +104,36 @@ def stream_at(ctx: Ctx, key: bytes) -> Stream | None:
     if s is None and key in ctx.strings:
         raise ReplyError(WRONGTYPE)
     return s
+
+
+def read_stream(ctx: Ctx, key: bytes) -> Stream | None:
+    """stream_at for a read (Redis's lookupKeyRead): counted in INFO's keyspace_hits or
+    keyspace_misses as Redis counts (a key holding a string is a hit, then WRONGTYPE); a
+    missing key notifies `keymiss`."""
+    s = ctx.db.get(key)
+    if s is None:
+        if key in ctx.strings:
+            read_hit(ctx)
+            raise ReplyError(WRONGTYPE)
+        read_miss(ctx, key)
+        return None
+    read_hit(ctx)
+    return s
+
+
+def read_hit(ctx: Ctx) -> None:
+    """A read found its key (lookupKeyRead's hit): INFO's keyspace_hits (not while
+    replaying)."""
+    if not ctx.replaying:
+        ctx.engine.stats.keyspace_hits += 1
+
+
+def read_miss(ctx: Ctx, key: bytes) -> None:
+    """A read found no `key` (lookupKeyRead's miss): INFO's keyspace_misses (not while
+    replaying), and the `keymiss` event."""
+    if not ctx.replaying:
+        ctx.engine.stats.keyspace_misses += 1
+    ctx.notify(KEY_MISS, b"keymiss", key)
 
 
 def refuse_string_in(engine: EngineCore, db: dict[bytes, Stream], key: bytes) -> None:
@@ -145,6 +181,8 @@ def expire_named_keys(ctx: Ctx, argv: Sequence[bytes]) -> None:
         when = expires.get(arg)
         if when is not None and now > when and delete_key(ctx, arg):
             ctx.emit(del_effect([arg]))
+            ctx.engine.stats.expired_keys += 1
+            ctx.notify(EXPIRED, b"expired", arg)
 
 
 Hidden = tuple[dict, dict, dict, list[tuple[bytes, object, object, int]]]
@@ -192,31 +230,41 @@ def active_expire(ctx: Ctx, sample: int = ACTIVE_EXPIRE_SAMPLE,
     digest and the snapshot sort keys). Returns how many keys were deleted."""
     expires, now = ctx.expires, ctx.now
     due: list[bytes] = []
+    looked = 0
+    capped = True  # unless a round finds few enough expired keys
     for _round in range(rounds):
         found = 0
-        for key, when in list(islice(expires.items(), sample)):
+        batch = list(islice(expires.items(), sample))
+        looked += len(batch)
+        for key, when in batch:
             if now > when:
                 delete_key(ctx, key)
                 due.append(key)
                 found += 1
+                ctx.notify(EXPIRED, b"expired", key)
             else:
                 del expires[key]
                 expires[key] = when
         if found * 4 <= sample:
+            capped = False
             break
     if due:
         ctx.emit(del_effect(due))
+    ctx.engine.stats.expire_sample(looked, len(due), capped)
     return len(due)
 
 
 def set_expiry(ctx: Ctx, key: bytes, when: int) -> None:
-    """Give an existing key the absolute expiry `when` and log it (deleting it if past)."""
+    """Give an existing key the absolute expiry `when` and log it (deleting it if past);
+    notified as `expire`, or `del` when it deleted the key."""
     if already_expired(ctx, when):
         delete_key(ctx, key)
         ctx.emit(del_effect([key]))
+        ctx.notify(GENERIC, b"del", key)
     else:
         ctx.expires[key] = when
         ctx.emit(pexpireat_effect(key, when))
+        ctx.notify(GENERIC, b"expire", key)
 
 
 # --- EXPIRE / PEXPIRE / EXPIREAT / PEXPIREAT ------------------------------------------------------
@@ -313,7 +361,9 @@ def _ttl_reply(ctx: Ctx, key: bytes, relative: bool, in_ms: bool) -> int:
     """ttlGenericCommand: -2 (no key), -1 (no TTL), else the time left (never negative) or the
     expiry time, in ms or in seconds rounded to the nearest."""
     if key_type(ctx, key) is None:
+        read_miss(ctx, key)
         return -2
+    read_hit(ctx)
     when = ctx.expires.get(key)
     if when is None:
         return -1
@@ -347,10 +397,11 @@ def pexpiretime(ctx: Ctx, argv: Argv) -> int:
 
 
 def remove_expiry(ctx: Ctx, key: bytes) -> bool:
-    """removeExpire, logged: True if the key had a TTL."""
+    """removeExpire, logged and notified (`persist`): True if the key had a TTL."""
     if ctx.expires.pop(key, None) is None:
         return False
     ctx.emit(persist_effect(key))
+    ctx.notify(GENERIC, b"persist", key)
     return True
 
 

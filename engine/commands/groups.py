@@ -12,10 +12,11 @@ stream storage internals, other commands.
 from __future__ import annotations
 
 from streamkeep.aof.planted import planted
-from streamkeep.engine.commands.expiry import stream_at
+from streamkeep.engine.commands.expiry import read_stream, stream_at
 from streamkeep.engine.commands.streams import delete_entries_with_policy, parse_ids_args
 from streamkeep.engine.commands.trimming import ACKED, DELREF, drop_references, referenced
 from streamkeep.engine.exec.context import Ctx
+from streamkeep.engine.exec.notify import NEW, STREAM
 from streamkeep.engine.exec.table import Argv, command, container, help_subcommand, subcommand
 from streamkeep.engine.model.consumer_groups import (
     INVALID_ENTRIES_READ,
@@ -124,11 +125,13 @@ def xgroup_create(ctx: Ctx, argv: Argv) -> str:
     s = t.s
     if s is None:
         s = ctx.db[argv[2]] = new_stream(ctx.engine.residency)
+        ctx.notify(NEW, b"new", argv[2])
     if argv[3] in s.groups:
         raise ReplyError("BUSYGROUP Consumer Group name already exists")
     entries_read = _clamp_entries_read(s, t.entries_read)
     s.groups[argv[3]] = ConsumerGroup(argv[3], sid, entries_read)
     ctx.emit(xgroup_create_effect(argv[2], argv[3], sid, entries_read))
+    ctx.notify(STREAM, b"xgroup-create", argv[2])
     return "OK"
 
 
@@ -145,6 +148,7 @@ def xgroup_setid(ctx: Ctx, argv: Argv) -> str:
     if (group.last_id, group.entries_read) != (sid, entries_read):
         group.last_id, group.entries_read = sid, entries_read
         ctx.emit(xgroup_setid_effect(argv[2], argv[3], sid, entries_read))
+    ctx.notify(STREAM, b"xgroup-setid", argv[2])
     return "OK"
 
 
@@ -157,6 +161,7 @@ def xgroup_destroy(ctx: Ctx, argv: Argv) -> int:
     del t.s.groups[argv[3]]  # type: ignore[union-attr]
     ctx.emit(xgroup_destroy_effect(argv[2], argv[3]))
     ctx.signal(argv[2])  # blocked XREADGROUPs re-run and get NOGROUP
+    ctx.notify(STREAM, b"xgroup-destroy", argv[2])
     return 1
 
 
@@ -169,6 +174,7 @@ def xgroup_createconsumer(ctx: Ctx, argv: Argv) -> int:
         return 0
     group.create_consumer(argv[4], ctx.now)
     ctx.emit(xgroup_createconsumer_effect(argv[2], argv[3], argv[4]))
+    ctx.notify(STREAM, b"xgroup-createconsumer", argv[2])
     return 1
 
 
@@ -182,6 +188,7 @@ def xgroup_delconsumer(ctx: Ctx, argv: Argv) -> int:
         return 0
     pending = group.delete_consumer(consumer)
     ctx.emit(xgroup_delconsumer_effect(argv[2], argv[3], argv[4]))
+    ctx.notify(STREAM, b"xgroup-delconsumer", argv[2])
     return pending
 
 
@@ -210,15 +217,20 @@ help_subcommand(XGROUP, XGROUP_HELP)
 
 
 def _group_or_none(ctx: Ctx, key: bytes, gname: bytes) -> tuple[Stream | None, ConsumerGroup | None]:
-    s = stream_at(ctx, key)
+    """XACK's, XPENDING's, XCLAIM's ... lookup: a read's (a missing key notifies `keymiss`)."""
+    s = read_stream(ctx, key)
     return s, (s.groups.get(gname) if s is not None else None)
 
 
-def _consumer(group: ConsumerGroup, name: bytes, now: int) -> tuple[Consumer, tuple | None]:
-    """Look up or create a consumer; also returns its (seen, active) before, None if new."""
+def _consumer(ctx: Ctx, key: bytes, group: ConsumerGroup, name: bytes
+              ) -> tuple[Consumer, tuple | None]:
+    """Look up or create a consumer (notified as `xgroup-createconsumer`, as Redis's XCLAIM
+    and XAUTOCLAIM do); also returns its (seen, active) before, None if new."""
     consumer = group.consumers.get(name)
     if consumer is None:
-        return group.create_consumer(name, now), None
+        consumer = group.create_consumer(name, ctx.now)
+        ctx.notify(STREAM, b"xgroup-createconsumer", key)
+        return consumer, None
     return consumer, (consumer.seen_time, consumer.active_time)
 
 
@@ -573,7 +585,7 @@ def xclaim(ctx: Ctx, argv: Argv) -> list:
         # PLANTED BUG (tests only): replay takes the claimed entry for the group's last
         # delivered ID, which is older when the claim was an XCLAIM/XAUTOCLAIM's.
         group.last_id = sids[-1]
-    consumer, before = _consumer(group, argv[3], now)
+    consumer, before = _consumer(ctx, key, group, argv[3])
     consumer.seen_time = now
     reply: list = []
     touched = False
@@ -657,7 +669,7 @@ def xautoclaim(ctx: Ctx, argv: Argv) -> list:
             "ERR Insufficient memory, failed allocating transient memory, COUNT too high."
         )
     now = ctx.now
-    consumer, before = _consumer(group, argv[3], now)
+    consumer, before = _consumer(ctx, key, group, argv[3])
     consumer.seen_time = now
     # One kernel walk picks the rows (reading the stream for each: a deleted entry counts as
     # picked whatever its idle time); the claims are then applied in bulk.

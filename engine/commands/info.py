@@ -4,6 +4,14 @@ Owns the built-in sections; a service that owns a section registers it on the en
 (`Engine.add_info_section`: the data directory's persistence section). Must not touch: stream
 state, sockets (it reads the server's counters and `Client` objects only).
 
+A field is there when it describes something streamkeep has, with Redis's meaning; fields about
+mechanisms it has not (jemalloc's arenas, active defragmentation, fork copy-on-write, client-side
+caching, lazy freeing, cluster links, modules) are left out rather than shown as zeros.
+Memory is the process's: `used_memory` is its resident set (Python allocates through pymalloc
+and the C allocator, neither of which reports its own total cheaply), the overhead is what the
+engine knows it holds besides the data (its size at start, client buffers, the AOF buffer, the
+Lua heap), the dataset the rest.
+
 On an embedded engine (`engine.server` None) it counts no network connections.
 """
 
@@ -24,9 +32,11 @@ from streamkeep.engine.commands.connection import (
 )
 from streamkeep.engine.exec.context import Ctx
 from streamkeep.engine.exec.interfaces import persistence_fields
+from streamkeep.engine.exec.latency import percentiles_field
 from streamkeep.engine.exec.settings import (
     REDIS_VERSION,
 )
+from streamkeep.engine.exec.stats import safe_info_name
 from streamkeep.engine.exec.table import (
     NO_KEYS,
     Argv,
@@ -38,6 +48,7 @@ if TYPE_CHECKING:
     from streamkeep.engine.runtime.core import EngineCore
 
 RUN_ID = os.urandom(20).hex()  # this process's run_id (INFO server), as Redis draws one at start
+HZ = 10  # the cron's rate: the server's loop and the embedded engine's timer, ten times a second
 
 
 # --- INFO --------------------------------------------------------------------------------------
@@ -66,7 +77,7 @@ def bytes_to_human(n: int) -> str:
     return f"{n}B"
 
 
-def _rss() -> int:
+def resident_bytes() -> int:
     """The process's resident set size now (Linux /proc), else its peak."""
     try:
         with open("/proc/self/statm", "rb") as f:
@@ -129,6 +140,8 @@ def _info_server(engine: EngineCore) -> Fields:
         ("server_time_usec", time.time_ns() // 1000),
         ("uptime_in_seconds", uptime),
         ("uptime_in_days", uptime // 86400),
+        ("hz", HZ),
+        ("configured_hz", HZ),
         ("executable", sys.executable),
         ("config_file", engine.config_file or ""),
         ("io_threads_active", 0),
@@ -137,10 +150,16 @@ def _info_server(engine: EngineCore) -> Fields:
 
 
 def _info_clients(engine: EngineCore) -> Fields:
+    """Redis counts its replicas' links out of connected_clients and, on a replica, the link
+    to its primary in (once synced)."""
     clients = server_clients(engine)
+    normal = [c for c in clients if c.link is None]
+    replication = engine.replication
+    primary_link = replication is not None and replication.primary_link_up()
     waiters = _waiters(engine)
+    watchers = {id(s) for sessions in engine.watches.by_key.values() for s in sessions}
     return [
-        ("connected_clients", len(clients)),
+        ("connected_clients", len(normal) + int(primary_link)),
         ("cluster_connections", 0),
         ("maxclients", engine.config["maxclients"]),
         ("client_recent_max_input_buffer",
@@ -151,28 +170,76 @@ def _info_clients(engine: EngineCore) -> Fields:
         ("blocked_clients", len(waiters)),
         ("tracking_clients", 0),
         ("pubsub_clients", sum(1 for c in clients if c.subscriber.total())),
+        ("watching_clients", len(watchers)),
         ("clients_in_timeout_table", sum(1 for w in waiters if w.timeout_ms)),
+        ("total_watched_keys", len(engine.watches.by_key)),
+        ("total_blocking_keys", len(engine.waiters.by_key)),
+        # XREADGROUP's keys: Redis unblocks those readers when the key is deleted too
+        ("total_blocking_keys_on_nokey",
+         sum(1 for queue in engine.waiters.by_key.values()
+             if any(w.argv[0].lower() == b"xreadgroup" for w in queue))),
     ]
 
 
+def _client_memory(clients: list[Any]) -> tuple[int, int]:
+    """Bytes the connections hold: (normal clients', replicas' links'): unparsed input,
+    queued replies, what the socket has not taken yet."""
+    normal = replicas = 0
+    for c in clients:
+        out = c.out
+        held = c.parser.pending_bytes() + len(out) + out.big_size
+        if c.transport is not None:
+            held += c.transport.get_write_buffer_size()
+        if c.link is None:
+            normal += held
+        else:
+            replicas += held
+    return normal, replicas
+
+
 def _info_memory(engine: EngineCore) -> Fields:
-    rss, peak, total = _rss(), _peak_rss(), _system_memory()
-    peak = max(peak, rss)
+    used, peak, total = resident_bytes(), _peak_rss(), _system_memory()
+    peak = max(peak, used)
+    startup = min(engine.startup_memory, used)
+    normal, replicas = _client_memory(server_clients(engine))
+    journal = engine.journal
+    aof_buffer = len(journal.pending) if journal is not None else 0
+    scripting = engine.scripting
+    lua = scripting.memory() if scripting is not None else 0
+    overhead = min(startup + normal + replicas + aof_buffer + lua, used)
+    dataset = used - overhead
+    net = used - startup if used > startup else 1
+    maxmemory = int(engine.config["maxmemory"])
     return [
-        ("used_memory", rss),
-        ("used_memory_human", bytes_to_human(rss)),
-        ("used_memory_rss", rss),
-        ("used_memory_rss_human", bytes_to_human(rss)),
+        ("used_memory", used),
+        ("used_memory_human", bytes_to_human(used)),
+        ("used_memory_rss", used),
+        ("used_memory_rss_human", bytes_to_human(used)),
         ("used_memory_peak", peak),
         ("used_memory_peak_human", bytes_to_human(peak)),
-        ("used_memory_peak_perc", f"{rss * 100 / peak:.2f}%" if peak else "100.00%"),
+        ("used_memory_peak_perc", f"{used * 100 / peak:.2f}%" if peak else "100.00%"),
+        ("used_memory_overhead", overhead),
+        ("used_memory_startup", startup),
+        ("used_memory_dataset", dataset),
+        ("used_memory_dataset_perc", f"{dataset * 100 / net:.2f}%"),
         ("total_system_memory", total),
         ("total_system_memory_human", bytes_to_human(total)),
         *_script_fields(engine),
-        ("maxmemory", 0),
-        ("maxmemory_human", "0B"),
-        ("maxmemory_policy", "noeviction"),
+        ("maxmemory", maxmemory),
+        ("maxmemory_human", bytes_to_human(maxmemory)),
+        ("maxmemory_policy", engine.config["maxmemory-policy"]),
+        # used_memory is the resident set: nothing lies between them to fragment
+        ("mem_fragmentation_ratio", "1.00"),
+        ("mem_fragmentation_bytes", 0),
+        ("mem_not_counted_for_evict", aof_buffer + replicas),
+        ("mem_replication_backlog", 0),  # the backlog is the AOF's segments, on disk
+        ("mem_total_replication_buffers", replicas),
+        ("mem_clients_slaves", replicas),
+        ("mem_clients_normal", normal),
+        ("mem_aof_buffer", aof_buffer),
         ("mem_allocator", "pymalloc"),
+        ("lazyfree_pending_objects", 0),  # UNLINK and FLUSHALL ASYNC free at once
+        ("lazyfreed_objects", 0),
         *_backlog_fields(engine),
     ]
 
@@ -182,12 +249,17 @@ def _script_fields(engine: EngineCore) -> Fields:
     scripting = engine.scripting
     lua = scripting.memory() if scripting is not None else 0
     scripts = scripting.scripts if scripting is not None else {}
+    bodies = sum(len(s.body) for s in scripts.values())
     return [
         ("used_memory_lua", lua),
         ("used_memory_vm_eval", lua),
         ("used_memory_lua_human", bytes_to_human(lua)),
-        ("used_memory_scripts_eval", sum(len(s.body) for s in scripts.values())),
+        ("used_memory_scripts_eval", bodies),
         ("number_of_cached_scripts", len(scripts)),
+        ("used_memory_vm_total", lua),
+        ("used_memory_vm_total_human", bytes_to_human(lua)),
+        ("used_memory_scripts", bodies),
+        ("used_memory_scripts_human", bytes_to_human(bodies)),
     ]
 
 
@@ -229,23 +301,58 @@ def _info_persistence(engine: EngineCore) -> Fields:
     return persistence_fields(None, engine.clock(), last_save_time(engine))
 
 
+def _kbps(stats: Any, name: str) -> str:
+    return f"{stats.per_second(name) / 1024:.2f}"
+
+
 def _info_stats(engine: EngineCore) -> Fields:
+    """Redis's order. The network figures count clients' bytes (a replica's ACKs among them)
+    apart from replication's own stream; the reads and writes are the server's socket calls
+    (all on the event loop's thread: none by I/O threads)."""
     server = engine.server
+    stats = engine.stats
+    replication = engine.replication
+    repl_in, repl_out = replication.traffic() if replication is not None else (0, 0)
     return [
         ("total_connections_received", server.connections_received if server else 0),
-        ("total_commands_processed", engine.stats.total_calls()),
-        ("instantaneous_ops_per_sec", 0),
+        ("total_commands_processed", stats.total_calls()),
+        ("instantaneous_ops_per_sec", int(stats.per_second("ops"))),
+        ("total_net_input_bytes", server.net_input_bytes if server else 0),
+        ("total_net_output_bytes", server.net_output_bytes if server else 0),
+        ("total_net_repl_input_bytes", repl_in),
+        ("total_net_repl_output_bytes", repl_out),
+        ("instantaneous_input_kbps", _kbps(stats, "net_input")),
+        ("instantaneous_output_kbps", _kbps(stats, "net_output")),
+        ("instantaneous_input_repl_kbps", _kbps(stats, "net_repl_input")),
+        ("instantaneous_output_repl_kbps", _kbps(stats, "net_repl_output")),
         ("rejected_connections", server.rejected_connections if server else 0),
-        *(engine.replication.stats_fields() if engine.replication is not None else
+        *(replication.stats_fields() if replication is not None else
           [("sync_full", 0), ("sync_partial_ok", 0), ("sync_partial_err", 0)]),
-        ("expired_keys", 0),
+        ("expired_keys", stats.expired_keys),
+        ("expired_stale_perc", f"{stats.expired_stale_perc:.2f}"),
+        ("expired_time_cap_reached_count", stats.expired_time_cap_reached_count),
+        ("expire_cycle_cpu_milliseconds", stats.expire_cycle_nanos // 1_000_000),
         ("evicted_keys", 0),
         ("evicted_clients", 0),
+        ("keyspace_hits", stats.keyspace_hits),
+        ("keyspace_misses", stats.keyspace_misses),
         ("pubsub_channels", len(engine.pubsub.channels)),
         ("pubsub_patterns", engine.pubsub.numpat()),
         ("pubsubshard_channels", len(engine.pubsub.shard_channels)),
+        ("latest_fork_usec", engine.latest_fork_usec),
         ("total_forks", engine.datadir.status().saves if engine.datadir is not None else 0),
-        ("total_error_replies", engine.stats.total_error_replies),
+        ("slave_expires_tracked_keys", 0),  # a replica is read-only: it sets no TTL itself
+        ("unexpected_error_replies", 0),  # a record a replica cannot apply drops the link
+        ("total_error_replies", stats.total_error_replies),
+        ("dump_payload_sanitizations", stats.dump_payload_sanitizations),
+        ("total_reads_processed", server.reads_processed if server else 0),
+        ("total_writes_processed", server.writes_processed if server else 0),
+        ("io_threaded_reads_processed", 0),
+        ("io_threaded_writes_processed", 0),
+        ("client_query_buffer_limit_disconnections",
+         server.query_buffer_disconnections if server else 0),
+        ("client_output_buffer_limit_disconnections",
+         server.output_buffer_disconnections if server else 0),
     ]
 
 
@@ -267,19 +374,29 @@ def _info_replication(engine: EngineCore) -> Fields:
         ("master_replid2", "0" * 40),
         ("master_repl_offset", journal.lsn if journal is not None else 0),
         ("second_repl_offset", -1),
-        ("repl_backlog_active", 0),
+        ("repl_backlog_active", 0),  # in memory: no AOF, no backlog
+        ("repl_backlog_size", 0),
+        ("repl_backlog_first_byte_offset", 0),
+        ("repl_backlog_histlen", 0),
     ]
 
 
 def _info_cpu(engine: EngineCore) -> Fields:
+    """The process, its children (the snapshot builds), and the thread running this command
+    (the server's event loop, where every command runs: Redis's main thread)."""
     me = resource.getrusage(resource.RUSAGE_SELF)
     children = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return [
+    fields = [
         ("used_cpu_sys", f"{me.ru_stime:.6f}"),
         ("used_cpu_user", f"{me.ru_utime:.6f}"),
         ("used_cpu_sys_children", f"{children.ru_stime:.6f}"),
         ("used_cpu_user_children", f"{children.ru_utime:.6f}"),
     ]
+    if hasattr(resource, "RUSAGE_THREAD"):  # (Linux)
+        thread = resource.getrusage(resource.RUSAGE_THREAD)
+        fields += [("used_cpu_sys_main_thread", f"{thread.ru_stime:.6f}"),
+                   ("used_cpu_user_main_thread", f"{thread.ru_utime:.6f}")]
+    return fields
 
 
 def _info_modules(engine: EngineCore) -> Fields:
@@ -292,6 +409,18 @@ def _info_commandstats(engine: EngineCore) -> Fields:
 
 def _info_errorstats(engine: EngineCore) -> Fields:
     return engine.stats.errorstats()
+
+
+def _info_latencystats(engine: EngineCore) -> Fields:
+    """Each command's latency percentiles (latency-tracking-info-percentiles), in µs; nothing
+    while latency-tracking is off."""
+    stats = engine.stats
+    if not stats.tracking:
+        return []
+    percentiles = engine.config["latency-tracking-info-percentiles"]
+    return [(f"latency_percentiles_usec_{safe_info_name(name)}",
+             percentiles_field(histogram, percentiles))
+            for name, histogram in stats.histograms()]
 
 
 def _info_cluster(engine: EngineCore) -> Fields:
@@ -326,12 +455,14 @@ INFO_SECTIONS: dict[str, tuple[str, Callable[[EngineCore], Fields]]] = {
     "modules": ("Modules", _info_modules),
     "commandstats": ("Commandstats", _info_commandstats),
     "errorstats": ("Errorstats", _info_errorstats),
+    "latencystats": ("Latencystats", _info_latencystats),
     "cluster": ("Cluster", _info_cluster),
     "keyspace": ("Keyspace", _info_keyspace),
 }
-# Redis's default sections: all of them but commandstats (only in "all", "everything" or by
-# name); errorstats is a default one.
-DEFAULT_SECTIONS = tuple(name for name in INFO_SECTIONS if name != "commandstats")
+# Redis's default sections: all of them but commandstats and latencystats (only in "all",
+# "everything" or by name); errorstats is a default one.
+DEFAULT_SECTIONS = tuple(name for name in INFO_SECTIONS
+                         if name not in ("commandstats", "latencystats"))
 ALL_SECTIONS = tuple(INFO_SECTIONS)
 
 

@@ -18,8 +18,16 @@ import re
 from collections.abc import Iterable, Sequence
 from itertools import groupby
 
-from streamkeep.engine.commands.expiry import already_expired, delete_key, key_type, live_keys
+from streamkeep.engine.commands.expiry import (
+    already_expired,
+    delete_key,
+    key_type,
+    live_keys,
+    read_hit,
+    read_miss,
+)
 from streamkeep.engine.exec.context import Ctx
+from streamkeep.engine.exec.notify import GENERIC, NEW, OVERWRITTEN, TYPE_CHANGED
 from streamkeep.engine.exec.pubsub import in_resp2_subscribed
 from streamkeep.engine.exec.table import NO_KEYS, Argv, command
 from streamkeep.engine.model.effects import (
@@ -325,6 +333,9 @@ def _delete_keys(ctx: Ctx, keys: Sequence[bytes]) -> int:
     removed = [key for key in keys if delete_key(ctx, key)]
     if removed:
         ctx.emit(del_effect(removed))
+        if ctx.engine.notify_flags & GENERIC:
+            for key in removed:
+                ctx.notify(GENERIC, b"del", key)
     return len(removed)
 
 
@@ -343,13 +354,25 @@ def unlink(ctx: Ctx, argv: Argv) -> int:
 @command("exists", -2, "readonly fast", keys=ALL_KEYS, group="generic", since="1.0.0",
          summary="Determines whether one or more keys exist.", syntax="key...")
 def exists(ctx: Ctx, argv: Argv) -> int:
-    return sum(1 for key in argv[1:] if key_type(ctx, key) is not None)
+    found = 0
+    for key in argv[1:]:
+        if key_type(ctx, key) is not None:
+            read_hit(ctx)
+            found += 1
+        else:
+            read_miss(ctx, key)
+    return found
 
 
 @command("type", 2, "readonly fast", group="generic", since="1.0.0",
          summary="Determines the type of value stored at a key.", syntax="key")
 def type_(ctx: Ctx, argv: Argv) -> str:
-    return key_type(ctx, argv[1]) or "none"
+    kind = key_type(ctx, argv[1])
+    if kind is None:
+        read_miss(ctx, argv[1])
+        return "none"
+    read_hit(ctx)
+    return kind
 
 
 @command("dbsize", 1, "readonly fast", keys=NO_KEYS, group="server", since="1.0.0",
@@ -446,6 +469,8 @@ def _rename(ctx: Ctx, argv: Argv, nx: bool) -> bool:
         raise ReplyError(NO_SUCH_KEY)
     if src == dst or (nx and key_type(ctx, dst) is not None):
         return False
+    if ctx.engine.notify_flags:
+        _replacing_events(ctx, kind, dst, always_new=True)
     values: dict = ctx.db if kind == "stream" else ctx.strings
     value = values.pop(src)
     when = ctx.expires.pop(src, None)
@@ -456,7 +481,23 @@ def _rename(ctx: Ctx, argv: Argv, nx: bool) -> bool:
     ctx.signal(src)
     ctx.signal(dst)
     ctx.emit(rename_effect(src, dst))
+    ctx.notify(GENERIC, b"rename_from", src)
+    ctx.notify(GENERIC, b"rename_to", dst)
     return True
+
+
+def _replacing_events(ctx: Ctx, kind: str, dst: bytes, always_new: bool = False) -> None:
+    """What a key given a value of type `kind` notifies before the command's own events (the
+    destination of RENAME, RESTORE's key): `new` for a key that did not exist (for RENAME's
+    always: Redis deletes the destination and adds it again), `overwritten` (and
+    `type_changed` when the value is of another type) for one that did."""
+    old = key_type(ctx, dst)
+    if old is None or always_new:
+        ctx.notify(NEW, b"new", dst)
+    if old is not None:
+        ctx.notify(OVERWRITTEN, b"overwritten", dst)
+        if old != kind:
+            ctx.notify(TYPE_CHANGED, b"type_changed", dst)
 
 
 @command("rename", 3, "write", keys=(1, 2, 1), group="generic", since="1.0.0",
@@ -560,7 +601,12 @@ def dump(ctx: Ctx, argv: Argv) -> bytes | None:
     s = ctx.db.get(argv[1])
     if s is None:
         value = ctx.strings.get(argv[1])
-        return None if value is None else dump_string_payload(value, version)
+        if value is None:
+            read_miss(ctx, argv[1])
+            return None
+        read_hit(ctx)
+        return dump_string_payload(value, version)
+    read_hit(ctx)
     return dump_payload(s, version)
 
 
@@ -629,11 +675,16 @@ def restore(ctx: Ctx, argv: Argv) -> str:
     if when is not None and already_expired(ctx, when):  # already expired: nothing made
         if replace and delete_key(ctx, key):
             ctx.emit(del_effect([key]))
+            ctx.notify(GENERIC, b"del", key)
         return "OK"
+    if not ctx.replaying:  # every payload is read whole, as Redis's deep sanitization reads it
+        ctx.engine.stats.dump_payload_sanitizations += 1
     try:
         s = load_payload(payload, new_stream(ctx.engine.residency))
     except RdbError:
         raise ReplyError("ERR Bad data format") from None
+    if ctx.engine.notify_flags:
+        _replacing_events(ctx, "stream", key)
     delete_key(ctx, key)
     db[key] = s
     ctx.signal(key)
@@ -641,6 +692,7 @@ def restore(ctx: Ctx, argv: Argv) -> str:
     if when is not None:
         ctx.expires[key] = when
         ctx.emit(pexpireat_effect(key, when))
+    ctx.notify(GENERIC, b"restore", key)
     return "OK"
 
 
@@ -657,11 +709,15 @@ def _restore_string(ctx: Ctx, key: bytes, payload: bytes, when: int | None,
     if when is not None and already_expired(ctx, when):
         if replace and delete_key(ctx, key):
             ctx.emit(del_effect([key]))
+            ctx.notify(GENERIC, b"del", key)
         return "OK"
+    if ctx.engine.notify_flags:
+        _replacing_events(ctx, "string", key)
     delete_key(ctx, key)
     ctx.strings[key] = value
     if when is not None:
         ctx.expires[key] = when
     ctx.signal(key)
     ctx.emit(set_effect(key, value, expires_at=when))
+    ctx.notify(GENERIC, b"restore", key)
     return "OK"

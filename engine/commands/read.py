@@ -17,8 +17,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from streamkeep.engine.commands.expiry import stream_at
+from streamkeep.engine.commands.expiry import read_hit, read_stream, stream_at
 from streamkeep.engine.exec.context import Block, Ctx
+from streamkeep.engine.exec.notify import STREAM
 from streamkeep.engine.exec.table import Argv, command
 from streamkeep.engine.model.consumer_groups import (
     INVALID_ENTRIES_READ,
@@ -189,7 +190,7 @@ def _resolve_ids(ctx: Ctx, argv: Argv, a: ReadArgs) -> list[int]:
     for k in range(a.nstreams):
         key = argv[a.streams_at + k]
         arg = argv[a.streams_at + a.nstreams + k]
-        s = stream_at(ctx, key)
+        s = read_stream(ctx, key)
         if group_cmd and (s is None or a.group not in s.groups):
             raise nogroup(key, a.group, " in XREADGROUP with GROUP option")  # type: ignore[arg-type]
         if arg == b"$":
@@ -230,7 +231,7 @@ def _xread(ctx: Ctx, argv: Argv, a: ReadArgs) -> object:
     left = a.maxcount  # MAXCOUNT alone is plain arithmetic: it costs what COUNT costs
     for k, gt in enumerate(ids):
         key = argv[a.streams_at + k]
-        s = stream_at(ctx, key)
+        s = read_stream(ctx, key)  # (Redis looks each key up again to serve it)
         if s is None or not s.length:
             continue
         last = s.last_entry_id()
@@ -546,11 +547,13 @@ def _xreadgroup(ctx: Ctx, argv: Argv, a: ReadArgs) -> object:
             break
         key = argv[a.streams_at + k]
         s: Stream = ctx.db[key]
+        read_hit(ctx)  # Redis looks each key up again to serve it
         group = s.groups[gname]  # type: ignore[index]
         consumer = group.consumers.get(cname)
         before = None if consumer is None else (consumer.seen_time, consumer.active_time)
         if consumer is None:
             consumer = group.create_consumer(cname, ctx.now)
+            ctx.notify(STREAM, b"xgroup-createconsumer", key)
         consumer.seen_time = ctx.now
         d = Delivery(ctx, key, s, group, consumer, caps)
         if gt != _GT_NEW:

@@ -93,7 +93,7 @@ def sync(ctx: Ctx, argv: Argv) -> Any:
     return replication.psync(ctx.session, argv)
 
 
-@command("wait", 3, "noscript", keys=NO_KEYS, group="generic", since="3.0.0",
+@command("wait", 3, "blocking", keys=NO_KEYS, group="generic", since="3.0.0",
          summary="Blocks until the asynchronous replication of all preceding write commands "
                  "sent by the connection is completed.",
          syntax="numreplicas:integer timeout:integer")
@@ -105,10 +105,11 @@ def wait(ctx: Ctx, argv: Argv) -> Any:
     timeout = parse_timeout_ms(argv[2], ctx.now)
     if replication is None:
         return 0
-    return replication.wait(ctx.session, numreplicas, timeout)
+    # In MULTI or a script it never blocks (Redis's CLIENT_DENY_BLOCKING): the count now.
+    return replication.wait(ctx.session, numreplicas, timeout, block=not ctx.in_multi)
 
 
-@command("waitaof", 4, "noscript", keys=NO_KEYS, group="generic", since="7.2.0",
+@command("waitaof", 4, "blocking", keys=NO_KEYS, group="generic", since="7.2.0",
          summary="Blocks until all of the preceding write commands sent by the connection are "
                  "written to the append-only file of the master and/or replicas.",
          syntax="numlocal:integer numreplicas:integer timeout:integer")
@@ -123,4 +124,5 @@ def waitaof(ctx: Ctx, argv: Argv) -> Any:
         if numlocal:
             raise ReplyError(WAITAOF_NO_AOF)
         return [0, 0]
-    return replication.waitaof(ctx.session, numlocal, numreplicas, timeout)
+    return replication.waitaof(ctx.session, numlocal, numreplicas, timeout,
+                               block=not ctx.in_multi)

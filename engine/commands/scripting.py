@@ -102,8 +102,7 @@ def script_flush(ctx: Ctx, argv: Argv) -> str:
 @subcommand(SCRIPT, "kill", 2, "noscript allow_busy", keys=NO_KEYS, since="2.6.0",
             summary="Terminates a server-side Lua script during execution.")
 def script_kill(ctx: Ctx, argv: Argv) -> str:
-    # A script runs under the engine lock: a SCRIPT KILL that reaches the command table finds
-    # none running (the server answers the one sent while a script is busy itself).
+    # While a script is busy the server runs this from the script's hook (allow_busy).
     return scripting_of(ctx.engine).kill()
 
 

@@ -10,7 +10,12 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from streamkeep.aof.planted import planted
-from streamkeep.engine.commands.expiry import refuse_string, refuse_string_in, stream_at
+from streamkeep.engine.commands.expiry import (
+    read_stream,
+    refuse_string,
+    refuse_string_in,
+    stream_at,
+)
 from streamkeep.engine.commands.idmp import (
     created_state,
     refuse_duplicate,
@@ -30,6 +35,7 @@ from streamkeep.engine.commands.trimming import (
     trim_effects,
 )
 from streamkeep.engine.exec.context import Ctx
+from streamkeep.engine.exec.notify import NEW, STREAM, keyspace_event
 from streamkeep.engine.exec.table import Argv, command
 from streamkeep.engine.model.effects import (
     plain_xadd_effect,
@@ -134,6 +140,8 @@ def add_entry(engine: EngineCore, db: dict[bytes, Stream], argv: Argv, now: int)
     except KeyError:
         refuse_string_in(engine, db, key)
         s = db[key] = new_stream(engine.residency)
+        if engine.notify_flags & NEW:
+            keyspace_event(engine, NEW, b"new", key, engine.dbs.index(db))
     last = s.last_id
     if sid <= last:  # (always for `*`: sid is 0 until resolved)
         if last == MAX_ID:
@@ -172,6 +180,8 @@ def xadd(ctx: Ctx, argv: Argv) -> bytes | None:
         ctx.effects.append(plain_xadd_effect(argv, idb))
     if engine.waiters.by_key:
         ctx.signal(argv[1])
+    if engine.notify_flags:
+        ctx.notify(STREAM, b"xadd", argv[1])
     return idb
 
 
@@ -202,6 +212,7 @@ def _xadd_idmp_simple(ctx: Ctx, argv: Argv) -> bytes | None:
     if s is None:
         refuse_string(ctx, key)
         s = db[key] = new_stream(ctx.engine.residency)
+        ctx.notify(NEW, b"new", key)
         state = None
     else:
         state = s.idmp
@@ -229,6 +240,8 @@ def _xadd_idmp_simple(ctx: Ctx, argv: Argv) -> bytes | None:
     effects.append(xidmprecord_effect(key, pid, iid, idb))
     if engine.waiters.by_key:
         ctx.signal(key)
+    if engine.notify_flags:
+        ctx.notify(STREAM, b"xadd", key)
     return idb
 
 
@@ -255,6 +268,7 @@ def _xadd_general(ctx: Ctx, argv: Argv) -> bytes | None:
             return None
         s = new_stream(ctx.engine.residency)
         ctx.db[key] = s
+        ctx.notify(NEW, b"new", key)
     idmp: tuple[bytes, bytes] | None = None  # Redis 8.6's idempotent producers: (pid, iid)
     if a is not None and a.idmp_pid is not None:
         idmp = a.idmp_pid, xadd_iid(a.idmp_iid, argv[field_pos:])
@@ -294,6 +308,9 @@ def _xadd_general(ctx: Ctx, argv: Argv) -> bytes | None:
         ctx.effects.extend(extra)
     if ctx.engine.waiters:
         ctx.signal(key)
+    ctx.notify(STREAM, b"xadd", key)
+    if clause or extra:
+        ctx.notify(STREAM, b"xtrim", key)
     return idb
 
 
@@ -310,7 +327,7 @@ def _range(ctx: Ctx, argv: Argv, rev: bool) -> list | object:
             j += 2
         else:
             raise ReplyError(SYNTAX)
-    s = stream_at(ctx, argv[1])
+    s = read_stream(ctx, argv[1])
     if s is None:
         return []
     if count == 0:
@@ -337,7 +354,7 @@ def xrevrange(ctx: Ctx, argv: Argv) -> list | object:
 @command("xlen", 2, "readonly fast", summary="Return the number of messages in a stream.",
          syntax="key")
 def xlen(ctx: Ctx, argv: Argv) -> int:
-    s = stream_at(ctx, argv[1])
+    s = read_stream(ctx, argv[1])
     return s.length if s is not None else 0
 
 
@@ -364,6 +381,7 @@ def xdel(ctx: Ctx, argv: Argv) -> int:
     deleted = _delete_entries(s, sids)
     if deleted:
         ctx.emit(xdel_effect(argv[1], deleted))
+        ctx.notify(STREAM, b"xdel", argv[1])
     return len(deleted)
 
 
@@ -423,6 +441,7 @@ def delete_entries_with_policy(
             codes.append(1)
     if deleted:
         ctx.emit(xdel_effect(key, deleted))
+        ctx.notify(STREAM, b"xdel", key)
     return codes
 
 
@@ -453,6 +472,8 @@ def xtrim(ctx: Ctx, argv: Argv) -> int:
         if clause:
             ctx.emit(xtrim_effect(argv[1], clause))
         ctx.effects.extend(extra)
+        if removed:
+            ctx.notify(STREAM, b"xtrim", argv[1])
     return len(removed)
 
 
@@ -514,4 +535,5 @@ def xsetid(ctx: Ctx, argv: Argv) -> str:
         s.max_deleted_id = max_xdel
     if (s.last_id, s.entries_added, s.max_deleted_id) != before:
         ctx.emit(xsetid_effect(argv[1], s.last_id, s.entries_added, s.max_deleted_id))
+    ctx.notify(STREAM, b"xsetid", argv[1])
     return "OK"

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from streamkeep.engine.commands.expiry import stream_at
+from streamkeep.engine.commands.expiry import read_stream
 from streamkeep.engine.commands.idmp import settings as idmp_settings
 from streamkeep.engine.exec.context import Ctx
 from streamkeep.engine.exec.table import Argv, container, help_subcommand, subcommand
@@ -46,7 +46,7 @@ XINFO = container("xinfo", "A container for stream introspection commands.")
 
 
 def _stream_or_error(ctx: Ctx, key: bytes) -> Stream:
-    s = stream_at(ctx, key)
+    s = read_stream(ctx, key)
     if s is None:
         raise ReplyError(NO_SUCH_KEY)
     return s

@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 
 class Waiter:
     __slots__ = ("session", "argv", "keys", "event", "result", "done", "wake_at", "lsn",
-                 "timeout_ms", "notify", "ready", "rerun", "counters", "nanos")
+                 "timeout_ms", "notify", "ready", "rerun", "counters", "nanos", "sent")
 
     def __init__(self, session: Session, argv: Argv, keys: list[tuple[int, bytes]]) -> None:
         self.session = session
@@ -41,6 +41,7 @@ class Waiter:
         # it finishes, with the time its runs took (`nanos`, summed over the re-runs).
         self.counters: list[int] | None = None
         self.nanos = 0
+        self.sent: Argv = argv  # the command as the client sent it (the slow log shows it)
 
 
 class WaiterRegistry:

@@ -11,6 +11,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
+from streamkeep.engine.exec.notify import keyspace_event
+
 if TYPE_CHECKING:
     from streamkeep.engine.exec.table import Argv
     from streamkeep.engine.model.stream import Stream
@@ -105,6 +107,12 @@ class Ctx:
         engine = self.engine
         if engine.waiters:
             engine.waiters.signal(self.session.db if db is None else db, key)
+
+    def notify(self, cls: int, event: bytes, key: bytes) -> None:
+        """notifyKeyspaceEvent for `key` of the selected database (engine.exec.notify): one
+        test when the class is off."""
+        if self.engine.notify_flags & cls:
+            keyspace_event(self.engine, cls, event, key, self.session.db)
 
     @property
     def config(self) -> dict[str, Any]:

@@ -68,6 +68,9 @@ class PersistenceStatus:
     aof_current_size: int
     aof_base_size: int
     fsync_pending: bool
+    last_seconds: int = -1  # the last compaction's duration, whole seconds (-1: none yet)
+    failures_in_row: int = 0  # compactions that failed since the last that succeeded
+    aof_buffer: int = 0  # bytes of records buffered, not yet handed to the OS
 
 
 class Persistence(Protocol):
@@ -116,16 +119,17 @@ def persistence_fields(status: PersistenceStatus | None, now_ms: int, last_save:
         ("rdb_bgsave_in_progress", int(saving)),
         ("rdb_last_save_time", last_save),
         ("rdb_last_bgsave_status", last),
-        ("rdb_last_bgsave_time_sec", -1),
+        ("rdb_last_bgsave_time_sec", status.last_seconds if status is not None else -1),
         ("rdb_current_bgsave_time_sec", job_secs),
         ("rdb_saves", saves),
         ("aof_enabled", int(status is not None)),
         ("aof_rewrite_in_progress", int(saving)),
         ("aof_rewrite_scheduled", 0),
-        ("aof_last_rewrite_time_sec", -1),
+        ("aof_last_rewrite_time_sec", status.last_seconds if status is not None else -1),
         ("aof_current_rewrite_time_sec", job_secs),
         ("aof_last_bgrewrite_status", last),
         ("aof_rewrites", saves),
+        ("aof_rewrites_consecutive_failures", status.failures_in_row if status else 0),
         ("aof_last_write_status", "ok" if status is None or status.aof_ok else "err"),
     ]
     if status is not None:
@@ -133,7 +137,7 @@ def persistence_fields(status: PersistenceStatus | None, now_ms: int, last_save:
             ("aof_current_size", status.aof_current_size),
             ("aof_base_size", status.aof_base_size),
             ("aof_pending_rewrite", 0),
-            ("aof_buffer_length", 0),
+            ("aof_buffer_length", status.aof_buffer),
             ("aof_pending_bio_fsync", int(status.fsync_pending)),
             ("aof_delayed_fsync", 0),
         ]
@@ -168,12 +172,15 @@ class Replication(Protocol):
         """PSYNC (or SYNC): hands the connection to a sender; the reply to send now."""
         ...
 
-    def wait(self, session: Any, numreplicas: int, timeout_ms: int) -> Any:
-        """WAIT: a Later whose value is the number of replicas that acknowledged."""
+    def wait(self, session: Any, numreplicas: int, timeout_ms: int, block: bool = True) -> Any:
+        """WAIT: a Later whose value is the number of replicas that acknowledged (the number
+        now if it is reached already, or if `block` is false: in MULTI or a script)."""
         ...
 
-    def waitaof(self, session: Any, numlocal: int, numreplicas: int, timeout_ms: int) -> Any:
-        """WAITAOF: a Later whose value is [local fsynced (0/1), replicas fsynced]."""
+    def waitaof(self, session: Any, numlocal: int, numreplicas: int, timeout_ms: int,
+                block: bool = True) -> Any:
+        """WAITAOF: a Later whose value is [local fsynced (0/1), replicas fsynced] (the counts
+        now if they are reached already, or if `block` is false)."""
         ...
 
     def info_fields(self) -> Fields:
@@ -182,6 +189,15 @@ class Replication(Protocol):
 
     def stats_fields(self) -> Fields:
         """INFO stats' sync_full, sync_partial_ok, sync_partial_err."""
+        ...
+
+    def primary_link_up(self) -> bool:
+        """A replica whose link to its primary is up (synced and streaming): that link is a
+        connected client, as Redis counts its primary's."""
+        ...
+
+    def traffic(self) -> tuple[int, int]:
+        """Replication bytes since start: (received from a primary, sent to replicas)."""
         ...
 
     def close(self) -> None:

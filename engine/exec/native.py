@@ -11,13 +11,14 @@ Must not touch: anything but the report.
 from __future__ import annotations
 
 from streamkeep.aof import codec
-from streamkeep.engine.model import ids, listpack, packed_node, pel_claim, pel_search
+from streamkeep.engine.exec import call_timing
+from streamkeep.engine.model import ids, lcs, listpack, packed_node, pel_claim, pel_search
 from streamkeep.engine.wire import argv, extensions, reply_encoder, request_parser
 from streamkeep.snapshot import rdb
 
 # Every kernel facade (importing one is what registers it).
 FACADES = (request_parser, reply_encoder, argv, ids, listpack, packed_node, pel_search, pel_claim,
-           codec, rdb)
+           lcs, codec, rdb, call_timing)
 
 
 def kernels() -> dict[str, str]:

@@ -66,6 +66,9 @@ class Kind:
         self.shard = attr == "shard_channels"
 
 
+# What a message's first item is, as opposed to a confirmation's.
+MESSAGE_KINDS = frozenset((b"message", b"pmessage", b"smessage"))
+
 CHANNELS = Kind("channels", b"subscribe", b"unsubscribe", b"message")
 PATTERNS = Kind("patterns", b"psubscribe", b"punsubscribe", b"pmessage")
 SHARD_CHANNELS = Kind("shard_channels", b"ssubscribe", b"sunsubscribe", b"smessage")
@@ -324,6 +327,6 @@ def message_dict(push: Push) -> dict[str, Any]:
     return {"type": kind, "pattern": None, "channel": items[1], "data": items[2]}
 
 
-__all__ = ["CHANNELS", "KINDS", "PATTERNS", "SHARD_CHANNELS", "SUBSCRIBED_CONTEXT_COMMANDS",
+__all__ = ["CHANNELS", "KINDS", "MESSAGE_KINDS", "PATTERNS", "SHARD_CHANNELS", "SUBSCRIBED_CONTEXT_COMMANDS",
            "Kind", "PubSub", "Subscriber", "Subscription", "SubscriptionOverflow", "in_resp2_subscribed", "message_dict",
            "subscribe_all", "subscribed_context_error", "unsubscribe_all"]

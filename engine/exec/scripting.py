@@ -1,13 +1,18 @@
 """Lua scripting: the Lua runtime, its sandbox, the script cache, and the conversions between
-Lua values and replies, as Redis 7+ does them (script_lua.c, eval.c, script.c).
+Lua values and replies, as Redis 8 does them (script_lua.c, eval.c, script.c).
 
 Owns `Scripting` (one per engine, made on the first script: the lupa runtime with Redis's
-`redis.*` API, the sandboxed globals, the cache of compiled scripts by SHA1, the run in progress
-with its kill and busy state), `eval_script` (EVAL's body: one time for the whole script, every
-command through `EngineCore.run_queued` so the script's effects are one record), `busy_reply`
-(what other clients are answered while a script is busy), the shebang flags, the `bit` library,
-Redis's `math.random` (redisLrand48), and the exact error lines Redis gives. Replay never runs Lua: what a script changed is
-logged as the effects of the commands it called (Redis 7's effects replication).
+`redis.*` API, the sandboxed globals and the libraries Redis bundles, the cache of compiled
+scripts by SHA1, the run in progress with its kill and busy state), `eval_script` (EVAL's body:
+one time for the whole script, every command through `EngineCore.run_queued` so the script's
+effects are one record), the shebang flags, Redis's `math.random` (redisLrand48), and the exact
+error lines Redis gives. Replay never runs Lua: what a script changed is logged as the effects of
+the commands it called (Redis 7's effects replication).
+
+The Lua side lives in engine/exec/lua/: sandbox.lua (the globals, the read-only tables, pcall,
+the error handler, the busy-script hook), cjson.lua and cmsgpack.lua; bit, struct and the float
+codecs are Python (engine.exec.script_libs). Python's functions reach Lua as C functions
+(lupa's `python.as_function`), so `type(redis.call)` is 'function' as in Redis.
 
 lupa (the Lua 5.1 that Redis embeds) is imported on the first script only, so nothing that does
 not run a script pays for it. The Lua heap is capped (`LUA_MAX_MEMORY`): a script that needs
@@ -25,10 +30,21 @@ import hashlib
 import logging
 import math
 import time
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from importlib import resources
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from streamkeep.engine.exec.context import Block, Later
+from streamkeep.engine.exec.script_libs import (
+    MAXCSTACK,
+    bit_library,
+    lua_tonumber,
+    lua_typename,
+    number_text,
+    pack_float,
+    struct_library,
+    unpack_double,
+    unpack_float,
+)
 from streamkeep.engine.exec.settings import REDIS_VERSION
 from streamkeep.engine.exec.table import Argv, Flag, resolve
 from streamkeep.engine.model.effects import select_effect
@@ -49,6 +65,10 @@ UNKILLABLE = ("UNKILLABLE Sorry the script already executed write commands again
               "using the SHUTDOWN NOSAVE command.")
 BUSY = "BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE."
 KILLED = "ERR Script killed by user with SCRIPT KILL..."
+STACK_LIMIT = "ERR reached lua stack limit"
+REPLY_TOO_BIG = "ERR the script's reply is too big: more than 8388608 values"
+REPLY_REPEATS = ("ERR the script's reply repeats a table more than 8000 times (a table that holds "
+                 "itself twice?)")
 RO_WRITE = "ERR Write commands are not allowed from read-only scripts."
 RO_SCRIPT = "ERR Can not execute a script with write flag using *_ro command."
 
@@ -58,6 +78,18 @@ LUA_MAX_MEMORY = 256 << 20
 MEMORY_MARGIN = 1 << 20
 # Lua instructions between two looks at the clock and the kill flag (Redis's count hook).
 HOOK_INSTRUCTIONS = 100_000
+# A script busy in redis.call runs few Lua instructions: the look is also taken this often from
+# the calls themselves.
+CALL_CHECK_SECONDS = 0.01
+# A script's reply: a table that holds itself twice would make 2^7995 values (Redis never
+# finishes), and so would tables that share tables. Past REPLY_REPEATS_AFTER values, a table
+# met more than MAXCSTACK times (the most a chain of tables holding themselves reaches) ends
+# the conversion with an error; past REPLY_VALUES_MAX values, any reply does. Every
+# REPLY_CHECK_VALUES values the busy-script check runs: the server keeps answering, and SCRIPT
+# KILL stops a long conversion.
+REPLY_REPEATS_AFTER = 1 << 20
+REPLY_VALUES_MAX = 1 << 23
+REPLY_CHECK_VALUES = 4096
 # EVAL's scripts kept at most (SCRIPT LOAD's are never evicted), least recently used out first.
 EVAL_SCRIPTS_MAX = 500
 LRAND48_MAX = 2147483647  # math.random's divisor (Redis's REDIS_LRAND48_MAX)
@@ -126,57 +158,6 @@ class Lrand48:
         return self.x >> 17
 
 
-def _tobit(x: Any) -> int:
-    """LuaBitOp's tobit: the number rounded, its low 32 bits as a signed integer."""
-    if isinstance(x, bytes):
-        x = _lua_number(x)
-    if not isinstance(x, (int, float)) or isinstance(x, bool) or x != x:
-        raise ScriptError(b"bad argument to a bit function (number expected)")
-    n = round(x) & 0xFFFFFFFF
-    return n - (1 << 32) if n & 0x80000000 else n
-
-
-def _bit_library() -> dict[bytes, Callable[..., Any]]:
-    """The `bit` library (LuaBitOp's API, which Redis bundles), on 32-bit signed integers."""
-    def fold(op: Callable[[int, int], int]) -> Callable[..., int]:
-        def f(x: Any, *more: Any) -> int:
-            acc = _tobit(x)
-            for y in more:
-                acc = _tobit(op(acc, _tobit(y)))
-            return acc
-        return f
-
-    def tohex(x: Any, n: Any = 8) -> bytes:
-        width = int(_tobit(n))
-        size = min(abs(width), 8)
-        digits = f"{_tobit(x) & ((1 << (4 * size)) - 1):0{size}x}"
-        return (digits.upper() if width < 0 else digits).encode()
-
-    def rol(x: Any, n: Any) -> int:
-        v, k = _tobit(x) & 0xFFFFFFFF, _tobit(n) & 31
-        return _tobit((v << k | v >> (32 - k)) & 0xFFFFFFFF)
-
-    def ror(x: Any, n: Any) -> int:
-        v, k = _tobit(x) & 0xFFFFFFFF, _tobit(n) & 31
-        return _tobit((v >> k | v << (32 - k)) & 0xFFFFFFFF)
-
-    return {
-        b"tobit": _tobit,
-        b"tohex": tohex,
-        b"bnot": lambda x: _tobit(~_tobit(x)),
-        b"band": fold(lambda a, b: a & b),
-        b"bor": fold(lambda a, b: a | b),
-        b"bxor": fold(lambda a, b: a ^ b),
-        b"lshift": lambda x, n: _tobit((_tobit(x) & 0xFFFFFFFF) << (_tobit(n) & 31)),
-        b"rshift": lambda x, n: _tobit((_tobit(x) & 0xFFFFFFFF) >> (_tobit(n) & 31)),
-        b"arshift": lambda x, n: _tobit(_tobit(x) >> (_tobit(n) & 31)),
-        b"rol": rol,
-        b"ror": ror,
-        b"bswap": lambda x: _tobit(int.from_bytes(
-            (_tobit(x) & 0xFFFFFFFF).to_bytes(4, "little"), "big")),
-    }
-
-
 class Script:
     __slots__ = ("sha", "body", "flags", "function", "from_eval")
 
@@ -193,7 +174,7 @@ class Run:
     asked to stop."""
 
     __slots__ = ("session", "sha", "started", "read_only", "dirty", "killed", "timed_out",
-                 "shutdown", "resp", "record_db", "ctx", "out_of_memory")
+                 "shutdown", "resp", "record_db", "ctx", "out_of_memory", "next_check")
 
     def __init__(self, ctx: Ctx, sha: str, read_only: bool) -> None:
         self.ctx = ctx
@@ -208,261 +189,21 @@ class Run:
         self.resp = 2
         self.record_db = ctx.session.db  # the database its last logged effect ran in
         self.out_of_memory = False  # a reply did not fit in the Lua heap: the script fails
+        self.next_check = self.started  # when redis.call next looks at the clock (_check)
 
 
-# The Lua side: Redis's `redis` table and the sandbox, made once per runtime. Python hands
-# in the functions that reach the engine and those that raise errors: a Python function is a C
-# function to Lua, so the error handler finds the script's line right above it, as above
-# Redis's C functions (a Lua wrapper would be tail-called and take the script's frame away).
-_PRELUDE = r"""
-local py_call, py_pcall, py_unwrap, py_interrupt, py_log, py_setresp, py_set_repl,
-      py_random, py_seed, py_sha1hex, py_acl_check_cmd, py_bit, REDIS_VERSION,
-      REDIS_VERSION_NUM = ...
-local dbg = debug
-local type, error, select, unpack, tostring, rawget, setmetatable, setfenv, loadstring, xpcall =
-      type, error, select, unpack, tostring, rawget, setmetatable, setfenv, loadstring, xpcall
-local real_pcall, floor = pcall, math.floor
-local PRELUDE = dbg.getinfo(1, 'S').source
-local proxies = setmetatable({}, {__mode = 'k'})  -- the userdata scripts made (newproxy)
-
-local function err_table(msg)
-  return {err = msg}
-end
-
-local redis = {}
-redis.call, redis.pcall, redis.sha1hex = py_call, py_pcall, py_sha1hex
-redis.error_reply = function(...)
-  local e = ...
-  if select('#', ...) ~= 1 or type(e) ~= 'string' then
-    return err_table('ERR wrong number or type of arguments')
-  end
-  if e:sub(1, 1) ~= '-' then e = '-' .. e end
-  local space = e:find(' ', 1, true)
-  local code, msg
-  if space then code, msg = e:sub(2, space - 1), e:sub(space + 1)
-  else code, msg = 'ERR', e:sub(2) end
-  msg = msg:gsub('^[\r\n]+', ''):gsub('[\r\n]+$', '')
-  return err_table(code .. ' ' .. msg)
-end
-redis.status_reply = function(...)
-  local s = ...
-  if select('#', ...) ~= 1 or type(s) ~= 'string' then
-    return err_table('ERR wrong number or type of arguments')
-  end
-  return {ok = s}
-end
-redis.log, redis.setresp, redis.set_repl = py_log, py_setresp, py_set_repl
-redis.acl_check_cmd = py_acl_check_cmd
-redis.replicate_commands = function() return true end
-redis.breakpoint = function() return false end
-redis.debug = function() end
-redis.LOG_DEBUG, redis.LOG_VERBOSE, redis.LOG_NOTICE, redis.LOG_WARNING = 0, 1, 2, 3
-redis.REPL_NONE, redis.REPL_AOF, redis.REPL_SLAVE, redis.REPL_REPLICA, redis.REPL_ALL = 0, 1, 2, 2, 3
-redis.REDIS_VERSION_NUM, redis.REDIS_VERSION = REDIS_VERSION_NUM, REDIS_VERSION
-
--- Redis's pcall: an error raised as {err=...} comes back as its message.
--- (No table is made on the way: after a memory error, the heap is still full.)
-local function pcall_result(ok, ...)
-  if ok then return ok, ... end
-  local e = ...
-  if type(e) == 'userdata' and not proxies[e] then e = py_unwrap(e) end
-  if type(e) == 'table' and type(e.err) == 'string' then return false, e.err end
-  return false, e
-end
-local function redis_pcall(f, ...)
-  return pcall_result(real_pcall(f, ...))
-end
-
--- xpcall's handler gets what Redis's would: the {err=...} table of an API error.
-local function redis_xpcall(f, h)
-  return xpcall(f, function(e)
-    if type(e) == 'userdata' and not proxies[e] then e = py_unwrap(e) end
-    return h(e)
-  end)
-end
-
--- math.random over redisLrand48 (the same sequence everywhere).
-local real_math = math
-local sandbox_math = {}
-for k, v in pairs(real_math) do sandbox_math[k] = v end
-sandbox_math.random, sandbox_math.randomseed = py_random, py_seed
-
--- Read-only views of the libraries: `string.x = 1` fails as on Redis's read-only tables (and
--- so does rawset on them: nothing a script does may outlive it).
-local protected = setmetatable({}, {__mode = 'k'})
-local function readonly(t)
-  local view = setmetatable({}, {
-    __index = t,
-    __newindex = function() error('Attempt to modify a readonly table', 2) end,
-    __metatable = false,
-  })
-  protected[view] = true
-  return view
-end
-local real_rawset = rawset
-local function guarded_rawset(t, k, v)
-  if protected[t] then error('Attempt to modify a readonly table', 0) end
-  return real_rawset(t, k, v)
-end
-local function guarded_setmetatable(t, mt)
-  if protected[t] then error('Attempt to modify a readonly table', 0) end
-  return setmetatable(t, mt)
-end
--- Strings' methods come from the same read-only view; their metatable cannot be changed.
-local string_view = readonly(string)
-local string_meta = getmetatable('')
-string_meta.__index = string_view
-string_meta.__metatable = readonly({__index = string_view})
-
-local allowed = {
-  assert = assert, collectgarbage = collectgarbage, error = error, gcinfo = gcinfo,
-  getmetatable = getmetatable, ipairs = ipairs, next = next, pairs = pairs,
-  pcall = redis_pcall, xpcall = redis_xpcall, rawequal = rawequal, rawget = rawget, rawset = guarded_rawset,
-  select = select,
-  setmetatable = guarded_setmetatable, tonumber = tonumber, tostring = tostring, type = type,
-  unpack = unpack, _VERSION = _VERSION,
-  string = string_view, table = readonly(table), math = readonly(sandbox_math),
-  coroutine = readonly(coroutine), redis = readonly(redis),
-}
-if py_bit then allowed.bit = readonly(py_bit) end
-local env = setmetatable({}, {
-  __index = function(_, name)
-    local v = allowed[name]
-    if v == nil then
-      error("Script attempted to access nonexistent global variable '" .. tostring(name) .. "'", 2)
-    end
-    return v
-  end,
-  __newindex = function() error('Attempt to modify a readonly table', 2) end,
-  __metatable = false,
-})
-protected[env] = true
-allowed._G = env
--- Chunks are always read as text (a leading space makes Lua's loader parse them): precompiled
--- bytecode would escape the sandbox, and Redis's Lua refuses it the same way.
-local function text_loadstring(s, name)
-  if type(s) == 'string' or type(s) == 'number' then return loadstring(' ' .. s, name or s) end
-  return loadstring(s, name)
-end
-allowed.loadstring = function(s, name)
-  local f, e = text_loadstring(s, name)
-  if f then setfenv(f, env) end
-  return f, e
-end
-local real_load, real_getfenv, real_G = load, getfenv, _G
-allowed.load = function(chunk, name)
-  if type(chunk) ~= 'function' then
-    error("bad argument #1 to 'load' (function expected, got " .. type(chunk) .. ")", 2)
-  end
-  local first = true
-  local f, e = real_load(function()
-    if first then first = false return ' ' end
-    return chunk()
-  end, name)
-  if f then setfenv(f, env) end
-  return f, e
-end
--- getfenv/setfenv (Redis 8 allows them): the globals a script can reach are the sandbox's, and
--- only the script's own functions may change environment.
-local function level(f) if type(f) == 'number' and f > 0 then return f + 1 end return f end
-allowed.getfenv = function(f)
-  if type(f) == 'userdata' then return env end  -- the API's functions (C functions to Redis)
-  local e = real_getfenv(level(f == nil and 1 or f))
-  if e == real_G then return env end
-  return e
-end
-allowed.setfenv = function(f, t)
-  local target = level(f)
-  if type(target) == 'number' then
-    local i = target > 0 and dbg.getinfo(target, 'f')
-    target = i and i.func or 0
-  end
-  local i = type(target) == 'function' and dbg.getinfo(target, 'S')
-  if not i or i.what == 'C' or i.source == PRELUDE or target == 0 then
-    error('Attempt to modify a readonly table', 0)
-  end
-  return setfenv(target, t)
-end
--- The API's functions are userdata whose metatable is lupa's: a script never gets it (changing
--- it would break every later script); newproxy's userdata keep theirs reachable.
-allowed.newproxy = function(...)
-  local p = newproxy(...)
-  proxies[p] = true
-  return p
-end
-allowed.getmetatable = function(o)
-  if type(o) == 'userdata' and not proxies[o] then return nil end
-  return getmetatable(o)
-end
-allowed.os = readonly({clock = os.clock})
-
--- Redis's __redis__err__handler: the error as {err=..., source=..., line=...}, the place being
--- the script's line (never this prelude's, which stands where Redis has C functions).
-local function handler(e)
-  local level = 2
-  local i = dbg.getinfo(level, 'nSl')
-  if i and i.what == 'C' then level = level + 1; i = dbg.getinfo(level, 'nSl') end
-  while i and i.source == PRELUDE do level = level + 1; i = dbg.getinfo(level, 'nSl') end
-  if type(e) == 'userdata' and not proxies[e] then e = py_unwrap(e) end
-  if type(e) ~= 'table' then e = {err = 'ERR ' .. tostring(e)} end
-  if i then e.source = i.source; e.line = i.currentline end
-  return e
-end
-
-local killing
-local function hook()
-  -- Only the script's own code is interrupted: never this prelude's (run() once the script
-  -- has ended, the sandbox's metamethods).
-  local where = dbg.getinfo(2, 'S')
-  if where and where.source == PRELUDE then return end
-  if py_interrupt() then
-    -- From now on every line raises it again: a pcall cannot swallow the kill.
-    if not killing then killing = true; dbg.sethook(hook, 'l') end
-    error({err = 'ERR Script killed by user with SCRIPT KILL...'})
-  end
-end
-
-local function compile(body)
-  local f, e = text_loadstring(body, '@user_script')
-  if not f then return nil, e end
-  setfenv(f, env)
-  return f, false
-end
-
-local function run(f, count, collect_kb, nkeys, ...)
-  local all, keys, argv = {...}, {}, {}
-  for i = 1, nkeys do keys[i] = all[i] end
-  for i = nkeys + 1, select('#', ...) do argv[i - nkeys] = all[i] end
-  all = nil
-  allowed.KEYS, allowed.ARGV = keys, argv
-  killing = false
-  if count > 0 then dbg.sethook(hook, '', count) end
-  local ok, r = xpcall(f, handler) dbg.sethook()  -- (one line: no line event in between)
-  allowed.KEYS, allowed.ARGV = nil, nil
-  -- A script's garbage goes before the next one starts, not whenever Lua gets to it: nothing
-  -- outside a protected call may ever meet a full heap.
-  collectgarbage('restart')  -- a script's collectgarbage('stop') ends with it
-  if collectgarbage('count') > collect_kb then collectgarbage() end
-  return ok, r
-end
-
-local function collect() collectgarbage() end
-
--- luaL_where(1) for a Python function: the script line that called it ("user_script:3: ").
-local function where()
-  local i = dbg.getinfo(3, 'Sl')
-  if i and i.currentline > 0 then return i.short_src .. ':' .. i.currentline .. ': ' end
-  return ''
-end
-
--- Nothing else is reachable from a script: the real globals lose what a leak could use.
-io, os, package, require, dofile, loadfile, module, python, print, debug = nil
-return compile, run, rawget, collect, where
-"""
+_MAP_END = object()  # _to_reply's marker: a RESP3 map's values are all converted
+_NEGATIVE_ZERO = object()  # a -0 a Lua library function returns (lupa would make it 0)
+_MANY = object()  # a Lua library function's results come in a table
 
 
 def _out_of_memory(sha: str) -> ReplyError:
     return ReplyError(f"ERR Error running script {sha}, not enough memory")
+
+
+def _lua_source(name: str) -> bytes:
+    """One of the Lua chunks in engine/exec/lua/."""
+    return resources.files(__package__).joinpath("lua", f"{name}.lua").read_bytes()
 
 
 class Scripting:
@@ -480,7 +221,10 @@ class Scripting:
         self._run: Any = None
         self._rawget: Any = None
         self._collect: Any = None
-        self._where: Any = None
+        self._c_where: Any = None
+        self._arm_kill: Any = None
+        self._call_library: Any = None
+        self._identity: Any = None
         self._lupa: Any = None
         self._oom_error: Any = None
         self.max_memory = LUA_MAX_MEMORY
@@ -499,12 +243,78 @@ class Scripting:
                               register_builtins=False, max_memory=LUA_MAX_MEMORY,
                               attribute_filter=_no_attributes)
         self.max_memory = LUA_MAX_MEMORY
-        self._compile, self._run, self._rawget, self._collect, self._where = lua.execute(
-            _PRELUDE, self._raising_call, self._call, self._unwrap, self._interrupt, self._log,
-            self._setresp, self._set_repl, self._random, self._randomseed, self._sha1hex,
-            self._acl_check_cmd, lua.table_from(_bit_library()), REDIS_VERSION.encode(), version_num())
+        functions = {
+            b"call": self._raising_call, b"pcall": self._call, b"unwrap": self._unwrap,
+            b"interrupt": self._interrupt, b"log": self._log, b"setresp": self._setresp,
+            b"set_repl": self._set_repl, b"sha1hex": self._sha1hex,
+            b"acl_check_cmd": self._acl_check_cmd, b"random": self._random,
+            b"randomseed": self._randomseed, b"pack_float": pack_float,
+            b"unpack_float": unpack_float, b"unpack_double": unpack_double,
+        }
+        params = lua.table_from({
+            b"functions": lua.table_from(functions),
+            b"bit": lua.table_from(bit_library(self)),
+            b"struct": lua.table_from(struct_library(self)),
+            b"sources": lua.table_from({b"cjson": _lua_source("cjson"),
+                                        b"cmsgpack": _lua_source("cmsgpack")}),
+            b"library_function": self._library_function, b"negzero": _NEGATIVE_ZERO,
+            b"many": _MANY,
+            b"REDIS_VERSION": REDIS_VERSION.encode(), b"REDIS_VERSION_NUM": version_num(),
+            b"HOOK_INSTRUCTIONS": HOOK_INSTRUCTIONS,
+        })
+        (self._compile, self._run, self._rawget, self._collect, self._c_where, self._arm_kill,
+         self._call_library, self._identity) = lua.execute(_lua_source("sandbox"), params,
+                                           name="=streamkeep:sandbox")
         self.lua = lua
         self._oom_error = self._error_table("ERR not enough memory")
+
+    def _library_function(self, impl: Any) -> Any:
+        """The Python function through which a script calls `impl`, a function of a library
+        written in Lua (sandbox.lua makes it a C function of it)."""
+        def call(*args: Any) -> Any:
+            out = self._call_library(impl, *args)
+            if type(out) is not tuple:  # (no result: just pcall's true)
+                return () if out is True else self._library_error(out)
+            if out[0] is not True:
+                return self._library_error(out[1])
+            results = out[1:]
+            if _MANY in results or _NEGATIVE_ZERO in results:
+                results = self._library_results(results)
+            if (self.lua.get_memory_used() > self.max_memory // 2
+                    and not self._room(sum(len(r) for r in results if type(r) is bytes))):
+                self._out_of_memory()
+            return results
+        return call
+
+    def _library_results(self, results: tuple) -> tuple:
+        """A library function's results as sandbox.lua hands them over: a -0 comes as
+        _NEGATIVE_ZERO, thousands of results as (_MANY, their table, their count + 1)."""
+        if results[0] is _MANY:
+            table, rawget = results[1], self._rawget
+            results = tuple(rawget(table, i) for i in range(2, results[2] + 1))
+        return tuple(-0.0 if r is _NEGATIVE_ZERO else r for r in results)
+
+    def _library_error(self, error: Any) -> NoReturn:
+        """A library function's error, raised as the C function Redis has would raise it
+        (placed and named by the script's call)."""
+        if self._lupa.lua_type(error) == "table":
+            rawget = self._rawget
+            message = rawget(error, b"lib")
+            if type(message) is bytes:
+                self.error(_text(message))
+            n = rawget(error, b"arg")
+            if type(n) is int:
+                self.arg_error(n, _text(rawget(error, b"msg")))
+        elif error == b"not enough memory":
+            self._out_of_memory()
+        raise ScriptError(error)
+
+    def _out_of_memory(self) -> NoReturn:
+        """The Lua heap cannot take what a Python function would hand back: the script fails,
+        as if Lua had run out of memory (a pcall cannot keep it going)."""
+        if self.running is not None:
+            self.running.out_of_memory = True
+        raise ScriptError(self._oom_error)
 
     def memory(self) -> int:
         """Bytes the Lua heap holds (INFO's used_memory_lua)."""
@@ -548,6 +358,7 @@ class Scripting:
         self.scripts.clear()
         self.eval_lru.clear()
         self.lua = self._compile = self._run = self._rawget = self._collect = None
+        self._c_where = self._arm_kill = self._call_library = self._identity = None
 
     def kill(self) -> str:
         """SCRIPT KILL."""
@@ -597,8 +408,10 @@ class Scripting:
         try:
             if not self._room(sum(len(a) + 64 for a in keys + args)):
                 raise _out_of_memory(script.sha)
-            ok, result = self._run(script.function, count, self.max_memory // 2048, len(keys),
-                                   *keys, *args)
+            # (Tables, not arguments: a Lua call takes fewer than 8,000 of those.)
+            lua = self.lua
+            ok, result = self._run(script.function, count, self.max_memory // 2048,
+                                   lua.table_from(keys), lua.table_from(args))
             if run.out_of_memory:
                 raise _out_of_memory(script.sha)
             if ok:
@@ -639,55 +452,101 @@ class Scripting:
     # --- Lua to reply (luaReplyToRedisReply) ----------------------------------------------
 
     def _to_reply(self, value: Any, run: Run) -> Any:
-        t = type(value)
-        if t is bytes:
-            return value
-        if t is bool:
-            if run.resp == 2:
-                return 1 if value else None
-            return value
-        if t is int:
-            return value
-        if t is float:
-            return _truncate(value)
-        if value is None:
-            return None
-        if self._lupa.lua_type(value) != "table":
-            return None
-        rawget = self._rawget
-        err = rawget(value, b"err")
+        """luaReplyToRedisReply, without recursion. Each value is converted where Redis's C code
+        would hold it on the Lua stack (`slot`: the slots in use with it on top); where fewer
+        than four slots remain under LUAI_MAXCSTACK it becomes Redis's "reached lua stack
+        limit" error, so a table holding itself ends 7,995 arrays deep, as in Redis."""
+        lua_type = self._lupa.lua_type
+        resp = run.resp
+        root: list[Any] = []
+        # (value, slot, the list its reply joins) or (_MAP_END, the map, its flat items)
+        work: list[tuple[Any, Any, Any]] = [(value, 2, root)]
+        budget = REPLY_VALUES_MAX
+        repeats: dict[int, int] | None = None  # table -> times met, once the reply is big
+        while work:
+            v, slot, sink = work.pop()
+            if v is _MAP_END:
+                slot.items = list(zip(sink[0::2], sink[1::2], strict=True))
+                continue
+            budget -= 1
+            if not budget % REPLY_CHECK_VALUES:
+                if budget <= 0:
+                    return ReplyError(REPLY_TOO_BIG)
+                if self._interrupt():
+                    return ReplyError(KILLED)
+            if slot + 4 > MAXCSTACK:
+                sink.append(ReplyError(STACK_LIMIT))
+                continue
+            t = type(v)
+            if t is bytes or t is int:
+                sink.append(v)
+            elif t is bool:
+                sink.append((1 if v else None) if resp == 2 else v)
+            elif t is float:
+                sink.append(_truncate(v))
+            elif v is None or lua_type(v) != "table":
+                sink.append(None)
+            else:
+                if repeats is not None:
+                    key = self._identity(v)
+                    seen = repeats[key] = repeats.get(key, 0) + 1
+                    if seen > MAXCSTACK:
+                        return ReplyError(REPLY_REPEATS)
+                elif budget < REPLY_VALUES_MAX - REPLY_REPEATS_AFTER:
+                    repeats = {}
+                self._table_reply(v, slot, sink, work)
+        return root[0]
+
+    def _table_reply(self, table: Any, slot: int, sink: list, work: list) -> None:
+        """A table's reply (an error, a status, RESP3's shapes, else an array) into `sink`; the
+        values it holds are queued on `work` in their order."""
+        rawget, lua_type = self._rawget, self._lupa.lua_type
+        err = rawget(table, b"err")
         if type(err) is bytes:
-            return ReplyError(_text(err).replace("\r", " ").replace("\n", " "))
-        ok = rawget(value, b"ok")
+            sink.append(ReplyError(_text(err).replace("\r", " ").replace("\n", " ")))
+            return
+        ok = rawget(table, b"ok")
         if type(ok) is bytes:
-            return _text(ok.replace(b"\r", b" ").replace(b"\n", b" "))
-        double = rawget(value, b"double")
+            sink.append(_text(ok.replace(b"\r", b" ").replace(b"\n", b" ")))
+            return
+        double = rawget(table, b"double")
         if type(double) in (int, float):
-            return float(double)
-        big = rawget(value, b"big_number")
+            sink.append(float(double))
+            return
+        big = rawget(table, b"big_number")
         if type(big) is bytes:
-            return int(big)  # pragma: no cover - RESP3 only
-        verbatim = rawget(value, b"verbatim_string")
-        if self._lupa.lua_type(verbatim) == "table":
+            try:
+                sink.append(int(big.replace(b"\r", b" ").replace(b"\n", b" ")))
+            except ValueError:  # not a number: the text as it is
+                sink.append(big)
+            return
+        verbatim = rawget(table, b"verbatim_string")
+        if lua_type(verbatim) == "table":
             fmt, text = rawget(verbatim, b"format"), rawget(verbatim, b"string")
             if type(fmt) is bytes and type(text) is bytes:
-                return Verbatim(_text(text), _text(fmt))
-        mapping = rawget(value, b"map")
-        if self._lupa.lua_type(mapping) == "table":
-            return RespMap([(self._to_reply(k, run), self._to_reply(v, run))
-                            for k, v in mapping.items()])
-        members = rawget(value, b"set")
-        if self._lupa.lua_type(members) == "table":
-            return RespSet([self._to_reply(k, run) for k in members])
-        out = []
-        i = 1
-        while True:
-            item = rawget(value, i)
-            if item is None:
-                break
-            out.append(self._to_reply(item, run))
-            i += 1
-        return out
+                sink.append(Verbatim(_text(text), _text(fmt)))
+                return
+        children: list[tuple[Any, int, list]] = []
+        reply: Any
+        mapping = rawget(table, b"map")
+        if lua_type(mapping) == "table":
+            reply = RespMap([])
+            flat: list[Any] = []
+            work.append((_MAP_END, reply, flat))
+            for k, v in mapping.items():
+                children.append((k, slot + 4, flat))  # (the key is converted from a copy)
+                children.append((v, slot + 3, flat))
+        elif lua_type(members := rawget(table, b"set")) == "table":
+            reply = RespSet([])
+            children = [(k, slot + 3, reply.items) for k in members]
+        else:
+            reply = []
+            i = 1
+            while (item := rawget(table, i)) is not None:
+                children.append((item, slot + 1, reply))
+                i += 1
+        sink.append(reply)
+        work.extend(reversed(children))
 
     # --- reply to Lua (redisProtocolToLuaType) --------------------------------------------
 
@@ -767,10 +626,13 @@ class Scripting:
         return self._call_command(args)[0]
 
     def _unwrap(self, error: Any) -> Any:
-        """A Python exception raised into the script, as the Lua error Redis raises."""
+        """A Python exception raised into the script, as the Lua error Redis raises (any other
+        value as it is)."""
         if isinstance(error, ScriptError):
-            return error.table
-        return self._error_table(f"ERR {error}")
+            return error.value
+        if isinstance(error, BaseException):
+            return self._error_table(f"ERR {error}")
+        return error
 
     def _call_command(self, args: tuple) -> tuple[Any, bool]:
         """One command from the script: (its reply as Lua sees it, whether it failed)."""
@@ -793,14 +655,25 @@ class Scripting:
             reply = self._command(run, tuple(argv))
         except ReplyError as err:
             return self._error_table(err.line), True
+        finally:
+            self._check(run)
         if isinstance(reply, ReplyError):
             return self._error_table(reply.line), True
         if self.lua.get_memory_used() > self.max_memory // 2 and not self._room(_size(reply)):
-            # Building it could meet a full heap outside Lua's protection: the script fails
-            # instead, as if Lua had run out of memory (a pcall cannot keep it going).
-            run.out_of_memory = True
-            raise ScriptError(self._oom_error)
+            # Building it could meet a full heap outside Lua's protection.
+            self._out_of_memory()
         return self._to_lua(reply, run), False
+
+    def _check(self, run: Run) -> None:
+        """The busy-script check from redis.call's side (every CALL_CHECK_SECONDS): a script
+        that spends its time in commands runs few Lua instructions, and the count hook alone
+        would look at the clock too seldom. A kill found here stops the script at its next
+        line."""
+        now = time.monotonic()
+        if now >= run.next_check:
+            run.next_check = now + CALL_CHECK_SECONDS
+            if self._interrupt():
+                self._arm_kill()
 
     def _room(self, need: int) -> bool:
         """Whether `need` more bytes fit in the Lua heap with a margin (after a collection if
@@ -849,14 +722,31 @@ class Scripting:
     def _raise(self, line: str) -> ScriptError:
         return ScriptError(self._error_table(line))
 
+    # LuaErrors (engine.exec.script_libs): how the Python functions raise, as C functions do.
+
+    def error(self, message: str) -> NoReturn:
+        """luaL_error: the message after the position of the script line that called."""
+        where = self._c_where()[0]
+        raise ScriptError(where + message.encode("utf-8", "surrogateescape"))
+
+    def arg_error(self, n: int, message: str) -> NoReturn:
+        """luaL_argerror, named as the function was called."""
+        where, name, namewhat = self._c_where()
+        text = _text(name)
+        if namewhat == b"method":
+            n -= 1
+            if n == 0:
+                raise ScriptError(where + f"calling '{text}' on bad self ({message})".encode())
+        raise ScriptError(where + f"bad argument #{n} to '{text}' ({message})".encode())
+
     def _sha1hex(self, *args: Any) -> bytes:
         if len(args) != 1:
             raise self._raise("ERR wrong number of arguments")
         value = args[0]
         if isinstance(value, bytes):
             data = value
-        elif isinstance(value, (int, float)):
-            data = _number_text(value)
+        elif isinstance(value, (int, float)) and type(value) is not bool:
+            data = number_text(value)
         else:
             data = b""
         return sha1hex(data).encode()
@@ -864,7 +754,7 @@ class Scripting:
     def _log(self, *args: Any) -> None:
         if len(args) < 2:
             raise self._raise("ERR redis.log() requires two arguments or more.")
-        level = _lua_number(args[0])
+        level = lua_tonumber(args[0])
         if level is None:
             raise self._raise("ERR First argument must be a number (log level).")
         level = int(level)
@@ -873,19 +763,26 @@ class Scripting:
         configured = _VERBOSITY.get(str(self.engine.config.get("loglevel", "notice")), 2)
         if level < configured:
             return
-        words = [a if isinstance(a, bytes) else _number_text(a) for a in args[1:]
-                 if isinstance(a, (bytes, int, float)) and not isinstance(a, bool)]
-        log.log(_LOG_LEVELS[level], "%s", _text(b" ".join(words)))
+        text = b""
+        for j, arg in enumerate(args[1:], 1):
+            if isinstance(arg, bytes):
+                word = arg
+            elif isinstance(arg, (int, float)) and type(arg) is not bool:
+                word = number_text(arg)
+            else:
+                continue
+            text += (b" " if j != 1 else b"") + word
+        log.log(_LOG_LEVELS[level], "%s", _text(text))
 
     def _setresp(self, *args: Any) -> None:
         if len(args) != 1:
             raise self._raise("ERR redis.setresp() requires one argument.")
-        resp = _lua_number(args[0])
-        if resp not in (2, 3):
+        resp = lua_tonumber(args[0])
+        if resp is None or int(resp) not in (2, 3):
             raise self._raise("ERR RESP version must be 2 or 3.")
         run = self.running
         if run is not None:
-            run.resp = int(resp)  # type: ignore[arg-type]
+            run.resp = int(resp)
 
     def _acl_check_cmd(self, *args: Any) -> bool:
         """redis.acl_check_cmd: there are no ACL users, so any command that exists may run."""
@@ -902,22 +799,19 @@ class Scripting:
         """Accepted and ignored: effects replication is the only mode (Redis 7)."""
         if len(args) != 1:
             raise self._raise("ERR redis.set_repl() requires one argument.")
-        flags = _lua_number(args[0]) or 0
+        flags = lua_tonumber(args[0]) or 0
         if int(flags) & ~3:
             raise self._raise("ERR Invalid replication flags. Use REPL_AOF, REPL_REPLICA, "
                               "REPL_ALL or REPL_NONE.")
 
-    def _lua_error(self, message: str) -> ScriptError:
-        """luaL_error from a library function: the message with the script's line in front."""
-        where = _text(self._where())
-        return ScriptError(self.lua.table_from({b"err": f"ERR {where}{message}".encode()}))
-
     def _checkint(self, args: tuple, n: int) -> int:
-        value = _lua_number(args[n - 1]) if n <= len(args) else None
+        """luaL_checkint: a number (or a string that reads as one) as C's int of it."""
+        value = lua_tonumber(args[n - 1]) if n <= len(args) else None
         if value is None:
-            got = _lua_type_name(args[n - 1]) if n <= len(args) else "no value"
-            raise self._lua_error(f"bad argument #{n} to 'random' (number expected, got {got})")
-        return int(value)
+            got = lua_typename(args[n - 1]) if n <= len(args) else "no value"
+            self.arg_error(n, f"number expected, got {got}")
+        number = _truncate(value) & 0xFFFFFFFF
+        return number - (1 << 32) if number & 0x80000000 else number
 
     def _random(self, *args: Any) -> Any:
         """math.random over redisLrand48, argument checks as Lua's (the number drawn first)."""
@@ -927,48 +821,54 @@ class Scripting:
         if len(args) == 1:
             upper = self._checkint(args, 1)
             if upper < 1:
-                raise self._lua_error("bad argument #1 to 'random' (interval is empty)")
+                self.arg_error(1, "interval is empty")
             return math.floor(r * upper) + 1
         if len(args) == 2:
             lower, upper = self._checkint(args, 1), self._checkint(args, 2)
             if lower > upper:
-                raise self._lua_error("bad argument #2 to 'random' (interval is empty)")
+                self.arg_error(2, "interval is empty")
             return math.floor(r * (upper - lower + 1)) + lower
-        raise self._lua_error("wrong number of arguments")
+        self.error("wrong number of arguments")
 
     def _randomseed(self, *args: Any) -> None:
         self.rand.seed(self._checkint(args, 1))
 
     def _interrupt(self) -> bool:
-        """The count hook: past busy-reply-threshold, let the server answer other clients
-        (BUSY, SCRIPT KILL); True once the script must stop."""
+        """The busy-script check (the count hook's, and redis.call's): past
+        busy-reply-threshold, let the server answer other clients (BUSY, SCRIPT KILL,
+        SHUTDOWN NOSAVE); True once the script must stop. A shutdown signal stops it as
+        SHUTDOWN NOSAVE would (Redis only schedules the shutdown for after the script)."""
         run = self.running
         if run is None:
             return False
+        server = self.engine.server
+        if server is not None and server.stop_signalled and not run.shutdown:
+            log.warning("Shutdown signal received while a script runs: the script stops and "
+                        "its writes are discarded, as with SHUTDOWN NOSAVE.")
+            self.shutdown_nosave()
         if not run.timed_out:
             threshold = int(self.engine.config["busy-reply-threshold"])
             elapsed = (time.monotonic() - run.started) * 1000
-            if run.killed or elapsed < threshold:
+            if run.killed or elapsed < threshold or threshold <= 0:  # (0: never interrupted)
                 return run.killed
             run.timed_out = True
             log.warning("Slow script detected: still in execution after %d milliseconds. You "
                         "can try killing the script using the SCRIPT KILL command. Script name "
                         "is: %s.", elapsed, run.sha)
-        server = self.engine.server
         if server is not None:
             server.serve_while_busy(self)
-        if run.killed:
+        if run.killed and not run.shutdown:
             log.info("Lua script killed by user with SCRIPT KILL.")
         return run.killed
 
 
 class ScriptError(StreamkeepError):
-    """An error raised into a script by redis.call and the other API functions: Lua receives
-    it as the {err=...} table Redis raises."""
+    """An error raised into a script by a Python function: Lua receives `value`, as Redis's
+    C function would raise it (the {err=...} table of an API error, a library's message)."""
 
-    def __init__(self, table: Any) -> None:
+    def __init__(self, value: Any) -> None:
         super().__init__("script error")
-        self.table = table
+        self.value = value
 
 
 def _size(value: Any) -> int:
@@ -990,41 +890,12 @@ def _no_attributes(obj: Any, name: Any, is_setting: bool) -> Any:
     raise AttributeError("attempt to index a function value")
 
 
-def _lua_number(value: Any) -> float | None:
-    """lua_tonumber: a number, or a string that reads as one; None otherwise."""
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, (int, float)):
-        return value
-    if isinstance(value, bytes):
-        try:
-            return float(value) if b"." in value or b"e" in value.lower() else int(value, 0)
-        except ValueError:
-            return None
-    return None
-
-
-def _lua_type_name(value: Any) -> str:
-    if value is None:
-        return "nil"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, bytes):
-        return "string"
-    return "table"
-
-
 def _lua_string(value: Any) -> str | None:
     if isinstance(value, bytes):
         return _text(value)
     if isinstance(value, (int, float)):
-        return _text(_number_text(value))
+        return _text(number_text(value))
     return None
-
-
-def _number_text(value: float) -> bytes:
-    """lua_tostring of a number ("%.14g"; lupa hands integral numbers over as int)."""
-    return b"%.14g" % float(value)
 
 
 _HALF_LLONG = float(((1 << 63) - 1) // 2)
@@ -1057,27 +928,6 @@ def _double_bulk(value: float) -> bytes:
     return b"%.17g" % value
 
 
-def busy_reply(scripting: Scripting, argv: list[bytes]) -> Any:
-    """What a client is answered while a script is busy (the server calls this from the
-    script's hook, the engine lock held): SCRIPT KILL and SHUTDOWN NOSAVE act on the script,
-    anything else is refused with BUSY."""
-    name = argv[0].lower() if argv else b""
-    if name == b"script" and len(argv) == 2 and argv[1].lower() == b"kill":
-        try:
-            return scripting.kill()
-        except ReplyError as err:
-            return err
-    if name == b"shutdown" and any(arg.lower() == b"nosave" for arg in argv[1:]):
-        scripting.shutdown_nosave()
-        return NO_REPLY
-    # A rejected call of that command and an error reply in INFO's statistics, as Redis counts
-    # it (the engine lock is this thread's: the script holds it).
-    spec = resolve(argv) if argv else None
-    stats = scripting.engine.stats
-    stats.rejected(stats.counters(spec.name) if spec is not None else None, BUSY)
-    return ReplyError(BUSY)
-
-
 def scripting_of(engine: EngineCore) -> Scripting:
     """The engine's Scripting, made on first use."""
     scripting = engine.scripting
@@ -1107,5 +957,5 @@ def eval_script(ctx: Ctx, argv: Argv, by_sha: bool, read_only: bool) -> Any:
     return scripting.run(ctx, script, keys, args, read_only)
 
 
-__all__ = ["BUSY", "NOSCRIPT", "Scripting", "busy_reply", "eval_script", "parse_shebang",
-           "scripting_of", "sha1hex"]
+__all__ = ["BUSY", "NOSCRIPT", "Scripting", "eval_script", "parse_shebang", "scripting_of",
+           "sha1hex"]

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
+from streamkeep.engine.exec.notify import BAD_CLASS, classes_text, parse_classes
 from streamkeep.engine.wire.errors import StreamkeepError
 
 if TYPE_CHECKING:
@@ -191,6 +192,42 @@ def config_repr(text: str) -> str:
     return "".join(out)
 
 
+# --- latency-tracking-info-percentiles ------------------------------------------------------
+
+BAD_PERCENTILES = "Invalid latency-tracking-info-percentiles parameters"
+PERCENTILE_RANGE = "latency-tracking-info-percentiles parameters should sit between [0.0,100.0]"
+_DOUBLE = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?|[+-]?inf(?:inity)?",
+                     re.ASCII | re.IGNORECASE)
+
+
+def format_double(value: float) -> str:
+    """"%f" with its trailing zeros (and a bare point) trimmed, as Redis prints a percentile."""
+    text = f"{value:f}"
+    return text.rstrip("0").rstrip(".") if "." in text else text
+
+
+def _parse_percentiles(value: Any) -> tuple[float, ...]:
+    """Space-separated numbers from 0 to 100 ("" alone: none), each read as string2d reads a
+    double: no blanks, nothing after the number, not NaN."""
+    if isinstance(value, list | tuple):
+        words = [v if isinstance(v, float | int) and not isinstance(v, bool) else _text(v)
+                 for v in value]
+    else:
+        words = list(_text(value).split(" "))
+    if words == [""]:
+        return ()
+    out = []
+    for word in words:
+        if isinstance(word, str):
+            if _DOUBLE.fullmatch(word) is None:
+                raise ValueError(BAD_PERCENTILES)
+            word = float(word)
+        if not 0.0 <= word <= 100.0:
+            raise ValueError(PERCENTILE_RANGE)
+        out.append(float(word))
+    return tuple(out)
+
+
 # --- client-output-buffer-limit ---------------------------------------------------------------
 
 OBUF_CLASSES = ("normal", "replica", "pubsub")
@@ -261,7 +298,8 @@ Hook = Callable[["EngineCore"], None]
 
 @dataclass(frozen=True, slots=True, eq=False)
 class Param:
-    """One setting. `kind`: int, memory, bool, enum, string or special (own parse/format)."""
+    """One setting. `kind`: int, memory, bool, enum, string, words, obuf (client-output-
+    buffer-limit) or events (notify-keyspace-events: class letters, stored as their bits)."""
 
     name: str
     kind: str
@@ -295,6 +333,12 @@ class Param:
             parsed = text
         elif kind == "obuf":
             parsed = _parse_obuf(value, self.default if current is None else current)
+        elif kind == "percentiles":
+            parsed = _parse_percentiles(value)
+        elif kind == "events":  # notify-keyspace-events: class letters, kept as their bits
+            parsed = parse_classes(_text(value))
+            if parsed is None:
+                raise ValueError(BAD_CLASS)
         elif kind == "words":  # bind, save: space-separated words
             words = [_text(v) for v in value] if isinstance(value, list | tuple) else \
                 _text(value).split()
@@ -311,6 +355,10 @@ class Param:
             return "yes" if value else "no"
         if self.kind == "obuf":
             return _format_obuf(value)
+        if self.kind == "percentiles":
+            return " ".join(format_double(p) for p in value)
+        if self.kind == "events":
+            return classes_text(value)
         return str(value)
 
     def rewrite_lines(self, value: Any) -> list[tuple[str, bool]]:
@@ -327,8 +375,13 @@ class Param:
             return [(f"{name} {_format_memory_rewrite(value)}", value != default)]
         if self.kind == "string":
             return [(f"{name} {config_repr(value)}", value != default)] if value else []
+        if self.kind == "events":
+            text = classes_text(value)
+            return [(f"{name} {config_repr(text)}", value != default)] if value else []
         if self.kind == "words":
             return [(f"{name} {value or chr(34) * 2}", value != default)]
+        if self.kind == "percentiles":
+            return [(f"{name} {self.format(value) or chr(34) * 2}", value != default)]
         return [(f"{name} {self.format(value)}", value != default)]
 
 
@@ -353,6 +406,10 @@ def _apply_backlog_memory(engine: EngineCore) -> None:
     engine.residency.set_budget(int(engine.config["backlog-memory"]), engine.dbs)
 
 
+def _apply_monitoring(engine: EngineCore) -> None:
+    engine.apply_monitoring()
+
+
 def _apply_parser_limits(engine: EngineCore) -> None:
     """Connected clients' parsers take the new limits too (Redis reads them on every parse)."""
     server = engine.server
@@ -373,6 +430,10 @@ def set_log_level(loglevel: str) -> None:
     """The `streamkeep` loggers' level for a `loglevel` setting (debug, verbose, notice,
     warning): CONFIG SET's hook, and `streamkeep serve` before anything logs at start-up."""
     logging.getLogger("streamkeep").setLevel(_LOG_LEVELS[loglevel])
+
+
+def _apply_notify(engine: EngineCore) -> None:
+    engine.notify_flags = engine.config["notify-keyspace-events"]
 
 
 def _apply_loglevel(engine: EngineCore) -> None:
@@ -440,6 +501,10 @@ _PARAMS: list[Param] = [
           summary="AOF size below which no automatic compaction starts"),
     Param("aof-load-truncated", "bool", True,
           summary="truncate a torn AOF tail at open (else refuse to open)"),
+    # streamkeep: its hook is the journal's (engine.runtime.datadir).
+    Param("aof-preallocate", "memory", 4 << 20, hi=LONG_MAX,
+          summary="disk space allocated ahead of the AOF's end, so that a full disk refuses "
+                  "write commands before they run (0: none)"),
     Param("requirepass", "string", "", summary="the default user's password"),
     Param("maxclients", "int", 10000, lo=1, hi=UINT_MAX, summary="connections at most"),
     Param("protected-mode", "bool", True,
@@ -483,12 +548,58 @@ _PARAMS: list[Param] = [
     Param("masterauth", "string", "", summary="password this replica gives its primary"),
     Param("repl-timeout", "int", 60, lo=1, hi=INT_MAX,
           summary="seconds without traffic after which a replication link is dropped"),
+    # What a replica tells Sentinel through INFO, and its primary through the handshake
+    # (the address the primary lists it under: what Sentinel connects to).
+    Param("replica-priority", "int", 100, hi=INT_MAX,
+          summary="this replica's rank for promotion by Sentinel: lower first, 0 never"),
+    Param("replica-announced", "bool", True,
+          summary="whether Sentinel lists this replica (SENTINEL REPLICAS)"),
+    Param("replica-announce-ip", "string", "",
+          summary="the address this replica gives its primary to be listed under (empty: the "
+                  "connection's)"),
+    Param("replica-announce-port", "int", 0, hi=65535,
+          summary="the port this replica gives its primary to be listed under (0: the one it "
+                  "listens on)"),
+    Param("replica-read-only", "bool", True,
+          check=_must_be(True, "streamkeep replicas are always read-only"),
+          summary="always yes: a replica refuses writes"),
+    Param("notify-keyspace-events", "events", 0, hook=_apply_notify,
+          summary="the keyspace notification classes published (Redis's letters: K, E, g, $, "
+                  "t, x, n, o, c, m, A ...; empty: none)"),
     Param("busy-reply-threshold", "int", 5000, hi=LONG_MAX,
           summary="milliseconds a script runs before other clients are answered BUSY "
                   "(and SCRIPT KILL can stop it)"),
+    # The slow log (engine.exec.slowlog) and the latency monitor (engine.exec.latency).
+    Param("slowlog-log-slower-than", "int", 10000, lo=-1, hi=LLONG_MAX, hook=_apply_monitoring,
+          summary="microseconds a command must take to enter the slow log (0: every command, "
+                  "-1: none)"),
+    Param("slowlog-max-len", "int", 128, hi=LONG_MAX, hook=_apply_monitoring,
+          summary="entries the slow log keeps, the oldest dropped first (0: it logs nothing)"),
+    Param("latency-monitor-threshold", "int", 0, hi=LLONG_MAX, hook=_apply_monitoring,
+          summary="milliseconds a command, an expiry cycle or a compaction's start must take "
+                  "to be sampled by the latency monitor (0: off)"),
+    Param("latency-tracking", "bool", True, hook=_apply_monitoring,
+          summary="keep a latency histogram per command (INFO latencystats, LATENCY "
+                  "HISTOGRAM)"),
+    Param("latency-tracking-info-percentiles", "percentiles", (50.0, 99.0, 99.9),
+          multi_arg=True, summary="the percentiles INFO latencystats prints"),
+    # Redis's memory limit: streamkeep bounds the streams' memory with backlog-memory instead
+    # (older nodes go cold rather than writes being refused), so it is 0, as is Redis's default.
+    Param("maxmemory", "memory", 0, hi=ULLONG_MAX,
+          check=_must_be(0, "streamkeep has no maxmemory: bound the streams' memory with "
+                            "backlog-memory"),
+          summary="always 0: the streams' memory is bounded by backlog-memory"),
+    Param("maxmemory-policy", "enum", "noeviction", choices=("noeviction",),
+          summary="always noeviction: no key is ever evicted"),
+    Param("io-threads", "int", 1, mutable=False, lo=1, hi=128,
+          check=_must_be(1, "streamkeep does its network I/O on its event loop's thread"),
+          summary="always 1: the event loop's thread does all network I/O"),
 ]
 # redis.conf's older spelling of a setting: the same Param under both names.
-ALIASES = {"slaveof": "replicaof", "lua-time-limit": "busy-reply-threshold"}
+ALIASES = {"slaveof": "replicaof", "lua-time-limit": "busy-reply-threshold",
+           "slave-priority": "replica-priority", "slave-announce-ip": "replica-announce-ip",
+           "slave-announce-port": "replica-announce-port",
+           "slave-read-only": "replica-read-only"}
 
 PARAMS: dict[str, Param] = {p.name: p for p in _PARAMS}
 DEFAULT_CONFIG: dict[str, Any] = {p.name: p.default for p in _PARAMS}
@@ -552,11 +663,11 @@ def config_set(engine: EngineCore, pairs: Sequence[tuple[Any, Any]]) -> None:
     config = engine.config
     old = {p.name: config[p.name] for p in params}
     new: dict[str, Any] = {}
-    for param, (_name, value) in zip(params, pairs, strict=True):
+    for param, (name, value) in zip(params, pairs, strict=True):
         try:
             new[param.name] = param.parse(value, config[param.name])
-        except ValueError as err:
-            raise ConfigError(param.name, str(err)) from None
+        except ValueError as err:  # named as given (an old name too), as Redis names it
+            raise ConfigError(_text(name).lower(), str(err)) from None
     config.update(new)
     # Each hook once, even when several of its settings changed: the registry's own, then
     # those the services registered on this engine (the journal's, the compactor's).

@@ -1,5 +1,7 @@
-"""Server statistics as Redis keeps them: per-command counters (INFO commandstats), error replies
-by error code (INFO errorstats) and `total_error_replies` (INFO stats).
+"""Server statistics as Redis keeps them: per-command counters (INFO commandstats) and their
+latency histograms (INFO latencystats, LATENCY HISTOGRAM), error replies by error code (INFO
+errorstats) and `total_error_replies`, keyspace hits and misses, expired keys and the expiry
+cycle's figures, and the instantaneous rates INFO stats shows (INFO stats).
 
 Owns `ServerStats` and the rules (Redis's src/server.c `call`, `rejectCommand`,
 `incrementErrorCount`, networking.c `afterErrorReply`):
@@ -13,20 +15,33 @@ Owns `ServerStats` and the rules (Redis's src/server.c `call`, `rejectCommand`,
 - at most 128 distinct codes: the one after them empties the table, which then holds
   `ERRORSTATS_DISABLED` with count 1 and counts nothing more by code until `reset` (CONFIG
   RESETSTAT); `total_error_replies` goes on counting.
+- a call's time goes to its command's latency histogram while `latency-tracking` is on, and
+  the call is found slow (at or above `slow_ns`) in the same step (engine.exec.call_timing's
+  `count_call`, which reads both settings from the counter list: `set_monitoring` writes them
+  there); CONFIG RESETSTAT drops the histograms too;
+- keyspace hits and misses count the lookups Redis's lookupKeyRead counts (the read commands'
+  keys; a write's own lookup is not counted);
+- instantaneous rates (ops/sec, kbps) are the mean of the last 16 samples taken every 100 ms
+  (Redis's trackInstantaneousMetric): `sample` is called by whoever runs the cron.
 The engine's command path updates the counters (engine.runtime.core); the hot path indexes a
-command's counter list directly (CALLS, NANOS, REJECTED, FAILED). Must not touch: the command
-table, sessions, I/O.
+command's counter list directly (CALLS, NANOS, REJECTED, FAILED, HIST) and hands it to
+`count_call`. Must not touch: the command table, sessions, I/O.
 """
 
 from __future__ import annotations
 
 import struct
+from array import array
 from collections.abc import Iterable
 
+from streamkeep.engine.exec.call_timing import count_call
+
 # A command's counters: a list indexed by these (mutated in place: the engine's dispatch table
-# holds a reference to each list).
-CALLS, NANOS, REJECTED, FAILED = 0, 1, 2, 3
-Counters = list[int]
+# holds a reference to each list). HIST holds its latency histogram (engine.exec.call_timing),
+# None until a first call is tracked; SLOW and TRACK the monitoring settings count_call reads.
+CALLS, NANOS, REJECTED, FAILED, HIST, SLOW, TRACK = 0, 1, 2, 3, 4, 5, 6
+Counters = list  # [int, int, int, int, array | None, int, bool]
+NEVER_SLOW = 1 << 62  # SLOW while neither the slow log nor the latency monitor is on
 
 ERROR_STATS_NUMBER = 128  # Redis's cap on distinct error codes
 ERRORSTATS_DISABLED = "ERRORSTATS_DISABLED"
@@ -56,25 +71,81 @@ def usec_per_call(usec: int, calls: int) -> str:
     return "0.00" if calls == 0 else f"{_f32(_f32(usec) / _f32(calls)):.2f}"
 
 
+STATS_METRIC_SAMPLES = 16  # Redis's: the instantaneous rates are means of this many samples
+STATS_SAMPLE_MS = 100  # taken this far apart at least (serverCron at hz 10)
+
+
+class Rate:
+    """One instantaneous metric (trackInstantaneousMetric): samples of a growing counter, the
+    rate per second between consecutive ones, the mean of the last STATS_METRIC_SAMPLES."""
+
+    __slots__ = ("last_ms", "last_value", "samples", "index")
+
+    def __init__(self) -> None:
+        self.last_ms = 0
+        self.last_value = 0
+        self.samples = [0.0] * STATS_METRIC_SAMPLES
+        self.index = 0
+
+    def track(self, value: int, now_ms: int) -> None:
+        elapsed = now_ms - self.last_ms
+        if self.last_ms and elapsed > 0:
+            self.samples[self.index] = (value - self.last_value) * 1000 / elapsed
+            self.index = (self.index + 1) % STATS_METRIC_SAMPLES
+        self.last_ms, self.last_value = now_ms, value
+
+    def per_second(self) -> float:
+        return sum(self.samples) / STATS_METRIC_SAMPLES
+
+
 class ServerStats:
     """The counters of one engine. Updated and read under the engine lock."""
 
-    __slots__ = ("commands", "errors", "errors_enabled", "total_error_replies")
+    __slots__ = ("commands", "errors", "errors_enabled", "total_error_replies", "slow_ns",
+                 "tracking", "keyspace_hits", "keyspace_misses", "expired_keys", "expired_stale_perc",
+                 "expired_time_cap_reached_count", "expire_cycle_nanos", "rates",
+                 "last_sample_ms", "dump_payload_sanitizations")
 
     def __init__(self, names: Iterable[str] = ()) -> None:
+        # The monitoring settings every counter list carries (set_monitoring): a call at or
+        # above slow_ns is slow; tracking: latency-tracking (Redis's default: yes).
+        self.slow_ns = NEVER_SLOW
+        self.tracking = True
         # Every command's counters from the start, in INFO's order; a name not declared yet
         # gets its list on first use (`counters`).
-        self.commands: dict[str, Counters] = {name: [0, 0, 0, 0] for name in names}
+        self.commands: dict[str, Counters] = {name: self._new() for name in names}
         self.errors: dict[str, int] = {}
         self.errors_enabled = True
         self.total_error_replies = 0
+        self.keyspace_hits = 0
+        self.keyspace_misses = 0
+        self.expired_keys = 0
+        self.expired_stale_perc = 0.0  # the active cycle's running estimate, percent
+        self.expired_time_cap_reached_count = 0
+        self.expire_cycle_nanos = 0
+        self.dump_payload_sanitizations = 0  # RESTOREs of a stream (each read whole)
+        # name -> Rate: "ops", "net_input", "net_output", "net_repl_input", "net_repl_output"
+        self.rates: dict[str, Rate] = {}
+        self.last_sample_ms = 0
+
+    def _new(self) -> Counters:
+        return [0, 0, 0, 0, None, self.slow_ns, self.tracking]
 
     def counters(self, name: str) -> Counters:
         """The counter list of the command named `name` ("xadd", "client|info")."""
         found = self.commands.get(name)
         if found is None:
-            found = self.commands[name] = [0, 0, 0, 0]
+            found = self.commands[name] = self._new()
         return found
+
+    def set_monitoring(self, slow_ns: int, tracking: bool) -> None:
+        """The time at or above which a call is slow, and latency-tracking (histograms kept
+        so far stay while it is off, as Redis keeps them until CONFIG RESETSTAT), into every
+        counter list."""
+        self.slow_ns, self.tracking = slow_ns, tracking
+        for counters in self.commands.values():
+            counters[SLOW] = slow_ns
+            counters[TRACK] = tracking
 
     # --- recording -----------------------------------------------------------------------
 
@@ -101,12 +172,47 @@ class ServerStats:
             counters[REJECTED] += 1
         self.error_reply(line)
 
-    def failed(self, counters: Counters, nanos: int, line: str) -> None:
-        """A command that ran and replied the error `line`."""
-        counters[CALLS] += 1
-        counters[NANOS] += nanos
+    def failed(self, counters: Counters, nanos: int, line: str) -> bool:
+        """A command that ran and replied the error `line`; True if it was slow."""
+        slow = count_call(counters, nanos)
         counters[FAILED] += 1
         self.error_reply(line)
+        return slow
+
+    def lookups(self, hits: int, misses: int) -> None:
+        """Keys a read command looked up (lookupKeyRead): found, not found."""
+        self.keyspace_hits += hits
+        self.keyspace_misses += misses
+
+    def expire_sample(self, sampled: int, expired: int, capped: bool) -> None:
+        """The active expiry cycle over one database: keys with a TTL looked at, how many had
+        expired (deleted: expired_keys; the running estimate of the stale share, each cycle
+        weighted 5% as Redis's), whether it stopped at its effort limit with expired keys
+        still being found (Redis's time cap)."""
+        self.expired_keys += expired
+        if sampled:
+            current = expired * 100 / sampled
+            self.expired_stale_perc = current * 0.05 + self.expired_stale_perc * 0.95
+        if capped:
+            self.expired_time_cap_reached_count += 1
+
+    def sample(self, now_ms: int, values: dict[str, int]) -> bool:
+        """The cron's sample of the counters behind the instantaneous rates (`values`: name
+        -> counter now; "ops" is added here); False when the last one is too recent."""
+        if self.last_sample_ms and now_ms - self.last_sample_ms < STATS_SAMPLE_MS:
+            return False
+        self.last_sample_ms = now_ms
+        rates = self.rates
+        for name, value in (("ops", self.total_calls()), *values.items()):
+            rate = rates.get(name)
+            if rate is None:
+                rate = rates[name] = Rate()
+            rate.track(value, now_ms)
+        return True
+
+    def per_second(self, name: str) -> float:
+        rate = self.rates.get(name)
+        return rate.per_second() if rate is not None else 0.0
 
     def late_failure(self, counters: Counters | None, line: str) -> None:
         """A command already counted as a call replied the error `line` after all (SAVE's
@@ -116,12 +222,17 @@ class ServerStats:
         self.error_reply(line)
 
     def reset(self) -> None:
-        """CONFIG RESETSTAT: every counter to zero, errorstats enabled and empty."""
+        """CONFIG RESETSTAT: every counter to zero, the latency histograms dropped,
+        errorstats enabled and empty, the keyspace and expiry figures to zero."""
         for counters in self.commands.values():
-            counters[:] = (0, 0, 0, 0)
+            counters[:HIST + 1] = (0, 0, 0, 0, None)
         self.errors.clear()
         self.errors_enabled = True
         self.total_error_replies = 0
+        self.keyspace_hits = self.keyspace_misses = self.expired_keys = 0
+        self.expired_stale_perc = 0.0
+        self.expired_time_cap_reached_count = self.expire_cycle_nanos = 0
+        self.dump_payload_sanitizations = 0
 
     # --- reading -------------------------------------------------------------------------
 
@@ -132,7 +243,7 @@ class ServerStats:
     def commandstats(self) -> list[tuple[str, str]]:
         """INFO commandstats: the commands called or refused since the last reset."""
         fields = []
-        for name, (calls, nanos, rejected, failed) in self.commands.items():
+        for name, (calls, nanos, rejected, failed, *_monitoring) in self.commands.items():
             if calls or rejected or failed:
                 usec = nanos // 1000
                 fields.append((f"cmdstat_{safe_info_name(name)}",
@@ -141,6 +252,11 @@ class ServerStats:
                                f"rejected_calls={rejected},failed_calls={failed}"))
         return fields
 
+    def histograms(self) -> list[tuple[str, array]]:
+        """(command name, latency histogram) of every command with one, in INFO's order."""
+        return [(name, counters[HIST]) for name, counters in self.commands.items()
+                if counters[HIST] is not None]
+
     def errorstats(self) -> list[tuple[str, str]]:
         """INFO errorstats: one line per error code, in byte order (Redis's radix tree)."""
         codes = sorted(self.errors, key=lambda c: c.encode("utf-8", "surrogateescape"))
@@ -148,5 +264,6 @@ class ServerStats:
                 for code in codes]
 
 
-__all__ = ["CALLS", "ERRORSTATS_DISABLED", "ERROR_STATS_NUMBER", "FAILED", "NANOS", "REJECTED",
-           "Counters", "ServerStats", "error_code", "safe_info_name", "usec_per_call"]
+__all__ = ["CALLS", "ERRORSTATS_DISABLED", "ERROR_STATS_NUMBER", "FAILED", "HIST", "NANOS",
+           "NEVER_SLOW", "REJECTED", "SLOW", "TRACK", "Counters", "Rate", "ServerStats",
+           "count_call", "error_code", "safe_info_name", "usec_per_call"]

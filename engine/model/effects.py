@@ -67,6 +67,8 @@ EFFECT_VOCABULARY: dict[str, EffectCommand] = {c.name: c for c in (
     EffectCommand("DEL", "DEL key [key ...]"),
     # A string's new value: without KEEPTTL or PXAT the key loses its TTL, as SET does.
     EffectCommand("SET", "SET key value [KEEPTTL | PXAT unix-time-milliseconds]"),
+    # A string's bytes overwritten from an offset (zero-padded past its end), its TTL kept.
+    EffectCommand("SETRANGE", "SETRANGE key offset value"),
     EffectCommand("PEXPIREAT", "PEXPIREAT key unix-time-milliseconds"),
     EffectCommand("PERSIST", "PERSIST key"),
     EffectCommand("RENAME", "RENAME key newkey"),
@@ -307,6 +309,11 @@ def set_effect(key: bytes, value: bytes, keep_ttl: bool = False,
     if expires_at is not None:
         return [b"SET", key, value, b"PXAT", b"%d" % expires_at]
     return [b"SET", key, value, b"KEEPTTL"] if keep_ttl else [b"SET", key, value]
+
+
+def setrange_effect(key: bytes, offset: int, value: bytes) -> Effect:
+    """`SETRANGE key offset value`: SETRANGE logs itself (the command's size, not the value's)."""
+    return [b"SETRANGE", key, b"%d" % offset, value]
 
 
 def pexpireat_effect(key: bytes, expires_at: int) -> Effect:

@@ -1,11 +1,14 @@
-"""String values' arithmetic, as Redis computes it: INCRBYFLOAT's long double.
+"""String values' arithmetic, as Redis computes it: INCRBYFLOAT's long double; and a value's
+digest (DIGEST, SET IFDEQ/IFDNE, DELEX IFDEQ/IFDNE).
 
 Owns the parsing of a float argument or value as Redis's `string2ld` (strtold, no spaces, no
 NaN), the sum rounded to the x87 80-bit long double Redis computes in (a 64-bit significand),
 and its text as `ld2string(..., LD_STR_HUMAN)` writes it (`%.17Lf`, trailing zeros cut). Python's
 float is a double: `INCRBYFLOAT k 0.1` would read back `0.10000000000000001`, where Redis says
-`0.1`; exact fractions rounded to 64 bits give Redis's digits. Must not touch: engine state,
-replies (callers turn None into their error line).
+`0.1`; exact fractions rounded to 64 bits give Redis's digits; a result that prints as
+`-0` prints `0`, as ld2string makes it. The digest is the XXH3 64-bit hash (seed 0) of the value's
+bytes as 16 lowercase hex digits, leading zeros kept (Redis 8.4's, through the xxhash package).
+Must not touch: engine state, replies (callers turn None into their error line).
 """
 
 from __future__ import annotations
@@ -13,6 +16,8 @@ from __future__ import annotations
 import re
 from decimal import Decimal, InvalidOperation
 from fractions import Fraction
+
+from xxhash import xxh3_64_hexdigest
 
 SIGNIFICAND_BITS = 64  # the x87 extended format's (explicit integer bit included)
 EXTENDED_MAX_EXPONENT = 16384  # |x| >= 2**16384 is infinite in that format
@@ -78,4 +83,14 @@ def format_long_double(value: Fraction) -> bytes:
     scaled = round(abs(value) * scale)  # printf rounds the exact value, ties to even
     whole, frac = divmod(scaled, scale)
     text = f"{whole}.{frac:0{HUMAN_DECIMALS}d}".rstrip("0").rstrip(".")
+    if text == "0":  # a negative value too small for 17 decimals: "-0" becomes "0"
+        return b"0"
     return (("-" if value < 0 else "") + text).encode()
+
+
+DIGEST_LENGTH = 16  # hex digits of a 64-bit digest
+
+
+def value_digest(value: bytes) -> bytes:
+    """DIGEST's reply: XXH3-64 of the value, 16 lowercase hex digits."""
+    return xxh3_64_hexdigest(value).encode()

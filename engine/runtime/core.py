@@ -6,7 +6,9 @@ and replication; the lower layers' annotations name it) and `Session`: one-at-a-
 execution under a lock (argv -> command -> reply + effects), the record sinks that later carry
 effects to the AOF and replicas, the apply path that replays records through the same command
 table, blocked-client wake-ups, the state digest, and counting each command into the server
-statistics (engine.exec.stats: calls, time, refusals, failures, errors). Must not touch:
+statistics (engine.exec.stats: calls, time, refusals, failures, errors, latency histograms)
+and handing a slow one to the slow log and the latency monitor (engine.exec.slowlog,
+engine.exec.latency). Must not touch:
 command semantics (engine.commands_*), the data structures' internals, files (aof/ owns
 those), opening a data directory or attaching replication (engine.runtime.engine composes
 those; they reach the core through engine.exec.interfaces).
@@ -26,10 +28,13 @@ from streamkeep.engine.commands.expiry import (
     hide_expired,
     unhide,
 )
+from streamkeep.engine.commands.info import resident_bytes
 from streamkeep.engine.commands.pubsub import glob_match
 from streamkeep.engine.commands.streams import add_entry
 from streamkeep.engine.exec.blocking import Waiter, WaiterRegistry
 from streamkeep.engine.exec.context import Block, Ctx, Later, MultiCtx, ReplayCtx, RerunCtx
+from streamkeep.engine.exec.latency import LatencyMonitor
+from streamkeep.engine.exec.notify import STREAM, keyspace_event
 from streamkeep.engine.exec.pubsub import (
     PubSub,
     Subscriber,
@@ -37,11 +42,13 @@ from streamkeep.engine.exec.pubsub import (
     subscribed_context_error,
 )
 from streamkeep.engine.exec.settings import DEFAULT_CONFIG, config_set, normalize_settings
-from streamkeep.engine.exec.stats import CALLS, NANOS, ServerStats
+from streamkeep.engine.exec.slowlog import SlowLog
+from streamkeep.engine.exec.stats import CALLS, NEVER_SLOW, ServerStats, count_call
 from streamkeep.engine.exec.table import (
     FAST_DISPATCH,
     Argv,
     CommandSpec,
+    Flag,
     command_names,
     lookup,
     resolve,
@@ -171,12 +178,22 @@ class EngineCore:
         # runs config_hooks[name] after storing a new value; INFO asks info_sections first.
         self.config_hooks: dict[str, list[ConfigHook]] = {}
         self.info_sections: dict[str, InfoSection] = {}
+        # Run after the AOF dropped records and the state was rolled back (the server's: its
+        # replies awaiting them are refused). Engine lock held, any thread.
+        self.rollback_hooks: list[Callable[[], None]] = []
         # INFO commandstats/errorstats (engine.exec.stats), and the dispatch fast path with
         # each command's counter list: submit counts a call without looking anything up.
         self.stats = ServerStats(command_names())
         counters = self.stats.counters
         self.dispatch = {spelling: (*entry, counters(entry[4]))
                          for spelling, entry in FAST_DISPATCH.items()}
+        # SLOWLOG and LATENCY (engine.exec.slowlog, engine.exec.latency): a call that
+        # count_call finds slow goes to `_slow_call`, which applies each one's own threshold.
+        self.slowlog = SlowLog()
+        self.latency = LatencyMonitor()
+        self.apply_monitoring()
+        self.latest_fork_usec = 0  # how long starting the last compaction held the lock
+        self.startup_memory = resident_bytes()  # INFO's used_memory_startup
         self.closed = False
 
     def attach_journal(self, journal: Log) -> None:
@@ -209,6 +226,24 @@ class EngineCore:
         """Copy hot settings out of the config dict (XADD reads them on every call)."""
         self.node_max_entries = int(self.config["stream-node-max-entries"])
         self.node_max_bytes = int(self.config["stream-node-max-bytes"])
+        # Keyspace notifications' classes (engine.exec.notify): 0, the default, publishes none.
+        self.notify_flags: int = self.config["notify-keyspace-events"]
+
+    def apply_monitoring(self) -> None:
+        """Copy the monitoring settings where every command's path reads them (its counter
+        list, engine.exec.stats): the one time from which a call is slow (the lower of
+        slowlog-log-slower-than, in µs, and latency-monitor-threshold, in ms, of those on),
+        and latency-tracking."""
+        config = self.config
+        slower_us = int(config["slowlog-log-slower-than"])
+        threshold_ms = int(config["latency-monitor-threshold"])
+        limits = []
+        if slower_us >= 0 and int(config["slowlog-max-len"]) > 0:
+            limits.append(slower_us * 1000)
+        if threshold_ms > 0:
+            limits.append(threshold_ms * 1_000_000)
+        self.stats.set_monitoring(min(limits, default=NEVER_SLOW),
+                                  bool(config["latency-tracking"]))
 
     def close(self) -> None:
         """Stop; with a data directory, fsync the AOF and release the directory's lock."""
@@ -358,6 +393,8 @@ class EngineCore:
                     xadds[CALLS] += 1
                     if waiters.by_key:
                         waiters.signal(db, argv[1])
+                    if self.notify_flags:
+                        keyspace_event(self, STREAM, b"xadd", argv[1], db)
             if reply is None:  # not the plain form: the command table, as EXEC runs it
                 try:
                     reply = self.run_queued(ctx, [(lookup(argv), argv)])[0]
@@ -463,15 +500,19 @@ class EngineCore:
             ctx.effects = []
             hidden = None
             if self.expires[db]:
-                if self.read_only is None:  # lazy expiry of the keys it names
-                    expire_named_keys(ctx, argv)
-                elif not session.from_primary:  # a replica's read: expired keys look missing
+                if self.read_only is None and not self._writes_refused():
+                    expire_named_keys(ctx, argv)  # lazy expiry of the keys it names
+                elif not session.from_primary:
+                    # A replica's read, or any while the AOF refuses writes (a deletion could
+                    # not be logged): expired keys look missing.
                     hidden = hide_expired(ctx, argv)
             began = _now_ns()
             try:
                 reply = handler(ctx, argv)
             except ReplyError as err:
-                self.stats.failed(counters, _now_ns() - began, err.line)
+                nanos = _now_ns() - began
+                if self.stats.failed(counters, nanos, err.line):
+                    self._slow_call(session, argv, nanos)
                 if ctx.effects:  # keys expired before it failed: their DELs are logged still
                     session.write_lsn = self._commit(ctx, db)
                 raise
@@ -494,16 +535,52 @@ class EngineCore:
             if self.waiters.ready:
                 self._serve_ready()
             if type(reply) is Block:
-                return self._park(session, reply, counters, nanos, notify), lsn
-            # Count the call; keep the stream nodes in memory within their budget.
-            counters[CALLS] += 1
-            counters[NANOS] += nanos
+                return self._park(session, argv, reply, counters, nanos, notify), lsn
+            # Count the call (a slow one: the slow log, the latency monitor); keep the stream
+            # nodes in memory within their budget.
+            if count_call(counters, nanos):
+                self._slow_call(session, argv, nanos)
             residency = self.residency
             if residency.resident > residency.limit:
                 residency.evict()
         finally:
             lock.release()
         return reply, lsn
+
+    def _slow_call(self, session: Session, argv: Argv, nanos: int) -> None:
+        """A call count_call found slow (lock held): the slow log's entry and the latency
+        monitor's "command" or "fast-command" sample, each if over its own threshold (Redis's
+        call(): slowlogPushCurrentCommand, latencyAddSampleIfNeeded). EXEC is never in the
+        slow log (its commands are, one by one); a script's commands are, as run by Redis's
+        script client (no address: "?:0", no name)."""
+        config = self.config
+        spec = resolve(argv)
+        usec = nanos // 1000
+        slower = config["slowlog-log-slower-than"]
+        if 0 <= slower <= usec and (spec is None or Flag.SKIP_SLOWLOG not in spec.flags):
+            client = session.client
+            addr, name = (client.addr if client is not None else ""), session.name
+            if self.scripting is not None and self.scripting.running is not None:
+                addr, name = "?:0", b""
+            self.slowlog.log(argv, usec, addr, name, config["slowlog-max-len"])
+        threshold = config["latency-monitor-threshold"]
+        if threshold and usec // 1000 >= threshold:
+            fast = spec is not None and Flag.FAST in spec.flags
+            self.latency.add("fast-command" if fast else "command", usec // 1000)
+
+    def sample_stats(self, counters: dict[str, int] | None = None) -> None:
+        """The cron's sample behind INFO's instantaneous rates (engine.exec.stats.sample):
+        commands processed, and the server's `counters` (network bytes)."""
+        with self.lock:
+            self.stats.sample(wall_clock_ms(), counters or {})
+
+    def started_compaction(self, usec: int) -> None:
+        """A compaction started, holding the engine lock `usec` (lock held): INFO's
+        latest_fork_usec and the latency monitor's "fork" event (the pause Redis's fork is)."""
+        self.latest_fork_usec = usec
+        threshold = self.config["latency-monitor-threshold"]
+        if threshold and usec // 1000 >= threshold:
+            self.latency.add("fork", usec // 1000)
 
     def _dispatch(
         self, session: Session, argv: Argv,
@@ -528,6 +605,10 @@ class EngineCore:
         # (lookup returns a spec with a handler: a container without its subcommand is refused)
         return spec.handler, spec.is_write, counters, queued  # type: ignore[return-value]
 
+    def _writes_refused(self) -> bool:
+        journal = self.journal
+        return journal is not None and journal.error is not None
+
     def _write_gate(self, session: Session) -> str | None:
         """Why a write from `session` is refused now (its error line), or None: the AOF cannot
         be written (MISCONF, or writes stopped after storage damage), or this engine is a
@@ -546,8 +627,8 @@ class EngineCore:
         self.stats.failed(counters, _now_ns() - began, failed.line)
         return failed
 
-    def _park(self, session: Session, block: Block, counters: list[int], nanos: int,
-              notify: Callable[[Waiter], None] | None) -> Waiter:
+    def _park(self, session: Session, argv: Argv, block: Block, counters: list[int],
+              nanos: int, notify: Callable[[Waiter], None] | None) -> Waiter:
         """A command that blocks (lock held): register its waiter on the keys it waits for. Its
         call is counted when it is served or times out, with all its runs' time."""
         waiter = Waiter(session, block.argv, [(session.db, k) for k in block.keys])
@@ -558,6 +639,7 @@ class EngineCore:
         waiter.notify = notify
         waiter.counters = counters
         waiter.nanos = nanos
+        waiter.sent = argv
         self.waiters.add(waiter)
         return waiter
 
@@ -594,6 +676,45 @@ class EngineCore:
             session.multi_failed = True
         self.stats.rejected(counters, err.line)
         return err
+
+    def run_while_busy(self, session: Session, argv: Argv,
+                       gate: Callable[[str], str] | None = None) -> Any:
+        """A command from another client while a script is past busy-reply-threshold: Redis's
+        processCommand in that state. The script's thread holds the lock and runs this (the
+        server serves clients from the script's hook). An unknown command or a wrong arity is
+        refused as always, then the server's gate refuses (`gate(name)`: NOAUTH, a RESP2
+        subscriber's), then BUSY for a command without the allow_busy flag (inside MULTI too,
+        which then fails); the others run: AUTH, HELLO, MULTI, WATCH, QUIT, RESET, SCRIPT
+        KILL, SHUTDOWN (BUSY unless NOSAVE). None of those touches the data the script is
+        changing."""
+        from streamkeep.engine.exec.scripting import BUSY
+
+        try:
+            spec = lookup(argv)
+        except ReplyError as err:
+            return self._refuse(session, resolve(argv), err)
+        if gate is not None:
+            return self._refuse(session, spec, ReplyError(gate(spec.name)))
+        if Flag.ALLOW_BUSY not in spec.flags:
+            return self._refuse(session, spec, ReplyError(BUSY))
+        try:
+            handler, _, counters, queued = self._dispatch(session, argv)
+        except ReplyError as err:
+            return err
+        if queued is not None:
+            return queued
+        ctx = Ctx(self, session, self.clock())
+        began = _now_ns()
+        try:
+            reply = handler(ctx, argv)
+        except ReplyError as err:
+            if self.stats.failed(counters, _now_ns() - began, err.line):
+                self._slow_call(session, argv, _now_ns() - began)
+            return err
+        nanos = _now_ns() - began
+        if count_call(counters, nanos):
+            self._slow_call(session, argv, nanos)
+        return reply
 
     def refuse_unauthenticated(self, session: Session, argv: Argv) -> ReplyError:
         """The reply to a command from a client that has not authenticated (the server's
@@ -658,12 +779,15 @@ class EngineCore:
                 reply = spec.handler(mctx, argv)  # type: ignore[misc]
             except ReplyError as err:
                 reply = err
-                stats.failed(counters, _now_ns() - began, err.line)
+                nanos = _now_ns() - began
+                if stats.failed(counters, nanos, err.line):
+                    self._slow_call(session, argv, nanos)
             except StorageError as err:
                 reply = self._failed_on_storage(err, spec.is_write, counters, began)
             else:
-                counters[CALLS] += 1
-                counters[NANOS] += _now_ns() - began
+                nanos = _now_ns() - began
+                if count_call(counters, nanos):  # (EXEC's and a script's commands, one by one)
+                    self._slow_call(session, argv, nanos)
             finally:
                 if hidden is not None:
                     unhide(hidden)
@@ -728,9 +852,10 @@ class EngineCore:
             waiter.done = True
             waiter.result = result
             counters = waiter.counters
-            if result is not None and counters is not None:  # a timeout: one call (Redis's
-                counters[CALLS] += 1                          # updateStatsOnUnblock)
-                counters[NANOS] += waiter.nanos
+            # A timeout: one call (Redis's updateStatsOnUnblock).
+            if result is not None and counters is not None and count_call(counters,
+                                                                          waiter.nanos):
+                self._slow_call(waiter.session, waiter.sent, waiter.nanos)
             return True
 
     def poll_waiter(self, waiter: Waiter) -> bool:
@@ -743,7 +868,9 @@ class EngineCore:
             return waiter.done
 
     def _rerun(self, waiter: Waiter) -> None:
-        """Re-run a waiter's command (lock held); if it no longer blocks, hand it the result."""
+        """Re-run a waiter's command (lock held); if it no longer blocks, hand it the result.
+        A write (XREADGROUP) while the AOF refuses writes is not run: its reply is MISCONF, as
+        Redis's re-processing of an unblocked command refuses it."""
         session = waiter.session
         ctx = RerunCtx(self, session, self.clock())
         rerun = waiter.rerun
@@ -753,6 +880,8 @@ class EngineCore:
                 self.expires[session.db]:  # a replica's blocked read: as when it first ran
             hidden = hide_expired(ctx, waiter.argv)
         try:
+            if self._writes_refused() and lookup(waiter.argv).is_write:
+                raise ReplyError(self.journal.error)  # type: ignore[union-attr, arg-type]
             if rerun is not None:
                 result = rerun(ctx)
             else:
@@ -793,10 +922,11 @@ class EngineCore:
         if counters is None:
             return
         if isinstance(result, ReplyError):
-            self.stats.failed(counters, waiter.nanos, result.line)
+            slow = self.stats.failed(counters, waiter.nanos, result.line)
         else:
-            counters[CALLS] += 1
-            counters[NANOS] += waiter.nanos
+            slow = count_call(counters, waiter.nanos)
+        if slow:
+            self._slow_call(waiter.session, waiter.sent, waiter.nanos)
 
     def _serve_ready(self) -> None:
         """Re-run the commands of clients waiting on signalled keys, first come first served."""
@@ -861,6 +991,7 @@ class EngineCore:
             fast_dispatch = FAST_DISPATCH
             waiters = self.waiters
             residency = self.residency
+            notify = self.notify_flags  # (a replica publishes its keyspace events as it applies)
             for _lsn, time_ms, db, effects in records:
                 if residency.resident > residency.limit:  # a long replay stays in budget too
                     residency.evict()
@@ -872,6 +1003,8 @@ class EngineCore:
                             is not None):
                         if waiters.by_key:
                             waiters.signal(db, argv[1])
+                        if notify:
+                            keyspace_event(self, STREAM, b"xadd", argv[1], db)
                         continue
                 session.db = db
                 ctx.db = dbs[db]
@@ -908,6 +1041,7 @@ class EngineCore:
         while the AOF cannot be written (a deletion must never go unlogged). Returns how many
         keys were deleted."""
         removed = 0
+        began = _now_ns()
         with self.lock:
             journal = self.journal
             if self.read_only is not None or (journal is not None and journal.error):
@@ -920,26 +1054,51 @@ class EngineCore:
                 ctx = Ctx(self, session, now)
                 removed += active_expire(ctx)
                 if ctx.effects:
-                    self._commit(ctx, index)
+                    try:
+                        self._commit(ctx, index)
+                    except ReplyError:  # not logged: rolled back with the state (MISCONF)
+                        break
             if self.waiters.ready:
                 self._serve_ready()
+            self._expire_cycle_ran(_now_ns() - began)
         return removed
+
+    def _expire_cycle_ran(self, nanos: int) -> None:
+        """The active expiry cycle's time (lock held): INFO's expire_cycle_cpu_milliseconds
+        and the latency monitor's "expire-cycle" event."""
+        self.stats.expire_cycle_nanos += nanos
+        threshold = self.config["latency-monitor-threshold"]
+        if threshold and nanos // 1_000_000 >= threshold:
+            self.latency.add("expire-cycle", nanos // 1_000_000)
 
     def replace_state_locked(self, dbs: list[dict[bytes, Stream]],
                              strings: list[dict[bytes, bytes]] | None = None,
-                             expires: list[dict[bytes, int]] | None = None) -> None:
+                             expires: list[dict[bytes, int]] | None = None,
+                             wake: bool = True) -> None:
         """Replace every database at once (engine lock held): a replica's full sync installs
-        its primary's snapshot (None: no strings, no TTLs). Clients blocked on a key are re-run
-        against the new data."""
+        its primary's snapshot (None: no strings, no TTLs). With `wake`, clients blocked on a
+        key are re-run against the new data."""
         self.residency.adopt(dbs)  # loaded by another engine: they count here from now on
         self.dbs[:] = dbs
         self.strings[:] = strings if strings is not None else [{} for _ in dbs]
         self.expires[:] = expires if expires is not None else [{} for _ in dbs]
+        if not wake:
+            return
         for db, streams in enumerate(dbs):
             for key in streams:
                 self.waiters.signal(db, key)
         if self.waiters.ready:
             self._serve_ready()
+
+    def roll_back_locked(self, dbs: list[dict[bytes, Stream]], strings: list[dict[bytes, bytes]],
+                         expires: list[dict[bytes, int]]) -> None:
+        """The AOF dropped records this state had applied (engine lock held): install the
+        state the log holds (the data directory reloaded it), then tell the server, whose
+        replies still waiting for those records become MISCONF. Blocked clients are not
+        re-run: nothing in the log's state is newer than what they found when they blocked."""
+        self.replace_state_locked(dbs, strings, expires, wake=False)
+        for hook in self.rollback_hooks:
+            hook()
 
     def add_sink(self, sink: RecordSink) -> None:
         self.sinks.append(sink)

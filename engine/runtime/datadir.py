@@ -23,13 +23,14 @@ import os
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
+from itertools import takewhile
 from typing import TYPE_CHECKING
 
 from streamkeep.aof import manifest as manifest_mod
 from streamkeep.aof import watermark as watermark_mod
 from streamkeep.aof.codec import HEADER_SIZE
 from streamkeep.aof.fs import FileSystem, RealFS
-from streamkeep.aof.journal import POLICIES, Journal, create_segment
+from streamkeep.aof.journal import DEFAULT_PREALLOCATE, POLICIES, Journal, create_segment
 from streamkeep.aof.manifest import Manifest, PartEntry, SegmentEntry, SnapshotEntry
 from streamkeep.aof.recovery import (
     LOCK_FILE,
@@ -42,6 +43,7 @@ from streamkeep.aof.recovery import (
 from streamkeep.aof.watermark import Watermark, WatermarkLog
 from streamkeep.engine.commands.connection import last_save_time
 from streamkeep.engine.exec.interfaces import Fields, PersistenceStatus, persistence_fields
+from streamkeep.engine.wire.errors import StorageError
 from streamkeep.snapshot.compactor import (
     DEFAULT_MIN_SIZE,
     DEFAULT_PERCENTAGE,
@@ -93,7 +95,36 @@ class DataDir:
         self.compactor = compactor
         engine.on_config(("appendfsync",),
                          lambda: journal.set_policy(engine.config["appendfsync"]))
+        engine.on_config(("aof-preallocate",),
+                         lambda: journal.set_preallocate(int(engine.config["aof-preallocate"])))
         engine.add_info_section("persistence", self._info_persistence)
+        journal.on_rollback = self._rollback_locked
+
+    def _rollback_locked(self, lsn: int) -> None:
+        """The journal dropped records the engine had applied (they could not be written, or
+        under `always` an fsync failed under them): make the engine's state the log's again,
+        which ends at `lsn` (engine lock held). The state is reloaded as a restart would load
+        it (the snapshot, then the segments up to `lsn`) and swapped in whole, so that the
+        commands answered MISCONF leave nothing in memory either. If the log cannot be read
+        back, writes stop until the directory is reopened (its state is then the log's)."""
+        engine = self.engine
+        started = time.perf_counter()
+        try:
+            fresh = type(engine)(clock=engine.clock)
+            fresh.config.update(engine.config)
+            fresh.apply_config()
+            load_state(self.fs, self.path, self.journal.manifest, fresh, lsn)
+        except (OSError, StorageError) as err:
+            log.error("cannot reload the state after dropping records past LSN %d: %s", lsn, err)
+            self.journal.stop_writes(
+                f"ERR records the AOF could not take were dropped, but the state could not be "
+                f"reloaded without them ({err}); writes are refused until the data directory "
+                f"is reopened")
+            return
+        engine.roll_back_locked(fresh.dbs, fresh.strings, fresh.expires)
+        log.warning("the AOF could not take the last records: they were dropped and the state "
+                    "rolled back to LSN %d (reloaded in %.3f s)", lsn,
+                    time.perf_counter() - started)
 
     # --- the Persistence interface --------------------------------------------------------------
 
@@ -128,6 +159,9 @@ class DataDir:
             aof_current_size=base + journal.aof_bytes,
             aof_base_size=base,
             fsync_pending=journal.synced_lsn < journal.written_lsn,
+            last_seconds=compactor.last_seconds,
+            failures_in_row=compactor.failures_in_row,
+            aof_buffer=len(journal.pending),
         )
 
     def _info_persistence(self) -> Fields:
@@ -144,6 +178,7 @@ class DataDir:
         aof_segment_max_bytes: int = DEFAULT_SEGMENT_MAX_BYTES,
         auto_aof_rewrite_min_size: object = DEFAULT_MIN_SIZE,
         auto_aof_rewrite_percentage: int | str = DEFAULT_PERCENTAGE,
+        aof_preallocate: object = DEFAULT_PREALLOCATE,
         fs: FileSystem | None = None,
     ) -> DataDir:
         # Validate every option before touching the directory.
@@ -158,6 +193,9 @@ class DataDir:
         rewrite_pct = int(auto_aof_rewrite_percentage)
         if rewrite_min < 0 or rewrite_pct < 0:
             raise ValueError("auto-aof-rewrite-min-size and -percentage must be >= 0")
+        preallocate = parse_size(aof_preallocate)
+        if preallocate < 0:
+            raise ValueError("aof-preallocate must be >= 0")
         fs = fs or RealFS()
         fs.makedirs(path)
         lock_fd = fs.lock(os.path.join(path, LOCK_FILE))
@@ -168,14 +206,14 @@ class DataDir:
             raise
         try:
             journal = Journal(fs, path, rec.manifest, rec.fd, rec.size, rec.last_lsn,
-                              appendfsync, segment_max, rec.watermark)
+                              appendfsync, segment_max, rec.watermark, preallocate)
         except BaseException:
             rec.watermark.close()
             fs.close(rec.fd)
             fs.unlock(lock_fd)
             raise
         journal.aof_bytes = rec.aof_bytes
-        journal.on_retry = lambda: engine.locked(journal.retry_unwritten)
+        journal.on_retry = lambda: engine.locked(journal.retry_writes)
         journal.flush_lock = engine.lock
         compactor = Compactor(engine, fs, path, journal, rewrite_min, rewrite_pct)
         engine.attach_journal(journal)
@@ -316,6 +354,22 @@ def recover(fs: FileSystem, path: str, engine: EngineCore, load_truncated: bool)
         fs.close(fd)
         raise
     return Recovered(manifest, fd, size, expected - 1, total, aof_bytes, mark)
+
+
+def load_state(fs: FileSystem, path: str, manifest: Manifest, engine: EngineCore,
+               last_lsn: int) -> None:
+    """Load the state the directory's log holds up to `last_lsn` into `engine` (the manifest's
+    snapshot, then its segments' records through the apply path), as recover() does at open,
+    with nothing opened for appending. StorageError if a file does not read back whole."""
+    if manifest.snapshot is not None:
+        _load_snapshot(fs, path, manifest.snapshot, engine)
+    for entry in manifest.segments:
+        if entry.first_lsn > last_lsn:
+            break
+        reader = open_segment(fs, path, entry, entry.first_lsn)
+        engine.apply_many(takewhile(lambda record: record[0] <= last_lsn, reader.records()))
+        if reader.damage is not None and entry.first_lsn + reader.count <= last_lsn:
+            raise StorageError(str(reader.damage))
 
 
 def _initialise(fs: FileSystem, path: str) -> Recovered:

@@ -20,7 +20,8 @@ from streamkeep.engine.runtime.expiry_timer import ExpiryTimer
 
 # The settings that configure the data directory, not the engine (`_` or `-` spelled).
 AOF_OPTIONS = ("appendfsync", "aof_load_truncated", "aof_segment_max_bytes",
-               "auto_aof_rewrite_min_size", "auto_aof_rewrite_percentage", "fs")
+               "auto_aof_rewrite_min_size", "auto_aof_rewrite_percentage", "aof_preallocate",
+               "fs")
 
 
 def _replica_address(
@@ -48,7 +49,8 @@ class Engine(EngineCore):
         whose snapshot is loaded and AOF replayed now, and appended to from now on. Settings use
         Redis's names: appendfsync ("always" | "everysec" | "no"), aof-load-truncated (yes/no),
         auto-aof-rewrite-min-size (64mb) and auto-aof-rewrite-percentage (100; 0 turns
-        automatic compaction off), plus aof-segment-max-bytes (rotation size); `fs` swaps the
+        automatic compaction off), aof-preallocate (4mb of disk allocated ahead of the log's
+        end), plus aof-segment-max-bytes (rotation size); `fs` swaps the
         file layer (tests, crash bench). `replicaof=(host, port)` makes it a read replica of
         that streamkeep server (replication.follower; the `replicaof` setting says the same)."""
         primary = _replica_address(replicaof)

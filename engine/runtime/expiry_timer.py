@@ -1,5 +1,5 @@
-"""The embedded engine's active expiry: a daemon thread that runs the engine's expiry cycle ten
-times a second, as the server's event loop does.
+"""The embedded engine's cron: a daemon thread that runs the engine's expiry cycle and takes the
+sample behind INFO's instantaneous rates ten times a second, as the server's event loop does.
 
 Without it an embedding program that sets TTLs and never reads those keys again would hold them
 (and their snapshot rows) forever: lazy expiry only deletes a key a command names. The cycle
@@ -36,9 +36,11 @@ class ExpiryTimer:
         while not self.stopped.wait(self.interval):
             if engine.closed:
                 return
-            if engine.server is None and any(engine.expires):
-                engine.active_expire_cycle()
-                self.cycles += 1
+            if engine.server is None:  # (a served engine's cron is the server's loop)
+                if any(engine.expires):
+                    engine.active_expire_cycle()
+                    self.cycles += 1
+                engine.sample_stats()
 
     def stop(self) -> None:
         """Stop and wait for a running cycle to end (the engine is about to close)."""

@@ -29,10 +29,15 @@ from typing import TYPE_CHECKING, Any
 
 from streamkeep.engine.exec.blocking import Waiter
 from streamkeep.engine.exec.context import Later
-from streamkeep.engine.exec.pubsub import SUBSCRIBED_CONTEXT_COMMANDS, Subscriber
-from streamkeep.engine.exec.scripting import busy_reply
+from streamkeep.engine.exec.pubsub import (
+    MESSAGE_KINDS,
+    SUBSCRIBED_CONTEXT_COMMANDS,
+    Subscriber,
+    subscribed_context_error,
+)
 from streamkeep.engine.exec.settings import ConfigError
 from streamkeep.engine.exec.transactions import end_transaction
+from streamkeep.engine.runtime.core import NOAUTH
 from streamkeep.engine.runtime.limits import DescriptorLimitError, adjust_open_files_limit
 from streamkeep.engine.wire.errors import ProtocolError, ReplyError
 from streamkeep.engine.wire.reply import NO_REPLY, NULL_ARRAY, Push
@@ -71,6 +76,7 @@ UNAUTH_OUTPUT_LIMIT = 1 << 20  # an unauthenticated client's unread replies: lik
 # the server accepted always fits in the reply that returns it (XRANGE, XINFO STREAM FULL).
 REPLY_FRAMING = 1 << 20
 NO_LIMIT = 1 << 62
+ACCEPT_WHILE_BUSY = 64  # connections accepted per look while a script is busy
 ACTIVE_EXPIRE_SECONDS = 0.1
 IDLE_CHECK_SECONDS = 1.0  # how often idle clients are looked for (`timeout`)
 KEEPALIVE_PROBES = 3  # anetKeepAlive's TCP_KEEPCNT
@@ -156,12 +162,23 @@ class Client(asyncio.Protocol):
         # Its Pub/Sub subscriptions; messages published to them are queued as replies.
         self.subscriber = self.session.subscriber = Subscriber(self._deliver)
         self.push_flush_due = False
+        # While one of its commands runs, messages it publishes to itself wait for the reply
+        # (PUBLISH, keyspace events, in MULTI or a script too), as Redis 7.2+ orders them.
+        self.executing = False
+        self.deferred: list[Push] = []
+        # CLIENT REPLY OFF / SKIP (engine.commands.client): None while every reply is sent.
+        self.reply_switch: ReplySwitch | None = None
+        self.late_reply_muted = False  # a muted command blocked: its reply is dropped too
 
     # --- asyncio.Protocol ------------------------------------------------------------------
 
     def connection_made(self, base_transport: asyncio.BaseTransport) -> None:
         # A stream connection's transport (uvloop's does not subclass asyncio.Transport).
         transport: asyncio.Transport = base_transport  # type: ignore[assignment]
+        if type(self.transport) is BusyTransport:  # accepted while a script was busy: the loop's now
+            self.transport.hand_over(transport)
+            self.transport = transport
+            return
         self.transport = transport
         sock = transport.get_extra_info("socket")
         peer = transport.get_extra_info("peername")
@@ -200,6 +217,9 @@ class Client(asyncio.Protocol):
         if self.closed or self.closing:
             return
         self.last_interaction = time.monotonic()
+        server = self.server
+        server.net_input_bytes += len(data)
+        server.reads_processed += 1
         try:
             self.parser.feed(data)
         except QueryBufferLimit:
@@ -282,29 +302,66 @@ class Client(asyncio.Protocol):
         if not self.authenticated and argv[0].lower() not in NO_AUTH_NEEDED:
             # The engine refuses it (NOAUTH, or the command's existence or arity first, as
             # Redis checks them), so that the refusal is counted in INFO's statistics.
-            self.reply(self.engine.refuse_unauthenticated(self.session, tuple(argv)))
+            self._answer(self.engine.refuse_unauthenticated(self.session, tuple(argv)))
             return
         if (self.subscriber.active and self.protocol == 2
                 and argv[0].lower() not in SUBSCRIBED_CONTEXT_COMMANDS):
             # A RESP2 subscriber's replies and messages share one stream: Redis lets it run
             # only the commands whose replies look like messages.
-            self.reply(self.engine.refuse_subscribed(self.session, tuple(argv)))
+            self._answer(self.engine.refuse_subscribed(self.session, tuple(argv)))
             return
         self._execute(argv)
 
+    def busy_gate(self, argv: list[bytes]) -> Callable[[str], str] | None:
+        """`run`'s refusals for a command sent while a script is busy (serve_while_busy): NOAUTH
+        before AUTH, a RESP2 subscriber's; None if it may go on."""
+        name = argv[0].lower()
+        if not self.authenticated and name not in NO_AUTH_NEEDED:
+            return _noauth
+        if (self.subscriber.active and self.protocol == 2
+                and name not in SUBSCRIBED_CONTEXT_COMMANDS):
+            return subscribed_context_error
+        return None
+
     def _execute(self, argv: list[bytes]) -> None:
+        self.executing = True
         try:
             reply, lsn = self._submit(self.session, tuple(argv), None, self._wake)
-        except ReplyError as err:
-            self.reply(err)
+        except ReplyError as err:  # (answered here: kept in a local, it would hold this frame)
+            self.executing = False
+            self._answer(err)
+            if self.deferred:
+                self._push_deferred()
             return
+        finally:
+            self.executing = False
         t = type(reply)
+        if self.reply_switch is not None and self.reply_switch.command_done():
+            if t is Waiter or t is Later:
+                self.late_reply_muted = True
+            else:
+                reply = NO_REPLY
         if t is Waiter:
             self._block(reply, lsn)
         elif t is Later:
             self._later(reply)
         else:
             self.reply(reply, lsn)
+        if self.deferred:
+            self._push_deferred()
+
+    def _answer(self, value: Any) -> None:
+        """A refusal's reply: dropped like any other while CLIENT REPLY mutes this command."""
+        if self.reply_switch is not None and self.reply_switch.command_done():
+            return
+        self.reply(value)
+
+    def set_reply_mode(self, mode: bytes) -> None:
+        """CLIENT REPLY ON, OFF or SKIP (the handler validated `mode`)."""
+        if self.reply_switch is None:
+            self.reply_switch = ReplySwitch()
+        if self.reply_switch.set(mode):
+            self.reply_switch = None  # ON: every reply is sent again
 
     def reply(self, value: Any, lsn: int = 0) -> None:
         """Queue a reply; held back behind the fsync of `lsn` (or behind held replies).
@@ -390,7 +447,7 @@ class Client(asyncio.Protocol):
                 if last <= journal.written_lsn:  # type: ignore[union-attr]
                     marks.clear()
                 else:
-                    self._refuse_unwritten()
+                    self.refuse_unwritten()
                     out = self.out
             batch = len(out) + out.big_size
             if out.big:  # big bulks go to the transport as they are, not copied into out
@@ -406,11 +463,14 @@ class Client(asyncio.Protocol):
                 out.limit = 0  # the next reply's budget counts what this flush queued
                 transport.write(data)
             self.last_interaction = time.monotonic()  # Redis counts writes too (`timeout`)
+            server = self.server
+            server.net_output_bytes += batch
+            server.writes_processed += 1
             self._check_output_limit(batch)
         if self.closing and not self.held and not self.busy:
             self.close()
 
-    def _refuse_unwritten(self) -> None:
+    def refuse_unwritten(self) -> None:
         """A record that could not be written is not acknowledged: its reply becomes the
         MISCONF error (`marks`: the offsets of the write replies in the output)."""
         marks, self.marks = self.marks, []
@@ -431,8 +491,13 @@ class Client(asyncio.Protocol):
 
     def _deliver(self, push: Push) -> None:
         """A message or confirmation for this connection (engine lock held, any thread): queued
-        in command order on the loop thread, handed to the loop from any other."""
+        in command order on the loop thread, handed to the loop from any other. A message this
+        connection's own running command published waits until that command's reply is queued
+        (its (un)subscribe confirmations are the reply: they go at once)."""
         if threading.get_ident() == self.server.loop_thread:
+            if self.executing and push.items[0] in MESSAGE_KINDS:
+                self.deferred.append(push)
+                return
             self._push(push)
         else:
             with contextlib.suppress(RuntimeError):  # the loop has closed: nobody to deliver to
@@ -445,6 +510,11 @@ class Client(asyncio.Protocol):
         if not self.push_flush_due:  # one flush for every message of this loop pass
             self.push_flush_due = True
             self.server.loop.call_soon(self._flush_pushes)
+
+    def _push_deferred(self) -> None:
+        deferred, self.deferred = self.deferred, []
+        for push in deferred:
+            self._push(push)
 
     def _flush_pushes(self) -> None:
         self.push_flush_due = False
@@ -492,6 +562,9 @@ class Client(asyncio.Protocol):
         if self.closed:
             return
         result = waiter.result
+        if self.late_reply_muted:
+            self.late_reply_muted = False
+            result = NO_REPLY
         self.reply(result, waiter.lsn)
         self._resume()
 
@@ -512,6 +585,9 @@ class Client(asyncio.Protocol):
             self.engine.late_error(self.session, result)
         if self.closed:
             return
+        if self.late_reply_muted:
+            self.late_reply_muted = False
+            result = NO_REPLY
         self.reply(result)
         self._resume()
 
@@ -532,6 +608,7 @@ class Client(asyncio.Protocol):
     def _query_buffer_exceeded(self) -> None:
         log.warning("Closing client that reached max query buffer length: id=%d addr=%s",
                     self.id, self.addr)
+        self.server.query_buffer_disconnections += 1
         self.abort()
 
     def _check_output_limit(self, batch: int = 0) -> None:
@@ -577,6 +654,7 @@ class Client(asyncio.Protocol):
     def _output_exceeded(self, size: int) -> None:
         log.warning("Client id=%d addr=%s closed for overcoming of output buffer limits "
                     "(%d bytes pending).", self.id, self.addr, size)
+        self.server.output_buffer_disconnections += 1
         self.abort()
 
     # --- closing ---------------------------------------------------------------------------
@@ -660,6 +738,105 @@ class Client(asyncio.Protocol):
 
     def info_line(self) -> str:
         return " ".join(f"{k}={v}" for k, v in self.info_fields())
+
+
+def _noauth(name: str) -> str:
+    return NOAUTH
+
+
+class BusyTransport:
+    """The transport of a connection accepted while a script was busy (the loop stalled),
+    until the loop takes the socket over (Server._hand_over): replies are sent straight to
+    the socket, what does not fit waits for the loop's own transport."""
+
+    def __init__(self, sock: socket.socket) -> None:
+        self.sock = sock
+        self.pending = bytearray()
+        self.closed = False
+
+    def get_extra_info(self, name: str, default: Any = None) -> Any:
+        with contextlib.suppress(OSError):
+            if name == "socket":
+                return self.sock
+            if name == "peername":
+                return self.sock.getpeername()
+            if name == "sockname":
+                return self.sock.getsockname()
+        return default
+
+    def write(self, data: Any) -> None:
+        if self.closed:
+            return
+        if not self.pending:
+            try:
+                sent = self.sock.send(data)
+            except BlockingIOError:
+                sent = 0
+            except OSError:
+                self.abort()
+                return
+            data = memoryview(data)[sent:]
+        self.pending += data
+
+    def get_write_buffer_size(self) -> int:
+        return len(self.pending)
+
+    def pause_reading(self) -> None:
+        """(Nothing is read from this socket but by serve_while_busy.)"""
+
+    def resume_reading(self) -> None:
+        """(As pause_reading.)"""
+
+    def is_closing(self) -> bool:
+        return self.closed
+
+    def close(self) -> None:
+        """Close after what is pending is sent, as far as the socket takes it now."""
+        if self.pending and not self.closed:
+            with contextlib.suppress(OSError):
+                self.sock.send(self.pending)
+        self.abort()
+
+    def abort(self) -> None:
+        self.closed = True
+        self.pending.clear()
+        self.sock.close()
+
+    def hand_over(self, transport: asyncio.Transport) -> None:
+        """The loop's transport takes the connection: what is pending goes out through it."""
+        if self.pending:
+            transport.write(bytes(self.pending))
+            self.pending.clear()
+
+
+class ReplySwitch:
+    """CLIENT REPLY OFF / SKIP on one connection (Redis's CLIENT_REPLY_OFF, _SKIP_NEXT and
+    _SKIP flags): OFF drops every reply until ON; SKIP drops the next command's. Pub/Sub
+    messages are always sent (Redis 7.2+ lets pushes through)."""
+
+    __slots__ = ("off", "skip_next", "skip")
+
+    def __init__(self) -> None:
+        self.off = False
+        self.skip_next = False  # set by CLIENT REPLY SKIP: the command after it is skipped
+        self.skip = False  # the command running now is skipped
+
+    def set(self, mode: bytes) -> bool:
+        """Apply CLIENT REPLY `mode` (on, off or skip, lowercase); True when back to ON."""
+        if mode == b"on":
+            return True
+        if mode == b"off":
+            self.off = True
+        elif not self.off:
+            self.skip_next = True
+        return False
+
+    def command_done(self) -> bool:
+        """A command finished: whether its reply is dropped; then SKIP moves on (resetClient:
+        this command's skip ends, a SKIP it set applies to the next one)."""
+        muted = self.off or self.skip
+        self.skip, self.skip_next = self.skip_next, False
+        return muted
 
 
 def _lowest_limit(limits: Mapping[str, tuple[int, int, int]]) -> int:
@@ -746,7 +923,35 @@ class Server:
         self.sync_running = False
         self.connections_received = 0
         self.rejected_connections = 0
+        # A shutdown signal arrived: a busy script looks at this (the loop cannot run then).
+        self.stop_signalled = False
+        # While a script is busy: duplicates of the listening sockets, and the connections
+        # accepted through them, for the loop to take over (serve_while_busy).
+        self._busy_listeners: list[socket.socket] = []
+        self._adopted: list[tuple[Client, socket.socket]] = []
+        # INFO stats' network figures: bytes read from and written to clients (replication's
+        # own are the replication service's), read and write calls, clients closed at a limit.
+        self.net_input_bytes = 0
+        self.net_output_bytes = 0
+        self.reads_processed = 0
+        self.writes_processed = 0
+        self.query_buffer_disconnections = 0
+        self.output_buffer_disconnections = 0
         engine.server = self
+
+    def reset_stats(self) -> None:
+        """CONFIG RESETSTAT: the server's counters to zero."""
+        self.connections_received = self.rejected_connections = 0
+        self.net_input_bytes = self.net_output_bytes = 0
+        self.reads_processed = self.writes_processed = 0
+        self.query_buffer_disconnections = self.output_buffer_disconnections = 0
+
+    def stats_sample(self) -> dict[str, int]:
+        """The counters behind INFO's instantaneous rates (engine.exec.stats.sample)."""
+        received, sent = (self.engine.replication.traffic()
+                          if self.engine.replication is not None else (0, 0))
+        return {"net_input": self.net_input_bytes, "net_output": self.net_output_bytes,
+                "net_repl_input": received, "net_repl_output": sent}
 
     def engine_version(self) -> str:
         from importlib.metadata import PackageNotFoundError, version
@@ -827,6 +1032,18 @@ class Server:
             # then covers all of their records.
             self.loop.call_soon(self._start_sync)
 
+    def _records_dropped(self) -> None:
+        """The AOF dropped records and rolled the state back (engine lock held, any thread):
+        every reply still waiting for one of them becomes MISCONF now, before writes resume
+        and those LSNs are given to new records."""
+        if threading.get_ident() != self.loop_thread:
+            with contextlib.suppress(RuntimeError):  # the loop has closed: no client is left
+                self.loop.call_soon_threadsafe(self._records_dropped)
+            return
+        for client in list(self.clients.values()):
+            if client.marks:
+                client.refuse_unwritten()
+
     def flush_aof(self) -> None:
         """Write the journal's deferred records (one write() for everything buffered)."""
         journal = self.engine.journal
@@ -890,6 +1107,7 @@ class Server:
         self.stopping = asyncio.Event()
         self._fit_maxclients()
         self.engine.on_config(["maxclients"], self._maxclients_changed)
+        self.engine.rollback_hooks.append(self._records_dropped)
         self.loop.call_later(IDLE_CHECK_SECONDS, self._close_idle_clients)
         self.loop.call_later(ACTIVE_EXPIRE_SECONDS, self._active_expire)
         if self.sockets is not None:
@@ -948,6 +1166,7 @@ class Server:
             return
         if self.engine.active_expire_cycle():
             self.flush_aof()
+        self.engine.sample_stats(self.stats_sample())
         self.loop.call_later(ACTIVE_EXPIRE_SECONDS, self._active_expire)
 
     def _new_client(self) -> Client:
@@ -960,12 +1179,14 @@ class Server:
 
     def serve_while_busy(self, scripting: Any) -> None:
         """A script has run past busy-reply-threshold: its Lua hook calls this every so many
-        instructions (on the loop thread, engine lock held, the loop itself stalled). Read
-        what the other clients sent straight from their sockets and answer each command as
-        Redis does while busy (BUSY; SCRIPT KILL and SHUTDOWN NOSAVE act on the script), in
-        order, through their normal output. The script's own client, a blocked client's
-        queued commands and replicas' links wait; new connections wait for the loop."""
+        instructions, and redis.call every few milliseconds (on the loop thread, engine lock
+        held, the loop itself stalled). Accept new connections, read what the other clients
+        sent straight from their sockets and answer each command as Redis does while busy
+        (EngineCore.run_while_busy: BUSY; SCRIPT KILL, SHUTDOWN NOSAVE, AUTH, HELLO, MULTI...
+        run), in order, through their normal output. The script's own client, a blocked
+        client's queued commands and replicas' links wait."""
         running = scripting.running
+        self._accept_while_busy()
         for client in list(self.clients.values()):
             if (client.closed or client.fd < 0 or client.busy or client.link is not None
                     or client.session is running.session):
@@ -977,12 +1198,55 @@ class Server:
             parser = client.parser
             try:
                 if data:
+                    client.last_interaction = time.monotonic()
+                    self.net_input_bytes += len(data)
+                    self.reads_processed += 1
                     parser.feed(data)
-                while (argv := parser.next()) is not None:
-                    client.reply(busy_reply(scripting, argv))
+                while not client.closing and (argv := parser.next()) is not None:
+                    client._answer(self.engine.run_while_busy(client.session, tuple(argv),
+                                                              client.busy_gate(argv)))
             except (QueryBufferLimit, ProtocolError):
                 continue  # left for the loop, which closes the connection
             client.flush()
+
+    def _accept_while_busy(self) -> None:
+        """Connections made while the loop is stalled by a script: accepted here (so that a
+        `redis-cli SCRIPT KILL` is answered), served by serve_while_busy, and handed to the
+        loop once it runs again."""
+        if not self._busy_listeners:
+            for srv in self.servers:
+                for sock in srv.sockets or ():
+                    listener = socket.socket(fileno=os.dup(sock.fileno()))
+                    listener.setblocking(False)
+                    self._busy_listeners.append(listener)
+        for listener in self._busy_listeners:
+            for _ in range(ACCEPT_WHILE_BUSY):
+                try:
+                    conn, _ = listener.accept()
+                except OSError:  # none waiting (EAGAIN), or a failed accept: the loop's
+                    break
+                conn.setblocking(False)
+                client = self._new_client()
+                client.connection_made(BusyTransport(conn))  # type: ignore[arg-type]
+                if not self._adopted:
+                    self.loop.call_soon(self._hand_over)
+                self._adopted.append((client, conn))
+
+    def _hand_over(self) -> None:
+        """The loop runs again: it takes over the connections accepted while it was stalled."""
+        adopted, self._adopted = self._adopted, []
+        for client, conn in adopted:
+            if client.closed:
+                conn.close()
+                continue
+            self.loop.create_task(self._connect_adopted(client, conn))
+
+    async def _connect_adopted(self, client: Client, conn: socket.socket) -> None:
+        try:
+            await self.loop.connect_accepted_socket(lambda: client, sock=conn)
+        except OSError:
+            client.abort()
+            conn.close()
 
     async def wait_stopped(self) -> None:
         assert self.stopping is not None
@@ -990,7 +1254,8 @@ class Server:
         await self._stop()
 
     def request_shutdown(self, save: bool = False) -> None:
-        """SHUTDOWN, SIGTERM, SIGINT: stop accepting, finish the command in flight, close."""
+        """SHUTDOWN, SIGTERM, SIGINT, SIGHUP: stop accepting, finish the command in flight,
+        close (a compaction under way is abandoned: its child killed, its files removed)."""
         self.shutdown_save = save
         if self.stopping is not None:
             self.stopping.set()
@@ -998,6 +1263,9 @@ class Server:
     async def _stop(self) -> None:
         for srv in self.servers:
             srv.close()
+        for listener in self._busy_listeners:
+            listener.close()
+        self._busy_listeners.clear()
         for client in list(self.clients.values()):
             client.flush()
             client.close()
@@ -1017,6 +1285,20 @@ class Server:
         engine.close()
 
 
+def _note_signal(server: Server, sig: signal.Signals) -> None:
+    """The loop runs its signal handlers on its own turn, which a busy script holds up: the
+    signal is also noted at once in `server.stop_signalled`, which the script's busy check
+    reads (the loop's own Python-level handler, which wakes it, still runs after)."""
+    previous = signal.getsignal(sig)
+
+    def note(signum: int, frame: Any) -> None:
+        server.stop_signalled = True
+        if callable(previous):
+            previous(signum, frame)
+
+    signal.signal(sig, note)
+
+
 def install_loop_policy() -> str:
     """Use uvloop when it is installed; returns the loop's name."""
     try:
@@ -1028,16 +1310,21 @@ def install_loop_policy() -> str:
 
 
 def run_server(server: Server, ready: Callable[[Server], None] | None = None) -> None:
-    """Run until SHUTDOWN, SIGTERM or SIGINT (the main thread's signal handlers)."""
+    """Run until SHUTDOWN, SIGTERM, SIGINT or SIGHUP (the main thread's signal handlers; a
+    hang-up stops it too, where redis-server ignores one: a server started in a terminal
+    goes with it, its compaction child and temporary files with it)."""
 
     async def main() -> None:
         await server.start()
         loop = asyncio.get_running_loop()
-        for sig in (signal.SIGTERM, signal.SIGINT):
+        for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+            if signal.getsignal(sig) is signal.SIG_IGN:
+                continue  # ignored since the start (`nohup`, a background job): left so
             # Only the main thread may install signal handlers: a server run in another thread
             # (the tests', an embedding application's) is stopped by request_shutdown instead.
             with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
                 loop.add_signal_handler(sig, server.request_shutdown)
+                _note_signal(server, sig)
         if ready is not None:
             ready(server)
         await server.wait_stopped()

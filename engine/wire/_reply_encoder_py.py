@@ -135,7 +135,58 @@ def write_reply(out: bytearray, value: Any, protocol: int) -> None:
 
     `str` simple string, `bytes`/`bytearray`/`memoryview` bulk, `None` null, `int` integer,
     `bool` boolean, `float` double, `list`/`tuple` array, `RespMap`, `RespSet`, `Verbatim`,
-    `Push`, `NULL_ARRAY` and `ReplyError` instances (error line)."""
+    `Push`, `NULL_ARRAY` and `ReplyError` instances (error line). A reply nested deeper than
+    Python's recursion allows (a script's table holding itself makes 7,995 levels) is encoded
+    again without recursion."""
+    mark = len(out)
+    big = len(out.big) if type(out) is not bytearray else 0  # type: ignore[attr-defined]
+    try:
+        _write_value(out, value, protocol)
+    except RecursionError:
+        _rewind(out, mark, big)
+        _write_deep(out, value, protocol)
+
+
+def _rewind(out: bytearray, mark: int, big: int) -> None:
+    """Drop what was appended to `out` since it was `mark` bytes long with `big` big bulks."""
+    del out[mark:]
+    if type(out) is not bytearray:
+        dropped = out.big[big:]  # type: ignore[attr-defined]
+        del out.big[big:]  # type: ignore[attr-defined]
+        out.big_size -= sum(len(value) for _, value in dropped)  # type: ignore[attr-defined]
+
+
+def _write_deep(out: bytearray, value: Any, protocol: int) -> None:
+    """write_reply with an explicit stack for the aggregates (arrays, maps, sets, pushes)."""
+    stack = [value]
+    checked = type(out) is not bytearray
+    while stack:
+        v = stack.pop()
+        t = type(v)
+        if t is list or t is tuple:
+            out += b"*%d\r\n" % len(v)
+            stack.extend(reversed(v))
+        elif t is RespMap:
+            if protocol == 3 or not v.as_pairs:
+                out += (b"%%%d\r\n" if protocol == 3 else b"*%d\r\n") % (
+                    len(v.items) * (1 if protocol == 3 else 2))
+                stack.extend(reversed([x for pair in v.items for x in pair]))
+            else:
+                out += b"*%d\r\n" % len(v.items)
+                stack.extend(reversed([list(pair) for pair in v.items]))
+        elif t is RespSet or t is Push:
+            kind = (b"~" if t is RespSet else b">") if protocol == 3 else b"*"
+            out += b"%b%d\r\n" % (kind, len(v.items))
+            stack.extend(reversed(v.items))
+        else:
+            _write_value(out, v, protocol)
+            continue
+        if checked:
+            out.check()  # type: ignore[attr-defined]
+
+
+def _write_value(out: bytearray, value: Any, protocol: int) -> None:
+    """write_reply's body (what the encoder's own recursion calls)."""
     t = type(value)
     if t is bytes:
         _write_bulk(out, value)
@@ -308,11 +359,11 @@ def _write_items(out: bytearray, items: list | tuple, protocol: int) -> None:
                 elif t is list or t is tuple:
                     _write_array(out, y, protocol)
                 else:
-                    write_reply(out, y, protocol)
+                    _write_value(out, y, protocol)
         elif t is int:
             out += _INT_REPLY[x] if 0 <= x < _SMALL else _int_line(x, protocol)
         else:
-            write_reply(out, x, protocol)
+            _write_value(out, x, protocol)
 
 
 def _int_line(value: int, protocol: int) -> bytes:
@@ -359,9 +410,9 @@ def _write_other(out: bytearray, value: Any, protocol: int) -> None:
     elif t is Verbatim:
         _write_verbatim(out, value, protocol)
     elif t is bytearray or t is memoryview:
-        write_reply(out, bytes(value), protocol)
+        _write_value(out, bytes(value), protocol)
     elif isinstance(value, bool | int | str | bytes | list | tuple | float):
-        write_reply(out, _base_value(value), protocol)  # subclasses (IntEnum, str enums, ...)
+        _write_value(out, _base_value(value), protocol)  # subclasses (IntEnum, str enums, ...)
     else:
         raise TypeError(f"cannot encode {t.__name__} as a RESP reply: {value!r}")
 
@@ -379,23 +430,23 @@ def _write_map(out: bytearray, m: RespMap, protocol: int) -> None:
     if protocol == 3:
         out += b"%%%d\r\n" % len(items)
         for k, v in items:
-            write_reply(out, k, protocol)
-            write_reply(out, v, protocol)
+            _write_value(out, k, protocol)
+            _write_value(out, v, protocol)
     elif m.as_pairs:
         _write_array(out, items, protocol)  # each (k, v) tuple is a 2-element array
     else:
         n = 2 * len(items)
         out += _ARRAY_HDR[n] if n < _SMALL else b"*%d\r\n" % n
         for k, v in items:
-            write_reply(out, k, protocol)
-            write_reply(out, v, protocol)
+            _write_value(out, k, protocol)
+            _write_value(out, v, protocol)
 
 
 def _write_aggregate(out: bytearray, items: list, kind: bytes, protocol: int) -> None:
     if protocol == 3:
         out += b"%b%d\r\n" % (kind, len(items))
         for x in items:
-            write_reply(out, x, protocol)
+            _write_value(out, x, protocol)
     else:
         _write_array(out, items, protocol)
 

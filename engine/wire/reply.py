@@ -239,53 +239,49 @@ def to_plain(value: Any) -> Any:
         return to_plain(value.entries())
     if t is PlainEntries:
         return value
-    if t is RespMap:
-        return _plain_map(value)
     if value is NULL_ARRAY:
         return None
-    if t is Verbatim or t is RespSet or t is Push:
-        return _plain_resp3(value)
+    if t is Verbatim:
+        return value.text.encode("utf-8", "surrogateescape")
+    if t is RespMap or t is RespSet or t is Push:
+        items = _items_of(value)
+        _plain_list(items)
+        return items
     return value
 
 
-def _plain_resp3(value: Verbatim | RespSet | Push) -> Any:
-    """RESP3-only shapes as RESP2 sends them: a verbatim string is a bulk, a set or push an array."""
-    if isinstance(value, Verbatim):
-        return value.text.encode("utf-8", "surrogateescape")
-    items = list(value.items)
-    _plain_list(items)
-    return items
+def _items_of(value: RespMap | RespSet | Push) -> list:
+    """An aggregate's items as the RESP2 array it is sent as (not converted yet)."""
+    if type(value) is not RespMap:
+        return list(value.items)
+    if value.as_pairs:
+        return [[k, v] for k, v in value.items]
+    return [x for pair in value.items for x in pair]
 
 
 def _plain_list(items: list) -> None:
-    for i, x in enumerate(items):
-        t = type(x)
-        if t is bytes or t is int:
-            continue
-        if t is tuple:
-            items[i] = list(x)
-        elif t is list:
-            _plain_list(x)
-        elif t is EntryArray or t is PackedEntries:
-            items[i] = to_plain(x)
-        elif t is RespMap:
-            items[i] = _plain_map(x)
-        elif x is NULL_ARRAY:
-            items[i] = None
-        elif t is Verbatim or t is RespSet or t is Push:
-            items[i] = _plain_resp3(x)
-
-
-def _plain_map(m: RespMap) -> list:
-    out: list[Any] = []
-    if m.as_pairs:
-        for k, v in m.items:
-            out.append([to_plain(k), to_plain(v)])
-    else:
-        for k, v in m.items:
-            out.append(to_plain(k))
-            out.append(to_plain(v))
-    return out
+    """to_plain of a list, in place, with a stack of its own rather than recursion: a script's
+    reply may nest thousands of levels deep (a table that holds itself: 7,995)."""
+    stack = [items]
+    while stack:
+        items = stack.pop()
+        for i, x in enumerate(items):
+            t = type(x)
+            if t is bytes or t is int:
+                continue
+            if t is tuple:
+                items[i] = list(x)
+            elif t is list:
+                stack.append(x)
+            elif t is EntryArray or t is PackedEntries:
+                items[i] = to_plain(x)
+            elif x is NULL_ARRAY:
+                items[i] = None
+            elif t is Verbatim:
+                items[i] = x.text.encode("utf-8", "surrogateescape")
+            elif t is RespMap or t is RespSet or t is Push:
+                items[i] = inner = _items_of(x)
+                stack.append(inner)
 
 
 def help_reply(argv0: bytes, lines: list[str]) -> list[str]:

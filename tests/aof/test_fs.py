@@ -14,7 +14,14 @@ from pathlib import Path
 import pytest
 
 from streamkeep.aof import fs as fs_mod
-from streamkeep.aof.fs import FileSystem, LockedError, RealFS, file_identity, mapped_ranges
+from streamkeep.aof.fs import (
+    UNSUPPORTED_ERRNOS,
+    FileSystem,
+    LockedError,
+    RealFS,
+    file_identity,
+    mapped_ranges,
+)
 from streamkeep.engine.wire.errors import StorageError
 
 fs = RealFS()
@@ -240,3 +247,24 @@ def test_mapped_ranges_find_where_the_file_is_mapped(tmp_path: Path) -> None:
     assert any(low <= address < high for low, high in ranges), (hex(address), ranges)
     assert sum(high - low for low, high in ranges) >= 4 * mmap.PAGESIZE
     assert mapped_ranges(str(path), identity) == []
+
+
+def test_reserve_allocates_past_the_end_without_growing_the_file(tmp_path: Path) -> None:
+    path = tmp_path / "log"
+    fd = fs.open_append(str(path))
+    try:
+        fs.write(fd, b"x" * 100)
+        before = os.fstat(fd).st_blocks
+        try:
+            fs.reserve(fd, 100, 1 << 20)
+        except OSError as err:  # a file system that cannot: the journal then allocates nothing
+            assert err.errno in UNSUPPORTED_ERRNOS
+            return
+        assert os.fstat(fd).st_size == 100  # a reader sees nothing
+        assert os.fstat(fd).st_blocks * 512 >= before * 512 + (1 << 20) - 4096
+        fs.write(fd, b"y" * 10)  # appends land at the end, as before
+        assert path.read_bytes() == b"x" * 100 + b"y" * 10
+        fs.ftruncate(fd, 110)  # truncating to the size gives the space back
+        assert os.fstat(fd).st_blocks <= before + 8
+    finally:
+        fs.close(fd)

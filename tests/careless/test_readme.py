@@ -1,9 +1,10 @@
 """Every README example, as a careless user would try it: the ```python blocks run in order
 in one fresh working directory (each in a namespace of its own; the only setup is what the
-blocks themselves make: ./data by the embedded example), and the shell examples: each
+blocks themselves make: ./embedded-data by the embedded example), and the shell examples: each
 `streamkeep ...` command line parses, each subcommand named anywhere in the README exists with a
-working --help, and the read-only ones run on the ./data the blocks made. (The manual's pages
-get the same treatment in tests/docs/.)"""
+working --help, and the read-only ones run on the directory the blocks made. (The manual's
+pages get the same treatment in tests/docs/; tests/docs/test_walkthrough.py follows the README
+and the getting-started pages top to bottom on a fresh copy, make run's server included.)"""
 
 from __future__ import annotations
 
@@ -58,10 +59,12 @@ def test_every_python_block_runs_in_order_and_the_examples_then_run(tmp_path: Pa
     # the embedded example: two consumers, one ack, then a refused read
     assert "'pending': 1" in printed[0]
     assert "NOGROUP No such key 'orders' or consumer group 'nope'" in printed[0]
-    assert (tmp_path / "data" / "manifest.json").exists()
+    made = tmp_path / "embedded-data"
+    assert (made / "manifest.json").exists()
     ran = 0
     for argv in command_lines(TEXT):
-        if tuple(argv[:2]) in READ_ONLY and any(a in ("./data", "data/") for a in argv):
+        if tuple(argv[:2]) in READ_ONLY and any((tmp_path / a).resolve() == made.resolve()
+                                                for a in argv[2:]):
             result = run(*argv, cwd=tmp_path)
             assert result.code == 0, (argv, result.err)
             assert "Traceback" not in result.err

@@ -3,16 +3,17 @@
 * The lock: a second Engine.open of a directory, from the same process or from another one,
   raises aof.fs.LockedError naming the holder's pid; the lock goes away with its holder (close,
   or the holder being killed).
-* ENOSPC on a write (Redis's MISCONF model): the command gets exactly
-  "MISCONF Errors writing to the AOF file: No space left on device", later write commands get
-  the same line and change nothing, reads still work, a partial write is truncated back, and
-  once the fault clears the once-a-second retry writes the kept record and writes are accepted
-  again; a reopen shows everything acknowledged plus the record that failed and was retried.
-  Under every policy (Redis retries from serverCron whatever the policy; streamkeep's journal
-  runs its once-a-second thread for all of them).
+* An error reply means no effect, now or after a reopen. A full disk (FaultyFS.fill: the space
+  the journal allocates ahead runs out) closes the gate before any command runs: write commands
+  of every kind get "MISCONF Errors writing to the AOF file: No space left on device" and change
+  nothing, reads work, and once space is back the once-a-second retry reopens the gate. A write
+  that fails anyway (EIO, or ENOSPC where nothing was allocated ahead), whole or half-written,
+  is cut back off the segment and its command rolled back: the state is the acknowledged
+  commands', in memory and after a reopen. Under every policy.
 * EIO on fdatasync (always and everysec): MISCONF "...: Input/output error", the fsync is never
   retried (the page cache may have dropped the data), writes stay refused until the directory
-  is reopened, reads work.
+  is reopened, reads work. Under always the commands the failed fsync covered were never
+  acknowledged: they are rolled back and cut off the file; under everysec they were, and stay.
 * Rotation under errors: a failed manifest write, or a failed directory fsync after the
   manifest rename, must neither lose acknowledged writes nor leave a directory that cannot be
   opened (refusing writes until reopened is fine).
@@ -199,32 +200,112 @@ def test_lock_held_by_a_child_names_it_and_dies_with_it(tmp_path: Path) -> None:
         assert engine.execute("XLEN", "s") == 1
 
 
-# --- ENOSPC on write -----------------------------------------------------------------------------
+# --- a full disk ----------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("partial", [False, True], ids=["nothing-written", "half-written"])
 @pytest.mark.parametrize("policy", ["everysec", "no", "always"])
-def test_enospc_refuses_writes_then_retries(tmp_path: Path, policy: str, partial: bool) -> None:
+def test_full_disk_refuses_writes_before_they_run(tmp_path: Path, policy: str) -> None:
     directory = tmp_path / "db"
     fs = FaultyFS()
-    session = open_session(directory, policy, fs)
+    session = open_session(directory, policy, fs, aof_preallocate=4096)
+    fs.fill(free=2048)  # less than one allocation ahead: the next top-up fails
+    accepted = 0
+    while True:  # the space allocated ahead still takes records, then the gate closes
+        before = session.engine.digest()
+        try:
+            session.engine.execute("XADD", "s", "*", "n", "x" * 100)
+        except ReplyError as err:
+            assert str(err) == ENOSPC_LINE
+            assert session.engine.digest() == before, "a refused write changed the state"
+            break
+        session.applied.append((session.clock.now, ("XADD", "s", "*", "n", "x" * 100)))
+        accepted += 1
+        assert accepted < 100, "a full disk never refused a write"
+    assert fs.failed_writes == 0, "a record met the full disk: it was not refused up front"
+    assert fs.failed_reserves >= 1
     sizes = segment_sizes(directory)
-    fs.fail_writes(errno.ENOSPC, partial=partial)
-    session.misconf(ENOSPC_LINE, "XADD", "s", "*", "n", "failed-then-retried", applied=True)
-    assert fs.failed_writes == 1
-    assert segment_sizes(directory) == sizes, "the partial write was not truncated back"
     refused_writes(session, ENOSPC_LINE)
-    # The space is still gone: the retries fail too, and leave nothing behind.
-    time.sleep(1.3)
+    time.sleep(1.3)  # the retry finds no space either: still refused, nothing written
     session.misconf(ENOSPC_LINE, "XADD", "s", "*", "n", "refused", applied=False)
     assert segment_sizes(directory) == sizes
-    fs.clear()
-    waited = wait_until_writable(session, timeout=3.0)
-    assert waited < 2.5, f"writes accepted again only after {waited:.1f} s"
+    assert session.engine.digest() == session.reference()
+    fs.clear()  # space is back: writes resume by themselves
+    wait_until_writable(session, timeout=10.0)
     session.ok("XACK", "s", "g", session.engine.execute("XPENDING", "s", "g")[1].decode())
     live = session.engine.digest()
     assert live == session.reference()
     session.engine.close()
     assert reopen_digest(directory) == live
+
+
+@pytest.mark.parametrize("partial", [False, True], ids=["nothing-written", "half-written"])
+@pytest.mark.parametrize("policy", ["everysec", "no", "always"])
+def test_a_failed_write_is_rolled_back(tmp_path: Path, policy: str, partial: bool) -> None:
+    """ENOSPC in the middle of a record (nothing allocated ahead, as on a file system that
+    cannot) or EIO: the command is answered MISCONF and leaves no trace."""
+    directory = tmp_path / "db"
+    fs = FaultyFS()
+    session = open_session(directory, policy, fs, aof_preallocate=0)
+    sizes = segment_sizes(directory)
+    fs.fail_writes(errno.ENOSPC, partial=partial)
+    session.misconf(ENOSPC_LINE, "XADD", "s", "*", "n", "refused-and-undone", applied=False)
+    session.misconf(ENOSPC_LINE, "XREADGROUP", "GROUP", "g", "bob", "STREAMS", "s", ">",
+                    applied=False)
+    assert fs.failed_writes >= 1
+    assert segment_sizes(directory) == sizes, "the partial write was not cut back"
+    refused_writes(session, ENOSPC_LINE)
+    assert session.engine.digest() == session.reference()
+    fs.clear()
+    wait_until_writable(session, timeout=10.0)
+    live = session.engine.digest()
+    assert live == session.reference()
+    session.engine.close()
+    assert reopen_digest(directory) == live
+
+
+def test_a_failed_write_of_a_big_value_is_rolled_back(tmp_path: Path) -> None:
+    """A record carrying a big value is written in parts, past the buffer: a part that fails
+    is cut back and the command rolled back like any other."""
+    directory = tmp_path / "db"
+    fs = FaultyFS()
+    session = open_session(directory, "everysec", fs)
+    fs.fail_writes(errno.EIO, after=1, partial=True)  # the frame goes out, the value fails
+    session.misconf(EIO_LINE, "XADD", "s", "*", "big", "v" * (2 << 20), applied=False)
+    assert session.engine.digest() == session.reference()
+    fs.clear()
+    session.engine.close()
+    assert reopen_digest(directory) == session.reference()
+
+
+def test_a_client_that_retries_every_error_writes_each_entry_once(tmp_path: Path) -> None:
+    """What a producer that retries MISCONF sees: faults of every kind come and go; each of
+    its logical writes is in the stream exactly once, live and after a reopen."""
+    directory = tmp_path / "db"
+    fs = FaultyFS()
+    engine = Engine.open(str(directory), appendfsync="everysec", fs=fs, aof_preallocate=2048)
+    faults = [lambda: fs.fill(free=1000), lambda: fs.fail_writes(errno.EIO),
+              lambda: fs.fail_writes(errno.ENOSPC, partial=True), lambda: fs.fill(free=0)]
+    try:
+        for n in range(120):
+            if n % 30 == 10:
+                faults[n // 30]()
+            attempts = 0
+            while True:
+                try:
+                    engine.execute("XADD", "s", "*", "n", str(n), "pad", "p" * 200)
+                    break
+                except ReplyError as err:
+                    assert str(err).startswith("MISCONF"), err
+                    attempts += 1
+                    if attempts == 3:
+                        fs.clear()  # the operator frees space, the device recovers
+                    time.sleep(0.2)
+        numbers = [int(fields[1]) for _id, fields in engine.execute("XRANGE", "s", "-", "+")]
+        assert numbers == list(range(120))
+    finally:
+        engine.close()
+    with Engine.open(str(directory)) as reopened:
+        again = [int(f[1]) for _id, f in reopened.execute("XRANGE", "s", "-", "+")]
+    assert again == list(range(120))
 
 
 # --- EIO on fsync -------------------------------------------------------------------------------
@@ -233,18 +314,22 @@ def test_eio_on_fsync_under_always_is_never_retried(tmp_path: Path) -> None:
     directory = tmp_path / "db"
     fs = FaultyFS()
     session = open_session(directory, "always", fs)
+    sizes = segment_sizes(directory)
     fs.fail_fsyncs(errno.EIO)
     before = fs.fdatasyncs
-    session.misconf(EIO_LINE, "XADD", "s", "*", "n", "fsync-failed", applied=True)
-    assert fs.fdatasyncs == before + 1
+    session.misconf(EIO_LINE, "XADD", "s", "*", "n", "fsync-failed", applied=False)
+    # The failed round's fdatasync, then the cut's own (the size made durable), no other.
+    assert fs.fdatasyncs == before + 2
+    # Not acknowledged, so not kept: cut back off the segment to what the last fsync covered.
+    assert segment_sizes(directory) == sizes
     refused_writes(session, EIO_LINE)
     fs.clear()  # even once the device works again: refused until reopened
     time.sleep(1.2)
     refused_writes(session, EIO_LINE)
-    assert fs.fdatasyncs == before + 1, "a failed fsync was retried"
+    fsyncs = fs.fdatasyncs
+    assert fsyncs == before + 2, "a failed fsync was retried"
     session.engine.close()
-    assert fs.fdatasyncs == before + 1, "close() retried the failed fsync"
-    # The record reached the OS before the fsync failed; a reopen replays it and takes writes.
+    assert fs.fdatasyncs == fsyncs, "close() retried the failed fsync"
     assert reopen_digest(directory) == session.reference()
     with Engine.open(str(directory), appendfsync="always") as engine:
         engine.execute("XADD", "s", "*", "n", "after-reopen")

@@ -315,14 +315,15 @@ def test_compact_while_the_aof_refuses_writes(tmp_path: Path) -> None:
     d = tmp_path / "d"
     fs = FaultyFS()
     engine, clock = filled(d, 200, fs=fs)
-    fs.fail_writes(errno.ENOSPC)  # a failed write, kept for the retry
+    fs.fail_writes(errno.ENOSPC)  # a failed write: rolled back, the gate closed
     with pytest.raises(ReplyError, match="MISCONF"):
         engine.execute("XADD", "k", "*", "f", "v")
-    assert engine.journal.unwritten
+    assert engine.journal.refusing_writes
     with pytest.raises(CompactionError, match="refuses writes"):
         engine.compact(wait=True)
     fs.clear()
-    engine.locked(engine.journal.retry_unwritten)  # what the once-a-second retry does
+    engine.journal.retry_at = 0.0  # (not a second later: what the once-a-second retry does)
+    engine.locked(engine.journal.retry_writes)
     assert engine.journal.error is None
     assert engine.compact(wait=True) is not None
     fs.fail_fsyncs(errno.EIO)  # a failed fsync: refused until reopened

@@ -59,28 +59,54 @@ def test_unwritten_records_are_not_acknowledged(everysec: ServerHandle,
         faulty.fail_writes(errno.ENOSPC, partial=True)
         replies = c.pipeline(("XADD", "s", "2-1", "f", "v"), ("XLEN", "s"),
                            ("XADD", "s", "3-1", "f", "v"))
-        # Both writes are applied in memory (the records wait for the retry, in LSN order) but
-        # neither is acknowledged; the read between them is answered.
+        # The batch's record could not be written: both writes are refused and rolled back.
+        # (The read between them ran before the batch's write was tried, and saw 2-1.)
         assert [str(r) for r in replies] == [ENOSPC_LINE, "2", ENOSPC_LINE]
         assert isinstance(replies[0], RespError)
         with pytest.raises(RespError, match="^MISCONF"):
             c.execute("XADD", "s", "4-1", "f", "v")
-        assert c.execute("XLEN", "s") == 3  # reads go on
+        assert c.execute("XLEN", "s") == 1  # reads go on, on the log's state
+        assert c.execute("XRANGE", "s", "-", "+") == [[b"1-1", [b"f", b"v"]]]
         faulty.clear()
-        deadline = time.monotonic() + 5
-        while True:  # the once-a-second retry writes the kept records, then writes resume
+        deadline = time.monotonic() + 10
+        while True:  # the once-a-second retry reopens the gate
             try:
-                c.execute("XADD", "s", "5-1", "f", "v")
+                c.execute("XADD", "s", "2-1", "f", "v")  # the producer's retry
                 break
             except RespError:
                 assert time.monotonic() < deadline, "writes were not accepted again"
                 time.sleep(0.1)
+        c.execute("XADD", "s", "3-1", "f", "v")
         digest = c.execute("DEBUG", "DIGEST")
     directory = Path(everysec.engine.datadir.path)
     everysec.stop()
     with Engine.open(str(directory)) as reopened:
-        assert reopened.execute("XLEN", "s") == 4
+        assert reopened.execute("XLEN", "s") == 3
         assert reopened.digest() == digest
+
+
+def test_a_blocked_reader_served_by_a_refused_write_gets_misconf(everysec: ServerHandle,
+                                                                 faulty: FaultyFS) -> None:
+    """A blocked XREADGROUP woken by an XADD whose batch cannot be written: its delivery was
+    in that batch, so it is refused and rolled back too (the entry stays undelivered)."""
+    with RespClient(everysec.host, everysec.port) as reader, \
+            RespClient(everysec.host, everysec.port) as writer:
+        writer.execute("XGROUP", "CREATE", "s", "g", "$", "MKSTREAM")
+        reader.send_raw(encode_command(["XREADGROUP", "GROUP", "g", "alice", "BLOCK", "0",
+                                        "STREAMS", "s", ">"]))
+        deadline = time.monotonic() + 10
+        while b"blocked_clients:1" not in writer.execute("INFO", "clients"):
+            assert time.monotonic() < deadline
+            time.sleep(0.02)
+        faulty.fail_writes(errno.EIO)
+        with pytest.raises(RespError) as err:
+            writer.execute("XADD", "s", "1-1", "f", "v")
+        assert str(err.value) == EIO_LINE
+        with pytest.raises(RespError) as err:
+            reader.read()
+        assert str(err.value) == EIO_LINE
+        assert writer.execute("XLEN", "s") == 0
+        assert writer.execute("XPENDING", "s", "g")[0] == 0
 
 
 def test_failed_fsync_under_always_answers_misconf(tmp_path: Path, faulty: FaultyFS) -> None:
@@ -102,6 +128,11 @@ def test_failed_fsync_under_always_answers_misconf(tmp_path: Path, faulty: Fault
             time.sleep(1.2)
             with pytest.raises(RespError, match="^MISCONF"):  # never retried: refused until
                 c.execute("XADD", "s", "3-1", "f", "v")        # the directory is reopened
-            assert c.execute("XLEN", "s") == 2
+            # Neither was acknowledged: both rolled back, and cut off the file.
+            assert c.execute("XLEN", "s") == 1
+            assert c.execute("EXISTS", "t") == 0
     finally:
         handle.stop()
+    with Engine.open(str(tmp_path / "db")) as reopened:
+        assert reopened.execute("XLEN", "s") == 1
+        assert reopened.execute("EXISTS", "t") == 0

@@ -2,7 +2,13 @@
 confirmations, messages and pmessages, the subscribed RESP2 gate's error line, PING's reply in
 each mode, UNSUBSCRIBE with no channel, RESET, SUBSCRIBE inside EXEC, sharded Pub/Sub, PUBSUB's
 replies and errors) and through redis-py's PubSub. Where Redis's order is its hash table's (several patterns
-matching one channel, PUBSUB CHANNELS), the scripts keep to one."""
+matching one channel, PUBSUB CHANNELS), the scripts keep to one.
+
+One order changed after Debian's 7.0: since Redis 7.2 a message a RESP3 connection publishes to
+itself follows the command's reply (PUBLISH alone, in MULTI or in a script), where 7.0 sent it
+first (or inside EXEC's array). streamkeep sends Redis 7.2+'s order; the transcript compares the
+same frames with the message moved after the reply, and test_a_message_to_oneself_follows_the_
+reply checks the order."""
 
 from __future__ import annotations
 
@@ -138,10 +144,55 @@ def transcript(target: Any) -> list[tuple[str, list[list[bytes]]]]:
     return steps
 
 
+# Steps whose publisher gets its own message: Redis 7.2+ sends it after the reply.
+MESSAGE_TO_SELF = {"2: PUBLISH ps:q to-self"}
+
+
+def reply_first(values: list[bytes]) -> list[bytes]:
+    """A connection's frames in Redis 7.2+'s order: its own messages after the reply (and
+    before PING's)."""
+    messages = [v for v in values[:-1] if v.startswith(b">3\r\n$7\r\nmessage")]
+    others = [v for v in values[:-1] if v not in messages]
+    return [*others, *messages, values[-1]]
+
+
 def test_raw_pubsub_transcript_matches_redis(served, redis_server):
     ours, theirs = transcript(served), transcript(redis_server)
     for (step, got), (_, expected) in zip(ours, theirs, strict=True):
+        if step in MESSAGE_TO_SELF:
+            index = int(step.split(":")[0])
+            expected[index] = reply_first(expected[index])
         assert got == expected, step
+
+
+def test_a_message_to_oneself_follows_the_reply(served, redis_server):
+    """RESP3: PUBLISH to a channel the connection is subscribed to, alone, in MULTI and in a
+    script: streamkeep sends the reply, then the message (Redis 7.2+). Debian's 7.0 sends the
+    same frames, the message first."""
+    message = b">3\r\n$7\r\nmessage\r\n$2\r\nch\r\n$1\r\n%b\r\n"
+    steps = [
+        (("PUBLISH", "ch", "a"), [b":1\r\n", message % b"a"]),
+        (("MULTI",), [b"+OK\r\n"]),
+        (("PUBLISH", "ch", "b"), [b"+QUEUED\r\n"]),
+        (("PING",), [b"+QUEUED\r\n"]),
+        (("EXEC",), [b"*2\r\n:1\r\n+PONG\r\n", message % b"b"]),
+        (("EVAL", "redis.call('publish', 'ch', 'c'); return 5", "0"),
+         [b":5\r\n", message % b"c"]),
+    ]
+    for target, ordered in ((served, True), (redis_server, False)):
+        with socket.create_connection((target.host, target.port), timeout=10) as sock, \
+                sock.makefile("rb") as f:
+            for argv in (("HELLO", "3"), ("SUBSCRIBE", "ch")):
+                sock.sendall(encode_command(*argv))
+                read_raw_reply(f)
+            for argv, expected in steps:
+                sock.sendall(encode_command(*argv))
+                got = [read_raw_reply(f) for _ in expected]
+                if ordered:
+                    assert got == expected, argv
+                else:  # the oracle's frames are the same, in 7.0's order
+                    assert sorted(got) == sorted(expected) or \
+                        b"".join(got) == b"*2\r\n" + message % b"b" + b":1\r\n+PONG\r\n", argv
 
 
 def _messages(client: redis.Redis, publisher: redis.Redis) -> list[Any]:

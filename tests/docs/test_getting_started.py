@@ -32,7 +32,7 @@ def test_the_embedded_page_runs_in_memory_then_on_disk(tmp_path: Path) -> None:
     assert lines[-1] == ("NOGROUP No such key 'orders' or consumer group 'nope' in XREADGROUP "
                          "with GROUP option")
     assert on_disk == "1\n"
-    with Engine.open(str(tmp_path / "data")) as db:
+    with Engine.open(str(tmp_path / "jobs-data")) as db:
         assert db.execute("XLEN", "jobs") == 1
 
 
@@ -42,7 +42,7 @@ def test_the_server_page_serves_redis_py_and_shuts_down_cleanly(tmp_path: Path) 
     assert re.fullmatch(r"\d+-0 \{'item': 'book', 'qty': '1'\}", entry), out
     assert pending == "0"
     # The clean shutdown released the directory: it opens, with the group's ack in it.
-    with Engine.open(str(tmp_path / "data")) as db:
+    with Engine.open(str(tmp_path / "py-data")) as db:
         assert db.redis().xpending("orders", "shipping")["pending"] == 0
         assert db.execute("XLEN", "orders") == 1
 

@@ -128,6 +128,10 @@ def test_the_handshake_and_acks_are_resp_commands() -> None:
     assert commands[0] == b"*2\r\n$4\r\nAUTH\r\n$2\r\npw\r\n"
     assert b"listening-port" in commands[1] and link.CAPA in commands[2]
     assert link.handshake("", 1, "x")[0].startswith(b"*3\r\n$8\r\nREPLCONF")
+    assert not any(b"ip-address" in c for c in link.handshake("", 1, "x"))
+    # replica-announce-ip: right after the port, as Redis's replicas send it
+    assert link.handshake("", 1, "x", "10.1.2.3")[1] == \
+        b"*3\r\n$8\r\nREPLCONF\r\n$10\r\nip-address\r\n$8\r\n10.1.2.3\r\n"
     assert link.psync("?", -1, None) == b"*3\r\n$5\r\nPSYNC\r\n$1\r\n?\r\n$2\r\n-1\r\n"
     assert link.psync(REPLID, 7, 0xAB).endswith(b"$8\r\n000000ab\r\n")
     assert link.ack(5, 4) == b"*5\r\n$8\r\nREPLCONF\r\n$3\r\nACK\r\n$1\r\n5\r\n$4\r\nFACK\r\n$1\r\n4\r\n"

@@ -23,15 +23,18 @@ def test_stream_and_string_writes_apply_others_are_counted() -> None:
         feed(a, ["SELECT", "1"], ["XADD", "s", "1-1", "f", "v"], ["SET", "k", "v"],
              ["HSET", "h", "f", "v"], ["SET", "k2", "v"], ["PING"], ["PEXPIREAT", "s", "9"],
              ["RESTORE", "h2", "0", "\x04not-a-stream"], ["REPLCONF", "GETACK", "*"],
-             ["MSETNX", "m1", "1", "m2", "2"], ["GETSET", "k", "w"], ["SETRANGE", "k", "0", "x"])
-        assert dict(a.skipped_commands) == {"hset": 1, "restore": 1, "setrange": 1}
-        assert a.applied == 7 and a.errors == 0
+             ["MSETNX", "m1", "1", "m2", "2"], ["GETSET", "k", "w"], ["SETBIT", "k", "0", "1"],
+             ["SETRANGE", "k2", "1", "x"], ["MSETEX", "1", "m3", "3", "PXAT", "9"],
+             ["DELEX", "m2", "IFEQ", "2"])
+        assert dict(a.skipped_commands) == {"hset": 1, "restore": 1, "setbit": 1}
+        assert a.applied == 10 and a.errors == 0
         # A TTL already past is kept until the primary's DEL: the primary's session sees it,
         # a client's read on this replica sees the key as missing (as on a Redis replica).
         assert engine.strings[1][b"k"] == b"w" and engine.expires[1][b"s"] == 9
-        assert engine.strings[1][b"m1"] == b"1" and engine.strings[1][b"m2"] == b"2"
+        assert engine.strings[1][b"m1"] == b"1" and b"m2" not in engine.strings[1]
+        assert engine.strings[1][b"k2"] == b"vx" and engine.expires[1][b"m3"] == 9
         assert engine.execute("SELECT", "1") == "OK"
-        assert engine.execute("XLEN", "s") == 0 and engine.execute("GET", "k2") == b"v"
+        assert engine.execute("XLEN", "s") == 0 and engine.execute("GET", "k2") == b"vx"
         assert engine.execute("TTL", "s") == -2 and engine.execute("TYPE", "s") == "none"
         assert engine.dbs[1][b"s"].length == 1  # nothing deleted here
         feed(a, ["DEL", "s"])

@@ -101,7 +101,13 @@ def test_replconf_options(engine: Engine) -> None:
                                       b"capa", b"EOF", b"capa", b"SK-RECORDS")) == "OK"
     assert service.replconf(session, (b"REPLCONF", b"ip-address", b"10.0.0.7",
                                       b"sk-runid", b"0" * 40)) == "OK"
-    assert service.handshakes[client] == {"port": 6380, "capa": {b"eof", b"sk-records"}}
+    assert service.handshakes[client] == {"port": 6380, "capa": {b"eof", b"sk-records"},
+                                          "ip": "10.0.0.7"}
+    with pytest.raises(ReplyError) as caught:  # Redis's limit: NET_HOST_STR_LEN
+        service.replconf(session, (b"REPLCONF", b"ip-address", b"h" * 256))
+    assert str(caught.value) == \
+        "ERR REPLCONF ip-address provided by replica instance is too long: 256 bytes"
+    assert service.replconf(session, (b"REPLCONF", b"ip-address", b"h" * 255)) == "OK"
     with pytest.raises(ReplyError) as caught:
         service.replconf(session, (b"REPLCONF", b"bogus", b"1"))
     assert str(caught.value) == "ERR Unrecognized REPLCONF option: bogus"
@@ -188,6 +194,13 @@ def test_following_and_promotion(engine: Engine, tmp_path: Path, refused_port: i
     assert (fields["role"], fields["master_host"], fields["master_port"]) == \
         ("slave", "127.0.0.1", refused_port)
     assert fields["master_link_status"] == "down" and "master_link_down_since_seconds" in fields
+    # What Sentinel reads to pick the replica it promotes, from the replica-* settings.
+    assert (fields["slave_priority"], fields["slave_read_only"], fields["replica_announced"]) \
+        == (100, 1, 1)
+    engine.execute("CONFIG", "SET", "replica-priority", "0", "replica-announced", "no")
+    fields = dict(service.info_fields())
+    assert (fields["slave_priority"], fields["replica_announced"]) == (0, 0)
+    assert info(engine)["slave_priority"] == "0"
     assert engine.execute("REPLICAOF", "127.0.0.1", str(refused_port)) == \
         "OK Already connected to specified master"
     assert engine.execute("REPLICAOF", "NO", "ONE") == "OK"

@@ -157,3 +157,27 @@ def test_the_command_line_refuses_a_bad_job_or_a_gone_parent(
     assert done.returncode == 1
     assert done.stderr == "snapshot build failed: the parent process is gone\n"
     assert not (path / "orphan.tmp").exists()
+
+
+def test_the_serving_child_leaves_ctrl_c_and_hang_up_to_its_parent() -> None:
+    """SIGINT and SIGHUP sent to a serving child (a `kill` of a process group it shared)
+    neither end it nor make it print a traceback: its parent stops it."""
+    import signal
+
+    child = subprocess.Popen([sys.executable, "-m", "streamkeep.snapshot.build", "--serve",
+                              str(os.getpid())], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True, env=child_env())
+    try:
+        assert child.stdin is not None and child.stdout is not None
+        for signum in (None, signal.SIGINT, signal.SIGHUP):
+            if signum is not None:
+                child.send_signal(signum)
+            child.stdin.write("{not json\n")  # answered: it is in its loop, and still there
+            child.stdin.flush()
+            assert json.loads(child.stdout.readline())["ok"] is False
+        out, err = child.communicate(timeout=60)  # stdin closed: it ends, quietly
+        assert (child.returncode, err) == (0, "")
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait()

@@ -12,6 +12,8 @@
   it fires exactly when the AOF written since the snapshot reaches
   max(min-size, percentage% of the snapshot), so 400 compacts later than 100.
 * After close(), compact() is refused; close() while a build runs is not an error.
+* The build child is in a session of its own (a terminal's Ctrl-C reaches the engine's process
+  alone, which stops the child), and dies with that process (SIGKILLed: no child left).
 
 Failures, crashes, damage and power loss during a compaction: tests/crash/test_compaction.py.
 """
@@ -383,6 +385,51 @@ def test_compact_after_close_is_refused_and_close_during_a_build_is_not_an_error
         engine.compact(wait=True)
     with pytest.raises(ValueError, match="data directory"):
         Engine().compact()
+
+
+def test_the_build_child_is_in_a_session_of_its_own(tmp_path: Path) -> None:
+    with Engine.open(str(tmp_path / "db")) as engine:
+        engine.execute("XADD", "s", "*", "f", "v")
+        engine.compact(wait=True)
+        assert engine.datadir is not None
+        child = engine.datadir.compactor._child
+        assert child is not None and child.poll() is None
+        assert os.getsid(child.pid) == child.pid != os.getsid(0)
+        assert os.getpgid(child.pid) != os.getpgid(0)
+    assert child.poll() is not None  # closing the engine stopped it
+
+
+def test_the_build_child_dies_with_a_killed_process(tmp_path: Path) -> None:
+    import signal
+    import subprocess
+    import sys
+
+    from streamkeep.snapshot.integrity import child_env
+
+    script = ("import sys, os; from streamkeep import Engine\n"
+              "e = Engine.open(sys.argv[1]); e.execute('XADD', 's', '*', 'f', 'v')\n"
+              "e.compact(wait=True); print(e.datadir.compactor._child.pid, flush=True)\n"
+              "sys.stdin.read()\n")
+    app = subprocess.Popen([sys.executable, "-c", script, str(tmp_path / "db")],
+                           stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+                           env=child_env())
+    assert app.stdout is not None
+    child = int(app.stdout.readline())
+    os.kill(app.pid, signal.SIGKILL)
+    app.wait()
+    deadline = time.monotonic() + 20
+    while _running(child) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not _running(child)
+
+
+def _running(pid: int) -> bool:
+    """Alive and not a zombie (its parent gone, init reaps it)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
 
 
 def test_a_lazily_loaded_format_3_state_compacts_to_packed_nodes(tmp_path: Path) -> None:

@@ -284,3 +284,64 @@ def test_lzf_of_arbitrary_bytes_and_lengths_is_refused_or_read(codec, value: byt
         assert str(err) in ("bad LZF data", "bad LZF length")
     else:
         assert len(out) == ulen <= 264 * len(value)
+
+
+# --- which version a stream needs ----------------------------------------------------------------
+
+def _made(*commands: tuple[str, ...]) -> Engine:
+    engine = Engine()
+    for i in range(1, 11):
+        engine.execute("XADD", "s", f"{i}-0", "f", str(i))
+    for argv in commands:
+        engine.execute(*argv)
+    return engine
+
+
+# (commands after ten XADDs to s, the version it needs, what needs it)
+NEEDS = {
+    "plain": ((), 9, ""),
+    # (created at $: entries-read is unknown, -1, which type 15's loader would estimate)
+    "a group created at the end": ((("XGROUP", "CREATE", "s", "g", "$"),), 10, "entries-read"),
+    "a group created with its count": ((("XGROUP", "CREATE", "s", "g", "$", "ENTRIESREAD",
+                                         "10"),), 9, ""),
+    "a group that read all": ((("XGROUP", "CREATE", "s", "g", "0"),
+                               ("XREADGROUP", "GROUP", "g", "c", "STREAMS", "s", ">")), 9, ""),
+    "a group behind": ((("XGROUP", "CREATE", "s", "g", "0"),
+                        ("XREADGROUP", "GROUP", "g", "c", "COUNT", "3", "STREAMS", "s", ">")),
+                       10, "entries-read"),
+    "a deletion": ((("XDEL", "s", "4-0"),), 10, "last deleted"),
+    "a trim": ((("XTRIM", "s", "MAXLEN", "5"),), 10, "entries ever added"),
+    "a consumer created": ((("XGROUP", "CREATE", "s", "g", "$", "ENTRIESREAD", "10"),
+                            ("XGROUP", "CREATECONSUMER", "s", "g", "idle")), 11, "active time"),
+    "idempotent producers": ((("XADD", "s", "IDMP", "p1", "i1", "*", "f", "v"),), 13, "IDMP"),
+}
+
+
+def _round_trip(s: object, version: int) -> list:
+    from streamkeep.engine.model.digest import stream_state
+
+    data = rdb.write_stream(s, rdb.TYPE_STREAM[version])  # type: ignore[arg-type]
+    return stream_state(rdb.read_stream(rdb.Reader(data), rdb.TYPE_STREAM[version]))
+
+
+@pytest.mark.parametrize("case", sorted(NEEDS))
+def test_the_version_needed_holds_the_stream_and_the_one_before_does_not(case: str) -> None:
+    from streamkeep.engine.model.digest import stream_state
+
+    commands, version, why = NEEDS[case]
+    s = _made(*commands).dbs[0][b"s"]
+    assert rdb.version_needed(s)[0] == version
+    assert why in rdb.version_needed(s)[1]
+    assert _round_trip(s, version) == stream_state(s)
+    older = {10: 9, 11: 10, 13: 11}.get(version)  # (12 writes what 11 does)
+    if older is not None:
+        assert _round_trip(s, older) != stream_state(s)
+    assert rdb.REDIS_LOADING[version].startswith("Redis ")
+
+
+def test_entries_xnack_released_take_the_newest_version() -> None:
+    engine = _made(("XGROUP", "CREATE", "s", "g", "0"),
+                   ("XREADGROUP", "GROUP", "g", "c", "STREAMS", "s", ">"),
+                   ("XNACK", "s", "g", "FAIL", "IDS", "1", "3-0"))
+    version, why = rdb.version_needed(engine.dbs[0][b"s"])
+    assert version == 13 and "XNACK" in why and '"g"' in why

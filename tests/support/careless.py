@@ -1,6 +1,7 @@
 """The careless-user suite's helpers (tests/careless/): `streamkeep` as a real child process
 (`run`: exit status, stdout, stderr; `interrupt`: SIGINT to its process group once it has
-started, as Ctrl-C does), the checks every case makes (`assert_refused`: the exit status, one
+started, as Ctrl-C does, then checks that no process it started is left running: `Tree`),
+the checks every case makes (`assert_refused`: the exit status, one
 line on stderr naming what it must name, no traceback; `assert_usage`: exit 3, the usage and
 one error line), `tree_state` (every file's bytes under a path, to assert that a refused
 command changed nothing), and big inputs made fast (`big_datadir`: a data directory of many
@@ -17,12 +18,18 @@ import signal
 import subprocess
 import sys
 import time
+import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 TIMEOUT = 120.0
+# A variable set in a command's environment: every process it starts inherits it (the Spark
+# JVM and its Python workers, build children, servers, workers), found in /proc even after it
+# was re-parented to init.
+MARK = "STREAMKEEP_TEST_MARK"
+GONE_WITHIN = 20.0  # children killed with their parent: the kernel, init's reaping
 
 
 @dataclass
@@ -58,9 +65,12 @@ def interrupt(*args: str | Path, after: float | None = None, wait_for: Path | No
     collect what it printed. The command must still be running then (else the interrupt
     tested nothing), unless `must_run` is False (a test of "whole or nothing" whenever the
     interrupt lands: then a command already done is not interrupted)."""
+    mark = uuid.uuid4().hex
     proc = subprocess.Popen(_argv([str(a) for a in args]), stdin=subprocess.PIPE,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            cwd=cwd or ROOT, start_new_session=True)
+                            cwd=cwd or ROOT, start_new_session=True,
+                            env={**os.environ, MARK: mark})
+    tree = Tree(mark, proc.pid)
     deadline = time.monotonic() + timeout
     started = time.monotonic()
     while time.monotonic() < deadline and proc.poll() is None:
@@ -70,13 +80,92 @@ def interrupt(*args: str | Path, after: float | None = None, wait_for: Path | No
             break
         if after is not None and time.monotonic() - started >= after:
             break
+        tree.scan()
         time.sleep(0.01)
     assert proc.poll() is None or not must_run, \
         f"the command ended before the interrupt: {proc.returncode}"
     if proc.poll() is None:
         os.killpg(proc.pid, signal.SIGINT)
+    tree.scan()
     out, err = proc.communicate(timeout=timeout)
+    tree.assert_none_left()
     return Result(proc.returncode, out, err)
+
+
+@dataclass
+class Process:
+    pid: int
+    cmdline: str
+
+
+def _stat(pid: int | str) -> tuple[str, int, int] | None:
+    """(state, parent pid, start time) of a process, None if it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()  # after "(comm)": state, ppid, ...
+    except OSError:
+        return None
+    return fields[0], int(fields[1]), int(fields[19])
+
+
+def _cmdline(pid: int | str) -> str:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return f.read().replace(b"\0", b" ").decode(errors="replace").strip()
+    except OSError:
+        return ""
+
+
+class Tree:
+    """The processes of a command marked `mark`, as they come and go: those whose
+    environment has MARK=`mark`, and every descendant of one seen (redis-server overwrites its
+    environment with its process title: it is found as its parent's child). Each is
+    remembered with its start time (a pid reused since is not it)."""
+
+    def __init__(self, mark: str, root: int | None = None) -> None:
+        self.needle = f"{MARK}={mark}".encode()
+        self.seen: dict[int, int] = {}  # pid -> start time
+        if root is not None and (st := _stat(root)) is not None:
+            self.seen[root] = st[2]
+
+    def scan(self) -> list[Process]:
+        """The command's processes running now (zombies are not running)."""
+        stats = {}
+        for entry in os.listdir("/proc"):
+            if entry.isdigit() and (st := _stat(entry)) is not None:
+                stats[int(entry)] = st
+        for pid, (_state, _ppid, started) in stats.items():
+            if pid not in self.seen and self._marked(pid):
+                self.seen[pid] = started
+        grew = True
+        while grew:  # descendants of those seen
+            grew = False
+            for pid, (_state, ppid, started) in stats.items():
+                if pid not in self.seen and self.seen.get(ppid) == stats.get(ppid, ("", 0,
+                                                                                    -1))[2]:
+                    self.seen[pid] = started
+                    grew = True
+        return [Process(pid, _cmdline(pid)) for pid, started in self.seen.items()
+                if pid in stats and stats[pid][2] == started and stats[pid][0] != "Z"]
+
+    def _marked(self, pid: int) -> bool:
+        try:
+            with open(f"/proc/{pid}/environ", "rb") as f:
+                return self.needle in f.read().split(b"\0")
+        except OSError:
+            return False
+
+    def assert_none_left(self) -> None:
+        """No process of the command runs (given a little time to go)."""
+        deadline = time.monotonic() + GONE_WITHIN
+        left = self.scan()
+        while left and time.monotonic() < deadline:
+            time.sleep(0.1)
+            left = self.scan()
+        for p in left:  # (not to leak them into the next test)
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(p.pid, signal.SIGKILL)
+        assert not left, f"processes left running: {left}"
 
 
 def _group(pgid: int) -> list[int]:

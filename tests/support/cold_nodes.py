@@ -11,8 +11,11 @@ while a stream refers to it, as a compacted-away snapshot does).
 
 from __future__ import annotations
 
+import atexit
+import functools
 import itertools
 import os
+import shutil
 import tempfile
 from typing import Any
 
@@ -21,7 +24,15 @@ from streamkeep.snapshot.cold import SnapshotNodes
 from streamkeep.snapshot.writer import stream_numbers, write_snapshot
 
 _names = itertools.count()
-_directory = tempfile.mkdtemp(prefix="streamkeep-cold-")
+
+
+@functools.cache
+def _directory() -> str:
+    """Where the checkpoints are written (each unlinked at once): made on first use, removed
+    when the test process ends (importing this module leaves nothing behind)."""
+    path = tempfile.mkdtemp(prefix="streamkeep-cold-")
+    atexit.register(shutil.rmtree, path, True)
+    return path
 
 
 def checkpoint_locked(engine: EngineCore) -> None:
@@ -29,7 +40,7 @@ def checkpoint_locked(engine: EngineCore) -> None:
     residency = engine.residency
     tick = residency.rotated()
     numbering = [(s, n) for n, _db, _key, s in stream_numbers(engine.dbs)]
-    path = os.path.join(_directory, f"cold-{os.getpid()}-{next(_names)}.mdb")
+    path = os.path.join(_directory(), f"cold-{os.getpid()}-{next(_names)}.mdb")
     write_snapshot(engine.dbs, path, 0, 0, "cold-nodes-test")
     store = SnapshotNodes(path, tick)
     os.unlink(path)

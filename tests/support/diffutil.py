@@ -269,7 +269,8 @@ def groups_norm(reply: Any) -> Any:
     return out
 
 
-REDIS_DEFAULTS = {"stream-node-max-entries": 100, "stream-node-max-bytes": 4096}
+REDIS_DEFAULTS = {"stream-node-max-entries": 100, "stream-node-max-bytes": 4096,
+                  "notify-keyspace-events": ""}
 
 
 def reset_redis_config(redis: Any) -> None:

@@ -85,7 +85,10 @@ def command_lines(text: str) -> list[list[str]]:
             line = re.split(r" \| | > |\s+#", line)[0].rstrip(" \\")
             if SYNOPSIS.search(line):
                 continue
-            found.append(shlex.split(line)[1:])
+            argv = shlex.split(line)[1:]
+            if argv and argv[0].startswith("-"):
+                continue  # `streamkeep --version`: no command to parse (the walkthrough runs it)
+            found.append(argv)
     return found
 
 

@@ -81,18 +81,24 @@ def _encode_arg(arg: Arg) -> bytes:
 
 
 def read_raw_reply(f: Any) -> bytes:
-    """One complete RESP2/RESP3 reply, as the exact bytes the server sent."""
-    line = f.readline()
-    assert line.endswith(b"\r\n"), line
-    kind = line[:1]
-    if kind in (b"$", b"=", b"!"):
-        n = int(line[1:-2])
-        return line if n < 0 else line + f.read(n + 2)
-    if kind in (b"*", b"~", b">", b"%"):
-        n = int(line[1:-2])
-        n = 2 * n if kind == b"%" else n
-        return line + b"".join(read_raw_reply(f) for _ in range(max(n, 0)))
-    return line
+    """One complete RESP2/RESP3 reply, as the exact bytes the server sent (read without
+    recursion: a script's reply may nest thousands of levels deep)."""
+    out = []
+    pending = 1  # values still to read
+    while pending:
+        pending -= 1
+        line = f.readline()
+        assert line.endswith(b"\r\n"), line
+        out.append(line)
+        kind = line[:1]
+        if kind in (b"$", b"=", b"!"):
+            n = int(line[1:-2])
+            if n >= 0:
+                out.append(f.read(n + 2))
+        elif kind in (b"*", b"~", b">", b"%"):
+            n = int(line[1:-2])
+            pending += max(2 * n if kind == b"%" else n, 0)
+    return b"".join(out)
 
 
 def encode_command(*argv: Arg) -> bytes:

@@ -1,6 +1,7 @@
 """`streamkeep serve` as a real child process for tests: `ServeProcess(datadir, *args)` starts
 it on a free loopback port and waits for its "listening" line; `limits` applies resource limits
-(`ulimit`) to the child only; `rss_bytes()` reads its resident set from /proc; `output()` is
+(`ulimit`) to the child only; `cwd` is its working directory (default the checkout);
+`rss_bytes()` reads its resident set from /proc; `output()` is
 everything it printed (stdout and stderr). The `spawn` fixture in tests that use it kills every
 child at the end."""
 
@@ -39,14 +40,16 @@ def _apply(limits: Limits) -> Callable[[], None]:
 class ServeProcess:
     """One `streamkeep serve` child; its output (stdout and stderr) is collected in `lines`."""
 
-    def __init__(self, datadir: Path, *args: str, port: int | None = None,
-                 limits: Limits | None = None) -> None:
-        self.host = "127.0.0.1"
+    def __init__(self, datadir: Path | str | None, *args: str, port: int | None = None,
+                 limits: Limits | None = None, host: str = "127.0.0.1",
+                 cwd: Path | None = None) -> None:
+        self.host = host  # where it listens (`--bind` or its config file says so)
         self.port = free_port() if port is None else port
-        argv = [sys.executable, "-m", "streamkeep", "serve", "--dir", str(datadir), *args]
+        where = [] if datadir is None else ["--dir", str(datadir)]  # None: --config's
+        argv = [sys.executable, "-m", "streamkeep", "serve", *where, *args]
         if port is None:
             argv += ["--port", str(self.port)]
-        self.proc = subprocess.Popen(argv, cwd=ROOT, stdin=subprocess.DEVNULL,
+        self.proc = subprocess.Popen(argv, cwd=cwd or ROOT, stdin=subprocess.DEVNULL,
                                      stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                                      preexec_fn=_apply(limits) if limits else None)
         self.lines: list[str] = []
@@ -101,13 +104,14 @@ class ServeProcess:
 
 
 def spawner() -> tuple[Callable[..., ServeProcess], Callable[[], None]]:
-    """A `start(datadir, *args, port=None, limits=None)` that starts a ServeProcess, and a
-    `cleanup()` that kills every process it started (the `spawn` fixture in tests/conftest)."""
+    """A `start(datadir, *args, port=None, limits=None, host=...)` that starts a ServeProcess,
+    and a `cleanup()` that kills every process it started (the `spawn` fixture in
+    tests/conftest)."""
     started: list[ServeProcess] = []
 
     def start(datadir: Path, *args: str, port: int | None = None,
-              limits: Limits | None = None) -> ServeProcess:
-        proc = ServeProcess(datadir, *args, port=port, limits=limits)
+              limits: Limits | None = None, host: str = "127.0.0.1") -> ServeProcess:
+        proc = ServeProcess(datadir, *args, port=port, limits=limits, host=host)
         started.append(proc)
         assert proc.proc.poll() is None, proc.output()
         return proc

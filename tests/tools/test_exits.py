@@ -1,6 +1,8 @@
-"""tools/exits.py: usage errors exit 3 in two lines, Ctrl-C's handlers (the first interrupt
-raises, later ones wait; a block that finishes before an interrupt takes effect; workers that
-ignore it), and an unfinished output directory undone."""
+"""tools/exits.py: usage errors exit 3 in two lines, the handlers of the signals that end a
+command (SIGINT, SIGTERM, SIGHUP: the first raises Interrupted carrying its number, later ones
+wait; one ignored from the start stays ignored; a block that finishes before an interrupt takes
+effect; workers that leave the terminal's signals to the main process), the one line and the
+exit status 128 + the signal's number."""
 
 from __future__ import annotations
 
@@ -12,10 +14,12 @@ import pytest
 
 from streamkeep.tools.exits import (
     EXIT_USAGE,
+    Interrupted,
     Parser,
-    ignore_sigint,
+    ignore_terminal_signals,
     interrupted,
-    sigint_handled,
+    signal_of,
+    signals_handled,
     uninterrupted,
 )
 
@@ -44,27 +48,54 @@ def test_usage_errors_exit_3_with_the_usage_on_one_line(
     assert done.value.code == EXIT_USAGE
 
 
-@main_thread_only
-def test_the_first_ctrl_c_raises_and_later_ones_wait() -> None:
-    before = signal.getsignal(signal.SIGINT)
-    with sigint_handled():
-        with pytest.raises(KeyboardInterrupt):
-            os.kill(os.getpid(), signal.SIGINT)  # (handled at the next bytecode)
-            for _ in range(1000):
-                pass
-        assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN
-        os.kill(os.getpid(), signal.SIGINT)  # ignored: the cleanup goes on
-    assert signal.getsignal(signal.SIGINT) is before
+SIGNALS = [signal.SIGINT, signal.SIGTERM, signal.SIGHUP]
+
+
+def _handled_now() -> None:
+    for _ in range(1000):  # (a handler runs at the next bytecode)
+        pass
 
 
 @main_thread_only
-def test_an_uninterrupted_block_finishes_then_the_interrupt_takes_effect() -> None:
+@pytest.mark.parametrize("signum", SIGNALS, ids=[s.name for s in SIGNALS])
+def test_the_first_signal_raises_and_later_ones_wait(signum: int) -> None:
+    before = {s: signal.getsignal(s) for s in SIGNALS}
+    with signals_handled():
+        with pytest.raises(KeyboardInterrupt) as caught:
+            os.kill(os.getpid(), signum)
+            _handled_now()
+        assert isinstance(caught.value, Interrupted) and signal_of(caught.value) == signum
+        for other in SIGNALS:  # ignored: the cleanup goes on
+            assert signal.getsignal(other) is signal.SIG_IGN
+            os.kill(os.getpid(), other)
+            _handled_now()
+    assert {s: signal.getsignal(s) for s in SIGNALS} == before
+
+
+@main_thread_only
+def test_a_signal_ignored_from_the_start_stays_ignored() -> None:
+    """`nohup` ignores SIGHUP before the command starts: the command does not undo that."""
+    before = signal.signal(signal.SIGHUP, signal.SIG_IGN)
+    try:
+        with signals_handled():
+            assert signal.getsignal(signal.SIGHUP) is signal.SIG_IGN
+            os.kill(os.getpid(), signal.SIGHUP)
+            _handled_now()
+            assert signal.getsignal(signal.SIGTERM) is not signal.SIG_IGN
+    finally:
+        signal.signal(signal.SIGHUP, before)
+
+
+@main_thread_only
+@pytest.mark.parametrize("signum", SIGNALS, ids=[s.name for s in SIGNALS])
+def test_an_uninterrupted_block_finishes_then_the_interrupt_takes_effect(signum: int) -> None:
     done = []
-    with pytest.raises(KeyboardInterrupt), uninterrupted():
-        os.kill(os.getpid(), signal.SIGINT)
-        for _ in range(1000):
-            pass
-        done.append("the whole block")
+    with signals_handled():
+        with pytest.raises(KeyboardInterrupt) as caught, uninterrupted():
+            os.kill(os.getpid(), signum)
+            _handled_now()
+            done.append("the whole block")
+        assert signal_of(caught.value) == signum
     assert done == ["the whole block"]
     with uninterrupted():  # no interrupt: nothing raised
         done.append("again")
@@ -72,15 +103,24 @@ def test_an_uninterrupted_block_finishes_then_the_interrupt_takes_effect() -> No
 
 
 @main_thread_only
-def test_workers_ignore_sigint() -> None:
-    before = signal.getsignal(signal.SIGINT)
+def test_workers_leave_the_terminals_signals_and_die_by_sigterm() -> None:
+    before = {s: signal.getsignal(s) for s in SIGNALS}
     try:
-        ignore_sigint()
-        assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+        with signals_handled():  # (what a forked worker inherits)
+            ignore_terminal_signals()
+            assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+            assert signal.getsignal(signal.SIGHUP) is signal.SIG_IGN
+            assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL
     finally:
-        signal.signal(signal.SIGINT, before)
+        for signum, handler in before.items():
+            signal.signal(signum, handler)
 
 
 def test_interrupted_says_so_in_one_line(capsys: pytest.CaptureFixture[str]) -> None:
     assert interrupted("streamkeep aof dump") == 130
     assert capsys.readouterr().err == "streamkeep aof dump: interrupted\n"
+    assert interrupted("streamkeep export", signal.SIGTERM) == 143
+    assert capsys.readouterr().err == "streamkeep export: interrupted (SIGTERM)\n"
+    assert interrupted("streamkeep import", signal.SIGHUP) == 129
+    assert capsys.readouterr().err == "streamkeep import: interrupted (SIGHUP)\n"
+    assert signal_of(KeyboardInterrupt()) == signal.SIGINT

@@ -1,5 +1,6 @@
 """The `streamkeep` command tree (streamkeep.tools.main): only the command that runs is built
-and imported, and what every `--help` prints does not depend on it."""
+and imported, what every `--help` prints does not depend on it, and every `--help` fits 80
+columns however wide the terminal (its examples and tables written to fit, not cut)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,9 @@ import subprocess
 import sys
 from collections.abc import Iterator
 
+import pytest
+
+from streamkeep.tools.exits import HELP_WIDTH, RawWrappedHelpFormatter
 from streamkeep.tools.main import build_parser, chosen_command
 
 
@@ -70,3 +74,46 @@ def test_a_command_imports_only_its_own_module() -> None:
     top = _modules_after(["--help"])
     assert not [m for m in top if m.startswith("streamkeep.tools.")
                 and m not in ("streamkeep.tools.main", "streamkeep.tools.exits")], top
+
+
+def _too_wide(width: int) -> list[str]:
+    return [f"streamkeep {' '.join(words)} --help: {len(line)} columns: {line}"
+            for words, text in _helps(build_parser()) for line in text.splitlines()
+            if len(line) > width]
+
+
+@pytest.mark.parametrize("columns", ["300", "120", "81", "80"])
+def test_every_help_fits_80_columns(columns: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("COLUMNS", columns)
+    assert HELP_WIDTH == 80
+    assert not _too_wide(80), "\n".join(_too_wide(80))
+
+
+def test_no_example_or_table_row_is_cut_to_fit(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A prose paragraph may be filled again to fit; an indented line (an example, an exit
+    status, a fault model) is written to fit 80 columns as it is."""
+    def cut(self: RawWrappedHelpFormatter, line: str, width: int, indent: str) -> list[str]:
+        raise AssertionError(f"{self._prog}: {line.strip()!r} is wider than the help")
+
+    monkeypatch.setenv("COLUMNS", "300")
+    monkeypatch.setattr(RawWrappedHelpFormatter, "_indented", cut)
+    assert len(list(_helps(build_parser()))) >= 20
+
+
+def test_a_narrow_terminal_gets_a_narrower_help(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("COLUMNS", "60")
+    for words in (["aof", "fix"], ["restore"], ["export-rdb"], ["snapshot", "info"]):
+        parser = build_parser()
+        for word in words:
+            parser = _subparsers(parser)[word]
+        wide = [line for line in parser.format_help().splitlines() if len(line) > 60]
+        assert not wide, (words, wide)
+
+
+def test_the_help_a_child_process_prints_on_a_wide_terminal() -> None:
+    for words in (["export", "--help"], ["aof", "dump", "--help"], ["queue", "stats", "-h"]):
+        done = subprocess.run([sys.executable, "-m", "streamkeep", *words], capture_output=True,
+                              text=True, env={**__import__("os").environ, "COLUMNS": "250"},
+                              timeout=60, check=True)
+        assert max(map(len, done.stdout.splitlines())) <= 80, words
+        assert "examples:" in done.stdout or "usage:" in done.stdout

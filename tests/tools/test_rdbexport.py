@@ -1,9 +1,13 @@
 """`streamkeep export-rdb`: a data directory's streams loaded by a real redis-server (7.0, RDB
-10), while a server may be running on the directory; and its refusals."""
+10), while a server may be running on the directory; the RDB version written by default (the
+oldest that holds the data: ordinary streams and groups load in Debian's redis-server 7.0,
+idempotent producers take RDB 13), said on stderr and in the JSON report, and checked by
+importing the file back; and its refusals."""
 
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 import redis
@@ -50,8 +54,13 @@ def test_an_export_loads_in_redis_server_while_the_directory_is_served(
         out.parent.mkdir()
         assert main(["export-rdb", str(data), "--out", str(out), "--rdb-version", "10",
                      "--json"]) == 0
-        report = json.loads(capsys.readouterr().out)
+        printed = capsys.readouterr()
+        report = json.loads(printed.out)
         assert report["streams"] == 4 and report["entries"] == 698 + 1
+        # The consumer XGROUP CREATECONSUMER made has no active time: RDB 11 would hold that.
+        assert (report["rdb_version"], report["rdb_version_needed"]) == (10, 11)
+        assert "warning: RDB 10 does not hold all of this data" in printed.err
+        assert 'consumer "idle"' in printed.err
         assert report["lsn"] == engine.datadir.journal.lsn
     assert [p.name for p in out.parent.iterdir()] == ["moved.rdb"]  # no temporary left
     server = start_redis("--dir", str(out.parent), "--dbfilename", out.name)
@@ -86,9 +95,84 @@ def test_an_existing_file_is_replaced_only_with_force(tmp_path, capsys) -> None:
     assert "dump.rdb exists (--force overwrites it)" in capsys.readouterr().err
     assert out.read_bytes() == b"someone else's"
     assert main(["export-rdb", str(data), "--out", str(out), "--force"]) == 0
-    assert out.read_bytes().startswith(b"REDIS0013")
+    assert out.read_bytes().startswith(b"REDIS0009")  # one stream, nothing deleted
     assert sorted(p.name for p in tmp_path.iterdir()) == ["data", "dump.rdb"]  # no temporary
     for inside in (data / "manifest.json", data / "dump.rdb"):  # even with --force
         assert main(["export-rdb", str(data), "--out", str(inside), "--force"]) == 3
         assert "inside the streamkeep data directory" in capsys.readouterr().err
     assert not (data / "dump.rdb").exists()
+
+
+def _ordinary(engine: Engine) -> None:
+    """Streams and groups as an application leaves them: entries added, some deleted or
+    trimmed, groups whose consumers read and acknowledged part of them, strings with a TTL."""
+    for i in range(1, 301):
+        engine.execute("XADD", "orders", "*", "item", str(i))
+        engine.execute("XADD", "events", "MAXLEN", "100", "*", "n", str(i))
+    first = engine.execute("XRANGE", "orders", "-", "+", "COUNT", "1")[0][0]
+    engine.execute("XDEL", "orders", first)
+    engine.execute("XGROUP", "CREATE", "orders", "billing", "0")
+    engine.execute("XGROUP", "CREATE", "orders", "shipping", "0")
+    for group, consumer, count in (("billing", "b1", 40), ("billing", "b2", 25),
+                                   ("shipping", "s1", 300)):
+        read = engine.execute("XREADGROUP", "GROUP", group, consumer, "COUNT", str(count),
+                              "STREAMS", "orders", ">")
+        engine.execute("XACK", "orders", group, *[sid for sid, _ in read[0][1][:10]])
+    engine.execute("SET", "config", "v1")
+    engine.execute("SET", "session", "abc", "PX", "86400000")
+
+
+def _imported_digest(rdb: Path, tmp_path: Path) -> str:
+    back = tmp_path / "back"
+    assert main(["import", str(rdb), "--out", str(back)]) == 0
+    with Engine.open(str(back)) as engine:
+        return engine.digest()
+
+
+def test_the_default_is_the_oldest_version_that_holds_the_data(
+        start_redis, tmp_path, capsys) -> None:
+    data = tmp_path / "data"
+    with Engine.open(str(data)) as engine:
+        _ordinary(engine)
+        expected = _state_of(engine)
+        digest = engine.digest()
+    out = tmp_path / "redis" / "dump.rdb"
+    out.parent.mkdir()
+    assert main(["export-rdb", str(data), "--out", str(out), "--json"]) == 0
+    printed = capsys.readouterr()
+    report = json.loads(printed.out)
+    assert out.read_bytes().startswith(b"REDIS0010")
+    assert (report["rdb_version"], report["rdb_version_needed"]) == (10, 10)
+    assert report["rdb_version_asked"] is None
+    assert report["redis_versions"] == "Redis 7.0 and later"
+    assert "wrote RDB version 10, which Redis 7.0 and later load (the oldest that holds " \
+           "this data: needed for" in printed.err
+    # Debian's redis-server (7.0) loads it, with the same streams, groups and PELs.
+    server = start_redis("--dir", str(out.parent), "--dbfilename", out.name)
+    client = redis.Redis(host=server.host, port=server.port)
+    assert databases_state(lambda db: raw_client(client, db)) == expected
+    assert client.pttl("session") > 0 and client.get("config") == b"v1"
+    # Nothing was lost: imported back, the state is the same to the last counter.
+    assert _imported_digest(out, tmp_path) == digest
+
+
+def test_data_that_needs_rdb_13_gets_it_and_says_so(tmp_path, capsys) -> None:
+    data = tmp_path / "data"
+    with Engine.open(str(data)) as engine:
+        _ordinary(engine)
+        engine.execute("XADD", "payments", "IDMP", "producer-1", "req-1", "*", "amount", "5")
+        digest = engine.digest()
+    out = tmp_path / "dump.rdb"
+    assert main(["export-rdb", str(data), "--out", str(out)]) == 0
+    printed = capsys.readouterr()
+    assert out.read_bytes().startswith(b"REDIS0013")
+    assert "RDB 13" in printed.out
+    assert "wrote RDB version 13, which Redis 8.6 and later load" in printed.err
+    assert 'IDMP) of stream "payments" (db 0)' in printed.err
+    assert _imported_digest(out, tmp_path) == digest
+    # Asked for an older one: written, and the warning says what it loses.
+    older = tmp_path / "old.rdb"
+    assert main(["export-rdb", str(data), "--out", str(older), "--rdb-version", "10"]) == 0
+    err = capsys.readouterr().err
+    assert older.read_bytes().startswith(b"REDIS0010")
+    assert "(as asked)" in err and "needs RDB 13, and is lost" in err

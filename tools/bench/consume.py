@@ -17,9 +17,9 @@ from __future__ import annotations
 
 import os
 import shutil
-import tempfile
 from typing import TYPE_CHECKING
 
+from streamkeep.tools import leftovers
 from streamkeep.tools.bench.nodes import Built, bytecode, child, versus
 from streamkeep.tools.bench.workload import Measurement
 
@@ -62,13 +62,13 @@ class _Scratch:
     """A run's directory for the catch-up's copies of the data sets."""
 
     def __init__(self) -> None:
-        self.root = tempfile.mkdtemp(prefix="streamkeep-bench-consume-")
+        self.root = leftovers.temp_directory_path("bench-consume")
 
     def describe(self) -> list[str]:
         return []
 
     def stop(self) -> None:
-        shutil.rmtree(self.root, ignore_errors=True)
+        leftovers.remove(self.root)
 
 
 def catchup(env: BenchEnv) -> Measurement:

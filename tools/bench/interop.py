@@ -24,6 +24,7 @@ import sys
 import time
 from typing import TYPE_CHECKING
 
+from streamkeep.tools import leftovers
 from streamkeep.tools.bench.processes import HOST, RedisServer, StreamkeepServer
 from streamkeep.tools.bench.workload import Measurement, Skip
 
@@ -102,13 +103,14 @@ def bench_replica_apply(env: BenchEnv) -> Measurement:
     primary = RedisServer()
     primary.start()
     replica: StreamkeepServer | None = None
+    tool: subprocess.Popen | None = None
     try:
         replica = StreamkeepServer(replicaof=primary.port).start()
         _wait(lambda: replica.client.info("replication").get("master_link_status") == "up")
         requests = apply_requests(env)
         began = time.perf_counter()
         tool = subprocess.Popen(_benchmark(primary.port, requests), stdout=subprocess.DEVNULL,
-                                stderr=subprocess.PIPE)
+                                stderr=subprocess.PIPE, **leftovers.child_options())
         worst = (0, 0)
         printed = began
         while True:
@@ -131,6 +133,8 @@ def bench_replica_apply(env: BenchEnv) -> Measurement:
         seconds = time.perf_counter() - began
         applied = int(replica.client.xlen(KEY))
     finally:
+        if tool is not None and tool.returncode is None:  # (interrupted)
+            leftovers.kill_group(tool)
         if replica is not None:
             replica.stop()
         primary.stop()

@@ -32,11 +32,11 @@ import random
 import shutil
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
+from streamkeep.tools import leftovers
 from streamkeep.tools.bench.processes import StreamkeepServer, cpu_seconds
 from streamkeep.tools.bench.workload import Measurement, Skip
 
@@ -283,7 +283,7 @@ class Built:
     def __init__(self, entries: int, workload: str = "build") -> None:
         self.entries = entries
         self.workload = workload
-        self.root = tempfile.mkdtemp(prefix="streamkeep-bench-nodes-")
+        self.root = leftovers.temp_directory_path("bench-nodes")
         self.paths: dict[str, str] = {}
 
     def path(self, python: str) -> str:
@@ -297,7 +297,7 @@ class Built:
         return []
 
     def stop(self) -> None:
-        shutil.rmtree(self.root, ignore_errors=True)
+        leftovers.remove(self.root)
 
 
 def _built(env: BenchEnv) -> Built:
@@ -334,7 +334,7 @@ class Dump:
             pipe.execute()
         client.save()
         client.delete(IMPORT_KEY)
-        self.root = tempfile.mkdtemp(prefix="streamkeep-bench-nodes-rdb-")
+        self.root = leftovers.temp_directory_path("bench-nodes-rdb")
         self.rdb = os.path.join(self.root, "dump.rdb")
         shutil.copy(os.path.join(str(client.config_get("dir")["dir"]),
                                  str(client.config_get("dbfilename")["dbfilename"])), self.rdb)
@@ -343,7 +343,7 @@ class Dump:
         return []
 
     def stop(self) -> None:
-        shutil.rmtree(self.root, ignore_errors=True)
+        leftovers.remove(self.root)
 
 
 def _import(python: str, dump: Dump, cache: Bytecode) -> dict[str, Any]:

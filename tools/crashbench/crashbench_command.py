@@ -15,6 +15,7 @@ import contextlib
 import json
 import logging
 import sys
+import textwrap
 import time
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -39,9 +40,11 @@ modes:
   random      power loss at random points of runs of successive seeds
   sigkill     SIGKILL of a real server process at chosen moments (workload,
               compaction, segment rotation, recovery, replica sync, a primary
-              rolled back under its replica; --target streamkeep or redis-server)
-  ioerror     EIO / ENOSPC on an AOF write or fsync at chosen points, then a
-              crash and recovery"""
+              rolled back under its replica; --target streamkeep or
+              redis-server)
+  ioerror     a full disk, EIO / ENOSPC on an AOF write or fsync at chosen
+              points, met by a client that retries every error reply: an
+              error reply must leave no trace, live or after recovery"""
 
 EPILOG = f"""\
 examples:
@@ -49,7 +52,7 @@ examples:
   streamkeep crashbench --policy all --ops 300
   streamkeep crashbench --mode random --policy everysec --seconds 60
   streamkeep crashbench --mode sigkill --target redis-server --points 20
-  streamkeep crashbench --json report.json      (--force replaces an existing one)
+  streamkeep crashbench --json report.json    (--force replaces an existing one)
   streamkeep crashbench --replay powerloss:always:1:2000:666:1234:zeros
 
 output:
@@ -60,9 +63,11 @@ output:
 
 exit codes:
   {EXIT_OK}    every invariant held
-  {EXIT_VIOLATED}    an invariant was violated (the report says which and how to replay it)
-  {EXIT_USAGE}    usage or I/O error (the --json FILE exists without --force, is inside a data
-     directory or cannot be written: refused before the run, nothing written)
+  {EXIT_VIOLATED}    an invariant was violated (the report says which and how to replay
+       it)
+  {EXIT_USAGE}    usage or I/O error (the --json FILE exists without --force, is inside
+       a data directory or cannot be written: refused before the run, nothing
+       written)
   130  interrupted (Ctrl-C): no report, and no --json FILE"""
 
 
@@ -71,7 +76,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     from streamkeep.tools.exits import positive_int
 
     parser.description = DESCRIPTION + "\n\npower-loss fault models (--model):\n" + "\n".join(
-        f"  {name:<17} {text}" for name, text in MODEL_DESCRIPTIONS.items())
+        textwrap.fill(text, 79, initial_indent=f"  {name:<17} ", subsequent_indent=" " * 20)
+        for name, text in MODEL_DESCRIPTIONS.items())
     parser.epilog = EPILOG
     parser.add_argument("--policy", default="always", choices=(*POLICIES, "all"),
                         help="appendfsync policy (default always; all: each in turn)")
@@ -99,11 +105,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
+    # The engine logs each torn tail it truncates on "streamkeep.*": thousands per run here,
+    # and expected; the report counts them instead. (Restored after: a caller running the
+    # command in process keeps its logging.)
+    engine_log = logging.getLogger("streamkeep")
+    level = engine_log.level
+    engine_log.setLevel(logging.CRITICAL)
+    try:
+        return _main(args)
+    finally:
+        engine_log.setLevel(level)
+
+
+def _main(args: argparse.Namespace) -> int:
     from streamkeep.tools.crashbench import report
 
-    # The engine logs each torn tail it truncates on "streamkeep.*": thousands per run here,
-    # and expected; the report counts them instead.
-    logging.getLogger("streamkeep").setLevel(logging.CRITICAL)
     if args.json and not _is_stream(args.json):  # refused now, not after the run
         from streamkeep.tools.outputs import OutputRefused, check_output
 
@@ -165,7 +181,7 @@ def _replay(token: str, notes: list[str]) -> Any:
         notes.append(f"the same {rounds} rounds with seed {seed} (a process crash lands where "
                      f"the timing puts it: the rounds repeat, the exact kill instants do not)")
         return sigkill.rows(policy, target, int(seed), int(rounds), None)[0]
-    if parts[0] == "ioerror" and len(parts) == 7:
+    if parts[0] == "ioerror" and len(parts) == 8:
         from streamkeep.tools.crashbench import ioerrors
 
         notes.append(f"the I/O error point {token}")

@@ -54,8 +54,12 @@ TrackingFS (after ALICE / LazyFS / SQLite's crash VFS):
 
 FaultyFS: raises OSError(errno) from writes or fdatasyncs of files whose name contains `match`,
 or from directory fsyncs, once armed (after N more successful calls; a failing write can write
-half of its bytes first), until cleared; counts calls. `FaultSpec` is the armed fault as a
-value (`FaultSpec.parse("ENOSPC:write:3")`), what a CLI builds.
+half of its bytes first), until cleared; counts calls. `fill(free)` models a disk with `free`
+bytes left for those files: space allocated ahead (`reserve`) and writes past what is allocated
+take from it, a truncation gives back what lay past the new end; an allocation that does not
+fit fails whole with ENOSPC, a write that does not fit writes what fits, then fails.
+`FaultSpec` is the armed fault as a value (`FaultSpec.parse("ENOSPC:write:3")`,
+`FaultSpec.parse("ENOSPC:space:4096")`: 4096 bytes left), what a CLI builds.
 
 stop_threads(engine): what a crash does to an abandoned engine's threads (the journal's), without
 close().
@@ -649,14 +653,15 @@ def torn_sector(start: int, volatile: bytes, sector: int, rng: random.Random) ->
 
 # --- I/O errors ------------------------------------------------------------------------------
 
-FAULT_OPS = ("write", "fsync", "dirfsync")
+FAULT_OPS = ("write", "fsync", "dirfsync", "space")
 
 
 @dataclass(frozen=True)
 class FaultSpec:
     """One injected I/O error: `errno` from the operation `op` ("write", "fsync" = fdatasync
     of a file whose name contains `match`, "dirfsync"), after `after` more successful calls;
-    `partial`: a failing write writes half of its bytes first."""
+    `partial`: a failing write writes half of its bytes first. "space": a full disk, `after`
+    bytes left for the matching files (`FaultyFS.fill`; the errno is ENOSPC)."""
     errno: int = errno_mod.EIO
     op: str = "write"
     after: int = 0
@@ -688,6 +693,8 @@ class FaultSpec:
         return cls(errno=code, op=op, after=after, partial=flag == "partial", **extra)
 
     def describe(self) -> str:
+        if self.op == "space":
+            return f"a full disk: {self.after} bytes left for *{self.match}*"
         name = errno_mod.errorcode.get(self.errno, str(self.errno))
         where = "directory fsync" if self.op == "dirfsync" else f"{self.op} of *{self.match}*"
         return f"{name} on {where} after {self.after} more successful calls" + \
@@ -712,6 +719,11 @@ class FaultyFS(RealFS):
         self.failed_writes = 0
         self.fdatasyncs = 0
         self.failed_fdatasyncs = 0
+        # The full-disk model (`fill`): bytes left (None: no limit), and per descriptor how far
+        # its file's blocks reach (its size, or further where space was allocated ahead).
+        self.space: int | None = None
+        self.allocated: dict[int, int] = {}
+        self.failed_reserves = 0
 
     @classmethod
     def from_spec(cls, spec: FaultSpec) -> FaultyFS:
@@ -724,6 +736,8 @@ class FaultyFS(RealFS):
         self.match = spec.match
         if spec.op == "write":
             self.fail_writes(spec.errno, spec.after, spec.partial)
+        elif spec.op == "space":
+            self.fill(spec.after)
         elif spec.op == "fsync":
             self.fail_fsyncs(spec.errno, spec.after)
         else:
@@ -739,8 +753,13 @@ class FaultyFS(RealFS):
     def fail_fsync_dirs(self, err: int = errno_mod.EIO, after: int = 0) -> None:
         self.fsync_dir_errno, self.fsync_dir_after = err, after
 
+    def fill(self, free: int = 0) -> None:
+        """The disk is full but for `free` bytes (for the matching files), until cleared."""
+        self.space = free
+
     def clear(self) -> None:
         self.write_errno = self.fsync_errno = self.fsync_dir_errno = None
+        self.space = None
 
     def _matches(self, fd: int) -> bool:
         return self.match in os.path.basename(self.paths.get(fd, ""))
@@ -757,7 +776,28 @@ class FaultyFS(RealFS):
 
     def close(self, fd: int) -> None:
         self.paths.pop(fd, None)
+        self.allocated.pop(fd, None)
         super().close(fd)
+
+    def _blocks(self, fd: int) -> int:
+        return max(self.allocated.get(fd, 0), self.fsize(fd))
+
+    def reserve(self, fd: int, offset: int, length: int) -> None:
+        if self._matches(fd):
+            more = max(offset + length - self._blocks(fd), 0)
+            if self.space is not None:
+                if more > self.space:
+                    self.failed_reserves += 1
+                    raise OSError(errno_mod.ENOSPC, os.strerror(errno_mod.ENOSPC))
+                self.space -= more
+            self.allocated[fd] = max(self._blocks(fd), offset + length)
+        super().reserve(fd, offset, length)
+
+    def ftruncate(self, fd: int, size: int) -> None:
+        if self._matches(fd) and self.space is not None:
+            self.space += max(self._blocks(fd) - size, 0)  # what lay past the end is freed
+        self.allocated[fd] = size
+        super().ftruncate(fd, size)
 
     def write(self, fd: int, data: bytes) -> None:
         if self._matches(fd):
@@ -770,6 +810,18 @@ class FaultyFS(RealFS):
                     if self.partial and len(data) > 1:
                         super().write(fd, data[: len(data) // 2])
                     raise OSError(self.write_errno, os.strerror(self.write_errno))
+            if self.space is not None:
+                blocks = self._blocks(fd)
+                more = max(self.fsize(fd) + len(data) - blocks, 0)
+                if more > self.space:  # a short write up to the last free byte, then ENOSPC
+                    fits = len(data) - more + self.space
+                    self.failed_writes += 1
+                    if fits > 0:
+                        super().write(fd, data[:fits])
+                    self.space = 0
+                    self.allocated[fd] = self.fsize(fd)
+                    raise OSError(errno_mod.ENOSPC, os.strerror(errno_mod.ENOSPC))
+                self.space -= more
         super().write(fd, data)
 
     def fdatasync(self, fd: int) -> None:

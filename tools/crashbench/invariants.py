@@ -17,7 +17,9 @@ prefix j of the lineage, possibly plus the operation that was in flight (its out
   gives the same state (reported by the crash modes through `violation`);
 - `replica`: a replica's state is a prefix of the primary's lineage;
 - `bitrot` (the bit-rot model): a flipped bit in fsynced data is detected (recovery refuses,
-  naming the damaged file) or changes nothing; an open after it must pass every check above.
+  naming the damaged file) or changes nothing; an open after it must pass every check above;
+- `refused-kept` (the I/O-error mode): a command answered with an error reply left no trace,
+  neither in the state right after the reply nor after recovery (`refused`).
 
 After the check the lineage is cut back to j (or extended by the in-flight operation) and the
 run goes on from the recovered state.
@@ -40,7 +42,7 @@ from streamkeep.tools.crashbench.model import (
 from streamkeep.tools.crashbench.workload import payload_ok
 
 INVARIANTS = ("acked-lost", "loss-window", "prefix", "groups", "ids-reused", "recovery",
-              "replica", "bitrot")
+              "replica", "bitrot", "refused-kept")
 
 
 @dataclass
@@ -154,6 +156,26 @@ class Checker:
         want = self._state_at(len(self.lineage))
         v = Violation("replica", f"{what}: not the state of any prefix of the primary's "
                                  f"history ({self._diagnose(state, want)})")
+        self.violations.append(v)
+        return v
+
+    def refused(self, state: State, argv: Sequence[bytes], what: str) -> Violation | None:
+        """`argv` was answered with an error reply: `state` (the live one right after, or a
+        recovered one) must be the lineage's, without it. `refused-kept` if it holds the
+        refused command's change; any other difference is judged as a recovery is."""
+        got = state_hash(state)
+        k = len(self.lineage)
+        if got == self.hash_at(k):
+            return None
+        with_it = self._with_in_flight(argv, state)
+        if with_it is not None and with_it[1] == got:
+            v = Violation("refused-kept", f"{what}: {b' '.join(argv[:2]).decode(errors='replace')}"
+                                          f" ... was answered with an error, but its change "
+                                          f"is in the state")
+        else:
+            verdict = self.judge(state, float(k))
+            v = verdict.violations[0] if verdict.violations else Violation(
+                "acked-lost", f"{what}: {verdict.lost_acked} acknowledged operation(s) missing")
         self.violations.append(v)
         return v
 

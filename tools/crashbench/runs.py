@@ -20,6 +20,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from streamkeep.tools import leftovers
 from streamkeep.tools.crashbench import powerloss
 from streamkeep.tools.crashbench.report import Found, Row
 
@@ -42,10 +43,12 @@ class Config:
 
 def scratch_root(asked: str | None) -> str:
     """Where disks are materialised: tmpfs when there is one (recovery fsyncs are free
-    there, and the bench measures the engine, not the disk)."""
+    there, and the bench measures the engine, not the disk). A temporary of tools.leftovers
+    (`streamkeep-crashbench-<pid>-<token>`: a killed bench's is swept by the next one); the
+    caller removes it (`leftovers.remove`)."""
     base = asked or ("/dev/shm" if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK)
                      else None)
-    return tempfile.mkdtemp(prefix="crashbench-", dir=base)
+    return leftovers.temp_directory_path("crashbench", base)
 
 
 def powerloss_rows(config: Config, progress: Progress | None = None) -> list[Row]:
@@ -69,7 +72,7 @@ def powerloss_rows(config: Config, progress: Progress | None = None) -> list[Row
                 if done % 20 == 0 or done == total:
                     judged(done)
     finally:
-        shutil.rmtree(root, ignore_errors=True)
+        leftovers.remove(root)
     seconds = time.monotonic() - began
     for row in rows.values():  # each model's share: the rows' rates add up to the run's
         row.seconds = seconds / len(rows)
@@ -121,14 +124,12 @@ def _judge(run: powerloss.RecordedRun, chosen: list[int], config: Config, root: 
         return
     import multiprocessing
 
-    from streamkeep.tools.exits import ignore_sigint
-
     context = multiprocessing.get_context("fork")
     counted = context.Value("q", 0)
     _SHARED.update(run=run, config=config, root=root, counted=counted)
     # Ctrl-C reaches the workers too (one process group): the main process reports it, and
     # leaving the block terminates them.
-    with context.Pool(config.jobs, initializer=ignore_sigint) as pool:
+    with context.Pool(config.jobs, initializer=leftovers.init_worker) as pool:
         results = pool.imap_unordered(_worker, slices)
         while True:
             try:
@@ -214,5 +215,5 @@ def replay_one(token: str) -> tuple[Row, list[str]]:
                          f"{outcome.acked}; recovery: {outcome.recovery}; prefix "
                          f"{outcome.prefix}")
     finally:
-        shutil.rmtree(root, ignore_errors=True)
+        leftovers.remove(root)
     return row, lines

@@ -22,15 +22,17 @@ import time
 from collections.abc import Sequence
 
 from streamkeep.engine.wire.errors import StreamkeepError
+from streamkeep.tools import leftovers
 from streamkeep.tools.bench.processes import HOST, free_port, log_tail
 from streamkeep.tools.crashbench.client import RespTarget
 from streamkeep.tools.crashbench.target import CommandFailed, ConnectionLost
 
 START_TIMEOUT = 30.0
 POLL = 0.01
-# Every server in its own session outlives a bench that dies with an exception (or Ctrl-C):
-# these are killed when the bench's mode ends and at exit (a bench itself SIGKILLed still leaks
-# them). Held strongly: a server whose object an exception dropped is still killed.
+# Every server in its own session outlives a bench that dies with an exception (or a signal):
+# these are killed when the bench's mode ends and at exit (a bench itself SIGKILLed takes them
+# with it: tools.leftovers.child_options). Held strongly: a server whose object an exception
+# dropped is still killed.
 _RUNNING: set[ServerProcess] = set()
 
 
@@ -87,8 +89,9 @@ class ServerProcess:
             raise ServerFailed(f"{self.name} on port {self.port} is already running")
         os.makedirs(self.data_dir, exist_ok=True)
         with open(self.log_path, "ab") as log:
+            # (a session of its own, and killed with the bench even when that is SIGKILLed)
             self.proc = subprocess.Popen(self.command(), stdin=subprocess.DEVNULL, stdout=log,
-                                         stderr=log, start_new_session=True)
+                                         stderr=log, **leftovers.child_options())
         self.starts += 1
         _RUNNING.add(self)
 

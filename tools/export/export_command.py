@@ -45,10 +45,12 @@ from streamkeep.snapshot.snapshot_reader import Snapshot, SnapshotError
 from streamkeep.tools.export.pin import (
     ExportError,
     LogPin,
+    claim,
     pin,
     pin_log,
     release_pins,
     resolve,
+    sweep_dead,
 )
 
 HELP = ("export a data directory's tables (its current state) to Parquet, JSON or CSV with "
@@ -59,13 +61,14 @@ EXIT_SNAPSHOT, EXIT_USAGE = 2, 3
 DAY_MS = 86_400_000
 CSV_OPTIONS = {"header": "true", "escape": '"'}
 EPILOG = """examples:
-  streamkeep export ./data --out ./export                     every table, Parquet, local[*]
+  streamkeep export ./data --out ./export             every table, Parquet
   streamkeep export ./data --out ./export --table entries --streams 'orders:*'
   streamkeep export ./data --out ./x --format csv --partition-by date
   streamkeep export ./data/snapshot-000000001234.mdb --out /tmp/x --format json
-  streamkeep export ./data --out ./day2 --since ./day1        entries added since ./day1's export
+  streamkeep export ./data --out ./day2 --since ./day1
+                                       the entries added since ./day1's export
   streamkeep export ./data --out ./tail --since-lsn 5000 --json
-  streamkeep export ./data --out ./snap --snapshot-only       the last snapshot, as it is
+  streamkeep export ./data --out ./snap --snapshot-only  the last snapshot
 
 A data directory is exported as it is now: its snapshot and every record after it (the state
 export-rdb writes). When records follow the snapshot, the directory is copied as of its last
@@ -101,7 +104,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="output directory (one folder per table): new or empty, unless "
                              "--force")
     parser.add_argument("--format", choices=("parquet", "json", "csv"), default="parquet")
-    parser.add_argument("--table", choices=(*TABLES, "all"), default="all")
+    parser.add_argument("--table", choices=(*TABLES, "all"), default="all", metavar="TABLE",
+                        help=f"the table to export: {', '.join(TABLES)} or all (default all)")
     parser.add_argument("--streams", metavar="GLOB", help="only streams whose name matches")
     parser.add_argument("--master", default="local[*]", help="Spark master (default local[*])")
     parser.add_argument("--partition-by", choices=("stream", "date"),
@@ -191,6 +195,11 @@ def _export(args: argparse.Namespace, names: dict[str, str]) -> int:
     except OutputRefused as err:
         raise _Failed(str(err), EXIT_USAGE) from None
     previous = _previous_manifest(args.since) if args.since is not None else None
+    # This command's pins are named after it and locked while it runs; those of an export
+    # killed before it could release them are removed now.
+    claim()
+    sweep_dead(args.path if os.path.isdir(args.path) else os.path.dirname(
+        os.path.abspath(args.path)))
     try:
         with _pinned(args, previous, names) as plan, staged_directory(args.out,
                                                                  merge=args.force) as stage:
@@ -383,7 +392,7 @@ def _incremental(args: argparse.Namespace, log: LogPin, previous: str | None) ->
     plan.options = {"sinceLsn": str(since), "untilLsn": str(win.until),
                     "pinned": json.dumps(log.to_json())}
     if previous is not None:
-        plan.options["sinceManifest"] = previous
+        plan.options["sinceManifest"] = os.path.abspath(previous)  # (read by Spark's tasks)
     plan.positions = _positions(log, win.until)
     return plan
 

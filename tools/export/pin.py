@@ -7,7 +7,9 @@ finds its parts in the pin), so a compaction that replaces and deletes them mean
 only its own names and the inodes (the data) stay until the pin goes. Spark's tasks open the snapshot in other processes,
 later than the planning that chose it: holding a descriptor in the planner would not keep it for
 them, a name does. The data directory's cleanup at open ignores these names (they are neither
-snapshots nor segments). Must not touch: the snapshot format (snapshot.snapshot_reader owns it), the
+snapshots nor segments). The export command's pins are named after its process and locked
+while it runs (`claim`): those a killed export left are swept by the next (`sweep_dead`); a
+Spark application's go by age (`sweep`). Must not touch: the snapshot format (snapshot.snapshot_reader owns it), the
 manifest (read only, through snapshot.snapshot_reader.current_snapshot), the engine. Never imports
 pyspark: the CLI and tests use it without Spark.
 """
@@ -15,6 +17,7 @@ pyspark: the CLI and tests use it without Spark.
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
 import re
 import secrets
@@ -27,7 +30,13 @@ from streamkeep.engine.wire.errors import StorageError
 PIN_PREFIX = "export-pin-"
 # a snapshot's pin (a directory; a file `.mdb` before part files), or (incremental reads) one of
 # an AOF segment's: export-pin-<ms>-<token>...
-_PIN_FILE = re.compile(r"export-pin-(\d+)-([0-9a-f]+)(?:\.mdb|-segment-\d+\.aof)?")
+_PIN_FILE = re.compile(r"export-pin-(\d+)-([0-9a-f]+)(?:-p(\d+))?(?:\.mdb|-segment-\d+\.aof)?")
+# A process that `claim`ed its pins (the export command) names them after itself
+# (export-pin-<ms>-<token>-p<pid>...) and holds a shared flock on each while it lives: the
+# pins a killed export left are then provably its, and the next export sweeps them
+# (`sweep_dead`). Other pins (a Spark application's reads) go by age (`sweep`).
+_claimed: list[int] = []
+_locks: dict[str, int] = {}  # a claimed pin -> the descriptor its shared lock is on
 _ATTEMPTS = 5  # a compaction may delete the snapshot between resolving and linking it
 
 
@@ -80,7 +89,7 @@ def pin(path: str) -> Pin:
     for _ in range(_ATTEMPTS):
         snapshot = resolve(path)
         directory = os.path.dirname(os.path.abspath(snapshot))
-        stamp = f"{PIN_PREFIX}{int(time.time() * 1000)}-{secrets.token_hex(6)}"
+        stamp = f"{PIN_PREFIX}{int(time.time() * 1000)}-{secrets.token_hex(6)}{_mark()}"
         made: list[str] = []
         try:
             target = _pin_snapshot(directory, os.path.basename(snapshot), stamp, made)
@@ -89,6 +98,7 @@ def pin(path: str) -> Pin:
             if not os.path.isdir(path):
                 raise ExportError(f"{snapshot}: removed before the read could pin it") from None
             continue
+        _hold(pin_of(target))
         return Pin(target)
     raise ExportError(f"{path}: its snapshot kept being replaced while the read pinned it")
 
@@ -108,19 +118,22 @@ def _pin_snapshot(directory: str, name: str, stamp: str, made: list[str]) -> str
         raise ExportError(f"{directory}: cannot pin the snapshot for the read "
                           f"({err.strerror}); is the directory writable?") from None
     made.append(pin_dir)
-    target = _link(directory, name, os.path.join(pin_dir, name), [])
+    target = _link(os.path.join(directory, name), os.path.join(pin_dir, name), [])
     try:  # the parts as the linked file names them (the link keeps that file as it is)
         with Snapshot(target, parts=False) as snap:
             parts = [info.file for info in snap.part_infos]
     except SnapshotError:
         parts = []  # not a snapshot: the read says so when it opens the pin
     for part in parts:
-        _link(directory, part, os.path.join(pin_dir, part), [])
+        _link(os.path.join(directory, part), os.path.join(pin_dir, part), [])
     return target
 
 
 def _remove(path: str) -> None:
     """A pin: a directory with its links, or a file."""
+    fd = _locks.pop(path, None)
+    if fd is not None:
+        os.close(fd)
     if os.path.isdir(path):
         shutil.rmtree(path, ignore_errors=True)
     else:
@@ -158,6 +171,68 @@ def sweep(directory: str, older_than_s: float) -> list[str]:
         _remove(os.path.join(directory, name))
         removed.append(name)
     return removed
+
+
+def claim() -> None:
+    """From now on the pins this process makes are named after it and locked while it lives
+    (the export command: its reads end with it)."""
+    _claimed[:] = [os.getpid()]
+
+
+def _mark() -> str:
+    return f"-p{_claimed[0]}" if _claimed and _claimed[0] == os.getpid() else ""
+
+
+def _hold(path: str) -> None:
+    """A claimed pin's shared lock (several exports may pin the same segment's inode)."""
+    if not _mark() or path in _locks:
+        return
+    flags = os.O_RDONLY | os.O_CLOEXEC | (os.O_DIRECTORY if os.path.isdir(path) else 0)
+    fd = os.open(path, flags)
+    with contextlib.suppress(OSError):  # no flock here: never provably stale, never swept
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    _locks[path] = fd
+
+
+def sweep_dead(directory: str) -> list[str]:
+    """Remove the claimed pins in `directory` whose process is gone and that nobody holds a
+    lock on (an export killed before it could release them); returns their names."""
+    removed: list[str] = []
+    try:
+        names = os.listdir(directory)
+    except OSError:
+        return removed
+    for name in names:
+        match = _PIN_FILE.fullmatch(name)
+        if match is None or match.group(3) is None or _alive(int(match.group(3))):
+            continue
+        path = os.path.join(directory, name)
+        if os.path.islink(path):
+            continue
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW)
+        except OSError:
+            continue
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            continue  # held (or no flock here)
+        else:
+            _remove(path)
+            removed.append(name)
+        finally:
+            os.close(fd)
+    return removed
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def is_pin_file(name: str) -> bool:
@@ -219,38 +294,48 @@ def pin_log(directory: str, token: str | None = None) -> LogPin:
         raise ExportError(f"{directory}: an incremental read needs a data directory (its AOF), "
                           "not a snapshot file")
     token = token or secrets.token_hex(6)
+    # The pins are named absolutely: Spark's tasks open them from other processes.
+    home = os.path.abspath(directory)
+    gone = ""
     for _ in range(_ATTEMPTS):
         try:
             manifest = load(RealFS(), directory)
         except ManifestError as err:
             raise ExportError(f"{directory}: not a streamkeep data directory ({err})") from None
-        stamp = f"{PIN_PREFIX}{int(time.time() * 1000)}-{token}"
+        stamp = f"{PIN_PREFIX}{int(time.time() * 1000)}-{token}{_mark()}"
         made: list[str] = []
         try:
             snap = None
             if manifest.snapshot is not None:
-                snap = _pin_snapshot(directory, manifest.snapshot.file, stamp, made)
+                snap = _pin_snapshot(home, manifest.snapshot.file, stamp, made)
             segments = tuple(
-                PinnedSegment(_link(directory, s.file, f"{stamp}-segment-{s.segment}.aof",
+                PinnedSegment(_link(os.path.join(home, s.file),
+                                    os.path.join(home, f"{stamp}-segment-{s.segment}.aof"),
                                     made), s.segment, s.first_lsn)
                 for s in manifest.segments)
-        except FileNotFoundError:  # compacted meanwhile: undo, read the new manifest
+        except FileNotFoundError as err:  # compacted meanwhile: undo, read the new manifest
             _undo(made)
+            gone = f" (last: {err.filename} was gone)"
             continue
         lsn = 0 if manifest.snapshot is None else manifest.snapshot.lsn
-        return LogPin(snap, lsn, segments)
-    raise ExportError(f"{directory}: its files kept being replaced while the read pinned them")
+        log = LogPin(snap, lsn, segments)
+        for path in log.paths():
+            _hold(pin_of(path))
+        return log
+    raise ExportError(f"{directory}: its files kept being replaced while the read pinned "
+                      f"them{gone}")
 
 
-def _link(directory: str, name: str, pin_name: str, made: list[str]) -> str:
-    target = os.path.join(directory, pin_name)
+def _link(source: str, target: str, made: list[str]) -> str:
+    """Hard-link `source` as `target` (recorded in `made`). FileNotFoundError: `source` is
+    gone (a compaction deleted it)."""
     try:
-        os.link(os.path.join(directory, name), target)
+        os.link(source, target)
     except FileNotFoundError:
         raise
     except OSError as err:
-        raise ExportError(f"{os.path.join(directory, name)}: cannot pin it for the read "
-                          f"({err.strerror}); is the directory writable?") from None
+        raise ExportError(f"{source}: cannot pin it for the read ({err.strerror}); is the "
+                          f"directory writable?") from None
     made.append(target)
     return target
 

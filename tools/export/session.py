@@ -2,11 +2,15 @@
 
 Owns the session settings of `streamkeep export`, the export bench and the demo (workers run
 this interpreter with this import path; the throughput collector; no console progress bar;
-Python filter push-down on; the `streamkeep` data source registered), the JVM it starts (in a
-session of its own, so the terminal's Ctrl-C reaches only this process, which cancels the jobs;
-its output in a log file, not on the command's stderr; shut down by `stop`) and the Parquet
-writer options the export uses. Importing it stays cheap: pyspark is imported when a session
-starts.
+Python filter push-down on; the `streamkeep` data source registered), the JVM it starts and
+the Parquet writer options the export uses. The JVM is in a session of its own, so the
+terminal's Ctrl-C reaches only this process, which cancels the jobs; it dies with this process
+(tools.leftovers: PR_SET_PDEATHSIG, set in the JVM's process before it runs, so even SIGKILL
+of the command leaves no JVM behind; an interrupt while it starts kills it); its files (its
+log, py4j's connection file, Spark's local directories, Java's temporary files) are in one
+temporary directory of the command's, `streamkeep-spark-<pid>-<token>`, removed by `stop`
+(or swept by a later export when the command was killed); `stop` shuts it down. Importing it
+stays cheap: pyspark is imported when a session starts.
 Must not touch: what is read (tools.export.datasource), the command line (tools.export.cli).
 """
 
@@ -19,9 +23,11 @@ import signal
 import sys
 import tempfile
 import warnings
+from collections.abc import Iterator
 from typing import Any
 
 from streamkeep.engine.wire.errors import StreamkeepError
+from streamkeep.tools import leftovers
 
 # The entries columns whose values are (nearly) all distinct: Parquet's dictionary encoding
 # would fill a dictionary, give up at its size limit and write them plain anyway, after
@@ -44,10 +50,15 @@ JAVA_OPTIONS = "-XX:+UseParallelGC"
 LOG_CONFIG = os.path.join(os.path.dirname(os.path.abspath(__file__)), "log4j2.properties")
 
 
-def java_options() -> str:
-    if " " in LOG_CONFIG or not os.path.exists(LOG_CONFIG):
-        return JAVA_OPTIONS
-    return f"{JAVA_OPTIONS} -Dlog4j2.configurationFile=file:{LOG_CONFIG}"
+def java_options(work: str | None = None) -> str:
+    """The JVM's options; with `work` (the driver's: a JVM this process starts), its
+    temporary files go there, and it writes no /tmp/hsperfdata file."""
+    options = JAVA_OPTIONS
+    if " " not in LOG_CONFIG and os.path.exists(LOG_CONFIG):
+        options += f" -Dlog4j2.configurationFile=file:{LOG_CONFIG}"
+    if work is not None and " " not in work:  # (Spark splits the options on white space)
+        options += f" -Djava.io.tmpdir={work} -XX:-UsePerfData"
+    return options
 
 
 class StartError(StreamkeepError):
@@ -65,14 +76,21 @@ def start(master: str, app: str = "streamkeep-export") -> Any:
     os.environ["PYTHONPATH"] = os.pathsep.join(
         dict.fromkeys(p for p in [*sys.path, *os.environ.get("PYTHONPATH", "").split(
             os.pathsep)] if p))
-    conf = SparkConf().setMaster(master).setAppName(app).setAll([
-        ("spark.ui.showConsoleProgress", "false"),
-        ("spark.driver.extraJavaOptions", java_options()),
-        ("spark.executor.extraJavaOptions", java_options()),
-        ("spark.sql.python.filterPushdown.enabled", "true")])
-    gateway = None
-    if SparkContext._gateway is None:  # (a JVM this process started before is used again)
-        gateway = _launch(conf)
+    # (a JVM this process started before is used again: it has its files already)
+    work = leftovers.temp_directory_path("spark") if SparkContext._gateway is None else None
+    try:
+        conf = SparkConf().setMaster(master).setAppName(app).setAll([
+            ("spark.ui.showConsoleProgress", "false"),
+            ("spark.driver.extraJavaOptions", java_options(work)),
+            ("spark.executor.extraJavaOptions", java_options()),
+            ("spark.sql.python.filterPushdown.enabled", "true")])
+        if work is not None and master.startswith("local"):
+            conf.set("spark.local.dir", work)  # (a cluster's executors have their own)
+        gateway = None if work is None else _launch(conf, work)
+    except BaseException:
+        if work is not None:
+            leftovers.remove(work)
+        raise
     previous = signal.getsignal(signal.SIGINT)
     try:
         spark = SparkSession.builder.config(conf=conf).getOrCreate() if gateway is None \
@@ -97,22 +115,56 @@ def start(master: str, app: str = "streamkeep-export") -> Any:
     return spark
 
 
-def _launch(conf: Any) -> Any:
+def _launch(conf: Any, work: str) -> Any:
+    """Start the JVM, its files in `work`: the gateway to it (`work` goes with it)."""
     from pyspark.java_gateway import launch_gateway
 
-    fd, log = tempfile.mkstemp(prefix="streamkeep-spark-", suffix=".log")
+    log = os.path.join(work, "jvm.log")
     try:
-        with os.fdopen(fd, "wb") as out:
-            gateway = launch_gateway(conf, popen_kwargs={
-                "stdout": out, "stderr": out, "start_new_session": True})
+        with open(log, "wb") as out, _jvm_tied(work) as started:
+            try:
+                gateway = launch_gateway(conf, popen_kwargs={
+                    "stdout": out, "stderr": out, "start_new_session": True})
+            except BaseException:  # (an interrupt while it starts: it is not left running)
+                for proc in started:
+                    leftovers.kill_group(proc)
+                    leftovers.untrack(proc)
+                raise
     except Exception as err:
         with open(log, errors="replace") as f:
             lines = [line.strip() for line in f if line.strip()]
         raise StartError(f"{err}{': ' + lines[-1] if lines else ''}") from None
-    finally:
-        with contextlib.suppress(OSError):
-            os.unlink(log)  # (the JVM keeps writing to it, unlinked, until it exits)
+    gateway.streamkeep_work = work  # removed by _shutdown
     return gateway
+
+
+@contextlib.contextmanager
+def _jvm_tied(work: str) -> Iterator[list[Any]]:
+    """While pyspark launches its JVM: the process it starts (listed, tracked by
+    tools.leftovers) is asked to die with this process before it runs (pyspark's own
+    preexec_fn, which keeps Ctrl-C from it, is kept), and py4j's connection file goes in the
+    command's temporary directory. (pyspark takes no preexec_fn of ours: its Popen is
+    wrapped for the launch.)"""
+    import pyspark.java_gateway as java_gateway
+
+    started: list[Any] = []
+    real = java_gateway.Popen
+
+    def popen(*args: Any, **kwargs: Any) -> Any:
+        theirs = kwargs.get("preexec_fn")
+        kwargs["preexec_fn"] = leftovers.die_with_parent_hook(theirs) or theirs
+        proc = real(*args, **kwargs)
+        leftovers.track(proc)
+        started.append(proc)
+        return proc
+
+    setattr(java_gateway, "Popen", popen)  # noqa: B010 (a class replaced by a function)
+    system_temp, tempfile.tempdir = tempfile.tempdir, work  # (pyspark's mkdtemp())
+    try:
+        yield started
+    finally:
+        setattr(java_gateway, "Popen", real)  # noqa: B010
+        tempfile.tempdir = system_temp
 
 
 def _not_py4j(record: logging.LogRecord) -> bool:
@@ -137,20 +189,19 @@ def stop(spark: Any) -> None:
 
 
 def _shutdown(gateway: Any) -> None:
-    """End the gateway's JVM: it exits when its stdin closes; killed if it lingers."""
-    import subprocess
-
+    """End the gateway's JVM: it exits when its stdin closes; killed if it lingers (what is
+    left of its process group too), and its temporary directory removed."""
     with contextlib.suppress(Exception):
         gateway.shutdown()
     proc = gateway.proc
-    with contextlib.suppress(OSError):
-        proc.stdin.close()
     try:
-        proc.wait(timeout=30)
-    except subprocess.TimeoutExpired:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait()
+        with contextlib.suppress(OSError):
+            proc.stdin.close()
+        leftovers.end_child(proc, timeout=30)
+    finally:
+        work = getattr(gateway, "streamkeep_work", None)
+        if work is not None:
+            leftovers.remove(work)
 
 
 def register(spark: Any) -> None:

@@ -34,36 +34,44 @@ PROG = "streamkeep aof dump"
 
 EPILOG = """\
 formats:
-  text   one line per effect: LSN, UTC time, [db], then the effect's arguments quoted as
-         redis-cli quotes them ("..." with \\n, \\r, \\t, \\a, \\b, \\", \\\\ and \\xHH escapes)
+  text   one line per effect: LSN, UTC time, [db], then the effect's arguments
+         quoted as redis-cli quotes them ("..." with \\n, \\r, \\t, \\a, \\b, \\",
+         \\\\ and \\xHH escapes)
   json   one object per record (JSON lines):
-         {"lsn":5,"time_ms":1795432636213,"time":"2026-11-23T11:17:16.213Z","db":0,
-         "effects":[["XADD","orders","1795432636213-0","item",{"b64":"AP8="}]]}
+         {"lsn":5,"time_ms":1795432636213,"time":"2026-11-23T11:17:16.213Z",
+          "db":0,"effects":[["XADD","orders","1795432636213-0","item",
+          {"b64":"AP8="}]]}
          (one line each)
-         an argument is a string when it is valid UTF-8, else {"b64": <base64 of its bytes>}
-  resp   RESP arrays for `redis-cli --pipe`: SELECT wherever the database changes,
-         SK.XCONSUMER -> XGROUP CREATECONSUMER, SK.XTRIMIDS -> XDEL, SK.XIDMPDUP left out
+         an argument is a string when it is valid UTF-8, else
+         {"b64": <base64 of its bytes>}
+  resp   RESP arrays for `redis-cli --pipe`: SELECT wherever the database
+         changes, SK.XCONSUMER -> XGROUP CREATECONSUMER, SK.XTRIMIDS -> XDEL,
+         SK.XIDMPDUP left out
 
-filters (all combinable; an effect is printed when it passes every one, a record when one of
-its effects does; SELECT effects only go with what they select for):
-  --key GLOB        a key matches the glob (fnmatch on the key's bytes; repeatable)
-  --command NAME    the effect's command (XGROUP matches every XGROUP subcommand, "XGROUP
-                    SETID" only that one; repeatable)
-  --db N            the database the effect applies to
-  --from-lsn/--to-lsn N    LSN range, both inclusive
-  --since/--until T        record time range, both inclusive: ms since the epoch or ISO 8601
-                           (UTC unless an offset is given)
+filters (all combinable; an effect is printed when it passes every one, a
+record when one of its effects does; SELECT effects only go with what they
+select for):
+  --key GLOB             a key matches the glob (fnmatch on the key's bytes;
+                         repeatable)
+  --command NAME         the effect's command (XGROUP matches every XGROUP
+                         subcommand, "XGROUP SETID" only that one; repeatable)
+  --db N                 the database the effect applies to
+  --from-lsn/--to-lsn N  LSN range, both inclusive
+  --since/--until T      record time range, both inclusive: ms since the
+                         epoch or ISO 8601 (UTC unless an offset is given)
 
 examples:
   streamkeep aof dump ./data | less
-  streamkeep aof dump --format json --key 'orders:*' --since 2026-11-23T10:00 ./data
-  streamkeep aof dump --format json --command XACK --from-lsn 51003 data/segment-000005.aof
+  streamkeep aof dump --format json --key 'orders:*' \\
+      --since 2026-11-23T10:00 ./data
+  streamkeep aof dump --format json --command XACK --from-lsn 51003 \\
+      data/segment-000005.aof
   streamkeep aof dump --format resp ./data | redis-cli --pipe
 
 exit status:
   0    every record was read (also when the reader closes the pipe: `| head`)
-  2    damaged input: the dump stops at the first bad record and says where on stderr
-       (file and byte offset); the records before it were printed
+  2    damaged input: the dump stops at the first bad record and says where
+       on stderr (file and byte offset); the records before it were printed
   3    usage or I/O error (missing or unreadable path, not a data directory)
   130  interrupted (Ctrl-C)
 """

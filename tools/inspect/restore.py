@@ -18,7 +18,7 @@ import contextlib
 import os
 import sys
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from streamkeep.engine.wire.errors import StreamkeepError  # stdlib only behind it
 
@@ -29,8 +29,8 @@ EPILOG = """\
 examples:
   streamkeep restore data/ --to-lsn 51000 --out restored/
   streamkeep restore data/ --to-time 2026-11-23T10:15:00Z --out restored/
-  streamkeep restore data/ --to-time 1795314384650 --out restored/   # milliseconds
-  streamkeep serve --dir restored/                                   # then use it
+  streamkeep restore data/ --to-time 1795314384650 --out restored/  # in ms
+  streamkeep serve --dir restored/                            # then use it
 
 The new directory holds the state right after the last record at or before the LSN or time
 (a record's time is the server clock when the command ran; an ISO time without a zone is UTC).
@@ -42,9 +42,11 @@ none. The new history gets its own replication ID.
 
 exit status:
   0    restored
-  2    impossible: the point is before the snapshot, after the log's end, or damage precedes it
-  3    usage or I/O error (bad arguments, NEWDIR not empty or inside a data directory,
-       unreadable files)
+  2    impossible: the point is before the snapshot, after the log's end, or
+       damage precedes it; or --to-time is before the first record (NEWDIR
+       would be empty: `--to-lsn 0` asks for that)
+  3    usage or I/O error (bad arguments, NEWDIR not empty or inside a data
+       directory, unreadable files)
   130  interrupted (Ctrl-C): no NEWDIR is left
 """
 
@@ -90,10 +92,19 @@ def parse_time(text: str) -> int:
     return int(moment.timestamp() * 1000)
 
 
+class Restored(NamedTuple):
+    """What a restore built: the state after LSN `lsn`, the record's time (None: no record,
+    the snapshot's state or the empty one), the snapshot under it (None: none)."""
+
+    lsn: int
+    time_ms: int | None
+    snapshot: str | None
+
+
 def main(args: argparse.Namespace) -> int:
     try:
-        target = restore(args.path, args.out, args.to_lsn,
-                         None if args.to_time is None else parse_time(args.to_time))
+        done = restore(args.path, args.out, args.to_lsn,
+                       None if args.to_time is None else parse_time(args.to_time))
     except Usage as err:
         print(f"streamkeep restore: {err}", file=sys.stderr)
         return USAGE
@@ -104,12 +115,23 @@ def main(args: argparse.Namespace) -> int:
         print(f"streamkeep restore: {err.filename or args.path}: {err.strerror or err}",
               file=sys.stderr)
         return USAGE
-    print(f"{args.out}: restored the state after LSN {target} from {args.path}")
+    print(f"{args.out}: restored the state after LSN {done.lsn} from {args.path} "
+          f"({_what(done)})")
     return OK
 
 
-def restore(src: str, out: str, to_lsn: int | None, to_time: int | None) -> int:
-    """Build `out` from `src`; returns the LSN whose state it holds."""
+def _what(done: Restored) -> str:
+    from streamkeep.tools.inspect.verify import format_time
+
+    if done.time_ms is not None:
+        return f"its record of {format_time(done.time_ms)}"
+    if done.snapshot is not None:
+        return f"the snapshot {done.snapshot}, no record after it"
+    return "the empty state: no record at or before the point"
+
+
+def restore(src: str, out: str, to_lsn: int | None, to_time: int | None) -> Restored:
+    """Build `out` from `src`; returns the LSN whose state it holds (and that record's time)."""
     from streamkeep.aof.fs import RealFS
     from streamkeep.tools.outputs import OutputRefused, check_output
 
@@ -159,7 +181,7 @@ def _open_files(fs: Any, src: str) -> tuple[Any, dict[str, int]]:
 
 
 def _restore(fs: Any, src: str, out: str, to_lsn: int | None, to_time: int | None,
-             manifest: Any, fds: dict[str, int]) -> int:
+             manifest: Any, fds: dict[str, int]) -> Restored:
     from streamkeep.aof import codec
     from streamkeep.aof.watermark import durable_part
 
@@ -178,7 +200,8 @@ def _restore(fs: Any, src: str, out: str, to_lsn: int | None, to_time: int | Non
             f"records up to LSN {base} were compacted away; restore from an older backup")
     # Walk the segments: which records to keep, and where the last kept one ends.
     kept: list[tuple[Any, int]] = []  # (segment entry, bytes to copy)
-    target = base
+    target, target_time = base, None
+    first: tuple[int, int] | None = None  # the first record after the snapshot: LSN, time
     expected = base + 1
     done = False
     for entry in manifest.segments:
@@ -201,13 +224,14 @@ def _restore(fs: Any, src: str, out: str, to_lsn: int | None, to_time: int | Non
         pos, end = codec.HEADER_SIZE, codec.HEADER_SIZE
         for batch in codec.scan_batches(data, codec.HEADER_SIZE, expected, result, 4096):
             for lsn, time_ms, _db, _effects in batch:
+                first = first or (lsn, time_ms)
                 if (to_lsn is not None and lsn > to_lsn) or \
                         (to_time is not None and time_ms > to_time):
                     done = True
                     break
                 length = codec.FRAME.unpack_from(data, pos)[0]
                 pos += codec.FRAME_SIZE + length
-                end, target = pos, lsn
+                end, target, target_time = pos, lsn, time_ms
             if done:
                 break
         last = entry is manifest.segments[-1]
@@ -236,8 +260,16 @@ def _restore(fs: Any, src: str, out: str, to_lsn: int | None, to_time: int | Non
         raise Impossible(f"no record after the snapshot {snap.file} (LSN {base}, created at "
                          f"{snap.created_ms} ms) is at or before {to_time} ms: that time was "
                          f"compacted away")
+    if to_time is not None and target == base and snap is None and first is not None:
+        # Before the first record the directory held nothing: an empty NEWDIR is never what
+        # a time was asked for (a wrong date or zone, most likely), so it is refused.
+        from streamkeep.tools.inspect.verify import format_time
+
+        raise Impossible(f"no record is at or before {format_time(to_time)} ({to_time} ms): "
+                         f"the log starts with LSN {first[0]} at {format_time(first[1])} "
+                         f"({first[1]} ms); `--to-lsn 0` restores the empty state before it")
     _build(fs, fds, out, manifest, kept, target)
-    return target
+    return Restored(target, target_time, snap.file if snap is not None else None)
 
 
 def _check_snapshot(fs: Any, file: str, fd: int, snap: Any) -> None:
@@ -343,6 +375,6 @@ def current_state(src: str, work: str, **config: Any) -> Iterator[tuple[Engine, 
     from streamkeep import Engine
 
     copy = os.path.join(work, "state")
-    lsn = restore(src, copy, None, END_OF_TIME)
+    lsn = restore(src, copy, None, END_OF_TIME).lsn
     with Engine.open(copy, auto_aof_rewrite_percentage=0, **config) as engine:
         yield engine, lsn

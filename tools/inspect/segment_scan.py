@@ -154,12 +154,12 @@ def scan_all(files: list[str], deep: bool, jobs: int) -> Iterator[Scanned]:
     method = "fork" if threading.active_count() == 1 else "forkserver"
     # What the workers run, imported before they fork: each would import it again otherwise.
     import streamkeep.aof.codec  # noqa: F401
-    from streamkeep.tools.exits import ignore_sigint
+    from streamkeep.tools.leftovers import init_worker
 
     context = multiprocessing.get_context(method)
     # Ctrl-C reaches the workers too (one process group): the main process reports it, and
     # gives up the segments not checked yet rather than waiting for them.
-    pool = ProcessPoolExecutor(jobs, mp_context=context, initializer=ignore_sigint)
+    pool = ProcessPoolExecutor(jobs, mp_context=context, initializer=init_worker)
     try:
         tasks: list[Future | list[Future]] = []
         for file in files:

@@ -29,13 +29,13 @@ from streamkeep.tools.inspect.aof_records import EXIT_IO, InspectError, fail, fo
 from streamkeep.tools.inspect.dump import json_arg, quote
 
 EPILOG_INFO = """examples:
-  streamkeep snapshot info ./data                  the current snapshot of a data directory
+  streamkeep snapshot info ./data            a data directory's current snapshot
   streamkeep snapshot info ./data/snapshot-000000001234.mdb --json
 
 exit status: 0 ok; 2 not a readable snapshot; 3 usage or I/O error; 130 interrupted."""
 
 EPILOG_DUMP = """examples:
-  streamkeep snapshot dump ./data                              every entry of every stream
+  streamkeep snapshot dump ./data            every entry of every stream
   streamkeep snapshot dump ./data --key orders --start 1700000000000 --count 10
   streamkeep snapshot dump ./data --db 1 --format json | jq .fields
 

@@ -26,12 +26,13 @@ PERCENTILES = (50, 90, 99, 99.9, 100)
 
 EPILOG = """\
 what is counted:
-  records and effects per command (XGROUP subcommands apart, streamkeep-only SK.* marked),
-  the effects' bytes per command (their msgpack size), per key (top N by effects), per
-  database (the database each effect applies in: SELECT inside a transaction counts), per
-  time bucket, the record size distribution (framed size: 8-byte header + payload;
-  percentiles and a power-of-two histogram) and per segment: size, records, LSN range and
-  where its good records end. Fsync policy and times are not recorded in segments.
+  records and effects per command (XGROUP subcommands apart, streamkeep-only
+  SK.* marked), the effects' bytes per command (their msgpack size), per key
+  (top N by effects), per database (the database each effect applies in:
+  SELECT inside a transaction counts), per time bucket, the record size
+  distribution (framed size: 8-byte header + payload; percentiles and a
+  power-of-two histogram) and per segment: size, records, LSN range and where
+  its good records end. Fsync policy and times are not recorded in segments.
 
 examples:
   streamkeep aof stats ./data
@@ -40,8 +41,8 @@ examples:
 
 exit status:
   0    every record was read
-  2    damaged input: the statistics cover the records before the first bad one, and stderr
-       says where it is (file and byte offset)
+  2    damaged input: the statistics cover the records before the first bad
+       one, and stderr says where it is (file and byte offset)
   3    usage or I/O error (missing or unreadable path, not a data directory)
   130  interrupted (Ctrl-C)
 """

@@ -20,7 +20,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, TextIO
 
-from streamkeep.tools.inspect import UsageError
+from streamkeep.tools.inspect import UsageError, loss
+from streamkeep.tools.inspect.loss import Loss
 from streamkeep.tools.inspect.segment_scan import HEADER_BYTES, Scanned, scan_all, scan_segment
 
 if TYPE_CHECKING:
@@ -31,8 +32,8 @@ examples:
   streamkeep aof verify data/                  # a whole data directory
   streamkeep aof verify data/segment-000007.aof
   streamkeep aof verify --json data/ | jq .problems
-  streamkeep aof verify --deep data/           # decode every record, as a replay does
-  streamkeep aof verify --jobs 4 data/         # 4 segments at once (worker processes)
+  streamkeep aof verify --deep data/           # decode every record, as replay
+  streamkeep aof verify --jobs 4 data/         # 4 segments at once (workers)
 
 what is checked: the manifest (and its checksum); every segment's header (number and first LSN
 as the manifest names them); every record's framing, CRC-32C and LSN (consecutive within and
@@ -47,11 +48,13 @@ synced watermark says was fsynced, with nothing valid after it: opening saves it
 damage-in-synced (damage inside bytes that were fsynced, or fsynced bytes missing: bit rot or
 an overwrite, not a torn tail), damage-before-valid (a bad record followed by valid ones),
 missing-segment, bad-segment-header, lsn-gap, bad-manifest, bad-snapshot (opening refuses all
-of these but torn-tail).
+of these but torn-tail). Each problem in a segment says which records, by LSN,
+the damaged bytes held: exactly, or "at least" and why more cannot be told.
 
 exit status:
   0    clean
-  1    a torn tail only: opening the directory truncates it (`streamkeep aof fix` saves it first)
+  1    a torn tail only: opening the directory truncates it (`streamkeep aof
+       fix` saves it first)
   2    damage that makes opening the directory refuse
   3    usage or I/O error (no such path, not a data directory, unreadable file)
   130  interrupted (Ctrl-C)
@@ -71,12 +74,18 @@ class Problem:
     reason: str
     action: str  # what opening the directory would do: "truncate" or "refuse"
     bytes: int | None = None  # torn tail: how many bytes opening would cut
+    # The records the damaged span held, which cutting it (opening, `aof fix`) removes
+    # (tools.inspect.loss); None for problems that are no span of a segment.
+    lost: Loss | None = None
 
     def describe(self) -> str:
         where = self.file or "?"
         if self.offset is not None:
             where += f":{self.offset}"
         return f"{self.kind} at {where}: {self.reason}"
+
+    def to_json(self) -> dict[str, Any]:
+        return {**asdict(self), "lost": None if self.lost is None else self.lost.to_json()}
 
 
 @dataclass
@@ -161,7 +170,7 @@ class Report:
             "snapshot": self.snapshot,
             "watermark": self.watermark,
             "ok_up_to": None if ok is None else {"lsn": ok[0], "file": ok[1], "offset": ok[2]},
-            "problems": [asdict(p) for p in self.problems],
+            "problems": [p.to_json() for p in self.problems],
             "locked_by": self.locked_by,
             "notes": self.notes,
             "seconds": round(self.seconds, 6),
@@ -255,9 +264,12 @@ def _read(file: str) -> bytes:
 
 
 def _check_records(report: Report, seg: SegmentReport, scanned: Scanned, file: str,
-                   durable: Synced | None) -> None:
+                   durable: Synced | None, path: str | None = None,
+                   next_first_lsn: int | None = None) -> None:
     """The problems of one segment's scan. `durable` (aof.watermark.Synced) is what the synced
-    watermark says of the last segment; None for the others."""
+    watermark says of the last segment; None for the others. `path`: the segment's file, read
+    from the damage on to count the records it held; `next_first_lsn`: the next segment's
+    first LSN (None: the last segment, or unknown)."""
     assert scanned.header is not None
     first_lsn = scanned.header[1]
     seg.records, seg.end = scanned.records, scanned.end
@@ -271,32 +283,57 @@ def _check_records(report: Report, seg: SegmentReport, scanned: Scanned, file: s
             report.problems.append(Problem(
                 "damage-in-synced", file, scanned.end,
                 f"the file ends at byte {scanned.end}, but bytes up to {synced} (LSN "
-                f"{durable.lsn}) were fsynced: LSN {next_lsn} on are missing", "refuse"))
+                f"{durable.lsn}) were fsynced: LSN {next_lsn} on are missing", "refuse",
+                lost=loss.tail(b"", scanned.end, next_lsn, durable)))
         return
     offset, reason, valid_after = scanned.damage
     cut = scanned.size - offset
+    lost = _span_loss(path, offset, scanned.size, next_lsn, valid_after, durable,
+                      next_first_lsn)
     if valid_after:
         report.problems.append(Problem(
             "damage-before-valid", file, offset,
-            f"{reason}, followed by valid records (LSN {next_lsn} expected)", "refuse"))
+            f"{reason}, followed by valid records (LSN {next_lsn} expected)", "refuse",
+            lost=lost))
     elif durable is None:
         report.problems.append(Problem(
             "torn-tail", file, offset,
-            f"{reason}; not the last segment, so records may be missing", "refuse", cut))
+            f"{reason}; not the last segment, so records may be missing", "refuse", cut, lost))
     elif synced is not None and offset < synced:
         report.problems.append(Problem(
             "damage-in-synced", file, offset,
             f"{reason} (LSN {next_lsn}), inside bytes already fsynced (up to {synced}, LSN "
-            f"{durable.lsn}): not a torn tail", "refuse", cut))
+            f"{durable.lsn}): not a torn tail", "refuse", cut, lost))
     elif durable.damaged:
         report.problems.append(Problem(
             "damage-in-synced", file, offset,
             f"{reason} (LSN {next_lsn}), and {durable.why}: whether it was fsynced cannot be "
-            f"told", "refuse", cut))
+            f"told", "refuse", cut, lost))
     else:
         report.problems.append(Problem(
             "torn-tail", file, offset, f"{reason}, {cut} bytes with no valid record, past the "
-            f"bytes fsynced ({durable.describe()})", "truncate", cut))
+            f"bytes fsynced ({durable.describe()})", "truncate", cut, lost))
+
+
+def _span_loss(path: str | None, offset: int, size: int, first_lsn: int, valid_after: bool,
+               durable: Synced | None, next_first_lsn: int | None) -> Loss | None:
+    """The records the damaged span from `offset` held (tools.inspect.loss), from the file's
+    bytes from there on (None: the file cannot be read again)."""
+    from streamkeep.aof.codec import next_valid_record
+
+    if path is None:
+        return None
+    try:
+        with open(path, "rb") as f:
+            f.seek(offset)
+            data = f.read(size - offset)
+    except OSError:
+        return None
+    if valid_after:
+        resume = next_valid_record(data, 0, first_lsn)
+        if resume is not None:
+            return loss.before_resume(first_lsn, offset + resume[0], resume[1])
+    return loss.tail(data, offset, first_lsn, durable, next_first_lsn)
 
 
 def _analyse_segment_file(file: str, deep: bool = False) -> Report:
@@ -317,7 +354,7 @@ def _analyse_segment_file(file: str, deep: bool = False) -> Report:
                                        str(scanned.header_error), "refuse"))
         return report
     seg.segment = scanned.header[0]
-    _check_records(report, seg, scanned, seg.file, durable)
+    _check_records(report, seg, scanned, seg.file, durable, file)
     report.locked_by = lock_holder(directory)
     return report
 
@@ -428,7 +465,9 @@ def _analyse_directory(directory: str, progress: Progress | None = None,
                 f"starts at LSN {entry.first_lsn} but the previous "
                 f"{'segment' if index else 'snapshot'} ends at LSN {expected - 1}", "refuse"))
         problems = len(report.problems)
-        _check_records(report, seg, scanned, entry.file, durable if last else None)
+        following = None if last else manifest.segments[index + 1].first_lsn
+        _check_records(report, seg, scanned, entry.file, durable if last else None,
+                       os.path.join(directory, entry.file), following)
         # After damage the next segment's LSNs cannot be checked against this one's end: the
         # damage is the problem, not a gap.
         expected = -1 if len(report.problems) > problems else first_lsn + seg.records
@@ -530,6 +569,9 @@ def render(report: Report) -> str:
         lines.append(f"note:     {note}")
     for problem in report.problems:
         lines.append(f"DAMAGE {problem.describe()}")
+        if problem.lost is not None:
+            lines.append(f"       {problem.lost.describe()}, known "
+                         f"from {problem.lost.how}")
         if problem.action == "truncate":
             note = ("opening the directory would save the tail beside the segment and cut "
                     f"it ({problem.bytes} bytes; `streamkeep aof fix` does the same)")

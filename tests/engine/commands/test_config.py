@@ -94,6 +94,12 @@ CONFIG_SET_ERRORS = [
     ("databases", "2"),
     ("DATABASES", "16"),
     ("no-such-option", "1"),
+    ("replica-priority", "-1"),
+    ("slave-priority", "x"),
+    ("SLAVE-Priority", "x"),
+    ("lua-time-limit", "x"),
+    ("replica-announce-port", "65536"),
+    ("replica-announced", "maybe"),
 ]
 
 
@@ -127,7 +133,12 @@ def test_config_get_matches_redis(redis_raw: RespClient, sk: RespClient) -> None
                  ("CONFIG", "GET", "stream-node-max-bytes"),
                  ("CONFIG", "GET", "STREAM-node-max-entries"),
                  ("CONFIG", "GET", "nosuch"),
-                 ("CONFIG", "GET", "maxclients", "timeout", "save", "databases")):
+                 ("CONFIG", "GET", "maxclients", "timeout", "save", "databases"),
+                 # what a Sentinel deployment's replicas set (their old names too)
+                 ("CONFIG", "GET", "replica-priority", "replica-announced",
+                  "replica-announce-ip", "replica-announce-port", "replica-read-only"),
+                 ("CONFIG", "GET", "slave-priority", "slave-announce-port",
+                  "slave-read-only")):
         ours, theirs = sk.execute(*argv), redis_raw.execute(*argv)
         assert pairs(ours) == pairs(theirs), argv
     assert sk.execute("CONFIG", "RESETSTAT") == redis_raw.execute("CONFIG", "RESETSTAT") == "OK"

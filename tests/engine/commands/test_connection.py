@@ -134,7 +134,7 @@ def test_shutdown_without_a_server(rec: Recorded) -> None:
 def test_shutdown_asks_the_server_and_sends_no_reply() -> None:
     asked: list[bool] = []
     server = SimpleNamespace(request_shutdown=asked.append)
-    ctx = SimpleNamespace(engine=SimpleNamespace(server=server))
+    ctx = SimpleNamespace(engine=SimpleNamespace(server=server, scripting=None))
     assert connection.shutdown(ctx, (b"SHUTDOWN", b"SAVE", b"NOW")) is connection.NO_REPLY
     assert connection.shutdown(ctx, (b"SHUTDOWN",)) is connection.NO_REPLY
     assert asked == [True, False]

@@ -67,7 +67,8 @@ def test_info_sections(backend: Any) -> None:
     assert info["persistence"]["loading"] == "0"
     assert list(parse_info(db.execute("INFO", "keyspace", "SERVER"))) == ["server", "keyspace"]
     everything = ["server", "clients", "memory", "persistence", "stats", "replication", "cpu",
-                  "modules", "commandstats", "errorstats", "cluster", "keyspace"]
+                  "modules", "commandstats", "errorstats", "latencystats", "cluster",
+                  "keyspace"]
     assert list(parse_info(db.execute("INFO", "all"))) == everything
     assert list(parse_info(db.execute("INFO", "everything"))) == everything
     assert list(parse_info(db.execute("INFO", "default"))) == list(info)

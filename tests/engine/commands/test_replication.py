@@ -44,18 +44,19 @@ class StandInReplication:
         self.calls.append(("psync", argv))
         return "FULLRESYNC"
 
-    def wait(self, session: Any, numreplicas: int, timeout_ms: int) -> Any:
+    def wait(self, session: Any, numreplicas: int, timeout_ms: int, block: bool = True) -> Any:
         self.calls.append(("wait", numreplicas, timeout_ms))
         return 2
 
-    def waitaof(self, session: Any, numlocal: int, numreplicas: int, timeout_ms: int) -> Any:
+    def waitaof(self, session: Any, numlocal: int, numreplicas: int, timeout_ms: int,
+                block: bool = True) -> Any:
         self.calls.append(("waitaof", numlocal, numreplicas, timeout_ms))
         return [1, 2]
 
 
 def ctx_with(repl: StandInReplication | None, read_only: str | None = None) -> Any:
     return SimpleNamespace(engine=SimpleNamespace(replication=repl, read_only=read_only),
-                           session=Session(), now=1_000)
+                           session=Session(), now=1_000, in_multi=False)
 
 
 def test_an_in_memory_engine_is_a_primary_alone(rec: Recorded) -> None:

@@ -129,7 +129,7 @@ def test_incrbyfloat(r):
 
 def test_append_strlen(r):
     assert r("APPEND", "k", "ab") == 2
-    assert r.effects("APPEND", "k", "cd") == (4, [[b"SET", b"k", b"abcd"]])
+    assert r.effects("APPEND", "k", "cd") == (4, [[b"APPEND", b"k", b"cd"]])  # the tail only
     assert r("STRLEN", "k") == 4
     assert r("STRLEN", "none") == 0
     r("CONFIG", "SET", "proto-max-bulk-len", str(1024 * 1024))
@@ -177,3 +177,146 @@ def test_dump_restore_of_a_string_logs_the_set(r):
     broken += struct.pack("<Q", crc64(broken))
     assert r.err("RESTORE", "k4", "0", broken) == "ERR Bad data format"
     r.assert_replays()
+
+
+# --- Redis 8.4: compare-and-set, DIGEST, DELEX, MSETEX ----------------------------------------------
+# Expected replies written from redis.io's command pages and Redis's fixes to them (16 hex
+# digits, leading zeros kept, digests compared case-insensitively: redis/redis#14502); Debian's
+# redis-server 7.0 has none of these commands to compare with.
+
+HELLO_DIGEST = b"b6acb9d84a38ff74"  # redis.io's DIGEST example: SET key1 "Hello world"
+# A value whose digest starts with zeros (redis/redis#14496's example).
+ZEROS_VALUE = b"v8lf0c11xh8ymlqztfd3eeq16kfn4sspw7fqmnuuq3k3t75em5wdizgcdw7uc26nnf961u2jkfzkjytls2kwlj7626sd"
+BAD_DIGEST = "ERR must be exactly 16 hexadecimal characters"
+
+
+def test_digest(r):
+    r("SET", "key1", "Hello world")
+    assert r("DIGEST", "key1") == HELLO_DIGEST
+    r("SET", "z", ZEROS_VALUE)
+    assert r("DIGEST", "z") == b"00006c38adf31777"
+    assert r("DIGEST", "missing") is None
+    r("XADD", "s", "1-1", "f", "v")
+    assert r.err("DIGEST", "s") == WRONGTYPE
+    assert r.err("DIGEST") == "ERR wrong number of arguments for 'digest' command"
+
+
+def test_set_ifeq_ifne(r):
+    r("SET", "k", "v1")
+    assert r("SET", "k", "v2", "IFEQ", "nope") is None
+    assert r.effects("SET", "k", "v2", "IFEQ", "v1") == ("OK", [[b"SET", b"k", b"v2"]])
+    assert r("SET", "k", "v3", "IFNE", "v2") is None
+    assert r("SET", "k", "v3", "IFNE", "other", "GET") == b"v2"
+    assert r("GET", "k") == b"v3"
+    assert r("SET", "k", "v4", "IFEQ", "nope", "GET") == b"v3"  # not set, old value returned
+    # A missing key: IFEQ/IFDEQ never create it, IFNE/IFDNE do.
+    assert r("SET", "n1", "v", "IFEQ", "x") is None and r("EXISTS", "n1") == 0
+    assert r("SET", "n2", "v", "IFNE", "x") == "OK" and r("GET", "n2") == b"v"
+    assert r("SET", "n3", "v", "IFEQ", "x", "GET") is None and r("EXISTS", "n3") == 0
+    r.assert_replays()
+
+
+def test_set_ifdeq_ifdne(r):
+    r("SET", "key1", "Hello world")
+    assert r("SET", "key1", "x", "IFDEQ", "0000000000000000") is None
+    assert r("SET", "key1", "x", "IFDEQ", HELLO_DIGEST.upper()) == "OK"  # any case
+    assert r("SET", "key1", "y", "IFDNE", r("DIGEST", "key1")) is None
+    assert r("SET", "key1", "y", "IFDNE", HELLO_DIGEST) == "OK"
+    r("SET", "z", ZEROS_VALUE)
+    assert r.err("SET", "z", "w", "IFDEQ", "6c38adf31777") == BAD_DIGEST  # 16 digits or nothing
+    assert r("SET", "z", "w", "IFDEQ", "00006C38ADF31777", "EX", "100") == "OK"
+    assert r("TTL", "z") == 100
+    assert r("SET", "nokey", "v", "IFDEQ", HELLO_DIGEST) is None
+    assert r("SET", "nokey", "v", "IFDNE", HELLO_DIGEST) == "OK"
+    r.assert_replays()
+
+
+def test_set_conditions_exclude_one_another(r):
+    for bad in (("NX", "IFEQ", "a"), ("IFEQ", "a", "XX"), ("IFEQ", "a", "IFNE", "b"),
+                ("IFDEQ", "a", "NX"), ("IFEQ",), ("IFDNE",), ("XX", "IFDNE", "d")):
+        assert r.err("SET", "k", "v", *bad) == "ERR syntax error", bad
+    assert r("SET", "k", "v", "IFNE", "a", "IFNE", "v") == "OK"  # repeated: the last one counts
+    assert r("SET", "k", "w", "IFNE", "v", "IFNE", "x") == "OK"
+
+
+def test_set_if_on_a_stream_is_wrongtype(r):
+    r("XADD", "s", "1-1", "f", "v")
+    for condition in (("IFEQ", "v"), ("IFNE", "v"), ("IFDEQ", HELLO_DIGEST),
+                      ("IFDNE", HELLO_DIGEST)):
+        assert r.err("SET", "s", "x", *condition) == WRONGTYPE
+    assert r("TYPE", "s") == "stream"
+
+
+def test_delex(r):
+    r("MSET", "a", "1", "b", "2", "c", "3", "d", "4")
+    assert r.effects("DELEX", "a") == (1, [[b"DEL", b"a"]])
+    assert r("DELEX", "a") == 0
+    assert r("DELEX", "b", "IFEQ", "x") == 0 and r("DELEX", "b", "IFEQ", "2") == 1
+    assert r("DELEX", "c", "IFNE", "3") == 0 and r("DELEX", "c", "IFNE", "x") == 1
+    digest = r("DIGEST", "d")
+    assert r("DELEX", "d", "IFDNE", digest.upper()) == 0
+    assert r("DELEX", "d", "IFDEQ", digest.upper()) == 1
+    assert r("DELEX", "nokey", "IFEQ", "x") == 0
+    r("SET", "e", "5")
+    assert r.err("DELEX", "e", "IFDEQ", "123") == BAD_DIGEST
+    assert r.err("DELEX", "e", "IFEQ") == "ERR syntax error"
+    assert r.err("DELEX", "e", "IFEQ", "5", "IFNE", "4") == "ERR syntax error"
+    assert r.err("DELEX", "e", "ifxx", "5") == "ERR Invalid condition. Use IFEQ, IFNE, IFDEQ, or IFDNE"
+    r("XADD", "s", "1-1", "f", "v")
+    assert r.err("DELEX", "s", "IFEQ", "v") == WRONGTYPE
+    assert r("DELEX", "s") == 1  # no condition: any type goes
+    r.assert_replays()
+
+
+def test_msetex(r):
+    assert r.effects("MSETEX", "2", "a", "1", "b", "2", "EX", "10") == (1, [
+        [b"SET", b"a", b"1", b"PXAT", b"%d" % (NOW + 10_000)],
+        [b"SET", b"b", b"2", b"PXAT", b"%d" % (NOW + 10_000)]])
+    assert (r("TTL", "a"), r("TTL", "b")) == (10, 10)
+    assert r("MSETEX", "2", "a", "x", "c", "3", "NX") == 0 and r("EXISTS", "c") == 0
+    assert r("MSETEX", "2", "a", "x", "c", "3", "XX", "PX", "5") == 0
+    assert r("MSETEX", "2", "a", "x", "b", "y", "XX", "KEEPTTL") == 1
+    assert (r("MGET", "a", "b"), r("TTL", "a")) == ([b"x", b"y"], 10)
+    assert r("MSETEX", "1", "a", "z") == 1 and r("TTL", "a") == -1  # no option: TTL dropped
+    assert r("MSETEX", "1", "p", "v", "PXAT", str(NOW + 500), "NX") == 1
+    assert r("PTTL", "p") == 500
+    assert r.effects("MSETEX", "2", "a", "1", "p", "2", "EXAT", "1") == (1, [
+        [b"DEL", b"a"], [b"DEL", b"p"]])  # a time already past: the keys go
+    r.assert_replays()
+
+
+def test_msetex_errors(r):
+    assert r.err("MSETEX", "0", "a", "1") == "ERR invalid numkeys value"
+    assert r.err("MSETEX", "-1", "a", "1") == "ERR invalid numkeys value"
+    assert r.err("MSETEX", "x", "a", "1") == "ERR invalid numkeys value"
+    assert r.err("MSETEX", "2", "a", "1") == "ERR wrong number of key-value pairs"
+    assert r.err("MSETEX", "99999999999", "a", "1") == "ERR invalid numkeys value"
+    for bad in (("NX", "XX"), ("GET",), ("IFEQ", "1"), ("EX", "1", "PX", "1"), ("KEEPTTL", "EX", "1"),
+                ("EX",), ("PERSIST",), ("b",)):
+        assert r.err("MSETEX", "1", "a", "1", *bad) == "ERR syntax error", bad
+    assert r.err("MSETEX", "1", "a", "1", "EX", "0") == "ERR invalid expire time in 'msetex' command"
+    assert r.err("MSETEX", "1", "a", "1", "PX", "x") == "ERR value is not an integer or out of range"
+    assert r.err("MSETEX", "1", "a") == "ERR wrong number of arguments for 'msetex' command"
+    assert r("EXISTS", "a") == 0
+
+
+def test_getset_and_msetnx(r):
+    assert r.effects("GETSET", "k", "v") == (None, [[b"SET", b"k", b"v"]])
+    r("EXPIRE", "k", "100")
+    assert r("GETSET", "k", "w") == b"v" and r("TTL", "k") == -1  # the TTL goes, as SET's
+    assert r.effects("MSETNX", "a", "1", "b", "2") == (1, [[b"SET", b"a", b"1"],
+                                                           [b"SET", b"b", b"2"]])
+    assert r.effects("MSETNX", "b", "x", "c", "3") == (0, [])
+    assert r.err("MSETNX", "a", "1", "b") == "ERR wrong number of arguments for 'msetnx' command"
+    r("XADD", "s", "1-1", "f", "v")
+    assert r.err("GETSET", "s", "v") == WRONGTYPE
+    assert r("MSETNX", "s", "v") == 0  # a stream is a key too
+    r.assert_replays()
+
+
+def test_incrbyfloat_never_returns_minus_zero(r):
+    r("SET", "k", "-0.000000000000000001")
+    assert r("INCRBYFLOAT", "k", "0") == b"0"
+    assert r("INCRBYFLOAT", "k", "-0") == b"0"
+    assert r("INCRBYFLOAT", "k", "-0.000000000000000004") == b"0"
+    assert r("INCRBYFLOAT", "k", "-0.5") == b"-0.5"

@@ -18,7 +18,8 @@ def _info(db: Engine, section: str) -> dict[str, str]:
 
 def test_services_register_their_hooks_and_section(tmp_path: Path) -> None:
     with Engine.open(str(tmp_path)) as db:
-        assert set(db.config_hooks) == {"appendfsync", "auto-aof-rewrite-percentage",
+        assert set(db.config_hooks) == {"appendfsync", "aof-preallocate",
+                                        "auto-aof-rewrite-percentage",
                                         "auto-aof-rewrite-min-size"}
         assert set(db.info_sections) == {"persistence", "replication"}
     with Engine.open() as db:  # in memory: nobody registers anything
@@ -37,6 +38,11 @@ def test_config_set_reaches_the_journal_and_compactor(tmp_path: Path) -> None:
         assert journal.rewrite_at == float("inf")  # percentage 0: no automatic compaction
         db.execute("CONFIG", "SET", "auto-aof-rewrite-percentage", "100")
         assert journal.rewrite_at == 2 << 20
+        db.execute("CONFIG", "SET", "aof-preallocate", "1mb")
+        assert journal.preallocate == 1 << 20 and journal.low_water == 512 << 10
+        db.execute("CONFIG", "SET", "aof-preallocate", "0")
+        assert journal.preallocate == 0
+        db.execute("XADD", "s", "*", "f", "v")  # nothing allocated ahead: writes go on
 
 
 def test_a_hook_runs_once_and_a_failing_hook_restores(tmp_path: Path) -> None:

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from streamkeep import Engine
+from streamkeep import Engine, ReplyError
 from streamkeep.engine.exec.settings import (
     DEFAULT_CONFIG,
     PARAMS,
@@ -213,3 +213,29 @@ def test_config_rewrite(tmp_path: Path) -> None:
 def test_config_rewrite_without_a_file(backend: Any) -> None:
     assert err(backend(Engine()), "CONFIG", "REWRITE") == (
         "ERR The server is running without a config file")
+
+
+def test_monitoring_settings_parse_print_and_rewrite() -> None:
+    """slowlog-*, latency-* as Redis's: latency-tracking-info-percentiles is several numbers
+    (CONFIG SET gives them in one argument, a config file as several; "" is none), printed
+    as %f trimmed; maxmemory, maxmemory-policy and io-threads hold streamkeep's only values."""
+    from streamkeep.engine.exec.settings import parse_config_text, rewrite_config_text
+
+    assert parse_config_text("latency-tracking-info-percentiles 50 99.5\nslowlog-max-len 5\n") \
+        == {"latency-tracking-info-percentiles": (50.0, 99.5), "slowlog-max-len": 5}
+    engine = Engine()
+    assert engine.execute("CONFIG", "GET", "latency-tracking-info-percentiles") == [
+        b"latency-tracking-info-percentiles", b"50 99 99.9"]
+    engine.execute("CONFIG", "SET", "latency-tracking-info-percentiles", "1 2.5",
+                   "slowlog-log-slower-than", "5")
+    text = rewrite_config_text("", engine)
+    assert "latency-tracking-info-percentiles 1 2.5\n" in text
+    engine.execute("CONFIG", "SET", "latency-tracking-info-percentiles", "")
+    text = rewrite_config_text("", engine)
+    assert 'latency-tracking-info-percentiles ""\n' in text
+    assert parse_config_text(text)["latency-tracking-info-percentiles"] == ()
+    for name, value in (("maxmemory", "1gb"), ("maxmemory-policy", "allkeys-lru"),
+                        ("io-threads", "4")):
+        with pytest.raises(ReplyError):
+            engine.execute("CONFIG", "SET", name, value)
+    assert engine.execute("CONFIG", "SET", "maxmemory", "0") == "OK"

@@ -71,14 +71,14 @@ def test_counters_record_rejected_failed_and_errors() -> None:
     stats.rejected(xadd, "ERR wrong number of arguments for 'xadd' command")
     stats.rejected(None, "ERR unknown command 'x', with args beginning with: ")
     stats.error_reply("NOGROUP No such key")
-    assert xadd == [2, 4000, 1, 1]
+    assert xadd[:4] == [2, 4000, 1, 1]
     assert stats.commandstats() == [
         ("cmdstat_xadd", "calls=2,usec=4,usec_per_call=2.00,rejected_calls=1,failed_calls=1")]
     assert stats.errorstats() == [("errorstat_ERR", "count=3"), ("errorstat_NOGROUP", "count=1")]
     assert stats.total_error_replies == 4
     assert stats.total_calls() == 2
     stats.reset()
-    assert xadd == [0, 0, 0, 0]  # the same list: the engine's dispatch table holds it
+    assert xadd[:5] == [0, 0, 0, 0, None]  # the same list: the engine's dispatch table holds it
     assert stats.commandstats() == [] and stats.errorstats() == []
     assert stats.total_error_replies == 0
 
@@ -141,7 +141,7 @@ def test_multi_exec_counts_each_queued_command_at_exec() -> None:
     assert engine.execute("MULTI") == "OK"
     assert engine.execute("XADD", "s", "1-1", "f", "v") == "QUEUED"
     assert engine.execute("XADD", "s", "1-1", "f", "v") == "QUEUED"
-    assert engine.stats.counters("xadd") == [0, 0, 0, 0]  # queueing is not running
+    assert engine.stats.counters("xadd")[:5] == [0, 0, 0, 0, None]  # queueing: not running
     replies = engine.execute("EXEC")
     assert replies[0] == b"1-1" and isinstance(replies[1], ReplyError)
     assert cmdstat(engine, "xadd").startswith("calls=2,")

@@ -59,6 +59,9 @@ NOT_IN_REDIS_7_0: dict[str, str] = {
     "xnack": "Redis 8.8",
     "xcfgset": "Redis 8.6 (idempotent producers)",
     "xidmprecord": "Redis 8.8",
+    "msetex": "Redis 8.4 (strings)",
+    "digest": "Redis 8.4 (compare-and-set)",
+    "delex": "Redis 8.4 (compare-and-delete)",
     "client|setinfo": "Redis 7.2",
     "waitaof": "Redis 7.2",
     "client|no-touch": "Redis 7.2",
@@ -74,6 +77,8 @@ DIFFERENCES: dict[str, tuple[Shape, Shape]] = {
     # flags itself, its subcommands do (admin noscript loading stale, as Redis's DEBUG).
     "debug": ((-2, frozenset(), 0, 0, 0),
               (-2, frozenset({"admin", "noscript", "loading", "stale"}), 0, 0, 0)),
+    # Redis 7.2 let WAIT run in scripts (it never blocks there) and flagged it blocking.
+    "wait": ((3, frozenset({"blocking"}), 0, 0, 0), (3, frozenset({"noscript"}), 0, 0, 0)),
 }
 
 

@@ -159,6 +159,7 @@ SCRIPT: list[list[str]] = [
     ["SET", "str", "w", "KEEPTTL"],
     ["PERSIST", "str"],
     ["PEXPIRE", "str", "1000"],
+    ["SETRANGE", "str", "3", "xyz"],
 ]
 
 
@@ -221,6 +222,9 @@ def random_commands(rng: random.Random) -> list[bytes]:
         [b"SET", rng.choice([key, b"str"]), b"v",
          *rng.choice([[], [b"PX", b"5"], [b"KEEPTTL"], [b"NX"], [b"PXAT", b"1"]])],
         [rng.choice([b"INCR", b"GETDEL", b"PERSIST"]), rng.choice([key, b"str"])],
+        [b"SETRANGE", rng.choice([key, b"str"]), b"%d" % rng.randint(0, 4), b"xy"],
+        [b"MSETEX", b"1", rng.choice([key, b"str"]), b"v",
+         *rng.choice([[], [b"NX"], [b"XX"]]), *rng.choice([[], [b"PX", b"5"], [b"KEEPTTL"]])],
         [b"PEXPIRE", rng.choice([key, b"str"]), rng.choice([b"3", b"-1"])],
     ])
 
@@ -338,6 +342,7 @@ SAMPLE_CALLS: dict[str, tuple] = {
     "flushall_effect": (),
     "select_effect": (3,),
     "set_effect": (b"k", b"v", False, 1000),
+    "setrange_effect": (b"k", 5, b"v"),
     "pexpireat_effect": (b"k", 1000),
     "persist_effect": (b"k",),
 }

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import re
 import subprocess
 import sys
@@ -21,9 +22,11 @@ PROGRESS = re.compile(r"crashbench: (always|everysec|no) exhaustive seed \d+: [\
                       r"\(\d+%\), [\d,.]+/s, .+ elapsed(, about .+ left of it)?")
 
 
-def crashbench(*args: str, timeout: float = 300) -> subprocess.CompletedProcess:
+def crashbench(*args: str, timeout: float = 300,
+               env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "streamkeep", "crashbench", *args],
-                          capture_output=True, text=True, timeout=timeout, check=False)
+                          capture_output=True, text=True, timeout=timeout, check=False,
+                          env={**os.environ, **(env or {})})
 
 
 @pytest.fixture(scope="module")
@@ -117,9 +120,21 @@ def test_io_errors_hold_every_invariant(tmp_path: Path) -> None:
                       str(report))
     assert proc.returncode == 0, proc.stdout + proc.stderr
     doc = json.loads(report.read_text())
-    assert {r["model"] for r in doc["rows"]} == {"ENOSPC on write", "EIO on write",
-                                                  "EIO on fsync", "ENOSPC on fsync"}
+    assert {r["model"] for r in doc["rows"]} == {"ENOSPC: disk full", "ENOSPC on write",
+                                                  "EIO on write", "EIO on fsync",
+                                                  "ENOSPC on fsync"}
     assert all(r["covered"] == 2 and not r["violations"] for r in doc["rows"])
+
+
+def test_io_errors_find_a_refused_write_kept(tmp_path: Path) -> None:
+    """The planted bug: a record that could not be written is dropped but its command not
+    rolled back. The retrying client's check right after MISCONF sees it in the state."""
+    report = tmp_path / "report.json"
+    proc = crashbench("--mode", "ioerror", "--points", "2", "--ops", "120", "--json",
+                      str(report), env={"STREAMKEEP_PLANTED_BUGS": "failed-write-kept"})
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    rows = {r["model"]: r for r in json.loads(report.read_text())["rows"]}
+    assert rows["EIO on write"]["violations"].get("refused-kept"), rows["EIO on write"]
 
 
 def test_random_mode_tries_the_points_asked(tmp_path: Path) -> None:

@@ -225,3 +225,24 @@ def test_damage_inside_fsynced_bytes_is_not_a_torn_tail(tmp_path: Path) -> None:
                           "--out", str(tmp_path / "y"))
     assert code == 0, err
     assert opened(tmp_path / "y") == (written.digest_at(written.lsn - 1), written.lsn - 1)
+
+
+def test_a_time_before_the_first_record_is_refused(plain: Written, tmp_path: Path) -> None:
+    """No record that old and no snapshot: the empty state is never restored for a time (a
+    wrong date or zone would serve an empty database); `--to-lsn 0` still builds it."""
+    first = plain.times[1]
+    code, out, err = cli("restore", str(plain.path), "--to-time", str(first - 1),
+                         "--out", str(tmp_path / "x"))
+    assert code == 2 and out == "", (out, err)
+    assert "no record is at or before" in err and "the log starts with LSN 1" in err
+    assert str(first) in err and "--to-lsn 0" in err
+    assert not (tmp_path / "x").exists()
+    code, out, err = cli("restore", str(plain.path), "--to-lsn", "0", "--out",
+                         str(tmp_path / "empty"))
+    assert code == 0, err
+    assert "after LSN 0" in out and "the empty state" in out
+    assert opened(tmp_path / "empty") == (plain.digest_at(0), 0)
+    # The first record's own time restores the state after it, and says which record.
+    code, out, err = cli("restore", str(plain.path), "--to-time", str(first), "--out",
+                         str(tmp_path / "one"))
+    assert code == 0 and "after LSN 1 " in out and "its record of 20" in out, (out, err)

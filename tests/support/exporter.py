@@ -1,0 +1,93 @@
+"""Debian's prometheus-redis-exporter for tests: `Exporters` starts one exporter per server
+(`start(port)`: on a free loopback port, pointed at redis://127.0.0.1:port, with
+`-check-streams` so that the stream families are there) and kills them all at `close()`;
+`scrape(port)` reads its /metrics once and returns it parsed: family name -> {labels: value},
+the labels as a sorted tuple of (name, value) pairs."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import time
+import urllib.request
+from pathlib import Path
+
+from streamkeep.tools.bench.processes import free_port
+
+BINARY = "prometheus-redis-exporter"
+START_TIMEOUT = 15.0
+_SAMPLE = re.compile(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? (\S+)$")
+_LABEL = re.compile(r'([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"')
+
+Labels = tuple[tuple[str, str], ...]
+Metrics = dict[str, dict[Labels, float]]
+
+
+def binary() -> str:
+    found = shutil.which(BINARY)
+    assert found is not None, f"{BINARY} not found on PATH (make test installs it: Debian " \
+                              f"prometheus-redis-exporter)"
+    return found
+
+
+def parse(text: str) -> Metrics:
+    """Prometheus's text format: every family that has a `# TYPE` line, with its samples (a
+    summary's _sum and _count under their own names, as the format writes them)."""
+    metrics: Metrics = {}
+    for line in text.splitlines():
+        if line.startswith("# TYPE "):
+            metrics.setdefault(line.split()[2], {})
+            continue
+        if not line or line.startswith("#"):
+            continue
+        match = _SAMPLE.match(line)
+        assert match is not None, line
+        name, labels, value = match.groups()
+        family = name if name in metrics else re.sub(r"_(sum|count|bucket)$", "", name)
+        pairs = tuple(sorted(_LABEL.findall(labels or "")))
+        metrics.setdefault(family, {})[pairs if family == name else (*pairs, ("", name))] = \
+            float(value)
+    return metrics
+
+
+class Exporters:
+    def __init__(self, logs: Path) -> None:
+        self.logs = logs
+        self.procs: list[subprocess.Popen] = []
+        self.ports: dict[int, int] = {}  # server port -> exporter port
+
+    def start(self, server_port: int) -> int:
+        port = free_port()
+        log = open(self.logs / f"exporter-{server_port}.log", "wb")  # noqa: SIM115 - the child's
+        with log:
+            proc = subprocess.Popen(
+                [binary(), "-redis.addr", f"redis://127.0.0.1:{server_port}",
+                 "-web.listen-address", f"127.0.0.1:{port}", "-check-streams", "*"],
+                stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT)
+        self.procs.append(proc)
+        self.ports[server_port] = port
+        return port
+
+    def scrape(self, server_port: int) -> Metrics:
+        """The exporter's metrics for that server (waiting for it to listen)."""
+        url = f"http://127.0.0.1:{self.ports[server_port]}/metrics"
+        deadline = time.monotonic() + START_TIMEOUT
+        while True:
+            try:
+                with urllib.request.urlopen(url, timeout=30) as response:
+                    return parse(response.read().decode())
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.05)
+
+    def close(self) -> None:
+        for proc in self.procs:
+            if proc.poll() is None:
+                proc.kill()
+            proc.wait(10)
+        self.procs.clear()
+
+
+__all__ = ["BINARY", "Exporters", "Labels", "Metrics", "binary", "parse"]
