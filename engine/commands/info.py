@@ -22,7 +22,6 @@ import os
 import resource
 import sys
 import time
-import weakref
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
@@ -356,15 +355,12 @@ def _info_stats(engine: EngineCore) -> Fields:
     ]
 
 
-_REPL_IDS: weakref.WeakKeyDictionary[Any, str] = weakref.WeakKeyDictionary()
-
-
 def _info_replication(engine: EngineCore) -> Fields:
     datadir = engine.datadir
     if datadir is not None:
         replid = datadir.repl_id
     else:  # in memory: a history of its own, named once
-        replid = _REPL_IDS.setdefault(engine, os.urandom(20).hex())
+        replid = engine.memory_repl_id = engine.memory_repl_id or os.urandom(20).hex()
     journal = engine.journal
     return [
         ("role", "master"),

@@ -170,6 +170,9 @@ class EngineCore:
         self.session = Session()
         self.journal: Log | None = None  # the AOF, when opened on a data directory
         self.datadir: Persistence | None = None
+        # INFO's master_replid without a data directory: a history of its own, named by the
+        # first INFO ("" until then).
+        self.memory_repl_id = ""
         # Replication (replication.service), when attached: the role, REPLICAOF, WAIT. A
         # replica's write commands are refused with this line (None: writes are accepted).
         self.replication: Replication | None = None
@@ -997,10 +1000,10 @@ class EngineCore:
                     residency.evict()
                 if len(effects) == 1:
                     argv = effects[0]
+                    if type(argv) is not tuple:  # (decoded records hold tuples, Records lists)
+                        argv = tuple(argv)
                     if (argv[0] == b"XADD" and len(argv) >= 5
-                            # (decoded records hold tuples: argv is one)
-                            and add_entry(self, dbs[db], argv, time_ms)  # type: ignore[arg-type]
-                            is not None):
+                            and add_entry(self, dbs[db], argv, time_ms) is not None):
                         if waiters.by_key:
                             waiters.signal(db, argv[1])
                         if notify:

@@ -43,7 +43,7 @@ class Engine(EngineCore):
 
     @classmethod
     def open(cls, path: str | None = None,
-             replicaof: tuple[str, int] | list[str] | str | None = None,
+             replicaof: tuple[str, int] | tuple[str, ...] | list[str] | str | None = None,
              **config: Any) -> Engine:
         """Open an engine. `path=None` keeps everything in memory; a path is a data directory
         whose snapshot is loaded and AOF replayed now, and appended to from now on. Settings use

@@ -33,7 +33,8 @@ DEAD_LETTER_ATTEMPTS = 100  # WATCHed tries before giving up (the queue kept cha
 
 # A read's entries: (id, flat fields f1 v1 f2 v2..., idle ms before this read, deliveries before)
 Entry = tuple[bytes, Sequence[bytes], int, int]
-Argv = Sequence[bytes]
+# What the engine's entry points take (a tuple: mypyc checks it when the engine is compiled).
+Argv = tuple[bytes, ...]
 
 
 class QueueError(StreamkeepError):
@@ -403,7 +404,7 @@ class StreamQueue:
     # --- producing ------------------------------------------------------------------------
 
     def _xadd(self, fields: Mapping[Any, Any] | Iterable[tuple[Any, Any]],
-              idempotency_key: Any = None) -> list[bytes]:
+              idempotency_key: Any = None) -> Argv:
         argv = [b"XADD", self.name]
         if idempotency_key is not None:
             argv += (b"IDMP", PRODUCER, _b(idempotency_key))
@@ -419,7 +420,7 @@ class StreamQueue:
             argv += (_b(f), _b(v))
         if len(argv) == start:
             raise QueueError("a message needs at least one field")
-        return argv
+        return tuple(argv)
 
     def put(self, fields: Mapping[Any, Any] | Iterable[tuple[Any, Any]],
             idempotency_key: Any = None) -> bytes:

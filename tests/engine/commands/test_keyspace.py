@@ -252,7 +252,7 @@ def test_flushall_wakes_reader_of_another_db():
     engine.execute("SELECT", "3")
     engine.execute("XGROUP", "CREATE", "s", "g", "$", "MKSTREAM")
     thread, result = _blocked_xreadgroup(engine)
-    engine.execute_raw(Session(0), [b"FLUSHALL"])  # another client, on database 0
+    engine.execute_raw(Session(0), (b"FLUSHALL",))  # another client, on database 0
     thread.join(5)
     assert not thread.is_alive()
     assert result["reply"] == NOGROUP_XREADGROUP

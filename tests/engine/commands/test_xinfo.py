@@ -289,15 +289,15 @@ def test_replies_are_maps():
     engine.execute("XGROUP", "CREATE", "s", "g", "0")
     engine.execute("XREADGROUP", "GROUP", "g", "c", "STREAMS", "s", ">")
     session = Session()
-    assert isinstance(engine.execute_raw(session, [b"XINFO", b"STREAM", b"s"]), RespMap)
-    full = engine.execute_raw(session, [b"XINFO", b"STREAM", b"s", b"FULL"])
+    assert isinstance(engine.execute_raw(session, (b"XINFO", b"STREAM", b"s",)), RespMap)
+    full = engine.execute_raw(session, (b"XINFO", b"STREAM", b"s", b"FULL",))
     group = dict(full.items)[b"groups"][0]
     assert isinstance(group, RespMap)
     assert isinstance(dict(group.items)[b"consumers"][0], RespMap)
     assert all(isinstance(g, RespMap)
-               for g in engine.execute_raw(session, [b"XINFO", b"GROUPS", b"s"]))
+               for g in engine.execute_raw(session, (b"XINFO", b"GROUPS", b"s",)))
     assert all(isinstance(c, RespMap)
-               for c in engine.execute_raw(session, [b"XINFO", b"CONSUMERS", b"s", b"g"]))
+               for c in engine.execute_raw(session, (b"XINFO", b"CONSUMERS", b"s", b"g",)))
 
 
 def test_xinfo_emits_nothing(clock):

@@ -4,39 +4,27 @@ its clock once per command, so one command's effects share one time."""
 
 from __future__ import annotations
 
-from types import SimpleNamespace
-from typing import Any
-
 import pytest
 
 from streamkeep import Engine, Session
 from streamkeep.engine.commands import groups, read
+from streamkeep.engine.exec.blocking import Waiter
 from streamkeep.engine.exec.context import Block, Ctx, Later, MultiCtx, ReplayCtx, RerunCtx
 from streamkeep.engine.wire.reply import NULL_ARRAY
 from tests.support.effects_util import Recorded, argv_bytes
 
 
-class StandInWaiters:
-    """engine.waiters as Ctx.signal uses it: truthy while someone waits."""
-
-    def __init__(self, waiting: bool) -> None:
-        self.waiting = waiting
-        self.signalled: list[tuple[int, bytes]] = []
-
-    def __bool__(self) -> bool:
-        return self.waiting
-
-    def signal(self, db: int, key: bytes) -> None:
-        self.signalled.append((db, key))
-
-
-def stand_in_engine(waiting: bool = True) -> Any:
-    return SimpleNamespace(dbs=[{} for _ in range(16)], config={"x": 1},
-                           waiters=StandInWaiters(waiting))
+def waiting_engine(*keys: tuple[int, bytes]) -> Engine:
+    """A real engine with a client blocked on each (db, key) of `keys`."""
+    engine = Engine()
+    for db, key in keys:
+        engine.waiters.add(Waiter(Session(db), (b"XREAD", b"BLOCK", b"0", b"STREAMS", key,
+                                                 b"$"), [(db, key)]))
+    return engine
 
 
 def test_a_context_holds_the_sessions_database_time_and_effects() -> None:
-    engine = stand_in_engine()
+    engine = Engine()
     ctx = Ctx(engine, Session(3), 1234)
     assert ctx.db is engine.dbs[3] and ctx.now == 1234 and ctx.session.db == 3
     assert ctx.config is engine.config
@@ -54,19 +42,19 @@ def test_a_context_holds_the_sessions_database_time_and_effects() -> None:
 ])
 def test_the_kind_is_the_type(kind: type[Ctx], replaying: bool, rerun: bool,
                               in_multi: bool) -> None:
-    ctx = kind(stand_in_engine(), Session(), 0)
+    ctx = kind(Engine(), Session(), 0)
     assert (ctx.replaying, ctx.rerun, ctx.in_multi) == (replaying, rerun, in_multi)
 
 
 def test_signal_names_the_sessions_database_unless_told() -> None:
-    engine = stand_in_engine()
+    engine = waiting_engine((5, b"a"), (0, b"b"), (0, b"a"))
     ctx = Ctx(engine, Session(5), 0)
     ctx.signal(b"a")
     ctx.signal(b"b", db=0)
-    assert engine.waiters.signalled == [(5, b"a"), (0, b"b")]
-    idle = stand_in_engine(waiting=False)
+    assert list(engine.waiters.ready) == [(5, b"a"), (0, b"b")]
+    idle = Engine()
     Ctx(idle, Session(), 0).signal(b"a")  # nobody waits: nothing to record
-    assert idle.waiters.signalled == []
+    assert not idle.waiters.ready
 
 
 def test_block_and_later_carry_what_they_are_given() -> None:

@@ -349,7 +349,7 @@ SAMPLE_CALLS: dict[str, tuple] = {
 
 
 def test_every_builder_output_starts_with_a_vocabulary_name() -> None:
-    builders = {name: fn for name, fn in inspect.getmembers(effects_module, inspect.isfunction)
+    builders = {name: fn for name, fn in inspect.getmembers(effects_module, inspect.isroutine)
                 if name.endswith("_effect") and fn.__module__ == effects_module.__name__}
     assert set(builders) == set(SAMPLE_CALLS), "a builder without a sample call here"
     for name, args in SAMPLE_CALLS.items():
