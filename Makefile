@@ -18,27 +18,34 @@ $(VPY):
 
 # The compiled core's sources: a changed kernel reinstalls, which recompiles it (setup.py).
 KERNELS := $(shell find engine aof snapshot replication -name '_*_c.pyx' 2>/dev/null)
+# The command path mypyc compiles (setup.py's COMPILED): an edited one is compiled again, in
+# place, before `make run` and `make test` (a stale build would not run: streamkeep/compiled.py).
+COMPILED := $(shell sed -n '/^COMPILED = \[/,/^\]/p' setup.py | grep -o '"[^"]*\.py"' | tr -d '"')
 
 $(VENV)/.stamp-run: pyproject.toml setup.py $(KERNELS) | $(VPY)
 	$(PIP) install --upgrade pip
 	$(PIP) install -e .
-	touch $@
+	touch $@ $(VENV)/.stamp-compiled
 
 # The dev install is a superset of the runtime install, so it refreshes both stamps.
 # The Spark export's extra (pyspark, pyarrow, numpy): `make export-demo` without the dev tools.
 $(VENV)/.stamp-spark: pyproject.toml setup.py $(KERNELS) | $(VPY)
 	$(PIP) install --upgrade pip
 	$(PIP) install -e '.[spark]'
-	touch $(VENV)/.stamp-run $@
+	touch $(VENV)/.stamp-run $(VENV)/.stamp-compiled $@
 
 $(VENV)/.stamp-dev: pyproject.toml setup.py $(KERNELS) | $(VPY)
 	$(PIP) install --upgrade pip
 	$(PIP) install -e '.[dev]'
-	touch $(VENV)/.stamp-run $(VENV)/.stamp-spark $@
+	touch $(VENV)/.stamp-run $(VENV)/.stamp-spark $(VENV)/.stamp-compiled $@
 
-venv: $(VENV)/.stamp-run
+venv: $(VENV)/.stamp-run $(VENV)/.stamp-compiled
 
-dev: $(VENV)/.stamp-dev redis-server redis-sentinel redis-exporter iproute2 iptables java \
+$(VENV)/.stamp-compiled: $(COMPILED) | $(VENV)/.stamp-run
+	$(VPY) setup.py -q build_ext --inplace
+	touch $@
+
+dev: $(VENV)/.stamp-dev $(VENV)/.stamp-compiled redis-server redis-sentinel redis-exporter iproute2 iptables java \
 	disk-tools crcmod-check
 
 # A Debian package installed when its command is missing: $(call apt_tool,COMMAND,PACKAGES)
@@ -133,10 +140,11 @@ test: dev
 	if [ -n "$$failed" ]; then echo "make test: FAILED: $$failed" >&2; exit 1; fi; \
 	echo "make test: all three pytest runs passed"
 
-# Rebuild the compiled kernels in place after editing a .pyx (an editable install tracks
-# Python files only).
+# Rebuild the compiled core in place after editing a .pyx or a compiled module (an editable
+# install tracks Python files only; mypyc's cache in build/ keeps a rebuild incremental).
 kernels: $(VENV)/.stamp-dev
 	STREAMKEEP_REQUIRE_EXTENSIONS=1 $(VPY) setup.py -q build_ext --inplace
+	touch $(VENV)/.stamp-compiled
 
 soak: export STREAMKEEP_REQUIRE_EXTENSIONS = 1
 soak: dev
@@ -149,7 +157,7 @@ lint: $(VENV)/.stamp-dev
 	$(VENV)/bin/ruff check .
 	@mkdir -p $(TYPECHECK)
 	@for d in engine aof snapshot replication tools; do ln -sfn ../../$$d $(TYPECHECK)/$$d; done
-	@for f in __init__.py __main__.py; do ln -sfn ../../streamkeep/$$f $(TYPECHECK)/$$f; done
+	@for f in __init__.py __main__.py compiled.py; do ln -sfn ../../streamkeep/$$f $(TYPECHECK)/$$f; done
 	cd .typecheck && ../$(VENV)/bin/mypy -p streamkeep
 
 # The manual: docs/mkdocs.yml (MkDocs, Material theme), pages in docs/src, built into docs/site.

@@ -1,16 +1,29 @@
-"""The compiled core's build: every `_*_c.pyx` kernel beside its pure-Python twin, compiled
-with Cython (a build requirement, from PyPI) and gcc. The rest of the package is declared in
-pyproject.toml.
+"""The compiled core's build, two parts, both compiled by gcc. The rest of the package is
+declared in pyproject.toml.
+
+- The byte kernels: every `_*_c.pyx` beside its pure-Python twin, compiled with Cython.
+- The command path: the modules named in COMPILED, compiled with mypyc from their own .py
+  files (mypy, pinned in pyproject's build requirements, is the compiler). They form one
+  shared library (`streamkeep/command_path__mypyc`) and one small extension module beside each
+  source; the build writes a manifest (streamkeep/compiled.py reads it at import time, so
+  STREAMKEEP_NO_EXTENSIONS=1 runs the .py sources even where the compiled modules are
+  installed, and a source edited after a build in place is noticed). The group is built or
+  left out as a whole.
 
 - STREAMKEEP_NO_EXTENSIONS=1: nothing is compiled; the install runs the pure-Python code.
-- STREAMKEEP_REQUIRE_EXTENSIONS=1: a kernel that fails to compile fails the install (CI).
-- Otherwise each extension is optional: with no compiler (or no Cython in a build without
-  isolation) the install still succeeds and the pure-Python twins run.
+- STREAMKEEP_REQUIRE_EXTENSIONS=1: a kernel or module that fails to compile fails the install
+  (CI).
+- Otherwise each part is optional: with no compiler (or no Cython or mypy in a build without
+  isolation) the install still succeeds, says so in one line on stderr, and the pure-Python
+  code runs.
+- STREAMKEEP_MYPYC_OPT: mypyc's C optimisation level (default 2).
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
+import shutil
 import sys
 from pathlib import Path
 
@@ -22,6 +35,21 @@ ROOT = Path(__file__).resolve().parent
 FOLDERS = {"engine": "streamkeep.engine", "aof": "streamkeep.aof",
            "snapshot": "streamkeep.snapshot", "replication": "streamkeep.replication"}
 DIRECTIVES = {"language_level": "3", "embedsignature": False}
+
+# The command path compiled by mypyc: source files relative to the checkout. A module here must
+# not rely on what a native class cannot do (assigning __class__, attributes added at run time,
+# weak references) and its annotations must hold at run time (mypyc checks them).
+COMPILED = [
+    "engine/exec/context.py",
+    "engine/model/effects.py",
+    "engine/commands/streams.py",
+    "engine/runtime/core.py",
+    "engine/runtime/engine.py",
+]
+# The shared library of the compiled modules (a module name inside the namespace).
+GROUP = "streamkeep.command_path"
+MANIFEST = ROOT / "streamkeep" / "compiled_sources.txt"
+DIGESTS: dict[str, str] = {}  # source -> SHA-1 of the text mypyc compiled
 
 
 def _switch(name: str) -> bool:
@@ -42,10 +70,26 @@ def kernel_sources() -> dict[str, str]:
     return found
 
 
+def module_name(source: str) -> str:
+    folder, _, rest = source.partition("/")
+    return ".".join([FOLDERS.get(folder, folder), *Path(rest).with_suffix("").parts])
+
+
+def _is_mypyc(ext) -> bool:  # type: ignore[no-untyped-def]
+    return ext.name == GROUP + "__mypyc" or ext.name in {module_name(s) for s in COMPILED}
+
+
 class OptionalBuildExt(build_ext):
-    """build_ext that reports a kernel it could not compile and goes on (unless required)."""
+    """build_ext that reports a kernel it could not compile and goes on (unless required),
+    builds the mypyc group as a whole and writes its manifest."""
+
+    group_built = False
 
     def run(self) -> None:
+        inplace = self.inplace  # (setuptools builds in build/ and copies when in place)
+        group = any(_is_mypyc(ext) for ext in self.extensions)
+        if group:
+            self._write_manifest(inplace, built=False)  # nothing compiled runs while rebuilt
         try:
             super().run()
         except Exception as exc:  # any toolchain failure means "pure Python"
@@ -53,6 +97,50 @@ class OptionalBuildExt(build_ext):
                 raise
             print(f"streamkeep: the compiled core was not built ({exc}); "
                   "the pure-Python code will run", file=sys.stderr)
+        if group:
+            self._write_manifest(inplace, built=self.group_built)
+
+    def build_extensions(self) -> None:
+        mypyc = [ext for ext in self.extensions if _is_mypyc(ext)]
+        for ext in self.extensions:
+            if not _is_mypyc(ext):
+                self.build_extension(ext)
+        if mypyc:
+            self._build_group(mypyc)
+
+    def _build_group(self, group: list) -> None:
+        """The shared library first, then the modules; one failure leaves them all out (a
+        module without its library, or the library's module without its extension, would
+        mix old and new code)."""
+        built = []
+        try:
+            for ext in group:
+                build_ext.build_extension(self, ext)
+                built.append(self.get_ext_fullpath(ext.name))
+        except Exception as exc:
+            for path in built:
+                Path(path).unlink(missing_ok=True)
+            if REQUIRE:
+                raise
+            print(f"streamkeep: the command path was not compiled ({exc}); "
+                  "its pure-Python modules will run", file=sys.stderr)
+            return
+        self.group_built = True
+
+    def _write_manifest(self, inplace: bool, built: bool) -> None:
+        """streamkeep/compiled_sources.txt beside the package's compiled modules: the
+        build's kind, then `module sha1 source` per module (streamkeep/compiled.py); none
+        when the group was not built."""
+        target = MANIFEST if inplace else Path(self.build_lib) / "streamkeep" / MANIFEST.name
+        if not built or not DIGESTS:
+            target.unlink(missing_ok=True)
+            return
+        lines = ["in-place" if inplace else "installed"]
+        for source in COMPILED:
+            where = os.path.relpath(ROOT / source, MANIFEST.parent) if inplace else ""
+            lines.append(f"{module_name(source)} {DIGESTS[source]} {where}".rstrip())
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text("\n".join(lines) + "\n")
 
     def build_extension(self, ext) -> None:  # type: ignore[no-untyped-def]
         try:
@@ -64,8 +152,77 @@ class OptionalBuildExt(build_ext):
                   "its pure-Python twin will run", file=sys.stderr)
 
 
+def _source_tree() -> Path:
+    """mypy names a module after the packages above its file: a tree of links in build/ that
+    mirrors pyproject's package-dir (streamkeep/engine -> engine ...) makes engine/x.py the
+    module streamkeep.engine.x."""
+    tree = ROOT / "build" / "mypyc-src" / "streamkeep"
+    tree.mkdir(parents=True, exist_ok=True)
+    targets = {name: ROOT / name for name in [*FOLDERS, "tools"]}
+    targets.update({path.name: path for path in (ROOT / "streamkeep").glob("*.py")})
+    for name, target in targets.items():
+        link = tree / name
+        if link.is_symlink() or link.exists():
+            link.unlink()
+        link.symlink_to(target)
+    return tree
+
+
+def command_path() -> list:
+    """The mypyc extensions (empty, with one line on stderr, when mypy is missing or the
+    sources do not compile)."""
+    try:
+        from mypyc.build import mypycify
+    except ImportError:
+        if REQUIRE:
+            raise
+        print("streamkeep: mypy is not installed; the command path runs as pure Python",
+              file=sys.stderr)
+        return []
+    tree = _source_tree()
+    # The sources' digests as compiled (an edit during the build is then a stale build).
+    DIGESTS.update({source: hashlib.sha1((ROOT / source).read_bytes()).hexdigest()
+                    for source in COMPILED})
+    paths = [str(tree / source) for source in COMPILED]
+    cwd = os.getcwd()
+    os.chdir(ROOT)
+    try:
+        return mypycify(["--config-file", str(ROOT / "pyproject.toml"), "--no-warn-unused-configs",
+                         "--cache-dir", str(ROOT / "build" / "mypyc-cache"), *paths],
+                        opt_level=os.environ.get("STREAMKEEP_MYPYC_OPT", "2"),
+                        target_dir=str(ROOT / "build" / "mypyc"), group_name=GROUP)
+    except (Exception, SystemExit) as exc:  # mypyc reports its errors and exits
+        if REQUIRE:
+            print("streamkeep: the command path could not be compiled (mypyc's messages "
+                  "above) and STREAMKEEP_REQUIRE_EXTENSIONS is set", file=sys.stderr)
+            raise
+        print(f"streamkeep: the command path could not be compiled ({exc!r}); "
+              "its pure-Python modules will run", file=sys.stderr)
+        return []
+    finally:
+        os.chdir(cwd)
+
+
+def have_compiler() -> bool:
+    """Whether the C compiler the build would run exists (the CC variable, else Python's)."""
+    from setuptools._distutils.ccompiler import new_compiler
+    from setuptools._distutils.sysconfig import customize_compiler
+
+    compiler = new_compiler()
+    customize_compiler(compiler)
+    command = getattr(compiler, "compiler_so", None) or ["cc"]
+    return shutil.which(command[0]) is not None
+
+
 def extensions() -> list:
     if NO_EXTENSIONS:
+        return []
+    if not have_compiler():  # one line, not one per module
+        if REQUIRE:
+            raise SystemExit("streamkeep: no C compiler, and STREAMKEEP_REQUIRE_EXTENSIONS "
+                             "is set")
+        print("streamkeep: no C compiler found; the pure-Python code will run",
+              file=sys.stderr)
         return []
     try:
         from Cython.Build import cythonize
@@ -80,13 +237,14 @@ def extensions() -> list:
                          extra_compile_args=["-O2"])
                for name, source in kernel_sources().items()]
     try:
-        return cythonize(modules, compiler_directives=DIRECTIVES, quiet=True)
+        kernels = cythonize(modules, compiler_directives=DIRECTIVES, quiet=True)
     except Exception as exc:  # a Cython error: the same as a missing compiler
         if REQUIRE:
             raise
         print(f"streamkeep: the compiled core could not be generated ({exc}); "
               "the pure-Python code will run", file=sys.stderr)
-        return []
+        kernels = []
+    return [*kernels, *command_path()]
 
 
 setup(ext_modules=extensions(), cmdclass={"build_ext": OptionalBuildExt})

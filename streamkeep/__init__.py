@@ -3,12 +3,18 @@
 The documented entry point: `from streamkeep import Engine, ReplyError`. The project's packages
 live in this namespace (`streamkeep.engine`, `streamkeep.aof`, `streamkeep.snapshot`,
 `streamkeep.replication`, `streamkeep.tools`; see pyproject.toml's package-dir). The names below
-are streamkeep.engine's lazy re-exports, so `import streamkeep.aof.codec` stays cheap.
+are streamkeep.engine's lazy re-exports, so `import streamkeep.aof.codec` stays cheap. Before
+any of them loads, streamkeep.compiled chooses between the compiled command path and its .py
+sources (STREAMKEEP_NO_EXTENSIONS).
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
+
+from streamkeep.compiled import install as _install_compiled
+
+_install_compiled()
 
 if TYPE_CHECKING:
     from streamkeep.engine.model.effects import Record

@@ -126,7 +126,12 @@ def _info_server(engine: EngineCore) -> Fields:
         ("arch_bits", 64 if sys.maxsize > 2 ** 32 else 32),
         ("python_version", platform.python_version()),
         ("streamkeep_native", "yes" if native.native() else "no"),
+        ("streamkeep_command_path", "compiled" if native.command_path_layers() else "pure"),
     ]
+    layers = native.command_path_layers()
+    if layers:  # the compiled modules that run, per layer (Redis's `keys=1,expires=0` form)
+        fields.append(("streamkeep_command_path_modules",
+                       ",".join(f"{layer}={n}" for layer, n in layers.items())))
     loop = getattr(server, "loop", None)
     if loop is not None:
         fields.append(("multiplexing_api",

@@ -45,13 +45,15 @@ def test_in_this_process() -> None:
     if PURE_ONLY:
         assert set(report.values()) == {"pure"}
         assert not native.native()
-        assert native.summary() == "pure Python (STREAMKEEP_NO_EXTENSIONS is set)"
+        assert native.kernels_summary() == "pure Python (STREAMKEEP_NO_EXTENSIONS is set)"
     elif set(report.values()) == {"compiled"}:
         assert native.native()
-        assert native.summary() == f"compiled core ({len(FACADE_NAMES)} kernels)"
+        assert native.kernels_summary() == f"compiled core ({len(FACADE_NAMES)} kernels)"
     else:  # some kernel was not built
         assert not native.native()
-        assert native.summary().endswith("(not built)")
+        assert native.kernels_summary().endswith("(not built)")
+    assert native.summary() == (f"{native.kernels_summary()}; command path "
+                                f"{native.command_path_summary()}")
 
 
 def test_without_extensions_in_a_child_process() -> None:
@@ -59,7 +61,8 @@ def test_without_extensions_in_a_child_process() -> None:
     assert sorted(kernels) == FACADE_NAMES
     assert set(kernels.values()) == {"pure"}
     assert is_native is False
-    assert summary == "pure Python (STREAMKEEP_NO_EXTENSIONS is set)"
+    assert summary.startswith("pure Python (STREAMKEEP_NO_EXTENSIONS is set); command path "
+                              "pure Python (")
 
 
 @pytest.mark.skipif(PURE_ONLY, reason="the kernels are not wanted in this run")
@@ -85,7 +88,7 @@ def test_summary_lines(monkeypatch: pytest.MonkeyPatch, report: dict[str, str], 
                        line: str) -> None:
     monkeypatch.setattr(extensions, "kernels", lambda: dict(report))
     monkeypatch.setattr(extensions, "compiled_wanted", lambda: wanted)
-    assert native.summary() == line
+    assert native.kernels_summary() == line
     assert native.native() == all(kind == "compiled" for kind in report.values())
 
 
