@@ -40,8 +40,21 @@ DIRECTIVES = {"language_level": "3", "embedsignature": False}
 # not rely on what a native class cannot do (assigning __class__, attributes added at run time,
 # weak references) and its annotations must hold at run time (mypyc checks them).
 COMPILED = [
-    "engine/exec/context.py",
+    "engine/wire/args.py",
+    "engine/wire/argspec.py",
+    "engine/model/consumer_groups.py",
     "engine/model/effects.py",
+    "engine/model/pel_store.py",
+    "engine/exec/blocking.py",
+    "engine/exec/context.py",
+    "engine/exec/latency.py",
+    "engine/exec/notify.py",
+    "engine/exec/slowlog.py",
+    "engine/exec/stats.py",
+    "engine/exec/table.py",
+    "engine/commands/groups.py",
+    "engine/commands/keyspace.py",
+    "engine/commands/read.py",
     "engine/commands/streams.py",
     "engine/runtime/core.py",
     "engine/runtime/engine.py",
@@ -89,6 +102,8 @@ class OptionalBuildExt(build_ext):
         inplace = self.inplace  # (setuptools builds in build/ and copies when in place)
         group = any(_is_mypyc(ext) for ext in self.extensions)
         if group:
+            if inplace:
+                _remove_dropped_modules()
             self._write_manifest(inplace, built=False)  # nothing compiled runs while rebuilt
         try:
             super().run()
@@ -150,6 +165,22 @@ class OptionalBuildExt(build_ext):
                 raise
             print(f"streamkeep: {ext.name} was not compiled ({exc}); "
                   "its pure-Python twin will run", file=sys.stderr)
+
+
+def _remove_dropped_modules() -> None:
+    """A module the last build in place compiled and COMPILED no longer names: its extension
+    beside the source would load (and fail, its code gone from the new library)."""
+    try:
+        lines = MANIFEST.read_text().splitlines()[1:]
+    except OSError:
+        return
+    current = {module_name(source) for source in COMPILED}
+    for line in lines:
+        parts = line.split(" ")
+        if len(parts) == 3 and parts[0] not in current:
+            source = (MANIFEST.parent / parts[2]).resolve()
+            for built in source.parent.glob(f"{source.stem}.*.so"):
+                built.unlink()
 
 
 def _source_tree() -> Path:

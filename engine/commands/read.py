@@ -15,7 +15,7 @@ Must not touch: other commands' semantics.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from typing import Any
 
 from streamkeep.engine.commands.expiry import read_hit, read_stream, stream_at
 from streamkeep.engine.exec.context import Block, Ctx
@@ -283,7 +283,7 @@ def _block_or_nil(ctx: Ctx, argv: Argv, a: ReadArgs, ids: list[int]) -> object:
         if argv[a.streams_at + a.nstreams + k] == b"$":
             # Re-running with '$' would wait for entries after the *new* last ID forever.
             rerun[a.streams_at + a.nstreams + k] = format_id(gt)
-    ready = None if a.claim >= 0 else _ready_check(ctx, keys, ids, a.group)
+    ready = None if a.claim >= 0 else ReadyCheck(ctx, keys, ids, a.group)
     # A re-run runs the handler's body with these arguments as parsed now (keys, groups and
     # IDs are still checked again): parsing them is a third of a blocked consumer's re-run.
     body = _xread if a.group is None else _xreadgroup
@@ -292,38 +292,38 @@ def _block_or_nil(ctx: Ctx, argv: Argv, a: ReadArgs, ids: list[int]) -> object:
                  lambda c: body(c, rerun_argv, a))
 
 
-def _ready_check(ctx: Ctx, keys: Argv, ids: list[int], group: bytes | None) -> Callable[[], bool]:
+class ReadyCheck:
     """What a signalled key must show before the blocked command is worth re-running, as Redis
     checks it: for XREAD an ID above the one asked for, for XREADGROUP `>` an ID above the
     group's last delivered one, or the key or group gone (which the re-run turns into NOGROUP).
     Without it every XADD would re-run every blocked consumer of a busy group, and each re-run
-    that serves nothing would still move the consumer's seen time."""
-    dbs, index = ctx.engine.dbs, ctx.session.db
-    pairs = list(zip(keys, ids, strict=True))
+    that serves nothing would still move the consumer's seen time. `key` is what the check
+    depends on, for _serve_ready's memo of checks found false in one pass."""
 
-    def xread_ready() -> bool:
-        db = dbs[index]
-        for key, gt in pairs:
-            s = db.get(key)
-            if s is not None and s.last_id > gt:
-                return True
-        return False
+    __slots__ = ("dbs", "index", "pairs", "group", "key")
 
-    def xreadgroup_ready() -> bool:
-        db = dbs[index]
-        for key, _gt in pairs:
+    def __init__(self, ctx: Ctx, keys: Argv, ids: list[int], group: bytes | None) -> None:
+        self.dbs, self.index = ctx.engine.dbs, ctx.session.db
+        self.pairs = list(zip(keys, ids, strict=True))
+        self.group = group
+        self.key: tuple = ((self.index, tuple(self.pairs)) if group is None
+                           else (self.index, tuple(keys), group))
+
+    def __call__(self) -> bool:
+        db = self.dbs[self.index]
+        group = self.group
+        for key, gt in self.pairs:
             s = db.get(key)
+            if group is None:
+                if s is not None and s.last_id > gt:
+                    return True
+                continue
             if s is None:
                 return True
-            g = s.groups.get(group)  # type: ignore[arg-type]
+            g = s.groups.get(group)
             if g is None or s.last_id > g.last_id:
                 return True
         return False
-
-    # What the check depends on, for _serve_ready's memo of checks found false in one pass.
-    xread_ready.key = (index, tuple(pairs))  # type: ignore[attr-defined]
-    xreadgroup_ready.key = (index, tuple(keys), group)  # type: ignore[attr-defined]
-    return xread_ready if group is None else xreadgroup_ready
 
 
 def _claim_wake_at(ctx: Ctx, argv: Argv, a: ReadArgs) -> int:
@@ -360,7 +360,8 @@ class Delivery:
         self.s = s
         self.group = group
         self.consumer = consumer
-        self.entries: list[list] = []
+        # the entries as the reply holds them: lists, or a connection's RESP (PackedEntries)
+        self.entries: Any = []
         self.touched = False  # an effect will touch the consumer on replay
 
     def history(self, start: int, count: int) -> None:
@@ -473,7 +474,7 @@ class Delivery:
         if claim_shape:
             for entry in got:
                 entry.extend(_NEW_ENTRY_CLAIM_TAIL)
-        self.entries = got  # type: ignore[assignment]
+        self.entries = got
         if not sids:
             return
         if simple:

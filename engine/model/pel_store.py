@@ -251,7 +251,7 @@ class PendingTable(PackedIDs):
     __slots__ = ()
     # delivery time, delivery count (unsigned: LLONG_MAX, as XNACK FATAL sets, still counts
     # claims), owner slot
-    _EXTRA = ("q", "Q", "i")
+    _EXTRA: tuple[str, ...] = ("q", "Q", "i")
 
     def entry(self, sid: int) -> tuple[int, int, int] | None:
         """(delivery time, delivery count, owner) of `sid`, None when it is not pending."""

@@ -32,7 +32,8 @@ SWEEP_BATCH = 100  # pending entries a sweep for deleted messages looks at, olde
 DEAD_LETTER_ATTEMPTS = 100  # WATCHed tries before giving up (the queue kept changing)
 
 # A read's entries: (id, flat fields f1 v1 f2 v2..., idle ms before this read, deliveries before)
-Entry = tuple[bytes, Sequence[bytes], int, int]
+# (a list from the engine, a tuple or a list from a client: any sequence of the four)
+Entry = Sequence[Any]
 # What the engine's entry points take (a tuple: mypyc checks it when the engine is compiled).
 Argv = tuple[bytes, ...]
 
@@ -70,7 +71,7 @@ class _EngineBackend:
         self._atomic = engine.execute_atomic
         self._session_type = Session
         self._plain = to_plain
-        self._null = NULL_ARRAY
+        self._null_array = NULL_ARRAY  # (not `_null`: a compiled class would name its field `__null`, a C keyword of gcc)
         self._local = threading.local()
 
     def _session(self) -> Any:
@@ -113,12 +114,12 @@ class _EngineBackend:
             raw(session, (b"UNWATCH",))
             return []
         replies = self._atomic(session, commands)
-        if replies is self._null:
+        if replies is self._null_array:
             return None
         return [self._plain(r) for r in replies]
 
     def _entries(self, reply: Any) -> list[Entry]:
-        if reply is self._null or reply is None:
+        if reply is self._null_array or reply is None:
             return []
         if isinstance(reply, ReplyError):
             raise reply
