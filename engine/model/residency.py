@@ -2,7 +2,7 @@
 
 Owns the bookkeeping that lets a stream be bigger than memory. A node whose entries are
 unchanged since the current snapshot was taken may be *cold*:
-its entry lists dropped, read back from that snapshot when touched (`stream.ColdNode`). This
+its entry lists dropped, read back from that snapshot when touched (`stream.Node.thaw`). This
 module decides which nodes go cold and when:
 
 - `EPOCH`, a process-wide change clock. A node records the clock's value when its entries last
@@ -118,7 +118,7 @@ class Residency:
         self.waiting: deque[tuple[Node, Home, int]] = deque()  # changed since the snapshot
         self.resident = 0  # estimated bytes of the queued and waiting nodes
         self.waiting_bytes = 0
-        self.loads = 0  # cold nodes read back (made resident, or read once: ColdNode.peek)
+        self.loads = 0  # cold nodes read back (made resident, or read once: Node.peek)
         self.evictions = 0  # nodes made cold
         self.store: NodeStore | None = None  # the current snapshot's nodes
         self.last_tick = 0  # the clock's value at this engine's latest load or rotation
@@ -158,10 +158,10 @@ class Residency:
         self.resident += nbytes
 
     def loaded(self, node: Node, home: Home) -> None:
-        """A cold node was read back (by `ColdNode.thaw`). (Every cold read passes here once
+        """A cold node was read back (by `Node.thaw`). (Every cold read passes here once
         per node: `sealed` and `node_bytes` are inlined.)"""
         self.loads += 1
-        size = len(node.lp)  # (node.lp_bytes(): the node is resident now)
+        size = node.lp_bytes()
         home.cold_nodes -= 1
         home.cold_entries -= node.live
         home.cold_bytes -= size
