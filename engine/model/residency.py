@@ -28,7 +28,7 @@ from __future__ import annotations
 import threading
 from collections import deque
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Final, Protocol
 
 if TYPE_CHECKING:
     from streamkeep.engine.model.stream import Node, Stream
@@ -36,7 +36,7 @@ if TYPE_CHECKING:
 # What a resident node costs beyond its listpack: the Node object, its buffer's object and
 # allocation, its master ID and its slots in the stream's two lists (measured with
 # tracemalloc; the field names' tuple is shared between a stream's nodes).
-NODE_OVERHEAD = 300
+NODE_OVERHEAD: Final = 300
 
 
 def node_bytes(count: int, listpack_bytes: int) -> int:
@@ -64,8 +64,8 @@ class Epoch:
             return self.value
 
 
-EPOCH = Epoch()
-_NEVER = 1 << 62
+EPOCH: Final = Epoch()
+_NEVER: Final = 1 << 62
 
 
 class NodeStore(Protocol):

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from bisect import bisect_right
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 from zlib import crc32
 
 from streamkeep.engine.model import packed_node as pk
@@ -34,9 +34,9 @@ if TYPE_CHECKING:
 # Flat (field1, value1, field2, value2, ...): how entries come in and go out (the node keeps
 # them packed).
 Fields = tuple[bytes, ...]
-LISTPACK_MAX_SIZE = 1 << 30
-_U64 = (1 << 64) - 1
-_NO_EPOCH = -2  # below every epoch (a snapshot's nodes have -1): no CRC taken
+LISTPACK_MAX_SIZE: Final = 1 << 30
+_U64: Final = (1 << 64) - 1
+_NO_EPOCH: Final = -2  # below every epoch (a snapshot's nodes have -1): no CRC taken
 
 
 class Node:
@@ -151,7 +151,7 @@ class Node:
         return [sid for sid, _f, deleted in pk.entries(lp, self.master) if not deleted]
 
 
-def cold_node(master: int, master_fields: tuple, size: int, live: int, count: int) -> Node:
+def cold_node(master: int, master_fields: Fields, size: int, live: int, count: int) -> Node:
     """A node as its snapshot holds it, entries not loaded (a lazy load's; residency.bind
     gives it its home)."""
     node = Node(master, tuple(master_fields), None)
@@ -566,7 +566,7 @@ class Stream:
         if maxlen is not None:
             pk.read_range(lp, node.master, 0, MAX_ID, want, False, sids)
         elif minid:  # (MINID 0: nothing is below it)
-            pk.read_range(lp, node.master, 0, minid - 1, 0, False, sids)  # type: ignore[operator]
+            pk.read_range(lp, node.master, 0, minid - 1, 0, False, sids)
         doomed = sids if referenced is None else [sid for sid in sids if not referenced(sid)]
         if doomed:
             pk.delete_many(lp, node.master, doomed)

@@ -16,14 +16,15 @@ from __future__ import annotations
 import re
 from decimal import Decimal, InvalidOperation
 from fractions import Fraction
+from typing import Final
 
 from xxhash import xxh3_64_hexdigest
 
-SIGNIFICAND_BITS = 64  # the x87 extended format's (explicit integer bit included)
-EXTENDED_MAX_EXPONENT = 16384  # |x| >= 2**16384 is infinite in that format
-HUMAN_DECIMALS = 17  # ld2string's "%.17Lf"
-_INFINITY = Fraction(2) ** EXTENDED_MAX_EXPONENT  # stands for inf: the first value not finite
-_HEX = re.compile(r"[+-]?0[xX]")
+SIGNIFICAND_BITS: Final = 64  # the x87 extended format's (explicit integer bit included)
+EXTENDED_MAX_EXPONENT: Final = 16384  # |x| >= 2**16384 is infinite in that format
+HUMAN_DECIMALS: Final = 17  # ld2string's "%.17Lf"
+_INFINITY: Final = Fraction(2) ** EXTENDED_MAX_EXPONENT  # stands for inf: the first value not finite
+_HEX: Final = re.compile(r"[+-]?0[xX]")
 
 
 def round_extended(x: Fraction) -> Fraction:
@@ -88,7 +89,7 @@ def format_long_double(value: Fraction) -> bytes:
     return (("-" if value < 0 else "") + text).encode()
 
 
-DIGEST_LENGTH = 16  # hex digits of a 64-bit digest
+DIGEST_LENGTH: Final = 16  # hex digits of a 64-bit digest
 
 
 def value_digest(value: bytes) -> bytes:
