@@ -11,10 +11,16 @@ or I/O.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from streamkeep.engine.wire.errors import printable
+
+try:  # a directive to mypyc (which has it): without the package, the same no-op
+    from mypy_extensions import mypyc_attr
+except ImportError:
+    def mypyc_attr(*_flags: str, **_attrs: object) -> Callable[[type], type]:  # type: ignore[misc]
+        return lambda cls: cls
 
 
 class _NullArray:
@@ -126,10 +132,13 @@ class EntryArray:
         return f"EntryArray({list(self)!r})"
 
 
-class PlainEntries(list):
+@mypyc_attr(native_class=False)
+class PlainEntries(list):  # type: ignore[type-arg]
     """An array of stream entries already in the plain form an embedded caller gets,
     `[[id, [field, value, ...]], ...]` (the stream model builds it from its packed nodes):
-    `to_plain` passes it through, the encoder writes it as the list it is."""
+    `to_plain` passes it through, the encoder writes it as the list it is. (A list subclass:
+    a compiled module keeps it an ordinary Python class, `native_class=False`, as a native
+    class cannot derive from list.)"""
 
     __slots__ = ()
 
