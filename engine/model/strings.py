@@ -82,7 +82,9 @@ def format_long_double(value: Fraction) -> bytes:
     scale = 10 ** HUMAN_DECIMALS
     scaled = round(abs(value) * scale)  # printf rounds the exact value, ties to even
     whole, frac = divmod(scaled, scale)
-    text = f"{whole}.{frac:0{HUMAN_DECIMALS}d}".rstrip("0").rstrip(".")
+    # The whole part's digits through Decimal: str() refuses an int of more than 4,300 digits
+    # (sys.int_info), and a long double's reach 4,933.
+    text = f"{Decimal(whole)}.{frac:0{HUMAN_DECIMALS}d}".rstrip("0").rstrip(".")
     if text == "0":  # a negative value too small for 17 decimals: "-0" becomes "0"
         return b"0"
     return (("-" if value < 0 else "") + text).encode()
