@@ -114,12 +114,24 @@ export-demo: $(VENV)/.stamp-spark java
 # Then the same two suites once more on the pure-Python twins of the compiled kernels.
 # STREAMKEEP_REQUIRE_EXTENSIONS: a kernel that failed to build fails the build and the tests,
 # never hides behind the pure-Python fallback.
+# All three runs go on whatever the others found, then the target fails naming the runs that
+# failed; Ctrl-C stops them all.
 test: export STREAMKEEP_REQUIRE_EXTENSIONS = 1
 test: dev
-	$(VPY) -m pytest -n 2 -q -m "not slow"
-	$(VPY) -m pytest -n 2 -q -m "not slow" --cold-nodes tests/differential tests/property
-	STREAMKEEP_NO_EXTENSIONS=1 $(VPY) -m pytest -n 2 -q -m "not slow" \
-		tests/differential tests/property
+	@failed=""; interrupted=""; trap 'interrupted=1' INT; \
+	run() { \
+		label="$$1"; shift; echo "make test: $$label: $$*"; \
+		"$$@"; code=$$?; \
+		if [ -n "$$interrupted" ]; then echo "make test: interrupted" >&2; exit 130; fi; \
+		if [ $$code -ne 0 ]; then failed="$$failed$${failed:+; }$$label (pytest exit $$code)"; fi; \
+	}; \
+	run "the whole suite" $(VPY) -m pytest -n 2 -q -m "not slow"; \
+	run "differential + property, cold nodes" \
+		$(VPY) -m pytest -n 2 -q -m "not slow" --cold-nodes tests/differential tests/property; \
+	run "differential + property, pure Python" env STREAMKEEP_NO_EXTENSIONS=1 \
+		$(VPY) -m pytest -n 2 -q -m "not slow" tests/differential tests/property; \
+	if [ -n "$$failed" ]; then echo "make test: FAILED: $$failed" >&2; exit 1; fi; \
+	echo "make test: all three pytest runs passed"
 
 # Rebuild the compiled kernels in place after editing a .pyx (an editable install tracks
 # Python files only).

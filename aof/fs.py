@@ -187,18 +187,25 @@ class RealFS:
             raise OSError(code, os.strerror(code))
 
 
-def mapped_ranges(path: str) -> list[tuple[int, int]]:
-    """The address ranges where this process maps the file at `path` (Linux /proc/self/maps;
-    empty elsewhere). Process introspection, not a data file: it lives here because this is
-    the one module that opens files directly (snapshot.cold releases an LMDB map's pages)."""
+def file_identity(path: str) -> tuple[int, int]:
+    """(device, inode) of the file at `path`: what names its mappings even once it is unlinked."""
     st = os.stat(path)
-    device = f"{os.major(st.st_dev):02x}:{os.minor(st.st_dev):02x}"
+    return st.st_dev, st.st_ino
+
+
+def mapped_ranges(path: str, identity: tuple[int, int] | None = None) -> list[tuple[int, int]]:
+    """The address ranges where this process maps the file at `path`, or the file
+    `identity` (file_identity) names (Linux /proc/self/maps; empty elsewhere). Process
+    introspection, not a data file: it lives here because this is the one module that opens
+    files directly (snapshot.cold releases an LMDB map's pages)."""
+    dev, ino = identity or file_identity(path)
+    device = f"{os.major(dev):02x}:{os.minor(dev):02x}"
     ranges = []
     try:
         with open("/proc/self/maps") as maps:
             for line in maps:
                 parts = line.split(maxsplit=5)
-                if len(parts) >= 5 and parts[4] == str(st.st_ino) and parts[3] == device:
+                if len(parts) >= 5 and parts[4] == str(ino) and parts[3] == device:
                     low, high = (int(x, 16) for x in parts[0].split("-"))
                     ranges.append((low, high))
     except OSError:

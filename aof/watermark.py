@@ -64,16 +64,19 @@ def encode(mark: Watermark) -> bytes:
 
 
 def decode(data: bytes) -> Watermark | None:
-    """The watermark a file's bytes hold: its highest valid record (None: no valid record)."""
-    best: Watermark | None = None
-    for pos in range(0, len(data) - RECORD_SIZE + 1, RECORD_SIZE):
-        magic, segment, offset, lsn, crc = RECORD.unpack_from(data, pos)
-        if magic != MAGIC or crc != crc32c(data[pos:pos + RECORD_SIZE - 4]):
-            continue
-        mark = Watermark(segment, offset, lsn)
-        if best is None or mark > best:
-            best = mark
-    return best
+    """The watermark a file's bytes hold: its highest valid record (None: no valid record).
+    Recovery reads the file at every open and it holds up to REPLACE_BYTES of records: they are
+    unpacked at once and checked from the highest down, so normally one CRC is computed."""
+    whole = len(data) - len(data) % RECORD_SIZE
+    candidates = sorted(((segment, offset, lsn, pos, crc) for pos, (magic, segment, offset, lsn,
+                                                                   crc)
+                         in zip(range(0, whole, RECORD_SIZE), RECORD.iter_unpack(data[:whole]),
+                                strict=True)
+                         if magic == MAGIC), reverse=True)
+    for segment, offset, lsn, pos, crc in candidates:
+        if crc == crc32c(data[pos:pos + RECORD_SIZE - 4]):
+            return Watermark(segment, offset, lsn)
+    return None
 
 
 class WatermarkDamaged(StorageError):

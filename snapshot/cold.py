@@ -13,7 +13,7 @@ import contextlib
 import ctypes
 import weakref
 
-from streamkeep.aof.fs import mapped_ranges
+from streamkeep.aof.fs import file_identity, mapped_ranges
 from streamkeep.engine.model.ids import format_id
 from streamkeep.engine.wire.errors import StorageError
 from streamkeep.snapshot import layout
@@ -57,20 +57,28 @@ class SnapshotNodes:
         self.snapshot = Snapshot(path, part_suffix=part_suffix)
         weakref.finalize(self, _unused.append, self.snapshot)
         self.read_bytes = 0  # since the map's pages were last released
-        try:  # found while the file has its name (a compaction may unlink it later)
-            self.ranges = mapped_ranges(path)
+        # The map's address ranges, found when pages are first released (reading the process's
+        # map list costs more than opening a small snapshot: a load that reads little never
+        # pays it), by the file's identity, taken while it has its name (a compaction may
+        # unlink it later).
+        self.ranges: list[tuple[int, int]] | None = None
+        try:
+            self.identity: tuple[int, int] | None = file_identity(path)
         except OSError:
-            self.ranges = []
+            self.identity = None
 
     def close(self) -> None:
         """The engine is closing: let go of the file now (its streams read nothing more)."""
         _close_unused()
         self.snapshot.close()
-        self.ranges = []
+        self.ranges, self.identity = [], None
 
     def release_pages(self) -> None:
         """Drop the pages reads brought into the map from this process's RSS."""
         self.read_bytes = 0
+        if self.ranges is None:
+            self.ranges = [] if self.identity is None else mapped_ranges(self.path,
+                                                                        self.identity)
         _release(self.ranges)
 
     def _missing(self, number: int, master: int) -> StorageError:
@@ -119,10 +127,16 @@ class SnapshotNodes:
         found = self.snapshot.node_readback(number, master, crc)
         if found is None:
             raise self._missing(number, master)
-        self.read_bytes += len(found[0])
+        self.count_read(len(found[0]))
+        return found
+
+    def count_read(self, size: int) -> None:
+        """`size` more bytes of the file were read through the map: its pages are released
+        once RELEASE_BYTES have been (finding the map reads the process's map list: a small
+        read never pays for that, and holds little)."""
+        self.read_bytes += size
         if self.read_bytes > RELEASE_BYTES:
             self.release_pages()
-        return found
 
 
 __all__ = ["SnapshotNodes"]

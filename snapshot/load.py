@@ -81,7 +81,8 @@ def load_snapshot(engine: EngineCore, path: str, lazy: bool | None = None,
         # Every node is as the file holds it; changes from now on are not.
         store.clean_before = residency.last_tick = EPOCH.tick()
         residency.switched(store)
-        store.release_pages()  # what the load read of the file: not resident any more
+        # What the load read of the file (at most all of it) stops being resident.
+        store.count_read(os.path.getsize(path))
         return snap.meta
 
 

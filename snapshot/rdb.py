@@ -618,9 +618,12 @@ def read_rdb_prefix(data: bytes) -> tuple[int, dict[bytes, bytes], list[RdbKey],
 
 
 def key_text(key: bytes) -> str:
-    """A key as a message names it: quoted, invalid UTF-8 escaped, cut at 60 bytes."""
+    """A key as a message names it: quoted, invalid UTF-8 and control characters escaped (a key
+    may hold a line break; the message stays one line), cut at 60 bytes."""
     more = "..." if len(key) > 60 else ""
-    return f'"{key[:60].decode("utf-8", "backslashreplace")}{more}"'
+    text = key[:60].decode("utf-8", "backslashreplace")
+    shown = "".join(c if c.isprintable() else c.encode("unicode_escape").decode() for c in text)
+    return f'"{shown}{more}"'
 
 
 _OPCODES = {0xFE: "a SELECTDB", 0xFD: "an expiry (seconds)", 0xFC: "an expiry (ms)",

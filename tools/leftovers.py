@@ -307,13 +307,14 @@ def init_worker() -> None:
     from streamkeep.tools.exits import ignore_terminal_signals
 
     ignore_terminal_signals()
-    parent = multiprocessing.parent_process()
     with contextlib.suppress(OSError, AttributeError):  # not Linux: its parent stops it
         import ctypes
 
         ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
-    if parent is not None and os.getppid() != parent.pid:
-        os._exit(1)  # the parent is gone already
+    # The parent is gone already (adopted by init). Not "not the process that asked for it":
+    # a forkserver's workers are the forkserver's children, and it dies with that process.
+    if os.getppid() == 1 and multiprocessing.parent_process() is not None:
+        os._exit(1)
 
 
 def track(proc: subprocess.Popen) -> None:

@@ -14,7 +14,14 @@ from pathlib import Path
 import pytest
 
 from streamkeep.aof import fs as fs_mod
-from streamkeep.aof.fs import UNSUPPORTED_ERRNOS, FileSystem, LockedError, RealFS, mapped_ranges
+from streamkeep.aof.fs import (
+    UNSUPPORTED_ERRNOS,
+    FileSystem,
+    LockedError,
+    RealFS,
+    file_identity,
+    mapped_ranges,
+)
 from streamkeep.engine.wire.errors import StorageError
 
 fs = RealFS()
@@ -230,13 +237,16 @@ def test_mapped_ranges_find_where_the_file_is_mapped(tmp_path: Path) -> None:
     first_byte = ctypes.c_char.from_buffer(mapping)
     address = ctypes.addressof(first_byte)
     del first_byte  # (an exported buffer would keep the mapping from closing)
+    identity = file_identity(str(path))
     try:
         ranges = mapped_ranges(str(path))
+        path.unlink()  # by its identity, an unlinked file's map is found still
+        assert mapped_ranges(str(path), identity) == ranges
     finally:
         mapping.close()
     assert any(low <= address < high for low, high in ranges), (hex(address), ranges)
     assert sum(high - low for low, high in ranges) >= 4 * mmap.PAGESIZE
-    assert mapped_ranges(str(path)) == []
+    assert mapped_ranges(str(path), identity) == []
 
 
 def test_reserve_allocates_past_the_end_without_growing_the_file(tmp_path: Path) -> None:

@@ -21,7 +21,8 @@ SPARK = ("--master", "local[2]")
 # Each case starts Spark's JVM in a child process, as a user's run does: on a machine shared
 # with other jobs that alone can take most of the suite's default two minutes. (A safety net
 # against a hang, not a bound on how long an export may take.)
-pytestmark = pytest.mark.timeout(600)
+TIMEOUT = 600
+pytestmark = pytest.mark.timeout(TIMEOUT)
 
 
 def _manifest(out: Path) -> dict:
@@ -36,7 +37,7 @@ def test_before_the_first_compaction(tmp_path: Path) -> None:
         lsn = engine.datadir.journal.lsn  # type: ignore[union-attr]
     before = tree_state(data)
     out = tmp_path / "export"
-    result = run("export", data, "--out", out, "--table", "entries", *SPARK)
+    result = run("export", data, "--out", out, "--table", "entries", *SPARK, timeout=TIMEOUT)
     assert result.code == 0, result.err
     assert f"as of LSN {lsn}: its snapshot (LSN 0) and the {lsn} record(s) after it" in result.out
     assert f"export     as of LSN {lsn} -> {out}" in result.out
@@ -62,7 +63,7 @@ def test_later_writes_and_a_late_consumer_are_exported(tmp_path: Path) -> None:
         lsn = engine.datadir.journal.lsn  # type: ignore[union-attr]
     before = tree_state(data)
     out = tmp_path / "export"
-    result = run("export", data, "--out", out, "--json", *SPARK)
+    result = run("export", data, "--out", out, "--json", *SPARK, timeout=TIMEOUT)
     assert result.code == 0, result.err
     doc = json.loads(result.out)
     assert doc["lsn"] == lsn and doc["state"] == "current"
@@ -109,7 +110,7 @@ def test_ctrl_c_leaves_no_partial_export(tmp_path: Path, after: float) -> None:
             engine.execute("XADD", "s", "*", "n", str(i))
     before = tree_state(data)
     out = tmp_path / "export"
-    interrupt("export", data, "--out", out, *SPARK, after=after)
+    interrupt("export", data, "--out", out, *SPARK, after=after, timeout=TIMEOUT)
     if out.exists():  # it finished first: then whole
         assert _manifest(out)["tables"]["consumers"]["rows"] == 0
     assert sorted(os.listdir(tmp_path)) in (["data"], ["data", "export"])  # no temporaries

@@ -58,6 +58,9 @@ def test_the_manual_has_its_pages() -> None:
     assert RUN_HERE, "no page beyond getting started has an example to run"
 
 
+# A page's examples may start Spark's JVM (the export guide): on a machine shared with other jobs
+# that alone can take most of the suite's default two minutes. (A safety net against a hang.)
+@pytest.mark.timeout(600)
 @pytest.mark.parametrize("page", RUN_HERE, ids=_id)
 def test_the_python_blocks_run_and_the_commands_shown_run_on_what_they_made(
         page: Path, tmp_path: Path) -> None:

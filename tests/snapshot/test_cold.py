@@ -8,7 +8,9 @@ while cold nodes still refer to it.
 
 from __future__ import annotations
 
+import glob
 import os
+import shutil
 import zlib
 
 import pytest
@@ -180,6 +182,26 @@ def test_a_replaced_snapshot_stays_readable_while_cold_nodes_use_it(compacted) -
         store.load(1, 12345)
 
 
+@pytest.mark.skipif(not os.path.exists("/proc/self/maps"), reason="Linux /proc only")
+def test_pages_are_released_from_the_map_found_when_first_needed(compacted, tmp_path) -> None:
+    """A store finds where its file is mapped only when it first releases pages (a restart
+    that reads little never reads the process's map list), by the file's identity: the map of
+    a file a compaction unlinked meanwhile is found still."""
+    path, _digest = compacted
+    copy = str(tmp_path / "snapshot.mdb")
+    shutil.copy(_snapshot_path_of(path), copy)
+    for part in glob.glob(os.path.join(path, "part-*.mdb")):
+        shutil.copy(part, tmp_path)
+    store = SnapshotNodes(copy, clean_before=1)
+    try:
+        assert store.ranges is None
+        os.unlink(copy)
+        store.release_pages()
+        assert store.ranges and sum(high - low for low, high in store.ranges) > 0
+    finally:
+        store.close()
+
+
 def test_node_header_reads_counts_without_decoding() -> None:
     ids = [(5 << 64) | i for i in range(40)]
     fields = [(b"f", b"x" * i) if i % 3 else None for i in range(40)]
@@ -261,3 +283,29 @@ def test_cold_reads_after_a_compaction_read_the_new_file(compacted) -> None:
             [b"1499-0", [b"v", b"value-1498"]]
         assert all(node.crc == crcs[node.master] for node in stream.nodes
                    if node.is_cold() and node.master in crcs)
+
+
+def test_pages_are_released_once_enough_was_read(compacted,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """Finding the map reads the process's map list: a store does it once RELEASE_BYTES were
+    read through the map (a load counts the file's size), never for a small read."""
+    from streamkeep.snapshot import cold
+
+    path, _digest = compacted
+    looked: list[str] = []
+    monkeypatch.setattr(cold, "mapped_ranges", lambda p, identity: looked.append(p) or [])
+    store = SnapshotNodes(_snapshot_path_of(path), clean_before=1)
+    try:
+        store.count_read(cold.RELEASE_BYTES // 2)
+        store.count_read(cold.RELEASE_BYTES // 2)
+        assert looked == []
+        store.count_read(1)
+        assert len(looked) == 1 and store.read_bytes == 0  # released
+        store.count_read(cold.RELEASE_BYTES + 1)
+        assert len(looked) == 1  # the ranges found once
+    finally:
+        store.close()
+    looked.clear()
+    with Engine.open(path, auto_aof_rewrite_percentage=0) as engine:  # a small load
+        assert engine.execute("XLEN", "s") > 0
+    assert looked == []

@@ -1,8 +1,8 @@
 """snapshot.integrity: the whole-file check against the checksum a manifest recorded, and where
-the damage is when it fails (found by a child process, so that a damaged LMDB page cannot crash
-this one): a damaged value by table and key, nothing damaged in the values, a child that
-crashed, a child that could not run. `open_checked` as the tools use it, `child_env` and the
-child's own entry point."""
+the damage is when it fails (found by a forked child process, so that a damaged LMDB page
+cannot crash this one): a damaged value by table and key, nothing damaged in the values, a child
+that crashed, failed, hung or could not be forked, none of them left behind. `open_checked` as
+the tools use it, and `child_env`."""
 
 from __future__ import annotations
 
@@ -100,20 +100,60 @@ def test_locate_in_a_child(pristine: Path, tmp_path: Path) -> None:
     assert locate(str(garbage)).startswith("not a readable LMDB snapshot (")  # the child's word
 
 
-def test_a_child_that_crashes_points_at_lmdb_pages(tmp_path: Path, pristine: Path,
+def _children() -> set[int]:
+    """This process's children now (Linux /proc)."""
+    me = os.getpid()
+    found = set()
+    with os.scandir(f"/proc/{me}/task") as tasks:
+        for task in tasks:
+            with open(f"/proc/{me}/task/{task.name}/children") as f:
+                found.update(int(pid) for pid in f.read().split())
+    return found
+
+
+def test_a_child_that_crashes_points_at_lmdb_pages(pristine: Path,
                                                    monkeypatch: pytest.MonkeyPatch) -> None:
-    crashing = tmp_path / "python"
-    crashing.write_text("#!/bin/sh\nkill -BUS $$\n")
-    crashing.chmod(0o755)
-    monkeypatch.setattr(integrity.sys, "executable", str(crashing))
+    before = _children()
+    monkeypatch.setattr(integrity, "first_problem",
+                        lambda path: os.kill(os.getpid(), signal.SIGBUS))
     assert locate(str(pristine)) == ("the damage is in LMDB's own pages (reading them crashed "
                                      f"a child process with signal {int(signal.SIGBUS)})")
+    assert _children() == before
 
 
-def test_a_child_that_cannot_start_is_said_so(tmp_path: Path, pristine: Path,
-                                              monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(integrity.sys, "executable", str(tmp_path / "no-such-python"))
+def test_a_child_that_fails_or_hangs_is_said_so_and_reaped(
+        pristine: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    before = _children()
+
+    def fail(path: str) -> str:
+        raise RuntimeError("the check itself failed")
+
+    monkeypatch.setattr(integrity, "first_problem", fail)
+    assert locate(str(pristine)) == \
+        "the damage could not be located (the check failed in the child process)"
+    monkeypatch.setattr(integrity, "first_problem", lambda path: signal.pause() or "")
+    monkeypatch.setattr(integrity, "LOCATE_TIMEOUT", 0.5)
+    assert locate(str(pristine)) == "the damage could not be located (no answer in 0.5 s)"
+    assert _children() == before  # the hung child killed and reaped
+
+
+def test_a_child_that_cannot_be_forked_is_said_so(pristine: Path,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    def no_fork() -> int:
+        raise OSError(11, "Resource temporarily unavailable")
+
+    monkeypatch.setattr(integrity.os, "fork", no_fork)
     assert locate(str(pristine)).startswith("the damage could not be located (")
+
+
+def test_the_child_finds_what_the_reader_finds(pristine: Path, tmp_path: Path) -> None:
+    assert integrity.first_problem(str(pristine)) == ""
+    path = copy_of(pristine, tmp_path)
+    damage_a_value(path, "consumers")
+    assert integrity.first_problem(str(path)).startswith(f"{path}: table consumers, ")
+    garbage = tmp_path / "garbage.mdb"
+    garbage.write_bytes(b"\0" * 100)
+    assert integrity.first_problem(str(garbage)).startswith(f"{garbage}: ")
 
 
 def test_child_env_imports_streamkeep_from_where_this_process_did(
@@ -157,17 +197,3 @@ def test_open_checked_uses_the_checksum_the_manifest_beside_it_recorded(
         shutil.copy(part, tmp_path / part.name)
     with open_checked(str(alone)) as snap:  # nothing recorded: the per-value checks remain
         assert snap.check(limit=1)[0].startswith(f"{alone}: table groups, ")
-
-
-def test_the_child_entry_point(pristine: Path, tmp_path: Path,
-                               capsys: pytest.CaptureFixture[str]) -> None:
-    assert integrity.main(["integrity", str(pristine)]) == 0
-    assert capsys.readouterr().out == "\n"
-    path = copy_of(pristine, tmp_path)
-    damage_a_value(path, "consumers")
-    assert integrity.main(["integrity", str(path)]) == 0
-    assert capsys.readouterr().out.startswith(f"{path}: table consumers, ")
-    garbage = tmp_path / "garbage.mdb"
-    garbage.write_bytes(b"\0" * 100)
-    assert integrity.main(["integrity", str(garbage)]) == 0
-    assert capsys.readouterr().out.startswith(f"{garbage}: ")

@@ -345,3 +345,9 @@ def test_entries_xnack_released_take_the_newest_version() -> None:
                    ("XNACK", "s", "g", "FAIL", "IDS", "1", "3-0"))
     version, why = rdb.version_needed(engine.dbs[0][b"s"])
     assert version == 13 and "XNACK" in why and '"g"' in why
+
+
+def test_a_key_named_in_a_message_keeps_the_message_one_line() -> None:
+    shown = rdb.key_text(b"a\nb\r\x01\xff" + b"k" * 80)
+    assert shown.startswith('"a\\nb\\r\\x01\\xff') and shown.endswith('k..."')
+    assert shown.isprintable()

@@ -131,7 +131,7 @@ for number, block in enumerate(json.loads(sys.argv[1]), 1):
 
 
 def run_python_blocks(code: list[str], cwd: Path, label: str,
-                      timeout: float = 300) -> list[str]:
+                      timeout: float = 540) -> list[str]:
     """Run the blocks in order, each in a namespace of its own, in one fresh interpreter
     working in `cwd`; what each printed. AssertionError with the traceback if one fails."""
     # A Spark example's workers import streamkeep: this interpreter (the manual says so).

@@ -11,13 +11,13 @@ import os
 import re
 import shutil
 import tempfile
-import time
 
 import pytest
 
 from streamkeep.tools import bench
 from streamkeep.tools import main as cli
 from streamkeep.tools.bench import registry
+from tests.support.bench_cells import assert_same_rate
 
 NUMBER = r"[\d,]+(?:\.\d+)?"
 
@@ -59,7 +59,7 @@ def _check_rows(out: str, sections: tuple[bench.Section, ...], n: int) -> None:
             else:
                 assert ops == n
             assert rate > 0 and us > 0
-            assert us == pytest.approx(1e6 / rate, rel=0.01, abs=0.01)
+            assert_same_rate(m.group(2), m.group(3))
             if b.target is not None:
                 assert f">= {b.target:,}" in row[0]
                 assert re.search(r"  (PASS|FAIL)$", row[0])
@@ -109,7 +109,7 @@ def _targets(sections: tuple[bench.Section, ...]) -> int:
 # Sections a test below runs on its own at a quick size: the every-row run leaves them out, so
 # that no section runs twice (the suite's time) and no one test runs for minutes.
 OWN_TESTS = ("snapshot", "server", "strings", "replication", "inspect", "queue", "memory",
-             "nodes", "consume")
+             "nodes", "consume", "crashbench")
 
 
 def test_every_section_is_run_by_some_test() -> None:
@@ -118,6 +118,9 @@ def test_every_section_is_run_by_some_test() -> None:
     assert names - set(OWN_TESTS) >= {"embedded", "aof", "redis-py"}  # what RATIOS compare
 
 
+# It runs several sections, one of them starting Spark's JVM: on a machine shared with other
+# jobs that alone can take most of the suite's default two minutes. (A safety net against a hang.)
+@pytest.mark.timeout(600)
 @pytest.mark.redis
 def test_bench_quick_prints_every_row(capsys: pytest.CaptureFixture[str]) -> None:
     if shutil.which("redis-server") is None:
@@ -278,13 +281,10 @@ def test_strict_fails_on_a_missed_figure_target(
     monkeypatch.setattr(registry, "FIGURES", figures)
     assert bench.main(["--n", "10", "--no-redis", "--strict"]) == 1
     out = capsys.readouterr().out
-    assert re.search(r"^aof +a +3 +10 ", out, re.M)  # the Measurement's own count
+    assert re.search(r"^aof +a +3 +10\.0 ", out, re.M)  # the Measurement's own count
     assert re.search(r"^aof +a per b +0\.25x +>= 0\.5x +FAIL$", out, re.M)
     assert re.search(r"^aof +k of a +1\.0 +>= 1 +PASS$", out, re.M)
     assert "targets: 1/2 PASS" in out
-
-
-SERVER_QUICK_SECONDS = 30  # the server section's smoke run, start-up and shut-down included
 
 
 @pytest.mark.redis
@@ -292,9 +292,8 @@ def test_bench_server_section_quick(capsys: pytest.CaptureFixture[str]) -> None:
     for tool in ("redis-server", "redis-benchmark"):
         if shutil.which(tool) is None:
             pytest.fail(f"{tool} not on PATH: the server section needs it")
-    start = time.monotonic()
+    # (its size is what keeps it short: the rows' counts are the quick N, checked below)
     assert cli.main(["bench", "--sections", "server", "--quick"]) == 0
-    assert time.monotonic() - start < SERVER_QUICK_SECONDS
     out = capsys.readouterr().out
     sections = bench.select_sections("server")
     assert [s.name for s in sections] == ["server"]
@@ -364,16 +363,12 @@ def test_bench_server_is_a_section_name() -> None:
         parser.parse_args(["bench", "nope"])
 
 
-REPLICATION_TINY_SECONDS = 30  # the tiny run below: about 8 s on the 2-core VM
-
-
 def test_bench_replication_section_tiny(capsys: pytest.CaptureFixture[str]) -> None:
     if shutil.which("redis-benchmark") is None:
         pytest.fail("redis-benchmark not on PATH: the replication section's -P 16 rows need it")
     n = 200  # 5,000 requests per redis-benchmark run (its minimum); a 1,000-entry full sync
-    start = time.monotonic()
+    # (its size is what keeps it short: every row's count is checked below)
     assert bench.main(["--n", str(n), "--no-redis", "replication"]) == 0
-    assert time.monotonic() - start < REPLICATION_TINY_SECONDS
     out = capsys.readouterr().out
     sections = bench.select_sections("replication")
     assert [s.name for s in sections] == ["replication"]

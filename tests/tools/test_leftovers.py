@@ -166,3 +166,16 @@ def _group(pgid: int) -> list[int]:
             if int(fields[2]) == pgid and fields[0] != "Z":
                 found.append(int(entry))
     return found
+
+
+@pytest.mark.parametrize("method", ["fork", "forkserver", "spawn"])
+def test_a_pool_worker_starts_under_every_start_method(method: str) -> None:
+    """init_worker keeps a worker whose parent lives: under forkserver the worker's parent is
+    the forkserver, not the process that asked for it (a worker that took that for its
+    parent's death exited at once, and the pool broke)."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    context = multiprocessing.get_context(method)
+    with ProcessPoolExecutor(2, mp_context=context, initializer=leftovers.init_worker) as pool:
+        assert list(pool.map(abs, [-1, -2, -3])) == [1, 2, 3]

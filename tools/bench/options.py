@@ -43,6 +43,9 @@ examples:
   streamkeep bench consume --before ../old
                                         the consume path against an older
                                         checkout
+  streamkeep bench crashbench --before ../old
+                                        the crash bench's points judged per
+                                        second against an older checkout
 
 output:
   stdout: the header, the resources used, then the results tables (plain
@@ -106,7 +109,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="comma-separated sections to run, of: embedded, aof, redis, "
                              "snapshot, server, strings, hardening, replication, inspect, "
                              "export, "
-                             "queue, memory, backlog, interop, nodes, consume (default: all)")
+                             "queue, memory, backlog, interop, nodes, consume, crashbench "
+                             "(default: all)")
     parser.add_argument("only", nargs="*", type=section_list, metavar="SECTION",
                         help="sections to run, as --sections (e.g. `streamkeep bench server`)")
     parser.add_argument("--strict", action="store_true",
@@ -119,9 +123,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="the nodes section: compare with the checkout DIR (run under "
                              "DIR/.venv/bin/python), alternately, 3 runs, ratios per run")
     parser.add_argument("--before", type=checkout, metavar="DIR",
-                        help="the nodes and consume sections: the older checkout their "
-                             "snapshot load, cold reads, import and consume path are compared "
-                             "with, as --base")
+                        help="the nodes, consume and crashbench sections: the older checkout "
+                             "their snapshot load, cold reads, import, consume path and crash "
+                             "bench are compared with, as --base")
     parser.add_argument("--compare-pure", action="store_true",
                         help="run the sections with the compiled core and again as pure Python "
                              "(STREAMKEEP_NO_EXTENSIONS=1), alternately, R rounds, and print "

@@ -25,6 +25,7 @@ from streamkeep.tools.bench import (
     backlog,
     bigvalues,
     consume,
+    crashbench,
     export,
     inspect,
     interop,
@@ -463,6 +464,11 @@ SECTIONS: tuple[Section, ...] = (
         Benchmark("consume.catchup", f"catch-up (XREADGROUP COUNT {BATCH} + XACK) over a cold "
                                      "backlog: this checkout (vs --before)", consume.catchup),
     ), describe=consume.describe),
+    Section("crashbench", (
+        Benchmark("crashbench.exhaustive", f"crash points judged/s: exhaustive power loss, "
+                                           f"{crashbench.POLICY}, every fault model: this "
+                                           f"checkout (vs --before)", crashbench.exhaustive),
+    ), describe=crashbench.describe),
     Section("backlog", (
         Benchmark("backlog.cold", f"XADD on a big backlog, backlog-memory "
                                   f"{backlog.BUDGET >> 20}mb (fresh process)",
@@ -694,6 +700,16 @@ FIGURES: tuple[Figure, ...] = (
                                   ("queue_batch", "queue batches msgs/s", CONSUME_BATCH_TARGET),
                                   ("catchup", "cold catch-up entries/s",
                                    CONSUME_CATCHUP_TARGET))),
+    Figure("crashbench", "crash points judged/s: this / before, worst run",
+           "crashbench.exhaustive", extra="ratio_min"),
+    Figure("crashbench", "the same run's time: before / this, worst run",
+           "crashbench.exhaustive", extra="seconds_ratio_min"),
+    Figure("crashbench", "the same run's CPU: before / this, worst run",
+           "crashbench.exhaustive", extra="cpu_s_ratio_min"),
+    Figure("crashbench", "CPU per point judged, this checkout", "crashbench.exhaustive",
+           extra="cpu_ms_per_point", unit="ms"),
+    Figure("crashbench", "the run's wall time, start to exit, this checkout",
+           "crashbench.exhaustive", extra="wall_s", unit="s"),
     Figure("nodes", "cold node read, this checkout", "nodes.cold_read", extra="us_per_read",
            unit="us"),
     *(Figure("nodes", f"footprint: RSS {what}", "nodes.footprint", extra=extra, unit="MB")

@@ -13,6 +13,7 @@ registry's contents (read through ``registry`` when a report is made).
 
 from __future__ import annotations
 
+import math
 import os
 import platform
 from collections.abc import Sequence
@@ -31,7 +32,11 @@ VERDICT_STYLES = {"PASS": "bold green", "met": "bold green", "FAIL": "bold red",
 
 
 def format_rate(rate: float) -> str:
-    return f"{rate:,.0f}"
+    """A rate with at least three significant digits: ``147,858``, ``13.4`` (a slow row, e.g.
+    MB/s of a big value, would round to a number its us/op visibly disagrees with)."""
+    if rate >= 100 or rate <= 0 or not math.isfinite(rate):
+        return f"{rate:,.0f}"
+    return f"{rate:,.{2 - math.floor(math.log10(rate))}f}"
 
 
 def format_target(target: float, unit: str = "", at_most: bool = False) -> str:

@@ -72,6 +72,7 @@ import errno as errno_mod
 import os
 import random
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -554,8 +555,9 @@ class TrackingFS(RealFS):
         writes = sorted((w for i in {id(i): i for i in names.values()}.values()
                          if not i.rewritten for w in i.writes), key=lambda w: w.seq)
         kept = rng.randint(0, len(writes))
+        live = self._live_bytes(writes[:kept])
         for k, w in enumerate(writes[:kept]):
-            data = self._read(w.inode, w.offset, w.offset + w.length)
+            data = live(w)
             how = "whole"
             if k == kept - 1:
                 data, how = tear(data, rng)
@@ -567,6 +569,23 @@ class TrackingFS(RealFS):
                 report["last write"] = f"#{k + 1} of {len(writes)}: {how}"
         report.setdefault("writes", f"{kept} of {len(writes)} kept")
         return {name: bytes(contents[id(i)]) for name, i in names.items()}
+
+    def _live_bytes(self, writes: list[Write]) -> Callable[[Write], bytes]:
+        """A write's bytes as its file holds them now: each file's span under the writes read
+        once (a log's unsynced tail is many small writes; a read each would cost more than the
+        recovery it feeds)."""
+        spans: dict[int, tuple[Inode, int, int]] = {}
+        for w in writes:
+            _inode, low, high = spans.get(id(w.inode), (w.inode, w.offset, w.offset))
+            spans[id(w.inode)] = (w.inode, min(low, w.offset), max(high, w.offset + w.length))
+        held = {key: (low, self._read(inode, low, high))
+                for key, (inode, low, high) in spans.items()}
+
+        def of(w: Write) -> bytes:
+            low, data = held[id(w.inode)]
+            return data[w.offset - low:w.offset - low + w.length]
+
+        return of
 
     def _renamed(self, names: dict[str, Inode], src_dir: str, rng: random.Random,
                  report: dict[str, str]) -> dict[str, bytes]:

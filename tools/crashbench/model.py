@@ -34,6 +34,12 @@ def _b(value: Any) -> bytes:
     return value if isinstance(value, bytes) else str(value).encode()
 
 
+def _all_bytes(values: Sequence[Any]) -> tuple[bytes, ...]:
+    """`values` as bytes (an entry's fields: bytes from either target, checked in one pass)."""
+    values = tuple(values)
+    return values if set(map(type, values)) <= {bytes} else tuple(map(_b, values))
+
+
 def read_state(target: Target) -> State:
     """The canonical state of the workload's keys on `target` (see the module docstring),
     read in one MULTI/EXEC: a replica applying its stream, or a server with other clients,
@@ -53,8 +59,7 @@ def read_state(target: Target) -> State:
     out: list[tuple] = []
     for k, key in enumerate(KEYS):
         entries_reply, infos = replies[2 * k], replies[2 * k + 1]
-        entries = tuple((_b(i), tuple(_b(f) for f in fields))
-                        for i, fields in entries_reply or [])
+        entries = tuple((_b(i), _all_bytes(fields)) for i, fields in entries_reply or [])
         if _failed(infos):  # no such key
             out.append((key, entries, ()))
             continue

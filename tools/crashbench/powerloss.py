@@ -200,6 +200,26 @@ def points(run: RecordedRun, kinds: tuple[str, ...] = KINDS) -> list[Point]:
     return out
 
 
+# Calls that leave every file and directory entry as they were: a crash just after one is the
+# crash just before it.
+UNCHANGING = ("close", "lock", "unlock")
+
+
+def distinct_points(run: RecordedRun) -> list[Point]:
+    """Every crash point of the run that leaves a disk no earlier point left. A power cut just
+    after a write (a write point) and one just before the fdatasync that follows it (an fsync
+    point) leave the same files with the same unsynced bytes: the fsync point is the same
+    crash, and is left out (its process-crash twin, the bit-rot model's, differs from the
+    write point's by the unsynced record alone)."""
+    out: list[Point] = []
+    for point in points(run):
+        if point.kind != "write" and out and out[-1].kind == "write" and all(
+                c.method in UNCHANGING for c in run.calls[out[-1].index + 1:point.index]):
+            continue
+        out.append(point)
+    return out
+
+
 @dataclass
 class Outcome:
     """One crash point under one fault model."""

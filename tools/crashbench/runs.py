@@ -61,10 +61,16 @@ def powerloss_rows(config: Config, progress: Progress | None = None) -> list[Row
                 row.reached += reached
                 row.acked += run.ops
             total = len(chosen) * len(config.models)
-            for done, outcome in enumerate(_judge(run, chosen, config, root), 1):
+            what = f"{config.policy} {config.mode} seed {seed}"
+
+            def judged(done: int, what: str = what, total: int = total) -> None:
+                if progress is not None:
+                    progress(what, done, total)
+
+            for done, outcome in enumerate(_judge(run, chosen, config, root, judged), 1):
                 _add(rows[outcome.model], outcome, config, seed, run)
-                if progress is not None and (done % 20 == 0 or done == total):
-                    progress(f"{config.policy} {config.mode} seed {seed}", done, total)
+                if done % 20 == 0 or done == total:
+                    judged(done)
     finally:
         leftovers.remove(root)
     seconds = time.monotonic() - began
@@ -82,7 +88,7 @@ def _runs(config: Config, root: str, began: float
     while True:
         directory = os.path.join(root, f"run-{seed}")
         run = powerloss.record(directory, seed, config.ops, config.policy, compact_every)
-        indices = [p.index for p in powerloss.points(run)]
+        indices = [p.index for p in powerloss.distinct_points(run)]
         if config.mode == "exhaustive":
             yield seed, run, indices, len(indices)
             return
@@ -103,10 +109,13 @@ def _runs(config: Config, root: str, began: float
 
 
 _SHARED: dict[str, Any] = {}  # what forked workers judge (set before the fork)
+TICK_S = 1.0  # while a slice runs, the points the workers judged are reported this often
 
 
-def _judge(run: powerloss.RecordedRun, chosen: list[int], config: Config, root: str
-           ) -> Iterator[powerloss.Outcome]:
+def _judge(run: powerloss.RecordedRun, chosen: list[int], config: Config, root: str,
+           judged: Callable[[int], None] | None = None) -> Iterator[powerloss.Outcome]:
+    """Each chosen point's outcomes. With workers, a slice's outcomes come back when the slice
+    is done; meanwhile `judged` hears how many outcomes the workers have counted so far."""
     run.checker.hash_all()  # once, before the fork: every worker needs them
     slices = _slices(chosen, max(1, config.jobs) * 8)
     if config.jobs <= 1 or len(slices) <= 1:
@@ -115,17 +124,33 @@ def _judge(run: powerloss.RecordedRun, chosen: list[int], config: Config, root: 
         return
     import multiprocessing
 
-    _SHARED.update(run=run, config=config, root=root)
+    context = multiprocessing.get_context("fork")
+    counted = context.Value("q", 0)
+    _SHARED.update(run=run, config=config, root=root, counted=counted)
     # Ctrl-C reaches the workers too (one process group): the main process reports it, and
     # leaving the block terminates them.
-    with multiprocessing.get_context("fork").Pool(config.jobs,
-                                                  initializer=leftovers.init_worker) as pool:
-        for outcomes in pool.imap_unordered(_worker, slices):
+    with context.Pool(config.jobs, initializer=leftovers.init_worker) as pool:
+        results = pool.imap_unordered(_worker, slices)
+        while True:
+            try:
+                outcomes = results.next(timeout=TICK_S)
+            except StopIteration:
+                return
+            except multiprocessing.TimeoutError:
+                if judged is not None:
+                    judged(counted.value)
+                continue
             yield from outcomes
 
 
 def _worker(part: list[int]) -> list[powerloss.Outcome]:
-    return list(_judge_slice(_SHARED["run"], part, _SHARED["config"], _SHARED["root"]))
+    counted = _SHARED["counted"]
+    outcomes = []
+    for outcome in _judge_slice(_SHARED["run"], part, _SHARED["config"], _SHARED["root"]):
+        outcomes.append(outcome)
+        with counted.get_lock():
+            counted.value += 1
+    return outcomes
 
 
 def _judge_slice(run: powerloss.RecordedRun, part: list[int], config: Config, root: str

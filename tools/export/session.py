@@ -199,8 +199,9 @@ def _shutdown(gateway: Any) -> None:
             proc.stdin.close()
         leftovers.end_child(proc, timeout=30)
     finally:
-        work = getattr(gateway, "streamkeep_work", None)
-        if work is not None:
+        # (not getattr: a py4j gateway answers any attribute it lacks with a JavaMember)
+        work = vars(gateway).get("streamkeep_work")
+        if isinstance(work, str):
             leftovers.remove(work)
 
 

@@ -8,6 +8,7 @@ import pytest
 
 from streamkeep.tools import bench
 from streamkeep.tools.bench import registry
+from tests.support.bench_cells import assert_same_rate
 
 
 def test_json_output(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
@@ -41,3 +42,17 @@ def test_format_target() -> None:
     assert bench.format_target(250_000) == ">= 250,000"
     assert bench.format_target(2.0, "x", at_most=True) == "<= 2x"
     assert bench.format_target(2000, "us", at_most=True) == "<= 2,000 us"
+
+
+def test_a_rate_prints_three_significant_digits_at_least() -> None:
+    """A slow row's rate keeps its digits (13.44 MB/s is not printed as 13), and a row's two
+    cells are checked as one number rounded twice: 13 is what 13.44 rounds to, 14 is not."""
+    from streamkeep.tools.bench.report import format_rate
+
+    assert [format_rate(r) for r in (147_858.2, 999.6, 100.0, 99.96, 13.44, 1.2345, 0.0123)] \
+        == ["147,858", "1,000", "100", "100.0", "13.4", "1.23", "0.0123"]
+    us = f"{1e6 / 13.44:.2f}"
+    assert_same_rate(format_rate(13.44), us)
+    assert_same_rate("13", us)
+    with pytest.raises(AssertionError):
+        assert_same_rate("14", us)

@@ -5,13 +5,21 @@ point, and bad input is a usage error (exit 2) without a traceback."""
 
 from __future__ import annotations
 
+import io
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+
+from streamkeep.tools.crashbench.crashbench_command import LineProgress
+
+# A progress line on a pipe: what runs, points judged of its points, the rate, time elapsed.
+PROGRESS = re.compile(r"crashbench: (always|everysec|no) exhaustive seed \d+: [\d,]+/[\d,]+ "
+                      r"\(\d+%\), [\d,.]+/s, .+ elapsed(, about .+ left of it)?")
 
 
 def crashbench(*args: str, timeout: float = 300,
@@ -32,7 +40,10 @@ def bounded(tmp_path_factory: pytest.TempPathFactory) -> tuple[subprocess.Comple
 def test_every_policy_holds_every_invariant(bounded: tuple) -> None:
     proc, doc = bounded
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert proc.stderr == ""  # piped: no progress, no engine warnings
+    # piped: plain progress lines (one every few seconds, one at the end), no engine warnings
+    lines = proc.stderr.splitlines()
+    assert lines and all(PROGRESS.match(line) for line in lines[:-1]), proc.stderr
+    assert re.fullmatch(r"crashbench: [\d,]+ judged in \S+( \S+)? \([\d,.]+/s\)", lines[-1])
     assert doc["ok"] is True
     rows = {(r["policy"], r["model"]): r for r in doc["rows"]}
     assert set(rows) == {(p, m) for p in ("always", "everysec", "no") for m in ("none", "zeros")}
@@ -192,3 +203,24 @@ def test_the_json_report_is_never_written_over_a_file_or_into_a_data_directory(
                       str(tmp_path / "data" / "report.json"), "--force")
     assert proc.returncode == 3 and "inside the streamkeep data directory" in proc.stderr
     assert not (tmp_path / "data" / "report.json").exists()
+
+
+def test_progress_lines_come_every_few_seconds_and_at_the_end() -> None:
+    """On a pipe, a line at most every `every` seconds as updates come (a count lower than one
+    seen is ignored: workers report ahead of the results), and the last line the run's."""
+    now = [100.0]
+    out = io.StringIO()
+    lines = LineProgress(out, every=5.0, clock=lambda: now[0])
+    for t, done in ((1.0, 20), (4.9, 40), (5.0, 100), (7.0, 80), (10.0, 150), (10.5, 160)):
+        now[0] = 100.0 + t
+        lines.update("always exhaustive seed 1", done, 200)
+    now[0] = 112.0
+    lines.finish()
+    printed = out.getvalue().splitlines()
+    assert printed == [
+        "crashbench: always exhaustive seed 1: 100/200 (50%), 25.0/s, 5.0 s elapsed, about "
+        "4.0 s left of it",
+        "crashbench: always exhaustive seed 1: 150/200 (75%), 16.7/s, 10.0 s elapsed, about "
+        "3.0 s left of it",
+        "crashbench: 160 judged in 12.0 s (13.3/s)"]
+    assert all(PROGRESS.match(line) for line in printed[:-1])

@@ -31,6 +31,11 @@ from streamkeep.tools.export.datasource import (
 from streamkeep.tools.export.pin import Pin, is_pin_file, pin
 from tests.support import v3_snapshot as v3
 
+# Spark's JVM starts once per module and its first jobs warm it up: on a machine shared with
+# other jobs that alone can take most of the suite's default two minutes. (A safety net
+# against a hang, not a bound on how long a job may take.)
+pytestmark = pytest.mark.timeout(600)
+
 KEYS = [(0, b"orders"), (0, b"bin\x00\xff"), (0, b"empty"), (1, b"orders"), (2, b"big")]
 
 

@@ -14,6 +14,11 @@ import pytest
 from streamkeep import Engine
 from streamkeep.tools.main import main
 
+# Spark's JVM starts once per module and its first jobs warm it up: on a machine shared with
+# other jobs that alone can take most of the suite's default two minutes. (A safety net
+# against a hang, not a bound on how long a job may take.)
+pytestmark = pytest.mark.timeout(600)
+
 
 @pytest.fixture(scope="module")
 def datadir(tmp_path_factory: pytest.TempPathFactory) -> str:
