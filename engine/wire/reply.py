@@ -2,8 +2,9 @@
 
 Owns the small vocabulary handlers reply with: `str` (simple string), `bytes` (bulk), `None` (null
 bulk), `int`, `list` (array), `RespMap` (a map in RESP3; flat or as pairs in RESP2) and
-`NULL_ARRAY` (RESP2 `*-1`); for RESP3-only shapes also `bool`, `float` (double), `RespSet`,
-`Verbatim` and `Push`; `EntryArray` is an array of stream entries the encoder may trust.
+`NULL_ARRAY` (RESP2 `*-1`); for RESP3-only shapes also `bool`, `float` (double), `HumanDouble` (a
+double known by its text), `RespSet`, `Verbatim` and `Push`; `EntryArray` is an array of stream
+entries the encoder may trust.
 `to_plain` turns them into the embedded API's plain values. The RESP
 encoder (`engine/wire/reply_encoder.py`) encodes the same values. Must not touch: engine state
 or I/O.
@@ -93,6 +94,26 @@ class Verbatim:
 
     def __repr__(self) -> str:
         return f"Verbatim({self.text!r}, {self.fmt!r})"
+
+
+class HumanDouble:
+    """A double known by its text, `ld2string(LD_STR_HUMAN)`'s digits of a long double (INCREX
+    BYFLOAT's numbers): RESP3 `,text`, RESP2 a bulk string of the same text, as Redis's
+    addReplyHumanLongDouble sends it. A `float` would print `%.17g` of a double, where Redis
+    prints the long double's digits (`0.1`, not `0.10000000000000001`)."""
+
+    __slots__ = ("text",)
+
+    def __init__(self, text: bytes) -> None:
+        self.text = text
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is HumanDouble and self.text == other.text
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"HumanDouble({self.text!r})"
 
 
 class EntryArray:
@@ -252,6 +273,8 @@ def to_plain(value: Any) -> Any:
         return None
     if t is Verbatim:
         return value.text.encode("utf-8", "surrogateescape")
+    if t is HumanDouble:
+        return value.text
     if t is RespMap or t is RespSet or t is Push:
         items = _items_of(value)
         _plain_list(items)
@@ -288,6 +311,8 @@ def _plain_list(items: list) -> None:
                 items[i] = None
             elif t is Verbatim:
                 items[i] = x.text.encode("utf-8", "surrogateescape")
+            elif t is HumanDouble:
+                items[i] = x.text
             elif t is RespMap or t is RespSet or t is Push:
                 items[i] = inner = _items_of(x)
                 stack.append(inner)
