@@ -122,7 +122,8 @@ export-demo: $(VENV)/.stamp-spark java
 # STREAMKEEP_REQUIRE_EXTENSIONS: a kernel that failed to build fails the build and the tests,
 # never hides behind the pure-Python fallback.
 # All three runs go on whatever the others found, then the target fails naming the runs that
-# failed; Ctrl-C stops them all.
+# failed; Ctrl-C stops them all. The whole suite runs three workers on two cores: its tests
+# wait on child processes, JVMs, fsyncs and sockets for about half their time.
 test: export STREAMKEEP_REQUIRE_EXTENSIONS = 1
 test: dev
 	@failed=""; interrupted=""; trap 'interrupted=1' INT; \
@@ -132,7 +133,7 @@ test: dev
 		if [ -n "$$interrupted" ]; then echo "make test: interrupted" >&2; exit 130; fi; \
 		if [ $$code -ne 0 ]; then failed="$$failed$${failed:+; }$$label (pytest exit $$code)"; fi; \
 	}; \
-	run "the whole suite" $(VPY) -m pytest -n 2 -q -m "not slow"; \
+	run "the whole suite" $(VPY) -m pytest -n 3 -q -m "not slow"; \
 	run "differential + property, cold nodes" \
 		$(VPY) -m pytest -n 2 -q -m "not slow" --cold-nodes tests/differential tests/property; \
 	run "differential + property, pure Python" env STREAMKEEP_NO_EXTENSIONS=1 \

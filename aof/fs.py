@@ -15,6 +15,7 @@ import contextlib
 import errno
 import fcntl
 import os
+from collections.abc import Iterable
 from typing import Any, Protocol
 
 from streamkeep.engine.wire.errors import StorageError
@@ -198,14 +199,19 @@ def mapped_ranges(path: str, identity: tuple[int, int] | None = None) -> list[tu
     `identity` (file_identity) names (Linux /proc/self/maps; empty elsewhere). Process
     introspection, not a data file: it lives here because this is the one module that opens
     files directly (snapshot.cold releases an LMDB map's pages)."""
-    dev, ino = identity or file_identity(path)
-    device = f"{os.major(dev):02x}:{os.minor(dev):02x}"
+    return mapped_ranges_of([identity or file_identity(path)])
+
+
+def mapped_ranges_of(identities: Iterable[tuple[int, int]]) -> list[tuple[int, int]]:
+    """mapped_ranges of several files at once, by their identities (one read of the map list:
+    a snapshot and its part files)."""
+    wanted = {(f"{os.major(dev):02x}:{os.minor(dev):02x}", str(ino)) for dev, ino in identities}
     ranges = []
     try:
         with open("/proc/self/maps") as maps:
             for line in maps:
                 parts = line.split(maxsplit=5)
-                if len(parts) >= 5 and parts[4] == str(ino) and parts[3] == device:
+                if len(parts) >= 5 and (parts[3], parts[4]) in wanted:
                     low, high = (int(x, 16) for x in parts[0].split("-"))
                     ranges.append((low, high))
     except OSError:

@@ -13,7 +13,7 @@ import contextlib
 import ctypes
 import weakref
 
-from streamkeep.aof.fs import file_identity, mapped_ranges
+from streamkeep.aof.fs import mapped_ranges_of
 from streamkeep.engine.model.ids import format_id
 from streamkeep.engine.wire.errors import StorageError
 from streamkeep.snapshot import layout
@@ -57,28 +57,27 @@ class SnapshotNodes:
         self.snapshot = Snapshot(path, part_suffix=part_suffix)
         weakref.finalize(self, _unused.append, self.snapshot)
         self.read_bytes = 0  # since the map's pages were last released
-        # The map's address ranges, found when pages are first released (reading the process's
+        # The maps' address ranges, found when pages are first released (reading the process's
         # map list costs more than opening a small snapshot: a load that reads little never
-        # pays it), by the file's identity, taken while it has its name (a compaction may
-        # unlink it later).
+        # pays it), by the identities of the file and its part files, taken when they were
+        # opened (a compaction may unlink them later). The parts hold the nodes: their maps
+        # are where reads bring pages in.
         self.ranges: list[tuple[int, int]] | None = None
-        try:
-            self.identity: tuple[int, int] | None = file_identity(path)
-        except OSError:
-            self.identity = None
+        files = self.snapshot.files()
+        self.identities = [identity for identity, _size in files]
+        self.size = sum(size for _identity, size in files)  # what a load reads at most
 
     def close(self) -> None:
         """The engine is closing: let go of the file now (its streams read nothing more)."""
         _close_unused()
         self.snapshot.close()
-        self.ranges, self.identity = [], None
+        self.ranges, self.identities = [], []
 
     def release_pages(self) -> None:
         """Drop the pages reads brought into the map from this process's RSS."""
         self.read_bytes = 0
         if self.ranges is None:
-            self.ranges = [] if self.identity is None else mapped_ranges(self.path,
-                                                                        self.identity)
+            self.ranges = mapped_ranges_of(self.identities)
         _release(self.ranges)
 
     def _missing(self, number: int, master: int) -> StorageError:

@@ -81,8 +81,9 @@ def load_snapshot(engine: EngineCore, path: str, lazy: bool | None = None,
         # Every node is as the file holds it; changes from now on are not.
         store.clean_before = residency.last_tick = EPOCH.tick()
         residency.switched(store)
-        # What the load read of the file (at most all of it) stops being resident.
-        store.count_read(os.path.getsize(path))
+        # What the load read of the file and its parts (at most all of them) stops being
+        # resident: the pages stay mapped while the store keeps the files open.
+        store.count_read(store.size)
         return snap.meta
 
 

@@ -343,7 +343,7 @@ def write_stream(s: Stream, rdb_type: int) -> bytes:
         raise ValueError(f"not a stream type: {rdb_type}")
     out = [encode_length(len(s.nodes))]
     for node in s.nodes:
-        lp = bytes(node.lp)  # the node is the listpack Redis writes
+        lp = bytes(node.buffer())  # the node is the listpack Redis writes
         out += [encode_string(node.master.to_bytes(16, "big")), encode_length(len(lp)) + lp]
     out += [encode_length(s.length), _encode_id(s.last_id)]
     if rdb_type >= 19:

@@ -281,7 +281,8 @@ class Snapshot:
         self.part_infos: list[PartInfo] = []
         self._runs: dict[int, tuple[list[int], list[Run]]] = {}
         self._part_suffix = part_suffix  # a replica's full sync reads parts under temp names
-        self._key, self.env, size = _open_env(path)
+        self._key, self.env, self.size = _open_env(path)
+        size = self.size
         try:
             # LMDB maps the file: a page past the end of a truncated file is SIGBUS, not an
             # error, so check that every page the newest meta page counts is there.
@@ -310,6 +311,12 @@ class Snapshot:
     def tables(self) -> frozenset[str]:
         """The tables this file has (the oldest snapshots lack `nodeinfo`)."""
         return frozenset(self._tables)
+
+    def files(self) -> list[tuple[tuple[int, int], int]]:
+        """(identity, size) of this file and its part files as they were opened: the identity
+        (device, inode) names their maps even once a compaction unlinks them
+        (aof.fs.mapped_ranges_of)."""
+        return [(part._key, part.size) for part in (self, *self.parts) if part._key is not None]
 
     def close(self) -> None:
         self.end_reads()

@@ -61,11 +61,11 @@ def stream_numbers(dbs: list[dict[bytes, Stream]]) -> Iterator[tuple[int, int, b
 def _node_values(node: Node, key: bytes) -> tuple[bytes | bytearray, bytes]:
     """The node's sealed `nodes` and `nodeinfo` values under `key`: a cold one's moved from the
     snapshot that holds it as stored (checked on the way, not decoded)."""
-    if node.is_cold():
+    lp = node.lp
+    if lp is None:  # cold
         home = node.home
         assert home is not None and home.store is not None  # cold: a snapshot holds it
         return home.store.stored_for(home.number, node.master, key)
-    lp = node.lp
     return layout.seal_node(key, lp, layout.encode_node_info(
         node.live, len(lp), node.count, node.master_fields))
 

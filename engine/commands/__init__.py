@@ -13,6 +13,7 @@ from streamkeep.engine.commands import (  # noqa: F401
     expiry,
     groups,
     idmp,
+    increx,
     info,
     keyspace,
     latency,

@@ -1,4 +1,5 @@
-"""CLIENT: ID, GETNAME, SETNAME, SETINFO, INFO, LIST, KILL, NO-EVICT, NO-TOUCH, REPLY, HELP.
+"""CLIENT: ID, GETNAME, GETREDIR (-1: no client-side caching), SETNAME, SETINFO, INFO, LIST,
+KILL, NO-EVICT, NO-TOUCH, REPLY, HELP.
 
 Owns these subcommands' argument handling and replies, shaped as Redis's (src/networking.c).
 Handlers run with the engine lock held on the server's event-loop thread, so they only read the
@@ -78,6 +79,13 @@ def client_id(ctx: Ctx, argv: Argv) -> int:
             summary="Returns the name of the connection.")
 def client_getname(ctx: Ctx, argv: Argv) -> bytes | None:
     return ctx.session.name or None
+
+
+@subcommand(CLIENT, "getredir", 2, "noscript loading stale", keys=NO_KEYS, since="6.0.0",
+            summary="Returns the client ID to which the connection's tracking notifications "
+                    "are redirected.")
+def client_getredir(ctx: Ctx, argv: Argv) -> int:
+    return -1  # Redis's reply while tracking is off: streamkeep has no client-side caching
 
 
 @subcommand(CLIENT, "setname", 3, "noscript loading stale", keys=NO_KEYS, since="2.6.9",
@@ -241,6 +249,8 @@ def client_reply(ctx: Ctx, argv: Argv) -> object:
 
 
 help_subcommand(CLIENT, [
+    "GETREDIR",
+    "    Return the client ID we are redirecting to when tracking is enabled.",
     "GETNAME",
     "    Return the name of the current connection.",
     "ID",

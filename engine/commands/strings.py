@@ -189,19 +189,26 @@ def _parse_set_options(argv: Argv, start: int, kind: int) -> SetArgs:
     return args
 
 
-def _expire_at(ctx: Ctx, args: SetArgs, name: str) -> int | None:
-    """getExpireMillisecondsOrReply: the absolute expiry time, None without one."""
-    if args.time_arg is None:
-        return None
-    when = parse_int(args.time_arg)
-    if when <= 0 or (args.unit_ms == 1000 and when > LLONG_MAX // 1000):
+def expire_time_ms(ctx: Ctx, time_arg: bytes, unit_ms: int, relative: bool, name: str) -> int:
+    """getExpireMillisecondsOrReply: an EX/PX (`relative`) or EXAT/PXAT argument, in seconds
+    (`unit_ms` 1000) or ms, as an absolute time in ms; not positive or out of range: `invalid
+    expire time in '<name>' command`."""
+    when = parse_int(time_arg)
+    if when <= 0 or (unit_ms == 1000 and when > LLONG_MAX // 1000):
         raise expire_time_error(name)
-    when *= args.unit_ms
-    if args.flags & (_EX | _PX):
+    when *= unit_ms
+    if relative:
         when += ctx.now
         if when > LLONG_MAX:  # C's signed overflow, which Redis detects as a result <= 0
             raise expire_time_error(name)
     return when
+
+
+def _expire_at(ctx: Ctx, args: SetArgs, name: str) -> int | None:
+    """The absolute expiry time SET-like options give, None without one."""
+    if args.time_arg is None:
+        return None
+    return expire_time_ms(ctx, args.time_arg, args.unit_ms, bool(args.flags & (_EX | _PX)), name)
 
 
 def _condition_holds(ctx: Ctx, key: bytes, flags: int, match: bytes) -> bool:

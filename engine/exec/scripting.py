@@ -50,7 +50,14 @@ from streamkeep.engine.exec.table import Argv, Flag, resolve
 from streamkeep.engine.model.effects import select_effect
 from streamkeep.engine.wire.args import parse_int
 from streamkeep.engine.wire.errors import ReplyError, StreamkeepError
-from streamkeep.engine.wire.reply import NO_REPLY, NULL_ARRAY, RespMap, RespSet, Verbatim
+from streamkeep.engine.wire.reply import (
+    NO_REPLY,
+    NULL_ARRAY,
+    HumanDouble,
+    RespMap,
+    RespSet,
+    Verbatim,
+)
 
 if TYPE_CHECKING:
     from streamkeep.engine.exec.context import Ctx
@@ -564,6 +571,9 @@ class Scripting:
             if run.resp == 3:
                 return self.lua.table_from({b"double": value})
             return _double_bulk(value)
+        if t is HumanDouble:  # (a RESP3 double's text read as a Lua number, as Redis's strtod)
+            return self.lua.table_from({b"double": float(value.text)}) if run.resp == 3 \
+                else value.text
         if isinstance(value, ReplyError):
             return self._error_table(value.line)
         if t is RespMap:

@@ -13,7 +13,7 @@ import heapq
 import itertools
 from array import array
 from collections.abc import Generator, Iterator
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
 from streamkeep.engine.model.ids import MAX_ID, split_ids
 from streamkeep.engine.model.pel_store import (
@@ -32,8 +32,8 @@ from streamkeep.engine.model.pel_store import (
 if TYPE_CHECKING:
     from streamkeep.engine.model.stream import Stream
 
-INVALID_ENTRIES_READ = -1
-_LOW = (1 << 64) - 1
+INVALID_ENTRIES_READ: Final = -1
+_LOW: Final = (1 << 64) - 1
 
 
 class Nack:

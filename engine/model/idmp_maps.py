@@ -23,12 +23,13 @@ import hashlib
 import struct
 from collections import deque
 from collections.abc import Iterable, Iterator, Sequence
+from typing import Final
 
-DEFAULT_DURATION = 100  # seconds (stream-idmp-duration)
-DEFAULT_MAXSIZE = 100  # iids per producer (stream-idmp-maxsize)
-DURATION_RANGE = (1, 86400)
-PRODUCER_CHECKS = 2  # producers checked for expiry each time a new one starts
-MAXSIZE_RANGE = (1, 10000)
+DEFAULT_DURATION: Final = 100  # seconds (stream-idmp-duration)
+DEFAULT_MAXSIZE: Final = 100  # iids per producer (stream-idmp-maxsize)
+DURATION_RANGE: Final = (1, 86400)
+PRODUCER_CHECKS: Final = 2  # producers checked for expiry each time a new one starts
+MAXSIZE_RANGE: Final = (1, 10000)
 
 
 class Producer:
@@ -185,6 +186,6 @@ def auto_iid(fields: Sequence[bytes]) -> bytes:
     return h.digest()
 
 
-_COPY_LIMIT = 4096
-_LENGTHS = struct.Struct("<QQ").pack
-_blake2b = hashlib.blake2b
+_COPY_LIMIT: Final = 4096
+_LENGTHS: Final = struct.Struct("<QQ").pack
+_blake2b: Final = hashlib.blake2b

@@ -7,6 +7,8 @@ raises the exact Redis error lines. Must not touch: streams, groups or any engin
 
 from __future__ import annotations
 
+from typing import Final
+
 from streamkeep.engine.wire import extensions
 from streamkeep.engine.wire.errors import INVALID_STREAM_ID, ReplyError
 
@@ -31,11 +33,11 @@ __all__ = ["MAX_ID", "MIN_ID", "SEQ_BITS", "SEQ_MASK", "U64_MAX", "ParsedID", "d
            "parse_range", "parse_range_bound", "parse_strict", "parse_u64", "plain_id", "plain_ids",
            "split_ids", "try_parse_strict"]
 
-SEQ_BITS = 64
-SEQ_MASK = (1 << 64) - 1
-U64_MAX = SEQ_MASK
-MIN_ID = 0
-MAX_ID = (1 << 128) - 1
+SEQ_BITS: Final = 64
+SEQ_MASK: Final = (1 << 64) - 1
+U64_MAX: Final = SEQ_MASK
+MIN_ID: Final = 0
+MAX_ID: Final = (1 << 128) - 1
 
 
 def make_id(ms: int, seq: int) -> int:
@@ -59,7 +61,7 @@ def decr_id(sid: int) -> int | None:
     return None if sid == MIN_ID else sid - 1
 
 
-_SPACES = b" \t\n\v\f\r"
+_SPACES: Final = b" \t\n\v\f\r"
 
 
 def _string2ll(text: bytes) -> int | None:

@@ -6,6 +6,8 @@ Must not touch: anything but choosing the implementation.
 
 from __future__ import annotations
 
+from typing import Final
+
 from streamkeep.engine.wire import extensions
 
 try:
@@ -17,7 +19,7 @@ except ImportError as error:
 else:
     extensions.loaded(__name__, True)
 
-CELL_BYTES = 4  # a table cell: Redis's uint32_t
+CELL_BYTES: Final = 4  # a table cell: Redis's uint32_t
 
 
 def table_bytes(a_len: int, b_len: int) -> int:

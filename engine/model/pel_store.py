@@ -14,6 +14,7 @@ from __future__ import annotations
 from array import array
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Generator, Iterator
+from typing import Final
 
 from streamkeep.engine.model.pel_claim import (
     claim,
@@ -31,8 +32,8 @@ from streamkeep.engine.model.pel_search import (
     wide_bucket,
 )
 
-_LOAD = 512  # a chunk splits in two above 2 * _LOAD IDs
-_LOW = (1 << 64) - 1
+_LOAD: int = 512  # a chunk splits in two above 2 * _LOAD IDs
+_LOW: Final = (1 << 64) - 1
 
 
 class PackedIDs:
@@ -241,7 +242,7 @@ class PackedIDs:
                 yield ms[k] << 64 | seq[k]
 
 
-NO_OWNER = -1  # the owner column of an entry XNACK released
+NO_OWNER: Final = -1  # the owner column of an entry XNACK released
 
 
 class PendingTable(PackedIDs):
@@ -358,7 +359,7 @@ class PendingTable(PackedIDs):
 # ('I': the smallest ms as two words, then (ms - that, seq) pairs, 8 bytes an ID) when every ID
 # fits, which a batch of deliveries does, else wide ('Q': (ms, seq) pairs, 16 bytes an ID).
 
-_WORD = 1 << 32
+_WORD: Final = 1 << 32
 
 
 def bucket_new(ms: list[int], seq: list[int]) -> array:

@@ -2,7 +2,7 @@
 
 Owns the bookkeeping that lets a stream be bigger than memory. A node whose entries are
 unchanged since the current snapshot was taken may be *cold*:
-its entry lists dropped, read back from that snapshot when touched (`stream.ColdNode`). This
+its entry lists dropped, read back from that snapshot when touched (`stream.Node.thaw`). This
 module decides which nodes go cold and when:
 
 - `EPOCH`, a process-wide change clock. A node records the clock's value when its entries last
@@ -28,7 +28,7 @@ from __future__ import annotations
 import threading
 from collections import deque
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Final, Protocol
 
 if TYPE_CHECKING:
     from streamkeep.engine.model.stream import Node, Stream
@@ -36,7 +36,7 @@ if TYPE_CHECKING:
 # What a resident node costs beyond its listpack: the Node object, its buffer's object and
 # allocation, its master ID and its slots in the stream's two lists (measured with
 # tracemalloc; the field names' tuple is shared between a stream's nodes).
-NODE_OVERHEAD = 300
+NODE_OVERHEAD: Final = 300
 
 
 def node_bytes(count: int, listpack_bytes: int) -> int:
@@ -64,8 +64,8 @@ class Epoch:
             return self.value
 
 
-EPOCH = Epoch()
-_NEVER = 1 << 62
+EPOCH: Final = Epoch()
+_NEVER: Final = 1 << 62
 
 
 class NodeStore(Protocol):
@@ -118,7 +118,7 @@ class Residency:
         self.waiting: deque[tuple[Node, Home, int]] = deque()  # changed since the snapshot
         self.resident = 0  # estimated bytes of the queued and waiting nodes
         self.waiting_bytes = 0
-        self.loads = 0  # cold nodes read back (made resident, or read once: ColdNode.peek)
+        self.loads = 0  # cold nodes read back (made resident, or read once: Node.peek)
         self.evictions = 0  # nodes made cold
         self.store: NodeStore | None = None  # the current snapshot's nodes
         self.last_tick = 0  # the clock's value at this engine's latest load or rotation
@@ -158,10 +158,10 @@ class Residency:
         self.resident += nbytes
 
     def loaded(self, node: Node, home: Home) -> None:
-        """A cold node was read back (by `ColdNode.thaw`). (Every cold read passes here once
+        """A cold node was read back (by `Node.thaw`). (Every cold read passes here once
         per node: `sealed` and `node_bytes` are inlined.)"""
         self.loads += 1
-        size = len(node.lp)  # (node.lp_bytes(): the node is resident now)
+        size = node.lp_bytes()
         home.cold_nodes -= 1
         home.cold_entries -= node.live
         home.cold_bytes -= size

@@ -6,8 +6,8 @@ trimming match Redis), indexed by their first ("master") ID for O(log n) seek an
 Each node's entries are one packed buffer: the listpack Redis keeps for the node, byte for byte
 (`engine.model.packed_node`, a compiled kernel with a pure-Python reference); reads decode only
 the entries they return. Deleted entries stay as flagged entries inside their node until the
-node empties, as in Redis. A sealed node may be *cold* (`ColdNode`): its buffer dropped from
-memory and read back from the snapshot when touched; `engine.model.residency` decides which and
+node empties, as in Redis. A sealed node may be *cold* (`Node.lp` None): its buffer dropped
+from memory and read back from the snapshot when touched; `engine.model.residency` decides which and
 when. Also owns the stream metadata (last ID, first ID, max deleted ID, entries added). Consumer
 groups hang off `Stream.groups` but are owned by `engine.groups`, idempotent producers' maps off
 `Stream.idmp` (owned by `engine.model.idmp_maps`). Must not touch: argument parsing,
@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from bisect import bisect_right
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 from zlib import crc32
 
 from streamkeep.engine.model import packed_node as pk
@@ -34,15 +34,21 @@ if TYPE_CHECKING:
 # Flat (field1, value1, field2, value2, ...): how entries come in and go out (the node keeps
 # them packed).
 Fields = tuple[bytes, ...]
-LISTPACK_MAX_SIZE = 1 << 30
-_U64 = (1 << 64) - 1
-_NO_EPOCH = -2  # below every epoch (a snapshot's nodes have -1): no CRC taken
+LISTPACK_MAX_SIZE: Final = 1 << 30
+_U64: Final = (1 << 64) - 1
+_NO_EPOCH: Final = -2  # below every epoch (a snapshot's nodes have -1): no CRC taken
 
 
 class Node:
     """One stream node: its master ID and field names, and `lp`, its entries packed as Redis's
     listpack (deleted entries flagged in place). `count` is its entries, deleted ones included,
     `live` the others.
+
+    A sealed node may be *cold*: `lp` is None, its entries are in its snapshot only (its
+    master, counters and listpack size are kept). `buffer()` reads them back (one LMDB read and
+    a copy) and makes it resident again; `peek()` reads them for one read and leaves it cold.
+    A reader of `lp` tests it for None itself where it is hot (an append, a range read): one
+    test of a local, no call.
 
     `epoch` is the change clock's value (residency.EPOCH) when its entries last changed (an
     append or a deletion), -1 for a node as a snapshot holds it.
@@ -51,19 +57,19 @@ class Node:
     size (a resident node's is `len(lp)`).
     `crc` is the CRC-32 of the listpack as it was when its `epoch` was `crc_epoch` (-1: not
     known): a read-back whose bytes have that CRC gets back bytes this process held as a node,
-    so their structure need not be checked again (see `ColdNode.thaw`)."""
+    so their structure need not be checked again (see `thaw`)."""
 
     __slots__ = ("master", "master_ms", "master_seq", "single_field", "master_fields", "lp",
                  "count", "live", "size", "epoch", "home", "queued", "crc", "crc_epoch")
 
-    def __init__(self, master: int, names: Fields, lp: bytearray | None = None) -> None:
+    def __init__(self, master: int, names: Fields, lp: bytearray | None) -> None:
         self.master = master
         self.master_ms = master >> 64
         self.master_seq = master & _U64
         self.master_fields = names
         # The one field name when the master entry has exactly one (append's fast check).
         self.single_field = names[0] if len(names) == 1 else None
-        self.lp = pk.new_node(names) if lp is None else lp
+        self.lp = lp  # None: cold
         self.count = 0
         self.live = 0
         self.size = 0
@@ -76,68 +82,42 @@ class Node:
         self.crc_epoch = _NO_EPOCH
 
     def is_cold(self) -> bool:
-        return False
+        return self.lp is None
+
+    def buffer(self) -> bytearray:
+        """The listpack, read back first if the node is cold (it is resident from then on)."""
+        lp = self.lp
+        return self.thaw() if lp is None else lp
 
     def freeze(self) -> None:
         """Drop the entries from memory (residency.evict decides: only a sealed node its
-        snapshot holds as it is). The class changes so that resident nodes pay nothing for
-        the read-back: only a ColdNode has a `__getattr__`.
+        snapshot holds as it is).
         Its CRC is taken first unless the entries are unchanged since it was (a node read back
         and not changed since has it from the read-back): the read-back recognises these bytes
         by it and skips their structural check."""
+        lp = self.lp
+        assert lp is not None  # (the residency queues resident nodes only)
         if self.crc_epoch != self.epoch:
-            self.crc = crc32(self.lp)
+            self.crc = crc32(lp)
             self.crc_epoch = self.epoch
-        self.size = len(self.lp)
-        del self.lp
-        self.__class__ = ColdNode
+        self.size = len(lp)
+        self.lp = None
 
-    def lp_bytes(self) -> int:
-        """The listpack's size: what Redis compares with stream-node-max-bytes."""
-        return len(self.lp)
-
-    def last_id(self) -> int:
-        """The last entry's ID, deleted or not."""
-        return pk.last_id(self.lp, self.master)
-
-    def entry_ids(self) -> list[int]:
-        """Every entry's ID, deleted ones included (decoded: for inspection and tests)."""
-        return pk.ids(self.lp, self.master)
-
-    def entry_fields(self) -> list[Fields | None]:
-        """Every entry's fields, None for a deleted one (decoded: for inspection and tests)."""
-        return [None if deleted else f for _sid, f, deleted in pk.entries(self.lp, self.master)]
-
-    def live_ids(self) -> list[int]:
-        if self.live == self.count:
-            return pk.ids(self.lp, self.master)
-        return [sid for sid, _f, deleted in pk.entries(self.lp, self.master) if not deleted]
-
-
-class ColdNode(Node):
-    """A node whose entries are in its snapshot only. Its master, counters and listpack size
-    are kept; touching `lp` reads the buffer back (one LMDB read and a copy) and makes it an
-    ordinary Node again. Readers that walk nodes call `thaw` themselves on a ColdNode: the
-    `__getattr__` fallback costs an AttributeError first."""
-
-    __slots__ = ()
-
-    def is_cold(self) -> bool:
-        return True
-
-    def lp_bytes(self) -> int:
-        return self.size
-
-    def __getattr__(self, name: str) -> object:
-        # Called only for attributes not set: on a ColdNode, the buffer.
-        if name != "lp":
-            raise AttributeError(name)
-        self.thaw()
-        return object.__getattribute__(self, name)
+    def thaw(self) -> bytearray:
+        """Read a cold node's listpack back from its snapshot and keep it; returns it."""
+        home = self.home
+        assert home is not None and home.store is not None  # only a stored node goes cold
+        # The store checks the stored value's checksum, and the listpack's structure unless
+        # its CRC is the one this node had when it went cold (the bytes it held then).
+        lp, self.crc = home.store.load(home.number, self.master, self.crc)
+        self.lp = lp
+        self.crc_epoch = self.epoch
+        home.residency.loaded(self, home)
+        return lp
 
     def peek(self) -> bytearray:
-        """The node's listpack, read from its snapshot and checked as `thaw` reads it, for one
-        read: the node stays cold. Range reads of a cold backlog (a consumer catching up, a
+        """A cold node's listpack, read from its snapshot and checked as `thaw` reads it, for
+        one read: the node stays cold. Range reads of a cold backlog (a consumer catching up, a
         scan) read each node once; bringing every one back only to evict another cost more
         than the read."""
         home = self.home
@@ -146,22 +126,35 @@ class ColdNode(Node):
         home.residency.loads += 1
         return lp
 
-    def thaw(self) -> None:
-        home = self.home
-        assert home is not None and home.store is not None  # only a stored node goes cold
-        # The store checks the stored value's checksum, and the listpack's structure unless
-        # its CRC is the one this node had when it went cold (the bytes it held then).
-        self.lp, self.crc = home.store.load(home.number, self.master, self.crc)
-        self.crc_epoch = self.epoch
-        self.__class__ = Node  # type: ignore[assignment]
-        home.residency.loaded(self, home)
+    def lp_bytes(self) -> int:
+        """The listpack's size: what Redis compares with stream-node-max-bytes."""
+        lp = self.lp
+        return self.size if lp is None else len(lp)
+
+    def last_id(self) -> int:
+        """The last entry's ID, deleted or not."""
+        return pk.last_id(self.buffer(), self.master)
+
+    def entry_ids(self) -> list[int]:
+        """Every entry's ID, deleted ones included (decoded: for inspection and tests)."""
+        return pk.ids(self.buffer(), self.master)
+
+    def entry_fields(self) -> list[Fields | None]:
+        """Every entry's fields, None for a deleted one (decoded: for inspection and tests)."""
+        return [None if deleted else f for _sid, f, deleted in pk.entries(self.buffer(),
+                                                                            self.master)]
+
+    def live_ids(self) -> list[int]:
+        lp = self.buffer()
+        if self.live == self.count:
+            return pk.ids(lp, self.master)
+        return [sid for sid, _f, deleted in pk.entries(lp, self.master) if not deleted]
 
 
-def cold_node(master: int, master_fields: tuple, size: int, live: int, count: int) -> ColdNode:
+def cold_node(master: int, master_fields: Fields, size: int, live: int, count: int) -> Node:
     """A node as its snapshot holds it, entries not loaded (a lazy load's; residency.bind
     gives it its home)."""
-    node = ColdNode(master, tuple(master_fields), bytearray())
-    del node.lp
+    node = Node(master, tuple(master_fields), None)
     node.size = size
     node.live = live
     node.count = count
@@ -211,12 +204,22 @@ class Stream:
         if not idb:  # callers holding the canonical `ms-seq` bytes pass them in
             idb = format_id(sid)
         nodes = self.nodes
-        node = nodes[-1] if nodes else None
-        elen = len(fields[0]) + len(fields[1]) if len(fields) == 2 else sum(map(len, fields))
-        if (node is None or 0 < max_entries <= node.count
-                or self._node_full(node, elen, max_bytes)):
-            node = self._new_node(sid, fields)
-        pk.append(node.lp, node.master, node.master_fields, sid, fields)
+        if not nodes:
+            node, lp = self._new_node(sid, fields)
+        else:
+            node = nodes[-1]
+            if 0 < max_entries <= node.count:
+                node, lp = self._new_node(sid, fields)
+            else:
+                tail = node.lp
+                lp = node.thaw() if tail is None else tail  # (None: an idle tail gone cold)
+                if not 0 < max_bytes <= LISTPACK_MAX_SIZE:
+                    max_bytes = LISTPACK_MAX_SIZE
+                elen = (len(fields[0]) + len(fields[1]) if len(fields) == 2
+                        else sum(map(len, fields)))
+                if len(lp) + elen >= max_bytes:
+                    node, lp = self._new_node(sid, fields)
+        pk.append(lp, node.master, node.master_fields, sid, fields)
         node.count += 1
         node.live += 1
         node.epoch = EPOCH.value
@@ -246,22 +249,24 @@ class Stream:
         self.masters.append(master)
         return node
 
-    def restore_cold_node(self, node: ColdNode) -> None:
+    def restore_cold_node(self, node: Node) -> None:
         """Append a node a lazy load left in its snapshot (see `cold_node`)."""
         self.nodes.append(node)
         self.masters.append(node.master)
 
-    def _new_node(self, sid: int, fields: Fields) -> Node:
+    def _new_node(self, sid: int, fields: Fields) -> tuple[Node, bytearray]:
+        """A new tail for an entry of these fields (the old one sealed); it and its buffer."""
         names = fields[0::2]
         nodes = self.nodes
         if nodes:
             tail = nodes[-1]
             if tail.master_fields == names:  # shared: one names tuple for a run of nodes
                 names = tail.master_fields
-            if not tail.is_cold():
+            if tail.lp is not None:
                 # sealed: its buffer at its exact size (appends over-allocate)
                 tail.lp = bytearray(tail.lp)
-        node = Node(sid, names)
+        lp = pk.new_node(names)
+        node = Node(sid, names, lp)
         home = self.home
         if home is not None:
             node.home = home
@@ -269,13 +274,7 @@ class Stream:
                 home.residency.sealed(nodes[-1], home)
         nodes.append(node)
         self.masters.append(sid)
-        return node
-
-    @staticmethod
-    def _node_full(node: Node, element_bytes: int, max_bytes: int) -> bool:
-        if max_bytes <= 0 or max_bytes > LISTPACK_MAX_SIZE:
-            max_bytes = LISTPACK_MAX_SIZE
-        return len(node.lp) + element_bytes >= max_bytes
+        return node, lp
 
     # --- lookup and iteration --------------------------------------------------------------
 
@@ -288,7 +287,8 @@ class Stream:
         if not self.nodes:
             return None
         node = self.nodes[self._node_index(sid)]
-        return pk.find(node.lp, node.master, sid)
+        lp = node.lp
+        return pk.find(node.thaw() if lp is None else lp, node.master, sid)
 
     def __contains__(self, sid: int) -> bool:
         return self.get(sid) is not None
@@ -305,7 +305,7 @@ class Stream:
             if node.master > end:
                 return
             sids: list[int] = []
-            idbs, fields = pk.read_range(node.lp, node.master, start, end, 0, False, sids)
+            idbs, fields = pk.read_range(node.buffer(), node.master, start, end, 0, False, sids)
             yield from zip(sids, idbs, fields, strict=True)
             i += 1
 
@@ -319,7 +319,7 @@ class Stream:
         while i >= 0:
             node = nodes[i]
             sids: list[int] = []
-            idbs, fields = pk.read_range(node.lp, node.master, start, end, 0, True, sids)
+            idbs, fields = pk.read_range(node.buffer(), node.master, start, end, 0, True, sids)
             yield from zip(sids, idbs, fields, strict=True)
             if node.master <= start:
                 return
@@ -375,7 +375,7 @@ class Stream:
                     read: Callable[[bytearray, int, int], int]) -> int:
         """Call `read(listpack, master, left)` on each node that may hold entries of
         [start, end], in the reply's order, until `count` (0: all) are read; the number read.
-        A cold node is read from its snapshot and stays cold (`ColdNode.peek`)."""
+        A cold node is read from its snapshot and stays cold (`Node.peek`)."""
         end = min(end, MAX_ID)  # (the kernel reads IDs as two uint64s)
         nodes = self.nodes
         if not nodes or start > end:
@@ -387,7 +387,9 @@ class Stream:
                 node = nodes[i]
                 if node.master > end:
                     break
-                lp = node.peek() if node.__class__ is ColdNode else node.lp  # type: ignore[attr-defined]
+                lp = node.lp
+                if lp is None:
+                    lp = node.peek()
                 got += read(lp, node.master, count - got if count else 0)
                 if count and got >= count:
                     break
@@ -396,7 +398,9 @@ class Stream:
         i = self._node_index(end)
         while i >= 0:
             node = nodes[i]
-            lp = node.peek() if node.__class__ is ColdNode else node.lp  # type: ignore[attr-defined]
+            lp = node.lp
+            if lp is None:
+                lp = node.peek()
             got += read(lp, node.master, count - got if count else 0)
             if count and got >= count or node.master <= start:
                 break
@@ -409,7 +413,7 @@ class Stream:
             return MAX_ID
         if not skip_tombstones:
             node = self.nodes[0]
-            return pk.ids(node.lp, node.master)[0] if node.count else MAX_ID
+            return pk.ids(node.buffer(), node.master)[0] if node.count else MAX_ID
         return self._edge_live_id(False, MAX_ID)
 
     def last_entry_id(self) -> int:
@@ -426,7 +430,7 @@ class Stream:
         for node in reversed(self.nodes) if last else self.nodes:
             if node.live:
                 sids: list[int] = []
-                pk.read_range(node.lp, node.master, 0, MAX_ID, 1, last, sids)
+                pk.read_range(node.buffer(), node.master, 0, MAX_ID, 1, last, sids)
                 return sids[0]
         return missing
 
@@ -438,7 +442,7 @@ class Stream:
             return False
         i = self._node_index(sid)
         node = self.nodes[i]
-        if not pk.mark_deleted(node.lp, node.master, sid):
+        if not pk.mark_deleted(node.buffer(), node.master, sid):
             return False
         node.epoch = EPOCH.value
         node.live -= 1
@@ -521,7 +525,8 @@ class Stream:
         doomed: list[int] = []
         stopped = False
         length = self.length
-        for sid, _f, deleted in pk.entries(node.lp, node.master):
+        lp = node.buffer()
+        for sid, _f, deleted in pk.entries(lp, node.master):
             if maxlen is not None:
                 if length <= maxlen:
                     stopped = True
@@ -540,7 +545,7 @@ class Stream:
             if walk_refs is not None:
                 walk_refs.append(sid)
         if doomed:
-            pk.delete_many(node.lp, node.master, doomed)
+            pk.delete_many(lp, node.master, doomed)
             node.epoch = EPOCH.value
             node.live -= len(doomed)
             self.length = length
@@ -552,16 +557,19 @@ class Stream:
         """_trim_inside without a reference walk (KEEPREF): only the live entries it may
         delete are read (an exact MAXLEN trim usually reads one), not the whole node."""
         sids: list[int] = []
+        want = 0 if maxlen is None else self.length - maxlen
+        if maxlen is not None and want <= 0:
+            return True
+        lp = node.lp
+        if lp is None:
+            lp = node.thaw()
         if maxlen is not None:
-            want = self.length - maxlen
-            if want <= 0:
-                return True
-            pk.read_range(node.lp, node.master, 0, MAX_ID, want, False, sids)
+            pk.read_range(lp, node.master, 0, MAX_ID, want, False, sids)
         elif minid:  # (MINID 0: nothing is below it)
-            pk.read_range(node.lp, node.master, 0, minid - 1, 0, False, sids)  # type: ignore[operator]
+            pk.read_range(lp, node.master, 0, minid - 1, 0, False, sids)
         doomed = sids if referenced is None else [sid for sid in sids if not referenced(sid)]
         if doomed:
-            pk.delete_many(node.lp, node.master, doomed)
+            pk.delete_many(lp, node.master, doomed)
             node.epoch = EPOCH.value
             node.live -= len(doomed)
             self.length -= len(doomed)
@@ -588,7 +596,7 @@ class Stream:
     def resident_bytes(self) -> int:
         """Estimated memory of the resident nodes (residency.node_bytes each)."""
         return sum(node_bytes(node.count, len(node.lp)) for node in self.nodes
-                   if not node.is_cold())
+                   if node.lp is not None)
 
     def node_masters(self) -> list[int]:
         return list(self.masters)
@@ -635,4 +643,4 @@ def rax_node_count(keys: list[int]) -> int:
     return count(0, len(raw), 0)
 
 
-__all__ = ["Stream", "new_stream", "Node", "ColdNode", "cold_node", "Fields", "rax_node_count", "format_id"]
+__all__ = ["Stream", "new_stream", "Node", "cold_node", "Fields", "rax_node_count", "format_id"]

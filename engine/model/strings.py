@@ -23,6 +23,9 @@ SIGNIFICAND_BITS = 64  # the x87 extended format's (explicit integer bit include
 EXTENDED_MAX_EXPONENT = 16384  # |x| >= 2**16384 is infinite in that format
 HUMAN_DECIMALS = 17  # ld2string's "%.17Lf"
 _INFINITY = Fraction(2) ** EXTENDED_MAX_EXPONENT  # stands for inf: the first value not finite
+# LDBL_MAX: the largest finite long double, a 64-bit significand of ones at the top exponent
+LDBL_MAX = Fraction((1 << SIGNIFICAND_BITS) - 1) * Fraction(2) ** (
+    EXTENDED_MAX_EXPONENT - SIGNIFICAND_BITS)
 _HEX = re.compile(r"[+-]?0[xX]")
 
 
@@ -43,9 +46,9 @@ def round_extended(x: Fraction) -> Fraction:
 
 
 def parse_long_double(text: bytes) -> Fraction | None:
-    """string2ld: the value of a float (an infinity allowed, NaN not), rounded to a long
-    double; None for anything strtold would not take whole, with a leading space, or out of
-    range."""
+    """string2ld: the value of a float (an infinity allowed, NaN not: an infinity is a value
+    `is_finite` refuses, of its sign), rounded to a long double; None for anything strtold
+    would not take whole, with a leading space, or out of range."""
     if not text or text[:1].isspace() or text[-1:].isspace() or b"_" in text:
         return None
     try:
@@ -82,7 +85,9 @@ def format_long_double(value: Fraction) -> bytes:
     scale = 10 ** HUMAN_DECIMALS
     scaled = round(abs(value) * scale)  # printf rounds the exact value, ties to even
     whole, frac = divmod(scaled, scale)
-    text = f"{whole}.{frac:0{HUMAN_DECIMALS}d}".rstrip("0").rstrip(".")
+    # The whole part's digits through Decimal: str() refuses an int of more than 4,300 digits
+    # (sys.int_info), and a long double's reach 4,933.
+    text = f"{Decimal(whole)}.{frac:0{HUMAN_DECIMALS}d}".rstrip("0").rstrip(".")
     if text == "0":  # a negative value too small for 17 decimals: "-0" becomes "0"
         return b"0"
     return (("-" if value < 0 else "") + text).encode()

@@ -23,7 +23,7 @@ from libc.string cimport memcpy
 from streamkeep.engine.wire import _reply_encoder_py
 from streamkeep.engine.wire._reply_encoder_py import format_double
 from streamkeep.engine.wire.errors import ProtocolError, ReplyError
-from streamkeep.engine.wire.reply import NULL_ARRAY, EntryArray, PackedEntries, PlainEntries, Push, RespMap, RespSet, Verbatim
+from streamkeep.engine.wire.reply import NULL_ARRAY, EntryArray, HumanDouble, PackedEntries, PlainEntries, Push, RespMap, RespSet, Verbatim
 
 cdef extern from "Python.h":
     bint PyUnicode_IS_COMPACT_ASCII(object o)
@@ -353,6 +353,8 @@ cdef int write_other(Out* o, object value) except -1:
         return py_write(o, _reply_encoder_py.write_reply, value)
     if t is Verbatim:
         return py_write(o, _reply_encoder_py._write_verbatim, value)
+    if t is HumanDouble:
+        return py_write(o, _reply_encoder_py._write_human_double, value)
     if t is bytearray or t is memoryview:
         return write_value(o, bytes(value))
     if isinstance(value, (bool, int, str, bytes, list, tuple, float)):

@@ -23,6 +23,7 @@ from streamkeep.engine.wire.errors import ProtocolError, ReplyError, StreamkeepE
 from streamkeep.engine.wire.reply import (
     NULL_ARRAY,
     EntryArray,
+    HumanDouble,
     PackedEntries,
     PlainEntries,
     Push,
@@ -134,8 +135,8 @@ def write_reply(out: bytearray, value: Any, protocol: int) -> None:
     """Append one reply value to `out` (the connection's output buffer).
 
     `str` simple string, `bytes`/`bytearray`/`memoryview` bulk, `None` null, `int` integer,
-    `bool` boolean, `float` double, `list`/`tuple` array, `RespMap`, `RespSet`, `Verbatim`,
-    `Push`, `NULL_ARRAY` and `ReplyError` instances (error line). A reply nested deeper than
+    `bool` boolean, `float` and `HumanDouble` double, `list`/`tuple` array, `RespMap`, `RespSet`,
+    `Verbatim`, `Push`, `NULL_ARRAY` and `ReplyError` instances (error line). A reply nested deeper than
     Python's recursion allows (a script's table holding itself makes 7,995 levels) is encoded
     again without recursion."""
     mark = len(out)
@@ -409,6 +410,8 @@ def _write_other(out: bytearray, value: Any, protocol: int) -> None:
         _write_aggregate(out, value.items, b"~" if t is RespSet else b">", protocol)
     elif t is Verbatim:
         _write_verbatim(out, value, protocol)
+    elif t is HumanDouble:
+        _write_human_double(out, value, protocol)
     elif t is bytearray or t is memoryview:
         _write_value(out, bytes(value), protocol)
     elif isinstance(value, bool | int | str | bytes | list | tuple | float):
@@ -458,6 +461,14 @@ def _write_verbatim(out: bytearray, value: Verbatim, protocol: int) -> None:
         if len(fmt) != 3:
             raise ValueError(f"a verbatim string's format has 3 characters, not {value.fmt!r}")
         out += b"=%d\r\n%b:%b\r\n" % (len(text) + 4, fmt, text)
+    else:
+        out += b"$%d\r\n%b\r\n" % (len(text), text)
+
+
+def _write_human_double(out: bytearray, value: HumanDouble, protocol: int) -> None:
+    text = value.text
+    if protocol == 3:
+        out += b",%b\r\n" % text
     else:
         out += b"$%d\r\n%b\r\n" % (len(text), text)
 

@@ -2,8 +2,9 @@
 
 Owns the small vocabulary handlers reply with: `str` (simple string), `bytes` (bulk), `None` (null
 bulk), `int`, `list` (array), `RespMap` (a map in RESP3; flat or as pairs in RESP2) and
-`NULL_ARRAY` (RESP2 `*-1`); for RESP3-only shapes also `bool`, `float` (double), `RespSet`,
-`Verbatim` and `Push`; `EntryArray` is an array of stream entries the encoder may trust.
+`NULL_ARRAY` (RESP2 `*-1`); for RESP3-only shapes also `bool`, `float` (double), `HumanDouble` (a
+double known by its text), `RespSet`, `Verbatim` and `Push`; `EntryArray` is an array of stream
+entries the encoder may trust.
 `to_plain` turns them into the embedded API's plain values. The RESP
 encoder (`engine/wire/reply_encoder.py`) encodes the same values. Must not touch: engine state
 or I/O.
@@ -11,10 +12,16 @@ or I/O.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from streamkeep.engine.wire.errors import printable
+
+try:  # a directive to mypyc (which has it): without the package, the same no-op
+    from mypy_extensions import mypyc_attr
+except ImportError:
+    def mypyc_attr(*_flags: str, **_attrs: object) -> Callable[[type], type]:  # type: ignore[misc]
+        return lambda cls: cls
 
 
 class _NullArray:
@@ -89,6 +96,26 @@ class Verbatim:
         return f"Verbatim({self.text!r}, {self.fmt!r})"
 
 
+class HumanDouble:
+    """A double known by its text, `ld2string(LD_STR_HUMAN)`'s digits of a long double (INCREX
+    BYFLOAT's numbers): RESP3 `,text`, RESP2 a bulk string of the same text, as Redis's
+    addReplyHumanLongDouble sends it. A `float` would print `%.17g` of a double, where Redis
+    prints the long double's digits (`0.1`, not `0.10000000000000001`)."""
+
+    __slots__ = ("text",)
+
+    def __init__(self, text: bytes) -> None:
+        self.text = text
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is HumanDouble and self.text == other.text
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"HumanDouble({self.text!r})"
+
+
 class EntryArray:
     """An array of stream entries as the stream model's range reads build them, kept as two
     columns: `ids` (each entry's ID as bytes) and `fields` (each entry's flat
@@ -126,10 +153,13 @@ class EntryArray:
         return f"EntryArray({list(self)!r})"
 
 
-class PlainEntries(list):
+@mypyc_attr(native_class=False)
+class PlainEntries(list):  # type: ignore[type-arg]
     """An array of stream entries already in the plain form an embedded caller gets,
     `[[id, [field, value, ...]], ...]` (the stream model builds it from its packed nodes):
-    `to_plain` passes it through, the encoder writes it as the list it is."""
+    `to_plain` passes it through, the encoder writes it as the list it is. (A list subclass:
+    a compiled module keeps it an ordinary Python class, `native_class=False`, as a native
+    class cannot derive from list.)"""
 
     __slots__ = ()
 
@@ -243,6 +273,8 @@ def to_plain(value: Any) -> Any:
         return None
     if t is Verbatim:
         return value.text.encode("utf-8", "surrogateescape")
+    if t is HumanDouble:
+        return value.text
     if t is RespMap or t is RespSet or t is Push:
         items = _items_of(value)
         _plain_list(items)
@@ -279,6 +311,8 @@ def _plain_list(items: list) -> None:
                 items[i] = None
             elif t is Verbatim:
                 items[i] = x.text.encode("utf-8", "surrogateescape")
+            elif t is HumanDouble:
+                items[i] = x.text
             elif t is RespMap or t is RespSet or t is Push:
                 items[i] = inner = _items_of(x)
                 stack.append(inner)

@@ -120,7 +120,8 @@ def test_incrbyfloat_results_that_print_as_zero(both, value):
 @pytest.mark.parametrize("protocol", [2, 3])
 def test_redis_py_string_methods_against_the_server(served, protocol):
     """redis-py 8's own methods for the string family, RESP2 and RESP3, against `streamkeep
-    serve` (Redis 8.4's ones included: the replies must parse as redis-py expects them)."""
+    serve` (Redis 8.4's and 8.8's ones included: the replies must parse as redis-py expects
+    them)."""
     import redis
     from redis.commands.core import DataPersistOptions
 
@@ -143,5 +144,18 @@ def test_redis_py_string_methods_against_the_server(served, protocol):
         assert length == 6
         assert r.setrange("a", 2, "MY") == 8 and r.getrange("a", 2, 3) == b"MY"
         assert r.substr("a", -4) == b"text"
+        # Redis 8.8's INCREX: integers, or BYFLOAT's numbers (bulk strings in RESP2, doubles
+        # in RESP3, parsed by redis-py as float)
+        assert r.set("n", 10) is True and r.expire("n", 60) is True
+        assert r.increx("n", byint=5, ubound=12) == [10, 0] and r.ttl("n") == 60
+        assert r.increx("n", byint=5, ubound=12, saturate=True, persist=True) == [12, 2]
+        assert r.ttl("n") == -1
+        assert r.increx("n", ex=30, enx=True) == [13, 1] and r.ttl("n") == 30
+        first, applied = r.increx("f", byfloat=0.1, lbound=0, ubound=2)
+        if protocol == 3:
+            assert (first, applied) == (0.1, 0.1)
+        else:
+            assert (first, applied) == (b"0.1", b"0.1")
+        assert r.get("f") == b"0.1"
     finally:
         r.close()

@@ -332,7 +332,7 @@ def compare(data: st.DataObject, engine: Driver, ref: RefStream) -> None:
     assert [n.master for n in stream.nodes] == stream.masters
     for node, rnode in zip(stream.nodes, ref.nodes, strict=True):
         assert (node.count, node.live) == (len(rnode), sum(not e[2] for e in rnode))
-        lp = bytes(node.lp)
+        lp = bytes(node.buffer())
         assert pk.validate(lp, node.master) == pk.validate(encode_node(rnode), node.master)
         assert lp == encode_node(rnode), f"node {fmt(node.master)!r} bytes differ"
         assert node.entry_ids() == [e[0] for e in rnode]
@@ -383,7 +383,7 @@ def run(data: st.DataObject, steps: int, redis: Any = None) -> None:
         compare(data, drv, ref)
         if redis is not None:
             stream = engine.dbs[0].get(b"s")
-            ours = [(n.master, bytes(n.lp)) for n in stream.nodes] if stream else []
+            ours = [(n.master, bytes(n.buffer())) for n in stream.nodes] if stream else []
             assert redis_nodes(redis) == ours
 
 

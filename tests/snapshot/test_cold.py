@@ -16,6 +16,7 @@ import zlib
 import pytest
 
 from streamkeep import Engine
+from streamkeep.aof.fs import file_identity
 from streamkeep.engine.model import packed_node
 from streamkeep.engine.wire.errors import StorageError
 from streamkeep.snapshot import layout
@@ -292,8 +293,9 @@ def test_pages_are_released_once_enough_was_read(compacted,
     from streamkeep.snapshot import cold
 
     path, _digest = compacted
-    looked: list[str] = []
-    monkeypatch.setattr(cold, "mapped_ranges", lambda p, identity: looked.append(p) or [])
+    looked: list[object] = []
+    monkeypatch.setattr(cold, "mapped_ranges_of",
+                        lambda identities: looked.append(identities) or [])
     store = SnapshotNodes(_snapshot_path_of(path), clean_before=1)
     try:
         store.count_read(cold.RELEASE_BYTES // 2)
@@ -309,3 +311,37 @@ def test_pages_are_released_once_enough_was_read(compacted,
     with Engine.open(path, auto_aof_rewrite_percentage=0) as engine:  # a small load
         assert engine.execute("XLEN", "s") > 0
     assert looked == []
+
+
+def _mapped_rss(identities: list[tuple[int, int]]) -> int:
+    """Bytes of these files' maps resident in this process (/proc/self/smaps)."""
+    wanted = {(f"{os.major(dev):02x}:{os.minor(dev):02x}", str(ino)) for dev, ino in identities}
+    total, counting = 0, False
+    with open("/proc/self/smaps") as smaps:
+        for line in smaps:
+            parts = line.split()
+            if parts and not parts[0].endswith(":"):  # a map's header line
+                counting = len(parts) >= 5 and (parts[3], parts[4]) in wanted
+            elif counting and parts[0] == "Rss:":
+                total += int(parts[1]) * 1024
+    return total
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/smaps"), reason="Linux /proc only")
+def test_a_load_leaves_no_page_of_the_part_files_resident(compacted,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """The nodes are in the part files: after an eager load (which reads all of them through
+    the maps the node store keeps open) their pages leave the RSS, as the main file's do: a
+    restarted process does not hold the snapshot twice, as nodes and as mapped pages."""
+    from streamkeep.snapshot import cold
+
+    path, digest = compacted
+    monkeypatch.setattr(cold, "RELEASE_BYTES", 0)  # (the fixture's files are small)
+    with Engine.open(path, auto_aof_rewrite_percentage=0) as engine:
+        store = engine.residency.store  # type: ignore[attr-defined]
+        parts = [file_identity(part.path) for part in store.snapshot.parts]
+        assert parts and _mapped_rss(parts) == 0
+        assert engine.digest() == digest  # the entries are all in memory
+        assert _mapped_rss(parts) == 0  # (the digest read nodes, not the maps)
+        assert store.size == sum(os.path.getsize(p.path) for p in
+                                 (store.snapshot, *store.snapshot.parts))

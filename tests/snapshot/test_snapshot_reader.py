@@ -83,7 +83,7 @@ def full_infos(engine: Engine) -> dict[tuple[int, bytes], object]:
 def node_layout(engine: Engine) -> dict[tuple[int, bytes], list]:
     """Every node as a restore must reproduce it: what it holds and the listpack size and
     master fields later appends are sized against."""
-    return {(db, key): [(n.master, bytes(n.lp), n.count, n.live, n.master_fields)
+    return {(db, key): [(n.master, bytes(n.buffer()), n.count, n.live, n.master_fields)
                         for n in engine.dbs[db][key].nodes]
             for db, key in all_streams(engine)}
 

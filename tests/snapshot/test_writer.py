@@ -143,7 +143,7 @@ def test_node_keys_and_values_follow_the_engine(varied: tuple[Engine, str, Snaps
     key = layout.node_key(numbers[0, b"orders"], first.master)
     node = layout.decode_packed_node(first.master, body("nodes", key, dict(rows)[key]))
     assert node.ids == first.entry_ids() and node.live == first.live
-    assert node.size == first.lp_bytes() and node.lp == first.lp
+    assert node.size == first.lp_bytes() and node.lp == first.buffer()
     assert list(node.fields) == first.entry_fields()
 
 

@@ -168,6 +168,22 @@ class Tree:
         assert not left, f"processes left running: {left}"
 
 
+def has_read(nbytes: int) -> Callable[[int], bool]:
+    """`interrupt(when=has_read(n))`: once a process of the command's group has read `n` bytes
+    (its /proc/PID/io rchar; an interpreter's start reads about 2.5 MB). A file read whole can
+    be open too briefly to be seen open between two looks; what was read stays counted."""
+
+    def check(pgid: int) -> bool:
+        for pid in _group(pgid):
+            with contextlib.suppress(OSError, ValueError):
+                for line in Path("/proc", str(pid), "io").read_text().splitlines():
+                    if line.startswith("rchar:") and int(line.split()[1]) >= nbytes:
+                        return True
+        return False
+
+    return check
+
+
 def _group(pgid: int) -> list[int]:
     """The processes of a process group (the command and its workers)."""
     pids = []

@@ -37,7 +37,7 @@ def engine_stream() -> Engine:
 def node_of(k: int) -> tuple[int, bytes]:
     """The master ID and listpack of node `k` of the stream."""
     node = engine_stream().dbs[0][b"s"].nodes[k]
-    return node.master, bytes(node.lp)
+    return node.master, bytes(node.buffer())
 
 
 def payload() -> bytes:

@@ -179,3 +179,24 @@ def test_a_pool_worker_starts_under_every_start_method(method: str) -> None:
     context = multiprocessing.get_context(method)
     with ProcessPoolExecutor(2, mp_context=context, initializer=leftovers.init_worker) as pool:
         assert list(pool.map(abs, [-1, -2, -3])) == [1, 2, 3]
+
+
+def test_every_child_process_a_tool_starts_leaves_with_it() -> None:
+    """Each subprocess.run/Popen call under tools/ passes `**leftovers.child_options()`: a
+    command SIGKILLed takes its children (a bench's redis-benchmark outlived its bench)."""
+    import ast
+
+    root = Path(__file__).resolve().parents[2] / "tools"
+    untied = []
+    for path in sorted(root.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                    and isinstance(node.func.value, ast.Name)
+                    and node.func.value.id == "subprocess"
+                    and node.func.attr in ("run", "Popen", "call", "check_call",
+                                           "check_output")):
+                continue
+            if not any(kw.arg is None and "child_options" in ast.unparse(kw.value)
+                       for kw in node.keywords):
+                untied.append(f"{path.relative_to(root.parent)}:{node.lineno}")
+    assert untied == []

@@ -37,6 +37,7 @@ import time
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, cast
 
+from streamkeep.tools import leftovers
 from streamkeep.tools.bench.workload import Measurement
 
 if TYPE_CHECKING:
@@ -232,7 +233,8 @@ def scans(path: str) -> dict[str, float]:
 
 def _run_child(*args: object) -> dict[str, float]:
     proc = subprocess.run([sys.executable, "-m", "streamkeep.tools.bench.backlog",
-                           *map(str, args)], capture_output=True, text=True, check=False)
+                           *map(str, args)], capture_output=True, text=True, check=False,
+                          **leftovers.child_options())
     if proc.returncode != 0:
         raise AssertionError(f"the backlog child failed: {proc.stderr.strip()[-2000:]}")
     return json.loads(proc.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]

@@ -71,7 +71,7 @@ def bench_import_rdb(env: BenchEnv) -> Measurement:
     n = import_entries(env)
     client.delete(KEY)
     subprocess.run(_benchmark(env.server.port, n), check=True,  # type: ignore[union-attr]
-                   capture_output=True, timeout=TIMEOUT)
+                   capture_output=True, timeout=TIMEOUT, **leftovers.child_options())
     n = int(client.xlen(KEY))  # (-P may send a few more than -n)
     client.save()
     client.delete(KEY)

@@ -105,7 +105,7 @@ class Bytecode:
                 "    for path in importlib.util.find_spec(name).submodule_search_locations:\n"
                 "        compileall.compile_dir(path, quiet=1)\n")
         subprocess.run([python, "-I", "-c", code], check=True, capture_output=True,
-                       timeout=TIMEOUT)
+                       timeout=TIMEOUT, **leftovers.child_options())
         self.warm.add(python)
 
     def describe(self) -> list[str]:
@@ -125,7 +125,8 @@ def child(python: str, workload: str, n: int, path: str = "-", seed: int = 1,
     if cache is not None:
         cache.ready(python)
     done = subprocess.run([python, "-I", CHILD, workload, str(n), path, str(seed)],
-                          capture_output=True, text=True, check=False, timeout=TIMEOUT)
+                          capture_output=True, text=True, check=False, timeout=TIMEOUT,
+                          **leftovers.child_options())
     if done.returncode != 0:
         raise AssertionError(f"nodes child {workload} under {python} failed: "
                              f"{done.stderr.strip()[-2000:]}")
@@ -353,7 +354,7 @@ def _import(python: str, dump: Dump, cache: Bytecode) -> dict[str, Any]:
     began = time.perf_counter()
     done = subprocess.run([python, "-m", "streamkeep", "import", dump.rdb, "--out", out,
                            "--json"], capture_output=True, text=True, check=False,
-                          cwd=dump.root, timeout=TIMEOUT)
+                          cwd=dump.root, timeout=TIMEOUT, **leftovers.child_options())
     seconds = time.perf_counter() - began
     shutil.rmtree(out, ignore_errors=True)
     if done.returncode != 0:

@@ -62,6 +62,7 @@ def test_client_on_an_embedded_engine() -> None:
     ("CLIENT", "LIST", "bogus"),
     ("CLIENT", "NO-EVICT", "maybe"),
     ("CLIENT", "GETNAME", "x"),
+    ("CLIENT", "GETREDIR", "x"),
     ("CLIENT", "BOGUS"),
     ("CLIENT",),
 ])
@@ -81,6 +82,7 @@ def test_client_names_match_redis(redis_raw: RespClient, sk: RespClient) -> None
         assert client.execute("CLIENT", "KILL", "ID", "999999") == 0
         assert client.execute("CLIENT", "KILL", "ADDR", "1.2.3.4:5", "SKIPME", "yes") == 0
         assert client.execute("CLIENT", "NO-EVICT", "off") == "OK"
+        assert client.execute("CLIENT", "GETREDIR") == -1  # (tracking off)
 
 
 def test_client_setinfo(sk: RespClient) -> None:

@@ -84,6 +84,14 @@ def test_only_the_classes_set_are_published():
     (("MSETEX", "1", "k", "v", "PX", "100"), [b"new", b"expire", b"set"]),
     (("INCR", "num"), [b"incrby"]),
     (("INCR", "k"), [b"new", b"incrby"]),
+    (("INCREX", "k", "BYINT", "5"), [b"new", b"incrby"]),
+    (("INCREX", "num", "BYFLOAT", "0.5"), [b"incrbyfloat"]),
+    (("INCREX", "num", "EX", "100"), [b"incrby", b"expire"]),
+    (("INCREX", "ttl", "PERSIST"), [b"incrby", b"persist"]),
+    (("INCREX", "num", "PERSIST"), [b"incrby"]),
+    (("INCREX", "ttl", "EX", "200", "ENX"), [b"incrby"]),
+    (("INCREX", "num", "EXAT", "1"), [b"del"]),
+    (("INCREX", "num", "UBOUND", "0"), []),
     (("SETRANGE", "old", "1", "x"), [b"setrange"]),
     (("APPEND", "k", "x"), [b"new", b"append"]),
     (("DELEX", "old", "IFEQ", "v"), [b"del"]),
@@ -97,6 +105,7 @@ def test_only_the_classes_set_are_published():
 def test_events_of_each_command(argv, expected):
     e = Engine(notify_keyspace_events="KAnoc")
     e.execute("MSET", "old", "v", "num", "1")
+    e.execute("SET", "ttl", "1", "EX", "100")
     e.execute("XADD", "s", "1-1", "f", "v")
     sub = e.psubscribe("__keyspace@0__:*")
     e.execute(*argv)

@@ -60,6 +60,7 @@ NOT_IN_REDIS_7_0: dict[str, str] = {
     "xcfgset": "Redis 8.6 (idempotent producers)",
     "xidmprecord": "Redis 8.8",
     "msetex": "Redis 8.4 (strings)",
+    "increx": "Redis 8.8 (strings)",
     "digest": "Redis 8.4 (compare-and-set)",
     "delex": "Redis 8.4 (compare-and-delete)",
     "client|setinfo": "Redis 7.2",

@@ -32,7 +32,7 @@ class MemoryStore:
             if node.is_cold() and home is not None and isinstance(home.store, MemoryStore):
                 self.saved[number, node.master] = home.store.saved[home.number, node.master]
             else:
-                self.saved[number, node.master] = bytes(node.lp)
+                self.saved[number, node.master] = bytes(node.buffer())
 
     def load(self, number: int, master: int, crc: int = -1) -> tuple[bytearray, int]:
         self.loads += 1
@@ -210,7 +210,7 @@ def test_a_long_read_evicts_past_twice_the_budget() -> None:
     assert all(cold(stream))
     residency.set_budget(sealed_bytes(stream.nodes[:1]))
     for node in stream.nodes:  # a read walking the stream: each load may evict earlier ones
-        assert node.lp
+        assert node.buffer()
     assert residency.loads == 4
     assert residency.resident <= 2 * residency.limit
     assert cold(stream)[-1] is False and any(cold(stream))
@@ -313,14 +313,14 @@ def test_a_cold_node_keeps_the_crc_of_its_entries_for_the_read_back() -> None:
     residency.bind(stream, store, 1)
     residency.switched(store)
     node = stream.nodes[0]
-    held = bytes(node.lp)
+    held = bytes(node.buffer())
     residency.set_budget(1)
     residency.evict()
     assert node.is_cold() and node.crc == zlib.crc32(held) and node.crc_epoch == node.epoch
     assert node.entry_ids()  # read back
     assert store.given == [zlib.crc32(held)]
     stream.delete(node.entry_ids()[0])  # changed: its CRC is stale
-    changed = bytes(node.lp)
+    changed = bytes(node.buffer())
     store2 = CrcStore(residency.rotated())
     store2.keep(1, stream)
     residency.bind(stream, store2, 1)
@@ -329,3 +329,43 @@ def test_a_cold_node_keeps_the_crc_of_its_entries_for_the_read_back() -> None:
     assert node.is_cold() and node.crc == zlib.crc32(changed) != zlib.crc32(held)
     node.entry_ids()
     assert store2.given == [zlib.crc32(changed)]
+
+
+def test_a_node_is_one_class_cold_or_resident() -> None:
+    """Going cold drops the buffer (`lp` None) and keeps the counters and the size; the
+    object's class never changes (a compiled class cannot change it) and has no attribute
+    fallback: a read back is explicit."""
+    residency, stream, _store = snapshotted(2)
+    node = stream.nodes[0]
+    held, size = bytes(node.buffer()), node.lp_bytes()
+    residency.set_budget(1)
+    residency.evict()
+    assert type(node) is Node and node.lp is None and node.is_cold()
+    assert node.lp_bytes() == size and node.count == PER_NODE
+    assert not hasattr(Node, "__getattr__") and not hasattr(node, "__dict__")
+    assert node.peek() == held and node.lp is None  # read once: still cold
+    assert node.buffer() == held and node.lp == held and not node.is_cold()
+
+
+def test_appending_to_a_cold_tail_reads_it_back_unless_it_is_full() -> None:
+    """An idle stream's tail goes cold with the rest; the next append reads it back and
+    appends to it, or, when the tail is full by its entries, starts a node without reading it."""
+    residency = Residency(1 << 30)
+    stream = new_stream(residency)
+    fill(stream, PER_NODE + 2)  # a tail of 2 entries
+    store = snapshot(residency, stream)
+    residency.set_budget(1)
+    residency.evict()
+    assert cold(stream) == [True, True]
+    stream.append((PER_NODE + 3) << 64, (b"f", b"new"), PER_NODE, 1 << 20)
+    assert store.loads == 1 and cold(stream) == [True, False]
+    assert stream.nodes[-1].count == 3 and stream.get((PER_NODE + 3) << 64) == (b"f", b"new")
+
+    residency = Residency(1 << 30)
+    stream = new_stream(residency)
+    fill(stream, 2 * PER_NODE)  # a full tail
+    store = snapshot(residency, stream)
+    residency.set_budget(1)
+    residency.evict()
+    stream.append((2 * PER_NODE + 1) << 64, (b"f", b"new"), PER_NODE, 1 << 20)
+    assert store.loads == 0 and cold(stream) == [True, True, False]

@@ -36,6 +36,13 @@ def test_incr_prints_redis_digits(value, increment, expected):
     assert incr(value, increment) == expected
 
 
+def test_more_digits_than_pythons_int_to_str_limit():
+    # (sys.int_info's 4,300 digits; a long double's reach 4,933) as redis-server 7.0 prints them
+    text = incr(b"1e4500", b"0")
+    assert text is not None and len(text) == 4500
+    assert text.startswith(b"99999999999999999999559257859368080186337701511989352454351277878")
+
+
 @pytest.mark.parametrize("text", [b"", b" 1", b"1 ", b"abc", b"nan", b"1_0", b"1.5x", b"\xff"])
 def test_what_strtold_would_not_take_whole(text):
     assert parse_long_double(text) is None

@@ -40,7 +40,7 @@ def layout(engine: Engine) -> list:
     out = []
     for db, streams in enumerate(engine.dbs):
         for key, s in sorted(streams.items()):
-            nodes = [(n.master, bytes(n.lp), n.live, n.count)
+            nodes = [(n.master, bytes(n.buffer()), n.live, n.count)
                      for n in s.nodes]
             out.append((db, key, s.length, s.first_id, s.last_id, s.max_deleted_id,
                         s.entries_added, nodes))

@@ -4,6 +4,9 @@ RESP2-shaped values."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import pytest
 
 from streamkeep.engine.wire.reply import (
@@ -117,3 +120,15 @@ def test_help_reply_heads_with_the_command_as_typed_uppercased() -> None:
         "CONSUMERS <key> <groupname>", "    Show consumers.",
         "HELP", "    Print this help.",
     ]
+
+
+def test_plain_entries_need_no_compiler_package() -> None:
+    """PlainEntries carries mypyc's `native_class=False` directive (a native class cannot
+    derive from list); a pure install without mypy_extensions imports it all the same."""
+    code = ("import sys; sys.modules['mypy_extensions'] = None\n"
+            "from streamkeep.engine.wire.reply import PlainEntries, to_plain\n"
+            "p = PlainEntries([[b'1-0', [b'f', b'v']]])\n"
+            "assert isinstance(p, list) and to_plain(p) is p, p\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=60, check=False)
+    assert done.returncode == 0, done.stderr

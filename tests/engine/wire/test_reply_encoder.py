@@ -18,6 +18,7 @@ from streamkeep.engine.wire.errors import ProtocolError, ReplyError
 from streamkeep.engine.wire.reply import (
     NULL_ARRAY,
     EntryArray,
+    HumanDouble,
     PlainEntries,
     Push,
     RespMap,
@@ -112,6 +113,12 @@ BOTH = [
     (RespSet([b"a", 2]), b"*2\r\n$1\r\na\r\n:2\r\n", b"~2\r\n$1\r\na\r\n:2\r\n"),
     (Verbatim("hé"), b"$3\r\nh\xc3\xa9\r\n", b"=7\r\ntxt:h\xc3\xa9\r\n"),
     (Verbatim("# x\r\n", "mkd"), b"$5\r\n# x\r\n\r\n", b"=9\r\nmkd:# x\r\n\r\n"),
+    (HumanDouble(b"0.1"), b"$3\r\n0.1\r\n", b",0.1\r\n"),
+    (
+        [HumanDouble(b"-1e+4932"), HumanDouble(b"0")],
+        b"*2\r\n$8\r\n-1e+4932\r\n$1\r\n0\r\n",
+        b"*2\r\n,-1e+4932\r\n,0\r\n",
+    ),
     (
         Push([b"message", b"ch", b"hi"]),
         b"*3\r\n$7\r\nmessage\r\n$2\r\nch\r\n$2\r\nhi\r\n",
@@ -201,6 +208,8 @@ def test_to_plain_resp3_types() -> None:
     ]
     assert RespSet([1]) == RespSet([1]) and RespSet([1]) != [1]
     assert Verbatim("a") == Verbatim("a", "txt") != Verbatim("a", "mkd")
+    assert to_plain([HumanDouble(b"0.1")]) == [b"0.1"] and to_plain(HumanDouble(b"2")) == b"2"
+    assert HumanDouble(b"1") == HumanDouble(b"1") != HumanDouble(b"1.0")
     assert Push([1]) == Push([1]) != RespSet([1])
 
 
