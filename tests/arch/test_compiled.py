@@ -86,7 +86,9 @@ def test_no_extensions_at_run_time_imports_the_sources() -> None:
     assert "command path pure Python (STREAMKEEP_NO_EXTENSIONS is set)" in version.stdout
 
 
-def test_an_edited_source_makes_the_build_stale(tmp_path: Path) -> None:
+def test_an_edited_source_makes_the_build_stale(tmp_path: Path,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("STREAMKEEP_NO_EXTENSIONS", raising=False)
     source = tmp_path / "x.py"
     source.write_text("A = 1\n")
     manifest = tmp_path / "pkg" / "compiled_sources.txt"
