@@ -22,12 +22,10 @@ Must not touch: anything but the import system's choice of loader for the compil
 
 from __future__ import annotations
 
-import hashlib
 import os
 import sys
 from collections.abc import Sequence
 from importlib.machinery import ExtensionFileLoader, ModuleSpec, PathFinder, SourceFileLoader
-from importlib.util import spec_from_file_location
 from pathlib import Path
 from types import ModuleType
 from typing import Final
@@ -46,6 +44,8 @@ def _switch(name: str) -> bool:
 
 def source_digest(path: Path) -> str:
     """The SHA-1 of a source file, as the manifest records it."""
+    import hashlib  # (only for a source newer than the build: every import pays nothing)
+
     return hashlib.sha1(path.read_bytes()).hexdigest()
 
 
@@ -121,6 +121,8 @@ class _Finder:
         source = Path(spec.origin).parent / f"{fullname.rpartition('.')[2]}.py"
         if not source.exists():
             return spec
+        from importlib.util import spec_from_file_location
+
         return spec_from_file_location(fullname, source,
                                        loader=SourceFileLoader(fullname, str(source)))
 
