@@ -17,6 +17,8 @@ declared in pyproject.toml.
   isolation) the install still succeeds, says so in one line on stderr, and the pure-Python
   code runs.
 - STREAMKEEP_MYPYC_OPT: mypyc's C optimisation level (default 2).
+- The C files compile in parallel, one gcc per core (`build_ext -j N` says how many): the
+  kernels beside the command path, whose C is one file per module (mypyc's multi_file).
 """
 
 from __future__ import annotations
@@ -25,6 +27,8 @@ import hashlib
 import os
 import shutil
 import sys
+import threading
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from setuptools import setup
@@ -116,12 +120,20 @@ class OptionalBuildExt(build_ext):
             self._write_manifest(inplace, built=self.group_built)
 
     def build_extensions(self) -> None:
+        """Every C file compiled by one of `jobs` gcc processes at a time: the extensions are
+        built side by side, and an extension's own files in parallel too (the command path's
+        library is most of the build's C)."""
+        jobs = self.parallel if isinstance(self.parallel, int) and self.parallel > 0 else (
+            len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count())
+        _compile_in_parallel(self.compiler, jobs or 1)
         mypyc = [ext for ext in self.extensions if _is_mypyc(ext)]
-        for ext in self.extensions:
-            if not _is_mypyc(ext):
-                self.build_extension(ext)
-        if mypyc:
-            self._build_group(mypyc)
+        kernels = [ext for ext in self.extensions if not _is_mypyc(ext)]
+        with ThreadPoolExecutor(max_workers=len(kernels) + 1) as pool:
+            done = [pool.submit(self.build_extension, ext) for ext in kernels]
+            if mypyc:
+                done.append(pool.submit(self._build_group, mypyc))
+            for future in done:
+                future.result()
 
     def _build_group(self, group: list) -> None:
         """The shared library first, then the modules; one failure leaves them all out (a
@@ -165,6 +177,28 @@ class OptionalBuildExt(build_ext):
                 raise
             print(f"streamkeep: {ext.name} was not compiled ({exc}); "
                   "its pure-Python twin will run", file=sys.stderr)
+
+
+def _compile_in_parallel(compiler, jobs: int) -> None:  # type: ignore[no-untyped-def]
+    """Make `compiler.compile` compile its sources on threads, each file a gcc of its own,
+    at most `jobs` of them at once across every thread of the build."""
+    compile_one = compiler._compile
+    compile_all = compiler.compile
+    slots = threading.BoundedSemaphore(jobs)
+
+    def bounded(*args, **kwargs) -> None:  # type: ignore[no-untyped-def]
+        with slots:
+            compile_one(*args, **kwargs)
+
+    def compile_sources(sources, *args, **kwargs) -> list:  # type: ignore[no-untyped-def]
+        if len(sources) < 2:
+            return compile_all(sources, *args, **kwargs)
+        with ThreadPoolExecutor(max_workers=jobs) as pool:
+            objects = pool.map(lambda source: compile_all([source], *args, **kwargs), sources)
+            return [obj for each in objects for obj in each]
+
+    compiler._compile = bounded
+    compiler.compile = compile_sources
 
 
 def _remove_dropped_modules() -> None:
@@ -218,10 +252,11 @@ def command_path() -> list:
     cwd = os.getcwd()
     os.chdir(ROOT)
     try:
-        return mypycify(["--config-file", str(ROOT / "pyproject.toml"), "--no-warn-unused-configs",
-                         "--cache-dir", str(ROOT / "build" / "mypyc-cache"), *paths],
-                        opt_level=os.environ.get("STREAMKEEP_MYPYC_OPT", "2"),
-                        target_dir=str(ROOT / "build" / "mypyc"), group_name=GROUP)
+        built = mypycify(["--config-file", str(ROOT / "pyproject.toml"), "--no-warn-unused-configs",
+                          "--cache-dir", str(ROOT / "build" / "mypyc-cache"), *paths],
+                         opt_level=os.environ.get("STREAMKEEP_MYPYC_OPT", "2"),
+                         multi_file=True,  # one C file per module: compiled in parallel
+                         target_dir=str(ROOT / "build" / "mypyc"), group_name=GROUP)
     except (Exception, SystemExit) as exc:  # mypyc reports its errors and exits
         if REQUIRE:
             print("streamkeep: the command path could not be compiled (mypyc's messages "
@@ -232,6 +267,12 @@ def command_path() -> list:
         return []
     finally:
         os.chdir(cwd)
+    # mypyc writes a dotted group's header under its package folder and the modules' C files
+    # (multi_file) above it, including the header by its bare name.
+    header_dir = str(ROOT / "build" / "mypyc" / Path(*GROUP.split(".")[:-1]))
+    for ext in built:
+        ext.include_dirs.append(header_dir)
+    return built
 
 
 def have_compiler() -> bool:
