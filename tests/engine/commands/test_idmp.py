@@ -4,12 +4,11 @@ XADD, XCFGSET (when the state is created), XIDMPRECORD and SK.XIDMPDUP; replay o
 
 from __future__ import annotations
 
-from types import SimpleNamespace
-
 import pytest
 
-from streamkeep import Engine
+from streamkeep import Engine, Session
 from streamkeep.engine.commands import idmp
+from streamkeep.engine.exec.context import Ctx
 from streamkeep.engine.model.idmp_maps import auto_iid
 from streamkeep.engine.model.stream import Stream
 from tests.support.effects_util import Recorded
@@ -73,8 +72,8 @@ def test_xcfgset_logs_both_settings_and_only_changes(rec: Recorded) -> None:
 
 
 def test_settings_are_the_streams_else_the_configured_defaults() -> None:
-    config = {"stream-idmp-duration": 30, "stream-idmp-maxsize": 40}
-    ctx = SimpleNamespace(engine=SimpleNamespace(config=config))
+    engine = Engine(**{"stream-idmp-duration": 30, "stream-idmp-maxsize": 40})
+    ctx = Ctx(engine, Session(), NOW)
     s = Stream()
     assert idmp.settings(ctx, s) == (30, 40)
     assert s.idmp is None  # asking does not create the state

@@ -5,10 +5,9 @@ with (`trim_effects`), and those effects replayed through the commands."""
 
 from __future__ import annotations
 
-from types import SimpleNamespace
-
 import pytest
 
+from streamkeep import Engine, Session
 from streamkeep.engine.commands.trimming import (
     ACKED,
     DELREF,
@@ -22,6 +21,7 @@ from streamkeep.engine.commands.trimming import (
     run_trim,
     trim_effects,
 )
+from streamkeep.engine.exec.context import Ctx, ReplayCtx
 from streamkeep.engine.model.consumer_groups import ConsumerGroup
 from streamkeep.engine.model.stream import Stream
 from streamkeep.engine.wire.errors import ReplyError
@@ -86,9 +86,12 @@ def test_an_exact_context_drops_the_limit() -> None:
     """Replayed effects and a primary's rewrites obey the threshold whatever LIMIT says."""
     assert xtrim("MAXLEN", "~", "5", "LIMIT", "3", exact=True).limit == 0
     assert xtrim("MAXLEN", "5", "LIMIT", "3", exact=True).limit == 0  # no `~` needed then
-    replaying = SimpleNamespace(replaying=True, session=SimpleNamespace(from_primary=False))
-    primary = SimpleNamespace(replaying=False, session=SimpleNamespace(from_primary=True))
-    client = SimpleNamespace(replaying=False, session=SimpleNamespace(from_primary=False))
+    engine = Engine()
+    replaying = ReplayCtx(engine, Session(), 0)
+    primary_session = Session()
+    primary_session.from_primary = True
+    primary = Ctx(engine, primary_session, 0)
+    client = Ctx(engine, Session(), 0)
     assert obeys_exactly(replaying) and obeys_exactly(primary) and not obeys_exactly(client)
 
 

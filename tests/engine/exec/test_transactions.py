@@ -5,11 +5,11 @@ the keys a record's effects touch."""
 
 from __future__ import annotations
 
-from types import SimpleNamespace
+from pathlib import Path
 
 import pytest
 
-from streamkeep import ReplyError, Session
+from streamkeep import Engine, ReplyError, Session
 from streamkeep.engine.exec.table import lookup
 from streamkeep.engine.exec.transactions import (
     NOT_IN_MULTI,
@@ -120,17 +120,24 @@ def test_a_transaction_across_databases_logs_its_selects(rec: Recorded) -> None:
     rec.assert_replays()
 
 
-def test_queue_in_multi_refuses_writes_the_journal_cannot_take() -> None:
-    engine = SimpleNamespace(journal=SimpleNamespace(error="MISCONF Errors writing to the AOF"))
-    session = Session()
-    session.multi = []
-    assert queue_in_multi(engine, session, lookup(argv_bytes(("XLEN", "s"))),
-                          argv_bytes(("XLEN", "s"))) == "QUEUED"
-    with pytest.raises(ReplyError, match="^MISCONF Errors writing to the AOF$"):
-        queue_in_multi(engine, session, lookup(argv_bytes(("XDEL", "s", "1-0"))),
-                       argv_bytes(("XDEL", "s", "1-0")))
-    assert session.multi_failed and len(session.multi) == 1
-    assert queue_in_multi(engine, session, lookup((b"EXEC",)), (b"EXEC",)) is None
+def test_queue_in_multi_refuses_writes_the_journal_cannot_take(tmp_path: Path) -> None:
+    engine = Engine.open(str(tmp_path))
+    try:
+        journal = engine.journal
+        assert journal is not None
+        journal.error = "MISCONF Errors writing to the AOF"  # as a failed write leaves it
+        session = Session()
+        session.multi = []
+        assert queue_in_multi(engine, session, lookup(argv_bytes(("XLEN", "s"))),
+                              argv_bytes(("XLEN", "s"))) == "QUEUED"
+        with pytest.raises(ReplyError, match="^MISCONF Errors writing to the AOF$"):
+            queue_in_multi(engine, session, lookup(argv_bytes(("XDEL", "s", "1-0"))),
+                           argv_bytes(("XDEL", "s", "1-0")))
+        assert session.multi_failed and len(session.multi) == 1
+        assert queue_in_multi(engine, session, lookup((b"EXEC",)), (b"EXEC",)) is None
+        journal.error = None
+    finally:
+        engine.close()
 
 
 # --- WATCH -------------------------------------------------------------------------------------
@@ -252,8 +259,8 @@ def test_touch_effects_follows_key_positions_and_selects(effects: list[list[byte
 
 
 def test_end_transaction_resets_the_session() -> None:
-    watches = WatchRegistry()
-    engine = SimpleNamespace(watches=watches)
+    engine = Engine()
+    watches = engine.watches
     session = Session()
     session.multi, session.multi_failed, session.dirty = [], True, True
     watches.watch(session, 0, b"k")
