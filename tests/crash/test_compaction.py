@@ -58,6 +58,7 @@ from tests.support.datadir import (
     reopen_digest,
 )
 from tests.support.faultfs import FaultyFS, PowerCut, TrackingFS, stop_threads
+from tests.support.pids import wait_gone
 
 ROOT = Path(__file__).resolve().parents[2]
 LOGGER = "streamkeep.aof"
@@ -65,26 +66,6 @@ SEED = 5
 
 
 # --- helpers -------------------------------------------------------------------------------------
-
-def alive(pid: int) -> bool:
-    """The process exists and is not a zombie."""
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            state = f.read().rsplit(")", 1)[1].split()[0]
-    except (FileNotFoundError, ProcessLookupError):
-        return False
-    return state not in ("Z", "X")
-
-
-def wait_gone(pid: int, timeout: float) -> float:
-    """Seconds until `pid` is gone; fails after `timeout`."""
-    start = time.monotonic()
-    while alive(pid):
-        if time.monotonic() - start > timeout:
-            pytest.fail(f"process {pid} is still running {timeout} s later")
-        time.sleep(0.01)
-    return time.monotonic() - start
-
 
 # --- 1. failures -------------------------------------------------------------------------------------
 
