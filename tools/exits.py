@@ -142,6 +142,49 @@ def _first_interrupt(signum: int, frame: Any) -> None:
     raise Interrupted(signum)
 
 
+def _interrupt_again(signum: int, frame: Any) -> None:
+    # A redelivered interrupt: raised now unless the main thread is still inside the hook that
+    # reported the dropped one (raised there, it would be dropped again, with a traceback).
+    while frame is not None:
+        if frame.f_code is _dropped.__code__:
+            _redeliver(signum)
+            return
+        frame = frame.f_back
+    _first_interrupt(signum, frame)
+
+
+def _redeliver(signum: int) -> None:
+    """Send `signum` to the main thread again, from another thread a moment later: by then the
+    main thread has left the context that dropped the Interrupted."""
+    signal.signal(signum, _interrupt_again)
+    main = threading.main_thread().ident
+    assert main is not None
+
+    def send() -> None:
+        import time
+
+        time.sleep(0.001)
+        signal.pthread_kill(main, signum)
+
+    threading.Thread(target=send, name="streamkeep-interrupt-again", daemon=True).start()
+
+
+def _dropped(unraisable: Any) -> None:
+    """sys.unraisablehook while a command runs. Python drops an exception raised where it
+    cannot propagate (an at-fork hook: a child started with a preexec_fn runs them; a
+    __del__); a signal's Interrupted raised there would be lost and the command would run on
+    to its end. It is raised again, at the main thread's next step outside such a place.
+    Anything else goes to the hook before."""
+    err = unraisable.exc_value
+    if isinstance(err, Interrupted) and threading.current_thread() is threading.main_thread():
+        _redeliver(err.signum)
+        return
+    _previous_unraisablehook(unraisable)
+
+
+_previous_unraisablehook: Any = sys.unraisablehook
+
+
 def _install(handler: Any) -> dict[int, Any]:
     """`handler` for every ending signal not ignored (`nohup` ignores SIGHUP, a shell's
     background job SIGINT: they stay so); the handlers before, by signal."""
@@ -157,15 +200,19 @@ def _restore(previous: dict[int, Any]) -> None:
 @contextlib.contextmanager
 def signals_handled() -> Iterator[None]:
     """While a command runs: the first SIGINT, SIGTERM or SIGHUP raises Interrupted, later
-    ones are ignored. The handlers before are put back afterwards (a caller in process: the
+    ones are ignored; one Python dropped (raised in an at-fork hook or a __del__) is raised
+    again (`_dropped`). The handlers before are put back afterwards (a caller in process: the
     tests)."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
+    global _previous_unraisablehook
     previous = _install(_first_interrupt)
+    _previous_unraisablehook, sys.unraisablehook = sys.unraisablehook, _dropped
     try:
         yield
     finally:
+        sys.unraisablehook = _previous_unraisablehook
         _restore(previous)
 
 

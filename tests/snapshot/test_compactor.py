@@ -49,6 +49,7 @@ from tests.support.datadir import (
     open_dir,
     reopen_digest,
 )
+from tests.support.pids import wait_gone
 
 SEED = 5
 
@@ -417,19 +418,7 @@ def test_the_build_child_dies_with_a_killed_process(tmp_path: Path) -> None:
     child = int(app.stdout.readline())
     os.kill(app.pid, signal.SIGKILL)
     app.wait()
-    deadline = time.monotonic() + 20
-    while _running(child) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert not _running(child)
-
-
-def _running(pid: int) -> bool:
-    """Alive and not a zombie (its parent gone, init reaps it)."""
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
+    wait_gone(child, 20.0)
 
 
 def test_a_lazily_loaded_format_3_state_compacts_to_packed_nodes(tmp_path: Path) -> None:

@@ -72,6 +72,77 @@ def test_the_first_signal_raises_and_later_ones_wait(signum: int) -> None:
     assert {s: signal.getsignal(s) for s in SIGNALS} == before
 
 
+class _SignalsInDel:
+    """An object whose __del__ gets `signum`: the Interrupted its handler raises there is one
+    Python drops ("Exception ignored in ...")."""
+
+    def __init__(self, signum: int) -> None:
+        self.signum = signum
+
+    def __del__(self) -> None:
+        os.kill(os.getpid(), self.signum)
+        _handled_now()
+
+
+def _interrupted_within(steps: int) -> int:
+    """How many 1 ms steps it took until Interrupted arrived (`steps` if it never did)."""
+    import time
+
+    for step in range(steps):
+        try:
+            time.sleep(0.001)
+            _handled_now()
+        except Interrupted:
+            return step
+    return steps
+
+
+@main_thread_only
+@pytest.mark.parametrize("signum", SIGNALS, ids=[s.name for s in SIGNALS])
+def test_an_interrupt_python_dropped_is_raised_again(
+        signum: int, capsys: pytest.CaptureFixture[str]) -> None:
+    before = {s: signal.getsignal(s) for s in SIGNALS}
+    with signals_handled():
+        _SignalsInDel(signum)  # dropped at once: the handler runs (and raises) in __del__
+        assert _interrupted_within(10_000) < 10_000
+        for other in SIGNALS:  # the redelivered one is the first: later ones are ignored
+            assert signal.getsignal(other) is signal.SIG_IGN
+    assert "Exception ignored" not in capsys.readouterr().err
+    assert {s: signal.getsignal(s) for s in SIGNALS} == before
+
+
+_signal_after_fork: list[int] = []  # armed by the test below: the signal its at-fork hook sends
+
+
+def _after_fork_in_parent() -> None:
+    if _signal_after_fork:
+        os.kill(os.getpid(), _signal_after_fork.pop())
+        _handled_now()
+
+
+@main_thread_only
+def test_a_signal_in_an_at_fork_hook_still_ends_the_command(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """A child started with a preexec_fn (as tools.leftovers starts them) makes Python run the
+    at-fork hooks (logging has some), where an exception is dropped: a signal that lands there
+    still ends the command, without a traceback."""
+    import subprocess
+    import sys
+
+    if not hasattr(_after_fork_in_parent, "registered"):
+        os.register_at_fork(after_in_parent=_after_fork_in_parent)  # (cannot be taken back)
+        _after_fork_in_parent.registered = True  # type: ignore[attr-defined]
+    with signals_handled():
+        _signal_after_fork.append(signal.SIGTERM)
+        with pytest.raises(Interrupted) as caught:
+            subprocess.run([sys.executable, "-c", "import time; time.sleep(30)"],
+                           preexec_fn=os.getpid, check=False, timeout=60)
+            _interrupted_within(10_000)
+        assert caught.value.signum == signal.SIGTERM
+    assert not _signal_after_fork
+    assert "Exception ignored" not in capsys.readouterr().err
+
+
 @main_thread_only
 def test_a_signal_ignored_from_the_start_stays_ignored() -> None:
     """`nohup` ignores SIGHUP before the command starts: the command does not undo that."""

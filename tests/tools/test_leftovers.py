@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from streamkeep.tools import leftovers
+from tests.support.pids import wait_gone
 
 
 def dead_pid() -> int:
@@ -125,18 +126,7 @@ def test_a_child_leaves_with_its_parent_even_killed() -> None:
     assert os.getsid(child) == child != os.getsid(0)  # a session of its own
     parent.kill()
     parent.wait()
-    deadline = time.monotonic() + 20
-    while _running(child) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert not _running(child)
-
-
-def _running(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
+    wait_gone(child, 20.0)
 
 
 def test_end_child_stops_a_group_and_reaps_it() -> None:
