@@ -454,18 +454,22 @@ cdef class RequestParser:
         """The reference's `_take_big`: a big bulk read apart from the shared buffer."""
         big = self._big
         cdef Py_ssize_t end = PyByteArray_GET_SIZE(buf)
-        cdef long long want, take
+        # `bulklen + 2` is never computed: proto-max-bulk-len may be LLONG_MAX, and a header
+        # that large would overflow it (the sums below are rearranged to stay in range).
+        cdef long long rest, take
         if big is None:
-            if end - pos >= bulklen + 2:
+            if end - pos - 2 >= bulklen:
                 return pos + bulklen + 2, PyBytes_FromStringAndSize(
                     PyByteArray_AS_STRING(buf) + pos, <Py_ssize_t>bulklen)
             big = self._big = io.BytesIO()
-        want = bulklen + 2 - big.tell()
-        take = min(want, end - pos)
+        rest = bulklen - big.tell()  # the bulk's bytes still to come, its CRLF apart
+        take = end - pos
+        if rest <= take - 2:
+            take = rest + 2
         with memoryview(buf) as view:
             big.write(view[pos: pos + take])
         pos += take
-        if take < want:
+        if take - 2 < rest:
             if big.tell() > self.query_buffer_limit and self._error is None:
                 self._error = QueryBufferLimit(ERR_QUERY_BUFFER)  # Redis counts the bulk too
             return pos, None

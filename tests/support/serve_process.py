@@ -7,6 +7,7 @@ child at the end."""
 
 from __future__ import annotations
 
+import contextlib
 import resource
 import subprocess
 import sys
@@ -90,6 +91,15 @@ class ServeProcess:
                 if line.startswith("VmRSS:"):
                     return int(line.split()[1]) * 1024
         raise AssertionError("no VmRSS line")
+
+    def cpu_seconds(self) -> float:
+        """The CPU time the child's threads have used so far (the scheduler's, in ns): what a
+        growth check compares, since a busy machine delays a process but hardly adds to it."""
+        total = 0
+        for task in Path(f"/proc/{self.proc.pid}/task").iterdir():
+            with contextlib.suppress(FileNotFoundError, ProcessLookupError):  # a thread ended
+                total += int((task / "schedstat").read_text().split()[0])
+        return total / 1e9
 
     def wait(self, timeout: float = EXIT_TIMEOUT) -> int:
         rc = self.proc.wait(timeout)

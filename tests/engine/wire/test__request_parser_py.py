@@ -106,6 +106,20 @@ def test_parsers_agree_on_any_calls(steps: list, limit: tuple[int, int, bool]) -
     assert parser_trace(compiled, steps, limit) == parser_trace(pure, steps, limit)
 
 
+@pytest.mark.parametrize("length", [2**63 - 1, 2**63 - 2, 2**63 - 3])
+@pytest.mark.parametrize("authenticated", [True, False])
+def test_a_bulk_as_long_as_the_largest_limit_is_only_waited_for(
+        length: int, authenticated: bool) -> None:
+    """proto-max-bulk-len may be set to LLONG_MAX: a header of about that length once overflowed
+    the compiled parser's `length + 2` (OverflowError from a negative size check); both
+    parsers wait for the bytes instead (or refuse an unauthenticated one), alike."""
+    pure, compiled = pure_and_compiled(*TWINS)
+    steps = [("feed", b"*1\r\n$%d\r\n" % length), ("next", 1), ("feed", b"x" * 70_000),
+             ("next", 1)]
+    limit = (2**63 - 1, 1 << 30, authenticated)
+    assert parser_trace(compiled, steps, limit) == parser_trace(pure, steps, limit)
+
+
 @PROPERTY
 @given(st.lists(pieces, max_size=40).map(b"".join), st.lists(st.integers(0, 400), max_size=8),
        limits)
