@@ -50,6 +50,8 @@ COMPILED = [
     "engine/model/idmp_maps.py",
     "engine/model/effects.py",
     "engine/model/pel_store.py",
+    "engine/model/residency.py",
+    "engine/model/stream.py",
     "engine/exec/blocking.py",
     "engine/exec/context.py",
     "engine/exec/transactions.py",
@@ -66,6 +68,7 @@ COMPILED = [
     "engine/commands/trimming.py",
     "engine/runtime/core.py",
     "engine/runtime/engine.py",
+    "engine/runtime/queue.py",
 ]
 # The shared library of the compiled modules (a module name inside the namespace).
 GROUP = "streamkeep.command_path"

@@ -17,6 +17,31 @@ from streamkeep.engine.model import _ids_py
 cdef object SIXTY_FOUR = 64
 cdef object LOW = (1 << 64) - 1
 
+cdef extern from *:
+    """
+    /* A non-negative int of at most 128 bits as its two 64-bit halves, read straight from the
+       int (no shifted or masked ints made); 0 for anything else (no exception left set). */
+    static int streamkeep_u128_halves(PyObject* v, unsigned long long* hi,
+                                      unsigned long long* lo) {
+        unsigned char b[16];
+        int i;
+    #if PY_VERSION_HEX >= 0x030D0000
+        Py_ssize_t n = PyLong_AsNativeBytes(v, b, 16, Py_ASNATIVEBYTES_LITTLE_ENDIAN
+            | Py_ASNATIVEBYTES_UNSIGNED_BUFFER | Py_ASNATIVEBYTES_REJECT_NEGATIVE);
+        if (n < 0) { PyErr_Clear(); return 0; }
+        if (n > 16) return 0;
+    #else
+        if (_PyLong_Sign(v) < 0) return 0;
+        if (_PyLong_AsByteArray((PyLongObject*)v, b, 16, 1, 0) < 0) { PyErr_Clear(); return 0; }
+    #endif
+        *lo = 0; *hi = 0;
+        for (i = 7; i >= 0; i--) { *lo = (*lo << 8) | b[i]; *hi = (*hi << 8) | b[i + 8]; }
+        return 1;
+    }
+    """
+    bint u128_halves "streamkeep_u128_halves"(object v, unsigned long long* hi,
+                                              unsigned long long* lo)
+
 
 cdef inline int write_u64(char* out, unsigned long long v) noexcept nogil:
     """v in decimal at out (at most 20 bytes); returns the length."""
@@ -38,10 +63,8 @@ cdef inline object c_format_id(object sid):
     cdef char buf[48]
     cdef int n
     cdef unsigned long long ms, seq
-    if not PyLong_CheckExact(sid) or sid < 0 or sid >> 128:
+    if not PyLong_CheckExact(sid) or not u128_halves(sid, &ms, &seq):
         return _ids_py.format_id(sid)
-    ms = PyLong_AsUnsignedLongLong(sid >> SIXTY_FOUR)
-    seq = PyLong_AsUnsignedLongLong(sid & LOW)
     n = write_u64(buf, ms)
     buf[n] = 45  # '-'
     n += 1

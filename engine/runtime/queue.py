@@ -560,33 +560,15 @@ class StreamQueue:
         if msg is not None and not msg.done:
             msg.ack()
 
-    def consume(self, count: int = 1, block: float = 1.0) -> Iterator[Message]:
-        """Messages one after another, forever. Those the body neither acked nor nacked are
-        acknowledged once the batch (of up to `count`) is done, in one transaction with the
-        next read (one record: a worker killed mid-batch gets the finished ones of that
-        batch again, which at-least-once allows). A loop left by an exception or a `break`
-        acknowledges the finished ones, releases the message in hand, counted (a generator
-        cannot tell the two apart: ack it before a break that means success), and the
-        unread rest, uncounted."""
-        batch = self.get(count, block)
-        while True:
-            for i, msg in enumerate(batch):
-                try:
-                    yield msg
-                except GeneratorExit:
-                    finished = [m.id for m in batch[:i] if not m.done]
-                    if finished:
-                        self.ack(*finished)
-                    for left in batch[i:]:
-                        if not left.done:
-                            left.nack(counted=left is msg)
-                    raise
-            unacked = [m.id for m in batch if not m.done]
-            for m in batch:
-                m.done = True
-            batch = self._ack_then_read(unacked, count) if unacked else []
-            if not batch:
-                batch = self.get(count, block)
+    def consume(self, count: int = 1, block: float = 1.0) -> Consumer:
+        """Messages one after another, forever (a `Consumer`). Those the body neither acked
+        nor nacked are acknowledged once the batch (of up to `count`) is done, in one
+        transaction with the next read (one record: a worker killed mid-batch gets the
+        finished ones of that batch again, which at-least-once allows). A loop left by an
+        exception or a `break` acknowledges the finished ones, releases the message in hand,
+        counted (the loop cannot tell the two apart: ack it before a break that means
+        success), and the unread rest, uncounted."""
+        return Consumer(self, count, block)
 
     # --- dead letters, upkeep and figures ---------------------------------------------------
 
@@ -683,6 +665,69 @@ class StreamQueue:
                 "lag": None if lag is None else int(lag),
                 "oldest_pending_ms": int(oldest[0][2]) if oldest else None,
                 "consumers": consumers, "dead": int(self._call((b"XLEN", self.dead_letter)))}
+
+
+class Consumer:
+    """`StreamQueue.consume()`'s iterator: what a generator would be, written out as a class
+    so that it behaves alike compiled (a compiled generator is not closed when a `for` loop
+    breaks out of it and drops it; this class's `__del__` closes it). `close()` (or the
+    last reference going) settles the batch: finished messages acknowledged, the one in hand
+    released (counted), the unread rest released (uncounted)."""
+
+    def __init__(self, queue: StreamQueue, count: int, block: float) -> None:
+        self._queue = queue
+        self._count = count
+        self._block = block
+        self._batch: list[Message] | None = None  # None until the first next()
+        self._at = 0  # the index of the next message to hand out
+        self._closed = False
+
+    def __iter__(self) -> Consumer:
+        return self
+
+    def __next__(self) -> Message:
+        if self._closed:
+            raise StopIteration
+        try:
+            return self._next()
+        except BaseException:
+            self._closed = True  # as a generator an exception went through: finished
+            raise
+
+    def _next(self) -> Message:
+        queue = self._queue
+        batch = self._batch
+        if batch is None:
+            batch = self._batch = queue.get(self._count, self._block)
+        while self._at >= len(batch):  # all handed out: settle them, read the next batch
+            unacked = [m.id for m in batch if not m.done]
+            for m in batch:
+                m.done = True
+            batch = queue._ack_then_read(unacked, self._count) if unacked else []
+            if not batch:
+                batch = queue.get(self._count, self._block)
+            self._batch, self._at = batch, 0
+        msg = batch[self._at]
+        self._at += 1
+        return msg
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        batch, in_hand = self._batch, self._at - 1
+        if batch is None or in_hand < 0:  # nothing handed out of this batch
+            return
+        finished = [m.id for m in batch[:in_hand] if not m.done]
+        if finished:
+            self._queue.ack(*finished)
+        for i in range(in_hand, len(batch)):
+            left = batch[i]
+            if not left.done:
+                left.nack(counted=i == in_hand)
+
+    def __del__(self) -> None:
+        self.close()
 
 
 def _describe(exc: BaseException) -> str:
