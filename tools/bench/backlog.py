@@ -88,8 +88,10 @@ def _fields(i: int) -> tuple[bytes, bytes]:
     return (b"v", b"%08d" % i)
 
 
-class _GeneratedNodes:
-    """A stream's nodes made while the snapshot writer iterates them: never all in memory."""
+class _GeneratedNodes(list):  # type: ignore[type-arg]
+    """A stream's nodes made while the snapshot writer iterates them: never all in memory.
+    A list by type only (the compiled stream's `nodes` field holds a list; the writer, plain
+    Python, iterates it and takes its length through these methods)."""
 
     def __init__(self, n: int) -> None:
         self.n = n
@@ -117,7 +119,7 @@ def build(path: str, n: int) -> None:
 
     behind = int(n * BEHIND_SHARE)
     s = Stream()
-    s.nodes = _GeneratedNodes(n)  # type: ignore[assignment]  # iterated once, by the writer
+    s.nodes = _GeneratedNodes(n)  # iterated once, by the writer
     s.length = s.entries_added = n
     s.first_id, s.last_id = BASE_MS << 64, (BASE_MS + n - 1) << 64
     delivered = n - behind

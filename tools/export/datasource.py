@@ -38,8 +38,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import islice
 from operator import itemgetter
-from types import SimpleNamespace
-from typing import Any, cast
+from typing import Any
 
 from pyspark.sql.datasource import DataSource, DataSourceReader, Filter, InputPartition
 from pyspark.sql.types import (
@@ -594,16 +593,17 @@ def group_rows(snap: Snapshot, part: Range, wanted: set[str]) -> Iterator[tuple]
 
 def lag(info: StreamInfo, group: GroupInfo) -> int | None:
     """XINFO GROUPS lag, by the engine's own rule (one definition, not a copy): its model
-    reads only these counters, so the snapshot's values stand in for the live objects."""
-    from streamkeep.engine.model.consumer_groups import (
-        group_lag,  # only the groups table pays for it
-    )
+    reads only these counters, so a stream and a group holding the snapshot's values stand in
+    for the live ones."""
+    # (only the groups table pays for these imports)
+    from streamkeep.engine.model.consumer_groups import ConsumerGroup, group_lag
+    from streamkeep.engine.model.stream import Stream
 
-    stream = SimpleNamespace(entries_added=info.entries_added, length=info.length,
-                             first_id=info.first_id.as_int(), last_id=info.last_id.as_int(),
-                             max_deleted_id=info.max_deleted_id.as_int())
-    state = SimpleNamespace(last_id=group.last_id.as_int(), entries_read=group.entries_read)
-    return group_lag(cast(Any, stream), cast(Any, state))
+    stream = Stream()
+    stream.entries_added, stream.length = info.entries_added, info.length
+    stream.first_id, stream.last_id = info.first_id.as_int(), info.last_id.as_int()
+    stream.max_deleted_id = info.max_deleted_id.as_int()
+    return group_lag(stream, ConsumerGroup(b"", group.last_id.as_int(), group.entries_read))
 
 
 def pending_rows(snap: Snapshot, part: Range, wanted: set[str]) -> Iterator[tuple]:
