@@ -581,11 +581,12 @@ def superseded(d: Path, doc: dict) -> set[str]:
 
 def test_build_child_dies_with_its_parent(tmp_path: Path,
                                           caplog: pytest.LogCaptureFixture) -> None:
-    """A build long enough to be caught in the middle (60k records, ~1 s): the parent is
+    """A build long enough to be caught in the middle (240k records: the compiled replay
+    goes through 60k before a loaded machine's parent reaches its kill): the parent is
     SIGKILLed once the child is past its start-up; the child goes at once and never writes
     its snapshot (had it outlived the parent, it would finish and write it)."""
     d = tmp_path / "d"
-    bulk = 60_000
+    bulk = 240_000
     run = start_workload(d, 41, "--policy", "no", "--segment-max", str(1 << 20), "--bulk",
                          str(bulk), "--mode", "build", "--wait-lmdb")
     run.read()
