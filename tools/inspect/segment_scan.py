@@ -180,10 +180,13 @@ def scan_all(files: list[str], deep: bool, jobs: int) -> Iterator[Scanned]:
     except BaseException:
         # Interrupted (or the reader stopped): the workers' segments are not wanted any more.
         # They ignore SIGINT, so they are stopped here instead of being waited for.
+        # The pool's manager thread is then waited for: one still closing its wake-up pipe when
+        # the interpreter exits races the interpreter's own wake-up of it ("Exception ignored
+        # ... Bad file descriptor" on stderr). (shutdown(wait=False) would forget the thread.)
         workers = list((getattr(pool, "_processes", None) or {}).values())
-        pool.shutdown(wait=False, cancel_futures=True)
         for worker in workers:
             worker.terminate()
+        pool.shutdown(wait=True, cancel_futures=True)
         raise
     finally:
         pool.shutdown()

@@ -121,3 +121,21 @@ def test_parts_join_only_where_records_meet() -> None:
     assert segment_scan.join_parts([first, good._replace(first_lsn=12)]) is None
     assert segment_scan.join_parts([first._replace(refused=True), good]) is None
     assert segment_scan.join_parts([first, None]) is None
+
+
+def test_a_scan_left_early_leaves_no_pool_thread(tmp_path: Path) -> None:
+    """A parallel scan given up before its end (Ctrl-C, a reader that stops) stops its workers
+    and waits for the pool's manager thread: one left running at the interpreter's exit raced
+    its wake-up pipe's closing ("Exception ignored ... Bad file descriptor" after Ctrl-C)."""
+    import threading
+
+    files = []
+    for k in range(4):
+        path = tmp_path / f"segment-{k:06d}.aof"
+        _segment_file(path, 1 + 100 * k, [200] * 100)
+        files.append(str(path))
+    scans = segment_scan.scan_all(files, deep=True, jobs=2)
+    assert next(scans).records == 100
+    scans.close()  # what an interrupt does: GeneratorExit through the pool's `except`
+    managers = [t for t in threading.enumerate() if "ExecutorManager" in type(t).__name__]
+    assert managers == []
