@@ -1,11 +1,12 @@
 """The ``embedded`` section: the in-memory engine through ``Engine.execute``, one thread.
 
-Owns its workloads: XADD (:func:`bench_embedded_xadd`), consume, XREADGROUP COUNT + XACK
+Owns its workloads: XADD (:func:`bench_embedded_xadd`; through redis-py's API,
+:func:`bench_embedded_redis_xadd`), consume, XREADGROUP COUNT + XACK
 until drained (:func:`bench_embedded_consume`), and reads capped by COUNT against Redis 8.10's
 MAXCOUNT over the same data (:func:`bench_embedded_capped_read`), XADD with IDMP against plain
 XADD (:func:`bench_embedded_xadd_idmp`), each on a fresh
 ``Engine.open()``.
-Must not touch: engine internals (only ``Engine.open``/``execute``), other sections, the
+Must not touch: engine internals (only ``Engine.open``/``execute``/``redis``), other sections, the
 registry (which names these rows and their targets).
 """
 
@@ -55,6 +56,18 @@ def bench_embedded_xadd(n: int) -> float:
     start = time.perf_counter()
     for _ in range(n):
         execute("XADD", KEY, "*", "f", "v")
+    return n / (time.perf_counter() - start)
+
+
+def bench_embedded_redis_xadd(n: int) -> float:
+    """`r.xadd(KEY, {"f": "v"})` through redis-py's API over the engine (`Engine.redis()`), n
+    times on one thread: what an application written for redis-py pays; adds per second."""
+    r = _new_engine().redis()
+    for _ in range(warmup_size(n)):
+        r.xadd("warmup", {"f": "v"})
+    start = time.perf_counter()
+    for _ in range(n):
+        r.xadd(KEY, {"f": "v"})
     return n / (time.perf_counter() - start)
 
 

@@ -52,6 +52,7 @@ from streamkeep.tools.bench.aof import (
 from streamkeep.tools.bench.embedded import (
     bench_embedded_capped_read,
     bench_embedded_consume,
+    bench_embedded_redis_xadd,
     bench_embedded_xadd,
     bench_embedded_xadd_idmp,
 )
@@ -65,6 +66,9 @@ from streamkeep.tools.bench.workload import BATCH, Measurement
 
 XADD_TARGET = 250_000  # embedded XADD/s, one thread
 CONSUME_TARGET = 150_000  # embedded consumed (read + acked) msgs/s
+# An application on redis-py's API in process, against the same calls pipelined to a local
+# redis-server (what it would use otherwise): at least this many times as fast.
+REDIS_API_XADD_TARGET = 3.0
 AOF_EVERYSEC_TARGET = 150_000  # XADD/s, appendfsync everysec, one thread
 AOF_EVERYSEC_RATIO_TARGET = 0.6  # ... as a fraction of the in-memory XADD/s of the same run
 AOF_ALWAYS_TARGET = 20_000  # XADD/s, appendfsync always, AOF_THREADS threads
@@ -281,6 +285,9 @@ SECTIONS: tuple[Section, ...] = (
                   lambda env: bench_redis_consume(env.redis, env.n)),
         Benchmark("redis.consume_pipe", "consume: XACK + next XREADGROUP pipelined",
                   lambda env: bench_redis_consume(env.redis, env.n, pipelined=True)),
+        # redis-py's API in process: what the same application pays without a server.
+        Benchmark("redis.embedded_xadd", "XADD, one at a time, in process (Engine.redis())",
+                  lambda env: bench_embedded_redis_xadd(env.n)),
     ), option="redis"),
     Section("snapshot", (
         Benchmark("snapshot.load", "entries loaded from the snapshot at restart (stream+group)",
@@ -725,6 +732,8 @@ FIGURES: tuple[Figure, ...] = (
           ("bytes per entry, streamkeep", "bytes_per_entry", "", None),
           ("bytes per entry, redis-server", "redis_bytes_per_entry", "", None),
           ("streamkeep / redis-server", "over_redis", "x", MEMORY_OVER_REDIS_TARGET))),
+    Figure("redis-py", f"XADD in process (Engine.redis()) / pipelined ({PIPELINE}) to redis-server",
+           "redis.embedded_xadd", denominator="redis.xadd_pipe", target=REDIS_API_XADD_TARGET),
 )
 
 # Extra tables the report prints after the ratios: fn(results, figures) -> a Table or None, the
