@@ -7,7 +7,6 @@ child at the end."""
 
 from __future__ import annotations
 
-import contextlib
 import resource
 import subprocess
 import sys
@@ -93,13 +92,13 @@ class ServeProcess:
         raise AssertionError("no VmRSS line")
 
     def cpu_seconds(self) -> float:
-        """The CPU time the child's threads have used so far (the scheduler's, in ns): what a
-        growth check compares, since a busy machine delays a process but hardly adds to it."""
-        total = 0
-        for task in Path(f"/proc/{self.proc.pid}/task").iterdir():
-            with contextlib.suppress(FileNotFoundError, ProcessLookupError):  # a thread ended
-                total += int((task / "schedstat").read_text().split()[0])
-        return total / 1e9
+        """The CPU time the child's threads have used so far: what a growth check compares,
+        since a busy machine delays a process but hardly adds to it."""
+        from streamkeep.tools.bench.processes import cpu_seconds
+
+        seconds = cpu_seconds(self.proc.pid)
+        assert seconds is not None, f"no CPU time for pid {self.proc.pid}"
+        return seconds
 
     def wait(self, timeout: float = EXIT_TIMEOUT) -> int:
         rc = self.proc.wait(timeout)
