@@ -60,15 +60,19 @@ COMPILED = [
     "engine/exec/slowlog.py",
     "engine/exec/stats.py",
     "engine/exec/table.py",
+    "engine/exec/pubsub.py",
+    "engine/commands/expiry.py",
     "engine/commands/groups.py",
     "engine/commands/idmp.py",
     "engine/commands/keyspace.py",
     "engine/commands/read.py",
     "engine/commands/streams.py",
+    "engine/commands/strings.py",
     "engine/commands/trimming.py",
     "engine/runtime/core.py",
     "engine/runtime/engine.py",
     "engine/runtime/queue.py",
+    "engine/runtime/server.py",
 ]
 # The shared library of the compiled modules (a module name inside the namespace).
 GROUP = "streamkeep.command_path"

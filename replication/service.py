@@ -16,7 +16,6 @@ import logging
 import os
 import threading
 import time
-import weakref
 from typing import TYPE_CHECKING, Any
 
 from streamkeep.aof.manifest import NO_REPL_ID, new_repl_id
@@ -63,8 +62,6 @@ class ReplicationService:
         self.follower: Follower | None = None
         self.received_before = 0  # bytes earlier followers received (of primaries since left)
         self.waits = Waits(self._call_later)
-        self.handshakes: weakref.WeakKeyDictionary[Any, dict[str, Any]] = \
-            weakref.WeakKeyDictionary()
         self.server: Any = None
         self.refusals_logged: dict[str, float] = {}
         # Names this node on the link (REPLCONF sk-runid): a node told to follow itself, under
@@ -187,7 +184,12 @@ class ReplicationService:
 
     def replconf(self, session: Any, argv: tuple[bytes, ...]) -> Any:
         client = session.client
-        state = self.handshakes.setdefault(client, {}) if client is not None else {}
+        # What the connection announced so far (the server's Client keeps it: gone with it).
+        state: dict[str, Any] = {}
+        if client is not None:
+            if client.handshake is None:
+                client.handshake = state
+            state = client.handshake
         for i in range(1, len(argv), 2):
             option, value = argv[i].lower(), argv[i + 1]
             if option == b"listening-port":
@@ -231,7 +233,8 @@ class ReplicationService:
         client = session.client
         if client is None:
             raise ReplyError("ERR PSYNC needs a network connection")
-        state = self.handshakes.pop(client, {})
+        state = client.handshake or {}
+        client.handshake = None
         if link.CAPA not in state.get("capa", set()):
             host = client.addr.rsplit(":", 1)[0]
             now = time.monotonic()

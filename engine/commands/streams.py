@@ -63,7 +63,10 @@ _EDOM = "ERR The ID specified in XADD is equal or smaller than the target stream
 _IGNORE_CLOCK = planted("star-id-reuse")
 
 
-def _next_auto_id(last: int, now: int) -> int:
+def next_auto_id(last: int, now: int) -> int:
+    """The ID `*` gives after the stream's last ID `last` at `now` (ms): `now-0` once the
+    clock is past the last ID's time, else the last ID's successor, `ms+1-0` when its
+    sequence is full. The caller has refused a stream at the greatest ID (MAX_ID)."""
     last_ms = last >> 64
     if now > last_ms and not _IGNORE_CLOCK:
         return now << 64
@@ -75,7 +78,7 @@ def _next_auto_id(last: int, now: int) -> int:
 def _resolve_xadd_id(s: Stream, parsed, now: int) -> int:  # type: ignore[no-untyped-def]
     last = s.last_id
     if parsed is None:
-        return _next_auto_id(last, now)
+        return next_auto_id(last, now)
     sid = parsed.value
     if parsed.seq_given:
         if sid <= last:
@@ -148,15 +151,8 @@ def add_entry(engine: EngineCore, db: dict[bytes, Stream], argv: Argv, now: int)
             raise ReplyError(_EXHAUSTED)
         if sid:
             raise ReplyError(_EDOM)
-        ms = last >> 64
-        if now > ms and not _IGNORE_CLOCK:
-            ms, seq, sid = now, 0, now << 64
-        elif last & SEQ_MASK != SEQ_MASK:
-            seq, sid = (last & SEQ_MASK) + 1, last + 1
-        else:
-            ms += 1
-            seq, sid = 0, ms << 64
-    return s.append(sid, argv[3:], engine.node_max_entries, engine.node_max_bytes, idb, ms, seq)
+        sid = next_auto_id(last, now)
+    return s.append(sid, argv[3:], engine.node_max_entries, engine.node_max_bytes, idb)
 
 
 @command("xadd", -5, "write denyoom fast", summary="Appends a new message to a stream. "
@@ -217,16 +213,11 @@ def _xadd_idmp_simple(ctx: Ctx, argv: Argv) -> bytes | None:
     else:
         state = s.idmp
     last = s.last_id
-    if now > last >> 64 and not _IGNORE_CLOCK:  # the next automatic ID (_next_auto_id), inlined
-        sid = now << 64
-    elif last == MAX_ID:  # a duplicate is still refused with its ID: checked first
+    if last == MAX_ID:  # a duplicate is still refused with its ID: checked first
         if state is not None and (original := state.lookup(pid, iid, now)) is not None:
             return refuse_duplicate(ctx, key, state, original)
         raise ReplyError(_EXHAUSTED)
-    elif last & SEQ_MASK != SEQ_MASK:
-        sid = last + 1
-    else:
-        sid = ((last >> 64) + 1) << 64
+    sid = next_auto_id(last, now)
     if state is not None:  # the duplicate check and, when there is none, the recording
         original = state.lookup_or_record(pid, iid, sid, now)
         if original is not None:
@@ -277,16 +268,8 @@ def _xadd_general(ctx: Ctx, argv: Argv) -> bytes | None:
             return original
     if s.last_id == MAX_ID:
         raise ReplyError(_EXHAUSTED)
-    if parsed is None:  # '*': inlined, this is the hot path
-        last, now = s.last_id, ctx.now
-        if now > last >> 64:
-            sid = now << 64
-        elif last & SEQ_MASK != SEQ_MASK:
-            sid = last + 1
-        else:
-            sid = ((last >> 64) + 1) << 64
-    else:
-        sid = _resolve_xadd_id(s, parsed, ctx.now)
+    sid = (next_auto_id(s.last_id, ctx.now) if parsed is None
+           else _resolve_xadd_id(s, parsed, ctx.now))
     fields = argv[field_pos:]
     idb = s.append(sid, fields, engine.node_max_entries, engine.node_max_bytes)
     clause: list[bytes] = []

@@ -190,11 +190,8 @@ class Stream:
 
     def append(
         self, sid: int, fields: Fields, max_entries: int, max_bytes: int, idb: bytes = b"",
-        ms: int = -1, seq: int = 0,
     ) -> bytes:
         """Add an entry whose ID the caller validated (> last_id). Returns the formatted ID.
-        (`ms` and `seq`, the ID's parts, are accepted for callers that have them; the kernel
-        splits the ID itself.)
 
         XADD's hot path: a new node when the tail is full as Redis decides it (entries,
         deleted ones included, against max_entries; listpack bytes plus the new fields' and

@@ -25,7 +25,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from streamkeep.engine.exec.blocking import Waiter
 from streamkeep.engine.exec.context import Later
@@ -37,6 +37,7 @@ from streamkeep.engine.exec.pubsub import (
 )
 from streamkeep.engine.exec.settings import ConfigError
 from streamkeep.engine.exec.transactions import end_transaction
+from streamkeep.engine.runtime.client_output import ClientOutput
 from streamkeep.engine.runtime.core import NOAUTH
 from streamkeep.engine.runtime.limits import DescriptorLimitError, adjust_open_files_limit
 from streamkeep.engine.wire.errors import ProtocolError, ReplyError
@@ -96,31 +97,14 @@ def is_loopback(host: str | None) -> bool:
         return False
 
 
-class ClientOutput(ReplyBuffer):
-    """A connection's output buffer whose limit is found when the encoder first checks it: a
-    reply too small to be checked (short bulks, short arrays) costs no look at the limits and
-    the transport's pending bytes. The limit (`budget()`, the client's `_reply_budget`) is
-    kept until the next flush clears it."""
-
-    __slots__ = ("budget",)
-
-    def __init__(self, budget: Callable[[], int]) -> None:
-        super().__init__()
-        self.budget = budget
-
-    def check(self) -> None:
-        limit = self.limit or self._find_limit()
-        if len(self) + self.big_size > limit:
-            raise OutputLimitReached(f"reply over the output limit of {limit} bytes")
-
-    def _find_limit(self) -> int:
-        self.limit = self.budget()
-        return self.limit
-
-
-class Client(asyncio.Protocol):
+class Client:
     """One connection. Its replies leave in command order; under `appendfsync always` a reply
-    (and every reply queued behind it) waits for the fsync that covers its record."""
+    (and every reply queued behind it) waits for the fsync that covers its record.
+
+    The event loop's protocol for the connection: the loop calls its connection_made,
+    data_received, connection_lost and resume_writing (and eof_received, pause_writing), which
+    is all asyncio and uvloop ask of a protocol; it does not subclass asyncio.Protocol, so that
+    the compiled build makes it a native class."""
 
     def __init__(self, server: Server) -> None:
         self.server = server
@@ -159,6 +143,8 @@ class Client(asyncio.Protocol):
         self.exempt = 0  # a reply bigger than the hard limit, let through: see _check_output_limit
         self.timers: list[asyncio.TimerHandle] = []
         self.link: Any = None  # a replica's connection after PSYNC: its sender (replication)
+        # What its REPLCONFs announced until its PSYNC (replication.service).
+        self.handshake: dict[str, Any] | None = None
         # Its Pub/Sub subscriptions; messages published to them are queued as replies.
         self.subscriber = self.session.subscriber = Subscriber(self._deliver)
         self.push_flush_due = False
@@ -170,7 +156,7 @@ class Client(asyncio.Protocol):
         self.reply_switch: ReplySwitch | None = None
         self.late_reply_muted = False  # a muted command blocked: its reply is dropped too
 
-    # --- asyncio.Protocol ------------------------------------------------------------------
+    # --- the event loop's protocol calls ----------------------------------------------------
 
     def connection_made(self, base_transport: asyncio.BaseTransport) -> None:
         # A stream connection's transport (uvloop's does not subclass asyncio.Transport).
@@ -232,6 +218,12 @@ class Client(asyncio.Protocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._release()
+
+    def eof_received(self) -> bool | None:
+        return None  # the transport closes itself (a half-closed client gets nothing more)
+
+    def pause_writing(self) -> None:
+        """Nothing stops: the output limits deal with a client that does not read."""
 
     def resume_writing(self) -> None:
         if self.link is not None:  # a replica's socket drained: send it more of the log
@@ -740,6 +732,11 @@ class Client(asyncio.Protocol):
         return " ".join(f"{k}={v}" for k, v in self.info_fields())
 
 
+def as_protocol(client: Client) -> asyncio.BaseProtocol:
+    """The loop's type for a protocol: Client has its methods without subclassing it."""
+    return cast(asyncio.BaseProtocol, client)
+
+
 def _noauth(name: str) -> str:
     return NOAUTH
 
@@ -917,6 +914,7 @@ class Server:
         self.stopping: asyncio.Event | None = None
         self.shutdown_save = False
         self.is_local: Callable[[str | None], bool] = is_loopback  # tests may swap it
+        self.client_factory: Callable[[Server], Client] = Client  # tests may swap it too
         # The group fsync replies wait for (appendfsync always).
         self.sync_waiting: set[Client] = set()
         self.sync_target = 0
@@ -1112,10 +1110,10 @@ class Server:
         self.loop.call_later(ACTIVE_EXPIRE_SECONDS, self._active_expire)
         if self.sockets is not None:
             for sock in self.sockets:
-                self.servers.append(await self.loop.create_server(self._new_client, sock=sock,
+                self.servers.append(await self.loop.create_server(self._accepted, sock=sock,
                                                                   backlog=511))
         for host in [] if self.sockets is not None else self.host.split() or ["127.0.0.1"]:
-            srv = await self.loop.create_server(self._new_client, host, self.port,
+            srv = await self.loop.create_server(self._accepted, host, self.port,
                                                 reuse_address=True, backlog=511)
             self.servers.append(srv)
             if self.port == 0:  # tests ask for any free port
@@ -1171,7 +1169,11 @@ class Server:
 
     def _new_client(self) -> Client:
         self.connections_received += 1
-        return Client(self)
+        return self.client_factory(self)
+
+    def _accepted(self) -> asyncio.BaseProtocol:
+        """The listening sockets' protocol factory."""
+        return as_protocol(self._new_client())
 
     async def serve_forever(self) -> None:
         await self.start()
@@ -1243,7 +1245,7 @@ class Server:
 
     async def _connect_adopted(self, client: Client, conn: socket.socket) -> None:
         try:
-            await self.loop.connect_accepted_socket(lambda: client, sock=conn)
+            await self.loop.connect_accepted_socket(lambda: as_protocol(client), sock=conn)
         except OSError:
             client.abort()
             conn.close()

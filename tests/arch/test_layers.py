@@ -85,6 +85,7 @@ LAYER_OF_PREFIX = {
     "streamkeep.replication": "services",
     "streamkeep.engine.runtime.limits": "top",  # the server's descriptor arithmetic
     "streamkeep.engine.runtime.server": "top",
+    "streamkeep.engine.runtime.client_output": "top",  # a server connection's output buffer
     "streamkeep.tools": "top",
     "streamkeep.__main__": "top",
 }

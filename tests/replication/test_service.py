@@ -28,11 +28,13 @@ from tests.support.server_util import start_server
 
 
 class Client:
-    """A network client as the service sees one: its address and its replica link, if any."""
+    """A network client as the service sees one: its address, its replica link if any, and
+    what its REPLCONFs announced until its PSYNC."""
 
     def __init__(self, addr: str = "10.0.0.7:40000", linked: bool = False) -> None:
         self.addr = addr
         self.link: Any = object() if linked else None
+        self.handshake: dict[str, Any] | None = None
 
 
 class Session:
@@ -101,7 +103,7 @@ def test_replconf_options(engine: Engine) -> None:
                                       b"capa", b"EOF", b"capa", b"SK-RECORDS")) == "OK"
     assert service.replconf(session, (b"REPLCONF", b"ip-address", b"10.0.0.7",
                                       b"sk-runid", b"0" * 40)) == "OK"
-    assert service.handshakes[client] == {"port": 6380, "capa": {b"eof", b"sk-records"},
+    assert client.handshake == {"port": 6380, "capa": {b"eof", b"sk-records"},
                                           "ip": "10.0.0.7"}
     with pytest.raises(ReplyError) as caught:  # Redis's limit: NET_HOST_STR_LEN
         service.replconf(session, (b"REPLCONF", b"ip-address", b"h" * 256))
@@ -151,7 +153,7 @@ def test_psync_refusals_before_any_sync(engine: Engine, caplog: pytest.LogCaptur
     service.replconf(Session(client), (b"REPLCONF", b"capa", b"sk-records"))
     assert psync_refusal(service, Session(client), b"?", b"5", b"not-hex") == \
         "ERR PSYNC's record CRC must be hexadecimal"
-    assert client not in service.handshakes  # a PSYNC ends the handshake, refused or not
+    assert client.handshake is None  # a PSYNC ends the handshake, refused or not
 
 
 def test_wait_without_replicas(engine: Engine) -> None:

@@ -105,8 +105,7 @@ class _GeneratedNodes(list):  # type: ignore[type-arg]
         for start in range(0, self.n, NODE_ENTRIES):
             scratch = Stream()
             for i in range(start, min(start + NODE_ENTRIES, self.n)):
-                scratch.append((BASE_MS + i) << 64, _fields(i), NODE_ENTRIES, 4096,
-                               ms=BASE_MS + i, seq=0)
+                scratch.append((BASE_MS + i) << 64, _fields(i), NODE_ENTRIES, 4096)
             yield from scratch.nodes
 
 

@@ -23,6 +23,7 @@ from streamkeep.engine.exec.pubsub import (
     subscribed_context_error,
     unsubscribe_all,
 )
+from streamkeep.engine.runtime.core import Session
 from streamkeep.engine.wire.reply import Push
 
 
@@ -113,10 +114,11 @@ def test_patterns_match_as_redis_globs(pattern: bytes, channel: bytes, matches: 
 
 def test_the_subscribed_context_rule() -> None:
     sub, _ = subscriber()
-    session = SimpleNamespace(subscriber=sub, client=SimpleNamespace(protocol=2))
-    assert not in_resp2_subscribed(session)  # type: ignore[arg-type]
+    session = Session()
+    session.subscriber, session.client = sub, SimpleNamespace(protocol=2)
+    assert not in_resp2_subscribed(session)
     sub.channels[b"c"] = None
-    assert in_resp2_subscribed(session)  # type: ignore[arg-type]
+    assert in_resp2_subscribed(session)
     session.client.protocol = 3
     assert not in_resp2_subscribed(session)  # type: ignore[arg-type]
     session.client = None  # embedded: no restriction
