@@ -73,6 +73,8 @@ COMPILED = [
     "engine/runtime/engine.py",
     "engine/runtime/queue.py",
     "engine/runtime/server.py",
+    "aof/journal.py",
+    "replication/redis_commands.py",
 ]
 # The shared library of the compiled modules (a module name inside the namespace).
 GROUP = "streamkeep.command_path"

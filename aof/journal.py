@@ -167,9 +167,9 @@ class Journal:
         self._closing = threading.Event()
         # Every policy needs the once-a-second thread: it retries failed writes; under
         # everysec it also fsyncs.
-        self._thread = threading.Thread(target=self._every_second, name="aof-every-second",
+        self._ticker = threading.Thread(target=self._every_second, name="aof-every-second",
                                         daemon=True)
-        self._thread.start()
+        self._ticker.start()
         # `always`: callers of wait_durable queue requests here for the group-commit thread.
         self._crash: BaseException | None = None  # what broke that thread's round, if not I/O
         self._requests: queue.SimpleQueue[list | None] = queue.SimpleQueue()
@@ -793,7 +793,7 @@ class Journal:
         """Stop the background threads (no I/O of its own). close() starts with it; a test
         that abandons an engine as a dead process would calls it alone."""
         self._closing.set()
-        self._thread.join()
+        self._ticker.join()
         self._requests.put(None)  # after every request already queued: they are served first
         self._syncer_thread.join()
 
