@@ -737,6 +737,13 @@ def as_protocol(client: Client) -> asyncio.BaseProtocol:
     return cast(asyncio.BaseProtocol, client)
 
 
+def listening_sockets(srv: asyncio.AbstractServer) -> list[socket.socket]:
+    """A listening server's sockets. (uvloop gives a list where asyncio's type says a tuple,
+    which the compiled build would refuse: read as Any, copied into a list.)"""
+    sockets: Any = getattr(srv, "sockets", None)
+    return list(sockets or ())
+
+
 def _noauth(name: str) -> str:
     return NOAUTH
 
@@ -1117,7 +1124,7 @@ class Server:
                                                 reuse_address=True, backlog=511)
             self.servers.append(srv)
             if self.port == 0:  # tests ask for any free port
-                self.port = srv.sockets[0].getsockname()[1]
+                self.port = listening_sockets(srv)[0].getsockname()[1]
         if self.engine.replication is not None:  # (once the port is known: replicas say it)
             self.engine.replication.serve(self)
 
@@ -1217,7 +1224,7 @@ class Server:
         loop once it runs again."""
         if not self._busy_listeners:
             for srv in self.servers:
-                for sock in srv.sockets or ():
+                for sock in listening_sockets(srv):
                     listener = socket.socket(fileno=os.dup(sock.fileno()))
                     listener.setblocking(False)
                     self._busy_listeners.append(listener)
