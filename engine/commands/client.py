@@ -35,13 +35,13 @@ from streamkeep.engine.wire.errors import SYNTAX, ReplyError, printable
 from streamkeep.engine.wire.reply import NO_REPLY, Verbatim
 
 if TYPE_CHECKING:
-    from streamkeep.engine.runtime.core import EngineCore
+    from streamkeep.engine.exec.host import EngineState
 
 
 
 # --- CLIENT ------------------------------------------------------------------------------------
 
-def server_clients(engine: EngineCore) -> list[Any]:
+def server_clients(engine: EngineState) -> list[Any]:
     """The server's connections (none on an embedded engine)."""
     server = engine.server
     return list(server.clients.values()) if server is not None else []

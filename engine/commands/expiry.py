@@ -72,8 +72,8 @@ from streamkeep.engine.wire.args import LLONG_MAX, parse_int
 from streamkeep.engine.wire.errors import WRONGTYPE, ReplyError
 
 if TYPE_CHECKING:
+    from streamkeep.engine.exec.host import EngineState
     from streamkeep.engine.model.stream import Stream
-    from streamkeep.engine.runtime.core import EngineCore
 
 ACTIVE_EXPIRE_SAMPLE = 20  # keys looked at per round (Redis's default effort)
 ACTIVE_EXPIRE_ROUNDS = 16  # at most, per database and cycle
@@ -136,7 +136,7 @@ def read_miss(ctx: Ctx, key: bytes) -> None:
     ctx.notify(KEY_MISS, b"keymiss", key)
 
 
-def refuse_string_in(engine: EngineCore, db: dict[bytes, Stream], key: bytes) -> None:
+def refuse_string_in(engine: EngineState, db: dict[bytes, Stream], key: bytes) -> None:
     """refuse_string for callers holding a database rather than a context (XADD's append,
     which replay shares); only reached when the stream is missing."""
     for index, streams in enumerate(engine.dbs):

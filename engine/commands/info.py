@@ -44,7 +44,7 @@ from streamkeep.engine.exec.table import (
 from streamkeep.engine.wire.reply import Verbatim
 
 if TYPE_CHECKING:
-    from streamkeep.engine.runtime.core import EngineCore
+    from streamkeep.engine.exec.host import EngineState
 
 RUN_ID = os.urandom(20).hex()  # this process's run_id (INFO server), as Redis draws one at start
 HZ = 10  # the cron's rate: the server's loop and the embedded engine's timer, ten times a second
@@ -97,7 +97,7 @@ def _system_memory() -> int:
         return 0
 
 
-def _waiters(engine: EngineCore) -> list[Any]:
+def _waiters(engine: EngineState) -> list[Any]:
     """Blocked commands (network clients and embedded threads), each once."""
     seen: dict[int, Any] = {}
     for queue in engine.waiters.by_key.values():
@@ -106,7 +106,7 @@ def _waiters(engine: EngineCore) -> list[Any]:
     return list(seen.values())
 
 
-def _info_server(engine: EngineCore) -> Fields:
+def _info_server(engine: EngineState) -> Fields:
     import platform  # (INFO server's, not every engine start's)
 
     server = engine.server
@@ -153,7 +153,7 @@ def _info_server(engine: EngineCore) -> Fields:
     return fields
 
 
-def _info_clients(engine: EngineCore) -> Fields:
+def _info_clients(engine: EngineState) -> Fields:
     """Redis counts its replicas' links out of connected_clients and, on a replica, the link
     to its primary in (once synced)."""
     clients = server_clients(engine)
@@ -201,7 +201,7 @@ def _client_memory(clients: list[Any]) -> tuple[int, int]:
     return normal, replicas
 
 
-def _info_memory(engine: EngineCore) -> Fields:
+def _info_memory(engine: EngineState) -> Fields:
     used, peak, total = resident_bytes(), _peak_rss(), _system_memory()
     peak = max(peak, used)
     startup = min(engine.startup_memory, used)
@@ -248,7 +248,7 @@ def _info_memory(engine: EngineCore) -> Fields:
     ]
 
 
-def _script_fields(engine: EngineCore) -> Fields:
+def _script_fields(engine: EngineState) -> Fields:
     """The Lua runtime's heap and the scripts cached (nothing until a first script)."""
     scripting = engine.scripting
     lua = scripting.memory() if scripting is not None else 0
@@ -267,7 +267,7 @@ def _script_fields(engine: EngineCore) -> Fields:
     ]
 
 
-def _backlog_fields(engine: EngineCore) -> Fields:
+def _backlog_fields(engine: EngineState) -> Fields:
     """streamkeep's own: the backlog-memory budget and where the stream entries are."""
     residency = engine.residency
     budget = int(engine.config["backlog-memory"])
@@ -300,7 +300,7 @@ def _entry_counts(dbs: list) -> tuple[int, int, int, int]:
     return entries, cold_nodes, cold_entries, cold_bytes
 
 
-def _info_persistence(engine: EngineCore) -> Fields:
+def _info_persistence(engine: EngineState) -> Fields:
     """An engine without a data directory (one with registers its own section)."""
     return persistence_fields(None, engine.clock(), last_save_time(engine))
 
@@ -309,7 +309,7 @@ def _kbps(stats: Any, name: str) -> str:
     return f"{stats.per_second(name) / 1024:.2f}"
 
 
-def _info_stats(engine: EngineCore) -> Fields:
+def _info_stats(engine: EngineState) -> Fields:
     """Redis's order. The network figures count clients' bytes (a replica's ACKs among them)
     apart from replication's own stream; the reads and writes are the server's socket calls
     (all on the event loop's thread: none by I/O threads)."""
@@ -360,7 +360,7 @@ def _info_stats(engine: EngineCore) -> Fields:
     ]
 
 
-def _info_replication(engine: EngineCore) -> Fields:
+def _info_replication(engine: EngineState) -> Fields:
     datadir = engine.datadir
     if datadir is not None:
         replid = datadir.repl_id
@@ -382,7 +382,7 @@ def _info_replication(engine: EngineCore) -> Fields:
     ]
 
 
-def _info_cpu(engine: EngineCore) -> Fields:
+def _info_cpu(engine: EngineState) -> Fields:
     """The process, its children (the snapshot builds), and the thread running this command
     (the server's event loop, where every command runs: Redis's main thread)."""
     me = resource.getrusage(resource.RUSAGE_SELF)
@@ -400,19 +400,19 @@ def _info_cpu(engine: EngineCore) -> Fields:
     return fields
 
 
-def _info_modules(engine: EngineCore) -> Fields:
+def _info_modules(engine: EngineState) -> Fields:
     return []
 
 
-def _info_commandstats(engine: EngineCore) -> Fields:
+def _info_commandstats(engine: EngineState) -> Fields:
     return engine.stats.commandstats()
 
 
-def _info_errorstats(engine: EngineCore) -> Fields:
+def _info_errorstats(engine: EngineState) -> Fields:
     return engine.stats.errorstats()
 
 
-def _info_latencystats(engine: EngineCore) -> Fields:
+def _info_latencystats(engine: EngineState) -> Fields:
     """Each command's latency percentiles (latency-tracking-info-percentiles), in µs; nothing
     while latency-tracking is off."""
     stats = engine.stats
@@ -424,11 +424,11 @@ def _info_latencystats(engine: EngineCore) -> Fields:
             for name, histogram in stats.histograms()]
 
 
-def _info_cluster(engine: EngineCore) -> Fields:
+def _info_cluster(engine: EngineState) -> Fields:
     return [("cluster_enabled", 0)]
 
 
-def _info_keyspace(engine: EngineCore) -> Fields:
+def _info_keyspace(engine: EngineState) -> Fields:
     budget = engine.config["backlog-memory"]
     # avg_ttl stays 0: Redis's is an estimate its active cycle samples, not state.
     return [(f"db{i}", f"keys={len(db) + len(strings)},expires={len(expires)},avg_ttl=0,"
@@ -445,7 +445,7 @@ def _keyspace_entries(db: dict) -> str:
     return f",entries={entries},cold_entries={cold}"
 
 
-INFO_SECTIONS: dict[str, tuple[str, Callable[[EngineCore], Fields]]] = {
+INFO_SECTIONS: dict[str, tuple[str, Callable[[EngineState], Fields]]] = {
     "server": ("Server", _info_server),
     "clients": ("Clients", _info_clients),
     "memory": ("Memory", _info_memory),
@@ -467,7 +467,7 @@ DEFAULT_SECTIONS = tuple(name for name in INFO_SECTIONS
 ALL_SECTIONS = tuple(INFO_SECTIONS)
 
 
-def info_text(engine: EngineCore, sections: Iterable[str] = ()) -> str:
+def info_text(engine: EngineState, sections: Iterable[str] = ()) -> str:
     """INFO's text: the named sections (default: all but commandstats; all / everything: every
     one), in Redis's order, "# Title" then "field:value" lines, a blank line between sections,
     CRLF ends."""

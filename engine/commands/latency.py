@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from streamkeep.engine.exec.context import Ctx
 from streamkeep.engine.exec.latency import cumulative_usec
-from streamkeep.engine.exec.stats import HIST
 from streamkeep.engine.exec.table import (
     ADMIN,
     COMMANDS,
@@ -82,7 +81,7 @@ def latency_histogram(ctx: Ctx, argv: Argv) -> RespMap:
         names = [name for arg in argv[2:] for name in _named(arg.lower())]
     items = []
     for name in names:
-        histogram = stats.commands[name][HIST] if name in stats.commands else None
+        histogram = stats.commands[name].histogram if name in stats.commands else None
         if histogram is None:
             continue
         items.append((name.encode(), RespMap([

@@ -54,7 +54,7 @@ from streamkeep.engine.wire.errors import NO_SUCH_KEY, SYNTAX, ReplyError, wrong
 from streamkeep.engine.wire.reply import NULL_ARRAY
 
 if TYPE_CHECKING:
-    from streamkeep.engine.runtime.core import EngineCore
+    from streamkeep.engine.exec.host import EngineState
 
 _EDOM = "ERR The ID specified in XADD is equal or smaller than the target stream top item"
 # PLANTED BUG (tests only, aof.planted): `*` ignores the clock and only increments the
@@ -99,7 +99,7 @@ _SMALL_SEQ_VALUE = {b"%d" % i: i for i in range(1024)}
 _ms_cache: tuple[bytes, int, int, bool] = (b"-", 0, 0, False)  # digits, ms, ms << 64, canonical
 
 
-def add_entry(engine: EngineCore, db: dict[bytes, Stream], argv: Argv, now: int) -> bytes | None:
+def add_entry(engine: EngineState, db: dict[bytes, Stream], argv: Argv, now: int) -> bytes | None:
     """`XADD key id field value ...` without options, with `*` or an ID written `ms-seq` in
     plain decimal digits (every XADD effect), exactly as the XADD handler runs it: arity and ID
     checks in Redis's order (a refused replayed record raises the error a client would get),

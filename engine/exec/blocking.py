@@ -14,8 +14,9 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from streamkeep.engine.exec.context import Session
+    from streamkeep.engine.exec.stats import CommandCounters
     from streamkeep.engine.exec.table import Argv
-    from streamkeep.engine.runtime.core import Session
 
 
 class Waiter:
@@ -39,7 +40,7 @@ class Waiter:
         self.notify: Callable[[Waiter], None] | None = None
         # Its command's statistics (engine.exec.stats): a blocked command counts one call when
         # it finishes, with the time its runs took (`nanos`, summed over the re-runs).
-        self.counters: list[int] | None = None
+        self.counters: CommandCounters | None = None
         self.nanos = 0
         self.sent: Argv = argv  # the command as the client sent it (the slow log shows it)
 

@@ -14,9 +14,37 @@ from typing import TYPE_CHECKING, Any
 from streamkeep.engine.exec.notify import keyspace_event
 
 if TYPE_CHECKING:
+    from streamkeep.engine.exec.host import EngineState
+    from streamkeep.engine.exec.pubsub import Subscriber
     from streamkeep.engine.exec.table import Argv
     from streamkeep.engine.model.stream import Stream
-    from streamkeep.engine.runtime.core import EngineCore, Session
+
+
+class Session:
+    """Per-connection state: the selected database (the server gives each client one), the
+    command context reused by each of its commands, its transaction (MULTI queue, WATCHed keys;
+    see engine.transactions) and, on the server, the connection it belongs to (`client`)."""
+
+    __slots__ = ("db", "ctx", "multi", "multi_failed", "watched", "dirty", "client", "name",
+                 "lastcmd", "write_lsn", "from_primary", "subscriber")
+
+    def __init__(self, db: int = 0) -> None:
+        self.db = db
+        self.ctx: Ctx | None = None
+        self.multi: list[tuple[Any, Argv]] | None = None  # queued (spec, argv) after MULTI
+        self.multi_failed = False  # a command was refused while queueing: EXEC aborts
+        self.watched: set[tuple[int, bytes]] = set()
+        self.dirty = False  # a watched key changed: EXEC fails
+        self.client: Any = None  # the server's connection object (None when embedded)
+        self.name: bytes = b""  # CLIENT SETNAME
+        self.lastcmd: str | None = None  # the last command's name (CLIENT LIST cmd=; None: NULL)
+        self.write_lsn = 0  # the LSN of its last write's record (what WAIT and WAITAOF wait for)
+        # A redis-server primary's command stream (replication.redis_commands): its writes pass
+        # the read-only gate that refuses clients' writes on a replica.
+        self.from_primary = False
+        # Where its Pub/Sub messages go (engine.exec.pubsub): the server's connection gives
+        # one, Engine.subscribe's session has one; None: SUBSCRIBE is refused.
+        self.subscriber: Subscriber | None = None
 
 
 class Block:
@@ -26,7 +54,7 @@ class Block:
     `wake_at` (engine-clock ms) asks for a re-run at that time even without a signal, for
     XREADGROUP CLAIM waiting for a pending entry to become idle enough."""
 
-    __slots__ = ("keys", "timeout_ms", "argv", "wake_at", "ready", "rerun")
+    __slots__ = ("keys", "timeout_ms", "argv", "wake_at", "ready", "rerun", "nanos")
 
     def __init__(
         self, keys: Sequence[bytes], timeout_ms: int, argv: Argv, wake_at: int | None = None,
@@ -38,6 +66,7 @@ class Block:
         self.wake_at = wake_at
         self.ready = ready  # cheap test that a re-run could serve something (None: always)
         self.rerun = rerun  # runs `argv` without parsing it again (None: through the table)
+        self.nanos = 0  # the time its first run took (set by the engine)
 
 
 class Later:
@@ -65,8 +94,11 @@ class Ctx:
     replaying = False
     rerun = False
     in_multi = False
+    # The keys a command names are expired before it runs (engine.commands.expiry), but for
+    # effects being applied and for the commands answered while a script is busy.
+    lazy_expiry = True
 
-    def __init__(self, engine: EngineCore, session: Session, now: int) -> None:
+    def __init__(self, engine: EngineState, session: Session, now: int) -> None:
         self.engine = engine
         self.session = session
         self.db: dict[bytes, Stream] = engine.dbs[session.db]
@@ -122,6 +154,15 @@ class Ctx:
 class ReplayCtx(Ctx):
     __slots__ = ()
     replaying = True
+    lazy_expiry = False
+
+
+class BusyCtx(Ctx):
+    """A command answered while a script is busy (AUTH, MULTI, WATCH, SCRIPT KILL...): the
+    script is changing the data, so no key it names is expired meanwhile."""
+
+    __slots__ = ()
+    lazy_expiry = False
 
 
 class RerunCtx(Ctx):

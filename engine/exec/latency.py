@@ -6,7 +6,7 @@ Owns `LatencyMonitor`: per event ("command", "fast-command", "expire-cycle", "fo
 latest 160 samples of at least `latency-monitor-threshold` milliseconds (one per second: a
 second's worst) and the all-time maximum; LATEST, HISTORY, RESET, the GRAPH's sparkline and a
 DOCTOR report in its own words. And the reading of the command histograms that
-engine.exec.call_timing fills (HdrHistogram's layout, values in nanoseconds): the value at a
+engine.exec.stats fills (HdrHistogram's layout, values in nanoseconds): the value at a
 percentile as INFO latencystats prints it, and the cumulative counts at powers of two from
 1 µs on that LATENCY HISTOGRAM replies.
 
@@ -20,7 +20,7 @@ import time
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from streamkeep.engine.exec.call_timing import HIST_LEN
+from streamkeep.engine.exec.stats import HIST_LEN
 
 TS_LEN = 160  # Redis's LATENCY_TS_LEN: samples kept per event
 GRAPH_COLUMNS = 80
@@ -197,7 +197,7 @@ def value_at_index(index: int) -> int:
 
 
 def index_of(value: int) -> int:
-    """The slot that counts `value` (call_timing's hist_index without its clamp)."""
+    """The slot that counts `value` (engine.exec.stats's hist_index without its clamp)."""
     bucket = (value | 255).bit_length() - 8
     return ((bucket + 1) << 7) + (value >> bucket) - 128
 

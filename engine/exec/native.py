@@ -15,14 +15,13 @@ import sys
 
 from streamkeep import compiled
 from streamkeep.aof import codec
-from streamkeep.engine.exec import call_timing
 from streamkeep.engine.model import ids, lcs, listpack, packed_node, pel_claim, pel_search
 from streamkeep.engine.wire import argv, extensions, reply_encoder, request_parser
 from streamkeep.snapshot import rdb
 
 # Every kernel facade (importing one is what registers it).
 FACADES = (request_parser, reply_encoder, argv, ids, listpack, packed_node, pel_search, pel_claim,
-           lcs, codec, rdb, call_timing)
+           lcs, codec, rdb)
 
 
 def kernels() -> dict[str, str]:

@@ -18,7 +18,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from streamkeep.engine.runtime.core import EngineCore
+    from streamkeep.engine.exec.host import EngineState
 
 # The classes, Redis's bits (server.h's NOTIFY_*).
 KEYSPACE = 1 << 0  # K: __keyspace@<db>__ messages
@@ -76,7 +76,7 @@ def classes_text(flags: int) -> str:
     return text
 
 
-def keyspace_event(engine: EngineCore, cls: int, event: bytes, key: bytes, db: int) -> None:
+def keyspace_event(engine: EngineState, cls: int, event: bytes, key: bytes, db: int) -> None:
     """notifyKeyspaceEvent: publish `event` on `key` of database `db` if its class is on: the
     keyspace message first, then the keyevent one, as Redis sends them."""
     flags = engine.notify_flags

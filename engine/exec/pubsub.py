@@ -23,7 +23,8 @@ from streamkeep.engine.wire.errors import StreamkeepError
 from streamkeep.engine.wire.reply import Push
 
 if TYPE_CHECKING:
-    from streamkeep.engine.runtime.core import EngineCore, Session
+    from streamkeep.engine.exec.context import Session
+    from streamkeep.engine.exec.host import EngineState
 
 Deliver = Callable[[Push], None]
 Matcher = Callable[[bytes, bytes], bool]  # (pattern, channel): Redis's glob match
@@ -239,10 +240,12 @@ class Subscription:
     SubscriptionOverflow, so a thread that stopped reading cannot grow the process without
     bound."""
 
-    def __init__(self, engine: EngineCore, session: Session, limit_bytes: int | None = None
-                 ) -> None:
+    def __init__(self, engine: EngineState, session: Session,
+                 run: Callable[[Session, tuple[bytes, ...]], Any],
+                 limit_bytes: int | None = None) -> None:
         self.engine = engine
         self.session = session
+        self.run = run  # runs a command in `session` (the engine core's execute_raw)
         self.messages: queue.SimpleQueue[tuple[Push, int]] = queue.SimpleQueue()
         self.subscriber = Subscriber(self._enqueue)
         session.subscriber = self.subscriber
@@ -283,7 +286,7 @@ class Subscription:
         if self.closed:
             raise ValueError("the subscription is closed")
         argv = (name, *(a.encode() if isinstance(a, str) else a for a in args))
-        self.engine.execute_raw(self.session, argv)
+        self.run(self.session, argv)
 
     def get_message(self, timeout: float | None = 0.0) -> dict[str, Any] | None:
         """The next message or confirmation, waiting up to `timeout` seconds (None: until one

@@ -61,7 +61,7 @@ from streamkeep.engine.wire.reply import (
 
 if TYPE_CHECKING:
     from streamkeep.engine.exec.context import Ctx
-    from streamkeep.engine.runtime.core import EngineCore
+    from streamkeep.engine.exec.host import EngineState
 
 log = logging.getLogger("streamkeep.scripting")
 
@@ -217,7 +217,7 @@ class Scripting:
     """One engine's Lua: the runtime (made on first use), the script cache, the run in
     progress."""
 
-    def __init__(self, engine: EngineCore) -> None:
+    def __init__(self, engine: EngineState) -> None:
         self.engine = engine
         self.scripts: dict[str, Script] = {}
         self.eval_lru: collections.OrderedDict[str, None] = collections.OrderedDict()
@@ -938,7 +938,7 @@ def _double_bulk(value: float) -> bytes:
     return b"%.17g" % value
 
 
-def scripting_of(engine: EngineCore) -> Scripting:
+def scripting_of(engine: EngineState) -> Scripting:
     """The engine's Scripting, made on first use."""
     scripting = engine.scripting
     if scripting is None:

@@ -32,7 +32,7 @@ from streamkeep.engine.exec.notify import BAD_CLASS, classes_text, parse_classes
 from streamkeep.engine.wire.errors import StreamkeepError
 
 if TYPE_CHECKING:
-    from streamkeep.engine.runtime.core import EngineCore
+    from streamkeep.engine.exec.host import EngineState
 
 LLONG_MAX = (1 << 63) - 1
 LONG_MAX = LLONG_MAX  # 64-bit builds
@@ -293,7 +293,7 @@ def _format_obuf(limits: ObufLimits) -> str:
 
 # --- the registry -----------------------------------------------------------------------------
 
-Hook = Callable[["EngineCore"], None]
+Hook = Callable[["EngineState"], None]
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -311,7 +311,7 @@ class Param:
     hook: Hook | None = None  # applies a CONFIG SET change to a running engine
     multi_arg: bool = False  # the config file gives it several arguments (bind, save, ...)
     check: Callable[[Any], None] | None = None  # extra validation of the parsed value
-    live: Callable[[EngineCore], Any] | None = None  # the value CONFIG GET shows, read from state
+    live: Callable[[EngineState], Any] | None = None  # the value CONFIG GET shows, read from state
     rewrite_live: bool = False  # CONFIG REWRITE writes the live value (else the setting's)
     omit_empty: bool = False  # CONFIG REWRITE writes no line for an empty value (replicaof)
     summary: str = ""
@@ -397,20 +397,20 @@ def _must_be(expected: Any, why: str) -> Callable[[Any], None]:
 # thread): set attributes only, never take the engine lock or block.
 
 
-def _apply_node_limits(engine: EngineCore) -> None:
+def _apply_node_limits(engine: EngineState) -> None:
     engine.apply_config()
     engine.residency.node_limits_changed()
 
 
-def _apply_backlog_memory(engine: EngineCore) -> None:
+def _apply_backlog_memory(engine: EngineState) -> None:
     engine.residency.set_budget(int(engine.config["backlog-memory"]), engine.dbs)
 
 
-def _apply_monitoring(engine: EngineCore) -> None:
+def _apply_monitoring(engine: EngineState) -> None:
     engine.apply_monitoring()
 
 
-def _apply_parser_limits(engine: EngineCore) -> None:
+def _apply_parser_limits(engine: EngineState) -> None:
     """Connected clients' parsers take the new limits too (Redis reads them on every parse)."""
     server = engine.server
     if server is None:
@@ -432,25 +432,25 @@ def set_log_level(loglevel: str) -> None:
     logging.getLogger("streamkeep").setLevel(_LOG_LEVELS[loglevel])
 
 
-def _apply_notify(engine: EngineCore) -> None:
+def _apply_notify(engine: EngineState) -> None:
     engine.notify_flags = engine.config["notify-keyspace-events"]
 
 
-def _apply_loglevel(engine: EngineCore) -> None:
+def _apply_loglevel(engine: EngineState) -> None:
     set_log_level(engine.config["loglevel"])
 
 
-def _live_port(engine: EngineCore) -> Any:
+def _live_port(engine: EngineState) -> Any:
     server = engine.server
     return server.port if server is not None else engine.config["port"]
 
 
-def _live_bind(engine: EngineCore) -> Any:
+def _live_bind(engine: EngineState) -> Any:
     server = engine.server
     return server.host if server is not None else engine.config["bind"]
 
 
-def _live_dir(engine: EngineCore) -> Any:
+def _live_dir(engine: EngineState) -> Any:
     datadir = engine.datadir  # the Persistence interface (streamkeep.engine.exec.interfaces)
     if datadir is not None:
         return os.path.abspath(datadir.path)
@@ -463,7 +463,7 @@ def _host_port(value: str) -> None:
         raise ValueError("replicaof takes a host and a port")
 
 
-def _live_replicaof(engine: EngineCore) -> Any:
+def _live_replicaof(engine: EngineState) -> Any:
     replication = engine.replication
     if replication is None:
         return engine.config["replicaof"]
@@ -632,14 +632,14 @@ def normalize_settings(settings: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-def format_setting(engine: EngineCore, name: str) -> str:
+def format_setting(engine: EngineState, name: str) -> str:
     """A setting's value as CONFIG GET prints it."""
     param = PARAMS[name]
     value = param.live(engine) if param.live is not None else engine.config[name]
     return param.format(value)
 
 
-def config_set(engine: EngineCore, pairs: Sequence[tuple[Any, Any]]) -> None:
+def config_set(engine: EngineState, pairs: Sequence[tuple[Any, Any]]) -> None:
     """CONFIG SET (caller holds the engine lock): every name known and mutable and given once,
     every value valid, then all stored and their hooks run; otherwise nothing changes. Raises
     ConfigError; `reply_line()` is Redis's error."""
@@ -765,7 +765,7 @@ def read_config_file(path: str | os.PathLike[str]) -> dict[str, Any]:
     return parse_config_text(text, os.fspath(path))
 
 
-def rewrite_config_text(old: str, engine: EngineCore) -> str:
+def rewrite_config_text(old: str, engine: EngineState) -> str:
     """CONFIG REWRITE's new file: comments and lines it does not understand kept (the latter
     commented out as "# ??? "), each setting's first line rewritten in place with the current
     value, its other lines blanked, settings that differ from their default and were not in the
@@ -820,7 +820,7 @@ def rewrite_config_text(old: str, engine: EngineCore) -> str:
     return "".join(out)
 
 
-def rewrite_config_file(engine: EngineCore, path: str) -> None:
+def rewrite_config_file(engine: EngineState, path: str) -> None:
     """CONFIG REWRITE: write the new file to a temp file, fsync it, rename it over `path`.
     OSError on failure (the old file is then left as it was)."""
     try:

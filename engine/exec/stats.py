@@ -16,32 +16,78 @@ Owns `ServerStats` and the rules (Redis's src/server.c `call`, `rejectCommand`,
   `ERRORSTATS_DISABLED` with count 1 and counts nothing more by code until `reset` (CONFIG
   RESETSTAT); `total_error_replies` goes on counting.
 - a call's time goes to its command's latency histogram while `latency-tracking` is on, and
-  the call is found slow (at or above `slow_ns`) in the same step (engine.exec.call_timing's
-  `count_call`, which reads both settings from the counter list: `set_monitoring` writes them
+  the call is found slow (at or above `slow_ns`) in the same step (`CommandCounters.count`,
+  which reads both settings from the command's counters: `set_monitoring` writes them
   there); CONFIG RESETSTAT drops the histograms too;
 - keyspace hits and misses count the lookups Redis's lookupKeyRead counts (the read commands'
   keys; a write's own lookup is not counted);
 - instantaneous rates (ops/sec, kbps) are the mean of the last 16 samples taken every 100 ms
   (Redis's trackInstantaneousMetric): `sample` is called by whoever runs the cron.
-The engine's command path updates the counters (engine.runtime.core); the hot path indexes a
-command's counter list directly (CALLS, NANOS, REJECTED, FAILED, HIST) and hands it to
-`count_call`. Must not touch: the command table, sessions, I/O.
+The engine's command path updates the counters (engine.runtime.core); its dispatch table holds
+each command's `CommandCounters`, so a call is counted without a lookup. Must not touch: the
+command table, sessions, I/O.
 """
 
 from __future__ import annotations
 
 import struct
-from array import array
 from collections.abc import Iterable
+from typing import Final
 
-from streamkeep.engine.exec.call_timing import count_call
+NEVER_SLOW: Final = 1 << 62  # `slow_ns` while neither the slow log nor the latency monitor is on
+# A command's latency histogram is an HdrHistogram as Redis keeps one per command: values in
+# nanoseconds from 1 to 10^9, two significant digits, so 24 half-buckets of 128 sub-buckets,
+# each the count of the calls whose time falls in it (engine.exec.latency reads it: INFO
+# latencystats, LATENCY HISTOGRAM).
+HIST_LEN: Final = 3072  # (23 buckets + 1) * 128 sub-buckets: the counts for 1 ns..1 s
+HIST_MAX: Final = 1_000_000_000  # Redis's LATENCY_HISTOGRAM_MAX_VALUE: longer calls count as 1 s
 
-# A command's counters: a list indexed by these (mutated in place: the engine's dispatch table
-# holds a reference to each list). HIST holds its latency histogram (engine.exec.call_timing),
-# None until a first call is tracked; SLOW and TRACK the monitoring settings count_call reads.
-CALLS, NANOS, REJECTED, FAILED, HIST, SLOW, TRACK = 0, 1, 2, 3, 4, 5, 6
-Counters = list  # [int, int, int, int, array | None, int, bool]
-NEVER_SLOW = 1 << 62  # SLOW while neither the slow log nor the latency monitor is on
+
+def hist_index(nanos: int) -> int:
+    """The histogram slot of a call that took `nanos` (clamped to 1 ns .. 1 s): its bucket is
+    the power of two above 255 that holds it, its sub-bucket the top 8 bits within."""
+    value = 1 if nanos < 1 else HIST_MAX if nanos > HIST_MAX else nanos
+    bucket = (value | 255).bit_length() - 8
+    return ((bucket + 1) << 7) + (value >> bucket) - 128
+
+
+class CommandCounters:
+    """One command's figures (INFO commandstats and latencystats) and the monitoring settings
+    its every call is checked against. The engine's dispatch table holds each command's
+    counters, so a call is counted without a lookup; ServerStats keeps them by name."""
+
+    __slots__ = ("calls", "nanos", "rejected", "failed", "histogram", "slow_ns", "tracked")
+
+    def __init__(self, slow_ns: int = NEVER_SLOW, tracked: bool = True) -> None:
+        self.calls = 0
+        self.nanos = 0
+        self.rejected = 0
+        self.failed = 0
+        self.histogram: list[int] | None = None  # the latency histogram, made by a first call
+        self.slow_ns = slow_ns  # a call at or above this is slow (ServerStats.set_monitoring)
+        self.tracked = tracked  # latency-tracking: its calls go to the histogram
+
+    def count(self, nanos: int) -> bool:
+        """One call that took `nanos`: its count, its time and (tracked) its histogram slot.
+        True when it is slow: the caller hands it to the slow log and the latency monitor."""
+        self.calls += 1
+        self.nanos += nanos
+        if self.tracked:
+            histogram = self.histogram
+            if histogram is None:
+                histogram = self.histogram = [0] * HIST_LEN
+            histogram[hist_index(nanos)] += 1
+        return nanos >= self.slow_ns
+
+    def reset(self) -> None:
+        """CONFIG RESETSTAT: the figures to zero, the histogram dropped."""
+        self.calls = self.nanos = self.rejected = self.failed = 0
+        self.histogram = None
+
+
+def count_call(counters: CommandCounters, nanos: int) -> bool:
+    """`counters.count(nanos)`, for callers that hold the counters as a value."""
+    return counters.count(nanos)
 
 ERROR_STATS_NUMBER = 128  # Redis's cap on distinct error codes
 ERRORSTATS_DISABLED = "ERRORSTATS_DISABLED"
@@ -113,7 +159,7 @@ class ServerStats:
         self.tracking = True
         # Every command's counters from the start, in INFO's order; a name not declared yet
         # gets its list on first use (`counters`).
-        self.commands: dict[str, Counters] = {name: self._new() for name in names}
+        self.commands: dict[str, CommandCounters] = {name: self._new() for name in names}
         self.errors: dict[str, int] = {}
         self.errors_enabled = True
         self.total_error_replies = 0
@@ -128,10 +174,10 @@ class ServerStats:
         self.rates: dict[str, Rate] = {}
         self.last_sample_ms = 0
 
-    def _new(self) -> Counters:
-        return [0, 0, 0, 0, None, self.slow_ns, self.tracking]
+    def _new(self) -> CommandCounters:
+        return CommandCounters(self.slow_ns, self.tracking)
 
-    def counters(self, name: str) -> Counters:
+    def counters(self, name: str) -> CommandCounters:
         """The counter list of the command named `name` ("xadd", "client|info")."""
         found = self.commands.get(name)
         if found is None:
@@ -144,8 +190,8 @@ class ServerStats:
         counter list."""
         self.slow_ns, self.tracking = slow_ns, tracking
         for counters in self.commands.values():
-            counters[SLOW] = slow_ns
-            counters[TRACK] = tracking
+            counters.slow_ns = slow_ns
+            counters.tracked = tracking
 
     # --- recording -----------------------------------------------------------------------
 
@@ -166,16 +212,16 @@ class ServerStats:
         else:
             errors[code] = 1
 
-    def rejected(self, counters: Counters | None, line: str) -> None:
+    def rejected(self, counters: CommandCounters | None, line: str) -> None:
         """A command refused before it ran (None: an unknown command or subcommand)."""
         if counters is not None:
-            counters[REJECTED] += 1
+            counters.rejected += 1
         self.error_reply(line)
 
-    def failed(self, counters: Counters, nanos: int, line: str) -> bool:
+    def failed(self, counters: CommandCounters, nanos: int, line: str) -> bool:
         """A command that ran and replied the error `line`; True if it was slow."""
-        slow = count_call(counters, nanos)
-        counters[FAILED] += 1
+        slow = counters.count(nanos)
+        counters.failed += 1
         self.error_reply(line)
         return slow
 
@@ -214,18 +260,18 @@ class ServerStats:
         rate = self.rates.get(name)
         return rate.per_second() if rate is not None else 0.0
 
-    def late_failure(self, counters: Counters | None, line: str) -> None:
+    def late_failure(self, counters: CommandCounters | None, line: str) -> None:
         """A command already counted as a call replied the error `line` after all (SAVE's
         wait for its compaction)."""
         if counters is not None:
-            counters[FAILED] += 1
+            counters.failed += 1
         self.error_reply(line)
 
     def reset(self) -> None:
         """CONFIG RESETSTAT: every counter to zero, the latency histograms dropped,
         errorstats enabled and empty, the keyspace and expiry figures to zero."""
         for counters in self.commands.values():
-            counters[:HIST + 1] = (0, 0, 0, 0, None)
+            counters.reset()
         self.errors.clear()
         self.errors_enabled = True
         self.total_error_replies = 0
@@ -238,12 +284,14 @@ class ServerStats:
 
     def total_calls(self) -> int:
         """Every call counted (Redis's total_commands_processed counts the same calls)."""
-        return sum(counters[CALLS] for counters in self.commands.values())
+        return sum(counters.calls for counters in self.commands.values())
 
     def commandstats(self) -> list[tuple[str, str]]:
         """INFO commandstats: the commands called or refused since the last reset."""
         fields = []
-        for name, (calls, nanos, rejected, failed, *_monitoring) in self.commands.items():
+        for name, counters in self.commands.items():
+            calls, nanos = counters.calls, counters.nanos
+            rejected, failed = counters.rejected, counters.failed
             if calls or rejected or failed:
                 usec = nanos // 1000
                 fields.append((f"cmdstat_{safe_info_name(name)}",
@@ -252,10 +300,10 @@ class ServerStats:
                                f"rejected_calls={rejected},failed_calls={failed}"))
         return fields
 
-    def histograms(self) -> list[tuple[str, array]]:
+    def histograms(self) -> list[tuple[str, list[int]]]:
         """(command name, latency histogram) of every command with one, in INFO's order."""
-        return [(name, counters[HIST]) for name, counters in self.commands.items()
-                if counters[HIST] is not None]
+        return [(name, counters.histogram) for name, counters in self.commands.items()
+                if counters.histogram is not None]
 
     def errorstats(self) -> list[tuple[str, str]]:
         """INFO errorstats: one line per error code, in byte order (Redis's radix tree)."""
@@ -264,6 +312,6 @@ class ServerStats:
                 for code in codes]
 
 
-__all__ = ["CALLS", "ERRORSTATS_DISABLED", "ERROR_STATS_NUMBER", "FAILED", "HIST", "NANOS",
-           "NEVER_SLOW", "REJECTED", "SLOW", "TRACK", "Counters", "Rate", "ServerStats",
-           "count_call", "error_code", "safe_info_name", "usec_per_call"]
+__all__ = ["ERRORSTATS_DISABLED", "ERROR_STATS_NUMBER", "HIST_LEN", "HIST_MAX", "NEVER_SLOW",
+           "CommandCounters", "Rate", "ServerStats", "count_call", "error_code", "hist_index",
+           "safe_info_name", "usec_per_call"]

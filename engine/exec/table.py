@@ -99,11 +99,9 @@ COMMANDS: dict[bytes, CommandSpec] = {}
 _FAST: dict[bytes, CommandSpec] = {}  # lower, UPPER and Capitalised spellings
 
 
-# The dispatch fast path: plain (not container, not internal) commands by common spelling,
-# with the argument-count bounds their arity allows and the command's name (its statistics and
-# CLIENT LIST's cmd= are kept under it). Anything else goes through `lookup`.
-FastEntry = tuple[Handler, int, int, bool, str]  # handler, min, max, write, name
-FAST_DISPATCH: dict[bytes, FastEntry] = {}
+# The plain commands (not containers, not internal) by their common spellings: what an engine's
+# dispatch table holds an entry for (engine.runtime.core). Anything else goes through `lookup`.
+FAST_DISPATCH: dict[bytes, CommandSpec] = {}
 
 
 def _register(spec: CommandSpec) -> None:
@@ -112,8 +110,7 @@ def _register(spec: CommandSpec) -> None:
     for spelling in (key, key.upper(), key.capitalize()):
         _FAST[spelling] = spec
         if spec.handler is not None and not spec.internal:
-            bounds = (spec.arity, spec.arity) if spec.arity > 0 else (-spec.arity, 1 << 30)
-            FAST_DISPATCH[spelling] = (spec.handler, *bounds, spec.is_write, spec.name)
+            FAST_DISPATCH[spelling] = spec
 
 
 def command(

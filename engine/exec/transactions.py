@@ -19,7 +19,8 @@ from streamkeep.engine.wire.errors import ReplyError
 from streamkeep.engine.wire.reply import NULL_ARRAY
 
 if TYPE_CHECKING:
-    from streamkeep.engine.runtime.core import EngineCore, Session
+    from streamkeep.engine.exec.context import Session
+    from streamkeep.engine.exec.host import EngineState
 
 # Commands that run at once inside MULTI instead of being queued (Redis's processCommand list).
 RUN_IN_MULTI = frozenset({"exec", "discard", "multi", "watch", "quit", "reset"})
@@ -27,7 +28,7 @@ NOT_IN_MULTI = "ERR Command not allowed inside a transaction"
 ALL_KEYS = (1, -1, 1)
 
 
-def queue_in_multi(engine: EngineCore, session: Session, spec: CommandSpec, argv: Argv) -> Any:
+def queue_in_multi(engine: EngineState, session: Session, spec: CommandSpec, argv: Argv) -> Any:
     """Inside MULTI: queue argv and return "QUEUED", raise the error that flags the transaction
     (EXEC then aborts), or return None for a command that runs now."""
     if spec.name in RUN_IN_MULTI:
@@ -43,7 +44,7 @@ def queue_in_multi(engine: EngineCore, session: Session, spec: CommandSpec, argv
     return "QUEUED"
 
 
-def end_transaction(engine: EngineCore, session: Session) -> None:
+def end_transaction(engine: EngineState, session: Session) -> None:
     """Leave MULTI (if in it) and drop every WATCH: after EXEC, DISCARD, RESET, a disconnect."""
     session.multi = None
     session.multi_failed = False

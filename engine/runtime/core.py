@@ -1,17 +1,22 @@
-"""The engine's core, in memory: databases, the execution loop, effects out, effects in,
-blocking, the digest.
+"""The engine's core, in memory: running commands, effects out, effects in, blocking, the
+digest.
 
 Owns `EngineCore` (the public `Engine` of engine.runtime.engine without its data directory
-and replication; the lower layers' annotations name it) and `Session`: one-at-a-time command
-execution under a lock (argv -> command -> reply + effects), the record sinks that later carry
-effects to the AOF and replicas, the apply path that replays records through the same command
-table, blocked-client wake-ups, the state digest, and counting each command into the server
-statistics (engine.exec.stats: calls, time, refusals, failures, errors, latency histograms)
-and handing a slow one to the slow log and the latency monitor (engine.exec.slowlog,
-engine.exec.latency). Must not touch:
-command semantics (engine.commands_*), the data structures' internals, files (aof/ owns
-those), opening a data directory or attaching replication (engine.runtime.engine composes
-those; they reach the core through engine.exec.interfaces).
+and replication): one-at-a-time command execution under the engine lock (argv -> command ->
+reply + effects), the record sinks that later carry effects to the AOF and replicas, the apply
+path that replays records through the same command table, blocked-client wake-ups, the state
+digest, and counting each command into the server statistics (engine.exec.stats: calls, time,
+refusals, failures, errors, latency histograms) and handing a slow one to the slow log and
+the latency monitor (engine.exec.slowlog, engine.exec.latency).
+
+Every handler runs through one method, `_run`: a client's command (`submit`, and the server's
+batches through `run_locked`), EXEC's, a script's and a primary's batch of commands
+(`run_queued`), a blocked read's re-run, a command answered while a script is busy, and the
+effects of a record being applied (`apply_many`). Handlers see the engine as
+engine.exec.host.EngineState, which this class extends. Must not touch: command semantics
+(engine.commands), the data structures' internals, files (aof/ owns those), opening a data
+directory or attaching replication (engine.runtime.engine composes those; they reach the core
+through engine.exec.interfaces).
 """
 
 from __future__ import annotations
@@ -19,7 +24,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, Any, Self
+from typing import TYPE_CHECKING, Any, Final, Self
 
 from streamkeep.engine import commands as _commands  # noqa: F401  (registers every command)
 from streamkeep.engine.commands.expiry import (
@@ -30,25 +35,33 @@ from streamkeep.engine.commands.expiry import (
 )
 from streamkeep.engine.commands.info import resident_bytes
 from streamkeep.engine.commands.pubsub import glob_match
-from streamkeep.engine.commands.streams import add_entry
 from streamkeep.engine.exec.blocking import Waiter, WaiterRegistry
-from streamkeep.engine.exec.context import Block, Ctx, Later, MultiCtx, ReplayCtx, RerunCtx
+from streamkeep.engine.exec.context import (
+    Block,
+    BusyCtx,
+    Ctx,
+    Later,
+    MultiCtx,
+    ReplayCtx,
+    RerunCtx,
+    Session,
+)
+from streamkeep.engine.exec.host import EngineState
 from streamkeep.engine.exec.latency import LatencyMonitor
-from streamkeep.engine.exec.notify import STREAM, keyspace_event
 from streamkeep.engine.exec.pubsub import (
     PubSub,
-    Subscriber,
     Subscription,
     subscribed_context_error,
 )
-from streamkeep.engine.exec.settings import DEFAULT_CONFIG, config_set, normalize_settings
+from streamkeep.engine.exec.settings import DEFAULT_CONFIG, normalize_settings
 from streamkeep.engine.exec.slowlog import SlowLog
-from streamkeep.engine.exec.stats import CALLS, NEVER_SLOW, ServerStats, count_call
+from streamkeep.engine.exec.stats import CommandCounters, ServerStats
 from streamkeep.engine.exec.table import (
     FAST_DISPATCH,
     Argv,
     CommandSpec,
     Flag,
+    Handler,
     command_names,
     lookup,
     resolve,
@@ -60,7 +73,7 @@ from streamkeep.engine.exec.transactions import (
     queue_in_multi,
 )
 from streamkeep.engine.model.digest import state_digest
-from streamkeep.engine.model.effects import Record, plain_xadd_effect, select_effect
+from streamkeep.engine.model.effects import Record, select_effect
 from streamkeep.engine.model.residency import Residency
 from streamkeep.engine.model.stream import Stream
 from streamkeep.engine.wire.argv import encode_args
@@ -68,20 +81,16 @@ from streamkeep.engine.wire.errors import ReplyError, StorageError, storage_repl
 from streamkeep.engine.wire.reply import NULL_ARRAY, RespMap, to_plain
 
 if TYPE_CHECKING:
-    from streamkeep.engine.exec.interfaces import (
-        ConfigHook,
-        InfoSection,
-        Log,
-        Persistence,
-        Replication,
-    )
+    from streamkeep.engine.exec.interfaces import Log
     from streamkeep.engine.runtime.redis_api import RedisAPI
 
 Clock = Callable[[], int]
 RecordSink = Callable[[Record], None]
-NUM_DATABASES = 16
-NOAUTH = "NOAUTH Authentication required."
+NUM_DATABASES: Final = 16
+NOAUTH: Final = "NOAUTH Authentication required."
+# A command's timer (ns): read when an engine is made, so a test's stand-in is the engine's own.
 _now_ns = time.perf_counter_ns
+_time_ns: Final = time.time_ns
 
 
 def _plain_xadd(argv: Argv) -> bool:
@@ -90,8 +99,8 @@ def _plain_xadd(argv: Argv) -> bool:
     return len(argv) >= 5 and len(argv) & 1 == 1 and argv[0] == b"XADD" and argv[2] == b"*"
 
 
-def wall_clock_ms(_ns: Callable[[], int] = time.time_ns) -> int:
-    return _ns() // 1_000_000
+def wall_clock_ms() -> int:
+    return _time_ns() // 1_000_000
 
 
 def _to_bytes(arg: Any) -> bytes:
@@ -108,34 +117,25 @@ def _to_bytes(arg: Any) -> bytes:
     raise TypeError(f"invalid command argument type {type(arg).__name__}")
 
 
-class Session:
-    """Per-connection state: the selected database (the server gives each client one), the
-    command context reused by each of its commands, its transaction (MULTI queue, WATCHed keys;
-    see engine.transactions) and, on the server, the connection it belongs to (`client`)."""
+class Entry:
+    """A command as this engine runs it: its handler, the argument counts its arity allows,
+    whether it writes, its name (its statistics and CLIENT LIST's cmd= are kept under it)
+    and this engine's counters for it. The dispatch table maps each common spelling of a
+    plain command to its entry; any other command gets one when it is looked up."""
 
-    __slots__ = ("db", "ctx", "multi", "multi_failed", "watched", "dirty", "client", "name",
-                 "lastcmd", "write_lsn", "from_primary", "subscriber")
+    __slots__ = ("handler", "min_args", "max_args", "is_write", "name", "counters")
 
-    def __init__(self, db: int = 0) -> None:
-        self.db = db
-        self.ctx: Ctx | None = None
-        self.multi: list[tuple[Any, Argv]] | None = None  # queued (spec, argv) after MULTI
-        self.multi_failed = False  # a command was refused while queueing: EXEC aborts
-        self.watched: set[tuple[int, bytes]] = set()
-        self.dirty = False  # a watched key changed: EXEC fails
-        self.client: Any = None  # the server's connection object (None when embedded)
-        self.name: bytes = b""  # CLIENT SETNAME
-        self.lastcmd: str | None = None  # the last command's name (CLIENT LIST cmd=; None: NULL)
-        self.write_lsn = 0  # the LSN of its last write's record (what WAIT and WAITAOF wait for)
-        # A redis-server primary's command stream (replication.redis_commands): its writes pass
-        # the read-only gate that refuses clients' writes on a replica.
-        self.from_primary = False
-        # Where its Pub/Sub messages go (engine.exec.pubsub): the server's connection gives
-        # one, Engine.subscribe's session has one; None: SUBSCRIBE is refused.
-        self.subscriber: Subscriber | None = None
+    def __init__(self, spec: CommandSpec, counters: CommandCounters) -> None:
+        assert spec.handler is not None  # (lookup never returns a container without one)
+        self.handler: Handler = spec.handler
+        self.min_args = spec.arity if spec.arity > 0 else -spec.arity
+        self.max_args = spec.arity if spec.arity > 0 else 1 << 30
+        self.is_write = spec.is_write
+        self.name = spec.name
+        self.counters = counters
 
 
-class EngineCore:
+class EngineCore(EngineState):
     """Redis Streams semantics in process, in memory. Thread-safe; commands run one at a
     time. `Engine` (engine.runtime.engine) adds the data directory and replication."""
 
@@ -145,108 +145,81 @@ class EngineCore:
         config_file: str | None = None,
         **config: Any,
     ) -> None:
-        self.clock: Clock = clock or wall_clock_ms
+        self.clock = clock or wall_clock_ms
         # Settings (engine.config's registry): Redis's names, validated, canonical values.
         self.config = {**DEFAULT_CONFIG, **normalize_settings(config)}
         self.config_file = config_file  # the file CONFIG REWRITE rewrites (the server's)
         # Which stream nodes are in memory (the backlog-memory budget; engine.model.residency).
         self.residency = Residency(int(self.config["backlog-memory"]))
         self.apply_config()
-        self.dbs: list[dict[bytes, Stream]] = [{} for _ in range(NUM_DATABASES)]
+        self.dbs = [{} for _ in range(NUM_DATABASES)]
         # Beside each database's streams: its string values and the TTLs of keys of either
         # type (engine.commands.expiry says how they expire).
-        self.strings: list[dict[bytes, bytes]] = [{} for _ in range(NUM_DATABASES)]
-        self.expires: list[dict[bytes, int]] = [{} for _ in range(NUM_DATABASES)]
-        self.lock = threading.Lock()  # never re-entered: handlers do not call the engine
+        self.strings = [{} for _ in range(NUM_DATABASES)]
+        self.expires = [{} for _ in range(NUM_DATABASES)]
+        # Held while a command runs. Re-entrant for the server, which holds it over a batch of
+        # a connection's commands and calls back into the engine from its glue; handlers
+        # never take it.
+        self.lock = threading.RLock()  # type: ignore[assignment]
         self.waiters = WaiterRegistry()
         self.watches = WatchRegistry()
         self.pubsub = PubSub(glob_match)  # channels and patterns: not persisted, not logged
-        self.server: Any = None  # the network server serving this engine, if any
+        self.server = None  # the network server serving this engine, if any
         # Lua scripting (engine.exec.scripting.Scripting), made by the first script: not
         # persisted, not logged (a script's effects are).
-        self.scripting: Any = None
+        self.scripting = None
         self.started_ms = wall_clock_ms()
         self.sinks: list[RecordSink] = []
         self.session = Session()
-        self.journal: Log | None = None  # the AOF, when opened on a data directory
-        self.datadir: Persistence | None = None
+        self.journal = None  # the AOF, when opened on a data directory
+        self.datadir = None
         # INFO's master_replid without a data directory: a history of its own, named by the
         # first INFO ("" until then).
         self.memory_repl_id = ""
         # Replication (replication.service), when attached: the role, REPLICAOF, WAIT. A
         # replica's write commands are refused with this line (None: writes are accepted).
-        self.replication: Replication | None = None
-        self.read_only: str | None = None
+        self.replication = None
+        self.read_only = None
         # Hooks the services register when they attach (engine.exec.interfaces): CONFIG SET
         # runs config_hooks[name] after storing a new value; INFO asks info_sections first.
-        self.config_hooks: dict[str, list[ConfigHook]] = {}
-        self.info_sections: dict[str, InfoSection] = {}
+        self.config_hooks = {}
+        self.info_sections = {}
         # Run after the AOF dropped records and the state was rolled back (the server's: its
         # replies awaiting them are refused). Engine lock held, any thread.
         self.rollback_hooks: list[Callable[[], None]] = []
-        # INFO commandstats/errorstats (engine.exec.stats), and the dispatch fast path with
-        # each command's counter list: submit counts a call without looking anything up.
+        # INFO commandstats/errorstats (engine.exec.stats), and the dispatch table: each
+        # plain command's entry under its common spellings, with its counters.
         self.stats = ServerStats(command_names())
-        counters = self.stats.counters
-        self.dispatch = {spelling: (*entry, counters(entry[4]))
-                         for spelling, entry in FAST_DISPATCH.items()}
-        # SLOWLOG and LATENCY (engine.exec.slowlog, engine.exec.latency): a call that
-        # count_call finds slow goes to `_slow_call`, which applies each one's own threshold.
+        self.entries: dict[str, Entry] = {}  # by full name, made as commands are looked up
+        self.dispatch: dict[bytes, Entry] = {
+            spelling: self._entry(spec) for spelling, spec in FAST_DISPATCH.items()}
+        # SLOWLOG and LATENCY (engine.exec.slowlog, engine.exec.latency): a call its counters
+        # find slow goes to `_slow_call`, which applies each one's own threshold.
         self.slowlog = SlowLog()
         self.latency = LatencyMonitor()
         self.apply_monitoring()
+        self.timer: Callable[[], int] = _now_ns  # times each command (INFO commandstats...)
         self.latest_fork_usec = 0  # how long starting the last compaction held the lock
         self.startup_memory = resident_bytes()  # INFO's used_memory_startup
         self.closed = False
+
+    def _entry(self, spec: CommandSpec) -> Entry:
+        """The entry that runs `spec` (a command of the effects' own vocabulary counts in
+        counters of its own, which no statistic reports)."""
+        entry = self.entries.get(spec.name)
+        if entry is None:
+            counters = CommandCounters() if spec.internal else self.stats.counters(spec.name)
+            entry = self.entries[spec.name] = Entry(spec, counters)
+        return entry
 
     def attach_journal(self, journal: Log) -> None:
         with self.lock:
             self.journal = journal
 
-    def on_config(self, names: Iterable[str], hook: ConfigHook) -> None:
-        """Run `hook` (engine lock held) after CONFIG SET changes any of these settings: the
-        owner of the behaviour registers it (the journal appendfsync, the compactor the
-        rewrite trigger, replication replicaof)."""
-        for name in names:
-            self.config_hooks.setdefault(name, []).append(hook)
-
-    def add_info_section(self, name: str, section: InfoSection) -> None:
-        """Serve INFO's section `name` from `section` (its owner's fields) instead of the
-        built-in one."""
-        self.info_sections[name] = section
-
     def locked(self, fn: Callable[[], Any]) -> Any:
         """Run fn under the engine lock (the journal's write retry needs it)."""
         with self.lock:
             return fn()
-
-    def set_config(self, name: str, value: Any) -> None:
-        """Change one setting (Redis's name, e.g. "stream-node-max-entries")."""
-        with self.lock:
-            config_set(self, [(name.replace("_", "-"), value)])  # as CONFIG SET does
-
-    def apply_config(self) -> None:
-        """Copy hot settings out of the config dict (XADD reads them on every call)."""
-        self.node_max_entries = int(self.config["stream-node-max-entries"])
-        self.node_max_bytes = int(self.config["stream-node-max-bytes"])
-        # Keyspace notifications' classes (engine.exec.notify): 0, the default, publishes none.
-        self.notify_flags: int = self.config["notify-keyspace-events"]
-
-    def apply_monitoring(self) -> None:
-        """Copy the monitoring settings where every command's path reads them (its counter
-        list, engine.exec.stats): the one time from which a call is slow (the lower of
-        slowlog-log-slower-than, in µs, and latency-monitor-threshold, in ms, of those on),
-        and latency-tracking."""
-        config = self.config
-        slower_us = int(config["slowlog-log-slower-than"])
-        threshold_ms = int(config["latency-monitor-threshold"])
-        limits = []
-        if slower_us >= 0 and int(config["slowlog-max-len"]) > 0:
-            limits.append(slower_us * 1000)
-        if threshold_ms > 0:
-            limits.append(threshold_ms * 1_000_000)
-        self.stats.set_monitoring(min(limits, default=NEVER_SLOW),
-                                  bool(config["latency-tracking"]))
 
     def close(self) -> None:
         """Stop; with a data directory, fsync the AOF and release the directory's lock."""
@@ -273,15 +246,16 @@ class EngineCore:
         argv = encode_args(args)  # str and bytes, the common case, in one kernel call
         if argv is None:
             argv = tuple(map(_to_bytes, args))
-        reply, lsn = self.submit(self.session, argv)  # _execute, inlined: the hot path
+        reply, lsn = self.submit(self.session, argv)
         t = type(reply)
-        if t is bytes or t is int:
-            if lsn:
-                journal = self.journal
-                if journal.buffered:  # type: ignore[union-attr]  # its record still to write/sync
-                    self._finish(reply, lsn)
+        if (t is bytes or t is int) and not (lsn and self._needs_finish()):
             return reply
         return to_plain(self._finish(reply, lsn))
+
+    def _needs_finish(self) -> bool:
+        """A write's record is still to be written or fsynced before its reply is final."""
+        journal = self.journal
+        return journal is not None and journal.buffered
 
     def redis(self, decode_responses: bool = False) -> RedisAPI:
         """redis-py's stream and keyspace methods over this engine (`r.xadd(name, fields)`,
@@ -304,7 +278,7 @@ class EngineCore:
         call its subscribe/psubscribe later): read with `get_message(timeout)`, end with
         `close()` (or `with`). Messages published over the wire reach it too. Its unread
         messages are bounded by `limit_bytes` (see Subscription)."""
-        subscription = Subscription(self, Session(), limit_bytes)
+        subscription = Subscription(self, Session(), self.execute_raw, limit_bytes)
         if channels:
             subscription.subscribe(*channels)
         return subscription
@@ -312,7 +286,7 @@ class EngineCore:
     def psubscribe(self, *patterns: bytes | str, limit_bytes: int | None = None
                    ) -> Subscription:
         """Like subscribe, to glob patterns (PSUBSCRIBE)."""
-        subscription = Subscription(self, Session(), limit_bytes)
+        subscription = Subscription(self, Session(), self.execute_raw, limit_bytes)
         if patterns:
             subscription.psubscribe(*patterns)
         return subscription
@@ -340,7 +314,7 @@ class EngineCore:
         with self.lock:
             if (session.multi is None and not session.watched and not self.expires[session.db]
                     and self._write_gate(session) is None and all(map(_plain_xadd, argvs))):
-                self.stats.counters("exec")[CALLS] += 1
+                self.stats.counters("exec").calls += 1
                 return self._run_batch(session, argvs)
             if session.multi is not None:
                 raise ReplyError("ERR MULTI calls can not be nested")
@@ -362,8 +336,6 @@ class EngineCore:
         """Commands run in order under one lock hold and logged as one record, as EXEC runs
         them (a failed command's ReplyError in its place), without a transaction around them:
         a redis-server primary's stream between its transactions (replication.redis_commands).
-        A plain `XADD key <ms-seq> field value ...`, what Redis propagates for every XADD,
-        takes add_entry, the XADD handler's own validated append; its effect is itself.
         MISCONF (raised, nothing run) when the AOF cannot be written."""
         with self.lock:
             journal = self.journal
@@ -372,41 +344,19 @@ class EngineCore:
             return self._run_batch(session, argvs)
 
     def _run_batch(self, session: Session, argvs: Iterable[Argv]) -> list[Any]:
-        """execute_batch's body (lock held). A plain XADD (`*` or an explicit ID) takes
-        add_entry; its effect is itself, or with `*` the same with the ID it got."""
-        ctx = Ctx(self, session, self.clock())
-        effects = ctx.effects
-        first_db = record_db = session.db
-        dbs, waiters = self.dbs, self.waiters
-        xadds = self.stats.counters("xadd")
+        """execute_batch's body (lock held): each command as EXEC runs it (an unknown one or
+        a wrong arity is its reply), then one record."""
+        ctx = MultiCtx(self, session, self.clock())
+        first_db = session.db
+        record_db = [first_db]  # the database the record has selected so far
         replies: list[Any] = []
         for argv in argvs:
-            db = session.db
-            mark = len(effects)
-            reply: Any = None
-            if argv[0] == b"XADD" and len(argv) >= 5:
-                try:
-                    reply = add_entry(self, dbs[db], argv, ctx.now)
-                except ReplyError as err:  # a call that failed, as EXEC counts it
-                    reply = err
-                    self.stats.failed(xadds, 0, err.line)
-                if type(reply) is bytes:
-                    effects.append(plain_xadd_effect(argv, reply) if argv[2] == b"*"
-                                   else argv)  # type: ignore[arg-type]
-                    xadds[CALLS] += 1
-                    if waiters.by_key:
-                        waiters.signal(db, argv[1])
-                    if self.notify_flags:
-                        keyspace_event(self, STREAM, b"xadd", argv[1], db)
-            if reply is None:  # not the plain form: the command table, as EXEC runs it
-                try:
-                    reply = self.run_queued(ctx, [(lookup(argv), argv)])[0]
-                except ReplyError as err:  # unknown command, wrong arity
-                    reply = err
-            replies.append(reply)
-            if len(effects) > mark and db != record_db:
-                effects.insert(mark, select_effect(db))
-                record_db = db
+            try:
+                spec = lookup(argv)
+            except ReplyError as err:  # unknown command, wrong arity
+                replies.append(err)
+                continue
+            replies.append(self._run_queued_one(ctx, self._entry(spec), argv, record_db))
         self._end_batch(ctx, first_db)
         return replies
 
@@ -461,97 +411,128 @@ class EngineCore:
         The reply may be a `Waiter` (a blocked XREAD/XREADGROUP: `notify(waiter)` is called,
         under the engine lock, once `waiter.result` is set; the caller times it out with
         `cancel_wait` and re-runs it at `waiter.wake_at` with `poll_waiter`) or a `Later` (call
-        its `wait()` outside the lock for the reply). The server uses this directly so that
-        nothing blocks its event loop; `_execute` is the embedded API's waiting wrapper.
-
-        The steps: dispatch, the write gates, run the handler, log its effects, wake the
-        clients it made ready, park a blocked read, count the call. Every command takes this
-        path, so the steps a plain XADD takes are written inline (a method call costs more
-        than most of them); the methods are what it never reaches: the general dispatch
-        (`_dispatch`), a closed gate (`_write_gate`, `_refuse`), a failure
-        (`_failed_on_storage`), a blocked read (`_park`)."""
-        if not argv:
-            raise ReplyError("ERR empty command")
+        its `wait()` outside the lock for the reply). `_execute` is the embedded API's waiting
+        wrapper; the server holds the lock over a batch of commands and calls `run_locked`."""
         lock = self.lock
         lock.acquire()
-        lsn = 0
         try:
-            # Dispatch: the fast table when the arity fits, outside MULTI.
-            fast = self.dispatch.get(argv[0])
-            if fast is not None and fast[1] <= len(argv) <= fast[2] and session.multi is None:
-                handler, is_write, counters = fast[0], fast[3], fast[5]
-                session.lastcmd = fast[4]
-            else:
-                handler, is_write, counters, queued = self._dispatch(session, argv)
-                if queued is not None:
-                    return queued, 0
-            # The write gates: one test while both are open.
-            if is_write:
-                journal = self.journal
-                if (journal is not None and journal.error) or self.read_only is not None:
-                    gate = self._write_gate(session)
-                    if gate is not None:
-                        raise self._refuse(session, None, ReplyError(gate), counters)
-            # Run the handler. One context per session, reset per command: commands run one at
-            # a time under this lock and no handler keeps its context.
-            ctx = session.ctx
-            if ctx is None:
-                ctx = session.ctx = Ctx(self, session, 0)
-            db = session.db
-            ctx.db = self.dbs[db]
-            ctx.now = self.clock()
-            ctx.effects = []
-            hidden = None
-            if self.expires[db]:
-                if self.read_only is None and not self._writes_refused():
-                    expire_named_keys(ctx, argv)  # lazy expiry of the keys it names
-                elif not session.from_primary:
-                    # A replica's read, or any while the AOF refuses writes (a deletion could
-                    # not be logged): expired keys look missing.
-                    hidden = hide_expired(ctx, argv)
-            began = _now_ns()
-            try:
-                reply = handler(ctx, argv)
-            except ReplyError as err:
-                nanos = _now_ns() - began
-                if self.stats.failed(counters, nanos, err.line):
-                    self._slow_call(session, argv, nanos)
-                if ctx.effects:  # keys expired before it failed: their DELs are logged still
-                    session.write_lsn = self._commit(ctx, db)
-                raise
-            except StorageError as err:  # a damaged snapshot met while reading a cold node
-                raise self._failed_on_storage(err, is_write, counters, began) from None
-            finally:
-                if hidden is not None:
-                    unhide(hidden)
-            nanos = _now_ns() - began
-            # Log its effects: the AOF record, the sinks, WATCH.
-            if ctx.effects:
-                try:
-                    lsn = session.write_lsn = self._commit(ctx, db)
-                except ReplyError as err:  # MISCONF: it ran, but its record was not written
-                    self.stats.failed(counters, nanos, err.line)
-                    raise
-                if effects_out is not None:
-                    effects_out.extend(ctx.effects)
-            # Wake the clients blocked on keys it changed.
-            if self.waiters.ready:
-                self._serve_ready()
-            if type(reply) is Block:
-                return self._park(session, argv, reply, counters, nanos, notify), lsn
-            # Count the call (a slow one: the slow log, the latency monitor); keep the stream
-            # nodes in memory within their budget.
-            if count_call(counters, nanos):
-                self._slow_call(session, argv, nanos)
-            residency = self.residency
-            if residency.resident > residency.limit:
-                residency.evict()
+            return self.run_locked(session, argv, effects_out, notify)
         finally:
             lock.release()
+
+    def run_locked(
+        self, session: Session, argv: Argv, effects_out: list | None = None,
+        notify: Callable[[Waiter], None] | None = None,
+    ) -> tuple[Any, int]:
+        """submit's body, for a caller that holds the engine lock: dispatch, the write gates,
+        the command (`_run`), its effects logged, the clients it made ready woken, a blocked
+        read parked, the stream nodes kept within their memory budget."""
+        if not argv:
+            raise ReplyError("ERR empty command")
+        # Dispatch: the table of plain commands when the arity fits, outside MULTI.
+        entry = self.dispatch.get(argv[0])
+        if (entry is None or not entry.min_args <= len(argv) <= entry.max_args
+                or session.multi is not None):
+            entry, queued = self._dispatch(session, argv)
+            if entry is None:
+                return queued, 0
+        session.lastcmd = entry.name
+        if entry.is_write:
+            self._check_write_gates(session, entry)
+        # One context per session, reset per command: commands run one at a time under the
+        # lock and no handler keeps its context.
+        ctx = session.ctx
+        if ctx is None:
+            ctx = session.ctx = Ctx(self, session, 0)
+        db = session.db
+        ctx.db = self.dbs[db]
+        ctx.now = self.clock()
+        ctx.effects = []
+        try:
+            reply = self._run(ctx, entry, argv)
+        except ReplyError:
+            if ctx.effects:  # keys expired before it failed: their DELs are logged still
+                session.write_lsn = self._commit(ctx, db)
+            raise
+        lsn = 0
+        if ctx.effects:
+            lsn = self._commit_command(ctx, db, entry)
+            if effects_out is not None:
+                effects_out.extend(ctx.effects)
+        if self.waiters.ready:
+            self._serve_ready()
+        if type(reply) is Block:
+            return self._park(session, argv, reply, entry.counters, notify), lsn
+        residency = self.residency
+        if residency.resident > residency.limit:
+            residency.evict()
         return reply, lsn
 
+    def _check_write_gates(self, session: Session, entry: Entry) -> None:
+        """A write command is refused while the AOF cannot be written or this engine is a
+        replica (one test while both are open)."""
+        journal = self.journal
+        if (journal is not None and journal.error) or self.read_only is not None:
+            gate = self._write_gate(session)
+            if gate is not None:
+                raise self._refuse(session, None, ReplyError(gate), entry.counters)
+
+    def _commit_command(self, ctx: Ctx, db: int, entry: Entry) -> int:
+        """A client command's effects logged: its record's LSN, which WAIT and WAITAOF on its
+        connection wait for. MISCONF when the record could not be written: the command ran,
+        so its call counts as failed (it was counted as a call already)."""
+        try:
+            lsn = ctx.session.write_lsn = self._commit(ctx, db)
+        except ReplyError as err:
+            entry.counters.failed += 1
+            self.stats.error_reply(err.line)
+            raise
+        return lsn
+
+    def _run(self, ctx: Ctx, entry: Entry, argv: Argv) -> Any:
+        """Run one command's handler in `ctx`: the step every way of running a command takes.
+
+        A record's effects being applied (`ctx.replaying`) only run. A client's command first
+        has the keys it names expired (engine.commands.expiry: deleted, their DELs among its
+        effects, or only hidden where a deletion could not be logged: on a replica, or while
+        the AOF refuses writes), then runs timed; the call is counted, a slow one handed to the
+        slow log and the latency monitor (a blocked read is counted once served). A handler's
+        ReplyError is counted as a failed call and raised; storage damage met while reading a
+        cold node becomes its error reply (and stops writes after a write command)."""
+        if ctx.replaying:
+            return entry.handler(ctx, argv)
+        session = ctx.session
+        hidden = None
+        if ctx.lazy_expiry and self.expires[session.db]:
+            journal = self.journal
+            if self.read_only is None and (journal is None or journal.error is None):
+                expire_named_keys(ctx, argv)
+            elif not session.from_primary:
+                hidden = hide_expired(ctx, argv)
+        began = self.timer()
+        try:
+            reply = entry.handler(ctx, argv)
+        except ReplyError as err:
+            nanos = self.timer() - began
+            if self.stats.failed(entry.counters, nanos, err.line):
+                self._slow_call(session, argv, nanos)
+            raise
+        except StorageError as err:
+            failed = self._storage_failed(err, entry.is_write)
+            self.stats.failed(entry.counters, self.timer() - began, failed.line)
+            raise failed from None
+        finally:
+            if hidden is not None:
+                unhide(hidden)
+        nanos = self.timer() - began
+        if type(reply) is Block:
+            reply.nanos = nanos  # (counted with its re-runs' time once it is served)
+        elif entry.counters.count(nanos):
+            self._slow_call(session, argv, nanos)
+        return reply
+
     def _slow_call(self, session: Session, argv: Argv, nanos: int) -> None:
-        """A call count_call found slow (lock held): the slow log's entry and the latency
+        """A call its counters found slow (lock held): the slow log's entry and the latency
         monitor's "command" or "fast-command" sample, each if over its own threshold (Redis's
         call(): slowlogPushCurrentCommand, latencyAddSampleIfNeeded). EXEC is never in the
         slow log (its commands are, one by one); a script's commands are, as run by Redis's
@@ -585,19 +566,15 @@ class EngineCore:
         if threshold and usec // 1000 >= threshold:
             self.latency.add("fork", usec // 1000)
 
-    def _dispatch(
-        self, session: Session, argv: Argv,
-    ) -> tuple[Callable[[Ctx, Argv], Any], bool, list[int], Any]:
+    def _dispatch(self, session: Session, argv: Argv) -> tuple[Entry | None, Any]:
         """The general dispatch (lock held): the command table with Redis's exact refusals,
-        and MULTI's queueing. Returns (handler, is_write, counters, queued): `queued` is the
-        reply of a command queued in MULTI (then nothing runs now), else None."""
+        and MULTI's queueing. Returns (entry, None), or (None, reply) for a command queued in
+        MULTI (then nothing runs now)."""
         try:
             spec = lookup(argv)
         except ReplyError as err:
             raise self._refuse(session, resolve(argv), err) from None
         session.lastcmd = spec.name
-        counters = self.stats.counters(spec.name)
-        queued = None
         if session.multi is not None:
             if spec.is_write and self.read_only is not None and not session.from_primary:
                 raise self._refuse(session, spec, ReplyError(self.read_only)) from None
@@ -605,8 +582,9 @@ class EngineCore:
                 queued = queue_in_multi(self, session, spec, argv)
             except ReplyError as err:
                 raise self._refuse(session, spec, err) from None
-        # (lookup returns a spec with a handler: a container without its subcommand is refused)
-        return spec.handler, spec.is_write, counters, queued  # type: ignore[return-value]
+            if queued is not None:
+                return None, queued
+        return self._entry(spec), None
 
     def _writes_refused(self) -> bool:
         journal = self.journal
@@ -623,15 +601,8 @@ class EngineCore:
             return self.read_only
         return None
 
-    def _failed_on_storage(self, err: StorageError, is_write: bool, counters: list[int],
-                           began: int) -> ReplyError:
-        """A handler that met storage damage: counted as a failed call; the error to raise."""
-        failed = self._storage_failed(err, is_write)
-        self.stats.failed(counters, _now_ns() - began, failed.line)
-        return failed
-
-    def _park(self, session: Session, argv: Argv, block: Block, counters: list[int],
-              nanos: int, notify: Callable[[Waiter], None] | None) -> Waiter:
+    def _park(self, session: Session, argv: Argv, block: Block, counters: CommandCounters,
+              notify: Callable[[Waiter], None] | None) -> Waiter:
         """A command that blocks (lock held): register its waiter on the keys it waits for. Its
         call is counted when it is served or times out, with all its runs' time."""
         waiter = Waiter(session, block.argv, [(session.db, k) for k in block.keys])
@@ -641,7 +612,7 @@ class EngineCore:
         waiter.timeout_ms = block.timeout_ms
         waiter.notify = notify
         waiter.counters = counters
-        waiter.nanos = nanos
+        waiter.nanos = block.nanos
         waiter.sent = argv
         self.waiters.add(waiter)
         return waiter
@@ -659,7 +630,7 @@ class EngineCore:
 
     def _refuse(
         self, session: Session, spec: CommandSpec | None, err: ReplyError,
-        counters: list[int] | None = None,
+        counters: CommandCounters | None = None,
     ) -> ReplyError:
         """A command refused before it ran (lock held), as Redis's rejectCommand: a refused
         EXEC discards the transaction and says why in an EXECABORT line, any other refusal
@@ -689,7 +660,7 @@ class EngineCore:
         subscriber's), then BUSY for a command without the allow_busy flag (inside MULTI too,
         which then fails); the others run: AUTH, HELLO, MULTI, WATCH, QUIT, RESET, SCRIPT
         KILL, SHUTDOWN (BUSY unless NOSAVE). None of those touches the data the script is
-        changing."""
+        changing, and no key they name is expired meanwhile (BusyCtx)."""
         from streamkeep.engine.exec.scripting import BUSY
 
         try:
@@ -701,29 +672,21 @@ class EngineCore:
         if Flag.ALLOW_BUSY not in spec.flags:
             return self._refuse(session, spec, ReplyError(BUSY))
         try:
-            handler, _, counters, queued = self._dispatch(session, argv)
+            entry, queued = self._dispatch(session, argv)
         except ReplyError as err:
             return err
-        if queued is not None:
+        if entry is None:
             return queued
-        ctx = Ctx(self, session, self.clock())
-        began = _now_ns()
         try:
-            reply = handler(ctx, argv)
+            return self._run(BusyCtx(self, session, self.clock()), entry, argv)
         except ReplyError as err:
-            if self.stats.failed(counters, _now_ns() - began, err.line):
-                self._slow_call(session, argv, _now_ns() - began)
             return err
-        nanos = _now_ns() - began
-        if count_call(counters, nanos):
-            self._slow_call(session, argv, nanos)
-        return reply
 
     def refuse_unauthenticated(self, session: Session, argv: Argv) -> ReplyError:
         """The reply to a command from a client that has not authenticated (the server's
         gate; AUTH, HELLO, QUIT and RESET pass it): Redis checks the command's existence and
         arity first, then refuses it with NOAUTH; counted as a rejected call either way."""
-        return self._refuse_before_run(session, argv, lambda name: NOAUTH)
+        return self._refuse_before_run(session, argv, _noauth)
 
     def refuse_subscribed(self, session: Session, argv: Argv) -> ReplyError:
         """The reply to a command a subscribed RESP2 connection may not run (the server's
@@ -758,47 +721,34 @@ class EngineCore:
         collecting every effect into `ctx.effects` (one record, so replay applies the whole
         transaction or none of it). A command that switches databases gets a SELECT effect in
         front of its own effects. Errors become the command's reply, as in Redis."""
+        mctx = MultiCtx(self, ctx.session, ctx.now)
+        mctx.effects = ctx.effects
+        record_db = [ctx.session.db]
+        return [self._run_queued_one(mctx, self._entry(spec), argv, record_db)
+                for spec, argv in queued]
+
+    def _run_queued_one(self, ctx: Ctx, entry: Entry, argv: Argv, record_db: list[int]) -> Any:
+        """One command of a transaction, a script or a batch (lock held): its reply, or the
+        ReplyError it failed with. Its effects go to `ctx.effects`, behind a SELECT when it
+        ran in another database than the record's last one (`record_db[0]`)."""
         session = ctx.session
-        record_db = session.db
-        mctx = MultiCtx(self, session, ctx.now)
-        effects = mctx.effects = ctx.effects
-        replies: list[Any] = []
-        stats = self.stats
-        for spec, argv in queued:
-            db = session.db
-            mctx.db = self.dbs[db]
-            mark = len(effects)
-            counters = stats.counters(spec.name)
-            began = _now_ns()
-            hidden = None
-            if self.expires[db]:
-                if self.read_only is None:
-                    expire_named_keys(mctx, argv)
-                elif not session.from_primary:
-                    hidden = hide_expired(mctx, argv)
+        db = session.db
+        ctx.db = self.dbs[db]
+        effects = ctx.effects
+        mark = len(effects)
+        gate = self._write_gate(session) if entry.is_write else None
+        if gate is not None:  # (the write gates closed during the transaction: a failed call)
+            reply: Any = ReplyError(gate)
+            self.stats.failed(entry.counters, 0, gate)
+        else:
             try:
-                if spec.is_write and (gate := self._write_gate(session)) is not None:
-                    raise ReplyError(gate)
-                reply = spec.handler(mctx, argv)  # type: ignore[misc]
+                reply = self._run(ctx, entry, argv)
             except ReplyError as err:
                 reply = err
-                nanos = _now_ns() - began
-                if stats.failed(counters, nanos, err.line):
-                    self._slow_call(session, argv, nanos)
-            except StorageError as err:
-                reply = self._failed_on_storage(err, spec.is_write, counters, began)
-            else:
-                nanos = _now_ns() - began
-                if count_call(counters, nanos):  # (EXEC's and a script's commands, one by one)
-                    self._slow_call(session, argv, nanos)
-            finally:
-                if hidden is not None:
-                    unhide(hidden)
-            if len(effects) > mark and db != record_db:
-                effects.insert(mark, select_effect(db))
-                record_db = db
-            replies.append(reply)
-        return replies
+        if len(effects) > mark and db != record_db[0]:
+            effects.insert(mark, select_effect(db))
+            record_db[0] = db
+        return reply
 
     def _commit(self, ctx: Ctx, db: int) -> int:
         """Hand a command's effects to the AOF (which writes them before we reply) and to the
@@ -856,8 +806,7 @@ class EngineCore:
             waiter.result = result
             counters = waiter.counters
             # A timeout: one call (Redis's updateStatsOnUnblock).
-            if result is not None and counters is not None and count_call(counters,
-                                                                          waiter.nanos):
+            if result is not None and counters is not None and counters.count(waiter.nanos):
                 self._slow_call(waiter.session, waiter.sent, waiter.nanos)
             return True
 
@@ -877,7 +826,7 @@ class EngineCore:
         session = waiter.session
         ctx = RerunCtx(self, session, self.clock())
         rerun = waiter.rerun
-        began = _now_ns()
+        began = self.timer()
         hidden = None
         if self.read_only is not None and not session.from_primary and \
                 self.expires[session.db]:  # a replica's blocked read: as when it first ran
@@ -896,7 +845,7 @@ class EngineCore:
         finally:
             if hidden is not None:
                 unhide(hidden)
-        waiter.nanos += _now_ns() - began
+        waiter.nanos += self.timer() - began
         if type(result) is Block:
             waiter.wake_at = result.wake_at
             waiter.ready = result.ready
@@ -927,7 +876,7 @@ class EngineCore:
         if isinstance(result, ReplyError):
             slow = self.stats.failed(counters, waiter.nanos, result.line)
         else:
-            slow = count_call(counters, waiter.nanos)
+            slow = counters.count(waiter.nanos)
         if slow:
             self._slow_call(waiter.session, waiter.sent, waiter.nanos)
 
@@ -960,28 +909,14 @@ class EngineCore:
 
     def apply(self, record: Record) -> None:
         """Apply one record's effects through the command table (replay, replicas, snapshots)."""
-        with self.lock:
-            session = Session(record.db)
-            for effect in record.effects:
-                argv = tuple(effect)
-                spec = lookup(argv, allow_internal=True)
-                ctx = ReplayCtx(self, session, record.time_ms)
-                spec.handler(ctx, argv)  # type: ignore[misc]
-            if self.waiters.ready:
-                self._serve_ready()
-            if self.residency.resident > self.residency.limit:
-                self.residency.evict()
+        self.apply_many((record,))
 
     def apply_many(self, records: Iterable[Record | tuple],
                    before: Callable[[], None] | None = None) -> None:
         """Apply records in order under one lock acquisition: the replay loop. Records may be
-        plain `(lsn, time_ms, db, effects)` tuples, as the AOF decoder yields them.
-
-        A record made of one `XADD key id field value ...` effect without options (what every
-        XADD logs) skips the dispatch and the context set-up: it runs cmd_streams.add_entry,
-        the XADD handler's own validated append, with the same checks and errors (an ID not
-        greater than the stream's last refuses the record, as through the handler). Any other
-        record, and an XADD add_entry declines, goes through the command table.
+        plain `(lsn, time_ms, db, effects)` tuples, as the AOF decoder yields them. Each
+        effect runs its command's handler (`_run`, replaying: no expiry, no statistics), the
+        internal vocabulary of effects included.
 
         `before` runs under the same lock first: a replica logs the records it applies there,
         so nobody sees them applied and not logged."""
@@ -991,41 +926,28 @@ class EngineCore:
             session = Session()
             ctx = ReplayCtx(self, session, 0)
             dbs = self.dbs
-            fast_dispatch = FAST_DISPATCH
-            waiters = self.waiters
             residency = self.residency
-            notify = self.notify_flags  # (a replica publishes its keyspace events as it applies)
             for _lsn, time_ms, db, effects in records:
                 if residency.resident > residency.limit:  # a long replay stays in budget too
                     residency.evict()
-                if len(effects) == 1:
-                    argv = effects[0]
-                    if type(argv) is not tuple:  # (decoded records hold tuples, Records lists)
-                        argv = tuple(argv)
-                    if (argv[0] == b"XADD" and len(argv) >= 5
-                            and add_entry(self, dbs[db], argv, time_ms) is not None):
-                        if waiters.by_key:
-                            waiters.signal(db, argv[1])
-                        if notify:
-                            keyspace_event(self, STREAM, b"xadd", argv[1], db)
-                        continue
                 session.db = db
-                ctx.db = dbs[db]
                 ctx.now = time_ms
-                if ctx.effects:  # what handlers emit while replaying is not needed
-                    ctx.effects = []
                 for effect in effects:
                     argv = effect if type(effect) is tuple else tuple(effect)
-                    fast = fast_dispatch.get(argv[0])
-                    if fast is not None:
-                        fast[0](ctx, argv)
-                    else:
-                        lookup(argv, allow_internal=True).handler(ctx, argv)  # type: ignore[misc]
-                    if session.db != db:  # an effect SELECTed another database
-                        db = session.db
-                        ctx.db = dbs[db]
-            if waiters.ready:
+                    ctx.db = dbs[session.db]  # (an effect may have SELECTed another one)
+                    if ctx.effects:  # what handlers emit while replaying is not needed
+                        ctx.effects = []
+                    self._run(ctx, self._effect_entry(argv), argv)
+            if self.waiters.ready:
                 self._serve_ready()
+
+    def _effect_entry(self, argv: Argv) -> Entry:
+        """The entry that applies an effect: its command's, the effects' own vocabulary
+        included (a record holds only what the engine logged: no refusal to count)."""
+        entry = self.dispatch.get(argv[0])
+        if entry is not None:
+            return entry
+        return self._entry(lookup(argv, allow_internal=True))
 
     def apply_effects(self, effects: list[list[bytes]], time_ms: int, db: int = 0) -> None:
         self.apply(Record(0, time_ms, db, effects))
@@ -1044,7 +966,7 @@ class EngineCore:
         while the AOF cannot be written (a deletion must never go unlogged). Returns how many
         keys were deleted."""
         removed = 0
-        began = _now_ns()
+        began = self.timer()
         with self.lock:
             journal = self.journal
             if self.read_only is not None or (journal is not None and journal.error):
@@ -1063,7 +985,7 @@ class EngineCore:
                         break
             if self.waiters.ready:
                 self._serve_ready()
-            self._expire_cycle_ran(_now_ns() - began)
+            self._expire_cycle_ran(self.timer() - began)
         return removed
 
     def _expire_cycle_ran(self, nanos: int) -> None:
@@ -1107,4 +1029,8 @@ class EngineCore:
         self.sinks.append(sink)
 
 
-__all__ = ["EngineCore", "Session", "RespMap"]
+def _noauth(name: str) -> str:
+    return NOAUTH
+
+
+__all__ = ["EngineCore", "Entry", "RespMap", "Session"]

@@ -16,9 +16,9 @@ table below. Layers, bottom to top (a module may import its own layer and those 
 
 An upward edge allowed at run time would be named in ALLOWED_UPWARD, with its reason; there is
 none: the public Engine (engine.runtime.engine) composes the core, the data directory and
-replication from above. Imports under `if TYPE_CHECKING:` are never executed: they may name
-a higher layer's class for an annotation (the exec layer's context names the EngineCore it runs
-in), and are reported separately so that they stay few.
+replication from above. Imports under `if TYPE_CHECKING:` never point up either: a command
+handler sees the engine as the exec layer's EngineState (engine.exec.host), which the core
+extends, never as the core itself.
 
 Also enforced: no module imports another module's private (`_name`) names or reaches them as
 `module._name`; no import cycle among run-time imports; importing a codec or the snapshot
@@ -279,16 +279,16 @@ def test_allowed_upward_edges_exist() -> None:
     assert set(ALLOWED_UPWARD) <= seen
 
 
-def test_type_only_upward_imports_name_only_the_engine() -> None:
-    """Annotations may name the EngineCore and Session the lower layers run in, nothing else
-    above them (what a service is handed of persistence is named at its own layer)."""
-    allowed_targets = {"streamkeep.engine.runtime.core"}
+def test_type_only_imports_point_down_too() -> None:
+    """Annotations name nothing above their own layer: the handlers and the exec layer name
+    the engine they run in as EngineState (engine.exec.host), the services what they are
+    handed of persistence at their own layer."""
     wrong = []
     for edge in ALL_EDGES:
         if not edge.type_only:
             continue
         src, dst = LAYERS.index(layer_of(edge.importer)), LAYERS.index(layer_of(edge.imported))
-        if dst > src and edge.imported not in allowed_targets:
+        if dst > src:
             wrong.append(f"{edge.importer}:{edge.line} imports {edge.imported} for types")
     assert not wrong, "\n".join(wrong)
 

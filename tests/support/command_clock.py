@@ -1,5 +1,6 @@
 """A fake nanosecond clock for the engine's command timing: `command_clock(monkeypatch)`
-replaces the clock engine.runtime.core times commands with (`_now_ns`) by one that advances
+replaces the clock engine.runtime.core times commands with (`_now_ns`, which an engine takes
+as its `timer` when it is made: patch before making one) by one that advances
 `step` nanoseconds at each reading, so every command "takes" exactly `step` (a command's time is
 two readings apart) whatever the machine's load. Tests of the slow log, the latency monitor and
 the histograms set `step` to the duration they want."""

@@ -10,7 +10,7 @@ import random
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from streamkeep.engine.exec.call_timing import HIST_MAX, hist_index, new_histogram
+from streamkeep.engine.exec.stats import HIST_LEN, HIST_MAX, hist_index
 from streamkeep.engine.exec.latency import (
     TS_LEN,
     LatencyMonitor,
@@ -108,7 +108,7 @@ def _brute_cumulative(values: list[int]) -> list[tuple[int, int]]:
 @given(st.lists(st.integers(min_value=0, max_value=3 * 10**9), min_size=1, max_size=60),
        st.sampled_from([0.0, 1.0, 50.0, 90.0, 99.0, 99.9, 100.0]))
 def test_histogram_readings_follow_the_definitions(values: list[int], p: float) -> None:
-    histogram = new_histogram()
+    histogram = [0] * HIST_LEN
     for v in values:
         histogram[hist_index(v)] += 1
     if p == 0.0:
@@ -120,15 +120,15 @@ def test_histogram_readings_follow_the_definitions(values: list[int], p: float) 
 
 
 def test_latencystats_field_and_histogram_buckets() -> None:
-    histogram = new_histogram()
+    histogram = [0] * HIST_LEN
     rng = random.Random(7)
     for _ in range(1000):
         histogram[hist_index(rng.choice((1500, 1500, 1500, 3000, 900_000)))] += 1
-    assert value_at_percentile(new_histogram(), 50) == 0
+    assert value_at_percentile([0] * HIST_LEN, 50) == 0
     field = percentiles_field(histogram, (50.0, 99.0, 99.9))
     assert field.startswith("p50=1.503,p99=") and ",p99.9=" in field
     buckets = cumulative_usec(histogram)
     assert buckets[-1][1] == 1000 and [b[0] for b in buckets] == sorted(b[0] for b in buckets)
-    assert cumulative_usec(new_histogram()) == []
+    assert cumulative_usec([0] * HIST_LEN) == []
     assert [format_percentile(p) for p in (50.0, 99.9, 0.001, 100.0)] == [
         "50", "99.9", "0.001", "100"]

@@ -15,16 +15,19 @@ import time
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from streamkeep import Engine, ReplyError
+from streamkeep.engine.exec.latency import highest_equivalent, value_at_index
 from streamkeep.engine.exec.stats import (
-    CALLS,
     ERROR_STATS_NUMBER,
-    FAILED,
-    NANOS,
-    REJECTED,
+    HIST_LEN,
+    HIST_MAX,
+    CommandCounters,
     ServerStats,
     error_code,
+    hist_index,
     safe_info_name,
     usec_per_call,
 )
@@ -65,20 +68,23 @@ def test_usec_per_call_is_redis_single_precision_division() -> None:
 def test_counters_record_rejected_failed_and_errors() -> None:
     stats = ServerStats(["xadd", "xinfo", "xinfo|stream"])
     xadd = stats.counters("xadd")
-    xadd[CALLS] += 1
-    xadd[NANOS] += 2500
+    xadd.calls += 1
+    xadd.nanos += 2500
     stats.failed(xadd, 1500, "ERR The ID specified in XADD is equal or smaller")
     stats.rejected(xadd, "ERR wrong number of arguments for 'xadd' command")
     stats.rejected(None, "ERR unknown command 'x', with args beginning with: ")
     stats.error_reply("NOGROUP No such key")
-    assert xadd[:4] == [2, 4000, 1, 1]
+    assert (xadd.calls, xadd.nanos, xadd.rejected, xadd.failed) == (2, 4000, 1, 1)
     assert stats.commandstats() == [
         ("cmdstat_xadd", "calls=2,usec=4,usec_per_call=2.00,rejected_calls=1,failed_calls=1")]
     assert stats.errorstats() == [("errorstat_ERR", "count=3"), ("errorstat_NOGROUP", "count=1")]
     assert stats.total_error_replies == 4
     assert stats.total_calls() == 2
     stats.reset()
-    assert xadd[:5] == [0, 0, 0, 0, None]  # the same list: the engine's dispatch table holds it
+    # The same object: the engine's dispatch table holds it.
+    assert (xadd.calls, xadd.nanos, xadd.rejected, xadd.failed, xadd.histogram) == (
+        0, 0, 0, 0, None)
+    assert stats.counters("xadd") is xadd
     assert stats.commandstats() == [] and stats.errorstats() == []
     assert stats.total_error_replies == 0
 
@@ -86,8 +92,8 @@ def test_counters_record_rejected_failed_and_errors() -> None:
 def test_commandstats_order_puts_subcommands_after_their_container() -> None:
     stats = ServerStats(["xinfo", "xinfo|groups", "xinfo|stream", "xlen"])
     for name in ("xlen", "xinfo|stream", "xinfo|groups"):
-        stats.counters(name)[CALLS] += 1
-    stats.counters("xinfo")[REJECTED] += 1
+        stats.counters(name).calls += 1
+    stats.counters("xinfo").rejected += 1
     assert [k for k, _ in stats.commandstats()] == [
         "cmdstat_xinfo", "cmdstat_xinfo|groups", "cmdstat_xinfo|stream", "cmdstat_xlen"]
 
@@ -141,7 +147,9 @@ def test_multi_exec_counts_each_queued_command_at_exec() -> None:
     assert engine.execute("MULTI") == "OK"
     assert engine.execute("XADD", "s", "1-1", "f", "v") == "QUEUED"
     assert engine.execute("XADD", "s", "1-1", "f", "v") == "QUEUED"
-    assert engine.stats.counters("xadd")[:5] == [0, 0, 0, 0, None]  # queueing: not running
+    xadd = engine.stats.counters("xadd")
+    assert (xadd.calls, xadd.nanos, xadd.rejected, xadd.failed, xadd.histogram) == (
+        0, 0, 0, 0, None)  # queueing: not running
     replies = engine.execute("EXEC")
     assert replies[0] == b"1-1" and isinstance(replies[1], ReplyError)
     assert cmdstat(engine, "xadd").startswith("calls=2,")
@@ -247,6 +255,72 @@ def test_protocol_errors_count_as_error_replies(served: ServerHandle) -> None:
 def test_dispatch_counters_are_per_engine() -> None:
     one, two = Engine(), Engine()
     one.execute("XADD", "s", "*", "f", "v")
-    assert one.stats.counters("xadd")[CALLS] == 1
-    assert two.stats.counters("xadd")[CALLS] == 0
-    assert one.stats.counters("xadd")[FAILED] == 0
+    assert one.stats.counters("xadd").calls == 1
+    assert two.stats.counters("xadd").calls == 0
+    assert one.stats.counters("xadd").failed == 0
+
+
+# --- one command's counters: the histogram slot of a value, the figures a call updates ---
+
+EDGES = [-5, 0, 1, 2, 127, 128, 255, 256, 257, 511, 512, 1000, 1023, 1024, 1031, 1032, 2047,
+         2048, 65535, 65536, 10**6, 10**9 - 1, 10**9, 10**9 + 1, 10**12, (1 << 62)]
+
+
+@pytest.mark.parametrize("nanos", EDGES)
+def test_a_value_falls_in_the_slot_that_holds_it(nanos: int) -> None:
+    index = hist_index(nanos)
+    assert 0 <= index < HIST_LEN
+    value = min(max(nanos, 1), HIST_MAX)
+    assert value_at_index(index) <= value <= highest_equivalent(value_at_index(index))
+    # Two significant digits: a slot is at most 1/128 of its values wide.
+    assert highest_equivalent(value) - value_at_index(index) < max(value / 128, 1)
+
+
+def test_slots_grow_with_the_value() -> None:
+    indexes = [hist_index(v) for v in range(1, 70_000)]
+    assert indexes == sorted(indexes)
+    assert hist_index(HIST_MAX) == hist_index(10**15)
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.integers(min_value=-(1 << 40), max_value=1 << 62))
+def test_the_slot_holds_its_clamped_value(nanos: int) -> None:
+    value = min(max(nanos, 1), HIST_MAX)
+    index = hist_index(nanos)
+    assert value_at_index(index) <= value <= highest_equivalent(value_at_index(index))
+
+
+def test_a_call_counts_its_time_and_whether_it_was_slow() -> None:
+    counters = CommandCounters(slow_ns=2000, tracked=False)  # slow from 2 µs, not tracked
+    counters.rejected, counters.failed = 7, 3
+    assert counters.count(1500) is False
+    assert counters.count(2000) is True
+    assert (counters.calls, counters.nanos, counters.rejected, counters.failed) == (2, 3500, 7, 3)
+    assert counters.histogram is None
+
+
+def test_a_tracked_call_fills_the_histogram() -> None:
+    counters = CommandCounters()
+    for nanos in (1500, 1500, 2500, 10**10):
+        assert counters.count(nanos) is False
+    assert (counters.calls, counters.nanos) == (4, 1500 + 1500 + 2500 + 10**10)
+    histogram = counters.histogram
+    assert histogram is not None and len(histogram) == HIST_LEN
+    assert sum(histogram) == 4
+    assert histogram[hist_index(1500)] == 2
+    assert histogram[hist_index(HIST_MAX)] == 1  # a 10 s call counts as 1 s
+    counters.count(1)
+    assert counters.histogram is histogram  # made once, then updated in place
+    counters.tracked = False  # tracking off: the histogram stays as it was
+    counters.count(1)
+    assert sum(histogram) == 5 and counters.calls == 6
+
+
+def test_reset_drops_the_figures_and_keeps_the_settings() -> None:
+    counters = CommandCounters(slow_ns=10, tracked=True)
+    counters.count(50)
+    counters.rejected += 1
+    counters.reset()
+    assert (counters.calls, counters.nanos, counters.rejected, counters.failed,
+            counters.histogram) == (0, 0, 0, 0, None)
+    assert (counters.slow_ns, counters.tracked) == (10, True)

@@ -29,7 +29,6 @@ import pytest
 
 from streamkeep import Engine, Record, ReplyError
 from streamkeep.aof.codec import encode
-from streamkeep.engine.exec.stats import CALLS, FAILED
 
 LIMITS = {"stream_node_max_entries": 7, "stream_node_max_bytes": 160}
 MAX = 18446744073709551615
@@ -248,7 +247,7 @@ def _transaction_outcome(engine: Engine, session: object, argvs: list) -> tuple:
         replies = err.line
     lines = replies if isinstance(replies, str) else [
         r.line if isinstance(r, ReplyError) else r for r in replies]
-    calls = {name: (engine.stats.counters(name)[CALLS], engine.stats.counters(name)[FAILED])
+    calls = {name: (engine.stats.counters(name).calls, engine.stats.counters(name).failed)
              for name in ("xadd", "exec")}
     return lines, [list(map(list, r.effects)) for r in records], calls
 

@@ -1,0 +1,135 @@
+"""What a command handler reaches of the engine that runs it: `EngineState`, the type of
+`ctx.engine`.
+
+Owns `EngineState`: the databases (streams, strings, TTLs), the settings and the values hot
+paths copy out of them, the registries that run around commands (blocked clients, WATCHed
+keys, Pub/Sub, statistics, the slow log and the latency monitor), and the services attached
+to the engine (the AOF, the data directory, replication, the server), each as the interface
+this layer declares. The engine core (engine.runtime.core.EngineCore) subclasses it and adds
+what runs commands: dispatch, the engine lock's hold, sessions, effects out and in. A handler
+sees this class, not the core: it cannot submit a command, apply a record or take the lock
+around another command. What the core must do for a handler (EXEC's and a script's commands)
+is the one method declared here, `run_queued`.
+
+A native class in the compiled build: the fields declared here are read as fields of a C
+struct, whichever subclass the engine is. Must not touch: command semantics, I/O.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any
+
+from streamkeep.engine.exec.settings import config_set
+
+if TYPE_CHECKING:
+    from streamkeep.engine.exec.blocking import WaiterRegistry
+    from streamkeep.engine.exec.context import Ctx
+    from streamkeep.engine.exec.interfaces import (
+        ConfigHook,
+        InfoSection,
+        Log,
+        Persistence,
+        Replication,
+    )
+    from streamkeep.engine.exec.latency import LatencyMonitor
+    from streamkeep.engine.exec.pubsub import PubSub
+    from streamkeep.engine.exec.slowlog import SlowLog
+    from streamkeep.engine.exec.stats import ServerStats
+    from streamkeep.engine.exec.table import Argv, CommandSpec
+    from streamkeep.engine.exec.transactions import WatchRegistry
+    from streamkeep.engine.model.residency import Residency
+    from streamkeep.engine.model.stream import Stream
+
+Clock = Callable[[], int]
+
+
+class EngineState:
+    """The engine as its command handlers see it (see the module's docstring). Every field is
+    set by the engine core's constructor."""
+
+    # The keyspace, per database: streams, string values, the TTLs of keys of either type.
+    dbs: list[dict[bytes, Stream]]
+    strings: list[dict[bytes, bytes]]
+    expires: list[dict[bytes, int]]
+    residency: Residency  # which stream nodes are in memory (backlog-memory)
+    # Settings (Redis's names, canonical values) and the ones hot paths read as fields.
+    config: dict[str, Any]
+    config_file: str | None  # the file CONFIG REWRITE rewrites (the server's)
+    config_hooks: dict[str, list[ConfigHook]]  # run after CONFIG SET changed a setting
+    node_max_entries: int
+    node_max_bytes: int
+    notify_flags: int  # keyspace notifications' classes (engine.exec.notify)
+    clock: Clock  # the command time, engine-clock ms
+    # What runs around commands.
+    lock: threading.Lock  # held while any command runs; a handler never takes it
+    waiters: WaiterRegistry
+    watches: WatchRegistry
+    pubsub: PubSub
+    stats: ServerStats
+    slowlog: SlowLog
+    latency: LatencyMonitor
+    scripting: Any  # engine.exec.scripting.Scripting, made by the first script
+    # The services attached, through the interfaces this layer declares.
+    journal: Log | None
+    datadir: Persistence | None
+    replication: Replication | None
+    read_only: str | None  # a replica refuses clients' writes with this line
+    server: Any  # the network server serving this engine, if any
+    info_sections: dict[str, InfoSection]  # INFO sections a service serves
+    # What INFO reports of the engine itself.
+    started_ms: int
+    startup_memory: int
+    latest_fork_usec: int
+    memory_repl_id: str
+
+    def run_queued(self, ctx: Ctx, queued: list[tuple[CommandSpec, Argv]]) -> list[Any]:
+        """Run queued commands in `ctx`, one after another, their effects one record: EXEC's
+        body and a script's commands (the engine core runs them)."""
+        raise NotImplementedError
+
+    def apply_config(self) -> None:
+        """Copy hot settings out of the config dict (XADD reads them on every call)."""
+        self.node_max_entries = int(self.config["stream-node-max-entries"])
+        self.node_max_bytes = int(self.config["stream-node-max-bytes"])
+        # Keyspace notifications' classes (engine.exec.notify): 0, the default, publishes none.
+        self.notify_flags = self.config["notify-keyspace-events"]
+
+    def apply_monitoring(self) -> None:
+        """Copy the monitoring settings where every command's path reads them (its counters,
+        engine.exec.stats): the one time from which a call is slow (the lower of
+        slowlog-log-slower-than, in µs, and latency-monitor-threshold, in ms, of those on),
+        and latency-tracking."""
+        from streamkeep.engine.exec.stats import NEVER_SLOW
+
+        config = self.config
+        slower_us = int(config["slowlog-log-slower-than"])
+        threshold_ms = int(config["latency-monitor-threshold"])
+        limits = []
+        if slower_us >= 0 and int(config["slowlog-max-len"]) > 0:
+            limits.append(slower_us * 1000)
+        if threshold_ms > 0:
+            limits.append(threshold_ms * 1_000_000)
+        self.stats.set_monitoring(min(limits, default=NEVER_SLOW),
+                                  bool(config["latency-tracking"]))
+
+    def on_config(self, names: Iterable[str], hook: ConfigHook) -> None:
+        """Run `hook` (engine lock held) after CONFIG SET changes any of these settings: the
+        owner of the behaviour registers it (the journal appendfsync, the compactor the
+        rewrite trigger, replication replicaof)."""
+        for name in names:
+            self.config_hooks.setdefault(name, []).append(hook)
+
+    def add_info_section(self, name: str, section: InfoSection) -> None:
+        """Serve INFO's section `name` from `section` (its owner's fields) instead of the
+        built-in one."""
+        self.info_sections[name] = section
+
+    def set_config(self, name: str, value: Any) -> None:
+        """Change one setting (Redis's name, e.g. "stream-node-max-entries")."""
+        with self.lock:
+            config_set(self, [(name.replace("_", "-"), value)])  # as CONFIG SET does
+
+
+__all__ = ["Clock", "EngineState"]
