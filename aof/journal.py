@@ -49,7 +49,7 @@ import threading
 import time
 from _thread import allocate_lock as _allocate_lock
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Final
 
 from streamkeep.aof import manifest as manifest_mod
 from streamkeep.aof.codec import (
@@ -66,6 +66,11 @@ from streamkeep.aof.watermark import Watermark, WatermarkLog
 from streamkeep.engine.wire.errors import ReplyError, StorageError
 
 log = logging.getLogger("streamkeep.aof")
+# The write path's codec kernels, bound once: the compiled build calls a name bound Final
+# without looking it up in the module's globals (a Cython function is not one of its native
+# calls).
+_encode: Final = encode
+_has_big_arg: Final = has_big_arg
 
 POLICIES = ("always", "everysec", "no")
 # Out of descriptors (the process's or the system's): transient, retried, never a lost write.
@@ -186,10 +191,10 @@ class Journal:
         In deferred mode (the server's) the record joins a buffer that `flush_pending` writes
         with one write() before any reply leaves. ReplyError(MISCONF) if the record cannot be
         logged: it is dropped and the command rolled back (see the module's docstring)."""
-        if has_big_arg(effects):
+        if _has_big_arg(effects):
             return self._append_big(time_ms, db, effects)
         lsn = self.lsn + 1
-        data = encode(lsn, time_ms, db, effects)
+        data = _encode(lsn, time_ms, db, effects)
         room = self.room - len(data)
         if room < 0:
             if not self._make_room(len(data)):

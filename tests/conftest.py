@@ -58,12 +58,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                           "snapshot after every command (tests.support.cold_nodes)")
 
 
-@pytest.fixture(autouse=True)
-def _cold_nodes(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.fixture(autouse=True, scope="session")
+def _cold_nodes(request: pytest.FixtureRequest) -> None:
+    """--cold-nodes: every engine of the run settles after each command (before any is made:
+    session-scoped, so a module's engine fixture is one of them)."""
     if request.config.getoption("--cold-nodes"):
         from tests.support.cold_nodes import install
 
-        install(monkeypatch)
+        install()
 
 
 @dataclass

@@ -7,7 +7,7 @@ beyond the reference policies (engine.trimming), blocking (engine.cmd_read), sto
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
 from streamkeep.aof.planted import planted
 from streamkeep.engine.commands.expiry import (
@@ -56,11 +56,11 @@ from streamkeep.engine.wire.reply import NULL_ARRAY
 if TYPE_CHECKING:
     from streamkeep.engine.exec.host import EngineState
 
-_EDOM = "ERR The ID specified in XADD is equal or smaller than the target stream top item"
+_EDOM: Final = "ERR The ID specified in XADD is equal or smaller than the target stream top item"
 # PLANTED BUG (tests only, aof.planted): `*` ignores the clock and only increments the
 # last ID, so the IDs of entries a power loss took are handed out again. Read once: XADD's hot
 # path tests it.
-_IGNORE_CLOCK = planted("star-id-reuse")
+_IGNORE_CLOCK: Final = planted("star-id-reuse")
 
 
 def next_auto_id(last: int, now: int) -> int:
@@ -95,7 +95,7 @@ def _resolve_xadd_id(s: Stream, parsed, now: int) -> int:  # type: ignore[no-unt
 # add_entry's ID parsing caches: the sequence numbers XADD gives most (canonical spellings
 # only), and the last `ms` part parsed (consecutive IDs share it, as format_id's cache assumes):
 # one tuple, swapped atomically. b"-" never matches: partition leaves no dash in the `ms` part.
-_SMALL_SEQ_VALUE = {b"%d" % i: i for i in range(1024)}
+_SMALL_SEQ_VALUE: Final = {b"%d" % i: i for i in range(1024)}
 _ms_cache: tuple[bytes, int, int, bool] = (b"-", 0, 0, False)  # digits, ms, ms << 64, canonical
 
 
@@ -181,12 +181,12 @@ def xadd(ctx: Ctx, argv: Argv) -> bytes | None:
     return idb
 
 
-_EXHAUSTED = "ERR The stream has exhausted the last possible ID, unable to add more items"
+_EXHAUSTED: Final = "ERR The stream has exhausted the last possible ID, unable to add more items"
 
 # Idempotent producers' common shapes, `XADD key IDMP pid iid * field value ...` and `XADD key
 # IDMPAUTO pid * field value ...` (what redis-py sends): the option's word and its width.
-_IDMP_WIDTH = {b"IDMP": 3, b"idmp": 3, b"IDMPAUTO": 2, b"idmpauto": 2}
-_NOT_SIMPLE = b""  # (never an XADD reply)
+_IDMP_WIDTH: Final = {b"IDMP": 3, b"idmp": 3, b"IDMPAUTO": 2, b"idmpauto": 2}
+_NOT_SIMPLE: Final = b""  # (never an XADD reply)
 
 
 def _xadd_idmp_simple(ctx: Ctx, argv: Argv) -> bytes | None:

@@ -35,6 +35,10 @@ if TYPE_CHECKING:
 # them packed).
 Fields = tuple[bytes, ...]
 LISTPACK_MAX_SIZE: Final = 1 << 30
+# XADD's kernels, bound once: the compiled build calls a name bound Final without looking it up
+# in the module's globals (a Cython function is not one of its native calls).
+_append_entry: Final = pk.append
+_format_id: Final = format_id
 _U64: Final = (1 << 64) - 1
 _NO_EPOCH: Final = -2  # below every epoch (a snapshot's nodes have -1): no CRC taken
 
@@ -199,7 +203,7 @@ class Stream:
         if type(fields) is not tuple:
             fields = tuple(fields)
         if not idb:  # callers holding the canonical `ms-seq` bytes pass them in
-            idb = format_id(sid)
+            idb = _format_id(sid)
         nodes = self.nodes
         if not nodes:
             node, lp = self._new_node(sid, fields)
@@ -216,7 +220,7 @@ class Stream:
                         else sum(map(len, fields)))
                 if len(lp) + elen >= max_bytes:
                     node, lp = self._new_node(sid, fields)
-        pk.append(lp, node.master, node.master_fields, sid, fields)
+        _append_entry(lp, node.master, node.master_fields, sid, fields)
         node.count += 1
         node.live += 1
         node.epoch = EPOCH.value

@@ -90,6 +90,10 @@ NUM_DATABASES: Final = 16
 NOAUTH: Final = "NOAUTH Authentication required."
 # A command's timer (ns): read when an engine is made, so a test's stand-in is the engine's own.
 _now_ns = time.perf_counter_ns
+# What runs after each command or applied batch of records, once the engine lock is released
+# (None: nothing), given the engine; read when an engine is made. The cold-node test mode
+# (tests/support/cold_nodes.py) settles every engine's stream nodes through it.
+after_commands: Callable[[EngineCore], None] | None = None
 _time_ns: Final = time.time_ns
 
 
@@ -146,6 +150,7 @@ class EngineCore(EngineState):
         **config: Any,
     ) -> None:
         self.clock = clock or wall_clock_ms
+        self.wall_clock = self.clock is wall_clock_ms  # (then `now()` reads it inline)
         # Settings (engine.config's registry): Redis's names, validated, canonical values.
         self.config = {**DEFAULT_CONFIG, **normalize_settings(config)}
         self.config_file = config_file  # the file CONFIG REWRITE rewrites (the server's)
@@ -199,9 +204,14 @@ class EngineCore(EngineState):
         self.latency = LatencyMonitor()
         self.apply_monitoring()
         self.timer: Callable[[], int] = _now_ns  # times each command (INFO commandstats...)
+        self.after_command = after_commands
         self.latest_fork_usec = 0  # how long starting the last compaction held the lock
         self.startup_memory = resident_bytes()  # INFO's used_memory_startup
         self.closed = False
+
+    def now(self) -> int:
+        """The engine clock's time (ms): a command's time is read once, when it starts."""
+        return _time_ns() // 1_000_000 if self.wall_clock else self.clock()
 
     def _entry(self, spec: CommandSpec) -> Entry:
         """The entry that runs `spec` (a command of the effects' own vocabulary counts in
@@ -315,22 +325,32 @@ class EngineCore(EngineState):
             if (session.multi is None and not session.watched and not self.expires[session.db]
                     and self._write_gate(session) is None and all(map(_plain_xadd, argvs))):
                 self.stats.counters("exec").calls += 1
-                return self._run_batch(session, argvs)
-            if session.multi is not None:
-                raise ReplyError("ERR MULTI calls can not be nested")
-            session.multi, session.multi_failed = [], False
-            for argv in argvs:
-                try:
-                    spec = lookup(argv)
-                except ReplyError as err:
-                    self._refuse(session, resolve(argv), err)
-                    continue
-                try:
-                    if queue_in_multi(self, session, spec, argv) is None:
-                        raise ReplyError(NOT_IN_MULTI)  # MULTI, EXEC, WATCH... in a batch
-                except ReplyError as err:
-                    self._refuse(session, spec, err)
-        return self._execute(session, (b"EXEC",))
+                replies: list[Any] | None = self._run_batch(session, argvs)
+            else:
+                replies = None
+                self._queue_transaction(session, argvs)
+        if replies is None:
+            return self._execute(session, (b"EXEC",))
+        self.commands_done()
+        return replies
+
+    def _queue_transaction(self, session: Session, argvs: list[Argv]) -> None:
+        """MULTI and `argvs` queued (lock held), as over the wire: a refused command makes the
+        EXEC abort."""
+        if session.multi is not None:
+            raise ReplyError("ERR MULTI calls can not be nested")
+        session.multi, session.multi_failed = [], False
+        for argv in argvs:
+            try:
+                spec = lookup(argv)
+            except ReplyError as err:
+                self._refuse(session, resolve(argv), err)
+                continue
+            try:
+                if queue_in_multi(self, session, spec, argv) is None:
+                    raise ReplyError(NOT_IN_MULTI)  # MULTI, EXEC, WATCH... in a batch
+            except ReplyError as err:
+                self._refuse(session, spec, err)
 
     def execute_batch(self, session: Session, argvs: Iterable[Argv]) -> list[Any]:
         """Commands run in order under one lock hold and logged as one record, as EXEC runs
@@ -341,12 +361,14 @@ class EngineCore(EngineState):
             journal = self.journal
             if journal is not None and journal.error:
                 raise ReplyError(journal.error)
-            return self._run_batch(session, argvs)
+            replies = self._run_batch(session, argvs)
+        self.commands_done()
+        return replies
 
     def _run_batch(self, session: Session, argvs: Iterable[Argv]) -> list[Any]:
         """execute_batch's body (lock held): each command as EXEC runs it (an unknown one or
         a wrong arity is its reply), then one record."""
-        ctx = MultiCtx(self, session, self.clock())
+        ctx = MultiCtx(self, session, self.now())
         first_db = session.db
         record_db = [first_db]  # the database the record has selected so far
         replies: list[Any] = []
@@ -419,6 +441,13 @@ class EngineCore(EngineState):
             return self.run_locked(session, argv, effects_out, notify)
         finally:
             lock.release()
+            if self.after_command is not None:
+                self.after_command(self)
+
+    def commands_done(self) -> None:
+        """A caller that ran commands under the lock (the server's batch) released it."""
+        if self.after_command is not None:
+            self.after_command(self)
 
     def run_locked(
         self, session: Session, argv: Argv, effects_out: list | None = None,
@@ -446,7 +475,7 @@ class EngineCore(EngineState):
             ctx = session.ctx = Ctx(self, session, 0)
         db = session.db
         ctx.db = self.dbs[db]
-        ctx.now = self.clock()
+        ctx.now = self.now()
         ctx.effects = []
         try:
             reply = self._run(ctx, entry, argv)
@@ -678,7 +707,7 @@ class EngineCore(EngineState):
         if entry is None:
             return queued
         try:
-            return self._run(BusyCtx(self, session, self.clock()), entry, argv)
+            return self._run(BusyCtx(self, session, self.now()), entry, argv)
         except ReplyError as err:
             return err
 
@@ -780,7 +809,7 @@ class EngineCore(EngineState):
         while True:
             wait_s = None if deadline is None else max(deadline - time.monotonic(), 0)
             if waiter.wake_at is not None:
-                until_wake = max((waiter.wake_at - self.clock()) / 1000, 0) + 0.001
+                until_wake = max((waiter.wake_at - self.now()) / 1000, 0) + 0.001
                 wait_s = until_wake if wait_s is None else min(wait_s, until_wake)
             if event.wait(wait_s):
                 break
@@ -815,7 +844,7 @@ class EngineCore(EngineState):
         become idle enough). True once it is done."""
         with self.lock:
             if not waiter.done and waiter.wake_at is not None \
-                    and self.clock() >= waiter.wake_at:
+                    and self.now() >= waiter.wake_at:
                 self._rerun(waiter)
             return waiter.done
 
@@ -824,7 +853,7 @@ class EngineCore(EngineState):
         A write (XREADGROUP) while the AOF refuses writes is not run: its reply is MISCONF, as
         Redis's re-processing of an unblocked command refuses it."""
         session = waiter.session
-        ctx = RerunCtx(self, session, self.clock())
+        ctx = RerunCtx(self, session, self.now())
         rerun = waiter.rerun
         began = self.timer()
         hidden = None
@@ -940,6 +969,7 @@ class EngineCore(EngineState):
                     self._run(ctx, self._effect_entry(argv), argv)
             if self.waiters.ready:
                 self._serve_ready()
+        self.commands_done()
 
     def _effect_entry(self, argv: Argv) -> Entry:
         """The entry that applies an effect: its command's, the effects' own vocabulary
@@ -971,7 +1001,7 @@ class EngineCore(EngineState):
             journal = self.journal
             if self.read_only is not None or (journal is not None and journal.error):
                 return 0
-            session, now = Session(), self.clock()
+            session, now = Session(), self.now()
             for index, expires in enumerate(self.expires):
                 if not expires:
                     continue

@@ -25,7 +25,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, Final, cast
 
 from streamkeep.engine.exec.blocking import Waiter
 from streamkeep.engine.exec.context import Later
@@ -50,11 +50,15 @@ if TYPE_CHECKING:
     from streamkeep.engine.runtime.engine import Engine
 
 log = logging.getLogger("streamkeep.server")
+# Every reply's encoder and its "send nothing" marker, bound once: the compiled build reads a
+# Final name without a lookup in the module's globals (neither is one of its native names).
+_write_reply: Final = write_reply
+_NO_REPLY: Final = NO_REPLY
 
 # Commands an unauthenticated client may run (Redis: AUTH, HELLO, QUIT; RESET too in 7.x).
-NO_AUTH_NEEDED = frozenset({b"auth", b"hello", b"quit", b"reset"})
-MAX_CLIENTS_ERR = b"-ERR max number of clients reached\r\n"
-DENIED = (
+NO_AUTH_NEEDED: Final = frozenset({b"auth", b"hello", b"quit", b"reset"})
+MAX_CLIENTS_ERR: Final = b"-ERR max number of clients reached\r\n"
+DENIED: Final = (
     b"-DENIED Redis is running in protected mode because protected mode is enabled and no "
     b"password is set for the default user. In this mode connections are only accepted from the "
     b"loopback interface. If you want to connect from external computers to Redis you may adopt "
@@ -69,22 +73,22 @@ DENIED = (
     b"do one of the above things in order for the server to start accepting connections from "
     b"the outside.\r\n"
 )
-READ_PAUSE_BYTES = 1 << 20  # a blocked client's unparsed input beyond this: stop reading
-FLUSH_BYTES = 64 << 10  # replies queued beyond this during a pipeline: write them out now
-COPY_OUT_BYTES = 16 << 10  # a flush this small leaves as a bytes copy; the buffer is kept
-UNAUTH_OUTPUT_LIMIT = 1 << 20  # an unauthenticated client's unread replies: like its input
+READ_PAUSE_BYTES: Final = 1 << 20  # a blocked client's unparsed input beyond this: stop reading
+FLUSH_BYTES: Final = 64 << 10  # replies queued beyond this during a pipeline: write them out now
+COPY_OUT_BYTES: Final = 16 << 10  # a flush this small leaves as a bytes copy; the buffer is kept
+UNAUTH_OUTPUT_LIMIT: Final = 1 << 20  # an unauthenticated client's unread replies: like its input
 # One reply may pass the output limits up to proto-max-bulk-len plus this much framing: a value
 # the server accepted always fits in the reply that returns it (XRANGE, XINFO STREAM FULL).
-REPLY_FRAMING = 1 << 20
-NO_LIMIT = 1 << 62
-ACCEPT_WHILE_BUSY = 64  # connections accepted per look while a script is busy
-ACTIVE_EXPIRE_SECONDS = 0.1
-IDLE_CHECK_SECONDS = 1.0  # how often idle clients are looked for (`timeout`)
-KEEPALIVE_PROBES = 3  # anetKeepAlive's TCP_KEEPCNT
+REPLY_FRAMING: Final = 1 << 20
+NO_LIMIT: Final = 1 << 62
+ACCEPT_WHILE_BUSY: Final = 64  # connections accepted per look while a script is busy
+ACTIVE_EXPIRE_SECONDS: Final = 0.1
+IDLE_CHECK_SECONDS: Final = 1.0  # how often idle clients are looked for (`timeout`)
+KEEPALIVE_PROBES: Final = 3  # anetKeepAlive's TCP_KEEPCNT
 # A pipelined batch gives way to other clients after this long (checked every so many commands),
 # so one client's pipeline delays another's PING by a few milliseconds at most.
-PIPELINE_SLICE_SECONDS = 0.002
-PIPELINE_SLICE_COMMANDS = 32
+PIPELINE_SLICE_SECONDS: Final = 0.002
+PIPELINE_SLICE_COMMANDS: Final = 32
 
 
 def is_loopback(host: str | None) -> bool:
@@ -115,7 +119,6 @@ class Client:
         # The settings dict (CONFIG SET changes its values in place): the output limits are
         # read from it at every flush, without a property call or two in between.
         self.config: dict[str, Any] = server.engine.config
-        self._submit = server.engine.submit
         self._wake = self._notify  # one bound method, not one per command
         self.parser = RequestParser()  # its limits are set when the connection is made
         self.protocol = 2
@@ -236,19 +239,23 @@ class Client:
         until the batch has had its share of the loop (PIPELINE_SLICE_SECONDS): then the replies
         so far leave and the rest continues on a later pass, after other clients' events.
 
-        The collector waits until the batch's replies are encoded and handed to the transport:
-        a reply of a million entries is a million lists, which collections (a full one among
-        them) would otherwise walk, only for them to be freed right after. (Once per batch, not
-        per command: three calls less on every command's path.)"""
-        parser = self.parser
+        The batch holds the engine lock (re-entrant) once for all its commands rather than once
+        each; the other threads that take it (the journal's, an embedded caller's) wait at most
+        a slice. The collector waits until the batch's replies are encoded and handed to the
+        transport: a reply of a million entries is a million lists, which collections (a full
+        one among them) would otherwise walk, only for them to be freed right after. (Once per
+        batch, not per command: three calls less on every command's path.)"""
+        next_command = self.parser.next  # (the bound method once, not looked up per command)
         collecting = gc.isenabled()
         gc.disable()
         began = time.perf_counter()
         count = 0
+        lock = self.engine.lock
+        lock.acquire()
         try:
             while not self.busy and not self.closing and not self.closed:
                 try:
-                    argv = parser.next()
+                    argv = next_command()
                 except QueryBufferLimit:
                     self._query_buffer_exceeded()
                     return
@@ -274,6 +281,8 @@ class Client:
                     self._give_way()
                     break
         finally:
+            lock.release()
+            self.engine.commands_done()
             self.flush()
             if collecting:
                 gc.enable()
@@ -316,9 +325,11 @@ class Client:
         return None
 
     def _execute(self, argv: list[bytes]) -> None:
+        """One command of the batch `process` runs (engine lock held): its reply queued, or
+        its blocked read or deferred wait started."""
         self.executing = True
         try:
-            reply, lsn = self._submit(self.session, tuple(argv), None, self._wake)
+            reply, lsn = self.engine.run_locked(self.session, tuple(argv), None, self._wake)
         except ReplyError as err:  # (answered here: kept in a local, it would hold this frame)
             self.executing = False
             self._answer(err)
@@ -361,7 +372,7 @@ class Client:
         The output limit is checked while the reply is encoded (`ReplyBuffer.limit`, what the
         limit leaves after the output the transport still holds; see ClientOutput): a reply
         too big for it is cut short and the client closed, before the reply is built whole."""
-        if self.closed or value is NO_REPLY:
+        if self.closed or value is _NO_REPLY:
             return
         out = self.out
         try:
@@ -369,15 +380,15 @@ class Client:
                 if not out.limit:
                     out.limit = self._reply_budget()
                 buf = ReplyBuffer(max(out.limit - out.size(), 1))
-                write_reply(buf, value, self.protocol)
+                _write_reply(buf, value, self.protocol)
                 self.held.append((lsn, buf))
                 self.server.need_sync(self, lsn)
             elif lsn:  # its record must reach the OS before this reply leaves (see flush)
                 start = len(out) + out.big_size  # (out.size(), without the call)
-                write_reply(out, value, self.protocol)
+                _write_reply(out, value, self.protocol)
                 self.marks.append((start, len(out) + out.big_size, lsn))
             else:
-                write_reply(out, value, self.protocol)
+                _write_reply(out, value, self.protocol)
         except OutputLimitReached:
             self.out = self._new_output()  # drop what was encoded
             self._output_exceeded(out.size())

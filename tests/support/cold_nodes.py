@@ -17,8 +17,8 @@ import itertools
 import os
 import shutil
 import tempfile
-from typing import Any
 
+from streamkeep.engine.runtime import core
 from streamkeep.engine.runtime.core import EngineCore
 from streamkeep.snapshot.cold import SnapshotNodes
 from streamkeep.snapshot.writer import stream_numbers, write_snapshot
@@ -64,24 +64,7 @@ def settle(engine: EngineCore) -> None:
             residency.evict()
 
 
-def install(monkeypatch: Any) -> None:
-    """Settle every engine after every command it runs or record it applies."""
-    submit, apply, apply_many = EngineCore.submit, EngineCore.apply, EngineCore.apply_many
-
-    def settled_submit(self: EngineCore, *args: Any, **kwargs: Any) -> Any:
-        try:
-            return submit(self, *args, **kwargs)
-        finally:
-            settle(self)
-
-    def settled_apply(self: EngineCore, *args: Any, **kwargs: Any) -> None:
-        apply(self, *args, **kwargs)
-        settle(self)
-
-    def settled_apply_many(self: EngineCore, *args: Any, **kwargs: Any) -> None:
-        apply_many(self, *args, **kwargs)
-        settle(self)
-
-    monkeypatch.setattr(EngineCore, "submit", settled_submit)
-    monkeypatch.setattr(EngineCore, "apply", settled_apply)
-    monkeypatch.setattr(EngineCore, "apply_many", settled_apply_many)
+def install() -> None:
+    """Settle every engine made from now on after every command it runs or batch of records it
+    applies (the core's `after_commands` hook, which the compiled core calls too)."""
+    core.after_commands = settle

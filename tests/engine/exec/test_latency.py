@@ -10,7 +10,6 @@ import random
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from streamkeep.engine.exec.stats import HIST_LEN, HIST_MAX, hist_index
 from streamkeep.engine.exec.latency import (
     TS_LEN,
     LatencyMonitor,
@@ -21,6 +20,7 @@ from streamkeep.engine.exec.latency import (
     value_at_index,
     value_at_percentile,
 )
+from streamkeep.engine.exec.stats import HIST_LEN, HIST_MAX, hist_index
 
 
 def test_one_sample_a_second_its_worst() -> None:
