@@ -70,6 +70,7 @@ class Source:
     path: str
     segments: list[tuple[str, int | None, int | None]]  # (file, segment number, first LSN)
     snapshot_lsn: int | None = None  # the data directory's snapshot covers LSNs up to this
+    snapshot_created_ms: int | None = None  # ... and was made then
 
 
 def open_source(path: str) -> Source:
@@ -91,7 +92,8 @@ def open_source(path: str) -> Source:
             raise InspectError(str(err), EXIT_DAMAGED) from None
         return Source(path, [(os.path.join(path, s.file), s.segment, s.first_lsn)
                              for s in man.segments],
-                      None if man.snapshot is None else man.snapshot.lsn)
+                      None if man.snapshot is None else man.snapshot.lsn,
+                      None if man.snapshot is None else man.snapshot.created_ms)
     return Source(path, [(path, None, None)])
 
 
