@@ -79,7 +79,7 @@ def timeline_chart(doc: dict[str, Any]) -> charts.Chart | None:
                            [0.0, *grown], where="pre",
                            color="#1d232a", linewidth=1.4, label="log size (framed records)")
     chart.mark("log-size", [line])
-    spans = []
+    spans: list[Any] = []
     for i, seg in enumerate(doc["segments"]):
         if seg.get("first_time_ms") is None:
             continue
