@@ -22,6 +22,7 @@ import os
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -353,16 +354,16 @@ def report_charts_markdown(kind: str, path: Path | None) -> str:
         from streamkeep.tools.report import bench
 
         for section in bench.sections(doc):
-            made += [lambda s=section: bench.rows_chart(doc, s),
-                     lambda s=section: bench.figures_chart(doc, s)]
+            made += [partial(bench.rows_chart, doc, section),
+                     partial(bench.figures_chart, doc, section)]
     elif kind == "crashbench":
         from streamkeep.tools.report import crashbench
 
         made.append(lambda: crashbench.outcomes_chart(doc))
         links = crashbench.violation_ids(doc)
         for key in crashbench.groups(doc):
-            made += [lambda k=key: crashbench.timeline_chart(doc, k, links),
-                     lambda k=key: crashbench.recovery_chart(doc, k)]
+            made += [partial(crashbench.timeline_chart, doc, key, links),
+                     partial(crashbench.recovery_chart, doc, key)]
     elif kind == "aof":
         from streamkeep.tools.report import aof
 
