@@ -13,12 +13,15 @@ Must not touch: stdout (a command's output), what runs.
 
 from __future__ import annotations
 
+import os
 import sys
 import threading
 import time
 from typing import IO, Any
 
-EVERY_S = 5.0  # a line this often when stderr is not a terminal
+# A line this often when stderr is not a terminal (STREAMKEEP_PROGRESS_EVERY: seconds, for a
+# test that wants lines from a short run).
+EVERY_S = float(os.environ.get("STREAMKEEP_PROGRESS_EVERY", "") or 5.0)
 
 
 def elapsed(seconds: float) -> str:
@@ -32,10 +35,10 @@ class Ticker:
     """See the module docstring. `quiet`: nothing at all."""
 
     def __init__(self, prog: str, what: str, stream: IO[str] | None = None,
-                 every: float = EVERY_S, quiet: bool = False) -> None:
+                 every: float | None = None, quiet: bool = False) -> None:
         self.prog, self.what = prog, what
         self.stream = stream if stream is not None else sys.stderr
-        self.every = every
+        self.every = EVERY_S if every is None else every
         self.quiet = quiet
         self.detail = ""
         self.started = time.monotonic()
