@@ -9,7 +9,7 @@ PIP   = $(VPY) -m pip
 SUDO := $(shell if [ "$$(id -u)" != 0 ] && command -v sudo >/dev/null 2>&1; then echo sudo; fi)
 
 .PHONY: venv dev run demo test soak lint docs kernels bench crashbench export-demo clean redis-server \
-	redis-sentinel redis-exporter iproute2 iptables java disk-tools crcmod-check
+	redis-sentinel redis-exporter iproute2 iptables java disk-tools crcmod-check chromium
 
 # ---------------------------------------------------------------- environments
 
@@ -46,7 +46,7 @@ $(VENV)/.stamp-compiled: $(COMPILED) | $(VENV)/.stamp-run
 	touch $@
 
 dev: $(VENV)/.stamp-dev $(VENV)/.stamp-compiled redis-server redis-sentinel redis-exporter iproute2 iptables java \
-	disk-tools crcmod-check
+	disk-tools crcmod-check chromium
 
 # A Debian package installed when its command is missing: $(call apt_tool,COMMAND,PACKAGES)
 define apt_tool
@@ -82,6 +82,12 @@ redis-sentinel:
 disk-tools:
 	$(call apt_tool,losetup,mount)
 	$(call apt_tool,mkfs.ext4,e2fsprogs)
+
+# tests/tools/report: each --html report opened in a real headless browser, Debian's chromium
+# driven through its chromedriver (selenium, a dev dependency).
+chromium:
+	$(call apt_tool,chromium,chromium chromium-driver)
+	$(call apt_tool,chromedriver,chromium-driver)
 
 # pyspark (the Spark export and its tests) starts a JVM: Java 17 or later.
 java:

@@ -30,7 +30,10 @@ write go into that part file, the others stay in the part files it refers to. Ex
 when the files are complete, and on stdout a JSON object: `parts`, the part files the snapshot
 refers to (their final names, in its order), and `new_part`, whether `part_out` was written;
 otherwise a message on stderr. With `--serve`, each job's result line is that object with
-`ok` true, or `{"ok": false, "error": ...}`, and the child waits for the next job. (The whole-file checksums are the parent's to compute, while it
+`ok` true, or `{"ok": false, "error": ...}`, and the child waits for the next job. A job
+with `"progress": true` is also told about while it runs, by lines before its result, at most
+one every PROGRESS_EVERY_S and one when the files are written: `{"progress": {"phase": "replay" | "write", "records": n,
+"nodes": n}}` (records replayed, nodes written so far; INFO persistence shows them). (The whole-file checksums are the parent's to compute, while it
 fsyncs the files.)
 Must not touch: the manifest, any file but `out` and `part_out`.
 """
@@ -43,6 +46,9 @@ import json
 import os
 import signal
 import sys
+import time
+from collections.abc import Iterable, Iterator
+from typing import Any
 
 from streamkeep.aof.fs import RealFS
 from streamkeep.aof.segment_reader import SegmentError, SegmentReader
@@ -53,6 +59,7 @@ from streamkeep.snapshot.load import load_snapshot
 from streamkeep.snapshot.writer import stream_numbers, write_segmented, write_snapshot
 
 _PR_SET_PDEATHSIG = 1
+PROGRESS_EVERY_S = 0.5
 BUILD_BUDGET = 16 << 20  # bytes of resident nodes a serving child keeps between jobs
 
 
@@ -145,12 +152,45 @@ def load_base(job: dict) -> tuple[EngineCore, int]:
     return engine, meta.lsn + 1
 
 
+class Progress:
+    """A job's progress lines on stdout (see the module docstring), when it asked for them."""
+
+    def __init__(self, enabled: bool) -> None:
+        self.enabled = enabled
+        self.phase = "replay"
+        self.records = 0
+        self.nodes = 0
+        self.last = time.monotonic()
+
+    def counted(self, records: Iterable[Any]) -> Iterator[Any]:
+        """`records` as they are, counted."""
+        for record in records:
+            yield record
+            self.records += 1
+            if not self.records & 1023:
+                self.report()
+
+    def node(self) -> None:
+        self.phase = "write"
+        self.nodes += 1
+        if not self.nodes & 63:
+            self.report()
+
+    def report(self, last: bool = False) -> None:
+        now = time.monotonic()
+        if self.enabled and (last or now - self.last >= PROGRESS_EVERY_S):
+            self.last = now
+            print(json.dumps({"progress": {"phase": self.phase, "records": self.records,
+                                           "nodes": self.nodes}}), flush=True)
+
+
 def build(job: dict, engine: EngineCore | None = None, expected: int = 1) -> dict:
     """Replay the job's inputs and write its snapshot; returns the part files it refers to
     (`parts`, names in its order) and whether it wrote a new one (`new_part`). `engine`: one
     holding the state up to LSN `expected` - 1 already (default: the base, loaded here)."""
     fs = RealFS()
     directory = job["dir"]
+    progress = Progress(bool(job.get("progress")))
     if engine is None:
         engine, expected = load_base(job)
     for name, number, first_lsn in job["segments"]:
@@ -163,7 +203,7 @@ def build(job: dict, engine: EngineCore | None = None, expected: int = 1) -> dic
             raise BuildError(f"{path}: starts at LSN {first_lsn}, expected {expected}")
         # Applied while decoded, as at open; damage anywhere fails the build (the engine and
         # whatever it applied are thrown away with this process).
-        engine.apply_many(reader.records())
+        engine.apply_many(progress.counted(reader.records()))
         if reader.damage is not None:
             raise BuildError(f"{reader.damage} in a closed segment")
         expected += reader.count
@@ -174,11 +214,13 @@ def build(job: dict, engine: EngineCore | None = None, expected: int = 1) -> dic
         write_snapshot(engine.dbs, os.path.join(directory, job["out"]), job["lsn"],
                        job["created_ms"], job["repl_id"], checksum=False,
                        strings=engine.strings, expires=engine.expires)
+        progress.report(last=True)
         return {"parts": [], "new_part": False}
     written = write_segmented(engine.dbs, os.path.join(directory, job["out"]),
                               os.path.join(directory, part_out), job["lsn"], job["created_ms"],
                               job["repl_id"], strings=engine.strings, expires=engine.expires,
-                              part_name=part_out.removesuffix(".tmp"))
+                              part_name=part_out.removesuffix(".tmp"), on_node=progress.node)
+    progress.report(last=True)  # the counts whole, before the result
     return {"parts": written.parts, "new_part": written.new_part}
 
 

@@ -97,6 +97,11 @@ class CompactionLog(Protocol):
         ...
 
 
+# The phase a compaction is in after each step (Compactor._step's names).
+_PHASE_AFTER = {"rotated": "replay", "spawned": "replay", "built": "publish",
+                "published": "switch", "switched": "remove", "removed": "done"}
+
+
 class CompactionError(StorageError):
     """A compaction did not complete; the directory still holds the previous state."""
 
@@ -114,6 +119,11 @@ class Job:
     proc: subprocess.Popen | None = None
     result: SnapshotEntry | None = None
     error: str | None = None
+    # where it is (INFO persistence): rotate, replay, write, publish, switch, remove; what the
+    # build child said last of the records it replayed and the nodes it wrote
+    phase: str = "rotate"
+    records: int = 0
+    nodes: int = 0
 
 
 class _Checksum:
@@ -300,8 +310,22 @@ class Compactor:
 
     def _step(self, name: str) -> None:
         log.debug("compaction step %s", name)
+        job = self.job
+        if job is not None:
+            job.phase = _PHASE_AFTER.get(name, job.phase)
         if self.on_step is not None:
             self.on_step(name)
+
+    @staticmethod
+    def _progress(job: Job, line: bytes) -> bool:
+        """A build child's progress line, noted in `job`; False for any other line."""
+        if not line.startswith(b'{"progress"'):
+            return False
+        with contextlib.suppress(ValueError, KeyError, TypeError):
+            said = json.loads(line)["progress"]
+            job.phase = str(said["phase"])
+            job.records, job.nodes = int(said["records"]), int(said["nodes"])
+        return True
 
     def _run(self, job: Job) -> None:
         tmp = os.path.join(self.directory, manifest_mod.snapshot_file(job.lsn) + ".tmp")
@@ -344,6 +368,7 @@ class Compactor:
             self.journal.manifest.repl_id, "created_ms": job.created_ms,
             "parent": os.getpid(),  # the child checks it is still ours once it can die with us
             "config": job.config,
+            "progress": True,  # lines before the result: INFO persistence's phase and counts
         }
         proc = job.proc = self._builder()
         if self._stopping:  # close() ran before the child existed to be killed
@@ -355,6 +380,8 @@ class Compactor:
             proc.stdin.write(json.dumps(spec).encode() + b"\n")
             proc.stdin.flush()
             line = proc.stdout.readline()
+            while self._progress(job, line):
+                line = proc.stdout.readline()
         if self._stopping:
             self._discard(tmp, part_tmp)
             raise CompactionError("stopped: the data directory is closing")

@@ -212,7 +212,8 @@ def write_segmented(dbs: list[dict[bytes, Stream]], path: str, part_path: str, l
                     strings: list[dict[bytes, bytes]] | None = None,
                     expires: list[dict[bytes, int]] | None = None,
                     policy: segments.MergePolicy = segments.DEFAULT_POLICY,
-                    part_name: str | None = None) -> SegmentedInfo:
+                    part_name: str | None = None,
+                    on_node: Callable[[], None] | None = None) -> SegmentedInfo:
     """Write the state in `dbs` as a segmented snapshot: its own file at `path`, the nodes that
     must be written into a new part file at `part_path` (in the same directory; not created
     if there are none), which the snapshot names `part_name` (default: its file name; a temp
@@ -224,7 +225,7 @@ def write_segmented(dbs: list[dict[bytes, Stream]], path: str, part_path: str, l
     merged = segments.choose_merges(uses, new_bytes, policy)
     for p in plans:
         p.merged(merged)
-    written = _write_part(plans, part_path, lsn, created_ms, repl_id)
+    written = _write_part(plans, part_path, lsn, created_ms, repl_id, on_node)
     kept: dict[str, int] = {}
     for p in plans:
         for span in p.spans:
@@ -252,9 +253,10 @@ def write_segmented(dbs: list[dict[bytes, Stream]], path: str, part_path: str, l
 
 
 def _write_part(plans: list[segments.StreamPlan], path: str, lsn: int, created_ms: int,
-                repl_id: str) -> int:
+                repl_id: str, on_node: Callable[[], None] | None = None) -> int:
     """The nodes placed in the new part, written to `path` under their streams' numbers in
-    the new snapshot; returns how many (none: no file)."""
+    the new snapshot; returns how many (none: no file). `on_node` is called after each (a
+    compaction's progress)."""
     count = sum(span.end - span.start for p in plans for span in p.spans if span.run is None)
     if not count:
         return 0
@@ -267,6 +269,8 @@ def _write_part(plans: list[segments.StreamPlan], path: str, lsn: int, created_m
                 value, info = _node_values(node, key)
                 yield "nodes", key, value
                 yield "nodeinfo", key, info
+                if on_node is not None:
+                    on_node()
 
     _written(path, lambda env: _put_all(env, rows(), {
         "format": layout.FORMAT, "version": layout.SEGMENTED_VERSION, "role": layout.NODES_ROLE,

@@ -6,7 +6,8 @@ API, the server and COMMAND read; `streamkeep commands` prints it), the configur
 from the parser the caller passes: `streamkeep.tools.main.build_parser()`, which imports this
 module's `main`), every command's exit statuses, the effect vocabulary (engine.model.effects),
 the bench's registry (sections, rows, figures, targets) and a committed bench result
-(`streamkeep bench --json`), and `expand`, which replaces a manual page's
+(`streamkeep bench --json`, as tables and as the --html report's charts), example reports'
+charts from committed JSON (crashbench, aof stats), and `expand`, which replaces a manual page's
 `<!-- generate: NAME [ARGUMENT] -->` markers by those renderings (the MkDocs hook,
 docs/hooks.py, runs it on every page at build time).
 Must not touch: command semantics, what the registries hold, the manual's prose.
@@ -21,6 +22,7 @@ import os
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +39,7 @@ END = "<!-- commands:end -->"
 MARKER = re.compile(r"^<!-- generate: ([a-z-]+)(?: ([A-Za-z0-9_.-]+))? -->$", re.M)
 HELP_COLUMNS = 80  # the width the CLI reference's --help texts are rendered at (their most)
 RESULTS = "benchmarks/results.json"  # a committed `streamkeep bench --json` run, docs_dir-relative
+EXAMPLES = "examples"  # example reports' committed JSON (crashbench, aof stats), docs_dir-relative
 
 
 def table_cell(text: object) -> str:
@@ -331,6 +334,50 @@ def bench_results_markdown(path: Path | None) -> str:
     return "\n".join(lines)
 
 
+def svg_block(svg: str) -> str:
+    """An inline chart for a manual page: one raw HTML block (no blank line inside, which
+    would end it for Markdown)."""
+    return "\n".join(line for line in svg.splitlines() if line.strip())
+
+
+def report_charts_markdown(kind: str, path: Path | None) -> str:
+    """The charts of a report (`bench`, `crashbench`, `aof`) drawn from a committed JSON
+    document, as the --html page draws them (tools.report), each a raw HTML block. Without the
+    file: nothing (the bench's results note says how to make it)."""
+    if path is None or not path.exists():
+        return ""
+    doc = json.loads(path.read_text())
+    from streamkeep.tools.report import charts
+
+    made: list[Callable[[], charts.Chart | None]] = []  # drawn one at a time
+    if kind == "bench":
+        from streamkeep.tools.report import bench
+
+        for section in bench.sections(doc):
+            made += [partial(bench.rows_chart, doc, section),
+                     partial(bench.figures_chart, doc, section)]
+    elif kind == "crashbench":
+        from streamkeep.tools.report import crashbench
+
+        made.append(lambda: crashbench.outcomes_chart(doc))
+        links = crashbench.violation_ids(doc)
+        for key in crashbench.groups(doc):
+            made += [partial(crashbench.timeline_chart, doc, key, links),
+                     partial(crashbench.recovery_chart, doc, key)]
+    elif kind == "aof":
+        from streamkeep.tools.report import aof
+
+        made += [lambda: aof.timeline_chart(doc), lambda: aof.effects_chart(doc)]
+    else:
+        raise ValueError(f"no report {kind!r}: bench, crashbench or aof")
+    blocks = []
+    for draw in made:
+        chart = draw()
+        if chart is not None:
+            blocks.append(f'<div class="report-chart">\n{svg_block(chart.svg())}\n</div>')
+    return "\n\n".join(blocks)
+
+
 # --- manual pages ------------------------------------------------------------------------------
 
 
@@ -361,6 +408,13 @@ GENERATORS: dict[str, Callable[[Sources, str | None], str]] = {
     "bench-native-targets": lambda s, a: bench_native_targets_markdown(),
     "bench-results": lambda s, a: bench_results_markdown(
         s.docs_dir / RESULTS if s.docs_dir is not None else None),
+    "bench-charts": lambda s, a: report_charts_markdown(
+        "bench", s.docs_dir / RESULTS if s.docs_dir is not None else None),
+    # an example report's charts: `crashbench NAME.json` or `aof NAME.json`, under examples/
+    "crashbench-charts": lambda s, a: report_charts_markdown(
+        "crashbench", s.docs_dir / EXAMPLES / (a or "") if s.docs_dir is not None else None),
+    "aof-charts": lambda s, a: report_charts_markdown(
+        "aof", s.docs_dir / EXAMPLES / (a or "") if s.docs_dir is not None else None),
 }
 
 

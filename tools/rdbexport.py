@@ -78,6 +78,22 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
+    """The command, with a progress line every few seconds on stderr when it is not a terminal
+    (on one, `_progress` prints each step as it starts)."""
+    from streamkeep.tools.progress import Ticker
+
+    with Ticker("streamkeep export-rdb", "exporting", quiet=sys.stderr.isatty()) as tick:
+        _TICKER.append(tick)
+        try:
+            return _main(args)
+        finally:
+            _TICKER.clear()
+
+
+_TICKER: list[Any] = []  # the running command's progress lines, when stderr is not a terminal
+
+
+def _main(args: argparse.Namespace) -> int:
     from streamkeep.engine.wire.errors import StreamkeepError
     from streamkeep.tools.inspect.restore import Impossible, Usage, current_state
     from streamkeep.tools.outputs import OutputRefused, check_output, scratch_directory
@@ -189,9 +205,12 @@ def _databases(engine: Any) -> Iterator[tuple]:
 
 
 def _progress(message: str) -> None:
-    """A progress line on stderr, when it is a terminal (quiet when piped or redirected)."""
+    """A step starts: a line on stderr when it is a terminal; otherwise what the next progress
+    line names (a line every few seconds: tools.progress)."""
     if sys.stderr.isatty():
         print(f"streamkeep export-rdb: {message}...", file=sys.stderr, flush=True)
+    for tick in _TICKER:
+        tick.update(message)
 
 
 def _print(report: dict[str, Any], as_json: bool) -> None:

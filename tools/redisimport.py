@@ -91,6 +91,22 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
+    """The command, with a progress line every few seconds on stderr when it is not a terminal
+    (on one, `_progress` prints each step as it starts)."""
+    from streamkeep.tools.progress import Ticker
+
+    with Ticker("streamkeep import", "importing", quiet=sys.stderr.isatty()) as tick:
+        _TICKER.append(tick)
+        try:
+            return _main(args)
+        finally:
+            _TICKER.clear()
+
+
+_TICKER: list[Any] = []  # the running command's progress lines, when stderr is not a terminal
+
+
+def _main(args: argparse.Namespace) -> int:
     from streamkeep import Engine
     from streamkeep.replication.redis_commands import RedisApplier
     from streamkeep.tools.outputs import OutputRefused, check_output, staged_directory
@@ -345,9 +361,12 @@ def _install(staging: Any, directory: str) -> None:
 
 
 def _progress(message: str) -> None:
-    """A progress line on stderr, when it is a terminal (quiet when piped or redirected)."""
+    """A step starts: a line on stderr when it is a terminal; otherwise what the next progress
+    line names (a line every few seconds: tools.progress)."""
     if sys.stderr.isatty():
         print(f"streamkeep import: {message}...", file=sys.stderr, flush=True)
+    for tick in _TICKER:
+        tick.update(message)
 
 
 def _print(report: dict[str, Any], as_json: bool) -> None:

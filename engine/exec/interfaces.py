@@ -71,6 +71,11 @@ class PersistenceStatus:
     last_seconds: int = -1  # the last compaction's duration, whole seconds (-1: none yet)
     failures_in_row: int = 0  # compactions that failed since the last that succeeded
     aof_buffer: int = 0  # bytes of records buffered, not yet handed to the OS
+    # the running compaction: its phase (rotate, replay, write, publish, switch, remove; "" when
+    # none runs), the records its build replayed and the nodes it wrote so far
+    compaction_phase: str = ""
+    compaction_records: int = 0
+    compaction_nodes: int = 0
 
 
 class Persistence(Protocol):
@@ -140,6 +145,10 @@ def persistence_fields(status: PersistenceStatus | None, now_ms: int, last_save:
             ("aof_buffer_length", status.aof_buffer),
             ("aof_pending_bio_fsync", int(status.fsync_pending)),
             ("aof_delayed_fsync", 0),
+            # streamkeep's own: a compaction's progress (long on a big backlog)
+            ("compaction_phase", status.compaction_phase or "none"),
+            ("compaction_records_replayed", status.compaction_records),
+            ("compaction_nodes_written", status.compaction_nodes),
         ]
     return fields
 

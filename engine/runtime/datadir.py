@@ -162,6 +162,9 @@ class DataDir:
             last_seconds=compactor.last_seconds,
             failures_in_row=compactor.failures_in_row,
             aof_buffer=len(journal.pending),
+            compaction_phase=job.phase if job is not None else "",
+            compaction_records=job.records if job is not None else 0,
+            compaction_nodes=job.nodes if job is not None else 0,
         )
 
     def _info_persistence(self) -> Fields:

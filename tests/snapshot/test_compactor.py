@@ -444,3 +444,33 @@ def test_a_lazily_loaded_format_3_state_compacts_to_packed_nodes(tmp_path: Path)
         digest = engine.digest()
     with v3.opened(d, want, backlog_memory="2kb") as engine:
         assert engine.digest() == digest
+
+
+def test_info_persistence_shows_a_compactions_phase_and_nodes_written(tmp_path: Path) -> None:
+    """While a compaction runs, INFO persistence says where it is: its phase, the records its
+    build replayed and the nodes it wrote (the build child's progress lines); none after."""
+    def persistence(engine: Engine) -> dict[str, str]:
+        text = engine.execute("INFO", "persistence").decode()
+        return dict(line.split(":", 1) for line in text.split("\r\n") if ":" in line)
+
+    seen: dict[str, dict[str, str]] = {}
+    with Engine.open(str(tmp_path / "d"), appendfsync="no",
+                     auto_aof_rewrite_percentage=0) as engine:
+        for i in range(3000):
+            engine.execute("XADD", f"s{i % 3}", "*", "f", str(i))
+        assert persistence(engine)["compaction_phase"] == "none"
+
+        def on_step(name: str) -> None:
+            seen[name] = persistence(engine)
+
+        engine.datadir.compactor.on_step = on_step
+        engine.compact(wait=True)
+        after = persistence(engine)
+    assert seen["rotated"]["compaction_phase"] == "replay"
+    built = seen["built"]  # the files written: the child's last counts came before its result
+    assert built["compaction_phase"] == "publish"
+    assert int(built["compaction_records_replayed"]) == 3000
+    # 3 streams of 1,000 entries in nodes of at most 100 (stream-node-max-entries)
+    assert int(built["compaction_nodes_written"]) >= 30
+    assert seen["published"]["compaction_phase"] == "switch"
+    assert after["compaction_phase"] == "none" and after["compaction_nodes_written"] == "0"

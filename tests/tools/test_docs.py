@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import os
 import re
+from pathlib import Path
 
 import pytest
 
@@ -100,3 +101,22 @@ def test_table_cells_escape_what_markdown_would_read() -> None:
 
 def test_a_parser_without_subcommands_has_none() -> None:
     assert list(docs.cli_commands(argparse.ArgumentParser(prog="x"))) == []
+
+
+def test_the_reports_charts_are_drawn_from_the_committed_json() -> None:
+    """The manual's bench charts (and the guides' example reports): one raw HTML block per
+    chart, no blank line inside (Markdown would end the block there), from committed JSON."""
+    import json as json_module
+
+    from streamkeep.tools.report.bench import sections
+
+    src = Path(__file__).resolve().parents[2] / "docs" / "src"
+    doc = json_module.loads((src / "benchmarks" / "results.json").read_text())
+    out = docs.report_charts_markdown("bench", src / "benchmarks" / "results.json")
+    blocks = out.split("\n\n")
+    assert all(b.startswith('<div class="report-chart">') and "<svg" in b for b in blocks)
+    assert sum('data-chart="rates-' in b for b in blocks) == len(sections(doc))
+    for name, kind in (("crashbench.json", "crashbench"), ("aof-stats.json", "aof")):
+        out = docs.report_charts_markdown(kind, src / "examples" / name)
+        assert out.count("<svg") >= 2 and "\n\n\n" not in out
+    assert docs.report_charts_markdown("bench", src / "missing.json") == ""

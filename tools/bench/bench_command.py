@@ -2,7 +2,8 @@
 
 Owns the order of a run: the header on stdout first (flushed), the benchmarks with progress on
 stderr, the resources' lines, then the results (plain text, rich tables on a terminal, or
-JSON); and the exit code (:data:`options.EXIT_TARGET_MISSED` only with ``--strict``).
+JSON), and the --html page of the same document (tools.report.bench; its FILE and matplotlib
+checked before the run); and the exit code (:data:`options.EXIT_TARGET_MISSED` only with ``--strict``).
 Must not touch: what runs (the registry), how it is shown (the report, the progress module),
 the CLI (which calls :func:`main`; nothing here imports it).
 """
@@ -51,7 +52,8 @@ def _print_results(results: Sequence[Result], figures: Sequence[FigureResult], n
 
 
 def _child_args(opts: argparse.Namespace) -> list[str]:
-    """The options a --compare-pure child run repeats (not --repeat, --json, --quiet)."""
+    """The options a --compare-pure child run repeats (not --repeat, --json, --quiet,
+    --html)."""
     out = [*(opts.only or [])]
     for flag, value in (("--quick", opts.quick), ("--no-redis", opts.no_redis)):
         if value:
@@ -63,19 +65,35 @@ def _child_args(opts: argparse.Namespace) -> list[str]:
     return out
 
 
+def _html_refused(run: options.Settings) -> str | None:
+    """Why --html FILE cannot be written (said before the run, not after it), or None."""
+    if not run.html:
+        return None
+    from streamkeep.tools.outputs import OutputRefused, check_output
+    from streamkeep.tools.report.charts import ReportUnavailable, require
+
+    try:
+        require()
+        check_output(run.html, directory=False, force=run.force)
+    except (ReportUnavailable, OutputRefused) as err:
+        return f"argument --html: {err}"
+    return None
+
+
 def main(args: argparse.Namespace | Sequence[str] | None = None) -> int:
     """Run the suite and print the tables (or JSON). Exit code: 0, or 1 with ``--strict`` and
     a FAILed target; a usage error exits 3 (tools.exits.Parser)."""
     opts = _parse(args)
     run = options.settings(opts)
-    problem = options.missing_checkout(run.others)
+    problem = options.missing_checkout(run.others) or _html_refused(run)
     if problem is not None:
         print(f"streamkeep bench: error: {problem}", file=sys.stderr)
         return EXIT_USAGE
     if run.compare_pure:
         from streamkeep.tools.bench import compare
 
-        return compare.main(_child_args(opts), run.repeat, run.json, run.quiet)
+        return compare.main(_child_args(opts), run.repeat, run.json, run.quiet,
+                            html=run.html, force=run.force)
     sections = registry.select_sections(run.sections)
     if not run.json:
         print(report.header(run.n, run.repeat, sections), flush=True)
@@ -86,11 +104,18 @@ def main(args: argparse.Namespace | Sequence[str] | None = None) -> int:
         results = run_benchmarks(env, sections, repeat=run.repeat, progress=shown)
         resources = _describe(env, sections)
     figures = derive_figures(results)
+    document = report.to_json(results, run.n, run.repeat, sections, resources, figures)
     if run.json:
-        document = report.to_json(results, run.n, run.repeat, sections, resources, figures)
         print(json.dumps(document, indent=2))
     else:
         _print_results(results, figures, run.n, resources)
+    if run.html:
+        from streamkeep.tools.report.bench import write
+
+        problem = write(run.html, document, run.force)
+        if problem is not None:
+            print(f"streamkeep bench: error: {problem}", file=sys.stderr)
+            return EXIT_USAGE
     if run.strict and failed(results, figures):
         return options.EXIT_TARGET_MISSED
     return options.EXIT_OK

@@ -100,20 +100,30 @@ def table(compared: Sequence[dict[str, Any]]) -> Table:
                  right={1, 2, 3}, verdict=5)
 
 
-def main(args: Sequence[str], repeat: int, as_json: bool, quiet: bool) -> int:
-    """Run, print the table (or JSON); exit 0, or 1 when a child run failed."""
+def main(args: Sequence[str], repeat: int, as_json: bool, quiet: bool,
+         html: str | None = None, force: bool = False) -> int:
+    """Run, print the table (or JSON), write the --html page; exit 0, or 1 when a child run
+    failed (3 when the page could not be written)."""
     try:
         runs = rounds(args, repeat, None if quiet else sys.stderr)
     except RuntimeError as exc:
         print(f"streamkeep bench: {exc}", file=sys.stderr)
         return 1
     compared = compare(runs)
+    document = {"rounds": repeat, "rows": compared,
+                "runs": [{m: pair[m] for m in MODES} for pair in runs]}
     if as_json:
-        print(json.dumps({"rounds": repeat, "rows": compared,
-                          "runs": [{m: pair[m] for m in MODES} for pair in runs]}, indent=2))
+        print(json.dumps(document, indent=2))
     else:
         print(f"compiled core vs pure Python: {repeat} round(s), each a compiled run then a "
               "pure run (STREAMKEEP_NO_EXTENSIONS=1); ratios per round")
         print()
         print(table(compared).plain())
+    if html:
+        from streamkeep.tools.report.bench import write
+
+        problem = write(html, document, force, compare=True)
+        if problem is not None:
+            print(f"streamkeep bench: error: {problem}", file=sys.stderr)
+            return 3
     return 0

@@ -34,6 +34,9 @@ examples:
   streamkeep bench server --quick       one section (as --sections server)
   streamkeep bench --sections embedded,aof --no-redis
   streamkeep bench --quick --json > bench.json      figures for machines
+  streamkeep bench server aof --repeat 3 --html bench.html
+                                        the same figures as charts: one page,
+                                        opened offline in any browser
   streamkeep bench --strict             exit 1 when a target is missed (CI)
   streamkeep bench embedded aof --compare-pure --repeat 3
                                         compiled core vs pure Python, 3 rounds
@@ -50,6 +53,10 @@ examples:
 output:
   stdout: the header, the resources used, then the results tables (plain
   text unless stdout is a terminal); with --json, one JSON document only.
+  --html FILE: the same results as one self-contained HTML page of charts
+  (per section: each row's rate, the spread of its runs, its target and its
+  reference; the derived figures against their targets; with --compare-pure,
+  the compiled/pure ratios); needs matplotlib (streamkeep[report]).
   stderr: progress (section: benchmark, i/N, repeat r/R, time elapsed), a
   live display on a terminal, else one line per benchmark; --quiet: none.
 
@@ -58,7 +65,9 @@ exit codes:
      only with --strict
   {EXIT_TARGET_MISSED}  --strict, and a row or a derived figure missed its target; also
      an error inside the bench (a traceback on stderr)
-  {EXIT_USAGE}  usage error: an unknown option or section
+  {EXIT_USAGE}  usage error: an unknown option or section; --html FILE exists without
+     --force, is inside a data directory, or matplotlib is missing (refused
+     before the run)
   130  interrupted (Ctrl-C)"""
 
 
@@ -119,6 +128,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="print the results as one JSON document on stdout (no tables)")
     parser.add_argument("--quiet", "-q", action="store_true",
                         help="no progress on stderr")
+    parser.add_argument("--html", metavar="FILE",
+                        help="also write the results as one self-contained HTML page of "
+                             "charts (a new file, outside any data directory)")
+    parser.add_argument("--force", action="store_true",
+                        help="replace the --html FILE if it exists")
     parser.add_argument("--base", type=checkout, metavar="DIR",
                         help="the nodes section: compare with the checkout DIR (run under "
                              "DIR/.venv/bin/python), alternately, 3 runs, ratios per run")
@@ -176,6 +190,8 @@ class Settings(NamedTuple):
     quiet: bool
     compare_pure: bool
     others: dict[str, str]  # --base / --before: label -> checkout
+    html: str | None = None  # --html FILE
+    force: bool = False
 
 
 def settings(opts: argparse.Namespace) -> Settings:
@@ -194,4 +210,6 @@ def settings(opts: argparse.Namespace) -> Settings:
         compare_pure=getattr(opts, "compare_pure", False),
         others={label: path for label in ("base", "before")
                 if (path := getattr(opts, label, None))},
+        html=getattr(opts, "html", None),
+        force=getattr(opts, "force", False),
     )

@@ -1,7 +1,7 @@
 """Running the registry: each benchmark best of R, and the figures derived from the rows.
 
-Owns :class:`Result` (a row: the best repeat's rate, count, figures and notes, or why it was
-skipped), :class:`FigureResult`, :func:`run_benchmarks` (which tells a :class:`Progress` what
+Owns :class:`Result` (a row: the best repeat's rate, count, figures and notes, every repeat's
+rate (the spread a report shows), or why it was skipped), :class:`FigureResult`, :func:`run_benchmarks` (which tells a :class:`Progress` what
 runs: section, benchmark i/N, repeat r/R) and :func:`derive_figures`.
 Must not touch: what a workload measures, how progress is shown (the progress module
 implements :class:`Progress`) or how results print (the report).
@@ -30,6 +30,7 @@ class Result:
     count: int | None = None  # ops the best run timed, when not the run's N
     figures: dict[str, float] = field(default_factory=dict)  # the best run's
     notes: list[str] = field(default_factory=list)  # the best run's
+    runs: list[float] = field(default_factory=list)  # every repeat's rate, in run order
 
     @property
     def verdict(self) -> str:
@@ -86,8 +87,9 @@ def _run_one(env: BenchEnv, section: str, bench: Benchmark, repeat: int,
     except Skip as exc:
         result.skipped = str(exc)
         return result
-    best = max((r if isinstance(r, Measurement) else Measurement(r) for r in runs),
-               key=bench.rank or (lambda m: m.rate))
+    measured = [r if isinstance(r, Measurement) else Measurement(r) for r in runs]
+    best = max(measured, key=bench.rank or (lambda m: m.rate))
+    result.runs = [m.rate for m in measured]
     result.rate, result.count, result.figures = best.rate, best.count, best.figures
     result.notes = best.notes
     return result

@@ -2,8 +2,9 @@
 
 Owns the command line and what it prints: progress on stderr (a rich bar on a terminal, else a
 plain line every PROGRESS_EVERY_S seconds and one at the end), the report on stdout (rich on a
-terminal, plain text otherwise), `--json FILE` for machines (tools.outputs: refused before the
-run if it may not be written, written whole at the end), and the exit status. Cheap to import
+terminal, plain text otherwise), `--json FILE` for machines and `--html FILE` for people (the
+same document drawn by tools.report.crashbench; both through tools.outputs: refused before the
+run if they may not be written, written whole at the end), and the exit status. Cheap to import
 (`streamkeep --help` builds this parser); the modes are imported when the command runs.
 Must not touch: how crashes are made or judged (powerloss, sigkill, invariants, runs).
 """
@@ -53,11 +54,17 @@ examples:
   streamkeep crashbench --mode random --policy everysec --seconds 60
   streamkeep crashbench --mode sigkill --target redis-server --points 20
   streamkeep crashbench --json report.json    (--force replaces an existing one)
+  streamkeep crashbench --policy all --ops 300 --html report.html
   streamkeep crashbench --replay powerloss:always:1:2000:666:1234:zeros
 
 output:
   stdout: the report (one row per target x policy x mode x fault model, the
   invariants, each violation with its --replay token and history).
+  --json FILE: the same as one JSON document, every crash point included.
+  --html FILE: the same as one self-contained HTML page of charts: the
+  workload's timeline with every crash point coloured by outcome, recovery
+  times, points and violations per fault model and policy, each violation's
+  details (needs matplotlib: streamkeep[report]).
   stderr: progress: a bar on a terminal, else a line every 5 seconds (points
   judged of the run's, the rate, the time left) and one at the end.
 
@@ -65,10 +72,10 @@ exit codes:
   {EXIT_OK}    every invariant held
   {EXIT_VIOLATED}    an invariant was violated (the report says which and how to replay
        it)
-  {EXIT_USAGE}    usage or I/O error (the --json FILE exists without --force, is inside
-       a data directory or cannot be written: refused before the run, nothing
-       written)
-  130  interrupted (Ctrl-C): no report, and no --json FILE"""
+  {EXIT_USAGE}    usage or I/O error (the --json or --html FILE exists without --force,
+       is inside a data directory or cannot be written, or --html without
+       matplotlib: refused before the run, nothing written)
+  130  interrupted (Ctrl-C): no report, and no --json or --html FILE"""
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -98,8 +105,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="worker processes judging crash points (default 2)")
     parser.add_argument("--json", metavar="FILE", help="also write the report as JSON (a new "
                         "file, outside any data directory)")
-    parser.add_argument("--force", action="store_true", help="replace the --json FILE if it "
-                        "exists")
+    parser.add_argument("--html", metavar="FILE", help="also write the report as one "
+                        "self-contained HTML page of charts (a new file, outside any data "
+                        "directory)")
+    parser.add_argument("--force", action="store_true", help="replace the --json or --html "
+                        "FILE if it exists")
     parser.add_argument("--replay", metavar="TOKEN",
                         help="run the one crash point a violation's token names")
 
@@ -120,14 +130,10 @@ def main(args: argparse.Namespace) -> int:
 def _main(args: argparse.Namespace) -> int:
     from streamkeep.tools.crashbench import report
 
-    if args.json and not _is_stream(args.json):  # refused now, not after the run
-        from streamkeep.tools.outputs import OutputRefused, check_output
-
-        try:
-            check_output(args.json, directory=False, force=args.force)
-        except OutputRefused as err:
-            print(f"streamkeep crashbench: {err}", file=sys.stderr)
-            return EXIT_USAGE
+    problem = _refused(args)  # now, not after the run
+    if problem is not None:
+        print(f"streamkeep crashbench: {problem}", file=sys.stderr)
+        return EXIT_USAGE
     notes: list[str] = []
     try:
         rows = [_replay(args.replay, notes)] if args.replay else _run(args, notes)
@@ -135,15 +141,41 @@ def _main(args: argparse.Namespace) -> int:
         print(f"streamkeep crashbench: {err}", file=sys.stderr)
         return EXIT_USAGE
     report.print_report(rows, sys.stdout, notes)
-    if args.json:
+    if args.json or getattr(args, "html", None):
         from streamkeep.tools.outputs import OutputRefused
 
+        doc = report.to_json(rows, notes)
         try:
-            write_json(args.json, report.to_json(rows, notes), args.force)
+            if args.json:
+                write_json(args.json, doc, args.force)
+            if getattr(args, "html", None):
+                from streamkeep.tools.report import crashbench as crashbench_report
+
+                crashbench_report.write(args.html, doc, args.force)
         except OutputRefused as err:  # made meanwhile
             print(f"streamkeep crashbench: {err}", file=sys.stderr)
             return EXIT_USAGE
     return EXIT_OK if all(r.ok for r in rows) else EXIT_VIOLATED
+
+
+def _refused(args: argparse.Namespace) -> str | None:
+    """Why an output asked for cannot be written (or drawn), or None."""
+    from streamkeep.tools.outputs import OutputRefused, check_output
+
+    try:
+        if args.json and not _is_stream(args.json):
+            check_output(args.json, directory=False, force=args.force)
+        if getattr(args, "html", None):
+            from streamkeep.tools.report.charts import ReportUnavailable, require
+
+            try:
+                require()
+            except ReportUnavailable as err:
+                return str(err)
+            check_output(args.html, directory=False, force=args.force)
+    except OutputRefused as err:
+        return str(err)
+    return None
 
 
 def _is_stream(path: str) -> bool:

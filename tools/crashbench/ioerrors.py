@@ -186,7 +186,8 @@ class _Run:
         except (StreamkeepError, OSError) as error:
             self.find("recovery", f"{when}: the directory does not open: {error}")
             if final:
-                self.row.add("refused", len(self.checker.lineage), 0, 0.0, [], 0.0, 0)
+                self.row.add("refused", len(self.checker.lineage), 0, 0.0, [], 0.0, 0,
+                             at_s=self.row.seconds_so_far(), where=self.token)
             self.engine = None
             return False
         seconds = time.perf_counter() - began
@@ -198,7 +199,8 @@ class _Run:
                         for n in os.listdir(self.directory) if n.endswith(".aof"))
         if final:  # (its violations are counted by find())
             self.row.add("clean", len(self.checker.lineage), verdict.lost_acked, 0.0, [],
-                         seconds, log_bytes)
+                         seconds, log_bytes, at_s=self.row.seconds_so_far(),
+                         where=self.token)
         else:
             self.row.recovery_s.append(seconds)
             self.row.log_bytes.append(log_bytes)
@@ -215,6 +217,7 @@ class _Run:
 def _point(row: Row, directory: str, policy: str, seed: int, ops: int, fault: Fault,
            after: int) -> None:
     token = _token(policy, seed, ops, fault, after)
+    row.linked = len(row.found)  # what an earlier point found is not this one's
     run = _Run(row, directory, policy, fault, token)
     pace = PACE_S if fault.call == "fsync" and policy == "everysec" else 0.0
     workload = Workload(seed)

@@ -3,14 +3,17 @@
 Owns `Row` (what one configuration came to: crash points covered out of those reached,
 recoveries by kind, acknowledged operations and how many were lost with the loss window
 against the policy's bound, violations per invariant, recovery time against log size, crash
-points per second), `Found` (one violation with the token that replays it and the history
-that leads to it), and their rendering: plain text when piped, rich tables on a terminal,
-JSON for machines.
+points per second; every point judged, `Point`: where on the workload's timeline it fell and
+what its recovery gave; samples of that timeline), `Found` (one violation with the token that
+replays it, the point, the operation in flight, what was expected and what recovery gave, and
+the history that leads to it), and their rendering: plain text when piped, rich tables on a
+terminal, JSON for machines (the HTML report, tools.report.crashbench, is drawn from it).
 Must not touch: how crashes are made or judged (powerloss, sigkill, invariants).
 """
 
 from __future__ import annotations
 
+import time
 from collections import Counter
 from dataclasses import asdict, dataclass, field
 from typing import IO, Any
@@ -30,6 +33,39 @@ class Found:
     replay: str  # the --replay token
     history: list[str] = field(default_factory=list)  # the operations leading to it (last few)
     history_length: int = 0
+    point: int | None = None  # its crash point: an index into the row's `points`
+    in_flight: str = ""  # the operation in flight at the crash (its outcome unknown)
+    expected: str = ""  # what the recovered state had to be
+    recovered: str = ""  # what recovery gave
+
+
+OUTCOMES = ("clean", "truncated", "restarted", "lost within bound", "refused", "violation")
+TIMELINE_SAMPLES = 400  # points of the workload's timeline kept per run
+
+
+@dataclass
+class Point:
+    """One crash point judged (under one fault model)."""
+
+    at_s: float  # when it fell: seconds into the workload's run (its recording, or the rounds)
+    op: int  # operations acknowledged before it (the one in flight is the next)
+    where: str  # which call or moment: "write #12 (call 40)", "round 3 (compaction)"
+    outcome: str  # one of OUTCOMES
+    recovery_ms: float | None  # None: a disk an earlier point left too, not recovered again
+    log_bytes: int
+    seed: int = 0
+
+
+def timeline(times: list[float], samples: int = TIMELINE_SAMPLES) -> list[list[float]]:
+    """A run's timeline: [seconds into it, operations acknowledged by then], at most
+    `samples` of them (evenly over the operations, the last one always)."""
+    if not times:
+        return []
+    step = max(1, -(-len(times) // samples))
+    picked = list(range(0, len(times), step))
+    if picked[-1] != len(times) - 1:
+        picked.append(len(times) - 1)
+    return [[round(times[i], 4), i + 1] for i in picked]
 
 
 @dataclass
@@ -50,9 +86,42 @@ class Row:
     log_bytes: list[int] = field(default_factory=list)
     seconds: float = 0.0
     found: list[Found] = field(default_factory=list)
+    points: list[Point] = field(default_factory=list)
+    timelines: dict[str, list[list[float]]] = field(default_factory=dict)  # seed -> samples
+    linked: int = 0  # `found` entries before this one belong to earlier points (or none)
+    started: float = field(default_factory=time.monotonic)  # (not reported)
+
+    def link_late(self, since: int = 0) -> None:
+        """What was found after the last point was added (a replica checked after it) is
+        that point's too, if that point is one of those from index `since` on."""
+        if len(self.points) <= since or self.linked == len(self.found):
+            return
+        for f in self.found[self.linked:]:
+            f.point = len(self.points) - 1
+        self.linked = len(self.found)
+        self.points[-1].outcome = "violation"
+
+    def seconds_so_far(self) -> float:
+        return time.monotonic() - self.started
 
     def add(self, recovery: str, acked: int, lost: int, window: float,
-            violations: list[Violation], seconds: float, log_bytes: int) -> None:
+            violations: list[Violation], seconds: float, log_bytes: int, *,
+            at_s: float | None = None, where: str = "", seed: int = 0,
+            cached: bool = False, op: int | None = None) -> None:
+        """One crash point judged: its recovery, what it lost, its violations (counted here;
+        those found meanwhile by other means are in `found` already). The `found` entries
+        not yet linked to a point are this one's."""
+        mine = self.found[self.linked:]
+        self.linked = len(self.found)
+        for f in mine:
+            f.point = len(self.points)
+        outcome = ("violation" if violations or mine else
+                   "refused" if recovery == "refused" else
+                   "lost within bound" if lost else recovery)
+        self.points.append(Point(round(at_s if at_s is not None else 0.0, 4),
+                                 acked if op is None else op, where,
+                                 outcome, None if cached else round(1000 * seconds, 3),
+                                 log_bytes, seed))
         self.covered += 1
         self.recoveries[recovery] += 1
         self.lost = max(self.lost, lost)
@@ -161,6 +230,8 @@ def to_json(rows: list[Row], notes: list[str]) -> dict[str, Any]:
     out = []
     for row in rows:
         doc = asdict(row)
+        doc.pop("linked")
+        doc.pop("started")
         doc["recoveries"] = dict(row.recoveries)
         doc["violations"] = dict(row.violations)
         doc["recovery_ms_mean"] = (1000 * sum(row.recovery_s) / len(row.recovery_s)

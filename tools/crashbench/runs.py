@@ -22,7 +22,7 @@ from typing import Any
 
 from streamkeep.tools import leftovers
 from streamkeep.tools.crashbench import powerloss
-from streamkeep.tools.crashbench.report import Found, Row
+from streamkeep.tools.crashbench.report import Found, Row, timeline
 
 Progress = Callable[[str, int, int], None]  # (what, done, total)
 
@@ -170,21 +170,53 @@ def _slices(chosen: list[int], n: int) -> list[list[int]]:
 
 def _add(row: Row, outcome: powerloss.Outcome, config: Config, seed: int,
          run: powerloss.RecordedRun) -> None:
-    row.add(outcome.recovery, outcome.acked, outcome.lost_acked, outcome.loss_window_s,
-            outcome.violations, 0.0 if outcome.cached else outcome.recovery_s,
-            outcome.log_bytes)
     compact_every = config.compact_every or max(1, config.ops // 6)
+    k = outcome.acked
+    point = outcome.point
+    where = f"{point.kind} #{point.ordinal} (call {point.index} of {len(run.calls)})"
+    lineage = run.checker.lineage
+    in_flight = _render(lineage[k].argv) if k < len(lineage) else ""
     for v in outcome.violations:
-        k = outcome.acked
         row.found.append(Found(
             v.invariant,
-            f"power loss at {outcome.point.kind} #{outcome.point.ordinal} (during op {k}), "
+            f"power loss at {point.kind} #{point.ordinal} (during op {k}), "
             f"model {outcome.model}: {v.detail}",
             # The shortest run that reaches the point: the same seed cut after op k (the
             # calls before the point are the same in a shorter run of the same workload).
             f"powerloss:{config.policy}:{seed}:{min(config.ops, k + 1)}:{compact_every}:"
-            f"{outcome.point.index}:{outcome.model}",
-            [_render(op.argv) for op in run.checker.lineage[max(0, k - 5):k + 1]], k + 1))
+            f"{point.index}:{outcome.model}",
+            [_render(op.argv) for op in lineage[max(0, k - 5):k + 1]], k + 1,
+            in_flight=in_flight, expected=expected(config.policy, k),
+            recovered=_recovered(outcome)))
+    row.add(outcome.recovery, outcome.acked, outcome.lost_acked, outcome.loss_window_s,
+            outcome.violations, 0.0 if outcome.cached else outcome.recovery_s,
+            outcome.log_bytes, at_s=run.calls[point.index].at, where=where, seed=seed,
+            cached=outcome.cached)
+    if str(seed) not in row.timelines:
+        row.timelines[str(seed)] = timeline([op.acked_at or 0.0 for op in lineage[:run.ops]])
+
+
+def expected(policy: str, acked: int) -> str:
+    """What a recovered state had to be, in words, after a crash with `acked` operations
+    acknowledged (the next one in flight)."""
+    if policy == "always":
+        return (f"the state after the {acked} acknowledged operations, or after {acked + 1} "
+                f"(the one in flight applied)")
+    if policy == "everysec":
+        return (f"the state after a prefix of the history: every operation acknowledged more "
+                f"than 2 s before the crash kept (of {acked} acknowledged), nothing after the "
+                f"one in flight")
+    return f"the state after any prefix of the history (up to {acked + 1} operations)"
+
+
+def _recovered(outcome: powerloss.Outcome) -> str:
+    if outcome.recovery == "refused":
+        return "no state: the directory was refused at open"
+    if outcome.prefix is None:
+        return (f"recovery {outcome.recovery}: a state that is no prefix of the history "
+                f"(the violation says how it differs)")
+    return (f"recovery {outcome.recovery}: the state after {outcome.prefix} operations"
+            + (f", {outcome.lost_acked} acknowledged one(s) lost" if outcome.lost_acked else ""))
 
 
 def _render(argv: list[bytes]) -> str:

@@ -25,12 +25,13 @@ import shutil
 import threading
 import time
 from collections.abc import Callable
+from typing import Any
 
 from streamkeep.tools.crashbench import moments
 from streamkeep.tools.crashbench.history import step
 from streamkeep.tools.crashbench.invariants import Checker, Violation
 from streamkeep.tools.crashbench.model import read_state
-from streamkeep.tools.crashbench.report import Found, Row
+from streamkeep.tools.crashbench.report import Found, Row, timeline
 from streamkeep.tools.crashbench.servers import (
     RedisServe,
     ServerFailed,
@@ -187,16 +188,41 @@ def _round(row: Row, server: ServerProcess, checker: Checker, workload: Workload
         _violation(row, checker.violation("recovery", f"the server did not come back: {err}"),
                    moment, what, n, seed)
         return replica
+    acked_before = len(checker.lineage)
     with server.target() as target:
         state = read_state(target)
     verdict = checker.recovered(state, crash_at, in_flight)
-    row.add("restarted", driver.acked, verdict.lost_acked, verdict.loss_window_s,
-            verdict.violations, recovery_s, _dir_bytes(server.data_dir))
     for v in verdict.violations:
-        _violation(row, v, moment, what, n, seed, add=False)
+        _violation(row, v, moment, what, n, seed, add=False, in_flight=in_flight,
+                   expected=_expected(checker.policy, acked_before),
+                   recovered=_recovered(verdict))
+    row.add("restarted", driver.acked, verdict.lost_acked, verdict.loss_window_s,
+            verdict.violations, recovery_s, _dir_bytes(server.data_dir), at_s=crash_at,
+            where=f"round {n} ({moment}: {what})", seed=seed, op=acked_before)
+    _sample(row, checker, seed)
     if moment == "replica" and replica is not None:
         _check_replica(row, server, replica, checker, moment, what, n, seed)
+        row.link_late(since=len(row.points) - 1)
     return replica
+
+
+def _expected(policy: str, acked: int) -> str:
+    from streamkeep.tools.crashbench.runs import expected
+
+    return expected(policy, acked)
+
+
+def _recovered(verdict: Any) -> str:
+    if verdict.prefix is None:
+        return "a state that is no prefix of the history (the violation says how it differs)"
+    return (f"the state after {verdict.prefix} operations"
+            + (f", {verdict.lost_acked} acknowledged one(s) lost" if verdict.lost_acked
+               else ""))
+
+
+def _sample(row: Row, checker: Checker, seed: int) -> None:
+    """The rounds' timeline so far (one run: the operations acknowledged, over time)."""
+    row.timelines[str(seed)] = timeline([op.acked_at or 0.0 for op in checker.lineage])
 
 
 def kill_during_recovery(server: ServerProcess, rng: random.Random,
@@ -223,6 +249,7 @@ def _rollback_round(row: Row, primary: ServerProcess, checker: Checker, workload
     sync in full and end equal to it: a prefix of the new history, never a mix."""
     assert isinstance(primary, StreamkeepServe)
     what = "the primary restarted from an older copy of its directory, then written to"
+    points_before = len(row.points)
     try:
         if replica is None or not replica.alive:
             if replica is not None:
@@ -254,7 +281,9 @@ def _rollback_round(row: Row, primary: ServerProcess, checker: Checker, workload
         finally:
             checker.policy = policy
         row.add("restarted", driver.acked, 0, 0.0, verdict.violations, 0.0,
-                _dir_bytes(primary.data_dir))
+                _dir_bytes(primary.data_dir), at_s=time.monotonic() - started,
+                where=f"round {n} (primary-rollback: {what})", seed=seed,
+                op=len(checker.lineage))
         driver = Driver(primary, workload, checker, started)
         driver.start()
         driver.join(rng.uniform(0.05, 0.2))  # other records under the lost LSNs
@@ -276,6 +305,7 @@ def _rollback_round(row: Row, primary: ServerProcess, checker: Checker, workload
     except (ServerFailed, moments.ReplicaBehind, ConnectionLost) as err:
         _violation(row, checker.violation("replica", f"{what}: {err}"), "primary-rollback",
                    what, n, seed)
+    row.link_late(since=points_before)
     return replica
 
 
@@ -302,11 +332,14 @@ def _check_replica(row: Row, primary: ServerProcess, replica: ServerProcess, che
 
 
 def _violation(row: Row, v: Violation, moment: str, what: str, n: int, seed: int,
-               add: bool = True) -> None:
+               add: bool = True, in_flight: list[bytes] | None = None, expected: str = "",
+               recovered: str = "") -> None:
     if add:
         row.violations[v.invariant] += 1
+    shown = " ".join(a.decode(errors="replace") for a in in_flight) if in_flight else ""
     row.found.append(Found(v.invariant, f"round {n} ({moment}: {what}): {v.detail}",
-                           f"sigkill:{row.target}:{row.policy}:{seed}:{n}"))
+                           f"sigkill:{row.target}:{row.policy}:{seed}:{n}",
+                           in_flight=shown[:200], expected=expected, recovered=recovered))
 
 
 def _dir_bytes(directory: str) -> int:

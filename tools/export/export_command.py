@@ -436,8 +436,12 @@ def _session(master: str) -> tuple[Any, bool]:
     if running is not None:
         session.register(running)
         return running, False
+    from streamkeep.tools.progress import Ticker
+
     try:
-        return session.start(master), True
+        # the JVM's start takes tens of seconds: said while it runs
+        with Ticker("streamkeep export", f"starting Spark ({master})"):
+            return session.start(master), True
     except Exception as err:  # noqa: BLE001 (py4j/JVM start-up: no Java, a bad master)
         raise _Failed(f"cannot start Spark ({type(err).__name__}: {err})", EXIT_USAGE) from None
 

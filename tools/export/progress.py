@@ -1,8 +1,9 @@
 """The export command's progress display: the running table's Spark tasks, on stderr.
 
 Owns one transient rich bar per table write (the table's name, tasks done of the stage's
-tasks, time elapsed), fed from Spark's status tracker by a polling thread, shown only when
-stderr is a terminal; nothing at all otherwise (quiet when piped). Must not touch: stdout (the
+tasks, time elapsed) when stderr is a terminal, else a line every few seconds
+(tools.progress.Ticker: ``streamkeep export: writing entries: 12/48 tasks, 15 s elapsed``),
+both fed from Spark's status tracker by a polling thread. Must not touch: stdout (the
 command's summary), what is exported.
 """
 
@@ -24,7 +25,12 @@ class TableProgress:
         self._progress: Any = None
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
-        if enabled and sys.stderr.isatty():
+        self._ticker: Any = None
+        if enabled and not sys.stderr.isatty():
+            from streamkeep.tools.progress import Ticker
+
+            self._ticker = Ticker("streamkeep export", f"writing {label}")
+        elif enabled:
             from rich.console import Console
             from rich.progress import (
                 BarColumn,
@@ -41,8 +47,11 @@ class TableProgress:
             self._task = self._progress.add_task(label, total=None)
 
     def __enter__(self) -> TableProgress:
+        if self._ticker is not None:
+            self._ticker.__enter__()
         if self._progress is not None:
             self._progress.start()
+        if self._progress is not None or self._ticker is not None:
             self._thread = threading.Thread(target=self._poll, name="export-progress",
                                             daemon=True)
             self._thread.start()
@@ -54,6 +63,8 @@ class TableProgress:
             self._thread.join()
         if self._progress is not None:
             self._progress.stop()
+        if self._ticker is not None:
+            self._ticker.__exit__()
 
     def _poll(self) -> None:
         tracker = self._spark.sparkContext.statusTracker()
@@ -64,5 +75,7 @@ class TableProgress:
                 if info is not None:
                     total += info.numTasks
                     done += info.numCompletedTasks
-            if total:
+            if total and self._progress is not None:
                 self._progress.update(self._task, total=total, completed=done)
+            if total and self._ticker is not None:
+                self._ticker.update(f"{done}/{total} tasks")

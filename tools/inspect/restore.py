@@ -102,9 +102,14 @@ class Restored(NamedTuple):
 
 
 def main(args: argparse.Namespace) -> int:
+    from streamkeep.tools.progress import Ticker
+
     try:
-        done = restore(args.path, args.out, args.to_lsn,
-                       None if args.to_time is None else parse_time(args.to_time))
+        # a line every few seconds while it replays, when stderr is not a terminal
+        with Ticker("streamkeep restore", f"restoring {args.path} into {args.out}",
+                    quiet=sys.stderr.isatty()):
+            done = restore(args.path, args.out, args.to_lsn,
+                           None if args.to_time is None else parse_time(args.to_time))
     except Usage as err:
         print(f"streamkeep restore: {err}", file=sys.stderr)
         return USAGE

@@ -2,7 +2,9 @@
 
 Owns the statistics (one pass over the records, batch by batch: memory grows with the number
 of distinct keys, commands, time buckets and record sizes, not with the number of records) and
-their two renderings: rich tables for people, `--json` for machines. Must not touch: the files
+their renderings: rich tables for people, `--json` for machines, and `--html FILE`, the same
+document drawn as charts (tools.report.aof; with a timeline by command whose buckets widen to
+keep it at most TIMELINE_BUCKETS long, and each segment's span of record times). Must not touch: the files
 read, the record format (aof.codec, aof.segment_reader).
 """
 
@@ -23,6 +25,13 @@ from streamkeep.tools.inspect.aof_records import (
 PROG = "streamkeep aof stats"
 BUCKETS = {"1m": 60_000, "1h": 3_600_000, "1d": 86_400_000}
 PERCENTILES = (50, 90, 99, 99.9, 100)
+# The timeline by command (the --html charts): buckets of the first of these widths (ms; each
+# a multiple of the one before, then weeks doubling) that fits the AOF's time span in at most
+# TIMELINE_BUCKETS of them; widened as the span grows (memory bounded whatever the span).
+TIMELINE_BUCKETS = 240
+TIMELINE_WIDTHS = (1, 2, 10, 20, 100, 200, 1000, 2000, 10_000, 20_000, 60_000, 120_000,
+                   600_000, 1_800_000, 3_600_000, 7_200_000, 21_600_000, 43_200_000, 86_400_000,
+                   604_800_000)
 
 EPILOG = """\
 what is counted:
@@ -34,8 +43,14 @@ what is counted:
   power-of-two histogram) and per segment: size, records, LSN range and where
   its good records end. Fsync policy and times are not recorded in segments.
 
+--html FILE: the same as one self-contained HTML page of charts: records and
+  bytes over time by command, the log's growth with its segments and snapshot
+  on the same time axis, effects per record and per command (needs
+  matplotlib: streamkeep[report]).
+
 examples:
   streamkeep aof stats ./data
+  streamkeep aof stats ./data --html aof.html
   streamkeep aof stats --top 20 --bucket 1m data/segment-000005.aof
   streamkeep aof stats --json ./data | jq '.commands.XADD.effects'
 
@@ -43,7 +58,9 @@ exit status:
   0    every record was read
   2    damaged input: the statistics cover the records before the first bad
        one, and stderr says where it is (file and byte offset)
-  3    usage or I/O error (missing or unreadable path, not a data directory)
+  3    usage or I/O error (missing or unreadable path, not a data directory;
+       --html FILE exists without --force, is inside a data directory, or
+       matplotlib is missing)
   130  interrupted (Ctrl-C)
 """
 
@@ -58,6 +75,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--bucket", choices=tuple(BUCKETS), default="1h",
                         help="time bucket width (default: 1h)")
     parser.add_argument("--json", action="store_true", help="one JSON document on stdout")
+    parser.add_argument("--html", metavar="FILE", help="also write the statistics as one "
+                        "self-contained HTML page of charts (a new file, outside any data "
+                        "directory)")
+    parser.add_argument("--force", action="store_true",
+                        help="replace the --html FILE if it exists")
     parser.add_argument("-q", "--quiet", action="store_true",
                         help="no progress bar (shown on stderr when it is a terminal)")
 
@@ -91,8 +113,13 @@ class Stats:
         self.dbs: dict[int, list[int]] = {}  # db -> [records, effects]
         self.buckets: dict[int, list[int]] = {}  # bucket start -> [records, effects, bytes]
         self.sizes: dict[int, int] = {}  # framed record size -> records
+        self.per_record: dict[int, int] = {}  # effects in a record -> records
+        # timeline: bucket start -> leading command -> [records, framed bytes]
+        self.width_ms = TIMELINE_WIDTHS[0]
+        self.timeline: dict[int, dict[str, list[int]]] = {}
+        self.segment_times: dict[int, list[int]] = {}  # segment index -> [first, last] time
 
-    def add(self, batch: list[tuple], sizes: list[int]) -> None:
+    def add(self, batch: list[tuple], sizes: list[int], segment: int = 0) -> None:
         from streamkeep.tools.inspect.aof_records import command_name, effect_keys, selected_db
 
         commands, keys, dbs, buckets, size_counts = (
@@ -111,6 +138,9 @@ class Stats:
             self.bytes += size
             if len(effects) > 1:
                 self.multi_effect_records += 1
+            self.per_record[len(effects)] = self.per_record.get(len(effects), 0) + 1
+            span = self.segment_times.setdefault(segment, [time_ms, time_ms])
+            span[0], span[1] = min(span[0], time_ms), max(span[1], time_ms)
             size_counts[size] = size_counts.get(size, 0) + 1
             bucket = buckets.setdefault(time_ms - time_ms % bucket_ms, [0, 0, 0])
             bucket[0] += 1
@@ -119,8 +149,11 @@ class Stats:
             rec_dbs = {db}
             seen: set[str] = set()
             edb = db
+            lead: str | None = None  # the record's command: its first effect's (not SELECT)
             for effect in effects:
                 name = command_name(effect)
+                if lead is None and name != "SELECT":
+                    lead = name
                 esize = _effect_size(effect)
                 row = commands.setdefault(name, [0, 0, 0])
                 row[0] += 1
@@ -139,6 +172,27 @@ class Stats:
                     krow[1] += esize
             for d in rec_dbs:
                 dbs.setdefault(d, [0, 0])[0] += 1
+            point = self.timeline.setdefault(time_ms - time_ms % self.width_ms, {}).setdefault(
+                lead or "(none)", [0, 0])
+            point[0] += 1
+            point[1] += size
+        self._fit_timeline()
+
+    def _fit_timeline(self) -> None:
+        """Wider buckets until the span fits in TIMELINE_BUCKETS of them."""
+        if self.min_time is None or self.max_time is None:
+            return
+        while (self.max_time - self.min_time) // self.width_ms >= TIMELINE_BUCKETS:
+            wider = [w for w in TIMELINE_WIDTHS if w > self.width_ms]
+            self.width_ms = wider[0] if wider else 2 * self.width_ms
+            merged: dict[int, dict[str, list[int]]] = {}
+            for start, by_command in self.timeline.items():
+                into = merged.setdefault(start - start % self.width_ms, {})
+                for name, (records, size) in by_command.items():
+                    row = into.setdefault(name, [0, 0])
+                    row[0] += records
+                    row[1] += size
+            self.timeline = merged
 
     def percentiles(self) -> dict[str, int]:
         total = sum(self.sizes.values())
@@ -210,7 +264,16 @@ def to_json(stats: Stats, source: Any, infos: list[Any], top: int, bucket: str,
             "histogram": stats.histogram()},
         "segments": [{"file": i.file, "segment": i.segment, "first_lsn": i.first_lsn,
                       "last_lsn": i.last_lsn, "records": i.records, "size": i.size,
-                      "end": i.end, "damage": i.damage} for i in infos],
+                      "end": i.end, "damage": i.damage,
+                      "first_time_ms": stats.segment_times.get(n, [None, None])[0],
+                      "last_time_ms": stats.segment_times.get(n, [None, None])[1]}
+                     for n, i in enumerate(infos)],
+        "snapshot_created_ms": source.snapshot_created_ms,
+        "effects_per_record": {str(n): count for n, count in sorted(stats.per_record.items())},
+        "timeline": {"width_ms": stats.width_ms, "buckets": [
+            {"start_ms": start, "commands": {name: {"records": row[0], "bytes": row[1]}
+                                             for name, row in sorted(by_command.items())}}
+            for start, by_command in sorted(stats.timeline.items())]},
         "fsync": None,  # not recorded in segments
         "damage": damage,
     }
@@ -304,6 +367,21 @@ def render(doc: dict[str, Any], stream: Any) -> None:
     print_table(console, segs, columns)
 
 
+def _html_refused(args: argparse.Namespace) -> str | None:
+    """Why --html FILE cannot be written (or drawn), said before the AOF is read; or None."""
+    if not getattr(args, "html", None):
+        return None
+    from streamkeep.tools.outputs import OutputRefused, check_output
+    from streamkeep.tools.report.charts import ReportUnavailable, require
+
+    try:
+        require()
+        check_output(args.html, directory=False, force=args.force, sources=[args.path])
+    except (ReportUnavailable, OutputRefused) as err:
+        return f"--html: {err}"
+    return None
+
+
 def main(args: argparse.Namespace) -> int:
     import json
 
@@ -317,6 +395,10 @@ def main(args: argparse.Namespace) -> int:
     if args.top < 0:
         print(f"{PROG}: --top must be >= 0", file=sys.stderr)
         return EXIT_USAGE
+    problem = _html_refused(args)
+    if problem is not None:
+        print(f"{PROG}: {problem}", file=sys.stderr)
+        return EXIT_USAGE
     try:
         source = open_source(args.path)
     except InspectError as err:
@@ -327,7 +409,7 @@ def main(args: argparse.Namespace) -> int:
     try:
         with ByteProgress(source, "stats", not args.quiet) as progress:
             for batch in iter_batches(source, infos, sizes=sizes, progress=progress):
-                stats.add(batch, sizes)
+                stats.add(batch, sizes, len(infos) - 1)
     except InspectError as err:
         return fail(err, PROG)
     damaged = next((i for i in infos if i.damage), None)
@@ -338,6 +420,15 @@ def main(args: argparse.Namespace) -> int:
     else:
         render(doc, sys.stdout)
     sys.stdout.flush()
+    if getattr(args, "html", None):
+        from streamkeep.tools.outputs import OutputRefused
+        from streamkeep.tools.report import aof as aof_report
+
+        try:
+            aof_report.write(args.html, doc, args.force)
+        except OutputRefused as err:  # made meanwhile
+            print(f"{PROG}: {err}", file=sys.stderr)
+            return EXIT_USAGE
     if damage is not None:
         print(f"{PROG}: {damage}; the statistics cover the records before it", file=sys.stderr)
         return EXIT_DAMAGED

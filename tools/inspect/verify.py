@@ -619,11 +619,19 @@ def _jobs(path: str, asked: int | None) -> int:
 
 @contextlib.contextmanager
 def progress_display(stream: TextIO) -> Iterator[Progress | None]:
-    """A progress bar over the bytes verified, on `stream` (stderr) only when it is a terminal
-    and only once the run has lasted PROGRESS_AFTER seconds; nothing when piped."""
+    """A progress bar over the bytes verified, on `stream` (stderr) when it is a terminal, once
+    the run has lasted PROGRESS_AFTER seconds; when it is not, a line every few seconds
+    (tools.progress)."""
     isatty = getattr(stream, "isatty", None)
     if not (isatty and isatty()):
-        yield None
+        from streamkeep.tools.progress import Ticker
+
+        with Ticker("streamkeep aof verify", "verifying", stream=stream) as tick:
+            def line(done: int, total: int, name: str) -> None:
+                share = f" ({100 * done // total}%)" if total else ""
+                tick.update(f"{name}, {done / 1e6:,.1f} of {total / 1e6:,.1f} MB{share}")
+
+            yield line
         return
     started = time.monotonic()
     state: dict[str, Any] = {}

@@ -8,7 +8,9 @@ import io
 import json
 import os
 import random
+import re
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -253,10 +255,22 @@ class _Terminal(io.StringIO):
         return True
 
 
-def test_progress_only_on_a_terminal_after_a_while(
+def test_progress_a_bar_on_a_terminal_after_a_while_else_lines(
         written: Written, monkeypatch: pytest.MonkeyPatch) -> None:
-    with verify.progress_display(io.StringIO()) as progress:
-        assert progress is None  # piped: quiet
+    from streamkeep.tools import progress as progress_module
+
+    piped = io.StringIO()
+    with verify.progress_display(piped) as progress:
+        assert progress is not None
+        verify.analyse(str(written.path), progress)
+    assert piped.getvalue() == ""  # a short run, piped: no line (one every 5 s)
+    monkeypatch.setattr(progress_module, "EVERY_S", 0.0005)
+    with verify.progress_display(piped) as progress:
+        verify.analyse(str(written.path), progress)
+        deadline = time.monotonic() + 60  # (the lines come from a thread of their own)
+        while not piped.getvalue() and time.monotonic() < deadline:
+            time.sleep(0.005)
+    assert re.match(r"streamkeep aof verify: verifying(: .+)?, \d+ s elapsed", piped.getvalue())
     terminal = _Terminal()
     with verify.progress_display(terminal) as progress:
         assert progress is not None
