@@ -32,6 +32,7 @@ cdef enum:
     DELETED = 1
     SAMEFIELDS = 2
     UNKNOWN_COUNT = 65535
+    SEEK_BACK_ENTRIES = 16  # how far a forward read looks back from a node's end (select)
 
 cdef object _SIXTY_FOUR = 64
 cdef object _U64_OBJ = (1 << 64) - 1
@@ -670,17 +671,52 @@ def entries(lp, master):
     return out
 
 
+cdef Py_ssize_t seek_back(const unsigned char* p, Py_ssize_t first, Py_ssize_t stop,
+                          uint64_t ms0, uint64_t seq0, uint64_t sms, uint64_t sseq,
+                          Py_ssize_t limit) noexcept nogil:
+    """Where a forward walk for the entries from `start` on may begin: found walking back
+    from the end (each entry's element count, then that many elements back to its flags, as
+    Redis's reverse iterator does), at most `limit` entries, the offset of the entry after
+    the last one below `start`; `first` when `start` lies further back (walk from the start)."""
+    cdef Py_ssize_t i = stop, j, k, n
+    cdef Elem e
+    cdef uint64_t ms, seq
+    for _ in range(limit):
+        if i <= first:
+            return first
+        j = prev_elem(p, i)  # the entry's element count
+        next_elem(p, j, &e)
+        n = e.ival
+        for k in range(n):
+            j = prev_elem(p, j)
+        j = next_elem(p, j, &e)  # its flags
+        j = next_elem(p, j, &e)
+        ms = ms0 + <uint64_t>e.ival
+        next_elem(p, j, &e)
+        seq = seq0 + <uint64_t>e.ival
+        if not id_le(sms, sseq, ms, seq):  # below start: the walk begins after it
+            return i
+        i = prev_elem(p, i)
+        for k in range(n):
+            i = prev_elem(p, i)
+    return first
+
+
 cdef Py_ssize_t select(const unsigned char* p, Py_ssize_t i, Py_ssize_t stop,
                        Py_ssize_t nnames, uint64_t ms0, uint64_t seq0, object start, object end,
                        Py_ssize_t count, bint rev, Walk** picked) except -1:
     """The live entries from start to end, ascending, into *picked (the caller frees it): all
     of them backwards (the reply takes the last `count`), at most `count` (0: all) forwards.
-    Only the IDs and flags are read: the values are skipped by their lengths."""
+    Only the IDs and flags are read: the values are skipped by their lengths. A forward read
+    from an ID past the node's first looks back from the end first, a few entries at most: a
+    consumer group's `>` reads the newest entries, which a walk from the start reaches last."""
     cdef uint64_t sms = <uint64_t>(start >> _SIXTY_FOUR), sseq = <uint64_t>(start & _U64_OBJ)
     cdef uint64_t ems = <uint64_t>(end >> _SIXTY_FOUR), eseq = <uint64_t>(end & _U64_OBJ)
     cdef Py_ssize_t n = 0, cap = 0
     cdef Walk w
     cdef Walk* grown
+    if not rev and not id_le(sms, sseq, ms0, seq0):
+        i = seek_back(p, i, stop, ms0, seq0, sms, sseq, SEEK_BACK_ENTRIES)
     while i < stop:
         i = walk_entry(p, i, nnames, ms0, seq0, &w)
         if not id_le(w.ms, w.seq, ems, eseq):

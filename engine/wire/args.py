@@ -6,20 +6,33 @@ for bad numbers. Must not touch: engine state.
 
 from __future__ import annotations
 
+from typing import Final
+
 from streamkeep.engine.wire.errors import NOT_INTEGER, ReplyError
 
-LLONG_MAX = (1 << 63) - 1
-LLONG_MIN = -(1 << 63)
+LLONG_MAX: Final = (1 << 63) - 1
+LLONG_MIN: Final = -(1 << 63)
 
 
 def parse_int(arg: bytes, msg: str | None = None) -> int:
-    """getLongLongFromObjectOrReply: the strict int64 syntax; `msg` replaces the default line."""
-    if 0 < len(arg) <= 20 and arg.isascii():
-        body = arg[1:] if arg[:1] == b"-" else arg
-        if body.isdigit() and (body[:1] != b"0" or body == b"0" and arg[:1] != b"-"):
-            value = int(arg)
-            if LLONG_MIN <= value <= LLONG_MAX:
-                return value
+    """getLongLongFromObjectOrReply: the strict int64 syntax (an optional '-', then ASCII
+    digits without a leading zero; "0" itself, never "-0"); `msg` replaces the default line.
+    The digits are read one by one (compiled: a loop over bytes, no int() of a copy)."""
+    n = len(arg)
+    if 0 < n <= 20:
+        start = 1 if arg[0] == 45 else 0  # '-'
+        if start < n and (arg[start] != 48 or (n == 1 and not start)):  # leading '0': "0" only
+            value = 0
+            for i in range(start, n):
+                digit = arg[i] - 48
+                if digit < 0 or digit > 9:
+                    break
+                value = value * 10 + digit
+            else:
+                if start:
+                    value = -value
+                if LLONG_MIN <= value <= LLONG_MAX:
+                    return value
     raise ReplyError(("ERR " + msg) if msg else NOT_INTEGER)
 
 

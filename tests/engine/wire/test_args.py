@@ -4,6 +4,8 @@ option words, with the exact error lines Redis replies."""
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from streamkeep.engine.wire.args import (
     LLONG_MAX,
@@ -38,6 +40,31 @@ def test_parse_int_accepts_the_int64_syntax(arg: bytes, value: int) -> None:
 def test_parse_int_refuses_anything_else_with_the_redis_line(arg: bytes) -> None:
     assert error_line(parse_int, arg) == NOT_INTEGER
     assert NOT_INTEGER == "ERR value is not an integer or out of range"
+
+
+def string2ll(arg: bytes) -> int | None:
+    """Redis's strict syntax, written plainly (the reference the digit loop is held to)."""
+    if not 0 < len(arg) <= 20 or not arg.isascii():
+        return None
+    body = arg[1:] if arg[:1] == b"-" else arg
+    if not body.isdigit() or (body[:1] == b"0" and (body != b"0" or arg[:1] == b"-")):
+        return None
+    value = int(arg)
+    return value if LLONG_MIN <= value <= LLONG_MAX else None
+
+
+@settings(max_examples=2000, deadline=None)
+@given(st.one_of(
+    st.binary(max_size=22),
+    st.integers(min_value=-(1 << 66), max_value=1 << 66).map(lambda v: b"%d" % v),
+    st.text(alphabet="-0123456789", max_size=22).map(str.encode),
+))
+def test_parse_int_agrees_with_the_plain_reading(arg: bytes) -> None:
+    expected = string2ll(arg)
+    if expected is None:
+        assert error_line(parse_int, arg) == NOT_INTEGER
+    else:
+        assert parse_int(arg) == expected
 
 
 def test_parse_int_message_replaces_the_default_line() -> None:
