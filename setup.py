@@ -62,6 +62,7 @@ COMPILED = [
     "engine/exec/stats.py",
     "engine/exec/table.py",
     "engine/exec/pubsub.py",
+    "engine/exec/scripting.py",
     "engine/commands/expiry.py",
     "engine/commands/groups.py",
     "engine/commands/idmp.py",

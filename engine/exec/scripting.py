@@ -31,7 +31,7 @@ import logging
 import math
 import time
 from importlib import resources
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import TYPE_CHECKING, Any, Final, NoReturn
 
 from streamkeep.engine.exec.context import Block, Later
 from streamkeep.engine.exec.script_libs import (
@@ -88,6 +88,10 @@ HOOK_INSTRUCTIONS = 100_000
 # A script busy in redis.call runs few Lua instructions: the look is also taken this often from
 # the calls themselves.
 CALL_CHECK_SECONDS = 0.01
+_monotonic: Final = time.monotonic  # (every redis.call reads it: bound once)
+# KEYS and ARGV up to this many go to the script as its call's arguments (tables built in Lua);
+# more go as tables made here (a Lua call takes fewer than 8,000 arguments).
+ARGS_IN_CALL = 64
 # A script's reply: a table that holds itself twice would make 2^7995 values (Redis never
 # finishes), and so would tables that share tables. Past REPLY_REPEATS_AFTER values, a table
 # met more than MAXCSTACK times (the most a chain of tables holding themselves reaches) ends
@@ -226,6 +230,7 @@ class Scripting:
         self.lua: Any = None
         self._compile: Any = None
         self._run: Any = None
+        self._run_args: Any = None
         self._rawget: Any = None
         self._collect: Any = None
         self._c_where: Any = None
@@ -269,9 +274,9 @@ class Scripting:
             b"REDIS_VERSION": REDIS_VERSION.encode(), b"REDIS_VERSION_NUM": version_num(),
             b"HOOK_INSTRUCTIONS": HOOK_INSTRUCTIONS,
         })
-        (self._compile, self._run, self._rawget, self._collect, self._c_where, self._arm_kill,
-         self._call_library, self._identity) = lua.execute(_lua_source("sandbox"), params,
-                                           name="=streamkeep:sandbox")
+        (self._compile, self._run, self._run_args, self._rawget, self._collect, self._c_where,
+         self._arm_kill, self._call_library, self._identity) = lua.execute(
+            _lua_source("sandbox"), params, name="=streamkeep:sandbox")
         self.lua = lua
         self._oom_error = self._error_table("ERR not enough memory")
 
@@ -364,7 +369,8 @@ class Scripting:
         """SCRIPT FLUSH: forget every script (and the Lua heap they held)."""
         self.scripts.clear()
         self.eval_lru.clear()
-        self.lua = self._compile = self._run = self._rawget = self._collect = None
+        self.lua = self._compile = self._run = self._run_args = self._rawget = None
+        self._collect = None
         self._c_where = self._arm_kill = self._call_library = self._identity = None
 
     def kill(self) -> str:
@@ -415,13 +421,19 @@ class Scripting:
         try:
             if not self._room(sum(len(a) + 64 for a in keys + args)):
                 raise _out_of_memory(script.sha)
-            # (Tables, not arguments: a Lua call takes fewer than 8,000 of those.)
-            lua = self.lua
-            ok, result = self._run(script.function, count, self.max_memory // 2048,
-                                   lua.table_from(keys), lua.table_from(args))
+            collect_kb = self.max_memory // 2048
+            if len(keys) + len(args) <= ARGS_IN_CALL:  # (the tables are built in Lua)
+                ok, result = self._run_args(script.function, count, collect_kb, len(keys),
+                                            *keys, *args)
+            else:  # (tables, not arguments: a Lua call takes fewer than 8,000 of those)
+                lua = self.lua
+                ok, result = self._run(script.function, count, collect_kb,
+                                       lua.table_from(keys), lua.table_from(args))
             if run.out_of_memory:
                 raise _out_of_memory(script.sha)
             if ok:
+                if type(result) is int or type(result) is bytes:  # (the usual: as it is)
+                    return result
                 reply = self._to_reply(result, run)
                 if isinstance(reply, ReplyError):
                     raise reply
@@ -449,9 +461,8 @@ class Scripting:
             msg = _text(err) if isinstance(err, bytes) else "execution failure"
             return ReplyError(f"ERR Error running script {sha}, {msg[:100]}")
         rawget = self._rawget
-        msg = rawget(err, b"err")
         source, line = rawget(err, b"source"), rawget(err, b"line")
-        text = _lua_string(msg) or ""
+        text = _lua_string(rawget(err, b"err")) or ""
         if source is not None and line is not None:
             text += f" script: {sha}, on {_lua_string(source)}:{_lua_string(line)}."
         return ReplyError(text)
@@ -679,7 +690,7 @@ class Scripting:
         that spends its time in commands runs few Lua instructions, and the count hook alone
         would look at the clock too seldom. A kill found here stops the script at its next
         line."""
-        now = time.monotonic()
+        now = _monotonic()
         if now >= run.next_check:
             run.next_check = now + CALL_CHECK_SECONDS
             if self._interrupt():

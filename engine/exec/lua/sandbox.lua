@@ -442,7 +442,8 @@ end
 
 local function run(f, count, collect_kb, keys, argv)
   allowed.KEYS, allowed.ARGV = keys, argv
-  killing, kill_due, resuming = false, false, {}
+  killing, kill_due = false, false
+  if resuming[1] ~= nil then resuming = {} end  -- (a killed script's coroutines)
   if count > 0 then sethook(hook, '', count) end
   local ok, r = xpcall(f, handler) sethook()  -- (one line: no line event in between)
   allowed.KEYS, allowed.ARGV = nil, nil
@@ -451,6 +452,15 @@ local function run(f, count, collect_kb, keys, argv)
   collectgarbage('restart')  -- a script's collectgarbage('stop') ends with it
   if collectgarbage('count') > collect_kb then collectgarbage() end
   return ok, r
+end
+
+-- `run` with KEYS and ARGV given as the call's arguments, the first `nkeys` of them the keys:
+-- for a script's usual few, tables built here cost less than tables made from Python.
+local function run_args(f, count, collect_kb, nkeys, ...)
+  local all, keys, argv = {...}, {}, {}
+  for i = 1, nkeys do keys[i] = all[i] end
+  for i = nkeys + 1, select('#', ...) do argv[i - nkeys] = all[i] end
+  return run(f, count, collect_kb, keys, argv)
 end
 
 local function collect() collectgarbage() end
@@ -485,4 +495,4 @@ end
 
 -- Nothing else is reachable from a script: the real globals lose what a leak could use.
 io, os, package, require, dofile, loadfile, module, python, print, debug = nil
-return compile, run, rawget, collect, c_where, arm_kill, call_library, identity
+return compile, run, run_args, rawget, collect, c_where, arm_kill, call_library, identity
