@@ -17,7 +17,12 @@ STOP_TIMEOUT = 30.0
 
 def servers_of(path: Path | str) -> list[int]:
     """The pids of the running shared servers of the directory `path`."""
-    want = os.path.abspath(path).encode()
+    return servers_under(path, exact=True)
+
+
+def servers_under(root: Path | str, exact: bool = False) -> list[int]:
+    """The pids of the running shared servers of directories in `root` (or of `root`)."""
+    want = os.path.abspath(root).encode()
     found = []
     for name in os.listdir("/proc"):
         if not name.isdigit():
@@ -27,8 +32,11 @@ def servers_of(path: Path | str) -> list[int]:
                 argv = f.read().split(b"\0")
         except OSError:
             continue
-        if b"serve" in argv and b"--shared" in argv and b"--dir" in argv \
-                and argv[argv.index(b"--dir") + 1] == want and alive(int(name)):
+        if b"serve" not in argv or b"--shared" not in argv or b"--dir" not in argv:
+            continue
+        where = argv[argv.index(b"--dir") + 1]
+        if (where == want or not exact and where.startswith(want + b"/")) \
+                and alive(int(name)):
             found.append(int(name))
     return sorted(found)
 
