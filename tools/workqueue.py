@@ -27,8 +27,8 @@ EPILOG = """examples:
   streamkeep queue stats --url redis://localhost:6379 jobs --group workers
   streamkeep queue stats ./data jobs --json  for scripts
   streamkeep queue stats ./data jobs --shared
-                                             through the directory's shared server
-                                             (started if none runs)
+                                             through the directory's shared
+                                             server (started if none runs)
 
 A data directory is opened in this process (its snapshot loaded, its AOF replayed) while no
 server holds it; while its shared server runs (Engine.open(path, shared=True)) the figures
