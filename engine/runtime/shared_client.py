@@ -43,7 +43,13 @@ RECV_BYTES = 1 << 16
 _TRANSIENT = frozenset({b"MULTI", b"WATCH"})
 _TRANSIENT_END = frozenset({b"EXEC", b"DISCARD", b"UNWATCH"})
 _STICKY = frozenset({b"SELECT", b"HELLO", b"AUTH", b"CLIENT", b"RESET", b"READONLY",
-                     b"SUBSCRIBE", b"PSUBSCRIBE", b"SSUBSCRIBE", b"MONITOR", b"SWAPDB"})
+                     b"SWAPDB"})
+# Commands after which a connection no longer answers one reply per request: refused before
+# they are sent, as an in-process engine refuses them (its error lines), or where it has none,
+# saying why (subscriptions have a connection of their own: subscribe()).
+_SUBSCRIBE = frozenset({b"SUBSCRIBE", b"PSUBSCRIBE", b"SSUBSCRIBE"})
+_OUT_OF_STEP = _SUBSCRIBE | {b"CLIENT", b"SYNC", b"PSYNC"}
+_LOOKED_AT = _TRANSIENT | _TRANSIENT_END | _STICKY | _OUT_OF_STEP | {b"QUIT"}
 
 # Bumped in a forked child: connections made before the fork belong to the parent.
 _generation = 0
@@ -92,7 +98,7 @@ class Connection:
     """One socket to the server, its reply parser, and what its session holds."""
 
     __slots__ = ("sock", "server_pid", "parser", "idle", "generation", "sticky", "transient",
-                 "protocol", "closed", "__weakref__")
+                 "protocol", "quitting", "closed", "__weakref__")
 
     def __init__(self, sock: socket.socket, server_pid: int) -> None:
         self.sock = sock
@@ -103,16 +109,35 @@ class Connection:
         self.sticky = False  # ran a command whose state lasts (SELECT, HELLO...)
         self.transient = False  # inside MULTI or WATCH
         self.protocol = 2
+        self.quitting = False  # QUIT sent: the server closes the connection after its reply
         self.closed = False
 
     @property
     def stateful(self) -> bool:
         return self.sticky or self.transient
 
+    @staticmethod
+    def refusal(argv: Argv) -> ReplyError | None:
+        """The error for a command that would leave the connection out of step, or None."""
+        name = argv[0].upper()
+        if name in _SUBSCRIBE:
+            return ReplyError(f"ERR {name.decode()} needs a connection that can receive "
+                              "messages: on an embedded engine use Engine.subscribe")
+        if name == b"CLIENT" and len(argv) > 2 and argv[1].upper() == b"REPLY" \
+                and argv[2].upper() in (b"OFF", b"SKIP"):
+            return ReplyError("ERR CLIENT REPLY OFF and SKIP need a connection: an embedded "
+                              "engine returns every reply")
+        if name in (b"SYNC", b"PSYNC"):
+            return ReplyError(f"ERR {name.decode()} needs a connection of its own (a "
+                              "replica's), not a shared engine's")
+        return None
+
     def note(self, argv: Argv) -> None:
         """Track what the command leaves on the session (see _STICKY)."""
         name = argv[0].upper()
-        if name in _TRANSIENT:
+        if name == b"QUIT":
+            self.quitting = True
+        elif name in _TRANSIENT:
             self.transient = True
         elif name in _TRANSIENT_END:
             self.transient = False
@@ -247,7 +272,7 @@ class SharedEngine:
     def request(self, argvs: Sequence[Argv], resend: bool = True) -> list[Any]:
         """Send the commands at once (a pipeline), then read their replies. The request goes
         again on a new connection if it could not be sent at all and the connection held no
-        session state (and `resend`)."""
+        session state (and `resend`). The queue's commands only: none is refused here."""
         data = encode_command(argvs[0]) if len(argvs) == 1 \
             else b"".join(map(encode_command, argvs))
         conn = self._connection()
@@ -301,17 +326,22 @@ class SharedEngine:
         argv = encode_args(args)
         if argv is None:
             argv = tuple(map(command_arg, args))
+        name = argv[0]
+        looked_at = name in _LOOKED_AT or not name.isupper()
+        if looked_at and (refused := Connection.refusal(argv)) is not None:
+            raise refused
         conn = self._connection()
         data = encode_command(argv)
         try:
             conn.send(data)
         except OSError as err:
             conn = self._sent_again(conn, data, err)
-        name = argv[0]
-        if name in _TRANSIENT or name in _STICKY or name in _TRANSIENT_END \
-                or not name.isupper():
+        if looked_at:
             conn.note(argv)
-        return self._replied(conn.read(), conn.protocol)
+        reply = conn.read()
+        if conn.quitting:
+            conn.close()  # (its next call makes a new connection)
+        return self._replied(reply, conn.protocol)
 
     @staticmethod
     def _replied(reply: Any, protocol: int) -> Any:

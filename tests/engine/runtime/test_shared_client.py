@@ -39,6 +39,9 @@ SESSION: list[tuple[Any, ...]] = [
     ("MULTI",), ("XADD", "t", "2-1", "f", "v"), ("INCR", "n"), ("EXEC",),
     ("TYPE", "s"), ("EXISTS", "s", "k", "nope"), ("DEL", "k"), ("NOSUCHCOMMAND",),
     ("XTRIM", "s", "MAXLEN", 1), ("XDEL", "s", "1-3"), ("DBSIZE",),
+    # What would leave a connection out of step is refused, as in process, or ends it (QUIT).
+    ("SUBSCRIBE", "news"), ("PSUBSCRIBE", "n*"), ("CLIENT", "REPLY", "OFF"), ("QUIT",),
+    ("PING",), ("SELECT", 1), ("DBSIZE",), ("SELECT", 0), ("DBSIZE",),
 ]
 
 
