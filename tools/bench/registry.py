@@ -688,6 +688,8 @@ FIGURES: tuple[Figure, ...] = (
            "shared.xadd", extra="over_tcp", target=SHARED_XADD_TCP_TARGET),
     Figure("shared", "r.xadd: redis-py over TCP to serve", "shared.xadd", extra="tcp_per_s",
            unit="/s"),
+    Figure("shared", "r.xadd, the transport alone: redis-py over the Unix socket / over TCP",
+           "shared.xadd", extra="unix_over_tcp"),
     Figure("shared", "open a running shared directory to the first reply, median",
            "shared.open", extra="open_ms", unit="ms", target=SHARED_OPEN_MS_TARGET,
            at_most=True),

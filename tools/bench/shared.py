@@ -14,8 +14,9 @@ Owns its workloads:
   for), untargeted: where processes that share a queue gain on one that has it alone;
 - ``shared.xadd``: a shared opener's ``r.xadd`` (Engine.open(path, shared=True).redis(), one
   at a time, over the Unix socket) against redis-py's ``r.xadd`` over TCP to a ``streamkeep
-  serve`` (everysec), turns of XADD_CHUNK each alternating which goes first, each turn timed
-  (the machine's noise falls on both alike); the rate is the shared opener's;
+  serve`` (everysec), and redis-py's over the shared server's Unix socket (the transport
+  alone: the same client both ways), in turns of XADD_CHUNK each, the order rotating, each
+  turn timed (the machine's noise falls on all alike); the rate is the shared opener's;
 - ``shared.open``: opening a directory whose server already runs, to the first reply
   (Engine.open + PING, OPENS times; its median and worst), and the same from a new process
   (interpreter, import, open, first reply: what a cron job pays).
@@ -29,6 +30,7 @@ from __future__ import annotations
 
 import contextlib
 import multiprocessing
+import os
 import statistics
 import subprocess
 import sys
@@ -203,8 +205,12 @@ def bench_persist_queue(env: BenchEnv) -> Measurement:
 
 
 def bench_xadd(env: BenchEnv) -> Measurement:
-    """See the module docstring; figures `over_tcp` (the shared opener's rate / TCP's) and
-    `tcp_per_s`."""
+    """See the module docstring; figures `over_tcp` (the shared opener's rate / redis-py's
+    over TCP), `tcp_per_s`, and `unix_over_tcp` (redis-py's over the Unix socket / over
+    TCP)."""
+    import redis
+
+    from streamkeep.aof.manifest import SHARED_SOCKET
     from streamkeep.tools.bench.server import streamkeep
 
     tcp = streamkeep(env).client
@@ -213,24 +219,30 @@ def bench_xadd(env: BenchEnv) -> Measurement:
     with env.data_dir("shared-xadd") as path, \
             _shared_server(path, appendfsync="everysec") as engine:
         shared = engine.redis()
-        for client in (shared, tcp):
-            for _ in range(warmup_size(n) // 4):
-                client.xadd("warmup", fields)
-        spent = {"shared": 0.0, "tcp": 0.0}
-        turns = [("shared", shared), ("tcp", tcp)]
-        clock = time.perf_counter
-        for _lo in range(0, n, XADD_CHUNK):
-            turns.reverse()
-            for name, client in turns:
-                xadd = client.xadd
-                began = clock()
-                for _ in range(XADD_CHUNK):
-                    xadd("shared-bench", fields)
-                spent[name] += clock() - began
+        unix = redis.Redis(unix_socket_path=os.path.join(path, SHARED_SOCKET))
+        try:
+            clients = {"shared": shared, "tcp": tcp, "unix": unix}
+            for client in clients.values():
+                for _ in range(warmup_size(n) // 4):
+                    client.xadd("warmup", fields)
+            spent = dict.fromkeys(clients, 0.0)
+            turns = list(clients.items())
+            clock = time.perf_counter
+            for _lo in range(0, n, XADD_CHUNK):
+                turns.append(turns.pop(0))
+                for name, client in turns:
+                    xadd = client.xadd
+                    began = clock()
+                    for _ in range(XADD_CHUNK):
+                        xadd("shared-bench", fields)
+                    spent[name] += clock() - began
+        finally:
+            unix.close()
         sent = -(-n // XADD_CHUNK) * XADD_CHUNK
     rate, tcp_rate = sent / spent["shared"], sent / spent["tcp"]
     return Measurement(rate, count=sent,
-                       figures={"over_tcp": rate / tcp_rate, "tcp_per_s": tcp_rate})
+                       figures={"over_tcp": rate / tcp_rate, "tcp_per_s": tcp_rate,
+                                "unix_over_tcp": spent["tcp"] / spent["unix"]})
 
 
 _NEW_PROCESS = """
