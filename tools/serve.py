@@ -96,7 +96,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "DIR/shared.conf's settings, exit when idle (see below)")
     parser.add_argument("--daemonize", action="store_true",
                         help="detach once serving: exit 0 then (1 and why, if it cannot); "
-                             "the server's output goes to DIR/shared.log")
+                             "its output goes to DIR/shared.log with --shared, else nowhere")
     # The start lock's descriptor, already held by the process that starts a shared server
     # (engine.runtime.shared): the socket is bound under it.
     parser.add_argument("--start-lock-fd", type=int, help=argparse.SUPPRESS)

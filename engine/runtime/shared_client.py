@@ -326,6 +326,8 @@ class SharedEngine:
         argv = encode_args(args)
         if argv is None:
             argv = tuple(map(command_arg, args))
+        if not argv:
+            raise ReplyError("ERR empty command")  # (a request of no words cannot be sent)
         name = argv[0]
         looked_at = name in _LOOKED_AT or not name.isupper()
         if looked_at and (refused := Connection.refusal(argv)) is not None:

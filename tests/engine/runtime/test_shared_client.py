@@ -24,7 +24,7 @@ from tests.support.pids import wait_gone
 # A session of commands whose replies cover every shape: bulk, integer, status, null, nested
 # arrays, nil arrays, errors (raised: compared by their line), transactions, strings.
 SESSION: list[tuple[Any, ...]] = [
-    ("PING",), ("PING", "hello"), ("ECHO", b"\x00\xff"),
+    (), ("",), ("PING",), ("PING", "hello"), ("ECHO", b"\x00\xff"),
     ("XADD", "s", "1-1", "a", "1", "b", "2"), ("XADD", "s", "1-2", "a", 3.5),
     ("XADD", "s", "1-3", "c", 7), ("XLEN", "s"), ("XRANGE", "s", "-", "+"),
     ("XREVRANGE", "s", "+", "-", "COUNT", 1), ("XRANGE", "nope", "-", "+"),
