@@ -217,6 +217,8 @@ def test_twenty_processes_opening_at_once_start_one_server(shared_dir: Path) -> 
     for proc in procs:
         proc.start()
     results = [out.get(timeout=RUN_LIMIT) for _ in procs]
+    out.close()
+    out.join_thread()
     for proc in procs:
         proc.join(60)
     assert [proc.exitcode for proc in procs] == [0] * OPENERS
