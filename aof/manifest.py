@@ -39,6 +39,13 @@ from streamkeep.engine.wire.errors import StorageError
 MANIFEST = "manifest.json"
 LOCK_FILE = "LOCK"  # the data directory's lock (aof.fs.lock), held by the process that opens it
 MANIFEST_TMP = "manifest.json.tmp"
+# Shared mode's files (engine.runtime.shared): the directory's server's Unix socket, the lock
+# that decides who starts that server, the settings it runs with (redis.conf syntax) and its
+# log. They hold no data: opening, compaction and verification leave them alone.
+SHARED_SOCKET = "shared.sock"
+SHARED_LOCK = "shared.lock"
+SHARED_CONF = "shared.conf"
+SHARED_LOG = "shared.log"
 FORMAT = "streamkeep-manifest"
 VERSION = 1
 _SEGMENT_FILE = re.compile(r"segment-(\d{6,})\.aof")
@@ -64,6 +71,11 @@ def snapshot_file(lsn: int) -> str:
 def part_file(lsn: int) -> str:
     """The part file a compaction up to `lsn` writes its new stream nodes to."""
     return f"part-{lsn:012d}.mdb"
+
+
+def is_shared_file(name: str) -> bool:
+    """Shared mode's socket, lock, settings, log, and their temporaries (`shared.*`)."""
+    return name.startswith("shared.")
 
 
 def is_snapshot_file(name: str) -> bool:

@@ -42,7 +42,8 @@ def initialise(fs: FileSystem, path: str) -> tuple[Manifest, int]:
     """The first segment and manifest of a new directory (after an interrupted first open, its
     empty first segment is made again); (the manifest, the open segment's descriptor). Refuses
     a directory that holds data but no manifest."""
-    data = [n for n in fs.listdir(path) if n not in (LOCK_FILE, manifest_mod.MANIFEST_TMP)]
+    data = [n for n in fs.listdir(path) if n not in (LOCK_FILE, manifest_mod.MANIFEST_TMP)
+            and not manifest_mod.is_shared_file(n)]
     first = manifest_mod.segment_file(1)
     if data == [first] and fs.size(os.path.join(path, first)) <= HEADER_SIZE:
         # An interrupted first open: the first segment was created but no manifest ever named

@@ -14,6 +14,8 @@
 * ``served``             a fresh in-process streamkeep server on a fresh engine
                          (``tests.support.server_util.ServerHandle``).
 * ``sk``                 a RESP2 RespClient connected to ``served``.
+* ``shared_dir``         a directory for ``Engine.open(path, shared=True)``; the shared
+                         servers it started are stopped at teardown.
 
 A missing redis-server is a hard failure, not a skip: the comparison tests
 are the point of the suite.
@@ -299,3 +301,16 @@ def spawn() -> Iterator[Callable[..., ServeProcess]]:
         yield start
     finally:
         cleanup()
+
+
+@pytest.fixture
+def shared_dir(tmp_path: Path) -> Iterator[Path]:
+    """A fresh data directory's path for Engine.open(path, shared=True): every shared server
+    of it still running at the end of the test is stopped (tests/support/shared_dirs.py)."""
+    from tests.support.shared_dirs import stop_servers
+
+    path = tmp_path / "shared-data"
+    try:
+        yield path
+    finally:
+        stop_servers(path)

@@ -102,7 +102,7 @@ def effect_vocabulary_markdown() -> str:
 
 _KINDS = {"int": "integer", "memory": "memory", "bool": "yes/no", "enum": "enum",
           "string": "string", "words": "words", "obuf": "class hard soft seconds",
-          "percentiles": "numbers"}
+          "percentiles": "numbers", "octal": "octal mode"}
 _UNITS = ((1 << 30, "gb"), (1 << 20, "mb"), (1 << 10, "kb"))
 
 
@@ -131,6 +131,8 @@ def _range(param: Param) -> str:
         return " \\| ".join(f"`{c}`" for c in param.choices)
     if param.kind == "percentiles":
         return "0 – 100 each"
+    if param.kind == "octal":
+        return f"0 – {param.hi:o}"
     if param.kind in ("int", "memory") and (param.lo, param.hi) != (0, LLONG_MAX):
         show = _memory if param.kind == "memory" else str
         return (f"{show(param.lo)} – {show(param.hi)}" if param.hi != LLONG_MAX

@@ -13,9 +13,13 @@ import logging
 import os
 import socket
 import sys
-from typing import Any
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 from streamkeep.engine.wire.errors import StreamkeepError
+
+if TYPE_CHECKING:
+    from streamkeep.engine.runtime.shared_server import Daemon, Identity
 
 EPILOG = """examples:
   streamkeep serve                           ./data on 127.0.0.1:6390
@@ -26,13 +30,25 @@ EPILOG = """examples:
                                              a durable copy of a redis-server's
                                              streams
   streamkeep serve --config streamkeep.conf  redis.conf syntax (replicaof, ...)
+  streamkeep serve --unixsocket /run/sk.sock --unixsocketperm 700
+                                             a Unix socket as well as the port
+  streamkeep serve --shared --dir ./jobs     the directory's shared server:
+                                             ./jobs/shared.sock only, the
+                                             settings in ./jobs/shared.conf
 
 The port is bound first, then the data directory is opened (made if missing)
 and replayed: a busy port leaves no directory behind.
 
+--shared serves the directory as Engine.open(path, shared=True) does (that
+call starts it itself, with --daemonize): on DIR/shared.sock, mode 700, and no
+TCP port; DIR/shared.conf's settings (before the command line's); it shuts down
+once no client has been connected for idle-shutdown seconds (0: never). It
+refuses to start while another server answers on that socket.
+
 exit status: 0 after a clean shutdown (SHUTDOWN, SIGTERM, SIGINT, SIGHUP: a
-compaction under way is abandoned, its child stopped and its files removed); 1
-if the port cannot be listened on or the data directory cannot be opened; 3 for
+compaction under way is abandoned, its child stopped and its files removed), or
+with --daemonize once the detached server serves; 1 if the port or socket
+cannot be listened on or the data directory cannot be opened; 3 for
 a bad option or config file (a port outside 0-65535, an address that does not
 parse); 130 (SIGTERM: 143, SIGHUP: 129) if interrupted while the data directory
 is replayed at start-up (its lock released, the directory as it was)."""
@@ -40,6 +56,7 @@ DEFAULT_DIR = "./data"
 DEFAULT_PORT = 6390
 DEFAULT_BIND = "127.0.0.1"
 EXIT_UNAVAILABLE, EXIT_USAGE = 1, 3
+SHARED_SOCKET_PERM = 0o700  # a shared directory's socket: its owner's only
 
 
 class _Refused(StreamkeepError):
@@ -70,6 +87,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     # few commands with it.
     parser.add_argument("--aof-segment-max-bytes", type=int, metavar="BYTES",
                         help="AOF segment rotation size (default 64 MiB)")
+    parser.add_argument("--unixsocket", metavar="PATH",
+                        help="listen on this Unix socket as well (a stale one is replaced)")
+    parser.add_argument("--unixsocketperm", metavar="MODE",
+                        help="the Unix socket's permissions, octal (e.g. 700)")
+    parser.add_argument("--shared", action="store_true",
+                        help="serve the directory in shared mode: DIR/shared.sock only, "
+                             "DIR/shared.conf's settings, exit when idle (see below)")
+    parser.add_argument("--daemonize", action="store_true",
+                        help="detach once serving: exit 0 then (1 and why, if it cannot); "
+                             "its output goes to DIR/shared.log with --shared, else nowhere")
+    # The start lock's descriptor, already held by the process that starts a shared server
+    # (engine.runtime.shared): the socket is bound under it.
+    parser.add_argument("--start-lock-fd", type=int, help=argparse.SUPPRESS)
 
 
 def settings_from(args: argparse.Namespace) -> dict[str, Any]:
@@ -79,8 +109,16 @@ def settings_from(args: argparse.Namespace) -> dict[str, Any]:
         from streamkeep.engine.exec.settings import read_config_file
 
         settings.update(read_config_file(args.config))
+    if getattr(args, "shared", False) and not args.config:
+        # The directory's own settings (engine.runtime.shared records them).
+        from streamkeep.aof.manifest import SHARED_CONF
+        from streamkeep.engine.exec.settings import read_config_file
+
+        conf = os.path.join(args.dir or DEFAULT_DIR, SHARED_CONF)
+        if os.path.exists(conf):
+            settings.update(read_config_file(conf))
     for name in ("dir", "port", "bind", "appendfsync", "requirepass", "loglevel", "replicaof",
-                 "masterauth", "aof_segment_max_bytes"):
+                 "masterauth", "aof_segment_max_bytes", "unixsocket", "unixsocketperm"):
         value = getattr(args, name)
         if value is not None:
             settings[name] = value
@@ -96,6 +134,10 @@ def checked_settings(args: argparse.Namespace) -> dict[str, Any]:
     from streamkeep.aof.codec import HEADER_SIZE
     from streamkeep.engine.exec.settings import ConfigFileError, normalize_settings
 
+    if args.shared and (args.port is not None or args.bind is not None
+                        or args.unixsocket is not None):
+        raise _Refused("--shared listens on DIR/shared.sock only: no --port, --bind or "
+                       "--unixsocket", EXIT_USAGE)
     try:
         settings = settings_from(args)
     except ConfigFileError as err:
@@ -166,6 +208,26 @@ def main(args: argparse.Namespace) -> int:
         return err.status
 
 
+@dataclass
+class _Listening:
+    """What the server listens on (TCP sockets, then a Unix socket), in words for the ready
+    line, and around it a shared or daemonized server's life (engine.runtime.shared_server)."""
+
+    sockets: list[socket.socket] = field(default_factory=list)
+    where: list[str] = field(default_factory=list)
+    unix: tuple[str, Identity] | None = None  # the socket file and its identity
+    daemon: Daemon | None = None
+    shared: bool = False
+
+    def close(self) -> None:
+        for sock in self.sockets:
+            sock.close()
+        if self.unix is not None:
+            from streamkeep.engine.runtime.shared_server import remove_unix
+
+            remove_unix(*self.unix)
+
+
 def _serve(args: argparse.Namespace, settings: dict[str, Any]) -> int:
     from streamkeep.engine.exec.settings import set_log_level
 
@@ -177,32 +239,117 @@ def _serve(args: argparse.Namespace, settings: dict[str, Any]) -> int:
     path = os.path.abspath(str(settings.pop("dir")))
     port = int(settings.pop("port"))
     bind = str(settings.pop("bind"))
-    # The port first: a busy one is found before the data directory is made or replayed.
-    sockets = listen(bind, port)
+    listening = _Listening(shared=args.shared)
     try:
-        return _run(args, settings, path, bind, sockets)
+        if args.shared:
+            path = _shared_directory(path, settings)
+        if args.daemonize:
+            status = _detach(listening, path)
+            if status is not None:
+                return status  # the parent: the server serves, or said why it cannot
+        if args.shared:
+            _listen_shared(listening, path, args.start_lock_fd)
+        else:
+            # The port first: a busy one is found before the data directory is made or
+            # replayed.
+            listening.sockets += listen(bind, port)
+            listening.where.append(f"{bind} port {listening.sockets[0].getsockname()[1]}")
+        unixsocket = settings.get("unixsocket")
+        if unixsocket and not args.shared:
+            from streamkeep.engine.exec.settings import parse_setting
+
+            _listen_unix(listening, os.path.abspath(str(unixsocket)),
+                         parse_setting("unixsocketperm", settings.get("unixsocketperm", 0)))
+        return _run(args, settings, path, bind, listening)
+    except _Refused as err:
+        listening.close()  # (before the word: the starter may try again at once)
+        if listening.daemon is not None:
+            listening.daemon.failed(f"streamkeep serve: {err}")
+        raise
     finally:
-        for sock in sockets:
-            sock.close()
+        listening.close()
+
+
+def _shared_directory(path: str, settings: dict[str, Any]) -> str:
+    """The shared directory made or checked (its owner's only); its socket in the settings
+    (CONFIG GET unixsocket names it)."""
+    from streamkeep.aof.manifest import SHARED_SOCKET
+    from streamkeep.engine.runtime.shared import prepare_directory
+
+    try:
+        path = prepare_directory(path)
+    except (StreamkeepError, OSError) as err:
+        raise _Refused(f"{path}: {err}", EXIT_UNAVAILABLE) from None
+    settings["unixsocket"] = os.path.join(path, SHARED_SOCKET)
+    settings["unixsocketperm"] = SHARED_SOCKET_PERM
+    return path
+
+
+def _detach(listening: _Listening, path: str) -> int | None:
+    """--daemonize: the parent's exit status once the child serves (or cannot); None in the
+    child, which goes on detached."""
+    from streamkeep.aof.manifest import SHARED_LOG
+    from streamkeep.engine.runtime.shared_server import Daemon
+
+    daemon = Daemon(os.path.join(path, SHARED_LOG) if listening.shared else os.devnull)
+    status = daemon.detach()
+    if status is None:
+        listening.daemon = daemon
+    return status
+
+
+def _listen_shared(listening: _Listening, path: str, lock_fd: int | None) -> None:
+    """DIR/shared.sock bound under the directory's start lock: the one its starter holds and
+    handed over (`--start-lock-fd`), else taken here (waiting for a starter that holds it)."""
+    from streamkeep.aof.manifest import SHARED_SOCKET
+    from streamkeep.engine.runtime.shared import start_lock
+
+    file = os.path.join(path, SHARED_SOCKET)
+    if lock_fd is not None:
+        _listen_unix(listening, file, SHARED_SOCKET_PERM)
+        os.close(lock_fd)  # (the starter's descriptor holds it until it has connected)
+        return
+    with start_lock(path, exclusive=True):
+        _listen_unix(listening, file, SHARED_SOCKET_PERM)
+
+
+def _listen_unix(listening: _Listening, file: str, perm: int) -> None:
+    from streamkeep.engine.runtime.shared_server import UnixSocketError, listen_unix
+
+    try:
+        sock, identity = listen_unix(file, perm)
+    except UnixSocketError as err:
+        raise _Refused(str(err), EXIT_UNAVAILABLE) from None
+    listening.sockets.append(sock)
+    listening.unix = (file, identity)
+    listening.where.append(file)
 
 
 def _run(args: argparse.Namespace, settings: dict[str, Any], path: str, bind: str,
-         sockets: list[socket.socket]) -> int:
+         listening: _Listening) -> int:
     from streamkeep import Engine
     from streamkeep.engine.runtime.limits import DescriptorLimitError
     from streamkeep.engine.runtime.server import Server, install_loop_policy, run_server
+    from streamkeep.engine.runtime.shared_server import IdleShutdown
 
     loop_name = install_loop_policy()
+    config_file = os.path.abspath(args.config) if args.config else None
+    if listening.shared and config_file is None:
+        from streamkeep.aof.manifest import SHARED_CONF
+
+        config_file = os.path.join(path, SHARED_CONF)  # (CONFIG REWRITE writes it)
     try:
         # Ctrl-C during the replay: Engine.open releases the lock, the directory stays as it was.
-        engine = Engine.open(path, config_file=os.path.abspath(args.config) if args.config
-                             else None, **settings)
+        engine = Engine.open(path, config_file=config_file, **settings)
     except Exception as err:  # noqa: BLE001 - refuse to start, say why
-        print(f"streamkeep serve: cannot open {path}: {err}", file=sys.stderr)
-        return EXIT_UNAVAILABLE
+        raise _Refused(f"cannot open {path}: {err}", EXIT_UNAVAILABLE) from None
+    sockets = listening.sockets
+    idle: IdleShutdown | None = None
     try:
-        port = sockets[0].getsockname()[1]
+        port = sockets[0].getsockname()[1] if sockets[0].family != socket.AF_UNIX else 0
         server = Server(engine, bind, port, sockets=sockets)
+        if listening.shared and listening.unix is not None:
+            idle = IdleShutdown(server, path, *listening.unix)
         # Everything alive now (modules, the replayed data set) stays alive: move it out of
         # the collector's generations, or each full collection walks all of it while every
         # client waits (pauses of 10+ ms, the delivery latency's tail, once the data set has
@@ -211,16 +358,26 @@ def _run(args: argparse.Namespace, settings: dict[str, Any], path: str, bind: st
         gc.freeze()
 
         def ready(srv: Server) -> None:
-            print(f"streamkeep {srv.engine_version()} listening on {bind} port {srv.port} "
-                  f"({loop_name}); data in {path} (appendfsync "
-                  f"{engine.journal.policy if engine.journal else 'no'})", flush=True)
+            line = (f"streamkeep {srv.engine_version()} listening on "
+                    f"{' and '.join(listening.where)} ({loop_name}); data in {path} "
+                    f"(appendfsync {engine.journal.policy if engine.journal else 'no'})")
+            if idle is not None:
+                idle.start()
+                line += (f"; shared, pid {os.getpid()}, exits {engine.config['idle-shutdown']} "
+                         "s after its last client")
+            print(line, flush=True)
+            if listening.daemon is not None:
+                listening.daemon.ready(line)
 
         try:
             run_server(server, ready)
         except DescriptorLimitError as err:
-            print(f"streamkeep serve: {err}", file=sys.stderr)
-            return EXIT_UNAVAILABLE
+            raise _Refused(str(err), EXIT_UNAVAILABLE) from None
     finally:
         engine.close()  # (run_server closed it already after a clean shutdown)
-    print("streamkeep: shut down cleanly", flush=True)
+        listening.close()  # (the socket file goes before the start lock: see IdleShutdown)
+        if idle is not None:
+            idle.release()
+    print("streamkeep: shut down cleanly" + (" (idle)" if idle is not None and idle.shut_down
+                                             else ""), flush=True)
     return 0

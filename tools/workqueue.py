@@ -2,8 +2,9 @@
 
 Owns the command's arguments and output: the figures of `StreamQueue.stats()` (length,
 pending, lag, oldest pending age, consumers and their idle times, dead letters) for a queue in
-a data directory (opened while no server holds it) or on a server (`--url`, a streamkeep serve
-or a Redis 8.8+), as a table or as JSON. Never creates or changes a queue.
+a data directory (opened while no server holds it, or through its shared server: the one
+running, or with --shared one started) or on a server (`--url`, a streamkeep serve or a Redis
+8.8+), as a table or as JSON. Never creates or changes a queue.
 Must not touch: the queue's semantics (engine.runtime.queue), the data directory's files.
 
 Exit status: 0 ok; 2 no such queue or group; 3 usage or I/O error (a data directory in use,
@@ -25,9 +26,13 @@ EPILOG = """examples:
   streamkeep queue stats ./data jobs         a queue in a data directory
   streamkeep queue stats --url redis://localhost:6379 jobs --group workers
   streamkeep queue stats ./data jobs --json  for scripts
+  streamkeep queue stats ./data jobs --shared
+                                             through the directory's shared
+                                             server (started if none runs)
 
-A data directory is opened (its snapshot loaded, its AOF replayed) only while no server holds
-it; for a running server use --url. Idle times are in milliseconds.
+A data directory is opened in this process (its snapshot loaded, its AOF replayed) while no
+server holds it; while its shared server runs (Engine.open(path, shared=True)) the figures
+come from that server; for another server use --url. Idle times are in milliseconds.
 
 exit status: 0 ok; 2 no such queue or group; 3 usage or I/O error; 130 interrupted."""
 
@@ -49,6 +54,9 @@ def add_commands(sub: Any) -> None:
     p_stats.add_argument("--group", default="workers", help="the consumer group (default "
                                                             "workers)")
     p_stats.add_argument("--dead-letter", help="the dead-letter stream (default NAME:dead)")
+    p_stats.add_argument("--shared", action="store_true",
+                         help="open DIR in shared mode: through its server, started if none "
+                              "runs (as Engine.open(DIR, shared=True))")
     p_stats.add_argument("--json", action="store_true", help="print JSON")
     p_stats.set_defaults(func=main)
 
@@ -60,7 +68,8 @@ def main(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     name = where[-1]
     try:
-        client, redis_api, close = _connect(args.url, None if args.url else where[0])
+        client, redis_api, close = _connect(args.url, None if args.url else where[0],
+                                            args.shared)
     except _Unavailable as err:
         print(f"streamkeep queue stats: {err}", file=sys.stderr)
         return EXIT_USAGE
@@ -117,9 +126,10 @@ class _Unavailable(StreamkeepError):
     """A data directory or server the command cannot use (said to the user, exit 3)."""
 
 
-def _connect(url: str | None, path: str | None) -> tuple[Any, Any, Any]:
-    """(client, its redis-py methods, close): an Engine on the data directory, or a redis-py
-    client of the URL."""
+def _connect(url: str | None, path: str | None, shared: bool = False
+             ) -> tuple[Any, Any, Any]:
+    """(client, its redis-py methods, close): an Engine on the data directory (in process, or
+    through its shared server), or a redis-py client of the URL."""
     if url is not None:
         import redis
 
@@ -139,10 +149,15 @@ def _connect(url: str | None, path: str | None) -> tuple[Any, Any, Any]:
 
     if not os.path.isfile(os.path.join(path, MANIFEST)):  # (opening would make one)
         raise _Unavailable(f"{path}: not a data directory (no {MANIFEST})")
+    from streamkeep.engine.runtime.shared import serving
+
     try:
+        if shared or serving(path) is not None:
+            shared_engine = Engine.open(path, shared=True)
+            return shared_engine, shared_engine.redis(), shared_engine.close
         engine = Engine.open(path, auto_aof_rewrite_percentage=0)
     except LockedError as err:
-        raise _Unavailable(f"{err} (a running server?): use --url") from None
+        raise _Unavailable(f"{err} (a running server?): use --url or --shared") from None
     except (StreamkeepError, OSError, ValueError) as err:
         raise _Unavailable(f"{path}: {err}") from None
     return engine, engine.redis(), engine.close

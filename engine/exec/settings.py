@@ -156,6 +156,18 @@ def _parse_memory(value: Any, lo: int, hi: int) -> int:
     return _bounds(value, lo, hi)
 
 
+def _parse_octal(value: Any, lo: int, hi: int) -> int:
+    if isinstance(value, bool):
+        raise ValueError(NOT_INTEGER)
+    if not isinstance(value, int):
+        text = _text(value)
+        if not 0 < len(text) <= 22 or not text.isascii() or not text.isdigit() \
+                or "8" in text or "9" in text:
+            raise ValueError(NOT_INTEGER)
+        value = int(text, 8)
+    return _bounds(value, lo, hi)
+
+
 def _parse_bool(value: Any) -> bool:
     if isinstance(value, bool):
         return value
@@ -299,7 +311,8 @@ Hook = Callable[["EngineState"], None]
 @dataclass(frozen=True, slots=True, eq=False)
 class Param:
     """One setting. `kind`: int, memory, bool, enum, string, words, obuf (client-output-
-    buffer-limit) or events (notify-keyspace-events: class letters, stored as their bits)."""
+    buffer-limit), events (notify-keyspace-events: class letters, stored as their bits) or
+    octal (unixsocketperm: a file mode)."""
 
     name: str
     kind: str
@@ -339,6 +352,8 @@ class Param:
             parsed = parse_classes(_text(value))
             if parsed is None:
                 raise ValueError(BAD_CLASS)
+        elif kind == "octal":  # unixsocketperm: a file mode, as strtol(value, 8) reads it
+            parsed = _parse_octal(value, self.lo, self.hi)
         elif kind == "words":  # bind, save: space-separated words
             words = [_text(v) for v in value] if isinstance(value, list | tuple) else \
                 _text(value).split()
@@ -359,6 +374,8 @@ class Param:
             return " ".join(format_double(p) for p in value)
         if self.kind == "events":
             return classes_text(value)
+        if self.kind == "octal":
+            return f"{value:o}"
         return str(value)
 
     def rewrite_lines(self, value: Any) -> list[tuple[str, bool]]:
@@ -528,6 +545,16 @@ _PARAMS: list[Param] = [
           rewrite_live=True, summary="addresses the server listens on"),
     Param("dir", "string", "", mutable=False, live=_live_dir, rewrite_live=True,
           summary="the data directory (AOF segments, snapshot, manifest)"),
+    # The Unix socket listener (engine.runtime.shared_server); a shared server's is its
+    # directory's shared.sock, mode 700.
+    Param("unixsocket", "string", "", mutable=False,
+          summary="a Unix socket to listen on as well (empty: none)"),
+    Param("unixsocketperm", "octal", 0, mutable=False, hi=0o777,
+          summary="the Unix socket's permissions, octal (0: as the umask leaves them)"),
+    # A shared server's (streamkeep serve --shared, Engine.open(path, shared=True)) own exit.
+    Param("idle-shutdown", "int", 30, hi=INT_MAX,
+          summary="seconds a shared server keeps running once its last client has gone, "
+                  "then shuts down (0: until stopped); other servers ignore it"),
     Param("databases", "int", 16, mutable=False, lo=1, hi=INT_MAX,
           check=_must_be(16, "streamkeep serves 16 databases"),
           summary="number of databases: always 16"),

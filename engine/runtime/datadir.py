@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING
 from streamkeep.aof import manifest as manifest_mod
 from streamkeep.aof import watermark as watermark_mod
 from streamkeep.aof.codec import HEADER_SIZE
-from streamkeep.aof.fs import FileSystem, RealFS
+from streamkeep.aof.fs import FileSystem, LockedError, RealFS
 from streamkeep.aof.journal import DEFAULT_PREALLOCATE, POLICIES, Journal, create_segment
 from streamkeep.aof.manifest import Manifest, PartEntry, SegmentEntry, SnapshotEntry
 from streamkeep.aof.recovery import (
@@ -201,7 +201,12 @@ class DataDir:
             raise ValueError("aof-preallocate must be >= 0")
         fs = fs or RealFS()
         fs.makedirs(path)
-        lock_fd = fs.lock(os.path.join(path, LOCK_FILE))
+        try:
+            lock_fd = fs.lock(os.path.join(path, LOCK_FILE))
+        except LockedError as err:
+            from streamkeep.engine.runtime.shared import holder_hint  # (a refusal's words)
+
+            raise LockedError(f"{err}{holder_hint(path)}") from None
         try:
             rec = recover(fs, path, engine, load_truncated)
         except BaseException:

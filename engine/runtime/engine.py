@@ -12,11 +12,16 @@ core's), files (the data directory's), replication's protocol.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any, Literal, overload
 
 from streamkeep.engine.exec.settings import normalize_settings
 from streamkeep.engine.runtime.core import EngineCore
 from streamkeep.engine.runtime.expiry_timer import ExpiryTimer
+
+if TYPE_CHECKING:
+    from streamkeep.engine.runtime.shared_client import SharedEngine
+
+Replicaof = tuple[str, int] | tuple[str, ...] | list[str] | str | None
 
 # The settings that configure the data directory, not the engine (`_` or `-` spelled).
 AOF_OPTIONS = ("appendfsync", "aof_load_truncated", "aof_segment_max_bytes",
@@ -37,14 +42,34 @@ def _replica_address(
     return str(replicaof[0]), int(replicaof[1])
 
 
+def _open_shared(path: str | None, primary: tuple[str, int] | None,
+                 config: dict[str, Any]) -> Any:
+    if path is None:
+        raise ValueError("shared=True needs a data directory path")
+    from streamkeep.engine.runtime.shared import open_shared
+
+    if primary is not None:
+        config["replicaof"] = f"{primary[0]} {primary[1]}"
+    return open_shared(path, config)
+
+
 class Engine(EngineCore):
     """Redis Streams semantics in process. Thread-safe; commands run one at a time. In memory
     as built (`Engine()`); durable, and a replica if asked, through `Engine.open(path)`."""
 
+    @overload
     @classmethod
-    def open(cls, path: str | None = None,
-             replicaof: tuple[str, int] | tuple[str, ...] | list[str] | str | None = None,
-             **config: Any) -> Engine:
+    def open(cls, path: str | None = None, replicaof: Replicaof = None, *,
+             shared: Literal[False] = False, **config: Any) -> Engine: ...
+
+    @overload
+    @classmethod
+    def open(cls, path: str, replicaof: Replicaof = None, *, shared: Literal[True],
+             **config: Any) -> SharedEngine: ...
+
+    @classmethod
+    def open(cls, path: str | None = None, replicaof: Replicaof = None, *,
+             shared: bool = False, **config: Any) -> Any:
         """Open an engine. `path=None` keeps everything in memory; a path is a data directory
         whose snapshot is loaded and AOF replayed now, and appended to from now on. Settings use
         Redis's names: appendfsync ("always" | "everysec" | "no"), aof-load-truncated (yes/no),
@@ -52,8 +77,12 @@ class Engine(EngineCore):
         automatic compaction off), aof-preallocate (4mb of disk allocated ahead of the log's
         end), plus aof-segment-max-bytes (rotation size); `fs` swaps the
         file layer (tests, crash bench). `replicaof=(host, port)` makes it a read replica of
-        that streamkeep server (replication.follower; the `replicaof` setting says the same)."""
+        that streamkeep server (replication.follower; the `replicaof` setting says the same).
+        `shared=True`: any number of processes open the directory at once, through a server
+        the directory runs for them (engine.runtime.shared): a SharedEngine, the same API."""
         primary = _replica_address(replicaof)
+        if shared:
+            return _open_shared(path, primary, config)
         aof_options = {}
         for name in list(config):
             key = name.replace("-", "_")

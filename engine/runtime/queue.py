@@ -8,7 +8,8 @@ long task's claim (XCLAIM IDLE JUSTID), and a message about to be delivered more
 (MULTI/EXEC: one AOF record, so a crash leaves it in exactly one of the two places).
 
 `client` is an Engine (a session of the queue's own per thread; batches through
-`Engine.execute_atomic`) or a redis-py client of a `streamkeep serve` or of a Redis 8.8+ (an
+`Engine.execute_atomic`), a shared directory's engine (`Engine.open(path, shared=True)`: the
+backend it gives) or a redis-py client of a `streamkeep serve` or of a Redis 8.8+ (an
 older one is refused, naming what it lacks). Must not touch: command semantics (everything
 goes through commands), the engine's internals beyond `Session`, `execute_raw` and
 `execute_atomic`; never imports redis at module level (an embedded user may not have it).
@@ -23,7 +24,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from streamkeep.engine.wire.errors import ReplyError, StreamkeepError
 
@@ -254,7 +255,23 @@ def missing_features(version: str) -> list[str]:
     return [f"{name} ({v[0]}.{v[1]})" for name, v in NEEDS if have < v]
 
 
-def _backend(client: Any) -> _EngineBackend | _RedisBackend:
+class Backend(Protocol):
+    """How the queue runs its commands: an Engine's (_EngineBackend), a redis-py client's
+    (_RedisBackend), a shared directory's engine's (engine.runtime.shared_client)."""
+
+    def call(self, argv: Argv) -> Any: ...
+
+    def read(self, argv: Argv) -> list[Entry]: ...
+
+    def atomic(self, commands: Sequence[Argv], read_last: bool = False) -> list[Any]: ...
+
+    def guarded(self, key: bytes, check: Argv,
+                decide: Callable[[Any], Sequence[Argv] | None]) -> list[Any] | None: ...
+
+
+def _backend(client: Any) -> Backend:
+    if hasattr(client, "queue_backend"):  # Engine.open(path, shared=True)'s: its own
+        return client.queue_backend()  # type: ignore[no-any-return]
     if hasattr(client, "execute_atomic"):
         return _EngineBackend(client)
     if not hasattr(client, "connection_pool"):

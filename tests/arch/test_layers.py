@@ -78,6 +78,11 @@ LAYER_OF_PREFIX = {
     "streamkeep.engine.runtime.datadir": "services",
     "streamkeep.engine.runtime.engine": "services",
     "streamkeep.engine.runtime.expiry_timer": "services",  # the embedded engine's expiry cycle
+    # Shared mode's client side: finding or starting a directory's server, and the Engine's API
+    # over its socket (Engine.open(path, shared=True)).
+    "streamkeep.engine.runtime.shared": "services",
+    "streamkeep.engine.runtime.shared_client": "services",
+    "streamkeep.engine.runtime.shared_server": "top",  # the server's side: its socket, its life
     "streamkeep.snapshot.compactor": "services",
     "streamkeep.snapshot.build": "services",
     "streamkeep.snapshot.load": "services",

@@ -17,6 +17,7 @@ from tests.support.doc_examples import PAGES, command_lines, python_blocks, run_
 EMBEDDED = PAGES / "getting-started" / "embedded.md"
 SERVER = PAGES / "getting-started" / "server.md"
 QUEUE = PAGES / "getting-started" / "queue.md"
+POOL = PAGES / "getting-started" / "worker-pool.md"
 
 
 def run_page(page: Path, cwd: Path) -> list[str]:
@@ -61,7 +62,7 @@ def test_the_queue_tutorial_handles_everything_and_dead_letters_the_poison(
     assert figures["dead"] == 0 and figures["lag"] == 1  # requeued: a new message
 
 
-@pytest.mark.parametrize("page", [EMBEDDED, SERVER, QUEUE], ids=lambda p: p.name)
+@pytest.mark.parametrize("page", [EMBEDDED, SERVER, QUEUE, POOL], ids=lambda p: p.name)
 def test_the_shell_lines_are_real_commands(page: Path,
                                            capsys: pytest.CaptureFixture[str]) -> None:
     for argv in command_lines(page.read_text()):
@@ -70,3 +71,24 @@ def test_the_shell_lines_are_real_commands(page: Path,
         except SystemExit as exit_:
             pytest.fail(f"{page.name}: streamkeep {' '.join(argv)}: exit {exit_.code}: "
                         f"{capsys.readouterr().err}")
+
+
+def test_the_worker_pool_page_shares_one_directory_then_its_server_leaves(
+        tmp_path: Path) -> None:
+    from tests.support.pids import wait_gone
+    from tests.support.shared_dirs import servers_of, stop_servers
+
+    data = tmp_path / "pool-data"
+    try:
+        (out,) = run_page(POOL, tmp_path)
+        stats, consumers, poison = out.splitlines()
+        assert stats == "101 0 0 1"
+        assert consumers == "[b'w0', b'w1', b'w2', b'w3']"
+        assert poison == "3 b'ValueError: cannot decode corrupt.png'"
+        # Its server outlived the page's process, and leaves once idle (idle_shutdown 5).
+        for pid in servers_of(data):
+            wait_gone(pid, 60)
+        assert "shut down cleanly (idle)" in (data / "shared.log").read_text()
+        assert not (data / "shared.sock").exists()
+    finally:
+        stop_servers(data)

@@ -16,7 +16,7 @@ from tests.support.doc_examples import PAGES, README
 from tests.support.walkthrough import Walkthrough
 
 GETTING_STARTED = [PAGES / "getting-started" / name
-                   for name in ("embedded.md", "server.md", "queue.md")]
+                   for name in ("embedded.md", "server.md", "queue.md", "worker-pool.md")]
 
 pytestmark = pytest.mark.timeout(900)
 

@@ -9,13 +9,16 @@ import pytest
 
 
 def alive(pid: int) -> bool:
-    """The process exists and is not a zombie."""
+    """The process exists and has not finished exiting: not a zombie, or a zombie whose other
+    threads are still on their way out (a killed process's leader turns zombie before them,
+    and its files, sockets among them, close only with the last of them)."""
     try:
-        with open(f"/proc/{pid}/stat") as f:
-            state = f.read().rsplit(")", 1)[1].split()[0]
+        with open(f"/proc/{pid}/status") as f:
+            fields = dict(line.split(":", 1) for line in f.read().splitlines() if ":" in line)
     except (FileNotFoundError, ProcessLookupError):
         return False
-    return state not in ("Z", "X")
+    state = fields.get("State", "").split()[:1]
+    return state not in (["Z"], ["X"]) or int(fields.get("Threads", "1")) > 1
 
 
 def wait_gone(pid: int, timeout: float) -> float:

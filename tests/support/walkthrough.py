@@ -20,7 +20,7 @@ Port 6390 becomes a free port wherever it is written (a shared machine may have 
 PATH starts without any directory holding a `streamkeep` command, as on a fresh machine; pip
 runs without an index (a page's `pip install redis` finds the suite's own redis-py, offline).
 `close()` stops every server still running (SIGINT, then SIGKILL) and reports those that did
-not exit cleanly.
+not exit cleanly, then the shared servers of directories the pages opened with shared=True.
 """
 
 from __future__ import annotations
@@ -227,8 +227,19 @@ class Walkthrough:
         return re.sub(rf"\b{PORT}\b", self.port, text)
 
     def close(self) -> None:
+        from tests.support.shared_dirs import servers_under, stop_servers
+
         for server in list(self.servers):
             self._stop(server)
+        # The servers of directories a page opened with shared=True (they outlive the
+        # page's process by design, and exit once idle): stopped now, as Ctrl-C would.
+        for pid in servers_under(self.repo):
+            try:
+                with open(f"/proc/{pid}/cmdline", "rb") as f:
+                    argv = f.read().split(b"\0")
+            except OSError:
+                continue  # gone meanwhile (its idle exit)
+            stop_servers(argv[argv.index(b"--dir") + 1].decode())
 
 
 def copy_checkout(dest: Path) -> None:

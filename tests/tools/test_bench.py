@@ -38,7 +38,7 @@ OWN_COUNT = {"aof.always_threads", "aof.always", "aof.fsync", "aof.replay", "aof
                                              "varied_fields", "deletions")),  # 5 x N
              *(b.key for s in bench.SECTIONS
                if s.name in ("server", "strings", "hardening", "replication", "inspect", "export",
-                             "backlog", "interop")
+                             "backlog", "interop", "shared")
                for b in s.benchmarks)}
 # What a figure's value cell prints after its number, by Figure.unit.
 UNIT_SUFFIX = {"x": "x", "/s": "/s", "": "", "count": "", "s": " s", "ms": " ms", "us": " us",
@@ -109,7 +109,7 @@ def _targets(sections: tuple[bench.Section, ...]) -> int:
 # Sections a test below runs on its own at a quick size: the every-row run leaves them out, so
 # that no section runs twice (the suite's time) and no one test runs for minutes.
 OWN_TESTS = ("snapshot", "server", "strings", "replication", "inspect", "queue", "memory",
-             "nodes", "consume", "crashbench")
+             "nodes", "consume", "crashbench", "shared")
 
 
 def test_every_section_is_run_by_some_test() -> None:
@@ -429,6 +429,23 @@ def test_bench_queue_section(capsys: pytest.CaptureFixture[str]) -> None:
     assert "persist-queue SQLiteAckQueue" in out and "skipped" not in out
     assert re.search(r"^queue +redis-py: StreamQueue on streamkeep serve / plain loop on "
                      r"redis-server +[\d.]+x +>= 0\.8x +(PASS|FAIL)$", out, re.M), out
+
+
+def test_bench_shared_section(capsys: pytest.CaptureFixture[str]) -> None:
+    """Every row and figure; no shared server it started is left running."""
+    from tests.support.shared_dirs import servers_under
+
+    assert bench.main(["--quick", "--no-redis", "--sections", "shared"]) == 0
+    out = capsys.readouterr().out
+    sections = bench.select_sections("shared")
+    _check_rows(out, sections, bench.QUICK_N)
+    _check_figures(out, sections)
+    assert "skipped" not in out
+    assert re.search(r"^shared +4 processes: shared / persist-queue +[\d.]+x +>= 10x +"
+                     r"(PASS|FAIL)$", out, re.M), out
+    root = re.search(r"^shared: data dirs under (\S+) ", out, re.M).group(1)
+    assert not os.path.exists(root)
+    assert servers_under(root) == []
 
 
 @pytest.mark.redis

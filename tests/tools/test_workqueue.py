@@ -69,3 +69,28 @@ def test_usage_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Non
     with pytest.raises(SystemExit):
         main(["queue", "stats", "--help"])
     assert "examples:" in capsys.readouterr().out
+
+
+def test_stats_through_the_directorys_shared_server(shared_dir: Path,
+                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    from tests.support.pids import wait_gone
+    from tests.support.shared_dirs import servers_of
+
+    path = str(shared_dir)
+    with Engine.open(path, shared=True) as engine:
+        _fill(engine)
+        # Its server holds the directory: the figures come from it (nothing started).
+        assert main(["queue", "stats", path, "jobs", "--json"]) == 0
+        assert json.loads(capsys.readouterr().out)["pending"] == 1
+        stopped = engine.server_pid
+        assert servers_of(shared_dir) == [stopped]
+        engine.shutdown_server()
+    wait_gone(stopped, 30)
+    # No server runs: in process by default, through a server it starts with --shared.
+    assert main(["queue", "stats", path, "jobs", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["dead"] == 1
+    assert servers_of(shared_dir) == []
+    assert main(["queue", "stats", path, "jobs", "--shared", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["lag"] == 2
+    (started,) = servers_of(shared_dir)
+    assert started != stopped

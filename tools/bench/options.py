@@ -118,7 +118,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="comma-separated sections to run, of: embedded, aof, redis, "
                              "snapshot, server, strings, hardening, replication, inspect, "
                              "export, "
-                             "queue, memory, backlog, interop, nodes, consume, crashbench "
+                             "queue, shared, memory, backlog, interop, nodes, consume, crashbench "
                              "(default: all)")
     parser.add_argument("only", nargs="*", type=section_list, metavar="SECTION",
                         help="sections to run, as --sections (e.g. `streamkeep bench server`)")

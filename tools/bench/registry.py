@@ -34,6 +34,7 @@ from streamkeep.tools.bench import (
     parsing,
     replication,
     server,
+    shared,
     snapshot,
     stalls,
     strings,
@@ -109,6 +110,12 @@ QUEUE_ALWAYS_RATIO_TARGET = 10.0  # 16 threads, appendfsync always / persist-que
 # StreamQueue over redis-py against streamkeep serve / the same commands from a plain redis-py
 # loop against redis-server (one round trip each): the server's per-command cost, at least
 QUEUE_REDIS_PY_RATIO_TARGET = 0.8
+# One data directory, many processes (`streamkeep bench shared`): StreamQueue put+get+ack
+# msgs/s of 4 worker processes through the directory's shared server, everysec, at least
+SHARED_WORKERS_RATIO_TARGET = 1.5  # ... / one process using the queue in process
+SHARED_PERSIST_RATIO_TARGET = 10.0  # ... / persist-queue's SQLiteAckQueue in the same 4 processes
+SHARED_XADD_TCP_TARGET = 0.9  # a shared opener's r.xadd / redis-py's over TCP to serve, at least
+SHARED_OPEN_MS_TARGET = 50.0  # opening a directory whose server runs, to the first reply, at most
 # Compact streams in memory (`streamkeep bench memory`, issue 18), at most:
 MEMORY_ENTRY_TARGET = 40.0  # bytes per entry, the sensor workload (RSS growth)
 MEMORY_PENDING_TARGET = 80.0  # bytes per pending entry
@@ -435,6 +442,25 @@ SECTIONS: tuple[Section, ...] = (
         Benchmark("queue.redis_py_loop_redis", "redis-py XADD + XREADGROUP + XACK loop, "
                                                "redis-server", workqueue.bench_redis_py_loop_redis),
     ), describe=workqueue.describe),
+    Section("shared", (
+        Benchmark("shared.in_process", "StreamQueue in process, 1 process: put + get + ack",
+                  shared.bench_in_process),
+        Benchmark("shared.workers", f"StreamQueue shared, {shared.WORKERS} processes: put + "
+                                    "get + ack", shared.bench_workers),
+        Benchmark("shared.persist_queue", f"persist-queue SQLiteAckQueue, {shared.WORKERS} "
+                                          "processes: put + get + ack",
+                  shared.bench_persist_queue),
+        Benchmark("shared.in_process_handler", f"the same in process, a "
+                                               f"{shared.HANDLER_SECONDS * 1000:g} ms handler",
+                  lambda env: shared.bench_in_process(env, shared.HANDLER_SECONDS)),
+        Benchmark("shared.workers_handler", f"the same shared, {shared.WORKERS} processes, a "
+                                            f"{shared.HANDLER_SECONDS * 1000:g} ms handler",
+                  lambda env: shared.bench_workers(env, shared.HANDLER_SECONDS)),
+        Benchmark("shared.xadd", "r.xadd one at a time, shared (Unix socket; vs TCP "
+                                 "interleaved)", shared.bench_xadd),
+        Benchmark("shared.open", "open a running shared directory + first reply",
+                  shared.bench_open),
+    ), describe=shared.describe),
     Section("memory", tuple(
         Benchmark(f"memory.{name}", f"XADD fill, in a fresh process: {label}",
                   lambda env, name=name: memory.bench(env, name))  # type: ignore[misc]
@@ -649,6 +675,28 @@ FIGURES: tuple[Figure, ...] = (
     Figure("queue", "redis-py: StreamQueue on streamkeep serve / plain loop on redis-server",
            "queue.redis_py", denominator="queue.redis_py_loop_redis",
            target=QUEUE_REDIS_PY_RATIO_TARGET),
+    Figure("shared", f"{shared.WORKERS} processes shared / 1 process in process",
+           "shared.workers", denominator="shared.in_process",
+           target=SHARED_WORKERS_RATIO_TARGET),
+    Figure("shared", f"{shared.WORKERS} processes: shared / persist-queue",
+           "shared.workers", denominator="shared.persist_queue",
+           target=SHARED_PERSIST_RATIO_TARGET),
+    Figure("shared", f"with a {shared.HANDLER_SECONDS * 1000:g} ms handler: {shared.WORKERS} "
+                     "processes shared / 1 process in process",
+           "shared.workers_handler", denominator="shared.in_process_handler"),
+    Figure("shared", "r.xadd: shared (Unix socket) / redis-py over TCP to serve",
+           "shared.xadd", extra="over_tcp", target=SHARED_XADD_TCP_TARGET),
+    Figure("shared", "r.xadd: redis-py over TCP to serve", "shared.xadd", extra="tcp_per_s",
+           unit="/s"),
+    Figure("shared", "r.xadd, the transport alone: redis-py over the Unix socket / over TCP",
+           "shared.xadd", extra="unix_over_tcp"),
+    Figure("shared", "open a running shared directory to the first reply, median",
+           "shared.open", extra="open_ms", unit="ms", target=SHARED_OPEN_MS_TARGET,
+           at_most=True),
+    Figure("shared", "open a running shared directory to the first reply, worst",
+           "shared.open", extra="open_max_ms", unit="ms"),
+    Figure("shared", "a new process: import + open + first reply, median", "shared.open",
+           extra="process_ms", unit="ms"),
     Figure("memory", "sensor: bytes per entry, streamkeep (RSS)", "memory.sensor",
            extra="bytes_per_entry", unit="", target=MEMORY_ENTRY_TARGET, at_most=True),
     Figure("memory", "sensor: bytes per entry, redis-server (used_memory)", "memory.sensor",

@@ -196,22 +196,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def lock_holder(directory: str) -> str | None:
     """The pid holding the directory's LOCK (from /proc/locks, read-only: the lock is never
     taken here), or None if no process holds it (or this is not Linux)."""
+    from streamkeep.aof.fs import lock_holder as holder_of
     from streamkeep.aof.manifest import LOCK_FILE  # (not engine.runtime.datadir: the engine)
 
-    try:
-        st = os.stat(os.path.join(directory, LOCK_FILE))
-        with open("/proc/locks") as locks:
-            lines = locks.read().splitlines()
-    except OSError:
-        return None
-    inode = f"{os.major(st.st_dev):02x}:{os.minor(st.st_dev):02x}:{st.st_ino}"
-    for line in lines:
-        parts = line.split()
-        if "->" in parts:
-            continue  # a waiter, not a holder
-        if len(parts) >= 6 and parts[1] == "FLOCK" and parts[5] == inode:
-            return parts[4]
-    return None
+    pid = holder_of(os.path.join(directory, LOCK_FILE))
+    return None if pid is None else str(pid)
 
 
 Progress = Callable[[int, int, str], None]  # (bytes done, bytes in all, file just done)

@@ -1,0 +1,338 @@
+"""Shared mode: one data directory, many processes, through a server the directory runs itself.
+
+Owns what `Engine.open(path, shared=True, **settings)` does before it has a connection:
+
+- the directory: made if missing, this user's only (mode 0700; another user's is refused);
+- the start lock, `shared.lock` (flock): held shared by a process while it connects and is
+  answered, exclusively by one that found no server and starts it, and exclusively by a
+  server before it shuts down for idleness (engine.runtime.shared_server). So exactly one
+  server is ever started, however many processes open the directory at once, and a server
+  never leaves under a process that is connecting;
+- connecting to `shared.sock`: only a socket owned by this user, and only to a peer that is
+  a process of this user (SO_PEERCRED); a socket nothing listens on (its server was killed)
+  is stale: the server started next replaces it;
+- starting the server: `streamkeep serve --shared --daemonize` (a detached process that
+  outlives its starter, in a session of its own; its output goes to `shared.log`), handed
+  the start lock so that it binds its socket under it; the starter waits until it serves or
+  says why it cannot (the directory open in another process without shared mode: LockedError
+  naming that process);
+- the directory's settings: a new directory's are the first opener's, recorded in
+  `shared.conf` (redis.conf syntax; the server reads it, CONFIG REWRITE writes it); an opener
+  asking for a setting the running server has otherwise is refused (SharedError naming both
+  values), never silently given the server's.
+
+Linux only (flock, SO_PEERCRED, /proc/locks). The connection and the Engine's API over it are
+engine.runtime.shared_client's; the server's side is engine.runtime.shared_server's. Must not
+touch: command semantics, the data directory's data files.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import socket
+import stat
+import struct
+import subprocess
+import sys
+import time
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from streamkeep.aof.fs import LockedError, lock_holder
+from streamkeep.aof.manifest import LOCK_FILE, SHARED_CONF, SHARED_LOCK, SHARED_LOG, SHARED_SOCKET
+from streamkeep.engine.exec.settings import PARAMS, normalize_settings, parse_setting
+from streamkeep.engine.runtime.shared_client import (
+    Connection,
+    ServerLost,
+    SharedEngine,
+    SharedError,
+)
+from streamkeep.engine.wire.errors import ReplyError
+from streamkeep.engine.wire.reply_parser import encode_command
+
+# A Unix socket's address is at most this many bytes (sun_path less its terminating NUL): a
+# longer path is reached through /proc/self/fd/N/ of a descriptor of its directory.
+MAX_SOCKET_PATH = 107
+CONNECT_ATTEMPTS = 5  # servers that went away while a process connected, before giving up
+SHUTDOWN_WAIT = 60.0  # seconds a starter waits for the previous server to finish closing
+# Engine.open's keyword arguments that are not the directory's settings: the server opens
+# the directory with its own file layer and clock.
+NOT_SHARED = ("fs", "clock", "aof_segment_max_bytes", "config_file", "dir")
+CONF_HEADER = ("# This data directory's settings in shared mode: its server (streamkeep serve\n"
+               "# --shared) reads them at start; CONFIG REWRITE writes them back.\n")
+_PEERCRED = struct.Struct("3i")  # struct ucred: pid, uid, gid
+
+
+@contextlib.contextmanager
+def socket_address(file: str) -> Iterator[str]:
+    """An address for bind() or connect() that names the socket `file`: the path itself, or
+    for a long one /proc/self/fd/N/<name> through a descriptor of its directory (kept open
+    for the block)."""
+    if len(os.fsencode(file)) <= MAX_SOCKET_PATH:
+        yield file
+        return
+    fd = os.open(os.path.dirname(file) or ".", os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        yield f"/proc/self/fd/{fd}/{os.path.basename(file)}"
+    finally:
+        os.close(fd)
+
+
+@contextlib.contextmanager
+def start_lock(path: str, exclusive: bool) -> Iterator[int]:
+    """The directory's start lock held (shared or exclusive) for the block; its descriptor."""
+    fd = os.open(os.path.join(path, SHARED_LOCK), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
+        yield fd
+    finally:
+        os.close(fd)  # (the lock goes with the last descriptor of its open file)
+
+
+def prepare_directory(path: str) -> str:
+    """`path` made if missing and reachable by its owner only (mode 0700): its absolute
+    path. SharedError if another user owns it."""
+    path = os.path.abspath(path)
+    os.makedirs(path, mode=0o700, exist_ok=True)
+    st = os.stat(path)
+    if st.st_uid != os.getuid():
+        raise SharedError(f"{path}: owned by uid {st.st_uid}, not by this user (uid "
+                          f"{os.getuid()}): a shared directory is its owner's only")
+    if stat.S_IMODE(st.st_mode) & 0o077:
+        os.chmod(path, stat.S_IMODE(st.st_mode) & 0o700)
+    return path
+
+
+def shared_settings(config: Mapping[str, Any]) -> dict[str, Any]:
+    """An opener's settings as the directory's server would take them: Redis's names,
+    canonical values (ConfigError for an unknown one); SharedError for an argument that only
+    an in-process engine takes."""
+    for name in config:
+        if name.replace("-", "_") in NOT_SHARED:
+            raise SharedError(f"{name}: not a setting of a shared directory (its server opens "
+                              "the directory); open it in process to use it")
+    return normalize_settings(config)
+
+
+def peer_of(sock: socket.socket) -> tuple[int, int]:
+    """(pid, uid) of the process at the other end of a Unix socket (SO_PEERCRED)."""
+    pid, uid, _gid = _PEERCRED.unpack(
+        sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, _PEERCRED.size))
+    return pid, uid
+
+
+def probe(file: str) -> socket.socket | None:
+    """A connection to the server listening on the socket `file`, or None if nothing does
+    (no such file, or a stale socket: ECONNREFUSED). SharedError, without connecting, if the
+    file is not a socket of this user's, and after connecting if the peer is another user's
+    process."""
+    try:
+        st = os.lstat(file)
+    except FileNotFoundError:
+        return None
+    if not stat.S_ISSOCK(st.st_mode):
+        raise SharedError(f"{file}: not a socket; refusing to connect (shared mode's socket "
+                          "is made by the directory's server)")
+    if st.st_uid != os.getuid():
+        raise SharedError(f"{file}: owned by uid {st.st_uid}, not by this user: refusing to "
+                          "connect")
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM | socket.SOCK_CLOEXEC)
+    try:
+        with socket_address(file) as address:
+            sock.connect(address)
+        pid, uid = peer_of(sock)
+    except (ConnectionRefusedError, FileNotFoundError):
+        sock.close()
+        return None
+    except BaseException:
+        sock.close()
+        raise
+    if uid != os.getuid():
+        sock.close()
+        raise SharedError(f"{file}: the process listening on it ({pid}) is uid {uid}'s, not "
+                          "this user's: refusing to use it")
+    return sock
+
+
+class SharedDirectory:
+    """A data directory opened in shared mode by this process: how it connects (see the module
+    docstring) and the settings it asked for."""
+
+    def __init__(self, path: str, settings: Mapping[str, Any]) -> None:
+        self.settings = shared_settings(settings)  # before anything is made
+        self.path = prepare_directory(path)
+        self.socket = os.path.join(self.path, SHARED_SOCKET)
+        self.conf = os.path.join(self.path, SHARED_CONF)
+        self.log = os.path.join(self.path, SHARED_LOG)
+
+    def connect(self) -> Connection:
+        """A connection to the directory's server, started if none runs, whose settings
+        are those asked for (it answered: it counts the connection as a client)."""
+        for _attempt in range(CONNECT_ATTEMPTS):
+            with start_lock(self.path, exclusive=False):
+                conn = self._connection()
+                if conn is not None:
+                    with contextlib.suppress(ServerLost):
+                        return self._checked(conn)
+            with start_lock(self.path, exclusive=True) as lock_fd:
+                conn = self._connection()
+                if conn is None:
+                    self.start_server(lock_fd)
+                    conn = self._connection()
+                    if conn is None:
+                        raise SharedError(f"{self.path}: its shared server started but does "
+                                          f"not answer on {self.socket} (see {self.log})")
+                with contextlib.suppress(ServerLost):
+                    return self._checked(conn)
+        raise SharedError(f"{self.path}: its shared server went away {CONNECT_ATTEMPTS} times "
+                          f"while this process connected (see {self.log})")
+
+    def _connection(self) -> Connection | None:
+        sock = probe(self.socket)
+        return None if sock is None else Connection(sock, peer_of(sock)[0])
+
+    def _checked(self, conn: Connection) -> Connection:
+        """`conn` once the server answered it, and with the settings asked for."""
+        try:
+            if not self.settings:
+                conn.send(encode_command((b"PING",)))
+                reply = conn.read()
+                if type(reply) is ReplyError:
+                    raise SharedError(f"{self.socket}: {reply}")
+                return conn
+            names = list(self.settings)
+            conn.send(encode_command((b"CONFIG", b"GET", *(n.encode() for n in names))))
+            reply = conn.read()
+            if type(reply) is ReplyError:
+                raise SharedError(f"{self.socket}: CONFIG GET: {reply}")
+            self._compare(dict(zip(reply[0::2], reply[1::2], strict=True)), conn.server_pid)
+            return conn
+        except BaseException:
+            conn.close()
+            raise
+
+    def _compare(self, running: dict[bytes, bytes], pid: int) -> None:
+        differ = []
+        for name, wanted in self.settings.items():
+            text = running.get(name.encode())
+            value = None if text is None else parse_setting(name, text.decode())
+            if value != wanted:
+                param = PARAMS[name]
+                shown = "nothing" if value is None else param.format(value)
+                differ.append(f"{name} {shown}, not {param.format(wanted)}")
+        if differ:
+            raise SharedError(
+                f"{self.path}: its shared server (process {pid}) runs with "
+                f"{'; '.join(differ)}: the directory's settings are its server's (recorded in "
+                f"{self.conf}); open it without them, or change them there (CONFIG SET, then "
+                "CONFIG REWRITE) and restart the server")
+
+    def record_settings(self) -> None:
+        """A directory without shared.conf gets one: the settings this opener asked for, and
+        its fsync policy even if not asked (the default), so that it is the directory's."""
+        if os.path.exists(self.conf):
+            return
+        settings = {"appendfsync": PARAMS["appendfsync"].default, **self.settings}
+        lines = [text for name, value in settings.items()
+                 for text, _force in PARAMS[name].rewrite_lines(value)]
+        tmp = f"{self.conf}.tmp-{os.getpid()}"
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
+        try:
+            with os.fdopen(fd, "w", closefd=False) as out:
+                out.write(CONF_HEADER + "".join(f"{line}\n" for line in lines))
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        try:
+            os.replace(tmp, self.conf)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+            raise
+
+    def start_server(self, lock_fd: int) -> None:
+        """Start the directory's server (start lock held exclusively on `lock_fd`, which it is
+        handed) and wait until it serves. LockedError naming the process that has the
+        directory open without shared mode; SharedError with the server's reason otherwise."""
+        self.record_settings()
+        argv = [sys.executable or "python3", "-m", "streamkeep", "serve", "--shared",
+                "--daemonize", "--dir", self.path, "--start-lock-fd", str(lock_fd)]
+        for _attempt in range(CONNECT_ATTEMPTS):
+            done = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True,
+                                  text=True, pass_fds=(lock_fd,), cwd="/",
+                                  start_new_session=True, check=False)
+            if done.returncode == 0:
+                return
+            holder = lock_holder(os.path.join(self.path, LOCK_FILE))
+            if holder is None or not _is_shared_server(holder):
+                break
+            # The directory's previous server is still closing it (SHUTDOWN, SIGTERM: it let
+            # go of its socket first): its successor starts once it has gone.
+            _wait_gone(holder)
+        if holder is not None:
+            raise LockedError(f"data directory is in use: {self.path} is open in process "
+                              f"{holder} without shared mode, so its shared server cannot "
+                              "start (open it with shared=True there too, or close it there)")
+        lines = done.stderr.strip().splitlines() or [f"exit status {done.returncode}"]
+        raise SharedError(f"{self.path}: its shared server could not start: {lines[-1]} "
+                          f"(its log: {self.log})")
+
+
+def _is_shared_server(pid: int) -> bool:
+    """Whether process `pid` runs `streamkeep serve --shared` (Linux's /proc)."""
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            argv = f.read().split(b"\0")
+    except OSError:
+        return False
+    return b"serve" in argv and b"--shared" in argv
+
+
+def _wait_gone(pid: int) -> None:
+    """Until process `pid` has exited (at most SHUTDOWN_WAIT seconds)."""
+    deadline = time.monotonic() + SHUTDOWN_WAIT
+    while time.monotonic() < deadline:
+        try:
+            with open(f"/proc/{pid}/stat", "rb") as f:
+                if f.read().rsplit(b")", 1)[1].split()[0] == b"Z":
+                    return  # exited (a zombie waits for its parent only)
+        except OSError:
+            return
+        time.sleep(0.01)
+
+
+def open_shared(path: str, settings: Mapping[str, Any] | None = None) -> SharedEngine:
+    """The directory `path` opened in shared mode (see the module docstring)."""
+    given = dict(settings or {})
+    directory = SharedDirectory(path, given)
+    return SharedEngine(directory.path, directory.connect, directory.connect(),
+                        (open_shared, (directory.path, given)))
+
+
+def serving(path: str) -> int | None:
+    """The pid of the shared server answering on the directory's socket, or None (never
+    starts one)."""
+    sock = None
+    with contextlib.suppress(SharedError, OSError):
+        sock = probe(os.path.join(os.path.abspath(path), SHARED_SOCKET))
+    if sock is None:
+        return None
+    pid = peer_of(sock)[0]
+    sock.close()
+    return pid
+
+
+def holder_hint(path: str) -> str:
+    """For an opener refused by the directory's lock: " (the directory's shared server...)"
+    when the holder is the process answering on its shared socket, else ""."""
+    holder = lock_holder(os.path.join(os.path.abspath(path), LOCK_FILE))
+    if holder is None or holder == os.getpid() or serving(path) != holder:
+        return ""
+    return " (the directory's shared server: open it with shared=True)"
+
+
+__all__ = ["CONNECT_ATTEMPTS", "MAX_SOCKET_PATH", "SharedDirectory", "holder_hint",
+           "open_shared", "peer_of", "prepare_directory", "probe", "serving",
+           "shared_settings", "socket_address", "start_lock"]

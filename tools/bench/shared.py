@@ -1,0 +1,283 @@
+"""The ``shared`` section: one data directory used by many processes (Engine.open(path,
+shared=True)) against what they would use otherwise, measured in the same run.
+
+Owns its workloads:
+
+- ``shared.in_process``: one process using StreamQueue on an in-process Engine (appendfsync
+  everysec), put + get + ack per message, for a few seconds: what a single process does;
+- ``shared.workers``: WORKERS processes sharing one queue through the directory's shared
+  server (everysec), each doing the same cycle for the same time;
+- ``shared.persist_queue``: the same WORKERS processes on persist-queue's SQLiteAckQueue in
+  one directory (auto_commit, SQLite's default FULL sync), the same cycle;
+- ``shared.in_process_handler`` / ``shared.workers_handler``: the two StreamQueue rows again
+  with a handler that waits HANDLER_SECONDS per message (an I/O call: what a worker pool is
+  for), untargeted: where processes that share a queue gain on one that has it alone;
+- ``shared.xadd``: a shared opener's ``r.xadd`` (Engine.open(path, shared=True).redis(), one
+  at a time, over the Unix socket) against redis-py's ``r.xadd`` over TCP to a ``streamkeep
+  serve`` (everysec), and redis-py's over the shared server's Unix socket (the transport
+  alone: the same client both ways), in turns of XADD_CHUNK each, the order rotating, each
+  turn timed (the machine's noise falls on all alike); the rate is the shared opener's;
+- ``shared.open``: opening a directory whose server already runs, to the first reply
+  (Engine.open + PING, OPENS times; its median and worst), and the same from a new process
+  (interpreter, import, open, first reply: what a cron job pays).
+
+Every shared server a workload starts is stopped before the row ends (idle-shutdown 2 s as
+well: a bench killed meanwhile leaves none running for long). Must not touch: the queue, the
+shared mode's modules (everything goes through their public API), the registry.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import multiprocessing
+import os
+import statistics
+import subprocess
+import sys
+import time
+from typing import TYPE_CHECKING, Any
+
+from streamkeep.tools import leftovers
+from streamkeep.tools.bench.workload import Measurement, Skip, warmup_size
+
+if TYPE_CHECKING:
+    from streamkeep.tools.bench.env import BenchEnv
+
+WORKERS = 4
+SECONDS = 3.0  # each throughput row (quick: a tenth)
+XADD_CHUNK = 500
+HANDLER_SECONDS = 0.001  # the handler rows' wait per message
+OPENS = 30
+IDLE_SHUTDOWN = 2  # seconds: a bench killed midway leaves its servers running this long
+
+
+def seconds(env: BenchEnv) -> float:
+    return SECONDS / 10 if env.quick else SECONDS
+
+
+def describe(env: BenchEnv) -> list[str]:
+    where = env.where()
+    return [*([f"shared: {where}"] if where else []), f"shared: one message = put + get + ack (StreamQueue, appendfsync everysec); "
+            f"{WORKERS} worker processes (forked) for {seconds(env):g} s against one process "
+            f"in process; persist-queue's SQLiteAckQueue (auto_commit) used by the same "
+            f"{WORKERS} processes; XADD over the shared Unix socket and over TCP interleaved "
+            f"in turns of {XADD_CHUNK}; opening a running shared directory {OPENS} times"]
+
+
+def _cycles(put: Any, take: Any, until: float) -> int:
+    """put + get (+ the handler) + ack until the monotonic clock reads `until`; how many."""
+    done = 0
+    clock = time.monotonic
+    while clock() < until:
+        put({"n": done})
+        take()
+        done += 1
+    return done
+
+
+def _queue_cycle(q: Any, handler: float = 0.0) -> Any:
+    def take() -> None:
+        for msg in q.get():
+            msg.ack()
+
+    def take_and_handle() -> None:
+        for msg in q.get():
+            time.sleep(handler)
+            msg.ack()
+
+    return take_and_handle if handler else take
+
+
+def bench_in_process(env: BenchEnv, handler: float = 0.0) -> Measurement:
+    from streamkeep import Engine, StreamQueue
+
+    with env.data_dir("shared-in-process") as path:
+        engine = Engine.open(path, appendfsync="everysec", auto_aof_rewrite_percentage=0)
+        try:
+            q = StreamQueue(engine, "jobs", consumer="only")
+            take = _queue_cycle(q, handler)
+            _cycles(q.put, take, time.monotonic() + seconds(env) / 10)  # warm-up
+            began = time.monotonic()
+            done = _cycles(q.put, take, began + seconds(env))
+            elapsed = time.monotonic() - began
+        finally:
+            engine.close()
+    return Measurement(done / elapsed, count=done)
+
+
+def _shared_worker(path: str, index: int, start: Any, until: Any, out: Any,
+                   handler: float = 0.0) -> None:
+    leftovers.init_worker()
+    from streamkeep import Engine, StreamQueue
+
+    with Engine.open(path, shared=True) as engine:
+        q = StreamQueue(engine, "jobs", consumer=f"w{index}")
+        take = _queue_cycle(q, handler)
+        _cycles(q.put, take, time.monotonic() + 0.1)  # warm-up
+        start.wait()
+        out.put(_cycles(q.put, take, until.value))
+
+
+def _persist_worker(path: str, index: int, start: Any, until: Any, out: Any) -> None:
+    leftovers.init_worker()
+    from persistqueue import Empty, SQLiteAckQueue
+
+    q = SQLiteAckQueue(path, auto_commit=True, multithreading=True, timeout=60)
+
+    def take() -> None:
+        with contextlib.suppress(Empty):
+            q.ack(q.get(timeout=1))
+
+    start.wait()
+    out.put(_cycles(q.put, take, until.value))
+
+
+def _run_workers(target: Any, path: str, span: float, *args: Any) -> tuple[int, float]:
+    """WORKERS forked processes running `target` from one start until `span` seconds later:
+    (cycles done, seconds)."""
+    ctx = multiprocessing.get_context("fork")
+    start, until, out = ctx.Event(), ctx.Value("d", 0.0), ctx.Queue()
+    procs = [ctx.Process(target=target, args=(path, i, start, until, out, *args), daemon=True)
+             for i in range(WORKERS)]
+    for proc in procs:
+        proc.start()
+    try:
+        time.sleep(1.0)  # every worker started and warmed up (a late one starts late: fair)
+        began = time.monotonic()
+        until.value = began + span
+        start.set()
+        done = sum(out.get(timeout=span + 120) for _ in procs)
+        elapsed = time.monotonic() - began
+    finally:
+        for proc in procs:
+            proc.join(30)
+            if proc.exitcode is None:
+                proc.kill()
+                proc.join()
+    if any(proc.exitcode for proc in procs):
+        raise RuntimeError(f"a worker failed: exit codes {[p.exitcode for p in procs]}")
+    return done, max(elapsed, span)
+
+
+@contextlib.contextmanager
+def _shared_server(path: str, **settings: Any) -> Any:
+    """A shared engine on `path` (its server started), the server stopped at the end."""
+    from streamkeep import Engine
+
+    engine = Engine.open(path, shared=True, idle_shutdown=IDLE_SHUTDOWN, **settings)
+    pid = engine.server_pid
+    try:
+        yield engine
+    finally:
+        engine.shutdown_server()
+        engine.close()
+        _wait_gone(pid)
+
+
+def _wait_gone(pid: int, timeout: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            with open(f"/proc/{pid}/status") as f:
+                fields = dict(line.split(":", 1) for line in f if ":" in line)
+        except OSError:
+            return
+        if fields.get("State", "").split()[:1] == ["Z"] and int(fields["Threads"]) <= 1:
+            return
+        time.sleep(0.01)
+
+
+def bench_workers(env: BenchEnv, handler: float = 0.0) -> Measurement:
+    with env.data_dir("shared-workers") as path, \
+            _shared_server(path, appendfsync="everysec", auto_aof_rewrite_percentage=0):
+        done, elapsed = _run_workers(_shared_worker, path, seconds(env), handler)
+    return Measurement(done / elapsed, count=done)
+
+
+def bench_persist_queue(env: BenchEnv) -> Measurement:
+    try:
+        import persistqueue  # noqa: F401
+    except ImportError:
+        raise Skip("persist-queue is not installed (pip install 'streamkeep[dev]')") from None
+    with env.data_dir("shared-persist-queue") as path:
+        done, elapsed = _run_workers(_persist_worker, path, seconds(env))
+    return Measurement(done / elapsed, count=done)
+
+
+def bench_xadd(env: BenchEnv) -> Measurement:
+    """See the module docstring; figures `over_tcp` (the shared opener's rate / redis-py's
+    over TCP), `tcp_per_s`, and `unix_over_tcp` (redis-py's over the Unix socket / over
+    TCP)."""
+    import redis
+
+    from streamkeep.aof.manifest import SHARED_SOCKET
+    from streamkeep.tools.bench.server import streamkeep
+
+    tcp = streamkeep(env).client
+    n = max(env.n // 10, 2 * XADD_CHUNK)
+    fields = {"f": "v"}
+    with env.data_dir("shared-xadd") as path, \
+            _shared_server(path, appendfsync="everysec") as engine:
+        shared = engine.redis()
+        unix = redis.Redis(unix_socket_path=os.path.join(path, SHARED_SOCKET))
+        try:
+            clients = {"shared": shared, "tcp": tcp, "unix": unix}
+            for client in clients.values():
+                for _ in range(warmup_size(n) // 4):
+                    client.xadd("warmup", fields)
+            spent = dict.fromkeys(clients, 0.0)
+            turns = list(clients.items())
+            clock = time.perf_counter
+            for _lo in range(0, n, XADD_CHUNK):
+                turns.append(turns.pop(0))
+                for name, client in turns:
+                    xadd = client.xadd
+                    began = clock()
+                    for _ in range(XADD_CHUNK):
+                        xadd("shared-bench", fields)
+                    spent[name] += clock() - began
+        finally:
+            unix.close()
+        sent = -(-n // XADD_CHUNK) * XADD_CHUNK
+    rate, tcp_rate = sent / spent["shared"], sent / spent["tcp"]
+    return Measurement(rate, count=sent,
+                       figures={"over_tcp": rate / tcp_rate, "tcp_per_s": tcp_rate,
+                                "unix_over_tcp": spent["tcp"] / spent["unix"]})
+
+
+_NEW_PROCESS = """
+import sys, time
+began = time.perf_counter()
+from streamkeep import Engine
+with Engine.open(sys.argv[1], shared=True) as engine:
+    engine.execute("PING")
+    print(f"{(time.perf_counter() - began) * 1000:.3f}")
+"""
+
+
+def bench_open(env: BenchEnv) -> Measurement:
+    """See the module docstring; the rate is opens to a first reply per second; figures
+    `open_ms` (the median), `open_max_ms`, `process_ms` (a new process, its median)."""
+    from streamkeep import Engine
+
+    with env.data_dir("shared-open") as path, _shared_server(path):
+        times = []
+        for _ in range(OPENS):
+            began = time.perf_counter()
+            engine = Engine.open(path, shared=True)
+            engine.execute("PING")
+            times.append(time.perf_counter() - began)
+            engine.close()
+        process_ms = []
+        for _ in range(3 if env.quick else 5):
+            child = subprocess.run([sys.executable, "-c", _NEW_PROCESS, path],
+                                   capture_output=True, text=True, check=False,
+                                   stdin=subprocess.DEVNULL, timeout=120,
+                                   **leftovers.child_options())
+            if child.returncode != 0:
+                raise RuntimeError(f"a new process could not open {path}: {child.stderr}")
+            process_ms.append(float(child.stdout))
+    median = statistics.median(times)
+    return Measurement(1 / median, count=OPENS,
+                       figures={"open_ms": median * 1000, "open_max_ms": max(times) * 1000,
+                                "process_ms": statistics.median(process_ms)})
