@@ -151,6 +151,7 @@ class Client:
         # Its Pub/Sub subscriptions; messages published to them are queued as replies.
         self.subscriber = self.session.subscriber = Subscriber(self._deliver)
         self.push_flush_due = False
+        self.flush_due = False  # queued for the loop pass's end (Server.flush_later)
         # While one of its commands runs, messages it publishes to itself wait for the reply
         # (PUBLISH, keyspace events, in MULTI or a script too), as Redis 7.2+ orders them.
         self.executing = False
@@ -283,7 +284,7 @@ class Client:
         finally:
             lock.release()
             self.engine.commands_done()
-            self.flush()
+            self.server.flush_later(self)
             if collecting:
                 gc.enable()
 
@@ -953,6 +954,8 @@ class Server:
         self.writes_processed = 0
         self.query_buffer_disconnections = 0
         self.output_buffer_disconnections = 0
+        # The clients whose replies leave at the end of this loop pass (flush_later).
+        self.flush_queue: list[Client] = []
         engine.server = self
 
     def reset_stats(self) -> None:
@@ -1059,6 +1062,25 @@ class Server:
         for client in list(self.clients.values()):
             if client.marks:
                 client.refuse_unwritten()
+
+    def flush_later(self, client: Client) -> None:
+        """`client`'s replies leave at the end of this loop pass, after every client the pass
+        serves has run its commands (Redis's beforeSleep): the AOF records of all of them
+        reach the OS in one write(), then each client's replies in one write of its own."""
+        if client.flush_due:
+            return
+        client.flush_due = True
+        queue = self.flush_queue
+        if not queue:
+            self.loop.call_soon(self._flush_clients)
+        queue.append(client)
+
+    def _flush_clients(self) -> None:
+        queue, self.flush_queue = self.flush_queue, []
+        self.flush_aof()
+        for client in queue:
+            client.flush_due = False
+            client.flush()
 
     def flush_aof(self) -> None:
         """Write the journal's deferred records (one write() for everything buffered)."""
