@@ -312,8 +312,16 @@ local string_meta = getmetatable('')
 string_meta.__index = string_view
 string_meta.__metatable = readonly({__index = string_view})
 
+-- A script's collectgarbage, which notes a 'stop' (the collector restarts when the script
+-- ends: a restart is not free, it makes the collector take a step at once).
+local gc_stopped = false
+local function s_collectgarbage(opt, ...)
+  if opt == 'stop' then gc_stopped = true end
+  return collectgarbage(opt, ...)
+end
+
 local allowed = {
-  assert = assert, collectgarbage = collectgarbage, error = error, gcinfo = gcinfo,
+  assert = assert, collectgarbage = s_collectgarbage, error = error, gcinfo = gcinfo,
   getmetatable = s_getmetatable, ipairs = ipairs, next = s_next, pairs = s_pairs,
   pcall = s_pcall, xpcall = s_xpcall, rawequal = rawequal, rawget = s_rawget, rawset = s_rawset,
   select = select, setmetatable = s_setmetatable, tonumber = tonumber, tostring = tostring,
@@ -328,11 +336,10 @@ local function missing_global(_, name)
   error(where(1) .. "Script attempted to access nonexistent global variable '" ..
         tostring(name) .. "'", 0)
 end
-local env = readonly(allowed, readonly({__index = missing_global}), function(_, name)
-  local v = allowed[name]
-  if v == nil then missing_global(nil, name) end
-  return v
-end)
+-- A script's globals are `allowed`'s, read through a table index (the VM's fast path: every
+-- `redis`, `KEYS`, `ARGV` a script reads), its missing names an error.
+setmetatable(allowed, {__index = missing_global})
+local env = readonly(allowed, readonly({__index = missing_global}))
 allowed._G = env
 
 -- Chunks are always read as text (a leading space makes Lua's loader parse them): precompiled
@@ -449,7 +456,10 @@ local function run(f, count, collect_kb, keys, argv)
   allowed.KEYS, allowed.ARGV = nil, nil
   -- A script's garbage goes before the next one starts, not whenever Lua gets to it: nothing
   -- outside a protected call may ever meet a full heap.
-  collectgarbage('restart')  -- a script's collectgarbage('stop') ends with it
+  if gc_stopped then  -- a script's collectgarbage('stop') ends with it
+    gc_stopped = false
+    collectgarbage('restart')
+  end
   if collectgarbage('count') > collect_kb then collectgarbage() end
   return ok, r
 end

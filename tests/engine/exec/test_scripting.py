@@ -168,6 +168,17 @@ MIXED = """
 """
 
 
+def test_a_scripts_stopped_collector_runs_again_for_the_next_one() -> None:
+    """collectgarbage('stop') lasts as long as the script that called it: the next script's
+    garbage is collected (its heap stays small while it makes 64 MB of strings)."""
+    engine = Engine()
+    churn = "for i = 1, 4096 do local s = string.rep('x', 16384) .. i end " \
+            "return math.floor(collectgarbage('count'))"
+    assert engine.execute("EVAL", "collectgarbage('stop') return 1", 0) == 1
+    assert engine.execute("EVAL", churn, 0) < 16 * 1024  # KB: not the 64 MB it made
+    engine.close()
+
+
 def test_a_scripts_effects_are_one_record_without_the_script() -> None:
     r = Recorded(now=1_000_000)
     before = len(r.records)
