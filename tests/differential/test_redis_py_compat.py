@@ -380,21 +380,34 @@ def test_xread_multiple_streams(backend: Any) -> None:
     assert backend.xread({"a": "0"})[0][1][-1] == (dec(backend, b"3-0"), dec(backend, {b"n": b"3"}))
 
 
+def blocked_clients(backend: Any) -> int:
+    info = backend.execute_command("INFO", "clients")
+    if isinstance(info, dict):  # (redis-py parses INFO; the engine's facade gives its text)
+        return int(info["blocked_clients"])
+    text = info.decode() if isinstance(info, bytes) else info
+    return int(text.split("blocked_clients:", 1)[1].split()[0])
+
+
+def add_once_blocked(backend: Any, fields: dict[str, Any], **kwargs: Any) -> None:
+    """XADD as soon as a reader is blocked (not after a fixed sleep: on a busy machine the
+    reader may not have blocked yet, and a `$` read would then wait past the entry)."""
+    deadline = time.monotonic() + 30
+    while not blocked_clients(backend) and time.monotonic() < deadline:
+        time.sleep(0.005)
+    backend.xadd("s", fields, **kwargs)
+
+
 def test_blocking_reads_are_woken_by_xadd(backend: Any) -> None:
     backend.xgroup_create("s", "g", id="$", mkstream=True)
-
-    def produce() -> None:
-        time.sleep(0.05)
-        backend.xadd("s", {"k": "v"}, id="5-0")
-
-    producer = threading.Thread(target=produce)
+    producer = threading.Thread(target=add_once_blocked, args=(backend, {"k": "v"}),
+                                kwargs={"id": "5-0"})
     producer.start()
     try:
         got = backend.xreadgroup("g", "c", {"s": ">"}, block=5000)
     finally:
         producer.join()
     assert got == dec(backend, [[b"s", [(b"5-0", {b"k": b"v"})]]])
-    producer = threading.Thread(target=lambda: (time.sleep(0.05), backend.xadd("s", {"k": 2})))
+    producer = threading.Thread(target=add_once_blocked, args=(backend, {"k": 2}))
     producer.start()
     try:
         got = backend.xread({"s": "$"}, block=5000)
