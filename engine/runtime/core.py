@@ -374,11 +374,11 @@ class EngineCore(EngineState):
         replies: list[Any] = []
         for argv in argvs:
             try:
-                spec = lookup(argv)
+                entry = self._entry_for(argv)
             except ReplyError as err:  # unknown command, wrong arity
                 replies.append(err)
                 continue
-            replies.append(self._run_queued_one(ctx, self._entry(spec), argv, record_db))
+            replies.append(self._run_queued_one(ctx, entry, argv, record_db))
         self._end_batch(ctx, first_db)
         return replies
 
@@ -765,7 +765,9 @@ class EngineCore(EngineState):
         ctx.db = self.dbs[db]
         effects = ctx.effects
         mark = len(effects)
-        gate = self._write_gate(session) if entry.is_write else None
+        gate = None
+        if entry.is_write and (self.read_only is not None or self._writes_refused()):
+            gate = self._write_gate(session)
         if gate is not None:  # (the write gates closed during the transaction: a failed call)
             reply: Any = ReplyError(gate)
             self.stats.failed(entry.counters, 0, gate)
@@ -970,6 +972,14 @@ class EngineCore(EngineState):
             if self.waiters.ready:
                 self._serve_ready()
         self.commands_done()
+
+    def _entry_for(self, argv: Argv) -> Entry:
+        """The entry that runs argv: the dispatch table's when its arity fits, else the command
+        table's (ReplyError, as Redis refuses an unknown command or a wrong arity)."""
+        entry = self.dispatch.get(argv[0])
+        if entry is not None and entry.min_args <= len(argv) <= entry.max_args:
+            return entry
+        return self._entry(lookup(argv))
 
     def _effect_entry(self, argv: Argv) -> Entry:
         """The entry that applies an effect: its command's, the effects' own vocabulary
