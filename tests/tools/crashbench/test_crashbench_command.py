@@ -104,13 +104,16 @@ def test_sigkill_streamkeep_holds_every_invariant(sigkill_both: dict) -> None:
 def test_sigkill_redis_server_side_by_side(sigkill_both: dict) -> None:
     """The same rounds against redis-server (7.0 on Debian): it recovers every acknowledged
     write, but its AOF does not keep a group's entries-read (XREADGROUP is propagated as
-    XCLAIM ... LASTID), so the bench may report `groups` there, and nothing else."""
+    XCLAIM ... LASTID), and a kill during its recovery on a busy machine was seen to leave a
+    group with fewer pending entries than the reads made (PEL 424, the model 428), so the
+    bench may report `groups` there (entries-read or the PEL), and nothing else."""
     proc, doc = sigkill_both["redis-server"]
     (row,) = doc["rows"]
     assert row["target"] == "redis-server" and row["covered"] == 3 and row["acked"] > 0
     assert row["lost"] == 0
     assert set(row["violations"]) <= {"groups"}, (row["violations"], row["found"])
-    assert all("entries-read" in f["detail"] for f in row["found"]), row["found"]
+    assert all("entries-read" in f["detail"] or " PEL of " in f["detail"]
+               for f in row["found"]), row["found"]
     assert proc.returncode == (1 if row["violations"] else 0)
 
 
