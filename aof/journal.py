@@ -59,7 +59,7 @@ from streamkeep.aof.codec import (
     encode_parts,
     has_big_arg,
 )
-from streamkeep.aof.fs import UNSUPPORTED_ERRNOS, FileSystem
+from streamkeep.aof.fs import UNSUPPORTED_ERRNOS, FileSystem, RealFS
 from streamkeep.aof.manifest import Manifest, SegmentEntry
 from streamkeep.aof.planted import planted
 from streamkeep.aof.watermark import Watermark, WatermarkLog
@@ -103,6 +103,10 @@ class Journal:
         if policy not in POLICIES:
             raise ValueError(f"appendfsync must be one of {', '.join(POLICIES)}, not {policy!r}")
         self.fs = fs
+        # The operating system's files are written with os.write itself, not through
+        # RealFS.write (an interpreted call a record); any other FileSystem (the crash tests'
+        # fault injection) through its own write.
+        self.direct_writes = type(fs) is RealFS
         self.directory = directory
         self.manifest = manifest
         self.fd = fd
@@ -359,7 +363,10 @@ class Journal:
         ReplyError(MISCONF) if that failed: the file is cut back to where it was."""
         size = len(data)
         try:
-            self.fs.write(self.fd, data)
+            if not self.direct_writes:
+                self.fs.write(self.fd, data)
+            elif (done := os.write(self.fd, data)) != size:  # a short write: the rest
+                self.fs.write(self.fd, data[done:])
             for part in more or ():
                 self.fs.write(self.fd, part)
                 size += len(part)

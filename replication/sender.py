@@ -290,6 +290,7 @@ class Primary:
             sender.ip = ip
         client.link = sender
         self.senders.append(sender)
+        self.datadir.journal.on_written = self.records_written  # (hooked while replicas are)
         self.datadir.journal.flush_pending()  # what the replica asks about is in the files
         my_id, id2, offset2 = history
         if replid == my_id or (replid == id2 and lsn < offset2):
@@ -397,8 +398,8 @@ class Primary:
         self.schedule_pump()
 
     def records_written(self) -> None:
-        """The journal wrote records (engine lock held, any thread): pump on the loop. (Called
-        after every write of the AOF: without replicas, one test and no further call.)"""
+        """The journal wrote records (engine lock held, any thread): pump on the loop. (The
+        journal's `on_written` while a replica is connected: none is made without one.)"""
         if self.senders:
             self.schedule_pump()
 
@@ -454,6 +455,8 @@ class Primary:
     def remove(self, sender: Sender) -> None:
         if sender in self.senders:
             self.senders.remove(sender)
+            if not self.senders:  # no call a record without a replica to pump
+                self.datadir.journal.on_written = None
             log.info("replica %s:%d: disconnected", sender.ip, sender.port)
 
     def online(self) -> list[Sender]:

@@ -5,8 +5,9 @@ host port, REPLICAOF NO ONE: the promotion that starts a new history and keeps t
 replid2 up to the promotion LSN, so the other replicas continue by a partial sync), the
 connection-level REPLCONF/PSYNC handling that hands a replica's connection to a Sender, WAIT
 and WAITAOF (replication.waits), and what INFO and ROLE report. It implements the engine's
-`Replication` interface and registers its hooks: the journal's `on_written` (the senders pump)
-and the server's start (the once-a-second tick). Must not touch: the link's bytes
+`Replication` interface and registers its hooks: Pub/Sub's propagation and the server's start
+(the once-a-second tick); its Primary hooks the journal's `on_written` (the senders pump) while
+a replica is connected. Must not touch: the link's bytes
 (replication.link), the files (aof/).
 """
 
@@ -68,7 +69,6 @@ class ReplicationService:
         # any address, is refused. Per engine, not per process: tests run several in one.
         self.runid = os.urandom(20).hex()
         self.closed = False
-        datadir.journal.on_written = self.primary.records_written
         engine.pubsub.propagate = self.primary.published
 
     # --- the server's hooks --------------------------------------------------------------------

@@ -34,6 +34,8 @@ from streamkeep.engine.model.pel_search import (
 
 _LOAD: int = 512  # a chunk splits in two above 2 * _LOAD IDs
 _LOW: Final = (1 << 64) - 1
+_EMPTY_COLUMNS: Final = {code: array(code) for code in "Qqi"}  # copied for a new chunk
+_EMPTY_Q: Final = _EMPTY_COLUMNS["Q"]
 
 
 class PackedIDs:
@@ -53,7 +55,9 @@ class PackedIDs:
         return self._len
 
     def _new_chunk(self) -> tuple[array, ...]:
-        return (array("Q"), array("Q"), *[array(code) for code in self._EXTRA])
+        # Copies of empty columns: array(code) parses its arguments and raises an audit event,
+        # ~1.8k instructions a column, paid by every delivery to an emptied PEL (a queue's).
+        return (_EMPTY_Q[:], _EMPTY_Q[:], *[_EMPTY_COLUMNS[code][:] for code in self._EXTRA])
 
     def _locate(self, sid: int) -> tuple[int, int]:
         """(chunk, index) of `sid`; index is -1 - insertion point when absent, chunk is

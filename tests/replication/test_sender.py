@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import socket
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -179,3 +179,26 @@ def test_a_full_sync_sends_only_the_part_files_the_replica_lacks(
     assert any("holds 1 of the snapshot's part files" in r.getMessage() for r in caplog.records)
     with Engine.open(str(tmp_path / "r")) as reopened:
         assert reopened.digest() == engine.digest()
+
+
+def _until(check: Callable[[], bool], what: str) -> None:
+    deadline = time.monotonic() + 30
+    while not check():
+        assert time.monotonic() < deadline, what
+        time.sleep(0.01)
+
+
+def test_the_journal_calls_the_senders_only_while_a_replica_is_connected(
+        primary: ServerHandle) -> None:
+    engine = primary.engine
+    journal = engine.datadir.journal
+    assert journal.on_written is None  # no replica: no call a record
+    engine.execute("XADD", "s", "*", "f", "v")
+    replid = engine.datadir.history()[0]
+    with socket.create_connection(("127.0.0.1", primary.port), 5) as sock:
+        sock.sendall(b"REPLCONF capa sk-records\r\n")
+        assert sock.recv(5) == b"+OK\r\n"
+        sock.sendall(f"PSYNC {replid} 1\r\n".encode())
+        _until(lambda: journal.on_written is not None, "a replica hooks the journal")
+        engine.execute("XADD", "s", "*", "f", "v")  # (pumped to it)
+    _until(lambda: journal.on_written is None, "its disconnection unhooks it")
