@@ -103,10 +103,11 @@ class Journal:
         if policy not in POLICIES:
             raise ValueError(f"appendfsync must be one of {', '.join(POLICIES)}, not {policy!r}")
         self.fs = fs
-        # The operating system's files are written with os.write itself, not through
-        # RealFS.write (an interpreted call a record); any other FileSystem (the crash tests'
-        # fault injection) through its own write.
-        self.direct_writes = type(fs) is RealFS
+        # The operating system's files are written with os.write itself (`RealFS.write_some`),
+        # not through RealFS.write (an interpreted call a record); any other FileSystem (the
+        # crash tests' fault injection) through its own write.
+        self.write_some: Callable[[int, bytes], int] | None = (
+            RealFS.write_some if type(fs) is RealFS else None)
         self.directory = directory
         self.manifest = manifest
         self.fd = fd
@@ -363,9 +364,10 @@ class Journal:
         ReplyError(MISCONF) if that failed: the file is cut back to where it was."""
         size = len(data)
         try:
-            if not self.direct_writes:
+            write_some = self.write_some
+            if write_some is None:
                 self.fs.write(self.fd, data)
-            elif (done := os.write(self.fd, data)) != size:  # a short write: the rest
+            elif (done := write_some(self.fd, data)) != size:  # a short write: the rest
                 self.fs.write(self.fd, data[done:])
             for part in more or ():
                 self.fs.write(self.fd, part)

@@ -22,6 +22,56 @@ cdef inline object make_id(unsigned long long m, unsigned long long s):
     return (<object>m) << 64 | s
 
 
+def pop_one(list maxes, list chunks, unsigned long long m, unsigned long long s,
+            Py_ssize_t column):
+    cdef Py_ssize_t lo = 0, hi = len(chunks), mid, size, j, k, width
+    cdef tuple chunk
+    cdef array.array cms, cseq, col
+    cdef unsigned long long lm, ls
+    if len(maxes) != hi:
+        raise ValueError("pop_one wants a chunk's last ID in maxes for every chunk")
+    # The first chunk whose last ID is not below (m, s), read from the chunks' own last rows
+    # (maxes holds the same IDs as Python ints, which a compare would have to build).
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        chunk = chunks[mid]
+        cms, cseq = chunk[0], chunk[1]
+        check_ids(cms, cseq)
+        size = len(cms)
+        if size == 0:
+            raise TypeError("a packed chunk holds at least one ID")
+        lm = cms.data.as_ulonglongs[size - 1]
+        ls = cseq.data.as_ulonglongs[size - 1]
+        if lm < m or (lm == m and ls < s):
+            lo = mid + 1
+        else:
+            hi = mid
+    if lo == len(chunks):
+        return None
+    chunk = chunks[lo]
+    cms, cseq = chunk[0], chunk[1]
+    size = len(cms)
+    width = len(chunk)
+    for k in range(2, width):
+        if len(chunk[k]) != size:
+            raise TypeError("a packed chunk's columns are as long as its IDs")
+    if not 0 <= column < width:
+        raise IndexError("pop_one's column is not one of the chunk's")
+    j = c_find(cms.data.as_ulonglongs, cseq.data.as_ulonglongs, size, m, s)
+    if j < 0:
+        return None
+    value = chunk[column][j]
+    if size == 1:
+        del chunks[lo]
+        del maxes[lo]
+        return value
+    for k in range(width):  # (as the twin's `del col[j]`: the array's own shrinking)
+        del chunk[k][j]
+    if j == size - 1:  # (the chunk's last ID went: a new last ID)
+        maxes[lo] = make_id(cms.data.as_ulonglongs[size - 2], cseq.data.as_ulonglongs[size - 2])
+    return value
+
+
 def scan(list maxes, list chunks, object start, long long min_idle, long long now,
          long long count, long long attempts, unsigned long long inc, object get):
     cdef list sids = [], counts = [], got = []
@@ -251,10 +301,15 @@ def extend_above(list maxes, list chunks, list ms, list seq, tuple values, tuple
             chunk = chunks[len(chunks) - 1]
             at = len(chunk[0])
             take = min(n - done, cap - at)
+        width = 2 + len(codes)
+        if chunk is not None and take <= _APPEND_AT_MOST:
+            _append_rows(chunk, ms, seq, done, take, values, codes)
+            done += take
+            maxes[len(maxes) - 1] = make_id(ms[done - 1], seq[done - 1])
+            continue
         # The new rows, as columns of their own: a new chunk as they are (at its size, no
         # slack); else appended by array.extend, whose growth keeps the slack the pure
         # twin's extends leave (a few percent, not Cython's resize_smart's half).
-        width = 2 + len(codes)
         part = (array.clone(_COLUMN_Q, take, False), array.clone(_COLUMN_Q, take, False),
                 *[array.clone(empty_column(code), take, False) for code in codes])
         cms, cseq = part[0], part[1]
@@ -275,3 +330,37 @@ def extend_above(list maxes, list chunks, list ms, list seq, tuple values, tuple
         done += take
         maxes[len(maxes) - 1] = make_id(cms.data.as_ulonglongs[take - 1],
                                         cseq.data.as_ulonglongs[take - 1])
+
+
+# Up to this many rows are appended to a chunk value by value (array.append: the array's own
+# growth, as the twin's extends): cloning columns to extend with costs more for a few rows (a
+# queue's deliveries of one message).
+cdef Py_ssize_t _APPEND_AT_MOST = 4
+
+
+cdef void _append_rows(tuple chunk, list ms, list seq, Py_ssize_t done, Py_ssize_t take,
+                       tuple values, tuple codes) except *:
+    """`take` rows from `done` appended to the chunk's columns, or none if one is refused (a
+    value outside its column's type: the columns cut back to where they were)."""
+    cdef Py_ssize_t width = 2 + len(codes), at, i, k
+    cdef array.array col, want
+    if len(chunk) != width:
+        raise TypeError("a packed chunk has its ID columns and one a value")
+    check_ids(chunk[0], chunk[1])
+    at = len(chunk[0])
+    for k in range(2, width):
+        col = chunk[k]
+        want = empty_column(codes[k - 2])
+        if len(col) != at or col.ob_descr.typecode != want.ob_descr.typecode:
+            raise TypeError("a packed chunk's value columns are of its typecodes, as long "
+                            "as its IDs")
+    try:
+        for i in range(done, done + take):
+            (<array.array>chunk[0]).append(ms[i])
+            (<array.array>chunk[1]).append(seq[i])
+            for k in range(2, width):
+                (<array.array>chunk[k]).append(values[k - 2])
+    except BaseException:
+        for k in range(width):
+            del chunk[k][at:]
+        raise

@@ -128,6 +128,36 @@ def pop_sorted(maxes: list[int], chunks: list[tuple[array, ...]], ms: list[int],
     return out
 
 
+def pop_one(maxes: list[int], chunks: list[tuple[array, ...]], m: int, s: int,
+            column: int) -> int | None:
+    """Remove the ID (m, s) from a packed set's chunks if it is there, every column alike (an
+    emptied chunk goes, `maxes` follows): its row's value in the chunk column `column`, None
+    when it was not there. An XACK of one ID, a queue's, without `pop_sorted`'s lists."""
+    c = bisect_left(maxes, m << 64 | s)
+    if c == len(chunks):
+        return None
+    chunk = chunks[c]
+    cms, cseq = chunk[0], chunk[1]
+    _check_ids(cms, cseq)
+    if any(len(col) != len(cms) for col in chunk[2:]):
+        raise TypeError("a packed chunk's columns are as long as its IDs")
+    if not 0 <= column < len(chunk):
+        raise IndexError("pop_one's column is not one of the chunk's")
+    j = find(cms, cseq, m, s)
+    if j < 0:
+        return None
+    value: int = chunk[column][j]
+    if len(cms) == 1:
+        del chunks[c]
+        del maxes[c]
+        return value
+    for col in chunk:
+        del col[j]
+    if j == len(cms):  # (the chunk's last ID went: a new last ID)
+        maxes[c] = cms[-1] << 64 | cseq[-1]
+    return value
+
+
 def _remove_sorted(maxes: list[int], chunks: list[tuple[array, ...]], ms: list[int],
                    seq: list[int], out: list[int | None] | None, column: int) -> int:
     if len(ms) != len(seq):
@@ -204,10 +234,13 @@ def extend_above(maxes: list[int], chunks: list[tuple[array, ...]], ms: list[int
         else:
             chunk = chunks[-1]
             take = min(n - done, cap - len(chunk[0]))
-            chunk[0].extend(ms[done:done + take])
-            chunk[1].extend(seq[done:done + take])
-            for col, v in zip(chunk[2:], values, strict=True):
-                col.extend([v] * take)
+            # The rows as columns first: a value its column cannot hold is refused before
+            # the chunk changes.
+            rows = (array("Q", ms[done:done + take]), array("Q", seq[done:done + take]),
+                    *[array(col.typecode, [v]) * take
+                      for col, v in zip(chunk[2:], values, strict=True)])
+            for col, part in zip(chunk, rows, strict=True):
+                col.extend(part)
         chunk = chunks[-1]
         done += take
         maxes[-1] = chunk[0][-1] << 64 | chunk[1][-1]

@@ -371,6 +371,14 @@ class ConsumerGroup:
         """`ack_many` of strictly ascending IDs given as ms and seq lists (an XACK of a read's
         IDs), each table walked once by the kernel: per ID its owner slot (NO_OWNER when it was
         released), None when it was not pending."""
+        if len(ms) == 1:  # (a queue's ack of one message: one kernel call a table)
+            m, s = ms[0], seq[0]
+            owner = self.pel.pop_one(m, s, 4)
+            if owner is not None:
+                self._drop_stale_buckets()
+                if owner != NO_OWNER:
+                    self.owners[owner].pel.pop_one(m, s, 0)  # type: ignore[union-attr]
+            return [owner]
         owners = self.pel.pop_owners_sorted(ms, seq)
         self._drop_stale_buckets()
         first = owners[0]

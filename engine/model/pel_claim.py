@@ -13,6 +13,7 @@ try:
     from streamkeep.engine.model._pel_claim_c import (
         claim,
         extend_above,
+        pop_one,
         pop_sorted,
         remove_sorted,
         scan,
@@ -22,6 +23,7 @@ except ImportError as error:
     from streamkeep.engine.model._pel_claim_py import (
         claim,
         extend_above,
+        pop_one,
         pop_sorted,
         remove_sorted,
         scan,
@@ -29,4 +31,4 @@ except ImportError as error:
 else:
     extensions.loaded(__name__, True)
 
-__all__ = ["claim", "extend_above", "pop_sorted", "remove_sorted", "scan"]
+__all__ = ["claim", "extend_above", "pop_one", "pop_sorted", "remove_sorted", "scan"]

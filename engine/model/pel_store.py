@@ -19,6 +19,7 @@ from typing import Final
 from streamkeep.engine.model.pel_claim import (
     claim,
     extend_above,
+    pop_one,
     pop_sorted,
     remove_sorted,
     scan,
@@ -173,6 +174,14 @@ class PackedIDs:
         removed = remove_sorted(self._maxes, self._chunks, ms, seq)
         self._len -= removed
         return removed
+
+    def pop_one(self, m: int, s: int, column: int) -> int | None:
+        """Remove the ID (m, s) (`pel_claim.pop_one`): its value in `column` (0: its ms), None
+        when it was not there."""
+        value = pop_one(self._maxes, self._chunks, m, s, column)
+        if value is not None:
+            self._len -= 1
+        return value
 
     def pop_sorted(self, ms: list[int], seq: list[int], column: int) -> list[int | None]:
         """Remove the IDs given as ascending ms and seq lists, one pass a chunk

@@ -4,7 +4,7 @@ Both twins (`pel_claim_impl`) get PEL chunks cut at random sizes (so walks and b
 chunk boundaries) and must do what a dict of rows and a sorted set say: `scan` picks rows as
 XAUTOCLAIM's one-row-at-a-time loop did (a gone entry whatever its idle time, then idle or
 XNACK-released ones, within the attempts), `claim` rewrites rows in place and reports what they
-were, `remove_sorted` takes IDs out of a packed set. Hypothesis also feeds one input to both
+were, `remove_sorted` and `pop_one` take IDs out of a packed set. Hypothesis also feeds one input to both
 twins, which must agree exactly (results, errors, the chunks they leave)."""
 
 from __future__ import annotations
@@ -200,6 +200,46 @@ def test_pop_sorted_gives_each_removed_ids_column_value(
     assert _read_back(maxes, chunks)[1] == [(s, *rows[s]) for s in left]
 
 
+@settings(max_examples=150, deadline=None)
+@given(SIDS, SIDS, CUTS)
+def test_pop_one_removes_one_id_and_gives_its_column_value(
+        pel_claim_impl: ModuleType, ids: list[int], probes: list[int], cuts: list[int]) -> None:
+    rows = {sid: (sid % 97, sid % 89, sid % 5) for sid in ids}
+    maxes, chunks = _pel_chunks(rows, cuts)
+    left = set(ids)
+    for sid in probes + ids[::3] + ids[::3]:  # (the second pass finds them gone)
+        got = pel_claim_impl.pop_one(maxes, chunks, sid >> 64, sid & _LOW, 4)
+        assert got == (rows[sid][2] if sid in left else None)
+        left.discard(sid)
+        assert _read_back(maxes, chunks)[1] == [(s, *rows[s]) for s in sorted(left)]
+    id_maxes, id_chunks = _id_chunks(sorted(left), cuts)
+    for sid in sorted(left):  # a consumer's set: column 0, the ID's ms, says it was there
+        assert pel_claim_impl.pop_one(id_maxes, id_chunks, sid >> 64, sid & _LOW, 0) == sid >> 64
+    assert (id_maxes, id_chunks) == ([], [])
+
+
+def test_pop_one_refuses_a_column_the_chunks_lack(pel_claim_impl: ModuleType) -> None:
+    maxes, chunks = _id_chunks([1 << 64, 2 << 64], [2])
+    for column in (2, -1):
+        with pytest.raises(IndexError):
+            pel_claim_impl.pop_one(maxes, chunks, 1, 0, column)
+    assert _read_back(maxes, chunks)[1] == [(1 << 64,), (2 << 64,)]
+
+
+def test_extend_above_refuses_a_value_its_column_cannot_hold_and_keeps_the_chunk(
+        pel_claim_impl: ModuleType) -> None:
+    """One row or a few appended to a chunk (value by value) or many (columns extended): a
+    value out of its column's range is refused, and the chunk is left as it was."""
+    for rows in (1, 2, 30):
+        maxes, chunks = _pel_chunks({1 << 64: (5, 1, 0)}, [1])
+        sids = [(2 << 64) + k for k in range(rows)]
+        with pytest.raises(OverflowError):
+            pel_claim_impl.extend_above(maxes, chunks, [s >> 64 for s in sids],
+                                        [s & _LOW for s in sids], (1, -1, 0), ("q", "Q", "i"),
+                                        1024)
+        assert _read_back(maxes, chunks) == ([1 << 64], [(1 << 64, 5, 1, 0)])
+
+
 @pytest.mark.parametrize("cap", [1, 2, 3, 1024])
 def test_extend_above_appends_in_chunks_of_at_most_cap(pel_claim_impl: ModuleType,
                                                        cap: int) -> None:
@@ -267,6 +307,11 @@ def test_twins_agree(sids: list[int], data: st.DataObject, cuts: list[int],
                    [s & _LOW for s in popped], 3) == outcome(
         compiled.pop_sorted, m2, two, [s >> 64 for s in popped], [s & _LOW for s in popped], 3)
     assert (m1, one) == (m2, two)
+    for sid in data.draw(st.lists(st.sampled_from(sids + [0, 5 << 64]), max_size=4)) if sids \
+            else []:
+        assert outcome(pure.pop_one, m1, one, sid >> 64, sid & _LOW, 2) == outcome(
+            compiled.pop_one, m2, two, sid >> 64, sid & _LOW, 2)
+        assert (m1, one) == (m2, two)
     more = [((5 << 64) + k) for k in range(data.draw(st.integers(0, 6)))]
     if not maxes or (more and more[0] > max(m1 or [0])):
         assert outcome(pure.extend_above, m1, one, [s >> 64 for s in more],
