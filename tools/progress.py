@@ -6,8 +6,10 @@ what runs while it runs, even through a step that blocks for a minute and report
 thread keeps the time going): on a terminal a spinner with the time elapsed, otherwise a line
 at most every `every` seconds (``streamkeep export: starting Spark (local[2]): 15 s
 elapsed``), with whatever `tick.update(detail)` last said (``... 12/48 tasks``). A step over
-in less than `every` prints nothing when piped. Commands with progress of their own shape (the
-bench's, the crash bench's, the byte bars of `aof`) keep it; this is the one for the others.
+in less than `every` prints nothing when piped. `Steps` is a command's run of named steps on
+one Ticker (each step's name as it starts on a terminal). Commands with progress of their own
+shape (the bench's, the crash bench's, the byte bars of `aof`) keep it; this is the one for the
+others.
 Must not touch: stdout (a command's output), what runs.
 """
 
@@ -82,3 +84,29 @@ class Ticker:
             self._thread.join()
         if self._status is not None:
             self._status.stop()
+
+
+class Steps:
+    """A command's steps on stderr: on a terminal each step's name as it starts; otherwise a
+    `Ticker` line every few seconds naming the step in progress. `with steps:` around the
+    command, `steps.start(message)` as each step begins (outside the `with`: the terminal's
+    line only)."""
+
+    def __init__(self, prog: str, what: str) -> None:
+        self.prog, self.what = prog, what
+        self._ticker: Ticker | None = None
+
+    def __enter__(self) -> Steps:
+        self._ticker = Ticker(self.prog, self.what, quiet=sys.stderr.isatty()).__enter__()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        ticker, self._ticker = self._ticker, None
+        if ticker is not None:
+            ticker.__exit__(*exc)
+
+    def start(self, message: str) -> None:
+        if sys.stderr.isatty():
+            print(f"{self.prog}: {message}...", file=sys.stderr, flush=True)
+        if self._ticker is not None:
+            self._ticker.update(message)

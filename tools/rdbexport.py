@@ -30,6 +30,8 @@ from collections.abc import Iterator
 from itertools import chain
 from typing import Any
 
+from streamkeep.tools.progress import Steps
+
 HELP = "write a data directory's streams and strings as a dump.rdb that redis-server loads"
 EXIT_UNREADABLE, EXIT_USAGE = 2, 3
 REDIS_VERSIONS = ("9: Redis 5.0 and later; 10: 7.0; 11: 7.2; 12: 7.4 and 8.0-8.4;\n"
@@ -77,20 +79,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--force", action="store_true", help="replace FILE if it exists")
 
 
+# The command's steps on stderr: each as it starts on a terminal, else a line every few seconds.
+_STEPS = Steps("streamkeep export-rdb", "exporting")
+
+
 def main(args: argparse.Namespace) -> int:
-    """The command, with a progress line every few seconds on stderr when it is not a terminal
-    (on one, `_progress` prints each step as it starts)."""
-    from streamkeep.tools.progress import Ticker
-
-    with Ticker("streamkeep export-rdb", "exporting", quiet=sys.stderr.isatty()) as tick:
-        _TICKER.append(tick)
-        try:
-            return _main(args)
-        finally:
-            _TICKER.clear()
-
-
-_TICKER: list[Any] = []  # the running command's progress lines, when stderr is not a terminal
+    with _STEPS:
+        return _main(args)
 
 
 def _main(args: argparse.Namespace) -> int:
@@ -113,9 +108,9 @@ def _main(args: argparse.Namespace) -> int:
         check_output(args.out, directory=False, force=args.force, sources=[args.path])
         with scratch_directory(args.out, "export-rdb") as work:
             works.append(work)
-            _progress(f"copying the state of {args.path}")
+            _STEPS.start(f"copying the state of {args.path}")
             with current_state(args.path, work) as (engine, lsn):
-                _progress("loading it and writing the RDB file")
+                _STEPS.start("loading it and writing the RDB file")
                 report = _write(engine, args.out, args.rdb_version, args.force)
     except OutputRefused as err:
         return fail(str(err), EXIT_USAGE)
@@ -202,15 +197,6 @@ def _databases(engine: Any) -> Iterator[tuple]:
         items = chain(((key, s, expires.get(key)) for key, s in streams.items()),
                       ((key, v, expires.get(key)) for key, v in strings.items()))
         yield db, len(streams) + len(strings), len(expires), items
-
-
-def _progress(message: str) -> None:
-    """A step starts: a line on stderr when it is a terminal; otherwise what the next progress
-    line names (a line every few seconds: tools.progress)."""
-    if sys.stderr.isatty():
-        print(f"streamkeep export-rdb: {message}...", file=sys.stderr, flush=True)
-    for tick in _TICKER:
-        tick.update(message)
 
 
 def _print(report: dict[str, Any], as_json: bool) -> None:

@@ -36,6 +36,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from streamkeep.engine.wire.errors import StreamkeepError  # stdlib only behind it
+from streamkeep.tools.progress import Steps
 
 if TYPE_CHECKING:
     from streamkeep.replication.redis_commands import RedisApplier
@@ -90,20 +91,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
 
 
+# The command's steps on stderr: each as it starts on a terminal, else a line every few seconds.
+_STEPS = Steps("streamkeep import", "importing")
+
+
 def main(args: argparse.Namespace) -> int:
-    """The command, with a progress line every few seconds on stderr when it is not a terminal
-    (on one, `_progress` prints each step as it starts)."""
-    from streamkeep.tools.progress import Ticker
-
-    with Ticker("streamkeep import", "importing", quiet=sys.stderr.isatty()) as tick:
-        _TICKER.append(tick)
-        try:
-            return _main(args)
-        finally:
-            _TICKER.clear()
-
-
-_TICKER: list[Any] = []  # the running command's progress lines, when stderr is not a terminal
+    with _STEPS:
+        return _main(args)
 
 
 def _main(args: argparse.Namespace) -> int:
@@ -145,7 +139,7 @@ def _main(args: argparse.Namespace) -> int:
             streams = entries = strings = 0
             for path, kind in files:  # one file in memory at a time
                 piece = _read(path)
-                _progress(f"reading {piece.path} ({len(piece.data):,} bytes)")
+                _STEPS.start(f"reading {piece.path} ({len(piece.data):,} bytes)")
                 start = 0
                 if kind == "rdb":
                     s, e, n, start = _rdb(applier, piece, report,
@@ -155,7 +149,8 @@ def _main(args: argparse.Namespace) -> int:
             report["incomplete_transaction"] = applier.multi is not None
             applier.abandon()
             report.update(_counts(staging, applier, streams, entries, strings))
-            _progress(f"writing {report['streams']:,} stream(s) as the snapshot of {args.out}")
+            _STEPS.start(f"writing {report['streams']:,} stream(s) as the snapshot of "
+                         f"{args.out}")
             # built beside DIR and renamed into place whole: a failure leaves no DIR behind
             with staged_directory(args.out) as stage:
                 _install(staging, stage)
@@ -358,15 +353,6 @@ def _install(staging: Any, directory: str) -> None:
                           expires=staging.expires)
     snapshot = SnapshotEntry(name, 1, os.path.getsize(file), created, info.crc32)
     initialise_with_snapshot(RealFS(), directory, snapshot, repl_id)
-
-
-def _progress(message: str) -> None:
-    """A step starts: a line on stderr when it is a terminal; otherwise what the next progress
-    line names (a line every few seconds: tools.progress)."""
-    if sys.stderr.isatty():
-        print(f"streamkeep import: {message}...", file=sys.stderr, flush=True)
-    for tick in _TICKER:
-        tick.update(message)
 
 
 def _print(report: dict[str, Any], as_json: bool) -> None:

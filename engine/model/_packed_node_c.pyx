@@ -671,6 +671,25 @@ def entries(lp, master):
     return out
 
 
+cdef inline Py_ssize_t entry_before(const unsigned char* p, Py_ssize_t end, long long* dms,
+                                    long long* dseq) noexcept nogil:
+    """The entry that ends at `end`, read backwards as Redis's reverse iterator reads it (its
+    element count, then that many elements back to its flags): the offset of its flags, and
+    its ID's deltas from the master ID in *dms and *dseq."""
+    cdef Py_ssize_t start = prev_elem(p, end), j, k, n  # its element count
+    cdef Elem e
+    next_elem(p, start, &e)
+    n = e.ival
+    for k in range(n):
+        start = prev_elem(p, start)
+    j = next_elem(p, start, &e)  # past its flags
+    j = next_elem(p, j, &e)
+    dms[0] = e.ival
+    next_elem(p, j, &e)
+    dseq[0] = e.ival
+    return start
+
+
 cdef Py_ssize_t seek_back(const unsigned char* p, Py_ssize_t first, Py_ssize_t stop,
                           uint64_t ms0, uint64_t seq0, uint64_t sms, uint64_t sseq,
                           Py_ssize_t limit) noexcept nogil:
@@ -678,27 +697,15 @@ cdef Py_ssize_t seek_back(const unsigned char* p, Py_ssize_t first, Py_ssize_t s
     from the end (each entry's element count, then that many elements back to its flags, as
     Redis's reverse iterator does), at most `limit` entries, the offset of the entry after
     the last one below `start`; `first` when `start` lies further back (walk from the start)."""
-    cdef Py_ssize_t i = stop, j, k, n
-    cdef Elem e
-    cdef uint64_t ms, seq
+    cdef Py_ssize_t i = stop, before
+    cdef long long dms, dseq
     for _ in range(limit):
         if i <= first:
             return first
-        j = prev_elem(p, i)  # the entry's element count
-        next_elem(p, j, &e)
-        n = e.ival
-        for k in range(n):
-            j = prev_elem(p, j)
-        j = next_elem(p, j, &e)  # its flags
-        j = next_elem(p, j, &e)
-        ms = ms0 + <uint64_t>e.ival
-        next_elem(p, j, &e)
-        seq = seq0 + <uint64_t>e.ival
-        if not id_le(sms, sseq, ms, seq):  # below start: the walk begins after it
-            return i
-        i = prev_elem(p, i)
-        for k in range(n):
-            i = prev_elem(p, i)
+        before = entry_before(p, i, &dms, &dseq)
+        if not id_le(sms, sseq, ms0 + <uint64_t>dms, seq0 + <uint64_t>dseq):
+            return i  # below start: the walk begins after it
+        i = before
     return first
 
 
@@ -1086,22 +1093,14 @@ def last_id(lp, master):
     from the end byte, as Redis's reverse iterator does: the entry's element count, then that
     many elements back to its flags. O(elements of one entry). Trusts the node."""
     cdef const unsigned char* p = lp_ptr(lp)
-    cdef Py_ssize_t i, k, n
-    cdef Elem a, d, e
+    cdef Elem a, d
+    cdef long long dms, dseq
     next_elem(p, next_elem(p, 6, &a), &d)
     if a.ival + d.ival == 0:
         return master
-    i = prev_elem(p, PyByteArray_GET_SIZE(lp) - 1)  # the last entry's element count
-    next_elem(p, i, &e)
-    n = e.ival
-    for k in range(n):
-        i = prev_elem(p, i)
-    i = next_elem(p, i, &e)  # its flags
-    i = next_elem(p, i, &e)
-    a.ival = e.ival  # the ms delta
-    next_elem(p, i, &e)
-    return id_int(<uint64_t>(master >> _SIXTY_FOUR) + <uint64_t>a.ival,
-                  <uint64_t>(master & _U64_OBJ) + <uint64_t>e.ival)
+    entry_before(p, PyByteArray_GET_SIZE(lp) - 1, &dms, &dseq)
+    return id_int(<uint64_t>(master >> _SIXTY_FOUR) + <uint64_t>dms,
+                  <uint64_t>(master & _U64_OBJ) + <uint64_t>dseq)
 
 
 def delete_many(lp, master, sids):

@@ -92,19 +92,8 @@ def rows_chart(doc: dict[str, Any], section: str) -> charts.Chart | None:
     bars = ax.barh(ys, [r["rate"] for r in rows], height=0.6,
                    color=[charts.verdict_colour(r.get("result")) for r in rows])
     chart.mark("rate", bars)
-    spread = [(y, r["runs"]) for y, r in zip(ys, rows, strict=True) if len(r.get("runs") or []) > 1]
-    if spread:
-        lo = [min(runs) for _y, runs in spread]
-        hi = [max(runs) for _y, runs in spread]
-        whiskers = ax.hlines([y for y, _ in spread], lo, hi, color="#1d232a", linewidth=1.4,
-                             label="spread of the runs (lowest to highest)")
-        chart.mark("spread", whiskers, len(spread))
-    targets = [(y, r["target"]) for y, r in zip(ys, rows, strict=True) if r.get("target")]
-    if targets:
-        ticks = ax.scatter([t for _y, t in targets], [y for y, _t in targets], marker="|",
-                           s=260, linewidths=2.2, color=charts.TARGET, zorder=4,
-                           label="target (at least)")
-        chart.mark("target", ticks)
+    _spread_and_targets(chart, ax, ys, rows, [r.get("runs") or [] for r in rows],
+                        "spread of the runs (lowest to highest)")
     refd = [(y, by_key[refs[r["key"]]]) for y, r in zip(ys, rows, strict=True)
             if refs.get(r["key"]) in by_key and by_key[refs[r["key"]]].get("rate")]
     if refd:
@@ -120,6 +109,24 @@ def rows_chart(doc: dict[str, Any], section: str) -> charts.Chart | None:
     ax.grid(axis="y", visible=False)
     _verdict_legend(chart, [r.get("result") for r in rows])
     return chart
+
+
+def _spread_and_targets(chart: charts.Chart, ax: Any, ys: list[int], rows: list[dict[str, Any]],
+                        samples: list[list[float]], spread_label: str) -> None:
+    """On a chart of one bar a row (at `ys`): a whisker from the lowest to the highest of each
+    row's samples (the rows with more than one), and a tick at each row's target."""
+    spread = [(y, got) for y, got in zip(ys, samples, strict=True) if len(got) > 1]
+    if spread:
+        whiskers = ax.hlines([y for y, _ in spread], [min(got) for _, got in spread],
+                             [max(got) for _, got in spread], color="#1d232a", linewidth=1.4,
+                             label=spread_label)
+        chart.mark("spread", whiskers, len(spread))
+    targets = [(y, r["target"]) for y, r in zip(ys, rows, strict=True) if r.get("target")]
+    if targets:
+        ticks = ax.scatter([t for _y, t in targets], [y for y, _t in targets], marker="|",
+                           s=260, linewidths=2.2, color=charts.TARGET, zorder=4,
+                           label="target (at least)")
+        chart.mark("target", ticks)
 
 
 def _verdict_legend(chart: charts.Chart, results: Sequence[str | None]) -> None:
@@ -247,18 +254,8 @@ def compare_chart(doc: dict[str, Any]) -> charts.Chart | None:
     bars = left.barh(ys, lows, height=0.6, color=[charts.verdict_colour(r.get("result"))
                                                    for r in rows])
     chart.mark("ratio", bars)
-    spread = [(y, r) for y, r in zip(ys, rows, strict=True) if len(r["ratios"]) > 1]
-    if spread:
-        whiskers = left.hlines([y for y, _ in spread], [min(r["ratios"]) for _, r in spread],
-                               [max(r["ratios"]) for _, r in spread], color="#1d232a",
-                               linewidth=1.4, label="rounds (lowest to highest)")
-        chart.mark("spread", whiskers, len(spread))
-    targets = [(y, r["target"]) for y, r in zip(ys, rows, strict=True) if r.get("target")]
-    if targets:
-        ticks = left.scatter([t for _y, t in targets], [y for y, _t in targets], marker="|",
-                             s=260, linewidths=2.2, color=charts.TARGET, zorder=4,
-                             label="target (at least)")
-        chart.mark("target", ticks)
+    _spread_and_targets(chart, left, ys, rows, [r["ratios"] for r in rows],
+                        "rounds (lowest to highest)")
     left.set_yticks(ys, [short(r["key"], 40) for r in rows])
     left.set_xlabel("compiled rate / pure rate (x; the bar is the lowest round)")
     left.set_title("ratio per round")
