@@ -483,16 +483,18 @@ class Delivery:
         else:
             for sid in sids:
                 advance_entries_read(s, group, sid)
+        last_idb = None
         if not noack:
             idbs = ([entry[0] for entry in got] if type(got) is PlainEntries
                     else [format_id(sid) for sid in sids])
+            last_idb = idbs[-1]
             effects.append(new_deliveries_xclaim_effect(self.key, group.name, consumer.name, now,
                                                         idbs))
             group.add_new_pending(sids, consumer, now)
             consumer.active_time = now
             self.touched = True
         effects.append(xgroup_setid_effect(self.key, group.name, group.last_id,
-                                           group.entries_read))
+                                           group.entries_read, last_idb))
 
 _NEW_ENTRY_CLAIM_TAIL = (0, 0)  # CLAIM's idle time and delivery count before, for a new entry
 

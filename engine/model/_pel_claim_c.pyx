@@ -10,7 +10,43 @@ from cpython cimport array
 
 include "_pel_columns.pxi"  # c_find, check_ids, check_row: the PEL kernels' shared helpers
 from cpython.long cimport PyLong_AsUnsignedLongLongMask
+from cpython.pyport cimport PY_SSIZE_T_MAX
 from libc.string cimport memmove
+
+cdef extern from *:
+    # The array object's own fields (CPython's arrayobject, as Cython's array header lays it
+    # out): its buffer, how many items that holds, and its buffer exports.
+    ctypedef struct _ArrayFields "struct arrayobject":
+        char* ob_item "data.ob_item"
+        Py_ssize_t allocated
+        int ob_exports
+    void Py_SET_SIZE(object o, Py_ssize_t n)
+    void* PyMem_Realloc(void* p, size_t n)
+
+
+cdef int grow(array.array col, Py_ssize_t n) except -1:
+    """`col`'s length raised to n, its buffer grown as CPython's array_resize grows it for
+    array.append (the rows written here leave the slack the pure twin's appends leave), and
+    refused as CPython refuses it while the array exports its buffer."""
+    cdef _ArrayFields* a = <_ArrayFields*><void*>col
+    cdef Py_ssize_t size, itemsize = col.ob_descr.itemsize
+    cdef char* items
+    if a.allocated >= n and a.ob_item != NULL:
+        Py_SET_SIZE(col, n)
+        return 0
+    if a.ob_exports > 0:
+        raise BufferError("cannot resize an array that is exporting buffers")
+    size = (n >> 4) + (3 if len(col) < 8 else 7) + n
+    if size > PY_SSIZE_T_MAX // itemsize:
+        raise MemoryError()
+    items = <char*>PyMem_Realloc(a.ob_item, <size_t>(size * itemsize))
+    if items == NULL:
+        raise MemoryError()
+    a.ob_item = items
+    a.allocated = size
+    Py_SET_SIZE(col, n)
+    return 0
+
 
 cdef object _LOW = (1 << 64) - 1
 cdef int NO_OWNER = -1  # pel_store.NO_OWNER
@@ -61,12 +97,12 @@ def pop_one(list maxes, list chunks, unsigned long long m, unsigned long long s,
     if j < 0:
         return None
     value = chunk[column][j]
-    if size == 1:
+    for k in range(width):  # (as the twin's `del col[j]`: the array's own shrinking)
+        del chunk[k][j]
+    if size == 1:  # (emptied: it goes, its columns left empty for the caller to use again)
         del chunks[lo]
         del maxes[lo]
         return value
-    for k in range(width):  # (as the twin's `del col[j]`: the array's own shrinking)
-        del chunk[k][j]
     if j == size - 1:  # (the chunk's last ID went: a new last ID)
         maxes[lo] = make_id(cms.data.as_ulonglongs[size - 2], cseq.data.as_ulonglongs[size - 2])
     return value
@@ -332,8 +368,8 @@ def extend_above(list maxes, list chunks, list ms, list seq, tuple values, tuple
                                         cseq.data.as_ulonglongs[take - 1])
 
 
-# Up to this many rows are appended to a chunk value by value (array.append: the array's own
-# growth, as the twin's extends): cloning columns to extend with costs more for a few rows (a
+# Up to this many rows are written into a chunk's columns in place (grown as array.append grows
+# them, as the twin's extends): cloning columns to extend with costs more for a few rows (a
 # queue's deliveries of one message).
 cdef Py_ssize_t _APPEND_AT_MOST = 4
 
@@ -343,7 +379,7 @@ cdef void _append_rows(tuple chunk, list ms, list seq, Py_ssize_t done, Py_ssize
     """`take` rows from `done` appended to the chunk's columns, or none if one is refused (a
     value outside its column's type: the columns cut back to where they were)."""
     cdef Py_ssize_t width = 2 + len(codes), at, i, k
-    cdef array.array col, want
+    cdef array.array col, want, cms, cseq
     if len(chunk) != width:
         raise TypeError("a packed chunk has its ID columns and one a value")
     check_ids(chunk[0], chunk[1])
@@ -354,13 +390,16 @@ cdef void _append_rows(tuple chunk, list ms, list seq, Py_ssize_t done, Py_ssize
         if len(col) != at or col.ob_descr.typecode != want.ob_descr.typecode:
             raise TypeError("a packed chunk's value columns are of its typecodes, as long "
                             "as its IDs")
+    cms, cseq = chunk[0], chunk[1]
     try:
-        for i in range(done, done + take):
-            (<array.array>chunk[0]).append(ms[i])
-            (<array.array>chunk[1]).append(seq[i])
-            for k in range(2, width):
-                (<array.array>chunk[k]).append(values[k - 2])
-    except BaseException:
         for k in range(width):
-            del chunk[k][at:]
+            grow(chunk[k], at + take)
+        for i in range(take):
+            cms.data.as_ulonglongs[at + i] = ms[done + i]
+            cseq.data.as_ulonglongs[at + i] = seq[done + i]
+        for k in range(2, width):
+            fill_value(chunk[k], at, take, values[k - 2])
+    except BaseException:
+        for k in range(width):  # (the length back; a grown buffer keeps its room)
+            Py_SET_SIZE(chunk[k], at)
         raise

@@ -131,8 +131,9 @@ def pop_sorted(maxes: list[int], chunks: list[tuple[array, ...]], ms: list[int],
 def pop_one(maxes: list[int], chunks: list[tuple[array, ...]], m: int, s: int,
             column: int) -> int | None:
     """Remove the ID (m, s) from a packed set's chunks if it is there, every column alike (an
-    emptied chunk goes, `maxes` follows): its row's value in the chunk column `column`, None
-    when it was not there. An XACK of one ID, a queue's, without `pop_sorted`'s lists."""
+    emptied chunk goes, `maxes` follows; its columns are left empty, for the caller to use
+    again): its row's value in the chunk column `column`, None when it was not there. An XACK
+    of one ID, a queue's, without `pop_sorted`'s lists."""
     c = bisect_left(maxes, m << 64 | s)
     if c == len(chunks):
         return None
@@ -147,12 +148,12 @@ def pop_one(maxes: list[int], chunks: list[tuple[array, ...]], m: int, s: int,
     if j < 0:
         return None
     value: int = chunk[column][j]
-    if len(cms) == 1:
+    for col in chunk:
+        del col[j]
+    if not cms:
         del chunks[c]
         del maxes[c]
         return value
-    for col in chunk:
-        del col[j]
     if j == len(cms):  # (the chunk's last ID went: a new last ID)
         maxes[c] = cms[-1] << 64 | cseq[-1]
     return value

@@ -265,8 +265,11 @@ def xgroup_create_effect(key: bytes, group: bytes, last_id: int, entries_read: i
             b"%d" % entries_read, b"MKSTREAM"]
 
 
-def xgroup_setid_effect(key: bytes, group: bytes, last_id: int, entries_read: int) -> Effect:
-    return [b"XGROUP", b"SETID", key, group, format_id(last_id), b"ENTRIESREAD",
+def xgroup_setid_effect(key: bytes, group: bytes, last_id: int, entries_read: int,
+                        last_idb: bytes | None = None) -> Effect:
+    """`last_idb`: the ID's bytes when the caller has them (a read's last entry's)."""
+    return [b"XGROUP", b"SETID", key, group,
+            format_id(last_id) if last_idb is None else last_idb, b"ENTRIESREAD",
             b"%d" % entries_read]
 
 
@@ -286,7 +289,10 @@ def sk_xconsumer_effect(key: bytes, group: bytes, consumer: bytes, seen: int,
                         active: int) -> Effect:
     """`SK.XCONSUMER key group consumer seen active`: pins the consumer's times (and creates
     it), which Redis's own propagation lets drift."""
-    return [b"SK.XCONSUMER", key, group, consumer, b"%d" % seen, b"%d" % active]
+    seen_b = b"%d" % seen
+    # (mostly the same time: a read is both seen and active)
+    return [b"SK.XCONSUMER", key, group, consumer, seen_b,
+            seen_b if active == seen else b"%d" % active]
 
 
 # --- keyspace ------------------------------------------------------------------------------------

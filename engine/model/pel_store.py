@@ -44,18 +44,25 @@ class PackedIDs:
 
     Subclasses add value columns (`_EXTRA` typecodes); `add` takes their values in order."""
 
-    __slots__ = ("_chunks", "_maxes", "_len")
+    __slots__ = ("_chunks", "_maxes", "_len", "_spare")
     _EXTRA: tuple[str, ...] = ()
 
     def __init__(self) -> None:
         self._chunks: list[tuple[array, ...]] = []
         self._maxes: list[int] = []  # each chunk's last ID, for the bisect that picks a chunk
         self._len = 0
+        # The last chunk `pop_one` emptied, its columns empty: a queue's PEL empties and fills
+        # again every message, and new columns cost more than the row they hold.
+        self._spare: tuple[array, ...] | None = None
 
     def __len__(self) -> int:
         return self._len
 
     def _new_chunk(self) -> tuple[array, ...]:
+        spare = self._spare
+        if spare is not None:
+            self._spare = None
+            return spare
         # Copies of empty columns: array(code) parses its arguments and raises an audit event,
         # ~1.8k instructions a column, paid by every delivery to an emptied PEL (a queue's).
         return (_EMPTY_Q[:], _EMPTY_Q[:], *[_EMPTY_COLUMNS[code][:] for code in self._EXTRA])
@@ -107,7 +114,18 @@ class PackedIDs:
     def extend_above(self, ms: list[int], seq: list[int], *values: int) -> None:
         """Append IDs (as ms and seq lists) known to be ascending and above every ID, each with
         the same value columns: a batch of deliveries in one go (`pel_claim.extend_above`)."""
-        extend_above(self._maxes, self._chunks, ms, seq, values, self._EXTRA, 2 * _LOAD)
+        chunks = self._chunks
+        if chunks or self._spare is None:
+            extend_above(self._maxes, chunks, ms, seq, values, self._EXTRA, 2 * _LOAD)
+        else:  # the rows go into the spare chunk's columns
+            chunks.append(self._new_chunk())
+            self._maxes.append(0)
+            try:
+                extend_above(self._maxes, chunks, ms, seq, values, self._EXTRA, 2 * _LOAD)
+            finally:
+                if not chunks[0][0]:  # (refused: a chunk holds at least one ID)
+                    self._spare = chunks.pop()
+                    self._maxes.pop()
         self._len += len(ms)
 
     def _remove_at(self, c: int, j: int) -> None:
@@ -178,9 +196,13 @@ class PackedIDs:
     def pop_one(self, m: int, s: int, column: int) -> int | None:
         """Remove the ID (m, s) (`pel_claim.pop_one`): its value in `column` (0: its ms), None
         when it was not there."""
-        value = pop_one(self._maxes, self._chunks, m, s, column)
+        chunks = self._chunks
+        only = chunks[0] if len(chunks) == 1 else None
+        value = pop_one(self._maxes, chunks, m, s, column)
         if value is not None:
             self._len -= 1
+            if not chunks:  # (the kernel left the emptied chunk's columns empty)
+                self._spare = only
         return value
 
     def pop_sorted(self, ms: list[int], seq: list[int], column: int) -> list[int | None]:
@@ -373,6 +395,7 @@ class PendingTable(PackedIDs):
 # fits, which a batch of deliveries does, else wide ('Q': (ms, seq) pairs, 16 bytes an ID).
 
 _WORD: Final = 1 << 32
+_ONE_NARROW: Final = array("I", [0, 0, 0, 0])  # a narrow bucket of one ID: base, 0, seq
 
 
 def bucket_new(ms: list[int], seq: list[int]) -> array:
@@ -381,6 +404,15 @@ def bucket_new(ms: list[int], seq: list[int]) -> array:
     (`pel_search.narrow_bucket`, `wide_bucket`)."""
     if not ms:
         return array("Q")
+    if len(ms) == 1 and seq[0] < _WORD:
+        # One delivery (a queue's): narrow_bucket's bucket, from a copied template rather than
+        # built through lists and array()
+        m = ms[0]
+        one = _ONE_NARROW[:]
+        one[0] = m >> 32
+        one[1] = m & (_WORD - 1)
+        one[3] = seq[0]
+        return one
     bucket = narrow_bucket(ms, seq, min(ms))
     return bucket if bucket is not None else wide_bucket(ms, seq)
 

@@ -24,9 +24,13 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Protocol
+from threading import get_ident
+from typing import TYPE_CHECKING, Any, Protocol
 
 from streamkeep.engine.wire.errors import ReplyError, StreamkeepError
+
+if TYPE_CHECKING:
+    from streamkeep.engine.runtime.core import EngineCore, Session
 
 PRODUCER = b"streamkeep-queue"  # the IDMP producer id of every put with an idempotency key
 SWEEP_BATCH = 100  # pending entries a sweep for deleted messages looks at, oldest first
@@ -64,31 +68,40 @@ class _EngineBackend:
     """An Engine, through a session of its own per thread (a MULTI of one thread must not
     queue another thread's commands). Replies come in RESP2's shape (`to_plain`)."""
 
-    def __init__(self, engine: Any) -> None:
+    def __init__(self, engine: EngineCore) -> None:
         from streamkeep.engine.runtime.core import Session
         from streamkeep.engine.wire.reply import NULL_ARRAY, to_plain
 
-        self._raw = engine.execute_raw
+        # (typed: the compiled build calls the engine's entry points directly)
+        self._engine = engine
         self._atomic = engine.execute_atomic
         self._session_type = Session
         self._plain = to_plain
         self._null_array = NULL_ARRAY  # (not `_null`: a compiled class would name its field `__null`, a C keyword of gcc)
         self._local = threading.local()
+        # The thread that made the queue keeps its session here: a thread-local lookup costs
+        # more than the ident compare. (An ident is reused only once its thread has ended, and
+        # a session holds nothing between calls: each call's MULTI or WATCH ends in it.)
+        self._owner = threading.get_ident()
+        self._owned = Session()
 
-    def _session(self) -> Any:
+    def _session(self) -> Session:
+        if get_ident() == self._owner:
+            return self._owned
         try:
             return self._local.session
         except AttributeError:
-            session = self._local.session = self._session_type()
+            session: Session = self._session_type()
+            self._local.session = session
             return session
 
     def call(self, argv: Argv) -> Any:
-        reply = self._raw(self._session(), argv)
+        reply = self._engine.execute_raw(self._session(), argv)
         t = type(reply)  # (a put's ID, an ack's count: nothing to flatten, no call for it)
         return reply if t is bytes or t is int else self._plain(reply)
 
     def read(self, argv: Argv) -> list[Entry]:
-        return self._entries(self._raw(self._session(), argv))
+        return self._entries(self._engine.execute_raw(self._session(), argv))
 
     def atomic(self, commands: Sequence[Argv], read_last: bool = False) -> list[Any]:
         """The replies of one transaction (a failed command's ReplyError in its place); with
@@ -106,7 +119,7 @@ class _EngineBackend:
         """WATCH key, run `check`, and if `decide(its reply)` gives commands, run them as one
         transaction: their replies; [] if it decided not to; None if the key changed between
         the check and EXEC (the caller tries again)."""
-        session, raw = self._session(), self._raw
+        session, raw = self._session(), self._engine.execute_raw
         raw(session, (b"WATCH", key))
         try:
             commands = decide(self._plain(raw(session, check)))
@@ -391,6 +404,10 @@ class StreamQueue:
         if maxlen is not None and maxlen < 0 or max_age is not None and max_age < 0:
             raise QueueError("maxlen and max_age must not be negative")
         self.backend = _backend(client)
+        # The same backend when it is an Engine's: the compiled build calls it directly
+        backend = self.backend
+        self._engine: _EngineBackend | None = (
+            backend if isinstance(backend, _EngineBackend) else None)
         self.name, self.group = _b(name), _b(group)
         self.consumer = _b(consumer) if consumer is not None else (
             f"{socket.gethostname()}-{os.getpid()}-{threading.get_ident()}".encode())
@@ -400,6 +417,8 @@ class StreamQueue:
         self.maxlen, self.max_age = maxlen, max_age
         self._read_head = (b"XREADGROUP", b"GROUP", self.group, self.consumer, b"COUNT")
         self._read_tail = (b"CLAIM", b"%d" % self.visibility_ms, b"STREAMS", self.name, b">")
+        # get()'s argv, built once rather than every call
+        self._read_one = (*self._read_head, b"1", *self._read_tail)
         self._ack_head = (b"XACK", self.name, self.group)
         self._next_sweep = 0.0
         if create:  # (False: a read-only look, e.g. `streamkeep queue stats`)
@@ -417,7 +436,8 @@ class StreamQueue:
 
     def _call(self, argv: Argv) -> Any:
         try:
-            return self.backend.call(argv)
+            engine = self._engine
+            return engine.call(argv) if engine is not None else self.backend.call(argv)
         except ReplyError as err:
             raise group_error(self.name, self.group, err) or err from None
 
@@ -476,6 +496,8 @@ class StreamQueue:
 
     def _read_argv(self, count: int, block: float | None) -> tuple[bytes, ...]:
         if block is None:
+            if count == 1:
+                return self._read_one
             return (*self._read_head, b"%d" % count, *self._read_tail)
         return (*self._read_head, b"%d" % count, b"BLOCK", b"%d" % int(block * 1000),
                 *self._read_tail)
@@ -488,7 +510,9 @@ class StreamQueue:
             raise QueueError("count must be at least 1")
         self._sweep_if_due()
         try:
-            entries = self.backend.read(self._read_argv(count, block))
+            argv = self._read_argv(count, block)
+            engine = self._engine
+            entries = engine.read(argv) if engine is not None else self.backend.read(argv)
         except ReplyError as err:
             raise group_error(self.name, self.group, err) or err from None
         return self._messages(entries)

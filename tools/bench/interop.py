@@ -9,7 +9,13 @@ Owns its workloads and how they are measured:
   --replicaof`` child following it; redis-benchmark (-c 50 -P 16, APPLY_PER_N x N XADDs)
   drives the primary while the replica's lag (entries behind, and bytes of Redis's offset) is
   printed on stderr every LAG_EVERY seconds; the rate is the XADDs the replica applied per
-  second, from the benchmark's start to the replica holding the primary's offset.
+  second, from the benchmark's start to the replica holding the primary's offset. On a machine
+  of few cores this rate is bounded by redis-benchmark and the primary themselves: they hold
+  the CPU while the benchmark runs, so a replica applies little until it ends.
+- ``interop.replica_catchup``: the same primary, replica and benchmark, with the replica
+  stopped (SIGSTOP) while redis-benchmark runs, so the primary holds the whole stream for it;
+  continued (SIGCONT), the rate is the XADDs it applied per second until it holds the
+  primary's offset: what its apply loop sustains, the load generator's CPU out of the figure.
 Must not touch: the import tool and the follower (it only measures them), the registry.
 """
 
@@ -19,6 +25,7 @@ import argparse
 import contextlib
 import io
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -36,6 +43,7 @@ APPLY_PER_N = 2  # XADDs redis-benchmark sends the primary: 400,000 at the defau
 KEY = "mystream"
 LAG_EVERY = 1.0  # seconds between the lag lines on stderr
 POLL = 0.05  # seconds between the lag checks
+CATCHUP_POLL = 0.01  # seconds between the checks of a catching-up replica's offset
 TIMEOUT = 600.0
 
 
@@ -51,7 +59,8 @@ def describe(env: BenchEnv) -> list[str]:
     return [f"interop: import of a redis-server dump.rdb of {import_entries(env):,} entries "
             f"(one stream, `XADD {KEY} * myfield myvalue`); a `streamkeep serve --replicaof` "
             f"child of a redis-server driven by redis-benchmark -c 50 -P 16 -n "
-            f"{apply_requests(env):,} XADD (its lag on stderr every {LAG_EVERY:g} s)"]
+            f"{apply_requests(env):,} XADD (its lag on stderr every {LAG_EVERY:g} s), then "
+            f"the same with the replica stopped until the benchmark ends (its catch-up)"]
 
 
 def _benchmark(port: int, requests: int) -> list[str]:
@@ -99,14 +108,22 @@ def _lag(primary: RedisServer, replica: StreamkeepServer) -> tuple[int, int]:
     return int(primary.client.xlen(KEY)) - int(replica.client.xlen(KEY)), behind
 
 
+def _follower(primary: RedisServer) -> StreamkeepServer:
+    """A streamkeep replica of ``primary``, its link up."""
+    # a replica held stopped must not be cut off for the stream the primary holds for it
+    primary.client.config_set("client-output-buffer-limit", "replica 0 0 0")
+    replica = StreamkeepServer(replicaof=primary.port).start()
+    _wait(lambda: replica.client.info("replication").get("master_link_status") == "up")
+    return replica
+
+
 def bench_replica_apply(env: BenchEnv) -> Measurement:
     primary = RedisServer()
     primary.start()
     replica: StreamkeepServer | None = None
     tool: subprocess.Popen | None = None
     try:
-        replica = StreamkeepServer(replicaof=primary.port).start()
-        _wait(lambda: replica.client.info("replication").get("master_link_status") == "up")
+        replica = _follower(primary)
         requests = apply_requests(env)
         began = time.perf_counter()
         tool = subprocess.Popen(_benchmark(primary.port, requests), stdout=subprocess.DEVNULL,
@@ -143,6 +160,52 @@ def bench_replica_apply(env: BenchEnv) -> Measurement:
                        notes=[f"interop.replica_apply: {applied:,} XADDs applied in "
                               f"{seconds:.1f} s; the lag peaked at {worst[0]:,} entries "
                               f"({worst[1]:,} bytes of Redis's offset)"])
+
+
+def bench_replica_catchup(env: BenchEnv) -> Measurement:
+    primary = RedisServer()
+    primary.start()
+    replica: StreamkeepServer | None = None
+    stopped = False
+    try:
+        replica = _follower(primary)
+        pid = replica.pid
+        assert pid is not None
+        os.kill(pid, signal.SIGSTOP)
+        stopped = True
+        subprocess.run(_benchmark(primary.port, apply_requests(env)), check=True,
+                       capture_output=True, timeout=TIMEOUT, **leftovers.child_options())
+        offset = int(primary.client.info("replication")["master_repl_offset"])
+        held = int(primary.client.xlen(KEY))
+        os.kill(pid, signal.SIGCONT)
+        stopped = False
+        began = printed = time.perf_counter()
+        before = int(replica.client.xlen(KEY))
+        while int(replica.client.info("replication").get("slave_repl_offset", 0)) < offset:
+            time.sleep(CATCHUP_POLL)
+            now = time.perf_counter()
+            if now - began > TIMEOUT:
+                raise AssertionError("the replica did not catch up with the primary")
+            if now - printed >= LAG_EVERY:
+                printed = now
+                behind = held - int(replica.client.xlen(KEY))
+                print(f"interop.replica_catchup: {now - began:5.1f} s, the replica is "
+                      f"{behind:,} entries behind the primary", file=sys.stderr, flush=True)
+        seconds = time.perf_counter() - began
+        applied = int(replica.client.xlen(KEY)) - before
+    finally:
+        if replica is not None:
+            if stopped and replica.pid is not None:
+                os.kill(replica.pid, signal.SIGCONT)  # (interrupted: let it take SIGTERM)
+            replica.stop()
+        primary.stop()
+    if applied != held - before:
+        raise AssertionError(f"the replica holds {before + applied:,} entries, the primary "
+                             f"{held:,}")
+    return Measurement(applied / seconds, count=applied, figures={"seconds": seconds},
+                       notes=[f"interop.replica_catchup: {applied:,} XADDs applied in "
+                              f"{seconds:.2f} s after the replica was continued "
+                              f"({before:,} were applied before it stopped)"])
 
 
 def _wait(ready: object, timeout: float = 30.0) -> None:

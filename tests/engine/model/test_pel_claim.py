@@ -9,6 +9,7 @@ twins, which must agree exactly (results, errors, the chunks they leave)."""
 
 from __future__ import annotations
 
+import sys
 from array import array
 from types import ModuleType
 
@@ -216,6 +217,29 @@ def test_pop_one_removes_one_id_and_gives_its_column_value(
     for sid in sorted(left):  # a consumer's set: column 0, the ID's ms, says it was there
         assert pel_claim_impl.pop_one(id_maxes, id_chunks, sid >> 64, sid & _LOW, 0) == sid >> 64
     assert (id_maxes, id_chunks) == ([], [])
+
+
+def test_pop_one_leaves_an_emptied_chunks_columns_empty(pel_claim_impl: ModuleType) -> None:
+    """The chunk its last ID left is out of the lists, its columns empty: the packed set keeps
+    it to hold the next IDs (a queue's PEL empties every message)."""
+    maxes, chunks = _pel_chunks({1 << 64: (5, 1, 0), 2 << 64: (6, 1, 1)}, [1])
+    emptied = chunks[0]
+    assert pel_claim_impl.pop_one(maxes, chunks, 1, 0, 4) == 0
+    assert all(len(col) == 0 for col in emptied)
+    assert _read_back(maxes, chunks) == ([2 << 64], [(2 << 64, 6, 1, 1)])
+
+
+def test_extend_above_leaves_the_slack_array_append_leaves(pel_claim_impl: ModuleType) -> None:
+    """A few rows written in place grow each column as array.append would have (the pure
+    twin's appends): the same bytes allocated, row after row."""
+    maxes, chunks = _id_chunks([1 << 64], [1])
+    mirror = [array("Q", [1]), array("Q", [0])]
+    for k in range(2, 60):
+        pel_claim_impl.extend_above(maxes, chunks, [k], [0], (), (), 1024)
+        mirror[0].append(k)
+        mirror[1].append(0)
+        assert [sys.getsizeof(col) for col in chunks[0]] == [sys.getsizeof(c) for c in mirror]
+    assert list(chunks[0][0]) == list(mirror[0])
 
 
 def test_pop_one_refuses_a_column_the_chunks_lack(pel_claim_impl: ModuleType) -> None:

@@ -62,6 +62,25 @@ def test_extend_above_fills_chunks_as_adds_do(monkeypatch: pytest.MonkeyPatch) -
     assert batch.last() == one.last() and batch.next_after(4 << 64) == (4 << 64) + 1
 
 
+def test_an_emptied_table_fills_its_spare_chunk_again() -> None:
+    """A queue's PEL: one delivery, its ack, the next delivery. The chunk the ack emptied holds
+    the next delivery (no new columns a message), and the table reads back as it should."""
+    table, low = PendingTable(), (1 << 64) - 1
+    table.extend_above([1], [0], 7, 1, 3)
+    chunk = table._chunks[0]
+    for k in range(2, 6):
+        assert table.pop_one(k - 1, 0, 4) == 3 and len(table) == 0 and list(table) == []
+        table.extend_above([k], [0], 7 + k, 1, 3)
+        assert table._chunks[0] is chunk
+        assert list(table) == [k << 64] and table.entry(k << 64) == (7 + k, 1, 3)
+    assert table.pop_one(5, 0, 4) == 3
+    with pytest.raises(OverflowError):  # refused: the table stays empty, its spare kept
+        table.extend_above([6], [0], 7, -1, 3)
+    assert len(table) == 0 and list(table) == [] and table.last() is None
+    table.put(7 << 64 | low, 1, 2, 0)
+    assert table._chunks[0] is chunk and table.entry(7 << 64 | low) == (1, 2, 0)
+
+
 @pytest.mark.parametrize("seed", range(8))
 def test_pending_table_reads_back_as_a_dict(seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(pel_store, "_LOAD", 4)
