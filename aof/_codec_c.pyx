@@ -339,16 +339,31 @@ cdef inline unsigned char* _write_leaf(unsigned char* w, object o) except NULL:
     return _write_int(w, o)
 
 
-cdef Py_ssize_t _payload_size(object lsn, object time_ms, object db, object effects) except -2:
-    """Bytes msgpack packs [lsn, time_ms, db, effects] into, or -1: not a shape packed here."""
+cdef Py_ssize_t _BIG = -3  # _payload_size's answer for a record with a big argument
+
+
+cdef Py_ssize_t _payload_size(object lsn, object time_ms, object db, object effects,
+                              bint small_only=False) except -2:
+    """Bytes msgpack packs [lsn, time_ms, db, effects] into, or -1: not a shape packed here.
+    With `small_only` the arguments must be bytes, and one of BIG_ARG bytes or more gives
+    _BIG."""
     cdef Py_ssize_t total = 1, part, n_effects, n_args, i, j
-    cdef object effect
+    cdef object effect, arg
+    cdef bint big = False
     if not (PyLong_CheckExact(lsn) and PyLong_CheckExact(time_ms) and PyLong_CheckExact(db)):
         return -1
-    for part in (_leaf_size(lsn), _leaf_size(time_ms), _leaf_size(db)):
-        if part < 0:
-            return -1
-        total += part
+    part = _leaf_size(lsn)  # (one by one: a loop over a tuple would box the three sizes)
+    if part < 0:
+        return -1
+    total += part
+    part = _leaf_size(time_ms)
+    if part < 0:
+        return -1
+    total += part
+    part = _leaf_size(db)
+    if part < 0:
+        return -1
+    total += part
     n_effects = _seq_len(effects)
     if n_effects < 0 or _array_size(n_effects) < 0:
         return -1
@@ -360,21 +375,48 @@ cdef Py_ssize_t _payload_size(object lsn, object time_ms, object db, object effe
             return -1
         total += _array_size(n_args)
         for j in range(n_args):
-            part = _leaf_size(_seq_item(effect, j))
+            arg = _seq_item(effect, j)
+            if small_only:
+                if not PyBytes_CheckExact(arg):
+                    return -1
+                part = PyBytes_GET_SIZE(arg)
+                if part >= _BIG_ARG:
+                    big = True  # (the whole effect first, as has_big_arg reads it)
+                # bin 8/16/32's header, then the bytes (as _leaf_size sizes them)
+                total += part + (2 if part < 0x100 else 3 if part < 0x10000 else 5)
+                continue
+            part = _leaf_size(arg)
             if part < 0:
                 return -1
             total += part
+        if big:
+            return _BIG
     return total
 
 
 def encode(lsn, time_ms, db, effects):
     cdef Py_ssize_t size = _payload_size(lsn, time_ms, db, effects)
+    if size < 0 or size > 0xFFFFFFFF:
+        return _codec_py.encode(lsn, time_ms, db, effects)
+    return _pack(size, lsn, time_ms, db, effects)
+
+
+def encode_small(lsn, time_ms, db, effects):
+    """The reference's: one sizing pass says whether an argument is big, then the packing."""
+    cdef Py_ssize_t size = _payload_size(lsn, time_ms, db, effects, True)
+    if size == _BIG:
+        return None
+    if size < 0 or size > 0xFFFFFFFF:
+        return _codec_py.encode_small(lsn, time_ms, db, effects)
+    return _pack(size, lsn, time_ms, db, effects)
+
+
+cdef bytes _pack(Py_ssize_t size, object lsn, object time_ms, object db, object effects):
+    """The framed record, its payload `size` bytes (as _payload_size found the objects)."""
     cdef Py_ssize_t n_effects, n_args, i, j
     cdef unsigned char* start
     cdef unsigned char* w
     cdef object effect
-    if size < 0 or size > 0xFFFFFFFF:
-        return _codec_py.encode(lsn, time_ms, db, effects)
     frame = PyBytes_FromStringAndSize(NULL, _FRAME + size)
     start = <unsigned char*>PyBytes_AS_STRING(frame)
     w = start + _FRAME

@@ -4,7 +4,7 @@ both are tested on the same inputs, damaged and hostile ones included).
 Owns the record format (`codec`'s docstring documents it: an 8-byte frame of payload length
 and CRC-32C, then the msgpack payload `[lsn, time_ms, db, effects]`), the CRC-32C, and the
 functions over records that the write path, replay, verification and replication run per
-record: encoding (`encode`, `encode_parts`, `has_big_arg`), scanning a segment and classifying
+record: encoding (`encode`, `encode_small`, `encode_parts`, `has_big_arg`), scanning a segment and classifying
 what stops it (`scan`, `scan_batches`, `verify_scan`, `next_valid_record`, `frames_in_tail`),
 and decoding a replication stream (`decode_stream`, `frame_offsets`). The result types
 (`ScanResult`, `Damage`, `VerifyResult`, `StreamChunk`) live here so that both twins build the
@@ -70,6 +70,12 @@ def has_big_arg(effects: list | tuple) -> bool:
         if effect and max(map(len, effect)) >= BIG_ARG:
             return True
     return False
+
+
+def encode_small(lsn: int, time_ms: int, db: int, effects: list | tuple) -> bytes | None:
+    """The write path's one call: `encode()`'s record, or None when an argument is BIG_ARG
+    bytes or more (`has_big_arg`: the record is written as `encode_parts` frames it)."""
+    return None if has_big_arg(effects) else encode(lsn, time_ms, db, effects)
 
 
 def encode_parts(lsn: int, time_ms: int, db: int, effects: list | tuple) -> list[bytes]:

@@ -54,10 +54,9 @@ from typing import Any, Final
 from streamkeep.aof import manifest as manifest_mod
 from streamkeep.aof.codec import (
     HEADER_SIZE,
-    encode,
     encode_header,
     encode_parts,
-    has_big_arg,
+    encode_small,
 )
 from streamkeep.aof.fs import UNSUPPORTED_ERRNOS, FileSystem, RealFS
 from streamkeep.aof.manifest import Manifest, SegmentEntry
@@ -69,8 +68,7 @@ log = logging.getLogger("streamkeep.aof")
 # The write path's codec kernels, bound once: the compiled build calls a name bound Final
 # without looking it up in the module's globals (a Cython function is not one of its native
 # calls).
-_encode: Final = encode
-_has_big_arg: Final = has_big_arg
+_encode_small: Final = encode_small
 
 POLICIES = ("always", "everysec", "no")
 # Out of descriptors (the process's or the system's): transient, retried, never a lost write.
@@ -196,10 +194,10 @@ class Journal:
         In deferred mode (the server's) the record joins a buffer that `flush_pending` writes
         with one write() before any reply leaves. ReplyError(MISCONF) if the record cannot be
         logged: it is dropped and the command rolled back (see the module's docstring)."""
-        if _has_big_arg(effects):
-            return self._append_big(time_ms, db, effects)
         lsn = self.lsn + 1
-        data = _encode(lsn, time_ms, db, effects)
+        data = _encode_small(lsn, time_ms, db, effects)
+        if data is None:  # an argument of BIG_ARG bytes or more
+            return self._append_big(time_ms, db, effects)
         room = self.room - len(data)
         if room < 0:
             if not self._make_room(len(data)):
@@ -369,9 +367,10 @@ class Journal:
                 self.fs.write(self.fd, data)
             elif (done := write_some(self.fd, data)) != size:  # a short write: the rest
                 self.fs.write(self.fd, data[done:])
-            for part in more or ():
-                self.fs.write(self.fd, part)
-                size += len(part)
+            if more:  # (no iterator made for a record in one piece)
+                for part in more:
+                    self.fs.write(self.fd, part)
+                    size += len(part)
         except OSError as err:
             self._write_failed(err)
             raise ReplyError(self.error) from None  # type: ignore[arg-type]

@@ -38,7 +38,13 @@ from streamkeep.engine.model.effects import (
 from streamkeep.engine.model.ids import MAX_ID, decr_id, format_id, parse_strict
 from streamkeep.engine.model.pel_store import NO_OWNER
 from streamkeep.engine.model.stream import Stream
-from streamkeep.engine.wire.args import LLONG_MAX, parse_int, parse_int_range, parse_timeout_ms
+from streamkeep.engine.wire.args import (
+    LLONG_MAX,
+    option_word,
+    parse_int,
+    parse_int_range,
+    parse_timeout_ms,
+)
 from streamkeep.engine.wire.errors import SYNTAX, ReplyError, nogroup
 from streamkeep.engine.wire.reply import (
     NULL_ARRAY,
@@ -120,7 +126,7 @@ def parse_read_args(argv: Argv, now: int, group_cmd: bool) -> ReadArgs:
     i = 1
     while i < argc:
         more = argc - i - 1
-        opt = argv[i].lower()
+        opt = option_word(argv[i])
         if opt == b"block" and more:
             a.timeout = parse_timeout_ms(argv[i + 1], now)
             i += 2

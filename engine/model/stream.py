@@ -348,6 +348,15 @@ class Stream:
         """range() as an embedded caller gets it: `[[id, [field, value, ...]], ...]`, built
         straight from the nodes' bytes."""
         out = PlainEntries()
+        nodes = self.nodes
+        if not rev and nodes:
+            last = nodes[-1]
+            if start >= last.master and last.lp is not None:
+                # A read at the stream's tail (a consumer that keeps up, a queue's): the last
+                # node alone, as _walk_range would pick it, without its walk.
+                pk.read_plain(last.lp, last.master, start, min(end, MAX_ID), count, False, out,
+                              sids)
+                return out
 
         def read(lp: bytearray, master: int, left: int) -> int:
             return pk.read_plain(lp, master, start, end, left, rev, out, sids)

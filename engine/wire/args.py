@@ -31,7 +31,8 @@ def parse_int(arg: bytes, msg: str | None = None) -> int:
             else:
                 if start:
                     value = -value
-                if LLONG_MIN <= value <= LLONG_MAX:
+                # (18 digits cannot leave int64: the compares of big ints skipped)
+                if n - start < 19 or LLONG_MIN <= value <= LLONG_MAX:
                     return value
     raise ReplyError(("ERR " + msg) if msg else NOT_INTEGER)
 
@@ -54,6 +55,18 @@ def parse_timeout_ms(arg: bytes, now: int) -> int:
     if value > 0 and value > LLONG_MAX - now:
         raise ReplyError("ERR timeout is out of range")
     return value
+
+
+# The option words of the hottest parsers, as clients spell them (upper or lower case).
+_OPTION_WORDS: Final = {spelling: word.lower() for word in (
+    b"BLOCK", b"CLAIM", b"COUNT", b"GROUP", b"MAXCOUNT", b"MAXSIZE", b"NOACK", b"STREAMS",
+) for spelling in (word, word.lower())}
+
+
+def option_word(arg: bytes) -> bytes:
+    """`arg.lower()`, the usual spellings of the hot options looked up (no method call)."""
+    word = _OPTION_WORDS.get(arg)
+    return word if word is not None else arg.lower()
 
 
 def is_word(arg: bytes, word: bytes) -> bool:

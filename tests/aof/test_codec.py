@@ -93,7 +93,10 @@ def test_encode_parts_is_encode_without_copying_big_values(impl: Any) -> None:
         parts = encode_parts(2**40, 2**41, 15, effects)
         assert b"".join(parts) == encode(2**40, 2**41, 15, effects)
         assert any(part is big or part is bigger for part in parts)
-    assert not has_big_arg([[b"XADD", b"s", b"1-1", b"f", b"v" * (BIG_ARG - 1)], []])
+        assert impl.encode_small(2**40, 2**41, 15, effects) is None
+    small = [[b"XADD", b"s", b"1-1", b"f", b"v" * (BIG_ARG - 1)], []]
+    assert not has_big_arg(small)
+    assert impl.encode_small(1, 2, 0, small) == encode(1, 2, 0, small)
 
 
 # --- verify_scan ---------------------------------------------------------------------------------
@@ -224,6 +227,7 @@ def test_encode_is_byte_identical(twins: tuple, record: tuple) -> None:
     py, c = twins
     assert outcome(c.encode, *record) == outcome(py.encode, *record)
     assert outcome(c.has_big_arg, record[3]) == outcome(py.has_big_arg, record[3])
+    assert outcome(c.encode_small, *record) == outcome(py.encode_small, *record)
 
 
 @SETTINGS
@@ -237,6 +241,7 @@ def test_encode_odd_argument_types(twins: tuple, record: tuple, data: st.DataObj
                  (lsn, time_ms, db, odd), (lsn, time_ms, db, [odd]), (lsn, time_ms, db, [[odd]])]:
         assert outcome(c.encode, *args) == outcome(py.encode, *args)
         assert outcome(c.has_big_arg, args[3]) == outcome(py.has_big_arg, args[3])
+        assert outcome(c.encode_small, *args) == outcome(py.encode_small, *args)
 
 
 def test_big_args_and_parts(twins: tuple) -> None:
@@ -248,6 +253,8 @@ def test_big_args_and_parts(twins: tuple) -> None:
         assert outcome(c.encode_parts, 2**40, 7, 3, effs) == \
             outcome(py.encode_parts, 2**40, 7, 3, effs)
         assert outcome(c.encode, 2**40, 7, 3, effs) == outcome(py.encode, 2**40, 7, 3, effs)
+        assert outcome(c.encode_small, 2**40, 7, 3, effs) == \
+            outcome(py.encode_small, 2**40, 7, 3, effs)
 
 
 @SETTINGS
