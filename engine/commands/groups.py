@@ -11,6 +11,8 @@ stream storage internals, other commands.
 
 from __future__ import annotations
 
+from typing import Final
+
 from streamkeep.aof.planted import planted
 from streamkeep.engine.commands.expiry import read_stream, stream_at
 from streamkeep.engine.commands.streams import delete_entries_with_policy, parse_ids_args
@@ -56,6 +58,8 @@ from streamkeep.engine.wire.errors import (
     subcommand_syntax,
 )
 from streamkeep.engine.wire.reply import NULL_ARRAY
+
+_plain_ids: Final = plain_ids  # (bound Final: XACK's call without a globals lookup)
 
 # XAUTOCLAIM's ztrymalloc(COUNT * 16) can never succeed above the 47-bit user address space.
 _MAX_TRANSIENT_BYTES = 1 << 47
@@ -251,7 +255,7 @@ def xack(ctx: Ctx, argv: Argv) -> int:
     _s, group = _group_or_none(ctx, argv[1], argv[2])
     if group is None:
         return 0
-    parsed = plain_ids(argv, 3)
+    parsed = _plain_ids(argv, 3)
     if parsed is not None and parsed[2]:
         return _xack_tidy(ctx, argv, group, parsed[0], parsed[1])
     sids = [parse_strict(x) for x in argv[3:]]

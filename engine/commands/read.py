@@ -15,7 +15,7 @@ Must not touch: other commands' semantics.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Final
 
 from streamkeep.engine.commands.expiry import read_hit, read_stream, stream_at
 from streamkeep.engine.exec.context import Block, Ctx
@@ -54,8 +54,9 @@ from streamkeep.engine.wire.reply import (
     RespMap,
 )
 
-_GT_NEW = -1  # the ">" ID
-_PLUS = -2  # XREAD's "+" (Redis 7.4: the last entry)
+_PLAIN_ENTRIES: Final = PlainEntries  # (bound Final: compared without a globals lookup)
+_GT_NEW: Final = -1  # the ">" ID
+_PLUS: Final = -2  # XREAD's "+" (Redis 7.4: the last entry)
 
 
 class ReadArgs:
@@ -491,7 +492,7 @@ class Delivery:
                 advance_entries_read(s, group, sid)
         last_idb = None
         if not noack:
-            idbs = ([entry[0] for entry in got] if type(got) is PlainEntries
+            idbs = ([entry[0] for entry in got] if type(got) is _PLAIN_ENTRIES
                     else [format_id(sid) for sid in sids])
             last_idb = idbs[-1]
             effects.append(new_deliveries_xclaim_effect(self.key, group.name, consumer.name, now,
@@ -502,7 +503,7 @@ class Delivery:
         effects.append(xgroup_setid_effect(self.key, group.name, group.last_id,
                                            group.entries_read, last_idb))
 
-_NEW_ENTRY_CLAIM_TAIL = (0, 0)  # CLAIM's idle time and delivery count before, for a new entry
+_NEW_ENTRY_CLAIM_TAIL: Final = (0, 0)  # CLAIM's idle time and delivery count before, for a new entry
 
 
 def _oldest_claimable(s: Stream, group: ConsumerGroup, now: int, min_idle: int) -> bool:
@@ -584,8 +585,8 @@ def _xreadgroup(ctx: Ctx, argv: Argv, a: ReadArgs) -> object:
             left -= len(d.entries)
         after = (consumer.seen_time, consumer.active_time)
         if d.touched or after != before:
-            ctx.effects.append(
-                sk_xconsumer_effect(key, gname, cname, *after))  # type: ignore[arg-type]
+            ctx.effects.append(sk_xconsumer_effect(key, group.name, consumer.name, after[0],
+                                                   after[1]))
     if served:
         return RespMap(served, as_pairs=True)
     return _block_or_nil(ctx, argv, a, ids)

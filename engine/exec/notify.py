@@ -15,29 +15,29 @@ it is sent). Must not touch: the keyspace, the command table, sockets.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
 if TYPE_CHECKING:
     from streamkeep.engine.exec.host import EngineState
 
-# The classes, Redis's bits (server.h's NOTIFY_*).
-KEYSPACE = 1 << 0  # K: __keyspace@<db>__ messages
-KEYEVENT = 1 << 1  # E: __keyevent@<db>__ messages
-GENERIC = 1 << 2  # g: DEL, EXPIRE, RENAME, ...
-STRING = 1 << 3  # $
-LIST = 1 << 4  # l (no such type here: accepted, never emitted)
-SET = 1 << 5  # s (likewise)
-HASH = 1 << 6  # h (likewise)
-ZSET = 1 << 7  # z (likewise)
-EXPIRED = 1 << 8  # x: a key deleted because its TTL passed
-EVICTED = 1 << 9  # e: a key evicted for maxmemory (streamkeep never evicts keys)
-STREAM = 1 << 10  # t
-KEY_MISS = 1 << 11  # m: a read command's lookup found no key (not in A)
-MODULE = 1 << 13  # d (no modules: accepted, never emitted)
-NEW = 1 << 14  # n: a key added (not in A)
-OVERWRITTEN = 1 << 15  # o: a key's value replaced whole (Redis 8.2; not in A)
-TYPE_CHANGED = 1 << 16  # c: a key's value replaced by one of another type (Redis 8.2; not in A)
-ALL = GENERIC | STRING | LIST | SET | HASH | ZSET | EXPIRED | EVICTED | STREAM | MODULE
+# The classes, Redis's bits (server.h's NOTIFY_*); Final: the compiled build inlines them.
+KEYSPACE: Final = 1 << 0  # K: __keyspace@<db>__ messages
+KEYEVENT: Final = 1 << 1  # E: __keyevent@<db>__ messages
+GENERIC: Final = 1 << 2  # g: DEL, EXPIRE, RENAME, ...
+STRING: Final = 1 << 3  # $
+LIST: Final = 1 << 4  # l (no such type here: accepted, never emitted)
+SET: Final = 1 << 5  # s (likewise)
+HASH: Final = 1 << 6  # h (likewise)
+ZSET: Final = 1 << 7  # z (likewise)
+EXPIRED: Final = 1 << 8  # x: a key deleted because its TTL passed
+EVICTED: Final = 1 << 9  # e: a key evicted for maxmemory (streamkeep never evicts keys)
+STREAM: Final = 1 << 10  # t
+KEY_MISS: Final = 1 << 11  # m: a read command's lookup found no key (not in A)
+MODULE: Final = 1 << 13  # d (no modules: accepted, never emitted)
+NEW: Final = 1 << 14  # n: a key added (not in A)
+OVERWRITTEN: Final = 1 << 15  # o: a key's value replaced whole (Redis 8.2; not in A)
+TYPE_CHANGED: Final = 1 << 16  # c: a key's value replaced by one of another type (Redis 8.2; not in A)
+ALL: Final = GENERIC | STRING | LIST | SET | HASH | ZSET | EXPIRED | EVICTED | STREAM | MODULE
 
 _LETTERS = {"A": ALL, "g": GENERIC, "$": STRING, "l": LIST, "s": SET, "h": HASH, "z": ZSET,
             "x": EXPIRED, "e": EVICTED, "K": KEYSPACE, "E": KEYEVENT, "t": STREAM,

@@ -34,6 +34,9 @@ if TYPE_CHECKING:
 
 INVALID_ENTRIES_READ: Final = -1
 _LOW: Final = (1 << 64) - 1
+# Bound Final: the compiled build calls them without a lookup in the module's globals.
+_split_ids: Final = split_ids
+_heappush: Final = heapq.heappush
 
 
 class Nack:
@@ -155,7 +158,7 @@ class DeliveryOrder:
         bucket = self.buckets.get(time_ms)
         if bucket is None:  # allocated at its size (a bucket mostly gets one batch)
             self.buckets[time_ms] = bucket_new(ms, seq)
-            heapq.heappush(self.times, time_ms)
+            _heappush(self.times, time_ms)
         else:
             if bucket_last(bucket) >= sids[0]:
                 self.unsorted.add(time_ms)
@@ -297,7 +300,7 @@ class ConsumerGroup:
             for sid in sids:
                 self.add_pending(sid, consumer, now, 1)
             return
-        ms, seq = split_ids(sids)
+        ms, seq = _split_ids(sids)
         pel.extend_above(ms, seq, now, 1, consumer.slot)
         mine.extend_above(ms, seq)
         self.pel_by_time.extend(now, sids, ms, seq, pel)

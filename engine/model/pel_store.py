@@ -34,6 +34,10 @@ from streamkeep.engine.model.pel_search import (
 )
 
 _LOAD: int = 512  # a chunk splits in two above 2 * _LOAD IDs
+# The kernels the hot paths call, bound Final: the compiled build calls them without a lookup
+# in the module's globals.
+_extend_above: Final = extend_above
+_pop_one: Final = pop_one
 _LOW: Final = (1 << 64) - 1
 _EMPTY_COLUMNS: Final = {code: array(code) for code in "Qqi"}  # copied for a new chunk
 _EMPTY_Q: Final = _EMPTY_COLUMNS["Q"]
@@ -116,12 +120,12 @@ class PackedIDs:
         the same value columns: a batch of deliveries in one go (`pel_claim.extend_above`)."""
         chunks = self._chunks
         if chunks or self._spare is None:
-            extend_above(self._maxes, chunks, ms, seq, values, self._EXTRA, 2 * _LOAD)
+            _extend_above(self._maxes, chunks, ms, seq, values, self._EXTRA, 2 * _LOAD)
         else:  # the rows go into the spare chunk's columns
             chunks.append(self._new_chunk())
             self._maxes.append(0)
             try:
-                extend_above(self._maxes, chunks, ms, seq, values, self._EXTRA, 2 * _LOAD)
+                _extend_above(self._maxes, chunks, ms, seq, values, self._EXTRA, 2 * _LOAD)
             finally:
                 if not chunks[0][0]:  # (refused: a chunk holds at least one ID)
                     self._spare = chunks.pop()
@@ -198,7 +202,7 @@ class PackedIDs:
         when it was not there."""
         chunks = self._chunks
         only = chunks[0] if len(chunks) == 1 else None
-        value = pop_one(self._maxes, chunks, m, s, column)
+        value = _pop_one(self._maxes, chunks, m, s, column)
         if value is not None:
             self._len -= 1
             if not chunks:  # (the kernel left the emptied chunk's columns empty)

@@ -38,6 +38,9 @@ LISTPACK_MAX_SIZE: Final = 1 << 30
 # XADD's kernels, bound once: the compiled build calls a name bound Final without looking it up
 # in the module's globals (a Cython function is not one of its native calls).
 _append_entry: Final = pk.append
+_read_plain: Final = pk.read_plain
+_PLAIN_ENTRIES: Final = PlainEntries
+_last_id: Final = pk.last_id
 _format_id: Final = format_id
 _U64: Final = (1 << 64) - 1
 _NO_EPOCH: Final = -2  # below every epoch (a snapshot's nodes have -1): no CRC taken
@@ -137,7 +140,7 @@ class Node:
 
     def last_id(self) -> int:
         """The last entry's ID, deleted or not."""
-        return pk.last_id(self.buffer(), self.master)
+        return _last_id(self.buffer(), self.master)
 
     def entry_ids(self) -> list[int]:
         """Every entry's ID, deleted ones included (decoded: for inspection and tests)."""
@@ -347,19 +350,19 @@ class Stream:
                     sids: list[int] | None = None) -> PlainEntries:
         """range() as an embedded caller gets it: `[[id, [field, value, ...]], ...]`, built
         straight from the nodes' bytes."""
-        out = PlainEntries()
+        out = _PLAIN_ENTRIES()
         nodes = self.nodes
         if not rev and nodes:
             last = nodes[-1]
             if start >= last.master and last.lp is not None:
                 # A read at the stream's tail (a consumer that keeps up, a queue's): the last
                 # node alone, as _walk_range would pick it, without its walk.
-                pk.read_plain(last.lp, last.master, start, min(end, MAX_ID), count, False, out,
-                              sids)
+                _read_plain(last.lp, last.master, start, min(end, MAX_ID), count, False, out,
+                            sids)
                 return out
 
         def read(lp: bytearray, master: int, left: int) -> int:
-            return pk.read_plain(lp, master, start, end, left, rev, out, sids)
+            return _read_plain(lp, master, start, end, left, rev, out, sids)
 
         self._walk_range(start, end, count, rev, read)
         return out

@@ -25,13 +25,16 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from threading import get_ident
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Final, Protocol
 
 from streamkeep.engine.wire.errors import ReplyError, StreamkeepError
 
 if TYPE_CHECKING:
     from streamkeep.engine.runtime.core import EngineCore, Session
 
+# Final: the compiled build calls them without a globals lookup
+_get_ident: Final = get_ident
+_monotonic: Final = time.monotonic
 PRODUCER = b"streamkeep-queue"  # the IDMP producer id of every put with an idempotency key
 SWEEP_BATCH = 100  # pending entries a sweep for deleted messages looks at, oldest first
 DEAD_LETTER_ATTEMPTS = 100  # WATCHed tries before giving up (the queue kept changing)
@@ -86,7 +89,7 @@ class _EngineBackend:
         self._owned = Session()
 
     def _session(self) -> Session:
-        if get_ident() == self._owner:
+        if _get_ident() == self._owner:
             return self._owned
         try:
             return self._local.session
@@ -667,7 +670,7 @@ class StreamQueue:
         raise QueueError("could not requeue: the dead-letter stream kept changing")
 
     def _sweep_if_due(self) -> None:
-        now = time.monotonic()
+        now = _monotonic()
         if now >= self._next_sweep:
             self._next_sweep = now + max(self.visibility_ms / 1000, 1.0)
             self.sweep()
