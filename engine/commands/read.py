@@ -476,8 +476,11 @@ class Delivery:
         ctx, s, group, consumer = self.ctx, self.s, self.group, self.consumer
         now, effects = ctx.now, ctx.effects
         sids: list[int] = []
-        read = s.range_resp if ctx.replies_in_resp and not claim_shape else s.range_plain
-        got = read(group.last_id + 1, MAX_ID, count, sids=sids)
+        # (two calls, not a bound method picked: the compiled build calls each directly)
+        got: PackedEntries | PlainEntries = (
+            s.range_resp(group.last_id + 1, MAX_ID, count, sids=sids)
+            if ctx.replies_in_resp and not claim_shape
+            else s.range_plain(group.last_id + 1, MAX_ID, count, sids=sids))
         if claim_shape:
             for entry in got:
                 entry.extend(_NEW_ENTRY_CLAIM_TAIL)
