@@ -63,35 +63,35 @@ if TYPE_CHECKING:
     from streamkeep.engine.exec.context import Ctx
     from streamkeep.engine.exec.host import EngineState
 
-log = logging.getLogger("streamkeep.scripting")
+log: Final = logging.getLogger("streamkeep.scripting")
 
-NOSCRIPT = "NOSCRIPT No matching script. Please use EVAL."
-NOTBUSY = "NOTBUSY No scripts in execution right now."
+NOSCRIPT: Final = "NOSCRIPT No matching script. Please use EVAL."
+NOTBUSY: Final = "NOTBUSY No scripts in execution right now."
 UNKILLABLE = ("UNKILLABLE Sorry the script already executed write commands against the dataset. "
               "You can either wait the script termination or kill the server in a hard way "
               "using the SHUTDOWN NOSAVE command.")
-BUSY = "BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE."
-KILLED = "ERR Script killed by user with SCRIPT KILL..."
+BUSY: Final = "BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE."
+KILLED: Final = "ERR Script killed by user with SCRIPT KILL..."
 STACK_LIMIT = "ERR reached lua stack limit"
 REPLY_TOO_BIG = "ERR the script's reply is too big: more than 8388608 values"
 REPLY_REPEATS = ("ERR the script's reply repeats a table more than 8000 times (a table that holds "
                  "itself twice?)")
-RO_WRITE = "ERR Write commands are not allowed from read-only scripts."
-RO_SCRIPT = "ERR Can not execute a script with write flag using *_ro command."
+RO_WRITE: Final = "ERR Write commands are not allowed from read-only scripts."
+RO_SCRIPT: Final = "ERR Can not execute a script with write flag using *_ro command."
 
 # The Lua heap's cap: enough for any reasonable script, far below what would hurt the server.
 LUA_MAX_MEMORY = 256 << 20
 # What the heap keeps free for the tables and strings made from Python (see Scripting._room).
-MEMORY_MARGIN = 1 << 20
+MEMORY_MARGIN: Final = 1 << 20
 # Lua instructions between two looks at the clock and the kill flag (Redis's count hook).
-HOOK_INSTRUCTIONS = 100_000
+HOOK_INSTRUCTIONS: Final = 100_000
 # A script busy in redis.call runs few Lua instructions: the look is also taken this often from
 # the calls themselves.
-CALL_CHECK_SECONDS = 0.01
+CALL_CHECK_SECONDS: Final = 0.01
 _monotonic: Final = time.monotonic  # (every redis.call reads it: bound once)
 # KEYS and ARGV up to this many go to the script as its call's arguments (tables built in Lua);
 # more go as tables made here (a Lua call takes fewer than 8,000 arguments).
-ARGS_IN_CALL = 64
+ARGS_IN_CALL: Final = 64
 # A script's reply: a table that holds itself twice would make 2^7995 values (Redis never
 # finishes), and so would tables that share tables. Past REPLY_REPEATS_AFTER values, a table
 # met more than MAXCSTACK times (the most a chain of tables holding themselves reaches) ends
@@ -105,8 +105,12 @@ REPLY_CHECK_VALUES = 4096
 EVAL_SCRIPTS_MAX = 500
 LRAND48_MAX = 2147483647  # math.random's divisor (Redis's REDIS_LRAND48_MAX)
 
-FLAG_NO_WRITES, FLAG_ALLOW_OOM, FLAG_ALLOW_STALE, FLAG_NO_CLUSTER, FLAG_CROSS_SLOT = 1, 2, 4, 8, 16
-FLAG_COMPAT = 32  # no shebang: Redis's "eval compat mode"
+FLAG_NO_WRITES: Final = 1
+FLAG_ALLOW_OOM: Final = 2
+FLAG_ALLOW_STALE: Final = 4
+FLAG_NO_CLUSTER: Final = 8
+FLAG_CROSS_SLOT: Final = 16
+FLAG_COMPAT: Final = 32  # no shebang: Redis's "eval compat mode"
 SHEBANG_FLAGS = {b"no-writes": FLAG_NO_WRITES, b"allow-oom": FLAG_ALLOW_OOM,
                  b"allow-stale": FLAG_ALLOW_STALE, b"no-cluster": FLAG_NO_CLUSTER,
                  b"allow-cross-slot-keys": FLAG_CROSS_SLOT}
@@ -191,7 +195,7 @@ class Run:
         self.ctx = ctx
         self.session = ctx.session
         self.sha = sha
-        self.started = time.monotonic()
+        self.started = _monotonic()
         self.read_only = read_only
         self.dirty = False  # a write command ran: SCRIPT KILL can no longer stop it
         self.killed = False
@@ -869,7 +873,7 @@ class Scripting:
             self.shutdown_nosave()
         if not run.timed_out:
             threshold = int(self.engine.config["busy-reply-threshold"])
-            elapsed = (time.monotonic() - run.started) * 1000
+            elapsed = (_monotonic() - run.started) * 1000
             if run.killed or elapsed < threshold or threshold <= 0:  # (0: never interrupted)
                 return run.killed
             run.timed_out = True

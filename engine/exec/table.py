@@ -12,7 +12,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Final
 
 from streamkeep.engine.wire.argspec import Arg, parse_syntax
 from streamkeep.engine.wire.errors import unknown_command, unknown_subcommand, wrong_arity
@@ -95,7 +95,7 @@ class CommandSpec:
         self.is_blocking = Flag.BLOCKING in self.flags
 
 
-COMMANDS: dict[bytes, CommandSpec] = {}
+COMMANDS: Final[dict[bytes, CommandSpec]] = {}
 _FAST: dict[bytes, CommandSpec] = {}  # lower, UPPER and Capitalised spellings
 
 

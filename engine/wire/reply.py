@@ -13,7 +13,7 @@ or I/O.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import Any, Final
 
 from streamkeep.engine.wire.errors import printable
 
@@ -43,7 +43,7 @@ class _NoReply:
         return "NO_REPLY"
 
 
-NO_REPLY = _NoReply()
+NO_REPLY: Final = _NoReply()
 
 
 class RespMap:
