@@ -22,6 +22,7 @@ cdef extern from *:
         int ob_exports
     void Py_SET_SIZE(object o, Py_ssize_t n)
     void* PyMem_Realloc(void* p, size_t n)
+    void PyMem_Free(void* p)
 
 
 cdef int grow(array.array col, Py_ssize_t n) except -1:
@@ -46,6 +47,21 @@ cdef int grow(array.array col, Py_ssize_t n) except -1:
     a.allocated = size
     Py_SET_SIZE(col, n)
     return 0
+
+
+# An emptied column keeps its buffer for the rows it will take again only up to this many items:
+# a table that once held many rows gives their memory back when it empties.
+cdef Py_ssize_t _KEEP_ROOM = 16
+
+
+cdef void release(array.array col) noexcept:
+    """An empty column's buffer freed when it has room for more than _KEEP_ROOM items (as
+    CPython's array frees it when resized to nothing), unless a view of it is exported."""
+    cdef _ArrayFields* a = <_ArrayFields*><void*>col
+    if len(col) == 0 and a.allocated > _KEEP_ROOM and a.ob_exports == 0:
+        PyMem_Free(a.ob_item)
+        a.ob_item = NULL
+        a.allocated = 0
 
 
 cdef object _LOW = (1 << 64) - 1
@@ -102,6 +118,8 @@ def pop_one(list maxes, list chunks, unsigned long long m, unsigned long long s,
     if size == 1:  # (emptied: it goes, its columns left empty for the caller to use again)
         del chunks[lo]
         del maxes[lo]
+        for k in range(width):
+            release(chunk[k])
         return value
     if j == size - 1:  # (the chunk's last ID went: a new last ID)
         maxes[lo] = make_id(cms.data.as_ulonglongs[size - 2], cseq.data.as_ulonglongs[size - 2])

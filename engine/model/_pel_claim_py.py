@@ -132,8 +132,9 @@ def pop_one(maxes: list[int], chunks: list[tuple[array, ...]], m: int, s: int,
             column: int) -> int | None:
     """Remove the ID (m, s) from a packed set's chunks if it is there, every column alike (an
     emptied chunk goes, `maxes` follows; its columns are left empty, for the caller to use
-    again): its row's value in the chunk column `column`, None when it was not there. An XACK
-    of one ID, a queue's, without `pop_sorted`'s lists."""
+    again, and the compiled twin frees a column's buffer that had room for many rows): its
+    row's value in the chunk column `column`, None when it was not there. An XACK of one ID, a
+    queue's, without `pop_sorted`'s lists."""
     c = bisect_left(maxes, m << 64 | s)
     if c == len(chunks):
         return None

@@ -86,7 +86,7 @@ class _EngineBackend:
         # more than the ident compare. (An ident is reused only once its thread has ended, and
         # a session holds nothing between calls: each call's MULTI or WATCH ends in it.)
         self._owner = threading.get_ident()
-        self._owned = Session()
+        self._owned: Session = self._session_type()
 
     def _session(self) -> Session:
         if _get_ident() == self._owner:
@@ -409,7 +409,7 @@ class StreamQueue:
         self.backend = _backend(client)
         # The same backend when it is an Engine's: the compiled build calls it directly
         backend = self.backend
-        self._engine: _EngineBackend | None = (
+        self._engine_backend: _EngineBackend | None = (
             backend if isinstance(backend, _EngineBackend) else None)
         self.name, self.group = _b(name), _b(group)
         self.consumer = _b(consumer) if consumer is not None else (
@@ -439,8 +439,8 @@ class StreamQueue:
 
     def _call(self, argv: Argv) -> Any:
         try:
-            engine = self._engine
-            return engine.call(argv) if engine is not None else self.backend.call(argv)
+            local = self._engine_backend
+            return local.call(argv) if local is not None else self.backend.call(argv)
         except ReplyError as err:
             raise group_error(self.name, self.group, err) or err from None
 
@@ -514,8 +514,8 @@ class StreamQueue:
         self._sweep_if_due()
         try:
             argv = self._read_argv(count, block)
-            engine = self._engine
-            entries = engine.read(argv) if engine is not None else self.backend.read(argv)
+            local = self._engine_backend
+            entries = local.read(argv) if local is not None else self.backend.read(argv)
         except ReplyError as err:
             raise group_error(self.name, self.group, err) or err from None
         return self._messages(entries)

@@ -171,6 +171,7 @@ def bench_replica_catchup(env: BenchEnv) -> Measurement:
         replica = _follower(primary)
         pid = replica.pid
         assert pid is not None
+        before = int(replica.client.xlen(KEY))  # (nothing is applied while it is stopped)
         os.kill(pid, signal.SIGSTOP)
         stopped = True
         subprocess.run(_benchmark(primary.port, apply_requests(env)), check=True,
@@ -180,7 +181,6 @@ def bench_replica_catchup(env: BenchEnv) -> Measurement:
         os.kill(pid, signal.SIGCONT)
         stopped = False
         began = printed = time.perf_counter()
-        before = int(replica.client.xlen(KEY))
         while int(replica.client.info("replication").get("slave_repl_offset", 0)) < offset:
             time.sleep(CATCHUP_POLL)
             now = time.perf_counter()

@@ -229,6 +229,23 @@ def test_pop_one_leaves_an_emptied_chunks_columns_empty(pel_claim_impl: ModuleTy
     assert _read_back(maxes, chunks) == ([2 << 64], [(2 << 64, 6, 1, 1)])
 
 
+def test_pop_one_gives_back_the_buffers_of_a_chunk_that_held_many_rows() -> None:
+    """The compiled twin frees an emptied column's buffer that has room for many rows: a
+    table that once held them gives their memory back when it empties (a small one is kept
+    for the next rows)."""
+    _pure, compiled = pure_and_compiled("streamkeep.engine.model", "pel_claim")
+    for rows, freed in ((200, True), (2, False)):
+        ids = [(1 << 64) + k for k in range(rows)]
+        maxes, chunks = _pel_chunks({sid: (1, 1, 0) for sid in ids}, [rows])
+        emptied = chunks[0]
+        for sid in ids:
+            assert compiled.pop_one(maxes, chunks, sid >> 64, sid & _LOW, 4) == 0
+        assert (maxes, chunks) == ([], [])
+        assert all(len(col) == 0 for col in emptied)
+        empty = [sys.getsizeof(array(col.typecode)) for col in emptied]
+        assert ([sys.getsizeof(col) for col in emptied] == empty) is freed
+
+
 def test_extend_above_leaves_the_slack_array_append_leaves(pel_claim_impl: ModuleType) -> None:
     """A few rows written in place grow each column as array.append would have (the pure
     twin's appends): the same bytes allocated, row after row."""
