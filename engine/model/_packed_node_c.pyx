@@ -170,6 +170,12 @@ cdef extern from "Python.h":
     # takes four (ids() and range_reply's IDs were 150 ns an ID that way: measured).
     object _PyLong_FromByteArray(const unsigned char* data, size_t n, int little_endian,
                                  int is_signed)
+    # ... and int.to_bytes: an ID's two halves read without the two ints `sid >> 64` and
+    # `sid & (2**64 - 1)` build and free.
+    ctypedef struct PyLongObject
+    int _PyLong_AsByteArray(PyLongObject* v, unsigned char* data, size_t n, int little_endian,
+                            int is_signed) except -1
+    bint PyLong_Check(object o)
 
 
 cdef inline object id_int(uint64_t ms, uint64_t seq):
@@ -182,6 +188,23 @@ cdef inline object id_int(uint64_t ms, uint64_t seq):
         raw[k] = (seq >> (8 * k)) & 0xFF
         raw[8 + k] = (ms >> (8 * k)) & 0xFF
     return _PyLong_FromByteArray(raw, 16, 1, 0)
+
+
+cdef inline int split_id(object sid, uint64_t* ms, uint64_t* seq) except -1:
+    """*ms, *seq = sid >> 64, sid & (2**64 - 1), for a 128-bit ID; OverflowError (as the
+    shifts' conversions raise it) for a negative one or one of more bits, TypeError for a
+    non-int."""
+    cdef unsigned char raw[16]
+    cdef int k
+    if not PyLong_Check(sid):
+        raise TypeError(f"an ID is an int, not {type(sid).__name__}")
+    _PyLong_AsByteArray(<PyLongObject*>sid, raw, 16, 1, 0)
+    ms[0] = 0
+    seq[0] = 0
+    for k in range(7, -1, -1):
+        seq[0] = (seq[0] << 8) | raw[k]
+        ms[0] = (ms[0] << 8) | raw[8 + k]
+    return 0
 
 
 cdef inline object id_text(uint64_t ms, uint64_t seq):
@@ -352,8 +375,8 @@ cdef bint same_names(tuple fields, tuple names):
 cdef Py_ssize_t put_entry(Buf* b, uint64_t ms0, uint64_t seq0, tuple names, object sid,
                           tuple fields, int flags) except -1:
     """The entry's elements (`flags` 0, or DELETED for a tombstone); how many."""
-    cdef uint64_t ms = <uint64_t>(sid >> _SIXTY_FOUR)
-    cdef uint64_t seq = <uint64_t>(sid & _U64_OBJ)
+    cdef uint64_t ms, seq
+    split_id(sid, &ms, &seq)
     cdef Py_ssize_t i, n = PyTuple_GET_SIZE(fields) >> 1
     if same_names(fields, names):
         put_int(b, flags | SAMEFIELDS)
@@ -448,8 +471,7 @@ def build(ids, fields, names=None):
             deleted += 1
     if deleted:
         blank = tuple([x for name in names_ for x in (name, b"")])
-    ms0 = <uint64_t>(ids[0] >> _SIXTY_FOUR)
-    seq0 = <uint64_t>(ids[0] & _U64_OBJ)
+    split_id(ids[0], &ms0, &seq0)
     b.p = NULL
     try:
         put_master(&b, len(ids) - deleted, deleted, names_)
@@ -550,6 +572,7 @@ def append(lp, master, names, sid, fields):
     cdef Py_ssize_t added, total, count
     cdef unsigned char* p = lp_ptr(lp)
     cdef Elem a, d
+    cdef uint64_t mms, mseq
     if not PyTuple_CheckExact(fields):
         fields = tuple(fields)
     if not PyTuple_CheckExact(names):
@@ -562,14 +585,14 @@ def append(lp, master, names, sid, fields):
     # at most its bytes plus 11), then the buffer cut to what it took: a big value is copied
     # once, not into a scratch buffer first. (bytearray's resize over-allocates: appends to
     # the open node are amortized O(1), and the cut keeps the allocation.)
+    split_id(master, &mms, &mseq)
     total = PyByteArray_GET_SIZE(lp)
     PyByteArray_Resize(lp, total + bound)
     b.p = <unsigned char*>PyByteArray_AS_STRING(lp) + total - 1
     b.n = 0
     b.cap = bound  # never reached: reserve() must not reallocate inside the bytearray
     try:
-        added = put_entry(&b, <uint64_t>(master >> _SIXTY_FOUR), <uint64_t>(master & _U64_OBJ),
-                          <tuple>names, sid, <tuple>fields, 0)
+        added = put_entry(&b, mms, mseq, <tuple>names, sid, <tuple>fields, 0)
     except BaseException:
         PyByteArray_Resize(lp, total)
         (<unsigned char*>PyByteArray_AS_STRING(lp))[total - 1] = 0xFF  # (written over)
@@ -660,7 +683,8 @@ cdef inline bint id_le(uint64_t ams, uint64_t aseq, uint64_t bms, uint64_t bseq)
 def entries(lp, master):
     cdef const unsigned char* p = lp_ptr(lp)
     cdef Py_ssize_t i, end = PyByteArray_GET_SIZE(lp) - 1
-    cdef uint64_t ms0 = <uint64_t>(master >> _SIXTY_FOUR), seq0 = <uint64_t>(master & _U64_OBJ)
+    cdef uint64_t ms0, seq0
+    split_id(master, &ms0, &seq0)
     cdef Walk w
     names_ = master_names(p, &i)
     out = []
@@ -717,8 +741,10 @@ cdef Py_ssize_t select(const unsigned char* p, Py_ssize_t i, Py_ssize_t stop,
     Only the IDs and flags are read: the values are skipped by their lengths. A forward read
     from an ID past the node's first looks back from the end first, a few entries at most: a
     consumer group's `>` reads the newest entries, which a walk from the start reaches last."""
-    cdef uint64_t sms = <uint64_t>(start >> _SIXTY_FOUR), sseq = <uint64_t>(start & _U64_OBJ)
-    cdef uint64_t ems = <uint64_t>(end >> _SIXTY_FOUR), eseq = <uint64_t>(end & _U64_OBJ)
+    cdef uint64_t sms, sseq
+    split_id(start, &sms, &sseq)
+    cdef uint64_t ems, eseq
+    split_id(end, &ems, &eseq)
     cdef Py_ssize_t n = 0, cap = 0
     cdef Walk w
     cdef Walk* grown
@@ -747,15 +773,16 @@ def read_range(lp, master, start, end, Py_ssize_t count=0, bint rev=False, sids=
     cdef const unsigned char* p = lp_ptr(lp)
     cdef Py_ssize_t i, n, k, last
     cdef Walk* picked = NULL
+    cdef uint64_t mms, mseq
     ids = []
     fields = []
     if start > end:
         return ids, fields
+    split_id(master, &mms, &mseq)
     names_ = master_names(p, &i)
     try:
         n = select(p, i, PyByteArray_GET_SIZE(lp) - 1, PyTuple_GET_SIZE(names_),
-                   <uint64_t>(master >> _SIXTY_FOUR), <uint64_t>(master & _U64_OBJ),
-                   start, end, count, rev, &picked)
+                   mms, mseq, start, end, count, rev, &picked)
         if not rev:
             for k in range(n):
                 PyList_Append(ids, id_text(picked[k].ms, picked[k].seq))
@@ -836,14 +863,15 @@ def read_plain(lp, master, start, end, Py_ssize_t count, bint rev, out, sids=Non
     cdef const unsigned char* p = lp_ptr(lp)
     cdef Py_ssize_t i, n, k, last
     cdef Walk* picked = NULL
+    cdef uint64_t mms, mseq
     if start > end:
         return 0
+    split_id(master, &mms, &mseq)
     names_ = master_names(p, &i)
     reuse = [None] * REUSE_SLOTS
     try:
         n = select(p, i, PyByteArray_GET_SIZE(lp) - 1, PyTuple_GET_SIZE(names_),
-                   <uint64_t>(master >> _SIXTY_FOUR), <uint64_t>(master & _U64_OBJ),
-                   start, end, count, rev, &picked)
+                   mms, mseq, start, end, count, rev, &picked)
         if not rev:
             for k in range(n):
                 PyList_Append(out, [id_text(picked[k].ms, picked[k].seq),
@@ -949,6 +977,7 @@ def range_reply(lp, master, start, end, Py_ssize_t count, bint rev, out, sids=No
     cdef const unsigned char* p = lp_ptr(lp)
     cdef Py_ssize_t i, n, k, first, at, names_bytes = 0
     cdef Walk* picked = NULL
+    cdef uint64_t mms, mseq
     cdef Buf b
     cdef MsText last
     last.n = 0
@@ -956,6 +985,7 @@ def range_reply(lp, master, start, end, Py_ssize_t count, bint rev, out, sids=No
         raise TypeError("the reply is written to a bytearray")
     if start > end:
         return 0
+    split_id(master, &mms, &mseq)
     names_ = master_names(p, &i)
     for name in names_:
         names_bytes += PyBytes_GET_SIZE(name)
@@ -964,8 +994,7 @@ def range_reply(lp, master, start, end, Py_ssize_t count, bint rev, out, sids=No
     b.cap = 0
     try:
         n = select(p, i, PyByteArray_GET_SIZE(lp) - 1, PyTuple_GET_SIZE(names_),
-                   <uint64_t>(master >> _SIXTY_FOUR), <uint64_t>(master & _U64_OBJ),
-                   start, end, count, rev, &picked)
+                   mms, mseq, start, end, count, rev, &picked)
         reserve(&b, 64 * (count if 0 < count < n else n))  # most replies: no regrowth
         if not rev:
             for k in range(n):
@@ -991,8 +1020,10 @@ def range_reply(lp, master, start, end, Py_ssize_t count, bint rev, out, sids=No
 def mark_deleted(lp, master, sid):
     cdef unsigned char* p = lp_ptr(lp)
     cdef Py_ssize_t i, stop = PyByteArray_GET_SIZE(lp) - 1
-    cdef uint64_t ms0 = <uint64_t>(master >> _SIXTY_FOUR), seq0 = <uint64_t>(master & _U64_OBJ)
-    cdef uint64_t ms = <uint64_t>(sid >> _SIXTY_FOUR), seq = <uint64_t>(sid & _U64_OBJ)
+    cdef uint64_t ms0, seq0
+    split_id(master, &ms0, &seq0)
+    cdef uint64_t ms, seq
+    split_id(sid, &ms, &seq)
     cdef Walk w
     cdef Elem a, d
     names_ = master_names(p, &i)
@@ -1043,13 +1074,13 @@ def find(lp, master, sid):
     the node."""
     cdef const unsigned char* p = lp_ptr(lp)
     cdef Py_ssize_t i, nnames, first, stop = PyByteArray_GET_SIZE(lp) - 1
-    cdef uint64_t ms0 = <uint64_t>(master >> _SIXTY_FOUR), seq0 = <uint64_t>(master & _U64_OBJ)
+    cdef uint64_t ms0, seq0
+    split_id(master, &ms0, &seq0)
     cdef uint64_t ms, seq
     cdef Walk w
     if not 0 <= sid <= _MAX_ID:  # no entry has such an ID
         return None
-    ms = <uint64_t>(sid >> _SIXTY_FOUR)
-    seq = <uint64_t>(sid & _U64_OBJ)
+    split_id(sid, &ms, &seq)
     i = master_skip(p, &nnames)
     while i < stop:
         i = walk_entry(p, i, nnames, ms0, seq0, &w)
@@ -1065,7 +1096,8 @@ def ids(lp, master):
     """Every entry's ID in order as an int, deleted entries included. Trusts the node."""
     cdef const unsigned char* p = lp_ptr(lp)
     cdef Py_ssize_t i, nnames, stop = PyByteArray_GET_SIZE(lp) - 1
-    cdef uint64_t ms0 = <uint64_t>(master >> _SIXTY_FOUR), seq0 = <uint64_t>(master & _U64_OBJ)
+    cdef uint64_t ms0, seq0
+    split_id(master, &ms0, &seq0)
     cdef Walk w
     out = []
     i = master_skip(p, &nnames)
@@ -1099,8 +1131,9 @@ def last_id(lp, master):
     if a.ival + d.ival == 0:
         return master
     entry_before(p, PyByteArray_GET_SIZE(lp) - 1, &dms, &dseq)
-    return id_int(<uint64_t>(master >> _SIXTY_FOUR) + <uint64_t>dms,
-                  <uint64_t>(master & _U64_OBJ) + <uint64_t>dseq)
+    cdef uint64_t mms, mseq
+    split_id(master, &mms, &mseq)
+    return id_int(mms + <uint64_t>dms, mseq + <uint64_t>dseq)
 
 
 def delete_many(lp, master, sids):
@@ -1108,7 +1141,8 @@ def delete_many(lp, master, sids):
     live (see the pure module). Trusts the node."""
     cdef unsigned char* p = lp_ptr(lp)
     cdef Py_ssize_t i, nnames, k = 0, n, marked = 0, stop = PyByteArray_GET_SIZE(lp) - 1
-    cdef uint64_t ms0 = <uint64_t>(master >> _SIXTY_FOUR), seq0 = <uint64_t>(master & _U64_OBJ)
+    cdef uint64_t ms0, seq0
+    split_id(master, &ms0, &seq0)
     cdef uint64_t* want = NULL
     cdef Walk w
     cdef Elem a, d
@@ -1121,8 +1155,7 @@ def delete_many(lp, master, sids):
         raise MemoryError()
     try:
         for k in range(n):
-            want[2 * k] = <uint64_t>(wanted[k] >> _SIXTY_FOUR)
-            want[2 * k + 1] = <uint64_t>(wanted[k] & _U64_OBJ)
+            split_id(wanted[k], &want[2 * k], &want[2 * k + 1])
         k = 0
         i = master_skip(p, &nnames)
         while i < stop and k < n:

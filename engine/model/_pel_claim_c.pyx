@@ -49,6 +49,20 @@ cdef int grow(array.array col, Py_ssize_t n) except -1:
     return 0
 
 
+cdef int drop_row(array.array col, Py_ssize_t j) except -1:
+    """`del col[j]` (0 <= j < len(col)) as CPython's array does it for one item: the items
+    after it moved down, the length cut by one (array_resize keeps the buffer for a shrink of
+    fewer than 16 items), refused while the array exports its buffer."""
+    cdef _ArrayFields* a = <_ArrayFields*><void*>col
+    cdef Py_ssize_t size = len(col), itemsize = col.ob_descr.itemsize
+    if a.ob_exports > 0:
+        raise BufferError("cannot resize an array that is exporting buffers")
+    memmove(a.ob_item + j * itemsize, a.ob_item + (j + 1) * itemsize,
+            <size_t>((size - j - 1) * itemsize))
+    Py_SET_SIZE(col, size - 1)
+    return 0
+
+
 # An emptied column keeps its buffer for the rows it will take again only up to this many items:
 # a table that once held many rows gives their memory back when it empties.
 cdef Py_ssize_t _KEEP_ROOM = 16
@@ -113,8 +127,8 @@ def pop_one(list maxes, list chunks, unsigned long long m, unsigned long long s,
     if j < 0:
         return None
     value = chunk[column][j]
-    for k in range(width):  # (as the twin's `del col[j]`: the array's own shrinking)
-        del chunk[k][j]
+    for k in range(width):  # (the twin's `del col[j]`)
+        drop_row(chunk[k], j)
     if size == 1:  # (emptied: it goes, its columns left empty for the caller to use again)
         del chunks[lo]
         del maxes[lo]
