@@ -123,6 +123,23 @@ def encode_record(record: Record) -> bytes:
     return encode(record.lsn, record.time_ms, record.db, record.effects)
 
 
+def zero_tail_at(data: bytes | bytearray | memoryview, offset: int) -> int:
+    """Bytes of zeros from `offset` (where a scan stopped) to the end of `data` (any buffer: a
+    file's bytes or its mapping), or 0 if anything else is there: a segment's tail allocated
+    ahead and never written (a record's frame never starts with a zero length word; fewer
+    zeros than a frame hold nothing either)."""
+    with memoryview(data) as view:
+        tail = len(view) - offset
+        if tail <= 0:
+            return 0
+        zeros = bytes(min(tail, 1 << 20))
+        for at in range(offset, len(view), len(zeros)):  # (a megabyte compared at a time)
+            part = view[at:at + len(zeros)]
+            if part != zeros[:len(part)]:
+                return 0
+    return tail
+
+
 __all__ = [
     "BIG_ARG", "FRAME", "FRAME_SIZE", "GETACK_FRAME", "HEADER", "HEADER_SIZE",
     "MAGIC", "MAX_PAYLOAD", "RESYNC_SCAN_LIMIT", "SCAN_BATCH", "VERSION", "Damage",
@@ -130,4 +147,5 @@ __all__ = [
     "decode_header", "decode_payload", "decode_stream", "encode", "encode_header",
     "encode_parts", "encode_record", "encode_small", "frame_offsets", "frames_in_tail",
     "has_big_arg", "next_valid_record", "record_time", "scan", "scan_batches", "verify_scan",
+    "zero_tail_at",
 ]

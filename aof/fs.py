@@ -3,7 +3,8 @@
 Owns the small set of operations durability depends on (open for append, write all, fdatasync,
 read, size, truncate, rename, fsync of a directory, list, unlink, exclusive lock, space
 allocated ahead of a file's end) and `RealFS`,
-their implementation on the operating system. The crash-recovery bench swaps in a file system
+their implementation on the operating system, which can also write a file's next bytes through
+a shared mapping (`MappedTail`: no system call a record). The crash-recovery bench swaps in a file system
 that models power loss (unsynced data dropped, torn appends) and I/O errors (EIO, ENOSPC), so
 nothing in aof/ or snapshot/ may call `open`, `os.write`, `os.rename` & co. directly (a test
 enforces it). Must not touch: record formats, the manifest, engine state.
@@ -14,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import fcntl
+import mmap
 import os
 from collections.abc import Iterable
 from typing import Any, Protocol
@@ -40,6 +42,111 @@ def _libc_fallocate() -> Any:
             fn.restype = ctypes.c_int
         _fallocate = fn
     return _fallocate or None
+
+
+# File systems whose mapped writes into blocks fallocate allocated cannot fail for want of space
+# (a copy-on-write one, btrfs or zfs, allocates again when a page is written back: a full disk
+# would be a SIGBUS in the writer, not an error), or that keep the pages in memory (tmpfs).
+MAPPABLE_FILE_SYSTEMS = frozenset({"ext4", "xfs", "tmpfs"})
+MAP_WINDOW = 256 << 10  # bytes of a file's tail mapped at once (its touched pages count in RSS)
+
+
+def file_system_type(path: str) -> str | None:
+    """The type of the file system holding `path` (Linux /proc/self/mountinfo: the mount
+    with the longest mount point containing it); None if it cannot be told."""
+    real = os.path.realpath(path)
+    best, kind = -1, None
+    try:
+        with open("/proc/self/mountinfo") as info:
+            for line in info:
+                fields = line.split()
+                if " - " not in line or len(fields) < 7:
+                    continue
+                point = fields[4].replace("\\040", " ")
+                fstype = line.split(" - ", 1)[1].split()[0]
+                inside = real == point or real.startswith(point.rstrip("/") + "/")
+                if inside and len(point) > best:
+                    best, kind = len(point), fstype
+    except OSError:
+        return None
+    return kind
+
+
+class MappedTail:
+    """A file's next bytes written through a shared mapping of it (no system call a record).
+
+    The file is grown past its written end by fallocate (`extend`: blocks allocated, zeros
+    read back) and a window of MAP_WINDOW bytes of it is mapped; `write` copies a record into
+    the window, which slides forward as the end moves. The bytes are in the page cache once
+    copied, as a write(2)'s are: a killed process loses none of them, and an fdatasync of any
+    descriptor of the file makes them durable. Until `close` cuts the file back to its written
+    end, it ends in zeros (readers stop at a zero-filled tail: aof.segment_reader). Owns its
+    own read-write descriptor (a mapping needs one; the journal's is write-only, appending).
+    Must not touch: what the bytes are, when they are synced."""
+
+    def __init__(self, path: str, written: int) -> None:
+        self.fd = os.open(path, os.O_RDWR | os.O_CLOEXEC)
+        self.end = written  # the file's size: allocated up to here
+        self.base = 0  # file offset of the window's first byte
+        self.stop = 0  # ... and of the byte after its last
+        self.window: mmap.mmap | None = None
+
+    def extend(self, offset: int, length: int) -> None:
+        """Allocate [offset, offset + length), growing the file to its end: OSError(ENOSPC)
+        when the space is not there, OSError(EOPNOTSUPP) where it cannot be allocated."""
+        fallocate = _libc_fallocate()
+        if fallocate is None:
+            raise OSError(errno.EOPNOTSUPP, "fallocate is not available")
+        if fallocate(self.fd, 0, offset, length) != 0:
+            import ctypes
+
+            code = ctypes.get_errno()
+            raise OSError(code, os.strerror(code))
+        self.end = max(self.end, offset + length)
+
+    def write(self, offset: int, data: bytes) -> bool:
+        """Copy `data` to `offset`; False (nothing written) if it would pass the allocated
+        end. OSError if the window cannot be mapped."""
+        stop = offset + len(data)
+        if stop > self.stop:
+            if stop > self.end:
+                return False
+            self._slide(offset, stop)
+        window = self.window
+        assert window is not None
+        window[offset - self.base:stop - self.base] = data
+        return True
+
+    def _slide(self, offset: int, stop: int) -> None:
+        """Map the window that holds [offset, stop) (and up to MAP_WINDOW bytes, within the
+        allocated end)."""
+        self.unmap()
+        base = offset - offset % mmap.ALLOCATIONGRANULARITY
+        length = min(max(MAP_WINDOW, stop - base), self.end - base)
+        # The page holding `offset` may hold written bytes that are not in memory: read it
+        # here, where an I/O error is an OSError, not a SIGBUS in the copy.
+        os.pread(self.fd, 1, offset)
+        self.window = mmap.mmap(self.fd, length, mmap.MAP_SHARED, mmap.PROT_WRITE | mmap.PROT_READ,
+                                offset=base)
+        self.base, self.stop = base, base + length
+
+    def unmap(self) -> None:
+        if self.window is not None:
+            self.window.close()
+            self.window = None
+            self.base = self.stop = 0
+
+    def close(self, written: int) -> None:
+        """Unmap, and cut the file back to `written` bytes (what was allocated past it goes
+        back). OSError if the cut failed: the file still ends in zeros."""
+        self.unmap()
+        try:
+            if self.end > written:
+                os.ftruncate(self.fd, written)
+                self.end = written
+        finally:
+            os.close(self.fd)
+            self.fd = -1
 
 
 class LockedError(StorageError):
@@ -176,6 +283,10 @@ class RealFS:
 
     def fsize(self, fd: int) -> int:
         return os.fstat(fd).st_size
+
+    def map_tail(self, path: str, written: int) -> MappedTail:
+        """The file at `path`, `written` bytes long, ready to be written through a mapping."""
+        return MappedTail(path, written)
 
     def reserve(self, fd: int, offset: int, length: int) -> None:
         """Allocate the blocks of [offset, offset + length) without changing the file's size

@@ -58,7 +58,14 @@ from streamkeep.aof.codec import (
     encode_parts,
     encode_small,
 )
-from streamkeep.aof.fs import UNSUPPORTED_ERRNOS, FileSystem, RealFS
+from streamkeep.aof.fs import (
+    MAPPABLE_FILE_SYSTEMS,
+    UNSUPPORTED_ERRNOS,
+    FileSystem,
+    MappedTail,
+    RealFS,
+    file_system_type,
+)
 from streamkeep.aof.manifest import Manifest, SegmentEntry
 from streamkeep.aof.planted import planted
 from streamkeep.aof.watermark import Watermark, WatermarkLog
@@ -97,6 +104,7 @@ class Journal:
         segment_max_bytes: int,
         watermark: WatermarkLog | None = None,
         preallocate: int = DEFAULT_PREALLOCATE,
+        mapped: bool = True,
     ) -> None:
         if policy not in POLICIES:
             raise ValueError(f"appendfsync must be one of {', '.join(POLICIES)}, not {policy!r}")
@@ -143,6 +151,13 @@ class Journal:
         self.preallocate = max(int(preallocate), 0)
         self.low_water = self.preallocate // 2
         self.room = -self.low_water if self.preallocate else UNLIMITED
+        # aof-mapped-appends: records written one at a time (everysec and no, outside the
+        # server's deferred mode) are copied into a mapping of the segment's allocated tail
+        # rather than written with write(2), on the operating system's files where a mapped
+        # write into allocated blocks cannot fail for want of space (aof.fs.MappedTail).
+        self.mapped = mapped
+        self.mappable = type(fs) is RealFS and file_system_type(directory) in MAPPABLE_FILE_SYSTEMS
+        self.tail: MappedTail | None = None
         # The data directory's rollback (engine lock held): make the engine's state the log's,
         # which ends at the given LSN, after records were dropped.
         self.on_rollback: Callable[[int], None] | None = None
@@ -253,8 +268,17 @@ class Journal:
         if not self.preallocate:
             return True
         try:
-            self.fs.reserve(self.fd, self.size + len(self.pending), length)
+            if self._wants_tail():
+                if self.tail is None:
+                    self.tail = MappedTail(self._segment_path(), self.size)
+                self.tail.extend(self.size + len(self.pending), length)
+            else:
+                self.fs.reserve(self.fd, self.size + len(self.pending), length)
         except OSError as err:
+            if self.tail is not None and err.errno in UNSUPPORTED_ERRNOS:
+                self.mappable = False  # allocated by reserve() from now on
+                self._release_tail()
+                return self._top_up(length)
             if err.errno in UNSUPPORTED_ERRNOS:
                 log.warning("cannot allocate AOF space ahead here (%s): a full disk will be "
                             "met while writing a record, which is then rolled back", err)
@@ -268,6 +292,49 @@ class Journal:
             return False
         self.room = length - self.low_water
         return True
+
+    def _wants_tail(self) -> bool:
+        """Records go through a mapped tail: one at a time, on a file system where that is
+        safe, with space allocated ahead, nothing waiting to be rewritten."""
+        return (self.mapped and self.mappable and not self.buffered and self.preallocate > 0
+                and not self.fsync_failed and not self.unwritten)
+
+    def _segment_path(self) -> str:
+        return os.path.join(self.directory, self.manifest.segments[-1].file)
+
+    def _close_tail(self) -> None:
+        """Back to write(2): unmap, and cut the file back to its written end (what was
+        allocated past it goes back: `room` says so). OSError if the cut failed."""
+        tail, self.tail = self.tail, None
+        self.room = -self.low_water if self.preallocate else UNLIMITED
+        if tail is not None:
+            tail.close(self.size)
+
+    def _release_tail(self) -> bool:
+        """_close_tail, where a failed cut refuses writes until the directory is reopened
+        (the file ends in zeros that an append would follow; recovery cuts them)."""
+        try:
+            self._close_tail()
+        except OSError as err:
+            log.error("cannot cut the AOF back to its written end (%s); refusing writes until "
+                      "reopened", err)
+            self.fsync_failed = True
+            self.error = misconf(err)
+            return False
+        return True
+
+    def set_mapped(self, mapped: bool) -> None:
+        """CONFIG SET aof-mapped-appends (engine lock held)."""
+        self.mapped = mapped
+        self._refresh_tail()
+
+    def _refresh_tail(self) -> None:
+        """After a setting changed: the tail opened or closed as `_wants_tail` now says."""
+        if self.tail is not None and not self._wants_tail():
+            self._release_tail()
+        elif self.tail is None and self._wants_tail():
+            self.room = -self.low_water
+            self._top_up(self.preallocate)
 
     def _undo_after_flush(self) -> ReplyError:
         """The command in hand ran but its record cannot be given room: write what is buffered
@@ -314,6 +381,7 @@ class Journal:
             self.flush_pending()
         self.deferred = deferred
         self.buffered = deferred or self.sync_on_commit
+        self._refresh_tail()
 
     def set_policy(self, policy: str) -> None:
         """CONFIG SET appendfsync (engine lock held). Buffered records are written first: a
@@ -324,6 +392,7 @@ class Journal:
         self.policy = policy
         self.sync_on_commit = policy == "always"
         self.buffered = self.deferred or self.sync_on_commit
+        self._refresh_tail()
         if not self.sync_on_commit and self.written_end != self.written_mark[:2]:
             self.written_end = self.written_mark[:2]  # replicas may have what is written now
             if self.on_written is not None:
@@ -334,7 +403,9 @@ class Journal:
         (0: nothing; a full disk is then met while writing a record, which is rolled back)."""
         self.preallocate, self.low_water = size, size // 2
         self.room = -self.low_water if size else UNLIMITED
-        if size:
+        if not size:
+            self._refresh_tail()
+        else:
             self._top_up(size)
 
     def flush_pending(self) -> bool:
@@ -362,11 +433,17 @@ class Journal:
         ReplyError(MISCONF) if that failed: the file is cut back to where it was."""
         size = len(data)
         try:
-            write_some = self.write_some
-            if write_some is None:
-                self.fs.write(self.fd, data)
-            elif (done := write_some(self.fd, data)) != size:  # a short write: the rest
-                self.fs.write(self.fd, data[done:])
+            tail = self.tail
+            if tail is not None and more is None and tail.write(self.size, data):
+                pass  # copied into the mapped tail: in the page cache, as a write's bytes are
+            else:
+                if tail is not None:  # (a big record, or past what was allocated)
+                    self._close_tail()  # the file cut back to its written end, to append there
+                write_some = self.write_some
+                if write_some is None:
+                    self.fs.write(self.fd, data)
+                elif (done := write_some(self.fd, data)) != size:  # a short write: the rest
+                    self.fs.write(self.fd, data[done:])
             if more:  # (no iterator made for a record in one piece)
                 for part in more:
                     self.fs.write(self.fd, part)
@@ -403,6 +480,10 @@ class Journal:
 
     def _write_failed(self, err: OSError) -> None:
         log.error("AOF write failed: %s; refusing writes until it succeeds", err)
+        if self.tail is not None:  # (its window could not be mapped): back to write(2)
+            tail, self.tail = self.tail, None
+            with contextlib.suppress(OSError):
+                tail.close(self.size)
         self.error = misconf(err)
         self.room = -self.low_water  # the cut freed what was allocated ahead: allocate again
         try:  # a partial write must not stay: the next record would be glued onto it
@@ -427,6 +508,8 @@ class Journal:
         """Write a replica's records that failed (engine lock held). Clears the error on
         success."""
         if not self.unwritten or self.fsync_failed:
+            return
+        if self.tail is not None and not self._release_tail():
             return
         while self.unwritten:
             data = self.unwritten[0]
@@ -674,6 +757,10 @@ class Journal:
         """Continue on another history (a replica's full sync installed a snapshot): the new
         manifest's last segment, open as `fd` with `size` bytes, after LSN `lsn` (engine lock
         held; nothing may be buffered or awaiting a retry: the old history is dropped)."""
+        if self.tail is not None:  # (the old history's segment: its cut is best effort)
+            tail, self.tail = self.tail, None
+            with contextlib.suppress(OSError):
+                tail.close(self.size)
         with self._cond:
             while self._syncing:
                 self._cond.wait()
@@ -701,6 +788,9 @@ class Journal:
         """Start a new segment (engine lock held): sync and close the old one, create the new
         one durably, then switch the manifest to it. False if that failed (writes are then
         refused until the directory is reopened)."""
+        # A closed segment ends at its last record: replication reads one to its size.
+        if self.tail is not None and not self._release_tail():
+            return False
         with self._cond:
             while self._syncing:
                 self._cond.wait()
@@ -822,6 +912,10 @@ class Journal:
                 self._drop_unsynced(rollback=False)
         if self.watermark is not None:
             self.watermark.close()
+        if self.tail is not None:  # (a cut that fails leaves zeros the next open cuts)
+            tail, self.tail = self.tail, None
+            with contextlib.suppress(OSError):
+                tail.close(self.size)
         if self.fd >= 0 and self.preallocate:
             with contextlib.suppress(OSError):  # what was allocated past its end goes back
                 self.fs.ftruncate(self.fd, self.size)

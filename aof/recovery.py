@@ -8,7 +8,9 @@ what damage found while replaying it means. Damage is judged against the synced 
 `<segment>.cut-<offset>`, logged as a warning with the records and LSNs it held, and cut at the
 last good record (when aof-load-truncated is on); damage inside fsynced bytes, fsynced bytes
 missing, damage followed by valid records, or damage in any other segment refuses to open,
-naming the file, byte offset and LSNs and the `aof fix` option that gets past it.
+naming the file, byte offset and LSNs and the `aof fix` option that gets past it. Zeros from a
+segment's last record to its end are space the writer allocated ahead (a mapped tail: see
+aof.fs.MappedTail) or an extension a power loss left unwritten, never damage: they are cut.
 Must not touch: the engine (replaying records through it, loading the snapshot, wiring the
 journal are engine.runtime.datadir's), command semantics, the record format.
 """
@@ -136,6 +138,8 @@ def judge_segment(fs: FileSystem, path: str, entry: SegmentEntry, reader: Segmen
                 f"bytes up to {durable.offset} (LSN {durable.lsn}) were fsynced: "
                 f"{_lsns(next_lsn, durable.lsn)} missing; refusing to load ({fix} accepts the "
                 f"loss)")
+        if reader.zero_tail:
+            _cut_zero_tail(fs, reader)
     else:
         _judge_damage(fs, reader, damage, next_lsn, durable, load_truncated, fix)
 
@@ -161,13 +165,28 @@ def _judge_damage(fs: FileSystem, reader: SegmentReader, damage: SegmentDamage, 
             f"{where}: inside data already fsynced (up to byte {durable.offset}, LSN "
             f"{durable.lsn}), so not a torn tail: {_lsns(next_lsn, durable.lsn)} damaged; "
             f"refusing to load ({fix} drops them, saving them)")
-    if planted("zero-tail-is-damage") and damage.reason == "zero-length record":
-        # PLANTED BUG (tests only): a zero-filled tail (what a power loss leaves after
-        # an unsynced extension) taken for damage.
-        raise AOFCorruptError(f"{where}: zero-filled tail; refusing to load")
     if not load_truncated:
         raise AOFCorruptError(f"{where} (torn tail) and aof-load-truncated is no")
     _cut_tail(fs, reader, damage, next_lsn, durable)
+
+
+def _cut_zero_tail(fs: FileSystem, reader: SegmentReader) -> None:
+    """Cut the zeros after a segment's last record (nothing was written there: nothing to
+    save), so that appends follow the record."""
+    if planted("zero-tail-is-damage"):
+        # PLANTED BUG (tests only): a zero-filled tail (space allocated ahead, or what a power
+        # loss leaves after an unsynced extension) taken for damage.
+        raise AOFCorruptError(f"{reader.file}: zero-filled tail at byte offset {reader.end}; "
+                              "refusing to load")
+    log.info("%s: cut %d bytes of zeros after the last record at byte offset %d (space "
+             "allocated ahead of the log, never written)", reader.file, reader.zero_tail,
+             reader.end)
+    fs.truncate(reader.file, reader.end)
+    fd = fs.open_append(reader.file, create=False)
+    try:
+        fs.fdatasync(fd)
+    finally:
+        fs.close(fd)
 
 
 def _lsns(first: int, last: int) -> str:

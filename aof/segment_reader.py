@@ -4,7 +4,9 @@ Owns reading a segment through the file layer, checking its header against what 
 expects (the manifest's segment number and first LSN), and scanning its records with the
 codec: recovery at open, the snapshot build, and later the inspection CLI and a replica's
 catch-up all read segments here. Damage is reported with the file and byte offset, never
-raised from the middle of a scan: the caller decides whether a torn tail may be truncated.
+raised from the middle of a scan: the caller decides whether a torn tail may be truncated. Zeros
+from the last record to the end of the file are not damage but space allocated ahead
+(`zero_tail`): the records end there.
 Must not touch: the engine (records are yielded, not applied), segment writing (aof.journal).
 """
 
@@ -21,6 +23,7 @@ from streamkeep.aof.codec import (
     SegmentHeader,
     decode_header,
     scan_batches,
+    zero_tail_at,
 )
 from streamkeep.aof.fs import FileSystem
 
@@ -92,6 +95,17 @@ class SegmentReader:
     @property
     def damage(self) -> SegmentDamage | None:
         damage = self._scan.damage
-        if damage is None:
+        if damage is None or self.zero_tail:
             return None
         return SegmentDamage(self.file, damage.offset, damage.reason, damage.valid_after)
+
+    @property
+    def zero_tail(self) -> int:
+        """Bytes of zeros after the last record, to the end of the file (0: none): space a
+        writer allocated ahead and had not written yet (a mapped tail, aof.fs.MappedTail), or
+        an extension a power loss left unwritten. Not damage: nothing was ever written there.
+        Once the scan is exhausted."""
+        damage = self._scan.damage
+        if damage is None:
+            return 0
+        return zero_tail_at(self.data, damage.offset)

@@ -522,6 +522,10 @@ _PARAMS: list[Param] = [
     Param("aof-preallocate", "memory", 4 << 20, hi=LONG_MAX,
           summary="disk space allocated ahead of the AOF's end, so that a full disk refuses "
                   "write commands before they run (0: none)"),
+    # streamkeep: its hook is the journal's (engine.runtime.datadir).
+    Param("aof-mapped-appends", "bool", True,
+          summary="records written one at a time go through a mapping of the AOF's allocated "
+                  "tail instead of one write(2) each (ext4, xfs and tmpfs; everysec and no)"),
     Param("requirepass", "string", "", summary="the default user's password"),
     Param("maxclients", "int", 10000, lo=1, hi=UINT_MAX, summary="connections at most"),
     Param("protected-mode", "bool", True,

@@ -97,6 +97,8 @@ class DataDir:
                          lambda: journal.set_policy(engine.config["appendfsync"]))
         engine.on_config(("aof-preallocate",),
                          lambda: journal.set_preallocate(int(engine.config["aof-preallocate"])))
+        engine.on_config(("aof-mapped-appends",),
+                         lambda: journal.set_mapped(bool(engine.config["aof-mapped-appends"])))
         engine.add_info_section("persistence", self._info_persistence)
         journal.on_rollback = self._rollback_locked
 
@@ -182,6 +184,7 @@ class DataDir:
         auto_aof_rewrite_min_size: object = DEFAULT_MIN_SIZE,
         auto_aof_rewrite_percentage: int | str = DEFAULT_PERCENTAGE,
         aof_preallocate: object = DEFAULT_PREALLOCATE,
+        aof_mapped_appends: object = True,
         fs: FileSystem | None = None,
     ) -> DataDir:
         # Validate every option before touching the directory.
@@ -199,6 +202,7 @@ class DataDir:
         preallocate = parse_size(aof_preallocate)
         if preallocate < 0:
             raise ValueError("aof-preallocate must be >= 0")
+        mapped = _truthy(aof_mapped_appends)
         fs = fs or RealFS()
         fs.makedirs(path)
         try:
@@ -214,7 +218,7 @@ class DataDir:
             raise
         try:
             journal = Journal(fs, path, rec.manifest, rec.fd, rec.size, rec.last_lsn,
-                              appendfsync, segment_max, rec.watermark, preallocate)
+                              appendfsync, segment_max, rec.watermark, preallocate, mapped)
         except BaseException:
             rec.watermark.close()
             fs.close(rec.fd)

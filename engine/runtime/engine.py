@@ -26,7 +26,7 @@ Replicaof = tuple[str, int] | tuple[str, ...] | list[str] | str | None
 # The settings that configure the data directory, not the engine (`_` or `-` spelled).
 AOF_OPTIONS = ("appendfsync", "aof_load_truncated", "aof_segment_max_bytes",
                "auto_aof_rewrite_min_size", "auto_aof_rewrite_percentage", "aof_preallocate",
-               "fs")
+               "aof_mapped_appends", "fs")
 
 
 def _replica_address(
@@ -75,7 +75,7 @@ class Engine(EngineCore):
         Redis's names: appendfsync ("always" | "everysec" | "no"), aof-load-truncated (yes/no),
         auto-aof-rewrite-min-size (64mb) and auto-aof-rewrite-percentage (100; 0 turns
         automatic compaction off), aof-preallocate (4mb of disk allocated ahead of the log's
-        end), plus aof-segment-max-bytes (rotation size); `fs` swaps the
+        end), aof-mapped-appends (yes: records written through a mapping of that space), plus aof-segment-max-bytes (rotation size); `fs` swaps the
         file layer (tests, crash bench). `replicaof=(host, port)` makes it a read replica of
         that streamkeep server (replication.follower; the `replicaof` setting says the same).
         `shared=True`: any number of processes open the directory at once, through a server

@@ -1,7 +1,7 @@
 """aof.fs: `RealFS`, the operating system's files behind the file-layer seam, on real files in a
 temporary directory: appends, whole writes, reads, sizes, truncation, renames, listings, the
-exclusive lock naming its holder, read descriptors that outlive an unlink, and the mapped
-ranges of a file."""
+exclusive lock naming its holder, read descriptors that outlive an unlink, the mapped
+ranges of a file, and a file's tail written through a mapping (`MappedTail`)."""
 
 from __future__ import annotations
 
@@ -15,11 +15,15 @@ import pytest
 
 from streamkeep.aof import fs as fs_mod
 from streamkeep.aof.fs import (
+    MAP_WINDOW,
+    MAPPABLE_FILE_SYSTEMS,
     UNSUPPORTED_ERRNOS,
     FileSystem,
     LockedError,
+    MappedTail,
     RealFS,
     file_identity,
+    file_system_type,
     mapped_ranges,
 )
 from streamkeep.engine.wire.errors import StorageError
@@ -268,3 +272,49 @@ def test_reserve_allocates_past_the_end_without_growing_the_file(tmp_path: Path)
         assert os.fstat(fd).st_blocks <= before + 8
     finally:
         fs.close(fd)
+
+
+# --- MappedTail: a file's tail written through a mapping --------------------------------------------------------------------------------
+
+@pytest.mark.skipif(file_system_type("/tmp") not in MAPPABLE_FILE_SYSTEMS,
+                    reason="a file system that does not take mapped writes")
+def test_a_mapped_tail_writes_across_windows_and_cuts_back(tmp_path: Path) -> None:
+    path = tmp_path / "f"
+    path.write_bytes(b"head")
+    tail = MappedTail(str(path), 4)
+    tail.extend(4, 3 * MAP_WINDOW)
+    assert path.stat().st_size == 4 + 3 * MAP_WINDOW  # allocated: the file runs on in zeros
+    chunks, offset = [], 4
+    reader = os.open(path, os.O_RDONLY)
+    try:
+        for k in range(700):  # ~2.6 windows of records of 1,000+ bytes
+            data = bytes([k % 251 + 1]) * (1000 + k % 37)
+            assert tail.write(offset, data)
+            # In the page cache at once, as a write(2)'s bytes are: no fsync, no unmap.
+            assert os.pread(reader, len(data), offset) == data
+            chunks.append(data)
+            offset += len(data)
+        assert not tail.write(4 + 3 * MAP_WINDOW - 10, b"x" * 11), "past the allocated end"
+    finally:
+        os.close(reader)
+    tail.close(offset)
+    assert path.read_bytes() == b"head" + b"".join(chunks)
+
+
+def test_a_mapped_tail_cannot_extend_where_there_is_no_room(tmp_path: Path) -> None:
+    path = tmp_path / "f"
+    path.write_bytes(b"")
+    tail = MappedTail(str(path), 0)
+    try:
+        with pytest.raises(OSError):
+            tail.extend(0, 1 << 62)  # EFBIG or ENOSPC: an error, never a mapping of nothing
+    finally:
+        tail.close(0)
+    assert path.stat().st_size == 0
+
+
+
+
+def test_the_file_system_type_of_a_path() -> None:
+    assert file_system_type("/proc/self") == "proc"
+    assert file_system_type("/") is not None

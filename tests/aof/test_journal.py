@@ -2,11 +2,22 @@
 retried, never turned into the permanent MISCONF refusal (issue 11, defect C): the current
 segment is still good and nothing was lost. So is one whose new segment cannot be written or
 synced (EIO, ENOSPC: found by crashbench's ioerror mode, where the OSError escaped the
-command)."""
+command).
+
+Mapped appends (aof-mapped-appends): records written one at a time (everysec and no, outside
+the server's deferred mode) are copied into a mapping of the segment's allocated tail instead of
+one write(2) each, and the file runs on in zeros past the written end while it is open. Every way
+back to write(2) (a big record, `always`, the server's deferred mode, the setting turned off, a
+rotation, close) cuts the file back to its written end first; a closed segment ends at its last
+record; a directory left with a zero tail reopens with every record and appends after the last.
+"""
 
 from __future__ import annotations
 
 import errno
+import logging
+import os
+import shutil
 import time
 from pathlib import Path
 
@@ -14,6 +25,9 @@ import pytest
 
 from streamkeep import Engine
 from streamkeep.aof import journal as journal_mod
+from streamkeep.aof.codec import BIG_ARG, HEADER_SIZE
+from streamkeep.aof.fs import MAPPABLE_FILE_SYSTEMS, RealFS, file_system_type
+from streamkeep.aof.segment_reader import SegmentReader
 from tests.support.faultfs import FaultyFS
 
 
@@ -109,3 +123,144 @@ def test_rotation_io_error_on_the_new_segment_is_postponed(tmp_path: Path, err: 
         assert len(engine.journal.manifest.segments) >= 2
     with Engine.open(directory) as engine:
         assert engine.execute("XLEN", "s") == 60
+
+
+MAPPED = pytest.mark.skipif(
+    file_system_type(os.environ.get("TMPDIR", "/tmp")) not in MAPPABLE_FILE_SYSTEMS,
+    reason="the temporary directory's file system does not take mapped appends")
+
+
+def segments(directory: Path) -> list[Path]:
+    return sorted(directory.glob("segment-*.aof"))
+
+
+def records_end(path: Path) -> tuple[int, int, int]:
+    """(records, where they end, zeros after them) of a segment file."""
+    reader = SegmentReader(RealFS(), str(path))
+    count = sum(len(batch) for batch in reader.batches())
+    assert reader.damage is None, reader.damage
+    return count, reader.end, reader.zero_tail
+
+
+# --- mapped appends ---------------------------------------------------------------------------------
+
+@MAPPED
+def test_everysec_appends_through_the_tail_and_close_cuts_it(tmp_path: Path) -> None:
+    engine = Engine.open(str(tmp_path), appendfsync="everysec")
+    journal = engine.journal
+    assert journal is not None and journal.tail is not None
+    for i in range(500):
+        engine.execute("XADD", "s", "*", "n", str(i))
+    (seg,) = segments(tmp_path)
+    count, end, zeros = records_end(seg)
+    assert (count, end) == (500, journal.size) and zeros > 0, "the records, then zeros"
+    assert journal.records_written == 500
+    engine.close()
+    assert seg.stat().st_size == end, "close cuts the file back to its last record"
+    with Engine.open(str(tmp_path)) as again:
+        assert again.execute("XLEN", "s") == 500
+
+
+@MAPPED
+@pytest.mark.parametrize("leave", ["always", "deferred", "setting off", "big record"])
+def test_every_way_back_to_write_cuts_the_tail_first(tmp_path: Path, leave: str) -> None:
+    engine = Engine.open(str(tmp_path), appendfsync="everysec")
+    journal = engine.journal
+    assert journal is not None
+    try:
+        engine.execute("XADD", "s", "*", "n", "before")
+        assert journal.tail is not None
+        if leave == "always":
+            engine.execute("CONFIG", "SET", "appendfsync", "always")
+        elif leave == "deferred":
+            with engine.lock:
+                journal.set_deferred(True)
+        elif leave == "setting off":
+            engine.execute("CONFIG", "SET", "aof-mapped-appends", "no")
+        if leave == "big record":
+            engine.execute("XADD", "s", "*", "n", b"v" * BIG_ARG)  # written in parts, write(2)
+            assert journal.tail is None
+        else:
+            assert journal.tail is None
+            (seg,) = segments(tmp_path)
+            assert seg.stat().st_size == journal.size, "cut back to the written end"
+            engine.execute("XADD", "s", "*", "n", "after")
+            assert seg.stat().st_size == journal.size, "appended with write(2) at the end"
+        if leave == "deferred":
+            with engine.lock:
+                journal.flush_pending()
+                journal.set_deferred(False)
+        elif leave != "big record":
+            engine.execute("CONFIG", "SET", "appendfsync", "everysec")
+            engine.execute("CONFIG", "SET", "aof-mapped-appends", "yes")
+        engine.execute("XADD", "s", "*", "n", "mapped again")
+        assert journal.tail is not None, "back to the mapped tail"
+    finally:
+        engine.close()
+    (seg,) = segments(tmp_path)
+    count, end, zeros = records_end(seg)
+    assert zeros == 0 and end == seg.stat().st_size
+    with Engine.open(str(tmp_path)) as again:
+        assert again.execute("XLEN", "s") == 3
+
+
+@MAPPED
+def test_a_closed_segment_ends_at_its_last_record(tmp_path: Path) -> None:
+    """Replication reads a closed segment to its size: a rotation cuts the tail off first."""
+    with Engine.open(str(tmp_path), appendfsync="no", aof_segment_max_bytes=4096) as engine:
+        for i in range(400):
+            engine.execute("XADD", "s", "*", "n", str(i))
+        segs = segments(tmp_path)
+        assert len(segs) > 3
+        total = 0
+        for seg in segs[:-1]:
+            count, end, zeros = records_end(seg)
+            assert zeros == 0 and end == seg.stat().st_size, seg
+            total += count
+        assert records_end(segs[-1])[2] > 0, "the segment being written has its tail"
+    assert total + records_end(segments(tmp_path)[-1])[0] == 400
+
+
+@MAPPED
+def test_the_setting_off_reserves_space_without_growing_the_file(tmp_path: Path) -> None:
+    with Engine.open(str(tmp_path), aof_mapped_appends="no") as engine:
+        assert engine.journal is not None and engine.journal.tail is None
+        engine.execute("XADD", "s", "*", "n", "1")
+        (seg,) = segments(tmp_path)
+        assert seg.stat().st_size == engine.journal.size
+        assert engine.execute("CONFIG", "GET", "aof-mapped-appends") == [
+            b"aof-mapped-appends", b"no"]
+
+
+@MAPPED
+def test_a_directory_left_with_a_mapped_tail_reopens_and_appends_after_it(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """What a killed process leaves (its files as they are while it runs, zeros and all,
+    copied aside): the next open cuts the zeros, keeps every record, and the next record
+    follows the last one. (tests/crash/test_aof_crash.py kills real processes.)"""
+    live, left = tmp_path / "live", tmp_path / "left"
+    with Engine.open(str(live), appendfsync="everysec") as engine:
+        for i in range(100):
+            engine.execute("XADD", "s", "*", "n", str(i))
+        shutil.copytree(live, left, ignore=shutil.ignore_patterns("LOCK"))
+    (seg,) = segments(left)
+    count, end, zeros = records_end(seg)
+    assert count == 100 and zeros > 0
+    caplog.set_level(logging.INFO, logger="streamkeep.aof")
+    with Engine.open(str(left), appendfsync="always") as again:
+        assert again.execute("XLEN", "s") == 100
+        assert seg.stat().st_size == end, "the zeros were cut before anything was appended"
+        again.execute("XADD", "s", "*", "n", "after")
+    assert any("bytes of zeros" in r.getMessage() for r in caplog.records)
+    assert not list(left.glob("*.cut-*"))
+    count, end_after, zeros = records_end(seg)
+    assert (count, zeros) == (101, 0) and end_after > end
+    with Engine.open(str(left)) as third:
+        assert third.execute("XLEN", "s") == 101
+
+
+@MAPPED
+def test_the_header_only_segment_of_a_new_directory_is_mapped(tmp_path: Path) -> None:
+    with Engine.open(str(tmp_path)) as engine:
+        assert engine.journal is not None and engine.journal.tail is not None
+        assert engine.journal.size == HEADER_SIZE

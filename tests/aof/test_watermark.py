@@ -75,7 +75,8 @@ def test_the_journal_advances_it_to_what_each_fsync_covered(tmp_path: Path,
                 assert journal.watermark is not None
                 assert journal.watermark.mark == wm.Watermark(*_written(tmp_path), journal.lsn)
         journal.sync()
-        segment, size = _written(tmp_path)
+        # (the written end: under everysec the file runs on into its mapped tail until closed)
+        segment, size = journal.written_end
         assert wm.read(RealFS(), str(tmp_path)) == wm.Watermark(segment, size, 50)
     finally:
         engine.close()

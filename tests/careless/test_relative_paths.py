@@ -112,11 +112,12 @@ def test_restore_then_fix_the_copy(at: tuple[str, Path]) -> None:
     manifest = json.loads((home / "r" / "manifest.json").read_text())
     last = home / "r" / manifest["segments"][-1]["file"]
     size = last.stat().st_size
+    torn = bytes(12) + b"\x01"  # (zeros alone would be space allocated ahead, not damage)
     with last.open("ab") as f:
-        f.write(bytes(12))
+        f.write(torn)
     code, out, err = cli("aof", "fix", "--yes", f"{prefix}r")
     assert code == 0, err
-    assert (home / "r" / f"{last.name}.cut-{size}").read_bytes() == bytes(12)
+    assert (home / "r" / f"{last.name}.cut-{size}").read_bytes() == torn
     assert last.stat().st_size == size
     _clean(home)
     assert sorted(os.listdir(home)) == ["d", "r"]

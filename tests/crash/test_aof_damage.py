@@ -1,8 +1,7 @@
 """Damaged data directories, one fixture per kind of damage, each with its exact outcome.
 
 * Torn tails of the last segment, past the synced watermark (a short record header, a short
-  payload, a CRC mismatch in the last record, a zero-filled tail, a garbage tail, a partial next
-  record, a cut inside the last record; for the last two the watermark is set back to before
+  payload, a CRC mismatch in the last record, a garbage tail, a partial next record, a cut inside the last record; for the last two the watermark is set back to before
   the last record, as when the power went before the fsync that would have covered it): the
   directory opens, the cut bytes are saved to `<segment>.cut-<offset>`, the segment is truncated
   at the last good record, a WARNING on the "streamkeep.aof" logger names the file, the byte
@@ -14,6 +13,10 @@
   last record of a cleanly closed directory): refused, naming the file, offset and LSN and the
   `aof fix` option that gets past it; nothing is modified. Without a watermark file (a directory
   written before it existed) such damage is taken for a torn tail, as before.
+* Zeros from a segment's last record to its end (space allocated ahead of the log, a mapped
+  tail a killed process left, or an extension a power loss left unwritten): not damage. They are
+  cut at open, in any segment and with aof-load-truncated "no" too, with an INFO line and no side
+  file, and the next record follows the last one; zeros where fsynced records were are refused.
 * A bad record followed by valid records (a flipped byte, a bad length, a zeroed hole), damage
   in a segment that is not the last, and a bad segment header are refused with
   aof.recovery.AOFCorruptError naming the file and the byte offset; nothing is truncated.
@@ -151,7 +154,6 @@ TORN_TAILS = {
     "partial record": (lambda d, sp: d + NEXT[:-1], N, lambda sp, size: size),
     "crc mismatch in the last record": (_flip_last_byte, N - 1, lambda sp, size: sp[-1][0]),
     "cut inside the last record": (_cut_last_record, N - 1, lambda sp, size: sp[-1][0]),
-    "zero-filled tail": (lambda d, sp: d + bytes(4096), N, lambda sp, size: size),
     "garbage tail": (lambda d, sp: d + random.Random(5).randbytes(3000), N,
                      lambda sp, size: size),
     "zeros then a partial record": (lambda d, sp: d + bytes(100) + NEXT[:20], N,
@@ -191,6 +193,52 @@ def test_torn_tail_is_truncated_with_a_warning(torn, caplog: pytest.LogCaptureFi
     assert str(side) in warnings[0]
     if kept < N:  # the record cut is named with its LSN
         assert f"1 record(s) not yet fsynced, LSN {N}" in warnings[0], warnings[0]
+
+
+@pytest.mark.parametrize("load_truncated", ["yes", "no"])
+@pytest.mark.parametrize("zeros", [1, 8, 4096, 1 << 20])
+def test_a_zero_filled_tail_is_cut_as_space_never_written(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture, zeros: int, load_truncated: str) -> None:
+    directory = tmp_path / "db"
+    commands = build(directory, N)
+    (seg,) = segments(directory)
+    data = seg.read_bytes()
+    seg.write_bytes(data + bytes(zeros))
+    caplog.set_level(logging.INFO, logger=LOGGER)
+    clock = [T0 + 5 * N]
+    extra = ["XADD", "s", "5000-1", "after", "crash"]
+    with Engine.open(str(directory), appendfsync="always", clock=lambda: clock[0],
+                     aof_load_truncated=load_truncated) as engine:
+        assert engine.digest() == reference(commands)
+        engine.execute(*extra)
+    assert not aof_warnings(caplog), "nothing was lost: no warning"
+    cut = [r.getMessage() for r in caplog.records
+           if r.name == LOGGER and "bytes of zeros" in r.getMessage()]
+    assert len(cut) == 1 and f"cut {zeros} bytes" in cut[0] and str(seg) in cut[0], cut
+    assert not list(directory.glob("*.cut-*")), "zeros are not saved"
+    data_after = seg.read_bytes()
+    assert [s for s, _e in spans(data_after)][-1] == len(data), "appended after the last record"
+    assert open_digest(directory) == reference([*commands, extra])
+
+
+def test_a_zero_filled_tail_in_a_segment_before_the_last_is_cut(tmp_path: Path) -> None:
+    directory, segs = _rotated(tmp_path)
+    digest = open_digest(directory)
+    victim = segs[1]
+    data = victim.read_bytes()
+    victim.write_bytes(data + bytes(4096))
+    assert open_digest(directory) == digest
+    assert victim.read_bytes() == data
+
+
+def test_zeros_where_fsynced_records_were_are_refused(tmp_path: Path) -> None:
+    """The watermark says the last record was fsynced; zeros in its place are lost data."""
+    directory, seg, sp, damaged = damaged_dir(
+        tmp_path, lambda d, sp: d[:sp[-1][0]] + bytes(sp[-1][1] - sp[-1][0]))
+    with pytest.raises(AOFCorruptError) as err:
+        Engine.open(str(directory))
+    assert "were fsynced" in str(err.value) and str(seg) in str(err.value), str(err.value)
+    assert seg.read_bytes() == damaged
 
 
 def damaged_dir(tmp_path: Path, damage) -> tuple[Path, Path, list[tuple[int, int]], bytes]:
@@ -326,7 +374,7 @@ def _rotated(tmp_path: Path) -> tuple[Path, list[Path]]:
 
 
 @pytest.mark.parametrize("kind", ["torn tail", "flipped byte in the last record",
-                                  "zero tail", "garbage tail", "flipped byte mid-segment"])
+                                  "garbage tail", "flipped byte mid-segment"])
 def test_damage_in_a_non_last_segment_is_refused(tmp_path: Path, kind: str) -> None:
     directory, segs = _rotated(tmp_path)
     victim = segs[1]
@@ -336,8 +384,6 @@ def test_damage_in_a_non_last_segment_is_refused(tmp_path: Path, kind: str) -> N
         damaged, offset = data[:-3], sp[-1][0]
     elif kind == "flipped byte in the last record":
         damaged, offset = data[:-1] + bytes([data[-1] ^ 1]), sp[-1][0]
-    elif kind == "zero tail":
-        damaged, offset = data + bytes(64), len(data)
     elif kind == "garbage tail":
         damaged, offset = data + random.Random(2).randbytes(64), len(data)
     else:

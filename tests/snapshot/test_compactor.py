@@ -33,7 +33,7 @@ from pathlib import Path
 import pytest
 
 from streamkeep import Engine
-from streamkeep.aof.manifest import snapshot_file
+from streamkeep.aof.manifest import segment_file, snapshot_file
 from streamkeep.engine.model import packed_node
 from streamkeep.snapshot import layout
 from streamkeep.snapshot.compactor import CompactionError
@@ -56,10 +56,16 @@ SEED = 5
 
 # --- helpers -------------------------------------------------------------------------------------
 
-def disk_bytes(d: Path) -> int:
+def disk_bytes(d: Path, written_end: tuple[int, int] | None = None) -> int:
+    """The bytes of the directory's snapshots and segments; with the journal's `written_end`
+    (segment, size), the segment being written counts what was written to it, not the space
+    its mapped tail allocated ahead."""
     total = 0
     for name in os.listdir(d):
         if name.startswith(("snapshot-", "segment-")):
+            if written_end is not None and name == segment_file(written_end[0]):
+                total += written_end[1]
+                continue
             with contextlib.suppress(FileNotFoundError):  # removed by a compaction meanwhile
                 total += (d / name).stat().st_size
     return total
@@ -284,7 +290,8 @@ def auto_workload(d: Path, min_size: object, percentage: object, *, budget: int,
         if not rate and (job := compactor.job) is not None:
             job.done.wait()
         if i % 20 == 0:
-            out.samples.append(disk_bytes(d))
+            with engine.lock:  # (no rotation while the files are looked at)
+                out.samples.append(disk_bytes(d, journal.written_end))
             out.most_snapshots = max(out.most_snapshots, sum(
                 n.startswith("snapshot-") for n in os.listdir(d)))
     if (job := compactor.job) is not None:

@@ -240,19 +240,22 @@ def _restore(fs: Any, src: str, out: str, to_lsn: int | None, to_time: int | Non
             if done:
                 break
         last = entry is manifest.segments[-1]
-        if not done and last and result.damage is None and durable.offset is not None \
+        damage = result.damage
+        if damage is not None and codec.zero_tail_at(data, damage.offset):
+            damage = None  # zeros allocated ahead of the log: its records end there
+        if not done and last and damage is None and durable.offset is not None \
                 and result.end < durable.offset:
             raise Impossible(f"{file} ends at byte {result.end}, but bytes up to "
                              f"{durable.offset} (LSN {durable.lsn}) were fsynced: records "
                              f"from LSN {target + 1} are missing")
-        if not done and result.damage is not None:
-            torn = last and not result.damage.valid_after and not durable.damaged and (
-                durable.offset is None or result.damage.offset >= durable.offset)
+        if not done and damage is not None:
+            torn = last and not damage.valid_after and not durable.damaged and (
+                durable.offset is None or damage.offset >= durable.offset)
             if (to_lsn is not None and to_lsn <= target) or (to_time is not None and torn):
                 done = True  # the point is before the damage, or the damage is a torn tail
             else:
                 point = "the log's end" if to_time == END_OF_TIME else "the point asked for"
-                raise Impossible(f"{result.damage.reason} at {file}:{result.damage.offset} "
+                raise Impossible(f"{damage.reason} at {file}:{damage.offset} "
                                  f"(LSN {target + 1}), before {point}")
         if end > codec.HEADER_SIZE or not kept:
             kept.append((entry, end))

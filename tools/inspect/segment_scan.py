@@ -59,6 +59,8 @@ def _check_range(fd: int, size: int, pos: int, expected: int, stop: int | None) 
     end = size if stop is None else min(size, stop)
     while pos < end:
         data = os.pread(fd, min(size - pos, need), pos)
+        if not data:  # the file is shorter now (a live segment's allocated tail was cut off)
+            break
         at_eof = pos + len(data) >= size
         if at_eof and stop is None:  # the last window: verify_scan's whole verdict
             found = verify_scan(data, 0, expected)

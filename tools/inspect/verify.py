@@ -267,7 +267,12 @@ def _check_records(report: Report, seg: SegmentReport, scanned: Scanned, file: s
         seg.first_lsn, seg.last_lsn = first_lsn, first_lsn + scanned.records - 1
     next_lsn = first_lsn + scanned.records
     synced = durable.offset if durable is not None else None
-    if scanned.damage is None:
+    zeros = _zero_tail(path or file, scanned)
+    if zeros:
+        report.notes.append(f"{file}: {zeros} bytes of zeros after the last record (byte "
+                            f"{scanned.end} on): space allocated ahead of the log, never "
+                            f"written; opening cuts them")
+    if scanned.damage is None or zeros:
         if durable is not None and synced is not None and scanned.end < synced:
             report.problems.append(Problem(
                 "damage-in-synced", file, scanned.end,
@@ -302,6 +307,23 @@ def _check_records(report: Report, seg: SegmentReport, scanned: Scanned, file: s
         report.problems.append(Problem(
             "torn-tail", file, offset, f"{reason}, {cut} bytes with no valid record, past the "
             f"bytes fsynced ({durable.describe()})", "truncate", cut, lost))
+
+
+def _zero_tail(file: str, scanned: Scanned) -> int:
+    """Bytes of zeros from the scan's damage to the end of the file (aof.codec.zero_tail_at),
+    0 if there is anything else or no damage."""
+    from streamkeep.aof.codec import zero_tail_at
+
+    if scanned.damage is None or scanned.damage[2]:
+        return 0
+    offset = scanned.damage[0]
+    try:
+        with open(file, "rb") as f:
+            f.seek(offset)
+            tail = f.read(scanned.size - offset + 1)
+    except OSError:
+        return 0
+    return zero_tail_at(tail, 0) if len(tail) == scanned.size - offset else 0
 
 
 def _span_loss(path: str | None, offset: int, size: int, first_lsn: int, valid_after: bool,

@@ -18,7 +18,7 @@ def _info(db: Engine, section: str) -> dict[str, str]:
 
 def test_services_register_their_hooks_and_section(tmp_path: Path) -> None:
     with Engine.open(str(tmp_path)) as db:
-        assert set(db.config_hooks) == {"appendfsync", "aof-preallocate",
+        assert set(db.config_hooks) == {"appendfsync", "aof-preallocate", "aof-mapped-appends",
                                         "auto-aof-rewrite-percentage",
                                         "auto-aof-rewrite-min-size"}
         assert set(db.info_sections) == {"persistence", "replication"}
@@ -41,8 +41,10 @@ def test_config_set_reaches_the_journal_and_compactor(tmp_path: Path) -> None:
         db.execute("CONFIG", "SET", "aof-preallocate", "1mb")
         assert journal.preallocate == 1 << 20 and journal.low_water == 512 << 10
         db.execute("CONFIG", "SET", "aof-preallocate", "0")
-        assert journal.preallocate == 0
+        assert journal.preallocate == 0 and journal.tail is None  # nothing to map
         db.execute("XADD", "s", "*", "f", "v")  # nothing allocated ahead: writes go on
+        db.execute("CONFIG", "SET", "aof-mapped-appends", "no")
+        assert journal.mapped is False
 
 
 def test_a_hook_runs_once_and_a_failing_hook_restores(tmp_path: Path) -> None:

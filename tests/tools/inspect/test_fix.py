@@ -38,7 +38,7 @@ def reopened(path: Path) -> tuple[str, int]:
         return engine.digest(), engine.journal.lsn  # type: ignore[union-attr]
 
 
-@pytest.mark.parametrize("tail", [bytes(200), random.Random(3).randbytes(333)])
+@pytest.mark.parametrize("tail", [bytes(200) + b"\x05", random.Random(3).randbytes(333)])
 def test_torn_tail_is_cut_and_saved(written: Written, tail: bytes) -> None:
     last = segments(written.path)[-1]
     size = last.stat().st_size
@@ -55,7 +55,7 @@ def test_torn_tail_is_cut_and_saved(written: Written, tail: bytes) -> None:
 
 def test_prompt_no_changes_nothing(written: Written) -> None:
     last = segments(written.path)[-1]
-    append_bytes(last, bytes(50))
+    append_bytes(last, bytes(50) + b"\x05")
     before = fingerprint(written.path)
     code, _out, err = cli("aof", "fix", str(written.path), stdin="n\n")
     assert code == 3 and "not confirmed" in err and "truncate" in err

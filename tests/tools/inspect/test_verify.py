@@ -79,12 +79,24 @@ def _last_record(segment: Path) -> bytes:
     return data[record_offsets(segment)[-1]:]
 
 
-@pytest.mark.parametrize("tail", ["zeros", "garbage", "short-record", "short-header"])
+def _last_record_before(segment: Path, end: int) -> bytes:
+    """The last record of a segment whose records end at `end` (zeros may follow)."""
+    data = segment.read_bytes()[:end]
+    pos = codec.HEADER_SIZE
+    while True:
+        length = codec.FRAME.unpack_from(data, pos)[0]
+        if pos + codec.FRAME_SIZE + length >= end:
+            return data[pos:end]
+        pos += codec.FRAME_SIZE + length
+
+
+@pytest.mark.parametrize("tail", ["zeros then garbage", "garbage", "short-record",
+                                  "short-header"])
 def test_torn_tail_exit_1(written: Written, tail: str) -> None:
     last = segments(written.path)[-1]
     size = last.stat().st_size
     record = _last_record(last)
-    append_bytes(last, {"zeros": bytes(300),
+    append_bytes(last, {"zeros then garbage": bytes(300) + b"\x07",
                         "garbage": random.Random(7).randbytes(500),
                         "short-record": record[:-3],
                         "short-header": record[:5]}[tail])
@@ -188,7 +200,7 @@ def test_one_segment_file(written: Written) -> None:
     seg = segments(written.path)[0]
     code, doc = verify_json(seg)
     assert code == 0 and doc["kind"] == "segment" and doc["records"] > 0
-    append_bytes(seg, bytes(10))
+    append_bytes(seg, bytes(10) + b"\x01")  # (zeros alone are space allocated ahead)
     code, doc = verify_json(seg)
     assert code == 1 and problem(doc)["kind"] == "torn-tail"
     seg.write_bytes(b"not a segment at all, just some bytes")
@@ -301,8 +313,11 @@ def test_incomplete_record_at_a_held_directory_tail(tmp_path: Path) -> None:
         run(engine, clock, "held", 0, 60)
         engine.locked(engine.journal.flush_pending)  # type: ignore[union-attr]
         last = segments(tmp_path / "held")[-1]
-        size = last.stat().st_size
-        append_bytes(last, _last_record(last)[:-7])
+        size = engine.journal.size  # type: ignore[union-attr]
+        partial = _last_record_before(last, size)[:-7]
+        with open(last, "r+b") as f:  # at the written end (a mapped tail's zeros follow it)
+            f.seek(size)
+            f.write(partial)
         code, out, _err = cli("aof", "verify", str(tmp_path / "held"))
         assert code == 1, out
         assert f"locked by process {os.getpid()}" in out
@@ -350,11 +365,25 @@ def test_leftover_files_are_notes_not_damage(written: Written) -> None:
     assert len(verify_json(written.path)[1]["notes"]) == 2
 
 
+@pytest.mark.parametrize("deep", [False, True])
+def test_a_zero_filled_tail_is_a_note_not_damage(written: Written, deep: bool) -> None:
+    """Zeros after the last record (space allocated ahead of the log: what a process killed
+    while appending through its mapped tail leaves): opening cuts them, nothing is lost."""
+    last = segments(written.path)[-1]
+    size = last.stat().st_size
+    append_bytes(last, bytes(70_000))
+    code, doc = cli_deep(written.path) if deep else verify_json(written.path)
+    assert code == 0 and doc["problems"] == [], doc["problems"]
+    (note,) = doc["notes"]
+    assert f"70000 bytes of zeros after the last record (byte {size} on)" in note, note
+    assert doc["ok_up_to"]["lsn"] == written.lsn
+
+
 def test_jobs_give_the_same_report(written: Written) -> None:
     seg = segments(written.path)[2]
     flip_byte(seg, record_offsets(seg)[1] + 12)
     segments(written.path)[3].unlink()
-    append_bytes(segments(written.path)[-1], bytes(20))
+    append_bytes(segments(written.path)[-1], bytes(20) + b"\x01")
     reports = []
     for jobs in ("1", "3"):
         code, out, err = cli("aof", "verify", "--json", "--jobs", jobs, str(written.path))
