@@ -159,6 +159,12 @@ def _kill_group(service: Any) -> None:
         os.killpg(process.pid, signal.SIGKILL)
     with contextlib.suppress(Exception):
         process.wait(10)
+    # The browser's processes (chromedriver's children, reparented once it is reaped) are
+    # killed too, but a big one takes a while to exit on a busy machine: wait for them, so
+    # that nothing of the group is alive when the caller looks.
+    deadline = time.monotonic() + 10
+    while group_members(process.pid) and time.monotonic() < deadline:
+        time.sleep(0.02)
 
 
 def group_members(pgid: int) -> list[int]:
