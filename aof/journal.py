@@ -267,10 +267,13 @@ class Journal:
             return False
         if not self.preallocate:
             return True
+        if self.tail is None and self._wants_tail():
+            try:
+                self.tail = MappedTail(self._segment_path(), self.size)
+            except OSError as err:  # (out of descriptors): write(2) until the next top-up
+                log.warning("cannot map the AOF's tail (%s); appending with write(2)", err)
         try:
-            if self._wants_tail():
-                if self.tail is None:
-                    self.tail = MappedTail(self._segment_path(), self.size)
+            if self.tail is not None:
                 self.tail.extend(self.size + len(self.pending), length)
             else:
                 self.fs.reserve(self.fd, self.size + len(self.pending), length)

@@ -260,6 +260,34 @@ def test_a_directory_left_with_a_mapped_tail_reopens_and_appends_after_it(
 
 
 @MAPPED
+def test_a_tail_that_cannot_be_opened_leaves_the_writes_to_write2(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Out of descriptors when the tail's own is opened: appends go on with write(2), no
+    refusal, and a later top-up maps again."""
+    real = journal_mod.MappedTail
+    refusing = [True]
+
+    def tail(path: str, written: int) -> object:
+        if refusing[0]:
+            raise OSError(errno.EMFILE, "injected")
+        return real(path, written)
+
+    monkeypatch.setattr(journal_mod, "MappedTail", tail)
+    with Engine.open(str(tmp_path), aof_preallocate="64kb") as engine:
+        journal = engine.journal
+        assert journal is not None and journal.tail is None and journal.error is None
+        engine.execute("XADD", "s", "*", "f", "v")
+        (seg,) = segments(tmp_path)
+        assert seg.stat().st_size == journal.size, "written with write(2), nothing ahead"
+        refusing[0] = False
+        for _i in range(1000):  # past the 64 KB allocated ahead: the next top-up maps
+            engine.execute("XADD", "s", "*", "f", "v" * 100)
+        assert journal.tail is not None
+    with Engine.open(str(tmp_path)) as again:
+        assert again.execute("XLEN", "s") == 1001
+
+
+@MAPPED
 def test_the_header_only_segment_of_a_new_directory_is_mapped(tmp_path: Path) -> None:
     with Engine.open(str(tmp_path)) as engine:
         assert engine.journal is not None and engine.journal.tail is not None
