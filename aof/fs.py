@@ -284,10 +284,6 @@ class RealFS:
     def fsize(self, fd: int) -> int:
         return os.fstat(fd).st_size
 
-    def map_tail(self, path: str, written: int) -> MappedTail:
-        """The file at `path`, `written` bytes long, ready to be written through a mapping."""
-        return MappedTail(path, written)
-
     def reserve(self, fd: int, offset: int, length: int) -> None:
         """Allocate the blocks of [offset, offset + length) without changing the file's size
         (fallocate with FALLOC_FL_KEEP_SIZE): appends into them cannot fail for want of space.

@@ -313,6 +313,12 @@ class Journal:
         if tail is not None:
             tail.close(self.size)
 
+    def _drop_tail(self) -> None:
+        """_close_tail where a failed cut is left to the file's next reader: the write failed
+        anyway, or the segment is being let go (recovery cuts the zeros at the next open)."""
+        with contextlib.suppress(OSError):
+            self._close_tail()
+
     def _release_tail(self) -> bool:
         """_close_tail, where a failed cut refuses writes until the directory is reopened
         (the file ends in zeros that an append would follow; recovery cuts them)."""
@@ -483,10 +489,7 @@ class Journal:
 
     def _write_failed(self, err: OSError) -> None:
         log.error("AOF write failed: %s; refusing writes until it succeeds", err)
-        if self.tail is not None:  # (its window could not be mapped): back to write(2)
-            tail, self.tail = self.tail, None
-            with contextlib.suppress(OSError):
-                tail.close(self.size)
+        self._drop_tail()  # (its window could not be mapped): back to write(2)
         self.error = misconf(err)
         self.room = -self.low_water  # the cut freed what was allocated ahead: allocate again
         try:  # a partial write must not stay: the next record would be glued onto it
@@ -760,10 +763,7 @@ class Journal:
         """Continue on another history (a replica's full sync installed a snapshot): the new
         manifest's last segment, open as `fd` with `size` bytes, after LSN `lsn` (engine lock
         held; nothing may be buffered or awaiting a retry: the old history is dropped)."""
-        if self.tail is not None:  # (the old history's segment: its cut is best effort)
-            tail, self.tail = self.tail, None
-            with contextlib.suppress(OSError):
-                tail.close(self.size)
+        self._drop_tail()  # (the old history's segment)
         with self._cond:
             while self._syncing:
                 self._cond.wait()
@@ -915,10 +915,7 @@ class Journal:
                 self._drop_unsynced(rollback=False)
         if self.watermark is not None:
             self.watermark.close()
-        if self.tail is not None:  # (a cut that fails leaves zeros the next open cuts)
-            tail, self.tail = self.tail, None
-            with contextlib.suppress(OSError):
-                tail.close(self.size)
+        self._drop_tail()
         if self.fd >= 0 and self.preallocate:
             with contextlib.suppress(OSError):  # what was allocated past its end goes back
                 self.fs.ftruncate(self.fd, self.size)

@@ -69,6 +69,7 @@ class SegmentReader:
                 f"{self.header.first_lsn}, the manifest says segment {segment} first LSN "
                 f"{first_lsn}")
         self._scan = ScanResult(end=HEADER_SIZE)
+        self._zero_tail: int | None = None  # (zero_tail, once the scan stopped at damage)
 
     @property
     def size(self) -> int:
@@ -104,8 +105,10 @@ class SegmentReader:
         """Bytes of zeros after the last record, to the end of the file (0: none): space a
         writer allocated ahead and had not written yet (a mapped tail, aof.fs.MappedTail), or
         an extension a power loss left unwritten. Not damage: nothing was ever written there.
-        Once the scan is exhausted."""
+        Once the scan is exhausted (found once: the tail may be megabytes)."""
         damage = self._scan.damage
         if damage is None:
             return 0
-        return zero_tail_at(self.data, damage.offset)
+        if self._zero_tail is None:
+            self._zero_tail = zero_tail_at(self.data, damage.offset)
+        return self._zero_tail

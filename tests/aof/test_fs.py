@@ -9,6 +9,7 @@ import ctypes
 import errno
 import mmap
 import os
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -276,7 +277,7 @@ def test_reserve_allocates_past_the_end_without_growing_the_file(tmp_path: Path)
 
 # --- MappedTail: a file's tail written through a mapping --------------------------------------------------------------------------------
 
-@pytest.mark.skipif(file_system_type("/tmp") not in MAPPABLE_FILE_SYSTEMS,
+@pytest.mark.skipif(file_system_type(tempfile.gettempdir()) not in MAPPABLE_FILE_SYSTEMS,
                     reason="a file system that does not take mapped writes")
 def test_a_mapped_tail_writes_across_windows_and_cuts_back(tmp_path: Path) -> None:
     path = tmp_path / "f"

@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import errno
 import logging
-import os
 import shutil
+import tempfile
 import time
 from pathlib import Path
 
@@ -126,7 +126,7 @@ def test_rotation_io_error_on_the_new_segment_is_postponed(tmp_path: Path, err: 
 
 
 MAPPED = pytest.mark.skipif(
-    file_system_type(os.environ.get("TMPDIR", "/tmp")) not in MAPPABLE_FILE_SYSTEMS,
+    file_system_type(tempfile.gettempdir()) not in MAPPABLE_FILE_SYSTEMS,
     reason="the temporary directory's file system does not take mapped appends")
 
 
