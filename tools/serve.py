@@ -50,7 +50,8 @@ compaction under way is abandoned, its child stopped and its files removed), or
 with --daemonize once the detached server serves; 1 if the port or socket
 cannot be listened on or the data directory cannot be opened; 3 for
 a bad option or config file (a port outside 0-65535, an address that does not
-parse); 130 (SIGTERM: 143, SIGHUP: 129) if interrupted while the data directory
+parse); 4 if the data directory is open in another process (its LOCK is
+held); 130 (SIGTERM: 143, SIGHUP: 129) if interrupted while the data directory
 is replayed at start-up (its lock released, the directory as it was)."""
 DEFAULT_DIR = "./data"
 DEFAULT_PORT = 6390
@@ -264,7 +265,7 @@ def _serve(args: argparse.Namespace, settings: dict[str, Any]) -> int:
     except _Refused as err:
         listening.close()  # (before the word: the starter may try again at once)
         if listening.daemon is not None:
-            listening.daemon.failed(f"streamkeep serve: {err}")
+            listening.daemon.failed(f"streamkeep serve: {err}", err.status)
         raise
     finally:
         listening.close()
@@ -328,8 +329,10 @@ def _listen_unix(listening: _Listening, file: str, perm: int) -> None:
 def _run(args: argparse.Namespace, settings: dict[str, Any], path: str, bind: str,
          listening: _Listening) -> int:
     from streamkeep import Engine
+    from streamkeep.aof.fs import LockedError
     from streamkeep.engine.runtime.limits import DescriptorLimitError
     from streamkeep.engine.runtime.server import Server, install_loop_policy, run_server
+    from streamkeep.engine.runtime.shared import EXIT_IN_USE
     from streamkeep.engine.runtime.shared_server import IdleShutdown
 
     loop_name = install_loop_policy()
@@ -341,6 +344,8 @@ def _run(args: argparse.Namespace, settings: dict[str, Any], path: str, bind: st
     try:
         # Ctrl-C during the replay: Engine.open releases the lock, the directory stays as it was.
         engine = Engine.open(path, config_file=config_file, **settings)
+    except LockedError as err:  # (a shared starter waits for a holder that is going away)
+        raise _Refused(f"cannot open {path}: {err}", EXIT_IN_USE) from None
     except Exception as err:  # noqa: BLE001 - refuse to start, say why
         raise _Refused(f"cannot open {path}: {err}", EXIT_UNAVAILABLE) from None
     sockets = listening.sockets

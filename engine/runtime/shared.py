@@ -15,7 +15,8 @@ Owns what `Engine.open(path, shared=True, **settings)` does before it has a conn
   outlives its starter, in a session of its own; its output goes to `shared.log`), handed
   the start lock so that it binds its socket under it; the starter waits until it serves or
   says why it cannot (the directory open in another process without shared mode: LockedError
-  naming that process);
+  naming that process). A previous server that still holds the directory's lock, shutting
+  down or killed and still exiting, is waited for, then replaced;
 - the directory's settings: a new directory's are the first opener's, recorded in
   `shared.conf` (redis.conf syntax; the server reads it, CONFIG REWRITE writes it); an opener
   asking for a setting the running server has otherwise is refused (SharedError naming both
@@ -57,6 +58,7 @@ from streamkeep.engine.wire.reply_parser import encode_command
 MAX_SOCKET_PATH = 107
 CONNECT_ATTEMPTS = 5  # servers that went away while a process connected, before giving up
 SHUTDOWN_WAIT = 60.0  # seconds a starter waits for the previous server to finish closing
+EXIT_IN_USE = 4  # `streamkeep serve`'s exit status when the data directory's lock is held
 # Engine.open's keyword arguments that are not the directory's settings: the server opens
 # the directory with its own file layer and clock.
 NOT_SHARED = ("fs", "clock", "aof_segment_max_bytes", "config_file", "dir")
@@ -266,11 +268,17 @@ class SharedDirectory:
             if done.returncode == 0:
                 return
             holder = lock_holder(os.path.join(self.path, LOCK_FILE))
-            if holder is None or not _is_shared_server(holder):
+            if holder is None:
+                if done.returncode == EXIT_IN_USE:
+                    continue  # its holder let go between the server's try and this look
+                break
+            if not _letting_go(holder):
                 break
             # The directory's previous server is still closing it (SHUTDOWN, SIGTERM: it let
-            # go of its socket first): its successor starts once it has gone.
-            _wait_gone(holder)
+            # go of its socket first), or was killed and the kernel is still tearing it down
+            # (its socket refuses already, its lock not yet released): its successor starts
+            # once it has gone.
+            wait_exited(holder)
         if holder is not None:
             raise LockedError(f"data directory is in use: {self.path} is open in process "
                               f"{holder} without shared mode, so its shared server cannot "
@@ -280,26 +288,45 @@ class SharedDirectory:
                           f"(its log: {self.log})")
 
 
-def _is_shared_server(pid: int) -> bool:
-    """Whether process `pid` runs `streamkeep serve --shared` (Linux's /proc)."""
+PF_EXITING = 0x4  # /proc/PID/stat's flags: the process is exiting (include/linux/sched.h)
+
+
+def _stat(pid: int) -> list[bytes] | None:
+    """The fields of /proc/PID/stat after the command name (state first), or None if the
+    process is gone."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            return f.read().rsplit(b")", 1)[1].split()
+    except OSError:
+        return None
+
+
+def _gone(fields: list[bytes] | None) -> bool:
+    """Whether a process of these /proc/PID/stat fields has released everything it held: gone,
+    or a zombie whose other threads have exited too (a killed process's leader turns zombie
+    first; its descriptors, and so its locks, go with the last of its threads)."""
+    return fields is None or fields[0] in (b"Z", b"X") and int(fields[17]) <= 1
+
+
+def _letting_go(pid: int) -> bool:
+    """Whether process `pid` will release the directory's lock by itself: it is gone or
+    exiting (a killed process the kernel is still tearing down: its command line already
+    reads empty), or it runs `streamkeep serve --shared` (a server shutting down)."""
+    fields = _stat(pid)
+    if fields is None or fields[0] in (b"Z", b"X") or int(fields[6]) & PF_EXITING:
+        return True
     try:
         with open(f"/proc/{pid}/cmdline", "rb") as f:
             argv = f.read().split(b"\0")
     except OSError:
-        return False
+        return True  # gone since
     return b"serve" in argv and b"--shared" in argv
 
 
-def _wait_gone(pid: int) -> None:
-    """Until process `pid` has exited (at most SHUTDOWN_WAIT seconds)."""
-    deadline = time.monotonic() + SHUTDOWN_WAIT
-    while time.monotonic() < deadline:
-        try:
-            with open(f"/proc/{pid}/stat", "rb") as f:
-                if f.read().rsplit(b")", 1)[1].split()[0] == b"Z":
-                    return  # exited (a zombie waits for its parent only)
-        except OSError:
-            return
+def wait_exited(pid: int, timeout: float = SHUTDOWN_WAIT) -> None:
+    """Until process `pid` has released everything it held (at most `timeout` seconds)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and not _gone(_stat(pid)):
         time.sleep(0.01)
 
 

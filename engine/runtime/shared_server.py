@@ -11,8 +11,8 @@ Owns:
   for its first reply instead of finding nothing. `remove_unix` removes it at the end, if the
   file is still the one bound;
 - `Daemon` (`streamkeep serve --daemonize`): the process forks; the parent waits for the
-  child's word and exits 0 once it serves, or 1 with the line that says why it cannot; the
-  child leaves the session and writes its output to the log file. Forked before the socket
+  child's word and exits 0 once it serves, or with the line that says why it cannot and the
+  status the child would have exited with (1 when it dies before saying); the child leaves the session and writes its output to the log file. Forked before the socket
   is bound, so SO_PEERCRED names the process that serves;
 - `IdleShutdown`: once no client has been connected for `idle-shutdown` seconds, it takes the
   directory's start lock (exclusive, without waiting: a process connecting holds it shared,
@@ -141,8 +141,9 @@ class Daemon:
             print(word[len(self.READY):].rstrip("\n"), flush=True)
             return 0
         if word.startswith(self.FAILED.decode()):
-            print(word[len(self.FAILED):].rstrip("\n"), file=sys.stderr, flush=True)
-            return 1
+            status, _, line = word[len(self.FAILED):].partition(" ")
+            print(line.rstrip("\n"), file=sys.stderr, flush=True)
+            return int(status) if status.isdigit() else 1
         print(f"streamkeep serve: the server exited while starting (see {self.log_file})",
               file=sys.stderr, flush=True)
         return 1
@@ -150,8 +151,9 @@ class Daemon:
     def ready(self, line: str) -> None:
         self._say(self.READY + line.encode())
 
-    def failed(self, line: str) -> None:
-        self._say(self.FAILED + line.encode())
+    def failed(self, line: str, status: int) -> None:
+        """Tell the parent the server cannot start: `line` why, `status` its exit status."""
+        self._say(self.FAILED + b"%d " % status + line.encode())
 
     def _say(self, word: bytes) -> None:
         if self.word_fd < 0:

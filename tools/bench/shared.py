@@ -163,6 +163,7 @@ def _run_workers(target: Any, path: str, span: float, *args: Any) -> tuple[int, 
 def _shared_server(path: str, **settings: Any) -> Any:
     """A shared engine on `path` (its server started), the server stopped at the end."""
     from streamkeep import Engine
+    from streamkeep.engine.runtime.shared import wait_exited
 
     engine = Engine.open(path, shared=True, idle_shutdown=IDLE_SHUTDOWN, **settings)
     pid = engine.server_pid
@@ -171,20 +172,7 @@ def _shared_server(path: str, **settings: Any) -> Any:
     finally:
         engine.shutdown_server()
         engine.close()
-        _wait_gone(pid)
-
-
-def _wait_gone(pid: int, timeout: float = 60.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            with open(f"/proc/{pid}/status") as f:
-                fields = dict(line.split(":", 1) for line in f if ":" in line)
-        except OSError:
-            return
-        if fields.get("State", "").split()[:1] == ["Z"] and int(fields["Threads"]) <= 1:
-            return
-        time.sleep(0.01)
+        wait_exited(pid)
 
 
 def bench_workers(env: BenchEnv, handler: float = 0.0) -> Measurement:

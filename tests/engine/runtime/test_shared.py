@@ -11,6 +11,8 @@ import os
 import signal
 import socket
 import stat
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -18,7 +20,9 @@ import pytest
 
 from streamkeep import Engine
 from streamkeep.aof.fs import LockedError, lock_holder
+from streamkeep.aof.manifest import LOCK_FILE
 from streamkeep.engine.exec.settings import ConfigError, read_config_file
+from streamkeep.engine.runtime import shared
 from streamkeep.engine.runtime.shared import (
     MAX_SOCKET_PATH,
     SharedDirectory,
@@ -27,6 +31,7 @@ from streamkeep.engine.runtime.shared import (
 )
 from streamkeep.engine.runtime.shared_client import SharedError
 from tests.support.pids import alive, wait_gone
+from tests.support.serve_process import ROOT
 from tests.support.shared_dirs import assert_no_server, servers_of
 
 ROOT_ONLY = pytest.mark.skipif(os.getuid() != 0, reason="chown to another user needs root")
@@ -220,6 +225,74 @@ def test_a_server_that_cannot_start_says_why(shared_dir: Path) -> None:
     assert "its shared server could not start" in text and "manifest is missing" in text
     assert str(shared_dir / "shared.log") in text
     assert_no_server(shared_dir)
+
+
+HOLD_LOCK = ("import sys; from streamkeep.aof.fs import RealFS; RealFS().lock(sys.argv[1]); "
+             "print('held', flush=True); sys.stdin.read()")
+
+
+def test_a_lock_holder_that_lets_go_while_the_server_starts_is_waited_out(
+        shared_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The race of a killed server's successor: the directory's lock is still held when the
+    new server tries it (the kernel is tearing the killed one down), and free when the starter
+    looks for its holder. The starter tries again instead of reporting the refusal."""
+    shared_dir.mkdir(mode=0o700)
+    holder = subprocess.Popen([sys.executable, "-c", HOLD_LOCK, str(shared_dir / LOCK_FILE)],
+                              cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == b"held\n"
+        looks = []
+
+        def look(path: str) -> int | None:  # the holder goes just before the first look
+            if not looks:
+                assert holder.stdin is not None
+                holder.stdin.close()
+                holder.wait(30)
+            looks.append(lock_holder(path))
+            return looks[-1]
+
+        monkeypatch.setattr(shared, "lock_holder", look)
+        with Engine.open(str(shared_dir), shared=True) as engine:
+            assert engine.execute("PING") == "PONG"
+            assert servers_of(shared_dir) == [engine.server_pid]
+        assert looks == [None]  # one refused start (the lock was held), then one that served
+        assert "data directory is in use" in (shared_dir / "shared.log").read_text()
+    finally:
+        holder.kill()
+        holder.wait()
+
+
+def test_a_holder_lets_go_by_itself_only_if_it_is_exiting_or_a_shared_server() -> None:
+    assert not shared._letting_go(os.getpid())  # a live process, not a server
+    sleeper = subprocess.Popen(["sleep", "60"])
+    try:
+        assert not shared._letting_go(sleeper.pid)
+        sleeper.kill()
+        wait_zombie(sleeper.pid)  # not reaped yet: a zombie has released what it held
+        assert shared._letting_go(sleeper.pid)
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+    assert shared._letting_go(sleeper.pid)  # gone
+    server = subprocess.Popen([sys.executable, "-c", "print('up', flush=True); input()",
+                               "serve", "--shared"], stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE)
+    try:
+        assert server.stdout is not None and server.stdout.readline() == b"up\n"
+        assert shared._letting_go(server.pid)  # its command line says it is a shared server
+    finally:
+        server.kill()
+        server.wait()
+
+
+def wait_zombie(pid: int) -> None:
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            if f.read().rsplit(b")", 1)[1].split()[0] == b"Z":
+                return
+        time.sleep(0.01)
+    pytest.fail(f"process {pid} did not exit")
 
 
 def test_a_shared_engine_pickles_as_its_path(shared_dir: Path) -> None:

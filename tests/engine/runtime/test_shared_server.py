@@ -81,10 +81,15 @@ def test_daemonize_exits_once_the_detached_server_serves(shared_dir: Path) -> No
 
 def test_daemonize_says_why_it_cannot_start(shared_dir: Path) -> None:
     with Engine.open(str(shared_dir)):  # in process: the directory is locked
-        done = serve("--shared", "--daemonize", "--dir", str(shared_dir))
-    assert done.returncode == 1
-    assert f"is locked by process {os.getpid()}" in done.stderr
+        for extra in (["--shared", "--daemonize"], ["--port", "0"]):
+            done = serve(*extra, "--dir", str(shared_dir))
+            assert done.returncode == 4, done.stderr  # (in use: a starter may wait it out)
+            assert f"is locked by process {os.getpid()}" in done.stderr
     assert not (shared_dir / "shared.sock").exists()
+    (shared_dir / "manifest.json").unlink()  # data, but no manifest: it cannot be opened
+    done = serve("--shared", "--daemonize", "--dir", str(shared_dir))
+    assert done.returncode == 1, done.stderr  # the detached child's own status
+    assert "manifest is missing" in done.stderr
 
 
 def test_shared_takes_no_tcp_options(shared_dir: Path) -> None:
