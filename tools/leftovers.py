@@ -22,8 +22,8 @@ sweeping what a command that was killed (SIGKILL: no cleanup of its own could ru
   with it); `track(proc)` / `untrack(proc)` the children whose process groups `cleanup()`
   SIGKILLs, if still running, whatever way the command takes out (tools.main calls it last,
   and it runs at exit); `init_worker` does the same for a multiprocessing worker, and
-  `start_shielded` keeps the terminal's signals from a child that cannot have a session of
-  its own.
+  `shielded_starts` / `start_shielded` keep the terminal's signals from a child that cannot
+  have a session of its own while it starts.
 
 Stdlib only. (tools.main calls `cleanup` last when the command imported this module.)
 Must not touch: what the temporaries hold, how a command reacts to a signal (tools.exits).
@@ -280,33 +280,54 @@ def die_with_parent_hook(then: Callable[[], None] | None = None) -> Callable[[],
     return hook
 
 
-def start_shielded(process: Any) -> None:
-    """Start a multiprocessing process (spawn: it cannot have a session of its own) with
-    SIGINT and SIGHUP blocked in it from its first instruction (a blocked signal stays blocked
-    through fork and exec; Python's start-up leaves the mask alone): Ctrl-C and the terminal's
-    hang-up never reach it, not even while its interpreter starts (a traceback otherwise);
-    its parent stops it. In this process, one that comes meanwhile takes effect at the end."""
+TERMINAL_SIGNALS = {signal.SIGINT, signal.SIGHUP}  # the ones the whole process group gets
+
+
+@contextlib.contextmanager
+def shielded_starts(forkserver: bool = False) -> Iterator[None]:
+    """Processes started in the block (forked, spawned, or by a pool's threads made in it)
+    begin with SIGINT and SIGHUP blocked, from their first instruction (a blocked signal stays
+    blocked through fork and exec; Python's start-up leaves the mask alone): Ctrl-C and the
+    terminal's hang-up cannot interrupt them while they start (a traceback otherwise, from a
+    worker's interpreter or its initializer). `init_worker` ignores both, then unblocks them;
+    a child that does not call it keeps them blocked, and its parent stops it. `forkserver`:
+    the forkserver is started here too, if it is not running yet, so that the workers it
+    forks begin so as well. In this process, a signal that comes meanwhile takes effect at
+    the end of the block."""
     from multiprocessing import resource_tracker
 
     # Started first: starting it unblocks SIGINT here (it blocks SIGINT and SIGTERM around
-    # its own start, then unblocks them whatever they were), which the child would inherit.
+    # its own start, then unblocks them whatever they were), which the children would inherit.
     resource_tracker.ensure_running()
-    previous = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGHUP})
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, TERMINAL_SIGNALS)
     try:
-        process.start()
+        if forkserver:
+            from multiprocessing import forkserver as server
+
+            server.ensure_running()
+        yield
     finally:
         signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+
+
+def start_shielded(process: Any) -> None:
+    """Start a multiprocessing process (spawn: it cannot have a session of its own) under
+    `shielded_starts`: Ctrl-C and the terminal's hang-up never reach it; its parent stops it."""
+    with shielded_starts():
+        process.start()
 
 
 def init_worker() -> None:
     """A multiprocessing worker's initializer: it dies with the process that started it
     (PR_SET_PDEATHSIG: orphaned pool workers would wait on their queue for ever), and leaves
-    Ctrl-C and the terminal's hang-up to the main process (tools.exits)."""
+    Ctrl-C and the terminal's hang-up to the main process (tools.exits). Started under
+    `shielded_starts`, it had them blocked until they are ignored here."""
     import multiprocessing
 
     from streamkeep.tools.exits import ignore_terminal_signals
 
     ignore_terminal_signals()
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, TERMINAL_SIGNALS)  # (one pending is dropped)
     with contextlib.suppress(OSError, AttributeError):  # not Linux: its parent stops it
         import ctypes
 

@@ -12,11 +12,13 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from streamkeep.tools import leftovers
 from tests.support.pids import wait_gone
+from tests.support.serve_process import ROOT
 
 
 def dead_pid() -> int:
@@ -169,6 +171,46 @@ def test_a_pool_worker_starts_under_every_start_method(method: str) -> None:
     context = multiprocessing.get_context(method)
     with ProcessPoolExecutor(2, mp_context=context, initializer=leftovers.init_worker) as pool:
         assert list(pool.map(abs, [-1, -2, -3])) == [1, 2, 3]
+
+
+def late_init(started: Any, go_on: Any) -> None:
+    """A pool worker's initializer that says it runs, then waits before init_worker: the
+    window in which a Ctrl-C used to interrupt a starting worker, made as long as the test
+    needs (the test signals the worker in it)."""
+    started.put(os.getpid())
+    go_on.wait(60)
+    leftovers.init_worker()
+
+
+LATE_POOL = """
+import multiprocessing, os, signal, sys
+from concurrent.futures import ProcessPoolExecutor
+from streamkeep.tools import leftovers
+from tests.tools.test_leftovers import late_init
+
+if __name__ == "__main__":
+    method = sys.argv[1]
+    context = multiprocessing.get_context(method)
+    started, go_on = context.Queue(), context.Event()
+    pool = ProcessPoolExecutor(1, mp_context=context, initializer=late_init,
+                               initargs=(started, go_on))
+    with leftovers.shielded_starts(forkserver=method == "forkserver"):
+        task = pool.submit(abs, -7)
+    os.kill(started.get(timeout=60), signal.SIGINT)  # as Ctrl-C reaches the process group
+    go_on.set()
+    print(task.result(timeout=60))
+    pool.shutdown()
+"""
+
+
+@pytest.mark.parametrize("method", ["fork", "forkserver", "spawn"])
+def test_a_ctrl_c_while_a_worker_starts_does_not_reach_it(method: str) -> None:
+    """A worker started under shielded_starts has Ctrl-C blocked until its initializer
+    ignores it: a signal that comes in between is dropped, the worker runs its tasks (it used
+    to die in its initializer with a traceback, and the pool broke)."""
+    done = subprocess.run([sys.executable, "-c", LATE_POOL, method], cwd=ROOT,
+                          capture_output=True, text=True, timeout=120, check=False)
+    assert (done.returncode, done.stdout, done.stderr) == (0, "7\n", "")
 
 
 def test_every_child_process_a_tool_starts_leaves_with_it() -> None:

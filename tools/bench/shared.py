@@ -139,8 +139,9 @@ def _run_workers(target: Any, path: str, span: float, *args: Any) -> tuple[int, 
     start, until, out = ctx.Event(), ctx.Value("d", 0.0), ctx.Queue()
     procs = [ctx.Process(target=target, args=(path, i, start, until, out, *args), daemon=True)
              for i in range(WORKERS)]
-    for proc in procs:
-        proc.start()
+    with leftovers.shielded_starts():
+        for proc in procs:
+            proc.start()
     try:
         time.sleep(1.0)  # every worker started and warmed up (a late one starts late: fair)
         began = time.monotonic()

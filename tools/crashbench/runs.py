@@ -128,8 +128,11 @@ def _judge(run: powerloss.RecordedRun, chosen: list[int], config: Config, root: 
     counted = context.Value("q", 0)
     _SHARED.update(run=run, config=config, root=root, counted=counted)
     # Ctrl-C reaches the workers too (one process group): the main process reports it, and
-    # leaving the block terminates them.
-    with context.Pool(config.jobs, initializer=leftovers.init_worker) as pool:
+    # leaving the block terminates them. They start shielded from it (the pool's own thread,
+    # made in that block, starts any replacement the same way).
+    with leftovers.shielded_starts():
+        pool = context.Pool(config.jobs, initializer=leftovers.init_worker)
+    with pool:
         results = pool.imap_unordered(_worker, slices)
         while True:
             try:

@@ -14,9 +14,12 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from streamkeep.tools.inspect import UsageError
+
+if TYPE_CHECKING:
+    from concurrent.futures import Future, ProcessPoolExecutor
 
 WINDOW = 4 << 20  # bytes read (and checked) at a time
 SPLIT_BYTES = 16 << 20  # a segment this big is checked in parts by several workers
@@ -151,28 +154,24 @@ def scan_all(files: list[str], deep: bool, jobs: int) -> Iterator[Scanned]:
     # with the modules already imported); forkserver otherwise (a progress bar's refresh thread,
     # a caller's threads), which is safe with threads.
     import threading
-    from concurrent.futures import Future, ProcessPoolExecutor
+    from concurrent.futures import ProcessPoolExecutor
 
     method = "fork" if threading.active_count() == 1 else "forkserver"
     # What the workers run, imported before they fork: each would import it again otherwise.
     import streamkeep.aof.codec  # noqa: F401
-    from streamkeep.tools.leftovers import init_worker
+    from streamkeep.tools.leftovers import init_worker, shielded_starts
 
     context = multiprocessing.get_context(method)
     # Ctrl-C reaches the workers too (one process group): the main process reports it, and
-    # gives up the segments not checked yet rather than waiting for them.
+    # gives up the segments not checked yet rather than waiting for them. The workers start
+    # (on submit) shielded from it: one that came while a worker started would otherwise
+    # interrupt its initializer, with a traceback.
     pool = ProcessPoolExecutor(jobs, mp_context=context, initializer=init_worker)
     try:
         tasks: list[Future | list[Future]] = []
-        for file in files:
-            size = _size(file)
-            if deep or size < SPLIT_BYTES:
-                tasks.append(pool.submit(scan_segment, file, deep))
-                continue
-            bounds = [HEADER_BYTES + (size - HEADER_BYTES) * k // jobs for k in range(jobs)]
-            stops: list[int | None] = [*bounds[1:], None]
-            tasks.append([pool.submit(scan_part, file, start, stop, k == 0)
-                          for k, (start, stop) in enumerate(zip(bounds, stops, strict=True))])
+        with shielded_starts(forkserver=method == "forkserver"):
+            for file in files:
+                tasks.append(_submit(pool, file, deep, jobs))
         for file, task in zip(files, tasks, strict=True):
             if isinstance(task, list):
                 joined = join_parts([part.result() for part in task])
@@ -192,6 +191,18 @@ def scan_all(files: list[str], deep: bool, jobs: int) -> Iterator[Scanned]:
         raise
     finally:
         pool.shutdown()
+
+
+def _submit(pool: ProcessPoolExecutor, file: str, deep: bool,
+            jobs: int) -> Future | list[Future]:
+    """The task checking `file`: one future, or `jobs` (its parts) for a big segment."""
+    size = _size(file)
+    if deep or size < SPLIT_BYTES:
+        return pool.submit(scan_segment, file, deep)
+    bounds = [HEADER_BYTES + (size - HEADER_BYTES) * k // jobs for k in range(jobs)]
+    stops: list[int | None] = [*bounds[1:], None]
+    return [pool.submit(scan_part, file, start, stop, k == 0)
+            for k, (start, stop) in enumerate(zip(bounds, stops, strict=True))]
 
 
 def _size(file: str) -> int:
