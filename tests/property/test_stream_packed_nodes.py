@@ -18,7 +18,7 @@ import re
 import struct
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, currently_in_test_context, event, given, settings
@@ -29,9 +29,6 @@ from streamkeep.engine.model import packed_node as pk
 from streamkeep.snapshot import rdb
 from tests.support.diffutil import outcome
 from tests.support.resp_client import RespClient
-
-if TYPE_CHECKING:
-    from tests.conftest import RedisServer
 
 Fields = tuple[bytes, ...]
 _U64 = (1 << 64) - 1
@@ -249,7 +246,7 @@ class Oracle:
     started again, and the example goes on against the model alone: what the oracle cannot
     answer is not our engine's failure. Any other loss of the connection fails the test."""
 
-    def __init__(self, start: Callable[[], RedisServer]) -> None:
+    def __init__(self, start: Callable[[], Any]) -> None:
         self.start = start
         self.server = start()
         self.client: RespClient | None = RespClient(self.server.host, self.server.port)
@@ -463,7 +460,7 @@ def test_packed_stream_matches_the_model_long(data: st.DataObject) -> None:
 
 
 @pytest.fixture
-def oracle(start_redis: Callable[..., RedisServer]) -> Iterator[Oracle]:
+def oracle(start_redis: Callable[..., Any]) -> Iterator[Oracle]:
     """A redis-server of this test's own (the session's is not one an input may crash)."""
     started = Oracle(start_redis)
     try:
@@ -483,7 +480,7 @@ def test_packed_stream_matches_redis(oracle: Oracle, data: st.DataObject) -> Non
 
 
 def test_a_crashed_oracle_leaves_the_model_to_check_the_rest(
-        start_redis: Callable[..., RedisServer]) -> None:
+        start_redis: Callable[..., Any]) -> None:
     """The sequence that crashed Redis 7.0.15 in a run (its tail node corrupted, the next
     read aborts): the oracle is started again and the model checks what it cannot."""
     oracle = Oracle(start_redis)

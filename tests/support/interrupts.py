@@ -22,6 +22,7 @@ import time
 import uuid
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 from tests.support.careless import MARK, ROOT, Process, Result, Tree
 
@@ -116,3 +117,14 @@ def owned_by(path: Path, pids: set[int]) -> set[str]:
 
 def signal_name(signum: int) -> str:
     return signal.Signals(signum).name
+
+
+def late_init(started: Any, go_on: Any) -> None:
+    """A pool worker's initializer that says it runs (its pid on `started`), then waits for
+    `go_on` before `leftovers.init_worker`: the window in which a Ctrl-C used to interrupt a
+    starting worker, held open while a test signals the worker in it."""
+    from streamkeep.tools import leftovers
+
+    started.put(os.getpid())
+    go_on.wait(60)
+    leftovers.init_worker()

@@ -12,7 +12,6 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -173,20 +172,11 @@ def test_a_pool_worker_starts_under_every_start_method(method: str) -> None:
         assert list(pool.map(abs, [-1, -2, -3])) == [1, 2, 3]
 
 
-def late_init(started: Any, go_on: Any) -> None:
-    """A pool worker's initializer that says it runs, then waits before init_worker: the
-    window in which a Ctrl-C used to interrupt a starting worker, made as long as the test
-    needs (the test signals the worker in it)."""
-    started.put(os.getpid())
-    go_on.wait(60)
-    leftovers.init_worker()
-
-
 LATE_POOL = """
 import multiprocessing, os, signal, sys
 from concurrent.futures import ProcessPoolExecutor
 from streamkeep.tools import leftovers
-from tests.tools.test_leftovers import late_init
+from tests.support.interrupts import late_init
 
 if __name__ == "__main__":
     method = sys.argv[1]
