@@ -536,10 +536,8 @@ def test_group_commit_never_hangs_a_caller_after_close(tmp_path: Path) -> None:
     assert journal is not None
     engine.execute("XADD", "s", "*", "f", "v")
     journal.stop_threads()
-    started = time.monotonic()
-    with pytest.raises(ReplyError):
+    with pytest.raises(ReplyError):  # (a wait that hung would meet the test's timeout)
         journal.wait_durable(journal.lsn + 1)  # a record no round will ever cover
-    assert time.monotonic() - started < 5
     engine.close()
 
 

@@ -457,12 +457,10 @@ def test_a_blocked_client_never_blocks_others(served, connect):
     blocked.send("XREAD", "BLOCK", "0", "STREAMS", "s", "$")
     blocked.send("PING")  # queued behind the blocked read on the same connection
     ours_blocked(served)(1)
-    other = connect(timeout=2)
-    start = time.monotonic()
+    other = connect(timeout=2)  # (a server blocked by the read would time this one out)
     assert other.execute("PING") == "PONG"
     assert other.execute("XADD", "elsewhere", "1-0", "f", "v") == b"1-0"
     assert other.execute("XLEN", "elsewhere") == 1
-    assert time.monotonic() - start < 1
     assert not has_input(blocked, 0.1)  # its PING waits for the XREAD
     other.execute("XADD", "s", "7-0", "f", "v")
     assert blocked.read() == [[b"s", [[b"7-0", [b"f", b"v"]]]]]
