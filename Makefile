@@ -178,7 +178,7 @@ bench: venv
 
 # The full crash-recovery bench: exhaustive power loss under every policy (2,000 operations
 # each), random power loss, and SIGKILL of streamkeep and of redis-server side by side. CI runs
-# a bounded configuration as tests/tools/crashbench/test_crashbench_command.py.
+# a bounded configuration as tests/tools/crashbench/test_cli.py.
 crashbench: dev
 	$(VENV)/bin/streamkeep crashbench --policy all --ops 2000 --json crashbench-exhaustive.json --force
 	$(VENV)/bin/streamkeep crashbench --mode random --policy all --seconds 60

@@ -32,7 +32,7 @@ from streamkeep.replication.incoming import TMP, IncomingSnapshot, Received
 from streamkeep.replication.redis_follower import RedisFollowing
 from streamkeep.snapshot.layout import file_checksum
 from streamkeep.snapshot.load import load_snapshot
-from streamkeep.snapshot.snapshot_reader import SnapshotError, file_chunks
+from streamkeep.snapshot.reader import SnapshotError, file_chunks
 
 if TYPE_CHECKING:
     from streamkeep.engine.runtime.core import EngineCore, Session

@@ -17,7 +17,7 @@ from streamkeep.aof.fs import mapped_ranges_of
 from streamkeep.engine.model.ids import format_id
 from streamkeep.engine.wire.errors import StorageError
 from streamkeep.snapshot import layout
-from streamkeep.snapshot.snapshot_reader import Snapshot
+from streamkeep.snapshot.reader import Snapshot
 
 # Snapshots whose last store went away. A store is often freed by the cyclic garbage collector
 # (streams and their homes refer to each other), which may run anywhere, even inside the

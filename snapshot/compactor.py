@@ -57,7 +57,7 @@ from streamkeep.engine.wire.errors import StorageError
 from streamkeep.snapshot.cold import SnapshotNodes
 from streamkeep.snapshot.integrity import child_env
 from streamkeep.snapshot.layout import file_checksum
-from streamkeep.snapshot.snapshot_reader import SnapshotError, file_chunks
+from streamkeep.snapshot.reader import SnapshotError, file_chunks
 from streamkeep.snapshot.writer import stream_numbers
 
 if TYPE_CHECKING:

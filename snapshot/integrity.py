@@ -11,7 +11,7 @@ size and checksum in the manifest (`check_parts`). `open_checked` is the tools' 
 whole-file checks where the manifest beside the file recorded them, then the reader.
 `child_env` is the environment of a child that starts another interpreter on streamkeep's
 modules (the compaction child).
-Must not touch: the snapshot format (snapshot.layout, snapshot.snapshot_reader), the manifest's schema.
+Must not touch: the snapshot format (snapshot.layout, snapshot.reader), the manifest's schema.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from streamkeep.snapshot.snapshot_reader import (
+from streamkeep.snapshot.reader import (
     Snapshot,
     SnapshotError,
     check_file,

@@ -22,7 +22,7 @@ from streamkeep.engine.model.residency import EPOCH
 from streamkeep.engine.model.stream import Stream, cold_node
 from streamkeep.snapshot.cold import SnapshotNodes
 from streamkeep.snapshot.integrity import check_parts, check_whole
-from streamkeep.snapshot.snapshot_reader import (
+from streamkeep.snapshot.reader import (
     IdmpInfo,
     Meta,
     Snapshot,

@@ -31,7 +31,7 @@ from streamkeep.snapshot.cold import SnapshotNodes
 
 if TYPE_CHECKING:
     from streamkeep.engine.model.stream import Node, Stream
-    from streamkeep.snapshot.snapshot_reader import Run
+    from streamkeep.snapshot.reader import Run
 
 @dataclass(frozen=True, slots=True)
 class MergePolicy:

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING
 import lmdb
 
 from streamkeep.snapshot import layout, segments
-from streamkeep.snapshot.snapshot_reader import file_chunks
+from streamkeep.snapshot.reader import file_chunks
 
 if TYPE_CHECKING:
     from streamkeep.engine.model.stream import Node, Stream

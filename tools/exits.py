@@ -7,12 +7,12 @@ usage on one line and the error on the next, then exits 3: argparse's own 2 mean
 for the inspection commands), and the signals that end a command: SIGINT (Ctrl-C), SIGTERM
 (`kill`, a service manager) and SIGHUP (the terminal closed) all take the same way out. The
 main process's handler (`signals_handled`) raises `Interrupted` (a KeyboardInterrupt: every
-`finally` and `with` on the way up runs, removing what the command made; tools.leftovers
+`finally` and `with` on the way up runs, removing what the command made; tools.temporaries
 has the rest) at the first of them and ignores the later ones so that the cleanup it starts
 is not cut short; `ignore_terminal_signals` for worker processes (the terminal sends SIGINT
 and SIGHUP to the whole process group: workers leave the decision to the main process) and
 `uninterrupted`, a block that none of them cuts (the signal then takes effect when it ends).
-(How an output is written whole or not at all is tools.outputs'.)
+(How an output is written whole or not at all is tools.safe_output'.)
 Stdlib only: `streamkeep --help` imports it.
 Must not touch: what each command does or prints otherwise.
 """

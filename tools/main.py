@@ -3,7 +3,7 @@
 Owns the subcommand tree, ``--version``, and how every command ends: a usage error exits 3
 (tools.exits.Parser), Ctrl-C, SIGTERM or SIGHUP ends any command with one line (``streamkeep
 <command>: interrupted``, the signal named unless it was Ctrl-C) and exit status 128 + the
-signal's number, leaving no child process and no temporary (tools.leftovers), an I/O error
+signal's number, leaving no child process and no temporary (tools.temporaries), an I/O error
 nobody caught with one line and 3, a reader that closes the pipe (``| head``) quietly. Only the subcommand that runs has its parser built
 and its module imported (the others are a name and a help line, ``_COMMANDS``), so that every
 command, and ``streamkeep --help``, starts without the modules of the others or the engine.
@@ -34,7 +34,7 @@ def _cmd_demo(args: argparse.Namespace) -> int | None:
 
 
 def _cmd_bench(args: argparse.Namespace) -> int | None:
-    from streamkeep.tools.bench import bench_command as command
+    from streamkeep.tools.bench import cli as command
 
     return command.main(args)
 
@@ -109,13 +109,13 @@ def _add_serve(sub: Any) -> None:
 
 
 def _add_inspect(sub: Any) -> None:
-    from streamkeep.tools.inspect.inspect_commands import add_commands
+    from streamkeep.tools.inspect.cli import add_commands
 
     add_commands(sub)  # aof verify|stats|dump|fix, restore, snapshot info|dump
 
 
 def _add_crashbench(sub: Any) -> None:
-    from streamkeep.tools.crashbench import crashbench_command as crashbench
+    from streamkeep.tools.crashbench import cli as crashbench
 
     p_crash = sub.add_parser("crashbench", help=crashbench.HELP,
                              formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -124,7 +124,7 @@ def _add_crashbench(sub: Any) -> None:
 
 
 def _add_export(sub: Any) -> None:
-    from streamkeep.tools.export import export_command as export
+    from streamkeep.tools.export import cli as export
 
     p_export = sub.add_parser("export", help=export.HELP,
                               formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -253,12 +253,12 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _clean_up() -> None:
-    """What the command's own way out missed (tools.leftovers: its tracked children and
+    """What the command's own way out missed (tools.temporaries: its tracked children and
     temporaries), if it made any: a command that made none never imported that module
     (`streamkeep --help` stays cheap)."""
-    leftovers = sys.modules.get("streamkeep.tools.leftovers")
-    if leftovers is not None:
-        leftovers.cleanup()
+    temporaries = sys.modules.get("streamkeep.tools.temporaries")
+    if temporaries is not None:
+        temporaries.cleanup()
 
 
 def _run(words: list[str], chosen: str | None, name: list[str]) -> int:

@@ -5,7 +5,7 @@ Owns the command's arguments, the report and the exit status. The state exported
 latest: its snapshot and every record after it, read through a point-in-time copy
 (tools.inspect.restore.current_state, made in a scratch directory beside --out) so that DIR is
 never locked or changed and a server may be running on it. Where the file may go and how it is
-written are tools.outputs' rules: never inside a data directory, never over an existing file
+written are tools.safe_output' rules: never inside a data directory, never over an existing file
 without --force, written beside --out and renamed into place once whole and fsynced. Every
 database is kept; every TTL is written as Redis writes it (EXPIRETIME_MS before the key), a key
 already expired included (redis-server skips it when it loads the file, as it does its own).
@@ -91,7 +91,7 @@ def main(args: argparse.Namespace) -> int:
 def _main(args: argparse.Namespace) -> int:
     from streamkeep.engine.wire.errors import StreamkeepError
     from streamkeep.tools.inspect.restore import Impossible, Usage, current_state
-    from streamkeep.tools.outputs import OutputRefused, check_output, scratch_directory
+    from streamkeep.tools.safe_output import OutputRefused, check_output, scratch_directory
 
     began = time.perf_counter()
     works: list[str] = []
@@ -131,7 +131,7 @@ def _main(args: argparse.Namespace) -> int:
 
 def _write(engine: Any, out: str, asked: int | None, force: bool) -> dict[str, Any]:
     from streamkeep.snapshot.rdb import REDIS_LOADING, write_rdb
-    from streamkeep.tools.outputs import write_file
+    from streamkeep.tools.safe_output import write_file
 
     with engine.lock:
         streams = sum(len(keyspace) for keyspace in engine.dbs)

@@ -6,7 +6,7 @@ an RDB preamble) or a Redis 7+ appendonlydir (its manifest's base file, then its
 order). Owns the command's arguments, finding the pieces of SOURCE and identifying each by its
 content before anything is written (tools.sniff: anything else is refused, saying what it
 is), the report and the exit status. DIR is built beside its final name and renamed into place
-once complete (tools.outputs), so a refusal or an error leaves no DIR behind. What comes in, and how, is replication.redis_commands' (the same as a replica of a
+once complete (tools.safe_output), so a refusal or an error leaves no DIR behind. What comes in, and how, is replication.redis_commands' (the same as a replica of a
 redis-server gets): every stream and string key exactly, RESTOREd from its stored bytes with its
 TTL; the AOF's commands applied through the engine; keys of other types counted by type and
 their commands by name, never silently; databases kept. As Redis loads its files at startup: a
@@ -103,7 +103,7 @@ def main(args: argparse.Namespace) -> int:
 def _main(args: argparse.Namespace) -> int:
     from streamkeep import Engine
     from streamkeep.replication.redis_commands import RedisApplier
-    from streamkeep.tools.outputs import OutputRefused, check_output, staged_directory
+    from streamkeep.tools.safe_output import OutputRefused, check_output, staged_directory
 
     try:  # DIR: a new data directory, nowhere near another or SOURCE
         check_output(args.out, directory=True, force=None, sources=[args.source])
@@ -187,7 +187,7 @@ def _files(source: str) -> list[tuple[str, Kind]]:
         if kind is None:
             raise BadSource(f"{source}: an empty file")
         return [(source, kind)]
-    from streamkeep.tools.outputs import is_data_directory
+    from streamkeep.tools.safe_output import is_data_directory
 
     if is_data_directory(source):
         raise BadSource(f"{source}: a streamkeep data directory, not a Redis file (serve, "

@@ -174,7 +174,7 @@ def render(doc: dict[str, Any], stream: Any) -> None:
     from rich.console import Console
     from rich.table import Table
 
-    from streamkeep.tools.layout import print_table, width
+    from streamkeep.tools.text_width import print_table, width
 
     columns = width(stream)  # COLUMNS, the terminal's, or 80 when piped
     console = Console(file=stream, highlight=False, soft_wrap=False, width=columns)

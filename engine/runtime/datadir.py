@@ -51,7 +51,7 @@ from streamkeep.snapshot.compactor import (
     parse_size,
 )
 from streamkeep.snapshot.load import load_snapshot
-from streamkeep.snapshot.snapshot_reader import SnapshotError
+from streamkeep.snapshot.reader import SnapshotError
 
 if TYPE_CHECKING:
     from streamkeep.engine.runtime.core import EngineCore

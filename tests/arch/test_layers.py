@@ -65,7 +65,7 @@ LAYER_OF_PREFIX = {
     "streamkeep.aof.planted": "formats",
     "streamkeep.aof.recovery": "formats",
     "streamkeep.snapshot.layout": "formats",
-    "streamkeep.snapshot.snapshot_reader": "formats",
+    "streamkeep.snapshot.reader": "formats",
     "streamkeep.snapshot.writer": "formats",
     "streamkeep.snapshot.cold": "formats",
     "streamkeep.snapshot.segments": "formats",
@@ -387,7 +387,7 @@ def _is_package_registry(component: list[str]) -> bool:
 @pytest.mark.parametrize("module", ["streamkeep.aof.codec", "streamkeep.engine.wire.request_parser",
                                     "streamkeep.engine.wire.reply_encoder",
                                     "streamkeep.engine.wire.reply_parser",
-                                    "streamkeep.snapshot.snapshot_reader", "streamkeep.aof.segment_reader"])
+                                    "streamkeep.snapshot.reader", "streamkeep.aof.segment_reader"])
 def test_codecs_import_cheaply(module: str) -> None:
     """The inspection CLI, the replica link and every Spark worker import these: they must
     not load the command table, the engine or the server."""

@@ -3,7 +3,7 @@ compaction (it used to fail, "no snapshot yet"), and after one with later writes
 made since (they used to be left out, silently). The export is as of the directory's last LSN
 and says so; the directory is not changed; what cannot be exported is refused in one line;
 Ctrl-C leaves no partial export behind. (--snapshot-only saying how far behind it is:
-tests/tools/export/test_export_command.py, in one Spark session.)"""
+tests/tools/export/test_cli.py, in one Spark session.)"""
 
 from __future__ import annotations
 

@@ -43,7 +43,7 @@ from streamkeep.aof.fs import RealFS
 from streamkeep.aof.manifest import MANIFEST, MANIFEST_TMP, ManifestError, encode_doc, snapshot_file
 from streamkeep.aof.recovery import AOFCorruptError
 from streamkeep.snapshot.compactor import CompactionError
-from streamkeep.snapshot.snapshot_reader import Snapshot
+from streamkeep.snapshot.reader import Snapshot
 from tests.support import compaction_workload
 from tests.support.aof_workload import FakeClock, reference
 from tests.support.aof_workload import run as run_workload

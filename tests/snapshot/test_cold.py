@@ -21,7 +21,7 @@ from streamkeep.engine.model import packed_node
 from streamkeep.engine.wire.errors import StorageError
 from streamkeep.snapshot import layout
 from streamkeep.snapshot.cold import SnapshotNodes
-from streamkeep.snapshot.snapshot_reader import Snapshot, SnapshotError
+from streamkeep.snapshot.reader import Snapshot, SnapshotError
 
 ENTRIES = 3_000  # 30 nodes of 100
 
@@ -155,7 +155,7 @@ def _nodes_file_of(path: str) -> str:
 
 
 def _snapshot_path_of(path: str) -> str:
-    from streamkeep.snapshot.snapshot_reader import current_snapshot
+    from streamkeep.snapshot.reader import current_snapshot
 
     found = current_snapshot(path)
     assert found is not None

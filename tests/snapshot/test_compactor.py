@@ -37,7 +37,7 @@ from streamkeep.aof.manifest import segment_file, snapshot_file
 from streamkeep.engine.model import packed_node
 from streamkeep.snapshot import layout
 from streamkeep.snapshot.compactor import CompactionError
-from streamkeep.snapshot.snapshot_reader import Snapshot
+from streamkeep.snapshot.reader import Snapshot
 from tests.support import v3_snapshot as v3
 from tests.support.aof_workload import FakeClock, reference
 from tests.support.aof_workload import run as run_workload

@@ -17,7 +17,7 @@ import pytest
 
 from streamkeep.snapshot import integrity
 from streamkeep.snapshot.integrity import check_whole, child_env, locate, open_checked
-from streamkeep.snapshot.snapshot_reader import SnapshotError, current_snapshot
+from streamkeep.snapshot.reader import SnapshotError, current_snapshot
 from streamkeep.snapshot.writer import write_snapshot
 from tests.support.datadir import open_dir
 from tests.support.snapshot_util import value_offset, varied_engine

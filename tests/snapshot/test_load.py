@@ -16,7 +16,7 @@ import pytest
 from streamkeep import Engine
 from streamkeep.snapshot import layout
 from streamkeep.snapshot.load import load_snapshot
-from streamkeep.snapshot.snapshot_reader import Snapshot, SnapshotError
+from streamkeep.snapshot.reader import Snapshot, SnapshotError
 from streamkeep.snapshot.writer import SnapshotInfo, write_snapshot
 from tests.support import v3_snapshot as v3
 from tests.support.snapshot_util import (

@@ -16,8 +16,8 @@ from streamkeep.aof.fs import RealFS
 from streamkeep.aof.manifest import SnapshotEntry, new_repl_id, snapshot_file
 from streamkeep.aof.recovery import initialise_with_snapshot
 from streamkeep.snapshot import segments
+from streamkeep.snapshot.reader import Snapshot, current_snapshot
 from streamkeep.snapshot.segments import MergePolicy, PartUse, choose_merges
-from streamkeep.snapshot.snapshot_reader import Snapshot, current_snapshot
 from streamkeep.snapshot.writer import write_snapshot
 
 ENTRY = "x" * 40

@@ -1,5 +1,5 @@
 """snapshot.writer: an engine's state written to a real LMDB file and read back with the reader
-(snapshot.snapshot_reader): the meta, every stream's metadata, entries, groups, consumers,
+(snapshot.reader): the meta, every stream's metadata, entries, groups, consumers,
 pending entries (a released one included) and idempotent producers; every value sealed under
 its key; the numbering of streams; the whole-file checksum; and cold nodes copied as stored,
 without being read back."""
@@ -15,7 +15,7 @@ from streamkeep import Engine
 from streamkeep.snapshot import layout
 from streamkeep.snapshot.layout import ID
 from streamkeep.snapshot.load import load_snapshot
-from streamkeep.snapshot.snapshot_reader import Snapshot
+from streamkeep.snapshot.reader import Snapshot
 from streamkeep.snapshot.writer import SnapshotInfo, stream_numbers, write_snapshot
 from tests.support.snapshot_util import body, stored_values, varied_engine
 

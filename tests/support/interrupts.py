@@ -121,10 +121,10 @@ def signal_name(signum: int) -> str:
 
 def late_init(started: Any, go_on: Any) -> None:
     """A pool worker's initializer that says it runs (its pid on `started`), then waits for
-    `go_on` before `leftovers.init_worker`: the window in which a Ctrl-C used to interrupt a
+    `go_on` before `temporaries.init_worker`: the window in which a Ctrl-C used to interrupt a
     starting worker, held open while a test signals the worker in it."""
-    from streamkeep.tools import leftovers
+    from streamkeep.tools import temporaries
 
     started.put(os.getpid())
     go_on.wait(60)
-    leftovers.init_worker()
+    temporaries.init_worker()

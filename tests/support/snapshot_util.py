@@ -1,5 +1,5 @@
 """Snapshot helpers: `fingerprint(path)` hashes everything the read API
-(streamkeep.snapshot.snapshot_reader.Snapshot) returns for a snapshot file, so two readers (or a reader in
+(streamkeep.snapshot.reader.Snapshot) returns for a snapshot file, so two readers (or a reader in
 a child process, which imports it from here) can be compared; `body` and `sealed` read and write
 a stored value's checksum as the manual documents it, computed here independently of
 snapshot.layout (so the tests pin the format rather than repeat the code); `varied_engine` holds
@@ -15,7 +15,7 @@ from typing import Any
 
 from streamkeep import Engine
 from streamkeep.snapshot import layout
-from streamkeep.snapshot.snapshot_reader import Snapshot
+from streamkeep.snapshot.reader import Snapshot
 
 
 def fingerprint(path: str) -> str:

@@ -211,7 +211,7 @@ def v3_datadir(dest: Path) -> Path:
         snapshot_file,
     )
     from streamkeep.snapshot import layout
-    from streamkeep.snapshot.snapshot_reader import Snapshot, file_chunks
+    from streamkeep.snapshot.reader import Snapshot, file_chunks
 
     dest.mkdir()
     with Snapshot(str(V3)) as snap:
@@ -239,7 +239,7 @@ def compacted(dest: Path, wanted: dict) -> str:
     """A v3 data directory at `dest`, loaded lazily (a budget: every node cold but the few
     read) and compacted: the path of the format 4 snapshot that wrote (the compaction's child
     loads the v3 file lazily too, so its cold nodes are packed as they are copied)."""
-    from streamkeep.snapshot.snapshot_reader import current_snapshot
+    from streamkeep.snapshot.reader import current_snapshot
 
     v3_datadir(dest)
     with opened(dest, wanted, backlog_memory="2kb") as engine:
@@ -255,7 +255,7 @@ def compacted(dest: Path, wanted: dict) -> str:
 def read_api(path: str) -> dict:
     """Everything the read API returns for a snapshot but its meta and stream numbers, its
     `check` clean and its `split` ranges covering each stream's entries once."""
-    from streamkeep.snapshot.snapshot_reader import Snapshot
+    from streamkeep.snapshot.reader import Snapshot
 
     out: dict = {}
     with Snapshot(path) as snap:

@@ -123,7 +123,7 @@ def _after_fork_in_parent() -> None:
 @main_thread_only
 def test_a_signal_in_an_at_fork_hook_still_ends_the_command(
         capsys: pytest.CaptureFixture[str]) -> None:
-    """A child started with a preexec_fn (as tools.leftovers starts them) makes Python run the
+    """A child started with a preexec_fn (as tools.temporaries starts them) makes Python run the
     at-fork hooks (logging has some), where an exception is dropped: a signal that lands there
     still ends the command, without a traceback."""
     import subprocess

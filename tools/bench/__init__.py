@@ -15,7 +15,7 @@ The package, bottom to top (a module imports only those above it in this list, n
     progress   progress on stderr: rich on a terminal, plain lines otherwise
     options    the command line, its help and exit codes (cheap: the CLI builds it always)
     compare    --compare-pure: child runs compiled and pure, interleaved, side by side
-    command    main()
+    cli        main(): `streamkeep bench`
 
 The names below are re-exported lazily (PEP 562), so that building the CLI's parser, which
 imports :mod:`.options`, loads no workload.
@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from streamkeep.tools.bench.aof import REPLAY_STREAMS, bench_aof_replay, bench_aof_threads
-    from streamkeep.tools.bench.bench_command import main
+    from streamkeep.tools.bench.cli import main
     from streamkeep.tools.bench.env import BenchEnv
     from streamkeep.tools.bench.options import (
         FULL_N,
@@ -54,7 +54,7 @@ if TYPE_CHECKING:
     from streamkeep.tools.bench.workload import Measurement, Skip
 
 _EXPORTS = {
-    "main": "bench_command",
+    "main": "cli",
     "FULL_N": "options", "QUICK_N": "options", "add_parser": "options",
     "build_parser": "options", "section_names": "options",
     "SECTIONS": "registry", "RATIOS": "registry", "FIGURES": "registry",

@@ -37,7 +37,7 @@ import time
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, cast
 
-from streamkeep.tools import leftovers
+from streamkeep.tools import temporaries
 from streamkeep.tools.bench.workload import Measurement
 
 if TYPE_CHECKING:
@@ -215,7 +215,7 @@ def scans(path: str) -> dict[str, float]:
     """The whole stream scanned through the reader (nodes decoded, as a Spark task reads
     them): the segmented snapshot's entries/s, and the generated one-file snapshot's."""
     from streamkeep.aof.manifest import snapshot_file
-    from streamkeep.snapshot.snapshot_reader import Snapshot, current_snapshot
+    from streamkeep.snapshot.reader import Snapshot, current_snapshot
 
     single = os.path.join(path, snapshot_file(1))
     segmented = current_snapshot(path)
@@ -235,7 +235,7 @@ def scans(path: str) -> dict[str, float]:
 def _run_child(*args: object) -> dict[str, float]:
     proc = subprocess.run([sys.executable, "-m", "streamkeep.tools.bench.backlog",
                            *map(str, args)], capture_output=True, text=True, check=False,
-                          **leftovers.child_options())
+                          **temporaries.child_options())
     if proc.returncode != 0:
         raise AssertionError(f"the backlog child failed: {proc.stderr.strip()[-2000:]}")
     return json.loads(proc.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]

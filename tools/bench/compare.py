@@ -19,7 +19,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from streamkeep.tools import leftovers
+from streamkeep.tools import temporaries
 from streamkeep.tools.bench import registry
 from streamkeep.tools.bench.report import format_rate
 from streamkeep.tools.bench.tables import Table
@@ -44,7 +44,7 @@ def run_child(args: Sequence[str], mode: str) -> dict[str, Any]:
     argv = [sys.executable, "-m", "streamkeep", "bench", *args, "--json", "--quiet",
             "--repeat", "1"]
     done = subprocess.run(argv, env=child_env(mode), stdout=subprocess.PIPE, text=True,
-                          check=False, **leftovers.child_options())
+                          check=False, **temporaries.child_options())
     if done.returncode != 0:
         raise RuntimeError(f"the {mode} run exited {done.returncode}: {' '.join(argv)}")
     document: dict[str, Any] = json.loads(done.stdout)

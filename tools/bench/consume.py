@@ -19,7 +19,7 @@ import os
 import shutil
 from typing import TYPE_CHECKING
 
-from streamkeep.tools import leftovers
+from streamkeep.tools import temporaries
 from streamkeep.tools.bench.nodes import Built, bytecode, child, versus
 from streamkeep.tools.bench.workload import Measurement
 
@@ -62,13 +62,13 @@ class _Scratch:
     """A run's directory for the catch-up's copies of the data sets."""
 
     def __init__(self) -> None:
-        self.root = leftovers.temp_directory_path("bench-consume")
+        self.root = temporaries.temp_directory_path("bench-consume")
 
     def describe(self) -> list[str]:
         return []
 
     def stop(self) -> None:
-        leftovers.remove(self.root)
+        temporaries.remove(self.root)
 
 
 def catchup(env: BenchEnv) -> Measurement:

@@ -24,7 +24,7 @@ import sys
 import time
 from typing import TYPE_CHECKING, Any
 
-from streamkeep.tools import leftovers
+from streamkeep.tools import temporaries
 from streamkeep.tools.bench.nodes import TIMEOUT, versus
 from streamkeep.tools.bench.workload import Measurement
 
@@ -58,7 +58,7 @@ def run_once(env: BenchEnv, python: str) -> dict[str, Any]:
         done = subprocess.run([python, "-m", "streamkeep", "crashbench", "--policy", POLICY,
                                "--ops", str(ops(env)), "--json", report],
                               stdin=subprocess.DEVNULL, capture_output=True, text=True,
-                              check=False, timeout=TIMEOUT, **leftovers.child_options())
+                              check=False, timeout=TIMEOUT, **temporaries.child_options())
         wall, cpu = time.perf_counter() - began, _children_cpu() - cpu
         if done.returncode not in (0, 1) or not os.path.exists(report):
             raise AssertionError(f"crashbench under {python} exited {done.returncode}: "

@@ -17,7 +17,7 @@ import tempfile
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from streamkeep.tools import leftovers
+from streamkeep.tools import temporaries
 from streamkeep.tools.bench.processes import HOST, RedisServer
 from streamkeep.tools.bench.workload import Skip
 
@@ -61,7 +61,7 @@ class BenchEnv:
     def data_dir(self, name: str) -> Iterator[str]:
         """A path for a new data directory (not yet created), removed when the block ends."""
         if self.tmp_root is None:
-            self.tmp_root = leftovers.temp_directory_path("bench-aof")
+            self.tmp_root = temporaries.temp_directory_path("bench-aof")
         parent = tempfile.mkdtemp(prefix=f"{name}-", dir=self.tmp_root)
         try:
             yield os.path.join(parent, "data")
@@ -132,7 +132,7 @@ class BenchEnv:
         if self.server is not None:
             self.server.stop()
         if self.tmp_root is not None:
-            leftovers.remove(self.tmp_root)
+            temporaries.remove(self.tmp_root)
 
     def __enter__(self) -> BenchEnv:
         return self

@@ -124,7 +124,7 @@ def driver_rows(path: str) -> list[tuple]:
     """Every entry as a row of the entries table, read on the driver through the snapshot
     reader, one row at a time (the data source's own row builder, no Arrow, no partitions)."""
     from streamkeep.snapshot.layout import MAX_ID
-    from streamkeep.snapshot.snapshot_reader import Snapshot, current_snapshot
+    from streamkeep.snapshot.reader import Snapshot, current_snapshot
     from streamkeep.tools.export.datasource import SCHEMAS, Range, entry_rows
 
     snapshot = current_snapshot(path)

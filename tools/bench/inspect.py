@@ -17,7 +17,7 @@ import sys
 import time
 from typing import TYPE_CHECKING, Any
 
-from streamkeep.tools import leftovers
+from streamkeep.tools import temporaries
 from streamkeep.tools.bench.workload import Measurement
 
 if TYPE_CHECKING:
@@ -89,7 +89,7 @@ def _run_child(argv: list[str], keep_output: bool = False) -> tuple[float, int, 
     proc = subprocess.run([sys.executable, "-c", _CHILD, *argv],
                           stdout=subprocess.PIPE if keep_output else subprocess.DEVNULL,
                           stderr=subprocess.PIPE, text=True, check=False,
-                          **leftovers.child_options())
+                          **temporaries.child_options())
     elapsed = time.perf_counter() - began
     last = proc.stderr.strip().splitlines()[-1] if proc.stderr.strip() else "{}"
     try:

@@ -31,7 +31,7 @@ import sys
 import time
 from typing import TYPE_CHECKING
 
-from streamkeep.tools import leftovers
+from streamkeep.tools import temporaries
 from streamkeep.tools.bench.processes import HOST, RedisServer, StreamkeepServer
 from streamkeep.tools.bench.workload import Measurement, Skip
 
@@ -80,7 +80,7 @@ def bench_import_rdb(env: BenchEnv) -> Measurement:
     n = import_entries(env)
     client.delete(KEY)
     subprocess.run(_benchmark(env.server.port, n), check=True,  # type: ignore[union-attr]
-                   capture_output=True, timeout=TIMEOUT, **leftovers.child_options())
+                   capture_output=True, timeout=TIMEOUT, **temporaries.child_options())
     n = int(client.xlen(KEY))  # (-P may send a few more than -n)
     client.save()
     client.delete(KEY)
@@ -127,7 +127,7 @@ def bench_replica_apply(env: BenchEnv) -> Measurement:
         requests = apply_requests(env)
         began = time.perf_counter()
         tool = subprocess.Popen(_benchmark(primary.port, requests), stdout=subprocess.DEVNULL,
-                                stderr=subprocess.PIPE, **leftovers.child_options())
+                                stderr=subprocess.PIPE, **temporaries.child_options())
         worst = (0, 0)
         printed = began
         while True:
@@ -151,7 +151,7 @@ def bench_replica_apply(env: BenchEnv) -> Measurement:
         applied = int(replica.client.xlen(KEY))
     finally:
         if tool is not None and tool.returncode is None:  # (interrupted)
-            leftovers.kill_group(tool)
+            temporaries.kill_group(tool)
         if replica is not None:
             replica.stop()
         primary.stop()
@@ -175,7 +175,7 @@ def bench_replica_catchup(env: BenchEnv) -> Measurement:
         os.kill(pid, signal.SIGSTOP)
         stopped = True
         subprocess.run(_benchmark(primary.port, apply_requests(env)), check=True,
-                       capture_output=True, timeout=TIMEOUT, **leftovers.child_options())
+                       capture_output=True, timeout=TIMEOUT, **temporaries.child_options())
         offset = int(primary.client.info("replication")["master_repl_offset"])
         held = int(primary.client.xlen(KEY))
         os.kill(pid, signal.SIGCONT)

@@ -28,7 +28,7 @@ from typing import Any
 
 from streamkeep.engine.wire.errors import ReplyError
 from streamkeep.engine.wire.reply_parser import NEED_MORE, ReplyParser, encode_command
-from streamkeep.tools import leftovers
+from streamkeep.tools import temporaries
 from streamkeep.tools.bench.processes import HOST, cpu_seconds
 from streamkeep.tools.bench.tables import format_table
 from streamkeep.tools.bench.workload import Measurement, percentile_us
@@ -235,7 +235,7 @@ def bench_latency(server: Any, seconds: float, rate: int = LATENCY_RATE,
     parent, child = ctx.Pipe()
     harness = ctx.Process(target=_latency_main, args=(server.port, rate, seconds, consumers,
                                                       child), daemon=True)
-    leftovers.start_shielded(harness)  # (Ctrl-C is the bench's: it stops the harness)
+    temporaries.start_shielded(harness)  # (Ctrl-C is the bench's: it stops the harness)
     try:
         _receive(parent, LATENCY_READY_TIMEOUT, "ready message")
         start_ns = time.perf_counter_ns() + int(LATENCY_START_DELAY_S * 1e9)

@@ -23,7 +23,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from streamkeep.tools import leftovers
+from streamkeep.tools import temporaries
 from streamkeep.tools.bench.workload import Measurement, Skip
 
 if TYPE_CHECKING:
@@ -151,7 +151,7 @@ def _delete_every_other(execute: Any) -> None:
 def _run_child(workload: str, n: int, pending: int) -> dict[str, float]:
     proc = subprocess.run([sys.executable, "-m", "streamkeep.tools.bench.memory", workload,
                            str(n), str(pending)], capture_output=True, text=True, check=False,
-                          **leftovers.child_options())
+                          **temporaries.child_options())
     if proc.returncode != 0:
         raise AssertionError(f"the memory child failed: {proc.stderr.strip()[-2000:]}")
     return json.loads(proc.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]

@@ -36,7 +36,7 @@ import time
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
-from streamkeep.tools import leftovers
+from streamkeep.tools import temporaries
 from streamkeep.tools.bench.processes import StreamkeepServer, cpu_seconds
 from streamkeep.tools.bench.workload import Measurement, Skip
 
@@ -105,7 +105,7 @@ class Bytecode:
                 "    for path in importlib.util.find_spec(name).submodule_search_locations:\n"
                 "        compileall.compile_dir(path, quiet=1)\n")
         subprocess.run([python, "-I", "-c", code], check=True, capture_output=True,
-                       timeout=TIMEOUT, **leftovers.child_options())
+                       timeout=TIMEOUT, **temporaries.child_options())
         self.warm.add(python)
 
     def describe(self) -> list[str]:
@@ -126,7 +126,7 @@ def child(python: str, workload: str, n: int, path: str = "-", seed: int = 1,
         cache.ready(python)
     done = subprocess.run([python, "-I", CHILD, workload, str(n), path, str(seed)],
                           capture_output=True, text=True, check=False, timeout=TIMEOUT,
-                          **leftovers.child_options())
+                          **temporaries.child_options())
     if done.returncode != 0:
         raise AssertionError(f"nodes child {workload} under {python} failed: "
                              f"{done.stderr.strip()[-2000:]}")
@@ -284,7 +284,7 @@ class Built:
     def __init__(self, entries: int, workload: str = "build") -> None:
         self.entries = entries
         self.workload = workload
-        self.root = leftovers.temp_directory_path("bench-nodes")
+        self.root = temporaries.temp_directory_path("bench-nodes")
         self.paths: dict[str, str] = {}
 
     def path(self, python: str) -> str:
@@ -298,7 +298,7 @@ class Built:
         return []
 
     def stop(self) -> None:
-        leftovers.remove(self.root)
+        temporaries.remove(self.root)
 
 
 def _built(env: BenchEnv) -> Built:
@@ -335,7 +335,7 @@ class Dump:
             pipe.execute()
         client.save()
         client.delete(IMPORT_KEY)
-        self.root = leftovers.temp_directory_path("bench-nodes-rdb")
+        self.root = temporaries.temp_directory_path("bench-nodes-rdb")
         self.rdb = os.path.join(self.root, "dump.rdb")
         shutil.copy(os.path.join(str(client.config_get("dir")["dir"]),
                                  str(client.config_get("dbfilename")["dbfilename"])), self.rdb)
@@ -344,7 +344,7 @@ class Dump:
         return []
 
     def stop(self) -> None:
-        leftovers.remove(self.root)
+        temporaries.remove(self.root)
 
 
 def _import(python: str, dump: Dump, cache: Bytecode) -> dict[str, Any]:
@@ -354,7 +354,7 @@ def _import(python: str, dump: Dump, cache: Bytecode) -> dict[str, Any]:
     began = time.perf_counter()
     done = subprocess.run([python, "-m", "streamkeep", "import", dump.rdb, "--out", out,
                            "--json"], capture_output=True, text=True, check=False,
-                          cwd=dump.root, timeout=TIMEOUT, **leftovers.child_options())
+                          cwd=dump.root, timeout=TIMEOUT, **temporaries.child_options())
     seconds = time.perf_counter() - began
     shutil.rmtree(out, ignore_errors=True)
     if done.returncode != 0:

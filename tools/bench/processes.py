@@ -5,7 +5,7 @@ far, from /proc), :class:`RedisServer` (a throw-away redis-server: the redis-py 
 reference without persistence, :class:`RedisAofServer` the server section's with an everysec
 AOF) and :class:`StreamkeepServer` (``python -m streamkeep serve`` as a child process), each on
 a free loopback port with its files in a temp dir removed at stop. Each is in a session of its
-own and dies with the bench (tools.leftovers: even a bench SIGKILLed leaves none running; its
+own and dies with the bench (tools.temporaries: even a bench SIGKILLed leaves none running; its
 temp dir, named as the bench's, is swept by a later run).
 Must not touch: the workloads run against them, the command line (a server is started as
 ``[sys.executable, "-m", "streamkeep", "serve", ...]``, never through the CLI's parser) or any
@@ -24,7 +24,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from streamkeep.tools import leftovers
+from streamkeep.tools import temporaries
 from streamkeep.tools.bench.workload import Skip
 
 HOST = "127.0.0.1"
@@ -93,7 +93,7 @@ class RedisServer:
         path = shutil.which(self.binary)
         if path is None:
             raise Skip(f"{self.binary} not found on PATH")
-        self.dir = leftovers.temp_directory_path("bench-redis")
+        self.dir = temporaries.temp_directory_path("bench-redis")
         log = os.path.join(self.dir, "redis.log")
         for _ in range(self.ATTEMPTS):  # a free port can be taken before redis binds it
             self.port = free_port()
@@ -101,8 +101,8 @@ class RedisServer:
                 [path, "--port", str(self.port), "--bind", HOST, "--save", "",
                  *self.persistence, "--dir", self.dir, "--logfile", log],
                 stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                **leftovers.child_options())
-            leftovers.track(self.proc)
+                **temporaries.child_options())
+            temporaries.track(self.proc)
             client = redis.Redis(host=HOST, port=self.port, socket_connect_timeout=1)
             if self._wait(client):
                 self.client = client
@@ -139,7 +139,7 @@ class RedisServer:
         if proc is None:
             return
         # SIGTERM: a clean shutdown; SIGKILL if it lingers (what it forked too)
-        leftovers.end_child(proc, self.STOP_TIMEOUT, signal.SIGTERM)
+        temporaries.end_child(proc, self.STOP_TIMEOUT, signal.SIGTERM)
 
     def stop(self) -> None:
         if self.client is not None:
@@ -147,7 +147,7 @@ class RedisServer:
             self.client = None
         self._stop_process()
         if self.dir is not None:
-            leftovers.remove(self.dir)
+            temporaries.remove(self.dir)
             self.dir = None
 
 
@@ -209,7 +209,7 @@ class StreamkeepServer(RedisServer):
 
     def start(self) -> StreamkeepServer:
         redis = _redis_py()
-        self.dir = leftovers.temp_directory_path(f"bench-serve-{self.appendfsync}")
+        self.dir = temporaries.temp_directory_path(f"bench-serve-{self.appendfsync}")
         log = os.path.join(self.dir, "serve.log")
         for attempt in range(self.ATTEMPTS):  # a free port can be taken before it binds
             self.port = free_port()
@@ -217,8 +217,8 @@ class StreamkeepServer(RedisServer):
             with open(log, "ab") as out:
                 self.proc = subprocess.Popen(self.command(data), cwd=self.dir,
                                              stdin=subprocess.DEVNULL, stdout=out, stderr=out,
-                                             **leftovers.child_options())
-            leftovers.track(self.proc)
+                                             **temporaries.child_options())
+            temporaries.track(self.proc)
             client = redis.Redis(host=HOST, port=self.port, socket_connect_timeout=1)
             if self._wait(client):
                 self.client = client

@@ -21,7 +21,7 @@ import subprocess
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from streamkeep.tools import leftovers
+from streamkeep.tools import temporaries
 from streamkeep.tools.bench.latency import (
     LATENCY_SECONDS,
     QUICK_LATENCY_SECONDS,
@@ -99,7 +99,7 @@ class RedisBenchmark:
         self.n = n
         try:
             out = subprocess.run([path, "--version"], capture_output=True, text=True,
-                                 timeout=10, **leftovers.child_options()).stdout.split()
+                                 timeout=10, **temporaries.child_options()).stdout.split()
         except (OSError, subprocess.SubprocessError):
             out = []
         self.version = out[1] if len(out) > 1 else "?"
@@ -139,7 +139,7 @@ def run_redis_benchmark(server: Any, tool: RedisBenchmark, requests: int, pipeli
     cpu = cpu_seconds(server.pid)
     try:
         done = subprocess.run(cmd, capture_output=True, text=True, timeout=BENCH_TIMEOUT,
-                              **leftovers.child_options())
+                              **temporaries.child_options())
     except subprocess.TimeoutExpired as exc:
         raise AssertionError(f"redis-benchmark against {server.name} took over "
                              f"{BENCH_TIMEOUT:g} s") from exc

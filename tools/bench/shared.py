@@ -37,7 +37,7 @@ import sys
 import time
 from typing import TYPE_CHECKING, Any
 
-from streamkeep.tools import leftovers
+from streamkeep.tools import temporaries
 from streamkeep.tools.bench.workload import Measurement, Skip, warmup_size
 
 if TYPE_CHECKING:
@@ -107,7 +107,7 @@ def bench_in_process(env: BenchEnv, handler: float = 0.0) -> Measurement:
 
 def _shared_worker(path: str, index: int, start: Any, until: Any, out: Any,
                    handler: float = 0.0) -> None:
-    leftovers.init_worker()
+    temporaries.init_worker()
     from streamkeep import Engine, StreamQueue
 
     with Engine.open(path, shared=True) as engine:
@@ -119,7 +119,7 @@ def _shared_worker(path: str, index: int, start: Any, until: Any, out: Any,
 
 
 def _persist_worker(path: str, index: int, start: Any, until: Any, out: Any) -> None:
-    leftovers.init_worker()
+    temporaries.init_worker()
     from persistqueue import Empty, SQLiteAckQueue
 
     q = SQLiteAckQueue(path, auto_commit=True, multithreading=True, timeout=60)
@@ -139,7 +139,7 @@ def _run_workers(target: Any, path: str, span: float, *args: Any) -> tuple[int, 
     start, until, out = ctx.Event(), ctx.Value("d", 0.0), ctx.Queue()
     procs = [ctx.Process(target=target, args=(path, i, start, until, out, *args), daemon=True)
              for i in range(WORKERS)]
-    with leftovers.shielded_starts():
+    with temporaries.shielded_starts():
         for proc in procs:
             proc.start()
     try:
@@ -262,7 +262,7 @@ def bench_open(env: BenchEnv) -> Measurement:
             child = subprocess.run([sys.executable, "-c", _NEW_PROCESS, path],
                                    capture_output=True, text=True, check=False,
                                    stdin=subprocess.DEVNULL, timeout=120,
-                                   **leftovers.child_options())
+                                   **temporaries.child_options())
             if child.returncode != 0:
                 raise RuntimeError(f"a new process could not open {path}: {child.stderr}")
             process_ms.append(float(child.stdout))

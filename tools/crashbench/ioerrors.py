@@ -66,7 +66,7 @@ Progress = Callable[[str, int, int], None]
 def rows(policy: str, seed: int, ops: int, points: int, progress: Progress | None = None
          ) -> list[Row]:
     """`points` error points per fault, each in a run of up to `ops` operations."""
-    from streamkeep.tools import leftovers
+    from streamkeep.tools import temporaries
     from streamkeep.tools.crashbench.runs import scratch_root
 
     root = scratch_root(None)
@@ -85,7 +85,7 @@ def rows(policy: str, seed: int, ops: int, points: int, progress: Progress | Non
             row.seconds = time.monotonic() - began
             out.append(row)
     finally:
-        leftovers.remove(root)
+        temporaries.remove(root)
     return out
 
 
@@ -259,7 +259,7 @@ def _token(policy: str, seed: int, ops: int, fault: Fault, after: int) -> str:
 
 def replay(token: str) -> Row:
     _kind, policy, seed, ops, call, name, after, preallocate = token.split(":")
-    from streamkeep.tools import leftovers
+    from streamkeep.tools import temporaries
     from streamkeep.tools.crashbench.runs import scratch_root
 
     fault = next((f for f in FAULTS if f.call == call and errno.errorcode[f.errno] == name
@@ -271,7 +271,7 @@ def replay(token: str) -> Row:
     try:
         _point(row, os.path.join(root, "d"), policy, int(seed), int(ops), fault, int(after))
     finally:
-        leftovers.remove(root)
+        temporaries.remove(root)
     return row
 
 

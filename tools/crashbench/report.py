@@ -199,9 +199,9 @@ def found_text(rows: list[Row], limit: int = 10) -> str | None:
 def print_report(rows: list[Row], file: IO[str], notes: list[str]) -> None:
     """The report at the width `file` takes (COLUMNS, the terminal's, or 80 when piped): a
     table that does not fit is printed a row per block, text is wrapped; nothing is cut."""
-    from streamkeep.tools import layout
+    from streamkeep.tools import text_width
 
-    columns = layout.width(file)
+    columns = text_width.width(file)
     blocks: list[Table | str] = [table(rows), invariants_table(rows)]
     text = found_text(rows)
     if text:
@@ -209,9 +209,9 @@ def print_report(rows: list[Row], file: IO[str], notes: list[str]) -> None:
     if notes:
         blocks.append("\n".join(notes))
     blocks = [b if isinstance(b, str) else
-              b if _fits(b, columns) else layout.plain(b.headers, b.rows, b.right, columns)
+              b if _fits(b, columns) else text_width.plain(b.headers, b.rows, b.right, columns)
               for b in blocks]
-    blocks = [b if isinstance(b, Table) else layout.wrap(b, columns, "    ") for b in blocks]
+    blocks = [b if isinstance(b, Table) else text_width.wrap(b, columns, "    ") for b in blocks]
     if getattr(file, "isatty", lambda: False)():
         from streamkeep.tools.bench.report import print_rich
 

@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from streamkeep.tools import leftovers
+from streamkeep.tools import temporaries
 from streamkeep.tools.crashbench import powerloss
 from streamkeep.tools.crashbench.report import Found, Row, timeline
 
@@ -43,12 +43,12 @@ class Config:
 
 def scratch_root(asked: str | None) -> str:
     """Where disks are materialised: tmpfs when there is one (recovery fsyncs are free
-    there, and the bench measures the engine, not the disk). A temporary of tools.leftovers
+    there, and the bench measures the engine, not the disk). A temporary of tools.temporaries
     (`streamkeep-crashbench-<pid>-<token>`: a killed bench's is swept by the next one); the
-    caller removes it (`leftovers.remove`)."""
+    caller removes it (`temporaries.remove`)."""
     base = asked or ("/dev/shm" if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK)
                      else None)
-    return leftovers.temp_directory_path("crashbench", base)
+    return temporaries.temp_directory_path("crashbench", base)
 
 
 def powerloss_rows(config: Config, progress: Progress | None = None) -> list[Row]:
@@ -72,7 +72,7 @@ def powerloss_rows(config: Config, progress: Progress | None = None) -> list[Row
                 if done % 20 == 0 or done == total:
                     judged(done)
     finally:
-        leftovers.remove(root)
+        temporaries.remove(root)
     seconds = time.monotonic() - began
     for row in rows.values():  # each model's share: the rows' rates add up to the run's
         row.seconds = seconds / len(rows)
@@ -130,8 +130,8 @@ def _judge(run: powerloss.RecordedRun, chosen: list[int], config: Config, root: 
     # Ctrl-C reaches the workers too (one process group): the main process reports it, and
     # leaving the block terminates them. They start shielded from it (the pool's own thread,
     # made in that block, starts any replacement the same way).
-    with leftovers.shielded_starts():
-        pool = context.Pool(config.jobs, initializer=leftovers.init_worker)
+    with temporaries.shielded_starts():
+        pool = context.Pool(config.jobs, initializer=temporaries.init_worker)
     with pool:
         results = pool.imap_unordered(_worker, slices)
         while True:
@@ -250,5 +250,5 @@ def replay_one(token: str) -> tuple[Row, list[str]]:
                          f"{outcome.acked}; recovery: {outcome.recovery}; prefix "
                          f"{outcome.prefix}")
     finally:
-        leftovers.remove(root)
+        temporaries.remove(root)
     return row, lines

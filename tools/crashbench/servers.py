@@ -22,7 +22,7 @@ import time
 from collections.abc import Sequence
 
 from streamkeep.engine.wire.errors import StreamkeepError
-from streamkeep.tools import leftovers
+from streamkeep.tools import temporaries
 from streamkeep.tools.bench.processes import HOST, free_port, log_tail
 from streamkeep.tools.crashbench.client import RespTarget
 from streamkeep.tools.crashbench.target import CommandFailed, ConnectionLost
@@ -31,7 +31,7 @@ START_TIMEOUT = 30.0
 POLL = 0.01
 # Every server in its own session outlives a bench that dies with an exception (or a signal):
 # these are killed when the bench's mode ends and at exit (a bench itself SIGKILLed takes them
-# with it: tools.leftovers.child_options). Held strongly: a server whose object an exception
+# with it: tools.temporaries.child_options). Held strongly: a server whose object an exception
 # dropped is still killed.
 _RUNNING: set[ServerProcess] = set()
 
@@ -91,7 +91,7 @@ class ServerProcess:
         with open(self.log_path, "ab") as log:
             # (a session of its own, and killed with the bench even when that is SIGKILLed)
             self.proc = subprocess.Popen(self.command(), stdin=subprocess.DEVNULL, stdout=log,
-                                         stderr=log, **leftovers.child_options())
+                                         stderr=log, **temporaries.child_options())
         self.starts += 1
         _RUNNING.add(self)
 

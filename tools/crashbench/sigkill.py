@@ -79,7 +79,7 @@ class Driver(threading.Thread):
 def rows(policy: str, target: str, seed: int, points: int | None, seconds: float | None,
          progress: Progress | None = None) -> list[Row]:
     """The rounds of one policy against one target (see the module docstring)."""
-    from streamkeep.tools import leftovers
+    from streamkeep.tools import temporaries
     from streamkeep.tools.crashbench.runs import scratch_root
 
     root = scratch_root(None)
@@ -89,7 +89,7 @@ def rows(policy: str, target: str, seed: int, points: int | None, seconds: float
         _rounds(row, policy, target, seed, rounds, seconds, root, progress)
     finally:
         kill_all()  # a replica a moment was starting when an exception (Ctrl-C) came, too
-        leftovers.remove(root)
+        temporaries.remove(root)
     return [row]
 
 

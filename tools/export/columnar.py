@@ -1,7 +1,7 @@
 """The entries table as Arrow record batches built column by column from decoded snapshot nodes.
 
 Owns the data source's fast path for `entries` (datasource calls it for Arrow reads): a node
-decodes (snapshot.snapshot_reader) into a list of IDs and a tuple of per-entry field/value tuples, and
+decodes (snapshot.reader) into a list of IDs and a tuple of per-entry field/value tuples, and
 every column is built from those lists at once, never through a per-row tuple: ms and seq from
 the IDs, the id string by Arrow's string kernels, db/stream/stream_str/snapshot_lsn by taking
 one value per stream range, `pairs` and `fields` from one flat field/value list and offsets
@@ -21,7 +21,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from streamkeep.snapshot.snapshot_reader import Snapshot
+from streamkeep.snapshot.reader import Snapshot
 from streamkeep.tools.export.pushdown import text
 
 U64 = (1 << 64) - 1

@@ -17,7 +17,7 @@ id string")`); the Python data source API pushes no column list down.
 Owns the five tables' schemas and rows (`entries`, `streams`, `groups`, `pending`, `consumers`,
 see SCHEMAS), cutting a read into partitions (by stream, and by ID range inside a large stream,
 from the snapshot's keys alone: `Snapshot.split`), and choosing the one snapshot a read sees.
-Everything is read through `streamkeep.snapshot.snapshot_reader` and (incremental reads) `aof.segment_reader`: no
+Everything is read through `streamkeep.snapshot.reader` and (incremental reads) `aof.segment_reader`: no
 second parser of either format. Must not touch: the snapshot and AOF formats, the engine, the
 data directory (apart from the pin files).
 
@@ -52,7 +52,7 @@ from pyspark.sql.types import (
     StructType,
 )
 
-from streamkeep.snapshot.snapshot_reader import GroupInfo, Snapshot, SnapshotError, StreamInfo
+from streamkeep.snapshot.reader import GroupInfo, Snapshot, SnapshotError, StreamInfo
 from streamkeep.tools.export import since as since_mod
 from streamkeep.tools.export.pin import (
     ExportError,

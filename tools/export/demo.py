@@ -74,7 +74,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--dir", default="./export-demo")
     parser.add_argument("--master", default="local[2]")
     args = parser.parse_args(argv)
-    from streamkeep.tools.outputs import data_directory_of
+    from streamkeep.tools.safe_output import data_directory_of
 
     home = data_directory_of(args.dir)
     # (dot names: an interrupted export's temporaries beside its OUT, the demo's own too)

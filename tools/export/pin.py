@@ -9,8 +9,8 @@ later than the planning that chose it: holding a descriptor in the planner would
 them, a name does. The data directory's cleanup at open ignores these names (they are neither
 snapshots nor segments). The export command's pins are named after its process and locked
 while it runs (`claim`): those a killed export left are swept by the next (`sweep_dead`); a
-Spark application's go by age (`sweep`). Must not touch: the snapshot format (snapshot.snapshot_reader owns it), the
-manifest (read only, through snapshot.snapshot_reader.current_snapshot), the engine. Never imports
+Spark application's go by age (`sweep`). Must not touch: the snapshot format (snapshot.reader owns it), the
+manifest (read only, through snapshot.reader.current_snapshot), the engine. Never imports
 pyspark: the CLI and tests use it without Spark.
 """
 
@@ -48,7 +48,7 @@ class ExportError(StorageError):
 def resolve(path: str) -> str:
     """The snapshot file PATH names: itself, or a data directory's current snapshot."""
     from streamkeep.aof.manifest import ManifestError
-    from streamkeep.snapshot.snapshot_reader import current_snapshot
+    from streamkeep.snapshot.reader import current_snapshot
 
     if not os.path.exists(path):
         raise ExportError(f"{path}: no such file or directory (expected a streamkeep data "
@@ -107,7 +107,7 @@ def _pin_snapshot(directory: str, name: str, stamp: str, made: list[str]) -> str
     """Link snapshot `name` of `directory` and its part files into a new pin directory
     `stamp` (recorded in `made`); the pinned snapshot's path. FileNotFoundError: a compaction
     deleted one of them first."""
-    from streamkeep.snapshot.snapshot_reader import Snapshot, SnapshotError
+    from streamkeep.snapshot.reader import Snapshot, SnapshotError
 
     # A pinned snapshot pinned again: the new pin goes beside the first, which may go first.
     home = os.path.dirname(directory) if is_pin_file(os.path.basename(directory)) else directory

@@ -5,7 +5,7 @@ this interpreter with this import path; the throughput collector; no console pro
 Python filter push-down on; the `streamkeep` data source registered), the JVM it starts and
 the Parquet writer options the export uses. The JVM is in a session of its own, so the
 terminal's Ctrl-C reaches only this process, which cancels the jobs; it dies with this process
-(tools.leftovers: PR_SET_PDEATHSIG, set in the JVM's process before it runs, so even SIGKILL
+(tools.temporaries: PR_SET_PDEATHSIG, set in the JVM's process before it runs, so even SIGKILL
 of the command leaves no JVM behind; an interrupt while it starts kills it); its files (its
 log, py4j's connection file, Spark's local directories, Java's temporary files) are in one
 temporary directory of the command's, `streamkeep-spark-<pid>-<token>`, removed by `stop`
@@ -27,7 +27,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from streamkeep.engine.wire.errors import StreamkeepError
-from streamkeep.tools import leftovers
+from streamkeep.tools import temporaries
 
 # The entries columns whose values are (nearly) all distinct: Parquet's dictionary encoding
 # would fill a dictionary, give up at its size limit and write them plain anyway, after
@@ -77,7 +77,7 @@ def start(master: str, app: str = "streamkeep-export") -> Any:
         dict.fromkeys(p for p in [*sys.path, *os.environ.get("PYTHONPATH", "").split(
             os.pathsep)] if p))
     # (a JVM this process started before is used again: it has its files already)
-    work = leftovers.temp_directory_path("spark") if SparkContext._gateway is None else None
+    work = temporaries.temp_directory_path("spark") if SparkContext._gateway is None else None
     try:
         conf = SparkConf().setMaster(master).setAppName(app).setAll([
             ("spark.ui.showConsoleProgress", "false"),
@@ -89,7 +89,7 @@ def start(master: str, app: str = "streamkeep-export") -> Any:
         gateway = None if work is None else _launch(conf, work)
     except BaseException:
         if work is not None:
-            leftovers.remove(work)
+            temporaries.remove(work)
         raise
     previous = signal.getsignal(signal.SIGINT)
     try:
@@ -127,8 +127,8 @@ def _launch(conf: Any, work: str) -> Any:
                     "stdout": out, "stderr": out, "start_new_session": True})
             except BaseException:  # (an interrupt while it starts: it is not left running)
                 for proc in started:
-                    leftovers.kill_group(proc)
-                    leftovers.untrack(proc)
+                    temporaries.kill_group(proc)
+                    temporaries.untrack(proc)
                 raise
     except Exception as err:
         with open(log, errors="replace") as f:
@@ -141,7 +141,7 @@ def _launch(conf: Any, work: str) -> Any:
 @contextlib.contextmanager
 def _jvm_tied(work: str) -> Iterator[list[Any]]:
     """While pyspark launches its JVM: the process it starts (listed, tracked by
-    tools.leftovers) is asked to die with this process before it runs (pyspark's own
+    tools.temporaries) is asked to die with this process before it runs (pyspark's own
     preexec_fn, which keeps Ctrl-C from it, is kept), and py4j's connection file goes in the
     command's temporary directory. (pyspark takes no preexec_fn of ours: its Popen is
     wrapped for the launch.)"""
@@ -152,9 +152,9 @@ def _jvm_tied(work: str) -> Iterator[list[Any]]:
 
     def popen(*args: Any, **kwargs: Any) -> Any:
         theirs = kwargs.get("preexec_fn")
-        kwargs["preexec_fn"] = leftovers.die_with_parent_hook(theirs) or theirs
+        kwargs["preexec_fn"] = temporaries.die_with_parent_hook(theirs) or theirs
         proc = real(*args, **kwargs)
-        leftovers.track(proc)
+        temporaries.track(proc)
         started.append(proc)
         return proc
 
@@ -197,12 +197,12 @@ def _shutdown(gateway: Any) -> None:
     try:
         with contextlib.suppress(OSError):
             proc.stdin.close()
-        leftovers.end_child(proc, timeout=30)
+        temporaries.end_child(proc, timeout=30)
     finally:
         # (not getattr: a py4j gateway answers any attribute it lacks with a JavaMember)
         work = vars(gateway).get("streamkeep_work")
         if isinstance(work, str):
-            leftovers.remove(work)
+            temporaries.remove(work)
 
 
 def register(spark: Any) -> None:

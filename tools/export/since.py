@@ -30,7 +30,7 @@ from streamkeep.aof.segment_reader import SegmentError, SegmentReader
 from streamkeep.engine.model.effects import with_dbs, xadd_effect_entry
 from streamkeep.engine.model.ids import parse_strict
 from streamkeep.engine.wire.errors import ReplyError
-from streamkeep.snapshot.snapshot_reader import StreamInfo
+from streamkeep.snapshot.reader import StreamInfo
 from streamkeep.tools.export.pin import ExportError, LogPin, PinnedSegment
 
 Positions = dict[tuple[int, bytes], int]  # (db, key) -> the last ID the stream had generated
@@ -135,7 +135,7 @@ def added(seg: PinnedSegment, win: Window) -> Iterator[tuple[int, bytes, int, Se
 def positions_at(log: LogPin, until: int) -> Positions:
     """Each stream's last generated ID at LSN `until`: the snapshot's, then the records after
     it. What the next incremental export needs if a compaction folds these records."""
-    from streamkeep.snapshot.snapshot_reader import Snapshot, SnapshotError
+    from streamkeep.snapshot.reader import Snapshot, SnapshotError
 
     positions: Positions = {}
     if log.snapshot is not None:

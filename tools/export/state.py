@@ -1,7 +1,7 @@
 """What a whole export of a data directory reads: the directory's current state, as one snapshot.
 
 Owns turning "DIR now" (its snapshot and every record after it, what `export-rdb` exports) into
-one snapshot file for the Spark data source, which reads snapshots only (snapshot.snapshot_reader stays
+one snapshot file for the Spark data source, which reads snapshots only (snapshot.reader stays
 its source of truth):
 
 - no record follows DIR's snapshot: that snapshot, pinned (tools.export.pin), read as it is;
@@ -73,7 +73,7 @@ def current(directory: str, near: str) -> Iterator[State]:
             checked(held.path, os.path.join(directory, snapshot_file(end)))
             yield State(held, end, end, None)
         return
-    from streamkeep.tools.outputs import scratch_directory
+    from streamkeep.tools.safe_output import scratch_directory
 
     with scratch_directory(near, "state") as scratch:
         started = time.monotonic()
@@ -87,7 +87,7 @@ def checked(pinned: str, original: str) -> None:
     checksum its manifest recorded for the whole file, before Spark reads a byte of it (a
     damaged page could crash its workers): Unreadable, naming `original`, if not."""
     from streamkeep.snapshot.integrity import check_whole
-    from streamkeep.snapshot.snapshot_reader import SnapshotError, recorded_entry
+    from streamkeep.snapshot.reader import SnapshotError, recorded_entry
 
     entry = recorded_entry(original)
     try:

@@ -4,7 +4,7 @@ Owns building a new data directory that holds exactly the state after one record
 history: the manifest's snapshot (when it covers no more than that record) copied, then the
 prefix of the segments up to that record (the last one cut at the record's end), and a manifest
 naming them under a new replication ID. DIR is only read (not locked: a server may run on it).
-NEWDIR is built beside its final name and renamed into place once complete (tools.outputs: it
+NEWDIR is built beside its final name and renamed into place once complete (tools.safe_output: it
 must be new or an empty directory, outside every data directory). Also owns `current_state`:
 DIR's latest state (its snapshot and every record after it) opened from such a copy, which
 `export-rdb` and `export` read.
@@ -138,7 +138,7 @@ def _what(done: Restored) -> str:
 def restore(src: str, out: str, to_lsn: int | None, to_time: int | None) -> Restored:
     """Build `out` from `src`; returns the LSN whose state it holds (and that record's time)."""
     from streamkeep.aof.fs import RealFS
-    from streamkeep.tools.outputs import OutputRefused, check_output
+    from streamkeep.tools.safe_output import OutputRefused, check_output
 
     fs = RealFS()
     if to_lsn is not None and to_lsn < 0:
@@ -284,7 +284,7 @@ def _check_snapshot(fs: Any, file: str, fd: int, snap: Any) -> None:
     """The snapshot is the one the manifest names, undamaged: its size, its bytes against the
     checksum the manifest recorded (read through the descriptor held: a compaction may unlink
     the name), and its meta's LSN."""
-    from streamkeep.snapshot.snapshot_reader import Snapshot, SnapshotError
+    from streamkeep.snapshot.reader import Snapshot, SnapshotError
 
     _check_file(fs, file, fd, snap)
     try:
@@ -300,7 +300,7 @@ def _check_file(fs: Any, file: str, fd: int, part: Any) -> None:
     """A file of the snapshot (its own or a part) as the manifest recorded it (`part.size`,
     `part.crc32`): its size and its bytes, read through the descriptor held."""
     from streamkeep.snapshot.integrity import check_whole
-    from streamkeep.snapshot.snapshot_reader import SnapshotError
+    from streamkeep.snapshot.reader import SnapshotError
 
     size = fs.fsize(fd)
     if size != part.size:
@@ -335,7 +335,7 @@ def _copy(fs: Any, fd_in: int, dst: str, size: int) -> None:
 def _build(fs: Any, fds: dict[str, int], out: str, manifest: Any,
            kept: list[tuple[Any, int]], target: int) -> None:
     """The new directory, built beside `out` and renamed into place once complete."""
-    from streamkeep.tools.outputs import staged_directory
+    from streamkeep.tools.safe_output import staged_directory
 
     with staged_directory(out) as stage:
         _fill(fs, fds, stage, manifest, kept, target)

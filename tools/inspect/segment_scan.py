@@ -159,7 +159,7 @@ def scan_all(files: list[str], deep: bool, jobs: int) -> Iterator[Scanned]:
     method = "fork" if threading.active_count() == 1 else "forkserver"
     # What the workers run, imported before they fork: each would import it again otherwise.
     import streamkeep.aof.codec  # noqa: F401
-    from streamkeep.tools.leftovers import init_worker, shielded_starts
+    from streamkeep.tools.temporaries import init_worker, shielded_starts
 
     context = multiprocessing.get_context(method)
     # Ctrl-C reaches the workers too (one process group): the main process reports it, and

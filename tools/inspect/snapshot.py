@@ -71,7 +71,7 @@ add_arguments = add_arguments_info
 
 def _snapshot_path(path: str) -> str:
     from streamkeep.aof.manifest import ManifestError
-    from streamkeep.snapshot.snapshot_reader import current_snapshot
+    from streamkeep.snapshot.reader import current_snapshot
 
     if not os.path.exists(path):
         raise InspectError(f"{path}: no such file or directory", EXIT_IO)
@@ -89,7 +89,7 @@ def _snapshot_path(path: str) -> str:
 
 def _run(args: argparse.Namespace, body: Any, prog: str) -> int:
     from streamkeep.snapshot.integrity import open_checked
-    from streamkeep.snapshot.snapshot_reader import SnapshotError
+    from streamkeep.snapshot.reader import SnapshotError
 
     try:
         path = _snapshot_path(args.path)
@@ -186,7 +186,7 @@ def _info(snap: Any, args: argparse.Namespace, out: IO[str]) -> None:
     from rich.table import Table
     from rich.text import Text
 
-    from streamkeep.tools.layout import print_table, width, wrap
+    from streamkeep.tools.text_width import print_table, width, wrap
 
     # The width to fit (COLUMNS, the terminal's, or 80 when piped): a table too wide for it
     # is printed a row per block, never with its IDs cut. Piped: no colours.

@@ -294,7 +294,7 @@ def render(doc: dict[str, Any], stream: Any) -> None:
     from rich.console import Console
     from rich.table import Table
 
-    from streamkeep.tools.layout import print_table, width
+    from streamkeep.tools.text_width import print_table, width
 
     # The width to fit (COLUMNS, the terminal's, or 80 when piped): a table too wide for it
     # is printed a row per block, never with its cells cut.
@@ -371,8 +371,8 @@ def _html_refused(args: argparse.Namespace) -> str | None:
     """Why --html FILE cannot be written (or drawn), said before the AOF is read; or None."""
     if not getattr(args, "html", None):
         return None
-    from streamkeep.tools.outputs import OutputRefused, check_output
     from streamkeep.tools.report.charts import ReportUnavailable, require
+    from streamkeep.tools.safe_output import OutputRefused, check_output
 
     try:
         require()
@@ -421,8 +421,8 @@ def main(args: argparse.Namespace) -> int:
         render(doc, sys.stdout)
     sys.stdout.flush()
     if getattr(args, "html", None):
-        from streamkeep.tools.outputs import OutputRefused
         from streamkeep.tools.report import aof as aof_report
+        from streamkeep.tools.safe_output import OutputRefused
 
         try:
             aof_report.write(args.html, doc, args.force)

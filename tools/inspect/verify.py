@@ -488,7 +488,7 @@ def _analyse_directory(directory: str, progress: Progress | None = None,
 def _check_snapshot(report: Report, directory: str, snap: Any, deep: bool) -> None:
     """The snapshot the manifest names: there, its size, its whole-file checksum (when the
     manifest recorded one), its meta's LSN; with `deep`, every value's checksum and the counts
-    its tables keep (snapshot.snapshot_reader's `check`)."""
+    its tables keep (snapshot.reader's `check`)."""
     file = os.path.join(directory, snap.file)
     info: dict[str, Any] = {"file": snap.file, "lsn": snap.lsn, "size": snap.size,
                             "created_ms": snap.created_ms, "ok": False,
@@ -506,7 +506,7 @@ def _check_snapshot(report: Report, directory: str, snap: Any, deep: bool) -> No
             f"{size} bytes, the manifest says {snap.size} (truncated or replaced)", "refuse"))
         return
     from streamkeep.snapshot.integrity import check_parts, check_whole
-    from streamkeep.snapshot.snapshot_reader import Snapshot, SnapshotError
+    from streamkeep.snapshot.reader import Snapshot, SnapshotError
 
     problems: list[str] = []
     try:

@@ -10,7 +10,7 @@ The package, bottom to top (a module imports only those above it):
     charts     matplotlib, imported on first use (a one-line error when it is missing), its
                figures as inline SVG whose series and marks carry ids (``series-<name>``)
     page       the HTML document: inline CSS (screen and print), headings, tables, charts,
-               written whole through tools.outputs
+               written whole through tools.safe_output
     bench      the bench's rows, references, targets, spread and verdicts; --compare-pure's
                compiled/pure ratios
     crashbench the crash points on the workload's timeline, recovery times, fault models and

@@ -202,7 +202,7 @@ def _segment_cells(seg: dict[str, Any]) -> list[Cell | str]:
 
 
 def write(path: str, document: dict[str, Any], force: bool) -> None:
-    """The page of an `aof stats` document at `path`, whole (tools.outputs: OutputRefused)."""
+    """The page of an `aof stats` document at `path`, whole (tools.safe_output: OutputRefused)."""
     from streamkeep.tools.report.page import write as write_page
 
     write_page(path, page(document), force=force)

@@ -311,9 +311,9 @@ def compare_page(doc: dict[str, Any]) -> Page:
 def write(path: str, document: dict[str, Any], force: bool, compare: bool = False
           ) -> str | None:
     """The report page of a bench document (of a --compare-pure one with `compare`) at
-    `path`, whole (tools.outputs); why it could not be, or None."""
-    from streamkeep.tools.outputs import OutputRefused
+    `path`, whole (tools.safe_output); why it could not be, or None."""
     from streamkeep.tools.report.page import write as write_page
+    from streamkeep.tools.safe_output import OutputRefused
 
     made = compare_page(document) if compare else page(document)
     try:

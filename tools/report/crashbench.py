@@ -283,7 +283,7 @@ def _detail(n: int, row: dict[str, Any], f: dict[str, Any]) -> str:
 
 
 def write(path: str, document: dict[str, Any], force: bool) -> None:
-    """The page of a crashbench document at `path`, whole (tools.outputs: OutputRefused)."""
+    """The page of a crashbench document at `path`, whole (tools.safe_output: OutputRefused)."""
     from streamkeep.tools.report.page import write as write_page
 
     write_page(path, page(document), force=force)

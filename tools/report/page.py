@@ -3,7 +3,7 @@
 Owns the document (inline CSS for the screen and for print, no script, no external resource:
 it opens from a file, offline, and prints), escaping, the table markup (each number cell keeps
 its exact value in ``data-value``, so a test can hold the page against the JSON it was made
-from), anchors between sections, and writing the page whole (tools.outputs: beside the final
+from), anchors between sections, and writing the page whole (tools.safe_output: beside the final
 name, then renamed; never into a data directory).
 Must not touch: what a report shows (the report modules), how a chart is drawn (charts).
 """
@@ -157,8 +157,8 @@ def _cell_html(cell: Cell) -> str:
 
 
 def write(path: str, page: Page, force: bool = False) -> None:
-    """The page at `path`, whole or not at all (tools.outputs)."""
-    from streamkeep.tools.outputs import write_file
+    """The page at `path`, whole or not at all (tools.safe_output)."""
+    from streamkeep.tools.safe_output import write_file
 
     write_file(path, [page.render().encode()], force=force)
 

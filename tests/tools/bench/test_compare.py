@@ -8,7 +8,7 @@ import subprocess
 import sys
 
 from streamkeep.tools.bench import compare, options, registry
-from streamkeep.tools.bench.bench_command import _child_args
+from streamkeep.tools.bench.cli import _child_args
 
 
 def _doc(rates: dict[str, float | None]) -> dict:

@@ -49,7 +49,7 @@ def test_settings_from_options() -> None:
 
 
 def test_the_bench_does_not_import_the_cli() -> None:
-    code = ("import sys, streamkeep.tools.bench.bench_command; "
+    code = ("import sys, streamkeep.tools.bench.cli; "
             "print('streamkeep.tools.main' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True).stdout

@@ -21,7 +21,7 @@ from pyspark.sql.functions import col, lit, spark_partition_id
 from pyspark.sql.types import StructType
 
 from streamkeep import Engine
-from streamkeep.snapshot.snapshot_reader import Snapshot, current_snapshot
+from streamkeep.snapshot.reader import Snapshot, current_snapshot
 from streamkeep.tools.export.datasource import (
     SCHEMAS,
     Part,
@@ -441,7 +441,7 @@ def test_a_damaged_value_stops_the_read_naming_file_table_and_key(tmp_path: Path
     names the file, the table and the key, never different rows."""
     import shutil
 
-    from streamkeep.snapshot.snapshot_reader import SnapshotError
+    from streamkeep.snapshot.reader import SnapshotError
     from tests.support.snapshot_util import value_offset
 
     path = str(tmp_path / "data")

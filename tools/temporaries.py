@@ -1,10 +1,11 @@
-"""What a command leaves behind, however it ends: nothing.
+"""A command's temporaries (files, directories, child processes): none left behind, however
+it ends.
 
 Owns the temporary files and directories the tools make, the child processes they start, and
 sweeping what a command that was killed (SIGKILL: no cleanup of its own could run) left:
 
 - a temporary's name says whose it is: `<head>-<pid>-<token>`, the pid of the process that made
-  it and 8 random hex digits (beside an output, tools.outputs: `.<name>.<what>-<pid>-<token>`;
+  it and 8 random hex digits (beside an output, tools.safe_output: `.<name>.<what>-<pid>-<token>`;
   in the system's temp directory or a scratch file system: `streamkeep-<what>-<pid>-<token>`),
   and that process holds an exclusive flock on it (on the directory or the file itself) for as
   long as it lives: the kernel lets go of it when the process ends, however it ends;
@@ -47,7 +48,7 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
-# What a temporary beside an output is for (tools.outputs): the output's own being built, a
+# What a temporary beside an output is for (tools.safe_output): the output's own being built, a
 # command's state copy, export-rdb's work directory. A new kind is added here, or its maker's
 # name is refused (`owned_name`): a sweep removes no name it does not know.
 BESIDE_KINDS = ("tmp", "state", "export-rdb")

@@ -1,4 +1,4 @@
-"""tools/layout.py: the width output fits (COLUMNS, the terminal's, 80 when piped), text
+"""tools/text_width.py: the width output fits (COLUMNS, the terminal's, 80 when piped), text
 wrapped between words only, and tables too wide printed a row per block, never cut."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import io
 
 import pytest
 
-from streamkeep.tools.layout import plain, print_table, vertical, width, wrap
+from streamkeep.tools.text_width import plain, print_table, vertical, width, wrap
 
 ID = "18446744073709551614-18446744073709551614"
 

@@ -1,4 +1,4 @@
-"""tools/leftovers.py: temporaries named and locked by their maker, swept only when provably a
+"""tools/temporaries.py: temporaries named and locked by their maker, swept only when provably a
 dead process's (its name's form, this user's, no symlink, the pid gone, the lock free), and
 child processes that leave with the command (a session of their own; SIGKILLed by the kernel
 when the command is; killed by `cleanup`)."""
@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from streamkeep.tools import leftovers
+from streamkeep.tools import temporaries
 from tests.support.pids import wait_gone
 from tests.support.serve_process import ROOT
 
@@ -28,24 +28,24 @@ def dead_pid() -> int:
 
 
 def test_a_temporary_names_its_maker_and_holds_its_lock(tmp_path: Path) -> None:
-    with leftovers.temp_directory("thing", str(tmp_path)) as made:
+    with temporaries.temp_directory("thing", str(tmp_path)) as made:
         name = os.path.basename(made)
         assert name.startswith(f"streamkeep-thing-{os.getpid()}-")
-        assert leftovers.is_owned_name(name)
+        assert temporaries.is_owned_name(name)
         fd = os.open(made, os.O_RDONLY | os.O_DIRECTORY)
         try:  # held by its maker: nobody else gets it
             with pytest.raises(BlockingIOError):
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         finally:
             os.close(fd)
-        assert leftovers.sweep(str(tmp_path)) == []  # its maker lives
+        assert temporaries.sweep(str(tmp_path)) == []  # its maker lives
     assert list(tmp_path.iterdir()) == []
 
 
 def test_only_known_kinds_are_made() -> None:
     with pytest.raises(ValueError, match="not a head"):
-        leftovers.owned_name(".out.backup")
-    assert leftovers.is_owned_name(leftovers.owned_name(".out.tmp"))
+        temporaries.owned_name(".out.backup")
+    assert temporaries.is_owned_name(temporaries.owned_name(".out.tmp"))
 
 
 def test_the_sweep_removes_what_a_dead_process_left(tmp_path: Path) -> None:
@@ -54,7 +54,7 @@ def test_the_sweep_removes_what_a_dead_process_left(tmp_path: Path) -> None:
     (tmp_path / f"streamkeep-spark-{gone}-0123abcd" / "inside").write_text("x")
     (tmp_path / f".export.tmp-{gone}-deadbeef").mkdir()
     (tmp_path / f".report.json.tmp-{gone}-00ff00ff").write_text("half")
-    assert sorted(leftovers.sweep(str(tmp_path))) == sorted([
+    assert sorted(temporaries.sweep(str(tmp_path))) == sorted([
         f"streamkeep-spark-{gone}-0123abcd", f".export.tmp-{gone}-deadbeef",
         f".report.json.tmp-{gone}-00ff00ff"])
     assert list(tmp_path.iterdir()) == []
@@ -80,12 +80,12 @@ def test_the_sweep_leaves_anything_not_provably_a_dead_process_s(tmp_path: Path)
     held = os.open(tmp_path / kept[-2], os.O_RDONLY | os.O_DIRECTORY)
     fcntl.flock(held, fcntl.LOCK_EX)
     try:
-        assert leftovers.sweep(str(tmp_path)) == []
+        assert temporaries.sweep(str(tmp_path)) == []
     finally:
         os.close(held)
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted([*kept, "target"])
     assert (target / "precious").read_text() == "keep"
-    assert leftovers.sweep(str(tmp_path)) == [kept[-2]]  # its lock let go
+    assert temporaries.sweep(str(tmp_path)) == [kept[-2]]  # its lock let go
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="another user's file is made by root only")
@@ -93,27 +93,27 @@ def test_the_sweep_leaves_another_users_file(tmp_path: Path) -> None:
     name = f"streamkeep-spark-{dead_pid()}-0123abcd"
     (tmp_path / name).mkdir()
     os.chown(tmp_path / name, 65534, 65534)
-    assert leftovers.sweep(str(tmp_path)) == []
+    assert temporaries.sweep(str(tmp_path)) == []
     assert (tmp_path / name).is_dir()
 
 
 def test_a_missing_directory_sweeps_nothing(tmp_path: Path) -> None:
-    assert leftovers.sweep(str(tmp_path / "none")) == []
+    assert temporaries.sweep(str(tmp_path / "none")) == []
 
 
 def test_cleanup_kills_tracked_children_and_removes_held_temporaries(tmp_path: Path) -> None:
-    path = leftovers.temp_directory_path("thing", str(tmp_path))
-    child = subprocess.Popen(["sleep", "600"], **leftovers.child_options())
-    leftovers.track(child)
-    leftovers.cleanup()
+    path = temporaries.temp_directory_path("thing", str(tmp_path))
+    child = subprocess.Popen(["sleep", "600"], **temporaries.child_options())
+    temporaries.track(child)
+    temporaries.cleanup()
     assert child.returncode == -signal.SIGKILL
     assert not os.path.exists(path)
 
 
 CHILD_OF_A_KILLED_PARENT = """\
 import subprocess, sys
-from streamkeep.tools import leftovers
-child = subprocess.Popen(["sleep", "600"], **leftovers.child_options())
+from streamkeep.tools import temporaries
+child = subprocess.Popen(["sleep", "600"], **temporaries.child_options())
 print(child.pid, flush=True)
 sys.stdin.read()
 """
@@ -133,10 +133,10 @@ def test_a_child_leaves_with_its_parent_even_killed() -> None:
 def test_end_child_stops_a_group_and_reaps_it() -> None:
     # A shell that ignores SIGTERM, with a child of its own in its group.
     proc = subprocess.Popen(["sh", "-c", "trap '' TERM; sleep 600 & echo ready; wait"],
-                            stdout=subprocess.PIPE, text=True, **leftovers.child_options())
-    leftovers.track(proc)
+                            stdout=subprocess.PIPE, text=True, **temporaries.child_options())
+    temporaries.track(proc)
     assert proc.stdout is not None and proc.stdout.readline() == "ready\n"
-    leftovers.end_child(proc, timeout=0.5, signum=signal.SIGTERM)
+    temporaries.end_child(proc, timeout=0.5, signum=signal.SIGTERM)
     assert proc.returncode == -signal.SIGKILL
     deadline = time.monotonic() + 20
     while _group(proc.pid) and time.monotonic() < deadline:  # (init reaps the sleep)
@@ -168,14 +168,14 @@ def test_a_pool_worker_starts_under_every_start_method(method: str) -> None:
     from concurrent.futures import ProcessPoolExecutor
 
     context = multiprocessing.get_context(method)
-    with ProcessPoolExecutor(2, mp_context=context, initializer=leftovers.init_worker) as pool:
+    with ProcessPoolExecutor(2, mp_context=context, initializer=temporaries.init_worker) as pool:
         assert list(pool.map(abs, [-1, -2, -3])) == [1, 2, 3]
 
 
 LATE_POOL = """
 import multiprocessing, os, signal, sys
 from concurrent.futures import ProcessPoolExecutor
-from streamkeep.tools import leftovers
+from streamkeep.tools import temporaries
 from tests.support.interrupts import late_init
 
 if __name__ == "__main__":
@@ -184,7 +184,7 @@ if __name__ == "__main__":
     started, go_on = context.Queue(), context.Event()
     pool = ProcessPoolExecutor(1, mp_context=context, initializer=late_init,
                                initargs=(started, go_on))
-    with leftovers.shielded_starts(forkserver=method == "forkserver"):
+    with temporaries.shielded_starts(forkserver=method == "forkserver"):
         task = pool.submit(abs, -7)
     os.kill(started.get(timeout=60), signal.SIGINT)  # as Ctrl-C reaches the process group
     go_on.set()
@@ -204,7 +204,7 @@ def test_a_ctrl_c_while_a_worker_starts_does_not_reach_it(method: str) -> None:
 
 
 def test_every_child_process_a_tool_starts_leaves_with_it() -> None:
-    """Each subprocess.run/Popen call under tools/ passes `**leftovers.child_options()`: a
+    """Each subprocess.run/Popen call under tools/ passes `**temporaries.child_options()`: a
     command SIGKILLed takes its children (a bench's redis-benchmark outlived its bench)."""
     import ast
 

@@ -31,7 +31,7 @@ from streamkeep.snapshot import layout
 from streamkeep.snapshot import writer as snapshot_writer
 from streamkeep.snapshot.layout import ID
 from streamkeep.snapshot.load import load_snapshot
-from streamkeep.snapshot.snapshot_reader import Snapshot, SnapshotError
+from streamkeep.snapshot.reader import Snapshot, SnapshotError
 from streamkeep.snapshot.writer import write_snapshot
 from tests.support import v3_snapshot as v3
 from tests.support.command_strategies import SETUP, Clock, commands
@@ -503,7 +503,7 @@ def test_load_rich_state(rich: tuple[Engine, Clock, Snapshot]) -> None:
 
 _CHILD = """
 import sys
-from streamkeep.snapshot.snapshot_reader import Snapshot
+from streamkeep.snapshot.reader import Snapshot
 from tests.support.snapshot_util import body, fingerprint, sealed
 with Snapshot(sys.argv[1]) as snap:
     it = snap.entries(0, b"alpha")
@@ -605,7 +605,7 @@ def test_error_missing_file(tmp_path) -> None:
 def _truncate_in_child(path: str) -> subprocess.CompletedProcess:
     """Open and read a snapshot in a child: a reader that maps pages past the end of a truncated
     file dies of SIGBUS, which must not take the test process with it."""
-    code = ("import sys\nfrom snapshot.snapshot_reader import Snapshot, SnapshotError\n"
+    code = ("import sys\nfrom snapshot.reader import Snapshot, SnapshotError\n"
             "try:\n    snap = Snapshot(sys.argv[1])\n"
             "except SnapshotError as err:\n    print('SnapshotError', err)\n    sys.exit(0)\n"
             "print('opened', sum(1 for _ in snap.entries(0, b's')))\n")

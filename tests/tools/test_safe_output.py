@@ -1,4 +1,4 @@
-"""tools.outputs: what counts as a data directory, which outputs are refused, and outputs
+"""tools.safe_output: what counts as a data directory, which outputs are refused, and outputs
 written whole or not at all (an exception or Ctrl-C inside leaves nothing under the name)."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from streamkeep import Engine
-from streamkeep.tools.outputs import (
+from streamkeep.tools.safe_output import (
     OutputRefused,
     check_output,
     data_directory_of,

@@ -12,7 +12,7 @@ Owns the rules every command that writes an output follows (`export-rdb --out`, 
   command was given `--force` (commands that create a new directory have no `--force`: their
   output must not exist, or be an empty directory);
 - the output is built under a temporary name beside the final one (`.<name>.tmp-<pid>-<token>`,
-  tools.leftovers: its maker's pid, and a lock its maker holds) and renamed into place once
+  tools.temporaries: its maker's pid, and a lock its maker holds) and renamed into place once
   complete and synced (a file: fsync, rename, fsync the directory; a directory: every file and
   directory in it synced, then renamed), so that an error, Ctrl-C, SIGTERM or SIGHUP leaves
   nothing half-written under the user's name: the temporary is removed on the way out, and
@@ -34,7 +34,7 @@ from typing import BinaryIO
 
 from streamkeep.aof.manifest import FORMAT, LOCK_FILE, MANIFEST
 from streamkeep.engine.wire.errors import StreamkeepError
-from streamkeep.tools import leftovers
+from streamkeep.tools import temporaries
 
 EXIT_REFUSED = 3  # the commands' "usage or I/O error" status
 _FORMAT_BYTES = f'"{FORMAT}"'.encode()
@@ -156,8 +156,8 @@ def _listdir(path: str) -> list[str]:
 def _temp_beside(target: str, what: str) -> str:
     """A fresh temporary's path beside `target`, once what killed runs left there is swept."""
     directory, name = os.path.split(target)
-    leftovers.sweep(directory)
-    return os.path.join(directory, leftovers.owned_name(f".{name}.{what}"))
+    temporaries.sweep(directory)
+    return os.path.join(directory, temporaries.owned_name(f".{name}.{what}"))
 
 
 @contextlib.contextmanager
@@ -208,7 +208,7 @@ def staged_file(path: str, *, force: bool) -> Iterator[BinaryIO]:
     target = os.path.realpath(path)
     tmp = _temp_beside(target, "tmp")
     with _beside(path):
-        f = leftovers.open_file(tmp)
+        f = temporaries.open_file(tmp)
     try:
         with f:
             yield f
@@ -216,7 +216,7 @@ def staged_file(path: str, *, force: bool) -> Iterator[BinaryIO]:
             os.fsync(f.fileno())
         _publish_file(tmp, target, path, force)
     finally:
-        leftovers.remove(tmp)  # (published by a link or a rename: the name alone, if any)
+        temporaries.remove(tmp)  # (published by a link or a rename: the name alone, if any)
     fsync_directory(os.path.dirname(target))
 
 
@@ -257,14 +257,14 @@ def staged_directory(path: str, *, merge: bool = False) -> Iterator[str]:
     parent = os.path.dirname(target)
     with _beside(path):
         os.makedirs(parent, exist_ok=True)
-        stage = leftovers.make_directory(_temp_beside(target, "tmp"))
+        stage = temporaries.make_directory(_temp_beside(target, "tmp"))
     try:
         yield stage
         sync_tree(stage)
         _publish_directory(stage, target, path, merge)
         fsync_directory(parent)
     finally:
-        leftovers.remove(stage)  # (renamed into place: nothing there any more)
+        temporaries.remove(stage)  # (renamed into place: nothing there any more)
 
 
 def _publish_directory(stage: str, target: str, path: str, merge: bool) -> None:
@@ -292,8 +292,8 @@ def scratch_directory(near: str, what: str) -> Iterator[str]:
     parent = os.path.dirname(target)
     with _beside(near):
         os.makedirs(parent, exist_ok=True)
-        scratch = leftovers.make_directory(_temp_beside(target, what))
+        scratch = temporaries.make_directory(_temp_beside(target, what))
     try:
         yield scratch
     finally:
-        leftovers.remove(scratch)
+        temporaries.remove(scratch)

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from streamkeep.tools.crashbench.crashbench_command import LineProgress
+from streamkeep.tools.crashbench.cli import LineProgress
 
 # A progress line on a pipe: what runs, points judged of its points, the rate, time elapsed.
 PROGRESS = re.compile(r"crashbench: (always|everysec|no) exhaustive seed \d+: [\d,]+/[\d,]+ "
@@ -171,7 +171,7 @@ def test_json_report_to_a_pipe_is_written_into_it(tmp_path: Path) -> None:
     import os
     import threading
 
-    from streamkeep.tools.crashbench.crashbench_command import write_json
+    from streamkeep.tools.crashbench.cli import write_json
 
     fifo = tmp_path / "report.pipe"
     os.mkfifo(fifo)

@@ -3,7 +3,7 @@
 Owns the command line and what it prints: progress on stderr (a rich bar on a terminal, else a
 plain line every PROGRESS_EVERY_S seconds and one at the end), the report on stdout (rich on a
 terminal, plain text otherwise), `--json FILE` for machines and `--html FILE` for people (the
-same document drawn by tools.report.crashbench; both through tools.outputs: refused before the
+same document drawn by tools.report.crashbench; both through tools.safe_output: refused before the
 run if they may not be written, written whole at the end), and the exit status. Cheap to import
 (`streamkeep --help` builds this parser); the modes are imported when the command runs.
 Must not touch: how crashes are made or judged (powerloss, sigkill, invariants, runs).
@@ -142,7 +142,7 @@ def _main(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     report.print_report(rows, sys.stdout, notes)
     if args.json or getattr(args, "html", None):
-        from streamkeep.tools.outputs import OutputRefused
+        from streamkeep.tools.safe_output import OutputRefused
 
         doc = report.to_json(rows, notes)
         try:
@@ -160,7 +160,7 @@ def _main(args: argparse.Namespace) -> int:
 
 def _refused(args: argparse.Namespace) -> str | None:
     """Why an output asked for cannot be written (or drawn), or None."""
-    from streamkeep.tools.outputs import OutputRefused, check_output
+    from streamkeep.tools.safe_output import OutputRefused, check_output
 
     try:
         if args.json and not _is_stream(args.json):
@@ -191,9 +191,9 @@ def _is_stream(path: str) -> bool:
 
 
 def write_json(path: str, doc: dict[str, Any], force: bool = False) -> None:
-    """FILE whole or not at all (tools.outputs: beside it, then renamed; Ctrl-C or a full disk
+    """FILE whole or not at all (tools.safe_output: beside it, then renamed; Ctrl-C or a full disk
     leave no half a report), or into a pipe as it is."""
-    from streamkeep.tools.outputs import write_file
+    from streamkeep.tools.safe_output import write_file
 
     text = json.dumps(doc, indent=1, default=str)
     if _is_stream(path):

@@ -14,7 +14,7 @@ entries' UTC date), shows the running table's Spark tasks on stderr (a terminal 
 the LSN the export is as of and rows and seconds per table, and writes OUT/export-manifest.json:
 that LSN, the snapshot's, what was read, row counts, and every stream's position (last
 generated ID) at that LSN, which the next incremental export (`--since OUT`) starts from.
-OUT follows tools.outputs' rules: never inside a data directory, new or empty unless --force
+OUT follows tools.safe_output' rules: never inside a data directory, new or empty unless --force
 (then each table written and the manifest replace their namesakes), built beside its final name
 and renamed into place once complete. Importing it stays cheap: pyspark is imported when the
 command runs. Must not touch: the snapshot and AOF formats, the engine, the data directory
@@ -41,7 +41,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from streamkeep.engine.wire.errors import StreamkeepError
-from streamkeep.snapshot.snapshot_reader import Snapshot, SnapshotError
+from streamkeep.snapshot.reader import Snapshot, SnapshotError
 from streamkeep.tools.export.pin import (
     ExportError,
     LogPin,
@@ -176,7 +176,7 @@ def _unpinned(text: str, names: dict[str, str]) -> str:
 
 
 def _export(args: argparse.Namespace, names: dict[str, str]) -> int:
-    from streamkeep.tools.outputs import OutputRefused, check_output, staged_directory
+    from streamkeep.tools.safe_output import OutputRefused, check_output, staged_directory
 
     incremental = args.since is not None or args.since_lsn is not None
     if incremental and args.table not in ("entries", "all"):
@@ -231,7 +231,7 @@ def _export(args: argparse.Namespace, names: dict[str, str]) -> int:
 
 
 def _check_work_dir(path: str) -> None:
-    from streamkeep.tools.outputs import OutputRefused, data_directory_of
+    from streamkeep.tools.safe_output import OutputRefused, data_directory_of
 
     if not os.path.isdir(path):
         raise OutputRefused(f"--work-dir {path}: not a directory")

@@ -69,8 +69,8 @@ def _html_refused(run: options.Settings) -> str | None:
     """Why --html FILE cannot be written (said before the run, not after it), or None."""
     if not run.html:
         return None
-    from streamkeep.tools.outputs import OutputRefused, check_output
     from streamkeep.tools.report.charts import ReportUnavailable, require
+    from streamkeep.tools.safe_output import OutputRefused, check_output
 
     try:
         require()
