@@ -66,6 +66,30 @@ return Array.from(document.querySelectorAll('table')).map(t => ({
 """
 
 
+# Per chart: every <text> of its SVG that does not lie wholly inside the SVG's viewBox (what
+# the browser would cut off), with its box in the viewBox's units.
+TEXTS_OUTSIDE = """
+return Array.from(document.querySelectorAll('figure.chart svg')).map(svg => {
+  const vb = svg.viewBox.baseVal;
+  const outside = [];
+  for (const t of svg.querySelectorAll('text')) {
+    const b = t.getBBox();
+    const toSvg = svg.getScreenCTM().inverse().multiply(t.getScreenCTM());
+    const corners = [[b.x, b.y], [b.x + b.width, b.y], [b.x, b.y + b.height],
+                     [b.x + b.width, b.y + b.height]].map(([x, y]) => {
+      const p = svg.createSVGPoint(); p.x = x; p.y = y; return p.matrixTransform(toSvg); });
+    const xs = corners.map(p => p.x), ys = corners.map(p => p.y);
+    const box = [Math.min(...xs), Math.min(...ys), Math.max(...xs), Math.max(...ys)];
+    if (box[0] < vb.x - 0.5 || box[1] < vb.y - 0.5 || box[2] > vb.x + vb.width + 0.5 ||
+        box[3] > vb.y + vb.height + 0.5)
+      outside.push({text: t.textContent, box: box});
+  }
+  return {id: svg.closest('figure').id, viewBox: [vb.x, vb.y, vb.width, vb.height],
+          outside: outside};
+});
+"""
+
+
 def chromium_missing() -> str | None:
     """Why the browser cannot run here (skip reason), or None."""
     if not os.access(CHROMEDRIVER, os.X_OK) or shutil.which("chromium") is None:
@@ -102,6 +126,10 @@ class Browser:
 
     def script(self, code: str) -> Any:
         return self.driver.execute_script(code)
+
+    def texts_outside(self) -> dict[str, list[dict[str, Any]]]:
+        """Chart id -> the texts of its SVG that lie partly or wholly outside its viewBox."""
+        return {c["id"]: c["outside"] for c in self.driver.execute_script(TEXTS_OUTSIDE)}
 
     def resources(self) -> list[str]:
         """Every resource the page fetched other than itself (a self-contained page: none)."""

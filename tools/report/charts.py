@@ -133,6 +133,7 @@ class Chart:
                                 ncol=ncol)
                 bottom = min(0.5, (0.1 + 0.17 * lines) / self.height)
             self.fig.tight_layout(rect=(0, bottom, 1, 1))
+            _keep_inside(self.fig, self.axes)
             self.fig.savefig(buf, format="svg", metadata={"Date": None})
         pyplot.close(self.fig)
         text = buf.getvalue()
@@ -141,6 +142,27 @@ class Chart:
         # an accessible name, and the id the page's checks find the chart by
         return svg.replace("<svg ", f'<svg role="img" aria-label="{_attr(self.title)}" '
                                     f'data-chart="{self.ident}" ', 1)
+
+
+def _keep_inside(fig: Any, axes: list[Any]) -> None:
+    """Each axes' title and x label moved sideways into the figure where it would run past an
+    edge: centred on its axes, a long label under axes pushed right by wide tick labels (the
+    bench's figure names) would reach beyond the figure, and the SVG's viewBox cuts it. One
+    wider than the figure is wrapped at its edges as well."""
+    renderer = fig.canvas.get_renderer()
+    pad = 2 * fig.dpi / 72  # points
+    left, right = fig.bbox.x0 + pad, fig.bbox.x1 - pad
+    for ax in axes:
+        for text in (ax.xaxis.label, ax.title):
+            if not text.get_text() or not ax.bbox.width:
+                continue
+            box = text.get_window_extent(renderer)
+            if box.width > right - left:
+                text.set_wrap(True)
+                continue
+            shift = right - box.x1 if box.x1 > right else left - box.x0 if box.x0 < left else 0
+            if shift:  # (their x is a fraction of the axes' width)
+                text.set_x(text.get_position()[0] + shift / ax.bbox.width)
 
 
 def _attr(text: str) -> str:

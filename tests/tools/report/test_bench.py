@@ -15,8 +15,13 @@ from pathlib import Path
 
 import pytest
 
+from streamkeep.tools.report import bench as bench_report
 from streamkeep.tools.report.bench import references
 from tests.support.browser import group_members, open_browser
+
+ROOT = Path(__file__).resolve().parents[3]
+# A full run's document, as the manual renders it: every section, long figure names.
+RESULTS = ROOT / "docs" / "src" / "benchmarks" / "results.json"
 
 
 def bench(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
@@ -125,3 +130,15 @@ def test_the_cli_imports_no_plotting_without_html(tmp_path: Path) -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True, timeout=120).stdout.split()
     assert out == ["False", "False"]
+
+
+def test_every_chart_label_lies_inside_its_chart(tmp_path: Path) -> None:
+    """No text of a chart is cut off by the SVG's edge: the derived figures' x-axis label,
+    centred under axes that long figure names push right, used to run past the figure."""
+    page = tmp_path / "results.html"
+    assert bench_report.write(str(page), json.loads(RESULTS.read_text()), force=False) is None
+    with open_browser() as browser:
+        browser.open(page)
+        outside = browser.texts_outside()
+        assert any(name.startswith("figures-") for name in outside)  # the charts are there
+        assert {name: texts for name, texts in outside.items() if texts} == {}
