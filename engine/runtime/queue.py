@@ -9,14 +9,16 @@ long task's claim (XCLAIM IDLE JUSTID), and a message about to be delivered more
 
 `client` is an Engine (a session of the queue's own per thread; batches through
 `Engine.execute_atomic`), a shared directory's engine (`Engine.open(path, shared=True)`: the
-backend it gives) or a redis-py client of a `streamkeep serve` or of a Redis 8.8+ (an
-older one is refused, naming what it lacks). Must not touch: command semantics (everything
-goes through commands), the engine's internals beyond `Session`, `execute_raw` and
-`execute_atomic`; never imports redis at module level (an embedded user may not have it).
+backend it gives) or a synchronous redis-py client of a `streamkeep serve` or of a Redis 8.8+
+(an older one is refused, naming what it lacks; an asyncio client is a TypeError). Must not
+touch: command semantics (everything goes through commands), the engine's internals beyond
+`Session`, `execute_raw` and `execute_atomic`; never imports redis at module level (an
+embedded user may not have it).
 """
 
 from __future__ import annotations
 
+import math
 import os
 import socket
 import threading
@@ -35,6 +37,7 @@ if TYPE_CHECKING:
 # Final: the compiled build calls them without a globals lookup
 _get_ident: Final = get_ident
 _monotonic: Final = time.monotonic
+_INFINITY: Final = float("inf")
 PRODUCER = b"streamkeep-queue"  # the IDMP producer id of every put with an idempotency key
 SWEEP_BATCH = 100  # pending entries a sweep for deleted messages looks at, oldest first
 DEAD_LETTER_ATTEMPTS = 100  # WATCHed tries before giving up (the queue kept changing)
@@ -292,6 +295,12 @@ def _backend(client: Any) -> Backend:
         return client.queue_backend()  # type: ignore[no-any-return]
     if hasattr(client, "execute_atomic"):
         return _EngineBackend(client)
+    if _is_async_client(client):
+        raise TypeError(
+            f"{type(client).__module__}.{type(client).__qualname__} is an asyncio client: "
+            "StreamQueue does not support async clients (its calls block); give it a "
+            "synchronous redis.Redis (run it in a thread from async code, e.g. "
+            "asyncio.to_thread) or an Engine")
     if not hasattr(client, "connection_pool"):
         raise QueueError(f"{type(client).__name__} is neither an Engine nor a redis-py client")
     backend = _RedisBackend(client)
@@ -304,6 +313,29 @@ def _backend(client: Any) -> Backend:
         raise QueueError(f"the server (Redis {version}) lacks what the queue needs: "
                          f"{', '.join(lacking)}; use Redis 8.8 or later, or streamkeep")
     return backend
+
+
+def _block_ms(block: float) -> bytes:
+    """XREADGROUP's BLOCK argument for a wait of `block` seconds (more than 0): milliseconds,
+    rounded up (a wait under a millisecond rounded down would be BLOCK 0, which waits for
+    ever); float('inf') is BLOCK 0."""
+    if block == _INFINITY:
+        return b"0"
+    if not 0 < block < _INFINITY:  # (negative, or NaN)
+        raise QueueError(f"block must be None or a number of seconds >= 0 (float('inf'): "
+                         f"wait for ever), not {block!r}")
+    return b"%d" % max(math.ceil(block * 1000), 1)
+
+
+def _is_async_client(client: Any) -> bool:
+    """redis.asyncio's clients (and any client whose execute_command is a coroutine function):
+    their connections' methods return coroutines, which the queue's blocking calls cannot
+    run."""
+    import inspect  # (only when a queue is made, not at every engine import)
+
+    if type(client).__module__.split(".")[:2] == ["redis", "asyncio"]:
+        return True
+    return inspect.iscoroutinefunction(getattr(client, "execute_command", None))
 
 
 def group_error(name: bytes, group: bytes, err: ReplyError) -> QueueError | None:
@@ -498,17 +530,17 @@ class StreamQueue:
     # --- consuming ------------------------------------------------------------------------
 
     def _read_argv(self, count: int, block: float | None) -> tuple[bytes, ...]:
-        if block is None:
+        if block is None or block == 0:  # (0 seconds: Redis's BLOCK 0 would wait for ever)
             if count == 1:
                 return self._read_one
             return (*self._read_head, b"%d" % count, *self._read_tail)
-        return (*self._read_head, b"%d" % count, b"BLOCK", b"%d" % int(block * 1000),
-                *self._read_tail)
+        return (*self._read_head, b"%d" % count, b"BLOCK", _block_ms(block), *self._read_tail)
 
     def get(self, count: int = 1, block: float | None = None) -> list[Message]:
         """Up to `count` messages: idle ones other workers held longer than the visibility
-        timeout first, then new ones; waits up to `block` seconds for one. A message past
-        max_deliveries is dead-lettered instead of returned."""
+        timeout first, then new ones. `block`: how many seconds to wait for one when there
+        is none; None or 0 returns at once (an empty list), float('inf') waits for ever. A
+        message past max_deliveries is dead-lettered instead of returned."""
         if count < 1:
             raise QueueError("count must be at least 1")
         self._sweep_if_due()
@@ -594,7 +626,9 @@ class StreamQueue:
     @contextmanager
     def process(self, block: float | None = None) -> Iterator[Message | None]:
         """`with q.process() as msg:` acks on success, nacks on an exception (re-raised;
-        on the last delivery allowed the message is dead-lettered with the error)."""
+        on the last delivery allowed the message is dead-lettered with the error). `block`
+        is get()'s: None or 0 gives None at once when there is no message, a number of
+        seconds waits up to that long for one, float('inf') for ever."""
         got = self.get(1, block)
         msg = got[0] if got else None
         try:
@@ -606,14 +640,17 @@ class StreamQueue:
         if msg is not None and not msg.done:
             msg.ack()
 
-    def consume(self, count: int = 1, block: float = 1.0) -> Consumer:
-        """Messages one after another, forever (a `Consumer`). Those the body neither acked
-        nor nacked are acknowledged once the batch (of up to `count`) is done, in one
-        transaction with the next read (one record: a worker killed mid-batch gets the
-        finished ones of that batch again, which at-least-once allows). A loop left by an
-        exception or a `break` acknowledges the finished ones, releases the message in hand,
-        counted (the loop cannot tell the two apart: ack it before a break that means
-        success), and the unread rest, uncounted."""
+    def consume(self, count: int = 1, block: float | None = 1.0) -> Consumer:
+        """Messages one after another, forever (a `Consumer`). Each read waits up to `block`
+        seconds for a message (float('inf'): for ever), and one that found none is followed
+        by another; a `block` of None or 0 (a read that returns at once) would make that a
+        busy loop and is refused (QueueError). Those the body neither acked nor nacked are
+        acknowledged once the batch (of up to `count`) is done, in one transaction with the
+        next read (one record: a worker killed mid-batch gets the finished ones of that batch
+        again, which at-least-once allows). A loop left by an exception or a `break`
+        acknowledges the finished ones, releases the message in hand, counted (the loop
+        cannot tell the two apart: ack it before a break that means success), and the unread
+        rest, uncounted."""
         return Consumer(self, count, block)
 
     # --- dead letters, upkeep and figures ---------------------------------------------------
@@ -718,9 +755,15 @@ class Consumer:
     so that it behaves alike compiled (a compiled generator is not closed when a `for` loop
     breaks out of it and drops it; this class's `__del__` closes it). `close()` (or the
     last reference going) settles the batch: finished messages acknowledged, the one in hand
-    released (counted), the unread rest released (uncounted)."""
+    released (counted), the unread rest released (uncounted). `block`: each read's wait, in
+    seconds, more than 0 (see `StreamQueue.consume`)."""
 
-    def __init__(self, queue: StreamQueue, count: int, block: float) -> None:
+    def __init__(self, queue: StreamQueue, count: int, block: float | None) -> None:
+        self._closed = True  # (until it is made: __del__ runs after a refusal too)
+        if block is None or not block > 0:  # (not >: NaN too)
+            raise QueueError(f"consume() reads again whenever a read finds nothing: block must "
+                             f"be more than 0 seconds (float('inf') waits for ever), not "
+                             f"{block!r}")
         self._queue = queue
         self._count = count
         self._block = block

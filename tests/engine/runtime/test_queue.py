@@ -342,3 +342,87 @@ def test_a_dead_letter_is_requeued_once(client: Callable[[Engine], Any]) -> None
         q.requeue_dead([letter.id])  # already put back by w2
     assert [m.id for m in q.get(5)] == [again] and q.dead() == []
     assert q.requeue_dead([]) == []
+
+
+
+def _blocks(engine: Engine, call: Callable[[], Any]) -> tuple[bool, Any]:
+    """Run `call` in a thread until it returns: (False, its result) if it returned without
+    waiting; (True, its result) if the engine held it as a blocked read first, which a
+    message put then woke. No wall-clock bound: each outcome is observed, not timed."""
+    import threading
+
+    result: list[Any] = []
+    thread = threading.Thread(target=lambda: result.append(call()), daemon=True)
+    thread.start()
+    while thread.is_alive() and engine.blocked_clients() == 0:
+        time.sleep(0.002)
+    blocked = thread.is_alive()
+    if blocked:
+        engine.execute("XADD", "jobs", "*", "wake", "up")
+    thread.join()
+    return blocked, result[0]
+
+
+def test_block_zero_or_none_returns_at_once(client: Callable[[Engine], Any]) -> None:
+    """`block` is seconds to wait: 0 (and None) waits none, where Redis's BLOCK 0 would wait
+    for ever; get, a batch read and process alike."""
+    engine = Engine()
+    q = StreamQueue(client(engine), "jobs", consumer="w")
+
+    def processed(block: float | None) -> Any:
+        with q.process(block=block) as msg:
+            return msg
+
+    for call in (lambda: q.get(block=0), lambda: q.get(5, block=0), lambda: q.get(block=0.0),
+                 lambda: q.get(block=None), lambda: processed(0), lambda: processed(None)):
+        blocked, got = _blocks(engine, call)
+        assert not blocked, "block=0 waited (BLOCK 0) instead of returning at once"
+        assert got in ([], None)
+    sid = q.put({"n": 1})
+    assert [m.id for m in q.get(block=0)] == [sid]
+
+
+def test_block_inf_waits_for_ever_and_bad_blocks_are_refused(
+        client: Callable[[Engine], Any]) -> None:
+    """float('inf') is the way to wait for ever (BLOCK 0); a wait under a millisecond is not
+    rounded down to BLOCK 0; a negative or NaN block, and a consume() whose reads would not
+    wait (a busy loop), are QueueErrors."""
+    from streamkeep.engine.runtime.queue import _block_ms
+
+    engine = Engine()
+    q = StreamQueue(client(engine), "jobs", consumer="w")
+    blocked, got = _blocks(engine, lambda: q.get(block=float("inf")))
+    assert blocked and [m.fields for m in got] == [{b"wake": b"up"}]
+    got[0].ack()
+    assert _block_ms(float("inf")) == b"0"
+    assert _block_ms(0.0004) == b"1" and _block_ms(0.25) == b"250"
+    for bad in (-1, -0.5, float("nan"), float("-inf")):
+        with pytest.raises(QueueError, match="block must be None or a number of seconds"):
+            q.get(block=bad)
+    for never in (0, 0.0, None, -1, float("nan")):
+        with pytest.raises(QueueError, match="block must be more than 0 seconds"):
+            q.consume(block=never)
+    sid = q.put({"n": 1})
+    consumer = q.consume(block=float("inf"))
+    assert next(consumer).id == sid
+    consumer.close()
+
+
+def test_an_async_client_is_refused_with_what_to_use() -> None:
+    """redis.asyncio's client (its calls return coroutines) is refused when the queue is
+    made, saying what works instead, rather than failing at its first command."""
+    import redis.asyncio
+
+    client = redis.asyncio.Redis(port=1)  # never connects: refused before any command
+    with pytest.raises(TypeError, match="does not support async clients.*synchronous "
+                                        "redis.Redis.*or an Engine"):
+        StreamQueue(client, "jobs")
+
+    class AsyncLike:
+        connection_pool = None
+
+        async def execute_command(self, *args: Any) -> Any:
+            return None
+
+    with pytest.raises(TypeError, match="does not support async clients"):
+        StreamQueue(AsyncLike(), "jobs")
