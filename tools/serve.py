@@ -145,6 +145,10 @@ def checked_settings(args: argparse.Namespace) -> dict[str, Any]:
         raise _Refused(err.one_line(), EXIT_USAGE) from None
     except OSError as err:
         raise _Refused(f"--config {args.config}: {err.strerror or err}", EXIT_USAGE) from None
+    problem = not_a_directory(str(settings["dir"]),
+                              "--dir" if args.dir is not None or not args.config else "dir")
+    if problem is not None:
+        raise _Refused(problem, EXIT_UNAVAILABLE)
     port = settings["port"]
     if not 0 <= int(port) <= 65535:
         raise _Refused(f"port {port}: not a TCP port (0-65535)", EXIT_USAGE)
@@ -160,6 +164,33 @@ def checked_settings(args: argparse.Namespace) -> dict[str, Any]:
     except ValueError as err:
         raise _Refused(str(err), EXIT_USAGE) from None
     return settings
+
+
+def not_a_directory(path: str, option: str = "--dir") -> str | None:
+    """Why the data directory `path` (given as `option`) can be neither opened nor made, when
+    what is there is not a directory (it, or the nearest of its parents that exists: a regular
+    file, a pipe...), in words naming it; None otherwise (a directory, or nothing yet: made
+    when opened)."""
+    import stat
+
+    here = os.path.abspath(path)
+    while True:
+        try:
+            mode = os.stat(here).st_mode
+        except (FileNotFoundError, NotADirectoryError):  # (the latter: a parent is a file)
+            parent = os.path.dirname(here)
+            if parent == here:
+                return None
+            here = parent
+            continue
+        except OSError:
+            return None  # (opening says why: permission, a loop of links)
+        if stat.S_ISDIR(mode):
+            return None
+        what = "a file, not a directory" if stat.S_ISREG(mode) else "not a directory"
+        if here == os.path.abspath(path):
+            return f"{option} {path}: {what}"
+        return f"{option} {path}: {here} is {what}"
 
 
 def listen(bind: str, port: int) -> list[socket.socket]:

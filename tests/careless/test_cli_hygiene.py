@@ -361,6 +361,12 @@ def test_verify_reports_a_garbage_segment_on_stdout(junk: dict[str, Path]) -> No
     assert "bad-segment-header at garbage.bin:0" in done.out
 
 
+def test_aof_fix_on_a_missing_path_says_it_does_not_exist(tmp_path: Path) -> None:
+    line = assert_refused(run("aof", "fix", "./missing", cwd=tmp_path), 3, "./missing")
+    assert "does not exist" in line and "not a directory" not in line
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_queue_stats_says_what_does_not_exist(small: Path) -> None:
     before = tree_state(small, ignore=("LOCK",))
     line = assert_refused(run("queue", "stats", small, "jobs", "--group", "nope"), 2,

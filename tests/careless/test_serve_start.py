@@ -1,6 +1,7 @@
 """`streamkeep serve` started carelessly: a port out of range (command line or config file),
 an address that does not parse, a busy port (exit 1 or 3, one line naming it, and no data
-directory made: the port is bound before the directory is opened), and what it logs (the
+directory made: the port is bound before the directory is opened), a --dir that names a file
+(that file named as one, not an errno), and what it logs (the
 loglevel applies from the first line; at the default level a SAVE prints no DEBUG lines;
 CONFIG SET loglevel still works)."""
 
@@ -61,6 +62,16 @@ def test_a_bad_setting_is_refused_before_anything_is_made(tmp_path: Path) -> Non
     assert_refused(run("serve", "--dir", data, "--replicaof", "host", "port"), 3,
                    "replicaof")
     assert not data.exists()
+
+
+def test_a_dir_naming_a_file_says_it_is_a_file(tmp_path: Path) -> None:
+    file = tmp_path / "notes.txt"
+    file.write_text("somebody's file")
+    for given, named in ((file, file), (file / "data", file)):  # it, or a parent of it
+        line = assert_refused(run("serve", "--dir", given, "--port", "0"), 1, given, named)
+        assert "a file, not a directory" in line and "Errno" not in line
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["notes.txt"]
+    assert file.read_text() == "somebody's file"
 
 
 def _save_and_shut_down(server, *settings: str) -> str:  # type: ignore[no-untyped-def]

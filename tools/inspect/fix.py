@@ -156,7 +156,8 @@ def main(args: argparse.Namespace) -> int:
 
     path = args.path
     if not os.path.isdir(path):
-        print(f"streamkeep aof fix: {path}: not a directory (fix takes a data directory)",
+        what = "not a directory" if os.path.exists(path) else "does not exist"
+        print(f"streamkeep aof fix: {path}: {what} (fix takes a data directory)",
               file=sys.stderr)
         return USAGE
     if not os.path.exists(os.path.join(path, "manifest.json")):
