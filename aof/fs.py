@@ -7,7 +7,9 @@ their implementation on the operating system, which can also write a file's next
 a shared mapping (`MappedTail`: no system call a record). The crash-recovery bench swaps in a file system
 that models power loss (unsynced data dropped, torn appends) and I/O errors (EIO, ENOSPC), so
 nothing in aof/ or snapshot/ may call `open`, `os.write`, `os.rename` & co. directly (a test
-enforces it). Must not touch: record formats, the manifest, engine state.
+enforces it). The crash bench's planted bugs (tools/crashbench/planted) come in through it
+too: its storage bugs are a wrapper of this layer, not switches in the code that calls it.
+Must not touch: record formats, the manifest, engine state.
 """
 
 from __future__ import annotations

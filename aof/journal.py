@@ -67,7 +67,6 @@ from streamkeep.aof.fs import (
     file_system_type,
 )
 from streamkeep.aof.manifest import Manifest, SegmentEntry
-from streamkeep.aof.planted import planted
 from streamkeep.aof.watermark import Watermark, WatermarkLog
 from streamkeep.engine.wire.errors import ReplyError, StorageError
 
@@ -173,11 +172,6 @@ class Journal:
         self.pending_records = 0
         self.fsyncs = 0
         self.records_written = 0
-        # Test-only (aof.planted), read once: _write is the hot path.
-        self.planted_idle_bug = planted("everysec-stops-when-idle")
-        self.planted_early_ack = planted("ack-before-fsync")
-        self.planted_no_undo = planted("failed-write-kept")
-        self.last_sync_at = time.monotonic()
         # Compaction (the snapshot issue): bytes in the segments after the snapshot, and the
         # size at which the auto trigger fires (never while a compaction runs).
         self.aof_bytes = 0
@@ -364,8 +358,6 @@ class Journal:
         self.pending_records = 0
         self.pending_raw = False
         self.lsn = self.written_lsn
-        if self.planted_no_undo:
-            return  # PLANTED BUG (tests only): the command answered MISCONF stays in memory
         if self.on_rollback is not None:
             self.on_rollback(self.written_lsn)
 
@@ -463,9 +455,6 @@ class Journal:
         self.size += size
         self.records_written += records
         self.written_lsn = self.lsn  # pending records are only added while nothing is unwritten
-        if self.planted_idle_bug and self.policy == "everysec" \
-                and time.monotonic() - self.last_sync_at >= 1.0:
-            self.sync()  # PLANTED BUG's other half: the only everysec sync left
         if self.size >= self.segment_max_bytes and time.monotonic() >= self.rotate_retry_at:
             self._rotate()
         self.aof_bytes += size
@@ -551,12 +540,6 @@ class Journal:
         covered, with no condition-variable convoy; while one fsync runs, the callers it does
         not cover append their records, so the next round covers them all."""
         if self.synced_lsn >= lsn:
-            return
-        if self.planted_early_ack:
-            # PLANTED BUG (tests only, aof.planted): acknowledge once the record is
-            # written, before any fdatasync covers it.
-            with self.flush_lock:
-                self.flush_pending()
             return
         if not self.fsync_failed:
             done = _allocate_lock()
@@ -653,7 +636,6 @@ class Journal:
             self.fsyncs += 1
             self.synced_lsn = max(self.synced_lsn, target)
             self.synced_mark = max(self.synced_mark, mark)
-            self.last_sync_at = time.monotonic()
             if self.sync_on_commit and mark[:2] > self.written_end:
                 self.written_end = mark[:2]  # `always`: replicas are sent what is durable
                 if self.on_written is not None:
@@ -712,10 +694,7 @@ class Journal:
             next_tick += 1.0
             with self._cond:
                 if (self.policy == "everysec" and self.synced_lsn < self.written_lsn
-                        and not self._syncing and not self.fsync_failed
-                        # PLANTED BUG (tests only): everysec syncs ride on writes (_write),
-                        # so once writes stop nothing syncs what they left.
-                        and not self.planted_idle_bug):
+                        and not self._syncing and not self.fsync_failed):
                     self._sync_round()
                 retry = self.on_retry
             if self.watermark is not None:

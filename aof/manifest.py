@@ -33,7 +33,6 @@ import zlib
 from dataclasses import dataclass, field
 
 from streamkeep.aof.fs import FileSystem
-from streamkeep.aof.planted import planted
 from streamkeep.engine.wire.errors import StorageError
 
 MANIFEST = "manifest.json"
@@ -290,5 +289,4 @@ def store(fs: FileSystem, directory: str, manifest: Manifest) -> None:
     except OSError as err:
         raise ManifestUnchanged(err.errno, err.strerror, tmp) from err
     fs.rename(tmp, os.path.join(directory, MANIFEST))
-    if not planted("manifest-rename-no-dirfsync"):  # PLANTED BUG when on (tests only)
-        fs.fsync_dir(directory)
+    fs.fsync_dir(directory)

@@ -26,7 +26,6 @@ from streamkeep.aof.codec import HEADER_SIZE, frames_in_tail
 from streamkeep.aof.fs import FileSystem
 from streamkeep.aof.journal import create_segment
 from streamkeep.aof.manifest import Manifest, SegmentEntry, SnapshotEntry
-from streamkeep.aof.planted import planted
 from streamkeep.aof.segment_reader import SegmentDamage, SegmentError, SegmentReader
 from streamkeep.aof.watermark import Synced
 from streamkeep.engine.wire.errors import StorageError
@@ -159,8 +158,7 @@ def _judge_damage(fs: FileSystem, reader: SegmentReader, damage: SegmentDamage, 
         raise AOFCorruptError(f"{where} (LSN {next_lsn}), and {durable.why}: whether these "
                               f"bytes were fsynced cannot be told; refusing to load ({fix} "
                               f"cuts them, saving them)")
-    if durable.offset is not None and damage.offset < durable.offset \
-            and not planted("rot-is-a-torn-tail"):  # PLANTED BUG when on (tests only)
+    if durable.offset is not None and damage.offset < durable.offset:
         raise AOFCorruptError(
             f"{where}: inside data already fsynced (up to byte {durable.offset}, LSN "
             f"{durable.lsn}), so not a torn tail: {_lsns(next_lsn, durable.lsn)} damaged; "
@@ -173,11 +171,6 @@ def _judge_damage(fs: FileSystem, reader: SegmentReader, damage: SegmentDamage, 
 def _cut_zero_tail(fs: FileSystem, reader: SegmentReader) -> None:
     """Cut the zeros after a segment's last record (nothing was written there: nothing to
     save), so that appends follow the record."""
-    if planted("zero-tail-is-damage"):
-        # PLANTED BUG (tests only): a zero-filled tail (space allocated ahead, or what a power
-        # loss leaves after an unsynced extension) taken for damage.
-        raise AOFCorruptError(f"{reader.file}: zero-filled tail at byte offset {reader.end}; "
-                              "refusing to load")
     log.info("%s: cut %d bytes of zeros after the last record at byte offset %d (space "
              "allocated ahead of the log, never written)", reader.file, reader.zero_tail,
              reader.end)

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 from typing import Final
 
-from streamkeep.aof.planted import planted
 from streamkeep.engine.commands.expiry import read_stream, stream_at
 from streamkeep.engine.commands.streams import delete_entries_with_policy, parse_ids_args
 from streamkeep.engine.commands.trimming import ACKED, DELREF, drop_references, referenced
@@ -63,9 +62,6 @@ _plain_ids: Final = plain_ids  # (bound Final: XACK's call without a globals loo
 
 # XAUTOCLAIM's ztrymalloc(COUNT * 16) can never succeed above the 47-bit user address space.
 _MAX_TRANSIENT_BYTES = 1 << 47
-# PLANTED BUG switch (tests only, aof.planted), read once: replaying XCLAIM is a hot
-# path of recovery.
-_LDI_BACKWARDS = planted("ldi-backwards")
 
 XGROUP = container("xgroup", "A container for consumer groups commands.")
 
@@ -585,10 +581,6 @@ def xclaim(ctx: Ctx, argv: Argv) -> list:
     moved = o.last_id > group.last_id
     if moved:
         group.last_id = o.last_id
-    if _LDI_BACKWARDS and ctx.replaying and sids:
-        # PLANTED BUG (tests only): replay takes the claimed entry for the group's last
-        # delivered ID, which is older when the claim was an XCLAIM/XAUTOCLAIM's.
-        group.last_id = sids[-1]
     consumer, before = _consumer(ctx, key, group, argv[3])
     consumer.seen_time = now
     reply: list = []

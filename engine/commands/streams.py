@@ -9,7 +9,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Final
 
-from streamkeep.aof.planted import planted
 from streamkeep.engine.commands.expiry import (
     read_stream,
     refuse_string,
@@ -57,10 +56,6 @@ if TYPE_CHECKING:
     from streamkeep.engine.exec.host import EngineState
 
 _EDOM: Final = "ERR The ID specified in XADD is equal or smaller than the target stream top item"
-# PLANTED BUG (tests only, aof.planted): `*` ignores the clock and only increments the
-# last ID, so the IDs of entries a power loss took are handed out again. Read once: XADD's hot
-# path tests it.
-_IGNORE_CLOCK: Final = planted("star-id-reuse")
 
 
 def next_auto_id(last: int, now: int) -> int:
@@ -68,7 +63,7 @@ def next_auto_id(last: int, now: int) -> int:
     clock is past the last ID's time, else the last ID's successor, `ms+1-0` when its
     sequence is full. The caller has refused a stream at the greatest ID (MAX_ID)."""
     last_ms = last >> 64
-    if now > last_ms and not _IGNORE_CLOCK:
+    if now > last_ms:
         return now << 64
     if last & SEQ_MASK == SEQ_MASK:
         return (last_ms + 1) << 64

@@ -62,7 +62,6 @@ LAYER_OF_PREFIX = {
     "streamkeep.aof.segment_reader": "formats",
     "streamkeep.aof.backlog": "formats",
     "streamkeep.aof.watermark": "formats",
-    "streamkeep.aof.planted": "formats",
     "streamkeep.aof.recovery": "formats",
     "streamkeep.snapshot.layout": "formats",
     "streamkeep.snapshot.reader": "formats",

@@ -1,5 +1,6 @@
-"""Proof that the crash bench finds bugs: each known durability bug, planted in the product
-code (streamkeep.aof.planted), is reported by the power-loss mode as a violation.
+"""Proof that the crash bench finds bugs: each known durability bug, planted in the engines the
+bench opens (streamkeep.tools.crashbench.planted: a wrapper of their file layer, or of a
+command's handler), is reported by the power-loss mode as a violation.
 
 The switch is read once, at import, from STREAMKEEP_PLANTED_BUGS, so every bug runs in a child
 process of its own (tests/support/planted_run.py), all started at once (the replays are CPU
@@ -100,6 +101,6 @@ def test_an_unknown_bug_name_is_refused() -> None:
     """A typo in the switch would plant nothing and pass the control silently."""
     env = dict(os.environ, STREAMKEEP_PLANTED_BUGS="ack-before-fsnyc")
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH")) if p)
-    done = subprocess.run([sys.executable, "-c", "import streamkeep.aof.planted"],
+    done = subprocess.run([sys.executable, "-c", "import streamkeep.tools.crashbench.planted"],
                           cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
     assert done.returncode != 0 and "UnknownPlantedBug" in done.stderr

@@ -1,10 +1,10 @@
 """Run the crash bench's power-loss mode on one configuration and print what it found.
 
 `python -m tests.support.planted_run CONFIG...` (each CONFIG a JSON object: see `run`), run in
-a child process whose STREAMKEEP_PLANTED_BUGS names the planted bugs (streamkeep.aof.planted
-reads it once, at import: that is why this is a child). Prints one JSON line per
-config: the distinct invariants violated, their counts, one detail each, and how many crash
-points were judged. Must not touch: the bench (it is only driven), the engine.
+a child process whose STREAMKEEP_PLANTED_BUGS names the planted bugs
+(streamkeep.tools.crashbench.planted reads it once, at import: that is why this is a child).
+Prints one JSON line per config: the distinct invariants violated, their counts, one detail
+each, and how many crash points were judged. Must not touch: the bench (it is only driven), the engine.
 """
 
 from __future__ import annotations

@@ -16,6 +16,7 @@ directory is opened again before the client goes on retrying. Checked:
   failed fsync and at the crash that ends the run, judged strictly: nothing is in flight;
 - `recovery`: a fault surfaces as an error reply, never as an exception out of the engine, and
   the directory opens afterwards.
+Every engine is opened by `planted.open_engine`, the way planted bugs come in.
 Must not touch: the engine's error handling (only what it answers and what it recovers).
 """
 
@@ -115,11 +116,11 @@ class _Run:
         self.open()
 
     def open(self) -> None:
-        from streamkeep import Engine
+        from streamkeep.tools.crashbench.planted import open_engine
 
         # Small segments: rotations (each with its fdatasyncs) happen under every policy.
-        self.engine = Engine.open(self.directory, appendfsync=self.policy, clock=self.clock,
-                                  fs=self.fs, auto_aof_rewrite_percentage=0,
+        self.engine = open_engine(self.directory, self.fs, appendfsync=self.policy,
+                                  clock=self.clock, auto_aof_rewrite_percentage=0,
                                   aof_segment_max_bytes=SEGMENT_MAX_BYTES,
                                   aof_preallocate=self.fault.preallocate)
 

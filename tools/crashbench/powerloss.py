@@ -12,7 +12,8 @@ and only the materialised disk (durable bytes plus the model's tail) is written.
 disks (most points leave nothing volatile) are recovered once.
 
 Some crash points also cut the power again during recovery (at a random file operation of the
-recovering open), then recover once more: the same verdict must hold.
+recovering open), then recover once more: the same verdict must hold. Every engine here is
+opened by `planted.open_engine`, the way planted bugs come in (Engine.open when none is).
 Must not touch: the engine's internals (it is driven through commands and Engine.open), the
 workload, the checks.
 """
@@ -33,6 +34,7 @@ from streamkeep.tools.crashbench.faultfs import BITROT
 from streamkeep.tools.crashbench.history import step
 from streamkeep.tools.crashbench.invariants import Checker, Violation
 from streamkeep.tools.crashbench.model import EngineTarget, read_state, state_hash
+from streamkeep.tools.crashbench.planted import open_engine
 from streamkeep.tools.crashbench.workload import KEYS, Workload
 
 KINDS = ("write", "fsync", "rename", "dirfsync")  # the calls a crash point can cut
@@ -148,14 +150,14 @@ def record(directory: str, seed: int, ops: int, policy: str, compact_every: int 
     calls; every `compact_every` operations (0: never) the engine compacts, waiting; after
     operation `pause_after` the workload idles `pause_s` seconds (what an everysec policy
     must still sync within its bound)."""
-    from streamkeep import Engine
 
     workload = Workload(seed)
     fs = RecordingFS(lambda: workload.index)
     clock = _Clock()
     checker = Checker(policy)
-    engine = Engine.open(directory, appendfsync=policy, aof_segment_max_bytes=SEGMENT_MAX_BYTES,
-                         auto_aof_rewrite_percentage=0, clock=clock, fs=fs)
+    engine = open_engine(directory, fs, appendfsync=policy,
+                         aof_segment_max_bytes=SEGMENT_MAX_BYTES, auto_aof_rewrite_percentage=0,
+                         clock=clock)
     target = EngineTarget(engine)
     try:
         for i in range(ops):
@@ -380,7 +382,6 @@ def _recover(dst: str, scratch: str, rng: random.Random, cut_recovery: bool, reo
     """Open `dst` (after a power cut during a first recovery, with `cut_recovery`), read its
     state, open it again with `reopen` (the same state must come back), and ask each stream
     for the ID of its next `XADD *` with the clock where it stood at the crash."""
-    from streamkeep import Engine
     from streamkeep.engine.wire.errors import StreamkeepError
 
     log_bytes = sum(os.path.getsize(os.path.join(dst, n)) for n in os.listdir(dst)
@@ -392,7 +393,7 @@ def _recover(dst: str, scratch: str, rng: random.Random, cut_recovery: bool, reo
     seconds, problem = 0.0, None
     try:
         for attempt in range(2 if reopen else 1):
-            with Engine.open(dst, auto_aof_rewrite_percentage=0, clock=clock) as engine:
+            with open_engine(dst, auto_aof_rewrite_percentage=0, clock=clock) as engine:
                 if attempt == 0:
                     seconds = time.perf_counter() - began
                     state = read_state(EngineTarget(engine))
@@ -414,11 +415,10 @@ def _recover(dst: str, scratch: str, rng: random.Random, cut_recovery: bool, reo
 
 
 def _next_ids(dst: str, clock: Callable[[], int]) -> tuple:
-    from streamkeep import Engine
     from streamkeep.engine.wire.errors import StreamkeepError
 
     try:
-        with Engine.open(dst, auto_aof_rewrite_percentage=0, clock=clock) as engine:
+        with open_engine(dst, auto_aof_rewrite_percentage=0, clock=clock) as engine:
             return tuple(engine.execute("XADD", key, "*", "op", "-1") for key in KEYS)
     except (StreamkeepError, OSError):
         return ()  # the first open's verdict stands
@@ -438,14 +438,13 @@ class Recovered:
 def _cut_during_recovery(dst: str, scratch: str, rng: random.Random) -> str:
     """Open `dst` on a TrackingFS that cuts the power at a random file operation of the
     recovery; return the directory the second power loss leaves."""
-    from streamkeep import Engine
     from streamkeep.engine.wire.errors import StreamkeepError
     from streamkeep.tools.crashbench.faultfs import PowerCut, TrackingFS, stop_threads
 
     fs = TrackingFS(cut_at=rng.randint(1, 12))
     engine = None
     try:
-        engine = Engine.open(dst, auto_aof_rewrite_percentage=0, fs=fs)
+        engine = open_engine(dst, fs, auto_aof_rewrite_percentage=0)
         engine.close()
     except PowerCut:
         pass
