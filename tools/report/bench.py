@@ -6,8 +6,10 @@ the spread of its repeats (lowest to highest) as a whisker, its target as a blue
 reference (the redis-server, redis-py or persist-queue row it is compared with, by the run's
 ratios and figures) as a grey diamond on the same line; then the section's derived figures
 against their targets as margins (value over a minimum, or a maximum over the value: at least
-1 passes). `--compare-pure`'s document gets its own chart: per row the compiled/pure ratio of
-every round (lowest to highest) against its target, beside both best rates.
+1 passes), and the table of every figure with what it is computed from (two rows' rates, or a
+figure a row's run reported). `--compare-pure`'s document gets its own chart: per row the
+compiled/pure ratio of every round (lowest to highest) against its target, beside both best
+rates.
 Everything shown is read from the document, so the page and the run's JSON agree.
 Must not touch: running the bench or its registry (the document is all it reads), the page's
 markup (page), matplotlib (charts).
@@ -194,7 +196,7 @@ def page(doc: dict[str, Any], title: str = "streamkeep bench") -> Page:
                   ident=f"rows-{section}")
         figs = [f for f in doc.get("figures", []) if f["section"] == section]
         if figs:
-            out.table(["figure", "value", "unit", "target", "result"],
+            out.table(["figure", "value", "unit", "target", "result", "computed from"],
                       [_figure_cells(f) for f in figs], ident=f"figures-{section}")
     if doc.get("skipped"):
         out.heading("Skipped")
@@ -235,7 +237,18 @@ def _figure_cells(f: dict[str, Any]) -> list[Cell | str]:
     target = (num(f["target"], f"{'≤' if f.get('at_most') else '≥'} {f['target']:g}")
               if f.get("target") is not None else "")
     return [Cell(f["label"]), shown, Cell(f.get("unit") or ""), target,
-            verdict(figure_result(f))]
+            verdict(figure_result(f)), Cell(source(f))]
+
+
+def source(figure: dict[str, Any]) -> str:
+    """What a derived figure is computed from, in words: the two rows whose rates it divides,
+    or the figure a row's best run reported (which may divide times that run took of its
+    own, not the rates of the rows above: the label then names them)."""
+    if figure.get("denominator"):
+        return f"rate of {figure['numerator']} / rate of {figure['denominator']}"
+    if figure.get("extra"):
+        return f"{figure['extra']}, reported by {figure['numerator']}'s best run"
+    return ""
 
 
 # --- --compare-pure ------------------------------------------------------------------------------

@@ -83,6 +83,38 @@ def test_the_page_draws_the_runs_rows_spreads_targets_and_references(run: tuple)
     assert group_members(group) == []  # no browser process outlives the test
 
 
+def test_each_derived_figure_divides_what_the_page_shows(run: tuple) -> None:
+    """A figure of two rows divides their rates as the rows' table shows them. The IDMP cost
+    divides times its own row's run took, IDMP and plain XADD in turns (not that row's rate by
+    the `embedded.xadd` row's, which gave another quotient beside it unexplained): both are
+    shown beside it, the IDMP one matching its row, and the quotient is theirs."""
+    doc, page = run
+    with open_browser() as browser:
+        browser.open(page)
+        tables = browser.tables()
+    rates = {c[0]["text"]: c[2]["value"] for name, cells in tables.items()
+             if name.startswith("rows-") for c in cells}
+    shown = {c[0]["text"]: c for name, cells in tables.items()
+             if name.startswith("figures-") for c in cells}
+    for figure in doc["figures"]:
+        cell = shown[figure["label"]]
+        if figure["denominator"] and figure["value"] is not None:
+            assert cell[1]["value"] == pytest.approx(
+                rates[figure["numerator"]] / rates[figure["denominator"]], rel=1e-9)
+            assert cell[5]["text"] == (f"rate of {figure['numerator']} / rate of "
+                                       f"{figure['denominator']}")
+    by_extra = {(f["numerator"], f["extra"]): shown[f["label"]] for f in doc["figures"]}
+    for key in ("embedded.xadd_idmp", "embedded.xadd_idmpauto"):
+        idmp, plain = by_extra[(key, "idmp_us")], by_extra[(key, "plain_us")]
+        cost = by_extra[(key, "idmp_cost")]
+        assert idmp[1]["value"] == pytest.approx(1e6 / rates[key], rel=1e-9)  # its row's rate
+        assert cost[1]["value"] == pytest.approx(idmp[1]["value"] / plain[1]["value"], rel=1e-9)
+        assert idmp[2]["text"] == plain[2]["text"] == "us"  # per XADD
+        assert "the two above" in cost[0]["text"]
+        assert all(c[5]["text"].endswith(f"reported by {key}'s best run")
+                   for c in (idmp, plain, cost))
+
+
 def test_compare_pure_is_its_own_chart(tmp_path: Path) -> None:
     page = tmp_path / "compare.html"
     proc = bench("embedded", "--quick", "--no-redis", "--compare-pure", "--json", "--quiet",
