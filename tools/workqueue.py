@@ -157,10 +157,28 @@ def _connect(url: str | None, path: str | None, shared: bool = False
             return shared_engine, shared_engine.redis(), shared_engine.close
         engine = Engine.open(path, auto_aof_rewrite_percentage=0)
     except LockedError as err:
-        raise _Unavailable(f"{err} (a running server?): use --url or --shared") from None
+        raise _Unavailable(_held(path, err)) from None
     except (StreamkeepError, OSError, ValueError) as err:
         raise _Unavailable(f"{path}: {err}") from None
     return engine, engine.redis(), engine.close
+
+
+def _held(path: str, err: Exception) -> str:
+    """The refusal of a data directory another process holds, in words saying how to get at
+    its queues instead: through that server (`--url`, its address) when it is a `streamkeep
+    serve`; else close it there. (--shared cannot help: the holder did not open it shared, or
+    its server would have answered.)"""
+    from streamkeep.engine.runtime.shared import held_by
+
+    holder = held_by(path)
+    if holder is None:  # (let go since: another try may work)
+        return f"{path}: {err}"
+    if holder.serve:
+        reach = (f": connect to that server, --url {holder.url}" if holder.url is not None
+                 else ": connect to that server with --url")
+        return f"data directory is in use: {path} is held by {holder.describe()}{reach}"
+    return (f"data directory is in use: {path} is open in {holder.describe()}: close it there, "
+            "or if that process serves it, connect to its server with --url")
 
 
 def to_json(name: str, group: str, stats: dict[str, Any]) -> dict[str, Any]:

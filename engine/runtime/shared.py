@@ -16,7 +16,11 @@ Owns what `Engine.open(path, shared=True, **settings)` does before it has a conn
   the start lock so that it binds its socket under it; the starter waits until it serves or
   says why it cannot (the directory open in another process without shared mode: LockedError
   naming that process). A previous server that still holds the directory's lock, shutting
-  down or killed and still exiting, is waited for, then replaced;
+  down or killed and still exiting, is waited for, then replaced. A directory another process
+  holds without shared mode (a `streamkeep serve`, an in-process Engine) is refused and left
+  as it was found (the shared-mode files made for the attempt removed, its mode put back):
+  the refusal names that process, and for a server where it listens (`held_by`), to connect
+  to it instead;
 - the directory's settings: a new directory's are the first opener's, recorded in
   `shared.conf` (redis.conf syntax; the server reads it, CONFIG REWRITE writes it); an opener
   asking for a setting the running server has otherwise is refused (SharedError naming both
@@ -39,6 +43,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from streamkeep.aof.fs import LockedError, lock_holder
@@ -158,12 +163,126 @@ def probe(file: str) -> socket.socket | None:
     return sock
 
 
+def _argv(pid: int) -> list[str]:
+    """Process `pid`'s command line (empty if it is gone or cannot be read)."""
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return [os.fsdecode(word) for word in f.read().split(b"\0") if word]
+    except OSError:
+        return []
+
+
+def listening_on(pid: int) -> list[tuple[str, int]]:
+    """The TCP addresses (host, port) process `pid` listens on, read from /proc (its socket
+    descriptors, its network namespace's tcp tables); empty if none or they cannot be read."""
+    inodes = set()
+    try:
+        fds = os.listdir(f"/proc/{pid}/fd")
+    except OSError:
+        return []
+    for fd in fds:
+        with contextlib.suppress(OSError):
+            link = os.readlink(f"/proc/{pid}/fd/{fd}")
+            if link.startswith("socket:["):
+                inodes.add(link[8:-1])
+    found = []
+    for table, family in (("tcp", socket.AF_INET), ("tcp6", socket.AF_INET6)):
+        try:
+            with open(f"/proc/{pid}/net/{table}") as f:
+                rows = f.read().splitlines()[1:]
+        except OSError:
+            continue
+        for row in rows:
+            fields = row.split()
+            if len(fields) < 10 or fields[3] != "0A" or fields[9] not in inodes:  # 0A: LISTEN
+                continue
+            address, port = fields[1].split(":")
+            words = bytes.fromhex(address)  # 32-bit words, each in the host's byte order
+            raw = b"".join(int.from_bytes(words[i:i + 4], sys.byteorder).to_bytes(4, "big")
+                           for i in range(0, len(words), 4))
+            found.append((socket.inet_ntop(family, raw), int(port, 16)))
+    return found
+
+
+def _is_serve(argv: list[str]) -> bool:
+    """Whether a command line is `streamkeep serve` (the script, or `python -m streamkeep`)."""
+    if "serve" not in argv:
+        return False
+    return any(os.path.basename(word) == "streamkeep" for word in argv[:argv.index("serve")])
+
+
+@dataclass(frozen=True, slots=True)
+class Holder:
+    """The process holding a data directory's lock (`held_by`): its pid, whether it is a
+    `streamkeep serve`, and then where it listens (its first TCP address, None if it has
+    none that can be read)."""
+
+    pid: int
+    serve: bool = False
+    address: tuple[str, int] | None = None
+
+    @property
+    def url(self) -> str | None:
+        """A redis:// URL of the server (its wildcard address as loopback), or None."""
+        if self.address is None:
+            return None
+        host, port = self.address
+        host = {"0.0.0.0": "127.0.0.1", "::": "::1"}.get(host, host)
+        return f"redis://{f'[{host}]' if ':' in host else host}:{port}"
+
+    def describe(self) -> str:
+        """"`streamkeep serve` (process 42) listening on 127.0.0.1 port 6390", or "process
+        42"."""
+        if not self.serve:
+            return f"process {self.pid}"
+        where = "" if self.address is None else \
+            f" listening on {self.address[0]} port {self.address[1]}"
+        return f"`streamkeep serve` (process {self.pid}){where}"
+
+
+def held_by(path: str) -> Holder | None:
+    """The process holding the data directory's lock, None if no process does."""
+    pid = lock_holder(os.path.join(os.path.abspath(path), LOCK_FILE))
+    if pid is None:
+        return None
+    if not _is_serve(_argv(pid)):
+        return Holder(pid)
+    addresses = listening_on(pid)
+    return Holder(pid, True, addresses[0] if addresses else None)
+
+
+def _in_use(path: str, pid: int) -> LockedError:
+    """The refusal of a shared opener of `path`, which process `pid` has open without shared
+    mode: a server is named with where it listens (connect to it instead)."""
+    holder = held_by(path) or Holder(pid)
+    if holder.serve:
+        url = "" if holder.url is None else f" ({holder.url})"
+        return LockedError(f"data directory is in use: {path} is held by {holder.describe()}, "
+                           f"which opened it without shared mode: connect to that server"
+                           f"{url} instead")
+    return LockedError(f"data directory is in use: {path} is open in {holder.describe()} "
+                       "without shared mode, so its shared server cannot start (open it with "
+                       "shared=True there too, or close it there)")
+
+
+def _found(path: str) -> tuple[int, frozenset[str]] | None:
+    """A directory's mode and which of its shared-mode files it has, before an opener makes or
+    changes anything; None if it is not there yet."""
+    try:
+        mode = stat.S_IMODE(os.stat(path).st_mode)
+        names = frozenset(os.listdir(path))
+    except OSError:
+        return None
+    return mode, names & {SHARED_CONF, SHARED_LOG, SHARED_LOCK}
+
+
 class SharedDirectory:
     """A data directory opened in shared mode by this process: how it connects (see the module
     docstring) and the settings it asked for."""
 
     def __init__(self, path: str, settings: Mapping[str, Any]) -> None:
         self.settings = shared_settings(settings)  # before anything is made
+        self.found = _found(os.path.abspath(path))  # (what a refusal puts back)
         self.path = prepare_directory(path)
         self.socket = os.path.join(self.path, SHARED_SOCKET)
         self.conf = os.path.join(self.path, SHARED_CONF)
@@ -171,7 +290,33 @@ class SharedDirectory:
 
     def connect(self) -> Connection:
         """A connection to the directory's server, started if none runs, whose settings
-        are those asked for (it answered: it counts the connection as a client)."""
+        are those asked for (it answered: it counts the connection as a client). Refused
+        because another process has the directory open without shared mode (LockedError), it
+        leaves the directory as it found it (`_put_back`), unless an earlier connect of this
+        opener succeeded."""
+        try:
+            conn = self._connect()
+        except LockedError:
+            self._put_back()
+            raise
+        self.found = None  # (opened once: what it made is the directory's now)
+        return conn
+
+    def _put_back(self) -> None:
+        """The directory as this opener found it: the shared-mode files it made (its settings,
+        start lock and log: no shared server could run there, and the refusal says why)
+        removed, its mode as it was."""
+        if self.found is None:
+            return
+        mode, names = self.found
+        for name in (SHARED_CONF, SHARED_LOG, SHARED_LOCK):
+            if name not in names:
+                with contextlib.suppress(OSError):
+                    os.unlink(os.path.join(self.path, name))
+        with contextlib.suppress(OSError):
+            os.chmod(self.path, mode)
+
+    def _connect(self) -> Connection:
         for _attempt in range(CONNECT_ATTEMPTS):
             with start_lock(self.path, exclusive=False):
                 conn = self._connection()
@@ -280,9 +425,7 @@ class SharedDirectory:
             # once it has gone.
             wait_exited(holder)
         if holder is not None:
-            raise LockedError(f"data directory is in use: {self.path} is open in process "
-                              f"{holder} without shared mode, so its shared server cannot "
-                              "start (open it with shared=True there too, or close it there)")
+            raise _in_use(self.path, holder)
         lines = done.stderr.strip().splitlines() or [f"exit status {done.returncode}"]
         raise SharedError(f"{self.path}: its shared server could not start: {lines[-1]} "
                           f"(its log: {self.log})")
@@ -360,6 +503,6 @@ def holder_hint(path: str) -> str:
     return " (the directory's shared server: open it with shared=True)"
 
 
-__all__ = ["CONNECT_ATTEMPTS", "MAX_SOCKET_PATH", "SharedDirectory", "holder_hint",
-           "open_shared", "peer_of", "prepare_directory", "probe", "serving",
-           "shared_settings", "socket_address", "start_lock"]
+__all__ = ["CONNECT_ATTEMPTS", "MAX_SOCKET_PATH", "Holder", "SharedDirectory", "held_by",
+           "holder_hint", "listening_on", "open_shared", "peer_of", "prepare_directory", "probe",
+           "serving", "shared_settings", "socket_address", "start_lock"]
