@@ -12,10 +12,9 @@ The package, bottom to top (a module imports only those above it in this list, n
     registry   Benchmark/Section/Ratio/Figure, the targets, SECTIONS, RATIOS, FIGURES
     runner     running the registry (best of R, progress hooks), the derived figures
     report     the header and the results: plain text, rich tables, JSON
-    progress   progress on stderr: rich on a terminal, plain lines otherwise
     options    the command line, its help and exit codes (cheap: the CLI builds it always)
     compare    --compare-pure: child runs compiled and pure, interleaved, side by side
-    cli        main(): `streamkeep bench`
+    cli        main(): `streamkeep bench`, and its progress lines (drawn by tools.progress)
 
 The names below are re-exported lazily (PEP 562), so that building the CLI's parser, which
 imports :mod:`.options`, loads no workload.

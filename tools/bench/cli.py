@@ -4,19 +4,27 @@ Owns the order of a run: the header on stdout first (flushed), the benchmarks wi
 stderr, the resources' lines, then the results (plain text, rich tables on a terminal, or
 JSON), and the --html page of the same document (tools.report.bench; its FILE and matplotlib
 checked before the run); and the exit code (:data:`options.EXIT_TARGET_MISSED` only with ``--strict``).
-Must not touch: what runs (the registry), how it is shown (the report, the progress module),
+The progress is :class:`BenchProgress`, what the run's lines say, drawn by tools.progress: on a
+terminal a bar over the run and a spinner row for the running benchmark, each finished one
+printed above them; otherwise one plain line per finished benchmark and one at the end; none
+with ``--quiet``.
+Must not touch: what runs (the registry), how it is shown (the report; tools.progress draws),
 the CLI (which calls :func:`main`; nothing here imports it).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
-from collections.abc import Sequence
+import time
+from collections.abc import Iterator, Sequence
+from typing import TextIO
 
-from streamkeep.tools.bench import options, progress, registry, report
+from streamkeep.tools.bench import options, registry, report
 from streamkeep.tools.bench.env import BenchEnv
+from streamkeep.tools.bench.registry import Benchmark
 from streamkeep.tools.bench.runner import (
     FigureResult,
     Result,
@@ -25,6 +33,94 @@ from streamkeep.tools.bench.runner import (
     run_benchmarks,
 )
 from streamkeep.tools.exits import EXIT_USAGE
+from streamkeep.tools.progress import Bar, format_seconds
+
+
+def finished_line(done: int, seconds: float) -> str:
+    """The last progress line: ``bench: 22 benchmarks in 1m 12s``."""
+    return f"bench: {done} benchmark{'' if done == 1 else 's'} in {format_seconds(seconds)}"
+
+
+def outcome(result: Result, repeats: int) -> str:
+    """What a finished row came to: its rate (and verdict), or why it was skipped."""
+    if result.rate is None:
+        return f"skipped: {result.skipped}"
+    text = f"{result.rate:,.0f} ops/s"
+    if repeats > 1:
+        text += f", best of {repeats}"
+    if result.verdict:
+        text += f", {result.verdict}"
+    return text
+
+
+def _mark(result: Result) -> tuple[str, str]:
+    """A finished row's mark and style on a terminal: skipped, a missed target, or done."""
+    if result.rate is None:
+        return "-", "yellow"
+    if result.verdict == "FAIL":
+        return "x", "red"
+    return "+", "green"
+
+
+class BenchProgress:
+    """The run's progress (runner.Progress) on a `Bar` (see the module docstring). On a pipe:
+    ``bench 3/22 aof: XADD, ... 1 thread: 147,858 ops/s (0.1 s; 2.3 s elapsed)`` per finished
+    benchmark; on a terminal its mark and outcome in colour above the rows."""
+
+    def __init__(self, bar: Bar) -> None:
+        self.bar = bar
+        self.start = time.monotonic()
+        self.repeats = 1
+        self.index = ""  # "i/N" of the running benchmark
+        self.current = ""  # its row
+        self.done = 0
+
+    def benchmark_started(self, section: str, bench: Benchmark, index: int, total: int,
+                          repeats: int) -> None:
+        self.repeats = repeats
+        if not self.index:
+            self.bar.update("run", total=total, detail=f"0/{total} done")
+        if self.current:
+            self.bar.remove(self.current)
+        self.current, self.index = f"{section}: {bench.workload}", f"{index}/{total}"
+        self.bar.update(self.current, detail=f"{self.index}, repeat 1/{repeats}")
+
+    def repeat_started(self, repeat: int, repeats: int) -> None:
+        if self.current:
+            self.bar.update(self.current, detail=f"{self.index}, repeat {repeat}/{repeats}")
+
+    def benchmark_finished(self, result: Result, index: int, total: int,
+                           seconds: float) -> None:
+        self.done += 1
+        what = f"{result.section}: {result.bench.workload}: "
+        if self.bar.terminal:
+            mark, style = _mark(result)
+            self.bar.print((f"{mark} ", style), what, (outcome(result, self.repeats), style),
+                           (f" ({format_seconds(seconds)})", "dim"))
+            self.bar.update("run", advance=1, detail=f"{index}/{total} done")
+        else:
+            self.bar.print(f"bench {index}/{total} {what}{outcome(result, self.repeats)} "
+                           f"({format_seconds(seconds)}; "
+                           f"{format_seconds(time.monotonic() - self.start)} elapsed)")
+
+    def close(self) -> None:
+        if self.done:
+            self.bar.print((finished_line(self.done, time.monotonic() - self.start), "dim"))
+
+
+@contextlib.contextmanager
+def reporter(stream: TextIO, quiet: bool = False) -> Iterator[BenchProgress | None]:
+    """The run's progress on ``stream`` (stderr), None with ``quiet``; its rows gone and its
+    last line printed when the block ends."""
+    if quiet:
+        yield None
+        return
+    shown = BenchProgress(Bar("bench", stream=stream, ticking=False))
+    try:
+        with shown.bar:
+            yield shown
+    finally:
+        shown.close()
 
 
 def _parse(args: argparse.Namespace | Sequence[str] | None) -> argparse.Namespace:
@@ -98,7 +194,7 @@ def main(args: argparse.Namespace | Sequence[str] | None = None) -> int:
     if not run.json:
         print(report.header(run.n, run.repeat, sections), flush=True)
 
-    with progress.reporter(sys.stderr, quiet=run.quiet) as shown, \
+    with reporter(sys.stderr, quiet=run.quiet) as shown, \
             BenchEnv(run.n, use_redis=run.use_redis, quick=run.short,
                      others=run.others) as env:
         results = run_benchmarks(env, sections, repeat=run.repeat, progress=shown)

@@ -3,8 +3,8 @@
 Owns :class:`Result` (a row: the best repeat's rate, count, figures and notes, every repeat's
 rate (the spread a report shows), or why it was skipped), :class:`FigureResult`, :func:`run_benchmarks` (which tells a :class:`Progress` what
 runs: section, benchmark i/N, repeat r/R) and :func:`derive_figures`.
-Must not touch: what a workload measures, how progress is shown (the progress module
-implements :class:`Progress`) or how results print (the report).
+Must not touch: what a workload measures, how progress is shown (tools.bench.cli's
+BenchProgress implements :class:`Progress`) or how results print (the report).
 """
 
 from __future__ import annotations

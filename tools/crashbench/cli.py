@@ -1,7 +1,7 @@
 """`streamkeep crashbench`: its options, help (examples, exit codes), progress and output.
 
-Owns the command line and what it prints: progress on stderr (a rich bar on a terminal, else a
-plain line every PROGRESS_EVERY_S seconds and one at the end), the report on stdout (rich on a
+Owns the command line and what it prints: progress on stderr (tools.progress: a rich bar on a
+terminal, else a plain line every few seconds and one at the end), the report on stdout (rich on a
 terminal, plain text otherwise), `--json FILE` for machines and `--html FILE` for people (the
 same document drawn by tools.report.crashbench; both through tools.safe_output: refused before the
 run if they may not be written, written whole at the end), and the exit status. Cheap to import
@@ -17,7 +17,6 @@ import json
 import logging
 import sys
 import textwrap
-import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -268,82 +267,25 @@ def _run(args: argparse.Namespace, notes: list[str]) -> list[Any]:
     return rows
 
 
-PROGRESS_EVERY_S = 5.0  # a progress line this often when stderr is not a terminal
 Progress = Callable[[str, int, int], None]  # (what runs, points judged, points in it)
 
 
 @contextlib.contextmanager
 def _progress(stream: Any) -> Iterator[Progress]:
-    """Progress on `stream`: a rich bar on a terminal, else plain lines (`LineProgress`); the
-    last line says how long the run took. An exception (Ctrl-C) ends it without that line."""
-    if not getattr(stream, "isatty", lambda: False)():
-        lines = LineProgress(stream)
-        yield lines.update
-        lines.finish()
-        return
-    from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+    """Progress on `stream` (tools.progress): a rich bar per part on a terminal, else plain
+    lines with the rate and the time left (`RateLines`); the last line says how long the run
+    took. An exception (Ctrl-C) ends it without that line."""
+    from streamkeep.tools.progress import Bar, RateLines
 
-    bar = Progress(TextColumn("crashbench {task.description}"), BarColumn(),
-                   MofNCompleteColumn(), TimeElapsedColumn(), console=Console(file=stream),
-                   transient=True)
-    tasks: dict[str, Any] = {}
-    tally = LineProgress(stream)
+    tally = RateLines("crashbench", "judged", stream)
+    with Bar("crashbench", stream=stream, ticking=False) as bar:
+        def update(what: str, done: int, total: int) -> None:
+            if not bar.terminal:
+                tally.update(what, done, total)
+                return
+            done = tally.count(what, done, total)
+            bar.update(f"crashbench {what}", completed=done, total=total,
+                       detail=f"{done:,}/{total:,}")
 
-    def update(what: str, done: int, total: int) -> None:
-        tally.count(what, done, total)
-        if what not in tasks:
-            tasks[what] = bar.add_task(what, total=total)
-        bar.update(tasks[what], completed=tally.done[what], total=total)
-
-    with bar:
         yield update
     tally.finish()
-
-
-class LineProgress:
-    """Progress as plain lines for a file or a pipe: at most one every `every` seconds, as
-    updates come (`update(what, done, total)`: `done` of the `total` points of the part `what`
-    judged; a count lower than one seen before is ignored), and `finish()`'s at the end:
-    ``crashbench: always exhaustive seed 1: 4,210/51,876 (8%), 71.3/s, 1m 02s elapsed, about
-    11m 09s left of it`` then ``crashbench: 51,876 judged in 12m 13s (70.8/s)``."""
-
-    def __init__(self, stream: Any, every: float = PROGRESS_EVERY_S,
-                 clock: Callable[[], float] = time.monotonic) -> None:
-        self.stream = stream
-        self.every = every
-        self.clock = clock
-        self.started = self.last = clock()
-        self.done: dict[str, int] = {}
-        self.began: dict[str, float] = {}  # when each part's first update came
-
-    def count(self, what: str, done: int, total: int) -> int:
-        """Record an update; the part's count (never lower than before)."""
-        self.began.setdefault(what, self.clock())
-        self.done[what] = max(done, self.done.get(what, 0))
-        return self.done[what]
-
-    def update(self, what: str, done: int, total: int) -> None:
-        done = self.count(what, done, total)
-        now = self.clock()
-        if now - self.last < self.every:
-            return
-        self.last = now
-        from streamkeep.tools.bench.progress import format_seconds
-
-        spent = now - self.began[what]
-        rate = done / spent if spent > 0 else 0.0
-        line = (f"crashbench: {what}: {done:,}/{total:,} ({100 * done // max(total, 1)}%), "
-                f"{rate:,.1f}/s, {format_seconds(now - self.started)} elapsed")
-        if 0 < done < total and rate > 0:
-            line += f", about {format_seconds((total - done) / rate)} left of it"
-        print(line, file=self.stream, flush=True)
-
-    def finish(self) -> None:
-        from streamkeep.tools.bench.progress import format_seconds
-
-        spent = self.clock() - self.started
-        judged = sum(self.done.values())
-        rate = f" ({judged / spent:,.1f}/s)" if spent > 0 and judged else ""
-        print(f"crashbench: {judged:,} judged in {format_seconds(spent)}{rate}",
-              file=self.stream, flush=True)

@@ -451,8 +451,8 @@ def _write(spark: Any, plan: _Plan, table: str, args: argparse.Namespace,
     """One table written into `stage` (OUT's temporary name): its rows and seconds."""
     from pyspark.sql.functions import col
 
-    from streamkeep.tools.export.progress import TableProgress
     from streamkeep.tools.export.session import PARQUET_OPTIONS, default_partitions
+    from streamkeep.tools.progress import Bar
 
     started = time.monotonic()
     # push-down only where the session allows it (a caller's session may not)
@@ -476,7 +476,8 @@ def _write(spark: Any, plan: _Plan, table: str, args: argparse.Namespace,
     if partition:
         writer = writer.partitionBy(partition)
     try:
-        with TableProgress(spark, table, enabled=not args.json):
+        with Bar("streamkeep export", f"writing {table}", quiet=args.json,
+                 poll=_spark_tasks(spark, table)):
             writer.save(target)
     except Exception as err:  # noqa: BLE001 (a task's ExportError arrives wrapped by py4j)
         raise _Failed(f"{table}: {_cause(err)}", EXIT_USAGE) from None
@@ -490,6 +491,25 @@ def _write(spark: Any, plan: _Plan, table: str, args: argparse.Namespace,
         print(f"{table:<10} {rows:>12,} rows  {seconds:8.2f} s  -> "
               f"{os.path.join(args.out, table)}")
     return {"rows": rows, "seconds": seconds}
+
+
+def _spark_tasks(spark: Any, table: str) -> Any:
+    """A progress Bar's poll while `table` is written: the running stages' Spark tasks, done
+    of all, from Spark's status tracker."""
+    tracker = spark.sparkContext.statusTracker()
+
+    def poll(bar: Any) -> None:
+        total = done = 0
+        for stage in tracker.getActiveStageIds():
+            info = tracker.getStageInfo(stage)
+            if info is not None:
+                total += info.numTasks
+                done += info.numCompletedTasks
+        if total:
+            bar.update(f"{table} tasks", completed=done, total=total,
+                       detail=f"{done}/{total} tasks")
+
+    return poll
 
 
 def _shaped(df: Any, args: argparse.Namespace) -> tuple[Any, str | None]:

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from streamkeep.tools.crashbench.cli import LineProgress
+from streamkeep.tools.progress import RateLines
 
 # A progress line on a pipe: what runs, points judged of its points, the rate, time elapsed.
 PROGRESS = re.compile(r"crashbench: (always|everysec|no) exhaustive seed \d+: [\d,]+/[\d,]+ "
@@ -213,7 +213,7 @@ def test_progress_lines_come_every_few_seconds_and_at_the_end() -> None:
     seen is ignored: workers report ahead of the results), and the last line the run's."""
     now = [100.0]
     out = io.StringIO()
-    lines = LineProgress(out, every=5.0, clock=lambda: now[0])
+    lines = RateLines("crashbench", "judged", out, every=5.0, clock=lambda: now[0])
     for t, done in ((1.0, 20), (4.9, 40), (5.0, 100), (7.0, 80), (10.0, 150), (10.5, 160)):
         now[0] = 100.0 + t
         lines.update("always exhaustive seed 1", done, 200)

@@ -1,5 +1,6 @@
-"""tools/bench/progress.py: plain lines on a pipe, a live display on a terminal, nothing with
---quiet; progress goes to stderr, the results to stdout."""
+"""`streamkeep bench`'s main (tools/bench/cli.py) and its progress (drawn by tools/progress.py):
+plain lines on a pipe, a live display on a terminal, nothing with --quiet; progress goes to
+stderr, the results to stdout."""
 
 from __future__ import annotations
 
@@ -9,8 +10,10 @@ import re
 import pytest
 
 from streamkeep.tools import bench
-from streamkeep.tools.bench import progress, registry
+from streamkeep.tools.bench import registry
+from streamkeep.tools.bench.cli import reporter
 from streamkeep.tools.bench.runner import Result
+from streamkeep.tools.progress import format_seconds
 
 
 class _Terminal(io.StringIO):
@@ -57,8 +60,8 @@ def test_quiet_prints_no_progress(
 def test_a_terminal_gets_the_live_display() -> None:
     stream = _Terminal()
     bench_a = _fake_sections()[0].benchmarks[0]
-    with progress.reporter(stream) as shown:
-        assert isinstance(shown, progress.RichProgress)
+    with reporter(stream) as shown:
+        assert shown is not None and shown.bar.terminal  # the live display
         shown.benchmark_started("embedded", bench_a, 1, 1, 3)
         shown.repeat_started(2, 3)
         shown.benchmark_finished(Result("embedded", bench_a, rate=1000.0), 1, 1, 0.5)
@@ -68,12 +71,12 @@ def test_a_terminal_gets_the_live_display() -> None:
     assert "embedded: a: 1,000 ops/s, best of 3, PASS" in text
     assert "1/1, repeat 2/3" in text
     assert "bench: 1 benchmark in" in text
-    with progress.reporter(io.StringIO()) as shown:
-        assert isinstance(shown, progress.LineProgress)
-    with progress.reporter(_Terminal(), quiet=True) as shown:
+    with reporter(io.StringIO()) as shown:
+        assert shown is not None and not shown.bar.terminal  # plain lines
+    with reporter(_Terminal(), quiet=True) as shown:
         assert shown is None
 
 
 def test_format_seconds() -> None:
-    assert progress.format_seconds(4.24) == "4.2 s"
-    assert progress.format_seconds(187.9) == "3m 07s"
+    assert format_seconds(4.24) == "4.2 s"
+    assert format_seconds(187.9) == "3m 07s"
