@@ -9,6 +9,9 @@ history of what was acknowledged. Modules: `target` (the interface every target 
 and the reference), `invariants` (the checks), `powerloss`, `sigkill` and `ioerrors` (the
 crash modes; `client`, `servers` and `moments` for real processes), `runs`, `report` and
 `cli`.
-Must not touch: the engine's, the AOF's or the snapshot's internals; a target is driven only
-through commands and a data directory only through the file-layer seam.
+`planted` holds the known bugs the bench must find (off unless a test plants them): every
+engine the power-loss and I/O-error modes run is opened through it.
+Must not touch: the engine's, the AOF's or the snapshot's internals (but `planted`, whose
+mutants are such bugs); a target is driven only through commands and a data directory
+only through the file-layer seam.
 """
