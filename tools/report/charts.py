@@ -28,14 +28,21 @@ FAIL = "#cf222e"
 NEUTRAL = "#57606a"  # measured, no target
 REFERENCE = "#8c959f"  # what a row is compared with
 TARGET = "#0969da"
-OUTCOMES = {  # crash-bench outcomes, worst last
+# Crash-bench outcomes, worst last: a hue each (green, teal, blue, amber, purple, red: apart by
+# at least 30 in CIELAB, where two greens of one hue were hard to tell apart on a dense
+# timeline), and a marker shape each on the timeline, a hatch on the bars, so that they
+# also differ without colour (print, colour blindness).
+OUTCOMES = {
     "clean": "#1a7f37",
-    "restarted": "#1a7f37",
-    "truncated": "#2da44e",
+    "restarted": "#1b7c83",
+    "truncated": "#0969da",
     "lost within bound": "#bf8700",
     "refused": "#8250df",
     "violation": "#cf222e",
 }
+OUTCOME_MARKERS = {"clean": "o", "restarted": "o", "truncated": "s", "lost within bound": "D",
+                   "refused": "^", "violation": "X"}
+OUTCOME_HATCHES = {"truncated": "///", "lost within bound": "..", "refused": "\\\\"}
 PALETTE = ("#0969da", "#bf3989", "#1a7f37", "#bc4c00", "#8250df", "#1b7c83", "#9a6700",
            "#cf222e", "#57606a", "#4d2d00", "#6639ba", "#0550ae")
 

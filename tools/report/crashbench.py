@@ -90,7 +90,8 @@ def timeline_chart(doc: dict[str, Any], key: tuple[str, str, str],
         colour = charts.OUTCOMES.get(outcome, charts.NEUTRAL)
         size = 30 if outcome == "violation" else 12
         on_line = top.scatter([m[0] for m in marks], [m[1] for m in marks], s=size,
-                              color=colour, label=outcome, zorder=3, linewidths=0)
+                              color=colour, label=outcome, zorder=3, linewidths=0,
+                              marker=charts.OUTCOME_MARKERS.get(outcome, "o"))
         in_lane = lanes.scatter([m[0] for m in marks], [m[2] for m in marks], s=size,
                                 color=colour, marker="|" if outcome != "violation" else "o",
                                 zorder=3)
@@ -162,7 +163,8 @@ def outcomes_chart(doc: dict[str, Any]) -> charts.Chart | None:
         if not any(widths):
             continue
         bars = ax.barh(ys, widths, left=left, height=0.6, label=outcome,
-                       color=charts.OUTCOMES[outcome])
+                       color=charts.OUTCOMES[outcome], edgecolor="white", linewidth=0,
+                       hatch=charts.OUTCOME_HATCHES.get(outcome))
         chart.mark(f"outcome-{outcome}", [b for b, w in zip(bars, widths, strict=True) if w])
         left = [a + w for a, w in zip(left, widths, strict=True)]
     for y, row, total in zip(ys, rows, left, strict=True):

@@ -17,7 +17,12 @@ from pathlib import Path
 
 import pytest
 
+from streamkeep.tools.report import charts
 from tests.support.browser import open_browser
+
+# Two outcomes' colours differ by at least this much in CIELAB (CIE76; about 2.3 is the least a
+# reader notices side by side, a dense timeline of small marks needs far more).
+MIN_OUTCOME_DISTANCE = 30
 
 
 def crashbench(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
@@ -124,3 +129,65 @@ def test_a_clean_run(tmp_path: Path) -> None:
         check_tables(browser, doc)
         assert "every invariant held" in browser.script("return document.body.textContent")
         assert browser.screenshot_colours() > 20
+
+
+def lab(colour: str | tuple[int, int, int]) -> tuple[float, float, float]:
+    """An sRGB colour (``#rrggbb`` or 0-255 components) in CIELAB (D65)."""
+    if isinstance(colour, str):
+        colour = (int(colour[1:3], 16), int(colour[3:5], 16), int(colour[5:7], 16))
+    linear = [c / 255 / 12.92 if c / 255 <= 0.04045 else ((c / 255 + 0.055) / 1.055) ** 2.4
+              for c in colour]
+    xyz = [sum(w * c for w, c in zip(row, linear, strict=True)) / white for row, white in (
+        ((0.4124, 0.3576, 0.1805), 0.95047), ((0.2126, 0.7152, 0.0722), 1.0),
+        ((0.0193, 0.1192, 0.9505), 1.08883))]
+    f = [t ** (1 / 3) if t > (6 / 29) ** 3 else t / (3 * (6 / 29) ** 2) + 4 / 29 for t in xyz]
+    return 116 * f[1] - 16, 500 * (f[0] - f[1]), 200 * (f[1] - f[2])
+
+
+def distance(a: str | tuple[int, int, int], b: str | tuple[int, int, int]) -> float:
+    return sum((p - q) ** 2 for p, q in zip(lab(a), lab(b), strict=True)) ** 0.5
+
+
+def test_the_outcomes_are_told_apart_by_colour_and_by_shape() -> None:
+    """"clean" and "truncated" were two greens (and "restarted" the same green as "clean"):
+    every two outcomes now differ clearly in colour, and the ones drawn side by side on a
+    timeline in shape too."""
+    names = list(charts.OUTCOMES)
+    close = [(a, b, round(distance(charts.OUTCOMES[a], charts.OUTCOMES[b]), 1))
+             for i, a in enumerate(names) for b in names[i + 1:]
+             if distance(charts.OUTCOMES[a], charts.OUTCOMES[b]) < MIN_OUTCOME_DISTANCE]
+    assert close == []
+    shapes = charts.OUTCOME_MARKERS
+    assert len({shapes["clean"], shapes["truncated"], shapes["lost within bound"],
+                shapes["refused"], shapes["violation"]}) == 5  # a power-loss row's outcomes
+
+
+# Per timeline: the colour each outcome's crash points are drawn in, as the browser paints them.
+POINT_FILLS = """
+return Array.from(document.querySelectorAll('svg g[id*="-points-"]')).map(g => ({
+  id: g.id, fills: Array.from(new Set(Array.from(g.querySelectorAll('use, path'))
+    .filter(e => !e.closest('defs')).map(e => getComputedStyle(e).fill)))}));
+"""
+
+
+def test_clean_and_truncated_points_are_drawn_apart(tmp_path: Path) -> None:
+    doc, page, code = run(tmp_path, "--policy", "everysec", "--ops", "60", "--model",
+                          "prefix-torn")
+    assert code == 0
+    drawn = {p["outcome"] for p in doc["rows"][0]["points"]}
+    assert {"clean", "truncated"} <= drawn
+    with open_browser() as browser:
+        browser.open(page)
+        groups = browser.script(POINT_FILLS)
+    fills: dict[str, tuple[int, int, int]] = {}
+    for group in groups:
+        (fill,) = group["fills"]  # one colour per outcome
+        outcome = group["id"].split("-points-", 1)[1].replace("-", " ")
+        fills[outcome] = tuple(int(v) for v in fill.removeprefix("rgb(").rstrip(")").split(","))
+    assert set(fills) == drawn
+    for outcome, fill in fills.items():
+        assert distance(fill, charts.OUTCOMES[outcome]) < 1  # its colour, as drawn
+    assert distance(fills["clean"], fills["truncated"]) >= MIN_OUTCOME_DISTANCE
+    outcomes = sorted(fills)
+    assert all(distance(fills[a], fills[b]) >= MIN_OUTCOME_DISTANCE
+               for i, a in enumerate(outcomes) for b in outcomes[i + 1:])
