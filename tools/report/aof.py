@@ -1,11 +1,12 @@
 """An AOF's report as charts: `streamkeep aof stats PATH --html FILE`.
 
-Owns turning an `aof stats --json` document into a page: records and their bytes over time by
-command (each record counted under its first effect's command), with the log's size growing
-below on the same time axis and its segments (the span of their records' times) and the
-snapshot (when it was made) marked there; the effects per record; the commands' effects and
-bytes; the record sizes; and the fsync rounds where a document records them (a data
-directory's files do not: the page says so).
+Owns turning an `aof stats --json` document into a page: records and their bytes (framed, as
+in the segments) over time by command (each record counted under its first effect's
+command), with the log's size growing below on the same time axis and its segments (the span
+of their records' times) and the snapshot (when it was made) marked there; the effects per
+record; the commands' effects and their bytes; the record sizes; and the fsync rounds where a
+document records them (a data directory's files do not: the page says so). Each byte count
+is named for what it counts (RECORD_BYTES, FILE_BYTES, the effects' msgpack size).
 Everything shown is read from the document, so the page and the JSON agree.
 Must not touch: reading the AOF (tools.inspect.stats), the page's markup (page), matplotlib
 (charts).
@@ -16,10 +17,17 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from streamkeep.aof.codec import HEADER_SIZE
 from streamkeep.tools.report import charts
 from streamkeep.tools.report.page import Cell, Page, num, summary
 
 TOP_COMMANDS = 7  # drawn apart over time; the others together
+# The page's three byte counts, each named for what it counts: the records as framed in the
+# segments (header and table agree: a segment's good records end where its file's header
+# and records end), the segment files (their headers too, and any damaged tail), and per
+# command its effects' msgpack size (the commands table).
+RECORD_BYTES = "records' bytes (framed)"
+FILE_BYTES = "segment files' bytes"
 
 
 def _when(ms: int) -> datetime:
@@ -69,7 +77,7 @@ def timeline_chart(doc: dict[str, Any]) -> charts.Chart | None:
         below_b = [a + v for a, v in zip(below_b, sizes, strict=True)]
     per = _width_text(doc["timeline"]["width_ms"])
     records_ax.set_ylabel(f"records per {per}")
-    bytes_ax.set_ylabel(f"KiB per {per}")
+    bytes_ax.set_ylabel(f"records' KiB per {per}")
     total = 0
     grown = []
     for size in below_b:
@@ -149,7 +157,9 @@ def page(doc: dict[str, Any]) -> Page:
                f"LSNs {doc['first_lsn']} .. {doc['last_lsn']}; "
                f"{doc['first_time'] or '-'} .. {doc['last_time'] or '-'}")
     out.raw(summary([("records", f"{doc['records']:,}"), ("effects", f"{doc['effects']:,}"),
-                     ("bytes", f"{doc['bytes']:,}"), ("segments", len(doc["segments"])),
+                     (RECORD_BYTES, f"{doc['bytes']:,}"),
+                     (FILE_BYTES, f"{sum(s['size'] for s in doc['segments']):,}"),
+                     ("segments", len(doc["segments"])),
                      ("snapshot up to LSN", doc["snapshot_lsn"] if doc["snapshot_lsn"]
                       is not None else "none")]))
     if doc.get("damage"):
@@ -158,14 +168,14 @@ def page(doc: dict[str, Any]) -> Page:
     for chart in (timeline_chart(doc),):
         if chart is not None:
             out.chart(chart.svg(), chart.ident, chart.title, chart.series)
-    out.table(["file", "segment", "first LSN", "last LSN", "records", "bytes", "first record",
-               "last record", "damage"], [_segment_cells(s) for s in doc["segments"]],
-              ident="segments")
+    out.table(["file", "segment", "first LSN", "last LSN", "records", RECORD_BYTES,
+               "file size (bytes)", "first record", "last record", "damage"],
+              [_segment_cells(s) for s in doc["segments"]], ident="segments")
     out.heading("Commands and effects")
     chart = effects_chart(doc)
     if chart is not None:
         out.chart(chart.svg(), chart.ident, chart.title, chart.series)
-    out.table(["command", "effects", "records", "bytes"],
+    out.table(["command", "effects", "records", "effects' bytes (msgpack)"],
               [[Cell(name), num(row["effects"]), num(row["records"]), num(row["bytes"])]
                for name, row in doc["commands"].items()], ident="commands")
     out.table(["effects in a record", "records"],
@@ -197,7 +207,8 @@ def _segment_cells(seg: dict[str, Any]) -> list[Cell | str]:
         return "" if ms is None else format_time(ms)
 
     return [seg["file"], num(seg["segment"]), num(seg["first_lsn"]), num(seg["last_lsn"]),
-            num(seg["records"]), num(seg["size"]), when(seg.get("first_time_ms")),
+            num(seg["records"]), num(max(0, seg["end"] - HEADER_SIZE)), num(seg["size"]),
+            when(seg.get("first_time_ms")),
             when(seg.get("last_time_ms")), seg.get("damage") or ""]
 
 

@@ -80,6 +80,41 @@ def test_the_page_draws_the_json(data: Path, tmp_path: Path) -> None:
         assert browser.screenshot_colours() > 20
 
 
+# The page's summary line: label -> the number shown.
+SUMMARY = """
+return Object.fromEntries(Array.from(document.querySelectorAll('p.summary span')).map(s =>
+  [s.firstChild.textContent.replace(/: $/, ''), s.querySelector('b').textContent]));
+"""
+HEADERS = """
+return Object.fromEntries(Array.from(document.querySelectorAll('table')).map(t =>
+  [t.id, Array.from(t.querySelectorAll('thead th')).map(th => th.textContent)]));
+"""
+
+
+def test_the_header_and_the_tables_count_the_same_bytes(data: Path, tmp_path: Path) -> None:
+    """The header's byte count and the segments table's agree (the records as framed in the
+    segments: header 95,747 beside files of 95,843 used to be both just "bytes"), the files'
+    own size is shown and named apart, and no byte count is a bare "bytes"."""
+    page = tmp_path / "aof.html"
+    proc = stats(str(data), "--json", "--html", str(page))
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(proc.stdout)
+    with open_browser() as browser:
+        browser.open(page)
+        header = browser.script(SUMMARY)
+        headers = browser.script(HEADERS)
+        tables = browser.tables()
+    named = {n: i for i, n in enumerate(headers["segments"])}
+    records = "records' bytes (framed)"
+    records_in_table = sum(row[named[records]]["value"] for row in tables["segments"])
+    files_in_table = sum(row[named["file size (bytes)"]]["value"] for row in tables["segments"])
+    assert int(header[records].replace(",", "")) == records_in_table == doc["bytes"]
+    assert int(header["segment files' bytes"].replace(",", "")) == files_in_table == sum(
+        s["size"] for s in doc["segments"]) > records_in_table  # (their headers too)
+    assert "bytes" not in header
+    assert all(h != "bytes" for columns in headers.values() for h in columns), headers
+
+
 def test_html_refused_before_reading(data: Path, tmp_path: Path) -> None:
     proc = stats(str(data), "--html", str(data / "aof.html"))
     assert proc.returncode == 3 and proc.stdout == ""
