@@ -16,7 +16,9 @@ demand) and the steps, each of which leaves a directory that opens to the same s
                    here leaves temp files nobody names.
     3. publish     fdatasync the files, rename them to snapshot-<lsn>.mdb and part-<lsn>.mdb,
                    fsync the directory. Still named by nobody: the old snapshot and segments
-                   are the state.
+                   are the state. A crash from here to the switch leaves them as orphans,
+                   not a state: the next open removes every snapshot and part file the
+                   manifest does not name, with a WARNING naming it (aof.recovery).
     4. switch      replace the manifest with (new snapshot, segments after it): the one atomic
                    step. Before it the old files are the state, after it the new ones.
                    Under the engine lock the streams are bound to the new file: their cold
