@@ -80,3 +80,32 @@ def test_documented_entry_points(tmp_path: Path) -> None:
     cli = subprocess.run([sys.executable, "-m", "streamkeep", "--help"], cwd=tmp_path,
                          capture_output=True, text=True, timeout=60)
     assert cli.returncode == 0 and "serve" in cli.stdout
+
+
+def _folder(package: str, package_dir: dict[str, str]) -> Path:
+    """Where pyproject's package-dir puts `package` (its longest mapped prefix)."""
+    parts = package.split(".")
+    for n in range(len(parts), 0, -1):
+        mapped = package_dir.get(".".join(parts[:n]))
+        if mapped is not None:
+            return ROOT.joinpath(mapped, *parts[n:])
+    return ROOT.joinpath(*parts)
+
+
+def test_every_folder_of_files_in_a_package_is_a_listed_package() -> None:
+    """A folder of files inside a package (the Lua chunks) that `packages` does not list makes
+    setuptools print a 30-line warning at every build, and later setuptools versions stop
+    shipping it: each such folder is a package of its own in pyproject.toml."""
+    import tomllib
+
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
+    packages = set(config["packages"])
+    unlisted = []
+    for package in sorted(packages):
+        for sub in sorted(_folder(package, config["package-dir"]).iterdir()):
+            if not sub.is_dir() or sub.name.startswith((".", "_")):  # (__pycache__)
+                continue
+            if f"{package}.{sub.name}" not in packages and any(
+                    f.is_file() for f in sub.rglob("*") if "__pycache__" not in f.parts):
+                unlisted.append(f"{package}.{sub.name}")
+    assert not unlisted, f"add to pyproject.toml's [tool.setuptools] packages: {unlisted}"
