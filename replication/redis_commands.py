@@ -235,9 +235,9 @@ class RedisApplier:
         """A write refused because the AOF cannot be written (MISCONF) is not the command's
         failure: stop here, before the offset moves past it (the link is dropped and the
         primary sends it again)."""
-        journal = self.engine.journal
-        if journal is not None and journal.error:
-            raise StorageError(f"not applying the primary's commands: {journal.error}")
+        gate = self.engine.write_gate(self.session)  # (the primary's session: the AOF's)
+        if gate is not None:
+            raise StorageError(f"not applying the primary's commands: {gate}")
 
     def _failed(self, argv: list[bytes] | tuple[bytes, ...], line: str) -> None:
         self._check_storage()

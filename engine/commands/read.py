@@ -296,7 +296,7 @@ def _block_or_nil(ctx: Ctx, argv: Argv, a: ReadArgs, ids: list[int]) -> object:
     body = _xread if a.group is None else _xreadgroup
     rerun_argv = tuple(rerun)
     return Block(keys, a.timeout, rerun_argv, wake_at, ready,
-                 lambda c: body(c, rerun_argv, a))
+                 lambda c, _argv: body(c, rerun_argv, a))
 
 
 class ReadyCheck:

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 
 class Waiter:
     __slots__ = ("session", "argv", "keys", "event", "result", "done", "wake_at", "lsn",
-                 "timeout_ms", "notify", "ready", "rerun", "counters", "nanos", "sent")
+                 "timeout_ms", "notify", "ready", "rerun", "entry", "counters", "nanos", "sent")
 
     def __init__(self, session: Session, argv: Argv, keys: list[tuple[int, bytes]]) -> None:
         self.session = session
@@ -30,7 +30,9 @@ class Waiter:
         # Created only by a thread that waits on it (the embedded API); the server is notified.
         self.event: threading.Event | None = None
         self.ready: Callable[[], bool] | None = None
-        self.rerun: Callable[[Any], object] | None = None  # Block.rerun
+        self.rerun: Callable[[Any, Argv], object] | None = None  # Block.rerun
+        # The engine's entry for its command (engine.runtime.core.Entry): what the re-run runs.
+        self.entry: Any = None
         self.result: Any = None
         self.done = False
         self.wake_at: int | None = None

@@ -54,19 +54,22 @@ class Block:
     `wake_at` (engine-clock ms) asks for a re-run at that time even without a signal, for
     XREADGROUP CLAIM waiting for a pending entry to become idle enough."""
 
-    __slots__ = ("keys", "timeout_ms", "argv", "wake_at", "ready", "rerun", "nanos")
+    __slots__ = ("keys", "timeout_ms", "argv", "wake_at", "ready", "rerun")
 
     def __init__(
         self, keys: Sequence[bytes], timeout_ms: int, argv: Argv, wake_at: int | None = None,
-        ready: Callable[[], bool] | None = None, rerun: Callable[[Ctx], object] | None = None,
+        ready: Callable[[], bool] | None = None,
+        rerun: Callable[[Ctx, Argv], object] | None = None,
     ) -> None:
         self.keys = keys
         self.timeout_ms = timeout_ms
         self.argv = argv
         self.wake_at = wake_at
         self.ready = ready  # cheap test that a re-run could serve something (None: always)
-        self.rerun = rerun  # runs `argv` without parsing it again (None: through the table)
-        self.nanos = 0  # the time its first run took (set by the engine)
+        # The handler a re-run runs `argv` with, in place of its command's own (None: the
+        # command's): it skips parsing the arguments again. The engine's one command path
+        # runs it like any handler.
+        self.rerun = rerun
 
 
 class Later:
@@ -87,16 +90,30 @@ class Later:
 
 
 class Ctx:
-    """A client command's context. Its kind is its type: `ReplayCtx` for effects being applied
-    (Redis's "must obey" clients), `RerunCtx` for a blocked command re-run after a wake-up."""
+    """A client command's context. Its kind is its type, and the kinds differ only in the
+    class attributes below, which the engine's one command path (EngineCore.run_command)
+    reads: `ReplayCtx` for effects being applied (Redis's "must obey" clients), `RerunCtx`
+    for a blocked command re-run after a wake-up, `MultiCtx` for EXEC's, a script's and a
+    batch's commands, `BusyCtx` for a command answered while a script is busy.
 
-    __slots__ = ("engine", "session", "db", "now", "effects")
+    What the path leaves here for its caller: `lsn`, the LSN of the record it logged (0:
+    none), and `nanos`, the time the handler took."""
+
+    __slots__ = ("engine", "session", "db", "now", "effects", "lsn", "nanos")
+    # Effects being applied: the handler only runs (no gate, expiry, timing or record).
     replaying = False
+    # A blocked command's re-run: its call is counted once it is served, with all its runs'
+    # time (engine.runtime.waiting), not by each run.
     rerun = False
+    # EXEC's, a script's or a batch's command: blocking commands do not block, a refused
+    # write is a failed call, and the effects join the caller's one record.
     in_multi = False
     # The keys a command names are expired before it runs (engine.commands.expiry), but for
     # effects being applied and for the commands answered while a script is busy.
     lazy_expiry = True
+    # The command's effects are logged as its own record when it ends (not for EXEC's,
+    # a script's or a batch's commands, whose caller logs one record for them all).
+    commits = True
 
     def __init__(self, engine: EngineState, session: Session, now: int) -> None:
         self.engine = engine
@@ -104,6 +121,8 @@ class Ctx:
         self.db: dict[bytes, Stream] = engine.dbs[session.db]
         self.now = now
         self.effects: list[list[bytes]] = []
+        self.lsn = 0
+        self.nanos = 0
 
     @property
     def strings(self) -> dict[bytes, bytes]:
@@ -155,6 +174,7 @@ class ReplayCtx(Ctx):
     __slots__ = ()
     replaying = True
     lazy_expiry = False
+    commits = False  # the record being applied is logged already
 
 
 class BusyCtx(Ctx):
@@ -175,6 +195,7 @@ class MultiCtx(Ctx):
 
     __slots__ = ()
     in_multi = True
+    commits = False
     # EXEC's and a script's commands: their replies are collected (a script reads them as
     # values), not written to the connection one by one, so stream reads build plain entries.
     replies_in_resp = False

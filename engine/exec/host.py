@@ -8,8 +8,8 @@ to the engine (the AOF, the data directory, replication, the server), each as th
 this layer declares. The engine core (engine.runtime.core.EngineCore) subclasses it and adds
 what runs commands: dispatch, the engine lock's hold, sessions, effects out and in. A handler
 sees this class, not the core: it cannot submit a command, apply a record or take the lock
-around another command. What the core must do for a handler (EXEC's and a script's commands)
-is the one method declared here, `run_queued`.
+around another command. What a handler asks of the core is declared here: `run_queued` (EXEC's
+and a script's commands) and `write_gate` (whether a write may run now).
 
 A native class in the compiled build: the fields declared here are read as fields of a C
 struct, whichever subclass the engine is. Must not touch: command semantics, I/O.
@@ -25,7 +25,7 @@ from streamkeep.engine.exec.settings import config_set
 
 if TYPE_CHECKING:
     from streamkeep.engine.exec.blocking import WaiterRegistry
-    from streamkeep.engine.exec.context import Ctx
+    from streamkeep.engine.exec.context import Ctx, Session
     from streamkeep.engine.exec.interfaces import (
         ConfigHook,
         InfoSection,
@@ -87,6 +87,11 @@ class EngineState:
     def run_queued(self, ctx: Ctx, queued: list[tuple[CommandSpec, Argv]]) -> list[Any]:
         """Run queued commands in `ctx`, one after another, their effects one record: EXEC's
         body and a script's commands (the engine core runs them)."""
+        raise NotImplementedError
+
+    def write_gate(self, session: Session) -> str | None:
+        """The one write gate: why a write from `session` is refused now (its error line),
+        or None (the engine core decides: an AOF that cannot be written, a replica)."""
         raise NotImplementedError
 
     def apply_config(self) -> None:

@@ -33,13 +33,14 @@ def queue_in_multi(engine: EngineState, session: Session, spec: CommandSpec, arg
     (EXEC then aborts), or return None for a command that runs now."""
     if spec.name in RUN_IN_MULTI:
         return None
-    journal = engine.journal
     if Flag.NO_MULTI in spec.flags:
         session.multi_failed = True
         raise ReplyError(NOT_IN_MULTI)
-    if spec.is_write and journal is not None and journal.error:
-        session.multi_failed = True
-        raise ReplyError(journal.error)
+    if spec.is_write:  # refused at once, as Redis's processCommand refuses it (MISCONF, READONLY)
+        gate = engine.write_gate(session)
+        if gate is not None:
+            session.multi_failed = True
+            raise ReplyError(gate)
     session.multi.append((spec, argv))  # type: ignore[union-attr]
     return "QUEUED"
 

@@ -123,7 +123,7 @@ class DataDir:
                 f"reloaded without them ({err}); writes are refused until the data directory "
                 f"is reopened")
             return
-        engine.roll_back_locked(fresh.dbs, fresh.strings, fresh.expires)
+        engine.replay.roll_back(fresh.dbs, fresh.strings, fresh.expires)
         log.warning("the AOF could not take the last records: they were dropped and the state "
                     "rolled back to LSN %d (reloaded in %.3f s)", lsn,
                     time.perf_counter() - started)
@@ -317,7 +317,7 @@ class DataDir:
         self.compactor.snapshot_size = snap.total_size if snap is not None else 0
         journal.rewrite_at = self.compactor.threshold()
         self.compactor.paused = False
-        self.engine.replace_state_locked(dbs, strings, expires)
+        self.engine.replay.replace_state(dbs, strings, expires)
         log.info("installed the primary's snapshot at LSN %d (%s)", lsn,
                  snap.file if snap is not None else "empty")
 

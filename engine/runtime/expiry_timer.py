@@ -3,7 +3,7 @@ sample behind INFO's instantaneous rates ten times a second, as the server's eve
 
 Without it an embedding program that sets TTLs and never reads those keys again would hold them
 (and their snapshot rows) forever: lazy expiry only deletes a key a command names. The cycle
-itself (sampling, DEL effects, nothing on a replica) is `EngineCore.active_expire_cycle`; a
+itself (sampling, DEL effects, nothing on a replica) is engine.runtime.expiry_cycle; a
 served engine skips it here because the server's loop runs it. Must not touch: what expires or
 how it is logged (engine.commands.expiry), files.
 """

@@ -38,8 +38,8 @@ from streamkeep.engine.exec.pubsub import (
 from streamkeep.engine.exec.settings import ConfigError
 from streamkeep.engine.exec.transactions import end_transaction
 from streamkeep.engine.runtime.client_output import ClientOutput
-from streamkeep.engine.runtime.core import NOAUTH
 from streamkeep.engine.runtime.limits import DescriptorLimitError, adjust_open_files_limit
+from streamkeep.engine.runtime.refusals import NOAUTH
 from streamkeep.engine.wire.errors import ProtocolError, ReplyError
 from streamkeep.engine.wire.reply import NO_REPLY, NULL_ARRAY, Push
 from streamkeep.engine.wire.reply_encoder import OutputLimitReached, ReplyBuffer, write_reply
@@ -261,7 +261,7 @@ class Client:
                     self._query_buffer_exceeded()
                     return
                 except ProtocolError as err:
-                    self.engine.error_replied(err.line)
+                    self.engine.refusals.error_replied(err.line)
                     self.reply(err.reply())
                     self.closing = True
                     break
@@ -304,13 +304,13 @@ class Client:
         if not self.authenticated and argv[0].lower() not in NO_AUTH_NEEDED:
             # The engine refuses it (NOAUTH, or the command's existence or arity first, as
             # Redis checks them), so that the refusal is counted in INFO's statistics.
-            self._answer(self.engine.refuse_unauthenticated(self.session, tuple(argv)))
+            self._answer(self.engine.refusals.refuse_unauthenticated(self.session, tuple(argv)))
             return
         if (self.subscriber.active and self.protocol == 2
                 and argv[0].lower() not in SUBSCRIBED_CONTEXT_COMMANDS):
             # A RESP2 subscriber's replies and messages share one stream: Redis lets it run
             # only the commands whose replies look like messages.
-            self._answer(self.engine.refuse_subscribed(self.session, tuple(argv)))
+            self._answer(self.engine.refusals.refuse_subscribed(self.session, tuple(argv)))
             return
         self._execute(argv)
 
@@ -544,11 +544,11 @@ class Client:
     def _poll(self, waiter: Waiter) -> None:
         if self.waiting is not waiter or waiter.done:
             return
-        if not self.engine.poll_waiter(waiter) and waiter.wake_at is not None:
+        if not self.engine.waiting.poll(waiter) and waiter.wake_at is not None:
             self._schedule_poll(waiter)
 
     def _timed_out(self, waiter: Waiter) -> None:
-        if self.waiting is waiter and self.engine.cancel_wait(waiter, NULL_ARRAY):
+        if self.waiting is waiter and self.engine.waiting.cancel(waiter, NULL_ARRAY):
             self._unblock(waiter)
 
     def _notify(self, waiter: Waiter) -> None:
@@ -586,7 +586,7 @@ class Client:
     def _later_result(self, result: Any) -> None:
         self.busy = False
         if isinstance(result, ReplyError):  # SAVE's compaction failed: a failed call
-            self.engine.late_error(self.session, result)
+            self.engine.refusals.late_error(self.session, result)
         if self.closed:
             return
         if self.late_reply_muted:
@@ -685,7 +685,7 @@ class Client:
         self.timers.clear()
         waiter, self.waiting = self.waiting, None
         if waiter is not None:
-            self.engine.cancel_wait(waiter, None)
+            self.engine.waiting.cancel(waiter, None)
         with self.engine.lock:
             end_transaction(self.engine, self.session)
             self.engine.pubsub.drop(self.subscriber)
@@ -1224,7 +1224,7 @@ class Server:
         instructions, and redis.call every few milliseconds (on the loop thread, engine lock
         held, the loop itself stalled). Accept new connections, read what the other clients
         sent straight from their sockets and answer each command as Redis does while busy
-        (EngineCore.run_while_busy: BUSY; SCRIPT KILL, SHUTDOWN NOSAVE, AUTH, HELLO, MULTI...
+        (engine.runtime.refusals: BUSY; SCRIPT KILL, SHUTDOWN NOSAVE, AUTH, HELLO, MULTI...
         run), in order, through their normal output. The script's own client, a blocked
         client's queued commands and replicas' links wait."""
         running = scripting.running
@@ -1245,7 +1245,7 @@ class Server:
                     self.reads_processed += 1
                     parser.feed(data)
                 while not client.closing and (argv := parser.next()) is not None:
-                    client._answer(self.engine.run_while_busy(client.session, tuple(argv),
+                    client._answer(self.engine.refusals.run_while_busy(client.session, tuple(argv),
                                                               client.busy_gate(argv)))
             except (QueryBufferLimit, ProtocolError):
                 continue  # left for the loop, which closes the connection

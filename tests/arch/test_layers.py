@@ -9,7 +9,8 @@ table below. Layers, bottom to top (a module may import its own layer and those 
     formats   aof codec/fs/manifest/journal/reader/recovery, snapshot layout/reader/writer
     exec      streamkeep.engine.exec.*       command table, context, blocking, config, interfaces
     commands  streamkeep.engine.commands.*   the command handlers
-    core      streamkeep.engine.runtime.core / redis_api (EngineCore, the redis-py facade)
+    core      streamkeep.engine.runtime.core and its parts (batches, waiting, replay, refusals,
+              expiry_cycle) / redis_api (EngineCore, the redis-py facade)
     services  engine.runtime datadir / engine (the public Engine) / queue, snapshot
               compactor/build/load, replication
     top       the network server, the tools, `python -m streamkeep`
@@ -72,6 +73,12 @@ LAYER_OF_PREFIX = {
     "streamkeep.engine.exec": "exec",
     "streamkeep.engine.commands": "commands",
     "streamkeep.engine.runtime.core": "core",
+    # The core's parts around its one command path.
+    "streamkeep.engine.runtime.batches": "core",
+    "streamkeep.engine.runtime.expiry_cycle": "core",
+    "streamkeep.engine.runtime.refusals": "core",
+    "streamkeep.engine.runtime.replay": "core",
+    "streamkeep.engine.runtime.waiting": "core",
     "streamkeep.engine.runtime.redis_api": "core",
     "streamkeep.engine.runtime.queue": "services",  # the work queue: a client of the Engine
     "streamkeep.engine.runtime.datadir": "services",

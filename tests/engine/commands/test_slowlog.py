@@ -119,8 +119,8 @@ def test_a_fast_command_builds_no_entry(monkeypatch: pytest.MonkeyPatch) -> None
     calls: list[tuple] = []
     interpreted = not running(sys.modules[EngineCore.__module__])
     if interpreted:
-        original = EngineCore._slow_call
-        monkeypatch.setattr(EngineCore, "_slow_call",
+        original = EngineCore.slow_call
+        monkeypatch.setattr(EngineCore, "slow_call",
                             lambda self, *a: (calls.append(a), original(self, *a)))
     clock = command_clock(monkeypatch, step=1_000)
     engine = Engine()
