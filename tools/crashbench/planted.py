@@ -34,6 +34,9 @@ from collections.abc import Callable
 from typing import Any
 
 from streamkeep.aof.fs import FileSystem, RealFS
+from streamkeep.aof.manifest import MANIFEST, is_segment_file
+from streamkeep.aof.recovery import AOFCorruptError
+from streamkeep.aof.watermark import WATERMARK
 from streamkeep.engine.wire.errors import StreamkeepError
 
 ENV = "STREAMKEEP_PLANTED_BUGS"
@@ -106,8 +109,6 @@ def _name(path: str) -> str:
 
 
 def _is_segment(path: str) -> bool:
-    from streamkeep.aof.manifest import is_segment_file
-
     return is_segment_file(_name(path))
 
 
@@ -148,8 +149,6 @@ class PlantedFS:
 
     def open_append(self, path: str, create: bool = True) -> int:
         fd = self.inner.open_append(path, create)
-        from streamkeep.aof.watermark import WATERMARK
-
         if _is_segment(path):
             self.kinds[fd] = "segment"
         elif _name(path) == WATERMARK:
@@ -192,8 +191,6 @@ class PlantedFS:
         self.inner.fdatasync(fd)
 
     def rename(self, src: str, dst: str) -> None:
-        from streamkeep.aof.manifest import MANIFEST
-
         self.inner.rename(src, dst)
         if "manifest-rename-no-dirfsync" in self.bugs and _name(dst) == MANIFEST:
             self.dir_fsyncs_dropped.add(os.path.normpath(os.path.dirname(dst) or "."))
@@ -209,15 +206,11 @@ class PlantedFS:
         if "zero-tail-is-damage" in self.bugs and _is_segment(path):
             tail = self.inner.read_file(path)[size:]
             if tail and not tail.strip(b"\0"):
-                from streamkeep.aof.recovery import AOFCorruptError
-
                 raise AOFCorruptError(f"{path}: zero-filled tail at byte offset {size}; "
                                       "refusing to load")
         self.inner.truncate(path, size)
 
     def exists(self, path: str) -> bool:
-        from streamkeep.aof.watermark import WATERMARK
-
         if "rot-is-a-torn-tail" in self.bugs and _name(path) == WATERMARK:
             return False
         return self.inner.exists(path)
