@@ -11,6 +11,8 @@ missing, damage followed by valid records, or damage in any other segment refuse
 naming the file, byte offset and LSNs and the `aof fix` option that gets past it. Zeros from a
 segment's last record to its end are space the writer allocated ahead (a mapped tail: see
 aof.fs.MappedTail) or an extension a power loss left unwritten, never damage: they are cut.
+That judgement of a segment's end is one function, `judge_end`: the offline tools (`aof
+verify`, `aof stats`, `aof dump`) name what they find with it, so they say what opening does.
 Must not touch: the engine (replaying records through it, loading the snapshot, wiring the
 journal are engine.runtime.datadir's), command semantics, the record format.
 """
@@ -19,6 +21,7 @@ from __future__ import annotations
 
 import logging
 import os
+from dataclasses import dataclass
 
 from streamkeep.aof import manifest as manifest_mod
 from streamkeep.aof import watermark as watermark_mod
@@ -122,16 +125,78 @@ def open_segment(fs: FileSystem, path: str, entry: SegmentEntry, expected: int) 
     return reader
 
 
+# What the end of a segment's good records can be (judge_end's kinds; `aof verify` reports
+# them by these names).
+TORN_TAIL = "torn-tail"  # an incomplete or damaged end, nothing valid after it
+DAMAGE_IN_SYNCED = "damage-in-synced"  # damage inside fsynced bytes, or fsynced bytes missing
+DAMAGE_BEFORE_VALID = "damage-before-valid"  # a bad record followed by valid ones
+
+
+@dataclass(frozen=True, slots=True)
+class EndJudgement:
+    """What the end of a segment's good records means (`judge_end`): its `kind` (TORN_TAIL,
+    DAMAGE_IN_SYNCED, DAMAGE_BEFORE_VALID), whether opening the directory cuts it (`cut`: a
+    torn tail of the last segment, past what was fsynced) or refuses, and `why` in words
+    (after the damage's own description)."""
+
+    kind: str
+    cut: bool
+    why: str
+
+    def describe(self) -> str:
+        """`kind: why`, for one line naming the damage (`aof stats`, `aof dump`)."""
+        return f"{self.kind}: {self.why}"
+
+
+def judge_end(end: int, damage: tuple[int, bool] | None, durable: Synced | None) -> \
+        EndJudgement | None:
+    """The one judgement of where a segment's good records end, which recovery acts on and the
+    offline tools report: None when the segment is whole. `end`: the offset just past its
+    last good record; `damage`: (offset, valid records follow) of what stopped the scan, None
+    if it reached the end of the file (a zero-filled tail included: space allocated ahead,
+    never damage); `durable`: what the synced watermark says of it if it is the last segment,
+    None for the others. Damage where the watermark says the bytes were fsynced, or fsynced
+    bytes missing, is damage to synced data, never a torn tail: bytes an fsync covered were on
+    disk whole."""
+    if damage is None:
+        if durable is not None and durable.offset is not None and end < durable.offset:
+            return EndJudgement(DAMAGE_IN_SYNCED, False,
+                                f"the file ends at byte {end}, but bytes up to "
+                                f"{durable.offset} (LSN {durable.lsn}) were fsynced")
+        return None
+    offset, valid_after = damage
+    if valid_after:
+        return EndJudgement(DAMAGE_BEFORE_VALID, False, "followed by valid records")
+    if durable is None:
+        return EndJudgement(TORN_TAIL, False, "a torn tail, but in a segment before the last, "
+                                              "so records may be missing")
+    if durable.offset is not None and offset < durable.offset:
+        return EndJudgement(DAMAGE_IN_SYNCED, False,
+                            f"inside bytes already fsynced, up to byte {durable.offset} (LSN "
+                            f"{durable.lsn}): not a torn tail")
+    if durable.damaged:
+        return EndJudgement(DAMAGE_IN_SYNCED, False,
+                            f"{durable.why}: whether it was fsynced cannot be told")
+    if durable.offset is None:
+        return EndJudgement(TORN_TAIL, True, f"taken for a torn tail: {durable.why}")
+    return EndJudgement(TORN_TAIL, True, f"a torn tail, past the bytes fsynced (up to byte "
+                                         f"{durable.offset}, LSN {durable.lsn})")
+
+
 def judge_segment(fs: FileSystem, path: str, entry: SegmentEntry, reader: SegmentReader,
                   durable: Synced | None, load_truncated: bool) -> None:
     """After a segment's records were replayed (the reader's scan stopped at its end or at
-    damage): refuse, or cut a torn tail (saved first); see the module's docstring. `durable`
-    is what the watermark says of it if it is the last segment (None for the others)."""
+    damage): refuse, or cut a torn tail (saved first), as `judge_end` judges it; see the
+    module's docstring. `durable` is what the watermark says of it if it is the last segment
+    (None for the others)."""
     damage = reader.damage
     next_lsn = entry.first_lsn + reader.count
     fix = f"`streamkeep aof fix --force-skip-damaged {path}`"
+    judged = judge_end(reader.end, None if damage is None
+                       else (damage.offset, damage.valid_after), durable)
     if damage is None:
-        if durable is not None and durable.offset is not None and reader.end < durable.offset:
+        if judged is not None:
+            assert durable is not None and durable.offset is not None
             raise AOFCorruptError(
                 f"{reader.file}: ends at byte offset {reader.end} (LSN {next_lsn - 1}), but "
                 f"bytes up to {durable.offset} (LSN {durable.lsn}) were fsynced: "
@@ -140,25 +205,27 @@ def judge_segment(fs: FileSystem, path: str, entry: SegmentEntry, reader: Segmen
         if reader.zero_tail:
             _cut_zero_tail(fs, reader)
     else:
-        _judge_damage(fs, reader, damage, next_lsn, durable, load_truncated, fix)
+        assert judged is not None
+        _judge_damage(fs, reader, damage, judged, next_lsn, durable, load_truncated, fix)
 
 
-def _judge_damage(fs: FileSystem, reader: SegmentReader, damage: SegmentDamage, next_lsn: int,
-                  durable: Synced | None, load_truncated: bool, fix: str) -> None:
-    """Refuse, or cut a torn tail (saved first): see the module's docstring."""
+def _judge_damage(fs: FileSystem, reader: SegmentReader, damage: SegmentDamage,
+                  judged: EndJudgement, next_lsn: int, durable: Synced | None,
+                  load_truncated: bool, fix: str) -> None:
+    """Refuse, or cut a torn tail (saved first), as `judged`: see the module's docstring."""
     where = str(damage)
     if durable is None:
         raise AOFCorruptError(f"{where} (LSN {next_lsn}), in a segment before the last; "
                               f"refusing to load ({fix} drops the damaged records, saving them)")
-    if damage.valid_after:
+    if judged.kind == DAMAGE_BEFORE_VALID:
         raise AOFCorruptError(f"{where} (LSN {next_lsn}), followed by valid records; refusing "
                               f"to load ({fix} drops the damaged records and keeps the valid "
                               f"ones after them, saving what it cuts)")
-    if durable.damaged:
+    if judged.kind == DAMAGE_IN_SYNCED and durable.damaged:
         raise AOFCorruptError(f"{where} (LSN {next_lsn}), and {durable.why}: whether these "
                               f"bytes were fsynced cannot be told; refusing to load ({fix} "
                               f"cuts them, saving them)")
-    if durable.offset is not None and damage.offset < durable.offset:
+    if judged.kind == DAMAGE_IN_SYNCED:
         raise AOFCorruptError(
             f"{where}: inside data already fsynced (up to byte {durable.offset}, LSN "
             f"{durable.lsn}), so not a torn tail: {_lsns(next_lsn, durable.lsn)} damaged; "

@@ -16,9 +16,12 @@ import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from streamkeep.engine.wire.errors import StreamkeepError
+
+if TYPE_CHECKING:
+    from streamkeep.aof.watermark import Synced
 
 # Exit statuses (the manual's "Exit codes" page lists every command's): 2 and 3 mean what
 # they mean for verify, restore, import and the others.
@@ -50,6 +53,10 @@ class SegmentInfo:
     last_lsn: int | None = None
     end: int = 0  # offset just past the last good record
     damage: str | None = None
+    # What the damage is, as opening the directory judges it (aof.recovery.judge_end, whose
+    # kinds `aof verify` reports): "torn-tail", "damage-in-synced", "damage-before-valid";
+    # "lsn-gap" for records missing before the next segment's first LSN.
+    damage_kind: str | None = None
 
 
 class _MappedFS:
@@ -108,6 +115,7 @@ def iter_batches(source: Source, infos: list[SegmentInfo], from_lsn: int = 0,
     that list is refilled before each batch is yielded with its records' framed sizes.
     `progress` is told the bytes read so far, now and then."""
     from streamkeep.aof.codec import FRAME, HEADER_SIZE
+    from streamkeep.aof.recovery import judge_end
     from streamkeep.aof.segment_reader import SegmentError, SegmentReader
 
     fs = _MappedFS()
@@ -153,13 +161,22 @@ def iter_batches(source: Source, infos: list[SegmentInfo], from_lsn: int = 0,
         info.records, info.end = reader.count, reader.end
         info.last_lsn = reader.first_lsn + reader.count - 1 if reader.count else None
         damage = reader.damage
-        if damage is not None:
-            kind = "damage followed by valid records" if damage.valid_after else "torn tail"
-            info.damage = f"{damage} ({kind})"
+        # The last segment's end is judged against the synced watermark, as opening does.
+        durable = (_durable(source, reader.header.segment) if index == len(segments) - 1
+                   else None)
+        judged = judge_end(reader.end, None if damage is None
+                           else (damage.offset, damage.valid_after), durable)
+        if damage is not None and judged is not None:
+            info.damage, info.damage_kind = f"{damage} ({judged.describe()})", judged.kind
+        elif judged is not None:
+            info.damage = (f"{file}: records end at LSN {reader.first_lsn + reader.count - 1} "
+                           f"at byte offset {reader.end} ({judged.describe()})")
+            info.damage_kind = judged.kind
         elif following is not None and reader.first_lsn + reader.count != following:
             info.damage = (f"{file}: records end at LSN {reader.first_lsn + reader.count - 1} "
                            f"at byte offset {reader.end}, but the next segment starts at LSN "
                            f"{following} (records missing)")
+            info.damage_kind = "lsn-gap"
         base += reader.size
         if progress is not None:
             progress.update(base)
@@ -167,6 +184,17 @@ def iter_batches(source: Source, infos: list[SegmentInfo], from_lsn: int = 0,
             data.close()
         if info.damage is not None:
             return
+
+
+def _durable(source: Source, segment: int) -> Synced:
+    """What the synced watermark of the source's directory (a segment file's: the one it is
+    in) says of its last segment, number `segment` (aof.watermark.Synced), as `aof verify`
+    reads it."""
+    from streamkeep.aof.fs import RealFS
+    from streamkeep.aof.watermark import durable_part
+
+    directory = source.path if os.path.isdir(source.path) else os.path.dirname(source.path)
+    return durable_part(RealFS(), directory or ".", segment)
 
 
 class ByteProgress:

@@ -264,7 +264,7 @@ def to_json(stats: Stats, source: Any, infos: list[Any], top: int, bucket: str,
             "histogram": stats.histogram()},
         "segments": [{"file": i.file, "segment": i.segment, "first_lsn": i.first_lsn,
                       "last_lsn": i.last_lsn, "records": i.records, "size": i.size,
-                      "end": i.end, "damage": i.damage,
+                      "end": i.end, "damage": i.damage, "damage_kind": i.damage_kind,
                       "first_time_ms": stats.segment_times.get(n, [None, None])[0],
                       "last_time_ms": stats.segment_times.get(n, [None, None])[1]}
                      for n, i in enumerate(infos)],
@@ -276,6 +276,8 @@ def to_json(stats: Stats, source: Any, infos: list[Any], top: int, bucket: str,
             for start, by_command in sorted(stats.timeline.items())]},
         "fsync": None,  # not recorded in segments
         "damage": damage,
+        # what the damage is, as opening judges it (aof verify's problem kinds), or None
+        "damage_kind": next((i.damage_kind for i in infos if i.damage), None),
     }
 
 

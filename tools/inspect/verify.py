@@ -259,6 +259,8 @@ def _check_records(report: Report, seg: SegmentReport, scanned: Scanned, file: s
     watermark says of the last segment; None for the others. `path`: the segment's file, read
     from the damage on to count the records it held; `next_first_lsn`: the next segment's
     first LSN (None: the last segment, or unknown)."""
+    from streamkeep.aof.recovery import DAMAGE_BEFORE_VALID, DAMAGE_IN_SYNCED, judge_end
+
     assert scanned.header is not None
     first_lsn = scanned.header[1]
     seg.records, seg.end = scanned.records, scanned.end
@@ -272,41 +274,49 @@ def _check_records(report: Report, seg: SegmentReport, scanned: Scanned, file: s
         report.notes.append(f"{file}: {zeros} bytes of zeros after the last record (byte "
                             f"{scanned.end} on): space allocated ahead of the log, never "
                             f"written; opening cuts them")
-    if scanned.damage is None or zeros:
-        if durable is not None and synced is not None and scanned.end < synced:
-            report.problems.append(Problem(
-                "damage-in-synced", file, scanned.end,
-                f"the file ends at byte {scanned.end}, but bytes up to {synced} (LSN "
-                f"{durable.lsn}) were fsynced: LSN {next_lsn} on are missing", "refuse",
-                lost=loss.tail(b"", scanned.end, next_lsn, durable)))
+    # What the end means is opening's judgement (aof.recovery.judge_end: `aof stats` and `aof
+    # dump` name it the same way); the words here add what verify counts.
+    damage = None if scanned.damage is None or zeros else scanned.damage
+    judged = judge_end(scanned.end, None if damage is None else (damage[0], damage[2]),
+                       durable)
+    if judged is None:
         return
-    offset, reason, valid_after = scanned.damage
+    if damage is None:
+        assert durable is not None
+        report.problems.append(Problem(
+            judged.kind, file, scanned.end,
+            f"the file ends at byte {scanned.end}, but bytes up to {synced} (LSN "
+            f"{durable.lsn}) were fsynced: LSN {next_lsn} on are missing", "refuse",
+            lost=loss.tail(b"", scanned.end, next_lsn, durable)))
+        return
+    offset, reason, valid_after = damage
     cut = scanned.size - offset
     lost = _span_loss(path, offset, scanned.size, next_lsn, valid_after, durable,
                       next_first_lsn)
-    if valid_after:
+    action = "truncate" if judged.cut else "refuse"
+    if judged.kind == DAMAGE_BEFORE_VALID:
         report.problems.append(Problem(
-            "damage-before-valid", file, offset,
-            f"{reason}, followed by valid records (LSN {next_lsn} expected)", "refuse",
+            judged.kind, file, offset,
+            f"{reason}, followed by valid records (LSN {next_lsn} expected)", action,
             lost=lost))
     elif durable is None:
         report.problems.append(Problem(
-            "torn-tail", file, offset,
-            f"{reason}; not the last segment, so records may be missing", "refuse", cut, lost))
-    elif synced is not None and offset < synced:
+            judged.kind, file, offset,
+            f"{reason}; not the last segment, so records may be missing", action, cut, lost))
+    elif judged.kind == DAMAGE_IN_SYNCED and synced is not None:
         report.problems.append(Problem(
-            "damage-in-synced", file, offset,
+            judged.kind, file, offset,
             f"{reason} (LSN {next_lsn}), inside bytes already fsynced (up to {synced}, LSN "
-            f"{durable.lsn}): not a torn tail", "refuse", cut, lost))
-    elif durable.damaged:
+            f"{durable.lsn}): not a torn tail", action, cut, lost))
+    elif judged.kind == DAMAGE_IN_SYNCED:
         report.problems.append(Problem(
-            "damage-in-synced", file, offset,
+            judged.kind, file, offset,
             f"{reason} (LSN {next_lsn}), and {durable.why}: whether it was fsynced cannot be "
-            f"told", "refuse", cut, lost))
+            f"told", action, cut, lost))
     else:
         report.problems.append(Problem(
-            "torn-tail", file, offset, f"{reason}, {cut} bytes with no valid record, past the "
-            f"bytes fsynced ({durable.describe()})", "truncate", cut, lost))
+            judged.kind, file, offset, f"{reason}, {cut} bytes with no valid record, past the "
+            f"bytes fsynced ({durable.describe()})", action, cut, lost))
 
 
 def _zero_tail(file: str, scanned: Scanned) -> int:
