@@ -3,8 +3,9 @@
 Owns the exit statuses all commands agree on (3: usage or I/O error; 128 + the signal's
 number when a signal ended it, as a shell reports a process that signal killed: 130 for
 SIGINT, 143 for SIGTERM, 129 for SIGHUP), `Parser` (argparse, but a usage error prints the
-usage on one line and the error on the next, then exits 3: argparse's own 2 means "damaged"
-for the inspection commands), and the signals that end a command: SIGINT (Ctrl-C), SIGTERM
+usage of the (sub)command the user typed, wrapped to the help's width, then the error line,
+and exits 3: argparse's own 2 means "damaged" for the inspection commands), and the signals
+that end a command: SIGINT (Ctrl-C), SIGTERM
 (`kill`, a service manager) and SIGHUP (the terminal closed) all take the same way out. The
 main process's handler (`signals_handled`) raises `Interrupted` (a KeyboardInterrupt: every
 `finally` and `with` on the way up runs, removing what the command made; tools.temporaries
@@ -24,10 +25,11 @@ import contextlib
 import signal
 import sys
 import threading
-from collections.abc import Iterator
-from typing import Any, NoReturn
+from collections.abc import Iterable, Iterator
+from typing import Any, NoReturn, TypeVar, overload
 
 EXIT_USAGE = 3
+_N = TypeVar("_N")  # (a namespace argparse fills: Parser.parse_known_args)
 EXIT_INTERRUPTED = 128 + signal.SIGINT  # 130; SIGTERM: 143, SIGHUP: 129 (exit_status)
 # The signals that end a command the same way: Ctrl-C, `kill` (or a service manager), and the
 # terminal going away.
@@ -107,14 +109,36 @@ class RawWrappedHelpFormatter(argparse.RawDescriptionHelpFormatter):
 
 
 class Parser(argparse.ArgumentParser):
-    """An ArgumentParser whose usage errors exit EXIT_USAGE with two lines: the usage (joined
-    into one line) and the error, and whose --help is at most `help_width()` wide (a raw
-    description or epilog's long lines wrapped: RawWrappedHelpFormatter). Subcommand parsers
-    inherit the class."""
+    """An ArgumentParser whose usage errors exit EXIT_USAGE with the usage (wrapped to
+    `help_width()`, as --help is) and then one error line, and whose --help is at most
+    `help_width()` wide (a raw description or epilog's long lines wrapped:
+    RawWrappedHelpFormatter). Subcommand parsers inherit the class, and each reports the
+    arguments it does not know itself, with its own usage."""
 
     def error(self, message: str) -> NoReturn:
-        usage = " ".join(self.format_usage().split())
-        self.exit(EXIT_USAGE, f"{usage}\n{self.prog}: error: {message}\n")
+        self.exit(EXIT_USAGE, f"{self.format_usage().rstrip()}\n{self.prog}: error: {message}\n")
+
+    @overload
+    def parse_known_args(self, args: Iterable[str] | None = None,
+                         namespace: None = None) -> tuple[argparse.Namespace, list[str]]: ...
+
+    @overload
+    def parse_known_args(self, args: Iterable[str] | None,
+                         namespace: _N) -> tuple[_N, list[str]]: ...
+
+    @overload
+    def parse_known_args(self, *, namespace: _N) -> tuple[_N, list[str]]: ...
+
+    def parse_known_args(self, args: Iterable[str] | None = None,
+                         namespace: Any = None) -> tuple[Any, list[str]]:
+        # argparse hands what a subcommand's parser did not know up to the top-level parser,
+        # whose usage (`streamkeep [-h] [--version] COMMAND ...`) is not the command the user
+        # typed: the innermost parser that was left with them says so (a subcommand's parser
+        # returns first).
+        namespace, extras = super().parse_known_args(args, namespace)
+        if extras:
+            self.error(f"unrecognized arguments: {' '.join(extras)}")
+        return namespace, extras
 
     def _get_formatter(self) -> argparse.HelpFormatter:
         cls = self.formatter_class

@@ -4,9 +4,11 @@ Owns the subcommand tree, ``--version``, and how every command ends: a usage err
 (tools.exits.Parser), Ctrl-C, SIGTERM or SIGHUP ends any command with one line (``streamkeep
 <command>: interrupted``, the signal named unless it was Ctrl-C) and exit status 128 + the
 signal's number, leaving no child process and no temporary (tools.temporaries), an I/O error
-nobody caught with one line and 3, a reader that closes the pipe (``| head``) quietly. Only the subcommand that runs has its parser built
-and its module imported (the others are a name and a help line, ``_COMMANDS``), so that every
-command, and ``streamkeep --help``, starts without the modules of the others or the engine.
+nobody caught with one line and 3, a reader that closes the pipe (``| head``) quietly with 0,
+whichever command was writing (and however the writing noticed: a BrokenPipeError, or rich's
+exit for it). Only the subcommand that runs has its parser built and its module imported (the
+others are a name and a help line, ``_COMMANDS``), so that every command, and ``streamkeep
+--help``, starts without the modules of the others or the engine.
 """
 
 from __future__ import annotations
@@ -266,18 +268,54 @@ def _run(words: list[str], chosen: str | None, name: list[str]) -> int:
     try:
         args = build_parser(chosen, lazy=True).parse_args(words)
         name[0] = command_name(args)
-        return int(args.func(args) or 0)
+        code = int(args.func(args) or 0)
+        _flush_stdout()  # (here, not in Python's flush at exit, where a closed pipe is noisy)
+        return code
     except BrokenPipeError:
-        # The reader went away (`| head`): not an error of ours. Later writes (and
-        # Python's own flush at exit) go nowhere instead of failing.
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
+        # The reader went away (`| head`): not an error of ours, whichever command wrote.
+        _stdout_gone()
         return 0
+    except SystemExit as done:
+        if _closed_pipe_exit(done):
+            return 0
+        _flush_stdout()  # --help, --version: what they printed, before the exit
+        raise
     except OSError as err:
         # An I/O error no command reported itself: one line, not a traceback.
         where = f"{err.filename}: " if err.filename else ""
         print(f"{command_name(args)}: {where}{err.strerror or err}", file=sys.stderr)
         return EXIT_USAGE
+
+
+def _stdout_gone() -> None:
+    """The reader of stdout went away: later writes, and Python's own flush at exit, go nowhere
+    instead of failing."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
+
+
+def _flush_stdout() -> None:
+    """What is still buffered for stdout written now; a reader gone meanwhile is not an error
+    (`_stdout_gone`)."""
+    try:
+        sys.stdout.flush()
+    except BrokenPipeError:
+        _stdout_gone()
+    except (OSError, ValueError):  # (stdout closed or broken otherwise: the status says it)
+        pass
+
+
+def _closed_pipe_exit(done: SystemExit) -> bool:
+    """Whether `done` is rich's answer to a closed stdout pipe: its Console turns the
+    BrokenPipeError of a print into SystemExit(1) (Console.on_broken_pipe, stdout already
+    pointed at /dev/null), which would make `streamkeep aof stats | head` fail where every
+    other command's closed pipe exits 0."""
+    tb = done.__traceback__
+    while tb is not None and tb.tb_next is not None:
+        tb = tb.tb_next
+    return tb is not None and tb.tb_frame.f_code.co_name == "on_broken_pipe" \
+        and tb.tb_frame.f_globals.get("__name__", "").startswith("rich.")
 
 
 if __name__ == "__main__":

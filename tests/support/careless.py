@@ -2,8 +2,8 @@
 (`run`: exit status, stdout, stderr; `interrupt`: SIGINT to its process group once it has
 started, as Ctrl-C does, then checks that no process it started is left running: `Tree`),
 the checks every case makes (`assert_refused`: the exit status, one
-line on stderr naming what it must name, no traceback; `assert_usage`: exit 3, the usage and
-one error line), `tree_state` (every file's bytes under a path, to assert that a refused
+line on stderr naming what it must name, no traceback; `assert_usage`: exit 3, the usage,
+wrapped, and one error line), `tree_state` (every file's bytes under a path, to assert that a refused
 command changed nothing), and big inputs made fast (`big_datadir`: a data directory of many
 records written straight as segments; `resp_aof`: a Redis AOF of many XADDs) with the moments
 an interrupt lands in the middle of a command's work, counted, not timed (`opened`: a process
@@ -261,17 +261,20 @@ def assert_refused(result: Result, code: int, *names: str | Path) -> str:
 
 
 def assert_usage(result: Result, *names: str | Path) -> str:
-    """A usage error: exit status 3, the usage on one line and the error on the next (naming
-    every one of `names`), no traceback. Returns the error line."""
+    """A usage error: exit status 3, the usage (its first line, then its continuation lines,
+    indented, as it wraps), then one error line naming every one of `names`, no traceback.
+    Returns the error line."""
     assert "Traceback" not in result.err, result.err
     assert result.code == 3, (result.code, result.err)
-    lines = result.err_lines
-    assert len(lines) == 2, f"expected the usage and one error line, got:\n{result.err}"
-    assert lines[0].startswith("usage: streamkeep"), lines[0]
-    assert "error:" in lines[1], lines[1]
+    *usage, error = result.err_lines
+    assert usage, f"expected the usage and one error line, got:\n{result.err}"
+    assert usage[0].startswith("usage: streamkeep"), usage[0]
+    assert all(line.startswith(" ") for line in usage[1:]), \
+        f"expected the usage and one error line, got:\n{result.err}"
+    assert "error:" in error, error
     for name in names:
-        assert str(name) in lines[1], f"{name!r} not named in: {lines[1]}"
-    return lines[1]
+        assert str(name) in error, f"{name!r} not named in: {error}"
+    return error
 
 
 def tree_state(path: Path, ignore: Sequence[str] = ()) -> dict[str, str]:

@@ -1,4 +1,5 @@
-"""tools/exits.py: usage errors exit 3 in two lines, the handlers of the signals that end a
+"""tools/exits.py: usage errors exit 3 with the usage of the (sub)command typed, wrapped to the
+help's width, then one error line, the handlers of the signals that end a
 command (SIGINT, SIGTERM, SIGHUP: the first raises Interrupted carrying its number, later ones
 wait; one ignored from the start stays ignored; a block that finishes before an interrupt takes
 effect; workers that leave the terminal's signals to the main process), the one line and the
@@ -28,8 +29,9 @@ main_thread_only = pytest.mark.skipif(
     reason="signal handlers are the main thread's")
 
 
-def test_usage_errors_exit_3_with_the_usage_on_one_line(
-        capsys: pytest.CaptureFixture[str]) -> None:
+def test_usage_errors_exit_3_with_the_usage_wrapped_then_one_error_line(
+        capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("COLUMNS", "80")
     parser = Parser(prog="streamkeep thing")
     parser.add_argument("--count", type=int)
     parser.add_argument("--a-rather-long-option-name", metavar="SOMETHING-LONG")
@@ -40,12 +42,19 @@ def test_usage_errors_exit_3_with_the_usage_on_one_line(
     with pytest.raises(SystemExit) as done:
         parser.parse_args(["--count", "many", "child"])
     assert done.value.code == EXIT_USAGE
-    usage, error = capsys.readouterr().err.splitlines()
-    assert usage.startswith("usage: streamkeep thing [-h] [--count COUNT]")
+    *usage, error = capsys.readouterr().err.splitlines()
+    assert usage[0].startswith("usage: streamkeep thing [-h] [--count COUNT]")
+    assert len(usage) > 1 and all(len(line) <= 80 for line in usage), usage
+    assert all(line.startswith(" ") for line in usage[1:]), usage
+    assert "--another-long-option ANOTHER-LONG-VALUE" in " ".join(" ".join(usage).split())
     assert error == "streamkeep thing: error: argument --count: invalid int value: 'many'"
     with pytest.raises(SystemExit) as done:
         parser.parse_args(["child", "extra"])
     assert done.value.code == EXIT_USAGE
+    *usage, error = capsys.readouterr().err.splitlines()
+    # (the subcommand's own usage: the arguments left over are the subcommand's)
+    assert usage == ["usage: streamkeep thing child [-h]"]
+    assert error == "streamkeep thing child: error: unrecognized arguments: extra"
 
 
 SIGNALS = [signal.SIGINT, signal.SIGTERM, signal.SIGHUP]
