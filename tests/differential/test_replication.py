@@ -161,7 +161,7 @@ def test_a_redis_server_pointed_at_streamkeep_is_refused_clearly(
         cluster: Cluster, tmp_path: Path) -> None:
     import subprocess
 
-    from streamkeep.tools.bench.processes import free_port
+    from streamkeep.tools.servers import free_port
 
     port = free_port()
     logfile = tmp_path / "redis.log"  # a file, not a pipe: it logs every (quick) retry

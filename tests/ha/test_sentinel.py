@@ -31,7 +31,7 @@ from typing import Any
 import pytest
 import redis
 
-from streamkeep.tools.bench.processes import free_port
+from streamkeep.tools.servers import free_port
 from tests.support.replication_util import caught_up, info, wait_for
 from tests.support.sentinel import GROUP, KEY, Sentinels, Writer
 from tests.support.serve_process import ServeProcess

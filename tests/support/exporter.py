@@ -13,7 +13,7 @@ import time
 import urllib.request
 from pathlib import Path
 
-from streamkeep.tools.bench.processes import free_port
+from streamkeep.tools.servers import free_port
 
 BINARY = "prometheus-redis-exporter"
 START_TIMEOUT = 15.0

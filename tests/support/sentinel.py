@@ -34,7 +34,7 @@ from redis.backoff import NoBackoff
 from redis.retry import Retry
 from redis.sentinel import Sentinel
 
-from streamkeep.tools.bench.processes import free_port
+from streamkeep.tools.servers import free_port
 
 HOST = "127.0.0.1"
 START_TIMEOUT = 15.0

@@ -1,16 +1,13 @@
 """`streamkeep serve` as a real child process for tests: `ServeProcess(datadir, *args)` starts
-it on a free loopback port and waits for its "listening" line; `limits` applies resource limits
-(`ulimit`) to the child only; `cwd` is its working directory (default the checkout);
-`rss_bytes()` reads its resident set from /proc; `output()` is
-everything it printed (stdout and stderr). The `spawn` fixture in tests that use it kills every
-child at the end."""
+it (tools.servers.StreamkeepServer, with the serve defaults: no --bind, --appendfsync or
+--loglevel of its own) on a free loopback port and waits for its "listening" line; `limits`
+applies resource limits (`ulimit`) to the child only; `cwd` is its working directory (default
+the checkout); `rss_bytes()` reads its resident set from /proc; `output()` is everything it
+printed (stdout and stderr). The `spawn` fixture in tests that use it kills every child at the
+end."""
 
 from __future__ import annotations
 
-import resource
-import subprocess
-import sys
-import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -20,56 +17,43 @@ import redis
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
-from streamkeep.tools.bench.processes import free_port
+from streamkeep.tools.servers import (
+    EXIT_TIMEOUT,
+    LISTENING,
+    Limits,
+    ServerFailed,
+    StreamkeepServer,
+    free_port,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 START_TIMEOUT = 15.0
-EXIT_TIMEOUT = 10.0
-
-Limits = dict[int, tuple[int, int]]  # resource.RLIMIT_* -> (soft, hard)
 
 
-def _apply(limits: Limits) -> Callable[[], None]:
-    def preexec() -> None:
-        for which, value in limits.items():
-            resource.setrlimit(which, value)
+class ServeProcess(StreamkeepServer):
+    """One `streamkeep serve` child, started; its output (stdout and stderr) is collected in
+    `lines`. `port` given: the arguments (a config file) say it, and no --port is added."""
 
-    return preexec
-
-
-class ServeProcess:
-    """One `streamkeep serve` child; its output (stdout and stderr) is collected in `lines`."""
+    proc: Any  # started in __init__: never None
 
     def __init__(self, datadir: Path | str | None, *args: str, port: int | None = None,
                  limits: Limits | None = None, host: str = "127.0.0.1",
                  cwd: Path | None = None) -> None:
-        self.host = host  # where it listens (`--bind` or its config file says so)
-        self.port = free_port() if port is None else port
-        where = [] if datadir is None else ["--dir", str(datadir)]  # None: --config's
-        argv = [sys.executable, "-m", "streamkeep", "serve", *where, *args]
-        if port is None:
-            argv += ["--port", str(self.port)]
-        self.proc = subprocess.Popen(argv, cwd=cwd or ROOT, stdin=subprocess.DEVNULL,
-                                     stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                                     preexec_fn=_apply(limits) if limits else None)
-        self.lines: list[str] = []
-        self.listening = threading.Event()
-        self.reader = threading.Thread(target=self._read, daemon=True)
-        self.reader.start()
-        if not self.listening.wait(START_TIMEOUT):
-            self.kill()
-            raise AssertionError(f"streamkeep serve did not start:\n{self.output()}")
+        super().__init__("" if datadir is None else str(datadir), appendfsync=None,
+                         port=port, bind=None, loglevel=None, extra=args, capture=True,
+                         ready_line=LISTENING, cwd=str(cwd or ROOT), host=host, limits=limits,
+                         start_timeout=START_TIMEOUT)
+        try:
+            self.start()
+        except ServerFailed:
+            raise AssertionError(f"streamkeep serve did not start:\n{self.output()}") from None
 
-    def _read(self) -> None:
-        assert self.proc.stdout is not None
-        for line in self.proc.stdout:
-            self.lines.append(line)
-            if " listening on " in line:
-                self.listening.set()
-        self.listening.set()  # exited: wake the starter, which then sees no port
-
-    def output(self) -> str:
-        return "".join(self.lines)
+    def command(self) -> list[str]:
+        argv = super().command()
+        if self.fixed_port:  # (the config file's)
+            at = argv.index("--port")
+            del argv[at:at + 2]
+        return argv
 
     def wait_output(self, text: str, timeout: float = 10.0) -> str:
         """The output once it holds `text`: the reader thread may not have read a line the
@@ -83,33 +67,12 @@ class ServeProcess:
         return redis.Redis(host=self.host, port=self.port, retry=Retry(NoBackoff(), 0),
                            **kwargs)
 
-    def rss_bytes(self) -> int:
-        """The child's resident set size now (VmRSS)."""
-        with open(f"/proc/{self.proc.pid}/status") as status:
-            for line in status:
-                if line.startswith("VmRSS:"):
-                    return int(line.split()[1]) * 1024
-        raise AssertionError("no VmRSS line")
-
     def cpu_seconds(self) -> float:
         """The CPU time the child's threads have used so far: what a growth check compares,
         since a busy machine delays a process but hardly adds to it."""
-        from streamkeep.tools.bench.processes import cpu_seconds
-
-        seconds = cpu_seconds(self.proc.pid)
-        assert seconds is not None, f"no CPU time for pid {self.proc.pid}"
+        seconds = super().cpu_seconds()
+        assert seconds is not None, f"no CPU time for pid {self.pid}"
         return seconds
-
-    def wait(self, timeout: float = EXIT_TIMEOUT) -> int:
-        rc = self.proc.wait(timeout)
-        self.reader.join(5)
-        return rc
-
-    def kill(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait(5)
-        self.reader.join(5)
 
 
 def spawner() -> tuple[Callable[..., ServeProcess], Callable[[], None]]:

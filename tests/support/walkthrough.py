@@ -38,7 +38,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from streamkeep.tools.bench.processes import free_port
+from streamkeep.tools.servers import free_port
 from tests.support.doc_examples import ROOT, blocks
 
 PORT = "6390"

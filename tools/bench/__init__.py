@@ -5,7 +5,7 @@ The package, bottom to top (a module imports only those above it in this list, n
 
     workload   Measurement, Skip, the warm-up rule, shared names and loops
     tables     the plain-text table layout
-    processes  child processes: redis-server, ``python -m streamkeep serve``; free_port()
+    processes  the servers a run starts (tools.servers' redis-server, ``streamkeep serve``)
     env        BenchEnv: what the benchmarks of a run share
     embedded, aof, redis_py, snapshot, latency, server
                one module per section (latency: the server section's harness)
@@ -36,7 +36,6 @@ if TYPE_CHECKING:
         build_parser,
         section_names,
     )
-    from streamkeep.tools.bench.processes import free_port
     from streamkeep.tools.bench.registry import (
         FIGURES,
         RATIOS,
@@ -64,7 +63,6 @@ _EXPORTS = {
     "format_results": "report", "format_target": "report",
     "Measurement": "workload", "Skip": "workload",
     "BenchEnv": "env",
-    "free_port": "processes",
     "bench_aof_threads": "aof", "bench_aof_replay": "aof", "REPLAY_STREAMS": "aof",
     "SNAPSHOT_ENTRIES_PER_N": "snapshot", "DISK_OPS_QUICK_FACTOR": "snapshot",
 }
@@ -74,7 +72,7 @@ __all__ = [
     "FigureResult", "Measurement", "QUICK_N", "RATIOS", "REPLAY_STREAMS", "Ratio", "Result",
     "SECTIONS", "SNAPSHOT_ENTRIES_PER_N", "Section", "Skip", "add_parser", "bench_aof_replay",
     "bench_aof_threads", "build_parser", "derive_figures", "format_results", "format_target",
-    "free_port", "main", "run_benchmarks", "section_names", "select_sections",
+    "main", "run_benchmarks", "section_names", "select_sections",
 ]
 
 

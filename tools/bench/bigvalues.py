@@ -19,8 +19,9 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from streamkeep.engine.wire.reply_parser import encode_command
-from streamkeep.tools.bench.processes import HOST, RedisAofServer, StreamkeepServer
+from streamkeep.tools.bench.processes import RedisAofServer, StreamkeepServer
 from streamkeep.tools.bench.workload import Measurement, Skip
+from streamkeep.tools.servers import HOST
 
 if TYPE_CHECKING:
     from streamkeep.tools.bench.env import BenchEnv

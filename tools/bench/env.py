@@ -18,8 +18,9 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from streamkeep.tools import temporaries
-from streamkeep.tools.bench.processes import HOST, RedisServer
+from streamkeep.tools.bench.processes import RedisServer
 from streamkeep.tools.bench.workload import Skip
+from streamkeep.tools.servers import HOST
 
 
 def _filesystem(path: str) -> str:

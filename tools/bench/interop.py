@@ -32,8 +32,9 @@ import time
 from typing import TYPE_CHECKING
 
 from streamkeep.tools import temporaries
-from streamkeep.tools.bench.processes import HOST, RedisServer, StreamkeepServer
+from streamkeep.tools.bench.processes import RedisServer, StreamkeepServer
 from streamkeep.tools.bench.workload import Measurement, Skip
+from streamkeep.tools.servers import HOST
 
 if TYPE_CHECKING:
     from streamkeep.tools.bench.env import BenchEnv

@@ -29,9 +29,9 @@ from typing import Any
 from streamkeep.engine.wire.errors import ReplyError
 from streamkeep.engine.wire.reply_parser import NEED_MORE, ReplyParser, encode_command
 from streamkeep.tools import temporaries
-from streamkeep.tools.bench.processes import HOST, cpu_seconds
 from streamkeep.tools.bench.tables import format_table
 from streamkeep.tools.bench.workload import Measurement, percentile_us
+from streamkeep.tools.servers import HOST, cpu_seconds
 
 LATENCY_RATE = 10_000  # the producer, messages per second
 LATENCY_CONSUMERS = 10  # ... and its consumers, one group

@@ -37,8 +37,9 @@ from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from streamkeep.tools import temporaries
-from streamkeep.tools.bench.processes import StreamkeepServer, cpu_seconds
+from streamkeep.tools.bench.processes import StreamkeepServer
 from streamkeep.tools.bench.workload import Measurement, Skip
+from streamkeep.tools.servers import cpu_seconds
 
 if TYPE_CHECKING:
     from streamkeep.tools.bench.env import BenchEnv
@@ -180,19 +181,8 @@ def embedded(env: BenchEnv, workload: str, other: str = "base") -> Measurement:
 # --- the server rows --------------------------------------------------------------------------
 
 
-class CheckoutServer(StreamkeepServer):
-    """``streamkeep serve`` under a given interpreter (another checkout's)."""
-
-    def __init__(self, python: str) -> None:
-        super().__init__(appendfsync="no")
-        self.python = python
-
-    def command(self, data: str) -> list[str]:
-        return [self.python, *super().command(data)[1:]]
-
-
 def _served(python: str, n: int, what: str, seed: int = 1) -> dict[str, Any]:
-    server = CheckoutServer(python).start()
+    server = StreamkeepServer(appendfsync="no", python=python).start()
     try:
         client = server.client
         size = n if what == "consume" else int(n * RANGE_PER_N)
@@ -201,8 +191,8 @@ def _served(python: str, n: int, what: str, seed: int = 1) -> dict[str, Any]:
             for i in range(start, min(start + PIPELINE, size + 1)):
                 pipe.execute_command("XADD", "bench", f"{i}-1", "f", "v")
             pipe.execute()
-        assert server.proc is not None  # (started)
-        pid = server.proc.pid
+        assert server.pid is not None  # (started)
+        pid = server.pid
         with _apart(pid):
             cpu = cpu_seconds(pid)
             result = _served_consume(client) if what == "consume" else _served_ranges(

@@ -47,7 +47,7 @@ from typing import TYPE_CHECKING
 from streamkeep.engine.wire.errors import ReplyError
 from streamkeep.engine.wire.reply_parser import NEED_MORE, ReplyParser, encode_command
 from streamkeep.tools.bench.latency import stamped_commands
-from streamkeep.tools.bench.processes import HOST, StreamkeepServer, cpu_seconds
+from streamkeep.tools.bench.processes import StreamkeepServer
 from streamkeep.tools.bench.server import (
     BENCH_COMMAND,
     BENCH_KEY,
@@ -64,6 +64,7 @@ from streamkeep.tools.bench.workload import (
     percentile_us,
     warmup_size,
 )
+from streamkeep.tools.servers import HOST, cpu_seconds
 
 if TYPE_CHECKING:
     from streamkeep.tools.bench.env import BenchEnv
@@ -401,7 +402,7 @@ def bench_apply(env: BenchEnv) -> Measurement:
         with env.data_dir("replay-warmup") as warm:
             _warm_replay(warm)
         gc.collect()
-        replay_s = _time_replay(replica.data, records, BENCH_KEY)
+        replay_s = _time_replay(replica.data_dir, records, BENCH_KEY)
     finally:
         _stop(replica, primary)
     replay_rate = target / replay_s  # the replica's log: LSN 1..target after an empty snapshot

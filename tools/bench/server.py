@@ -27,14 +27,10 @@ from streamkeep.tools.bench.latency import (
     QUICK_LATENCY_SECONDS,
     bench_latency,
 )
-from streamkeep.tools.bench.processes import (
-    HOST,
-    RedisAofServer,
-    StreamkeepServer,
-    cpu_seconds,
-)
+from streamkeep.tools.bench.processes import RedisAofServer, StreamkeepServer
 from streamkeep.tools.bench.tables import Table
 from streamkeep.tools.bench.workload import Measurement, Skip
+from streamkeep.tools.servers import HOST, cpu_seconds
 
 if TYPE_CHECKING:
     from streamkeep.tools.bench.env import BenchEnv

@@ -17,8 +17,8 @@ import threading
 import time
 from typing import Any
 
-from streamkeep.tools.bench.processes import HOST
 from streamkeep.tools.bench.workload import Measurement
+from streamkeep.tools.servers import HOST
 
 KEY_BYTES = 100_000
 PATTERN = b"*" + b"a" * 1000 + b"b"

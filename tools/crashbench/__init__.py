@@ -7,8 +7,8 @@ history of what was acknowledged. Modules: `target` (the interface every target 
 `faultfs` (the power-loss and I/O-error file layer), `workload` (the seeded operations),
 `history` (one step: a command run and its outcome recorded), `model` (the canonical state
 and the reference), `invariants` (the checks), `powerloss`, `sigkill` and `ioerrors` (the
-crash modes; `client`, `servers` and `moments` for real processes), `runs`, `report` and
-`cli`.
+crash modes; `client` and `moments` for real processes, which tools.servers starts), `runs`,
+`report` and `cli`.
 `planted` holds the known bugs the bench must find (off unless a test plants them): every
 engine the power-loss and I/O-error modes run is opened through it.
 Must not touch: the engine's, the AOF's or the snapshot's internals (but `planted`, whose

@@ -4,7 +4,7 @@
 Owns the socket and the mapping of what happens on it to the bench's outcomes: a reply is a
 value, an error reply `CommandFailed`, and no reply (EOF, a reset, a timeout, any socket error)
 `ConnectionLost`, after which the object is dead (a half-read reply would desynchronise it).
-Must not touch: the servers' processes (servers.py) or what the commands mean.
+Must not touch: the servers' processes (tools/servers.py) or what the commands mean.
 """
 
 from __future__ import annotations

@@ -25,8 +25,8 @@ import threading
 import time
 
 from streamkeep.engine.wire.errors import StreamkeepError
-from streamkeep.tools.crashbench.servers import ServerProcess, StreamkeepServe
 from streamkeep.tools.crashbench.target import CommandFailed, ConnectionLost
+from streamkeep.tools.servers import ServerProcess, StreamkeepServer
 
 POLL = 0.002  # INFO and directory polls: short, so the kill lands close to what was seen
 
@@ -85,7 +85,7 @@ def kill_during_compaction(server: ServerProcess, rng: random.Random, max_delay:
             f"at the last poll; {server.name})")
 
 
-def kill_during_rotation(server: StreamkeepServe, workload: threading.Thread,
+def kill_during_rotation(server: StreamkeepServer, workload: threading.Thread,
                          rng: random.Random, max_delay: float = 0.3,
                          timeout: float = 10.0) -> str:
     """After a random delay in [0, max_delay), SIGKILL the moment a new segment file appears
@@ -179,16 +179,16 @@ class ReplicaBehind(StreamkeepError):
     """`wait_caught_up` timed out."""
 
 
-def kill_during_replica_sync(primary: StreamkeepServe, replica_dir: str, rng: random.Random,
+def kill_during_replica_sync(primary: StreamkeepServer, replica_dir: str, rng: random.Random,
                              victim: str = "replica", max_delay: float = 0.5,
-                             appendfsync: str = "always") -> tuple[StreamkeepServe, str]:
+                             appendfsync: str = "always") -> tuple[StreamkeepServer, str]:
     """Start a streamkeep replica of `primary` on `replica_dir`, SIGKILL `victim` ("replica" or
     "primary") at a random delay in [0, max_delay) after the replica answers PING (during or
     just after its full sync: the description says which INFO showed). Returns the replica
     object (dead if it was the victim: `start()` it again) and the description."""
     if victim not in ("replica", "primary"):
         raise ValueError(f"victim is 'replica' or 'primary', not {victim!r}")
-    replica = StreamkeepServe(replica_dir, replicaof=primary.port, appendfsync=appendfsync)
+    replica = StreamkeepServer(replica_dir, replicaof=primary.port, appendfsync=appendfsync)
     replica.start()
     delay = rng.uniform(0.0, max_delay)
     time.sleep(delay)

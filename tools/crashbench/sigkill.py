@@ -13,7 +13,7 @@ in full). The server is started again and the state it
 recovered is judged; the workload goes on from it. The same rounds run against redis-server
 (`--target redis-server`, its own AOF with the same policy), so the report puts both side by
 side. A process crash keeps the page cache: what a server wrote before it replied survives.
-Must not touch: the checks (invariants), how servers start (servers), the workload.
+Must not touch: the checks (invariants), how servers start (tools.servers), the workload.
 """
 
 from __future__ import annotations
@@ -32,15 +32,15 @@ from streamkeep.tools.crashbench.history import step
 from streamkeep.tools.crashbench.invariants import Checker, Violation
 from streamkeep.tools.crashbench.model import read_state
 from streamkeep.tools.crashbench.report import Found, Row, timeline
-from streamkeep.tools.crashbench.servers import (
-    RedisServe,
-    ServerFailed,
-    ServerProcess,
-    StreamkeepServe,
-    kill_all,
-)
 from streamkeep.tools.crashbench.target import ConnectionLost
 from streamkeep.tools.crashbench.workload import Workload
+from streamkeep.tools.servers import (
+    RedisServer,
+    ServerFailed,
+    ServerProcess,
+    StreamkeepServer,
+    kill_all,
+)
 
 STREAMKEEP_MOMENTS = ("workload", "compaction", "rotation", "recovery", "replica",
                       "primary-rollback")
@@ -95,11 +95,12 @@ def rows(policy: str, target: str, seed: int, points: int | None, seconds: float
 
 def _server(target: str, directory: str, policy: str) -> ServerProcess:
     if target == "redis-server":
-        return RedisServe(directory, appendfsync=policy)
+        return RedisServer(directory, appendfsync=policy)
     # Small segments and a low compaction threshold: rotations and compactions happen within
     # a round, besides the ones the moments ask for.
-    return StreamkeepServe(directory, appendfsync=policy, segment_max_bytes=SEGMENT_MAX_BYTES,
-                           rewrite_min_size="256kb", rewrite_percentage=100)
+    return StreamkeepServer(directory, appendfsync=policy, segment_max_bytes=SEGMENT_MAX_BYTES,
+                            config=("auto-aof-rewrite-min-size 256kb",
+                                    "auto-aof-rewrite-percentage 100"))
 
 
 def _rounds(row: Row, policy: str, target: str, seed: int, rounds: int | None,
@@ -150,10 +151,10 @@ def _round(row: Row, server: ServerProcess, checker: Checker, workload: Workload
             driver.join(rng.uniform(0.1, 0.5))  # some data first
             what = moments.kill_during_compaction(server, rng)
         elif moment == "rotation":
-            assert isinstance(server, StreamkeepServe)
+            assert isinstance(server, StreamkeepServer)
             what = moments.kill_during_rotation(server, driver, rng)
         elif moment == "replica":
-            assert isinstance(server, StreamkeepServe)
+            assert isinstance(server, StreamkeepServer)
             if replica is not None:
                 replica.kill()
             victim = rng.choice(("replica", "primary"))
@@ -247,15 +248,15 @@ def _rollback_round(row: Row, primary: ServerProcess, checker: Checker, workload
     caught-up replica receives it), the primary is killed and restarted from the copy, and new
     writes take the lost LSNs over. The replica, ahead of the primary on another history, must
     sync in full and end equal to it: a prefix of the new history, never a mix."""
-    assert isinstance(primary, StreamkeepServe)
+    assert isinstance(primary, StreamkeepServer)
     what = "the primary restarted from an older copy of its directory, then written to"
     points_before = len(row.points)
     try:
         if replica is None or not replica.alive:
             if replica is not None:
                 replica.kill()
-            replica = StreamkeepServe(os.path.join(root, f"replica-{n}"),
-                                      replicaof=primary.port, appendfsync=primary.appendfsync)
+            replica = StreamkeepServer(os.path.join(root, f"replica-{n}"),
+                                       replicaof=primary.port, appendfsync=primary.appendfsync)
             replica.start()
         moments.wait_caught_up(primary, replica)
         backup = os.path.join(root, f"backup-{n}")

@@ -10,18 +10,17 @@ from pathlib import Path
 
 import pytest
 
-from streamkeep.tools.bench.processes import free_port
 from streamkeep.tools.crashbench.client import RespTarget
-from streamkeep.tools.crashbench.servers import RedisServe, ServerProcess, StreamkeepServe
 from streamkeep.tools.crashbench.target import CommandFailed, ConnectionLost, Target
+from streamkeep.tools.servers import RedisServer, ServerProcess, StreamkeepServer, free_port
 
 
 @pytest.fixture(scope="module", params=["streamkeep", "redis"])
 def server(request: pytest.FixtureRequest,
            tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
     d = tmp_path_factory.mktemp(f"client-{request.param}")
-    proc: ServerProcess = StreamkeepServe(str(d / "data")) if request.param == "streamkeep" \
-        else RedisServe(str(d / "data"))
+    proc: ServerProcess = StreamkeepServer(str(d / "data")) if request.param == "streamkeep" \
+        else RedisServer(str(d / "data"))
     proc.start()
     yield proc
     proc.kill()
@@ -67,8 +66,8 @@ def test_nothing_listening_is_connection_lost() -> None:
 
 @pytest.mark.parametrize("kind", ["streamkeep", "redis"])
 def test_killing_the_server_mid_command_is_connection_lost(kind: str, tmp_path: Path) -> None:
-    proc: ServerProcess = StreamkeepServe(str(tmp_path / "d")) if kind == "streamkeep" \
-        else RedisServe(str(tmp_path / "d"))
+    proc: ServerProcess = StreamkeepServer(str(tmp_path / "d")) if kind == "streamkeep" \
+        else RedisServer(str(tmp_path / "d"))
     with proc:
         proc.start()
         t = proc.target()

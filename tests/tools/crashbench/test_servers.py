@@ -24,13 +24,13 @@ from streamkeep.tools.crashbench.moments import (
     replica_state,
     wait_caught_up,
 )
-from streamkeep.tools.crashbench.servers import (
-    RedisServe,
+from streamkeep.tools.crashbench.target import CommandFailed, ConnectionLost
+from streamkeep.tools.servers import (
+    RedisServer,
     ServerFailed,
     ServerProcess,
-    StreamkeepServe,
+    StreamkeepServer,
 )
-from streamkeep.tools.crashbench.target import CommandFailed, ConnectionLost
 
 FIELDS = [b"payload", b"x" * 200]
 
@@ -87,8 +87,8 @@ KINDS = ["streamkeep", "redis"]
 
 def make(kind: str, d: Path, **options: int | str) -> ServerProcess:
     if kind == "streamkeep":
-        return StreamkeepServe(str(d / "data"), **options)  # type: ignore[arg-type]
-    return RedisServe(str(d / "data"))
+        return StreamkeepServer(str(d / "data"), **options)  # type: ignore[arg-type]
+    return RedisServer(str(d / "data"))
 
 
 @pytest.fixture
@@ -155,7 +155,7 @@ def test_start_waits_while_the_server_answers_loading(tmp_path: Path,
 
 
 def test_a_server_that_cannot_start_says_why(tmp_path: Path) -> None:
-    bad = StreamkeepServe(str(tmp_path / "d"), extra=["--no-such-flag"], start_timeout=10)
+    bad = StreamkeepServer(str(tmp_path / "d"), extra=["--no-such-flag"], start_timeout=10)
     with pytest.raises(ServerFailed, match="no-such-flag"):
         bad.start()
     assert not bad.alive
@@ -184,7 +184,7 @@ def test_the_compaction_moment_kills_a_rewrite_in_progress(
 
 def test_the_rotation_moment_kills_as_a_segment_appears(tmp_path: Path,
                                                         started: list[ServerProcess]) -> None:
-    server = StreamkeepServe(str(tmp_path / "data"), segment_max_bytes=4096)
+    server = StreamkeepServer(str(tmp_path / "data"), segment_max_bytes=4096)
     started.append(server)
     server.start()
     writer = Writer(server)
@@ -200,7 +200,7 @@ def test_the_rotation_moment_kills_as_a_segment_appears(tmp_path: Path,
 
 def test_the_recovery_moment_kills_before_ready_and_the_restart_comes_up(
         tmp_path: Path, started: list[ServerProcess]) -> None:
-    server = StreamkeepServe(str(tmp_path / "data"))
+    server = StreamkeepServer(str(tmp_path / "data"))
     started.append(server)
     server.start()
     fill(server, 3000)
@@ -219,7 +219,7 @@ def test_a_recovery_round_whose_kill_misses_is_a_restart(tmp_path: Path,
     first (a long expected recovery here: the delay drawn is seconds, redis-server is up in
     milliseconds). That depends on the machine's load, not on the server: the server is up,
     its data whole, and the round says the kill missed (never "did not come back")."""
-    server = RedisServe(str(tmp_path / "data"))
+    server = RedisServer(str(tmp_path / "data"))
     started.append(server)
     server.start()
     fill(server, 500)
@@ -235,7 +235,7 @@ def test_a_recovery_round_whose_kill_misses_is_a_restart(tmp_path: Path,
 @pytest.mark.parametrize("victim", ["replica", "primary"])
 def test_the_replica_sync_moment_and_the_replica_catches_up(
         victim: str, tmp_path: Path, started: list[ServerProcess]) -> None:
-    primary = StreamkeepServe(str(tmp_path / "p"))
+    primary = StreamkeepServer(str(tmp_path / "p"))
     started.append(primary)
     primary.start()
     fill(primary, 3000)
