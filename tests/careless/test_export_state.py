@@ -115,3 +115,35 @@ def test_ctrl_c_leaves_no_partial_export(tmp_path: Path, after: float) -> None:
         assert _manifest(out)["tables"]["consumers"]["rows"] == 0
     assert sorted(os.listdir(tmp_path)) in (["data"], ["data", "export"])  # no temporaries
     assert tree_state(data) == before  # no pin left behind either
+
+
+# pyspark as a user without the `spark` extra has it: no module of that name.
+NO_PYSPARK = 'raise ModuleNotFoundError("No module named \'pyspark\'", name="pyspark")\n'
+
+
+@pytest.mark.parametrize("missing", ["pyspark", "java"])
+def test_what_spark_needs_is_checked_before_any_work(tmp_path: Path, missing: str) -> None:
+    """Without pyspark (a `pyspark` on the import path that cannot be imported) or without
+    Java (none on PATH, no JAVA_HOME), the export says so in one line, exit status 3, before
+    it copies the directory's state or pins anything: nothing printed on stdout (the state
+    line comes after the copy), nothing left beside OUT or in the directory."""
+    data = tmp_path / "data"
+    with Engine.open(str(data)) as engine:
+        for i in range(30):
+            engine.execute("XADD", "s", "*", "n", str(i))
+        engine.compact(wait=True)
+        engine.execute("XADD", "s", "*", "n", "after the snapshot")  # a copy to make
+    work = tmp_path / "work"
+    (work / "pyspark").mkdir(parents=True)
+    (work / "pyspark" / "__init__.py").write_text(NO_PYSPARK)
+    if missing == "pyspark":
+        env = {"PYTHONPATH": str(work)}
+    else:
+        env = {"PATH": str(work), "JAVA_HOME": ""}  # (an empty JAVA_HOME is no JAVA_HOME)
+    before = tree_state(data)
+    result = run("export", data, "--out", tmp_path / "out", *SPARK, env=env, timeout=TIMEOUT)
+    line = assert_refused(result, 3, "pyspark" if missing == "pyspark" else "Java")
+    assert ("pip install 'streamkeep[spark]'" if missing == "pyspark" else "JAVA_HOME") in line
+    assert result.out == ""  # no state line: nothing was copied or built
+    assert sorted(os.listdir(tmp_path)) == ["data", "work"]  # no scratch copy, no OUT
+    assert tree_state(data) == before  # no pin

@@ -8,8 +8,9 @@ in the data directory, no traceback, one line, and the exit status of the manual
 signal's number; `serve` shuts down cleanly: 0). Then the same command SIGKILLed (nothing of
 its own can run): its children die with it, and the next run sweeps what it left.
 
-Commands: import, export-rdb, restore, export (Spark: the JVM starting, and writing), crashbench
-(its compaction children), serve while it compacts, an embedded Engine compacting, bench."""
+Commands: import, export-rdb, restore, export (Spark: the JVM starting, the context starting in
+it, and writing), crashbench (its compaction children), serve while it compacts, an embedded
+Engine compacting, bench."""
 
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ from pathlib import Path
 import pytest
 
 from streamkeep import Engine
-from tests.support.careless import big_datadir, resp_aof, tree_state
+from tests.support.careless import Result, big_datadir, resp_aof, tree_state
 from tests.support.interrupts import Started, entries, owned_by, signal_name
 
 pytestmark = pytest.mark.timeout(600)  # real commands on big data, a busy machine
@@ -144,12 +145,17 @@ def test_a_killed_runs_temporaries_are_swept_by_the_next(aof: Path, big: Path, t
 # --- export: the Spark JVM --------------------------------------------------------------------
 
 
-def _export(small: Path, tmp_path: Path, signum: int, moment: str) -> None:
+def _export(small: Path, tmp_path: Path, signum: int, moment: str) -> Result:
     before = tree_state(small)
     out = _beside(tmp_path, "export")
     run = Started(["export", small, "--out", out, "--master", "local[1]"], tmp_path)
     if moment == "starting":  # the JVM runs, the gateway is not connected yet
         run.wait_for(lambda: run.running("java"))
+    elif moment == "context":
+        # The SparkContext is being made, by calls into the JVM: its block manager has made
+        # its directory in the command's Spark directory (spark.local.dir), and the rest of
+        # the context's start-up follows in the same call.
+        run.wait_for(lambda: any(run.tmpdir.glob("streamkeep-spark-*/blockmgr-*")))
     else:
         run.wait_for(lambda: any(out.parent.glob(".export.tmp-*/entries")))
     run.send(signum)
@@ -157,12 +163,22 @@ def _export(small: Path, tmp_path: Path, signum: int, moment: str) -> None:
     assert_ended_by(result, signum, "export")  # one line: no Java stack trace, no py4j log
     assert_nothing_left(run, (out.parent, set()))  # no Spark directory, no log, no stage
     assert tree_state(small) == before  # no pin left
+    return result
 
 
 @pytest.mark.parametrize("signum", SIGNALS, ids=IDS)
 def test_export_while_the_jvm_starts(small: Path, tmp_path: Path, signum: int) -> None:
     """The moment that used to leave a JVM running for ever, re-parented to init."""
     _export(small, tmp_path, signum, "starting")
+
+
+def test_export_ctrl_c_while_spark_starts(small: Path, tmp_path: Path) -> None:
+    """Ctrl-C in the middle of a call into the JVM that starts the SparkContext: py4j used to
+    log the call it interrupted ("KeyboardInterrupt while sending command.", a traceback and
+    all) before the command's line. Only that line now, and nothing left."""
+    result = _export(small, tmp_path, signal.SIGINT, "context")
+    said = [line for line in result.err_lines if not line.endswith(" elapsed")]  # (progress)
+    assert said == ["streamkeep export: interrupted"], result.err
 
 
 @pytest.mark.slow  # (SIGINT while writing: tests/careless/test_cli_hygiene.py)

@@ -34,6 +34,7 @@ import fnmatch
 import json
 import os
 import secrets
+import shutil
 import sys
 import time
 from collections.abc import Iterator
@@ -194,6 +195,7 @@ def _export(args: argparse.Namespace, names: dict[str, str]) -> int:
             _check_work_dir(args.work_dir)
     except OutputRefused as err:
         raise _Failed(str(err), EXIT_USAGE) from None
+    _check_spark()  # before anything is pinned, copied or built for it
     previous = _previous_manifest(args.since) if args.since is not None else None
     # This command's pins are named after it and locked while it runs; those of an export
     # killed before it could release them are removed now.
@@ -228,6 +230,28 @@ def _export(args: argparse.Namespace, names: dict[str, str]) -> int:
     else:
         print(f"{'export':<10} as of LSN {plan.lsn:,} -> {args.out}")
     return 0
+
+
+def _check_spark() -> None:
+    """What starting Spark needs, checked before any work: pyspark importable, and a Java
+    runtime where Spark's launcher looks for it (JAVA_HOME's, else `java` on PATH) unless this
+    process runs a session already (a caller's: it is used as it is)."""
+    try:
+        from pyspark.sql import SparkSession
+    except ImportError as err:
+        raise _Failed(f"pyspark cannot be imported ({err}): pip install 'streamkeep[spark]'",
+                      EXIT_USAGE) from None
+    if SparkSession.getActiveSession() is not None:
+        return
+    home = os.environ.get("JAVA_HOME")
+    if home:
+        java = os.path.join(home, "bin", "java")
+        if not os.access(java, os.X_OK):
+            raise _Failed(f"JAVA_HOME is {home}, which has no bin/java: Spark needs a Java "
+                          "runtime (17 or later)", EXIT_USAGE)
+    elif shutil.which("java") is None:
+        raise _Failed("no Java runtime (no java on PATH, no JAVA_HOME): Spark needs one, "
+                      "17 or later", EXIT_USAGE)
 
 
 def _check_work_dir(path: str) -> None:

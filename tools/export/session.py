@@ -72,6 +72,13 @@ def start(master: str, app: str = "streamkeep-export") -> Any:
     from pyspark import SparkConf, SparkContext
     from pyspark.sql import SparkSession
 
+    # py4j logs a call that Ctrl-C interrupted on the root logger, traceback and all (which
+    # stderr shows when nothing configured logging): from before the JVM starts, since the
+    # start itself is calls into it. The interrupt itself is what to report. A logger's
+    # filter sees only the records logged on it, not those its children propagate: py4j's
+    # own module loggers get it too.
+    for name in ("", "py4j.clientserver", "py4j.java_gateway"):
+        logging.getLogger(name).addFilter(_not_py4j)
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ["PYTHONPATH"] = os.pathsep.join(
         dict.fromkeys(p for p in [*sys.path, *os.environ.get("PYTHONPATH", "").split(
@@ -93,8 +100,12 @@ def start(master: str, app: str = "streamkeep-export") -> Any:
         raise
     previous = signal.getsignal(signal.SIGINT)
     try:
-        spark = SparkSession.builder.config(conf=conf).getOrCreate() if gateway is None \
-            else SparkSession(SparkContext(conf=conf, gateway=gateway))
+        with warnings.catch_warnings():
+            # A context interrupted while it starts stops itself, and warns when the JVM does
+            # not answer; the JVM is ended below whatever it was doing.
+            warnings.filterwarnings("ignore", "Unable to cleanly shutdown", RuntimeWarning)
+            spark = SparkSession.builder.config(conf=conf).getOrCreate() if gateway is None \
+                else SparkSession(SparkContext(conf=conf, gateway=gateway))
     except BaseException:
         if gateway is not None:
             _shutdown(gateway)
@@ -104,12 +115,6 @@ def start(master: str, app: str = "streamkeep-export") -> Any:
         # the call it interrupts, which py4j refuses (a reentrant read, logged with tracebacks).
         # The handler before stays: stopping the context (stop) cancels the jobs.
         signal.signal(signal.SIGINT, previous)
-    # py4j logs a call that Ctrl-C interrupted on the root logger, traceback and all (which
-    # stderr shows when nothing configured logging); the interrupt itself is what to report.
-    # A logger's filter sees only the records logged on it, not those its children propagate:
-    # py4j's own module loggers get it too.
-    for name in ("", "py4j.clientserver", "py4j.java_gateway"):
-        logging.getLogger(name).addFilter(_not_py4j)
     spark.sparkContext.setLogLevel("ERROR")
     register(spark)
     return spark
