@@ -26,7 +26,7 @@ from streamkeep.tools.servers import HOST
 if TYPE_CHECKING:
     from streamkeep.tools.bench.env import BenchEnv
 
-RANGE_ENTRIES = 1_000_000  # XRANGE ... COUNT, the figure
+RANGE_ENTRIES = 1_000_000  # XRANGE ... COUNT, the size the reply target is set at
 QUICK_RANGE_ENTRIES = 100_000
 RANGE_KEY = "hardening:range"
 RANGE_REPEATS = 3  # the best of these is the row's time

@@ -1,5 +1,4 @@
-"""The ``interop`` section (issue 20): a Redis's dump.rdb imported, and a redis-server primary
-followed.
+"""The ``interop`` section: a Redis's dump.rdb imported, and a redis-server primary followed.
 
 Owns its workloads and how they are measured:
 - ``interop.import_rdb``: the run's reference redis-server filled with IMPORT_PER_N x N

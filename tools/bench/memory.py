@@ -1,4 +1,4 @@
-"""The ``memory`` section: what an entry costs in memory (issue 18), streamkeep against Redis.
+"""The ``memory`` section: what an entry costs in memory, streamkeep against Redis.
 
 Owns its workloads (:data:`WORKLOADS`) and how they are measured. Each builds the same data
 twice:
@@ -6,10 +6,11 @@ twice:
   streamkeep.tools.bench.memory WORKLOAD N PENDING`, one JSON line on stdout): its RSS growth,
   gc.collect()ed, over the entries;
 - in the run's redis-server (FLUSHALL first): its `used_memory` growth.
-The ``sensor`` workload is the issue's: N entries of `sensor-id 1234 temperature 19.8`, then a
-group with a tenth of them pending (bytes per pending entry measured apart). Each row's rate is
-the child's XADD fill rate; the bytes are its figures, with the collector's time: the time
-spent in collections during the fill and one full collection afterwards.
+The ``sensor`` workload is the one the per-entry targets are set on: N entries of
+`sensor-id 1234 temperature 19.8`, then a group with a tenth of them pending (bytes per pending
+entry measured apart). Each row's rate is the child's XADD fill rate; the bytes are its
+figures, with the collector's time: the time spent in collections during the fill and one full
+collection afterwards.
 Must not touch: the engine's storage (it only measures it), the registry.
 """
 

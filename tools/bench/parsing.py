@@ -1,6 +1,6 @@
 """The ``hardening`` section's parsing rows: a pipeline of XADDs whose values hold CRLF against
-the same pipeline without, through a ``streamkeep serve`` child (issue #11 A: the first once
-took 20x the second, its parsing quadratic).
+the same pipeline without, through a ``streamkeep serve`` child (the first once took 20x the
+second, its parsing quadratic).
 
 Owns :func:`bench_pipeline`: n pipelined ``XADD key * f <value>`` written at once over a raw
 socket with a PING behind them, timed to the +PONG (every reply read), the best of a few
@@ -18,7 +18,7 @@ from streamkeep.engine.wire.reply_parser import encode_command
 from streamkeep.tools.bench.bigvalues import connect, read_until_pong
 from streamkeep.tools.bench.workload import Measurement
 
-PIPELINE_REQUESTS = 20_000  # the issue's figure
+PIPELINE_REQUESTS = 20_000  # the size the CRLF target is set at
 REPEATS = 3
 CRLF_VALUE = b"line one\r\nline two\r\nline three\r\n"
 PLAIN_VALUE = b"line one__line two__line three__"

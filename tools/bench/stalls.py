@@ -1,5 +1,5 @@
-"""The ``hardening`` section's stall rows (issue #11 E): how long one client can hold the event
-loop, streamkeep beside redis-server.
+"""The ``hardening`` section's stall rows: how long one client can hold the event loop,
+streamkeep beside redis-server.
 
 Owns two workloads, driven over raw RESP sockets against the server section's processes
 (:func:`streamkeep.tools.bench.server.streamkeep` / :func:`~streamkeep.tools.bench.server.redis_aof`):

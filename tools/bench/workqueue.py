@@ -1,4 +1,4 @@
-"""The ``queue`` section: the durable work queue (issue 17) against persist-queue's SQLiteAckQueue.
+"""The ``queue`` section: the durable work queue against persist-queue's SQLiteAckQueue.
 
 Owns its workloads, each a full cycle per message (put, get, acknowledge) timed on a fresh data
 directory, the reference measured in the same run:
