@@ -54,7 +54,7 @@ COMPILED = [
     "engine/model/stream.py",
     "engine/exec/blocking.py",
     "engine/exec/context.py",
-    "engine/exec/host.py",
+    "engine/exec/engine_state.py",
     "engine/exec/transactions.py",
     "engine/exec/latency.py",
     "engine/exec/notify.py",

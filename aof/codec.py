@@ -49,13 +49,13 @@ from streamkeep.aof._codec_py import (
     record_time,
 )
 from streamkeep.engine.model.effects import Record
-from streamkeep.engine.wire import extensions
+from streamkeep.engine.wire import kernel_switches
 
 # The functions run per record (the write path, replay, verification, a replica's stream) come
 # from the compiled kernel when it is built, else from the pure-Python reference, which
-# documents them and the record format's rules (see `engine.wire.extensions` for the switches).
+# documents them and the record format's rules (see `engine.wire.kernel_switches` for the switches).
 try:
-    extensions.want_compiled()  # ImportError when STREAMKEEP_NO_EXTENSIONS is set
+    kernel_switches.want_compiled()  # ImportError when STREAMKEEP_NO_EXTENSIONS is set
     from streamkeep.aof._codec_c import (
         crc32c,
         decode_stream,
@@ -71,7 +71,7 @@ try:
         verify_scan,
     )
 except ImportError as error:
-    extensions.missing(__name__, error)
+    kernel_switches.missing(__name__, error)
     from streamkeep.aof._codec_py import (
         crc32c,
         decode_stream,
@@ -87,7 +87,7 @@ except ImportError as error:
         verify_scan,
     )
 else:
-    extensions.loaded(__name__, True)
+    kernel_switches.loaded(__name__, True)
 
 MAGIC = b"SKAOF\r\n\x1a"
 VERSION = 1

@@ -11,7 +11,7 @@ locking or commands (DUMP/RESTORE call these functions).
 
 The per-byte work (CRC-64, LZF, generic listpacks, the walk over a stream value's structure
 and the read of its nodes' bytes) comes from a kernel: the compiled
-`_rdb_c.pyx` or its pure-Python reference `_rdb_py.py`, as `engine.wire.extensions` chooses. A
+`_rdb_c.pyx` or its pure-Python reference `_rdb_py.py`, as `engine.wire.kernel_switches` chooses. A
 stream node's listpack is neither decoded nor re-encoded: it is checked
 (`engine.model.packed_node.validate`) and adopted as the node's bytes, and written back as they
 are. The rest (the RDB container, stream metadata, groups, the idempotent producers) is here.
@@ -28,11 +28,11 @@ from streamkeep.engine.model.consumer_groups import ConsumerGroup, estimate_entr
 from streamkeep.engine.model.idmp_maps import Idmp
 from streamkeep.engine.model.listpack import as_int
 from streamkeep.engine.model.stream import Stream
-from streamkeep.engine.wire import extensions
+from streamkeep.engine.wire import kernel_switches
 from streamkeep.snapshot._rdb_py import RdbError
 
 try:
-    extensions.want_compiled()  # ImportError when STREAMKEEP_NO_EXTENSIONS is set
+    kernel_switches.want_compiled()  # ImportError when STREAMKEEP_NO_EXTENSIONS is set
     from streamkeep.snapshot._rdb_c import (
         crc64,
         listpack,
@@ -43,7 +43,7 @@ try:
         stream_nodes,
     )
 except ImportError as error:
-    extensions.missing(__name__, error)
+    kernel_switches.missing(__name__, error)
     from streamkeep.snapshot._rdb_py import (
         crc64,
         listpack,
@@ -54,7 +54,7 @@ except ImportError as error:
         stream_nodes,
     )
 else:
-    extensions.loaded(__name__, True)
+    kernel_switches.loaded(__name__, True)
 
 TYPE_STREAM = {9: 15, 10: 19, 11: 21, 12: 21, 13: 26}  # RDB version -> stream type it writes
 STREAM_TYPES = (15, 19, 21, 26)

@@ -82,9 +82,9 @@ class _Version(argparse.Action):
 
     def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
                  values: Any, option_string: str | None = None) -> None:
-        from streamkeep.engine.exec import native
+        from streamkeep.engine.exec import build_report
 
-        print(f"streamkeep {version()}, {native.summary()}")
+        print(f"streamkeep {version()}, {build_report.summary()}")
         parser.exit(0)
 
 

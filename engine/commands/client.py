@@ -35,7 +35,7 @@ from streamkeep.engine.wire.errors import SYNTAX, ReplyError, printable
 from streamkeep.engine.wire.reply import NO_REPLY, Verbatim
 
 if TYPE_CHECKING:
-    from streamkeep.engine.exec.host import EngineState
+    from streamkeep.engine.exec.engine_state import EngineState
 
 
 

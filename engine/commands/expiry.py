@@ -72,7 +72,7 @@ from streamkeep.engine.wire.args import LLONG_MAX, parse_int
 from streamkeep.engine.wire.errors import WRONGTYPE, ReplyError
 
 if TYPE_CHECKING:
-    from streamkeep.engine.exec.host import EngineState
+    from streamkeep.engine.exec.engine_state import EngineState
     from streamkeep.engine.model.stream import Stream
 
 ACTIVE_EXPIRE_SAMPLE = 20  # keys looked at per round (Redis's default effort)

@@ -44,7 +44,7 @@ from streamkeep.engine.exec.table import (
 from streamkeep.engine.wire.reply import Verbatim
 
 if TYPE_CHECKING:
-    from streamkeep.engine.exec.host import EngineState
+    from streamkeep.engine.exec.engine_state import EngineState
 
 RUN_ID = os.urandom(20).hex()  # this process's run_id (INFO server), as Redis draws one at start
 HZ = 10  # the cron's rate: the server's loop and the embedded engine's timer, ten times a second
@@ -113,7 +113,7 @@ def _info_server(engine: EngineState) -> Fields:
     uname = platform.uname()
     uptime = max(int(time.time() - engine.started_ms / 1000), 0)
     # (the kernel report imports every kernel: INFO server's, not every engine start's)
-    from streamkeep.engine.exec import native
+    from streamkeep.engine.exec import build_report
 
     fields: Fields = [
         ("redis_version", REDIS_VERSION),
@@ -125,10 +125,10 @@ def _info_server(engine: EngineState) -> Fields:
         ("os", f"{uname.system} {uname.release} {uname.machine}"),
         ("arch_bits", 64 if sys.maxsize > 2 ** 32 else 32),
         ("python_version", platform.python_version()),
-        ("streamkeep_native", "yes" if native.native() else "no"),
-        ("streamkeep_command_path", "compiled" if native.command_path_layers() else "pure"),
+        ("streamkeep_native", "yes" if build_report.native() else "no"),
+        ("streamkeep_command_path", "compiled" if build_report.command_path_layers() else "pure"),
     ]
-    layers = native.command_path_layers()
+    layers = build_report.command_path_layers()
     if layers:  # the compiled modules that run, per layer (Redis's `keys=1,expires=0` form)
         fields.append(("streamkeep_command_path_modules",
                        ",".join(f"{layer}={n}" for layer, n in layers.items())))

@@ -53,7 +53,7 @@ from streamkeep.engine.wire.errors import NO_SUCH_KEY, SYNTAX, ReplyError, wrong
 from streamkeep.engine.wire.reply import NULL_ARRAY
 
 if TYPE_CHECKING:
-    from streamkeep.engine.exec.host import EngineState
+    from streamkeep.engine.exec.engine_state import EngineState
 
 _EDOM: Final = "ERR The ID specified in XADD is equal or smaller than the target stream top item"
 

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from streamkeep.engine.exec.notify import keyspace_event
 
 if TYPE_CHECKING:
-    from streamkeep.engine.exec.host import EngineState
+    from streamkeep.engine.exec.engine_state import EngineState
     from streamkeep.engine.exec.pubsub import Subscriber
     from streamkeep.engine.exec.table import Argv
     from streamkeep.engine.model.stream import Stream

@@ -18,7 +18,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Final
 
 if TYPE_CHECKING:
-    from streamkeep.engine.exec.host import EngineState
+    from streamkeep.engine.exec.engine_state import EngineState
 
 # The classes, Redis's bits (server.h's NOTIFY_*); Final: the compiled build inlines them.
 KEYSPACE: Final = 1 << 0  # K: __keyspace@<db>__ messages

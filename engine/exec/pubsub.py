@@ -24,7 +24,7 @@ from streamkeep.engine.wire.reply import Push
 
 if TYPE_CHECKING:
     from streamkeep.engine.exec.context import Session
-    from streamkeep.engine.exec.host import EngineState
+    from streamkeep.engine.exec.engine_state import EngineState
 
 Deliver = Callable[[Push], None]
 Matcher = Callable[[bytes, bytes], bool]  # (pattern, channel): Redis's glob match

@@ -61,7 +61,7 @@ from streamkeep.engine.wire.reply import (
 
 if TYPE_CHECKING:
     from streamkeep.engine.exec.context import Ctx
-    from streamkeep.engine.exec.host import EngineState
+    from streamkeep.engine.exec.engine_state import EngineState
 
 log: Final = logging.getLogger("streamkeep.scripting")
 

@@ -32,7 +32,7 @@ from streamkeep.engine.exec.notify import BAD_CLASS, classes_text, parse_classes
 from streamkeep.engine.wire.errors import StreamkeepError
 
 if TYPE_CHECKING:
-    from streamkeep.engine.exec.host import EngineState
+    from streamkeep.engine.exec.engine_state import EngineState
 
 LLONG_MAX = (1 << 63) - 1
 LONG_MAX = LLONG_MAX  # 64-bit builds

@@ -20,7 +20,7 @@ from streamkeep.engine.wire.reply import NULL_ARRAY
 
 if TYPE_CHECKING:
     from streamkeep.engine.exec.context import Session
-    from streamkeep.engine.exec.host import EngineState
+    from streamkeep.engine.exec.engine_state import EngineState
 
 # Commands that run at once inside MULTI instead of being queued (Redis's processCommand list).
 RUN_IN_MULTI = frozenset({"exec", "discard", "multi", "watch", "quit", "reset"})

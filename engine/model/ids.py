@@ -9,15 +9,15 @@ from __future__ import annotations
 
 from typing import Final
 
-from streamkeep.engine.wire import extensions
+from streamkeep.engine.wire import kernel_switches
 from streamkeep.engine.wire.errors import INVALID_STREAM_ID, ReplyError
 
 # Formatting and the common `ms-seq` parse: a compiled kernel, or its pure-Python reference.
 try:
-    extensions.want_compiled()  # ImportError when STREAMKEEP_NO_EXTENSIONS is set
+    kernel_switches.want_compiled()  # ImportError when STREAMKEEP_NO_EXTENSIONS is set
     from streamkeep.engine.model._ids_c import format_id, format_ids, plain_id, plain_ids, split_ids
 except ImportError as error:
-    extensions.missing(__name__, error)
+    kernel_switches.missing(__name__, error)
     from streamkeep.engine.model._ids_py import (
         format_id,
         format_ids,
@@ -26,7 +26,7 @@ except ImportError as error:
         split_ids,
     )
 else:
-    extensions.loaded(__name__, True)
+    kernel_switches.loaded(__name__, True)
 
 __all__ = ["MAX_ID", "MIN_ID", "SEQ_BITS", "SEQ_MASK", "U64_MAX", "ParsedID", "decr_id",
            "format_id", "format_ids", "id_ms", "id_seq", "incr_id", "make_id", "parse_id",

@@ -1,5 +1,5 @@
 """LCS's table and walk: the facade that picks the compiled kernel (`_lcs_c.pyx`) or its
-pure-Python reference (`_lcs_py.py`). See `engine.wire.extensions` for the switches.
+pure-Python reference (`_lcs_py.py`). See `engine.wire.kernel_switches` for the switches.
 
 Must not touch: anything but choosing the implementation.
 """
@@ -8,16 +8,16 @@ from __future__ import annotations
 
 from typing import Final
 
-from streamkeep.engine.wire import extensions
+from streamkeep.engine.wire import kernel_switches
 
 try:
-    extensions.want_compiled()  # ImportError when STREAMKEEP_NO_EXTENSIONS is set
+    kernel_switches.want_compiled()  # ImportError when STREAMKEEP_NO_EXTENSIONS is set
     from streamkeep.engine.model._lcs_c import lcs
 except ImportError as error:
-    extensions.missing(__name__, error)
+    kernel_switches.missing(__name__, error)
     from streamkeep.engine.model._lcs_py import lcs
 else:
-    extensions.loaded(__name__, True)
+    kernel_switches.loaded(__name__, True)
 
 CELL_BYTES: Final = 4  # a table cell: Redis's uint32_t
 

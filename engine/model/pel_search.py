@@ -1,15 +1,15 @@
 """PEL chunk search: the facade that picks the compiled kernel (`_pel_search_c.pyx`) or its
-pure-Python reference (`_pel_search_py.py`). See `engine.wire.extensions` for the switches.
+pure-Python reference (`_pel_search_py.py`). See `engine.wire.kernel_switches` for the switches.
 
 Must not touch: anything but choosing the implementation.
 """
 
 from __future__ import annotations
 
-from streamkeep.engine.wire import extensions
+from streamkeep.engine.wire import kernel_switches
 
 try:
-    extensions.want_compiled()  # ImportError when STREAMKEEP_NO_EXTENSIONS is set
+    kernel_switches.want_compiled()  # ImportError when STREAMKEEP_NO_EXTENSIONS is set
     from streamkeep.engine.model._pel_search_c import (
         bucket_live,
         find,
@@ -19,7 +19,7 @@ try:
         wide_bucket,
     )
 except ImportError as error:
-    extensions.missing(__name__, error)
+    kernel_switches.missing(__name__, error)
     from streamkeep.engine.model._pel_search_py import (
         bucket_live,
         find,
@@ -29,6 +29,6 @@ except ImportError as error:
         wide_bucket,
     )
 else:
-    extensions.loaded(__name__, True)
+    kernel_switches.loaded(__name__, True)
 
 __all__ = ["bucket_live", "find", "narrow_bucket", "owned_rows", "range_rows", "wide_bucket"]

@@ -14,7 +14,7 @@ a script's and a batch's commands (engine.runtime.batches), a blocked read's re-
 (engine.runtime.waiting), a command answered while a script is busy
 (engine.runtime.refusals), and the effects of a record being applied (engine.runtime.replay).
 The active expiry cycle is engine.runtime.expiry_cycle. Handlers see the engine as
-engine.exec.host.EngineState, which this class extends. Must not touch: command semantics
+engine.exec.engine_state.EngineState, which this class extends. Must not touch: command semantics
 (engine.commands), the data structures' internals, files (aof/ owns those), opening a data
 directory or attaching replication (engine.runtime.engine composes those; they reach the core
 through engine.exec.interfaces).
@@ -33,7 +33,7 @@ from streamkeep.engine.commands.info import resident_bytes
 from streamkeep.engine.commands.pubsub import glob_match
 from streamkeep.engine.exec.blocking import Waiter, WaiterRegistry
 from streamkeep.engine.exec.context import Block, Ctx, Later, Session
-from streamkeep.engine.exec.host import EngineState
+from streamkeep.engine.exec.engine_state import EngineState
 from streamkeep.engine.exec.latency import LatencyMonitor
 from streamkeep.engine.exec.pubsub import PubSub, Subscription
 from streamkeep.engine.exec.settings import DEFAULT_CONFIG, normalize_settings

@@ -8,7 +8,7 @@ by reference and stops a reply at its size limit while encoding it (`ReplyBuffer
 
 This is the facade: `encode_reply` and `write_reply` come from the compiled kernel
 (`_reply_encoder_c.pyx`) when it is built, else from its pure-Python reference
-(`_reply_encoder_py.py`, which defines the shared names); see engine.wire.extensions for the
+(`_reply_encoder_py.py`, which defines the shared names); see engine.wire.kernel_switches for the
 switches.
 
 Must not touch: engine state or any I/O (no sockets, no asyncio, no clocks).
@@ -16,7 +16,7 @@ Must not touch: engine state or any I/O (no sockets, no asyncio, no clocks).
 
 from __future__ import annotations
 
-from streamkeep.engine.wire import extensions
+from streamkeep.engine.wire import kernel_switches
 
 # What both twins share is defined once, in the pure module; the names stay importable from here.
 from streamkeep.engine.wire._reply_encoder_py import (
@@ -27,13 +27,13 @@ from streamkeep.engine.wire._reply_encoder_py import (
 )
 
 try:
-    extensions.want_compiled()  # ImportError when STREAMKEEP_NO_EXTENSIONS is set
+    kernel_switches.want_compiled()  # ImportError when STREAMKEEP_NO_EXTENSIONS is set
     from streamkeep.engine.wire._reply_encoder_c import encode_reply, write_reply
 except ImportError as error:
-    extensions.missing(__name__, error)
+    kernel_switches.missing(__name__, error)
     from streamkeep.engine.wire._reply_encoder_py import encode_reply, write_reply
 else:
-    extensions.loaded(__name__, True)
+    kernel_switches.loaded(__name__, True)
 
 __all__ = ["BIG_BULK", "OutputLimitReached", "ReplyBuffer", "encode_reply", "format_double",
            "write_reply"]

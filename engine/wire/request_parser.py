@@ -10,14 +10,14 @@ engine.wire.inline.
 
 This is the facade: `RequestParser` comes from the compiled kernel (`_request_parser_c.pyx`)
 when it is built, else from its pure-Python reference (`_request_parser_py.py`, which defines
-the shared names); see engine.wire.extensions for the switches.
+the shared names); see engine.wire.kernel_switches for the switches.
 
 Must not touch: engine state or any I/O (no sockets, no asyncio, no clocks).
 """
 
 from __future__ import annotations
 
-from streamkeep.engine.wire import extensions
+from streamkeep.engine.wire import kernel_switches
 
 # What both twins share is defined once, in the pure module; the names stay importable from here.
 from streamkeep.engine.wire._request_parser_py import (  # noqa: F401  (re-exported limits)
@@ -43,13 +43,13 @@ from streamkeep.engine.wire.errors import ProtocolError
 from streamkeep.engine.wire.inline import ERR_QUOTES  # noqa: F401  (the parser's error line too)
 
 try:
-    extensions.want_compiled()  # ImportError when STREAMKEEP_NO_EXTENSIONS is set
+    kernel_switches.want_compiled()  # ImportError when STREAMKEEP_NO_EXTENSIONS is set
     from streamkeep.engine.wire._request_parser_c import RequestParser
 except ImportError as error:
-    extensions.missing(__name__, error)
+    kernel_switches.missing(__name__, error)
     from streamkeep.engine.wire._request_parser_py import RequestParser
 else:
-    extensions.loaded(__name__, True)
+    kernel_switches.loaded(__name__, True)
 
 __all__ = ["COMPACT_AT", "PROTO_INLINE_MAX_SIZE", "ProtocolError", "QueryBufferLimit",
            "RequestParser", "drop_parsed"]

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from streamkeep.engine.wire import extensions
+from streamkeep.engine.wire import kernel_switches
 from tests.support.kernels import PURE_ONLY, REQUIRE
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -41,9 +41,9 @@ def test_there_are_kernels() -> None:
 
 def test_the_report_names_every_kernel() -> None:
     """INFO's streamkeep_native and --version cover every kernel, used yet or not."""
-    from streamkeep.engine.exec import native
+    from streamkeep.engine.exec import build_report
 
-    assert set(native.kernels()) == set(KERNELS)
+    assert set(build_report.kernels()) == set(KERNELS)
 
 
 @pytest.mark.parametrize("facade", sorted(KERNELS))
@@ -62,33 +62,33 @@ def test_each_kernel_has_its_twin_stub_and_facade(facade: str) -> None:
                   and not n.name.startswith("_")}
     assert stub_names <= pure_names, f"the stub names {stub_names - pure_names}, not in {pure}"
     module = importlib.import_module(facade)
-    assert facade in extensions.kernels()
+    assert facade in kernel_switches.kernels()
     for name in stub_names:
         assert hasattr(module, name), f"{facade} does not export {name}"
 
 
 @pytest.mark.skipif(not REQUIRE or PURE_ONLY, reason="STREAMKEEP_REQUIRE_EXTENSIONS is not set")
 def test_required_kernels_are_reported_native() -> None:
-    from streamkeep.engine.exec import native
+    from streamkeep.engine.exec import build_report
 
-    assert native.native()
-    assert native.summary().startswith("compiled core (")
+    assert build_report.native()
+    assert build_report.summary().startswith("compiled core (")
 
 
 @pytest.mark.skipif(not REQUIRE or PURE_ONLY, reason="STREAMKEEP_REQUIRE_EXTENSIONS is not set")
 @pytest.mark.parametrize("facade", sorted(KERNELS))
 def test_required_kernels_are_compiled_and_loaded(facade: str) -> None:
     importlib.import_module(facade)
-    assert extensions.kernels()[facade] == "compiled"
+    assert kernel_switches.kernels()[facade] == "compiled"
     compiled = importlib.import_module(
         f"{facade.rpartition('.')[0]}._{facade.rpartition('.')[2]}_c")
     assert compiled.__file__ is not None and not compiled.__file__.endswith(".py")
 
 
 def _kernels_in_child(env: dict[str, str]) -> subprocess.CompletedProcess:
-    code = ("import importlib, json; from streamkeep.engine.wire import extensions\n"
+    code = ("import importlib, json; from streamkeep.engine.wire import kernel_switches\n"
             f"for m in {sorted(KERNELS)!r}: importlib.import_module(m)\n"
-            "print(json.dumps([extensions.kernels(), extensions.native()]))")
+            "print(json.dumps([kernel_switches.kernels(), kernel_switches.native()]))")
     return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           env=env, cwd=ROOT.parent, timeout=60)
 

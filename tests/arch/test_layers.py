@@ -18,7 +18,7 @@ table below. Layers, bottom to top (a module may import its own layer and those 
 An upward edge allowed at run time would be named in ALLOWED_UPWARD, with its reason; there is
 none: the public Engine (engine.runtime.engine) composes the core, the data directory and
 replication from above. Imports under `if TYPE_CHECKING:` never point up either: a command
-handler sees the engine as the exec layer's EngineState (engine.exec.host), which the core
+handler sees the engine as the exec layer's EngineState (engine.exec.engine_state), which the core
 extends, never as the core itself.
 
 Also enforced: no module imports another module's private (`_name`) names or reaches them as
@@ -292,7 +292,7 @@ def test_allowed_upward_edges_exist() -> None:
 
 def test_type_only_imports_point_down_too() -> None:
     """Annotations name nothing above their own layer: the handlers and the exec layer name
-    the engine they run in as EngineState (engine.exec.host), the services what they are
+    the engine they run in as EngineState (engine.exec.engine_state), the services what they are
     handed of persistence at their own layer."""
     wrong = []
     for edge in ALL_EDGES:
@@ -409,7 +409,7 @@ def test_codecs_import_cheaply(module: str) -> None:
     # switch modules pick between them and between a compiled module and its source, and the
     # command path's shared library holds compiled modules' code: none counts as one more.
     counted = [m for m in out if twin_facade(m) is None and not m.endswith("__mypyc")
-               and m not in ("streamkeep.engine.wire.extensions", "streamkeep.compiled")]
+               and m not in ("streamkeep.engine.wire.kernel_switches", "streamkeep.compiled")]
     assert len(counted) <= 12, out
 
 

@@ -242,13 +242,13 @@ def test_usage_errors_exit_3_with_the_usage_and_one_line(small: Path, tmp_path: 
 
 
 def test_version_and_help() -> None:
-    from streamkeep.engine.exec import native
+    from streamkeep.engine.exec import build_report
     from streamkeep.tools.main import version
 
     done = run("--version")
     assert done.code == 0 and done.err == ""
     # which implementation runs: the compiled core, or pure Python and why
-    assert done.out == f"streamkeep {version()}, {native.summary()}\n"
+    assert done.out == f"streamkeep {version()}, {build_report.summary()}\n"
     assert version()[0].isdigit()
     # --help stays cheap: the engine is not imported to print it.
     code = ("import sys; from streamkeep.tools.main import main\n"

@@ -54,9 +54,9 @@ def test_info_sections(backend: Any) -> None:
                           "replication", "cpu", "modules", "errorstats", "cluster", "keyspace"]
     assert info["server"]["redis_version"] == "8.10.2"
     assert info["server"]["streamkeep_version"]
-    from streamkeep.engine.exec import native
+    from streamkeep.engine.exec import build_report
 
-    assert info["server"]["streamkeep_native"] == ("yes" if native.native() else "no")
+    assert info["server"]["streamkeep_native"] == ("yes" if build_report.native() else "no")
     if os.environ.get("STREAMKEEP_REQUIRE_EXTENSIONS") and not os.environ.get(
             "STREAMKEEP_NO_EXTENSIONS"):
         assert info["server"]["streamkeep_native"] == "yes"

@@ -1,4 +1,4 @@
-"""The compiled-core report (engine.exec.native): which implementation every kernel facade runs,
+"""The compiled-core report (engine.exec.build_report): which implementation every kernel facade runs,
 `native()` and the one-line `summary()` behind INFO's streamkeep_native and `streamkeep
 --version`: in this process (compiled unless STREAMKEEP_NO_EXTENSIONS is set), in a child
 process with STREAMKEEP_NO_EXTENSIONS=1, and for mixed reports."""
@@ -13,20 +13,20 @@ from pathlib import Path
 
 import pytest
 
-from streamkeep.engine.exec import native
-from streamkeep.engine.wire import extensions
+from streamkeep.engine.exec import build_report
+from streamkeep.engine.wire import kernel_switches
 from tests.support.kernels import PURE_ONLY
 
 ROOT = Path(__file__).resolve().parents[3]
-FACADE_NAMES = sorted(facade.__name__ for facade in native.FACADES)
-REPORT = ("import json; from streamkeep.engine.exec import native; "
-          "print(json.dumps([native.kernels(), native.native(), native.summary()]))")
+FACADE_NAMES = sorted(facade.__name__ for facade in build_report.FACADES)
+REPORT = ("import json; from streamkeep.engine.exec import build_report; "
+          "print(json.dumps([build_report.kernels(), build_report.native(), build_report.summary()]))")
 
 
 def report_in_child(**env: str) -> tuple[dict[str, str], bool, str]:
     """native's report in a fresh interpreter with these environment variables."""
     environ = {k: v for k, v in os.environ.items()
-               if k not in (extensions.NO_EXTENSIONS_VAR, extensions.REQUIRE_EXTENSIONS_VAR)}
+               if k not in (kernel_switches.NO_EXTENSIONS_VAR, kernel_switches.REQUIRE_EXTENSIONS_VAR)}
     done = subprocess.run([sys.executable, "-c", REPORT], capture_output=True, text=True,
                           env={**environ, **env}, cwd=ROOT.parent, timeout=60)
     assert done.returncode == 0, done.stderr
@@ -35,29 +35,29 @@ def report_in_child(**env: str) -> tuple[dict[str, str], bool, str]:
 
 
 def test_the_report_covers_every_facade() -> None:
-    report = native.kernels()
+    report = build_report.kernels()
     assert sorted(report) == FACADE_NAMES  # imported or not yet used, all are named
     assert set(report.values()) <= {"compiled", "pure"}
 
 
 def test_in_this_process() -> None:
-    report = native.kernels()
+    report = build_report.kernels()
     if PURE_ONLY:
         assert set(report.values()) == {"pure"}
-        assert not native.native()
-        assert native.kernels_summary() == "pure Python (STREAMKEEP_NO_EXTENSIONS is set)"
+        assert not build_report.native()
+        assert build_report.kernels_summary() == "pure Python (STREAMKEEP_NO_EXTENSIONS is set)"
     elif set(report.values()) == {"compiled"}:
-        assert native.native()
-        assert native.kernels_summary() == f"compiled core ({len(FACADE_NAMES)} kernels)"
+        assert build_report.native()
+        assert build_report.kernels_summary() == f"compiled core ({len(FACADE_NAMES)} kernels)"
     else:  # some kernel was not built
-        assert not native.native()
-        assert native.kernels_summary().endswith("(not built)")
-    assert native.summary() == (f"{native.kernels_summary()}; command path "
-                                f"{native.command_path_summary()}")
+        assert not build_report.native()
+        assert build_report.kernels_summary().endswith("(not built)")
+    assert build_report.summary() == (f"{build_report.kernels_summary()}; command path "
+                                f"{build_report.command_path_summary()}")
 
 
 def test_without_extensions_in_a_child_process() -> None:
-    kernels, is_native, summary = report_in_child(**{extensions.NO_EXTENSIONS_VAR: "1"})
+    kernels, is_native, summary = report_in_child(**{kernel_switches.NO_EXTENSIONS_VAR: "1"})
     assert sorted(kernels) == FACADE_NAMES
     assert set(kernels.values()) == {"pure"}
     assert is_native is False
@@ -68,9 +68,9 @@ def test_without_extensions_in_a_child_process() -> None:
 @pytest.mark.skipif(PURE_ONLY, reason="the kernels are not wanted in this run")
 def test_with_extensions_in_a_child_process() -> None:
     kernels, is_native, summary = report_in_child()
-    assert kernels == native.kernels()  # the child loads what this process loaded
-    assert is_native == native.native()
-    assert summary == native.summary()
+    assert kernels == build_report.kernels()  # the child loads what this process loaded
+    assert is_native == build_report.native()
+    assert summary == build_report.summary()
 
 
 @pytest.mark.parametrize(("report", "wanted", "line"), [
@@ -86,14 +86,14 @@ def test_with_extensions_in_a_child_process() -> None:
 ])
 def test_summary_lines(monkeypatch: pytest.MonkeyPatch, report: dict[str, str], wanted: bool,
                        line: str) -> None:
-    monkeypatch.setattr(extensions, "kernels", lambda: dict(report))
-    monkeypatch.setattr(extensions, "compiled_wanted", lambda: wanted)
-    assert native.kernels_summary() == line
-    assert native.native() == all(kind == "compiled" for kind in report.values())
+    monkeypatch.setattr(kernel_switches, "kernels", lambda: dict(report))
+    monkeypatch.setattr(kernel_switches, "compiled_wanted", lambda: wanted)
+    assert build_report.kernels_summary() == line
+    assert build_report.native() == all(kind == "compiled" for kind in report.values())
 
 
 def test_only_the_listed_facades_count(monkeypatch: pytest.MonkeyPatch) -> None:
     report = {**{name: "compiled" for name in FACADE_NAMES}, "some.other.kernel": "pure"}
-    monkeypatch.setattr(extensions, "kernels", lambda: report)
-    assert "some.other.kernel" not in native.kernels()
-    assert native.native()
+    monkeypatch.setattr(kernel_switches, "kernels", lambda: report)
+    assert "some.other.kernel" not in build_report.kernels()
+    assert build_report.native()

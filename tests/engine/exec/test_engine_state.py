@@ -1,4 +1,4 @@
-"""engine.exec.host: EngineState, the engine as its command handlers see it. Every field it
+"""engine.exec.engine_state: EngineState, the engine as its command handlers see it. Every field it
 declares is there on a new engine (a handler never meets a missing one), a handler is handed
 that engine, the settings hot paths read are copied out of the config, and the hooks a
 service registers run when CONFIG SET changes their settings."""
@@ -10,10 +10,10 @@ from pathlib import Path
 from typing import Any
 
 from streamkeep import Engine
-from streamkeep.engine.exec import host
-from streamkeep.engine.exec.host import EngineState
+from streamkeep.engine.exec import engine_state
+from streamkeep.engine.exec.engine_state import EngineState
 
-SOURCE = Path(__file__).resolve().parents[3] / "engine" / "exec" / "host.py"
+SOURCE = Path(__file__).resolve().parents[3] / "engine" / "exec" / "engine_state.py"
 
 
 def declared_fields() -> list[str]:
@@ -27,7 +27,7 @@ def declared_fields() -> list[str]:
 
 
 def test_the_source_read_is_the_module_the_engine_runs() -> None:
-    assert Path(host.__file__).stem.startswith("host")
+    assert Path(engine_state.__file__).stem.startswith("engine_state")
     assert "dbs" in declared_fields() and "run_queued" not in declared_fields()
 
 

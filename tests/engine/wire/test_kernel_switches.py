@@ -1,4 +1,4 @@
-"""engine.wire.extensions: the two switches (STREAMKEEP_NO_EXTENSIONS,
+"""engine.wire.kernel_switches: the two switches (STREAMKEEP_NO_EXTENSIONS,
 STREAMKEEP_REQUIRE_EXTENSIONS), `want_compiled`, `missing`, and the record of what each facade
 loaded. The switches are read when called; a facade calls them once, when it is imported, so
 what a facade picks is tested in child processes started with the variables set. The record
@@ -18,9 +18,9 @@ from pathlib import Path
 
 import pytest
 
-from streamkeep.engine.wire import extensions
+from streamkeep.engine.wire import kernel_switches
 from streamkeep.engine.wire.errors import StreamkeepError
-from streamkeep.engine.wire.extensions import (
+from streamkeep.engine.wire.kernel_switches import (
     NO_EXTENSIONS_VAR,
     REQUIRE_EXTENSIONS_VAR,
     ExtensionMissing,
@@ -46,11 +46,11 @@ def child_json(code: str, tmp_path: Path, **switches: str) -> dict:
 
 IMPORT_A_FACADE = """
 import json
-from streamkeep.engine.wire import extensions
-before = extensions.kernels()
+from streamkeep.engine.wire import kernel_switches
+before = kernel_switches.kernels()
 from streamkeep.engine.model import ids
-print(json.dumps({"before": before, "kernels": extensions.kernels(),
-                  "native": extensions.native(), "module": ids.format_id.__module__}))
+print(json.dumps({"before": before, "kernels": kernel_switches.kernels(),
+                  "native": kernel_switches.native(), "module": ids.format_id.__module__}))
 """
 
 
@@ -62,9 +62,9 @@ def compiled_ids_built() -> bool:
 def test_no_extensions_on_means_the_pure_code(monkeypatch: pytest.MonkeyPatch,
                                               value: str) -> None:
     monkeypatch.setenv(NO_EXTENSIONS_VAR, value)
-    assert extensions.compiled_wanted() is False
+    assert kernel_switches.compiled_wanted() is False
     with pytest.raises(NotWanted, match=NO_EXTENSIONS_VAR):
-        extensions.want_compiled()
+        kernel_switches.want_compiled()
 
 
 @pytest.mark.parametrize("value", [*OFF, None])
@@ -74,8 +74,8 @@ def test_no_extensions_off_or_unset_wants_the_compiled_code(monkeypatch: pytest.
         monkeypatch.delenv(NO_EXTENSIONS_VAR, raising=False)
     else:
         monkeypatch.setenv(NO_EXTENSIONS_VAR, value)
-    assert extensions.compiled_wanted() is True
-    extensions.want_compiled()  # no NotWanted
+    assert kernel_switches.compiled_wanted() is True
+    kernel_switches.want_compiled()  # no NotWanted
 
 
 def test_not_wanted_is_caught_as_an_import_error() -> None:
@@ -91,20 +91,20 @@ def test_missing_is_an_error_when_required(monkeypatch: pytest.MonkeyPatch) -> N
     monkeypatch.setenv(REQUIRE_EXTENSIONS_VAR, "1")
     cause = ImportError("no module named _x_c")
     with pytest.raises(ExtensionMissing) as caught:
-        extensions.missing("streamkeep.example.x", cause)
+        kernel_switches.missing("streamkeep.example.x", cause)
     message = str(caught.value)
     assert message.startswith("streamkeep.example.x: its compiled kernel did not import "
                               "(no module named _x_c) while STREAMKEEP_REQUIRE_EXTENSIONS is set")
     assert caught.value.__cause__ is cause
-    assert "streamkeep.example.x" not in extensions.kernels()  # refused, not recorded
+    assert "streamkeep.example.x" not in kernel_switches.kernels()  # refused, not recorded
 
 
 def test_missing_without_the_require_switch_records_the_pure_module(tmp_path: Path) -> None:
     code = """
 import json
-from streamkeep.engine.wire import extensions
-extensions.missing("pkg.x", ImportError("gone"))
-print(json.dumps(extensions.kernels()))
+from streamkeep.engine.wire import kernel_switches
+kernel_switches.missing("pkg.x", ImportError("gone"))
+print(json.dumps(kernel_switches.kernels()))
 """
     assert child_json(code, tmp_path) == {"pkg.x": "pure"}
     # Asking for the pure code wins over requiring the compiled code: nothing is missing then.
@@ -115,7 +115,7 @@ print(json.dumps(extensions.kernels()))
 def test_the_record_and_native(tmp_path: Path) -> None:
     code = """
 import json
-from streamkeep.engine.wire import extensions as x
+from streamkeep.engine.wire import kernel_switches as x
 steps = [[x.kernels(), x.native()]]
 x.loaded("pkg.b", True)
 steps.append([x.kernels(), x.native()])
@@ -136,7 +136,7 @@ print(json.dumps(steps))
 def test_kernels_is_a_copy(tmp_path: Path) -> None:
     code = """
 import json
-from streamkeep.engine.wire import extensions as x
+from streamkeep.engine.wire import kernel_switches as x
 x.loaded("pkg.a", True)
 x.kernels()["pkg.a"] = "pure"
 print(json.dumps(x.kernels()))

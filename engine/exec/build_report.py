@@ -4,7 +4,7 @@ the report behind INFO server's `streamkeep_native` and `streamkeep_command_path
 
 Owns the list of kernel facades (every `_x_c.pyx` has one; tests/arch/test_extensions.py
 checks that this list names them all) and imports them, so the report covers kernels that
-this process has not used yet. The switches and the record live in engine.wire.extensions.
+this process has not used yet. The switches and the record live in engine.wire.kernel_switches.
 
 Must not touch: anything but the report.
 """
@@ -16,7 +16,7 @@ import sys
 from streamkeep import compiled
 from streamkeep.aof import codec
 from streamkeep.engine.model import ids, lcs, listpack, packed_node, pel_claim, pel_search
-from streamkeep.engine.wire import argv, extensions, reply_encoder, request_parser
+from streamkeep.engine.wire import argv, kernel_switches, reply_encoder, request_parser
 from streamkeep.snapshot import rdb
 
 # Every kernel facade (importing one is what registers it).
@@ -26,7 +26,7 @@ FACADES = (request_parser, reply_encoder, argv, ids, listpack, packed_node, pel_
 
 def kernels() -> dict[str, str]:
     """Facade name -> "compiled" or "pure", for every kernel."""
-    return {name: kind for name, kind in extensions.kernels().items()
+    return {name: kind for name, kind in kernel_switches.kernels().items()
             if name in {facade.__name__ for facade in FACADES}}
 
 
@@ -87,7 +87,7 @@ def kernels_summary() -> str:
     pure = sorted(name.rpartition(".")[2] for name, kind in report.items() if kind == "pure")
     if not pure:
         return f"compiled core ({len(report)} kernel{'' if len(report) == 1 else 's'})"
-    why = (f"{extensions.NO_EXTENSIONS_VAR} is set" if not extensions.compiled_wanted()
+    why = (f"{kernel_switches.NO_EXTENSIONS_VAR} is set" if not kernel_switches.compiled_wanted()
            else "not built")
     if len(pure) == len(report):
         return f"pure Python ({why})"
