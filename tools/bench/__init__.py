@@ -5,6 +5,7 @@ The package, bottom to top (a module imports only those above it in this list, n
 
     workload   Measurement, Skip, the warm-up rule, shared names and loops
     tables     the plain-text table layout
+    datasets   the example data sets and data directories the sections run on
     processes  the servers a run starts (tools.servers' redis-server, ``streamkeep serve``)
     env        BenchEnv: what the benchmarks of a run share
     embedded, aof, redis_py, snapshot, latency, server

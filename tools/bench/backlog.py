@@ -3,9 +3,10 @@
 Owns its data set and how it is measured. The data set is a data directory whose snapshot holds
 one stream of ENTRIES_PER_N x N small entries (`v <8 digits>`; 20M at the default N) and a
 group BEHIND_SHARE of them behind (never delivered), written directly with the snapshot writer
-as a compaction would write it (building it through XADD and a first compaction would take
-the bench many minutes and twice the resident memory). Each mode runs in a fresh child process
-on its own copy (`python -m streamkeep.tools.bench.backlog MODE PATH ...`, one JSON line):
+as a compaction would write it (datasets.build_generated; building it through XADD and a first
+compaction would take the bench many minutes and twice the resident memory). Each mode runs in
+a fresh child process on its own copy (`python -m streamkeep.tools.bench.backlog MODE PATH ...`,
+one JSON line):
 
 - ``backlog.cold``: `backlog-memory 128mb`; ``backlog.resident``: no budget (everything loaded).
   Each: restart to serving (open + PING), XADD rate of APPENDS_PER_N x N new entries, the
@@ -34,14 +35,13 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
 from typing import TYPE_CHECKING, cast
 
 from streamkeep.tools import temporaries
+from streamkeep.tools.bench import datasets
 from streamkeep.tools.bench.workload import Measurement
 
 if TYPE_CHECKING:
-    from streamkeep.engine.model.stream import Node
     from streamkeep.engine.runtime.datadir import DataDir
     from streamkeep.tools.bench.env import BenchEnv
 
@@ -56,7 +56,6 @@ COMPACT_ENTRIES = 100_000  # new entries before the timed compaction (quick: 2,0
 TRIMMED_ENTRIES = 100_000  # the trimmed stream's length (quick: 2,000)
 TRIMMED_ROUNDS = 50  # compactions of the trimmed stream, each after 1/10 of it is replaced
 BASE_MS = 1_700_000_000_000
-NODE_ENTRIES = 100  # stream-node-max-entries (the default)
 
 
 def entries(env: BenchEnv) -> int:
@@ -88,58 +87,12 @@ def _fields(i: int) -> tuple[bytes, bytes]:
     return (b"v", b"%08d" % i)
 
 
-class _GeneratedNodes(list):  # type: ignore[type-arg]
-    """A stream's nodes made while the snapshot writer iterates them: never all in memory.
-    A list by type only (the compiled stream's `nodes` field holds a list; the writer, plain
-    Python, iterates it and takes its length through these methods)."""
-
-    def __init__(self, n: int) -> None:
-        self.n = n
-
-    def __len__(self) -> int:
-        return -(-self.n // NODE_ENTRIES)
-
-    def __iter__(self) -> Iterator[Node]:
-        from streamkeep.engine.model.stream import Stream
-
-        for start in range(0, self.n, NODE_ENTRIES):
-            scratch = Stream()
-            for i in range(start, min(start + NODE_ENTRIES, self.n)):
-                scratch.append((BASE_MS + i) << 64, _fields(i), NODE_ENTRIES, 4096)
-            yield from scratch.nodes
-
-
 def build(path: str, n: int) -> None:
-    """A data directory at `path` holding the data set (see the module docstring)."""
-    from streamkeep import Engine
-    from streamkeep.engine.model.consumer_groups import ConsumerGroup
-    from streamkeep.engine.model.stream import Stream
-    from streamkeep.snapshot.writer import write_snapshot
-
-    behind = int(n * BEHIND_SHARE)
-    s = Stream()
-    s.nodes = _GeneratedNodes(n)  # iterated once, by the writer
-    s.length = s.entries_added = n
-    s.first_id, s.last_id = BASE_MS << 64, (BASE_MS + n - 1) << 64
-    delivered = n - behind
-    group = s.groups[GROUP.encode()] = ConsumerGroup(GROUP.encode(),
-                                                     (BASE_MS + delivered - 1) << 64, delivered)
-    group.create_consumer(b"c", 0)
-    engine = Engine.open(path)
-    try:
-        dbs: list[dict[bytes, Stream]] = [{} for _ in engine.dbs]
-        dbs[0][KEY.encode()] = s
-        tmp = os.path.join(path, "generated.mdb")
-        # Installed as a replica installs its primary's snapshot: the directory then holds
-        # it and nothing else, the history starting after it.
-        datadir = cast("DataDir", engine.datadir)
-        info = write_snapshot(dbs, tmp, 1, int(time.time() * 1000), datadir.repl_id)
-        datadir.wait_no_compaction()
-        with engine.lock:
-            datadir.install_snapshot(tmp, 1, datadir.repl_id, [{} for _ in engine.dbs],
-                                     info.crc32)
-    finally:
-        engine.close()
+    """A data directory at `path` holding the data set (see the module docstring). (Under this
+    name: nodes_child.py builds it with each checkout's own.)"""
+    datasets.build_generated(path, datasets.DataSet(
+        n, KEY, fields=_fields, first_ms=BASE_MS, group=GROUP, read=n - int(n * BEHIND_SHARE),
+        ack_every=1))
 
 
 # --- the child: one mode ---------------------------------------------------------------------

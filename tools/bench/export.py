@@ -22,6 +22,7 @@ import shutil
 import time
 from typing import TYPE_CHECKING, Any
 
+from streamkeep.tools.bench import datasets
 from streamkeep.tools.bench.workload import Measurement, Skip
 
 if TYPE_CHECKING:
@@ -51,17 +52,10 @@ def describe(env: BenchEnv) -> list[str]:
             f"apart (figure), not counted"]
 
 
-def build(path: str, n: int) -> None:
-    """A compacted data directory of n entries."""
-    from streamkeep import Engine
-
-    with Engine.open(path, appendfsync="no", auto_aof_rewrite_percentage=0) as engine:
-        execute = engine.execute
-        for i in range(n):
-            execute("XADD", f"stream:{i % STREAMS}", "*", "item", str(i), "qty", str(i % 97),
-                    "item", b"\xff\x00repeat")
-        if engine.compact(wait=True) is None:
-            raise AssertionError("the bench's compaction did not run")
+def data_set(n: int) -> datasets.DataSet:
+    """n entries over STREAMS streams, three field/value pairs each, one field repeated."""
+    return datasets.DataSet(n, "stream", streams=STREAMS, fields=lambda i: (
+        "item", str(i), "qty", str(i % 97), "item", b"\xff\x00repeat"))
 
 
 class _Spark:
@@ -77,9 +71,9 @@ class _Spark:
         self._dirs = [env.data_dir("export"), env.data_dir("export-warmup"),
                       env.data_dir("export-out")]
         self.path, warm, self.out = (ctx.__enter__() for ctx in self._dirs)
-        build(self.path, entries(env))
+        datasets.build(self.path, data_set(entries(env)))
         self.warmup_entries = warmup_entries(env)
-        build(warm, self.warmup_entries)
+        datasets.build(warm, data_set(self.warmup_entries))
         from streamkeep.tools.export import session
 
         started = time.perf_counter()

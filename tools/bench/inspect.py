@@ -18,12 +18,14 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from streamkeep.tools import temporaries
+from streamkeep.tools.bench import datasets
 from streamkeep.tools.bench.workload import Measurement
 
 if TYPE_CHECKING:
     from streamkeep.tools.bench.env import BenchEnv
 
 RECORDS_PER_N = 5
+SENSOR = ("sensor-id", "1234", "temperature", "19.8")  # each record's fields
 # The child: run one CLI command, then report its exit status and peak RSS on stderr's last line.
 # (VmHWM, not ru_maxrss: Linux carries ru_maxrss across exec, so a child of a big bench process
 # would report the bench's own peak.)
@@ -50,21 +52,13 @@ def describe(env: BenchEnv) -> list[str]:
             f"reports the peak RSS of the child or its largest worker process"]
 
 
-def _build(path: str, n: int) -> None:
-    from streamkeep import Engine
-
-    with Engine.open(path, appendfsync="no", auto_aof_rewrite_percentage=0) as engine:
-        execute = engine.execute
-        for i in range(n):
-            execute("XADD", f"sensor:{i % 16}", "*", "sensor-id", "1234", "temperature", "19.8")
-
-
 def _data(env: BenchEnv) -> str:
     """The run's shared data directory (built on first use)."""
     def start() -> Any:
         ctx = env.data_dir("inspect")
         path = ctx.__enter__()
-        _build(path, records(env))
+        datasets.build(path, datasets.DataSet(records(env), "sensor", streams=16,
+                                              fields=lambda _i: SENSOR), compact=False)
         return _Shared(path, ctx)
 
     shared: _Shared = env.shared("inspect-data", start)

@@ -46,6 +46,7 @@ from typing import TYPE_CHECKING
 
 from streamkeep.engine.wire.errors import ReplyError
 from streamkeep.engine.wire.reply_parser import NEED_MORE, ReplyParser, encode_command
+from streamkeep.tools.bench import datasets
 from streamkeep.tools.bench.latency import stamped_commands
 from streamkeep.tools.bench.processes import StreamkeepServer
 from streamkeep.tools.bench.server import (
@@ -540,24 +541,6 @@ def bench_lag(env: BenchEnv) -> Measurement:
 # --- 5. full sync of a big stream with a group ---------------------------------------------------
 
 
-def _build_full_sync_dir(path: str, entries: int, pending: int) -> None:
-    """``entries`` XADDs to KEY, a group whose consumer read ``pending`` of them (all pending),
-    compacted into a snapshot; the directory closed."""
-    from streamkeep import Engine
-
-    engine = Engine.open(path, appendfsync="no", auto_aof_rewrite_percentage=0)
-    try:
-        execute = engine.execute
-        execute("XGROUP", "CREATE", KEY, GROUP, "$", "MKSTREAM")
-        fill(execute, KEY, entries)
-        execute("XREADGROUP", "GROUP", GROUP, CONSUMER, "COUNT", str(pending), "STREAMS", KEY,
-                ">")
-        if engine.compact(wait=True) is None:
-            raise AssertionError("compact() wrote no snapshot of the full-sync stream")
-    finally:
-        engine.close()
-
-
 def _check_stream(server: StreamkeepServer, entries: int, pending: int) -> None:
     client = server.client
     length = int(client.xlen(KEY))
@@ -574,7 +557,8 @@ def bench_full_sync(path: str, env: BenchEnv) -> Measurement:
     (figure ``seconds``; ``answering_s``: until the replica process answered PING;
     ``snapshot_mb``: the snapshot sent)."""
     entries, pending = full_sync_entries(env), full_sync_pending(env)
-    _build_full_sync_dir(path, entries, pending)
+    datasets.build(path, datasets.DataSet(entries, KEY, group=GROUP, consumers=(CONSUMER,),
+                                          read=pending))
     gc.collect()
     primary = StreamkeepServer(data=path).start()
     primary.name = "streamkeep primary"

@@ -21,6 +21,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
+from streamkeep.tools.bench import datasets
 from streamkeep.tools.bench.tables import format_table
 from streamkeep.tools.bench.workload import (
     GROUP,
@@ -86,26 +87,15 @@ def _open_everysec(path: str, **config: Any) -> Any:
     return Engine.open(path, appendfsync="everysec", **config)
 
 
-def _build_snapshot_state(engine: Any, entries: int) -> int:
+def _snapshot_state(entries: int) -> datasets.DataSet:
     """The stream the snapshot section compacts and reloads: ``entries`` XADDs to KEY, whose
     group reads the first 1/SNAPSHOT_READ_FRACTION of them in chunks, round-robin over
-    SNAPSHOT_CONSUMERS consumers, acking every other entry it reads. Returns the PEL size."""
-    execute = engine.execute
-    execute("XGROUP", "CREATE", KEY, GROUP, "$", "MKSTREAM")
-    fill(execute, KEY, entries)
+    SNAPSHOT_CONSUMERS consumers, acking every other entry it reads."""
     to_read = entries // SNAPSHOT_READ_FRACTION
-    chunk = str(max(1, min(1000, to_read // (10 * SNAPSHOT_CONSUMERS))))
-    read = pending = turn = 0
-    while read < to_read:
-        reply = execute("XREADGROUP", "GROUP", GROUP, f"c{turn % SNAPSHOT_CONSUMERS}",
-                        "COUNT", chunk, "STREAMS", KEY, ">")
-        ids = [entry[0] for entry in reply[0][1]]
-        acked = ids[::2]
-        execute("XACK", KEY, GROUP, *acked)
-        read += len(ids)
-        pending += len(ids) - len(acked)
-        turn += 1
-    return pending
+    return datasets.DataSet(entries, KEY, group=GROUP,
+                            consumers=tuple(f"c{i}" for i in range(SNAPSHOT_CONSUMERS)),
+                            read=to_read, ack_every=2,
+                            chunk=max(1, min(1000, to_read // (10 * SNAPSHOT_CONSUMERS))))
 
 
 def _check_snapshot_state(engine: Any, entries: int, pending: int) -> None:
@@ -181,7 +171,7 @@ def bench_snapshot(path: str, entries: int, latency_ops: int) -> Measurement:
     """The snapshot issue's restart and no-pause targets, on one data directory (appendfsync
     everysec, automatic compaction off: the bench compacts when it means to):
 
-    1. build: ``entries`` XADDs plus a group with a PEL (:func:`_build_snapshot_state`), then
+    1. build: ``entries`` XADDs plus a group with a PEL (:func:`_snapshot_state`), then
        ``compact(wait=True)`` (figure ``compact_s``) and close;
     2. restart: ``Engine.open`` timed (``restart_s``; the AOF tail is empty), the snapshot load
        taken from the open's log line; the row's rate is entries loaded per second;
@@ -194,7 +184,7 @@ def bench_snapshot(path: str, entries: int, latency_ops: int) -> Measurement:
     off = {"auto_aof_rewrite_percentage": 0}
     engine = _open_everysec(path, **off)
     try:
-        pending = _build_snapshot_state(engine, entries)
+        pending = datasets.write(engine.execute, _snapshot_state(entries))
         start = time.perf_counter()
         if engine.compact(wait=True) is None:
             raise AssertionError("compact() wrote no snapshot of the built stream")
