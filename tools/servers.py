@@ -10,9 +10,9 @@ process group of its own: a compaction or rewrite child dies with it, as in a po
 `stop` asks first (SIGTERM) and waits a bounded time, `wait` waits for an exit it was asked
 for some other way; `restart` starts it again on the same directory and port (a replica and
 the clients find it there); the context manager kills it. No child is left behind: each is
-tracked by tools.temporaries (its cleanup at exit SIGKILLs what a caller's own way out
-missed) and SIGKILLed by the kernel when the process that started it from its main thread
-dies, and `kill_all` kills every server not yet ended (a run's way out).
+SIGKILLed by the kernel when the process that started it from its main thread dies, and a
+command's servers are tracked by tools.temporaries (its cleanup SIGKILLs what a caller's own
+way out missed) and by `kill_all` (a run's way out).
 Also :func:`free_port`, :func:`cpu_seconds` and :func:`log_tail`, for any child process.
 Must not touch: the data directory's files (the server's own, but for `remove_files` when
 asked), what is run against the server.
@@ -120,7 +120,9 @@ class ServerProcess:
     drains, which would block the server once full), or with `capture` into `lines`, read by a
     thread. Ready when it answers PING, or with `ready_line` once its output since the start
     holds that text. `limits` are resource limits of the child only; `cwd` its working
-    directory; `host` where it listens. Subclasses give `command()`."""
+    directory; `host` where it listens. `track` (a command's server): tools.temporaries'
+    cleanup and `kill_all` end it too; a caller that is no command (a test: tools.main's
+    cleanup, run in process, would kill it) ends it itself. Subclasses give `command()`."""
 
     name = "server"
 
@@ -128,7 +130,7 @@ class ServerProcess:
                  log_path: str | None = None, start_timeout: float = START_TIMEOUT, *,
                  stop_timeout: float = STOP_TIMEOUT, capture: bool = False,
                  ready_line: str | None = None, cwd: str | None = None, host: str = HOST,
-                 limits: Limits | None = None) -> None:
+                 limits: Limits | None = None, track: bool = True) -> None:
         # A relative directory means the same to the child only in the same working directory.
         self.data_dir = os.path.abspath(data_dir) if data_dir and cwd is None else data_dir
         self.port = free_port() if port is None else port
@@ -145,6 +147,7 @@ class ServerProcess:
         self.cwd = cwd
         self.host = host
         self.limits = limits
+        self.track = track
         self.proc: subprocess.Popen[Any] | None = None
         self.lines: list[str] = []  # the output, with `capture`
         self.reader: threading.Thread | None = None
@@ -185,9 +188,10 @@ class ServerProcess:
                 self._log_start = log.tell()
                 self.proc = subprocess.Popen(argv, cwd=self.cwd, stdin=subprocess.DEVNULL,
                                              stdout=log, stderr=log, **options)
-        temporaries.track(self.proc)
+        if self.track:
+            temporaries.track(self.proc)
+            _RUNNING.add(self)
         self.starts += 1
-        _RUNNING.add(self)
 
     def _read(self, stream: IO[str]) -> None:
         for line in stream:

@@ -42,7 +42,7 @@ class ServeProcess(StreamkeepServer):
         super().__init__("" if datadir is None else str(datadir), appendfsync=None,
                          port=port, bind=None, loglevel=None, extra=args, capture=True,
                          ready_line=LISTENING, cwd=str(cwd or ROOT), host=host, limits=limits,
-                         start_timeout=START_TIMEOUT)
+                         start_timeout=START_TIMEOUT, track=False)
         try:
             self.start()
         except ServerFailed:

@@ -1,0 +1,52 @@
+"""tools.servers with real processes: a command's server (tracked) is ended by the command's
+cleanup, a test's own server (untracked) outlives a command run in the same process; kill takes
+the server's process group, stop asks first and kills what is left; restart keeps the port."""
+
+from __future__ import annotations
+
+import os
+import signal
+from pathlib import Path
+
+from streamkeep.tools import temporaries
+from streamkeep.tools.main import main
+from streamkeep.tools.servers import StreamkeepServer, kill_all
+from tests.support.serve_process import ServeProcess
+
+
+def test_a_command_run_in_process_leaves_a_tests_server_running(tmp_path: Path) -> None:
+    """tools.main ends every command with tools.temporaries' cleanup, which SIGKILLs the
+    children a command tracked: a test's server is not one of them."""
+    server = ServeProcess(tmp_path / "data")
+    try:
+        main(["aof", "verify", str(tmp_path / "data")])  # (its exit status aside)
+        kill_all()  # (the crash bench's way out: its own servers only)
+        assert server.proc.poll() is None
+        assert server.client().ping()
+    finally:
+        server.kill()
+
+
+def test_a_commands_server_ends_with_the_commands_cleanup(tmp_path: Path) -> None:
+    server = StreamkeepServer(str(tmp_path / "data")).start()
+    try:
+        temporaries.cleanup()
+        assert server.proc is not None and server.proc.wait(10) == -signal.SIGKILL
+    finally:
+        server.kill()
+
+
+def test_kill_takes_the_group_stop_asks_first_restart_keeps_the_port(tmp_path: Path) -> None:
+    with StreamkeepServer(str(tmp_path / "data"), appendfsync="everysec") as server:
+        server.start()
+        port, pid = server.port, server.pid
+        assert pid is not None and os.getpgid(pid) == pid  # a process group of its own
+        assert (server.cpu_seconds() or 0) > 0 and server.rss_bytes() > 0
+        server.stop()
+        assert server.proc is not None and server.proc.returncode == 0  # a clean shutdown
+        server.restart()
+        assert server.port == port and server.pid != pid
+        assert server.info("server")["tcp_port"] == str(port)
+        server.kill()
+        assert not server.alive
+        assert "listening on" in server.banner()
