@@ -19,6 +19,8 @@ declared in pyproject.toml.
 - STREAMKEEP_MYPYC_OPT: mypyc's C optimisation level (default 2).
 - The C files compile in parallel, one gcc per core (`build_ext -j N` says how many): the
   kernels beside the command path, whose C is one file per module (mypyc's multi_file).
+- The commands that only describe the package (egg_info, dist_info: pip's first two calls of
+  an install) generate no extension; only a build does.
 """
 
 from __future__ import annotations
@@ -339,4 +341,21 @@ def extensions() -> list:
     return [*kernels, *command_path()]
 
 
-setup(ext_modules=extensions(), cmdclass={"build_ext": OptionalBuildExt})
+# pip runs this file three times for one install: for the build's requirements (egg_info), for
+# the metadata (dist_info), and for the build itself. The first two build nothing: generating the
+# extensions for them (Cython, and mypyc type-checking and compiling the command path to C) cost
+# `make run` two extra minutes. A word naming any other command (or a path that looks like one)
+# means a build, which generates them.
+DESCRIBING = ("egg_info", "dist_info")
+BUILDING = ("build", "bdist", "install", "develop", "editable", "sdist")
+
+
+def describing_only(argv: list[str]) -> bool:
+    """Whether the setup commands in `argv` (this file's arguments) only describe the package."""
+    words = [a for a in argv if not a.startswith("-")]
+    return bool(words) and words[0] in DESCRIBING and not any(
+        w.startswith(BUILDING) for w in words)
+
+
+setup(ext_modules=[] if describing_only(sys.argv[1:]) else extensions(),
+      cmdclass={"build_ext": OptionalBuildExt})

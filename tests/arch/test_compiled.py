@@ -135,3 +135,21 @@ def test_a_build_without_a_compiler(tmp_path: Path) -> None:
     assert ours == ["streamkeep: no C compiler found; the pure-Python code will run"]
     assert not list(copy.rglob("*.so")) and not (copy / "streamkeep" / compiled.MANIFEST.name
                                                  ).exists()
+
+
+@pytest.mark.parametrize("command", ["egg_info", "dist_info"])
+def test_describing_the_package_generates_no_extension(tmp_path: Path, command: str) -> None:
+    """pip's first two calls of an install run setup.py for the build's requirements
+    (egg_info) and the metadata (dist_info) and build nothing: they generate no extension
+    (mypyc type-checking and compiling the command path cost `make run` a minute each). Seen
+    by the compiler check that generating them starts with: not made; a build makes it."""
+    copy = _checkout_copy(tmp_path)
+    (tmp_path / "meta").mkdir()
+    extra = ["--output-dir", str(tmp_path / "meta")] if command == "dist_info" else []
+    described = subprocess.run([sys.executable, "setup.py", "-q", command, *extra], cwd=copy,
+                               capture_output=True, text=True, timeout=300,
+                               env=clean_env(CC=str(copy / "no-such-compiler")))
+    assert described.returncode == 0, described.stderr
+    assert "streamkeep:" not in described.stderr, described.stderr
+    built = _build(copy)
+    assert "streamkeep: no C compiler found" in built.stderr, built.stderr
