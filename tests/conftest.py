@@ -23,11 +23,10 @@ are the point of the suite.
 
 from __future__ import annotations
 
+import itertools
 import os
 import shutil
-import socket
 import subprocess
-import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,7 +34,9 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from tests.support.resp_client import RespClient, RespError, client_factory
+from streamkeep.tools.servers import RedisServer as RedisProcess
+from streamkeep.tools.servers import ServerFailed
+from tests.support.resp_client import RespClient, client_factory
 from tests.support.serve_process import ServeProcess, spawner
 
 # Every Spark JVM the suite starts (sessions here, export commands in child processes, which
@@ -48,7 +49,7 @@ if TYPE_CHECKING:
 
 REDIS_HOST = "127.0.0.1"
 STARTUP_TIMEOUT = 10.0
-PORT_ATTEMPTS = 5
+_LOGS = itertools.count()
 
 REDIS_FIXTURES = {"redis_server", "redis_client", "redis_raw", "redis_raw_factory",
                   "start_redis"}
@@ -77,6 +78,7 @@ class RedisServer:
     process: subprocess.Popen
     dir: Path
     log_path: Path
+    owner: RedisProcess  # (tools.servers: it stops it)
 
     def log_tail(self, n: int = 40) -> str:
         try:
@@ -93,81 +95,26 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.redis)
 
 
-def _free_port(host: str) -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind((host, 0))
-        return s.getsockname()[1]
-
-
-def _stop(proc: subprocess.Popen) -> None:
-    if proc.poll() is not None:
-        return
-    proc.terminate()
-    try:
-        proc.wait(timeout=5)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait(timeout=5)
-
-
-def _wait_for_ping(server: RedisServer) -> bool:
-    """True once PING answers PONG; False if the process died (e.g. port taken)."""
-    deadline = time.monotonic() + STARTUP_TIMEOUT
-    last_exc: Exception | None = None
-    while time.monotonic() < deadline:
-        if server.process.poll() is not None:
-            return False
-        try:
-            with RespClient(server.host, server.port, timeout=1.0) as c:
-                if c.execute("PING") == "PONG":
-                    return True
-        except RespError as exc:  # -LOADING, or up and asking for a password
-            if str(exc).startswith("NOAUTH"):
-                return True
-            last_exc = exc
-        except OSError as exc:  # not listening yet
-            last_exc = exc
-        time.sleep(0.05)
-    _stop(server.process)
-    pytest.fail(
-        f"redis-server on {server.host}:{server.port} did not answer PING within "
-        f"{STARTUP_TIMEOUT:.0f}s (last error: {last_exc!r})\n{server.log_tail()}",
-        pytrace=False,
-    )
+def _stop(server: RedisServer) -> None:
+    server.owner.stop(5.0)
 
 
 def _start_redis(binary: str, workdir: Path, extra: tuple[str, ...] = (),
                  port: int | None = None) -> RedisServer:
-    fixed = port
-    for attempt in range(PORT_ATTEMPTS):
-        port = fixed or _free_port(REDIS_HOST)
-        log_path = workdir / f"redis-{port}.log"
-        argv = [
-            binary,
-            "--port", str(port),
-            "--bind", REDIS_HOST,
-            "--save", "",
-            "--appendonly", "no",
-            "--daemonize", "no",
-            "--dir", str(workdir),
-            *extra,
-        ]  # fmt: skip
-        with open(log_path, "wb") as log:
-            proc = subprocess.Popen(
-                argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT
-            )
-        server = RedisServer(REDIS_HOST, port, proc, workdir, log_path)
-        if _wait_for_ping(server):
-            return server
-        # The process exited: most likely another process grabbed the port
-        # between _free_port() and redis binding it. Try a fresh port.
-        if attempt == PORT_ATTEMPTS - 1:
-            pytest.fail(
-                f"redis-server exited with code {proc.returncode} "
-                f"(argv: {argv})\n{server.log_tail()}",
-                pytrace=False,
-            )
-    raise AssertionError("unreachable")
+    """A redis-server (tools.servers: a free port, another if that one was taken before it
+    bound it; ready once PING answers) with no persistence unless `extra` says so, in
+    `workdir`; the test's own (untracked: a command run in process does not end it)."""
+    log = workdir / f"redis-{next(_LOGS)}.log"  # (servers of one test share its workdir)
+    owner = RedisProcess(str(workdir), None, port, binary=binary, extra=extra,
+                         log_path=str(log), start_timeout=STARTUP_TIMEOUT, stop_timeout=5.0,
+                         track=False)
+    try:
+        owner.start()
+    except ServerFailed as err:
+        pytest.fail(f"{err}\n{owner.log_tail(40)}", pytrace=False)
+    assert owner.proc is not None and owner.log_path is not None
+    return RedisServer(REDIS_HOST, owner.port, owner.proc, workdir, Path(owner.log_path),
+                       owner)
 
 
 @pytest.fixture(scope="session")
@@ -185,7 +132,7 @@ def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServ
     try:
         yield server
     finally:
-        _stop(server.process)
+        _stop(server)
 
 
 @pytest.fixture
@@ -204,7 +151,7 @@ def start_redis(tmp_path: Path) -> Iterator[Callable[..., RedisServer]]:
 
     yield start
     for server in started:
-        _stop(server.process)
+        _stop(server)
 
 
 @pytest.fixture
