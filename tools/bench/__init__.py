@@ -10,7 +10,10 @@ The package, bottom to top (a module imports only those above it in this list, n
     env        BenchEnv: what the benchmarks of a run share
     embedded, aof, redis_py, snapshot, latency, server
                one module per section (latency: the server section's harness)
-    registry   Benchmark/Section/Ratio/Figure, the targets, SECTIONS, RATIOS, FIGURES
+    declarations  Benchmark/Section/Ratio/Figure: what a row, a section, a figure declare
+    sections   each section's rows, targets and figures, by what they measure (speed,
+               durability, storage, replication, offline, hardening)
+    registry   the run order: SECTIONS, FIGURES, RATIOS, REPORTS, NATIVE_TARGETS
     runner     running the registry (best of R, progress hooks), the derived figures
     report     the header and the results: plain text, rich tables, JSON
     options    the command line, its help and exit codes (cheap: the CLI builds it always)

@@ -1,4 +1,4 @@
-"""The ``backlog`` section: a stream bigger than memory (issue 19), cold against resident.
+"""The ``backlog`` section: a stream bigger than memory, cold against resident.
 
 Owns its data set and how it is measured. The data set is a data directory whose snapshot holds
 one stream of ENTRIES_PER_N x N small entries (`v <8 digits>`; 20M at the default N) and a

@@ -5,8 +5,8 @@ Owns two workloads driven over raw sockets (so the client's own parsing is not w
 (entries per second), and :func:`bench_big_xadd`, one XADD carrying a value of
 :func:`big_value_bytes` (``STREAMKEEP_BENCH_BIG_VALUE_MB``, 100 MB unless set; 16 MB with
 ``--quick``) against a freshly started server, timed to its reply, with the server's peak RSS
-above its baseline sampled from /proc. Must not touch: the registry (rows, figures, targets),
-how the processes start and stop (:mod:`.processes`), engine internals.
+above its baseline sampled from /proc. Must not touch: the section declarations (rows, figures,
+targets: .sections), how the processes start and stop (:mod:`.processes`), engine internals.
 """
 
 from __future__ import annotations

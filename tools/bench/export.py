@@ -1,4 +1,4 @@
-"""The ``export`` section: the Spark export (issue 16), snapshot -> Parquet on local[2].
+"""The ``export`` section: the Spark export, snapshot -> Parquet on local[2].
 
 Owns its workload and its Spark session: a compacted data directory of :func:`entries` entries
 (10 x N: 2M at the default N) over four streams, three field/value pairs each with one field

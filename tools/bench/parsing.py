@@ -5,8 +5,8 @@ second, its parsing quadratic).
 Owns :func:`bench_pipeline`: n pipelined ``XADD key * f <value>`` written at once over a raw
 socket with a PING behind them, timed to the +PONG (every reply read), the best of a few
 repeats. The values are the same length either way, so only their content differs. Must not
-touch: the registry (rows, figures, targets), how the servers start and stop
-(:mod:`.processes`).
+touch: the section declarations (rows, figures, targets: .sections), how the servers start and
+stop (:mod:`.processes`).
 """
 
 from __future__ import annotations

@@ -6,8 +6,8 @@ it measures in :mod:`.sections`), :data:`FIGURES` (every section's, in the same 
 summary), :data:`NATIVE_TARGETS` (``--compare-pure``'s) and :func:`select_sections`. A new
 section is declared beside those that measure the same thing and listed here, rather than
 added as a new command. The declarations' classes (:mod:`.declarations`) are re-exported.
-Must not touch: how a workload measures (each section's module), the rows and targets (their
-section module), running (the runner), printing (the report), the command line.
+Must not touch: how a workload measures (its own module: .aof, .server, ...), the rows, targets
+and figures (:mod:`.sections`), running (the runner), printing (the report), the command line.
 
 The registry is read through this module's attributes when a run starts, so a test may
 replace :data:`SECTIONS` or :data:`FIGURES` here.

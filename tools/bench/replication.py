@@ -26,7 +26,7 @@ Owns the section's workloads and parameters:
   the offsets are equal;
 
 and the section's header line (:func:`describe`).
-Must not touch: the registry (rows, figures and targets are declared there), the processes'
+Must not touch: the section declarations (rows, figures and targets: .sections), the processes'
 start and stop (:mod:`.processes`), replication or engine internals (servers are driven over
 RESP, the embedded engine through ``Engine.open``/``execute``/``compact``/``close`` and
 ``Server``/``run_server``), or any data outside the directories the bench made.

@@ -7,7 +7,7 @@ ports, shared by the section's rows through ``BenchEnv.shared`` (:func:`streamke
 :func:`bench_redis_benchmark`, ``-P 1`` and ``-P 16``, its ``--csv`` requests/s); the delivery
 latency rows (:func:`latency`, the harness in :mod:`.latency`); and the side-by-side summary
 table the report prints (:func:`summary`).
-Must not touch: the registry (rows, figures and targets are declared there), the processes'
+Must not touch: the section declarations (rows, figures and targets: .sections), the processes'
 start and stop (:mod:`.processes`), engine internals (the server is a child process, driven
 over RESP only), or any data outside its temp dirs.
 """

@@ -1,4 +1,5 @@
-"""The ``snapshot`` section: the snapshot issue's targets measured in one run.
+"""The ``snapshot`` section: the snapshot targets (restart, no pause, bounded disk) measured in
+one run.
 
 Owns its workloads and their parameters: the restart of a stream of 5 x N entries with a
 consumer group (1,000,000 at full N) from its snapshot, XADD p99 while that state compacts
@@ -168,7 +169,7 @@ def _latency_row(label: str, times: Sequence[int]) -> list[str]:
 
 
 def bench_snapshot(path: str, entries: int, latency_ops: int) -> Measurement:
-    """The snapshot issue's restart and no-pause targets, on one data directory (appendfsync
+    """The snapshot section's restart and no-pause targets, on one data directory (appendfsync
     everysec, automatic compaction off: the bench compacts when it means to):
 
     1. build: ``entries`` XADDs plus a group with a PEL (:func:`_snapshot_state`), then

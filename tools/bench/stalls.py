@@ -6,8 +6,8 @@ Owns two workloads, driven over raw RESP sockets against the server section's pr
 :func:`keys_pattern`, the time of ``KEYS`` with ``*`` + 1,000 x ``a`` + ``b`` against one 100 KB
 key (a backtracking glob matcher's worst case); and :func:`bystander_ping`, another client's PING
 delay (max, p99) while one client sends 100k pipelined PINGs.
-Must not touch: the registry (rows and figures are declared there), the processes' start and stop,
-engine internals, any key but its own (deleted after use).
+Must not touch: the section declarations (rows and figures: .sections), the processes' start and
+stop, engine internals, any key but its own (deleted after use).
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ redis-py's lock-release script (:data:`RELEASE_SCRIPT`, SCRIPT LOADed on the ser
 :func:`evalsha`), whose row is skipped with "EVALSHA unsupported" on a server that refuses
 SCRIPT LOAD. The servers (an everysec AOF each) and the redis-benchmark runs are the server
 section's (:mod:`.server`), shared by the run.
-Must not touch: the registry (rows, figures and targets are declared there), the processes'
+Must not touch: the section declarations (rows, figures and targets: .sections), the processes'
 start and stop (:mod:`.processes`), engine internals (the server is driven over RESP only).
 """
 
