@@ -170,15 +170,16 @@ class ServerProcess:
         if self.alive:
             raise ServerFailed(f"{self.name} on port {self.port} is already running")
         argv = self.command()
-        options = temporaries.child_options()
+        limited: dict[str, Any] = {}  # (resource limits: their hook runs after the parent's)
         if self.limits:
-            options["preexec_fn"] = temporaries.die_with_parent_hook(_limits(self.limits)) \
+            limited["preexec_fn"] = temporaries.die_with_parent_hook(_limits(self.limits)) \
                 or _limits(self.limits)
         if self.capture:
             self.lines = []
             self.proc = subprocess.Popen(argv, cwd=self.cwd, stdin=subprocess.DEVNULL,
                                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                         text=True, errors="replace", **options)
+                                         text=True, errors="replace",
+                                         **{**temporaries.child_options(), **limited})
             self.reader = threading.Thread(target=self._read, args=(self.proc.stdout,),
                                            name=f"{self.name}-output", daemon=True)
             self.reader.start()
@@ -187,7 +188,8 @@ class ServerProcess:
             with open(self.log_path, "ab") as log:
                 self._log_start = log.tell()
                 self.proc = subprocess.Popen(argv, cwd=self.cwd, stdin=subprocess.DEVNULL,
-                                             stdout=log, stderr=log, **options)
+                                             stdout=log, stderr=log,
+                                             **{**temporaries.child_options(), **limited})
         if self.track:
             temporaries.track(self.proc)
             _RUNNING.add(self)
