@@ -457,8 +457,8 @@ class EngineCore(EngineState):
             reply = handler(ctx, argv)
         except (ReplyError, StorageError) as err:
             nanos = ctx.nanos = self.timer() - began
-            failed = err if type(err) is ReplyError else self._storage_failed(
-                err, entry.is_write)  # type: ignore[arg-type]
+            failed = (self._storage_failed(err, entry.is_write)
+                      if isinstance(err, StorageError) else err)
             if not ctx.rerun and self.stats.failed(entry.counters, nanos, failed.line):
                 self.slow_call(session, argv, nanos)
             if ctx.commits and ctx.effects:  # keys expired before it failed: logged still
