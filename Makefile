@@ -16,10 +16,11 @@ SUDO := $(shell if [ "$$(id -u)" != 0 ] && command -v sudo >/dev/null 2>&1; then
 $(VPY):
 	test -x $(VPY) || $(PY) -m venv $(VENV)
 
-# The compiled core's sources: a changed kernel reinstalls, which recompiles it (setup.py).
-KERNELS := $(shell find engine aof snapshot replication -name '_*_c.pyx' 2>/dev/null)
+# The compiled core's sources: a changed kernel, or a .pxd the kernels share, reinstalls,
+# which recompiles them (setup.py).
+KERNELS := $(shell find . -path ./.venv -prune -o -path ./build -prune -o \( -name '_*_c.pyx' -o -name '*.pxd' \) -print)
 # The command path mypyc compiles (setup.py's COMPILED): an edited one is compiled again, in
-# place, before `make run` and `make test` (a stale build would not run: streamkeep/compiled.py).
+# place, before `make run` and `make test` (a stale build would not run: engine/wire/compiled.py).
 COMPILED := $(shell sed -n '/^COMPILED = \[/,/^\]/p' setup.py | grep -o '"[^"]*\.py"' | tr -d '"')
 
 $(VENV)/.stamp-run: pyproject.toml setup.py $(KERNELS) | $(VPY)
@@ -157,15 +158,11 @@ soak: export STREAMKEEP_REQUIRE_EXTENSIONS = 1
 soak: dev
 	$(VPY) -m pytest -n 2 -q
 
-# ruff, then mypy over the installed namespace. mypy resolves `streamkeep.engine` through a
-# tree of links (.typecheck/streamkeep/engine -> ../../engine ...) that mirrors package-dir.
-TYPECHECK = .typecheck/streamkeep
+# ruff, then mypy over every source file, each under its module name (streamkeep/folders.py
+# maps the folders to the streamkeep.* packages): .ci/typecheck.py.
 lint: $(VENV)/.stamp-dev
 	$(VENV)/bin/ruff check .
-	@mkdir -p $(TYPECHECK)
-	@for d in engine aof snapshot replication tools; do ln -sfn ../../$$d $(TYPECHECK)/$$d; done
-	@for f in __init__.py __main__.py compiled.py; do ln -sfn ../../streamkeep/$$f $(TYPECHECK)/$$f; done
-	cd .typecheck && ../$(VENV)/bin/mypy -p streamkeep
+	$(VPY) .ci/typecheck.py
 
 # The manual: docs/mkdocs.yml (MkDocs, Material theme), pages in docs/src, built into docs/site.
 # --strict: a broken link or anchor, a page missing from the nav or a failing generator (the
@@ -186,6 +183,6 @@ crashbench: dev
 	$(VENV)/bin/streamkeep crashbench --mode sigkill --target redis-server --policy all --points 30
 
 clean:
-	rm -rf $(VENV) .pytest_cache .ruff_cache .mypy_cache .typecheck .hypothesis build dist \
+	rm -rf $(VENV) .pytest_cache .ruff_cache .mypy_cache .hypothesis build dist \
 		*.egg-info docs/site
 	find . -name __pycache__ -type d -prune -exec rm -rf {} +

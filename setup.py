@@ -5,7 +5,7 @@ declared in pyproject.toml.
 - The command path: the modules named in COMPILED, compiled with mypyc from their own .py
   files (mypy, pinned in pyproject's build requirements, is the compiler). They form one
   shared library (`streamkeep/command_path__mypyc`) and one small extension module beside each
-  source; the build writes a manifest (streamkeep/compiled.py reads it at import time, so
+  source; the build writes a manifest (engine/wire/compiled.py reads it at import time, so
   STREAMKEEP_NO_EXTENSIONS=1 runs the .py sources even where the compiled modules are
   installed, and a source edited after a build in place is noticed). The group is built or
   left out as a whole.
@@ -26,6 +26,7 @@ declared in pyproject.toml.
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import os
 import shutil
 import sys
@@ -37,9 +38,19 @@ from setuptools import setup
 from setuptools.command.build_ext import build_ext
 
 ROOT = Path(__file__).resolve().parent
-# The design card's folders and the packages they install as (pyproject's package-dir).
-FOLDERS = {"engine": "streamkeep.engine", "aof": "streamkeep.aof",
-           "snapshot": "streamkeep.snapshot", "replication": "streamkeep.replication"}
+
+
+def _load_folders():  # type: ignore[no-untyped-def]
+    """streamkeep/folders.py, the source tree's one map, read before anything is built (the
+    package itself cannot be imported yet)."""
+    spec = importlib.util.spec_from_file_location("streamkeep_folders", ROOT / "streamkeep" / "folders.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+folders = _load_folders()
 DIRECTIVES = {"language_level": "3", "embedsignature": False}
 
 # The command path compiled by mypyc: source files relative to the checkout. A module here must
@@ -79,15 +90,17 @@ COMPILED = [
     "engine/runtime/refusals.py",
     "engine/runtime/replay.py",
     "engine/runtime/waiting.py",
-    "engine/runtime/engine.py",
-    "engine/runtime/queue.py",
-    "engine/runtime/server.py",
+    "engine/services/engine.py",
+    "engine/services/queue.py",
+    "engine/server/network.py",
     "aof/journal.py",
     "replication/redis_commands.py",
 ]
 # The shared library of the compiled modules (a module name inside the namespace).
 GROUP = "streamkeep.command_path"
-MANIFEST = ROOT / "streamkeep" / "compiled_sources.txt"
+# Beside the module that reads it (engine/wire/compiled.py), installed or in place.
+MANIFEST_MODULE = "engine/wire/compiled.py"
+MANIFEST = ROOT / MANIFEST_MODULE.rpartition("/")[0] / "compiled_sources.txt"
 DIGESTS: dict[str, str] = {}  # source -> SHA-1 of the text mypyc compiled
 
 
@@ -101,17 +114,13 @@ REQUIRE = _switch("STREAMKEEP_REQUIRE_EXTENSIONS") and not NO_EXTENSIONS
 
 def kernel_sources() -> dict[str, str]:
     """Module name -> .pyx path (relative, as setuptools wants) for every compiled kernel."""
-    found = {}
-    for folder, package in FOLDERS.items():
-        for path in sorted((ROOT / folder).rglob("_*_c.pyx")):
-            rel = path.relative_to(ROOT / folder).with_suffix("")
-            found[".".join([package, *rel.parts])] = str(path.relative_to(ROOT))
-    return found
+    return {name: str(path.relative_to(ROOT))
+            for name, path in folders.source_files(ROOT, (".pyx",)).items()
+            if path.name.startswith("_") and path.stem.endswith("_c")}
 
 
 def module_name(source: str) -> str:
-    folder, _, rest = source.partition("/")
-    return ".".join([FOLDERS.get(folder, folder), *Path(rest).with_suffix("").parts])
+    return folders.module_name(source)
 
 
 def _is_mypyc(ext) -> bool:  # type: ignore[no-untyped-def]
@@ -177,10 +186,11 @@ class OptionalBuildExt(build_ext):
         self.group_built = True
 
     def _write_manifest(self, inplace: bool, built: bool) -> None:
-        """streamkeep/compiled_sources.txt beside the package's compiled modules: the
-        build's kind, then `module sha1 source` per module (streamkeep/compiled.py); none
+        """engine/wire/compiled_sources.txt beside the module that reads it: the
+        build's kind, then `module sha1 source` per module (engine/wire/compiled.py); none
         when the group was not built."""
-        target = MANIFEST if inplace else Path(self.build_lib) / "streamkeep" / MANIFEST.name
+        package = module_name(MANIFEST_MODULE).rpartition(".")[0].split(".")
+        target = MANIFEST if inplace else Path(self.build_lib, *package, MANIFEST.name)
         if not built or not DIGESTS:
             target.unlink(missing_ok=True)
             return
@@ -239,46 +249,64 @@ def _remove_dropped_modules() -> None:
                 built.unlink()
 
 
-def _source_tree() -> Path:
-    """mypy names a module after the packages above its file: a tree of links in build/ that
-    mirrors pyproject's package-dir (streamkeep/engine -> engine ...) makes engine/x.py the
-    module streamkeep.engine.x."""
-    tree = ROOT / "build" / "mypyc-src" / "streamkeep"
-    tree.mkdir(parents=True, exist_ok=True)
-    targets = {name: ROOT / name for name in [*FOLDERS, "tools"]}
-    targets.update({path.name: path for path in (ROOT / "streamkeep").glob("*.py")})
-    for name, target in targets.items():
-        link = tree / name
-        if link.is_symlink() or link.exists():
-            link.unlink()
-        link.symlink_to(target)
-    return tree
+def _typed_sources() -> dict[str, Path]:
+    """What mypyc type-checks: every module but the tools and `python -m streamkeep` (the
+    imports of the compiled ones reach the rest), each file under the module name the folder
+    map gives it, the kernels by their stubs."""
+    return {name: path for name, path in folders.source_files(ROOT, (".py", ".pyi")).items()
+            if not name.startswith(("streamkeep.tools", "streamkeep.__main__"))}
 
 
 def command_path() -> list:
     """The mypyc extensions (empty, with one line on stderr, when mypy is missing or the
-    sources do not compile)."""
+    sources do not compile).
+
+    mypyc's own entry point (mypycify) names a module after the folders above its file, which
+    here would make engine/x.py the module `engine.x`; so this runs mypycify's steps itself
+    with each file given its module name from the folder map (mypy's BuildSource), on the
+    files where they are. mypy is pinned (pyproject's build requirements): these steps are
+    that version's."""
     try:
-        from mypyc.build import mypycify
+        from mypy.build import BuildSource
+        from mypy.fscache import FileSystemCache
+        from mypy.main import process_options
+        from mypyc import build as mypyc_build
+        from mypyc.common import RUNTIME_C_FILES
+        from mypyc.options import CompilerOptions
     except ImportError:
         if REQUIRE:
             raise
         print("streamkeep: mypy is not installed; the command path runs as pure Python",
               file=sys.stderr)
         return []
-    tree = _source_tree()
     # The sources' digests as compiled (an edit during the build is then a stale build).
     DIGESTS.update({source: hashlib.sha1((ROOT / source).read_bytes()).hexdigest()
                     for source in COMPILED})
-    paths = [str(tree / source) for source in COMPILED]
+    target_dir = ROOT / "build" / "mypyc"
     cwd = os.getcwd()
     os.chdir(ROOT)
     try:
-        built = mypycify(["--config-file", str(ROOT / "pyproject.toml"), "--no-warn-unused-configs",
-                          "--cache-dir", str(ROOT / "build" / "mypyc-cache"), *paths],
-                         opt_level=os.environ.get("STREAMKEEP_MYPYC_OPT", "2"),
-                         multi_file=True,  # one C file per module: compiled in parallel
-                         target_dir=str(ROOT / "build" / "mypyc"), group_name=GROUP)
+        compiled = {module_name(source) for source in COMPILED}
+        every = [BuildSource(str(path.relative_to(ROOT)), name)
+                 for name, path in _typed_sources().items()]
+        mypyc_sources = [source for source in every if source.module in compiled]
+        fscache = FileSystemCache()
+        _, options = process_options(
+            ["--config-file", str(ROOT / "pyproject.toml"), "--no-warn-unused-configs",
+             "-c", "pass"], fscache=fscache, mypyc=True)
+        # (what mypycify's configuration step sets for a build in one group)
+        options.python_version = sys.version_info[:2]
+        options.show_traceback = True
+        options.export_types = True
+        options.incremental = False
+        options.preserve_asts = True
+        for source in mypyc_sources:
+            options.per_module_options.setdefault(source.module, {})["mypyc"] = True
+        compiler_options = CompilerOptions(multi_file=True,  # one C file per module: in parallel
+                                           target_dir=str(target_dir), group_name=GROUP)
+        groups = mypyc_build.construct_groups(mypyc_sources, False, True, GROUP)
+        group_cfiles, _ops, source_deps = mypyc_build.generate_c(
+            every, options, groups, fscache, compiler_options=compiler_options)
     except (Exception, SystemExit) as exc:  # mypyc reports its errors and exits
         if REQUIRE:
             print("streamkeep: the command path could not be compiled (mypyc's messages "
@@ -289,9 +317,35 @@ def command_path() -> list:
         return []
     finally:
         os.chdir(cwd)
+    (group_sources, _name), = groups
+    cfiles = []
+    for cfile, text in group_cfiles[0]:
+        path = target_dir / cfile
+        if text:
+            mypyc_build.write_file(str(path), text)
+        if path.suffix == ".c":
+            cfiles.append(str(path))
+    # mypyc's runtime library, compiled into the group's shared library.
+    include_dirs = set()
+    runtime = list(RUNTIME_C_FILES)
+    for dep in source_deps:
+        runtime += [dep.path, dep.get_header()]
+        include_dirs.update(dep.include_dirs)
+    for name in runtime:
+        text = (Path(mypyc_build.include_dir()) / name).read_text(encoding="utf-8")
+        mypyc_build.write_file(str(target_dir / name), text)
+        if name.endswith(".c"):
+            cfiles.append(str(target_dir / name))
+    mypyc_build.setup_mypycify_vars()
+    cflags = mypyc_build.get_cflags(opt_level=os.environ.get("STREAMKEEP_MYPYC_OPT", "2"),
+                                    multi_file=True)
+    headers = sorted(str(path) for path in target_dir.rglob("*.h"))
+    built = mypyc_build.build_using_shared_lib(
+        group_sources, GROUP, cfiles, headers, str(target_dir), cflags,
+        [str(Path(mypyc_build.include_dir()) / d) for d in sorted(include_dirs)])
     # mypyc writes a dotted group's header under its package folder and the modules' C files
     # (multi_file) above it, including the header by its bare name.
-    header_dir = str(ROOT / "build" / "mypyc" / Path(*GROUP.split(".")[:-1]))
+    header_dir = str(target_dir / Path(*GROUP.split(".")[:-1]))
     for ext in built:
         ext.include_dirs.append(header_dir)
     return built
@@ -357,5 +411,8 @@ def describing_only(argv: list[str]) -> bool:
         w.startswith(BUILDING) for w in words)
 
 
-setup(ext_modules=[] if describing_only(sys.argv[1:]) else extensions(),
+# The packages and their folders come from the folder map (pyproject.toml names neither).
+setup(packages=[folders.package_of(folder) for folder in folders.FOLDERS],
+      package_dir=folders.package_dir(),
+      ext_modules=[] if describing_only(sys.argv[1:]) else extensions(),
       cmdclass={"build_ext": OptionalBuildExt})

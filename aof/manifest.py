@@ -38,7 +38,7 @@ from streamkeep.engine.wire.errors import StorageError
 MANIFEST = "manifest.json"
 LOCK_FILE = "LOCK"  # the data directory's lock (aof.fs.lock), held by the process that opens it
 MANIFEST_TMP = "manifest.json.tmp"
-# Shared mode's files (engine.runtime.shared): the directory's server's Unix socket, the lock
+# Shared mode's files (engine.services.shared): the directory's server's Unix socket, the lock
 # that decides who starts that server, the settings it runs with (redis.conf syntax) and its
 # log. They hold no data: opening, compaction and verification leave them alone.
 SHARED_SOCKET = "shared.sock"

@@ -14,7 +14,7 @@ aof.fs.MappedTail) or an extension a power loss left unwritten, never damage: th
 That judgement of a segment's end is one function, `judge_end`: the offline tools (`aof
 verify`, `aof stats`, `aof dump`) name what they find with it, so they say what opening does.
 Must not touch: the engine (replaying records through it, loading the snapshot, wiring the
-journal are engine.runtime.datadir's), command semantics, the record format.
+journal are engine.services.datadir's), command semantics, the record format.
 """
 
 from __future__ import annotations

@@ -17,16 +17,16 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from streamkeep.engine.model.effects import Record
     from streamkeep.engine.runtime.core import Session
-    from streamkeep.engine.runtime.engine import Engine
-    from streamkeep.engine.runtime.queue import Message, QueueError, StreamQueue
+    from streamkeep.engine.services.engine import Engine
+    from streamkeep.engine.services.queue import Message, QueueError, StreamQueue
     from streamkeep.engine.wire.errors import ReplyError, StreamkeepError
 
 _EXPORTS = {
-    "Engine": "streamkeep.engine.runtime.engine",
+    "Engine": "streamkeep.engine.services.engine",
     "Session": "streamkeep.engine.runtime.core",
-    "StreamQueue": "streamkeep.engine.runtime.queue",
-    "Message": "streamkeep.engine.runtime.queue",
-    "QueueError": "streamkeep.engine.runtime.queue",
+    "StreamQueue": "streamkeep.engine.services.queue",
+    "Message": "streamkeep.engine.services.queue",
+    "QueueError": "streamkeep.engine.services.queue",
     "Record": "streamkeep.engine.model.effects",
     "ReplyError": "streamkeep.engine.wire.errors",
     "StreamkeepError": "streamkeep.engine.wire.errors",

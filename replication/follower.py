@@ -31,12 +31,12 @@ from streamkeep.replication import link
 from streamkeep.replication.incoming import TMP, IncomingSnapshot, Received
 from streamkeep.replication.redis_follower import RedisFollowing
 from streamkeep.snapshot.layout import file_checksum
-from streamkeep.snapshot.load import load_snapshot
 from streamkeep.snapshot.reader import SnapshotError, file_chunks
+from streamkeep.snapshot.services.load import load_snapshot
 
 if TYPE_CHECKING:
     from streamkeep.engine.runtime.core import EngineCore, Session
-    from streamkeep.engine.runtime.datadir import DataDir
+    from streamkeep.engine.services.datadir import DataDir
 
 log = logging.getLogger("streamkeep.replication")
 

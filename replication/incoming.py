@@ -8,7 +8,7 @@ REPLCONF sk-have) is hard-linked from the replica's own copy instead. A sync cut
 the part files that arrived whole, to announce at the next attempt (`abandon`), so that a
 full sync resumes rather than starting over. The temp names are never a live file's, and the
 next open removes any left by a crash (aof.recovery: snapshot and part files ending in .tmp). Must not touch: the
-manifest and the installed files (engine.runtime.datadir installs them), the link's framing.
+manifest and the installed files (engine.services.datadir installs them), the link's framing.
 """
 
 from __future__ import annotations

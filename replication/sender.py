@@ -38,7 +38,7 @@ from streamkeep.replication import bundle, link
 
 if TYPE_CHECKING:
     from streamkeep.engine.runtime.core import EngineCore
-    from streamkeep.engine.runtime.datadir import DataDir
+    from streamkeep.engine.services.datadir import DataDir
 
 log = logging.getLogger("streamkeep.replication")
 

@@ -31,7 +31,7 @@ from streamkeep.replication.waits import Wait, Waits
 if TYPE_CHECKING:
     from streamkeep.engine.exec.interfaces import Fields
     from streamkeep.engine.runtime.core import EngineCore
-    from streamkeep.engine.runtime.datadir import DataDir
+    from streamkeep.engine.services.datadir import DataDir
     from streamkeep.replication.follower import Follower
 
 log = logging.getLogger("streamkeep.replication")

@@ -24,9 +24,11 @@ from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_CheckExact, PyBytes_FromSt
 from cpython.list cimport PyList_CheckExact, PyList_GET_ITEM, PyList_GET_SIZE
 from cpython.long cimport PyLong_AsLongLongAndOverflow, PyLong_CheckExact, PyLong_FromLongLong
 from libc.stdint cimport uint64_t
-from libc.stdlib cimport free, realloc
+from libc.stdlib cimport free
 from libc.string cimport memcpy
 
+# The listpack helpers the kernels share, cimported by folder path (engine/model/lp_helpers.pxd).
+from engine.model.lp_helpers cimport Buf, Elem, backlen_size, put_int, put_string, reserve
 from streamkeep.snapshot import _rdb_py
 from streamkeep.snapshot._rdb_py import RdbError
 
@@ -263,28 +265,10 @@ cdef object _lzf(const unsigned char* p, Py_ssize_t n, long long want, bint to_b
 
 # --- listpack elements --------------------------------------------------------------------------
 
-cdef struct Elem:
-    bint is_int
-    long long ival
-    const unsigned char* s
-    Py_ssize_t n
-
 # next_elem's outcomes besides 0 (an element read)
 cdef enum:
     TRUNCATED = -1
     BAD_ENCODING = -2
-
-
-cdef inline Py_ssize_t backlen_size(Py_ssize_t size) noexcept nogil:
-    if size <= 127:
-        return 1
-    if size < 16383:
-        return 2
-    if size < 2097151:
-        return 3
-    if size < 268435455:
-        return 4
-    return 5
 
 
 cdef inline int next_elem(const unsigned char* p, Py_ssize_t end, Py_ssize_t* pos,
@@ -365,45 +349,6 @@ cdef inline object elem_object(Elem* e):
     return PyBytes_FromStringAndSize(<const char*>e.s, e.n)
 
 
-cdef inline bint c_as_int(const unsigned char* p, Py_ssize_t n, long long* out) noexcept nogil:
-    """Redis's string2ll over p[0:n] (engine.model.listpack's as_int): True and *out set when it
-    is a strict int64 decimal."""
-    cdef Py_ssize_t i = 0
-    cdef bint negative = False
-    cdef uint64_t value = 0
-    if n == 0 or n > 20:
-        return False
-    if p[0] == 45:  # '-'
-        negative = True
-        i = 1
-        if n == 1:
-            return False
-    if p[i] == 48:  # a leading '0' only as "0" itself
-        if n == 1:
-            out[0] = 0
-            return True
-        return False
-    while i < n:
-        if p[i] < 48 or p[i] > 57:
-            return False
-        if value > 1844674407370955161ULL:  # (2**64 - 1) // 10: the next digit overflows
-            return False
-        value = value * 10
-        if value > 0xFFFFFFFFFFFFFFFFULL - (p[i] - 48):
-            return False
-        value += p[i] - 48
-        i += 1
-    if negative:
-        if value > 9223372036854775808ULL:
-            return False
-        out[0] = <long long>(0 - value)
-    else:
-        if value > 9223372036854775807ULL:
-            return False
-        out[0] = <long long>value
-    return True
-
-
 def listpack_items(lp):
     cdef const unsigned char* p
     cdef Py_ssize_t n, i, end
@@ -432,105 +377,17 @@ def listpack_items(lp):
 
 # --- listpacks, encoded ---------------------------------------------------------------------------
 
-cdef struct Buf:
-    unsigned char* p
-    Py_ssize_t n
-    Py_ssize_t cap
-
 # put_object's outcome when a value is outside what this kernel encodes (the reference does)
 cdef enum:
     NOT_HERE = 1
 
 
-cdef int reserve(Buf* b, Py_ssize_t more) except -1:
-    cdef Py_ssize_t cap
-    cdef unsigned char* grown
-    if b.n + more <= b.cap:
-        return 0
-    cap = b.cap * 2 if b.cap else 256
-    while cap < b.n + more:
-        cap *= 2
-    grown = <unsigned char*>realloc(b.p, cap)
-    if grown == NULL:
-        raise MemoryError()
-    b.p = grown
-    b.cap = cap
-    return 0
-
-
-cdef inline void put_backlen(Buf* b, Py_ssize_t size) noexcept nogil:
-    """Room for 5 bytes reserved by the caller."""
-    cdef Py_ssize_t n = backlen_size(size)
-    cdef Py_ssize_t k
-    # most significant group first, every byte after the first with bit 7 set
-    b.p[b.n] = (size >> (7 * (n - 1))) & 0x7F
-    for k in range(1, n):
-        b.p[b.n + k] = ((size >> (7 * (n - 1 - k))) & 0x7F) | 0x80
-    b.n += n
-
-
-cdef int put_int(Buf* b, long long v) except -1:
-    cdef uint64_t u = <uint64_t>v
-    cdef int width, k
-    reserve(b, 10)
-    if 0 <= v <= 127:
-        b.p[b.n] = <unsigned char>v
-        b.n += 1
-        put_backlen(b, 1)
-        return 0
-    if -4096 <= v <= 4095:
-        b.p[b.n] = 0xC0 | ((u >> 8) & 0x1F)
-        b.p[b.n + 1] = u & 0xFF
-        b.n += 2
-        put_backlen(b, 2)
-        return 0
-    if -32768 <= v <= 32767:
-        b.p[b.n] = 0xF1
-        width = 2
-    elif -8388608 <= v <= 8388607:
-        b.p[b.n] = 0xF2
-        width = 3
-    elif -2147483648 <= v <= 2147483647:
-        b.p[b.n] = 0xF3
-        width = 4
-    else:
-        b.p[b.n] = 0xF4
-        width = 8
-    for k in range(width):
-        b.p[b.n + 1 + k] = (u >> (8 * k)) & 0xFF
-    b.n += 1 + width
-    put_backlen(b, 1 + width)
-    return 0
-
-
 cdef int put_bytes(Buf* b, const unsigned char* s, Py_ssize_t n) except -1:
     """A string element (an integer one when it is a strict int64 decimal); NOT_HERE for one
     of 4 GiB or more (the reference's struct.pack refuses it)."""
-    cdef long long iv
-    cdef Py_ssize_t head
-    if c_as_int(s, n, &iv):
-        return put_int(b, iv)
-    if n > 0xFFFFFFFF:
+    if n > 0xFFFFFFFFLL:  # (never a decimal: that has at most 20 bytes; LL: a C comparison)
         return NOT_HERE
-    reserve(b, n + 10)
-    if n < 64:
-        b.p[b.n] = 0x80 | n
-        head = 1
-    elif n < 4096:
-        b.p[b.n] = 0xE0 | (n >> 8)
-        b.p[b.n + 1] = n & 0xFF
-        head = 2
-    else:
-        b.p[b.n] = 0xF0
-        b.p[b.n + 1] = n & 0xFF
-        b.p[b.n + 2] = (n >> 8) & 0xFF
-        b.p[b.n + 3] = (n >> 16) & 0xFF
-        b.p[b.n + 4] = (n >> 24) & 0xFF
-        head = 5
-    memcpy(b.p + b.n + head, s, n)
-    b.n += head + n
-    put_backlen(b, head + n)
-    return 0
+    return put_string(b, s, n)
 
 
 cdef int put_object(Buf* b, object value) except -1:

@@ -2,9 +2,9 @@
 
 The documented entry point: `from streamkeep import Engine, ReplyError`. The project's packages
 live in this namespace (`streamkeep.engine`, `streamkeep.aof`, `streamkeep.snapshot`,
-`streamkeep.replication`, `streamkeep.tools`; see pyproject.toml's package-dir). The names below
+`streamkeep.replication`, `streamkeep.tools`; see streamkeep/folders.py). The names below
 are streamkeep.engine's lazy re-exports, so `import streamkeep.aof.codec` stays cheap. Before
-any of them loads, streamkeep.compiled chooses between the compiled command path and its .py
+any of them loads, streamkeep.engine.wire.compiled chooses between the compiled command path and its .py
 sources (STREAMKEEP_NO_EXTENSIONS).
 """
 
@@ -12,15 +12,15 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from streamkeep.compiled import install as _install_compiled
+from streamkeep.engine.wire.compiled import install as _install_compiled
 
 _install_compiled()
 
 if TYPE_CHECKING:
     from streamkeep.engine.model.effects import Record
     from streamkeep.engine.runtime.core import Session
-    from streamkeep.engine.runtime.engine import Engine
-    from streamkeep.engine.runtime.queue import Message, QueueError, StreamQueue
+    from streamkeep.engine.services.engine import Engine
+    from streamkeep.engine.services.queue import Message, QueueError, StreamQueue
     from streamkeep.engine.wire.errors import ReplyError, StreamkeepError
 
 __all__ = ["Engine", "Message", "QueueError", "ReplyError", "Record", "Session",

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from streamkeep.engine.wire.errors import StreamkeepError
 
 if TYPE_CHECKING:
-    from streamkeep.engine.runtime.shared_server import Daemon, Identity
+    from streamkeep.engine.server.shared_mode import Daemon, Identity
 
 EPILOG = """examples:
   streamkeep serve                           ./data on 127.0.0.1:6390
@@ -99,7 +99,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="detach once serving: exit 0 then (1 and why, if it cannot); "
                              "its output goes to DIR/shared.log with --shared, else nowhere")
     # The start lock's descriptor, already held by the process that starts a shared server
-    # (engine.runtime.shared): the socket is bound under it.
+    # (engine.services.shared): the socket is bound under it.
     parser.add_argument("--start-lock-fd", type=int, help=argparse.SUPPRESS)
 
 
@@ -111,7 +111,7 @@ def settings_from(args: argparse.Namespace) -> dict[str, Any]:
 
         settings.update(read_config_file(args.config))
     if getattr(args, "shared", False) and not args.config:
-        # The directory's own settings (engine.runtime.shared records them).
+        # The directory's own settings (engine.services.shared records them).
         from streamkeep.aof.manifest import SHARED_CONF
         from streamkeep.engine.exec.settings import read_config_file
 
@@ -243,7 +243,7 @@ def main(args: argparse.Namespace) -> int:
 @dataclass
 class _Listening:
     """What the server listens on (TCP sockets, then a Unix socket), in words for the ready
-    line, and around it a shared or daemonized server's life (engine.runtime.shared_server)."""
+    line, and around it a shared or daemonized server's life (engine.server.shared_mode)."""
 
     sockets: list[socket.socket] = field(default_factory=list)
     where: list[str] = field(default_factory=list)
@@ -255,7 +255,7 @@ class _Listening:
         for sock in self.sockets:
             sock.close()
         if self.unix is not None:
-            from streamkeep.engine.runtime.shared_server import remove_unix
+            from streamkeep.engine.server.shared_mode import remove_unix
 
             remove_unix(*self.unix)
 
@@ -306,7 +306,7 @@ def _shared_directory(path: str, settings: dict[str, Any]) -> str:
     """The shared directory made or checked (its owner's only); its socket in the settings
     (CONFIG GET unixsocket names it)."""
     from streamkeep.aof.manifest import SHARED_SOCKET
-    from streamkeep.engine.runtime.shared import prepare_directory
+    from streamkeep.engine.services.shared import prepare_directory
 
     try:
         path = prepare_directory(path)
@@ -321,7 +321,7 @@ def _detach(listening: _Listening, path: str) -> int | None:
     """--daemonize: the parent's exit status once the child serves (or cannot); None in the
     child, which goes on detached."""
     from streamkeep.aof.manifest import SHARED_LOG
-    from streamkeep.engine.runtime.shared_server import Daemon
+    from streamkeep.engine.server.shared_mode import Daemon
 
     daemon = Daemon(os.path.join(path, SHARED_LOG) if listening.shared else os.devnull)
     status = daemon.detach()
@@ -334,7 +334,7 @@ def _listen_shared(listening: _Listening, path: str, lock_fd: int | None) -> Non
     """DIR/shared.sock bound under the directory's start lock: the one its starter holds and
     handed over (`--start-lock-fd`), else taken here (waiting for a starter that holds it)."""
     from streamkeep.aof.manifest import SHARED_SOCKET
-    from streamkeep.engine.runtime.shared import start_lock
+    from streamkeep.engine.services.shared import start_lock
 
     file = os.path.join(path, SHARED_SOCKET)
     if lock_fd is not None:
@@ -346,7 +346,7 @@ def _listen_shared(listening: _Listening, path: str, lock_fd: int | None) -> Non
 
 
 def _listen_unix(listening: _Listening, file: str, perm: int) -> None:
-    from streamkeep.engine.runtime.shared_server import UnixSocketError, listen_unix
+    from streamkeep.engine.server.shared_mode import UnixSocketError, listen_unix
 
     try:
         sock, identity = listen_unix(file, perm)
@@ -361,10 +361,10 @@ def _run(args: argparse.Namespace, settings: dict[str, Any], path: str, bind: st
          listening: _Listening) -> int:
     from streamkeep import Engine
     from streamkeep.aof.fs import LockedError
-    from streamkeep.engine.runtime.limits import DescriptorLimitError
-    from streamkeep.engine.runtime.server import Server, install_loop_policy, run_server
-    from streamkeep.engine.runtime.shared import EXIT_IN_USE
-    from streamkeep.engine.runtime.shared_server import IdleShutdown
+    from streamkeep.engine.server.limits import DescriptorLimitError
+    from streamkeep.engine.server.network import Server, install_loop_policy, run_server
+    from streamkeep.engine.server.shared_mode import IdleShutdown
+    from streamkeep.engine.services.shared import EXIT_IN_USE
 
     loop_name = install_loop_policy()
     config_file = os.path.abspath(args.config) if args.config else None

@@ -5,7 +5,7 @@ pending, lag, oldest pending age, consumers and their idle times, dead letters) 
 a data directory (opened while no server holds it, or through its shared server: the one
 running, or with --shared one started) or on a server (`--url`, a streamkeep serve or a Redis
 8.8+), as a table or as JSON. Never creates or changes a queue.
-Must not touch: the queue's semantics (engine.runtime.queue), the data directory's files.
+Must not touch: the queue's semantics (engine.services.queue), the data directory's files.
 
 Exit status: 0 ok; 2 no such queue or group; 3 usage or I/O error (a data directory in use,
 a server that cannot be reached).
@@ -73,7 +73,7 @@ def main(args: argparse.Namespace) -> int:
     except _Unavailable as err:
         print(f"streamkeep queue stats: {err}", file=sys.stderr)
         return EXIT_USAGE
-    from streamkeep.engine.runtime.queue import QueueError, StreamQueue
+    from streamkeep.engine.services.queue import QueueError, StreamQueue
     from streamkeep.engine.wire.errors import ReplyError
 
     errors: tuple[type[Exception], ...] = (QueueError, ReplyError)
@@ -149,7 +149,7 @@ def _connect(url: str | None, path: str | None, shared: bool = False
 
     if not os.path.isfile(os.path.join(path, MANIFEST)):  # (opening would make one)
         raise _Unavailable(f"{path}: not a data directory (no {MANIFEST})")
-    from streamkeep.engine.runtime.shared import serving
+    from streamkeep.engine.services.shared import serving
 
     try:
         if shared or serving(path) is not None:
@@ -168,7 +168,7 @@ def _held(path: str, err: Exception) -> str:
     its queues instead: through that server (`--url`, its address) when it is a `streamkeep
     serve`; else close it there. (--shared cannot help: the holder did not open it shared, or
     its server would have answered.)"""
-    from streamkeep.engine.runtime.shared import held_by
+    from streamkeep.engine.services.shared import held_by
 
     holder = held_by(path)
     if holder is None:  # (let go since: another try may work)

@@ -35,7 +35,7 @@ Expiry is deterministic for replay, replicas and snapshots because only effects 
   ones and logs their `DEL`s, round after round while many were expired, like Redis's
   activeExpireCycle (the sample rotates through `expires` instead of being random);
   `EngineCore.active_expire_cycle` runs it over every database, and the server's loop (or,
-  for an engine opened with `Engine.open` and not served, engine.runtime.expiry_timer) calls
+  for an engine opened with `Engine.open` and not served, engine.services.expiry_timer) calls
   that ten times a second.
 - A redis-server primary's commands (replication.redis_commands) never delete on their own
   either: a past TTL is kept until the primary's DEL, as on a Redis replica.

@@ -13,10 +13,9 @@ from __future__ import annotations
 
 import sys
 
-from streamkeep import compiled
 from streamkeep.aof import codec
 from streamkeep.engine.model import ids, lcs, listpack, packed_node, pel_claim, pel_search
-from streamkeep.engine.wire import argv, kernel_switches, reply_encoder, request_parser
+from streamkeep.engine.wire import argv, compiled, kernel_switches, reply_encoder, request_parser
 from streamkeep.snapshot import rdb
 
 # Every kernel facade (importing one is what registers it).

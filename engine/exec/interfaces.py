@@ -2,7 +2,7 @@
 report.
 
 Owns `Log` (what the engine needs of the append-only file: aof.journal.Journal implements it),
-`Persistence` (what commands need of a data directory: engine.runtime.datadir.DataDir
+`Persistence` (what commands need of a data directory: engine.services.datadir.DataDir
 implements it), `Replication` (what the replication commands need: replication.service
 implements it), `PersistenceStatus` and the INFO persistence section built from it, and the
 types of the hooks services register on an engine (CONFIG hooks, INFO sections). The engine and its

@@ -510,19 +510,19 @@ _PARAMS: list[Param] = [
           check=_must_be(True, "streamkeep always keeps an append-only file"),
           summary="always yes with a data directory: every write is logged to the AOF"),
     Param("appendfsync", "enum", "everysec", choices=("everysec", "always", "no"),
-          summary="when the AOF is fsynced"),  # its hook: the journal's (engine.runtime.datadir)
-    # Their hooks: the compactor's (snapshot.compactor), registered on the engine it serves.
+          summary="when the AOF is fsynced"),  # its hook: the journal's (engine.services.datadir)
+    # Their hooks: the compactor's (snapshot.services.compactor), registered on the engine it serves.
     Param("auto-aof-rewrite-percentage", "int", 100, hi=INT_MAX,
           summary="AOF growth over the last snapshot (percent) that starts a compaction"),
     Param("auto-aof-rewrite-min-size", "memory", 64 << 20,
           summary="AOF size below which no automatic compaction starts"),
     Param("aof-load-truncated", "bool", True,
           summary="truncate a torn AOF tail at open (else refuse to open)"),
-    # streamkeep: its hook is the journal's (engine.runtime.datadir).
+    # streamkeep: its hook is the journal's (engine.services.datadir).
     Param("aof-preallocate", "memory", 4 << 20, hi=LONG_MAX,
           summary="disk space allocated ahead of the AOF's end, so that a full disk refuses "
                   "write commands before they run (0: none)"),
-    # streamkeep: its hook is the journal's (engine.runtime.datadir).
+    # streamkeep: its hook is the journal's (engine.services.datadir).
     Param("aof-mapped-appends", "bool", True,
           summary="records written one at a time go through a mapping of the AOF's allocated "
                   "tail instead of one write(2) each (ext4, xfs and tmpfs; everysec and no)"),
@@ -549,7 +549,7 @@ _PARAMS: list[Param] = [
           rewrite_live=True, summary="addresses the server listens on"),
     Param("dir", "string", "", mutable=False, live=_live_dir, rewrite_live=True,
           summary="the data directory (AOF segments, snapshot, manifest)"),
-    # The Unix socket listener (engine.runtime.shared_server); a shared server's is its
+    # The Unix socket listener (engine.server.shared_mode); a shared server's is its
     # directory's shared.sock, mode 700.
     Param("unixsocket", "string", "", mutable=False,
           summary="a Unix socket to listen on as well (empty: none)"),

@@ -10,62 +10,9 @@ from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_CheckExact, PyBytes_GET_SI
 from cpython.tuple cimport PyTuple_CheckExact, PyTuple_GET_ITEM, PyTuple_GET_SIZE
 from libc.string cimport memcmp
 
+# The listpack helpers the kernels share, cimported by folder path (engine/model/lp_helpers.pxd).
+from engine.model.lp_helpers cimport backlen_size, c_as_int, c_int_size
 from streamkeep.engine.model import _listpack_py
-
-cdef unsigned long long U64_LOW = 0xFFFFFFFFFFFFFFFFULL
-
-
-cdef inline int c_int_size(long long v) noexcept nogil:
-    if 0 <= v <= 127:
-        return 2
-    if -4096 <= v <= 4095:
-        return 3
-    if -32768 <= v <= 32767:
-        return 4
-    if -8388608 <= v <= 8388607:
-        return 5
-    if -2147483648 <= v <= 2147483647:
-        return 6
-    return 10
-
-
-cdef inline bint c_as_int(const unsigned char* p, Py_ssize_t n, long long* out) noexcept nogil:
-    """Redis's string2ll over p[0:n]: True and *out set when it is an int64."""
-    cdef Py_ssize_t i = 0
-    cdef bint negative = False
-    cdef unsigned long long value = 0
-    if n == 0 or n > 20:
-        return False
-    if p[0] == 45:  # '-'
-        negative = True
-        i = 1
-        if n == 1:
-            return False
-    if p[i] == 48:  # a leading '0' only as "0" itself
-        if n == 1:
-            out[0] = 0
-            return True
-        return False
-    while i < n:
-        if p[i] < 48 or p[i] > 57:
-            return False
-        if value > 1844674407370955161ULL:  # (2**64 - 1) // 10: the next digit overflows
-            return False
-        value = value * 10
-        if value > U64_LOW - (p[i] - 48):
-            return False
-        value += p[i] - 48
-        i += 1
-    if negative:
-        if value > 9223372036854775808ULL:
-            return False
-        out[0] = <long long>(0 - value)
-    else:
-        if value > 9223372036854775807ULL:
-            return False
-        out[0] = <long long>value
-    return True
-
 
 cdef inline Py_ssize_t c_str_size(object s) except -1:
     cdef long long iv
@@ -76,15 +23,7 @@ cdef inline Py_ssize_t c_str_size(object s) except -1:
     if c_as_int(<const unsigned char*>PyBytes_AS_STRING(s), n, &iv):
         return c_int_size(iv)
     size = n + (1 if n < 64 else 2 if n < 4096 else 5)
-    if size <= 127:
-        return size + 1
-    if size < 16383:
-        return size + 2
-    if size < 2097151:
-        return size + 3
-    if size < 268435455:
-        return size + 4
-    return size + 5
+    return size + backlen_size(size)
 
 
 cdef inline int delta_size(object part, object master_part) except -1:

@@ -26,6 +26,9 @@ from libc.stdint cimport uint64_t
 from libc.stdlib cimport free, malloc, realloc
 from libc.string cimport memcmp, memcpy, memmove
 
+# The listpack helpers the kernels share, cimported by folder path (engine/model/lp_helpers.pxd).
+from engine.model.lp_helpers cimport Buf, Elem, backlen_size, c_int_size
+from engine.model.lp_helpers cimport put_int, put_string, reserve
 from streamkeep.engine.model._packed_node_py import Invalid  # one exception class for both twins
 
 cdef enum:
@@ -39,25 +42,6 @@ cdef object _U64_OBJ = (1 << 64) - 1
 
 
 # --- elements, read -------------------------------------------------------------------------------
-
-cdef struct Elem:
-    bint is_int
-    long long ival
-    const unsigned char* s
-    Py_ssize_t n
-
-
-cdef inline Py_ssize_t backlen_size(Py_ssize_t size) noexcept nogil:
-    if size <= 127:
-        return 1
-    if size < 16383:
-        return 2
-    if size < 2097151:
-        return 3
-    if size < 268435455:
-        return 4
-    return 5
-
 
 cdef inline Py_ssize_t next_elem(const unsigned char* p, Py_ssize_t i, Elem* e) noexcept nogil:
     """Read the element at offset i into *e; the next element's offset."""
@@ -218,138 +202,10 @@ cdef inline object id_text(uint64_t ms, uint64_t seq):
 
 # --- elements, written ----------------------------------------------------------------------------
 
-cdef struct Buf:
-    unsigned char* p
-    Py_ssize_t n
-    Py_ssize_t cap
-
-
-cdef int reserve(Buf* b, Py_ssize_t more) except -1:
-    cdef Py_ssize_t cap
-    cdef unsigned char* grown
-    if b.n + more <= b.cap:
-        return 0
-    cap = b.cap * 2 if b.cap else 256
-    while cap < b.n + more:
-        cap *= 2
-    grown = <unsigned char*>realloc(b.p, cap)
-    if grown == NULL:
-        raise MemoryError()
-    b.p = grown
-    b.cap = cap
-    return 0
-
-
-cdef inline void put_backlen(Buf* b, Py_ssize_t size) noexcept nogil:
-    cdef Py_ssize_t n = backlen_size(size)
-    cdef Py_ssize_t k
-    b.p[b.n] = (size >> (7 * (n - 1))) & 0x7F
-    for k in range(1, n):
-        b.p[b.n + k] = ((size >> (7 * (n - 1 - k))) & 0x7F) | 0x80
-    b.n += n
-
-
-cdef int put_int(Buf* b, long long v) except -1:
-    cdef uint64_t u = <uint64_t>v
-    cdef int width, k
-    reserve(b, 10)
-    if 0 <= v <= 127:
-        b.p[b.n] = <unsigned char>v
-        b.p[b.n + 1] = 1
-        b.n += 2
-        return 0
-    if -4096 <= v <= 4095:
-        b.p[b.n] = 0xC0 | ((u >> 8) & 0x1F)
-        b.p[b.n + 1] = u & 0xFF
-        b.p[b.n + 2] = 2
-        b.n += 3
-        return 0
-    if -32768 <= v <= 32767:
-        b.p[b.n] = 0xF1
-        width = 2
-    elif -8388608 <= v <= 8388607:
-        b.p[b.n] = 0xF2
-        width = 3
-    elif -2147483648 <= v <= 2147483647:
-        b.p[b.n] = 0xF3
-        width = 4
-    else:
-        b.p[b.n] = 0xF4
-        width = 8
-    for k in range(width):
-        b.p[b.n + 1 + k] = (u >> (8 * k)) & 0xFF
-    b.n += 1 + width
-    put_backlen(b, 1 + width)
-    return 0
-
-
-cdef inline bint c_as_int(const unsigned char* p, Py_ssize_t n, long long* out) noexcept nogil:
-    """Redis's string2ll over p[0:n]: True and *out set when it is an int64."""
-    cdef Py_ssize_t i = 0
-    cdef bint negative = False
-    cdef uint64_t value = 0
-    if n == 0 or n > 20:
-        return False
-    if p[0] == 45:
-        negative = True
-        i = 1
-        if n == 1:
-            return False
-    if p[i] == 48:
-        if n == 1:
-            out[0] = 0
-            return True
-        return False
-    while i < n:
-        if p[i] < 48 or p[i] > 57:
-            return False
-        if value > 1844674407370955161ULL:
-            return False
-        value = value * 10
-        if value > 0xFFFFFFFFFFFFFFFFULL - (p[i] - 48):
-            return False
-        value += p[i] - 48
-        i += 1
-    if negative:
-        if value > 9223372036854775808ULL:
-            return False
-        out[0] = <long long>(0 - value)
-    else:
-        if value > 9223372036854775807ULL:
-            return False
-        out[0] = <long long>value
-    return True
-
-
 cdef int put_str(Buf* b, object s) except -1:
-    cdef long long iv
-    cdef Py_ssize_t n, head
-    cdef const unsigned char* p
     if not PyBytes_CheckExact(s):
         raise TypeError("a field or value is not bytes")
-    p = <const unsigned char*>PyBytes_AS_STRING(s)
-    n = PyBytes_GET_SIZE(s)
-    if c_as_int(p, n, &iv):
-        return put_int(b, iv)
-    reserve(b, n + 10)
-    if n < 64:
-        b.p[b.n] = 0x80 | n
-        head = 1
-    elif n < 4096:
-        b.p[b.n] = 0xE0 | (n >> 8)
-        b.p[b.n + 1] = n & 0xFF
-        head = 2
-    else:
-        b.p[b.n] = 0xF0
-        b.p[b.n + 1] = n & 0xFF
-        b.p[b.n + 2] = (n >> 8) & 0xFF
-        b.p[b.n + 3] = (n >> 16) & 0xFF
-        b.p[b.n + 4] = (n >> 24) & 0xFF
-        head = 5
-    memcpy(b.p + b.n + head, p, n)
-    b.n += head + n
-    put_backlen(b, head + n)
-    return 0
+    return put_string(b, <const unsigned char*>PyBytes_AS_STRING(s), PyBytes_GET_SIZE(s))
 
 
 cdef inline bint same_bytes(object a, object b):
@@ -497,28 +353,13 @@ cdef inline unsigned char* lp_ptr(object lp) except NULL:
     return <unsigned char*>PyByteArray_AS_STRING(lp)
 
 
-cdef Py_ssize_t elem_size(long long v) noexcept nogil:
-    """Bytes of an integer element, backlen included."""
-    if 0 <= v <= 127:
-        return 2
-    if -4096 <= v <= 4095:
-        return 3
-    if -32768 <= v <= 32767:
-        return 4
-    if -8388608 <= v <= 8388607:
-        return 5
-    if -2147483648 <= v <= 2147483647:
-        return 6
-    return 10
-
-
 cdef int set_counters(object lp, long long live, long long deleted) except -1:
     """Rewrite the master's live and deleted counts, moving the rest when their size changes."""
     cdef unsigned char* p = lp_ptr(lp)
     cdef Elem e
     cdef Py_ssize_t j = next_elem(p, next_elem(p, 6, &e), &e)  # past both counters
     cdef Py_ssize_t old = j - 6
-    cdef Py_ssize_t new = elem_size(live) + elem_size(deleted)
+    cdef Py_ssize_t new = c_int_size(live) + c_int_size(deleted)
     cdef Py_ssize_t total = PyByteArray_GET_SIZE(lp)
     cdef Buf b
     if new > old:
@@ -605,7 +446,7 @@ def append(lp, master, names, sid, fields):
         count += added
         set_u16(p + 4, UNKNOWN_COUNT if count > UNKNOWN_COUNT else count)
     next_elem(p, next_elem(p, 6, &a), &d)
-    if elem_size(a.ival + 1) == elem_size(a.ival):
+    if c_int_size(a.ival + 1) == c_int_size(a.ival):
         b.p = p
         b.n = 6
         b.cap = 1 << 62

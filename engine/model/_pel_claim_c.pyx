@@ -8,7 +8,7 @@ from bisect import bisect_left
 
 from cpython cimport array
 
-include "_pel_columns.pxi"  # c_find, check_ids, check_row: the PEL kernels' shared helpers
+from engine.model.pel_columns cimport c_find, check_ids, check_row  # the PEL kernels' shared helpers
 from cpython.long cimport PyLong_AsUnsignedLongLongMask
 from cpython.pyport cimport PY_SSIZE_T_MAX
 from libc.string cimport memmove

@@ -8,7 +8,7 @@ from bisect import bisect_left
 
 from cpython cimport array
 
-include "_pel_columns.pxi"  # c_find, check_ids, check_row: the PEL kernels' shared helpers
+from engine.model.pel_columns cimport c_find, check_ids, check_row  # the PEL kernels' shared helpers
 
 cdef object _LOW = (1 << 64) - 1
 cdef array.array _NARROW = array.array("I")

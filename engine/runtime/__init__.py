@@ -1,6 +1,4 @@
-"""Runtime layer: the in-memory engine (core) and its redis-py facade (redis_api); the data
-directory (datadir) and the public Engine composing them with replication (engine); the work
-queue (queue); the asyncio network server (server).
-
-core sits above the commands; datadir, engine and queue are services; server is on top.
+"""Runtime layer: the in-memory engine core (`EngineCore`, the one path every command runs on)
+and its parts (waiting readers, batches, replay, refusals, the expiry cycle), and the redis-py
+facade over it (redis_api). Below it: the command handlers; above it: engine.services.
 """

@@ -1,6 +1,6 @@
 """The engine's core, in memory: the one path every command runs on, and the parts around it.
 
-Owns `EngineCore` (the public `Engine` of engine.runtime.engine without its data directory
+Owns `EngineCore` (the public `Engine` of engine.services.engine without its data directory
 and replication): one-at-a-time command execution under the engine lock (argv -> command ->
 reply + effects), the one write gate, the record sinks that carry effects to the AOF and
 replicas, the state digest, and counting each command into the server statistics
@@ -16,7 +16,7 @@ a script's and a batch's commands (engine.runtime.batches), a blocked read's re-
 The active expiry cycle is engine.runtime.expiry_cycle. Handlers see the engine as
 engine.exec.engine_state.EngineState, which this class extends. Must not touch: command semantics
 (engine.commands), the data structures' internals, files (aof/ owns those), opening a data
-directory or attaching replication (engine.runtime.engine composes those; they reach the core
+directory or attaching replication (engine.services.engine composes those; they reach the core
 through engine.exec.interfaces).
 """
 
@@ -116,7 +116,7 @@ class Entry:
 
 class EngineCore(EngineState):
     """Redis Streams semantics in process, in memory. Thread-safe; commands run one at a
-    time. `Engine` (engine.runtime.engine) adds the data directory and replication."""
+    time. `Engine` (engine.services.engine) adds the data directory and replication."""
 
     def __init__(
         self,
@@ -566,18 +566,18 @@ class EngineCore(EngineState):
     def dispatch_command(self, session: Session, argv: Argv) -> tuple[Entry | None, Any]:
         """The general dispatch (lock held): the command table with Redis's exact refusals,
         and MULTI's queueing. Returns (entry, None), or (None, reply) for a command queued in
-        MULTI (then nothing runs now)."""
-        refuse = self.refusals.refuse
+        MULTI (then nothing runs now). (The refusal's method is looked up where a refusal
+        happens: taken as a value up front, a compiled module binds a method object per call.)"""
         try:
             spec = lookup(argv)
         except ReplyError as err:
-            raise refuse(session, resolve(argv), err) from None
+            raise self.refusals.refuse(session, resolve(argv), err) from None
         session.lastcmd = spec.name
         if session.multi is not None:
             try:
                 queued = queue_in_multi(self, session, spec, argv)
             except ReplyError as err:
-                raise refuse(session, spec, err) from None
+                raise self.refusals.refuse(session, spec, err) from None
             if queued is not None:
                 return None, queued
         return self.entry_of(spec), None

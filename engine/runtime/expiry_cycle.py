@@ -1,6 +1,6 @@
 """The active expiry cycle: Redis's activeExpireCycle over every database with TTLs.
 
-Owns `active_expire_cycle`, which the expiry timer (engine.runtime.expiry_timer) and the
+Owns `active_expire_cycle`, which the expiry timer (engine.services.expiry_timer) and the
 server's cron call: a sample of keys looked at (engine.commands.expiry decides which and
 deletes them), the DELs logged as one record per database, the clients their deletion made
 ready woken, and the cycle's time counted (INFO's expire_cycle_cpu_milliseconds, the latency

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from streamkeep import folders
 from streamkeep.engine.wire.errors import (
     ProtocolError,
     ReplyError,
@@ -21,19 +22,10 @@ from streamkeep.engine.wire.errors import (
 )
 
 ROOT = Path(__file__).resolve().parents[2]
-FOLDERS = {"engine": "streamkeep.engine", "aof": "streamkeep.aof",
-           "snapshot": "streamkeep.snapshot", "replication": "streamkeep.replication",
-           "tools": "streamkeep.tools"}
 
 
 def _modules() -> dict[str, Path]:
-    found = {}
-    for folder, package in FOLDERS.items():
-        for path in sorted((ROOT / folder).rglob("*.py")):
-            parts = [p for p in path.relative_to(ROOT / folder).with_suffix("").parts
-                     if p != "__init__"]
-            found[".".join([package, *parts])] = path
-    return found
+    return folders.source_files(ROOT)
 
 
 def _exception_classes() -> list[tuple[str, str]]:

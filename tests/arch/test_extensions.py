@@ -13,23 +13,18 @@ from pathlib import Path
 
 import pytest
 
+from streamkeep import folders
 from streamkeep.engine.wire import kernel_switches
 from tests.support.kernels import PURE_ONLY, REQUIRE
 
 ROOT = Path(__file__).resolve().parents[2]
-FOLDERS = {"engine": "streamkeep.engine", "aof": "streamkeep.aof",
-           "snapshot": "streamkeep.snapshot", "replication": "streamkeep.replication"}
 
 
 def kernel_sources() -> dict[str, Path]:
     """Facade module name -> its compiled kernel's .pyx."""
-    found = {}
-    for folder, package in FOLDERS.items():
-        for pyx in sorted((ROOT / folder).rglob("_*_c.pyx")):
-            rel = pyx.relative_to(ROOT / folder)
-            facade = ".".join([package, *rel.parent.parts, pyx.stem[1:-2]])
-            found[facade] = pyx
-    return found
+    return {name.rpartition(".")[0] + "." + pyx.stem[1:-2]: pyx
+            for name, pyx in folders.source_files(ROOT, (".pyx",)).items()
+            if pyx.stem.startswith("_") and pyx.stem.endswith("_c")}
 
 
 KERNELS = kernel_sources()

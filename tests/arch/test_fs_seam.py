@@ -1,5 +1,5 @@
 """The file-layer seam: nothing under aof/ or snapshot/ except aof/fs.py, nor the data directory
-(engine/runtime/datadir.py), touches files directly.
+(engine/services/datadir.py), touches files directly.
 
 The crash-recovery tests swap the `FileSystem` (power loss, I/O errors); a direct `open(`,
 `os.write`, `os.rename`, `shutil...` elsewhere would bypass them and leave durability untested.
@@ -16,7 +16,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = ("aof", "snapshot")
-MODULES = (Path("engine/runtime/datadir.py"),)  # outside those packages, on the seam too
+MODULES = (Path("engine/services/datadir.py"),)  # outside those packages, on the seam too
 ALLOWED = {Path("aof/fs.py")}
 
 FORBIDDEN_OS = {
@@ -76,7 +76,7 @@ def modules() -> list[Path]:
 def test_the_seam_has_modules_to_check() -> None:
     names = {p.relative_to(ROOT).as_posix() for p in modules()}
     assert {"aof/journal.py", "aof/recovery.py", "aof/manifest.py", "aof/codec.py",
-            "engine/runtime/datadir.py"} <= names
+            "engine/services/datadir.py"} <= names
     assert (ROOT / "aof/fs.py").exists()
 
 

@@ -1,6 +1,6 @@
 """The engine reaches persistence only through declared interfaces.
 
-Everything under engine/ (the server included; not engine/runtime/datadir.py, the data
+Everything under engine/ (the server included; not engine/services/datadir.py, the data
 directory itself, which makes the journal and wires it in) uses the journal only through
 `engine.exec.interfaces.Log` and the data directory only through `Persistence`: every
 attribute read or written on a name or attribute called `journal` / `datadir` there must be
@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from streamkeep.engine.exec import interfaces
-from streamkeep.snapshot import compactor
+from streamkeep.snapshot.services import compactor
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -47,7 +47,7 @@ def _uses(path: Path, holder: str) -> list[tuple[int, str]]:
 
 
 # (tools/ sit on top: the bench reads the journal's own counters, fsyncs per record)
-DATA_DIRECTORY = ROOT / "engine" / "runtime" / "datadir.py"  # the journal's owner
+DATA_DIRECTORY = ROOT / "engine" / "services" / "datadir.py"  # the journal's owner
 ENGINE_FILES = sorted(p for p in (ROOT / "engine").rglob("*.py") if p != DATA_DIRECTORY)
 
 
@@ -60,7 +60,7 @@ def test_engine_uses_only_the_declared_interface(holder: str, allowed: set[str])
 
 
 def test_compactor_uses_only_compaction_log() -> None:
-    path = ROOT / "snapshot" / "compactor.py"
+    path = ROOT / "snapshot" / "services" / "compactor.py"
     wrong = [f"compactor.py:{line} uses journal.{attr}" for line, attr in _uses(path, "journal")
              if attr not in COMPACTION_LOG]
     assert not wrong, "\n".join(wrong)
@@ -68,7 +68,7 @@ def test_compactor_uses_only_compaction_log() -> None:
 
 def test_the_implementations_provide_the_interfaces() -> None:
     from streamkeep.aof.journal import Journal
-    from streamkeep.engine.runtime.datadir import DataDir
+    from streamkeep.engine.services.datadir import DataDir
 
     for protocol, cls in ((interfaces.Log, Journal), (interfaces.Persistence, DataDir),
                           (compactor.CompactionLog, Journal)):

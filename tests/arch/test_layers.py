@@ -1,22 +1,24 @@
 """The layering rule: imports point one way, from the top of the project down.
 
 Every import of every module is parsed with `ast` (module level, inside functions, inside
-`if TYPE_CHECKING:`), resolved to the project module it loads, and checked against the layer
-table below. Layers, bottom to top (a module may import its own layer and those below):
+`if TYPE_CHECKING:`), resolved to the project module it loads, and checked against the layers.
+A module's layer is its folder's, from the source tree's one map (streamkeep/folders.py), bottom
+to top (a module may import its own layer and those below):
 
-    wire      streamkeep.engine.wire.*       error lines, reply values, RESP, argument parsing
-    model     streamkeep.engine.model.*      IDs, streams, groups, digest, effects
-    formats   aof codec/fs/manifest/journal/reader/recovery, snapshot layout/reader/writer
-    exec      streamkeep.engine.exec.*       command table, context, blocking, config, interfaces
-    commands  streamkeep.engine.commands.*   the command handlers
-    core      streamkeep.engine.runtime.core and its parts (batches, waiting, replay, refusals,
-              expiry_cycle) / redis_api (EngineCore, the redis-py facade)
-    services  engine.runtime datadir / engine (the public Engine) / queue, snapshot
-              compactor/build/load, replication
-    top       the network server, the tools, `python -m streamkeep`
+    wire      engine/wire                    error lines, reply values, RESP, argument parsing
+    model     engine/model                   IDs, streams, groups, digest, effects
+    formats   aof, snapshot                  the AOF's and the snapshots' files
+    exec      engine/exec                    command table, context, blocking, config, interfaces
+    commands  engine/commands                the command handlers
+    runtime   engine/runtime                 EngineCore (the one command path) and its parts,
+                                             the redis-py facade
+    services  engine/services, snapshot/services, replication
+                                             the data directory, the public Engine, the work
+                                             queue, compaction, replicas
+    top       engine/server, tools, the packages' __init__s, `python -m streamkeep`
 
 An upward edge allowed at run time would be named in ALLOWED_UPWARD, with its reason; there is
-none: the public Engine (engine.runtime.engine) composes the core, the data directory and
+none: the public Engine (engine.services.engine) composes the core, the data directory and
 replication from above. Imports under `if TYPE_CHECKING:` never point up either: a command
 handler sees the engine as the exec layer's EngineState (engine.exec.engine_state), which the core
 extends, never as the core itself.
@@ -37,79 +39,10 @@ from pathlib import Path
 
 import pytest
 
+from streamkeep import folders
+
 ROOT = Path(__file__).resolve().parents[2]
-# The design card's folders and the packages they install as.
-FOLDERS = {
-    "engine": "streamkeep.engine",
-    "aof": "streamkeep.aof",
-    "snapshot": "streamkeep.snapshot",
-    "replication": "streamkeep.replication",
-    "tools": "streamkeep.tools",
-    "streamkeep": "streamkeep",
-}
-
-LAYERS = ("wire", "model", "formats", "exec", "commands", "core", "services", "top")
-
-# Most specific prefix wins.
-LAYER_OF_PREFIX = {
-    # Which build of the command path runs: imported first, by the package's __init__.
-    "streamkeep.compiled": "wire",
-    "streamkeep.engine.wire": "wire",
-    "streamkeep.engine.model": "model",
-    "streamkeep.aof.codec": "formats",
-    "streamkeep.aof.fs": "formats",
-    "streamkeep.aof.manifest": "formats",
-    "streamkeep.aof.journal": "formats",
-    "streamkeep.aof.segment_reader": "formats",
-    "streamkeep.aof.backlog": "formats",
-    "streamkeep.aof.watermark": "formats",
-    "streamkeep.aof.recovery": "formats",
-    "streamkeep.snapshot.layout": "formats",
-    "streamkeep.snapshot.reader": "formats",
-    "streamkeep.snapshot.writer": "formats",
-    "streamkeep.snapshot.cold": "formats",
-    "streamkeep.snapshot.segments": "formats",
-    "streamkeep.snapshot.rdb": "formats",
-    "streamkeep.engine.exec": "exec",
-    "streamkeep.engine.commands": "commands",
-    "streamkeep.engine.runtime.core": "core",
-    # The core's parts around its one command path.
-    "streamkeep.engine.runtime.batches": "core",
-    "streamkeep.engine.runtime.expiry_cycle": "core",
-    "streamkeep.engine.runtime.refusals": "core",
-    "streamkeep.engine.runtime.replay": "core",
-    "streamkeep.engine.runtime.waiting": "core",
-    "streamkeep.engine.runtime.redis_api": "core",
-    "streamkeep.engine.runtime.queue": "services",  # the work queue: a client of the Engine
-    "streamkeep.engine.runtime.datadir": "services",
-    "streamkeep.engine.runtime.engine": "services",
-    "streamkeep.engine.runtime.expiry_timer": "services",  # the embedded engine's expiry cycle
-    # Shared mode's client side: finding or starting a directory's server, and the Engine's API
-    # over its socket (Engine.open(path, shared=True)).
-    "streamkeep.engine.runtime.shared": "services",
-    "streamkeep.engine.runtime.shared_client": "services",
-    "streamkeep.engine.runtime.shared_server": "top",  # the server's side: its socket, its life
-    "streamkeep.snapshot.compactor": "services",
-    "streamkeep.snapshot.build": "services",
-    "streamkeep.snapshot.load": "services",
-    "streamkeep.snapshot.integrity": "services",
-    "streamkeep.replication": "services",
-    "streamkeep.engine.runtime.limits": "top",  # the server's descriptor arithmetic
-    "streamkeep.engine.runtime.server": "top",
-    "streamkeep.engine.runtime.client_output": "top",  # a server connection's output buffer
-    "streamkeep.tools": "top",
-    "streamkeep.__main__": "top",
-}
-# Packages whose __init__ is a docstring (bottom: anything may import them) or a lazy re-export
-# of the public names (top: nothing inside the project may import names from them). Exact
-# names: a new module in these packages must be given a layer above.
-PACKAGE_LAYER = {
-    "streamkeep.engine.runtime": "wire",
-    "streamkeep.aof": "wire",
-    "streamkeep.snapshot": "wire",
-    "streamkeep.engine": "top",
-    "streamkeep": "top",
-}
+LAYERS = folders.LAYERS
 
 # (importer, imported): run-time imports that point up, each with its reason. None today.
 ALLOWED_UPWARD: dict[tuple[str, str], str] = {}
@@ -117,7 +50,7 @@ ALLOWED_UPWARD: dict[tuple[str, str], str] = {}
 # Packages whose __init__ re-exports lazily: importing a name from them loads the module
 # that defines it, which is the edge that counts.
 LAZY_EXPORTS = {
-    "streamkeep": {"Engine": "streamkeep.engine.runtime.engine",
+    "streamkeep": {"Engine": "streamkeep.engine.services.engine",
                    "Session": "streamkeep.engine.runtime.core",
                    "Record": "streamkeep.engine.model.effects",
                    "ReplyError": "streamkeep.engine.wire.errors",
@@ -137,13 +70,7 @@ class Edge:
 
 def module_files() -> dict[str, Path]:
     """Every project module by its installed name (compiled kernels' `.pyx` sources too)."""
-    found: dict[str, Path] = {}
-    for folder, package in FOLDERS.items():
-        for path in sorted([*(ROOT / folder).rglob("*.py"), *(ROOT / folder).rglob("*.pyx")]):
-            rel = path.relative_to(ROOT / folder).with_suffix("")
-            parts = [p for p in rel.parts if p != "__init__"]
-            found[".".join([package, *parts])] = path
-    return found
+    return folders.source_files(ROOT, (".pxd", ".pyx", ".py"))
 
 
 MODULES = module_files()
@@ -159,20 +86,12 @@ def twin_facade(module: str) -> str | None:
 
 
 def layer_of(module: str) -> str:
-    if module in PACKAGE_LAYER:
-        return PACKAGE_LAYER[module]
+    """A module's layer: its folder's in the map."""
     if module.endswith("__mypyc"):  # the compiled command path's shared code: its modules'
         return "wire"  # (each module's own extension imports it, whatever its layer)
-    facade = twin_facade(module)
-    if facade is not None and facade in MODULES:  # a kernel lives in its facade's layer
-        return layer_of(facade)
-    best = ""
-    for prefix in LAYER_OF_PREFIX:
-        if (module == prefix or module.startswith(prefix + ".")) and len(prefix) > len(best):
-            best = prefix
-    if not best:
-        raise AssertionError(f"{module} is in no layer: add it to LAYER_OF_PREFIX")
-    return LAYER_OF_PREFIX[best]
+    if module not in MODULES:
+        raise AssertionError(f"{module} is no module in a folder of streamkeep/folders.py")
+    return folders.layer_of_file(MODULES[module].relative_to(ROOT))
 
 
 def _is_type_checking(test: ast.expr) -> bool:
@@ -189,6 +108,16 @@ def _package_of(module: str, path: Path) -> str:
 _PYX_IMPORT = re.compile(r"^\s*(?:from\s+(\S+)\s+c?import\s+(.+)|c?import\s+(.+))$")
 
 
+def _installed_name(name: str) -> str:
+    """A kernel cimports a shared `.pxd` by its folder path (`engine.model.x`: Cython finds a
+    .pxd from the checkout's root, and one of inline functions needs no run-time module): the
+    module that path is, by its installed name."""
+    top = name.split(".")[0]
+    if top != folders.NAMESPACE and top in folders.top_folders():
+        return f"{folders.NAMESPACE}.{name}"
+    return name
+
+
 def _pyx_as_python(source: str) -> str:
     """The import lines of a Cython source, rewritten as Python for `ast` (cimport -> import);
     `cimport` of C libraries (libc, cpython) names no project module and is dropped."""
@@ -199,9 +128,9 @@ def _pyx_as_python(source: str) -> str:
             continue
         base, names, plain = match.groups()
         if base is not None:
-            lines.append(f"from {base} import {names.split('#')[0].strip()}")
+            lines.append(f"from {_installed_name(base)} import {names.split('#')[0].strip()}")
         else:
-            lines.append(f"import {plain.split('#')[0].strip()}")
+            lines.append(f"import {_installed_name(plain.split('#')[0].strip())}")
         if lines[-1].split()[1].split(".")[0] != "streamkeep":
             lines.pop()
     return "\n".join(lines) + "\n"
@@ -210,7 +139,7 @@ def _pyx_as_python(source: str) -> str:
 def imports_of(module: str, path: Path) -> list[Edge]:
     """Every project import in the module, resolved to the module it loads."""
     source = path.read_text()
-    if path.suffix == ".pyx":
+    if path.suffix in (".pyx", ".pxd"):
         source = _pyx_as_python(source)
     tree = ast.parse(source, str(path))
     edges: list[Edge] = []
@@ -258,10 +187,12 @@ def test_pyx_imports_are_read() -> None:
     source = ("# cython: boundscheck=False\nfrom libc.string cimport memcmp\n"
               "from streamkeep.engine.runtime.core cimport Engine\n"
               "cimport streamkeep.aof.codec\nimport streamkeep.engine.wire.reply_parser  # why\n"
+              "from engine.model.helpers cimport Buf\n"
               "def f(x):\n    return x\n")
     assert _pyx_as_python(source).splitlines() == [
         "from streamkeep.engine.runtime.core import Engine", "import streamkeep.aof.codec",
-        "import streamkeep.engine.wire.reply_parser"]
+        "import streamkeep.engine.wire.reply_parser",
+        "from streamkeep.engine.model.helpers import Buf"]
 
 
 def test_every_module_has_a_layer() -> None:
@@ -320,7 +251,7 @@ def test_no_private_names_across_modules() -> None:
               if e.imported.rpartition(".")[2].startswith("_") and e.imported in MODULES
               and twin_facade(e.imported) not in (e.importer, twin_facade(e.importer))]
     for module, path in MODULES.items():
-        if path.suffix == ".pyx":
+        if path.suffix in (".pyx", ".pxd"):
             continue
         tree = ast.parse(path.read_text(), str(path))
         aliases: dict[str, str] = {}
@@ -403,13 +334,13 @@ def test_codecs_import_cheaply(module: str) -> None:
                          check=True, cwd=ROOT.parent).stdout.split()
     # (the parent packages streamkeep and streamkeep.engine load too: lazy, they import nothing)
     heavy = [m for m in out if m not in ("streamkeep", "streamkeep.engine")
-             and layer_of(m) in ("exec", "commands", "core", "services", "top")]
+             and layer_of(m) in ("exec", "commands", "runtime", "services", "top")]
     assert not heavy, f"import {module} loads {heavy}"
     # A compiled kernel's twins (`_x_c`, `_x_py`) are its facade's code split in two, the
     # switch modules pick between them and between a compiled module and its source, and the
     # command path's shared library holds compiled modules' code: none counts as one more.
     counted = [m for m in out if twin_facade(m) is None and not m.endswith("__mypyc")
-               and m not in ("streamkeep.engine.wire.kernel_switches", "streamkeep.compiled")]
+               and m not in ("streamkeep.engine.wire.kernel_switches", "streamkeep.engine.wire.compiled")]
     assert len(counted) <= 12, out
 
 
@@ -425,18 +356,22 @@ def test_the_layer_table_is_the_documented_one() -> None:
     assert all(f"<b>{layer}</b>" in picture for layer in LAYERS), "a layer missing in the picture"
 
 
-def test_the_documented_table_names_each_module_in_its_layer() -> None:
-    """Each module the layer table above places by name (not a whole package) is named on its
-    layer's row of the architecture page's table, so the page cannot drift from the rule."""
+def test_the_documented_table_names_each_folder_in_its_layer() -> None:
+    """Each folder of the map is named on its layer's row of the architecture page's table, so
+    the page cannot drift from the rule."""
     page = (ROOT / "docs" / "src" / "architecture.md").read_text()
     rows = {m.group(1): m.group(2) for m in re.finditer(r"^\| \*\*(\w+)\*\* \| (.*?) \|", page,
                                                           re.M)}
     assert set(rows) == set(LAYERS)
-    whole_packages = {"streamkeep.engine.wire", "streamkeep.engine.model", "streamkeep.engine.exec",
-                      "streamkeep.engine.commands", "streamkeep.replication", "streamkeep.tools",
-                      "streamkeep.__main__"}
-    wrong = [f"{prefix} ({layer}) is not on the {layer} row"
-             for prefix, layer in LAYER_OF_PREFIX.items()
-             if prefix not in whole_packages and not re.search(
-                 rf"\b{re.escape(prefix.rpartition('.')[2])}\b", rows[layer])]
+    wrong = [f"{folder}/ ({layer}) is not on the {layer} row"
+             for folder, layer in folders.FOLDERS.items()
+             if f"`{folder}/`" not in rows[layer]]
     assert not wrong, "\n".join(wrong)
+
+
+def test_every_module_is_in_a_mapped_folder() -> None:
+    """A source file in a folder the map leaves out has no layer (and is not installed)."""
+    stray = [str(path.relative_to(ROOT)) for top in folders.top_folders()
+             for path in (ROOT / top).rglob("*.py")
+             if str(path.parent.relative_to(ROOT)) not in folders.FOLDERS]
+    assert not stray, f"add their folders to streamkeep/folders.py: {stray}"

@@ -14,8 +14,9 @@ from pathlib import Path
 
 import pytest
 
+from streamkeep import folders
+
 ROOT = Path(__file__).resolve().parents[2]
-FOLDERS = {"engine", "aof", "snapshot", "replication", "tools", "streamkeep"}
 
 
 @pytest.fixture(scope="module")
@@ -41,13 +42,13 @@ def test_wheel_holds_only_the_streamkeep_namespace(wheel: zipfile.ZipFile) -> No
 def test_wheel_holds_every_source_module(wheel: zipfile.ZipFile) -> None:
     names = set(wheel.namelist())
     expected = set()
-    for folder in FOLDERS:
+    for folder in folders.top_folders():
         for path in (ROOT / folder).rglob("*.py"):
             rel = path.relative_to(ROOT / folder).as_posix()
             expected.add("streamkeep/" + rel if folder == "streamkeep"
                          else f"streamkeep/{folder}/{rel}")
     missing = sorted(expected - names)
-    assert not missing, f"not packaged (add the package to pyproject.toml): {missing}"
+    assert not missing, f"not packaged (add its folder to streamkeep/folders.py): {missing}"
 
 
 def test_wheel_holds_the_lua_chunks(wheel: zipfile.ZipFile) -> None:
@@ -65,7 +66,7 @@ def _run(code: str, tmp_path: Path) -> subprocess.CompletedProcess[str]:
                           text=True, timeout=60, env=env)
 
 
-@pytest.mark.parametrize("bare", ["engine", "tools", "aof", "snapshot", "replication"])
+@pytest.mark.parametrize("bare", [f for f in folders.top_folders() if f != "streamkeep"])
 def test_no_bare_top_level_module(bare: str, tmp_path: Path) -> None:
     result = _run(f"import {bare}", tmp_path)
     assert "ModuleNotFoundError" in result.stderr, result.stderr
@@ -82,30 +83,27 @@ def test_documented_entry_points(tmp_path: Path) -> None:
     assert cli.returncode == 0 and "serve" in cli.stdout
 
 
-def _folder(package: str, package_dir: dict[str, str]) -> Path:
-    """Where pyproject's package-dir puts `package` (its longest mapped prefix)."""
-    parts = package.split(".")
-    for n in range(len(parts), 0, -1):
-        mapped = package_dir.get(".".join(parts[:n]))
-        if mapped is not None:
-            return ROOT.joinpath(mapped, *parts[n:])
-    return ROOT.joinpath(*parts)
+def test_every_folder_of_files_is_in_the_folder_map() -> None:
+    """A folder of files under a source folder that the map leaves out is not installed (and a
+    folder of data files only, like the Lua chunks, made setuptools print a 30-line warning
+    at every build): each one is in streamkeep/folders.py, which setup.py's packages come from."""
+    unlisted = []
+    for top in folders.top_folders():
+        for sub in sorted((ROOT / top).rglob("*")):
+            rel = sub.relative_to(ROOT).as_posix()
+            if not sub.is_dir() or any(p.startswith((".", "_")) for p in Path(rel).parts):
+                continue
+            if rel not in folders.FOLDERS and any(
+                    f.is_file() for f in sub.rglob("*") if "__pycache__" not in f.parts):
+                unlisted.append(rel)
+    assert not unlisted, f"add to streamkeep/folders.py's FOLDERS: {unlisted}"
 
 
-def test_every_folder_of_files_in_a_package_is_a_listed_package() -> None:
-    """A folder of files inside a package (the Lua chunks) that `packages` does not list makes
-    setuptools print a 30-line warning at every build, and later setuptools versions stop
-    shipping it: each such folder is a package of its own in pyproject.toml."""
+def test_the_folder_map_is_written_once() -> None:
+    """pyproject.toml names no package or folder: setup.py derives both from the map."""
     import tomllib
 
-    config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
-    packages = set(config["packages"])
-    unlisted = []
-    for package in sorted(packages):
-        for sub in sorted(_folder(package, config["package-dir"]).iterdir()):
-            if not sub.is_dir() or sub.name.startswith((".", "_")):  # (__pycache__)
-                continue
-            if f"{package}.{sub.name}" not in packages and any(
-                    f.is_file() for f in sub.rglob("*") if "__pycache__" not in f.parts):
-                unlisted.append(f"{package}.{sub.name}")
-    assert not unlisted, f"add to pyproject.toml's [tool.setuptools] packages: {unlisted}"
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"].get("setuptools", {})
+    assert "packages" not in config and "package-dir" not in config
+    for folder in folders.FOLDERS:
+        assert (ROOT / folder).is_dir(), f"{folder} is in the map and not in the checkout"

@@ -26,7 +26,7 @@ from pathlib import Path
 import pytest
 import redis
 
-from streamkeep.engine.runtime.limits import RESERVED_FDS
+from streamkeep.engine.server.limits import RESERVED_FDS
 from tests.support.serve_process import ROOT, START_TIMEOUT, ServeProcess
 
 NOFILE = 256

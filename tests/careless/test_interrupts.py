@@ -31,7 +31,7 @@ pytestmark = pytest.mark.timeout(600)  # real commands on big data, a busy machi
 SIGNALS = [signal.SIGINT, signal.SIGTERM, signal.SIGHUP]
 IDS = [signal_name(s) for s in SIGNALS]
 SHM = Path("/dev/shm")
-BUILD_CHILD = "streamkeep.snapshot.build"
+BUILD_CHILD = "streamkeep.snapshot.services.build"
 
 
 @pytest.fixture(scope="module")

@@ -183,7 +183,7 @@ def test_an_old_snapshot_without_checksums_still_opens(pristine: Path, tmp_path:
     import json
 
     from streamkeep.engine.runtime.core import EngineCore
-    from streamkeep.snapshot.load import load_snapshot
+    from streamkeep.snapshot.services.load import load_snapshot
     from streamkeep.snapshot.writer import write_snapshot
 
     directory, snapshot = copy_of(pristine, tmp_path)

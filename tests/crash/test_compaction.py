@@ -1,5 +1,5 @@
-"""Background compaction (snapshot.compactor) when things go wrong: real processes, real files,
-SIGKILL, no mocks. (Compaction when nothing goes wrong: tests/snapshot/test_compactor.py.)
+"""Background compaction (snapshot.services.compactor) when things go wrong: real processes, real files,
+SIGKILL, no mocks. (Compaction when nothing goes wrong: tests/snapshot/services/test_compactor.py.)
 
 * Failures: the build child SIGKILLed (at spawn, at random times), EIO on the temp snapshot's
   fsync, EIO on the manifest replace (before and after its rename), close() while a build runs:
@@ -42,8 +42,8 @@ from streamkeep import Engine, ReplyError
 from streamkeep.aof.fs import RealFS
 from streamkeep.aof.manifest import MANIFEST, MANIFEST_TMP, ManifestError, encode_doc, snapshot_file
 from streamkeep.aof.recovery import AOFCorruptError
-from streamkeep.snapshot.compactor import CompactionError
 from streamkeep.snapshot.reader import Snapshot
+from streamkeep.snapshot.services.compactor import CompactionError
 from tests.support import compaction_workload
 from tests.support.aof_workload import FakeClock, reference
 from tests.support.aof_workload import run as run_workload

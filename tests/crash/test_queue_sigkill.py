@@ -17,7 +17,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from streamkeep.engine.runtime.queue import StreamQueue
+from streamkeep.engine.services.queue import StreamQueue
 
 MESSAGES = 400
 WORKERS = 3
@@ -29,7 +29,7 @@ WORKERS = 3
 # dead letter (a 0.3 s timeout did, once, on a CI machine running Spark beside it).
 _WORKER = """
 import sys, time, redis
-from streamkeep.engine.runtime.queue import StreamQueue
+from streamkeep.engine.services.queue import StreamQueue
 port, name, log = int(sys.argv[1]), sys.argv[2], sys.argv[3]
 q = StreamQueue(redis.Redis(port=port), "jobs", consumer=name, visibility_timeout=1.5,
                 max_deliveries=3)

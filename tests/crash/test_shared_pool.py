@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 
 from streamkeep import Engine, StreamQueue
-from streamkeep.engine.runtime.shared_client import ServerLost
+from streamkeep.engine.services.shared_client import ServerLost
 from tests.support.pids import wait_gone
 from tests.support.serve_process import ROOT
 from tests.support.shared_dirs import servers_of

@@ -54,7 +54,7 @@ INLINE = [b"PING\r\n", b"XLEN keep\n", b'ECHO "a b\\x00c"\r\n', b"ECHO 'it''s'\r
 # For the comparison with redis-server: no HELLO (its reply names the version and client id),
 # no DBSIZE (the other test's writes count here), no XREAD (its mutations reach 8.x-only
 # behaviour: the unbalanced-streams text, the `+` ID; the local oracle is 7.0), and no NUL byte
-# in inline lines (tests/engine/runtime/test_server.py's test_unknown_command_line_cuts_at_nul and
+# in inline lines (tests/engine/server/test_network.py's test_unknown_command_line_cuts_at_nul and
 # test_nul_bytes_in_framing_like_redis compare those).
 DIFF_VALID = [encode_command(*argv) for argv in READS
               if argv[0] not in ("HELLO", "DBSIZE", "XREAD")]

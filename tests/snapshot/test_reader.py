@@ -30,8 +30,8 @@ from streamkeep.engine.model import packed_node
 from streamkeep.snapshot import layout
 from streamkeep.snapshot import writer as snapshot_writer
 from streamkeep.snapshot.layout import ID
-from streamkeep.snapshot.load import load_snapshot
 from streamkeep.snapshot.reader import Snapshot, SnapshotError
+from streamkeep.snapshot.services.load import load_snapshot
 from streamkeep.snapshot.writer import write_snapshot
 from tests.support import v3_snapshot as v3
 from tests.support.command_strategies import SETUP, Clock, commands

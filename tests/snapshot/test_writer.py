@@ -14,8 +14,8 @@ import pytest
 from streamkeep import Engine
 from streamkeep.snapshot import layout
 from streamkeep.snapshot.layout import ID
-from streamkeep.snapshot.load import load_snapshot
 from streamkeep.snapshot.reader import Snapshot
+from streamkeep.snapshot.services.load import load_snapshot
 from streamkeep.snapshot.writer import SnapshotInfo, stream_numbers, write_snapshot
 from tests.support.snapshot_util import body, stored_values, varied_engine
 

@@ -10,7 +10,7 @@ import socket
 import threading
 from typing import Any
 
-from streamkeep.engine.runtime.server import Server, run_server
+from streamkeep.engine.server.network import Server, run_server
 from tests.support.resp_client import RespClient
 
 START_TIMEOUT = 10.0

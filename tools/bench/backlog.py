@@ -42,7 +42,7 @@ from streamkeep.tools.bench import datasets
 from streamkeep.tools.bench.workload import Measurement
 
 if TYPE_CHECKING:
-    from streamkeep.engine.runtime.datadir import DataDir
+    from streamkeep.engine.services.datadir import DataDir
     from streamkeep.tools.bench.env import BenchEnv
 
 KEY = "backlog"

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 if TYPE_CHECKING:
     from streamkeep.engine.model.stream import Node
-    from streamkeep.engine.runtime.datadir import DataDir
+    from streamkeep.engine.services.datadir import DataDir
 
 Field = str | bytes
 NODE_ENTRIES = 100  # stream-node-max-entries (the default), in a generated snapshot

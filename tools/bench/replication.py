@@ -274,7 +274,7 @@ class EmbeddedPrimary:
 
     def __init__(self, path: str) -> None:
         from streamkeep import Engine
-        from streamkeep.engine.runtime.server import Server, run_server
+        from streamkeep.engine.server.network import Server, run_server
 
         self.engine = Engine.open(path)
         self.server = Server(self.engine, HOST, 0)

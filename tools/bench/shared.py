@@ -164,7 +164,7 @@ def _run_workers(target: Any, path: str, span: float, *args: Any) -> tuple[int, 
 def _shared_server(path: str, **settings: Any) -> Any:
     """A shared engine on `path` (its server started), the server stopped at the end."""
     from streamkeep import Engine
-    from streamkeep.engine.runtime.shared import wait_exited
+    from streamkeep.engine.services.shared import wait_exited
 
     engine = Engine.open(path, shared=True, idle_shutdown=IDLE_SHUTDOWN, **settings)
     pid = engine.server_pid

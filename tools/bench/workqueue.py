@@ -20,7 +20,7 @@ directory, the reference measured in the same run:
 
 A redis-server older than 8.8 cannot run the queue (it lacks CLAIM, IDMP, XNACK): the section's
 header says so instead of a StreamQueue row. Must not touch: the queue
-(engine.runtime.queue), the registry.
+(engine.services.queue), the registry.
 """
 
 from __future__ import annotations
@@ -71,7 +71,7 @@ def _redis_server_note(env: BenchEnv) -> list[str]:
         client = env.redis
     except Skip as exc:
         return [f"redis-server reference not run: {exc}"]
-    from streamkeep.engine.runtime.queue import missing_features
+    from streamkeep.engine.services.queue import missing_features
 
     version = str(client.info("server").get("redis_version", "?"))
     lacking = missing_features(version)

@@ -109,7 +109,7 @@ def _build(directory: str, scratch: str) -> tuple[str, int, int]:
     copy = os.path.join(scratch, "state")
     try:
         with current_state(directory, scratch, backlog_memory=LOAD_BUDGET) as (engine, lsn):
-            datadir: Any = engine.datadir  # an engine.runtime.datadir.DataDir: Engine.open made one
+            datadir: Any = engine.datadir  # an engine.services.datadir.DataDir: Engine.open made one
             snap = datadir.journal.manifest.snapshot
             base = 0 if snap is None else snap.lsn
             path = os.path.join(scratch, f"current-{lsn:012d}.mdb")

@@ -462,7 +462,7 @@ def _inapplicable(fs: Any, path: str, manifest: Any, first: int,
     up to REPLAY_ROUNDS times. None: no clean replay was reached."""
     from streamkeep import Engine
     from streamkeep.aof.segment_reader import SegmentReader
-    from streamkeep.snapshot.load import load_snapshot
+    from streamkeep.snapshot.services.load import load_snapshot
 
     candidates = [record for records in kept for record in records]
     dropped: list[tuple] = []

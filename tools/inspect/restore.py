@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from streamkeep.engine.wire.errors import StreamkeepError  # stdlib only behind it
 
 if TYPE_CHECKING:
-    from streamkeep.engine.runtime.engine import Engine
+    from streamkeep.engine.services.engine import Engine
 
 EPILOG = """\
 examples:

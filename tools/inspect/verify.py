@@ -197,7 +197,7 @@ def lock_holder(directory: str) -> str | None:
     """The pid holding the directory's LOCK (from /proc/locks, read-only: the lock is never
     taken here), or None if no process holds it (or this is not Linux)."""
     from streamkeep.aof.fs import lock_holder as holder_of
-    from streamkeep.aof.manifest import LOCK_FILE  # (not engine.runtime.datadir: the engine)
+    from streamkeep.aof.manifest import LOCK_FILE  # (not engine.services.datadir: the engine)
 
     pid = holder_of(os.path.join(directory, LOCK_FILE))
     return None if pid is None else str(pid)

@@ -12,8 +12,8 @@ import threading
 import pytest
 
 from streamkeep import Engine, ReplyError
-from streamkeep.compiled import running
 from streamkeep.engine.runtime.core import EngineCore
+from streamkeep.engine.wire.compiled import running
 from tests.support.command_clock import command_clock
 from tests.support.resp_client import RespError
 from tests.support.server_util import connect, start_server

@@ -68,7 +68,7 @@ def test_engine_open_validates_the_aof_settings(tmp_path: Path) -> None:
 
 
 def test_parse_size_moved_to_the_registry() -> None:
-    from streamkeep.snapshot import compactor
+    from streamkeep.snapshot.services import compactor
 
     assert compactor.parse_size is parse_size
     assert parse_size("64mb") == 64 << 20

@@ -64,7 +64,7 @@ def test_the_gate_is_seen_on_every_way_a_command_runs() -> None:
 PLANTED = r'''
 from streamkeep import Engine, Record, ReplyError, Session
 from streamkeep.engine.runtime import core
-from streamkeep.compiled import running
+from streamkeep.engine.wire.compiled import running
 
 assert not running(core), "the child must run the interpreted build"
 seen = set()

@@ -1,6 +1,9 @@
 # The packed PEL's column helpers the compiled PEL kernels share (_pel_search_c, _pel_claim_c
-# include this file after `from cpython cimport array`): a .pxd would need the installed
-# package's layout to be found. Their pure-Python counterparts are the twins' own.
+# cimport them by folder path, `from engine.model.pel_columns cimport ...`: Cython finds a .pxd
+# from the checkout's root). Only `cdef inline` functions: a .pxd that needs no run-time module.
+# Their pure-Python counterparts are the twins' own.
+
+from cpython cimport array
 
 
 cdef inline Py_ssize_t c_find(unsigned long long *pm, unsigned long long *ps, Py_ssize_t n,

@@ -1,4 +1,4 @@
-"""engine.runtime.shared_server: the Unix socket listener (a live server's socket refused, a
+"""engine.server.shared_mode: the Unix socket listener (a live server's socket refused, a
 stale one replaced, the mode set from the start, only its own file removed) and a shared
 server's life through `streamkeep serve --shared` as a real process: --daemonize exits 0 once
 it serves (1 with the reason if it cannot), a second server on the same directory is refused,
@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 
 from streamkeep import Engine
-from streamkeep.engine.runtime.shared import start_lock
-from streamkeep.engine.runtime.shared_server import UnixSocketError, listen_unix, remove_unix
+from streamkeep.engine.server.shared_mode import UnixSocketError, listen_unix, remove_unix
+from streamkeep.engine.services.shared import start_lock
 from tests.support.pids import alive, wait_gone
 from tests.support.serve_process import ROOT, ServeProcess
 from tests.support.shared_dirs import servers_of

@@ -7,7 +7,7 @@ demand) and the steps, each of which leaves a directory that opens to the same s
                    will cover every LSN before the new one. Writes go on into the new segment.
                    The change clock ticks and the streams' numbers in the new snapshot are
                    noted (engine.model.residency: which nodes it will hold as they are).
-    2. build       a child process (snapshot.build, kept between compactions: it goes on
+    2. build       a child process (snapshot.services.build, kept between compactions: it goes on
                    from the state it wrote last instead of loading it again) loads the
                    previous snapshot, replays the
                    closed segments through the engine's apply path and writes the segmented
@@ -53,7 +53,7 @@ from streamkeep.aof import manifest as manifest_mod
 from streamkeep.aof.fs import FileSystem
 from streamkeep.aof.manifest import Manifest, PartEntry, SegmentEntry, SnapshotEntry
 from streamkeep.engine.exec.settings import (
-    parse_size,  # Redis's memory units; engine.runtime.datadir imports it from here
+    parse_size,  # Redis's memory units; engine.services.datadir imports it from here
 )
 from streamkeep.engine.wire.errors import StorageError
 from streamkeep.snapshot.cold import SnapshotNodes
@@ -166,7 +166,7 @@ def _spawn_builder() -> subprocess.Popen:
     def parent() -> None:
         try:
             proc = subprocess.Popen(
-                [sys.executable, "-m", "streamkeep.snapshot.build", "--serve",
+                [sys.executable, "-m", "streamkeep.snapshot.services.build", "--serve",
                  str(os.getpid())],  # it checks we are still its parent once it can die with us
                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, close_fds=True, env=child_env(),
                 start_new_session=True)

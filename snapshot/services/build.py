@@ -18,7 +18,7 @@ could ask for that (Python's start-up takes a while), it exits before doing anyt
 in a session of its own and ignores SIGINT and SIGHUP: Ctrl-C and a hang-up are its parent's
 to act on, never a traceback of this child's.
 
-    python -m snapshot.build '{"dir": ..., "base": "snapshot-....mdb" | null,
+    python -m snapshot.services.build '{"dir": ..., "base": "snapshot-....mdb" | null,
                                "segments": [["segment-000003.aof", 3, 1201], ...],
                                "lsn": 1500, "out": "snapshot-....mdb.tmp",
                                "part_out": "part-....mdb.tmp" | absent,
@@ -55,7 +55,7 @@ from streamkeep.aof.segment_reader import SegmentError, SegmentReader
 from streamkeep.engine.runtime.core import EngineCore
 from streamkeep.engine.wire.errors import StorageError
 from streamkeep.snapshot.cold import SnapshotNodes
-from streamkeep.snapshot.load import load_snapshot
+from streamkeep.snapshot.services.load import load_snapshot
 from streamkeep.snapshot.writer import stream_numbers, write_segmented, write_snapshot
 
 _PR_SET_PDEATHSIG = 1

@@ -30,7 +30,7 @@ from redis.retry import Retry
 from streamkeep import Engine
 from streamkeep.aof.codec import HEADER_SIZE, decode_header, scan
 from streamkeep.engine.commands.connection import password_matches
-from streamkeep.engine.runtime.server import DENIED, is_loopback
+from streamkeep.engine.server.network import DENIED, is_loopback
 from streamkeep.engine.wire.reply_parser import NEED_MORE, ReplyParser
 from tests.support.diffutil import (
     IDMP_FIELDS,
@@ -725,7 +725,7 @@ def test_settings_changed_between_accept_and_connection_made(served, monkeypatch
     """asyncio calls connection_made a loop pass after it created the client: a CONFIG SET
     running in between must still reach it (a stale proto-max-bulk-len would let it send a
     longer bulk; a stale requirepass would let it in without a password)."""
-    import streamkeep.engine.runtime.server as server_mod
+    import streamkeep.engine.server.network as server_mod
 
     def late_client(server: Any) -> server_mod.Client:
         client = server_mod.Client(server)
@@ -1155,7 +1155,7 @@ def _wait_for(predicate: Callable[[], bool], timeout: float = TIMEOUT) -> None:
 def test_disconnected_client_is_freed_without_the_collector(served, pending):
     import gc
 
-    from streamkeep.engine.runtime.server import Client
+    from streamkeep.engine.server.network import Client
 
     def alive() -> bool:
         # (A compiled Client takes no weak reference. With the collector off, an object left

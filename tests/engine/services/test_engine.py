@@ -1,4 +1,4 @@
-"""The public Engine (engine.runtime.engine): the core, with its data directory and replication.
+"""The public Engine (engine.services.engine): the core, with its data directory and replication.
 
 Checked here: `from streamkeep import Engine` is this class, an EngineCore; `Engine()` and
 `Engine.open()` are in memory; `Engine.open(path)` opens the data directory (engine.runtime.
@@ -15,8 +15,8 @@ import pytest
 
 import streamkeep
 from streamkeep.engine.runtime.core import EngineCore
-from streamkeep.engine.runtime.datadir import DataDir
-from streamkeep.engine.runtime.engine import Engine
+from streamkeep.engine.services.datadir import DataDir
+from streamkeep.engine.services.engine import Engine
 
 
 def test_the_public_engine_is_this_class() -> None:

@@ -1,4 +1,4 @@
-"""A server connection's output buffer (engine.runtime.server's Client writes its replies into
+"""A server connection's output buffer (engine.server.network's Client writes its replies into
 one). Owns when its output limit is looked up; must not touch the encoding (engine.wire's
 reply_encoder) or the connection.
 

@@ -4,7 +4,7 @@ of a data directory's shared server (its detached start, its exit once idle).
 Owns:
 
 - `listen_unix(file, perm)`: a listening Unix socket at `file`. A socket file already there
-  is probed first (engine.runtime.shared.probe, which refuses a file that is not a socket of
+  is probed first (engine.services.shared.probe, which refuses a file that is not a socket of
   this user's): a server answering on it refuses the start, a stale one (a killed server's:
   nothing listens) is removed. Bound with `perm` from the start (the umask narrowed while it
   binds), listening at once: a process that connects while the directory is replayed waits
@@ -20,7 +20,7 @@ Owns:
   down; `release()`, once the engine has closed, lets the next opener start a server.
 
 Must not touch: connections and commands (the server's), the directory's data files, the
-client's side (engine.runtime.shared, engine.runtime.shared_client).
+client's side (engine.services.shared, engine.services.shared_client).
 """
 
 from __future__ import annotations
@@ -34,11 +34,11 @@ import time
 from typing import TYPE_CHECKING
 
 from streamkeep.aof.manifest import SHARED_LOCK
-from streamkeep.engine.runtime.shared import peer_of, probe, socket_address
+from streamkeep.engine.services.shared import peer_of, probe, socket_address
 from streamkeep.engine.wire.errors import StreamkeepError
 
 if TYPE_CHECKING:
-    from streamkeep.engine.runtime.server import Server
+    from streamkeep.engine.server.network import Server
 
 BACKLOG = 511
 IDLE_CHECK_SECONDS = 0.1  # how often an idle shared server looks at its clients

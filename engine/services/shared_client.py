@@ -10,10 +10,10 @@ parent's. Also owns `SharedSubscription` (a subscriber on a connection of its ow
 `SharedQueueBackend` (StreamQueue's backend over the same connections: `queue_backend()`).
 
 A call whose request could not be sent (the server had gone: its socket refuses the write) is
-sent again on a new connection, which starts a new server if none runs (engine.runtime.shared),
+sent again on a new connection, which starts a new server if none runs (engine.services.shared),
 unless the connection held a session's state (MULTI, WATCH, SELECT...); a call whose reply was
 lost raises ServerLost (its outcome is unknown, as over any network) and the next call
-reconnects. Finding, starting and checking the server is engine.runtime.shared's: connections
+reconnects. Finding, starting and checking the server is engine.services.shared's: connections
 come from the `connect` callable given. Must not touch: command semantics (everything is a
 command), the directory's files; never imports redis-py (a dev-only dependency).
 """
@@ -397,7 +397,7 @@ class SharedEngine:
             raise reply
 
     def queue_backend(self) -> SharedQueueBackend:
-        """StreamQueue's backend over this engine's connections (engine.runtime.queue)."""
+        """StreamQueue's backend over this engine's connections (engine.services.queue)."""
         return SharedQueueBackend(self)
 
 
@@ -489,7 +489,7 @@ class SharedSubscription:
 
 
 class SharedQueueBackend:
-    """StreamQueue's backend (engine.runtime.queue's _EngineBackend and _RedisBackend do the
+    """StreamQueue's backend (engine.services.queue's _EngineBackend and _RedisBackend do the
     same over an Engine and over redis-py) over a SharedEngine's per-thread connections:
     replies in RESP2's shape, a transaction pipelined as MULTI ... EXEC in one write."""
 

@@ -1,8 +1,8 @@
-"""snapshot.build: a snapshot built from a data directory's records (the closed segments, after
+"""snapshot.services.build: a snapshot built from a data directory's records (the closed segments, after
 the previous snapshot or from the start) holds the state the engine had at that LSN; inputs
 that are not what the job says (a gap, the wrong end LSN, a segment that is not the one named
 or is damaged) fail the build with a BuildError naming the file; and the child process's
-command line (`python -m streamkeep.snapshot.build JOB`) reports success and failure by its
+command line (`python -m streamkeep.snapshot.services.build JOB`) reports success and failure by its
 exit status and a line on stderr."""
 
 from __future__ import annotations
@@ -20,9 +20,9 @@ from streamkeep import Engine
 from streamkeep.aof.fs import RealFS
 from streamkeep.aof.manifest import Manifest, load, snapshot_file
 from streamkeep.engine.wire.errors import StorageError
-from streamkeep.snapshot.build import BuildError, build
 from streamkeep.snapshot.integrity import child_env
-from streamkeep.snapshot.load import load_snapshot
+from streamkeep.snapshot.services.build import BuildError, build
+from streamkeep.snapshot.services.load import load_snapshot
 from tests.support.aof_workload import FakeClock, run
 from tests.support.datadir import open_dir
 
@@ -130,7 +130,7 @@ def test_a_damaged_closed_segment_fails_the_build(tmp_path: Path) -> None:
 
 
 def run_main(job: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "streamkeep.snapshot.build", job],
+    return subprocess.run([sys.executable, "-m", "streamkeep.snapshot.services.build", job],
                           capture_output=True, text=True, env=child_env(), timeout=120)
 
 
@@ -164,7 +164,7 @@ def test_the_serving_child_leaves_ctrl_c_and_hang_up_to_its_parent() -> None:
     neither end it nor make it print a traceback: its parent stops it."""
     import signal
 
-    child = subprocess.Popen([sys.executable, "-m", "streamkeep.snapshot.build", "--serve",
+    child = subprocess.Popen([sys.executable, "-m", "streamkeep.snapshot.services.build", "--serve",
                               str(os.getpid())], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                              stderr=subprocess.PIPE, text=True, env=child_env())
     try:

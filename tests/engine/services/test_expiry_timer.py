@@ -1,4 +1,4 @@
-"""The embedded engine's active expiry timer (engine.runtime.expiry_timer)."""
+"""The embedded engine's active expiry timer (engine.services.expiry_timer)."""
 
 from __future__ import annotations
 

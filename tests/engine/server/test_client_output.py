@@ -1,11 +1,11 @@
-"""engine.runtime.client_output: the output limit is looked up at the first check only, kept
+"""engine.server.client_output: the output limit is looked up at the first check only, kept
 until cleared, and a reply past it is refused with OutputLimitReached."""
 
 from __future__ import annotations
 
 import pytest
 
-from streamkeep.engine.runtime.client_output import ClientOutput
+from streamkeep.engine.server.client_output import ClientOutput
 from streamkeep.engine.wire.reply_encoder import OutputLimitReached, write_reply
 
 

@@ -1,4 +1,4 @@
-"""Background compaction (snapshot.compactor): real processes, real files, no mocks.
+"""Background compaction (snapshot.services.compactor): real processes, real files, no mocks.
 
 * On demand: `compact(wait=True)` after the mixed workload of tests/support/aof_workload.py
   leaves LOCK, manifest.json, exactly one snapshot and only the segments after it, all named by
@@ -36,8 +36,8 @@ from streamkeep import Engine
 from streamkeep.aof.manifest import segment_file, snapshot_file
 from streamkeep.engine.model import packed_node
 from streamkeep.snapshot import layout
-from streamkeep.snapshot.compactor import CompactionError
 from streamkeep.snapshot.reader import Snapshot
+from streamkeep.snapshot.services.compactor import CompactionError
 from tests.support import v3_snapshot as v3
 from tests.support.aof_workload import FakeClock, reference
 from tests.support.aof_workload import run as run_workload

@@ -278,7 +278,7 @@ def missing_features(version: str) -> list[str]:
 
 class Backend(Protocol):
     """How the queue runs its commands: an Engine's (_EngineBackend), a redis-py client's
-    (_RedisBackend), a shared directory's engine's (engine.runtime.shared_client)."""
+    (_RedisBackend), a shared directory's engine's (engine.services.shared_client)."""
 
     def call(self, argv: Argv) -> Any: ...
 

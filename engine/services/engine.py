@@ -3,7 +3,7 @@
 Owns `Engine` (what `from streamkeep import Engine` gives): `Engine()` is the core
 (engine.runtime.core.EngineCore) in memory; `Engine.open(path, replicaof=..., **config)` sorts
 the settings that belong to the data directory from the engine's, opens the directory
-(engine.runtime.datadir: the snapshot loaded and the AOF replayed into the engine, the journal
+(engine.services.datadir: the snapshot loaded and the AOF replayed into the engine, the journal
 wired in) and attaches replication to it (replication.service); `compact()` runs the
 directory's compaction. The composition lives here, above the core, the AOF, the snapshots and
 replication, so that none of them imports upward. Must not touch: command execution (the
@@ -16,10 +16,10 @@ from typing import TYPE_CHECKING, Any, Literal, overload
 
 from streamkeep.engine.exec.settings import normalize_settings
 from streamkeep.engine.runtime.core import EngineCore
-from streamkeep.engine.runtime.expiry_timer import ExpiryTimer
+from streamkeep.engine.services.expiry_timer import ExpiryTimer
 
 if TYPE_CHECKING:
-    from streamkeep.engine.runtime.shared_client import SharedEngine
+    from streamkeep.engine.services.shared_client import SharedEngine
 
 Replicaof = tuple[str, int] | tuple[str, ...] | list[str] | str | None
 
@@ -46,7 +46,7 @@ def _open_shared(path: str | None, primary: tuple[str, int] | None,
                  config: dict[str, Any]) -> Any:
     if path is None:
         raise ValueError("shared=True needs a data directory path")
-    from streamkeep.engine.runtime.shared import open_shared
+    from streamkeep.engine.services.shared import open_shared
 
     if primary is not None:
         config["replicaof"] = f"{primary[0]} {primary[1]}"
@@ -79,7 +79,7 @@ class Engine(EngineCore):
         file layer (tests, crash bench). `replicaof=(host, port)` makes it a read replica of
         that streamkeep server (replication.follower; the `replicaof` setting says the same).
         `shared=True`: any number of processes open the directory at once, through a server
-        the directory runs for them (engine.runtime.shared): a SharedEngine, the same API."""
+        the directory runs for them (engine.services.shared): a SharedEngine, the same API."""
         primary = _replica_address(replicaof)
         if shared:
             return _open_shared(path, primary, config)
@@ -102,7 +102,7 @@ class Engine(EngineCore):
             return engine.start_expiry()
         # (imported here: an engine in memory, and a tool that only builds one, never pays for
         # the persistence and replication services)
-        from streamkeep.engine.runtime.datadir import DataDir
+        from streamkeep.engine.services.datadir import DataDir
         from streamkeep.replication.service import attach
 
         engine.datadir = DataDir.open(engine, path, **aof_options)
@@ -127,9 +127,9 @@ class Engine(EngineCore):
         super().close()
 
     def compact(self, wait: bool = True) -> Any:
-        """Compact the AOF into a new snapshot now (see snapshot.compactor). With wait, returns
+        """Compact the AOF into a new snapshot now (see snapshot.services.compactor). With wait, returns
         the manifest's new snapshot entry (None if nothing was written since the last one) or
-        raises StorageError (snapshot.compactor.CompactionError); writes go on meanwhile."""
+        raises StorageError (snapshot.services.compactor.CompactionError); writes go on meanwhile."""
         if self.datadir is None:
             raise ValueError("compact() needs a data directory (Engine.open(path))")
         return self.datadir.compact(wait)

@@ -1,4 +1,4 @@
-"""engine.runtime.limits: Redis's adjustOpenFilesLimit arithmetic, against a fake RLIMIT_NOFILE
+"""engine.server.limits: Redis's adjustOpenFilesLimit arithmetic, against a fake RLIMIT_NOFILE
 (the real one is exercised by tests/attacks/test_descriptors.py under `ulimit -n 256`)."""
 
 from __future__ import annotations
@@ -7,8 +7,8 @@ import resource
 
 import pytest
 
-from streamkeep.engine.runtime import limits
-from streamkeep.engine.runtime.limits import RESERVED_FDS, adjust_open_files_limit
+from streamkeep.engine.server import limits
+from streamkeep.engine.server.limits import RESERVED_FDS, adjust_open_files_limit
 
 
 class FakeLimit:

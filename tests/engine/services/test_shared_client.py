@@ -1,4 +1,4 @@
-"""engine.runtime.shared_client: a shared directory's engine has the in-process Engine's API and
+"""engine.services.shared_client: a shared directory's engine has the in-process Engine's API and
 replies. The same commands give the same replies (and error lines) in process and through the
 directory's server, redis-py's facade too; a blocked read waits in its own thread's
 connection; a subscriber gets messages published by another process; a forked child talks
@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from streamkeep import Engine, ReplyError, StreamQueue
-from streamkeep.engine.runtime.shared_client import ServerLost, SharedEngine
+from streamkeep.engine.services.shared_client import ServerLost, SharedEngine
 from tests.support.pids import wait_gone
 
 # A session of commands whose replies cover every shape: bulk, integer, status, null, nested

@@ -5,7 +5,7 @@ Owns what `Engine.open(path, shared=True, **settings)` does before it has a conn
 - the directory: made if missing, this user's only (mode 0700; another user's is refused);
 - the start lock, `shared.lock` (flock): held shared by a process while it connects and is
   answered, exclusively by one that found no server and starts it, and exclusively by a
-  server before it shuts down for idleness (engine.runtime.shared_server). So exactly one
+  server before it shuts down for idleness (engine.server.shared_mode). So exactly one
   server is ever started, however many processes open the directory at once, and a server
   never leaves under a process that is connecting;
 - connecting to `shared.sock`: only a socket owned by this user, and only to a peer that is
@@ -27,7 +27,7 @@ Owns what `Engine.open(path, shared=True, **settings)` does before it has a conn
   values), never silently given the server's.
 
 Linux only (flock, SO_PEERCRED, /proc/locks). The connection and the Engine's API over it are
-engine.runtime.shared_client's; the server's side is engine.runtime.shared_server's. Must not
+engine.services.shared_client's; the server's side is engine.server.shared_mode's. Must not
 touch: command semantics, the data directory's data files.
 """
 
@@ -49,7 +49,7 @@ from typing import Any
 from streamkeep.aof.fs import LockedError, lock_holder
 from streamkeep.aof.manifest import LOCK_FILE, SHARED_CONF, SHARED_LOCK, SHARED_LOG, SHARED_SOCKET
 from streamkeep.engine.exec.settings import PARAMS, normalize_settings, parse_setting
-from streamkeep.engine.runtime.shared_client import (
+from streamkeep.engine.services.shared_client import (
     Connection,
     ServerLost,
     SharedEngine,

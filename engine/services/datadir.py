@@ -44,14 +44,14 @@ from streamkeep.aof.watermark import Watermark, WatermarkLog
 from streamkeep.engine.commands.connection import last_save_time
 from streamkeep.engine.exec.interfaces import Fields, PersistenceStatus, persistence_fields
 from streamkeep.engine.wire.errors import StorageError
-from streamkeep.snapshot.compactor import (
+from streamkeep.snapshot.reader import SnapshotError
+from streamkeep.snapshot.services.compactor import (
     DEFAULT_MIN_SIZE,
     DEFAULT_PERCENTAGE,
     Compactor,
     parse_size,
 )
-from streamkeep.snapshot.load import load_snapshot
-from streamkeep.snapshot.reader import SnapshotError
+from streamkeep.snapshot.services.load import load_snapshot
 
 if TYPE_CHECKING:
     from streamkeep.engine.runtime.core import EngineCore
@@ -208,7 +208,7 @@ class DataDir:
         try:
             lock_fd = fs.lock(os.path.join(path, LOCK_FILE))
         except LockedError as err:
-            from streamkeep.engine.runtime.shared import holder_hint  # (a refusal's words)
+            from streamkeep.engine.services.shared import holder_hint  # (a refusal's words)
 
             raise LockedError(f"{err}{holder_hint(path)}") from None
         try:

@@ -1,4 +1,4 @@
-"""snapshot.load: a snapshot file loaded into an empty engine is the state it was written from
+"""snapshot.services.load: a snapshot file loaded into an empty engine is the state it was written from
 (same digest, same XINFO STREAM FULL, node layout included), eagerly or lazily (every node
 cold, read back when touched), and the engine goes on from it as the original does. A file
 whose values check but disagree with each other (counts, a pending entry's owner), whose
@@ -15,8 +15,8 @@ import pytest
 
 from streamkeep import Engine
 from streamkeep.snapshot import layout
-from streamkeep.snapshot.load import load_snapshot
 from streamkeep.snapshot.reader import Snapshot, SnapshotError
+from streamkeep.snapshot.services.load import load_snapshot
 from streamkeep.snapshot.writer import SnapshotInfo, write_snapshot
 from tests.support import v3_snapshot as v3
 from tests.support.snapshot_util import (

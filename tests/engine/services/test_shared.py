@@ -1,4 +1,4 @@
-"""engine.runtime.shared: a data directory opened in shared mode, with real processes. The first
+"""engine.services.shared: a data directory opened in shared mode, with real processes. The first
 opener starts a detached server (its own session, not this process's child once started) on
 the directory's socket, mode 0700 in a directory of mode 0700; later openers reach the same
 server; its settings are the directory's (recorded, checked, never silently changed); an
@@ -22,14 +22,14 @@ from streamkeep import Engine
 from streamkeep.aof.fs import LockedError, lock_holder
 from streamkeep.aof.manifest import LOCK_FILE
 from streamkeep.engine.exec.settings import ConfigError, read_config_file
-from streamkeep.engine.runtime import shared
-from streamkeep.engine.runtime.shared import (
+from streamkeep.engine.services import shared
+from streamkeep.engine.services.shared import (
     MAX_SOCKET_PATH,
     SharedDirectory,
     open_shared,
     serving,
 )
-from streamkeep.engine.runtime.shared_client import SharedError
+from streamkeep.engine.services.shared_client import SharedError
 from tests.support.pids import alive, wait_gone
 from tests.support.serve_process import ROOT
 from tests.support.shared_dirs import assert_no_server, servers_of

@@ -1,4 +1,4 @@
-"""The data directory (engine.runtime.datadir.DataDir) on an in-memory core, without Engine.open.
+"""The data directory (engine.services.datadir.DataDir) on an in-memory core, without Engine.open.
 
 Checked here: a new directory gets its first files and its journal is wired into the engine
 (the appendfsync hook, INFO persistence); a reopened directory replays its segments, after its
@@ -21,7 +21,7 @@ import pytest
 from streamkeep.aof.fs import LockedError
 from streamkeep.aof.recovery import AOFCorruptError
 from streamkeep.engine.runtime.core import EngineCore
-from streamkeep.engine.runtime.datadir import DataDir
+from streamkeep.engine.services.datadir import DataDir
 from tests.support.aof_workload import FakeClock
 from tests.support.datadir import assert_tidy, fingerprint, listing, manifest_doc
 

@@ -3,7 +3,7 @@ installed).
 
 Owns connections (`Client`: the parser, the output buffer, the reply ordering under
 `appendfsync always`, blocked reads, limits), accepting and refusing them (maxclients, fitted to
-the open-files limit at start by engine.runtime.limits; protected mode), their socket options
+the open-files limit at start by engine.server.limits; protected mode), their socket options
 (TCP_NODELAY, tcp-keepalive), closing idle ones (timeout), authentication gating, the group fsync that replies wait for, and shutdown. Commands run
 one at a time through `Engine.submit` on the event-loop thread, so no client sees a half-applied
 command and nothing here blocks the loop: blocked reads are woken by the engine's notify callback,
@@ -37,9 +37,9 @@ from streamkeep.engine.exec.pubsub import (
 )
 from streamkeep.engine.exec.settings import ConfigError
 from streamkeep.engine.exec.transactions import end_transaction
-from streamkeep.engine.runtime.client_output import ClientOutput
-from streamkeep.engine.runtime.limits import DescriptorLimitError, adjust_open_files_limit
 from streamkeep.engine.runtime.refusals import NOAUTH
+from streamkeep.engine.server.client_output import ClientOutput
+from streamkeep.engine.server.limits import DescriptorLimitError, adjust_open_files_limit
 from streamkeep.engine.wire.errors import ProtocolError, ReplyError
 from streamkeep.engine.wire.reply import NO_REPLY, NULL_ARRAY, Push
 from streamkeep.engine.wire.reply_encoder import OutputLimitReached, ReplyBuffer, write_reply
@@ -47,7 +47,7 @@ from streamkeep.engine.wire.request_parser import QueryBufferLimit, RequestParse
 
 if TYPE_CHECKING:
     from streamkeep.engine.runtime.core import Session
-    from streamkeep.engine.runtime.engine import Engine
+    from streamkeep.engine.services.engine import Engine
 
 log = logging.getLogger("streamkeep.server")
 # Every reply's encoder and its "send nothing" marker, bound once: the compiled build reads a

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from streamkeep import Engine
-from streamkeep.engine.runtime.queue import QueueError, StreamQueue, missing_features
+from streamkeep.engine.services.queue import QueueError, StreamQueue, missing_features
 
 
 @pytest.fixture(params=["embedded", "redis-py-resp2", "redis-py-resp3"])
@@ -277,7 +277,7 @@ def test_a_key_of_another_type_is_a_clear_error(redis_client: Any) -> None:
     WRONGTYPE reply is fed to the mapping the queue applies to every reply."""
     import redis
 
-    from streamkeep.engine.runtime.queue import error_line, group_error
+    from streamkeep.engine.services.queue import error_line, group_error
     from streamkeep.engine.wire.errors import ReplyError
 
     redis_client.set("jobs", "a string")
@@ -387,7 +387,7 @@ def test_block_inf_waits_for_ever_and_bad_blocks_are_refused(
     """float('inf') is the way to wait for ever (BLOCK 0); a wait under a millisecond is not
     rounded down to BLOCK 0; a negative or NaN block, and a consume() whose reads would not
     wait (a busy loop), are QueueErrors."""
-    from streamkeep.engine.runtime.queue import _block_ms
+    from streamkeep.engine.services.queue import _block_ms
 
     engine = Engine()
     q = StreamQueue(client(engine), "jobs", consumer="w")

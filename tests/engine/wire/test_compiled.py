@@ -1,4 +1,4 @@
-"""The compiled command path's switches (setup.py's COMPILED, streamkeep/compiled.py): under
+"""The compiled command path's switches (setup.py's COMPILED, engine/wire/compiled.py): under
 STREAMKEEP_REQUIRE_EXTENSIONS every listed module runs compiled; STREAMKEEP_NO_EXTENSIONS=1 at
 run time imports each from its .py source although the compiled module is installed beside it;
 a source edited after a build in place is noticed; and a build without a compiler is pure
@@ -16,12 +16,11 @@ from pathlib import Path
 
 import pytest
 
-from streamkeep import compiled
+from streamkeep import folders
+from streamkeep.engine.wire import compiled
 from tests.support.kernels import PURE_ONLY, REQUIRE
 
-ROOT = Path(__file__).resolve().parents[2]
-FOLDERS = {"engine": "streamkeep.engine", "aof": "streamkeep.aof",
-           "snapshot": "streamkeep.snapshot", "replication": "streamkeep.replication"}
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def listed_modules() -> list[str]:
@@ -34,11 +33,7 @@ def listed_modules() -> list[str]:
             break
     else:
         raise AssertionError("setup.py has no COMPILED list")
-    names = []
-    for source in sources:
-        folder, _, rest = source.partition("/")
-        names.append(".".join([FOLDERS[folder], *Path(rest).with_suffix("").parts]))
-    return names
+    return [folders.module_name(source) for source in sources]
 
 
 LISTED = listed_modules()
@@ -111,7 +106,7 @@ def _checkout_copy(tmp_path: Path) -> Path:
     """The build's inputs, copied (a build here never touches the checkout's modules)."""
     copy = tmp_path / "src"
     ignore = shutil.ignore_patterns("*.so", "*.c", "__pycache__", "*.html", compiled.MANIFEST.name)
-    for folder in [*FOLDERS, "tools", "streamkeep"]:
+    for folder in folders.top_folders():
         shutil.copytree(ROOT / folder, copy / folder, ignore=ignore)
     for name in ("setup.py", "pyproject.toml", "README.md"):
         shutil.copy(ROOT / name, copy / name)
