@@ -31,6 +31,7 @@ import os
 import shutil
 import sys
 import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -102,6 +103,7 @@ GROUP = "streamkeep.command_path"
 MANIFEST_MODULE = "engine/wire/compiled.py"
 MANIFEST = ROOT / MANIFEST_MODULE.rpartition("/")[0] / "compiled_sources.txt"
 DIGESTS: dict[str, str] = {}  # source -> SHA-1 of the text mypyc compiled
+READ_AT = [0]  # when the digests were taken (ns): a source newer than that is checked
 
 
 def _switch(name: str) -> bool:
@@ -194,7 +196,7 @@ class OptionalBuildExt(build_ext):
         if not built or not DIGESTS:
             target.unlink(missing_ok=True)
             return
-        lines = ["in-place" if inplace else "installed"]
+        lines = [f"in-place {READ_AT[0]}" if inplace else "installed"]
         for source in COMPILED:
             where = os.path.relpath(ROOT / source, MANIFEST.parent) if inplace else ""
             lines.append(f"{module_name(source)} {DIGESTS[source]} {where}".rstrip())
@@ -280,6 +282,7 @@ def command_path() -> list:
               file=sys.stderr)
         return []
     # The sources' digests as compiled (an edit during the build is then a stale build).
+    READ_AT[0] = time.time_ns()
     DIGESTS.update({source: hashlib.sha1((ROOT / source).read_bytes()).hexdigest()
                     for source in COMPILED})
     target_dir = ROOT / "build" / "mypyc"

@@ -3,9 +3,11 @@
 setup.py compiles the command path's modules (its `COMPILED` list) with mypyc from the same .py
 files that run without a compiler; each compiled module is an extension module beside its
 source, and Python's importer prefers the extension. The build writes a manifest beside this
-file (`compiled_sources.txt`: the build's kind, then one line per compiled module: its name, the
-SHA-1 of the source it was compiled from and, for a build in place, that source's path). This module, installed by the package's __init__
-before any other streamkeep module loads, decides once per process which of the two runs:
+file (`compiled_sources.txt`: the build's kind (for a build in place, with the time it read the
+sources), then one line per compiled module: its name, the SHA-1 of the source it was compiled
+from and, for a build in place, that source's path). This module, installed by the package's
+__init__ before any other streamkeep module loads, decides once per process which of the two
+runs:
 
 - `STREAMKEEP_NO_EXTENSIONS=1`: every compiled module is imported from its .py source (a
   meta-path finder hands it to the source loader), so the whole package runs as Python even
@@ -49,20 +51,22 @@ def source_digest(path: Path) -> str:
     return hashlib.sha1(path.read_bytes()).hexdigest()
 
 
-def _read_manifest(manifest: Path) -> tuple[str, dict[str, tuple[str, str]]]:
-    """(the build's kind, module -> (source digest, source path relative to the manifest))."""
+def _read_manifest(manifest: Path) -> tuple[str, int | None, dict[str, tuple[str, str]]]:
+    """(the build's kind, when it read the sources (ns, None if not recorded), module ->
+    (source digest, source path relative to the manifest))."""
     try:
         lines = manifest.read_text().splitlines()
     except OSError:
-        return "", {}
+        return "", None, {}
     if not lines:
-        return "", {}
+        return "", None, {}
+    kind, _, taken = lines[0].strip().partition(" ")
     digests = {}
     for line in lines[1:]:
         module, digest, source = (line.split(" ", 2) + ["", ""])[:3]
         if module:
             digests[module] = (digest, source)
-    return lines[0].strip(), digests
+    return kind, int(taken) if taken.isdigit() else None, digests
 
 
 class Choice:
@@ -70,7 +74,7 @@ class Choice:
 
     def __init__(self, manifest: Path = MANIFEST) -> None:
         self.manifest = manifest
-        self.kind, self.digests = _read_manifest(manifest)
+        self.kind, self.read_at, self.digests = _read_manifest(manifest)
         self.why_pure = ""
         if _switch(_NO_EXTENSIONS):
             self.why_pure = f"{_NO_EXTENSIONS} is set"
@@ -82,8 +86,9 @@ class Choice:
 
     def _stale(self) -> str:
         """The first compiled source whose text differs from the one compiled (its mtime is
-        checked against the manifest's first, its hash only when newer)."""
-        built = self.manifest.stat().st_mtime_ns
+        checked first, its hash only when newer than the time the build read the sources: a
+        source edited while the build ran is older than the manifest written after it)."""
+        built = self.read_at if self.read_at is not None else self.manifest.stat().st_mtime_ns
         for digest, source in self.digests.values():
             path = self.manifest.parent / source
             try:

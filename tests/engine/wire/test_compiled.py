@@ -102,6 +102,28 @@ def test_an_edited_source_makes_the_build_stale(tmp_path: Path,
     assert compiled.Choice(installed).why_pure == ""
 
 
+def test_a_source_edited_while_the_build_ran_makes_it_stale(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The build reads the sources, compiles for a minute or more, then writes its manifest: a
+    source edited in between is older than the manifest but newer than what was compiled.
+    The manifest's first line says when the sources were read, and that time counts."""
+    monkeypatch.delenv("STREAMKEEP_NO_EXTENSIONS", raising=False)
+    source = tmp_path / "x.py"
+    source.write_text("A = 1\n")
+    digest = compiled.source_digest(source)
+    read_at = source.stat().st_mtime_ns + 10**9  # the build read the sources
+    source.write_text("A = 2\n")  # edited while it compiled
+    os.utime(source, ns=(read_at + 10**9,) * 2)
+    manifest = tmp_path / "pkg" / "compiled_sources.txt"
+    manifest.parent.mkdir()
+    manifest.write_text(f"in-place {read_at}\npkg.x {digest} ../x.py\n")
+    os.utime(manifest, ns=(read_at + 2 * 10**9,) * 2)  # written when the build ended
+    assert str(source) in compiled.Choice(manifest).why_pure
+    manifest.write_text(f"in-place\npkg.x {digest} ../x.py\n")  # no time: the file's mtime
+    os.utime(manifest, ns=(read_at + 2 * 10**9,) * 2)
+    assert compiled.Choice(manifest).why_pure == ""
+
+
 def _checkout_copy(tmp_path: Path) -> Path:
     """The build's inputs, copied (a build here never touches the checkout's modules)."""
     copy = tmp_path / "src"
