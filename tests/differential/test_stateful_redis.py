@@ -149,7 +149,9 @@ class EngineVsRedis(RuleBasedStateMachine):
 
 @pytest.mark.parametrize("examples", [
     pytest.param(60, id="bounded"),
-    pytest.param(1000, id="soak", marks=pytest.mark.slow),
+    # (1,000 examples of 40 steps against a real redis-server take minutes: `make soak` only,
+    # with a timeout of its own, not the suite's two minutes)
+    pytest.param(1000, id="soak", marks=[pytest.mark.slow, pytest.mark.timeout(1800)]),
 ])
 def test_engine_matches_redis(redis_raw: RespClient, examples: int) -> None:
     EngineVsRedis.redis = redis_raw
