@@ -50,9 +50,13 @@ def test_wait_does_not_count_a_replica_that_missed_the_delivery(
     """The read blocks (its first run's record, a consumer's seen time, reaches the replica),
     then the replica stops, then the read is served: by an XADD, or (CLAIM) by the pending
     entry it waits for becoming idle enough."""
-    primary = spawn(tmp_path / "p")
-    replica = spawn(tmp_path / "r", "--replicaof", "127.0.0.1", str(primary.port))
-    p, consumer, fence = primary.client(), primary.client(), primary.client()
+    # A password: WAIT counts the replicas of this primary, and in a parallel suite another
+    # test's replica, whose primary's port this one was given, would follow it too.
+    secret = f"wait-{os.getpid()}-{time.monotonic_ns()}"
+    primary = spawn(tmp_path / "p", "--requirepass", secret)
+    replica = spawn(tmp_path / "r", "--replicaof", "127.0.0.1", str(primary.port),
+                    "--masterauth", secret)
+    p, consumer, fence = (primary.client(password=secret) for _ in range(3))
     p.xgroup_create("s", "g", "$", mkstream=True)
     if claim:  # an entry delivered to c1, which the blocked CLAIM read takes once it is idle
         p.xadd("s", {"f": "old"})
@@ -65,6 +69,7 @@ def test_wait_does_not_count_a_replica_that_missed_the_delivery(
     _until(lambda: int(p.info("clients")["blocked_clients"]) == 1, "the read never blocked")
     fence.set("fence", "1")  # after the read's first run: acknowledged, so is that run
     assert fence.execute_command("WAIT", 1, 10_000) == 1
+    assert p.info("replication")["connected_slaves"] == 1
     os.kill(replica.proc.pid, signal.SIGSTOP)
     try:
         if not claim:
