@@ -25,6 +25,7 @@ from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from streamkeep.aof.backlog import open_after
+from streamkeep.engine.exec.functions import adopt_functions
 from streamkeep.engine.wire.errors import ReplyError, StorageError
 from streamkeep.engine.wire.reply_parser import NEED_MORE, ProtocolError, ReplyParser
 from streamkeep.replication import link
@@ -398,9 +399,10 @@ class Follower:
         with self.engine.lock:
             self._check_running()
             self.datadir.install_snapshot(
-                files[0].tmp if files else None, self.sync_lsn, self.replid, fresh.dbs,
-                files[0].crc32 if files else None, fresh.strings, fresh.expires,
+                files[0].tmp if files else None, self.sync_lsn, self.replid, fresh.keyspaces,
+                files[0].crc32 if files else None, fresh.expires,
                 parts=[(f.tmp, f.name, f.size, f.crc32) for f in files[1:]])
+            adopt_functions(self.engine, fresh)  # the primary's function libraries
         self._incoming, self._syncing, self._kept = None, False, {}
         log.info("replication from %s:%d: full sync done at LSN %d", self.host, self.port,
                  self.sync_lsn)

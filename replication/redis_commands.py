@@ -4,8 +4,8 @@ A redis-server sends its replicas, and writes to its AOF, the same RESP commands
 streamkeep does with them:
 - applied through the engine, as a client's commands (so they are logged to this node's AOF and
   reach its own replicas): the writes streamkeep implements (the stream commands, the string
-  commands, the TTL commands, DEL, UNLINK, RENAME, FLUSHDB, FLUSHALL, RESTORE of a stream or a
-  string), as Redis 8 propagates them: a relative TTL already made absolute (SET ... PXAT,
+  commands, the TTL commands, DEL, UNLINK, RENAME, FLUSHDB, FLUSHALL, RESTORE of a value of a
+  type streamkeep stores), as Redis 8 propagates them: a relative TTL already made absolute (SET ... PXAT,
   PEXPIREAT), INCRBYFLOAT as SET ... KEEPTTL, GETEX as PEXPIREAT or PERSIST, an expiry as the
   primary's DEL. A TTL already past is kept until that DEL arrives (the session is the
   primary's: nothing expires on its own here, as on a Redis replica);
@@ -22,8 +22,9 @@ streamkeep does with them:
   never silently;
 - the offset the applied commands reach: a transaction counts once its EXEC is applied, as
   Redis's replicas count it, so a link lost inside one resumes before its MULTI;
-- a full sync's or an RDB file's keys: streams and strings RESTOREd exactly, with their TTLs
-  (absolute, as the RDB holds them), the others counted by type. A key already expired is
+- a full sync's or an RDB file's keys: those of every type streamkeep stores (streams,
+  strings, sorted sets, ...) RESTOREd exactly, with their TTLs (absolute, as the RDB holds
+  them), the others counted by type. A key already expired is
   loaded or not as Redis's rdbLoad decides: a replica's full sync loads it (the primary's DEL
   follows), an RDB file imported as a primary's skips it, an AOF's RDB preamble loads it (the
   AOF's commands after it assume the exact keyspace).
@@ -43,6 +44,7 @@ from streamkeep.engine.exec.table import lookup
 from streamkeep.engine.wire.errors import ReplyError, StorageError
 from streamkeep.replication.redis_link import command_size, is_getack
 from streamkeep.snapshot.rdb import STREAM_TYPES, TYPE_NAMES, TYPE_STRING, RdbKey, payload_from
+from streamkeep.snapshot.rdb_types import restorable_types
 
 if TYPE_CHECKING:
     from streamkeep.engine.runtime.core import EngineCore
@@ -91,6 +93,8 @@ class RedisApplier:
         self.skipped_keys: Counter[str] = Counter()  # by type, from full syncs / RDB files
         self.expired_keys = 0  # keys already expired in an RDB file imported: not loaded
         self.expiries_kept = 0  # keys loaded from an RDB with their TTL
+        # keys of the other stored types (sorted sets, ...) loaded from an RDB, by type
+        self.loaded_keys: Counter[str] = Counter()
 
     # --- the command stream ------------------------------------------------------------------
 
@@ -193,7 +197,7 @@ class RedisApplier:
             self.skipped_commands[text] += 1
             return False
         if name == b"restore" and len(argv) > 3 and argv[3][:1] and \
-                argv[3][0] not in STREAM_TYPES and argv[3][0] != TYPE_STRING:
+                argv[3][0] not in restorable_types():
             self.skipped_commands["restore"] += 1  # a value of another type
             return False
         if name not in _DECIDED_EACH_TIME:
@@ -253,8 +257,10 @@ class RedisApplier:
 
     def load(self, keys: Iterable[RdbKey], version: int, replace_all: bool,
              skip_expired: bool = False) -> tuple[int, int, int]:
-        """An RDB's streams and strings RESTOREd with their TTLs (after FLUSHALL if
-        `replace_all`: a full sync replaces everything); the other keys counted by type. A key
+        """An RDB's keys of the types streamkeep stores (streams, strings, sorted sets, ...:
+        `restorable_types`) RESTOREd with their TTLs (after FLUSHALL if `replace_all`: a full
+        sync replaces everything), those of other stored types counted in `loaded_keys`; the
+        other keys counted by type in `skipped_keys`. A key
         whose TTL is already past is skipped if `skip_expired` (as Redis's rdbLoad does for a
         primary loading an RDB file), loaded with its TTL otherwise (a replica's full sync, an
         AOF's preamble). Returns (streams, entries, strings) loaded."""
@@ -263,8 +269,9 @@ class RedisApplier:
         streams = entries = strings = 0
         now = int(time.time() * 1000)
         db = -1
+        kept = restorable_types()
         for item in keys:
-            if item.rdb_type not in STREAM_TYPES and item.rdb_type != TYPE_STRING:
+            if item.rdb_type not in kept:
                 self.skipped_keys[TYPE_NAMES.get(item.rdb_type, f"type {item.rdb_type}")] += 1
                 continue
             restore: tuple[bytes, ...] = (b"0",)
@@ -286,6 +293,9 @@ class RedisApplier:
                 continue
             if item.rdb_type == TYPE_STRING:
                 strings += 1
+                continue
+            if item.rdb_type not in STREAM_TYPES:
+                self.loaded_keys[TYPE_NAMES[item.rdb_type]] += 1
                 continue
             streams += 1
             length = self._run((b"XLEN", item.key))

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING
 from streamkeep.engine.wire.errors import StorageError
 from streamkeep.replication import redis_link
 from streamkeep.replication.redis_commands import RedisApplier
-from streamkeep.snapshot.rdb import RdbError, read_rdb
+from streamkeep.snapshot.rdb import RdbError, describe_skipped, read_rdb
 
 if TYPE_CHECKING:
     from streamkeep.engine.exec.interfaces import Fields
@@ -201,7 +201,12 @@ class RedisFollowing:
         # As a Redis replica loads its primary's RDB: keys already expired too (the
         # primary's DELs follow in the stream).
         streams, entries, strings = self.applier.load(keys, version, replace_all=True)
+        skipped = describe_skipped(keys)
         del keys
+        if skipped:  # (counted in INFO's redis_skipped_keys too)
+            log.warning("replication from redis-server %s:%d: full sync (RDB %d) skipped the "
+                        "keys of types streamkeep does not store: %s", f.host, f.port,
+                        version, skipped)
         self.replid, self.applier.offset = self._pending
         self._pending = None
         self.full_syncs += 1

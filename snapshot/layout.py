@@ -44,9 +44,11 @@ A snapshot is one LMDB environment in one file (`subdir=False`, no lock file). S
                meta `parts` lists the files ([[name, node bytes, nodes], ...]; `part` indexes
                it), and the part holds the run's nodes under (part number, master), every one
                of its nodes of that number from the first master to the last and no other
-    keys       key: db u8 | key             value: msgpack [string value or nil, expiry ms or nil]
-               every string key (its value, and its TTL if any) and every stream key with a
-               TTL (nil value: the stream is in the tables above); absent before version 3
+    keys       key: db u8 | key             value: msgpack [value or nil, expiry ms or nil,
+               type name (absent for a string)]: every key that is not a stream (its value as
+               its type stores it: a string's bytes, another type's `to_bytes`, named by the
+               type's word, engine.model.value_types) and every stream key with a TTL (nil
+               value: the stream is in the tables above); absent before version 3
 
 Every integer in a key is big-endian, so LMDB's byte order is numeric order: one stream's nodes
 are contiguous and in ID order, and so are one group's PEL entries. An entry ID in a key or value
@@ -310,18 +312,31 @@ def decode_value(raw: bytes | memoryview) -> Any:
     return msgpack.unpackb(raw, raw=False, use_list=True)
 
 
-def encode_key(value: bytes | None, expires_ms: int | None) -> bytes:
-    """A `keys` value: a string's value (nil for a stream) and the key's expiry time (nil for
-    none)."""
-    return _packb([value, expires_ms])
+STRING_TYPE = "string"  # a `keys` row without a type name holds a string
 
 
-def decode_key(raw: bytes | memoryview) -> tuple[bytes | None, int | None]:
-    value, expires_ms = msgpack.unpackb(raw, raw=False, use_list=True)
+def encode_key(value: bytes | None, expires_ms: int | None,
+               type_name: str = STRING_TYPE) -> bytes:
+    """A `keys` value: the value's bytes (nil for a stream), the key's expiry time (nil for
+    none) and, for a type other than string, its name."""
+    if type_name == STRING_TYPE or value is None:
+        return _packb([value, expires_ms])
+    return _packb([value, expires_ms, type_name])
+
+
+def decode_key(raw: bytes | memoryview) -> tuple[bytes | None, int | None, str | None]:
+    """(value, expiry, type name): the name is None for a stream's row, "string" for a row
+    without one."""
+    row = msgpack.unpackb(raw, raw=False, use_list=True)
+    if not isinstance(row, list) or len(row) not in (2, 3):
+        raise ValueError("a keys value is [bytes or nil, int or nil, (type name)]")
+    value, expires_ms = row[0], row[1]
+    type_name = row[2] if len(row) == 3 else (None if value is None else STRING_TYPE)
     if not (value is None or isinstance(value, bytes)) or \
-            not (expires_ms is None or isinstance(expires_ms, int)):
-        raise ValueError("a keys value is [bytes or nil, int or nil]")
-    return value, expires_ms
+            not (expires_ms is None or isinstance(expires_ms, int)) or \
+            not (type_name is None or isinstance(type_name, str)):
+        raise ValueError("a keys value is [bytes or nil, int or nil, (type name)]")
+    return value, expires_ms, type_name
 
 
 def encode_stream(number: int, length: int, first_id: int, last_id: int, max_deleted_id: int,

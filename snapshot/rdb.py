@@ -1,13 +1,20 @@
-"""Redis's RDB encoding of a stream value, and the DUMP envelope around it: pure functions over bytes.
+"""Redis's RDB encoding: the file's framing, a registry of value codecs by RDB type number, the
+stream and string codecs, and the DUMP envelope: pure functions over bytes.
 
 Owns reading and writing, byte-compatibly with Redis: RDB lengths and strings (integer encodings
 read and written, LZF read), CRC-64 (Jones, reflected), listpacks, the stream value of types 15,
-19, 21 and 26 (RDB versions 9 to 13: nodes with the master entry and same-fields compression,
-delta-encoded IDs, the stream metadata, groups with entries-read, the PEL, consumers with seen
-and active time, the idempotent producers' tail) and DUMP payloads (type, value, RDB version,
-CRC-64). Values come in and go out as engine streams (`engine.model.stream.Stream`). Malformed
-input raises RdbError, never anything else. Must not touch: files, sockets, the engine's
-locking or commands (DUMP/RESTORE call these functions).
+19, 21, 26 and 27 (RDB versions 9 to 15: nodes with the master entry and same-fields
+compression, delta-encoded IDs, the stream metadata, groups with entries-read, the PEL,
+consumers with seen and active time, the NACK zone of the entries XNACK released, the
+idempotent producers' tail), strings in every encoding, DUMP payloads (type, value, RDB
+version, CRC-64), and RDB files of versions 1 to 15 and Valkey 9's 80: the types streamkeep
+stores read through their codec (`register_value_codec`: a type number finds its codec; sorted
+sets, hashes and sets add theirs from their own modules, which `snapshot.rdb_types` imports
+all: a user of the registry imports that module), every other type whose layout is
+known skipped so that it can be counted. Values come in and go out as the engine holds them
+(`engine.model.stream.Stream`, a string's bytes). Malformed input raises RdbError, never
+anything else. Must not touch: files, sockets, the engine's locking or commands (DUMP/RESTORE
+call these functions).
 
 The per-byte work (CRC-64, LZF, generic listpacks, the walk over a stream value's structure
 and the read of its nodes' bytes) comes from a kernel: the compiled
@@ -20,8 +27,8 @@ are. The rest (the RDB container, stream metadata, groups, the idempotent produc
 from __future__ import annotations
 
 import struct
-from collections.abc import Iterable, Iterator
-from typing import NamedTuple
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any, NamedTuple
 
 from streamkeep.engine.model import packed_node
 from streamkeep.engine.model.consumer_groups import ConsumerGroup, estimate_entries_read
@@ -56,10 +63,16 @@ except ImportError as error:
 else:
     kernel_switches.loaded(__name__, True)
 
-TYPE_STREAM = {9: 15, 10: 19, 11: 21, 12: 21, 13: 26}  # RDB version -> stream type it writes
-STREAM_TYPES = (15, 19, 21, 26)
+# RDB version -> the stream type it writes (Redis writes every stream as its newest type: 8.8
+# moved to RDB 14 and type 27; 8.10's RDB 15 added other types, streams stay 27).
+TYPE_STREAM = {9: 15, 10: 19, 11: 21, 12: 21, 13: 26, 14: 27, 15: 27}
+STREAM_TYPES = (15, 19, 21, 26, 27)
 TYPE_STRING = 0
-MAX_VERSION = 13
+MAX_VERSION = 15  # what Redis 8.10 writes
+# Valkey 9 writes `VALKEY080` (its own numbering, past the 12-79 it leaves to Redis); its types
+# are those of RDB 11 but for a hash with field expiries (type 22, a layout of its own) and the
+# slot-import opcode 243 (Redis's key metadata). Valkey 8 writes REDIS0011.
+VALKEY_VERSIONS = (80,)
 _U64 = (1 << 64) - 1
 _INVALID_ENTRIES_READ = -1
 
@@ -220,8 +233,8 @@ def _read_id(r: Reader) -> int:
 
 
 def read_stream(r: Reader, rdb_type: int, s: Stream | None = None) -> Stream:
-    """A stream value of `rdb_type` (15, 19, 21 or 26) at the reader's position, into `s` (an
-    empty stream) or a new one."""
+    """A stream value of `rdb_type` (15, 19, 21, 26 or 27) at the reader's position, into `s`
+    (an empty stream) or a new one."""
     if rdb_type not in STREAM_TYPES:
         raise RdbError(f"not a stream type: {rdb_type}")
     s = Stream() if s is None else s
@@ -276,10 +289,46 @@ def read_stream(r: Reader, rdb_type: int, s: Stream | None = None) -> Stream:
 def skip_stream(r: Reader, rdb_type: int) -> None:
     """Past a stream value, its structure followed but its nodes left undecoded (an RDB file's
     reader finds its keys so; RESTORE decodes and checks each value). The walk is the kernel's
-    (`stream_end`); its error is raised with the reader where it happened."""
+    (`stream_end`, types 15 to 26); its error is raised with the reader where it happened.
+    Type 27's (RDB 14: a NACK zone in each group) is walked here."""
+    if rdb_type == 27:
+        _skip_stream_27(r)
+        return
     r.pos, problem = stream_end(r.data, r.pos, rdb_type)
     if problem is not None:
         raise RdbError(problem)
+
+
+def _skip_stream_27(r: Reader) -> None:
+    """Past a type-27 value: type 26's layout with, after each group's consumers, its NACK zone
+    (a count, then as many 16-byte IDs)."""
+    for _ in range(r.length()):
+        r.skip_string()  # the node's master ID
+        r.skip_string()  # its listpack
+    for _ in range(8):  # length, last ID, first ID, max deleted ID (two lengths each), added
+        r.length()
+    for _ in range(r.length()):
+        r.skip_string()
+        for _ in range(3):  # last ID, entries read
+            r.length()
+        for _ in range(r.length()):
+            r.take(24)  # ID, delivery time
+            r.length()
+        for _ in range(r.length()):
+            r.skip_string()
+            r.take(16)  # seen and active time
+            r.take(16 * r.length())
+        r.take(16 * r.length())  # the NACK zone
+    r.length()  # the idempotent producers: duration, max size, producers, added, duplicates
+    r.length()
+    for _ in range(r.length()):
+        r.skip_string()
+        for _ in range(r.length()):
+            r.skip_string()
+            r.length()
+            r.length()
+    r.length()
+    r.length()
 
 
 def _read_group(r: Reader, rdb_type: int, s: Stream) -> None:
@@ -313,6 +362,13 @@ def _read_group(r: Reader, rdb_type: int, s: Stream) -> None:
             owned.add(sid)
             delivery_time, count = pel[sid]
             group.add_pending(sid, consumer, delivery_time, count)
+    if rdb_type >= 27:  # the NACK zone: the entries XNACK released (Redis 8.8)
+        nacked: set[int] = set()
+        for _ in range(r.length()):
+            sid = int.from_bytes(r.take(16), "big")
+            if sid not in pel or sid in owned or sid in nacked:
+                raise RdbError("a NACKed entry is not an unowned pending entry of its group")
+            nacked.add(sid)
     for sid, (_time, count) in pel.items():
         if sid not in owned:  # owned by no consumer: as XNACK leaves it
             group.release(sid, count)
@@ -338,7 +394,7 @@ def _encode_id(sid: int) -> bytes:
 
 
 def write_stream(s: Stream, rdb_type: int) -> bytes:
-    """The stream value as `rdb_type` (15, 19, 21 or 26) writes it."""
+    """The stream value as `rdb_type` (15, 19, 21, 26 or 27) writes it."""
     if rdb_type not in STREAM_TYPES:
         raise ValueError(f"not a stream type: {rdb_type}")
     out = [encode_length(len(s.nodes))]
@@ -362,10 +418,13 @@ def _write_group(g: ConsumerGroup, rdb_type: int) -> bytes:
     if rdb_type >= 19:
         out.append(encode_length(_U64 if g.entries_read < 0 else g.entries_read))
     out.append(encode_length(len(g.pel)))
+    released = []  # owned by no consumer (XNACK): type 27's NACK zone names them
     for sid in g.pel_index:
         nack = g.pel[sid]
         out += [sid.to_bytes(16, "big"), struct.pack("<q", nack.delivery_time),
                 encode_length(nack.delivery_count)]
+        if nack.consumer is None:
+            released.append(sid)
     out.append(encode_length(len(g.consumers)))
     for cname in sorted(g.consumers):
         c = g.consumers[cname]
@@ -374,6 +433,9 @@ def _write_group(g: ConsumerGroup, rdb_type: int) -> bytes:
             out.append(struct.pack("<q", c.active_time))
         out.append(encode_length(len(c.pel)))
         out += [sid.to_bytes(16, "big") for sid in c.pel]
+    if rdb_type >= 27:  # (in ID order: the group's PEL order; a reader takes any order)
+        out.append(encode_length(len(released)))
+        out += [sid.to_bytes(16, "big") for sid in released]
     return b"".join(out)
 
 
@@ -394,9 +456,11 @@ def _write_idmp(state: Idmp | None) -> bytes:
 # --- which version a stream needs --------------------------------------------------------------
 
 # The Redis versions that load each RDB version (redis-server refuses a version newer than its
-# own; 12 is what 7.4 and 8.0 to 8.4 write, 13 what 8.6 writes).
+# own; 12 is what 7.4 and 8.0 to 8.4 write, 13 what 8.6 writes, 14 8.8, 15 8.10). Valkey 8 and
+# 9 load 11 and older only (9 refuses Redis's 12 and later unless told to try).
 REDIS_LOADING = {9: "Redis 5.0 and later", 10: "Redis 7.0 and later", 11: "Redis 7.2 and later",
-                 12: "Redis 7.4 and later", 13: "Redis 8.6 and later"}
+                 12: "Redis 7.4 and later", 13: "Redis 8.6 and later",
+                 14: "Redis 8.8 and later", 15: "Redis 8.10 and later"}
 MIN_VERSION = 9
 
 
@@ -407,16 +471,16 @@ def version_needed(s: Stream) -> tuple[int, str]:
     settings, maps and counters; without 21 (RDB 11), a consumer's active time (taken to be its
     seen time); without 19 (RDB 10), the first and max-deleted IDs and the entries added (taken
     to be 0-0, the first entry's ID and the length) and a group's entries read (estimated).
-    Pending entries XNACK released (owned by no consumer) are held by every type, but a Redis
-    older than 8.8 has no such thing: they take the newest version."""
-    idmp = s.idmp
-    if idmp is not None and (idmp.duration or idmp.maxsize or idmp.added or idmp.duplicates):
-        return 13, "idempotent producers' state (IDMP)"
+    Pending entries XNACK released (owned by no consumer) need 27 (RDB 14), whose NACK zone
+    names them: a Redis older than 8.8 has no such thing."""
     for name in sorted(s.groups):
         group = s.groups[name]
         if len(group.pel) != sum(len(c.pel) for c in group.consumers.values()):
-            return 13, (f"pending entries of group {key_text(name)} that XNACK released (owned "
+            return 14, (f"pending entries of group {key_text(name)} that XNACK released (owned "
                         f"by no consumer: Redis 8.8 and later)")
+    idmp = s.idmp
+    if idmp is not None and (idmp.duration or idmp.maxsize or idmp.added or idmp.duplicates):
+        return 13, "idempotent producers' state (IDMP)"
     for name in sorted(s.groups):
         for cname in sorted(s.groups[name].consumers):
             consumer = s.groups[name].consumers[cname]
@@ -442,9 +506,12 @@ TYPE_NAMES = {0: "string", 1: "list", 2: "set", 3: "zset", 4: "hash", 5: "zset",
               7: "module", 9: "hash", 10: "list", 11: "set", 12: "zset", 13: "hash",
               14: "list", 15: "stream", 16: "hash", 17: "zset", 18: "list", 19: "stream",
               20: "set", 21: "stream", 22: "hash", 23: "hash", 24: "hash", 25: "hash",
-              26: "stream"}
-_ONE_STRING = {0, 9, 10, 11, 12, 13, 16, 17, 20}  # the value is one (blob) string
-_STRINGS = {1: 1, 2: 1, 4: 2, 14: 1}  # the value is a count of items of N strings each
+              26: "stream", 27: "stream", 28: "array", 29: "hash", 30: "hash", 31: "hash",
+              32: "hash", 33: "gcra"}
+# Types whose layout this module does not know, so that a file holding one cannot be read past
+# it: Redis 8.10's (RDB 15) templated hashes and GCRA rate limiters.
+_UNKNOWN_LAYOUT = {29: "a templated hash", 30: "a templated hash", 31: "a templated hash",
+                   32: "a templated hash", 33: "a GCRA rate limiter"}
 
 
 class RdbKey(NamedTuple):
@@ -455,6 +522,84 @@ class RdbKey(NamedTuple):
     expire_ms: int | None
     offset: int = -1  # where the key's record starts in the file (-1: not from a file)
 
+
+# --- the value codecs: one per type streamkeep stores, found by RDB type number ---------------
+
+
+class ValueCodec(NamedTuple):
+    """How one kind of value is read and written. `read(reader, rdb_type)` returns the value at
+    the reader's position as the engine holds it (RdbError if it is not one); `write(value,
+    rdb_version)` returns (the RDB type that version writes, the value's bytes); `skip(reader,
+    rdb_type)` moves the reader past the value (an RDB file's framing finds its keys so)."""
+
+    name: str
+    read: Callable[[Reader, int], Any]
+    write: Callable[[Any, int], tuple[int, bytes]]
+    skip: Callable[[Reader, int], None]
+    kind: type | None  # the engine's class of the values `write` takes
+
+
+_CODECS: dict[int, ValueCodec] = {}
+_WRITERS: dict[type, ValueCodec] = {}
+
+
+def register_value_codec(type_numbers: Iterable[int], reader: Callable[[Reader, int], Any],
+                         writer: Callable[[Any, int], tuple[int, bytes]], *, name: str,
+                         kind: type | None = None,
+                         skip: Callable[[Reader, int], None] | None = None) -> None:
+    """Make the RDB types `type_numbers` ones streamkeep stores: an RDB file's (or a full
+    sync's) keys of these types are kept and the others skipped and counted; `write_rdb`
+    writes a value of class `kind` with `writer`. `skip` defaults to reading the value and
+    dropping it. A type number registered twice is a programming error (ValueError)."""
+    numbers = tuple(type_numbers)
+    taken = [n for n in numbers if n in _CODECS]
+    if taken or not all(0 <= n < 0xF0 for n in numbers):
+        raise ValueError(f"RDB type numbers taken or out of range: {taken or numbers}")
+
+    def read_past(r: Reader, rdb_type: int) -> None:
+        reader(r, rdb_type)
+
+    codec = ValueCodec(name, reader, writer, skip or read_past, kind)
+    for n in numbers:
+        _CODECS[n] = codec
+        TYPE_NAMES[n] = name
+    if kind is not None:
+        _WRITERS[kind] = codec
+
+
+def value_codec(rdb_type: int) -> ValueCodec | None:
+    """The codec registered for `rdb_type`, None for a type streamkeep does not store."""
+    return _CODECS.get(rdb_type)
+
+
+def stored_types() -> frozenset[int]:
+    """The RDB types streamkeep stores (every other is skipped and counted)."""
+    return frozenset(_CODECS)
+
+
+def _read_string_value(r: Reader, _rdb_type: int) -> bytes:
+    return r.string()
+
+
+def _write_string_value(value: bytes, _version: int) -> tuple[int, bytes]:
+    return TYPE_STRING, encode_string(value)
+
+
+def _skip_string_value(r: Reader, _rdb_type: int) -> None:
+    r.string()  # (decoded: a damaged LZF string is refused where it is)
+
+
+def _write_stream_value(s: Stream, version: int) -> tuple[int, bytes]:
+    return TYPE_STREAM[version], write_stream(s, TYPE_STREAM[version])
+
+
+register_value_codec((TYPE_STRING,), _read_string_value, _write_string_value, name="string",
+                     kind=bytes, skip=_skip_string_value)
+register_value_codec(STREAM_TYPES, read_stream, _write_stream_value, name="stream",
+                     kind=Stream, skip=skip_stream)
+
+
+# --- skipping what streamkeep does not store ------------------------------------------------------
 
 _MODULE_OPCODE_UINT = 2
 
@@ -475,7 +620,34 @@ def _skip_module_opcodes(r: Reader) -> None:
             raise RdbError(f"bad module data (opcode {op}) at byte {r.pos}")
 
 
-def _skip_value(r: Reader, rdb_type: int) -> None:
+def _skip_array(r: Reader) -> None:
+    """Past an array (type 28, Redis 8.8): its count, whether an insert index follows (0 or 1)
+    and that index, then per element its index, a tag (0 a string, 1 an integer and 2 a
+    double as 8 bytes, 3 a short string) and the element."""
+    count = r.length()
+    flag = r.length()
+    if flag > 1:
+        raise RdbError(f"bad array value (insert-index flag {flag})")
+    if flag:
+        r.length()
+    for _ in range(count):
+        r.length()
+        tag = r.length()
+        if tag in (1, 2):
+            r.take(8)
+        elif tag in (0, 3):
+            r.skip_string()
+        else:
+            raise RdbError(f"bad array value (element tag {tag})")
+
+
+_ONE_STRING = {0, 9, 10, 11, 12, 13, 16, 17, 20}  # the value is one (blob) string
+_STRINGS = {1: 1, 2: 1, 4: 2, 14: 1}  # the value is a count of items of N strings each
+
+
+def _skip_value(r: Reader, rdb_type: int, valkey: bool = False) -> None:
+    """Past a value of a type streamkeep does not store (`valkey`: the file is Valkey 9's,
+    whose type 22 is its own hash with field expiries)."""
     if rdb_type in _ONE_STRING:
         r.string()
     elif rdb_type in _STRINGS:
@@ -498,6 +670,11 @@ def _skip_value(r: Reader, rdb_type: int) -> None:
     elif rdb_type == 7:  # a module's value (MODULE_2): its id, then typed values
         r.length()
         _skip_module_opcodes(r)
+    elif rdb_type == 22 and valkey:  # Valkey 9: field, value, 8-byte expiry (-1: none) each
+        for _ in range(r.length()):
+            r.skip_string()
+            r.skip_string()
+            r.take(8)
     elif rdb_type in (22, 24):  # a hash with field expiries, as a dict (24: 7.4+; 22: pre-GA)
         if rdb_type == 24:
             r.take(8)  # the earliest expiry
@@ -510,9 +687,34 @@ def _skip_value(r: Reader, rdb_type: int) -> None:
     elif rdb_type == 25:  # a hash with field expiries (7.4+): minimum expiry, listpack
         r.take(8)
         r.string()
+    elif rdb_type == 28:
+        _skip_array(r)
+    elif rdb_type in _UNKNOWN_LAYOUT:
+        raise RdbError(f"{_UNKNOWN_LAYOUT[rdb_type]} (RDB type {rdb_type}, Redis 8.10): a "
+                       "layout streamkeep cannot read past")
     else:
         raise RdbError(f"cannot read a value of RDB type {rdb_type} "
                        f"({TYPE_NAMES.get(rdb_type, 'unknown')})")
+
+
+def describe_skipped(keys: Iterable[RdbKey], limit: int = 5) -> str:
+    """The keys of types streamkeep does not store, for a log line: each type with its count
+    and its first `limit` keys (`hash 3 ("h1", "h2", "h3"), array 1 ("a")`); "" for none."""
+    counts: dict[str, int] = {}
+    names: dict[str, list[str]] = {}
+    for k in keys:
+        if k.rdb_type in _CODECS:
+            continue
+        name = TYPE_NAMES.get(k.rdb_type, f"type {k.rdb_type}")
+        counts[name] = counts.get(name, 0) + 1
+        shown = names.setdefault(name, [])
+        if len(shown) < limit:
+            shown.append(key_text(k.key))
+    parts = []
+    for name in sorted(counts):
+        more = ", ..." if counts[name] > len(names[name]) else ""
+        parts.append(f"{name} {counts[name]} ({', '.join(names[name])}{more})")
+    return ", ".join(parts)
 
 
 def read_rdb(data: bytes) -> tuple[int, dict[bytes, bytes], list[RdbKey]]:
@@ -524,8 +726,10 @@ def read_rdb(data: bytes) -> tuple[int, dict[bytes, bytes], list[RdbKey]]:
 
 def rdb_version(data: bytes) -> int:
     """The RDB version the file starting with `data` declares (its first 9 bytes: `REDIS`
-    and four digits). RdbError, saying what is there, for no RDB header or a version this
-    module does not read."""
+    and four digits, or Valkey 9's `VALKEY` and three). RdbError, saying what is there, for
+    no RDB header or a version this module does not read."""
+    if data[:6] == b"VALKEY":
+        return _valkey_version(data)
     if data[:5] != b"REDIS":
         raise RdbError("not an RDB file (no REDIS magic)")
     digits = data[5:9]
@@ -538,7 +742,23 @@ def rdb_version(data: bytes) -> int:
     version = int(digits)
     if not 1 <= version <= MAX_VERSION:
         raise RdbError(f"RDB version {version} is not one streamkeep reads (versions 1 "
-                       f"to {MAX_VERSION}; {MAX_VERSION} is what Redis 8.6 writes)")
+                       f"to {MAX_VERSION}, {MAX_VERSION} is what Redis 8.10 writes; and "
+                       f"Valkey 9's VALKEY080)")
+    return version
+
+
+def _valkey_version(data: bytes) -> int:
+    digits = data[6:9]
+    if len(digits) < 3:
+        raise RdbError(f"truncated at byte {len(data)}, inside the RDB header (VALKEY and a "
+                       "3-digit version)")
+    if not digits.isdigit():
+        raise RdbError(f"VALKEY magic without a version number (bytes 6 to 8 are "
+                       f"{digits.hex(' ')})")
+    version = int(digits)
+    if version not in VALKEY_VERSIONS:
+        raise RdbError(f"Valkey RDB version {version} is not one streamkeep reads (Valkey 9's "
+                       f"{', '.join(map(str, VALKEY_VERSIONS))}; Valkey 8 writes REDIS0011)")
     return version
 
 
@@ -596,16 +816,26 @@ def read_rdb_prefix(data: bytes) -> tuple[int, dict[bytes, bytes], list[RdbKey],
             elif op == 0xF4:
                 for _ in range(3):
                     r.length()
+            elif op == 0xF3 and version in VALKEY_VERSIONS:  # SLOT_IMPORT (Valkey 9)
+                inside = f"a slot import at byte {at}"
+                _skip_slot_import(r)
+            elif op == 0xF3 and version >= 13:  # KEY_META (Redis 8.6): before its key
+                inside = f"a key's metadata at byte {at}"
+                _skip_key_meta(r)
+            elif op == 0xF2 and version >= 15:
+                raise RdbError(f"a hash template registry (opcode 242, Redis 8.10) at byte "
+                               f"{at}: a layout streamkeep cannot read past")
             elif op in TYPE_NAMES:
                 inside = f"the name of a {TYPE_NAMES[op]} key at byte {at}"
                 key = r.string()
                 inside = (f"the value of {TYPE_NAMES[op]} key {key_text(key)} (type {op}) at "
                           f"byte {at}")
                 start = r.pos
-                if op in STREAM_TYPES:
-                    skip_stream(r, op)
+                codec = _CODECS.get(op)
+                if codec is not None:
+                    codec.skip(r, op)
                 else:
-                    _skip_value(r, op)
+                    _skip_value(r, op, valkey=version in VALKEY_VERSIONS)
                 keys.append(RdbKey(db, key, op, data[start:r.pos], expire, at))
                 expire = None
             else:
@@ -615,6 +845,23 @@ def read_rdb_prefix(data: bytes) -> tuple[int, dict[bytes, bytes], list[RdbKey],
     except (ValueError, IndexError, OverflowError, struct.error) as err:
         raise RdbError(f"damaged at byte {r.pos}, inside {inside} "
                        f"({err.__class__.__name__})") from None
+
+
+def _skip_key_meta(r: Reader) -> None:
+    """Past a key's metadata (opcode 243, RDB 13): a count of classes, then per class its
+    4-byte class spec and a module's typed values up to their end marker."""
+    for _ in range(r.length()):
+        r.take(4)
+        _skip_module_opcodes(r)
+
+
+def _skip_slot_import(r: Reader) -> None:
+    """Past Valkey 9's slot import (opcode 243 in a VALKEY080 file): the job's name, a count
+    of slot ranges, each a start and an end."""
+    r.skip_string()
+    for _ in range(r.length()):
+        r.length()
+        r.length()
 
 
 def key_text(key: bytes) -> str:
@@ -654,16 +901,15 @@ def write_rdb(version: int, aux: list[tuple[bytes, bytes]],
     """An RDB file of `version`, piece by piece: the header, `aux` fields, then for each
     `(db, key count, items)` or `(db, key count, TTL count, items)` SELECTDB, RESIZEDB and the
     keys, then EOF and the CRC-64 of everything before it. What redis-server loads (a version it
-    knows). An item is `(key, value)` or `(key, value, expire_ms)`: a value is a Stream or a
-    string's bytes; an `expire_ms` that is not None is written before the key as
+    knows). An item is `(key, value)` or `(key, value, expire_ms)`: a value is a Stream, a
+    string's bytes or a value of another registered codec's class (snapshot.rdb_types
+    registers them all); an `expire_ms` that is not None is written before the key as
     EXPIRETIME_MS (0xFC), as Redis writes every TTL. A string is written raw or, when it is a
     strict decimal of at most 32 bits, integer-encoded as Redis does (never LZF-compressed:
     Redis's own writer compresses values over 20 bytes when that saves space; both load the
     same)."""
     if version not in TYPE_STREAM:
         raise RdbError(f"RDB version {version} is not one streamkeep writes (9 to {MAX_VERSION})")
-    stream_type = TYPE_STREAM[version]
-    rdb_type = bytes((stream_type,))
     crc = 0
 
     def piece(data: bytes) -> bytes:
@@ -683,13 +929,20 @@ def write_rdb(version: int, aux: list[tuple[bytes, bytes]],
             key, value = item[0], item[1]
             expire_ms = item[2] if len(item) > 2 else None
             head = b"" if expire_ms is None else b"\xfc" + struct.pack("<q", expire_ms)
-            if isinstance(value, Stream):
-                yield piece(head + rdb_type + encode_string(key)
-                            + write_stream(value, stream_type))
-            else:
-                yield piece(head + b"\x00" + encode_string(key) + encode_string(value))
+            rdb_type, body = writer_for(value).write(value, version)
+            yield piece(head + bytes((rdb_type,)) + encode_string(key) + body)
     yield piece(b"\xff")
     yield struct.pack("<Q", crc)
+
+
+def writer_for(value: object) -> ValueCodec:
+    """The codec that writes `value` (by its class, or a class it derives from)."""
+    codec = _WRITERS.get(type(value))
+    if codec is None:
+        codec = next((c for kind, c in _WRITERS.items() if isinstance(value, kind)), None)
+        if codec is None:
+            raise TypeError(f"no RDB codec writes a {type(value).__name__}")
+    return codec
 
 
 def string_value(value: bytes) -> bytes:
@@ -732,12 +985,16 @@ def load_string_payload(payload: bytes) -> bytes:
 
 
 def check_payload(payload: bytes, max_version: int) -> None:
-    """Redis's verifyDumpPayload: RdbError unless the footer and checksum are right."""
+    """Redis's verifyDumpPayload: RdbError unless the footer and checksum are right. The
+    footer's version is at most `max_version`, or Valkey 9's (80: its types are RDB 11's,
+    which a Redis refuses by number alone)."""
     if len(payload) < 10:
         raise RdbError("too short")
     version = struct.unpack("<H", payload[-10:-8])[0]
     crc = struct.unpack("<Q", payload[-8:])[0]
-    if version > max_version or crc == 0 or crc64(memoryview(payload)[:-8]) != crc:
+    if version > max_version and version not in VALKEY_VERSIONS:
+        raise RdbError("version or checksum")
+    if crc == 0 or crc64(memoryview(payload)[:-8]) != crc:
         raise RdbError("version or checksum")
 
 
@@ -759,7 +1016,9 @@ def load_payload(payload: bytes, into: Stream | None = None) -> Stream:
         raise RdbError(f"bad stream value ({err.__class__.__name__})") from None
 
 
-__all__ = ["MIN_VERSION", "REDIS_LOADING", "RdbError", "RdbKey", "payload_from", "key_text", "rdb_version", "read_rdb", "check_payload",
-           "crc64", "version_needed", "dump_payload", "dump_string_payload", "load_string_payload", "listpack", "listpack_items", "load_payload",
-           "lp_element", "string_value", "lzf_decompress", "read_rdb_prefix", "read_stream",
-           "write_rdb", "write_stream"]
+__all__ = ["MIN_VERSION", "REDIS_LOADING", "RdbError", "RdbKey", "ValueCodec", "payload_from",
+           "key_text", "rdb_version", "read_rdb", "check_payload", "crc64", "version_needed",
+           "dump_payload", "dump_string_payload", "load_string_payload", "listpack",
+           "listpack_items", "load_payload", "lp_element", "string_value", "lzf_decompress",
+           "read_rdb_prefix", "read_stream", "write_rdb", "write_stream", "register_value_codec",
+           "value_codec", "stored_types", "describe_skipped", "writer_for"]

@@ -109,13 +109,16 @@ class StreamInfo:
 
 
 class KeyInfo(NamedTuple):
-    """A row of the keys table: a string's value (None: the key is a stream) and the key's
-    expiry time in ms (None: no TTL)."""
+    """A row of the keys table: the value's bytes (None: the key is a stream), the key's
+    expiry time in ms (None: no TTL) and the value's type ("string", "zset", ...: the word TYPE
+    says; None for a stream's row), whose `from_bytes` reads `value`
+    (engine.model.value_types)."""
 
     db: int
     key: bytes
     value: bytes | None
     expires_ms: int | None
+    type: str | None = None
 
 
 class IdempotentID(NamedTuple):
@@ -354,6 +357,7 @@ class Snapshot:
         self.role = doc.get("role")  # "nodes": a segmented snapshot's part file
         self.segmented = version >= layout.SEGMENTED_VERSION and self.role != layout.NODES_ROLE
         self._parts_doc = doc.get("parts", [])
+        self.functions: bytes | None = doc.get("functions")  # FUNCTION DUMP's payload
         if doc.get("format") != layout.FORMAT:
             raise SnapshotError(f"{self.name}: not a streamkeep snapshot")
         missing = [name for name in Meta.__dataclass_fields__ if name not in doc]
@@ -487,17 +491,21 @@ class Snapshot:
         prefix = b"" if db is None else bytes((db,))
         return [self._stream_info(raw, value) for raw, value in self._prefixed("streams", prefix)]
 
-    def key_rows(self, db: int | None = None) -> list[KeyInfo]:
-        """Every string key and every key with a TTL (of one database if given), by database
-        then key; none in a snapshot older than the keys table."""
+    def key_rows(self, db: int | None = None, first: bytes = b"",
+                 last: bytes | None = None) -> list[KeyInfo]:
+        """Every key that is not a stream and every key with a TTL (of one database if given,
+        and then only its keys from `first` to `last` inclusive, if given), by database then
+        key; none in a snapshot older than the keys table."""
         if "keys" not in self._tables:
             return []
         prefix = b"" if db is None else bytes((db,))
         found = []
-        for raw, stored in self._prefixed("keys", prefix):
-            value, expires_ms = self._decode("keys", raw, stored, layout.decode_key)
+        for raw, stored in self._prefixed("keys", prefix, start=prefix + first):
+            if last is not None and raw[1:] > last:
+                break
+            value, expires_ms, type_name = self._decode("keys", raw, stored, layout.decode_key)
             db_index, key = layout.split_stream_key(raw)
-            found.append(KeyInfo(db_index, key, value, expires_ms))
+            found.append(KeyInfo(db_index, key, value, expires_ms, type_name))
         return found
 
     def stream(self, db: int, key: bytes) -> StreamInfo | None:
@@ -894,12 +902,13 @@ class Snapshot:
             yield PendingEntry(ID.of(layout.id_int(raw[len(prefix):])), consumer,
                                delivery_time, delivery_count)
 
-    def _prefixed(self, table: str, prefix: bytes, buffers: bool = False
-                  ) -> Iterator[tuple[bytes, Any]]:
-        """(key, stored value) of every key of `table` that starts with `prefix`, in order."""
+    def _prefixed(self, table: str, prefix: bytes, buffers: bool = False,
+                  start: bytes | None = None) -> Iterator[tuple[bytes, Any]]:
+        """(key, stored value) of every key of `table` that starts with `prefix` (from `start`
+        on, if given), in order."""
         with self._txn(table, buffers) as txn:
             cursor = txn.cursor()
-            if not cursor.set_range(prefix):
+            if not cursor.set_range(prefix if start is None else start):
                 return
             for raw, value in cursor:
                 key = bytes(raw)

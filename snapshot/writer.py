@@ -24,10 +24,11 @@ import os
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from itertools import chain
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import lmdb
 
+from streamkeep.engine.model.value_types import STRING, TYPES
 from streamkeep.snapshot import layout, segments
 from streamkeep.snapshot.reader import file_chunks
 
@@ -115,27 +116,37 @@ def _tables(dbs: list[dict[bytes, Stream]],
                     nack.delivery_time, nack.delivery_count))
 
 
-def _keys_table(strings: list[dict[bytes, bytes]] | None,
+def _keys_table(values: list[list[dict[bytes, Any]]] | None,
                 expires: list[dict[bytes, int]] | None) -> Iterator[tuple[str, bytes, bytes]]:
-    """The keys table: every string key and every key with a TTL, by database then key."""
-    for db_index in range(len(strings or expires or ())):
-        values = strings[db_index] if strings is not None else {}
+    """The keys table: every key of a type other than stream (`values`: the engine's
+    keyspaces, per type slot then database) and every key with a TTL, by database then key."""
+    spaces = list(zip(TYPES, values or (), strict=False))
+    count = len(values[0]) if values else len(expires or ())
+    for db_index in range(count):
         ttls = expires[db_index] if expires is not None else {}
-        for key in sorted(values.keys() | ttls.keys()):
+        rows: dict[bytes, tuple[bytes | None, str]] = {}
+        for vt, space in spaces:
+            if vt.to_bytes is None:  # its own tables (streams)
+                continue
+            for key, value in space[db_index].items():
+                rows[key] = (vt.to_bytes(value), vt.name)
+        for key in sorted(rows.keys() | ttls.keys()):
+            data, name = rows.get(key, (None, STRING.name))
             yield _sealed("keys", layout.stream_key(db_index, key),
-                          layout.encode_key(values.get(key), ttls.get(key)))
+                          layout.encode_key(data, ttls.get(key), name))
 
 
 def write_snapshot(dbs: list[dict[bytes, Stream]], path: str, lsn: int, created_ms: int,
                    repl_id: str, checksum: bool = True,
-                   strings: list[dict[bytes, bytes]] | None = None,
+                   values: list[list[dict[bytes, Any]]] | None = None,
                    expires: list[dict[bytes, int]] | None = None) -> SnapshotInfo:
-    """Write the state in `dbs` to a new LMDB file at `path`, which must not exist. Not durable
-    until the caller fsyncs it through the file-layer seam. With `checksum`, the file is read
+    """Write the state in `dbs` (and the other types' `values`, the engine's keyspaces) to a
+    new LMDB file at `path`, which must not exist. Not durable until the caller fsyncs it
+    through the file-layer seam. With `checksum`, the file is read
     back (from the page cache) for its whole-file checksum."""
     filled: list[SnapshotInfo] = []
     _written(path, lambda env: filled.append(
-        _fill(env, dbs, lsn, created_ms, repl_id, strings, expires)))
+        _fill(env, dbs, lsn, created_ms, repl_id, values, expires)))
     info = filled[-1]
     if not checksum:
         return info
@@ -144,13 +155,13 @@ def write_snapshot(dbs: list[dict[bytes, Stream]], path: str, lsn: int, created_
 
 
 def _fill(env: lmdb.Environment, dbs: list[dict[bytes, Stream]], lsn: int, created_ms: int,
-          repl_id: str, strings: list[dict[bytes, bytes]] | None,
+          repl_id: str, values: list[list[dict[bytes, Any]]] | None,
           expires: list[dict[bytes, int]] | None) -> SnapshotInfo:
     streams = entries = 0
     for db in dbs:
         streams += len(db)
         entries += sum(s.length for s in db.values())
-    _put_all(env, chain(_tables(dbs), _keys_table(strings, expires)),
+    _put_all(env, chain(_tables(dbs), _keys_table(values, expires)),
              {"format": layout.FORMAT, "version": layout.VERSION, "lsn": lsn,
               "created_ms": created_ms, "repl_id": repl_id, "repl_offset": lsn,
               "streams": streams, "entries": entries})
@@ -195,6 +206,18 @@ def _written(path: str, fill: Callable[[lmdb.Environment], None]) -> None:
         env.close()
 
 
+def put_functions(path: str, payload: bytes) -> None:
+    """Record the engine's function libraries (FUNCTION DUMP's payload, engine.exec.functions)
+    as the meta value `functions` of the snapshot just written at `path`, before the caller
+    checksums it and makes it durable. A snapshot without it holds no library."""
+    def fill(env: lmdb.Environment) -> None:
+        meta = env.open_db(b"meta")
+        with env.begin(write=True) as txn:
+            txn.put(b"functions", layout.seal("meta", b"functions",
+                                              layout.encode_meta_value(payload)), db=meta)
+    _written(path, fill)
+
+
 # --- segmented snapshots ---------------------------------------------------------------------
 
 @dataclass(frozen=True, slots=True)
@@ -209,7 +232,7 @@ class SegmentedInfo:
 
 def write_segmented(dbs: list[dict[bytes, Stream]], path: str, part_path: str, lsn: int,
                     created_ms: int, repl_id: str,
-                    strings: list[dict[bytes, bytes]] | None = None,
+                    values: list[list[dict[bytes, Any]]] | None = None,
                     expires: list[dict[bytes, int]] | None = None,
                     policy: segments.MergePolicy = segments.DEFAULT_POLICY,
                     part_name: str | None = None,
@@ -245,7 +268,7 @@ def write_segmented(dbs: list[dict[bytes, Stream]], path: str, part_path: str, l
     streams = sum(len(db) for db in dbs)
     entries = sum(s.length for db in dbs for s in db.values())
     _written(path, lambda env: _put_all(
-        env, chain(_tables(dbs, runs_of), _keys_table(strings, expires)),
+        env, chain(_tables(dbs, runs_of), _keys_table(values, expires)),
         {"format": layout.FORMAT, "version": layout.SEGMENTED_VERSION, "lsn": lsn,
          "created_ms": created_ms, "repl_id": repl_id, "repl_offset": lsn, "streams": streams,
          "entries": entries, "parts": part_docs}, _SEGMENTED))

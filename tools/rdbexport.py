@@ -1,5 +1,6 @@
-"""`streamkeep export-rdb DIR --out dump.rdb`: a data directory's streams and strings, with
-their TTLs, as an RDB file that redis-server loads, for moving back to Redis.
+"""`streamkeep export-rdb DIR --out dump.rdb`: a data directory's keys (streams, strings and
+every other type streamkeep stores: sorted sets, ...), with their TTLs, as an RDB file that
+redis-server loads, for moving back to Redis.
 
 Owns the command's arguments, the report and the exit status. The state exported is DIR's
 latest: its snapshot and every record after it, read through a point-in-time copy
@@ -30,12 +31,14 @@ from collections.abc import Iterator
 from itertools import chain
 from typing import Any
 
+from streamkeep.engine.wire.errors import StreamkeepError  # stdlib only behind it
 from streamkeep.tools.progress import Steps
 
 HELP = "write a data directory's streams and strings as a dump.rdb that redis-server loads"
 EXIT_UNREADABLE, EXIT_USAGE = 2, 3
-REDIS_VERSIONS = ("9: Redis 5.0 and later; 10: 7.0; 11: 7.2; 12: 7.4 and 8.0-8.4;\n"
-                  "  13: 8.6 and later")
+REDIS_VERSIONS = ("9: Redis 5.0 and later; 10: 7.0; 11: 7.2 (and Valkey 8 and 9);\n"
+                  "  12: 7.4 and 8.0-8.4; 13: 8.6; 14: 8.8; 15: 8.10 and later")
+VERSIONS = range(9, 16)  # the RDB versions written (15: what Redis 8.10 writes)
 EPILOG = f"""examples:
   streamkeep export-rdb ./data --out dump.rdb          the oldest that holds it
   streamkeep export-rdb ./data --out dump.rdb --rdb-version 10    for Redis 7.0
@@ -49,8 +52,8 @@ a running server: its state is read from a copy, never changed.
 The RDB version is by default the oldest that holds the data exactly, so that
 the oldest redis-server possible loads it: 9 for streams without deletions,
 trims or consumer groups that are behind, 10 for those, 11 for a consumer whose
-active time is apart from its seen time, 13 for idempotent producers (IDMP) or
-entries XNACK released. Which version was written, why, and which Redis
+active time is apart from its seen time, 13 for idempotent producers (IDMP), 14
+for entries XNACK released (Redis 8.8's NACK zone). Which version was written, why, and which Redis
 versions load it is printed on stderr (and in --json). --rdb-version N writes
 version N whatever the data; a warning then says what it loses. redis-server
 refuses an RDB version newer than its own:
@@ -65,15 +68,28 @@ exit status: 0 written; 2 DIR cannot be read; 3 usage or I/O error (FILE exists
 without --force, is not a regular file, or is inside a data directory); 130
 interrupted (Ctrl-C: FILE is left as it was, and nothing beside it)."""
 # What each version's file says wrote it (the AUX field redis-ver): a Redis that writes it.
-REDIS_VER = {9: b"6.2.0", 10: b"7.0.0", 11: b"7.2.0", 12: b"7.4.0", 13: b"8.6.0"}
+REDIS_VER = {9: b"6.2.0", 10: b"7.0.0", 11: b"7.2.0", 12: b"7.4.0", 13: b"8.6.0", 14: b"8.8.0",
+             15: b"8.10.0"}
+
+
+def rdb_version_arg(text: str) -> int:
+    """--rdb-version's value: a version streamkeep writes (argparse's error names them)."""
+    try:
+        version = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if version not in VERSIONS:
+        raise argparse.ArgumentTypeError(
+            f"RDB version {version} is not one streamkeep writes: {VERSIONS[0]} to "
+            f"{VERSIONS[-1]} ({REDIS_VERSIONS.replace(chr(10) + '  ', ' ')})")
+    return version
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("path", metavar="DIR", help="a streamkeep data directory")
     parser.add_argument("--out", required=True, metavar="FILE", help="the RDB file to write")
-    parser.add_argument("--rdb-version", type=int, default=None, metavar="N",
-                        choices=range(9, 14),
-                        help="RDB version to write, 9 to 13 (default: the oldest that holds "
+    parser.add_argument("--rdb-version", type=rdb_version_arg, default=None, metavar="N",
+                        help="RDB version to write, 9 to 15 (default: the oldest that holds "
                              "the data exactly)")
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
     parser.add_argument("--force", action="store_true", help="replace FILE if it exists")
@@ -89,7 +105,6 @@ def main(args: argparse.Namespace) -> int:
 
 
 def _main(args: argparse.Namespace) -> int:
-    from streamkeep.engine.wire.errors import StreamkeepError
     from streamkeep.tools.inspect.restore import Impossible, Usage, current_state
     from streamkeep.tools.safe_output import OutputRefused, check_output, scratch_directory
 
@@ -112,7 +127,7 @@ def _main(args: argparse.Namespace) -> int:
             with current_state(args.path, work) as (engine, lsn):
                 _STEPS.start("loading it and writing the RDB file")
                 report = _write(engine, args.out, args.rdb_version, args.force)
-    except OutputRefused as err:
+    except (OutputRefused, Unwritable) as err:
         return fail(str(err), EXIT_USAGE)
     except Usage as err:
         return fail(str(err), EXIT_UNREADABLE if os.path.isdir(args.path) else EXIT_USAGE)
@@ -130,7 +145,9 @@ def _main(args: argparse.Namespace) -> int:
 
 
 def _write(engine: Any, out: str, asked: int | None, force: bool) -> dict[str, Any]:
-    from streamkeep.snapshot.rdb import REDIS_LOADING, write_rdb
+    from streamkeep.snapshot import rdb_types  # noqa: F401  (every type's codec registered)
+    from streamkeep.snapshot.rdb import REDIS_LOADING, key_text, write_rdb
+    from streamkeep.snapshot.rdb_hash import FIELD_EXPIRY_VERSION
     from streamkeep.tools.safe_output import write_file
 
     with engine.lock:
@@ -138,24 +155,33 @@ def _write(engine: Any, out: str, asked: int | None, force: bool) -> dict[str, A
         entries = sum(s.length for keyspace in engine.dbs for s in keyspace.values())
         strings = sum(len(values) for values in engine.strings)
         with_ttl = sum(len(expires) for expires in engine.expires)
+        others = _other_keys(engine)
         needed, why = _needed(engine)
     version = needed if asked is None else asked
+    with engine.lock:
+        hashes = _field_expiry(engine) if version < FIELD_EXPIRY_VERSION else []
+    if hashes:
+        db, key = hashes[0]
+        raise Unwritable(f"RDB {version} cannot hold the field expiry of hash {key_text(key)} "
+                         f"(db {db}): no Redis before 7.4 has field expiry (RDB "
+                         f"{FIELD_EXPIRY_VERSION} or later holds it)")
     aux = [(b"redis-ver", REDIS_VER[version]), (b"redis-bits", b"64"),
            (b"ctime", str(int(time.time())).encode()), (b"aof-base", b"0"),
            (b"streamkeep", b"export-rdb")]
     with engine.lock:
         size = write_file(out, write_rdb(version, aux, _databases(engine)), force=force)
     return {"streams": streams, "entries": entries, "strings": strings, "expiries": with_ttl,
-            "bytes": size, "rdb_version": version, "rdb_version_asked": asked,
+            "other_keys": others, "bytes": size, "rdb_version": version, "rdb_version_asked": asked,
             "rdb_version_needed": needed, "rdb_version_why": why,
             "redis_versions": REDIS_LOADING[version]}
 
 
 def _needed(engine: Any) -> tuple[int, str]:
-    """The oldest RDB version that holds every stream exactly, and what needs it: the first
-    stream (by database and name) that does, and how many do ("" when none needs more than
-    the oldest)."""
+    """The oldest RDB version that holds every stream exactly (and every hash's field expiry:
+    RDB 12), and what needs it: the first stream or hash (by database and name) that does,
+    and how many do ("" when none needs more than the oldest)."""
     from streamkeep.snapshot.rdb import MIN_VERSION, key_text, version_needed
+    from streamkeep.snapshot.rdb_hash import FIELD_EXPIRY_VERSION
 
     needed, why, count = MIN_VERSION, "", 0
     for db, keyspace in enumerate(engine.dbs):
@@ -167,7 +193,26 @@ def _needed(engine: Any) -> tuple[int, str]:
             count += version == needed and version > MIN_VERSION
     if count > 1:
         why += f", and {count - 1} more stream(s)"
+    hashes = _field_expiry(engine)
+    if hashes and needed < FIELD_EXPIRY_VERSION:
+        db, key = hashes[0]
+        needed = FIELD_EXPIRY_VERSION
+        why = f"field expiry of hash {key_text(key)} (db {db})"
+        if len(hashes) > 1:
+            why += f", and {len(hashes) - 1} more hash(es)"
     return needed, why
+
+
+def _field_expiry(engine: Any) -> list[tuple[int, bytes]]:
+    """(db, key) of every hash with some field's TTL, by database and name."""
+    from streamkeep.engine.model.value_types import HASH
+
+    return [(db, key) for db, space in enumerate(engine.keyspaces[HASH.slot])
+            for key in sorted(space) if space[key].has_field_expiry()]
+
+
+class Unwritable(StreamkeepError):
+    """The data cannot be written in the RDB version asked (no such version holds it)."""
 
 
 def _say_version(report: dict[str, Any]) -> None:
@@ -189,21 +234,35 @@ def _say_version(report: dict[str, Any]) -> None:
 
 def _databases(engine: Any) -> Iterator[tuple]:
     """Each database that holds a key, as write_rdb takes it: (db, keys, keys with a TTL,
-    (key, stream or string, expiry or None) for each key)."""
-    for db, streams in enumerate(engine.dbs):
-        strings, expires = engine.strings[db], engine.expires[db]
-        if not streams and not strings:
+    (key, value, expiry or None) for each key), its streams first, then its strings, then the
+    keys of each other type (engine.model.value_types' order; snapshot.rdb's codec of the
+    value's class writes it)."""
+    for db in range(len(engine.dbs)):
+        spaces = [keyspace[db] for keyspace in engine.keyspaces]
+        expires = engine.expires[db]
+        count = sum(map(len, spaces))
+        if not count:
             continue
-        items = chain(((key, s, expires.get(key)) for key, s in streams.items()),
-                      ((key, v, expires.get(key)) for key, v in strings.items()))
-        yield db, len(streams) + len(strings), len(expires), items
+        items = chain.from_iterable(((key, v, expires.get(key)) for key, v in space.items())
+                                    for space in spaces)
+        yield db, count, len(expires), items
+
+
+def _other_keys(engine: Any) -> dict[str, int]:
+    """The keys of each type other than streams and strings (by TYPE's word), those it has."""
+    from streamkeep.engine.model.value_types import STREAM, STRING, TYPES
+
+    counts = {vt.name: sum(map(len, engine.keyspaces[vt.slot])) for vt in TYPES
+              if vt not in (STREAM, STRING)}
+    return {name: n for name, n in counts.items() if n}
 
 
 def _print(report: dict[str, Any], as_json: bool) -> None:
     if as_json:
         print(json.dumps(report, sort_keys=True))
         return
+    others = "".join(f", {n:,} {name} key(s)" for name, n in report["other_keys"].items())
     print(f"wrote {report['streams']:,} stream(s), {report['entries']:,} entries, "
-          f"{report['strings']:,} string(s) ({report['expiries']:,} key(s) with a TTL; "
+          f"{report['strings']:,} string(s){others} ({report['expiries']:,} key(s) with a TTL; "
           f"{report['bytes']:,} bytes, RDB {report['rdb_version']}) from {report['source']} "
           f"at LSN {report['lsn']} to {report['out']} in {report['seconds']:.2f} s")

@@ -1,7 +1,8 @@
 """`streamkeep import SOURCE --out DIR`: a Redis's streams and strings into a new data
 directory.
 
-SOURCE is a dump.rdb (RDB versions 9 to 13), an appendonly.aof (RESP commands, with or without
+The types streamkeep stores beyond streams and strings (sorted sets, ...) come in the same
+way. SOURCE is a dump.rdb (RDB versions 1 to 15, Redis 8.10's, and Valkey 9's 80), an appendonly.aof (RESP commands, with or without
 an RDB preamble) or a Redis 7+ appendonlydir (its manifest's base file, then its incr files in
 order). Owns the command's arguments, finding the pieces of SOURCE and identifying each by its
 content before anything is written (tools.sniff: anything else is refused, saying what it
@@ -51,14 +52,15 @@ EPILOG = """examples:
                                       Redis 7+: its manifest, base, incr files
   streamkeep import appendonly.aof --out ./data --json   the report for scripts
 
-Stream and string keys are imported exactly, with their expiry; keys of other types are
-skipped and reported by type, and the AOF's commands on them by command name. As Redis loads
+Stream, string and sorted set keys are imported exactly, with their expiry; keys of other
+types are skipped and reported by type, and the AOF's commands on them by command name. As Redis loads
 the same files: keys of a dump.rdb already expired are skipped (counted in the report); an
 AOF's RDB preamble loads every key (its commands follow from that exact keyspace), and a key
 expired there is deleted once DIR is served. An AOF cut short (a crash while Redis wrote it) is imported up to its
 last whole command, as Redis loads it, and the report says how many bytes were left out.
 
-SOURCE is identified by its content first: an RDB by its REDIS magic and version, an AOF by
+SOURCE is identified by its content first: an RDB by its REDIS magic and version (1 to 15,
+as Redis 5.0 to 8.10 write it; Valkey 9's VALKEY080 too), an AOF by
 its RESP framing from the first byte, an appendonlydir by its manifest. Anything else (an
 empty or compressed file, text, a directory without a manifest) is refused, saying what it
 is; damage is reported with the file and byte offset. DIR must be new (or an empty
@@ -255,6 +257,7 @@ def _rdb(applier: RedisApplier, piece: Piece, report: dict[str, Any],
     """An RDB's keys loaded: as a primary loads a dump.rdb (its keys already expired skipped),
     or, for an appendonlydir's base or an RDB followed by AOF commands, as an AOF preamble
     (every key: the commands after it assume that exact keyspace)."""
+    from streamkeep.snapshot import rdb_types  # noqa: F401  (every type's codec registered)
     from streamkeep.snapshot.rdb import TYPE_NAMES, RdbError, key_text, read_rdb_prefix
 
     try:
@@ -326,13 +329,24 @@ def _counts(engine: Any, applier: RedisApplier, streams: int, entries: int,
         total_entries = sum(s.length for db in engine.dbs for s in db.values())
         total_strings = sum(len(db) for db in engine.strings)
         with_ttl = sum(len(db) for db in engine.expires)
+        others = _other_keys(engine)
     return {"streams": total_streams, "entries": total_entries, "strings": total_strings,
-            "expiries": with_ttl, "streams_from_rdb": streams, "entries_from_rdb": entries,
-            "strings_from_rdb": strings,
+            "other_keys": others, "expiries": with_ttl, "streams_from_rdb": streams,
+            "entries_from_rdb": entries, "strings_from_rdb": strings,
+            "other_keys_from_rdb": dict(applier.loaded_keys),
             "skipped": dict(applier.skipped_keys),
             "skipped_commands": dict(applier.skipped_commands),
             "failed_commands": applier.errors, "last_failure": applier.last_error,
             "expired_skipped": applier.expired_keys}
+
+
+def _other_keys(engine: Any) -> dict[str, int]:
+    """The keys of each type other than streams and strings (by TYPE's word), those it has."""
+    from streamkeep.engine.model.value_types import STREAM, STRING, TYPES
+
+    counts = {vt.name: sum(map(len, engine.keyspaces[vt.slot])) for vt in TYPES
+              if vt not in (STREAM, STRING)}
+    return {name: n for name, n in counts.items() if n}
 
 
 def _install(staging: Any, directory: str) -> None:
@@ -349,22 +363,26 @@ def _install(staging: Any, directory: str) -> None:
     file = os.path.join(directory, name)
     repl_id = new_repl_id()
     created = int(time.time() * 1000)
-    info = write_snapshot(staging.dbs, file, 1, created, repl_id, strings=staging.strings,
+    info = write_snapshot(staging.dbs, file, 1, created, repl_id, values=staging.keyspaces,
                           expires=staging.expires)
     snapshot = SnapshotEntry(name, 1, os.path.getsize(file), created, info.crc32)
     initialise_with_snapshot(RealFS(), directory, snapshot, repl_id)
 
 
 def _print(report: dict[str, Any], as_json: bool) -> None:
+    from streamkeep.snapshot.rdb_types import stored_text
+
     if as_json:
         print(json.dumps(report, sort_keys=True))
         return
     version = f" (RDB {report['rdb_version']})" if report["rdb_version"] else ""
+    others = "".join(f", {n:,} {name} key(s)" for name, n in report["other_keys"].items())
     print(f"imported {report['streams']:,} stream(s), {report['entries']:,} entries, "
-          f"{report['strings']:,} string(s) ({report['expiries']:,} key(s) with a TTL) from "
-          f"{report['source']}{version} into {report['out']} in {report['seconds']:.2f} s")
+          f"{report['strings']:,} string(s){others} ({report['expiries']:,} key(s) with a TTL) "
+          f"from {report['source']}{version} into {report['out']} in "
+          f"{report['seconds']:.2f} s")
     for name, count in sorted(report["skipped"].items()):
-        print(f"skipped {count:,} {name} key(s): streamkeep stores streams and strings only")
+        print(f"skipped {count:,} {name} key(s): streamkeep stores {stored_text()} only")
     for name, count in sorted(report["skipped_commands"].items()):
         print(f"skipped {count:,} {name.upper()} command(s): not a command streamkeep applies")
     if report["failed_commands"]:

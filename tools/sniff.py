@@ -47,7 +47,7 @@ def sniff(head: bytes) -> Kind:
     by the end of the file is still an AOF (the import reports the cut)."""
     if not head:
         raise NotRedisFile("an empty file")
-    if head[:5] == b"REDIS":
+    if head[:5] == b"REDIS" or head[:6] == b"VALKEY":  # (Valkey 9: VALKEY080)
         try:
             rdb_version(head)
         except RdbError as err:

@@ -35,7 +35,9 @@ ACL_ORDER = ("keyspace", "read", "write", "set", "sortedset", "list", "hash", "s
              "hyperloglog", "geo", "stream", "pubsub", "admin", "fast", "slow", "blocking",
              "dangerous", "connection", "transaction", "scripting")
 GROUP_CATEGORY = {"generic": "keyspace", "stream": "stream", "connection": "connection",
-                  "transactions": "transaction", "pubsub": "pubsub"}
+                  "transactions": "transaction", "pubsub": "pubsub",
+                  "sorted_set": "sortedset", "set": "set",
+                  "hash": "hash"}
 KEYSPACE_SERVER_COMMANDS = frozenset({"dbsize", "flushdb", "flushall"})
 DANGEROUS = frozenset({"keys", "flushdb", "flushall", "info", "debug", "shutdown"})
 
@@ -67,11 +69,29 @@ def _msetex_keys(argv: Argv | list[bytes]) -> list[int]:
     return list(range(2, 2 + 2 * max(0, min(numkeys, (len(argv) - 2) // 2)), 2))
 
 
+def _numkeys_at(at: int, before: tuple[int, ...] = ()) -> Callable[[Argv | list[bytes]], list[int]]:
+    """The sorted set commands' keys: `numkeys` at position `at`, that many keys after it, and
+    the fixed key positions `before` (a STORE command's destination)."""
+    def keys(argv: Argv | list[bytes]) -> list[int]:
+        try:
+            numkeys = int(argv[at])
+        except (IndexError, ValueError):
+            return list(before)
+        return [*before, *range(at + 1, at + 1 + max(0, min(numkeys, len(argv) - at - 1)))]
+    return keys
+
+
 # Commands whose keys no (first, last, step) range describes: how to find them.
 MOVABLE_KEYS: dict[str, Callable[[Argv | list[bytes]], list[int]]] = {
     "xread": _stream_keys, "xreadgroup": _stream_keys,
     "eval": _numkeys_keys, "evalsha": _numkeys_keys, "eval_ro": _numkeys_keys,
-    "evalsha_ro": _numkeys_keys, "msetex": _msetex_keys,
+    "evalsha_ro": _numkeys_keys, "fcall": _numkeys_keys, "fcall_ro": _numkeys_keys,
+    "msetex": _msetex_keys,
+    "zunion": _numkeys_at(1), "zinter": _numkeys_at(1), "zdiff": _numkeys_at(1),
+    "zintercard": _numkeys_at(1), "zmpop": _numkeys_at(1), "bzmpop": _numkeys_at(2),
+    "sintercard": _numkeys_at(1),
+    "zunionstore": _numkeys_at(2, (1,)), "zinterstore": _numkeys_at(2, (1,)),
+    "zdiffstore": _numkeys_at(2, (1,)),
 }
 
 

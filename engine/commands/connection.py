@@ -279,7 +279,8 @@ DEBUG = container("debug", "A container for debugging commands.", group="server"
 @subcommand(DEBUG, "digest", 2, "admin noscript loading stale", keys=NO_KEYS,
             summary="Returns a digest of the whole dataset (streamkeep's state digest).")
 def debug_digest(ctx: Ctx, argv: Argv) -> str:
-    return state_digest(ctx.engine.dbs, ctx.engine.strings, ctx.engine.expires)
+    return state_digest(ctx.engine.dbs, ctx.engine.strings, ctx.engine.expires,
+                        ctx.engine.keyspaces)
 
 
 help_subcommand(DEBUG, [

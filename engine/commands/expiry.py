@@ -1,17 +1,18 @@
-"""Keys of either type and their TTLs: EXPIRE, PEXPIRE, EXPIREAT, PEXPIREAT, TTL, PTTL,
+"""Keys of every type and their TTLs: EXPIRE, PEXPIRE, EXPIREAT, PEXPIREAT, TTL, PTTL,
 EXPIRETIME, PEXPIRETIME, PERSIST; and the keyspace helpers every command module shares.
 
-The design. Each database is three dicts on the engine: `dbs[i]` (key -> Stream, as before
-strings existed, so the snapshot, residency, digest and every stream command keep reading it
-unchanged), `strings[i]` (key -> bytes) and `expires[i]` (key -> absolute expiry time in
-engine-clock ms, for a key of either type: Redis's per-db `expires` dict). A key is in at most
-one of `dbs[i]` and `strings[i]`; a key in `expires[i]` is in one of them. Handlers reach the
-selected database's three as `ctx.db`, `ctx.strings`, `ctx.expires`.
+The design. Each database keeps one dict per value type (engine.model.value_types registers
+them): `keyspaces[slot][i]` maps a key to a value of that type. Streams are slot 0, also named
+`dbs[i]`, and strings slot 1, also `strings[i]`, so the snapshot, residency, digest and every
+stream command read streams where they always did. `expires[i]` maps a key of any type to its
+absolute expiry time in engine-clock ms (Redis's per-db `expires` dict). A key is in one type's
+dict at most; a key in `expires[i]` is in one of them. Handlers reach the selected database's as
+`ctx.db` (streams), `ctx.strings`, `ctx.space(slot)` and `ctx.expires`.
 
-Types. A string command on a stream key, or a stream command on a string key, is refused with
-WRONGTYPE where Redis's lookup would refuse it; SET, MSET and RENAME overwrite a key of either
-type. A stream command only looks at `strings` when its key is missing from `dbs`, so the XADD
-path pays nothing for strings.
+Types. A command on a key of another type is refused with WRONGTYPE where Redis's lookup would
+refuse it (`value_at`, `read_value`); SET, MSET, RENAME and COPY overwrite a key of any type. A
+command looks at the other types' dicts only when its key is missing from its own, so the XADD
+path pays nothing for the other types.
 
 Expiry is deterministic for replay, replicas and snapshots because only effects change state:
 
@@ -53,21 +54,22 @@ Keyspace notifications: an expiry deleting a key (lazy or active) notifies `expi
 lookup that finds no key `keymiss` (`read_stream`, `read_miss`: Redis's lookupKeyRead, which
 writes' lookups never notify).
 
-Owns these commands' parsing, replies and effects, and the helpers (`key_type`, `stream_at`,
-`delete_key`, `live_keys`, `expire_named_keys`, `hide_expired`, `unhide`, `active_expire`).
+Owns these commands' parsing, replies and effects, and the helpers (`lookup`, `key_type`,
+`value_at`, `read_value`, `stream_at`, `delete_key`, `live_keys`, `expire_named_keys`, `hide_expired`, `unhide`, `active_expire`).
 Must not touch: stream internals, the command table beyond its declarations, I/O.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from itertools import chain, islice
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from streamkeep.engine.exec.context import Ctx
 from streamkeep.engine.exec.notify import EXPIRED, GENERIC, KEY_MISS
 from streamkeep.engine.exec.table import Argv, command
 from streamkeep.engine.model.effects import del_effect, persist_effect, pexpireat_effect
+from streamkeep.engine.model.value_types import STREAM, TYPES, ValueType
 from streamkeep.engine.wire.args import LLONG_MAX, parse_int
 from streamkeep.engine.wire.errors import WRONGTYPE, ReplyError
 
@@ -82,37 +84,100 @@ ACTIVE_EXPIRE_ROUNDS = 16  # at most, per database and cycle
 # --- the shared keyspace helpers -------------------------------------------------------------------
 
 
-def key_type(ctx: Ctx, key: bytes) -> str | None:
-    """"stream", "string" or None: what TYPE says of a live key."""
-    if key in ctx.db:
-        return "stream"
-    if key in ctx.strings:
-        return "string"
+def lookup(ctx: Ctx, key: bytes) -> tuple[ValueType, object] | None:
+    """The key's type and value (expired or not: callers expired the keys they name), or None."""
+    db = ctx.session.db
+    for vt, space in zip(TYPES, ctx.engine.keyspaces, strict=True):
+        value = space[db].get(key)
+        if value is not None:
+            return vt, value
     return None
 
 
-def refuse_string(ctx: Ctx, key: bytes) -> None:
-    """A stream command's lookup that missed: WRONGTYPE if the key holds a string."""
-    if key in ctx.strings:
+def key_type(ctx: Ctx, key: bytes) -> str | None:
+    """TYPE's word for a live key ("stream", "string", ...) or None."""
+    found = lookup(ctx, key)
+    return None if found is None else found[0].name
+
+
+def held_elsewhere(engine: EngineState, db: int, key: bytes, slot: int) -> bool:
+    """The key holds a value of a type other than the one at `slot` (a lookup in that type's
+    dict missed: is it WRONGTYPE or missing?)."""
+    return any(other != slot and key in space[db]
+               for other, space in enumerate(engine.keyspaces))
+
+
+# Types whose values carry an index the engine keeps beside the keyspace (a hash's field TTLs):
+# slot -> what to do when a generic command (RENAME, COPY, RESTORE) places such a value under a
+# key of database `db`. The type's commands module registers it.
+Placed = Callable[["EngineState", int, bytes, Any], None]
+PLACED: dict[int, Placed] = {}
+
+
+def placed(engine: EngineState, db: int, key: bytes, vt: ValueType, value: object) -> None:
+    """A value of type `vt` was put under `key` by a command that knows no type."""
+    hook = PLACED.get(vt.slot)
+    if hook is not None:
+        hook(engine, db, key, value)
+
+
+def drop_other_types(engine: EngineState, db: int, key: bytes, slot: int) -> None:
+    """A value of the type at `slot` replaces whatever the key held (setKey): a value of any
+    other type under that name goes whole."""
+    for other, space in enumerate(engine.keyspaces):
+        if other != slot:
+            space[db].pop(key, None)
+
+
+def refuse_other_types(ctx: Ctx, key: bytes, slot: int) -> None:
+    """A command's lookup in its type's dict missed: WRONGTYPE if the key holds another type."""
+    if held_elsewhere(ctx.engine, ctx.session.db, key, slot):
         raise ReplyError(WRONGTYPE)
+
+
+def refuse_string(ctx: Ctx, key: bytes) -> None:
+    """A stream command's lookup that missed: WRONGTYPE if the key holds another type."""
+    refuse_other_types(ctx, key, STREAM.slot)
+
+
+def value_at(ctx: Ctx, key: bytes, vt: ValueType) -> Any:
+    """A write's lookup (lookupKeyWrite + checkType): the value of type `vt`, None if the key is
+    missing, WRONGTYPE if it holds another type."""
+    value = ctx.engine.keyspaces[vt.slot][ctx.session.db].get(key)
+    if value is None:
+        refuse_other_types(ctx, key, vt.slot)
+    return value
+
+
+def read_value(ctx: Ctx, key: bytes, vt: ValueType) -> Any:
+    """value_at for a read (Redis's lookupKeyRead): counted in INFO's keyspace_hits or
+    keyspace_misses as Redis counts (a key of another type is a hit, then WRONGTYPE); a
+    missing key notifies `keymiss`."""
+    value = ctx.engine.keyspaces[vt.slot][ctx.session.db].get(key)
+    if value is None:
+        if held_elsewhere(ctx.engine, ctx.session.db, key, vt.slot):
+            read_hit(ctx)
+            raise ReplyError(WRONGTYPE)
+        read_miss(ctx, key)
+        return None
+    read_hit(ctx)
+    return value
 
 
 def stream_at(ctx: Ctx, key: bytes) -> Stream | None:
     """A stream command's lookup (lookupKey + checkType): the stream, None if the key is
-    missing, WRONGTYPE if it holds a string."""
+    missing, WRONGTYPE if it holds another type."""
     s = ctx.db.get(key)
-    if s is None and key in ctx.strings:
-        raise ReplyError(WRONGTYPE)
+    if s is None:
+        refuse_other_types(ctx, key, STREAM.slot)
     return s
 
 
 def read_stream(ctx: Ctx, key: bytes) -> Stream | None:
-    """stream_at for a read (Redis's lookupKeyRead): counted in INFO's keyspace_hits or
-    keyspace_misses as Redis counts (a key holding a string is a hit, then WRONGTYPE); a
-    missing key notifies `keymiss`."""
+    """stream_at for a read (read_value's counting and `keymiss`)."""
     s = ctx.db.get(key)
     if s is None:
-        if key in ctx.strings:
+        if held_elsewhere(ctx.engine, ctx.session.db, key, STREAM.slot):
             read_hit(ctx)
             raise ReplyError(WRONGTYPE)
         read_miss(ctx, key)
@@ -140,23 +205,31 @@ def refuse_string_in(engine: EngineState, db: dict[bytes, Stream], key: bytes) -
     """refuse_string for callers holding a database rather than a context (XADD's append,
     which replay shares); only reached when the stream is missing."""
     for index, streams in enumerate(engine.dbs):
-        if streams is db and key in engine.strings[index]:
+        if streams is db and held_elsewhere(engine, index, key, STREAM.slot):
             raise ReplyError(WRONGTYPE)
 
 
 def delete_key(ctx: Ctx, key: bytes) -> bool:
-    """Remove a key of either type and its TTL (no effect logged: the caller logs); True if it
+    """Remove a key of any type and its TTL (no effect logged: the caller logs); True if it
     existed. Signals it, so blocked readers re-run."""
-    if ctx.db.pop(key, None) is None and ctx.strings.pop(key, None) is None:
-        return False
-    ctx.expires.pop(key, None)
-    ctx.signal(key)
-    return True
+    db = ctx.session.db
+    for space in ctx.engine.keyspaces:
+        if space[db].pop(key, None) is not None:
+            ctx.expires.pop(key, None)
+            ctx.signal(key)
+            return True
+    return False
 
 
 def all_keys(ctx: Ctx) -> Iterator[bytes]:
     """Every key of the selected database, expired or not."""
-    return chain(ctx.db, ctx.strings)
+    db = ctx.session.db
+    return chain.from_iterable(space[db] for space in ctx.engine.keyspaces)
+
+
+def key_count(engine: EngineState, db: int) -> int:
+    """How many keys database `db` holds, expired or not (DBSIZE, INFO keyspace)."""
+    return sum(len(space[db]) for space in engine.keyspaces)
 
 
 def live_keys(ctx: Ctx) -> list[bytes]:
@@ -185,7 +258,7 @@ def expire_named_keys(ctx: Ctx, argv: Sequence[bytes]) -> None:
             ctx.notify(EXPIRED, b"expired", arg)
 
 
-Hidden = tuple[dict, dict, dict, list[tuple[bytes, object, object, int]]]
+Hidden = tuple[list[dict], dict, list[tuple[bytes, int, object, int]]]
 
 
 def hide_expired(ctx: Ctx, argv: Sequence[bytes]) -> Hidden | None:
@@ -193,30 +266,34 @@ def hide_expired(ctx: Ctx, argv: Sequence[bytes]) -> Hidden | None:
     what it held; None if there was none. `unhide` must follow, whatever the command does (the
     caller's `finally`)."""
     expires, now = ctx.expires, ctx.now
-    taken: list[tuple[bytes, object, object, int]] | None = None
+    taken: list[tuple[bytes, int, object, int]] | None = None
+    db = ctx.session.db
+    # The dicts themselves: a SELECT among the arguments' commands changes ctx's database.
+    spaces = [space[db] for space in ctx.engine.keyspaces]
     for arg in argv[1:]:
         when = expires.get(arg)
         if when is not None and now > when:
             if taken is None:
                 taken = []
-            taken.append((arg, ctx.db.pop(arg, None), ctx.strings.pop(arg, None),
-                          expires.pop(arg)))  # (a key named twice is taken out once)
+            for slot, space in enumerate(spaces):  # (a key named twice is taken out once)
+                value = space.pop(arg, None)
+                if value is not None:
+                    taken.append((arg, slot, value, expires.pop(arg)))
+                    break
+            else:
+                expires.pop(arg)
     if taken is None:
         return None
-    # The dicts themselves: a SELECT among the arguments' commands changes ctx's database.
-    return ctx.db, ctx.strings, expires, taken
+    return spaces, expires, taken
 
 
 def unhide(hidden: Hidden) -> None:
     """Put back what `hide_expired` took out (a read-only command changed nothing meanwhile).
     Dict order is not state: SCAN's cursor follows the keys' hashes, the digest and the
     snapshot sort keys."""
-    streams, strings, expires, taken = hidden
-    for key, stream, string, when in taken:
-        if stream is not None:
-            streams[key] = stream
-        if string is not None:
-            strings[key] = string
+    spaces, expires, taken = hidden
+    for key, slot, value, when in taken:
+        spaces[slot][key] = value
         expires[key] = when
 
 

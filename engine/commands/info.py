@@ -10,7 +10,9 @@ caching, lazy freeing, cluster links, modules) are left out rather than shown as
 Memory is the process's: `used_memory` is its resident set (Python allocates through pymalloc
 and the C allocator, neither of which reports its own total cheaply), the overhead is what the
 engine knows it holds besides the data (its size at start, client buffers, the AOF buffer, the
-Lua heap), the dataset the rest.
+Lua heap and the script cache), the dataset the rest. The figures for the Lua heap, the script
+cache and each connection are measured (lupa's allocator; Python's sizes of the objects,
+shallow, `client_memory`), not Redis's allocator's sizes of its own structures.
 
 On an embedded engine (`engine.server` None) it counts no network connections.
 """
@@ -29,6 +31,8 @@ from streamkeep.engine.commands.client import server_clients
 from streamkeep.engine.commands.connection import (
     last_save_time,
 )
+from streamkeep.engine.commands.expiry import key_count
+from streamkeep.engine.commands.hashes import subexpiry_count
 from streamkeep.engine.exec.context import Ctx
 from streamkeep.engine.exec.interfaces import persistence_fields
 from streamkeep.engine.exec.latency import percentiles_field
@@ -185,19 +189,40 @@ def _info_clients(engine: EngineState) -> Fields:
     ]
 
 
+def client_memory(client: Any) -> int:
+    """Bytes one connection holds (Redis's getClientMemoryUsage, its CLIENT LIST tot-mem):
+    the unparsed input, the output buffer as allocated (its capacity, not only what is
+    queued), the bulks it keeps by reference, the replies held for an fsync, what the socket
+    has not taken yet, the commands queued by MULTI (their arguments' bytes and a pointer
+    each, as Redis counts them), the dicts of its subscriptions, and the connection's own
+    objects (shallow sizes: sys.getsizeof)."""
+    out = client.out
+    size = (sys.getsizeof(client) + sys.getsizeof(client.session) + sys.getsizeof(out)
+            + out.big_size + client.parser.pending_bytes())
+    for _lsn, held in client.held:
+        size += len(held) + getattr(held, "big_size", 0)
+    transport = client.transport
+    if transport is not None:
+        size += transport.get_write_buffer_size()
+    queued = client.session.multi
+    if queued:
+        size += sum(sum(len(arg) for arg in argv) + 8 * len(argv) for _spec, argv in queued)
+    sub = client.subscriber
+    if sub.active:
+        size += (sys.getsizeof(sub.channels) + sys.getsizeof(sub.patterns)
+                 + sys.getsizeof(sub.shard_channels))
+    return size
+
+
 def _client_memory(clients: list[Any]) -> tuple[int, int]:
-    """Bytes the connections hold: (normal clients', replicas' links'): unparsed input,
-    queued replies, what the socket has not taken yet."""
+    """Bytes the connections hold: (normal clients' (Pub/Sub ones included, as in Redis),
+    replicas' links'), each `client_memory`."""
     normal = replicas = 0
     for c in clients:
-        out = c.out
-        held = c.parser.pending_bytes() + len(out) + out.big_size
-        if c.transport is not None:
-            held += c.transport.get_write_buffer_size()
         if c.link is None:
-            normal += held
+            normal += client_memory(c)
         else:
-            replicas += held
+            replicas += client_memory(c)
     return normal, replicas
 
 
@@ -208,8 +233,7 @@ def _info_memory(engine: EngineState) -> Fields:
     normal, replicas = _client_memory(server_clients(engine))
     journal = engine.journal
     aof_buffer = len(journal.pending) if journal is not None else 0
-    scripting = engine.scripting
-    lua = scripting.memory() if scripting is not None else 0
+    lua = _scripts_memory(engine)
     overhead = min(startup + normal + replicas + aof_buffer + lua, used)
     dataset = used - overhead
     net = used - startup if used > startup else 1
@@ -248,23 +272,65 @@ def _info_memory(engine: EngineState) -> Fields:
     ]
 
 
+def _scripts_memory(engine: EngineState) -> int:
+    """The Lua heaps, EVAL's and FUNCTION's, and what their caches hold besides."""
+    scripting = engine.scripting
+    if scripting is None:
+        return 0
+    size = scripting.memory() + scripting.cache_memory()
+    functions = getattr(scripting, "functions", None)
+    if functions is not None:
+        size += functions.memory() + _functions_memory(functions)
+    return size
+
+
 def _script_fields(engine: EngineState) -> Fields:
-    """The Lua runtime's heap and the scripts cached (nothing until a first script)."""
+    """Redis 8's script fields, measured: EVAL's Lua heap (lupa's allocator counts it: nothing
+    until a first script, where Redis's Lua state starts at about 32K) and its script cache
+    (`Scripting.cache_memory`), the scripts cached; the FUNCTION libraries' own Lua heap
+    (nothing until a first library), their count, their functions' and what they hold besides
+    the heap (`_functions_memory`)."""
     scripting = engine.scripting
     lua = scripting.memory() if scripting is not None else 0
-    scripts = scripting.scripts if scripting is not None else {}
-    bodies = sum(len(s.body) for s in scripts.values())
+    cache = scripting.cache_memory() if scripting is not None else 0
+    scripts = len(scripting.scripts) if scripting is not None else 0
+    functions = getattr(scripting, "functions", None)  # engine.exec.functions, on first use
+    if functions is not None:
+        n_functions, n_libraries = len(functions.functions), len(functions.libraries)
+        vm_functions, functions_cache = functions.memory(), _functions_memory(functions)
+    else:
+        n_functions = n_libraries = vm_functions = functions_cache = 0
     return [
         ("used_memory_lua", lua),
         ("used_memory_vm_eval", lua),
         ("used_memory_lua_human", bytes_to_human(lua)),
-        ("used_memory_scripts_eval", bodies),
-        ("number_of_cached_scripts", len(scripts)),
-        ("used_memory_vm_total", lua),
-        ("used_memory_vm_total_human", bytes_to_human(lua)),
-        ("used_memory_scripts", bodies),
-        ("used_memory_scripts_human", bytes_to_human(bodies)),
+        ("used_memory_scripts_eval", cache),
+        ("number_of_cached_scripts", scripts),
+        ("number_of_functions", n_functions),
+        ("number_of_libraries", n_libraries),
+        ("used_memory_vm_functions", vm_functions),
+        ("used_memory_vm_total", lua + vm_functions),
+        ("used_memory_vm_total_human", bytes_to_human(lua + vm_functions)),
+        ("used_memory_functions", functions_cache),
+        ("used_memory_scripts", cache + functions_cache),
+        ("used_memory_scripts_human", bytes_to_human(cache + functions_cache)),
     ]
+
+
+def _functions_memory(functions: Any) -> int:
+    """What the FUNCTION libraries hold outside their Lua heap (Redis's
+    functionsMemoryOverhead: its dicts, each library's name and code, each function's entry),
+    as Python sizes it (sys.getsizeof: shallow); 0 with no library."""
+    libraries = functions.libraries
+    if not libraries:
+        return 0
+    size = sys.getsizeof(libraries) + sys.getsizeof(functions.functions)
+    for library in libraries.values():
+        size += (sys.getsizeof(library) + sys.getsizeof(library.name)
+                 + sys.getsizeof(library.code) + sys.getsizeof(library.functions))
+        for name, function in library.functions.items():
+            size += sys.getsizeof(name) + sys.getsizeof(function)
+    return size
 
 
 def _backlog_fields(engine: EngineState) -> Fields:
@@ -429,13 +495,20 @@ def _info_cluster(engine: EngineState) -> Fields:
 
 
 def _info_keyspace(engine: EngineState) -> Fields:
+    """Each database with keys. avg_ttl is the active expiry cycle's running estimate
+    (engine.runtime.expiry_cycle), as Redis's: 0 while the database has no TTL and until a
+    cycle sampled one (a flush's estimate is dropped by the next cycle, where Redis drops it
+    at once: TTLs set in between start from it)."""
     budget = engine.config["backlog-memory"]
-    # avg_ttl stays 0: Redis's is an estimate its active cycle samples, not state.
-    return [(f"db{i}", f"keys={len(db) + len(strings)},expires={len(expires)},avg_ttl=0,"
-                       f"subexpiry=0" + (_keyspace_entries(db) if budget else ""))
-            for i, (db, strings, expires)
-            in enumerate(zip(engine.dbs, engine.strings, engine.expires, strict=True))
-            if db or strings]
+    avg_ttl = engine.stats.avg_ttl
+    counts = [key_count(engine, i) for i in range(len(engine.dbs))]
+    return [(f"db{i}", f"keys={count},expires={len(expires)},"
+                       f"avg_ttl={avg_ttl.get(i, 0) if expires else 0},"
+                       f"subexpiry={subexpiry_count(engine, i)}"
+                       + (_keyspace_entries(db) if budget else ""))
+            for i, (db, expires, count)
+            in enumerate(zip(engine.dbs, engine.expires, counts, strict=True))
+            if count]
 
 
 def _keyspace_entries(db: dict) -> str:

@@ -1,5 +1,6 @@
 """Keyspace and connection commands: SELECT, DEL, UNLINK, EXISTS, TYPE, KEYS, SCAN, DBSIZE,
-RENAME, RENAMENX, FLUSHDB, FLUSHALL, PING, ECHO, TIME.
+RENAME, RENAMENX, FLUSHDB, FLUSHALL, PING, ECHO, TIME, DUMP and RESTORE (of a value of any type
+whose RDB codec is registered: snapshot.rdb_types).
 
 Owns these commands' argument handling, replies and effects, and Redis's glob matcher
 (`stringmatchlen`, used by KEYS and SCAN MATCH). A key is a stream or a string, and may have a TTL
@@ -17,12 +18,16 @@ import hashlib
 import re
 from collections.abc import Iterable, Sequence
 from itertools import groupby
+from typing import NamedTuple
 
 from streamkeep.engine.commands.expiry import (
     already_expired,
     delete_key,
+    key_count,
     key_type,
     live_keys,
+    lookup,
+    placed,
     read_hit,
     read_miss,
 )
@@ -39,8 +44,12 @@ from streamkeep.engine.model.effects import (
     restore_effect,
     set_effect,
 )
+from streamkeep.engine.model.hashes import Hash, HashLimits
 from streamkeep.engine.model.ids import parse_u64
+from streamkeep.engine.model.sets import SetLimits
 from streamkeep.engine.model.stream import new_stream
+from streamkeep.engine.model.value_types import ValueType
+from streamkeep.engine.model.zset import ZSetLimits
 from streamkeep.engine.wire.args import is_word, parse_int
 from streamkeep.engine.wire.errors import NO_SUCH_KEY, SYNTAX, ReplyError, wrong_arity
 
@@ -305,7 +314,7 @@ def _signal_in(ctx: Ctx, db_index: int, key: bytes) -> None:
 # --- SELECT ----------------------------------------------------------------------------------------
 
 
-def _parse_db_index(arg: bytes) -> int:
+def parse_db_index(arg: bytes) -> int:
     """getIntFromObjectOrReply."""
     value = parse_int(arg)
     if value < INT_MIN or value > INT_MAX:
@@ -318,7 +327,7 @@ def _parse_db_index(arg: bytes) -> int:
 @command("select", 2, "loading stale fast", keys=NO_KEYS, group="connection", since="1.0.0",
          summary="Changes the selected database.", syntax="index:integer")
 def select(ctx: Ctx, argv: Argv) -> str:
-    index = _parse_db_index(argv[1])
+    index = parse_db_index(argv[1])
     if index < 0 or index >= len(ctx.engine.dbs):
         raise ReplyError("ERR DB index is out of range")
     ctx.session.db = index
@@ -378,7 +387,7 @@ def type_(ctx: Ctx, argv: Argv) -> str:
 @command("dbsize", 1, "readonly fast", keys=NO_KEYS, group="server", since="1.0.0",
          summary="Returns the number of keys in the database.")
 def dbsize(ctx: Ctx, argv: Argv) -> int:
-    return len(ctx.db) + len(ctx.strings)
+    return key_count(ctx.engine, ctx.session.db)
 
 
 # --- KEYS / SCAN -----------------------------------------------------------------------------------
@@ -424,6 +433,39 @@ def _parse_scan(argv: Argv) -> ScanArgs:
     return args
 
 
+class ElementScanArgs(NamedTuple):
+    """HSCAN's, SSCAN's and ZSCAN's options: COUNT (a hint), MATCH, NOVALUES (HSCAN only)."""
+
+    page: int  # COUNT
+    pattern: bytes | None
+    no_values: bool
+
+
+def parse_element_scan(argv: Argv, novalues_allowed: bool) -> ElementScanArgs:
+    """The options after a key's SCAN cursor (argv[3:]), as Redis's scanGenericCommand reads
+    them: NOVALUES is refused but for a hash."""
+    count, pattern, no_values = SCAN_DEFAULT_COUNT, None, False
+    at = 3
+    while at < len(argv):
+        has_value = len(argv) - at >= 2
+        if is_word(argv[at], b"count") and has_value:
+            count = parse_int(argv[at + 1])
+            if count < 1:
+                raise ReplyError(SYNTAX)
+            at += 2
+        elif is_word(argv[at], b"match") and has_value:
+            pattern = None if argv[at + 1] == b"*" else argv[at + 1]
+            at += 2
+        elif is_word(argv[at], b"novalues"):
+            if not novalues_allowed:
+                raise ReplyError("ERR NOVALUES option can only be used in HSCAN")
+            no_values = True
+            at += 1
+        else:
+            raise ReplyError(SYNTAX)
+    return ElementScanArgs(count, pattern, no_values)
+
+
 def scan_position(key: bytes) -> int:
     """Where a key sits in SCAN order: a stable 64-bit hash, so a cursor (the next position)
     stays valid while keys come and go, as Redis's reverse-binary cursor does: every key present
@@ -464,18 +506,20 @@ def scan(ctx: Ctx, argv: Argv) -> list:
 def _rename(ctx: Ctx, argv: Argv, nx: bool) -> bool:
     """renameGenericCommand: True when the key moved. Same-name renames touch nothing."""
     src, dst = argv[1], argv[2]
-    kind = key_type(ctx, src)
-    if kind is None:
+    found = lookup(ctx, src)
+    if found is None:
         raise ReplyError(NO_SUCH_KEY)
     if src == dst or (nx and key_type(ctx, dst) is not None):
         return False
+    vt = found[0]
     if ctx.engine.notify_flags:
-        _replacing_events(ctx, kind, dst, always_new=True)
-    values: dict = ctx.db if kind == "stream" else ctx.strings
+        replacing_events(ctx, vt.name, dst, always_new=True)
+    values = ctx.space(vt.slot)
     value = values.pop(src)
     when = ctx.expires.pop(src, None)
     delete_key(ctx, dst)
     values[dst] = value
+    placed(ctx.engine, ctx.session.db, dst, vt, value)
     if when is not None:  # the TTL moves with the value
         ctx.expires[dst] = when
     ctx.signal(src)
@@ -486,11 +530,12 @@ def _rename(ctx: Ctx, argv: Argv, nx: bool) -> bool:
     return True
 
 
-def _replacing_events(ctx: Ctx, kind: str, dst: bytes, always_new: bool = False) -> None:
+def replacing_events(ctx: Ctx, kind: str, dst: bytes, always_new: bool = False) -> None:
     """What a key given a value of type `kind` notifies before the command's own events (the
-    destination of RENAME, RESTORE's key): `new` for a key that did not exist (for RENAME's
-    always: Redis deletes the destination and adds it again), `overwritten` (and
-    `type_changed` when the value is of another type) for one that did."""
+    destination of RENAME or COPY, RESTORE's key): `new` for a key that did not exist (for
+    RENAME's and COPY's always: Redis deletes the destination and adds it again),
+    `overwritten` (and `type_changed` when the value is of another type) for one that did.
+    The key is in the selected database."""
     old = key_type(ctx, dst)
     if old is None or always_new:
         ctx.notify(NEW, b"new", dst)
@@ -528,10 +573,10 @@ def _check_flush_flags(argv: Argv) -> None:
 
 def _flush_db(ctx: Ctx, db_index: int) -> int:
     engine = ctx.engine
-    db, strings = engine.dbs[db_index], engine.strings[db_index]
-    removed = [*db, *strings]
-    db.clear()
-    strings.clear()
+    removed: list[bytes] = []
+    for space in engine.keyspaces:
+        removed.extend(space[db_index])
+        space[db_index].clear()
     engine.expires[db_index].clear()
     for key in removed:
         _signal_in(ctx, db_index, key)
@@ -586,28 +631,47 @@ def time_(ctx: Ctx, argv: Argv) -> list[bytes]:
 # --- DUMP / RESTORE (the RDB codec: snapshot.rdb) -------------------------------------------
 
 _RESTORE_BAD_PAYLOAD = "ERR DUMP payload version or checksum are wrong"
-_RDB_TYPE_NAMES = {0: "string", 1: "list", 2: "set", 3: "sorted set", 4: "hash", 9: "hash",
-                   10: "list", 11: "set", 12: "sorted set", 13: "hash", 14: "list",
-                   16: "hash", 17: "sorted set", 18: "list", 20: "set", 24: "hash", 25: "hash"}
+# The RDB types of values streamkeep does not store (RESTORE names them); a type whose codec
+# is registered and whose class is a value type is restored instead (`value_type_of`).
+_RDB_TYPE_NAMES = {1: "list", 10: "list", 14: "list", 18: "list", 7: "module",
+                   22: "hash in a layout of Redis 7.4's release candidates or Valkey 9",
+                   28: "Redis array", 29: "templated hash", 30: "templated hash",
+                   31: "templated hash", 32: "templated hash", 33: "rate limiter (GCRA)"}
+
+
+def _refusal(kind: int) -> str:
+    """RESTORE's line for a payload of a type streamkeep does not store."""
+    from streamkeep.snapshot.rdb_types import stored_text
+
+    return (f"ERR streamkeep stores {stored_text()} only: the payload holds a "
+            f"{_RDB_TYPE_NAMES[kind]} (RDB type {kind})")
 
 
 @command("dump", 2, "readonly", keys=(1, 1, 1), group="generic", since="2.6.0",
          summary="Returns a serialized representation of the value stored at a key.",
          syntax="key")
 def dump(ctx: Ctx, argv: Argv) -> bytes | None:
-    from streamkeep.snapshot.rdb import dump_payload, dump_string_payload
+    from streamkeep.snapshot.rdb import RdbError, dump_payload, dump_string_payload
+    from streamkeep.snapshot.rdb_types import dump_value_payload
 
     version = int(ctx.engine.config["dump-rdb-version"])
     s = ctx.db.get(argv[1])
-    if s is None:
-        value = ctx.strings.get(argv[1])
-        if value is None:
-            read_miss(ctx, argv[1])
-            return None
+    if s is not None:
+        read_hit(ctx)
+        return dump_payload(s, version)
+    value = ctx.strings.get(argv[1])
+    if value is not None:
         read_hit(ctx)
         return dump_string_payload(value, version)
+    found = lookup(ctx, argv[1])
+    if found is None:
+        read_miss(ctx, argv[1])
+        return None
     read_hit(ctx)
-    return dump_payload(s, version)
+    try:
+        return dump_value_payload(found[1], version)
+    except RdbError as err:  # (a value the configured version cannot hold: field expiry)
+        raise ReplyError(f"ERR {err} (dump-rdb-version)") from None
 
 
 def _restore_options(argv: Argv) -> tuple[bool, bool]:
@@ -646,12 +710,14 @@ def _restore_options(argv: Argv) -> tuple[bool, bool]:
 def restore(ctx: Ctx, argv: Argv) -> str:
     from streamkeep.snapshot.rdb import (
         MAX_VERSION,
+        STREAM_TYPES,
         TYPE_STRING,
         RdbError,
         check_payload,
         load_payload,
         payload_type,
     )
+    from streamkeep.snapshot.rdb_types import value_type_of
 
     replace, absttl = _restore_options(argv)
     key, payload = argv[1], argv[3]
@@ -669,9 +735,12 @@ def restore(ctx: Ctx, argv: Argv) -> str:
     when = (ttl if absttl else ctx.now + ttl) if ttl else None
     if kind == TYPE_STRING:
         return _restore_string(ctx, key, payload, when, replace)
-    if kind in _RDB_TYPE_NAMES:
-        raise ReplyError(f"ERR streamkeep stores streams and strings only: the payload holds "
-                         f"a {_RDB_TYPE_NAMES[kind]} (RDB type {kind})")
+    if kind not in STREAM_TYPES:
+        vt = value_type_of(kind)
+        if vt is not None:
+            return _restore_value(ctx, key, payload, vt, when, replace)
+        if kind in _RDB_TYPE_NAMES:
+            raise ReplyError(_refusal(kind))
     if when is not None and already_expired(ctx, when):  # already expired: nothing made
         if replace and delete_key(ctx, key):
             ctx.emit(del_effect([key]))
@@ -684,7 +753,7 @@ def restore(ctx: Ctx, argv: Argv) -> str:
     except RdbError:
         raise ReplyError("ERR Bad data format") from None
     if ctx.engine.notify_flags:
-        _replacing_events(ctx, "stream", key)
+        replacing_events(ctx, "stream", key)
     delete_key(ctx, key)
     db[key] = s
     ctx.signal(key)
@@ -712,12 +781,80 @@ def _restore_string(ctx: Ctx, key: bytes, payload: bytes, when: int | None,
             ctx.notify(GENERIC, b"del", key)
         return "OK"
     if ctx.engine.notify_flags:
-        _replacing_events(ctx, "string", key)
+        replacing_events(ctx, "string", key)
     delete_key(ctx, key)
     ctx.strings[key] = value
     if when is not None:
         ctx.expires[key] = when
     ctx.signal(key)
     ctx.emit(set_effect(key, value, expires_at=when))
+    ctx.notify(GENERIC, b"restore", key)
+    return "OK"
+
+
+def _load_limits(ctx: Ctx, vt: ValueType) -> object:
+    """The encoding limits a restored value of type `vt` is sized by (Redis's loading reads
+    its config) and then holds: the engine's one limits object for hashes and sets (every
+    value shares it, so a later CONFIG SET reaches it; for sets, once the set commands or a
+    CONFIG SET made it), the current settings for sorted sets; None (the model's defaults) for
+    another type."""
+    engine, config = ctx.engine, ctx.config
+    if vt.name == "zset":
+        return ZSetLimits(int(config.get("zset-max-listpack-entries", 128)),
+                          int(config.get("zset-max-listpack-value", 64)))
+    if vt.name == "hash":
+        hashes: HashLimits = engine.hash_limits
+        hashes.max_listpack_entries = int(config.get("hash-max-listpack-entries", 512))
+        hashes.max_listpack_value = int(config.get("hash-max-listpack-value", 64))
+        return hashes
+    if vt.name == "set":
+        sets: SetLimits | None = getattr(engine, "set_limits", None)
+        if sets is None:  # (the set commands make the engine's on first use)
+            sets = SetLimits(int(config.get("set-max-intset-entries", 512)),
+                             int(config.get("set-max-listpack-entries", 128)),
+                             int(config.get("set-max-listpack-value", 64)))
+        return sets
+    return None
+
+
+def _after_restore(ctx: Ctx, vt: ValueType, value: object) -> None:
+    """A restored hash with field TTLs: the database's registry of such hashes (`hash_ttls`,
+    engine.commands.hashes) is dropped, to be rebuilt from the keyspace when next needed, so
+    that the active expiry cycle finds the new one."""
+    if vt.name == "hash" and isinstance(value, Hash) and value.has_field_expiry():
+        ctx.engine.hash_ttls[ctx.session.db] = None
+
+
+def _restore_value(ctx: Ctx, key: bytes, payload: bytes, vt: ValueType, when: int | None,
+                   replace: bool) -> str:
+    """RESTORE of a payload of a registered type other than strings and streams (sorted sets,
+    ...): the value loaded first (in the encoding Redis's loading gives it under the engine's
+    limits for that type), then Redis's expiry check; stored in its type's keyspace, logged as
+    the RESTORE itself and the expiry as PEXPIREAT."""
+    from streamkeep.snapshot.rdb import RdbError
+    from streamkeep.snapshot.rdb_types import load_value_payload
+
+    if not ctx.replaying:  # read whole, as Redis's deep sanitization reads it
+        ctx.engine.stats.dump_payload_sanitizations += 1
+    try:
+        value = load_value_payload(payload, _load_limits(ctx, vt))
+    except RdbError:
+        raise ReplyError("ERR Bad data format") from None
+    if when is not None and already_expired(ctx, when):  # already expired: nothing made
+        if replace and delete_key(ctx, key):
+            ctx.emit(del_effect([key]))
+            ctx.notify(GENERIC, b"del", key)
+        return "OK"
+    if ctx.engine.notify_flags:
+        replacing_events(ctx, vt.name, key)
+    delete_key(ctx, key)
+    ctx.space(vt.slot)[key] = value
+    placed(ctx.engine, ctx.session.db, key, vt, value)
+    _after_restore(ctx, vt, value)
+    ctx.signal(key)
+    ctx.emit(restore_effect(key, payload))
+    if when is not None:
+        ctx.expires[key] = when
+        ctx.emit(pexpireat_effect(key, when))
     ctx.notify(GENERIC, b"restore", key)
     return "OK"

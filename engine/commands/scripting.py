@@ -102,8 +102,10 @@ def script_flush(ctx: Ctx, argv: Argv) -> str:
 @subcommand(SCRIPT, "kill", 2, "noscript allow_busy", keys=NO_KEYS, since="2.6.0",
             summary="Terminates a server-side Lua script during execution.")
 def script_kill(ctx: Ctx, argv: Argv) -> str:
-    # While a script is busy the server runs this from the script's hook (allow_busy).
-    return scripting_of(ctx.engine).kill()
+    # While a script is busy the server runs this from the script's hook (allow_busy); a
+    # function is FUNCTION KILL's (engine.commands.functions).
+    killed: str = scripting_of(ctx.engine).kill_run(is_eval=True)
+    return killed
 
 
 help_subcommand(SCRIPT, [

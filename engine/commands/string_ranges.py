@@ -12,7 +12,7 @@ not touch: stream internals, I/O.
 
 from __future__ import annotations
 
-from streamkeep.engine.commands.expiry import read_hit, read_miss
+from streamkeep.engine.commands.expiry import held_elsewhere, read_hit, read_miss
 from streamkeep.engine.commands.strings import (
     TOO_BIG,
     get_string,
@@ -24,6 +24,7 @@ from streamkeep.engine.exec.context import Ctx
 from streamkeep.engine.exec.table import Argv, command
 from streamkeep.engine.model.effects import setrange_effect
 from streamkeep.engine.model.lcs import lcs, table_bytes
+from streamkeep.engine.model.value_types import STRING
 from streamkeep.engine.wire.args import parse_int
 from streamkeep.engine.wire.errors import SYNTAX, ReplyError
 from streamkeep.engine.wire.reply import RespMap
@@ -141,10 +142,10 @@ def _parse_lcs(argv: Argv) -> LcsArgs:
 
 
 def _lcs_value(ctx: Ctx, key: bytes) -> bytes:
-    """A missing key reads as the empty string; a stream is refused (LCS's own line)."""
+    """A missing key reads as the empty string; another type is refused (LCS's own line)."""
     value = ctx.strings.get(key)
     if value is None:
-        if key in ctx.db:
+        if held_elsewhere(ctx.engine, ctx.session.db, key, STRING.slot):
             read_hit(ctx)
             raise ReplyError(LCS_TYPES)
         read_miss(ctx, key)

@@ -23,10 +23,14 @@ from __future__ import annotations
 from streamkeep.engine.commands.expiry import (
     already_expired,
     delete_key,
+    drop_other_types,
     expire_time_error,
+    held_elsewhere,
     key_type,
     read_hit,
     read_miss,
+    read_value,
+    refuse_other_types,
     remove_expiry,
     set_expiry,
 )
@@ -48,8 +52,9 @@ from streamkeep.engine.model.strings import (
     parse_long_double,
     value_digest,
 )
+from streamkeep.engine.model.value_types import STRING as STRING_TYPE
 from streamkeep.engine.wire.args import LLONG_MAX, LLONG_MIN, parse_int
-from streamkeep.engine.wire.errors import SYNTAX, WRONGTYPE, ReplyError, wrong_arity
+from streamkeep.engine.wire.errors import SYNTAX, ReplyError, wrong_arity
 
 NOT_FLOAT = "ERR value is not a valid float"
 TOO_BIG = "ERR string exceeds maximum allowed size (proto-max-bulk-len)"
@@ -61,33 +66,26 @@ INT_MAX = (1 << 31) - 1  # MSETEX's numkeys at most
 
 
 def get_string(ctx: Ctx, key: bytes) -> bytes | None:
-    """lookupKeyRead + checkType(OBJ_STRING): the value, None if missing, WRONGTYPE if a
-    stream."""
+    """lookupKeyRead + checkType(OBJ_STRING): the value, None if missing, WRONGTYPE if
+    another type."""
     value = ctx.strings.get(key)
-    if value is None and key in ctx.db:
-        raise ReplyError(WRONGTYPE)
+    if value is None:
+        refuse_other_types(ctx, key, STRING_TYPE.slot)
     return value
 
 
 def read_string(ctx: Ctx, key: bytes) -> bytes | None:
-    """get_string for a read command (lookupKeyRead): a keyspace hit or miss (a stream is a
-    hit, then WRONGTYPE); a missing key notifies `keymiss`."""
-    value = ctx.strings.get(key)
-    if value is None:
-        if key in ctx.db:
-            read_hit(ctx)
-            raise ReplyError(WRONGTYPE)
-        read_miss(ctx, key)
-        return None
-    read_hit(ctx)
+    """get_string for a read command (lookupKeyRead): a keyspace hit or miss (another type
+    is a hit, then WRONGTYPE); a missing key notifies `keymiss`."""
+    value: bytes | None = read_value(ctx, key, STRING_TYPE)
     return value
 
 
 def store(ctx: Ctx, key: bytes, value: bytes, keep_ttl: bool = False) -> None:
-    """setKey: the value replaces a key of either type; its TTL goes unless `keep_ttl` (no
+    """setKey: the value replaces a key of any type; its TTL goes unless `keep_ttl` (no
     effect logged, nothing notified: the caller logs what the command amounted to and, while
     notifications are on, calls `stored_events`)."""
-    ctx.db.pop(key, None)  # a stream under that name goes whole
+    drop_other_types(ctx.engine, ctx.session.db, key, STRING_TYPE.slot)
     ctx.strings[key] = value
     if not keep_ttl:
         ctx.expires.pop(key, None)
@@ -106,7 +104,7 @@ def stored_events(ctx: Ctx, key: bytes, prior: str | None, event: bytes,
         ctx.notify(NEW, b"new", key)
     elif overwrite:
         ctx.notify(OVERWRITTEN, b"overwritten", key)
-        if prior == "stream":
+        if prior != "string":
             ctx.notify(TYPE_CHANGED, b"type_changed", key)
     if expire and expire_first:
         ctx.notify(GENERIC, b"expire", key)
@@ -268,7 +266,8 @@ def set_(ctx: Ctx, argv: Argv) -> str | bytes | None:
         if engine.notify_flags:
             _set_generic(ctx, key, value, 0, None)
             return "OK"
-        ctx.db.pop(key, None)  # store()'s steps, inline: a stream under that name goes whole
+        # store()'s steps, inline: a value of another type under that name goes whole
+        drop_other_types(engine, db, key, STRING_TYPE.slot)
         engine.strings[db][key] = value
         expires = engine.expires[db]
         if expires:
@@ -365,8 +364,8 @@ def getex(ctx: Ctx, argv: Argv) -> bytes | None:
 def mget(ctx: Ctx, argv: Argv) -> list[bytes | None]:
     strings = ctx.strings
     values = [strings.get(key) for key in argv[1:]]
-    for key in argv[1:]:  # each a lookup: a stream's key is a hit (and a nil)
-        if key in strings or key in ctx.db:
+    for key in argv[1:]:  # each a lookup: another type's key is a hit (and a nil)
+        if key in strings or held_elsewhere(ctx.engine, ctx.session.db, key, STRING_TYPE.slot):
             read_hit(ctx)
         else:
             read_miss(ctx, key)

@@ -126,9 +126,13 @@ class Ctx:
 
     @property
     def strings(self) -> dict[bytes, bytes]:
-        """The selected database's string values (its streams are `db`; a key is in one of the
-        two at most)."""
+        """The selected database's string values (its streams are `db`; a key is in one type's
+        dict at most)."""
         return self.engine.strings[self.session.db]
+
+    def space(self, slot: int) -> dict[bytes, Any]:
+        """The selected database's values of the type at `slot` (engine.model.value_types)."""
+        return self.engine.keyspaces[slot][self.session.db]
 
     @property
     def expires(self) -> dict[bytes, int]:

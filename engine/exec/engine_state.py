@@ -1,7 +1,7 @@
 """What a command handler reaches of the engine that runs it: `EngineState`, the type of
 `ctx.engine`.
 
-Owns `EngineState`: the databases (streams, strings, TTLs), the settings and the values hot
+Owns `EngineState`: the databases (a dict per value type, the TTLs), the settings and the values hot
 paths copy out of them, the registries that run around commands (blocked clients, WATCHed
 keys, Pub/Sub, statistics, the slow log and the latency monitor), and the services attached
 to the engine (the AOF, the data directory, replication, the server), each as the interface
@@ -49,10 +49,18 @@ class EngineState:
     """The engine as its command handlers see it (see the module's docstring). Every field is
     set by the engine core's constructor."""
 
-    # The keyspace, per database: streams, string values, the TTLs of keys of either type.
+    # The keyspace, per type and database (engine.model.value_types): keyspaces[slot][db].
+    # Streams (slot 0) and strings (slot 1) are also `dbs` and `strings`, the same lists.
+    keyspaces: list[list[dict[bytes, Any]]]
     dbs: list[dict[bytes, Stream]]
     strings: list[dict[bytes, bytes]]
     expires: list[dict[bytes, int]]
+    # Hashes: the listpack limits every hash reads at its writes (engine.model.hashes), and per
+    # database the hashes with field TTLs, by earliest field expiry (None until first needed;
+    # engine.commands.hashes keeps it).
+    hash_limits: Any
+    hash_ttls: list[Any]  # engine.commands.hashes.FieldTTLIndex | None, per database
+    set_limits: Any  # engine.model.sets.SetLimits: every set reads it at its writes
     residency: Residency  # which stream nodes are in memory (backlog-memory)
     # Settings (Redis's names, canonical values) and the ones hot paths read as fields.
     config: dict[str, Any]

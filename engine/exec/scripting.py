@@ -6,8 +6,12 @@ Owns `Scripting` (one per engine, made on the first script: the lupa runtime wit
 scripts by SHA1, the run in progress with its kill and busy state), `eval_script` (EVAL's body:
 one time for the whole script, every command through `EngineCore.run_queued` so the script's
 effects are one record), the shebang flags, Redis's `math.random` (redisLrand48), and the exact
-error lines Redis gives. Replay never runs Lua: what a script changed is logged as the effects of
-the commands it called (Redis 7's effects replication).
+error lines Redis gives. For Redis Functions (engine.exec.functions owns the libraries) a second
+Scripting is the functions' runtime: a library's load with only the library API as its globals,
+a function called with KEYS and ARGV as its arguments, FUNCTION KILL against SCRIPT KILL.
+Replay never runs a script: what a script changed is logged as the effects of the commands it
+called (Redis 7's effects replication); only a logged FUNCTION LOAD runs its library's code again,
+which registers functions and changes no data.
 
 The Lua side lives in engine/exec/lua/: sandbox.lua (the globals, the read-only tables, pcall,
 the error handler, the busy-script hook), cjson.lua and cmsgpack.lua; bit, struct and the float
@@ -29,6 +33,7 @@ import collections
 import hashlib
 import logging
 import math
+import sys
 import time
 from importlib import resources
 from typing import TYPE_CHECKING, Any, Final, NoReturn
@@ -71,6 +76,8 @@ UNKILLABLE = ("UNKILLABLE Sorry the script already executed write commands again
               "You can either wait the script termination or kill the server in a hard way "
               "using the SHUTDOWN NOSAVE command.")
 BUSY: Final = "BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE."
+BUSY_FUNCTION: Final = ("BUSY Redis is busy running a script. You can only call FUNCTION KILL or "
+                        "SHUTDOWN NOSAVE.")
 KILLED: Final = "ERR Script killed by user with SCRIPT KILL..."
 STACK_LIMIT = "ERR reached lua stack limit"
 REPLY_TOO_BIG = "ERR the script's reply is too big: more than 8388608 values"
@@ -189,7 +196,8 @@ class Run:
     asked to stop."""
 
     __slots__ = ("session", "sha", "started", "read_only", "dirty", "killed", "timed_out",
-                 "shutdown", "resp", "record_db", "ctx", "out_of_memory", "next_check")
+                 "shutdown", "resp", "record_db", "ctx", "out_of_memory", "next_check",
+                 "is_function")
 
     def __init__(self, ctx: Ctx, sha: str, read_only: bool) -> None:
         self.ctx = ctx
@@ -205,6 +213,7 @@ class Run:
         self.record_db = ctx.session.db  # the database its last logged effect ran in
         self.out_of_memory = False  # a reply did not fit in the Lua heap: the script fails
         self.next_check = self.started  # when redis.call next looks at the clock (_check)
+        self.is_function = False  # FCALL's (FUNCTION KILL stops it), not EVAL's
 
 
 _MAP_END = object()  # _to_reply's marker: a RESP3 map's values are all converted
@@ -244,6 +253,13 @@ class Scripting:
         self._lupa: Any = None
         self._oom_error: Any = None
         self.max_memory = LUA_MAX_MEMORY
+        # Redis Functions (engine.exec.functions): the engine's libraries, kept on the EVAL
+        # runtime's Scripting (SCRIPT FLUSH does not touch them); on the functions' own runtime,
+        # the library being loaded (what redis.register_function adds to) and its hooks.
+        self.functions: Any = None
+        self.registrar: Any = None
+        self._load_library: Any = None
+        self._function_caller: Any = None
 
     # --- the runtime ----------------------------------------------------------------------
 
@@ -266,6 +282,8 @@ class Scripting:
             b"acl_check_cmd": self._acl_check_cmd, b"random": self._random,
             b"randomseed": self._randomseed, b"pack_float": pack_float,
             b"unpack_float": unpack_float, b"unpack_double": unpack_double,
+            b"register_function": self._register_function,
+            b"load_timed_out": self._load_timed_out,
         }
         params = lua.table_from({
             b"functions": lua.table_from(functions),
@@ -279,7 +297,8 @@ class Scripting:
             b"HOOK_INSTRUCTIONS": HOOK_INSTRUCTIONS,
         })
         (self._compile, self._run, self._run_args, self._rawget, self._collect, self._c_where,
-         self._arm_kill, self._call_library, self._identity) = lua.execute(
+         self._arm_kill, self._call_library, self._identity, self._load_library,
+         self._function_caller) = lua.execute(
             _lua_source("sandbox"), params, name="=streamkeep:sandbox")
         self.lua = lua
         self._oom_error = self._error_table("ERR not enough memory")
@@ -338,6 +357,19 @@ class Scripting:
             return 0
         used = self.lua.get_memory_used()
         return int(used) if used is not None else 0
+
+    def cache_memory(self) -> int:
+        """Bytes the script cache holds outside the Lua heap (INFO's used_memory_scripts_eval,
+        Redis's bodies, SHA1 keys and entries): each script's body, SHA1, entry and the
+        dicts that index them, as Python sizes them (sys.getsizeof: the objects themselves,
+        not the allocator's rounding). The compiled functions are in the Lua heap (`memory`)."""
+        scripts = self.scripts
+        if not scripts:
+            return 0
+        size = sys.getsizeof(scripts) + sys.getsizeof(self.eval_lru)
+        for sha, script in scripts.items():
+            size += sys.getsizeof(sha) + sys.getsizeof(script.body) + sys.getsizeof(script)
+        return size
 
     # --- the cache ------------------------------------------------------------------------
 
@@ -878,13 +910,110 @@ class Scripting:
                 return run.killed
             run.timed_out = True
             log.warning("Slow script detected: still in execution after %d milliseconds. You "
-                        "can try killing the script using the SCRIPT KILL command. Script name "
-                        "is: %s.", elapsed, run.sha)
+                        "can try killing the script using the %s command. Script name "
+                        "is: %s.", elapsed,
+                        "FUNCTION KILL" if run.is_function else "SCRIPT KILL", run.sha)
         if server is not None:
             server.serve_while_busy(self)
         if run.killed and not run.shutdown:
             log.info("Lua script killed by user with SCRIPT KILL.")
         return run.killed
+
+    # --- Redis Functions (engine.exec.functions drives these) ------------------------------
+
+    def _register_function(self, *args: Any) -> None:
+        """redis.register_function: the library being loaded takes it (engine.exec.functions'
+        registrar); outside FUNCTION LOAD there is none."""
+        registrar = self.registrar
+        if registrar is None:
+            raise self._raise("ERR redis.register_function can only be called on FUNCTION LOAD "
+                              "command")
+        registrar.register(self, args)
+
+    def api_error(self, line: str) -> ScriptError:
+        """An error for a Python function of the API to raise into Lua: {err=line}."""
+        return self._raise(line)
+
+    def lua_type(self, value: Any) -> str | None:
+        """Lua's type name of a value handed over from Lua ('table', 'function', ...)."""
+        kind: str | None = self._lupa.lua_type(value)
+        return kind
+
+    def _load_timed_out(self) -> bool:
+        registrar = self.registrar
+        return registrar is not None and registrar.timed_out()
+
+    def load_library(self, body: bytes, registrar: Any) -> None:
+        """luaEngineCreate: compile a library's code (after its shebang line) and run it with
+        the library API as its globals, `registrar` taking what it registers. ReplyError with
+        Redis's line when it does not compile or its run fails."""
+        self._runtime()
+        if not self._room(4 * len(body)):
+            raise ReplyError("ERR Error compiling function: not enough memory")
+        try:
+            function, error = self._compile(body, b"@user_function")
+        except self._lupa.LuaMemoryError:
+            raise ReplyError("ERR Error compiling function: not enough memory") from None
+        if function is None:
+            raise ReplyError(f"ERR Error compiling function: {_text(error)}")
+        self.registrar = registrar
+        try:
+            out = self._load_library(function, HOOK_INSTRUCTIONS)
+        except self._lupa.LuaMemoryError:
+            raise ReplyError("ERR Error registering functions: not enough memory") from None
+        finally:
+            self.registrar = None
+        if type(out) is tuple and out[0] is not True:
+            raise ReplyError(f"ERR Error registering functions: {self._load_error(out[1])}")
+
+    def _load_error(self, error: Any) -> str:
+        """luaExtractErrorInformation's message: a table's `err`, a string with ERR before it."""
+        if self._lupa.lua_type(error) == "table":
+            return _lua_string(self._rawget(error, b"err")) or ""
+        return "ERR " + (_lua_string(error) or "")
+
+    def function_script(self, name: bytes, callback: Any, flags: int) -> Script:
+        """A registered function as `run_function` runs it: named as Redis names it in errors
+        (`script: <name>`), its callback given KEYS and ARGV as arguments."""
+        return Script(_text(name), b"", flags, self._function_caller(callback), False)
+
+    def run_function(self, ctx: Ctx, script: Script, keys: Argv, args: Argv, read_only: bool,
+                     shared: Scripting) -> Any:
+        """FCALL's run (scriptPrepareForRun's flag checks, then as `run`). The run is also
+        `shared`'s, the EVAL runtime's, which the server, SCRIPT KILL, SHUTDOWN and the BUSY
+        replies consult: one script runs at a time, function or not."""
+        if self.running is not None or shared.running is not None:  # pragma: no cover
+            raise ReplyError(busy_line(shared))
+        if not script.flags & FLAG_NO_WRITES:
+            if ctx.engine.read_only is not None and not ctx.session.from_primary:
+                raise ReplyError("READONLY Can not run script with write flag on readonly replica")
+            if read_only:
+                raise ReplyError(RO_SCRIPT)
+        run = self.running = shared.running = Run(ctx, script.sha,
+                                                  read_only or bool(script.flags & FLAG_NO_WRITES))
+        run.is_function = True
+        try:
+            return self._execute(run, script, keys, args)
+        except ReplyError:
+            if run.shutdown:
+                return NO_REPLY
+            raise
+        finally:
+            shared.running = None
+
+    def kill_run(self, is_eval: bool) -> str:
+        """SCRIPT KILL (`is_eval`) or FUNCTION KILL (scriptKill): each stops only its kind."""
+        run = self.running
+        if run is None:
+            raise ReplyError(NOTBUSY)
+        if run.dirty:
+            raise ReplyError(UNKILLABLE)
+        if is_eval and run.is_function:
+            raise ReplyError(BUSY_FUNCTION)
+        if not is_eval and not run.is_function:
+            raise ReplyError(BUSY)
+        run.killed = True
+        return "OK"
 
 
 class ScriptError(StreamkeepError):
@@ -953,6 +1082,12 @@ def _double_bulk(value: float) -> bytes:
     return b"%.17g" % value
 
 
+def busy_line(scripting: Scripting | None) -> str:
+    """The BUSY error while a script runs past busy-reply-threshold: which KILL stops it."""
+    run = scripting.running if scripting is not None else None
+    return BUSY_FUNCTION if run is not None and run.is_function else BUSY
+
+
 def scripting_of(engine: EngineState) -> Scripting:
     """The engine's Scripting, made on first use."""
     scripting = engine.scripting
@@ -982,5 +1117,5 @@ def eval_script(ctx: Ctx, argv: Argv, by_sha: bool, read_only: bool) -> Any:
     return scripting.run(ctx, script, keys, args, read_only)
 
 
-__all__ = ["BUSY", "NOSCRIPT", "Scripting", "eval_script", "parse_shebang", "scripting_of",
-           "sha1hex"]
+__all__ = ["BUSY", "BUSY_FUNCTION", "NOSCRIPT", "Scripting", "busy_line", "eval_script",
+           "parse_shebang", "scripting_of", "sha1hex"]

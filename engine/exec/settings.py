@@ -419,6 +419,25 @@ def _apply_node_limits(engine: EngineState) -> None:
     engine.residency.node_limits_changed()
 
 
+def _apply_set_limits(engine: EngineState) -> None:
+    """The sets' limits changed: update the engine's shared SetLimits in place (every set holds
+    it, as Redis's sets read its globals)."""
+    from streamkeep.engine.model.sets import SetLimits
+
+    limits: SetLimits = engine.set_limits
+    config = engine.config
+    limits.max_intset_entries = int(config["set-max-intset-entries"])
+    limits.max_listpack_entries = int(config["set-max-listpack-entries"])
+    limits.max_listpack_value = int(config["set-max-listpack-value"])
+
+
+def _apply_hash_limits(engine: EngineState) -> None:
+    """Every hash reads the engine's one HashLimits at its writes (engine.model.hashes)."""
+    limits = engine.hash_limits
+    limits.max_listpack_entries = int(engine.config["hash-max-listpack-entries"])
+    limits.max_listpack_value = int(engine.config["hash-max-listpack-value"])
+
+
 def _apply_backlog_memory(engine: EngineState) -> None:
     engine.residency.set_budget(int(engine.config["backlog-memory"]), engine.dbs)
 
@@ -492,14 +511,33 @@ _PARAMS: list[Param] = [
           summary="entries per stream node (radix tree leaf) before a new one starts"),
     Param("stream-node-max-bytes", "memory", 4096, hi=LONG_MAX, hook=_apply_node_limits,
           summary="bytes per stream node before a new one starts"),
+    # A sorted set stays listpack-encoded up to this many members of at most this many bytes.
+    Param("zset-max-listpack-entries", "int", 128, hi=LONG_MAX,
+          summary="members a sorted set holds in its compact (listpack) encoding at most"),
+    Param("zset-max-listpack-value", "memory", 64, hi=LONG_MAX,
+          summary="bytes of the longest member a listpack-encoded sorted set holds"),
+    # A hash stays listpack-encoded up to this many fields, each field and value this long.
+    Param("hash-max-listpack-entries", "int", 512, hi=LONG_MAX, hook=_apply_hash_limits,
+          summary="fields a hash holds in its compact (listpack) encoding at most"),
+    Param("hash-max-listpack-value", "memory", 64, hi=LONG_MAX, hook=_apply_hash_limits,
+          summary="bytes of the longest field or value a listpack-encoded hash holds"),
+    # A set stays an intset up to this many integers, a listpack up to this many members of at
+    # most this many bytes (engine.model.sets; every set of the engine reads `set_limits`).
+    Param("set-max-intset-entries", "int", 512, hi=LONG_MAX, hook=_apply_set_limits,
+          summary="integers a set holds in its compact (intset) encoding at most"),
+    Param("set-max-listpack-entries", "int", 128, hi=LONG_MAX, hook=_apply_set_limits,
+          summary="members a set holds in its compact (listpack) encoding at most"),
+    Param("set-max-listpack-value", "memory", 64, hi=LONG_MAX, hook=_apply_set_limits,
+          summary="bytes of the longest member a listpack-encoded set holds"),
     # streamkeep: the stream entries kept in memory; past it, nodes a snapshot holds go cold.
     Param("backlog-memory", "memory", 0, hook=_apply_backlog_memory,
           summary="bytes of stream entries kept in memory (0: all); older nodes are read "
                   "back from the snapshot when touched"),
-    # streamkeep: the RDB version DUMP writes (Redis 8.6+ writes 13; 10 restores on 7.0).
-    Param("dump-rdb-version", "int", 13, lo=9, hi=13,
-          summary="RDB version of DUMP payloads: 13 (Redis 8.6+), 12 (7.4-8.4), 11 (7.2), "
-                  "10 (7.0) or 9 (5.0-6.2); older ones drop what they cannot hold"),
+    # streamkeep: the RDB version DUMP writes (Redis 8.10 writes 15; 10 restores on 7.0).
+    Param("dump-rdb-version", "int", 15, lo=9, hi=15,
+          summary="RDB version of DUMP payloads: 15 (Redis 8.10+), 14 (8.8), 13 (8.6), "
+                  "12 (7.4-8.4), 11 (7.2), 10 (7.0) or 9 (5.0-6.2); older ones drop what "
+                  "they cannot hold"),
     # Redis 8.6: a stream's IDMP settings when its idempotent-producer state is created.
     Param("stream-idmp-duration", "int", 100, lo=1, hi=86400,
           summary="seconds a stream keeps each idempotent ID (XADD IDMP), until XCFGSET"),
@@ -630,7 +668,11 @@ _PARAMS: list[Param] = [
 ALIASES = {"slaveof": "replicaof", "lua-time-limit": "busy-reply-threshold",
            "slave-priority": "replica-priority", "slave-announce-ip": "replica-announce-ip",
            "slave-announce-port": "replica-announce-port",
-           "slave-read-only": "replica-read-only"}
+           "slave-read-only": "replica-read-only",
+           "zset-max-ziplist-entries": "zset-max-listpack-entries",
+           "zset-max-ziplist-value": "zset-max-listpack-value",
+           "hash-max-ziplist-entries": "hash-max-listpack-entries",
+           "hash-max-ziplist-value": "hash-max-listpack-value"}
 
 PARAMS: dict[str, Param] = {p.name: p for p in _PARAMS}
 DEFAULT_CONFIG: dict[str, Any] = {p.name: p.default for p in _PARAMS}

@@ -150,7 +150,7 @@ class ServerStats:
     __slots__ = ("commands", "errors", "errors_enabled", "total_error_replies", "slow_ns",
                  "tracking", "keyspace_hits", "keyspace_misses", "expired_keys", "expired_stale_perc",
                  "expired_time_cap_reached_count", "expire_cycle_nanos", "rates",
-                 "last_sample_ms", "dump_payload_sanitizations")
+                 "last_sample_ms", "dump_payload_sanitizations", "avg_ttl")
 
     def __init__(self, names: Iterable[str] = ()) -> None:
         # The monitoring settings every counter list carries (set_monitoring): a call at or
@@ -170,6 +170,9 @@ class ServerStats:
         self.expired_time_cap_reached_count = 0
         self.expire_cycle_nanos = 0
         self.dump_payload_sanitizations = 0  # RESTOREs of a stream (each read whole)
+        # db index -> the active cycle's running estimate of its keys' TTL, ms (INFO keyspace's
+        # avg_ttl; engine.runtime.expiry_cycle keeps it). Not a counter: RESETSTAT keeps it.
+        self.avg_ttl: dict[int, int] = {}
         # name -> Rate: "ops", "net_input", "net_output", "net_repl_input", "net_repl_output"
         self.rates: dict[str, Rate] = {}
         self.last_sample_ms = 0

@@ -4,14 +4,14 @@ Owns the canonical serialisation of state that must survive replay exactly: ever
 entries (fields in order), its metadata (length, last ID, first ID, max deleted ID, entries added),
 groups (last ID, entries read), PEL entries (owner, delivery time, delivery count) and consumers
 (seen and active times), idempotent producers' settings, maps (in recording order, recording
-times included) and counters; string values; every key's TTL. Node boundaries are layout, not state, and are left out. Must not touch:
+times included) and counters; string values; the other types' values; every key's TTL. Node boundaries are layout, not state, and are left out. Must not touch:
 anything; it only reads.
 """
 
 from __future__ import annotations
 
 import hashlib
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import msgpack
 
@@ -65,14 +65,20 @@ def _ids_to_bytes(obj: object) -> object:
 
 
 def state_digest(dbs: list[dict[bytes, Stream]], strings: list[dict[bytes, bytes]] | None = None,
-                 expires: list[dict[bytes, int]] | None = None) -> str:
-    """The hash of every database: its streams, then its strings; a key's TTL after its value
-    (a state without strings or TTLs hashes as before they existed)."""
+                 expires: list[dict[bytes, int]] | None = None,
+                 keyspaces: list[list[dict[bytes, Any]]] | None = None) -> str:
+    """The hash of every database: its streams, then its strings, then the other types'
+    values (`keyspaces`, the engine's, from slot 2 on: each value as its type's `to_bytes`
+    writes it, engine.model.value_types); a key's TTL after its value (a state without
+    strings, other types or TTLs hashes as before they existed)."""
+    from streamkeep.engine.model.value_types import TYPES
+
     h = hashlib.sha256()
+    others = list(zip(TYPES[2:], (keyspaces or [])[2:], strict=False))
     for index, db in enumerate(dbs):
         values = strings[index] if strings is not None else {}
         ttls = expires[index] if expires is not None else {}
-        if not db and not values:
+        if not db and not values and not any(space[index] for _vt, space in others):
             continue
         h.update(b"db%d" % index)
         for key in sorted(db):
@@ -83,4 +89,10 @@ def state_digest(dbs: list[dict[bytes, Stream]], strings: list[dict[bytes, bytes
         for key in sorted(values):
             h.update(b"string%d:" % len(key) + key)
             h.update(_pack([values[key], ttls.get(key)]))
+        for vt, space in others:
+            typed = space[index]
+            for key in sorted(typed):
+                h.update(b"%s%d:" % (vt.name.encode(), len(key)) + key)
+                state = vt.digest or vt.to_bytes
+                h.update(_pack([state(typed[key]) if state else b"", ttls.get(key)]))
     return h.hexdigest()

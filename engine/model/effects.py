@@ -17,6 +17,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from typing import NamedTuple
 
 from streamkeep.engine.model.ids import format_id
+from streamkeep.engine.model.scores import format_score
 
 Effect = list[bytes]
 
@@ -72,10 +73,53 @@ EFFECT_VOCABULARY: dict[str, EffectCommand] = {c.name: c for c in (
     EffectCommand("PEXPIREAT", "PEXPIREAT key unix-time-milliseconds"),
     EffectCommand("PERSIST", "PERSIST key"),
     EffectCommand("RENAME", "RENAME key newkey"),
+    # A key's value copied (deterministic: the command itself, as Redis propagates it).
+    EffectCommand("COPY", "COPY source destination [DB destination-db] [REPLACE]"),
     EffectCommand("RESTORE", "RESTORE key 0 payload REPLACE"),
     EffectCommand("FLUSHDB", "FLUSHDB"),
     EffectCommand("FLUSHALL", "FLUSHALL"),
     EffectCommand("SELECT", "SELECT index", switches_db=True),
+    # Sorted sets: members set to their resulting scores (scores as d2string writes them),
+    # members removed, ranks removed (pops: absolute ranks), and the deterministic range and
+    # store commands as their client sent them.
+    EffectCommand("ZADD", "ZADD key score member [score member ...]"),
+    EffectCommand("ZREM", "ZREM key member [member ...]"),
+    EffectCommand("ZREMRANGEBYRANK", "ZREMRANGEBYRANK key start stop"),
+    EffectCommand("ZREMRANGEBYSCORE", "ZREMRANGEBYSCORE key min max"),
+    EffectCommand("ZREMRANGEBYLEX", "ZREMRANGEBYLEX key min max"),
+    EffectCommand("ZRANGESTORE", "ZRANGESTORE dst src min max [BYSCORE | BYLEX] [REV] "
+                                 "[LIMIT offset count]"),
+    EffectCommand("ZUNIONSTORE", "ZUNIONSTORE destination numkeys key [key ...] "
+                                 "[WEIGHTS weight [weight ...]] [AGGREGATE <SUM | MIN | MAX>]"),
+    EffectCommand("ZINTERSTORE", "ZINTERSTORE destination numkeys key [key ...] "
+                                 "[WEIGHTS weight [weight ...]] [AGGREGATE <SUM | MIN | MAX>]"),
+    EffectCommand("ZDIFFSTORE", "ZDIFFSTORE destination numkeys key [key ...]"),
+    # Hashes: fields set (HINCRBYFLOAT as its resulting text), removed (HDEL, also fields
+    # expired lazily or actively), incremented, and field TTLs as absolute ms times.
+    EffectCommand("HSET", "HSET key field value [field value ...]"),
+    EffectCommand("HDEL", "HDEL key field [field ...]"),
+    EffectCommand("HINCRBY", "HINCRBY key field increment"),
+    EffectCommand("HPEXPIREAT", "HPEXPIREAT key unix-time-milliseconds FIELDS numfields "
+                                "field [field ...]"),
+    EffectCommand("HPERSIST", "HPERSIST key FIELDS numfields field [field ...]"),
+    EffectCommand("HSETEX", "HSETEX key [PXAT unix-time-milliseconds | KEEPTTL] FIELDS "
+                            "numfields field value [field value ...]"),
+    # Sets: every member SADD was given (their count decides a conversion), the members
+    # removed (SREM; SPOP's picks, in batches), and the deterministic move and store commands
+    # as their client sent them.
+    EffectCommand("SADD", "SADD key member [member ...]"),
+    EffectCommand("SREM", "SREM key member [member ...]"),
+    EffectCommand("SMOVE", "SMOVE source destination member"),
+    EffectCommand("SINTERSTORE", "SINTERSTORE destination key [key ...]"),
+    EffectCommand("SUNIONSTORE", "SUNIONSTORE destination key [key ...]"),
+    EffectCommand("SDIFFSTORE", "SDIFFSTORE destination key [key ...]"),
+    # Function libraries (server state, not keys): the whole library code, loaded or replaced;
+    # a library deleted; all of them flushed; a FUNCTION DUMP payload restored with its policy.
+    EffectCommand("FUNCTION LOAD", "FUNCTION LOAD REPLACE function-code"),
+    EffectCommand("FUNCTION DELETE", "FUNCTION DELETE library-name"),
+    EffectCommand("FUNCTION FLUSH", "FUNCTION FLUSH"),
+    EffectCommand("FUNCTION RESTORE", "FUNCTION RESTORE serialized-value <APPEND | REPLACE | "
+                                      "FLUSH>"),
     # Set a consumer's seen and active times (ms), creating the consumer if needed.
     EffectCommand("SK.XCONSUMER", "SK.XCONSUMER key group consumer seen-time active-time",
                   streamkeep_only=True),
@@ -347,3 +391,93 @@ def select_effect(db: int) -> Effect:
     """`SELECT index`, in front of the effects of a transaction's command that ran in another
     database than the record's (or the previous SELECT's)."""
     return [b"SELECT", b"%d" % db]
+
+
+# --- function libraries --------------------------------------------------------------------------
+
+
+def function_load_effect(code: bytes) -> Effect:
+    """`FUNCTION LOAD REPLACE code`: the library as loaded, whether or not it replaced one (the
+    same state either way, so a replay never depends on what was there)."""
+    return [b"FUNCTION", b"LOAD", b"REPLACE", code]
+
+
+def function_delete_effect(library: bytes) -> Effect:
+    return [b"FUNCTION", b"DELETE", library]
+
+
+def function_flush_effect() -> Effect:
+    return [b"FUNCTION", b"FLUSH"]
+
+
+def function_restore_effect(payload: bytes, policy: bytes) -> Effect:
+    """`FUNCTION RESTORE payload policy`, the policy spelled out (APPEND when none was given)."""
+    return [b"FUNCTION", b"RESTORE", payload, policy.upper()]
+
+
+def hset_effect(key: bytes, pairs: Iterable[tuple[bytes, bytes]]) -> Effect:
+    """`HSET key field value ...`: the fields as the command left them."""
+    effect = [b"HSET", key]
+    for field, value in pairs:
+        effect.append(field)
+        effect.append(value)
+    return effect
+
+
+def hdel_effect(key: bytes, fields: Iterable[bytes]) -> Effect:
+    """`HDEL key field ...`: the fields removed (by HDEL, HGETDEL or field expiry)."""
+    return [b"HDEL", key, *fields]
+
+
+def hincrby_effect(key: bytes, field: bytes, increment: int) -> Effect:
+    return [b"HINCRBY", key, field, b"%d" % increment]
+
+
+def hpexpireat_effect(key: bytes, when: int, fields: list[bytes]) -> Effect:
+    """`HPEXPIREAT key ms FIELDS n field ...`: the fields given that absolute expiry time."""
+    return [b"HPEXPIREAT", key, b"%d" % when, b"FIELDS", b"%d" % len(fields), *fields]
+
+
+def hpersist_effect(key: bytes, fields: list[bytes]) -> Effect:
+    """`HPERSIST key FIELDS n field ...`: the fields whose TTL was removed."""
+    return [b"HPERSIST", key, b"FIELDS", b"%d" % len(fields), *fields]
+
+
+def hsetex_effect(key: bytes, when: int | None, pairs: list[tuple[bytes, bytes]]) -> Effect:
+    """`HSETEX key PXAT ms FIELDS n field value ...` (when given), else `... KEEPTTL ...`:
+    fields set, with that absolute expiry or keeping the TTLs they had."""
+    ttl = [b"KEEPTTL"] if when is None else [b"PXAT", b"%d" % when]
+    effect = [b"HSETEX", key, *ttl, b"FIELDS", b"%d" % len(pairs)]
+    for field, value in pairs:
+        effect.append(field)
+        effect.append(value)
+    return effect
+
+
+# --- sorted sets ---------------------------------------------------------------------------------
+
+
+def zadd_effect(key: bytes, pairs: Iterable[tuple[bytes, float]]) -> Effect:
+    """`ZADD key score member ...`: members set to these scores (d2string's round-trip text, so
+    a replay parses back the same double, -0 and the infinities included)."""
+    effect = [b"ZADD", key]
+    for member, score in pairs:
+        effect.append(format_score(score))
+        effect.append(member)
+    return effect
+
+
+def zrem_effect(key: bytes, members: Iterable[bytes]) -> Effect:
+    """`ZREM key member ...`: the members removed."""
+    return [b"ZREM", key, *members]
+
+
+def zremrangebyrank_effect(key: bytes, first: int, last: int) -> Effect:
+    """`ZREMRANGEBYRANK key first last`: the ranks a pop removed (absolute, inclusive)."""
+    return [b"ZREMRANGEBYRANK", key, b"%d" % first, b"%d" % last]
+
+
+def as_sent_effect(argv: Sequence[bytes]) -> Effect:
+    """A deterministic write logged as its client sent it (the name upper-cased): the sorted
+    set range removals and STORE commands, whose result depends only on the state they read."""
+    return [bytes(argv[0]).upper(), *argv[1:]]

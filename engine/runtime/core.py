@@ -52,7 +52,10 @@ from streamkeep.engine.exec.table import (
 from streamkeep.engine.exec.transactions import WatchRegistry, queue_in_multi
 from streamkeep.engine.model.digest import state_digest
 from streamkeep.engine.model.effects import Record
+from streamkeep.engine.model.hashes import HashLimits
 from streamkeep.engine.model.residency import Residency
+from streamkeep.engine.model.sets import SetLimits
+from streamkeep.engine.model.value_types import STREAM, STRING, TYPES
 from streamkeep.engine.runtime.batches import Batches
 from streamkeep.engine.runtime.expiry_cycle import active_expire_cycle
 from streamkeep.engine.runtime.refusals import Refusals
@@ -132,11 +135,20 @@ class EngineCore(EngineState):
         # Which stream nodes are in memory (the backlog-memory budget; engine.model.residency).
         self.residency = Residency(int(self.config["backlog-memory"]))
         self.apply_config()
-        self.dbs = [{} for _ in range(NUM_DATABASES)]
-        # Beside each database's streams: its string values and the TTLs of keys of either
-        # type (engine.commands.expiry says how they expire).
-        self.strings = [{} for _ in range(NUM_DATABASES)]
+        # A dict per value type and database (engine.model.value_types), streams and strings
+        # also by name; and the TTLs of keys of any type (engine.commands.expiry says how they
+        # expire).
+        self.keyspaces = [[{} for _ in range(NUM_DATABASES)] for _ in TYPES]
+        self.dbs = self.keyspaces[STREAM.slot]
+        self.strings = self.keyspaces[STRING.slot]
         self.expires = [{} for _ in range(NUM_DATABASES)]
+        self.hash_limits = HashLimits(int(self.config["hash-max-listpack-entries"]),
+                                      int(self.config["hash-max-listpack-value"]))
+        self.hash_ttls = [None] * NUM_DATABASES
+        config = self.config
+        self.set_limits = SetLimits(int(config["set-max-intset-entries"]),
+                                    int(config["set-max-listpack-entries"]),
+                                    int(config["set-max-listpack-value"]))
         # Held while a command runs. Re-entrant for the server, which holds it over a batch of
         # a connection's commands and calls back into the engine from its glue; handlers
         # never take it.
@@ -628,7 +640,7 @@ class EngineCore(EngineState):
     def digest(self) -> str:
         """Hex digest of the whole logical state (see engine.digest)."""
         with self.lock:
-            return state_digest(self.dbs, self.strings, self.expires)
+            return state_digest(self.dbs, self.strings, self.expires, self.keyspaces)
 
     def add_sink(self, sink: RecordSink) -> None:
         self.sinks.append(sink)

@@ -74,7 +74,7 @@ class Refusals:
         which then fails); the others run: AUTH, HELLO, MULTI, WATCH, QUIT, RESET, SCRIPT
         KILL, SHUTDOWN (BUSY unless NOSAVE). None of those touches the data the script is
         changing, and no key they name is expired meanwhile (BusyCtx)."""
-        from streamkeep.engine.exec.scripting import BUSY
+        from streamkeep.engine.exec.scripting import busy_line
 
         core = self.core
         try:
@@ -84,7 +84,7 @@ class Refusals:
         if gate is not None:
             return self.refuse(session, spec, ReplyError(gate(spec.name)))
         if Flag.ALLOW_BUSY not in spec.flags:
-            return self.refuse(session, spec, ReplyError(BUSY))
+            return self.refuse(session, spec, ReplyError(busy_line(core.scripting)))
         try:
             entry, queued = core.dispatch_command(session, argv)
         except ReplyError as err:

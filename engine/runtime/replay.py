@@ -11,15 +11,15 @@ semantics.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from streamkeep.engine.exec.context import ReplayCtx, Session
 from streamkeep.engine.exec.table import lookup
 from streamkeep.engine.model.effects import Record
+from streamkeep.engine.model.value_types import STREAM
 
 if TYPE_CHECKING:
     from streamkeep.engine.exec.table import Argv
-    from streamkeep.engine.model.stream import Stream
     from streamkeep.engine.runtime.core import EngineCore, Entry
 
 
@@ -71,33 +71,36 @@ class Replay:
             return entry
         return core.entry_of(lookup(argv, allow_internal=True))
 
-    def replace_state(self, dbs: list[dict[bytes, Stream]],
-                      strings: list[dict[bytes, bytes]] | None = None,
+    def replace_state(self, keyspaces: list[list[dict[bytes, Any]]],
                       expires: list[dict[bytes, int]] | None = None,
                       wake: bool = True) -> None:
         """Replace every database at once (engine lock held): a replica's full sync installs
-        its primary's snapshot (None: no strings, no TTLs). With `wake`, clients blocked on a
-        key are re-run against the new data."""
+        its primary's snapshot. `keyspaces` is per type slot then database (engine.model.
+        value_types; a slot left out, or no `expires`, is empty). With `wake`, clients blocked
+        on a key are re-run against the new data."""
         core = self.core
-        core.residency.adopt(dbs)  # loaded by another engine: they count here from now on
-        core.dbs[:] = dbs
-        core.strings[:] = strings if strings is not None else [{} for _ in dbs]
-        core.expires[:] = expires if expires is not None else [{} for _ in dbs]
+        count = len(core.dbs)
+        streams = keyspaces[STREAM.slot]
+        core.residency.adopt(streams)  # loaded by another engine: they count here from now on
+        for slot, space in enumerate(core.keyspaces):  # (in place: the lists are shared)
+            space[:] = keyspaces[slot] if slot < len(keyspaces) else [{} for _ in range(count)]
+        core.expires[:] = expires if expires is not None else [{} for _ in range(count)]
+        core.hash_ttls[:] = [None] * count  # rebuilt from the new hashes when first needed
         if not wake:
             return
-        for db, streams in enumerate(dbs):
-            for key in streams:
+        for db, values in enumerate(streams):
+            for key in values:
                 core.waiters.signal(db, key)
         if core.waiters.ready:
             core.waiting.serve_ready()
 
-    def roll_back(self, dbs: list[dict[bytes, Stream]], strings: list[dict[bytes, bytes]],
+    def roll_back(self, keyspaces: list[list[dict[bytes, Any]]],
                   expires: list[dict[bytes, int]]) -> None:
         """The AOF dropped records this state had applied (engine lock held): install the
         state the log holds (the data directory reloaded it), then tell the server, whose
         replies still waiting for those records become MISCONF. Blocked clients are not
         re-run: nothing in the log's state is newer than what they found when they blocked."""
-        self.replace_state(dbs, strings, expires, wake=False)
+        self.replace_state(keyspaces, expires, wake=False)
         for hook in self.core.rollback_hooks:
             hook()
 

@@ -42,6 +42,7 @@ from streamkeep.aof.recovery import (
 )
 from streamkeep.aof.watermark import Watermark, WatermarkLog
 from streamkeep.engine.commands.connection import last_save_time
+from streamkeep.engine.exec.functions import adopt_functions
 from streamkeep.engine.exec.interfaces import Fields, PersistenceStatus, persistence_fields
 from streamkeep.engine.wire.errors import StorageError
 from streamkeep.snapshot.reader import SnapshotError
@@ -123,7 +124,8 @@ class DataDir:
                 f"reloaded without them ({err}); writes are refused until the data directory "
                 f"is reopened")
             return
-        engine.replay.roll_back(fresh.dbs, fresh.strings, fresh.expires)
+        engine.replay.roll_back(fresh.keyspaces, fresh.expires)
+        adopt_functions(engine, fresh)  # the log's function libraries
         log.warning("the AOF could not take the last records: they were dropped and the state "
                     "rolled back to LSN %d (reloaded in %.3f s)", lsn,
                     time.perf_counter() - started)
@@ -264,14 +266,14 @@ class DataDir:
     def allow_compaction(self) -> None:
         self.compactor.paused = False
 
-    def install_snapshot(self, tmp: str | None, lsn: int, repl_id: str, dbs: list,
-                         crc32: int | None, strings: list | None = None,
-                         expires: list | None = None,
+    def install_snapshot(self, tmp: str | None, lsn: int, repl_id: str, keyspaces: list,
+                         crc32: int | None, expires: list | None = None,
                          parts: Sequence[tuple[str, str, int, int]] = ()) -> None:
         """A replica's full sync (engine lock held; `wait_no_compaction` called before): make
         the directory hold the received snapshot `tmp` (None: the empty state at LSN 0), whose
         checksum is `crc32`, and nothing else, under the primary's history `repl_id`, and the
-        engine hold `dbs`, `strings` and `expires` (loaded from that file). `parts`: a
+        engine hold `keyspaces` (per type slot, then database) and `expires` (loaded from that
+        file). `parts`: a
         segmented snapshot's part files as (temp path, name, size, CRC-32), renamed to their
         names before the snapshot's own file. Every step leaves a directory that opens:
         to the old state, to the empty one (a replica that then syncs again), or to the new
@@ -317,7 +319,7 @@ class DataDir:
         self.compactor.snapshot_size = snap.total_size if snap is not None else 0
         journal.rewrite_at = self.compactor.threshold()
         self.compactor.paused = False
-        self.engine.replay.replace_state(dbs, strings, expires)
+        self.engine.replay.replace_state(keyspaces, expires)
         log.info("installed the primary's snapshot at LSN %d (%s)", lsn,
                  snap.file if snap is not None else "empty")
 

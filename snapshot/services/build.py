@@ -52,11 +52,17 @@ from typing import Any
 
 from streamkeep.aof.fs import RealFS
 from streamkeep.aof.segment_reader import SegmentError, SegmentReader
+from streamkeep.engine.exec.functions import functions_payload
 from streamkeep.engine.runtime.core import EngineCore
 from streamkeep.engine.wire.errors import StorageError
 from streamkeep.snapshot.cold import SnapshotNodes
 from streamkeep.snapshot.services.load import load_snapshot
-from streamkeep.snapshot.writer import stream_numbers, write_segmented, write_snapshot
+from streamkeep.snapshot.writer import (
+    put_functions,
+    stream_numbers,
+    write_segmented,
+    write_snapshot,
+)
 
 _PR_SET_PDEATHSIG = 1
 PROGRESS_EVERY_S = 0.5
@@ -213,15 +219,24 @@ def build(job: dict, engine: EngineCore | None = None, expected: int = 1) -> dic
     if part_out is None:  # a self-contained snapshot
         write_snapshot(engine.dbs, os.path.join(directory, job["out"]), job["lsn"],
                        job["created_ms"], job["repl_id"], checksum=False,
-                       strings=engine.strings, expires=engine.expires)
+                       values=engine.keyspaces, expires=engine.expires)
+        _put_functions(engine, os.path.join(directory, job["out"]))
         progress.report(last=True)
         return {"parts": [], "new_part": False}
     written = write_segmented(engine.dbs, os.path.join(directory, job["out"]),
                               os.path.join(directory, part_out), job["lsn"], job["created_ms"],
-                              job["repl_id"], strings=engine.strings, expires=engine.expires,
+                              job["repl_id"], values=engine.keyspaces, expires=engine.expires,
                               part_name=part_out.removesuffix(".tmp"), on_node=progress.node)
+    _put_functions(engine, os.path.join(directory, job["out"]))
     progress.report(last=True)  # the counts whole, before the result
     return {"parts": written.parts, "new_part": written.new_part}
+
+
+def _put_functions(engine: EngineCore, path: str) -> None:
+    """The engine's function libraries, if it has any, into the snapshot just written."""
+    payload = functions_payload(engine)
+    if payload is not None:
+        put_functions(path, payload)
 
 
 def serve(parent: int | None) -> int:

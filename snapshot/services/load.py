@@ -14,16 +14,20 @@ command semantics.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from streamkeep.engine.exec.functions import restore_functions
 from streamkeep.engine.model.consumer_groups import ConsumerGroup
 from streamkeep.engine.model.idmp_maps import Idmp
 from streamkeep.engine.model.residency import EPOCH
 from streamkeep.engine.model.stream import Stream, cold_node
+from streamkeep.engine.model.value_types import BY_NAME, ValueType
 from streamkeep.snapshot.cold import SnapshotNodes
 from streamkeep.snapshot.integrity import check_parts, check_whole
 from streamkeep.snapshot.reader import (
     IdmpInfo,
+    KeyInfo,
     Meta,
     Snapshot,
     SnapshotError,
@@ -64,7 +68,7 @@ def load_snapshot(engine: EngineCore, path: str, lazy: bool | None = None,
         check_parts(os.path.dirname(path), entry, whole=not lazy)
     store = SnapshotNodes(path, clean_before=0, part_suffix=part_suffix)
     with Snapshot(path, part_suffix=part_suffix) as snap, engine.lock:
-        if any(engine.dbs) or any(engine.strings):
+        if any(any(space) for space in engine.keyspaces):
             raise ValueError("a snapshot loads into an empty engine only")
         for info in snap.streams():
             s = Stream()
@@ -75,9 +79,11 @@ def load_snapshot(engine: EngineCore, path: str, lazy: bool | None = None,
             engine.dbs[info.db][info.key] = s
         for row in snap.key_rows():
             if row.value is not None:
-                engine.strings[row.db][row.key] = row.value
+                vt, decode = _value_type(path, row)
+                engine.keyspaces[vt.slot][row.db][row.key] = decode(row.value)
             if row.expires_ms is not None:
                 engine.expires[row.db][row.key] = row.expires_ms
+        restore_functions(engine, snap.functions)  # the function libraries, if any
         # Every node is as the file holds it; changes from now on are not.
         store.clean_before = residency.last_tick = EPOCH.tick()
         residency.switched(store)
@@ -85,6 +91,16 @@ def load_snapshot(engine: EngineCore, path: str, lazy: bool | None = None,
         # resident: the pages stay mapped while the store keeps the files open.
         store.count_read(store.size)
         return snap.meta
+
+
+def _value_type(path: str, row: KeyInfo) -> tuple[ValueType, Callable[[bytes], Any]]:
+    """The registered type a keys row names, with its decoder (a snapshot from a build that
+    knows more types than this one is refused, naming the type and the key)."""
+    vt = BY_NAME.get(row.type or "")
+    if vt is None or vt.from_bytes is None:
+        raise SnapshotError(f"{path}: key {row.key!r} of database {row.db} holds a value of "
+                            f"type {row.type!r}, which this build does not know")
+    return vt, vt.from_bytes
 
 
 def _restore_nodes(snap: Snapshot, info: StreamInfo, s: Stream,

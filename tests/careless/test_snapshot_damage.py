@@ -191,7 +191,7 @@ def test_an_old_snapshot_without_checksums_still_opens(pristine: Path, tmp_path:
     meta = load_snapshot(state, str(snapshot))
     one_file = tmp_path / "one.mdb"
     write_snapshot(state.dbs, str(one_file), meta.lsn, meta.created_ms, meta.repl_id,
-                   strings=state.strings, expires=state.expires)
+                   values=state.keyspaces, expires=state.expires)
     one_file.replace(snapshot)
     as_version_1(str(snapshot))
     doc = manifest(directory)

@@ -125,9 +125,10 @@ def test_restore_errors_are_redis_lines(redis_client, engine) -> None:
 
 def test_other_types_are_refused_clearly_ttls_kept(redis_client, engine) -> None:
     redis_client.flushall()
-    redis_client.hset("h", "f", "v")
-    with pytest.raises(ReplyError, match="streams and strings only: the payload holds a hash"):
-        engine.execute("RESTORE", "k", "0", redis_client.dump("h"))
+    redis_client.rpush("l", "v")
+    with pytest.raises(ReplyError, match="ERR streamkeep stores streams, strings.* only: the "
+                                         "payload holds a list"):
+        engine.execute("RESTORE", "k", "0", redis_client.dump("l"))
     redis_client.xadd("s", {"f": "v"}, id="1-1")
     payload = redis_client.dump("s")
     assert engine.execute("RESTORE", "k", "100000", payload) == "OK"  # a TTL, as Redis
@@ -591,3 +592,65 @@ def test_redis_corrupt_stream_payloads_are_refused_or_harmless(engine, payload: 
         assert engine.execute("EXISTS", "k") == 0
         return
     _harmless(engine, "k")
+
+
+# --- Redis 8.8 and 8.10 (RDB 14 and 15), Valkey 9: asserted from the formats, not the 7.0 oracle --
+# Redis writes a DUMP footer of its own RDB_VERSION (8.8: 14, 8.10: 15) and every stream as its
+# newest type, 27 (a NACK zone in each group); its verifyDumpPayload refuses a footer above its
+# own. Valkey 9 writes 80 (its types are RDB 11's).
+
+
+def _released() -> Engine:
+    e = Engine(clock=lambda: 1_700_000_000_000)
+    for i in range(1, 6):
+        e.execute("XADD", "s", f"{i}-0", "f", str(i))
+    e.execute("XGROUP", "CREATE", "s", "g", "0")
+    e.execute("XREADGROUP", "GROUP", "g", "c", "COUNT", "3", "STREAMS", "s", ">")
+    e.execute("XNACK", "s", "g", "FAIL", "IDS", "1", "2-0")
+    return e
+
+
+def test_dump_writes_what_redis_8_10_writes_and_restore_reads_it_back() -> None:
+    e = _released()
+    payload = e.execute("DUMP", "s")
+    assert payload[0] == 27 and struct.unpack("<H", payload[-10:-8])[0] == 15
+    assert e.execute("DUMP", "nothing") is None
+    e.execute("SET", "k", "v")
+    assert struct.unpack("<H", e.execute("DUMP", "k")[-10:-8])[0] == 15
+    assert e.execute("RESTORE", "s2", "0", payload) == "OK"
+    for argv in (("XPENDING", "{}", "g", "-", "+", "10"), ("XINFO", "STREAM", "{}", "FULL")):
+        assert e.execute(*(a.format("s2") for a in argv)) == \
+            e.execute(*(a.format("s") for a in argv))
+    e.set_config("dump-rdb-version", 14)
+    assert e.execute("DUMP", "s")[0] == 27
+    assert struct.unpack("<H", e.execute("DUMP", "s")[-10:-8])[0] == 14
+
+
+@pytest.mark.parametrize("version", [14, 15, 80])
+def test_restore_reads_rdb_14_15_and_valkey_9_footers(version: int) -> None:
+    e = _released()
+    value = rdb.write_stream(e.dbs[0][b"s"], 21 if version == 80 else 27)
+    assert e.execute("RESTORE", "t", "0", rdb.payload_from(21 if version == 80 else 27, value,
+                                                             version)) == "OK"
+    assert e.execute("XRANGE", "t", "-", "+") == e.execute("XRANGE", "s", "-", "+")
+
+
+@pytest.mark.parametrize("version", [16, 79, 81, 0xFFFF])
+def test_restore_refuses_a_footer_newer_than_redis_8_10s(version: int) -> None:
+    e = _released()
+    payload = rdb.payload_from(27, rdb.write_stream(e.dbs[0][b"s"], 27), version)
+    with pytest.raises(ReplyError) as refused:
+        e.execute("RESTORE", "t", "0", payload)
+    assert refused.value.line == "ERR DUMP payload version or checksum are wrong"
+
+
+def test_restore_of_a_type_streamkeep_lacks_names_it() -> None:
+    array = (rdb.encode_length(1) + rdb.encode_length(0) + rdb.encode_length(0)
+             + rdb.encode_length(1) + struct.pack("<q", 7))
+    with pytest.raises(ReplyError) as refused:
+        Engine().execute("RESTORE", "a", "0", rdb.payload_from(28, array, 14))
+    assert refused.value.line.startswith("ERR streamkeep stores streams, strings")
+    assert refused.value.line.endswith(" only: the payload holds a Redis array (RDB type 28)")
+    with pytest.raises(ReplyError) as refused:  # a type no Redis knows: Redis's line
+        Engine().execute("RESTORE", "a", "0", rdb.payload_from(200, b"\x00", 15))
+    assert refused.value.line == "ERR Bad data format"

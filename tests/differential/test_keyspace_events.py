@@ -82,6 +82,14 @@ SCRIPT: list[tuple[Any, ...]] = [
     ("SET", "t", "v"), ("RENAME", "t", "s"),
     ("SET", "px", "v", "PX", "1"), "sleep", ("GET", "px"),
     ("SELECT", "2"), ("SET", "k", "v"), ("XADD", "s", "1-1", "f", "v"), ("SELECT", "0"),
+    # Hashes: reads of a missing key (keymiss), writes, an emptied hash deleted.
+    ("HGET", "hm", "f"), ("HMGET", "hm", "f"), ("HLEN", "hm"), ("HGETALL", "hm"),
+    ("HEXISTS", "hm", "f"), ("HSTRLEN", "hm", "f"), ("HRANDFIELD", "hm"), ("HSCAN", "hm", "0"),
+    ("HDEL", "hm", "f"), ("HSET", "h", "a", "1", "b", "2"), ("HMSET", "h", "c", "3"),
+    ("HSETNX", "h", "a", "1"), ("HSETNX", "h", "d", "4"), ("HINCRBY", "h", "n", "1"),
+    ("HINCRBYFLOAT", "h", "n", "1.5"), ("HINCRBY", "h", "a", "x"), ("HDEL", "h", "nope"),
+    ("HDEL", "h", "a", "b", "c"), ("HDEL", "h", "d", "n"), ("HINCRBY", "h2", "n", "1"),
+    ("HGET", "h2", "n"), ("HGETALL", "h2"),
     ("FLUSHDB",),
 ]
 

@@ -251,9 +251,8 @@ NOT_APPLICABLE = {
     "rdb_last_cow_size": "", "aof_last_cow_size": "", "module_fork_in_progress": "",
     "module_fork_last_cow_size": "", "rdb_last_load_keys_expired": "",
     "rdb_last_load_keys_loaded": "",
-    # functions (FUNCTION is not implemented), cluster, eviction, client-side caching, MIGRATE
-    "number_of_functions": "", "number_of_libraries": "", "used_memory_vm_functions": "",
-    "used_memory_functions": "", "mem_cluster_links": "",
+    # cluster, eviction, client-side caching, MIGRATE
+    "mem_cluster_links": "",
     "total_eviction_exceeded_time": "", "current_eviction_exceeded_time": "",
     "tracking_total_keys": "", "tracking_total_items": "", "tracking_total_prefixes": "",
     "migrate_cached_sockets": "", "reply_buffer_shrinks": "", "reply_buffer_expands": "",

@@ -21,12 +21,12 @@ def test_stream_and_string_writes_apply_others_are_counted() -> None:
         engine.read_only = "READONLY You can't write against a read only replica."
         a = RedisApplier(engine)
         feed(a, ["SELECT", "1"], ["XADD", "s", "1-1", "f", "v"], ["SET", "k", "v"],
-             ["HSET", "h", "f", "v"], ["SET", "k2", "v"], ["PING"], ["PEXPIREAT", "s", "9"],
-             ["RESTORE", "h2", "0", "\x04not-a-stream"], ["REPLCONF", "GETACK", "*"],
+             ["LPUSH", "h", "v"], ["SET", "k2", "v"], ["PING"], ["PEXPIREAT", "s", "9"],
+             ["RESTORE", "h2", "0", "\x0enot-a-stored-type"], ["REPLCONF", "GETACK", "*"],
              ["MSETNX", "m1", "1", "m2", "2"], ["GETSET", "k", "w"], ["SETBIT", "k", "0", "1"],
              ["SETRANGE", "k2", "1", "x"], ["MSETEX", "1", "m3", "3", "PXAT", "9"],
              ["DELEX", "m2", "IFEQ", "2"])
-        assert dict(a.skipped_commands) == {"hset": 1, "restore": 1, "setbit": 1}
+        assert dict(a.skipped_commands) == {"lpush": 1, "restore": 1, "setbit": 1}
         assert a.applied == 10 and a.errors == 0
         # A TTL already past is kept until the primary's DEL: the primary's session sees it,
         # a client's read on this replica sees the key as missing (as on a Redis replica).
@@ -67,19 +67,19 @@ def test_a_transaction_applies_whole_and_moves_the_offset_at_exec() -> None:
         a = RedisApplier(engine)
         feed(a, ["XADD", "s", "1-1", "f", "v"])
         before = a.offset
-        feed(a, ["MULTI"], ["XADD", "s", "2-1", "f", "v"], ["HSET", "x", "f", "y"])
+        feed(a, ["MULTI"], ["XADD", "s", "2-1", "f", "v"], ["LPUSH", "x", "y"])
         assert a.offset == before and engine.execute("XLEN", "s") == 1
         # The link is lost here: the primary resends from `before`, MULTI included.
         a.abandon()
-        feed(a, ["MULTI"], ["XADD", "s", "2-1", "f", "v"], ["HSET", "x", "f", "y"],
+        feed(a, ["MULTI"], ["XADD", "s", "2-1", "f", "v"], ["LPUSH", "x", "y"],
              ["XADD", "s", "3-1", "f", "v"], ["EXEC"])
         size = sum(command_size([w.encode() for w in c]) for c in (
-            ["MULTI"], ["XADD", "s", "2-1", "f", "v"], ["HSET", "x", "f", "y"],
+            ["MULTI"], ["XADD", "s", "2-1", "f", "v"], ["LPUSH", "x", "y"],
             ["XADD", "s", "3-1", "f", "v"], ["EXEC"]))
         assert a.offset == before + size
         assert engine.execute("XRANGE", "s", "-", "+") == [
             [b"1-1", [b"f", b"v"]], [b"2-1", [b"f", b"v"]], [b"3-1", [b"f", b"v"]]]
-        assert a.skipped_commands["hset"] == 1  # counted once: the dropped copy was not applied
+        assert a.skipped_commands["lpush"] == 1  # counted once: the dropped copy was not applied
 
 
 def test_a_failing_command_is_counted_and_the_stream_goes_on() -> None:
@@ -104,7 +104,8 @@ def test_an_rdb_replaces_everything_streams_restored_others_counted() -> None:
         keys = [RdbKey(0, b"s", payload[0], value, None), RdbKey(0, b"str", 0, b"\x01v", None),
                 RdbKey(2, b"t", payload[0], value, 2**62), RdbKey(0, b"gone", payload[0],
                                                                   value, 1)]
-        keys.append(RdbKey(0, b"h", 4, b"\x01\x01f\x01v", None))
+        keys.append(RdbKey(0, b"l", 1, b"\x01\x01v", None))  # a list: skipped, counted
+        keys.append(RdbKey(0, b"z", 5, b"\x01\x01m" + bytes(8), None))  # a zset: loaded
         # A replica's full sync: the expired stream is loaded with its TTL (its DEL follows).
         assert a.load(keys, 13, replace_all=True) == (3, 3, 1)
         assert engine.execute("EXISTS", "old") == 0
@@ -112,7 +113,8 @@ def test_an_rdb_replaces_everything_streams_restored_others_counted() -> None:
         assert engine.strings[0][b"str"] == b"v" and engine.expires[0][b"gone"] == 1
         assert engine.execute("SELECT", "2") == "OK" and engine.execute("XLEN", "t") == 1
         assert engine.execute("PEXPIRETIME", "t") == 2**62
-        assert dict(a.skipped_keys) == {"hash": 1}
+        assert dict(a.skipped_keys) == {"list": 1} and dict(a.loaded_keys) == {"zset": 1}
+        assert engine.keyspaces[2][0][b"z"].score(b"m") == 0.0  # (slot 2: sorted sets)
         assert (a.expired_keys, a.expiries_kept) == (0, 2)
         # An RDB file imported as a primary's: the expired key is skipped.
         assert a.load(keys, 13, replace_all=True, skip_expired=True) == (2, 2, 1)

@@ -111,13 +111,16 @@ def test_a_replica_of_redis_server_follows_its_streams(start_redis, tmp_path: Pa
     server = start_redis(*DISKLESS[transfer])
     r = _client(server)
     _seed(r)
+    r.zadd("zset", {"m": 1.5, "n": -2})  # (stored here: restored by the full sync)
     oracle = _oracle(start_redis, server)
     with Engine.open(str(tmp_path / "replica"),
                      replicaof=(server.host, server.port)) as replica:
         wait_for(lambda: same_streams(r, oracle, replica), what="the full sync")
         info = _info(replica)
         assert info["master_protocol"] == "redis" and info["redis_full_syncs"] == "1"
-        assert info["redis_skipped_keys"] == "hash=1"
+        assert info["redis_skipped_keys"] == ""  # (the hash and the sorted set are kept)
+        assert replica.execute("HGET", "hash", "f") == b"v"
+        assert replica.execute("ZRANGE", "zset", "0", "-1") == [b"n", b"m"]
         assert info["redis_expiries_loaded"] == "1"
         assert replica.execute("GET", "str") == b"v"
         assert replica.execute("PEXPIRETIME", "ttl") == r.pexpiretime("ttl")
@@ -330,3 +333,21 @@ def test_strings_and_ttls_follow_a_redis_server_primary(start_redis, tmp_path: P
         assert info["redis_commands_failed"] == "0"
         skipped = info["redis_skipped_commands"]
         assert "set" not in skipped and "pexpireat" not in skipped, skipped
+
+
+def test_a_full_sync_names_the_keys_of_types_it_skips_in_the_log(start_redis, tmp_path: Path,
+                                                                 caplog) -> None:
+    server = start_redis(*DISKLESS["diskless"])
+    r = _client(server)
+    r.xadd("s", {"f": "v"}, id="1-1")
+    r.hset("h1", "f", "v")
+    r.hset("h2", "f", "v")
+    r.rpush("l", "1")
+    with caplog.at_level("WARNING", logger="streamkeep"), \
+            Engine.open(str(tmp_path / "replica"), replicaof=(server.host, server.port)) as replica:
+        wait_for(lambda: _info(replica).get("redis_full_syncs") == "1", what="the full sync")
+        assert replica.execute("XLEN", "s") == 1
+    said = [rec.getMessage() for rec in caplog.records if "skipped the keys" in rec.getMessage()]
+    assert len(said) == 1 and "full sync (RDB 10) skipped" in said[0], said
+    # (hashes are stored: only the list is named)
+    assert said[0].endswith('does not store: list 1 ("l")'), said

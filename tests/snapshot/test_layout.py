@@ -245,6 +245,12 @@ def test_describe_key_names_what_the_key_belongs_to() -> None:
 
 def test_keys_values_round_trip() -> None:
     for value, expires_ms in ((b"v", None), (b"", 5), (None, 1_795_000_000_000)):
-        assert layout.decode_key(layout.encode_key(value, expires_ms)) == (value, expires_ms)
-    with pytest.raises(ValueError):
-        layout.decode_key(msgpack.packb(["text", None]))
+        assert layout.decode_key(layout.encode_key(value, expires_ms)) == (
+            value, expires_ms, None if value is None else "string")
+    # A string's row is as it always was ([value, expiry]); another type's names the type.
+    assert msgpack.unpackb(layout.encode_key(b"v", 5)) == [b"v", 5]
+    assert layout.decode_key(layout.encode_key(b"\x01packed", None, "zset")) == (
+        b"\x01packed", None, "zset")
+    for bad in (["text", None], [b"v", None, 7], [b"v"], "v"):
+        with pytest.raises(ValueError):
+            layout.decode_key(msgpack.packb(bad))

@@ -725,7 +725,7 @@ def test_layout_is_pinned(tmp_path) -> None:
     e.execute("PEXPIREAT", b"k\x00", "88888")
     sizes = [n.lp_bytes() for n in e.dbs[2][b"k\x00"].nodes]
     path = str(tmp_path / "layout.mdb")
-    write_snapshot(e.dbs, path, 12, 34, "rid", strings=e.strings, expires=e.expires)
+    write_snapshot(e.dbs, path, 12, 34, "rid", values=e.keyspaces, expires=e.expires)
     assert os.listdir(tmp_path) == ["layout.mdb"]  # one file, no lock file
 
     def ident(ms: int, seq: int) -> bytes:
@@ -893,3 +893,19 @@ def test_a_format_3_file_reads_as_the_engine_had_it() -> None:
         (row["db"], row["key"], row.get("value"),
          None if row["pexpiretime"] < 0 else row["pexpiretime"]) for row in want["keys"]
         if row["pexpiretime"] > 0 or row["type"] == "string")
+
+
+def test_key_rows_of_a_key_range(tmp_path: os.PathLike[str]) -> None:
+    """key_rows(db, first, last): one database's keys from first to last inclusive, in order
+    (what the Spark export's key-table tasks read)."""
+    strings: list[dict[bytes, bytes]] = [{b"a": b"1", b"b": b"2", b"b\x00": b"3", b"c": b"4"},
+                                         {b"a": b"x"}]
+    path = os.path.join(tmp_path, "s.mdb")
+    write_snapshot([{}, {}], path, 1, 1, "r" * 40, values=[[{}, {}], strings],
+                   expires=[{}, {}])
+    with Snapshot(path) as snap:
+        assert [r.key for r in snap.key_rows(0, b"b", b"b\x00")] == [b"b", b"b\x00"]
+        assert [r.key for r in snap.key_rows(0, b"b\x00")] == [b"b\x00", b"c"]
+        assert [r.key for r in snap.key_rows(0, last=b"a")] == [b"a"]
+        assert [(r.db, r.key) for r in snap.key_rows(1, b"a", b"a")] == [(1, b"a")]
+        assert snap.key_rows(0, b"d") == [] and snap.key_rows(0, b"b", b"a") == []

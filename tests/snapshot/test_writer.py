@@ -24,7 +24,7 @@ REPL_ID = "ab" * 20
 
 def written(engine: Engine, path: Path, lsn: int = 77) -> SnapshotInfo:
     return write_snapshot(engine.dbs, str(path), lsn, 1700000000123, REPL_ID,
-                          strings=engine.strings, expires=engine.expires)
+                          values=engine.keyspaces, expires=engine.expires)
 
 
 def kv(reply: list) -> dict:
@@ -190,4 +190,5 @@ def test_the_keys_table_holds_strings_and_ttls(varied: tuple[Engine, str, Snapsh
     _engine, path, _info = varied
     rows = [(key, layout.decode_key(body("keys", key, value)))
             for key, value in stored_values(path, "keys")]
-    assert rows == [(b"\x00audit", (None, 6000)), (b"\x00greeting", (b"hello", 99999))]
+    assert rows == [(b"\x00audit", (None, 6000, None)),
+                    (b"\x00greeting", (b"hello", 99999, "string"))]

@@ -36,7 +36,8 @@ OWN_COUNT = {"aof.always_threads", "aof.always", "aof.fsync", "aof.replay", "aof
              *(b.key for s in bench.SECTIONS if s.name == "queue" for b in s.benchmarks
                if b.key != "queue.batch"),
              *(f"memory.{name}" for name in ("sensor", "one_field", "ten_fields",
-                                             "varied_fields", "deletions")),  # 5 x N
+                                             "varied_fields", "deletions", "zset", "hash",
+                                             "set", "small_hashes")),  # 5 x N, N / 2
              *(b.key for s in bench.SECTIONS
                if s.name in ("server", "strings", "hardening", "replication", "inspect", "export",
                              "backlog", "interop", "shared")

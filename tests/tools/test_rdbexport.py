@@ -176,3 +176,72 @@ def test_data_that_needs_rdb_13_gets_it_and_says_so(tmp_path, capsys) -> None:
     err = capsys.readouterr().err
     assert older.read_bytes().startswith(b"REDIS0010")
     assert "(as asked)" in err and "needs RDB 13, and is lost" in err
+
+
+def _released(engine: Engine) -> None:
+    """A stream whose group has an entry XNACK released (Redis 8.8), and a string."""
+    for i in range(1, 6):
+        engine.execute("XADD", "jobs", f"{i}-0", "n", str(i))
+    engine.execute("XGROUP", "CREATE", "jobs", "workers", "0")
+    engine.execute("XREADGROUP", "GROUP", "workers", "w1", "COUNT", "3", "STREAMS", "jobs", ">")
+    engine.execute("XNACK", "jobs", "workers", "FAIL", "IDS", "1", "2-0")
+    engine.execute("SET", "config", "v1", "PX", "3600000")
+
+
+def test_entries_xnack_released_take_rdb_14(tmp_path, capsys) -> None:
+    data = tmp_path / "data"
+    with Engine.open(str(data)) as engine:
+        _released(engine)
+        digest = engine.digest()
+    out = tmp_path / "dump.rdb"
+    assert main(["export-rdb", str(data), "--out", str(out), "--json"]) == 0
+    printed = capsys.readouterr()
+    report = json.loads(printed.out)
+    assert out.read_bytes().startswith(b"REDIS0014")
+    assert (report["rdb_version"], report["redis_versions"]) == (14, "Redis 8.8 and later")
+    assert 'XNACK released' in printed.err and '"workers"' in printed.err
+    assert _imported_digest(out, tmp_path) == digest
+
+
+@pytest.mark.parametrize("version", range(9, 16))
+def test_every_rdb_version_asked_is_written_and_read_back(tmp_path, capsys,
+                                                          version: int) -> None:
+    from streamkeep.snapshot import rdb
+
+    data = tmp_path / "data"
+    with Engine.open(str(data)) as engine:
+        _released(engine)
+        digest = engine.digest()
+        xrange = engine.execute("XRANGE", "jobs", "-", "+")
+    out = tmp_path / "dump.rdb"
+    assert main(["export-rdb", str(data), "--out", str(out), "--rdb-version",
+                 str(version)]) == 0
+    err = capsys.readouterr().err
+    assert out.read_bytes().startswith(b"REDIS%04d" % version)
+    keys = rdb.read_rdb(out.read_bytes())[2]
+    assert sorted((k.key, k.rdb_type) for k in keys) == [
+        (b"config", 0), (b"jobs", rdb.TYPE_STREAM[version])]
+    if version >= 14:
+        assert "(as asked)" in err and "warning" not in err
+        assert _imported_digest(out, tmp_path) == digest
+    else:
+        assert "needs RDB 14, and is lost" in err
+        back = tmp_path / "back"
+        assert main(["import", str(out), "--out", str(back)]) == 0
+        with Engine.open(str(back)) as engine:
+            assert engine.execute("XRANGE", "jobs", "-", "+") == xrange
+            assert engine.execute("GET", "config") == b"v1"
+
+
+@pytest.mark.parametrize("asked", ["8", "16", "80", "x"])
+def test_an_rdb_version_not_written_is_refused_naming_those_that_are(tmp_path, capsys,
+                                                                      asked: str) -> None:
+    with pytest.raises(SystemExit) as refused:
+        main(["export-rdb", str(tmp_path), "--out", str(tmp_path / "x.rdb"), "--rdb-version",
+              asked])
+    assert refused.value.code == 3  # a usage error
+    err = capsys.readouterr().err
+    said = "not a number" if asked == "x" else f"RDB version {asked} is not one streamkeep " \
+        "writes: 9 to 15"
+    assert said in err and "Traceback" not in err
+    assert not (tmp_path / "x.rdb").exists()

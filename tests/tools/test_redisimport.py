@@ -47,7 +47,9 @@ def test_import_of_a_redis_dump(redis_client, tmp_path, capsys) -> None:
     assert main(["import", _saved_rdb(redis_client), "--out", str(out), "--json"]) == 0
     report = json.loads(capsys.readouterr().out)
     assert report["streams"] == 4 and report["entries"] == 319 + 0 + 1 + 1
-    assert report["skipped"] == {"hash": 1, "list": 1, "set": 1, "zset": 1}
+    assert report["skipped"] == {"list": 1}
+    assert report["other_keys"] == report["other_keys_from_rdb"] == {"hash": 1, "set": 1,
+                                                                     "zset": 1}
     assert report["strings"] == 1 and report["expiries"] == 1
     with Engine.open(str(out)) as engine:
         assert engine.execute("PEXPIRETIME", "later") == redis_client.pexpiretime("later")
@@ -361,3 +363,43 @@ def test_damaged_redis_files_are_imported_or_refused_never_a_crash(tmp_path_fact
         _import_refuses_or_imports(tmp, bytes(raw))
 
     check()
+
+
+def test_redis_8_8_and_valkey_9_dumps_import_their_streams_and_name_what_is_skipped(
+        tmp_path, capsys) -> None:
+    from tests.support.rdb_files import rdb14_file as _rdb14_file
+    from tests.support.rdb_files import valkey_file as _valkey_file
+    from tests.support.rdb_files import xnacked as _xnacked
+
+    rdb14 = tmp_path / "dump14.rdb"
+    rdb14.write_bytes(_rdb14_file())  # a type-27 stream with an entry XNACK released, an array
+    assert main(["import", str(rdb14), "--out", str(tmp_path / "a")]) == 0
+    printed = capsys.readouterr().out
+    assert "(RDB 14)" in printed and "imported 1 stream(s), 5 entries, 1 string(s)" in printed
+    assert "skipped 1 array key(s): streamkeep stores streams, strings" in printed
+    with Engine.open(str(tmp_path / "a")) as engine:
+        argv = ("XPENDING", "s", "g", "-", "+", "10")
+        # (the idle times are this clock's; the released entry's is -1 on both)
+        assert [(i, c, n) for i, c, _idle, n in engine.execute(*argv)] == [
+            (i, c, n) for i, c, _idle, n in _xnacked().execute(*argv)]
+        assert engine.execute(*argv)[1][1:] == [b"", -1, 1]
+    valkey = tmp_path / "dump80.rdb"
+    valkey.write_bytes(_valkey_file())
+    assert main(["import", str(valkey), "--out", str(tmp_path / "b"), "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["rdb_version"] == 80 and report["skipped"] == {"hash": 1}
+    assert (report["streams"], report["strings"]) == (1, 1)
+
+
+def test_a_redis_8_10_layout_unknown_here_is_refused_naming_it(tmp_path, capsys) -> None:
+    import struct
+
+    from streamkeep.snapshot.rdb import crc64, encode_length, encode_string
+
+    body = b"REDIS0015\xfe\x00\x21" + encode_string(b"limiter") + encode_length(0) + b"\xff"
+    source = tmp_path / "dump.rdb"
+    source.write_bytes(body + struct.pack("<Q", crc64(body)))
+    assert main(["import", str(source), "--out", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err
+    assert "a GCRA rate limiter (RDB type 33, Redis 8.10)" in err and "byte 11" in err
+    assert not (tmp_path / "o").exists()

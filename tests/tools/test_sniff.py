@@ -40,7 +40,7 @@ def test_redis_files(head: bytes, kind: str) -> None:
     (b"root:x:0:0:root:/root:/bin/bash\n",
      'not an RDB or AOF: first bytes 72 6f 6f 74 3a 78 3a 30 ("root:x:0")'),
     (b"\x00\xff\x10abc", 'first bytes 00 ff 10 61 62 63 ("...abc")'),
-    (b"REDIS0014", "RDB version 14 is not one streamkeep reads"),
+    (b"REDIS0016", "RDB version 16 is not one streamkeep reads"),
     (b"REDIS0000", "RDB version 0 is not one streamkeep reads"),
     (b"REDISabcd", "REDIS magic without a version number"),
     (b"REDIS00", "truncated at byte 7, inside the RDB header"),

@@ -173,7 +173,7 @@ def build_generated(path: str, data: DataSet) -> None:
         info = write_snapshot(dbs, tmp, 1, int(time.time() * 1000), datadir.repl_id)
         datadir.wait_no_compaction()
         with engine.lock:
-            datadir.install_snapshot(tmp, 1, datadir.repl_id, [{} for _ in engine.dbs],
+            datadir.install_snapshot(tmp, 1, datadir.repl_id, [[{} for _ in engine.dbs]],
                                      info.crc32)
     finally:
         engine.close()

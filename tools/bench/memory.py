@@ -1,7 +1,9 @@
-"""The ``memory`` section: what an entry costs in memory, streamkeep against Redis.
+"""The ``memory`` section: what an entry, a member or a field costs in memory, streamkeep
+against Redis.
 
-Owns its workloads (:data:`WORKLOADS`) and how they are measured. Each builds the same data
-twice:
+Owns its workloads (:data:`WORKLOADS`: streams of several shapes; one sorted set, one hash and
+one set of an item per member or field; many small hashes) and how they are measured. Each
+builds the same data twice:
 - in a fresh child process holding an in-memory Engine (`python -m
   streamkeep.tools.bench.memory WORKLOAD N PENDING`, one JSON line on stdout): its RSS growth,
   gc.collect()ed, over the entries;
@@ -60,20 +62,53 @@ def _varied_fields(i: int) -> list[bytes]:
     return [b"kind-%d" % k, b"a", b"value-%d" % k, b"%d" % (i % 1000)]
 
 
+def _xadd(fields: Callable[[int], list[bytes]]) -> Callable[[int], list[bytes]]:
+    return lambda i: [b"XADD", KEY.encode(), b"*", *fields(i)]
+
+
+def _zadd(i: int) -> list[bytes]:
+    """A member and a score spread over the range (insertions land all over the order)."""
+    return [b"ZADD", KEY.encode(), b"%d" % ((i * 7919) % 1_000_003), b"member:%d" % i]
+
+
+def _hset(i: int) -> list[bytes]:
+    return [b"HSET", KEY.encode(), b"field:%d" % i, b"value%05d" % (i % 100_000)]
+
+
+def _sadd(i: int) -> list[bytes]:
+    return [b"SADD", KEY.encode(), b"member:%d" % i]
+
+
+def _small_hash(i: int) -> list[bytes]:
+    """A key of its own: ten fields, values 8 to 20 bytes."""
+    return [b"HSET", b"h:%d" % i,
+            *[x for k in range(10) for x in (b"f%d" % k, b"v%d-" % k + b"x" * (i % 13) + b"!")]]
+
+
+# name -> (what it builds, the command that adds its n-th item)
 WORKLOADS: dict[str, tuple[str, Callable[[int], list[bytes]]]] = {
-    "sensor": ("sensor-id 1234 temperature 19.8, a tenth pending", _sensor),
-    "one_field": ("one field, an 8-byte value", _one_field),
-    "ten_fields": ("ten fields, short values", _ten_fields),
-    "kilobyte": ("one field, a 1 KB value", _kilobyte),
-    "varied_fields": ("three field sets in turn", _varied_fields),
-    "deletions": ("sensor entries, every other one XDELed", _sensor),
+    "sensor": ("sensor-id 1234 temperature 19.8, a tenth pending", _xadd(_sensor)),
+    "one_field": ("one field, an 8-byte value", _xadd(_one_field)),
+    "ten_fields": ("ten fields, short values", _xadd(_ten_fields)),
+    "kilobyte": ("one field, a 1 KB value", _xadd(_kilobyte)),
+    "varied_fields": ("three field sets in turn", _xadd(_varied_fields)),
+    "deletions": ("sensor entries, every other one XDELed", _xadd(_sensor)),
+    "zset": ("one sorted set, a member per item (ZADD)", _zadd),
+    "hash": ("one hash, a field per item (HSET)", _hset),
+    "set": ("one set, a member per item (SADD)", _sadd),
+    "small_hashes": ("a hash of ten fields per item (HSET)", _small_hash),
 }
+TYPE_WORKLOADS = frozenset({"zset", "hash", "set", "small_hashes"})
 
 
 def entries(env: BenchEnv, workload: str) -> int:
-    """SENSOR_PER_N x N entries (1M at the default N), the 1 KB workload N: RSS growth over
-    fewer entries is mostly the allocator's arenas, not the entries."""
-    n = env.n if workload == "kilobyte" else env.n * SENSOR_PER_N
+    """SENSOR_PER_N x N items (1M at the default N): the 1 KB workload N, the small hashes
+    N / 2 (100k keys of ten fields). RSS growth over fewer entries is mostly the allocator's
+    arenas, not the entries."""
+    if workload == "small_hashes":
+        n = env.n // 2
+    else:
+        n = env.n if workload == "kilobyte" else env.n * SENSOR_PER_N
     return max(n, 1_000)
 
 
@@ -81,7 +116,8 @@ def describe(env: BenchEnv) -> list[str]:
     return [f"memory: each workload built in a fresh child process (an in-memory Engine: RSS "
             f"growth after gc.collect()) and in redis-server (used_memory growth); sensor: "
             f"{entries(env, 'sensor'):,} entries, a 1/{PENDING_SHARE} of them pending; "
-            f"the others as many, but the 1 KB one: {entries(env, 'kilobyte'):,}"]
+            f"the others as many, but the 1 KB one: {entries(env, 'kilobyte'):,}, and the "
+            f"small hashes: {entries(env, 'small_hashes'):,} keys"]
 
 
 # --- the child: streamkeep's side -------------------------------------------------------------
@@ -116,7 +152,7 @@ def child(workload: str, n: int, pending: int) -> dict[str, float]:
     gc.callbacks.append(timing)
     began = time.perf_counter()
     for i in range(n):  # str arguments: fresh bytes per entry, as a parsed request has
-        execute("XADD", KEY, "*", *[x.decode("latin-1") for x in make(i)])
+        execute(*[x.decode("latin-1") for x in make(i)])
     fill = time.perf_counter() - began
     gc.callbacks.remove(timing)
     if workload == "deletions":
@@ -168,7 +204,7 @@ def _redis_bytes(client: Any, workload: str, n: int, pending: int) -> dict[str, 
     for start in range(0, n, PIPELINE):
         pipe = client.pipeline(transaction=False)
         for i in range(start, min(start + PIPELINE, n)):
-            pipe.execute_command("XADD", KEY, "*", *make(i))
+            pipe.execute_command(*make(i))
         pipe.execute()
     if workload == "deletions":
         ids = [e[0] for e in client.xrange(KEY, "-", "+")]

@@ -1,5 +1,6 @@
 """`streamkeep export DIR --out OUT`: a data directory's tables written by Spark, whole or
-incremental.
+incremental: the stream tables, `keys` (every key with its type) and one table per value type
+(tools.value_tables: `strings`, `zset_members`, ...).
 
 Owns the command's arguments and output. A whole export of a data directory reads its current
 state, the snapshot and every record after it (tools.export.state: DIR's snapshot when no record
@@ -10,15 +11,15 @@ far behind the directory it is; a snapshot file is read as it is; an incremental
 What is read is pinned (tools.export.pin) for exactly as long as the export runs. Starts a
 SparkSession (local by default; JVM start-up timed apart), writes each table through the
 `streamkeep` data source as Parquet, JSON or CSV (optionally partitioned by stream or by the
-entries' UTC date), shows the running table's Spark tasks on stderr (a terminal only), prints
-the LSN the export is as of and rows and seconds per table, and writes OUT/export-manifest.json:
-that LSN, the snapshot's, what was read, row counts, and every stream's position (last
-generated ID) at that LSN, which the next incremental export (`--since OUT`) starts from.
-OUT follows tools.safe_output' rules: never inside a data directory, new or empty unless --force
-(then each table written and the manifest replace their namesakes), built beside its final name
-and renamed into place once complete. Importing it stays cheap: pyspark is imported when the
-command runs. Must not touch: the snapshot and AOF formats, the engine, the data directory
-(apart from the pins).
+entries' UTC date; --streams filters the key tables by key name too), shows the running table's
+Spark tasks on stderr (a terminal only), prints the LSN the export is as of and rows and seconds
+per table, and writes OUT/export-manifest.json: that LSN, the snapshot's, what was read, row
+counts, and every stream's position (last generated ID) at that LSN, which the next incremental
+export (`--since OUT`) starts from. OUT follows tools.safe_output' rules: never inside a data
+directory, new or empty unless --force (then each table written and the manifest replace their
+namesakes), built beside its final name and renamed into place once complete. Importing it stays
+cheap: pyspark is imported when the command runs. Must not touch: the snapshot and AOF formats,
+the engine, the data directory (apart from the pins).
 
 Exit status: 0 ok; 2 not a readable snapshot or data directory; 3 usage or I/O error (no such
 path, no snapshot yet with --snapshot-only, OUT exists without --force or is inside a data
@@ -53,16 +54,18 @@ from streamkeep.tools.export.pin import (
     resolve,
     sweep_dead,
 )
+from streamkeep.tools.value_tables import STREAM_TABLES, export_tables
 
 HELP = ("export a data directory's tables (its current state) to Parquet, JSON or CSV with "
         "Spark, whole or incremental")
-TABLES = ("entries", "streams", "groups", "pending", "consumers")
+TABLES = STREAM_TABLES  # the stream tables; every table (key tables too): export_tables()
 MANIFEST = "export-manifest.json"
 EXIT_SNAPSHOT, EXIT_USAGE = 2, 3
 DAY_MS = 86_400_000
 CSV_OPTIONS = {"header": "true", "escape": '"'}
 EPILOG = """examples:
   streamkeep export ./data --out ./export             every table, Parquet
+  streamkeep export ./data --out ./z --table zset_members  sorted sets
   streamkeep export ./data --out ./export --table entries --streams 'orders:*'
   streamkeep export ./data --out ./x --format csv --partition-by date
   streamkeep export ./data/snapshot-000000001234.mdb --out /tmp/x --format json
@@ -82,6 +85,11 @@ without the copy, and says how far behind the directory it is.
 An incremental export (--since PREV, or --since-lsn N) writes the entries the XADDs after that
 LSN added, read from the AOF (the snapshot too, above each stream's position in PREV's manifest,
 if a compaction folded some of those records); deleted or trimmed entries are not taken back.
+Besides the stream tables: keys (every key of every type: db, key, type, expire_ms) and one
+table per value type: strings (db, key, value, expire_ms), zset_members (db, key, member,
+score), and hash_fields and set_members once those types exist. --streams GLOB keeps the keys
+whose name matches in those tables too.
+
 CSV: a header line, RFC 4180 quoting, binary columns as base64, the fields map and the pairs
 list as JSON text.
 
@@ -105,13 +113,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="output directory (one folder per table): new or empty, unless "
                              "--force")
     parser.add_argument("--format", choices=("parquet", "json", "csv"), default="parquet")
-    parser.add_argument("--table", choices=(*TABLES, "all"), default="all", metavar="TABLE",
-                        help=f"the table to export: {', '.join(TABLES)} or all (default all)")
-    parser.add_argument("--streams", metavar="GLOB", help="only streams whose name matches")
+    tables = export_tables()
+    parser.add_argument("--table", choices=(*tables, "all"), default="all", metavar="TABLE",
+                        help=f"the table to export: {', '.join(tables)} or all (default all)")
+    parser.add_argument("--streams", metavar="GLOB",
+                        help="only streams (and, in the key tables, keys) whose name matches")
     parser.add_argument("--master", default="local[*]", help="Spark master (default local[*])")
     parser.add_argument("--partition-by", choices=("stream", "date"),
-                        help="one folder per stream, or per UTC day of the entry IDs' ms "
-                             "(entries and pending; the other tables are not partitioned)")
+                        help="one folder per stream (the stream tables), or per UTC day of "
+                             "the entry IDs' ms (entries and pending); the other tables are "
+                             "not partitioned")
     since = parser.add_mutually_exclusive_group()
     since.add_argument("--since", metavar="PREV", help="only entries added after a previous "
                        "export (its OUT directory or manifest): incremental")
@@ -186,7 +197,7 @@ def _export(args: argparse.Namespace, names: dict[str, str]) -> int:
     if incremental and args.snapshot_only:
         raise _Failed("--snapshot-only exports a whole snapshot: not with --since or "
                       "--since-lsn", EXIT_USAGE)
-    tables = ["entries"] if incremental else list(TABLES) if args.table == "all" \
+    tables = ["entries"] if incremental else list(export_tables()) if args.table == "all" \
         else [args.table]
     try:  # before anything is read or started
         check_output(args.out, directory=True, force=args.force,
@@ -489,7 +500,8 @@ def _write(spark: Any, plan: _Plan, table: str, args: argparse.Namespace,
         reader = reader.option(name, value)
     df = reader.load(plan.load)
     if args.streams:  # a regex Spark applies; not pushed down (stream_str = ... would be)
-        df = df.where(col("stream_str").rlike(fnmatch.translate(args.streams)))
+        name = "stream_str" if "stream_str" in df.columns else "key_str"
+        df = df.where(col(name).rlike(fnmatch.translate(args.streams)))
     df, partition = _shaped(df, args)
     target = os.path.join(stage, table)
     writer = df.write.mode("errorifexists").format(args.format)
@@ -542,7 +554,7 @@ def _shaped(df: Any, args: argparse.Namespace) -> tuple[Any, str | None]:
     from pyspark.sql.types import ArrayType, BinaryType, MapType
 
     partition = None
-    if args.partition_by == "stream":
+    if args.partition_by == "stream" and "stream_str" in df.columns:
         partition = "stream_str"
     elif args.partition_by == "date" and "ms" in df.columns:
         # the entry ID's UTC day, whatever the session's time zone

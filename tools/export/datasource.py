@@ -6,17 +6,23 @@
           .option("numPartitions", 8).load("./data"))      # or a snapshot file's path
 
 Options (case-insensitive, values strings): table (entries | streams | groups | pending |
-consumers; default entries), numPartitions (default: this machine's CPU count), arrow (default
-true: Arrow record batches; false: tuples), batchSize (rows per batch, 32768), pushdown (true:
-filter push-down, which needs spark.sql.python.filterPushdown.enabled=true too), pinHours (24),
-and for an incremental read of the entries (tools.export.since) sinceLsn, sinceManifest (a
-previous export's manifest: its LSN and stream positions), untilLsn, pinned (a caller's LogPin).
+consumers | keys | strings | zset_members | hash_fields | set_members, the last ones while their
+type is registered; default entries), numPartitions (default: this machine's CPU count), arrow
+(default true: Arrow record batches; false: tuples), batchSize (rows per batch, 32768),
+pushdown (true: filter push-down, which needs spark.sql.python.filterPushdown.enabled=true
+too), pinHours (24), and for an incremental read of the entries (tools.export.since)
+sinceLsn, sinceManifest (a previous export's manifest: its LSN and stream positions), untilLsn,
+pinned (a caller's LogPin).
 Column pruning: a user-given schema naming a subset of the table's columns (`.schema("db int,
 id string")`); the Python data source API pushes no column list down.
 
-Owns the five tables' schemas and rows (`entries`, `streams`, `groups`, `pending`, `consumers`,
-see SCHEMAS), cutting a read into partitions (by stream, and by ID range inside a large stream,
-from the snapshot's keys alone: `Snapshot.split`), and choosing the one snapshot a read sees.
+Owns the tables' schemas and rows (see SCHEMAS): the stream tables (`entries`, `streams`,
+`groups`, `pending`, `consumers`), `keys` (every key of every type, with its TYPE word and
+expiry) and one table per value type (`strings`, `zset_members`, ...: tools.value_tables
+describes each, this module types it for Spark); cutting a read into partitions (by stream, and
+by ID range inside a large stream, from the snapshot's keys alone: `Snapshot.split`; the key
+tables by runs of keys of about the same stored size), and choosing the one snapshot a read
+sees.
 Everything is read through `streamkeep.snapshot.reader` and (incremental reads) `aof.segment_reader`: no
 second parser of either format. Must not touch: the snapshot and AOF formats, the engine, the
 data directory (apart from the pin files).
@@ -44,6 +50,8 @@ from pyspark.sql.datasource import DataSource, DataSourceReader, Filter, InputPa
 from pyspark.sql.types import (
     ArrayType,
     BinaryType,
+    DataType,
+    DoubleType,
     IntegerType,
     LongType,
     MapType,
@@ -52,7 +60,7 @@ from pyspark.sql.types import (
     StructType,
 )
 
-from streamkeep.snapshot.reader import GroupInfo, Snapshot, SnapshotError, StreamInfo
+from streamkeep.snapshot.reader import GroupInfo, KeyInfo, Snapshot, SnapshotError, StreamInfo
 from streamkeep.tools.export import since as since_mod
 from streamkeep.tools.export.pin import (
     ExportError,
@@ -67,8 +75,16 @@ from streamkeep.tools.export.pin import (
 )
 from streamkeep.tools.export.pushdown import Selection, text
 from streamkeep.tools.export.since import Positions, Window
+from streamkeep.tools.value_tables import (
+    BY_TABLE,
+    KEYS_TABLE,
+    STREAM_TABLES,
+    VALUE_TABLES,
+    ValueTable,
+    export_tables,
+)
 
-TABLES = ("entries", "streams", "groups", "pending", "consumers")
+TABLES = STREAM_TABLES  # the stream tables; every table readable now: export_tables()
 DEFAULT_PIN_HOURS = 24.0
 DEFAULT_BATCH = 32768  # rows per Arrow batch: the JVM side pays per batch, so fewer, larger
 
@@ -116,6 +132,25 @@ SCHEMAS: dict[str, StructType] = {
         StructField("pending", LongType(), False), *_LSN]),
 }
 
+_KEY = [StructField("db", IntegerType(), False), StructField("key", BinaryType(), False),
+        StructField("key_str", StringType(), False)]
+_EXPIRE = StructField("expire_ms", LongType(), True)  # null: no TTL
+# a value table's column kinds (tools.value_tables) as Spark types, and whether null is allowed
+_KINDS: dict[str, tuple[DataType, bool]] = {
+    "binary": (BinaryType(), False), "double": (DoubleType(), False), "expiry": (LongType(), True)}
+
+
+def value_schema(table: ValueTable) -> StructType:
+    """A value type's table: db, key, key_str, the element's columns, the key's expire_ms if
+    the table carries it, snapshot_lsn."""
+    columns = [StructField(c.name, *_KINDS[c.kind]) for c in table.columns]
+    return StructType([*_KEY, *columns, *([_EXPIRE] if table.key_expiry else []), *_LSN])
+
+
+SCHEMAS[KEYS_TABLE] = StructType([*_KEY, StructField("type", StringType(), False), _EXPIRE,
+                                  *_LSN])
+SCHEMAS.update({t.table: value_schema(t) for t in VALUE_TABLES})
+
 
 @dataclass(frozen=True, slots=True)
 class Range:
@@ -127,15 +162,25 @@ class Range:
     end: int
 
 
+@dataclass(frozen=True, slots=True)
+class KeySpan:
+    """One database's keys from `first` to `last` inclusive (a key table's share)."""
+
+    db: int
+    first: bytes
+    last: bytes
+
+
 @dataclass
 class Part(InputPartition):
-    """What one task reads: ranges of streams (whole streams for the tables other than
-    entries) of the pinned snapshot at `lsn`, or (an incremental read) the XADDs of one
-    pinned AOF segment's records in a window. `as_of` is the snapshot_lsn column: the LSN the
-    read is as of. It carries the files, not the reader: Spark pickles the reader for the
-    tasks before planning, the partitions after."""
+    """What one task reads: ranges of streams (whole streams for the stream tables other than
+    entries) or spans of keys (the key tables) of the pinned snapshot at `lsn`, or (an
+    incremental read) the XADDs of one pinned AOF segment's records in a window. `as_of` is
+    the snapshot_lsn column: the LSN the read is as of. It carries the files, not the reader:
+    Spark pickles the reader for the tasks before planning, the partitions after."""
 
     ranges: list[Range]
+    spans: list[KeySpan]
     snapshot: str
     source: str  # the file `snapshot` pins, as messages name it (the user's, not the pin)
     lsn: int
@@ -146,6 +191,7 @@ class Part(InputPartition):
     def __init__(self, ranges: list[Range], snapshot: str = "", lsn: int = -1) -> None:
         super().__init__(None)
         self.ranges, self.snapshot, self.lsn = ranges, snapshot, lsn
+        self.spans = []
         self.source = snapshot
         self.segment, self.window, self.until = None, None, None
 
@@ -175,8 +221,9 @@ class StreamkeepDataSource(DataSource):
 
 def _table(options: Any) -> str:
     table = str(options.get("table", "entries")).lower()
-    if table not in TABLES:
-        raise ExportError(f"unknown table {table!r}: one of {', '.join(TABLES)}")
+    tables = export_tables()
+    if table not in tables:
+        raise ExportError(f"unknown table {table!r}: one of {', '.join(tables)}")
     return table
 
 
@@ -231,11 +278,14 @@ class StreamkeepReader(DataSourceReader):
             return self._plan_since(self.since)
         path, lsn = self._pin()
         with _open(path) as snap:
-            streams = [i for i in snap.streams() if self.selection.keeps(i.db, i.key)]
-            if self.table == "entries":
-                parts = plan_entries(snap, streams, self.num_partitions, self.selection)
+            if self.table not in STREAM_TABLES:
+                parts = plan_keys(snap, self.table, self.num_partitions, self.selection)
             else:
-                parts = plan_streams(streams, self.num_partitions)
+                streams = [i for i in snap.streams() if self.selection.keeps(i.db, i.key)]
+                if self.table == "entries":
+                    parts = plan_entries(snap, streams, self.num_partitions, self.selection)
+                else:
+                    parts = plan_streams(streams, self.num_partitions)
         source = path if path == self.source else resolve(self.source)
         for part in parts:
             part.snapshot, part.source, part.lsn = path, source, lsn
@@ -300,7 +350,7 @@ class StreamkeepReader(DataSourceReader):
         """Arrow record batches (`arrow`, the default: Spark takes them as they are) or
         tuples, of the columns asked for, in that order."""
         assert isinstance(partition, Part)
-        if not partition.ranges and partition.segment is None:  # a read of nothing
+        if not partition.ranges and not partition.spans and partition.segment is None:
             return iter(())
         if partition.segment is not None:  # an incremental read's AOF part: rows
             rows = self.rows(partition)
@@ -349,8 +399,12 @@ class StreamkeepReader(DataSourceReader):
             yield logged_entry_rows(partition.segment, partition.window, self.selection,
                                     wanted)
             return
-        make = ROWS[self.table]
         with _checked(partition) as snap:
+            if partition.spans:
+                for span in partition.spans:
+                    yield key_table_rows(snap, self.table, span, self.selection)
+                return
+            make = ROWS[self.table]
             for part in partition.ranges:
                 yield make(snap, part, wanted)
 
@@ -402,8 +456,9 @@ def _flatten(values: list, items: Any) -> tuple[list[int], list, list]:
 
 class PushdownReader(StreamkeepReader):
     """The reader with filter push-down (`.option("pushdown", "true")` together with
-    spark.sql.python.filterPushdown.enabled=true): filters on db, stream, stream_str and
-    (entries) ms choose the streams and ID ranges planned; Spark applies the rest."""
+    spark.sql.python.filterPushdown.enabled=true): filters on db, stream, stream_str (key,
+    key_str: the key tables) and (entries) ms choose the streams, keys and ID ranges planned;
+    Spark applies the rest."""
 
     def pushFilters(self, filters: list[Filter]) -> Iterator[Filter]:
         for f in filters:
@@ -516,6 +571,56 @@ def plan_streams(streams: list[StreamInfo], parts: int) -> list[Part]:
             for lo, hi in zip(cuts, cuts[1:], strict=False)]
 
 
+def plan_keys(snap: Snapshot, table: str, parts: int, selection: Selection) -> list[Part]:
+    """A key table's partitions: the selected keys (of the table's type; every key for
+    `keys`) in about `parts` runs of about the same stored size (a key's value bytes, plus a
+    key's own share), in (db, key) order, each a span per database it covers."""
+    weights = _key_weights(snap, table)
+    keys = sorted(k for k in weights if selection.keeps(*k))
+    total = max(1, sum(weights[k] for k in keys))
+    out: list[Part] = []
+    run: list[tuple[int, bytes]] = []
+    share, before = 0, 0
+    for k in keys:
+        # the share a key starts in: by the weight before it, so never more than `parts`
+        at = before * parts // total
+        if run and at != share:
+            out.append(_spans_part(run))
+            run = []
+        share = at
+        run.append(k)
+        before += weights[k]
+    if run:
+        out.append(_spans_part(run))
+    return out or [Part([])]
+
+
+_KEY_WEIGHT = 64  # what a key costs beside its value's bytes (its row and lookups)
+
+
+def _key_weights(snap: Snapshot, table: str) -> dict[tuple[int, bytes], int]:
+    if table == KEYS_TABLE:
+        found = {(i.db, i.key): 1 for i in snap.streams()}
+        found.update(((r.db, r.key), 1) for r in snap.key_rows())
+        return found
+    type_name = BY_TABLE[table].type_name
+    return {(r.db, r.key): _KEY_WEIGHT + len(r.value or b"") for r in snap.key_rows()
+            if r.type == type_name}
+
+
+def _spans_part(run: list[tuple[int, bytes]]) -> Part:
+    """A run of (db, key) in order as one part: a span per database."""
+    spans: list[KeySpan] = []
+    for db, key in run:
+        if spans and spans[-1].db == db:
+            spans[-1] = KeySpan(db, spans[-1].first, key)
+        else:
+            spans.append(KeySpan(db, key, key))
+    part = Part([])
+    part.spans = spans
+    return part
+
+
 # --- rows --------------------------------------------------------------------------------------
 
 def entry_rows(snap: Snapshot, part: Range, wanted: set[str]) -> Iterator[tuple]:
@@ -623,6 +728,44 @@ def consumer_rows(snap: Snapshot, part: Range, wanted: set[str]) -> Iterator[tup
         for c in snap.consumers(part.db, part.key, group.name):
             yield (part.db, part.key, name, group.name, text(group.name), c.name, text(c.name),
                    c.seen_time, c.active_time, owned.get(c.name, 0))
+
+
+def key_table_rows(snap: Snapshot, table: str, span: KeySpan,
+                   selection: Selection) -> Iterator[tuple]:
+    """A key table's rows of one span: `keys` (every key) or a value type's elements."""
+    found = snap.key_rows(span.db, span.first, span.last)
+    if table == KEYS_TABLE:
+        return _keys_rows(snap, span, found, selection)
+    return _value_rows(BY_TABLE[table], found, selection)
+
+
+def _keys_rows(snap: Snapshot, span: KeySpan, found: list[KeyInfo],
+               selection: Selection) -> Iterator[tuple]:
+    """db, key, key_str, type, expire_ms of every key in the span, streams included (a
+    stream's row in the keys table, type None, holds only its TTL)."""
+    kinds: dict[bytes, tuple[str, int | None]] = {
+        i.key: ("stream", None) for i in snap.streams(span.db)
+        if span.first <= i.key <= span.last}
+    for row in found:
+        kinds[row.key] = (row.type or "stream", row.expires_ms)
+    for key in sorted(kinds):
+        if selection.keeps(span.db, key):
+            kind, expire_ms = kinds[key]
+            yield (span.db, key, text(key), kind, expire_ms)
+
+
+def _value_rows(table: ValueTable, found: list[KeyInfo],
+                selection: Selection) -> Iterator[tuple]:
+    """db, key, key_str, the element's columns (and the key's expire_ms if the table has it) of
+    every element of every key of the table's type."""
+    for row in found:
+        if row.type != table.type_name or row.value is None or \
+                not selection.keeps(row.db, row.key):
+            continue
+        head = (row.db, row.key, text(row.key))
+        tail = (row.expires_ms,) if table.key_expiry else ()
+        for element in table.rows(table.decode(row.value)):
+            yield (*head, *element, *tail)
 
 
 ROWS = {"entries": entry_rows, "streams": stream_rows, "groups": group_rows,

@@ -1,10 +1,13 @@
-"""Filter push-down for the `streamkeep` data source: which streams and which ID range to read.
+"""Filter push-down for the `streamkeep` data source: which streams or keys and which ID range
+to read.
 
 Owns turning Spark's pushed filters into a `Selection`: filters on db, stream and stream_str
-(every table), and on ms (entries: a key range per stream, so only the nodes holding it are
-read). Every filter it accepts is applied exactly, not approximately: a column that is a
-function of the stream (db, stream, stream_str) is tested on the stream list before planning,
-and ms is the high half of the ID the ranges are cut on. Anything else goes back to Spark.
+(the stream tables) or key and key_str (the key tables), and on ms (entries: a key range per
+stream, so only the nodes holding it are read). Every filter it accepts is applied exactly,
+not approximately: a column that is a function of the stream or key (db, stream, stream_str,
+key, key_str) is tested on the stream or key list before planning (and again on each key
+read), and ms is the high half of the ID the ranges are cut on. Anything else goes back to
+Spark.
 Must not touch: snapshots (datasource reads them), pyspark's planning.
 """
 
@@ -27,6 +30,8 @@ from pyspark.sql.datasource import (
 from streamkeep.snapshot.layout import MAX_ID
 
 U64 = (1 << 64) - 1
+_NAMES = (("stream",), ("stream_str",), ("key",), ("key_str",))  # a table has one pair
+_BINARY_NAMES = (("stream",), ("key",))
 _COMPARE = (EqualTo, GreaterThan, GreaterThanOrEqual, LessThan, LessThanOrEqual)
 # the filters a Selection keeps: each has `attribute` and `value`
 Kept: TypeAlias = EqualTo | GreaterThan | GreaterThanOrEqual | LessThan | LessThanOrEqual | In \
@@ -43,7 +48,7 @@ class Selection:
     """The conjunction of the filters accepted so far. Plain data: pickled to the tasks."""
 
     dbs: list[Kept] = field(default_factory=list)
-    names: list[Kept] = field(default_factory=list)  # on stream or stream_str
+    names: list[Kept] = field(default_factory=list)  # on stream, stream_str, key or key_str
     lo: int = 0  # entries' IDs, inclusive
     hi: int = MAX_ID
 
@@ -52,7 +57,7 @@ class Selection:
         column = getattr(f, "attribute", None)  # Not(...) has a child instead
         if column == ("db",) and isinstance(f, (*_COMPARE, In)) and _ints(f):
             self.dbs.append(f)
-        elif column in (("stream",), ("stream_str",)) and isinstance(
+        elif column in _NAMES and isinstance(
                 f, (EqualTo, In, StringStartsWith)):
             self.names.append(f)
         elif column == ("ms",) and table == "entries" and isinstance(f, _COMPARE) \
@@ -74,9 +79,9 @@ class Selection:
         self.lo, self.hi = max(self.lo, lo), min(self.hi, hi)
 
     def keeps(self, db: int, key: bytes) -> bool:
-        """Whether stream (db, key) passes every accepted db and stream filter."""
+        """Whether stream or key (db, key) passes every accepted db and name filter."""
         return all(_test(f, db) for f in self.dbs) and all(
-            _test(f, key if f.attribute == ("stream",) else text(key)) for f in self.names)
+            _test(f, key if f.attribute in _BINARY_NAMES else text(key)) for f in self.names)
 
     def empty(self) -> bool:
         return self.lo > self.hi

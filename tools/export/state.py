@@ -115,7 +115,7 @@ def _build(directory: str, scratch: str) -> tuple[str, int, int]:
             path = os.path.join(scratch, f"current-{lsn:012d}.mdb")
             with engine.lock:
                 write_snapshot(engine.dbs, path, lsn, int(time.time() * 1000),
-                               datadir.history()[0], strings=engine.strings,
+                               datadir.history()[0], values=engine.keyspaces,
                                expires=engine.expires)
     except Usage as err:
         raise ExportError(str(err)) from None

@@ -254,16 +254,19 @@ class ByteProgress:
 # --- effects --------------------------------------------------------------------------------------
 
 
+# Where an effect's keys are, for the commands whose keys are not just their first argument
+# (every type's own writes, ZADD, HSET, SREM, ... and the *STORE commands' destination, are).
+_KEY_SLICES = {b"FLUSHDB": slice(0), b"FLUSHALL": slice(0), b"SELECT": slice(0),
+               b"FUNCTION": slice(0), b"XGROUP": slice(2, 3), b"DEL": slice(1, None),
+               b"RENAME": slice(1, None), b"SMOVE": slice(1, 3)}
+_FIRST = slice(1, 2)
+
+
 def effect_keys(effect: tuple | list) -> tuple[bytes, ...]:
-    """The keys an effect names (none for FLUSHDB, FLUSHALL and SELECT)."""
-    name = bytes(effect[0]).upper()
-    if name in (b"FLUSHDB", b"FLUSHALL", b"SELECT"):
-        return ()
-    if name == b"XGROUP":
-        return (effect[2],) if len(effect) > 2 else ()
-    if name in (b"DEL", b"RENAME"):
-        return tuple(effect[1:])
-    return (effect[1],) if len(effect) > 1 else ()
+    """The keys an effect names: its first argument, but none for FLUSHDB, FLUSHALL, SELECT
+    and FUNCTION's, the third argument for XGROUP's, every argument for DEL and RENAME, source
+    and destination for SMOVE."""
+    return tuple(effect[_KEY_SLICES.get(bytes(effect[0]).upper(), _FIRST)])
 
 
 def selected_db(effect: tuple | list, db: int) -> int:

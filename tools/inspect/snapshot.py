@@ -3,14 +3,16 @@
 Owns the two commands' arguments and output: `info` prints the meta (LSN, creation time,
 replication id, format), then every stream (length, first/last/max-deleted IDs, entries added,
 nodes, expiry time), its groups (last delivered ID, entries read, PEL size) and consumers (seen
-and active times, pending counts), and how many string keys and keys with a TTL it holds; `dump`
-prints entries by stream and ID range, then string keys with their values and expiry times, as
-text (redis-cli style quoting, binary-safe) or JSON lines. PATH is a snapshot file or a data directory (its manifest's
-current snapshot). The whole file is checked against the checksum its manifest recorded before
-it is read, and every value as it is read: damage is exit 2 with one line naming the file, table
-and key. Never writes, never takes the directory's lock; a snapshot a running server's
-compaction replaces stays readable while open. Must not touch: the snapshot format (the read
-API owns it), the engine.
+and active times, pending counts), and how many keys of each type (engine.model.value_types)
+and keys with a TTL it holds; `dump` prints entries by stream and ID range, then every key of
+another type with its value (rendered from its type's rows, tools.value_tables: a string's
+bytes, a sorted set's members and scores, ...) and expiry time, as text (redis-cli style
+quoting, binary-safe) or JSON lines. PATH is a snapshot file or a data directory (its
+manifest's current snapshot). The whole file is checked against the checksum its manifest
+recorded before it is read, and every value as it is read: damage is exit 2 with one line
+naming the file, table and key. Never writes, never takes the directory's lock; a snapshot a
+running server's compaction replaces stays readable while open. Must not touch: the snapshot
+format (the read API owns it), the engine.
 
 Exit status: 0 ok; 2 not a readable snapshot (damaged, truncated, another format); 3 usage or
 I/O error (no such file, a directory without a snapshot).
@@ -27,6 +29,7 @@ from typing import IO, Any
 
 from streamkeep.tools.inspect.aof_records import EXIT_IO, InspectError, fail, format_time
 from streamkeep.tools.inspect.dump import json_arg, quote
+from streamkeep.tools.value_tables import BY_TYPE, Column, type_counts
 
 EPILOG_INFO = """examples:
   streamkeep snapshot info ./data            a data directory's current snapshot
@@ -40,10 +43,15 @@ EPILOG_DUMP = """examples:
   streamkeep snapshot dump ./data --db 1 --format json | jq .fields
 
 JSON lines: {"db", "key", "id", "fields": [[field, value], ...]} per entry, then
-{"db", "key", "value", "expires_ms"} per string key (expires_ms null: no TTL); a string that is
-not UTF-8 is {"b64": "<base64>"}. Text: one line per entry (db, key, ID, fields), then one per
-string key (db, key, "string", value, and "PXAT <ms>" when it has a TTL), redis-cli quoting.
---start, --end and --count select entries; string keys are dumped unless --streams-only.
+{"db", "key", "value", "expires_ms"} per string key (expires_ms null: no TTL) and
+{"db", "key", "type", "value", "expires_ms"} per key of another type, its value a list of
+its elements: a sorted set's [member, score] pairs (the score as Redis prints it), a hash's
+[field, value, field_expire_ms], a set's members; a string that is not UTF-8 is
+{"b64": "<base64>"}. Text: one line per entry (db, key, ID, fields), then one per key of
+another type (db, key, its type, its elements: a string's value, a sorted set's members and
+scores, a hash's fields and values (field_expire_ms=<ms> after a field with a TTL), a set's
+members; and "PXAT <ms>" when the key has a TTL), redis-cli quoting.
+--start, --end and --count select entries; the other keys are dumped unless --streams-only.
 
 exit status: 0 ok; 2 not a readable snapshot; 3 usage or I/O error; 130 interrupted."""
 
@@ -57,13 +65,14 @@ def add_arguments_info(parser: argparse.ArgumentParser) -> None:
 def add_arguments_dump(parser: argparse.ArgumentParser) -> None:
     parser.epilog = EPILOG_DUMP
     parser.add_argument("path", help="a snapshot file or a data directory")
-    parser.add_argument("--key", help="only this stream (exact name)")
+    parser.add_argument("--key", help="only this key (exact name)")
     parser.add_argument("--db", type=int, help="only this database")
     parser.add_argument("--start", default="0", help="first ID (ms or ms-seq; default 0)")
     parser.add_argument("--end", default=None, help="last ID (ms or ms-seq; default the end)")
     parser.add_argument("--count", type=int, help="at most this many entries per stream")
     parser.add_argument("--format", choices=("text", "json"), default="text")
-    parser.add_argument("--streams-only", action="store_true", help="no string keys")
+    parser.add_argument("--streams-only", action="store_true",
+                        help="no keys of other types (strings, sorted sets, ...)")
 
 
 add_arguments = add_arguments_info
@@ -164,7 +173,8 @@ def _info_doc(snap: Any) -> dict[str, Any]:
             "parts": [{"file": part.file, "size": os.path.getsize(reader.path),
                        "nodes": part.nodes}
                       for part, reader in zip(snap.part_infos, snap.parts, strict=True)],
-            "strings": sum(row.value is not None for row in key_rows),
+            "strings": sum(row.type == "string" for row in key_rows),
+            "keys_by_type": type_counts(len(streams), (row.type for row in key_rows)),
             "keys_with_ttl": sum(row.expires_ms is not None for row in key_rows),
             "stream_list": streams}
 
@@ -199,7 +209,8 @@ def _info(snap: Any, args: argparse.Namespace, out: IO[str]) -> None:
         f"{doc['created']}, {doc['size']:,} bytes{_parts_text(doc['parts'])}, replid "
         f"{doc['repl_id']}; "
         f"{doc['streams']:,} streams, {doc['entries']:,} entries, {doc['strings']:,} string "
-        f"keys, {doc['keys_with_ttl']:,} keys with a TTL", columns, "  ")))
+        f"keys{_other_types(doc['keys_by_type'])}, {doc['keys_with_ttl']:,} keys with a TTL",
+        columns, "  ")))
     table = Table("db", "stream", "length", "first id", "last id", "max deleted", "added",
                   "nodes", "groups", "expires", title="streams", title_justify="left")
     for s in doc["stream_list"]:
@@ -223,6 +234,12 @@ def _info(snap: Any, args: argparse.Namespace, out: IO[str]) -> None:
                                _time(c["active_ms"]) if c else "-")
     if groups.row_count:
         print_table(console, groups, columns)
+
+
+def _other_types(counts: dict[str, int]) -> str:
+    """The header's counts of the types other than stream and string that have keys."""
+    return "".join(f", {n:,} {name} keys" for name, n in counts.items()
+                   if n and name not in ("stream", "string"))
 
 
 def _show(value: Any) -> str:
@@ -252,22 +269,72 @@ def _dump(snap: Any, args: argparse.Namespace, out: IO[str]) -> None:
                                *([end] if end is not None else []), count=args.count)
         out.writelines(lines(info.db, info.key, entries))
     if not args.streams_only:
-        strings = _json_strings if args.format == "json" else _text_strings
-        out.writelines(strings(row for row in snap.key_rows(args.db) if row.value is not None
-                               and (key is None or row.key == key)))
+        values = _json_values if args.format == "json" else _text_values
+        out.writelines(values(row for row in snap.key_rows(args.db) if row.type is not None
+                              and (key is None or row.key == key)))
     out.flush()
 
 
-def _json_strings(rows: Iterator[Any]) -> Iterator[str]:
+def _json_values(rows: Iterator[Any]) -> Iterator[str]:
+    """A line per key: a string's value as it is, another type's elements as a list (one
+    column: the values; several: a list each), its type named; a type without a
+    tools.value_tables entry: the size of its stored value."""
     for row in rows:
-        yield json.dumps({"db": row.db, "key": json_arg(row.key), "value": json_arg(row.value),
-                          "expires_ms": row.expires_ms}) + "\n"
+        doc: dict[str, Any] = {"db": row.db, "key": json_arg(row.key)}
+        table = BY_TYPE.get(row.type)
+        if row.type != "string":
+            doc["type"] = row.type
+        if table is None:
+            doc["stored_bytes"] = len(row.value)
+        else:
+            value = table.decode(row.value)
+            elements = [_json_element(table.columns, r) for r in table.rows(value)]
+            doc["value"] = elements[0] if row.type == "string" else elements
+        doc["expires_ms"] = row.expires_ms
+        yield json.dumps(doc) + "\n"
 
 
-def _text_strings(rows: Iterator[Any]) -> Iterator[str]:
+def _json_element(columns: tuple[Column, ...], element: tuple) -> Any:
+    values = [_json_cell(c.kind, v) for c, v in zip(columns, element, strict=True)]
+    return values[0] if len(values) == 1 else values
+
+
+def _json_cell(kind: str, value: Any) -> Any:
+    if kind == "binary":
+        return json_arg(value)
+    if kind == "double":
+        return _score(value)
+    return value  # an expiry: ms or None
+
+
+def _text_values(rows: Iterator[Any]) -> Iterator[str]:
+    """A line per key: db, key, type, its elements' cells (a type without a
+    tools.value_tables entry: the size of its stored value), then PXAT and the key's expiry."""
     for row in rows:
         ttl = "" if row.expires_ms is None else f" PXAT {row.expires_ms}"
-        yield f"db{row.db} {quote(row.key)} string {quote(row.value)}{ttl}\n"
+        table = BY_TYPE.get(row.type)
+        if table is None:
+            body = f"({len(row.value):,} bytes stored)"
+        else:
+            body = " ".join(cell for r in table.rows(table.decode(row.value))
+                            for c, v in zip(table.columns, r, strict=True)
+                            if (cell := _text_cell(c, v)))
+        yield f"db{row.db} {quote(row.key)} {row.type} {body}".rstrip() + f"{ttl}\n"
+
+
+def _text_cell(column: Column, value: Any) -> str:
+    if column.kind == "binary":
+        return quote(value)
+    if column.kind == "double":
+        return _score(value)
+    return "" if value is None else f"{column.name}={value}"  # an element's expiry
+
+
+def _score(value: float) -> str:
+    """A score as Redis replies it (ZSCORE's text)."""
+    from streamkeep.engine.model.scores import format_score
+
+    return format_score(value).decode("ascii")
 
 
 def _json_lines(db: int, key: bytes, entries: Iterator[Any]) -> Iterator[str]:

@@ -440,8 +440,8 @@ local function arm_kill()
   sethook(hook, 'l')
 end
 
-local function compile(body)
-  local f, e = text_loadstring(body, '@user_script')
+local function compile(body, name)
+  local f, e = text_loadstring(body, name or '@user_script')
   if not f then return nil, e end
   setfenv(f, env)
   return f, false
@@ -503,6 +503,54 @@ local function c_where()
   return place, i and i.name or '?', i and i.namewhat or ''
 end
 
+-- --- Redis Functions: a library's load, a function's call ----------------------------------
+
+-- While a library loads, its globals are only the library API (Redis's __LIBRARY_API__): a
+-- `redis` holding register_function, log and the version, every other name an error.
+local env_meta = dbg.getmetatable(env)
+local library_redis = setmetatable({
+  register_function = py.register_function, log = py.log,
+  LOG_DEBUG = 0, LOG_VERBOSE = 1, LOG_NOTICE = 2, LOG_WARNING = 3,
+  REDIS_VERSION_NUM = P.REDIS_VERSION_NUM, REDIS_VERSION = P.REDIS_VERSION,
+}, {__index = missing_global})
+local library_api = setmetatable({redis = readonly(library_redis)}, {__index = missing_global})
+
+local LOAD_TIMEOUT = {err = 'ERR FUNCTION LOAD timeout'}
+local load_hook
+load_hook = function(event)
+  if event == 'line' then error(LOAD_TIMEOUT) end  -- (timed out: every line raises it again)
+  if py.load_timed_out() then
+    sethook(load_hook, 'l')
+    error(LOAD_TIMEOUT)
+  end
+end
+
+-- Run a library's compiled chunk with the library API as its globals: (true) or (false, the
+-- error as Redis's lua_pcall leaves it: a string, or the {err=...} table of an API error).
+local function load_library(f, count)
+  env_meta.__index = library_api
+  if count > 0 then sethook(load_hook, '', count) end
+  local ok, e = real_pcall(f) sethook()
+  env_meta.__index = allowed
+  if gc_stopped then
+    gc_stopped = false
+    collectgarbage('restart')
+  end
+  if ok then return true end
+  return false, unwrap(e)
+end
+
+-- A registered callback as `run` calls it: with KEYS and ARGV as its two arguments, not as
+-- globals (a function sees no KEYS or ARGV global, as in Redis).
+local function function_caller(callback)
+  return function()
+    local keys, argv = rawget(allowed, 'KEYS'), rawget(allowed, 'ARGV')
+    allowed.KEYS, allowed.ARGV = nil, nil
+    return callback(keys, argv)
+  end
+end
+
 -- Nothing else is reachable from a script: the real globals lose what a leak could use.
 io, os, package, require, dofile, loadfile, module, python, print, debug = nil
-return compile, run, run_args, rawget, collect, c_where, arm_kill, call_library, identity
+return compile, run, run_args, rawget, collect, c_where, arm_kill, call_library, identity,
+  load_library, function_caller

@@ -14,6 +14,7 @@ import socket
 from pathlib import Path
 from typing import Any
 
+import pytest
 import redis
 
 from streamkeep import Engine
@@ -163,3 +164,129 @@ def test_info_keyspace_counts_strings_and_ttls() -> None:
     lines = bytes(e.execute("INFO", "keyspace")).decode().split("\r\n")
     assert "db0:keys=2,expires=1,avg_ttl=0,subexpiry=0" in lines
     assert "db3:keys=1,expires=0,avg_ttl=0,subexpiry=0" in lines
+
+
+# --- INFO memory: the scripts' and the connections' figures ---------------------------------
+
+SCRIPT_FIELDS = ["used_memory_lua", "used_memory_vm_eval", "used_memory_lua_human",
+                 "used_memory_scripts_eval", "number_of_cached_scripts", "number_of_functions",
+                 "number_of_libraries", "used_memory_vm_functions", "used_memory_vm_total",
+                 "used_memory_vm_total_human", "used_memory_functions", "used_memory_scripts",
+                 "used_memory_scripts_human"]
+
+
+def _script_fields(engine: Engine) -> dict[str, str]:
+    memory = parse_info(engine.execute("INFO", "memory"))["memory"]
+    return {name: memory[name] for name in memory if name in SCRIPT_FIELDS}
+
+
+def test_info_script_fields_are_the_lua_heap_and_the_cache() -> None:
+    from streamkeep.engine.commands.info import bytes_to_human
+
+    engine = Engine()
+    fields = _script_fields(engine)
+    assert list(fields) == SCRIPT_FIELDS  # Redis 8's order
+    assert fields == {name: "0B" if name.endswith("_human") else "0" for name in SCRIPT_FIELDS}
+    bodies = [b"return 1", b"return redis.call('ping')"]
+    for body in bodies:
+        engine.execute("EVAL", body, "0")
+    scripting = engine.scripting
+    lua, cache = scripting.memory(), scripting.cache_memory()
+    # what lupa's allocator counts: the runtime with its sandbox and libraries
+    assert lua > 32 * 1024
+    # each body and SHA1 (40 characters) at least, and the cache's own dicts
+    assert cache > sum(len(b) + 40 for b in bodies)
+    assert _script_fields(engine) == {
+        "used_memory_lua": str(lua), "used_memory_vm_eval": str(lua),
+        "used_memory_lua_human": bytes_to_human(lua), "used_memory_scripts_eval": str(cache),
+        "number_of_cached_scripts": "2", "number_of_functions": "0",
+        "number_of_libraries": "0", "used_memory_vm_functions": "0",
+        "used_memory_vm_total": str(lua), "used_memory_vm_total_human": bytes_to_human(lua),
+        "used_memory_functions": "0", "used_memory_scripts": str(cache),
+        "used_memory_scripts_human": bytes_to_human(cache)}
+    engine.execute("EVAL", b"return 'a longer body: ' .. string.rep('x', 10)", "0")
+    assert scripting.cache_memory() > cache
+    engine.execute("SCRIPT", "FLUSH")
+    assert _script_fields(engine)["number_of_cached_scripts"] == "0"
+    assert _script_fields(engine)["used_memory_lua"] == "0"  # the runtime goes with the cache
+    assert _script_fields(engine)["used_memory_scripts"] == "0"
+
+
+LIBRARY = (b"#!lua name=infolib\n"
+           b"redis.register_function('f1', function(keys, args) return 1 end)\n"
+           b"redis.register_function('f2', function(keys, args) return 2 end)")
+
+
+def test_info_function_fields_are_the_libraries_heap_and_code() -> None:
+    """FUNCTION's libraries run in a Lua runtime of their own: used_memory_vm_functions is its
+    heap, used_memory_functions what the libraries hold besides (their names, code and
+    functions' entries); the totals add EVAL's figures."""
+    import sys
+
+    pytest.importorskip("streamkeep.engine.exec.functions")
+    from streamkeep.engine.commands.info import bytes_to_human
+
+    engine = Engine()
+    assert engine.execute("FUNCTION", "LOAD", LIBRARY) == b"infolib"
+    engine.execute("EVAL", "return 1", "0")
+    functions = engine.scripting.functions
+    vm, lua = functions.memory(), engine.scripting.memory()
+    cache = engine.scripting.cache_memory()
+    fields = _script_fields(engine)
+    assert fields["number_of_functions"] == "2" and fields["number_of_libraries"] == "1"
+    assert fields["used_memory_vm_functions"] == str(vm) and vm > 32 * 1024
+    assert fields["used_memory_vm_total"] == str(vm + lua)
+    assert fields["used_memory_vm_total_human"] == bytes_to_human(vm + lua)
+    overhead = int(fields["used_memory_functions"])
+    assert overhead > sys.getsizeof(LIBRARY) + 2 * sys.getsizeof(b"f1")
+    assert fields["used_memory_scripts"] == str(cache + overhead)
+    engine.execute("SCRIPT", "FLUSH")  # EVAL's cache only
+    assert _script_fields(engine)["number_of_libraries"] == "1"
+    engine.execute("FUNCTION", "FLUSH")
+    fields = _script_fields(engine)
+    assert [fields["number_of_functions"], fields["number_of_libraries"],
+            fields["used_memory_functions"]] == ["0", "0", "0"]
+
+
+def _mem_clients_normal(client: RespClient) -> int:
+    return int(parse_info(client.execute("INFO", "memory"))["memory"]["mem_clients_normal"])
+
+
+def _until(check: Any, timeout: float = 10.0) -> None:
+    import time
+
+    deadline = time.monotonic() + timeout
+    while not check():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.02)
+
+
+def c_sizes(client: Any) -> int:
+    """A connection's own objects, as client_memory counts them."""
+    import sys
+
+    return sys.getsizeof(client) + sys.getsizeof(client.session) + sys.getsizeof(client.out)
+
+
+def test_mem_clients_normal_counts_each_connections_buffers(served: ServerHandle) -> None:
+    """The sum of every normal connection's `client_memory`: a partly sent command's bytes
+    (the query buffer), the commands MULTI queued, the connection's own objects."""
+    from streamkeep.engine.commands.info import client_memory
+
+    watcher = connect(served)
+    idle = _mem_clients_normal(watcher)
+    assert idle > 0  # the watcher itself: its session, its output buffer
+    with socket.create_connection((served.host, served.port), timeout=10) as partial:
+        partial.sendall(b"*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$200000\r\n" + b"x" * 150_000)
+        _until(lambda: _mem_clients_normal(watcher) >= idle + 150_000)
+        sender = next(c for c in list(served.server.clients.values())
+                      if c.parser.pending_bytes() >= 150_000)
+        assert client_memory(sender) >= 150_000 + c_sizes(sender)
+    _until(lambda: _mem_clients_normal(watcher) < idle + 150_000)
+    queued = connect(served)
+    assert queued.execute("MULTI") == "OK"
+    before = _mem_clients_normal(watcher)
+    assert queued.execute("SET", "k", b"v" * 50_000) == "QUEUED"
+    assert _mem_clients_normal(watcher) >= before + 50_000 + len("SETk") + 3 * 8
+    queued.close()
+    watcher.close()

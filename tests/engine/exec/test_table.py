@@ -63,6 +63,20 @@ NOT_IN_REDIS_7_0: dict[str, str] = {
     "increx": "Redis 8.8 (strings)",
     "digest": "Redis 8.4 (compare-and-set)",
     "delex": "Redis 8.4 (compare-and-delete)",
+    # Hash field expiry: Redis 7.4 (HGETDEL, HGETEX, HSETEX: Redis 8.0); arity, flags and
+    # keys as Redis 8's src/commands/*.json declare them.
+    "hexpire": "Redis 7.4 (hash field expiry)",
+    "hpexpire": "Redis 7.4 (hash field expiry)",
+    "hexpireat": "Redis 7.4 (hash field expiry)",
+    "hpexpireat": "Redis 7.4 (hash field expiry)",
+    "httl": "Redis 7.4 (hash field expiry)",
+    "hpttl": "Redis 7.4 (hash field expiry)",
+    "hexpiretime": "Redis 7.4 (hash field expiry)",
+    "hpexpiretime": "Redis 7.4 (hash field expiry)",
+    "hpersist": "Redis 7.4 (hash field expiry)",
+    "hgetdel": "Redis 8.0 (hash field expiry)",
+    "hgetex": "Redis 8.0 (hash field expiry)",
+    "hsetex": "Redis 8.0 (hash field expiry)",
     "client|setinfo": "Redis 7.2",
     "waitaof": "Redis 7.2",
     "client|no-touch": "Redis 7.2",
@@ -78,6 +92,11 @@ DIFFERENCES: dict[str, tuple[Shape, Shape]] = {
     # flags itself, its subcommands do (admin noscript loading stale, as Redis's DEBUG).
     "debug": ((-2, frozenset(), 0, 0, 0),
               (-2, frozenset({"admin", "noscript", "loading", "stale"}), 0, 0, 0)),
+    # Redis 7.2's ZRANK/ZREVRANK WITHSCORE: an optional fourth argument.
+    "zrank": ((-3, frozenset({"readonly", "fast"}), 1, 1, 1),
+              (3, frozenset({"readonly", "fast"}), 1, 1, 1)),
+    "zrevrank": ((-3, frozenset({"readonly", "fast"}), 1, 1, 1),
+                 (3, frozenset({"readonly", "fast"}), 1, 1, 1)),
     # Redis 7.2 let WAIT run in scripts (it never blocks there) and flagged it blocking.
     "wait": ((3, frozenset({"blocking"}), 0, 0, 0), (3, frozenset({"noscript"}), 0, 0, 0)),
 }

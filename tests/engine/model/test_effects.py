@@ -28,6 +28,9 @@ from streamkeep.engine.model.effects import (
     xclaim_effect,
 )
 from streamkeep.engine.model.ids import format_id
+from streamkeep.snapshot.rdb_functions import dump_functions_payload
+
+LIBRARY = "#!lua name=lib\nredis.register_function('f', function() return 1 end)"
 
 # --- (a) the vocabulary against the command table ------------------------------------------------
 
@@ -139,6 +142,8 @@ SCRIPT: list[list[str]] = [
     ["XGROUP", "DELCONSUMER", "t", "g", "carol"],
     ["XGROUP", "DESTROY", "t", "g2"],
     ["RENAME", "u", "u2"],
+    ["COPY", "u2", "u-copied"],
+    ["COPY", "u2", "u-copied", "DB", "2", "REPLACE"],
     ["RENAMENX", "u2", "u3"],
     ["DEL", "u3", "missing"],
     ["UNLINK", "new"],
@@ -160,6 +165,39 @@ SCRIPT: list[list[str]] = [
     ["PERSIST", "str"],
     ["PEXPIRE", "str", "1000"],
     ["SETRANGE", "str", "3", "xyz"],
+    # sorted sets
+    ["ZADD", "zs", "1", "a", "2", "b", "3", "c", "4", "d", "5", "e"],
+    ["ZINCRBY", "zs", "0.5", "a"],
+    ["ZREM", "zs", "e"],
+    ["ZPOPMIN", "zs"],
+    ["ZRANGESTORE", "zd", "zs", "0", "-1"],
+    ["ZUNIONSTORE", "zu", "2", "zs", "zd", "WEIGHTS", "1", "2"],
+    ["ZINTERSTORE", "zi", "2", "zs", "zd"],
+    ["ZDIFFSTORE", "zf", "1", "zs"],
+    ["ZREMRANGEBYSCORE", "zu", "-inf", "(7"],
+    ["ZREMRANGEBYLEX", "zi", "-", "+"],
+    ["ZREMRANGEBYRANK", "zf", "0", "0"],
+    # sets
+    ["SADD", "s1", "a", "b", "c", "d"],
+    ["SADD", "s2", "c", "d", "e"],
+    ["SREM", "s1", "a"],
+    ["SPOP", "s1"],
+    ["SMOVE", "s2", "s3", "e"],
+    ["SINTERSTORE", "si", "s1", "s2"],
+    ["SUNIONSTORE", "su", "s1", "s2", "s3"],
+    ["SDIFFSTORE", "sd", "s1", "s3"],
+    # hashes
+    ["HSET", "h", "a", "1", "b", "2", "c", "3"],
+    ["HINCRBY", "h", "a", "5"],
+    ["HDEL", "h", "c"],
+    ["HEXPIRE", "h", "100", "FIELDS", "1", "a"],
+    ["HPERSIST", "h", "FIELDS", "1", "a"],
+    ["HSETEX", "h", "PX", "5000", "FIELDS", "1", "d", "4"],
+    # function libraries (server state)
+    ["FUNCTION", "LOAD", LIBRARY],
+    ["FUNCTION", "DELETE", "lib"],
+    ["FUNCTION", "RESTORE", dump_functions_payload([LIBRARY.encode()], 12), "REPLACE"],
+    ["FUNCTION", "FLUSH"],
 ]
 
 
@@ -340,7 +378,21 @@ SAMPLE_CALLS: dict[str, tuple] = {
     "restore_effect": (b"k", b"payload"),
     "flushdb_effect": (),
     "flushall_effect": (),
+    "function_load_effect": (LIBRARY.encode(),),
+    "function_delete_effect": (b"lib",),
+    "function_flush_effect": (),
+    "function_restore_effect": (b"payload", b"append"),
     "select_effect": (3,),
+    "hset_effect": (b"k", [(b"f", b"v")]),
+    "hdel_effect": (b"k", [b"f"]),
+    "hincrby_effect": (b"k", b"f", -3),
+    "hpexpireat_effect": (b"k", 1000, [b"f", b"g"]),
+    "hpersist_effect": (b"k", [b"f"]),
+    "hsetex_effect": (b"k", 1000, [(b"f", b"v")]),
+    "zadd_effect": (b"k", [(b"m", 0.1), (b"n", float("-inf"))]),
+    "zrem_effect": (b"k", [b"m"]),
+    "zremrangebyrank_effect": (b"k", 0, 2),
+    "as_sent_effect": ([b"zunionstore", b"d", b"1", b"k"],),
     "set_effect": (b"k", b"v", False, 1000),
     "setrange_effect": (b"k", 5, b"v"),
     "pexpireat_effect": (b"k", 1000),

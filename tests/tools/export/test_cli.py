@@ -13,6 +13,8 @@ import pytest
 
 from streamkeep import Engine
 from streamkeep.tools.main import main
+from streamkeep.tools.value_tables import STREAM_TABLES, available
+from tests.support.typed_keys import FAR, engine_keys, typed_engine, write_typed_snapshot
 
 # Spark's JVM starts once per module and its first jobs warm it up: on a machine shared with
 # other jobs that alone can take most of the suite's default two minutes. (A safety net
@@ -83,7 +85,11 @@ def test_export_all_tables_to_parquet_then_json(spark: Any, datadir: str,
                  "--num-partitions", "3"]) == 0
     manifest = json.loads(Path(out, "export-manifest.json").read_text())
     counts = {t: v["rows"] for t, v in manifest["tables"].items()}
-    assert counts == {"entries": 20, "streams": 2, "groups": 1, "pending": 4, "consumers": 1}
+    stream_counts = {t: counts.pop(t) for t in STREAM_TABLES}
+    assert stream_counts == {"entries": 20, "streams": 2, "groups": 1, "pending": 4,
+                             "consumers": 1}
+    # the key tables: the two streams' keys, no key of another type
+    assert counts == {"keys": 2, **{t.table: 0 for t in available()}}
     entries = pq.read_table(os.path.join(out, "entries")).to_pylist()
     assert sorted((r["stream"], r["ms"]) for r in entries) == sorted(
         [(b"audit", 5)] + [(b"orders:eu", i) for i in range(1, 21) if i != 3])
@@ -237,3 +243,39 @@ def test_a_directory_is_exported_as_of_its_current_state(spark: Any, tmp_path: P
                                                 "streams"]
     assert sorted(os.listdir(tmp_path)) == sorted(["data", *outs])  # no temporary left
     assert not [n for n in os.listdir(path) if n.startswith("export-pin-")]
+
+
+def test_every_type_is_exported_with_its_table(spark: Any, tmp_path: Path,
+                                               capsys: pytest.CaptureFixture[str]) -> None:
+    """A snapshot of streams, strings and sorted sets: every table written (Parquet), the
+    key tables equal to the engine; --streams filters the key tables by key name (CSV)."""
+    import base64
+    import csv
+
+    import pyarrow.parquet as pq
+
+    engine = typed_engine()
+    path = write_typed_snapshot(engine, str(tmp_path / "snapshot-000000000009.mdb"))
+    out = str(tmp_path / "all")
+    assert main(["export", path, "--out", out, "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert set(doc["tables"]) == {*STREAM_TABLES, "keys", *(t.table for t in available())}
+    keys = pq.read_table(os.path.join(out, "keys")).to_pylist()
+    assert sorted((r["db"], r["key"], r["type"], r["expire_ms"]) for r in keys) == \
+        engine_keys(engine)
+    strings = pq.read_table(os.path.join(out, "strings")).to_pylist()
+    assert sorted((r["db"], r["key"], r["value"], r["expire_ms"]) for r in strings) == [
+        (0, b"bin\xff", b"\x00\xff", FAR + 1), (0, b"plain", b"v", None),
+        (2, b"counter", b"41", None)]
+    members = pq.read_table(os.path.join(out, "zset_members")).to_pylist()
+    assert doc["tables"]["zset_members"]["rows"] == len(members) == 304
+    board = sorted((r["score"], r["member"]) for r in members if r["key"] == b"board")
+    assert board == [(float("-inf"), b"bob"), (1.5, b"alice"), (1e300, b"\xffcarol")]
+
+    out = str(tmp_path / "csv")
+    assert main(["export", path, "--out", out, "--format", "csv", "--table", "keys",
+                 "--streams", "b*"]) == 0
+    assert "keys" in capsys.readouterr().out
+    rows = [row for f in Path(out, "keys").glob("part-*.csv") for row in csv.DictReader(f.open())]
+    assert sorted((base64.b64decode(r["key"]), r["type"]) for r in rows) == [
+        (b"big", "zset"), (b"bin\xff", "string"), (b"board", "zset")]

@@ -8,6 +8,7 @@ compaction replaces it; a path that is no snapshot is a clear error.
 
 from __future__ import annotations
 
+import math
 import os
 import shutil
 import sys
@@ -30,6 +31,7 @@ from streamkeep.tools.export.datasource import (
 )
 from streamkeep.tools.export.pin import Pin, is_pin_file, pin
 from tests.support import v3_snapshot as v3
+from tests.support.typed_keys import FAR, engine_keys, typed_engine, write_typed_snapshot
 
 # Spark's JVM starts once per module and its first jobs warm it up: on a machine shared with
 # other jobs that alone can take most of the suite's default two minutes. (A safety net
@@ -484,3 +486,114 @@ def test_format_3_and_its_format_4_compaction_read_the_same(tmp_path: Path) -> N
     with Snapshot(new) as snap:
         assert snap.packed
     assert v3.export_entries(str(d)) == v3.xranges(want)
+
+
+# --- the key tables: every key, and each value type's elements ---------------------------------
+
+@pytest.fixture(scope="module")
+def typed(tmp_path_factory: pytest.TempPathFactory) -> tuple[Engine, str]:
+    engine = typed_engine()
+    path = str(tmp_path_factory.mktemp("typed") / "snapshot-000000000009.mdb")
+    return engine, write_typed_snapshot(engine, path)
+
+
+def test_key_tables_equal_the_engine(spark: SparkSession, typed: tuple[Engine, str]) -> None:
+    """keys: every key of every type once, streams included; strings and zset_members: each
+    string's value and each member's score, as GET and ZRANGE WITHSCORES give them."""
+    from streamkeep.engine.model.value_types import ZSET
+
+    engine, path = typed
+    keys = read(spark, path, "keys", numPartitions=3)
+    assert sorted((r.db, r.key, r.type, r.expire_ms) for r in keys) == engine_keys(engine)
+    assert {r.key_str for r in keys} >= {"bin\ufffd", "board", "z\x00"}
+    assert {r.snapshot_lsn for r in keys} == {9}
+    strings = read(spark, path, "strings", numPartitions=2)
+    assert sorted((r.db, r.key, r.value, r.expire_ms) for r in strings) == sorted(
+        (db, key, on_db(engine, db, "GET", key), engine.expires[db].get(key))
+        for db, space in enumerate(engine.strings) for key in space)
+    members = read(spark, path, "zset_members", numPartitions=3)
+    assert sorted((r.db, r.key, r.member, r.score) for r in members) == sorted(
+        (db, key, member, score) for db, space in enumerate(engine.keyspaces[ZSET.slot])
+        for key, z in space.items() for member, score in z.items())
+    assert len(members) == 304 and -math.inf in {r.score for r in members}
+    assert read(spark, path, "zset_members", arrow="false", numPartitions=3) == members
+
+
+def test_key_tables_push_down_key_and_db_filters(spark: SparkSession,
+                                                 typed: tuple[Engine, str]) -> None:
+    _, path = typed
+
+    def frame(table: str, pushdown: bool, where: Any) -> Any:
+        return (spark.read.format("streamkeep").option("table", table)
+                .option("numPartitions", "5").option("pushdown", str(pushdown).lower())
+                .load(path).where(where))
+
+    for table, where in [("keys", col("key_str").startswith("b")),
+                         ("zset_members", (col("db") == 1) & (col("member") > lit(b"m290"))),
+                         ("strings", col("key") == lit(b"bin\xff"))]:
+        pushed = frame(table, True, where)
+        assert sorted(pushed.collect()) == sorted(frame(table, False, where).collect())
+        assert pushed.count() > 0
+    one = frame("zset_members", True, col("key_str") == "board")
+    assert one.rdd.getNumPartitions() == 1 and one.count() == 3
+
+
+@pytest.mark.parametrize("parts", [1, 2, 5, 50])
+def test_key_partitions_cover_every_key_once(typed: tuple[Engine, str], parts: int) -> None:
+    engine, path = typed
+    for table in ("keys", "zset_members"):
+        reader = StreamkeepReader({"path": path, "table": table, "numPartitions": parts,
+                                   "arrow": "false"})
+        planned = reader.partitions()
+        try:
+            got = [row for part in planned for row in reader.rows(part)]
+            assert len(planned) <= parts
+        finally:
+            release(planned)
+        if table == "keys":
+            assert sorted(r[:2] for r in got) == [k[:2] for k in engine_keys(engine)]
+        else:
+            assert len(got) == len(set(got)) == 304
+
+
+def test_hash_and_set_tables_switch_on_with_their_types(tmp_path: Path,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """hash_fields (with each field's expiry) and set_members, read in process once the types
+    are registered; before that, asking for them is an unknown table."""
+    from streamkeep.engine.model import value_types
+    from streamkeep.engine.model.hashes import Hash
+    from streamkeep.engine.model.sets import RSet
+    from streamkeep.snapshot.writer import write_snapshot
+    from streamkeep.tools.export.datasource import value_schema
+    from streamkeep.tools.value_tables import BY_TABLE
+    from tests.support.extra_types import register_hash_and_set
+
+    if "hash" not in value_types.BY_NAME:
+        with pytest.raises(Exception, match="unknown table 'hash_fields'"):
+            StreamkeepReader({"path": str(tmp_path), "table": "hash_fields"})
+    hash_type, set_type = register_hash_and_set(monkeypatch)
+    engine = typed_engine()
+    h = Hash.from_pairs([(b"f1", b"v1"), (b"f\xff", b"v2")])
+    h.set_field_expiry(b"f1", FAR)
+    values = [*engine.keyspaces, *([{} for _ in engine.dbs] for _ in range(2))]
+    values = values[:len(value_types.TYPES)]
+    values[hash_type.slot][0][b"h"] = h
+    values[set_type.slot][3][b"s"] = RSet.from_members([b"x", b"7"])
+    path = str(tmp_path / "snapshot-000000000004.mdb")
+    write_snapshot(engine.dbs, path, 4, 1, "r" * 40, values=values, expires=engine.expires)
+
+    def table(name: str) -> list[tuple]:
+        reader = StreamkeepReader({"path": path, "table": name, "arrow": "false"})
+        planned = reader.partitions()
+        try:
+            return sorted(row for part in planned for row in reader.rows(part))
+        finally:
+            release(planned)
+
+    assert table("hash_fields") == [(0, b"h", "h", b"f1", b"v1", FAR, 4),
+                                    (0, b"h", "h", b"f\xff", b"v2", None, 4)]
+    assert table("set_members") == [(3, b"s", "s", b"7", 4), (3, b"s", "s", b"x", 4)]
+    assert {(r[1], r[3]) for r in table("keys")} >= {(b"h", "hash"), (b"s", "set")}
+    assert value_schema(BY_TABLE["hash_fields"]).simpleString() == (
+        "struct<db:int,key:binary,key_str:string,field:binary,value:binary,"
+        "field_expire_ms:bigint,snapshot_lsn:bigint>")

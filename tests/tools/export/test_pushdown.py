@@ -65,3 +65,15 @@ def test_streams_kept() -> None:
     u = Selection()
     assert u.accept(EqualTo(("stream_str",), "\ufffd"), "entries")  # as the column shows it
     assert u.keeps(0, b"\xff") and u.keeps(0, b"\xfe") and not u.keeps(0, b"?")
+
+
+def test_keys_kept_in_the_key_tables() -> None:
+    s = Selection()
+    assert s.accept(EqualTo(("key",), b"bin\xff"), "strings")
+    assert s.accept(StringStartsWith(("key_str",), "bin"), "strings")
+    assert s.keeps(0, b"bin\xff") and not s.keeps(0, b"bin") and not s.keeps(0, b"xbin\xff")
+    s = Selection()
+    assert s.accept(In(("key_str",), ("a", "b\ufffd")), "keys")
+    assert s.keeps(3, b"a") and s.keeps(3, b"b\xff") and not s.keeps(3, b"c")
+    assert not s.accept(EqualTo(("member",), b"a"), "zset_members")
+    assert not s.accept(GreaterThan(("score",), 1.0), "zset_members")

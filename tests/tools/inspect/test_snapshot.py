@@ -169,3 +169,92 @@ def test_info_and_dump_show_a_format_3_file(capsys) -> None:  # type: ignore[no-
     assert rc == 0, err
     ids = [line["id"] for line in map(json.loads, out.splitlines())]
     assert ids == [e[0].decode() for row in v3.streams(want) for e in row["xrange"]]
+
+
+# --- every type ---------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def typed_snapshot(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """Streams, strings and sorted sets over three databases (tests.support.typed_keys)."""
+    from tests.support.typed_keys import typed_engine, write_typed_snapshot
+
+    return write_typed_snapshot(typed_engine(),
+                                str(tmp_path_factory.mktemp("typed") / "snapshot.mdb"))
+
+
+def test_info_counts_the_keys_of_every_type(typed_snapshot: str,
+                                            capsys: pytest.CaptureFixture[str]) -> None:
+    from streamkeep.engine.model.value_types import TYPES
+
+    rc, out, _ = run(capsys, "snapshot", "info", typed_snapshot, "--json")
+    assert rc == 0
+    doc = json.loads(out)
+    assert doc["keys_by_type"] == {**{t.name: 0 for t in TYPES}, "stream": 2, "string": 3,
+                                   "zset": 3}
+    assert (doc["strings"], doc["keys_with_ttl"]) == (3, 3)
+    rc, out, _ = run(capsys, "snapshot", "info", typed_snapshot)
+    assert "3 string keys, 3 zset keys, 3 keys with a TTL" in " ".join(out.split())
+
+
+def test_dump_renders_every_types_value(typed_snapshot: str,
+                                       capsys: pytest.CaptureFixture[str]) -> None:
+    rc, out, _ = run(capsys, "snapshot", "dump", typed_snapshot, "--db", "0")
+    assert rc == 0
+    assert out.splitlines() == [
+        'db0 "events" 1-1 "a" "b"',
+        'db0 "bin\\xff" string "\\x00\\xff" PXAT 4102444800001',
+        'db0 "board" zset "bob" -inf "alice" 1.5 "\\xffcarol" 1e+300 PXAT 4102444800002',
+        'db0 "plain" string "v"']
+    rc, out, _ = run(capsys, "snapshot", "dump", typed_snapshot, "--format", "json")
+    lines = [json.loads(line) for line in out.splitlines()]
+    assert [line["key"] for line in lines if "id" in line] == ["events", "s2"]
+    board = next(line for line in lines if line["key"] == "board")
+    assert board == {"db": 0, "key": "board", "type": "zset",
+                     "value": [["bob", "-inf"], ["alice", "1.5"],
+                               [{"b64": base64.b64encode(b"\xffcarol").decode()}, "1e+300"]],
+                     "expires_ms": 4102444800002}
+    big = next(line for line in lines if line["key"] == "big")
+    assert len(big["value"]) == 300 and big["value"][:2] == [["m000", "0"], ["m001", "0.25"]]
+    assert {"db": 2, "key": "counter", "value": "41", "expires_ms": None} in lines
+    rc, out, _ = run(capsys, "snapshot", "dump", typed_snapshot, "--key", "z\x00")
+    assert out.splitlines() == ['db2 "z\\x00" zset "only" 0']
+    rc, out, _ = run(capsys, "snapshot", "dump", typed_snapshot, "--streams-only")
+    assert [line.split()[2] for line in out.splitlines()] == ["1-1", "5-5"]
+
+
+def test_dump_renders_hashes_and_sets_once_registered(tmp_path: Path,
+                                                      capsys: pytest.CaptureFixture[str],
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """A hash (a field's expiry beside it) and a set, from their types' rows; a type without a
+    rows entry (tools.value_tables) is named with its stored size."""
+    from streamkeep.engine.model.hashes import Hash
+    from streamkeep.engine.model.sets import RSet
+    from streamkeep.snapshot.writer import write_snapshot
+    from streamkeep.tools.inspect import snapshot as inspect_snapshot
+    from tests.support.extra_types import register_hash_and_set
+
+    hash_type, set_type = register_hash_and_set(monkeypatch)
+    h = Hash.from_pairs([(b"f1", b"v1"), (b"f2", b"\xff")])
+    h.set_field_expiry(b"f2", 4102444800000)
+    values: list[list[dict]] = [[{}] for _ in range(max(hash_type.slot, set_type.slot) + 1)]
+    values[hash_type.slot][0][b"h"] = h
+    values[set_type.slot][0][b"s"] = RSet.from_members([b"7"])
+    path = str(tmp_path / "snapshot.mdb")
+    write_snapshot([{}], path, 3, 1, "r" * 40, values=values, expires=[{b"s": 5}])
+    rc, out, _ = run(capsys, "snapshot", "dump", path)
+    assert rc == 0
+    lines = out.splitlines()
+    assert lines[1] == 'db0 "s" set "7" PXAT 5'
+    # (a field with a TTL comes first in a listpackex, as HGETALL walks it)
+    assert lines[0] == 'db0 "h" hash "f2" "\\xff" field_expire_ms=4102444800000 "f1" "v1"'
+    rc, out, _ = run(capsys, "snapshot", "dump", path, "--format", "json")
+    h_doc, s_doc = map(json.loads, out.splitlines())
+    assert sorted(h_doc["value"]) == [["f1", "v1", None],
+                                      ["f2", {"b64": "/w=="}, 4102444800000]]
+    assert s_doc == {"db": 0, "key": "s", "type": "set", "value": ["7"], "expires_ms": 5}
+    monkeypatch.delitem(inspect_snapshot.BY_TYPE, "set")
+    rc, out, _ = run(capsys, "snapshot", "dump", path)
+    assert out.splitlines()[1].startswith('db0 "s" set (') and "bytes stored) PXAT 5" in out
+    rc, out, _ = run(capsys, "snapshot", "info", path, "--json")
+    assert json.loads(out)["keys_by_type"] == {"stream": 0, "string": 0, "zset": 0, "hash": 1,
+                                               "set": 1}

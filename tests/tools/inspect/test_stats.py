@@ -134,3 +134,62 @@ def test_missing_records_between_segments(tmp_path: Any) -> None:
     done = run_cli("aof", "stats", "--json", str(path))
     assert done.returncode == 2 and b"records missing" in done.stderr
     assert json.loads(done.stdout)["segments"][0]["damage"].endswith("(records missing)")
+
+
+# the effects the other value types' commands log (their shapes in engine.model.effects'
+# vocabulary once their commands exist): each named as it is, known by the vocabulary
+TYPE_EFFECTS = [
+    [b"ZADD", b"z", b"1", b"a", b"2", b"b"], [b"ZREM", b"z", b"a"],
+    [b"ZINCRBY", b"z", b"2", b"b"], [b"ZUNIONSTORE", b"dst", b"2", b"z", b"src"],
+    [b"SADD", b"s1", b"m"], [b"SMOVE", b"s1", b"s2", b"m"],
+    [b"HSET", b"h", b"f", b"v"], [b"HPEXPIREAT", b"h", b"1800000000000", b"FIELDS", b"1", b"f"],
+]
+
+
+@pytest.fixture(scope="module")
+def typed_log(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """A log of a stream's XADD, then one record per TYPE_EFFECTS effect (appended as the
+    engine logs a command's effects)."""
+    from streamkeep import Engine
+
+    path = str(tmp_path_factory.mktemp("typed") / "data")
+    with Engine.open(path, clock=lambda: 1_795_000_000_000) as engine:
+        engine.execute("XADD", "orders", "1-1", "a", "b")
+        with engine.lock:
+            for effect in TYPE_EFFECTS:
+                journal = engine.datadir.journal  # type: ignore[union-attr]
+                journal.append(1_795_000_000_000, 0, [effect])
+    return path
+
+
+def test_every_types_effects_are_named_and_their_keys_counted(typed_log: str) -> None:
+    from streamkeep.engine.model.effects import EFFECT_VOCABULARY
+
+    doc = stats_json("--top", "50", typed_log)
+    commands = doc["commands"]
+    assert {name: row["effects"] for name, row in commands.items()} == {
+        "XADD": 1, "ZADD": 1, "ZREM": 1, "ZINCRBY": 1, "ZUNIONSTORE": 1, "SADD": 1, "SMOVE": 1,
+        "HSET": 1, "HPEXPIREAT": 1}
+    for name, row in commands.items():
+        assert row["known"] == (name in EFFECT_VOCABULARY), name
+        assert row["streamkeep_only"] in ((False,) if row["known"] else (None,))
+    keys = {k["key"]: k["effects"] for k in doc["keys"]["top"]}
+    # a *STORE's destination (not its sources), both keys of SMOVE
+    assert keys == {"orders": 1, "z": 3, "dst": 1, "s1": 2, "s2": 1, "h": 2}
+    table = run_cli("aof", "stats", typed_log).stdout.decode()
+    rows = {cells[1]: cells for line in table.splitlines()
+            if len(cells := [c.strip() for c in line.split("\u2502")]) > 2}
+    for name in commands:
+        assert (rows[name][-2] == "UNKNOWN") == (name not in EFFECT_VOCABULARY), rows[name]
+
+
+def test_dump_filters_other_types_effects(typed_log: str) -> None:
+    def effects(*args: str) -> list[list]:
+        done = run_cli("aof", "dump", "--format", "json", *args, typed_log)
+        assert done.returncode == 0, done.stderr
+        return [e for line in done.stdout.decode().splitlines()
+                for e in json.loads(line)["effects"]]
+
+    assert effects("--key", "s2") == [["SMOVE", "s1", "s2", "m"]]
+    assert [e[0] for e in effects("--key", "z")] == ["ZADD", "ZREM", "ZINCRBY"]
+    assert effects("--command", "zunionstore") == [["ZUNIONSTORE", "dst", "2", "z", "src"]]

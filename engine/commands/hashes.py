@@ -1,0 +1,560 @@
+"""Hash commands: HSET, HSETNX, HMSET, HGET, HMGET, HDEL, HLEN, HSTRLEN, HEXISTS, HKEYS, HVALS,
+HGETALL, HINCRBY, HINCRBYFLOAT, HRANDFIELD and HSCAN (the field-expiry commands are
+engine.commands.hash_expiry's).
+
+Owns these commands' parsing (Redis's t_hash.c, error line for error line), replies, effects
+and keyspace events, and the helpers the field-expiry module shares: the hash lookups (which
+expire a hash's due fields first, Redis's lazy field expiry), the engine's shared listpack
+limits, the registry of hashes with field TTLs the active cycle walks.
+
+Values are `Hash`es (engine.model.hashes) in the selected database's HASH keyspace. Effects:
+HSET, HMSET and HSETNX log `HSET key field value ...` of what they set; HDEL logs the fields it
+removed; HINCRBY logs itself; HINCRBYFLOAT logs `HSET key field <the resulting text>` (Redis
+propagates it so, so a replica never redoes float arithmetic), or, for a field with a TTL,
+`HSETEX key KEEPTTL FIELDS 1 field text` (HSET would drop the TTL). Nothing changed: nothing
+logged. An emptied hash is deleted (`del` after the command's own event); a created key
+notifies `new` first.
+
+Field expiry, the lazy part. A hash whose fields have TTLs has its due fields (time < now,
+Redis's hashTypeIsExpired) deleted when a command looks it up, each deletion logged as `HDEL`
+and notified `hexpired` (`del` after it when the hash went). A replica (a read-only engine,
+effects being applied, a redis-server primary's commands) never deletes on its own: its reads
+skip the due fields and the primary's HDELs arrive as effects. Plain hashes pay one type test.
+
+The registry: `EngineState.hash_ttls[db]` is a `FieldTTLIndex` of the database's hashes with
+field TTLs, each by its earliest field expiry (built from the keyspace the first time it is
+needed, then kept by these commands; a hash placed by RENAME, COPY or RESTORE joins it at its
+next access). An entry may be stale (the key deleted, renamed, overwritten): whoever reads it
+checks the key and drops what no longer holds.
+
+Must not touch: other types' values (a key of another type is WRONGTYPE), the hash's
+internals (through Hash's API only).
+"""
+
+from __future__ import annotations
+
+import heapq
+import random
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from streamkeep.engine.commands.expiry import PLACED, delete_key, read_value, value_at
+from streamkeep.engine.commands.keyspace import parse_element_scan, stringmatchlen
+from streamkeep.engine.exec.context import Ctx
+from streamkeep.engine.exec.notify import GENERIC, NEW
+from streamkeep.engine.exec.notify import HASH as HASH_EVENTS
+from streamkeep.engine.exec.table import Argv, command
+from streamkeep.engine.model.effects import (
+    hdel_effect,
+    hincrby_effect,
+    hset_effect,
+    hsetex_effect,
+)
+from streamkeep.engine.model.hashes import Hash, HashLimits
+from streamkeep.engine.model.ids import parse_u64
+from streamkeep.engine.model.strings import is_finite, parse_long_double
+from streamkeep.engine.model.value_types import HASH
+from streamkeep.engine.wire.args import LLONG_MAX, is_word, parse_int
+from streamkeep.engine.wire.errors import SYNTAX, ReplyError, wrong_arity
+from streamkeep.engine.wire.reply import RespMap
+
+if TYPE_CHECKING:
+    from streamkeep.engine.exec.engine_state import EngineState
+
+NOT_FLOAT = "ERR value is not a valid float"
+NAN_OR_INF = "ERR value is NaN or Infinity"
+_RNG = random.Random()  # HRANDFIELD's picks (read-only: nothing random is ever logged)
+_NO_FIELDS: frozenset[bytes] = frozenset()
+
+
+# --- the shared limits and the registry ---------------------------------------------------------
+
+
+def limits_of(ctx: Ctx) -> HashLimits:
+    """The engine's one HashLimits: every hash it holds reads it at each write, and CONFIG SET
+    changes it in place (engine.exec.settings), so a new limit reaches existing hashes on
+    their next write, as in Redis."""
+    limits: HashLimits = ctx.engine.hash_limits
+    return limits
+
+
+class FieldTTLIndex:
+    """One database's hashes with field TTLs: key -> earliest field expiry (`when`), and a
+    min-heap of (time, key) so the active cycle finds the due ones without walking them all
+    (stale heap entries, whose time no longer matches `when`, are skipped and dropped)."""
+
+    __slots__ = ("when", "heap")
+
+    def __init__(self) -> None:
+        self.when: dict[bytes, int] = {}
+        self.heap: list[tuple[int, bytes]] = []
+
+    def __len__(self) -> int:
+        return len(self.when)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self.when
+
+    def set(self, key: bytes, when: int) -> None:
+        if self.when.get(key) != when:
+            self.when[key] = when
+            heapq.heappush(self.heap, (when, key))
+            if len(self.heap) > 2 * len(self.when) + _HEAP_SLACK:
+                self.heap = [(w, k) for k, w in self.when.items()]
+                heapq.heapify(self.heap)
+
+    def drop(self, key: bytes) -> None:
+        self.when.pop(key, None)
+
+    def due(self, now: int, limit: int) -> list[bytes]:
+        """Up to `limit` keys whose earliest field expiry is <= now, taken out of the index
+        (the caller re-tracks what still has TTLs)."""
+        out: list[bytes] = []
+        heap, when = self.heap, self.when
+        while heap and heap[0][0] <= now and len(out) < limit:
+            at, key = heapq.heappop(heap)
+            if when.get(key) == at:
+                del when[key]
+                out.append(key)
+        return out
+
+
+_HEAP_SLACK = 32
+
+
+def registry(ctx: Ctx, db: int | None = None) -> FieldTTLIndex:
+    """The database's hashes with field TTLs, built from its HASH keyspace the first time (a
+    state loaded from a snapshot starts without it)."""
+    return registry_of(ctx.engine, ctx.session.db if db is None else db)
+
+
+def registry_of(engine: EngineState, db: int) -> FieldTTLIndex:
+    tracked: list[FieldTTLIndex | None] = engine.hash_ttls
+    found = tracked[db]
+    if found is None:
+        found = FieldTTLIndex()
+        for key, h in engine.keyspaces[HASH.slot][db].items():
+            when = h.min_field_expiry()
+            if when is not None:
+                found.set(key, when)
+        tracked[db] = found
+    return found
+
+
+def _placed(engine: EngineState, db: int, key: bytes, h: Hash) -> None:
+    """RENAME, COPY or RESTORE put `h` under `key`: track its field TTLs (a registry not built
+    yet will find it when it is)."""
+    found = engine.hash_ttls[db]
+    when = h.min_field_expiry() if found is not None and len(h) else None
+    if found is not None and when is not None:
+        found.set(key, when)
+
+
+PLACED[HASH.slot] = _placed
+
+
+def subexpiry_count(engine: EngineState, db: int) -> int:
+    """INFO keyspace's `subexpiry`: the database's hashes with field TTLs."""
+    if engine.hash_ttls[db] is None and not engine.keyspaces[HASH.slot][db]:
+        return 0
+    space = engine.keyspaces[HASH.slot][db]
+    found = registry_of(engine, db)
+    return sum(1 for key in found.when
+               if isinstance(h := space.get(key), Hash) and h.has_field_expiry())
+
+
+def track(ctx: Ctx, key: bytes, h: Hash | None) -> None:
+    """Record the hash's earliest field expiry after a change (or drop the key). Costs a plain
+    hash one test while its database has no tracked key."""
+    tracked = ctx.engine.hash_ttls[ctx.session.db]
+    has_ttl = h is not None and len(h) > 0 and h.has_field_expiry()
+    if not has_ttl and (tracked is None or key not in tracked):
+        return
+    found = registry(ctx)
+    when = h.min_field_expiry() if has_ttl and h is not None else None
+    if when is None:
+        found.drop(key)
+    else:
+        found.set(key, when)
+
+
+def adopt_limits(ctx: Ctx, h: Hash) -> Hash:
+    """A hash made elsewhere (loaded from a snapshot, restored) reads the engine's limits from
+    its next write on."""
+    limits = limits_of(ctx)
+    if h.limits is not limits:
+        h.limits = limits
+    return h
+
+
+# --- lookups with lazy field expiry --------------------------------------------------------------
+
+
+def may_expire_fields(ctx: Ctx) -> bool:
+    """Whether this command may delete due fields itself (never on a replica, nor while
+    applying effects, nor for a redis-server primary's commands: the primary's HDELs do)."""
+    return (ctx.lazy_expiry and not ctx.replaying and ctx.engine.read_only is None
+            and not ctx.session.from_primary)
+
+
+def expire_due_fields(ctx: Ctx, key: bytes, h: Hash, cutoff: int,
+                      limit: int = 1 << 62) -> int:
+    """Delete (up to `limit` of) the fields whose time is <= cutoff, logged as one HDEL,
+    notified `hexpired` (and `del` when the hash went, which deletes the key). Returns how
+    many went."""
+    fields = h.delete_expired(cutoff, limit)
+    if not fields:
+        return 0
+    ctx.emit(hdel_effect(key, fields))
+    ctx.notify(HASH_EVENTS, b"hexpired", key)
+    if not len(h):
+        delete_key(ctx, key)
+        track(ctx, key, None)
+        ctx.notify(GENERIC, b"del", key)
+    else:
+        ctx.signal(key)
+        track(ctx, key, h)
+    return len(fields)
+
+
+def _lazy(ctx: Ctx, key: bytes, h: Hash | None) -> Hash | None:
+    if h is None or not h.has_field_expiry() or not may_expire_fields(ctx):
+        return h
+    expire_due_fields(ctx, key, h, ctx.now - 1)
+    if not len(h):
+        return None
+    if key not in registry(ctx):  # a hash placed by RENAME, COPY, RESTORE: tracked from now
+        track(ctx, key, h)
+    return h
+
+
+def hash_for_read(ctx: Ctx, key: bytes) -> Hash | None:
+    """lookupKeyRead + checkType(OBJ_HASH), the hash's due fields expired first."""
+    return _lazy(ctx, key, read_value(ctx, key, HASH))
+
+
+def hash_for_write(ctx: Ctx, key: bytes) -> Hash | None:
+    """lookupKeyWrite + checkType(OBJ_HASH), the hash's due fields expired first."""
+    h: Hash | None = value_at(ctx, key, HASH)
+    if h is None:
+        return None
+    return _lazy(ctx, key, adopt_limits(ctx, h))
+
+
+def hidden_fields(ctx: Ctx, h: Hash) -> frozenset[bytes]:
+    """The fields a replica's read must not see (due, not yet deleted by the primary)."""
+    if not h.has_field_expiry():
+        return _NO_FIELDS
+    return frozenset(h.expired_fields(ctx.now - 1))
+
+
+def live_get(ctx: Ctx, h: Hash, field: bytes) -> bytes | None:
+    value = h.get(field)
+    if value is not None and h.has_field_expiry():
+        when = h.field_expiry(field)
+        if when is not None and when < ctx.now:
+            return None
+    return value
+
+
+def live_items(ctx: Ctx, h: Hash) -> list[tuple[bytes, bytes]]:
+    hidden = hidden_fields(ctx, h)
+    items = h.items()
+    return [pair for pair in items if pair[0] not in hidden] if hidden else items
+
+
+def create_hash(ctx: Ctx, key: bytes) -> Hash:
+    """A new empty hash at a free key, notified `new` (dbAdd)."""
+    h = Hash(limits_of(ctx))
+    ctx.space(HASH.slot)[key] = h
+    ctx.notify(NEW, b"new", key)
+    return h
+
+
+def resp3(ctx: Ctx) -> bool:
+    client = ctx.session.client
+    return client is not None and getattr(client, "protocol", 2) == 3
+
+
+def pairs_of(argv: Argv, start: int) -> list[tuple[bytes, bytes]]:
+    return [(argv[i], argv[i + 1]) for i in range(start, len(argv) - 1, 2)]
+
+
+def set_pairs(ctx: Ctx, key: bytes, h: Hash | None, pairs: Sequence[tuple[bytes, bytes]]) -> int:
+    """hashTypeTryConversion + hashTypeSet for each pair: how many fields are new."""
+    if h is None:
+        h = create_hash(ctx, key)
+    had_ttl = h.has_field_expiry()
+    created = h.set_many(pairs)
+    if had_ttl:
+        track(ctx, key, h)
+    ctx.signal(key)
+    return created
+
+
+# --- HSET / HMSET / HSETNX ----------------------------------------------------------------------
+
+
+def _hset(ctx: Ctx, argv: Argv, name: str) -> int:
+    if len(argv) % 2 == 1:
+        raise wrong_arity(name)
+    key = argv[1]
+    h = hash_for_write(ctx, key)
+    pairs = pairs_of(argv, 2)
+    created = set_pairs(ctx, key, h, pairs)
+    ctx.emit(hset_effect(key, pairs))
+    ctx.notify(HASH_EVENTS, b"hset", key)
+    return created
+
+
+@command("hset", -4, "write denyoom fast", group="hash", since="2.0.0",
+         summary="Creates or modifies the value of a field in a hash.",
+         syntax="key <data: field value>...")
+def hset(ctx: Ctx, argv: Argv) -> int:
+    return _hset(ctx, argv, "hset")
+
+
+@command("hmset", -4, "write denyoom fast", group="hash", since="2.0.0",
+         summary="Sets the values of multiple fields.",
+         syntax="key <data: field value>...")
+def hmset(ctx: Ctx, argv: Argv) -> str:
+    _hset(ctx, argv, "hmset")
+    return "OK"
+
+
+@command("hsetnx", 4, "write denyoom fast", group="hash", since="2.0.0",
+         summary="Sets the value of a field in a hash only when the field doesn't exist.",
+         syntax="key field value")
+def hsetnx(ctx: Ctx, argv: Argv) -> int:
+    key, field, value = argv[1], argv[2], argv[3]
+    h = hash_for_write(ctx, key)
+    if h is not None and h.get(field) is not None:
+        return 0
+    set_pairs(ctx, key, h, [(field, value)])
+    ctx.emit(hset_effect(key, [(field, value)]))
+    ctx.notify(HASH_EVENTS, b"hset", key)
+    return 1
+
+
+# --- HGET / HMGET / HEXISTS / HSTRLEN / HLEN ----------------------------------------------------
+
+
+@command("hget", 3, "readonly fast", group="hash", since="2.0.0",
+         summary="Returns the value of a field in a hash.", syntax="key field")
+def hget(ctx: Ctx, argv: Argv) -> bytes | None:
+    h = hash_for_read(ctx, argv[1])
+    return None if h is None else live_get(ctx, h, argv[2])
+
+
+@command("hmget", -3, "readonly fast", group="hash", since="2.0.0",
+         summary="Returns the values of all fields in a hash.", syntax="key field...")
+def hmget(ctx: Ctx, argv: Argv) -> list[bytes | None]:
+    h = hash_for_read(ctx, argv[1])
+    if h is None:
+        return [None] * (len(argv) - 2)
+    return [live_get(ctx, h, field) for field in argv[2:]]
+
+
+@command("hexists", 3, "readonly fast", group="hash", since="2.0.0",
+         summary="Determines whether a field exists in a hash.", syntax="key field")
+def hexists(ctx: Ctx, argv: Argv) -> int:
+    h = hash_for_read(ctx, argv[1])
+    return 0 if h is None or live_get(ctx, h, argv[2]) is None else 1
+
+
+@command("hstrlen", 3, "readonly fast", group="hash", since="3.2.0",
+         summary="Returns the length of the value of a field.", syntax="key field")
+def hstrlen(ctx: Ctx, argv: Argv) -> int:
+    h = hash_for_read(ctx, argv[1])
+    value = None if h is None else live_get(ctx, h, argv[2])
+    return 0 if value is None else len(value)
+
+
+@command("hlen", 2, "readonly fast", group="hash", since="2.0.0",
+         summary="Returns the number of fields in a hash.", syntax="key")
+def hlen(ctx: Ctx, argv: Argv) -> int:
+    h = hash_for_read(ctx, argv[1])
+    return 0 if h is None else len(h) - len(hidden_fields(ctx, h))
+
+
+# --- HKEYS / HVALS / HGETALL ----------------------------------------------------------------------
+
+
+@command("hkeys", 2, "readonly", group="hash", since="2.0.0",
+         summary="Returns all fields in a hash.", syntax="key")
+def hkeys(ctx: Ctx, argv: Argv) -> list[bytes]:
+    h = hash_for_read(ctx, argv[1])
+    return [] if h is None else [f for f, _v in live_items(ctx, h)]
+
+
+@command("hvals", 2, "readonly", group="hash", since="2.0.0",
+         summary="Returns all values in a hash.", syntax="key")
+def hvals(ctx: Ctx, argv: Argv) -> list[bytes]:
+    h = hash_for_read(ctx, argv[1])
+    return [] if h is None else [v for _f, v in live_items(ctx, h)]
+
+
+@command("hgetall", 2, "readonly", group="hash", since="2.0.0",
+         summary="Returns all fields and values in a hash.", syntax="key")
+def hgetall(ctx: Ctx, argv: Argv) -> RespMap:
+    h = hash_for_read(ctx, argv[1])
+    return RespMap([] if h is None else live_items(ctx, h))
+
+
+# --- HDEL ----------------------------------------------------------------------------------------
+
+
+@command("hdel", -3, "write fast", group="hash", since="2.0.0",
+         summary="Deletes one or more fields and their values from a hash.",
+         syntax="key field...")
+def hdel(ctx: Ctx, argv: Argv) -> int:
+    key = argv[1]
+    h = hash_for_write(ctx, key)
+    if h is None:
+        return 0
+    removed = [field for field in argv[2:] if h.delete(field)]
+    if not removed:
+        return 0
+    ctx.emit(hdel_effect(key, removed))
+    ctx.notify(HASH_EVENTS, b"hdel", key)
+    if not len(h):
+        delete_key(ctx, key)
+        track(ctx, key, None)
+        ctx.notify(GENERIC, b"del", key)
+    else:
+        ctx.signal(key)
+        track(ctx, key, h)
+    return len(removed)
+
+
+# --- HINCRBY / HINCRBYFLOAT ----------------------------------------------------------------------
+
+
+@command("hincrby", 4, "write denyoom fast", group="hash", since="2.0.0",
+         summary="Increments the integer value of a field in a hash by a number. Uses 0 as "
+                 "initial value if the field doesn't exist.",
+         syntax="key field increment:integer")
+def hincrby(ctx: Ctx, argv: Argv) -> int:
+    key, field = argv[1], argv[2]
+    increment = parse_int(argv[3])  # (parsed before the lookup, as Redis does)
+    h = hash_for_write(ctx, key)
+    if h is None:
+        h = Hash(limits_of(ctx))
+        total = h.incr_by(field, increment)  # (raises before the key exists)
+        ctx.space(HASH.slot)[key] = h
+        ctx.notify(NEW, b"new", key)
+    else:
+        total = h.incr_by(field, increment)
+    ctx.signal(key)
+    ctx.emit(hincrby_effect(key, field, increment))
+    ctx.notify(HASH_EVENTS, b"hincrby", key)
+    return total
+
+
+@command("hincrbyfloat", 4, "write denyoom fast", group="hash", since="2.6.0",
+         summary="Increments the floating point value of a field by a number. Uses 0 as "
+                 "initial value if the field doesn't exist.",
+         syntax="key field increment:double")
+def hincrbyfloat(ctx: Ctx, argv: Argv) -> bytes:
+    key, field = argv[1], argv[2]
+    increment = parse_long_double(argv[3])
+    if increment is None:
+        raise ReplyError(NOT_FLOAT)
+    if not is_finite(increment):
+        raise ReplyError(NAN_OR_INF)
+    h = hash_for_write(ctx, key)
+    if h is None:
+        h = Hash(limits_of(ctx))
+        text = h.incr_by_float(field, increment)
+        ctx.space(HASH.slot)[key] = h
+        ctx.notify(NEW, b"new", key)
+    else:
+        text = h.incr_by_float(field, increment)
+    ctx.signal(key)
+    if h.field_expiry(field) is not None:
+        ctx.emit(hsetex_effect(key, None, [(field, text)]))
+    else:
+        ctx.emit(hset_effect(key, [(field, text)]))
+    ctx.notify(HASH_EVENTS, b"hincrbyfloat", key)
+    return text
+
+
+# --- HRANDFIELD ----------------------------------------------------------------------------------
+
+
+@command("hrandfield", -2, "readonly", group="hash", since="6.2.0",
+         summary="Returns one or more random fields from a hash.",
+         syntax="key [options: count:integer [WITHVALUES]]")
+def hrandfield(ctx: Ctx, argv: Argv) -> object:
+    if len(argv) >= 3:
+        count = parse_int(argv[2])
+        if count < -LLONG_MAX:
+            raise ReplyError("ERR value is out of range, value must between "
+                             f"{-LLONG_MAX} and {LLONG_MAX}")
+        if len(argv) > 4 or (len(argv) == 4 and not is_word(argv[3], b"withvalues")):
+            raise ReplyError(SYNTAX)
+        with_values = len(argv) == 4
+        if with_values and not -(LLONG_MAX // 2) <= count <= LLONG_MAX // 2:
+            raise ReplyError("ERR value is out of range")
+        return _hrandfield_count(ctx, argv[1], count, with_values)
+    h = hash_for_read(ctx, argv[1])
+    if h is None:
+        return None
+    picks = _live_random(ctx, h, 1, False)
+    return picks[0] if picks else None
+
+
+def _live_random(ctx: Ctx, h: Hash, count: int, with_values: bool) -> list[bytes]:
+    if not hidden_fields(ctx, h):
+        return h.random_fields(count, with_values, _RNG)
+    # A replica's hash with due fields: pick among the visible ones.
+    visible = Hash(h.limits)
+    visible.set_many(live_items(ctx, h))
+    return visible.random_fields(count, with_values, _RNG)
+
+
+def _hrandfield_count(ctx: Ctx, key: bytes, count: int, with_values: bool) -> object:
+    h = hash_for_read(ctx, key)
+    if h is None:
+        return []
+    if count < 0:
+        # Redis stops writing once the client's output limit closes it: no more picks than
+        # that limit can carry (each at least a few bytes of reply).
+        budget = ctx.reply_budget
+        if budget and -count > budget // 4 + 1:
+            count = -(budget // 4 + 1)
+    flat = _live_random(ctx, h, count, with_values)
+    if not with_values or not resp3(ctx):
+        return flat
+    return [[flat[i], flat[i + 1]] for i in range(0, len(flat), 2)]
+
+
+# --- HSCAN ---------------------------------------------------------------------------------------
+
+
+@command("hscan", -3, "readonly", group="hash", since="2.8.0",
+         summary="Iterates over fields and values of a hash.",
+         syntax="key cursor:integer [MATCH pattern:pattern] [COUNT count:integer] [NOVALUES]")
+def hscan(ctx: Ctx, argv: Argv) -> list:
+    cursor = parse_u64(argv[2])
+    if cursor is None:
+        raise ReplyError("ERR invalid cursor")
+    h = hash_for_read(ctx, argv[1])
+    count, pattern, no_values = parse_element_scan(argv, novalues_allowed=True)
+    if h is None:
+        return [b"0", []]
+    next_cursor, page = h.scan(cursor, count)
+    hidden = hidden_fields(ctx, h)
+    out: list[bytes] = []
+    for field, value in page:
+        if field in hidden or (pattern is not None and not stringmatchlen(pattern, field)):
+            continue
+        out.append(field)
+        if not no_values:
+            out.append(value)
+    return [b"%d" % next_cursor, out]
+
+
+__all__ = ["FieldTTLIndex", "registry_of", "subexpiry_count", "adopt_limits", "create_hash", "expire_due_fields", "hash_for_read",
+           "hash_for_write", "hidden_fields", "limits_of", "live_get", "live_items",
+           "may_expire_fields", "registry", "resp3", "track"]

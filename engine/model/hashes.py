@@ -1,0 +1,1004 @@
+"""The HASH value: fields and values in Redis's encodings, with per-field expiry.
+
+Owns one hash's contents and the rules Redis (t_hash.c) applies to them: which encoding holds
+it (`OBJECT ENCODING`: "listpack", "listpackex", "hashtable"), when it converts (one way, never
+back), the order HGETALL walks it, HINCRBY/HINCRBYFLOAT arithmetic, HRANDFIELD's sampling rules,
+per-field expiry times (Redis 7.4+), a compact versioned serialisation. Must not touch: argument
+parsing, replies, effects, the keyspace, the clock (callers pass `now_ms`), keyspace events.
+
+Encodings, as Redis names them:
+- "listpack" while the hash has at most `hash-max-listpack-entries` (512) fields and every
+  field and value is at most `hash-max-listpack-value` (64) bytes. Held as ONE bytes object, a *pack* (see
+  "the packed pairs" below: the count, the lengths, the fields, the values), in insertion
+  order (a replaced value keeps its place, as lpReplace keeps it).
+- "listpackex": a small hash on which a field-expiry command ran (`prepare_field_expiry`; it
+  stays listpackex when its TTLs are gone, as Redis's does). The same bytes, plus a dict of the
+  fields' expiry times; the order is Redis's: fields with a TTL first, by expiry time (a new TTL
+  goes before the first field whose TTL is >= it), then the others in the order they arrived
+  there (a field that loses its TTL, by HSET or HPERSIST, moves to the end).
+- "hashtable": past either limit. A bucketed table (`_PairTable`, linear hashing on Python's
+  hash of the field): each bucket one pack of a few pairs, split one at a time as the table
+  grows. A field costs about a quarter of what a dict of bytes to bytes costs (two 33-byte
+  objects and a dict slot per field, ~138 bytes for a 12-byte field and a 10-byte value),
+  under half of redis-server's own figure. Its order is the table's, which matches no Redis
+  order (HGETALL of a big hash compares as a set).
+
+Field expiry: absolute Unix times in ms. Plain hashes pay nothing: the hashtable's expiry dict
+and its min-heap exist only while some field has a TTL. Which fields count as expired is the
+caller's comparison: `expired_fields(now_ms)` lists those whose time is <= now_ms (the active
+expiry cycle's rule); Redis's lazy check on access treats a field as expired when its time is
+< now, so a lazy caller passes `now_ms - 1`.
+
+Limits are read at every write from the `HashLimits` the hash was given (an engine keeps one
+and changes it on CONFIG SET, as Redis reads its globals), so a CONFIG SET reaches existing keys
+on their next write, as in Redis.
+"""
+
+from __future__ import annotations
+
+import heapq
+import random
+import sys
+from array import array
+from collections.abc import Iterable, Iterator, Sequence
+from fractions import Fraction
+from itertools import islice
+from typing import Final
+
+from streamkeep.engine.model.listpack import as_int, int_size, str_size
+from streamkeep.engine.model.redis_alloc import jemalloc_size, sds_alloc
+from streamkeep.engine.model.strings import add_long_double, format_long_double, parse_long_double
+from streamkeep.engine.wire.errors import ReplyError
+
+NOT_AN_INTEGER: Final = "ERR hash value is not an integer"
+OVERFLOW: Final = "ERR increment or decrement would overflow"
+NOT_A_FLOAT: Final = "ERR hash value is not a float"
+FLOAT_OVERFLOW: Final = "ERR increment would produce NaN or Infinity"
+
+FORMAT_VERSION: Final = 1  # to_bytes's first byte
+_KIND_LISTPACK: Final = 0
+_KIND_LISTPACKEX: Final = 1
+_KIND_HASHTABLE: Final = 2
+_KIND_NAMES: Final = ("listpack", "listpackex", "hashtable")
+
+_LONG: Final = 255  # a length byte of 0xFF: the length follows in 4 bytes
+_LEN: Final = tuple(bytes((i,)) for i in range(255))
+_I64_MIN: Final = -(1 << 63)
+_I64_MAX: Final = (1 << 63) - 1
+_LOAD: Final = 6  # a hashtable's average records per bucket before it splits one
+_SAMPLE_CAP: Final = 2 * _LOAD  # random picks: a table's first slots per bucket
+_SUB_STRATEGY_MUL: Final = 3  # HRANDFIELD: count * 3 > size lists all and drops at random
+_HEAP_SLACK: Final = 32  # stale heap entries tolerated beyond twice the live ones
+
+
+class HashLimits:
+    """hash-max-listpack-entries and hash-max-listpack-value; shared by the hashes of one engine
+    and changed in place on CONFIG SET. The defaults are redis-server's (config.c: 512 entries,
+    not the 128 of the sets' and sorted sets' listpacks; 64 bytes)."""
+
+    __slots__ = ("max_listpack_entries", "max_listpack_value")
+
+    def __init__(self, max_listpack_entries: int = 512, max_listpack_value: int = 64) -> None:
+        self.max_listpack_entries = max_listpack_entries
+        self.max_listpack_value = max_listpack_value
+
+
+DEFAULT_LIMITS: Final = HashLimits()
+
+
+# ---- the packed pairs ----------------------------------------------------------------------
+# A pack is one bytes object: a width byte w (1, or 4 when the count or some length is >= 255),
+# the count (w bytes), the fields' lengths (w bytes each), the values' lengths, the fields, the
+# values. Columns, not alternating records: a lookup is a C-level search of the fields' bytes
+# and a C-level sum of lengths to place the candidate (see `_index`), so no Python loop walks
+# the pairs.
+
+_EMPTY: Final = b"\x01\x00"
+_BIG_ENDIAN: Final = sys.byteorder == "big"
+
+
+def _wide(data: bytes) -> array[int]:
+    """4-byte little-endian lengths (the pack's byte order on every platform)."""
+    out = array("I", data)
+    if _BIG_ENDIAN:
+        out.byteswap()
+    return out
+
+
+def _wide_bytes(values: list[int]) -> bytes:
+    out = array("I", values)
+    if _BIG_ENDIAN:
+        out.byteswap()
+    return out.tobytes()
+
+
+def _lens(blob: bytes, start: int, count: int, w: int) -> bytes | array[int]:
+    if w == 1:
+        return blob[start:start + count]
+    return _wide(blob[start:start + 4 * count])
+
+
+def _cols(blob: bytes) -> tuple[int, bytes | array[int], bytes | array[int], int]:
+    """(count, field lengths, value lengths, offset of the first field)."""
+    if blob[0] == 1:
+        n = blob[1]
+        return n, blob[2:2 + n], blob[2 + n:2 + 2 * n], 2 + 2 * n
+    n = int.from_bytes(blob[1:5], "little")
+    return n, _lens(blob, 5, n, 4), _lens(blob, 5 + 4 * n, n, 4), 5 + 8 * n
+
+
+def _count(blob: bytes) -> int:
+    return blob[1] if blob[0] == 1 else int.from_bytes(blob[1:5], "little")
+
+
+def _pack(fields: Sequence[bytes], values: Sequence[bytes]) -> bytes:
+    n = len(fields)
+    flens = [len(f) for f in fields]
+    vlens = [len(v) for v in values]
+    if n < _LONG and max(flens, default=0) < _LONG and max(vlens, default=0) < _LONG:
+        return b"".join((b"\x01", _LEN[n], bytes(flens), bytes(vlens), *fields, *values))
+    return b"".join((b"\x04", n.to_bytes(4, "little"), _wide_bytes(flens),
+                     _wide_bytes(vlens), *fields, *values))
+
+
+def _columns(blob: bytes) -> tuple[list[bytes], list[bytes]]:
+    n, flens, vlens, pos = _cols(blob)
+    fields: list[bytes] = []
+    for size in flens:
+        fields.append(blob[pos:pos + size])
+        pos += size
+    values: list[bytes] = []
+    for size in vlens:
+        values.append(blob[pos:pos + size])
+        pos += size
+    return fields, values
+
+
+def _pairs(blob: bytes) -> list[tuple[bytes, bytes]]:
+    fields, values = _columns(blob)
+    return list(zip(fields, values, strict=True))
+
+
+def _index(blob: bytes, flens: bytes | array[int], start: int, end: int, field: bytes) -> int:
+    """The index of `field` among the fields stored in blob[start:end], -1 when absent.
+
+    A C-level search of the fields' bytes gives a candidate offset; its index is guessed
+    from the fields' mean length and corrected by summing lengths (C level) and stepping a
+    field or two, so no Python loop walks every pair. A candidate inside another field is
+    skipped for the next one."""
+    flen = len(field)
+    if flen == 0:
+        return flens.index(0) if 0 in flens else -1
+    c = blob.find(field, start, end)
+    n = len(flens)
+    span = end - start
+    while c >= 0:
+        i = (c - start) * n // span
+        p = start + sum(flens[:i])
+        while p < c:
+            p += flens[i]
+            i += 1
+        while p > c:
+            i -= 1
+            p -= flens[i]
+        if p == c:
+            while i < n and flens[i] == 0:  # empty fields share the offset of the next one
+                i += 1
+            if i < n and flens[i] == flen:
+                return i
+        c = blob.find(field, c + 1, end)
+    return -1
+
+
+def _lp_get(blob: bytes, field: bytes) -> bytes | None:
+    if blob[0] == 1:  # the common form, without building the value lengths
+        n = blob[1]
+        fs = 2 + 2 * n
+        names = blob[2:2 + n]
+        fe = fs + sum(names)
+        i = _index(blob, names, fs, fe, field)
+        if i < 0:
+            return None
+        vs = fe + sum(blob[2 + n:2 + n + i])
+        return blob[vs:vs + blob[2 + n + i]]
+    n, flens, vlens, fs = _cols(blob)
+    fe = fs + sum(flens)
+    i = _index(blob, flens, fs, fe, field)
+    if i < 0:
+        return None
+    vs = fe + sum(vlens[:i])
+    return blob[vs:vs + vlens[i]]
+
+
+def _nth_pair(blob: bytes, i: int) -> tuple[bytes, bytes]:
+    n, flens, vlens, fs = _cols(blob)
+    fo = fs + sum(flens[:i])
+    vo = fs + sum(flens) + sum(vlens[:i])
+    return blob[fo:fo + flens[i]], blob[vo:vo + vlens[i]]
+
+
+def _lp_set(blob: bytes, field: bytes, value: bytes) -> tuple[bytes, bool]:
+    """(the pack with field set to value, whether the field is new). A new field goes last, an
+    existing one keeps its place."""
+    n, flens, vlens, fs = _cols(blob)
+    fe = fs + sum(flens)
+    i = _index(blob, flens, fs, fe, field)
+    vl = len(value)
+    if i >= 0:
+        vs = fe + sum(vlens[:i])
+        if blob[0] == 1 and vl < _LONG:  # one length byte and the value's bytes change
+            at = 2 + n + i
+            return b"".join((blob[:at], _LEN[vl], blob[at + 1:vs], value,
+                             blob[vs + vlens[i]:])), False
+        fields, values = _columns(blob)
+        values[i] = value
+        return _pack(fields, values), False
+    if blob[0] == 1 and n + 1 < _LONG and len(field) < _LONG and vl < _LONG:
+        return b"".join((b"\x01", _LEN[n + 1], blob[2:2 + n], _LEN[len(field)],
+                         blob[2 + n:fs], _LEN[vl], blob[fs:fe], field, blob[fe:], value)), True
+    fields, values = _columns(blob)
+    fields.append(field)
+    values.append(value)
+    return _pack(fields, values), True
+
+
+def _lp_remove(blob: bytes, field: bytes) -> tuple[bytes, bytes] | None:
+    """(the pack without field, its value), or None when absent."""
+    n, flens, vlens, fs = _cols(blob)
+    fe = fs + sum(flens)
+    i = _index(blob, flens, fs, fe, field)
+    if i < 0:
+        return None
+    fo = fs + sum(flens[:i])
+    vo = fe + sum(vlens[:i])
+    ve = vo + vlens[i]
+    value = blob[vo:ve]
+    if blob[0] == 1:
+        return b"".join((b"\x01", _LEN[n - 1], blob[2:2 + i], blob[3 + i:2 + n + i],
+                         blob[3 + n + i:fo], blob[fo + len(field):vo], blob[ve:])), value
+    fields, values = _columns(blob)
+    del fields[i], values[i]
+    return _pack(fields, values), value
+
+
+def _lp_insert(blob: bytes, field: bytes, value: bytes, before: int) -> bytes:
+    """The pack with the pair inserted before pair number `before` (or last)."""
+    fields, values = _columns(blob)
+    fields.insert(before, field)
+    values.insert(before, value)
+    return _pack(fields, values)
+
+
+# ---- Redis's allocations, for MEMORY USAGE ---------------------------------------------------
+# redis-server 7.0's layout (the oracle's): a 16-byte object header, a 56-byte dict, 24-byte
+# dict entries, sds strings with a 1-byte header under 32 bytes; jemalloc's classes (8, then
+# 16-byte steps to 128, then four a doubling): the 1M-field hash measured at 72.5 bytes a
+# field is a 32-byte entry, two 16-byte strings and a bucket.
+
+_OBJECT: Final = 16
+_DICT: Final = 56
+_DICT_ENTRY: Final = 24  # as objectComputeSize counts it (jemalloc serves it 32)
+_LISTPACKEX_HEADER: Final = 32  # its expiry metadata, key and listpack pointers
+
+
+# ---- the two larger forms -----------------------------------------------------------------
+
+class _ListpackEx:
+    """A listpackex hash: the packed pairs in Redis's order and the fields' expiry times."""
+
+    __slots__ = ("blob", "ttl")
+
+    def __init__(self, blob: bytes, ttl: dict[bytes, int]) -> None:
+        self.blob = blob
+        self.ttl = ttl
+
+    def place(self, field: bytes, value: bytes, when: int | None) -> None:
+        """Insert a pair absent from the blob where Redis's listpackex puts it: with a TTL,
+        before the first field whose TTL is >= it; without, last."""
+        if when is None:
+            self.blob = _lp_insert(self.blob, field, value, 1 << 62)
+            self.ttl.pop(field, None)
+            return
+        before = 0
+        ttl = self.ttl
+        for f in self.ordered_ttl_fields():
+            if ttl[f] >= when:
+                break
+            before += 1
+        self.blob = _lp_insert(self.blob, field, value, before)
+        ttl[field] = when
+
+    def ordered_ttl_fields(self) -> list[bytes]:
+        """The fields with a TTL, soonest first (the blob's first len(ttl) fields)."""
+        if not self.ttl:
+            return []
+        return _columns(self.blob)[0][:len(self.ttl)]
+
+
+class _PairTable:
+    """The hashtable form: linear hashing over buckets of packed records (field, value).
+
+    Bucket i of `buckets` holds the records whose hash h has `h & (size - 1) == i`, or, for
+    i < split (buckets already split this round), `h & (2 * size - 1) == i`. Growing splits
+    bucket `split` into itself and bucket `split + size` (appended): one bucket's records per
+    insertion, no stop-the-world rehash, and records only ever move to a higher bucket (so a
+    scan by increasing bucket index misses nothing present throughout). `nbytes` is the sum of
+    the buckets' lengths. `ttl`/`heap`: the fields' expiry times and a min-heap of
+    (time, field) with stale entries dropped lazily; both None while no field has a TTL."""
+
+    __slots__ = ("buckets", "size", "split", "count", "nbytes", "cap", "ttl", "heap")
+
+    def __init__(self, capacity: int) -> None:
+        size = 1
+        while size * _LOAD < capacity:
+            size <<= 1
+        self.buckets: list[bytes] = [_EMPTY] * size
+        self.size = size
+        self.split = 0
+        self.count = 0
+        self.cap = _SAMPLE_CAP  # random picks: slots per bucket, at least the largest seen
+        self.nbytes = 0
+        self.ttl: dict[bytes, int] | None = None
+        self.heap: list[tuple[int, bytes]] | None = None
+
+    def slot(self, field: bytes) -> int:
+        h = hash(field)
+        i = h & (self.size - 1)
+        if i < self.split:
+            i = h & ((self.size << 1) - 1)
+        return i
+
+    def get(self, field: bytes) -> bytes | None:
+        return _lp_get(self.buckets[self.slot(field)], field)
+
+    def set(self, field: bytes, value: bytes) -> bool:
+        i = self.slot(field)
+        b = self.buckets[i]
+        new_b, new = _lp_set(b, field, value)
+        self.buckets[i] = new_b
+        self.nbytes += len(new_b) - len(b)
+        if new:
+            self.count += 1
+            if self.count > _LOAD * len(self.buckets):
+                self._split_one()
+        return new
+
+    def delete(self, field: bytes) -> bool:
+        i = self.slot(field)
+        b = self.buckets[i]
+        removed = _lp_remove(b, field)
+        if removed is None:
+            return False
+        self.buckets[i] = removed[0]
+        self.nbytes += len(removed[0]) - len(b)
+        self.count -= 1
+        if self.ttl is not None and self.ttl.pop(field, None) is not None:
+            self.drop_ttl_state_if_empty()
+        return True
+
+    def _split_one(self) -> None:
+        s, size = self.split, self.size
+        b = self.buckets[s]
+        mask = (size << 1) - 1
+        keep: tuple[list[bytes], list[bytes]] = ([], [])
+        move: tuple[list[bytes], list[bytes]] = ([], [])
+        fields, values = _columns(b)
+        for f, v in zip(fields, values, strict=True):
+            side = keep if hash(f) & mask == s else move
+            side[0].append(f)
+            side[1].append(v)
+        kept, moved = _pack(*keep), _pack(*move)
+        self.buckets[s] = kept
+        self.buckets.append(moved)
+        self.nbytes += len(kept) + len(moved) - len(b)
+        s += 1
+        if s == size:
+            self.size = size << 1
+            s = 0
+        self.split = s
+
+    def items(self) -> Iterator[tuple[bytes, bytes]]:
+        for b in self.buckets:
+            if len(b) > 2:
+                yield from _pairs(b)
+
+    def load(self, pairs: Iterable[tuple[bytes, bytes]]) -> None:
+        """Fill an empty table sized for the pairs (no field twice)."""
+        parts: list[tuple[list[bytes], list[bytes]]] = [([], []) for _ in self.buckets]
+        size_mask = self.size - 1
+        n = 0
+        for f, v in pairs:
+            part = parts[hash(f) & size_mask]
+            part[0].append(f)
+            part[1].append(v)
+            n += 1
+        self.buckets = [_pack(*p) for p in parts]
+        self.count = n
+        self.nbytes = sum(len(b) for b in self.buckets)
+        while self.count > _LOAD * len(self.buckets):
+            self._split_one()
+
+    def random_pair(self, rng: random.Random) -> tuple[bytes, bytes]:
+        """A uniformly random record: a random (bucket, slot) until the slot holds one."""
+        buckets = self.buckets
+        nb = len(buckets)
+        while True:
+            b = buckets[rng.randrange(nb)]
+            k = _count(b)
+            if k > self.cap:  # a crowded bucket: widen the slots for good and draw again
+                self.cap = k
+                continue
+            r = rng.randrange(self.cap)
+            if r < k:
+                return _nth_pair(b, r)
+
+    def copy(self) -> _PairTable:
+        t = _PairTable(0)
+        t.buckets = self.buckets.copy()  # bytes are immutable: shared until rewritten
+        t.size, t.split, t.count, t.nbytes = self.size, self.split, self.count, self.nbytes
+        t.cap = self.cap
+        if self.ttl is not None:
+            t.ttl = dict(self.ttl)
+            t.heap = [(w, f) for f, w in t.ttl.items()]
+            heapq.heapify(t.heap)
+        return t
+
+    # -- expiry
+    def set_ttl(self, field: bytes, when: int) -> None:
+        if self.ttl is None or self.heap is None:
+            self.ttl, self.heap = {}, []
+        self.ttl[field] = when
+        heapq.heappush(self.heap, (when, field))
+        if len(self.heap) > 2 * len(self.ttl) + _HEAP_SLACK:
+            self.heap = [(w, f) for f, w in self.ttl.items()]
+            heapq.heapify(self.heap)
+
+    def drop_ttl_state_if_empty(self) -> None:
+        if self.ttl is not None and not self.ttl:
+            self.ttl = None
+            self.heap = None
+
+    def min_ttl(self) -> int | None:
+        ttl, heap = self.ttl, self.heap
+        if ttl is None or heap is None:
+            return None
+        while heap and ttl.get(heap[0][1]) != heap[0][0]:
+            heapq.heappop(heap)
+        return heap[0][0] if heap else None
+
+    def expired(self, now_ms: int, limit: int) -> list[bytes]:
+        """Up to `limit` fields whose time is <= now_ms, soonest first (the heap unchanged
+        but for stale entries)."""
+        ttl, heap = self.ttl, self.heap
+        if ttl is None or heap is None:
+            return []
+        self.min_ttl()  # drops stale entries at the top
+        out: list[bytes] = []
+        popped: list[tuple[int, bytes]] = []
+        while heap and heap[0][0] <= now_ms and len(out) < limit:
+            entry = heapq.heappop(heap)
+            if ttl.get(entry[1]) == entry[0]:
+                out.append(entry[1])
+                popped.append(entry)
+        for entry in popped:
+            heapq.heappush(heap, entry)
+        return out
+
+
+# ---- the hash -----------------------------------------------------------------------------
+
+class Hash:
+    """One HASH value. `_data` is the listpack bytes, a `_ListpackEx` or a `_PairTable`."""
+
+    __slots__ = ("_data", "_lim")
+
+    def __init__(self, limits: HashLimits | None = None) -> None:
+        self._data: bytes | _ListpackEx | _PairTable = _EMPTY
+        self._lim = DEFAULT_LIMITS if limits is None else limits
+
+    @classmethod
+    def from_pairs(cls, pairs: Sequence[tuple[bytes, bytes]],
+                   limits: HashLimits | None = None) -> Hash:
+        """A new hash holding `pairs` as HSET would set them on a new key (the last value of a
+        field repeated wins)."""
+        h = cls(limits)
+        h.set_many(pairs)
+        return h
+
+    # -- encoding
+    @property
+    def encoding(self) -> str:
+        """OBJECT ENCODING's name."""
+        d = self._data
+        if type(d) is bytes:
+            return "listpack"
+        return "listpackex" if type(d) is _ListpackEx else "hashtable"
+
+    @property
+    def limits(self) -> HashLimits:
+        return self._lim
+
+    @limits.setter
+    def limits(self, limits: HashLimits) -> None:
+        """Read `limits` from the next write on (a value loaded or restored joins its engine's
+        shared limits; nothing converts now)."""
+        self._lim = limits
+
+    def _to_table(self, capacity: int = 0) -> _PairTable:
+        d = self._data
+        if isinstance(d, _PairTable):
+            return d
+        blob = d.blob if isinstance(d, _ListpackEx) else d
+        table = _PairTable(max(capacity, _count(blob)))
+        table.load(_pairs(blob))
+        if isinstance(d, _ListpackEx) and d.ttl:
+            for f, w in d.ttl.items():
+                table.set_ttl(f, w)
+        self._data = table
+        return table
+
+    def _fits(self, field: bytes, value: bytes) -> bool:
+        limit = self._lim.max_listpack_value
+        return len(field) <= limit and len(value) <= limit
+
+    def prepare_field_expiry(self) -> None:
+        """What Redis does to a hash before a field-expiry command touches its fields
+        (HEXPIRE and the like, whether or not a TTL ends up set): a listpack becomes a
+        listpackex."""
+        d = self._data
+        if type(d) is bytes:
+            self._data = _ListpackEx(d, {})
+
+    # -- reads
+    def __len__(self) -> int:
+        d = self._data
+        if type(d) is bytes:
+            return _count(d)
+        if isinstance(d, _ListpackEx):
+            return _count(d.blob)
+        assert isinstance(d, _PairTable)
+        return d.count
+
+    def get(self, field: bytes) -> bytes | None:
+        d = self._data
+        if type(d) is bytes:
+            return _lp_get(d, field)
+        if isinstance(d, _PairTable):
+            return d.get(field)
+        assert isinstance(d, _ListpackEx)
+        return _lp_get(d.blob, field)
+
+    def __contains__(self, field: object) -> bool:
+        return isinstance(field, bytes) and self.get(field) is not None
+
+    def strlen(self, field: bytes) -> int:
+        """HSTRLEN: the value's length, 0 for an absent field."""
+        value = self.get(field)
+        return 0 if value is None else len(value)
+
+    def items(self) -> list[tuple[bytes, bytes]]:
+        """(field, value) pairs in the encoding's order (see the module's docstring)."""
+        d = self._data
+        if type(d) is bytes:
+            return _pairs(d)
+        if isinstance(d, _ListpackEx):
+            return _pairs(d.blob)
+        assert isinstance(d, _PairTable)
+        return list(d.items())
+
+    def keys(self) -> list[bytes]:
+        return [f for f, _ in self.items()]
+
+    def values(self) -> list[bytes]:
+        return [v for _, v in self.items()]
+
+    def __iter__(self) -> Iterator[bytes]:
+        return iter(self.keys())
+
+    def scan(self, cursor: int, count: int = 10) -> tuple[int, list[tuple[bytes, bytes]]]:
+        """HSCAN's step: (next cursor, pairs). A listpack(ex) returns everything and cursor 0,
+        as Redis does; a hashtable walks buckets from `cursor` until `count` pairs, and a field
+        present for a whole scan is returned at least once (buckets only split upwards)."""
+        d = self._data
+        if not isinstance(d, _PairTable):
+            return 0, self.items()
+        out: list[tuple[bytes, bytes]] = []
+        i = max(cursor, 0)
+        buckets = d.buckets
+        while i < len(buckets) and len(out) < count:
+            if len(buckets[i]) > 2:
+                out.extend(_pairs(buckets[i]))
+            i += 1
+        return (i if i < len(buckets) else 0), out
+
+    # -- writes
+    def set(self, field: bytes, value: bytes, keep_ttl: bool = False) -> bool:
+        """HSET of one field: True when the field is new. The field's TTL goes, as HSET's
+        does, unless keep_ttl (HINCRBY, HINCRBYFLOAT keep it)."""
+        d = self._data
+        if type(d) is bytes:
+            if not self._fits(field, value):
+                return self._to_table().set(field, value)
+            blob, new = _lp_set(d, field, value)
+            self._data = blob
+            if new and _count(blob) > self._lim.max_listpack_entries:
+                self._to_table()
+            return new
+        if isinstance(d, _ListpackEx):
+            if not self._fits(field, value):
+                return self._set_table(self._to_table(), field, value, keep_ttl)
+            return self._set_listpackex(d, field, value, keep_ttl)
+        assert isinstance(d, _PairTable)
+        return self._set_table(d, field, value, keep_ttl)
+
+    def _set_listpackex(self, d: _ListpackEx, field: bytes, value: bytes,
+                        keep_ttl: bool) -> bool:
+        if field in d.ttl and not keep_ttl:  # HSET clears the TTL: the pair moves last
+            removed = _lp_remove(d.blob, field)
+            assert removed is not None
+            d.blob = removed[0]
+            d.place(field, value, None)
+            return False
+        d.blob, new = _lp_set(d.blob, field, value)
+        if new and _count(d.blob) > self._lim.max_listpack_entries:
+            self._to_table()
+        return new
+
+    @staticmethod
+    def _set_table(t: _PairTable, field: bytes, value: bytes, keep_ttl: bool) -> bool:
+        new = t.set(field, value)
+        if not new and not keep_ttl and t.ttl is not None and t.ttl.pop(field, None) is not None:
+            t.drop_ttl_state_if_empty()
+        return new
+
+    def set_many(self, pairs: Sequence[tuple[bytes, bytes]]) -> int:
+        """HSET/HMSET of several pairs: the number of new fields. As Redis does before
+        setting, a small hash converts at once when more pairs than the entry limit come in
+        (duplicates or not) or any field or value is too long."""
+        if not isinstance(self._data, _PairTable):
+            if len(pairs) > self._lim.max_listpack_entries:
+                self._to_table(len(pairs))
+            elif not all(self._fits(f, v) for f, v in pairs):
+                self._to_table()
+        d = self._data
+        if type(d) is bytes and len(pairs) > 1:
+            # A plain listpack updates in place and appends new fields last: a dict's own
+            # rules, so the pairs merge at C speed and the pack is written once. The count
+            # only grows, so past the limit at the end is past it after some pair, as Redis
+            # converts it.
+            fields, values = _columns(d)
+            merged = dict(zip(fields, values, strict=True))
+            merged.update(pairs)
+            if len(merged) > self._lim.max_listpack_entries:
+                table = _PairTable(len(merged))
+                table.load(merged.items())
+                self._data = table
+            else:
+                self._data = _pack(list(merged), list(merged.values()))
+            return len(merged) - len(fields)
+        created = 0
+        for f, v in pairs:
+            created += self.set(f, v)
+        return created
+
+    def setnx(self, field: bytes, value: bytes) -> bool:
+        """HSETNX: set only a field absent; True when set."""
+        if self.get(field) is not None:
+            return False
+        self.set(field, value)
+        return True
+
+    def delete(self, field: bytes) -> bool:
+        """HDEL of one field (its TTL goes with it): True when it was there."""
+        d = self._data
+        if type(d) is bytes:
+            removed = _lp_remove(d, field)
+            if removed is None:
+                return False
+            self._data = removed[0]
+            return True
+        if isinstance(d, _ListpackEx):
+            removed = _lp_remove(d.blob, field)
+            if removed is None:
+                return False
+            d.blob = removed[0]
+            d.ttl.pop(field, None)
+            return True
+        assert isinstance(d, _PairTable)
+        return d.delete(field)
+
+    def incr_by(self, field: bytes, increment: int) -> int:
+        """HINCRBY: the new value (the field's TTL kept). Raises ReplyError with Redis's line
+        when the value is not an integer or the sum leaves int64."""
+        current = self.get(field)
+        old = 0
+        if current is not None:
+            parsed = as_int(current)
+            if parsed is None:
+                raise ReplyError(NOT_AN_INTEGER)
+            old = parsed
+        total = old + increment
+        if not _I64_MIN <= total <= _I64_MAX:
+            raise ReplyError(OVERFLOW)
+        self.set(field, b"%d" % total, keep_ttl=True)
+        return total
+
+    def incr_by_float(self, field: bytes, increment: Fraction) -> bytes:
+        """HINCRBYFLOAT: the new value's text, as Redis prints it (long double arithmetic,
+        engine.model.strings), stored with the field's TTL kept. The command parses the
+        increment with `strings.parse_long_double` (so it is already rounded to a long
+        double) and refuses an infinite one first ("ERR value is NaN or Infinity");
+        raises ReplyError when the value is not a float or the sum is not finite."""
+        current = self.get(field)
+        old = Fraction(0)
+        if current is not None:
+            parsed = parse_long_double(current)
+            if parsed is None:
+                raise ReplyError(NOT_A_FLOAT)
+            old = parsed
+        total = add_long_double(old, increment)
+        if total is None:
+            raise ReplyError(FLOAT_OVERFLOW)
+        text = format_long_double(total)
+        self.set(field, text, keep_ttl=True)
+        return text
+
+    # -- random fields (HRANDFIELD)
+    def random_fields(self, count: int, with_values: bool, rng: random.Random) -> list[bytes]:
+        """HRANDFIELD key count [WITHVALUES]: fields (flat field, value, ... with_values), by
+        Redis's rules: count 0 gives none; a negative count |count| independent picks (repeats
+        allowed), as does count 1; count >= len the whole hash in its order; otherwise count
+        distinct fields, in the listpack's order for a small hash. The caller bounds |count|
+        (the reply is that long). One field without a count: `random_fields(1, ...)`."""
+        size = len(self)
+        if count == 0 or size == 0:
+            return []
+        if count < 0 or count == 1:
+            picks = self._random_picks(-count if count < 0 else 1, rng)
+        elif count >= size:
+            picks = self.items()
+        elif not isinstance(self._data, _PairTable):
+            everything = self.items()
+            picks = [everything[i] for i in sorted(rng.sample(range(size), count))]
+        elif count * _SUB_STRATEGY_MUL > size:
+            picks = self.items()
+            n = size
+            while n > count:  # drop random ones, moving the last into the hole (Redis's way)
+                i = rng.randrange(n)
+                n -= 1
+                picks[i] = picks[n]
+            del picks[count:]
+        else:
+            table = self._data
+            assert isinstance(table, _PairTable)
+            chosen: dict[bytes, bytes] = {}
+            while len(chosen) < count:
+                f, v = table.random_pair(rng)
+                chosen.setdefault(f, v)
+            picks = list(chosen.items())
+        if with_values:
+            return [x for pair in picks for x in pair]
+        return [f for f, _ in picks]
+
+    def _random_picks(self, n: int, rng: random.Random) -> list[tuple[bytes, bytes]]:
+        d = self._data
+        if isinstance(d, _PairTable) and n * 8 < d.count:
+            return [d.random_pair(rng) for _ in range(n)]
+        everything = self.items()
+        return rng.choices(everything, k=n)
+
+    # -- field expiry
+    def set_field_expiry(self, field: bytes, when_ms: int) -> bool:
+        """Give an existing field an absolute expiry time (ms): False when the field is
+        absent. A listpack becomes a listpackex; the pair moves to its place by time. The
+        command decides the NX/XX/GT/LT conditions and deletes a field whose time is past."""
+        self.prepare_field_expiry()
+        d = self._data
+        if isinstance(d, _ListpackEx):
+            removed = _lp_remove(d.blob, field)
+            if removed is None:
+                return False
+            d.blob = removed[0]
+            d.ttl.pop(field, None)
+            d.place(field, removed[1], when_ms)
+            return True
+        assert isinstance(d, _PairTable)
+        if d.get(field) is None:
+            return False
+        d.set_ttl(field, when_ms)
+        return True
+
+    def field_expiry(self, field: bytes) -> int | None:
+        """The field's expiry time (ms), None when it has none or is absent."""
+        d = self._data
+        if isinstance(d, (_ListpackEx, _PairTable)) and d.ttl is not None:
+            return d.ttl.get(field)
+        return None
+
+    def persist_field(self, field: bytes) -> bool:
+        """HPERSIST of one field: True when it had a TTL (now gone; in a listpackex the pair
+        moves last, as Redis re-inserts it)."""
+        d = self._data
+        if isinstance(d, _ListpackEx):
+            if field not in d.ttl:
+                return False
+            removed = _lp_remove(d.blob, field)
+            assert removed is not None
+            d.blob = removed[0]
+            d.place(field, removed[1], None)
+            return True
+        if isinstance(d, _PairTable) and d.ttl is not None and field in d.ttl:
+            del d.ttl[field]
+            d.drop_ttl_state_if_empty()
+            return True
+        return False
+
+    def has_field_expiry(self) -> bool:
+        """Whether some field has a TTL."""
+        d = self._data
+        return isinstance(d, (_ListpackEx, _PairTable)) and bool(d.ttl)
+
+    def fields_with_expiry(self) -> list[tuple[bytes, int]]:
+        """(field, expiry ms) of every field with a TTL, soonest first."""
+        d = self._data
+        if isinstance(d, _ListpackEx):
+            return [(f, d.ttl[f]) for f in d.ordered_ttl_fields()]
+        if isinstance(d, _PairTable) and d.ttl is not None:
+            return sorted(d.ttl.items(), key=lambda fw: (fw[1], fw[0]))
+        return []
+
+    def min_field_expiry(self) -> int | None:
+        """The soonest expiry time of any field, None when no field has one."""
+        d = self._data
+        if isinstance(d, _ListpackEx):
+            return min(d.ttl.values()) if d.ttl else None
+        if isinstance(d, _PairTable):
+            return d.min_ttl()
+        return None
+
+    def expired_fields(self, now_ms: int, limit: int = 1 << 62) -> list[bytes]:
+        """Up to `limit` fields whose expiry time is <= now_ms, soonest first; nothing
+        changes (the caller deletes them and propagates each deletion)."""
+        d = self._data
+        if isinstance(d, _ListpackEx):
+            out: list[bytes] = []
+            for f in d.ordered_ttl_fields():
+                if d.ttl[f] > now_ms or len(out) >= limit:
+                    break
+                out.append(f)
+            return out
+        if isinstance(d, _PairTable):
+            return d.expired(now_ms, limit)
+        return []
+
+    def delete_expired(self, now_ms: int, limit: int = 1 << 62) -> list[bytes]:
+        """Delete what `expired_fields` lists; returns the fields deleted."""
+        fields = self.expired_fields(now_ms, limit)
+        for f in fields:
+            self.delete(f)
+        return fields
+
+    # -- copies, size, serialisation
+    def copy(self) -> Hash:
+        """An independent copy of the same encoding (COPY)."""
+        h = Hash(self._lim)
+        d = self._data
+        if isinstance(d, _ListpackEx):
+            h._data = _ListpackEx(d.blob, dict(d.ttl))
+        elif isinstance(d, _PairTable):
+            h._data = d.copy()
+        else:
+            h._data = d  # immutable bytes: shared
+        return h
+
+    def memory_usage(self, samples: int = 5) -> int:
+        """MEMORY USAGE's estimate of the value as redis-server holds it (the key and its
+        entry apart): the object header and the listpack's allocation (with each field's TTL
+        entry and the listpackex header); or the dict, its buckets and, per field, its entry
+        and two sds strings, averaged over the first `samples` fields (all for 0), as
+        objectComputeSize samples them. Allocations in jemalloc's size classes."""
+        d = self._data
+        if not isinstance(d, _PairTable):
+            pairs = self.items()
+            size = 7 + sum(str_size(f) + str_size(v) for f, v in pairs)
+            if isinstance(d, _ListpackEx):
+                size += sum(int_size(d.ttl.get(f, 0)) for f, _ in pairs)
+                return _OBJECT + _LISTPACKEX_HEADER + jemalloc_size(size)
+            return _OBJECT + jemalloc_size(size)
+        count = d.count
+        buckets = 1 << max(2, (count - 1).bit_length()) if count else 0
+        fixed = _OBJECT + _DICT + 8 * buckets
+        sampled = list(islice(d.items(), count if samples <= 0 else min(samples, count)))
+        if not sampled:
+            return fixed
+        per = sum(_DICT_ENTRY + sds_alloc(len(f)) + sds_alloc(len(v)) for f, v in sampled)
+        return fixed + per * count // len(sampled)
+
+    def footprint(self) -> int:
+        """Bytes this value holds in this process (objects' sizes as CPython allocates them,
+        without allocator rounding); O(1) but for the expiry dict of a listpackex."""
+        size = sys.getsizeof(self)
+        d = self._data
+        if type(d) is bytes:
+            return size + sys.getsizeof(d)
+        if isinstance(d, _ListpackEx):
+            return (size + sys.getsizeof(d) + sys.getsizeof(d.blob) + sys.getsizeof(d.ttl)
+                    + sum(len(f) + 33 + 32 for f in d.ttl))
+        assert isinstance(d, _PairTable)
+        size += sys.getsizeof(d) + sys.getsizeof(d.buckets) + 33 * len(d.buckets) + d.nbytes
+        if d.ttl is not None and d.heap is not None:
+            size += (sys.getsizeof(d.ttl) + sys.getsizeof(d.heap)
+                     + len(d.ttl) * 32 + len(d.heap) * 56)
+        return size
+
+    def to_bytes(self) -> bytes:
+        """Version byte, encoding byte, the number of packs (4 bytes), each pack's length (4
+        bytes) and bytes (the pairs, in the encoding's order: a listpack is one pack, a
+        hashtable its buckets), then the TTLs: their count (4 bytes), each field's length (4
+        bytes), the field and its time (8 bytes, signed). Integers little-endian."""
+        d = self._data
+        if type(d) is bytes:
+            head, packs, ttls = _KIND_LISTPACK, [d], []
+        elif isinstance(d, _ListpackEx):
+            head, packs = _KIND_LISTPACKEX, [d.blob]
+            ttls = [(f, d.ttl[f]) for f in d.ordered_ttl_fields()]
+        else:
+            assert isinstance(d, _PairTable)
+            head, packs = _KIND_HASHTABLE, [b for b in d.buckets if len(b) > 2]
+            ttls = list(d.ttl.items()) if d.ttl is not None else []
+        parts = [bytes((FORMAT_VERSION, head)), len(packs).to_bytes(4, "little")]
+        for p in packs:
+            parts.append(len(p).to_bytes(4, "little"))
+            parts.append(p)
+        parts.append(len(ttls).to_bytes(4, "little"))
+        for f, w in ttls:
+            parts.append(len(f).to_bytes(4, "little"))
+            parts.append(f)
+            parts.append(w.to_bytes(8, "little", signed=True))
+        return b"".join(parts)
+
+    @classmethod
+    def from_bytes(cls, data: bytes, limits: HashLimits | None = None) -> Hash:
+        """The hash `to_bytes` wrote, in the encoding it had; a small form that the current
+        limits no longer allow converts, as Redis's load converts it. Raises ValueError on
+        bytes that are not such a record."""
+        if len(data) < 6 or data[0] != FORMAT_VERSION or data[1] > _KIND_HASHTABLE:
+            raise ValueError("not a hash record")
+        kind = data[1]
+        packs: list[bytes] = []
+        ttls: list[tuple[bytes, int]] = []
+        try:
+            pos = 6
+            for _ in range(int.from_bytes(data[2:6], "little")):
+                size = int.from_bytes(data[pos:pos + 4], "little")
+                packs.append(data[pos + 4:pos + 4 + size])
+                pos += 4 + size
+            nttl = int.from_bytes(data[pos:pos + 4], "little")
+            pos += 4
+            for _ in range(nttl):
+                size = int.from_bytes(data[pos:pos + 4], "little")
+                field = data[pos + 4:pos + 4 + size]
+                pos += 4 + size
+                ttls.append((field, int.from_bytes(data[pos:pos + 8], "little", signed=True)))
+                pos += 8
+            pairs = [pair for p in packs for pair in _pairs(p)]
+        except (IndexError, ValueError):
+            raise ValueError("truncated hash record") from None
+        if pos != len(data):
+            raise ValueError("hash record has trailing or missing bytes")
+        h = cls(limits)
+        if kind == _KIND_HASHTABLE or len(pairs) > h._lim.max_listpack_entries or not all(
+                h._fits(f, v) for f, v in pairs):
+            table = _PairTable(len(pairs))
+            table.load(pairs)
+            for f, w in ttls:
+                table.set_ttl(f, w)
+            h._data = table
+        elif kind == _KIND_LISTPACKEX:
+            h._data = _ListpackEx(packs[0] if packs else _EMPTY, dict(ttls))
+        else:
+            h._data = packs[0] if packs else _EMPTY
+        return h
+
+    def __repr__(self) -> str:
+        return f"<Hash {self.encoding} len={len(self)}>"

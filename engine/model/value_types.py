@@ -1,0 +1,119 @@
+"""The value types a key can hold, registered in one place.
+
+Owns `ValueType`, what the keyspace knows of a type without knowing its commands: the word TYPE
+and `SCAN ... TYPE` use, the type's slot among the engine's per-type keyspaces (each database
+keeps one dict per type, `EngineState.keyspaces[slot][db]`; a key is in one of them at most), the
+Python class of its values, OBJECT ENCODING's word for a value, MEMORY USAGE's estimate, how
+the snapshot's keys table stores a value (None for a type with tables of its own, as a stream's
+nodes are) and the in-memory copy COPY makes. `TYPES` is the registry, in slot order: every
+generic keyspace operation (TYPE, EXISTS, DEL, RENAME, COPY, SCAN, FLUSHDB, INFO keyspace,
+expiry, WRONGTYPE, the snapshot's keys table, the state digest) loops over it, so a new type
+is its own modules plus one line here.
+
+Must not touch: commands, replies, I/O, the engine's state (a type is described here, its keys
+are kept by the engine).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from streamkeep.engine.model.hashes import Hash
+from streamkeep.engine.model.residency import node_bytes
+from streamkeep.engine.model.sets import RSet
+from streamkeep.engine.model.stream import Stream
+from streamkeep.engine.model.zset import ZSet
+
+# OBJECT ENCODING of a string: Redis keeps an integer that fits a long as a number, a short
+# string in one allocation with its header ("embstr", up to 44 bytes), a longer one apart.
+EMBSTR_SIZE_LIMIT = 44
+_LONG_DIGITS = 20  # "-9223372036854775808"
+
+
+@dataclass(frozen=True)
+class ValueType:
+    """One type of value (see the module docstring)."""
+
+    name: str  # TYPE's reply and SCAN's TYPE filter
+    slot: int  # its keyspace: EngineState.keyspaces[slot][db]
+    value_class: type
+    encoding: Callable[[Any], str]  # OBJECT ENCODING
+    memory_usage: Callable[[Any], int]  # MEMORY USAGE's part for the value (key and entry apart)
+    # The snapshot's keys table stores a value as these bytes; None: the type's own tables.
+    to_bytes: Callable[[Any], bytes] | None = None
+    from_bytes: Callable[[bytes], Any] | None = None
+    # COPY's copy, sharing nothing with the value; None: through the type's DUMP payload.
+    copy: Callable[[Any], Any] | None = None
+    # What the state digest hashes of a value (msgpack-able): its content, not its encoding
+    # (a loaded snapshot may hold a value in another encoding); None: its `to_bytes`.
+    digest: Callable[[Any], Any] | None = None
+
+
+def string_encoding(value: bytes) -> str:
+    """OBJECT ENCODING of a string as Redis stores a value SET made: "int" for a canonical
+    integer that fits 64 bits, "embstr" up to 44 bytes, "raw" beyond. (Redis also makes a
+    short string "raw" once APPEND or SETRANGE changed it in place; streamkeep keeps the bytes,
+    not how they were made, so such a value reads as "embstr" here.)"""
+    if 0 < len(value) <= _LONG_DIGITS and _is_canonical_long(value):
+        return "int"
+    return "embstr" if len(value) <= EMBSTR_SIZE_LIMIT else "raw"
+
+
+def _is_canonical_long(value: bytes) -> bool:
+    """string2ll's test: digits with an optional minus, no leading zero, no '+', in range."""
+    digits = value[1:] if value[:1] == b"-" else value
+    if not digits.isdigit() or (digits[:1] == b"0" and (len(digits) > 1 or value[:1] == b"-")):
+        return False
+    number = int(value)
+    return -(1 << 63) <= number < (1 << 63)
+
+
+def string_memory(value: bytes) -> int:
+    """A string's allocation as Redis sizes it: the object header (16), the sds header and the
+    bytes with their terminator, rounded to jemalloc's 8-byte classes; an int costs the header."""
+    if string_encoding(value) == "int":
+        return 16
+    return 16 + ((len(value) + 4 + 7) & ~7)
+
+
+def stream_memory(stream: Stream) -> int:
+    """A stream's nodes (resident and cold: MEMORY USAGE counts the value, wherever it lives),
+    with their index, plus its groups' entries at a consumer group's per-entry cost."""
+    total = sum(node_bytes(node.count, len(node.lp)) for node in stream.nodes
+                if node.lp is not None)
+    _cold_nodes, cold_entries, cold_bytes = stream.cold_counts()
+    total += node_bytes(cold_entries, cold_bytes) if cold_bytes else 0
+    for group in stream.groups.values():
+        total += 64 + 48 * len(group.pel) + 64 * len(group.consumers)
+    return total + 64
+
+
+STREAM = ValueType("stream", 0, Stream, lambda _s: "stream", stream_memory)
+STRING = ValueType("string", 1, bytes, string_encoding, string_memory,
+                   to_bytes=bytes, from_bytes=bytes, copy=bytes)
+
+ZSET = ValueType("zset", 2, ZSet, lambda z: z.encoding, lambda z: z.memory_usage(),
+                 to_bytes=ZSet.to_bytes, from_bytes=ZSet.from_bytes, copy=ZSet.copy,
+                 digest=lambda z: [pair for item in z.items() for pair in item])
+
+HASH = ValueType("hash", 3, Hash, lambda h: h.encoding, lambda h: h.memory_usage(),
+                 to_bytes=Hash.to_bytes, from_bytes=Hash.from_bytes, copy=Hash.copy,
+                 digest=lambda h: [sorted(h.items()), sorted(h.fields_with_expiry())])
+SET = ValueType("set", 4, RSet, lambda s: s.encoding, lambda s: s.memory_usage(),
+                to_bytes=RSet.to_bytes, from_bytes=RSet.from_bytes, copy=RSet.copy,
+                digest=lambda s: sorted(s))  # (a big set's order is its hash table's)
+
+TYPES: tuple[ValueType, ...] = (STREAM, STRING, ZSET, HASH, SET)
+BY_NAME = {t.name: t for t in TYPES}
+BY_CLASS = {t.value_class: t for t in TYPES}
+
+
+def type_of(value: object) -> ValueType:
+    """The registered type of a value (KeyError for a class no type has)."""
+    return BY_CLASS[type(value)]
+
+
+__all__ = ["BY_CLASS", "BY_NAME", "HASH", "SET", "STREAM", "STRING", "TYPES", "ZSET", "ValueType",
+           "string_encoding", "type_of"]

@@ -1,0 +1,913 @@
+"""The sorted set value: members (bytes) with scores (doubles), ordered by (score, member).
+
+Owns `ZSet` and its two encodings, as Redis keeps them (OBJECT ENCODING's words):
+- "listpack": a small set packed in three buffers (the members' bytes end to end, their start
+  offsets, their scores as doubles), while it has at most `zset-max-listpack-entries` (128)
+  members of at most `zset-max-listpack-value` (64) bytes. A member is found with one C-level
+  substring search; an insert or a removal moves at most a few kilobytes.
+- "skiplist": a dict (member -> score, O(1) ZSCORE) beside the members in order, in sorted
+  chunks of a few hundred (lists sharing the dict's key objects; a chunk is bisected through
+  the dict, so a score exists once, as the dict's value), the chunks' last elements as the
+  index, and a Fenwick tree over the chunk sizes for positions: insert, delete, rank, element
+  at a rank and the first position at a score or member bound are O(log n) plus a move inside
+  one chunk, and a range costs O(log n + returned). Per member that is the dict's entry, the
+  member's bytes object, its float and one list slot: no node objects.
+A set converts to "skiplist" when an add crosses either limit (or when a command sizes it so,
+`maybe_convert`), never back on removal; a set built whole (`from_items`, `create`, a snapshot's
+`from_bytes`) takes the encoding its size calls for, as Redis's ZRANGESTORE, ZUNIONSTORE and
+RDB loading do.
+
+Scores compare as doubles (-0.0 == 0.0, ties broken by the members' bytes as memcmp then
+length, which is Python's bytes order); the stored score keeps its sign (ZSCORE of a member
+added with -0 reads "-0"). The lex operations assume what Redis documents, one score for all
+members: they bisect on the members.
+
+Must not touch: commands, replies, error lines (an add reports NaN as an outcome), the keyspace.
+"""
+
+from __future__ import annotations
+
+import math
+import operator
+import random
+import struct
+from array import array
+from bisect import bisect_left, bisect_right
+from collections.abc import Iterable, Iterator
+from itertools import islice
+from typing import NamedTuple
+
+from streamkeep.engine.model.listpack import str_size
+from streamkeep.engine.model.redis_alloc import jemalloc_size, sds_alloc
+from streamkeep.engine.model.scores import LEX_MAX, LEX_MIN, LexRange, ScoreRange, format_score
+
+# add()'s outcomes: what ZADD counts (added, changed) and whether ZADD INCR replies a score.
+ADD_NOP = 0  # nothing done (NX on a member, XX on none, GT/LT refused): INCR replies nil
+ADD_ADDED = 1  # a new member
+ADD_UPDATED = 2  # an existing member's score changed
+ADD_SAME = 3  # an existing member, its score as it was (counted as processed, not changed)
+ADD_NAN = -1  # the new score would be NaN: "ERR resulting score is not a number (NaN)"
+
+LISTPACK = "listpack"
+SKIPLIST = "skiplist"
+_LISTPACK_SAFETY = 1 << 30  # lpSafeToAdd: a listpack never grows past 1 GiB
+_LOAD = 512  # a chunk splits past twice this, merges with a neighbour under a quarter
+_FORMAT_VERSION = 1
+
+
+class ZSetLimits(NamedTuple):
+    """zset-max-listpack-entries and zset-max-listpack-value."""
+
+    max_listpack_entries: int = 128
+    max_listpack_value: int = 64
+
+
+DEFAULT_LIMITS = ZSetLimits()
+
+
+def normalize_rank_range(start: int, stop: int, length: int) -> tuple[int, int] | None:
+    """ZRANGE's and ZREMRANGEBYRANK's inclusive indexes (negative from the end) as Redis
+    clamps them: (first, last), or None for an empty range."""
+    if start < 0:
+        start += length
+    if stop < 0:
+        stop += length
+    if start < 0:
+        start = 0
+    if start > stop or start >= length:
+        return None
+    return start, min(stop, length - 1)
+
+
+# ---------------------------------------------------------------------------------------------
+# the listpack encoding
+
+
+class _Packed:
+    """A small set: `blob` holds the members end to end in order, `offs` their start offsets
+    (one more: the blob's length), `scores` the doubles."""
+
+    __slots__ = ("blob", "offs", "scores")
+
+    def __init__(self, members: Iterable[bytes] = (), scores: Iterable[float] = ()) -> None:
+        members = list(members)
+        self.blob = b"".join(members)
+        offs = array("I", [0])
+        total = 0
+        for member in members:
+            total += len(member)
+            offs.append(total)
+        self.offs = offs
+        self.scores = array("d", scores)
+
+    def __len__(self) -> int:
+        return len(self.scores)
+
+    def member(self, k: int) -> bytes:
+        return self.blob[self.offs[k]:self.offs[k + 1]]
+
+    def find(self, member: bytes) -> int:
+        """The index of `member`, or -1: a substring search, each hit checked against the
+        entries' bounds."""
+        size = len(member)
+        offs = self.offs
+        if size == 0:
+            for k in range(len(self.scores)):
+                if offs[k] == offs[k + 1]:
+                    return k
+            return -1
+        blob = self.blob
+        count = len(self.scores)
+        pos = blob.find(member)
+        while pos >= 0:
+            # the last entry starting there (empty members before it start there too)
+            k = bisect_right(offs, pos) - 1
+            if k < count and offs[k] == pos and offs[k + 1] - pos == size:
+                return k
+            pos = blob.find(member, pos + 1)
+        return -1
+
+    def get(self, member: bytes) -> float | None:
+        k = self.find(member)
+        return None if k < 0 else self.scores[k]
+
+    def position(self, member: bytes, score: float) -> int:
+        """Where (score, member) is or would go."""
+        scores = self.scores
+        k = bisect_left(scores, score)
+        hi = bisect_right(scores, score, k)
+        while k < hi and self.member(k) < member:
+            k += 1
+        return k
+
+    def insert(self, member: bytes, score: float) -> None:
+        # new arrays of the exact size (an array grown in place keeps spare room)
+        k = self.position(member, score)
+        offs = self.offs
+        start = offs[k]
+        self.blob = self.blob[:start] + member + self.blob[start:]
+        size = len(member)
+        self.offs = offs[:k + 1] + array("I", [x + size for x in offs[k:]])
+        scores = self.scores
+        self.scores = scores[:k] + array("d", (score,)) + scores[k:]
+
+    def remove_at(self, k: int) -> None:
+        offs = self.offs
+        start, end = offs[k], offs[k + 1]
+        self.blob = self.blob[:start] + self.blob[end:]
+        size = end - start
+        self.offs = offs[:k] + array("I", [x - size for x in offs[k + 1:]])
+        self.scores = self.scores[:k] + self.scores[k + 1:]
+
+    def remove(self, member: bytes) -> float | None:
+        k = self.find(member)
+        if k < 0:
+            return None
+        score = self.scores[k]
+        self.remove_at(k)
+        return score
+
+    def rank(self, member: bytes, _score: float) -> int:
+        return self.find(member)
+
+    def bisect_score(self, x: float, right: bool) -> int:
+        return (bisect_right if right else bisect_left)(self.scores, x)
+
+    def bisect_member(self, member: bytes, right: bool) -> int:
+        lo, hi = 0, len(self.scores)
+        while lo < hi:
+            mid = (lo + hi) >> 1
+            current = self.member(mid)
+            if current < member or (right and current == member):
+                lo = mid + 1
+            else:
+                hi = mid
+        return lo
+
+    def slice(self, i: int, j: int) -> tuple[list[bytes], list[float]]:
+        offs, blob = self.offs, self.blob
+        members = [blob[offs[k]:offs[k + 1]] for k in range(i, j)]
+        return members, self.scores[i:j].tolist()
+
+    def at(self, i: int) -> tuple[bytes, float]:
+        return self.member(i), self.scores[i]
+
+    def delete_slice(self, i: int, j: int) -> list[bytes]:
+        members, _scores = self.slice(i, j)
+        offs = self.offs
+        start, end = offs[i], offs[j]
+        self.blob = self.blob[:start] + self.blob[end:]
+        size = end - start
+        self.offs = offs[:i] + array("I", [x - size for x in offs[j:]])
+        self.scores = self.scores[:i] + self.scores[j:]
+        return members
+
+    def items(self) -> Iterator[tuple[bytes, float]]:
+        members, scores = self.slice(0, len(self.scores))
+        return zip(members, scores, strict=True)
+
+    def approx_bytes(self) -> int:
+        """A bound on the Redis listpack's size, for lpSafeToAdd."""
+        return 7 + len(self.blob) + 16 * len(self.scores)
+
+    def copy(self) -> _Packed:
+        twin = _Packed.__new__(_Packed)
+        twin.blob, twin.offs, twin.scores = self.blob, array("I", self.offs), array(
+            "d", self.scores)
+        return twin
+
+
+# ---------------------------------------------------------------------------------------------
+# the skiplist encoding
+
+
+class _Chunked:
+    """A large set: `dict` member -> score (the only place a score lives); `cm` the members
+    in order, in chunks (every chunk non-empty; its scores are the dict's, looked up as it is
+    bisected); `max_s`/`max_m` each chunk's last element; `fen` a Fenwick tree over the chunk
+    sizes (None once a chunk was split, merged or dropped: rebuilt when a position is asked)."""
+
+    __slots__ = ("cm", "dict", "fen", "max_m", "max_s")
+
+    def __init__(self) -> None:
+        self.dict: dict[bytes, float] = {}
+        self.cm: list[list[bytes]] = []
+        self.max_s: list[float] = []
+        self.max_m: list[bytes] = []
+        self.fen: list[int] | None = None
+
+    @classmethod
+    def from_sorted(cls, members: list[bytes], scores: list[float]) -> _Chunked:
+        """A set from its elements in order (members unique)."""
+        self = cls()
+        self.dict = dict(zip(members, scores, strict=True))
+        self.cm = [members[start:start + _LOAD] for start in range(0, len(members), _LOAD)]
+        self.max_m = [chunk[-1] for chunk in self.cm]
+        self.max_s = [self.dict[m] for m in self.max_m]
+        return self
+
+    def __len__(self) -> int:
+        return len(self.dict)
+
+    def get(self, member: bytes) -> float | None:
+        return self.dict.get(member)
+
+    # -- positions ------------------------------------------------------------------------
+
+    def _index(self) -> list[int]:
+        fen = self.fen
+        if fen is None:
+            count = len(self.cm)
+            fen = [0] * (count + 1)
+            for i, chunk in enumerate(self.cm, 1):
+                fen[i] += len(chunk)
+                parent = i + (i & -i)
+                if parent <= count:
+                    fen[parent] += fen[i]
+            self.fen = fen
+        return fen
+
+    def _prefix(self, ci: int) -> int:
+        """The number of elements in the chunks before chunk `ci`."""
+        if ci == 0:
+            return 0
+        fen = self._index()
+        total = 0
+        while ci:
+            total += fen[ci]
+            ci &= ci - 1
+        return total
+
+    def _fen_add(self, ci: int, delta: int) -> None:
+        fen = self.fen
+        if fen is None:
+            return
+        ci += 1
+        count = len(fen)
+        while ci < count:
+            fen[ci] += delta
+            ci += ci & -ci
+
+    def _seek(self, i: int) -> tuple[int, int]:
+        """The chunk holding position i (0 <= i < len) and the offset in it."""
+        first = len(self.cm[0])
+        if i < first:
+            return 0, i
+        last = len(self.cm[-1])
+        total = len(self.dict)
+        if i >= total - last:
+            return len(self.cm) - 1, i - (total - last)
+        fen = self._index()
+        ci, step = 0, 1 << (len(fen) - 1).bit_length()
+        while step:
+            nxt = ci + step
+            if nxt < len(fen) and fen[nxt] <= i:
+                ci = nxt
+                i -= fen[nxt]
+            step >>= 1
+        return ci, i
+
+    def _locate(self, score: float, member: bytes) -> tuple[int, int]:
+        """The chunk and offset where (score, member) is or would go (appending to the last
+        chunk past every element). Every member a probe meets must be in the dict."""
+        max_s = self.max_s
+        ci = bisect_left(max_s, score)
+        nchunks = len(max_s)
+        if ci < nchunks and max_s[ci] == score:
+            ci = bisect_left(self.max_m, member, ci, bisect_right(max_s, score, ci))
+        if ci == nchunks:
+            ci -= 1
+            return ci, len(self.cm[ci])
+        members = self.cm[ci]
+        key = self.dict.__getitem__
+        pos = bisect_left(members, score, key=key)
+        if pos < len(members) and members[pos] != member and key(members[pos]) == score:
+            pos = bisect_left(members, member, pos,
+                              bisect_right(members, score, pos, key=key))
+        return ci, pos
+
+    # -- changes --------------------------------------------------------------------------
+
+    def insert(self, member: bytes, score: float) -> None:
+        if not self.cm:
+            self.cm.append([member])
+            self.max_s.append(score)
+            self.max_m.append(member)
+            self.fen = None
+            self.dict[member] = score
+            return
+        ci, pos = self._locate(score, member)
+        self.dict[member] = score
+        members = self.cm[ci]
+        members.insert(pos, member)
+        if pos == len(members) - 1:
+            self.max_s[ci] = score
+            self.max_m[ci] = member
+        if len(members) > 2 * _LOAD:
+            self._split(ci)
+        else:
+            self._fen_add(ci, 1)
+
+    def _split(self, ci: int) -> None:
+        members = self.cm[ci]
+        self.cm[ci:ci + 1] = [members[:_LOAD], members[_LOAD:]]
+        self.max_s.insert(ci, self.dict[members[_LOAD - 1]])
+        self.max_m.insert(ci, members[_LOAD - 1])
+        self.fen = None
+
+    def remove(self, member: bytes) -> float | None:
+        score = self.dict.get(member)
+        if score is None:
+            return None
+        ci, pos = self._locate(score, member)
+        del self.dict[member]
+        members = self.cm[ci]
+        del members[pos]
+        if not members:
+            self._drop_chunk(ci)
+            return score
+        if pos == len(members):
+            self.max_s[ci] = self.dict[members[-1]]
+            self.max_m[ci] = members[-1]
+        self._fen_add(ci, -1)
+        if len(members) < _LOAD // 4 and len(self.cm) > 1:
+            self._merge(ci)
+        return score
+
+    def _drop_chunk(self, ci: int) -> None:
+        del self.cm[ci], self.max_s[ci], self.max_m[ci]
+        self.fen = None
+
+    def _merge(self, ci: int) -> None:
+        """Join chunk ci with a neighbour (splitting again when the two are too big)."""
+        left = ci - 1 if ci > 0 else ci
+        self.cm[left] += self.cm[left + 1]
+        self.max_s[left] = self.max_s[left + 1]
+        self.max_m[left] = self.max_m[left + 1]
+        del self.cm[left + 1], self.max_s[left + 1], self.max_m[left + 1]
+        self.fen = None
+        if len(self.cm[left]) > 2 * _LOAD:
+            self._split(left)
+
+    def rank(self, member: bytes, score: float) -> int:
+        ci, pos = self._locate(score, member)
+        return self._prefix(ci) + pos
+
+    def bisect_score(self, x: float, right: bool) -> int:
+        find = bisect_right if right else bisect_left
+        ci = find(self.max_s, x)
+        if ci == len(self.max_s):
+            return len(self.dict)
+        return self._prefix(ci) + find(self.cm[ci], x, key=self.dict.__getitem__)
+
+    def bisect_member(self, member: bytes, right: bool) -> int:
+        find = bisect_right if right else bisect_left
+        ci = find(self.max_m, member)
+        if ci == len(self.max_m):
+            return len(self.dict)
+        return self._prefix(ci) + find(self.cm[ci], member)
+
+    def members(self, i: int, j: int) -> list[bytes]:
+        """The members at positions [i, j)."""
+        if i >= j:
+            return []
+        ci, off = self._seek(i)
+        wanted = j - i
+        chunk = self.cm[ci]
+        if off + wanted <= len(chunk):
+            return chunk[off:off + wanted]
+        members: list[bytes] = []
+        while wanted > 0:
+            part = self.cm[ci][off:off + wanted]
+            members += part
+            wanted -= len(part)
+            ci, off = ci + 1, 0
+        return members
+
+    def slice(self, i: int, j: int) -> tuple[list[bytes], list[float]]:
+        members = self.members(i, j)
+        return members, list(map(self.dict.__getitem__, members))
+
+    def at(self, i: int) -> tuple[bytes, float]:
+        ci, off = self._seek(i)
+        member = self.cm[ci][off]
+        return member, self.dict[member]
+
+    def delete_slice(self, i: int, j: int) -> list[bytes]:
+        if i >= j:
+            return []
+        ci, off = self._seek(i)
+        removed: list[bytes] = []
+        wanted = j - i
+        first = ci
+        while wanted > 0:
+            members = self.cm[ci]
+            part = members[off:off + wanted]
+            removed += part
+            del members[off:off + len(part)]
+            self._fen_add(ci, -len(part))
+            wanted -= len(part)
+            ci, off = ci + 1, 0
+        pop = self.dict.pop
+        for member in removed:
+            pop(member)
+        self._repair(first, ci)
+        return removed
+
+    def _repair(self, first: int, stop: int) -> None:
+        """After chunks first..stop-1 lost elements: drop the empty ones, reset the maxima,
+        merge a small survivor."""
+        for ci in range(stop - 1, first - 1, -1):
+            members = self.cm[ci]
+            if not members:
+                del self.cm[ci], self.max_s[ci], self.max_m[ci]
+                self.fen = None
+            else:
+                self.max_s[ci] = self.dict[members[-1]]
+                self.max_m[ci] = members[-1]
+        for ci in (first, first - 1):
+            if 0 <= ci < len(self.cm) and len(self.cm[ci]) < _LOAD // 4 and len(self.cm) > 1:
+                self._merge(ci)
+                break
+
+    def items(self) -> Iterator[tuple[bytes, float]]:
+        score = self.dict.__getitem__
+        for members in self.cm:
+            yield from zip(members, map(score, members), strict=True)
+
+    def copy(self) -> _Chunked:
+        twin = _Chunked()
+        twin.dict = dict(self.dict)
+        twin.cm = [list(c) for c in self.cm]
+        twin.max_s = list(self.max_s)
+        twin.max_m = list(self.max_m)
+        return twin
+
+
+# ---------------------------------------------------------------------------------------------
+# the value
+
+
+_SKIPLIST_NODE = 46  # a node's mean allocation: 24 bytes plus 16 a level, levels p = 1/4
+
+
+class ZSet:
+    """A sorted set value (see the module docstring)."""
+
+    __slots__ = ("_store",)
+
+    def __init__(self, encoding: str = LISTPACK) -> None:
+        """An empty set in `encoding` ("listpack" or "skiplist")."""
+        self._store: _Packed | _Chunked = _Packed() if encoding == LISTPACK else _Chunked()
+
+    # -- construction ---------------------------------------------------------------------
+
+    @classmethod
+    def create(cls, size_hint: int, value_len_hint: int,
+               limits: ZSetLimits = DEFAULT_LIMITS) -> ZSet:
+        """zsetTypeCreate: an empty set for about `size_hint` members, the first of about
+        `value_len_hint` bytes (ZADD on a new key passes its pair count and first member's
+        length; ZRANGESTORE its result count and 0)."""
+        small = (size_hint <= limits.max_listpack_entries
+                 and value_len_hint <= limits.max_listpack_value)
+        return cls(LISTPACK if small else SKIPLIST)
+
+    @classmethod
+    def from_items(cls, items: Iterable[tuple[bytes, float]],
+                   limits: ZSetLimits = DEFAULT_LIMITS) -> ZSet:
+        """A new set holding `items` (member, score) in the encoding its size calls for
+        (zsetConvertToListpackIfNeeded: ZUNIONSTORE and its kin, a loaded snapshot). A member
+        given twice keeps its last score. NaN scores are the caller's to refuse."""
+        ordered = sorted(dict(items).items(), key=_SCORE_THEN_MEMBER)
+        return cls._build([m for m, _ in ordered], [s for _, s in ordered], limits)
+
+    @classmethod
+    def _build(cls, members: list[bytes], scores: list[float], limits: ZSetLimits) -> ZSet:
+        """A set from its elements in order, in the encoding its size calls for."""
+        self = cls.__new__(cls)
+        if _fits_listpack(members, limits):
+            self._store = _Packed(members, scores)
+        else:
+            self._store = _Chunked.from_sorted(members, scores)
+        return self
+
+    def copy(self) -> ZSet:
+        """An independent copy in the same encoding (COPY: zsetDup)."""
+        twin = ZSet.__new__(ZSet)
+        twin._store = self._store.copy()
+        return twin
+
+    # -- encoding -------------------------------------------------------------------------
+
+    @property
+    def encoding(self) -> str:
+        """OBJECT ENCODING's word: "listpack" or "skiplist"."""
+        return LISTPACK if isinstance(self._store, _Packed) else SKIPLIST
+
+    def convert(self, encoding: str) -> None:
+        """Re-encode in place (members and order unchanged)."""
+        if encoding == self.encoding:
+            return
+        members, scores = self._store.slice(0, len(self._store))
+        if encoding == SKIPLIST:
+            self._store = _Chunked.from_sorted(members, scores)
+        else:
+            self._store = _Packed(members, scores)
+
+    def maybe_convert(self, size_hint: int, limits: ZSetLimits = DEFAULT_LIMITS) -> None:
+        """zsetTypeMaybeConvert: a listpack set that a command is about to give `size_hint`
+        more elements (ZADD's pair count, existing members included) turns into a skiplist
+        when that count alone is over the entries limit."""
+        if isinstance(self._store, _Packed) and size_hint > limits.max_listpack_entries:
+            self.convert(SKIPLIST)
+
+    # -- members --------------------------------------------------------------------------
+
+    def __len__(self) -> int:
+        return len(self._store)
+
+    def __contains__(self, member: object) -> bool:
+        return isinstance(member, bytes) and self._store.get(member) is not None
+
+    def score(self, member: bytes) -> float | None:
+        """ZSCORE: the member's score, or None."""
+        return self._store.get(member)
+
+    def add(self, member: bytes, score: float, *, nx: bool = False, xx: bool = False,
+            gt: bool = False, lt: bool = False, incr: bool = False,
+            limits: ZSetLimits = DEFAULT_LIMITS) -> tuple[int, float | None]:
+        """zsetAdd: (outcome, the member's score now) where outcome is ADD_ADDED,
+        ADD_UPDATED, ADD_SAME, ADD_NOP (score None: ZADD INCR replies nil) or ADD_NAN (score
+        None). With `incr` the score is added to the current one (a new member gets `score`).
+        `limits` are the current zset-max-listpack-* settings, read when a member is added."""
+        if score != score:
+            return ADD_NAN, None
+        store = self._store
+        current = store.get(member)
+        if current is not None:
+            if nx:
+                return ADD_NOP, None
+            if incr:
+                score = current + score
+                if score != score:
+                    return ADD_NAN, None
+            if (lt and score >= current) or (gt and score <= current):
+                return ADD_NOP, None
+            if score == current:  # -0.0 == 0.0: the stored sign stays
+                return ADD_SAME, score
+            store.remove(member)
+            store.insert(member, score)
+            return ADD_UPDATED, score
+        if xx:
+            return ADD_NOP, None
+        if isinstance(store, _Packed) and (
+                len(store) + 1 > limits.max_listpack_entries
+                or len(member) > limits.max_listpack_value
+                or store.approx_bytes() + len(member) > _LISTPACK_SAFETY):
+            self.convert(SKIPLIST)
+            store = self._store
+        store.insert(member, score)
+        return ADD_ADDED, score
+
+    def remove(self, member: bytes) -> bool:
+        """ZREM of one member: whether it was there."""
+        return self._store.remove(member) is not None
+
+    def rank(self, member: bytes, reverse: bool = False) -> int | None:
+        """ZRANK / ZREVRANK: the member's 0-based position, or None."""
+        found = self.rank_with_score(member, reverse)
+        return None if found is None else found[0]
+
+    def rank_with_score(self, member: bytes, reverse: bool = False) -> tuple[int, float] | None:
+        """ZRANK ... WITHSCORE: (position, score), or None."""
+        store = self._store
+        score = store.get(member)
+        if score is None:
+            return None
+        rank = store.rank(member, score)
+        return (len(store) - 1 - rank if reverse else rank), score
+
+    # -- ranges ---------------------------------------------------------------------------
+
+    def items(self) -> Iterator[tuple[bytes, float]]:
+        """Every (member, score), ascending (a skiplist set's is a live view: the set must not
+        change while it is iterated)."""
+        return self._store.items()
+
+    def range_by_index(self, first: int, stop: int,
+                       reverse: bool = False) -> list[tuple[bytes, float]]:
+        """The elements at ascending positions [first, stop) (clamped), or those positions
+        counted from the top, highest first, when `reverse`."""
+        size = len(self._store)
+        first, stop = max(first, 0), min(stop, size)
+        if first >= stop:
+            return []
+        if reverse:
+            members, scores = self._store.slice(size - stop, size - first)
+            members.reverse()
+            scores.reverse()
+        else:
+            members, scores = self._store.slice(first, stop)
+        return list(zip(members, scores, strict=True))
+
+    def range_by_rank(self, start: int, stop: int,
+                      reverse: bool = False) -> list[tuple[bytes, float]]:
+        """ZRANGE start stop [REV]: Redis's inclusive indexes, negative from the end (clamped
+        here as Redis does)."""
+        span = normalize_rank_range(start, stop, len(self._store))
+        if span is None:
+            return []
+        return self.range_by_index(span[0], span[1] + 1, reverse)
+
+    def _score_span(self, rng: ScoreRange) -> tuple[int, int]:
+        """The positions [i, j) of the scores in `rng`."""
+        if rng.is_empty():
+            return 0, 0
+        store = self._store
+        i = store.bisect_score(rng.min, rng.minex)
+        j = store.bisect_score(rng.max, not rng.maxex)
+        return i, max(i, j)
+
+    def _lex_span(self, rng: LexRange) -> tuple[int, int]:
+        """The positions [i, j) of the members in `rng` (members in order: one score)."""
+        if rng.is_empty():
+            return 0, 0
+        store = self._store
+        size = len(store)
+        if rng.min_kind == LEX_MIN:
+            i = 0
+        elif rng.min_kind == LEX_MAX:
+            i = size
+        else:
+            i = store.bisect_member(rng.min, rng.minex)
+        if rng.max_kind == LEX_MAX:
+            j = size
+        elif rng.max_kind == LEX_MIN:
+            j = 0
+        else:
+            j = store.bisect_member(rng.max, not rng.maxex)
+        return i, max(i, j)
+
+    def _window(self, span: tuple[int, int], reverse: bool, offset: int,
+                count: int) -> list[tuple[bytes, float]]:
+        """LIMIT offset count over the positions in `span` (a negative offset: nothing, as
+        8.x; a negative count: all)."""
+        i, j = span
+        if offset < 0 or i >= j:
+            return []
+        width = j - i - offset
+        if count >= 0:
+            width = min(width, count)
+        if width <= 0:
+            return []
+        if reverse:  # from position j - 1 - offset down
+            members, scores = self._store.slice(j - offset - width, j - offset)
+            members.reverse()
+            scores.reverse()
+            return list(zip(members, scores, strict=True))
+        return self.range_by_index(i + offset, i + offset + width)
+
+    def range_by_score(self, rng: ScoreRange, reverse: bool = False, offset: int = 0,
+                       count: int = -1) -> list[tuple[bytes, float]]:
+        """ZRANGEBYSCORE / ZREVRANGEBYSCORE [LIMIT offset count] (`rng` as parsed: for the
+        reverse commands the caller passes the bounds as min, max)."""
+        return self._window(self._score_span(rng), reverse, offset, count)
+
+    def range_by_lex(self, rng: LexRange, reverse: bool = False, offset: int = 0,
+                     count: int = -1) -> list[tuple[bytes, float]]:
+        """ZRANGEBYLEX / ZREVRANGEBYLEX [LIMIT offset count]."""
+        return self._window(self._lex_span(rng), reverse, offset, count)
+
+    def count_in_score_range(self, rng: ScoreRange) -> int:
+        """ZCOUNT."""
+        i, j = self._score_span(rng)
+        return j - i
+
+    def count_in_lex_range(self, rng: LexRange) -> int:
+        """ZLEXCOUNT."""
+        i, j = self._lex_span(rng)
+        return j - i
+
+    # -- removals -------------------------------------------------------------------------
+
+    def remove_range_by_index(self, first: int, stop: int) -> list[bytes]:
+        """Remove the elements at positions [first, stop); their members, ascending."""
+        first, stop = max(first, 0), min(stop, len(self._store))
+        if first >= stop:
+            return []
+        return self._store.delete_slice(first, stop)
+
+    def remove_range_by_rank(self, start: int, stop: int) -> list[bytes]:
+        """ZREMRANGEBYRANK (Redis's inclusive indexes, negative from the end)."""
+        span = normalize_rank_range(start, stop, len(self._store))
+        if span is None:
+            return []
+        return self._store.delete_slice(span[0], span[1] + 1)
+
+    def remove_range_by_score(self, rng: ScoreRange) -> list[bytes]:
+        """ZREMRANGEBYSCORE: the members removed, ascending."""
+        i, j = self._score_span(rng)
+        return self._store.delete_slice(i, j) if i < j else []
+
+    def remove_range_by_lex(self, rng: LexRange) -> list[bytes]:
+        """ZREMRANGEBYLEX: the members removed, ascending."""
+        i, j = self._lex_span(rng)
+        return self._store.delete_slice(i, j) if i < j else []
+
+    def pop(self, count: int = 1, max: bool = False) -> list[tuple[bytes, float]]:
+        """ZPOPMIN / ZPOPMAX: up to `count` elements removed, in the order popped (lowest
+        first, or highest first with `max`)."""
+        size = len(self._store)
+        count = min(count, size)
+        if count <= 0:
+            return []
+        if max:
+            popped = self.range_by_index(size - count, size, False)
+            self._store.delete_slice(size - count, size)
+            popped.reverse()
+            return popped
+        popped = self.range_by_index(0, count)
+        self._store.delete_slice(0, count)
+        return popped
+
+    # -- sampling -------------------------------------------------------------------------
+
+    def random_member(self, rng: random.Random) -> tuple[bytes, float]:
+        """One uniformly random (member, score) of a non-empty set."""
+        return self._store.at(rng.randrange(len(self._store)))
+
+    def random_members(self, rng: random.Random, count: int,
+                       with_repeats: bool) -> list[tuple[bytes, float]]:
+        """ZRANDMEMBER count: `count` independent picks with repeats (a negative count), or up
+        to `count` distinct members: the whole set in order when count reaches its size, a
+        listpack set's picks in set order, a skiplist set's in random order (as Redis)."""
+        size = len(self._store)
+        if count <= 0 or size == 0:
+            return []
+        if with_repeats:
+            at = self._store.at
+            return [at(rng.randrange(size)) for _ in range(count)]
+        if count >= size:
+            return list(self.items())
+        picks = rng.sample(range(size), count)
+        if isinstance(self._store, _Packed):
+            picks.sort()
+        at = self._store.at
+        return [at(k) for k in picks]
+
+    # -- size and serialization -----------------------------------------------------------
+
+    def memory_usage(self, samples: int = 5) -> int:
+        """MEMORY USAGE's estimate of the value as Redis would hold it: the object header and
+        the listpack's allocation; or the dict's buckets, the skiplist header and, per
+        element, its dict entry, node and string (averaged over the first `samples`
+        elements, all of them for 0)."""
+        store = self._store
+        if isinstance(store, _Packed):
+            members, scores = store.slice(0, len(store))
+            size = 7 + sum(map(str_size, members)) + sum(
+                str_size(format_score(s)) for s in scores)
+            return 16 + jemalloc_size(size)
+        count = len(store)
+        buckets = 1 << max(2, (count - 1).bit_length()) if count else 0
+        fixed = 16 + 16 + 32 + 56 + 8 * buckets + jemalloc_size(24 + 16 * 32)
+        sampled = store.slice(0, count if samples <= 0 else min(samples, count))[0]
+        if not sampled:
+            return fixed
+        per = sum(24 + _SKIPLIST_NODE + sds_alloc(len(m)) for m in sampled)
+        return fixed + per * count // len(sampled)
+
+    def to_bytes(self) -> bytes:
+        """A compact serialization (snapshots, DUMP): version, encoding, count, the members'
+        lengths at the narrowest width that fits, the scores as little-endian doubles, the
+        members end to end, in order."""
+        members, scores = self._store.slice(0, len(self._store))
+        lengths = list(map(len, members))
+        longest = max(lengths, default=0)
+        code = "B" if longest < 256 else "H" if longest < 65536 else "I"
+        encoding = 0 if isinstance(self._store, _Packed) else 1
+        head = struct.pack("<BBQB", _FORMAT_VERSION, encoding, len(members), ord(code))
+        packed_scores = array("d", scores)
+        packed_lengths = array(code, lengths)
+        if _BIG_ENDIAN:
+            packed_scores.byteswap()
+            packed_lengths.byteswap()
+        return b"".join((head, packed_lengths.tobytes(), packed_scores.tobytes(),
+                         b"".join(members)))
+
+    @classmethod
+    def from_bytes(cls, data: bytes, limits: ZSetLimits = DEFAULT_LIMITS) -> ZSet:
+        """The set `to_bytes` wrote, in the encoding Redis's RDB loading picks: a listpack set
+        stays one unless it has more entries than the limit; a skiplist set becomes a listpack
+        when small enough. ValueError for malformed data."""
+        if len(data) < 11:
+            raise ValueError("sorted set data too short")
+        version, encoding, count, code_byte = struct.unpack_from("<BBQB", data)
+        code = chr(code_byte)
+        if version != _FORMAT_VERSION or encoding > 1 or code not in "BHI":
+            raise ValueError("unknown sorted set data format")
+        lengths = array(code)
+        pos = 11
+        lengths.frombytes(data[pos:pos + count * lengths.itemsize])
+        pos += count * lengths.itemsize
+        scores = array("d")
+        scores.frombytes(data[pos:pos + 8 * count])
+        pos += 8 * count
+        if _BIG_ENDIAN:
+            lengths.byteswap()
+            scores.byteswap()
+        if len(lengths) != count or len(scores) != count or len(data) - pos != sum(lengths):
+            raise ValueError("sorted set data truncated")
+        members = []
+        for size in lengths:
+            members.append(data[pos:pos + size])
+            pos += size
+        score_list = scores.tolist()
+        _check_order(members, score_list)
+        if encoding == 0:
+            self = cls.__new__(cls)
+            if count > limits.max_listpack_entries:
+                self._store = _Chunked.from_sorted(members, score_list)
+            else:
+                self._store = _Packed(members, score_list)
+            return self
+        return cls._build(members, score_list, limits)
+
+    def __eq__(self, other: object) -> bool:
+        """The same members with equal scores (either encoding)."""
+        if not isinstance(other, ZSet):
+            return NotImplemented
+        return len(self) == len(other) and list(self.items()) == list(other.items())
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"ZSet({self.encoding}, {len(self)} members)"
+
+
+_BIG_ENDIAN = struct.pack("=H", 1) == b"\x00\x01"
+_SCORE_THEN_MEMBER = operator.itemgetter(1, 0)
+
+
+def _fits_listpack(members: list[bytes], limits: ZSetLimits) -> bool:
+    """zsetConvertToListpackIfNeeded's test."""
+    if len(members) > limits.max_listpack_entries:
+        return False
+    total = sum(map(len, members))
+    return (max(map(len, members), default=0) <= limits.max_listpack_value
+            and total <= _LISTPACK_SAFETY)
+
+
+def _check_order(members: list[bytes], scores: list[float]) -> None:
+    """ValueError unless the elements are strictly ascending by (score, member), NaN-free."""
+    if any(map(math.isnan, scores)):
+        raise ValueError("sorted set data holds a NaN score")
+    if not all(map(operator.le, scores, islice(scores, 1, None))):
+        raise ValueError("sorted set data out of order")
+    for k in range(len(scores) - 1):
+        if scores[k] == scores[k + 1] and not members[k] < members[k + 1]:
+            raise ValueError("sorted set data out of order")
+
+
+__all__ = ["ADD_ADDED", "ADD_NAN", "ADD_NOP", "ADD_SAME", "ADD_UPDATED", "DEFAULT_LIMITS",
+           "LISTPACK", "SKIPLIST", "ZSet", "ZSetLimits", "normalize_rank_range"]

@@ -1,0 +1,119 @@
+"""The set's RDB codec: RDB types 2 (members), 11 (intset) and 20 (listpack), read from RDB files
+and DUMP payloads, written as the chosen version expects. Registered with `snapshot.rdb`'s
+codec registry on import once the keyspace holds sets (`engine.model.value_types` has a type for
+`RSet`).
+
+Owns, byte-compatibly with Redis's rdb.c: what each type holds and what loading makes of it (a
+type-2 set is built member by member from an intset, as SADD would build it: intset, then
+listpack, then hashtable as the limits say; an intset stays one unless it has more members
+than `set-max-intset-entries`; a listpack set stays one unless it has more members than
+`set-max-listpack-entries` (`engine.model.sets.RSet` holds a listpack member over the length
+limit in a hashtable: the one difference)), and what saving writes: an intset as type 11, a
+listpack set as type 20 (RDB 11 and later: Redis 7.2 brought listpack sets; type 2 for older
+versions), a hashtable as type 2.
+
+Refused (RdbError, never another exception): a duplicate member, an empty set, malformed
+blobs. Must not touch: the RDB container, files, sockets, the keyspace, the model
+(engine.model.sets is used through its public API).
+"""
+
+from __future__ import annotations
+
+from streamkeep.engine.model.listpack import as_int
+from streamkeep.engine.model.sets import DEFAULT_LIMITS, RSet, SetLimits
+from streamkeep.engine.model.value_types import BY_CLASS
+from streamkeep.snapshot.rdb import (
+    RdbError,
+    Reader,
+    encode_length,
+    encode_string,
+    listpack,
+    listpack_items,
+    register_value_codec,
+)
+from streamkeep.snapshot.rdb_packed import as_bytes, intset, intset_values
+
+TYPE_SET = 2
+TYPE_SET_INTSET = 11
+TYPE_SET_LISTPACK = 20
+SET_TYPES = (TYPE_SET, TYPE_SET_INTSET, TYPE_SET_LISTPACK)
+LISTPACK_SET_VERSION = 11  # the first RDB version with listpack sets (Redis 7.2)
+
+
+# --- reading -------------------------------------------------------------------------------------
+
+
+def read_set(r: Reader, rdb_type: int, limits: SetLimits = DEFAULT_LIMITS) -> RSet:
+    """The set of `rdb_type` at the reader's position, in the encoding Redis's loading gives
+    it under `limits`."""
+    if rdb_type == TYPE_SET:
+        members = [r.string() for _ in range(r.length())]
+        _check(members)
+        return RSet.from_members(members, limits)
+    if rdb_type == TYPE_SET_INTSET:
+        members = [b"%d" % v for v in intset_values(r.string())]
+        _check(members)
+        return RSet.from_members(members, limits)  # (an intset; a hashtable past its limit)
+    if rdb_type != TYPE_SET_LISTPACK:
+        raise RdbError(f"not a set type: {rdb_type}")
+    members = [as_bytes(m) for m in listpack_items(r.string())]
+    _check(members)
+    # A listpack set stays one (integers and all) unless it has too many members: started as
+    # a listpack for that many, never as an intset.
+    s = RSet.for_new_key(b"", len(members), limits)
+    s.add_many(members)
+    return s
+
+
+def _check(members: list[bytes]) -> None:
+    if not members:
+        raise RdbError("an empty set")
+    if len(set(members)) != len(members):
+        raise RdbError("a set member twice")
+
+
+def skip_set(r: Reader, rdb_type: int) -> None:
+    """Past a set value, its structure followed, nothing decoded or checked."""
+    if rdb_type in (TYPE_SET_INTSET, TYPE_SET_LISTPACK):
+        r.skip_string()
+    elif rdb_type == TYPE_SET:
+        for _ in range(r.length()):
+            r.skip_string()
+    else:
+        raise RdbError(f"not a set type: {rdb_type}")
+
+
+# --- writing -------------------------------------------------------------------------------------
+
+
+def set_type(s: RSet, version: int) -> int:
+    """The RDB type Redis writes `s` as in an RDB of `version`."""
+    encoding = s.encoding
+    if encoding == "intset":
+        return TYPE_SET_INTSET
+    if encoding == "listpack" and version >= LISTPACK_SET_VERSION:
+        return TYPE_SET_LISTPACK
+    return TYPE_SET
+
+
+def write_set(s: RSet, version: int) -> tuple[int, bytes]:
+    """(the RDB type, the value's bytes) for `s` in an RDB of `version` (9 to 15)."""
+    rdb_type = set_type(s, version)
+    members = s.members()
+    if rdb_type == TYPE_SET_INTSET:
+        values = sorted(v for v in map(as_int, members) if v is not None)
+        if len(values) != len(members):
+            raise RdbError("an intset member is not an integer")
+        blob = intset(values)
+    elif rdb_type == TYPE_SET_LISTPACK:
+        blob = listpack(list(members))
+    else:
+        return rdb_type, encode_length(len(members)) + b"".join(map(encode_string, members))
+    return rdb_type, encode_length(len(blob)) + blob
+
+
+if RSet in BY_CLASS:  # (the keyspace holds sets: their keys are kept, not skipped)
+    register_value_codec(SET_TYPES, read_set, write_set, name="set", kind=RSet, skip=skip_set)
+
+__all__ = ["LISTPACK_SET_VERSION", "SET_TYPES", "TYPE_SET", "TYPE_SET_INTSET",
+           "TYPE_SET_LISTPACK", "read_set", "skip_set", "write_set", "set_type"]

@@ -1,0 +1,47 @@
+"""The task frameworks' own test suites (streaq, arq, pydocket) against streamkeep: every test
+that passes against redis-server passes against `streamkeep serve` and against a shared
+directory's Unix socket. tests/support/framework_suites.py does the work (sources and venvs in a
+cache outside the checkout, the servers, the table); this module is how the slow run calls it.
+
+Slow: each suite installs its framework once (network) and runs for minutes. Without network
+access the source cannot be fetched and the test is skipped; STREAMKEEP_SUITES_SOURCES
+("streaq=/path/to/git/repo,...") gives sources from disk instead."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.support import framework_suites as run_suites
+
+pytestmark = [pytest.mark.slow, pytest.mark.redis]
+
+
+def _sources() -> dict[str, Path]:
+    spec = os.environ.get("STREAMKEEP_SUITES_SOURCES", "")
+    return {k: Path(v) for k, v in (s.split("=", 1) for s in spec.split(",") if "=" in s)}
+
+
+@pytest.mark.timeout(1800)
+@pytest.mark.parametrize("name", sorted(run_suites.SUITES))
+def test_suite_passes_where_redis_server_does(name: str) -> None:
+    cache = Path(os.environ.get("STREAMKEEP_SUITES_CACHE", run_suites.DEFAULT_CACHE))
+    try:
+        results = run_suites.run([name], list(run_suites.SERVERS), cache, _sources(),
+                                 suite_timeout=600.0, test_timeout=30.0)
+    except subprocess.CalledProcessError as exc:
+        pytest.skip(f"{name}'s source or dependencies could not be fetched: {exc}")
+    table = run_suites.print_table(results, {name: run_suites.SUITES[name].note})
+    by_server = {r.server: r for r in results}
+    baseline = by_server["redis"]
+    assert baseline.count("passed") > 0, f"{name} passed nothing against redis-server:\n{table}"
+    for server, leg in by_server.items():
+        if server == "redis" or leg.skipped_reason:
+            continue
+        lost = sorted(n for n, o in baseline.outcomes.items()
+                      if o == "passed" and leg.outcomes.get(n) != "passed")
+        assert not lost, (f"{name}: {len(lost)} tests pass against redis-server but not "
+                          f"against {server}:\n{table}")

@@ -1,0 +1,596 @@
+"""Run task frameworks' own test suites against redis-server and streamkeep, and tabulate them.
+
+What it owns: fetching each framework's source at a pinned version into a cache directory
+(never into the checkout), a virtual environment per framework in that cache (the project's
+venv is left alone: the frameworks pin redis-py versions the project does not use), starting
+the servers under test on free ports (Debian's redis-server, `streamkeep serve` on a fresh
+directory with default settings, and `streamkeep serve --shared` on a fresh directory, reached
+over its Unix socket), running each suite against each with a per-test and a per-suite
+timeout, and printing a table: passed/failed/errors per server, and the tests that fail on
+streamkeep but not on redis-server grouped by the first Redis error they hit.
+
+The suites are run unchanged except for where they find their server: each one's conftest
+(in the cache's copy) gets fixtures appended that return the URL under test instead of a
+Docker container's or a hard-coded host's.
+
+Must not touch: the checkout (sources, venvs and servers' directories live in the cache and
+in temporary directories), the project's venv (only its Python starts `streamkeep serve`).
+
+Usage:
+    .venv/bin/python tests/support/framework_suites.py [--only streaq,arq,pydocket]
+        [--servers redis,streamkeep,shared] [--cache DIR] [--source NAME=PATH]
+        [--suite-timeout S] [--test-timeout S] [--json FILE]
+
+`--source streaq=PATH` takes the source from a git repository (its pinned tag, by
+`git archive`) or a source tree instead of the network.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tarfile
+import tempfile
+import time
+from collections import Counter, defaultdict
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+PROJECT_PYTHON = ROOT / ".venv" / "bin" / "python"
+DEFAULT_CACHE = ROOT / ".venv" / "framework-suites"
+MARKER = "# --- streamkeep framework-suite harness ---"
+SERVERS = ("redis", "streamkeep", "shared")
+# Not run by default: redis-server on a Unix socket, the baseline for a unix:// failure.
+OPTIONAL_SERVERS = ("redis-unix",)
+
+# The pytest plugin that records every test's outcome as it finishes (one JSON line each), so
+# that a suite killed by its timeout still reports what ran.
+REPORT_PLUGIN = '''\
+import json, os
+
+_OUT = os.environ["STREAMKEEP_SUITE_REPORT"]
+
+
+def pytest_runtest_logreport(report):
+    if report.when != "call" and report.outcome == "passed":
+        return
+    if report.when == "call" or report.outcome != "passed":
+        text = report.longreprtext if report.outcome != "passed" else ""
+        with open(_OUT, "a", encoding="utf-8") as out:
+            out.write(json.dumps({"nodeid": report.nodeid, "when": report.when,
+                                  "outcome": report.outcome, "text": text[-20000:]}) + "\\n")
+'''
+
+
+# ---------------------------------------------------------------- the suites
+
+@dataclass(frozen=True)
+class Suite:
+    """One framework: where its source and tests come from, what its tests need installed,
+    how they are pointed at a server, and which of its tests run."""
+
+    name: str
+    version: str
+    requirement: str  # pip's name==version (the sdist)
+    git_url: str | None  # when the sdist has no tests
+    git_tag: str | None
+    install: tuple[str, ...]  # pip arguments; "{src}" is the source tree
+    pytest_args: tuple[str, ...]  # the first is the tests' path (--paths replaces it)
+    patch: Callable[[Path], None]
+    unix: bool  # accepts a unix:// URL
+    note: str = ""
+
+
+def _append_once(path: Path, block: str) -> None:
+    text = path.read_text(encoding="utf-8")
+    if MARKER in text:
+        text = text[:text.index(MARKER)]
+    path.write_text(text.rstrip("\n") + "\n\n\n" + MARKER + "\n" + block, encoding="utf-8")
+
+
+def _patch_streaq(src: Path) -> None:
+    # streaq's redis_url fixture names a docker-compose host.
+    _append_once(src / "tests" / "conftest.py", '''\
+@pytest.fixture(scope="session")
+def redis_url() -> str:
+    return os.environ["STREAMKEEP_SUITE_URL"]
+''')
+
+
+def _patch_arq(src: Path) -> None:
+    # arq's fixtures start a testcontainers Redis; theirs are replaced by the server under test.
+    conftest = src / "tests" / "conftest.py"
+    text = conftest.read_text(encoding="utf-8")
+    text = text.replace("from testcontainers.redis import RedisContainer\n", "")
+    text = text.replace("Generator[RedisContainer, None, None]", "Generator[None, None, None]")
+    text = text.replace("redis_container: RedisContainer", "redis_container: None")
+    conftest.write_text(text, encoding="utf-8")
+    _append_once(conftest, '''\
+@pytest.fixture(scope='session')
+def redis_container():
+    yield None
+
+
+@pytest.fixture(scope='session')
+def test_redis_host(redis_container) -> str:
+    return os.environ['STREAMKEEP_SUITE_HOST']
+
+
+@pytest.fixture(scope='session')
+def test_redis_port(redis_container) -> int:
+    return int(os.environ['STREAMKEEP_SUITE_PORT'])
+''')
+
+
+def _patch_pydocket(src: Path) -> None:
+    # docket's fixtures start a Redis container per xdist worker.
+    _append_once(src / "tests" / "conftest.py", '''\
+@pytest.fixture(scope="session")
+def redis_server():
+    yield None
+
+
+@pytest.fixture(scope="session")
+def redis_port(redis_server) -> int:
+    return int(os.environ.get("STREAMKEEP_SUITE_PORT") or 0)
+
+
+@pytest.fixture
+def redis_url(redis_port: int) -> str:
+    url = os.environ["STREAMKEEP_SUITE_URL"]
+    with sync_redis(url) as r:
+        r.flushall()  # type: ignore
+    return url
+''')
+
+
+SUITES: dict[str, Suite] = {
+    "streaq": Suite(
+        "streaq", "6.4.0", "streaq==6.4.0", "https://github.com/tastyware/streaq", "v6.4.0",
+        # coredis as its lock file pins it: later ones changed XREADGROUP's reply shape
+        ("{src}[web]", "coredis==6.3.0", "pytest>=8.4", "pytest-timeout", "trio", "uvloop",
+         "httpx"),
+        ("tests", "-k", "not sentinel and not cluster and not trio and not uvloop"),
+        _patch_streaq, unix=True,
+        note="basic worker only (no sentinel/cluster), asyncio backend only (no trio/uvloop)"),
+    "arq": Suite(
+        "arq", "0.28.0", "arq==0.28.0", None, None,
+        # redis-py as its lock file pins it: 5.x deprecates close(), an error in its tests
+        ("{src}", "redis[hiredis]==4.6.0", "pytest==8.4.2", "pytest-asyncio==0.23.6",
+         "pytest-mock", "pytest-timeout", "pytz", "tzdata", "msgpack", "dirty-equals",
+         "pydantic", "watchfiles"),
+        ("tests",), _patch_arq, unix=False,
+        note="TCP only: its tests build clients from host and port"),
+    "pydocket": Suite(
+        "pydocket", "0.27.0", "pydocket==0.27.0", None, None,
+        ("{src}", "docker", "pytest>=9", "pytest-asyncio>=0.24", "pytest-timeout",
+         "pytest-xdist"),
+        ("tests/fundamentals", "-o", "addopts=", "--import-mode=importlib", "-p", "no:randomly",
+         # its cron conformance table lives outside the sdist's tree
+         "--ignore=tests/fundamentals/test_cron.py"),
+        _patch_pydocket, unix=True,
+        note="tests/fundamentals only (test_cron.py left out: its data file is not in the sdist),"
+             " one process (its addopts' xdist and coverage dropped)"),
+}
+
+
+# ---------------------------------------------------------------- sources and venvs
+
+def _run(argv: list[str], **kwargs: object) -> None:
+    subprocess.run(argv, check=True, **kwargs)  # type: ignore[call-overload]
+
+
+def fetch_source(suite: Suite, cache: Path, override: Path | None) -> Path:
+    """The suite's source tree in the cache, at its pinned version, with its tests patched."""
+    dest = cache / "src" / f"{suite.name}-{suite.version}"
+    if not dest.exists():
+        tmp = Path(tempfile.mkdtemp(dir=cache))
+        try:
+            is_git = override is not None and any(
+                (override / p).exists() for p in ("HEAD", ".git"))
+            if override is not None and is_git:
+                _git_archive(override, suite.git_tag or f"v{suite.version}", tmp / "tree")
+            elif override is not None:
+                shutil.copytree(override, tmp / "tree")
+            elif suite.git_url:
+                _run(["git", "clone", "-q", "--depth", "1", "--branch", str(suite.git_tag),
+                      suite.git_url, str(tmp / "tree")])
+            else:
+                _sdist(suite, tmp)
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            (tmp / "tree").rename(dest)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+    suite.patch(dest)
+    return dest
+
+
+def _git_archive(repo: Path, tag: str, into: Path) -> None:
+    into.mkdir(parents=True)
+    archive = subprocess.run(["git", "--git-dir", str(repo if (repo / "HEAD").exists()
+                                                      else repo / ".git"),
+                              "archive", tag], check=True, capture_output=True).stdout
+    subprocess.run(["tar", "x", "-C", str(into)], input=archive, check=True)
+
+
+def _sdist(suite: Suite, tmp: Path) -> None:
+    _run([sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--no-binary", ":all:",
+          "-d", str(tmp), suite.requirement])
+    (archive,) = tmp.glob("*.tar.gz")
+    with tarfile.open(archive) as tar:
+        tar.extractall(tmp, filter="data")
+    (top,) = (p for p in tmp.iterdir() if p.is_dir())
+    top.rename(tmp / "tree")
+
+
+def ensure_venv(suite: Suite, cache: Path, src: Path) -> Path:
+    """The suite's own venv (made and installed once; again when its pins change)."""
+    venv = cache / "venvs" / suite.name
+    spec = [a.replace("{src}", str(src)) for a in suite.install]
+    digest = hashlib.sha256(json.dumps(spec).encode()).hexdigest()[:16]
+    stamp = venv / ".stamp"
+    if stamp.exists() and stamp.read_text() == digest:
+        return venv
+    _run([str(PROJECT_PYTHON), "-m", "venv", "--clear", str(venv)])
+    _run([str(venv / "bin" / "python"), "-m", "pip", "install", "-q", *spec])
+    stamp.write_text(digest)
+    return venv
+
+
+# ---------------------------------------------------------------- servers
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _ping(address: tuple[str, int] | str, timeout: float = 1.0) -> bool:
+    family = socket.AF_UNIX if isinstance(address, str) else socket.AF_INET
+    try:
+        with socket.socket(family) as s:
+            s.settimeout(timeout)
+            s.connect(address)
+            s.sendall(b"PING\r\n")
+            return s.recv(64).startswith(b"+PONG")
+    except OSError:
+        return False
+
+
+def _send(address: tuple[str, int] | str, *args: str) -> bytes:
+    """One command's whole reply (a simple line, or a bulk string's bytes)."""
+    payload = f"*{len(args)}\r\n".encode() + b"".join(
+        f"${len(a)}\r\n{a}\r\n".encode() for a in args)
+    family = socket.AF_UNIX if isinstance(address, str) else socket.AF_INET
+    with socket.socket(family) as s:
+        s.settimeout(5)
+        s.connect(address)
+        s.sendall(payload)
+        data = b""
+        while b"\r\n" not in data:
+            chunk = s.recv(65536)
+            if not chunk:
+                break
+            data += chunk
+        head, _, rest = data.partition(b"\r\n")
+        if not head.startswith(b"$"):
+            return head
+        size = int(head[1:])
+        while len(rest) < size:
+            chunk = s.recv(65536)
+            if not chunk:
+                break
+            rest += chunk
+        return rest[:size]
+
+
+def server_failures(address: tuple[str, int] | str) -> dict[str, str]:
+    """What the server itself counted as refused: INFO errorstats' error codes and the
+    commands with rejected or failed calls (INFO commandstats), which a test that swallows
+    an error reply never shows."""
+    found: dict[str, str] = {}
+    try:
+        text = _send(address, "INFO", "errorstats").decode() + \
+            _send(address, "INFO", "commandstats").decode()
+    except OSError as exc:
+        return {"(INFO failed)": str(exc)}
+    for line in text.splitlines():
+        if line.startswith("errorstat_"):
+            name, _, value = line[len("errorstat_"):].partition(":")
+            found[f"error {name}"] = value
+        elif line.startswith("cmdstat_"):
+            name, _, value = line[len("cmdstat_"):].partition(":")
+            stats = dict(kv.split("=", 1) for kv in value.split(","))
+            bad = {k: stats.get(k, "0") for k in ("rejected_calls", "failed_calls")}
+            if any(v != "0" for v in bad.values()):
+                found[name] = " ".join(f"{k}={v}" for k, v in bad.items())
+    return found
+
+
+class ServerDidNotStart(RuntimeError):
+    """The server under test exited or did not answer PING in time (its log is the message)."""
+
+
+@dataclass
+class Running:
+    label: str
+    url: str
+    host: str
+    port: int
+    proc: subprocess.Popen[bytes]
+    log: Path
+    address: tuple[str, int] | str
+
+
+@contextmanager
+def start_server(kind: str, workdir: Path) -> Iterator[Running]:
+    """A fresh server of `kind` (redis, redis-unix, streamkeep, shared), stopped afterwards."""
+    log = workdir / f"{kind}.log"
+    unix = kind in ("shared", "redis-unix")
+    port = 0 if unix else free_port()
+    data = workdir / f"{kind}-data"
+    sock = str(data / ("shared.sock" if kind == "shared" else "redis.sock"))
+    if kind in ("redis", "redis-unix"):
+        data.mkdir()
+        argv = ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "",
+                "--appendonly", "no", "--dir", str(data)]
+        if unix:
+            argv += ["--unixsocket", sock]
+    elif kind == "streamkeep":
+        argv = [str(PROJECT_PYTHON), "-m", "streamkeep", "serve", "--dir", str(data),
+                "--port", str(port)]
+    else:
+        argv = [str(PROJECT_PYTHON), "-m", "streamkeep", "serve", "--shared", "--dir", str(data)]
+    with open(log, "wb") as out:
+        proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, cwd=workdir,
+                                start_new_session=True)
+    address: tuple[str, int] | str = sock if unix else ("127.0.0.1", port)
+    deadline = time.monotonic() + 30
+    while not _ping(address):
+        if proc.poll() is not None or time.monotonic() > deadline:
+            proc.kill()
+            raise ServerDidNotStart(f"{kind} did not start:\n{log.read_text(errors='replace')}")
+        time.sleep(0.1)
+    if kind == "shared":
+        # The suite's gaps between connections must not let the server leave when idle.
+        _send(sock, "CONFIG", "SET", "idle-shutdown", "0")
+    url = f"unix://{sock}" if unix else f"redis://127.0.0.1:{port}/0"
+    try:
+        yield Running(kind, url, "127.0.0.1", port, proc, log, address)
+    finally:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+            try:
+                proc.wait(10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+
+
+# ---------------------------------------------------------------- running and reading
+
+@dataclass
+class LegResult:
+    suite: str
+    server: str
+    outcomes: dict[str, str] = field(default_factory=dict)  # nodeid -> passed/failed/error/...
+    texts: dict[str, str] = field(default_factory=dict)
+    seconds: float = 0.0
+    timed_out: bool = False
+    returncode: int | None = None
+    skipped_reason: str = ""
+    server_failures: dict[str, str] = field(default_factory=dict)
+
+    def count(self, outcome: str) -> int:
+        return sum(1 for o in self.outcomes.values() if o == outcome)
+
+
+def run_leg(suite: Suite, src: Path, venv: Path, server: Running, workdir: Path,
+            suite_timeout: float, test_timeout: float,
+            paths: list[str] | None = None) -> LegResult:
+    report = workdir / f"{suite.name}-{server.label}.jsonl"
+    plugin_dir = workdir / "plugin"
+    plugin_dir.mkdir(exist_ok=True)
+    (plugin_dir / "sk_suite_report.py").write_text(REPORT_PLUGIN, encoding="utf-8")
+    env = dict(os.environ)
+    env.update(STREAMKEEP_SUITE_URL=server.url, STREAMKEEP_SUITE_HOST=server.host,
+               STREAMKEEP_SUITE_PORT=str(server.port), STREAMKEEP_SUITE_REPORT=str(report),
+               PYTHONPATH=str(plugin_dir), PYTHONDONTWRITEBYTECODE="1")
+    env.pop("VIRTUAL_ENV", None)
+    argv = [str(venv / "bin" / "python"), "-m", "pytest", "-q", "-p", "sk_suite_report",
+            "-p", "no:cacheprovider", f"--timeout={test_timeout:g}",
+            *(paths or suite.pytest_args[:1]), *suite.pytest_args[1:]]
+    result = LegResult(suite.name, server.label)
+    started = time.monotonic()
+    with open(workdir / f"{suite.name}-{server.label}.out", "wb") as out:
+        proc = subprocess.Popen(argv, cwd=src, env=env, stdout=out, stderr=subprocess.STDOUT,
+                                start_new_session=True)
+        try:
+            result.returncode = proc.wait(suite_timeout)
+        except subprocess.TimeoutExpired:
+            result.timed_out = True
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    result.seconds = time.monotonic() - started
+    result.server_failures = server_failures(server.address)
+    _read_report(report, result)
+    return result
+
+
+def _read_report(report: Path, result: LegResult) -> None:
+    if not report.exists():
+        return
+    for line in report.read_text(encoding="utf-8").splitlines():
+        row = json.loads(line)
+        nodeid, outcome = row["nodeid"], row["outcome"]
+        if row["when"] != "call" and outcome == "failed":
+            outcome = "error"
+        if outcome == "skipped" and result.outcomes.get(nodeid) in ("failed", "error"):
+            continue
+        # A teardown error after a passed call counts as an error (pytest's own rule).
+        if nodeid not in result.outcomes or outcome in ("failed", "error"):
+            result.outcomes[nodeid] = outcome
+        if row["text"] and nodeid not in result.texts:
+            result.texts[nodeid] = row["text"]
+
+
+# Redis error lines as the clients show them: redis-py's ResponseError and its subclasses,
+# coredis's, and the message inside a Lua error.
+_ERROR_LINE = re.compile(
+    r"(?:ResponseError|Error|Exception)\)?:?\s*[:(]?\s*['\"]?("
+    r"(?:ERR|WRONGTYPE|NOSCRIPT|NOGROUP|BUSYGROUP|EXECABORT|NOPERM|BUSY|MISCONF|READONLY)"
+    r"\b[^\n'\"]*|unknown command[^\n]*|unknown subcommand[^\n]*"
+    r"|(?:Unknown|unknown) Redis command[^\n]*|wrong number of arguments[^\n]*)")
+_ANY_REDIS_LINE = re.compile(
+    r"((?:ERR |WRONGTYPE |NOSCRIPT |NOGROUP )[^\n'\"]*|unknown command '[^']*'"
+    r"|unknown subcommand '[^']*'[^\n'\"]*)")
+
+
+def first_redis_error(text: str) -> str:
+    """The first Redis error line in a failure's text, reduced to what identifies it."""
+    found = _ANY_REDIS_LINE.search(text) or _ERROR_LINE.search(text)
+    if found:
+        line = found.group(1).strip()
+        line = re.sub(r", with args beginning with:.*", "", line)
+        line = re.sub(r"script: \w+", "script: <sha>", line)
+        line = re.sub(r"\bf_[0-9a-f]{40}\b", "f_<sha>", line)
+        return line[:120]
+    if "Timeout" in text and ("pytest-timeout" in text or "Timeout (" in text
+                              or "Failed: Timeout" in text):
+        return "(no Redis error) the test timed out"
+    last = next((ln.strip() for ln in reversed(text.splitlines())
+                 if re.match(r"^E\s+\S", ln.strip())), "")
+    last = re.sub(r"^E\s+", "", last)
+    return f"(no Redis error) {last[:100]}" if last else "(no Redis error)"
+
+
+# ---------------------------------------------------------------- the table
+
+def print_table(results: list[LegResult], notes: dict[str, str]) -> str:
+    lines = ["| framework | server | passed | failed | errors | skipped | time (s) |",
+             "|---|---|---:|---:|---:|---:|---:|"]
+    for r in results:
+        if r.skipped_reason:
+            lines.append(f"| {r.suite} | {r.server} | – | – | – | – | {r.skipped_reason} |")
+            continue
+        stop = " (suite timeout)" if r.timed_out else ""
+        lines.append(f"| {r.suite} | {r.server} | {r.count('passed')} | {r.count('failed')} | "
+                     f"{r.count('error')} | {r.count('skipped')} | {r.seconds:.0f}{stop} |")
+    out = ["\n".join(lines), ""]
+    for suite, note in notes.items():
+        out.append(f"- {suite}: {note}")
+    out.append("")
+    out.append("### What each server refused (INFO errorstats, commands with rejected/failed "
+               "calls)")
+    for r in results:
+        if r.server_failures:
+            shown = "; ".join(f"{k}: {v}" for k, v in sorted(r.server_failures.items()))
+            out.append(f"- {r.suite} on {r.server}: {shown}")
+    out.append("")
+    causes: Counter[str] = Counter()
+    for r in results:
+        if r.server.startswith("redis") or r.skipped_reason:
+            continue
+        base = next((b for b in results if b.suite == r.suite and b.server == "redis"), None)
+        groups: dict[str, list[str]] = defaultdict(list)
+        for nodeid, outcome in sorted(r.outcomes.items()):
+            if outcome not in ("failed", "error"):
+                continue
+            if base is not None and base.outcomes.get(nodeid) in ("failed", "error"):
+                continue  # fails against redis-server too: not streamkeep's
+            groups[first_redis_error(r.texts.get(nodeid, ""))].append(nodeid)
+        if not groups:
+            continue
+        out.append(f"### {r.suite} on {r.server}: failing here, not on redis-server")
+        for cause, ids in sorted(groups.items(), key=lambda kv: -len(kv[1])):
+            causes[cause] += len(ids)
+            out.append(f"- {len(ids)} x `{cause}`")
+            for nodeid in ids[:8]:
+                out.append(f"    - {nodeid}")
+            if len(ids) > 8:
+                out.append(f"    - ... {len(ids) - 8} more")
+        out.append("")
+    if causes:
+        out.append("### Top causes (all streamkeep legs)")
+        for cause, n in causes.most_common(15):
+            out.append(f"- {n} x `{cause}`")
+    text = "\n".join(out)
+    print(text, flush=True)
+    return text
+
+
+# ---------------------------------------------------------------- main
+
+def run(only: list[str], servers: list[str], cache: Path, sources: dict[str, Path],
+        suite_timeout: float, test_timeout: float, paths: list[str] | None = None,
+        log: Callable[[str], None] = print) -> list[LegResult]:
+    cache.mkdir(parents=True, exist_ok=True)
+    results: list[LegResult] = []
+    for name in only:
+        suite = SUITES[name]
+        src = fetch_source(suite, cache, sources.get(name))
+        venv = ensure_venv(suite, cache, src)
+        for kind in servers:
+            if kind in ("shared", "redis-unix") and not suite.unix:
+                results.append(LegResult(name, kind, skipped_reason="no unix:// URL"))
+                continue
+            with tempfile.TemporaryDirectory(prefix=f"sk-{name}-") as tmp:
+                workdir = Path(tmp)
+                try:
+                    with start_server(kind, workdir) as server:
+                        log(f"{name} on {kind} ({server.url}) ...")
+                        leg = run_leg(suite, src, venv, server, workdir, suite_timeout,
+                                      test_timeout, paths)
+                except ServerDidNotStart as exc:
+                    log(str(exc))
+                    results.append(LegResult(name, kind, skipped_reason="server did not start"))
+                    continue
+                keep = cache / "logs" / f"{name}-{kind}"
+                shutil.rmtree(keep, ignore_errors=True)
+                shutil.copytree(workdir, keep, ignore=shutil.ignore_patterns("*-data"))
+            log(f"  {leg.count('passed')} passed, {leg.count('failed')} failed, "
+                f"{leg.count('error')} errors in {leg.seconds:.0f} s"
+                + (" (suite timeout)" if leg.timed_out else ""))
+            results.append(leg)
+    return results
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--only", default=",".join(SUITES))
+    parser.add_argument("--servers", default=",".join(SERVERS),
+                        help=f"of {', '.join(SERVERS + OPTIONAL_SERVERS)}")
+    parser.add_argument("--cache", type=Path,
+                        default=Path(os.environ.get("STREAMKEEP_SUITES_CACHE", DEFAULT_CACHE)))
+    parser.add_argument("--source", action="append", default=[], metavar="NAME=PATH")
+    parser.add_argument("--suite-timeout", type=float, default=300.0)
+    parser.add_argument("--test-timeout", type=float, default=15.0)
+    parser.add_argument("--paths", help="comma-separated test paths instead of the suite's own"
+                        " (one framework at a time)")
+    parser.add_argument("--json", type=Path, help="write the outcomes here")
+    args = parser.parse_args(argv)
+    sources = {k: Path(v) for k, v in (s.split("=", 1) for s in args.source)}
+    results = run(args.only.split(","), args.servers.split(","), args.cache, sources,
+                  args.suite_timeout, args.test_timeout,
+                  args.paths.split(",") if args.paths else None)
+    print()
+    print_table(results, {n: f"tests: {args.paths}" if args.paths else SUITES[n].note
+                          for n in args.only.split(",")})
+    if args.json:
+        args.json.write_text(json.dumps([r.__dict__ for r in results], indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,86 @@
+"""tools.value_tables: each type's element rows, the tables an export offers (a type's table on
+once its type is registered), the per-type key counts, and values decoded by the registry."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from streamkeep.engine.model import value_types
+from streamkeep.engine.model.hashes import Hash
+from streamkeep.engine.model.sets import RSet
+from streamkeep.engine.model.zset import ZSet
+from streamkeep.tools import value_tables as vt
+from tests.support.extra_types import register_hash_and_set
+
+
+def rows(type_name: str, value: object) -> list[tuple]:
+    return list(vt.BY_TYPE[type_name].rows(value))
+
+
+def test_every_table_has_distinct_names_and_known_kinds() -> None:
+    tables = [t.table for t in vt.VALUE_TABLES]
+    assert len(set(tables)) == len(tables)
+    assert not set(tables) & {vt.KEYS_TABLE, *vt.STREAM_TABLES}
+    for table in vt.VALUE_TABLES:
+        names = [c.name for c in table.columns]
+        assert len(set(names)) == len(names)
+        assert not set(names) & {"db", "key", "key_str", "expire_ms", "snapshot_lsn"}
+        assert {c.kind for c in table.columns} <= {"binary", "double", "expiry"}
+
+
+def test_string_and_zset_rows() -> None:
+    assert rows("string", b"\x00v") == [(b"\x00v",)]
+    z = ZSet.from_items([(b"b", 2.0), (b"a", 2.0), (b"lo", -math.inf), (b"x", 0.5)])
+    assert rows("zset", z) == [(b"lo", -math.inf), (b"x", 0.5), (b"a", 2.0), (b"b", 2.0)]
+    big = ZSet.from_items([(b"m%d" % i, float(i)) for i in range(300)])  # skiplist encoded
+    assert big.encoding == "skiplist" and len(rows("zset", big)) == 300
+
+
+def test_hash_rows_carry_each_fields_expiry() -> None:
+    h = Hash.from_pairs([(b"f1", b"v1"), (b"f2", b"\xff")])
+    h.set_field_expiry(b"f2", 1_800_000_000_000)
+    assert sorted(rows("hash", h)) == [(b"f1", b"v1", None), (b"f2", b"\xff", 1_800_000_000_000)]
+    wide = Hash.from_pairs([(b"k%d" % i, b"v") for i in range(200)])  # hashtable encoded
+    assert len(rows("hash", wide)) == 200
+
+
+def test_set_rows() -> None:
+    assert sorted(rows("set", RSet.from_members([b"3", b"1", b"2"]))) == [(b"1",), (b"2",),
+                                                                          (b"3",)]
+    assert sorted(rows("set", RSet.from_members([b"a", b"b"]))) == [(b"a",), (b"b",)]
+
+
+def test_a_types_table_is_offered_once_its_type_is_registered(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    def offered() -> set[str]:
+        return set(vt.export_tables())
+
+    base = {*vt.STREAM_TABLES, "keys", "strings", "zset_members"}
+    assert base <= offered()
+    assert ("hash_fields" in offered()) == ("hash" in value_types.BY_NAME)
+    assert ("set_members" in offered()) == ("set" in value_types.BY_NAME)
+    register_hash_and_set(monkeypatch)
+    assert offered() == base | {"hash_fields", "set_members"}
+    monkeypatch.undo()
+    monkeypatch.delitem(value_types.BY_NAME, "zset")
+    assert "zset_members" not in offered() and "strings" in offered()
+
+
+def test_decode_reads_what_the_types_to_bytes_wrote(monkeypatch: pytest.MonkeyPatch) -> None:
+    z = ZSet.from_items([(b"a", 1.5)])
+    assert vt.BY_TYPE["zset"].decode(value_types.ZSET.to_bytes(z)) == z  # type: ignore[misc]
+    hash_type, set_type = register_hash_and_set(monkeypatch)
+    h = Hash.from_pairs([(b"f", b"v")])
+    stored = hash_type.to_bytes(h)  # type: ignore[misc]
+    assert vt.BY_TYPE["hash"].decode(stored).items() == [(b"f", b"v")]
+    s = RSet.from_members([b"m"])
+    assert list(vt.BY_TYPE["set"].decode(set_type.to_bytes(s))) == [b"m"]  # type: ignore[misc]
+
+
+def test_type_counts_name_every_registered_type() -> None:
+    counts = vt.type_counts(2, ["string", None, "zset", "string"])
+    assert counts == {**{t.name: 0 for t in value_types.TYPES}, "stream": 2, "string": 2,
+                      "zset": 1}
+    assert list(counts)[:3] == ["stream", "string", "zset"]
