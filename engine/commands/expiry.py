@@ -61,7 +61,7 @@ Must not touch: stream internals, the command table beyond its declarations, I/O
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence, Sized
 from itertools import chain, islice
 from typing import TYPE_CHECKING, Any
 
@@ -221,6 +221,20 @@ def delete_key(ctx: Ctx, key: bytes) -> bool:
     return False
 
 
+def removed_from(ctx: Ctx, key: bytes, value: Sized, cls: int, event: bytes) -> None:
+    """An aggregate (sorted set, hash, set) lost members: the key signalled, the type's event
+    notified and, once it is empty, the key deleted (as Redis deletes an empty aggregate) and
+    `del` notified after the event."""
+    emptied = not len(value)
+    if emptied:
+        delete_key(ctx, key)  # (signals the key)
+    else:
+        ctx.signal(key)
+    ctx.notify(cls, event, key)
+    if emptied:
+        ctx.notify(GENERIC, b"del", key)
+
+
 def all_keys(ctx: Ctx) -> Iterator[bytes]:
     """Every key of the selected database, expired or not."""
     db = ctx.session.db
@@ -267,14 +281,15 @@ def hide_expired(ctx: Ctx, argv: Sequence[bytes]) -> Hidden | None:
     caller's `finally`)."""
     expires, now = ctx.expires, ctx.now
     taken: list[tuple[bytes, int, object, int]] | None = None
-    db = ctx.session.db
-    # The dicts themselves: a SELECT among the arguments' commands changes ctx's database.
-    spaces = [space[db] for space in ctx.engine.keyspaces]
+    spaces: list[dict] = []
     for arg in argv[1:]:
         when = expires.get(arg)
         if when is not None and now > when:
             if taken is None:
                 taken = []
+                # The dicts themselves: a SELECT among the arguments' commands changes ctx's
+                # database.
+                spaces = [space[ctx.session.db] for space in ctx.engine.keyspaces]
             for slot, space in enumerate(spaces):  # (a key named twice is taken out once)
                 value = space.pop(arg, None)
                 if value is not None:

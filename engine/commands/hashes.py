@@ -38,11 +38,11 @@ import random
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from streamkeep.engine.commands.expiry import PLACED, delete_key, read_value, value_at
+from streamkeep.engine.commands.expiry import PLACED, read_value, removed_from, value_at
 from streamkeep.engine.commands.keyspace import parse_element_scan, stringmatchlen
 from streamkeep.engine.exec.context import Ctx
-from streamkeep.engine.exec.notify import GENERIC, NEW
 from streamkeep.engine.exec.notify import HASH as HASH_EVENTS
+from streamkeep.engine.exec.notify import NEW
 from streamkeep.engine.exec.table import Argv, command
 from streamkeep.engine.model.effects import (
     hdel_effect,
@@ -206,15 +206,14 @@ def expire_due_fields(ctx: Ctx, key: bytes, h: Hash, cutoff: int,
     if not fields:
         return 0
     ctx.emit(hdel_effect(key, fields))
-    ctx.notify(HASH_EVENTS, b"hexpired", key)
-    if not len(h):
-        delete_key(ctx, key)
-        track(ctx, key, None)
-        ctx.notify(GENERIC, b"del", key)
-    else:
-        ctx.signal(key)
-        track(ctx, key, h)
+    _fields_removed(ctx, key, h, b"hexpired")
     return len(fields)
+
+
+def _fields_removed(ctx: Ctx, key: bytes, h: Hash, event: bytes) -> None:
+    """removed_from, and the field-TTL registry told (the key dropped once the hash went)."""
+    removed_from(ctx, key, h, HASH_EVENTS, event)
+    track(ctx, key, h if len(h) else None)
 
 
 def _lazy(ctx: Ctx, key: bytes, h: Hash | None) -> Hash | None:
@@ -416,14 +415,7 @@ def hdel(ctx: Ctx, argv: Argv) -> int:
     if not removed:
         return 0
     ctx.emit(hdel_effect(key, removed))
-    ctx.notify(HASH_EVENTS, b"hdel", key)
-    if not len(h):
-        delete_key(ctx, key)
-        track(ctx, key, None)
-        ctx.notify(GENERIC, b"del", key)
-    else:
-        ctx.signal(key)
-        track(ctx, key, h)
+    _fields_removed(ctx, key, h, b"hdel")
     return len(removed)
 
 
@@ -496,7 +488,7 @@ def hrandfield(ctx: Ctx, argv: Argv) -> object:
         with_values = len(argv) == 4
         if with_values and not -(LLONG_MAX // 2) <= count <= LLONG_MAX // 2:
             raise ReplyError("ERR value is out of range")
-        return _hrandfield_count(ctx, argv[1], count, with_values)
+        return _hrandfield_count(ctx, argv[1], ctx.repeats_cap(count), with_values)
     h = hash_for_read(ctx, argv[1])
     if h is None:
         return None

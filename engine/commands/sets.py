@@ -29,16 +29,21 @@ from streamkeep.engine.commands.expiry import (
     delete_key,
     drop_other_types,
     read_value,
+    removed_from,
     value_at,
 )
 from streamkeep.engine.commands.keyspace import parse_element_scan, replacing_events, stringmatchlen
-from streamkeep.engine.commands.zset_ranges import logged_as_given
 from streamkeep.engine.commands.zsets import parse_positive
 from streamkeep.engine.exec.context import Ctx
 from streamkeep.engine.exec.notify import GENERIC, NEW
 from streamkeep.engine.exec.notify import SET as SET_EVENTS
 from streamkeep.engine.exec.table import NO_KEYS, Argv, command
-from streamkeep.engine.model.effects import del_effect, pexpireat_effect, restore_effect
+from streamkeep.engine.model.effects import (
+    as_sent_effect,
+    del_effect,
+    pexpireat_effect,
+    restore_effect,
+)
 from streamkeep.engine.model.ids import parse_u64
 from streamkeep.engine.model.sets import RSet, SetLimits
 from streamkeep.engine.model.value_types import SET
@@ -73,22 +78,6 @@ def set_for_write(ctx: Ctx, key: bytes) -> RSet | None:
     if value is not None and value.limits is not ctx.engine.set_limits:
         value.limits = ctx.engine.set_limits  # loaded or restored: the engine's from now on
     return value
-
-
-def _emptied(ctx: Ctx, key: bytes, s: RSet) -> bool:
-    """Delete the key if its set became empty (the caller notifies `del` after its event)."""
-    if len(s):
-        return False
-    delete_key(ctx, key)
-    return True
-
-
-def _changed(ctx: Ctx, key: bytes, event: bytes, deleted: bool) -> None:
-    """The key signalled, the command's event, then `del` if the set was emptied."""
-    ctx.signal(key)
-    ctx.notify(SET_EVENTS, event, key)
-    if deleted:
-        ctx.notify(GENERIC, b"del", key)
 
 
 # --- SADD / SREM ---------------------------------------------------------------------------------
@@ -133,7 +122,7 @@ def srem(ctx: Ctx, argv: Argv) -> int:
                 break
     if removed:
         ctx.emit([b"SREM", key, *removed])
-        _changed(ctx, key, b"srem", _emptied(ctx, key, s))
+        removed_from(ctx, key, s, SET_EVENTS, b"srem")
     return len(removed)
 
 
@@ -153,10 +142,8 @@ def smove(ctx: Ctx, argv: Argv) -> int:
         return 1 if member in src else 0
     if not src.remove(member):
         return 0
-    ctx.emit(logged_as_given(argv))
-    ctx.notify(SET_EVENTS, b"srem", src_key)
-    if _emptied(ctx, src_key, src):
-        ctx.notify(GENERIC, b"del", src_key)
+    ctx.emit(as_sent_effect(argv))
+    removed_from(ctx, src_key, src, SET_EVENTS, b"srem")
     if dst is None:
         dst = RSet.for_new_key(member, 1, limits_of(ctx))
         ctx.space(SET.slot)[dst_key] = dst
@@ -259,7 +246,7 @@ def spop(ctx: Ctx, argv: Argv) -> object:
         return None
     member = s.pop_random(1, _RNG)[0]
     ctx.emit([b"SREM", key, member])
-    _changed(ctx, key, b"spop", _emptied(ctx, key, s))
+    removed_from(ctx, key, s, SET_EVENTS, b"spop")
     return member
 
 
@@ -275,13 +262,7 @@ def srandmember(ctx: Ctx, argv: Argv) -> object:
         s = set_for_read(ctx, argv[1])
         if s is None or count == 0:
             return []
-        if count < 0:
-            # Redis stops writing once the client's output limit closes it: no more picks
-            # than that limit can carry (each at least a few bytes of reply).
-            budget = ctx.reply_budget
-            if budget and -count > budget // 4 + 1:
-                count = -(budget // 4 + 1)
-        return s.random_members(count, _RNG)
+        return s.random_members(ctx.repeats_cap(count), _RNG)
     if len(argv) > 3:
         raise ReplyError(SYNTAX)
     s = set_for_read(ctx, argv[1])
@@ -360,12 +341,12 @@ def _store(ctx: Ctx, argv: Argv, result: RSet | None, event: bytes) -> int:
         drop_other_types(ctx.engine, ctx.session.db, dst, SET.slot)
         ctx.space(SET.slot)[dst] = result
         ctx.expires.pop(dst, None)
-        ctx.emit(logged_as_given(argv))
+        ctx.emit(as_sent_effect(argv))
         ctx.signal(dst)
         ctx.notify(SET_EVENTS, event, dst)
         return len(result)
     if delete_key(ctx, dst):
-        ctx.emit(logged_as_given(argv))
+        ctx.emit(as_sent_effect(argv))
         ctx.notify(GENERIC, b"del", dst)
     return 0
 

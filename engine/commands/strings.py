@@ -85,8 +85,10 @@ def store(ctx: Ctx, key: bytes, value: bytes, keep_ttl: bool = False) -> None:
     """setKey: the value replaces a key of any type; its TTL goes unless `keep_ttl` (no
     effect logged, nothing notified: the caller logs what the command amounted to and, while
     notifications are on, calls `stored_events`)."""
-    drop_other_types(ctx.engine, ctx.session.db, key, STRING_TYPE.slot)
-    ctx.strings[key] = value
+    strings = ctx.strings
+    if key not in strings:  # (a string overwritten: no other type can hold the key)
+        drop_other_types(ctx.engine, ctx.session.db, key, STRING_TYPE.slot)
+    strings[key] = value
     if not keep_ttl:
         ctx.expires.pop(key, None)
     ctx.signal(key)
@@ -267,8 +269,10 @@ def set_(ctx: Ctx, argv: Argv) -> str | bytes | None:
             _set_generic(ctx, key, value, 0, None)
             return "OK"
         # store()'s steps, inline: a value of another type under that name goes whole
-        drop_other_types(engine, db, key, STRING_TYPE.slot)
-        engine.strings[db][key] = value
+        strings = engine.strings[db]
+        if key not in strings:  # (a string overwritten: no other type can hold the key)
+            drop_other_types(engine, db, key, STRING_TYPE.slot)
+        strings[key] = value
         expires = engine.expires[db]
         if expires:
             expires.pop(key, None)

@@ -17,16 +17,14 @@ Must not touch: other types' values, the sorted set's internals.
 
 from __future__ import annotations
 
-from streamkeep.engine.commands.expiry import delete_key, drop_other_types
+from streamkeep.engine.commands.expiry import delete_key, drop_other_types, removed_from
 from streamkeep.engine.commands.keyspace import replacing_events
 from streamkeep.engine.commands.zsets import (
     BAD_LEX_RANGE,
     BAD_SCORE_RANGE,
-    emptied,
     limits_of,
     pairs_reply,
     parse_long,
-    removed_events,
     zset_for_read,
     zset_for_write,
 )
@@ -42,10 +40,6 @@ from streamkeep.engine.wire.args import is_word
 from streamkeep.engine.wire.errors import SYNTAX, ReplyError
 
 RANK, SCORE, LEX = "rank", "score", "lex"
-# A deterministic write's own argv as its effect (engine.model.effects.as_sent_effect; the set
-# commands import it by this name too).
-logged_as_given = as_sent_effect
-
 
 class _RangeArgs:
     """What zrangeGenericCommand parsed."""
@@ -241,7 +235,7 @@ def _zremrange(ctx: Ctx, argv: Argv, kind: str) -> int:
         removed = z.remove_range_by_lex(lrng)
     if removed:
         ctx.emit(as_sent_effect(argv))
-        removed_events(ctx, key, b"zremrangeby" + kind.encode(), emptied(ctx, key, z))
+        removed_from(ctx, key, z, ZSET_EVENTS, b"zremrangeby" + kind.encode())
     return len(removed)
 
 
@@ -266,4 +260,4 @@ def zremrangebylex(ctx: Ctx, argv: Argv) -> int:
     return _zremrange(ctx, argv, LEX)
 
 
-__all__ = ["logged_as_given", "store_result"]
+__all__ = ["store_result"]

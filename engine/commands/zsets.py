@@ -34,10 +34,10 @@ from collections.abc import Iterable, Sequence
 from fractions import Fraction
 from math import ceil
 
-from streamkeep.engine.commands.expiry import delete_key, read_value, value_at
+from streamkeep.engine.commands.expiry import read_value, removed_from, value_at
 from streamkeep.engine.commands.keyspace import parse_element_scan, stringmatchlen
 from streamkeep.engine.exec.context import Block, Ctx
-from streamkeep.engine.exec.notify import GENERIC, NEW
+from streamkeep.engine.exec.notify import NEW
 from streamkeep.engine.exec.notify import ZSET as ZSET_EVENTS
 from streamkeep.engine.exec.table import NO_KEYS, Argv, command
 from streamkeep.engine.model.effects import zadd_effect, zrem_effect, zremrangebyrank_effect
@@ -137,22 +137,6 @@ def parse_positive(arg: bytes) -> int:
     if value < 0:
         raise ReplyError(NOT_POSITIVE)
     return value
-
-
-def emptied(ctx: Ctx, key: bytes, z: ZSet) -> bool:
-    """Delete the key if its set became empty (the caller notifies `del` after its event)."""
-    if len(z):
-        return False
-    delete_key(ctx, key)
-    return True
-
-
-def removed_events(ctx: Ctx, key: bytes, event: bytes, deleted: bool) -> None:
-    """The command's event, then `del` if the set was emptied; the key signalled."""
-    ctx.signal(key)
-    ctx.notify(ZSET_EVENTS, event, key)
-    if deleted:
-        ctx.notify(GENERIC, b"del", key)
 
 
 # --- ZADD / ZINCRBY ------------------------------------------------------------------------------
@@ -264,7 +248,7 @@ def zrem(ctx: Ctx, argv: Argv) -> int:
             break
     if removed:
         ctx.emit(zrem_effect(key, removed))
-        removed_events(ctx, key, b"zrem", emptied(ctx, key, z))
+        removed_from(ctx, key, z, ZSET_EVENTS, b"zrem")
     return len(removed)
 
 
@@ -367,7 +351,7 @@ def pop_from(ctx: Ctx, key: bytes, z: ZSet, count: int, maximum: bool
     n = len(popped)
     first = size - n if maximum else 0
     ctx.emit(zremrangebyrank_effect(key, first, first + n - 1))
-    removed_events(ctx, key, b"zpopmax" if maximum else b"zpopmin", emptied(ctx, key, z))
+    removed_from(ctx, key, z, ZSET_EVENTS, b"zpopmax" if maximum else b"zpopmin")
     return popped
 
 
@@ -581,6 +565,7 @@ def zrandmember(ctx: Ctx, argv: Argv) -> object:
             # the whole set, as Redis's set-operation iterator walks it: highest first
             picks = z.range_by_index(0, len(z), reverse=True)
         else:
+            count = ctx.repeats_cap(count)
             picks = z.random_members(_RNG, abs(count), with_repeats=count < 0)
         return pairs_reply(ctx, picks, withscores)
     z = zset_for_read(ctx, argv[1])

@@ -46,6 +46,7 @@ from itertools import islice
 from typing import Final
 
 from streamkeep.engine.model.listpack import as_int, int_size, str_size
+from streamkeep.engine.model.packed_columns import column_index
 from streamkeep.engine.model.redis_alloc import jemalloc_size, sds_alloc
 from streamkeep.engine.model.strings import add_long_double, format_long_double, parse_long_double
 from streamkeep.engine.wire.errors import ReplyError
@@ -159,51 +160,20 @@ def _pairs(blob: bytes) -> list[tuple[bytes, bytes]]:
     return list(zip(fields, values, strict=True))
 
 
-def _index(blob: bytes, flens: bytes | array[int], start: int, end: int, field: bytes) -> int:
-    """The index of `field` among the fields stored in blob[start:end], -1 when absent.
-
-    A C-level search of the fields' bytes gives a candidate offset; its index is guessed
-    from the fields' mean length and corrected by summing lengths (C level) and stepping a
-    field or two, so no Python loop walks every pair. A candidate inside another field is
-    skipped for the next one."""
-    flen = len(field)
-    if flen == 0:
-        return flens.index(0) if 0 in flens else -1
-    c = blob.find(field, start, end)
-    n = len(flens)
-    span = end - start
-    while c >= 0:
-        i = (c - start) * n // span
-        p = start + sum(flens[:i])
-        while p < c:
-            p += flens[i]
-            i += 1
-        while p > c:
-            i -= 1
-            p -= flens[i]
-        if p == c:
-            while i < n and flens[i] == 0:  # empty fields share the offset of the next one
-                i += 1
-            if i < n and flens[i] == flen:
-                return i
-        c = blob.find(field, c + 1, end)
-    return -1
-
-
 def _lp_get(blob: bytes, field: bytes) -> bytes | None:
     if blob[0] == 1:  # the common form, without building the value lengths
         n = blob[1]
         fs = 2 + 2 * n
         names = blob[2:2 + n]
         fe = fs + sum(names)
-        i = _index(blob, names, fs, fe, field)
+        i = column_index(blob, names, fs, fe, field)
         if i < 0:
             return None
         vs = fe + sum(blob[2 + n:2 + n + i])
         return blob[vs:vs + blob[2 + n + i]]
     n, flens, vlens, fs = _cols(blob)
     fe = fs + sum(flens)
-    i = _index(blob, flens, fs, fe, field)
+    i = column_index(blob, flens, fs, fe, field)
     if i < 0:
         return None
     vs = fe + sum(vlens[:i])
@@ -222,7 +192,7 @@ def _lp_set(blob: bytes, field: bytes, value: bytes) -> tuple[bytes, bool]:
     existing one keeps its place."""
     n, flens, vlens, fs = _cols(blob)
     fe = fs + sum(flens)
-    i = _index(blob, flens, fs, fe, field)
+    i = column_index(blob, flens, fs, fe, field)
     vl = len(value)
     if i >= 0:
         vs = fe + sum(vlens[:i])
@@ -246,7 +216,7 @@ def _lp_remove(blob: bytes, field: bytes) -> tuple[bytes, bytes] | None:
     """(the pack without field, its value), or None when absent."""
     n, flens, vlens, fs = _cols(blob)
     fe = fs + sum(flens)
-    i = _index(blob, flens, fs, fe, field)
+    i = column_index(blob, flens, fs, fe, field)
     if i < 0:
         return None
     fo = fs + sum(flens[:i])

@@ -36,6 +36,7 @@ from itertools import islice
 from typing import Final
 
 from streamkeep.engine.model.listpack import as_int, str_size
+from streamkeep.engine.model.packed_columns import column_index
 from streamkeep.engine.model.redis_alloc import jemalloc_size, sds_alloc
 
 FORMAT_VERSION: Final = 1  # to_bytes's first byte
@@ -119,44 +120,15 @@ def _members(blob: bytes) -> list[bytes]:
     return out
 
 
-def _index(blob: bytes, lens: bytes | array[int], start: int, member: bytes) -> int:
-    """The index of `member` in the pack, -1 when absent: a C-level search of the members'
-    bytes gives a candidate offset, its index guessed from the mean length and corrected by
-    summing lengths (C level) and stepping a member or two (engine.model.hashes's lookup)."""
-    mlen = len(member)
-    if mlen == 0:
-        return lens.index(0) if 0 in lens else -1
-    end = len(blob)
-    c = blob.find(member, start)
-    n = len(lens)
-    span = end - start
-    while c >= 0:
-        i = (c - start) * n // span
-        p = start + sum(lens[:i])
-        while p < c:
-            p += lens[i]
-            i += 1
-        while p > c:
-            i -= 1
-            p -= lens[i]
-        if p == c:
-            while i < n and lens[i] == 0:  # empty members share the offset of the next one
-                i += 1
-            if i < n and lens[i] == mlen:
-                return i
-        c = blob.find(member, c + 1)
-    return -1
-
-
 def _lp_contains(blob: bytes, member: bytes) -> bool:
     n, lens, start = _cols(blob)
-    return _index(blob, lens, start, member) >= 0
+    return column_index(blob, lens, start, len(blob), member) >= 0
 
 
 def _lp_add(blob: bytes, member: bytes) -> bytes | None:
     """The pack with member appended, None when it is there already."""
     n, lens, start = _cols(blob)
-    if _index(blob, lens, start, member) >= 0:
+    if column_index(blob, lens, start, len(blob), member) >= 0:
         return None
     if blob[0] == 1 and n + 1 < _LONG and len(member) < _LONG:
         return b"".join((b"\x01", _LEN[n + 1], blob[2:start], _LEN[len(member)], blob[start:],
@@ -169,7 +141,7 @@ def _lp_add(blob: bytes, member: bytes) -> bytes | None:
 def _lp_remove(blob: bytes, member: bytes) -> bytes | None:
     """The pack without member, None when absent."""
     n, lens, start = _cols(blob)
-    i = _index(blob, lens, start, member)
+    i = column_index(blob, lens, start, len(blob), member)
     if i < 0:
         return None
     if blob[0] == 1:
