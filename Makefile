@@ -174,13 +174,16 @@ bench: venv
 	$(VENV)/bin/streamkeep bench
 
 # The full crash-recovery bench: exhaustive power loss under every policy (2,000 operations
-# each), random power loss, and SIGKILL of streamkeep and of redis-server side by side. CI runs
+# each), random power loss, SIGKILL of streamkeep and of redis-server side by side, then the
+# sorted-set/hash/set/function workload exhaustively and under SIGKILL. CI runs
 # a bounded configuration as tests/tools/crashbench/test_cli.py.
 crashbench: dev
 	$(VENV)/bin/streamkeep crashbench --policy all --ops 2000 --json crashbench-exhaustive.json --force
 	$(VENV)/bin/streamkeep crashbench --mode random --policy all --seconds 60
 	$(VENV)/bin/streamkeep crashbench --mode sigkill --policy all --points 30
 	$(VENV)/bin/streamkeep crashbench --mode sigkill --target redis-server --policy all --points 30
+	$(VENV)/bin/streamkeep crashbench --workload types --policy all --ops 2000 --json crashbench-types.json --force
+	$(VENV)/bin/streamkeep crashbench --workload types --mode sigkill --policy all --points 30
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache .mypy_cache .hypothesis build dist \

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING
 from streamkeep.engine.wire.errors import StorageError
 from streamkeep.replication import redis_link
 from streamkeep.replication.redis_commands import RedisApplier
-from streamkeep.snapshot.rdb import RdbError, describe_skipped, read_rdb
+from streamkeep.snapshot.rdb import RdbError, describe_skipped, read_rdb_contents
 
 if TYPE_CHECKING:
     from streamkeep.engine.exec.interfaces import Fields
@@ -195,12 +195,15 @@ class RedisFollowing:
         self._tmp_fd = -1
         assert self._tmp is not None and self._pending is not None
         try:
-            version, _aux, keys = read_rdb(fs.read_file(self._tmp))
+            version, _aux, keys, libraries, _end = read_rdb_contents(fs.read_file(self._tmp))
         except RdbError as err:
             raise StorageError(f"the primary's RDB cannot be read: {err}") from None
         # As a Redis replica loads its primary's RDB: keys already expired too (the
-        # primary's DELs follow in the stream).
+        # primary's DELs follow in the stream); its function libraries replace this node's.
         streams, entries, strings = self.applier.load(keys, version, replace_all=True)
+        self.applier.apply([b"FUNCTION", b"FLUSH"], 0)
+        for library in libraries:  # (a failure is the applier's, logged and counted)
+            self.applier.apply([b"FUNCTION", b"LOAD", library.code], 0)
         skipped = describe_skipped(keys)
         del keys
         if skipped:  # (counted in INFO's redis_skipped_keys too)

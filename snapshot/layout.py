@@ -41,14 +41,23 @@ A snapshot is one LMDB environment in one file (`subdir=False`, no lock file). S
     runs       key: number u64 | first master ID   value: msgpack [part, part number, last
                master ID (16 bytes), nodes]: in a segmented snapshot (version 5) the stream's
                nodes are not in this file but in part files, a run of consecutive nodes each:
-               meta `parts` lists the files ([[name, node bytes, nodes], ...]; `part` indexes
-               it), and the part holds the run's nodes under (part number, master), every one
+               meta `parts` lists the files ([[name, bytes, rows], ...], rows its nodes and
+               chunks; `part` indexes it), and the part holds the run's nodes under (part number, master), every one
                of its nodes of that number from the first master to the last and no other
     keys       key: db u8 | key             value: msgpack [value or nil, expiry ms or nil,
                type name (absent for a string)]: every key that is not a stream (its value as
                its type stores it: a string's bytes, another type's `to_bytes`, named by the
                type's word, engine.model.value_types) and every stream key with a TTL (nil
-               value: the stream is in the tables above); absent before version 3
+               value: the stream is in the tables above); absent before version 3. A big
+               value of a type snapshot.values chunks is [nil, expiry ms or nil, type name,
+               [part, number, chunks, elements, bytes]] instead: its elements are in the
+               chunks table, under `number`, in part file `part` (an index into meta `parts`;
+               nil: this file)
+    chunks     key: number u64 | chunk u32   value: msgpack, one chunk of a big value's
+               elements in the value's own order (snapshot.values documents each type's
+               body); chunks 0 to chunks - 1 of a value, each a few thousand elements or
+               about 64 KiB; in a segmented snapshot they are in the part files, like nodes,
+               under the number the snapshot that wrote the part gave the value
 
 Every integer in a key is big-endian, so LMDB's byte order is numeric order: one stream's nodes
 are contiguous and in ID order, and so are one group's PEL entries. An entry ID in a key or value
@@ -85,7 +94,7 @@ TABLES = ("meta", "streams", "nodes", "groups", "consumers", "pel")
 # part file (meta `role` "nodes") fills only nodes and nodeinfo (the other tables are empty).
 # Absent in older snapshots; a reader copes without them (nodeinfo: version 2's first files;
 # keys: before version 3).
-OPTIONAL_TABLES = ("nodeinfo", "keys", "runs")
+OPTIONAL_TABLES = ("nodeinfo", "keys", "runs", "chunks")
 MAX_TABLES = 16  # the max_dbs to open a snapshot's LMDB environment with (room to grow)
 NODES_ROLE = "nodes"
 MAX_ID = (1 << 128) - 1
@@ -243,9 +252,13 @@ def describe_key(table: str, key: bytes, names: dict[int, str] | None = None) ->
     try:
         if table == "meta":
             return f"meta {key.decode(errors='backslashreplace')!r}"
-        if table == "streams":
+        if table in ("streams", "keys"):
             db, name = split_stream_key(key)
-            return f"stream {name.decode(errors='backslashreplace')!r} (db {db})"
+            what = "stream" if table == "streams" else "key"
+            return f"{what} {name.decode(errors='backslashreplace')!r} (db {db})"
+        if table == "chunks":
+            number, index = split_chunk_key(key)
+            return f"value #{number}, chunk {index}"
         number = number_of(key)
         if table in ("nodes", "nodeinfo"):
             return f"{stream(number)}, node {ID.of(node_master(key))}"
@@ -326,17 +339,64 @@ def encode_key(value: bytes | None, expires_ms: int | None,
 
 def decode_key(raw: bytes | memoryview) -> tuple[bytes | None, int | None, str | None]:
     """(value, expiry, type name): the name is None for a stream's row, "string" for a row
-    without one."""
+    without one. (A chunked value's row: its value is None; see decode_key_row.)"""
+    value, expires_ms, type_name, _ref = decode_key_row(raw)
+    return value, expires_ms, type_name
+
+
+class ChunkRef(NamedTuple):
+    """Where a chunked value's elements are (see the module docstring): part file `part` (an
+    index into meta `parts`; None: the file holding the keys row), under `number`, `chunks`
+    chunk rows holding `elements` elements in `size` bytes (their bodies)."""
+
+    part: int | None
+    number: int
+    chunks: int
+    elements: int
+    size: int
+
+
+def encode_chunked_key(ref: ChunkRef, expires_ms: int | None, type_name: str) -> bytes:
+    """The `keys` value of a chunked value: no value, its expiry, its type and its chunks."""
+    return _packb([None, expires_ms, type_name, list(ref)])
+
+
+def decode_key_row(raw: bytes | memoryview
+                   ) -> tuple[bytes | None, int | None, str | None, ChunkRef | None]:
+    """(value, expiry, type name, chunks): decode_key's, and where a chunked value's elements
+    are (None for a value in the row itself)."""
     row = msgpack.unpackb(raw, raw=False, use_list=True)
-    if not isinstance(row, list) or len(row) not in (2, 3):
-        raise ValueError("a keys value is [bytes or nil, int or nil, (type name)]")
+    if not isinstance(row, list) or len(row) not in (2, 3, 4):
+        raise ValueError("a keys value is [bytes or nil, int or nil, (type name), (chunks)]")
     value, expires_ms = row[0], row[1]
-    type_name = row[2] if len(row) == 3 else (None if value is None else STRING_TYPE)
+    type_name = row[2] if len(row) >= 3 else (None if value is None else STRING_TYPE)
     if not (value is None or isinstance(value, bytes)) or \
             not (expires_ms is None or isinstance(expires_ms, int)) or \
             not (type_name is None or isinstance(type_name, str)):
         raise ValueError("a keys value is [bytes or nil, int or nil, (type name)]")
-    return value, expires_ms, type_name
+    ref = None
+    if len(row) == 4:
+        item = row[3]
+        if value is not None or type_name is None or not isinstance(item, list) or \
+                len(item) != 5 or not all(isinstance(x, int) for x in item[1:]) or \
+                not (item[0] is None or isinstance(item[0], int)) or \
+                min(item[1:]) < 0 or (item[0] is not None and item[0] < 0):
+            raise ValueError("a chunked keys value is [nil, int or nil, type name, "
+                             "[part or nil, number, chunks, elements, bytes]]")
+        ref = ChunkRef(*item)
+    return value, expires_ms, type_name, ref
+
+
+_CHUNK_KEY = struct.Struct(">QI")
+
+
+def chunk_key(number: int, index: int) -> bytes:
+    return _CHUNK_KEY.pack(number, index)
+
+
+def split_chunk_key(raw: bytes) -> tuple[int, int]:
+    number, index = _CHUNK_KEY.unpack(raw)
+    return int(number), int(index)
 
 
 def encode_stream(number: int, length: int, first_id: int, last_id: int, max_deleted_id: int,

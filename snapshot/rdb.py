@@ -11,7 +11,10 @@ version, CRC-64), and RDB files of versions 1 to 15 and Valkey 9's 80: the types
 stores read through their codec (`register_value_codec`: a type number finds its codec; sorted
 sets, hashes and sets add theirs from their own modules, which `snapshot.rdb_types` imports
 all: a user of the registry imports that module), every other type whose layout is
-known skipped so that it can be counted. Values come in and go out as the engine holds them
+known skipped so that it can be counted (Redis 8.10's templated hashes among them, through the
+file's hash template registry; a GCRA rate limiter, whose layout is not known, refused), and
+the function libraries a file carries read (`read_rdb_contents`) and written (`write_rdb`).
+Values come in and go out as the engine holds them
 (`engine.model.stream.Stream`, a string's bytes). Malformed input raises RdbError, never
 anything else. Must not touch: files, sockets, the engine's locking or commands (DUMP/RESTORE
 call these functions).
@@ -506,12 +509,20 @@ TYPE_NAMES = {0: "string", 1: "list", 2: "set", 3: "zset", 4: "hash", 5: "zset",
               7: "module", 9: "hash", 10: "list", 11: "set", 12: "zset", 13: "hash",
               14: "list", 15: "stream", 16: "hash", 17: "zset", 18: "list", 19: "stream",
               20: "set", 21: "stream", 22: "hash", 23: "hash", 24: "hash", 25: "hash",
-              26: "stream", 27: "stream", 28: "array", 29: "hash", 30: "hash", 31: "hash",
-              32: "hash", 33: "gcra"}
-# Types whose layout this module does not know, so that a file holding one cannot be read past
-# it: Redis 8.10's (RDB 15) templated hashes and GCRA rate limiters.
-_UNKNOWN_LAYOUT = {29: "a templated hash", 30: "a templated hash", 31: "a templated hash",
-                   32: "a templated hash", 33: "a GCRA rate limiter"}
+              26: "stream", 27: "stream", 28: "array", 29: "templated hash",
+              30: "templated hash", 31: "templated hash", 32: "templated hash", 33: "gcra"}
+# Redis 8.10's (RDB 15) hashes stored against a shared template of field names: 29 and 31 hold
+# their field names (DUMP's forms), 30 and 32 name a template of the file's registry (opcode
+# 242) by its id. Skipped and named, never read into a hash.
+TEMPLATED_HASH_TYPES = (29, 30, 31, 32)
+TYPE_GCRA = 33
+# A function library's record: the opcode, then the library's whole code as a string (Redis
+# 7.0's rdbSaveFunctions, RDB 10 and later; snapshot.rdb_functions builds FUNCTION DUMP's payload
+# of them). 246 is the format of 7.0's release candidates, which Redis's loader refuses.
+RDB_OPCODE_FUNCTION2 = 245
+RDB_OPCODE_FUNCTION_PRE_GA = 246
+FUNCTIONS_VERSION = 10
+_OPCODE_HASH_TEMPLATE = 242
 
 
 class RdbKey(NamedTuple):
@@ -645,9 +656,11 @@ _ONE_STRING = {0, 9, 10, 11, 12, 13, 16, 17, 20}  # the value is one (blob) stri
 _STRINGS = {1: 1, 2: 1, 4: 2, 14: 1}  # the value is a count of items of N strings each
 
 
-def _skip_value(r: Reader, rdb_type: int, valkey: bool = False) -> None:
+def _skip_value(r: Reader, rdb_type: int, valkey: bool = False,
+                templates: dict[int, int] | None = None) -> None:
     """Past a value of a type streamkeep does not store (`valkey`: the file is Valkey 9's,
-    whose type 22 is its own hash with field expiries)."""
+    whose type 22 is its own hash with field expiries; `templates`: the hash templates the
+    file registered so far, id -> field count)."""
     if rdb_type in _ONE_STRING:
         r.string()
     elif rdb_type in _STRINGS:
@@ -689,12 +702,77 @@ def _skip_value(r: Reader, rdb_type: int, valkey: bool = False) -> None:
         r.string()
     elif rdb_type == 28:
         _skip_array(r)
-    elif rdb_type in _UNKNOWN_LAYOUT:
-        raise RdbError(f"{_UNKNOWN_LAYOUT[rdb_type]} (RDB type {rdb_type}, Redis 8.10): a "
-                       "layout streamkeep cannot read past")
+    elif rdb_type in TEMPLATED_HASH_TYPES:
+        try:
+            _skip_templated_hash(r, rdb_type, {} if templates is None else templates)
+        except RdbError as err:
+            if str(err) == "truncated":
+                raise  # (the file cut short: said so with where it ends)
+            raise RdbError(f"a templated hash (RDB type {rdb_type}, Redis 8.10) that cannot be "
+                           f"read past: {err}") from None
+    elif rdb_type == TYPE_GCRA:
+        # Redis 8.10 is built without it (its loader refuses the type) and the layout of the
+        # builds that have it is not published: no length to skip by.
+        raise RdbError(f"a GCRA rate limiter (RDB type {rdb_type}, Redis 8.10): a type Redis "
+                       "8.10 itself neither writes nor loads (only a build with GCRA enabled "
+                       "does), whose layout streamkeep does not know, so it cannot read past it")
     else:
         raise RdbError(f"cannot read a value of RDB type {rdb_type} "
                        f"({TYPE_NAMES.get(rdb_type, 'unknown')})")
+
+
+def _skip_template_fields(r: Reader) -> int:
+    """Past a self-contained templated hash's field names (types 29 and 31): a format byte,
+    then 0: a listpack of the names, 1: their count and each name. Returns their count."""
+    fmt = r.byte()
+    if fmt == 0:
+        return len(listpack_items(r.string()))
+    if fmt == 1:
+        count = r.length()
+        for _ in range(count):
+            r.skip_string()
+        return count
+    raise RdbError(f"unknown field-name format {fmt}")
+
+
+def _skip_templated_hash(r: Reader, rdb_type: int, templates: dict[int, int]) -> None:
+    """Past a templated hash: 29 its names then a listpack of its template id and values; 30
+    that listpack alone; 31 its names then one value per name; 32 its template's id then one
+    value per field of that template. The template a reference form (30, 32) names must be in
+    the file's registry, as Redis's loader requires."""
+    if rdb_type == 30:
+        items = listpack_items(r.string())
+        if not items or not isinstance(items[0], int) or items[0] not in templates:
+            raise RdbError(f"hash template {items[0] if items else '(none)'!r} is not in the "
+                           f"file's template registry")
+        return
+    if rdb_type == 32:
+        tid = r.length()
+        count = templates.get(tid)
+        if count is None:
+            raise RdbError(f"hash template {tid} is not in the file's template registry")
+    else:
+        count = _skip_template_fields(r)
+        if rdb_type == 29:
+            r.skip_string()
+            return
+    for _ in range(count):
+        r.skip_string()
+
+
+def _read_hash_template(r: Reader, templates: dict[int, int]) -> None:
+    """One template of the file's registry (opcode 242, RDB 15): its id, its field count, each
+    field name; kept as id -> field count, what a type-32 value needs to be read past. Redis
+    refuses a template with no field and an id registered twice; so is it here."""
+    tid = r.length()
+    count = r.length()
+    if not count:
+        raise RdbError(f"hash template {tid} has no field")
+    if tid in templates:
+        raise RdbError(f"hash template {tid} is registered twice")
+    for _ in range(count):
+        r.skip_string()
+    templates[tid] = count
 
 
 def describe_skipped(keys: Iterable[RdbKey], limit: int = 5) -> str:
@@ -762,14 +840,44 @@ def _valkey_version(data: bytes) -> int:
     return version
 
 
+class RdbLibrary(NamedTuple):
+    """A function library an RDB file carries (opcode 245): its whole code, shebang included,
+    as FUNCTION LOAD takes it, and where its record starts in the file."""
+
+    code: bytes
+    offset: int
+
+
+class RdbContents(NamedTuple):
+    """What an RDB file holds: its version, AUX fields, keys (every type, in file order), function
+    libraries (in file order), and where the RDB ends in the bytes read (after its checksum)."""
+
+    version: int
+    aux: dict[bytes, bytes]
+    keys: list[RdbKey]
+    libraries: list[RdbLibrary]
+    end: int
+
+
 def read_rdb_prefix(data: bytes) -> tuple[int, dict[bytes, bytes], list[RdbKey], int]:
     """`read_rdb`, and where the RDB ends in `data` (after its checksum): an AOF's RDB
     preamble is followed by commands. Damage is reported with the byte offset it is found at
     and what was being read there; a file cut short, with the offset it ends at."""
+    contents = read_rdb_contents(data)
+    return contents.version, contents.aux, contents.keys, contents.end
+
+
+def read_rdb_contents(data: bytes) -> RdbContents:
+    """`read_rdb_prefix`, with the function libraries the file carries (what `read_rdb` leaves
+    out). A library in the format of Redis 7.0's release candidates (opcode 246) is refused, as
+    Redis's loader refuses it. Redis 8.10's hash template registry (opcode 242) is read for
+    what its templated hashes need to be skipped."""
     version = rdb_version(data)
     r = Reader(data, 9)
     aux: dict[bytes, bytes] = {}
     keys: list[RdbKey] = []
+    libraries: list[RdbLibrary] = []
+    templates: dict[int, int] = {}  # hash template id -> its field count (opcode 242)
     db, expire = 0, None
     inside = "the RDB header"
     try:
@@ -786,8 +894,8 @@ def read_rdb_prefix(data: bytes) -> tuple[int, dict[bytes, bytes], list[RdbKey],
                     if crc and crc64(memoryview(data)[:r.pos]) != crc:  # (no copy)
                         raise RdbError(f"checksum mismatch: the CRC-64 at byte {r.pos} is not "
                                        f"that of bytes 0 to {r.pos - 1}")
-                    return version, aux, keys, r.pos + 8
-                return version, aux, keys, r.pos
+                    return RdbContents(version, aux, keys, libraries, r.pos + 8)
+                return RdbContents(version, aux, keys, libraries, r.pos)
             inside = f"{_OPCODES.get(op, 'a key')} at byte {at}"
             if op == 0xFE:
                 db = r.length()
@@ -805,8 +913,12 @@ def read_rdb_prefix(data: bytes) -> tuple[int, dict[bytes, bytes], list[RdbKey],
                 r.byte()
             elif op == 0xF8:
                 r.length()
-            elif op == 0xF5:
-                r.string()
+            elif op == RDB_OPCODE_FUNCTION2:
+                libraries.append(RdbLibrary(r.string(), at))
+            elif op == RDB_OPCODE_FUNCTION_PRE_GA:
+                raise RdbError(f"a function library in the format of Redis 7.0's release "
+                               f"candidates (opcode 246) at byte {at}: a format Redis's own "
+                               f"loader no longer reads either")
             elif op == 0xF7:  # MODULE_AUX: a module's own data, skipped like its values
                 r.length()  # the module's id
                 if r.length() != _MODULE_OPCODE_UINT:
@@ -822,9 +934,15 @@ def read_rdb_prefix(data: bytes) -> tuple[int, dict[bytes, bytes], list[RdbKey],
             elif op == 0xF3 and version >= 13:  # KEY_META (Redis 8.6): before its key
                 inside = f"a key's metadata at byte {at}"
                 _skip_key_meta(r)
-            elif op == 0xF2 and version >= 15:
-                raise RdbError(f"a hash template registry (opcode 242, Redis 8.10) at byte "
-                               f"{at}: a layout streamkeep cannot read past")
+            elif op == _OPCODE_HASH_TEMPLATE and 15 <= version <= MAX_VERSION:
+                inside = f"a hash template of the registry (opcode 242, Redis 8.10) at byte {at}"
+                try:
+                    _read_hash_template(r, templates)
+                except RdbError as err:
+                    if str(err) == "truncated":
+                        raise
+                    raise RdbError(f"a hash template registry (opcode 242, Redis 8.10) that "
+                                   f"cannot be read: {err}") from None
             elif op in TYPE_NAMES:
                 inside = f"the name of a {TYPE_NAMES[op]} key at byte {at}"
                 key = r.string()
@@ -835,7 +953,7 @@ def read_rdb_prefix(data: bytes) -> tuple[int, dict[bytes, bytes], list[RdbKey],
                 if codec is not None:
                     codec.skip(r, op)
                 else:
-                    _skip_value(r, op, valkey=version in VALKEY_VERSIONS)
+                    _skip_value(r, op, valkey=version in VALKEY_VERSIONS, templates=templates)
                 keys.append(RdbKey(db, key, op, data[start:r.pos], expire, at))
                 expire = None
             else:
@@ -875,7 +993,7 @@ def key_text(key: bytes) -> str:
 
 _OPCODES = {0xFE: "a SELECTDB", 0xFD: "an expiry (seconds)", 0xFC: "an expiry (ms)",
             0xFB: "a RESIZEDB", 0xFA: "an AUX field", 0xF9: "a FREQ", 0xF8: "an IDLE",
-            0xF5: "a FUNCTION", 0xF7: "a module's AUX data", 0xF4: "a slot info"}
+            0xF5: "a function library", 0xF7: "a module's AUX data", 0xF4: "a slot info"}
 
 
 def _located(message: str, pos: int, size: int, inside: str) -> str:
@@ -888,6 +1006,12 @@ def _located(message: str, pos: int, size: int, inside: str) -> str:
     return f"{message} at byte {pos}, inside {inside}"
 
 
+def encode_function_record(code: bytes) -> bytes:
+    """One library as an RDB file holds it: the opcode, then its code as a raw RDB string (Redis
+    LZF-compresses a long one; both read the same)."""
+    return bytes((RDB_OPCODE_FUNCTION2,)) + encode_length(len(code)) + code
+
+
 def payload_from(rdb_type: int, value: bytes, version: int) -> bytes:
     """A DUMP payload around a value read from an RDB file of `version`."""
     # (one copy of the value, not two: a dump.rdb's stream can be its whole file)
@@ -897,8 +1021,12 @@ def payload_from(rdb_type: int, value: bytes, version: int) -> bytes:
 
 
 def write_rdb(version: int, aux: list[tuple[bytes, bytes]],
-              dbs: Iterable[tuple]) -> Iterator[bytes]:
-    """An RDB file of `version`, piece by piece: the header, `aux` fields, then for each
+              dbs: Iterable[tuple], libraries: Iterable[bytes] = ()) -> Iterator[bytes]:
+    """An RDB file of `version`, piece by piece: the header, `aux` fields, each of `libraries`
+    (a function library's code, as FUNCTION LOAD takes it) as a function record (opcode 245,
+    where Redis's rdbSaveFunctions puts them: after the AUX fields, before the keys; RDB 10 and
+    later: RdbError for a library in an older version, which no Redis before 7.0 reads), then
+    for each
     `(db, key count, items)` or `(db, key count, TTL count, items)` SELECTDB, RESIZEDB and the
     keys, then EOF and the CRC-64 of everything before it. What redis-server loads (a version it
     knows). An item is `(key, value)` or `(key, value, expire_ms)`: a value is a Stream, a
@@ -920,6 +1048,11 @@ def write_rdb(version: int, aux: list[tuple[bytes, bytes]],
     yield piece(b"REDIS%04d" % version)
     for name, value in aux:
         yield piece(b"\xfa" + encode_string(name) + encode_string(value))
+    for code in libraries:
+        if version < FUNCTIONS_VERSION:
+            raise RdbError(f"RDB version {version} cannot hold a function library (RDB "
+                           f"{FUNCTIONS_VERSION} and later: Redis 7.0)")
+        yield piece(encode_function_record(code))
     for entry in dbs:
         db, count, items = entry[0], entry[1], entry[-1]
         with_ttl = entry[2] if len(entry) == 4 else 0
@@ -1020,5 +1153,8 @@ __all__ = ["MIN_VERSION", "REDIS_LOADING", "RdbError", "RdbKey", "ValueCodec", "
            "key_text", "rdb_version", "read_rdb", "check_payload", "crc64", "version_needed",
            "dump_payload", "dump_string_payload", "load_string_payload", "listpack",
            "listpack_items", "load_payload", "lp_element", "string_value", "lzf_decompress",
-           "read_rdb_prefix", "read_stream", "write_rdb", "write_stream", "register_value_codec",
+           "read_rdb_prefix", "read_rdb_contents", "RdbContents", "RdbLibrary",
+           "RDB_OPCODE_FUNCTION2", "RDB_OPCODE_FUNCTION_PRE_GA", "FUNCTIONS_VERSION",
+           "encode_function_record", "TEMPLATED_HASH_TYPES",
+           "TYPE_GCRA", "read_stream", "write_rdb", "write_stream", "register_value_codec",
            "value_codec", "stored_types", "describe_skipped", "writer_for"]

@@ -1,13 +1,14 @@
 """Redis's RDB records of function libraries, and FUNCTION DUMP's payload built of them: pure
 functions over bytes.
 
-Owns the library record (opcode RDB_OPCODE_FUNCTION2, 245, then the library's whole code as an
-RDB string: Redis's rdbSaveFunctions and rdbFunctionLoad), the payload FUNCTION DUMP replies
-and FUNCTION RESTORE reads (the records, the RDB version as u16 LE, the CRC-64 of everything
-before it, as a DUMP payload ends) with Redis's error lines for a payload it refuses, and the
-payload a snapshot keeps as its `functions` record. The RDB strings, the CRC-64 and the footer
-check are snapshot.rdb's. Must not touch: the libraries themselves (engine.exec.functions
-compiles and registers them), files, the engine.
+Owns the payload FUNCTION DUMP replies and FUNCTION RESTORE reads (the records, the RDB version
+as u16 LE, the CRC-64 of everything before it, as a DUMP payload ends) with Redis's error lines
+for a payload it refuses, and the payload a snapshot keeps as its `functions` record. The
+library record itself (opcode RDB_OPCODE_FUNCTION2, 245, then the library's whole code as an RDB
+string: Redis's rdbSaveFunctions and rdbFunctionLoad), the RDB strings, the CRC-64 and the
+footer check are snapshot.rdb's, whose RDB file reader and writer carry the records too. Must
+not touch: the libraries themselves (engine.exec.functions compiles and registers them), files,
+the engine.
 """
 
 from __future__ import annotations
@@ -17,28 +18,23 @@ from collections.abc import Iterable
 from typing import Final
 
 from streamkeep.snapshot.rdb import (
+    FUNCTIONS_VERSION,  # the first RDB version with function records (Redis 7.0)
     MAX_VERSION,
+    RDB_OPCODE_FUNCTION2,
+    RDB_OPCODE_FUNCTION_PRE_GA,  # Redis 7.0's release candidates: refused, as by Redis
     RdbError,
     Reader,
     check_payload,
     crc64,
-    encode_length,
+    encode_function_record,
 )
 
-RDB_OPCODE_FUNCTION2: Final = 245
-RDB_OPCODE_FUNCTION_PRE_GA: Final = 246  # Redis 7.0's release candidates: refused, as by Redis
 # The RDB version a snapshot's payload is written with (any version reads it back).
 PAYLOAD_VERSION: Final = 12
 
 
 class FunctionPayloadError(RdbError):
     """A FUNCTION RESTORE payload refused; the message is Redis's line without its ERR."""
-
-
-def encode_function_record(code: bytes) -> bytes:
-    """One library as an RDB file holds it: the opcode, then its code as a raw RDB string (Redis
-    LZF-compresses a long one; both read the same)."""
-    return bytes((RDB_OPCODE_FUNCTION2,)) + encode_length(len(code)) + code
 
 
 def read_function_record(r: Reader) -> bytes:
@@ -76,6 +72,6 @@ def load_functions_payload(payload: bytes, max_version: int = MAX_VERSION) -> li
     return codes
 
 
-__all__ = ["PAYLOAD_VERSION", "RDB_OPCODE_FUNCTION2", "RDB_OPCODE_FUNCTION_PRE_GA",
+__all__ = ["FUNCTIONS_VERSION", "PAYLOAD_VERSION", "RDB_OPCODE_FUNCTION2", "RDB_OPCODE_FUNCTION_PRE_GA",
            "FunctionPayloadError", "dump_functions_payload", "encode_function_record",
            "load_functions_payload", "read_function_record"]

@@ -109,7 +109,8 @@ class StreamInfo:
 
 
 class KeyInfo(NamedTuple):
-    """A row of the keys table: the value's bytes (None: the key is a stream), the key's
+    """A row of the keys table: the value's bytes (None: the key is a stream, or the value is
+    chunked), the key's
     expiry time in ms (None: no TTL) and the value's type ("string", "zset", ...: the word TYPE
     says; None for a stream's row), whose `from_bytes` reads `value`
     (engine.model.value_types)."""
@@ -119,6 +120,9 @@ class KeyInfo(NamedTuple):
     value: bytes | None
     expires_ms: int | None
     type: str | None = None
+    # A big value stored in chunks (snapshot.values): where they are; `value` is None then.
+    # Read them with Snapshot.value_chunks or value_elements.
+    chunked: layout.ChunkRef | None = None
 
 
 class IdempotentID(NamedTuple):
@@ -503,10 +507,90 @@ class Snapshot:
         for raw, stored in self._prefixed("keys", prefix, start=prefix + first):
             if last is not None and raw[1:] > last:
                 break
-            value, expires_ms, type_name = self._decode("keys", raw, stored, layout.decode_key)
+            value, expires_ms, type_name, ref = self._decode("keys", raw, stored,
+                                                             layout.decode_key_row)
             db_index, key = layout.split_stream_key(raw)
-            found.append(KeyInfo(db_index, key, value, expires_ms, type_name))
+            found.append(KeyInfo(db_index, key, value, expires_ms, type_name, ref))
         return found
+
+    # --- chunked values ------------------------------------------------------------------------
+
+    def chunk_home(self, row: KeyInfo) -> tuple[Snapshot, int]:
+        """The file holding a chunked value's chunks (this one, or one of its parts), and the
+        value's number there."""
+        ref = row.chunked
+        if ref is None:
+            raise ValueError(f"key {row.key!r} of database {row.db} is not chunked")
+        if ref.part is None:
+            return self, ref.number
+        if ref.part >= len(self.parts):
+            raise self.damaged("keys", layout.stream_key(row.db, row.key),
+                               f"names part {ref.part}, of {len(self.parts)}")
+        return self.parts[ref.part], ref.number
+
+    def value_chunks(self, row: KeyInfo) -> Iterator[bytes]:
+        """A chunked value's chunk bodies, in order, each checked as it is read (one at a
+        time): a missing, extra or damaged chunk is a SnapshotError naming the file, the key
+        and the chunk."""
+        part, number = self.chunk_home(row)
+        ref = row.chunked
+        assert ref is not None
+        where = f"key {row.key.decode(errors='backslashreplace')!r} (db {row.db})"
+        expected = 0
+        for raw, stored in part._prefixed("chunks", layout.number_prefix(number)):
+            index = layout.split_chunk_key(raw)[1]
+            if index != expected:
+                what = "missing" if index > expected else "out of place"
+                raise SnapshotError(f"{part.name}: table chunks, {where}, chunk {expected}: "
+                                    f"{what} (of {ref.chunks} recorded)")
+            if index >= ref.chunks:
+                raise SnapshotError(f"{part.name}: table chunks, {where}: more than the "
+                                    f"{ref.chunks} chunks recorded")
+            body = layout.unseal("chunks", raw, stored) if part.checked else stored
+            if body is None:
+                raise SnapshotError(f"{part.name}: table chunks, {where}, chunk {index}: "
+                                    f"checksum mismatch: the stored value is damaged")
+            yield bytes(body)
+            expected += 1
+        if expected != ref.chunks:
+            raise SnapshotError(f"{part.name}: table chunks, {where}, chunk {expected}: "
+                                f"missing (of {ref.chunks} recorded)")
+
+    def value_elements(self, row: KeyInfo) -> Iterator[tuple]:
+        """A chunked value's elements, chunk by chunk, as tools.value_tables' columns have
+        them (snapshot.values.chunk_elements); damage is a SnapshotError naming the key and
+        the chunk."""
+        from streamkeep.snapshot.values import chunk_elements
+
+        assert row.type is not None
+        where = f"key {row.key.decode(errors='backslashreplace')!r} (db {row.db})"
+        count = 0
+        for index, body in enumerate(self.value_chunks(row)):
+            try:
+                elements = chunk_elements(row.type, body)
+            except _DECODE_ERRORS as err:
+                raise SnapshotError(f"{self.chunk_home(row)[0].name}: table chunks, {where}, "
+                                    f"chunk {index}: undecodable value ({err})") from None
+            count += len(elements)
+            yield from elements
+        assert row.chunked is not None
+        if count != row.chunked.elements:
+            raise SnapshotError(f"{self.chunk_home(row)[0].name}: table chunks, {where}: "
+                                f"{count} elements found, {row.chunked.elements} recorded")
+
+    def _check_chunks(self, problems: list[str], limit: int) -> None:
+        """Every chunked value's chunks: there, sound, decodable, as many elements as
+        recorded."""
+        for row in self.key_rows():
+            if row.chunked is None or row.type is None:
+                continue
+            try:
+                for _element in self.value_elements(row):
+                    pass
+            except SnapshotError as err:
+                problems.append(str(err))
+                if len(problems) >= limit:
+                    return
 
     def stream(self, db: int, key: bytes) -> StreamInfo | None:
         raw = layout.stream_key(db, key)
@@ -767,6 +851,11 @@ class Snapshot:
             snap._check_values(problems, limit)
             if len(problems) >= limit:
                 return problems[:limit]
+        try:
+            self._check_chunks(problems, limit)  # (named by key and chunk, not by number)
+        except SnapshotError as err:  # the keys table itself: reported above already
+            if str(err) not in problems:
+                problems.append(str(err))
         if problems:  # the structure of damaged values cannot be judged
             return problems
         try:
@@ -778,6 +867,8 @@ class Snapshot:
     def _check_values(self, problems: list[str], limit: int) -> None:
         """Every value's checksum in this file."""
         for table in sorted(self._tables):
+            if table == "chunks":  # checked value by value, naming their keys (_check_chunks)
+                continue
             try:
                 for key, value in self._prefixed(table, b"", buffers=True):
                     try:

@@ -13,7 +13,11 @@ relies on it, so a crash mid-write leaves only a temp file that recovery removes
 A compaction writes a segmented snapshot instead (`write_segmented`, version 5): the state
 without its nodes in the new file, plus a runs table pointing at the part files that hold the
 nodes; the nodes nothing changed stay where they are, the others go into one new part file
-(snapshot.segments decides which, and which old parts are merged into the new one).
+(snapshot.segments decides which, and which old parts are merged into the new one). A big
+value of a sorted set, hash or set (snapshot.values) is written as chunk rows, one chunk built
+at a time: in the file itself in a self-contained snapshot, else in the new part file, unless
+the compaction child's `ValueHomes` says the previous snapshot holds it as it is (then its keys
+row points at the part file holding its chunks, as a run points at unchanged nodes).
 Must not touch: command semantics, the manifest, the AOF.
 """
 
@@ -28,8 +32,9 @@ from typing import TYPE_CHECKING, Any
 
 import lmdb
 
-from streamkeep.engine.model.value_types import STRING, TYPES
+from streamkeep.engine.model.value_types import TYPES, ValueType
 from streamkeep.snapshot import layout, segments
+from streamkeep.snapshot import values as values_mod
 from streamkeep.snapshot.reader import file_chunks
 
 if TYPE_CHECKING:
@@ -117,23 +122,59 @@ def _tables(dbs: list[dict[bytes, Stream]],
 
 
 def _keys_table(values: list[list[dict[bytes, Any]]] | None,
-                expires: list[dict[bytes, int]] | None) -> Iterator[tuple[str, bytes, bytes]]:
+                expires: list[dict[bytes, int]] | None,
+                refs: dict[tuple[int, bytes], layout.ChunkRef] | None = None
+                ) -> Rows:
     """The keys table: every key of a type other than stream (`values`: the engine's
-    keyspaces, per type slot then database) and every key with a TTL, by database then key."""
+    keyspaces, per type slot then database) and every key with a TTL, by database then key.
+    A big value (snapshot.values) is chunked: with `refs` (a segmented snapshot's) its row
+    points at the chunks a part file holds; without, its chunk rows are written here, in this
+    file's chunks table, numbered in key order."""
     spaces = list(zip(TYPES, values or (), strict=False))
     count = len(values[0]) if values else len(expires or ())
+    number = 0
     for db_index in range(count):
         ttls = expires[db_index] if expires is not None else {}
-        rows: dict[bytes, tuple[bytes | None, str]] = {}
+        rows: dict[bytes, tuple[ValueType, Any]] = {}
         for vt, space in spaces:
             if vt.to_bytes is None:  # its own tables (streams)
                 continue
             for key, value in space[db_index].items():
-                rows[key] = (vt.to_bytes(value), vt.name)
+                rows[key] = (vt, value)
         for key in sorted(rows.keys() | ttls.keys()):
-            data, name = rows.get(key, (None, STRING.name))
-            yield _sealed("keys", layout.stream_key(db_index, key),
-                          layout.encode_key(data, ttls.get(key), name))
+            raw = layout.stream_key(db_index, key)
+            found = rows.get(key)
+            if found is None:
+                yield _sealed("keys", raw, layout.encode_key(None, ttls.get(key)))
+                continue
+            vt, value = found
+            if refs is not None and (ref := refs.get((db_index, key))) is not None:
+                yield _sealed("keys", raw, layout.encode_chunked_key(ref, ttls.get(key),
+                                                                     vt.name))
+                continue
+            if refs is None and values_mod.is_chunked(vt, value):
+                number += 1
+                done: list[layout.ChunkRef] = []
+                yield from _chunk_rows(number, vt.name, value, None, done)
+                yield _sealed("keys", raw, layout.encode_chunked_key(done[0], ttls.get(key),
+                                                                     vt.name))
+                continue
+            assert vt.to_bytes is not None
+            yield _sealed("keys", raw, layout.encode_key(vt.to_bytes(value), ttls.get(key),
+                                                         vt.name))
+
+
+def _chunk_rows(number: int, type_name: str, value: Any, part: int | None,
+                done: list[layout.ChunkRef]) -> Rows:
+    """A chunked value's rows under `number`, one chunk built at a time; then its ChunkRef
+    (in part `part`) appended to `done`."""
+    chunks = elements = size = 0
+    for body, count in values_mod.chunk_bodies(type_name, value):
+        yield _sealed("chunks", layout.chunk_key(number, chunks), body)
+        chunks += 1
+        elements += count
+        size += len(body)
+    done.append(layout.ChunkRef(part, number, chunks, elements, size))
 
 
 def write_snapshot(dbs: list[dict[bytes, Stream]], path: str, lsn: int, created_ms: int,
@@ -175,12 +216,16 @@ _SEGMENTED = (*_SELF_CONTAINED, "runs")
 def _put_all(env: lmdb.Environment, rows: Iterable[tuple[str, bytes, bytes | bytearray]],
              meta: dict[str, object], names: tuple[str, ...] = _SELF_CONTAINED) -> None:
     """Write `rows` (each table's keys in increasing order) and the meta table in one
-    transaction; each of the tables `names` exists, empty or not."""
+    transaction; each of the tables `names` exists, empty or not, another only if it has
+    rows."""
     tables = {name: env.open_db(name.encode()) for name in names}
     with env.begin(write=True) as txn:
         cursors = {name: txn.cursor(db) for name, db in tables.items()}
         for table, key, value in rows:
-            if not cursors[table].put(key, value, append=True):
+            cursor = cursors.get(table)
+            if cursor is None:  # a table only a file that has such rows gets (chunks)
+                cursor = cursors[table] = txn.cursor(env.open_db(table.encode(), txn=txn))
+            if not cursor.put(key, value, append=True):
                 # append=True refuses a key out of order instead of inserting it: that would be
                 # a writer bug losing data silently, so fail the snapshot instead.
                 raise AssertionError(f"snapshot {table} keys out of order at {key!r}")
@@ -223,11 +268,45 @@ def put_functions(path: str, payload: bytes) -> None:
 @dataclass(frozen=True, slots=True)
 class SegmentedInfo:
     """What `write_segmented` wrote: the snapshot's own file, and the part files it refers to
-    (names, in the order of its `parts`; the new one last, if it has any node)."""
+    (names, in the order of its `parts`; the new one last, if it has any node or chunk);
+    `homes`, where each chunked value is (snapshot.values.ValueHomes: a compaction child goes
+    on from there)."""
 
     info: SnapshotInfo
     parts: list[str]
     new_part: bool
+    homes: dict[tuple[int, bytes], values_mod.ValueHome] = dataclasses.field(
+        default_factory=dict)
+
+
+@dataclass(slots=True)
+class _BigValue:
+    """A chunked value of the state being written: kept where `home` says, or written to the
+    new part under `number`."""
+
+    db: int
+    key: bytes
+    vt: ValueType
+    value: Any
+    home: values_mod.ValueHome | None
+    number: int = 0
+
+
+def _big_values(values: list[list[dict[bytes, Any]]] | None,
+                homes: values_mod.ValueHomes | None) -> list[_BigValue]:
+    """The state's chunked values, by database then key, each with its home in the previous
+    snapshot when it is unchanged since."""
+    found: list[_BigValue] = []
+    spaces = [(vt, space) for vt, space in zip(TYPES, values or (), strict=False)
+              if vt.name in values_mod.CHUNKED_TYPES]
+    for db_index in range(len(values[0]) if values else 0):
+        for vt, space in spaces:
+            for key, value in space[db_index].items():
+                if values_mod.is_chunked(vt, value):
+                    home = None if homes is None else homes.unchanged(db_index, key, value)
+                    found.append(_BigValue(db_index, key, vt, value, home))
+    found.sort(key=lambda b: (b.db, b.key))
+    return found
 
 
 def write_segmented(dbs: list[dict[bytes, Stream]], path: str, part_path: str, lsn: int,
@@ -236,30 +315,57 @@ def write_segmented(dbs: list[dict[bytes, Stream]], path: str, part_path: str, l
                     expires: list[dict[bytes, int]] | None = None,
                     policy: segments.MergePolicy = segments.DEFAULT_POLICY,
                     part_name: str | None = None,
-                    on_node: Callable[[], None] | None = None) -> SegmentedInfo:
-    """Write the state in `dbs` as a segmented snapshot: its own file at `path`, the nodes that
-    must be written into a new part file at `part_path` (in the same directory; not created
-    if there are none), which the snapshot names `part_name` (default: its file name; a temp
-    file is renamed to it). Neither file may exist; neither is durable until the caller fsyncs
-    it."""
+                    on_node: Callable[[], None] | None = None,
+                    homes: values_mod.ValueHomes | None = None) -> SegmentedInfo:
+    """Write the state in `dbs` as a segmented snapshot: its own file at `path`, the nodes and
+    big values' chunks that must be written into a new part file at `part_path` (in the same
+    directory; not created if there are none), which the snapshot names `part_name` (default:
+    its file name; a temp file is renamed to it). Neither file may exist; neither is durable
+    until the caller fsyncs it. `homes`: where the previous snapshot's chunked values are and
+    which keys changed since (a compaction child's): an unchanged value stays where it is."""
     numbered = [(number, s) for number, _db, _key, s in stream_numbers(dbs)]
     plans, uses = segments.plan(numbered)
-    new_bytes = sum(node.size for p in plans for node in p.written())
+    big = _big_values(values, homes)
+    for b in big:
+        if b.home is not None:
+            use = uses.get(b.home.part)
+            if use is None:
+                use = uses[b.home.part] = segments.PartUse(
+                    b.home.part, os.path.getsize(b.home.part), b.home.part_rows)
+            use.nodes += b.home.chunks
+    new_bytes = sum(node.size for p in plans for node in p.written()) + sum(
+        b.vt.memory_usage(b.value) for b in big if b.home is None)
     merged = segments.choose_merges(uses, new_bytes, policy)
     for p in plans:
         p.merged(merged)
-    written = _write_part(plans, part_path, lsn, created_ms, repl_id, on_node)
     kept: dict[str, int] = {}
     for p in plans:
         for span in p.spans:
             if span.run is not None:
                 kept.setdefault(span.run.part.path, len(kept))
+    number = 0
+    for b in big:
+        if b.home is not None and b.home.part in merged:
+            b.home = None  # its part is merged away: written again, from memory
+        if b.home is None:
+            number += 1
+            b.number = number
+        else:
+            kept.setdefault(b.home.part, len(kept))
+    refs: dict[tuple[int, bytes], layout.ChunkRef] = {}
+    written = _write_part(plans, part_path, lsn, created_ms, repl_id, on_node,
+                          [b for b in big if b.home is None], len(kept), refs)
     names = [os.path.basename(name) for name in kept]
-    part_docs = [[name, os.path.getsize(part), uses[part].total]  # every node it holds
+    part_docs: list[list[Any]] = [[name, os.path.getsize(part), uses[part].total]  # its rows
                  for name, part in zip(names, kept, strict=True)]
     if written:
         names.append(part_name or os.path.basename(part_path))
         part_docs.append([names[-1], os.path.getsize(part_path), written])
+    for b in big:
+        if b.home is not None:
+            h = b.home
+            refs[(b.db, b.key)] = layout.ChunkRef(kept[h.part], h.number, h.chunks, h.elements,
+                                                  h.size)
     by_plan = {id(p.stream): p for p in plans}
 
     def runs_of(number: int, s: Stream) -> Rows:
@@ -268,24 +374,38 @@ def write_segmented(dbs: list[dict[bytes, Stream]], path: str, part_path: str, l
     streams = sum(len(db) for db in dbs)
     entries = sum(s.length for db in dbs for s in db.values())
     _written(path, lambda env: _put_all(
-        env, chain(_tables(dbs, runs_of), _keys_table(values, expires)),
+        env, chain(_tables(dbs, runs_of), _keys_table(values, expires, refs)),
         {"format": layout.FORMAT, "version": layout.SEGMENTED_VERSION, "lsn": lsn,
          "created_ms": created_ms, "repl_id": repl_id, "repl_offset": lsn, "streams": streams,
          "entries": entries, "parts": part_docs}, _SEGMENTED))
-    return SegmentedInfo(SnapshotInfo(lsn, streams, entries), names, bool(written))
+    directory = os.path.dirname(path)
+    new_homes = {}
+    for b in big:
+        ref = refs[(b.db, b.key)]
+        assert ref.part is not None
+        new_homes[(b.db, b.key)] = values_mod.ValueHome(
+            id(b.value), os.path.join(directory, names[ref.part]), int(part_docs[ref.part][2]),
+            ref.number, ref.chunks, ref.elements, ref.size)
+    return SegmentedInfo(SnapshotInfo(lsn, streams, entries), names, bool(written), new_homes)
 
 
 def _write_part(plans: list[segments.StreamPlan], path: str, lsn: int, created_ms: int,
-                repl_id: str, on_node: Callable[[], None] | None = None) -> int:
+                repl_id: str, on_node: Callable[[], None] | None = None,
+                big: list[_BigValue] | None = None, index: int = 0,
+                refs: dict[tuple[int, bytes], layout.ChunkRef] | None = None) -> int:
     """The nodes placed in the new part, written to `path` under their streams' numbers in
-    the new snapshot; returns how many (none: no file). `on_node` is called after each (a
-    compaction's progress)."""
+    the new snapshot, and the chunks of the big values `big` under their numbers (their
+    ChunkRefs, part `index`, into `refs`); returns how many rows, nodes and chunks (none: no
+    file). `on_node` is called after each node (a compaction's progress)."""
     count = sum(span.end - span.start for p in plans for span in p.spans if span.run is None)
-    if not count:
+    big = big or []
+    if not count and not big:
         return 0
     entries = sum(node.live for p in plans for node in p.written())
+    chunks = [0]
 
     def rows() -> Rows:
+        chunks[0] = 0
         for p in plans:
             for node in p.written():
                 key = layout.node_key(p.number, node.master)
@@ -294,12 +414,18 @@ def _write_part(plans: list[segments.StreamPlan], path: str, lsn: int, created_m
                 yield "nodeinfo", key, info
                 if on_node is not None:
                     on_node()
+        for b in big:
+            done: list[layout.ChunkRef] = []
+            yield from _chunk_rows(b.number, b.vt.name, b.value, index, done)
+            chunks[0] += done[0].chunks
+            if refs is not None:
+                refs[(b.db, b.key)] = done[0]
 
     _written(path, lambda env: _put_all(env, rows(), {
         "format": layout.FORMAT, "version": layout.SEGMENTED_VERSION, "role": layout.NODES_ROLE,
         "lsn": lsn, "created_ms": created_ms, "repl_id": repl_id, "repl_offset": lsn,
         "streams": 0, "entries": entries}))
-    return count
+    return count + chunks[0]
 
 
 def _run_rows(number: int, p: segments.StreamPlan, kept: dict[str, int], new_index: int

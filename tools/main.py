@@ -160,6 +160,15 @@ def _add_queue(sub: Any) -> None:
     workqueue.add_commands(sub)  # queue stats
 
 
+def _add_url(sub: Any) -> None:
+    from streamkeep.tools import url
+
+    p_url = sub.add_parser("url", help=url.HELP, description=url.HELP, epilog=url.EPILOG,
+                           formatter_class=argparse.RawDescriptionHelpFormatter)
+    url.add_arguments(p_url)
+    p_url.set_defaults(func=url.main)
+
+
 def _add_commands(sub: Any) -> None:
     p_commands = sub.add_parser("commands", help="print the command table as markdown")
     p_commands.set_defaults(func=_cmd_commands)
@@ -188,6 +197,8 @@ _COMMANDS: list[tuple[tuple[str, ...], tuple[str, ...], Callable[[Any], None]]] 
                        "redis-server loads",), _add_export_rdb),
     (("queue",), ("a durable work queue's figures: length, pending, lag, consumers, dead "
                   "letters",), _add_queue),
+    (("url",), ("print the unix:// URL (redis-py, arq, pydocket, streaq, taskiq) of a shared "
+                "data directory",), _add_url),
     (("commands",), ("print the command table as markdown",), _add_commands),
 ]
 

@@ -1,6 +1,7 @@
 """`streamkeep export-rdb DIR --out dump.rdb`: a data directory's keys (streams, strings and
-every other type streamkeep stores: sorted sets, ...), with their TTLs, as an RDB file that
-redis-server loads, for moving back to Redis.
+every other type streamkeep stores: sorted sets, ...), with their TTLs, and its function
+libraries (FUNCTION LOAD's, as function records), as an RDB file that redis-server loads, for
+moving back to Redis.
 
 Owns the command's arguments, the report and the exit status. The state exported is DIR's
 latest: its snapshot and every record after it, read through a point-in-time copy
@@ -51,9 +52,11 @@ a running server: its state is read from a copy, never changed.
 
 The RDB version is by default the oldest that holds the data exactly, so that
 the oldest redis-server possible loads it: 9 for streams without deletions,
-trims or consumer groups that are behind, 10 for those, 11 for a consumer whose
-active time is apart from its seen time, 13 for idempotent producers (IDMP), 14
-for entries XNACK released (Redis 8.8's NACK zone). Which version was written, why, and which Redis
+trims or consumer groups that are behind, 10 for those and for function
+libraries (FUNCTION LOAD's, written as function records that redis-server
+loads with the keys), 11 for a consumer whose active time is apart from its
+seen time, 13 for idempotent producers (IDMP), 14 for entries XNACK released
+(Redis 8.8's NACK zone). Which version was written, why, and which Redis
 versions load it is printed on stderr (and in --json). --rdb-version N writes
 version N whatever the data; a warning then says what it loses. redis-server
 refuses an RDB version newer than its own:
@@ -147,6 +150,7 @@ def _main(args: argparse.Namespace) -> int:
 def _write(engine: Any, out: str, asked: int | None, force: bool) -> dict[str, Any]:
     from streamkeep.snapshot import rdb_types  # noqa: F401  (every type's codec registered)
     from streamkeep.snapshot.rdb import REDIS_LOADING, key_text, write_rdb
+    from streamkeep.snapshot.rdb_functions import FUNCTIONS_VERSION
     from streamkeep.snapshot.rdb_hash import FIELD_EXPIRY_VERSION
     from streamkeep.tools.safe_output import write_file
 
@@ -160,27 +164,36 @@ def _write(engine: Any, out: str, asked: int | None, force: bool) -> dict[str, A
     version = needed if asked is None else asked
     with engine.lock:
         hashes = _field_expiry(engine) if version < FIELD_EXPIRY_VERSION else []
+        libraries = _libraries(engine)
     if hashes:
         db, key = hashes[0]
         raise Unwritable(f"RDB {version} cannot hold the field expiry of hash {key_text(key)} "
                          f"(db {db}): no Redis before 7.4 has field expiry (RDB "
                          f"{FIELD_EXPIRY_VERSION} or later holds it)")
+    if libraries and version < FUNCTIONS_VERSION:
+        raise Unwritable(f"RDB {version} cannot hold the {len(libraries)} function "
+                         f"librar{'y' if len(libraries) == 1 else 'ies'} of this data (FUNCTION "
+                         f"LOAD): no Redis before 7.0 has functions (RDB {FUNCTIONS_VERSION} "
+                         f"or later holds them)")
     aux = [(b"redis-ver", REDIS_VER[version]), (b"redis-bits", b"64"),
            (b"ctime", str(int(time.time())).encode()), (b"aof-base", b"0"),
            (b"streamkeep", b"export-rdb")]
     with engine.lock:
-        size = write_file(out, write_rdb(version, aux, _databases(engine)), force=force)
+        size = write_file(out, write_rdb(version, aux, _databases(engine), libraries),
+                          force=force)
     return {"streams": streams, "entries": entries, "strings": strings, "expiries": with_ttl,
-            "other_keys": others, "bytes": size, "rdb_version": version, "rdb_version_asked": asked,
+            "other_keys": others, "functions": len(libraries), "bytes": size, "rdb_version": version, "rdb_version_asked": asked,
             "rdb_version_needed": needed, "rdb_version_why": why,
             "redis_versions": REDIS_LOADING[version]}
 
 
 def _needed(engine: Any) -> tuple[int, str]:
     """The oldest RDB version that holds every stream exactly (and every hash's field expiry:
-    RDB 12), and what needs it: the first stream or hash (by database and name) that does,
-    and how many do ("" when none needs more than the oldest)."""
+    RDB 12; the function libraries: RDB 10), and what needs it: the first stream or hash (by
+    database and name) that does, and how many do ("" when none needs more than the
+    oldest)."""
     from streamkeep.snapshot.rdb import MIN_VERSION, key_text, version_needed
+    from streamkeep.snapshot.rdb_functions import FUNCTIONS_VERSION
     from streamkeep.snapshot.rdb_hash import FIELD_EXPIRY_VERSION
 
     needed, why, count = MIN_VERSION, "", 0
@@ -200,7 +213,19 @@ def _needed(engine: Any) -> tuple[int, str]:
         why = f"field expiry of hash {key_text(key)} (db {db})"
         if len(hashes) > 1:
             why += f", and {len(hashes) - 1} more hash(es)"
+    libraries = len(_libraries(engine))
+    if libraries and needed < FUNCTIONS_VERSION:
+        needed = FUNCTIONS_VERSION
+        why = f"the function librar{'y' if libraries == 1 else 'ies'} ({libraries})"
     return needed, why
+
+
+def _libraries(engine: Any) -> list[bytes]:
+    """The code of each function library the engine holds (FUNCTION LOAD's argument), in the
+    order FUNCTION DUMP writes them; none if nothing ever loaded one."""
+    scripting = engine.scripting
+    functions = scripting.functions if scripting is not None else None
+    return [] if functions is None else list(functions.codes())
 
 
 def _field_expiry(engine: Any) -> list[tuple[int, bytes]]:
@@ -262,6 +287,9 @@ def _print(report: dict[str, Any], as_json: bool) -> None:
         print(json.dumps(report, sort_keys=True))
         return
     others = "".join(f", {n:,} {name} key(s)" for name, n in report["other_keys"].items())
+    if report["functions"]:
+        n = report["functions"]
+        others += f", {n:,} function {'library' if n == 1 else 'libraries'}"
     print(f"wrote {report['streams']:,} stream(s), {report['entries']:,} entries, "
           f"{report['strings']:,} string(s){others} ({report['expiries']:,} key(s) with a TTL; "
           f"{report['bytes']:,} bytes, RDB {report['rdb_version']}) from {report['source']} "

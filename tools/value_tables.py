@@ -9,9 +9,14 @@ text or JSON. An entry is on while its type is registered (`available`), so a ty
 come before its type: adding a type is its registry line and one entry here. A registered type
 without an entry is still listed (the `keys` table, `snapshot info`), its contents not shown.
 
+`elements` is how a reader gets a key's element rows: a value in its keys row decoded by its
+type, a big value stored in chunks (snapshot.values) read from the snapshot a chunk at a time,
+whose elements come in these columns already, so a 1M-member value is never held whole.
+
 Must not touch: the types' models (read through the methods the entries name), the snapshot
-format (values come decoded, by the type's own `from_bytes`), pyspark (the export maps kinds to
-Spark types itself; this module stays importable without it).
+format (values come decoded, by the type's own `from_bytes`, or as the read API's chunk
+elements), pyspark (the export maps kinds to Spark types itself; this module stays importable
+without it).
 """
 
 from __future__ import annotations
@@ -79,6 +84,16 @@ KEYS_TABLE = "keys"
 STREAM_TABLES = ("entries", "streams", "groups", "pending", "consumers")
 
 
+def elements(snap: Any, row: Any) -> Iterable[tuple]:
+    """The element rows of keys row `row` (snapshot.reader.KeyInfo) of snapshot `snap`, in its
+    type's columns: a chunked value's read chunk by chunk, as they are used; a value in its
+    row decoded whole (it is small)."""
+    if row.chunked is not None:
+        return snap.value_elements(row)  # type: ignore[no-any-return]
+    table = BY_TYPE[row.type]
+    return table.rows(table.decode(row.value))
+
+
 def available() -> list[ValueTable]:
     """The entries whose type is registered, in VALUE_TABLES' order."""
     return [t for t in VALUE_TABLES if t.available()]
@@ -103,4 +118,4 @@ def type_counts(stream_keys: int, type_names: Iterable[str | None]) -> dict[str,
 
 
 __all__ = ["BY_TABLE", "BY_TYPE", "KEYS_TABLE", "STREAM_TABLES", "VALUE_TABLES", "Column",
-           "ValueTable", "available", "export_tables", "type_counts"]
+           "ValueTable", "available", "elements", "export_tables", "type_counts"]

@@ -77,10 +77,10 @@ _RNG = random.Random()  # ZRANDMEMBER's picks (read-only: nothing random is ever
 
 
 def limits_of(ctx: Ctx) -> ZSetLimits:
-    """The current zset-max-listpack-entries / -value settings."""
-    config = ctx.config
-    return ZSetLimits(int(config.get("zset-max-listpack-entries", 128)),
-                      int(config.get("zset-max-listpack-value", 64)))
+    """The current zset-max-listpack-entries / -value settings (the engine's, replaced by
+    CONFIG SET)."""
+    limits: ZSetLimits = ctx.engine.zset_limits
+    return limits
 
 
 def score_reply(score: float) -> HumanDouble:
@@ -148,18 +148,27 @@ _ZADD_FLAGS = {b"nx": "nx", b"xx": "xx", b"ch": "ch", b"incr": "incr", b"gt": "g
 def _zadd(ctx: Ctx, argv: Argv, incr: bool) -> object:
     """zaddGenericCommand."""
     key = argv[1]
-    opts = {"incr": incr}
+    nx = xx = gt = lt = ch = False
     at = 2
-    while at < len(argv):
-        flag = _ZADD_FLAGS.get(argv[at].lower())
+    argc = len(argv)
+    while at < argc:
+        flag = _ZADD_FLAGS.get(argv[at].lower()) if argv[at][:1].isalpha() else None
         if flag is None:
             break
-        opts[flag] = True
+        if flag == "nx":
+            nx = True
+        elif flag == "xx":
+            xx = True
+        elif flag == "gt":
+            gt = True
+        elif flag == "lt":
+            lt = True
+        elif flag == "ch":
+            ch = True
+        else:
+            incr = True
         at += 1
-    incr = opts.get("incr", False)
-    nx, xx = opts.get("nx", False), opts.get("xx", False)
-    gt, lt = opts.get("gt", False), opts.get("lt", False)
-    elements = len(argv) - at
+    elements = argc - at
     if elements % 2 or not elements:
         raise ReplyError(SYNTAX)
     elements //= 2
@@ -210,7 +219,7 @@ def _zadd(ctx: Ctx, argv: Argv, incr: bool) -> object:
             ctx.notify(ZSET_EVENTS, b"zincr" if incr else b"zadd", key)
     if incr:
         return score_reply(score_now) if processed and score_now is not None else None
-    return added + updated if opts.get("ch") else added
+    return added + updated if ch else added
 
 
 @command("zadd", -4, "write denyoom fast", group="sorted_set", since="1.2.0",
@@ -567,11 +576,31 @@ def zrandmember(ctx: Ctx, argv: Argv) -> object:
         else:
             count = ctx.repeats_cap(count)
             picks = z.random_members(_RNG, abs(count), with_repeats=count < 0)
+            if count < 0 and withscores:
+                return _repeated_pairs_reply(ctx, picks)
         return pairs_reply(ctx, picks, withscores)
     z = zset_for_read(ctx, argv[1])
     if z is None:
         return None
     return z.random_member(_RNG)[0]
+
+
+def _repeated_pairs_reply(ctx: Ctx, picks: list[tuple[bytes, float]]) -> list:
+    """pairs_reply WITHSCORES for picks with repeats: a member's score text (and RESP3 pair)
+    is made once and shared by its repeats, so a hostile count costs list slots, not a new
+    score object per pick."""
+    shared: dict[bytes, list] = {}
+    nested = resp3(ctx)
+    out: list = []
+    for member, score in picks:
+        pair = shared.get(member)
+        if pair is None:
+            pair = shared[member] = [member, score_reply(score)]
+        if nested:
+            out.append(pair)
+        else:
+            out += pair
+    return out
 
 
 # --- ZSCAN ---------------------------------------------------------------------------------------

@@ -61,6 +61,7 @@ class EngineState:
     hash_limits: Any
     hash_ttls: list[Any]  # engine.commands.hashes.FieldTTLIndex | None, per database
     set_limits: Any  # engine.model.sets.SetLimits: every set reads it at its writes
+    zset_limits: Any  # engine.model.zset.ZSetLimits (immutable: CONFIG SET replaces it)
     residency: Residency  # which stream nodes are in memory (backlog-memory)
     # Settings (Redis's names, canonical values) and the ones hot paths read as fields.
     config: dict[str, Any]

@@ -79,7 +79,7 @@ def library_metadata(code: bytes) -> tuple[bytes, bytes, bytes]:
     if not code.startswith(b"#!"):
         raise ReplyError("ERR Missing library metadata")
     end = code.find(b"\n")
-    if end < 0:
+    if end < 0 or b"\x00" in code[:end]:  # (Redis's strchr stops at a NUL: no newline then)
         raise ReplyError("ERR Invalid library metadata")
     try:
         parts = split_inline_args(code[:end])

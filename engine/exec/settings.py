@@ -431,6 +431,15 @@ def _apply_set_limits(engine: EngineState) -> None:
     limits.max_listpack_value = int(config["set-max-listpack-value"])
 
 
+def _apply_zset_limits(engine: EngineState) -> None:
+    """The sorted sets' limits, read by each write from the engine (not held by the sets)."""
+    from streamkeep.engine.model.zset import ZSetLimits
+
+    config = engine.config
+    engine.zset_limits = ZSetLimits(int(config["zset-max-listpack-entries"]),
+                                    int(config["zset-max-listpack-value"]))
+
+
 def _apply_hash_limits(engine: EngineState) -> None:
     """Every hash reads the engine's one HashLimits at its writes (engine.model.hashes)."""
     limits = engine.hash_limits
@@ -512,9 +521,9 @@ _PARAMS: list[Param] = [
     Param("stream-node-max-bytes", "memory", 4096, hi=LONG_MAX, hook=_apply_node_limits,
           summary="bytes per stream node before a new one starts"),
     # A sorted set stays listpack-encoded up to this many members of at most this many bytes.
-    Param("zset-max-listpack-entries", "int", 128, hi=LONG_MAX,
+    Param("zset-max-listpack-entries", "int", 128, hi=LONG_MAX, hook=_apply_zset_limits,
           summary="members a sorted set holds in its compact (listpack) encoding at most"),
-    Param("zset-max-listpack-value", "memory", 64, hi=LONG_MAX,
+    Param("zset-max-listpack-value", "memory", 64, hi=LONG_MAX, hook=_apply_zset_limits,
           summary="bytes of the longest member a listpack-encoded sorted set holds"),
     # A hash stays listpack-encoded up to this many fields, each field and value this long.
     Param("hash-max-listpack-entries", "int", 512, hi=LONG_MAX, hook=_apply_hash_limits,

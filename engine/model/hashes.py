@@ -266,7 +266,7 @@ class _ListpackEx:
         """Insert a pair absent from the blob where Redis's listpackex puts it: with a TTL,
         before the first field whose TTL is >= it; without, last."""
         if when is None:
-            self.blob = _lp_insert(self.blob, field, value, 1 << 62)
+            self.blob = _lp_insert(self.blob, field, value, _count(self.blob))
             self.ttl.pop(field, None)
             return
         before = 0
@@ -972,3 +972,18 @@ class Hash:
 
     def __repr__(self) -> str:
         return f"<Hash {self.encoding} len={len(self)}>"
+
+    @classmethod
+    def from_chunks(cls, count: int, pairs: Iterable[tuple[bytes, bytes]],
+                    limits: HashLimits | None = None) -> Hash:
+        """A hash of `count` fields (none twice) from its pairs, read as they come (a
+        snapshot's chunked value): a hashtable filled at once when the count is past the
+        listpack limit, else set as HSET sets them. TTLs are the caller's (set_field_expiry)."""
+        h = cls(limits)
+        if count > h._lim.max_listpack_entries:
+            table = _PairTable(count)
+            table.load(pairs)
+            h._data = table
+        else:
+            h.set_many(list(pairs))
+        return h

@@ -48,6 +48,7 @@ _DEC = rb"(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?"
 _NUMBER = re.compile(
     rb"([+-]?)(?:(" + _HEX + rb")|(" + _DEC + rb")|(inf(?:inity)?)|(nan(?:\([0-9A-Za-z_]*\))?))",
     re.IGNORECASE)
+_PLAIN_DECIMAL = re.compile(rb"-?[0-9]{1,17}(?:\.[0-9]{1,17})?\Z")
 _NONZERO_DIGIT = re.compile(rb"[1-9]")
 _NONZERO_HEX_MANTISSA = re.compile(rb"0[xX]0*\.?0*[1-9a-fA-F]")
 
@@ -81,6 +82,10 @@ def _strtod(text: bytes) -> tuple[float, int, bool]:
 def parse_score(text: bytes) -> float | None:
     """Redis's `string2d`: the double `text` spells, or None when it is not a valid float (see
     the module docstring for the rules)."""
+    if text.isdigit() and len(text) <= 17 or _PLAIN_DECIMAL.match(text) is not None:
+        # The common score: at most 17+17 digits cannot overflow or underflow a double, and
+        # Python's float() rounds a decimal text correctly, as strtod does.
+        return float(text)
     if not text or text[0] in _C_SPACE:
         return None
     value, used, erange = _strtod(text)

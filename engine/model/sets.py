@@ -746,3 +746,19 @@ class RSet:
 
     def __repr__(self) -> str:
         return f"<RSet {self.encoding} len={len(self)}>"
+
+    @classmethod
+    def from_chunks(cls, count: int, members: Iterable[bytes],
+                    limits: SetLimits | None = None) -> RSet:
+        """A set of `count` members (none twice), read as they come (a snapshot's chunked
+        value): a hashtable filled at once when the count is past both small encodings'
+        limits, else added as SADD adds them."""
+        s = cls(limits)
+        lim = s._lim
+        if count > max(lim.intset_max(), lim.max_listpack_entries):
+            table = _MemberTable(count)
+            table.load(members)
+            s._data = table
+        else:
+            s.add_many(list(members))
+        return s

@@ -211,7 +211,7 @@ class _Packed:
         return 7 + len(self.blob) + 16 * len(self.scores)
 
     def copy(self) -> _Packed:
-        twin = _Packed.__new__(_Packed)
+        twin = _Packed()
         twin.blob, twin.offs, twin.scores = self.blob, array("I", self.offs), array(
             "d", self.scores)
         return twin
@@ -496,9 +496,11 @@ class ZSet:
 
     __slots__ = ("_store",)
 
-    def __init__(self, encoding: str = LISTPACK) -> None:
-        """An empty set in `encoding` ("listpack" or "skiplist")."""
-        self._store: _Packed | _Chunked = _Packed() if encoding == LISTPACK else _Chunked()
+    def __init__(self, encoding: str = LISTPACK, store: _Packed | _Chunked | None = None) -> None:
+        """An empty set in `encoding` ("listpack" or "skiplist"), or one holding `store`."""
+        if store is None:
+            store = _Packed() if encoding == LISTPACK else _Chunked()
+        self._store: _Packed | _Chunked = store
 
     # -- construction ---------------------------------------------------------------------
 
@@ -524,18 +526,13 @@ class ZSet:
     @classmethod
     def _build(cls, members: list[bytes], scores: list[float], limits: ZSetLimits) -> ZSet:
         """A set from its elements in order, in the encoding its size calls for."""
-        self = cls.__new__(cls)
         if _fits_listpack(members, limits):
-            self._store = _Packed(members, scores)
-        else:
-            self._store = _Chunked.from_sorted(members, scores)
-        return self
+            return cls(store=_Packed(members, scores))
+        return cls(store=_Chunked.from_sorted(members, scores))
 
     def copy(self) -> ZSet:
         """An independent copy in the same encoding (COPY: zsetDup)."""
-        twin = ZSet.__new__(ZSet)
-        twin._store = self._store.copy()
-        return twin
+        return ZSet(store=self._store.copy())
 
     # -- encoding -------------------------------------------------------------------------
 
@@ -785,8 +782,12 @@ class ZSet:
         if count <= 0 or size == 0:
             return []
         if with_repeats:
-            at = self._store.at
-            return [at(rng.randrange(size)) for _ in range(count)]
+            if count * 8 < size:  # a few picks of a big set: no list of it all
+                at = self._store.at
+                return [at(rng.randrange(size)) for _ in range(count)]
+            # Many picks: they share the set's (member, score) pairs, so a huge count costs a
+            # list slot per pick, not a new pair (and a listpack's member copy) per pick.
+            return rng.choices(list(self.items()), k=count)
         if count >= size:
             return list(self.items())
         picks = rng.sample(range(size), count)
@@ -865,12 +866,9 @@ class ZSet:
         score_list = scores.tolist()
         _check_order(members, score_list)
         if encoding == 0:
-            self = cls.__new__(cls)
             if count > limits.max_listpack_entries:
-                self._store = _Chunked.from_sorted(members, score_list)
-            else:
-                self._store = _Packed(members, score_list)
-            return self
+                return cls(store=_Chunked.from_sorted(members, score_list))
+            return cls(store=_Packed(members, score_list))
         return cls._build(members, score_list, limits)
 
     def __eq__(self, other: object) -> bool:
@@ -883,6 +881,47 @@ class ZSet:
 
     def __repr__(self) -> str:
         return f"ZSet({self.encoding}, {len(self)} members)"
+
+    @classmethod
+    def from_chunks(cls, count: int, chunks: Iterable[tuple[list[bytes], list[float]]],
+                    limits: ZSetLimits = DEFAULT_LIMITS) -> ZSet:
+        """A set of `count` elements from its elements in order, a chunk (members, scores) at
+        a time (a snapshot's chunked value), in the encoding `from_bytes` would pick; a big
+        one is built chunk by chunk, never as one list of pairs. ValueError for elements out
+        of order or a NaN score."""
+        if count <= limits.max_listpack_entries:
+            members: list[bytes] = []
+            scores: list[float] = []
+            for chunk_members, chunk_scores in chunks:
+                members += chunk_members
+                scores += chunk_scores
+            _check_order(members, scores)
+            return cls._build(members, scores, limits)
+        store = _Chunked()
+        last: tuple[float, bytes] | None = None
+        for chunk_members, chunk_scores in chunks:
+            if not chunk_members:
+                continue
+            _check_order(chunk_members, chunk_scores)
+            if last is not None and (chunk_scores[0], chunk_members[0]) <= last:
+                raise ValueError("sorted set data out of order")
+            last = (chunk_scores[-1], chunk_members[-1])
+            store.dict.update(zip(chunk_members, chunk_scores, strict=True))
+            for start in range(0, len(chunk_members), _LOAD):
+                part = chunk_members[start:start + _LOAD]
+                store.cm.append(part)
+                store.max_m.append(part[-1])
+                store.max_s.append(store.dict[part[-1]])
+        return cls(store=store)
+
+    def columns(self, first: int, stop: int) -> tuple[list[bytes], list[float]]:
+        """The members and the scores at ascending positions [first, stop) (clamped), as two
+        lists (a snapshot writes a big set a chunk of them at a time)."""
+        size = len(self._store)
+        first, stop = max(first, 0), min(stop, size)
+        if first >= stop:
+            return [], []
+        return self._store.slice(first, stop)
 
 
 _BIG_ENDIAN = struct.pack("=H", 1) == b"\x00\x01"

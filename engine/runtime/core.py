@@ -56,6 +56,7 @@ from streamkeep.engine.model.hashes import HashLimits
 from streamkeep.engine.model.residency import Residency
 from streamkeep.engine.model.sets import SetLimits
 from streamkeep.engine.model.value_types import STREAM, STRING, TYPES
+from streamkeep.engine.model.zset import ZSetLimits
 from streamkeep.engine.runtime.batches import Batches
 from streamkeep.engine.runtime.expiry_cycle import active_expire_cycle
 from streamkeep.engine.runtime.refusals import Refusals
@@ -149,6 +150,8 @@ class EngineCore(EngineState):
         self.set_limits = SetLimits(int(config["set-max-intset-entries"]),
                                     int(config["set-max-listpack-entries"]),
                                     int(config["set-max-listpack-value"]))
+        self.zset_limits = ZSetLimits(int(config["zset-max-listpack-entries"]),
+                                      int(config["zset-max-listpack-value"]))
         # Held while a command runs. Re-entrant for the server, which holds it over a batch of
         # a connection's commands and calls back into the engine from its glue; handlers
         # never take it.

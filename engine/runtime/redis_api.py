@@ -1,4 +1,5 @@
-"""redis-py's client, in process: redis-py 8.1's stream and keyspace calls over an engine.
+"""redis-py's client, in process: redis-py 8.1's calls over an engine, for streams, sorted sets,
+hashes, sets, functions and the keyspace.
 
 Owns `RedisAPI` (`Engine.redis()` builds one: a thin object over the engine's `execute`),
 `DataError` and the client side of the redis-py contract: the argv each method sends (built
@@ -6,7 +7,10 @@ exactly as redis-py 8.1 builds it, with the same client-side `DataError` checks 
 argument encoding errors as redis-py raises them, and the reply conversion of redis-py's RESP2
 client with `legacy_responses=True` (the default): status replies as bytes, bytes decoded to str
 when `decode_responses` is on, then the same response callbacks (xrange -> [(id, {field:
-value})], xpending -> dict, XINFO -> dicts with str keys, bool for OK, ...).
+value})], xpending -> dict, XINFO -> dicts with str keys, bool for OK, zrange withscores ->
+[(member, float)], hgetall -> dict, smembers -> set, ...). The stream methods shape their
+replies themselves (their hot paths); the other types' methods build redis-py's argv and go
+through `execute_command`, so the callbacks table is their one place of reply shaping.
 `execute_command(*args, **options)` runs any command the way `redis.Redis.execute_command`
 does, applying the callbacks redis-py registers for that name. `decode_responses` belongs to
 the facade, as to a redis-py client: two facades over one engine may differ.
@@ -18,8 +22,9 @@ not touch: command semantics, engine state or the command table (every call goes
 
 from __future__ import annotations
 
+import datetime
 import hashlib
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any, Protocol
 
 from streamkeep.engine.wire.errors import ReplyError, StreamkeepError
@@ -166,6 +171,86 @@ def parse_scan(response: Any, **options: Any) -> tuple[int, list]:
     return int(cursor), r
 
 
+def _score_cast(options: dict[str, Any]) -> Callable[[Any], Any]:
+    """redis-py's _wrap_score_cast_func: the caller's cast, retried through float() for a
+    score text it refuses (1e+18 given to int)."""
+    cast = options.get("score_cast_func", float)
+    if cast is float:
+        return float
+
+    def safe_cast(x: Any) -> Any:
+        try:
+            return cast(x)
+        except (ValueError, TypeError):
+            return cast(float(x))
+
+    return safe_cast
+
+
+def zset_score_pairs(response: Any, **options: Any) -> Any:
+    if not response or not options.get("withscores"):
+        return response
+    cast = _score_cast(options)
+    it = iter(response)
+    return list(zip(it, map(cast, it), strict=False))
+
+
+def zpop_score_pairs(response: Any, **options: Any) -> Any:
+    if not response:
+        return response
+    cast = _score_cast(options)
+    it = iter(response)
+    return list(zip(it, map(cast, it), strict=False))
+
+
+def zset_score_for_rank(response: Any, **options: Any) -> Any:
+    if not response or not options.get("withscore"):
+        return response
+    return [response[0], _score_cast(options)(response[1])]
+
+
+def float_or_none(response: Any, **options: Any) -> float | None:
+    return None if response is None else float(response)
+
+
+def parse_zadd(response: Any, **options: Any) -> int | float | None:
+    if response is None:
+        return None
+    if options.get("as_score"):
+        return float(response)
+    return int(response)
+
+
+def parse_zmscore(response: Any, **options: Any) -> list[float | None]:
+    return [None if score is None else float(score) for score in response]
+
+
+def parse_hscan(response: Any, **options: Any) -> tuple[int, Any]:
+    cursor, r = response
+    if options.get("no_values", False):
+        return int(cursor), r or []
+    return int(cursor), r and pairs_to_dict(r) or {}
+
+
+def parse_zscan(response: Any, **options: Any) -> tuple[int, list]:
+    cast = _score_cast(options)
+    cursor, r = response
+    it = iter(r)
+    return int(cursor), list(zip(it, map(cast, it), strict=False))
+
+
+def _as_set(response: Any, **options: Any) -> set:
+    return response and set(response) or set()
+
+
+def _bzpop(response: Any, **options: Any) -> tuple | None:
+    return response and (response[0], response[1], float(response[2])) or None
+
+
+def _hgetall(response: Any, **options: Any) -> dict:
+    return response and pairs_to_dict(response) or {}
+
+
 # The entries of redis-py's _RedisCallbacks + _RedisCallbacksRESP2 for the commands the engine
 # knows (keys upper case; redis-py looks the command name up case-insensitively).
 execute_command_callbacks: dict[str, Callable[..., Any]] = {
@@ -196,6 +281,39 @@ execute_command_callbacks: dict[str, Callable[..., Any]] = {
     "SCRIPT FLUSH": bool_ok,
     "SCRIPT KILL": bool_ok,
     "SCRIPT LOAD": lambda r: _str_if_bytes(r),
+    # sorted sets, hashes, sets, functions, COPY
+    "ZADD": parse_zadd,
+    "ZSCORE": float_or_none,
+    "ZINCRBY": float_or_none,
+    "ZMSCORE": parse_zmscore,
+    "ZRANGE": zset_score_pairs,
+    "ZRANGEBYSCORE": zset_score_pairs,
+    "ZREVRANGE": zset_score_pairs,
+    "ZREVRANGEBYSCORE": zset_score_pairs,
+    "ZINTER": zset_score_pairs,
+    "ZUNION": zset_score_pairs,
+    "ZPOPMIN": zpop_score_pairs,
+    "ZPOPMAX": zpop_score_pairs,
+    "BZPOPMIN": _bzpop,
+    "BZPOPMAX": _bzpop,
+    "ZRANK": zset_score_for_rank,
+    "ZREVRANK": zset_score_for_rank,
+    "ZSCAN": parse_zscan,
+    "HGETALL": _hgetall,
+    "HEXISTS": bool,
+    "HMSET": bool,
+    "HINCRBYFLOAT": float,
+    "HSCAN": parse_hscan,
+    "SMEMBERS": _as_set,
+    "SDIFF": _as_set,
+    "SINTER": _as_set,
+    "SUNION": _as_set,
+    "SMOVE": bool,
+    "SSCAN": parse_scan,
+    "FUNCTION DELETE": bool_ok,
+    "FUNCTION FLUSH": bool_ok,
+    "FUNCTION RESTORE": bool_ok,
+    "COPY": bool,
 }
 
 
@@ -366,6 +484,69 @@ def _xadd_argv(
     return pieces
 
 
+def _list_or_args(keys: Any, args: Iterable[Any] | None) -> list[Any]:
+    """redis-py's list_or_args: `keys` (one key, or an iterable of them) and then `args`."""
+    if isinstance(keys, (bytes, str, bytearray, memoryview)):
+        found = [keys]
+    else:
+        try:
+            found = list(keys)
+        except TypeError:
+            found = [keys]
+    if args:
+        found.extend(args)
+    return found
+
+
+def _scan_options(match: Any, count: int | None) -> list[Any]:
+    """MATCH and COUNT of the *SCAN commands."""
+    pieces: list[Any] = []
+    if match is not None:
+        pieces += (b"MATCH", match)
+    if count is not None:
+        pieces += (b"COUNT", count)
+    return pieces
+
+
+def _field_pairs(key: Any, value: Any, mapping: Mapping[Any, Any] | None,
+                 items: Sequence[Any] | None) -> list[Any]:
+    """HSET's and HSETEX's field value pairs, in redis-py's order: items, key, mapping."""
+    pieces: list[Any] = list(items) if items else []
+    if key is not None:
+        pieces += (key, value)
+    if mapping:
+        for pair in mapping.items():
+            pieces.extend(pair)
+    return pieces
+
+
+def _expire_flags(ex: Any, px: Any, exat: Any, pxat: Any) -> list[Any]:
+    """redis-py's extract_expire_flags: EX, PX, EXAT or PXAT and its value (the first given)."""
+    if ex is not None:
+        if isinstance(ex, datetime.timedelta):
+            return ["EX", int(ex.total_seconds())]
+        if isinstance(ex, int):
+            return ["EX", ex]
+        if isinstance(ex, str) and ex.isdigit():
+            return ["EX", int(ex)]
+        raise DataError("ex must be datetime.timedelta or int")
+    if px is not None:
+        if isinstance(px, datetime.timedelta):
+            return ["PX", int(px.total_seconds() * 1000)]
+        if isinstance(px, int):
+            return ["PX", px]
+        raise DataError("px must be datetime.timedelta or int")
+    if exat is not None:
+        if isinstance(exat, datetime.datetime):
+            exat = int(exat.timestamp())
+        return ["EXAT", exat]
+    if pxat is not None:
+        if isinstance(pxat, datetime.datetime):
+            pxat = int(pxat.timestamp() * 1000)
+        return ["PXAT", pxat]
+    return []
+
+
 class Executor(Protocol):
     """What the facade needs of an engine: one command in, its plain reply out."""
 
@@ -373,8 +554,9 @@ class Executor(Protocol):
 
 
 class RedisAPI:
-    """redis-py 8.1's stream methods and the keyspace calls a stream application makes, over
-    `engine.execute`, with redis-py's `decode_responses` (False: bytes; True: str)."""
+    """redis-py 8.1's methods for streams, sorted sets, hashes, sets and functions, and the
+    keyspace calls an application makes, over `engine.execute`, with redis-py's
+    `decode_responses` (False: bytes; True: str)."""
 
     __slots__ = ("decode_responses", "execute")
 
@@ -552,6 +734,509 @@ class RedisAPI:
 
     def renamenx(self, src: Any, dst: Any) -> bool:
         return self.execute_command("RENAMENX", src, dst)
+
+    def copy(self, source: Any, destination: Any, destination_db: Any = None,
+             replace: bool = False) -> bool:
+        params: list[Any] = [source, destination]
+        if destination_db is not None:
+            params.extend(["DB", destination_db])
+        if replace:
+            params.append("REPLACE")
+        return self.execute_command("COPY", *params)
+
+    # --- sorted sets (redis-py's argv and checks; replies through the callbacks above) -------
+
+    def zadd(self, name: Any, mapping: Mapping[Any, Any], nx: bool = False, xx: bool = False,
+             ch: bool = False, incr: bool = False, gt: bool = False,
+             lt: bool = False) -> int | float | None:
+        if not mapping:
+            raise DataError("ZADD requires at least one element/score pair")
+        if nx and xx:
+            raise DataError("ZADD allows either 'nx' or 'xx', not both")
+        if gt and lt:
+            raise DataError("ZADD allows either 'gt' or 'lt', not both")
+        if incr and len(mapping) != 1:
+            raise DataError(
+                "ZADD option 'incr' only works when passing a single element/score pair")
+        if nx and (gt or lt):
+            raise DataError("Only one of 'nx', 'lt', or 'gr' may be defined.")
+        pieces: list[Any] = [word for flag, word in ((nx, b"NX"), (xx, b"XX"), (ch, b"CH"),
+                                                     (incr, b"INCR"), (gt, b"GT"), (lt, b"LT"))
+                             if flag]
+        for member, score in mapping.items():
+            pieces += (score, member)
+        return self.execute_command("ZADD", name, *pieces, **({"as_score": True} if incr else {}))
+
+    def zcard(self, name: Any) -> int:
+        return self.execute_command("ZCARD", name)
+
+    def zcount(self, name: Any, min: Any, max: Any) -> int:
+        return self.execute_command("ZCOUNT", name, min, max)
+
+    def zlexcount(self, name: Any, min: Any, max: Any) -> int:
+        return self.execute_command("ZLEXCOUNT", name, min, max)
+
+    def zscore(self, name: Any, value: Any) -> float | None:
+        return self.execute_command("ZSCORE", name, value)
+
+    def zmscore(self, key: Any, members: list) -> list[float | None]:
+        if not members:
+            raise DataError("ZMSCORE members must be a non-empty list")
+        return self.execute_command("ZMSCORE", key, *members)
+
+    def zincrby(self, name: Any, amount: float, value: Any) -> float | None:
+        return self.execute_command("ZINCRBY", name, amount, value)
+
+    def zrem(self, name: Any, *values: Any) -> int:
+        return self.execute_command("ZREM", name, *values)
+
+    def zremrangebylex(self, name: Any, min: Any, max: Any) -> int:
+        return self.execute_command("ZREMRANGEBYLEX", name, min, max)
+
+    def zremrangebyrank(self, name: Any, min: int, max: int) -> int:
+        return self.execute_command("ZREMRANGEBYRANK", name, min, max)
+
+    def zremrangebyscore(self, name: Any, min: Any, max: Any) -> int:
+        return self.execute_command("ZREMRANGEBYSCORE", name, min, max)
+
+    def _zrange(self, command: str, dest: Any, name: Any, start: Any, end: Any,
+                desc: bool = False, byscore: bool = False, bylex: bool = False,
+                withscores: bool = False, score_cast_func: Any = float,
+                offset: int | None = None, num: int | None = None) -> Any:
+        """ZRANGE and ZRANGESTORE with redis-py's checks, in its order."""
+        if byscore and bylex:
+            raise DataError("``byscore`` and ``bylex`` can not be specified together.")
+        if (offset is not None) != (num is not None):
+            raise DataError("``offset`` and ``num`` must both be specified.")
+        if bylex and withscores:
+            raise DataError("``withscores`` not supported in combination with ``bylex``.")
+        pieces: list[Any] = [command, *([dest] if dest else []), name, start, end]
+        pieces += [word for flag, word in ((byscore, "BYSCORE"), (bylex, "BYLEX"),
+                                           (desc, "REV")) if flag]
+        if offset is not None and num is not None:
+            pieces += ("LIMIT", offset, num)
+        if withscores:
+            pieces.append("WITHSCORES")
+        return self.execute_command(*pieces, withscores=withscores,
+                                    score_cast_func=score_cast_func)
+
+    def zrange(self, name: Any, start: Any, end: Any, desc: bool = False,
+               withscores: bool = False, score_cast_func: Any = float, byscore: bool = False,
+               bylex: bool = False, offset: int | None = None, num: int | None = None) -> Any:
+        if not byscore and not bylex and offset is None and num is None and desc:
+            return self.zrevrange(name, start, end, withscores, score_cast_func)
+        return self._zrange("ZRANGE", None, name, start, end, desc, byscore, bylex, withscores,
+                            score_cast_func, offset, num)
+
+    def zrangestore(self, dest: Any, name: Any, start: Any, end: Any, byscore: bool = False,
+                    bylex: bool = False, desc: bool = False, offset: int | None = None,
+                    num: int | None = None) -> int:
+        return self._zrange("ZRANGESTORE", dest, name, start, end, desc, byscore, bylex, False,
+                            None, offset, num)
+
+    def zrevrange(self, name: Any, start: int, end: int, withscores: bool = False,
+                  score_cast_func: Any = float) -> Any:
+        pieces: list[Any] = ["ZREVRANGE", name, start, end]
+        if withscores:
+            pieces.append(b"WITHSCORES")
+        return self.execute_command(*pieces, withscores=withscores,
+                                    score_cast_func=score_cast_func)
+
+    def _by_score_or_lex(self, command: str, name: Any, first: Any, second: Any,
+                         start: int | None, num: int | None, withscores: bool = False,
+                         score_cast_func: Any = float) -> Any:
+        """ZRANGEBYSCORE, ZREVRANGEBYSCORE, ZRANGEBYLEX, ZREVRANGEBYLEX."""
+        if (start is not None) != (num is not None):
+            raise DataError("``start`` and ``num`` must both be specified")
+        pieces: list[Any] = [command, name, first, second]
+        if start is not None and num is not None:
+            pieces += (b"LIMIT" if command == "ZRANGEBYLEX" else "LIMIT", start, num)
+        if withscores:
+            pieces.append("WITHSCORES")
+        return self.execute_command(*pieces, withscores=withscores,
+                                    score_cast_func=score_cast_func)
+
+    def zrangebyscore(self, name: Any, min: Any, max: Any, start: int | None = None,
+                      num: int | None = None, withscores: bool = False,
+                      score_cast_func: Any = float) -> Any:
+        return self._by_score_or_lex("ZRANGEBYSCORE", name, min, max, start, num, withscores,
+                                     score_cast_func)
+
+    def zrevrangebyscore(self, name: Any, max: Any, min: Any, start: int | None = None,
+                         num: int | None = None, withscores: bool = False,
+                         score_cast_func: Any = float) -> Any:
+        return self._by_score_or_lex("ZREVRANGEBYSCORE", name, max, min, start, num,
+                                     withscores, score_cast_func)
+
+    def zrangebylex(self, name: Any, min: Any, max: Any, start: int | None = None,
+                    num: int | None = None) -> list:
+        return self._by_score_or_lex("ZRANGEBYLEX", name, min, max, start, num)
+
+    def zrevrangebylex(self, name: Any, max: Any, min: Any, start: int | None = None,
+                       num: int | None = None) -> list:
+        return self._by_score_or_lex("ZREVRANGEBYLEX", name, max, min, start, num)
+
+    def zrank(self, name: Any, value: Any, withscore: bool = False,
+              score_cast_func: Any = float) -> Any:
+        pieces = ["ZRANK", name, value, *(["WITHSCORE"] if withscore else [])]
+        return self.execute_command(*pieces, withscore=withscore,
+                                    score_cast_func=score_cast_func)
+
+    def zrevrank(self, name: Any, value: Any, withscore: bool = False,
+                 score_cast_func: Any = float) -> Any:
+        pieces = ["ZREVRANK", name, value, *(["WITHSCORE"] if withscore else [])]
+        return self.execute_command(*pieces, withscore=withscore,
+                                    score_cast_func=score_cast_func)
+
+    def zpopmin(self, name: Any, count: int | None = None) -> list:
+        return self.execute_command("ZPOPMIN", name, *([] if count is None else [count]),
+                                    withscores=True)
+
+    def zpopmax(self, name: Any, count: int | None = None) -> list:
+        return self.execute_command("ZPOPMAX", name, *([] if count is None else [count]),
+                                    withscores=True)
+
+    def bzpopmin(self, keys: Any, timeout: Any = 0) -> tuple | None:
+        return self.execute_command("BZPOPMIN", *_list_or_args(keys, None),
+                                    0 if timeout is None else timeout)
+
+    def bzpopmax(self, keys: Any, timeout: Any = 0) -> tuple | None:
+        return self.execute_command("BZPOPMAX", *_list_or_args(keys, None),
+                                    0 if timeout is None else timeout)
+
+    def zmpop(self, num_keys: int, keys: list, min: bool | None = False,
+              max: bool | None = False, count: int | None = 1) -> list | None:
+        args: list[Any] = [num_keys, *keys]
+        if bool(min) == bool(max):
+            raise DataError
+        args.append("MIN" if min else "MAX")
+        if count != 1:
+            args += ("COUNT", count)
+        return self.execute_command("ZMPOP", *args)
+
+    def bzmpop(self, timeout: float, numkeys: int, keys: list, min: bool | None = False,
+               max: bool | None = False, count: int | None = 1) -> list | None:
+        if bool(min) == bool(max):
+            raise DataError("Either min or max, but not both must be set")
+        return self.execute_command("BZMPOP", timeout, numkeys, *keys,
+                                    "MIN" if min else "MAX", "COUNT", count)
+
+    def zrandmember(self, key: Any, count: int | None = None,
+                    withscores: bool = False) -> Any:
+        params: list[Any] = [] if count is None else [count]
+        if withscores:
+            params.append("WITHSCORES")
+        return self.execute_command("ZRANDMEMBER", key, *params, withscores=withscores)
+
+    def _zaggregate(self, command: str, dest: Any, keys: Any, aggregate: str | None = None,
+                    **options: Any) -> Any:
+        """ZUNION, ZINTER and their STOREs: `keys` a sequence, or a dict of key -> weight."""
+        pieces: list[Any] = [command, *([] if dest is None else [dest]), len(keys)]
+        weights = None
+        if isinstance(keys, dict):
+            keys, weights = keys.keys(), keys.values()
+        pieces.extend(keys)
+        if weights:
+            pieces.append(b"WEIGHTS")
+            pieces.extend(weights)
+        if aggregate:
+            if aggregate.upper() not in ("SUM", "MIN", "MAX", "COUNT"):
+                raise DataError("aggregate can be sum, min, max or count.")
+            pieces += (b"AGGREGATE", aggregate)
+        if options.get("withscores", False):
+            pieces.append(b"WITHSCORES")
+        return self.execute_command(*pieces, **options)
+
+    def zunion(self, keys: Any, aggregate: str | None = None, withscores: bool = False,
+               score_cast_func: Any = float) -> Any:
+        return self._zaggregate("ZUNION", None, keys, aggregate, withscores=withscores,
+                                score_cast_func=score_cast_func)
+
+    def zunionstore(self, dest: Any, keys: Any, aggregate: str | None = None) -> int:
+        return self._zaggregate("ZUNIONSTORE", dest, keys, aggregate)
+
+    def zinter(self, keys: Any, aggregate: str | None = None, withscores: bool = False) -> Any:
+        return self._zaggregate("ZINTER", None, keys, aggregate, withscores=withscores)
+
+    def zinterstore(self, dest: Any, keys: Any, aggregate: str | None = None) -> int:
+        return self._zaggregate("ZINTERSTORE", dest, keys, aggregate)
+
+    def zintercard(self, numkeys: int, keys: list, limit: int = 0) -> int:
+        return self.execute_command("ZINTERCARD", numkeys, *keys, "LIMIT", limit)
+
+    def zdiff(self, keys: Any, withscores: bool = False) -> Any:
+        pieces: list[Any] = [len(keys), *keys, *(["WITHSCORES"] if withscores else [])]
+        return self.execute_command("ZDIFF", *pieces, withscores=withscores)
+
+    def zdiffstore(self, dest: Any, keys: Any) -> int:
+        return self.execute_command("ZDIFFSTORE", dest, len(keys), *keys)
+
+    def zscan(self, name: Any, cursor: int = 0, match: Any = None, count: int | None = None,
+              score_cast_func: Any = float) -> tuple[int, list]:
+        return self.execute_command("ZSCAN", name, cursor, *_scan_options(match, count),
+                                    score_cast_func=score_cast_func)
+
+    def zscan_iter(self, name: Any, match: Any = None, count: int | None = None,
+                   score_cast_func: Any = float) -> Iterator:
+        cursor: Any = "0"
+        while cursor != 0:
+            cursor, data = self.zscan(name, cursor=cursor, match=match, count=count,
+                                      score_cast_func=score_cast_func)
+            yield from data
+
+    # --- hashes ---------------------------------------------------------------------------------
+
+    def hset(self, name: Any, key: Any = None, value: Any = None,
+             mapping: Mapping[Any, Any] | None = None, items: Sequence[Any] | None = None) -> int:
+        if key is None and not mapping and not items:
+            raise DataError("'hset' with no key value pairs")
+        return self.execute_command("HSET", name, *_field_pairs(key, value, mapping, items))
+
+    def hsetnx(self, name: Any, key: Any, value: Any) -> int:
+        return self.execute_command("HSETNX", name, key, value)
+
+    def hmset(self, name: Any, mapping: Mapping[Any, Any]) -> bool:
+        if not mapping:
+            raise DataError("'hmset' with 'mapping' of length 0")
+        return self.execute_command("HMSET", name, *_field_pairs(None, None, mapping, None))
+
+    def hsetex(self, name: Any, key: Any = None, value: Any = None,
+               mapping: Mapping[Any, Any] | None = None, items: Sequence[Any] | None = None,
+               ex: Any = None, px: Any = None, exat: Any = None, pxat: Any = None,
+               data_persist_option: Any = None, keepttl: bool = False) -> int:
+        if key is None and not mapping and not items:
+            raise DataError("'hsetex' with no key value pairs")
+        if items and len(items) % 2 != 0:
+            raise DataError("'hsetex' with odd number of items. 'items' must contain a list "
+                            "of key/value pairs.")
+        if sum(map(bool, (ex is not None, px is not None, exat is not None, pxat is not None,
+                          keepttl))) > 1:
+            raise DataError("``ex``, ``px``, ``exat``, ``pxat``, and ``keepttl`` are mutually "
+                            "exclusive.")
+        options = _expire_flags(ex, px, exat, pxat)
+        if data_persist_option:
+            options.append(getattr(data_persist_option, "value", data_persist_option))
+        if keepttl:
+            options.append("KEEPTTL")
+        pieces = _field_pairs(key, value, mapping, items)
+        return self.execute_command("HSETEX", name, *options, "FIELDS", int(len(pieces) / 2),
+                                    *pieces)
+
+    def hget(self, name: Any, key: Any) -> Any:
+        return self.execute_command("HGET", name, key)
+
+    def hmget(self, name: Any, keys: Any, *args: Any) -> list:
+        return self.execute_command("HMGET", name, *_list_or_args(keys, args))
+
+    def hgetall(self, name: Any) -> dict:
+        return self.execute_command("HGETALL", name)
+
+    def hgetdel(self, name: Any, *keys: Any) -> list:
+        if len(keys) == 0:
+            raise DataError("'hgetdel' should have at least one key provided")
+        return self.execute_command("HGETDEL", name, "FIELDS", len(keys), *keys)
+
+    def hgetex(self, name: Any, *keys: Any, ex: Any = None, px: Any = None, exat: Any = None,
+               pxat: Any = None, persist: bool = False) -> list:
+        if not keys:
+            raise DataError("'hgetex' should have at least one key provided")
+        if sum(map(bool, (ex is not None, px is not None, exat is not None, pxat is not None,
+                          persist))) > 1:
+            raise DataError("``ex``, ``px``, ``exat``, ``pxat``, and ``persist`` are mutually "
+                            "exclusive.")
+        options = _expire_flags(ex, px, exat, pxat)
+        if persist:
+            options.append("PERSIST")
+        return self.execute_command("HGETEX", name, *options, "FIELDS", len(keys), *keys)
+
+    def hdel(self, name: Any, *keys: Any) -> int:
+        return self.execute_command("HDEL", name, *keys)
+
+    def hexists(self, name: Any, key: Any) -> bool:
+        return self.execute_command("HEXISTS", name, key)
+
+    def hincrby(self, name: Any, key: Any, amount: int = 1) -> int:
+        return self.execute_command("HINCRBY", name, key, amount)
+
+    def hincrbyfloat(self, name: Any, key: Any, amount: float = 1.0) -> float:
+        return self.execute_command("HINCRBYFLOAT", name, key, amount)
+
+    def hkeys(self, name: Any) -> list:
+        return self.execute_command("HKEYS", name)
+
+    def hvals(self, name: Any) -> list:
+        return self.execute_command("HVALS", name)
+
+    def hlen(self, name: Any) -> int:
+        return self.execute_command("HLEN", name)
+
+    def hstrlen(self, name: Any, key: Any) -> int:
+        return self.execute_command("HSTRLEN", name, key)
+
+    def hrandfield(self, key: Any, count: int | None = None, withvalues: bool = False) -> Any:
+        params: list[Any] = [] if count is None else [count]
+        if withvalues:
+            params.append("WITHVALUES")
+        return self.execute_command("HRANDFIELD", key, *params, withvalues=withvalues)
+
+    def hscan(self, name: Any, cursor: int = 0, match: Any = None, count: int | None = None,
+              no_values: bool | None = None) -> tuple[int, Any]:
+        pieces = [name, cursor, *_scan_options(match, count)]
+        if no_values is not None:
+            pieces.append(b"NOVALUES")
+        return self.execute_command("HSCAN", *pieces, no_values=no_values)
+
+    def hscan_iter(self, name: Any, match: Any = None, count: int | None = None,
+                   no_values: bool | None = None) -> Iterator:
+        cursor: Any = "0"
+        while cursor != 0:
+            cursor, data = self.hscan(name, cursor=cursor, match=match, count=count,
+                                      no_values=no_values)
+            yield from (data if no_values else data.items())
+
+    def _hexpire(self, command: str, name: Any, when: Any, fields: tuple[Any, ...],
+                 conditions: tuple[bool, bool, bool, bool]) -> list[int]:
+        """HEXPIRE, HPEXPIRE, HEXPIREAT, HPEXPIREAT (`when` already a number)."""
+        if sum(conditions) > 1:
+            raise ValueError("Only one of 'nx', 'xx', 'gt', 'lt' can be specified.")
+        options = [word for flag, word in zip(conditions, ("NX", "XX", "GT", "LT"),
+                                              strict=True) if flag]
+        return self.execute_command(command, name, when, *options, "FIELDS", len(fields),
+                                    *fields)
+
+    def hexpire(self, name: Any, seconds: Any, *fields: Any, nx: bool = False, xx: bool = False,
+                gt: bool = False, lt: bool = False) -> list[int]:
+        if isinstance(seconds, datetime.timedelta):
+            seconds = int(seconds.total_seconds())
+        return self._hexpire("HEXPIRE", name, seconds, fields, (nx, xx, gt, lt))
+
+    def hpexpire(self, name: Any, milliseconds: Any, *fields: Any, nx: bool = False,
+                 xx: bool = False, gt: bool = False, lt: bool = False) -> list[int]:
+        if isinstance(milliseconds, datetime.timedelta):
+            milliseconds = int(milliseconds.total_seconds() * 1000)
+        return self._hexpire("HPEXPIRE", name, milliseconds, fields, (nx, xx, gt, lt))
+
+    def hexpireat(self, name: Any, unix_time_seconds: Any, *fields: Any, nx: bool = False,
+                  xx: bool = False, gt: bool = False, lt: bool = False) -> list[int]:
+        if isinstance(unix_time_seconds, datetime.datetime):
+            unix_time_seconds = int(unix_time_seconds.timestamp())
+        return self._hexpire("HEXPIREAT", name, unix_time_seconds, fields, (nx, xx, gt, lt))
+
+    def hpexpireat(self, name: Any, unix_time_milliseconds: Any, *fields: Any,
+                   nx: bool = False, xx: bool = False, gt: bool = False,
+                   lt: bool = False) -> list[int]:
+        if isinstance(unix_time_milliseconds, datetime.datetime):
+            unix_time_milliseconds = int(unix_time_milliseconds.timestamp() * 1000)
+        return self._hexpire("HPEXPIREAT", name, unix_time_milliseconds, fields,
+                             (nx, xx, gt, lt))
+
+    def hpersist(self, name: Any, *fields: Any) -> list[int]:
+        return self.execute_command("HPERSIST", name, "FIELDS", len(fields), *fields)
+
+    def hexpiretime(self, key: Any, *fields: Any) -> list[int]:
+        return self.execute_command("HEXPIRETIME", key, "FIELDS", len(fields), *fields)
+
+    def hpexpiretime(self, key: Any, *fields: Any) -> list[int]:
+        return self.execute_command("HPEXPIRETIME", key, "FIELDS", len(fields), *fields)
+
+    def httl(self, key: Any, *fields: Any) -> list[int]:
+        return self.execute_command("HTTL", key, "FIELDS", len(fields), *fields)
+
+    def hpttl(self, key: Any, *fields: Any) -> list[int]:
+        return self.execute_command("HPTTL", key, "FIELDS", len(fields), *fields)
+
+    # --- sets -----------------------------------------------------------------------------------
+
+    def sadd(self, name: Any, *values: Any) -> int:
+        return self.execute_command("SADD", name, *values)
+
+    def srem(self, name: Any, *values: Any) -> int:
+        return self.execute_command("SREM", name, *values)
+
+    def scard(self, name: Any) -> int:
+        return self.execute_command("SCARD", name)
+
+    def smembers(self, name: Any) -> set:
+        return self.execute_command("SMEMBERS", name)
+
+    def sismember(self, name: Any, value: Any) -> int:
+        return self.execute_command("SISMEMBER", name, value)
+
+    def smismember(self, name: Any, values: Any, *args: Any) -> list[int]:
+        return self.execute_command("SMISMEMBER", name, *_list_or_args(values, args))
+
+    def smove(self, src: Any, dst: Any, value: Any) -> bool:
+        return self.execute_command("SMOVE", src, dst, value)
+
+    def spop(self, name: Any, count: int | None = None) -> Any:
+        return self.execute_command("SPOP", name, *([] if count is None else [count]))
+
+    def srandmember(self, name: Any, number: int | None = None) -> Any:
+        return self.execute_command("SRANDMEMBER", name, *([] if number is None else [number]))
+
+    def sdiff(self, keys: Any, *args: Any) -> set:
+        return self.execute_command("SDIFF", *_list_or_args(keys, args))
+
+    def sdiffstore(self, dest: Any, keys: Any, *args: Any) -> int:
+        return self.execute_command("SDIFFSTORE", dest, *_list_or_args(keys, args))
+
+    def sinter(self, keys: Any, *args: Any) -> set:
+        return self.execute_command("SINTER", *_list_or_args(keys, args))
+
+    def sinterstore(self, dest: Any, keys: Any, *args: Any) -> int:
+        return self.execute_command("SINTERSTORE", dest, *_list_or_args(keys, args))
+
+    def sintercard(self, numkeys: int, keys: list, limit: int = 0) -> int:
+        return self.execute_command("SINTERCARD", numkeys, *keys, "LIMIT", limit)
+
+    def sunion(self, keys: Any, *args: Any) -> set:
+        return self.execute_command("SUNION", *_list_or_args(keys, args))
+
+    def sunionstore(self, dest: Any, keys: Any, *args: Any) -> int:
+        return self.execute_command("SUNIONSTORE", dest, *_list_or_args(keys, args))
+
+    def sscan(self, name: Any, cursor: int = 0, match: Any = None,
+              count: int | None = None) -> tuple[int, list]:
+        return self.execute_command("SSCAN", name, cursor, *_scan_options(match, count))
+
+    def sscan_iter(self, name: Any, match: Any = None, count: int | None = None) -> Iterator:
+        cursor: Any = "0"
+        while cursor != 0:
+            cursor, data = self.sscan(name, cursor=cursor, match=match, count=count)
+            yield from data
+
+    # --- functions ------------------------------------------------------------------------------
+
+    def function_load(self, code: Any, replace: bool | None = False) -> Any:
+        return self.execute_command("FUNCTION LOAD", *(["REPLACE"] if replace else []), code)
+
+    def function_delete(self, library: Any) -> bool:
+        return self.execute_command("FUNCTION DELETE", library)
+
+    def function_flush(self, mode: str = "SYNC") -> bool:
+        return self.execute_command("FUNCTION FLUSH", mode)
+
+    def function_list(self, library: Any = "*", withcode: bool | None = False) -> list:
+        args: list[Any] = ["LIBRARYNAME", library, *(["WITHCODE"] if withcode else [])]
+        return self.execute_command("FUNCTION LIST", *args)
+
+    def function_dump(self) -> bytes:
+        return self.execute_command("FUNCTION DUMP", **{_NEVER_DECODE: []})
+
+    def function_restore(self, payload: Any, policy: str | None = "APPEND") -> bool:
+        return self.execute_command("FUNCTION RESTORE", payload, policy)
+
+    def function_stats(self) -> Any:
+        return self.execute_command("FUNCTION STATS")
+
+    def function_kill(self) -> Any:
+        return self.execute_command("FUNCTION KILL")
+
+    def fcall(self, function: Any, numkeys: int, *keys_and_args: Any) -> Any:
+        return self.execute_command("FCALL", function, numkeys, *keys_and_args)
+
+    def fcall_ro(self, function: Any, numkeys: int, *keys_and_args: Any) -> Any:
+        return self.execute_command("FCALL_RO", function, numkeys, *keys_and_args)
 
     # --- streams: entries -----------------------------------------------------------------------
 

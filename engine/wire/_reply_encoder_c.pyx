@@ -317,6 +317,7 @@ cdef int write_packed_entries(Out* o, object value) except -1:
 cdef int write_other(Out* o, object value) except -1:
     """The reference's `_write_other`: maps, RESP3 types, errors, null arrays, subclasses."""
     cdef int protocol = o.protocol
+    cdef Py_ssize_t i = 0
     t = type(value)
     if t is EntryArray:
         return write_entry_array(o, value)
@@ -347,6 +348,9 @@ cdef int write_other(Out* o, object value) except -1:
             put_bytes(o, b"%b%d\r\n" % (b"~" if t is RespSet else b">", len(items)))
             for x in items:
                 write_value(o, x)
+                i += 1
+                if i % ENTRIES_CHUNK == 0:  # (the reference's check, per chunk)
+                    check(o)
             return 0
         if type(items) is list or type(items) is tuple:
             return write_array(o, items)
@@ -366,18 +370,26 @@ cdef int write_map(Out* o, object m) except -1:
     items = m.items
     if o.protocol == 3:
         put_line(o, 37, len(items))
-        for k, v in items:
-            write_value(o, k)
-            write_value(o, v)
+        write_pairs(o, items)
     elif m.as_pairs:
         if type(items) is list or type(items) is tuple:
             return write_array(o, items)  # each (k, v) tuple is a 2-element array
         return py_write(o, _reply_encoder_py._write_map, m)
     else:
         put_line(o, 42, 2 * len(items))
-        for k, v in items:
-            write_value(o, k)
-            write_value(o, v)
+        write_pairs(o, items)
+    return 0
+
+
+cdef int write_pairs(Out* o, object items) except -1:
+    """The reference's `_write_pairs`: the limit checked after each chunk of pairs."""
+    cdef Py_ssize_t i = 0
+    for k, v in items:
+        write_value(o, k)
+        write_value(o, v)
+        i += 1
+        if i % ENTRIES_CHUNK == 0:
+            check(o)
     return 0
 
 

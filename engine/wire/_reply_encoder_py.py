@@ -432,24 +432,34 @@ def _write_map(out: bytearray, m: RespMap, protocol: int) -> None:
     items = m.items
     if protocol == 3:
         out += b"%%%d\r\n" % len(items)
-        for k, v in items:
-            _write_value(out, k, protocol)
-            _write_value(out, v, protocol)
+        _write_pairs(out, items, protocol)
     elif m.as_pairs:
         _write_array(out, items, protocol)  # each (k, v) tuple is a 2-element array
     else:
         n = 2 * len(items)
         out += _ARRAY_HDR[n] if n < _SMALL else b"*%d\r\n" % n
-        for k, v in items:
-            _write_value(out, k, protocol)
-            _write_value(out, v, protocol)
+        _write_pairs(out, items, protocol)
+
+
+def _write_pairs(out: bytearray, items: Any, protocol: int) -> None:
+    """A map's pairs, a `ReplyBuffer`'s limit checked after each chunk of them (a big hash's
+    HGETALL is stopped while it is encoded, as an array is)."""
+    checked = type(out) is not bytearray
+    for i, (k, v) in enumerate(items, 1):
+        _write_value(out, k, protocol)
+        _write_value(out, v, protocol)
+        if checked and not i % _ENTRIES_CHUNK:
+            out.check()  # type: ignore[attr-defined]
 
 
 def _write_aggregate(out: bytearray, items: list, kind: bytes, protocol: int) -> None:
     if protocol == 3:
         out += b"%b%d\r\n" % (kind, len(items))
-        for x in items:
+        checked = type(out) is not bytearray
+        for i, x in enumerate(items, 1):
             _write_value(out, x, protocol)
+            if checked and not i % _ENTRIES_CHUNK:
+                out.check()  # type: ignore[attr-defined]
     else:
         _write_array(out, items, protocol)
 

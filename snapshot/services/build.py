@@ -10,7 +10,10 @@ a line on stdout) and keeps its engine between them: when the next job's base is
 it wrote last (the same file, published by the parent), it binds its streams to that file and
 goes on from there instead of loading it again, so a compaction does not pay for reading the
 whole backlog's node list each time. Its resident nodes are held to BUILD_BUDGET: those the
-snapshot it wrote holds go cold. Any failure forgets the engine (the next job loads afresh). It never renames, deletes or syncs
+snapshot it wrote holds go cold. A big sorted set, hash or set (snapshot.values) is
+resident in the child; where the snapshot holds its chunks is kept in a `ValueHomes` with the
+keys the replayed effects name (`noting_changes`), so one nothing changed is referred to where
+it is, not written again. Any failure forgets the engine (the next job loads afresh). It never renames, deletes or syncs
 anything, and never touches the manifest: the parent does every step the directory's
 consistency depends on, through its file-layer seam. It dies with its parent: the kernel kills
 it when the parent goes (PR_SET_PDEATHSIG), and if the parent was already gone by the time it
@@ -53,10 +56,12 @@ from typing import Any
 from streamkeep.aof.fs import RealFS
 from streamkeep.aof.segment_reader import SegmentError, SegmentReader
 from streamkeep.engine.exec.functions import functions_payload
+from streamkeep.engine.exec.table import lookup
 from streamkeep.engine.runtime.core import EngineCore
-from streamkeep.engine.wire.errors import StorageError
+from streamkeep.engine.wire.errors import ReplyError, StorageError
 from streamkeep.snapshot.cold import SnapshotNodes
 from streamkeep.snapshot.services.load import load_snapshot
+from streamkeep.snapshot.values import ValueHomes
 from streamkeep.snapshot.writer import (
     put_functions,
     stream_numbers,
@@ -101,6 +106,7 @@ class Builder:
         self.written: tuple[str, int, int] | None = None  # (name, st_dev, st_ino) once renamed
         self.lsn = 0
         self.tick = 0  # nodes changed before it are in that snapshot
+        self.homes = ValueHomes()  # where that snapshot's chunked values are
 
     def run(self, job: dict) -> dict:
         try:
@@ -111,7 +117,7 @@ class Builder:
 
     def _run(self, job: dict) -> dict:
         engine, expected = self._base(job)
-        result = build(job, engine, expected)
+        result = build(job, engine, expected, self.homes)
         self.tick = engine.residency.rotated()  # what the files hold, from here back
         out = os.path.join(job["dir"], job["out"])
         st = os.stat(out)
@@ -132,7 +138,8 @@ class Builder:
                     self._bind(engine, os.path.join(directory, base))
                     return engine, self.lsn + 1
         self.engine = self.written = None
-        engine, expected = load_base(job)
+        self.homes = ValueHomes()
+        engine, expected = load_base(job, self.homes)
         engine.residency.set_budget(BUILD_BUDGET, engine.dbs)
         return engine, expected
 
@@ -147,15 +154,54 @@ class Builder:
         residency.evict()
 
 
-def load_base(job: dict) -> tuple[EngineCore, int]:
+def load_base(job: dict, homes: ValueHomes | None = None) -> tuple[EngineCore, int]:
     """A fresh engine holding the job's base snapshot (loaded lazily), and the LSN the
-    segments must start at."""
+    segments must start at; where its chunked values are goes into `homes`."""
     # The node limits shape how replayed XADDs fill nodes: use the parent's.
     engine = EngineCore(clock=lambda: 0, **job.get("config", {}))
     if job["base"] is None:
         return engine, 1
-    meta = load_snapshot(engine, os.path.join(job["dir"], job["base"]), lazy=True)
+    meta = load_snapshot(engine, os.path.join(job["dir"], job["base"]), lazy=True,
+                         homes=homes)
     return engine, meta.lsn + 1
+
+
+_EVERY_KEY = frozenset((b"flushdb", b"flushall", b"swapdb"))
+
+
+def noting_changes(records: Iterable[Any], homes: ValueHomes) -> Iterator[Any]:
+    """`records` as they are, the keys their effects change noted in `homes` (a chunked value
+    whose key none names is left where the snapshot holds it). Conservative: a key is noted
+    whatever its database, and an effect whose changes cannot be told by its key positions
+    (FLUSHDB, FLUSHALL, one the table does not know) counts as changing every key."""
+    for record in records:
+        if homes.homes and not homes.everything:
+            _note_effects(homes, record[3])
+        yield record
+
+
+def _note_effects(homes: ValueHomes, effects: Iterable[Any]) -> None:
+    for effect in effects:
+        name = bytes(effect[0]).lower()
+        if name == b"select":
+            continue
+        if name in _EVERY_KEY:
+            homes.touch_all()
+            return
+        try:
+            spec = lookup(tuple(effect), allow_internal=True)
+        except ReplyError:
+            homes.touch_all()
+            return
+        first, last, step = spec.first_key, spec.last_key, spec.key_step
+        if first <= 0:
+            if name != b"function":  # (libraries, not keys)
+                homes.touch_all()
+                return
+            continue
+        end = len(effect) - 1 if last < 0 else min(last, len(effect) - 1)
+        for i in range(first, end + 1, step or 1):
+            homes.touch(bytes(effect[i]))
 
 
 class Progress:
@@ -190,15 +236,20 @@ class Progress:
                                            "nodes": self.nodes}}), flush=True)
 
 
-def build(job: dict, engine: EngineCore | None = None, expected: int = 1) -> dict:
+def build(job: dict, engine: EngineCore | None = None, expected: int = 1,
+          homes: ValueHomes | None = None) -> dict:
     """Replay the job's inputs and write its snapshot; returns the part files it refers to
     (`parts`, names in its order) and whether it wrote a new one (`new_part`). `engine`: one
-    holding the state up to LSN `expected` - 1 already (default: the base, loaded here)."""
+    holding the state up to LSN `expected` - 1 already (default: the base, loaded here);
+    `homes`: where that state's chunked values are in the base (updated to the new
+    snapshot's)."""
     fs = RealFS()
     directory = job["dir"]
     progress = Progress(bool(job.get("progress")))
+    if homes is None:
+        homes = ValueHomes()
     if engine is None:
-        engine, expected = load_base(job)
+        engine, expected = load_base(job, homes)
     for name, number, first_lsn in job["segments"]:
         path = os.path.join(directory, name)
         try:
@@ -209,7 +260,7 @@ def build(job: dict, engine: EngineCore | None = None, expected: int = 1) -> dic
             raise BuildError(f"{path}: starts at LSN {first_lsn}, expected {expected}")
         # Applied while decoded, as at open; damage anywhere fails the build (the engine and
         # whatever it applied are thrown away with this process).
-        engine.apply_many(progress.counted(reader.records()))
+        engine.apply_many(progress.counted(noting_changes(reader.records(), homes)))
         if reader.damage is not None:
             raise BuildError(f"{reader.damage} in a closed segment")
         expected += reader.count
@@ -221,12 +272,15 @@ def build(job: dict, engine: EngineCore | None = None, expected: int = 1) -> dic
                        job["created_ms"], job["repl_id"], checksum=False,
                        values=engine.keyspaces, expires=engine.expires)
         _put_functions(engine, os.path.join(directory, job["out"]))
+        homes.replace({})  # (its chunks are in that file, which no later snapshot keeps)
         progress.report(last=True)
         return {"parts": [], "new_part": False}
     written = write_segmented(engine.dbs, os.path.join(directory, job["out"]),
                               os.path.join(directory, part_out), job["lsn"], job["created_ms"],
                               job["repl_id"], values=engine.keyspaces, expires=engine.expires,
-                              part_name=part_out.removesuffix(".tmp"), on_node=progress.node)
+                              part_name=part_out.removesuffix(".tmp"), on_node=progress.node,
+                              homes=homes)
+    homes.replace(written.homes)
     _put_functions(engine, os.path.join(directory, job["out"]))
     progress.report(last=True)  # the counts whole, before the result
     return {"parts": written.parts, "new_part": written.new_part}

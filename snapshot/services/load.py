@@ -33,6 +33,7 @@ from streamkeep.snapshot.reader import (
     SnapshotError,
     StreamInfo,
 )
+from streamkeep.snapshot.values import ValueHome, ValueHomes, build_value
 
 if TYPE_CHECKING:
     from streamkeep.engine.runtime.core import EngineCore
@@ -47,7 +48,8 @@ def _restore_idmp(info: IdmpInfo) -> Idmp:
 
 
 def load_snapshot(engine: EngineCore, path: str, lazy: bool | None = None,
-                  crc32: int | None = None, entry: Any = None, part_suffix: str = "") -> Meta:
+                  crc32: int | None = None, entry: Any = None, part_suffix: str = "",
+                  homes: ValueHomes | None = None) -> Meta:
     """Fill an empty engine with the snapshot at `path`; returns its meta (the LSN covered).
 
     `lazy` (default: when the engine has a `backlog-memory` budget) leaves every node's entries
@@ -58,7 +60,8 @@ def load_snapshot(engine: EngineCore, path: str, lazy: bool | None = None,
     reads the whole file anyway); a lazy one relies on the per-value checks. `entry`: the
     manifest's (aof.manifest.SnapshotEntry), whose part files an eager load checks the same
     way, and a lazy one by their sizes. `part_suffix`: the part files' names end in it (a
-    replica's full sync, before it installs them)."""
+    replica's full sync, before it installs them). `homes`: where the chunked values loaded
+    are recorded (a compaction child's, snapshot.values.ValueHomes)."""
     residency = engine.residency
     if lazy is None:
         lazy = residency.budget > 0
@@ -78,7 +81,13 @@ def load_snapshot(engine: EngineCore, path: str, lazy: bool | None = None,
             _restore_metadata(snap, info, s)
             engine.dbs[info.db][info.key] = s
         for row in snap.key_rows():
-            if row.value is not None:
+            if row.chunked is not None:
+                vt, _decode = _value_type(path, row)
+                value = _chunked_value(snap, row)
+                engine.keyspaces[vt.slot][row.db][row.key] = value
+                if homes is not None and snap.segmented:
+                    _note_home(snap, row, value, homes)
+            elif row.value is not None:
                 vt, decode = _value_type(path, row)
                 engine.keyspaces[vt.slot][row.db][row.key] = decode(row.value)
             if row.expires_ms is not None:
@@ -91,6 +100,26 @@ def load_snapshot(engine: EngineCore, path: str, lazy: bool | None = None,
         # resident: the pages stay mapped while the store keeps the files open.
         store.count_read(store.size)
         return snap.meta
+
+
+def _chunked_value(snap: Snapshot, row: KeyInfo) -> Any:
+    """A chunked value, built a chunk at a time as they are read (snapshot.values)."""
+    ref = row.chunked
+    assert ref is not None and row.type is not None
+    try:
+        return build_value(row.type, ref.elements, snap.value_chunks(row))
+    except ValueError as err:
+        raise SnapshotError(f"{snap.chunk_home(row)[0].name}: table chunks, key {row.key!r} "
+                            f"(db {row.db}): undecodable value ({err})") from None
+
+
+def _note_home(snap: Snapshot, row: KeyInfo, value: Any, homes: ValueHomes) -> None:
+    """Where the value's chunks are, for a compaction that may leave them there."""
+    ref = row.chunked
+    assert ref is not None and ref.part is not None
+    part = snap.parts[ref.part]
+    homes.add(row.db, row.key, ValueHome(id(value), part.path, snap.part_infos[ref.part].nodes,
+                                         ref.number, ref.chunks, ref.elements, ref.size))
 
 
 def _value_type(path: str, row: KeyInfo) -> tuple[ValueType, Callable[[bytes], Any]]:

@@ -351,3 +351,22 @@ def test_a_full_sync_names_the_keys_of_types_it_skips_in_the_log(start_redis, tm
     assert len(said) == 1 and "full sync (RDB 10) skipped" in said[0], said
     # (hashes are stored: only the list is named)
     assert said[0].endswith('does not store: list 1 ("l")'), said
+
+
+def test_a_full_sync_loads_the_primarys_function_libraries_in_place_of_the_replicas(
+        start_redis, tmp_path: Path) -> None:
+    from tests.support.rdb_files import LIBRARY
+
+    server = start_redis(*DISKLESS["diskless"])
+    r = _client(server)
+    r.execute_command("FUNCTION", "LOAD", LIBRARY)
+    r.set("k", "v")
+    with Engine.open(str(tmp_path / "replica")) as replica:  # a library of its own, first
+        replica.execute("FUNCTION", "LOAD",
+                        "#!lua name=own\nredis.register_function('own', function() return 1 end)")
+    with Engine.open(str(tmp_path / "replica"), replicaof=(server.host, server.port)) as replica:
+        wait_for(lambda: _info(replica).get("redis_full_syncs") == "1", what="the full sync")
+        assert replica.execute("FCALL_RO", "ro", "0") == b"ro"
+        assert [lib[1] for lib in replica.execute("FUNCTION", "LIST")] == [b"lib"]
+    with Engine.open(str(tmp_path / "replica")) as replica:  # (durable: in its own AOF)
+        assert replica.execute("FCALL", "getk", "1", "k") == b"v"

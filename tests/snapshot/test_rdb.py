@@ -554,3 +554,133 @@ def test_damaged_type_27_payloads_raise_rdb_error_only(data) -> None:
     r = rdb.Reader(bytes(raw))
     with contextlib.suppress(rdb.RdbError):
         rdb.skip_stream(r, 27)
+
+
+# --- function libraries and Redis 8.10's (RDB 15) types -------------------------------------
+
+def test_function_records_are_read_with_where_they_are_and_written_from_rdb_10() -> None:
+    from tests.support.rdb_files import LIBRARY
+
+    other = b"#!lua name=other\nredis.register_function('f', function() return 1 end)"
+    data = b"".join(rdb.write_rdb(10, [(b"redis-ver", b"7.0.0")],
+                                  [(0, 1, [(b"k", b"v")])], [LIBRARY, other]))
+    contents = rdb.read_rdb_contents(data)
+    assert [lib.code for lib in contents.libraries] == [LIBRARY, other]
+    first = contents.libraries[0].offset
+    assert data[first] == rdb.RDB_OPCODE_FUNCTION2 and data.index(b"\xf5") == first
+    assert data.index(b"\xf5") < data.index(b"\xfe")  # after the AUX fields, before the keys
+    assert rdb.read_rdb(data)[2] == contents.keys  # (read_rdb: the keys, as before)
+    assert contents.end == len(data)
+    with pytest.raises(rdb.RdbError, match="RDB version 9 cannot hold a function library"):
+        b"".join(rdb.write_rdb(9, [], [], [LIBRARY]))
+
+
+def test_a_pre_release_function_record_is_refused_as_redis_refuses_it() -> None:
+    data = _closed(b"REDIS0010\xf6" + S(b"lib") + S(b"LUA") + L(0) + S(b"code") + b"\xff")
+    with pytest.raises(rdb.RdbError, match=r"Redis 7.0's release candidates \(opcode 246\) at "
+                                           r"byte 9"):
+        rdb.read_rdb_contents(data)
+
+
+def test_an_rdb_15_file_skips_its_templated_hashes_through_the_registry() -> None:
+    from tests.support.rdb_files import LIBRARY, rdb15_file
+
+    contents = rdb.read_rdb_contents(rdb15_file())
+    assert contents.version == 15 and [lib.code for lib in contents.libraries] == [LIBRARY]
+    assert [(k.key, k.rdb_type) for k in contents.keys] == [
+        (b"k1", 30), (b"k2", 32), (b"d1", 29), (b"d2", 31), (b"d3", 31), (b"s", 27),
+        (b"str", 0)]
+    assert rdb.string_value(contents.keys[-1].value) == b"v"
+    assert rdb.describe_skipped(contents.keys) == \
+        'templated hash 5 ("k1", "k2", "d1", "d2", "d3")'
+    e = Engine(clock=lambda: 1_700_000_000_000)
+    assert e.execute("RESTORE", "s", "0", rdb.payload_from(27, contents.keys[5].value, 15)) \
+        == "OK"
+    assert e.execute("XRANGE", "s", "-", "+") == _xnacked().execute("XRANGE", "s", "-", "+")
+
+
+def _rdb15(body: bytes) -> bytes:
+    return _closed(b"REDIS0015\xfe\x00" + body + b"\x00" + S(b"after") + S(b"v") + b"\xff")
+
+
+@pytest.mark.parametrize("body,said", [
+    (b"\x20" + S(b"h") + L(7) + S(b"v"), "hash template 7 is not in the file's template "
+                                         "registry"),
+    (b"\x1e" + S(b"h") + S(rdb.listpack([5, b"v"])), "hash template 5 is not in the file's"),
+    (b"\x1e" + S(b"h") + S(rdb.listpack([b"x", b"v"])), "hash template b'x' is not in"),
+    (b"\xf2" + L(0) + L(1) + S(b"a") + b"\xf2" + L(0) + L(1) + S(b"b"),
+     "hash template 0 is registered twice"),
+    (b"\xf2" + L(3) + L(0), "hash template 3 has no field"),
+    (b"\x1d" + S(b"h") + b"\x02" + S(b"x"), "unknown field-name format 2"),
+    (b"\x1f" + S(b"h") + b"\x00" + S(b"not a listpack"), "templated hash .RDB type 31"),
+])
+def test_templated_hashes_that_cannot_be_read_past_are_refused_saying_why(body: bytes,
+                                                                         said: str) -> None:
+    with pytest.raises(rdb.RdbError, match=said) as refused:
+        rdb.read_rdb(_rdb15(body))
+    assert " at byte " in str(refused.value)
+    # (the registry and the types are RDB 15's: an older file holds neither)
+    with pytest.raises(rdb.RdbError, match="unknown RDB opcode or type 242"):
+        rdb.read_rdb(_closed(b"REDIS0014\xf2" + L(0) + L(1) + S(b"a") + b"\xff"))
+
+
+def test_a_templated_hash_cut_short_is_a_file_cut_short() -> None:
+    from tests.support.rdb_files import rdb15_file
+
+    data = rdb15_file()
+    cut = data.index(b"\x1f" + S(b"d2")) + 6
+    with pytest.raises(rdb.RdbError, match=rf"^truncated at byte {cut}, inside the value of "
+                                           r"templated hash key \"d2\" \(type 31\)"):
+        rdb.read_rdb(data[:cut])
+
+
+def test_a_gcra_value_is_still_refused_naming_why() -> None:
+    with pytest.raises(rdb.RdbError, match=r"a GCRA rate limiter \(RDB type 33, Redis 8.10\): a "
+                                           r"type Redis 8.10 itself neither writes nor loads"):
+        rdb.read_rdb(_rdb15(b"\x21" + S(b"limiter") + L(0)))
+
+
+# (the bytes of templated_hashes() just before the length made hostile)
+HOSTILE_15 = {
+    "registry field count": b"\xf2" + L(1),
+    "array ref template id": b"\x20" + S(b"k2"),
+    "self-contained field count": b"\x1f" + S(b"d2") + b"\x01",
+    "self-contained names listpack": b"\x1f" + S(b"d3") + b"\x00",
+    "reference listpack": b"\x1e" + S(b"k1"),
+}
+
+
+@pytest.mark.parametrize("where", sorted(HOSTILE_15))
+@pytest.mark.parametrize("value", [L(2**32 - 1), L(2**64 - 1), b"\x81" + b"\xff" * 8,
+                                   L(2**14 - 1)])
+def test_hostile_lengths_in_rdb_15_layouts_are_refused_saying_where(where: str,
+                                                                   value: bytes) -> None:
+    from tests.support.rdb_files import rdb15_file
+
+    with pytest.raises(rdb.RdbError, match=" at byte "):
+        rdb.read_rdb(_hostile(rdb15_file(), HOSTILE_15[where], value))
+
+
+@pytest.mark.parametrize("tid", [2**32 - 1, 2**63 - 1, 2**64 - 1])
+def test_any_template_id_is_taken_as_redis_takes_it(tid: int) -> None:
+    # (Redis's registry maps any id to its template: only an id no template has is refused)
+    lp_form = (b"\x1e" + S(b"a") + S(rdb.listpack([tid, b"v"]))) if tid < 2**63 else b""
+    keys = rdb.read_rdb(_rdb15(b"\xf2" + L(tid) + L(1) + S(b"f") + lp_form
+                               + b"\x20" + S(b"b") + L(tid) + S(b"v")))[2]
+    assert [k.key for k in keys] == [b"a", b"b", b"after"][not lp_form:]
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck))
+@given(data=st.data())
+def test_damaged_rdb_15_files_raise_rdb_error_only(data) -> None:
+    from tests.support.rdb_files import rdb15_file
+
+    raw = bytearray(rdb15_file())
+    for _ in range(data.draw(st.integers(1, 3))):
+        raw[data.draw(st.integers(0, len(raw) - 1))] = data.draw(st.integers(0, 255))
+    if data.draw(st.booleans()):
+        del raw[data.draw(st.integers(0, len(raw) - 1)):]
+    if data.draw(st.booleans()):  # the checksum made right again: the damage is read
+        raw = bytearray(_closed(bytes(raw[:-8])))
+    with contextlib.suppress(rdb.RdbError):  # anything else fails the example
+        rdb.read_rdb_contents(bytes(raw))

@@ -111,7 +111,8 @@ def _targets(sections: tuple[bench.Section, ...]) -> int:
 # Sections a test below runs on its own at a quick size: the every-row run leaves them out, so
 # that no section runs twice (the suite's time) and no one test runs for minutes.
 OWN_TESTS = ("snapshot", "server", "strings", "replication", "inspect", "queue", "memory",
-             "nodes", "consume", "crashbench", "shared")
+             "nodes", "consume", "crashbench", "shared",
+             "types")  # (tests/tools/bench/test_datatypes.py)
 
 
 def test_every_section_is_run_by_some_test() -> None:

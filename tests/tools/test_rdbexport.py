@@ -245,3 +245,52 @@ def test_an_rdb_version_not_written_is_refused_naming_those_that_are(tmp_path, c
         "writes: 9 to 15"
     assert said in err and "Traceback" not in err
     assert not (tmp_path / "x.rdb").exists()
+
+
+def test_function_libraries_go_to_redis_server_as_function_records(start_redis, tmp_path,
+                                                                   capsys) -> None:
+    from streamkeep.snapshot import rdb
+    from tests.support.rdb_files import LIBRARY
+
+    data = tmp_path / "data"
+    later = b"#!lua name=later\nredis.register_function('two', function() return 2 end)"
+    with Engine.open(str(data)) as engine:
+        engine.execute("FUNCTION", "LOAD", LIBRARY)
+        engine.execute("FUNCTION", "LOAD", later)
+        engine.execute("SET", "k", "from streamkeep")
+        engine.compact()  # one library from the snapshot, one replayed from its records...
+        engine.execute("FUNCTION", "DELETE", "later")
+        engine.execute("FUNCTION", "LOAD", later)  # ...after it
+    out = tmp_path / "redis" / "dump.rdb"
+    out.parent.mkdir()
+    assert main(["export-rdb", str(data), "--out", str(out), "--json"]) == 0
+    printed = capsys.readouterr()
+    report = json.loads(printed.out)
+    # Streams and strings alone take RDB 9; libraries are RDB 10's (Redis 7.0)
+    assert (report["functions"], report["rdb_version"]) == (2, 10)
+    assert report["rdb_version_why"] == "the function libraries (2)"
+    assert [lib.code for lib in rdb.read_rdb_contents(out.read_bytes()).libraries] == [
+        LIBRARY, later]
+    server = start_redis("--dir", str(out.parent), "--dbfilename", out.name)
+    client = redis.Redis(host=server.host, port=server.port)
+    assert client.execute_command("FCALL", "getk", "1", "k") == b"from streamkeep"
+    assert client.execute_command("FCALL_RO", "ro", "0") == b"ro"
+    assert client.execute_command("FCALL", "two", "0") == 2
+    listed = client.execute_command("FUNCTION", "LIST", "WITHCODE")
+    assert sorted(lib[b"library_code"] for lib in listed) == sorted([LIBRARY, later])
+
+
+def test_function_libraries_need_rdb_10(tmp_path, capsys) -> None:
+    from tests.support.rdb_files import LIBRARY
+
+    data = tmp_path / "data"
+    with Engine.open(str(data)) as engine:
+        engine.execute("FUNCTION", "LOAD", LIBRARY)
+    out = tmp_path / "dump.rdb"
+    assert main(["export-rdb", str(data), "--out", str(out), "--rdb-version", "9"]) == 3
+    err = capsys.readouterr().err
+    assert "RDB 9 cannot hold the 1 function library of this data" in err
+    assert "no Redis before 7.0 has functions (RDB 10 or later holds them)" in err
+    assert not out.exists()
+    assert main(["export-rdb", str(data), "--out", str(out)]) == 0
+    assert "needed for the function library (1)" in capsys.readouterr().err

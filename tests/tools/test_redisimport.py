@@ -8,6 +8,8 @@ import json
 import os
 import time
 
+import pytest
+
 from streamkeep import Engine
 from streamkeep.tools.main import main
 
@@ -389,6 +391,112 @@ def test_redis_8_8_and_valkey_9_dumps_import_their_streams_and_name_what_is_skip
     report = json.loads(capsys.readouterr().out)
     assert report["rdb_version"] == 80 and report["skipped"] == {"hash": 1}
     assert (report["streams"], report["strings"]) == (1, 1)
+
+
+def _functions_of(engine: Engine) -> list:
+    return engine.execute("FUNCTION", "LIST", "WITHCODE")
+
+
+def test_function_libraries_of_a_redis_dump_are_loaded_and_kept(start_redis, tmp_path,
+                                                                capsys) -> None:
+    import redis
+
+    from tests.support.rdb_files import LIBRARY
+
+    (tmp_path / "source").mkdir()
+    server = start_redis("--dir", str(tmp_path / "source"))
+    r = redis.Redis(host=server.host, port=server.port)
+    r.execute_command("FUNCTION", "LOAD", LIBRARY)
+    r.set("k", "from redis")
+    r.save()
+    out = tmp_path / "out"
+    assert main(["import", str(tmp_path / "source" / "dump.rdb"), "--out", str(out),
+                 "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["functions"] == report["functions_from_rdb"] == 1
+    with Engine.open(str(out)) as engine:  # (from DIR's snapshot: durable)
+        assert engine.execute("FCALL", "getk", "1", "k") == b"from redis"
+        assert engine.execute("FCALL_RO", "ro", "0") == b"ro"
+        listed = _functions_of(engine)
+    assert listed[0][1::2][:2] == [b"lib", b"LUA"] and listed[0][-1] == LIBRARY
+    with Engine.open(str(out)) as engine:  # and again, after a compaction of the directory
+        engine.execute("SET", "k2", "v")
+        engine.compact()
+    with Engine.open(str(out)) as engine:
+        assert _functions_of(engine) == listed
+    assert main(["import", str(tmp_path / "source" / "dump.rdb"), "--out",
+                 str(tmp_path / "out2")]) == 0
+    assert "1 string(s), 1 function library (" in capsys.readouterr().out
+
+
+def test_function_libraries_of_an_appendonlydir_come_from_its_base_and_its_commands(
+        start_redis, tmp_path, capsys) -> None:
+    from tests.support.rdb_files import LIBRARY
+    from tests.support.replication_util import wait_for
+
+    (tmp_path / "source").mkdir()
+    _server, r = _redis_with_aof(start_redis, tmp_path)
+    r.execute_command("FUNCTION", "LOAD", LIBRARY)
+    r.set("k", "v")
+    r.bgrewriteaof()  # the library a function record of the base's RDB preamble
+    wait_for(lambda: r.info("persistence")["aof_rewrite_in_progress"] == 0 and
+             r.info("persistence")["aof_rewrite_scheduled"] == 0, what="the rewrite")
+    later = b"#!lua name=later\nredis.register_function('two', function() return 2 end)"
+    r.execute_command("FUNCTION", "LOAD", later)  # a FUNCTION LOAD of the incr file
+    time.sleep(1.2)  # appendfsync everysec: the incr file written
+    copy = _copy(tmp_path / "source" / AOF_DIR, tmp_path / "copy" / AOF_DIR)
+    assert main(["import", str(copy), "--out", str(tmp_path / "out"), "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert (report["functions"], report["functions_from_rdb"]) == (2, 1)
+    with Engine.open(str(tmp_path / "out")) as engine:
+        assert engine.execute("FCALL", "getk", "1", "k") == b"v"
+        assert engine.execute("FCALL", "two", "0") == 2
+
+
+def _rdb_with_libraries(*codes: bytes) -> bytes:
+    from streamkeep.snapshot.rdb import write_rdb
+
+    return b"".join(write_rdb(10, [], [(0, 1, [(b"k", b"v")])], codes))
+
+
+@pytest.mark.parametrize("codes,said", [
+    (2, "the function library \"lib\" at byte {second} cannot be loaded: ERR Library 'lib' "
+        "already exists"),
+    ([b"#!lua name=bad\nreturn 1"], 'the function library "bad" at byte 9 cannot be loaded: '
+                                     "ERR No functions registered"),
+    ([b"#!tcl name=t\nx"], "library \"t\" at byte 9 cannot be loaded: ERR Engine 'tcl' not "
+                           "found"),
+    ([b"no shebang"], "the function library at byte 9 cannot be loaded: ERR Missing library "
+                      "metadata"),
+])
+def test_a_library_redis_would_not_load_is_refused_naming_it(tmp_path, capsys, codes,
+                                                              said: str) -> None:
+    from streamkeep.snapshot.rdb_functions import encode_function_record
+    from tests.support.rdb_files import LIBRARY
+
+    source = tmp_path / "dump.rdb"
+    source.write_bytes(_rdb_with_libraries(*([LIBRARY] * codes if codes == 2 else codes)))
+    assert main(["import", str(source), "--out", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err
+    second = 9 + len(encode_function_record(LIBRARY))  # (the header, the first record)
+    assert said.format(second=second) in err and "Traceback" not in err
+    assert not (tmp_path / "o").exists()
+
+
+def test_redis_8_10_templated_hashes_are_skipped_and_named(tmp_path, capsys) -> None:
+    from tests.support.rdb_files import rdb15_file
+
+    source = tmp_path / "dump.rdb"
+    source.write_bytes(rdb15_file())
+    assert main(["import", str(source), "--out", str(tmp_path / "o")]) == 0
+    printed = capsys.readouterr().out
+    assert "(RDB 15)" in printed and "1 stream(s), 5 entries, 1 string(s), 1 function " \
+        "library" in printed
+    assert "skipped 5 templated hash key(s): Redis 8.10's template encoding of hashes is not " \
+        "read" in printed
+    with Engine.open(str(tmp_path / "o")) as engine:
+        assert engine.execute("FCALL", "getk", "1", "str") == b"v"
+        assert engine.execute("EXISTS", "k1", "k2", "d1", "d2", "d3") == 0
 
 
 def test_a_redis_8_10_layout_unknown_here_is_refused_naming_it(tmp_path, capsys) -> None:

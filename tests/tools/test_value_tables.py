@@ -84,3 +84,34 @@ def test_type_counts_name_every_registered_type() -> None:
     assert counts == {**{t.name: 0 for t in value_types.TYPES}, "stream": 2, "string": 2,
                       "zset": 1}
     assert list(counts)[:3] == ["stream", "string", "zset"]
+
+
+def test_elements_read_a_chunked_value_chunk_by_chunk(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """What the Spark export and `snapshot dump` read of a key: a value in its row decoded, a
+    big one stored in chunks (snapshot.values) read from the snapshot, in the same columns."""
+    from streamkeep.engine.runtime.core import EngineCore
+    from streamkeep.snapshot import values
+    from streamkeep.snapshot.reader import Snapshot
+    from streamkeep.snapshot.writer import write_snapshot
+    from streamkeep.tools.export.datasource import KeySpan, key_table_rows
+    from streamkeep.tools.export.pushdown import Selection
+
+    monkeypatch.setattr(values, "CHUNKED_ELEMENTS", 500)
+    monkeypatch.setattr(values, "CHUNK_ELEMENTS", 100)
+    e = EngineCore()
+    e.execute("ZADD", "big", *[x for j in range(1000) for x in (str(-j), b"m%d" % j)])
+    e.execute("ZADD", "small", "1", "a")
+    e.execute("SADD", "members", *[b"x%d" % j for j in range(1000)])
+    path = str(tmp_path / "snapshot.mdb")
+    write_snapshot(e.dbs, path, 1, 0, "r", values=e.keyspaces, expires=e.expires)
+    with Snapshot(path) as snap:
+        rows = {row.key: row for row in snap.key_rows()}
+        assert rows[b"big"].chunked is not None and rows[b"small"].chunked is None
+        assert list(vt.elements(snap, rows[b"big"])) == list(e.keyspaces[2][0][b"big"].items())
+        assert list(vt.elements(snap, rows[b"small"])) == [(b"a", 1.0)]
+        exported = list(key_table_rows(snap, "zset_members", KeySpan(0, b"", b"\xff"),
+                                       Selection()))
+        assert len(exported) == 1001 and exported[0] == (0, b"big", "big", b"m999", -999.0)
+        members = list(key_table_rows(snap, "set_members", KeySpan(0, b"", b"\xff"),
+                                      Selection()))
+        assert sorted(m[3] for m in members) == sorted(b"x%d" % j for j in range(1000))

@@ -4,7 +4,8 @@ Owns its workloads: XADD (:func:`bench_embedded_xadd`; through redis-py's API,
 :func:`bench_embedded_redis_xadd`), consume, XREADGROUP COUNT + XACK
 until drained (:func:`bench_embedded_consume`), and reads capped by COUNT against Redis 8.10's
 MAXCOUNT over the same data (:func:`bench_embedded_capped_read`), XADD with IDMP against plain
-XADD (:func:`bench_embedded_xadd_idmp`), each on a fresh
+XADD (:func:`bench_embedded_xadd_idmp`), ZADD, HSET and SADD into one growing value
+(:func:`bench_embedded_type_write`), each on a fresh
 ``Engine.open()``.
 Must not touch: engine internals (only ``Engine.open``/``execute``/``redis``), other sections, the
 registry (which names these rows and their targets).
@@ -47,6 +48,23 @@ def _consume_loop(execute: Callable[..., Any], key: str, batch: int) -> int:
         ids = [entry[0] for entry in reply[0][1]]
         execute("XACK", key, GROUP, *ids)
         consumed += len(ids)
+
+
+def bench_embedded_type_write(n: int, command: str) -> float:
+    """ZADD, HSET or SADD of a new member/field each time into one key (a value growing to n
+    members, so its big encoding is what is measured) on one thread; writes per second."""
+    execute = _new_engine().execute
+    key = "types:" + command.lower()
+    argv: Callable[[int], tuple[Any, ...]] = {
+        "ZADD": lambda i: ("ZADD", key, i, b"member:%d" % i),
+        "HSET": lambda i: ("HSET", key, b"field:%d" % i, b"value"),
+        "SADD": lambda i: ("SADD", key, b"member:%d" % i),
+    }[command]
+    calls = [argv(i) for i in range(n)]  # (the arguments made before the clock starts)
+    start = time.perf_counter()
+    for call in calls:
+        execute(*call)
+    return n / (time.perf_counter() - start)
 
 
 def bench_embedded_xadd(n: int) -> float:

@@ -40,6 +40,7 @@ SECTIONS: tuple[Section, ...] = (
     storage.SNAPSHOT,
     speed.SERVER,
     speed.STRINGS,
+    speed.TYPES,
     hardening.HARDENING,
     replication.REPLICATION,
     offline.INSPECT,

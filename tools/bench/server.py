@@ -70,10 +70,17 @@ def redis_aof(env: BenchEnv) -> RedisAofServer:
     return server
 
 
+def benchmark_tool(env: BenchEnv) -> RedisBenchmark:
+    """The run's ``redis-benchmark`` (Skip when it is not installed), shared by the sections
+    that drive a server with it."""
+    tool: RedisBenchmark = env.shared("redis-benchmark", lambda: RedisBenchmark(env.n))
+    return tool
+
+
 def xadd(env: BenchEnv, server: Any, pipeline: int) -> Measurement:
     """The redis-benchmark XADD row against ``server`` at ``-P pipeline``."""
-    tool = env.shared("redis-benchmark", lambda: RedisBenchmark(env.n))
-    return bench_redis_benchmark(server, tool, server_requests(env.n, pipeline), pipeline)
+    return bench_redis_benchmark(server, benchmark_tool(env), server_requests(env.n, pipeline),
+                                 pipeline)
 
 
 def latency(env: BenchEnv, server: Any) -> Measurement:

@@ -20,8 +20,8 @@ import redis
 from redis.lock import Lock
 
 from streamkeep.tools.bench.server import (
-    RedisBenchmark,
     benchmark_measurement,
+    benchmark_tool,
     run_redis_benchmark,
     server_requests,
 )
@@ -51,15 +51,10 @@ def row(server_of: Callable[[BenchEnv], Any], workload: Callable[..., Measuremen
     return run
 
 
-def _tool(env: BenchEnv) -> RedisBenchmark:
-    tool: RedisBenchmark = env.shared("redis-benchmark", lambda: RedisBenchmark(env.n))
-    return tool
-
-
 def set_get(env: BenchEnv, server: Any, test: str, pipeline: int) -> Measurement:
     """``redis-benchmark -t <test> -r KEYSPACE`` against ``server`` at ``-P pipeline``."""
     requests = server_requests(env.n, pipeline)
-    row, cpu = run_redis_benchmark(server, _tool(env), requests, pipeline,
+    row, cpu = run_redis_benchmark(server, benchmark_tool(env), requests, pipeline,
                                    ("--dbnum", str(DB), "-t", test, "-r", str(KEYSPACE)))
     return benchmark_measurement(server, test.upper(), row, cpu, requests, pipeline)
 
@@ -80,7 +75,7 @@ def evalsha(env: BenchEnv, server: Any, pipeline: int) -> Measurement:
     ``server`` at ``-P pipeline``, after SET's rows (whose keys the releases find)."""
     sha = load_release_script(server)
     requests = server_requests(env.n, pipeline)
-    row, cpu = run_redis_benchmark(server, _tool(env), requests, pipeline,
+    row, cpu = run_redis_benchmark(server, benchmark_tool(env), requests, pipeline,
                                    ("--dbnum", str(DB), "-r", str(KEYSPACE), "EVALSHA", sha,
                                     *EVALSHA_ARGS))
     return benchmark_measurement(server, "EVALSHA", row, cpu, requests, pipeline)

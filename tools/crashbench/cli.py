@@ -44,7 +44,12 @@ modes:
               redis-server)
   ioerror     a full disk, EIO / ENOSPC on an AOF write or fsync at chosen
               points, met by a client that retries every error reply: an
-              error reply must leave no trace, live or after recovery"""
+              error reply must leave no trace, live or after recovery
+
+--workload types runs sorted sets, hashes (with field TTLs), sets and FCALL
+of a loaded library instead (exhaustive, random and sigkill of streamkeep):
+every acknowledged write there, a multi-key write whole or absent, the state
+a prefix of the history."""
 
 EPILOG = f"""\
 examples:
@@ -52,6 +57,7 @@ examples:
   streamkeep crashbench --policy all --ops 300
   streamkeep crashbench --mode random --policy everysec --seconds 60
   streamkeep crashbench --mode sigkill --target redis-server --points 20
+  streamkeep crashbench --workload types --policy all --ops 300
   streamkeep crashbench --json report.json    (--force replaces an existing one)
   streamkeep crashbench --policy all --ops 300 --html report.html
   streamkeep crashbench --replay powerloss:always:1:2000:666:1234:zeros
@@ -79,6 +85,7 @@ exit codes:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     from streamkeep.tools.crashbench.faultfs import MODEL_DESCRIPTIONS
+    from streamkeep.tools.crashbench.workloads import WORKLOADS
     from streamkeep.tools.exits import positive_int
 
     parser.description = DESCRIPTION + "\n\npower-loss fault models (--model):\n" + "\n".join(
@@ -91,6 +98,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--model", action="append", metavar="MODEL",
                         help="power-loss fault model, repeatable (default: all; listed "
                              "above)")
+    parser.add_argument("--workload", default="streams", choices=WORKLOADS,
+                        help="streams (default): streams and consumer groups; types: sorted "
+                             "sets, hashes with field TTLs, sets and FCALL of a loaded "
+                             "function library")
     parser.add_argument("--target", default="streamkeep", choices=("streamkeep", "redis-server"),
                         help="sigkill mode: the server to crash")
     parser.add_argument("--ops", type=positive_int, default=2000,
@@ -205,13 +216,14 @@ def write_json(path: str, doc: dict[str, Any], force: bool = False) -> None:
 def _replay(token: str, notes: list[str]) -> Any:
     """The row of the one crash point (or sigkill rounds) a violation's token names."""
     parts = token.split(":")
-    if parts[0] == "sigkill" and len(parts) == 5:
+    if parts[0] == "sigkill" and len(parts) in (5, 6):
         from streamkeep.tools.crashbench import sigkill
 
-        _kind, target, policy, seed, rounds = parts
+        _kind, target, policy, seed, rounds = parts[:5]
         notes.append(f"the same {rounds} rounds with seed {seed} (a process crash lands where "
                      f"the timing puts it: the rounds repeat, the exact kill instants do not)")
-        return sigkill.rows(policy, target, int(seed), int(rounds), None)[0]
+        return sigkill.rows(policy, target, int(seed), int(rounds), None,
+                            workload=parts[5] if len(parts) == 6 else "streams")[0]
     if parts[0] == "ioerror" and len(parts) == 8:
         from streamkeep.tools.crashbench import ioerrors
 
@@ -240,16 +252,20 @@ def _run(args: argparse.Namespace, notes: list[str]) -> list[Any]:
                 from streamkeep.tools.crashbench import sigkill
 
                 rows.extend(sigkill.rows(policy, args.target, args.seed, args.points,
-                                         args.seconds, progress))
+                                         args.seconds, progress, args.workload))
                 continue
             if args.mode == "ioerror":
                 from streamkeep.tools.crashbench import ioerrors
+
+                if args.workload != "streams":
+                    raise ValueError("--mode ioerror runs the streams workload only")
 
                 rows.extend(ioerrors.rows(policy, args.seed, min(args.ops, 300),
                                           args.points or 10, progress))
                 continue
             config = runs.Config(policy, args.mode, models, ops=args.ops, seed=args.seed,
-                                 points=args.points, seconds=args.seconds, jobs=args.jobs)
+                                 points=args.points, seconds=args.seconds, jobs=args.jobs,
+                                 workload=args.workload)
             if args.mode == "random" and args.points is None and args.seconds is None:
                 config.points = 200
             rows.extend(runs.powerloss_rows(config, progress))

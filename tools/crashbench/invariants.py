@@ -9,7 +9,9 @@ prefix j of the lineage, possibly plus the operation that was in flight (its out
 - `loss-window` (everysec): every operation acknowledged more than `window` seconds before the
   crash survives; the lost ones' age is the measured loss window;
 - `prefix`: the state is a prefix's at all: no phantoms, no duplicates, no holes, nothing
-  deleted or trimmed back, no changed bytes (the diagnosis names which);
+  deleted or trimmed back, no changed bytes (the diagnosis names which); for the types
+  workload, every sorted set, hash (fields, values, TTLs), set and function library is the
+  prefix's, so a command or function that wrote several keys or members is whole or absent;
 - `groups`: the entries match a prefix but the consumer groups (PEL, delivery counts,
   last-delivered-id, entries-read, consumers) do not;
 - `ids-reused`: an `XADD *` never returns an ID acknowledged before for another operation;
@@ -33,12 +35,17 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from streamkeep.tools.crashbench.model import (
+    TYPES,
     Reference,
     State,
     entries_hash,
     explicit,
+    resolved,
     state_hash,
+    streams,
+    types_part,
 )
+from streamkeep.tools.crashbench.types_workload import REL_MS
 from streamkeep.tools.crashbench.workload import payload_ok
 
 INVARIANTS = ("acked-lost", "loss-window", "prefix", "groups", "ids-reused", "recovery",
@@ -71,10 +78,11 @@ class _Op:
 class Checker:
     """Follows one run's history and checks each recovery (see the module docstring)."""
 
-    def __init__(self, policy: str, window_s: float = 2.0) -> None:
+    def __init__(self, policy: str, window_s: float = 2.0, workload: str = "streams") -> None:
         self.policy = policy
         self.window_s = window_s
-        self.reference = Reference()
+        self.workload = workload  # workload.WORKLOADS: which state the checks read
+        self.reference = Reference(workload)
         self.lineage: list[_Op] = []
         # prefix length -> (state hash, entries-only hash), computed when first needed: hashing
         # the state after every operation would cost more than running the workload.
@@ -204,18 +212,14 @@ class Checker:
 
     def _with_in_flight(self, argv: Sequence[bytes], state: State
                         ) -> tuple[_Op, str, State] | None:
-        """The lineage's state with the in-flight command applied (an XADD's ID taken from the
-        recovered entry carrying its op number): the op, the state's hash and the state; None
-        if it cannot apply."""
-        applied = list(argv)
-        if applied[0].upper() == b"XADD":
-            op = int(applied[applied.index(b"op") + 1])
-            found = [i for key, entries, _g in state if key == applied[1]
-                     for i, fields in entries if payload_ok(fields) == op]
-            if not found:
-                return None
-            applied = explicit(applied, found[0])
-        ref = Reference.replayed([(op.argv, None) for op in self.lineage] + [(applied, None)])
+        """The lineage's state with the in-flight command applied (`model.resolved`: an XADD's
+        ID, an SPOP's members, read off the recovered `state`): the op, the state's hash and
+        the state; None if it cannot apply."""
+        ref = Reference.replayed([(op.argv, None) for op in self.lineage], self.workload)
+        applied = resolved(argv, ref.state(), state)
+        if applied is None:
+            return None
+        ref.apply(applied, None)
         with_it = ref.state()
         return _Op(applied, None), state_hash(with_it), with_it
 
@@ -241,7 +245,7 @@ class Checker:
         return next((i for i in range(k, -1, -1) if self.hashes[i][0] == got), None)
 
     def _compute_hashes(self, lo: int, hi: int) -> None:
-        ref = Reference()
+        ref = Reference(self.workload)
         for i in range(hi + 1):
             if i >= lo and i not in self.hashes:
                 state = ref.state()
@@ -256,7 +260,8 @@ class Checker:
     def _cut(self, j: int) -> None:
         del self.lineage[j:]
         self.hashes = {i: h for i, h in self.hashes.items() if i <= j}
-        self.reference = Reference.replayed([(op.argv, None) for op in self.lineage])
+        self.reference = Reference.replayed([(op.argv, None) for op in self.lineage],
+                                            self.workload)
 
     def _rebuild_from(self, state: State) -> None:
         """After a `prefix` or `groups` violation there is no lineage to continue: the run
@@ -264,7 +269,7 @@ class Checker:
         at their last-delivered-id and entries-read, consumers, PEL entries with their
         delivery counts), so later checks judge only what happens after."""
         self.lineage.clear()
-        self.reference = Reference()
+        self.reference = Reference(self.workload)
         self.hashes = {}
         for argv in _rebuild_commands(state):
             self.lineage.append(_Op(argv, None))
@@ -273,14 +278,16 @@ class Checker:
     def _state_at(self, k: int) -> State:
         """The reference state after the lineage's first k operations."""
         return (self.reference.state() if k == len(self.lineage) else
-                Reference.replayed([(op.argv, None) for op in self.lineage[:k]]).state())
+                Reference.replayed([(op.argv, None) for op in self.lineage[:k]],
+                                   self.workload).state())
 
     def _diagnose(self, state: State, want: State) -> str:
         """What differs between `state` and the model's state `want`, by kind."""
         notes: list[str] = []
         ever = set(self.ids)
-        for (key, entries, groups), (_k, want_entries, want_groups) in zip(state, want,
-                                                                             strict=True):
+        notes += _types_diff(types_part(state), types_part(want))
+        for (key, entries, groups), (_k, want_entries, want_groups) in zip(
+                streams(state), streams(want), strict=True):
             have = dict(entries)
             expected = dict(want_entries)
             ops = [payload_ok(fields) for fields in have.values()]
@@ -313,8 +320,8 @@ def _rebuild_commands(state: State) -> list[list[bytes]]:
     """Commands that build `state` from nothing. A PEL entry whose stream entry is gone
     (deleted or trimmed after delivery) is made by adding a placeholder entry, claiming it
     and deleting it again: XCLAIM only claims entries that exist."""
-    out: list[list[bytes]] = []
-    for key, entries, groups in state:
+    out = _rebuild_types(types_part(state))
+    for key, entries, groups in streams(state):
         present = dict(entries)
         gone = {entry_id for g in groups for entry_id, _c, _n in g[3]} - set(present)
         for entry_id in sorted(set(present) | gone, key=_id_order):
@@ -335,7 +342,8 @@ def _but_entries_read(state: State) -> State:
     """`state` with every group's entries-read left out (redis-server's AOF does not keep it,
     so a diagnosis looks past it to find the state a recovery matches otherwise)."""
     return tuple((key, entries, tuple((g[0], g[1], g[3], g[4]) for g in groups))
-                 for key, entries, groups in state)
+                 for key, entries, groups in streams(state)) + tuple(
+        part for part in state if part[0] == TYPES)
 
 
 def _id_order(entry_id: bytes) -> tuple[int, int]:
@@ -359,3 +367,54 @@ def _group_diff(have: tuple, want: tuple) -> str:
         if h != g:
             return f"group {g[0].decode()} consumers {h[4]}, the model {g[4]}"
     return "extra groups"
+
+
+def _rebuild_types(part: tuple | None) -> list[list[bytes]]:
+    """Commands that build a types part from nothing (a relative TTL as the workload's
+    HPEXPIRE sets one: the model keeps only its presence)."""
+    if part is None:
+        return []
+    _tag, zsets, hashes, sets, libraries = part
+    out = [[b"FUNCTION", b"LOAD", b"REPLACE", code] for _name, code in libraries]
+    out += [[b"ZADD", key, *(x for member, score in pairs for x in (score, member))]
+            for key, pairs in zsets if pairs]
+    for key, fields in hashes:
+        if fields:
+            out.append([b"HSET", key, *(x for name, value, _ttl in fields for x in (name, value))])
+        for name, _value, ttl in fields:
+            if ttl is not None:
+                how = [b"HPEXPIRE", key, b"%d" % REL_MS] if ttl == "rel" else [
+                    b"HPEXPIREAT", key, b"%d" % ttl]
+                out.append([*how, b"FIELDS", b"1", name])
+    out += [[b"SADD", key, *members] for key, members in sets if members]
+    return out
+
+
+def _types_diff(have: tuple | None, want: tuple | None) -> list[str]:
+    """What differs between two types parts, per key: members or fields missing, extra, or
+    with another score, value or TTL; libraries."""
+    if have is None or want is None or have == want:
+        return []
+    notes = []
+    for what, mine, theirs in zip(("sorted set", "hash", "set"), have[1:4], want[1:4],
+                                  strict=True):
+        for (key, items), (_k, want_items) in zip(mine, theirs, strict=True):
+            got, exp = _as_dict(items), _as_dict(want_items)
+            missing = [m for m in exp if m not in got]
+            extra = [m for m in got if m not in exp]
+            changed = [m for m in exp if m in got and got[m] != exp[m]]
+            for names, how in ((missing, "missing"), (extra, "extra"),
+                               (changed, "changed (score, value or TTL)")):
+                if names:
+                    notes.append(f"{what} {key.decode()}: {len(names)} {how} (first "
+                                 f"{names[0].decode(errors='replace')})")
+    if have[4] != want[4]:
+        notes.append(f"function libraries {[n.decode() for n, _c in have[4]]}, the model "
+                     f"{[n.decode() for n, _c in want[4]]}")
+    return notes
+
+
+def _as_dict(items: tuple) -> dict[bytes, object]:
+    """A sorted set's pairs, a hash's triples or a set's members, by member or field."""
+    return {item[0]: item[1:] for item in items} if items and isinstance(items[0], tuple) \
+        else dict.fromkeys(items)

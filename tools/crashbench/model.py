@@ -1,10 +1,12 @@
 """The crash bench's model of what a target should hold: its canonical state and a reference.
 
 Owns `read_state` (a target's streams, consumer groups, PELs and consumers as read through
-commands, timestamps left out: XRANGE, XINFO GROUPS, XPENDING, XINFO CONSUMERS), `state_hash`,
+commands, timestamps left out: XRANGE, XINFO GROUPS, XPENDING, XINFO CONSUMERS; or, for the
+`types` workload, its sorted sets with scores, hashes with each field's TTL, sets and function
+libraries with their code), `state_hash`,
 `EngineTarget` (an in-memory Engine as a Target) and `Reference`: an in-memory Engine that
 applies each acknowledged operation of the history, with every `XADD *` replaced by the ID the
-target acknowledged, so after operation j it holds the state a log prefix of j operations
+target acknowledged and every SPOP by an SREM of what it popped (`explicit`), so after operation j it holds the state a log prefix of j operations
 must recover to (commands with `min-idle 0` and no BLOCK are deterministic). Streamkeep's
 command semantics are Redis's, checked differentially elsewhere; the model is what the
 durability checks compare against, for streamkeep and redis-server alike.
@@ -19,11 +21,18 @@ from typing import Any
 
 from streamkeep.engine.wire.reply_parser import ErrorReply
 from streamkeep.tools.crashbench.target import CommandFailed, Target
-from streamkeep.tools.crashbench.workload import GROUPS, KEYS
+from streamkeep.tools.crashbench.types_workload import ABS_AT, HASH_FIELDS, HASHES, SETS, ZSETS
+from streamkeep.tools.crashbench.workload import GROUPS, KEYS, payload_ok
 
-# key -> (entries, groups): entries [(id, fields)], groups [(name, last-delivered-id,
-# entries-read, pending [(id, consumer, deliveries)], consumers [(name, pending)])]
+# The streams workload's: per key (key, entries, groups): entries [(id, fields)], groups [(name,
+# last-delivered-id, entries-read, pending [(id, consumer, deliveries)], consumers [(name,
+# pending)])]. The types workload's: one part, (TYPES, zsets, hashes, sets, functions): zsets
+# [(key, [(member, score)] in rank order)], hashes [(key, [(field, value, ttl)] sorted)], sets
+# [(key, [member] sorted)], functions [(library, code)]. A field's ttl: None (none), its
+# expiry time when absolute (ABS_AT and up), else "rel": a relative TTL lands on each clock's
+# own "now plus", so only its presence is the model's.
 State = tuple
+TYPES = "types"  # the tag of a state's types part (a stream part starts with its key, bytes)
 
 
 def _pairs(flat: Sequence[Any]) -> dict[bytes, Any]:
@@ -40,20 +49,30 @@ def _all_bytes(values: Sequence[Any]) -> tuple[bytes, ...]:
     return values if set(map(type, values)) <= {bytes} else tuple(map(_b, values))
 
 
-def read_state(target: Target) -> State:
+def read_state(target: Target, workload: str = "streams") -> State:
     """The canonical state of the workload's keys on `target` (see the module docstring),
     read in one MULTI/EXEC: a replica applying its stream, or a server with other clients,
     never shows a mix of two moments."""
+    types = workload == "types"
+    commands = _types_commands() if types else _stream_commands()
+    target.execute([b"MULTI"])
+    for argv in commands:
+        target.execute(argv)
+    replies = target.execute([b"EXEC"])
+    return (_types_state(replies),) if types else _stream_state(replies)
+
+
+def _stream_commands() -> list[list[bytes]]:
     commands: list[list[bytes]] = []
     for key in KEYS:
         commands += [[b"XRANGE", key, b"-", b"+"], [b"XINFO", b"GROUPS", key]]
     for key, group in GROUPS:
         commands += [[b"XPENDING", key, group, b"-", b"+", b"1000000"],
                      [b"XINFO", b"CONSUMERS", key, group]]
-    target.execute([b"MULTI"])
-    for argv in commands:
-        target.execute(argv)
-    replies = target.execute([b"EXEC"])
+    return commands
+
+
+def _stream_state(replies: Sequence[Any]) -> State:
     per_group = {(key, group): replies[2 * len(KEYS) + 2 * i: 2 * len(KEYS) + 2 * i + 2]
                  for i, (key, group) in enumerate(GROUPS)}
     out: list[tuple] = []
@@ -79,6 +98,48 @@ def read_state(target: Target) -> State:
     return tuple(out)
 
 
+def _types_commands() -> list[list[bytes]]:
+    commands = [[b"ZRANGE", key, b"0", b"-1", b"WITHSCORES"] for key in ZSETS]
+    for key in HASHES:
+        commands += [[b"HGETALL", key],
+                     [b"HPEXPIRETIME", key, b"FIELDS", b"%d" % len(HASH_FIELDS), *HASH_FIELDS]]
+    commands += [[b"SMEMBERS", key] for key in SETS]
+    return [*commands, [b"FUNCTION", b"LIST", b"WITHCODE"]]
+
+
+def _types_state(replies: Sequence[Any]) -> tuple:
+    z, h = len(ZSETS), len(HASHES)
+    zsets = tuple((key, tuple(zip(map(_b, flat[::2]), map(_b, flat[1::2]), strict=True)))
+                  for key, flat in zip(ZSETS, replies[:z], strict=True))
+    hashes = []
+    for i, key in enumerate(HASHES):
+        values, times = replies[z + 2 * i], replies[z + 2 * i + 1]
+        ttl = dict(zip(HASH_FIELDS, times if isinstance(times, list) else [], strict=False))
+        hashes.append((key, tuple(sorted((_b(f), _b(v), _ttl(ttl.get(_b(f), -1)))
+                                         for f, v in _pairs(values).items()))))
+    sets = tuple((key, tuple(sorted(map(_b, members))))
+                 for key, members in zip(SETS, replies[z + 2 * h:z + 2 * h + len(SETS)],
+                                         strict=True))
+    libraries = tuple(sorted((_b(_pairs(lib)[b"library_name"]), _b(_pairs(lib)[b"library_code"]))
+                             for lib in replies[-1]))
+    return (TYPES, zsets, tuple(hashes), sets, libraries)
+
+
+def _ttl(expires_at: Any) -> int | str | None:
+    at = int(expires_at)
+    return None if at < 0 else at if at >= ABS_AT else "rel"
+
+
+def streams(state: State) -> State:
+    """The stream part of `state` (empty for the types workload's)."""
+    return tuple(part for part in state if part[0] != TYPES)
+
+
+def types_part(state: State) -> tuple | None:
+    """The types part of `state`, or None (the streams workload's)."""
+    return next((part for part in state if part[0] == TYPES), None)
+
+
 def _failed(reply: Any) -> bool:
     """An error inside EXEC's reply: the engine's ReplyError, or RESP's ErrorReply."""
     return isinstance(reply, Exception | ErrorReply)
@@ -89,8 +150,11 @@ def state_hash(state: State) -> str:
 
 
 def entries_hash(state: State) -> str:
-    """state_hash of the streams' entries only (consumer groups left out)."""
-    return state_hash(tuple((key, entries) for key, entries, _groups in state))
+    """state_hash of everything but the consumer groups: the streams' entries, and the
+    types part whole."""
+    types = types_part(state)
+    return state_hash(tuple((key, entries) for key, entries, _groups in streams(state))
+                      + (() if types is None else (types,)))
 
 
 class EngineTarget:
@@ -109,19 +173,45 @@ class EngineTarget:
 
 
 def explicit(argv: Sequence[bytes], reply: Any) -> list[bytes]:
-    """`argv` with an `XADD ... *` ID replaced by the ID its reply gave."""
+    """`argv` made deterministic by its reply: an `XADD ... *` ID replaced by the ID its reply
+    gave, an SPOP that popped replaced by the SREM of what it popped."""
     out = list(argv)
-    if out[0].upper() == b"XADD" and isinstance(reply, bytes) and b"*" in out:
+    name = out[0].upper()
+    if name == b"XADD" and isinstance(reply, bytes) and b"*" in out:
         out[out.index(b"*")] = reply
+    elif name == b"SPOP" and reply:
+        out = [b"SREM", out[1], *([reply] if isinstance(reply, bytes) else reply)]
     return out
+
+
+def resolved(argv: Sequence[bytes], before: State, after: State) -> list[bytes] | None:
+    """The in-flight command `argv` (no reply came) as the model applies it, given the
+    lineage's state `before` it and the recovered state `after`: an `XADD *` takes the ID of
+    the recovered entry carrying its op number, an SPOP is the SREM of the members `after`
+    lacks; None when `after` shows no trace of it (it cannot be the applied one)."""
+    name = argv[0].upper()
+    if name == b"XADD":
+        op = int(argv[list(argv).index(b"op") + 1])
+        found = [i for key, entries, _g in streams(after) if key == argv[1]
+                 for i, fields in entries if payload_ok(fields) == op]
+        return explicit(argv, found[0]) if found else None
+    if name == b"SPOP":
+        had, has = (dict((types_part(state) or (TYPES, (), (), (), ()))[3]).get(argv[1], ())
+                    for state in (before, after))
+        popped = sorted(set(had) - set(has))
+        # Whole: as many members as it pops (one without COUNT), or none at all.
+        count = min(int(argv[2]) if len(argv) > 2 else 1, len(had))
+        return explicit(argv, popped) if popped and len(popped) == count else None
+    return list(argv)
 
 
 class Reference:
     """An in-memory Engine applying acknowledged operations (see the module docstring)."""
 
-    def __init__(self) -> None:
+    def __init__(self, workload: str = "streams") -> None:
         from streamkeep import Engine
 
+        self.workload = workload
         self.target = EngineTarget(Engine())
 
     def apply(self, argv: Sequence[bytes], reply: Any) -> Any:
@@ -133,11 +223,12 @@ class Reference:
             return err
 
     def state(self) -> State:
-        return read_state(self.target)
+        return read_state(self.target, self.workload)
 
     @classmethod
-    def replayed(cls, ops: Sequence[tuple[Sequence[bytes], Any]]) -> Reference:
-        ref = cls()
+    def replayed(cls, ops: Sequence[tuple[Sequence[bytes], Any]], workload: str = "streams"
+                 ) -> Reference:
+        ref = cls(workload)
         for argv, reply in ops:
             ref.apply(argv, reply)
         return ref

@@ -35,7 +35,8 @@ from streamkeep.tools.crashbench.history import step
 from streamkeep.tools.crashbench.invariants import Checker, Violation
 from streamkeep.tools.crashbench.model import EngineTarget, read_state, state_hash
 from streamkeep.tools.crashbench.planted import open_engine
-from streamkeep.tools.crashbench.workload import KEYS, Workload
+from streamkeep.tools.crashbench.workload import KEYS
+from streamkeep.tools.crashbench.workloads import new_workload
 
 KINDS = ("write", "fsync", "rename", "dirfsync")  # the calls a crash point can cut
 SEGMENT_MAX_BYTES = 16 << 10  # small segments: rotations happen every few dozen operations
@@ -145,16 +146,17 @@ class RecordedRun:
 
 
 def record(directory: str, seed: int, ops: int, policy: str, compact_every: int = 0,
-           pause_after: int | None = None, pause_s: float = 0.0) -> RecordedRun:
+           pause_after: int | None = None, pause_s: float = 0.0, workload: str = "streams"
+           ) -> RecordedRun:
     """Run `ops` operations of the seed's workload on a fresh directory, logging the file
     calls; every `compact_every` operations (0: never) the engine compacts, waiting; after
     operation `pause_after` the workload idles `pause_s` seconds (what an everysec policy
-    must still sync within its bound)."""
+    must still sync within its bound). `workload` names the seeded workload (WORKLOADS)."""
 
-    workload = Workload(seed)
-    fs = RecordingFS(lambda: workload.index)
+    commands = new_workload(workload, seed)
+    fs = RecordingFS(lambda: commands.index)
     clock = _Clock()
-    checker = Checker(policy)
+    checker = Checker(policy, workload=workload)
     engine = open_engine(directory, fs, appendfsync=policy,
                          aof_segment_max_bytes=SEGMENT_MAX_BYTES, auto_aof_rewrite_percentage=0,
                          clock=clock)
@@ -162,7 +164,7 @@ def record(directory: str, seed: int, ops: int, policy: str, compact_every: int 
     try:
         for i in range(ops):
             clock.now = BASE_TIME + i
-            step(target, workload, checker, time.monotonic() - fs.started)
+            step(target, commands, checker, time.monotonic() - fs.started)
             if compact_every and (i + 1) % compact_every == 0:
                 engine.compact(wait=True)
             if pause_after is not None and i == pause_after:
@@ -325,7 +327,7 @@ def _judge(run: RecordedRun, fs: Any, image: str, scratch: str, point: Point, mo
     cached = key in cache
     if not cached:
         cache[key] = _recover(dst, scratch, rng, cut_recovery, reopen,
-                              _Clock(BASE_TIME + k))
+                              _Clock(BASE_TIME + k), run.checker.workload)
     found: Recovered = cache[key]
     recovery, state, seconds, log_bytes = found.kind, found.state, found.seconds, \
         found.log_bytes
@@ -355,7 +357,7 @@ def _judge(run: RecordedRun, fs: Any, image: str, scratch: str, point: Point, mo
     # that lost acknowledged operations, whose IDs must not come back.
     next_ids = found.next_ids if not cached else (
         _next_ids(dst, _Clock(BASE_TIME + k)) if verdict.lost_acked and _every(point.index, 7)
-        else ())
+        and run.checker.workload == "streams" else ())
     for stream, new_id in zip(KEYS, next_ids, strict=False):
         first = run.checker.ids.get((stream, new_id))
         if first is not None and first < k:  # acknowledged before the crash
@@ -378,10 +380,11 @@ def _disk_key(directory: str) -> str:
 
 
 def _recover(dst: str, scratch: str, rng: random.Random, cut_recovery: bool, reopen: bool,
-             clock: Callable[[], int]) -> Recovered:
+             clock: Callable[[], int], workload: str = "streams") -> Recovered:
     """Open `dst` (after a power cut during a first recovery, with `cut_recovery`), read its
-    state, open it again with `reopen` (the same state must come back), and ask each stream
-    for the ID of its next `XADD *` with the clock where it stood at the crash."""
+    state, open it again with `reopen` (the same state must come back), and (the streams
+    workload) ask each stream for the ID of its next `XADD *` with the clock where it stood at
+    the crash."""
     from streamkeep.engine.wire.errors import StreamkeepError
 
     log_bytes = sum(os.path.getsize(os.path.join(dst, n)) for n in os.listdir(dst)
@@ -391,15 +394,16 @@ def _recover(dst: str, scratch: str, rng: random.Random, cut_recovery: bool, reo
         dst = _cut_during_recovery(dst, scratch, rng)
     began = time.perf_counter()
     seconds, problem = 0.0, None
+    next_ids: tuple = ()
     try:
         for attempt in range(2 if reopen else 1):
             with open_engine(dst, auto_aof_rewrite_percentage=0, clock=clock) as engine:
                 if attempt == 0:
                     seconds = time.perf_counter() - began
-                    state = read_state(EngineTarget(engine))
-                elif state_hash(read_state(EngineTarget(engine))) != state_hash(state):
+                    state = read_state(EngineTarget(engine), workload)
+                elif state_hash(read_state(EngineTarget(engine), workload)) != state_hash(state):
                     problem = Violation("recovery", "recovering twice gave two states")
-                if attempt == (1 if reopen else 0):
+                if attempt == (1 if reopen else 0) and workload == "streams":
                     next_ids = tuple(engine.execute("XADD", key, "*", "op", "-1")
                                      for key in KEYS)
     except (StreamkeepError, OSError) as err:

@@ -39,6 +39,23 @@ class Config:
     jobs: int = 2
     compact_every: int = 0  # 0: ops // 6 (five compactions in a run)
     scratch: str | None = None
+    workload: str = "streams"  # workload.WORKLOADS
+
+
+def mode_label(mode: str, workload: str) -> str:
+    """A report row's mode, naming the workload unless it is the streams one."""
+    return mode if workload == "streams" else f"{mode} ({workload})"
+
+
+def workload_of(mode: str) -> str:
+    """The workload a row's mode (`mode_label`) names."""
+    return mode.partition(" (")[2].rstrip(")") or "streams"
+
+
+def token_suffix(workload: str) -> str:
+    """What a replay token ends with to name its workload (nothing for streams: the tokens
+    of the streams workload read as they always have)."""
+    return "" if workload == "streams" else f":{workload}"
 
 
 def scratch_root(asked: str | None) -> str:
@@ -52,7 +69,8 @@ def scratch_root(asked: str | None) -> str:
 
 
 def powerloss_rows(config: Config, progress: Progress | None = None) -> list[Row]:
-    rows = {m: Row(config.policy, config.mode, m) for m in config.models}
+    rows = {m: Row(config.policy, mode_label(config.mode, config.workload), m)
+            for m in config.models}
     root = scratch_root(config.scratch)
     began = time.monotonic()
     try:
@@ -87,7 +105,8 @@ def _runs(config: Config, root: str, began: float
     budget = config.points
     while True:
         directory = os.path.join(root, f"run-{seed}")
-        run = powerloss.record(directory, seed, config.ops, config.policy, compact_every)
+        run = powerloss.record(directory, seed, config.ops, config.policy, compact_every,
+                               workload=config.workload)
         indices = [p.index for p in powerloss.distinct_points(run)]
         if config.mode == "exhaustive":
             yield seed, run, indices, len(indices)
@@ -187,7 +206,7 @@ def _add(row: Row, outcome: powerloss.Outcome, config: Config, seed: int,
             # The shortest run that reaches the point: the same seed cut after op k (the
             # calls before the point are the same in a shorter run of the same workload).
             f"powerloss:{config.policy}:{seed}:{min(config.ops, k + 1)}:{compact_every}:"
-            f"{point.index}:{outcome.model}",
+            f"{point.index}:{outcome.model}{token_suffix(config.workload)}",
             [_render(op.argv) for op in lineage[max(0, k - 5):k + 1]], k + 1,
             in_flight=in_flight, expected=expected(config.policy, k),
             recovered=_recovered(outcome)))
@@ -231,18 +250,20 @@ def replay_one(token: str) -> tuple[Row, list[str]]:
     """Run the one power-loss crash point a token names; its row and what it found, in
     words (cli dispatches the sigkill and ioerror tokens to their modes)."""
     parts = token.split(":")
-    if len(parts) != 7 or parts[0] != "powerloss":
+    if len(parts) not in (7, 8) or parts[0] != "powerloss":
         raise ValueError(f"--replay {token}: not a replay token (powerloss:<policy>:<seed>:"
-                         f"<ops>:<compact_every>:<call>:<model>, ioerror:..., sigkill:...)")
-    _kind, policy, seed, ops, compact_every, index, model = parts
+                         f"<ops>:<compact_every>:<call>:<model>[:<workload>], ioerror:..., "
+                         f"sigkill:...)")
+    _kind, policy, seed, ops, compact_every, index, model = parts[:7]
+    workload = parts[7] if len(parts) == 8 else "streams"
     config = Config(policy, "replay", (model,), ops=int(ops), seed=int(seed), jobs=1,
-                    compact_every=int(compact_every))
+                    compact_every=int(compact_every), workload=workload)
     root = scratch_root(None)
-    row = Row(policy, "replay", model, reached=1)
+    row = Row(policy, mode_label("replay", workload), model, reached=1)
     lines = []
     try:
         run = powerloss.record(os.path.join(root, "run"), int(seed), int(ops), policy,
-                               int(compact_every))
+                               int(compact_every), workload=workload)
         for outcome in _judge_slice(run, [int(index)], config, root):
             _add(row, outcome, config, int(seed), run)
             lines.append(f"crash point: {outcome.point.kind} #{outcome.point.ordinal} (call "

@@ -33,7 +33,9 @@ from streamkeep.tools.crashbench.invariants import Checker, Violation
 from streamkeep.tools.crashbench.model import read_state
 from streamkeep.tools.crashbench.report import Found, Row, timeline
 from streamkeep.tools.crashbench.target import ConnectionLost
+from streamkeep.tools.crashbench.types_workload import TypesWorkload
 from streamkeep.tools.crashbench.workload import Workload
+from streamkeep.tools.crashbench.workloads import new_workload
 from streamkeep.tools.servers import (
     RedisServer,
     ServerFailed,
@@ -54,7 +56,7 @@ Progress = Callable[[str, int, int], None]
 class Driver(threading.Thread):
     """Runs the workload on one connection until the connection drops or `stop` is set."""
 
-    def __init__(self, server: ServerProcess, workload: Workload, checker: Checker,
+    def __init__(self, server: ServerProcess, workload: Workload | TypesWorkload, checker: Checker,
                  started: float) -> None:
         super().__init__(daemon=True)
         self.target = server.target()
@@ -77,16 +79,21 @@ class Driver(threading.Thread):
 
 
 def rows(policy: str, target: str, seed: int, points: int | None, seconds: float | None,
-         progress: Progress | None = None) -> list[Row]:
-    """The rounds of one policy against one target (see the module docstring)."""
+         progress: Progress | None = None, workload: str = "streams") -> list[Row]:
+    """The rounds of one policy against one target (see the module docstring), running the
+    workload named `workload` (WORKLOADS; redis-server 7.0 has no hash field expiry, so it
+    runs the streams one only)."""
     from streamkeep.tools import temporaries
-    from streamkeep.tools.crashbench.runs import scratch_root
+    from streamkeep.tools.crashbench.runs import mode_label, scratch_root
 
+    if target == "redis-server" and workload != "streams":
+        raise ValueError(f"--workload {workload}: --target redis-server runs the streams "
+                         f"workload only (its hash fields have no TTLs)")
     root = scratch_root(None)
-    row = Row(policy, "sigkill", "process crash", target=target)
+    row = Row(policy, mode_label("sigkill", workload), "process crash", target=target)
     rounds = points or (None if seconds else DEFAULT_ROUNDS)
     try:
-        _rounds(row, policy, target, seed, rounds, seconds, root, progress)
+        _rounds(row, policy, target, seed, rounds, seconds, root, progress, workload)
     finally:
         kill_all()  # a replica a moment was starting when an exception (Ctrl-C) came, too
         temporaries.remove(root)
@@ -104,12 +111,13 @@ def _server(target: str, directory: str, policy: str) -> ServerProcess:
 
 
 def _rounds(row: Row, policy: str, target: str, seed: int, rounds: int | None,
-            seconds: float | None, root: str, progress: Progress | None) -> None:
+            seconds: float | None, root: str, progress: Progress | None,
+            workload_name: str = "streams") -> None:
     directory = os.path.join(root, "data")
     os.makedirs(directory)
     server = _server(target, directory, policy)
-    checker = Checker(policy)
-    workload = Workload(seed)
+    checker = Checker(policy, workload=workload_name)
+    workload = new_workload(workload_name, seed)
     rng = random.Random(f"crashbench-sigkill:{seed}:{policy}:{target}")
     kinds = REDIS_MOMENTS if target == "redis-server" else STREAMKEEP_MOMENTS
     started = time.monotonic()
@@ -138,7 +146,7 @@ def _rounds(row: Row, policy: str, target: str, seed: int, rounds: int | None,
         row.seconds = time.monotonic() - started
 
 
-def _round(row: Row, server: ServerProcess, checker: Checker, workload: Workload,
+def _round(row: Row, server: ServerProcess, checker: Checker, workload: Workload | TypesWorkload,
            rng: random.Random, moment: str, started: float, seed: int, n: int, root: str,
            replica: ServerProcess | None) -> ServerProcess | None:
     driver = Driver(server, workload, checker, started)
@@ -191,7 +199,7 @@ def _round(row: Row, server: ServerProcess, checker: Checker, workload: Workload
         return replica
     acked_before = len(checker.lineage)
     with server.target() as target:
-        state = read_state(target)
+        state = read_state(target, checker.workload)
     verdict = checker.recovered(state, crash_at, in_flight)
     for v in verdict.violations:
         _violation(row, v, moment, what, n, seed, add=False, in_flight=in_flight,
@@ -240,7 +248,7 @@ def kill_during_recovery(server: ServerProcess, rng: random.Random,
         return f"restarted; the kill during its recovery missed ({missed})"
 
 
-def _rollback_round(row: Row, primary: ServerProcess, checker: Checker, workload: Workload,
+def _rollback_round(row: Row, primary: ServerProcess, checker: Checker, workload: Workload | TypesWorkload,
                     rng: random.Random, started: float, seed: int, n: int, root: str,
                     replica: ServerProcess | None) -> ServerProcess | None:
     """A primary that lost its tail (a power loss that took more than the policy allows, or a
@@ -273,7 +281,7 @@ def _rollback_round(row: Row, primary: ServerProcess, checker: Checker, workload
         shutil.move(backup, primary.data_dir)
         primary.start()
         with primary.target() as target:
-            state = read_state(target)
+            state = read_state(target, checker.workload)
         # The tail is gone by construction, whatever the policy: judged as `no` (any prefix),
         # and the lineage goes on from the older state.
         policy, checker.policy = checker.policy, "no"
@@ -293,7 +301,7 @@ def _rollback_round(row: Row, primary: ServerProcess, checker: Checker, workload
         row.acked += driver.acked
         moments.wait_caught_up(primary, replica)
         with replica.target() as target:
-            v = checker.replica_state(read_state(target), "the replica after the primary's "
+            v = checker.replica_state(read_state(target, checker.workload), "the replica after the primary's "
                                                           "rollback")
         if v is not None:
             _violation(row, v, "primary-rollback", what, n, seed, add=False)
@@ -318,13 +326,13 @@ def _check_replica(row: Row, primary: ServerProcess, replica: ServerProcess, che
         if not replica.alive:
             replica.start()
         with replica.target() as target:
-            early = read_state(target)
+            early = read_state(target, checker.workload)
         v = checker.replica_state(early, "the replica after the kill")
         if v is not None:
             _violation(row, v, moment, what, n, seed)
         moments.wait_caught_up(primary, replica)
         with replica.target() as target:
-            v = checker.replica_state(read_state(target), "the replica once caught up")
+            v = checker.replica_state(read_state(target, checker.workload), "the replica once caught up")
         if v is not None:
             _violation(row, v, moment, what, n, seed)
     except (ServerFailed, moments.ReplicaBehind, ConnectionLost) as err:
@@ -335,11 +343,14 @@ def _check_replica(row: Row, primary: ServerProcess, replica: ServerProcess, che
 def _violation(row: Row, v: Violation, moment: str, what: str, n: int, seed: int,
                add: bool = True, in_flight: list[bytes] | None = None, expected: str = "",
                recovered: str = "") -> None:
+    from streamkeep.tools.crashbench.runs import token_suffix, workload_of
+
     if add:
         row.violations[v.invariant] += 1
     shown = " ".join(a.decode(errors="replace") for a in in_flight) if in_flight else ""
     row.found.append(Found(v.invariant, f"round {n} ({moment}: {what}): {v.detail}",
-                           f"sigkill:{row.target}:{row.policy}:{seed}:{n}",
+                           f"sigkill:{row.target}:{row.policy}:{seed}:{n}"
+                           f"{token_suffix(workload_of(row.mode))}",
                            in_flight=shown[:200], expected=expected, recovered=recovered))
 
 

@@ -81,6 +81,7 @@ from streamkeep.tools.value_tables import (
     STREAM_TABLES,
     VALUE_TABLES,
     ValueTable,
+    elements,
     export_tables,
 )
 
@@ -604,8 +605,9 @@ def _key_weights(snap: Snapshot, table: str) -> dict[tuple[int, bytes], int]:
         found.update(((r.db, r.key), 1) for r in snap.key_rows())
         return found
     type_name = BY_TABLE[table].type_name
-    return {(r.db, r.key): _KEY_WEIGHT + len(r.value or b"") for r in snap.key_rows()
-            if r.type == type_name}
+    return {(r.db, r.key): _KEY_WEIGHT + (len(r.value or b"") if r.chunked is None
+                                          else r.chunked.size)
+            for r in snap.key_rows() if r.type == type_name}
 
 
 def _spans_part(run: list[tuple[int, bytes]]) -> Part:
@@ -736,7 +738,7 @@ def key_table_rows(snap: Snapshot, table: str, span: KeySpan,
     found = snap.key_rows(span.db, span.first, span.last)
     if table == KEYS_TABLE:
         return _keys_rows(snap, span, found, selection)
-    return _value_rows(BY_TABLE[table], found, selection)
+    return _value_rows(snap, BY_TABLE[table], found, selection)
 
 
 def _keys_rows(snap: Snapshot, span: KeySpan, found: list[KeyInfo],
@@ -754,17 +756,17 @@ def _keys_rows(snap: Snapshot, span: KeySpan, found: list[KeyInfo],
             yield (span.db, key, text(key), kind, expire_ms)
 
 
-def _value_rows(table: ValueTable, found: list[KeyInfo],
+def _value_rows(snap: Snapshot, table: ValueTable, found: list[KeyInfo],
                 selection: Selection) -> Iterator[tuple]:
     """db, key, key_str, the element's columns (and the key's expire_ms if the table has it) of
-    every element of every key of the table's type."""
+    every element of every key of the table's type (a big value's read chunk by chunk)."""
     for row in found:
-        if row.type != table.type_name or row.value is None or \
+        if row.type != table.type_name or (row.value is None and row.chunked is None) or \
                 not selection.keeps(row.db, row.key):
             continue
         head = (row.db, row.key, text(row.key))
         tail = (row.expires_ms,) if table.key_expiry else ()
-        for element in table.rows(table.decode(row.value)):
+        for element in elements(snap, row):
             yield (*head, *element, *tail)
 
 

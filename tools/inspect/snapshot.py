@@ -29,7 +29,7 @@ from typing import IO, Any
 
 from streamkeep.tools.inspect.aof_records import EXIT_IO, InspectError, fail, format_time
 from streamkeep.tools.inspect.dump import json_arg, quote
-from streamkeep.tools.value_tables import BY_TYPE, Column, type_counts
+from streamkeep.tools.value_tables import BY_TYPE, Column, elements, type_counts
 
 EPILOG_INFO = """examples:
   streamkeep snapshot info ./data            a data directory's current snapshot
@@ -184,7 +184,7 @@ def _parts_text(parts: list[dict]) -> str:
     if not parts:
         return ""
     names = ", ".join(f"{p['file']} ({p['size']:,} bytes)" for p in parts)
-    return f" and {len(parts)} part files of its stream nodes: {names}"
+    return f" and {len(parts)} part files of its stream nodes and big values: {names}"
 
 
 def _info(snap: Any, args: argparse.Namespace, out: IO[str]) -> None:
@@ -270,21 +270,28 @@ def _dump(snap: Any, args: argparse.Namespace, out: IO[str]) -> None:
         out.writelines(lines(info.db, info.key, entries))
     if not args.streams_only:
         values = _json_values if args.format == "json" else _text_values
-        out.writelines(values(row for row in snap.key_rows(args.db) if row.type is not None
-                              and (key is None or row.key == key)))
+        out.writelines(values(snap, (row for row in snap.key_rows(args.db)
+                                     if row.type is not None
+                                     and (key is None or row.key == key))))
     out.flush()
 
 
-def _json_values(rows: Iterator[Any]) -> Iterator[str]:
+def _json_values(snap: Any, rows: Iterator[Any]) -> Iterator[str]:
     """A line per key: a string's value as it is, another type's elements as a list (one
     column: the values; several: a list each), its type named; a type without a
-    tools.value_tables entry: the size of its stored value."""
+    tools.value_tables entry: the size of its stored value. A big value stored in chunks is
+    written as it is read, a chunk at a time (the same line)."""
     for row in rows:
         doc: dict[str, Any] = {"db": row.db, "key": json_arg(row.key)}
         table = BY_TYPE.get(row.type)
         if row.type != "string":
             doc["type"] = row.type
-        if table is None:
+        if row.chunked is not None and table is not None:
+            yield from _json_streamed(snap, row, table, doc)
+            continue
+        if table is None and row.chunked is not None:
+            doc["stored_bytes"] = row.chunked.size
+        elif table is None:
             doc["stored_bytes"] = len(row.value)
         else:
             value = table.decode(row.value)
@@ -292,6 +299,19 @@ def _json_values(rows: Iterator[Any]) -> Iterator[str]:
             doc["value"] = elements[0] if row.type == "string" else elements
         doc["expires_ms"] = row.expires_ms
         yield json.dumps(doc) + "\n"
+
+
+def _json_streamed(snap: Any, row: Any, table: Any, doc: dict[str, Any]) -> Iterator[str]:
+    """`_json_values`' line for a chunked value, its elements written as they are read: the
+    same text json.dumps makes of the whole document."""
+    head = json.dumps(doc)
+    yield head[:-1] + ', "value": ['
+    first = True
+    for element in elements(snap, row):
+        text = json.dumps(_json_element(table.columns, element))
+        yield text if first else ", " + text
+        first = False
+    yield "], " + json.dumps({"expires_ms": row.expires_ms})[1:] + "\n"
 
 
 def _json_element(columns: tuple[Column, ...], element: tuple) -> Any:
@@ -307,13 +327,25 @@ def _json_cell(kind: str, value: Any) -> Any:
     return value  # an expiry: ms or None
 
 
-def _text_values(rows: Iterator[Any]) -> Iterator[str]:
+def _text_values(snap: Any, rows: Iterator[Any]) -> Iterator[str]:
     """A line per key: db, key, type, its elements' cells (a type without a
-    tools.value_tables entry: the size of its stored value), then PXAT and the key's expiry."""
+    tools.value_tables entry: the size of its stored value), then PXAT and the key's expiry.
+    A big value stored in chunks is written as it is read, a chunk at a time."""
     for row in rows:
         ttl = "" if row.expires_ms is None else f" PXAT {row.expires_ms}"
         table = BY_TYPE.get(row.type)
-        if table is None:
+        if row.chunked is not None and table is not None:
+            yield f"db{row.db} {quote(row.key)} {row.type}"
+            for r in elements(snap, row):
+                cells = " ".join(cell for c, v in zip(table.columns, r, strict=True)
+                                 if (cell := _text_cell(c, v)))
+                if cells:
+                    yield " " + cells
+            yield f"{ttl}\n"
+            continue
+        if table is None and row.chunked is not None:
+            body = f"({row.chunked.size:,} bytes stored)"
+        elif table is None:
             body = f"({len(row.value):,} bytes stored)"
         else:
             body = " ".join(cell for r in table.rows(table.decode(row.value))

@@ -4,8 +4,11 @@ Checked here, against a recording engine (no command runs) and against a real En
 each method sends; redis-py's client-side DataError checks, raised before anything is sent;
 argument types redis-py's encoder refuses; replies decoded or not by the facade's own
 `decode_responses` (two facades over one engine differ); and the reply callbacks (entries as
-(id, {field: value}), XPENDING as a dict, XINFO with str keys, OK as True). The same methods
-are compared with redis-py itself in tests/differential/test_redis_py_compat.py.
+(id, {field: value}), XPENDING as a dict, XINFO with str keys, OK as True). The same stream
+methods are compared with redis-py itself in tests/differential/test_redis_py_compat.py; the
+sorted set, hash, set and function methods here (TYPE_CALLS: each call made on the facade and
+on redis-py connected to redis-server, every result compared), with the Redis 7.2+ and 8.x
+options redis-server 7.0 lacks checked against redis.io's replies.
 """
 
 from __future__ import annotations
@@ -223,3 +226,321 @@ def test_eval_evalsha_script_commands_and_register_script() -> None:
         r.script_flush("LATER")
     with pytest.raises(ReplyError, match="^NOTBUSY"):
         r.script_kill()
+
+
+# --- sorted sets, hashes, sets, functions: the same calls on redis-py and redis-server ---------
+
+LIBRARY = ("#!lua name=mylib\n"
+           "redis.register_function('echo', function(keys, args) return args[1] end)\n"
+           "redis.register_function{function_name='get', callback=function(keys, args) "
+           "return redis.call('HGET', keys[1], args[1]) end, flags={'no-writes'}}\n")
+
+
+def _sorted(value: Any) -> Any:
+    """A reply whose order is random (SPOP, SRANDMEMBER, a SCAN of a hash table), sorted."""
+    if isinstance(value, tuple) and len(value) == 2 and isinstance(value[1], list):
+        return value[0], sorted(value[1])
+    return sorted(value)
+
+
+def _functions_sorted(value: list) -> list:
+    """FUNCTION LIST with each library's functions sorted (Redis lists them in its dict's
+    order, which its hash seed randomises)."""
+    def library(fields: list) -> list:
+        return [x for k, v in zip(fields[::2], fields[1::2], strict=True)
+                for x in (k, sorted(v) if k in (b"functions", "functions") else v)]
+
+    return [library(fields) for fields in value]
+
+
+def _pairs_sorted(value: list) -> list:
+    """A flat [member, score, ...] reply of random order, its pairs sorted."""
+    return sorted(zip(value[::2], value[1::2], strict=True))
+
+
+# (method, args, kwargs, normalise): run in order on a fresh facade and on redis-py connected
+# to redis-server 7.0 (RESP2, as the facade's replies are shaped), every result compared. The
+# scores are exact in binary (7.0 writes %.17g, 8.x the shortest text: the same for these).
+TYPE_CALLS: list[tuple[str, tuple, dict, Any]] = [
+    ("zadd", ("z", {"a": 1, "b": 2.5, "c": 3.25, "d": -4}), {}, None),
+    ("zadd", ("z", {"a": 5}), {"nx": True}, None),
+    ("zadd", ("z", {"a": 1.5}), {"xx": True, "ch": True}, None),
+    ("zadd", ("z", {"a": 1}), {"incr": True}, None),
+    ("zadd", ("z", {"zz": 1}), {"incr": True, "xx": True}, None),
+    ("zadd", ("z", {"e": 10, "b": 1}), {"gt": True, "ch": True}, None),
+    ("zadd", ("lex", {"a": 0, "b": 0, "c": 0, "d": 0, "e": 0}), {}, None),
+    ("zcard", ("z",), {}, None),
+    ("zcount", ("z", "-inf", "(3"), {}, None),
+    ("zlexcount", ("lex", "[b", "+"), {}, None),
+    ("zscore", ("z", "a"), {}, None),
+    ("zscore", ("z", "nope"), {}, None),
+    ("zmscore", ("z", ["a", "nope", "e"]), {}, None),
+    ("zincrby", ("z", 0.25, "b"), {}, None),
+    ("zrange", ("z", 0, -1), {}, None),
+    ("zrange", ("z", 0, -1), {"withscores": True}, None),
+    ("zrange", ("z", 0, 2), {"desc": True, "withscores": True}, None),
+    ("zrange", ("z", 0, "+inf"), {"byscore": True, "offset": 1, "num": 2,
+                                  "withscores": True, "score_cast_func": int}, None),
+    ("zrange", ("lex", "[b", "(e"), {"bylex": True, "desc": False}, None),
+    ("zrange", ("lex", "+", "-"), {"bylex": True, "desc": True, "offset": 0, "num": 2}, None),
+    ("zrevrange", ("z", 0, 1), {"withscores": True}, None),
+    ("zrangebyscore", ("z", 1, "+inf"), {"start": 0, "num": 2, "withscores": True}, None),
+    ("zrevrangebyscore", ("z", "+inf", "-inf"), {"withscores": True}, None),
+    ("zrangebylex", ("lex", "[b", "(d"), {}, None),
+    ("zrevrangebylex", ("lex", "+", "-"), {"start": 1, "num": 2}, None),
+    ("zrank", ("z", "c"), {}, None),
+    ("zrank", ("z", "nope"), {}, None),
+    ("zrevrank", ("z", "c"), {}, None),
+    ("zrangestore", ("dst", "z", 0, 1), {}, None),
+    ("zrangestore", ("dst2", "z", 2, 3), {"byscore": True}, None),
+    ("zunionstore", ("u", ["z", "dst"]), {}, None),
+    ("zunionstore", ("u2", {"z": 2, "dst": 1}), {"aggregate": "MAX"}, None),
+    ("zinterstore", ("i", ["z", "dst"]), {}, None),
+    ("zunion", (["z", "dst"],), {"withscores": True}, None),
+    ("zunion", (["z", "dst"],), {}, None),
+    ("zinter", ({"z": 1, "dst": 3},), {"aggregate": "min", "withscores": True}, None),
+    ("zdiff", (["z", "dst"],), {}, None),
+    ("zdiff", (["z", "dst"],), {"withscores": True}, None),
+    ("zdiffstore", ("diff", ["z", "dst"]), {}, None),
+    ("zintercard", (2, ["z", "dst"]), {}, None),
+    ("zintercard", (2, ["z", "dst"]), {"limit": 1}, None),
+    ("zscan", ("z",), {}, None),
+    ("zscan", ("z",), {"match": "[ab]", "score_cast_func": str}, None),
+    ("zscan_iter", ("z",), {}, list),
+    ("zrandmember", ("lex", 10), {}, _sorted),
+    ("zrandmember", ("i", 10), {"withscores": True}, _pairs_sorted),
+    ("zrandmember", ("nope",), {}, None),
+    ("zpopmin", ("z",), {}, None),
+    ("zpopmax", ("z", 2), {}, None),
+    ("zpopmin", ("nope",), {}, None),
+    ("zmpop", (1, ["u"]), {"min": True}, None),
+    ("zmpop", (2, ["nope", "u"]), {"max": True, "count": 2}, None),
+    ("zmpop", (1, ["nope"]), {"max": True}, None),
+    ("bzpopmin", (["nope", "u2"], 1), {}, None),
+    ("bzpopmax", ("u2",), {"timeout": 1}, None),
+    ("bzpopmin", ("nope", 0.01), {}, None),
+    ("bzmpop", (1, 1, ["u2"]), {"min": True, "count": 2}, None),
+    ("zrem", ("z", "a", "nope"), {}, None),
+    ("zremrangebyrank", ("u", 0, 0), {}, None),
+    ("zremrangebyscore", ("u2", "-inf", 0), {}, None),
+    ("zremrangebylex", ("lex", "-", "[b"), {}, None),
+    ("zrange", ("lex", 0, -1), {}, None),
+    ("zadd", ("z", {}), {}, None),  # redis-py's DataError
+    ("zrange", ("z", 0, 1), {"byscore": True, "bylex": True}, None),
+    ("zinterstore", ("i", ["z"]), {"aggregate": "avg"}, None),
+    # hashes
+    ("hset", ("h", "f", "v"), {}, None),
+    ("hset", ("h",), {"mapping": {"g": "w", "n": 1}}, None),
+    ("hset", ("h", "f", "v2"), {"items": ["a", 1, "b", 2], "mapping": {"c": 3}}, None),
+    ("hset", ("h",), {}, None),  # DataError
+    ("hsetnx", ("h", "f", "x"), {}, None),
+    ("hsetnx", ("h", "x", "y"), {}, None),
+    ("hget", ("h", "f"), {}, None),
+    ("hget", ("h", "nope"), {}, None),
+    ("hmget", ("h", ["f", "g", "nope"]), {}, None),
+    ("hmget", ("h", "f", "g"), {}, None),
+    ("hgetall", ("h",), {}, None),
+    ("hgetall", ("nope",), {}, None),
+    ("hdel", ("h", "a", "nope"), {}, None),
+    ("hincrby", ("h", "n", 5), {}, None),
+    ("hincrby", ("h", "n"), {}, None),
+    ("hincrbyfloat", ("h", "n", 0.5), {}, None),
+    ("hincrbyfloat", ("h", "fl"), {}, None),
+    ("hincrby", ("h", "f", 1), {}, None),  # ERR hash value is not an integer
+    ("hkeys", ("h",), {}, None),
+    ("hvals", ("h",), {}, None),
+    ("hlen", ("h",), {}, None),
+    ("hexists", ("h", "f"), {}, None),
+    ("hexists", ("h", "nope"), {}, None),
+    ("hstrlen", ("h", "f"), {}, None),
+    ("hrandfield", ("h", 20), {}, _sorted),
+    ("hrandfield", ("h", 20), {"withvalues": True}, _pairs_sorted),
+    ("hrandfield", ("nope",), {}, None),
+    ("hscan", ("h",), {}, None),
+    ("hscan", ("h", 0), {"match": "f*", "count": 100}, None),
+    ("hscan_iter", ("h",), {}, list),
+    ("zadd", ("h", {"x": 1}), {}, None),  # WRONGTYPE
+    ("hget", ("z", "f"), {}, None),  # WRONGTYPE
+    # sets
+    ("sadd", ("s", "a", "b", "c"), {}, None),
+    ("sadd", ("s2", "b", "c", "d", "e"), {}, None),
+    ("sadd", ("ints", 3, 1, 2), {}, None),
+    ("srem", ("s2", "e", "nope"), {}, None),
+    ("scard", ("s",), {}, None),
+    ("smembers", ("s",), {}, None),
+    ("smembers", ("nope",), {}, None),
+    ("sismember", ("s", "a"), {}, None),
+    ("sismember", ("s", "x"), {}, None),
+    ("smismember", ("s", ["a", "x"]), {}, None),
+    ("smismember", ("s", "a", "b"), {}, None),
+    ("smove", ("s", "s2", "a"), {}, None),
+    ("smove", ("s", "s2", "nope"), {}, None),
+    ("sdiff", (["s2", "s"],), {}, None),
+    ("sdiff", ("s2", "s"), {}, None),
+    ("sinter", (["s", "s2"],), {}, None),
+    ("sunion", ("s", "s2", "ints"), {}, None),
+    ("sdiffstore", ("sd", ["s2", "s"]), {}, None),
+    ("sinterstore", ("si", "s", "s2"), {}, None),
+    ("sunionstore", ("su", ["s", "s2"]), {}, None),
+    ("sintercard", (2, ["s", "s2"]), {}, None),
+    ("sintercard", (2, ["s", "s2"]), {"limit": 1}, None),
+    ("sscan", ("ints",), {}, None),
+    ("sscan", ("su",), {"match": "*"}, _sorted),
+    ("sscan_iter", ("su",), {}, _sorted),
+    ("srandmember", ("su", 10), {}, _sorted),
+    ("srandmember", ("nope",), {}, None),
+    ("spop", ("nope",), {}, None),
+    ("spop", ("sd", 10), {}, _sorted),
+    ("spop", ("ints",), {"count": 0}, None),
+    ("sadd", ("z", "x"), {}, None),  # WRONGTYPE
+    # functions, COPY
+    ("function_flush", (), {}, None),
+    ("function_load", (LIBRARY,), {}, None),
+    ("function_load", (LIBRARY,), {}, None),  # already exists
+    ("function_load", (LIBRARY,), {"replace": True}, None),
+    ("function_list", (), {}, _functions_sorted),
+    ("function_list", ("my*",), {"withcode": True}, _functions_sorted),
+    ("function_list", ("nope",), {}, None),
+    ("fcall", ("echo", 0, "hello"), {}, None),
+    ("fcall", ("get", 1, "h", "f"), {}, None),
+    ("fcall_ro", ("get", 1, "h", "g"), {}, None),
+    ("fcall_ro", ("echo", 0, "x"), {}, None),  # a function without no-writes
+    ("fcall", ("nope", 0), {}, None),
+    ("function_delete", ("mylib",), {}, None),
+    ("function_delete", ("mylib",), {}, None),
+    ("copy", ("h", "h3"), {}, None),
+    ("copy", ("h", "h3"), {}, None),
+    ("copy", ("s2", "h3"), {"replace": True}, None),
+    ("copy", ("z", "z"), {"destination_db": 1}, None),
+    ("smembers", ("h3",), {}, None),
+]
+
+
+def _outcome(client: Any, method: str, args: tuple, kwargs: dict) -> tuple[str, Any]:
+    """("ok", result) or ("error", its message): a ReplyError and redis-py's ResponseError
+    alike (redis-py's drops the "ERR " an error line starts with), the facade's DataError and
+    redis-py's alike."""
+    import redis
+
+    try:
+        return "ok", getattr(client, method)(*args, **kwargs)
+    except (ReplyError, redis.ResponseError) as err:
+        return "error", str(err).removeprefix("ERR ")
+    except (DataError, redis.DataError, ValueError) as err:
+        return "data error", str(err)
+
+
+@pytest.mark.redis
+@pytest.mark.parametrize("decode", [False, True], ids=["bytes", "decoded"])
+def test_type_methods_equal_redis_py_on_redis_server(decode: bool, redis_server: Any) -> None:
+    import redis
+
+    oracle = redis.Redis(host=redis_server.host, port=redis_server.port, protocol=2,
+                         decode_responses=decode)
+    oracle.flushall()
+    oracle.function_flush()
+    try:
+        with Engine() as engine:
+            facade = engine.redis(decode_responses=decode)
+            for method, args, kwargs, normalise in TYPE_CALLS:
+                got, want = (_outcome(r, method, args, kwargs) for r in (facade, oracle))
+                if normalise is not None:
+                    got, want = ((kind, normalise(value) if kind == "ok" else value)
+                                 for kind, value in (got, want))
+                assert got == want, (method, args, kwargs)
+    finally:
+        oracle.function_flush()
+        oracle.flushall()
+        oracle.close()
+
+
+def test_type_methods_of_redis_8() -> None:
+    """Redis 7.2+ and 8.x options (ZRANK WITHSCORE, hash field expiry, HGETDEL, HGETEX,
+    HSETEX, HSCAN NOVALUES) and FUNCTION DUMP/RESTORE: the replies redis.io documents, through
+    redis-py's shapes."""
+    import datetime
+
+    r = Engine().redis()
+    r.zadd("z", {"a": 1, "b": 2.5})
+    assert r.zrank("z", "b", withscore=True) == [1, 2.5]
+    assert r.zrevrank("z", "b", withscore=True, score_cast_func=int) == [0, 2]
+    assert r.zrank("z", "nope", withscore=True) is None
+    r.hset("h", mapping={"f": "v", "g": "w", "k": "x"})
+    assert r.hscan("h", no_values=True) == (0, [b"f", b"g", b"k"])
+    assert list(r.hscan_iter("h", no_values=True)) == [b"f", b"g", b"k"]
+    assert r.hexpire("h", 100, "f", "nope") == [1, -2]
+    assert r.hexpire("h", datetime.timedelta(seconds=50), "f", gt=True) == [0]
+    assert r.httl("h", "f", "g") in ([100, -1], [99, -1])  # (the engine's clock is the wall's)
+    assert r.hpexpire("h", 5000, "g", nx=True) == [1]
+    assert 4000 < r.hpttl("h", "g")[0] <= 5000
+    assert r.hexpireat("h", 4102444800, "k") == [1]  # 2100-01-01
+    assert r.hexpiretime("h", "k") == [4102444800]
+    assert r.hpexpireat("h", 4102444800123, "k", xx=True) == [1]
+    assert r.hpexpiretime("h", "k") == [4102444800123]
+    assert r.hpersist("h", "f", "nope") == [1, -2]
+    with pytest.raises(ValueError, match="Only one of 'nx', 'xx', 'gt', 'lt'"):
+        r.hexpire("h", 1, "f", nx=True, xx=True)
+    assert r.hgetdel("h", "k", "nope") == [b"x", None]
+    with pytest.raises(DataError, match="'hgetdel' should have at least one key"):
+        r.hgetdel("h")
+    assert r.hgetex("h", "f", ex=30) == [b"v"]
+    assert r.httl("h", "f") in ([30], [29])
+    assert r.hgetex("h", "f", persist=True) == [b"v"] and r.httl("h", "f") == [-1]
+    with pytest.raises(DataError, match="mutually exclusive"):
+        r.hgetex("h", "f", ex=1, px=1)
+    assert r.hsetex("h", "n", "1", mapping={"m": "2"}, px=9000) == 1
+    assert all(8000 < ttl <= 9000 for ttl in r.hpttl("h", "n", "m"))
+    assert r.hsetex("h", "n", "3", data_persist_option="FNX") == 0
+    assert r.hsetex("h", items=["n", "4"], keepttl=True) == 1
+    assert r.hget("h", "n") == b"4" and 8000 < r.hpttl("h", "n")[0] <= 9000
+    with pytest.raises(DataError, match="odd number of items"):
+        r.hsetex("h", items=["n"])
+    r.function_load(LIBRARY)
+    payload = r.function_dump()
+    assert isinstance(payload, bytes)
+    assert r.function_flush() is True and r.function_list() == []
+    assert r.function_restore(payload) is True
+    assert r.fcall("echo", 0, "back") == b"back"
+    assert r.function_delete("mylib") is True
+    assert r.function_restore(payload, "REPLACE") is True
+
+
+@pytest.mark.parametrize(("method", "args", "kwargs", "argv"), [
+    ("zadd", ("z", {"a": 1, "b": 2}), {"xx": True, "ch": True, "gt": True},
+     (b"ZADD", "z", b"XX", b"CH", b"GT", 1, "a", 2, "b")),
+    ("zrange", ("z", 0, 5), {"byscore": True, "desc": True, "offset": 1, "num": 2,
+                             "withscores": True},
+     (b"ZRANGE", "z", 0, 5, "BYSCORE", "REV", "LIMIT", 1, 2, "WITHSCORES")),
+    ("zunionstore", ("d", {"a": 2, "b": 3}), {"aggregate": "MAX"},
+     (b"ZUNIONSTORE", "d", 2, "a", "b", b"WEIGHTS", 2, 3, b"AGGREGATE", "MAX")),
+    ("bzpopmin", (["a", "b"],), {"timeout": 2}, (b"BZPOPMIN", "a", "b", 2)),
+    ("hset", ("h", "k", "v"), {"items": ["i", 1], "mapping": {"m": 2}},
+     (b"HSET", "h", "i", 1, "k", "v", "m", 2)),
+    ("hexpire", ("h", 10, "a", "b"), {"lt": True},
+     (b"HEXPIRE", "h", 10, "LT", "FIELDS", 2, "a", "b")),
+    ("hsetex", ("h", "k", "v"), {"ex": 5, "data_persist_option": "FXX"},
+     (b"HSETEX", "h", "EX", 5, "FXX", "FIELDS", 1, "k", "v")),
+    ("hscan", ("h", 3), {"match": "a*", "count": 9, "no_values": True},
+     (b"HSCAN", "h", 3, b"MATCH", "a*", b"COUNT", 9, b"NOVALUES")),
+    ("smismember", ("s", ["a", "b"], "c"), {}, (b"SMISMEMBER", "s", "a", "b", "c")),
+    ("sdiffstore", ("d", "a", "b"), {}, (b"SDIFFSTORE", "d", "a", "b")),
+    ("function_load", ("code",), {"replace": True}, (b"FUNCTION", b"LOAD", "REPLACE", "code")),
+    ("function_list", (), {"withcode": True},
+     (b"FUNCTION", b"LIST", "LIBRARYNAME", "*", "WITHCODE")),
+    ("copy", ("a", "b"), {"destination_db": 2, "replace": True},
+     (b"COPY", "a", "b", "DB", 2, "REPLACE")),
+])
+def test_type_argv_sent(method: str, args: tuple, kwargs: dict, argv: tuple) -> None:
+    assert sent_by(method, *args, **kwargs) == argv
+
+
+def test_type_methods_through_a_shared_engine(shared_dir: Any) -> None:
+    """A shared directory's Engine (engine.services.shared_client) builds the same facade."""
+    with Engine.open(str(shared_dir), shared=True) as engine:
+        r = engine.redis(decode_responses=True)
+        assert r.zadd("z", {"a": 1, "b": 2}) == 2
+        assert r.zrange("z", 0, -1, withscores=True) == [("a", 1.0), ("b", 2.0)]
+        assert r.hset("h", mapping={"f": "v"}) == 1 and r.hgetall("h") == {"f": "v"}
+        assert r.sadd("s", "x", "y") == 2 and r.smembers("s") == {"x", "y"}
+        assert r.bzpopmin("z", 1) == ("z", "a", 1.0)
+        assert r.copy("h", "h2") is True and r.hget("h2", "f") == "v"

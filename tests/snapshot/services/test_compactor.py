@@ -481,3 +481,31 @@ def test_info_persistence_shows_a_compactions_phase_and_nodes_written(tmp_path: 
     assert int(built["compaction_nodes_written"]) >= 30
     assert seen["published"]["compaction_phase"] == "switch"
     assert after["compaction_phase"] == "none" and after["compaction_nodes_written"] == "0"
+
+
+def test_a_big_value_nothing_changed_stays_in_its_part_file(tmp_path: Path) -> None:
+    """A set and a sorted set past snapshot.values' threshold are stored as chunks in the
+    compaction's part file; the next compaction, after a change to the sorted set only, writes
+    the sorted set's chunks again and refers to the set's where they are."""
+    members = 9000  # past CHUNKED_ELEMENTS (8192)
+    with open_dir(tmp_path, aof_segment_max_bytes=1 << 20) as engine:
+        for i in range(0, members, 1000):
+            engine.execute("SADD", "set", *[b"m%d" % j for j in range(i, i + 1000)])
+            engine.execute("ZADD", "zset", *[x for j in range(i, i + 1000)
+                                             for x in (str(j), b"m%d" % j)])
+        engine.compact(wait=True)
+        first = manifest_doc(tmp_path)["snapshot"]
+        engine.execute("ZADD", "zset", "-1", "new")
+        engine.execute("SET", "other", "x")
+        engine.compact(wait=True)
+        second = manifest_doc(tmp_path)["snapshot"]
+        digest = engine.digest()
+    with Snapshot(str(tmp_path / second["file"])) as snap:
+        refs = {row.key: row.chunked for row in snap.key_rows()}
+        files = [info.file for info in snap.part_infos]
+        assert snap.check() == []
+    assert refs[b"set"] is not None and refs[b"zset"] is not None
+    assert files[refs[b"set"].part] == first["parts"][0]["file"]
+    assert files[refs[b"zset"].part] != first["parts"][0]["file"]
+    assert refs[b"zset"].elements == members + 1
+    assert reopen_digest(tmp_path)[0] == digest

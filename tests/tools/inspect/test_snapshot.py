@@ -258,3 +258,40 @@ def test_dump_renders_hashes_and_sets_once_registered(tmp_path: Path,
     rc, out, _ = run(capsys, "snapshot", "info", path, "--json")
     assert json.loads(out)["keys_by_type"] == {"stream": 0, "string": 0, "zset": 0, "hash": 1,
                                                "set": 1}
+
+
+def test_dump_reads_a_chunked_value_chunk_by_chunk(tmp_path: Path,
+                                                  capsys: pytest.CaptureFixture[str],
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """A big value stored as chunk rows (snapshot.values, its threshold lowered here) dumps
+    exactly as the same value in one row does, text and JSON."""
+    from streamkeep.engine.runtime.core import EngineCore
+    from streamkeep.snapshot import values
+    from streamkeep.snapshot.reader import Snapshot
+    from streamkeep.snapshot.writer import write_snapshot
+
+    e = EngineCore()
+    e.execute("ZADD", "z", *[x for j in range(700) for x in (str(j / 4), b"m%03d" % j)])
+    e.execute("HSET", "h", *[x for j in range(700) for x in (b"f%d" % j, b"\xff%d" % j)])
+    e.execute("HPEXPIREAT", "h", "4102444800000", "FIELDS", "1", "f3")
+    e.execute("SADD", "s", *[b"%d" % j for j in range(700)])
+    e.execute("PEXPIREAT", "s", "4102444800000")
+    outputs = []
+    for chunked in (False, True):
+        monkeypatch.setattr(values, "CHUNKED_ELEMENTS", 500 if chunked else 1 << 40)
+        monkeypatch.setattr(values, "CHUNK_ELEMENTS", 64)
+        path = str(tmp_path / f"snapshot-{chunked}.mdb")
+        write_snapshot(e.dbs, path, 3, 1, "r" * 40, values=e.keyspaces, expires=e.expires)
+        with Snapshot(path) as snap:
+            assert all((row.chunked is not None) == chunked for row in snap.key_rows())
+        dumps = []
+        for fmt in ("text", "json"):
+            rc, out, _ = run(capsys, "snapshot", "dump", path, "--format", fmt)
+            assert rc == 0
+            dumps.append(out)
+        outputs.append(dumps)
+    assert outputs[0] == outputs[1]
+    h, s, z = (json.loads(line) for line in outputs[1][1].splitlines())  # (in key order)
+    assert len(z["value"]) == len(h["value"]) == len(s["value"]) == 700
+    assert s["expires_ms"] == 4102444800000
+    assert ["f3", {"b64": "/zM="}, 4102444800000] in h["value"]

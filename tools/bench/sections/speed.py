@@ -1,10 +1,11 @@
 """The command path's speed: the engine in process (``embedded``), redis-py against a
 redis-server (``redis-py``), the network server (``server``), string commands and scripts
-(``strings``), the durable work queue (``queue``), packed stream nodes against other checkouts
-(``nodes``) and the consume path against an older one (``consume``).
+(``strings``), sorted sets, hashes, sets, functions and a task framework (``types``), the
+durable work queue (``queue``), packed stream nodes against other checkouts (``nodes``) and the
+consume path against an older one (``consume``).
 
 Owns those sections' rows, targets and figures, the ratios between the embedded and redis-py
-rows (:data:`RATIOS`), the server section's summary table (:data:`REPORTS`) and the
+rows (:data:`RATIOS`), the server and types sections' summary tables (:data:`REPORTS`) and the
 compiled-over-pure target of the embedded XADD row (:data:`NATIVE_TARGETS`).
 Must not touch: how a workload measures (each section's own module), the run order (the
 registry), running, printing.
@@ -16,12 +17,13 @@ import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from streamkeep.tools.bench import consume, nodes, server, strings, workqueue
+from streamkeep.tools.bench import consume, datatypes, nodes, server, strings, workqueue
 from streamkeep.tools.bench.declarations import Benchmark, Figure, Ratio, Section
 from streamkeep.tools.bench.embedded import (
     bench_embedded_capped_read,
     bench_embedded_consume,
     bench_embedded_redis_xadd,
+    bench_embedded_type_write,
     bench_embedded_xadd,
     bench_embedded_xadd_idmp,
 )
@@ -36,6 +38,7 @@ from streamkeep.tools.bench.workload import BATCH, Measurement
 
 XADD_TARGET = 250_000  # embedded XADD/s, one thread
 CONSUME_TARGET = 150_000  # embedded consumed (read + acked) msgs/s
+TYPE_WRITE_TARGET = 150_000  # embedded ZADD / HSET of a new member/s, one thread
 IDMP_XADD_TARGET = 1.2  # time per XADD IDMP (new iid) / per plain XADD, at most
 MAXCOUNT_READ_TARGET = 0.95  # entries/s reading with MAXCOUNT n / with COUNT n, at least
 
@@ -56,6 +59,12 @@ EMBEDDED = Section("embedded", (
               lambda env: bench_embedded_xadd(env.n), target=XADD_TARGET),
     Benchmark("embedded.consume", f"consume: XREADGROUP COUNT {BATCH} + XACK",
               lambda env: bench_embedded_consume(env.n), target=CONSUME_TARGET),
+    Benchmark("embedded.zadd", "ZADD of a new member, one growing sorted set",
+              lambda env: bench_embedded_type_write(env.n, "ZADD"), target=TYPE_WRITE_TARGET),
+    Benchmark("embedded.hset", "HSET of a new field, one growing hash",
+              lambda env: bench_embedded_type_write(env.n, "HSET"), target=TYPE_WRITE_TARGET),
+    Benchmark("embedded.sadd", "SADD of a new member, one growing set",
+              lambda env: bench_embedded_type_write(env.n, "SADD")),
     # XADD IDMP p <new iid> against plain XADD, interleaved in chunks (an IDMP XADD takes at
     # most IDMP_XADD_TARGET times a plain one's time); IDMP's adds/s, the ratio in the figures.
     Benchmark("embedded.xadd_idmp", "XADD IDMP (new iid, vs plain XADD)",
@@ -170,7 +179,8 @@ SERVER = Section("server", (
 
 # Extra tables the report prints after the ratios: fn(results, figures) -> a Table or None, the
 # runner's Result and FigureResult lists.
-REPORTS: tuple[Callable[[Sequence[Any], Sequence[Any]], Table | None], ...] = (server.summary,)
+REPORTS: tuple[Callable[[Sequence[Any], Sequence[Any]], Table | None], ...] = (
+    server.summary, datatypes.summary)
 
 # --- strings: string commands and a script, against redis-server --------------------------------
 
@@ -179,8 +189,9 @@ REPORTS: tuple[Callable[[Sequence[Any], Sequence[Any]], Table | None], ...] = (s
 STRINGS_P16_TARGET = 0.5  # SET and GET
 EVALSHA_P16_TARGET = 0.3  # redis-py's lock release
 
-# The strings section's two servers: (row key prefix, row label, the run's shared server).
-_STRINGS_SERVERS: tuple[tuple[str, str, Callable[[BenchEnv], Any]], ...] = (
+# The strings and types sections' two servers: (row key prefix, row label, the run's shared
+# server).
+_BOTH_SERVERS: tuple[tuple[str, str, Callable[[BenchEnv], Any]], ...] = (
     ("", "streamkeep", server.streamkeep),
     ("redis_", "redis-server", server.redis_aof),
 )
@@ -191,17 +202,41 @@ STRINGS = Section("strings", (
                                                 f"{strings.KEYSPACE:,}: {name}",
                 strings.row(server_of, strings.set_get, test, p))
       for test in ("set", "get") for p in (1, 16)
-      for prefix, name, server_of in _STRINGS_SERVERS),
+      for prefix, name, server_of in _BOTH_SERVERS),
     *(Benchmark(f"strings.{prefix}evalsha_p{p}", f"EVALSHA of redis-py's lock release, "
                                                  f"-c {SERVER_CLIENTS} -P {p}: {name}",
                 strings.row(server_of, strings.evalsha, p))
-      for p in (1, 16) for prefix, name, server_of in _STRINGS_SERVERS),
+      for p in (1, 16) for prefix, name, server_of in _BOTH_SERVERS),
 ), describe=strings.describe, figures=tuple(
     Figure("strings", f"{what.upper()} -P {p}: streamkeep / redis-server", f"strings.{what}_p{p}",
            denominator=f"strings.redis_{what}_p{p}",
            target=(None if p != 16 else EVALSHA_P16_TARGET if what == "evalsha"
                    else STRINGS_P16_TARGET))
     for what in ("set", "get", "evalsha") for p in (1, 16)))
+
+# --- types: sorted sets, hashes, sets, functions and a task framework, against redis-server -----
+
+# Sorted sets, hashes, sets and Redis Functions (`streamkeep bench types`), against redis-server
+# in the same run: redis-benchmark -P 16 requests/s / redis-server's, at least
+TYPES_P16_TARGET = 0.5
+# arq no-op tasks through one worker, streamkeep serve / redis-server (AOF everysec both)
+TYPES_ARQ_TARGET = 0.7
+
+TYPES = Section("types", (
+    *(Benchmark(f"types.{prefix}{c.name}", f"{c.label}, redis-benchmark -c {SERVER_CLIENTS} "
+                                           f"-P {datatypes.PIPELINE}: {name}",
+                strings.row(server_of, datatypes.command, c))
+      for c in datatypes.COMMANDS for prefix, name, server_of in _BOTH_SERVERS),
+    *(Benchmark(f"types.{prefix}arq", f"arq no-op tasks, one worker: {name}",
+                strings.row(server_of, datatypes.arq))
+      for prefix, name, server_of in _BOTH_SERVERS),
+), describe=datatypes.describe, figures=(
+    *(Figure("types", f"{c.verb} -P {datatypes.PIPELINE}: streamkeep / redis-server",
+             f"types.{c.name}", denominator=f"types.redis_{c.name}", target=TYPES_P16_TARGET)
+      for c in datatypes.COMMANDS),
+    Figure("types", "arq no-op tasks/s: streamkeep / redis-server", "types.arq",
+           denominator="types.redis_arq", target=TYPES_ARQ_TARGET),
+))
 
 # --- queue: the durable work queue against persist-queue ----------------------------------------
 

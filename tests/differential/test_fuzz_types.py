@@ -1,0 +1,377 @@
+"""Hypothesis drives the engine (embedded, and behind the network server) and a real redis-server
+(7.0.15) with the same random sequences of sorted-set, hash, set and generic commands
+(tests.support.type_strategies) and compares every reply and error line, then every key's type,
+content, encoding and TTL.
+
+Left out: a lex range (ZRANGEBYLEX, ZLEXCOUNT, ZREMRANGEBYLEX, ZRANGE/ZRANGESTORE BYLEX) over a
+sorted set whose scores differ, which Redis documents as unspecified (its skiplist walk then
+depends on the nodes' random levels; streamkeep bisects on the members).
+
+Normalised, where 7.0 and 8.x differ or where Redis's order is its hashtable's:
+* a score's text (7.0 prints %.17g, 8.x the shortest round trip): replies of the sorted-set
+  commands go through `num`, which reads every number-like bulk as a double on both sides;
+* a hash's HKEYS / HVALS / HGETALL when the oracle's hash is a hashtable, and every set's members
+  (7.0 has no listpack sets: a small set of strings is a hashtable there) compared as multisets;
+* a set's OBJECT ENCODING: 8.x's listpack is 7.0's hashtable, so only `intset` must agree;
+* a TTL: whether there is one (the two clocks are not the same clock).
+SPOP, SRANDMEMBER, ZRANDMEMBER and HRANDFIELD pick at random: checked by their properties against
+the oracle's content (members belong, counts and distinctness right, scores and values match);
+SPOP's pick is then removed from the oracle's set with SREM so both stay equal. ZRANK
+WITHSCORE (7.2+) is checked against the oracle's ZRANK and ZSCORE. DUMP payloads differ between
+versions, so each side RESTOREs its own, or both the oracle's. Any command may also run inside
+a Redis Function (FCALL), and the blocking pops with a 10 ms timeout.
+
+The RESP3 variant (network server only) sends the same sequences after HELLO 3 and compares a
+sorted-set command's reply byte for byte (doubles read as values), any other reply whole, or
+for an aggregate its RESP3 type and length. Hash field expiry (7.4+) is covered by tests/property/test_types_replay.py,
+tests/property/test_hash_expiry_model.py and tests/engine/commands/test_hash_expiry.py.
+"""
+
+from __future__ import annotations
+
+import re
+import socket
+from collections import Counter
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, example, given, settings
+
+from streamkeep import Engine
+from tests.support.diffutil import ServedEngine, WallClock, outcome, reset_redis_config
+from tests.support.resp_client import RespClient, encode_command, read_raw_reply
+from tests.support.type_strategies import ALL_KEYS, SETUP, Step, steps
+
+_NUMBER = re.compile(rb"^[+-]?(inf|(\d+\.?\d*|\.\d+)(e[+-]?\d+)?)$", re.I)
+LIMITS = {"zset-max-listpack-entries": "4", "hash-max-listpack-entries": "4",
+          "set-max-intset-entries": "4"}
+DEFAULTS = {"zset-max-listpack-entries": "128", "hash-max-listpack-entries": "512",
+            "set-max-intset-entries": "512"}
+SET_READS = {b"SMEMBERS", b"SINTER", b"SUNION", b"SDIFF"}
+HASH_LISTS = {b"HKEYS", b"HVALS", b"HGETALL"}
+LEX_COMMANDS = {b"ZRANGEBYLEX", b"ZREVRANGEBYLEX", b"ZLEXCOUNT", b"ZREMRANGEBYLEX"}
+
+
+def num(reply: Any) -> Any:
+    """Score texts read as doubles (both sides alike), whatever the nesting."""
+    if isinstance(reply, list):
+        return [num(x) for x in reply]
+    if isinstance(reply, bytes) and _NUMBER.match(reply):
+        return float(reply)
+    return reply
+
+
+def multiset(reply: Any) -> Any:
+    return sorted(reply) if isinstance(reply, list) else reply
+
+
+def pairs(reply: Any) -> Any:
+    if not isinstance(reply, list):
+        return reply
+    return sorted(zip(reply[::2], reply[1::2], strict=True))
+
+
+class Lockstep:
+    """The engine under test and the oracle, driven step by step (a step: type_strategies)."""
+
+    def __init__(self, engine: Any, redis: RespClient) -> None:
+        self.engine = engine
+        self.redis = redis
+
+    def reset(self) -> None:
+        for side in (self.engine, self.redis):
+            assert side.execute("FLUSHALL") == "OK"
+            for name, value in LIMITS.items():
+                assert side.execute("CONFIG", "SET", name, value) == "OK"
+        for argv in SETUP:
+            self.compare(argv)
+
+    def compare(self, argv: list[bytes], norm: Any = None) -> tuple[str, Any]:
+        ours, theirs = outcome(self.engine, *argv), outcome(self.redis, *argv)
+        if norm is not None:
+            ours = (ours[0], norm(ours[1])) if ours[0] == "ok" else ours
+            theirs = (theirs[0], norm(theirs[1])) if theirs[0] == "ok" else theirs
+        assert ours == theirs, f"\nargv:   {argv!r}\nengine: {ours!r}\nredis:  {theirs!r}"
+        return theirs
+
+    def oracle_type(self, key: bytes) -> bytes:
+        kind: bytes = self.redis.execute("TYPE", key)
+        return kind.encode() if isinstance(kind, str) else kind
+
+    def norm_for(self, argv: list[bytes]) -> Any:
+        if argv[0] == b"FCALL":  # the inner command's normaliser
+            return self.norm_for(argv[3:])
+        name = argv[0].upper()
+        if name.startswith((b"Z", b"BZ")):
+            return num
+        if name in SET_READS:
+            return multiset
+        if name in HASH_LISTS and self.redis.execute("OBJECT", "ENCODING", argv[1]) != b"listpack":
+            return multiset if name != b"HGETALL" else pairs
+        if name == b"TTL":
+            return lambda t: t if t < 0 else "ttl"
+        if name == b"OBJECT" and self.oracle_type(argv[2]) == b"set":  # (before the command)
+            return lambda enc: enc if enc == b"intset" else b"table"
+        return None
+
+    def run(self, kind: str, argv: list[bytes]) -> None:
+        if kind == "cmd":
+            if not self.lex_on_mixed_scores(argv[3:] if argv[0] == b"FCALL" else argv):
+                self.compare(argv, self.norm_for(argv))
+        elif kind == "pop":
+            self.spop(argv)
+        elif kind == "rand":
+            self.random_pick(argv)
+        elif kind == "rankws":
+            self.rank_withscore(argv)
+        else:
+            self.dump_restore(*argv)
+
+    def lex_on_mixed_scores(self, argv: list[bytes]) -> bool:
+        """A lex range over members of different scores: what Redis documents as unspecified
+        (its skiplist search then depends on the nodes' random levels), left out."""
+        name = argv[0].upper()
+        if name in LEX_COMMANDS:
+            key = argv[1]
+        elif name in (b"ZRANGE", b"ZRANGESTORE") and b"BYLEX" in (a.upper() for a in argv):
+            key = argv[2] if name == b"ZRANGESTORE" else argv[1]
+        else:
+            return False
+        kind, content = self.content(key)
+        return kind == b"zset" and len(set(content.values())) > 1
+
+    # --- the random picks ----------------------------------------------------------------
+
+    def content(self, key: bytes) -> tuple[bytes, dict[bytes, Any]]:
+        """The oracle's key: its type and {member: score or value, or 1 for a set}."""
+        kind = self.oracle_type(key)
+        if kind == b"set":
+            return kind, dict.fromkeys(self.redis.execute("SMEMBERS", key), 1)
+        if kind == b"zset":
+            flat = self.redis.execute("ZRANGE", key, "0", "-1", "WITHSCORES")
+            return kind, dict(zip(flat[::2], num(flat[1::2]), strict=True))
+        if kind == b"hash":
+            flat = self.redis.execute("HGETALL", key)
+            return kind, dict(zip(flat[::2], flat[1::2], strict=True))
+        return kind, {}
+
+    def spop(self, argv: list[bytes]) -> None:
+        kind, before = self.content(argv[1])
+        ours = outcome(self.engine, *argv)
+        if ours[0] == "err" or kind not in (b"set", b"none"):
+            self.compare(argv)  # an error on both sides, the same line (and no change)
+            return
+        if len(argv) == 2:
+            assert ours[1] is None if not before else ours[1] in before, (argv, ours, before)
+            popped = [] if ours[1] is None else [ours[1]]
+        else:
+            n = int(argv[2])
+            popped = ours[1]
+            assert n >= 0 and len(popped) == len(set(popped)) == min(n, len(before)), (
+                argv, ours, before)
+            assert set(popped) <= set(before), (argv, ours, before)
+        if popped:
+            assert self.redis.execute("SREM", argv[1], *popped) == len(popped)
+
+    def random_pick(self, argv: list[bytes]) -> None:
+        kind, before = self.content(argv[1])
+        ours, theirs = outcome(self.engine, *argv), outcome(self.redis, *argv)
+        if "err" in (ours[0], theirs[0]) or len(argv) == 2:
+            if len(argv) == 2 and ours[0] == theirs[0] == "ok":
+                assert (ours[1] is None) == (theirs[1] is None) == (not before), (argv, ours)
+                assert ours[1] is None or ours[1] in before, (argv, ours, before)
+                return
+            assert ours == theirs, (argv, ours, theirs)
+            return
+        n, with_values = int(argv[2]), len(argv) > 3
+        mine = ours[1]
+        got = list(zip(mine[::2], mine[1::2], strict=True)) if with_values else mine
+        names = [g[0] for g in got] if with_values else got
+        assert len(mine) == len(theirs[1]), (argv, ours, theirs)
+        assert len(names) == (min(n, len(before)) if n >= 0 else (abs(n) if before else 0)), (
+            argv, ours, before)
+        assert set(names) <= set(before), (argv, ours, before)
+        if n >= 0:
+            assert len(set(names)) == len(names), (argv, ours)
+        if with_values:
+            for name, val in got:
+                expected = before[name]
+                assert (num(val) if kind == b"zset" else val) == expected, (argv, ours, before)
+        if n >= len(before):
+            assert Counter(names) == Counter(list(before)), (argv, ours, before)
+
+    def rank_withscore(self, argv: list[bytes]) -> None:
+        """ZRANK WITHSCORE (7.2+) against the oracle's ZRANK and ZSCORE."""
+        ours = outcome(self.engine, *argv)
+        rank = outcome(self.redis, *argv[:3])
+        if rank[0] == "err" or rank[1] is None:
+            expected = rank if rank[0] == "err" else ("ok", None)
+            assert ours == expected, (argv, ours, rank)
+            return
+        score = self.redis.execute("ZSCORE", argv[1], argv[2])
+        assert ours[0] == "ok" and [ours[1][0], num(ours[1][1])] == [rank[1], num(score)], (
+            argv, ours, rank, score)
+
+    def dump_restore(self, src: bytes, dst: bytes, whose: bytes) -> None:
+        """DUMP src, RESTORE dst REPLACE: each side its own payload (they differ between
+        versions), or both the oracle's (the engine reads 7.0's)."""
+        oracle = self.redis.execute("DUMP", src)
+        results = []
+        for side in (self.engine, self.redis):
+            payload = side.execute("DUMP", src) if whose == b"own" else oracle
+            results.append(None if payload is None else
+                           outcome(side, "RESTORE", dst, "0", payload, "REPLACE"))
+        assert results[0] == results[1], (src, dst, whose, results)
+
+    # --- the state -----------------------------------------------------------------------
+
+    def same_state(self) -> None:
+        for key in ALL_KEYS + [b"nokey"]:
+            kind = self.compare([b"TYPE", key])[1]
+            kind = kind.encode() if isinstance(kind, str) else kind
+            self.compare([b"TTL", key], self.norm_for([b"TTL", key]))
+            if kind == b"zset":
+                self.compare([b"ZRANGE", key, b"0", b"-1", b"WITHSCORES"], num)
+            elif kind == b"hash":
+                self.compare([b"HGETALL", key], self.norm_for([b"HGETALL", key]))
+            elif kind == b"set":
+                self.compare([b"SMEMBERS", key], multiset)
+            elif kind == b"string":
+                self.compare([b"GET", key])
+            if kind != b"none":
+                self.compare([b"OBJECT", b"ENCODING", key],
+                             self.norm_for([b"OBJECT", b"ENCODING", key]))
+
+
+# Sequences the fuzz once found wrong, replayed first on every run: a lex removal over z2's
+# mixed scores (Redis: unspecified; left out by `lex_on_mixed_scores`), then over z3's one score.
+REGRESSIONS: list[list[Step]] = [
+    [("cmd", [b"ZREMRANGEBYLEX", b"z2", b"-", b"[a"]),
+     ("cmd", [b"ZREMRANGEBYLEX", b"z3", b"-", b"[b"]),
+     ("cmd", [b"ZRANGESTORE", b"z1", b"z3", b"[a", b"+", b"BYLEX", b"REV", b"LIMIT", b"0", b"2"]),
+     ("dumprestore", [b"z1", b"z2", b"oracle"])],
+]
+
+
+def fuzz(lock: Lockstep, examples: int) -> None:
+    @settings(max_examples=examples, deadline=None,
+              suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
+                                     HealthCheck.filter_too_much])
+    @given(steps)
+    def run(script: list[Step]) -> None:
+        lock.reset()
+        for kind, argv in script:
+            lock.run(kind, argv)
+        lock.same_state()
+
+    for regression in REGRESSIONS:
+        run = example(regression)(run)
+    run()
+
+
+@pytest.fixture
+def lockstep(redis_raw, backend):
+    reset_redis_config(redis_raw)
+    lock = Lockstep(backend(Engine(clock=WallClock())), redis_raw)
+    yield lock
+    for name, value in DEFAULTS.items():
+        redis_raw.execute("CONFIG", "SET", name, value)
+    redis_raw.execute("FLUSHALL")
+    outcome(redis_raw, "FUNCTION", "DELETE", "fuzzlib")  # (absent if the run failed early)
+
+
+@pytest.mark.parametrize("examples", [
+    pytest.param(40, id="bounded"),
+    # (1,000 sequences of up to 30 steps per backend: `make soak` only)
+    pytest.param(1000, id="soak", marks=[pytest.mark.slow, pytest.mark.timeout(1800)]),
+])
+def test_types_match_redis(lockstep: Lockstep, examples: int) -> None:
+    fuzz(lockstep, examples)
+
+
+# --- RESP3 ---------------------------------------------------------------------------------
+
+_DOUBLE = re.compile(rb"^,([^\r]*)\r\n", re.M)
+
+
+class Resp3:
+    """A connection after HELLO 3 that returns each reply as the exact bytes sent."""
+
+    def __init__(self, host: str, port: int) -> None:
+        self.sock = socket.create_connection((host, port), timeout=30)
+        self.file = self.sock.makefile("rb")
+        self("HELLO", "3")
+
+    def __call__(self, *argv: bytes | str) -> bytes:
+        self.sock.sendall(encode_command(*argv))
+        return read_raw_reply(self.file)
+
+    def close(self) -> None:
+        self.file.close()
+        self.sock.close()
+
+
+def doubles(data: bytes) -> bytes:
+    """Every RESP3 double as Python's repr of its value (7.0 prints %.17g, 8.x the shortest
+    round trip)."""
+    return _DOUBLE.sub(lambda m: b"," + repr(float(m.group(1))).encode() + b"\r\n", data)
+
+
+def resp3_step(ours: Resp3, theirs: Resp3, argv: list[bytes]) -> None:
+    """A sorted-set command's reply byte for byte (doubles as values); any other's whole when
+    it is not an aggregate (an aggregate's order may be a hashtable's), else its header: the
+    RESP3 type (map, set, array) and length."""
+    mine, oracle = doubles(ours(*argv)), doubles(theirs(*argv))
+    if argv[0].upper().startswith((b"Z", b"BZ")) or oracle[:1] not in b"*%~":
+        assert mine == oracle, f"\nargv:   {argv!r}\nengine: {mine!r}\nredis:  {oracle!r}"
+    else:
+        head = [data.split(b"\r\n", 1)[0] for data in (mine, oracle)]
+        assert head[0] == head[1], f"\nargv:   {argv!r}\nengine: {mine!r}\nredis:  {oracle!r}"
+
+
+@pytest.fixture
+def resp3_pair(redis_raw, redis_server) -> Iterator[tuple[Lockstep, Resp3, Resp3]]:
+    """Over the network server only: a RESP2 lockstep (setup and state) and a RESP3
+    connection to each side."""
+    reset_redis_config(redis_raw)
+    served = ServedEngine(Engine(clock=WallClock()))
+    lock = Lockstep(served, redis_raw)
+    ours = Resp3(served.handle.host, served.handle.port)
+    theirs = Resp3(redis_server.host, redis_server.port)
+    try:
+        yield lock, ours, theirs
+    finally:
+        ours.close()
+        theirs.close()
+        served.close()
+        for name, value in DEFAULTS.items():
+            redis_raw.execute("CONFIG", "SET", name, value)
+        redis_raw.execute("FLUSHALL")
+        outcome(redis_raw, "FUNCTION", "DELETE", "fuzzlib")
+
+
+@pytest.mark.parametrize("examples", [
+    pytest.param(25, id="bounded"),
+    pytest.param(500, id="soak", marks=[pytest.mark.slow, pytest.mark.timeout(1800)]),
+])
+def test_types_match_redis_resp3(resp3_pair: tuple[Lockstep, Resp3, Resp3],
+                                 examples: int) -> None:
+    """The same sequences over RESP3 (doubles, maps, sets, nested score pairs), minus the
+    random picks, FCALL, TTL and OBJECT ENCODING (normalised by the RESP2 state check: two
+    clocks; 8.x's listpack sets)."""
+    lock, ours, theirs = resp3_pair
+
+    @settings(max_examples=examples, deadline=None,
+              suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
+                                     HealthCheck.filter_too_much])
+    @given(steps)
+    def run(script: list[Step]) -> None:
+        lock.reset()
+        for kind, argv in script:
+            if (kind == "cmd" and argv[0] not in (b"FCALL", b"OBJECT", b"TTL")
+                    and not lock.lex_on_mixed_scores(argv)):
+                resp3_step(ours, theirs, argv)
+        lock.same_state()
+
+    run()
