@@ -557,11 +557,13 @@ _WRITERS: dict[type, ValueCodec] = {}
 def register_value_codec(type_numbers: Iterable[int], reader: Callable[[Reader, int], Any],
                          writer: Callable[[Any, int], tuple[int, bytes]], *, name: str,
                          kind: type | None = None,
-                         skip: Callable[[Reader, int], None] | None = None) -> None:
+                         skip: Callable[[Reader, int], None] | None = None,
+                         also: tuple[type, ...] = ()) -> None:
     """Make the RDB types `type_numbers` ones streamkeep stores: an RDB file's (or a full
     sync's) keys of these types are kept and the others skipped and counted; `write_rdb`
-    writes a value of class `kind` with `writer`. `skip` defaults to reading the value and
-    dropping it. A type number registered twice is a programming error (ValueError)."""
+    writes a value of class `kind`, or of a class in `also` (another form the keyspace keeps
+    such values in), with `writer`. `skip` defaults to reading the value and dropping it. A
+    type number registered twice is a programming error (ValueError)."""
     numbers = tuple(type_numbers)
     taken = [n for n in numbers if n in _CODECS]
     if taken or not all(0 <= n < 0xF0 for n in numbers):
@@ -576,6 +578,8 @@ def register_value_codec(type_numbers: Iterable[int], reader: Callable[[Reader, 
         TYPE_NAMES[n] = name
     if kind is not None:
         _WRITERS[kind] = codec
+    for cls in also:  # (before any class it derives from is tried: a PackedHash is bytes)
+        _WRITERS[cls] = codec
 
 
 def value_codec(rdb_type: int) -> ValueCodec | None:

@@ -29,7 +29,8 @@ from __future__ import annotations
 import struct
 from collections.abc import Sequence
 
-from streamkeep.engine.model.hashes import DEFAULT_LIMITS, Hash, HashLimits
+from streamkeep.engine.model.hashes import DEFAULT_LIMITS, Hash, HashLimits, as_hash
+from streamkeep.engine.model.packed_hash import PackedHash
 from streamkeep.engine.model.value_types import BY_CLASS
 from streamkeep.snapshot.rdb import (
     RdbError,
@@ -161,9 +162,10 @@ def skip_hash(r: Reader, rdb_type: int) -> None:
 # --- writing -------------------------------------------------------------------------------------
 
 
-def hash_type(h: Hash, version: int) -> int:
-    """The RDB type Redis writes `h` as in an RDB of `version` (RdbError: field expiry in an
-    RDB older than 12)."""
+def hash_type(value: Hash | PackedHash, version: int) -> int:
+    """The RDB type Redis writes the hash as in an RDB of `version` (RdbError: field expiry in
+    an RDB older than 12)."""
+    h = as_hash(value)
     encoding = h.encoding
     if encoding == "listpackex" or h.has_field_expiry():
         if version < FIELD_EXPIRY_VERSION:
@@ -180,14 +182,15 @@ def hash_type(h: Hash, version: int) -> int:
     return TYPE_HASH
 
 
-def write_hash(h: Hash, version: int) -> tuple[int, bytes]:
-    """(the RDB type, the value's bytes) for `h` in an RDB of `version` (9 to 15)."""
+def write_hash(value: Hash | PackedHash, version: int) -> tuple[int, bytes]:
+    """(the RDB type, the value's bytes) for the hash in an RDB of `version` (9 to 15)."""
+    h = as_hash(value)
     rdb_type = hash_type(h, version)
     pairs = h.items()
     if rdb_type == TYPE_HASH:
         out = [encode_length(len(pairs))]
-        for field, value in pairs:
-            out += [encode_string(field), encode_string(value)]
+        for field, text in pairs:
+            out += [encode_string(field), encode_string(text)]
         return rdb_type, b"".join(out)
     if rdb_type in (TYPE_HASH_LISTPACK, TYPE_HASH_ZIPLIST):
         flat = [x for pair in pairs for x in pair]
@@ -197,21 +200,21 @@ def write_hash(h: Hash, version: int) -> tuple[int, bytes]:
     soonest = min(ttls.values(), default=0)
     if rdb_type == TYPE_HASH_LISTPACK_EX:
         items: list[bytes | int] = []
-        for field, value in pairs:
-            items += [field, value, ttls.get(field, _NO_TTL)]
+        for field, text in pairs:
+            items += [field, text, ttls.get(field, _NO_TTL)]
         blob = listpack(items)
         return rdb_type, _MS.pack(soonest) + encode_length(len(blob)) + blob
     out = [_MS.pack(soonest), encode_length(len(pairs))]
-    for field, value in pairs:
+    for field, text in pairs:
         when = ttls.get(field)
         out += [encode_length(0 if when is None else when - soonest + 1), encode_string(field),
-                encode_string(value)]
+                encode_string(text)]
     return rdb_type, b"".join(out)
 
 
 if Hash in BY_CLASS:  # (the keyspace holds hashes: their keys are kept, not skipped)
     register_value_codec(HASH_TYPES, read_hash, write_hash, name="hash", kind=Hash,
-                         skip=skip_hash)
+                         skip=skip_hash, also=(PackedHash,))
 
 __all__ = ["FIELD_EXPIRY_VERSION", "HASH_TYPES", "TYPE_HASH", "TYPE_HASH_LISTPACK",
            "TYPE_HASH_LISTPACK_EX", "TYPE_HASH_METADATA", "TYPE_HASH_ZIPLIST",

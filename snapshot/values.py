@@ -52,6 +52,7 @@ def is_chunked(vt: ValueType, value: Any) -> bool:
     """Whether the snapshot stores `value` (of type `vt`) as chunk rows."""
     if vt.name not in CHUNKED_TYPES:
         return False
+    value = vt.open(value)  # (a small hash kept bare, as its pack: its Hash)
     count = len(value)
     if count > CHUNKED_ELEMENTS:
         return True
@@ -79,6 +80,7 @@ def _batches(type_name: str, value: Any) -> Iterator[Columns]:
         while batch := list(islice(members, CHUNK_ELEMENTS)):
             yield (batch,)
     else:
+        value = HASH.open(value)  # (a small hash kept bare, as its pack: its Hash)
         expiry = value.field_expiry if value.has_field_expiry() else None
         pairs = chain.from_iterable(_pages(value))
         while batch := list(islice(pairs, CHUNK_ELEMENTS)):

@@ -233,7 +233,7 @@ def _field_expiry(engine: Any) -> list[tuple[int, bytes]]:
     from streamkeep.engine.model.value_types import HASH
 
     return [(db, key) for db, space in enumerate(engine.keyspaces[HASH.slot])
-            for key in sorted(space) if space[key].has_field_expiry()]
+            for key in sorted(space) if HASH.open(space[key]).has_field_expiry()]
 
 
 class Unwritable(StreamkeepError):

@@ -56,9 +56,9 @@ class ValueTable:
 
     def decode(self, stored: bytes) -> Any:
         """A keys-table value (the bytes the type's `to_bytes` wrote) as the type's object."""
-        read = value_types.BY_NAME[self.type_name].from_bytes
-        assert read is not None, f"{self.type_name} has no keys-table form"
-        return read(stored)
+        vt = value_types.BY_NAME[self.type_name]
+        assert vt.from_bytes is not None, f"{self.type_name} has no keys-table form"
+        return vt.open(vt.from_bytes(stored))  # (a small hash is kept bare: its Hash)
 
 
 def _hash_rows(value: Any) -> Iterator[tuple]:

@@ -7,7 +7,9 @@ and keyspace events, and the helpers the field-expiry module shares: the hash lo
 expire a hash's due fields first, Redis's lazy field expiry), the engine's shared listpack
 limits, the registry of hashes with field TTLs the active cycle walks.
 
-Values are `Hash`es (engine.model.hashes) in the selected database's HASH keyspace. Effects:
+Values are `Hash`es (engine.model.hashes) in the selected database's HASH keyspace, or for a
+small plain hash its pack alone (engine.model.packed_hash): the commands read every one
+through `hash_for_read`/`hash_for_write`, whose `Hash` stores its changes back. Effects:
 HSET, HMSET and HSETNX log `HSET key field value ...` of what they set; HDEL logs the fields it
 removed; HINCRBY logs itself; HINCRBYFLOAT logs `HSET key field <the resulting text>` (Redis
 propagates it so, so a replica never redoes float arithmetic), or, for a field with a TTL,
@@ -50,8 +52,9 @@ from streamkeep.engine.model.effects import (
     hset_effect,
     hsetex_effect,
 )
-from streamkeep.engine.model.hashes import Hash, HashLimits
+from streamkeep.engine.model.hashes import Hash, HashLimits, bound_hash, stored
 from streamkeep.engine.model.ids import parse_u64
+from streamkeep.engine.model.packed_hash import PackedHash
 from streamkeep.engine.model.strings import is_finite, parse_long_double
 from streamkeep.engine.model.value_types import HASH
 from streamkeep.engine.wire.args import LLONG_MAX, is_word, parse_int
@@ -134,18 +137,19 @@ def registry_of(engine: EngineState, db: int) -> FieldTTLIndex:
     if found is None:
         found = FieldTTLIndex()
         for key, h in engine.keyspaces[HASH.slot][db].items():
-            when = h.min_field_expiry()
+            when = h.min_field_expiry() if isinstance(h, Hash) else None  # (bare: no TTLs)
             if when is not None:
                 found.set(key, when)
         tracked[db] = found
     return found
 
 
-def _placed(engine: EngineState, db: int, key: bytes, h: Hash) -> None:
+def _placed(engine: EngineState, db: int, key: bytes, h: Hash | PackedHash) -> None:
     """RENAME, COPY or RESTORE put `h` under `key`: track its field TTLs (a registry not built
-    yet will find it when it is)."""
+    yet will find it when it is; a bare small hash has none)."""
     found = engine.hash_ttls[db]
-    when = h.min_field_expiry() if found is not None and len(h) else None
+    when = (h.min_field_expiry() if found is not None and isinstance(h, Hash) and len(h)
+            else None)
     if found is not None and when is not None:
         found.set(key, when)
 
@@ -229,15 +233,25 @@ def _lazy(ctx: Ctx, key: bytes, h: Hash | None) -> Hash | None:
 
 def hash_for_read(ctx: Ctx, key: bytes) -> Hash | None:
     """lookupKeyRead + checkType(OBJ_HASH), the hash's due fields expired first."""
-    return _lazy(ctx, key, read_value(ctx, key, HASH))
+    value: Hash | PackedHash | None = read_value(ctx, key, HASH)
+    if value is None:
+        return None
+    return _lazy(ctx, key, _opened(ctx, key, value))
 
 
 def hash_for_write(ctx: Ctx, key: bytes) -> Hash | None:
     """lookupKeyWrite + checkType(OBJ_HASH), the hash's due fields expired first."""
-    h: Hash | None = value_at(ctx, key, HASH)
-    if h is None:
+    value: Hash | PackedHash | None = value_at(ctx, key, HASH)
+    if value is None:
         return None
-    return _lazy(ctx, key, adopt_limits(ctx, h))
+    return _lazy(ctx, key, _opened(ctx, key, value))
+
+
+def _opened(ctx: Ctx, key: bytes, value: Hash | PackedHash) -> Hash:
+    """The key's value as the `Hash` the commands use, reading the engine's limits: a small
+    hash kept bare is wrapped in one that stores its changes back (engine.model.hashes'
+    `bound_hash`)."""
+    return adopt_limits(ctx, bound_hash(value, ctx.space(HASH.slot), key, limits_of(ctx)))
 
 
 def hidden_fields(ctx: Ctx, h: Hash) -> frozenset[bytes]:
@@ -263,11 +277,14 @@ def live_items(ctx: Ctx, h: Hash) -> list[tuple[bytes, bytes]]:
 
 
 def create_hash(ctx: Ctx, key: bytes) -> Hash:
-    """A new empty hash at a free key, notified `new` (dbAdd)."""
-    h = Hash(limits_of(ctx))
-    ctx.space(HASH.slot)[key] = h
+    """A new empty hash at a free key, notified `new` (dbAdd): kept bare, and returned as the
+    `Hash` that stores its changes there."""
+    limits = limits_of(ctx)
+    space = ctx.space(HASH.slot)
+    value = stored(Hash(limits))
+    space[key] = value
     ctx.notify(NEW, b"new", key)
-    return h
+    return bound_hash(value, space, key, limits)
 
 
 def resp3(ctx: Ctx) -> bool:
@@ -433,7 +450,7 @@ def hincrby(ctx: Ctx, argv: Argv) -> int:
     if h is None:
         h = Hash(limits_of(ctx))
         total = h.incr_by(field, increment)  # (raises before the key exists)
-        ctx.space(HASH.slot)[key] = h
+        ctx.space(HASH.slot)[key] = stored(h)
         ctx.notify(NEW, b"new", key)
     else:
         total = h.incr_by(field, increment)
@@ -458,7 +475,7 @@ def hincrbyfloat(ctx: Ctx, argv: Argv) -> bytes:
     if h is None:
         h = Hash(limits_of(ctx))
         text = h.incr_by_float(field, increment)
-        ctx.space(HASH.slot)[key] = h
+        ctx.space(HASH.slot)[key] = stored(h)
         ctx.notify(NEW, b"new", key)
     else:
         text = h.incr_by_float(field, increment)

@@ -14,13 +14,21 @@ from __future__ import annotations
 import sys
 
 from streamkeep.aof import codec
-from streamkeep.engine.model import ids, lcs, listpack, packed_node, pel_claim, pel_search
+from streamkeep.engine.model import (
+    ids,
+    lcs,
+    listpack,
+    packed_columns,
+    packed_node,
+    pel_claim,
+    pel_search,
+)
 from streamkeep.engine.wire import argv, compiled, kernel_switches, reply_encoder, request_parser
 from streamkeep.snapshot import rdb
 
 # Every kernel facade (importing one is what registers it).
 FACADES = (request_parser, reply_encoder, argv, ids, listpack, packed_node, pel_search, pel_claim,
-           lcs, codec, rdb)
+           lcs, packed_columns, codec, rdb)
 
 
 def kernels() -> dict[str, str]:

@@ -419,32 +419,24 @@ def _apply_node_limits(engine: EngineState) -> None:
     engine.residency.node_limits_changed()
 
 
-def _apply_set_limits(engine: EngineState) -> None:
-    """The sets' limits changed: update the engine's shared SetLimits in place (every set holds
-    it, as Redis's sets read its globals)."""
-    from streamkeep.engine.model.sets import SetLimits
-
-    limits: SetLimits = engine.set_limits
-    config = engine.config
-    limits.max_intset_entries = int(config["set-max-intset-entries"])
-    limits.max_listpack_entries = int(config["set-max-listpack-entries"])
-    limits.max_listpack_value = int(config["set-max-listpack-value"])
-
-
-def _apply_zset_limits(engine: EngineState) -> None:
-    """The sorted sets' limits, read by each write from the engine (not held by the sets)."""
+def apply_value_limits(engine: EngineState) -> None:
+    """The encodings' limits of the sorted sets, hashes and sets (`*-max-listpack-*`,
+    `set-max-intset-entries`), read from the config: at the engine's start and on CONFIG SET.
+    The hashes and the sets hold the engine's one HashLimits / SetLimits and read it at their
+    writes (as Redis's read its globals), so those change in place; the sorted sets' writes
+    read the engine's immutable ZSetLimits, which is replaced."""
     from streamkeep.engine.model.zset import ZSetLimits
 
     config = engine.config
     engine.zset_limits = ZSetLimits(int(config["zset-max-listpack-entries"]),
                                     int(config["zset-max-listpack-value"]))
-
-
-def _apply_hash_limits(engine: EngineState) -> None:
-    """Every hash reads the engine's one HashLimits at its writes (engine.model.hashes)."""
-    limits = engine.hash_limits
-    limits.max_listpack_entries = int(engine.config["hash-max-listpack-entries"])
-    limits.max_listpack_value = int(engine.config["hash-max-listpack-value"])
+    hashes = engine.hash_limits
+    hashes.max_listpack_entries = int(config["hash-max-listpack-entries"])
+    hashes.max_listpack_value = int(config["hash-max-listpack-value"])
+    sets = engine.set_limits
+    sets.max_intset_entries = int(config["set-max-intset-entries"])
+    sets.max_listpack_entries = int(config["set-max-listpack-entries"])
+    sets.max_listpack_value = int(config["set-max-listpack-value"])
 
 
 def _apply_backlog_memory(engine: EngineState) -> None:
@@ -521,22 +513,22 @@ _PARAMS: list[Param] = [
     Param("stream-node-max-bytes", "memory", 4096, hi=LONG_MAX, hook=_apply_node_limits,
           summary="bytes per stream node before a new one starts"),
     # A sorted set stays listpack-encoded up to this many members of at most this many bytes.
-    Param("zset-max-listpack-entries", "int", 128, hi=LONG_MAX, hook=_apply_zset_limits,
+    Param("zset-max-listpack-entries", "int", 128, hi=LONG_MAX, hook=apply_value_limits,
           summary="members a sorted set holds in its compact (listpack) encoding at most"),
-    Param("zset-max-listpack-value", "memory", 64, hi=LONG_MAX, hook=_apply_zset_limits,
+    Param("zset-max-listpack-value", "memory", 64, hi=LONG_MAX, hook=apply_value_limits,
           summary="bytes of the longest member a listpack-encoded sorted set holds"),
     # A hash stays listpack-encoded up to this many fields, each field and value this long.
-    Param("hash-max-listpack-entries", "int", 512, hi=LONG_MAX, hook=_apply_hash_limits,
+    Param("hash-max-listpack-entries", "int", 512, hi=LONG_MAX, hook=apply_value_limits,
           summary="fields a hash holds in its compact (listpack) encoding at most"),
-    Param("hash-max-listpack-value", "memory", 64, hi=LONG_MAX, hook=_apply_hash_limits,
+    Param("hash-max-listpack-value", "memory", 64, hi=LONG_MAX, hook=apply_value_limits,
           summary="bytes of the longest field or value a listpack-encoded hash holds"),
     # A set stays an intset up to this many integers, a listpack up to this many members of at
     # most this many bytes (engine.model.sets; every set of the engine reads `set_limits`).
-    Param("set-max-intset-entries", "int", 512, hi=LONG_MAX, hook=_apply_set_limits,
+    Param("set-max-intset-entries", "int", 512, hi=LONG_MAX, hook=apply_value_limits,
           summary="integers a set holds in its compact (intset) encoding at most"),
-    Param("set-max-listpack-entries", "int", 128, hi=LONG_MAX, hook=_apply_set_limits,
+    Param("set-max-listpack-entries", "int", 128, hi=LONG_MAX, hook=apply_value_limits,
           summary="members a set holds in its compact (listpack) encoding at most"),
-    Param("set-max-listpack-value", "memory", 64, hi=LONG_MAX, hook=_apply_set_limits,
+    Param("set-max-listpack-value", "memory", 64, hi=LONG_MAX, hook=apply_value_limits,
           summary="bytes of the longest member a listpack-encoded set holds"),
     # streamkeep: the stream entries kept in memory; past it, nodes a snapshot holds go cold.
     Param("backlog-memory", "memory", 0, hook=_apply_backlog_memory,

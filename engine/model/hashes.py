@@ -29,6 +29,11 @@ caller's comparison: `expired_fields(now_ms)` lists those whose time is <= now_m
 expiry cycle's rule); Redis's lazy check on access treats a field as expired when its time is
 < now, so a lazy caller passes `now_ms - 1`.
 
+Bare small hashes: a keyspace keeps a plain listpack hash as its pack alone (a `PackedHash`,
+engine.model.packed_hash); `bound_hash` gives the commands a `Hash` that stores each change at
+the dict entry it was read from, `as_hash` the generic paths one to read (the end of this
+module). That dict entry is the only part of a keyspace this module writes.
+
 Limits are read at every write from the `HashLimits` the hash was given (an engine keeps one
 and changes it on CONFIG SET, as Redis reads its globals), so a CONFIG SET reaches existing keys
 on their next write, as in Redis.
@@ -43,10 +48,17 @@ from array import array
 from collections.abc import Iterable, Iterator, Sequence
 from fractions import Fraction
 from itertools import islice
-from typing import Final
+from typing import Any, Final
 
 from streamkeep.engine.model.listpack import as_int, int_size, str_size
-from streamkeep.engine.model.packed_columns import column_index
+from streamkeep.engine.model.packed_columns import (
+    pack_get,
+    pack_index,
+    pack_item,
+    pack_offset,
+    pack_strings,
+)
+from streamkeep.engine.model.packed_hash import PackedHash
 from streamkeep.engine.model.redis_alloc import jemalloc_size, sds_alloc
 from streamkeep.engine.model.strings import add_long_double, format_long_double, parse_long_double
 from streamkeep.engine.wire.errors import ReplyError
@@ -90,20 +102,12 @@ DEFAULT_LIMITS: Final = HashLimits()
 # ---- the packed pairs ----------------------------------------------------------------------
 # A pack is one bytes object: a width byte w (1, or 4 when the count or some length is >= 255),
 # the count (w bytes), the fields' lengths (w bytes each), the values' lengths, the fields, the
-# values. Columns, not alternating records: a lookup is a C-level search of the fields' bytes
-# and a C-level sum of lengths to place the candidate (see `_index`), so no Python loop walks
-# the pairs.
+# values. Columns, not alternating records: a lookup walks the fields' lengths and compares
+# only the fields of the needle's length, and the reads go through the packed columns' kernel
+# (engine.model.packed_columns), which checks the pack, so no Python loop walks the pairs.
 
 _EMPTY: Final = b"\x01\x00"
 _BIG_ENDIAN: Final = sys.byteorder == "big"
-
-
-def _wide(data: bytes) -> array[int]:
-    """4-byte little-endian lengths (the pack's byte order on every platform)."""
-    out = array("I", data)
-    if _BIG_ENDIAN:
-        out.byteswap()
-    return out
 
 
 def _wide_bytes(values: list[int]) -> bytes:
@@ -111,21 +115,6 @@ def _wide_bytes(values: list[int]) -> bytes:
     if _BIG_ENDIAN:
         out.byteswap()
     return out.tobytes()
-
-
-def _lens(blob: bytes, start: int, count: int, w: int) -> bytes | array[int]:
-    if w == 1:
-        return blob[start:start + count]
-    return _wide(blob[start:start + 4 * count])
-
-
-def _cols(blob: bytes) -> tuple[int, bytes | array[int], bytes | array[int], int]:
-    """(count, field lengths, value lengths, offset of the first field)."""
-    if blob[0] == 1:
-        n = blob[1]
-        return n, blob[2:2 + n], blob[2 + n:2 + 2 * n], 2 + 2 * n
-    n = int.from_bytes(blob[1:5], "little")
-    return n, _lens(blob, 5, n, 4), _lens(blob, 5 + 4 * n, n, 4), 5 + 8 * n
 
 
 def _count(blob: bytes) -> int:
@@ -143,67 +132,43 @@ def _pack(fields: Sequence[bytes], values: Sequence[bytes]) -> bytes:
 
 
 def _columns(blob: bytes) -> tuple[list[bytes], list[bytes]]:
-    n, flens, vlens, pos = _cols(blob)
-    fields: list[bytes] = []
-    for size in flens:
-        fields.append(blob[pos:pos + size])
-        pos += size
-    values: list[bytes] = []
-    for size in vlens:
-        values.append(blob[pos:pos + size])
-        pos += size
-    return fields, values
+    strings = pack_strings(blob, 2)
+    n = len(strings) >> 1
+    return strings[:n], strings[n:]
 
 
 def _pairs(blob: bytes) -> list[tuple[bytes, bytes]]:
-    fields, values = _columns(blob)
-    return list(zip(fields, values, strict=True))
+    strings = pack_strings(blob, 2)
+    n = len(strings) >> 1
+    return list(zip(strings[:n], strings[n:], strict=True))
 
 
 def _lp_get(blob: bytes, field: bytes) -> bytes | None:
-    if blob[0] == 1:  # the common form, without building the value lengths
-        n = blob[1]
-        fs = 2 + 2 * n
-        names = blob[2:2 + n]
-        fe = fs + sum(names)
-        i = column_index(blob, names, fs, fe, field)
-        if i < 0:
-            return None
-        vs = fe + sum(blob[2 + n:2 + n + i])
-        return blob[vs:vs + blob[2 + n + i]]
-    n, flens, vlens, fs = _cols(blob)
-    fe = fs + sum(flens)
-    i = column_index(blob, flens, fs, fe, field)
-    if i < 0:
-        return None
-    vs = fe + sum(vlens[:i])
-    return blob[vs:vs + vlens[i]]
+    return pack_get(blob, 2, field, 1)
 
 
 def _nth_pair(blob: bytes, i: int) -> tuple[bytes, bytes]:
-    n, flens, vlens, fs = _cols(blob)
-    fo = fs + sum(flens[:i])
-    vo = fs + sum(flens) + sum(vlens[:i])
-    return blob[fo:fo + flens[i]], blob[vo:vo + vlens[i]]
+    return pack_item(blob, 2, 0, i), pack_item(blob, 2, 1, i)
 
 
 def _lp_set(blob: bytes, field: bytes, value: bytes) -> tuple[bytes, bool]:
     """(the pack with field set to value, whether the field is new). A new field goes last, an
     existing one keeps its place."""
-    n, flens, vlens, fs = _cols(blob)
-    fe = fs + sum(flens)
-    i = column_index(blob, flens, fs, fe, field)
+    i = pack_index(blob, 2, field)  # also checks the pack the slices below read
     vl = len(value)
     if i >= 0:
-        vs = fe + sum(vlens[:i])
         if blob[0] == 1 and vl < _LONG:  # one length byte and the value's bytes change
-            at = 2 + n + i
+            at = 2 + blob[1] + i
+            vs = pack_offset(blob, 2, 1, i)
             return b"".join((blob[:at], _LEN[vl], blob[at + 1:vs], value,
-                             blob[vs + vlens[i]:])), False
+                             blob[vs + blob[at]:])), False
         fields, values = _columns(blob)
         values[i] = value
         return _pack(fields, values), False
-    if blob[0] == 1 and n + 1 < _LONG and len(field) < _LONG and vl < _LONG:
+    if blob[0] == 1 and blob[1] + 1 < _LONG and len(field) < _LONG and vl < _LONG:
+        n = blob[1]
+        fs = 2 + 2 * n
+        fe = pack_offset(blob, 2, 1, 0)
         return b"".join((b"\x01", _LEN[n + 1], blob[2:2 + n], _LEN[len(field)],
                          blob[2 + n:fs], _LEN[vl], blob[fs:fe], field, blob[fe:], value)), True
     fields, values = _columns(blob)
@@ -214,16 +179,15 @@ def _lp_set(blob: bytes, field: bytes, value: bytes) -> tuple[bytes, bool]:
 
 def _lp_remove(blob: bytes, field: bytes) -> tuple[bytes, bytes] | None:
     """(the pack without field, its value), or None when absent."""
-    n, flens, vlens, fs = _cols(blob)
-    fe = fs + sum(flens)
-    i = column_index(blob, flens, fs, fe, field)
+    i = pack_index(blob, 2, field)
     if i < 0:
         return None
-    fo = fs + sum(flens[:i])
-    vo = fe + sum(vlens[:i])
-    ve = vo + vlens[i]
-    value = blob[vo:ve]
+    value = pack_item(blob, 2, 1, i)
     if blob[0] == 1:
+        n = blob[1]
+        fo = pack_offset(blob, 2, 0, i)
+        vo = pack_offset(blob, 2, 1, i)
+        ve = vo + len(value)
         return b"".join((b"\x01", _LEN[n - 1], blob[2:2 + i], blob[3 + i:2 + n + i],
                          blob[3 + n + i:fo], blob[fo + len(field):vo], blob[ve:])), value
     fields, values = _columns(blob)
@@ -285,7 +249,7 @@ class _ListpackEx:
         return _columns(self.blob)[0][:len(self.ttl)]
 
 
-class _PairTable:
+class PairTable:
     """The hashtable form: linear hashing over buckets of packed records (field, value).
 
     Bucket i of `buckets` holds the records whose hash h has `h & (size - 1) == i`, or, for
@@ -334,17 +298,21 @@ class _PairTable:
         return new
 
     def delete(self, field: bytes) -> bool:
+        return self.pop(field) is not None
+
+    def pop(self, field: bytes) -> bytes | None:
+        """Delete a field (its TTL with it) and return its value; None when absent."""
         i = self.slot(field)
         b = self.buckets[i]
         removed = _lp_remove(b, field)
         if removed is None:
-            return False
+            return None
         self.buckets[i] = removed[0]
         self.nbytes += len(removed[0]) - len(b)
         self.count -= 1
         if self.ttl is not None and self.ttl.pop(field, None) is not None:
             self.drop_ttl_state_if_empty()
-        return True
+        return removed[1]
 
     def _split_one(self) -> None:
         s, size = self.split, self.size
@@ -455,16 +423,43 @@ class _PairTable:
         return out
 
 
+_PairTable = PairTable  # the name this module's code uses
+
+
 # ---- the hash -----------------------------------------------------------------------------
 
 class Hash:
-    """One HASH value. `_data` is the listpack bytes, a `_ListpackEx` or a `_PairTable`."""
+    """One HASH value. `_data` is the listpack bytes, a `_ListpackEx` or a `_PairTable`.
+    `_home`/`_key`: for a plain listpack hash a command reads (`bound_hash`), the dict and
+    key it lives at, where every change is stored (see "Bare small hashes" below), and `_src`
+    the value found there (the bare pack it wraps, or the hash itself): a change is stored only
+    while that value is still the key's, so a binding left behind by a value that moved since
+    (RENAME, MOVE) can never write over another key; None when unbound."""
 
-    __slots__ = ("_data", "_lim")
+    __slots__ = ("_data", "_lim", "_home", "_key", "_src")
 
     def __init__(self, limits: HashLimits | None = None) -> None:
         self._data: bytes | _ListpackEx | _PairTable = _EMPTY
         self._lim = DEFAULT_LIMITS if limits is None else limits
+        self._home: dict[bytes, Any] | None = None
+        self._key = b""
+        self._src: object = None
+
+    def _stored(self) -> None:
+        """A hash read from a bare pack changed: the keyspace gets its new pack, or, once it
+        is no longer a plain listpack (a hashtable, a listpackex), the hash itself, which it
+        keeps from then on (nothing converts back). Nothing is stored for a key that went
+        meanwhile (an emptied hash's key is deleted by its command)."""
+        home, key = self._home, self._key
+        if home is None or home.get(key) is not self._src:
+            self._home = self._src = None
+            return
+        d = self._data
+        if type(d) is bytes:
+            home[key] = self._src = PackedHash(d)
+        else:
+            home[key] = self
+            self._home = self._src = None
 
     @classmethod
     def from_pairs(cls, pairs: Sequence[tuple[bytes, bytes]],
@@ -518,6 +513,8 @@ class Hash:
         d = self._data
         if type(d) is bytes:
             self._data = _ListpackEx(d, {})
+            if self._home is not None:
+                self._stored()
 
     # -- reads
     def __len__(self) -> int:
@@ -585,6 +582,12 @@ class Hash:
     def set(self, field: bytes, value: bytes, keep_ttl: bool = False) -> bool:
         """HSET of one field: True when the field is new. The field's TTL goes, as HSET's
         does, unless keep_ttl (HINCRBY, HINCRBYFLOAT keep it)."""
+        new = self._set(field, value, keep_ttl)
+        if self._home is not None:
+            self._stored()
+        return new
+
+    def _set(self, field: bytes, value: bytes, keep_ttl: bool) -> bool:
         d = self._data
         if type(d) is bytes:
             if not self._fits(field, value):
@@ -625,6 +628,12 @@ class Hash:
         """HSET/HMSET of several pairs: the number of new fields. As Redis does before
         setting, a small hash converts at once when more pairs than the entry limit come in
         (duplicates or not) or any field or value is too long."""
+        created = self._set_many(pairs)
+        if self._home is not None:
+            self._stored()
+        return created
+
+    def _set_many(self, pairs: Sequence[tuple[bytes, bytes]]) -> int:
         if not isinstance(self._data, _PairTable):
             if len(pairs) > self._lim.max_listpack_entries:
                 self._to_table(len(pairs))
@@ -648,7 +657,7 @@ class Hash:
             return len(merged) - len(fields)
         created = 0
         for f, v in pairs:
-            created += self.set(f, v)
+            created += self._set(f, v, False)
         return created
 
     def setnx(self, field: bytes, value: bytes) -> bool:
@@ -666,6 +675,8 @@ class Hash:
             if removed is None:
                 return False
             self._data = removed[0]
+            if self._home is not None:
+                self._stored()
             return True
         if isinstance(d, _ListpackEx):
             removed = _lp_remove(d.blob, field)
@@ -987,3 +998,54 @@ class Hash:
         else:
             h.set_many(list(pairs))
         return h
+
+
+# ---- bare small hashes ----------------------------------------------------------------------
+# A plain listpack hash (no field TTLs) is kept in the keyspace as its pack alone, a
+# `PackedHash` (engine.model.packed_hash): no object around the bytes, the most common hash
+# costing about the pack and its key. The functions below are the one place that knows it: a
+# command reads a key's value through `bound_hash` (a `Hash` that stores each change back), a
+# generic path (the value type's functions: MEMORY USAGE, DUMP, the snapshot) through
+# `as_hash`; what a keyspace keeps for a hash is `stored`'s, and COPY's copy `copy_value`'s.
+
+
+def as_hash(value: Hash | PackedHash, limits: HashLimits | None = None) -> Hash:
+    """A keyspace's hash value as a `Hash` to read (a bare pack wrapped, changes to the wrapper
+    stored nowhere; a `Hash` as it is)."""
+    if isinstance(value, Hash):
+        return value
+    h = Hash(limits)
+    h._data = bytes(value)
+    return h
+
+
+def bound_hash(value: Hash | PackedHash, home: dict[bytes, Any], key: bytes,
+               limits: HashLimits) -> Hash:
+    """The hash `home[key]` holds (`value`), as the `Hash` a command reads and changes: a
+    bare pack is wrapped in one that stores each change back at `home[key]` (its new pack, or
+    itself once it converts); a `Hash` is the value itself (one in the listpack encoding,
+    as a load or RESTORE makes it, is kept bare from its next change on)."""
+    if isinstance(value, Hash):
+        if type(value._data) is bytes:  # bound afresh: the value may have moved since
+            value._home, value._key, value._src = home, key, value
+        return value
+    h = Hash(limits)
+    h._data = bytes(value)
+    h._home, h._key, h._src = home, key, value
+    return h
+
+
+def stored(h: Hash) -> Hash | PackedHash:
+    """What a keyspace keeps for `h`: its pack alone while it is a plain listpack, else `h`.
+    (`h` keeps no tie to the keyspace: place a hash before changing it through a command's
+    `bound_hash`.)"""
+    d = h._data
+    return PackedHash(d) if type(d) is bytes else h
+
+
+def copy_value(value: Hash | PackedHash) -> Hash | PackedHash:
+    """COPY's copy of a keyspace's hash value, as the keyspace keeps it (a bare pack is
+    immutable: it is its own copy)."""
+    if isinstance(value, Hash):
+        return stored(value.copy())
+    return value

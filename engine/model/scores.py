@@ -34,7 +34,7 @@ from __future__ import annotations
 import math
 import re
 import struct
-from dataclasses import dataclass
+from typing import Final, final
 
 _MASK64 = (1 << 64) - 1
 _DOUBLE = struct.Struct("<d")
@@ -50,6 +50,9 @@ _NUMBER = re.compile(
     re.IGNORECASE)
 _PLAIN_DECIMAL = re.compile(rb"-?[0-9]{1,17}(?:\.[0-9]{1,17})?\Z")
 _NONZERO_DIGIT = re.compile(rb"[1-9]")
+# The bounds range commands are mostly given, read without the strtod grammar's expression.
+_COMMON_BOUNDS: Final[dict[bytes, float]] = {
+    b"-inf": -math.inf, b"+inf": math.inf, b"inf": math.inf, b"0": 0.0}
 _NONZERO_HEX_MANTISSA = re.compile(rb"0[xX]0*\.?0*[1-9a-fA-F]")
 
 
@@ -97,6 +100,11 @@ def parse_score(text: bytes) -> float | None:
 def _parse_bound(text: bytes) -> float | None:
     """One bound of zslParseRange: strtod's value when it consumes everything up to the first
     NUL (C string semantics), NaN refused; overflow reads as an infinity, empty text as 0."""
+    known = _COMMON_BOUNDS.get(text)
+    if known is not None:
+        return known
+    if _PLAIN_DECIMAL.match(text) is not None:  # as in parse_score: float() is strtod here
+        return float(text)
     cut = text.find(b"\x00")
     if cut >= 0:
         text = text[:cut]
@@ -110,14 +118,32 @@ def _parse_bound(text: bytes) -> float | None:
     return value
 
 
-@dataclass(frozen=True, slots=True)
+@final
 class ScoreRange:
-    """A score interval: `min` and `max`, each inclusive unless its `*ex` flag is set."""
+    """A score interval: `min` and `max`, each inclusive unless its `*ex` flag is set. Not
+    changed once made (a plain class, not a frozen dataclass: a frozen dataclass's __init__
+    runs as interpreted Python even where this module is compiled, on every range command)."""
 
-    min: float
-    max: float
-    minex: bool = False
-    maxex: bool = False
+    __slots__ = ("max", "maxex", "min", "minex")
+
+    def __init__(self, min: float, max: float, minex: bool = False,  # noqa: A002
+                 maxex: bool = False) -> None:
+        self.min = min
+        self.max = max
+        self.minex = minex
+        self.maxex = maxex
+
+    def _key(self) -> tuple[float, float, bool, bool]:
+        return self.min, self.max, self.minex, self.maxex
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, ScoreRange) and self._key() == other._key()
+
+    def __hash__(self) -> int:
+        return hash(self._key())
+
+    def __repr__(self) -> str:
+        return f"ScoreRange(min={self.min!r}, max={self.max!r}, minex={self.minex!r}, maxex={self.maxex!r})"
 
     def gte_min(self, x: float) -> bool:
         """x is at or past the lower bound."""
@@ -165,17 +191,34 @@ def _lex_cmp(member: bytes, kind: int, value: bytes) -> int:
     return (member > value) - (member < value)
 
 
-@dataclass(frozen=True, slots=True)
+@final
 class LexRange:
     """A member interval: each bound is `-` (LEX_MIN), `+` (LEX_MAX) or a string (LEX_VALUE),
-    exclusive when its `*ex` flag is set (`-` and `+` always are, as in Redis)."""
+    exclusive when its `*ex` flag is set (`-` and `+` always are, as in Redis). Not changed
+    once made (a plain class for the reason ScoreRange is)."""
 
-    min_kind: int
-    min: bytes
-    minex: bool
-    max_kind: int
-    max: bytes
-    maxex: bool
+    __slots__ = ("max", "max_kind", "maxex", "min", "min_kind", "minex")
+
+    def __init__(self, min_kind: int, min: bytes, minex: bool,  # noqa: A002
+                 max_kind: int, max: bytes, maxex: bool) -> None:  # noqa: A002
+        self.min_kind = min_kind
+        self.min = min
+        self.minex = minex
+        self.max_kind = max_kind
+        self.max = max
+        self.maxex = maxex
+
+    def _key(self) -> tuple[int, bytes, bool, int, bytes, bool]:
+        return self.min_kind, self.min, self.minex, self.max_kind, self.max, self.maxex
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, LexRange) and self._key() == other._key()
+
+    def __hash__(self) -> int:
+        return hash(self._key())
+
+    def __repr__(self) -> str:
+        return "LexRange" + repr(self._key())
 
     def gte_min(self, member: bytes) -> bool:
         """member is at or past the lower bound."""

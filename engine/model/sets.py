@@ -36,7 +36,7 @@ from itertools import islice
 from typing import Final
 
 from streamkeep.engine.model.listpack import as_int, str_size
-from streamkeep.engine.model.packed_columns import column_index
+from streamkeep.engine.model.packed_columns import pack_index, pack_item, pack_offset, pack_strings
 from streamkeep.engine.model.redis_alloc import jemalloc_size, sds_alloc
 
 FORMAT_VERSION: Final = 1  # to_bytes's first byte
@@ -84,18 +84,6 @@ DEFAULT_LIMITS: Final = SetLimits()
 
 # ---- packed members: width byte, count, lengths, members ----------------------------------
 
-def _cols(blob: bytes) -> tuple[int, bytes | array[int], int]:
-    """(count, member lengths, offset of the first member)."""
-    if blob[0] == 1:
-        n = blob[1]
-        return n, blob[2:2 + n], 2 + n
-    n = int.from_bytes(blob[1:5], "little")
-    lens = array("I", blob[5:5 + 4 * n])
-    if _BIG_ENDIAN:  # the pack's lengths are little-endian on every platform
-        lens.byteswap()
-    return n, lens, 5 + 4 * n
-
-
 def _count(blob: bytes) -> int:
     return blob[1] if blob[0] == 1 else int.from_bytes(blob[1:5], "little")
 
@@ -112,25 +100,20 @@ def _pack(members: Sequence[bytes]) -> bytes:
 
 
 def _members(blob: bytes) -> list[bytes]:
-    n, lens, pos = _cols(blob)
-    out: list[bytes] = []
-    for size in lens:
-        out.append(blob[pos:pos + size])
-        pos += size
-    return out
+    return pack_strings(blob, 1)
 
 
 def _lp_contains(blob: bytes, member: bytes) -> bool:
-    n, lens, start = _cols(blob)
-    return column_index(blob, lens, start, len(blob), member) >= 0
+    return pack_index(blob, 1, member) >= 0
 
 
 def _lp_add(blob: bytes, member: bytes) -> bytes | None:
     """The pack with member appended, None when it is there already."""
-    n, lens, start = _cols(blob)
-    if column_index(blob, lens, start, len(blob), member) >= 0:
+    if pack_index(blob, 1, member) >= 0:  # also checks the pack the slices below read
         return None
-    if blob[0] == 1 and n + 1 < _LONG and len(member) < _LONG:
+    if blob[0] == 1 and blob[1] + 1 < _LONG and len(member) < _LONG:
+        n = blob[1]
+        start = 2 + n
         return b"".join((b"\x01", _LEN[n + 1], blob[2:start], _LEN[len(member)], blob[start:],
                          member))
     members = _members(blob)
@@ -140,13 +123,12 @@ def _lp_add(blob: bytes, member: bytes) -> bytes | None:
 
 def _lp_remove(blob: bytes, member: bytes) -> bytes | None:
     """The pack without member, None when absent."""
-    n, lens, start = _cols(blob)
-    i = column_index(blob, lens, start, len(blob), member)
+    i = pack_index(blob, 1, member)
     if i < 0:
         return None
     if blob[0] == 1:
-        at = start + sum(lens[:i])
-        return b"".join((b"\x01", _LEN[n - 1], blob[2:2 + i], blob[3 + i:at],
+        at = pack_offset(blob, 1, 0, i)
+        return b"".join((b"\x01", _LEN[blob[1] - 1], blob[2:2 + i], blob[3 + i:at],
                          blob[at + len(member):]))
     members = _members(blob)
     del members[i]
@@ -154,9 +136,7 @@ def _lp_remove(blob: bytes, member: bytes) -> bytes | None:
 
 
 def _nth(blob: bytes, i: int) -> bytes:
-    n, lens, start = _cols(blob)
-    at = start + sum(lens[:i])
-    return blob[at:at + lens[i]]
+    return pack_item(blob, 1, 0, i)
 
 
 def _digits(v: int) -> int:

@@ -3,12 +3,13 @@
 Owns `ValueType`, what the keyspace knows of a type without knowing its commands: the word TYPE
 and `SCAN ... TYPE` use, the type's slot among the engine's per-type keyspaces (each database
 keeps one dict per type, `EngineState.keyspaces[slot][db]`; a key is in one of them at most), the
-Python class of its values, OBJECT ENCODING's word for a value, MEMORY USAGE's estimate, how
-the snapshot's keys table stores a value (None for a type with tables of its own, as a stream's
-nodes are) and the in-memory copy COPY makes. `TYPES` is the registry, in slot order: every
-generic keyspace operation (TYPE, EXISTS, DEL, RENAME, COPY, SCAN, FLUSHDB, INFO keyspace,
-expiry, WRONGTYPE, the snapshot's keys table, the state digest) loops over it, so a new type
-is its own modules plus one line here.
+Python class of its values (and any lighter class the keyspace keeps some of them as: a small
+hash's bare pack, opened with `ValueType.open`), OBJECT ENCODING's word for a value, MEMORY
+USAGE's estimate, how the snapshot's keys table stores a value (None for a type with tables of
+its own, as a stream's nodes are) and the in-memory copy COPY makes. `TYPES` is the registry,
+in slot order: every generic keyspace operation (TYPE, EXISTS, DEL, RENAME, COPY, SCAN,
+FLUSHDB, INFO keyspace, expiry, WRONGTYPE, the snapshot's keys table, the state digest) loops
+over it, so a new type is its own modules plus one line here.
 
 Must not touch: commands, replies, I/O, the engine's state (a type is described here, its keys
 are kept by the engine).
@@ -20,7 +21,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from streamkeep.engine.model.hashes import Hash
+from streamkeep.engine.model.hashes import Hash, as_hash, copy_value, stored
+from streamkeep.engine.model.packed_hash import PackedHash
 from streamkeep.engine.model.residency import node_bytes
 from streamkeep.engine.model.sets import RSet
 from streamkeep.engine.model.stream import Stream
@@ -41,7 +43,8 @@ class ValueType:
     value_class: type
     encoding: Callable[[Any], str]  # OBJECT ENCODING
     memory_usage: Callable[[Any], int]  # MEMORY USAGE's part for the value (key and entry apart)
-    # The snapshot's keys table stores a value as these bytes; None: the type's own tables.
+    # The snapshot's keys table stores a value as these bytes (`from_bytes` gives the value as
+    # the keyspace keeps it); None: the type's own tables.
     to_bytes: Callable[[Any], bytes] | None = None
     from_bytes: Callable[[bytes], Any] | None = None
     # COPY's copy, sharing nothing with the value; None: through the type's DUMP payload.
@@ -49,6 +52,15 @@ class ValueType:
     # What the state digest hashes of a value (msgpack-able): its content, not its encoding
     # (a loaded snapshot may hold a value in another encoding); None: its `to_bytes`.
     digest: Callable[[Any], Any] | None = None
+    # A keyspace's value as an object of `value_class`, for generic code that calls its
+    # methods (a small hash is kept bare, as its pack: engine.model.packed_hash); None: as is.
+    view: Callable[[Any], Any] | None = None
+    # Other classes the keyspace keeps values of this type as (`type_of` knows them).
+    stored_as: tuple[type, ...] = ()
+
+    def open(self, value: Any) -> Any:
+        """`value` (from this type's keyspace) as an object of `value_class`."""
+        return value if self.view is None else self.view(value)
 
 
 def string_encoding(value: bytes) -> str:
@@ -98,9 +110,15 @@ ZSET = ValueType("zset", 2, ZSet, lambda z: z.encoding, lambda z: z.memory_usage
                  to_bytes=ZSet.to_bytes, from_bytes=ZSet.from_bytes, copy=ZSet.copy,
                  digest=lambda z: [pair for item in z.items() for pair in item])
 
-HASH = ValueType("hash", 3, Hash, lambda h: h.encoding, lambda h: h.memory_usage(),
-                 to_bytes=Hash.to_bytes, from_bytes=Hash.from_bytes, copy=Hash.copy,
-                 digest=lambda h: [sorted(h.items()), sorted(h.fields_with_expiry())])
+# (Every function of a hash reads it through `as_hash`: a small plain hash is a PackedHash.)
+HASH = ValueType("hash", 3, Hash, lambda h: as_hash(h).encoding,
+                 lambda h: as_hash(h).memory_usage(),
+                 to_bytes=lambda h: as_hash(h).to_bytes(),
+                 from_bytes=lambda data: stored(Hash.from_bytes(data)),
+                 copy=copy_value,
+                 digest=lambda h: [sorted(as_hash(h).items()),
+                                   sorted(as_hash(h).fields_with_expiry())],
+                 view=as_hash, stored_as=(PackedHash,))
 SET = ValueType("set", 4, RSet, lambda s: s.encoding, lambda s: s.memory_usage(),
                 to_bytes=RSet.to_bytes, from_bytes=RSet.from_bytes, copy=RSet.copy,
                 digest=lambda s: sorted(s))  # (a big set's order is its hash table's)
@@ -108,11 +126,13 @@ SET = ValueType("set", 4, RSet, lambda s: s.encoding, lambda s: s.memory_usage()
 TYPES: tuple[ValueType, ...] = (STREAM, STRING, ZSET, HASH, SET)
 BY_NAME = {t.name: t for t in TYPES}
 BY_CLASS = {t.value_class: t for t in TYPES}
+_BY_STORED_CLASS = {cls: t for t in TYPES for cls in (t.value_class, *t.stored_as)}
 
 
 def type_of(value: object) -> ValueType:
-    """The registered type of a value (KeyError for a class no type has)."""
-    return BY_CLASS[type(value)]
+    """The registered type of a value, in its class or one the keyspace keeps it as (KeyError
+    for a class no type has)."""
+    return _BY_STORED_CLASS[type(value)]
 
 
 __all__ = ["BY_CLASS", "BY_NAME", "HASH", "SET", "STREAM", "STRING", "TYPES", "ZSET", "ValueType",

@@ -5,13 +5,17 @@ Owns `ZSet` and its two encodings, as Redis keeps them (OBJECT ENCODING's words)
   offsets, their scores as doubles), while it has at most `zset-max-listpack-entries` (128)
   members of at most `zset-max-listpack-value` (64) bytes. A member is found with one C-level
   substring search; an insert or a removal moves at most a few kilobytes.
-- "skiplist": a dict (member -> score, O(1) ZSCORE) beside the members in order, in sorted
-  chunks of a few hundred (lists sharing the dict's key objects; a chunk is bisected through
-  the dict, so a score exists once, as the dict's value), the chunks' last elements as the
-  index, and a Fenwick tree over the chunk sizes for positions: insert, delete, rank, element
-  at a rank and the first position at a score or member bound are O(log n) plus a move inside
-  one chunk, and a range costs O(log n + returned). Per member that is the dict's entry, the
-  member's bytes object, its float and one list slot: no node objects.
+- "skiplist": the members in order, in sorted chunks of a few hundred (a list of the members
+  beside an `array('d')` of their scores), the chunks' last elements as the index (their
+  scores one `array('d')`), and a Fenwick tree over the chunk sizes for positions. A lookup
+  by (score, member) is a C-level bisection of contiguous doubles, among the chunks then in
+  one, the members compared only between a score's ties. Beside the chunks, the member ->
+  score index is a hash's bucket table (engine.model.hashes `PairTable`: each member's bytes
+  and its score as an 8-byte value, packed with a few others in a bucket), so ZSCORE is a
+  table lookup. Insert, delete, rank, element at a rank and the first position at a score or
+  member bound are O(log n) plus a move inside one chunk; a range costs O(log n + returned).
+  Per member that is the member's bytes object and its list slot, 8 bytes of score and the
+  table's packed record: no node objects, no float object, no dict entry.
 A set converts to "skiplist" when an add crosses either limit (or when a command sizes it so,
 `maybe_convert`), never back on removal; a set built whole (`from_items`, `create`, a snapshot's
 `from_bytes`) takes the encoding its size calls for, as Redis's ZRANGESTORE, ZUNIONSTORE and
@@ -34,9 +38,10 @@ import struct
 from array import array
 from bisect import bisect_left, bisect_right
 from collections.abc import Iterable, Iterator
-from itertools import islice
+from itertools import chain, islice
 from typing import NamedTuple
 
+from streamkeep.engine.model.hashes import PairTable
 from streamkeep.engine.model.listpack import str_size
 from streamkeep.engine.model.redis_alloc import jemalloc_size, sds_alloc
 from streamkeep.engine.model.scores import LEX_MAX, LEX_MIN, LexRange, ScoreRange, format_score
@@ -53,6 +58,8 @@ SKIPLIST = "skiplist"
 _LISTPACK_SAFETY = 1 << 30  # lpSafeToAdd: a listpack never grows past 1 GiB
 _LOAD = 512  # a chunk splits past twice this, merges with a neighbour under a quarter
 _FORMAT_VERSION = 1
+_SCORE = struct.Struct("<d")  # a score in the member index: a little-endian double
+_PACK_SCORE = _SCORE.pack
 
 
 class ZSetLimits(NamedTuple):
@@ -167,6 +174,11 @@ class _Packed:
         self.remove_at(k)
         return score
 
+    def update(self, member: bytes, _old: float, new: float) -> None:
+        """Give a member the score `new`."""
+        self.remove(member)
+        self.insert(member, new)
+
     def rank(self, member: bytes, _score: float) -> int:
         return self.find(member)
 
@@ -222,17 +234,19 @@ class _Packed:
 
 
 class _Chunked:
-    """A large set: `dict` member -> score (the only place a score lives); `cm` the members
-    in order, in chunks (every chunk non-empty; its scores are the dict's, looked up as it is
-    bisected); `max_s`/`max_m` each chunk's last element; `fen` a Fenwick tree over the chunk
-    sizes (None once a chunk was split, merged or dropped: rebuilt when a position is asked)."""
+    """A large set: the elements in order, in chunks (every chunk non-empty): `cm` the chunks'
+    members (lists), `cs` their scores (`array('d')`, parallel to the members); `max_s` (one
+    `array('d')`) and `max_m` each chunk's last element; `fen` a Fenwick tree over the chunk
+    sizes (None once a chunk was split, merged or dropped: rebuilt when a position is asked);
+    `table` the member -> score index (a hash's `PairTable`, the score as its 8-byte value)."""
 
-    __slots__ = ("cm", "dict", "fen", "max_m", "max_s")
+    __slots__ = ("cm", "cs", "fen", "max_m", "max_s", "table")
 
     def __init__(self) -> None:
-        self.dict: dict[bytes, float] = {}
+        self.table = PairTable(0)
         self.cm: list[list[bytes]] = []
-        self.max_s: list[float] = []
+        self.cs: list[array[float]] = []
+        self.max_s: array[float] = array("d")
         self.max_m: list[bytes] = []
         self.fen: list[int] | None = None
 
@@ -240,17 +254,36 @@ class _Chunked:
     def from_sorted(cls, members: list[bytes], scores: list[float]) -> _Chunked:
         """A set from its elements in order (members unique)."""
         self = cls()
-        self.dict = dict(zip(members, scores, strict=True))
-        self.cm = [members[start:start + _LOAD] for start in range(0, len(members), _LOAD)]
-        self.max_m = [chunk[-1] for chunk in self.cm]
-        self.max_s = [self.dict[m] for m in self.max_m]
+        self.append_run(members, scores)
+        self.index_members()
         return self
 
+    def append_run(self, members: list[bytes], scores: list[float]) -> None:
+        """Append elements in order, all past the set's last one, as new chunks; the table
+        is `index_members`'s to build once every run is in."""
+        column = array("d", scores)
+        load = _LOAD
+        for start in range(0, len(members), load):
+            part = members[start:start + load]
+            self.cm.append(part)
+            self.cs.append(column[start:start + load])
+            self.max_m.append(part[-1])
+            self.max_s.append(column[start + len(part) - 1])
+        self.fen = None
+
+    def index_members(self) -> None:
+        """A new table indexing every element of the chunks (one bulk load, no splits)."""
+        table = PairTable(sum(map(len, self.cm)))
+        table.load(zip(chain.from_iterable(self.cm),
+                       map(_PACK_SCORE, chain.from_iterable(self.cs)), strict=True))
+        self.table = table
+
     def __len__(self) -> int:
-        return len(self.dict)
+        return self.table.count
 
     def get(self, member: bytes) -> float | None:
-        return self.dict.get(member)
+        raw = self.table.get(member)
+        return None if raw is None else _unpack_score(raw)
 
     # -- positions ------------------------------------------------------------------------
 
@@ -294,7 +327,7 @@ class _Chunked:
         if i < first:
             return 0, i
         last = len(self.cm[-1])
-        total = len(self.dict)
+        total = self.table.count
         if i >= total - last:
             return len(self.cm) - 1, i - (total - last)
         fen = self._index()
@@ -309,7 +342,8 @@ class _Chunked:
 
     def _locate(self, score: float, member: bytes) -> tuple[int, int]:
         """The chunk and offset where (score, member) is or would go (appending to the last
-        chunk past every element). Every member a probe meets must be in the dict."""
+        chunk past every element): C-level bisections of the doubles, the members compared
+        only between a score's tie bounds."""
         max_s = self.max_s
         ci = bisect_left(max_s, score)
         nchunks = len(max_s)
@@ -318,28 +352,47 @@ class _Chunked:
         if ci == nchunks:
             ci -= 1
             return ci, len(self.cm[ci])
-        members = self.cm[ci]
-        key = self.dict.__getitem__
-        pos = bisect_left(members, score, key=key)
-        if pos < len(members) and members[pos] != member and key(members[pos]) == score:
-            pos = bisect_left(members, member, pos,
-                              bisect_right(members, score, pos, key=key))
+        scores = self.cs[ci]
+        pos = bisect_left(scores, score)
+        if pos < len(scores) and scores[pos] == score:
+            pos = bisect_left(self.cm[ci], member, pos, bisect_right(scores, score, pos))
         return ci, pos
 
     # -- changes --------------------------------------------------------------------------
 
     def insert(self, member: bytes, score: float) -> None:
+        """Add a member absent from the set."""
+        self.table.set(member, _PACK_SCORE(score))
+        self._place(member, score)
+
+    def remove(self, member: bytes) -> float | None:
+        raw = self.table.pop(member)
+        if raw is None:
+            return None
+        score = _unpack_score(raw)
+        self._unplace(member, score)
+        return score
+
+    def update(self, member: bytes, old: float, new: float) -> None:
+        """Give a member (at score `old`) the score `new`: its record rewritten in place, the
+        element moved."""
+        self.table.set(member, _PACK_SCORE(new))
+        self._unplace(member, old)
+        self._place(member, new)
+
+    def _place(self, member: bytes, score: float) -> None:
+        """Put the element in its chunk (the table is the caller's)."""
         if not self.cm:
             self.cm.append([member])
+            self.cs.append(array("d", (score,)))
             self.max_s.append(score)
             self.max_m.append(member)
             self.fen = None
-            self.dict[member] = score
             return
         ci, pos = self._locate(score, member)
-        self.dict[member] = score
         members = self.cm[ci]
         members.insert(pos, member)
+        self.cs[ci].insert(pos, score)
         if pos == len(members) - 1:
             self.max_s[ci] = score
             self.max_m[ci] = member
@@ -348,44 +401,44 @@ class _Chunked:
         else:
             self._fen_add(ci, 1)
 
-    def _split(self, ci: int) -> None:
-        members = self.cm[ci]
-        self.cm[ci:ci + 1] = [members[:_LOAD], members[_LOAD:]]
-        self.max_s.insert(ci, self.dict[members[_LOAD - 1]])
-        self.max_m.insert(ci, members[_LOAD - 1])
-        self.fen = None
-
-    def remove(self, member: bytes) -> float | None:
-        score = self.dict.get(member)
-        if score is None:
-            return None
+    def _unplace(self, member: bytes, score: float) -> None:
+        """Take the element out of its chunk (the table is the caller's)."""
         ci, pos = self._locate(score, member)
-        del self.dict[member]
         members = self.cm[ci]
         del members[pos]
+        scores = self.cs[ci]
+        del scores[pos]
         if not members:
             self._drop_chunk(ci)
-            return score
+            return
         if pos == len(members):
-            self.max_s[ci] = self.dict[members[-1]]
+            self.max_s[ci] = scores[-1]
             self.max_m[ci] = members[-1]
         self._fen_add(ci, -1)
         if len(members) < _LOAD // 4 and len(self.cm) > 1:
             self._merge(ci)
-        return score
+
+    def _split(self, ci: int) -> None:
+        members, scores = self.cm[ci], self.cs[ci]
+        load = _LOAD
+        self.cm[ci:ci + 1] = [members[:load], members[load:]]
+        self.cs[ci:ci + 1] = [scores[:load], scores[load:]]
+        self.max_s.insert(ci, scores[load - 1])
+        self.max_m.insert(ci, members[load - 1])
+        self.fen = None
 
     def _drop_chunk(self, ci: int) -> None:
-        del self.cm[ci], self.max_s[ci], self.max_m[ci]
+        del self.cm[ci], self.cs[ci], self.max_s[ci], self.max_m[ci]
         self.fen = None
 
     def _merge(self, ci: int) -> None:
         """Join chunk ci with a neighbour (splitting again when the two are too big)."""
         left = ci - 1 if ci > 0 else ci
         self.cm[left] += self.cm[left + 1]
+        self.cs[left] += self.cs[left + 1]
         self.max_s[left] = self.max_s[left + 1]
         self.max_m[left] = self.max_m[left + 1]
-        del self.cm[left + 1], self.max_s[left + 1], self.max_m[left + 1]
-        self.fen = None
+        self._drop_chunk(left + 1)
         if len(self.cm[left]) > 2 * _LOAD:
             self._split(left)
 
@@ -397,45 +450,45 @@ class _Chunked:
         find = bisect_right if right else bisect_left
         ci = find(self.max_s, x)
         if ci == len(self.max_s):
-            return len(self.dict)
-        return self._prefix(ci) + find(self.cm[ci], x, key=self.dict.__getitem__)
+            return self.table.count
+        return self._prefix(ci) + find(self.cs[ci], x)
 
     def bisect_member(self, member: bytes, right: bool) -> int:
         find = bisect_right if right else bisect_left
         ci = find(self.max_m, member)
         if ci == len(self.max_m):
-            return len(self.dict)
+            return self.table.count
         return self._prefix(ci) + find(self.cm[ci], member)
 
-    def members(self, i: int, j: int) -> list[bytes]:
-        """The members at positions [i, j)."""
+    # -- ranges ---------------------------------------------------------------------------
+
+    def slice(self, i: int, j: int) -> tuple[list[bytes], list[float]]:
+        """The members and the scores at positions [i, j)."""
         if i >= j:
-            return []
+            return [], []
         ci, off = self._seek(i)
         wanted = j - i
         chunk = self.cm[ci]
         if off + wanted <= len(chunk):
-            return chunk[off:off + wanted]
+            return chunk[off:off + wanted], self.cs[ci][off:off + wanted].tolist()
         members: list[bytes] = []
+        scores: list[float] = []
         while wanted > 0:
             part = self.cm[ci][off:off + wanted]
             members += part
+            scores += self.cs[ci][off:off + len(part)].tolist()
             wanted -= len(part)
             ci, off = ci + 1, 0
-        return members
-
-    def slice(self, i: int, j: int) -> tuple[list[bytes], list[float]]:
-        members = self.members(i, j)
-        return members, list(map(self.dict.__getitem__, members))
+        return members, scores
 
     def at(self, i: int) -> tuple[bytes, float]:
         ci, off = self._seek(i)
-        member = self.cm[ci][off]
-        return member, self.dict[member]
+        return self.cm[ci][off], self.cs[ci][off]
 
     def delete_slice(self, i: int, j: int) -> list[bytes]:
         if i >= j:
             return []
+        size = self.table.count
         ci, off = self._seek(i)
         removed: list[bytes] = []
         wanted = j - i
@@ -445,13 +498,17 @@ class _Chunked:
             part = members[off:off + wanted]
             removed += part
             del members[off:off + len(part)]
+            del self.cs[ci][off:off + len(part)]
             self._fen_add(ci, -len(part))
             wanted -= len(part)
             ci, off = ci + 1, 0
-        pop = self.dict.pop
-        for member in removed:
-            pop(member)
         self._repair(first, ci)
+        if 2 * len(removed) > size:  # most of the set: index the survivors afresh
+            self.index_members()
+        else:
+            pop = self.table.pop
+            for member in removed:
+                pop(member)
         return removed
 
     def _repair(self, first: int, stop: int) -> None:
@@ -460,10 +517,9 @@ class _Chunked:
         for ci in range(stop - 1, first - 1, -1):
             members = self.cm[ci]
             if not members:
-                del self.cm[ci], self.max_s[ci], self.max_m[ci]
-                self.fen = None
+                self._drop_chunk(ci)
             else:
-                self.max_s[ci] = self.dict[members[-1]]
+                self.max_s[ci] = self.cs[ci][-1]
                 self.max_m[ci] = members[-1]
         for ci in (first, first - 1):
             if 0 <= ci < len(self.cm) and len(self.cm[ci]) < _LOAD // 4 and len(self.cm) > 1:
@@ -471,15 +527,17 @@ class _Chunked:
                 break
 
     def items(self) -> Iterator[tuple[bytes, float]]:
-        score = self.dict.__getitem__
-        for members in self.cm:
-            yield from zip(members, map(score, members), strict=True)
+        for members, scores in zip(self.cm, self.cs, strict=True):
+            yield from zip(members, scores.tolist(), strict=True)
 
     def copy(self) -> _Chunked:
+        """An independent copy: the chunks copied, the table's buckets (immutable bytes)
+        shared until either side rewrites one."""
         twin = _Chunked()
-        twin.dict = dict(self.dict)
+        twin.table = self.table.copy()
         twin.cm = [list(c) for c in self.cm]
-        twin.max_s = list(self.max_s)
+        twin.cs = [c[:] for c in self.cs]
+        twin.max_s = self.max_s[:]
         twin.max_m = list(self.max_m)
         return twin
 
@@ -592,8 +650,7 @@ class ZSet:
                 return ADD_NOP, None
             if score == current:  # -0.0 == 0.0: the stored sign stays
                 return ADD_SAME, score
-            store.remove(member)
-            store.insert(member, score)
+            store.update(member, current, score)
             return ADD_UPDATED, score
         if xx:
             return ADD_NOP, None
@@ -906,12 +963,8 @@ class ZSet:
             if last is not None and (chunk_scores[0], chunk_members[0]) <= last:
                 raise ValueError("sorted set data out of order")
             last = (chunk_scores[-1], chunk_members[-1])
-            store.dict.update(zip(chunk_members, chunk_scores, strict=True))
-            for start in range(0, len(chunk_members), _LOAD):
-                part = chunk_members[start:start + _LOAD]
-                store.cm.append(part)
-                store.max_m.append(part[-1])
-                store.max_s.append(store.dict[part[-1]])
+            store.append_run(chunk_members, chunk_scores)
+        store.index_members()
         return cls(store=store)
 
     def columns(self, first: int, stop: int) -> tuple[list[bytes], list[float]]:
@@ -926,6 +979,12 @@ class ZSet:
 
 _BIG_ENDIAN = struct.pack("=H", 1) == b"\x00\x01"
 _SCORE_THEN_MEMBER = operator.itemgetter(1, 0)
+
+
+def _unpack_score(raw: bytes) -> float:
+    """A score as the member index stores it (8 bytes, the sign of -0.0 kept)."""
+    value: float = _SCORE.unpack(raw)[0]
+    return value
 
 
 def _fits_listpack(members: list[bytes], limits: ZSetLimits) -> bool:

@@ -36,7 +36,7 @@ from streamkeep.engine.exec.context import Block, Ctx, Later, Session
 from streamkeep.engine.exec.engine_state import EngineState
 from streamkeep.engine.exec.latency import LatencyMonitor
 from streamkeep.engine.exec.pubsub import PubSub, Subscription
-from streamkeep.engine.exec.settings import DEFAULT_CONFIG, normalize_settings
+from streamkeep.engine.exec.settings import DEFAULT_CONFIG, apply_value_limits, normalize_settings
 from streamkeep.engine.exec.slowlog import SlowLog
 from streamkeep.engine.exec.stats import CommandCounters, ServerStats
 from streamkeep.engine.exec.table import (
@@ -56,7 +56,6 @@ from streamkeep.engine.model.hashes import HashLimits
 from streamkeep.engine.model.residency import Residency
 from streamkeep.engine.model.sets import SetLimits
 from streamkeep.engine.model.value_types import STREAM, STRING, TYPES
-from streamkeep.engine.model.zset import ZSetLimits
 from streamkeep.engine.runtime.batches import Batches
 from streamkeep.engine.runtime.expiry_cycle import active_expire_cycle
 from streamkeep.engine.runtime.refusals import Refusals
@@ -143,15 +142,10 @@ class EngineCore(EngineState):
         self.dbs = self.keyspaces[STREAM.slot]
         self.strings = self.keyspaces[STRING.slot]
         self.expires = [{} for _ in range(NUM_DATABASES)]
-        self.hash_limits = HashLimits(int(self.config["hash-max-listpack-entries"]),
-                                      int(self.config["hash-max-listpack-value"]))
         self.hash_ttls = [None] * NUM_DATABASES
-        config = self.config
-        self.set_limits = SetLimits(int(config["set-max-intset-entries"]),
-                                    int(config["set-max-listpack-entries"]),
-                                    int(config["set-max-listpack-value"]))
-        self.zset_limits = ZSetLimits(int(config["zset-max-listpack-entries"]),
-                                      int(config["zset-max-listpack-value"]))
+        self.hash_limits = HashLimits()
+        self.set_limits = SetLimits()
+        apply_value_limits(self)  # (and the zset_limits, from the config as CONFIG SET does)
         # Held while a command runs. Re-entrant for the server, which holds it over a batch of
         # a connection's commands and calls back into the engine from its glue; handlers
         # never take it.

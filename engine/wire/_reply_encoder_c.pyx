@@ -357,8 +357,16 @@ cdef int write_other(Out* o, object value) except -1:
         return py_write(o, _reply_encoder_py.write_reply, value)
     if t is Verbatim:
         return py_write(o, _reply_encoder_py._write_verbatim, value)
-    if t is HumanDouble:
-        return py_write(o, _reply_encoder_py._write_human_double, value)
+    if t is HumanDouble:  # every score reply of the sorted sets: written here, not in Python
+        text = value.text
+        if type(text) is not bytes:
+            return py_write(o, _reply_encoder_py._write_human_double, value)
+        if protocol == 3:
+            put(o, ",", 1)
+        else:
+            put_line(o, 36, PyBytes_GET_SIZE(text))  # '$'
+        put_bytes(o, text)
+        return put(o, "\r\n", 2)
     if t is bytearray or t is memoryview:
         return write_value(o, bytes(value))
     if isinstance(value, (bool, int, str, bytes, list, tuple, float)):

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from streamkeep import Engine, Session
+from streamkeep import Engine, ReplyError, Session
 from streamkeep.engine.wire.reply import RespMap, to_plain
 from tests.support.effects_util import Recorded, argv_bytes
 
@@ -247,3 +247,74 @@ def test_events() -> None:
     assert events(sub) == [b"new", b"hset", b"hset", b"hincrby", b"hincrbyfloat", b"hdel",
                            b"hdel", b"del"]
     sub.close()
+
+
+# --- a small plain hash kept bare -----------------------------------------------------------------
+
+
+def test_a_small_plain_hash_is_kept_as_its_pack() -> None:
+    from streamkeep.engine.model.hashes import Hash
+    from streamkeep.engine.model.packed_hash import PackedHash
+    from streamkeep.engine.model.value_types import HASH
+
+    e = Engine()
+    space = e.keyspaces[HASH.slot][0]
+    e.execute("HSET", "h", "a", "1", "b", "2")
+    e.execute("HINCRBY", "n", "f", "1")
+    e.execute("HINCRBYFLOAT", "x", "f", "1.5")
+    e.execute("HSETNX", "s", "f", "1")
+    assert all(type(space[k]) is PackedHash for k in (b"h", b"n", b"x", b"s"))
+    e.execute("HDEL", "h", "b")
+    assert type(space[b"h"]) is PackedHash and e.execute("HGETALL", "h") == [b"a", b"1"]
+    e.execute("HSET", "big", "f", "x" * 65)
+    e.execute("HSET", "ex", "a", "1")
+    e.execute("HEXPIRE", "ex", "100", "FIELDS", "1", "nope")  # (listpackex, TTL set or not)
+    assert isinstance(space[b"big"], Hash) and isinstance(space[b"ex"], Hash)
+    assert e.execute("OBJECT", "ENCODING", "ex") == b"listpackex"
+    e.execute("HDEL", "h", "a")  # (emptied: the key goes, nothing stored back)
+    assert b"h" not in space and e.execute("EXISTS", "h") == 0
+
+
+def test_generic_commands_see_a_bare_hash_as_a_hash() -> None:
+    from streamkeep.engine.model.packed_hash import PackedHash
+    from streamkeep.engine.model.value_types import HASH
+
+    e = Engine()
+    space = e.keyspaces[HASH.slot][0]
+    e.execute("HSET", "h", "a", "1", "b", "2")
+    assert e.execute("TYPE", "h") == "hash"
+    assert e.execute("OBJECT", "ENCODING", "h") == b"listpack"
+    assert e.execute("MEMORY", "USAGE", "h") > 0
+    assert e.execute("SCAN", "0", "TYPE", "hash") == [b"0", [b"h"]]
+    assert e.execute("SCAN", "0", "TYPE", "string") == [b"0", []]
+    payload = e.execute("DUMP", "h")
+    e.execute("RESTORE", "r", "0", payload)
+    assert e.execute("DUMP", "r") == payload
+    assert e.execute("HGETALL", "r") == e.execute("HGETALL", "h")
+    assert e.execute("COPY", "h", "c") == 1 and type(space[b"c"]) is PackedHash
+    e.execute("HSET", "c", "z", "9")
+    assert e.execute("HGET", "h", "z") is None and e.execute("HGET", "c", "z") == b"9"
+    e.execute("RENAME", "h", "h2")
+    assert type(space[b"h2"]) is PackedHash and e.execute("HGET", "h2", "a") == b"1"
+    e.execute("SET", "str", "v")
+    with pytest.raises(ReplyError, match="WRONGTYPE"):
+        e.execute("GET", "h2")
+    with pytest.raises(ReplyError, match="WRONGTYPE"):
+        e.execute("HLEN", "str")
+
+
+def test_a_hash_read_then_renamed_never_writes_over_its_old_key() -> None:
+    """A small hash kept as a Hash (RESTORE makes one) is bound to its key when read; after
+    RENAME took it elsewhere and a new hash took the old key, a change to the renamed hash
+    lands on it, not on the old key."""
+    e = Engine()
+    e.execute("HSET", "k", "a", "1", "b", "2")
+    payload = e.execute("DUMP", "k")
+    e.execute("DEL", "k")
+    e.execute("RESTORE", "k", "0", payload)
+    assert e.execute("HGET", "k", "a") == b"1"
+    e.execute("RENAME", "k", "k2")
+    e.execute("HSET", "k", "z", "9")
+    e.execute("HSET", "k2", "c", "3")
+    assert e.execute("HGETALL", "k") == [b"z", b"9"]
+    assert e.execute("HGETALL", "k2") == [b"a", b"1", b"b", b"2", b"c", b"3"]

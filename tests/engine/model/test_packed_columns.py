@@ -1,31 +1,173 @@
-"""The search of a string in a packed column (engine.model.packed_columns), against a plain
-list's index, including strings found inside others and empty strings."""
+"""engine.model.packed_columns: the compiled kernel and its pure twin read the packs of the small
+hashes and sets (one and two columns, both widths) as lists of strings would: a string found
+by its index (not inside another, not in the header), its offset and bytes; and a malformed
+pack, as a snapshot or an RDB file could hold, is a ValueError from both, never a crash."""
 
 from __future__ import annotations
 
+import random
+from types import ModuleType
+
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from streamkeep.engine.model.packed_columns import column_index
+from tests.support.kernels import kernel_fixture, outcome, pure_and_compiled
+
+packed_impl = kernel_fixture("streamkeep.engine.model", "packed_columns")
 
 
-def _packed(strings: list[bytes]) -> tuple[bytes, bytes, int]:
-    head = b"HEAD"
-    return head + b"".join(strings), bytes(len(s) for s in strings), len(head)
+def _pack(columns: list[list[bytes]], wide: bool = False) -> bytes:
+    """The pack of equally long columns: width byte, count, lengths, strings."""
+    n = len(columns[0])
+    lens = [len(s) for column in columns for s in column]
+    strings = b"".join(s for column in columns for s in column)
+    if not wide:
+        return bytes((1, n, *lens)) + strings
+    return (b"\x04" + n.to_bytes(4, "little")
+            + b"".join(size.to_bytes(4, "little") for size in lens) + strings)
 
 
-def test_a_string_inside_another_is_not_found_there() -> None:
+def test_a_string_inside_another_is_not_found_there(packed_impl: ModuleType) -> None:
     strings = [b"abcabc", b"bca", b"", b"c", b"ab"]
-    blob, lens, start = _packed(strings)
-    for i, s in enumerate(strings):
-        assert column_index(blob, lens, start, len(blob), s) == i
-    assert column_index(blob, lens, start, len(blob), b"cab") == -1
-    assert column_index(blob, lens, start, len(blob), b"HEAD") == -1  # before the column
+    for wide in (False, True):
+        blob = _pack([strings], wide)
+        for i, s in enumerate(strings):
+            assert packed_impl.pack_index(blob, 1, s) == i
+        assert packed_impl.pack_index(blob, 1, b"cab") == -1
+        assert packed_impl.pack_index(blob, 1, blob[:2]) == -1  # the header is no string
+
+
+def test_a_value_is_not_found_as_a_field(packed_impl: ModuleType) -> None:
+    blob = _pack([[b"f1", b"f2"], [b"v1", b"f3"]])
+    assert packed_impl.pack_index(blob, 2, b"f3") == -1
+    assert packed_impl.pack_get(blob, 2, b"f2", 1) == b"f3"
+    assert packed_impl.pack_get(blob, 2, b"v1", 1) is None
+    assert packed_impl.pack_get(blob, 2, b"f1", 0) == b"f1"
+
+
+def test_the_empty_pack(packed_impl: ModuleType) -> None:
+    for blob in (b"\x01\x00", _pack([[]], wide=True)):
+        assert packed_impl.pack_count(blob, 1) == 0
+        assert packed_impl.pack_index(blob, 1, b"") == -1
+        assert packed_impl.pack_offset(blob, 1, 0, 0) == len(blob)
+        with pytest.raises(IndexError):
+            packed_impl.pack_item(blob, 1, 0, 0)
+
+
+def test_a_bytes_subclass_is_a_pack(packed_impl: ModuleType) -> None:
+    class Kept(bytes):
+        pass
+
+    blob = Kept(_pack([[b"f"], [b"v"]]))
+    assert packed_impl.pack_get(blob, 2, b"f", 1) == b"v"
+    assert type(packed_impl.pack_item(blob, 2, 1, 0)) is bytes
+
+
+def _strings(max_size: int = 6) -> st.SearchStrategy[list[bytes]]:
+    return st.lists(st.binary(max_size=max_size), max_size=40)
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.lists(st.binary(max_size=6), max_size=40), st.binary(max_size=6))
-def test_as_a_list_finds_it(strings: list[bytes], needle: bytes) -> None:
-    blob, lens, start = _packed(strings)
-    want = strings.index(needle) if needle in strings else -1
-    assert column_index(blob, lens, start, len(blob), needle) == want
+@given(st.data(), st.sampled_from([1, 2]), st.booleans(), st.binary(max_size=6))
+def test_as_lists_read_it(packed_impl: ModuleType, data: st.DataObject, ncols: int,
+                          wide: bool, needle: bytes) -> None:
+    first = data.draw(_strings())
+    columns = [first] + [data.draw(st.lists(st.binary(max_size=300 if wide else 6),
+                                            min_size=len(first), max_size=len(first)))
+                         for _ in range(ncols - 1)]
+    blob = _pack(columns, wide)
+    want = first.index(needle) if needle in first else -1
+    assert packed_impl.pack_count(blob, ncols) == len(first)
+    assert packed_impl.pack_index(blob, ncols, needle) == want
+    for col, column in enumerate(columns):
+        assert packed_impl.pack_get(blob, ncols, needle, col) == (
+            None if want < 0 else column[want])
+        header = 2 + 3 * wide + ncols * len(first) * (4 if wide else 1)
+        at = header + sum(len(s) for c in columns[:col] for s in c)
+        for i, s in enumerate(column):
+            assert packed_impl.pack_offset(blob, ncols, col, i) == at
+            assert packed_impl.pack_item(blob, ncols, col, i) == s
+            at += len(s)
+        assert packed_impl.pack_offset(blob, ncols, col, len(column)) == at
+    assert packed_impl.pack_strings(blob, ncols) == [s for column in columns for s in column]
+
+
+def test_out_of_range_places_are_index_errors(packed_impl: ModuleType) -> None:
+    blob = _pack([[b"a", b"b"], [b"x", b"y"]])
+    for col, i in ((-1, 0), (2, 0), (0, -1), (0, 3), (1, 3)):
+        with pytest.raises(IndexError):
+            packed_impl.pack_offset(blob, 2, col, i)
+    for col, i in ((0, 2), (1, 2), (2, 0)):
+        with pytest.raises(IndexError):
+            packed_impl.pack_item(blob, 2, col, i)
+    with pytest.raises(IndexError):
+        packed_impl.pack_get(blob, 2, b"a", 2)
+
+
+HOSTILE = {
+    "empty": b"",
+    "one byte": b"\x01",
+    "width byte 2": b"\x02\x01\x01a",
+    "width byte 0": b"\x00\x00",
+    "wide count cut": b"\x04\x01\x00",
+    "count past the end": b"\x01\x05\x01a",
+    "huge wide count": b"\x04\xff\xff\xff\xff\x01\x00\x00\x00a",
+    "length past the end": b"\x01\x01\x09abc",
+    "wide length past the end": b"\x04\x01\x00\x00\x00\xff\xff\xff\xffabc",
+    "truncated string": _pack([[b"abc", b"de"]])[:-1],
+    "truncated wide string": _pack([[b"abc", b"de"]], wide=True)[:-1],
+    "bytes after the strings": _pack([[b"abc"]]) + b"x",
+    "a value column missing": _pack([[b"abc", b"de"]]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(HOSTILE))
+def test_a_malformed_pack_is_a_value_error(packed_impl: ModuleType, name: str) -> None:
+    blob = HOSTILE[name]
+    ncols = 2 if name == "a value column missing" else 1
+    calls = [(packed_impl.pack_count, (blob, ncols)),
+             (packed_impl.pack_index, (blob, ncols, b"a")),
+             (packed_impl.pack_offset, (blob, ncols, 0, 0)),
+             (packed_impl.pack_item, (blob, ncols, 0, 0)),
+             (packed_impl.pack_get, (blob, ncols, b"a", 0)),
+             (packed_impl.pack_strings, (blob, ncols))]
+    for function, args in calls:
+        with pytest.raises(ValueError):
+            function(*args)
+
+
+def test_no_columns_is_a_value_error(packed_impl: ModuleType) -> None:
+    with pytest.raises(ValueError):
+        packed_impl.pack_count(b"\x01\x00", 0)
+
+
+def _calls(blob: bytes, ncols: int, needle: bytes, col: int, i: int) -> list[tuple[str, tuple]]:
+    return [("pack_count", (blob, ncols)), ("pack_index", (blob, ncols, needle)),
+            ("pack_offset", (blob, ncols, col, i)), ("pack_item", (blob, ncols, col, i)),
+            ("pack_get", (blob, ncols, needle, col)), ("pack_strings", (blob, ncols))]
+
+
+def test_twins_agree_on_damaged_packs() -> None:
+    """Random packs, cut, with a byte changed or one added: the same result or the same
+    error (type and message) from both."""
+    pure, compiled = pure_and_compiled("streamkeep.engine.model", "packed_columns")
+    rng = random.Random(53)
+    for _ in range(3000):
+        ncols, n = rng.choice((1, 2)), rng.randint(0, 10)
+        columns = [[bytes(rng.choice(b"ab") for _ in range(rng.randint(0, 4)))
+                    for _ in range(n)] for _ in range(ncols)]
+        blob = bytearray(_pack(columns, rng.random() < 0.5))
+        damage = rng.randrange(4)
+        if damage == 0:
+            del blob[rng.randrange(len(blob)):]
+        elif damage == 1:
+            blob[rng.randrange(len(blob))] = rng.randrange(256)
+        elif damage == 2:
+            blob.insert(rng.randrange(len(blob) + 1), rng.randrange(256))
+        needle = bytes(rng.choice(b"ab") for _ in range(rng.randint(0, 4)))
+        calls = _calls(bytes(blob), rng.choice((ncols, ncols, 1, 3)), needle,
+                       rng.randint(-1, ncols), rng.randint(-1, n + 1))
+        for name, args in calls:
+            assert outcome(getattr(pure, name), *args) == outcome(
+                getattr(compiled, name), *args), (name, args)

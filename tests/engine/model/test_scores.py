@@ -234,3 +234,18 @@ def test_fpconv_dtoa_without_the_integer_shortcut() -> None:
     assert fpconv_dtoa(2.0 ** 62) == b"4611686018427388000"  # d2string writes every digit
     assert fpconv_dtoa(-0.0) == b"-0" and fpconv_dtoa(0.0) == b"0"
     assert fpconv_dtoa(-math.inf) == b"-inf" and fpconv_dtoa(math.nan) == b"nan"
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.one_of(
+    st.from_regex(rb"\A-?[0-9]{1,17}(\.[0-9]{1,17})?\Z"),
+    st.sampled_from([b"-inf", b"+inf", b"inf", b"0", b"-0", b"Inf", b"+0", b"00", b"1.", b".5"])))
+def test_range_bound_shortcuts_read_as_strtod(text: bytes) -> None:
+    """The bounds read without the strtod grammar (infinities, plain decimals) come out as
+    the grammar reads them (string2d's whole-text strtod, here), the sign of a zero included."""
+    rng = parse_score_range(text, text)
+    assert rng is not None
+    value = parse_score(text)
+    assert value is not None
+    assert struct.pack("<d", rng.min) == struct.pack("<d", value)
+    assert rng == ScoreRange(value, value)

@@ -499,6 +499,29 @@ def test_large_set_against_the_reference() -> None:
                                                   [p for p in ordered if p not in inside][100:2001]]
 
 
+def test_large_set_index_after_bulk_removals_and_copies() -> None:
+    """A big set's member index (scores, -0's sign) stays right when a range removes most of
+    the set, and a copy shares nothing it can change."""
+    rng = random.Random(5)
+    pairs = {b"element:%012d" % rng.randrange(10 ** 12): rng.choice(
+        [-0.0, 0.0, 1.0, rng.random()]) for _ in range(3000)}
+    z = filled(pairs)
+    assert z.encoding == SKIPLIST
+    twin = z.copy()
+    negative = [m for m, s in pairs.items() if s == 0.0 and math.copysign(1.0, s) < 0]
+    assert negative and all(format_score(score_of(z, m)) == b"-0" for m in negative)
+    ordered = sorted(pairs.items(), key=lambda p: (p[1], p[0]))
+    assert z.remove_range_by_rank(100, -100) == [m for m, _ in ordered[100:-99]]
+    for member, score in ordered[:100] + ordered[-99:]:
+        assert z.score(member) == score and z.rank(member) is not None
+    assert all(z.score(m) is None for m, _ in ordered[100:-99])
+    assert z.add(ordered[150][0], 2.0) == (ADD_ADDED, 2.0)
+    assert z.add(ordered[0][0], 5.0) == (ADD_UPDATED, 5.0)
+    assert len(z) == 200 and list(z.items()) == sorted(z.items(), key=lambda p: (p[1], p[0]))
+    assert list(twin.items()) == ordered
+    assert all(twin.score(m) == s for m, s in pairs.items())
+
+
 # ---- against redis-server ------------------------------------------------------------------
 
 def test_encodings_and_ranges_match_redis(redis_raw: RespClient) -> None:

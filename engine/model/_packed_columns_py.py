@@ -1,0 +1,162 @@
+"""The packed columns of the small hashes and sets, pure Python: the reference the compiled
+kernel (`_packed_columns_c.pyx`) is tested against.
+
+A pack is one bytes object: a width byte w (1, or 4), the count (1 byte, or 4 bytes
+little-endian), then `ncols` columns of `count` lengths (w bytes each, little-endian), then the
+strings of column 0 end to end, those of column 1, and so on (the sets keep one column, their
+members; the hashes two, fields then values). The lengths of all the columns lie one after
+another, so where string i of column c starts is the data's start plus the sum of the first
+`c * count + i` lengths.
+
+Packs come from snapshots and RDB files too, so every call checks the pack it reads: the width
+byte, the header within the bytes, and the lengths summing to exactly the bytes after the
+header; a malformed pack raises ValueError. A column or index out of range is the caller's
+mistake: IndexError.
+Must not touch: anything but the bytes it is given.
+"""
+
+from __future__ import annotations
+
+import sys
+from array import array
+
+_BIG_ENDIAN = sys.byteorder == "big"
+
+Lengths = bytes | array
+
+
+def _header(blob: bytes, ncols: int) -> tuple[int, int, int]:
+    """(width, count, offset of the first string) of a checked pack."""
+    if ncols < 1:
+        raise ValueError("a pack has at least one column")
+    size = len(blob)
+    if size < 2:
+        raise ValueError("pack too short for its header")
+    w = blob[0]
+    if w == 1:
+        n = blob[1]
+    elif w == 4:
+        if size < 5:
+            raise ValueError("pack too short for its header")
+        n = int.from_bytes(blob[1:5], "little")
+    else:
+        raise ValueError("pack width byte is not 1 or 4")
+    data = 1 + w + ncols * n * w
+    if data > size:
+        raise ValueError("pack lengths run past its end")
+    total = sum(_lengths(blob, w, ncols * n))
+    if total > size - data:
+        raise ValueError("pack strings run past its end")
+    if total < size - data:
+        raise ValueError("pack has bytes after its strings")
+    return w, n, data
+
+
+def _lengths(blob: bytes, w: int, stop: int) -> Lengths:
+    """The first `stop` lengths of the pack, all columns counted one after another."""
+    if w == 1:
+        return blob[2:2 + stop]
+    out = array("I", blob[5:5 + 4 * stop])
+    if _BIG_ENDIAN:  # the pack's lengths are little-endian on every platform
+        out.byteswap()
+    return out
+
+
+def _length(blob: bytes, w: int, j: int) -> int:
+    if w == 1:
+        return blob[2 + j]
+    return int.from_bytes(blob[5 + 4 * j:9 + 4 * j], "little")
+
+
+def _check_place(ncols: int, n: int, col: int, i: int, last: int) -> None:
+    if not 0 <= col < ncols:
+        raise IndexError("pack column out of range")
+    if not 0 <= i < n + last:
+        raise IndexError("pack index out of range")
+
+
+def pack_count(blob: bytes, ncols: int) -> int:
+    """The number of strings in each column."""
+    return _header(blob, ncols)[1]
+
+
+def pack_index(blob: bytes, ncols: int, needle: bytes) -> int:
+    """The index of the first string of column 0 equal to `needle`, -1 when none is."""
+    w, n, data = _header(blob, ncols)
+    lens = _lengths(blob, w, n)
+    return _column_index(blob, lens, data, data + sum(lens), needle)
+
+
+def pack_offset(blob: bytes, ncols: int, col: int, i: int) -> int:
+    """Where string i of column col starts in the pack (i may be the count: where the column
+    ends)."""
+    w, n, data = _header(blob, ncols)
+    _check_place(ncols, n, col, i, 1)
+    return data + sum(_lengths(blob, w, col * n + i))
+
+
+def pack_item(blob: bytes, ncols: int, col: int, i: int) -> bytes:
+    """String i of column col."""
+    w, n, data = _header(blob, ncols)
+    _check_place(ncols, n, col, i, 0)
+    j = col * n + i
+    at = data + sum(_lengths(blob, w, j))
+    return blob[at:at + _length(blob, w, j)]
+
+
+def pack_get(blob: bytes, ncols: int, needle: bytes, col: int) -> bytes | None:
+    """The string of column col in the row whose column-0 string is `needle` (a hash's value
+    of a field), None when no row is."""
+    w, n, data = _header(blob, ncols)
+    if not 0 <= col < ncols:
+        raise IndexError("pack column out of range")
+    lens = _lengths(blob, w, n)
+    i = _column_index(blob, lens, data, data + sum(lens), needle)
+    if i < 0:
+        return None
+    j = col * n + i
+    at = data + sum(_lengths(blob, w, j))
+    return blob[at:at + _length(blob, w, j)]
+
+
+def pack_strings(blob: bytes, ncols: int) -> list[bytes]:
+    """Every string of the pack, column after column (HGETALL, SMEMBERS, a conversion)."""
+    w, n, data = _header(blob, ncols)
+    out: list[bytes] = []
+    at = data
+    for size in _lengths(blob, w, ncols * n):
+        out.append(blob[at:at + size])
+        at += size
+    return out
+
+
+def _column_index(blob: bytes, lens: Lengths, start: int, end: int, needle: bytes) -> int:
+    """The index of `needle` among the strings stored one after another in blob[start:end]
+    (`lens` their lengths), -1 when absent.
+
+    A C-level search of the strings' bytes gives a candidate offset; its index is guessed
+    from their mean length and corrected by summing lengths (C level) and stepping a string
+    or two, so no Python loop walks every string. A candidate inside another string is
+    skipped for the next one."""
+    nlen = len(needle)
+    if nlen == 0:
+        return lens.index(0) if 0 in lens else -1
+    c = blob.find(needle, start, end)
+    n = len(lens)
+    span = end - start
+    while c >= 0:
+        i = (c - start) * n // span
+        p = start + sum(lens[:i])
+        while p < c:
+            p += lens[i]
+            i += 1
+        while p > c:
+            i -= 1
+            p -= lens[i]
+        if p == c:
+            while i < n and lens[i] == 0:  # empty strings share the offset of the next one
+                i += 1
+            if i < n and lens[i] == nlen:
+                return i
+        c = blob.find(needle, c + 1, end)
+    return -1
