@@ -7,9 +7,19 @@ the bytes, the lengths summing to exactly the bytes after it), so the reads belo
 stay inside the bytes; a column or index is checked against the count before it is used.
 """
 
-from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_Check, PyBytes_GET_SIZE
+from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_Check, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
+from cpython.mem cimport PyMem_Free, PyMem_Malloc
 from libc.stdint cimport uint64_t
 from libc.string cimport memcmp, memcpy
+
+
+cdef extern from "Python.h":
+    # hash() of a bytes object with these bytes: a bucket split places each row by the hash
+    # its key has in Python, without making the key's bytes object
+    Py_hash_t _Py_HashBytes(const void *src, Py_ssize_t size)
+
+cdef enum:
+    LONG = 255  # a length or count from which a pack's lengths take 4 bytes
 
 
 cdef struct Pack:
@@ -197,3 +207,149 @@ def pack_strings(blob, Py_ssize_t ncols):
         out[j] = p[off:off + size]
         off += size
     return out
+
+
+cdef struct Strings:
+    Py_ssize_t *lens
+    const char **ptrs
+
+
+cdef int _strings(const Pack *k, Py_ssize_t ncols, Strings *out) except -1:
+    """Every string's length and start, column after column (freed by `_free`)."""
+    cdef Py_ssize_t j, n = ncols * k.count, off = k.data
+    out.lens = <Py_ssize_t *>PyMem_Malloc((n + 2 * ncols) * sizeof(Py_ssize_t))
+    out.ptrs = <const char **>PyMem_Malloc((n + 2 * ncols) * sizeof(char *))
+    if out.lens == NULL or out.ptrs == NULL:
+        _free(out)
+        raise MemoryError()
+    for j in range(n):
+        out.lens[j] = _len_at(k, j)
+        out.ptrs[j] = <const char *>k.p + off
+        off += out.lens[j]
+    return 0
+
+
+cdef void _free(Strings *t) noexcept:
+    PyMem_Free(t.lens)
+    PyMem_Free(t.ptrs)
+    t.lens = NULL
+    t.ptrs = NULL
+
+
+cdef bytes _build(Py_ssize_t ncols, Py_ssize_t n, const Py_ssize_t *lens,
+                  const char **ptrs, const Py_ssize_t *rows):
+    """The pack of the given rows (`rows[r]`: the row of `lens`/`ptrs`, which hold `n_all`
+    rows column after column, `n_all` = rows[n]), in the pack's one form: one-byte lengths
+    when the count and every length are under 255, else four."""
+    cdef Py_ssize_t n_all = rows[n], c, r, j, w, head, total = 0, longest = 0, off, size
+    cdef unsigned char *d
+    for c in range(ncols):
+        for r in range(n):
+            size = lens[c * n_all + rows[r]]
+            total += size
+            if size > longest:
+                longest = size
+    w = 1 if n < LONG and longest < LONG else 4
+    head = 1 + w + ncols * n * w
+    out = PyBytes_FromStringAndSize(NULL, head + total)
+    d = <unsigned char *>PyBytes_AS_STRING(out)
+    d[0] = <unsigned char>w
+    _put(d + 1, w, n)
+    off = head
+    for c in range(ncols):
+        for r in range(n):
+            j = c * n_all + rows[r]
+            _put(d + 1 + w + (c * n + r) * w, w, lens[j])
+            memcpy(d + off, ptrs[j], lens[j])
+            off += lens[j]
+    return out
+
+
+cdef inline void _put(unsigned char *at, Py_ssize_t w, Py_ssize_t v) noexcept nogil:
+    if w == 1:
+        at[0] = <unsigned char>v
+    else:
+        at[0] = <unsigned char>(v & 255)
+        at[1] = <unsigned char>((v >> 8) & 255)
+        at[2] = <unsigned char>((v >> 16) & 255)
+        at[3] = <unsigned char>((v >> 24) & 255)
+
+
+def pack_put(blob, Py_ssize_t ncols, key, value):
+    """(the pack with the row `key, value` set, the value it replaced or None): an existing
+    key's value is replaced in its row, a new row goes last. Two columns only."""
+    cdef Pack k
+    cdef Strings t
+    cdef Py_ssize_t i, n, m, r
+    cdef Py_ssize_t *rows
+    if ncols != 2:
+        raise ValueError("pack_put sets a row of two columns")
+    if not PyBytes_Check(value):
+        raise TypeError("a value is bytes")
+    _open(&k, blob, ncols)
+    i = _index(&k, key)
+    n = k.count
+    m = n if i >= 0 else n + 1
+    t.lens = NULL
+    t.ptrs = NULL
+    rows = <Py_ssize_t *>PyMem_Malloc((m + 1) * sizeof(Py_ssize_t))
+    if rows == NULL:
+        raise MemoryError()
+    try:
+        _strings(&k, ncols, &t)
+        old = None
+        if i >= 0:
+            old = (t.ptrs[n + i])[:t.lens[n + i]]
+            t.lens[n + i] = PyBytes_GET_SIZE(value)
+            t.ptrs[n + i] = PyBytes_AS_STRING(value)
+            for r in range(n + 1):
+                rows[r] = r
+            return _build(ncols, n, t.lens, t.ptrs, rows), old
+        # a new last row: the columns laid out again with room for it (m rows each)
+        for r in range(n - 1, -1, -1):  # the values' column moves up one place
+            t.lens[m + r] = t.lens[n + r]
+            t.ptrs[m + r] = t.ptrs[n + r]
+        t.lens[n] = PyBytes_GET_SIZE(key)
+        t.ptrs[n] = PyBytes_AS_STRING(key)
+        t.lens[m + n] = PyBytes_GET_SIZE(value)
+        t.ptrs[m + n] = PyBytes_AS_STRING(value)
+        for r in range(m + 1):
+            rows[r] = r
+        return _build(ncols, m, t.lens, t.ptrs, rows), None
+    finally:
+        _free(&t)
+        PyMem_Free(rows)
+
+
+def pack_split(blob, Py_ssize_t ncols, Py_ssize_t mask, Py_ssize_t keep):
+    """(the rows whose key's hash() & mask is `keep`, the others): a bucket split in two."""
+    cdef Pack k
+    cdef Strings t
+    cdef Py_ssize_t n, r, a = 0, b = 0
+    cdef Py_ssize_t *kept
+    cdef Py_ssize_t *moved
+    _open(&k, blob, ncols)
+    n = k.count
+    t.lens = NULL
+    t.ptrs = NULL
+    kept = <Py_ssize_t *>PyMem_Malloc((n + 1) * sizeof(Py_ssize_t))
+    moved = <Py_ssize_t *>PyMem_Malloc((n + 1) * sizeof(Py_ssize_t))
+    try:
+        if kept == NULL or moved == NULL:
+            raise MemoryError()
+        _strings(&k, ncols, &t)
+        for r in range(n):
+            if (<Py_ssize_t>_Py_HashBytes(t.ptrs[r], t.lens[r])) & mask == keep:
+                kept[a] = r
+                a += 1
+            else:
+                moved[b] = r
+                b += 1
+        kept[a] = n
+        moved[b] = n
+        return (_build(ncols, a, t.lens, t.ptrs, kept),
+                _build(ncols, b, t.lens, t.ptrs, moved))
+    finally:
+        _free(&t)
+        PyMem_Free(kept)
+        PyMem_Free(moved)

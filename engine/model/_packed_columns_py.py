@@ -21,6 +21,7 @@ import sys
 from array import array
 
 _BIG_ENDIAN = sys.byteorder == "big"
+_LONG = 255  # a length or count from which a pack's lengths take 4 bytes
 
 Lengths = bytes | array
 
@@ -128,6 +129,55 @@ def pack_strings(blob: bytes, ncols: int) -> list[bytes]:
         out.append(blob[at:at + size])
         at += size
     return out
+
+
+def pack_put(blob: bytes, ncols: int, key: bytes, value: bytes) -> tuple[bytes, bytes | None]:
+    """(the pack with the row `key, value` set, the value it replaced or None): an existing
+    key's value is replaced in its row, a new row goes last. Two columns only."""
+    if ncols != 2:
+        raise ValueError("pack_put sets a row of two columns")
+    if not isinstance(value, bytes):
+        raise TypeError("a value is bytes")
+    i = pack_index(blob, ncols, key)
+    strings = pack_strings(blob, ncols)
+    n = len(strings) >> 1
+    keys, values = strings[:n], strings[n:]
+    if i >= 0:
+        old: bytes | None = values[i]
+        values[i] = value
+    else:
+        old = None
+        keys.append(key)
+        values.append(value)
+    return _build([keys, values]), old
+
+
+def pack_split(blob: bytes, ncols: int, mask: int, keep: int) -> tuple[bytes, bytes]:
+    """(the rows whose key's hash() & mask is `keep`, the others): a bucket split in two."""
+    strings = pack_strings(blob, ncols)
+    n = len(strings) // ncols
+    columns = [strings[c * n:(c + 1) * n] for c in range(ncols)]
+    kept: list[list[bytes]] = [[] for _ in range(ncols)]
+    moved: list[list[bytes]] = [[] for _ in range(ncols)]
+    for r in range(n):
+        side = kept if hash(columns[0][r]) & mask == keep else moved
+        for c in range(ncols):
+            side[c].append(columns[c][r])
+    return _build(kept), _build(moved)
+
+
+def _build(columns: list[list[bytes]]) -> bytes:
+    """The pack of these columns in its one form: one-byte lengths when the count and every
+    length are under 255, else four."""
+    n = len(columns[0])
+    strings = [s for column in columns for s in column]
+    lens = [len(s) for s in strings]
+    if n < _LONG and max(lens, default=0) < _LONG:
+        return b"".join((b"\x01", bytes((n,)), bytes(lens), *strings))
+    wide = array("I", lens)
+    if _BIG_ENDIAN:
+        wide.byteswap()
+    return b"".join((b"\x04", n.to_bytes(4, "little"), wide.tobytes(), *strings))
 
 
 def _column_index(blob: bytes, lens: Lengths, start: int, end: int, needle: bytes) -> int:

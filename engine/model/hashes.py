@@ -56,6 +56,8 @@ from streamkeep.engine.model.packed_columns import (
     pack_index,
     pack_item,
     pack_offset,
+    pack_put,
+    pack_split,
     pack_strings,
 )
 from streamkeep.engine.model.packed_hash import PackedHash
@@ -154,27 +156,8 @@ def _nth_pair(blob: bytes, i: int) -> tuple[bytes, bytes]:
 def _lp_set(blob: bytes, field: bytes, value: bytes) -> tuple[bytes, bool]:
     """(the pack with field set to value, whether the field is new). A new field goes last, an
     existing one keeps its place."""
-    i = pack_index(blob, 2, field)  # also checks the pack the slices below read
-    vl = len(value)
-    if i >= 0:
-        if blob[0] == 1 and vl < _LONG:  # one length byte and the value's bytes change
-            at = 2 + blob[1] + i
-            vs = pack_offset(blob, 2, 1, i)
-            return b"".join((blob[:at], _LEN[vl], blob[at + 1:vs], value,
-                             blob[vs + blob[at]:])), False
-        fields, values = _columns(blob)
-        values[i] = value
-        return _pack(fields, values), False
-    if blob[0] == 1 and blob[1] + 1 < _LONG and len(field) < _LONG and vl < _LONG:
-        n = blob[1]
-        fs = 2 + 2 * n
-        fe = pack_offset(blob, 2, 1, 0)
-        return b"".join((b"\x01", _LEN[n + 1], blob[2:2 + n], _LEN[len(field)],
-                         blob[2 + n:fs], _LEN[vl], blob[fs:fe], field, blob[fe:], value)), True
-    fields, values = _columns(blob)
-    fields.append(field)
-    values.append(value)
-    return _pack(fields, values), True
+    new, old = pack_put(blob, 2, field, value)
+    return new, old is None
 
 
 def _lp_remove(blob: bytes, field: bytes) -> tuple[bytes, bytes] | None:
@@ -318,14 +301,7 @@ class PairTable:
         s, size = self.split, self.size
         b = self.buckets[s]
         mask = (size << 1) - 1
-        keep: tuple[list[bytes], list[bytes]] = ([], [])
-        move: tuple[list[bytes], list[bytes]] = ([], [])
-        fields, values = _columns(b)
-        for f, v in zip(fields, values, strict=True):
-            side = keep if hash(f) & mask == s else move
-            side[0].append(f)
-            side[1].append(v)
-        kept, moved = _pack(*keep), _pack(*move)
+        kept, moved = pack_split(b, 2, mask, s)
         self.buckets[s] = kept
         self.buckets.append(moved)
         self.nbytes += len(kept) + len(moved) - len(b)

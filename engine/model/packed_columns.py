@@ -18,6 +18,8 @@ try:
         pack_index,
         pack_item,
         pack_offset,
+        pack_put,
+        pack_split,
         pack_strings,
     )
 except ImportError as error:
@@ -28,9 +30,12 @@ except ImportError as error:
         pack_index,
         pack_item,
         pack_offset,
+        pack_put,
+        pack_split,
         pack_strings,
     )
 else:
     kernel_switches.loaded(__name__, True)
 
-__all__ = ["pack_count", "pack_get", "pack_index", "pack_item", "pack_offset", "pack_strings"]
+__all__ = ["pack_count", "pack_get", "pack_index", "pack_item", "pack_offset", "pack_put",
+           "pack_split", "pack_strings"]

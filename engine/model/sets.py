@@ -36,7 +36,13 @@ from itertools import islice
 from typing import Final
 
 from streamkeep.engine.model.listpack import as_int, str_size
-from streamkeep.engine.model.packed_columns import pack_index, pack_item, pack_offset, pack_strings
+from streamkeep.engine.model.packed_columns import (
+    pack_index,
+    pack_item,
+    pack_offset,
+    pack_split,
+    pack_strings,
+)
 from streamkeep.engine.model.redis_alloc import jemalloc_size, sds_alloc
 
 FORMAT_VERSION: Final = 1  # to_bytes's first byte
@@ -201,11 +207,7 @@ class _MemberTable:
         s, size = self.split, self.size
         b = self.buckets[s]
         mask = (size << 1) - 1
-        keep: list[bytes] = []
-        move: list[bytes] = []
-        for m in _members(b):
-            (keep if hash(m) & mask == s else move).append(m)
-        kept, moved = _pack(keep), _pack(move)
+        kept, moved = pack_split(b, 1, mask, s)
         self.buckets[s] = kept
         self.buckets.append(moved)
         self.nbytes += len(kept) + len(moved) - len(b)
@@ -311,7 +313,8 @@ class RSet:
         d = self._data
         if type(d) is bytes:
             return "listpack"
-        return "intset" if isinstance(d, array) else "hashtable"
+        # (the native class first: a test against `array` is a generic one, on every SADD)
+        return "hashtable" if isinstance(d, _MemberTable) else "intset"
 
     @property
     def limits(self) -> SetLimits:

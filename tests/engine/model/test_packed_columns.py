@@ -131,7 +131,8 @@ def test_a_malformed_pack_is_a_value_error(packed_impl: ModuleType, name: str) -
              (packed_impl.pack_offset, (blob, ncols, 0, 0)),
              (packed_impl.pack_item, (blob, ncols, 0, 0)),
              (packed_impl.pack_get, (blob, ncols, b"a", 0)),
-             (packed_impl.pack_strings, (blob, ncols))]
+             (packed_impl.pack_strings, (blob, ncols)),
+             (packed_impl.pack_split, (blob, ncols, 1, 0))]
     for function, args in calls:
         with pytest.raises(ValueError):
             function(*args)
@@ -145,7 +146,8 @@ def test_no_columns_is_a_value_error(packed_impl: ModuleType) -> None:
 def _calls(blob: bytes, ncols: int, needle: bytes, col: int, i: int) -> list[tuple[str, tuple]]:
     return [("pack_count", (blob, ncols)), ("pack_index", (blob, ncols, needle)),
             ("pack_offset", (blob, ncols, col, i)), ("pack_item", (blob, ncols, col, i)),
-            ("pack_get", (blob, ncols, needle, col)), ("pack_strings", (blob, ncols))]
+            ("pack_get", (blob, ncols, needle, col)), ("pack_strings", (blob, ncols)),
+            ("pack_put", (blob, ncols, needle, b"v")), ("pack_split", (blob, ncols, 3, i & 3))]
 
 
 def test_twins_agree_on_damaged_packs() -> None:
@@ -171,3 +173,58 @@ def test_twins_agree_on_damaged_packs() -> None:
         for name, args in calls:
             assert outcome(getattr(pure, name), *args) == outcome(
                 getattr(compiled, name), *args), (name, args)
+
+
+def _canonical(columns: list[list[bytes]]) -> bytes:
+    """The one form the model keeps a pack in: one-byte lengths while the count and every
+    length are under 255."""
+    lens = [len(s) for column in columns for s in column]
+    return _pack(columns, wide=len(columns[0]) >= 255 or max(lens, default=0) >= 255)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.data(), st.booleans(), st.binary(max_size=8), st.binary(max_size=300))
+def test_put_sets_a_row_in_place_or_last(packed_impl: ModuleType, data: st.DataObject,
+                                         wide: bool, key: bytes, value: bytes) -> None:
+    keys = data.draw(st.lists(st.binary(max_size=8), unique=True, max_size=30))
+    values = data.draw(st.lists(st.binary(max_size=300 if wide else 8),
+                                min_size=len(keys), max_size=len(keys)))
+    blob = _pack([keys, values], wide)
+    new, old = packed_impl.pack_put(blob, 2, key, value)
+    if key in keys:
+        i = keys.index(key)
+        assert old == values[i]
+        values[i] = value
+    else:
+        assert old is None
+        keys.append(key)
+        values.append(value)
+    assert new == _canonical([keys, values])
+
+
+def test_put_crosses_to_wide_lengths_and_back(packed_impl: ModuleType) -> None:
+    blob = _pack([[b"f"], [b"v"]])
+    wide, _ = packed_impl.pack_put(blob, 2, b"f", b"x" * 300)
+    assert wide[0] == 4 and packed_impl.pack_get(wide, 2, b"f", 1) == b"x" * 300
+    narrow, old = packed_impl.pack_put(wide, 2, b"f", b"y")
+    assert narrow == blob.replace(b"v", b"y") and old == b"x" * 300
+    for ncols in (1, 3):
+        with pytest.raises(ValueError):
+            packed_impl.pack_put(blob, ncols, b"f", b"v")
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.binary(max_size=12), unique=True, max_size=40), st.sampled_from([1, 2]),
+       st.integers(0, 5))
+def test_split_parts_rows_by_their_hash(packed_impl: ModuleType, keys: list[bytes], ncols: int,
+                                        bits: int) -> None:
+    mask = (1 << bits) - 1
+    keep = random.Random(len(keys)).randint(0, mask)
+    columns = [keys] + [[k[::-1] + b"v" for k in keys]] * (ncols - 1)
+    kept, moved = packed_impl.pack_split(_pack(columns, wide=len(keys) > 30), ncols, mask, keep)
+    rows = list(zip(*columns, strict=True)) if keys else []
+    left = [r for r in rows if hash(r[0]) & mask == keep]
+    right = [r for r in rows if hash(r[0]) & mask != keep]
+    for part, got in ((left, kept), (right, moved)):
+        want = [list(c) for c in zip(*part, strict=True)] if part else [[] for _ in range(ncols)]
+        assert got == _canonical(want)
