@@ -52,7 +52,7 @@ from streamkeep.engine.model.effects import (
     hset_effect,
     hsetex_effect,
 )
-from streamkeep.engine.model.hashes import Hash, HashLimits, bound_hash, stored
+from streamkeep.engine.model.hashes import Hash, HashLimits, bare_columns, bound_hash, stored
 from streamkeep.engine.model.ids import parse_u64
 from streamkeep.engine.model.packed_hash import PackedHash
 from streamkeep.engine.model.strings import is_finite, parse_long_double
@@ -413,7 +413,14 @@ def hvals(ctx: Ctx, argv: Argv) -> list[bytes]:
 @command("hgetall", 2, "readonly", group="hash", since="2.0.0",
          summary="Returns all fields and values in a hash.", syntax="key")
 def hgetall(ctx: Ctx, argv: Argv) -> RespMap:
-    h = hash_for_read(ctx, argv[1])
+    key = argv[1]
+    value: Hash | PackedHash | None = read_value(ctx, key, HASH)  # (hash_for_read's lookup)
+    if value is None:
+        return RespMap([])
+    columns = bare_columns(value)
+    if columns is not None:  # a bare pack: written as it reads, no pairs made
+        return RespMap.of_columns(columns)
+    h = _lazy(ctx, key, _opened(ctx, key, value))
     return RespMap([] if h is None else live_items(ctx, h))
 
 

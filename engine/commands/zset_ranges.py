@@ -22,8 +22,8 @@ from streamkeep.engine.commands.keyspace import replacing_events
 from streamkeep.engine.commands.zsets import (
     BAD_LEX_RANGE,
     BAD_SCORE_RANGE,
+    columns_reply,
     limits_of,
-    pairs_reply,
     parse_long,
     zset_for_read,
     zset_for_write,
@@ -105,16 +105,16 @@ def _parse_range(argv: Argv, key_at: int, store: bool, kind: str | None,
     return a
 
 
-def _select(z: ZSet, a: _RangeArgs) -> list[tuple[bytes, float]]:
-    """The elements the parsed range selects, in reply order."""
+def _select(z: ZSet, a: _RangeArgs) -> tuple[list[bytes], list[float]]:
+    """The elements the parsed range selects, in reply order: their members and their scores."""
     reverse = bool(a.reverse)
     if a.kind == RANK:
-        return z.range_by_rank(a.start, a.stop, reverse)
+        return z.rank_columns(a.start, a.stop, reverse)
     if a.kind == SCORE:
         assert isinstance(a.rng, ScoreRange)
-        return z.range_by_score(a.rng, reverse, a.offset, a.limit)
+        return z.score_columns(a.rng, reverse, a.offset, a.limit)
     assert isinstance(a.rng, LexRange)
-    return z.range_by_lex(a.rng, reverse, a.offset, a.limit)
+    return z.lex_columns(a.rng, reverse, a.offset, a.limit)
 
 
 def _range_read(ctx: Ctx, argv: Argv, kind: str | None, reverse: bool | None) -> list:
@@ -122,7 +122,8 @@ def _range_read(ctx: Ctx, argv: Argv, kind: str | None, reverse: bool | None) ->
     z = zset_for_read(ctx, argv[1])
     if z is None:
         return []
-    return pairs_reply(ctx, _select(z, a), a.withscores)
+    members, scores = _select(z, a)
+    return columns_reply(ctx, members, scores, a.withscores)
 
 
 @command("zrange", -4, "readonly", group="sorted_set", since="1.2.0",
@@ -202,7 +203,8 @@ def store_result(ctx: Ctx, dst: bytes, items: list[tuple[bytes, float]], event: 
 def zrangestore(ctx: Ctx, argv: Argv) -> int:
     a = _parse_range(argv, 2, True, None, None)
     z = zset_for_read(ctx, argv[2])
-    items = [] if z is None else _select(z, a)
+    members, scores = ([], []) if z is None else _select(z, a)
+    items = list(zip(members, scores, strict=True))
     return store_result(ctx, argv[1], items, b"zrangestore", argv)
 
 

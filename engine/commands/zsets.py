@@ -105,10 +105,20 @@ def pairs_reply(ctx: Ctx, items: Iterable[tuple[bytes, float]], withscores: bool
     """Members, or with scores: flat in RESP2, [member, score] pairs in RESP3."""
     if not withscores:
         return [member for member, _score in items]
+    pairs = list(items)
+    return columns_reply(ctx, [m for m, _s in pairs], [s for _m, s in pairs], True)
+
+
+def columns_reply(ctx: Ctx, members: list[bytes], scores: list[float], withscores: bool) -> list:
+    """`pairs_reply` of elements given as columns (a range read's): the members list itself
+    when no score is asked."""
+    if not withscores:
+        return members
     if resp3(ctx):
-        return [[member, score_reply(score)] for member, score in items]
+        return [[member, score_reply(score)] for member, score in zip(members, scores,
+                                                                          strict=True)]
     out: list = []
-    for member, score in items:
+    for member, score in zip(members, scores, strict=True):
         out.append(member)
         out.append(score_reply(score))
     return out
@@ -665,5 +675,5 @@ def _scan_page(z: ZSet, cursor: int, count: int) -> tuple[int, list[bytes]]:
     return ahead[end - 1][0] + 1, [member for _pos, member in ahead[:end]]
 
 
-__all__ = ["limits_of", "pairs_reply", "parse_long", "parse_timeout_s", "pop_from", "resp3",
-           "score_reply", "zset_for_read", "zset_for_write"]
+__all__ = ["columns_reply", "limits_of", "pairs_reply", "parse_long", "parse_timeout_s", "pop_from",
+           "resp3", "score_reply", "zset_for_read", "zset_for_write"]

@@ -22,13 +22,14 @@ from streamkeep.engine.model import (
     packed_node,
     pel_claim,
     pel_search,
+    score_search,
 )
 from streamkeep.engine.wire import argv, compiled, kernel_switches, reply_encoder, request_parser
 from streamkeep.snapshot import rdb
 
 # Every kernel facade (importing one is what registers it).
 FACADES = (request_parser, reply_encoder, argv, ids, listpack, packed_node, pel_search, pel_claim,
-           lcs, packed_columns, codec, rdb)
+           lcs, packed_columns, score_search, codec, rdb)
 
 
 def kernels() -> dict[str, str]:

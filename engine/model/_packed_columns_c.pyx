@@ -321,6 +321,38 @@ def pack_put(blob, Py_ssize_t ncols, key, value):
         PyMem_Free(rows)
 
 
+def pack_delete(blob, Py_ssize_t ncols, key):
+    """(the pack without the row of `key`, that row's string in the last column: a hash's
+    value, a set's member), or None when `key` is absent."""
+    cdef Pack k
+    cdef Strings t
+    cdef Py_ssize_t i, n, r, a = 0, j
+    cdef Py_ssize_t *rows
+    _open(&k, blob, ncols)
+    i = _index(&k, key)
+    if i < 0:
+        return None
+    n = k.count
+    t.lens = NULL
+    t.ptrs = NULL
+    rows = <Py_ssize_t *>PyMem_Malloc((n + 1) * sizeof(Py_ssize_t))
+    if rows == NULL:
+        raise MemoryError()
+    try:
+        _strings(&k, ncols, &t)
+        j = (ncols - 1) * n + i
+        last = PyBytes_FromStringAndSize(t.ptrs[j], t.lens[j])
+        for r in range(n):
+            if r != i:
+                rows[a] = r
+                a += 1
+        rows[a] = n
+        return _build(ncols, a, t.lens, t.ptrs, rows), last
+    finally:
+        _free(&t)
+        PyMem_Free(rows)
+
+
 def pack_split(blob, Py_ssize_t ncols, Py_ssize_t mask, Py_ssize_t keep):
     """(the rows whose key's hash() & mask is `keep`, the others): a bucket split in two."""
     cdef Pack k

@@ -152,6 +152,21 @@ def pack_put(blob: bytes, ncols: int, key: bytes, value: bytes) -> tuple[bytes, 
     return _build([keys, values]), old
 
 
+def pack_delete(blob: bytes, ncols: int, key: bytes) -> tuple[bytes, bytes] | None:
+    """(the pack without the row of `key`, that row's string in the last column: a hash's
+    value, a set's member), or None when `key` is absent."""
+    i = pack_index(blob, ncols, key)
+    if i < 0:
+        return None
+    strings = pack_strings(blob, ncols)
+    n = len(strings) // ncols
+    columns = [strings[c * n:(c + 1) * n] for c in range(ncols)]
+    last = columns[-1][i]
+    for column in columns:
+        del column[i]
+    return _build(columns), last
+
+
 def pack_split(blob: bytes, ncols: int, mask: int, keep: int) -> tuple[bytes, bytes]:
     """(the rows whose key's hash() & mask is `keep`, the others): a bucket split in two."""
     strings = pack_strings(blob, ncols)

@@ -52,10 +52,9 @@ from typing import Any, Final
 
 from streamkeep.engine.model.listpack import as_int, int_size, str_size
 from streamkeep.engine.model.packed_columns import (
+    pack_delete,
     pack_get,
-    pack_index,
     pack_item,
-    pack_offset,
     pack_put,
     pack_split,
     pack_strings,
@@ -162,20 +161,7 @@ def _lp_set(blob: bytes, field: bytes, value: bytes) -> tuple[bytes, bool]:
 
 def _lp_remove(blob: bytes, field: bytes) -> tuple[bytes, bytes] | None:
     """(the pack without field, its value), or None when absent."""
-    i = pack_index(blob, 2, field)
-    if i < 0:
-        return None
-    value = pack_item(blob, 2, 1, i)
-    if blob[0] == 1:
-        n = blob[1]
-        fo = pack_offset(blob, 2, 0, i)
-        vo = pack_offset(blob, 2, 1, i)
-        ve = vo + len(value)
-        return b"".join((b"\x01", _LEN[n - 1], blob[2:2 + i], blob[3 + i:2 + n + i],
-                         blob[3 + n + i:fo], blob[fo + len(field):vo], blob[ve:])), value
-    fields, values = _columns(blob)
-    del fields[i], values[i]
-    return _pack(fields, values), value
+    return pack_delete(blob, 2, field)
 
 
 def _lp_insert(blob: bytes, field: bytes, value: bytes, before: int) -> bytes:
@@ -1009,6 +995,15 @@ def bound_hash(value: Hash | PackedHash, home: dict[bytes, Any], key: bytes,
     h._data = bytes(value)
     h._home, h._key, h._src = home, key, value
     return h
+
+
+def bare_columns(value: Hash | PackedHash) -> list[bytes] | None:
+    """A bare pack's fields then their values, in order (one list, as HGETALL's reply can be
+    written from it: `RespMap.of_columns`); None for a `Hash` (which may hold field TTLs).
+    A bare pack has no TTLs: nothing of it is due or hidden."""
+    if type(value) is PackedHash:
+        return pack_strings(value, 2)
+    return None
 
 
 def stored(h: Hash) -> Hash | PackedHash:

@@ -14,6 +14,7 @@ try:
     kernel_switches.want_compiled()  # ImportError when STREAMKEEP_NO_EXTENSIONS is set
     from streamkeep.engine.model._packed_columns_c import (
         pack_count,
+        pack_delete,
         pack_get,
         pack_index,
         pack_item,
@@ -26,6 +27,7 @@ except ImportError as error:
     kernel_switches.missing(__name__, error)
     from streamkeep.engine.model._packed_columns_py import (
         pack_count,
+        pack_delete,
         pack_get,
         pack_index,
         pack_item,
@@ -37,5 +39,5 @@ except ImportError as error:
 else:
     kernel_switches.loaded(__name__, True)
 
-__all__ = ["pack_count", "pack_get", "pack_index", "pack_item", "pack_offset", "pack_put",
-           "pack_split", "pack_strings"]
+__all__ = ["pack_count", "pack_delete", "pack_get", "pack_index", "pack_item", "pack_offset",
+           "pack_put", "pack_split", "pack_strings"]

@@ -37,9 +37,9 @@ from typing import Final
 
 from streamkeep.engine.model.listpack import as_int, str_size
 from streamkeep.engine.model.packed_columns import (
+    pack_delete,
     pack_index,
     pack_item,
-    pack_offset,
     pack_split,
     pack_strings,
 )
@@ -129,16 +129,8 @@ def _lp_add(blob: bytes, member: bytes) -> bytes | None:
 
 def _lp_remove(blob: bytes, member: bytes) -> bytes | None:
     """The pack without member, None when absent."""
-    i = pack_index(blob, 1, member)
-    if i < 0:
-        return None
-    if blob[0] == 1:
-        at = pack_offset(blob, 1, 0, i)
-        return b"".join((b"\x01", _LEN[blob[1] - 1], blob[2:2 + i], blob[3 + i:at],
-                         blob[at + len(member):]))
-    members = _members(blob)
-    del members[i]
-    return _pack(members)
+    removed = pack_delete(blob, 1, member)
+    return None if removed is None else removed[0]
 
 
 def _nth(blob: bytes, i: int) -> bytes:

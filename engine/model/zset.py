@@ -44,6 +44,7 @@ from typing import NamedTuple
 from streamkeep.engine.model.hashes import PairTable
 from streamkeep.engine.model.listpack import str_size
 from streamkeep.engine.model.redis_alloc import jemalloc_size, sds_alloc
+from streamkeep.engine.model.score_search import bisect_scores
 from streamkeep.engine.model.scores import LEX_MAX, LEX_MIN, LexRange, ScoreRange, format_score
 
 # add()'s outcomes: what ZADD counts (added, changed) and whether ZADD INCR replies a score.
@@ -141,8 +142,8 @@ class _Packed:
     def position(self, member: bytes, score: float) -> int:
         """Where (score, member) is or would go."""
         scores = self.scores
-        k = bisect_left(scores, score)
-        hi = bisect_right(scores, score, k)
+        k = bisect_scores(scores, score, False)
+        hi = bisect_scores(scores, score, True, k)
         while k < hi and self.member(k) < member:
             k += 1
         return k
@@ -183,7 +184,7 @@ class _Packed:
         return self.find(member)
 
     def bisect_score(self, x: float, right: bool) -> int:
-        return (bisect_right if right else bisect_left)(self.scores, x)
+        return bisect_scores(self.scores, x, right)
 
     def bisect_member(self, member: bytes, right: bool) -> int:
         lo, hi = 0, len(self.scores)
@@ -345,17 +346,17 @@ class _Chunked:
         chunk past every element): C-level bisections of the doubles, the members compared
         only between a score's tie bounds."""
         max_s = self.max_s
-        ci = bisect_left(max_s, score)
+        ci = bisect_scores(max_s, score, False)
         nchunks = len(max_s)
         if ci < nchunks and max_s[ci] == score:
-            ci = bisect_left(self.max_m, member, ci, bisect_right(max_s, score, ci))
+            ci = bisect_left(self.max_m, member, ci, bisect_scores(max_s, score, True, ci))
         if ci == nchunks:
             ci -= 1
             return ci, len(self.cm[ci])
         scores = self.cs[ci]
-        pos = bisect_left(scores, score)
+        pos = bisect_scores(scores, score, False)
         if pos < len(scores) and scores[pos] == score:
-            pos = bisect_left(self.cm[ci], member, pos, bisect_right(scores, score, pos))
+            pos = bisect_left(self.cm[ci], member, pos, bisect_scores(scores, score, True, pos))
         return ci, pos
 
     # -- changes --------------------------------------------------------------------------
@@ -447,11 +448,10 @@ class _Chunked:
         return self._prefix(ci) + pos
 
     def bisect_score(self, x: float, right: bool) -> int:
-        find = bisect_right if right else bisect_left
-        ci = find(self.max_s, x)
+        ci = bisect_scores(self.max_s, x, right)
         if ci == len(self.max_s):
             return self.table.count
-        return self._prefix(ci) + find(self.cs[ci], x)
+        return self._prefix(ci) + bisect_scores(self.cs[ci], x, right)
 
     def bisect_member(self, member: bytes, right: bool) -> int:
         find = bisect_right if right else bisect_left
@@ -692,26 +692,36 @@ class ZSet:
                        reverse: bool = False) -> list[tuple[bytes, float]]:
         """The elements at ascending positions [first, stop) (clamped), or those positions
         counted from the top, highest first, when `reverse`."""
+        return _paired(self.index_columns(first, stop, reverse))
+
+    def index_columns(self, first: int, stop: int,
+                      reverse: bool = False) -> tuple[list[bytes], list[float]]:
+        """`range_by_index`'s elements as two columns, their members and their scores (what a
+        reply is written from: no pair made an element)."""
         size = len(self._store)
         first, stop = max(first, 0), min(stop, size)
         if first >= stop:
-            return []
+            return [], []
         if reverse:
             members, scores = self._store.slice(size - stop, size - first)
             members.reverse()
             scores.reverse()
-        else:
-            members, scores = self._store.slice(first, stop)
-        return list(zip(members, scores, strict=True))
+            return members, scores
+        return self._store.slice(first, stop)
 
     def range_by_rank(self, start: int, stop: int,
                       reverse: bool = False) -> list[tuple[bytes, float]]:
         """ZRANGE start stop [REV]: Redis's inclusive indexes, negative from the end (clamped
         here as Redis does)."""
+        return _paired(self.rank_columns(start, stop, reverse))
+
+    def rank_columns(self, start: int, stop: int,
+                     reverse: bool = False) -> tuple[list[bytes], list[float]]:
+        """`range_by_rank`'s elements as columns (see `index_columns`)."""
         span = normalize_rank_range(start, stop, len(self._store))
         if span is None:
-            return []
-        return self.range_by_index(span[0], span[1] + 1, reverse)
+            return [], []
+        return self.index_columns(span[0], span[1] + 1, reverse)
 
     def _score_span(self, rng: ScoreRange) -> tuple[int, int]:
         """The positions [i, j) of the scores in `rng`."""
@@ -743,33 +753,43 @@ class ZSet:
         return i, max(i, j)
 
     def _window(self, span: tuple[int, int], reverse: bool, offset: int,
-                count: int) -> list[tuple[bytes, float]]:
+                count: int) -> tuple[list[bytes], list[float]]:
         """LIMIT offset count over the positions in `span` (a negative offset: nothing, as
-        8.x; a negative count: all)."""
+        8.x; a negative count: all), as columns."""
         i, j = span
         if offset < 0 or i >= j:
-            return []
+            return [], []
         width = j - i - offset
         if count >= 0:
             width = min(width, count)
         if width <= 0:
-            return []
+            return [], []
         if reverse:  # from position j - 1 - offset down
             members, scores = self._store.slice(j - offset - width, j - offset)
             members.reverse()
             scores.reverse()
-            return list(zip(members, scores, strict=True))
-        return self.range_by_index(i + offset, i + offset + width)
+            return members, scores
+        return self._store.slice(i + offset, i + offset + width)
 
     def range_by_score(self, rng: ScoreRange, reverse: bool = False, offset: int = 0,
                        count: int = -1) -> list[tuple[bytes, float]]:
         """ZRANGEBYSCORE / ZREVRANGEBYSCORE [LIMIT offset count] (`rng` as parsed: for the
         reverse commands the caller passes the bounds as min, max)."""
+        return _paired(self.score_columns(rng, reverse, offset, count))
+
+    def score_columns(self, rng: ScoreRange, reverse: bool = False, offset: int = 0,
+                      count: int = -1) -> tuple[list[bytes], list[float]]:
+        """`range_by_score`'s elements as columns (see `index_columns`)."""
         return self._window(self._score_span(rng), reverse, offset, count)
 
     def range_by_lex(self, rng: LexRange, reverse: bool = False, offset: int = 0,
                      count: int = -1) -> list[tuple[bytes, float]]:
         """ZRANGEBYLEX / ZREVRANGEBYLEX [LIMIT offset count]."""
+        return _paired(self.lex_columns(rng, reverse, offset, count))
+
+    def lex_columns(self, rng: LexRange, reverse: bool = False, offset: int = 0,
+                    count: int = -1) -> tuple[list[bytes], list[float]]:
+        """`range_by_lex`'s elements as columns (see `index_columns`)."""
         return self._window(self._lex_span(rng), reverse, offset, count)
 
     def count_in_score_range(self, rng: ScoreRange) -> int:
@@ -979,6 +999,10 @@ class ZSet:
 
 _BIG_ENDIAN = struct.pack("=H", 1) == b"\x00\x01"
 _SCORE_THEN_MEMBER = operator.itemgetter(1, 0)
+
+
+def _paired(columns: tuple[list[bytes], list[float]]) -> list[tuple[bytes, float]]:
+    return list(zip(columns[0], columns[1], strict=True))
 
 
 def _unpack_score(raw: bytes) -> float:

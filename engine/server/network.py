@@ -1140,8 +1140,12 @@ class Server:
         self.loop_thread = threading.get_ident()
         if self.engine.journal is not None:
             # Every command runs on this thread: records can be buffered and written once per
-            # batch of commands, before the batch's replies leave (Redis's AOF buffer).
-            self.engine.journal.set_deferred(True)
+            # batch of commands, before the batch's replies leave (Redis's AOF buffer). Under
+            # the engine lock: a replica's follower (started by Engine.open) may be writing
+            # records through the mapped tail this switch closes, and a record copied there
+            # but not yet counted in the journal's size would be cut off the file.
+            with self.engine.lock:
+                self.engine.journal.set_deferred(True)
         self.stopping = asyncio.Event()
         self._fit_maxclients()
         self.engine.on_config(["maxclients"], self._maxclients_changed)

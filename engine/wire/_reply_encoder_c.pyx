@@ -375,6 +375,9 @@ cdef int write_other(Out* o, object value) except -1:
 
 
 cdef int write_map(Out* o, object m) except -1:
+    columns = m.columns
+    if columns is not None:
+        return write_columns(o, columns)
     items = m.items
     if o.protocol == 3:
         put_line(o, 37, len(items))
@@ -386,6 +389,22 @@ cdef int write_map(Out* o, object m) except -1:
     else:
         put_line(o, 42, 2 * len(items))
         write_pairs(o, items)
+    return 0
+
+
+cdef int write_columns(Out* o, list columns) except -1:
+    """A map of n keys then their n values (`RespMap.of_columns`), paired as written."""
+    cdef Py_ssize_t n = len(columns) >> 1
+    cdef Py_ssize_t i
+    if o.protocol == 3:
+        put_line(o, 37, n)
+    else:
+        put_line(o, 42, 2 * n)
+    for i in range(n):
+        write_value(o, columns[i])
+        write_value(o, columns[n + i])
+        if (i + 1) % ENTRIES_CHUNK == 0:
+            check(o)
     return 0
 
 

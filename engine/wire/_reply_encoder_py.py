@@ -429,6 +429,15 @@ def _base_value(value: Any) -> Any:
 
 
 def _write_map(out: bytearray, m: RespMap, protocol: int) -> None:
+    columns = m.columns
+    if columns is not None:  # keys then values: paired as they are written
+        n = len(columns) >> 1
+        if protocol == 3:
+            out += b"%%%d\r\n" % n
+        else:
+            out += _ARRAY_HDR[2 * n] if 2 * n < _SMALL else b"*%d\r\n" % (2 * n)
+        _write_pairs(out, zip(columns[:n], columns[n:], strict=True), protocol)
+        return
     items = m.items
     if protocol == 3:
         out += b"%%%d\r\n" % len(items)

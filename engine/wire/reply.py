@@ -48,13 +48,41 @@ NO_REPLY: Final = _NoReply()
 
 class RespMap:
     """An ordered map reply. In RESP2 Redis sends it flat (`k1 v1 k2 v2`) or, for XREAD-like
-    replies, as an array of 2-element arrays (`as_pairs=True`)."""
+    replies, as an array of 2-element arrays (`as_pairs=True`).
 
-    __slots__ = ("items", "as_pairs")
+    A map made by `of_columns` holds its keys then its values in one list (`columns`, as a
+    packed hash reads them): the encoders write it without pairing; `items` pairs it once,
+    for the readers that want pairs (scripts, to_plain)."""
+
+    __slots__ = ("_items", "columns", "as_pairs")
 
     def __init__(self, items: list[tuple[Any, Any]], as_pairs: bool = False) -> None:
-        self.items = items
+        self._items: list[tuple[Any, Any]] | None = items
+        self.columns: list[Any] | None = None
         self.as_pairs = as_pairs
+
+    @classmethod
+    def of_columns(cls, columns: list[Any]) -> RespMap:
+        """The flat map of `columns`: n keys then their n values."""
+        m = cls.__new__(cls)
+        m._items = None
+        m.columns = columns
+        m.as_pairs = False
+        return m
+
+    @property
+    def items(self) -> list[tuple[Any, Any]]:
+        items = self._items
+        if items is None:
+            columns = self.columns or []
+            n = len(columns) >> 1
+            items = self._items = list(zip(columns[:n], columns[n:], strict=True))
+        return items
+
+    @items.setter
+    def items(self, items: list[tuple[Any, Any]]) -> None:
+        self._items = items
+        self.columns = None
 
     def __repr__(self) -> str:
         return f"RespMap({self.items!r})"

@@ -1,7 +1,8 @@
 """The replica's follower against a real primary (a server thread over an Engine) and against a
 fake primary that misbehaves: an embedded replica follows, refuses writes and wakes blocked
 reads; a wrong password, a damaged record, a snapshot cut in the middle each give a log line and
-a retry, never a half-applied record or a diverged replica."""
+a retry, never a half-applied record or a diverged replica; a replica's server starting while
+its follower writes cuts nothing off the replica's AOF."""
 
 from __future__ import annotations
 
@@ -18,7 +19,9 @@ import redis
 
 from streamkeep import Engine, Record, ReplyError
 from streamkeep.aof.codec import crc32c, encode
+from streamkeep.aof.fs import MappedTail
 from streamkeep.engine.model.strings import value_digest
+from streamkeep.engine.server.network import Server, run_server
 from streamkeep.replication import link
 from tests.support.replication_util import info
 from tests.support.server_util import ServerHandle, start_server
@@ -443,3 +446,59 @@ def test_under_always_a_replica_gets_only_what_an_fsync_covered(tmp_path: Path) 
             assert r.journal.lsn == engine.journal.lsn == 1
     finally:
         handle.stop()
+
+
+def test_a_replicas_server_starting_while_its_follower_writes_cuts_no_record(
+        primary: ServerHandle, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`streamkeep serve --replicaof`: Engine.open starts the follower, which logs its first
+    records through the AOF's mapped tail (no server yet: records are written one at a time),
+    then the server starts and switches the journal to buffered writes, which closes that tail.
+    The switch waits for the engine lock: a write parked after its bytes were copied into the
+    tail, before the journal counted them, would otherwise have them cut off the file by the
+    close, and the next records appended after the hole (a directory that no longer opens:
+    "record LSN 51 where 1 was expected ... followed by valid records")."""
+    p = primary.engine
+    for i in range(1, 51):
+        p.execute("XADD", "s", f"{i}-1", "f", "v")
+    parked, go = threading.Event(), threading.Event()
+    copy = MappedTail.write
+
+    def parking_copy(tail: MappedTail, offset: int, data: bytes) -> bool:
+        copied = copy(tail, offset, data)
+        if copied and threading.current_thread().name == "replica-follower" \
+                and not parked.is_set():
+            parked.set()  # the bytes are in the tail; the journal has not counted them yet
+            go.wait()
+        return copied
+
+    monkeypatch.setattr(MappedTail, "write", parking_copy)
+    r = Engine.open(str(tmp_path / "replica"), replicaof=("127.0.0.1", primary.port))
+    if not r.journal.mappable:
+        go.set()
+        r.close()
+        pytest.skip("no mapped appends on this file system")
+    server = Server(r, "127.0.0.1", 0)
+    ready = threading.Event()
+    thread = threading.Thread(target=run_server, args=(server, lambda _srv: ready.set()),
+                              daemon=True)
+    try:
+        wait_for(parked.is_set)
+        thread.start()
+        # The server's start reaches its switch at once, unless it waits for the lock the
+        # parked write holds (it must): this wait only gives a wrong switch the time to show.
+        ready.wait(1.0)
+        go.set()
+        wait_for(ready.is_set)
+        for i in range(51, 61):
+            p.execute("XADD", "s", f"{i}-1", "f", "v")
+        wait_for(lambda: synced(primary, r))
+    finally:
+        go.set()
+        if thread.is_alive():
+            ready.wait(10.0)
+            ServerHandle(server, thread).stop()  # closes the replica's engine
+        else:
+            r.close()
+    with Engine.open(str(tmp_path / "replica")) as again:  # its AOF holds every record
+        assert again.journal.lsn == p.journal.lsn == 60
+        assert again.digest() == p.digest()

@@ -147,7 +147,8 @@ def _calls(blob: bytes, ncols: int, needle: bytes, col: int, i: int) -> list[tup
     return [("pack_count", (blob, ncols)), ("pack_index", (blob, ncols, needle)),
             ("pack_offset", (blob, ncols, col, i)), ("pack_item", (blob, ncols, col, i)),
             ("pack_get", (blob, ncols, needle, col)), ("pack_strings", (blob, ncols)),
-            ("pack_put", (blob, ncols, needle, b"v")), ("pack_split", (blob, ncols, 3, i & 3))]
+            ("pack_put", (blob, ncols, needle, b"v")), ("pack_split", (blob, ncols, 3, i & 3)),
+            ("pack_delete", (blob, ncols, needle))]
 
 
 def test_twins_agree_on_damaged_packs() -> None:
@@ -228,3 +229,22 @@ def test_split_parts_rows_by_their_hash(packed_impl: ModuleType, keys: list[byte
     for part, got in ((left, kept), (right, moved)):
         want = [list(c) for c in zip(*part, strict=True)] if part else [[] for _ in range(ncols)]
         assert got == _canonical(want)
+
+
+@settings(max_examples=150, deadline=None)
+@given(data=st.data(), ncols=st.sampled_from([1, 2]),
+       strings=st.lists(st.binary(max_size=300), min_size=1, max_size=40, unique=True))
+def test_delete_takes_a_row_out(packed_impl: ModuleType, data: st.DataObject, ncols: int,
+                                strings: list[bytes]) -> None:
+    """A row deleted by its key: the others in their order, the pack in its one form (narrow
+    again when what made it wide went), the row's last string returned; an absent key: None."""
+    keys = strings
+    columns = [keys] if ncols == 1 else [keys, [b"v" + k for k in keys]]
+    blob = _pack(columns, wide=any(len(s) >= 255 for c in columns for s in c) or len(keys) >= 255)
+    i = data.draw(st.integers(0, len(keys) - 1))
+    new, last = packed_impl.pack_delete(blob, ncols, keys[i])
+    assert last == columns[-1][i]
+    rest = [[s for j, s in enumerate(c) if j != i] for c in columns]
+    wide = any(len(s) >= 255 for c in rest for s in c) or len(rest[0]) >= 255
+    assert new == _pack(rest, wide)
+    assert packed_impl.pack_delete(new, ncols, keys[i]) is None

@@ -110,6 +110,12 @@ BOTH = [
         b"%1\r\n$6\r\nstream\r\n*1\r\n*2\r\n$3\r\n1-1\r\n*2\r\n$1\r\nf\r\n$1\r\nv\r\n",
     ),
     (RespMap([]), b"*0\r\n", b"%0\r\n"),
+    (
+        RespMap.of_columns([b"f1", b"f2", b"v1", b"v2"]),
+        b"*4\r\n$2\r\nf1\r\n$2\r\nv1\r\n$2\r\nf2\r\n$2\r\nv2\r\n",
+        b"%2\r\n$2\r\nf1\r\n$2\r\nv1\r\n$2\r\nf2\r\n$2\r\nv2\r\n",
+    ),
+    (RespMap.of_columns([]), b"*0\r\n", b"%0\r\n"),
     (RespSet([b"a", 2]), b"*2\r\n$1\r\na\r\n:2\r\n", b"~2\r\n$1\r\na\r\n:2\r\n"),
     (Verbatim("hé"), b"$3\r\nh\xc3\xa9\r\n", b"=7\r\ntxt:h\xc3\xa9\r\n"),
     (Verbatim("# x\r\n", "mkd"), b"$5\r\n# x\r\n\r\n", b"=9\r\nmkd:# x\r\n\r\n"),
@@ -404,6 +410,27 @@ def test_reply_buffer_stops_a_reply_over_its_limit_while_encoding(value_size: in
     small = ReplyBuffer(limit=1 << 20)
     write_reply(small, entries[:10], 2)  # within the limit: no error
     assert b"".join(small.parts()) == encode_reply(entries[:10])
+
+
+@pytest.mark.usefixtures("twin")
+@pytest.mark.parametrize("protocol", [2, 3])
+def test_a_map_of_columns_is_the_map_of_its_pairs(protocol: int) -> None:
+    """A map made of its keys then its values (a packed hash's HGETALL) encodes, reads as pairs
+    and converts exactly as the map of the same pairs; a big one is stopped at the limit."""
+    n = 5000
+    columns = [b"f%d" % i for i in range(n)] + [b"v%d" % i for i in range(n)]
+    pairs = list(zip(columns[:n], columns[n:], strict=True))
+    assert encode_reply(RespMap.of_columns(columns), protocol) == encode_reply(
+        RespMap(pairs), protocol)
+    kept = RespMap.of_columns(list(columns))
+    assert kept.items == pairs and to_plain(kept) == to_plain(RespMap(pairs))
+    kept.items = pairs[:1]  # a script's conversion replaces the items: the columns go
+    assert encode_reply(kept, protocol) == encode_reply(RespMap(pairs[:1]), protocol)
+    big = [b"f%d" % i for i in range(n)] + [b"v" * 1000] * n
+    buf = ReplyBuffer(limit=1 << 20)
+    with pytest.raises(OutputLimitReached):
+        write_reply(buf, RespMap.of_columns(big), protocol)
+    assert buf.size() < 2 << 20
 
 
 @pytest.mark.usefixtures("twin")

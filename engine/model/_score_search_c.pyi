@@ -1,0 +1,3 @@
+from array import array
+
+def bisect_scores(scores: array, x: float, right: bool, lo: int = 0, hi: int = -1) -> int: ...
