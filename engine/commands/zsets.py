@@ -362,24 +362,16 @@ def zrevrank(ctx: Ctx, argv: Argv) -> object:
 
 
 def pop_from(ctx: Ctx, key: bytes, z: ZSet, count: int, maximum: bool
-             ) -> list[tuple[bytes, float]]:
-    """Pop up to `count` elements of a non-empty set: the effect (the ranks removed), the
-    events (zpopmin/zpopmax, then del if emptied), the signal."""
+             ) -> tuple[list[bytes], list[float]]:
+    """Pop up to `count` elements of a non-empty set, as columns (members, scores): the effect
+    (the ranks removed), the events (zpopmin/zpopmax, then del if emptied), the signal."""
     size = len(z)
-    popped = z.pop(count, max=maximum)
-    n = len(popped)
+    members, scores = z.pop_columns(count, max=maximum)
+    n = len(members)
     first = size - n if maximum else 0
     ctx.emit(zremrangebyrank_effect(key, first, first + n - 1))
     removed_from(ctx, key, z, ZSET_EVENTS, b"zpopmax" if maximum else b"zpopmin")
-    return popped
-
-
-def _flat(items: list[tuple[bytes, float]]) -> list:
-    out: list = []
-    for member, score in items:
-        out.append(member)
-        out.append(score_reply(score))
-    return out
+    return members, scores
 
 
 def _zpop(ctx: Ctx, argv: Argv, maximum: bool) -> list:
@@ -392,10 +384,10 @@ def _zpop(ctx: Ctx, argv: Argv, maximum: bool) -> list:
     z = zset_for_write(ctx, argv[1])
     if z is None or count == 0:
         return []
-    popped = pop_from(ctx, argv[1], z, 1 if count == -1 else count, maximum)
-    if count != -1 and resp3(ctx):
-        return [[member, score_reply(score)] for member, score in popped]
-    return _flat(popped)
+    members, scores = pop_from(ctx, argv[1], z, 1 if count == -1 else count, maximum)
+    if count == -1:  # one element, flat in either protocol
+        return [members[0], score_reply(scores[0])]
+    return columns_reply(ctx, members, scores, True)
 
 
 @command("zpopmin", -2, "write fast", group="sorted_set", since="5.0.0",
@@ -450,8 +442,9 @@ def _mpop_serve(ctx: Ctx, keys: Sequence[bytes], maximum: bool, count: int) -> o
         z = zset_for_write(ctx, key)
         if z is None:
             continue
-        popped = pop_from(ctx, key, z, count, maximum)
-        return [key, [[member, score_reply(score)] for member, score in popped]]
+        members, scores = pop_from(ctx, key, z, count, maximum)
+        return [key, [[member, score_reply(score)]
+                      for member, score in zip(members, scores, strict=True)]]
     return None
 
 
@@ -519,8 +512,8 @@ def _bzpop(ctx: Ctx, argv: Argv, maximum: bool) -> object:
         z = zset_for_write(ctx, key)
         if z is None or not len(z):
             continue
-        ((member, score),) = pop_from(ctx, key, z, 1, maximum)
-        return [key, member, score_reply(score)]
+        members, scores = pop_from(ctx, key, z, 1, maximum)
+        return [key, members[0], score_reply(scores[0])]
     return _block(ctx, argv, keys, timeout)
 
 

@@ -4,7 +4,6 @@
 """
 
 from cpython cimport array
-import array as _array
 
 
 def bisect_scores(object scores, double x, bint right, Py_ssize_t lo=0, Py_ssize_t hi=-1):
@@ -12,9 +11,8 @@ def bisect_scores(object scores, double x, bint right, Py_ssize_t lo=0, Py_ssize
     cdef array.array a
     cdef const double *d
     cdef Py_ssize_t mid
-    if type(scores) is not _array.array:
-        if not isinstance(scores, _array.array):
-            raise TypeError("scores must be an array('d')")
+    if not isinstance(scores, array.array):  # (a C-level type check: array.array is cimported)
+        raise TypeError("scores must be an array('d')")
     a = <array.array>scores
     if a.ob_descr.typecode != b'd':
         raise TypeError("scores must be an array('d')")

@@ -255,16 +255,20 @@ class PairTable:
         return _lp_get(self.buckets[self.slot(field)], field)
 
     def set(self, field: bytes, value: bytes) -> bool:
+        return self.put(field, value) is None
+
+    def put(self, field: bytes, value: bytes) -> bytes | None:
+        """Set a field: the value it replaced, None when the field is new (one lookup)."""
         i = self.slot(field)
         b = self.buckets[i]
-        new_b, new = _lp_set(b, field, value)
+        new_b, old = pack_put(b, 2, field, value)
         self.buckets[i] = new_b
         self.nbytes += len(new_b) - len(b)
-        if new:
+        if old is None:
             self.count += 1
             if self.count > _LOAD * len(self.buckets):
                 self._split_one()
-        return new
+        return old
 
     def delete(self, field: bytes) -> bool:
         return self.pop(field) is not None

@@ -205,6 +205,11 @@ class _Packed:
     def at(self, i: int) -> tuple[bytes, float]:
         return self.member(i), self.scores[i]
 
+    def take_slice(self, i: int, j: int) -> tuple[list[bytes], list[float]]:
+        """Remove the elements at positions [i, j): their members and scores."""
+        scores = self.scores[i:j].tolist()
+        return self.delete_slice(i, j), scores
+
     def delete_slice(self, i: int, j: int) -> list[bytes]:
         members, _scores = self.slice(i, j)
         offs = self.offs
@@ -374,6 +379,24 @@ class _Chunked:
         self._unplace(member, score)
         return score
 
+    def put(self, member: bytes, score: float) -> float | None:
+        """ZADD's plain case in one table lookup: the member added with `score`, or given it;
+        its score before (None when it is new). An equal score (-0.0 and 0.0) keeps the
+        stored one, its sign included."""
+        packed = _PACK_SCORE(score)
+        raw = self.table.put(member, packed)
+        if raw is None:
+            self._place(member, score)
+            return None
+        old = _unpack_score(raw)
+        if old == score:
+            if raw != packed:  # the other zero: the stored sign stays
+                self.table.put(member, raw)
+        else:
+            self._unplace(member, old)
+            self._place(member, score)
+        return old
+
     def update(self, member: bytes, old: float, new: float) -> None:
         """Give a member (at score `old`) the score `new`: its record rewritten in place, the
         element moved."""
@@ -392,11 +415,14 @@ class _Chunked:
             return
         ci, pos = self._locate(score, member)
         members = self.cm[ci]
-        members.insert(pos, member)
-        self.cs[ci].insert(pos, score)
-        if pos == len(members) - 1:
+        if pos == len(members):  # last in its chunk (rising scores: times, counters)
+            members.append(member)
+            self.cs[ci].append(score)
             self.max_s[ci] = score
             self.max_m[ci] = member
+        else:
+            members.insert(pos, member)
+            self.cs[ci].insert(pos, score)
         if len(members) > 2 * _LOAD:
             self._split(ci)
         else:
@@ -486,30 +512,54 @@ class _Chunked:
         return self.cm[ci][off], self.cs[ci][off]
 
     def delete_slice(self, i: int, j: int) -> list[bytes]:
+        return self.take_slice(i, j)[0]
+
+    def take_slice(self, i: int, j: int) -> tuple[list[bytes], list[float]]:
+        """Remove the elements at positions [i, j): their members and scores."""
         if i >= j:
-            return []
+            return [], []
         size = self.table.count
         ci, off = self._seek(i)
-        removed: list[bytes] = []
         wanted = j - i
-        first = ci
-        while wanted > 0:
-            members = self.cm[ci]
-            part = members[off:off + wanted]
-            removed += part
-            del members[off:off + len(part)]
-            del self.cs[ci][off:off + len(part)]
-            self._fen_add(ci, -len(part))
-            wanted -= len(part)
-            ci, off = ci + 1, 0
-        self._repair(first, ci)
+        members = self.cm[ci]
+        if off + wanted < len(members):  # inside one chunk, its last element kept (a pop)
+            removed = members[off:off + wanted]
+            del members[off:off + wanted]
+            scores = self.cs[ci]
+            taken = scores[off:off + wanted].tolist()
+            del scores[off:off + wanted]
+            self._fen_add(ci, -wanted)
+            if len(members) < _LOAD // 4 and len(self.cm) > 1:
+                self._merge(ci)
+        else:
+            removed, taken = self._take_chunks(ci, off, wanted)
         if 2 * len(removed) > size:  # most of the set: index the survivors afresh
             self.index_members()
         else:
             pop = self.table.pop
             for member in removed:
                 pop(member)
-        return removed
+        return removed, taken
+
+    def _take_chunks(self, ci: int, off: int, wanted: int) -> tuple[list[bytes], list[float]]:
+        """take_slice's elements from chunk ci (offset off) on, over as many chunks as they
+        span; the chunks repaired after."""
+        removed: list[bytes] = []
+        taken: list[float] = []
+        first = ci
+        while wanted > 0:
+            members = self.cm[ci]
+            part = members[off:off + wanted]
+            removed += part
+            del members[off:off + len(part)]
+            scores = self.cs[ci]
+            taken += scores[off:off + len(part)].tolist()
+            del scores[off:off + len(part)]
+            self._fen_add(ci, -len(part))
+            wanted -= len(part)
+            ci, off = ci + 1, 0
+        self._repair(first, ci)
+        return removed, taken
 
     def _repair(self, first: int, stop: int) -> None:
         """After chunks first..stop-1 lost elements: drop the empty ones, reset the maxima,
@@ -638,6 +688,11 @@ class ZSet:
         if score != score:
             return ADD_NAN, None
         store = self._store
+        if type(store) is _Chunked and not (nx or xx or gt or lt or incr):
+            before = store.put(member, score)
+            if before is None:
+                return ADD_ADDED, score
+            return (ADD_SAME if before == score else ADD_UPDATED), score
         current = store.get(member)
         if current is not None:
             if nx:
@@ -831,18 +886,20 @@ class ZSet:
     def pop(self, count: int = 1, max: bool = False) -> list[tuple[bytes, float]]:
         """ZPOPMIN / ZPOPMAX: up to `count` elements removed, in the order popped (lowest
         first, or highest first with `max`)."""
+        return _paired(self.pop_columns(count, max))
+
+    def pop_columns(self, count: int = 1, max: bool = False) -> tuple[list[bytes], list[float]]:
+        """`pop`'s elements as columns (see `index_columns`)."""
         size = len(self._store)
         count = min(count, size)
         if count <= 0:
-            return []
+            return [], []
         if max:
-            popped = self.range_by_index(size - count, size, False)
-            self._store.delete_slice(size - count, size)
-            popped.reverse()
-            return popped
-        popped = self.range_by_index(0, count)
-        self._store.delete_slice(0, count)
-        return popped
+            members, scores = self._store.take_slice(size - count, size)
+            members.reverse()
+            scores.reverse()
+            return members, scores
+        return self._store.take_slice(0, count)
 
     # -- sampling -------------------------------------------------------------------------
 
@@ -1002,7 +1059,8 @@ _SCORE_THEN_MEMBER = operator.itemgetter(1, 0)
 
 
 def _paired(columns: tuple[list[bytes], list[float]]) -> list[tuple[bytes, float]]:
-    return list(zip(columns[0], columns[1], strict=True))
+    # (columns of one length by construction; zip's keyword parsing costs more than the pairs)
+    return list(zip(columns[0], columns[1]))  # noqa: B905
 
 
 def _unpack_score(raw: bytes) -> float:

@@ -246,7 +246,7 @@ class EngineCore(EngineState):
 
     def execute(self, *args: Any) -> Any:
         """Run one command; plain reply values, errors raised as ReplyError."""
-        argv = encode_args(args)  # str and bytes, the common case, in one kernel call
+        argv = encode_args(args)  # str, bytes and int, the common case, in one kernel call
         if argv is None:
             argv = tuple(map(_to_bytes, args))
         reply, lsn = self.submit(self.session, argv)

@@ -2,8 +2,11 @@
 """An embedded caller's command arguments as bytes, compiled: the same function and results
 as `_argv_py.py` (the reference). An ASCII str is copied straight from its buffer (str.encode
 goes through the codec machinery for every argument); any other str is encoded by CPython's
-UTF-8 encoder, as str.encode does.
+UTF-8 encoder, as str.encode does; an int that fits a C long long is written by snprintf
+(others by Python's formatting).
 """
+
+from libc.stdio cimport snprintf
 
 from cpython.bytes cimport PyBytes_CheckExact, PyBytes_FromStringAndSize
 from cpython.ref cimport Py_INCREF
@@ -13,9 +16,20 @@ from cpython.unicode cimport PyUnicode_AsUTF8String, PyUnicode_CheckExact
 
 
 cdef extern from "Python.h":
+    long long PyLong_AsLongLongAndOverflow(object, int*) except? -1
     bint PyUnicode_IS_COMPACT_ASCII(object)
     void* PyUnicode_DATA(object)
     Py_ssize_t PyUnicode_GET_LENGTH(object)
+
+
+cdef bytes _int_bytes(object arg):
+    cdef char buf[24]
+    cdef long long v
+    cdef int overflow = 0
+    v = PyLong_AsLongLongAndOverflow(arg, &overflow)
+    if overflow:
+        return b"%d" % arg
+    return PyBytes_FromStringAndSize(buf, snprintf(buf, sizeof(buf), "%lld", v))
 
 
 def encode_args(object args):
@@ -36,6 +50,8 @@ def encode_args(object args):
                 item = PyUnicode_AsUTF8String(arg)
         elif PyBytes_CheckExact(arg):
             item = arg
+        elif type(arg) is int:
+            item = _int_bytes(arg)
         else:
             return None
         Py_INCREF(item)  # PyTuple_SET_ITEM steals the reference

@@ -103,6 +103,21 @@ def test_negative_zero_is_zero_but_keeps_its_sign() -> None:
 
 # ---- encodings -----------------------------------------------------------------------------
 
+def test_a_skiplist_sets_plain_add_keeps_a_zeros_sign_and_moves_a_changed_member() -> None:
+    """The plain ZADD of a skiplist set (one table write: `put`) keeps the stored zero's sign
+    for an equal score, and moves a member whose score changed."""
+    z = filled({b"m%03d" % i: float(i) for i in range(300)})
+    assert z.encoding == "skiplist"
+    assert z.add(b"zero", -0.0) == (ADD_ADDED, -0.0)
+    assert z.add(b"zero", 0.0) == (ADD_SAME, 0.0)
+    assert format_score(score_of(z, b"zero")) == b"-0"
+    assert z.add(b"m000", -0.0) == (ADD_SAME, -0.0)
+    assert format_score(score_of(z, b"m000")) == b"0"
+    assert z.add(b"m001", 250.5) == (ADD_UPDATED, 250.5)
+    assert z.rank(b"m001") == 251 and z.score(b"m001") == 250.5  # after m000, zero, m002..m250
+    assert [m for m, _ in z.range_by_rank(0, 2)] == [b"m000", b"zero", b"m002"]
+
+
 def test_converts_at_the_entries_limit_and_never_back() -> None:
     z = ZSet()
     for i in range(128):

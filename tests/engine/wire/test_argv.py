@@ -1,6 +1,6 @@
 """engine.wire.argv: an embedded caller's arguments as bytes, both twins on the same inputs
-(str as str.encode writes it, bytes as they are, None for anything else, the same error for a
-str UTF-8 cannot encode)."""
+(str as str.encode writes it, bytes as they are, an int as its decimal digits, None for
+anything else, the same error for a str UTF-8 cannot encode)."""
 
 from __future__ import annotations
 
@@ -19,7 +19,11 @@ argv_impl = kernel_fixture("streamkeep.engine.wire", "argv")
     (("SET", "k", "héllo ✓ 🎉"), (b"SET", b"k", "héllo ✓ 🎉".encode())),
     (("SET", "k", ""), (b"SET", b"k", b"")),
     ((), ()),
-    (("XADD", "s", 5), None),  # an int: the caller's general conversion
+    (("ZADD", "z", 5, "m"), (b"ZADD", b"z", b"5", b"m")),  # an int: its digits
+    (("X", -(2**63), 2**63 - 1, 2**64, -(10**30)),
+     (b"X", b"-9223372036854775808", b"9223372036854775807", b"18446744073709551616",
+      b"-" + b"1" + b"0" * 30)),
+    (("XADD", "s", 5.0), None),  # a float: the caller's general conversion
     (("XADD", bytearray(b"s")), None),
     (("XADD", True), None),
 ])
@@ -38,7 +42,8 @@ def test_a_lone_surrogate_is_refused(argv_impl) -> None:  # type: ignore[no-unty
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.lists(st.one_of(st.text(max_size=40), st.binary(max_size=40), st.integers()),
+@given(st.lists(st.one_of(st.text(max_size=40), st.binary(max_size=40), st.integers(),
+                          st.integers(-(2**70), 2**70), st.floats(), st.booleans()),
                 max_size=8))
 def test_twins_agree(args: list) -> None:
     pure, compiled = pure_and_compiled("streamkeep.engine.wire", "argv")
