@@ -34,13 +34,19 @@ from streamkeep.engine.model.effects import (
 from streamkeep.engine.wire.errors import ReplyError
 from streamkeep.engine.wire.reply import RespMap, RespSet
 
-
 # The Lua runtime is imported by the first function command, not with the command table (as
-# engine.commands.scripting does for EVAL).
-def functions_of(engine: Any) -> Any:
-    from streamkeep.engine.exec import functions
+# engine.commands.scripting does for EVAL); the module is kept once imported (FCALL's path).
+_functions_module: Any = None
 
-    return functions.functions_of(engine)
+
+def functions_of(engine: Any) -> Any:
+    global _functions_module
+    module = _functions_module
+    if module is None:
+        from streamkeep.engine.exec import functions
+
+        module = _functions_module = functions
+    return module.functions_of(engine)
 
 
 def _scripting() -> Any:

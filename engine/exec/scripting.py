@@ -99,6 +99,9 @@ _monotonic: Final = time.monotonic  # (every redis.call reads it: bound once)
 # KEYS and ARGV up to this many go to the script as its call's arguments (tables built in Lua);
 # more go as tables made here (a Lua call takes fewer than 8,000 arguments).
 ARGS_IN_CALL: Final = 64
+# Up to this many keys and arguments, a run goes through a runner made for their counts
+# (sandbox.lua's `runner`: no varargs), kept per runtime.
+ARGS_IN_RUNNER: Final = 8
 # A script's reply: a table that holds itself twice would make 2^7995 values (Redis never
 # finishes), and so would tables that share tables. Past REPLY_REPEATS_AFTER values, a table
 # met more than MAXCSTACK times (the most a chain of tables holding themselves reaches) ends
@@ -212,7 +215,9 @@ class Run:
         self.resp = 2
         self.record_db = ctx.session.db  # the database its last logged effect ran in
         self.out_of_memory = False  # a reply did not fit in the Lua heap: the script fails
-        self.next_check = self.started  # when redis.call next looks at the clock (_check)
+        # When redis.call next looks at the clock (_check): a run that just started is far
+        # from busy-reply-threshold, and a kill or a shutdown signal cannot predate it.
+        self.next_check = self.started + CALL_CHECK_SECONDS
         self.is_function = False  # FCALL's (FUNCTION KILL stops it), not EVAL's
 
 
@@ -252,6 +257,7 @@ class Scripting:
         self._identity: Any = None
         self._lupa: Any = None
         self._oom_error: Any = None
+        self._memory_used: Any = None  # the runtime's get_memory_used (redis.call's look, bound once)
         self.max_memory = LUA_MAX_MEMORY
         # Redis Functions (engine.exec.functions): the engine's libraries, kept on the EVAL
         # runtime's Scripting (SCRIPT FLUSH does not touch them); on the functions' own runtime,
@@ -259,7 +265,11 @@ class Scripting:
         self.functions: Any = None
         self.registrar: Any = None
         self._load_library: Any = None
-        self._function_caller: Any = None
+        self._run_callback: Any = None
+        self._run_callback_args: Any = None
+        self._runner: Any = None
+        # (is a function's, number of keys, number of arguments) -> its runner (sandbox.lua)
+        self._runners: dict[tuple[bool, int, int], Any] = {}
 
     # --- the runtime ----------------------------------------------------------------------
 
@@ -298,9 +308,10 @@ class Scripting:
         })
         (self._compile, self._run, self._run_args, self._rawget, self._collect, self._c_where,
          self._arm_kill, self._call_library, self._identity, self._load_library,
-         self._function_caller) = lua.execute(
+         self._run_callback, self._run_callback_args, self._runner) = lua.execute(
             _lua_source("sandbox"), params, name="=streamkeep:sandbox")
         self.lua = lua
+        self._memory_used = lua.get_memory_used
         self._oom_error = self._error_table("ERR not enough memory")
 
     def _library_function(self, impl: Any) -> Any:
@@ -408,6 +419,9 @@ class Scripting:
         self.lua = self._compile = self._run = self._run_args = self._rawget = None
         self._collect = None
         self._c_where = self._arm_kill = self._call_library = self._identity = None
+        self._run_callback = self._run_callback_args = self._runner = None
+        self._memory_used = None
+        self._runners = {}
 
     def kill(self) -> str:
         """SCRIPT KILL."""
@@ -455,16 +469,30 @@ class Scripting:
         threshold = int(ctx.engine.config["busy-reply-threshold"])
         count = HOOK_INSTRUCTIONS if threshold > 0 else 0
         try:
-            if not self._room(sum(len(a) + 64 for a in keys + args)):
+            need = 64 * (len(keys) + len(args))
+            for a in keys:
+                need += len(a)
+            for a in args:
+                need += len(a)
+            if not self._room(need):
                 raise _out_of_memory(script.sha)
             collect_kb = self.max_memory // 2048
-            if len(keys) + len(args) <= ARGS_IN_CALL:  # (the tables are built in Lua)
-                ok, result = self._run_args(script.function, count, collect_kb, len(keys),
-                                            *keys, *args)
+            nkeys, nargs = len(keys), len(args)
+            is_function = run.is_function
+            if nkeys + nargs <= ARGS_IN_RUNNER:  # (the usual: no varargs)
+                shape = (is_function, nkeys, nargs)
+                runner = self._runners.get(shape)
+                if runner is None:
+                    runner = self._runners[shape] = self._runner(is_function, nkeys, nargs)
+                ok, result = runner(script.function, count, collect_kb, *keys, *args)
+            elif nkeys + nargs <= ARGS_IN_CALL:  # (the tables are built in Lua)
+                run_args = self._run_callback_args if is_function else self._run_args
+                ok, result = run_args(script.function, count, collect_kb, nkeys, *keys, *args)
             else:  # (tables, not arguments: a Lua call takes fewer than 8,000 of those)
                 lua = self.lua
-                ok, result = self._run(script.function, count, collect_kb,
-                                       lua.table_from(keys), lua.table_from(args))
+                run_tables = self._run_callback if is_function else self._run
+                ok, result = run_tables(script.function, count, collect_kb,
+                                        lua.table_from(keys), lua.table_from(args))
             if run.out_of_memory:
                 raise _out_of_memory(script.sha)
             if ok:
@@ -698,6 +726,31 @@ class Scripting:
         if not args:
             return self._error_table(
                 "ERR Please specify at least one argument for this redis lib call"), True
+        argv: tuple = args
+        for arg in args:
+            if type(arg) is not bytes:  # (numbers become their text; anything else fails)
+                argv = self._command_args(args)
+                if not argv:
+                    return self._error_table(
+                        "ERR Lua redis lib command arguments must be strings or integers"), True
+                break
+        try:
+            reply = self._command(run, argv)
+        except ReplyError as err:
+            return self._error_table(err.line), True
+        finally:
+            self._check(run)
+        if isinstance(reply, ReplyError):
+            return self._error_table(reply.line), True
+        if self._memory_used() > self.max_memory // 2 and not self._room(_size(reply)):
+            # Building it could meet a full heap outside Lua's protection.
+            self._out_of_memory()
+        return self._to_lua(reply, run), False
+
+    @staticmethod
+    def _command_args(args: tuple) -> tuple:
+        """redis.call's arguments as the command's argv (a number as its text); () when one
+        is neither a string nor a number."""
         argv = []
         for arg in args:
             t = type(arg)
@@ -706,20 +759,8 @@ class Scripting:
             elif t is int or t is float:
                 argv.append(_number_arg(arg))
             else:
-                return self._error_table(
-                    "ERR Lua redis lib command arguments must be strings or integers"), True
-        try:
-            reply = self._command(run, tuple(argv))
-        except ReplyError as err:
-            return self._error_table(err.line), True
-        finally:
-            self._check(run)
-        if isinstance(reply, ReplyError):
-            return self._error_table(reply.line), True
-        if self.lua.get_memory_used() > self.max_memory // 2 and not self._room(_size(reply)):
-            # Building it could meet a full heap outside Lua's protection.
-            self._out_of_memory()
-        return self._to_lua(reply, run), False
+                return ()
+        return tuple(argv)
 
     def _check(self, run: Run) -> None:
         """The busy-script check from redis.call's side (every CALL_CHECK_SECONDS): a script
@@ -736,10 +777,10 @@ class Scripting:
         """Whether `need` more bytes fit in the Lua heap with a margin (after a collection if
         they do not at first): lupa's own allocations (arguments, tables made from Python) are
         not protected, and a full heap there would abort the process."""
-        if self.lua.get_memory_used() + need + MEMORY_MARGIN <= self.max_memory:
+        if self._memory_used() + need + MEMORY_MARGIN <= self.max_memory:
             return True
         self._collect()
-        return self.lua.get_memory_used() + need + MEMORY_MARGIN <= self.max_memory
+        return self._memory_used() + need + MEMORY_MARGIN <= self.max_memory
 
     def _command(self, run: Run, argv: Argv) -> Any:
         """scriptCall's checks, then the command as EXEC runs it."""
@@ -974,8 +1015,9 @@ class Scripting:
 
     def function_script(self, name: bytes, callback: Any, flags: int) -> Script:
         """A registered function as `run_function` runs it: named as Redis names it in errors
-        (`script: <name>`), its callback given KEYS and ARGV as arguments."""
-        return Script(_text(name), b"", flags, self._function_caller(callback), False)
+        (`script: <name>`), its callback given KEYS and ARGV as arguments (sandbox.lua's
+        run_callback)."""
+        return Script(_text(name), b"", flags, callback, False)
 
     def run_function(self, ctx: Ctx, script: Script, keys: Argv, args: Argv, read_only: bool,
                      shared: Scripting) -> Any:

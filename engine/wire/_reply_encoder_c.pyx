@@ -358,14 +358,11 @@ cdef int write_other(Out* o, object value) except -1:
     if t is Verbatim:
         return py_write(o, _reply_encoder_py._write_verbatim, value)
     if t is HumanDouble:  # every score reply of the sorted sets: written here, not in Python
-        text = value.text
-        if type(text) is not bytes:
-            return py_write(o, _reply_encoder_py._write_human_double, value)
-        if protocol == 3:
+        if protocol == 3:  # (a bytes subclass: its bytes are its text)
             put(o, ",", 1)
         else:
-            put_line(o, 36, PyBytes_GET_SIZE(text))  # '$'
-        put_bytes(o, text)
+            put_line(o, 36, PyBytes_GET_SIZE(value))  # '$'
+        put_bytes(o, value)
         return put(o, "\r\n", 2)
     if t is bytearray or t is memoryview:
         return write_value(o, bytes(value))

@@ -124,24 +124,33 @@ class Verbatim:
         return f"Verbatim({self.text!r}, {self.fmt!r})"
 
 
-class HumanDouble:
+class HumanDouble(bytes):
     """A double known by its text, `ld2string(LD_STR_HUMAN)`'s digits of a long double (INCREX
-    BYFLOAT's numbers): RESP3 `,text`, RESP2 a bulk string of the same text, as Redis's
-    addReplyHumanLongDouble sends it. A `float` would print `%.17g` of a double, where Redis
-    prints the long double's digits (`0.1`, not `0.10000000000000001`)."""
+    BYFLOAT's numbers) or d2string's of a score: RESP3 `,text`, RESP2 a bulk string of the
+    same text, as Redis's addReplyHumanLongDouble and addReplyDouble send it. A `float` would
+    print `%.17g` of a double, where Redis prints the shortest digits (`0.1`, not
+    `0.10000000000000001`).
 
-    __slots__ = ("text",)
+    Its bytes are its text: a `bytes` subclass is made by CPython's own constructor, with no
+    Python code run (every score of a sorted set's replies is one). It equals only another
+    HumanDouble of the same text (a reply compared with a bulk string is not the same reply)."""
 
-    def __init__(self, text: bytes) -> None:
-        self.text = text
+    __slots__ = ()
+
+    @property
+    def text(self) -> bytes:
+        return bytes(self)
 
     def __eq__(self, other: object) -> bool:
-        return type(other) is HumanDouble and self.text == other.text
+        return type(other) is HumanDouble and bytes.__eq__(self, other)
+
+    def __ne__(self, other: object) -> bool:
+        return not self.__eq__(other)
 
     __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
-        return f"HumanDouble({self.text!r})"
+        return f"HumanDouble({bytes(self)!r})"
 
 
 class EntryArray:

@@ -396,9 +396,15 @@ local KILLED = 'ERR Script killed by user with SCRIPT KILL...'
 local killing = false  -- killed: every line of the script raises it again (pcall cannot swallow it)
 local kill_due = false  -- killed while our own code ran: raised once the script's code runs again
 
+-- The count the hook is armed with between runs (0: none), or nil once a run changed it: a run
+-- whose count it already has does not set it again, and a changed one is cleared after its run.
+-- (Between runs only our own code runs, where the hook finds no script to stop.)
+local armed = 0
+
 local hook
 local function kill()
   killing = true
+  armed = nil
   sethook(hook, 'l')
   error({err = KILLED})
 end
@@ -413,7 +419,7 @@ hook = function(event)
   if event == 'return' then
     -- Our code returns: once what it returns to is not ours, stop at the next instruction.
     local c = getinfo(3, 'S')
-    if kill_due and not (c and OURS[c.source]) then sethook(hook, '', 1) end
+    if kill_due and not (c and OURS[c.source]) then armed = nil sethook(hook, '', 1) end
     return
   end
   local i = getinfo(2, 'S')
@@ -427,6 +433,7 @@ hook = function(event)
     if not kill_due then return end
   end
   if ours then
+    armed = nil
     sethook(hook, 'r', COUNT)
     return
   end
@@ -437,6 +444,7 @@ end
 local function arm_kill()
   kill_due = true
   killing = true
+  armed = nil
   sethook(hook, 'l')
 end
 
@@ -447,13 +455,16 @@ local function compile(body, name)
   return f, false
 end
 
-local function run(f, count, collect_kb, keys, argv)
-  allowed.KEYS, allowed.ARGV = keys, argv
+-- A run's protected call: the count hook armed, the script's garbage gone afterwards.
+local function protected(f, count, collect_kb)
   killing, kill_due = false, false
   if resuming[1] ~= nil then resuming = {} end  -- (a killed script's coroutines)
-  if count > 0 then sethook(hook, '', count) end
-  local ok, r = xpcall(f, handler) sethook()  -- (one line: no line event in between)
-  allowed.KEYS, allowed.ARGV = nil, nil
+  if armed ~= count then
+    if count > 0 then sethook(hook, '', count) else sethook() end
+    armed = count
+  end
+  -- (One line: no line event in between.)
+  local ok, r = xpcall(f, handler) if armed ~= count then sethook() armed = 0 end
   -- A script's garbage goes before the next one starts, not whenever Lua gets to it: nothing
   -- outside a protected call may ever meet a full heap.
   if gc_stopped then  -- a script's collectgarbage('stop') ends with it
@@ -464,13 +475,60 @@ local function run(f, count, collect_kb, keys, argv)
   return ok, r
 end
 
--- `run` with KEYS and ARGV given as the call's arguments, the first `nkeys` of them the keys:
--- for a script's usual few, tables built here cost less than tables made from Python.
+-- A script's run: KEYS and ARGV are its globals while it runs.
+local function run(f, count, collect_kb, keys, argv)
+  allowed.KEYS, allowed.ARGV = keys, argv
+  local ok, r = protected(f, count, collect_kb)
+  allowed.KEYS, allowed.ARGV = nil, nil
+  return ok, r
+end
+
+-- A registered callback's run: KEYS and ARGV are its two arguments, not globals (a function
+-- sees no KEYS or ARGV global, as in Redis). They wait in these upvalues for `call_callback`,
+-- which the protected call runs (xpcall hands its function no arguments).
+local pending_f, pending_keys, pending_argv
+local function call_callback()
+  local f, keys, argv = pending_f, pending_keys, pending_argv
+  pending_f, pending_keys, pending_argv = nil, nil, nil
+  return f(keys, argv)
+end
+local function run_callback(f, count, collect_kb, keys, argv)
+  pending_f, pending_keys, pending_argv = f, keys, argv
+  return protected(call_callback, count, collect_kb)
+end
+
+-- `run` (or `run_callback`) with KEYS and ARGV given as the call's arguments, the first
+-- `nkeys` of them the keys: for a script's usual few, tables built here cost less than tables
+-- made from Python.
 local function run_args(f, count, collect_kb, nkeys, ...)
   local all, keys, argv = {...}, {}, {}
   for i = 1, nkeys do keys[i] = all[i] end
   for i = nkeys + 1, select('#', ...) do argv[i - nkeys] = all[i] end
   return run(f, count, collect_kb, keys, argv)
+end
+local function run_callback_args(f, count, collect_kb, nkeys, ...)
+  local all, keys, argv = {...}, {}, {}
+  for i = 1, nkeys do keys[i] = all[i] end
+  for i = nkeys + 1, select('#', ...) do argv[i - nkeys] = all[i] end
+  return run_callback(f, count, collect_kb, keys, argv)
+end
+
+-- For a given number of keys and arguments, a runner without varargs: its two tables are
+-- built by their constructors (no table of all the arguments, no loops), the cheapest entry
+-- for the usual few. `callback`: the runner of a registered function, else of a script.
+local RUNNER = '=streamkeep:runner'
+OURS[RUNNER] = true
+local concat = table.concat
+local function runner(callback, nkeys, nargs)
+  local keys, argv = {}, {}
+  for i = 1, nkeys do keys[i] = 'k' .. i end
+  for i = 1, nargs do argv[i] = 'a' .. i end
+  local params = 'f, count, collect_kb'
+  if nkeys > 0 then params = params .. ', ' .. concat(keys, ', ') end
+  if nargs > 0 then params = params .. ', ' .. concat(argv, ', ') end
+  local code = 'local run = ... return function(' .. params .. ') return run(f, count, ' ..
+    'collect_kb, {' .. concat(keys, ', ') .. '}, {' .. concat(argv, ', ') .. '}) end'
+  return assert(loadstring(code, RUNNER))(callback and run_callback or run)
 end
 
 local function collect() collectgarbage() end
@@ -529,8 +587,9 @@ end
 -- error as Redis's lua_pcall leaves it: a string, or the {err=...} table of an API error).
 local function load_library(f, count)
   env_meta.__index = library_api
-  if count > 0 then sethook(load_hook, '', count) end
-  local ok, e = real_pcall(f) sethook()
+  armed = 0
+  if count > 0 then sethook(load_hook, '', count) else sethook() end
+  local ok, e = real_pcall(f) sethook() armed = 0
   env_meta.__index = allowed
   if gc_stopped then
     gc_stopped = false
@@ -540,17 +599,7 @@ local function load_library(f, count)
   return false, unwrap(e)
 end
 
--- A registered callback as `run` calls it: with KEYS and ARGV as its two arguments, not as
--- globals (a function sees no KEYS or ARGV global, as in Redis).
-local function function_caller(callback)
-  return function()
-    local keys, argv = rawget(allowed, 'KEYS'), rawget(allowed, 'ARGV')
-    allowed.KEYS, allowed.ARGV = nil, nil
-    return callback(keys, argv)
-  end
-end
-
 -- Nothing else is reachable from a script: the real globals lose what a leak could use.
 io, os, package, require, dofile, loadfile, module, python, print, debug = nil
 return compile, run, run_args, rawget, collect, c_where, arm_kill, call_library, identity,
-  load_library, function_caller
+  load_library, run_callback, run_callback_args, runner
