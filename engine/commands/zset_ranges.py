@@ -105,16 +105,17 @@ def _parse_range(argv: Argv, key_at: int, store: bool, kind: str | None,
     return a
 
 
-def _select(z: ZSet, a: _RangeArgs) -> tuple[list[bytes], list[float]]:
-    """The elements the parsed range selects, in reply order: their members and their scores."""
+def _select(z: ZSet, a: _RangeArgs, scores: bool = True) -> tuple[list[bytes], list[float]]:
+    """The elements the parsed range selects, in reply order: their members and their scores
+    (left empty unless `scores`)."""
     reverse = bool(a.reverse)
     if a.kind == RANK:
-        return z.rank_columns(a.start, a.stop, reverse)
+        return z.rank_columns(a.start, a.stop, reverse, scores)
     if a.kind == SCORE:
         assert isinstance(a.rng, ScoreRange)
-        return z.score_columns(a.rng, reverse, a.offset, a.limit)
+        return z.score_columns(a.rng, reverse, a.offset, a.limit, scores)
     assert isinstance(a.rng, LexRange)
-    return z.lex_columns(a.rng, reverse, a.offset, a.limit)
+    return z.lex_columns(a.rng, reverse, a.offset, a.limit, scores)
 
 
 def _range_read(ctx: Ctx, argv: Argv, kind: str | None, reverse: bool | None) -> list:
@@ -122,7 +123,7 @@ def _range_read(ctx: Ctx, argv: Argv, kind: str | None, reverse: bool | None) ->
     z = zset_for_read(ctx, argv[1])
     if z is None:
         return []
-    members, scores = _select(z, a)
+    members, scores = _select(z, a, a.withscores)
     return columns_reply(ctx, members, scores, a.withscores)
 
 

@@ -197,10 +197,10 @@ class _Packed:
                 hi = mid
         return lo
 
-    def slice(self, i: int, j: int) -> tuple[list[bytes], list[float]]:
+    def slice(self, i: int, j: int, scores: bool = True) -> tuple[list[bytes], list[float]]:
         offs, blob = self.offs, self.blob
         members = [blob[offs[k]:offs[k + 1]] for k in range(i, j)]
-        return members, self.scores[i:j].tolist()
+        return members, self.scores[i:j].tolist() if scores else []
 
     def at(self, i: int) -> tuple[bytes, float]:
         return self.member(i), self.scores[i]
@@ -211,7 +211,7 @@ class _Packed:
         return self.delete_slice(i, j), scores
 
     def delete_slice(self, i: int, j: int) -> list[bytes]:
-        members, _scores = self.slice(i, j)
+        members, _scores = self.slice(i, j, False)
         offs = self.offs
         start, end = offs[i], offs[j]
         self.blob = self.blob[:start] + self.blob[end:]
@@ -488,24 +488,26 @@ class _Chunked:
 
     # -- ranges ---------------------------------------------------------------------------
 
-    def slice(self, i: int, j: int) -> tuple[list[bytes], list[float]]:
-        """The members and the scores at positions [i, j)."""
+    def slice(self, i: int, j: int, scores: bool = True) -> tuple[list[bytes], list[float]]:
+        """The members and the scores at positions [i, j) (no scores unless `scores`)."""
         if i >= j:
             return [], []
         ci, off = self._seek(i)
         wanted = j - i
         chunk = self.cm[ci]
         if off + wanted <= len(chunk):
-            return chunk[off:off + wanted], self.cs[ci][off:off + wanted].tolist()
+            return (chunk[off:off + wanted],
+                    self.cs[ci][off:off + wanted].tolist() if scores else [])
         members: list[bytes] = []
-        scores: list[float] = []
+        taken: list[float] = []
         while wanted > 0:
             part = self.cm[ci][off:off + wanted]
             members += part
-            scores += self.cs[ci][off:off + len(part)].tolist()
+            if scores:
+                taken += self.cs[ci][off:off + len(part)].tolist()
             wanted -= len(part)
             ci, off = ci + 1, 0
-        return members, scores
+        return members, taken
 
     def at(self, i: int) -> tuple[bytes, float]:
         ci, off = self._seek(i)
@@ -749,20 +751,18 @@ class ZSet:
         counted from the top, highest first, when `reverse`."""
         return _paired(self.index_columns(first, stop, reverse))
 
-    def index_columns(self, first: int, stop: int,
-                      reverse: bool = False) -> tuple[list[bytes], list[float]]:
+    def index_columns(self, first: int, stop: int, reverse: bool = False,
+                      scores: bool = True) -> tuple[list[bytes], list[float]]:
         """`range_by_index`'s elements as two columns, their members and their scores (what a
-        reply is written from: no pair made an element)."""
+        reply is written from: no pair made an element; the scores left empty unless
+        `scores`)."""
         size = len(self._store)
         first, stop = max(first, 0), min(stop, size)
         if first >= stop:
             return [], []
         if reverse:
-            members, scores = self._store.slice(size - stop, size - first)
-            members.reverse()
-            scores.reverse()
-            return members, scores
-        return self._store.slice(first, stop)
+            return _reversed(self._store.slice(size - stop, size - first, scores))
+        return self._store.slice(first, stop, scores)
 
     def range_by_rank(self, start: int, stop: int,
                       reverse: bool = False) -> list[tuple[bytes, float]]:
@@ -770,13 +770,13 @@ class ZSet:
         here as Redis does)."""
         return _paired(self.rank_columns(start, stop, reverse))
 
-    def rank_columns(self, start: int, stop: int,
-                     reverse: bool = False) -> tuple[list[bytes], list[float]]:
+    def rank_columns(self, start: int, stop: int, reverse: bool = False,
+                     scores: bool = True) -> tuple[list[bytes], list[float]]:
         """`range_by_rank`'s elements as columns (see `index_columns`)."""
         span = normalize_rank_range(start, stop, len(self._store))
         if span is None:
             return [], []
-        return self.index_columns(span[0], span[1] + 1, reverse)
+        return self.index_columns(span[0], span[1] + 1, reverse, scores)
 
     def _score_span(self, rng: ScoreRange) -> tuple[int, int]:
         """The positions [i, j) of the scores in `rng`."""
@@ -807,10 +807,10 @@ class ZSet:
             j = store.bisect_member(rng.max, not rng.maxex)
         return i, max(i, j)
 
-    def _window(self, span: tuple[int, int], reverse: bool, offset: int,
-                count: int) -> tuple[list[bytes], list[float]]:
+    def _window(self, span: tuple[int, int], reverse: bool, offset: int, count: int,
+                scores: bool = True) -> tuple[list[bytes], list[float]]:
         """LIMIT offset count over the positions in `span` (a negative offset: nothing, as
-        8.x; a negative count: all), as columns."""
+        8.x; a negative count: all), as columns (see `index_columns`)."""
         i, j = span
         if offset < 0 or i >= j:
             return [], []
@@ -820,11 +820,8 @@ class ZSet:
         if width <= 0:
             return [], []
         if reverse:  # from position j - 1 - offset down
-            members, scores = self._store.slice(j - offset - width, j - offset)
-            members.reverse()
-            scores.reverse()
-            return members, scores
-        return self._store.slice(i + offset, i + offset + width)
+            return _reversed(self._store.slice(j - offset - width, j - offset, scores))
+        return self._store.slice(i + offset, i + offset + width, scores)
 
     def range_by_score(self, rng: ScoreRange, reverse: bool = False, offset: int = 0,
                        count: int = -1) -> list[tuple[bytes, float]]:
@@ -833,9 +830,9 @@ class ZSet:
         return _paired(self.score_columns(rng, reverse, offset, count))
 
     def score_columns(self, rng: ScoreRange, reverse: bool = False, offset: int = 0,
-                      count: int = -1) -> tuple[list[bytes], list[float]]:
+                      count: int = -1, scores: bool = True) -> tuple[list[bytes], list[float]]:
         """`range_by_score`'s elements as columns (see `index_columns`)."""
-        return self._window(self._score_span(rng), reverse, offset, count)
+        return self._window(self._score_span(rng), reverse, offset, count, scores)
 
     def range_by_lex(self, rng: LexRange, reverse: bool = False, offset: int = 0,
                      count: int = -1) -> list[tuple[bytes, float]]:
@@ -843,9 +840,9 @@ class ZSet:
         return _paired(self.lex_columns(rng, reverse, offset, count))
 
     def lex_columns(self, rng: LexRange, reverse: bool = False, offset: int = 0,
-                    count: int = -1) -> tuple[list[bytes], list[float]]:
+                    count: int = -1, scores: bool = True) -> tuple[list[bytes], list[float]]:
         """`range_by_lex`'s elements as columns (see `index_columns`)."""
-        return self._window(self._lex_span(rng), reverse, offset, count)
+        return self._window(self._lex_span(rng), reverse, offset, count, scores)
 
     def count_in_score_range(self, rng: ScoreRange) -> int:
         """ZCOUNT."""
@@ -946,7 +943,7 @@ class ZSet:
         count = len(store)
         buckets = 1 << max(2, (count - 1).bit_length()) if count else 0
         fixed = 16 + 16 + 32 + 56 + 8 * buckets + jemalloc_size(24 + 16 * 32)
-        sampled = store.slice(0, count if samples <= 0 else min(samples, count))[0]
+        sampled = store.slice(0, count if samples <= 0 else min(samples, count), False)[0]
         if not sampled:
             return fixed
         per = sum(24 + _SKIPLIST_NODE + sds_alloc(len(m)) for m in sampled)
@@ -1056,6 +1053,12 @@ class ZSet:
 
 _BIG_ENDIAN = struct.pack("=H", 1) == b"\x00\x01"
 _SCORE_THEN_MEMBER = operator.itemgetter(1, 0)
+
+
+def _reversed(columns: tuple[list[bytes], list[float]]) -> tuple[list[bytes], list[float]]:
+    columns[0].reverse()
+    columns[1].reverse()
+    return columns
 
 
 def _paired(columns: tuple[list[bytes], list[float]]) -> list[tuple[bytes, float]]:
