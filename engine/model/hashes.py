@@ -16,7 +16,7 @@ Encodings, as Redis names them:
   fields' expiry times; the order is Redis's: fields with a TTL first, by expiry time (a new TTL
   goes before the first field whose TTL is >= it), then the others in the order they arrived
   there (a field that loses its TTL, by HSET or HPERSIST, moves to the end).
-- "hashtable": past either limit. A bucketed table (`_PairTable`, linear hashing on Python's
+- "hashtable": past either limit. A bucketed table (`PairTable`, linear hashing on Python's
   hash of the field): each bucket one pack of a few pairs, split one at a time as the table
   grows. A field costs about a quarter of what a dict of bytes to bytes costs (two 33-byte
   objects and a dict slot per field, ~138 bytes for a 12-byte field and a 10-byte value),
@@ -336,8 +336,8 @@ class PairTable:
             if r < k:
                 return _nth_pair(b, r)
 
-    def copy(self) -> _PairTable:
-        t = _PairTable(0)
+    def copy(self) -> PairTable:
+        t = PairTable(0)
         t.buckets = self.buckets.copy()  # bytes are immutable: shared until rewritten
         t.size, t.split, t.count, t.nbytes = self.size, self.split, self.count, self.nbytes
         t.cap = self.cap
@@ -389,13 +389,10 @@ class PairTable:
         return out
 
 
-_PairTable = PairTable  # the name this module's code uses
-
-
 # ---- the hash -----------------------------------------------------------------------------
 
 class Hash:
-    """One HASH value. `_data` is the listpack bytes, a `_ListpackEx` or a `_PairTable`.
+    """One HASH value. `_data` is the listpack bytes, a `_ListpackEx` or a `PairTable`.
     `_home`/`_key`: for a plain listpack hash a command reads (`bound_hash`), the dict and
     key it lives at, where every change is stored (see "Bare small hashes" below), and `_src`
     the value found there (the bare pack it wraps, or the hash itself): a change is stored only
@@ -405,7 +402,7 @@ class Hash:
     __slots__ = ("_data", "_lim", "_home", "_key", "_src")
 
     def __init__(self, limits: HashLimits | None = None) -> None:
-        self._data: bytes | _ListpackEx | _PairTable = _EMPTY
+        self._data: bytes | _ListpackEx | PairTable = _EMPTY
         self._lim = DEFAULT_LIMITS if limits is None else limits
         self._home: dict[bytes, Any] | None = None
         self._key = b""
@@ -455,12 +452,12 @@ class Hash:
         shared limits; nothing converts now)."""
         self._lim = limits
 
-    def _to_table(self, capacity: int = 0) -> _PairTable:
+    def _to_table(self, capacity: int = 0) -> PairTable:
         d = self._data
-        if isinstance(d, _PairTable):
+        if isinstance(d, PairTable):
             return d
         blob = d.blob if isinstance(d, _ListpackEx) else d
-        table = _PairTable(max(capacity, _count(blob)))
+        table = PairTable(max(capacity, _count(blob)))
         table.load(_pairs(blob))
         if isinstance(d, _ListpackEx) and d.ttl:
             for f, w in d.ttl.items():
@@ -489,14 +486,14 @@ class Hash:
             return _count(d)
         if isinstance(d, _ListpackEx):
             return _count(d.blob)
-        assert isinstance(d, _PairTable)
+        assert isinstance(d, PairTable)
         return d.count
 
     def get(self, field: bytes) -> bytes | None:
         d = self._data
         if type(d) is bytes:
             return _lp_get(d, field)
-        if isinstance(d, _PairTable):
+        if isinstance(d, PairTable):
             return d.get(field)
         assert isinstance(d, _ListpackEx)
         return _lp_get(d.blob, field)
@@ -516,7 +513,7 @@ class Hash:
             return _pairs(d)
         if isinstance(d, _ListpackEx):
             return _pairs(d.blob)
-        assert isinstance(d, _PairTable)
+        assert isinstance(d, PairTable)
         return list(d.items())
 
     def keys(self) -> list[bytes]:
@@ -533,7 +530,7 @@ class Hash:
         as Redis does; a hashtable walks buckets from `cursor` until `count` pairs, and a field
         present for a whole scan is returned at least once (buckets only split upwards)."""
         d = self._data
-        if not isinstance(d, _PairTable):
+        if not isinstance(d, PairTable):
             return 0, self.items()
         out: list[tuple[bytes, bytes]] = []
         i = max(cursor, 0)
@@ -567,7 +564,7 @@ class Hash:
             if not self._fits(field, value):
                 return self._set_table(self._to_table(), field, value, keep_ttl)
             return self._set_listpackex(d, field, value, keep_ttl)
-        assert isinstance(d, _PairTable)
+        assert isinstance(d, PairTable)
         return self._set_table(d, field, value, keep_ttl)
 
     def _set_listpackex(self, d: _ListpackEx, field: bytes, value: bytes,
@@ -584,7 +581,7 @@ class Hash:
         return new
 
     @staticmethod
-    def _set_table(t: _PairTable, field: bytes, value: bytes, keep_ttl: bool) -> bool:
+    def _set_table(t: PairTable, field: bytes, value: bytes, keep_ttl: bool) -> bool:
         new = t.set(field, value)
         if not new and not keep_ttl and t.ttl is not None and t.ttl.pop(field, None) is not None:
             t.drop_ttl_state_if_empty()
@@ -600,7 +597,7 @@ class Hash:
         return created
 
     def _set_many(self, pairs: Sequence[tuple[bytes, bytes]]) -> int:
-        if not isinstance(self._data, _PairTable):
+        if not isinstance(self._data, PairTable):
             if len(pairs) > self._lim.max_listpack_entries:
                 self._to_table(len(pairs))
             elif not all(self._fits(f, v) for f, v in pairs):
@@ -615,7 +612,7 @@ class Hash:
             merged = dict(zip(fields, values, strict=True))
             merged.update(pairs)
             if len(merged) > self._lim.max_listpack_entries:
-                table = _PairTable(len(merged))
+                table = PairTable(len(merged))
                 table.load(merged.items())
                 self._data = table
             else:
@@ -651,7 +648,7 @@ class Hash:
             d.blob = removed[0]
             d.ttl.pop(field, None)
             return True
-        assert isinstance(d, _PairTable)
+        assert isinstance(d, PairTable)
         return d.delete(field)
 
     def incr_by(self, field: bytes, increment: int) -> int:
@@ -704,7 +701,7 @@ class Hash:
             picks = self._random_picks(-count if count < 0 else 1, rng)
         elif count >= size:
             picks = self.items()
-        elif not isinstance(self._data, _PairTable):
+        elif not isinstance(self._data, PairTable):
             everything = self.items()
             picks = [everything[i] for i in sorted(rng.sample(range(size), count))]
         elif count * _SUB_STRATEGY_MUL > size:
@@ -717,7 +714,7 @@ class Hash:
             del picks[count:]
         else:
             table = self._data
-            assert isinstance(table, _PairTable)
+            assert isinstance(table, PairTable)
             chosen: dict[bytes, bytes] = {}
             while len(chosen) < count:
                 f, v = table.random_pair(rng)
@@ -729,7 +726,7 @@ class Hash:
 
     def _random_picks(self, n: int, rng: random.Random) -> list[tuple[bytes, bytes]]:
         d = self._data
-        if isinstance(d, _PairTable) and n * 8 < d.count:
+        if isinstance(d, PairTable) and n * 8 < d.count:
             return [d.random_pair(rng) for _ in range(n)]
         everything = self.items()
         return rng.choices(everything, k=n)
@@ -749,7 +746,7 @@ class Hash:
             d.ttl.pop(field, None)
             d.place(field, removed[1], when_ms)
             return True
-        assert isinstance(d, _PairTable)
+        assert isinstance(d, PairTable)
         if d.get(field) is None:
             return False
         d.set_ttl(field, when_ms)
@@ -758,7 +755,7 @@ class Hash:
     def field_expiry(self, field: bytes) -> int | None:
         """The field's expiry time (ms), None when it has none or is absent."""
         d = self._data
-        if isinstance(d, (_ListpackEx, _PairTable)) and d.ttl is not None:
+        if isinstance(d, (_ListpackEx, PairTable)) and d.ttl is not None:
             return d.ttl.get(field)
         return None
 
@@ -774,7 +771,7 @@ class Hash:
             d.blob = removed[0]
             d.place(field, removed[1], None)
             return True
-        if isinstance(d, _PairTable) and d.ttl is not None and field in d.ttl:
+        if isinstance(d, PairTable) and d.ttl is not None and field in d.ttl:
             del d.ttl[field]
             d.drop_ttl_state_if_empty()
             return True
@@ -783,14 +780,14 @@ class Hash:
     def has_field_expiry(self) -> bool:
         """Whether some field has a TTL."""
         d = self._data
-        return isinstance(d, (_ListpackEx, _PairTable)) and bool(d.ttl)
+        return isinstance(d, (_ListpackEx, PairTable)) and bool(d.ttl)
 
     def fields_with_expiry(self) -> list[tuple[bytes, int]]:
         """(field, expiry ms) of every field with a TTL, soonest first."""
         d = self._data
         if isinstance(d, _ListpackEx):
             return [(f, d.ttl[f]) for f in d.ordered_ttl_fields()]
-        if isinstance(d, _PairTable) and d.ttl is not None:
+        if isinstance(d, PairTable) and d.ttl is not None:
             return sorted(d.ttl.items(), key=lambda fw: (fw[1], fw[0]))
         return []
 
@@ -799,7 +796,7 @@ class Hash:
         d = self._data
         if isinstance(d, _ListpackEx):
             return min(d.ttl.values()) if d.ttl else None
-        if isinstance(d, _PairTable):
+        if isinstance(d, PairTable):
             return d.min_ttl()
         return None
 
@@ -814,7 +811,7 @@ class Hash:
                     break
                 out.append(f)
             return out
-        if isinstance(d, _PairTable):
+        if isinstance(d, PairTable):
             return d.expired(now_ms, limit)
         return []
 
@@ -832,7 +829,7 @@ class Hash:
         d = self._data
         if isinstance(d, _ListpackEx):
             h._data = _ListpackEx(d.blob, dict(d.ttl))
-        elif isinstance(d, _PairTable):
+        elif isinstance(d, PairTable):
             h._data = d.copy()
         else:
             h._data = d  # immutable bytes: shared
@@ -845,7 +842,7 @@ class Hash:
         and two sds strings, averaged over the first `samples` fields (all for 0), as
         objectComputeSize samples them. Allocations in jemalloc's size classes."""
         d = self._data
-        if not isinstance(d, _PairTable):
+        if not isinstance(d, PairTable):
             pairs = self.items()
             size = 7 + sum(str_size(f) + str_size(v) for f, v in pairs)
             if isinstance(d, _ListpackEx):
@@ -871,7 +868,7 @@ class Hash:
         if isinstance(d, _ListpackEx):
             return (size + sys.getsizeof(d) + sys.getsizeof(d.blob) + sys.getsizeof(d.ttl)
                     + sum(len(f) + 33 + 32 for f in d.ttl))
-        assert isinstance(d, _PairTable)
+        assert isinstance(d, PairTable)
         size += sys.getsizeof(d) + sys.getsizeof(d.buckets) + 33 * len(d.buckets) + d.nbytes
         if d.ttl is not None and d.heap is not None:
             size += (sys.getsizeof(d.ttl) + sys.getsizeof(d.heap)
@@ -890,7 +887,7 @@ class Hash:
             head, packs = _KIND_LISTPACKEX, [d.blob]
             ttls = [(f, d.ttl[f]) for f in d.ordered_ttl_fields()]
         else:
-            assert isinstance(d, _PairTable)
+            assert isinstance(d, PairTable)
             head, packs = _KIND_HASHTABLE, [b for b in d.buckets if len(b) > 2]
             ttls = list(d.ttl.items()) if d.ttl is not None else []
         parts = [bytes((FORMAT_VERSION, head)), len(packs).to_bytes(4, "little")]
@@ -936,7 +933,7 @@ class Hash:
         h = cls(limits)
         if kind == _KIND_HASHTABLE or len(pairs) > h._lim.max_listpack_entries or not all(
                 h._fits(f, v) for f, v in pairs):
-            table = _PairTable(len(pairs))
+            table = PairTable(len(pairs))
             table.load(pairs)
             for f, w in ttls:
                 table.set_ttl(f, w)
@@ -958,7 +955,7 @@ class Hash:
         listpack limit, else set as HSET sets them. TTLs are the caller's (set_field_expiry)."""
         h = cls(limits)
         if count > h._lim.max_listpack_entries:
-            table = _PairTable(count)
+            table = PairTable(count)
             table.load(pairs)
             h._data = table
         else:
