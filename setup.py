@@ -68,6 +68,7 @@ COMPILED = [
     "engine/model/stream.py",
     "engine/model/scores.py",
     "engine/model/zset.py",
+    "engine/model/bucket_table.py",
     "engine/model/hashes.py",
     "engine/model/sets.py",
     "engine/exec/blocking.py",

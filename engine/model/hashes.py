@@ -16,9 +16,9 @@ Encodings, as Redis names them:
   fields' expiry times; the order is Redis's: fields with a TTL first, by expiry time (a new TTL
   goes before the first field whose TTL is >= it), then the others in the order they arrived
   there (a field that loses its TTL, by HSET or HPERSIST, moves to the end).
-- "hashtable": past either limit. A bucketed table (`PairTable`, linear hashing on Python's
-  hash of the field): each bucket one pack of a few pairs, split one at a time as the table
-  grows. A field costs about a quarter of what a dict of bytes to bytes costs (two 33-byte
+- "hashtable": past either limit. A bucket table (`PairTable`: engine.model.bucket_table's
+  linear hashing on Python's hash of the field, with the fields' TTLs beside it): each bucket
+  one pack of a few pairs, split one at a time as the table grows. A field costs about a quarter of what a dict of bytes to bytes costs (two 33-byte
   objects and a dict slot per field, ~138 bytes for a 12-byte field and a 10-byte value),
   under half of redis-server's own figure. Its order is the table's, which matches no Redis
   order (HGETALL of a big hash compares as a set).
@@ -44,19 +44,18 @@ from __future__ import annotations
 import heapq
 import random
 import sys
-from array import array
 from collections.abc import Iterable, Iterator, Sequence
 from fractions import Fraction
 from itertools import islice
 from typing import Any, Final
 
+from streamkeep.engine.model.bucket_table import EMPTY, BucketTable, build_pack
 from streamkeep.engine.model.listpack import as_int, int_size, str_size
 from streamkeep.engine.model.packed_columns import (
     pack_delete,
     pack_get,
     pack_item,
     pack_put,
-    pack_split,
     pack_strings,
 )
 from streamkeep.engine.model.packed_hash import PackedHash
@@ -75,12 +74,8 @@ _KIND_LISTPACKEX: Final = 1
 _KIND_HASHTABLE: Final = 2
 _KIND_NAMES: Final = ("listpack", "listpackex", "hashtable")
 
-_LONG: Final = 255  # a length byte of 0xFF: the length follows in 4 bytes
-_LEN: Final = tuple(bytes((i,)) for i in range(255))
 _I64_MIN: Final = -(1 << 63)
 _I64_MAX: Final = (1 << 63) - 1
-_LOAD: Final = 6  # a hashtable's average records per bucket before it splits one
-_SAMPLE_CAP: Final = 2 * _LOAD  # random picks: a table's first slots per bucket
 _SUB_STRATEGY_MUL: Final = 3  # HRANDFIELD: count * 3 > size lists all and drops at random
 _HEAP_SLACK: Final = 32  # stale heap entries tolerated beyond twice the live ones
 
@@ -107,15 +102,7 @@ DEFAULT_LIMITS: Final = HashLimits()
 # only the fields of the needle's length, and the reads go through the packed columns' kernel
 # (engine.model.packed_columns), which checks the pack, so no Python loop walks the pairs.
 
-_EMPTY: Final = b"\x01\x00"
-_BIG_ENDIAN: Final = sys.byteorder == "big"
-
-
-def _wide_bytes(values: list[int]) -> bytes:
-    out = array("I", values)
-    if _BIG_ENDIAN:
-        out.byteswap()
-    return out.tobytes()
+_EMPTY: Final = EMPTY
 
 
 def _count(blob: bytes) -> int:
@@ -123,13 +110,7 @@ def _count(blob: bytes) -> int:
 
 
 def _pack(fields: Sequence[bytes], values: Sequence[bytes]) -> bytes:
-    n = len(fields)
-    flens = [len(f) for f in fields]
-    vlens = [len(v) for v in values]
-    if n < _LONG and max(flens, default=0) < _LONG and max(vlens, default=0) < _LONG:
-        return b"".join((b"\x01", _LEN[n], bytes(flens), bytes(vlens), *fields, *values))
-    return b"".join((b"\x04", n.to_bytes(4, "little"), _wide_bytes(flens),
-                     _wide_bytes(vlens), *fields, *values))
+    return build_pack([fields, values])
 
 
 def _columns(blob: bytes) -> tuple[list[bytes], list[bytes]]:
@@ -218,129 +199,45 @@ class _ListpackEx:
         return _columns(self.blob)[0][:len(self.ttl)]
 
 
-class PairTable:
-    """The hashtable form: linear hashing over buckets of packed records (field, value).
+class PairTable(BucketTable):
+    """The hashtable form: a bucket table (engine.model.bucket_table) of (field, value)
+    records, with the fields' TTLs beside it: `ttl`/`heap`, the fields' expiry times and a
+    min-heap of (time, field) with stale entries dropped lazily; both None while no field has
+    a TTL. (A big sorted set's member index is one too, without TTLs.)"""
 
-    Bucket i of `buckets` holds the records whose hash h has `h & (size - 1) == i`, or, for
-    i < split (buckets already split this round), `h & (2 * size - 1) == i`. Growing splits
-    bucket `split` into itself and bucket `split + size` (appended): one bucket's records per
-    insertion, no stop-the-world rehash, and records only ever move to a higher bucket (so a
-    scan by increasing bucket index misses nothing present throughout). `nbytes` is the sum of
-    the buckets' lengths. `ttl`/`heap`: the fields' expiry times and a min-heap of
-    (time, field) with stale entries dropped lazily; both None while no field has a TTL."""
-
-    __slots__ = ("buckets", "size", "split", "count", "nbytes", "cap", "ttl", "heap")
+    __slots__ = ("ttl", "heap")
 
     def __init__(self, capacity: int) -> None:
-        size = 1
-        while size * _LOAD < capacity:
-            size <<= 1
-        self.buckets: list[bytes] = [_EMPTY] * size
-        self.size = size
-        self.split = 0
-        self.count = 0
-        self.cap = _SAMPLE_CAP  # random picks: slots per bucket, at least the largest seen
-        self.nbytes = 0
+        super().__init__(2, capacity)
         self.ttl: dict[bytes, int] | None = None
         self.heap: list[tuple[int, bytes]] | None = None
 
-    def slot(self, field: bytes) -> int:
-        h = hash(field)
-        i = h & (self.size - 1)
-        if i < self.split:
-            i = h & ((self.size << 1) - 1)
-        return i
-
-    def get(self, field: bytes) -> bytes | None:
-        return _lp_get(self.buckets[self.slot(field)], field)
-
     def set(self, field: bytes, value: bytes) -> bool:
         return self.put(field, value) is None
-
-    def put(self, field: bytes, value: bytes) -> bytes | None:
-        """Set a field: the value it replaced, None when the field is new (one lookup)."""
-        i = self.slot(field)
-        b = self.buckets[i]
-        new_b, old = pack_put(b, 2, field, value)
-        self.buckets[i] = new_b
-        self.nbytes += len(new_b) - len(b)
-        if old is None:
-            self.count += 1
-            if self.count > _LOAD * len(self.buckets):
-                self._split_one()
-        return old
 
     def delete(self, field: bytes) -> bool:
         return self.pop(field) is not None
 
     def pop(self, field: bytes) -> bytes | None:
         """Delete a field (its TTL with it) and return its value; None when absent."""
-        i = self.slot(field)
-        b = self.buckets[i]
-        removed = _lp_remove(b, field)
-        if removed is None:
-            return None
-        self.buckets[i] = removed[0]
-        self.nbytes += len(removed[0]) - len(b)
-        self.count -= 1
-        if self.ttl is not None and self.ttl.pop(field, None) is not None:
+        value = super().pop(field)
+        if value is not None and self.ttl is not None and self.ttl.pop(field, None) is not None:
             self.drop_ttl_state_if_empty()
-        return removed[1]
-
-    def _split_one(self) -> None:
-        s, size = self.split, self.size
-        b = self.buckets[s]
-        mask = (size << 1) - 1
-        kept, moved = pack_split(b, 2, mask, s)
-        self.buckets[s] = kept
-        self.buckets.append(moved)
-        self.nbytes += len(kept) + len(moved) - len(b)
-        s += 1
-        if s == size:
-            self.size = size << 1
-            s = 0
-        self.split = s
+        return value
 
     def items(self) -> Iterator[tuple[bytes, bytes]]:
-        for b in self.buckets:
-            if len(b) > 2:
-                yield from _pairs(b)
-
-    def load(self, pairs: Iterable[tuple[bytes, bytes]]) -> None:
-        """Fill an empty table sized for the pairs (no field twice)."""
-        parts: list[tuple[list[bytes], list[bytes]]] = [([], []) for _ in self.buckets]
-        size_mask = self.size - 1
-        n = 0
-        for f, v in pairs:
-            part = parts[hash(f) & size_mask]
-            part[0].append(f)
-            part[1].append(v)
-            n += 1
-        self.buckets = [_pack(*p) for p in parts]
-        self.count = n
-        self.nbytes = sum(len(b) for b in self.buckets)
-        while self.count > _LOAD * len(self.buckets):
-            self._split_one()
+        for strings in self.bucket_strings():
+            n = len(strings) >> 1
+            yield from zip(strings[:n], strings[n:], strict=True)
 
     def random_pair(self, rng: random.Random) -> tuple[bytes, bytes]:
-        """A uniformly random record: a random (bucket, slot) until the slot holds one."""
-        buckets = self.buckets
-        nb = len(buckets)
-        while True:
-            b = buckets[rng.randrange(nb)]
-            k = _count(b)
-            if k > self.cap:  # a crowded bucket: widen the slots for good and draw again
-                self.cap = k
-                continue
-            r = rng.randrange(self.cap)
-            if r < k:
-                return _nth_pair(b, r)
+        """A uniformly random record."""
+        b, r = self.random_slot(rng)
+        return _nth_pair(b, r)
 
     def copy(self) -> PairTable:
         t = PairTable(0)
-        t.buckets = self.buckets.copy()  # bytes are immutable: shared until rewritten
-        t.size, t.split, t.count, t.nbytes = self.size, self.split, self.count, self.nbytes
-        t.cap = self.cap
+        self.copy_into(t)
         if self.ttl is not None:
             t.ttl = dict(self.ttl)
             t.heap = [(w, f) for f, w in t.ttl.items()]

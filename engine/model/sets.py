@@ -13,9 +13,9 @@ Encodings, as Redis names them:
 - "listpack" while there are at most `set-max-listpack-entries` members of at most
   `set-max-listpack-value` bytes: ONE bytes object (a width byte, the count, the members'
   lengths, the members), in insertion order.
-- "hashtable" beyond: linear hashing over buckets that are each such a bytes object (the
-  scheme of engine.model.hashes: about a fifth of a Python set's memory per member, under half
-  of redis-server's). Its order is the table's, which matches no Redis order.
+- "hashtable" beyond: linear hashing over buckets that are each such a bytes object (a
+  one-column `BucketTable` of engine.model.bucket_table: about a fifth of a Python set's
+  memory per member, under half of redis-server's). Its order is the table's, which matches no Redis order.
 Conversions, as setTypeAdd makes them: intset -> listpack (a non-integer arrives while the intset
 is small enough and its integers short enough) or -> hashtable; listpack -> hashtable; never
 back, except that SPOP, when it keeps the few members left in a new set, and SINTERSTORE build a
@@ -35,12 +35,12 @@ from collections.abc import Iterable, Iterator, Sequence
 from itertools import islice
 from typing import Final
 
+from streamkeep.engine.model.bucket_table import EMPTY, BucketTable, append_one, build_pack
 from streamkeep.engine.model.listpack import as_int, str_size
 from streamkeep.engine.model.packed_columns import (
     pack_delete,
     pack_index,
     pack_item,
-    pack_split,
     pack_strings,
 )
 from streamkeep.engine.model.redis_alloc import jemalloc_size, sds_alloc
@@ -50,13 +50,8 @@ _KIND_INTSET: Final = 0
 _KIND_LISTPACK: Final = 1
 _KIND_HASHTABLE: Final = 2
 
-_LONG: Final = 255
-_LEN: Final = tuple(bytes((i,)) for i in range(255))
-_EMPTY: Final = b"\x01\x00"
-_BIG_ENDIAN: Final = sys.byteorder == "big"
+_EMPTY: Final = EMPTY
 _INTSET_HARD_MAX: Final = 1 << 30  # Redis caps an intset there whatever the setting
-_LOAD: Final = 6  # a hashtable's average members per bucket before it splits one
-_SAMPLE_CAP: Final = 2 * _LOAD
 _SPOP_MOVE_STRATEGY_MUL: Final = 5
 _SRANDMEMBER_SUB_STRATEGY_MUL: Final = 3
 
@@ -95,14 +90,7 @@ def _count(blob: bytes) -> int:
 
 
 def _pack(members: Sequence[bytes]) -> bytes:
-    n = len(members)
-    lens = [len(m) for m in members]
-    if n < _LONG and max(lens, default=0) < _LONG:
-        return b"".join((b"\x01", _LEN[n], bytes(lens), *members))
-    wide = array("I", lens)
-    if _BIG_ENDIAN:
-        wide.byteswap()
-    return b"".join((b"\x04", n.to_bytes(4, "little"), wide.tobytes(), *members))
+    return build_pack([members])
 
 
 def _members(blob: bytes) -> list[bytes]:
@@ -115,16 +103,9 @@ def _lp_contains(blob: bytes, member: bytes) -> bool:
 
 def _lp_add(blob: bytes, member: bytes) -> bytes | None:
     """The pack with member appended, None when it is there already."""
-    if pack_index(blob, 1, member) >= 0:  # also checks the pack the slices below read
+    if pack_index(blob, 1, member) >= 0:  # also checks the pack append_one's slices read
         return None
-    if blob[0] == 1 and blob[1] + 1 < _LONG and len(member) < _LONG:
-        n = blob[1]
-        start = 2 + n
-        return b"".join((b"\x01", _LEN[n + 1], blob[2:start], _LEN[len(member)], blob[start:],
-                         member))
-    members = _members(blob)
-    members.append(member)
-    return _pack(members)
+    return append_one(blob, member)
 
 
 def _lp_remove(blob: bytes, member: bytes) -> bytes | None:
@@ -142,123 +123,15 @@ def _digits(v: int) -> int:
     return len(b"%d" % v)
 
 
-class _MemberTable:
-    """The hashtable form: linear hashing over buckets of packed members (the scheme of
-    engine.model.hashes's table: bucket i holds the members whose hash h has
-    `h & (size - 1) == i`, or `h & (2 * size - 1) == i` for i < split; one bucket splits per
-    growth step, members only move to a higher bucket)."""
-
-    __slots__ = ("buckets", "size", "split", "count", "nbytes", "cap")
-
-    def __init__(self, capacity: int) -> None:
-        size = 1
-        while size * _LOAD < capacity:
-            size <<= 1
-        self.buckets: list[bytes] = [_EMPTY] * size
-        self.size = size
-        self.split = 0
-        self.count = 0
-        self.cap = _SAMPLE_CAP  # random picks: slots per bucket, at least the largest seen
-        self.nbytes = len(_EMPTY) * size
-
-    def slot(self, member: bytes) -> int:
-        h = hash(member)
-        i = h & (self.size - 1)
-        if i < self.split:
-            i = h & ((self.size << 1) - 1)
-        return i
-
-    def __contains__(self, member: bytes) -> bool:
-        return _lp_contains(self.buckets[self.slot(member)], member)
-
-    def add(self, member: bytes) -> bool:
-        i = self.slot(member)
-        b = self.buckets[i]
-        new = _lp_add(b, member)
-        if new is None:
-            return False
-        self.buckets[i] = new
-        self.nbytes += len(new) - len(b)
-        self.count += 1
-        if self.count > _LOAD * len(self.buckets):
-            self._split_one()
-        return True
-
-    def remove(self, member: bytes) -> bool:
-        i = self.slot(member)
-        b = self.buckets[i]
-        new = _lp_remove(b, member)
-        if new is None:
-            return False
-        self.buckets[i] = new
-        self.nbytes += len(new) - len(b)
-        self.count -= 1
-        return True
-
-    def _split_one(self) -> None:
-        s, size = self.split, self.size
-        b = self.buckets[s]
-        mask = (size << 1) - 1
-        kept, moved = pack_split(b, 1, mask, s)
-        self.buckets[s] = kept
-        self.buckets.append(moved)
-        self.nbytes += len(kept) + len(moved) - len(b)
-        s += 1
-        if s == size:
-            self.size = size << 1
-            s = 0
-        self.split = s
-
-    def __iter__(self) -> Iterator[bytes]:
-        for b in self.buckets:
-            if len(b) > 2:
-                yield from _members(b)
-
-    def load(self, members: Iterable[bytes]) -> None:
-        """Fill an empty table sized for the members (none twice)."""
-        parts: list[list[bytes]] = [[] for _ in self.buckets]
-        mask = self.size - 1
-        n = 0
-        for m in members:
-            parts[hash(m) & mask].append(m)
-            n += 1
-        self.buckets = [_pack(p) for p in parts]
-        self.count = n
-        self.nbytes = sum(len(b) for b in self.buckets)
-        while self.count > _LOAD * len(self.buckets):
-            self._split_one()
-
-    def random_member(self, rng: random.Random) -> bytes:
-        """A uniformly random member: a random (bucket, slot) until the slot holds one."""
-        buckets = self.buckets
-        nb = len(buckets)
-        while True:
-            b = buckets[rng.randrange(nb)]
-            k = _count(b)
-            if k > self.cap:  # a crowded bucket: widen the slots for good and draw again
-                self.cap = k
-                continue
-            r = rng.randrange(self.cap)
-            if r < k:
-                return _nth(b, r)
-
-    def copy(self) -> _MemberTable:
-        t = _MemberTable(0)
-        t.buckets = self.buckets.copy()  # immutable bytes: shared until rewritten
-        t.size, t.split, t.count, t.nbytes = self.size, self.split, self.count, self.nbytes
-        t.cap = self.cap
-        return t
-
-
 class RSet:
     """One SET value. `_data` is an array('q') (intset), bytes (listpack) or a
-    `_MemberTable` (hashtable)."""
+    `BucketTable` (hashtable)."""
 
     __slots__ = ("_data", "_lim")
 
     def __init__(self, limits: SetLimits | None = None) -> None:
         """An empty intset, as Redis's createIntsetObject (SUNIONSTORE's start)."""
-        self._data: array[int] | bytes | _MemberTable = array("q")
+        self._data: array[int] | bytes | BucketTable = array("q")
         self._lim = DEFAULT_LIMITS if limits is None else limits
 
     # -- new values
@@ -274,7 +147,7 @@ class RSet:
         if size_hint <= lim.max_listpack_entries:
             s._data = _EMPTY
         else:
-            s._data = _MemberTable(size_hint)
+            s._data = BucketTable(1, size_hint)
         return s
 
     @classmethod
@@ -306,7 +179,7 @@ class RSet:
         if type(d) is bytes:
             return "listpack"
         # (the native class first: a test against `array` is a generic one, on every SADD)
-        return "hashtable" if isinstance(d, _MemberTable) else "intset"
+        return "hashtable" if isinstance(d, BucketTable) else "intset"
 
     @property
     def limits(self) -> SetLimits:
@@ -318,12 +191,12 @@ class RSet:
         shared limits; nothing converts now)."""
         self._lim = limits
 
-    def _to_table(self, capacity: int = 0) -> _MemberTable:
+    def _to_table(self, capacity: int = 0) -> BucketTable:
         d = self._data
-        if isinstance(d, _MemberTable):
+        if isinstance(d, BucketTable):
             return d
         members = self.members()
-        table = _MemberTable(max(capacity, len(members)))
+        table = BucketTable(1, max(capacity, len(members)))
         table.load(members)
         self._data = table
         return table
@@ -358,7 +231,7 @@ class RSet:
             return len(d)
         if type(d) is bytes:
             return _count(d)
-        assert isinstance(d, _MemberTable)
+        assert isinstance(d, BucketTable)
         return d.count
 
     def __contains__(self, member: object) -> bool:
@@ -373,7 +246,7 @@ class RSet:
             return i < len(d) and d[i] == v
         if type(d) is bytes:
             return _lp_contains(d, member)
-        assert isinstance(d, _MemberTable)
+        assert isinstance(d, BucketTable)
         return member in d
 
     def __iter__(self) -> Iterator[bytes]:
@@ -382,8 +255,8 @@ class RSet:
             return (b"%d" % v for v in d)
         if type(d) is bytes:
             return iter(_members(d))
-        assert isinstance(d, _MemberTable)
-        return iter(d)
+        assert isinstance(d, BucketTable)
+        return (m for strings in d.bucket_strings() for m in strings)
 
     def members(self) -> list[bytes]:
         """Every member in the encoding's order (an intset's ascending)."""
@@ -399,7 +272,7 @@ class RSet:
         cursor 0, as Redis does; a hashtable walks buckets from `cursor` (a member present
         for the whole scan is returned at least once)."""
         d = self._data
-        if not isinstance(d, _MemberTable):
+        if not isinstance(d, BucketTable):
             return 0, self.members()
         out: list[bytes] = []
         i = max(cursor, 0)
@@ -430,7 +303,7 @@ class RSet:
             else:
                 self._to_table(_count(d) + 1).add(member)
             return True
-        assert isinstance(d, _MemberTable)
+        assert isinstance(d, BucketTable)
         return d.add(member)
 
     def _add_int(self, d: array[int], v: int) -> bool:
@@ -458,7 +331,7 @@ class RSet:
         for len(members)."""
         self.maybe_convert(len(members))
         d = self._data
-        if len(members) > 1 and not isinstance(d, _MemberTable):
+        if len(members) > 1 and not isinstance(d, BucketTable):
             bulk = self._add_bulk(d, members)
             if bulk >= 0:
                 return bulk
@@ -491,7 +364,7 @@ class RSet:
         new = list(merged_members)
         if len(new) > lim.max_listpack_entries or any(
                 len(m) > lim.max_listpack_value for m in new[len(existing):]):
-            table = _MemberTable(len(new))
+            table = BucketTable(1, len(new))
             table.load(new)
             self._data = table
         else:
@@ -516,8 +389,8 @@ class RSet:
                 return False
             self._data = new
             return True
-        assert isinstance(d, _MemberTable)
-        return d.remove(member)
+        assert isinstance(d, BucketTable)
+        return d.pop(member) is not None
 
     # -- random members
     def random_member(self, rng: random.Random) -> bytes:
@@ -527,8 +400,8 @@ class RSet:
             return b"%d" % d[rng.randrange(len(d))]
         if type(d) is bytes:
             return _nth(d, rng.randrange(_count(d)))
-        assert isinstance(d, _MemberTable)
-        return d.random_member(rng)
+        assert isinstance(d, BucketTable)
+        return _nth(*d.random_slot(rng))
 
     def random_members(self, count: int, rng: random.Random) -> list[bytes]:
         """SRANDMEMBER key count, by Redis's rules: 0 gives none; a negative count |count|
@@ -541,8 +414,8 @@ class RSet:
         if count < 0 or count == 1:
             n = -count if count < 0 else 1
             d = self._data
-            if isinstance(d, _MemberTable) and n * 8 < d.count:
-                return [d.random_member(rng) for _ in range(n)]
+            if isinstance(d, BucketTable) and n * 8 < d.count:
+                return [_nth(*d.random_slot(rng)) for _ in range(n)]
             return rng.choices(self.members(), k=n)
         if count >= size:
             return self.members()
@@ -619,7 +492,7 @@ class RSet:
         d = self._data
         if isinstance(d, array):
             s._data = array("q", d)
-        elif isinstance(d, _MemberTable):
+        elif isinstance(d, BucketTable):
             s._data = d.copy()
         else:
             s._data = d
@@ -638,11 +511,11 @@ class RSet:
             return _OBJECT + jemalloc_size(8 + width * len(d))
         if type(d) is bytes:
             return _OBJECT + jemalloc_size(7 + sum(str_size(m) for m in _members(d)))
-        assert isinstance(d, _MemberTable)
+        assert isinstance(d, BucketTable)
         count = d.count
         buckets = 1 << max(2, (count - 1).bit_length()) if count else 0
         fixed = _OBJECT + _DICT + 8 * buckets
-        sampled = list(islice(d, count if samples <= 0 else min(samples, count)))
+        sampled = list(islice(iter(self), count if samples <= 0 else min(samples, count)))
         if not sampled:
             return fixed
         per = sum(_DICT_ENTRY + sds_alloc(len(m)) for m in sampled)
@@ -653,7 +526,7 @@ class RSet:
         without allocator rounding); O(1)."""
         size = sys.getsizeof(self)
         d = self._data
-        if isinstance(d, _MemberTable):
+        if isinstance(d, BucketTable):
             return (size + sys.getsizeof(d) + sys.getsizeof(d.buckets) + 33 * len(d.buckets)
                     + d.nbytes)
         return size + sys.getsizeof(d)
@@ -670,7 +543,7 @@ class RSet:
         if type(d) is bytes:
             kind, packs = _KIND_LISTPACK, [d]
         else:
-            assert isinstance(d, _MemberTable)
+            assert isinstance(d, BucketTable)
             kind, packs = _KIND_HASHTABLE, [b for b in d.buckets if len(b) > 2]
         parts = [bytes((FORMAT_VERSION, kind)), len(packs).to_bytes(4, "little")]
         for p in packs:
@@ -712,7 +585,7 @@ class RSet:
             raise ValueError("set record has trailing or missing bytes")
         if (kind == _KIND_HASHTABLE or len(members) > lim.max_listpack_entries
                 or any(len(m) > lim.max_listpack_value for m in members)):
-            table = _MemberTable(len(members))
+            table = BucketTable(1, len(members))
             table.load(members)
             s._data = table
         else:
@@ -731,7 +604,7 @@ class RSet:
         s = cls(limits)
         lim = s._lim
         if count > max(lim.intset_max(), lim.max_listpack_entries):
-            table = _MemberTable(count)
+            table = BucketTable(1, count)
             table.load(members)
             s._data = table
         else:

@@ -10,9 +10,9 @@ Owns `ZSet` and its two encodings, as Redis keeps them (OBJECT ENCODING's words)
   scores one `array('d')`), and a Fenwick tree over the chunk sizes for positions. A lookup
   by (score, member) is a C-level bisection of contiguous doubles, among the chunks then in
   one, the members compared only between a score's ties. Beside the chunks, the member ->
-  score index is a hash's bucket table (engine.model.hashes `PairTable`: each member's bytes
-  and its score as an 8-byte value, packed with a few others in a bucket), so ZSCORE is a
-  table lookup. Insert, delete, rank, element at a rank and the first position at a score or
+  score index is a bucket table (engine.model.bucket_table: each member's bytes and its
+  score as an 8-byte value, packed with a few others in a bucket), so ZSCORE is a table
+  lookup. Insert, delete, rank, element at a rank and the first position at a score or
   member bound are O(log n) plus a move inside one chunk; a range costs O(log n + returned).
   Per member that is the member's bytes object and its list slot, 8 bytes of score and the
   table's packed record: no node objects, no float object, no dict entry.
@@ -41,7 +41,7 @@ from collections.abc import Iterable, Iterator
 from itertools import chain, islice
 from typing import NamedTuple
 
-from streamkeep.engine.model.hashes import PairTable
+from streamkeep.engine.model.bucket_table import BucketTable
 from streamkeep.engine.model.listpack import str_size
 from streamkeep.engine.model.redis_alloc import jemalloc_size, sds_alloc
 from streamkeep.engine.model.score_search import bisect_scores
@@ -244,12 +244,13 @@ class _Chunked:
     members (lists), `cs` their scores (`array('d')`, parallel to the members); `max_s` (one
     `array('d')`) and `max_m` each chunk's last element; `fen` a Fenwick tree over the chunk
     sizes (None once a chunk was split, merged or dropped: rebuilt when a position is asked);
-    `table` the member -> score index (a hash's `PairTable`, the score as its 8-byte value)."""
+    `table` the member -> score index (a two-column `BucketTable`, the score as its 8-byte
+    value)."""
 
     __slots__ = ("cm", "cs", "fen", "max_m", "max_s", "table")
 
     def __init__(self) -> None:
-        self.table = PairTable(0)
+        self.table = BucketTable(2, 0)
         self.cm: list[list[bytes]] = []
         self.cs: list[array[float]] = []
         self.max_s: array[float] = array("d")
@@ -279,7 +280,7 @@ class _Chunked:
 
     def index_members(self) -> None:
         """A new table indexing every element of the chunks (one bulk load, no splits)."""
-        table = PairTable(sum(map(len, self.cm)))
+        table = BucketTable(2, sum(map(len, self.cm)))
         table.load(zip(chain.from_iterable(self.cm),
                        map(_PACK_SCORE, chain.from_iterable(self.cs)), strict=True))
         self.table = table
@@ -368,7 +369,7 @@ class _Chunked:
 
     def insert(self, member: bytes, score: float) -> None:
         """Add a member absent from the set."""
-        self.table.set(member, _PACK_SCORE(score))
+        self.table.put(member, _PACK_SCORE(score))
         self._place(member, score)
 
     def remove(self, member: bytes) -> float | None:
@@ -400,7 +401,7 @@ class _Chunked:
     def update(self, member: bytes, old: float, new: float) -> None:
         """Give a member (at score `old`) the score `new`: its record rewritten in place, the
         element moved."""
-        self.table.set(member, _PACK_SCORE(new))
+        self.table.put(member, _PACK_SCORE(new))
         self._unplace(member, old)
         self._place(member, new)
 

@@ -1,0 +1,221 @@
+"""Linear hashing over packed buckets: the table behind a big set, a big hash and a big sorted
+set's member index.
+
+Owns `BucketTable`, and the packs its records live in as far as building them goes
+(`build_pack`, `append_one`; the reads and the row writes are engine.model.packed_columns'
+kernels). A record is `ncols` strings keyed by its first: a set's member (one column), a
+hash's field and value, a sorted set's member and its packed score (two). Bucket i of
+`buckets` holds the records whose key's hash() h has `h & (size - 1) == i`, or, for i < split
+(buckets already split this round), `h & (2 * size - 1) == i`. Growing splits bucket `split`
+into itself and bucket `split + size` (appended): one bucket's records per insertion, no
+stop-the-world rehash, and records only ever move to a higher bucket, so a scan by increasing
+bucket index misses nothing present throughout. `nbytes` is the sum of the buckets' lengths.
+
+A bucket is one bytes object (a pack: a width byte w, 1 or 4 when the count or a length
+reaches 255, the count in w bytes, the columns' lengths, then the columns' strings), so a
+record costs its strings and a few bytes: no object a record.
+
+Must not touch: what the records mean (a hash's field TTLs are engine.model.hashes'), values,
+commands, replies.
+"""
+
+from __future__ import annotations
+
+import random
+import sys
+from array import array
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any, Final
+
+from streamkeep.engine.model.packed_columns import (
+    pack_count,
+    pack_delete,
+    pack_get,
+    pack_index,
+    pack_put,
+    pack_split,
+    pack_strings,
+)
+
+LOAD: Final = 6  # a table's average records per bucket before it splits one
+SAMPLE_CAP: Final = 2 * LOAD  # random picks: a table's first slots per bucket
+EMPTY: Final = b"\x01\x00"  # the empty pack
+_LONG: Final = 255  # a count or length from which a pack's lengths take 4 bytes
+_LEN: Final = tuple(bytes((i,)) for i in range(_LONG))
+_BIG_ENDIAN: Final = sys.byteorder == "big"
+
+
+def _wide(lens: list[int]) -> bytes:
+    out = array("I", lens)
+    if _BIG_ENDIAN:
+        out.byteswap()
+    return out.tobytes()
+
+
+def build_pack(columns: Sequence[Sequence[bytes]]) -> bytes:
+    """The pack of equally long columns, in its one form: one-byte lengths when the count and
+    every length are under 255, else four."""
+    n = len(columns[0])
+    lens = [len(s) for column in columns for s in column]
+    if n < _LONG and max(lens, default=0) < _LONG:
+        return b"".join((b"\x01", _LEN[n], bytes(lens), *(s for c in columns for s in c)))
+    return b"".join((b"\x04", n.to_bytes(4, "little"), _wide(lens),
+                     *(s for c in columns for s in c)))
+
+
+def append_one(blob: bytes, member: bytes) -> bytes:
+    """A one-column pack with `member` appended (the caller knows it is absent): a narrow
+    pack that stays narrow is spliced, not rebuilt."""
+    if blob[0] == 1 and blob[1] + 1 < _LONG and len(member) < _LONG:
+        n = blob[1]
+        start = 2 + n
+        return b"".join((b"\x01", _LEN[n + 1], blob[2:start], _LEN[len(member)], blob[start:],
+                         member))
+    members = pack_strings(blob, 1)
+    members.append(member)
+    return build_pack([members])
+
+
+class BucketTable:
+    """The table (see the module docstring) of `ncols`-string records."""
+
+    __slots__ = ("ncols", "buckets", "size", "split", "count", "nbytes", "cap")
+
+    def __init__(self, ncols: int, capacity: int) -> None:
+        size = 1
+        while size * LOAD < capacity:
+            size <<= 1
+        self.ncols = ncols
+        self.buckets: list[bytes] = [EMPTY] * size
+        self.size = size
+        self.split = 0
+        self.count = 0
+        self.cap = SAMPLE_CAP  # random picks: slots per bucket, at least the largest seen
+        self.nbytes = len(EMPTY) * size
+
+    def slot(self, key: bytes) -> int:
+        h = hash(key)
+        i = h & (self.size - 1)
+        if i < self.split:
+            i = h & ((self.size << 1) - 1)
+        return i
+
+    def __contains__(self, key: bytes) -> bool:
+        return pack_index(self.buckets[self.slot(key)], self.ncols, key) >= 0
+
+    def get(self, key: bytes) -> bytes | None:
+        """The last string of key's record (a hash's value), None when absent."""
+        return pack_get(self.buckets[self.slot(key)], self.ncols, key, self.ncols - 1)
+
+    def put(self, key: bytes, value: bytes) -> bytes | None:
+        """Set a two-column record: the value it replaced, None when the key is new (one
+        lookup)."""
+        i = self.slot(key)
+        b = self.buckets[i]
+        new_b, old = pack_put(b, 2, key, value)
+        self._rewrote(i, b, new_b)
+        if old is None:
+            self._grew()
+        return old
+
+    def add(self, key: bytes) -> bool:
+        """Add a one-column record: whether it is new."""
+        i = self.slot(key)
+        b = self.buckets[i]
+        if pack_index(b, 1, key) >= 0:
+            return False
+        self._rewrote(i, b, append_one(b, key))
+        self._grew()
+        return True
+
+    def pop(self, key: bytes) -> bytes | None:
+        """Delete key's record: its last string (a hash's value, a set's member), None when
+        absent."""
+        i = self.slot(key)
+        b = self.buckets[i]
+        removed = pack_delete(b, self.ncols, key)
+        if removed is None:
+            return None
+        self._rewrote(i, b, removed[0])
+        self.count -= 1
+        return removed[1]
+
+    def _rewrote(self, i: int, old: bytes, new: bytes) -> None:
+        self.buckets[i] = new
+        self.nbytes += len(new) - len(old)
+
+    def _grew(self) -> None:
+        self.count += 1
+        if self.count > LOAD * len(self.buckets):
+            self._split_one()
+
+    def _split_one(self) -> None:
+        s, size = self.split, self.size
+        b = self.buckets[s]
+        kept, moved = pack_split(b, self.ncols, (size << 1) - 1, s)
+        self.buckets[s] = kept
+        self.buckets.append(moved)
+        self.nbytes += len(kept) + len(moved) - len(b)
+        s += 1
+        if s == size:
+            self.size = size << 1
+            s = 0
+        self.split = s
+
+    def bucket_strings(self) -> Iterator[list[bytes]]:
+        """Each non-empty bucket's strings, column after column (pack_strings's order)."""
+        for b in self.buckets:
+            if len(b) > 2:
+                yield pack_strings(b, self.ncols)
+
+    def load(self, rows: Iterable[Any]) -> None:
+        """Fill an empty table sized for the rows (no key twice): members for one column,
+        (key, value) pairs for two."""
+        ncols = self.ncols
+        parts: list[list[list[bytes]]] = [[[] for _ in range(ncols)] for _ in self.buckets]
+        mask = self.size - 1
+        n = 0
+        for row in rows:
+            if ncols == 1:
+                parts[hash(row) & mask][0].append(row)
+            else:
+                part = parts[hash(row[0]) & mask]
+                part[0].append(row[0])
+                part[1].append(row[1])
+            n += 1
+        self.buckets = [build_pack(p) for p in parts]
+        self.count = n
+        self.nbytes = sum(len(b) for b in self.buckets)
+        while self.count > LOAD * len(self.buckets):
+            self._split_one()
+
+    def random_slot(self, rng: random.Random) -> tuple[bytes, int]:
+        """A uniformly random record as (its bucket, its row there): a random (bucket, slot)
+        until the slot holds one."""
+        buckets = self.buckets
+        nb = len(buckets)
+        while True:
+            b = buckets[rng.randrange(nb)]
+            k = pack_count(b, self.ncols)
+            if k > self.cap:  # a crowded bucket: widen the slots for good and draw again
+                self.cap = k
+                continue
+            r = rng.randrange(self.cap)
+            if r < k:
+                return b, r
+
+    def copy_into(self, twin: BucketTable) -> None:
+        """Make `twin` (a new table of as many columns) hold these records: the buckets are
+        immutable bytes, shared until either side rewrites one."""
+        twin.buckets = self.buckets.copy()
+        twin.size, twin.split, twin.count, twin.nbytes = (self.size, self.split, self.count,
+                                                          self.nbytes)
+        twin.cap = self.cap
+
+    def copy(self) -> BucketTable:
+        twin = BucketTable(self.ncols, 0)
+        self.copy_into(twin)
+        return twin
+
+
+__all__ = ["EMPTY", "LOAD", "SAMPLE_CAP", "BucketTable", "append_one", "build_pack"]
