@@ -162,6 +162,15 @@ class BucketTable:
             s = 0
         self.split = s
 
+    def keys(self) -> Iterator[bytes]:
+        """Every record's key, bucket by bucket (a generator: a caller that stops early reads
+        only the buckets it reached)."""
+        ncols = self.ncols
+        for b in self.buckets:
+            if len(b) > 2:
+                strings = pack_strings(b, ncols)
+                yield from strings[:len(strings) // ncols] if ncols > 1 else strings
+
     def bucket_strings(self) -> Iterator[list[bytes]]:
         """Each non-empty bucket's strings, column after column (pack_strings's order)."""
         for b in self.buckets:

@@ -256,7 +256,7 @@ class RSet:
         if type(d) is bytes:
             return iter(_members(d))
         assert isinstance(d, BucketTable)
-        return (m for strings in d.bucket_strings() for m in strings)
+        return d.keys()
 
     def members(self) -> list[bytes]:
         """Every member in the encoding's order (an intset's ascending)."""

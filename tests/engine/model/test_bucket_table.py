@@ -38,6 +38,7 @@ def test_two_columns_behave_as_a_dict(keys: list[bytes], data: st.DataObject) ->
     pairs = [(s[i], s[len(s) // 2 + i]) for s in table.bucket_strings()
              for i in range(len(s) // 2)]
     assert sorted(pairs) == sorted(model.items())
+    assert sorted(table.keys()) == sorted(model)
 
 
 def test_one_column_adds_each_member_once_and_splits_as_it_grows() -> None:
@@ -48,6 +49,7 @@ def test_one_column_adds_each_member_once_and_splits_as_it_grows() -> None:
     assert not table.add(members[7])
     assert table.count == 1000 and len(table.buckets) * LOAD >= 1000
     assert sorted(m for s in table.bucket_strings() for m in s) == sorted(members)
+    assert sorted(table.keys()) == sorted(members)
     assert table.pop(members[7]) == members[7] and members[7] not in table
     for i, b in enumerate(table.buckets):  # every member where slot() looks for it
         assert all(table.slot(m) == i for m in pack_strings(b, 1))
