@@ -22,6 +22,7 @@ from streamkeep.engine.wire.errors import StreamkeepError
 
 HELP = "a durable work queue's figures: length, pending, lag, consumers, dead letters"
 EXIT_NO_QUEUE, EXIT_USAGE = 2, 3
+READ_ATTEMPTS = 5  # reads of a shared directory whose server is killed meanwhile: asked again
 EPILOG = """examples:
   streamkeep queue stats ./data jobs         a queue in a data directory
   streamkeep queue stats --url redis://localhost:6379 jobs --group workers
@@ -73,7 +74,7 @@ def main(args: argparse.Namespace) -> int:
     except _Unavailable as err:
         print(f"streamkeep queue stats: {err}", file=sys.stderr)
         return EXIT_USAGE
-    from streamkeep.engine.services.queue import QueueError, StreamQueue
+    from streamkeep.engine.services.queue import QueueError
     from streamkeep.engine.wire.errors import ReplyError
 
     errors: tuple[type[Exception], ...] = (QueueError, ReplyError)
@@ -82,13 +83,10 @@ def main(args: argparse.Namespace) -> int:
 
         errors += (redis.ResponseError,)
     try:
-        missing = _missing(redis_api, name, args.group, errors)
+        missing, stats = figures(client, redis_api, name, args.group, args.dead_letter, errors)
         if missing:
             print(f"streamkeep queue stats: {missing}", file=sys.stderr)
             return EXIT_NO_QUEUE
-        queue = StreamQueue(client, name, group=args.group, dead_letter=args.dead_letter,
-                            create=False)
-        stats = queue.stats()
     except errors as err:
         print(f"streamkeep queue stats: {name}: {err}", file=sys.stderr)
         return EXIT_NO_QUEUE
@@ -100,6 +98,29 @@ def main(args: argparse.Namespace) -> int:
     else:
         render(doc, sys.stdout)
     return 0
+
+
+def figures(client: Any, redis_api: Any, name: str, group: str, dead_letter: str | None,
+            errors: tuple[type[Exception], ...]) -> tuple[str | None, dict[str, Any]]:
+    """(what is missing, in words, or None; the queue's figures): read through `client` (an
+    Engine, a shared directory's or a redis-py client) and `redis_api` (its redis-py methods).
+    A shared server killed while it read is asked again: the reads change nothing, and the
+    shared client's next call starts the directory's new server."""
+    from streamkeep.engine.services.queue import StreamQueue
+    from streamkeep.engine.services.shared_client import ServerLost
+
+    for attempt in range(1, READ_ATTEMPTS + 1):
+        try:
+            missing = _missing(redis_api, name, group, errors)
+            if missing:
+                return missing, {}
+            queue = StreamQueue(client, name, group=group, dead_letter=dead_letter,
+                                create=False)
+            return None, queue.stats()
+        except ServerLost:
+            if attempt == READ_ATTEMPTS:
+                raise
+    raise AssertionError("unreachable")  # (the last attempt returned or raised)
 
 
 def _missing(redis_api: Any, name: str, group: str,

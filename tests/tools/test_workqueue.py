@@ -4,8 +4,14 @@ that cannot be reached, bad usage."""
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
+import signal
+import threading
+import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -94,3 +100,54 @@ def test_stats_through_the_directorys_shared_server(shared_dir: Path,
     assert json.loads(capsys.readouterr().out)["lag"] == 2
     (started,) = servers_of(shared_dir)
     assert started != stopped
+
+
+def _blocked_in_recv(thread: threading.Thread, limit: float) -> None:
+    """Wait until `thread` waits on a socket read (its kernel wait channel says so), or
+    `limit` seconds where the kernel does not show it."""
+    wchan = Path(f"/proc/self/task/{thread.native_id}/wchan")
+    deadline = time.monotonic() + limit
+    while time.monotonic() < deadline:
+        with contextlib.suppress(OSError):
+            if "read" in wchan.read_text():
+                return
+        time.sleep(0.01)
+
+
+def test_figures_are_read_again_when_the_shared_server_is_killed_mid_read(
+        shared_dir: Path) -> None:
+    """The directory's shared server SIGKILLed after the request was sent, before it
+    replied: the reads are asked again of the server the next call starts, not reported as
+    a lost server (the CLI runs beside workers whose server may be killed at any moment)."""
+    from streamkeep.engine.wire.errors import ReplyError
+    from streamkeep.tools.workqueue import figures
+    from tests.support.pids import wait_gone
+    from tests.support.shared_dirs import servers_of
+
+    with Engine.open(str(shared_dir), shared=True) as engine:
+        _fill(engine)
+        old = engine.server_pid
+        connected, go = threading.Event(), threading.Event()
+        got: list[Any] = []
+
+        def read() -> None:
+            engine.execute("PING")  # (this thread's connection made, checked: only reads left)
+            connected.set()
+            go.wait(60)
+            got.append(figures(engine, engine.redis(), "jobs", "workers", None, (ReplyError,)))
+
+        reader = threading.Thread(target=read)
+        reader.start()
+        assert connected.wait(60)
+        os.kill(old, signal.SIGSTOP)  # it takes the request, never answers it
+        go.set()
+        _blocked_in_recv(reader, 5.0)
+        os.kill(old, signal.SIGKILL)
+        wait_gone(old, 30)
+        reader.join(60)
+        assert got, "the read did not come back"
+        missing, stats = got[0]
+        assert missing is None
+        assert (stats["pending"], stats["dead"], stats["lag"]) == (1, 1, 2)
+        assert old not in servers_of(shared_dir)  # (read of the new server)
+        assert len(servers_of(shared_dir)) == 1
