@@ -33,18 +33,82 @@ MAXSIZE_RANGE: Final = (1, 10000)
 
 
 class Producer:
-    """One producer's recent iids: `iids` maps each to (entry ID, recorded at ms), `order`
-    holds them oldest first (a deque: evicting the oldest is O(1); a dict's front is not once
-    deletions pile up there)."""
+    """One producer's recent iids, oldest first, in a ring of three parallel lists (`iids`,
+    `sids`: the entry ID each produced, `times`: when it was recorded, ms) starting at `head`;
+    `slots` maps each iid to its place. Recording and evicting the oldest are O(1) list and
+    dict steps, with no object made per iid beyond the dict's entry (a producer's every send
+    pays them: a deque's method calls and a tuple per iid cost more than the XADD's own
+    append). The ring grows up to the stream's maxsize, then each new iid takes the oldest's
+    place."""
 
-    __slots__ = ("iids", "order")
+    __slots__ = ("slots", "iids", "sids", "times", "head")
 
     def __init__(self) -> None:
-        self.iids: dict[bytes, tuple[int, int]] = {}
-        self.order: deque[bytes] = deque()
+        self.slots: dict[bytes, int] = {}
+        self.iids: list[bytes] = []
+        self.sids: list[int] = []
+        self.times: list[int] = []
+        self.head = 0
 
     def newest_at(self) -> int:
-        return self.iids[self.order[-1]][1] if self.order else -(1 << 62)
+        n = len(self.slots)
+        if not n:
+            return -(1 << 62)
+        return self.times[(self.head + n - 1) % len(self.iids)]
+
+    def oldest_at(self) -> int:
+        """The oldest iid's recording time (the producer holds one)."""
+        return self.times[self.head]
+
+    def push(self, iid: bytes, sid: int, at: int) -> None:
+        """Record `iid` as the newest (not held; the caller made room up to its maxsize)."""
+        iids = self.iids
+        size, n = len(iids), len(self.slots)
+        if n == size:  # every place taken: the ring grows by one, in order from place 0
+            if self.head:
+                self._unroll()
+            iids.append(iid)
+            self.sids.append(sid)
+            self.times.append(at)
+            self.slots[iid] = size
+            return
+        slot = (self.head + n) % size
+        iids[slot] = iid
+        self.sids[slot] = sid
+        self.times[slot] = at
+        self.slots[iid] = slot
+
+    def pop_oldest(self) -> None:
+        head = self.head
+        iids = self.iids
+        del self.slots[iids[head]]
+        iids[head] = b""  # (the iid's bytes go now, not when its place is taken again)
+        self.head = (head + 1) % len(iids)
+
+    def ordered(self) -> list[tuple[bytes, int, int]]:
+        """(iid, entry ID, recorded at ms) of each iid, oldest first."""
+        iids, sids, times = self.iids, self.sids, self.times
+        size, head = len(iids), self.head
+        out = []
+        for i in range(len(self.slots)):
+            slot = (head + i) % size
+            out.append((iids[slot], sids[slot], times[slot]))
+        return out
+
+    def remove(self, iid: bytes) -> None:
+        """Forget `iid` wherever it is (rare: an expired iid behind a live one, the clock
+        having gone back): the ring rebuilt in order without it."""
+        self._rebuild([e for e in self.ordered() if e[0] != iid])
+
+    def _unroll(self) -> None:
+        self._rebuild(self.ordered())
+
+    def _rebuild(self, entries: list[tuple[bytes, int, int]]) -> None:
+        self.iids = [e[0] for e in entries]
+        self.sids = [e[1] for e in entries]
+        self.times = [e[2] for e in entries]
+        self.slots = {iid: i for i, iid in enumerate(self.iids)}
+        self.head = 0
 
 
 class Idmp:
@@ -66,9 +130,9 @@ class Idmp:
         """The entry ID `pid`/`iid` produced, if recorded and not expired at `now` (ms)."""
         producer = self.producers.get(pid)
         if producer is not None:
-            found = producer.iids.get(iid)
-            if found is not None and found[1] + self.duration * 1000 > now:
-                return found[0]
+            slot = producer.slots.get(iid)
+            if slot is not None and producer.times[slot] + self.duration * 1000 > now:
+                return producer.sids[slot]
         return None
 
     def record(self, pid: bytes, iid: bytes, sid: int, now: int) -> None:
@@ -88,28 +152,26 @@ class Idmp:
         if producer is None:
             self.record(pid, iid, sid, now)
             return None
-        found = producer.iids.get(iid)
-        if found is not None and found[1] + self.duration * 1000 > now:
-            return found[0]
-        self._insert(producer, iid, sid, now, found is not None)
+        slot = producer.slots.get(iid)
+        if slot is not None and producer.times[slot] + self.duration * 1000 > now:
+            return producer.sids[slot]
+        self._insert(producer, iid, sid, now, slot is not None)
         return None
 
     def _insert(self, producer: Producer, iid: bytes, sid: int, now: int,
                 maybe_held: bool) -> None:
         """`record`'s steps on the producer's map (`maybe_held`: the iid may be in it still,
         expired)."""
-        iids, order = producer.iids, producer.order
-        if order:
+        if producer.slots:
             horizon = now - self.duration * 1000  # recorded at or before: expired
-            if iids[order[0]][1] <= horizon:
-                while order and iids[order[0]][1] <= horizon:
-                    del iids[order.popleft()]
-            if maybe_held and iid in iids:  # expired but not at the front (the clock went back)
-                order.remove(iid)
-        iids[iid] = (sid, now)
-        order.append(iid)
-        if len(order) > self.maxsize:
-            del iids[order.popleft()]
+            if producer.oldest_at() <= horizon:
+                while producer.slots and producer.oldest_at() <= horizon:
+                    producer.pop_oldest()
+            if maybe_held and iid in producer.slots:  # expired, not at the front (clock went back)
+                producer.remove(iid)
+            if len(producer.slots) >= self.maxsize:
+                producer.pop_oldest()
+        producer.push(iid, sid, now)
         self.added += 1
 
     def _new_producer(self, pid: bytes, now: int) -> Producer:
@@ -143,7 +205,10 @@ class Idmp:
         horizon = now - self.duration * 1000
         pids = iids = 0
         for producer in self.producers.values():
-            live = sum(1 for _sid, at in producer.iids.values() if at > horizon)
+            live = 0
+            for _iid, _sid, at in producer.ordered():
+                if at > horizon:
+                    live += 1
             if live:
                 pids += 1
                 iids += live
@@ -154,17 +219,14 @@ class Idmp:
         snapshot stores and the digest hashes: iids in recording order, producers in the
         rotation's."""
         for pid in self.rotation:
-            producer = self.producers[pid]
-            iids = producer.iids
-            yield pid, [(iid, *iids[iid]) for iid in producer.order]
+            yield pid, self.producers[pid].ordered()
 
     def restore(self, pid: bytes, recorded: Iterable[Sequence]) -> None:
         """Put back a producer's map as `entries` gave it (snapshot load), in that order."""
         producer = self.producers[pid] = Producer()
         self.rotation.append(pid)
         for iid, sid, at in recorded:
-            producer.iids[bytes(iid)] = (sid, at)
-            producer.order.append(bytes(iid))
+            producer.push(bytes(iid), sid, at)
 
 
 def auto_iid(fields: Sequence[bytes]) -> bytes:
