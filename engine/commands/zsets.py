@@ -196,7 +196,7 @@ def _zadd(ctx: Ctx, argv: Argv, incr: bool) -> object:
         scores.append(score)
     z = zset_for_write(ctx, key)
     limits = limits_of(ctx)
-    changed: list[tuple[bytes, float]] = []
+    changed: list[tuple[bytes, bytes]] = []  # (member, its score's text in the effect)
     added = updated = processed = 0
     score_now: float | None = None
     if z is None:
@@ -221,7 +221,9 @@ def _zadd(ctx: Ctx, argv: Argv, incr: bool) -> object:
             if outcome != ADD_NOP:
                 processed += 1
             if outcome in (ADD_ADDED, ADD_UPDATED) and score_now is not None:
-                changed.append((member, score_now))
+                # Without INCR the score is the one sent: its text as sent (no formatting).
+                changed.append((member, format_score(score_now) if incr
+                                else argv[at + 2 * j]))
     finally:
         if changed:
             ctx.emit(zadd_effect(key, changed))

@@ -17,7 +17,6 @@ from collections.abc import Iterable, Iterator, Sequence
 from typing import NamedTuple
 
 from streamkeep.engine.model.ids import format_id
-from streamkeep.engine.model.scores import format_score
 
 Effect = list[bytes]
 
@@ -457,12 +456,14 @@ def hsetex_effect(key: bytes, when: int | None, pairs: list[tuple[bytes, bytes]]
 # --- sorted sets ---------------------------------------------------------------------------------
 
 
-def zadd_effect(key: bytes, pairs: Iterable[tuple[bytes, float]]) -> Effect:
-    """`ZADD key score member ...`: members set to these scores (d2string's round-trip text, so
-    a replay parses back the same double, -0 and the infinities included)."""
+def zadd_effect(key: bytes, pairs: Iterable[tuple[bytes, bytes]]) -> Effect:
+    """`ZADD key score member ...`: members set to these scores, each (member, score text). The
+    text is the client's own where the score is the one it sent (a replay parses the same text
+    to the same double, as the command did), else format_score's round-trip text (INCR's
+    sum)."""
     effect = [b"ZADD", key]
     for member, score in pairs:
-        effect.append(format_score(score))
+        effect.append(score)
         effect.append(member)
     return effect
 

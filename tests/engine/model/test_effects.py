@@ -389,7 +389,7 @@ SAMPLE_CALLS: dict[str, tuple] = {
     "hpexpireat_effect": (b"k", 1000, [b"f", b"g"]),
     "hpersist_effect": (b"k", [b"f"]),
     "hsetex_effect": (b"k", 1000, [(b"f", b"v")]),
-    "zadd_effect": (b"k", [(b"m", 0.1), (b"n", float("-inf"))]),
+    "zadd_effect": (b"k", [(b"m", b"0.1"), (b"n", b"-inf")]),
     "zrem_effect": (b"k", [b"m"]),
     "zremrangebyrank_effect": (b"k", 0, 2),
     "as_sent_effect": ([b"zunionstore", b"d", b"1", b"k"],),
