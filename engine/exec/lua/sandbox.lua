@@ -500,18 +500,15 @@ end
 -- `run` (or `run_callback`) with KEYS and ARGV given as the call's arguments, the first
 -- `nkeys` of them the keys: for a script's usual few, tables built here cost less than tables
 -- made from Python.
-local function run_args(f, count, collect_kb, nkeys, ...)
-  local all, keys, argv = {...}, {}, {}
-  for i = 1, nkeys do keys[i] = all[i] end
-  for i = nkeys + 1, select('#', ...) do argv[i - nkeys] = all[i] end
-  return run(f, count, collect_kb, keys, argv)
+local function args_runner(run_tables)
+  return function(f, count, collect_kb, nkeys, ...)
+    local all, keys, argv = {...}, {}, {}
+    for i = 1, nkeys do keys[i] = all[i] end
+    for i = nkeys + 1, select('#', ...) do argv[i - nkeys] = all[i] end
+    return run_tables(f, count, collect_kb, keys, argv)
+  end
 end
-local function run_callback_args(f, count, collect_kb, nkeys, ...)
-  local all, keys, argv = {...}, {}, {}
-  for i = 1, nkeys do keys[i] = all[i] end
-  for i = nkeys + 1, select('#', ...) do argv[i - nkeys] = all[i] end
-  return run_callback(f, count, collect_kb, keys, argv)
-end
+local run_args, run_callback_args = args_runner(run), args_runner(run_callback)
 
 -- For a given number of keys and arguments, a runner without varargs: its two tables are
 -- built by their constructors (no table of all the arguments, no loops), the cheapest entry
