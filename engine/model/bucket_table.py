@@ -25,7 +25,7 @@ import random
 import sys
 from array import array
 from collections.abc import Iterable, Iterator, Sequence
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from streamkeep.engine.model.packed_columns import (
     pack_count,
@@ -36,6 +36,9 @@ from streamkeep.engine.model.packed_columns import (
     pack_split,
     pack_strings,
 )
+
+if TYPE_CHECKING:  # (a machine integer to mypyc: a key's hash masked without a boxed int)
+    from mypy_extensions import i64
 
 LOAD: Final = 6  # a table's average records per bucket before it splits one
 SAMPLE_CAP: Final = 2 * LOAD  # random picks: a table's first slots per bucket
@@ -94,8 +97,8 @@ class BucketTable:
         self.nbytes = len(EMPTY) * size
 
     def slot(self, key: bytes) -> int:
-        h = hash(key)
-        i = h & (self.size - 1)
+        h: i64 = hash(key)  # (as an int, a hash past 2**62 is a boxed long: masked slowly)
+        i: i64 = h & (self.size - 1)
         if i < self.split:
             i = h & ((self.size << 1) - 1)
         return i
