@@ -14,6 +14,7 @@ a server that cannot be reached).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
 from typing import Any
@@ -106,21 +107,23 @@ def figures(client: Any, redis_api: Any, name: str, group: str, dead_letter: str
     Engine, a shared directory's or a redis-py client) and `redis_api` (its redis-py methods).
     A shared server killed while it read is asked again: the reads change nothing, and the
     shared client's next call starts the directory's new server."""
-    from streamkeep.engine.services.queue import StreamQueue
     from streamkeep.engine.services.shared_client import ServerLost
 
-    for attempt in range(1, READ_ATTEMPTS + 1):
-        try:
-            missing = _missing(redis_api, name, group, errors)
-            if missing:
-                return missing, {}
-            queue = StreamQueue(client, name, group=group, dead_letter=dead_letter,
-                                create=False)
-            return None, queue.stats()
-        except ServerLost:
-            if attempt == READ_ATTEMPTS:
-                raise
-    raise AssertionError("unreachable")  # (the last attempt returned or raised)
+    for _attempt in range(READ_ATTEMPTS - 1):
+        with contextlib.suppress(ServerLost):
+            return _read_figures(client, redis_api, name, group, dead_letter, errors)
+    return _read_figures(client, redis_api, name, group, dead_letter, errors)
+
+
+def _read_figures(client: Any, redis_api: Any, name: str, group: str, dead_letter: str | None,
+                  errors: tuple[type[Exception], ...]) -> tuple[str | None, dict[str, Any]]:
+    from streamkeep.engine.services.queue import StreamQueue
+
+    missing = _missing(redis_api, name, group, errors)
+    if missing:
+        return missing, {}
+    queue = StreamQueue(client, name, group=group, dead_letter=dead_letter, create=False)
+    return None, queue.stats()
 
 
 def _missing(redis_api: Any, name: str, group: str,

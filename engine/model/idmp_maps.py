@@ -38,7 +38,7 @@ class Producer:
     `slots` maps each iid to its place. Recording and evicting the oldest are O(1) list and
     dict steps, with no object made per iid beyond the dict's entry (a producer's every send
     pays them: a deque's method calls and a tuple per iid cost more than the XADD's own
-    append). The ring grows up to the stream's maxsize, then each new iid takes the oldest's
+    append). The ring doubles up to the stream's maxsize, then each new iid takes the oldest's
     place."""
 
     __slots__ = ("slots", "iids", "sids", "times", "head")
@@ -60,20 +60,16 @@ class Producer:
         """The oldest iid's recording time (the producer holds one)."""
         return self.times[self.head]
 
-    def push(self, iid: bytes, sid: int, at: int) -> None:
-        """Record `iid` as the newest (not held; the caller made room up to its maxsize)."""
-        iids = self.iids
-        size, n = len(iids), len(self.slots)
-        if n == size:  # every place taken: the ring grows by one, in order from place 0
-            if self.head:
-                self._unroll()
-            iids.append(iid)
-            self.sids.append(sid)
-            self.times.append(at)
-            self.slots[iid] = size
-            return
+    def push(self, iid: bytes, sid: int, at: int, limit: int) -> None:
+        """Record `iid` as the newest (not held; the caller made room below `limit`, the most
+        iids it keeps). A full ring doubles, up to `limit`: growing costs O(1) a push however
+        expiry and bursts alternate."""
+        size, n = len(self.iids), len(self.slots)
+        if n == size:
+            self._grow(max(size + 1, min(2 * size, limit)))
+            size = len(self.iids)
         slot = (self.head + n) % size
-        iids[slot] = iid
+        self.iids[slot] = iid
         self.sids[slot] = sid
         self.times[slot] = at
         self.slots[iid] = slot
@@ -98,16 +94,18 @@ class Producer:
     def remove(self, iid: bytes) -> None:
         """Forget `iid` wherever it is (rare: an expired iid behind a live one, the clock
         having gone back): the ring rebuilt in order without it."""
-        self._rebuild([e for e in self.ordered() if e[0] != iid])
+        self._rebuild([e for e in self.ordered() if e[0] != iid], len(self.iids))
 
-    def _unroll(self) -> None:
-        self._rebuild(self.ordered())
+    def _grow(self, size: int) -> None:
+        """The ring `size` places long, its iids in order from place 0."""
+        self._rebuild(self.ordered(), size)
 
-    def _rebuild(self, entries: list[tuple[bytes, int, int]]) -> None:
-        self.iids = [e[0] for e in entries]
-        self.sids = [e[1] for e in entries]
-        self.times = [e[2] for e in entries]
-        self.slots = {iid: i for i, iid in enumerate(self.iids)}
+    def _rebuild(self, entries: list[tuple[bytes, int, int]], size: int) -> None:
+        free = max(size - len(entries), 0)
+        self.iids = [e[0] for e in entries] + [b""] * free
+        self.sids = [e[1] for e in entries] + [0] * free
+        self.times = [e[2] for e in entries] + [0] * free
+        self.slots = {e[0]: i for i, e in enumerate(entries)}
         self.head = 0
 
 
@@ -171,7 +169,7 @@ class Idmp:
                 producer.remove(iid)
             if len(producer.slots) >= self.maxsize:
                 producer.pop_oldest()
-        producer.push(iid, sid, now)
+        producer.push(iid, sid, now, self.maxsize)
         self.added += 1
 
     def _new_producer(self, pid: bytes, now: int) -> Producer:
@@ -222,11 +220,14 @@ class Idmp:
             yield pid, self.producers[pid].ordered()
 
     def restore(self, pid: bytes, recorded: Iterable[Sequence]) -> None:
-        """Put back a producer's map as `entries` gave it (snapshot load), in that order."""
+        """Put back a producer's map as `entries` gave it (snapshot load), in that order (an
+        iid a damaged file repeats is kept where it first appears)."""
         producer = self.producers[pid] = Producer()
         self.rotation.append(pid)
         for iid, sid, at in recorded:
-            producer.push(bytes(iid), sid, at)
+            iid = bytes(iid)
+            if iid not in producer.slots:
+                producer.push(iid, sid, at, max(self.maxsize, len(producer.slots) + 1))
 
 
 def auto_iid(fields: Sequence[bytes]) -> bytes:
