@@ -131,9 +131,18 @@ export-demo: $(VENV)/.stamp-spark java
 # All three runs go on whatever the others found, then the target fails naming the runs that
 # failed; Ctrl-C stops them all. The whole suite runs three workers on two cores: its tests
 # wait on child processes, JVMs, fsyncs and sockets for about half their time.
+# Their temporary files go to a fresh directory on /dev/shm when it is a tmpfs with
+# TEST_SHM_GB free (.ci/test-tmpdir says why), removed when the runs end.
+TEST_SHM_GB ?= 8
 test: export STREAMKEEP_REQUIRE_EXTENSIONS = 1
 test: dev
-	@failed=""; interrupted=""; trap 'interrupted=1' INT; \
+	@failed=""; interrupted=""; \
+	tmp=$$(.ci/test-tmpdir $$$$ $(TEST_SHM_GB)); \
+	if [ -n "$$tmp" ]; then \
+		export TMPDIR="$$tmp"; trap 'rm -rf "$$tmp"' EXIT; \
+		echo "make test: temporary files in $$tmp (a tmpfs)"; \
+	fi; \
+	trap 'interrupted=1' INT; \
 	run() { \
 		label="$$1"; shift; echo "make test: $$label: $$*"; \
 		"$$@"; code=$$?; \

@@ -321,6 +321,78 @@ def pack_put(blob, Py_ssize_t ncols, key, value):
         PyMem_Free(rows)
 
 
+def pack_add(blob, Py_ssize_t ncols, key):
+    """The pack with `key` appended as its last string, or None when `key` is in it already (a
+    set's member added). One column only. A narrow pack that stays narrow is copied around
+    the new length and string, not rebuilt."""
+    cdef Pack k
+    cdef Strings t
+    cdef Py_ssize_t n, klen, size, r
+    cdef Py_ssize_t *rows
+    cdef unsigned char *d
+    if ncols != 1:
+        raise ValueError("pack_add adds a row of one column")
+    _open(&k, blob, ncols)
+    if _index(&k, key) >= 0:  # (also: key is bytes)
+        return None
+    n = k.count
+    klen = PyBytes_GET_SIZE(key)
+    if k.w == 1 and n + 1 < LONG and klen < LONG:
+        size = PyBytes_GET_SIZE(blob)
+        out = PyBytes_FromStringAndSize(NULL, size + 1 + klen)
+        d = <unsigned char *>PyBytes_AS_STRING(out)
+        d[0] = 1
+        d[1] = <unsigned char>(n + 1)
+        memcpy(d + 2, k.p + 2, <size_t>n)
+        d[2 + n] = <unsigned char>klen
+        memcpy(d + 3 + n, k.p + 2 + n, <size_t>(size - 2 - n))
+        memcpy(d + size + 1, PyBytes_AS_STRING(key), <size_t>klen)
+        return out
+    t.lens = NULL
+    t.ptrs = NULL
+    rows = <Py_ssize_t *>PyMem_Malloc((n + 2) * sizeof(Py_ssize_t))
+    if rows == NULL:
+        raise MemoryError()
+    try:
+        _strings(&k, ncols, &t)  # (room for n + 2 strings)
+        t.lens[n] = klen
+        t.ptrs[n] = PyBytes_AS_STRING(key)
+        for r in range(n + 2):
+            rows[r] = r
+        return _build(ncols, n + 1, t.lens, t.ptrs, rows)
+    finally:
+        _free(&t)
+        PyMem_Free(rows)
+
+
+cdef tuple _delete_narrow(const Pack *k, Py_ssize_t ncols, Py_ssize_t size, Py_ssize_t i):
+    """pack_delete of row i from a narrow pack (one-byte lengths, which it keeps: no count or
+    length grows)."""
+    cdef Py_ssize_t n = k.count, c, j, at, src, dst, pos = 2, gone = 0, rest = n - i - 1
+    cdef unsigned char *d
+    for c in range(ncols):
+        gone += k.p[2 + c * n + i]
+    out = PyBytes_FromStringAndSize(NULL, size - ncols - gone)
+    d = <unsigned char *>PyBytes_AS_STRING(out)
+    d[0] = 1
+    d[1] = <unsigned char>(n - 1)
+    for c in range(ncols):  # each column's lengths but the row's
+        memcpy(d + pos, k.p + 2 + c * n, <size_t>i)
+        memcpy(d + pos + i, k.p + 3 + c * n + i, <size_t>rest)
+        pos += n - 1
+    src = k.data
+    dst = pos
+    at = 0
+    for c in range(ncols):  # the strings, each column's string of the row skipped
+        j = c * n + i
+        at = k.data + _sum(k, j)
+        memcpy(d + dst, k.p + src, <size_t>(at - src))
+        dst += at - src
+        src = at + k.p[2 + j]
+    memcpy(d + dst, k.p + src, <size_t>(size - src))
+    return out, (<const char *>k.p)[at:src]
+
+
 def pack_delete(blob, Py_ssize_t ncols, key):
     """(the pack without the row of `key`, that row's string in the last column: a hash's
     value, a set's member), or None when `key` is absent."""
@@ -333,6 +405,8 @@ def pack_delete(blob, Py_ssize_t ncols, key):
     if i < 0:
         return None
     n = k.count
+    if k.w == 1:  # stays narrow: copied around the row's lengths and strings
+        return _delete_narrow(&k, ncols, PyBytes_GET_SIZE(blob), i)
     t.lens = NULL
     t.ptrs = NULL
     rows = <Py_ssize_t *>PyMem_Malloc((n + 1) * sizeof(Py_ssize_t))

@@ -152,6 +152,18 @@ def pack_put(blob: bytes, ncols: int, key: bytes, value: bytes) -> tuple[bytes, 
     return _build([keys, values]), old
 
 
+def pack_add(blob: bytes, ncols: int, key: bytes) -> bytes | None:
+    """The pack with `key` appended as its last string, or None when `key` is in it already (a
+    set's member added). One column only."""
+    if ncols != 1:
+        raise ValueError("pack_add adds a row of one column")
+    if pack_index(blob, ncols, key) >= 0:
+        return None
+    strings = pack_strings(blob, ncols)
+    strings.append(key)
+    return _build([strings])
+
+
 def pack_delete(blob: bytes, ncols: int, key: bytes) -> tuple[bytes, bytes] | None:
     """(the pack without the row of `key`, that row's string in the last column: a hash's
     value, a set's member), or None when `key` is absent."""

@@ -2,7 +2,7 @@
 set's member index.
 
 Owns `BucketTable`, and the packs its records live in as far as building them goes
-(`build_pack`, `append_one`; the reads and the row writes are engine.model.packed_columns'
+(`build_pack`; the reads and the row writes are engine.model.packed_columns'
 kernels). A record is `ncols` strings keyed by its first: a set's member (one column), a
 hash's field and value, a sorted set's member and its packed score (two). Bucket i of
 `buckets` holds the records whose key's hash() h has `h & (size - 1) == i`, or, for i < split
@@ -28,6 +28,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
 from streamkeep.engine.model.packed_columns import (
+    pack_add,
     pack_count,
     pack_delete,
     pack_get,
@@ -64,19 +65,6 @@ def build_pack(columns: Sequence[Sequence[bytes]]) -> bytes:
         return b"".join((b"\x01", _LEN[n], bytes(lens), *(s for c in columns for s in c)))
     return b"".join((b"\x04", n.to_bytes(4, "little"), _wide(lens),
                      *(s for c in columns for s in c)))
-
-
-def append_one(blob: bytes, member: bytes) -> bytes:
-    """A one-column pack with `member` appended (the caller knows it is absent): a narrow
-    pack that stays narrow is spliced, not rebuilt."""
-    if blob[0] == 1 and blob[1] + 1 < _LONG and len(member) < _LONG:
-        n = blob[1]
-        start = 2 + n
-        return b"".join((b"\x01", _LEN[n + 1], blob[2:start], _LEN[len(member)], blob[start:],
-                         member))
-    members = pack_strings(blob, 1)
-    members.append(member)
-    return build_pack([members])
 
 
 class BucketTable:
@@ -125,9 +113,10 @@ class BucketTable:
         """Add a one-column record: whether it is new."""
         i = self.slot(key)
         b = self.buckets[i]
-        if pack_index(b, 1, key) >= 0:
+        new_b = pack_add(b, 1, key)
+        if new_b is None:
             return False
-        self._rewrote(i, b, append_one(b, key))
+        self._rewrote(i, b, new_b)
         self._grew()
         return True
 
@@ -230,4 +219,4 @@ class BucketTable:
         return twin
 
 
-__all__ = ["EMPTY", "LOAD", "SAMPLE_CAP", "BucketTable", "append_one", "build_pack"]
+__all__ = ["EMPTY", "LOAD", "SAMPLE_CAP", "BucketTable", "build_pack"]

@@ -13,6 +13,7 @@ from streamkeep.engine.wire import kernel_switches
 try:
     kernel_switches.want_compiled()  # ImportError when STREAMKEEP_NO_EXTENSIONS is set
     from streamkeep.engine.model._packed_columns_c import (
+        pack_add,
         pack_count,
         pack_delete,
         pack_get,
@@ -26,6 +27,7 @@ try:
 except ImportError as error:
     kernel_switches.missing(__name__, error)
     from streamkeep.engine.model._packed_columns_py import (
+        pack_add,
         pack_count,
         pack_delete,
         pack_get,
@@ -39,5 +41,5 @@ except ImportError as error:
 else:
     kernel_switches.loaded(__name__, True)
 
-__all__ = ["pack_count", "pack_delete", "pack_get", "pack_index", "pack_item", "pack_offset",
-           "pack_put", "pack_split", "pack_strings"]
+__all__ = ["pack_add", "pack_count", "pack_delete", "pack_get", "pack_index", "pack_item",
+           "pack_offset", "pack_put", "pack_split", "pack_strings"]

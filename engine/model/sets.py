@@ -35,9 +35,10 @@ from collections.abc import Iterable, Iterator, Sequence
 from itertools import islice
 from typing import Final
 
-from streamkeep.engine.model.bucket_table import EMPTY, BucketTable, append_one, build_pack
+from streamkeep.engine.model.bucket_table import EMPTY, BucketTable, build_pack
 from streamkeep.engine.model.listpack import as_int, str_size
 from streamkeep.engine.model.packed_columns import (
+    pack_add,
     pack_delete,
     pack_index,
     pack_item,
@@ -103,9 +104,7 @@ def _lp_contains(blob: bytes, member: bytes) -> bool:
 
 def _lp_add(blob: bytes, member: bytes) -> bytes | None:
     """The pack with member appended, None when it is there already."""
-    if pack_index(blob, 1, member) >= 0:  # also checks the pack append_one's slices read
-        return None
-    return append_one(blob, member)
+    return pack_add(blob, 1, member)
 
 
 def _lp_remove(blob: bytes, member: bytes) -> bytes | None:

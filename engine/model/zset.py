@@ -526,11 +526,15 @@ class _Chunked:
         wanted = j - i
         members = self.cm[ci]
         if off + wanted < len(members):  # inside one chunk, its last element kept (a pop)
-            removed = members[off:off + wanted]
-            del members[off:off + wanted]
-            scores = self.cs[ci]
-            taken = scores[off:off + wanted].tolist()
-            del scores[off:off + wanted]
+            if wanted == 1:  # (ZPOPMIN's: no slices made)
+                removed = [members.pop(off)]
+                taken = [self.cs[ci].pop(off)]
+            else:
+                removed = members[off:off + wanted]
+                del members[off:off + wanted]
+                scores = self.cs[ci]
+                taken = scores[off:off + wanted].tolist()
+                del scores[off:off + wanted]
             self._fen_add(ci, -wanted)
             if len(members) < _LOAD // 4 and len(self.cm) > 1:
                 self._merge(ci)

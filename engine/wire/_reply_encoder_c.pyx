@@ -3,8 +3,9 @@
 by reference and output-limit stops as `_reply_encoder_py.py` (the reference, which documents
 the rules), without a Python object per element.
 
-It appends to the caller's bytearray through its pointer after growing it, and gives the
-bytearray its exact length back before any Python code can see it (a `ReplyBuffer`'s `bulk()`
+It appends to the caller's bytearray through its pointer, into the allocation the bytearray
+already has (grown when full), and gives the bytearray its exact length back before any Python
+code can see it (a `ReplyBuffer`'s `bulk()`
 and `check()`, an error): the check points and the bytes written are the reference's. The rare
 shapes run the reference's own Python.
 
@@ -26,6 +27,13 @@ from streamkeep.engine.wire.errors import ProtocolError, ReplyError
 from streamkeep.engine.wire.reply import NULL_ARRAY, EntryArray, HumanDouble, PackedEntries, PlainEntries, Push, RespMap, RespSet, Verbatim
 
 cdef extern from "Python.h":
+    ctypedef struct PyByteArrayObject:
+        Py_ssize_t ob_alloc
+        char* ob_bytes
+        char* ob_start
+        Py_ssize_t ob_exports
+    Py_ssize_t Py_SIZE(object o)
+    void Py_SET_SIZE(object o, Py_ssize_t size)
     bint PyUnicode_IS_COMPACT_ASCII(object o)
     void* PyUnicode_DATA(object o)
     Py_ssize_t PyUnicode_GET_LENGTH(object o)
@@ -41,25 +49,46 @@ cdef Py_ssize_t ENTRIES_CHUNK = 2048
 # --------------------------------------------------------------------------------------------
 
 cdef struct Out:
-    # The caller's bytearray (borrowed: write_reply's argument keeps it alive) grown ahead of
-    # the bytes written; `size` is what was written, `cap` its length while growing.
+    # The caller's bytearray (borrowed: write_reply's argument keeps it alive); `size` is what
+    # was written, `cap` how far it may be written: its allocation (room()), grown ahead.
     PyObject* buf
     char* data
     Py_ssize_t size
     Py_ssize_t cap
     bint plain  # type(out) is bytearray: no ReplyBuffer checks and no bulks by reference
+    bint synced  # the bytearray is the caller's again (sync() until resume())
     int protocol
+
+
+cdef inline Py_ssize_t room(PyObject* buf) noexcept:
+    """How long the bytearray may be made without a reallocation (its trailing NUL kept), or
+    its length when a buffer export pins it (then only PyByteArray_Resize may change it)."""
+    cdef PyByteArrayObject* b = <PyByteArrayObject*>buf
+    if b.ob_exports or b.ob_bytes == NULL:
+        return Py_SIZE(<object>buf)
+    return b.ob_alloc - (b.ob_start - b.ob_bytes) - 1
+
+
+cdef inline void set_size(Out* o) noexcept:
+    """The bytearray's length set to the bytes written, within its allocation (o.cap is never
+    more than room()): what PyByteArray_Resize does there, without its reallocation when the
+    length falls under half the allocation (a connection's output is refilled at once)."""
+    Py_SET_SIZE(<object>o.buf, o.size)
+    PyByteArray_AS_STRING(<object>o.buf)[o.size] = 0
 
 
 cdef int grow(Out* o, Py_ssize_t need) except -1:
     # An eighth ahead, as bytearray's own growth: amortized linear, and a connection's big
-    # output buffer is not given half as much again for one small reply.
+    # output buffer is not given half as much again for one small reply. The length is set to
+    # what was written first: a reallocation keeps only the bytearray's length.
     cdef Py_ssize_t want = o.size + need
     cdef Py_ssize_t cap = want + (want >> 3) + 64
+    if o.cap > Py_SIZE(<object>o.buf):
+        set_size(o)
     if PyByteArray_Resize(<object>o.buf, cap) < 0:
         return -1
     o.data = PyByteArray_AS_STRING(<object>o.buf)
-    o.cap = cap
+    o.cap = room(o.buf)
     return 0
 
 
@@ -70,19 +99,28 @@ cdef inline int reserve(Out* o, Py_ssize_t need) except -1:
 
 
 cdef int sync(Out* o) except -1:
-    """Give the bytearray its exact length (the bytes written) before Python code sees it."""
-    if o.cap != o.size:
-        if PyByteArray_Resize(<object>o.buf, o.size) < 0:
+    """Give the bytearray its exact length (the bytes written) before Python code sees it (once:
+    after an error raised by Python code that appended to it, its length is that code's)."""
+    if o.synced:
+        return 0
+    o.synced = True
+    if o.size != Py_SIZE(<object>o.buf):
+        if o.cap <= room(o.buf):
+            set_size(o)
+        elif PyByteArray_Resize(<object>o.buf, o.size) < 0:
             return -1
-        o.cap = o.size
         o.data = PyByteArray_AS_STRING(<object>o.buf)
+    o.cap = o.size
     return 0
 
 
 cdef inline void resume(Out* o) noexcept:
-    """Take the bytearray back after Python code appended to it."""
-    o.size = o.cap = PyByteArray_GET_SIZE(<object>o.buf)
+    """Take the bytearray back after Python code appended to it: written up to its length,
+    writable up to its allocation."""
+    o.size = Py_SIZE(<object>o.buf)
     o.data = PyByteArray_AS_STRING(<object>o.buf)
+    o.cap = room(o.buf)
+    o.synced = False
 
 
 cdef inline Py_ssize_t fmt_ll(char* dst, long long v) noexcept:

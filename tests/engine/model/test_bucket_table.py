@@ -10,8 +10,8 @@ import random
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from streamkeep.engine.model.bucket_table import LOAD, BucketTable, append_one, build_pack
-from streamkeep.engine.model.packed_columns import pack_item, pack_strings
+from streamkeep.engine.model.bucket_table import LOAD, BucketTable, build_pack
+from streamkeep.engine.model.packed_columns import pack_add, pack_item, pack_strings
 
 keys = st.lists(st.binary(max_size=40) | st.binary(min_size=250, max_size=300), max_size=200,
                 unique=True)
@@ -72,5 +72,6 @@ def test_packs_are_built_in_their_one_form() -> None:
     assert build_pack([[b"a", b"bc"], [b"1", b""]]) == b"\x01\x02\x01\x02\x01\x00abc1"
     wide = build_pack([[b"x" * 300]])
     assert wide[0] == 4 and pack_strings(wide, 1) == [b"x" * 300]
-    assert append_one(b"\x01\x01\x01a", b"b") == b"\x01\x02\x01\x01ab"
-    assert pack_strings(append_one(wide, b"y"), 1) == [b"x" * 300, b"y"]
+    assert pack_add(b"\x01\x01\x01a", 1, b"b") == b"\x01\x02\x01\x01ab"
+    assert pack_add(b"\x01\x01\x01a", 1, b"a") is None
+    assert pack_strings(pack_add(wide, 1, b"y") or b"", 1) == [b"x" * 300, b"y"]

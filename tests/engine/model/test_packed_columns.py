@@ -148,7 +148,7 @@ def _calls(blob: bytes, ncols: int, needle: bytes, col: int, i: int) -> list[tup
             ("pack_offset", (blob, ncols, col, i)), ("pack_item", (blob, ncols, col, i)),
             ("pack_get", (blob, ncols, needle, col)), ("pack_strings", (blob, ncols)),
             ("pack_put", (blob, ncols, needle, b"v")), ("pack_split", (blob, ncols, 3, i & 3)),
-            ("pack_delete", (blob, ncols, needle))]
+            ("pack_delete", (blob, ncols, needle)), ("pack_add", (blob, ncols, needle))]
 
 
 def test_twins_agree_on_damaged_packs() -> None:
@@ -201,6 +201,21 @@ def test_put_sets_a_row_in_place_or_last(packed_impl: ModuleType, data: st.DataO
         keys.append(key)
         values.append(value)
     assert new == _canonical([keys, values])
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.binary(max_size=300), unique=True, max_size=300), st.binary(max_size=300))
+def test_add_appends_a_new_string_last(packed_impl: ModuleType, members: list[bytes],
+                                       member: bytes) -> None:
+    """A new string goes last, in the pack's one form (narrow to wide at 255 strings or a
+    255-byte string); one already there gives None."""
+    new = packed_impl.pack_add(_canonical([members]), 1, member)
+    if member in members:
+        assert new is None
+    else:
+        assert new == _canonical([[*members, member]])
+    with pytest.raises(ValueError):
+        packed_impl.pack_add(_canonical([members, members]), 2, member)
 
 
 def test_put_crosses_to_wide_lengths_and_back(packed_impl: ModuleType) -> None:
