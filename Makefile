@@ -132,14 +132,16 @@ export-demo: $(VENV)/.stamp-spark java
 # failed; Ctrl-C stops them all. The whole suite runs three workers on two cores: its tests
 # wait on child processes, JVMs, fsyncs and sockets for about half their time.
 # Their temporary files go to a fresh directory on /dev/shm when it is a tmpfs with
-# TEST_SHM_GB free (.ci/test-tmpdir says why), removed when the runs end.
+# TEST_SHM_GB free (.ci/test-tmpdir says why), removed when the runs end; pytest's own
+# (--basetemp) directly in it, so that the Unix sockets the tests bind in theirs have paths
+# no longer than under /tmp/pytest-of-<user>/pytest-<n> (a socket's path is 107 bytes at most).
 TEST_SHM_GB ?= 8
 test: export STREAMKEEP_REQUIRE_EXTENSIONS = 1
 test: dev
-	@failed=""; interrupted=""; \
+	@failed=""; interrupted=""; basetemp=""; \
 	tmp=$$(.ci/test-tmpdir $$$$ $(TEST_SHM_GB)); \
 	if [ -n "$$tmp" ]; then \
-		export TMPDIR="$$tmp"; trap 'rm -rf "$$tmp"' EXIT; \
+		export TMPDIR="$$tmp"; trap 'rm -rf "$$tmp"' EXIT; basetemp="--basetemp=$$tmp/t"; \
 		echo "make test: temporary files in $$tmp (a tmpfs)"; \
 	fi; \
 	trap 'interrupted=1' INT; \
@@ -149,11 +151,11 @@ test: dev
 		if [ -n "$$interrupted" ]; then echo "make test: interrupted" >&2; exit 130; fi; \
 		if [ $$code -ne 0 ]; then failed="$$failed$${failed:+; }$$label (pytest exit $$code)"; fi; \
 	}; \
-	run "the whole suite" $(VPY) -m pytest -n 3 -q -m "not slow"; \
-	run "differential + property, cold nodes" \
-		$(VPY) -m pytest -n 2 -q -m "not slow" --cold-nodes tests/differential tests/property; \
+	run "the whole suite" $(VPY) -m pytest $$basetemp -n 3 -q -m "not slow"; \
+	run "differential + property, cold nodes" $(VPY) -m pytest $$basetemp \
+		-n 2 -q -m "not slow" --cold-nodes tests/differential tests/property; \
 	run "differential + property, pure Python" env STREAMKEEP_NO_EXTENSIONS=1 \
-		$(VPY) -m pytest -n 2 -q -m "not slow" tests/differential tests/property; \
+		$(VPY) -m pytest $$basetemp -n 2 -q -m "not slow" tests/differential tests/property; \
 	if [ -n "$$failed" ]; then echo "make test: FAILED: $$failed" >&2; exit 1; fi; \
 	echo "make test: all three pytest runs passed"
 

@@ -248,11 +248,14 @@ class AutoRun:
 
 
 def auto_workload(d: Path, min_size: object, percentage: object, *, budget: int,
-                  rate: int = 0) -> AutoRun:
+                  rate: int = 0, min_runs: int = 0) -> AutoRun:
     """XADD MAXLEN = 10 of ~1 KB records on two keys until `budget` AOF bytes: at about `rate`
     a second, writes going on during compactions; or (no rate) each compaction waited for
-    before the next write, so that each trigger is seen exactly where it fired. (A run ends by
-    what it wrote, never by the clock: on a busy machine it only takes longer.)"""
+    before the next write, so that each trigger is seen exactly where it fired. With
+    `min_runs`, writing goes on past the budget (up to 20 times it) until that many
+    compactions ran: paced by the clock, a run on a busy machine, where a compaction takes
+    longer, would otherwise see fewer of them. (A run ends by what it wrote and what ran,
+    never by the clock: on a busy machine it only takes longer.)"""
     out = AutoRun()
     engine = Engine.open(str(d), appendfsync="no", aof_segment_max_bytes=32 << 10,
                          auto_aof_rewrite_min_size=min_size,
@@ -277,7 +280,7 @@ def auto_workload(d: Path, min_size: object, percentage: object, *, budget: int,
     compactor.on_step = on_step
     start = time.monotonic()
     i = 0
-    while written[0] < budget:
+    while written[0] < budget or (compactor.runs < min_runs and written[0] < 20 * budget):
         if rate and i > (time.monotonic() - start) * rate:
             time.sleep(0.002)
             continue
@@ -305,7 +308,7 @@ def auto_workload(d: Path, min_size: object, percentage: object, *, budget: int,
 
 @pytest.mark.parametrize("min_size", ["64kb", 64 << 10])
 def test_auto_compaction_keeps_the_directory_bounded(tmp_path: Path, min_size: object) -> None:
-    run = auto_workload(tmp_path / "d", min_size, 100, budget=1_500_000, rate=1000)
+    run = auto_workload(tmp_path / "d", min_size, 100, budget=1_500_000, rate=1000, min_runs=3)
     assert run.runs >= 3 and len(run.compactions) == run.runs, run.compactions
     assert run.triggers[0][1] == 64 << 10  # no snapshot yet: the min size alone
     assert run.most_snapshots <= 2  # the named one, and the one being built or published
