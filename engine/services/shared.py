@@ -341,7 +341,8 @@ class SharedDirectory:
         return None if sock is None else Connection(sock, peer_of(sock)[0])
 
     def _checked(self, conn: Connection) -> Connection:
-        """`conn` once the server answered it, and with the settings asked for."""
+        """`conn` once the server answered it, and with the settings asked for. ServerLost if
+        the server went away first, even before it read the check (a broken pipe)."""
         try:
             if not self.settings:
                 conn.send(encode_command((b"PING",)))
@@ -356,6 +357,13 @@ class SharedDirectory:
                 raise SharedError(f"{self.socket}: CONFIG GET: {reply}")
             self._compare(dict(zip(reply[0::2], reply[1::2], strict=True)), conn.server_pid)
             return conn
+        except ServerLost:
+            conn.close()
+            raise
+        except OSError as err:  # it went away before it read the check: as if it had not replied
+            conn.close()
+            raise ServerLost(f"the shared server (process {conn.server_pid}) went away: "
+                             f"{err.strerror or err}") from None
         except BaseException:
             conn.close()
             raise

@@ -17,7 +17,9 @@ from __future__ import annotations
 import shutil
 import signal
 import socket
+import tempfile
 import textwrap
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -31,6 +33,7 @@ pytestmark = pytest.mark.timeout(600)  # real commands on big data, a busy machi
 SIGNALS = [signal.SIGINT, signal.SIGTERM, signal.SIGHUP]
 IDS = [signal_name(s) for s in SIGNALS]
 SHM = Path("/dev/shm")
+DISK_TMP = "/var/tmp" if Path("/var/tmp").is_dir() else None  # (None: the temp directory)
 BUILD_CHILD = "streamkeep.snapshot.services.build"
 
 
@@ -83,9 +86,22 @@ def _beside(tmp_path: Path, name: str) -> Path:
     return out / name
 
 
+@pytest.fixture
+def on_disk() -> Iterator[Path]:
+    """A fresh directory on the machine's disk (/var/tmp), removed after: where the import
+    builds its output. Its window (the snapshot written and fsynced beside the output, after
+    the whole source was read) is over in a moment on a tmpfs, where `make test` keeps the
+    tests' own temporary files, and the signal would come after it."""
+    path = Path(tempfile.mkdtemp(prefix="streamkeep-interrupts-", dir=DISK_TMP))
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
+
+
 @pytest.mark.parametrize("signum", SIGNALS, ids=IDS)
-def test_import(aof: Path, tmp_path: Path, signum: int) -> None:
-    out = _beside(tmp_path, "imported")
+def test_import(aof: Path, tmp_path: Path, on_disk: Path, signum: int) -> None:
+    out = _beside(on_disk, "imported")
     run = Started(["import", aof, "--out", out], tmp_path)
     run.wait_for(lambda: any(out.parent.glob(".imported.tmp-*/*")))
     run.send(signum)
