@@ -43,6 +43,7 @@ from streamkeep.engine.exec.table import NO_KEYS, Argv, command
 from streamkeep.engine.model.effects import zadd_effect, zrem_effect, zremrangebyrank_effect
 from streamkeep.engine.model.ids import parse_u64
 from streamkeep.engine.model.scores import (
+    INTEGRAL_SCORE_MAX,
     format_score,
     format_score_g17,
     parse_lex_range,
@@ -63,6 +64,7 @@ from streamkeep.engine.model.zset import (
 from streamkeep.engine.wire.args import LLONG_MAX, is_word, parse_int
 from streamkeep.engine.wire.errors import SYNTAX, ReplyError, wrong_arity
 from streamkeep.engine.wire.reply import NULL_ARRAY, HumanDouble
+from streamkeep.engine.wire.reply_encoder import human_integer
 
 NOT_FLOAT = "ERR value is not a valid float"
 NAN_SCORE = "ERR resulting score is not a number (NaN)"
@@ -84,7 +86,12 @@ def limits_of(ctx: Ctx) -> ZSetLimits:
 
 
 def score_reply(score: float) -> HumanDouble:
-    """A score as Redis 8's addReplyDouble sends it (d2string's text)."""
+    """A score as Redis 8's addReplyDouble sends it (d2string's text). A whole number (the
+    usual score: a timestamp, a count) is made by one kernel call; a zero keeps its sign."""
+    if score != 0.0 and -INTEGRAL_SCORE_MAX <= score <= INTEGRAL_SCORE_MAX:
+        whole = int(score)
+        if whole == score:
+            return human_integer(whole)
     return HumanDouble(format_score(score))
 
 

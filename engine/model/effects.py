@@ -14,11 +14,20 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterable, Iterator, Sequence
-from typing import NamedTuple
+from typing import Final, NamedTuple
 
 from streamkeep.engine.model.ids import format_id
 
 Effect = list[bytes]
+
+# The texts of the small numbers, made once: a pop's ranks (ZPOPMIN's are 0 0) are mostly these,
+# and `b"%d" % n` costs a formatting call per argument.
+_SMALL_NUMBERS: Final[tuple[bytes, ...]] = tuple(b"%d" % n for n in range(1024))
+
+
+def _number(n: int) -> bytes:
+    """n's decimal text."""
+    return _SMALL_NUMBERS[n] if 0 <= n < 1024 else b"%d" % n
 
 
 class Record(NamedTuple):
@@ -475,7 +484,7 @@ def zrem_effect(key: bytes, members: Iterable[bytes]) -> Effect:
 
 def zremrangebyrank_effect(key: bytes, first: int, last: int) -> Effect:
     """`ZREMRANGEBYRANK key first last`: the ranks a pop removed (absolute, inclusive)."""
-    return [b"ZREMRANGEBYRANK", key, b"%d" % first, b"%d" % last]
+    return [b"ZREMRANGEBYRANK", key, _number(first), _number(last)]
 
 
 def as_sent_effect(argv: Sequence[bytes]) -> Effect:

@@ -41,6 +41,8 @@ _DOUBLE = struct.Struct("<d")
 _BITS = struct.Struct("<Q")
 _C_SPACE = b" \t\n\v\f\r"
 _LLONG_HALF = float(((1 << 63) - 1) // 2)  # double2ll's bound: (double)(LLONG_MAX/2) == 2**62
+# d2string prints a score within it that is a whole number as that integer (`%d`).
+INTEGRAL_SCORE_MAX: Final = _LLONG_HALF
 
 # strtod's grammar, longest prefix first: hexadecimal, decimal, infinity, NaN.
 _HEX = rb"0[xX](?:[0-9a-fA-F]+\.?[0-9a-fA-F]*|\.[0-9a-fA-F]+)(?:[pP][+-]?[0-9]+)?"
@@ -519,6 +521,6 @@ def format_score_g17(x: float) -> bytes:
     return (b"%.17g" % x)
 
 
-__all__ = ["LEX_MAX", "LEX_MIN", "LEX_VALUE", "LexRange", "ScoreRange", "format_score",
-           "format_score_g17", "fpconv_dtoa", "parse_lex_range", "parse_score",
+__all__ = ["INTEGRAL_SCORE_MAX", "LEX_MAX", "LEX_MIN", "LEX_VALUE", "LexRange", "ScoreRange",
+           "format_score", "format_score_g17", "fpconv_dtoa", "parse_lex_range", "parse_score",
            "parse_score_range"]

@@ -204,6 +204,8 @@ class RSet:
         """setTypeMaybeConvert: before SADD adds `size_hint` members, a listpack or an intset
         that many would overflow becomes a hashtable at once (duplicates or not)."""
         d = self._data
+        if type(d) is BucketTable:
+            return
         lim = self._lim
         if (type(d) is bytes and size_hint > lim.max_listpack_entries) or (
                 isinstance(d, array) and size_hint > lim.max_intset_entries):
@@ -286,6 +288,8 @@ class RSet:
     def add(self, member: bytes) -> bool:
         """SADD of one member: True when it is new. Converts as setTypeAdd does."""
         d = self._data
+        if type(d) is BucketTable:  # (a big set's, first: no global looked up for it)
+            return d.add(member)
         if isinstance(d, array):
             v = as_int(member)
             if v is not None:

@@ -526,9 +526,11 @@ class _Chunked:
         wanted = j - i
         members = self.cm[ci]
         if off + wanted < len(members):  # inside one chunk, its last element kept (a pop)
-            if wanted == 1:  # (ZPOPMIN's: no slices made)
+            if wanted == 1:  # (ZPOPMIN's: no slices made, no method looked up)
                 removed = [members.pop(off)]
-                taken = [self.cs[ci].pop(off)]
+                scores = self.cs[ci]
+                taken = [scores[off]]
+                del scores[off]
             else:
                 removed = members[off:off + wanted]
                 del members[off:off + wanted]
@@ -543,9 +545,9 @@ class _Chunked:
         if 2 * len(removed) > size:  # most of the set: index the survivors afresh
             self.index_members()
         else:
-            pop = self.table.pop
+            table = self.table  # (its method called natively: no bound method made)
             for member in removed:
-                pop(member)
+                table.pop(member)
         return removed, taken
 
     def _take_chunks(self, ci: int, off: int, wanted: int) -> tuple[list[bytes], list[float]]:

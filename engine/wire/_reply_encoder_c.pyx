@@ -17,6 +17,7 @@ from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_CheckExact, PyBytes_GET_SI
 from cpython.list cimport PyList_GET_ITEM, PyList_GET_SIZE
 from cpython.long cimport PyLong_AsLongLongAndOverflow, PyLong_CheckExact
 from cpython.object cimport PyObject
+from cpython.ref cimport Py_DECREF
 from cpython.tuple cimport PyTuple_GET_ITEM, PyTuple_GET_SIZE
 from cpython.unicode cimport PyUnicode_CheckExact
 from libc.string cimport memcpy
@@ -27,6 +28,9 @@ from streamkeep.engine.wire.errors import ProtocolError, ReplyError
 from streamkeep.engine.wire.reply import NULL_ARRAY, EntryArray, HumanDouble, PackedEntries, PlainEntries, Push, RespMap, RespSet, Verbatim
 
 cdef extern from "Python.h":
+    # A type's allocator (a bytes subtype's instance is made by it, as bytes_subtype_new does).
+    ctypedef struct AllocatingType "PyTypeObject":
+        PyObject* (*tp_alloc)(AllocatingType*, Py_ssize_t)
     ctypedef struct PyByteArrayObject:
         Py_ssize_t ob_alloc
         char* ob_bytes
@@ -37,6 +41,20 @@ cdef extern from "Python.h":
     bint PyUnicode_IS_COMPACT_ASCII(object o)
     void* PyUnicode_DATA(object o)
     Py_ssize_t PyUnicode_GET_LENGTH(object o)
+
+cdef extern from *:
+    """
+    /* A bytes object's cached hash marked unknown, as bytes_subtype_new leaves it (the field
+       is deprecated for extensions since 3.11, but still what bytes' hash reads first). */
+    static inline void sk_bytes_hash_unknown(PyObject *o) {
+        _Py_COMP_DIAG_PUSH
+        _Py_COMP_DIAG_IGNORE_DEPR_DECLS
+        ((PyBytesObject *)o)->ob_shash = -1;
+        _Py_COMP_DIAG_POP
+    }
+    """
+    void sk_bytes_hash_unknown(PyObject* o) noexcept
+
 
 # The reference's sizes (see _reply_encoder_py for what each is).
 cdef Py_ssize_t SMALL = 1024
@@ -477,3 +495,31 @@ def encode_reply(value, protocol=2):
     out = bytearray()
     write_reply(out, value, protocol)
     return bytes(out)
+
+
+def human_integer(long long n):
+    """The reference's `human_integer`: a HumanDouble of n's decimal text, made by the type's
+    allocator (no temporary bytes, no constructor call: every integral score of a reply is one)."""
+    cdef char digits[24]
+    cdef Py_ssize_t length = 0, i
+    cdef unsigned long long u = <unsigned long long>(-(n + 1)) + 1 if n < 0 else <unsigned long long>n
+    while True:
+        digits[23 - length] = <char>(48 + u % 10)
+        length += 1
+        u //= 10
+        if u == 0:
+            break
+    if n < 0:
+        digits[23 - length] = 45  # '-'
+        length += 1
+    cdef AllocatingType* kind = <AllocatingType*>HumanDouble
+    cdef PyObject* made = kind.tp_alloc(kind, length)
+    if made == NULL:
+        raise MemoryError()
+    text = <object>made
+    Py_DECREF(text)  # (the allocator's reference: `text` holds its own)
+    sk_bytes_hash_unknown(made)
+    cdef char* data = PyBytes_AS_STRING(text)
+    memcpy(data, &digits[24 - length], <size_t>length)
+    data[length] = 0
+    return text

@@ -492,6 +492,14 @@ def _write_human_double(out: bytearray, value: HumanDouble, protocol: int) -> No
         out += b"$%d\r\n%b\r\n" % (len(text), text)
 
 
+def human_integer(n: int) -> HumanDouble:
+    """A HumanDouble of an integer's decimal text (d2string's text of an integral score), n a
+    64-bit integer (the kernel's OverflowError past one)."""
+    if not LLONG_MIN <= n <= LLONG_MAX:
+        raise OverflowError("Python int too large to convert to C long")
+    return HumanDouble(b"%d" % n)
+
+
 def format_double(value: float) -> bytes:
     """A double as Redis 7.0's addReplyDouble prints it: `%.17g`, with `inf`/`-inf`/`nan`."""
     if math.isinf(value):

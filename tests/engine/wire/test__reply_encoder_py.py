@@ -12,7 +12,15 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from streamkeep.engine.wire.errors import ProtocolError, ReplyError
-from streamkeep.engine.wire.reply import NULL_ARRAY, EntryArray, Push, RespMap, RespSet, Verbatim
+from streamkeep.engine.wire.reply import (
+    NULL_ARRAY,
+    EntryArray,
+    HumanDouble,
+    Push,
+    RespMap,
+    RespSet,
+    Verbatim,
+)
 from streamkeep.engine.wire.reply_encoder import BIG_BULK, OutputLimitReached, ReplyBuffer
 from tests.support.kernels import kernel_fixture, outcome, pure_and_compiled
 
@@ -118,3 +126,26 @@ def test_unencodable_value_and_wrong_protocol(encoder_impl: Any) -> None:
     out = bytearray()
     encoder_impl.write_reply(out, None, 1)  # the reference's table: nothing for protocols 0 and 1
     assert out == b""
+
+
+@PROPERTY
+@given(st.one_of(st.integers(-(1 << 63), (1 << 63) - 1),
+                 st.sampled_from([0, -1, 9, 10, -10, 1 << 62, -(1 << 62), (1 << 63) - 1,
+                                  -(1 << 63)])))
+def test_human_integer_twins_agree(n: int) -> None:
+    """An integral score's reply value: the same text and type from both twins, a hash
+    computed from its bytes (not a zero left by the allocator), and the same reply bytes."""
+    pure, compiled = pure_and_compiled(*TWINS)
+    made, expected = compiled.human_integer(n), pure.human_integer(n)
+    assert type(made) is type(expected) is HumanDouble
+    assert bytes(made) == bytes(expected) == str(n).encode()
+    assert bytes.__hash__(made) == hash(str(n).encode())
+    for protocol in (2, 3):
+        assert compiled.encode_reply(made, protocol) == pure.encode_reply(expected, protocol)
+
+
+def test_human_integer_twins_refuse_what_64_bits_cannot_hold() -> None:
+    pure, compiled = pure_and_compiled(*TWINS)
+    for n in (1 << 63, -(1 << 63) - 1, 1 << 80):
+        refused = outcome(compiled.human_integer, n)
+        assert refused[0] == "error" and refused == outcome(pure.human_integer, n)
