@@ -52,7 +52,14 @@ from streamkeep.engine.model.effects import (
     hset_effect,
     hsetex_effect,
 )
-from streamkeep.engine.model.hashes import Hash, HashLimits, bare_columns, bound_hash, stored
+from streamkeep.engine.model.hashes import (
+    Hash,
+    HashLimits,
+    bare_columns,
+    bare_field,
+    bound_hash,
+    stored,
+)
 from streamkeep.engine.model.ids import parse_u64
 from streamkeep.engine.model.packed_hash import PackedHash
 from streamkeep.engine.model.strings import is_finite, parse_long_double
@@ -358,7 +365,13 @@ def hsetnx(ctx: Ctx, argv: Argv) -> int:
 @command("hget", 3, "readonly fast", group="hash", since="2.0.0",
          summary="Returns the value of a field in a hash.", syntax="key field")
 def hget(ctx: Ctx, argv: Argv) -> bytes | None:
-    h = hash_for_read(ctx, argv[1])
+    key = argv[1]
+    value: Hash | PackedHash | None = read_value(ctx, key, HASH)
+    if value is None:
+        return None
+    if type(value) is PackedHash:  # (a small hash's usual form: read in place)
+        return bare_field(value, argv[2])
+    h = _lazy(ctx, key, _opened(ctx, key, value))
     return None if h is None else live_get(ctx, h, argv[2])
 
 

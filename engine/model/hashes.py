@@ -895,6 +895,12 @@ def bound_hash(value: Hash | PackedHash, home: dict[bytes, Any], key: bytes,
     return h
 
 
+def bare_field(value: PackedHash, field: bytes) -> bytes | None:
+    """A bare pack's value of `field` (None when absent), read in place: a bare pack has no
+    TTLs, so nothing of it is due or hidden, and a read needs no `Hash` around it."""
+    return pack_get(value, 2, field, 1)
+
+
 def bare_columns(value: Hash | PackedHash) -> list[bytes] | None:
     """A bare pack's fields then their values, in order (one list, as HGETALL's reply can be
     written from it: `RespMap.of_columns`); None for a `Hash` (which may hold field TTLs).
