@@ -9,7 +9,7 @@ this layer declares. The engine core (engine.runtime.core.EngineCore) subclasses
 what runs commands: dispatch, the engine lock's hold, sessions, effects out and in. A handler
 sees this class, not the core: it cannot submit a command, apply a record or take the lock
 around another command. What a handler asks of the core is declared here: `run_queued` (EXEC's
-and a script's commands) and `write_gate` (whether a write may run now).
+commands), `run_script_command` (a script's) and `write_gate` (whether a write may run now).
 
 A native class in the compiled build: the fields declared here are read as fields of a C
 struct, whichever subclass the engine is. Must not touch: command semantics, I/O.
@@ -95,7 +95,13 @@ class EngineState:
 
     def run_queued(self, ctx: Ctx, queued: list[tuple[CommandSpec, Argv]]) -> list[Any]:
         """Run queued commands in `ctx`, one after another, their effects one record: EXEC's
-        body and a script's commands (the engine core runs them)."""
+        body (the engine core runs them)."""
+        raise NotImplementedError
+
+    def run_script_command(self, ctx: Ctx, spec: CommandSpec, argv: Argv) -> Any:
+        """A script's command in `ctx`, the MultiCtx its run keeps for them (its effects that
+        run's, its database the session's now): its reply, or the ReplyError it failed with.
+        The script puts a SELECT in front of its effects itself."""
         raise NotImplementedError
 
     def write_gate(self, session: Session) -> str | None:

@@ -4,7 +4,7 @@ Lua values and replies, as Redis 8 does them (script_lua.c, eval.c, script.c).
 Owns `Scripting` (one per engine, made on the first script: the lupa runtime with Redis's
 `redis.*` API, the sandboxed globals and the libraries Redis bundles, the cache of compiled
 scripts by SHA1, the run in progress with its kill and busy state), `eval_script` (EVAL's body:
-one time for the whole script, every command through `EngineCore.run_queued` so the script's
+one time for the whole script, every command through `EngineCore.run_script_command` so the script's
 effects are one record), the shebang flags, Redis's `math.random` (redisLrand48), and the exact
 error lines Redis gives. For Redis Functions (engine.exec.functions owns the libraries) a second
 Scripting is the functions' runtime: a library's load with only the library API as its globals,
@@ -38,7 +38,7 @@ import time
 from importlib import resources
 from typing import TYPE_CHECKING, Any, Final, NoReturn
 
-from streamkeep.engine.exec.context import Block, Later
+from streamkeep.engine.exec.context import Block, Later, MultiCtx
 from streamkeep.engine.exec.script_libs import (
     MAXCSTACK,
     bit_library,
@@ -200,7 +200,7 @@ class Run:
 
     __slots__ = ("session", "sha", "started", "read_only", "dirty", "killed", "timed_out",
                  "shutdown", "resp", "record_db", "ctx", "out_of_memory", "next_check",
-                 "is_function")
+                 "is_function", "calls")
 
     def __init__(self, ctx: Ctx, sha: str, read_only: bool) -> None:
         self.ctx = ctx
@@ -219,6 +219,9 @@ class Run:
         # from busy-reply-threshold, and a kill or a shutdown signal cannot predate it.
         self.next_check = self.started + CALL_CHECK_SECONDS
         self.is_function = False  # FCALL's (FUNCTION KILL stops it), not EVAL's
+        # The context its redis.calls run in, as EXEC's commands do (made on the first one,
+        # reset by each: see EngineState.run_script_command).
+        self.calls: MultiCtx | None = None
 
 
 _MAP_END = object()  # _to_reply's marker: a RESP3 map's values are all converted
@@ -803,7 +806,11 @@ class Scripting:
         db = session.db
         if spec.is_write:  # from now on SCRIPT KILL cannot stop it (Redis: even if it fails)
             run.dirty = True
-        reply = engine.run_queued(ctx, [(spec, argv)])[0]
+        calls = run.calls
+        if calls is None:
+            calls = run.calls = MultiCtx(engine, session, ctx.now)
+            calls.effects = effects
+        reply = engine.run_script_command(calls, spec, argv)
         if len(effects) > mark:
             if db != run.record_db:
                 effects.insert(mark, select_effect(db))

@@ -96,7 +96,7 @@ class CommandSpec:
 
 
 COMMANDS: Final[dict[bytes, CommandSpec]] = {}
-_FAST: dict[bytes, CommandSpec] = {}  # lower, UPPER and Capitalised spellings
+_FAST: Final[dict[bytes, CommandSpec]] = {}  # lower, UPPER and Capitalised spellings
 
 
 # The plain commands (not containers, not internal) by their common spellings: what an engine's
@@ -206,7 +206,9 @@ def command_names() -> list[str]:
 def resolve(argv: Argv | list[bytes]) -> CommandSpec | None:
     """The command argv names whatever its arity (Redis's lookupCommand): None for an unknown
     command or subcommand; a container alone is the container. For refusals' statistics."""
-    spec = COMMANDS.get(argv[0].lower())
+    spec = _FAST.get(argv[0])  # (the usual spellings: no lowered copy of the name)
+    if spec is None:
+        spec = COMMANDS.get(argv[0].lower())
     if spec is None or spec.internal:
         return None
     if spec.subcommands and len(argv) > 1:

@@ -129,6 +129,17 @@ class Batches:
         return [self.run_queued_one(mctx, core.entry_of(spec), argv, record_db)
                 for spec, argv in queued]
 
+    def run_script_command(self, ctx: Ctx, spec: CommandSpec, argv: Argv) -> Any:
+        """One of a script's commands (lock held) in `ctx`, the MultiCtx its run keeps: as
+        `run_queued_one` runs a queued command, its effects joining the run's; the script
+        puts their SELECT itself (engine.exec.scripting)."""
+        core = self.core
+        ctx.db = core.dbs[ctx.session.db]
+        try:
+            return core.run_command(ctx, core.entry_of(spec), argv)
+        except ReplyError as err:
+            return err
+
     def run_queued_one(self, ctx: Ctx, entry: Entry, argv: Argv, record_db: list[int]) -> Any:
         """One command of a transaction, a script or a batch (lock held), through the one
         command path: its reply, or the ReplyError it failed with. Its effects go to

@@ -319,6 +319,10 @@ class EngineCore(EngineState):
         """EXEC's body and a script's commands (lock held; engine.runtime.batches)."""
         return self.batches.run_queued(ctx, queued)
 
+    def run_script_command(self, ctx: Ctx, spec: CommandSpec, argv: Argv) -> Any:
+        """A script's command in its run's MultiCtx (lock held; engine.runtime.batches)."""
+        return self.batches.run_script_command(ctx, spec, argv)
+
     def run_and_wait(
         self, session: Session, argv: Argv, effects_out: list | None = None
     ) -> Any:

@@ -42,6 +42,7 @@ from streamkeep.tools.crashbench.model import (
     explicit,
     resolved,
     state_hash,
+    stream_lengths,
     streams,
     types_part,
 )
@@ -87,6 +88,7 @@ class Checker:
         # prefix length -> (state hash, entries-only hash), computed when first needed: hashing
         # the state after every operation would cost more than running the workload.
         self.hashes: dict[int, tuple[str, str]] = {}
+        self.lengths: dict[int, tuple[int, ...]] = {}  # each prefix's stream lengths (_alike)
         self.ids: dict[tuple[bytes, bytes], int] = {}  # (key, ID) -> the XADD op that got it
         self.violations: list[Violation] = []
 
@@ -125,10 +127,11 @@ class Checker:
         if next_hash is not None and next_hash == got:
             verdict.prefix = k + 1
             return verdict
-        j = self.find(got, k)
+        j = self.find(got, k, state)
         if j is None:
             entries = entries_hash(state)
-            kind = ("groups" if any(self.hashes[i][1] == entries for i in range(k + 1))
+            kind = ("groups" if any(self.hashes[i][1] == entries
+                                    for i in self._alike(k, stream_lengths(state)))
                     or (with_it is not None and entries_hash(with_it[2]) == entries)
                     else "prefix")
             want = self._state_at(k)
@@ -159,7 +162,7 @@ class Checker:
 
     def replica_state(self, state: State, what: str) -> Violation | None:
         """A replica's state must be a prefix of the lineage (any j)."""
-        if self.find(state_hash(state), len(self.lineage)) is not None:
+        if self.find(state_hash(state), len(self.lineage), state) is not None:
             return None
         want = self._state_at(len(self.lineage))
         v = Violation("replica", f"{what}: not the state of any prefix of the primary's "
@@ -237,17 +240,39 @@ class Checker:
         against one lineage)."""
         self._compute_hashes(0, len(self.lineage))
 
-    def find(self, got: str, k: int) -> int | None:
-        """The longest prefix j <= k whose state hash is `got`, or None."""
-        missing = [i for i in range(k + 1) if i not in self.hashes]
-        if missing:
-            self._compute_hashes(min(missing), k)
-        return next((i for i in range(k, -1, -1) if self.hashes[i][0] == got), None)
+    def find(self, got: str, k: int, state: State) -> int | None:
+        """The longest prefix j <= k whose state hash is `got` (the hash of `state`), or
+        None."""
+        return next((i for i in reversed(self._alike(k, stream_lengths(state)))
+                     if self.hashes[i][0] == got), None)
 
-    def _compute_hashes(self, lo: int, hi: int) -> None:
+    def _alike(self, k: int, lengths: tuple[int, ...]) -> list[int]:
+        """The prefixes j <= k whose streams hold `lengths` entries, their hashes computed:
+        the only ones a state of those lengths can equal. Hashing every prefix's whole state
+        would take time quadratic in the history (minutes for the tens of thousands of
+        operations a busy round acknowledges); the lengths are read by XLEN."""
+        alike = [i for i, n in self.lengths.items() if i <= k and n == lengths]
+        if len(self.lengths) < k + 1:
+            ref = Reference(self.workload)
+            for i in range(k + 1):
+                if i not in self.lengths:
+                    self.lengths[i] = ref.stream_lengths()
+                    if self.lengths[i] == lengths:
+                        alike.append(i)
+                if self.lengths[i] == lengths and i not in self.hashes:
+                    state = ref.state()
+                    self.hashes[i] = (state_hash(state), entries_hash(state))
+                if i < k:
+                    ref.apply(self.lineage[i].argv, None)
+        missing = [i for i in alike if i not in self.hashes]
+        if missing:
+            self._compute_hashes(min(missing), max(missing), set(missing))
+        return sorted(alike)
+
+    def _compute_hashes(self, lo: int, hi: int, only: set[int] | None = None) -> None:
         ref = Reference(self.workload)
         for i in range(hi + 1):
-            if i >= lo and i not in self.hashes:
+            if i >= lo and i not in self.hashes and (only is None or i in only):
                 state = ref.state()
                 self.hashes[i] = (state_hash(state), entries_hash(state))
             if i < hi:
@@ -260,6 +285,7 @@ class Checker:
     def _cut(self, j: int) -> None:
         del self.lineage[j:]
         self.hashes = {i: h for i, h in self.hashes.items() if i <= j}
+        self.lengths = {i: n for i, n in self.lengths.items() if i <= j}
         self.reference = Reference.replayed([(op.argv, None) for op in self.lineage],
                                             self.workload)
 
@@ -271,6 +297,7 @@ class Checker:
         self.lineage.clear()
         self.reference = Reference(self.workload)
         self.hashes = {}
+        self.lengths = {}
         for argv in _rebuild_commands(state):
             self.lineage.append(_Op(argv, None))
             self.reference.apply(argv, None)

@@ -145,6 +145,12 @@ def _failed(reply: Any) -> bool:
     return isinstance(reply, Exception | ErrorReply)
 
 
+def stream_lengths(state: State) -> tuple[int, ...]:
+    """How many entries each stream of `state` holds, in KEYS order (empty for the types
+    workload's): a state another one can equal only if these are equal."""
+    return tuple(len(entries) for _key, entries, _groups in streams(state))
+
+
 def state_hash(state: State) -> str:
     return hashlib.blake2b(repr(state).encode(), digest_size=16).hexdigest()
 
@@ -224,6 +230,12 @@ class Reference:
 
     def state(self) -> State:
         return read_state(self.target, self.workload)
+
+    def stream_lengths(self) -> tuple[int, ...]:
+        """`stream_lengths` of `state()`, by XLEN: a few O(1) reads, not the whole state."""
+        if self.workload == "types":
+            return ()
+        return tuple(int(self.target.execute([b"XLEN", key])) for key in KEYS)
 
     @classmethod
     def replayed(cls, ops: Sequence[tuple[Sequence[bytes], Any]], workload: str = "streams"
