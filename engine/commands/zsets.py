@@ -33,6 +33,7 @@ import random
 from collections.abc import Iterable, Sequence
 from fractions import Fraction
 from math import ceil
+from typing import Final
 
 from streamkeep.engine.commands.expiry import read_value, removed_from, value_at
 from streamkeep.engine.commands.keyspace import parse_element_scan, stringmatchlen
@@ -74,6 +75,10 @@ NOT_POSITIVE = "ERR value is out of range, must be positive"
 LONG_MAX = LLONG_MAX
 _RNG = random.Random()  # ZRANDMEMBER's picks (read-only: nothing random is ever logged)
 
+# Kernels the per-command paths call, bound once: an imported name is looked up in this
+# module's globals at each call, a Final one is read from a static (mypyc).
+_HUMAN_INTEGER: Final = human_integer
+
 
 # --- shared helpers ------------------------------------------------------------------------------
 
@@ -91,7 +96,7 @@ def score_reply(score: float) -> HumanDouble:
     if score != 0.0 and -INTEGRAL_SCORE_MAX <= score <= INTEGRAL_SCORE_MAX:
         whole = int(score)
         if whole == score:
-            return human_integer(whole)
+            return _HUMAN_INTEGER(whole)
     return HumanDouble(format_score(score))
 
 

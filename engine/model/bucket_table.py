@@ -48,6 +48,14 @@ _LONG: Final = 255  # a count or length from which a pack's lengths take 4 bytes
 _LEN: Final = tuple(bytes((i,)) for i in range(_LONG))
 _BIG_ENDIAN: Final = sys.byteorder == "big"
 
+# Kernels the per-command paths call, bound once: an imported name is looked up in this
+# module's globals at each call, a Final one is read from a static (mypyc).
+_PACK_ADD: Final = pack_add
+_PACK_DELETE: Final = pack_delete
+_PACK_GET: Final = pack_get
+_PACK_INDEX: Final = pack_index
+_PACK_PUT: Final = pack_put
+
 
 def _wide(lens: list[int]) -> bytes:
     out = array("I", lens)
@@ -92,18 +100,18 @@ class BucketTable:
         return i
 
     def __contains__(self, key: bytes) -> bool:
-        return pack_index(self.buckets[self.slot(key)], self.ncols, key) >= 0
+        return _PACK_INDEX(self.buckets[self.slot(key)], self.ncols, key) >= 0
 
     def get(self, key: bytes) -> bytes | None:
         """The last string of key's record (a hash's value), None when absent."""
-        return pack_get(self.buckets[self.slot(key)], self.ncols, key, self.ncols - 1)
+        return _PACK_GET(self.buckets[self.slot(key)], self.ncols, key, self.ncols - 1)
 
     def put(self, key: bytes, value: bytes) -> bytes | None:
         """Set a two-column record: the value it replaced, None when the key is new (one
         lookup)."""
         i = self.slot(key)
         b = self.buckets[i]
-        new_b, old = pack_put(b, 2, key, value)
+        new_b, old = _PACK_PUT(b, 2, key, value)
         self._rewrote(i, b, new_b)
         if old is None:
             self._grew()
@@ -113,7 +121,7 @@ class BucketTable:
         """Add a one-column record: whether it is new."""
         i = self.slot(key)
         b = self.buckets[i]
-        new_b = pack_add(b, 1, key)
+        new_b = _PACK_ADD(b, 1, key)
         if new_b is None:
             return False
         self._rewrote(i, b, new_b)
@@ -125,7 +133,7 @@ class BucketTable:
         absent."""
         i = self.slot(key)
         b = self.buckets[i]
-        removed = pack_delete(b, self.ncols, key)
+        removed = _PACK_DELETE(b, self.ncols, key)
         if removed is None:
             return None
         self._rewrote(i, b, removed[0])

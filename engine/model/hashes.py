@@ -68,6 +68,12 @@ OVERFLOW: Final = "ERR increment or decrement would overflow"
 NOT_A_FLOAT: Final = "ERR hash value is not a float"
 FLOAT_OVERFLOW: Final = "ERR increment would produce NaN or Infinity"
 
+# Kernels the per-command paths call, bound once: an imported name is looked up in this
+# module's globals at each call, a Final one is read from a static (mypyc).
+_PACK_GET: Final = pack_get
+_PACK_PUT: Final = pack_put
+_PACK_DELETE: Final = pack_delete
+
 FORMAT_VERSION: Final = 1  # to_bytes's first byte
 _KIND_LISTPACK: Final = 0
 _KIND_LISTPACKEX: Final = 1
@@ -126,7 +132,7 @@ def _pairs(blob: bytes) -> list[tuple[bytes, bytes]]:
 
 
 def _lp_get(blob: bytes, field: bytes) -> bytes | None:
-    return pack_get(blob, 2, field, 1)
+    return _PACK_GET(blob, 2, field, 1)
 
 
 def _nth_pair(blob: bytes, i: int) -> tuple[bytes, bytes]:
@@ -136,13 +142,13 @@ def _nth_pair(blob: bytes, i: int) -> tuple[bytes, bytes]:
 def _lp_set(blob: bytes, field: bytes, value: bytes) -> tuple[bytes, bool]:
     """(the pack with field set to value, whether the field is new). A new field goes last, an
     existing one keeps its place."""
-    new, old = pack_put(blob, 2, field, value)
+    new, old = _PACK_PUT(blob, 2, field, value)
     return new, old is None
 
 
 def _lp_remove(blob: bytes, field: bytes) -> tuple[bytes, bytes] | None:
     """(the pack without field, its value), or None when absent."""
-    return pack_delete(blob, 2, field)
+    return _PACK_DELETE(blob, 2, field)
 
 
 def _lp_insert(blob: bytes, field: bytes, value: bytes, before: int) -> bytes:
@@ -898,7 +904,7 @@ def bound_hash(value: Hash | PackedHash, home: dict[bytes, Any], key: bytes,
 def bare_field(value: PackedHash, field: bytes) -> bytes | None:
     """A bare pack's value of `field` (None when absent), read in place: a bare pack has no
     TTLs, so nothing of it is due or hidden, and a read needs no `Hash` around it."""
-    return pack_get(value, 2, field, 1)
+    return _PACK_GET(value, 2, field, 1)
 
 
 def bare_columns(value: Hash | PackedHash) -> list[bytes] | None:

@@ -64,6 +64,12 @@ _OBJECT: Final = 16
 _DICT: Final = 56
 _DICT_ENTRY: Final = 24  # as objectComputeSize counts it (jemalloc serves it 32)
 
+# Kernels the per-command paths call, bound once: an imported name is looked up in this
+# module's globals at each call, a Final one is read from a static (mypyc).
+_PACK_ADD: Final = pack_add
+_PACK_DELETE: Final = pack_delete
+_PACK_INDEX: Final = pack_index
+
 
 class SetLimits:
     """set-max-intset-entries, set-max-listpack-entries, set-max-listpack-value; shared by the
@@ -99,17 +105,17 @@ def _members(blob: bytes) -> list[bytes]:
 
 
 def _lp_contains(blob: bytes, member: bytes) -> bool:
-    return pack_index(blob, 1, member) >= 0
+    return _PACK_INDEX(blob, 1, member) >= 0
 
 
 def _lp_add(blob: bytes, member: bytes) -> bytes | None:
     """The pack with member appended, None when it is there already."""
-    return pack_add(blob, 1, member)
+    return _PACK_ADD(blob, 1, member)
 
 
 def _lp_remove(blob: bytes, member: bytes) -> bytes | None:
     """The pack without member, None when absent."""
-    removed = pack_delete(blob, 1, member)
+    removed = _PACK_DELETE(blob, 1, member)
     return None if removed is None else removed[0]
 
 

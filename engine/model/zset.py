@@ -39,7 +39,7 @@ from array import array
 from bisect import bisect_left, bisect_right
 from collections.abc import Iterable, Iterator
 from itertools import chain, islice
-from typing import NamedTuple
+from typing import Final, NamedTuple
 
 from streamkeep.engine.model.bucket_table import BucketTable
 from streamkeep.engine.model.listpack import str_size
@@ -61,6 +61,10 @@ _LOAD = 512  # a chunk splits past twice this, merges with a neighbour under a q
 _FORMAT_VERSION = 1
 _SCORE = struct.Struct("<d")  # a score in the member index: a little-endian double
 _PACK_SCORE = _SCORE.pack
+
+# Kernels the per-command paths call, bound once: an imported name is looked up in this
+# module's globals at each call, a Final one is read from a static (mypyc).
+_BISECT_SCORES: Final = bisect_scores
 
 
 class ZSetLimits(NamedTuple):
@@ -142,8 +146,8 @@ class _Packed:
     def position(self, member: bytes, score: float) -> int:
         """Where (score, member) is or would go."""
         scores = self.scores
-        k = bisect_scores(scores, score, False)
-        hi = bisect_scores(scores, score, True, k)
+        k = _BISECT_SCORES(scores, score, False)
+        hi = _BISECT_SCORES(scores, score, True, k)
         while k < hi and self.member(k) < member:
             k += 1
         return k
@@ -184,7 +188,7 @@ class _Packed:
         return self.find(member)
 
     def bisect_score(self, x: float, right: bool) -> int:
-        return bisect_scores(self.scores, x, right)
+        return _BISECT_SCORES(self.scores, x, right)
 
     def bisect_member(self, member: bytes, right: bool) -> int:
         lo, hi = 0, len(self.scores)
@@ -352,17 +356,17 @@ class _Chunked:
         chunk past every element): C-level bisections of the doubles, the members compared
         only between a score's tie bounds."""
         max_s = self.max_s
-        ci = bisect_scores(max_s, score, False)
+        ci = _BISECT_SCORES(max_s, score, False)
         nchunks = len(max_s)
         if ci < nchunks and max_s[ci] == score:
-            ci = bisect_left(self.max_m, member, ci, bisect_scores(max_s, score, True, ci))
+            ci = bisect_left(self.max_m, member, ci, _BISECT_SCORES(max_s, score, True, ci))
         if ci == nchunks:
             ci -= 1
             return ci, len(self.cm[ci])
         scores = self.cs[ci]
-        pos = bisect_scores(scores, score, False)
+        pos = _BISECT_SCORES(scores, score, False)
         if pos < len(scores) and scores[pos] == score:
-            pos = bisect_left(self.cm[ci], member, pos, bisect_scores(scores, score, True, pos))
+            pos = bisect_left(self.cm[ci], member, pos, _BISECT_SCORES(scores, score, True, pos))
         return ci, pos
 
     # -- changes --------------------------------------------------------------------------
@@ -475,10 +479,10 @@ class _Chunked:
         return self._prefix(ci) + pos
 
     def bisect_score(self, x: float, right: bool) -> int:
-        ci = bisect_scores(self.max_s, x, right)
+        ci = _BISECT_SCORES(self.max_s, x, right)
         if ci == len(self.max_s):
             return self.table.count
-        return self._prefix(ci) + bisect_scores(self.cs[ci], x, right)
+        return self._prefix(ci) + _BISECT_SCORES(self.cs[ci], x, right)
 
     def bisect_member(self, member: bytes, right: bool) -> int:
         find = bisect_right if right else bisect_left
