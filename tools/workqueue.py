@@ -173,13 +173,19 @@ def _connect(url: str | None, path: str | None, shared: bool = False
 
     if not os.path.isfile(os.path.join(path, MANIFEST)):  # (opening would make one)
         raise _Unavailable(f"{path}: not a data directory (no {MANIFEST})")
-    from streamkeep.engine.services.shared import serving
+    from streamkeep.engine.services.shared import held_by, serving
 
     try:
-        if shared or serving(path) is not None:
-            shared_engine = Engine.open(path, shared=True)
-            return shared_engine, shared_engine.redis(), shared_engine.close
-        engine = Engine.open(path, auto_aof_rewrite_percentage=0)
+        try:
+            engine = Engine.open(path, shared=True) if shared or serving(path) is not None \
+                else Engine.open(path, auto_aof_rewrite_percentage=0)
+        except LockedError:
+            holder = held_by(path)
+            if holder is None or not holder.shared:
+                raise
+            # The directory's shared server holds it but did not answer yet (one starting,
+            # another process's replacement of a server that was killed): reached through it.
+            engine = Engine.open(path, shared=True)
     except LockedError as err:
         raise _Unavailable(_held(path, err)) from None
     except (StreamkeepError, OSError, ValueError) as err:

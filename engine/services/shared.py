@@ -215,11 +215,12 @@ def _is_serve(argv: list[str]) -> bool:
 class Holder:
     """The process holding a data directory's lock (`held_by`): its pid, whether it is a
     `streamkeep serve`, and then where it listens (its first TCP address, None if it has
-    none that can be read)."""
+    none that can be read) and whether it is the directory's shared server."""
 
     pid: int
     serve: bool = False
     address: tuple[str, int] | None = None
+    shared: bool = False  # `streamkeep serve --shared`: a directory's own shared server
 
     @property
     def url(self) -> str | None:
@@ -245,10 +246,11 @@ def held_by(path: str) -> Holder | None:
     pid = lock_holder(os.path.join(os.path.abspath(path), LOCK_FILE))
     if pid is None:
         return None
-    if not _is_serve(_argv(pid)):
+    argv = _argv(pid)
+    if not _is_serve(argv):
         return Holder(pid)
     addresses = listening_on(pid)
-    return Holder(pid, True, addresses[0] if addresses else None)
+    return Holder(pid, True, addresses[0] if addresses else None, "--shared" in argv)
 
 
 def _in_use(path: str, pid: int) -> LockedError:

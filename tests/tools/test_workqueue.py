@@ -102,6 +102,26 @@ def test_stats_through_the_directorys_shared_server(shared_dir: Path,
     assert started != stopped
 
 
+def test_stats_while_the_shared_server_does_not_answer_yet(
+        shared_dir: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The directory's shared server holds its lock but its socket did not answer the look
+    (a replacement starting after a kill, in another process): the figures come through it,
+    not a refusal telling to connect with --url."""
+    from streamkeep.engine.services import shared
+
+    path = str(shared_dir)
+    with Engine.open(path, shared=True) as engine:
+        _fill(engine)
+        looks = []
+        monkeypatch.setattr(shared, "serving", lambda p: looks.append(p))  # (None: no answer)
+        assert main(["queue", "stats", path, "jobs", "--json"]) == 0
+        assert looks and set(looks) == {path}
+        assert json.loads(capsys.readouterr().out)["pending"] == 1
+        holder = shared.held_by(path)
+        assert holder is not None and holder.shared and holder.pid == engine.server_pid
+
+
 def _blocked_in_recv(thread: threading.Thread, limit: float) -> None:
     """Wait until `thread` waits on a socket read (its kernel wait channel says so), or
     `limit` seconds where the kernel does not show it."""
