@@ -243,7 +243,7 @@ def hash_for_read(ctx: Ctx, key: bytes) -> Hash | None:
     value: Hash | PackedHash | None = read_value(ctx, key, HASH)
     if value is None:
         return None
-    return _lazy(ctx, key, _opened(ctx, key, value))
+    return _live(ctx, key, value)
 
 
 def hash_for_write(ctx: Ctx, key: bytes) -> Hash | None:
@@ -251,6 +251,12 @@ def hash_for_write(ctx: Ctx, key: bytes) -> Hash | None:
     value: Hash | PackedHash | None = value_at(ctx, key, HASH)
     if value is None:
         return None
+    return _live(ctx, key, value)
+
+
+def _live(ctx: Ctx, key: bytes, value: Hash | PackedHash) -> Hash | None:
+    """The key's value (read by the caller) as the `Hash` a command uses, its due fields
+    expired first: None if none is left."""
     return _lazy(ctx, key, _opened(ctx, key, value))
 
 
@@ -371,7 +377,7 @@ def hget(ctx: Ctx, argv: Argv) -> bytes | None:
         return None
     if type(value) is PackedHash:  # (a small hash's usual form: read in place)
         return bare_field(value, argv[2])
-    h = _lazy(ctx, key, _opened(ctx, key, value))
+    h = _live(ctx, key, value)
     return None if h is None else live_get(ctx, h, argv[2])
 
 
@@ -433,7 +439,7 @@ def hgetall(ctx: Ctx, argv: Argv) -> RespMap:
     columns = bare_columns(value)
     if columns is not None:  # a bare pack: written as it reads, no pairs made
         return RespMap.of_columns(columns)
-    h = _lazy(ctx, key, _opened(ctx, key, value))
+    h = _live(ctx, key, value)
     return RespMap([] if h is None else live_items(ctx, h))
 
 

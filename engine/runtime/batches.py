@@ -133,31 +133,31 @@ class Batches:
         """One of a script's commands (lock held) in `ctx`, the MultiCtx its run keeps: as
         `run_queued_one` runs a queued command, its effects joining the run's; the script
         puts their SELECT itself (engine.exec.scripting)."""
-        core = self.core
-        ctx.db = core.dbs[ctx.session.db]
-        try:
-            return core.run_command(ctx, core.entry_of(spec), argv)
-        except ReplyError as err:
-            return err
+        return self._run_in(ctx, self.core.entry_of(spec), argv)
 
     def run_queued_one(self, ctx: Ctx, entry: Entry, argv: Argv, record_db: list[int]) -> Any:
         """One command of a transaction, a script or a batch (lock held), through the one
         command path: its reply, or the ReplyError it failed with. Its effects go to
         `ctx.effects`, behind a SELECT when it ran in another database than the record's last
         one (`record_db[0]`)."""
-        core = self.core
         db = ctx.session.db
-        ctx.db = core.dbs[db]
         effects = ctx.effects
         mark = len(effects)
-        try:
-            reply = core.run_command(ctx, entry, argv)
-        except ReplyError as err:
-            reply = err
+        reply = self._run_in(ctx, entry, argv)
         if len(effects) > mark and db != record_db[0]:
             effects.insert(mark, select_effect(db))
             record_db[0] = db
         return reply
+
+    def _run_in(self, ctx: Ctx, entry: Entry, argv: Argv) -> Any:
+        """The command in `ctx`, in the session's database now, through the one command path:
+        its reply, or the ReplyError it failed with."""
+        core = self.core
+        ctx.db = core.dbs[ctx.session.db]
+        try:
+            return core.run_command(ctx, entry, argv)
+        except ReplyError as err:
+            return err
 
 
 __all__ = ["Batches", "plain_xadd"]

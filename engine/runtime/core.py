@@ -316,7 +316,7 @@ class EngineCore(EngineState):
         return self.batches.execute_batch(session, argvs)
 
     def run_queued(self, ctx: Ctx, queued: list[tuple[CommandSpec, Argv]]) -> list[Any]:
-        """EXEC's body and a script's commands (lock held; engine.runtime.batches)."""
+        """EXEC's body (lock held; engine.runtime.batches)."""
         return self.batches.run_queued(ctx, queued)
 
     def run_script_command(self, ctx: Ctx, spec: CommandSpec, argv: Argv) -> Any:

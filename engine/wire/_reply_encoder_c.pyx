@@ -501,7 +501,7 @@ def human_integer(long long n):
     """The reference's `human_integer`: a HumanDouble of n's decimal text, made by the type's
     allocator (no temporary bytes, no constructor call: every integral score of a reply is one)."""
     cdef char digits[24]
-    cdef Py_ssize_t length = 0, i
+    cdef Py_ssize_t length = 0
     cdef unsigned long long u = <unsigned long long>(-(n + 1)) + 1 if n < 0 else <unsigned long long>n
     while True:
         digits[23 - length] = <char>(48 + u % 10)
