@@ -29,6 +29,7 @@ import hashlib
 import importlib.util
 import os
 import shutil
+import subprocess
 import sys
 import threading
 import time
@@ -131,6 +132,41 @@ def kernel_sources() -> dict[str, str]:
     return {name: str(path.relative_to(ROOT))
             for name, path in folders.source_files(ROOT, (".pyx",)).items()
             if path.name.startswith("_") and path.stem.endswith("_c")}
+
+
+# Kernels that link a system library: module -> (its pkg-config name, the headers' folders to
+# look in without pkg-config, the library's name, the Debian package with the headers).
+SYSTEM_LIBRARIES = {
+    "streamkeep.engine.exec._lua_host_c": (
+        "lua5.1", ["/usr/include/lua5.1", "/usr/local/include/lua5.1"], "lua5.1",
+        "liblua5.1-0-dev"),
+}
+
+
+def system_library(module: str) -> dict[str, list[str]] | None:
+    """The compile and link options of a kernel's system library ({} for a kernel without
+    one), or None when its headers are missing: that kernel is left out (its pure twin runs),
+    an error under STREAMKEEP_REQUIRE_EXTENSIONS."""
+    if module not in SYSTEM_LIBRARIES:
+        return {}
+    pkg, folders_, library, package = SYSTEM_LIBRARIES[module]
+    try:
+        cflags = subprocess.run(["pkg-config", "--cflags-only-I", pkg], capture_output=True,
+                                text=True, check=True).stdout.split()
+        return {"include_dirs": [flag[2:] for flag in cflags if flag.startswith("-I")],
+                "libraries": [library]}
+    except (OSError, subprocess.CalledProcessError):
+        pass
+    for folder in folders_:
+        if (Path(folder) / "lua.h").exists():
+            return {"include_dirs": [folder], "libraries": [library]}
+    message = (f"streamkeep: {module} needs the headers of {pkg} (Debian: {package}); "
+               "its pure-Python twin will run")
+    if REQUIRE:
+        raise SystemExit(message.replace("its pure-Python twin will run",
+                                         "and STREAMKEEP_REQUIRE_EXTENSIONS is set"))
+    print(message, file=sys.stderr)
+    return None
 
 
 def module_name(source: str) -> str:
@@ -396,9 +432,13 @@ def extensions() -> list:
         print("streamkeep: Cython is not installed; the pure-Python code will run",
               file=sys.stderr)
         return []
-    modules = [Extension(name, [source], optional=not REQUIRE,
-                         extra_compile_args=["-O2"])
-               for name, source in kernel_sources().items()]
+    modules = []
+    for name, source in kernel_sources().items():
+        linked = system_library(name)
+        if linked is None:
+            continue
+        modules.append(Extension(name, [source], optional=not REQUIRE,
+                                 extra_compile_args=["-O2"], **linked))
     try:
         kernels = cythonize(modules, compiler_directives=DIRECTIVES, quiet=True)
     except Exception as exc:  # a Cython error: the same as a missing compiler

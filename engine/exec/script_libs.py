@@ -78,10 +78,8 @@ def lua_typename(value: Any) -> str:
         return "number"
     if isinstance(value, bytes):
         return "string"
-    try:
-        from lupa.lua51 import lua_type
-    except ImportError:  # (as engine.exec.scripting's runtime does)
-        from lupa import lua_type  # type: ignore[no-redef]
+    from streamkeep.engine.exec.lua_host import lua_type  # (loaded by the first script)
+
     kind = lua_type(value)
     return "userdata" if kind in (None, "lightuserdata") else str(kind)
 

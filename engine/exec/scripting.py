@@ -96,12 +96,6 @@ HOOK_INSTRUCTIONS: Final = 100_000
 # the calls themselves.
 CALL_CHECK_SECONDS: Final = 0.01
 _monotonic: Final = time.monotonic  # (every redis.call reads it: bound once)
-# KEYS and ARGV up to this many go to the script as its call's arguments (tables built in Lua);
-# more go as tables made here (a Lua call takes fewer than 8,000 arguments).
-ARGS_IN_CALL: Final = 64
-# Up to this many keys and arguments, a run goes through a runner made for their counts
-# (sandbox.lua's `runner`: no varargs), kept per runtime.
-ARGS_IN_RUNNER: Final = 8
 # A script's reply: a table that holds itself twice would make 2^7995 values (Redis never
 # finishes), and so would tables that share tables. Past REPLY_REPEATS_AFTER values, a table
 # met more than MAXCSTACK times (the most a chain of tables holding themselves reaches) ends
@@ -250,15 +244,15 @@ class Scripting:
         self.rand = Lrand48()
         self.lua: Any = None
         self._compile: Any = None
-        self._run: Any = None
-        self._run_args: Any = None
+        self._run_state: Any = None  # sandbox.lua's RUN table
+        self._run_lua: Any = None  # the runtime's `run` (bound once)
         self._rawget: Any = None
         self._collect: Any = None
         self._c_where: Any = None
         self._arm_kill: Any = None
         self._call_library: Any = None
         self._identity: Any = None
-        self._lupa: Any = None
+        self._host: Any = None
         self._oom_error: Any = None
         self._memory_used: Any = None  # the runtime's get_memory_used (redis.call's look, bound once)
         self.max_memory = LUA_MAX_MEMORY
@@ -268,25 +262,16 @@ class Scripting:
         self.functions: Any = None
         self.registrar: Any = None
         self._load_library: Any = None
-        self._run_callback: Any = None
-        self._run_callback_args: Any = None
-        self._runner: Any = None
-        # (is a function's, number of keys, number of arguments) -> its runner (sandbox.lua)
-        self._runners: dict[tuple[bool, int, int], Any] = {}
 
     # --- the runtime ----------------------------------------------------------------------
 
     def _runtime(self) -> None:
         if self.lua is not None:
             return
-        try:
-            from lupa import lua51 as lupa
-        except ImportError:  # a lupa without its bundled Lua 5.1: its default Lua
-            import lupa  # type: ignore[no-redef]
-        self._lupa = lupa
-        lua = lupa.LuaRuntime(encoding=None, unpack_returned_tuples=True, register_eval=False,
-                              register_builtins=False, max_memory=LUA_MAX_MEMORY,
-                              attribute_filter=_no_attributes)
+        from streamkeep.engine.exec import lua_host
+
+        self._host = lua_host
+        lua = lua_host.Runtime(LUA_MAX_MEMORY)
         self.max_memory = LUA_MAX_MEMORY
         functions = {
             b"call": self._raising_call, b"pcall": self._call, b"unwrap": self._unwrap,
@@ -309,11 +294,11 @@ class Scripting:
             b"REDIS_VERSION": REDIS_VERSION.encode(), b"REDIS_VERSION_NUM": version_num(),
             b"HOOK_INSTRUCTIONS": HOOK_INSTRUCTIONS,
         })
-        (self._compile, self._run, self._run_args, self._rawget, self._collect, self._c_where,
-         self._arm_kill, self._call_library, self._identity, self._load_library,
-         self._run_callback, self._run_callback_args, self._runner) = lua.execute(
+        (self._compile, self._run_state, self._rawget, self._collect, self._c_where,
+         self._arm_kill, self._call_library, self._identity, self._load_library) = lua.execute(
             _lua_source("sandbox"), params, name="=streamkeep:sandbox")
         self.lua = lua
+        self._run_lua = lua.run
         self._memory_used = lua.get_memory_used
         self._oom_error = self._error_table("ERR not enough memory")
 
@@ -346,7 +331,7 @@ class Scripting:
     def _library_error(self, error: Any) -> NoReturn:
         """A library function's error, raised as the C function Redis has would raise it
         (placed and named by the script's call)."""
-        if self._lupa.lua_type(error) == "table":
+        if self._host.lua_type(error) == "table":
             rawget = self._rawget
             message = rawget(error, b"lib")
             if type(message) is bytes:
@@ -402,7 +387,7 @@ class Scripting:
             raise ReplyError("ERR Error compiling script (new function): not enough memory")
         try:
             function, error = self._compile(body[shebang_len:])
-        except self._lupa.LuaMemoryError:
+        except self._host.LuaMemoryError:
             raise ReplyError("ERR Error compiling script (new function): not enough memory") \
                 from None
         if function is None:
@@ -419,12 +404,10 @@ class Scripting:
         """SCRIPT FLUSH: forget every script (and the Lua heap they held)."""
         self.scripts.clear()
         self.eval_lru.clear()
-        self.lua = self._compile = self._run = self._run_args = self._rawget = None
+        self.lua = self._compile = self._run_state = self._run_lua = self._rawget = None
         self._collect = None
         self._c_where = self._arm_kill = self._call_library = self._identity = None
-        self._run_callback = self._run_callback_args = self._runner = None
         self._memory_used = None
-        self._runners = {}
 
     def kill(self) -> str:
         """SCRIPT KILL."""
@@ -479,23 +462,11 @@ class Scripting:
                 need += len(a)
             if not self._room(need):
                 raise _out_of_memory(script.sha)
-            collect_kb = self.max_memory // 2048
-            nkeys, nargs = len(keys), len(args)
-            is_function = run.is_function
-            if nkeys + nargs <= ARGS_IN_RUNNER:  # (the usual: no varargs)
-                shape = (is_function, nkeys, nargs)
-                runner = self._runners.get(shape)
-                if runner is None:
-                    runner = self._runners[shape] = self._runner(is_function, nkeys, nargs)
-                ok, result = runner(script.function, count, collect_kb, *keys, *args)
-            elif nkeys + nargs <= ARGS_IN_CALL:  # (the tables are built in Lua)
-                run_args = self._run_callback_args if is_function else self._run_args
-                ok, result = run_args(script.function, count, collect_kb, nkeys, *keys, *args)
-            else:  # (tables, not arguments: a Lua call takes fewer than 8,000 of those)
-                lua = self.lua
-                run_tables = self._run_callback if is_function else self._run
-                ok, result = run_tables(script.function, count, collect_kb,
-                                        lua.table_from(keys), lua.table_from(args))
+            ok, result = self._run_lua(
+                self._run_state, script.function,
+                keys if type(keys) is tuple else tuple(keys),
+                args if type(args) is tuple else tuple(args),
+                run.is_function, count, self.max_memory // 2048)
             if run.out_of_memory:
                 raise _out_of_memory(script.sha)
             if ok:
@@ -506,9 +477,9 @@ class Scripting:
                     raise reply
                 return reply
             raise self._script_error(result, script.sha)
-        except self._lupa.LuaMemoryError:
+        except self._host.LuaMemoryError:
             raise _out_of_memory(script.sha) from None
-        except self._lupa.LuaError as err:
+        except self._host.LuaError as err:
             raise ReplyError(f"ERR Error running script {script.sha}, {str(err)[:100]}") \
                 from None
         finally:
@@ -523,8 +494,8 @@ class Scripting:
 
     def _script_error(self, err: Any, sha: str) -> ReplyError:
         """luaCallFunction's failure: the error table's message, and where it happened."""
-        lupa = self._lupa
-        if lupa.lua_type(err) != "table":
+        host = self._host
+        if host.lua_type(err) != "table":
             msg = _text(err) if isinstance(err, bytes) else "execution failure"
             return ReplyError(f"ERR Error running script {sha}, {msg[:100]}")
         rawget = self._rawget
@@ -541,7 +512,7 @@ class Scripting:
         would hold it on the Lua stack (`slot`: the slots in use with it on top); where fewer
         than four slots remain under LUAI_MAXCSTACK it becomes Redis's "reached lua stack
         limit" error, so a table holding itself ends 7,995 arrays deep, as in Redis."""
-        lua_type = self._lupa.lua_type
+        lua_type = self._host.lua_type
         resp = run.resp
         root: list[Any] = []
         # (value, slot, the list its reply joins) or (_MAP_END, the map, its flat items)
@@ -585,7 +556,7 @@ class Scripting:
     def _table_reply(self, table: Any, slot: int, sink: list, work: list) -> None:
         """A table's reply (an error, a status, RESP3's shapes, else an array) into `sink`; the
         values it holds are queued on `work` in their order."""
-        rawget, lua_type = self._rawget, self._lupa.lua_type
+        rawget, lua_type = self._rawget, self._host.lua_type
         err = rawget(table, b"err")
         if type(err) is bytes:
             sink.append(ReplyError(_text(err).replace("\r", " ").replace("\n", " ")))
@@ -984,7 +955,7 @@ class Scripting:
 
     def lua_type(self, value: Any) -> str | None:
         """Lua's type name of a value handed over from Lua ('table', 'function', ...)."""
-        kind: str | None = self._lupa.lua_type(value)
+        kind: str | None = self._host.lua_type(value)
         return kind
 
     def _load_timed_out(self) -> bool:
@@ -1000,14 +971,14 @@ class Scripting:
             raise ReplyError("ERR Error compiling function: not enough memory")
         try:
             function, error = self._compile(body, b"@user_function")
-        except self._lupa.LuaMemoryError:
+        except self._host.LuaMemoryError:
             raise ReplyError("ERR Error compiling function: not enough memory") from None
         if function is None:
             raise ReplyError(f"ERR Error compiling function: {_text(error)}")
         self.registrar = registrar
         try:
             out = self._load_library(function, HOOK_INSTRUCTIONS)
-        except self._lupa.LuaMemoryError:
+        except self._host.LuaMemoryError:
             raise ReplyError("ERR Error registering functions: not enough memory") from None
         finally:
             self.registrar = None
@@ -1016,7 +987,7 @@ class Scripting:
 
     def _load_error(self, error: Any) -> str:
         """luaExtractErrorInformation's message: a table's `err`, a string with ERR before it."""
-        if self._lupa.lua_type(error) == "table":
+        if self._host.lua_type(error) == "table":
             return _lua_string(self._rawget(error, b"err")) or ""
         return "ERR " + (_lua_string(error) or "")
 
@@ -1085,12 +1056,6 @@ def _size(value: Any) -> int:
     if hasattr(value, "__iter__"):
         return 64 + sum(_size(v) for v in value)
     return 40
-
-
-def _no_attributes(obj: Any, name: Any, is_setting: bool) -> Any:
-    """lupa's attribute filter: a script reaches no attribute of the Python objects behind the
-    API's functions (through them it would reach the whole interpreter)."""
-    raise AttributeError("attempt to index a function value")
 
 
 def _lua_string(value: Any) -> str | None:

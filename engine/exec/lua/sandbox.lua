@@ -73,6 +73,22 @@ local py = {}
 for name, f in pairs(P.functions) do py[name] = as_function(f) end
 local py_unwrap, py_interrupt = py.unwrap, py.interrupt
 
+-- What a run shares with the host (engine.exec.lua_host's `run`, which starts and ends a run
+-- with no Lua call in the usual case): the run's state, in the array slots of one table.
+local KILLING, KILL_DUE, ARMED, GC_STOPPED, RESUMING = 1, 2, 3, 4, 5
+local RUN = {
+  false,  -- killing: every line of the script raises the kill again (pcall cannot swallow it)
+  false,  -- kill_due: killed while our own code ran, raised once the script's code runs again
+  -- armed: the count the hook is armed with between runs (0: none), or nil once a run changed
+  -- it: a run whose count it already has does not set it again, and a changed one is cleared
+  -- after its run. (Between runs only our own code runs, where the hook finds no script to stop.)
+  0,
+  false,  -- gc_stopped: the script called collectgarbage('stop') (restarted when it ends)
+  {},  -- the coroutines being resumed, innermost last (see s_coroutine.resume)
+  -- [6] arm(count), [7] disarm(), [8] restart_gc(), [9] the error handler, [10] the globals
+  -- a script's KEYS and ARGV go in: set below.
+}
+
 -- A Python error raised into Lua arrives as Python's exception object: what Redis raises
 -- instead (the {err=...} table of an API error, or a library's message).
 local function unwrap(e)
@@ -189,10 +205,10 @@ local function s_xpcall(f, h)
   return xpcall(f, function(e) return h(unwrap(e)) end)
 end
 local resume, create = coroutine.resume, coroutine.create
--- The coroutines being resumed, innermost last: Python's functions look at the one they run in
--- (a Lua function Python calls runs on the main thread).
-local resuming = {}
+-- The coroutines being resumed (RUN[RESUMING]), innermost last: Python's functions look at the
+-- one they run in (a Lua function Python calls runs on the main thread).
 local function resumed(...)
+  local resuming = RUN[RESUMING]
   resuming[#resuming] = nil
   return ...
 end
@@ -203,6 +219,7 @@ end
 local s_coroutine = {}
 for k, v in pairs(coroutine) do s_coroutine[k] = v end
 s_coroutine.resume = function(co, ...)
+  local resuming = RUN[RESUMING]
   resuming[#resuming + 1] = co
   return resume_result(resumed(resume(co, ...)))
 end
@@ -215,6 +232,7 @@ end
 s_coroutine.wrap = function(f)
   local co = create(f)
   return function(...)
+    local resuming = RUN[RESUMING]
     resuming[#resuming + 1] = co
     return wrap_result(resumed(resume(co, ...)))
   end
@@ -314,9 +332,8 @@ string_meta.__metatable = readonly({__index = string_view})
 
 -- A script's collectgarbage, which notes a 'stop' (the collector restarts when the script
 -- ends: a restart is not free, it makes the collector take a step at once).
-local gc_stopped = false
 local function s_collectgarbage(opt, ...)
-  if opt == 'stop' then gc_stopped = true end
+  if opt == 'stop' then RUN[GC_STOPPED] = true end
   return collectgarbage(opt, ...)
 end
 
@@ -393,18 +410,10 @@ allowed.__redis__err__handler = handler
 
 local COUNT = P.HOOK_INSTRUCTIONS
 local KILLED = 'ERR Script killed by user with SCRIPT KILL...'
-local killing = false  -- killed: every line of the script raises it again (pcall cannot swallow it)
-local kill_due = false  -- killed while our own code ran: raised once the script's code runs again
-
--- The count the hook is armed with between runs (0: none), or nil once a run changed it: a run
--- whose count it already has does not set it again, and a changed one is cleared after its run.
--- (Between runs only our own code runs, where the hook finds no script to stop.)
-local armed = 0
-
 local hook
 local function kill()
-  killing = true
-  armed = nil
+  RUN[KILLING] = true
+  RUN[ARMED] = nil
   sethook(hook, 'l')
   error({err = KILLED})
 end
@@ -419,21 +428,24 @@ hook = function(event)
   if event == 'return' then
     -- Our code returns: once what it returns to is not ours, stop at the next instruction.
     local c = getinfo(3, 'S')
-    if kill_due and not (c and OURS[c.source]) then armed = nil sethook(hook, '', 1) end
+    if RUN[KILL_DUE] and not (c and OURS[c.source]) then
+      RUN[ARMED] = nil
+      sethook(hook, '', 1)
+    end
     return
   end
   local i = getinfo(2, 'S')
   local ours = i and OURS[i.source]
-  if killing then
+  if RUN[KILLING] then
     if not ours then error({err = KILLED}) end
     return
   end
-  if not kill_due then
-    kill_due = py_interrupt()
-    if not kill_due then return end
+  if not RUN[KILL_DUE] then
+    RUN[KILL_DUE] = py_interrupt()
+    if not RUN[KILL_DUE] then return end
   end
   if ours then
-    armed = nil
+    RUN[ARMED] = nil
     sethook(hook, 'r', COUNT)
     return
   end
@@ -442,9 +454,9 @@ end
 
 -- Python's redis.call found the script killed: stop at its next line.
 local function arm_kill()
-  kill_due = true
-  killing = true
-  armed = nil
+  RUN[KILL_DUE] = true
+  RUN[KILLING] = true
+  RUN[ARMED] = nil
   sethook(hook, 'l')
 end
 
@@ -455,78 +467,29 @@ local function compile(body, name)
   return f, false
 end
 
--- A run's protected call: the count hook armed, the script's garbage gone afterwards.
-local function protected(f, count, collect_kb)
-  killing, kill_due = false, false
-  if resuming[1] ~= nil then resuming = {} end  -- (a killed script's coroutines)
-  if armed ~= count then
-    if count > 0 then sethook(hook, '', count) else sethook() end
-    armed = count
-  end
-  -- (One line: no line event in between.)
-  local ok, r = xpcall(f, handler) if armed ~= count then sethook() armed = 0 end
-  -- A script's garbage goes before the next one starts, not whenever Lua gets to it: nothing
-  -- outside a protected call may ever meet a full heap.
-  if gc_stopped then  -- a script's collectgarbage('stop') ends with it
-    gc_stopped = false
-    collectgarbage('restart')
-  end
-  if collectgarbage('count') > collect_kb then collectgarbage() end
-  return ok, r
+-- A run, as the host makes it: KILLING and KILL_DUE cleared, a killed script's coroutines
+-- forgotten, the hook armed with the run's count (RUN[6], when RUN[ARMED] is not that count),
+-- KEYS and ARGV set in the globals (RUN[10]) for a script or given to a registered function as
+-- its two arguments (a function sees no KEYS or ARGV global, as in Redis), the function called
+-- in protected mode with the error handler (RUN[9]) for its first result. Afterwards: KEYS and
+-- ARGV cleared, the hook disarmed (RUN[7]) when the run changed it, the collector restarted
+-- (RUN[8]) after a script's collectgarbage('stop'), and the script's garbage collected when
+-- the heap holds more than the run's threshold: nothing outside a protected call may ever
+-- meet a full heap.
+RUN[6] = function(count)
+  if count > 0 then sethook(hook, '', count) else sethook() end
+  RUN[ARMED] = count
 end
-
--- A script's run: KEYS and ARGV are its globals while it runs.
-local function run(f, count, collect_kb, keys, argv)
-  allowed.KEYS, allowed.ARGV = keys, argv
-  local ok, r = protected(f, count, collect_kb)
-  allowed.KEYS, allowed.ARGV = nil, nil
-  return ok, r
+RUN[7] = function()
+  sethook()
+  RUN[ARMED] = 0
 end
-
--- A registered callback's run: KEYS and ARGV are its two arguments, not globals (a function
--- sees no KEYS or ARGV global, as in Redis). They wait in these upvalues for `call_callback`,
--- which the protected call runs (xpcall hands its function no arguments).
-local pending_f, pending_keys, pending_argv
-local function call_callback()
-  local f, keys, argv = pending_f, pending_keys, pending_argv
-  pending_f, pending_keys, pending_argv = nil, nil, nil
-  return f(keys, argv)
+RUN[8] = function()
+  RUN[GC_STOPPED] = false
+  collectgarbage('restart')
 end
-local function run_callback(f, count, collect_kb, keys, argv)
-  pending_f, pending_keys, pending_argv = f, keys, argv
-  return protected(call_callback, count, collect_kb)
-end
-
--- `run` (or `run_callback`) with KEYS and ARGV given as the call's arguments, the first
--- `nkeys` of them the keys: for a script's usual few, tables built here cost less than tables
--- made from Python.
-local function args_runner(run_tables)
-  return function(f, count, collect_kb, nkeys, ...)
-    local all, keys, argv = {...}, {}, {}
-    for i = 1, nkeys do keys[i] = all[i] end
-    for i = nkeys + 1, select('#', ...) do argv[i - nkeys] = all[i] end
-    return run_tables(f, count, collect_kb, keys, argv)
-  end
-end
-local run_args, run_callback_args = args_runner(run), args_runner(run_callback)
-
--- For a given number of keys and arguments, a runner without varargs: its two tables are
--- built by their constructors (no table of all the arguments, no loops), the cheapest entry
--- for the usual few. `callback`: the runner of a registered function, else of a script.
-local RUNNER = '=streamkeep:runner'
-OURS[RUNNER] = true
-local concat = table.concat
-local function runner(callback, nkeys, nargs)
-  local keys, argv = {}, {}
-  for i = 1, nkeys do keys[i] = 'k' .. i end
-  for i = 1, nargs do argv[i] = 'a' .. i end
-  local params = 'f, count, collect_kb'
-  if nkeys > 0 then params = params .. ', ' .. concat(keys, ', ') end
-  if nargs > 0 then params = params .. ', ' .. concat(argv, ', ') end
-  local code = 'local run = ... return function(' .. params .. ') return run(f, count, ' ..
-    'collect_kb, {' .. concat(keys, ', ') .. '}, {' .. concat(argv, ', ') .. '}) end'
-  return assert(loadstring(code, RUNNER))(callback and run_callback or run)
-end
+RUN[9] = handler
+RUN[10] = allowed
 
 local function collect() collectgarbage() end
 
@@ -545,6 +508,7 @@ end
 -- For Python's functions: (luaL_where(1), the name and namewhat it was called by), seen from
 -- the C function Python runs in: level 2 from here, or the top of the coroutine it runs in.
 local function c_where()
+  local resuming = RUN[RESUMING]
   local co = resuming[#resuming]
   if co == nil then
     local i = getinfo(2, 'n')
@@ -584,19 +548,15 @@ end
 -- error as Redis's lua_pcall leaves it: a string, or the {err=...} table of an API error).
 local function load_library(f, count)
   env_meta.__index = library_api
-  armed = 0
+  RUN[ARMED] = 0
   if count > 0 then sethook(load_hook, '', count) else sethook() end
-  local ok, e = real_pcall(f) sethook() armed = 0
+  local ok, e = real_pcall(f) sethook() RUN[ARMED] = 0
   env_meta.__index = allowed
-  if gc_stopped then
-    gc_stopped = false
-    collectgarbage('restart')
-  end
+  if RUN[GC_STOPPED] then RUN[8]() end
   if ok then return true end
   return false, unwrap(e)
 end
 
 -- Nothing else is reachable from a script: the real globals lose what a leak could use.
 io, os, package, require, dofile, loadfile, module, python, print, debug = nil
-return compile, run, run_args, rawget, collect, c_where, arm_kill, call_library, identity,
-  load_library, run_callback, run_callback_args, runner
+return compile, RUN, rawget, collect, c_where, arm_kill, call_library, identity, load_library

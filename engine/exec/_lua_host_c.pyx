@@ -1,0 +1,688 @@
+# cython: language_level=3
+"""The compiled Lua host: Lua 5.1 (the system's liblua5.1, the Lua Redis embeds) and the values
+a script exchanges with Python, without a layer between them.
+
+Owns `Runtime` (a Lua state with a capped heap, the standard libraries, and `python.as_function`
+for the sandbox), the Lua values as Python sees them (`LuaTable`, `LuaFunction`, `LuaObject`),
+`lua_type`, and the two errors (`LuaError`, `LuaMemoryError`). Its pure twin
+(`_lua_host_py.py`) gives the same surface over lupa; engine.exec.lua_host picks one.
+
+The conversions, both ways as lupa makes them (the scripting layer was written against lupa's):
+a Lua string is bytes, a number an int when integral and in int64's range (else a float), a
+boolean a bool, nil None, a wrapped Python object the object itself, anything else a Lua
+object holding a reference. Going in, None is nil, a bool a boolean, an int or a float a number,
+bytes a string, a Lua object its value, and any other Python object a userdata wrapping it
+(called through `__call`, handed back as itself). A Python function's tuple result is its
+results, one each.
+
+Errors. A Python exception in a function Lua called is raised into Lua as the exception object
+(a userdata; the sandbox unwraps it) only after every Python reference of that call is
+released: Lua's errors are longjmps and would skip Python's cleanup. For the same reason the
+heap's cap is enforced only while Lua runs: what Python pushes (arguments, results, tables) is
+never refused half-way (the scripting layer keeps room for it), so no allocation failure can
+unwind through this module's frames. A Lua error that reaches Python is LuaError (its message),
+a heap that ran out LuaMemoryError, a Python exception that crossed Lua that exception again.
+
+Must not touch: anything about scripts (the sandbox, the redis API, replies: engine.exec.scripting
+and engine/exec/lua/), the engine's state.
+"""
+
+from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
+from cpython.float cimport PyFloat_AS_DOUBLE
+from cpython.long cimport PyLong_AsLongLong, PyLong_FromLongLong
+from cpython.object cimport PyObject
+from cpython.ref cimport Py_DECREF, Py_INCREF
+from cpython.tuple cimport PyTuple_GET_ITEM, PyTuple_GET_SIZE, PyTuple_New, PyTuple_SET_ITEM
+from libc.stdio cimport fflush, fprintf, stderr
+from libc.stdlib cimport free, realloc
+
+
+cdef extern from "lua.h":
+    ctypedef struct lua_State
+    ctypedef int (*lua_CFunction)(lua_State*) noexcept
+    ctypedef void* (*lua_Alloc)(void*, void*, size_t, size_t) noexcept
+    ctypedef double lua_Number
+    enum:
+        LUA_REGISTRYINDEX
+        LUA_GLOBALSINDEX
+        LUA_MULTRET
+        LUA_ERRMEM
+        LUA_TNIL
+        LUA_TBOOLEAN
+        LUA_TLIGHTUSERDATA
+        LUA_TNUMBER
+        LUA_TSTRING
+        LUA_TTABLE
+        LUA_TFUNCTION
+        LUA_TUSERDATA
+        LUA_TTHREAD
+        LUA_NOREF
+        LUA_GCCOLLECT
+        LUA_GCCOUNT
+    lua_State* lua_newstate(lua_Alloc f, void* ud)
+    void lua_close(lua_State* L)
+    lua_CFunction lua_atpanic(lua_State* L, lua_CFunction panicf)
+    lua_Alloc lua_getallocf(lua_State* L, void** ud)
+    int lua_gettop(lua_State* L)
+    void lua_settop(lua_State* L, int idx)
+    void lua_pushvalue(lua_State* L, int idx)
+    int lua_checkstack(lua_State* L, int extra)
+    int kind_at "lua_type"(lua_State* L, int idx)
+    const char* lua_typename(lua_State* L, int tp)
+    lua_Number lua_tonumber(lua_State* L, int idx)
+    int lua_toboolean(lua_State* L, int idx)
+    const char* lua_tolstring(lua_State* L, int idx, size_t* len)
+    void* lua_touserdata(lua_State* L, int idx)
+    void lua_pushnil(lua_State* L)
+    void lua_pushnumber(lua_State* L, lua_Number n)
+    void lua_pushlstring(lua_State* L, const char* s, size_t l)
+    void lua_pushstring(lua_State* L, const char* s)
+    void lua_pushcclosure(lua_State* L, lua_CFunction fn, int n)
+    void lua_pushboolean(lua_State* L, int b)
+    void lua_rawget(lua_State* L, int idx)
+    void lua_rawgeti(lua_State* L, int idx, int n)
+    void lua_createtable(lua_State* L, int narr, int nrec)
+    void* lua_newuserdata(lua_State* L, size_t sz)
+    int lua_getmetatable(lua_State* L, int objindex)
+    void lua_setfield(lua_State* L, int idx, const char* k)
+    void lua_rawset(lua_State* L, int idx)
+    void lua_rawseti(lua_State* L, int idx, int n)
+    int lua_setmetatable(lua_State* L, int objindex)
+    int lua_pcall(lua_State* L, int nargs, int nresults, int errfunc)
+    int lua_error(lua_State* L)
+    int lua_next(lua_State* L, int idx)
+    int lua_rawequal(lua_State* L, int idx1, int idx2)
+    int lua_upvalueindex(int i)
+    int lua_gc(lua_State* L, int what, int data)
+
+
+cdef extern from "lauxlib.h":
+    int luaL_ref(lua_State* L, int t)
+    void luaL_unref(lua_State* L, int t, int ref)
+    int luaL_loadbuffer(lua_State* L, const char* buff, size_t sz, const char* name)
+
+
+cdef extern from "lualib.h":
+    void luaL_openlibs(lua_State* L)
+
+
+class LuaError(Exception):
+    """A Lua error that reached Python (its message)."""
+
+
+class LuaMemoryError(LuaError, MemoryError):
+    """The Lua heap reached its cap."""
+
+
+class LuaSyntaxError(LuaError):
+    """A chunk that does not compile."""
+
+
+# --- the heap ---------------------------------------------------------------------------------
+
+cdef struct Heap:
+    size_t used
+    size_t limit  # 0: none
+    bint strict  # the cap is enforced (only while Lua runs: see the module's docstring)
+    void* runtime  # the Runtime this heap is (borrowed: the runtime owns the state)
+
+
+cdef void* _allocate(void* ud, void* ptr, size_t old_size, size_t new_size) noexcept:
+    cdef Heap* heap = <Heap*>ud
+    cdef void* grown
+    if ptr == NULL:
+        old_size = 0
+    if new_size == 0:
+        free(ptr)
+        heap.used -= old_size
+        return NULL
+    if (heap.strict and heap.limit and new_size > old_size
+            and heap.used + new_size - old_size > heap.limit):
+        return NULL  # (Lua raises its memory error; shrinking never fails)
+    grown = realloc(ptr, new_size)
+    if grown != NULL:
+        heap.used = heap.used + new_size - old_size
+    return grown
+
+
+cdef int _panic(lua_State* L) noexcept:
+    cdef const char* message = lua_tolstring(L, -1, NULL)
+    if message == NULL:
+        message = "error object is not a string"
+    fprintf(stderr, "PANIC: unprotected error in call to Lua API (%s)\n", message)
+    fflush(stderr)
+    return 0
+
+
+cdef inline Runtime _runtime_of(lua_State* L):
+    cdef void* ud = NULL
+    lua_getallocf(L, &ud)
+    return <Runtime>(<Heap*>ud).runtime
+
+
+# --- Python objects in Lua --------------------------------------------------------------------
+
+cdef struct Wrapped:
+    PyObject* obj  # a strong reference, released by __gc
+
+
+cdef int _wrapped_gc(lua_State* L) noexcept:
+    cdef Wrapped* w = <Wrapped*>lua_touserdata(L, 1)
+    cdef PyObject* obj
+    if w != NULL and w.obj != NULL:
+        obj = w.obj
+        w.obj = NULL
+        Py_DECREF(<object>obj)
+    return 0
+
+
+cdef int _wrapped_call(lua_State* L) noexcept:
+    """A wrapped Python object called from Lua (its userdata is the first argument)."""
+    cdef Wrapped* w = <Wrapped*>lua_touserdata(L, 1)
+    cdef int n = _call_python(L, w.obj, 2)
+    if n < 0:
+        return lua_error(L)
+    return n
+
+
+cdef int _function_call(lua_State* L) noexcept:
+    """`python.as_function(obj)` called: the object is the closure's upvalue."""
+    cdef Wrapped* w = <Wrapped*>lua_touserdata(L, lua_upvalueindex(1))
+    cdef int n = _call_python(L, w.obj, 1)
+    if n < 0:
+        return lua_error(L)
+    return n
+
+
+cdef int _as_function(lua_State* L) noexcept:
+    """python.as_function: a C function that calls the wrapped object (type() says 'function')."""
+    if _unwrap(L, 1) == NULL:
+        lua_pushstring(L, "as_function: not a Python object")
+        return lua_error(L)
+    lua_settop(L, 1)
+    lua_pushcclosure(L, _function_call, 1)
+    return 1
+
+
+cdef PyObject* _unwrap(lua_State* L, int index) noexcept:
+    """The Python object a userdata at `index` wraps, else NULL."""
+    cdef Wrapped* w
+    cdef bint ours
+    if kind_at(L, index) != LUA_TUSERDATA or not lua_getmetatable(L, index):
+        return NULL
+    lua_rawgeti(L, LUA_REGISTRYINDEX, _runtime_of(L).wrapped_meta)
+    ours = lua_rawequal(L, -1, -2)
+    lua_settop(L, -3)
+    if not ours:
+        return NULL
+    w = <Wrapped*>lua_touserdata(L, index)
+    return w.obj
+
+
+cdef int _call_python(lua_State* L, PyObject* fn, int first) noexcept:
+    """Call `fn` with the Lua arguments from `first` on; push its results and return their
+    count, or push the exception and return -1 (the caller raises it into Lua once this
+    function's references are gone)."""
+    cdef Runtime rt = _runtime_of(L)
+    cdef bint strict = rt.heap.strict
+    cdef int n, i, count
+    cdef tuple args
+    rt.heap.strict = False
+    try:
+        n = lua_gettop(L) - first + 1
+        if n < 0:
+            n = 0
+        args = PyTuple_New(n)
+        for i in range(n):
+            value = _to_python(rt, L, first + i)
+            Py_INCREF(value)
+            PyTuple_SET_ITEM(args, i, value)
+        lua_settop(L, 0)
+        result = (<object>fn)(*args)
+        if type(result) is tuple:
+            count = <int>PyTuple_GET_SIZE(result)
+            if not lua_checkstack(L, count):
+                raise LuaError("too many results to push")
+            for i in range(count):
+                _push(rt, L, <object>PyTuple_GET_ITEM(result, i))
+            return count
+        _push(rt, L, result)
+        return 1
+    except BaseException as exc:
+        lua_settop(L, 0)
+        _push_wrapped(rt, L, exc)
+        return -1
+    finally:
+        rt.heap.strict = strict
+
+
+# --- conversions ------------------------------------------------------------------------------
+
+cdef object _to_python(Runtime rt, lua_State* L, int index):
+    cdef int kind = kind_at(L, index)
+    cdef size_t size
+    cdef const char* text
+    cdef double number
+    cdef long long integral
+    cdef PyObject* obj
+    if kind == LUA_TSTRING:
+        text = lua_tolstring(L, index, &size)
+        return PyBytes_FromStringAndSize(text, size)
+    if kind == LUA_TNUMBER:
+        number = lua_tonumber(L, index)
+        if -9223372036854775808.0 <= number < 9223372036854775808.0:
+            integral = <long long>number
+            if <double>integral == number:
+                return PyLong_FromLongLong(integral)
+        return number
+    if kind == LUA_TNIL:
+        return None
+    if kind == LUA_TBOOLEAN:
+        return lua_toboolean(L, index) != 0
+    if kind == LUA_TUSERDATA:
+        obj = _unwrap(L, index)
+        if obj != NULL:
+            return <object>obj
+    return _reference(rt, L, index, kind)
+
+
+cdef LuaObject _reference(Runtime rt, lua_State* L, int index, int kind):
+    cdef LuaObject ref
+    if kind == LUA_TTABLE:
+        ref = LuaTable.__new__(LuaTable)
+    elif kind == LUA_TFUNCTION:
+        ref = LuaFunction.__new__(LuaFunction)
+    else:
+        ref = LuaObject.__new__(LuaObject)
+    lua_pushvalue(L, index)
+    ref.ref = luaL_ref(L, LUA_REGISTRYINDEX)
+    ref.rt = rt
+    ref.kind = kind
+    return ref
+
+
+cdef int _push(Runtime rt, lua_State* L, object value) except -1:
+    t = type(value)
+    if t is bytes:
+        lua_pushlstring(L, PyBytes_AS_STRING(value), PyBytes_GET_SIZE(value))
+    elif value is None:
+        lua_pushnil(L)
+    elif t is bool:
+        lua_pushboolean(L, value is True)
+    elif t is int:
+        lua_pushnumber(L, <double>PyLong_AsLongLong(value))
+    elif t is float:
+        lua_pushnumber(L, PyFloat_AS_DOUBLE(value))
+    elif isinstance(value, LuaObject):
+        if (<LuaObject>value).rt is not rt:
+            raise LuaError("cannot mix objects from different Lua runtimes")
+        lua_rawgeti(L, LUA_REGISTRYINDEX, (<LuaObject>value).ref)
+    elif isinstance(value, bytes):
+        lua_pushlstring(L, PyBytes_AS_STRING(value), PyBytes_GET_SIZE(value))
+    elif isinstance(value, int):
+        lua_pushnumber(L, <double>PyLong_AsLongLong(value))
+    elif isinstance(value, float):
+        lua_pushnumber(L, <double>value)
+    else:
+        _push_wrapped(rt, L, value)
+    return 0
+
+
+cdef int _push_table(lua_State* L, tuple items) except -1:
+    """A new table of `items` (bytes) from 1."""
+    cdef Py_ssize_t n = PyTuple_GET_SIZE(items), i
+    cdef object item
+    lua_createtable(L, <int>n, 0)
+    for i in range(n):
+        item = <object>PyTuple_GET_ITEM(items, i)
+        if type(item) is not bytes:
+            item = bytes(item)
+        lua_pushlstring(L, PyBytes_AS_STRING(item), PyBytes_GET_SIZE(item))
+        lua_rawseti(L, -2, <int>(i + 1))
+    return 0
+
+
+cdef int _push_wrapped(Runtime rt, lua_State* L, object value) noexcept:
+    cdef Wrapped* w = <Wrapped*>lua_newuserdata(L, sizeof(Wrapped))
+    Py_INCREF(value)
+    w.obj = <PyObject*>value
+    lua_rawgeti(L, LUA_REGISTRYINDEX, rt.wrapped_meta)
+    lua_setmetatable(L, -2)
+    return 0
+
+
+# --- Lua values as Python sees them -----------------------------------------------------------
+
+cdef class LuaObject:
+    """A Lua value Python holds (a reference in the registry, dropped with this object)."""
+
+    cdef Runtime rt
+    cdef int ref
+    cdef int kind
+
+    def __cinit__(self):
+        self.ref = LUA_NOREF
+
+    def __dealloc__(self):
+        rt = self.rt
+        if rt is not None and rt.main != NULL:
+            luaL_unref(rt.main, LUA_REGISTRYINDEX, self.ref)
+
+    def __repr__(self):
+        return f"<Lua {lua_typename(NULL, self.kind).decode()}>"
+
+
+cdef class LuaTable(LuaObject):
+    """A Lua table: its items (a snapshot), its keys, an item read or set (raw)."""
+
+    def items(self):
+        cdef Runtime rt = self.rt
+        cdef lua_State* L = rt.main
+        cdef int base = lua_gettop(L)
+        pairs = []
+        lua_checkstack(L, 4)
+        lua_rawgeti(L, LUA_REGISTRYINDEX, self.ref)
+        lua_pushnil(L)
+        try:
+            while lua_next(L, base + 1):
+                pairs.append((_to_python(rt, L, -2), _to_python(rt, L, -1)))
+                lua_settop(L, -2)
+        finally:
+            lua_settop(L, base)
+        return pairs
+
+    def __iter__(self):
+        return iter([k for k, _ in self.items()])
+
+    def __getitem__(self, key):
+        """The value at `key` (raw: no metamethod runs), None when there is none."""
+        cdef Runtime rt = self.rt
+        cdef lua_State* L = rt.main
+        cdef int base = lua_gettop(L)
+        lua_checkstack(L, 3)
+        lua_rawgeti(L, LUA_REGISTRYINDEX, self.ref)
+        try:
+            _push(rt, L, key)
+            lua_rawget(L, base + 1)
+            return _to_python(rt, L, -1)
+        finally:
+            lua_settop(L, base)
+
+    def __setitem__(self, key, value):
+        cdef Runtime rt = self.rt
+        cdef lua_State* L = rt.main
+        cdef int base = lua_gettop(L)
+        lua_checkstack(L, 3)
+        lua_rawgeti(L, LUA_REGISTRYINDEX, self.ref)
+        try:
+            _push(rt, L, key)
+            _push(rt, L, value)
+            lua_rawset(L, base + 1)
+        finally:
+            lua_settop(L, base)
+
+
+cdef class LuaFunction(LuaObject):
+    """A Lua function, called in protected mode: its results (None, one value, or a tuple)."""
+
+    def __call__(self, *args):
+        cdef Runtime rt = self.rt
+        cdef lua_State* L = rt.main
+        cdef int base = lua_gettop(L)
+        cdef Py_ssize_t n = PyTuple_GET_SIZE(args), i
+        if not lua_checkstack(L, <int>n + 2):
+            raise LuaError("stack overflow (too many arguments)")
+        lua_rawgeti(L, LUA_REGISTRYINDEX, self.ref)
+        try:
+            for i in range(n):
+                _push(rt, L, <object>PyTuple_GET_ITEM(args, i))
+        except BaseException:
+            lua_settop(L, base)
+            raise
+        return rt.call(L, base, <int>n)
+
+
+def lua_type(value):
+    """Lua's type name of a Lua value Python holds ('table', 'function', ...); None for a
+    Python object."""
+    if isinstance(value, LuaObject):
+        return lua_typename(NULL, (<LuaObject>value).kind).decode()
+    return None
+
+
+# --- the runtime ------------------------------------------------------------------------------
+
+cdef class Runtime:
+    """One Lua state: the standard libraries, `python.as_function`, the heap capped at
+    `max_memory` bytes over what the state held once built (0: no cap)."""
+
+    # Python's calls and tables run on the main thread, also while a coroutine runs the
+    # Python function that makes them (as lupa's do; a coroutine may be gone by the next call).
+    cdef lua_State* main
+    cdef Heap heap
+    cdef size_t base
+    cdef int wrapped_meta
+
+    def __cinit__(self, size_t max_memory=0):
+        cdef lua_State* L
+        self.heap.used = 0
+        self.heap.limit = 0
+        self.heap.strict = False
+        self.heap.runtime = <void*>self
+        L = lua_newstate(_allocate, &self.heap)
+        if L == NULL:
+            raise MemoryError("the Lua state could not be made")
+        self.main = L
+        lua_atpanic(L, _panic)
+        luaL_openlibs(L)
+        lua_createtable(L, 0, 2)
+        lua_pushcclosure(L, _wrapped_gc, 0)
+        lua_setfield(L, -2, "__gc")
+        lua_pushcclosure(L, _wrapped_call, 0)
+        lua_setfield(L, -2, "__call")
+        self.wrapped_meta = luaL_ref(L, LUA_REGISTRYINDEX)
+        lua_createtable(L, 0, 1)
+        lua_pushcclosure(L, _as_function, 0)
+        lua_setfield(L, -2, "as_function")
+        lua_setfield(L, LUA_GLOBALSINDEX, "python")
+        lua_settop(L, 0)
+        self.base = self.heap.used
+        if max_memory:
+            self.heap.limit = self.base + max_memory
+
+    def __dealloc__(self):
+        if self.main != NULL:
+            lua_close(self.main)
+            self.main = NULL
+
+    def get_memory_used(self):
+        """Bytes the heap holds over what the state held once built."""
+        return self.heap.used - self.base
+
+    def execute(self, code, *args, name=None):
+        """Compile `code` (bytes) under the chunk name `name` and run it with `args`: its
+        results."""
+        cdef lua_State* L = self.main
+        cdef int base = lua_gettop(L)
+        cdef Py_ssize_t n = len(args), i
+        cdef bytes chunk = name.encode() if isinstance(name, str) else (name or b"<python>")
+        if not lua_checkstack(L, <int>n + 2):
+            raise LuaError("stack overflow (too many arguments)")
+        if luaL_loadbuffer(L, PyBytes_AS_STRING(code), PyBytes_GET_SIZE(code), chunk) != 0:
+            message = _message(L, -1)
+            lua_settop(L, base)
+            raise LuaSyntaxError(message)
+        try:
+            for i in range(n):
+                _push(self, L, args[i])
+        except BaseException:
+            lua_settop(L, base)
+            raise
+        return self.call(L, base, <int>n)
+
+    def table_from(self, *sources):
+        """A new table with each source's items: a dict's pairs, a sequence's values from 1."""
+        cdef lua_State* L = self.main
+        cdef int base = lua_gettop(L)
+        cdef int i
+        lua_checkstack(L, 4)
+        lua_createtable(L, 0, 0)
+        try:
+            for source in sources:
+                if isinstance(source, dict):
+                    for key, value in (<dict>source).items():
+                        _push(self, L, key)
+                        _push(self, L, value)
+                        lua_rawset(L, base + 1)
+                else:
+                    i = 0
+                    for value in source:
+                        i += 1
+                        _push(self, L, value)
+                        lua_rawseti(L, base + 1, i)
+            return _reference(self, L, base + 1, LUA_TTABLE)
+        finally:
+            lua_settop(L, base)
+
+    def run(self, LuaTable state, LuaFunction function, tuple keys, tuple argv, bint callback,
+            int count, int collect_kb):
+        """One run of a script (`callback` false: KEYS and ARGV are globals) or of a registered
+        function (`callback`: they are its two arguments), by the protocol sandbox.lua
+        describes at its RUN table (`state`): (True, the first result) or (False, the error the
+        handler made of it). The run's state is cleared and its hook armed before, the hook
+        disarmed, the collector restarted and the garbage collected after, calling Lua only
+        when one of those has something to do."""
+        cdef lua_State* L = self.main
+        cdef int base = lua_gettop(L)
+        cdef int S = base + 1
+        cdef int status, nargs
+        cdef bint strict = self.heap.strict
+        if not lua_checkstack(L, 8):
+            raise LuaError("stack overflow")
+        lua_rawgeti(L, LUA_REGISTRYINDEX, state.ref)
+        try:
+            lua_pushboolean(L, 0)
+            lua_rawseti(L, S, 1)  # killing
+            lua_pushboolean(L, 0)
+            lua_rawseti(L, S, 2)  # kill_due
+            lua_rawgeti(L, S, 5)
+            lua_rawgeti(L, -1, 1)
+            if kind_at(L, -1) != LUA_TNIL:  # (a killed script's coroutines)
+                lua_createtable(L, 0, 0)
+                lua_rawseti(L, S, 5)
+            lua_settop(L, S)
+            lua_rawgeti(L, S, 3)
+            if kind_at(L, -1) != LUA_TNUMBER or lua_tonumber(L, -1) != count:
+                lua_settop(L, S)
+                self._state_call(L, S, 6, count)
+            lua_settop(L, S)
+            lua_rawgeti(L, S, 9)  # the handler, at S + 1
+            lua_rawgeti(L, LUA_REGISTRYINDEX, function.ref)
+            _push_table(L, keys)
+            _push_table(L, argv)
+            if callback:
+                nargs = 2
+            else:
+                lua_rawgeti(L, S, 10)
+                lua_pushlstring(L, "KEYS", 4)
+                lua_pushvalue(L, S + 3)
+                lua_rawset(L, -3)
+                lua_pushlstring(L, "ARGV", 4)
+                lua_pushvalue(L, S + 4)
+                lua_rawset(L, -3)
+                lua_settop(L, S + 2)
+                nargs = 0
+            self.heap.strict = True
+            status = lua_pcall(L, nargs, 1, S + 1)
+            self.heap.strict = strict
+            result = (status == 0, _to_python(self, L, -1))
+            lua_settop(L, S)
+            if not callback:
+                lua_rawgeti(L, S, 10)
+                lua_pushlstring(L, "KEYS", 4)
+                lua_pushnil(L)
+                lua_rawset(L, -3)
+                lua_pushlstring(L, "ARGV", 4)
+                lua_pushnil(L)
+                lua_rawset(L, -3)
+                lua_settop(L, S)
+            lua_rawgeti(L, S, 3)
+            if kind_at(L, -1) != LUA_TNUMBER or lua_tonumber(L, -1) != count:
+                lua_settop(L, S)
+                self._state_call(L, S, 7, -1)
+            lua_settop(L, S)
+            lua_rawgeti(L, S, 4)
+            if lua_toboolean(L, -1):
+                lua_settop(L, S)
+                self._state_call(L, S, 8, -1)
+            if lua_gc(L, LUA_GCCOUNT, 0) > collect_kb:
+                lua_gc(L, LUA_GCCOLLECT, 0)
+            return result
+        finally:
+            self.heap.strict = strict
+            lua_settop(L, base)
+
+    cdef int _state_call(self, lua_State* L, int S, int slot, int argument) except -1:
+        """Call the function in the run state's `slot` (with `argument` when it is not -1)."""
+        cdef bint strict = self.heap.strict
+        cdef int status
+        lua_rawgeti(L, S, slot)
+        if argument != -1:
+            lua_pushnumber(L, argument)
+        self.heap.strict = True
+        status = lua_pcall(L, 0 if argument == -1 else 1, 0, 0)
+        self.heap.strict = strict
+        if status != 0:
+            self._raise(L, status)
+        return 0
+
+    cdef object call(self, lua_State* L, int base, int nargs):
+        """lua_pcall of the function at base + 1 with its `nargs` arguments above it (the heap's
+        cap enforced while it runs): its results as Python values, the stack back at `base`."""
+        cdef int status, count, i
+        cdef bint strict = self.heap.strict
+        cdef tuple results
+        self.heap.strict = True
+        status = lua_pcall(L, nargs, LUA_MULTRET, 0)
+        self.heap.strict = strict
+        try:
+            if status != 0:
+                self._raise(L, status)
+            count = lua_gettop(L) - base
+            if count == 1:
+                return _to_python(self, L, base + 1)
+            if count == 0:
+                return None
+            results = PyTuple_New(count)
+            for i in range(count):
+                value = _to_python(self, L, base + 1 + i)
+                Py_INCREF(value)
+                PyTuple_SET_ITEM(results, i, value)
+            return results
+        finally:
+            lua_settop(L, base)
+
+    cdef int _raise(self, lua_State* L, int status) except -1:
+        cdef PyObject* obj
+        if status == LUA_ERRMEM:
+            raise LuaMemoryError("not enough memory")
+        obj = _unwrap(L, -1)
+        if obj != NULL and isinstance(<object>obj, BaseException):
+            raise <object>obj
+        message = _message(L, -1)
+        if "not enough memory" in message:
+            raise LuaMemoryError(message)
+        raise LuaError(message)
+
+
+cdef str _message(lua_State* L, int index):
+    cdef size_t size = 0
+    cdef const char* text
+    if kind_at(L, index) in (LUA_TSTRING, LUA_TNUMBER):
+        text = lua_tolstring(L, index, &size)
+        return text[:size].decode("latin-1")
+    return f"error object is a {lua_typename(L, kind_at(L, index)).decode()} value"
+
+
+__all__ = ["LuaError", "LuaFunction", "LuaMemoryError", "LuaObject", "LuaSyntaxError",
+           "LuaTable", "Runtime", "lua_type"]
