@@ -8,7 +8,7 @@ PIP   = $(VPY) -m pip
 # Use sudo for apt only when we are not root and sudo is available.
 SUDO := $(shell if [ "$$(id -u)" != 0 ] && command -v sudo >/dev/null 2>&1; then echo sudo; fi)
 
-.PHONY: venv dev run demo test soak lint docs kernels bench crashbench export-demo clean redis-server \
+.PHONY: venv dev run demo test soak lint docs kernels bench crashbench export-demo clean redis-server lua-headers \
 	redis-sentinel redis-exporter iproute2 iptables java disk-tools crcmod-check chromium
 
 # ---------------------------------------------------------------- environments
@@ -23,19 +23,19 @@ KERNELS := $(shell find . -path ./.venv -prune -o -path ./build -prune -o \( -na
 # place, before `make run` and `make test` (a stale build would not run: engine/wire/compiled.py).
 COMPILED := $(shell sed -n '/^COMPILED = \[/,/^\]/p' setup.py | grep -o '"[^"]*\.py"' | tr -d '"')
 
-$(VENV)/.stamp-run: pyproject.toml setup.py $(KERNELS) | $(VPY)
+$(VENV)/.stamp-run: pyproject.toml setup.py $(KERNELS) | $(VPY) lua-headers
 	$(PIP) install --upgrade pip
 	$(PIP) install -e .
 	touch $@ $(VENV)/.stamp-compiled
 
 # The dev install is a superset of the runtime install, so it refreshes both stamps.
 # The Spark export's extra (pyspark, pyarrow, numpy): `make export-demo` without the dev tools.
-$(VENV)/.stamp-spark: pyproject.toml setup.py $(KERNELS) | $(VPY)
+$(VENV)/.stamp-spark: pyproject.toml setup.py $(KERNELS) | $(VPY) lua-headers
 	$(PIP) install --upgrade pip
 	$(PIP) install -e '.[spark]'
 	touch $(VENV)/.stamp-run $(VENV)/.stamp-compiled $@
 
-$(VENV)/.stamp-dev: pyproject.toml setup.py $(KERNELS) | $(VPY)
+$(VENV)/.stamp-dev: pyproject.toml setup.py $(KERNELS) | $(VPY) lua-headers
 	$(PIP) install --upgrade pip
 	$(PIP) install -e '.[dev]'
 	touch $(VENV)/.stamp-run $(VENV)/.stamp-spark $(VENV)/.stamp-compiled $@
@@ -48,6 +48,17 @@ $(VENV)/.stamp-compiled: $(COMPILED) | $(VENV)/.stamp-run
 
 dev: $(VENV)/.stamp-dev $(VENV)/.stamp-compiled redis-server redis-sentinel redis-exporter iproute2 iptables java \
 	disk-tools crcmod-check chromium
+
+# The compiled Lua host (engine/exec/_lua_host_c.pyx) links the system's Lua 5.1, the Lua
+# Redis embeds. Without its headers that kernel is left out and scripts run on lupa's Lua
+# (an error under STREAMKEEP_REQUIRE_EXTENSIONS, which `make test` sets).
+lua-headers:
+	@if [ ! -f /usr/include/lua5.1/lua.h ]; then \
+		echo "Lua 5.1 headers not found; installing Debian liblua5.1-0-dev"; \
+		$(SUDO) apt-get update && \
+		$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y liblua5.1-0-dev || \
+		echo "liblua5.1-0-dev could not be installed: scripts will run on lupa's Lua" >&2; \
+	fi
 
 # A Debian package installed when its command is missing: $(call apt_tool,COMMAND,PACKAGES)
 define apt_tool
