@@ -34,7 +34,8 @@ from cpython.object cimport PyObject
 from cpython.ref cimport Py_DECREF, Py_INCREF
 from cpython.tuple cimport PyTuple_GET_ITEM, PyTuple_GET_SIZE, PyTuple_New, PyTuple_SET_ITEM
 from libc.stdio cimport fflush, fprintf, stderr
-from libc.stdlib cimport free, realloc
+from libc.stdlib cimport free, malloc, realloc
+from libc.string cimport memcmp, memcpy
 
 
 cdef extern from "lua.h":
@@ -106,6 +107,10 @@ cdef extern from "lualib.h":
     void luaL_openlibs(lua_State* L)
 
 
+# What Python pushes into Lua never fails: the heap's cap holds only while Lua runs.
+PUSHES_NEVER_FAIL = True
+
+
 class LuaError(Exception):
     """A Lua error that reached Python (its message)."""
 
@@ -120,29 +125,106 @@ class LuaSyntaxError(LuaError):
 
 # --- the heap ---------------------------------------------------------------------------------
 
+# Lua allocates and frees a few small blocks per call (a table and its array, a string):
+# blocks up to SMALL_MAX bytes come from free lists, one per 16-byte size class, each block of
+# its class's full size (so any block on a list holds any size of its class); bigger ones come
+# from malloc. A list keeps at most FREE_KEPT blocks (the rest go back to malloc), and the
+# lists go with the state.
+cdef enum:
+    CACHED_MAX = 64  # the longest string whose bytes Runtime.short_bytes keeps
+    CACHE_SLOTS = 256
+    SMALL_MAX = 128
+    CLASSES = 8  # SMALL_MAX / 16
+    FREE_KEPT = 4096
+
+
 cdef struct Heap:
     size_t used
     size_t limit  # 0: none
     bint strict  # the cap is enforced (only while Lua runs: see the module's docstring)
     void* runtime  # the Runtime this heap is (borrowed: the runtime owns the state)
+    void* free[CLASSES]  # each class's free blocks, linked through their first word
+    int kept[CLASSES]
+
+
+cdef inline int _class_of(size_t size) noexcept:
+    return <int>((size - 1) >> 4)
+
+
+cdef inline void* _small(Heap* heap, int c) noexcept:
+    cdef void* block = heap.free[c]
+    if block != NULL:
+        heap.free[c] = (<void**>block)[0]
+        heap.kept[c] -= 1
+        return block
+    return malloc(<size_t>(c + 1) << 4)
+
+
+cdef inline void _release_small(Heap* heap, void* block, int c) noexcept:
+    if heap.kept[c] >= FREE_KEPT:
+        free(block)
+        return
+    (<void**>block)[0] = heap.free[c]
+    heap.free[c] = block
+    heap.kept[c] += 1
+
+
+cdef void _free_lists(Heap* heap) noexcept:
+    cdef int c
+    cdef void* block
+    for c in range(CLASSES):
+        while heap.free[c] != NULL:
+            block = heap.free[c]
+            heap.free[c] = (<void**>block)[0]
+            free(block)
+        heap.kept[c] = 0
 
 
 cdef void* _allocate(void* ud, void* ptr, size_t old_size, size_t new_size) noexcept:
     cdef Heap* heap = <Heap*>ud
-    cdef void* grown
+    cdef void* block
     if ptr == NULL:
         old_size = 0
     if new_size == 0:
-        free(ptr)
-        heap.used -= old_size
+        if ptr != NULL:
+            if old_size <= SMALL_MAX:
+                _release_small(heap, ptr, _class_of(old_size))
+            else:
+                free(ptr)
+            heap.used -= old_size
         return NULL
     if (heap.strict and heap.limit and new_size > old_size
             and heap.used + new_size - old_size > heap.limit):
         return NULL  # (Lua raises its memory error; shrinking never fails)
-    grown = realloc(ptr, new_size)
-    if grown != NULL:
-        heap.used = heap.used + new_size - old_size
-    return grown
+    if new_size <= SMALL_MAX:
+        if ptr != NULL and old_size <= SMALL_MAX and _class_of(old_size) == _class_of(new_size):
+            block = ptr
+        else:
+            block = _small(heap, _class_of(new_size))
+            if block == NULL:
+                return NULL
+            if ptr != NULL:
+                memcpy(block, ptr, old_size if old_size < new_size else new_size)
+                if old_size <= SMALL_MAX:
+                    _release_small(heap, ptr, _class_of(old_size))
+                else:
+                    free(ptr)
+    elif ptr == NULL:
+        block = malloc(new_size)
+        if block == NULL:
+            return NULL
+    elif old_size <= SMALL_MAX:
+        block = malloc(new_size)
+        if block == NULL:
+            return NULL
+        memcpy(block, ptr, old_size)
+        _release_small(heap, ptr, _class_of(old_size))
+    else:
+        block = realloc(ptr, new_size)
+        if block == NULL:
+            return NULL
+    heap.used = heap.used + new_size - old_size
+    return block
 
 
 cdef int _panic(lua_State* L) noexcept:
@@ -267,6 +349,8 @@ cdef object _to_python(Runtime rt, lua_State* L, int index):
     cdef PyObject* obj
     if kind == LUA_TSTRING:
         text = lua_tolstring(L, index, &size)
+        if size <= CACHED_MAX:
+            return rt.short_bytes(text, size)
         return PyBytes_FromStringAndSize(text, size)
     if kind == LUA_TNUMBER:
         number = lua_tonumber(L, index)
@@ -328,17 +412,17 @@ cdef int _push(Runtime rt, lua_State* L, object value) except -1:
     return 0
 
 
-cdef int _push_table(lua_State* L, tuple items) except -1:
-    """A new table of `items` (bytes) from 1."""
-    cdef Py_ssize_t n = PyTuple_GET_SIZE(items), i
+cdef int _push_table(lua_State* L, tuple items, Py_ssize_t start, Py_ssize_t end) except -1:
+    """A new table of items[start:end] (bytes) from 1."""
+    cdef Py_ssize_t i
     cdef object item
-    lua_createtable(L, <int>n, 0)
-    for i in range(n):
+    lua_createtable(L, <int>(end - start), 0)
+    for i in range(start, end):
         item = <object>PyTuple_GET_ITEM(items, i)
         if type(item) is not bytes:
             item = bytes(item)
         lua_pushlstring(L, PyBytes_AS_STRING(item), PyBytes_GET_SIZE(item))
-        lua_rawseti(L, -2, <int>(i + 1))
+        lua_rawseti(L, -2, <int>(i - start + 1))
     return 0
 
 
@@ -462,13 +546,26 @@ cdef class Runtime:
     cdef Heap heap
     cdef size_t base
     cdef int wrapped_meta
+    cdef LuaTable state  # sandbox.lua's RUN table (`prepare`)
+    # Short Lua strings' bytes, by where Lua keeps the string (see short_bytes).
+    cdef const char* cached_text[CACHE_SLOTS]
+    cdef PyObject* cached_bytes[CACHE_SLOTS]
+    cdef int collect_kb
+    cdef size_t margin
 
     def __cinit__(self, size_t max_memory=0):
         cdef lua_State* L
+        cdef int c
         self.heap.used = 0
         self.heap.limit = 0
         self.heap.strict = False
         self.heap.runtime = <void*>self
+        for c in range(CACHE_SLOTS):
+            self.cached_text[c] = NULL
+            self.cached_bytes[c] = NULL
+        for c in range(CLASSES):
+            self.heap.free[c] = NULL
+            self.heap.kept[c] = 0
         L = lua_newstate(_allocate, &self.heap)
         if L == NULL:
             raise MemoryError("the Lua state could not be made")
@@ -491,9 +588,15 @@ cdef class Runtime:
             self.heap.limit = self.base + max_memory
 
     def __dealloc__(self):
+        cdef int c
         if self.main != NULL:
             lua_close(self.main)
             self.main = NULL
+        _free_lists(&self.heap)
+        for c in range(CACHE_SLOTS):
+            if self.cached_bytes[c] != NULL:
+                Py_DECREF(<object>self.cached_bytes[c])
+                self.cached_bytes[c] = NULL
 
     def get_memory_used(self):
         """Bytes the heap holds over what the state held once built."""
@@ -544,22 +647,41 @@ cdef class Runtime:
         finally:
             lua_settop(L, base)
 
-    def run(self, LuaTable state, LuaFunction function, tuple keys, tuple argv, bint callback,
-            int count, int collect_kb):
+    def prepare(self, LuaTable state, int collect_kb, size_t margin):
+        """What every `run` uses: sandbox.lua's RUN table, the heap size (KiB) past which a
+        run's garbage is collected after it, and the room (bytes) a run's arguments must
+        leave free in the heap."""
+        self.state = state
+        self.collect_kb = collect_kb
+        self.margin = margin
+
+    def run(self, LuaFunction function, argv, Py_ssize_t first, Py_ssize_t nkeys,
+            bint callback, int count):
         """One run of a script (`callback` false: KEYS and ARGV are globals) or of a registered
         function (`callback`: they are its two arguments), by the protocol sandbox.lua
-        describes at its RUN table (`state`): (True, the first result) or (False, the error the
-        handler made of it). The run's state is cleared and its hook armed before, the hook
-        disarmed, the collector restarted and the garbage collected after, calling Lua only
-        when one of those has something to do."""
+        describes at its RUN table (see `prepare`): KEYS are argv[first:first + nkeys], ARGV
+        the rest. (True, the first result), (False, the error the handler made of it), or
+        (None, None) when the arguments do not fit in the heap with the margin, even after a
+        collection. The run's state is cleared and its hook armed before; the hook disarmed,
+        the collector restarted and the garbage collected after, calling Lua only when one of
+        those has something to do."""
         cdef lua_State* L = self.main
         cdef int base = lua_gettop(L)
         cdef int S = base + 1
         cdef int status, nargs
         cdef bint strict = self.heap.strict
+        cdef tuple items = argv if type(argv) is tuple else tuple(argv)
+        cdef Py_ssize_t n = PyTuple_GET_SIZE(items), i
+        cdef size_t need = 64 * <size_t>(n - first)
+        for i in range(first, n):
+            need += len(<object>PyTuple_GET_ITEM(items, i))
+        if self.heap.limit and self.heap.used + need + self.margin > self.heap.limit:
+            lua_gc(L, LUA_GCCOLLECT, 0)
+            if self.heap.used + need + self.margin > self.heap.limit:
+                return None, None
         if not lua_checkstack(L, 8):
             raise LuaError("stack overflow")
-        lua_rawgeti(L, LUA_REGISTRYINDEX, state.ref)
+        lua_rawgeti(L, LUA_REGISTRYINDEX, self.state.ref)
         try:
             lua_pushboolean(L, 0)
             lua_rawseti(L, S, 1)  # killing
@@ -578,8 +700,8 @@ cdef class Runtime:
             lua_settop(L, S)
             lua_rawgeti(L, S, 9)  # the handler, at S + 1
             lua_rawgeti(L, LUA_REGISTRYINDEX, function.ref)
-            _push_table(L, keys)
-            _push_table(L, argv)
+            _push_table(L, items, first, first + nkeys)
+            _push_table(L, items, first + nkeys, n)
             if callback:
                 nargs = 2
             else:
@@ -615,12 +737,34 @@ cdef class Runtime:
             if lua_toboolean(L, -1):
                 lua_settop(L, S)
                 self._state_call(L, S, 8, -1)
-            if lua_gc(L, LUA_GCCOUNT, 0) > collect_kb:
+            if lua_gc(L, LUA_GCCOUNT, 0) > self.collect_kb:
                 lua_gc(L, LUA_GCCOLLECT, 0)
             return result
         finally:
             self.heap.strict = strict
             lua_settop(L, base)
+
+    cdef object short_bytes(self, const char* text, size_t size):
+        """The bytes of a short Lua string. A script's strings come back again and again (a
+        command's name, its keys): the bytes made last time for a string where Lua keeps this
+        one are handed out again when they are equal, so they are not made again and their
+        hash is known (the command table's and the keyspace's lookups). Lua interns its
+        strings: an equal string is at the same place while it lives; a string found at a
+        place that held another is made, and takes the place."""
+        cdef size_t where = <size_t>text
+        cdef int slot = <int>(((where >> 4) ^ (where >> 12)) & (CACHE_SLOTS - 1))
+        cdef PyObject* cached = self.cached_bytes[slot]
+        if (cached != NULL and self.cached_text[slot] == text
+                and <size_t>PyBytes_GET_SIZE(<object>cached) == size
+                and memcmp(PyBytes_AS_STRING(<object>cached), text, size) == 0):
+            return <object>cached
+        made = PyBytes_FromStringAndSize(text, size)
+        Py_INCREF(made)
+        if cached != NULL:
+            Py_DECREF(<object>cached)
+        self.cached_bytes[slot] = <PyObject*>made
+        self.cached_text[slot] = text
+        return made
 
     cdef int _state_call(self, lua_State* L, int S, int slot, int argument) except -1:
         """Call the function in the run state's `slot` (with `argument` when it is not -1)."""
@@ -684,5 +828,5 @@ cdef str _message(lua_State* L, int index):
     return f"error object is a {lua_typename(L, kind_at(L, index)).decode()} value"
 
 
-__all__ = ["LuaError", "LuaFunction", "LuaMemoryError", "LuaObject", "LuaSyntaxError",
+__all__ = ["PUSHES_NEVER_FAIL", "LuaError", "LuaFunction", "LuaMemoryError", "LuaObject", "LuaSyntaxError",
            "LuaTable", "Runtime", "lua_type"]

@@ -23,6 +23,10 @@ LuaMemoryError = _lupa.LuaMemoryError
 LuaSyntaxError = _lupa.LuaSyntaxError
 lua_type = _lupa.lua_type
 
+# What Python pushes into Lua (arguments, results, tables) may fail on a full heap, outside
+# Lua's protection (the caller keeps room for it).
+PUSHES_NEVER_FAIL = False
+
 
 def _no_attributes(obj: Any, name: Any, is_setting: bool) -> Any:
     """lupa's attribute filter: a script reaches no attribute of the Python objects behind the
@@ -66,16 +70,27 @@ class Runtime:
     def table_from(self, *sources: Any) -> Any:
         return self.lua.table_from(*sources)
 
-    def run(self, state: Any, function: Any, keys: tuple, argv: tuple, callback: bool,
-            count: int, collect_kb: int) -> tuple[bool, Any]:
+    def prepare(self, state: Any, collect_kb: int, margin: int) -> None:
+        """The compiled host's `prepare` (see there)."""
+        self._state, self._collect_kb, self._margin = state, collect_kb, margin
+
+    def run(self, function: Any, argv: Any, first: int, nkeys: int, callback: bool,
+            count: int) -> tuple[bool | None, Any]:
         """The compiled host's `run` (see there), over lupa."""
-        lua = self.lua
+        lua, state = self.lua, self._state
+        keys, args = tuple(argv[first:first + nkeys]), tuple(argv[first + nkeys:])
+        need = 64 * (len(keys) + len(args)) + sum(map(len, keys)) + sum(map(len, args))
+        limit = lua.get_max_memory()
+        if limit and self.get_memory_used() + need + self._margin > limit:
+            self._collect(0)
+            if self.get_memory_used() + need + self._margin > limit:
+                return None, None
         state[1] = state[2] = False
         if state[5][1] is not None:  # (a killed script's coroutines)
             state[5] = lua.table_from()
         if state[3] != count:
             state[6](count)
-        keys_table, argv_table = lua.table_from(keys), lua.table_from(argv)
+        keys_table, argv_table = lua.table_from(keys), lua.table_from(args)
         globals_ = state[10]
         if not callback:
             globals_[b"KEYS"], globals_[b"ARGV"] = keys_table, argv_table
@@ -88,8 +103,9 @@ class Runtime:
             state[7]()
         if state[4]:
             state[8]()
-        self._collect(collect_kb)
+        self._collect(self._collect_kb)
         return ok, result
 
 
-__all__ = ["LuaError", "LuaMemoryError", "LuaSyntaxError", "Runtime", "lua_type"]
+__all__ = ["PUSHES_NEVER_FAIL", "LuaError", "LuaMemoryError", "LuaSyntaxError", "Runtime",
+           "lua_type"]

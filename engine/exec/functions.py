@@ -334,9 +334,9 @@ class Functions:
             raise ReplyError("ERR Number of keys can't be greater than number of args")
         if numkeys < 0:
             raise ReplyError("ERR Number of keys can't be negative")
-        keys, args = tuple(argv[3:3 + numkeys]), tuple(argv[3 + numkeys:])
         shared = scripting_of(ctx.engine)
-        return self.runtime.run_function(ctx, function.script, keys, args, read_only, shared)
+        return self.runtime.run_function(ctx, function.script, argv, 3, numkeys, read_only,
+                                         shared)
 
     def memory(self) -> int:
         """Bytes the functions' Lua heap holds (INFO's used_memory_vm_functions)."""

@@ -17,6 +17,7 @@ from streamkeep.engine.wire import kernel_switches
 try:
     kernel_switches.want_compiled()  # ImportError when STREAMKEEP_NO_EXTENSIONS is set
     from streamkeep.engine.exec._lua_host_c import (
+        PUSHES_NEVER_FAIL,
         LuaError,
         LuaMemoryError,
         LuaSyntaxError,
@@ -26,6 +27,7 @@ try:
 except ImportError as error:
     kernel_switches.missing(__name__, error)
     from streamkeep.engine.exec._lua_host_py import (  # type: ignore[assignment]
+        PUSHES_NEVER_FAIL,
         LuaError,
         LuaMemoryError,
         LuaSyntaxError,
@@ -35,4 +37,4 @@ except ImportError as error:
 else:
     kernel_switches.loaded(__name__, True)
 
-__all__ = ["LuaError", "LuaMemoryError", "LuaSyntaxError", "Runtime", "lua_type"]
+__all__ = ["PUSHES_NEVER_FAIL", "LuaError", "LuaMemoryError", "LuaSyntaxError", "Runtime", "lua_type"]

@@ -218,6 +218,9 @@ class Run:
         self.calls: MultiCtx | None = None
 
 
+# A command's argv as a script's run takes it (its KEYS and ARGV are a range of it).
+ScriptArgv = tuple[bytes, ...] | list[bytes]
+
 _MAP_END = object()  # _to_reply's marker: a RESP3 map's values are all converted
 _NEGATIVE_ZERO = object()  # a -0 a Lua library function returns (lupa would make it 0)
 _MANY = object()  # a Lua library function's results come in a table
@@ -255,6 +258,10 @@ class Scripting:
         self._host: Any = None
         self._oom_error: Any = None
         self._memory_used: Any = None  # the runtime's get_memory_used (redis.call's look, bound once)
+        # Whether what Python hands the runtime (a reply, a library's results) must first be
+        # checked against the heap's room: lupa's allocations for it are not protected, and a
+        # full heap there would abort the process (the compiled host's cannot fail).
+        self._guarded = True
         self.max_memory = LUA_MAX_MEMORY
         # Redis Functions (engine.exec.functions): the engine's libraries, kept on the EVAL
         # runtime's Scripting (SCRIPT FLUSH does not touch them); on the functions' own runtime,
@@ -271,6 +278,7 @@ class Scripting:
         from streamkeep.engine.exec import lua_host
 
         self._host = lua_host
+        self._guarded = not lua_host.PUSHES_NEVER_FAIL
         lua = lua_host.Runtime(LUA_MAX_MEMORY)
         self.max_memory = LUA_MAX_MEMORY
         functions = {
@@ -298,6 +306,7 @@ class Scripting:
          self._arm_kill, self._call_library, self._identity, self._load_library) = lua.execute(
             _lua_source("sandbox"), params, name="=streamkeep:sandbox")
         self.lua = lua
+        lua.prepare(self._run_state, self.max_memory // 2048, MEMORY_MARGIN)
         self._run_lua = lua.run
         self._memory_used = lua.get_memory_used
         self._oom_error = self._error_table("ERR not enough memory")
@@ -314,7 +323,7 @@ class Scripting:
             results = out[1:]
             if _MANY in results or _NEGATIVE_ZERO in results:
                 results = self._library_results(results)
-            if (self.lua.get_memory_used() > self.max_memory // 2
+            if (self._guarded and self.lua.get_memory_used() > self.max_memory // 2
                     and not self._room(sum(len(r) for r in results if type(r) is bytes))):
                 self._out_of_memory()
             return results
@@ -428,8 +437,10 @@ class Scripting:
 
     # --- running a script -----------------------------------------------------------------
 
-    def run(self, ctx: Ctx, script: Script, keys: Argv, args: Argv, read_only: bool) -> Any:
-        """Run a cached script for ctx's session: its reply, or ReplyError."""
+    def run(self, ctx: Ctx, script: Script, argv: ScriptArgv, first: int, nkeys: int,
+            read_only: bool) -> Any:
+        """Run a cached script for ctx's session, KEYS being argv[first:first + nkeys] and ARGV
+        the rest: its reply, or ReplyError."""
         if self.running is not None:  # pragma: no cover - the engine runs one command at a time
             raise ReplyError(BUSY)
         flags = script.flags
@@ -442,32 +453,23 @@ class Scripting:
         ro = read_only or (not flags & FLAG_COMPAT and bool(flags & FLAG_NO_WRITES))
         run = self.running = Run(ctx, script.sha, ro)
         try:
-            return self._execute(run, script, keys, args)
+            return self._execute(run, script, argv, first, nkeys)
         except ReplyError:
             if run.shutdown:  # the server goes down: the script's client gets no reply
                 return NO_REPLY
             raise
 
-    def _execute(self, run: Run, script: Script, keys: Argv, args: Argv) -> Any:
+    def _execute(self, run: Run, script: Script, argv: ScriptArgv, first: int,
+                 nkeys: int) -> Any:
         ctx = run.ctx
         session = ctx.session
         db = session.db
         threshold = int(ctx.engine.config["busy-reply-threshold"])
         count = HOOK_INSTRUCTIONS if threshold > 0 else 0
         try:
-            need = 64 * (len(keys) + len(args))
-            for a in keys:
-                need += len(a)
-            for a in args:
-                need += len(a)
-            if not self._room(need):
-                raise _out_of_memory(script.sha)
-            ok, result = self._run_lua(
-                self._run_state, script.function,
-                keys if type(keys) is tuple else tuple(keys),
-                args if type(args) is tuple else tuple(args),
-                run.is_function, count, self.max_memory // 2048)
-            if run.out_of_memory:
+            ok, result = self._run_lua(script.function, argv, first, nkeys, run.is_function,
+                                       count)
+            if ok is None or run.out_of_memory:  # (None: no room for the arguments)
                 raise _out_of_memory(script.sha)
             if ok:
                 if type(result) is int or type(result) is bytes:  # (the usual: as it is)
@@ -714,9 +716,13 @@ class Scripting:
             return self._error_table(err.line), True
         finally:
             self._check(run)
+        t = type(reply)
+        if (t is bytes or t is int) and not self._guarded:  # (the usual: as it is)
+            return reply, False
         if isinstance(reply, ReplyError):
             return self._error_table(reply.line), True
-        if self._memory_used() > self.max_memory // 2 and not self._room(_size(reply)):
+        if (self._guarded and self._memory_used() > self.max_memory // 2
+                and not self._room(_size(reply))):
             # Building it could meet a full heap outside Lua's protection.
             self._out_of_memory()
         return self._to_lua(reply, run), False
@@ -997,8 +1003,8 @@ class Scripting:
         run_callback)."""
         return Script(_text(name), b"", flags, callback, False)
 
-    def run_function(self, ctx: Ctx, script: Script, keys: Argv, args: Argv, read_only: bool,
-                     shared: Scripting) -> Any:
+    def run_function(self, ctx: Ctx, script: Script, argv: ScriptArgv, first: int, nkeys: int,
+                     read_only: bool, shared: Scripting) -> Any:
         """FCALL's run (scriptPrepareForRun's flag checks, then as `run`). The run is also
         `shared`'s, the EVAL runtime's, which the server, SCRIPT KILL, SHUTDOWN and the BUSY
         replies consult: one script runs at a time, function or not."""
@@ -1013,7 +1019,7 @@ class Scripting:
                                                   read_only or bool(script.flags & FLAG_NO_WRITES))
         run.is_function = True
         try:
-            return self._execute(run, script, keys, args)
+            return self._execute(run, script, argv, first, nkeys)
         except ReplyError:
             if run.shutdown:
                 return NO_REPLY
@@ -1127,8 +1133,7 @@ def eval_script(ctx: Ctx, argv: Argv, by_sha: bool, read_only: bool) -> Any:
         script = scripting.load(argv[1], from_eval=True)
     if script.from_eval:
         scripting.eval_lru.move_to_end(script.sha)
-    keys, args = argv[3:3 + numkeys], argv[3 + numkeys:]
-    return scripting.run(ctx, script, keys, args, read_only)
+    return scripting.run(ctx, script, argv, 3, numkeys, read_only)
 
 
 __all__ = ["BUSY", "BUSY_FUNCTION", "NOSCRIPT", "Scripting", "busy_line", "eval_script",
