@@ -81,12 +81,11 @@ def fcall_ro(ctx: Ctx, argv: Argv) -> Any:
 
 
 def _call(ctx: Ctx, argv: Argv, read_only: bool) -> Any:
-    functions = functions_of(ctx.engine)
-    functions.caller = argv  # (FUNCTION STATS shows it while the function runs)
-    try:
-        return functions.call(ctx, argv, read_only)
-    finally:
-        functions.caller = None
+    scripting = ctx.engine.scripting  # (its functions, once there are any: no import)
+    functions = scripting.functions if scripting is not None else None
+    if functions is None:
+        functions = functions_of(ctx.engine)
+    return functions.call(ctx, argv, read_only)
 
 
 FUNCTION = container("function", "A container for function commands.", group="scripting",

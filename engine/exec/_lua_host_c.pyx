@@ -2,9 +2,11 @@
 """The compiled Lua host: Lua 5.1 (the system's liblua5.1, the Lua Redis embeds) and the values
 a script exchanges with Python, without a layer between them.
 
-Owns `Runtime` (a Lua state with a capped heap, the standard libraries, and `python.as_function`
-for the sandbox), the Lua values as Python sees them (`LuaTable`, `LuaFunction`, `LuaObject`),
-`lua_type`, and the two errors (`LuaError`, `LuaMemoryError`). Its pure twin
+Owns `Runtime` (a Lua state with a capped heap, the standard libraries, and
+`python.as_function` / `python.as_tuple_function` for the sandbox; a script's run, by the
+protocol sandbox.lua describes at its RUN table), the Lua values as Python sees them
+(`LuaTable`, `LuaFunction`, `LuaObject`), `lua_type`, and the errors (`LuaError`,
+`LuaMemoryError`, `LuaSyntaxError`), and the heap's allocator. Its pure twin
 (`_lua_host_py.py`) gives the same surface over lupa; engine.exec.lua_host picks one.
 
 The conversions, both ways as lupa makes them (the scripting layer was written against lupa's):
@@ -13,7 +15,8 @@ boolean a bool, nil None, a wrapped Python object the object itself, anything el
 object holding a reference. Going in, None is nil, a bool a boolean, an int or a float a number,
 bytes a string, a Lua object its value, and any other Python object a userdata wrapping it
 (called through `__call`, handed back as itself). A Python function's tuple result is its
-results, one each.
+results, one each. The bytes of a short string Lua hands over again are the same object as
+last time (Runtime.short_bytes), so their hash is computed once.
 
 Errors. A Python exception in a function Lua called is raised into Lua as the exception object
 (a userdata; the sandbox unwraps it) only after every Python reference of that call is
@@ -261,7 +264,7 @@ cdef int _wrapped_gc(lua_State* L) noexcept:
 cdef int _wrapped_call(lua_State* L) noexcept:
     """A wrapped Python object called from Lua (its userdata is the first argument)."""
     cdef Wrapped* w = <Wrapped*>lua_touserdata(L, 1)
-    cdef int n = _call_python(L, w.obj, 2)
+    cdef int n = _call_python(L, w.obj, 2, False)
     if n < 0:
         return lua_error(L)
     return n
@@ -270,7 +273,16 @@ cdef int _wrapped_call(lua_State* L) noexcept:
 cdef int _function_call(lua_State* L) noexcept:
     """`python.as_function(obj)` called: the object is the closure's upvalue."""
     cdef Wrapped* w = <Wrapped*>lua_touserdata(L, lua_upvalueindex(1))
-    cdef int n = _call_python(L, w.obj, 1)
+    cdef int n = _call_python(L, w.obj, 1, False)
+    if n < 0:
+        return lua_error(L)
+    return n
+
+
+cdef int _tuple_function_call(lua_State* L) noexcept:
+    """`python.as_tuple_function(obj)` called: the object gets its arguments as one tuple."""
+    cdef Wrapped* w = <Wrapped*>lua_touserdata(L, lua_upvalueindex(1))
+    cdef int n = _call_python(L, w.obj, 1, True)
     if n < 0:
         return lua_error(L)
     return n
@@ -283,6 +295,17 @@ cdef int _as_function(lua_State* L) noexcept:
         return lua_error(L)
     lua_settop(L, 1)
     lua_pushcclosure(L, _function_call, 1)
+    return 1
+
+
+cdef int _as_tuple_function(lua_State* L) noexcept:
+    """python.as_tuple_function: as as_function, the object called with one tuple of the
+    arguments (a Python function that takes them so is called for less)."""
+    if _unwrap(L, 1) == NULL:
+        lua_pushstring(L, "as_tuple_function: not a Python object")
+        return lua_error(L)
+    lua_settop(L, 1)
+    lua_pushcclosure(L, _tuple_function_call, 1)
     return 1
 
 
@@ -301,10 +324,10 @@ cdef PyObject* _unwrap(lua_State* L, int index) noexcept:
     return w.obj
 
 
-cdef int _call_python(lua_State* L, PyObject* fn, int first) noexcept:
-    """Call `fn` with the Lua arguments from `first` on; push its results and return their
-    count, or push the exception and return -1 (the caller raises it into Lua once this
-    function's references are gone)."""
+cdef int _call_python(lua_State* L, PyObject* fn, int first, bint packed) noexcept:
+    """Call `fn` with the Lua arguments from `first` on (`packed`: as one tuple); push its
+    results and return their count, or push the exception and return -1 (the caller raises
+    it into Lua once this function's references are gone)."""
     cdef Runtime rt = _runtime_of(L)
     cdef bint strict = rt.heap.strict
     cdef int n, i, count
@@ -320,7 +343,10 @@ cdef int _call_python(lua_State* L, PyObject* fn, int first) noexcept:
             Py_INCREF(value)
             PyTuple_SET_ITEM(args, i, value)
         lua_settop(L, 0)
-        result = (<object>fn)(*args)
+        if packed:
+            result = (<object>fn)(args)
+        else:
+            result = (<object>fn)(*args)
         if type(result) is tuple:
             count = <int>PyTuple_GET_SIZE(result)
             if not lua_checkstack(L, count):
@@ -578,9 +604,11 @@ cdef class Runtime:
         lua_pushcclosure(L, _wrapped_call, 0)
         lua_setfield(L, -2, "__call")
         self.wrapped_meta = luaL_ref(L, LUA_REGISTRYINDEX)
-        lua_createtable(L, 0, 1)
+        lua_createtable(L, 0, 2)
         lua_pushcclosure(L, _as_function, 0)
         lua_setfield(L, -2, "as_function")
+        lua_pushcclosure(L, _as_tuple_function, 0)
+        lua_setfield(L, -2, "as_tuple_function")
         lua_setfield(L, LUA_GLOBALSINDEX, "python")
         lua_settop(L, 0)
         self.base = self.heap.used
@@ -828,5 +856,6 @@ cdef str _message(lua_State* L, int index):
     return f"error object is a {lua_typename(L, kind_at(L, index)).decode()} value"
 
 
-__all__ = ["PUSHES_NEVER_FAIL", "LuaError", "LuaFunction", "LuaMemoryError", "LuaObject", "LuaSyntaxError",
+__all__ = ["PUSHES_NEVER_FAIL", "LuaError", "LuaFunction", "LuaMemoryError", "LuaObject",
+           "LuaSyntaxError",
            "LuaTable", "Runtime", "lua_type"]

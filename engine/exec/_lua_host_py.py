@@ -48,9 +48,17 @@ end
 """
 
 
+def _packing(function: Any) -> Any:
+    """`function` called with its arguments as one tuple (python.as_tuple_function's)."""
+    def packed(*args: Any) -> Any:
+        return function(args)
+    return packed
+
+
 class Runtime:
-    """A Lua state with the standard libraries and `python.as_function`, its heap capped at
-    `max_memory` bytes over what it held once built (0: no cap)."""
+    """A Lua state with the standard libraries, `python.as_function` and
+    `python.as_tuple_function` (its function called with one tuple of the arguments), its heap
+    capped at `max_memory` bytes over what it held once built (0: no cap)."""
 
     def __init__(self, max_memory: int = 0) -> None:
         self.lua = _lupa.LuaRuntime(encoding=None, unpack_returned_tuples=True,
@@ -58,6 +66,9 @@ class Runtime:
                                     max_memory=max_memory or None,
                                     attribute_filter=_no_attributes)
         self._call = self.lua.execute(_CALL, name="=streamkeep:sandbox")
+        self.lua.execute(b"local as_function, pack = python.as_function, ... "
+                         b"python.as_tuple_function = function(f) return as_function(pack(f)) end",
+                         _packing)
         self._collect = self.lua.execute(
             b"local c = collectgarbage return function(kb) if c('count') > kb then c() end end")
 

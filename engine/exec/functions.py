@@ -220,7 +220,8 @@ class Functions:
         self.runtime = runtime if runtime is not None else Scripting(engine)
         self.libraries: dict[bytes, Library] = {}
         self.functions: dict[bytes, Function] = {}  # by lower-cased name (FCALL's lookup)
-        self.caller: tuple[bytes, ...] | None = None  # the FCALL running (FUNCTION STATS)
+        # the FCALL running (FUNCTION STATS)
+        self.caller: tuple[bytes, ...] | list[bytes] | None = None
 
     # --- FUNCTION LOAD ---------------------------------------------------------------------
 
@@ -323,9 +324,12 @@ class Functions:
 
     def call(self, ctx: Ctx, argv: tuple[bytes, ...] | list[bytes], read_only: bool) -> Any:
         """FCALL and FCALL_RO (fcallCommandGeneric)."""
-        function = self.functions.get(argv[1].lower())
+        name = argv[1]
+        function = self.functions.get(name)  # (names are kept lowered: the usual spelling)
         if function is None:
-            raise ReplyError("ERR Function not found")
+            function = self.functions.get(name.lower())
+            if function is None:
+                raise ReplyError("ERR Function not found")
         try:
             numkeys = parse_int(argv[2])
         except ReplyError:
@@ -335,8 +339,12 @@ class Functions:
         if numkeys < 0:
             raise ReplyError("ERR Number of keys can't be negative")
         shared = scripting_of(ctx.engine)
-        return self.runtime.run_function(ctx, function.script, argv, 3, numkeys, read_only,
-                                         shared)
+        self.caller = argv  # (FUNCTION STATS shows it while the function runs)
+        try:
+            return self.runtime.run_function(ctx, function.script, argv, 3, numkeys, read_only,
+                                             shared)
+        finally:
+            self.caller = None
 
     def memory(self) -> int:
         """Bytes the functions' Lua heap holds (INFO's used_memory_vm_functions)."""

@@ -37,4 +37,5 @@ except ImportError as error:
 else:
     kernel_switches.loaded(__name__, True)
 
-__all__ = ["PUSHES_NEVER_FAIL", "LuaError", "LuaMemoryError", "LuaSyntaxError", "Runtime", "lua_type"]
+__all__ = ["PUSHES_NEVER_FAIL", "LuaError", "LuaMemoryError", "LuaSyntaxError", "Runtime",
+           "lua_type"]

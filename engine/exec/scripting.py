@@ -282,7 +282,7 @@ class Scripting:
         lua = lua_host.Runtime(LUA_MAX_MEMORY)
         self.max_memory = LUA_MAX_MEMORY
         functions = {
-            b"call": self._raising_call, b"pcall": self._call, b"unwrap": self._unwrap,
+            b"unwrap": self._unwrap,
             b"interrupt": self._interrupt, b"log": self._log, b"setresp": self._setresp,
             b"set_repl": self._set_repl, b"sha1hex": self._sha1hex,
             b"acl_check_cmd": self._acl_check_cmd, b"random": self._random,
@@ -293,6 +293,9 @@ class Scripting:
         }
         params = lua.table_from({
             b"functions": lua.table_from(functions),
+            # (called with their arguments as one tuple: the hot path's cheaper call)
+            b"tuple_functions": lua.table_from({b"call": self._raising_call,
+                                                b"pcall": self._call}),
             b"bit": lua.table_from(bit_library(self)),
             b"struct": lua.table_from(struct_library(self)),
             b"sources": lua.table_from({b"cjson": _lua_source("cjson"),
@@ -467,8 +470,9 @@ class Scripting:
         threshold = int(ctx.engine.config["busy-reply-threshold"])
         count = HOOK_INSTRUCTIONS if threshold > 0 else 0
         try:
-            ok, result = self._run_lua(script.function, argv, first, nkeys, run.is_function,
-                                       count)
+            outcome: tuple[Any, Any] = self._run_lua(script.function, argv, first, nkeys,
+                                                     run.is_function, count)
+            ok, result = outcome
             if ok is None or run.out_of_memory:  # (None: no room for the arguments)
                 raise _out_of_memory(script.sha)
             if ok:
@@ -675,14 +679,14 @@ class Scripting:
 
     # --- redis.call / redis.pcall ---------------------------------------------------------
 
-    def _raising_call(self, *args: Any) -> Any:
+    def _raising_call(self, args: tuple) -> Any:
         """redis.call: the reply, or the command's error raised into the script."""
         reply, failed = self._call_command(args)
         if failed:
             raise ScriptError(reply)
         return reply
 
-    def _call(self, *args: Any) -> Any:
+    def _call(self, args: tuple) -> Any:
         """redis.pcall: the reply, or the command's error as an {err=...} table."""
         return self._call_command(args)[0]
 

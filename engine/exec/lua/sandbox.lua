@@ -71,6 +71,7 @@ end
 -- script's line right above it (a Lua wrapper could be tail-called and take that line away).
 local py = {}
 for name, f in pairs(P.functions) do py[name] = as_function(f) end
+for name, f in pairs(P.tuple_functions) do py[name] = python.as_tuple_function(f) end
 local py_unwrap, py_interrupt = py.unwrap, py.interrupt
 
 -- What a run shares with the host (engine.exec.lua_host's `run`, which starts and ends a run
