@@ -11,7 +11,7 @@ Memory is the process's: `used_memory` is its resident set (Python allocates thr
 and the C allocator, neither of which reports its own total cheaply), the overhead is what the
 engine knows it holds besides the data (its size at start, client buffers, the AOF buffer, the
 Lua heap and the script cache), the dataset the rest. The figures for the Lua heap, the script
-cache and each connection are measured (lupa's allocator; Python's sizes of the objects,
+cache and each connection are measured (the Lua host's allocator; Python's sizes of the objects,
 shallow, `client_memory`), not Redis's allocator's sizes of its own structures.
 
 On an embedded engine (`engine.server` None) it counts no network connections.
@@ -285,7 +285,7 @@ def _scripts_memory(engine: EngineState) -> int:
 
 
 def _script_fields(engine: EngineState) -> Fields:
-    """Redis 8's script fields, measured: EVAL's Lua heap (lupa's allocator counts it: nothing
+    """Redis 8's script fields, measured: EVAL's Lua heap (the Lua host's allocator counts it: nothing
     until a first script, where Redis's Lua state starts at about 32K) and its script cache
     (`Scripting.cache_memory`), the scripts cached; the FUNCTION libraries' own Lua heap
     (nothing until a first library), their count, their functions' and what they hold besides

@@ -30,6 +30,7 @@ Must not touch: anything about scripts (the sandbox, the redis API, replies: eng
 and engine/exec/lua/), the engine's state.
 """
 
+cimport cython
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 from cpython.float cimport PyFloat_AS_DOUBLE
 from cpython.long cimport PyLong_AsLongLong, PyLong_FromLongLong
@@ -146,6 +147,8 @@ cdef struct Heap:
     size_t limit  # 0: none
     bint strict  # the cap is enforced (only while Lua runs: see the module's docstring)
     void* runtime  # the Runtime this heap is (borrowed: the runtime owns the state)
+    int wrapped_meta  # the registry's reference to the wrapped Python objects' metatable
+    PyObject* refs  # the Runtime's `refs` (borrowed; NULL once the runtime goes)
     void* free[CLASSES]  # each class's free blocks, linked through their first word
     int kept[CLASSES]
 
@@ -247,18 +250,36 @@ cdef inline Runtime _runtime_of(lua_State* L):
 
 # --- Python objects in Lua --------------------------------------------------------------------
 
+# A wrapped object's userdata holds it borrowed: the strong reference is in its runtime's
+# `refs` (the object's address -> [the object, how many userdata hold it]), where Python's
+# collector sees it, so a cycle through Lua (a runtime holding a Python object that holds the
+# runtime: the scripting layer's bound methods) is collected like any other.
+
 cdef struct Wrapped:
-    PyObject* obj  # a strong reference, released by __gc
+    PyObject* obj  # borrowed (see above); NULL once released
 
 
 cdef int _wrapped_gc(lua_State* L) noexcept:
     cdef Wrapped* w = <Wrapped*>lua_touserdata(L, 1)
-    cdef PyObject* obj
-    if w != NULL and w.obj != NULL:
-        obj = w.obj
-        w.obj = NULL
-        Py_DECREF(<object>obj)
+    cdef void* ud = NULL
+    if w == NULL or w.obj == NULL:
+        return 0
+    lua_getallocf(L, &ud)
+    if (<Heap*>ud).refs != NULL:
+        _release(<dict>(<Heap*>ud).refs, w.obj)
+    w.obj = NULL
     return 0
+
+
+cdef void _release(dict refs, PyObject* obj) noexcept:
+    key = <Py_ssize_t>obj
+    held = refs.get(key)
+    if held is None:  # (the collector emptied `refs` to break a cycle)
+        return
+    if held[1] <= 1:
+        del refs[key]
+    else:
+        held[1] -= 1
 
 
 cdef int _wrapped_call(lua_State* L) noexcept:
@@ -315,7 +336,9 @@ cdef PyObject* _unwrap(lua_State* L, int index) noexcept:
     cdef bint ours
     if kind_at(L, index) != LUA_TUSERDATA or not lua_getmetatable(L, index):
         return NULL
-    lua_rawgeti(L, LUA_REGISTRYINDEX, _runtime_of(L).wrapped_meta)
+    cdef void* ud = NULL
+    lua_getallocf(L, &ud)
+    lua_rawgeti(L, LUA_REGISTRYINDEX, (<Heap*>ud).wrapped_meta)
     ours = lua_rawequal(L, -1, -2)
     lua_settop(L, -3)
     if not ours:
@@ -454,15 +477,21 @@ cdef int _push_table(lua_State* L, tuple items, Py_ssize_t start, Py_ssize_t end
 
 cdef int _push_wrapped(Runtime rt, lua_State* L, object value) noexcept:
     cdef Wrapped* w = <Wrapped*>lua_newuserdata(L, sizeof(Wrapped))
-    Py_INCREF(value)
+    key = <Py_ssize_t><PyObject*>value
+    held = rt.refs.get(key)
+    if held is None:
+        rt.refs[key] = [value, 1]
+    else:
+        held[1] += 1
     w.obj = <PyObject*>value
-    lua_rawgeti(L, LUA_REGISTRYINDEX, rt.wrapped_meta)
+    lua_rawgeti(L, LUA_REGISTRYINDEX, rt.heap.wrapped_meta)
     lua_setmetatable(L, -2)
     return 0
 
 
 # --- Lua values as Python sees them -----------------------------------------------------------
 
+@cython.no_gc_clear  # (its reference is dropped in __dealloc__, which needs the runtime)
 cdef class LuaObject:
     """A Lua value Python holds (a reference in the registry, dropped with this object)."""
 
@@ -562,6 +591,7 @@ def lua_type(value):
 
 # --- the runtime ------------------------------------------------------------------------------
 
+@cython.no_gc_clear  # (__dealloc__ closes the state, whose userdata know `refs`)
 cdef class Runtime:
     """One Lua state: the standard libraries, `python.as_function`, the heap capped at
     `max_memory` bytes over what the state held once built (0: no cap)."""
@@ -571,7 +601,7 @@ cdef class Runtime:
     cdef lua_State* main
     cdef Heap heap
     cdef size_t base
-    cdef int wrapped_meta
+    cdef dict refs  # the wrapped Python objects (see Wrapped)
     cdef LuaTable state  # sandbox.lua's RUN table (`prepare`)
     # Short Lua strings' bytes, by where Lua keeps the string (see short_bytes).
     cdef const char* cached_text[CACHE_SLOTS]
@@ -586,6 +616,8 @@ cdef class Runtime:
         self.heap.limit = 0
         self.heap.strict = False
         self.heap.runtime = <void*>self
+        self.refs = {}
+        self.heap.refs = <PyObject*>self.refs
         for c in range(CACHE_SLOTS):
             self.cached_text[c] = NULL
             self.cached_bytes[c] = NULL
@@ -603,7 +635,7 @@ cdef class Runtime:
         lua_setfield(L, -2, "__gc")
         lua_pushcclosure(L, _wrapped_call, 0)
         lua_setfield(L, -2, "__call")
-        self.wrapped_meta = luaL_ref(L, LUA_REGISTRYINDEX)
+        self.heap.wrapped_meta = luaL_ref(L, LUA_REGISTRYINDEX)
         lua_createtable(L, 0, 2)
         lua_pushcclosure(L, _as_function, 0)
         lua_setfield(L, -2, "as_function")
@@ -617,6 +649,7 @@ cdef class Runtime:
 
     def __dealloc__(self):
         cdef int c
+        self.heap.refs = NULL  # (the state's userdata let go of nothing: `refs` goes whole)
         if self.main != NULL:
             lua_close(self.main)
             self.main = NULL
@@ -630,7 +663,7 @@ cdef class Runtime:
         """Bytes the heap holds over what the state held once built."""
         return self.heap.used - self.base
 
-    def execute(self, code, *args, name=None):
+    def execute(self, bytes code not None, *args, name=None):
         """Compile `code` (bytes) under the chunk name `name` and run it with `args`: its
         results."""
         cdef lua_State* L = self.main

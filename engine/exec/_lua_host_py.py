@@ -21,7 +21,13 @@ except ImportError:  # a lupa without its bundled Lua 5.1: its default Lua
 LuaError = _lupa.LuaError
 LuaMemoryError = _lupa.LuaMemoryError
 LuaSyntaxError = _lupa.LuaSyntaxError
-lua_type = _lupa.lua_type
+
+
+def lua_type(value: Any) -> str | None:
+    """Lua's type name of a Lua value Python holds; None for a Python object."""
+    kind: str | None = _lupa.lua_type(value)
+    return kind
+
 
 # What Python pushes into Lua (arguments, results, tables) may fail on a full heap, outside
 # Lua's protection (the caller keeps room for it).

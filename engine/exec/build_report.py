@@ -14,6 +14,7 @@ from __future__ import annotations
 import sys
 
 from streamkeep.aof import codec
+from streamkeep.engine.exec import lua_host
 from streamkeep.engine.model import (
     ids,
     lcs,
@@ -29,7 +30,7 @@ from streamkeep.snapshot import rdb
 
 # Every kernel facade (importing one is what registers it).
 FACADES = (request_parser, reply_encoder, argv, ids, listpack, packed_node, pel_search, pel_claim,
-           lcs, packed_columns, score_search, codec, rdb)
+           lcs, packed_columns, score_search, codec, rdb, lua_host)
 
 
 def kernels() -> dict[str, str]:

@@ -4,10 +4,10 @@ Lua code uses (engine/exec/lua/cmsgpack.lua), each with Redis's exact results an
 on a 64-bit little-endian machine (what C's conversions give there, where the C code relies on
 them). Also `lua_tonumber`, Lua 5.1's reading of a string as a number.
 
-The functions take the values lupa hands over (bytes, int or float, bool, None, Lua objects);
-an error is raised through `LuaErrors`, which the runtime implements (engine.exec.scripting):
-the message gets the script's position and the function's name as luaL_error and
-luaL_argerror would give them. Must not touch: the Lua runtime, engine state.
+The functions take the values the Lua host hands over (bytes, int or float, bool, None, Lua
+objects); an error is raised through `LuaErrors`, which the runtime implements
+(engine.exec.scripting): the message gets the script's position and the function's name as
+luaL_error and luaL_argerror would give them. Must not touch: the Lua runtime, engine state.
 """
 
 from __future__ import annotations
@@ -69,7 +69,7 @@ def lua_tonumber(value: Any) -> float | int | None:
 
 
 def lua_typename(value: Any) -> str:
-    """luaL_typename of a value lupa handed over."""
+    """luaL_typename of a value the Lua host handed over."""
     if value is None:
         return "nil"
     if type(value) is bool:

@@ -1,7 +1,7 @@
 """Lua scripting: the Lua runtime, its sandbox, the script cache, and the conversions between
 Lua values and replies, as Redis 8 does them (script_lua.c, eval.c, script.c).
 
-Owns `Scripting` (one per engine, made on the first script: the lupa runtime with Redis's
+Owns `Scripting` (one per engine, made on the first script: the Lua runtime with Redis's
 `redis.*` API, the sandboxed globals and the libraries Redis bundles, the cache of compiled
 scripts by SHA1, the run in progress with its kill and busy state), `eval_script` (EVAL's body:
 one time for the whole script, every command through `EngineCore.run_script_command` so the script's
@@ -16,10 +16,11 @@ which registers functions and changes no data.
 The Lua side lives in engine/exec/lua/: sandbox.lua (the globals, the read-only tables, pcall,
 the error handler, the busy-script hook), cjson.lua and cmsgpack.lua; bit, struct and the float
 codecs are Python (engine.exec.script_libs). Python's functions reach Lua as C functions
-(lupa's `python.as_function`), so `type(redis.call)` is 'function' as in Redis.
+(the host's `python.as_function`), so `type(redis.call)` is 'function' as in Redis.
 
-lupa (the Lua 5.1 that Redis embeds) is imported on the first script only, so nothing that does
-not run a script pays for it. The Lua heap is capped (`LUA_MAX_MEMORY`): a script that needs
+The Lua (5.1, the one Redis embeds) is engine.exec.lua_host's: the compiled host over the
+system's liblua5.1, or lupa's in the pure build. It is imported on the first script only, so
+nothing that does not run a script pays for it. The Lua heap is capped (`LUA_MAX_MEMORY`): a script that needs
 more fails with Lua's "not enough memory" error instead of exhausting the server.
 
 Must not touch: command semantics (the command table's handlers run the commands), the wire
@@ -222,7 +223,7 @@ class Run:
 ScriptArgv = tuple[bytes, ...] | list[bytes]
 
 _MAP_END = object()  # _to_reply's marker: a RESP3 map's values are all converted
-_NEGATIVE_ZERO = object()  # a -0 a Lua library function returns (lupa would make it 0)
+_NEGATIVE_ZERO = object()  # a -0 a Lua library function returns (the host would make it 0)
 _MANY = object()  # a Lua library function's results come in a table
 
 
@@ -759,8 +760,9 @@ class Scripting:
 
     def _room(self, need: int) -> bool:
         """Whether `need` more bytes fit in the Lua heap with a margin (after a collection if
-        they do not at first): lupa's own allocations (arguments, tables made from Python) are
-        not protected, and a full heap there would abort the process."""
+        they do not at first), for a host whose pushes may fail (lupa: its own allocations,
+        arguments and tables made from Python, are not protected, and a full heap there would
+        abort the process)."""
         if self._memory_used() + need + MEMORY_MARGIN <= self.max_memory:
             return True
         self._collect()
@@ -1003,8 +1005,8 @@ class Scripting:
 
     def function_script(self, name: bytes, callback: Any, flags: int) -> Script:
         """A registered function as `run_function` runs it: named as Redis names it in errors
-        (`script: <name>`), its callback given KEYS and ARGV as arguments (sandbox.lua's
-        run_callback)."""
+        (`script: <name>`), its callback given KEYS and ARGV as arguments (the Lua host's run
+        of a callback)."""
         return Script(_text(name), b"", flags, callback, False)
 
     def run_function(self, ctx: Ctx, script: Script, argv: ScriptArgv, first: int, nkeys: int,

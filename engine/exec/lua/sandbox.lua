@@ -3,7 +3,7 @@
 -- os.clock, the read-only globals and library tables, pcall/xpcall that see API errors as
 -- Redis's, text-only loadstring/load, the error handler that finds the script's line, the
 -- count hook that lets the server answer other clients while a script is busy, and the
--- per-run entry point. Run once per Lua runtime by engine.exec.scripting; `...` is the table of
+-- run's state the host starts and ends each run with (RUN). Run once per Lua runtime by engine.exec.scripting; `...` is the table of
 -- what Python hands in (see Scripting._runtime). Nothing here is reachable from a script except
 -- through the views it is given.
 
