@@ -461,6 +461,16 @@ cdef int _push(Runtime rt, lua_State* L, object value) except -1:
     return 0
 
 
+cdef int _push_key(Runtime rt, lua_State* L, object key) except -1:
+    """A table key: a nil or NaN key is refused here, as a Python error (Lua's own refusal
+    would be a longjmp out of this module's frame)."""
+    if key is None:
+        raise LuaError("table index is nil")
+    if type(key) is float and key != key:
+        raise LuaError("table index is NaN")
+    return _push(rt, L, key)
+
+
 cdef int _push_table(lua_State* L, tuple items, Py_ssize_t start, Py_ssize_t end) except -1:
     """A new table of items[start:end] (bytes) from 1."""
     cdef Py_ssize_t i
@@ -554,7 +564,7 @@ cdef class LuaTable(LuaObject):
         lua_checkstack(L, 3)
         lua_rawgeti(L, LUA_REGISTRYINDEX, self.ref)
         try:
-            _push(rt, L, key)
+            _push_key(rt, L, key)
             _push(rt, L, value)
             lua_rawset(L, base + 1)
         finally:
@@ -695,7 +705,7 @@ cdef class Runtime:
             for source in sources:
                 if isinstance(source, dict):
                     for key, value in (<dict>source).items():
-                        _push(self, L, key)
+                        _push_key(self, L, key)
                         _push(self, L, value)
                         lua_rawset(L, base + 1)
                 else:

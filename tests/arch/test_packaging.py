@@ -6,6 +6,7 @@ package is imported from outside the checkout, as a user's program would.
 
 from __future__ import annotations
 
+import fcntl
 import os
 import subprocess
 import sys
@@ -27,9 +28,13 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> zipfile.ZipFile:
     # wheel took a CPU-minute of the suite.
     env = {**os.environ, "STREAMKEEP_NO_EXTENSIONS": "1"}
     env.pop("STREAMKEEP_REQUIRE_EXTENSIONS", None)
-    subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation",
-                    "-q", "-w", str(out), str(ROOT)], check=True, capture_output=True,
-                   timeout=300, env=env)
+    # Two workers of a parallel run may each build it: setuptools' build/ in the checkout is
+    # theirs to share, so one builds at a time (a lock on setup.py, no file of its own).
+    with open(ROOT / "setup.py", "rb") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps",
+                        "--no-build-isolation", "-q", "-w", str(out), str(ROOT)], check=True,
+                       capture_output=True, timeout=300, env=env)
     (path,) = out.glob("streamkeep-*.whl")
     return zipfile.ZipFile(path)
 

@@ -294,3 +294,19 @@ def test_a_cycle_through_lua_is_collected(host: Any) -> None:
     del holder
     gc.collect()
     assert gone() is None
+
+
+def test_a_nil_or_nan_key_is_a_python_error_for_the_compiled_host() -> None:
+    """Lua refuses them with a longjmp, which the host must never let run through its frames
+    (lupa's lua_settable lets it: a process abort outside a protected call)."""
+    _, compiled = pure_and_compiled("streamkeep.engine.exec", "lua_host")
+    rt = compiled.Runtime(0)
+    t = rt.table_from()
+    for key in (None, math.nan):
+        with pytest.raises(compiled.LuaError, match="table index is"):
+            t[key] = 1
+        with pytest.raises(compiled.LuaError, match="table index is"):
+            rt.table_from({key: 1})
+    # from a Python function Lua called, the refusal is the script's error
+    assert rt.execute(b"return (pcall(python.as_function(...)))",
+                      lambda: rt.table_from({None: 1})) is False
