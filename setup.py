@@ -134,11 +134,12 @@ def kernel_sources() -> dict[str, str]:
             if path.name.startswith("_") and path.stem.endswith("_c")}
 
 
-# Kernels that link a system library: module -> (its pkg-config name, the headers' folders to
-# look in without pkg-config, the library's name, the Debian package with the headers).
+# Kernels that link a system library: module -> (its pkg-config name, its header, the folders
+# to look for that header in without pkg-config, the library's name, the Debian package with
+# the headers).
 SYSTEM_LIBRARIES = {
     "streamkeep.engine.exec._lua_host_c": (
-        "lua5.1", ["/usr/include/lua5.1", "/usr/local/include/lua5.1"], "lua5.1",
+        "lua5.1", "lua.h", ["/usr/include/lua5.1", "/usr/local/include/lua5.1"], "lua5.1",
         "liblua5.1-0-dev"),
 }
 
@@ -149,7 +150,7 @@ def system_library(module: str) -> dict[str, list[str]] | None:
     an error under STREAMKEEP_REQUIRE_EXTENSIONS."""
     if module not in SYSTEM_LIBRARIES:
         return {}
-    pkg, folders_, library, package = SYSTEM_LIBRARIES[module]
+    pkg, header, folders_, library, package = SYSTEM_LIBRARIES[module]
     try:
         cflags = subprocess.run(["pkg-config", "--cflags-only-I", pkg], capture_output=True,
                                 text=True, check=True).stdout.split()
@@ -158,14 +159,12 @@ def system_library(module: str) -> dict[str, list[str]] | None:
     except (OSError, subprocess.CalledProcessError):
         pass
     for folder in folders_:
-        if (Path(folder) / "lua.h").exists():
+        if (Path(folder) / header).exists():
             return {"include_dirs": [folder], "libraries": [library]}
-    message = (f"streamkeep: {module} needs the headers of {pkg} (Debian: {package}); "
-               "its pure-Python twin will run")
+    missing = f"streamkeep: {module} needs the headers of {pkg} (Debian: {package})"
     if REQUIRE:
-        raise SystemExit(message.replace("its pure-Python twin will run",
-                                         "and STREAMKEEP_REQUIRE_EXTENSIONS is set"))
-    print(message, file=sys.stderr)
+        raise SystemExit(f"{missing}, and STREAMKEEP_REQUIRE_EXTENSIONS is set")
+    print(f"{missing}; its pure-Python twin will run", file=sys.stderr)
     return None
 
 

@@ -134,6 +134,20 @@ class LuaSyntaxError(LuaError):
 # its class's full size (so any block on a list holds any size of its class); bigger ones come
 # from malloc. A list keeps at most FREE_KEPT blocks (the rest go back to malloc), and the
 # lists go with the state.
+# sandbox.lua's RUN table, the slots `Runtime.run` reads and writes (see there).
+cdef enum:
+    RUN_KILLING = 1
+    RUN_KILL_DUE = 2
+    RUN_ARMED = 3
+    RUN_GC_STOPPED = 4
+    RUN_RESUMING = 5
+    RUN_ARM = 6
+    RUN_DISARM = 7
+    RUN_RESTART_GC = 8
+    RUN_HANDLER = 9
+    RUN_GLOBALS = 10
+
+
 cdef enum:
     CACHED_MAX = 64  # the longest string whose bytes Runtime.short_bytes keeps
     CACHE_SLOTS = 256
@@ -291,43 +305,43 @@ cdef int _wrapped_call(lua_State* L) noexcept:
     return n
 
 
-cdef int _function_call(lua_State* L) noexcept:
-    """`python.as_function(obj)` called: the object is the closure's upvalue."""
+cdef inline int _call_upvalue(lua_State* L, bint packed) noexcept:
+    """A closure of `_closure` called: the wrapped object in its upvalue gets the arguments."""
     cdef Wrapped* w = <Wrapped*>lua_touserdata(L, lua_upvalueindex(1))
-    cdef int n = _call_python(L, w.obj, 1, False)
+    cdef int n = _call_python(L, w.obj, 1, packed)
     if n < 0:
         return lua_error(L)
     return n
+
+
+cdef int _function_call(lua_State* L) noexcept:
+    return _call_upvalue(L, False)
 
 
 cdef int _tuple_function_call(lua_State* L) noexcept:
-    """`python.as_tuple_function(obj)` called: the object gets its arguments as one tuple."""
-    cdef Wrapped* w = <Wrapped*>lua_touserdata(L, lua_upvalueindex(1))
-    cdef int n = _call_python(L, w.obj, 1, True)
-    if n < 0:
+    return _call_upvalue(L, True)
+
+
+cdef inline int _closure(lua_State* L, lua_CFunction call, const char* refusal) noexcept:
+    """A C function calling the wrapped Python object that is the first argument (type()
+    says 'function'), or `refusal` raised when it is not one."""
+    if _unwrap(L, 1) == NULL:
+        lua_pushstring(L, refusal)
         return lua_error(L)
-    return n
+    lua_settop(L, 1)
+    lua_pushcclosure(L, call, 1)
+    return 1
 
 
 cdef int _as_function(lua_State* L) noexcept:
-    """python.as_function: a C function that calls the wrapped object (type() says 'function')."""
-    if _unwrap(L, 1) == NULL:
-        lua_pushstring(L, "as_function: not a Python object")
-        return lua_error(L)
-    lua_settop(L, 1)
-    lua_pushcclosure(L, _function_call, 1)
-    return 1
+    """python.as_function: the object called with the arguments."""
+    return _closure(L, _function_call, "as_function: not a Python object")
 
 
 cdef int _as_tuple_function(lua_State* L) noexcept:
-    """python.as_tuple_function: as as_function, the object called with one tuple of the
-    arguments (a Python function that takes them so is called for less)."""
-    if _unwrap(L, 1) == NULL:
-        lua_pushstring(L, "as_tuple_function: not a Python object")
-        return lua_error(L)
-    lua_settop(L, 1)
-    lua_pushcclosure(L, _tuple_function_call, 1)
-    return 1
+    """python.as_tuple_function: the object called with one tuple of the arguments (a Python
+    function that takes them so is called for less)."""
+    return _closure(L, _tuple_function_call, "as_tuple_function: not a Python object")
 
 
 cdef PyObject* _unwrap(lua_State* L, int index) noexcept:
@@ -358,8 +372,6 @@ cdef int _call_python(lua_State* L, PyObject* fn, int first, bint packed) noexce
     rt.heap.strict = False
     try:
         n = lua_gettop(L) - first + 1
-        if n < 0:
-            n = 0
         args = PyTuple_New(n)
         for i in range(n):
             value = _to_python(rt, L, first + i)
@@ -459,6 +471,34 @@ cdef int _push(Runtime rt, lua_State* L, object value) except -1:
     else:
         _push_wrapped(rt, L, value)
     return 0
+
+
+cdef bint _armed_with(lua_State* L, int S, int count) noexcept:
+    """Whether the run state at S says the hook is armed with `count` (the stack as it was)."""
+    cdef bint armed
+    lua_rawgeti(L, S, RUN_ARMED)
+    armed = kind_at(L, -1) == LUA_TNUMBER and lua_tonumber(L, -1) == count
+    lua_settop(L, -2)
+    return armed
+
+
+cdef void _script_globals(lua_State* L, int S, int keys, int argv) noexcept:
+    """KEYS and ARGV in the run state's globals: the values at those stack places, or nil for
+    place 0 (the stack as it was)."""
+    lua_rawgeti(L, S, RUN_GLOBALS)
+    _set_field(L, "KEYS", keys)
+    _set_field(L, "ARGV", argv)
+    lua_settop(L, -2)
+
+
+cdef inline void _set_field(lua_State* L, const char* name, int place) noexcept:
+    """table[name] (the table on top, a 4-letter name) = the value at `place`, nil for 0."""
+    lua_pushlstring(L, name, 4)
+    if place:
+        lua_pushvalue(L, place)
+    else:
+        lua_pushnil(L)
+    lua_rawset(L, -3)
 
 
 cdef int _push_key(Runtime rt, lua_State* L, object key) except -1:
@@ -755,34 +795,25 @@ cdef class Runtime:
         lua_rawgeti(L, LUA_REGISTRYINDEX, self.state.ref)
         try:
             lua_pushboolean(L, 0)
-            lua_rawseti(L, S, 1)  # killing
+            lua_rawseti(L, S, RUN_KILLING)
             lua_pushboolean(L, 0)
-            lua_rawseti(L, S, 2)  # kill_due
-            lua_rawgeti(L, S, 5)
+            lua_rawseti(L, S, RUN_KILL_DUE)
+            lua_rawgeti(L, S, RUN_RESUMING)
             lua_rawgeti(L, -1, 1)
             if kind_at(L, -1) != LUA_TNIL:  # (a killed script's coroutines)
                 lua_createtable(L, 0, 0)
-                lua_rawseti(L, S, 5)
+                lua_rawseti(L, S, RUN_RESUMING)
             lua_settop(L, S)
-            lua_rawgeti(L, S, 3)
-            if kind_at(L, -1) != LUA_TNUMBER or lua_tonumber(L, -1) != count:
-                lua_settop(L, S)
-                self._state_call(L, S, 6, count)
-            lua_settop(L, S)
-            lua_rawgeti(L, S, 9)  # the handler, at S + 1
+            if not _armed_with(L, S, count):
+                self._state_call(L, S, RUN_ARM, count)
+            lua_rawgeti(L, S, RUN_HANDLER)  # at S + 1
             lua_rawgeti(L, LUA_REGISTRYINDEX, function.ref)
-            _push_table(L, items, first, first + nkeys)
+            _push_table(L, items, first, first + nkeys)  # at S + 3
             _push_table(L, items, first + nkeys, n)
             if callback:
                 nargs = 2
             else:
-                lua_rawgeti(L, S, 10)
-                lua_pushlstring(L, "KEYS", 4)
-                lua_pushvalue(L, S + 3)
-                lua_rawset(L, -3)
-                lua_pushlstring(L, "ARGV", 4)
-                lua_pushvalue(L, S + 4)
-                lua_rawset(L, -3)
+                _script_globals(L, S, S + 3, S + 4)
                 lua_settop(L, S + 2)
                 nargs = 0
             self.heap.strict = True
@@ -791,23 +822,13 @@ cdef class Runtime:
             result = (status == 0, _to_python(self, L, -1))
             lua_settop(L, S)
             if not callback:
-                lua_rawgeti(L, S, 10)
-                lua_pushlstring(L, "KEYS", 4)
-                lua_pushnil(L)
-                lua_rawset(L, -3)
-                lua_pushlstring(L, "ARGV", 4)
-                lua_pushnil(L)
-                lua_rawset(L, -3)
-                lua_settop(L, S)
-            lua_rawgeti(L, S, 3)
-            if kind_at(L, -1) != LUA_TNUMBER or lua_tonumber(L, -1) != count:
-                lua_settop(L, S)
-                self._state_call(L, S, 7, -1)
-            lua_settop(L, S)
-            lua_rawgeti(L, S, 4)
+                _script_globals(L, S, 0, 0)
+            if not _armed_with(L, S, count):
+                self._state_call(L, S, RUN_DISARM, -1)
+            lua_rawgeti(L, S, RUN_GC_STOPPED)
             if lua_toboolean(L, -1):
                 lua_settop(L, S)
-                self._state_call(L, S, 8, -1)
+                self._state_call(L, S, RUN_RESTART_GC, -1)
             if lua_gc(L, LUA_GCCOUNT, 0) > self.collect_kb:
                 lua_gc(L, LUA_GCCOLLECT, 0)
             return result

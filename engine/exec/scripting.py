@@ -20,8 +20,9 @@ codecs are Python (engine.exec.script_libs). Python's functions reach Lua as C f
 
 The Lua (5.1, the one Redis embeds) is engine.exec.lua_host's: the compiled host over the
 system's liblua5.1, or lupa's in the pure build. It is imported on the first script only, so
-nothing that does not run a script pays for it. The Lua heap is capped (`LUA_MAX_MEMORY`): a script that needs
-more fails with Lua's "not enough memory" error instead of exhausting the server.
+nothing that does not run a script pays for it. The Lua heap is capped (`LUA_MAX_MEMORY`): a
+script that needs more fails with Lua's "not enough memory" error instead of exhausting the
+server.
 
 Must not touch: command semantics (the command table's handlers run the commands), the wire
 format, I/O (the network server services other clients while a script is busy, through
