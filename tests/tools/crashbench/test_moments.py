@@ -7,6 +7,7 @@ from __future__ import annotations
 import random
 import sys
 import threading
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -108,6 +109,11 @@ def test_acknowledged_writes_survive_kill_and_restart(kind: str, tmp_path: Path,
     port = server.port
     writer = Writer(server)
     writer.start()
+    # The kill's random delay counts from the first acknowledged write: on a busy machine the
+    # writer's connection alone can take longer than the delay drawn.
+    deadline = time.monotonic() + 10
+    while not writer.acked and writer.is_alive() and time.monotonic() < deadline:
+        time.sleep(0.005)
     description = kill_during_workload(server, writer, random.Random(1), max_delay=0.4)
     writer.join(5)
     assert "SIGKILL" in description and not server.alive
