@@ -20,6 +20,7 @@ from streamkeep.engine.commands import (  # noqa: F401
     info,
     keyspace,
     latency,
+    lists,
     objects,
     pubsub,
     read,

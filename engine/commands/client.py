@@ -1,5 +1,5 @@
 """CLIENT: ID, GETNAME, GETREDIR (-1: no client-side caching), SETNAME, SETINFO, INFO, LIST,
-KILL, NO-EVICT, NO-TOUCH, REPLY, HELP.
+KILL, UNBLOCK, NO-EVICT, NO-TOUCH, REPLY, HELP.
 
 Owns these subcommands' argument handling and replies, shaped as Redis's (src/networking.c).
 Handlers run with the engine lock held on the server's event-loop thread, so they only read the
@@ -21,6 +21,7 @@ from streamkeep.engine.commands.connection import (
     BAD_NAME,
     valid_client_name,
 )
+from streamkeep.engine.exec.blocking import Waiter
 from streamkeep.engine.exec.context import Ctx
 from streamkeep.engine.exec.table import (
     ADMIN,
@@ -32,7 +33,7 @@ from streamkeep.engine.exec.table import (
 )
 from streamkeep.engine.wire.args import is_word, parse_int
 from streamkeep.engine.wire.errors import SYNTAX, ReplyError, printable
-from streamkeep.engine.wire.reply import NO_REPLY, Verbatim
+from streamkeep.engine.wire.reply import NO_REPLY, NULL_ARRAY, Verbatim
 
 if TYPE_CHECKING:
     from streamkeep.engine.exec.engine_state import EngineState
@@ -40,6 +41,9 @@ if TYPE_CHECKING:
 
 
 # --- CLIENT ------------------------------------------------------------------------------------
+
+UNBLOCKED = "UNBLOCKED client unblocked via CLIENT UNBLOCK"
+
 
 def server_clients(engine: EngineState) -> list[Any]:
     """The server's connections (none on an embedded engine)."""
@@ -202,6 +206,41 @@ def client_kill(ctx: Ctx, argv: Argv) -> Any:
     return killed
 
 
+@subcommand(CLIENT, "unblock", -3, "admin noscript loading stale sentinel", keys=NO_KEYS,
+            since="5.0.0",
+            summary="Unblocks a client blocked by a blocking command from a different "
+                    "connection.", syntax="client-id:integer [unblock-type: TIMEOUT | ERROR]")
+def client_unblock(ctx: Ctx, argv: Argv) -> int:
+    """A client waiting in a blocking command (a pop, a move, XREAD/XREADGROUP BLOCK) answered
+    now: as if it timed out, or with the UNBLOCKED error. 1 when it was waiting, 0 otherwise
+    (no such client, or not blocked on keys)."""
+    if len(argv) > 4:
+        raise ReplyError("ERR unknown subcommand or wrong number of arguments for 'unblock'. "
+                         "Try CLIENT HELP.")
+    error = False
+    if len(argv) == 4:
+        if is_word(argv[3], b"error"):
+            error = True
+        elif not is_word(argv[3], b"timeout"):
+            raise ReplyError("ERR CLIENT UNBLOCK reason should be TIMEOUT or ERROR")
+    client_id = parse_int(argv[2])
+    for client in server_clients(ctx.engine):
+        if client.id != client_id:
+            continue
+        waiter = getattr(client, "waiting", None)
+        if not isinstance(waiter, Waiter):
+            return 0
+        result: Any = ReplyError(UNBLOCKED) if error else NULL_ARRAY
+        if not ctx.engine.cancel_wait(waiter, result):
+            return 0
+        if waiter.event is not None:
+            waiter.event.set()
+        if waiter.notify is not None:
+            waiter.notify(waiter)
+        return 1
+    return 0
+
+
 def _type_of(client: Any) -> str:
     """A connection's class: a replica's after its PSYNC (the server's `link`), pubsub while
     it has a subscription, else normal."""
@@ -289,6 +328,8 @@ help_subcommand(CLIENT, [
     "    Set client meta attr. Options are:",
     "    * LIB-NAME: the client lib name.",
     "    * LIB-VER: the client lib version.",
+    "UNBLOCK <clientid> [TIMEOUT|ERROR]",
+    "    Unblock the specified blocked client.",
     "NO-EVICT (ON|OFF)",
     "    Protect current client connection from eviction.",
     "NO-TOUCH (ON|OFF)",

@@ -89,7 +89,7 @@ MOVABLE_KEYS: dict[str, Callable[[Argv | list[bytes]], list[int]]] = {
     "msetex": _msetex_keys,
     "zunion": _numkeys_at(1), "zinter": _numkeys_at(1), "zdiff": _numkeys_at(1),
     "zintercard": _numkeys_at(1), "zmpop": _numkeys_at(1), "bzmpop": _numkeys_at(2),
-    "sintercard": _numkeys_at(1),
+    "sintercard": _numkeys_at(1), "lmpop": _numkeys_at(1), "blmpop": _numkeys_at(2),
     "zunionstore": _numkeys_at(2, (1,)), "zinterstore": _numkeys_at(2, (1,)),
     "zdiffstore": _numkeys_at(2, (1,)),
 }

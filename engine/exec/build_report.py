@@ -18,6 +18,7 @@ from streamkeep.engine.exec import lua_host
 from streamkeep.engine.model import (
     ids,
     lcs,
+    list_node,
     listpack,
     packed_columns,
     packed_node,
@@ -30,7 +31,7 @@ from streamkeep.snapshot import rdb
 
 # Every kernel facade (importing one is what registers it).
 FACADES = (request_parser, reply_encoder, argv, ids, listpack, packed_node, pel_search, pel_claim,
-           lcs, packed_columns, score_search, codec, rdb, lua_host)
+           lcs, packed_columns, score_search, list_node, codec, rdb, lua_host)
 
 
 def kernels() -> dict[str, str]:

@@ -61,6 +61,7 @@ class EngineState:
     hash_limits: Any
     hash_ttls: list[Any]  # engine.commands.hashes.FieldTTLIndex | None, per database
     set_limits: Any  # engine.model.sets.SetLimits: every set reads it at its writes
+    list_limits: Any  # engine.model.lists.ListLimits: every list write reads it
     zset_limits: Any  # engine.model.zset.ZSetLimits (immutable: CONFIG SET replaces it)
     residency: Residency  # which stream nodes are in memory (backlog-memory)
     # Settings (Redis's names, canonical values) and the ones hot paths read as fields.
@@ -102,6 +103,11 @@ class EngineState:
         """A script's command in `ctx`, the MultiCtx its run keeps for them (its effects that
         run's, its database the session's now): its reply, or the ReplyError it failed with.
         The script puts a SELECT in front of its effects itself."""
+        raise NotImplementedError
+
+    def cancel_wait(self, waiter: Any, result: Any) -> bool:
+        """End a blocked client's wait with `result` (CLIENT UNBLOCK): True if it was still
+        waiting (the engine core's blocked clients decide)."""
         raise NotImplementedError
 
     def write_gate(self, session: Session) -> str | None:

@@ -437,6 +437,9 @@ def apply_value_limits(engine: EngineState) -> None:
     sets.max_intset_entries = int(config["set-max-intset-entries"])
     sets.max_listpack_entries = int(config["set-max-listpack-entries"])
     sets.max_listpack_value = int(config["set-max-listpack-value"])
+    lists = engine.list_limits
+    lists.fill = int(config["list-max-listpack-size"])
+    lists.compress_depth = int(config["list-compress-depth"])
 
 
 def _apply_backlog_memory(engine: EngineState) -> None:
@@ -530,6 +533,14 @@ _PARAMS: list[Param] = [
           summary="members a set holds in its compact (listpack) encoding at most"),
     Param("set-max-listpack-value", "memory", 64, hi=LONG_MAX, hook=apply_value_limits,
           summary="bytes of the longest member a listpack-encoded set holds"),
+    # A list's node (and a small list whole) holds this many bytes (a negative fill: -1..-5,
+    # 4..64 KiB) or elements (positive) at most; its compress depth is accepted and kept.
+    Param("list-max-listpack-size", "int", -2, lo=-INT_MAX - 1, hi=INT_MAX,
+          hook=apply_value_limits,
+          summary="a list node's bytes (-1..-5: 4, 8, 16, 32, 64 KiB) or elements (> 0) at most"),
+    Param("list-compress-depth", "int", 0, hi=INT_MAX, hook=apply_value_limits,
+          summary="list nodes kept uncompressed at each end (accepted; nodes are never "
+                  "compressed in memory)"),
     # streamkeep: the stream entries kept in memory; past it, nodes a snapshot holds go cold.
     Param("backlog-memory", "memory", 0, hook=_apply_backlog_memory,
           summary="bytes of stream entries kept in memory (0: all); older nodes are read "
@@ -673,7 +684,8 @@ ALIASES = {"slaveof": "replicaof", "lua-time-limit": "busy-reply-threshold",
            "zset-max-ziplist-entries": "zset-max-listpack-entries",
            "zset-max-ziplist-value": "zset-max-listpack-value",
            "hash-max-ziplist-entries": "hash-max-listpack-entries",
-           "hash-max-ziplist-value": "hash-max-listpack-value"}
+           "hash-max-ziplist-value": "hash-max-listpack-value",
+           "list-max-ziplist-size": "list-max-listpack-size"}
 
 PARAMS: dict[str, Param] = {p.name: p for p in _PARAMS}
 DEFAULT_CONFIG: dict[str, Any] = {p.name: p.default for p in _PARAMS}

@@ -121,6 +121,19 @@ EFFECT_VOCABULARY: dict[str, EffectCommand] = {c.name: c for c in (
     EffectCommand("SINTERSTORE", "SINTERSTORE destination key [key ...]"),
     EffectCommand("SUNIONSTORE", "SUNIONSTORE destination key [key ...]"),
     EffectCommand("SDIFFSTORE", "SDIFFSTORE destination key [key ...]"),
+    # Lists: pushes (LPUSHX/RPUSHX as the push they made), pops as the count they popped
+    # (a served blocking pop and LMPOP as the plain one), the moves as LMOVE / RPOPLPUSH (a
+    # served BLMOVE / BRPOPLPUSH too), and the in-place changes as their client sent them.
+    EffectCommand("LPUSH", "LPUSH key element [element ...]"),
+    EffectCommand("RPUSH", "RPUSH key element [element ...]"),
+    EffectCommand("LPOP", "LPOP key [count]"),
+    EffectCommand("RPOP", "RPOP key [count]"),
+    EffectCommand("LMOVE", "LMOVE source destination <LEFT | RIGHT> <LEFT | RIGHT>"),
+    EffectCommand("RPOPLPUSH", "RPOPLPUSH source destination"),
+    EffectCommand("LSET", "LSET key index element"),
+    EffectCommand("LINSERT", "LINSERT key <BEFORE | AFTER> pivot element"),
+    EffectCommand("LREM", "LREM key count element"),
+    EffectCommand("LTRIM", "LTRIM key start stop"),
     # Function libraries (server state, not keys): the whole library code, loaded or replaced;
     # a library deleted; all of them flushed; a FUNCTION DUMP payload restored with its policy.
     EffectCommand("FUNCTION LOAD", "FUNCTION LOAD REPLACE function-code"),

@@ -21,7 +21,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from streamkeep.engine.model import lists
 from streamkeep.engine.model.hashes import Hash, as_hash, copy_value, stored
+from streamkeep.engine.model.list_node import node_count
+from streamkeep.engine.model.lists import QuickList
 from streamkeep.engine.model.packed_hash import PackedHash
 from streamkeep.engine.model.residency import node_bytes
 from streamkeep.engine.model.sets import RSet
@@ -123,7 +126,21 @@ SET = ValueType("set", 4, RSet, lambda s: s.encoding, lambda s: s.memory_usage()
                 to_bytes=RSet.to_bytes, from_bytes=RSet.from_bytes, copy=RSet.copy,
                 digest=lambda s: sorted(s))  # (a big set's order is its hash table's)
 
-TYPES: tuple[ValueType, ...] = (STREAM, STRING, ZSET, HASH, SET)
+
+
+def _list_view(value: bytearray | QuickList) -> QuickList:
+    """A list as a QuickList (a listpack, kept bare in the keyspace as its bytearray, wrapped
+    as one node: `len` counts elements)."""
+    return value if isinstance(value, QuickList) else QuickList([value], node_count(value))
+
+
+# (A small list is kept bare, as its listpack: a bytearray, which no other type is kept as.)
+LIST = ValueType("list", 5, QuickList, lists.encoding, lists.memory_usage,
+                 to_bytes=lists.to_bytes, from_bytes=lists.from_bytes, copy=lists.copy,
+                 digest=lambda v: list(lists.elements(v)), view=_list_view,
+                 stored_as=(bytearray,))
+
+TYPES: tuple[ValueType, ...] = (STREAM, STRING, ZSET, HASH, SET, LIST)
 BY_NAME = {t.name: t for t in TYPES}
 BY_CLASS = {t.value_class: t for t in TYPES}
 _BY_STORED_CLASS = {cls: t for t in TYPES for cls in (t.value_class, *t.stored_as)}
@@ -135,5 +152,5 @@ def type_of(value: object) -> ValueType:
     return _BY_STORED_CLASS[type(value)]
 
 
-__all__ = ["BY_CLASS", "BY_NAME", "HASH", "SET", "STREAM", "STRING", "TYPES", "ZSET", "ValueType",
+__all__ = ["BY_CLASS", "BY_NAME", "HASH", "LIST", "SET", "STREAM", "STRING", "TYPES", "ZSET", "ValueType",
            "string_encoding", "type_of"]

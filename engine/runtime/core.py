@@ -53,6 +53,7 @@ from streamkeep.engine.exec.transactions import WatchRegistry, queue_in_multi
 from streamkeep.engine.model.digest import state_digest
 from streamkeep.engine.model.effects import Record
 from streamkeep.engine.model.hashes import HashLimits
+from streamkeep.engine.model.lists import ListLimits
 from streamkeep.engine.model.residency import Residency
 from streamkeep.engine.model.sets import SetLimits
 from streamkeep.engine.model.value_types import STREAM, STRING, TYPES
@@ -145,6 +146,7 @@ class EngineCore(EngineState):
         self.hash_ttls = [None] * NUM_DATABASES
         self.hash_limits = HashLimits()
         self.set_limits = SetLimits()
+        self.list_limits = ListLimits()
         apply_value_limits(self)  # (and the zset_limits, from the config as CONFIG SET does)
         # Held while a command runs. Re-entrant for the server, which holds it over a batch of
         # a connection's commands and calls back into the engine from its glue; handlers
@@ -488,6 +490,9 @@ class EngineCore(EngineState):
         if ctx.commits and ctx.effects:
             ctx.lsn = self._commit_command(ctx, db, entry)
         return reply
+
+    def cancel_wait(self, waiter: Any, result: Any) -> bool:
+        return self.waiting.cancel(waiter, result)
 
     def write_gate(self, session: Session) -> str | None:
         """The one write gate: why a write from `session` is refused now (its error line), or

@@ -1,5 +1,5 @@
 """redis-py's client, in process: redis-py 8.1's calls over an engine, for streams, sorted sets,
-hashes, sets, functions and the keyspace.
+hashes, sets, lists, functions and the keyspace.
 
 Owns `RedisAPI` (`Engine.redis()` builds one: a thin object over the engine's `execute`),
 `DataError` and the client side of the redis-py contract: the argv each method sends (built
@@ -247,6 +247,10 @@ def _bzpop(response: Any, **options: Any) -> tuple | None:
     return response and (response[0], response[1], float(response[2])) or None
 
 
+def _blocking_pop(response: Any, **options: Any) -> tuple | None:
+    return response and tuple(response) or None
+
+
 def _hgetall(response: Any, **options: Any) -> dict:
     return response and pairs_to_dict(response) or {}
 
@@ -314,6 +318,10 @@ execute_command_callbacks: dict[str, Callable[..., Any]] = {
     "FUNCTION FLUSH": bool_ok,
     "FUNCTION RESTORE": bool_ok,
     "COPY": bool,
+    "LSET": bool_ok,
+    "LTRIM": bool_ok,
+    "BLPOP": _blocking_pop,
+    "BRPOP": _blocking_pop,
 }
 
 
@@ -1146,6 +1154,90 @@ class RedisAPI:
         return self.execute_command("HPTTL", key, "FIELDS", len(fields), *fields)
 
     # --- sets -----------------------------------------------------------------------------------
+
+    # --- lists (redis-py's ListCommands) --------------------------------------------------------
+
+    def lpush(self, name: Any, *values: Any) -> int:
+        return self.execute_command("LPUSH", name, *values)
+
+    def rpush(self, name: Any, *values: Any) -> int:
+        return self.execute_command("RPUSH", name, *values)
+
+    def lpushx(self, name: Any, *values: Any) -> int:
+        return self.execute_command("LPUSHX", name, *values)
+
+    def rpushx(self, name: Any, *values: Any) -> int:
+        return self.execute_command("RPUSHX", name, *values)
+
+    def lpop(self, name: Any, count: int | None = None) -> Any:
+        return self.execute_command("LPOP", name, *([] if count is None else [count]))
+
+    def rpop(self, name: Any, count: int | None = None) -> Any:
+        return self.execute_command("RPOP", name, *([] if count is None else [count]))
+
+    def llen(self, name: Any) -> int:
+        return self.execute_command("LLEN", name)
+
+    def lrange(self, name: Any, start: int, end: int) -> list:
+        return self.execute_command("LRANGE", name, start, end)
+
+    def lindex(self, name: Any, index: int) -> Any:
+        return self.execute_command("LINDEX", name, index)
+
+    def lset(self, name: Any, index: int, value: Any) -> bool:
+        return self.execute_command("LSET", name, index, value)
+
+    def linsert(self, name: Any, where: str, refvalue: Any, value: Any) -> int:
+        return self.execute_command("LINSERT", name, where, refvalue, value)
+
+    def lrem(self, name: Any, count: int, value: Any) -> int:
+        return self.execute_command("LREM", name, count, value)
+
+    def ltrim(self, name: Any, start: int, end: int) -> bool:
+        return self.execute_command("LTRIM", name, start, end)
+
+    def lpos(self, name: Any, value: Any, rank: int | None = None, count: int | None = None,
+             maxlen: int | None = None) -> Any:
+        pieces: list[Any] = [name, value]
+        if rank is not None:
+            pieces += ("RANK", rank)
+        if count is not None:
+            pieces += ("COUNT", count)
+        if maxlen is not None:
+            pieces += ("MAXLEN", maxlen)
+        return self.execute_command("LPOS", *pieces)
+
+    def lmove(self, first_list: Any, second_list: Any, src: str = "LEFT",
+              dest: str = "RIGHT") -> Any:
+        return self.execute_command("LMOVE", first_list, second_list, src, dest)
+
+    def blmove(self, first_list: Any, second_list: Any, timeout: Any, src: str = "LEFT",
+               dest: str = "RIGHT") -> Any:
+        return self.execute_command("BLMOVE", first_list, second_list, src, dest, timeout)
+
+    def rpoplpush(self, src: Any, dst: Any) -> Any:
+        return self.execute_command("RPOPLPUSH", src, dst)
+
+    def brpoplpush(self, src: Any, dst: Any, timeout: Any = 0) -> Any:
+        return self.execute_command("BRPOPLPUSH", src, dst, 0 if timeout is None else timeout)
+
+    def blpop(self, keys: Any, timeout: Any = 0) -> tuple | None:
+        return self.execute_command("BLPOP", *_list_or_args(keys, None),
+                                    0 if timeout is None else timeout)
+
+    def brpop(self, keys: Any, timeout: Any = 0) -> tuple | None:
+        return self.execute_command("BRPOP", *_list_or_args(keys, None),
+                                    0 if timeout is None else timeout)
+
+    def lmpop(self, num_keys: int, *args: Any, direction: str, count: int | None = 1) -> Any:
+        cmd_args: list[Any] = [num_keys, *args, direction]
+        if count != 1:
+            cmd_args += ("COUNT", count)
+        return self.execute_command("LMPOP", *cmd_args)
+
+    def blmpop(self, timeout: float, numkeys: int, *args: Any, direction: str,
+               count: int | None = 1) -> Any:
+        return self.execute_command("BLMPOP", timeout, numkeys, *args, direction, "COUNT", count)
 
     def sadd(self, name: Any, *values: Any) -> int:
         return self.execute_command("SADD", name, *values)

@@ -479,6 +479,27 @@ def test_big_replies_and_picks_close_a_slow_reader(spawn: Spawn, tmp_path: Path)
                 c.execute("SCARD", "bs")] == [100_000] * 3
 
 
+def test_a_huge_lrange_closes_a_slow_reader_without_building_the_reply(
+        spawn: Spawn, tmp_path: Path) -> None:
+    """LRANGE 0 -1 of a 300,000-element list (a ~22 MB reply) to a client that does not read:
+    the range stops at the output limit before its elements are made (the server's RSS grows
+    by a fraction of the reply's Python list, which alone would be ~20 MB), the client is
+    closed, the list intact, another client answered; LPOS and LREM of an absent element scan
+    it once."""
+    server = _start(spawn, tmp_path)
+    n = 300_000
+    with RespClient(server.host, server.port, timeout=60) as c:
+        for start in range(0, n, 10_000):
+            c.execute("RPUSH", "bl", *[f"element:{i:060d}" for i in range(start, start + 10_000)])
+    _each_closes(server, [("LRANGE", "bl", "0", "-1"), ("LRANGE", "bl", "-200000", "-1")],
+                 12 * MB)
+    with RespClient(server.host, server.port, timeout=60) as c:
+        assert c.execute("LLEN", "bl") == n
+        assert c.execute("LPOS", "bl", "absent") is None
+        assert c.execute("LREM", "bl", "0", "absent") == 0
+        assert c.execute("LINDEX", "bl", "150000") == f"element:{150_000:060d}".encode()
+
+
 def test_hset_of_many_fields_in_one_command(spawn: Spawn, tmp_path: Path) -> None:
     """HSET, SADD and ZADD with 100,000 fields or members in one request (the parser's limits
     apply, not a per-command one, as in Redis): stored whole, the server answering another

@@ -1,7 +1,10 @@
 """Hypothesis drives the engine (embedded, and behind the network server) and a real redis-server
 (7.0.15) with the same random sequences of sorted-set, hash, set and generic commands
-(tests.support.type_strategies) and compares every reply and error line, then every key's type,
-content, encoding and TTL.
+(tests.support.type_strategies) and of list commands (this module's `list_step`: three list keys
+with `list-max-listpack-size` 4, so lists of several nodes; pushes, pops with counts, LINSERT,
+LSET, LREM, LTRIM, LMOVE, RPOPLPUSH, LMPOP, LPOS, the blocking pops with a 10 ms timeout,
+DUMP/RESTORE, RENAME and COPY of lists) and compares every reply and error line, then every
+key's type, content, encoding and TTL.
 
 Left out: a lex range (ZRANGEBYLEX, ZLEXCOUNT, ZREMRANGEBYLEX, ZRANGE/ZRANGESTORE BYLEX) over a
 sorted set whose scores differ, which Redis documents as unspecified (its skiplist walk then
@@ -13,18 +16,22 @@ Normalised, where 7.0 and 8.x differ or where Redis's order is its hashtable's:
 * a hash's HKEYS / HVALS / HGETALL when the oracle's hash is a hashtable, and every set's members
   (7.0 has no listpack sets: a small set of strings is a hashtable there) compared as multisets;
 * a set's OBJECT ENCODING: 8.x's listpack is 7.0's hashtable, so only `intset` must agree;
+* a list's OBJECT ENCODING: 7.0 says `quicklist` for every list, 7.2+ `listpack` for a small
+  one, so both read as `quicklist`;
 * a TTL: whether there is one (the two clocks are not the same clock).
 SPOP, SRANDMEMBER, ZRANDMEMBER and HRANDFIELD pick at random: checked by their properties against
 the oracle's content (members belong, counts and distinctness right, scores and values match);
 SPOP's pick is then removed from the oracle's set with SREM so both stay equal. ZRANK
 WITHSCORE (7.2+) is checked against the oracle's ZRANK and ZSCORE. DUMP payloads differ between
 versions, so each side RESTOREs its own, or both the oracle's. Any command may also run inside
-a Redis Function (FCALL), and the blocking pops with a 10 ms timeout.
+a Redis Function (FCALL), and the blocking pops with a 10 ms timeout (never through FCALL for
+the list ones: 7.0 refuses BLPOP, BRPOP, BLMOVE and BRPOPLPUSH in scripts, 7.2+ runs them).
 
 The RESP3 variant (network server only) sends the same sequences after HELLO 3 and compares a
-sorted-set command's reply byte for byte (doubles read as values), any other reply whole, or
-for an aggregate its RESP3 type and length. Hash field expiry (7.4+) is covered by tests/property/test_types_replay.py,
-tests/property/test_hash_expiry_model.py and tests/engine/commands/test_hash_expiry.py.
+sorted-set or list command's reply byte for byte (doubles read as values), any other reply
+whole, or for an aggregate its RESP3 type and length. Hash field expiry (7.4+) is covered by
+tests/property/test_types_replay.py, tests/property/test_hash_expiry_model.py and
+tests/engine/commands/test_hash_expiry.py.
 """
 
 from __future__ import annotations
@@ -37,20 +44,105 @@ from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
 
 from streamkeep import Engine
 from tests.support.diffutil import ServedEngine, WallClock, outcome, reset_redis_config
 from tests.support.resp_client import RespClient, encode_command, read_raw_reply
-from tests.support.type_strategies import ALL_KEYS, SETUP, Step, steps
+from tests.support.type_strategies import (
+    ALL_KEYS,
+    LONG,
+    SETUP,
+    Step,
+    anykey,
+    step,
+    through_fcall,
+    zblock,
+)
 
 _NUMBER = re.compile(rb"^[+-]?(inf|(\d+\.?\d*|\.\d+)(e[+-]?\d+)?)$", re.I)
 LIMITS = {"zset-max-listpack-entries": "4", "hash-max-listpack-entries": "4",
-          "set-max-intset-entries": "4"}
+          "set-max-intset-entries": "4", "list-max-listpack-size": "4"}
 DEFAULTS = {"zset-max-listpack-entries": "128", "hash-max-listpack-entries": "512",
-            "set-max-intset-entries": "512"}
+            "set-max-intset-entries": "512", "list-max-listpack-size": "-2"}
 SET_READS = {b"SMEMBERS", b"SINTER", b"SUNION", b"SDIFF"}
 HASH_LISTS = {b"HKEYS", b"HVALS", b"HGETALL"}
 LEX_COMMANDS = {b"ZRANGEBYLEX", b"ZREVRANGEBYLEX", b"ZLEXCOUNT", b"ZREMRANGEBYLEX"}
+
+# --- lists (beside type_strategies' steps) -------------------------------------------------------
+
+LKEYS = [b"l1", b"l2", b"l3"]
+LIST_SETUP = [[b"RPUSH", b"l1", b"a", b"b", b"c", b"1", b"2"],
+              [b"RPUSH", b"l2", *[b"e%d" % i for i in range(10)], b"a", LONG]]
+LIST_COMMANDS = {b"LPUSH", b"RPUSH", b"LPUSHX", b"RPUSHX", b"LPOP", b"RPOP", b"LINSERT", b"LSET",
+                 b"LREM", b"LTRIM", b"LMOVE", b"RPOPLPUSH", b"LMPOP", b"LRANGE", b"LINDEX",
+                 b"LLEN", b"LPOS", b"BLPOP", b"BRPOP", b"BLMOVE", b"BRPOPLPUSH", b"BLMPOP"}
+
+lkey = st.sampled_from(LKEYS * 4 + [b"z1", b"s1", b"h1", b"str", b"nokey"])
+lkeys = st.lists(lkey, min_size=1, max_size=3)
+element = st.sampled_from([b"a", b"b", b"c", b"a", b"b", b"1", b"2", b"-7", b"01", b"", LONG])
+elements = st.lists(element, min_size=1, max_size=4)
+lindex = st.sampled_from([b"0", b"1", b"2", b"-1", b"-2", b"5", b"-6", b"100", b"-100", b"x"])
+lside = st.sampled_from([b"LEFT", b"RIGHT", b"LEFT", b"RIGHT", b"left", b"UP"])
+
+
+def _numkeys(keys: list[bytes], wrong: bool) -> list[bytes]:
+    return [b"%d" % (len(keys) + 1 if wrong else len(keys)), *keys]
+
+
+_wrong = st.integers(0, 15).map(lambda i: i == 0)
+_mpop_count = st.sampled_from([[], [b"COUNT", b"2"], [b"COUNT", b"5"], [b"COUNT", b"0"]])
+_lwrites = [
+    st.builds(lambda c, k, es: [c, k, *es],
+              st.sampled_from([b"LPUSH", b"RPUSH", b"LPUSHX", b"RPUSHX"]), lkey, elements),
+    st.builds(lambda c, k, n: [c, k, *n], st.sampled_from([b"LPOP", b"RPOP"]), lkey,
+              st.sampled_from([[], [], [b"0"], [b"1"], [b"3"], [b"10"], [b"-1"], [b"x"]])),
+    st.builds(lambda k, w, p, e: [b"LINSERT", k, w, p, e], lkey,
+              st.sampled_from([b"BEFORE", b"AFTER", b"after", b"MIDDLE"]), element, element),
+    st.builds(lambda k, i, e: [b"LSET", k, i, e], lkey, lindex, element),
+    st.builds(lambda k, n, e: [b"LREM", k, n, e], lkey,
+              st.sampled_from([b"0", b"1", b"-1", b"2", b"-2", b"x"]), element),
+    st.builds(lambda k, a, b: [b"LTRIM", k, a, b], lkey, lindex, lindex),
+    st.builds(lambda a, b, x, y: [b"LMOVE", a, b, x, y], lkey, lkey, lside, lside),
+    st.builds(lambda a, b: [b"RPOPLPUSH", a, b], lkey, lkey),
+    st.builds(lambda ks, w, d, n: [b"LMPOP", *_numkeys(ks, w), d, *n], lkeys, _wrong, lside,
+              _mpop_count),
+]
+_lreads = [
+    st.builds(lambda k, a, b: [b"LRANGE", k, a, b], lkey, lindex, lindex),
+    st.builds(lambda k, i: [b"LINDEX", k, i], lkey, lindex),
+    st.builds(lambda k: [b"LLEN", k], lkey),
+    st.builds(lambda k, e, o: [b"LPOS", k, e, *o], lkey, element,
+              st.sampled_from([[], [b"RANK", b"2"], [b"RANK", b"-1"], [b"COUNT", b"0"],
+                               [b"COUNT", b"2", b"RANK", b"-2"], [b"MAXLEN", b"3"],
+                               [b"RANK", b"0"], [b"COUNT", b"-1"], [b"MAXLEN", b"-1"]])),
+]
+_lgeneric = [
+    st.builds(lambda c, k: [c, k], st.sampled_from([b"TYPE", b"EXISTS", b"DEL"]), lkey),
+    st.builds(lambda c, a, b: [c, a, b], st.sampled_from([b"RENAME", b"RENAMENX"]), lkey,
+              st.one_of(lkey, anykey)),
+    st.builds(lambda a, b, r: [b"COPY", a, b, *r], lkey, st.one_of(lkey, anykey),
+              st.sampled_from([[], [b"REPLACE"]])),
+    st.builds(lambda k: [b"OBJECT", b"ENCODING", k], lkey),
+]
+# Blocking pops that time out after 10 ms on empty keys (never through FCALL: see above).
+_lblock = [
+    st.builds(lambda c, ks: [c, *ks, b"0.01"], st.sampled_from([b"BLPOP", b"BRPOP"]), lkeys),
+    st.builds(lambda a, b, x, y: [b"BLMOVE", a, b, x, y, b"0.01"], lkey, lkey, lside, lside),
+    st.builds(lambda a, b: [b"BRPOPLPUSH", a, b, b"0.01"], lkey, lkey),
+    st.builds(lambda ks, d, n: [b"BLMPOP", b"0.01", *_numkeys(ks, False), d, *n], lkeys, lside,
+              _mpop_count),
+]
+_list_cmd = st.one_of(*_lwrites, *_lwrites, *_lreads, *_lgeneric, *_lblock).map(
+    lambda argv: ("cmd", argv))
+_list_restore = st.builds(lambda a, b, src: ("dumprestore", [a, b, src]), lkey,
+                          st.one_of(lkey, anykey), st.sampled_from([b"own", b"oracle"]))
+list_step = st.one_of(_list_cmd, _list_cmd, _list_cmd, _list_restore)
+list_through_fcall = st.one_of(*_lwrites, *_lreads).map(
+    lambda argv: ("cmd", [b"FCALL", b"fuzz_run", b"0", *argv]))
+steps = st.lists(st.one_of(step, step, step, step, step, step, through_fcall, zblock,
+                           list_step, list_step, list_step, list_through_fcall),
+                 min_size=15, max_size=40)
 
 
 def num(reply: Any) -> Any:
@@ -89,7 +181,7 @@ class Lockstep:
             assert side.execute("FLUSHALL") == "OK"
             for name, value in LIMITS.items():
                 assert side.execute("CONFIG", "SET", name, value) == "OK"
-        for argv in SETUP:
+        for argv in SETUP + LIST_SETUP:
             self.compare(argv)
 
     def compare(self, argv: list[bytes], norm: Any = None) -> tuple[str, Any]:
@@ -119,6 +211,8 @@ class Lockstep:
             return lambda t: t if t < 0 else "ttl"
         if name == b"OBJECT" and self.oracle_type(argv[2]) == b"set":  # (before the command)
             return lambda enc: enc if enc == b"intset" else b"table"
+        if name == b"OBJECT" and self.oracle_type(argv[2]) == b"list":
+            return lambda enc: b"quicklist" if enc == b"listpack" else enc
         return None
 
     def run(self, kind: str, argv: list[bytes]) -> None:
@@ -236,7 +330,7 @@ class Lockstep:
     # --- the state -----------------------------------------------------------------------
 
     def same_state(self) -> None:
-        for key in ALL_KEYS + [b"nokey"]:
+        for key in ALL_KEYS + LKEYS + [b"nokey"]:
             kind = self.compare([b"TYPE", key])[1]
             kind = kind.encode() if isinstance(kind, str) else kind
             self.compare([b"TTL", key], self.norm_for([b"TTL", key]))
@@ -248,6 +342,8 @@ class Lockstep:
                 self.compare([b"SMEMBERS", key], multiset)
             elif kind == b"string":
                 self.compare([b"GET", key])
+            elif kind == b"list":
+                self.compare([b"LRANGE", key, b"0", b"-1"])
             if kind != b"none":
                 self.compare([b"OBJECT", b"ENCODING", key],
                              self.norm_for([b"OBJECT", b"ENCODING", key]))
@@ -333,7 +429,8 @@ def resp3_step(ours: Resp3, theirs: Resp3, argv: list[bytes]) -> None:
     it is not an aggregate (an aggregate's order may be a hashtable's), else its header: the
     RESP3 type (map, set, array) and length."""
     mine, oracle = doubles(ours(*argv)), doubles(theirs(*argv))
-    if argv[0].upper().startswith((b"Z", b"BZ")) or oracle[:1] not in b"*%~":
+    name = argv[0].upper()
+    if name.startswith((b"Z", b"BZ")) or name in LIST_COMMANDS or oracle[:1] not in b"*%~":
         assert mine == oracle, f"\nargv:   {argv!r}\nengine: {mine!r}\nredis:  {oracle!r}"
     else:
         head = [data.split(b"\r\n", 1)[0] for data in (mine, oracle)]

@@ -11,18 +11,15 @@ case: XREADGROUP, XCLAIM and XAUTOCLAIM create their consumer (and notify
 
 from __future__ import annotations
 
-import contextlib
-import socket
-import time
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
 from tests.support.diffutil import reset_redis_config
-from tests.support.resp_client import RespClient, RespError, encode_command, read_raw_reply
+from tests.support.keyspace_watch import Watcher
+from tests.support.resp_client import RespClient, RespError
 
-MARK = b"__keyspace@0__:MARK"  # published after each command: the end of its messages
 # A string's DUMP payload (RDB 10, `bar`) both servers restore.
 BAR_PAYLOAD = b"\x00\x03bar\x0a\x00\x8a\x8c\x1e\xb2\x60\x53\x9a\x79"
 
@@ -92,41 +89,6 @@ SCRIPT: list[tuple[Any, ...]] = [
     ("HGET", "h2", "n"), ("HGETALL", "h2"),
     ("FLUSHDB",),
 ]
-
-
-class Watcher:
-    """A pattern subscriber on one server and a client running the script there."""
-
-    def __init__(self, host: str, port: int, classes: str) -> None:
-        self.client = RespClient(host, port)
-        self.client.execute("FLUSHALL")
-        self.client.execute("CONFIG", "SET", "notify-keyspace-events", classes)
-        self.sub = socket.create_connection((host, port), timeout=10)
-        self.file = self.sub.makefile("rb")
-        self.sub.sendall(encode_command("PSUBSCRIBE", "__key*__:*"))
-        read_raw_reply(self.file)
-
-    def run(self, argv: tuple[Any, ...] | str) -> list[tuple[bytes, bytes]]:
-        """The messages `argv` caused, in order."""
-        if argv == "sleep":
-            time.sleep(0.02)
-            return []
-        with contextlib.suppress(RespError):  # a refused command publishes nothing either
-            self.client.execute(*argv)
-        self.client.execute("PUBLISH", MARK, "x")
-        messages = []
-        while True:
-            parts = read_raw_reply(self.file).split(b"\r\n")  # *4 $8 pmessage $n pattern ...
-            channel, data = parts[6], parts[8]
-            if channel == MARK:
-                return messages
-            messages.append((channel, data))
-
-    def close(self) -> None:
-        self.client.execute("CONFIG", "SET", "notify-keyspace-events", "")
-        self.client.close()
-        self.file.close()  # (the socket stays open, subscribed, while its file is)
-        self.sub.close()
 
 
 @pytest.fixture

@@ -49,7 +49,13 @@ modes:
 --workload types runs sorted sets, hashes (with field TTLs), sets and FCALL
 of a loaded library instead (exhaustive, random and sigkill of streamkeep):
 every acknowledged write there, a multi-key write whole or absent, the state
-a prefix of the history."""
+a prefix of the history.
+
+--workload lists runs a reliable queue on lists instead (exhaustive, random
+and sigkill of streamkeep or redis-server): LPUSH of unique jobs, BLMOVE /
+LMOVE / RPOPLPUSH to a processing list, LREM to acknowledge, LPOP / RPOP
+COUNT, LTRIM / LSET / LINSERT on a log: the lists a prefix of the history,
+and no job lost, stored twice or in a queue and processing at once."""
 
 EPILOG = f"""\
 examples:
@@ -58,6 +64,7 @@ examples:
   streamkeep crashbench --mode random --policy everysec --seconds 60
   streamkeep crashbench --mode sigkill --target redis-server --points 20
   streamkeep crashbench --workload types --policy all --ops 300
+  streamkeep crashbench --workload lists --mode sigkill --points 20
   streamkeep crashbench --json report.json    (--force replaces an existing one)
   streamkeep crashbench --policy all --ops 300 --html report.html
   streamkeep crashbench --replay powerloss:always:1:2000:666:1234:zeros
@@ -101,7 +108,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--workload", default="streams", choices=WORKLOADS,
                         help="streams (default): streams and consumer groups; types: sorted "
                              "sets, hashes with field TTLs, sets and FCALL of a loaded "
-                             "function library")
+                             "function library; lists: a reliable job queue (LPUSH, "
+                             "BLMOVE / LMOVE to a processing list, LREM)")
     parser.add_argument("--target", default="streamkeep", choices=("streamkeep", "redis-server"),
                         help="sigkill mode: the server to crash")
     parser.add_argument("--ops", type=positive_int, default=2000,

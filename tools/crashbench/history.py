@@ -9,11 +9,10 @@ from typing import Any
 
 from streamkeep.tools.crashbench.invariants import Checker
 from streamkeep.tools.crashbench.target import CommandFailed, ConnectionLost, Target
-from streamkeep.tools.crashbench.types_workload import TypesWorkload
-from streamkeep.tools.crashbench.workload import Workload
+from streamkeep.tools.crashbench.workloads import AnyWorkload
 
 
-def step(target: Target, workload: Workload | TypesWorkload, checker: Checker, at: float
+def step(target: Target, workload: AnyWorkload, checker: Checker, at: float
          ) -> Any:
     """Run the workload's next command. A reply or an error reply is acknowledged (the
     checker gets it at time `at`); ConnectionLost propagates with the command as its

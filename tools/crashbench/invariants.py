@@ -12,6 +12,12 @@ prefix j of the lineage, possibly plus the operation that was in flight (its out
   deleted or trimmed back, no changed bytes (the diagnosis names which); for the types
   workload, every sorted set, hash (fields, values, TTLs), set and function library is the
   prefix's, so a command or function that wrote several keys or members is whole or absent;
+  for the lists workload, every list holds the prefix's elements in the prefix's order;
+- `jobs` (the lists workload): the jobs' own accounting, kept from the target's replies and
+  not from the model: no job is stored twice (in two lists at once: a queue and processing) or
+  with changed bytes, none that no acknowledged or in-flight push wrote, and, at the prefix
+  found, every job pushed and not acknowledged done (LREM'd, popped) is in a queue or in
+  processing, and none acknowledged done is back;
 - `groups`: the entries match a prefix but the consumer groups (PEL, delivery counts,
   last-delivered-id, entries-read, consumers) do not;
 - `ids-reused`: an `XADD *` never returns an ID acknowledged before for another operation;
@@ -34,12 +40,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from streamkeep.tools.crashbench.lists_workload import JOB_KEYS, job_delta, job_of
 from streamkeep.tools.crashbench.model import (
-    TYPES,
+    TAGS,
     Reference,
     State,
     entries_hash,
     explicit,
+    lists_part,
     resolved,
     state_hash,
     stream_lengths,
@@ -49,7 +57,7 @@ from streamkeep.tools.crashbench.model import (
 from streamkeep.tools.crashbench.types_workload import REL_MS
 from streamkeep.tools.crashbench.workload import payload_ok
 
-INVARIANTS = ("acked-lost", "loss-window", "prefix", "groups", "ids-reused", "recovery",
+INVARIANTS = ("acked-lost", "loss-window", "prefix", "groups", "jobs", "ids-reused", "recovery",
               "replica", "bitrot", "refused-kept")
 
 
@@ -74,6 +82,7 @@ class Recovery:
 class _Op:
     argv: list[bytes]  # as applied to the reference (XADD IDs explicit)
     acked_at: float | None  # seconds (the run's clock); None: applied as the in-flight op
+    jobs: tuple = ((), ())  # the lists workload: the jobs it added and removed (job_delta)
 
 
 class Checker:
@@ -91,6 +100,12 @@ class Checker:
         self.lengths: dict[int, tuple[int, ...]] = {}  # each prefix's stream lengths (_alike)
         self.ids: dict[tuple[bytes, bytes], int] = {}  # (key, ID) -> the XADD op that got it
         self.violations: list[Violation] = []
+        # The lists workload's jobs ledger: the lineage index of the operation that pushed each
+        # job and of the one that removed it for good, and how many jobs are live (pushed, not
+        # removed) after each prefix.
+        self.job_added: dict[bytes, int] = {}
+        self.job_removed: dict[bytes, int] = {}
+        self.live: list[int] = [0]
 
     # --- during a run ----------------------------------------------------------------------
 
@@ -103,7 +118,7 @@ class Checker:
                     "ids-reused", f"XADD of op {op} returned {reply.decode()}, the ID op "
                     f"{first} was acknowledged with before a crash"))
         self.reference.apply(argv, reply)
-        self.lineage.append(_Op(explicit(argv, reply), at))
+        self._append(_Op(explicit(argv, reply), at, self._delta(argv, reply)))
 
     # --- after a crash ---------------------------------------------------------------------
 
@@ -114,6 +129,16 @@ class Checker:
         (default: all) were acknowledged before the crash at `crash_at`, and `in_flight` was
         the command whose outcome is unknown (`next_hash`: the state hash with it applied, when
         the caller knows it, as an exhaustive run does). Changes nothing."""
+        verdict = self._judge_state(state, crash_at, acked, in_flight, next_hash)
+        if self.workload == "lists":
+            notes = self._jobs_verdict(state, verdict, in_flight)
+            if notes:
+                verdict.violations.append(Violation("jobs", "; ".join(notes)))
+        return verdict
+
+    def _judge_state(self, state: State, crash_at: float, acked: int | None,
+                     in_flight: Sequence[bytes] | None, next_hash: str | None) -> Recovery:
+        """`judge` but the jobs' accounting."""
         k = len(self.lineage) if acked is None else acked
         verdict = Recovery(None, k)
         got = state_hash(state)
@@ -195,6 +220,80 @@ class Checker:
         self.violations.append(v)
         return v
 
+    # --- the lists workload's jobs ------------------------------------------------------------
+
+    def _jobs_verdict(self, state: State, verdict: Recovery,
+                      in_flight: Sequence[bytes] | None) -> list[str]:
+        """The jobs' accounting (`_job_notes`) at the prefix `verdict` found: with the in-flight
+        command's jobs when that prefix includes it; with no prefix, at the acknowledged
+        operations, the next (or in-flight) one's jobs allowed either way, and whether jobs
+        are missing or back only under always (elsewhere acknowledged operations may go)."""
+        n = len(self.lineage)
+        j = verdict.prefix
+        if j is not None and j <= n:
+            return self._job_notes(state, j)
+        if j is not None:  # the in-flight command applied
+            with_it = self._with_in_flight(in_flight or [], state)
+            return self._job_notes(state, n, with_it[0].jobs if with_it else ((), ()))
+        k = verdict.acked
+        if k < n:
+            extra = self.lineage[k].jobs
+        else:
+            extra = _may(in_flight, self._state_at(k)) if in_flight else ((), ())
+        return self._job_notes(state, k, extra, whole=self.policy == "always")
+
+    def _job_notes(self, state: State, j: int, extra: tuple = ((), ()), whole: bool = True
+                   ) -> list[str]:
+        """What is wrong with the jobs in `state`'s queues and processing list, by the ledger
+        after the lineage's first j operations (`extra`: jobs one more command may have added
+        or removed): jobs stored twice or in two lists, changed bytes, phantoms; with `whole`,
+        also jobs acknowledged done but back, and jobs in neither list that nothing
+        acknowledged done."""
+        part = lists_part(state)
+        if part is None:
+            return []
+        notes: list[str] = []
+        where: dict[bytes, list[bytes]] = {}
+        for key, elements in part[1]:
+            if key not in JOB_KEYS:
+                continue
+            bad = [value for value in elements if job_of(value) is None]
+            if bad:
+                notes.append(f"{key.decode()}: {len(bad)} element(s) that are no intact job "
+                             f"(first {_show(bad[0])})")
+            for value in elements:
+                if job_of(value) is not None:
+                    where.setdefault(value, []).append(key)
+        both = [v for v, keys in where.items() if len(set(keys)) > 1]
+        if both:
+            notes.append(f"{len(both)} job(s) in two lists at once (first {_show(both[0])} in "
+                         f"{', '.join(k.decode() for k in where[both[0]])})")
+        twice = [v for v, keys in where.items() if len(keys) > len(set(keys))]
+        if twice:
+            notes.append(f"{len(twice)} job(s) stored twice in one list (first "
+                         f"{_show(twice[0])} in {where[twice[0]][0].decode()})")
+        may_add, may_remove = set(extra[0]), set(extra[1])
+        phantom = [v for v in where if self.job_added.get(v, j) >= j and v not in may_add]
+        if phantom:
+            notes.append(f"{len(phantom)} job(s) no acknowledged or in-flight push wrote "
+                         f"(first {_show(phantom[0])} in {where[phantom[0]][0].decode()})")
+        if not whole:
+            return notes
+        back = [v for v in where if self.job_removed.get(v, j) < j]
+        if back:
+            notes.append(f"{len(back)} job(s) acknowledged done (LREM'd or popped) back in a "
+                         f"list (first {_show(back[0])} in {where[back[0]][0].decode()})")
+        live_present = sum(1 for v in where if self.job_added.get(v, j) < j
+                           and self.job_removed.get(v, j) >= j)
+        if live_present != self.live[j]:
+            missing = [v for v, i in self.job_added.items() if i < j and v not in where
+                       and self.job_removed.get(v, j) >= j and v not in may_remove]
+            if missing:
+                notes.append(f"{len(missing)} job(s) in neither a queue nor processing, never "
+                             f"acknowledged done (first {_show(missing[0])}, pushed by op "
+                             f"#{self.job_added[missing[0]]})")
+        return notes
+
     # --- internals -------------------------------------------------------------------------
 
     def _judge_loss(self, verdict: Recovery, j: int, k: int, crash_at: float) -> None:
@@ -222,9 +321,9 @@ class Checker:
         applied = resolved(argv, ref.state(), state)
         if applied is None:
             return None
-        ref.apply(applied, None)
+        reply = ref.apply(applied, None)
         with_it = ref.state()
-        return _Op(applied, None), state_hash(with_it), with_it
+        return _Op(applied, None, self._delta(applied, reply)), state_hash(with_it), with_it
 
     def hash_at(self, j: int) -> str:
         """The state hash after the lineage's first j operations."""
@@ -280,10 +379,33 @@ class Checker:
 
     def _extend(self, op: _Op) -> None:
         self.reference.apply(op.argv, None)
+        self._append(op)
+
+    def _append(self, op: _Op) -> None:
+        """`op` at the lineage's end, its jobs in the ledger."""
+        i = len(self.lineage)
         self.lineage.append(op)
+        live = self.live[-1]
+        added, removed = op.jobs
+        for job in added:
+            if job not in self.job_added:
+                self.job_added[job] = i
+                live += 1
+        for job in removed:
+            if job in self.job_added and job not in self.job_removed:
+                self.job_removed[job] = i
+                live -= 1
+        self.live.append(live)
+
+    def _delta(self, argv: Sequence[bytes], reply: Any) -> tuple:
+        return job_delta(argv, reply) if self.workload == "lists" else ((), ())
 
     def _cut(self, j: int) -> None:
-        del self.lineage[j:]
+        kept = self.lineage[:j]
+        self.lineage = []
+        self.job_added, self.job_removed, self.live = {}, {}, [0]
+        for op in kept:
+            self._append(op)
         self.hashes = {i: h for i, h in self.hashes.items() if i <= j}
         self.lengths = {i: n for i, n in self.lengths.items() if i <= j}
         self.reference = Reference.replayed([(op.argv, None) for op in self.lineage],
@@ -295,12 +417,13 @@ class Checker:
         at their last-delivered-id and entries-read, consumers, PEL entries with their
         delivery counts), so later checks judge only what happens after."""
         self.lineage.clear()
+        self.job_added, self.job_removed, self.live = {}, {}, [0]
         self.reference = Reference(self.workload)
         self.hashes = {}
         self.lengths = {}
         for argv in _rebuild_commands(state):
-            self.lineage.append(_Op(argv, None))
-            self.reference.apply(argv, None)
+            reply = self.reference.apply(argv, None)
+            self._append(_Op(argv, None, self._delta(argv, reply)))
 
     def _state_at(self, k: int) -> State:
         """The reference state after the lineage's first k operations."""
@@ -313,6 +436,7 @@ class Checker:
         notes: list[str] = []
         ever = set(self.ids)
         notes += _types_diff(types_part(state), types_part(want))
+        notes += _lists_diff(lists_part(state), lists_part(want))
         for (key, entries, groups), (_k, want_entries, want_groups) in zip(
                 streams(state), streams(want), strict=True):
             have = dict(entries)
@@ -348,6 +472,8 @@ def _rebuild_commands(state: State) -> list[list[bytes]]:
     (deleted or trimmed after delivery) is made by adding a placeholder entry, claiming it
     and deleting it again: XCLAIM only claims entries that exist."""
     out = _rebuild_types(types_part(state))
+    out += [[b"RPUSH", key, *elements] for key, elements in
+            (lists_part(state) or (None, ()))[1] if elements]
     for key, entries, groups in streams(state):
         present = dict(entries)
         gone = {entry_id for g in groups for entry_id, _c, _n in g[3]} - set(present)
@@ -370,7 +496,7 @@ def _but_entries_read(state: State) -> State:
     so a diagnosis looks past it to find the state a recovery matches otherwise)."""
     return tuple((key, entries, tuple((g[0], g[1], g[3], g[4]) for g in groups))
                  for key, entries, groups in streams(state)) + tuple(
-        part for part in state if part[0] == TYPES)
+        part for part in state if part[0] in TAGS)
 
 
 def _id_order(entry_id: bytes) -> tuple[int, int]:
@@ -394,6 +520,43 @@ def _group_diff(have: tuple, want: tuple) -> str:
         if h != g:
             return f"group {g[0].decode()} consumers {h[4]}, the model {g[4]}"
     return "extra groups"
+
+
+def _show(value: bytes) -> str:
+    """An element as a note names it: a job by its name, anything else by its first bytes."""
+    name = job_of(value)
+    return f"job {name.decode()}" if name is not None else repr(value[:40])
+
+
+def _may(argv: Sequence[bytes], before: State) -> tuple:
+    """The jobs the command `argv` (in flight) may have added and removed, given the model's
+    state `before` it: a push's, an LREM's job, what a pop of COUNT would take."""
+    name = argv[0].upper()
+    if name in (b"LPUSH", b"RPUSH", b"LREM"):
+        return job_delta(argv, 1)
+    if name in (b"LPOP", b"RPOP") and argv[1] in JOB_KEYS:
+        count = int(argv[2]) if len(argv) > 2 else 1
+        elements = dict((lists_part(before) or (None, ()))[1]).get(argv[1], ())
+        return (), tuple(elements[:count] if name == b"LPOP" else elements[-count:])
+    return (), ()
+
+
+def _lists_diff(have: tuple | None, want: tuple | None) -> list[str]:
+    """What differs between two lists parts, per list: its length, the first index where it
+    differs, the elements missing and extra."""
+    if have is None or want is None or have == want:
+        return []
+    notes = []
+    for (key, mine), (_k, theirs) in zip(have[1], want[1], strict=True):
+        if mine == theirs:
+            continue
+        at = next((i for i, (a, b) in enumerate(zip(mine, theirs, strict=False)) if a != b),
+                  min(len(mine), len(theirs)))
+        missing = len(set(theirs) - set(mine))
+        extra = len(set(mine) - set(theirs))
+        notes.append(f"list {key.decode()}: {len(mine)} element(s), the model {len(theirs)}; "
+                     f"first difference at index {at}; {missing} missing, {extra} extra")
+    return notes
 
 
 def _rebuild_types(part: tuple | None) -> list[list[bytes]]:

@@ -3,13 +3,14 @@
 Owns `read_state` (a target's streams, consumer groups, PELs and consumers as read through
 commands, timestamps left out: XRANGE, XINFO GROUPS, XPENDING, XINFO CONSUMERS; or, for the
 `types` workload, its sorted sets with scores, hashes with each field's TTL, sets and function
-libraries with their code), `state_hash`,
+libraries with their code; for the `lists` workload, its lists in order), `state_hash`,
 `EngineTarget` (an in-memory Engine as a Target) and `Reference`: an in-memory Engine that
 applies each acknowledged operation of the history, with every `XADD *` replaced by the ID the
-target acknowledged and every SPOP by an SREM of what it popped (`explicit`), so after operation j it holds the state a log prefix of j operations
-must recover to (commands with `min-idle 0` and no BLOCK are deterministic). Streamkeep's
-command semantics are Redis's, checked differentially elsewhere; the model is what the
-durability checks compare against, for streamkeep and redis-server alike.
+target acknowledged, every SPOP by an SREM of what it popped and every BLMOVE by its LMOVE
+(`explicit`), so after operation j it holds the state a log prefix of j operations must recover
+to (commands with `min-idle 0` and no BLOCK are deterministic). Streamkeep's command semantics
+are Redis's, checked differentially elsewhere; the model is what the durability checks compare
+against, for streamkeep and redis-server alike.
 Must not touch: a target's files, the checks themselves (invariants).
 """
 
@@ -20,6 +21,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from streamkeep.engine.wire.reply_parser import ErrorReply
+from streamkeep.tools.crashbench.lists_workload import LIST_KEYS
 from streamkeep.tools.crashbench.target import CommandFailed, Target
 from streamkeep.tools.crashbench.types_workload import ABS_AT, HASH_FIELDS, HASHES, SETS, ZSETS
 from streamkeep.tools.crashbench.workload import GROUPS, KEYS, payload_ok
@@ -30,9 +32,12 @@ from streamkeep.tools.crashbench.workload import GROUPS, KEYS, payload_ok
 # [(key, [(member, score)] in rank order)], hashes [(key, [(field, value, ttl)] sorted)], sets
 # [(key, [member] sorted)], functions [(library, code)]. A field's ttl: None (none), its
 # expiry time when absolute (ABS_AT and up), else "rel": a relative TTL lands on each clock's
-# own "now plus", so only its presence is the model's.
+# own "now plus", so only its presence is the model's. The lists workload's: one part, (LISTS,
+# [(key, elements in order)]).
 State = tuple
 TYPES = "types"  # the tag of a state's types part (a stream part starts with its key, bytes)
+LISTS = "lists"  # the tag of a state's lists part
+TAGS = (TYPES, LISTS)
 
 
 def _pairs(flat: Sequence[Any]) -> dict[bytes, Any]:
@@ -53,13 +58,22 @@ def read_state(target: Target, workload: str = "streams") -> State:
     """The canonical state of the workload's keys on `target` (see the module docstring),
     read in one MULTI/EXEC: a replica applying its stream, or a server with other clients,
     never shows a mix of two moments."""
-    types = workload == "types"
-    commands = _types_commands() if types else _stream_commands()
+    commands = (_types_commands() if workload == "types" else _lists_commands()
+                if workload == "lists" else _stream_commands())
     target.execute([b"MULTI"])
     for argv in commands:
         target.execute(argv)
     replies = target.execute([b"EXEC"])
-    return (_types_state(replies),) if types else _stream_state(replies)
+    if workload == "types":
+        return (_types_state(replies),)
+    if workload == "lists":
+        return ((LISTS, tuple((key, tuple(map(_b, elements)))
+                              for key, elements in zip(LIST_KEYS, replies, strict=True))),)
+    return _stream_state(replies)
+
+
+def _lists_commands() -> list[list[bytes]]:
+    return [[b"LRANGE", key, b"0", b"-1"] for key in LIST_KEYS]
 
 
 def _stream_commands() -> list[list[bytes]]:
@@ -131,13 +145,18 @@ def _ttl(expires_at: Any) -> int | str | None:
 
 
 def streams(state: State) -> State:
-    """The stream part of `state` (empty for the types workload's)."""
-    return tuple(part for part in state if part[0] != TYPES)
+    """The stream part of `state` (empty for the types and lists workloads')."""
+    return tuple(part for part in state if part[0] not in TAGS)
 
 
 def types_part(state: State) -> tuple | None:
     """The types part of `state`, or None (the streams workload's)."""
     return next((part for part in state if part[0] == TYPES), None)
+
+
+def lists_part(state: State) -> tuple | None:
+    """The lists part of `state`, or None (the other workloads')."""
+    return next((part for part in state if part[0] == LISTS), None)
 
 
 def _failed(reply: Any) -> bool:
@@ -146,8 +165,12 @@ def _failed(reply: Any) -> bool:
 
 
 def stream_lengths(state: State) -> tuple[int, ...]:
-    """How many entries each stream of `state` holds, in KEYS order (empty for the types
-    workload's): a state another one can equal only if these are equal."""
+    """How many entries each stream of `state` holds, in KEYS order (for the lists workload,
+    each list's length in LIST_KEYS order; empty for the types workload's): a state another
+    one can equal only if these are equal."""
+    lists = lists_part(state)
+    if lists is not None:
+        return tuple(len(elements) for _key, elements in lists[1])
     return tuple(len(entries) for _key, entries, _groups in streams(state))
 
 
@@ -157,10 +180,9 @@ def state_hash(state: State) -> str:
 
 def entries_hash(state: State) -> str:
     """state_hash of everything but the consumer groups: the streams' entries, and the
-    types part whole."""
-    types = types_part(state)
+    types or lists part whole."""
     return state_hash(tuple((key, entries) for key, entries, _groups in streams(state))
-                      + (() if types is None else (types,)))
+                      + tuple(part for part in state if part[0] in TAGS))
 
 
 class EngineTarget:
@@ -180,13 +202,16 @@ class EngineTarget:
 
 def explicit(argv: Sequence[bytes], reply: Any) -> list[bytes]:
     """`argv` made deterministic by its reply: an `XADD ... *` ID replaced by the ID its reply
-    gave, an SPOP that popped replaced by the SREM of what it popped."""
+    gave, an SPOP that popped replaced by the SREM of what it popped, a BLMOVE by the LMOVE it
+    is when it does not block (the model never waits: an empty source moves nothing)."""
     out = list(argv)
     name = out[0].upper()
     if name == b"XADD" and isinstance(reply, bytes) and b"*" in out:
         out[out.index(b"*")] = reply
     elif name == b"SPOP" and reply:
         out = [b"SREM", out[1], *([reply] if isinstance(reply, bytes) else reply)]
+    elif name == b"BLMOVE":
+        out = [b"LMOVE", *out[1:5]]
     return out
 
 
@@ -208,7 +233,7 @@ def resolved(argv: Sequence[bytes], before: State, after: State) -> list[bytes] 
         # Whole: as many members as it pops (one without COUNT), or none at all.
         count = min(int(argv[2]) if len(argv) > 2 else 1, len(had))
         return explicit(argv, popped) if popped and len(popped) == count else None
-    return list(argv)
+    return explicit(argv, None)
 
 
 class Reference:
@@ -235,6 +260,8 @@ class Reference:
         """`stream_lengths` of `state()`, by XLEN: a few O(1) reads, not the whole state."""
         if self.workload == "types":
             return ()
+        if self.workload == "lists":
+            return tuple(int(self.target.execute([b"LLEN", key])) for key in LIST_KEYS)
         return tuple(int(self.target.execute([b"XLEN", key])) for key in KEYS)
 
     @classmethod

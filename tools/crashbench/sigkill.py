@@ -33,9 +33,7 @@ from streamkeep.tools.crashbench.invariants import Checker, Violation
 from streamkeep.tools.crashbench.model import read_state
 from streamkeep.tools.crashbench.report import Found, Row, timeline
 from streamkeep.tools.crashbench.target import ConnectionLost
-from streamkeep.tools.crashbench.types_workload import TypesWorkload
-from streamkeep.tools.crashbench.workload import Workload
-from streamkeep.tools.crashbench.workloads import new_workload
+from streamkeep.tools.crashbench.workloads import AnyWorkload, new_workload
 from streamkeep.tools.servers import (
     RedisServer,
     ServerFailed,
@@ -56,7 +54,7 @@ Progress = Callable[[str, int, int], None]
 class Driver(threading.Thread):
     """Runs the workload on one connection until the connection drops or `stop` is set."""
 
-    def __init__(self, server: ServerProcess, workload: Workload | TypesWorkload, checker: Checker,
+    def __init__(self, server: ServerProcess, workload: AnyWorkload, checker: Checker,
                  started: float) -> None:
         super().__init__(daemon=True)
         self.target = server.target()
@@ -82,13 +80,13 @@ def rows(policy: str, target: str, seed: int, points: int | None, seconds: float
          progress: Progress | None = None, workload: str = "streams") -> list[Row]:
     """The rounds of one policy against one target (see the module docstring), running the
     workload named `workload` (WORKLOADS; redis-server 7.0 has no hash field expiry, so it
-    runs the streams one only)."""
+    runs the streams and lists ones only)."""
     from streamkeep.tools import temporaries
     from streamkeep.tools.crashbench.runs import mode_label, scratch_root
 
-    if target == "redis-server" and workload != "streams":
-        raise ValueError(f"--workload {workload}: --target redis-server runs the streams "
-                         f"workload only (its hash fields have no TTLs)")
+    if target == "redis-server" and workload == "types":
+        raise ValueError(f"--workload {workload}: --target redis-server runs the lists or the "
+                         f"streams workload only (its hash fields have no TTLs)")
     root = scratch_root(None)
     row = Row(policy, mode_label("sigkill", workload), "process crash", target=target)
     rounds = points or (None if seconds else DEFAULT_ROUNDS)
@@ -146,7 +144,7 @@ def _rounds(row: Row, policy: str, target: str, seed: int, rounds: int | None,
         row.seconds = time.monotonic() - started
 
 
-def _round(row: Row, server: ServerProcess, checker: Checker, workload: Workload | TypesWorkload,
+def _round(row: Row, server: ServerProcess, checker: Checker, workload: AnyWorkload,
            rng: random.Random, moment: str, started: float, seed: int, n: int, root: str,
            replica: ServerProcess | None) -> ServerProcess | None:
     driver = Driver(server, workload, checker, started)
@@ -248,7 +246,7 @@ def kill_during_recovery(server: ServerProcess, rng: random.Random,
         return f"restarted; the kill during its recovery missed ({missed})"
 
 
-def _rollback_round(row: Row, primary: ServerProcess, checker: Checker, workload: Workload | TypesWorkload,
+def _rollback_round(row: Row, primary: ServerProcess, checker: Checker, workload: AnyWorkload,
                     rng: random.Random, started: float, seed: int, n: int, root: str,
                     replica: ServerProcess | None) -> ServerProcess | None:
     """A primary that lost its tail (a power loss that took more than the policy allows, or a

@@ -99,6 +99,15 @@ DIFFERENCES: dict[str, tuple[Shape, Shape]] = {
                  (3, frozenset({"readonly", "fast"}), 1, 1, 1)),
     # Redis 7.2 let WAIT run in scripts (it never blocks there) and flagged it blocking.
     "wait": ((3, frozenset({"blocking"}), 0, 0, 0), (3, frozenset({"noscript"}), 0, 0, 0)),
+    # Redis 7.2 let the blocking list pops run in scripts (they never block there).
+    "blpop": ((-3, frozenset({"write", "blocking"}), 1, -2, 1),
+              (-3, frozenset({"write", "blocking", "noscript"}), 1, -2, 1)),
+    "brpop": ((-3, frozenset({"write", "blocking"}), 1, -2, 1),
+              (-3, frozenset({"write", "blocking", "noscript"}), 1, -2, 1)),
+    "blmove": ((6, frozenset({"write", "denyoom", "blocking"}), 1, 2, 1),
+               (6, frozenset({"write", "denyoom", "blocking", "noscript"}), 1, 2, 1)),
+    "brpoplpush": ((4, frozenset({"write", "denyoom", "blocking"}), 1, 2, 1),
+                   (4, frozenset({"write", "denyoom", "blocking", "noscript"}), 1, 2, 1)),
 }
 
 

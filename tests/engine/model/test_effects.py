@@ -193,6 +193,17 @@ SCRIPT: list[list[str]] = [
     ["HEXPIRE", "h", "100", "FIELDS", "1", "a"],
     ["HPERSIST", "h", "FIELDS", "1", "a"],
     ["HSETEX", "h", "PX", "5000", "FIELDS", "1", "d", "4"],
+    # lists
+    ["RPUSH", "l1", "a", "b", "c", "d", "e"],
+    ["LPUSHX", "l1", "z"],
+    ["LPOP", "l1"],
+    ["RPOP", "l1", "2"],
+    ["LMOVE", "l1", "l2", "LEFT", "RIGHT"],
+    ["RPOPLPUSH", "l1", "l2"],
+    ["LSET", "l2", "0", "q"],
+    ["LINSERT", "l2", "AFTER", "q", "r"],
+    ["LREM", "l2", "0", "r"],
+    ["LTRIM", "l2", "0", "0"],
     # function libraries (server state)
     ["FUNCTION", "LOAD", LIBRARY],
     ["FUNCTION", "DELETE", "lib"],
