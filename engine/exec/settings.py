@@ -438,7 +438,7 @@ def apply_value_limits(engine: EngineState) -> None:
     sets.max_listpack_entries = int(config["set-max-listpack-entries"])
     sets.max_listpack_value = int(config["set-max-listpack-value"])
     lists = engine.list_limits
-    lists.fill = int(config["list-max-listpack-size"])
+    lists.set_fill(int(config["list-max-listpack-size"]))
     lists.compress_depth = int(config["list-compress-depth"])
 
 

@@ -57,7 +57,6 @@ _OPTIMIZATION_LEVEL: Final = (4096, 8192, 16384, 32768, 65536)
 _SIZE_SAFETY_LIMIT: Final = 8192
 _SIZE_ESTIMATE_OVERHEAD: Final = 8
 _FILL_MAX: Final = (1 << 15) - 1
-_EMPTY_NODE_BYTES: Final = 7  # header and end marker
 _NO_LIMIT: Final = 1 << 62
 
 # Redis's allocations, for MEMORY USAGE (objectComputeSize).
@@ -73,54 +72,60 @@ _NODE_COUNT: Final = node_count
 
 class ListLimits:
     """list-max-listpack-size (`fill`) and list-compress-depth; shared by the lists of one
-    engine and changed in place on CONFIG SET, as Redis reads its globals. (The compress depth
-    is kept and reported; nodes are never compressed in memory.)"""
+    engine and changed in place on CONFIG SET (`set_fill`), as Redis reads its globals. (The
+    compress depth is kept and reported; nodes are never compressed in memory.) The node limits
+    the fill gives are worked out once, when it is set: every push reads them."""
 
-    __slots__ = ("fill", "compress_depth")
+    __slots__ = ("fill", "compress_depth", "size_limit", "count_limit", "large_limit")
 
     def __init__(self, fill: int = -2, compress_depth: int = 0) -> None:
-        self.fill = fill
         self.compress_depth = compress_depth
+        self.fill = fill
+        self.size_limit = _NO_LIMIT
+        self.count_limit = _NO_LIMIT
+        self.large_limit = _SIZE_SAFETY_LIMIT
+        self.set_fill(fill)
+
+    def set_fill(self, fill: int) -> None:
+        """quicklistNodeLimit's bytes or elements for `fill`, and isLargeElement's bound."""
+        self.fill = fill
+        if fill >= 0:
+            self.size_limit = _NO_LIMIT
+            self.count_limit = 1 if fill == 0 else min(fill, _FILL_MAX)
+            self.large_limit = _SIZE_SAFETY_LIMIT
+        else:
+            level = min(-fill - 1, len(_OPTIMIZATION_LEVEL) - 1)
+            self.size_limit = self.large_limit = _OPTIMIZATION_LEVEL[level]
+            self.count_limit = _NO_LIMIT
 
     def node_limits(self) -> tuple[int, int]:
         """quicklistNodeLimit: (bytes, elements) a node may hold; one of them unbounded."""
-        fill = self.fill
-        if fill >= 0:
-            return _NO_LIMIT, (1 if fill == 0 else min(fill, _FILL_MAX))
-        level = min(-fill - 1, len(_OPTIMIZATION_LEVEL) - 1)
-        return _OPTIMIZATION_LEVEL[level], _NO_LIMIT
+        return self.size_limit, self.count_limit
 
     def exceeds(self, size: int, count: int) -> bool:
         """quicklistNodeExceedsLimit: would a node of `size` bytes and `count` elements be
         past the limit?"""
-        size_limit, count_limit = self.node_limits()
-        if size_limit != _NO_LIMIT:
-            return size > size_limit
-        return size > _SIZE_SAFETY_LIMIT or count > count_limit
+        if self.size_limit != _NO_LIMIT:
+            return size > self.size_limit
+        return size > _SIZE_SAFETY_LIMIT or count > self.count_limit
 
     def is_large(self, size: int) -> bool:
         """isLargeElement: an element of `size` bytes gets a node of its own."""
-        if self.fill >= 0:
-            return size > _SIZE_SAFETY_LIMIT
-        return size > self.node_limits()[0]
+        return size > self.large_limit
 
     def allows_insert(self, node: bytearray, size: int) -> bool:
-        """_quicklistNodeAllowInsert: may an element of `size` bytes join `node`?"""
-        if self.is_large(size) or self.is_plain(node):
+        """_quicklistNodeAllowInsert: may an element of `size` bytes join `node`? (A plain
+        node is longer than any limit: the size test refuses it.)"""
+        if size > self.large_limit:
             return False
-        return not self.exceeds(len(node) + size + _SIZE_ESTIMATE_OVERHEAD,
-                                _NODE_COUNT(node) + 1)
-
-    def allows_merge(self, a: bytearray, b: bytearray) -> bool:
-        """_quicklistNodeAllowMerge."""
-        if self.is_plain(a) or self.is_plain(b):
-            return False
-        return not self.exceeds(len(a) + len(b) - _EMPTY_NODE_BYTES,
-                                _NODE_COUNT(a) + _NODE_COUNT(b))
+        new_size = len(node) + size + _SIZE_ESTIMATE_OVERHEAD
+        if self.size_limit != _NO_LIMIT:
+            return new_size <= self.size_limit
+        return new_size <= _SIZE_SAFETY_LIMIT and _NODE_COUNT(node) < self.count_limit
 
     def is_plain(self, node: bytearray) -> bool:
         """A node holding one element too large for a packed node (Redis's plain node)."""
-        return (_NODE_COUNT(node) == 1 and len(node) > _SIZE_SAFETY_LIMIT // 2
+        return (len(node) > self.large_limit and _NODE_COUNT(node) == 1
                 and self.is_large(len(node_get(node, 0))))
 
 
