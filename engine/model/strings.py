@@ -31,18 +31,23 @@ _HEX = re.compile(r"[+-]?0[xX]")
 
 def round_extended(x: Fraction) -> Fraction:
     """x rounded to the nearest long double (ties to even); denormals are not modelled (Redis
-    values never get near 2**-16382)."""
-    if x == 0:
+    values never get near 2**-16382). Integer shifts throughout: a Fraction power of two costs
+    a big-number division at every step."""
+    if not x.numerator:
         return x
-    sign = -1 if x < 0 else 1
-    x = abs(x)
-    exponent = x.numerator.bit_length() - x.denominator.bit_length()
-    if Fraction(2) ** exponent > x:  # make 2**exponent <= x < 2**(exponent + 1)
+    num, den = abs(x.numerator), x.denominator
+    exponent = num.bit_length() - den.bit_length()
+    # make 2**exponent <= |x| < 2**(exponent + 1)
+    if (den << exponent > num) if exponent >= 0 else (den > num << -exponent):
         exponent -= 1
     shift = SIGNIFICAND_BITS - 1 - exponent
-    scaled = x * Fraction(2) ** shift
-    significand = round(scaled)  # Fraction's round(): half to even
-    return sign * Fraction(significand) / Fraction(2) ** shift
+    n, d = (num << shift, den) if shift >= 0 else (num, den << -shift)
+    significand, rest = divmod(n, d)
+    if 2 * rest > d or (2 * rest == d and significand & 1):  # half to even
+        significand += 1
+    if x < 0:
+        significand = -significand
+    return Fraction(significand, 1 << shift) if shift >= 0 else Fraction(significand << -shift)
 
 
 def parse_long_double(text: bytes) -> Fraction | None:
@@ -67,7 +72,7 @@ def parse_long_double(text: bytes) -> Fraction | None:
 
 
 def is_finite(value: Fraction) -> bool:
-    return abs(value) < Fraction(2) ** EXTENDED_MAX_EXPONENT
+    return abs(value) < _INFINITY
 
 
 def add_long_double(a: Fraction, b: Fraction) -> Fraction | None:
