@@ -1,5 +1,5 @@
-"""Keyspace and connection commands: SELECT, DEL, UNLINK, EXISTS, TYPE, KEYS, SCAN, DBSIZE,
-RENAME, RENAMENX, FLUSHDB, FLUSHALL, PING, ECHO, TIME, DUMP and RESTORE (of a value of any type
+"""Keyspace and connection commands: SELECT, DEL, UNLINK, EXISTS, TOUCH, TYPE, KEYS, SCAN,
+DBSIZE, RENAME, RENAMENX, FLUSHDB, FLUSHALL, PING, ECHO, TIME, DUMP and RESTORE (of a value of any type
 whose RDB codec is registered: snapshot.rdb_types).
 
 Owns these commands' argument handling, replies and effects, and Redis's glob matcher
@@ -371,6 +371,15 @@ def exists(ctx: Ctx, argv: Argv) -> int:
         else:
             read_miss(ctx, key)
     return found
+
+
+@command("touch", -2, "readonly fast", keys=ALL_KEYS, group="generic", since="3.2.1",
+         summary="Returns the number of existing keys out of those specified after updating the "
+                 "time they were last accessed.", syntax="key...")
+def touch(ctx: Ctx, argv: Argv) -> int:
+    """lookupKeyRead of each key (streamkeep keeps no access times: the count, the hits and
+    misses, the keymiss events)."""
+    return exists(ctx, argv)
 
 
 @command("type", 2, "readonly fast", group="generic", since="1.0.0",

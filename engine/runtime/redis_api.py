@@ -659,6 +659,9 @@ class RedisAPI:
     def exists(self, *names: Any) -> int:
         return self.execute_command("EXISTS", *names, keys=names)
 
+    def touch(self, *args: Any) -> int:
+        return self.execute_command("TOUCH", *args)
+
     def type(self, name: Any) -> bytes | str:
         return self.execute_command("TYPE", name, keys=[name])
 
