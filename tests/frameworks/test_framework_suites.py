@@ -1,11 +1,12 @@
-"""The task frameworks' own test suites (streaq, arq, pydocket) against streamkeep: every test
-that passes against redis-server passes against `streamkeep serve` and against a shared
-directory's Unix socket. tests/support/framework_suites.py does the work (sources and venvs in a
+"""The task frameworks' own test suites (streaq, arq, pydocket, taskiq-redis, RQ, Celery's
+t/integration) against streamkeep: every test that passes against redis-server passes against
+`streamkeep serve` and against a shared directory's Unix socket. tests/support/framework_suites.py does the work (sources and venvs in a
 cache outside the checkout, the servers, the table); this module is how the slow run calls it.
 
 Slow: each suite installs its framework once (network) and runs for minutes. Without network
 access the source cannot be fetched and the test is skipped; STREAMKEEP_SUITES_SOURCES
-("streaq=/path/to/git/repo,...") gives sources from disk instead."""
+("streaq=/path/to/git/repo,taskiq-redis=/path/to/repo@REF,...") gives sources from disk instead
+(`@REF`: that git ref instead of the pinned tag)."""
 
 from __future__ import annotations
 
@@ -20,18 +21,19 @@ from tests.support import framework_suites as run_suites
 pytestmark = [pytest.mark.slow, pytest.mark.redis]
 
 
-def _sources() -> dict[str, Path]:
+def _sources() -> tuple[dict[str, Path], dict[str, str]]:
     spec = os.environ.get("STREAMKEEP_SUITES_SOURCES", "")
-    return {k: Path(v) for k, v in (s.split("=", 1) for s in spec.split(",") if "=" in s)}
+    return run_suites.parse_sources([s for s in spec.split(",") if "=" in s])
 
 
 @pytest.mark.timeout(1800)
 @pytest.mark.parametrize("name", sorted(run_suites.SUITES))
 def test_suite_passes_where_redis_server_does(name: str) -> None:
     cache = Path(os.environ.get("STREAMKEEP_SUITES_CACHE", run_suites.DEFAULT_CACHE))
+    sources, refs = _sources()
     try:
-        results = run_suites.run([name], list(run_suites.SERVERS), cache, _sources(),
-                                 suite_timeout=600.0, test_timeout=30.0)
+        results = run_suites.run([name], list(run_suites.SERVERS), cache, sources,
+                                 suite_timeout=600.0, test_timeout=30.0, refs=refs)
     except subprocess.CalledProcessError as exc:
         pytest.skip(f"{name}'s source or dependencies could not be fetched: {exc}")
     table = run_suites.print_table(results, {name: run_suites.SUITES[name].note})

@@ -12,18 +12,22 @@ streamkeep but not on redis-server grouped by the first Redis error they hit.
 
 The suites are run unchanged except for where they find their server: each one's conftest
 (in the cache's copy) gets fixtures appended that return the URL under test instead of a
-Docker container's or a hard-coded host's.
+Docker container's or a hard-coded host's; a suite whose tests use redis-py's default
+localhost:6379 (RQ's, Celery's tasks) gets a sitecustomize on its PYTHONPATH that sends those
+connections to the server under test (REDIRECT_PLUGIN).
 
 Must not touch: the checkout (sources, venvs and servers' directories live in the cache and
 in temporary directories), the project's venv (only its Python starts `streamkeep serve`).
 
 Usage:
-    .venv/bin/python tests/support/framework_suites.py [--only streaq,arq,pydocket]
-        [--servers redis,streamkeep,shared] [--cache DIR] [--source NAME=PATH]
+    .venv/bin/python -m tests.support.framework_suites
+        [--only streaq,arq,pydocket,taskiq-redis,rq,celery]
+        [--servers redis,streamkeep,shared] [--cache DIR] [--source NAME=PATH[@REF]]
         [--suite-timeout S] [--test-timeout S] [--json FILE]
 
 `--source streaq=PATH` takes the source from a git repository (its pinned tag, by
-`git archive`) or a source tree instead of the network.
+`git archive`; `PATH@REF` another ref, for a copy that lacks the tag) or a source tree instead
+of the network.
 """
 
 from __future__ import annotations
@@ -75,6 +79,72 @@ def pytest_runtest_logreport(report):
         with open(_OUT, "a", encoding="utf-8") as out:
             out.write(json.dumps({"nodeid": report.nodeid, "when": report.when,
                                   "outcome": report.outcome, "text": text[-20000:]}) + "\\n")
+'''
+
+# The sitecustomize of a suite whose tests use redis-py's default server (Suite.redirect_default):
+# every process the suite starts with the harness's PYTHONPATH (pytest, the workers it forks or
+# spawns, its CLIs) sends a plain connection to localhost:6379 to the server under test: to its
+# host and port, or to its Unix socket. The connection's arguments, and so its pool's, are
+# left as the test gave them.
+REDIRECT_PLUGIN = '''\
+import asyncio, os, socket
+
+_URL = os.environ.get("STREAMKEEP_SUITE_URL", "")
+_PATH = _URL[len("unix://"):].partition("?")[0] if _URL.startswith("unix://") else None
+
+
+def _install():
+    try:
+        import redis.asyncio.connection as aio
+        import redis.connection as sync
+    except ImportError:
+        return
+    host = os.environ["STREAMKEEP_SUITE_HOST"]
+    port = int(os.environ["STREAMKEEP_SUITE_PORT"])
+
+    def wrap_init(cls):
+        original = cls.__init__
+
+        def __init__(self, *args, **kwargs):
+            original(self, *args, **kwargs)
+            self._sk_unix = False
+            if str(self.host) in ("localhost", "127.0.0.1") and int(self.port) == 6379:
+                if _PATH is None:
+                    self.host, self.port = host, port
+                else:
+                    self._sk_unix = True
+        cls.__init__ = __init__
+
+    def sync_connect(original):
+        def _connect(self):
+            if not getattr(self, "_sk_unix", False):
+                return original(self)
+            sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            sock.settimeout(self.socket_connect_timeout)
+            try:
+                sock.connect(_PATH)
+            except OSError:
+                sock.close()
+                raise
+            sock.settimeout(self.socket_timeout)
+            return sock
+        return _connect
+
+    def async_connect(original):
+        async def _connect(self):
+            if not getattr(self, "_sk_unix", False):
+                return await original(self)
+            self._reader, self._writer = await asyncio.wait_for(
+                asyncio.open_unix_connection(path=_PATH), self.socket_connect_timeout)
+        return _connect
+
+    for cls, connect in ((sync.Connection, sync_connect), (aio.Connection, async_connect)):
+        wrap_init(cls)
+        cls._connect = connect(cls._connect)
+
+
+if _URL:
+    _install()
 '''
 
 
@@ -233,10 +303,14 @@ def run_leg(suite: Suite, src: Path, venv: Path, server: Running, workdir: Path,
     plugin_dir = workdir / "plugin"
     plugin_dir.mkdir(exist_ok=True)
     (plugin_dir / "sk_suite_report.py").write_text(REPORT_PLUGIN, encoding="utf-8")
+    if suite.redirect_default:
+        (plugin_dir / "sitecustomize.py").write_text(REDIRECT_PLUGIN, encoding="utf-8")
     env = dict(os.environ)
     env.update(STREAMKEEP_SUITE_URL=server.url, STREAMKEEP_SUITE_HOST=server.host,
                STREAMKEEP_SUITE_PORT=str(server.port), STREAMKEEP_SUITE_REPORT=str(report),
-               PYTHONPATH=str(plugin_dir), PYTHONDONTWRITEBYTECODE="1")
+               PYTHONPATH=str(plugin_dir), PYTHONDONTWRITEBYTECODE="1",
+               # the framework's CLIs (RQ's tests run `rqworker`), as in its activated venv
+               PATH=f"{venv / 'bin'}{os.pathsep}{os.environ.get('PATH', '')}")
     env.pop("VIRTUAL_ENV", None)
     argv = [str(venv / "bin" / "python"), "-m", "pytest", "-q", "-p", "sk_suite_report",
             "-p", "no:cacheprovider", f"--timeout={test_timeout:g}",
@@ -362,14 +436,31 @@ def print_table(results: list[LegResult], notes: dict[str, str]) -> str:
 
 # ---------------------------------------------------------------- main
 
+def parse_sources(specs: list[str]) -> tuple[dict[str, Path], dict[str, str]]:
+    """`NAME=PATH` or `NAME=PATH@REF` (a git repository's ref instead of the pinned tag) each:
+    the paths and the refs by framework."""
+    sources: dict[str, Path] = {}
+    refs: dict[str, str] = {}
+    for spec in specs:
+        name, _, value = spec.partition("=")
+        path, at, ref = value.rpartition("@")
+        if not at:
+            path, ref = value, ""
+        sources[name] = Path(path)
+        if ref:
+            refs[name] = ref
+    return sources, refs
+
+
 def run(only: list[str], servers: list[str], cache: Path, sources: dict[str, Path],
         suite_timeout: float, test_timeout: float, paths: list[str] | None = None,
-        log: Callable[[str], None] = print) -> list[LegResult]:
+        log: Callable[[str], None] = print,
+        refs: dict[str, str] | None = None) -> list[LegResult]:
     cache.mkdir(parents=True, exist_ok=True)
     results: list[LegResult] = []
     for name in only:
         suite = SUITES[name]
-        src = fetch_source(suite, cache, sources.get(name))
+        src = fetch_source(suite, cache, sources.get(name), (refs or {}).get(name))
         venv = ensure_venv(suite, cache, src)
         for kind in servers:
             if kind in ("shared", "redis-unix") and not suite.unix:
@@ -403,17 +494,17 @@ def main(argv: list[str] | None = None) -> int:
                         help=f"of {', '.join(SERVERS + OPTIONAL_SERVERS)}")
     parser.add_argument("--cache", type=Path,
                         default=Path(os.environ.get("STREAMKEEP_SUITES_CACHE", DEFAULT_CACHE)))
-    parser.add_argument("--source", action="append", default=[], metavar="NAME=PATH")
+    parser.add_argument("--source", action="append", default=[], metavar="NAME=PATH[@REF]")
     parser.add_argument("--suite-timeout", type=float, default=300.0)
     parser.add_argument("--test-timeout", type=float, default=15.0)
     parser.add_argument("--paths", help="comma-separated test paths instead of the suite's own"
                         " (one framework at a time)")
     parser.add_argument("--json", type=Path, help="write the outcomes here")
     args = parser.parse_args(argv)
-    sources = {k: Path(v) for k, v in (s.split("=", 1) for s in args.source)}
+    sources, refs = parse_sources(args.source)
     results = run(args.only.split(","), args.servers.split(","), args.cache, sources,
                   args.suite_timeout, args.test_timeout,
-                  args.paths.split(",") if args.paths else None)
+                  args.paths.split(",") if args.paths else None, refs=refs)
     print()
     print_table(results, {n: f"tests: {args.paths}" if args.paths else SUITES[n].note
                           for n in args.only.split(",")})

@@ -37,7 +37,8 @@ OWN_COUNT = {"aof.always_threads", "aof.always", "aof.fsync", "aof.replay", "aof
                if b.key != "queue.batch"),
              *(f"memory.{name}" for name in ("sensor", "one_field", "ten_fields",
                                              "varied_fields", "deletions", "zset", "hash",
-                                             "set", "small_hashes")),  # 5 x N, N / 2
+                                             "set", "small_hashes", "list",
+                                             "small_lists")),  # 5 x N, N / 2
              *(b.key for s in bench.SECTIONS
                if s.name in ("server", "strings", "hardening", "replication", "inspect", "export",
                              "backlog", "interop", "shared")
@@ -112,7 +113,8 @@ def _targets(sections: tuple[bench.Section, ...]) -> int:
 # that no section runs twice (the suite's time) and no one test runs for minutes.
 OWN_TESTS = ("snapshot", "server", "strings", "replication", "inspect", "queue", "memory",
              "nodes", "consume", "crashbench", "shared",
-             "types")  # (tests/tools/bench/test_datatypes.py)
+             "types",  # (tests/tools/bench/test_datatypes.py)
+             "lists")  # (tests/tools/bench/test_lists.py)
 
 
 def test_every_section_is_run_by_some_test() -> None:

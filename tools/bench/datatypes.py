@@ -10,7 +10,9 @@ suites build it, :mod:`.frameworks`; the row is skipped with "arq not available"
 cannot be installed); and the section's summary (:func:`summary`: both servers' rates, their
 ratio and its range over the repeats, against the targets). The servers (an everysec AOF
 each) and the redis-benchmark runs are the server section's (:mod:`.server`), shared by the
-run.
+run. The ``lists`` section (:mod:`.lists`) runs its commands through the same
+:class:`TypeCommand` and :func:`command` (at its own ``-P``), its framework through
+:class:`FrameworkVenv`, and prints its summary with :func:`section_summary`.
 Must not touch: the section declarations (rows, figures and targets: .sections), the processes'
 start and stop (:mod:`.processes`), engine internals (the servers are driven over RESP only),
 keys outside its two databases.
@@ -158,7 +160,7 @@ COMMANDS: tuple[TypeCommand, ...] = (
 
 
 @contextmanager
-def _client(server: Any, db: int) -> Iterator[Any]:
+def db_client(server: Any, db: int) -> Iterator[Any]:
     """A redis-py client of ``server``'s database ``db`` (the server's own client stays on 0)."""
     client = redis.Redis(host=HOST, port=server.port, db=db, socket_connect_timeout=5)
     try:
@@ -167,22 +169,24 @@ def _client(server: Any, db: int) -> Iterator[Any]:
         client.close()
 
 
-def command(env: BenchEnv, server: Any, cmd: TypeCommand) -> Measurement:
-    """``redis-benchmark -c 50 -P 16 -r KEYSPACE --dbnum DB <cmd>`` against ``server``, its data
-    prepared first and checked after; the prepared key deleted at the end."""
-    requests = server_requests(env.n, PIPELINE)
+def command(env: BenchEnv, server: Any, cmd: TypeCommand,
+            pipeline: int = PIPELINE) -> Measurement:
+    """``redis-benchmark -c 50 -P <pipeline> -r KEYSPACE --dbnum DB <cmd>`` against ``server``
+    (``-P 16`` unless told), its data prepared first and checked after; the prepared key
+    deleted at the end."""
+    requests = server_requests(env.n, pipeline)
     tool = benchmark_tool(env)
-    with _client(server, DB) as client:
+    with db_client(server, DB) as client:
         try:
             cmd.prepare(client, cmd.key, requests)
         except redis.ResponseError as err:
             raise Skip(f"{cmd.verb} unsupported: preparing its data answered {err}") from None
-        row, cpu = run_redis_benchmark(server, tool, requests, PIPELINE,
+        row, cpu = run_redis_benchmark(server, tool, requests, pipeline,
                                        ("--dbnum", str(DB), "-r", str(KEYSPACE), *cmd.argv()))
         if cmd.check is not None:
             cmd.check(client, cmd.key)
         client.delete(cmd.key)
-    return benchmark_measurement(server, cmd.verb, row, cpu, requests, PIPELINE)
+    return benchmark_measurement(server, cmd.verb, row, cpu, requests, pipeline)
 
 
 # --- a task framework: arq -----------------------------------------------------------------------
@@ -195,9 +199,16 @@ def framework_tasks(n: int) -> int:
 
 class FrameworkVenv:
     """A framework's own venv, fetched and installed as the framework suites do (the same cache:
-    :func:`.frameworks.cache_dir`); Skip ("<name> not available") when that fails."""
+    :func:`.frameworks.cache_dir`); Skip ("<name> not available") when that fails. ``how``
+    (the header line's end: how the section runs it) is arq's row's unless told."""
 
-    def __init__(self, name: str) -> None:
+    def __init__(self, name: str, how: str | None = None, section: str = "types") -> None:
+        self.how = how if how is not None else (
+            f"one worker in burst mode, poll_delay {ARQ_POLL_DELAY:g} s, arq's defaults "
+            f"otherwise; database {ARQ_DB}, emptied before each run")
+        self.section = section
+        if name not in frameworks.SUITES:
+            raise Skip(f"{name} not available: not one of the framework suites")
         self.suite = frameworks.SUITES[name]
         self.cache = frameworks.cache_dir()
         try:
@@ -213,10 +224,8 @@ class FrameworkVenv:
         self.python = str(self.venv / "bin" / "python")
 
     def describe(self) -> list[str]:
-        return [f"types: {self.suite.name} {self.suite.version} in its own venv ({self.venv}), "
-                f"pinned as the framework suites pin it; one worker in burst mode, poll_delay "
-                f"{ARQ_POLL_DELAY:g} s, arq's defaults otherwise; database {ARQ_DB}, emptied "
-                f"before each run"]
+        return [f"{self.section}: {self.suite.name} {self.suite.version} in its own venv "
+                f"({self.venv}), pinned as the framework suites pin it; {self.how}"]
 
     def stop(self) -> None:
         pass
@@ -227,7 +236,7 @@ def arq(env: BenchEnv, server: Any) -> Measurement:
     the worker's tasks/s (figure ``enqueue_per_s``: the enqueueing's rate)."""
     venv: FrameworkVenv = env.shared("arq venv", lambda: FrameworkVenv("arq"))
     tasks = framework_tasks(env.n)
-    with _client(server, ARQ_DB) as client:
+    with db_client(server, ARQ_DB) as client:
         client.flushdb()
         done = subprocess.run([venv.python, "-I", ARQ_CHILD, HOST, str(server.port),
                                str(ARQ_DB), str(tasks), str(ARQ_POLL_DELAY)],
@@ -251,13 +260,14 @@ def arq(env: BenchEnv, server: Any) -> Measurement:
 # --- the section's summary -----------------------------------------------------------------------
 
 
-def _pairs(results: Sequence[Any]) -> list[tuple[Any, Any]]:
+def _pairs(results: Sequence[Any], section: str) -> list[tuple[Any, Any]]:
     """The section's (streamkeep, redis-server) rows that ran, in row order: a row
-    ``types.X`` with its reference ``types.redis_X``."""
+    ``<section>.X`` with its reference ``<section>.redis_X``."""
     by_key = {r.bench.key: r for r in results}
-    return [(r, by_key[f"types.redis_{r.bench.key[len('types.'):]}"]) for r in results
-            if r.bench.key.startswith("types.") and not r.bench.key.startswith("types.redis_")
-            and f"types.redis_{r.bench.key[len('types.'):]}" in by_key]
+    own, reference = f"{section}.", f"{section}.redis_"
+    return [(r, by_key[reference + r.bench.key[len(own):]]) for r in results
+            if r.bench.key.startswith(own) and not r.bench.key.startswith(reference)
+            and reference + r.bench.key[len(own):] in by_key]
 
 
 def ratio_range(mine: Sequence[float], theirs: Sequence[float]) -> tuple[float, float] | None:
@@ -266,11 +276,13 @@ def ratio_range(mine: Sequence[float], theirs: Sequence[float]) -> tuple[float, 
     return (min(ratios), max(ratios)) if ratios else None
 
 
-def summary(results: Sequence[Any], figures: Sequence[Any]) -> Table | None:
-    """streamkeep against redis-server, row by row: the best rates, their ratio, the ratios'
-    range over the repeats (run i of one against run i of the other), the target met or not;
-    None when the section did not run. ``results`` and ``figures`` are the runner's."""
-    pairs = _pairs(results)
+def section_summary(results: Sequence[Any], figures: Sequence[Any],
+                    section: str) -> Table | None:
+    """streamkeep against redis-server, row by row, for a section whose rows come in pairs
+    (``<section>.X`` and ``<section>.redis_X``): the best rates, their ratio, the ratios' range
+    over the repeats (run i of one against run i of the other), the target met or not; None
+    when the section did not run. ``results`` and ``figures`` are the runner's."""
+    pairs = _pairs(results, section)
     if not pairs:
         return None
     rows = []
@@ -287,8 +299,13 @@ def summary(results: Sequence[Any], figures: Sequence[Any]) -> Table | None:
                      f"{mine.rate:,.0f}/s" if mine.rate else "-",
                      f"{theirs.rate:,.0f}/s" if theirs.rate else "-", ratio,
                      f"{span[0]:.2f}-{span[1]:.2f}x" if span else "-", target, verdict])
-    return Table(["types: workload", "streamkeep", "redis-server", "ratio", "repeats' range",
-                  "target", "met"], rows, right={1, 2, 3, 4}, verdict=6)
+    return Table([f"{section}: workload", "streamkeep", "redis-server", "ratio",
+                  "repeats' range", "target", "met"], rows, right={1, 2, 3, 4}, verdict=6)
+
+
+def summary(results: Sequence[Any], figures: Sequence[Any]) -> Table | None:
+    """The types section's summary (:func:`section_summary`)."""
+    return section_summary(results, figures, "types")
 
 
 def describe(env: BenchEnv) -> list[str]:

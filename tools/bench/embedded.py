@@ -5,8 +5,8 @@ Owns its workloads: XADD (:func:`bench_embedded_xadd`; through redis-py's API,
 until drained (:func:`bench_embedded_consume`), and reads capped by COUNT against Redis 8.10's
 MAXCOUNT over the same data (:func:`bench_embedded_capped_read`), XADD with IDMP against plain
 XADD (:func:`bench_embedded_xadd_idmp`), ZADD, HSET and SADD into one growing value
-(:func:`bench_embedded_type_write`), each on a fresh
-``Engine.open()``.
+(:func:`bench_embedded_type_write`), and a list used as a queue, LPUSH + RPOP pairs
+(:func:`bench_embedded_list_pairs`), each on a fresh ``Engine.open()``.
 Must not touch: engine internals (only ``Engine.open``/``execute``/``redis``), other sections, the
 registry (which names these rows and their targets).
 """
@@ -28,6 +28,7 @@ from streamkeep.tools.bench.workload import (
 )
 
 XREAD_PASSES = 10  # times the XREAD capped-read row reads its data (XREAD changes nothing)
+LIST_BACKLOG = 1_000  # elements the LPUSH + RPOP row's list holds throughout
 
 
 def _new_engine() -> Any:
@@ -65,6 +66,26 @@ def bench_embedded_type_write(n: int, command: str) -> float:
     for call in calls:
         execute(*call)
     return n / (time.perf_counter() - start)
+
+
+def bench_embedded_list_pairs(n: int) -> float:
+    """LPUSH of a new element then RPOP of the oldest, n pairs on one thread, into a list that
+    holds LIST_BACKLOG elements throughout (a queue with a backlog: every RPOP finds one and
+    the key is never deleted; checked after); pairs per second."""
+    execute = _new_engine().execute
+    key = "lists:queue"
+    for first in range(0, LIST_BACKLOG, BATCH):
+        last = min(first + BATCH, LIST_BACKLOG)
+        execute("RPUSH", key, *(b"job:%d" % -i for i in range(first, last)))
+    jobs = [b"job:%d" % i for i in range(n)]  # (made before the clock starts)
+    start = time.perf_counter()
+    for job in jobs:
+        execute("LPUSH", key, job)
+        execute("RPOP", key)
+    elapsed = time.perf_counter() - start
+    if execute("LLEN", key) != LIST_BACKLOG:
+        raise AssertionError("the LPUSH + RPOP pairs changed the list's length")
+    return n / elapsed
 
 
 def bench_embedded_xadd(n: int) -> float:

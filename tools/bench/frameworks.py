@@ -6,9 +6,10 @@ Owns :class:`Suite` (one framework: its pinned version, where its source comes f
 venv installs, how its tests find their server), :data:`SUITES`, the cache's place
 (:func:`cache_dir`: ``STREAMKEEP_SUITES_CACHE``, else :data:`DEFAULT_CACHE`),
 :func:`fetch_source` (the source at its pinned version, by git, pip's sdist or a local copy,
-its tests' conftest patched) and :func:`ensure_venv` (the framework's own venv, made once and
-again when its pins change). A failed fetch or install raises what the tool raised
-(``subprocess.CalledProcessError``, ``OSError``): the callers decide what that means.
+or a local repository's other ref; its tests' conftest patched) and :func:`ensure_venv` (the
+framework's own venv, made once and again when its pins change). A failed fetch or install
+raises what the tool raised (``subprocess.CalledProcessError``, ``OSError``): the callers decide
+what that means.
 Must not touch: the checkout's files (sources and venvs live in the cache), the project's
 venv (its Python only makes the frameworks' venvs), any server.
 """
@@ -56,6 +57,9 @@ class Suite:
     patch: Callable[[Path], None]
     unix: bool  # accepts a unix:// URL
     note: str = ""
+    # Its tests reach redis-py's default localhost:6379 (hard-coded, or through processes they
+    # start): the harness sends those connections to the server under test.
+    redirect_default: bool = False
 
 
 def _append_once(path: Path, block: str) -> None:
@@ -121,6 +125,40 @@ def redis_url(redis_port: int) -> str:
 ''')
 
 
+def _patch_taskiq_redis(src: Path) -> None:
+    # The tests come from git; the package from PyPI's pinned release (installed in the venv): the
+    # tree's copy goes, or pytest's rootdir on sys.path would import it instead.
+    shutil.rmtree(src / "taskiq_redis", ignore_errors=True)
+    # Its redis_url fixture reads TEST_REDIS_URL, else a docker-compose port.
+    _append_once(src / "tests" / "conftest.py", '''\
+@pytest.fixture
+def redis_url() -> str:
+    return os.environ["STREAMKEEP_SUITE_URL"]
+''')
+
+
+def _patch_rq(src: Path) -> None:
+    # RQ's tests connect with redis-py's defaults (Redis(), redis://127.0.0.1:6379/N, in the
+    # test process and in the workers and CLIs it starts): the harness's sitecustomize sends
+    # localhost:6379 to the server under test (Suite.redirect_default); nothing to patch.
+    return None
+
+
+def _patch_celery(src: Path) -> None:
+    # t/integration reads its broker and backend URLs from TEST_BROKER/TEST_BACKEND at import
+    # (an AMQP broker by default); its tasks' own redis-py client uses localhost:6379, which the
+    # harness redirects. A unix:// URL is kombu's and the backend's redis+socket://.
+    _append_once(src / "t" / "integration" / "conftest.py", '''\
+def _streamkeep_url() -> str:
+    url = os.environ["STREAMKEEP_SUITE_URL"]
+    return "redis+socket://" + url[len("unix://"):] if url.startswith("unix://") else url
+
+
+TEST_BROKER = _streamkeep_url()
+TEST_BACKEND = _streamkeep_url()
+''')
+
+
 SUITES: dict[str, Suite] = {
     "streaq": Suite(
         "streaq", "6.4.0", "streaq==6.4.0", "https://github.com/tastyware/streaq", "v6.4.0",
@@ -148,6 +186,43 @@ SUITES: dict[str, Suite] = {
         _patch_pydocket, unix=True,
         note="tests/fundamentals only (test_cron.py left out: its data file is not in the sdist),"
              " one process (its addopts' xdist and coverage dropped)"),
+    "taskiq-redis": Suite(
+        # The sdist has no tests: they come from git at the release's tag.
+        "taskiq-redis", "1.2.4", "taskiq-redis==1.2.4",
+        "https://github.com/taskiq-python/taskiq-redis", "1.2.4",
+        ("taskiq-redis==1.2.4", "redis==8.1.0", "taskiq==0.13.0", "pytest==9.2.0",
+         "pytest-timeout==2.4.0", "anyio==4.16.0", "freezegun==1.5.5", "fakeredis==2.41.0"),
+        ("tests", "-p", "anyio", "-k", "not cluster and not sentinel"),
+        _patch_taskiq_redis, unix=True,
+        note="list (LPUSH/BRPOP), pub/sub and stream brokers, schedule sources, result backend;"
+             " no cluster/sentinel tests; the tests from git, the package from PyPI"),
+    "rq": Suite(
+        "rq", "3.0.0", "rq==3.0.0", None, None,
+        ("{src}", "redis==8.1.0", "pytest==9.2.0", "pytest-timeout==2.4.0", "psutil==7.2.2"),
+        ("tests", "-o", "addopts="),
+        _patch_rq, unix=True, redirect_default=True,
+        note="its whole suite (its slow and SSL tests skip themselves); localhost:6379"
+             " redirected to the server under test"),
+    "celery": Suite(
+        "celery", "5.7.0", "celery==5.7.0", None, None,
+        # its requirements/test.txt's pins, and the extras t/integration imports
+        ("{src}[redis,pydantic,auth,sqlalchemy]", "kombu==5.7.0", "redis==8.1.0",
+         "psutil==7.2.2", "pytest==9.1.1", "pytest-rerunfailures==16.7", "pytest-timeout==2.4.0",
+         "pytest-subtests==0.15.0", "pytest-order==1.5.0", "pytest-celery==1.3.0",
+         "freezegun==1.5.5"),
+        ("t/integration", "-o", "addopts=",
+         # Azure's backend (it imports the Azure SDK before it would skip), memcached's, SQLite's
+         *(f"--ignore=t/integration/test_{name}.py"
+           for name in ("backend", "cache_backend", "database_backend",
+                        # a process's memory and threads measured over many worker start-ups
+                        "backend_leak_in_fixture_teardown", "mem_leak_in_exception_handling",
+                        "events_state_memory_leak")),
+         # a task waits up to its own timeouts (its flaky tests allow 300 s): the harness's
+         # per-test timeout, before these, is raised
+         "--timeout=120"),
+        _patch_celery, unix=True, redirect_default=True,
+        note="t/integration (Redis broker and result backend, one prefork session worker) less"
+             " its Azure, memcached and SQLite backends' tests and its memory-leak tests"),
 }
 
 
@@ -157,16 +232,21 @@ def _run(argv: list[str]) -> None:
     subprocess.run(argv, check=True, **child_options())
 
 
-def fetch_source(suite: Suite, cache: Path, override: Path | None) -> Path:
-    """The suite's source tree in the cache, at its pinned version, with its tests patched."""
-    dest = cache / "src" / f"{suite.name}-{suite.version}"
+def fetch_source(suite: Suite, cache: Path, override: Path | None,
+                 ref: str | None = None) -> Path:
+    """The suite's source tree in the cache, at its pinned version, with its tests patched.
+
+    `ref` (with a git repository as `override`) takes that ref instead of the pinned tag: for a
+    copy of the repository that lacks the tag (its tree is kept apart, named for the ref)."""
+    dest = cache / "src" / (f"{suite.name}-{suite.version}" + (f"+{ref}" if ref else ""))
     if not dest.exists():
         tmp = Path(tempfile.mkdtemp(dir=cache))
         try:
             is_git = override is not None and any(
                 (override / p).exists() for p in ("HEAD", ".git"))
             if override is not None and is_git:
-                _git_archive(override, suite.git_tag or f"v{suite.version}", tmp / "tree")
+                _git_archive(override, ref or suite.git_tag or f"v{suite.version}",
+                             tmp / "tree")
             elif override is not None:
                 shutil.copytree(override, tmp / "tree")
             elif suite.git_url:
@@ -192,7 +272,10 @@ def _git_archive(repo: Path, tag: str, into: Path) -> None:
 
 
 def _sdist(suite: Suite, tmp: Path) -> None:
-    _run([sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--no-binary", ":all:",
+    # No binary for this package only: its build backend (pip prepares the sdist's metadata)
+    # comes as a wheel, as some (uv_build, a Rust program) cannot be built from source here.
+    name = suite.requirement.split("==")[0]
+    _run([sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--no-binary", name,
           "-d", str(tmp), suite.requirement])
     (archive,) = tmp.glob("*.tar.gz")
     with tarfile.open(archive) as tar:

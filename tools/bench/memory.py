@@ -1,8 +1,9 @@
 """The ``memory`` section: what an entry, a member or a field costs in memory, streamkeep
 against Redis.
 
-Owns its workloads (:data:`WORKLOADS`: streams of several shapes; one sorted set, one hash and
-one set of an item per member or field; many small hashes) and how they are measured. Each
+Owns its workloads (:data:`WORKLOADS`: streams of several shapes; one sorted set, one hash,
+one set and one list of an item per member, field or element; many small hashes; many small
+lists) and how they are measured. Each
 builds the same data twice:
 - in a fresh child process holding an in-memory Engine (`python -m
   streamkeep.tools.bench.memory WORKLOAD N PENDING`, one JSON line on stdout): its RSS growth,
@@ -79,6 +80,16 @@ def _sadd(i: int) -> list[bytes]:
     return [b"SADD", KEY.encode(), b"member:%d" % i]
 
 
+def _rpush(i: int) -> list[bytes]:
+    """A small element (9 to 12 bytes) at the list's tail."""
+    return [b"RPUSH", KEY.encode(), b"element:%d" % (i % 10_000)]
+
+
+def _small_list(i: int) -> list[bytes]:
+    """A key of its own: ten elements, 4 to 16 bytes (a job queue's short backlog)."""
+    return [b"RPUSH", b"l:%d" % i, *[b"j%d-" % k + b"x" * (i % 13) for k in range(10)]]
+
+
 def _small_hash(i: int) -> list[bytes]:
     """A key of its own: ten fields, values 8 to 20 bytes."""
     return [b"HSET", b"h:%d" % i,
@@ -97,15 +108,18 @@ WORKLOADS: dict[str, tuple[str, Callable[[int], list[bytes]]]] = {
     "hash": ("one hash, a field per item (HSET)", _hset),
     "set": ("one set, a member per item (SADD)", _sadd),
     "small_hashes": ("a hash of ten fields per item (HSET)", _small_hash),
+    "list": ("one list, a small element per item (RPUSH)", _rpush),
+    "small_lists": ("a list of ten elements per item (RPUSH)", _small_list),
 }
-TYPE_WORKLOADS = frozenset({"zset", "hash", "set", "small_hashes"})
+TYPE_WORKLOADS = frozenset({"zset", "hash", "set", "small_hashes", "list", "small_lists"})
+SMALL_KEYS = frozenset({"small_hashes", "small_lists"})  # a key per item: N / 2 items
 
 
 def entries(env: BenchEnv, workload: str) -> int:
     """SENSOR_PER_N x N items (1M at the default N): the 1 KB workload N, the small hashes
-    N / 2 (100k keys of ten fields). RSS growth over fewer entries is mostly the allocator's
-    arenas, not the entries."""
-    if workload == "small_hashes":
+    and the small lists N / 2 (100k keys of ten fields or elements). RSS growth over fewer
+    entries is mostly the allocator's arenas, not the entries."""
+    if workload in SMALL_KEYS:
         n = env.n // 2
     else:
         n = env.n if workload == "kilobyte" else env.n * SENSOR_PER_N
@@ -117,7 +131,7 @@ def describe(env: BenchEnv) -> list[str]:
             f"growth after gc.collect()) and in redis-server (used_memory growth); sensor: "
             f"{entries(env, 'sensor'):,} entries, a 1/{PENDING_SHARE} of them pending; "
             f"the others as many, but the 1 KB one: {entries(env, 'kilobyte'):,}, and the "
-            f"small hashes: {entries(env, 'small_hashes'):,} keys"]
+            f"small hashes and small lists: {entries(env, 'small_hashes'):,} keys each"]
 
 
 # --- the child: streamkeep's side -------------------------------------------------------------

@@ -85,14 +85,17 @@ class RedisServer(_BenchServer, servers.RedisServer):
 
 class RedisAofServer(RedisServer):
     """The reference for the server section: redis-server with ``--save "" --appendonly yes
-    --appendfsync everysec`` (the AOF in its temp dir), so both servers persist alike."""
+    --appendfsync everysec`` (the AOF in its temp dir), so both servers persist alike; with
+    another ``appendfsync`` (``always``: the lists section's durable-broker row) the same under
+    that policy."""
 
-    def __init__(self) -> None:
-        super().__init__(appendfsync="everysec")
+    def __init__(self, appendfsync: str = "everysec") -> None:
+        super().__init__(appendfsync=appendfsync)
 
     def describe(self) -> list[str]:
+        args = REDIS_AOF_ARGS[:-1] + (str(self.appendfsync),)
         return [f"server: redis-server {self.version()} on {HOST}:{self.port} (started by this "
-                f"bench: --save \"\" {' '.join(REDIS_AOF_ARGS)}, AOF in its temp dir)"]
+                f"bench: --save \"\" {' '.join(args)}, AOF in its temp dir)"]
 
 
 class StreamkeepServer(_BenchServer, servers.StreamkeepServer):

@@ -41,6 +41,7 @@ SECTIONS: tuple[Section, ...] = (
     speed.SERVER,
     speed.STRINGS,
     speed.TYPES,
+    speed.LISTS,
     hardening.HARDENING,
     replication.REPLICATION,
     offline.INSPECT,

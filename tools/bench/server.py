@@ -3,8 +3,10 @@
 Owns the section's workloads and how its rows reach their processes: a ``streamkeep serve``
 child process and a redis-server persisting alike (AOF, appendfsync everysec) on free loopback
 ports, shared by the section's rows through ``BenchEnv.shared`` (:func:`streamkeep`,
-:func:`redis_aof`); Debian's ``redis-benchmark`` driving XADD with 50 clients (:func:`xadd`,
-:func:`bench_redis_benchmark`, ``-P 1`` and ``-P 16``, its ``--csv`` requests/s); the delivery
+:func:`redis_aof`; under another policy, e.g. the ``always`` pair of the lists section's
+durable-broker rows, another pair alike); Debian's ``redis-benchmark`` driving XADD with 50
+clients (:func:`xadd`, :func:`bench_redis_benchmark`, ``-P 1`` and ``-P 16``, its ``--csv``
+requests/s); the delivery
 latency rows (:func:`latency`, the harness in :mod:`.latency`); and the side-by-side summary
 table the report prints (:func:`summary`).
 Must not touch: the section declarations (rows, figures and targets: .sections), the processes'
@@ -61,12 +63,13 @@ def streamkeep(env: BenchEnv, appendfsync: str = "everysec") -> StreamkeepServer
     return server
 
 
-def redis_aof(env: BenchEnv) -> RedisAofServer:
-    """The section's reference: redis-server with an everysec AOF."""
+def redis_aof(env: BenchEnv, appendfsync: str = "everysec") -> RedisAofServer:
+    """The section's reference: redis-server with an everysec AOF (or under that policy)."""
     if not env.use_redis:
         raise Skip("disabled (--no-redis)")
-    server: RedisAofServer = env.shared("redis-server --appendonly yes",
-                                        lambda: RedisAofServer().start())
+    name = "redis-server --appendonly yes" + (
+        "" if appendfsync == "everysec" else f" --appendfsync {appendfsync}")
+    server: RedisAofServer = env.shared(name, lambda: RedisAofServer(appendfsync).start())
     return server
 
 

@@ -2,7 +2,8 @@
 the figures derived from them, side by side. The registry (:mod:`..registry`) puts them in run
 order.
 
-    speed        the command path: embedded, redis-py, server, strings, queue, nodes, consume
+    speed        the command path: embedded, redis-py, server, strings, types, lists, queue,
+                 nodes, consume
     durability   the append-only file (aof) and the crash bench's speed (crashbench)
     storage      snapshots and compaction (snapshot), memory per entry (memory), backlogs
                  bigger than memory (backlog)

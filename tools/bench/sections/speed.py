@@ -1,12 +1,13 @@
 """The command path's speed: the engine in process (``embedded``), redis-py against a
 redis-server (``redis-py``), the network server (``server``), string commands and scripts
-(``strings``), sorted sets, hashes, sets, functions and a task framework (``types``), the
-durable work queue (``queue``), packed stream nodes against other checkouts (``nodes``) and the
-consume path against an older one (``consume``).
+(``strings``), sorted sets, hashes, sets, functions and a task framework (``types``), lists
+and a durable job queue on them (``lists``), the durable work queue (``queue``), packed stream
+nodes against other checkouts (``nodes``) and the consume path against an older one
+(``consume``).
 
 Owns those sections' rows, targets and figures, the ratios between the embedded and redis-py
-rows (:data:`RATIOS`), the server and types sections' summary tables (:data:`REPORTS`) and the
-compiled-over-pure target of the embedded XADD row (:data:`NATIVE_TARGETS`).
+rows (:data:`RATIOS`), the server, types and lists sections' summary tables (:data:`REPORTS`)
+and the compiled-over-pure target of the embedded XADD row (:data:`NATIVE_TARGETS`).
 Must not touch: how a workload measures (each section's own module), the run order (the
 registry), running, printing.
 """
@@ -17,11 +18,13 @@ import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from streamkeep.tools.bench import consume, datatypes, nodes, server, strings, workqueue
+from streamkeep.tools.bench import consume, datatypes, lists, nodes, server, strings, workqueue
 from streamkeep.tools.bench.declarations import Benchmark, Figure, Ratio, Section
 from streamkeep.tools.bench.embedded import (
+    LIST_BACKLOG,
     bench_embedded_capped_read,
     bench_embedded_consume,
+    bench_embedded_list_pairs,
     bench_embedded_redis_xadd,
     bench_embedded_type_write,
     bench_embedded_xadd,
@@ -39,6 +42,7 @@ from streamkeep.tools.bench.workload import BATCH, Measurement
 XADD_TARGET = 250_000  # embedded XADD/s, one thread
 CONSUME_TARGET = 150_000  # embedded consumed (read + acked) msgs/s
 TYPE_WRITE_TARGET = 150_000  # embedded ZADD / HSET of a new member/s, one thread
+LIST_PAIRS_TARGET = 200_000  # embedded LPUSH + RPOP pairs/s on a list with a backlog
 IDMP_XADD_TARGET = 1.2  # time per XADD IDMP (new iid) / per plain XADD, at most
 MAXCOUNT_READ_TARGET = 0.95  # entries/s reading with MAXCOUNT n / with COUNT n, at least
 
@@ -65,6 +69,9 @@ EMBEDDED = Section("embedded", (
               lambda env: bench_embedded_type_write(env.n, "HSET"), target=TYPE_WRITE_TARGET),
     Benchmark("embedded.sadd", "SADD of a new member, one growing set",
               lambda env: bench_embedded_type_write(env.n, "SADD")),
+    Benchmark("embedded.lpush_rpop", f"LPUSH + RPOP pairs, a list holding "
+                                     f"{LIST_BACKLOG:,} elements",
+              lambda env: bench_embedded_list_pairs(env.n), target=LIST_PAIRS_TARGET),
     # XADD IDMP p <new iid> against plain XADD, interleaved in chunks (an IDMP XADD takes at
     # most IDMP_XADD_TARGET times a plain one's time); IDMP's adds/s, the ratio in the figures.
     Benchmark("embedded.xadd_idmp", "XADD IDMP (new iid, vs plain XADD)",
@@ -180,7 +187,7 @@ SERVER = Section("server", (
 # Extra tables the report prints after the ratios: fn(results, figures) -> a Table or None, the
 # runner's Result and FigureResult lists.
 REPORTS: tuple[Callable[[Sequence[Any], Sequence[Any]], Table | None], ...] = (
-    server.summary, datatypes.summary)
+    server.summary, datatypes.summary, lists.summary)
 
 # --- strings: string commands and a script, against redis-server --------------------------------
 
@@ -236,6 +243,39 @@ TYPES = Section("types", (
       for c in datatypes.COMMANDS),
     Figure("types", "arq no-op tasks/s: streamkeep / redis-server", "types.arq",
            denominator="types.redis_arq", target=TYPES_ARQ_TARGET),
+))
+
+# --- lists: list commands and a durable job queue, against redis-server -------------------------
+
+# Lists (`streamkeep bench lists`), against redis-server in the same run: redis-benchmark
+# requests/s / redis-server's, at least
+LISTS_P16_TARGET = 0.5  # LPUSH, RPOP, LRANGE_100 at -P 16
+LISTS_P1_TARGET = 0.7  # LPUSH, RPOP one at a time
+# RQ no-op jobs through one worker, streamkeep serve / redis-server, appendfsync always both (a
+# durable broker)
+LISTS_RQ_TARGET = 1.0
+
+# The lists section's durable pair: (row key prefix, row label, the run's shared server).
+_ALWAYS_SERVERS: tuple[tuple[str, str, Callable[[BenchEnv], Any]], ...] = (
+    ("", "streamkeep", lambda env: server.streamkeep(env, "always")),
+    ("redis_", "redis-server", lambda env: server.redis_aof(env, "always")),
+)
+
+LISTS = Section("lists", (
+    *(Benchmark(f"lists.{prefix}{c.name}_p{p}", f"{c.label}, redis-benchmark -c "
+                                                f"{SERVER_CLIENTS} -P {p}: {name}",
+                strings.row(server_of, datatypes.command, c, p))
+      for c, p in lists.ROWS for prefix, name, server_of in _BOTH_SERVERS),
+    *(Benchmark(f"lists.{prefix}rq", f"RQ no-op jobs, one worker, appendfsync always: {name}",
+                strings.row(server_of, lists.rq))
+      for prefix, name, server_of in _ALWAYS_SERVERS),
+), describe=lists.describe, figures=(
+    *(Figure("lists", f"{c.name.upper()} -P {p}: streamkeep / redis-server",
+             f"lists.{c.name}_p{p}", denominator=f"lists.redis_{c.name}_p{p}",
+             target=LISTS_P16_TARGET if p == 16 else LISTS_P1_TARGET)
+      for c, p in lists.ROWS),
+    Figure("lists", "RQ no-op jobs/s, appendfsync always: streamkeep / redis-server", "lists.rq",
+           denominator="lists.redis_rq", target=LISTS_RQ_TARGET),
 ))
 
 # --- queue: the durable work queue against persist-queue ----------------------------------------
