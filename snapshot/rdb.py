@@ -9,7 +9,7 @@ consumers with seen and active time, the NACK zone of the entries XNACK released
 idempotent producers' tail), strings in every encoding, DUMP payloads (type, value, RDB
 version, CRC-64), and RDB files of versions 1 to 15 and Valkey 9's 80: the types streamkeep
 stores read through their codec (`register_value_codec`: a type number finds its codec; sorted
-sets, hashes and sets add theirs from their own modules, which `snapshot.rdb_types` imports
+sets, hashes, sets and lists add theirs from their own modules, which `snapshot.rdb_types` imports
 all: a user of the registry imports that module), every other type whose layout is
 known skipped so that it can be counted (Redis 8.10's templated hashes among them, through the
 file's hash template registry; a GCRA rate limiter, whose layout is not known, refused), and

@@ -5,8 +5,8 @@ strings and streams only), and the DUMP envelope for a value of any registered t
 
 Owns `dump_value_payload` and `load_value_payload`: a value's DUMP payload by its codec, and
 the value in a payload of a registered type; `value_type_of` and `restorable_types`: which RDB
-types load into one of the engine's value types (what RESTORE, an import and a full sync keep). Must not touch: the keyspace, files, sockets (DUMP
-and RESTORE call these functions).
+types load into one of the engine's value types (what RESTORE, an import and a full sync
+keep). Must not touch: the keyspace, files, sockets (DUMP and RESTORE call these functions).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import struct
 from typing import Any
 
 from streamkeep.engine.model.value_types import BY_CLASS, TYPES, ValueType
-from streamkeep.snapshot import rdb_hash, rdb_set, rdb_zset
+from streamkeep.snapshot import rdb_hash, rdb_list, rdb_set, rdb_zset
 from streamkeep.snapshot.rdb import (
     RdbError,
     Reader,
@@ -37,7 +37,7 @@ def value_type_of(rdb_type: int) -> ValueType | None:
 
 
 _PLURALS = {"stream": "streams", "string": "strings", "zset": "sorted sets", "hash": "hashes",
-            "set": "sets"}
+            "set": "sets", "list": "lists"}
 
 
 def stored_text() -> str:
@@ -75,5 +75,5 @@ def load_value_payload(payload: bytes, limits: Any = None) -> Any:
     return value  # (bytes after the value are ignored, as Redis's RESTORE ignores them)
 
 
-__all__ = ["dump_value_payload", "load_value_payload", "rdb_hash", "rdb_set", "rdb_zset", "restorable_types",
-           "stored_text", "value_type_of"]
+__all__ = ["dump_value_payload", "load_value_payload", "rdb_hash", "rdb_list", "rdb_set",
+           "rdb_zset", "restorable_types", "stored_text", "value_type_of"]

@@ -1,4 +1,4 @@
-"""Big values in a snapshot: a sorted set, hash or set stored as chunk rows, not one row.
+"""Big values in a snapshot: a sorted set, hash, set or list stored as chunk rows, not one row.
 
 Owns when a value of a type other than stream and string is chunked (`is_chunked`: more than
 CHUNKED_ELEMENTS elements, or a MEMORY USAGE estimate past CHUNKED_BYTES), how its elements
@@ -16,6 +16,11 @@ A chunk's body is msgpack, elements in the value's order:
           the pairs in the hash's iteration order; a field with a TTL named by its index in
           the chunk, its absolute expiry time in ms
     set   [members (array of bin)]  in the set's iteration order
+    list  [index of its first element (int), nodes (array of bin)]
+          the list's nodes, head first, each the listpack the list holds (a chunk ends at a
+          node's end: CHUNK_ELEMENTS or CHUNK_BYTES reached, a node past them alone); a node
+          read back is checked as an RDB's is (snapshot.rdb_list.node_from_listpack) before
+          the list adopts it
 
 Must not touch: files (the writer and the reader open LMDB), the keys row's own layout
 (snapshot.layout), the models' internals (their public methods only).
@@ -33,16 +38,18 @@ from typing import Any
 
 import msgpack
 
+from streamkeep.engine.model import lists
 from streamkeep.engine.model.hashes import Hash
+from streamkeep.engine.model.list_node import node_count, node_range
 from streamkeep.engine.model.sets import RSet
-from streamkeep.engine.model.value_types import HASH, SET, ZSET, ValueType
+from streamkeep.engine.model.value_types import HASH, LIST, SET, ZSET, ValueType
 from streamkeep.engine.model.zset import ZSet
 
 CHUNK_ELEMENTS = 4096  # elements a chunk holds at most
 CHUNK_BYTES = 64 << 10  # a chunk is cut once its elements' bytes reach this
 CHUNKED_ELEMENTS = 8192  # a value of more elements is chunked
 CHUNKED_BYTES = 1 << 20  # so is one whose MEMORY USAGE estimate is past this
-CHUNKED_TYPES = (ZSET.name, HASH.name, SET.name)
+CHUNKED_TYPES = (ZSET.name, HASH.name, SET.name, LIST.name)
 
 _BIG_ENDIAN = sys.byteorder == "big"
 _packb = msgpack.Packer(use_bin_type=True).pack
@@ -52,7 +59,7 @@ def is_chunked(vt: ValueType, value: Any) -> bool:
     """Whether the snapshot stores `value` (of type `vt`) as chunk rows."""
     if vt.name not in CHUNKED_TYPES:
         return False
-    value = vt.open(value)  # (a small hash kept bare, as its pack: its Hash)
+    value = vt.open(value)  # (a small hash or list kept bare: its Hash, its QuickList)
     count = len(value)
     if count > CHUNKED_ELEMENTS:
         return True
@@ -133,9 +140,30 @@ def _body(type_name: str, columns: Columns) -> bytes:
     return _packb([columns[0], columns[1], ttls])
 
 
+def _list_bodies(value: lists.ListValue) -> Iterator[tuple[bytes, int]]:
+    """A list's chunks: its nodes as they are, a chunk ending at the node that reaches
+    CHUNK_ELEMENTS or CHUNK_BYTES (a node past them alone)."""
+    first = count = size = 0
+    batch: list[bytes] = []
+    for node in lists.nodes_of(value):
+        n = node_count(node)
+        if batch and (count + n > CHUNK_ELEMENTS or size + len(node) > CHUNK_BYTES):
+            yield _packb([first, batch]), count
+            first += count
+            batch, count, size = [], 0, 0
+        batch.append(bytes(node))
+        count += n
+        size += len(node)
+    if batch:
+        yield _packb([first, batch]), count
+
+
 def chunk_bodies(type_name: str, value: Any) -> Iterator[tuple[bytes, int]]:
     """(body, elements) of each chunk of `value`, in order: CHUNK_ELEMENTS elements or about
     CHUNK_BYTES each (one chunk built at a time)."""
+    if type_name == LIST.name:
+        yield from _list_bodies(value)
+        return
     for batch in _batches(type_name, value):
         for columns in _cut(type_name, batch):
             yield _body(type_name, columns), len(columns[0])
@@ -177,10 +205,32 @@ def _set_members(body: bytes | memoryview) -> list[bytes]:
     return list(members)
 
 
+def _list_nodes(body: bytes | memoryview) -> tuple[int, list[bytearray]]:
+    """A list chunk's first index and its nodes, each checked as an RDB's list node is (a
+    snapshot read back is not trusted: a node the list kernels walk must be sound)."""
+    from streamkeep.snapshot.rdb import RdbError
+    from streamkeep.snapshot.rdb_list import node_from_listpack
+
+    first, blobs = _unpack(body)
+    if not isinstance(first, int) or first < 0 or not isinstance(blobs, list) or \
+            not all(isinstance(b, bytes) for b in blobs):
+        raise ValueError("a list chunk is not its first index and its nodes")
+    try:
+        return first, [node_from_listpack(b) for b in blobs]
+    except RdbError as err:
+        raise ValueError(f"a list chunk's node is not a listpack: {err}") from None
+
+
 def chunk_elements(type_name: str, body: bytes | memoryview) -> list[tuple]:
     """A chunk's elements as tools.value_tables' columns have them: a sorted set's (member,
-    score), a hash's (field, value, expiry or None), a set's (member,). ValueError: not a
-    chunk of that type."""
+    score), a hash's (field, value, expiry or None), a set's (member,), a list's (index,
+    element). ValueError: not a chunk of that type."""
+    if type_name == LIST.name:
+        first, nodes = _list_nodes(body)
+        out: list[tuple] = []
+        for node in nodes:
+            out.extend(enumerate(node_range(node, 0, node_count(node)), first + len(out)))
+        return out
     if type_name == ZSET.name:
         members, scores = _zset_columns(body)
         return list(zip(members, scores, strict=True))
@@ -211,6 +261,15 @@ def build_value(type_name: str, count: int, bodies: Iterable[bytes | memoryview]
     elif type_name == SET.name:
         value = RSet.from_chunks(count, chain.from_iterable(
             counted(_set_members(b)) for b in bodies))
+    elif type_name == LIST.name:
+        nodes: list[bytearray] = []
+        for body in bodies:
+            first, chunk = _list_nodes(body)
+            if first != seen[0]:
+                raise ValueError(f"a list chunk starts at index {first}, not {seen[0]}")
+            nodes.extend(chunk)
+            seen[0] += sum(map(node_count, chunk))
+        value = lists.from_nodes(nodes)
     elif type_name == HASH.name:
         ttls: list[tuple[bytes, int]] = []
 
@@ -224,8 +283,9 @@ def build_value(type_name: str, count: int, bodies: Iterable[bytes | memoryview]
             value.set_field_expiry(field, when)
     else:
         raise ValueError(f"type {type_name!r} is not stored in chunks")
-    if seen[0] != count or len(value) != count:
-        raise ValueError(f"{seen[0]} elements found in the chunks ({len(value)} distinct), "
+    size = lists.length(value) if type_name == LIST.name else len(value)
+    if seen[0] != count or size != count:
+        raise ValueError(f"{seen[0]} elements found in the chunks ({size} distinct), "
                          f"{count} recorded")
     return value
 

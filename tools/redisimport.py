@@ -54,8 +54,9 @@ EPILOG = """examples:
                                       Redis 7+: its manifest, base, incr files
   streamkeep import appendonly.aof --out ./data --json   the report for scripts
 
-Stream, string and sorted set keys are imported exactly, with their expiry; keys of other
-types are skipped and reported by type, and the AOF's commands on them by command name.
+Stream, string, sorted set, hash, set and list keys are imported exactly, with their expiry;
+keys of other types are skipped and reported by type, and the AOF's commands on them by command
+name.
 Function libraries (an RDB's function records, an AOF's FUNCTION LOAD) come too. As Redis loads
 the same files: keys of a dump.rdb already expired are skipped (counted in the report); an
 AOF's RDB preamble loads every key (its commands follow from that exact keyspace), and a key

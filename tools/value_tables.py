@@ -1,13 +1,14 @@
 """Each value type's contents as a table of rows: what the offline tools show and export of a key.
 
 Owns `ValueTable` and `VALUE_TABLES`, one entry per type (engine.model.value_types): the name of
-its export table, the columns of one element (a string's value, a sorted set's member and
-score, a hash's field, value and field expiry, a set's member) and how a decoded value yields
-its rows. The Spark export (tools.export.datasource) makes a table of each, typed from the
-columns' kinds; `snapshot dump` (tools.inspect.snapshot) renders a value from the same rows, as
-text or JSON. An entry is on while its type is registered (`available`), so a type's entry may
-come before its type: adding a type is its registry line and one entry here. A registered type
-without an entry is still listed (the `keys` table, `snapshot info`), its contents not shown.
+its export table, the columns of one element (a string's value, a sorted set's member and score,
+a hash's field, value and field expiry, a set's member, a list's index and element) and how a
+decoded value yields its rows. The Spark export (tools.export.datasource) makes a table of each,
+typed from the columns' kinds; `snapshot dump` (tools.inspect.snapshot) renders a value from the
+same rows, as text or JSON. An entry is on while its type is registered (`available`), so a
+type's entry may come before its type: adding a type is its registry line and one entry here. A
+registered type without an entry is still listed (the `keys` table, `snapshot info`), its
+contents not shown.
 
 `elements` is how a reader gets a key's element rows: a value in its keys row decoded by its
 type, a big value stored in chunks (snapshot.values) read from the snapshot a chunk at a time,
@@ -25,11 +26,12 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from streamkeep.engine.model import value_types
+from streamkeep.engine.model import lists, value_types
 
 # binary: bytes; double: a float (a score: Redis's reply text when shown); expiry: an absolute
-# Unix time in ms, or None for none.
-Kind = Literal["binary", "double", "expiry"]
+# Unix time in ms, or None for none; index: an element's position (0: a list's head; not shown
+# by `snapshot dump`, whose elements come in order).
+Kind = Literal["binary", "double", "expiry", "index"]
 
 
 @dataclass(frozen=True)
@@ -75,6 +77,8 @@ VALUE_TABLES: tuple[ValueTable, ...] = (
                                        Column("field_expire_ms", "expiry")), _hash_rows),
     ValueTable("set", "set_members", (Column("member", "binary"),),
                lambda s: ((m,) for m in s)),
+    ValueTable("list", "list_elements", (Column("index", "index"), Column("element", "binary")),
+               lambda v: enumerate(lists.elements(v))),
 )
 BY_TYPE = {t.type_name: t for t in VALUE_TABLES}
 BY_TABLE = {t.table: t for t in VALUE_TABLES}

@@ -642,7 +642,7 @@ def time_(ctx: Ctx, argv: Argv) -> list[bytes]:
 _RESTORE_BAD_PAYLOAD = "ERR DUMP payload version or checksum are wrong"
 # The RDB types of values streamkeep does not store (RESTORE names them); a type whose codec
 # is registered and whose class is a value type is restored instead (`value_type_of`).
-_RDB_TYPE_NAMES = {1: "list", 10: "list", 14: "list", 18: "list", 7: "module",
+_RDB_TYPE_NAMES = {7: "module",
                    22: "hash in a layout of Redis 7.4's release candidates or Valkey 9",
                    28: "Redis array", 29: "templated hash", 30: "templated hash",
                    31: "templated hash", 32: "templated hash", 33: "rate limiter (GCRA)"}
@@ -805,8 +805,8 @@ def _load_limits(ctx: Ctx, vt: ValueType) -> object:
     """The encoding limits a restored value of type `vt` is sized by (Redis's loading reads
     its config) and then holds: the engine's one limits object for hashes and sets (every
     value shares it, so a later CONFIG SET reaches it; for sets, once the set commands or a
-    CONFIG SET made it), the current settings for sorted sets; None (the model's defaults) for
-    another type."""
+    CONFIG SET made it), the current settings for sorted sets, the engine's ListLimits for
+    lists; None (the model's defaults) for another type."""
     engine, config = ctx.engine, ctx.config
     if vt.name == "zset":
         return ZSetLimits(int(config.get("zset-max-listpack-entries", 128)),
@@ -823,6 +823,8 @@ def _load_limits(ctx: Ctx, vt: ValueType) -> object:
                              int(config.get("set-max-listpack-entries", 128)),
                              int(config.get("set-max-listpack-value", 64)))
         return sets
+    if vt.name == "list":
+        return engine.list_limits
     return None
 
 

@@ -70,7 +70,7 @@ def test_later_writes_and_a_late_consumer_are_exported(tmp_path: Path) -> None:
     rows = {table: v["rows"] for table, v in doc["tables"].items()}
     assert rows == {"entries": 373, "streams": 1, "groups": 1, "pending": 7, "consumers": 2,
                     "keys": 1, "strings": 0, "zset_members": 0, "hash_fields": 0,
-                    "set_members": 0}
+                    "set_members": 0, "list_elements": 0}
     assert _manifest(out) == doc
     assert tree_state(data) == before
 

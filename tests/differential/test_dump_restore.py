@@ -23,6 +23,7 @@ from hypothesis import strategies as st
 from streamkeep import Engine, ReplyError
 from streamkeep.snapshot import rdb
 from tests.support.diffutil import WallClock
+from tests.support.rdb_files import array_value
 
 
 def _fill(client, key: str, n: int, seed: int = 0) -> None:
@@ -125,10 +126,10 @@ def test_restore_errors_are_redis_lines(redis_client, engine) -> None:
 
 def test_other_types_are_refused_clearly_ttls_kept(redis_client, engine) -> None:
     redis_client.flushall()
-    redis_client.rpush("l", "v")
+    array = rdb.payload_from(28, array_value(), 14)  # (Redis 8.8's: 7.0 has no such type)
     with pytest.raises(ReplyError, match="ERR streamkeep stores streams, strings.* only: the "
-                                         "payload holds a list"):
-        engine.execute("RESTORE", "k", "0", redis_client.dump("l"))
+                                         "payload holds a Redis array"):
+        engine.execute("RESTORE", "k", "0", array)
     redis_client.xadd("s", {"f": "v"}, id="1-1")
     payload = redis_client.dump("s")
     assert engine.execute("RESTORE", "k", "100000", payload) == "OK"  # a TTL, as Redis
@@ -191,8 +192,9 @@ def test_corrupt_payloads_are_refused_cleanly(data) -> None:
 
 @pytest.mark.parametrize("version", [9, 10, 11, 12, 13])
 def test_every_rdb_version_round_trips(redis_client, version: int) -> None:
-    """DUMP at each version RESTOREs here with the same entries (types 15, 19, 21, 21, 26);
-    9 and 10, the versions redis-server 7.0 reads, also RESTORE there."""
+    """DUMP at each version RESTOREs here with the same entries (types 15, 19, 21, 21, 26) and
+    a list the same elements (14, then 18); 9 and 10, the versions redis-server 7.0 reads, also
+    RESTORE there."""
     e = Engine(clock=lambda: 1_700_000_000_000, dump_rdb_version=version)
     for i in range(1, 260):
         e.execute("XADD", "s", f"{i}-{i % 2}", "f", str(i), *(["g", "x"] if i % 9 else []))
@@ -217,6 +219,20 @@ def test_every_rdb_version_round_trips(redis_client, version: int) -> None:
             redis_client.delete(key)
             redis_client.restore(key, 0, payload)
             assert redis_client.xlen(key) == e.execute("XLEN", key)
+    # A list: a quicklist of ziplists (type 14) for RDB 9, of packed and plain nodes (18) after.
+    e.execute("RPUSH", "l", *[b"%d" % i for i in range(3000)], b"x" * 10_000, "end")
+    e.execute("RPUSH", "small", "a", "12", "")
+    for key in ("l", "small"):
+        payload = e.execute("DUMP", key)
+        assert payload[0] == (14 if version == 9 else 18)
+        assert e.execute("RESTORE", key + "2", "0", payload) == "OK"
+        assert e.execute("LRANGE", key + "2", "0", "-1") == e.execute("LRANGE", key, "0", "-1")
+        assert e.execute("OBJECT", "ENCODING", key + "2") == \
+            e.execute("OBJECT", "ENCODING", key)
+        if version <= 10:
+            redis_client.delete(key)
+            redis_client.restore(key, 0, payload)
+            assert redis_client.lrange(key, 0, -1) == e.execute("LRANGE", key, "0", "-1")
     e.close()
 
 

@@ -5,6 +5,7 @@ lost link dropped, errors counted, and an RDB's keys loaded."""
 from __future__ import annotations
 
 from streamkeep import Engine
+from streamkeep.engine.model.list_node import node_new
 from streamkeep.replication.redis_commands import RedisApplier
 from streamkeep.replication.redis_link import command_size
 from streamkeep.snapshot.rdb import RdbKey
@@ -21,12 +22,12 @@ def test_stream_and_string_writes_apply_others_are_counted() -> None:
         engine.read_only = "READONLY You can't write against a read only replica."
         a = RedisApplier(engine)
         feed(a, ["SELECT", "1"], ["XADD", "s", "1-1", "f", "v"], ["SET", "k", "v"],
-             ["LPUSH", "h", "v"], ["SET", "k2", "v"], ["PING"], ["PEXPIREAT", "s", "9"],
-             ["RESTORE", "h2", "0", "\x0enot-a-stored-type"], ["REPLCONF", "GETACK", "*"],
+             ["PFADD", "h", "v"], ["SET", "k2", "v"], ["PING"], ["PEXPIREAT", "s", "9"],
+             ["RESTORE", "h2", "0", "\x1cnot-a-stored-type"], ["REPLCONF", "GETACK", "*"],
              ["MSETNX", "m1", "1", "m2", "2"], ["GETSET", "k", "w"], ["SETBIT", "k", "0", "1"],
              ["SETRANGE", "k2", "1", "x"], ["MSETEX", "1", "m3", "3", "PXAT", "9"],
              ["DELEX", "m2", "IFEQ", "2"])
-        assert dict(a.skipped_commands) == {"lpush": 1, "restore": 1, "setbit": 1}
+        assert dict(a.skipped_commands) == {"pfadd": 1, "restore": 1, "setbit": 1}
         assert a.applied == 10 and a.errors == 0
         # A TTL already past is kept until the primary's DEL: the primary's session sees it,
         # a client's read on this replica sees the key as missing (as on a Redis replica).
@@ -67,19 +68,19 @@ def test_a_transaction_applies_whole_and_moves_the_offset_at_exec() -> None:
         a = RedisApplier(engine)
         feed(a, ["XADD", "s", "1-1", "f", "v"])
         before = a.offset
-        feed(a, ["MULTI"], ["XADD", "s", "2-1", "f", "v"], ["LPUSH", "x", "y"])
+        feed(a, ["MULTI"], ["XADD", "s", "2-1", "f", "v"], ["PFADD", "x", "y"])
         assert a.offset == before and engine.execute("XLEN", "s") == 1
         # The link is lost here: the primary resends from `before`, MULTI included.
         a.abandon()
-        feed(a, ["MULTI"], ["XADD", "s", "2-1", "f", "v"], ["LPUSH", "x", "y"],
+        feed(a, ["MULTI"], ["XADD", "s", "2-1", "f", "v"], ["PFADD", "x", "y"],
              ["XADD", "s", "3-1", "f", "v"], ["EXEC"])
         size = sum(command_size([w.encode() for w in c]) for c in (
-            ["MULTI"], ["XADD", "s", "2-1", "f", "v"], ["LPUSH", "x", "y"],
+            ["MULTI"], ["XADD", "s", "2-1", "f", "v"], ["PFADD", "x", "y"],
             ["XADD", "s", "3-1", "f", "v"], ["EXEC"]))
         assert a.offset == before + size
         assert engine.execute("XRANGE", "s", "-", "+") == [
             [b"1-1", [b"f", b"v"]], [b"2-1", [b"f", b"v"]], [b"3-1", [b"f", b"v"]]]
-        assert a.skipped_commands["lpush"] == 1  # counted once: the dropped copy was not applied
+        assert a.skipped_commands["pfadd"] == 1  # counted once: the dropped copy was not applied
 
 
 def test_a_failing_command_is_counted_and_the_stream_goes_on() -> None:
@@ -104,8 +105,9 @@ def test_an_rdb_replaces_everything_streams_restored_others_counted() -> None:
         keys = [RdbKey(0, b"s", payload[0], value, None), RdbKey(0, b"str", 0, b"\x01v", None),
                 RdbKey(2, b"t", payload[0], value, 2**62), RdbKey(0, b"gone", payload[0],
                                                                   value, 1)]
-        keys.append(RdbKey(0, b"l", 1, b"\x01\x01v", None))  # a list: skipped, counted
+        keys.append(RdbKey(0, b"a", 28, b"\x00\x00", None))  # an array: skipped, counted
         keys.append(RdbKey(0, b"z", 5, b"\x01\x01m" + bytes(8), None))  # a zset: loaded
+        keys.append(RdbKey(0, b"l", 1, b"\x01\x01v", None))  # a list: loaded
         # A replica's full sync: the expired stream is loaded with its TTL (its DEL follows).
         assert a.load(keys, 13, replace_all=True) == (3, 3, 1)
         assert engine.execute("EXISTS", "old") == 0
@@ -113,7 +115,9 @@ def test_an_rdb_replaces_everything_streams_restored_others_counted() -> None:
         assert engine.strings[0][b"str"] == b"v" and engine.expires[0][b"gone"] == 1
         assert engine.execute("SELECT", "2") == "OK" and engine.execute("XLEN", "t") == 1
         assert engine.execute("PEXPIRETIME", "t") == 2**62
-        assert dict(a.skipped_keys) == {"list": 1} and dict(a.loaded_keys) == {"zset": 1}
+        assert dict(a.skipped_keys) == {"array": 1}
+        assert dict(a.loaded_keys) == {"zset": 1, "list": 1}
+        assert bytes(engine.keyspaces[5][0][b"l"]) == bytes(node_new([b"v"]))  # (slot 5: lists)
         assert engine.keyspaces[2][0][b"z"].score(b"m") == 0.0  # (slot 2: sorted sets)
         assert (a.expired_keys, a.expiries_kept) == (0, 2)
         # An RDB file imported as a primary's: the expired key is skipped.

@@ -1,4 +1,4 @@
-"""snapshot.values: a big sorted set, hash or set is stored as chunk rows (its keys row points at
+"""snapshot.values: a big sorted set, hash, set or list is stored as chunk rows (its keys row points
 them) and loads back to the same state; a small value keeps its one row; a snapshot written with
 every value in one row (before chunks) still loads; a damaged or missing chunk is reported,
 naming the key and the chunk; a compaction leaves a value nothing changed where it is and writes
@@ -217,3 +217,108 @@ def test_a_flush_or_a_rename_writes_the_values_again(tmp_path: Path) -> None:
     homes.replace(second.homes)
     child.apply_many(noting_changes(_effects(e, "FLUSHALL"), homes))
     assert homes.everything and not homes.homes
+
+
+# --- lists: chunks of their nodes -------------------------------------------------------------
+
+
+def _with_lists() -> EngineCore:
+    """A big list (an element past a node's limit among them: a plain node), a small one."""
+    e = EngineCore()
+    e.execute("RPUSH", "l", *[b"e%d" % j for j in range(MEMBERS)], b"\xff" * 20_000, b"7")
+    e.execute("LPUSH", "l", *[b"%d" % j for j in range(500)])
+    e.execute("RPUSH", "small-l", "a", "1", "")
+    e.execute("PEXPIREAT", "l", "4000000000000")
+    return e
+
+
+def test_a_big_list_is_chunked_by_its_nodes_and_loads_back(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import msgpack
+
+    from streamkeep.engine.model import lists
+    from streamkeep.engine.model.value_types import LIST
+
+    e = _with_lists()
+    value = e.keyspaces[LIST.slot][0][b"l"]
+    total = MEMBERS + 502
+    for cut in (values.CHUNK_BYTES, 4096):  # cut by elements, then by bytes too
+        monkeypatch.setattr(values, "CHUNK_BYTES", cut)
+        path = tmp_path / f"snap-{cut}.mdb"
+        write_snapshot(e.dbs, str(path), 10, 0, "r", values=e.keyspaces, expires=e.expires)
+        found = rows_of(path)
+        ref = found[b"l"]
+        assert ref is not None and ref.elements == total and found[b"small-l"] is None
+        bodies = list(values.chunk_bodies("list", value))
+        assert ref.chunks == len(bodies) >= 2 and sum(n for _body, n in bodies) == total
+        assert all(n <= 256 or len(msgpack.unpackb(body)[1]) == 1 for body, n in bodies)
+        with Snapshot(str(path)) as snap:
+            rows = {row.key: row for row in snap.key_rows()}
+            assert list(snap.value_elements(rows[b"l"])) == list(
+                enumerate(lists.elements(value)))
+            assert snap.check() == []
+        back = loaded(path)
+        assert back.digest() == e.digest()
+        again = back.keyspaces[LIST.slot][0][b"l"]
+        assert lists.nodes_of(again) == lists.nodes_of(value)  # node for node
+        assert back.execute("OBJECT", "ENCODING", "l") == b"quicklist"
+        assert back.execute("PEXPIRETIME", "l") == 4000000000000
+        assert back.execute("LINDEX", "l", "-2") == b"\xff" * 20_000
+
+
+def test_list_chunks_are_checked_as_they_are_read() -> None:
+    import msgpack
+
+    from streamkeep.engine.model.list_node import node_new
+    from streamkeep.engine.model.lists import QuickList
+
+    good = bytes(node_new([b"a", b"b"]))
+    body = msgpack.packb([0, [good, good]])
+    assert values.chunk_elements("list", body) == [(0, b"a"), (1, b"b"), (2, b"a"), (3, b"b")]
+    assert values.chunk_elements("list", msgpack.packb([7, [good]])) == [(7, b"a"), (8, b"b")]
+    built = values.build_value("list", 4, [body])  # (nodes kept: a quicklist of two)
+    assert isinstance(built, QuickList) and built.nodes == [node_new([b"a", b"b"])] * 2
+    assert values.build_value("list", 2, [msgpack.packb([0, [good]])]) == good  # a listpack
+    bad_backlen = good[:-2] + b"\x09" + good[-1:]
+    for bodies, why in (
+            ([msgpack.packb([0, [bad_backlen]])], "not a listpack"),
+            ([msgpack.packb([0, [good[:-1]]])], "not a listpack"),
+            ([msgpack.packb([0, [good]]), msgpack.packb([3, [good]])], "starts at index 3"),
+            ([msgpack.packb([0, [good]])], "2 elements found"),
+            ([msgpack.packb([0, good])], "first index and its nodes"),
+            ([msgpack.packb(["0", [good]])], "first index and its nodes"),
+            ([msgpack.packb([0, [good], 1])], "unpack")):
+        with pytest.raises(ValueError, match=why):
+            values.build_value("list", 4, bodies)
+
+
+def test_a_compaction_leaves_an_unchanged_list_where_it_is(tmp_path: Path) -> None:
+    e = _with_lists()
+    e.execute("RPUSH", "l", *[b"more-%d" % j for j in range(20_000)])
+    e.execute("SADD", "s", *[b"%d" % j for j in range(1001)])  # (small beside the list: its
+    # change leaves part-1 mostly live, not merged away)
+    first = write_segmented(e.dbs, str(tmp_path / "snapshot-1.mdb"),
+                            str(tmp_path / "part-1.mdb"), 1, 0, "r", values=e.keyspaces,
+                            expires=e.expires)
+    assert set(first.homes) == {(0, b"l"), (0, b"s")}
+    homes = ValueHomes()
+    child = loaded(tmp_path / "snapshot-1.mdb", homes)
+    assert set(homes.homes) == set(first.homes)
+    child.apply_many(noting_changes(_effects(e, "SADD", "s", "new"), homes))
+    second = write_segmented(child.dbs, str(tmp_path / "snapshot-2.mdb"),
+                             str(tmp_path / "part-2.mdb"), 2, 0, "r", values=child.keyspaces,
+                             expires=child.expires, homes=homes)
+    refs = rows_of(tmp_path / "snapshot-2.mdb")
+    assert refs[b"l"].part == 0 and refs[b"s"].part == 1  # type: ignore[union-attr]
+    assert loaded(tmp_path / "snapshot-2.mdb").digest() == child.digest()
+    homes.replace(second.homes)
+    child.apply_many(noting_changes(_effects(e, "RPUSH", "l", "more"), homes))
+    assert homes.touched == {b"l"}
+    third = write_segmented(child.dbs, str(tmp_path / "snapshot-3.mdb"),
+                            str(tmp_path / "part-3.mdb"), 3, 0, "r", values=child.keyspaces,
+                            expires=child.expires, homes=homes)
+    ref = rows_of(tmp_path / "snapshot-3.mdb")[b"l"]
+    assert ref is not None and ref.part is not None
+    assert third.parts[ref.part] == "part-3.mdb"  # written again
+    back = loaded(tmp_path / "snapshot-3.mdb")
+    assert back.digest() == child.digest() and back.execute("RPOP", "l") == b"more"

@@ -7,7 +7,7 @@ import math
 
 import pytest
 
-from streamkeep.engine.model import value_types
+from streamkeep.engine.model import lists, value_types
 from streamkeep.engine.model.hashes import Hash
 from streamkeep.engine.model.sets import RSet
 from streamkeep.engine.model.zset import ZSet
@@ -27,7 +27,7 @@ def test_every_table_has_distinct_names_and_known_kinds() -> None:
         names = [c.name for c in table.columns]
         assert len(set(names)) == len(names)
         assert not set(names) & {"db", "key", "key_str", "expire_ms", "snapshot_lsn"}
-        assert {c.kind for c in table.columns} <= {"binary", "double", "expiry"}
+        assert {c.kind for c in table.columns} <= {"binary", "double", "expiry", "index"}
 
 
 def test_string_and_zset_rows() -> None:
@@ -52,6 +52,19 @@ def test_set_rows() -> None:
     assert sorted(rows("set", RSet.from_members([b"a", b"b"]))) == [(b"a",), (b"b",)]
 
 
+def test_list_rows_are_index_and_element_head_first() -> None:
+    small = lists.from_elements([b"a", b"12", b""])  # a listpack: kept bare, a bytearray
+    assert rows("list", value_types.LIST.open(small)) == [(0, b"a"), (1, b"12"), (2, b"")]
+    big = lists.from_elements(b"e%d" % i for i in range(3000))
+    assert lists.encoding(big) == "quicklist"
+    assert rows("list", big) == [(i, b"e%d" % i) for i in range(3000)]
+    stored = value_types.LIST.to_bytes(big)  # type: ignore[misc]
+    assert list(lists.elements(vt.BY_TYPE["list"].decode(stored))) == [
+        b"e%d" % i for i in range(3000)]
+    assert vt.BY_TYPE["list"].columns == (vt.Column("index", "index"),
+                                          vt.Column("element", "binary"))
+
+
 def test_a_types_table_is_offered_once_its_type_is_registered(
         monkeypatch: pytest.MonkeyPatch) -> None:
     def offered() -> set[str]:
@@ -61,8 +74,11 @@ def test_a_types_table_is_offered_once_its_type_is_registered(
     assert base <= offered()
     assert ("hash_fields" in offered()) == ("hash" in value_types.BY_NAME)
     assert ("set_members" in offered()) == ("set" in value_types.BY_NAME)
+    assert ("list_elements" in offered()) == ("list" in value_types.BY_NAME)
     register_hash_and_set(monkeypatch)
-    assert offered() == base | {"hash_fields", "set_members"}
+    assert offered() == base | {"hash_fields", "set_members", "list_elements"}
+    monkeypatch.delitem(value_types.BY_NAME, "list")
+    assert "list_elements" not in offered()
     monkeypatch.undo()
     monkeypatch.delitem(value_types.BY_NAME, "zset")
     assert "zset_members" not in offered() and "strings" in offered()
@@ -102,6 +118,7 @@ def test_elements_read_a_chunked_value_chunk_by_chunk(tmp_path, monkeypatch) -> 
     e.execute("ZADD", "big", *[x for j in range(1000) for x in (str(-j), b"m%d" % j)])
     e.execute("ZADD", "small", "1", "a")
     e.execute("SADD", "members", *[b"x%d" % j for j in range(1000)])
+    e.execute("RPUSH", "list", *[b"y%d" % j for j in range(1000)])
     path = str(tmp_path / "snapshot.mdb")
     write_snapshot(e.dbs, path, 1, 0, "r", values=e.keyspaces, expires=e.expires)
     with Snapshot(path) as snap:
@@ -115,3 +132,8 @@ def test_elements_read_a_chunked_value_chunk_by_chunk(tmp_path, monkeypatch) -> 
         members = list(key_table_rows(snap, "set_members", KeySpan(0, b"", b"\xff"),
                                       Selection()))
         assert sorted(m[3] for m in members) == sorted(b"x%d" % j for j in range(1000))
+        assert rows[b"list"].chunked is not None
+        assert list(vt.elements(snap, rows[b"list"])) == [(j, b"y%d" % j) for j in range(1000)]
+        elements = list(key_table_rows(snap, "list_elements", KeySpan(0, b"", b"\xff"),
+                                       Selection()))
+        assert elements == [(0, b"list", "list", j, b"y%d" % j) for j in range(1000)]

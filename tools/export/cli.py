@@ -87,7 +87,8 @@ LSN added, read from the AOF (the snapshot too, above each stream's position in 
 if a compaction folded some of those records); deleted or trimmed entries are not taken back.
 Besides the stream tables: keys (every key of every type: db, key, type, expire_ms) and one
 table per value type: strings (db, key, value, expire_ms), zset_members (db, key, member,
-score), and hash_fields and set_members once those types exist. --streams GLOB keeps the keys
+score), hash_fields (db, key, field, value, field_expire_ms), set_members (db, key, member) and
+list_elements (db, key, index, element; index 0 is the head). --streams GLOB keeps the keys
 whose name matches in those tables too.
 
 CSV: a header line, RFC 4180 quoting, binary columns as base64, the fields map and the pairs

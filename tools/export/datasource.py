@@ -6,13 +6,13 @@
           .option("numPartitions", 8).load("./data"))      # or a snapshot file's path
 
 Options (case-insensitive, values strings): table (entries | streams | groups | pending |
-consumers | keys | strings | zset_members | hash_fields | set_members, the last ones while their
-type is registered; default entries), numPartitions (default: this machine's CPU count), arrow
-(default true: Arrow record batches; false: tuples), batchSize (rows per batch, 32768),
-pushdown (true: filter push-down, which needs spark.sql.python.filterPushdown.enabled=true
-too), pinHours (24), and for an incremental read of the entries (tools.export.since)
-sinceLsn, sinceManifest (a previous export's manifest: its LSN and stream positions), untilLsn,
-pinned (a caller's LogPin).
+consumers | keys | strings | zset_members | hash_fields | set_members | list_elements, the last
+ones while their type is registered; default entries), numPartitions (default: this machine's
+CPU count), arrow (default true: Arrow record batches; false: tuples), batchSize (rows per
+batch, 32768), pushdown (true: filter push-down, which needs
+spark.sql.python.filterPushdown.enabled=true too), pinHours (24), and for an incremental read of
+the entries (tools.export.since) sinceLsn, sinceManifest (a previous export's manifest: its LSN
+and stream positions), untilLsn, pinned (a caller's LogPin).
 Column pruning: a user-given schema naming a subset of the table's columns (`.schema("db int,
 id string")`); the Python data source API pushes no column list down.
 
@@ -138,7 +138,8 @@ _KEY = [StructField("db", IntegerType(), False), StructField("key", BinaryType()
 _EXPIRE = StructField("expire_ms", LongType(), True)  # null: no TTL
 # a value table's column kinds (tools.value_tables) as Spark types, and whether null is allowed
 _KINDS: dict[str, tuple[DataType, bool]] = {
-    "binary": (BinaryType(), False), "double": (DoubleType(), False), "expiry": (LongType(), True)}
+    "binary": (BinaryType(), False), "double": (DoubleType(), False), "expiry": (LongType(), True),
+    "index": (LongType(), False)}
 
 
 def value_schema(table: ValueTable) -> StructType:

@@ -6,12 +6,12 @@ nodes, expiry time), its groups (last delivered ID, entries read, PEL size) and 
 and active times, pending counts), and how many keys of each type (engine.model.value_types)
 and keys with a TTL it holds; `dump` prints entries by stream and ID range, then every key of
 another type with its value (rendered from its type's rows, tools.value_tables: a string's
-bytes, a sorted set's members and scores, ...) and expiry time, as text (redis-cli style
-quoting, binary-safe) or JSON lines. PATH is a snapshot file or a data directory (its
-manifest's current snapshot). The whole file is checked against the checksum its manifest
-recorded before it is read, and every value as it is read: damage is exit 2 with one line
-naming the file, table and key. Never writes, never takes the directory's lock; a snapshot a
-running server's compaction replaces stays readable while open. Must not touch: the snapshot
+bytes, a sorted set's members and scores, a list's elements, ...) and expiry time, as text
+(redis-cli style quoting, binary-safe) or JSON lines. PATH is a snapshot file or a data
+directory (its manifest's current snapshot). The whole file is checked against the checksum its
+manifest recorded before it is read, and every value as it is read: damage is exit 2 with one
+line naming the file, table and key. Never writes, never takes the directory's lock; a snapshot
+a running server's compaction replaces stays readable while open. Must not touch: the snapshot
 format (the read API owns it), the engine.
 
 Exit status: 0 ok; 2 not a readable snapshot (damaged, truncated, another format); 3 usage or
@@ -46,11 +46,12 @@ JSON lines: {"db", "key", "id", "fields": [[field, value], ...]} per entry, then
 {"db", "key", "value", "expires_ms"} per string key (expires_ms null: no TTL) and
 {"db", "key", "type", "value", "expires_ms"} per key of another type, its value a list of
 its elements: a sorted set's [member, score] pairs (the score as Redis prints it), a hash's
-[field, value, field_expire_ms], a set's members; a string that is not UTF-8 is
-{"b64": "<base64>"}. Text: one line per entry (db, key, ID, fields), then one per key of
-another type (db, key, its type, its elements: a string's value, a sorted set's members and
-scores, a hash's fields and values (field_expire_ms=<ms> after a field with a TTL), a set's
-members; and "PXAT <ms>" when the key has a TTL), redis-cli quoting.
+[field, value, field_expire_ms], a set's members, a list's elements head first; a string that
+is not UTF-8 is {"b64": "<base64>"}. Text: one line per entry (db, key, ID, fields), then one
+per key of another type (db, key, its type, its elements: a string's value, a sorted set's
+members and scores, a hash's fields and values (field_expire_ms=<ms> after a field with a
+TTL), a set's members, a list's elements head first; and "PXAT <ms>" when the key has a TTL),
+redis-cli quoting.
 --start, --end and --count select entries; the other keys are dumped unless --streams-only.
 
 exit status: 0 ok; 2 not a readable snapshot; 3 usage or I/O error; 130 interrupted."""
@@ -315,7 +316,9 @@ def _json_streamed(snap: Any, row: Any, table: Any, doc: dict[str, Any]) -> Iter
 
 
 def _json_element(columns: tuple[Column, ...], element: tuple) -> Any:
-    values = [_json_cell(c.kind, v) for c, v in zip(columns, element, strict=True)]
+    # (an index column is not shown: the elements are in its order)
+    values = [_json_cell(c.kind, v) for c, v in zip(columns, element, strict=True)
+              if c.kind != "index"]
     return values[0] if len(values) == 1 else values
 
 
@@ -359,6 +362,8 @@ def _text_cell(column: Column, value: Any) -> str:
         return quote(value)
     if column.kind == "double":
         return _score(value)
+    if column.kind == "index":
+        return ""  # (the elements are in its order)
     return "" if value is None else f"{column.name}={value}"  # an element's expiry
 
 

@@ -244,7 +244,12 @@ def _sample_values() -> dict[str, list[Any]]:
     many = Hash.from_pairs([(b"f%d" % i, b"v" * (i % 70)) for i in range(600)])
     timed = Hash.from_pairs([(b"f", b"v"), (b"g", b"w")])
     timed.set_field_expiry(b"g", 9_000_000)
+    from streamkeep.engine.model import lists
+
     return {"string": [b"v", b"\x00\xff"], "zset": [small, big],
+            "list": [lists.from_elements([b"a", b"12", b""]),
+                     lists.from_elements(b"e%d" % i for i in range(3000)),
+                     lists.from_elements([b"x" * 20_000])],
             "hash": [fields, many, timed],
             "set": [RSet.from_members([b"1", b"2", b"3"]), RSet.from_members([b"a", b"b"]),
                     RSet.from_members(b"m%d" % i for i in range(700))]}

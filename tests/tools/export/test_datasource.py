@@ -597,3 +597,53 @@ def test_hash_and_set_tables_switch_on_with_their_types(tmp_path: Path,
     assert value_schema(BY_TABLE["hash_fields"]).simpleString() == (
         "struct<db:int,key:binary,key_str:string,field:binary,value:binary,"
         "field_expire_ms:bigint,snapshot_lsn:bigint>")
+
+
+def test_list_elements_equal_lrange(spark: SparkSession, tmp_path: Path,
+                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """list_elements: every element of every list with its index (0: the head), as LRANGE
+    gives them; a small list (a listpack), a big one (a quicklist, an element past a node's
+    limit among them) stored in chunks, binary keys and elements, two databases; through
+    Spark (Arrow and tuples) and in process."""
+    from streamkeep.snapshot import values
+    from streamkeep.snapshot.writer import write_snapshot
+    from streamkeep.tools.export.datasource import value_schema
+    from streamkeep.tools.value_tables import BY_TABLE
+
+    engine = typed_engine()
+    engine.execute("RPUSH", "small", "a", b"\x00\xff", "12", "", "a")
+    engine.execute("RPUSH", b"big\xff", *[b"e%d" % i for i in range(2000)], b"\xfe" * 9000,
+                   "last")
+    engine.execute("PEXPIREAT", "small", str(FAR))
+    on_db(engine, 1, "LPUSH", "other", "x", "y")
+    monkeypatch.setattr(values, "CHUNKED_ELEMENTS", 1000)  # the big list in chunks
+    monkeypatch.setattr(values, "CHUNK_ELEMENTS", 300)
+    path = str(tmp_path / "snapshot-000000000005.mdb")
+    write_snapshot(engine.dbs, path, 5, 1, "r" * 40, values=engine.keyspaces,
+                   expires=engine.expires)
+    with Snapshot(path) as snap:
+        assert {row.key: row.chunked is not None for row in snap.key_rows()
+                if row.type == "list"} == {b"small": False, b"big\xff": True, b"other": False}
+    expected = sorted((db, key, i, element) for db, key in [(0, b"small"), (0, b"big\xff"),
+                                                            (1, b"other")]
+                      for i, element in enumerate(on_db(engine, db, "LRANGE", key, "0", "-1")))
+    rows = read(spark, path, "list_elements", numPartitions=2)
+    # (r["index"]: a Row is a tuple, whose attribute `index` is tuple.index)
+    assert sorted((r.db, r.key, r["index"], r.element) for r in rows) == expected
+    assert {r.snapshot_lsn for r in rows} == {5} and len(rows) == 2002 + 5 + 2
+    assert {r.key_str for r in rows} == {"small", "big\ufffd", "other"}
+    tuples = read(spark, path, "list_elements", numPartitions=3, arrow="false")
+    assert sorted(tuples) == sorted(rows)
+    reader = StreamkeepReader({"path": path, "table": "list_elements", "arrow": "false"})
+    planned = reader.partitions()
+    try:
+        got = sorted(row for part in planned for row in reader.rows(part))
+    finally:
+        release(planned)
+    assert [(r[0], r[1], r[3], r[4]) for r in got] == expected
+    assert value_schema(BY_TABLE["list_elements"]).simpleString() == (
+        "struct<db:int,key:binary,key_str:string,index:bigint,element:binary,"
+        "snapshot_lsn:bigint>")
+    keys = read(spark, path, "keys")
+    assert {(r.key, r.type, r.expire_ms) for r in keys if r.type == "list"} == {
+        (b"small", "list", FAR), (b"big\xff", "list", None), (b"other", "list", None)}

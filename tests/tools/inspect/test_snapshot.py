@@ -222,13 +222,16 @@ def test_dump_renders_every_types_value(typed_snapshot: str,
     assert [line.split()[2] for line in out.splitlines()] == ["1-1", "5-5"]
 
 
-def test_dump_renders_hashes_and_sets_once_registered(tmp_path: Path,
-                                                      capsys: pytest.CaptureFixture[str],
-                                                      monkeypatch: pytest.MonkeyPatch) -> None:
-    """A hash (a field's expiry beside it) and a set, from their types' rows; a type without a
-    rows entry (tools.value_tables) is named with its stored size."""
+def test_dump_renders_hashes_sets_and_lists_once_registered(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A hash (a field's expiry beside it), a set and a list (its elements head first, no
+    index shown), from their types' rows; a type without a rows entry (tools.value_tables) is
+    named with its stored size."""
+    from streamkeep.engine.model import lists
     from streamkeep.engine.model.hashes import Hash
     from streamkeep.engine.model.sets import RSet
+    from streamkeep.engine.model.value_types import LIST
     from streamkeep.snapshot.writer import write_snapshot
     from streamkeep.tools.inspect import snapshot as inspect_snapshot
     from tests.support.extra_types import register_hash_and_set
@@ -236,28 +239,33 @@ def test_dump_renders_hashes_and_sets_once_registered(tmp_path: Path,
     hash_type, set_type = register_hash_and_set(monkeypatch)
     h = Hash.from_pairs([(b"f1", b"v1"), (b"f2", b"\xff")])
     h.set_field_expiry(b"f2", 4102444800000)
-    values: list[list[dict]] = [[{}] for _ in range(max(hash_type.slot, set_type.slot) + 1)]
+    values: list[list[dict]] = [[{}] for _ in range(
+        max(hash_type.slot, set_type.slot, LIST.slot) + 1)]
     values[hash_type.slot][0][b"h"] = h
     values[set_type.slot][0][b"s"] = RSet.from_members([b"7"])
+    values[LIST.slot][0][b"l"] = lists.from_elements([b"b", b"\xff", b"7", b"b"])
     path = str(tmp_path / "snapshot.mdb")
     write_snapshot([{}], path, 3, 1, "r" * 40, values=values, expires=[{b"s": 5}])
     rc, out, _ = run(capsys, "snapshot", "dump", path)
     assert rc == 0
     lines = out.splitlines()
-    assert lines[1] == 'db0 "s" set "7" PXAT 5'
+    assert lines[2] == 'db0 "s" set "7" PXAT 5'
+    assert lines[1] == 'db0 "l" list "b" "\\xff" "7" "b"'
     # (a field with a TTL comes first in a listpackex, as HGETALL walks it)
     assert lines[0] == 'db0 "h" hash "f2" "\\xff" field_expire_ms=4102444800000 "f1" "v1"'
     rc, out, _ = run(capsys, "snapshot", "dump", path, "--format", "json")
-    h_doc, s_doc = map(json.loads, out.splitlines())
+    h_doc, l_doc, s_doc = map(json.loads, out.splitlines())
+    assert l_doc == {"db": 0, "key": "l", "type": "list",
+                     "value": ["b", {"b64": "/w=="}, "7", "b"], "expires_ms": None}
     assert sorted(h_doc["value"]) == [["f1", "v1", None],
                                       ["f2", {"b64": "/w=="}, 4102444800000]]
     assert s_doc == {"db": 0, "key": "s", "type": "set", "value": ["7"], "expires_ms": 5}
     monkeypatch.delitem(inspect_snapshot.BY_TYPE, "set")
     rc, out, _ = run(capsys, "snapshot", "dump", path)
-    assert out.splitlines()[1].startswith('db0 "s" set (') and "bytes stored) PXAT 5" in out
+    assert out.splitlines()[2].startswith('db0 "s" set (') and "bytes stored) PXAT 5" in out
     rc, out, _ = run(capsys, "snapshot", "info", path, "--json")
     assert json.loads(out)["keys_by_type"] == {"stream": 0, "string": 0, "zset": 0, "hash": 1,
-                                               "set": 1}
+                                               "set": 1, "list": 1}
 
 
 def test_dump_reads_a_chunked_value_chunk_by_chunk(tmp_path: Path,
@@ -276,6 +284,7 @@ def test_dump_reads_a_chunked_value_chunk_by_chunk(tmp_path: Path,
     e.execute("HPEXPIREAT", "h", "4102444800000", "FIELDS", "1", "f3")
     e.execute("SADD", "s", *[b"%d" % j for j in range(700)])
     e.execute("PEXPIREAT", "s", "4102444800000")
+    e.execute("RPUSH", "l", *[b"e%d" % j for j in range(3000)], b"\xff" * 9000)
     outputs = []
     for chunked in (False, True):
         monkeypatch.setattr(values, "CHUNKED_ELEMENTS", 500 if chunked else 1 << 40)
@@ -291,7 +300,9 @@ def test_dump_reads_a_chunked_value_chunk_by_chunk(tmp_path: Path,
             dumps.append(out)
         outputs.append(dumps)
     assert outputs[0] == outputs[1]
-    h, s, z = (json.loads(line) for line in outputs[1][1].splitlines())  # (in key order)
+    h, lst, s, z = (json.loads(line) for line in outputs[1][1].splitlines())  # (key order)
     assert len(z["value"]) == len(h["value"]) == len(s["value"]) == 700
+    assert lst["value"][:2] == ["e0", "e1"] and len(lst["value"]) == 3001
+    assert lst["value"][-1] == {"b64": base64.b64encode(b"\xff" * 9000).decode()}
     assert s["expires_ms"] == 4102444800000
     assert ["f3", {"b64": "/zM="}, 4102444800000] in h["value"]
