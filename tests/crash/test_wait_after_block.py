@@ -34,6 +34,16 @@ def test_the_served_reads_record_is_its_sessions_last_write(tmp_path: Path) -> N
         assert consumer.write_lsn == waiter.lsn == engine.journal.lsn > xadd > blocked_at
 
 
+def _stopped(pid: int) -> bool:
+    """Every thread of process `pid` stopped (state T in /proc)."""
+    tasks = Path(f"/proc/{pid}/task")
+    for task in tasks.iterdir():
+        stat = (task / "stat").read_text()
+        if stat[stat.rindex(")") + 2] not in "Tt":
+            return False
+    return True
+
+
 CLAIM_IDLE_MS = 2000  # long enough for the fence and the stop to come first
 
 
@@ -56,7 +66,12 @@ def test_wait_does_not_count_a_replica_that_missed_the_delivery(
     primary = spawn(tmp_path / "p", "--requirepass", secret)
     replica = spawn(tmp_path / "r", "--replicaof", "127.0.0.1", str(primary.port),
                     "--masterauth", secret)
-    p, consumer, fence = (primary.client(password=secret) for _ in range(3))
+    p, fence = (primary.client(password=secret) for _ in range(2))
+    # One connection for the consumer, never a pool's: WAIT must run on the connection the
+    # read ran on (a pool may hand out a reconnected one, a new client whose last write is
+    # none, which every replica has acknowledged).
+    consumer = primary.client(password=secret, single_connection_client=True)
+    consumer_id = consumer.client_id()
     p.xgroup_create("s", "g", "$", mkstream=True)
     if claim:  # an entry delivered to c1, which the blocked CLAIM read takes once it is idle
         p.xadd("s", {"f": "old"})
@@ -71,11 +86,15 @@ def test_wait_does_not_count_a_replica_that_missed_the_delivery(
     assert fence.execute_command("WAIT", 1, 10_000) == 1
     assert p.info("replication")["connected_slaves"] == 1
     os.kill(replica.proc.pid, signal.SIGSTOP)
+    # kill() returns before every thread has stopped: a busy machine may let the replica run
+    # on long enough to receive and acknowledge the delivery below.
+    _until(lambda: _stopped(replica.proc.pid), "the replica never stopped")
     try:
         if not claim:
             p.xadd("s", {"f": "new"})  # serves the blocked read
         reader.join(20)
         assert got and got[0], got
+        assert consumer.client_id() == consumer_id, "the consumer's connection was replaced"
         # The delivery is on the primary only: the stopped replica has not acknowledged it.
         assert consumer.execute_command("WAIT", 1, 300) == 0
         assert consumer.execute_command("WAITAOF", 0, 1, 300)[1] == 0
