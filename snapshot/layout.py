@@ -52,7 +52,11 @@ A snapshot is one LMDB environment in one file (`subdir=False`, no lock file). S
                value of a type snapshot.values chunks is [nil, expiry ms or nil, type name,
                [part, number, chunks, elements, bytes]] instead: its elements are in the
                chunks table, under `number`, in part file `part` (an index into meta `parts`;
-               nil: this file)
+               nil: this file); or [nil, expiry, type name, [elements, bytes, [[part, number,
+               first chunk, chunks], ...]]]: its chunks are those runs, in order, possibly of
+               several values and files (a list whose unchanged chunks a compaction referred
+               to where they were; a list chunk's index is then counted from the order, its
+               stored first index not relied on)
     chunks     key: number u64 | chunk u32   value: msgpack, one chunk of a big value's
                elements in the value's own order (snapshot.values documents each type's
                body); chunks 0 to chunks - 1 of a value, each a few thousand elements or
@@ -77,6 +81,7 @@ from __future__ import annotations
 import struct
 import zlib
 from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 import msgpack
@@ -344,21 +349,94 @@ def decode_key(raw: bytes | memoryview) -> tuple[bytes | None, int | None, str |
     return value, expires_ms, type_name
 
 
-class ChunkRef(NamedTuple):
-    """Where a chunked value's elements are (see the module docstring): part file `part` (an
-    index into meta `parts`; None: the file holding the keys row), under `number`, `chunks`
-    chunk rows holding `elements` elements in `size` bytes (their bodies)."""
+class ChunkRun(NamedTuple):
+    """Consecutive chunk rows of one value: chunks `first` to `first + chunks - 1` under
+    `number` in part file `part` (an index into meta `parts`; None: the file holding the keys
+    row)."""
 
     part: int | None
     number: int
+    first: int
     chunks: int
+
+
+@dataclass(frozen=True, slots=True)
+class ChunkRef:
+    """Where a chunked value's elements are (see the module docstring): its chunk rows, run
+    after run in the value's order, holding `elements` elements in `size` bytes (their
+    bodies). `indexed`: the row's first form, one run of every chunk of its number, from chunk
+    0 (a list chunk's stored first index is then its index in the list); the second form
+    (a list whose unchanged chunks a compaction referred to where they are) has runs from
+    several values and files, and a list chunk's index is counted from the order alone."""
+
+    runs: tuple[ChunkRun, ...]
     elements: int
     size: int
+    indexed: bool = True
+
+    @classmethod
+    def whole(cls, part: int | None, number: int, chunks: int, elements: int,
+              size: int) -> ChunkRef:
+        """The first form: chunks 0 to `chunks` - 1 of `number` in `part`."""
+        return cls((ChunkRun(part, number, 0, chunks),), elements, size)
+
+    @property
+    def chunks(self) -> int:
+        return sum(run.chunks for run in self.runs)
+
+    @property
+    def part(self) -> int | None:
+        """The first run's part (the value's, in the first form)."""
+        return self.runs[0].part if self.runs else None
+
+    @property
+    def number(self) -> int:
+        """The first run's number (the value's, in the first form)."""
+        return self.runs[0].number if self.runs else 0
 
 
 def encode_chunked_key(ref: ChunkRef, expires_ms: int | None, type_name: str) -> bytes:
-    """The `keys` value of a chunked value: no value, its expiry, its type and its chunks."""
-    return _packb([None, expires_ms, type_name, list(ref)])
+    """The `keys` value of a chunked value: no value, its expiry, its type and its chunks
+    (`[part, number, chunks, elements, bytes]`, or `[elements, bytes, [[part, number, first
+    chunk, chunks], ...]]` for one that is not `indexed`)."""
+    if ref.indexed:
+        (run,) = ref.runs
+        assert run.first == 0
+        item: list[Any] = [run.part, run.number, run.chunks, ref.elements, ref.size]
+    else:
+        item = [ref.elements, ref.size, [list(run) for run in ref.runs]]
+    return _packb([None, expires_ms, type_name, item])
+
+
+_CHUNK_INDEXES = 1 << 32  # a chunk's index is a u32 in its key
+
+
+def _is_count(x: Any) -> bool:
+    return isinstance(x, int) and not isinstance(x, bool) and x >= 0
+
+
+def _chunk_ref(item: Any) -> ChunkRef:
+    """A keys row's chunks item, either form, checked: counts that are counts, runs that name
+    chunk keys that can exist, no chunk twice."""
+    if isinstance(item, list) and len(item) == 5 and (item[0] is None or _is_count(item[0])) \
+            and all(map(_is_count, item[1:])) and item[2] <= _CHUNK_INDEXES:
+        return ChunkRef.whole(*item)
+    if not (isinstance(item, list) and len(item) == 3 and _is_count(item[0])
+            and _is_count(item[1]) and isinstance(item[2], list) and item[2]):
+        raise ValueError("a chunked keys value is [nil, int or nil, type name, [part or nil, "
+                         "number, chunks, elements, bytes] or [elements, bytes, runs]]")
+    runs = []
+    for run in item[2]:
+        if not (isinstance(run, list) and len(run) == 4
+                and (run[0] is None or _is_count(run[0])) and all(map(_is_count, run[1:]))
+                and run[3] > 0 and run[2] + run[3] <= _CHUNK_INDEXES):
+            raise ValueError("a chunk run is [part or nil, number, first chunk, chunks > 0]")
+        runs.append(ChunkRun(*run))
+    ordered = sorted(runs, key=lambda r: (-1 if r.part is None else r.part, r.number, r.first))
+    for a, b in zip(ordered, ordered[1:], strict=False):
+        if (a.part, a.number) == (b.part, b.number) and a.first + a.chunks > b.first:
+            raise ValueError(f"chunk runs overlap (part {a.part}, number {a.number})")
+    return ChunkRef(tuple(runs), item[0], item[1], indexed=False)
 
 
 def decode_key_row(raw: bytes | memoryview
@@ -376,14 +454,9 @@ def decode_key_row(raw: bytes | memoryview
         raise ValueError("a keys value is [bytes or nil, int or nil, (type name)]")
     ref = None
     if len(row) == 4:
-        item = row[3]
-        if value is not None or type_name is None or not isinstance(item, list) or \
-                len(item) != 5 or not all(isinstance(x, int) for x in item[1:]) or \
-                not (item[0] is None or isinstance(item[0], int)) or \
-                min(item[1:]) < 0 or (item[0] is not None and item[0] < 0):
-            raise ValueError("a chunked keys value is [nil, int or nil, type name, "
-                             "[part or nil, number, chunks, elements, bytes]]")
-        ref = ChunkRef(*item)
+        if value is not None or type_name is None:
+            raise ValueError("a chunked keys value is [nil, int or nil, type name, chunks]")
+        ref = _chunk_ref(row[3])
     return value, expires_ms, type_name, ref
 
 

@@ -12,8 +12,11 @@ bytes with the manifest's checksum before LMDB maps it (snapshot.integrity uses 
 A segmented snapshot (version 5, a compaction's) keeps its nodes in part files beside it, named
 by its `parts` meta value and opened with it (so a compaction that deletes one later does not
 take it from an open reader); its runs table says which part holds which run of a stream's
-nodes. Every node read routes through `runs`: callers see one snapshot either way. Must not
-touch: the engine, the manifest; it never writes.
+nodes. Every node read routes through `runs`: callers see one snapshot either way. A big
+value's chunks (value_chunks, value_chunk_rows, value_elements) follow its keys row the same
+way: one run of its own chunks, or runs of chunks from several values and part files (a list
+a compaction partly referred to), checked run by run; a list's indexes are counted from the
+chunks' order. Must not touch: the engine, the manifest; it never writes.
 
     with Snapshot("data/snapshot-000000001234.mdb") as snap:
         for info in snap.streams():
@@ -517,66 +520,89 @@ class Snapshot:
 
     def chunk_home(self, row: KeyInfo) -> tuple[Snapshot, int]:
         """The file holding a chunked value's chunks (this one, or one of its parts), and the
-        value's number there."""
+        value's number there (of its first run, for a row of several)."""
         ref = row.chunked
         if ref is None:
             raise ValueError(f"key {row.key!r} of database {row.db} is not chunked")
-        if ref.part is None:
-            return self, ref.number
-        if ref.part >= len(self.parts):
+        return self._run_file(row, ref.runs[0]), ref.runs[0].number
+
+    def _run_file(self, row: KeyInfo, run: layout.ChunkRun) -> Snapshot:
+        if run.part is None:
+            return self
+        if run.part >= len(self.parts):
             raise self.damaged("keys", layout.stream_key(row.db, row.key),
-                               f"names part {ref.part}, of {len(self.parts)}")
-        return self.parts[ref.part], ref.number
+                               f"names part {run.part}, of {len(self.parts)}")
+        return self.parts[run.part]
 
     def value_chunks(self, row: KeyInfo) -> Iterator[bytes]:
         """A chunked value's chunk bodies, in order, each checked as it is read (one at a
         time): a missing, extra or damaged chunk is a SnapshotError naming the file, the key
         and the chunk."""
-        part, number = self.chunk_home(row)
+        for _part, _run, _index, body in self.value_chunk_rows(row):
+            yield body
+
+    def value_chunk_rows(self, row: KeyInfo
+                         ) -> Iterator[tuple[Snapshot, layout.ChunkRun, int, bytes]]:
+        """value_chunks' bodies with where each is: (file, run, chunk index, body), following
+        the row's runs (a second-form row's from several values and files)."""
         ref = row.chunked
-        assert ref is not None
+        if ref is None:
+            raise ValueError(f"key {row.key!r} of database {row.db} is not chunked")
         where = f"key {row.key.decode(errors='backslashreplace')!r} (db {row.db})"
-        expected = 0
-        for raw, stored in part._prefixed("chunks", layout.number_prefix(number)):
-            index = layout.split_chunk_key(raw)[1]
-            if index != expected:
-                what = "missing" if index > expected else "out of place"
+        for run in ref.runs:
+            part = self._run_file(row, run)
+            end = run.first + run.chunks
+            of = f"of {ref.chunks} recorded" if ref.indexed else \
+                f"of value #{run.number}'s chunks {run.first} to {end - 1}, referred to"
+            expected = run.first
+            for raw, stored in part._prefixed("chunks", layout.number_prefix(run.number),
+                                              start=layout.chunk_key(run.number, run.first)):
+                index = layout.split_chunk_key(raw)[1]
+                if index >= end and not ref.indexed:
+                    break
+                if index != expected:
+                    what = "missing" if index > expected else "out of place"
+                    raise SnapshotError(f"{part.name}: table chunks, {where}, chunk {expected}:"
+                                        f" {what} ({of})")
+                if index >= end:
+                    raise SnapshotError(f"{part.name}: table chunks, {where}: more than the "
+                                        f"{ref.chunks} chunks recorded")
+                body = layout.unseal("chunks", raw, stored) if part.checked else stored
+                if body is None:
+                    raise SnapshotError(f"{part.name}: table chunks, {where}, chunk {index}: "
+                                        f"checksum mismatch: the stored value is damaged")
+                yield part, run, index, bytes(body)
+                expected += 1
+            if expected != end:
                 raise SnapshotError(f"{part.name}: table chunks, {where}, chunk {expected}: "
-                                    f"{what} (of {ref.chunks} recorded)")
-            if index >= ref.chunks:
-                raise SnapshotError(f"{part.name}: table chunks, {where}: more than the "
-                                    f"{ref.chunks} chunks recorded")
-            body = layout.unseal("chunks", raw, stored) if part.checked else stored
-            if body is None:
-                raise SnapshotError(f"{part.name}: table chunks, {where}, chunk {index}: "
-                                    f"checksum mismatch: the stored value is damaged")
-            yield bytes(body)
-            expected += 1
-        if expected != ref.chunks:
-            raise SnapshotError(f"{part.name}: table chunks, {where}, chunk {expected}: "
-                                f"missing (of {ref.chunks} recorded)")
+                                    f"missing ({of})")
 
     def value_elements(self, row: KeyInfo) -> Iterator[tuple]:
         """A chunked value's elements, chunk by chunk, as tools.value_tables' columns have
-        them (snapshot.values.chunk_elements); damage is a SnapshotError naming the key and
-        the chunk."""
+        them (snapshot.values.chunk_elements; a list's indexes counted from the chunks'
+        order); damage is a SnapshotError naming the key and the chunk."""
         from streamkeep.snapshot.values import chunk_elements
 
-        assert row.type is not None
+        ref = row.chunked
+        assert row.type is not None and ref is not None
         where = f"key {row.key.decode(errors='backslashreplace')!r} (db {row.db})"
         count = 0
-        for index, body in enumerate(self.value_chunks(row)):
+        name = self.chunk_home(row)[0].name
+        for part, _run, index, body in self.value_chunk_rows(row):
+            name = part.name
             try:
-                elements = chunk_elements(row.type, body)
+                elements = chunk_elements(row.type, body, at=count, check=ref.indexed)
             except _DECODE_ERRORS as err:
-                raise SnapshotError(f"{self.chunk_home(row)[0].name}: table chunks, {where}, "
-                                    f"chunk {index}: undecodable value ({err})") from None
+                raise SnapshotError(f"{part.name}: table chunks, {where}, chunk {index}: "
+                                    f"undecodable value ({err})") from None
             count += len(elements)
+            if count > ref.elements:
+                raise SnapshotError(f"{part.name}: table chunks, {where}, chunk {index}: "
+                                    f"more than the {ref.elements} elements recorded")
             yield from elements
-        assert row.chunked is not None
-        if count != row.chunked.elements:
-            raise SnapshotError(f"{self.chunk_home(row)[0].name}: table chunks, {where}: "
-                                f"{count} elements found, {row.chunked.elements} recorded")
+        if count != ref.elements:
+            raise SnapshotError(f"{name}: table chunks, {where}: "
+                                f"{count} elements found, {ref.elements} recorded")
 
     def _check_chunks(self, problems: list[str], limit: int) -> None:
         """Every chunked value's chunks: there, sound, decodable, as many elements as

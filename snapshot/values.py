@@ -7,7 +7,12 @@ the type's own order) and what a chunk's body holds, how a value is built back f
 chunks (`build_value`), and `ValueHomes`, a compaction child's record of where each chunked
 value it loaded or wrote is, so that a value nothing changed since is referred to where it is
 instead of written again (as an unchanged stream node is). A writer or a reader holds one
-chunk at a time, never the value's whole serialisation.
+chunk at a time, never the value's whole serialisation. A list's home keeps each of its
+chunks' nodes (their identities and hashes, `StoredChunk`): a list that changed (a queue's
+pushes and pops) refers to the chunks whose nodes are all still its own, unchanged and in
+order (`plan_list`), and only its other nodes are cut into new chunks (`planned_chunks`); a
+keys row of such a list lists runs of chunks (snapshot.layout's second form), and its chunks'
+stored first indexes are not relied on (indexes are counted from the order).
 
 A chunk's body is msgpack, elements in the value's order:
     zset  [members (array of bin), scores (bin: little-endian doubles, one per member)]
@@ -31,12 +36,13 @@ from __future__ import annotations
 import sys
 from array import array
 from bisect import bisect_left
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from itertools import accumulate, chain, islice
 from typing import Any
 
 import msgpack
+import xxhash
 
 from streamkeep.engine.model import lists
 from streamkeep.engine.model.hashes import Hash
@@ -53,6 +59,7 @@ CHUNKED_TYPES = (ZSET.name, HASH.name, SET.name, LIST.name)
 
 _BIG_ENDIAN = sys.byteorder == "big"
 _packb = msgpack.Packer(use_bin_type=True).pack
+_node_hash = xxhash.xxh3_64_intdigest
 
 
 def is_chunked(vt: ValueType, value: Any) -> bool:
@@ -140,29 +147,32 @@ def _body(type_name: str, columns: Columns) -> bytes:
     return _packb([columns[0], columns[1], ttls])
 
 
-def _list_bodies(value: lists.ListValue) -> Iterator[tuple[bytes, int]]:
-    """A list's chunks: its nodes as they are, a chunk ending at the node that reaches
-    CHUNK_ELEMENTS or CHUNK_BYTES (a node past them alone)."""
-    first = count = size = 0
-    batch: list[bytes] = []
-    for node in lists.nodes_of(value):
+def node_bodies(nodes: Iterable[bytearray], first: int = 0
+                ) -> Iterator[tuple[bytes, int, list[bytearray]]]:
+    """List chunks of `nodes` as they are, the first at list index `first`: (body, elements,
+    its nodes) each, a chunk ending at the node that reaches CHUNK_ELEMENTS or CHUNK_BYTES (a
+    node past them alone)."""
+    count = size = 0
+    batch: list[bytearray] = []
+    for node in nodes:
         n = node_count(node)
         if batch and (count + n > CHUNK_ELEMENTS or size + len(node) > CHUNK_BYTES):
-            yield _packb([first, batch]), count
+            yield _packb([first, [bytes(x) for x in batch]]), count, batch
             first += count
             batch, count, size = [], 0, 0
-        batch.append(bytes(node))
+        batch.append(node)
         count += n
         size += len(node)
     if batch:
-        yield _packb([first, batch]), count
+        yield _packb([first, [bytes(x) for x in batch]]), count, batch
 
 
 def chunk_bodies(type_name: str, value: Any) -> Iterator[tuple[bytes, int]]:
     """(body, elements) of each chunk of `value`, in order: CHUNK_ELEMENTS elements or about
     CHUNK_BYTES each (one chunk built at a time)."""
     if type_name == LIST.name:
-        yield from _list_bodies(value)
+        for body, count, _nodes in node_bodies(lists.nodes_of(value)):
+            yield body, count
         return
     for batch in _batches(type_name, value):
         for columns in _cut(type_name, batch):
@@ -221,12 +231,20 @@ def _list_nodes(body: bytes | memoryview) -> tuple[int, list[bytearray]]:
         raise ValueError(f"a list chunk's node is not a listpack: {err}") from None
 
 
-def chunk_elements(type_name: str, body: bytes | memoryview) -> list[tuple]:
+def chunk_elements(type_name: str, body: bytes | memoryview, at: int | None = None,
+                   check: bool = True) -> list[tuple]:
     """A chunk's elements as tools.value_tables' columns have them: a sorted set's (member,
     score), a hash's (field, value, expiry or None), a set's (member,), a list's (index,
-    element). ValueError: not a chunk of that type."""
+    element). A list chunk's indexes start at `at` when given (its place in the value, counted
+    from the order), which with `check` its stored first index must equal (a row of the first
+    form; a referred chunk's stored one is where it was when written). ValueError: not a chunk
+    of that type."""
     if type_name == LIST.name:
         first, nodes = _list_nodes(body)
+        if at is not None:
+            if check and first != at:
+                raise ValueError(f"a list chunk starts at index {first}, not {at}")
+            first = at
         out: list[tuple] = []
         for node in nodes:
             out.extend(enumerate(node_range(node, 0, node_count(node)), first + len(out)))
@@ -245,10 +263,15 @@ def chunk_elements(type_name: str, body: bytes | memoryview) -> list[tuple]:
     return list(zip(fields, values, expiry, strict=True))
 
 
-def build_value(type_name: str, count: int, bodies: Iterable[bytes | memoryview]) -> Any:
+def build_value(type_name: str, count: int, bodies: Iterable[bytes | memoryview],
+                indexed: bool = True,
+                on_list_chunk: Callable[[list[bytearray], int], None] | None = None) -> Any:
     """The value `count` elements long whose chunks' bodies are `bodies` (read one at a time),
-    in the encoding its size calls for, as the type's `from_bytes` picks it. ValueError:
-    malformed chunks, or not `count` elements."""
+    in the encoding its size calls for, as the type's `from_bytes` picks it. A list's chunks
+    follow each other by their order; with `indexed` (a keys row of the first form) each one's
+    stored first index must be where it is. `on_list_chunk`: told each list chunk's nodes (the
+    objects the list adopts) and elements. ValueError: malformed chunks, or not `count`
+    elements."""
     seen = [0]
 
     def counted(items: list) -> list:
@@ -265,10 +288,16 @@ def build_value(type_name: str, count: int, bodies: Iterable[bytes | memoryview]
         nodes: list[bytearray] = []
         for body in bodies:
             first, chunk = _list_nodes(body)
-            if first != seen[0]:
+            if indexed and first != seen[0]:
                 raise ValueError(f"a list chunk starts at index {first}, not {seen[0]}")
+            elements = sum(map(node_count, chunk))
+            if seen[0] + elements > count:
+                raise ValueError(f"a list chunk of {elements} elements after {seen[0]}, of "
+                                 f"{count}")
             nodes.extend(chunk)
-            seen[0] += sum(map(node_count, chunk))
+            seen[0] += elements
+            if on_list_chunk is not None:
+                on_list_chunk(chunk, elements)
         value = lists.from_nodes(nodes)
     elif type_name == HASH.name:
         ttls: list[tuple[bytes, int]] = []
@@ -293,19 +322,116 @@ def build_value(type_name: str, count: int, bodies: Iterable[bytes | memoryview]
 # --- where a compaction child's chunked values are -------------------------------------------
 
 @dataclass(frozen=True, slots=True)
-class ValueHome:
-    """Where a chunked value's rows are in the snapshot a compaction child goes on from: the
-    value object (by its id: the child's own, resident), the part file (its path, and the rows,
-    nodes and chunks, it holds: the merge policy's measure), the value's number there, its
-    chunks, elements and their bytes."""
+class HomeRun:
+    """Consecutive chunks of a value in the snapshot a compaction child goes on from: the part
+    file (its path, and the rows, nodes and chunks, it holds: the merge policy's measure), the
+    number of the value that wrote them there, the first chunk and how many."""
 
-    ident: int
     part: str
     part_rows: int
     number: int
+    first: int
     chunks: int
+
+
+@dataclass(frozen=True, slots=True)
+class StoredChunk:
+    """One chunk of a list as a snapshot holds it (part file, its rows, number, chunk index,
+    elements, body bytes) and the nodes it was read from or written as: each node's identity
+    (id() of the list's own bytearray) and its bytes' hash (xxh3-64), so that a compaction
+    tells a chunk whose nodes are all still there, in order and unchanged, from one that is
+    not."""
+
+    part: str
+    part_rows: int
+    number: int
+    index: int
     elements: int
     size: int
+    nodes: tuple[int, ...]
+    sums: tuple[int, ...]
+
+
+def node_sums(nodes: Iterable[bytearray]) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """(identities, hashes) of `nodes`, as StoredChunk keeps them."""
+    nodes = list(nodes)
+    return tuple(map(id, nodes)), tuple(map(_node_hash, nodes))
+
+
+@dataclass(frozen=True, slots=True)
+class ValueHome:
+    """Where a chunked value's rows are in the snapshot a compaction child goes on from: the
+    value object (by its id: the child's own, resident), its chunk runs in order, its elements
+    and their bytes, whether its keys row is of the first form (`indexed`); for a list, each
+    of its chunks (`list_chunks`, in order), so that a changed list refers to the chunks that
+    did not change."""
+
+    ident: int
+    runs: tuple[HomeRun, ...]
+    elements: int
+    size: int
+    indexed: bool = True
+    list_chunks: tuple[StoredChunk, ...] | None = None
+
+
+# A list's plan: its nodes in order, a piece at a time, each the nodes of a stored chunk
+# (referred to where it is) or, with None, nodes to write into new chunks.
+ListPiece = tuple[StoredChunk | None, list[bytearray]]
+
+
+def plan_list(value: lists.ListValue, home: ValueHome) -> list[ListPiece]:
+    """`value`'s nodes as pieces (ListPiece): a run of nodes that is exactly one of the
+    home's stored chunks (the same node objects, in the same order, each with the same bytes)
+    is that chunk; the other nodes are to be written. The work is a pass over the nodes and
+    a hash of the bytes of those that are candidates."""
+    nodes = lists.nodes_of(value)
+    starts = {c.nodes[0]: c for c in home.list_chunks or () if c.nodes}
+    pieces: list[ListPiece] = []
+    pending: list[bytearray] = []
+    i, count = 0, len(nodes)
+    while i < count:
+        chunk = starts.get(id(nodes[i]))
+        if chunk is not None and _holds(chunk, nodes, i):
+            if pending:
+                pieces.append((None, pending))
+                pending = []
+            end = i + len(chunk.nodes)
+            pieces.append((chunk, nodes[i:end]))
+            i = end
+            continue
+        pending.append(nodes[i])
+        i += 1
+    if pending:
+        pieces.append((None, pending))
+    return pieces
+
+
+def _holds(chunk: StoredChunk, nodes: list[bytearray], i: int) -> bool:
+    """Whether nodes[i:] starts with exactly the chunk's nodes, unchanged."""
+    span = nodes[i:i + len(chunk.nodes)]
+    return len(span) == len(chunk.nodes) and tuple(map(id, span)) == chunk.nodes and \
+        tuple(map(_node_hash, span)) == chunk.sums
+
+
+def planned_chunks(pieces: Iterable[ListPiece]
+                   ) -> Iterator[tuple[StoredChunk | None, bytes, int, list[bytearray]]]:
+    """A planned list's chunks in order: (stored chunk, b"", elements, nodes) for one
+    referred to, (None, body, elements, nodes) for a new one (node_bodies' cut of the nodes
+    between referred chunks, each first index where it is now)."""
+    at = 0
+    pending: list[bytearray] = []
+    for chunk, nodes in pieces:
+        if chunk is None:
+            pending.extend(nodes)
+            continue
+        for body, count, batch in node_bodies(pending, at):
+            yield None, body, count, batch
+            at += count
+        pending = []
+        yield chunk, b"", chunk.elements, nodes
+        at += chunk.elements
+    for body, count, batch in node_bodies(pending, at):
+        yield None, body, count, batch
 
 
 class ValueHomes:
@@ -337,6 +463,14 @@ class ValueHomes:
             return None
         return home
 
+    def list_home(self, db: int, key: bytes) -> ValueHome | None:
+        """The home of the list the snapshot held under `key` of `db`, whatever changed since
+        (plan_list tells which of its chunks are still the list's)."""
+        if self.everything:
+            return None
+        home = self.homes.get((db, key))
+        return None if home is None or home.list_chunks is None else home
+
     def replace(self, homes: dict[tuple[int, bytes], ValueHome]) -> None:
         """The homes of the snapshot just written; nothing changed since."""
         self.homes = homes
@@ -345,5 +479,6 @@ class ValueHomes:
 
 
 __all__ = ["CHUNKED_BYTES", "CHUNKED_ELEMENTS", "CHUNKED_TYPES", "CHUNK_BYTES",
-           "CHUNK_ELEMENTS", "ValueHome", "ValueHomes", "build_value", "chunk_bodies",
-           "chunk_elements", "is_chunked"]
+           "CHUNK_ELEMENTS", "HomeRun", "ListPiece", "StoredChunk", "ValueHome", "ValueHomes",
+           "build_value", "chunk_bodies", "chunk_elements", "is_chunked", "node_bodies",
+           "node_sums", "plan_list", "planned_chunks"]

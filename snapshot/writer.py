@@ -14,10 +14,14 @@ A compaction writes a segmented snapshot instead (`write_segmented`, version 5):
 without its nodes in the new file, plus a runs table pointing at the part files that hold the
 nodes; the nodes nothing changed stay where they are, the others go into one new part file
 (snapshot.segments decides which, and which old parts are merged into the new one). A big
-value of a sorted set, hash or set (snapshot.values) is written as chunk rows, one chunk built
-at a time: in the file itself in a self-contained snapshot, else in the new part file, unless
-the compaction child's `ValueHomes` says the previous snapshot holds it as it is (then its keys
-row points at the part file holding its chunks, as a run points at unchanged nodes).
+value of a sorted set, hash, set or list (snapshot.values) is written as chunk rows, one chunk
+built at a time: in the file itself in a self-contained snapshot, else in the new part file,
+unless the compaction child's `ValueHomes` says the previous snapshot holds it as it is (then
+its keys row points at the part file holding its chunks, as a run points at unchanged nodes).
+A changed list keeps its chunks whose nodes did not change where they are (snapshot.values.
+plan_list: a queue's, all but its two ends) and only its other nodes are written, its keys
+row then listing runs of chunks from several values and part files (the row's second form,
+snapshot.layout).
 Must not touch: command semantics, the manifest, the AOF.
 """
 
@@ -32,7 +36,8 @@ from typing import TYPE_CHECKING, Any
 
 import lmdb
 
-from streamkeep.engine.model.value_types import TYPES, ValueType
+from streamkeep.engine.model import lists
+from streamkeep.engine.model.value_types import LIST, TYPES, ValueType
 from streamkeep.snapshot import layout, segments
 from streamkeep.snapshot import values as values_mod
 from streamkeep.snapshot.reader import file_chunks
@@ -174,7 +179,7 @@ def _chunk_rows(number: int, type_name: str, value: Any, part: int | None,
         chunks += 1
         elements += count
         size += len(body)
-    done.append(layout.ChunkRef(part, number, chunks, elements, size))
+    done.append(layout.ChunkRef.whole(part, number, chunks, elements, size))
 
 
 def write_snapshot(dbs: list[dict[bytes, Stream]], path: str, lsn: int, created_ms: int,
@@ -282,7 +287,8 @@ class SegmentedInfo:
 @dataclass(slots=True)
 class _BigValue:
     """A chunked value of the state being written: kept where `home` says, or written to the
-    new part under `number`."""
+    new part under `number`; a list's `pieces` (snapshot.values.plan_list) say which of its
+    chunks stay where they are and which nodes are written (then `home` is None)."""
 
     db: int
     key: bytes
@@ -290,12 +296,19 @@ class _BigValue:
     value: Any
     home: values_mod.ValueHome | None
     number: int = 0
+    pieces: list[values_mod.ListPiece] | None = None
+    old: values_mod.ValueHome | None = None  # a list's home, whatever changed since
+
+    def writes(self) -> bool:
+        """Whether the new part gets chunks of it."""
+        return self.home is None and (self.pieces is None or any(
+            chunk is None for chunk, _nodes in self.pieces))
 
 
 def _big_values(values: list[list[dict[bytes, Any]]] | None,
                 homes: values_mod.ValueHomes | None) -> list[_BigValue]:
     """The state's chunked values, by database then key, each with its home in the previous
-    snapshot when it is unchanged since."""
+    snapshot when it is unchanged since; a changed list, with the chunks of it that are."""
     found: list[_BigValue] = []
     spaces = [(vt, space) for vt, space in zip(TYPES, values or (), strict=False)
               if vt.name in values_mod.CHUNKED_TYPES]
@@ -304,9 +317,34 @@ def _big_values(values: list[list[dict[bytes, Any]]] | None,
             for key, value in space[db_index].items():
                 if values_mod.is_chunked(vt, value):
                     home = None if homes is None else homes.unchanged(db_index, key, value)
-                    found.append(_BigValue(db_index, key, vt, value, home))
+                    b = _BigValue(db_index, key, vt, value, home)
+                    if vt.name == LIST.name:
+                        b.old = None if homes is None else homes.list_home(db_index, key)
+                        if home is None:
+                            b.pieces = _list_pieces(value, b.old)
+                    found.append(b)
     found.sort(key=lambda b: (b.db, b.key))
     return found
+
+
+def _list_pieces(value: Any, old: values_mod.ValueHome | None,
+                 merged: set[str] | frozenset[str] = frozenset()
+                 ) -> list[values_mod.ListPiece]:
+    """A list's pieces: its chunks that `old` holds as they are (none in a part of `merged`)
+    referred to, the rest of its nodes written."""
+    if old is None:
+        return [(None, list(lists.nodes_of(value)))]
+    pieces = values_mod.plan_list(value, old)
+    if merged:
+        pieces = [(None if c is not None and c.part in merged else c, n) for c, n in pieces]
+    return pieces
+
+
+def _use(uses: dict[str, segments.PartUse], path: str, rows: int) -> segments.PartUse:
+    use = uses.get(path)
+    if use is None:
+        use = uses[path] = segments.PartUse(path, os.path.getsize(path), rows)
+    return use
 
 
 def write_segmented(dbs: list[dict[bytes, Stream]], path: str, part_path: str, lsn: int,
@@ -322,19 +360,24 @@ def write_segmented(dbs: list[dict[bytes, Stream]], path: str, part_path: str, l
     directory; not created if there are none), which the snapshot names `part_name` (default:
     its file name; a temp file is renamed to it). Neither file may exist; neither is durable
     until the caller fsyncs it. `homes`: where the previous snapshot's chunked values are and
-    which keys changed since (a compaction child's): an unchanged value stays where it is."""
+    which keys changed since (a compaction child's): an unchanged value stays where it is, and
+    so do the unchanged chunks of a changed list."""
     numbered = [(number, s) for number, _db, _key, s in stream_numbers(dbs)]
     plans, uses = segments.plan(numbered)
     big = _big_values(values, homes)
+    new_bytes = sum(node.size for p in plans for node in p.written())
     for b in big:
         if b.home is not None:
-            use = uses.get(b.home.part)
-            if use is None:
-                use = uses[b.home.part] = segments.PartUse(
-                    b.home.part, os.path.getsize(b.home.part), b.home.part_rows)
-            use.nodes += b.home.chunks
-    new_bytes = sum(node.size for p in plans for node in p.written()) + sum(
-        b.vt.memory_usage(b.value) for b in big if b.home is None)
+            for run in b.home.runs:
+                _use(uses, run.part, run.part_rows).nodes += run.chunks
+        elif b.pieces is not None:
+            for chunk, nodes in b.pieces:
+                if chunk is None:
+                    new_bytes += sum(map(len, nodes))
+                else:
+                    _use(uses, chunk.part, chunk.part_rows).nodes += 1
+        else:
+            new_bytes += b.vt.memory_usage(b.value)
     merged = segments.choose_merges(uses, new_bytes, policy)
     for p in plans:
         p.merged(merged)
@@ -345,16 +388,32 @@ def write_segmented(dbs: list[dict[bytes, Stream]], path: str, part_path: str, l
                 kept.setdefault(span.run.part.path, len(kept))
     number = 0
     for b in big:
-        if b.home is not None and b.home.part in merged:
-            b.home = None  # its part is merged away: written again, from memory
-        if b.home is None:
+        if b.home is not None and any(run.part in merged for run in b.home.runs):
+            # a part of it is merged away: written again, from memory (a list's other chunks
+            # stay where they are)
+            b.home = None
+            if b.vt.name == LIST.name:
+                b.pieces = _list_pieces(b.value, b.old, merged)
+        elif b.pieces is not None and merged:
+            b.pieces = [(None if c is not None and c.part in merged else c, n)
+                        for c, n in b.pieces]
+        if b.writes():
             number += 1
             b.number = number
-        else:
-            kept.setdefault(b.home.part, len(kept))
+        if b.home is not None:
+            for run in b.home.runs:
+                kept.setdefault(run.part, len(kept))
+        for chunk, _nodes in b.pieces or ():
+            if chunk is not None:
+                kept.setdefault(chunk.part, len(kept))
     refs: dict[tuple[int, bytes], layout.ChunkRef] = {}
+    lists_done: dict[tuple[int, bytes], _ListDone] = {}
     written = _write_part(plans, part_path, lsn, created_ms, repl_id, on_node,
-                          [b for b in big if b.home is None], len(kept), refs)
+                          [b for b in big if b.writes()], len(kept), refs, kept, lists_done)
+    for b in big:  # lists whose chunks are all kept where they are: nothing written
+        if b.pieces is not None and not b.writes():
+            for _row in _list_rows(b, len(kept), kept, refs, lists_done):
+                raise AssertionError("a list with nothing to write wrote a chunk")
     names = [os.path.basename(name) for name in kept]
     part_docs: list[list[Any]] = [[name, os.path.getsize(part), uses[part].total]  # its rows
                  for name, part in zip(names, kept, strict=True)]
@@ -364,8 +423,9 @@ def write_segmented(dbs: list[dict[bytes, Stream]], path: str, part_path: str, l
     for b in big:
         if b.home is not None:
             h = b.home
-            refs[(b.db, b.key)] = layout.ChunkRef(kept[h.part], h.number, h.chunks, h.elements,
-                                                  h.size)
+            refs[(b.db, b.key)] = layout.ChunkRef(
+                tuple(layout.ChunkRun(kept[r.part], r.number, r.first, r.chunks)
+                      for r in h.runs), h.elements, h.size, h.indexed)
     by_plan = {id(p.stream): p for p in plans}
 
     def runs_of(number: int, s: Stream) -> Rows:
@@ -379,23 +439,85 @@ def write_segmented(dbs: list[dict[bytes, Stream]], path: str, part_path: str, l
          "created_ms": created_ms, "repl_id": repl_id, "repl_offset": lsn, "streams": streams,
          "entries": entries, "parts": part_docs}, _SEGMENTED))
     directory = os.path.dirname(path)
+    paths = [os.path.join(directory, name) for name in names]
     new_homes = {}
     for b in big:
+        if b.home is not None:
+            new_homes[(b.db, b.key)] = b.home
+            continue
         ref = refs[(b.db, b.key)]
-        assert ref.part is not None
+        runs = tuple(values_mod.HomeRun(paths[r.part], int(part_docs[r.part][2]), r.number,
+                                        r.first, r.chunks)
+                     for r in ref.runs if r.part is not None)
+        stored = None
+        done = lists_done.get((b.db, b.key))
+        if done is not None:
+            stored = tuple(c if c is not None else values_mod.StoredChunk(
+                paths[-1], written, b.number, index, count, size, ids, sums)
+                for c, (index, count, size, ids, sums) in done.chunks)
         new_homes[(b.db, b.key)] = values_mod.ValueHome(
-            id(b.value), os.path.join(directory, names[ref.part]), int(part_docs[ref.part][2]),
-            ref.number, ref.chunks, ref.elements, ref.size)
+            id(b.value), runs, ref.elements, ref.size, ref.indexed, stored)
     return SegmentedInfo(SnapshotInfo(lsn, streams, entries), names, bool(written), new_homes)
+
+
+@dataclass(slots=True)
+class _ListDone:
+    """A list's chunks as written (in order): a stored one kept where it is, or (None, its
+    index under the value's new number, elements, body bytes, node identities, hashes)."""
+
+    chunks: list[tuple[values_mod.StoredChunk | None,
+                       tuple[int, int, int, tuple[int, ...], tuple[int, ...]]]]
+
+
+def _list_rows(b: _BigValue, index: int, kept: dict[str, int],
+               refs: dict[tuple[int, bytes], layout.ChunkRef],
+               done: dict[tuple[int, bytes], _ListDone]) -> Rows:
+    """A list's new chunks under its number in the new part (index `index` among the parts),
+    its ChunkRef (runs of its chunks, kept or new, in order) into `refs` and its chunks into
+    `done`."""
+    assert b.pieces is not None
+    runs: list[layout.ChunkRun] = []
+    chunks: list[Any] = []
+    count = elements = size = 0
+    for stored, body, n, nodes in values_mod.planned_chunks(b.pieces):
+        if stored is None:
+            yield _sealed("chunks", layout.chunk_key(b.number, count), body)
+            run = layout.ChunkRun(index, b.number, count, 1)
+            chunks.append((None, (count, n, len(body), *values_mod.node_sums(nodes))))
+            count += 1
+            size += len(body)
+        else:
+            run = layout.ChunkRun(kept[stored.part], stored.number, stored.index, 1)
+            chunks.append((stored, (0, 0, 0, (), ())))
+            size += stored.size
+        elements += n
+        last = runs[-1] if runs else None
+        if last is not None and (last.part, last.number) == (run.part, run.number) and \
+                last.first + last.chunks == run.first:
+            runs[-1] = last._replace(chunks=last.chunks + 1)
+        else:
+            runs.append(run)
+    old = b.old
+    indexed = len(runs) == 1 and runs[0].first == 0 and (
+        count == len(chunks) or (old is not None and old.indexed and len(old.runs) == 1
+                                 and count == 0 and old.list_chunks is not None
+                                 and len(old.list_chunks) == len(chunks)
+                                 and runs[0].number == old.runs[0].number
+                                 and runs[0].part == kept.get(old.runs[0].part)))
+    refs[(b.db, b.key)] = layout.ChunkRef(tuple(runs), elements, size, indexed)
+    done[(b.db, b.key)] = _ListDone(chunks)
 
 
 def _write_part(plans: list[segments.StreamPlan], path: str, lsn: int, created_ms: int,
                 repl_id: str, on_node: Callable[[], None] | None = None,
                 big: list[_BigValue] | None = None, index: int = 0,
-                refs: dict[tuple[int, bytes], layout.ChunkRef] | None = None) -> int:
+                refs: dict[tuple[int, bytes], layout.ChunkRef] | None = None,
+                kept: dict[str, int] | None = None,
+                lists_done: dict[tuple[int, bytes], _ListDone] | None = None) -> int:
     """The nodes placed in the new part, written to `path` under their streams' numbers in
     the new snapshot, and the chunks of the big values `big` under their numbers (their
-    ChunkRefs, part `index`, into `refs`); returns how many rows, nodes and chunks (none: no
+    ChunkRefs, part `index`, into `refs`; a list's chunks into `lists_done`, those kept where
+    they are in the parts `kept` indexes); returns how many rows, nodes and chunks (none: no
     file). `on_node` is called after each node (a compaction's progress)."""
     count = sum(span.end - span.start for p in plans for span in p.spans if span.run is None)
     big = big or []
@@ -403,6 +525,7 @@ def _write_part(plans: list[segments.StreamPlan], path: str, lsn: int, created_m
         return 0
     entries = sum(node.live for p in plans for node in p.written())
     chunks = [0]
+    refs = {} if refs is None else refs
 
     def rows() -> Rows:
         chunks[0] = 0
@@ -415,11 +538,16 @@ def _write_part(plans: list[segments.StreamPlan], path: str, lsn: int, created_m
                 if on_node is not None:
                     on_node()
         for b in big:
+            if b.pieces is not None:
+                for row in _list_rows(b, index, kept or {}, refs,
+                                      {} if lists_done is None else lists_done):
+                    chunks[0] += 1
+                    yield row
+                continue
             done: list[layout.ChunkRef] = []
             yield from _chunk_rows(b.number, b.vt.name, b.value, index, done)
             chunks[0] += done[0].chunks
-            if refs is not None:
-                refs[(b.db, b.key)] = done[0]
+            refs[(b.db, b.key)] = done[0]
 
     _written(path, lambda env: _put_all(env, rows(), {
         "format": layout.FORMAT, "version": layout.SEGMENTED_VERSION, "role": layout.NODES_ROLE,

@@ -10,10 +10,11 @@ a line on stdout) and keeps its engine between them: when the next job's base is
 it wrote last (the same file, published by the parent), it binds its streams to that file and
 goes on from there instead of loading it again, so a compaction does not pay for reading the
 whole backlog's node list each time. Its resident nodes are held to BUILD_BUDGET: those the
-snapshot it wrote holds go cold. A big sorted set, hash or set (snapshot.values) is
+snapshot it wrote holds go cold. A big sorted set, hash, set or list (snapshot.values) is
 resident in the child; where the snapshot holds its chunks is kept in a `ValueHomes` with the
 keys the replayed effects name (`noting_changes`), so one nothing changed is referred to where
-it is, not written again. Any failure forgets the engine (the next job loads afresh). It never renames, deletes or syncs
+it is, not written again (and a changed list's chunks whose nodes did not change too). Any
+failure forgets the engine (the next job loads afresh). It never renames, deletes or syncs
 anything, and never touches the manifest: the parent does every step the directory's
 consistency depends on, through its file-layer seam. It dies with its parent: the kernel kills
 it when the parent goes (PR_SET_PDEATHSIG), and if the parent was already gone by the time it

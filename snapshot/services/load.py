@@ -7,22 +7,26 @@ snapshot is replayed from the AOF through the apply path. Every value is checked
 hands it over; an eager load first checks the whole file against the manifest's checksum (when
 it recorded one), and every load checks the counts the streams and groups tables keep against
 what their nodes, PEL and consumers hold: damage is a SnapshotError naming the file, the table
-and the key, never a different state. Must not touch: files other than through the reader,
-command semantics.
+and the key, never a different state. A chunked value's row may list runs of chunks from
+several part files (snapshot.layout's second form): they are followed in order, and a list's
+indexes counted from it. For a compaction child the load notes where each chunked value is
+(snapshot.values.ValueHomes), a list's chunk by chunk with the nodes each one gave.
+Must not touch: files other than through the reader, command semantics.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from streamkeep.engine.exec.functions import restore_functions
 from streamkeep.engine.model.consumer_groups import ConsumerGroup
 from streamkeep.engine.model.idmp_maps import Idmp
+from streamkeep.engine.model.list_node import node_count
 from streamkeep.engine.model.residency import EPOCH
 from streamkeep.engine.model.stream import Stream, cold_node
-from streamkeep.engine.model.value_types import BY_NAME, ValueType
+from streamkeep.engine.model.value_types import BY_NAME, LIST, ValueType
 from streamkeep.snapshot.cold import SnapshotNodes
 from streamkeep.snapshot.integrity import check_parts, check_whole
 from streamkeep.snapshot.reader import (
@@ -33,7 +37,14 @@ from streamkeep.snapshot.reader import (
     SnapshotError,
     StreamInfo,
 )
-from streamkeep.snapshot.values import ValueHome, ValueHomes, build_value
+from streamkeep.snapshot.values import (
+    HomeRun,
+    StoredChunk,
+    ValueHome,
+    ValueHomes,
+    build_value,
+    node_sums,
+)
 
 if TYPE_CHECKING:
     from streamkeep.engine.runtime.core import EngineCore
@@ -83,10 +94,12 @@ def load_snapshot(engine: EngineCore, path: str, lazy: bool | None = None,
         for row in snap.key_rows():
             if row.chunked is not None:
                 vt, _decode = _value_type(path, row)
-                value = _chunked_value(snap, row)
+                noted = homes is not None and snap.segmented
+                value, chunks = _chunked_value(snap, row, noted and vt.name == LIST.name)
                 engine.keyspaces[vt.slot][row.db][row.key] = value
-                if homes is not None and snap.segmented:
-                    _note_home(snap, row, value, homes)
+                if noted:
+                    assert homes is not None
+                    _note_home(snap, row, value, homes, chunks)
             elif row.value is not None:
                 vt, decode = _value_type(path, row)
                 engine.keyspaces[vt.slot][row.db][row.key] = decode(row.value)
@@ -102,24 +115,57 @@ def load_snapshot(engine: EngineCore, path: str, lazy: bool | None = None,
         return snap.meta
 
 
-def _chunked_value(snap: Snapshot, row: KeyInfo) -> Any:
-    """A chunked value, built a chunk at a time as they are read (snapshot.values)."""
+def _chunked_value(snap: Snapshot, row: KeyInfo, note_chunks: bool = False
+                   ) -> tuple[Any, list[tuple[str, int, int, int, int, list[bytearray]]]]:
+    """A chunked value, built a chunk at a time as they are read (snapshot.values); with
+    `note_chunks` (a list a compaction child loads), each chunk's (part path, part rows,
+    number, index, body bytes, nodes) too, in order."""
     ref = row.chunked
     assert ref is not None and row.type is not None
+    where: list[tuple[str, int, int, int, int]] = []
+    nodes: list[list[bytearray]] = []
+
+    at = [snap.chunk_home(row)[0].name, ""]  # the file and chunk being read
+
+    def bodies() -> Iterator[bytes]:
+        for part, run, index, body in snap.value_chunk_rows(row):
+            at[:] = [part.name, f", chunk {index}"]
+            if note_chunks:
+                rows = snap.part_infos[run.part].nodes if run.part is not None else -1
+                where.append((part.path, rows, run.number, index, len(body)))
+            yield body
+
     try:
-        return build_value(row.type, ref.elements, snap.value_chunks(row))
+        value = build_value(row.type, ref.elements, bodies(), ref.indexed,
+                            (lambda chunk, _n: nodes.append(chunk)) if note_chunks else None)
     except ValueError as err:
-        raise SnapshotError(f"{snap.chunk_home(row)[0].name}: table chunks, key {row.key!r} "
-                            f"(db {row.db}): undecodable value ({err})") from None
+        raise SnapshotError(f"{at[0]}: table chunks, key {row.key!r} (db {row.db}){at[1]}: "
+                            f"undecodable value ({err})") from None
+    return value, [(*w, n) for w, n in zip(where, nodes, strict=True)]
 
 
-def _note_home(snap: Snapshot, row: KeyInfo, value: Any, homes: ValueHomes) -> None:
-    """Where the value's chunks are, for a compaction that may leave them there."""
+def _note_home(snap: Snapshot, row: KeyInfo, value: Any, homes: ValueHomes,
+               chunks: list[tuple[str, int, int, int, int, list[bytearray]]]) -> None:
+    """Where the value's chunks are, for a compaction that may leave them there (a list's,
+    chunk by chunk: `chunks`, as _chunked_value noted them)."""
     ref = row.chunked
-    assert ref is not None and ref.part is not None
-    part = snap.parts[ref.part]
-    homes.add(row.db, row.key, ValueHome(id(value), part.path, snap.part_infos[ref.part].nodes,
-                                         ref.number, ref.chunks, ref.elements, ref.size))
+    assert ref is not None
+    if any(run.part is None for run in ref.runs):
+        return  # (not a compaction's: written again)
+    runs = tuple(HomeRun(snap.parts[run.part].path, snap.part_infos[run.part].nodes,
+                         run.number, run.first, run.chunks)
+                 for run in ref.runs if run.part is not None)
+    stored = None
+    if row.type == LIST.name:
+        stored = tuple(StoredChunk(path, rows, number, index, node_total(nodes), size,
+                                   *node_sums(nodes))
+                       for path, rows, number, index, size, nodes in chunks)
+    homes.add(row.db, row.key, ValueHome(id(value), runs, ref.elements, ref.size, ref.indexed,
+                                         stored))
+
+
+def node_total(nodes: list[bytearray]) -> int:
+    return sum(map(node_count, nodes))
 
 
 def _value_type(path: str, row: KeyInfo) -> tuple[ValueType, Callable[[bytes], Any]]:

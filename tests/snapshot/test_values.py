@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -15,7 +16,7 @@ import lmdb
 import pytest
 
 from streamkeep.engine.runtime.core import EngineCore
-from streamkeep.snapshot import layout, values
+from streamkeep.snapshot import layout, segments, values
 from streamkeep.snapshot.reader import Snapshot, SnapshotError
 from streamkeep.snapshot.services.build import noting_changes
 from streamkeep.snapshot.services.load import load_snapshot
@@ -318,7 +319,199 @@ def test_a_compaction_leaves_an_unchanged_list_where_it_is(tmp_path: Path) -> No
                             str(tmp_path / "part-3.mdb"), 3, 0, "r", values=child.keyspaces,
                             expires=child.expires, homes=homes)
     ref = rows_of(tmp_path / "snapshot-3.mdb")[b"l"]
-    assert ref is not None and ref.part is not None
-    assert third.parts[ref.part] == "part-3.mdb"  # written again
+    assert ref is not None and not ref.indexed  # (the second form: runs)
+    # Its chunks but the tail's stay in part-1; the tail's is written again.
+    assert [third.parts[r.part] for r in ref.runs] == [  # type: ignore[index]
+        "part-1.mdb", "part-3.mdb"]
+    assert ref.runs[1].chunks == 1 and ref.runs[0].first == 0
     back = loaded(tmp_path / "snapshot-3.mdb")
     assert back.digest() == child.digest() and back.execute("RPOP", "l") == b"more"
+
+
+# --- a changed list: its unchanged chunks referred to where they are -------------------------
+
+
+def test_the_keys_rows_two_forms_of_chunks() -> None:
+    whole = layout.ChunkRef.whole(2, 7, 3, 900, 5000)
+    raw = layout.encode_chunked_key(whole, 12, "list")
+    assert layout.decode_value(raw) == [None, 12, "list", [2, 7, 3, 900, 5000]]
+    assert layout.decode_key_row(raw) == (None, 12, "list", whole)
+    assert (whole.part, whole.number, whole.chunks, whole.indexed) == (2, 7, 3, True)
+    runs = layout.ChunkRef((layout.ChunkRun(1, 4, 0, 1), layout.ChunkRun(0, 9, 3, 5),
+                            layout.ChunkRun(1, 4, 1, 2)), 1234, 99, indexed=False)
+    raw = layout.encode_chunked_key(runs, None, "list")
+    assert layout.decode_value(raw) == [None, None, "list", [
+        1234, 99, [[1, 4, 0, 1], [0, 9, 3, 5], [1, 4, 1, 2]]]]
+    assert layout.decode_key_row(raw) == (None, None, "list", runs) and runs.chunks == 8
+    import msgpack
+
+    for item, why in (
+            ([1234, 99, []], "chunked keys value"),
+            ([1234, 99, [[0, 1, 0, 0]]], "chunk run"),
+            ([1234, 99, [[0, 1, -1, 2]]], "chunk run"),
+            ([1234, 99, [[0, 1, True, 2]]], "chunk run"),
+            ([1234, 99, [["0", 1, 0, 2]]], "chunk run"),
+            ([1234, 99, [[0, 1, 0, 2, 5]]], "chunk run"),
+            ([1234, 99, [[0, 1, (1 << 32) - 1, 2]]], "chunk run"),
+            ([1234, 99, [[0, 1, 0, 3], [1, 1, 0, 1], [0, 1, 2, 1]]], "overlap"),
+            ([-1, 99, [[0, 1, 0, 2]]], "chunked keys value"),
+            ([0, 1, 2, 3], "chunked keys value")):
+        with pytest.raises(ValueError, match=why):
+            layout.decode_key_row(msgpack.packb([None, None, "list", item]))
+
+
+def _queue(count: int) -> EngineCore:
+    e = EngineCore()
+    for i in range(0, count, 1000):
+        e.execute("RPUSH", "q", *[b"job-%07d" % j for j in range(i, i + 1000)])
+    e.execute("SADD", "s", *[b"%d" % j for j in range(1001)])
+    return e
+
+
+def _stored(path: Path, key: bytes = b"q") -> tuple[layout.ChunkRef, dict[str, int], list]:
+    """The list's ChunkRef, the body bytes of its chunks per part file, its elements."""
+    with Snapshot(str(path)) as snap:
+        row = next(r for r in snap.key_rows() if r.key == key)
+        assert row.chunked is not None
+        per_part: dict[str, int] = {}
+        for part, _run, _index, body in snap.value_chunk_rows(row):
+            name = os.path.basename(part.path)
+            per_part[name] = per_part.get(name, 0) + len(body)
+        assert snap.check() == []
+        return row.chunked, per_part, list(snap.value_elements(row))
+
+
+def _write(child: EngineCore, d: Path, n: int, homes: ValueHomes, **options: object
+           ) -> list[str]:
+    written = write_segmented(child.dbs, str(d / f"snapshot-{n}.mdb"), str(d / f"part-{n}.mdb"),
+                              n, 0, "r", values=child.keyspaces, expires=child.expires,
+                              homes=homes, **options)  # type: ignore[arg-type]
+    homes.replace(written.homes)
+    return written.parts
+
+
+def _queue_work(e: EngineCore, child: EngineCore, homes: ValueHomes, rounds: int) -> None:
+    """Pushes and pops at both ends, on `e` and replayed into the child."""
+    for k in range(rounds):
+        for argv in (("RPUSH", "q", f"new-{k}", f"more-{k}"), ("LPOP", "q"),
+                     ("LPUSH", "q", f"head-{k}"), ("RPOP", "q"), ("LPOP", "q", "2")):
+            child.apply_many(noting_changes(_effects(e, *argv), homes))
+
+
+def test_a_changed_list_refers_to_its_unchanged_chunks(tmp_path: Path,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """A queue: pushes and pops at both ends rewrite its end chunks only, the others are
+    referred to where they are (the keys row's second form); what it reads back (load, the
+    elements with their indexes, check) is the list; the child going on, a restart (a fresh
+    child loading runs from several parts), a change in the middle and merged parts too."""
+    from streamkeep.engine.model.value_types import LIST
+
+    monkeypatch.setattr(values, "CHUNK_ELEMENTS", 2048)
+    e = _queue(40_000)
+    homes = ValueHomes()
+    assert _write(e, tmp_path, 1, homes) == ["part-1.mdb"]
+    child = loaded(tmp_path / "snapshot-1.mdb", homes)
+    first, per_part, _elements = _stored(tmp_path / "snapshot-1.mdb")
+    assert first.indexed and first.chunks >= 10 and per_part == {"part-1.mdb": first.size}
+    _queue_work(e, child, homes, 50)
+    assert _write(child, tmp_path, 2, homes) == ["part-1.mdb", "part-2.mdb"]
+    ref, per_part, elements = _stored(tmp_path / "snapshot-2.mdb")
+    assert not ref.indexed and len(ref.runs) == 3
+    assert per_part["part-2.mdb"] <= 3 * ref.size // first.chunks  # its two end chunks
+    assert elements == list(enumerate(e.execute("LRANGE", "q", "0", "-1")))
+    assert loaded(tmp_path / "snapshot-2.mdb").digest() == child.digest() == e.digest()
+
+    # The child goes on; then a fresh one (a restart) from the snapshot of runs.
+    _queue_work(e, child, homes, 20)
+    _write(child, tmp_path, 3, homes)
+    homes = ValueHomes()
+    child = loaded(tmp_path / "snapshot-3.mdb", homes)
+    assert child.digest() == e.digest()
+    _queue_work(e, child, homes, 20)
+    child.apply_many(noting_changes(_effects(e, "LSET", "q", "20000", "middle"), homes))
+    parts = _write(child, tmp_path, 4, homes)
+    ref, per_part, elements = _stored(tmp_path / "snapshot-4.mdb")
+    assert per_part["part-4.mdb"] <= 4 * ref.size // first.chunks  # the ends and the middle
+    assert sum(per_part.values()) == ref.size and parts == ["part-1.mdb", "part-4.mdb"]
+    assert elements == list(enumerate(e.execute("LRANGE", "q", "0", "-1")))
+    assert loaded(tmp_path / "snapshot-4.mdb").digest() == e.digest()
+
+    # Parts merged: the chunks they held are written again, the others stay.
+    _queue_work(e, child, homes, 5)
+    parts = _write(child, tmp_path, 5, homes, policy=segments.MergePolicy(max_parts=2))
+    assert parts == ["part-1.mdb", "part-5.mdb"]  # part-4 merged into part-5
+    ref, per_part, elements = _stored(tmp_path / "snapshot-5.mdb")
+    assert set(per_part) == set(parts) and sum(per_part.values()) == ref.size
+    assert elements == list(enumerate(e.execute("LRANGE", "q", "0", "-1")))
+    back = loaded(tmp_path / "snapshot-5.mdb")
+    assert back.digest() == e.digest()
+    assert back.keyspaces[LIST.slot][0][b"q"].nodes == child.keyspaces[LIST.slot][0][b"q"].nodes
+
+    # Everything popped but the chunks of the middle: a row of runs of part-5 alone.
+    child.apply_many(noting_changes(_effects(e, "LTRIM", "q", "15000", "-15000"), homes))
+    _write(child, tmp_path, 6, homes)
+    ref, _per_part, elements = _stored(tmp_path / "snapshot-6.mdb")
+    assert elements == list(enumerate(e.execute("LRANGE", "q", "0", "-1")))
+    assert loaded(tmp_path / "snapshot-6.mdb").digest() == e.digest()
+
+
+def _set_row(path: Path, key: bytes, item: list) -> None:
+    """Replace a keys row's chunks item (sealed again: damage its checksum does not show)."""
+    import msgpack
+
+    env = lmdb.open(str(path), subdir=False, lock=False, max_dbs=16)
+    raw = layout.stream_key(0, key)
+    with env.begin(write=True) as txn:
+        keys = env.open_db(b"keys", txn=txn)
+        row = layout.decode_value(txn.get(raw, db=keys)[:-layout.CHECK_SIZE])
+        row[3] = item
+        txn.put(raw, layout.seal("keys", raw, msgpack.packb(row)), db=keys)
+    env.close()
+
+
+def test_a_damaged_reference_is_refused(tmp_path: Path,
+                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A row of runs naming chunks that are not there, a part that is not, chunks of
+    another value (not as many elements), the same chunk twice: each a SnapshotError naming
+    the key (load, check, the elements), never a wrong list."""
+    monkeypatch.setattr(values, "CHUNK_ELEMENTS", 2048)
+    e = _queue(20_000)
+    homes = ValueHomes()
+    _write(e, tmp_path, 1, homes)
+    child = loaded(tmp_path / "snapshot-1.mdb", homes)
+    _queue_work(e, child, homes, 10)
+    _write(child, tmp_path, 2, homes)
+    ref, _per_part, _elements = _stored(tmp_path / "snapshot-2.mdb")
+    runs = [list(run) for run in ref.runs]
+    assert len(runs) == 3 and runs[1][0] == 0
+    s_number = rows_of(tmp_path / "snapshot-1.mdb")[b"s"].number  # type: ignore[union-attr]
+    good = layout.decode_value(_raw_row(tmp_path / "snapshot-2.mdb", b"q"))[3]
+    for n, (item, why) in enumerate((
+            ([ref.elements, ref.size, [runs[0], [0, runs[1][1], runs[1][2], 99], runs[2]]],
+             "missing"),
+            ([ref.elements, ref.size, [runs[0], [5, *runs[1][1:]], runs[2]]], "names part 5"),
+            ([ref.elements, ref.size, [runs[0], [0, s_number, 0, 1], runs[2]]],
+             "not a listpack|unpack|first index"),
+            ([ref.elements, ref.size, [runs[0], runs[1]]], "elements"),
+            ([ref.elements, ref.size, [runs[0], runs[1], runs[1]]], "overlap"),
+            ([ref.elements + 1, ref.size, runs], "elements"))):
+        path = tmp_path / f"damaged-{n}.mdb"  # (a copy each: a failed load's file stays open
+        shutil.copyfile(tmp_path / "snapshot-2.mdb", path)  # while its traceback lives)
+        _set_row(path, b"q", item)
+        with pytest.raises(SnapshotError, match=f"key b?'q' \\(db 0\\).*({why})"):
+            loaded(path)
+        with Snapshot(str(path)) as snap:
+            problems = snap.check()
+            assert problems and re.search(why, problems[0]), problems
+    path = tmp_path / "repaired.mdb"
+    shutil.copyfile(tmp_path / "snapshot-2.mdb", path)
+    _set_row(path, b"q", good)
+    assert loaded(path).digest() == e.digest()
+
+
+def _raw_row(path: Path, key: bytes) -> bytes:
+    env = lmdb.open(str(path), subdir=False, lock=False, max_dbs=16)
+    with env.begin() as txn:
+        raw = bytes(txn.get(layout.stream_key(0, key), db=env.open_db(b"keys", txn=txn)))
+    env.close()
+    return raw[:-layout.CHECK_SIZE]

@@ -512,3 +512,68 @@ def test_a_big_value_nothing_changed_stays_in_its_part_file(tmp_path: Path) -> N
     assert files[refs[b"zset"].part] != first["parts"][0]["file"]
     assert refs[b"zset"].elements == members + 1
     assert reopen_digest(tmp_path)[0] == digest
+
+
+def _list_stored(d: Path, key: bytes) -> tuple[layout.ChunkRef, dict[str, int], list]:
+    """The current snapshot's list `key`: its ChunkRef, its chunks' body bytes per part file,
+    its elements (index, element) as the read API gives them; the snapshot checked."""
+    with Snapshot(str(d / manifest_doc(d)["snapshot"]["file"])) as snap:
+        row = next(r for r in snap.key_rows() if r.key == key)
+        assert row.chunked is not None and snap.check() == []
+        per_part: dict[str, int] = {}
+        for part, _run, _index, body in snap.value_chunk_rows(row):
+            name = os.path.basename(part.path)
+            per_part[name] = per_part.get(name, 0) + len(body)
+        return row.chunked, per_part, list(snap.value_elements(row))
+
+
+def _queue_changes(engine: Engine, count: int, tag: str) -> None:
+    """`count` pushes and pops at both ends of the queue `q`."""
+    for k in range(count // 4):
+        engine.execute("RPUSH", "q", f"{tag}-{k}")
+        engine.execute("LPOP", "q")
+        engine.execute("LPUSH", "q", f"{tag}-head-{k}")
+        engine.execute("RPOP" if k % 2 else "LPOP", "q")
+
+
+def test_a_compaction_beside_a_big_queue_writes_what_changed(tmp_path: Path) -> None:
+    """A 200k-element list (several hundred nodes, dozens of chunks) compacted, then 1,000
+    pushes and pops at both ends: the next compaction writes its two end chunks, a small
+    fraction of the list's bytes, and refers to the others in the first part file; the
+    snapshot reads back as the list (elements and indexes, digest), after a restart too (a
+    fresh child going on from a snapshot of runs), and after enough compactions that parts are
+    merged."""
+    with open_dir(tmp_path) as engine:
+        for i in range(0, 200_000, 10_000):
+            engine.execute("RPUSH", "q", *[b"job-%07d-payload" % j for j in range(i, i + 10_000)])
+        engine.compact(wait=True)
+        first, per_part, _elements = _list_stored(tmp_path, b"q")
+        assert first.indexed and first.chunks > 20
+        _queue_changes(engine, 1000, "a")
+        engine.compact(wait=True)
+        doc = manifest_doc(tmp_path)["snapshot"]
+        ref, per_part, elements = _list_stored(tmp_path, b"q")
+        new_part = doc["parts"][-1]["file"]
+        assert not ref.indexed and set(per_part) == {p["file"] for p in doc["parts"]}
+        assert per_part[new_part] < ref.size // 20  # (its two end chunks, of dozens)
+        assert elements == list(enumerate(engine.execute("LRANGE", "q", "0", "-1")))
+        digest = engine.digest()
+    assert reopen_digest(tmp_path)[0] == digest
+    with open_dir(tmp_path) as engine:  # a fresh build child: loads the snapshot of runs
+        _queue_changes(engine, 1000, "b")
+        engine.compact(wait=True)
+        ref, per_part, elements = _list_stored(tmp_path, b"q")
+        assert per_part[manifest_doc(tmp_path)["snapshot"]["parts"][-1]["file"]] < \
+            ref.size // 20
+        assert elements == list(enumerate(engine.execute("LRANGE", "q", "0", "-1")))
+        for n in range(10):  # more parts than the merge policy keeps (8)
+            _queue_changes(engine, 40, f"c{n}")
+            engine.execute("SET", "other", n)
+            engine.compact(wait=True)
+            assert len(manifest_doc(tmp_path)["snapshot"]["parts"]) <= 8
+        ref, per_part, elements = _list_stored(tmp_path, b"q")
+        assert sum(per_part.values()) == ref.size
+        assert elements == list(enumerate(engine.execute("LRANGE", "q", "0", "-1")))
+        digest = engine.digest()
+    assert reopen_digest(tmp_path)[0] == digest
+    assert_tidy(tmp_path)

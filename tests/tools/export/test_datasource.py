@@ -647,3 +647,43 @@ def test_list_elements_equal_lrange(spark: SparkSession, tmp_path: Path,
     keys = read(spark, path, "keys")
     assert {(r.key, r.type, r.expire_ms) for r in keys if r.type == "list"} == {
         (b"small", "list", FAR), (b"big\xff", "list", None), (b"other", "list", None)}
+
+
+def test_list_elements_of_a_list_whose_chunks_were_referred_to(
+        spark: SparkSession, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A big list changed at both ends after a compaction: the next one refers to its
+    unchanged chunks in the first part file (the keys row's second form); list_elements
+    (Spark and in process) and `snapshot dump` give its elements with their indexes as
+    LRANGE does (indexes counted from the chunks' order, not as the referred chunks were
+    written)."""
+    import json
+
+    from streamkeep.tools.main import main
+
+    with Engine.open(str(tmp_path), auto_aof_rewrite_percentage=0) as engine:
+        engine.execute("RPUSH", "q", *[b"e%d" % i for i in range(80_000)])
+        engine.compact(wait=True)
+        engine.execute("LPOP", "q", "5000")  # (more than a chunk: the head moved)
+        engine.execute("LPUSH", "q", "h1", "h2")
+        engine.execute("RPUSH", "q", "t1", b"\xff")
+        engine.compact(wait=True)
+        expected = engine.execute("LRANGE", "q", "0", "-1")
+    path = current_snapshot(str(tmp_path))
+    assert path is not None
+    with Snapshot(path) as snap:
+        (row,) = [r for r in snap.key_rows() if r.key == b"q"]
+        assert row.chunked is not None and not row.chunked.indexed
+        assert len({run.part for run in row.chunked.runs}) == 2
+    rows = read(spark, path, "list_elements", numPartitions=2)
+    assert sorted((r["index"], r.element) for r in rows) == list(enumerate(expected))
+    reader = StreamkeepReader({"path": path, "table": "list_elements", "arrow": "false"})
+    planned = reader.partitions()
+    try:
+        got = sorted(row for part in planned for row in reader.rows(part))
+    finally:
+        release(planned)
+    assert [(r[3], r[4]) for r in got] == list(enumerate(expected))
+    assert main(["snapshot", "dump", str(tmp_path), "--key", "q", "--format", "json"]) == 0
+    (line,) = capsys.readouterr().out.splitlines()
+    assert json.loads(line)["value"] == [
+        e.decode() if e != b"\xff" else {"b64": "/w=="} for e in expected]
