@@ -531,7 +531,9 @@ class Client:
         self.waiting = waiter
         loop = self.server.loop
         if waiter.timeout_ms:
-            self.timers.append(loop.call_later(waiter.timeout_ms / 1000, self._timed_out, waiter))
+            deadline = time.monotonic() + waiter.timeout_ms / 1000
+            self.timers.append(loop.call_later(waiter.timeout_ms / 1000, self._timed_out, waiter,
+                                               deadline))
         if waiter.wake_at is not None:
             self._schedule_poll(waiter)
         if lsn:  # the blocked command's own effects (consumer creation): write them now
@@ -547,7 +549,15 @@ class Client:
         if not self.engine.waiting.poll(waiter) and waiter.wake_at is not None:
             self._schedule_poll(waiter)
 
-    def _timed_out(self, waiter: Waiter) -> None:
+    def _timed_out(self, waiter: Waiter, deadline: float) -> None:
+        """The wait's time is up: the null reply. Not before `deadline` (a loop's timer may
+        fire early by up to its clock's granularity, uvloop's a millisecond: a client timing
+        BLPOP ... 1 would see it answer in under a second, which Redis never does)."""
+        early = deadline - time.monotonic()
+        if early > 0:
+            self.timers.append(self.server.loop.call_later(early, self._timed_out, waiter,
+                                                           deadline))
+            return
         if self.waiting is waiter and self.engine.waiting.cancel(waiter, NULL_ARRAY):
             self._unblock(waiter)
 
