@@ -562,6 +562,31 @@ class Journal:
         if self.synced_lsn < lsn:
             raise ReplyError(self.error or "MISCONF Errors writing to the AOF file")
 
+    def commit_now(self, lsn: int) -> None:
+        """`wait_durable`'s round, run by the caller itself: the server's event loop under
+        `always` (as Redis fsyncs before it replies), which hands nothing to the group-commit
+        thread and waits for no wake-up from it. The same outcome: it returns once an
+        fdatasync covers `lsn`, MISCONF if that fsync failed (what it covered cut off and rolled
+        back first, as the thread does). Records appended while it runs wait for the caller's
+        next round: the loop's clients of one iteration share one fsync."""
+        if self.synced_lsn >= lsn:
+            return
+        if not self.fsync_failed:
+            try:
+                self._commit_round(lsn)
+                if self.fsync_failed and self.sync_on_commit:
+                    with self.flush_lock:
+                        self._drop_unsynced()
+            except BaseException as exc:  # a bug, or a test's power cut, as in _syncer
+                log.error("AOF commit failed: %r; refusing writes until reopened", exc)
+                self.fsync_failed = True
+                self.error = self.error or "MISCONF Errors writing to the AOF file"
+                self._crash = exc
+        if self._crash is not None:
+            raise self._crash
+        if self.synced_lsn < lsn:
+            raise ReplyError(self.error or "MISCONF Errors writing to the AOF file")
+
     def _syncer(self) -> None:
         """The group-commit thread: one fsync round per batch of wait_durable requests."""
         get, get_nowait = self._requests.get, self._requests.get_nowait

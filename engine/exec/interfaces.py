@@ -44,6 +44,10 @@ class Log(Protocol):
         """Return once the record at `lsn` is fsynced (or raise if it never will be)."""
         ...
 
+    def commit_now(self, lsn: int) -> None:
+        """`wait_durable`, its fsync run by the caller's own thread."""
+        ...
+
     def flush_pending(self) -> bool:
         """Write every buffered record with one write(); False if the write failed."""
         ...
