@@ -28,11 +28,10 @@ Must not touch: other types' values (a key of another type is WRONGTYPE), the li
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 from streamkeep.engine.commands.expiry import delete_key, read_value, value_at
 from streamkeep.engine.commands.zsets import parse_positive, parse_timeout_s
-from streamkeep.engine.exec.context import Block, Ctx
+from streamkeep.engine.exec.context import Ctx, block_on
 from streamkeep.engine.exec.notify import GENERIC, NEW
 from streamkeep.engine.exec.notify import LIST as LIST_EVENTS
 from streamkeep.engine.exec.table import NO_KEYS, Argv, command
@@ -453,27 +452,9 @@ def rpoplpush(ctx: Ctx, argv: Argv) -> object:
 # --- blocking ------------------------------------------------------------------------------------
 
 
-class _AnyList:
-    """A blocked pop's readiness: one of its keys holds a list (only a list's arrival re-runs
-    it, as Redis serves BLOCKED_LIST clients only for a list key)."""
-
-    __slots__ = ("space", "keys", "key")
-
-    def __init__(self, ctx: Ctx, keys: Sequence[bytes]) -> None:
-        self.space = ctx.space(LIST.slot)
-        self.keys = tuple(keys)
-        self.key: tuple[Any, ...] = (ctx.session.db, b"list", self.keys)
-
-    def __call__(self) -> bool:
-        space = self.space
-        return any(key in space for key in self.keys)
-
-
 def _block(ctx: Ctx, argv: Argv, keys: Sequence[bytes], timeout: int, empty: object) -> object:
-    """Nothing to serve: `empty` in MULTI and scripts (CLIENT_DENY_BLOCKING), else wait."""
-    if ctx.in_multi:
-        return empty
-    return Block(list(keys), timeout, tuple(argv), None, _AnyList(ctx, keys))
+    """Nothing to serve: `empty` in MULTI and scripts, else wait for a list on the keys."""
+    return block_on(ctx, argv, keys, timeout, LIST.slot, empty)
 
 
 def _bpop(ctx: Ctx, argv: Argv, tail: bool) -> object:

@@ -37,7 +37,7 @@ from typing import Final
 
 from streamkeep.engine.commands.expiry import read_value, removed_from, value_at
 from streamkeep.engine.commands.keyspace import parse_element_scan, stringmatchlen
-from streamkeep.engine.exec.context import Block, Ctx
+from streamkeep.engine.exec.context import Ctx, block_on
 from streamkeep.engine.exec.notify import NEW
 from streamkeep.engine.exec.notify import ZSET as ZSET_EVENTS
 from streamkeep.engine.exec.table import NO_KEYS, Argv, command
@@ -495,27 +495,9 @@ def parse_timeout_s(arg: bytes, now: int) -> int:
     return wait
 
 
-class _AnyNonEmpty:
-    """A blocked pop's readiness: one of its keys holds a sorted set (only a sorted set's
-    arrival re-runs it, as Redis serves BLOCKED_ZSET clients only for a zset key)."""
-
-    __slots__ = ("space", "keys", "key")
-
-    def __init__(self, ctx: Ctx, keys: Sequence[bytes]) -> None:
-        self.space = ctx.space(ZSET.slot)
-        self.keys = tuple(keys)
-        self.key: tuple = (ctx.session.db, b"zset", self.keys)
-
-    def __call__(self) -> bool:
-        space = self.space
-        return any(key in space for key in self.keys)
-
-
 def _block(ctx: Ctx, argv: Argv, keys: Sequence[bytes], timeout: int) -> object:
-    """Nothing to serve: nil in MULTI and scripts, else wait on the keys."""
-    if ctx.in_multi:
-        return NULL_ARRAY
-    return Block(list(keys), timeout, tuple(argv), None, _AnyNonEmpty(ctx, keys))
+    """Nothing to serve: nil in MULTI and scripts, else wait for a sorted set on the keys."""
+    return block_on(ctx, argv, keys, timeout, ZSET.slot, NULL_ARRAY)
 
 
 def _bzpop(ctx: Ctx, argv: Argv, maximum: bool) -> object:

@@ -214,3 +214,31 @@ class MultiCtx(Ctx):
     # EXEC's and a script's commands: their replies are collected (a script reads them as
     # values), not written to the connection one by one, so stream reads build plain entries.
     replies_in_resp = False
+
+
+class AnyKeyHolds:
+    """A blocked pop's readiness: one of its keys holds a value of the type whose keyspace is
+    slot `slot` (Redis re-runs a client blocked for a type, BLOCKED_LIST or BLOCKED_ZSET, only
+    when a key of that type arrives). `key` names the test: the waiting machinery keeps the
+    tests it found false during one pass by it."""
+
+    __slots__ = ("space", "keys", "key")
+
+    def __init__(self, ctx: Ctx, keys: Sequence[bytes], slot: int) -> None:
+        self.space = ctx.space(slot)
+        self.keys = tuple(keys)
+        self.key: tuple[Any, ...] = (ctx.session.db, slot, self.keys)
+
+    def __call__(self) -> bool:
+        space = self.space
+        return any(key in space for key in self.keys)
+
+
+def block_on(ctx: Ctx, argv: Sequence[bytes], keys: Sequence[bytes], timeout_ms: int,
+             slot: int, empty: object) -> object:
+    """A blocking pop that found nothing to serve: `empty` at once in MULTI and scripts
+    (Redis's CLIENT_DENY_BLOCKING), else a Block on `keys` until one holds a value of the
+    type of keyspace `slot`."""
+    if ctx.in_multi:
+        return empty
+    return Block(list(keys), timeout_ms, tuple(argv), None, AnyKeyHolds(ctx, keys, slot))

@@ -29,7 +29,7 @@ import pytest
 
 from streamkeep import Engine
 from tests.support.diffutil import Both, WallClock, reset_redis_config
-from tests.support.keyspace_watch import Watcher
+from tests.support.keyspace_watch import watcher_pairs
 from tests.support.resp_client import encode_command, read_raw_reply
 
 LIST_DEFAULTS = {"list-max-listpack-size": "-2", "list-compress-depth": "0"}
@@ -514,19 +514,8 @@ EVENT_SCRIPT: list[tuple[Any, ...]] = [
 
 @pytest.fixture
 def list_watchers(redis_server: Any, served: Any) -> Iterator[Callable[[str], Any]]:
-    made: list[Watcher] = []
-
-    def start(classes: str) -> tuple[Watcher, Watcher]:
-        pair = (Watcher(served.host, served.port, classes),
-                Watcher(redis_server.host, redis_server.port, classes))
-        made.extend(pair)
-        return pair
-
-    try:
+    with watcher_pairs(served, redis_server) as start:
         yield start
-    finally:
-        for watcher in made:
-            watcher.close()
 
 
 @pytest.mark.parametrize("classes", ["KEA", "Kl", "El", "Eg", "KEm", "E$l", "Ex"])

@@ -11,13 +11,13 @@ case: XREADGROUP, XCLAIM and XAUTOCLAIM create their consumer (and notify
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
 
 from tests.support.diffutil import reset_redis_config
-from tests.support.keyspace_watch import Watcher
+from tests.support.keyspace_watch import Watcher, watcher_pairs
 from tests.support.resp_client import RespClient, RespError
 
 # A string's DUMP payload (RDB 10, `bar`) both servers restore.
@@ -92,20 +92,9 @@ SCRIPT: list[tuple[Any, ...]] = [
 
 
 @pytest.fixture
-def watchers(redis_server: Any, served: Any) -> Iterator[Any]:
-    made: list[Watcher] = []
-
-    def start(classes: str) -> tuple[Watcher, Watcher]:
-        pair = (Watcher(served.host, served.port, classes),
-                Watcher(redis_server.host, redis_server.port, classes))
-        made.extend(pair)
-        return pair
-
-    try:
+def watchers(redis_server: Any, served: Any) -> Iterator[Callable[[str], Any]]:
+    with watcher_pairs(served, redis_server) as start:
         yield start
-    finally:
-        for watcher in made:
-            watcher.close()
 
 
 @pytest.mark.parametrize("classes", ["KEA", "KEAn", "K$", "Eg", "Kx", "Et", "KElt", "E", "KEm",

@@ -1,6 +1,7 @@
 """A keyspace-notification watcher for the differential tests: a pattern subscriber on one server
 and a client running commands there, each command's messages read up to a marker published
-after it. Owns `Watcher`; must not touch: what a test compares.
+after it. Owns `Watcher` and `watcher_pairs` (one on each of two servers); must not touch:
+what a test compares.
 """
 
 from __future__ import annotations
@@ -8,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import socket
 import time
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from tests.support.resp_client import RespClient, RespError, encode_command, read_raw_reply
@@ -48,3 +50,21 @@ class Watcher:
         self.client.close()
         self.file.close()  # (the socket stays open, subscribed, while its file is)
         self.sub.close()
+
+
+@contextlib.contextmanager
+def watcher_pairs(ours: Any, theirs: Any) -> Iterator[Callable[[str], tuple[Watcher, Watcher]]]:
+    """`start(classes)` makes a Watcher on each server (ours, then the oracle), under those
+    notify-keyspace-events classes; every one made is closed at the end."""
+    made: list[Watcher] = []
+
+    def start(classes: str) -> tuple[Watcher, Watcher]:
+        pair = (Watcher(ours.host, ours.port, classes), Watcher(theirs.host, theirs.port, classes))
+        made.extend(pair)
+        return pair
+
+    try:
+        yield start
+    finally:
+        for watcher in made:
+            watcher.close()

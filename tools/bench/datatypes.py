@@ -231,26 +231,35 @@ class FrameworkVenv:
         pass
 
 
+def run_framework_child(name: str, python: str, child: str, args: Sequence[str], server: Any,
+                        db: int, tasks: int, timeout: float) -> tuple[float, float]:
+    """Run a framework row's child script (``<python> -I <child> HOST PORT DB TASKS *args``)
+    against ``server`` on an emptied database ``db`` (emptied after too) and check what it
+    printed: every one of ``tasks`` complete, none failed. (the worker's tasks/s, the
+    enqueueing's)."""
+    with db_client(server, db) as client:
+        client.flushdb()
+        done = subprocess.run([python, "-I", child, HOST, str(server.port), str(db), str(tasks),
+                               *args], capture_output=True, text=True, timeout=timeout,
+                              **temporaries.child_options())
+        client.flushdb()
+    if done.returncode != 0:
+        raise AssertionError(f"{name} against {server.name} exited {done.returncode}: "
+                             f"{(done.stderr or done.stdout).strip()[-300:]}")
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    if result["complete"] != tasks or result["failed"]:
+        raise AssertionError(f"{name} against {server.name}: {result['complete']} of {tasks} "
+                             f"tasks complete, {result['failed']} failed")
+    return tasks / result["seconds"], tasks / result["enqueue_seconds"]
+
+
 def arq(env: BenchEnv, server: Any) -> Measurement:
     """arq no-op tasks against ``server``: enqueued one at a time, then drained by one worker;
     the worker's tasks/s (figure ``enqueue_per_s``: the enqueueing's rate)."""
     venv: FrameworkVenv = env.shared("arq venv", lambda: FrameworkVenv("arq"))
     tasks = framework_tasks(env.n)
-    with db_client(server, ARQ_DB) as client:
-        client.flushdb()
-        done = subprocess.run([venv.python, "-I", ARQ_CHILD, HOST, str(server.port),
-                               str(ARQ_DB), str(tasks), str(ARQ_POLL_DELAY)],
-                              capture_output=True, text=True, timeout=ARQ_TIMEOUT,
-                              **temporaries.child_options())
-        client.flushdb()
-    if done.returncode != 0:
-        raise AssertionError(f"arq against {server.name} exited {done.returncode}: "
-                             f"{(done.stderr or done.stdout).strip()[-300:]}")
-    result = json.loads(done.stdout.strip().splitlines()[-1])
-    if result["complete"] != tasks or result["failed"]:
-        raise AssertionError(f"arq against {server.name}: {result['complete']} of {tasks} tasks "
-                             f"complete, {result['failed']} failed")
-    rate, enqueue = tasks / result["seconds"], tasks / result["enqueue_seconds"]
+    rate, enqueue = run_framework_child("arq", venv.python, ARQ_CHILD, [str(ARQ_POLL_DELAY)],
+                                        server, ARQ_DB, tasks, ARQ_TIMEOUT)
     return Measurement(rate, count=tasks, figures={"enqueue_per_s": enqueue},
                        notes=[f"arq, {server.name}: {tasks:,} no-op tasks enqueued at "
                               f"{enqueue:,.0f}/s (one at a time), drained by one worker at "

@@ -19,19 +19,15 @@ keys outside its databases.
 
 from __future__ import annotations
 
-import json
 import os
-import subprocess
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from streamkeep.tools import temporaries
 from streamkeep.tools.bench import datatypes
 from streamkeep.tools.bench.datatypes import CHUNK, DB, KEYSPACE, TypeCommand
 from streamkeep.tools.bench.server import SERVER_CLIENTS, server_requests
 from streamkeep.tools.bench.tables import Table
 from streamkeep.tools.bench.workload import Measurement
-from streamkeep.tools.servers import HOST
 
 if TYPE_CHECKING:
     from streamkeep.tools.bench.env import BenchEnv
@@ -113,21 +109,8 @@ def rq(env: BenchEnv, server: Any) -> Measurement:
     venv: datatypes.FrameworkVenv = env.shared(
         "rq venv", lambda: datatypes.FrameworkVenv("rq", _rq_how(), section="lists"))
     tasks = rq_jobs(env.n)
-    with datatypes.db_client(server, RQ_DB) as client:
-        client.flushdb()
-        done = subprocess.run([venv.python, "-I", RQ_CHILD, HOST, str(server.port),
-                               str(RQ_DB), str(tasks), RQ_WORKER],
-                              capture_output=True, text=True, timeout=RQ_TIMEOUT,
-                              **temporaries.child_options())
-        client.flushdb()
-    if done.returncode != 0:
-        raise AssertionError(f"rq against {server.name} exited {done.returncode}: "
-                             f"{(done.stderr or done.stdout).strip()[-300:]}")
-    result = json.loads(done.stdout.strip().splitlines()[-1])
-    if result["complete"] != tasks or result["failed"]:
-        raise AssertionError(f"rq against {server.name}: {result['complete']} of {tasks} jobs "
-                             f"complete, {result['failed']} failed")
-    rate, enqueue = tasks / result["seconds"], tasks / result["enqueue_seconds"]
+    rate, enqueue = datatypes.run_framework_child("rq", venv.python, RQ_CHILD, [RQ_WORKER],
+                                                  server, RQ_DB, tasks, RQ_TIMEOUT)
     return Measurement(rate, count=tasks, figures={"enqueue_per_s": enqueue},
                        notes=[f"rq, {server.name} (appendfsync {server.appendfsync}): {tasks:,} "
                               f"no-op jobs enqueued at {enqueue:,.0f}/s (one at a time), "
