@@ -6,7 +6,9 @@ NaN), the sum rounded to the x87 80-bit long double Redis computes in (a 64-bit 
 and its text as `ld2string(..., LD_STR_HUMAN)` writes it (`%.17Lf`, trailing zeros cut). Python's
 float is a double: `INCRBYFLOAT k 0.1` would read back `0.10000000000000001`, where Redis says
 `0.1`; exact fractions rounded to 64 bits give Redis's digits; a result that prints as
-`-0` prints `0`, as ld2string makes it. The digest is the XXH3 64-bit hash (seed 0) of the value's
+`-0` prints `0`, as ld2string makes it. A long double is a Fraction whose denominator is a power
+of two; the common cases (a plain decimal read, a sum, the text) are worked with integers
+alone (HINCRBYFLOAT runs per job in RQ), Decimal reading the rest. The digest is the XXH3 64-bit hash (seed 0) of the value's
 bytes as 16 lowercase hex digits, leading zeros kept (Redis 8.4's, through the xxhash package).
 Must not touch: engine state, replies (callers turn None into their error line).
 """
@@ -29,15 +31,10 @@ LDBL_MAX = Fraction((1 << SIGNIFICAND_BITS) - 1) * Fraction(2) ** (
 _HEX = re.compile(r"[+-]?0[xX]")
 
 
-def round_extended(x: Fraction) -> Fraction:
-    """x rounded to the nearest long double (ties to even); denormals are not modelled (Redis
-    values never get near 2**-16382). Integer shifts throughout: a Fraction power of two costs
-    a big-number division at every step."""
-    if not x.numerator:
-        return x
-    num, den = abs(x.numerator), x.denominator
+def _rounded(negative: bool, num: int, den: int) -> Fraction:
+    """num / den (both positive) rounded to the nearest long double (ties to even), signed."""
     exponent = num.bit_length() - den.bit_length()
-    # make 2**exponent <= |x| < 2**(exponent + 1)
+    # make 2**exponent <= num / den < 2**(exponent + 1)
     if (den << exponent > num) if exponent >= 0 else (den > num << -exponent):
         exponent -= 1
     shift = SIGNIFICAND_BITS - 1 - exponent
@@ -45,15 +42,46 @@ def round_extended(x: Fraction) -> Fraction:
     significand, rest = divmod(n, d)
     if 2 * rest > d or (2 * rest == d and significand & 1):  # half to even
         significand += 1
-    if x < 0:
+    if negative:
         significand = -significand
     return Fraction(significand, 1 << shift) if shift >= 0 else Fraction(significand << -shift)
+
+
+def round_extended(x: Fraction) -> Fraction:
+    """x rounded to the nearest long double (ties to even); denormals are not modelled (Redis
+    values never get near 2**-16382). Integer shifts throughout: a Fraction power of two costs
+    a big-number division at every step."""
+    num = x.numerator
+    if not num:
+        return x
+    return _rounded(num < 0, abs(num), x.denominator)
+
+
+# A plain decimal (what clients send and what this module prints): read with integers alone.
+_PLAIN_DIGITS = 4000  # beyond, int() refuses the digits (sys.int_info): read by Decimal
+_PLAIN = re.compile(rb"([+-]?)([0-9]*)(?:\.([0-9]*))?(?:[eE]([+-]?[0-9]{1,4}))?")
 
 
 def parse_long_double(text: bytes) -> Fraction | None:
     """string2ld: the value of a float (an infinity allowed, NaN not: an infinity is a value
     `is_finite` refuses, of its sign), rounded to a long double; None for anything strtold
     would not take whole, with a leading space, or out of range."""
+    plain = _PLAIN.fullmatch(text)
+    if plain is not None:
+        sign, whole, fraction, exponent = plain.groups()
+        if (whole or fraction) and len(text) <= _PLAIN_DIGITS:
+            digits = int(whole + fraction) if fraction else int(whole)
+            if not digits:
+                return Fraction(0)
+            scale = (int(exponent) if exponent else 0) - (len(fraction) if fraction else 0)
+            value = (_rounded(sign == b"-", digits * 10 ** scale, 1) if scale >= 0
+                     else _rounded(sign == b"-", digits, 10 ** -scale))
+            return value if is_finite(value) else None  # ERANGE: string2ld refuses it
+    return _parse_other(text)
+
+
+def _parse_other(text: bytes) -> Fraction | None:
+    """parse_long_double of what is not a plain decimal: infinities, hexadecimal, refusals."""
     if not text or text[:1].isspace() or text[-1:].isspace() or b"_" in text:
         return None
     try:
@@ -72,30 +100,51 @@ def parse_long_double(text: bytes) -> Fraction | None:
 
 
 def is_finite(value: Fraction) -> bool:
-    return abs(value) < _INFINITY
+    """|value| < 2**16384 (integers only: Fraction's own comparison costs microseconds)."""
+    num, den = abs(value.numerator), value.denominator
+    spread = num.bit_length() - den.bit_length()
+    if spread != EXTENDED_MAX_EXPONENT and spread != EXTENDED_MAX_EXPONENT - 1:
+        return spread < EXTENDED_MAX_EXPONENT
+    return num < den << EXTENDED_MAX_EXPONENT
 
 
 def add_long_double(a: Fraction, b: Fraction) -> Fraction | None:
     """a + b in long double arithmetic; None when it is infinite (Redis's "would produce NaN or
-    Infinity")."""
+    Infinity"). (Long doubles' denominators are powers of two: the sum is one of integers.)"""
     if not is_finite(a) or not is_finite(b):
         return None
-    total = round_extended(a + b)
-    return total if is_finite(total) else None
+    an, ad, bn, bd = a.numerator, a.denominator, b.numerator, b.denominator
+    if ad < bd:
+        an *= bd // ad
+        ad = bd
+    elif bd < ad:
+        bn *= ad // bd
+    total = an + bn
+    if not total:
+        return Fraction(0)
+    rounded = _rounded(total < 0, abs(total), ad)
+    return rounded if is_finite(rounded) else None
+
+
+_SCALE = 10 ** HUMAN_DECIMALS
+_STR_BITS = 12000  # str() of an int refuses more than 4,300 digits (sys.int_info): ~12,900 bits
 
 
 def format_long_double(value: Fraction) -> bytes:
     """ld2string(LD_STR_HUMAN): %.17Lf of the exact binary value, trailing zeros and a trailing
     point removed."""
-    scale = 10 ** HUMAN_DECIMALS
-    scaled = round(abs(value) * scale)  # printf rounds the exact value, ties to even
-    whole, frac = divmod(scaled, scale)
-    # The whole part's digits through Decimal: str() refuses an int of more than 4,300 digits
-    # (sys.int_info), and a long double's reach 4,933.
-    text = f"{Decimal(whole)}.{frac:0{HUMAN_DECIMALS}d}".rstrip("0").rstrip(".")
+    num, den = value.numerator, value.denominator
+    # printf rounds the exact value, ties to even
+    scaled, rest = divmod(abs(num) * _SCALE, den)
+    if 2 * rest > den or (2 * rest == den and scaled & 1):
+        scaled += 1
+    whole, frac = divmod(scaled, _SCALE)
+    # The whole part's digits through Decimal when long: a long double's reach 4,933.
+    digits = str(whole) if whole.bit_length() < _STR_BITS else str(Decimal(whole))
+    text = f"{digits}.{frac:0{HUMAN_DECIMALS}d}".rstrip("0") if frac else digits
     if text == "0":  # a negative value too small for 17 decimals: "-0" becomes "0"
         return b"0"
-    return (("-" if value < 0 else "") + text).encode()
+    return (("-" if num < 0 else "") + text).encode()
 
 
 DIGEST_LENGTH = 16  # hex digits of a 64-bit digest

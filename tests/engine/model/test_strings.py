@@ -3,13 +3,17 @@ Redis prints (x87 80-bit long double, `%.17Lf` with trailing zeros cut)."""
 
 from __future__ import annotations
 
+from decimal import Decimal
 from fractions import Fraction
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from streamkeep.engine.model.strings import (
     add_long_double,
     format_long_double,
+    is_finite,
     parse_long_double,
     round_extended,
 )
@@ -62,3 +66,48 @@ def test_round_extended_keeps_64_significant_bits():
     assert round_extended(Fraction(2**64 + 3)) == 2**64 + 4
     assert round_extended(Fraction(-(2**63 + 1))) == -(2**63 + 1)
     assert round_extended(Fraction(0)) == 0
+
+
+# --- the integer paths against the exact-fraction definitions --------------------------------
+# A plain decimal is read, two long doubles added and a value printed with integers alone; the
+# definitions they must agree with are the exact ones: Decimal's value rounded to 64 bits,
+# the exact sum rounded, printf's exact rounding to 17 decimals.
+
+_DECIMALS = st.one_of(
+    st.integers(-10**30, 10**30).map(lambda n: b"%d" % n),
+    st.tuples(st.integers(-10**25, 10**25), st.integers(-4960, 4960)).map(
+        lambda t: b"%de%d" % t),
+    st.tuples(st.integers(0, 10**12), st.integers(0, 10**20), st.sampled_from([b"", b"-", b"+"])
+              ).map(lambda t: t[2] + b"%d.%d" % t[:2]),
+    st.sampled_from([b".5", b"5.", b"-0", b"-0.0", b"+.25e-3", b"1E+10", b"1.5e+05", b"0.1",
+                     b"1e4932", b"-1e4933", b"1e-4950", b"9" * 4001]),
+)
+
+
+def _by_decimal(text: bytes) -> Fraction | None:
+    value = round_extended(Fraction(Decimal(text.decode())))
+    return value if abs(value) < Fraction(2) ** 16384 else None
+
+
+@settings(max_examples=400, deadline=None)
+@given(_DECIMALS)
+def test_a_plain_decimal_reads_as_decimal_rounded(text: bytes) -> None:
+    assert parse_long_double(text) == _by_decimal(text)
+
+
+@settings(max_examples=400, deadline=None)
+@given(_DECIMALS, _DECIMALS)
+def test_the_sum_and_its_text_are_the_exact_ones_rounded(a_text: bytes, b_text: bytes) -> None:
+    a, b = parse_long_double(a_text), parse_long_double(b_text)
+    if a is None or b is None:
+        return
+    exact = round_extended(a + b)
+    total = add_long_double(a, b)
+    assert total == (exact if is_finite(exact) else None)
+    assert is_finite(a) == (abs(a) < Fraction(2) ** 16384)
+    if total is not None:
+        scaled = round(abs(total) * 10**17)  # printf's exact rounding, ties to even
+        whole, frac = divmod(scaled, 10**17)
+        text = f"{Decimal(whole)}.{frac:017d}".rstrip("0").rstrip(".")
+        expected = b"0" if text == "0" else (("-" if total < 0 else "") + text).encode()
+        assert format_long_double(total) == expected
