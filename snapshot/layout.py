@@ -62,6 +62,13 @@ A snapshot is one LMDB environment in one file (`subdir=False`, no lock file). S
                body); chunks 0 to chunks - 1 of a value, each a few thousand elements or
                about 64 KiB; in a segmented snapshot they are in the part files, like nodes,
                under the number the snapshot that wrote the part gave the value
+    listnodes  key: as in chunks          value: msgpack [[hash, bytes, elements], ...]: a
+               list chunk's nodes, in order, each its listpack's xxh3-128 hash (16 bytes), length
+               and element count; in the same file and under the same key as the chunk it
+               describes. The index a `backlog-memory` budget finds a list's nodes in the
+               snapshot by (engine.model.residency: a node the snapshot holds with exactly its
+               bytes may go cold) without reading the chunks; absent in older snapshots (and
+               for chunks they wrote: their lists' nodes stay resident)
 
 Every integer in a key is big-endian, so LMDB's byte order is numeric order: one stream's nodes
 are contiguous and in ID order, and so are one group's PEL entries. An entry ID in a key or value
@@ -99,7 +106,7 @@ TABLES = ("meta", "streams", "nodes", "groups", "consumers", "pel")
 # part file (meta `role` "nodes") fills only nodes and nodeinfo (the other tables are empty).
 # Absent in older snapshots; a reader copes without them (nodeinfo: version 2's first files;
 # keys: before version 3).
-OPTIONAL_TABLES = ("nodeinfo", "keys", "runs", "chunks")
+OPTIONAL_TABLES = ("nodeinfo", "keys", "runs", "chunks", "listnodes")
 MAX_TABLES = 16  # the max_dbs to open a snapshot's LMDB environment with (room to grow)
 NODES_ROLE = "nodes"
 MAX_ID = (1 << 128) - 1
@@ -261,7 +268,7 @@ def describe_key(table: str, key: bytes, names: dict[int, str] | None = None) ->
             db, name = split_stream_key(key)
             what = "stream" if table == "streams" else "key"
             return f"{what} {name.decode(errors='backslashreplace')!r} (db {db})"
-        if table == "chunks":
+        if table in ("chunks", "listnodes"):
             number, index = split_chunk_key(key)
             return f"value #{number}, chunk {index}"
         number = number_of(key)
@@ -470,6 +477,25 @@ def chunk_key(number: int, index: int) -> bytes:
 def split_chunk_key(raw: bytes) -> tuple[int, int]:
     number, index = _CHUNK_KEY.unpack(raw)
     return int(number), int(index)
+
+
+LIST_NODE_HASH_BYTES = 16  # xxh3-128
+
+
+def encode_list_nodes(nodes: Iterable[tuple[bytes, int, int]]) -> bytes:
+    """A listnodes value: each node's (hash, bytes, elements)."""
+    return _packb([list(node) for node in nodes])
+
+
+def decode_list_nodes(raw: bytes | memoryview) -> list[tuple[bytes, int, int]]:
+    """A listnodes value's (hash, bytes, elements) per node (ValueError: not one)."""
+    doc = msgpack.unpackb(raw, raw=True, use_list=True)
+    if not isinstance(doc, list) or not all(
+            isinstance(n, list) and len(n) == 3 and isinstance(n[0], bytes)
+            and len(n[0]) == LIST_NODE_HASH_BYTES
+            and all(isinstance(x, int) and x >= 0 for x in n[1:]) for n in doc):
+        raise ValueError("a listnodes value is an array of [hash, bytes, elements]")
+    return [(bytes(h), int(size), int(count)) for h, size, count in doc]
 
 
 def encode_stream(number: int, length: int, first_id: int, last_id: int, max_deleted_id: int,

@@ -36,7 +36,13 @@ from __future__ import annotations
 
 from streamkeep.engine.model import lists
 from streamkeep.engine.model.list_node import node_count, node_new, node_range
-from streamkeep.engine.model.lists import DEFAULT_LIMITS, ListLimits, ListValue, QuickList
+from streamkeep.engine.model.lists import (
+    DEFAULT_LIMITS,
+    ListLimits,
+    ListNode,
+    ListValue,
+    QuickList,
+)
 from streamkeep.engine.model.value_types import BY_CLASS
 from streamkeep.snapshot.rdb import (
     RdbError,
@@ -160,7 +166,7 @@ def read_list(r: Reader, rdb_type: int, limits: ListLimits = DEFAULT_LIMITS) -> 
     if not nodes:
         raise RdbError("an empty list")
     if plain == [True]:  # a lone plain node: Redis keeps it a quicklist whatever its size
-        return QuickList(nodes, 1)
+        return QuickList(list[ListNode](nodes), 1)
     return lists.from_nodes(nodes, limits)
 
 

@@ -16,7 +16,10 @@ nodes. Every node read routes through `runs`: callers see one snapshot either wa
 value's chunks (value_chunks, value_chunk_rows, value_elements) follow its keys row the same
 way: one run of its own chunks, or runs of chunks from several values and part files (a list
 a compaction partly referred to), checked run by run; a list's indexes are counted from the
-chunks' order. Must not touch: the engine, the manifest; it never writes.
+chunks' order. A list's node index (`list_node_index`, the listnodes rows: each chunk's nodes'
+hashes, bytes and elements) follows the same runs, and `chunk_stored` reads one chunk as stored
+(a cold list node's read-back, snapshot.cold). Must not touch: the engine, the manifest; it
+never writes.
 
     with Snapshot("data/snapshot-000000001234.mdb") as snap:
         for info in snap.streams():
@@ -603,6 +606,34 @@ class Snapshot:
         if count != ref.elements:
             raise SnapshotError(f"{name}: table chunks, {where}: "
                                 f"{count} elements found, {ref.elements} recorded")
+
+    def list_node_index(self, row: KeyInfo
+                        ) -> Iterator[tuple[int, int, int, list[tuple[bytes, int, int]]]]:
+        """A chunked list's node index, chunk by chunk, following the row's runs: (part index
+        in `parts`, -1 for this file; the value's number there; chunk index; each node's hash,
+        bytes and elements), for the chunks that have a listnodes row (an older snapshot's
+        chunks have none: skipped). Each row is checked as it is read."""
+        ref = row.chunked
+        if ref is None:
+            raise ValueError(f"key {row.key!r} of database {row.db} is not chunked")
+        for run in ref.runs:
+            part = self._run_file(row, run)
+            if "listnodes" not in part._tables:
+                continue
+            end = run.first + run.chunks
+            for raw, stored in part._prefixed("listnodes", layout.number_prefix(run.number),
+                                              start=layout.chunk_key(run.number, run.first)):
+                index = layout.split_chunk_key(raw)[1]
+                if index >= end:
+                    break
+                nodes = part._decode("listnodes", raw, stored, layout.decode_list_nodes)
+                yield -1 if run.part is None else run.part, run.number, index, nodes
+
+    def chunk_stored(self, number: int, index: int) -> bytes | None:
+        """One chunk's value as stored, unchecked (None: no such chunk)."""
+        if "chunks" not in self._tables:
+            return None
+        return self._get("chunks", layout.chunk_key(number, index))
 
     def _check_chunks(self, problems: list[str], limit: int) -> None:
         """Every chunked value's chunks: there, sound, decodable, as many elements as

@@ -171,7 +171,7 @@ def chunk_bodies(type_name: str, value: Any) -> Iterator[tuple[bytes, int]]:
     """(body, elements) of each chunk of `value`, in order: CHUNK_ELEMENTS elements or about
     CHUNK_BYTES each (one chunk built at a time)."""
     if type_name == LIST.name:
-        for body, count, _nodes in node_bodies(lists.nodes_of(value)):
+        for body, count, _nodes in node_bodies(lists.iter_nodes(value)):
             yield body, count
         return
     for batch in _batches(type_name, value):

@@ -21,7 +21,9 @@ its keys row points at the part file holding its chunks, as a run points at unch
 A changed list keeps its chunks whose nodes did not change where they are (snapshot.values.
 plan_list: a queue's, all but its two ends) and only its other nodes are written, its keys
 row then listing runs of chunks from several values and part files (the row's second form,
-snapshot.layout).
+snapshot.layout). Every list chunk written gets its listnodes row (its nodes' hashes, bytes and
+elements, snapshot.layout): the index by which a `backlog-memory` budget lets the engine's
+list nodes the snapshot holds go cold (engine.model.residency).
 Must not touch: command semantics, the manifest, the AOF.
 """
 
@@ -37,6 +39,8 @@ from typing import TYPE_CHECKING, Any
 import lmdb
 
 from streamkeep.engine.model import lists
+from streamkeep.engine.model.list_node import node_count
+from streamkeep.engine.model.residency import list_node_hash
 from streamkeep.engine.model.value_types import LIST, TYPES, ValueType
 from streamkeep.snapshot import layout, segments
 from streamkeep.snapshot import values as values_mod
@@ -169,11 +173,28 @@ def _keys_table(values: list[list[dict[bytes, Any]]] | None,
                                                          vt.name))
 
 
+def _list_nodes_row(number: int, index: int, nodes: list[bytearray]
+                    ) -> tuple[str, bytes, bytes]:
+    """The listnodes row of a list chunk of `nodes`."""
+    return _sealed("listnodes", layout.chunk_key(number, index), layout.encode_list_nodes(
+        (list_node_hash(node), len(node), node_count(node)) for node in nodes))
+
+
 def _chunk_rows(number: int, type_name: str, value: Any, part: int | None,
                 done: list[layout.ChunkRef]) -> Rows:
-    """A chunked value's rows under `number`, one chunk built at a time; then its ChunkRef
-    (in part `part`) appended to `done`."""
+    """A chunked value's rows under `number`, one chunk built at a time (a list's with its
+    listnodes rows); then its ChunkRef (in part `part`) appended to `done`."""
     chunks = elements = size = 0
+    if type_name == LIST.name:
+        for body, count, nodes in values_mod.node_bodies(lists.iter_nodes(value)):
+            key = layout.chunk_key(number, chunks)
+            yield _sealed("chunks", key, body)
+            yield _list_nodes_row(number, chunks, nodes)
+            chunks += 1
+            elements += count
+            size += len(body)
+        done.append(layout.ChunkRef.whole(part, number, chunks, elements, size))
+        return
     for body, count in values_mod.chunk_bodies(type_name, value):
         yield _sealed("chunks", layout.chunk_key(number, chunks), body)
         chunks += 1
@@ -482,8 +503,10 @@ def _list_rows(b: _BigValue, index: int, kept: dict[str, int],
     for stored, body, n, nodes in values_mod.planned_chunks(b.pieces):
         if stored is None:
             yield _sealed("chunks", layout.chunk_key(b.number, count), body)
+            ids, sums = values_mod.node_sums(nodes)
+            yield _list_nodes_row(b.number, count, nodes)
             run = layout.ChunkRun(index, b.number, count, 1)
-            chunks.append((None, (count, n, len(body), *values_mod.node_sums(nodes))))
+            chunks.append((None, (count, n, len(body), ids, sums)))
             count += 1
             size += len(body)
         else:
@@ -541,7 +564,8 @@ def _write_part(plans: list[segments.StreamPlan], path: str, lsn: int, created_m
             if b.pieces is not None:
                 for row in _list_rows(b, index, kept or {}, refs,
                                       {} if lists_done is None else lists_done):
-                    chunks[0] += 1
+                    if row[0] == "chunks":  # (not its listnodes row: rows are chunks)
+                        chunks[0] += 1
                     yield row
                 continue
             done: list[layout.ChunkRef] = []

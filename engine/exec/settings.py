@@ -543,8 +543,8 @@ _PARAMS: list[Param] = [
                   "compressed in memory)"),
     # streamkeep: the stream entries kept in memory; past it, nodes a snapshot holds go cold.
     Param("backlog-memory", "memory", 0, hook=_apply_backlog_memory,
-          summary="bytes of stream entries kept in memory (0: all); older nodes are read "
-                  "back from the snapshot when touched"),
+          summary="bytes of stream entries and long lists' nodes kept in memory (0: all); "
+                  "older nodes are read back from the snapshot when touched"),
     # streamkeep: the RDB version DUMP writes (Redis 8.10 writes 15; 10 restores on 7.0).
     Param("dump-rdb-version", "int", 15, lo=9, hi=15,
           summary="RDB version of DUMP payloads: 15 (Redis 8.10+), 14 (8.8), 13 (8.6), "

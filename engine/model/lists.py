@@ -18,6 +18,17 @@ Encodings, as Redis keeps them:
 No element is ever a Python object while stored: a list of a million elements is a few
 hundred bytearrays.
 
+Cold nodes (a `backlog-memory` budget, engine.model.residency): a quicklist's node that the
+current snapshot holds with exactly its bytes may be replaced in `QuickList.nodes` by its
+placeholder, a `ColdListNode` (where the snapshot holds it, its hash, bytes and elements);
+residency decides which and when, between commands. Every function here reads a node through
+`_warm` (a change, a point read: the node is read back and stays) or `_peek` (a scan, a range:
+read for the call only, the list keeps the placeholder), and counts or sizes a cold node from
+its placeholder without reading it; the list's two ends are never cold but are read back if
+they became ends while cold (a pop emptied their neighbour). `nodes_of` and `iter_nodes` hand
+out every node resident (peeked): what reads a list's nodes outside this module (the snapshot
+writer, RDB, DUMP) never sees a placeholder.
+
 Conversions, as Redis makes them: a listpack becomes a quicklist when its bytes plus the
 raw lengths of what is about to be added pass the node limit (growing); a quicklist of one
 packed node becomes a listpack again when it is within half the limits (shrinking, after a
@@ -45,6 +56,7 @@ from streamkeep.engine.model.list_node import (
     node_splice,
 )
 from streamkeep.engine.model.redis_alloc import jemalloc_size
+from streamkeep.engine.model.residency import ColdListNode, ListHome
 
 LISTPACK: Final = "listpack"
 QUICKLIST: Final = "quicklist"
@@ -132,14 +144,20 @@ class ListLimits:
 DEFAULT_LIMITS: Final = ListLimits()
 
 
+ListNode = bytearray | ColdListNode
+
+
 class QuickList:
-    """A list in the quicklist encoding: its nodes, head first, and its element count."""
+    """A list in the quicklist encoding: its nodes, head first (a cold one is its placeholder),
+    its element count, and its place in the current snapshot (`home`, residency.ListHome:
+    None until a snapshot with its nodes' index holds it)."""
 
-    __slots__ = ("nodes", "count")
+    __slots__ = ("nodes", "count", "home")
 
-    def __init__(self, nodes: list[bytearray], count: int) -> None:
+    def __init__(self, nodes: list[ListNode], count: int) -> None:
         self.nodes = nodes
         self.count = count
+        self.home: ListHome | None = None
 
     def __len__(self) -> int:
         return self.count
@@ -164,23 +182,96 @@ def encoding(value: ListValue) -> str:
 
 
 def nodes_of(value: ListValue) -> list[bytearray]:
-    """The value's nodes, head first (a listpack is its one node)."""
-    return value.nodes if isinstance(value, QuickList) else [value]
+    """The value's nodes, head first (a listpack is its one node), every one resident: a cold
+    one read for the caller (the list keeps its placeholder)."""
+    if not isinstance(value, QuickList):
+        return [value]
+    return [_peek(value, node) for node in value.nodes]
 
 
-def _locate(nodes: list[bytearray], index: int, total: int) -> tuple[int, int]:
+def iter_nodes(value: ListValue) -> Iterator[bytearray]:
+    """`nodes_of` one node at a time (a cold one read when reached)."""
+    if not isinstance(value, QuickList):
+        yield value
+        return
+    for node in value.nodes:
+        yield _peek(value, node)
+
+
+def cold_counts(value: ListValue) -> tuple[int, int, int]:
+    """(cold nodes, their elements, their bytes) of the list."""
+    home = value.home if isinstance(value, QuickList) else None
+    if home is None:
+        return 0, 0, 0
+    return home.cold_nodes, home.cold_elements, home.cold_bytes
+
+
+def _count(node: ListNode) -> int:
+    """A node's elements, a cold one's from its placeholder."""
+    return _NODE_COUNT(node) if isinstance(node, bytearray) else node.count
+
+
+def _size(node: ListNode) -> int:
+    """A node's listpack bytes, a cold one's from its placeholder."""
+    return len(node) if isinstance(node, bytearray) else node.size
+
+
+def _warm(value: QuickList, n: int) -> bytearray:
+    """Node `n`, read back first if it is cold (it stays resident: a change or a point read
+    goes on with it)."""
+    node = value.nodes[n]
+    if isinstance(node, bytearray):
+        return node
+    return _install(value, n, node.read(), node)
+
+
+def _install(value: QuickList, n: int, lp: bytearray, cold: ColdListNode) -> bytearray:
+    """Cold node `n`'s bytes, `lp` (read back), in its place: resident from now on."""
+    value.nodes[n] = lp
+    home = value.home
+    if home is not None:
+        home.loaded(lp, n, cold)
+    return lp
+
+
+def _peek(value: QuickList, node: ListNode, counted: bool = True) -> bytearray:
+    """The node's bytes, a cold one's read for this call only (it stays cold: a scan reads
+    each node once). Not `counted`: the caller counts it, or installs it (`_install`)."""
+    if isinstance(node, bytearray):
+        return node
+    if counted:
+        home = value.home
+        if home is not None:
+            home.residency.loads += 1
+    return node.read()
+
+
+def _scanned(value: QuickList, n: int, held: ListNode, lp: bytearray, keep: bool) -> bytearray:
+    """A scan read node `n` (`held`) as `lp`, uncounted: kept in its place (`keep`: the
+    scan changes it) or counted as a read."""
+    if isinstance(held, bytearray):
+        return held
+    if keep:
+        return _install(value, n, lp, held)
+    home = value.home
+    if home is not None:
+        home.residency.loads += 1
+    return lp
+
+
+def _locate(nodes: list[ListNode], index: int, total: int) -> tuple[int, int]:
     """(node number, index inside it) of element `index` (0 <= index < total), walked from
     the nearer end."""
     if index < total // 2:
         for n, node in enumerate(nodes):
-            count = _NODE_COUNT(node)
+            count = _count(node)
             if index < count:
                 return n, index
             index -= count
     else:
         back = total - index  # 1-based from the tail
         for n in range(len(nodes) - 1, -1, -1):
-            count = _NODE_COUNT(nodes[n])
+            count = _count(nodes[n])
             if back <= count:
                 return n, count - back
             back -= count
@@ -197,7 +288,7 @@ def get(value: ListValue, index: int) -> bytes | None:
     if not isinstance(value, QuickList):
         return node_get(value, index)
     n, i = _locate(value.nodes, index, total)
-    return node_get(value.nodes[n], i)
+    return node_get(_warm(value, n), i)
 
 
 def range_of(value: ListValue, start: int, stop: int, budget: int = 0) -> list[bytes] | None:
@@ -217,10 +308,11 @@ def range_of(value: ListValue, start: int, stop: int, budget: int = 0) -> list[b
     left = stop - start
     spent = 0
     while left > 0:
-        node = nodes[n]
-        spent += len(node)
+        held = nodes[n]
+        spent += _size(held)
         if budget and spent > budget:
             return None
+        node = _peek(value, held)
         take = min(_NODE_COUNT(node) - i, left)
         out.extend(node_range(node, i, i + take))
         left -= take
@@ -238,7 +330,7 @@ def read_range(value: ListValue, start: int, stop: int) -> list[bytes]:
 
 def elements(value: ListValue) -> Iterator[bytes]:
     """Every element, head to tail, a node at a time."""
-    for node in nodes_of(value):
+    for node in iter_nodes(value):
         yield from node_range(node, 0, _NODE_COUNT(node))
 
 
@@ -247,18 +339,19 @@ def positions(value: ListValue, element: bytes, rank: int, count: int, maxlen: i
     (rank < 0), skipping the first |rank| - 1 matches, at most `count` of them (0: all),
     among the first `maxlen` elements scanned (0: all). Linear in what it scans."""
     total = length(value)
-    nodes = nodes_of(value)
+    nodes: list[ListNode] = value.nodes if isinstance(value, QuickList) else [value]
     skip = abs(rank) - 1
     scan = total if maxlen == 0 else min(maxlen, total)
     out: list[int] = []
     order = range(len(nodes)) if rank > 0 else range(len(nodes) - 1, -1, -1)
     base = 0 if rank > 0 else total
     for n in order:
-        node = nodes[n]
-        node_len = _NODE_COUNT(node)
+        held = nodes[n]
+        node_len = _count(held)
         if rank < 0:
             base -= node_len
-        matches = node_matches(node, element)
+        matches = node_matches(_peek(value, held) if isinstance(value, QuickList)
+                               else value, element)
         if rank < 0:
             matches.reverse()
         for i in matches:
@@ -308,17 +401,23 @@ def from_nodes(nodes: list[bytearray], limits: ListLimits = DEFAULT_LIMITS) -> L
     """A list made of these nodes as they are (a loaded quicklist keeps its nodes, as Redis's
     RDB load does), then converted as Redis converts a loaded list (a lone small node is a
     listpack)."""
-    nodes = [node for node in nodes if _NODE_COUNT(node)]
-    if not nodes:
+    held: list[ListNode] = [node for node in nodes if _NODE_COUNT(node)]
+    if not held:
         return new_list()
-    value = QuickList(nodes, sum(_NODE_COUNT(node) for node in nodes))
+    value = QuickList(held, sum(map(_count, held)))
     return shrink(value, limits, shrinking=False)
 
 
 def copy(value: ListValue) -> ListValue:
-    """COPY's copy, sharing no node."""
+    """COPY's copy, sharing no resident node (a cold node's placeholder is shared: it is
+    immutable)."""
     if isinstance(value, QuickList):
-        return QuickList([bytearray(node) for node in value.nodes], value.count)
+        out = QuickList([bytearray(node) if isinstance(node, bytearray) else node
+                         for node in value.nodes], value.count)
+        home = value.home
+        if home is not None:
+            out.home = home.copy_for(out)
+        return out
     return bytearray(value)
 
 
@@ -344,7 +443,7 @@ def shrink(value: ListValue, limits: ListLimits, shrinking: bool = True) -> List
     them when `shrinking`) becomes that node, a listpack."""
     if not isinstance(value, QuickList) or len(value.nodes) != 1:
         return value
-    node = value.nodes[0]
+    node = _warm(value, 0)
     if limits.is_plain(node):
         return value
     size_limit, count_limit = limits.node_limits()
@@ -371,6 +470,8 @@ def push(value: ListValue, items: Sequence[bytes], tail: bool, limits: ListLimit
         size = len(item)
         if nodes:
             end = nodes[-1] if tail else nodes[0]
+            if not isinstance(end, bytearray):  # (an end gone cold: its neighbour emptied)
+                end = _warm(value, len(nodes) - 1 if tail else 0)
             if limits.allows_insert(end, size):
                 _NODE_PUSH(end, item, tail)
                 continue
@@ -379,6 +480,12 @@ def push(value: ListValue, items: Sequence[bytes], tail: bool, limits: ListLimit
             nodes.append(node)
         else:
             nodes.insert(0, node)
+        home = value.home
+        if home is not None and len(nodes) > 2:  # the end it replaced may go cold one day
+            at = len(nodes) - 2 if tail else 1
+            sealed = nodes[at]
+            if isinstance(sealed, bytearray):
+                home.sealed(sealed, at)
     value.count += len(items)
     return value
 
@@ -391,6 +498,8 @@ def pop(value: ListValue, tail: bool) -> bytes:
     nodes = value.nodes
     at = len(nodes) - 1 if tail else 0
     node = nodes[at]
+    if not isinstance(node, bytearray):  # (an end gone cold: its neighbour emptied)
+        node = _warm(value, at)
     item = _NODE_POP(node, tail)
     if not _NODE_COUNT(node):
         del nodes[at]
@@ -423,21 +532,23 @@ def delete_range(value: ListValue, start: int, stop: int) -> None:
     nodes = value.nodes
     first = 0
     n = 0
-    while n < len(nodes) and start - first >= _NODE_COUNT(nodes[n]):
-        first += _NODE_COUNT(nodes[n])
+    while n < len(nodes) and start - first >= _count(nodes[n]):
+        first += _count(nodes[n])
         n += 1
     left = stop - start
     value.count -= left
     i = start - first
     while left > 0:
-        node = nodes[n]
-        node_len = _NODE_COUNT(node)
+        held = nodes[n]
+        node_len = _count(held)
         take = min(node_len - i, left)
         left -= take
         if take == node_len:
             del nodes[n]
+            if not isinstance(held, bytearray) and value.home is not None:
+                value.home.dropped(held)
         else:
-            node_splice(node, i, i + take, ())
+            node_splice(_warm(value, n), i, i + take, ())
             n += 1
         i = 0
 
@@ -451,17 +562,18 @@ def set_at(value: ListValue, index: int, item: bytes, limits: ListLimits) -> boo
         return True
     nodes = value.nodes
     n, i = _locate(nodes, index, value.count)
-    node = nodes[n]
+    node = _warm(value, n)
     node_splice(node, i, i + 1, (item,))
     if _NODE_COUNT(node) > 1 and limits.exceeds(len(node), _NODE_COUNT(node)):
         _split_out(nodes, n, i)
     return True
 
 
-def _split_out(nodes: list[bytearray], n: int, i: int) -> None:
-    """Node `n`'s element `i` moved to a node of its own between the elements before and
-    after it."""
+def _split_out(nodes: list[ListNode], n: int, i: int) -> None:
+    """Node `n`'s element `i` (node `n` resident) moved to a node of its own between the
+    elements before and after it."""
     node = nodes[n]
+    assert isinstance(node, bytearray)
     count = _NODE_COUNT(node)
     parts = [node_range(node, 0, i), node_range(node, i, i + 1),
              node_range(node, i + 1, count)]
@@ -472,37 +584,42 @@ def insert(value: ListValue, pivot: bytes, item: bytes, after: bool,
            limits: ListLimits) -> int:
     """LINSERT: `item` before or after the first element equal to `pivot`, head first; the
     index it was inserted at, -1 when no element is the pivot. (The caller grows first.)"""
-    nodes = nodes_of(value)
+    if not isinstance(value, QuickList):
+        found = node_matches(value, pivot)
+        if not found:
+            return -1
+        i = found[0] + (1 if after else 0)
+        node_splice(value, i, i, (item,))
+        return i
     base = 0
-    for n, node in enumerate(nodes):
-        found = node_matches(node, pivot)
+    for n, held in enumerate(value.nodes):
+        lp = _peek(value, held, counted=False)
+        found = node_matches(lp, pivot)
+        _scanned(value, n, held, lp, bool(found))
         if found:
             i = found[0] + (1 if after else 0)
-            _insert_in(value, nodes, n, i, item, limits)
+            _insert_in(value, n, i, item, limits)
             return base + i
-        base += _NODE_COUNT(node)
+        base += _count(held)
     return -1
 
 
-def _insert_in(value: ListValue, nodes: list[bytearray], n: int, i: int, item: bytes,
-               limits: ListLimits) -> None:
+def _insert_in(value: QuickList, n: int, i: int, item: bytes, limits: ListLimits) -> None:
     """`item` at index `i` of node `n` (_quicklistInsert, without its merges: a full node's
     neighbour takes it at its near end, else the node is split there)."""
-    node = nodes[n]
-    if not isinstance(value, QuickList):
-        node_splice(node, i, i, (item,))
-        return
+    nodes = value.nodes
+    node = _warm(value, n)
     value.count += 1
     size = len(item)
     count = _NODE_COUNT(node)
     if limits.allows_insert(node, size):
         node_splice(node, i, i, (item,))
         return
-    if i == count and n + 1 < len(nodes) and limits.allows_insert(nodes[n + 1], size):
-        node_push(nodes[n + 1], item, False)
+    if i == count and n + 1 < len(nodes) and limits.allows_insert(_warm(value, n + 1), size):
+        node_push(_warm(value, n + 1), item, False)
         return
-    if i == 0 and n > 0 and limits.allows_insert(nodes[n - 1], size):
-        node_push(nodes[n - 1], item, True)
+    if i == 0 and n > 0 and limits.allows_insert(_warm(value, n - 1), size):
+        node_push(_warm(value, n - 1), item, True)
         return
     before, after = node_range(node, 0, i), node_range(node, i, count)
     parts = [before, [item], after]
@@ -511,15 +628,23 @@ def _insert_in(value: ListValue, nodes: list[bytearray], n: int, i: int, item: b
 
 def remove(value: ListValue, item: bytes, count: int) -> int:
     """LREM: remove up to |count| elements equal to `item`, from the head (count > 0), the
-    tail (count < 0) or all of them (0); how many went. Each node is scanned once."""
-    nodes = nodes_of(value)
+    tail (count < 0) or all of them (0); how many went. Each node is scanned once (a cold one
+    read for the scan, and kept only if it had a match)."""
+    nodes: list[ListNode] = value.nodes if isinstance(value, QuickList) else [value]
     want = abs(count)
     removed = 0
     order = list(range(len(nodes))) if count >= 0 else list(range(len(nodes) - 1, -1, -1))
     emptied: list[int] = []
     for n in order:
-        node = nodes[n]
-        matches = node_matches(node, item)
+        held = nodes[n]
+        if isinstance(held, bytearray):
+            node = held
+            matches = node_matches(node, item)
+        else:  # (a cold node is read for the scan, and stays read if it is changed)
+            assert isinstance(value, QuickList)
+            node = _peek(value, held, counted=False)
+            matches = node_matches(node, item)
+            node = _scanned(value, n, held, node, bool(matches))
         if not matches:
             continue
         if want:
@@ -565,7 +690,7 @@ def memory_usage(value: ListValue, samples: int = 5) -> int:
     sampled = nodes[:max(samples, 1)]
     if not sampled:
         return _OBJECT + _QUICKLIST
-    size = sum(_QUICKLIST_NODE + jemalloc_size(len(node)) for node in sampled)
+    size = sum(_QUICKLIST_NODE + jemalloc_size(_size(node)) for node in sampled)
     return _OBJECT + _QUICKLIST + int(size / len(sampled) * len(nodes))
 
 
@@ -574,7 +699,7 @@ def to_bytes(value: ListValue) -> bytes:
     bytes."""
     kind = _KIND_QUICKLIST if isinstance(value, QuickList) else _KIND_LISTPACK
     parts = [bytes((FORMAT_VERSION, kind))]
-    for node in nodes_of(value):
+    for node in iter_nodes(value):
         parts.append(struct.pack("<I", len(node)))
         parts.append(bytes(node))
     return b"".join(parts)
@@ -594,11 +719,12 @@ def from_bytes(data: bytes, limits: ListLimits = DEFAULT_LIMITS) -> ListValue:
         pos += 4 + size
     if kind == _KIND_LISTPACK:
         return nodes[0] if nodes else new_list()
-    return QuickList(nodes, sum(_NODE_COUNT(node) for node in nodes))
+    held: list[ListNode] = list(nodes)
+    return QuickList(held, sum(map(_count, held)))
 
 
-__all__ = ["DEFAULT_LIMITS", "LISTPACK", "QUICKLIST", "ListLimits", "ListValue", "QuickList",
-           "copy", "delete_range", "elements", "encoding", "from_bytes", "from_elements",
-           "from_nodes", "get", "grow", "insert", "length", "memory_usage", "new_list",
-           "nodes_of", "pop", "pop_many", "positions", "push", "range_of", "read_range",
+__all__ = ["DEFAULT_LIMITS", "LISTPACK", "QUICKLIST", "ListLimits", "ListNode", "ListValue",
+           "QuickList", "cold_counts", "copy", "delete_range", "elements", "encoding",
+           "from_bytes", "from_elements", "from_nodes", "get", "grow", "insert", "iter_nodes",
+           "length", "memory_usage", "new_list", "nodes_of", "pop", "pop_many", "positions", "push", "range_of", "read_range",
            "remove", "set_at", "shrink", "to_bytes", "trim"]

@@ -1,9 +1,10 @@
-"""Which stream nodes are in memory: the `backlog-memory` budget, cold nodes, the change clock.
+"""Which stream and list nodes are in memory: the `backlog-memory` budget, cold nodes, the
+change clock.
 
-Owns the bookkeeping that lets a stream be bigger than memory. A node whose entries are
-unchanged since the current snapshot was taken may be *cold*:
-its entry lists dropped, read back from that snapshot when touched (`stream.Node.thaw`). This
-module decides which nodes go cold and when:
+Owns the bookkeeping that lets a stream or a list be bigger than memory. A node whose entries
+are unchanged since the current snapshot was taken may be *cold*:
+its entry lists dropped, read back from that snapshot when touched (`stream.Node.thaw`, a list's
+`lists` read-back). This module decides which nodes go cold and when:
 
 - `EPOCH`, a process-wide change clock. A node records the clock's value when its entries last
   changed (`Node.epoch`); a compaction ticks the clock when it rotates the AOF, so the nodes
@@ -15,10 +16,26 @@ module decides which nodes go cold and when:
   so an idle stream's last node can go cold too), and the counters INFO reports. Nodes that
   changed since the snapshot cannot go: they wait for the next compaction, which a residency
   over its budget asks for early (`on_pressure`).
+- `ListHome`, one per long list (a quicklist) that a snapshot holds: the node store's index of
+  the list's nodes in that snapshot, by content (`ColdListNode`: where a node with those exact
+  bytes is, its xxh3-128 hash, bytes and elements). List nodes are content-addressed, not
+  clocked: the list a compaction child writes is its own copy, so a list node may go cold when
+  the snapshot holds a node with exactly its bytes (hashed when it is evicted, so a node changed
+  in place since it was queued never goes cold with stale bytes), and its placeholder in the
+  list (`QuickList.nodes`) is that ColdListNode. A list's two ends never go cold (its pushes and
+  pops stay O(1) and touch memory only). List nodes share the queue, the budget and the
+  counters with stream nodes; a queued list node is found back in its list by identity, from
+  the index it had when queued. A list's nodes are queued when a snapshot binds it
+  (`bind_list`, which also points its cold nodes at that snapshot), when read back, and when a
+  push makes a new end (the end it replaced). One the snapshot does not hold waits for the next
+  one and asks for it, like a changed stream node; one that a snapshot rotated after it had
+  those bytes does not hold either (the child cut its nodes otherwise: a CONFIG SET of
+  list-max-listpack-size in between) stays resident without asking again.
 
 Eviction runs between commands (the engine calls `evict` when `resident > limit`) and, as a
-safety valve during one long read, when loading a node takes the residency past twice its
-budget. Never inside a change: a command keeps the lists it is changing.
+safety valve during one long read, when loading a stream node takes the residency past twice
+its budget. Never inside a change: a command keeps the lists it is changing (a list's cold
+nodes are read back inside a command, never made cold there).
 Must not touch: files (the node store is an interface; snapshot.cold implements it), command
 semantics, replies.
 """
@@ -26,12 +43,22 @@ semantics, replies.
 from __future__ import annotations
 
 import threading
+import weakref
 from collections import deque
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Final, Protocol
 
+from xxhash import xxh3_128_digest
+
+from streamkeep.engine.model.list_node import node_count
+
 if TYPE_CHECKING:
+    from streamkeep.engine.model.lists import QuickList
     from streamkeep.engine.model.stream import Node, Stream
+
+    # A queued node: a stream's Node and its Home, or a list's node and its ListHome; its
+    # estimated bytes.
+    Queued = tuple["Node | bytearray", "Home | ListHome", int]
 
 # What a resident node costs beyond its listpack: the Node object, its buffer's object and
 # allocation, its master ID and its slots in the stream's two lists (measured with
@@ -108,14 +135,143 @@ class Home:
         self.cold_bytes = 0  # their listpack size: about what they take in the snapshot
 
 
+class ListNodeStore(Protocol):
+    """Where cold list nodes are: a snapshot file (snapshot.cold.SnapshotNodes)."""
+
+    def list_node(self, node: ColdListNode) -> bytearray:
+        """The node's listpack as the snapshot holds it, checked: its stored value's checksum,
+        and its bytes' hash and length against the placeholder's (StorageError if not)."""
+        ...
+
+    def close(self) -> None:
+        ...
+
+
+class ColdListNode:
+    """A list node that is not in memory: where the snapshot holds a node of exactly its bytes
+    (the store; the part file's index in the snapshot's `parts`, -1 for its own file; the
+    value's number there, the chunk and the node's position in it), their xxh3-128 hash, their
+    length and the node's elements. Immutable: one placeholder may stand for the node in
+    several lists (a COPY's), and a snapshot's index hands out the same one to every node
+    with those bytes."""
+
+    __slots__ = ("store", "part", "number", "chunk", "pos", "hash", "size", "count")
+
+    def __init__(self, store: ListNodeStore, part: int, number: int, chunk: int, pos: int,
+                 digest: bytes, size: int, count: int) -> None:
+        self.store = store
+        self.part = part
+        self.number = number
+        self.chunk = chunk
+        self.pos = pos
+        self.hash = digest
+        self.size = size
+        self.count = count
+
+    def read(self) -> bytearray:
+        """The node's bytes, read back from its snapshot and checked."""
+        return self.store.list_node(self)
+
+
+def list_node_hash(node: bytearray | bytes) -> bytes:
+    """A list node's content hash, as a snapshot's index records it: xxh3-128 (16 bytes), so
+    that no birthday search over elements a client pushes can forge a node that another one's
+    placeholder would stand for (a 64-bit hash falls to one in ~2**32 tries)."""
+    return xxh3_128_digest(node)
+
+
+# A snapshot's index of one list's nodes: by hash, the placeholder of a node with those bytes.
+ListIndex = dict[bytes, ColdListNode]
+
+
+class ListHome:
+    """A long list's place in the current snapshot: the index of the nodes it holds (by
+    content; empty: no snapshot holds the list, or not with an index), the list's queued
+    resident nodes (their identity: the index they had when queued), and its cold nodes'
+    counters."""
+
+    __slots__ = ("value", "residency", "index", "clean_before", "queued", "missed",
+                 "cold_nodes", "cold_elements", "cold_bytes")
+
+    def __init__(self, value: QuickList, residency: Residency) -> None:
+        self.value = value
+        self.residency = residency
+        self.index: ListIndex = {}
+        self.clean_before = 0  # the change clock's value when the index's snapshot rotated
+        self.queued: dict[int, int] = {}  # id(node) -> its index in the list when queued
+        # id(node) -> (its hash when the snapshot did not hold it, the clock's value then; -1:
+        # a snapshot rotated after that did not hold it either, so none will: the node stays
+        # resident, unqueued, and asks for no compaction; see Residency._evict_list_node)
+        self.missed: dict[int, tuple[bytes, int]] = {}
+        self.cold_nodes = 0
+        self.cold_elements = 0
+        self.cold_bytes = 0  # their listpacks' bytes
+
+    def loaded(self, node: bytearray, at: int, cold: ColdListNode) -> None:
+        """A cold node was read back into the list, at index `at` (it is resident from now
+        on: queued to go cold again)."""
+        self.cold_nodes -= 1
+        self.cold_elements -= cold.count
+        self.cold_bytes -= cold.size
+        residency = self.residency
+        residency.loads += 1
+        if residency.budget > 0 and id(node) not in self.queued:
+            self.queued[id(node)] = at
+            nbytes = len(node) + NODE_OVERHEAD
+            residency.queue.append((node, self, nbytes))
+            residency.resident += nbytes
+
+    def sealed(self, node: bytearray, at: int) -> None:
+        """A push gave the list a new end: the node it replaced, at index `at`, is counted
+        and queued (changed since the snapshot, it waits for the next one and asks for it:
+        a list growing between compactions is counted against the budget, as a stream is)."""
+        residency = self.residency
+        if residency.budget > 0 and id(node) not in self.queued:
+            self.queued[id(node)] = at
+            nbytes = len(node) + NODE_OVERHEAD
+            residency.queue.append((node, self, nbytes))
+            residency.resident += nbytes
+
+    def dropped(self, cold: ColdListNode) -> None:
+        """A cold node left the list (a trim, a range deleted)."""
+        self.cold_nodes -= 1
+        self.cold_elements -= cold.count
+        self.cold_bytes -= cold.size
+
+    def copy_for(self, value: QuickList) -> ListHome:
+        """The home of a copy of the list (its cold nodes shared: they are immutable)."""
+        home = ListHome(value, self.residency)
+        home.index = self.index
+        home.cold_nodes, home.cold_elements, home.cold_bytes = (
+            self.cold_nodes, self.cold_elements, self.cold_bytes)
+        return home
+
+
+def _find(nodes: list, node: bytearray, hint: int) -> int:
+    """The index of `node` (by identity) in `nodes`, -1 if it is not there: looked for at
+    `hint` and below first (a queue's pops at its head move its nodes down), then above."""
+    count = len(nodes)
+    at = min(hint, count - 1)
+    while at >= 0:
+        if nodes[at] is node:
+            return at
+        at -= 1
+    at = min(hint, count - 1) + 1
+    while at < count:
+        if nodes[at] is node:
+            return at
+        at += 1
+    return -1
+
+
 class Residency:
     """One engine's resident sealed nodes and its budget (0: no budget, nothing goes cold)."""
 
     def __init__(self, budget: int = 0) -> None:
         self.budget = 0
         self.limit = float("inf")  # resident bytes past which `evict` runs
-        self.queue: deque[tuple[Node, Home, int]] = deque()  # loaded or sealed, oldest first
-        self.waiting: deque[tuple[Node, Home, int]] = deque()  # changed since the snapshot
+        self.queue: deque[Queued] = deque()  # loaded or sealed, oldest first
+        self.waiting: deque[Queued] = deque()  # changed since the snapshot
         self.resident = 0  # estimated bytes of the queued and waiting nodes
         self.waiting_bytes = 0
         self.loads = 0  # cold nodes read back (made resident, or read once: Node.peek)
@@ -125,6 +281,9 @@ class Residency:
         # Nodes changed at or after this value stay resident (see `node_limits_changed`).
         self.unsafe_from = _NEVER
         self.on_pressure: Callable[[], None] | None = None  # asks for a compaction
+        # The stores lists' cold nodes were bound to (closed with the engine, as the streams'
+        # are; weakly: a store no cold node refers to any more goes).
+        self.list_stores: weakref.WeakSet[ListNodeStore] = weakref.WeakSet()
         self.set_budget(budget)
 
     def set_budget(self, budget: int, dbs: list[dict[bytes, Stream]] | None = None) -> None:
@@ -183,6 +342,11 @@ class Residency:
         budget = self.budget
         while self.resident > budget and queue:
             node, home, nbytes = queue.popleft()
+            if isinstance(home, ListHome):
+                assert isinstance(node, bytearray)
+                self._evict_list_node(node, home, nbytes)
+                continue
+            assert not isinstance(node, bytearray)
             if node is keep:  # the node being read: it stays, and so does everything after it
                 queue.appendleft((node, home, nbytes))
                 break
@@ -213,6 +377,45 @@ class Residency:
             home.cold_bytes += node.size  # (freeze kept the listpack's size)
         if self.resident > budget and self.waiting and self.on_pressure is not None:
             self.on_pressure()
+
+    def _evict_list_node(self, node: bytearray, home: ListHome, nbytes: int) -> None:
+        """A queued list node: cold if the snapshot holds a node of exactly its bytes (its
+        placeholder takes its place in the list); waiting for the next snapshot if it does not
+        (changed since); gone from the queue if it left its list, is one of its ends, or the
+        newest snapshot did not hold it unchanged either."""
+        self.resident -= nbytes
+        key = id(node)
+        hint = home.queued.pop(key, -1)
+        nodes = home.value.nodes
+        at = _find(nodes, node, hint) if hint >= 0 and node_count(node) and \
+            home.value.home is home else -1
+        if at <= 0 or at == len(nodes) - 1:  # gone, or an end: it stays, unqueued
+            home.missed.pop(key, None)
+            return
+        digest = list_node_hash(node)
+        cold = home.index.get(digest)
+        if cold is None or cold.size != len(node) or cold.count != node_count(node):
+            missed = home.missed.get(key)
+            if missed is not None and missed[0] == digest and (
+                    missed[1] < 0 or home.clean_before > missed[1]):
+                # A snapshot rotated after the node held these bytes does not hold them (its
+                # nodes are cut otherwise, a CONFIG SET since): none will, it stays resident.
+                home.missed[key] = (digest, -1)
+                return
+            home.missed[key] = (digest, EPOCH.value)
+            home.queued[key] = at
+            self.resident += nbytes
+            self.waiting.append((node, home, nbytes))
+            self.waiting_bytes += nbytes
+            if self.waiting_bytes > self.budget // 2 and self.on_pressure is not None:
+                self.on_pressure()
+            return
+        home.missed.pop(key, None)
+        nodes[at] = cold
+        self.evictions += 1
+        home.cold_nodes += 1
+        home.cold_elements += cold.count
+        home.cold_bytes += cold.size
 
     def node_limits_changed(self) -> None:
         """CONFIG SET changed stream-node-max-entries or -bytes. A snapshot replays the writes
@@ -251,6 +454,51 @@ class Residency:
                 self.sealed(tail, home)
         return home
 
+    def bind_list(self, value: QuickList, index: ListIndex, clean_before: int = 0) -> ListHome:
+        """The list's nodes are those of `index` in the current snapshot (a new one's, or the
+        loaded one's, rotated at clock value `clean_before`): its cold nodes are pointed at
+        that snapshot (so older files can go), and its resident nodes but its two ends are
+        queued, each once (`_evict_list_node` tells which the snapshot holds), but for those no
+        snapshot will hold as they are. Under the engine lock."""
+        home = value.home
+        if home is None or home.residency is not self:
+            home = value.home = ListHome(value, self)
+        home.index = index
+        home.clean_before = clean_before
+        for cold in index.values():  # (an index is of one store)
+            self.list_stores.add(cold.store)
+            break
+        queued = home.queued
+        missed = home.missed
+        still: dict[int, tuple[bytes, int]] = {}  # (what `missed` keeps: its nodes still here)
+        nodes = value.nodes
+        budget = self.budget > 0
+        queue = self.queue
+        for at in range(1, len(nodes) - 1):
+            node = nodes[at]
+            if isinstance(node, bytearray):
+                key = id(node)
+                if missed and key in missed:
+                    never = missed[key]
+                    if never[1] < 0 and key not in queued:
+                        if never[0] not in index and list_node_hash(node) == never[0]:
+                            still[key] = never
+                            continue
+                    else:
+                        still[key] = never
+                if budget and key not in queued:
+                    queued[key] = at
+                    nbytes = len(node) + NODE_OVERHEAD
+                    queue.append((node, home, nbytes))
+                    self.resident += nbytes
+            else:
+                moved = index.get(node.hash)
+                if moved is not None and moved.size == node.size and \
+                        moved.count == node.count:
+                    nodes[at] = moved
+        home.missed = still
+        return home
+
     def switched(self, store: NodeStore) -> None:
         """A new snapshot is current (every stream it holds has been bound to it): nodes that
         waited for it may go cold now, oldest first."""
@@ -263,16 +511,25 @@ class Residency:
 
     def forget_queue(self) -> None:
         for queue in (self.queue, self.waiting):
-            for node, _home, _nbytes in queue:
-                node.queued = False
+            for node, home, _nbytes in queue:
+                if isinstance(home, ListHome):
+                    home.queued.pop(id(node), None)
+                    home.missed.pop(id(node), None)
+                else:
+                    assert not isinstance(node, bytearray)
+                    node.queued = False
             queue.clear()
         self.resident = self.waiting_bytes = 0
 
     def close(self) -> None:
         """The engine closes: the stores it knows let go of their files now, not when the
         collector finds them (a file reopened meanwhile, replaced, must not meet its old map)."""
-        stores = {id(home.store): home.store for _node, home, _nbytes in
-                  (*self.queue, *self.waiting) if home.store is not None}
+        stores: dict[int, NodeStore | ListNodeStore] = {}
+        for _node, home, _nbytes in (*self.queue, *self.waiting):
+            if isinstance(home, Home) and home.store is not None:
+                stores[id(home.store)] = home.store
+        for list_store in list(self.list_stores):
+            stores[id(list_store)] = list_store
         if self.store is not None:
             stores[id(self.store)] = self.store
         self.forget()

@@ -11,11 +11,16 @@ and the key, never a different state. A chunked value's row may list runs of chu
 several part files (snapshot.layout's second form): they are followed in order, and a list's
 indexes counted from it. For a compaction child the load notes where each chunked value is
 (snapshot.values.ValueHomes), a list's chunk by chunk with the nodes each one gave.
+Also owns binding the engine's long lists to a snapshot's index of their nodes (`big_lists`,
+`list_indexes`, `bind_lists`: after a load and after a compaction's switch, with a
+`backlog-memory` budget), so that the nodes it holds may go cold (engine.model.residency); a
+lazy load gives such a list cold nodes from the start, reading only its two ends.
 Must not touch: files other than through the reader, command semantics.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
@@ -24,7 +29,8 @@ from streamkeep.engine.exec.functions import restore_functions
 from streamkeep.engine.model.consumer_groups import ConsumerGroup
 from streamkeep.engine.model.idmp_maps import Idmp
 from streamkeep.engine.model.list_node import node_count
-from streamkeep.engine.model.residency import EPOCH
+from streamkeep.engine.model.lists import ListNode, QuickList
+from streamkeep.engine.model.residency import EPOCH, ColdListNode, ListIndex, Residency
 from streamkeep.engine.model.stream import Stream, cold_node
 from streamkeep.engine.model.value_types import BY_NAME, LIST, ValueType
 from streamkeep.snapshot.cold import SnapshotNodes
@@ -48,6 +54,8 @@ from streamkeep.snapshot.values import (
 
 if TYPE_CHECKING:
     from streamkeep.engine.runtime.core import EngineCore
+
+log = logging.getLogger("streamkeep.snapshot")
 
 
 def _restore_idmp(info: IdmpInfo) -> Idmp:
@@ -91,8 +99,12 @@ def load_snapshot(engine: EngineCore, path: str, lazy: bool | None = None,
             home.cold_nodes, home.cold_entries, home.cold_bytes = cold
             _restore_metadata(snap, info, s)
             engine.dbs[info.db][info.key] = s
+        lazy_lists = lazy and homes is None and residency.budget > 0
         for row in snap.key_rows():
-            if row.chunked is not None:
+            if lazy_lists and row.chunked is not None and row.type == LIST.name and \
+                    (cold_list := _lazy_list(snap, store, row, residency)) is not None:
+                engine.keyspaces[LIST.slot][row.db][row.key] = cold_list
+            elif row.chunked is not None:
                 vt, _decode = _value_type(path, row)
                 noted = homes is not None and snap.segmented
                 value, chunks = _chunked_value(snap, row, noted and vt.name == LIST.name)
@@ -108,6 +120,9 @@ def load_snapshot(engine: EngineCore, path: str, lazy: bool | None = None,
         restore_functions(engine, snap.functions)  # the function libraries, if any
         # Every node is as the file holds it; changes from now on are not.
         store.clean_before = residency.last_tick = EPOCH.tick()
+        if homes is None and residency.budget > 0:  # (a compaction child's lists stay)
+            bind_lists(residency, list_indexes(store, [
+                big for big in big_lists(engine) if big[2].home is None]), store.clean_before)
         residency.switched(store)
         # What the load read of the file and its parts (at most all of them) stops being
         # resident: the pages stay mapped while the store keeps the files open.
@@ -144,6 +159,43 @@ def _chunked_value(snap: Snapshot, row: KeyInfo, note_chunks: bool = False
     return value, [(*w, n) for w, n in zip(where, nodes, strict=True)]
 
 
+def _lazy_list(snap: Snapshot, store: SnapshotNodes, row: KeyInfo, residency: Residency
+               ) -> QuickList | None:
+    """A chunked list loaded cold (a lazy load's): its nodes' placeholders from the snapshot's
+    index of them, only its two ends read; None when the index does not cover every chunk (an
+    older snapshot's chunks) or the list has too few nodes to have cold ones (loaded whole).
+    The index's counts must add up to the elements the keys row records."""
+    ref = row.chunked
+    assert ref is not None
+    nodes: list[ColdListNode] = []
+    index: ListIndex = {}
+    chunks = elements = 0
+    for part, number, chunk, found in snap.list_node_index(row):
+        chunks += 1
+        for pos, (digest, size, count) in enumerate(found):
+            node = ColdListNode(store, part, number, chunk, pos, digest, size, count)
+            nodes.append(node)
+            index.setdefault(digest, node)
+            elements += count
+    if chunks != ref.chunks or len(nodes) <= 2:
+        return None
+    if elements != ref.elements or any(node.count <= 0 for node in nodes):
+        raise SnapshotError(f"{snap.path}: table listnodes, key {row.key!r} (db {row.db}): "
+                            f"{elements} elements found, {ref.elements} recorded: the file "
+                            f"is damaged")
+    held: list[ListNode] = list(nodes)
+    value = QuickList(held, elements)
+    home = residency.bind_list(value, index)
+    home.cold_nodes = len(nodes)
+    home.cold_elements = elements
+    home.cold_bytes = sum(node.size for node in nodes)
+    for end in (0, len(nodes) - 1):  # (its ends are resident: pushes and pops touch them)
+        cold = nodes[end]
+        held[end] = cold.read()
+        home.dropped(cold)
+    return value
+
+
 def _note_home(snap: Snapshot, row: KeyInfo, value: Any, homes: ValueHomes,
                chunks: list[tuple[str, int, int, int, int, list[bytearray]]]) -> None:
     """Where the value's chunks are, for a compaction that may leave them there (a list's,
@@ -166,6 +218,45 @@ def _note_home(snap: Snapshot, row: KeyInfo, value: Any, homes: ValueHomes,
 
 def node_total(nodes: list[bytearray]) -> int:
     return sum(map(node_count, nodes))
+
+
+BigList = tuple[int, bytes, QuickList]
+
+
+def big_lists(engine: EngineCore) -> list[BigList]:
+    """(db, key, value) of every list of the engine long enough to have cold nodes (more than
+    its two ends), engine lock held."""
+    return [(db, key, value) for db, space in enumerate(engine.keyspaces[LIST.slot])
+            for key, value in space.items()
+            if isinstance(value, QuickList) and len(value.nodes) > 2]
+
+
+def list_indexes(store: SnapshotNodes, found: list[BigList]
+                 ) -> list[tuple[BigList, ListIndex]]:
+    """The snapshot's index of each list's nodes, for those it holds with one (no engine lock
+    needed: the store is the caller's until it is switched to). A damaged index row leaves
+    its list resident, with a warning: the snapshot itself was checked when it was made."""
+    out = []
+    for big in found:
+        try:
+            index = store.list_index(big[0], big[1])
+        except SnapshotError as err:
+            log.warning("the list %r (db %d) keeps its nodes in memory: %s", big[1], big[0],
+                        err)
+            continue
+        if index:
+            out.append((big, index))
+    return out
+
+
+def bind_lists(residency: Residency, indexed: list[tuple[BigList, ListIndex]],
+               clean_before: int, keyspace: list[dict[bytes, Any]] | None = None) -> None:
+    """Bind each list to its index in the snapshot rotated at clock value `clean_before`
+    (engine lock held); with `keyspace` (the engine's list keyspace, per database), only those
+    still under their key (what changed meanwhile is bound at the next switch)."""
+    for (db, key, value), index in indexed:
+        if keyspace is None or keyspace[db].get(key) is value:
+            residency.bind_list(value, index, clean_before)
 
 
 def _value_type(path: str, row: KeyInfo) -> tuple[ValueType, Callable[[bytes], Any]]:

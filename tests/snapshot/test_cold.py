@@ -1,4 +1,5 @@
-"""Cold nodes over real snapshot files (snapshot.cold, the lazy load, the raw copy).
+"""Cold nodes over real snapshot files (snapshot.cold, the lazy load, the raw copy), streams' and
+lists'.
 
 A data directory opened with a `backlog-memory` budget loads its snapshot lazily (every node
 cold), reads nodes back when touched, keeps within its budget by making clean nodes cold again,
@@ -8,8 +9,10 @@ while cold nodes still refer to it.
 
 from __future__ import annotations
 
+import contextlib
 import glob
 import os
+import random
 import shutil
 import zlib
 
@@ -17,8 +20,10 @@ import pytest
 
 from streamkeep import Engine
 from streamkeep.aof.fs import file_identity
-from streamkeep.engine.model import packed_node
-from streamkeep.engine.wire.errors import StorageError
+from streamkeep.engine.model import lists, packed_node
+from streamkeep.engine.model.residency import ColdListNode
+from streamkeep.engine.model.value_types import LIST
+from streamkeep.engine.wire.errors import ReplyError, StorageError
 from streamkeep.snapshot import layout
 from streamkeep.snapshot.cold import SnapshotNodes
 from streamkeep.snapshot.reader import Snapshot, SnapshotError
@@ -345,3 +350,362 @@ def test_a_load_leaves_no_page_of_the_part_files_resident(compacted,
         assert _mapped_rss(parts) == 0  # (the digest read nodes, not the maps)
         assert store.size == sum(os.path.getsize(p.path) for p in
                                  (store.snapshot, *store.snapshot.parts))
+
+
+# --- cold list nodes ---------------------------------------------------------------------------
+# A long list under the budget keeps in memory only the nodes it needs: after a compaction, the
+# nodes the snapshot holds with exactly their bytes go cold (found by the snapshot's listnodes
+# index, by content), every list command reads and changes them as if they were resident, a
+# restart with the budget loads the list cold, and a damaged chunk is refused, naming the file.
+# Every reply is checked against a Python list doing the same.
+
+ELEMENTS = 200_000
+BUDGET = 256 << 10
+
+
+def _element(i: int) -> bytes:
+    return f"element-{i}".encode()
+
+
+def _fill_list(engine: Engine, key: str = "q", count: int = ELEMENTS) -> list[bytes]:
+    model = []
+    for first in range(0, count, 1000):
+        batch = [_element(i) for i in range(first, min(first + 1000, count))]
+        engine.execute("RPUSH", key, *batch)
+        model.extend(batch)
+    return model
+
+
+def _list_value(engine: Engine, key: bytes = b"q") -> lists.QuickList:
+    value = engine.keyspaces[LIST.slot][0][key]
+    assert isinstance(value, lists.QuickList)
+    return value
+
+
+def _cold_nodes(value: lists.QuickList) -> int:
+    return sum(not isinstance(node, bytearray) for node in value.nodes)
+
+
+
+@pytest.fixture
+def list_compacted(tmp_path) -> str:
+    """A directory holding the ELEMENTS-element list `q`, compacted (no budget)."""
+    path = str(tmp_path / "data")
+    with Engine.open(path, auto_aof_rewrite_percentage=0) as engine:
+        _fill_list(engine)
+        engine.compact()
+    return path
+
+
+def test_a_compaction_lets_the_nodes_it_holds_go_cold(tmp_path) -> None:
+    with Engine.open(str(tmp_path / "data"), auto_aof_rewrite_percentage=0,
+                     backlog_memory=BUDGET) as engine:
+        model = _fill_list(engine)
+        value = _list_value(engine)
+        assert _cold_nodes(value) == 0  # nothing is in a snapshot yet
+        engine.compact()
+        engine.execute("PING")  # (eviction runs between commands)
+        nodes = len(value.nodes)
+        assert _cold_nodes(value) > nodes * 0.8
+        assert engine.residency.resident <= BUDGET
+        assert isinstance(value.nodes[0], bytearray) and isinstance(value.nodes[-1], bytearray)
+        resident = sum(len(node) for node in value.nodes if isinstance(node, bytearray))
+        assert resident <= BUDGET
+        info = _info(engine, "memory")
+        assert int(info["list_nodes_cold"]) == _cold_nodes(value)
+        assert int(info["list_elements_cold"]) == sum(
+            node.count for node in value.nodes if isinstance(node, ColdListNode))
+        assert int(info["stream_nodes_evicted"]) >= _cold_nodes(value)  # (stream and list nodes)
+        assert engine.execute("LRANGE", "q", 0, -1) == model
+        assert engine.execute("LLEN", "q") == ELEMENTS
+
+
+def test_without_a_budget_nothing_goes_cold(list_compacted) -> None:
+    with Engine.open(list_compacted) as engine:
+        value = _list_value(engine)
+        assert _cold_nodes(value) == 0 and value.home is None
+        assert _info(engine, "memory")["list_nodes_cold"] == "0"
+
+
+def test_a_restart_with_a_budget_loads_the_list_cold(list_compacted) -> None:
+    model = [_element(i) for i in range(ELEMENTS)]
+    with Engine.open(list_compacted, backlog_memory=BUDGET) as engine:
+        value = _list_value(engine)
+        assert _cold_nodes(value) == len(value.nodes) - 2  # only its ends were read
+        assert engine.residency.resident <= BUDGET
+        assert engine.execute("LINDEX", "q", 123_456) == model[123_456]
+        assert engine.execute("LRANGE", "q", 0, -1) == model  # (read, left cold)
+        assert _cold_nodes(value) >= len(value.nodes) - 3
+        assert engine.execute("LPOP", "q") == model.pop(0)
+        assert engine.execute("RPOP", "q") == model.pop()
+        engine.execute("RPUSH", "q", "new")
+        model.append(b"new")
+        assert engine.execute("LRANGE", "q", -3, -1) == model[-3:]
+    with Engine.open(list_compacted, backlog_memory=BUDGET) as engine:  # the AOF replayed on top
+        assert engine.execute("LRANGE", "q", 0, -1) == model
+
+
+def _each_command(engine: Engine, model: list[bytes]) -> None:
+    """Every list command over cold nodes, each reply checked against `model` (changed as
+    the command changes the list)."""
+    def check() -> None:
+        engine.execute("PING")  # (evicts: changed nodes must not go cold stale)
+        assert engine.execute("LLEN", "q") == len(model)
+        for i in (0, 1, 4095, 77_777, len(model) // 2, len(model) - 2, len(model) - 1):
+            assert engine.execute("LINDEX", "q", i) == model[i], i
+
+    assert engine.execute("LRANGE", "q", 50_000, 50_099) == model[50_000:50_100]
+    assert engine.execute("LRANGE", "q", -60_000, -59_990) == model[-60_000:-59_989]
+    assert engine.execute("LPOS", "q", _element(150_000)) == model.index(_element(150_000))
+    assert engine.execute("LPOS", "q", _element(42), "RANK", -1) == 42
+    assert engine.execute("LSET", "q", 100_000, "changed") == "OK"
+    model[100_000] = b"changed"
+    check()
+    at = model.index(_element(120_000))
+    assert engine.execute("LINSERT", "q", "BEFORE", _element(120_000), "inserted") == \
+        len(model) + 1
+    model.insert(at, b"inserted")
+    check()
+    engine.execute("LSET", "q", 130_000, "dup")
+    engine.execute("LSET", "q", 140_000, "dup")
+    model[130_000] = model[140_000] = b"dup"
+    assert engine.execute("LREM", "q", 0, "dup") == 2
+    model[:] = [x for x in model if x != b"dup"]
+    check()
+    assert engine.execute("LREM", "q", -1, _element(170_000)) == 1
+    model.remove(_element(170_000))
+    check()
+    assert engine.execute("LTRIM", "q", 10_000, -10_001) == "OK"
+    model[:] = model[10_000:-10_000]
+    check()
+    assert engine.execute("LPOP", "q", 5_000) == model[:5_000]
+    del model[:5_000]
+    check()
+    assert engine.execute("LRANGE", "q", 0, -1) == model
+
+
+def test_every_command_reads_and_changes_cold_nodes(tmp_path) -> None:
+    with Engine.open(str(tmp_path / "cold"), auto_aof_rewrite_percentage=0,
+                     backlog_memory=BUDGET) as engine, \
+            Engine.open(str(tmp_path / "plain"), auto_aof_rewrite_percentage=0) as plain:
+        model = _fill_list(engine)
+        _fill_list(plain)
+        engine.compact()
+        plain.compact()
+        engine.execute("PING")
+        assert _cold_nodes(_list_value(engine)) > len(_list_value(engine).nodes) // 2
+        assert engine.execute("DUMP", "q") == plain.execute("DUMP", "q")
+        assert lists.to_bytes(_list_value(engine)) == lists.to_bytes(_list_value(plain))
+        assert engine.execute("MEMORY", "USAGE", "q") == plain.execute("MEMORY", "USAGE", "q")
+        plain_model = list(model)
+        _each_command(engine, model)
+        _each_command(plain, plain_model)  # (the same steps, from the same state)
+        assert plain_model == model
+        assert engine.digest() == plain.digest()
+        assert engine.execute("DUMP", "q") == plain.execute("DUMP", "q")
+        engine.compact()  # the changed nodes are in the new snapshot: they may go cold now
+        engine.execute("PING")
+        assert _cold_nodes(_list_value(engine)) > len(_list_value(engine).nodes) // 2
+        assert engine.execute("LRANGE", "q", 0, -1) == model
+        # RPOP to the end: every cold node read back as it becomes the tail
+        popped = []
+        while (item := engine.execute("RPOP", "q", 997)) is not None:
+            popped.extend(item)
+        assert popped == model[::-1]
+        assert engine.execute("EXISTS", "q") == 0
+    with Engine.open(str(tmp_path / "cold"), backlog_memory=BUDGET) as engine:
+        assert engine.execute("EXISTS", "q") == 0
+
+
+def test_copy_rename_and_delete_keep_cold_nodes_right(tmp_path) -> None:
+    with Engine.open(str(tmp_path / "data"), auto_aof_rewrite_percentage=0,
+                     backlog_memory=BUDGET) as engine:
+        model = _fill_list(engine)
+        engine.compact()
+        engine.execute("PING")
+        assert engine.execute("COPY", "q", "c") == 1
+        copied = _list_value(engine, b"c")
+        assert _cold_nodes(copied) == _cold_nodes(_list_value(engine)) > 0
+        engine.execute("LSET", "c", 100_000, "copy's")
+        assert engine.execute("LINDEX", "q", 100_000) == model[100_000]
+        assert engine.execute("LINDEX", "c", 100_000) == b"copy's"
+        assert engine.execute("RENAME", "q", "r") == "OK"
+        assert engine.execute("LRANGE", "r", 0, -1) == model
+        engine.execute("DEL", "r")
+        engine.execute("PING")
+        assert engine.execute("LRANGE", "c", 99_999, 100_000) == [model[99_999], b"copy's"]
+
+
+def test_a_node_changed_after_it_was_queued_does_not_go_cold_stale(tmp_path) -> None:
+    with Engine.open(str(tmp_path / "data"), auto_aof_rewrite_percentage=0,
+                     backlog_memory=1 << 30) as engine:
+        model = _fill_list(engine)
+        engine.compact()  # every middle node queued, none cold (within the budget)
+        value = _list_value(engine)
+        assert _cold_nodes(value) == 0
+        engine.execute("LSET", "q", 100_000, "changed")  # a queued node changes in place
+        model[100_000] = b"changed"
+        engine.execute("CONFIG", "SET", "backlog-memory", "64kb")
+        engine.execute("PING")
+        assert _cold_nodes(value) > len(value.nodes) // 2
+        assert engine.execute("LINDEX", "q", 100_000) == b"changed"
+        assert engine.execute("LRANGE", "q", 0, -1) == model
+        assert int(_info(engine, "memory")["backlog_unsaved_bytes"]) > 0  # it waits
+
+
+def test_a_compaction_points_cold_nodes_at_the_new_snapshot(tmp_path) -> None:
+    path = str(tmp_path / "data")
+    with Engine.open(path, auto_aof_rewrite_percentage=0, backlog_memory=BUDGET) as engine:
+        model = _fill_list(engine)
+        engine.compact()
+        engine.execute("PING")
+        value = _list_value(engine)
+        first = {id(node.store) for node in value.nodes if isinstance(node, ColdListNode)}
+        engine.execute("RPUSH", "q", "more")
+        model.append(b"more")
+        engine.compact()
+        engine.execute("PING")
+        stores = {id(node.store) for node in value.nodes if isinstance(node, ColdListNode)}
+        assert stores and not stores & first
+        assert engine.execute("LRANGE", "q", 0, -1) == model
+        held = [node for node in value.nodes if isinstance(node, ColdListNode)]
+    # Closing the engine lets go of every store cold list nodes refer to.
+    assert held and all(node.store.identities == [] for node in held)  # type: ignore[attr-defined]
+
+
+def _damage_a_chunk(path: str) -> str:
+    """Flip a byte inside a list chunk's value in the part file holding it (its size kept:
+    every copy of the element there, a page LMDB left unused may hold one too); returns that
+    file's name."""
+    needle = _element(100_001)
+    for name in sorted(glob.glob(os.path.join(path, "*.mdb"))):
+        with open(name, "rb") as f:
+            data = bytearray(f.read())
+        at = data.find(needle)
+        if at < 0:
+            continue
+        while at >= 0:
+            data[at + len(needle) - 1] ^= 0x01
+            at = data.find(needle, at + 1)
+        with open(name, "r+b") as f:
+            f.write(data)
+        return os.path.basename(name)
+    raise AssertionError("no chunk holds the element")
+
+
+def test_a_damaged_chunk_is_refused_naming_the_file(list_compacted, tmp_path) -> None:
+    damaged = str(tmp_path / "damaged")
+    shutil.copytree(list_compacted, damaged)
+    name = _damage_a_chunk(damaged)
+    with Engine.open(damaged, backlog_memory=BUDGET) as engine:  # lazy: the middle unread
+        assert engine.execute("LINDEX", "q", 0) == _element(0)
+        value = _list_value(engine)
+        bad = [node for node in value.nodes if isinstance(node, ColdListNode)
+               and node.chunk == _chunk_of(value, 100_001)]
+        assert bad
+        with pytest.raises(StorageError, match=f"{name}.*table chunks.*checksum mismatch"):
+            bad[0].read()
+        # A command reading it fails with the error line, the list unchanged.
+        with pytest.raises(ReplyError, match=f"{name}.*table chunks.*checksum mismatch"):
+            engine.execute("LRANGE", "q", 0, -1)
+        assert engine.execute("LINDEX", "q", 0) == _element(0)
+        assert engine.execute("LLEN", "q") == ELEMENTS
+
+
+def _chunk_of(value: lists.QuickList, index: int) -> int:
+    """The chunk of the cold node holding element `index`."""
+    for node in value.nodes:
+        count = node.count if isinstance(node, ColdListNode) else lists.length(node)
+        if index < count:
+            assert isinstance(node, ColdListNode)
+            return node.chunk
+        index -= count
+    raise IndexError(index)
+
+
+def test_the_snapshot_indexes_each_list_chunk(list_compacted) -> None:
+    path = glob.glob(os.path.join(list_compacted, "snapshot-*.mdb"))[0]
+    with Snapshot(path) as snap:
+        (row,) = [r for r in snap.key_rows() if r.key == b"q"]
+        assert row.chunked is not None
+        index = list(snap.list_node_index(row))
+        assert len(index) == row.chunked.chunks
+        assert sum(count for *_where, nodes in index for _h, _s, count in nodes) == ELEMENTS
+    assert layout.decode_list_nodes(layout.encode_list_nodes([(b"h" * 16, 2, 3)])) == [
+        (b"h" * 16, 2, 3)]
+
+
+def test_a_snapshot_without_an_index_keeps_the_list_resident(list_compacted, tmp_path) -> None:
+    """An older snapshot's chunks have no listnodes rows: the list loads whole, nothing cold."""
+    import lmdb
+
+    old = str(tmp_path / "old")
+    shutil.copytree(list_compacted, old)
+    for name in glob.glob(os.path.join(old, "*.mdb")):
+        env = lmdb.open(name, subdir=False, lock=False, max_dbs=layout.MAX_TABLES)
+        with env.begin(write=True) as txn, contextlib.suppress(lmdb.NotFoundError):
+            txn.drop(env.open_db(b"listnodes", txn=txn, create=False), delete=True)
+        env.close()
+    with Engine.open(old, backlog_memory=BUDGET, auto_aof_rewrite_percentage=0) as engine:
+        value = _list_value(engine)
+        assert _cold_nodes(value) == 0
+        engine.execute("PING")
+        assert _cold_nodes(value) == 0
+        assert engine.execute("LLEN", "q") == ELEMENTS
+
+
+def test_random_list_commands_over_cold_nodes_match_a_python_list(tmp_path) -> None:
+    """Random pushes, pops, sets, inserts, removals, trims and reads of a list whose nodes go
+    cold between commands, compactions among them, then a restart: a Python list agrees."""
+    rng = random.Random(7)
+    path = str(tmp_path / "data")
+    options = {"auto_aof_rewrite_percentage": 0, "backlog_memory": "16kb",
+               "list_max_listpack_size": 32}
+    with Engine.open(path, **options) as engine:
+        model = _fill_list(engine, count=20_000)
+        engine.compact()
+        for step in range(600):
+            size = len(model)
+            op = rng.randrange(10)
+            at = rng.randrange(size)
+            if op == 0:
+                items = [b"new-%d-%d" % (step, i) for i in range(rng.randrange(1, 40))]
+                engine.execute("RPUSH" if step % 2 else "LPUSH", "q", *items)
+                model[:] = model + items if step % 2 else items[::-1] + model
+            elif op == 1:
+                count = rng.randrange(1, 50)
+                got = engine.execute("LPOP" if step % 2 else "RPOP", "q", count)
+                expected = model[:count] if step % 2 else model[::-1][:count]
+                assert got == expected
+                model[:] = model[count:] if step % 2 else model[:-count]
+            elif op == 2:
+                engine.execute("LSET", "q", at, b"set-%d" % step)
+                model[at] = b"set-%d" % step
+            elif op == 3:
+                pivot = model[at]
+                where = model.index(pivot) + (step % 2)
+                engine.execute("LINSERT", "q", "AFTER" if step % 2 else "BEFORE", pivot,
+                               b"ins-%d" % step)
+                model.insert(where, b"ins-%d" % step)
+            elif op == 4:
+                item = model[at]
+                assert engine.execute("LREM", "q", 1, item) == 1
+                model.remove(item)
+            elif op == 5 and size > 4000:
+                start, stop = rng.randrange(50), rng.randrange(50)
+                engine.execute("LTRIM", "q", start, -1 - stop)
+                model[:] = model[start:size - stop]
+            elif op == 6:
+                stop = min(at + rng.randrange(2000), size - 1)
+                assert engine.execute("LRANGE", "q", at, stop) == model[at:stop + 1]
+            elif op == 7:
+                assert engine.execute("LPOS", "q", model[at]) == model.index(model[at])
+            else:
+                assert engine.execute("LINDEX", "q", at) == model[at]
+            if step % 150 == 149:
+                engine.compact()
+        assert engine.execute("LRANGE", "q", 0, -1) == model
+        info = _info(engine, "memory")
+        assert int(info["list_nodes_cold"]) > 0 and int(info["stream_nodes_loaded"]) > 1000
+    with Engine.open(path, **options) as engine:
+        assert engine.execute("LRANGE", "q", 0, -1) == model

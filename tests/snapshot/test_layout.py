@@ -241,6 +241,17 @@ def test_describe_key_names_what_the_key_belongs_to() -> None:
     assert layout.describe_key("pel", prefix + layout.id_bytes(7 << 64 | 2)) == \
         "stream #3, group 'billing', entry 7-2"
     assert layout.describe_key("nodes", b"\x01\x02") == "key 0102"  # too short to parse
+    assert layout.describe_key("listnodes", layout.chunk_key(2, 7)) == "value #2, chunk 7"
+
+
+def test_list_node_index_values_round_trip_and_refuse_what_is_not_one() -> None:
+    nodes = [(b"\xff" * 16, 8192, 500), (bytes(16), 11, 1)]
+    assert layout.decode_list_nodes(layout.encode_list_nodes(nodes)) == nodes
+    assert layout.decode_list_nodes(layout.encode_list_nodes([])) == []
+    for bad in ([[bytes(16), 2]], [[bytes(16), 2, -3]], [[bytes(16), b"x", 3]], {"a": 1},
+                [[1, 2, 3]], [[b"short", 2, 3]]):  # (a hash is 16 bytes: xxh3-128)
+        with pytest.raises(ValueError, match="listnodes"):
+            layout.decode_list_nodes(msgpack.packb(bad))
 
 
 def test_keys_values_round_trip() -> None:

@@ -12,6 +12,10 @@ from pathlib import Path
 import pytest
 
 from streamkeep import Engine
+from streamkeep.engine.model import lists
+from streamkeep.engine.model.list_node import node_count
+from streamkeep.engine.model.residency import list_node_hash
+from streamkeep.engine.model.value_types import LIST
 from streamkeep.snapshot import layout
 from streamkeep.snapshot.layout import ID
 from streamkeep.snapshot.reader import Snapshot
@@ -192,3 +196,24 @@ def test_the_keys_table_holds_strings_and_ttls(varied: tuple[Engine, str, Snapsh
             for key, value in stored_values(path, "keys")]
     assert rows == [(b"\x00audit", (None, 6000, None)),
                     (b"\x00greeting", (b"hello", 99999, "string"))]
+
+
+def test_every_list_chunk_has_its_node_index(tmp_path: Path) -> None:
+    """A chunked list's chunks each get a listnodes row: their nodes' hashes, bytes and
+    elements, in order (what a backlog-memory budget finds cold-able nodes by)."""
+    engine = Engine()
+    for first in range(0, 30_000, 1000):
+        engine.execute("RPUSH", "q", *[b"item-%d" % i for i in range(first, first + 1000)])
+    engine.execute("RPUSH", "small", "a", "b")
+    path = str(tmp_path / "lists.mdb")
+    write_snapshot(engine.dbs, path, 1, 0, "r", values=engine.keyspaces,
+                   expires=engine.expires)
+    nodes = lists.nodes_of(engine.keyspaces[LIST.slot][0][b"q"])
+    with Snapshot(path) as snap:
+        rows = {row.key: row for row in snap.key_rows()}
+        chunked = rows[b"q"].chunked
+        assert chunked is not None and rows[b"small"].chunked is None
+        index = list(snap.list_node_index(rows[b"q"]))
+        assert [chunk for _part, _number, chunk, _nodes in index] == list(range(chunked.chunks))
+        assert [node for *_where, found in index for node in found] == [
+            (list_node_hash(node), len(node), node_count(node)) for node in nodes]

@@ -846,8 +846,12 @@ class FaultyFS(RealFS):
 
 
 def stop_threads(engine: object | None) -> None:
-    """A dead process's threads die with it: stop the journal's threads of an abandoned engine
-    (without close(), which would fsync), or every crash leaks them."""
+    """A dead process's threads and children die with it: stop the journal's threads and the
+    compactor's build child of an abandoned engine (without close(), which would fsync), or
+    every crash leaks them (a build child serves its parent process, which lives on here)."""
     journal = getattr(engine, "journal", None)
     if journal is not None:
         journal.stop_threads()
+    compactor = getattr(getattr(engine, "datadir", None), "compactor", None)
+    if compactor is not None:
+        compactor.stop()

@@ -11,7 +11,18 @@ from __future__ import annotations
 import threading
 import zlib
 
-from streamkeep.engine.model.residency import NODE_OVERHEAD, Epoch, Residency, node_bytes
+from streamkeep.engine.model import lists
+from streamkeep.engine.model.list_node import node_count
+from streamkeep.engine.model.lists import ListLimits, QuickList
+from streamkeep.engine.model.residency import (
+    NODE_OVERHEAD,
+    ColdListNode,
+    Epoch,
+    ListIndex,
+    Residency,
+    list_node_hash,
+    node_bytes,
+)
 from streamkeep.engine.model.stream import Node, Stream, new_stream
 
 PER_NODE = 4
@@ -369,3 +380,167 @@ def test_appending_to_a_cold_tail_reads_it_back_unless_it_is_full() -> None:
     residency.evict()
     stream.append((2 * PER_NODE + 1) << 64, (b"f", b"new"), PER_NODE, 1 << 20)
     assert store.loads == 0 and cold(stream) == [True, True, False]
+
+
+# --- list nodes ----------------------------------------------------------------------------------
+
+
+class MemoryListStore:
+    """A list node store that holds the nodes it indexed (a snapshot's chunks, by content)."""
+
+    def __init__(self) -> None:
+        self.saved: dict[tuple[int, int], bytes] = {}
+        self.reads = 0
+
+    def index(self, value: QuickList) -> ListIndex:
+        """What a snapshot of `value` holds: each node, under chunk 0, by its hash."""
+        index: ListIndex = {}
+        for pos, node in enumerate(value.nodes):
+            data = bytes(node.read() if isinstance(node, ColdListNode) else node)
+            self.saved[0, pos] = data
+            index.setdefault(list_node_hash(bytearray(data)), ColdListNode(
+                self, -1, 1, 0, pos, list_node_hash(bytearray(data)), len(data),
+                node_count(bytearray(data))))
+        return index
+
+    def list_node(self, node: ColdListNode) -> bytearray:
+        self.reads += 1
+        data = self.saved[node.chunk, node.pos]
+        assert list_node_hash(bytearray(data)) == node.hash
+        return bytearray(data)
+
+    def close(self) -> None:
+        pass
+
+
+LIMITS = ListLimits(fill=16)  # 16 elements a node
+
+
+def queued_list(budget: int = 1 << 30, elements: int = 160) -> tuple[Residency, QuickList,
+                                                                     MemoryListStore]:
+    """A residency, a list of `elements` / 16 full nodes, bound to a snapshot that holds it."""
+    residency = Residency(budget)
+    value = lists.from_elements([b"e%d" % i for i in range(elements)], LIMITS)
+    assert isinstance(value, QuickList)
+    store = MemoryListStore()
+    residency.bind_list(value, store.index(value))
+    return residency, value, store
+
+
+def list_cold(value: QuickList) -> list[bool]:
+    return [isinstance(node, ColdListNode) for node in value.nodes]
+
+
+def test_list_nodes_go_cold_oldest_first_and_never_the_ends() -> None:
+    residency, value, _store = queued_list()
+    assert len(value.nodes) == 10 and len(residency.queue) == 8  # not the two ends
+    residency.set_budget(sum(len(node) + NODE_OVERHEAD for node in value.nodes[6:9]))
+    residency.evict()
+    assert list_cold(value) == [False] + [True] * 5 + [False] * 4
+    residency.set_budget(1)
+    residency, value, _store = queued_list(budget=1)
+    residency.evict()
+    assert list_cold(value) == [False] + [True] * 8 + [False]
+    assert residency.evictions == 8 and value.home is not None and value.home.cold_nodes == 8
+    assert list(lists.elements(value)) == [b"e%d" % i for i in range(160)]
+
+
+def test_a_cold_list_node_reads_back_and_is_queued_again() -> None:
+    residency, value, store = queued_list(budget=1)
+    residency.evict()
+    assert lists.get(value, 40) == b"e40"  # a point read: node 2 is resident again
+    assert list_cold(value)[2] is False and residency.loads == 1 and store.reads == 1
+    assert lists.read_range(value, 64, 80) == [b"e%d" % i for i in range(64, 80)]  # a peek
+    assert list_cold(value)[4] is True and residency.loads == 2
+    residency.evict()
+    assert list_cold(value)[2] is True
+
+
+def test_a_list_node_changed_since_the_snapshot_waits_and_asks_for_one() -> None:
+    residency, value, _store = queued_list(budget=1)
+    asked = []
+    residency.on_pressure = lambda: asked.append(1)
+    lists.set_at(value, 40, b"changed", LIMITS)  # node 2, queued, changed in place
+    residency.evict()
+    assert list_cold(value)[2] is False and asked
+    assert residency.waiting and residency.waiting_bytes > 0
+    assert lists.get(value, 40) == b"changed"
+    store = MemoryListStore()  # the next snapshot holds it as it is now
+    residency.bind_list(value, store.index(value))
+    residency.switched(MemoryStore(residency.rotated()))
+    residency.evict()
+    assert list_cold(value)[2] is True and lists.get(value, 40) == b"changed"
+
+
+def test_a_list_node_no_newer_snapshot_holds_leaves_the_queue() -> None:
+    """A changed node that a snapshot rotated after the change does not hold either (its
+    nodes cut otherwise) stays resident and asks for no more compactions; one rotated before
+    the change leaves it waiting, asking."""
+    residency, value, store = queued_list(budget=1)
+    index = value.home.index if value.home is not None else {}
+    before = residency.rotated()  # a compaction rotated before the change...
+    lists.set_at(value, 40, b"changed", LIMITS)
+    asked: list[int] = []
+    residency.on_pressure = lambda: asked.append(1)
+    residency.evict()
+    assert asked and len(residency.waiting) == 1
+    first = len(asked)
+    residency.bind_list(value, index, before)  # ...switches: it cannot hold the change
+    residency.switched(MemoryStore(before))
+    residency.evict()
+    assert len(asked) > first and len(residency.waiting) == 1  # it waits, and asks again
+    second = len(asked)
+    after = residency.rotated()  # one rotated after the change, without it (cut otherwise)
+    residency.bind_list(value, index, after)
+    residency.switched(MemoryStore(after))
+    residency.evict()
+    assert len(asked) == second and not residency.waiting and not residency.queue
+    assert list_cold(value)[2] is False
+    residency.bind_list(value, index, residency.rotated())  # not queued again
+    assert not residency.queue
+    residency.bind_list(value, store.index(value), residency.rotated())  # held now: queued
+    assert len(residency.queue) == 1
+    residency.evict()
+    assert list_cold(value)[2] is True and lists.get(value, 40) == b"changed"
+
+
+def test_a_list_node_gone_from_its_list_leaves_the_queue() -> None:
+    residency, value, _store = queued_list()
+    lists.delete_range(value, 0, 48)  # the first three nodes, whole
+    assert len(value.nodes) == 7
+    residency.set_budget(1 << 30)
+    residency.resident = 1 << 31  # (as if over budget)
+    residency.budget = 1
+    residency.evict()
+    assert list_cold(value) == [False] + [True] * 5 + [False]
+    assert lists.read_range(value, 0, 112) == [b"e%d" % i for i in range(48, 160)]
+
+
+def test_a_push_queues_the_end_it_replaced() -> None:
+    residency, value, _store = queued_list()
+    queued = len(residency.queue)
+    lists.push(value, [b"x"] * 17, True, LIMITS)  # a new tail, then another
+    assert len(residency.queue) == queued + 2  # the old tail and the first new one
+    residency.set_budget(1)
+    residency.evict()
+    # the old tail, unchanged, goes cold; the first new node waits for a snapshot; the tail stays
+    assert list_cold(value)[-4:] == [True, True, False, False]
+    assert [node for node, _home, _nbytes in residency.waiting] == [value.nodes[-2]]
+    assert lists.length(value) == 177
+
+
+def test_an_end_that_became_cold_is_read_back_by_a_push_or_a_pop() -> None:
+    residency, value, store = queued_list(budget=1)
+    residency.evict()
+    assert list_cold(value) == [False] + [True] * 8 + [False]
+    for i in range(16):  # the head node emptied: the cold node after it is the head now
+        assert lists.pop(value, False) == b"e%d" % i
+    assert list_cold(value)[0] is True
+    assert lists.pop(value, False) == b"e16" and list_cold(value)[0] is False
+    del value.nodes[-1]  # (the tail gone whole, as LTRIM drops it: a cold node is the tail)
+    value.count -= 16
+    assert list_cold(value)[-1] is True
+    lists.push(value, [b"tail"], True, LIMITS)
+    assert lists.pop(value, True) == b"tail" and lists.pop(value, True) == b"e143"
+    assert list(lists.elements(value)) == [b"e%d" % i for i in range(17, 143)]
+    assert store.reads >= 2
