@@ -9,7 +9,7 @@ Must not touch: how a workload measures (:mod:`..snapshot`, :mod:`..memory`,
 
 from __future__ import annotations
 
-from streamkeep.tools.bench import backlog, memory, snapshot
+from streamkeep.tools.bench import backlog, backlog_list, memory, snapshot
 from streamkeep.tools.bench.declarations import Benchmark, Figure, Section
 from streamkeep.tools.bench.snapshot import DISK_MAXLEN, bench_snapshot, bench_snapshot_disk
 
@@ -111,7 +111,13 @@ BACKLOG = Section("backlog", (
               backlog.bench_compact_small),
     Benchmark("backlog.trimmed", "compactions of a stream trimmed as it grows (/s)",
               backlog.bench_trimmed),
-), describe=backlog.describe, figures=(
+    Benchmark("backlog.list_cold", f"a long list scanned by LRANGE pages, backlog-memory "
+                                   f"{backlog_list.BUDGET >> 20}mb (elements/s, fresh process)",
+              lambda env: backlog_list.bench_mode(env, "list_cold")),
+    Benchmark("backlog.list_resident", "a long list scanned by LRANGE pages, all resident "
+                                       "(elements/s, fresh process)",
+              lambda env: backlog_list.bench_mode(env, "list_resident")),
+), describe=lambda env: backlog.describe(env) + backlog_list.describe(env), figures=(
     Figure("backlog", "cold: peak RSS", "backlog.cold", extra="peak_rss_mb", unit="MB",
            target=BACKLOG_RSS_TARGET, at_most=True),
     Figure("backlog", "resident: peak RSS", "backlog.resident", extra="peak_rss_mb",
@@ -141,4 +147,16 @@ BACKLOG = Section("backlog", (
            unit="s"),
     Figure("backlog", "compaction: big backlog / small stream", "backlog.compact_small",
            extra="compact_ratio", target=BACKLOG_COMPACT_RATIO_TARGET, at_most=True),
+    Figure("backlog", "list cold: elements cold after the restart", "backlog.list_cold",
+           extra="cold_elements", unit="count"),
+    Figure("backlog", "list cold: restart to serving", "backlog.list_cold", extra="restart_s",
+           unit="s"),
+    Figure("backlog", "list resident: restart to serving", "backlog.list_resident",
+           extra="restart_s", unit="s"),
+    Figure("backlog", "list cold: RSS after the restart", "backlog.list_cold",
+           extra="open_rss_mb", unit="MB"),
+    Figure("backlog", "list resident: RSS after the restart", "backlog.list_resident",
+           extra="open_rss_mb", unit="MB"),
+    Figure("backlog", "list scan (LRANGE pages), cold / resident", "backlog.list_cold",
+           denominator="backlog.list_resident"),
 ))
