@@ -29,7 +29,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 from streamkeep.engine.exec.notify import BAD_CLASS, classes_text, parse_classes
-from streamkeep.engine.wire.errors import StreamkeepError
+from streamkeep.engine.wire.errors import StorageError, StreamkeepError
 
 if TYPE_CHECKING:
     from streamkeep.engine.exec.engine_state import EngineState
@@ -443,7 +443,36 @@ def apply_value_limits(engine: EngineState) -> None:
 
 
 def _apply_backlog_memory(engine: EngineState) -> None:
-    engine.residency.set_budget(int(engine.config["backlog-memory"]), engine.dbs)
+    residency = engine.residency
+    was = residency.budget
+    residency.set_budget(int(engine.config["backlog-memory"]), engine.dbs)
+    if was <= 0 < residency.budget:
+        _bind_long_lists(engine)
+
+
+def _bind_long_lists(engine: EngineState) -> None:
+    """The budget was turned on: every long list is bound now to the current snapshot's index
+    of its nodes, as a compaction's switch binds them, so that it counts against the budget at
+    once, as the streams do (a list the snapshot holds without an index stays resident)."""
+    from streamkeep.engine.model.lists import QuickList
+    from streamkeep.engine.model.value_types import LIST
+
+    residency = engine.residency
+    store = residency.store
+    list_index = getattr(store, "list_index", None)
+    if store is None or list_index is None:
+        return
+    for db, space in enumerate(engine.keyspaces[LIST.slot]):
+        for key, value in space.items():
+            if not isinstance(value, QuickList) or len(value.nodes) <= 2:
+                continue
+            try:
+                index = list_index(db, key)
+            except StorageError as err:
+                log.warning("the list %r (db %d) keeps its nodes in memory: %s", key, db, err)
+                continue
+            if index:
+                residency.bind_list(value, index, store.clean_before)
 
 
 def _apply_monitoring(engine: EngineState) -> None:

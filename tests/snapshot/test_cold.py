@@ -427,6 +427,26 @@ def test_without_a_budget_nothing_goes_cold(list_compacted) -> None:
         assert _info(engine, "memory")["list_nodes_cold"] == "0"
 
 
+@pytest.mark.parametrize("compacted_here", [False, True])
+def test_turning_the_budget_on_binds_the_long_lists_at_once(list_compacted,
+                                                            compacted_here: bool) -> None:
+    """CONFIG SET backlog-memory from 0: a long list the current snapshot holds (loaded, or
+    compacted by this process) counts against the budget at once, as a stream does, without
+    waiting for another compaction."""
+    with Engine.open(list_compacted, auto_aof_rewrite_percentage=0) as engine:
+        if compacted_here:
+            engine.execute("RPUSH", "q", "one more")
+            engine.compact()
+        value = _list_value(engine)
+        assert _cold_nodes(value) == 0
+        engine.execute("CONFIG", "SET", "backlog-memory", str(BUDGET))
+        engine.execute("PING")  # (eviction runs between commands)
+        assert _cold_nodes(value) > len(value.nodes) * 0.8
+        assert engine.residency.resident <= BUDGET
+        assert int(_info(engine, "memory")["list_nodes_cold"]) == _cold_nodes(value)
+        assert engine.execute("LINDEX", "q", ELEMENTS // 2) == _element(ELEMENTS // 2)
+
+
 def test_a_restart_with_a_budget_loads_the_list_cold(list_compacted) -> None:
     model = [_element(i) for i in range(ELEMENTS)]
     with Engine.open(list_compacted, backlog_memory=BUDGET) as engine:
