@@ -374,6 +374,11 @@ class Client:
         limit leaves after the output the transport still holds; see ClientOutput): a reply
         too big for it is cut short and the client closed, before the reply is built whole."""
         if self.closed or value is _NO_REPLY:
+            # No reply to hold, but its record is fsynced and sent to replicas all the same
+            # under `always` (a client gone before its reply, CLIENT REPLY OFF): no round
+            # would cover it before some other write.
+            if lsn and self.journal is not None and self.journal.sync_on_commit:
+                self.server.sync_soon(lsn)
             return
         out = self.out
         try:
@@ -1053,6 +1058,11 @@ class Server:
             client.release_held(1 << 62)
             return
         self.sync_waiting.add(client)
+        self.sync_soon(lsn)
+
+    def sync_soon(self, lsn: int) -> None:
+        """An fsync round covering `lsn` runs at the end of this loop pass (or after the
+        round already running)."""
         if lsn > self.sync_target:
             self.sync_target = lsn
         if not self.sync_running:
@@ -1214,11 +1224,17 @@ class Server:
 
     def _active_expire(self) -> None:
         """Ten times a second (Redis's default hz): the engine's active expiry cycle, its
-        DEL records written at once (no client batch may follow to flush them)."""
+        DEL records written at once (no client batch may follow to flush them) and, under
+        `always`, fsynced by a round of their own: no client waits for them, and replicas are
+        sent only what an fsync covered (without it a replica stayed behind until some client
+        wrote again)."""
         if self.stopping is None or self.stopping.is_set():
             return
         if self.engine.active_expire_cycle():
             self.flush_aof()
+            journal = self.engine.journal
+            if journal is not None and journal.sync_on_commit:
+                self.sync_soon(journal.written_lsn)
         self.engine.sample_stats(self.stats_sample())
         self.loop.call_later(ACTIVE_EXPIRE_SECONDS, self._active_expire)
 

@@ -10,8 +10,11 @@ how it is logged (engine.commands.expiry), files.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from typing import TYPE_CHECKING
+
+from streamkeep.engine.wire.errors import ReplyError
 
 if TYPE_CHECKING:
     from streamkeep.engine.runtime.core import EngineCore
@@ -38,9 +41,21 @@ class ExpiryTimer:
                 return
             if engine.server is None:  # (a served engine's cron is the server's loop)
                 if any(engine.expires):
-                    engine.active_expire_cycle()
+                    if engine.active_expire_cycle():
+                        self._sync(engine)
                     self.cycles += 1
                 engine.sample_stats()
+
+    @staticmethod
+    def _sync(engine: EngineCore) -> None:
+        """Under `always` the cycle's DEL records wait in the journal's buffer for a commit
+        round that no caller asks for: this thread asks, so they are written, fsynced and
+        sent to replicas now rather than with the next write."""
+        journal = engine.journal
+        if journal is not None and journal.sync_on_commit:
+            # (A failed fsync: the journal refuses writes and says so; nothing to add.)
+            with contextlib.suppress(ReplyError):
+                journal.wait_durable(journal.lsn)
 
     def stop(self) -> None:
         """Stop and wait for a running cycle to end (the engine is about to close)."""

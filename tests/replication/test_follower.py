@@ -260,6 +260,42 @@ def test_a_replica_gets_strings_ttls_and_the_primarys_expiries(primary: ServerHa
         assert r.execute("EXISTS", "brief") == 0
 
 
+@pytest.mark.parametrize("last", ["expiry", "reply off"])
+def test_under_always_a_write_no_reply_waits_for_reaches_the_replica(tmp_path: Path,
+                                                                     last: str) -> None:
+    """Under `always` replicas are sent only what an fsync covered, and a round runs for the
+    replies that wait for it. A write no reply waits for gets a round of its own: the active
+    expiry cycle's DEL (the server's own write), a write under CLIENT REPLY OFF (or of a
+    client gone before its reply). Without it the replica stayed one record behind until some
+    other write (crashbench's primary-rollback round found it)."""
+    engine = Engine.open(str(tmp_path / "primary"), appendfsync="always")
+    handle = start_server(engine)
+    try:
+        client = redis.Redis(host=handle.host, port=handle.port)
+        client.set("kept", "v")
+        with Engine.open(str(tmp_path / "replica"), replicaof=("127.0.0.1", handle.port)) as r:
+            wait_for(lambda: synced(handle, r))
+            if last == "expiry":
+                client.set("brief", "v", px=50)  # the last write any client makes
+                wait_for(lambda: r.execute("EXISTS", "brief") == 1)
+                # Expired by the primary's active cycle (INFO names no key: no lazy expiry
+                # here, whose DEL a client would wait for).
+                wait_for(lambda: client.info("stats")["expired_keys"] >= 1)
+            else:
+                with socket.create_connection((handle.host, handle.port)) as raw:
+                    raw.sendall(b"CLIENT REPLY OFF\r\nSET muted v\r\nCLIENT REPLY ON\r\n")
+                    assert raw.recv(16) == b"+OK\r\n"  # (ON's: the others said nothing)
+            wait_for(lambda: synced(handle, r))
+            assert r.execute("GET", "kept") == b"v"
+            assert r.execute("EXISTS", "brief") == 0
+            assert r.execute("GET", "muted") == (None if last == "expiry" else b"v")
+            assert engine.journal is not None
+            assert engine.journal.synced_lsn == engine.journal.lsn, "the last record fsynced"
+        client.close()
+    finally:
+        handle.stop()
+
+
 def test_the_string_family_and_its_keyspace_events_replicate(primary: ServerHandle,
                                                              tmp_path: Path) -> None:
     """Redis 8.4's string writes and the others reach a replica as their records (SETRANGE as

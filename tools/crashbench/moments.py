@@ -157,21 +157,28 @@ def wait_caught_up(primary: ServerProcess, replica: ServerProcess,
     """Wait until the replica's link is up, its offset is the primary's and both DEBUG DIGESTs
     are equal; the digest. ReplicaBehind on timeout."""
     deadline = time.monotonic() + timeout
+    seen = "no INFO answered"  # what the last look found, for the error
     while True:
         try:
             mine = primary.info("replication")["master_repl_offset"]
             theirs = replica_state(replica)
+            seen = (f"primary offset {mine}; replica link "
+                    f"{theirs.get('master_link_status')}, sync in progress "
+                    f"{theirs.get('master_sync_in_progress')}, offset "
+                    f"{theirs.get('master_repl_offset')}")
             if theirs.get("master_link_status") == "up" and \
                     theirs.get("master_repl_offset") == mine:
                 with primary.target() as p, replica.target() as r:
                     digest = p.execute([b"DEBUG", b"DIGEST"])
                     if digest == r.execute([b"DEBUG", b"DIGEST"]):
                         return str(digest)
+                    seen += ": the same offset, different digests"
         except (ConnectionLost, CommandFailed, KeyError):
             pass  # restarting, or not a replica yet
         if time.monotonic() > deadline:
             raise ReplicaBehind(f"the replica on port {replica.port} did not catch up with "
-                                f"the primary on port {primary.port} in {timeout:.0f} s")
+                                f"the primary on port {primary.port} in {timeout:.0f} s "
+                                f"(last seen: {seen})")
         time.sleep(0.02)
 
 

@@ -31,6 +31,21 @@ def test_an_unread_key_expires_and_its_del_is_logged(tmp_path: Path) -> None:
     assert [b"DEL", b"lock"] in effects
 
 
+def test_under_always_the_timers_del_is_fsynced_without_a_write_after_it(tmp_path: Path) -> None:
+    """Under `always` records wait in the journal's buffer for a commit round: the timer asks
+    for one, so its DEL is on disk (and sent to replicas) with no later write to carry it."""
+    now = [1_000]
+    with Engine.open(str(tmp_path), clock=lambda: now[0], appendfsync="always") as db:
+        db.execute("SET", "lock", "token", "PX", "50")
+        journal = db.journal
+        assert journal is not None and journal.synced_lsn == journal.lsn
+        now[0] += 51
+        assert wait_for(lambda: db.execute("DBSIZE") == 0)
+        assert wait_for(lambda: journal.synced_lsn == journal.lsn), "the DEL waits for a write"
+        effects = [e for *_, record_effects in records(str(tmp_path)) for e in record_effects]
+        assert [b"DEL", b"lock"] in effects, "on disk while the engine is open"
+
+
 def test_close_stops_the_timer(tmp_path: Path) -> None:
     db = Engine.open(str(tmp_path))
     timer = db.expiry_timer
