@@ -261,10 +261,31 @@ def staged_directory(path: str, *, merge: bool = False) -> Iterator[str]:
     try:
         yield stage
         sync_tree(stage)
-        _publish_directory(stage, target, path, merge)
-        fsync_directory(parent)
+        _publish_whole(stage, target, path, merge)
     finally:
         temporaries.remove(stage)  # (renamed into place: nothing there any more)
+
+
+def _publish_whole(stage: str, target: str, path: str, merge: bool) -> None:
+    """`_publish_directory`, then the parent's fsync, with signals held (exits.uninterrupted).
+    An interrupt that came meanwhile takes a fresh output back out before it is raised
+    (renamed back to the stage, removed with it; an empty directory it replaced made again),
+    so that an interrupted command leaves nothing, however late its signal came; an output
+    merged into an existing directory stays, whole."""
+    from streamkeep.tools.exits import uninterrupted
+
+    existed = os.path.isdir(target)
+    fresh = not existed or not _listdir(target)
+    try:
+        with uninterrupted():
+            _publish_directory(stage, target, path, merge)
+            fsync_directory(os.path.dirname(target))
+    except KeyboardInterrupt:  # (exits.Interrupted is one)
+        if fresh and os.path.isdir(target) and not os.path.lexists(stage):
+            os.rename(target, stage)
+            if existed:
+                os.mkdir(target)
+        raise
 
 
 def _publish_directory(stage: str, target: str, path: str, merge: bool) -> None:

@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 from pathlib import Path
 
 import pytest
 
 from streamkeep import Engine
+from streamkeep.tools import safe_output
 from streamkeep.tools.safe_output import (
     OutputRefused,
     check_output,
@@ -171,6 +173,31 @@ def test_an_empty_directory_is_replaced_whole(tmp_path: Path) -> None:
     with staged_directory(str(out)) as stage:
         Path(stage, "a").write_text("a")
     assert listing(out) == ["a"] and listing(tmp_path) == ["out"]
+
+
+@pytest.mark.parametrize("before", ["absent", "empty"])
+def test_an_interrupt_while_publishing_leaves_nothing(tmp_path: Path, before: str,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """A signal that lands once the output is renamed into place (here: during the parent's
+    fsync) is held until the publishing ends, and then takes the fresh output back out before
+    it is raised: an interrupted command leaves nothing (an empty directory it replaced is
+    there again)."""
+    out = tmp_path / "out"
+    if before == "empty":
+        out.mkdir()
+    real = safe_output.fsync_directory
+
+    def interrupted_fsync(path: str) -> None:
+        if path == str(tmp_path):  # the parent's, once OUT is in place (not the stage's)
+            assert listing(out) == ["a"]
+            os.kill(os.getpid(), signal.SIGINT)  # held: the fsync goes on
+        real(path)
+
+    monkeypatch.setattr(safe_output, "fsync_directory", interrupted_fsync)
+    with pytest.raises(KeyboardInterrupt), staged_directory(str(out)) as stage:
+        Path(stage, "a").write_text("a")
+    assert listing(tmp_path) == ([] if before == "absent" else ["out"])
+    assert before == "absent" or listing(out) == []
 
 
 def test_scratch_directories_are_removed(tmp_path: Path) -> None:
