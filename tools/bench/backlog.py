@@ -35,6 +35,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING, cast
 
 from streamkeep.tools import temporaries
@@ -98,7 +99,8 @@ def build(path: str, n: int) -> None:
 # --- the child: one mode ---------------------------------------------------------------------
 
 
-def _status(name: str) -> int:
+def proc_status(name: str) -> int:
+    """A field of /proc/self/status in bytes (VmRSS, VmHWM); 0 if absent."""
     with open("/proc/self/status") as f:
         for line in f:
             if line.startswith(name + ":"):
@@ -114,7 +116,8 @@ def child(mode: str, path: str, appends: int, catchup: int, new: int) -> dict[st
     began = time.perf_counter()
     engine = Engine.open(path, backlog_memory=budget)
     engine.execute("PING")
-    out: dict[str, float] = {"restart_s": time.perf_counter() - began, "open_rss": _status("VmRSS")}
+    out: dict[str, float] = {"restart_s": time.perf_counter() - began,
+                             "open_rss": proc_status("VmRSS")}
     execute = engine.execute
     began = time.perf_counter()
     for i in range(appends):
@@ -143,8 +146,8 @@ def child(mode: str, path: str, appends: int, catchup: int, new: int) -> dict[st
     info = dict(line.split(":", 1) for line in
                 engine.execute("INFO", "memory").decode().splitlines() if ":" in line)
     out["cold_entries"] = float(info["stream_entries_cold"])
-    out["final_rss"] = _status("VmRSS")
-    out["peak_rss"] = _status("VmHWM")
+    out["final_rss"] = proc_status("VmRSS")
+    out["peak_rss"] = proc_status("VmHWM")
     engine.close()
     if mode == "cold":
         began = time.perf_counter()
@@ -185,24 +188,25 @@ def scans(path: str) -> dict[str, float]:
     return out
 
 
-def _run_child(*args: object) -> dict[str, float]:
-    proc = subprocess.run([sys.executable, "-m", "streamkeep.tools.bench.backlog",
-                           *map(str, args)], capture_output=True, text=True, check=False,
-                          **temporaries.child_options())
+def run_child(module: str, *args: object) -> dict[str, float]:
+    """`python -m <module> ARGS...` in a fresh process: its last stdout line, as JSON."""
+    proc = subprocess.run([sys.executable, "-m", module, *map(str, args)], capture_output=True,
+                          text=True, check=False, **temporaries.child_options())
     if proc.returncode != 0:
-        raise AssertionError(f"the backlog child failed: {proc.stderr.strip()[-2000:]}")
+        raise AssertionError(f"{module} failed: {proc.stderr.strip()[-2000:]}")
     return json.loads(proc.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
 
 
-class _DataSet:
-    """The data set of a run, built once for both modes (an env.shared resource)."""
+class SharedDataSet:
+    """A data set of a run built once, under `prefix`, by `build(path)`, for every mode (an
+    env.shared resource)."""
 
-    def __init__(self, env: BenchEnv) -> None:
+    def __init__(self, env: BenchEnv, prefix: str, build_at: Callable[[str], None]) -> None:
         with env.data_dir("probe"):  # (makes the run's directory of data directories)
             pass
-        self.parent = tempfile.mkdtemp(prefix="backlog-source-", dir=env.tmp_root)
+        self.parent = tempfile.mkdtemp(prefix=prefix, dir=env.tmp_root)
         self.path = os.path.join(self.parent, "data")
-        build(self.path, entries(env))
+        build_at(self.path)
 
     def stop(self) -> None:
         shutil.rmtree(self.parent, ignore_errors=True)
@@ -216,11 +220,12 @@ _cold: dict[int, Measurement] = {}
 
 
 def bench_mode(env: BenchEnv, mode: str) -> Measurement:
-    source = env.shared("backlog-data", lambda: _DataSet(env)).path
+    source = env.shared("backlog-data", lambda: SharedDataSet(
+        env, "backlog-source-", lambda path: build(path, entries(env)))).path
     with env.data_dir(f"backlog-{mode}") as path:
         shutil.copytree(source, path)
-        got = _run_child(mode, path, env.n * APPENDS_PER_N, catchup_entries(env),
-                         compact_entries(env))
+        got = run_child("streamkeep.tools.bench.backlog", mode, path, env.n * APPENDS_PER_N,
+                        catchup_entries(env), compact_entries(env))
     mb = 1 << 20
     figures = {"restart_s": got["restart_s"], "catchup_per_s": got["catchup_per_s"],
                "peak_rss_mb": got["peak_rss"] / mb, "final_rss_mb": got["final_rss"] / mb,

@@ -17,15 +17,12 @@ Must not touch: the engine's storage (it only measures it), the registry.
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import subprocess
 import sys
-import tempfile
 import time
 from typing import TYPE_CHECKING
 
-from streamkeep.tools import temporaries
+from streamkeep.tools.bench.backlog import SharedDataSet, proc_status, run_child
 from streamkeep.tools.bench.workload import Measurement
 
 if TYPE_CHECKING:
@@ -65,14 +62,6 @@ def build(path: str, count: int) -> None:
 # --- the child: one mode ---------------------------------------------------------------------
 
 
-def _rss() -> int:
-    with open("/proc/self/status") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) * 1024
-    return 0
-
-
 def child(mode: str, path: str) -> dict[str, float]:
     """Open the copy in `path` in this process and measure it (see the module docstring)."""
     from streamkeep import Engine
@@ -82,7 +71,7 @@ def child(mode: str, path: str) -> dict[str, float]:
     try:
         count = int(engine.execute("LLEN", KEY))
         restart = time.perf_counter() - began
-        rss = _rss()
+        rss = proc_status("VmRSS")
         middle = engine.execute("LINDEX", KEY, count // 2)
         assert middle == b"job:%08d:payload-xxxxxxxxxx" % (count // 2), middle
         info = engine.execute("INFO", "memory").decode()
@@ -100,37 +89,12 @@ def child(mode: str, path: str) -> dict[str, float]:
             "elements": count, "scan_s": scan}
 
 
-def _run_child(*args: object) -> dict[str, float]:
-    proc = subprocess.run([sys.executable, "-m", "streamkeep.tools.bench.backlog_list",
-                           *map(str, args)], capture_output=True, text=True, check=False,
-                          **temporaries.child_options())
-    if proc.returncode != 0:
-        raise AssertionError(f"the backlog list child failed: {proc.stderr.strip()[-2000:]}")
-    return json.loads(proc.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
-
-
-class _DataSet:
-    """The data set of a run, built once for both modes (an env.shared resource)."""
-
-    def __init__(self, env: BenchEnv) -> None:
-        with env.data_dir("probe"):  # (makes the run's directory of data directories)
-            pass
-        self.parent = tempfile.mkdtemp(prefix="backlog-list-source-", dir=env.tmp_root)
-        self.path = os.path.join(self.parent, "data")
-        build(self.path, elements(env))
-
-    def stop(self) -> None:
-        shutil.rmtree(self.parent, ignore_errors=True)
-
-    def describe(self) -> list[str]:
-        return []
-
-
 def bench_mode(env: BenchEnv, mode: str) -> Measurement:
-    source = env.shared("backlog-list-data", lambda: _DataSet(env)).path
+    source = env.shared("backlog-list-data", lambda: SharedDataSet(
+        env, "backlog-list-source-", lambda path: build(path, elements(env)))).path
     with env.data_dir(f"backlog-{mode}") as path:
         shutil.copytree(source, path)
-        got = _run_child(mode, path)
+        got = run_child("streamkeep.tools.bench.backlog_list", mode, path)
     count = int(got["elements"])
     mb = 1 << 20
     figures = {"restart_s": got["restart_s"], "open_rss_mb": got["open_rss"] / mb,
