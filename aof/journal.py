@@ -557,10 +557,27 @@ class Journal:
                 raise
             if request[2] is not None:
                 request[2][1].release()  # wake the next caller the round covered
+        self.check_durable(lsn)
+
+    def check_durable(self, lsn: int) -> None:
+        """After a wait for `lsn` ended: raise what broke it (the round's crash, or MISCONF
+        when no fsync covers it)."""
         if self._crash is not None:  # the round broke (not an I/O error): its callers see why
             raise self._crash
         if self.synced_lsn < lsn:
             raise ReplyError(self.error or "MISCONF Errors writing to the AOF file")
+
+    def when_durable(self, lsn: int, done: Callable[[], None]) -> bool:
+        """`wait_durable` without a waiting thread (an event loop's caller): True if `lsn` is
+        durable already or can never be (fsync failed; closed: call `check_durable` now);
+        otherwise False, and the group-commit thread calls `done()` once the round covering
+        `lsn` ended (then `check_durable`). `done` must not block: it runs on that thread."""
+        if self.synced_lsn >= lsn or self.fsync_failed or self._closing.is_set():
+            return True
+        request: list[Any] = [lsn, None, None]
+        request[1] = _CallbackRelease(done, request)
+        self._requests.put(request)
+        return False
 
     def commit_now(self, lsn: int) -> None:
         """`wait_durable`'s round, run by the caller itself: the server's event loop under
@@ -868,6 +885,12 @@ class Journal:
         self.aof_bytes += self.size
         log.info("AOF rotated to %s (first LSN %d)", entry.file, entry.first_lsn)
         self._cond.notify_all()
+        # The old segment, fsynced whole above, is now replicas' to read to its end. Under
+        # `always` no sync round follows for the records that fsync covered (their callers find
+        # synced_lsn past them), so replicas are told here, or the last of them waits for the
+        # next write (engine lock held, as on_written needs).
+        if self.on_written is not None:
+            self.on_written()
         if self.preallocate:
             self.room = -self.low_water
             self._top_up(self.preallocate)
@@ -929,6 +952,24 @@ class Journal:
         self.fd = -1
         self.fsync_failed = True
         self.error = "ERR the data directory is closed"
+
+
+class _CallbackRelease:
+    """A group-commit request's wake-up that calls back instead of releasing a waiting
+    thread (`Journal.when_durable`), then wakes the next caller of its round at once, as a
+    woken thread would (wait_durable)."""
+
+    def __init__(self, done: Callable[[], None], request: list) -> None:
+        self.done = done
+        self.request = request
+
+    def release(self) -> None:
+        try:
+            self.done()
+        finally:
+            after = self.request[2]
+            if after is not None:
+                after[1].release()
 
 
 def _pass_on_later(request: list) -> None:

@@ -16,7 +16,10 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from streamkeep.engine.model.effects import Record
+    from streamkeep.engine.runtime.async_redis import AsyncRedis
     from streamkeep.engine.runtime.core import Session
+    from streamkeep.engine.services.async_network import aredis_from_url
+    from streamkeep.engine.services.async_queue import AsyncMessage, AsyncStreamQueue
     from streamkeep.engine.services.engine import Engine
     from streamkeep.engine.services.queue import Message, QueueError, StreamQueue
     from streamkeep.engine.wire.errors import ReplyError, StreamkeepError
@@ -25,6 +28,10 @@ _EXPORTS = {
     "Engine": "streamkeep.engine.services.engine",
     "Session": "streamkeep.engine.runtime.core",
     "StreamQueue": "streamkeep.engine.services.queue",
+    "AsyncStreamQueue": "streamkeep.engine.services.async_queue",
+    "AsyncMessage": "streamkeep.engine.services.async_queue",
+    "AsyncRedis": "streamkeep.engine.runtime.async_redis",
+    "aredis_from_url": "streamkeep.engine.services.async_network",
     "Message": "streamkeep.engine.services.queue",
     "QueueError": "streamkeep.engine.services.queue",
     "Record": "streamkeep.engine.model.effects",
@@ -32,8 +39,8 @@ _EXPORTS = {
     "StreamkeepError": "streamkeep.engine.wire.errors",
 }
 
-__all__ = ["Engine", "Message", "QueueError", "ReplyError", "Record", "Session",
-           "StreamQueue", "StreamkeepError"]
+__all__ = ["AsyncMessage", "AsyncRedis", "AsyncStreamQueue", "Engine", "Message", "QueueError",
+           "ReplyError", "Record", "Session", "StreamQueue", "StreamkeepError", "aredis_from_url"]
 
 
 def __getattr__(name: str) -> Any:

@@ -18,13 +18,16 @@ _install_compiled()
 
 if TYPE_CHECKING:
     from streamkeep.engine.model.effects import Record
+    from streamkeep.engine.runtime.async_redis import AsyncRedis
     from streamkeep.engine.runtime.core import Session
+    from streamkeep.engine.services.async_network import aredis_from_url
+    from streamkeep.engine.services.async_queue import AsyncMessage, AsyncStreamQueue
     from streamkeep.engine.services.engine import Engine
     from streamkeep.engine.services.queue import Message, QueueError, StreamQueue
     from streamkeep.engine.wire.errors import ReplyError, StreamkeepError
 
-__all__ = ["Engine", "Message", "QueueError", "ReplyError", "Record", "Session",
-           "StreamQueue", "StreamkeepError"]
+__all__ = ["AsyncMessage", "AsyncRedis", "AsyncStreamQueue", "Engine", "Message", "QueueError",
+           "ReplyError", "Record", "Session", "StreamQueue", "StreamkeepError", "aredis_from_url"]
 
 
 def __getattr__(name: str) -> Any:

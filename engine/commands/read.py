@@ -290,7 +290,9 @@ def _block_or_nil(ctx: Ctx, argv: Argv, a: ReadArgs, ids: list[int]) -> object:
         if argv[a.streams_at + a.nstreams + k] == b"$":
             # Re-running with '$' would wait for entries after the *new* last ID forever.
             rerun[a.streams_at + a.nstreams + k] = format_id(gt)
-    ready = None if a.claim >= 0 else ReadyCheck(ctx, keys, ids, a.group)
+    ready: ReadyCheck | ClaimReadyCheck = (
+        ClaimReadyCheck(ctx, keys, a.group, a.claim) if a.claim >= 0 and a.group is not None
+        else ReadyCheck(ctx, keys, ids, a.group))
     # A re-run runs the handler's body with these arguments as parsed now (keys, groups and
     # IDs are still checked again): parsing them is a third of a blocked consumer's re-run.
     body = _xread if a.group is None else _xreadgroup
@@ -333,6 +335,50 @@ class ReadyCheck:
         return False
 
 
+class ClaimReadyCheck:
+    """ReadyCheck for XREADGROUP ... CLAIM min-idle: worth re-running when the stream has
+    entries past the group's last delivered one, when a pending entry has been idle for
+    min-idle (XNACK releases one at once; an entry idling into it is the Block's timer's), or
+    when the key or group is gone. Without it every XADD re-ran every blocked claimer of the
+    group: a thousand workers blocked on one queue made each put a thousand re-runs."""
+
+    __slots__ = ("dbs", "index", "keys", "group", "claim", "now", "key")
+
+    def __init__(self, ctx: Ctx, keys: Argv, group: bytes, claim: int) -> None:
+        self.dbs, self.index = ctx.engine.dbs, ctx.session.db
+        self.keys = keys
+        self.group = group
+        self.claim = claim
+        self.now = ctx.engine.now
+        self.key: tuple = (self.index, tuple(keys), group, claim)
+
+    def __call__(self) -> bool:
+        db = self.dbs[self.index]
+        group = self.group
+        for key in self.keys:
+            s = db.get(key)
+            if s is None:
+                return True
+            g = s.groups.get(group)
+            if g is None or s.last_id > g.last_id:
+                return True
+            if _oldest_claimable(s, g, self.now(), self.claim):
+                return True
+        return False
+
+
+def _oldest_pending(s: Stream, group: ConsumerGroup) -> int | None:
+    """The delivery time of the group's longest-idle pending entry still in the stream."""
+    order = group.pel_by_time.iter_oldest(group.pel)
+    try:
+        for t, sid in order:
+            if sid in s:
+                return t  # type: ignore[no-any-return]
+        return None
+    finally:
+        order.close()
+
+
 def _claim_wake_at(ctx: Ctx, argv: Argv, a: ReadArgs) -> int:
     """When the oldest pending entry of any stream becomes claimable (Redis 8.4)."""
     oldest: int | None = None
@@ -341,12 +387,9 @@ def _claim_wake_at(ctx: Ctx, argv: Argv, a: ReadArgs) -> int:
         group = s.groups.get(a.group) if s is not None else None  # type: ignore[arg-type]
         if s is None or group is None:
             continue
-        order = group.pel_by_time.iter_oldest(group.pel)
-        for t, sid in order:
-            if sid in s:
-                oldest = t if oldest is None else min(oldest, t)
-                break
-        order.close()
+        t = _oldest_pending(s, group)
+        if t is not None:
+            oldest = t if oldest is None else min(oldest, t)
     return (ctx.now if oldest is None else oldest) + a.claim
 
 

@@ -105,6 +105,10 @@ class EngineState:
         The script puts a SELECT in front of its effects itself."""
         raise NotImplementedError
 
+    def now(self) -> int:
+        """The engine clock's time, ms (a blocked command's readiness is judged at it)."""
+        raise NotImplementedError
+
     def cancel_wait(self, waiter: Any, result: Any) -> bool:
         """End a blocked client's wait with `result` (CLIENT UNBLOCK): True if it was still
         waiting (the engine core's blocked clients decide)."""

@@ -48,6 +48,16 @@ class Log(Protocol):
         """`wait_durable`, its fsync run by the caller's own thread."""
         ...
 
+    def when_durable(self, lsn: int, done: Callable[[], None]) -> bool:
+        """`wait_durable` without a waiting thread: True if there is nothing to wait for
+        (then `check_durable`), else False and `done()` is called from the group-commit thread
+        once the round covering `lsn` ended."""
+        ...
+
+    def check_durable(self, lsn: int) -> None:
+        """Raise what ended a wait for `lsn` without it being durable (MISCONF)."""
+        ...
+
     def flush_pending(self) -> bool:
         """Write every buffered record with one write(); False if the write failed."""
         ...

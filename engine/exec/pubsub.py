@@ -256,6 +256,9 @@ class Subscription:
         self.pending_lock = threading.Lock()  # the reader's thread and the publishers' share it
         self.overflowed = False
         self.closed = False
+        # Called after each message is queued (engine lock held, any thread; must not block):
+        # an event loop's reader waits on it instead of a thread blocked in get_message.
+        self.wake: Callable[[], None] | None = None
 
     def _enqueue(self, push: Push) -> None:
         """The subscriber's delivery (engine lock held): queue, or end past the limit."""
@@ -269,6 +272,8 @@ class Subscription:
         if self.limit_bytes and pending > self.limit_bytes:
             self.overflowed = True
             self.engine.pubsub.drop(self.subscriber)
+        if self.wake is not None:
+            self.wake()
 
     def subscribe(self, *channels: bytes | str) -> None:
         self._run(b"SUBSCRIBE", channels)

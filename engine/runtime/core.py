@@ -86,6 +86,13 @@ def wall_clock_ms() -> int:
     return _time_ns() // 1_000_000
 
 
+def argv_of(args: tuple[Any, ...]) -> Argv:
+    """An embedded caller's arguments as a command's argv: str (UTF-8), bytes, int and float
+    as a connection would send them; TypeError for what is not an argument (a bool too)."""
+    argv = encode_args(args)  # str, bytes and int, the common case, in one kernel call
+    return argv if argv is not None else tuple(map(_to_bytes, args))
+
+
 def _to_bytes(arg: Any) -> bytes:
     if isinstance(arg, bytes):
         return arg
@@ -652,4 +659,4 @@ class EngineCore(EngineState):
         self.sinks.append(sink)
 
 
-__all__ = ["EngineCore", "Entry", "RespMap", "Session"]
+__all__ = ["EngineCore", "Entry", "RespMap", "Session", "argv_of"]

@@ -1,5 +1,6 @@
-"""redis-py's client, in process: redis-py 8.1's calls over an engine, for streams, sorted sets,
-hashes, sets, lists, functions and the keyspace.
+"""redis-py's client, in process: redis-py 8.1's calls over an engine, for streams, strings,
+sorted sets, hashes, sets, lists, functions, the keyspace (expiry, DUMP/RESTORE, OBJECT) and the
+server calls (INFO, CONFIG, CLIENT, SAVE, ...).
 
 Owns `RedisAPI` (`Engine.redis()` builds one: a thin object over the engine's `execute`),
 `DataError` and the client side of the redis-py contract: the argv each method sends (built
@@ -8,9 +9,10 @@ argument encoding errors as redis-py raises them, and the reply conversion of re
 client with `legacy_responses=True` (the default): status replies as bytes, bytes decoded to str
 when `decode_responses` is on, then the same response callbacks (xrange -> [(id, {field:
 value})], xpending -> dict, XINFO -> dicts with str keys, bool for OK, zrange withscores ->
-[(member, float)], hgetall -> dict, smembers -> set, ...). The stream methods shape their
-replies themselves (their hot paths); the other types' methods build redis-py's argv and go
-through `execute_command`, so the callbacks table is their one place of reply shaping.
+[(member, float)], hgetall -> dict, smembers -> set, INFO -> parse_info's dict, ...). The
+stream methods shape their replies themselves (their hot paths); the other types' methods build
+redis-py's argv and go through `execute_command`, so the callbacks table is their one place of
+reply shaping.
 `execute_command(*args, **options)` runs any command the way `redis.Redis.execute_command`
 does, applying the callbacks redis-py registers for that name. `decode_responses` belongs to
 the facade, as to a redis-py client: two facades over one engine may differ.
@@ -22,6 +24,7 @@ not touch: command semantics, engine state or the command table (every call goes
 
 from __future__ import annotations
 
+import builtins
 import datetime
 import hashlib
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -255,6 +258,92 @@ def _hgetall(response: Any, **options: Any) -> dict:
     return response and pairs_to_dict(response) or {}
 
 
+def parse_set_result(response: Any, **options: Any) -> Any:
+    """SET: True or False (None: not set), or the old value when GET was given."""
+    if options.get("get"):
+        return response
+    return response and _str_if_bytes(response) == "OK"
+
+
+def timestamp_to_datetime(response: Any) -> datetime.datetime | None:
+    """LASTSAVE: a unix time as a naive local datetime."""
+    if not response:
+        return None
+    try:
+        response = int(response)
+    except ValueError:
+        return None
+    return datetime.datetime.fromtimestamp(response)
+
+
+def parse_info(response: Any) -> dict[str, Any]:
+    """INFO's text as a dict: numbers as int or float, `a,b` as lists, `k=v,...` as dicts,
+    `module:` lines gathered in "modules", lines without a colon in "__raw__"."""
+    info: dict[str, Any] = {}
+    response = _str_if_bytes(response)
+
+    def get_value(value: str) -> Any:
+        if "," not in value and "=" not in value:
+            try:
+                if "." in value:
+                    return float(value)
+                return int(value)
+            except ValueError:
+                return value
+        elif "=" not in value:
+            return [get_value(v) for v in value.split(",") if v]
+        else:
+            sub_dict: dict[str, Any] = {}
+            for item in value.split(","):
+                if not item:
+                    continue
+                if "=" in item:
+                    k, v = item.rsplit("=", 1)
+                    sub_dict[k] = get_value(v)
+                else:
+                    sub_dict[item] = True
+            return sub_dict
+
+    for line in response.splitlines():
+        if line and not line.startswith("#"):
+            if line.find(":") != -1:
+                # The value may hold ':'; only the 'host:' pseudo command's key does.
+                key, value = line.split(":", 1)
+                if key == "cmdstat_host":
+                    key, value = line.rsplit(":", 1)
+                if key == "module":
+                    info.setdefault("modules", []).append(get_value(value))
+                else:
+                    info[key] = get_value(value)
+            else:
+                info.setdefault("__raw__", []).append(line)
+    return info
+
+
+def parse_client_list(response: Any, **options: Any) -> list[dict[str, str]]:
+    """CLIENT LIST: a dict of str per client line (a token without '=' continues the last
+    value: an address with a space)."""
+    clients = []
+    for c in _str_if_bytes(response).splitlines():
+        client_dict: dict[str, str] = {}
+        last_key: Any = None
+        for token in c.split(" "):
+            if "=" in token:
+                key, value = token.split("=", 1)
+                client_dict[key] = value
+                last_key = key
+            else:
+                client_dict[last_key] += " " + token
+        if client_dict:
+            clients.append(client_dict)
+    return clients
+
+
+def parse_config_get(response: Any, **options: Any) -> dict:
+    response = [_str_if_bytes(i) if i is not None else None for i in response]
+    return response and pairs_to_dict(response) or {}
+
+
 # The entries of redis-py's _RedisCallbacks + _RedisCallbacksRESP2 for the commands the engine
 # knows (keys upper case; redis-py looks the command name up case-insensitively).
 execute_command_callbacks: dict[str, Callable[..., Any]] = {
@@ -322,6 +411,32 @@ execute_command_callbacks: dict[str, Callable[..., Any]] = {
     "LTRIM": bool_ok,
     "BLPOP": _blocking_pop,
     "BRPOP": _blocking_pop,
+    # strings
+    "SET": parse_set_result,
+    "SETNX": bool,
+    "SETEX": bool,
+    "PSETEX": bool,
+    "MSET": bool_ok,
+    "MSETNX": bool,
+    "INCRBYFLOAT": float,
+    # expiry
+    "EXPIRE": bool,
+    "EXPIREAT": bool,
+    "PEXPIRE": bool,
+    "PEXPIREAT": bool,
+    "PERSIST": bool,
+    # server, connection
+    "INFO": parse_info,
+    "LASTSAVE": timestamp_to_datetime,
+    "SAVE": bool_ok,
+    "BGSAVE": lambda r: True,
+    "BGREWRITEAOF": lambda r: True,
+    "CONFIG GET": parse_config_get,
+    "CONFIG SET": bool_ok,
+    "CONFIG RESETSTAT": bool_ok,
+    "CLIENT SETNAME": bool_ok,
+    "CLIENT GETNAME": _str_if_bytes,
+    "CLIENT LIST": parse_client_list,
 }
 
 
@@ -366,6 +481,19 @@ def _ids(response: list, decode: bool) -> list:
 
 
 # --- the argv pieces several methods build alike (redis-py's checks, its messages) ------------
+
+
+_NO_CLIENT_IDS: list[Any] = []  # client_list's default (redis-py's `client_id=[]`); never changed
+
+
+def _at_most_one(*flags: Any) -> bool:
+    """redis-py's at_most_one_value_set."""
+    return sum(map(bool, flags)) <= 1
+
+
+def _expire_options(nx: bool, xx: bool, gt: bool, lt: bool) -> list[str]:
+    """EXPIRE's and its siblings' NX, XX, GT, LT as given (redis-py checks no combination)."""
+    return [word for flag, word in ((nx, "NX"), (xx, "XX"), (gt, "GT"), (lt, "LT")) if flag]
 
 
 def _check_positive(command: str, option: str, value: Any) -> None:
@@ -562,9 +690,10 @@ class Executor(Protocol):
 
 
 class RedisAPI:
-    """redis-py 8.1's methods for streams, sorted sets, hashes, sets and functions, and the
-    keyspace calls an application makes, over `engine.execute`, with redis-py's
-    `decode_responses` (False: bytes; True: str)."""
+    """redis-py 8.1's methods for streams, strings, sorted sets, hashes, sets, lists and
+    functions, and the keyspace and server calls an application makes, over `engine.execute`,
+    with redis-py's `decode_responses` (False: bytes; True: str). Not here: the commands the
+    engine lacks (RANDOMKEY, MOVE, LOLWUT, DEBUG OBJECT) and SELECT (one database)."""
 
     __slots__ = ("decode_responses", "execute")
 
@@ -711,6 +840,145 @@ class RedisAPI:
     def ping(self, **kwargs: Any) -> bool:
         return self.execute_command("PING", **kwargs)
 
+    def __delitem__(self, name: Any) -> None:
+        self.delete(name)
+
+    __contains__ = exists  # redis-py's alias: the number of keys found, 0 or 1
+
+    def expire(self, name: Any, time: Any, nx: bool = False, xx: bool = False,
+               gt: bool = False, lt: bool = False) -> bool:
+        if isinstance(time, datetime.timedelta):
+            time = int(time.total_seconds())
+        return self.execute_command("EXPIRE", name, time, *_expire_options(nx, xx, gt, lt))
+
+    def pexpire(self, name: Any, time: Any, nx: bool = False, xx: bool = False,
+                gt: bool = False, lt: bool = False) -> bool:
+        if isinstance(time, datetime.timedelta):
+            time = int(time.total_seconds() * 1000)
+        return self.execute_command("PEXPIRE", name, time, *_expire_options(nx, xx, gt, lt))
+
+    def expireat(self, name: Any, when: Any, nx: bool = False, xx: bool = False,
+                 gt: bool = False, lt: bool = False) -> bool:
+        if isinstance(when, datetime.datetime):
+            when = int(when.timestamp())
+        return self.execute_command("EXPIREAT", name, when, *_expire_options(nx, xx, gt, lt))
+
+    def pexpireat(self, name: Any, when: Any, nx: bool = False, xx: bool = False,
+                  gt: bool = False, lt: bool = False) -> bool:
+        if isinstance(when, datetime.datetime):
+            when = int(when.timestamp() * 1000)
+        return self.execute_command("PEXPIREAT", name, when, *_expire_options(nx, xx, gt, lt))
+
+    def ttl(self, name: Any) -> int:
+        return self.execute_command("TTL", name)
+
+    def pttl(self, name: Any) -> int:
+        return self.execute_command("PTTL", name)
+
+    def expiretime(self, key: Any) -> int:
+        return self.execute_command("EXPIRETIME", key)
+
+    def pexpiretime(self, key: Any) -> int:
+        return self.execute_command("PEXPIRETIME", key)
+
+    def persist(self, name: Any) -> bool:
+        return self.execute_command("PERSIST", name)
+
+    def dump(self, name: Any) -> bytes | None:
+        return self.execute_command("DUMP", name, **{_NEVER_DECODE: []})
+
+    def restore(self, name: Any, ttl: float, value: Any, replace: bool = False,
+                absttl: bool = False, idletime: int | None = None,
+                frequency: int | None = None) -> Any:
+        params: list[Any] = [name, ttl, value]
+        if replace:
+            params.append("REPLACE")
+        if absttl:
+            params.append("ABSTTL")
+        if idletime is not None:
+            params.append("IDLETIME")
+            try:
+                params.append(int(idletime))
+            except ValueError:
+                raise DataError("idletimemust be an integer") from None
+        if frequency is not None:
+            params.append("FREQ")
+            try:
+                params.append(int(frequency))
+            except ValueError:
+                raise DataError("frequency must be an integer") from None
+        return self.execute_command("RESTORE", *params)
+
+    def object(self, infotype: str, key: Any, **kwargs: Any) -> Any:
+        """OBJECT ENCODING | REFCOUNT | IDLETIME | FREQ key (redis-py keeps the reply as is)."""
+        return self.execute_command("OBJECT", infotype, key, infotype=infotype, **kwargs)
+
+    def info(self, section: str | None = None, *args: str, **kwargs: Any) -> dict[str, Any]:
+        if section is None:
+            return self.execute_command("INFO", **kwargs)
+        return self.execute_command("INFO", section, *args, **kwargs)
+
+    def config_get(self, pattern: Any = "*", *args: Any, **kwargs: Any) -> dict:
+        return self.execute_command("CONFIG GET", pattern, *args, **kwargs)
+
+    def config_set(self, name: Any, value: Any, *args: Any, **kwargs: Any) -> bool:
+        return self.execute_command("CONFIG SET", name, value, *args, **kwargs)
+
+    def config_resetstat(self, **kwargs: Any) -> bool:
+        return self.execute_command("CONFIG RESETSTAT", **kwargs)
+
+    def lastsave(self, **kwargs: Any) -> datetime.datetime | None:
+        return self.execute_command("LASTSAVE", **kwargs)
+
+    def save(self, **kwargs: Any) -> bool:
+        return self.execute_command("SAVE", **kwargs)
+
+    def bgsave(self, schedule: bool = True, **kwargs: Any) -> Any:
+        return self.execute_command("BGSAVE", *(["SCHEDULE"] if schedule else []), **kwargs)
+
+    def bgrewriteaof(self, **kwargs: Any) -> Any:
+        return self.execute_command("BGREWRITEAOF", **kwargs)
+
+    def wait(self, num_replicas: int, timeout: int, **kwargs: Any) -> int:
+        return self.execute_command("WAIT", num_replicas, timeout, **kwargs)
+
+    def waitaof(self, num_local: int, num_replicas: int, timeout: int,
+                **kwargs: Any) -> list[int]:
+        return self.execute_command("WAITAOF", num_local, num_replicas, timeout, **kwargs)
+
+    def memory_usage(self, key: Any, samples: int | None = None, **kwargs: Any) -> int | None:
+        args: list[Any] = []
+        if isinstance(samples, int):
+            args += (b"SAMPLES", samples)
+        return self.execute_command("MEMORY USAGE", key, *args, **kwargs)
+
+    def command_count(self, **kwargs: Any) -> int:
+        return self.execute_command("COMMAND COUNT", **kwargs)
+
+    def client_id(self, **kwargs: Any) -> int:
+        return self.execute_command("CLIENT ID", **kwargs)
+
+    def client_setname(self, name: str, **kwargs: Any) -> bool:
+        return self.execute_command("CLIENT SETNAME", name, **kwargs)
+
+    def client_getname(self, **kwargs: Any) -> str | None:
+        return self.execute_command("CLIENT GETNAME", **kwargs)
+
+    def client_list(self, _type: str | None = None, client_id: list = _NO_CLIENT_IDS,
+                    **kwargs: Any) -> list[dict[str, str]]:
+        args: list[Any] = []
+        if _type is not None:
+            client_types = ("normal", "master", "replica", "pubsub")
+            if str(_type).lower() not in client_types:
+                raise DataError(f"CLIENT LIST _type must be one of {client_types!r}")
+            args += (b"TYPE", _type)
+        if not isinstance(client_id, list):
+            raise DataError("client_id must be a list")
+        if client_id:
+            args.append(b"ID")
+            args += client_id
+        return self.execute_command("CLIENT LIST", *args, **kwargs)
+
     # --- Pub/Sub (subscribing is Engine.subscribe: a facade has no connection to receive on) ---
 
     def publish(self, channel: Any, message: Any, **kwargs: Any) -> int:
@@ -754,6 +1022,186 @@ class RedisAPI:
         if replace:
             params.append("REPLACE")
         return self.execute_command("COPY", *params)
+
+    # --- strings (redis-py's BasicKeyCommands) ---------------------------------------------------
+
+    def get(self, name: Any) -> Any:
+        return self.execute_command("GET", name, keys=[name])
+
+    def __getitem__(self, name: Any) -> Any:
+        value = self.get(name)
+        if value is not None:
+            return value
+        raise KeyError(name)
+
+    def set(self, name: Any, value: Any, ex: Any = None, px: Any = None, nx: bool = False,
+            xx: bool = False, keepttl: bool = False, get: bool = False, exat: Any = None,
+            pxat: Any = None, ifeq: Any = None, ifne: Any = None, ifdeq: str | None = None,
+            ifdne: str | None = None) -> Any:
+        """SET with redis-py's checks, in its order; the old value when `get`, else True, or
+        None when a condition left the key alone."""
+        if not _at_most_one(ex is not None, px is not None, exat is not None, pxat is not None,
+                            keepttl):
+            raise DataError("``ex``, ``px``, ``exat``, ``pxat``, and ``keepttl`` are mutually "
+                            "exclusive.")
+        if not _at_most_one(nx, xx, ifeq is not None, ifne is not None, ifdeq is not None,
+                            ifdne is not None):
+            raise DataError("``nx``, ``xx``, ``ifeq``, ``ifne``, ``ifdeq``, ``ifdne`` are "
+                            "mutually exclusive.")
+        pieces: list[Any] = [name, value]
+        options: dict[str, Any] = {}
+        if nx:
+            pieces.append("NX")
+        elif xx:
+            pieces.append("XX")
+        elif ifeq is not None:
+            pieces += ("IFEQ", ifeq)
+        elif ifne is not None:
+            pieces += ("IFNE", ifne)
+        elif ifdeq is not None:
+            pieces += ("IFDEQ", ifdeq)
+        elif ifdne is not None:
+            pieces += ("IFDNE", ifdne)
+        if get:
+            pieces.append("GET")
+            options["get"] = True
+        pieces.extend(_expire_flags(ex, px, exat, pxat))
+        if keepttl:
+            pieces.append("KEEPTTL")
+        return self.execute_command("SET", *pieces, **options)
+
+    def __setitem__(self, name: Any, value: Any) -> None:
+        self.set(name, value)
+
+    def setnx(self, name: Any, value: Any) -> bool:
+        return self.execute_command("SETNX", name, value)
+
+    def setex(self, name: Any, time: Any, value: Any) -> bool:
+        if isinstance(time, datetime.timedelta):
+            time = int(time.total_seconds())
+        return self.execute_command("SETEX", name, time, value)
+
+    def psetex(self, name: Any, time_ms: Any, value: Any) -> bool:
+        if isinstance(time_ms, datetime.timedelta):
+            time_ms = int(time_ms.total_seconds() * 1000)
+        return self.execute_command("PSETEX", name, time_ms, value)
+
+    def getset(self, name: Any, value: Any) -> Any:
+        return self.execute_command("GETSET", name, value)
+
+    def getdel(self, name: Any) -> Any:
+        return self.execute_command("GETDEL", name)
+
+    def getex(self, name: Any, ex: Any = None, px: Any = None, exat: Any = None,
+              pxat: Any = None, persist: bool = False) -> Any:
+        if not _at_most_one(ex is not None, px is not None, exat is not None, pxat is not None,
+                            persist):
+            raise DataError("``ex``, ``px``, ``exat``, ``pxat``, and ``persist`` are mutually "
+                            "exclusive.")
+        options = _expire_flags(ex, px, exat, pxat)
+        if persist:
+            options.append("PERSIST")
+        return self.execute_command("GETEX", name, *options)
+
+    def mget(self, keys: Any, *args: Any) -> list:
+        found = _list_or_args(keys, args)
+        options: dict[str, Any] = {}
+        if not found:
+            options[_EMPTY_RESPONSE] = []
+        options["keys"] = found
+        return self.execute_command("MGET", *found, **options)
+
+    def mset(self, mapping: Mapping[Any, Any]) -> bool:
+        items: list[Any] = []
+        for pair in mapping.items():
+            items.extend(pair)
+        return self.execute_command("MSET", *items)
+
+    def msetnx(self, mapping: Mapping[Any, Any]) -> bool:
+        items: list[Any] = []
+        for pair in mapping.items():
+            items.extend(pair)
+        return self.execute_command("MSETNX", *items)
+
+    def msetex(self, mapping: Mapping[Any, Any], data_persist_option: Any = None,
+               ex: Any = None, px: Any = None, exat: Any = None, pxat: Any = None,
+               keepttl: bool = False) -> int:
+        """redis-py 8.1's msetex (Redis 8.4): MSETEX numkeys key value ... [NX | XX] [expiry]."""
+        if not _at_most_one(ex is not None, px is not None, exat is not None, pxat is not None,
+                            keepttl):
+            raise DataError("``ex``, ``px``, ``exat``, ``pxat``, and ``keepttl`` are mutually "
+                            "exclusive.")
+        exp_options: list[Any] = []
+        if data_persist_option:
+            exp_options.append(getattr(data_persist_option, "value", data_persist_option))
+        exp_options.extend(_expire_flags(ex, px, exat, pxat))
+        if keepttl:
+            exp_options.append("KEEPTTL")
+        pieces: list[Any] = ["MSETEX", len(mapping)]
+        for pair in mapping.items():
+            pieces.extend(pair)
+        return self.execute_command(*pieces, *exp_options)
+
+    def incrby(self, name: Any, amount: int = 1) -> int:
+        return self.execute_command("INCRBY", name, amount)
+
+    incr = incrby  # redis-py's alias: INCRBY name 1
+
+    def incrbyfloat(self, name: Any, amount: float = 1.0) -> float:
+        return self.execute_command("INCRBYFLOAT", name, amount)
+
+    def decrby(self, name: Any, amount: int = 1) -> int:
+        return self.execute_command("DECRBY", name, amount)
+
+    decr = decrby  # redis-py's alias: DECRBY name 1
+
+    def append(self, key: Any, value: Any) -> int:
+        return self.execute_command("APPEND", key, value)
+
+    def strlen(self, name: Any) -> int:
+        return self.execute_command("STRLEN", name, keys=[name])
+
+    def getrange(self, key: Any, start: int, end: int) -> Any:
+        return self.execute_command("GETRANGE", key, start, end, keys=[key])
+
+    def setrange(self, name: Any, offset: int, value: Any) -> int:
+        return self.execute_command("SETRANGE", name, offset, value)
+
+    def substr(self, name: Any, start: int, end: int = -1) -> Any:
+        return self.execute_command("SUBSTR", name, start, end, keys=[name])
+
+    def lcs(self, key1: Any, key2: Any, len: bool | None = False, idx: bool | None = False,
+            minmatchlen: int | None = 0, withmatchlen: bool | None = False) -> Any:
+        pieces: list[Any] = [key1, key2]
+        if len:
+            pieces.append("LEN")
+        if idx:
+            pieces.append("IDX")
+        if minmatchlen is not None and minmatchlen != 0:
+            pieces += ("MINMATCHLEN", minmatchlen)
+        if withmatchlen:
+            pieces.append("WITHMATCHLEN")
+        return self.execute_command("LCS", *pieces, keys=[key1, key2])
+
+    def delex(self, name: Any, ifeq: Any = None, ifne: Any = None, ifdeq: str | None = None,
+              ifdne: str | None = None) -> int:
+        """redis-py 8.1's delex (Redis 8.4): DEL on a condition on the string's value."""
+        if sum(x is not None for x in (ifeq, ifne, ifdeq, ifdne)) > 1:
+            raise ValueError("Only one of IFEQ/IFNE/IFDEQ/IFDNE may be specified")
+        pieces: list[Any] = ["DELEX", name]
+        if ifeq is not None:
+            pieces += ("IFEQ", ifeq)
+        elif ifne is not None:
+            pieces += ("IFNE", ifne)
+        elif ifdeq is not None:
+            pieces += ("IFDEQ", ifdeq)
+        elif ifdne is not None:
+            pieces += ("IFDNE", ifdne)
+        return self.execute_command(*pieces)
+
+    def digest(self, name: Any) -> Any:
+        """redis-py 8.1's digest (Redis 8.4): the XXH3 hex digest of a string's value."""
+        return self.execute_command("DIGEST", name)
 
     # --- sorted sets (redis-py's argv and checks; replies through the callbacks above) -------
 
@@ -1242,6 +1690,8 @@ class RedisAPI:
                count: int | None = 1) -> Any:
         return self.execute_command("BLMPOP", timeout, numkeys, *args, direction, "COUNT", count)
 
+    # (`builtins.set` in the annotations: in the class, `set` is RedisAPI.set)
+
     def sadd(self, name: Any, *values: Any) -> int:
         return self.execute_command("SADD", name, *values)
 
@@ -1251,7 +1701,7 @@ class RedisAPI:
     def scard(self, name: Any) -> int:
         return self.execute_command("SCARD", name)
 
-    def smembers(self, name: Any) -> set:
+    def smembers(self, name: Any) -> builtins.set:
         return self.execute_command("SMEMBERS", name)
 
     def sismember(self, name: Any, value: Any) -> int:
@@ -1269,13 +1719,13 @@ class RedisAPI:
     def srandmember(self, name: Any, number: int | None = None) -> Any:
         return self.execute_command("SRANDMEMBER", name, *([] if number is None else [number]))
 
-    def sdiff(self, keys: Any, *args: Any) -> set:
+    def sdiff(self, keys: Any, *args: Any) -> builtins.set:
         return self.execute_command("SDIFF", *_list_or_args(keys, args))
 
     def sdiffstore(self, dest: Any, keys: Any, *args: Any) -> int:
         return self.execute_command("SDIFFSTORE", dest, *_list_or_args(keys, args))
 
-    def sinter(self, keys: Any, *args: Any) -> set:
+    def sinter(self, keys: Any, *args: Any) -> builtins.set:
         return self.execute_command("SINTER", *_list_or_args(keys, args))
 
     def sinterstore(self, dest: Any, keys: Any, *args: Any) -> int:
@@ -1284,7 +1734,7 @@ class RedisAPI:
     def sintercard(self, numkeys: int, keys: list, limit: int = 0) -> int:
         return self.execute_command("SINTERCARD", numkeys, *keys, "LIMIT", limit)
 
-    def sunion(self, keys: Any, *args: Any) -> set:
+    def sunion(self, keys: Any, *args: Any) -> builtins.set:
         return self.execute_command("SUNION", *_list_or_args(keys, args))
 
     def sunionstore(self, dest: Any, keys: Any, *args: Any) -> int:

@@ -113,6 +113,15 @@ class Engine(EngineCore):
             raise
         return engine.start_expiry()
 
+    def aredis(self, decode_responses: bool = False) -> Any:
+        """redis.asyncio's client over this engine (engine.runtime.async_redis.AsyncRedis):
+        `await r.xadd(...)` runs in this process at once; only a blocked read, a write waiting
+        for its fsync under `always`, and a SAVE await."""
+        from streamkeep.engine.runtime.async_engine import EngineAsyncBackend
+        from streamkeep.engine.runtime.async_redis import AsyncRedis
+
+        return AsyncRedis(EngineAsyncBackend(self), decode_responses)
+
     def start_expiry(self) -> Engine:
         """Keys with a TTL expire even if nothing names them again: a timer runs the active
         expiry cycle (the server's loop runs it for a served engine; the timer then leaves it)."""

@@ -23,7 +23,7 @@ import os
 import socket
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Coroutine, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from threading import get_ident
@@ -229,13 +229,19 @@ class _RedisBackend:
 
     @staticmethod
     def _entries(reply: Any) -> list[Entry]:
-        if reply is None:
-            return []
-        if isinstance(reply, ReplyError):
-            raise reply
-        if isinstance(reply, dict):  # RESP3: {stream: entries}
-            return next(iter(reply.values()))  # type: ignore[no-any-return]
-        return reply[0][1]  # type: ignore[no-any-return]  # RESP2: [[stream, entries]]
+        return plain_entries(reply)
+
+
+def plain_entries(reply: Any) -> list[Entry]:
+    """XREADGROUP's entries of its one stream, from a reply as a client parsed it (RESP2
+    [[stream, entries]] or RESP3 {stream: entries}; nil: none)."""
+    if reply is None:
+        return []
+    if isinstance(reply, ReplyError):
+        raise reply
+    if isinstance(reply, dict):  # RESP3: {stream: entries}
+        return next(iter(reply.values()))  # type: ignore[no-any-return]
+    return reply[0][1]  # type: ignore[no-any-return]  # RESP2: [[stream, entries]]
 
 
 def _exec_item(reply: Any) -> Any:
@@ -288,6 +294,73 @@ class Backend(Protocol):
 
     def guarded(self, key: bytes, check: Argv,
                 decide: Callable[[Any], Sequence[Argv] | None]) -> list[Any] | None: ...
+
+
+class AwaitableBackend(Protocol):
+    """Backend's operations as awaitables: the queue's flows run over one. StreamQueue's is
+    its Backend's (`_Awaiting`: they never suspend); AsyncStreamQueue's suspend where a
+    command must be awaited (engine.services.async_queue)."""
+
+    async def call(self, argv: Argv) -> Any: ...
+
+    async def read(self, argv: Argv) -> list[Entry]: ...
+
+    async def atomic(self, commands: Sequence[Argv], read_last: bool = False) -> list[Any]: ...
+
+    async def guarded(self, key: bytes, check: Argv,
+                      decide: Callable[[Any], Sequence[Argv] | None]) -> list[Any] | None: ...
+
+
+class _Awaiting:
+    """A synchronous backend's operations as awaitables that never suspend: StreamQueue runs
+    the queue's flows over it and takes each result at once (`_now`)."""
+
+    def __init__(self, backend: Backend) -> None:
+        self.backend = backend
+
+    async def call(self, argv: Argv) -> Any:
+        return self.backend.call(argv)
+
+    async def read(self, argv: Argv) -> list[Entry]:
+        return self.backend.read(argv)
+
+    async def atomic(self, commands: Sequence[Argv], read_last: bool = False) -> list[Any]:
+        return self.backend.atomic(commands, read_last)
+
+    async def guarded(self, key: bytes, check: Argv,
+                      decide: Callable[[Any], Sequence[Argv] | None]) -> list[Any] | None:
+        return self.backend.guarded(key, check, decide)
+
+
+class _AsyncOnly:
+    """The synchronous backend of a queue whose flows are awaited (AsyncStreamQueue's inner
+    StreamQueue): nothing may run through it."""
+
+    def _refuse(self) -> Any:
+        raise QueueError("this queue is asynchronous: await the AsyncStreamQueue's methods")
+
+    def call(self, argv: Argv) -> Any:
+        return self._refuse()
+
+    def read(self, argv: Argv) -> list[Entry]:
+        return self._refuse()  # type: ignore[no-any-return]
+
+    def atomic(self, commands: Sequence[Argv], read_last: bool = False) -> list[Any]:
+        return self._refuse()  # type: ignore[no-any-return]
+
+    def guarded(self, key: bytes, check: Argv,
+                decide: Callable[[Any], Sequence[Argv] | None]) -> list[Any] | None:
+        return self._refuse()  # type: ignore[no-any-return]
+
+
+def _now(flow: Coroutine[Any, Any, Any]) -> Any:
+    """A flow's result, run to its end in this call: over `_Awaiting` nothing suspends."""
+    try:
+        flow.send(None)
+    except StopIteration as finished:
+        return finished.value
+    flow.close()
+    raise QueueError("this queue's client is asynchronous: use AsyncStreamQueue")
 
 
 def _backend(client: Any) -> Backend:
@@ -390,13 +463,7 @@ class Message:
         """Deliverable again at once. `counted=False` (a graceful shutdown): this delivery
         does not count toward max_deliveries. A counted failure of the last delivery allowed
         dead-letters the message now, with `error` (the handler's exception)."""
-        queue = self.queue
-        if counted and self.deliveries >= queue.max_deliveries:
-            queue.dead_letter_message(self, error or "failed on its last delivery allowed",
-                                      queue.consumer)
-        else:
-            queue.nack(self.id, counted)
-        self.done = True
+        _now(self.queue.anack_message(self, counted, error))
 
     def extend(self, seconds: float | None = None) -> None:
         """Keep the claim for `seconds` more (default: a whole visibility timeout), at most
@@ -438,7 +505,13 @@ class StreamQueue:
             raise QueueError("visibility_timeout must not be negative")
         if maxlen is not None and maxlen < 0 or max_age is not None and max_age < 0:
             raise QueueError("maxlen and max_age must not be negative")
-        self.backend = _backend(client)
+        awaitable = getattr(client, "awaitable_queue_backend", None)
+        if awaitable is not None:  # AsyncStreamQueue's: its flows are awaited, never run here
+            self.abackend: Any = awaitable()
+            self.backend: Backend = _AsyncOnly()
+        else:
+            self.backend = _backend(client)
+            self.abackend = _Awaiting(self.backend)
         # The same backend when it is an Engine's: the compiled build calls it directly
         backend = self.backend
         self._engine_backend: _EngineBackend | None = (
@@ -455,18 +528,30 @@ class StreamQueue:
         # get()'s argv, built once rather than every call
         self._read_one = (*self._read_head, b"1", *self._read_tail)
         self._ack_head = (b"XACK", self.name, self.group)
-        self._next_sweep = 0.0
+        self.next_sweep = 0.0  # (monotonic) when get() next sweeps for deleted messages
         if create:  # (False: a read-only look, e.g. `streamkeep queue stats`)
             self._create_group()
 
     # --- set-up ---------------------------------------------------------------------------
 
     def _create_group(self) -> None:
+        _now(self.acreate_group())
+
+    async def acreate_group(self) -> None:
+        """The stream and its group, made if missing (the queue's first step)."""
         try:
-            self.backend.call((b"XGROUP", b"CREATE", self.name, self.group, b"0", b"MKSTREAM"))
+            await self.abackend.call(
+                (b"XGROUP", b"CREATE", self.name, self.group, b"0", b"MKSTREAM"))
         except ReplyError as err:
             if str(err).startswith("BUSYGROUP"):
                 return
+            raise group_error(self.name, self.group, err) or err from None
+
+    async def acall(self, argv: Argv) -> Any:
+        """One command over the awaitable backend, its error as the queue's."""
+        try:
+            return await self.abackend.call(argv)
+        except ReplyError as err:
             raise group_error(self.name, self.group, err) or err from None
 
     def _call(self, argv: Argv) -> Any:
@@ -478,7 +563,7 @@ class StreamQueue:
 
     # --- producing ------------------------------------------------------------------------
 
-    def _xadd(self, fields: Mapping[Any, Any] | Iterable[tuple[Any, Any]],
+    def put_argv(self, fields: Mapping[Any, Any] | Iterable[tuple[Any, Any]],
               idempotency_key: Any = None) -> Argv:
         argv = [b"XADD", self.name]
         if idempotency_key is not None:
@@ -501,29 +586,33 @@ class StreamQueue:
             idempotency_key: Any = None) -> bytes:
         """Append a message; with `idempotency_key`, a retried put (after a lost reply or a
         producer crash) returns the first ID and adds nothing."""
-        return self._call(self._xadd(fields, idempotency_key))  # type: ignore[no-any-return]
+        return self._call(self.put_argv(fields, idempotency_key))  # type: ignore[no-any-return]
 
     def put_many(self, messages: Iterable[Mapping[Any, Any] | Iterable[tuple[Any, Any]]],
                  idempotency_keys: Sequence[Any] | None = None) -> list[bytes]:
         """Append several messages as one transaction (one AOF record; one pipeline to a
         server). With `idempotency_keys` (one per message), a retried batch adds nothing
         again."""
+        return _now(self.aput_many(messages, idempotency_keys))  # type: ignore[no-any-return]
+
+    async def aput_many(self, messages: Iterable[Mapping[Any, Any] | Iterable[tuple[Any, Any]]],
+                        idempotency_keys: Sequence[Any] | None = None) -> list[bytes]:
         batch = list(messages)
         keys = idempotency_keys if idempotency_keys is not None else [None] * len(batch)
         if len(keys) != len(batch):
             raise QueueError(f"{len(keys)} idempotency keys for {len(batch)} messages")
         if not batch:
             return []
-        xadd = self._xadd
-        replies = self._atomic([xadd(m, k) for m, k in zip(batch, keys, strict=True)])
+        xadd = self.put_argv
+        replies = await self._aatomic([xadd(m, k) for m, k in zip(batch, keys, strict=True)])
         for reply in replies:
             if type(reply) is not bytes and isinstance(reply, ReplyError):
                 raise reply
         return replies
 
-    def _atomic(self, commands: Sequence[Argv], read_last: bool = False) -> list[Any]:
+    async def _aatomic(self, commands: Sequence[Argv], read_last: bool = False) -> list[Any]:
         try:
-            return self.backend.atomic(commands, read_last)
+            return await self.abackend.atomic(commands, read_last)  # type: ignore[no-any-return]
         except ReplyError as err:
             raise group_error(self.name, self.group, err) or err from None
 
@@ -541,41 +630,55 @@ class StreamQueue:
         timeout first, then new ones. `block`: how many seconds to wait for one when there
         is none; None or 0 returns at once (an empty list), float('inf') waits for ever. A
         message past max_deliveries is dead-lettered instead of returned."""
+        return _now(self.aget(count, block))  # type: ignore[no-any-return]
+
+    async def aget(self, count: int = 1, block: float | None = None) -> list[Message]:
         if count < 1:
             raise QueueError("count must be at least 1")
-        self._sweep_if_due()
+        if _monotonic() >= self.next_sweep:
+            await self.asweep_if_due()
         try:
-            argv = self._read_argv(count, block)
-            local = self._engine_backend
-            entries = local.read(argv) if local is not None else self.backend.read(argv)
+            entries = await self.abackend.read(self._read_argv(count, block))
         except ReplyError as err:
             raise group_error(self.name, self.group, err) or err from None
-        return self._messages(entries)
+        return await self.amessages(entries)
 
-    def _messages(self, entries: Sequence[Entry]) -> list[Message]:
+    async def amessages(self, entries: Sequence[Entry]) -> list[Message]:
+        """A read's entries as messages; one past max_deliveries dead-lettered instead."""
         out = []
         most = self.max_deliveries
         for sid, flat, _idle, before in entries:
             if before >= most:  # this would be delivery most + 1: ours, counted, to move
-                self._dead(sid, flat, before, TIMED_OUT, b"", before + 1)
+                await self.adead(sid, flat, before, TIMED_OUT, b"", before + 1)
                 continue
             out.append(Message(sid, flat, before + 1, self))
         return out
 
-    def _ack_then_read(self, ids: Sequence[bytes], count: int) -> list[Message]:
+    async def aack_then_read(self, ids: Sequence[bytes], count: int) -> list[Message]:
         """Acknowledge `ids` and read the next messages in one transaction (one record)."""
-        self._sweep_if_due()
-        replies = self._atomic([(*self._ack_head, *ids), self._read_argv(count, None)],
-                               read_last=True)
+        if _monotonic() >= self.next_sweep:
+            await self.asweep_if_due()
+        replies = await self._aatomic([self.ack_argv(ids), self._read_argv(count, None)],
+                                      read_last=True)
         if isinstance(replies[0], ReplyError):
             raise group_error(self.name, self.group, replies[0]) or replies[0]
-        return self._messages(replies[1])
+        return await self.amessages(replies[1])
 
-    def dead_letter_message(self, msg: Message, error: str, consumer: bytes) -> None:
-        self._dead(msg.id, msg.flat, msg.deliveries, error, consumer, msg.deliveries)
+    async def anack_message(self, msg: Message, counted: bool = True,
+                            error: str | None = None) -> None:
+        """Release a delivery (Message.nack's rule): a counted failure of the last delivery
+        allowed dead-letters the message now, with `error`; otherwise it is deliverable again
+        at once (`counted=False`: this delivery does not count toward max_deliveries)."""
+        if counted and msg.deliveries >= self.max_deliveries:
+            await self.adead(msg.id, msg.flat, msg.deliveries,
+                             error or "failed on its last delivery allowed", self.consumer,
+                             msg.deliveries)
+        else:
+            await self.acall(self.nack_argv(msg.id, counted))
+        msg.done = True
 
-    def _dead(self, sid: bytes, flat: Sequence[bytes], deliveries: int, error: str,
-              consumer: bytes, count: int) -> None:
+    async def adead(self, sid: bytes, flat: Sequence[bytes], deliveries: int, error: str,
+                    consumer: bytes, count: int) -> None:
         """Move a message to the dead-letter stream and acknowledge it, atomically, if this
         consumer still holds that delivery (pending for us, delivery count `count`): a worker
         whose last delivery failed after its visibility timeout may find that another worker
@@ -583,7 +686,7 @@ class StreamQueue:
         step."""
         entry = (b"XADD", self.dead_letter, b"*", b"source-id", sid, b"deliveries",
                  b"%d" % deliveries, b"consumer", consumer, b"error", _b(error), *flat)
-        move = [entry, (*self._ack_head, sid)]
+        move = [entry, self.ack_argv((sid,))]
 
         def decide(pending: Any) -> Sequence[Argv] | None:
             held = bool(pending) and pending[0][1] == self.consumer and pending[0][3] == count
@@ -592,7 +695,7 @@ class StreamQueue:
         check = (b"XPENDING", self.name, self.group, sid, sid, b"1")
         for _ in range(DEAD_LETTER_ATTEMPTS):
             try:
-                replies = self.backend.guarded(self.name, check, decide)
+                replies = await self.abackend.guarded(self.name, check, decide)
             except ReplyError as err:
                 raise group_error(self.name, self.group, err) or err from None
             if replies is not None:
@@ -605,23 +708,31 @@ class StreamQueue:
 
     def ack(self, *ids: bytes) -> int:
         """Acknowledge messages by ID; how many were pending."""
-        return self._call((*self._ack_head, *ids))  # type: ignore[no-any-return]
+        return self._call(self.ack_argv(ids))  # type: ignore[no-any-return]
 
     def nack(self, sid: bytes, counted: bool = True) -> int:
         """Release a message: deliverable again at once (XNACK FAIL, or SILENT: uncounted)."""
-        mode = b"FAIL" if counted else b"SILENT"
-        return self._call(  # type: ignore[no-any-return]
-            (b"XNACK", self.name, self.group, mode, b"IDS", b"1", sid))
+        return self._call(self.nack_argv(sid, counted))  # type: ignore[no-any-return]
 
     def extend(self, sid: bytes, seconds: float | None = None) -> None:
         """The entry becomes reclaimable `seconds` from now: its idle time is set to the
         visibility timeout minus that (XCLAIM ... IDLE, JUSTID: the count does not move)."""
+        self._call(self.extend_argv(sid, seconds))
+
+    def extend_argv(self, sid: bytes, seconds: float | None) -> Argv:
         keep = self.visibility_ms if seconds is None else int(seconds * 1000)
         if not 0 <= keep <= self.visibility_ms:
             raise QueueError(f"extend by 0 to {self.visibility_ms / 1000:g} s (the visibility "
                              f"timeout), not {seconds!r}")
-        self._call((b"XCLAIM", self.name, self.group, self.consumer, b"0", sid,
-                    b"IDLE", b"%d" % (self.visibility_ms - keep), b"JUSTID"))
+        return (b"XCLAIM", self.name, self.group, self.consumer, b"0", sid,
+                b"IDLE", b"%d" % (self.visibility_ms - keep), b"JUSTID")
+
+    def ack_argv(self, ids: Sequence[bytes]) -> Argv:
+        return (*self._ack_head, *ids)
+
+    def nack_argv(self, sid: bytes, counted: bool) -> Argv:
+        return (b"XNACK", self.name, self.group, b"FAIL" if counted else b"SILENT", b"IDS",
+                b"1", sid)
 
     @contextmanager
     def process(self, block: float | None = None) -> Iterator[Message | None]:
@@ -634,11 +745,25 @@ class StreamQueue:
         try:
             yield msg
         except BaseException as exc:
-            if msg is not None and not msg.done:
-                msg.nack(error=_describe(exc))
+            _now(self.asettle(msg, exc))
             raise
-        if msg is not None and not msg.done:
-            msg.ack()
+        _now(self.asettle(msg, None))
+
+    async def asettle(self, msg: Message | None, exc: BaseException | None,
+                      cancelled: bool = False) -> None:
+        """The end of `process()`'s body: acknowledged if it finished; released, counted, if
+        it raised (dead-lettered with the error on the last delivery allowed); released
+        uncounted if its task was cancelled (`cancelled`: nothing failed). Nothing for a
+        message the body already settled."""
+        if msg is None or msg.done:
+            return
+        if cancelled:
+            await self.anack_message(msg, counted=False)
+        elif exc is not None:
+            await self.anack_message(msg, error=_describe(exc))
+        else:
+            await self.acall(self.ack_argv((msg.id,)))
+            msg.done = True
 
     def consume(self, count: int = 1, block: float | None = 1.0) -> Consumer:
         """Messages one after another, forever (a `Consumer`). Each read waits up to `block`
@@ -657,13 +782,16 @@ class StreamQueue:
 
     def dead(self, count: int | None = None) -> list[DeadLetter]:
         """The dead-lettered messages, oldest first (at most `count`)."""
+        return self.letters(self._call(self.dead_argv(count)))
+
+    def dead_argv(self, count: int | None) -> Argv:
         argv: tuple[bytes, ...] = (b"XRANGE", self.dead_letter, b"-", b"+")
         if count is not None:
             argv += (b"COUNT", b"%d" % count)
-        return self._letters(self._call(argv))
+        return argv
 
     @staticmethod
-    def _letters(reply: Any) -> list[DeadLetter]:
+    def letters(reply: Any) -> list[DeadLetter]:
         out = []
         for did, flat in reply:  # source-id, deliveries, consumer, error; the original pairs
             head = dict(zip(flat[0:8:2], flat[1:8:2], strict=True))
@@ -678,24 +806,27 @@ class StreamQueue:
         messages) and remove them from the dead-letter stream, in one transaction; WATCHed,
         so two processes requeuing the same letter cannot both put it back (the second
         finds it gone: QueueError)."""
+        return _now(self.arequeue_dead(ids))  # type: ignore[no-any-return]
+
+    async def arequeue_dead(self, ids: Sequence[bytes]) -> list[bytes]:
         wanted = [_b(i) for i in ids]
         if not wanted:
             return []
         missing: list[bytes] = []
 
         def decide(reply: Any) -> Sequence[Argv] | None:
-            by_id = {letter.id: letter for letter in self._letters(reply)}
+            by_id = {letter.id: letter for letter in self.letters(reply)}
             missing[:] = [i for i in wanted if i not in by_id]
             if missing:
                 return None
             moves: list[Argv] = []
             for dead_id in wanted:
-                moves.append(self._xadd(by_id[dead_id].pairs))
+                moves.append(self.put_argv(by_id[dead_id].pairs))
                 moves.append((b"XDEL", self.dead_letter, dead_id))
             return moves
 
         for _ in range(DEAD_LETTER_ATTEMPTS):
-            replies = self.backend.guarded(
+            replies = await self.abackend.guarded(
                 self.dead_letter, (b"XRANGE", self.dead_letter, b"-", b"+"), decide)
             if missing:
                 raise QueueError(f"no dead-lettered message {missing[0].decode()}")
@@ -706,30 +837,36 @@ class StreamQueue:
                 return replies[0::2]
         raise QueueError("could not requeue: the dead-letter stream kept changing")
 
-    def _sweep_if_due(self) -> None:
+    async def asweep_if_due(self) -> None:
         now = _monotonic()
-        if now >= self._next_sweep:
-            self._next_sweep = now + max(self.visibility_ms / 1000, 1.0)
-            self.sweep()
+        if now >= self.next_sweep:
+            self.next_sweep = now + max(self.visibility_ms / 1000, 1.0)
+            await self.asweep()
 
     def sweep(self) -> int:
         """Acknowledge pending entries whose message was deleted (XDEL, a trim) while a
         worker held it: a claim skips them, so they would stay pending for ever. Runs from
         get() at most once per visibility timeout; returns how many it cleaned up."""
-        pending = self._call((b"XPENDING", self.name, self.group, b"IDLE",
-                              b"%d" % self.visibility_ms, b"-", b"+", b"%d" % SWEEP_BATCH))
+        return _now(self.asweep())  # type: ignore[no-any-return]
+
+    async def asweep(self) -> int:
+        pending = await self.acall((b"XPENDING", self.name, self.group, b"IDLE",
+                                    b"%d" % self.visibility_ms, b"-", b"+", b"%d" % SWEEP_BATCH))
         if not pending:
             return 0
         ids = [p[0] for p in pending]
-        found = self._atomic([(b"XRANGE", self.name, sid, sid) for sid in ids])
+        found = await self._aatomic([(b"XRANGE", self.name, sid, sid) for sid in ids])
         gone = [sid for sid, hit in zip(ids, found, strict=True) if not hit]
-        return int(self.ack(*gone)) if gone else 0
+        return int(await self.acall(self.ack_argv(gone))) if gone else 0
 
     def stats(self) -> dict[str, Any]:
         """length, pending, lag, oldest pending age (ms), consumers (name -> idle ms), dead."""
-        length = int(self._call((b"XLEN", self.name)))
+        return _now(self.astats())  # type: ignore[no-any-return]
+
+    async def astats(self) -> dict[str, Any]:
+        length = int(await self.acall((b"XLEN", self.name)))
         try:
-            info = self._call((b"XINFO", b"GROUPS", self.name))
+            info = await self.acall((b"XINFO", b"GROUPS", self.name))
         except ReplyError as err:
             if str(err) == "ERR no such key":
                 raise QueueError(f"no queue {self.name.decode(errors='replace')} (no such "
@@ -740,14 +877,15 @@ class StreamQueue:
         if group is None:
             raise QueueError(f"the group {self.group.decode(errors='replace')} of "
                              f"{self.name.decode(errors='replace')} is gone")
-        oldest = self._call((b"XPENDING", self.name, self.group, b"-", b"+", b"1"))
+        oldest = await self.acall((b"XPENDING", self.name, self.group, b"-", b"+", b"1"))
         consumers = {bytes(c[1]): int(c[5]) for c in
-                     self._call((b"XINFO", b"CONSUMERS", self.name, self.group))}
+                     await self.acall((b"XINFO", b"CONSUMERS", self.name, self.group))}
         lag = group[b"lag"]
         return {"length": length, "pending": int(group[b"pending"]),
                 "lag": None if lag is None else int(lag),
                 "oldest_pending_ms": int(oldest[0][2]) if oldest else None,
-                "consumers": consumers, "dead": int(self._call((b"XLEN", self.dead_letter)))}
+                "consumers": consumers,
+                "dead": int(await self.acall((b"XLEN", self.dead_letter)))}
 
 
 class Consumer:
@@ -758,8 +896,11 @@ class Consumer:
     released (counted), the unread rest released (uncounted). `block`: each read's wait, in
     seconds, more than 0 (see `StreamQueue.consume`)."""
 
-    def __init__(self, queue: StreamQueue, count: int, block: float | None) -> None:
+    def __init__(self, queue: StreamQueue, count: int, block: float | None,
+                 settle_when_dropped: bool = True) -> None:
         self._closed = True  # (until it is made: __del__ runs after a refusal too)
+        # False for an async consumer: its loop settles it (nothing can be awaited in __del__)
+        self._settle_when_dropped = settle_when_dropped
         if block is None or not block > 0:  # (not >: NaN too)
             raise QueueError(f"consume() reads again whenever a read finds nothing: block must "
                              f"be more than 0 seconds (float('inf') waits for ever), not "
@@ -778,45 +919,59 @@ class Consumer:
         if self._closed:
             raise StopIteration
         try:
-            return self._next()
+            return _now(self.anext())  # type: ignore[no-any-return]
         except BaseException:
             self._closed = True  # as a generator an exception went through: finished
             raise
 
-    def _next(self) -> Message:
+    async def anext(self) -> Message:
+        """The next message: the batch's next, or (all handed out) the finished ones acked
+        with the next read in one transaction, then a blocking read if that found none. The
+        consumer's state changes only once an await has returned, so a wait that was
+        cancelled leaves it as it was."""
         queue = self._queue
         batch = self._batch
         if batch is None:
-            batch = self._batch = queue.get(self._count, self._block)
+            batch = self._batch = await queue.aget(self._count, self._block)
         while self._at >= len(batch):  # all handed out: settle them, read the next batch
             unacked = [m.id for m in batch if not m.done]
+            fresh = await queue.aack_then_read(unacked, self._count) if unacked else []
             for m in batch:
                 m.done = True
-            batch = queue._ack_then_read(unacked, self._count) if unacked else []
-            if not batch:
-                batch = queue.get(self._count, self._block)
-            self._batch, self._at = batch, 0
+            if not fresh:
+                self._batch, self._at = fresh, 0
+                fresh = await queue.aget(self._count, self._block)
+            batch = self._batch = fresh
+            self._at = 0
         msg = batch[self._at]
         self._at += 1
         return msg
 
     def close(self) -> None:
+        if not self._closed:
+            _now(self.aclose())
+
+    async def aclose(self, in_hand_counted: bool = True) -> None:
+        """Settle the batch (see the class docstring). `in_hand_counted=False`: the message
+        in hand is released uncounted (its task was cancelled: nothing failed)."""
         if self._closed:
             return
         self._closed = True
         batch, in_hand = self._batch, self._at - 1
         if batch is None or in_hand < 0:  # nothing handed out of this batch
             return
+        queue = self._queue
         finished = [m.id for m in batch[:in_hand] if not m.done]
         if finished:
-            self._queue.ack(*finished)
+            await queue.acall(queue.ack_argv(finished))
         for i in range(in_hand, len(batch)):
             left = batch[i]
             if not left.done:
-                left.nack(counted=i == in_hand)
+                await queue.anack_message(left, counted=in_hand_counted and i == in_hand)
 
     def __del__(self) -> None:
-        self.close()
+        if self._settle_when_dropped:
+            self.close()
 
 
 def _describe(exc: BaseException) -> str:

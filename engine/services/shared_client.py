@@ -357,6 +357,14 @@ class SharedEngine:
 
         return RedisAPI(self, decode_responses)
 
+    def aredis(self, decode_responses: bool = False) -> Any:
+        """redis.asyncio's client over this directory's server (as Engine.aredis()): a pool
+        of connections made by this engine's connector, used from an event loop."""
+        from streamkeep.engine.runtime.async_redis import AsyncRedis
+        from streamkeep.engine.services.async_network import shared_backend
+
+        return AsyncRedis(shared_backend(self._connect), decode_responses)
+
     def subscribe(self, *channels: bytes | str, limit_bytes: int | None = None
                   ) -> SharedSubscription:
         """A Pub/Sub subscriber on a connection of its own (Engine.subscribe). Its unread

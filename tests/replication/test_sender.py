@@ -15,7 +15,7 @@ from streamkeep import Engine
 from streamkeep.aof.backlog import open_after
 from streamkeep.replication import sender
 from tests.support import v3_snapshot as v3
-from tests.support.server_util import ServerHandle, start_server
+from tests.support.server_util import ServerHandle, connect, start_server
 
 
 @pytest.fixture
@@ -202,3 +202,67 @@ def test_the_journal_calls_the_senders_only_while_a_replica_is_connected(
         _until(lambda: journal.on_written is not None, "a replica hooks the journal")
         engine.execute("XADD", "s", "*", "f", "v")  # (pumped to it)
     _until(lambda: journal.on_written is None, "its disconnection unhooks it")
+
+
+def _frames_until_getack(sock: socket.socket, data: bytes) -> int:
+    """Records (AOF frames) on a replica's stream before the next GETACK frame."""
+    from streamkeep.aof.codec import FRAME, FRAME_SIZE
+
+    records = 0
+    while True:
+        while len(data) < FRAME_SIZE:
+            chunk = sock.recv(1 << 16)
+            assert chunk, "the primary closed the link"
+            data += chunk
+        length, _crc = FRAME.unpack_from(data)
+        if length == 0:
+            return records
+        while len(data) < FRAME_SIZE + length:
+            chunk = sock.recv(1 << 16)
+            assert chunk, "the primary closed the link"
+            data += chunk
+        data = data[FRAME_SIZE + length:]
+        records += 1
+
+
+@pytest.mark.parametrize("rotation", ["the segment is full", "an automatic compaction"])
+def test_under_always_a_record_whose_write_rotated_the_segment_is_sent(
+        tmp_path: Path, rotation: str) -> None:
+    """appendfsync always: replicas are sent what an fsync covered. The write that fills a
+    segment (or that starts a compaction, which rotates too) has its record fsynced by the
+    rotation, so no group-commit round follows for it: the replicas must be told anyway, or
+    that record waits on the primary until some later write (crashbench's primary-rollback
+    round: a replica one record behind, its link up, for good)."""
+    if rotation == "the segment is full":
+        options = {"aof_segment_max_bytes": 4096, "auto_aof_rewrite_percentage": 0}
+    else:
+        options = {"auto_aof_rewrite_min_size": 4096, "auto_aof_rewrite_percentage": 100}
+    engine = Engine.open(str(tmp_path / "p"), appendfsync="always", **options)
+    handle = start_server(engine)
+    try:
+        client = connect(handle)
+        client.execute("XADD", "s", "*", "f", "v")
+        journal = engine.datadir.journal
+        replid, lsn = engine.datadir.history()[0], journal.lsn
+        with socket.create_connection(("127.0.0.1", handle.port), 10) as replica, \
+                socket.create_connection(("127.0.0.1", handle.port), 10) as waiter:
+            replica.settimeout(10)
+            replica.sendall(b"REPLCONF capa sk-records\r\n")
+            assert replica.recv(5) == b"+OK\r\n"
+            replica.sendall(f"PSYNC {replid} {lsn}\r\n".encode())
+            data = b""
+            while b"\r\n" not in data:
+                data += replica.recv(4096)
+            line, data = data.split(b"\r\n", 1)
+            assert line == f"+CONTINUE {replid}".encode()
+            segment = journal.written_end[0]
+            while journal.written_end[0] == segment:  # until a write rotates the segment
+                client.execute("XADD", "s", "*", "f", "x" * 100)
+            # Acknowledged, so fsynced: every record is on the replica's stream before the
+            # GETACK that WAIT asks for (the primary writes it at a record boundary, after
+            # everything it has sent).
+            waiter.sendall(b"WAIT 1 0\r\n")
+            assert lsn + _frames_until_getack(replica, data) == journal.lsn
+        client.close()
+    finally:
+        handle.stop()

@@ -47,6 +47,7 @@ SECTIONS: tuple[Section, ...] = (
     offline.INSPECT,
     offline.EXPORT,
     speed.QUEUE,
+    speed.ASYNCIO,
     replication.SHARED,
     storage.MEMORY,
     replication.INTEROP,

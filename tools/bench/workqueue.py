@@ -137,7 +137,7 @@ def bench_everysec(env: BenchEnv) -> Measurement:
         engine = _engine(path, "everysec")
         try:
             seconds = _timed_cycles(_queue(engine), n)
-            _check_drained(engine)
+            check_drained(engine)
         finally:
             engine.close()
     return Measurement(n / seconds, count=n)
@@ -159,7 +159,7 @@ def bench_everysec_consume(env: BenchEnv) -> Measurement:
                 next(stream)
             seconds = time.perf_counter() - began
             stream.close()  # the message in hand is released: acknowledge it first
-            _check_drained(engine, left=1)
+            check_drained(engine, left=1)
         finally:
             engine.close()
     return Measurement(n / seconds, count=n)
@@ -182,7 +182,7 @@ def bench_batch(env: BenchEnv) -> Measurement:
             began = time.perf_counter()
             run(n // BATCH)
             seconds = time.perf_counter() - began
-            _check_drained(engine)
+            check_drained(engine)
         finally:
             engine.close()
     return Measurement(n / seconds, count=n)
@@ -315,7 +315,7 @@ def _first_id(reply: Any) -> Any:
     return entries[0][0]
 
 
-def _check_drained(engine: Any, left: int = 0) -> None:
+def check_drained(engine: Any, left: int = 0) -> None:
     pending = engine.execute("XPENDING", "jobs", "workers")[0]
     if pending != left:
         raise AssertionError(f"the queue bench left {pending} messages pending, not {left}")

@@ -13,12 +13,16 @@ options redis-server 7.0 lacks checked against redis.io's replies.
 
 from __future__ import annotations
 
+import datetime
+import warnings
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
 
 from streamkeep import Engine, ReplyError
-from streamkeep.engine.runtime.redis_api import DataError, RedisAPI
+from streamkeep.engine.runtime import redis_api
+from streamkeep.engine.runtime.redis_api import DataError, RedisAPI, execute_command_callbacks
 
 
 class Sent(Exception):
@@ -544,3 +548,724 @@ def test_type_methods_through_a_shared_engine(shared_dir: Any) -> None:
         assert r.sadd("s", "x", "y") == 2 and r.smembers("s") == {"x", "y"}
         assert r.bzpopmin("z", 1) == ("z", "a", 1.0)
         assert r.copy("h", "h2") is True and r.hget("h2", "f") == "v"
+
+
+# --- strings, expiry and server calls ------------------------------------------------------------
+# The redis-py facade's string, expiry and server calls (engine.runtime.redis_api.RedisAPI).
+#
+# Three checks, as tests/engine/runtime/test_redis_api.py makes them for the other types:
+#
+# * the argv each method sends and the client-side DataError it raises, compared with what
+#   redis-py 8.1's own `redis.Redis` method hands to its `execute_command` (no server needed);
+# * STRING_CALLS: each call made in order on `Engine().redis()` and on redis-py (RESP2) connected
+#   to redis-server 7.0, `decode_responses` off and on, every outcome compared: the value, or the
+#   kind of error (a reply error, redis-py's DataError, another ValueError) and its message.
+#   Time-dependent replies go through a normaliser (a TTL within a second of what was set) or use
+#   fixed absolute times (EXPIREAT 2100-01-01, then EXPIRETIME);
+# * redis-py's RESP2 reply parsers ported into the module (parse_info, parse_client_list, ...):
+#   fed the same texts as redis-py's own, the engine's INFO and redis-server's among them.
+#
+# Redis 8.x options redis-server 7.0 lacks (SET IFEQ/IFNE/IFDEQ/IFDNE, DELEX, DIGEST, MSETEX,
+# WAITAOF) are checked on the engine alone, against the replies redis.io documents.
+
+FAR = 4102444800  # 2100-01-01T00:00:00Z: absolute expiry times whose EXPIRETIME is exact
+
+
+# --- argv and client-side checks, against redis-py's own methods -------------------------------
+
+
+class _Captured(Exception):
+    """Raised by the capturing redis-py client once a method calls execute_command."""
+
+    def __init__(self, args: tuple[Any, ...], options: dict[str, Any]) -> None:
+        super().__init__()
+        self.args_sent = args
+        self.options = options
+
+
+def _redis_py_argv(method: str, args: tuple, kwargs: dict) -> tuple[str, Any]:
+    """What redis-py 8.1's method sends, as the facade hands it to the engine (the command
+    name split and encoded), or ("data error", message) / ("value error", message)."""
+    import redis
+
+    class Capture(redis.Redis):
+        def execute_command(self, *args: Any, **options: Any) -> Any:
+            raise _Captured(args, options)
+
+    client = Capture(protocol=2)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            getattr(client, method)(*args, **kwargs)
+    except _Captured as sent:
+        name, *rest = sent.args_sent
+        return "argv", (*name.encode().split(), *rest)
+    except redis.DataError as err:
+        return "data error", str(err)
+    except ValueError as err:
+        return "value error", str(err)
+    finally:
+        client.close()
+    raise AssertionError(f"redis-py's {method} sent nothing")
+
+
+def _facade_argv(method: str, args: tuple, kwargs: dict) -> tuple[str, Any]:
+    try:
+        return "argv", sent_by(method, *args, **kwargs)
+    except DataError as err:
+        return "data error", str(err)
+    except ValueError as err:
+        return "value error", str(err)
+
+
+class _Persist:
+    """redis-py's DataPersistOptions stand-in (an enum member: its `.value` is sent)."""
+
+    value = "NX"
+
+
+ARGV_CASES: list[tuple[str, tuple, dict]] = [
+    ("get", ("k",), {}),
+    ("set", ("k", "v"), {}),
+    ("set", ("k", 1.5), {"ex": 10, "nx": True}),
+    ("set", ("k", b"v"), {"px": datetime.timedelta(seconds=2), "xx": True, "get": True}),
+    ("set", ("k", "v"), {"ex": datetime.timedelta(minutes=1)}),
+    ("set", ("k", "v"), {"ex": "30"}),
+    ("set", ("k", "v"), {"exat": FAR, "get": True}),
+    ("set", ("k", "v"), {"pxat": datetime.datetime(2100, 1, 1, tzinfo=datetime.UTC)}),
+    ("set", ("k", "v"), {"exat": datetime.datetime(2100, 1, 1, tzinfo=datetime.UTC)}),
+    ("set", ("k", "v"), {"keepttl": True, "get": True}),
+    ("set", ("k", "v"), {"ifeq": "old"}),
+    ("set", ("k", "v"), {"ifne": b"old", "ex": 5}),
+    ("set", ("k", "v"), {"ifdeq": "abcdef0123456789"}),
+    ("set", ("k", "v"), {"ifdne": "abcdef0123456789", "get": True}),
+    ("set", ("k", "v"), {"ex": 1, "px": 1}),
+    ("set", ("k", "v"), {"ex": 1, "keepttl": True}),
+    ("set", ("k", "v"), {"exat": 1, "pxat": 1}),
+    ("set", ("k", "v"), {"nx": True, "xx": True}),
+    ("set", ("k", "v"), {"xx": True, "ifeq": "x"}),
+    ("set", ("k", "v"), {"ex": "ten"}),
+    ("set", ("k", "v"), {"ex": 1.5}),
+    ("set", ("k", "v"), {"px": "10"}),
+    ("setnx", ("k", "v"), {}),
+    ("setex", ("k", 10, "v"), {}),
+    ("setex", ("k", datetime.timedelta(seconds=90), "v"), {}),
+    ("psetex", ("k", 1500, "v"), {}),
+    ("psetex", ("k", datetime.timedelta(seconds=1.5), "v"), {}),
+    ("getset", ("k", "v"), {}),
+    ("getdel", ("k",), {}),
+    ("getex", ("k",), {}),
+    ("getex", ("k",), {"px": 100}),
+    ("getex", ("k",), {"exat": datetime.datetime(2100, 1, 1, tzinfo=datetime.UTC)}),
+    ("getex", ("k",), {"persist": True}),
+    ("getex", ("k",), {"ex": 1, "persist": True}),
+    ("getex", ("k",), {"ex": "x"}),
+    ("mget", (["a", "b"],), {}),
+    ("mget", ("a", "b", "c"), {}),
+    ("mget", ([],), {}),
+    ("mset", ({"a": 1, "b": "2"},), {}),
+    ("msetnx", ({"a": 1, b"b": 2.5},), {}),
+    ("msetex", ({"a": 1, "b": 2},), {"data_persist_option": _Persist(), "ex": 5}),
+    ("msetex", ({"a": 1},), {"keepttl": True}),
+    ("msetex", ({"a": 1},), {"pxat": FAR * 1000}),
+    ("msetex", ({"a": 1},), {"ex": 1, "keepttl": True}),
+    ("incr", ("k",), {}),
+    ("incr", ("k", 5), {}),
+    ("incrby", ("k",), {}),
+    ("incrbyfloat", ("k",), {}),
+    ("incrbyfloat", ("k", -0.5), {}),
+    ("decr", ("k",), {}),
+    ("decrby", ("k", 3), {}),
+    ("append", ("k", "v"), {}),
+    ("strlen", ("k",), {}),
+    ("getrange", ("k", 0, -1), {}),
+    ("setrange", ("k", 3, "v"), {}),
+    ("substr", ("k", 1), {}),
+    ("substr", ("k", 1, 2), {}),
+    ("lcs", ("a", "b"), {}),
+    ("lcs", ("a", "b"), {"len": True}),
+    ("lcs", ("a", "b"), {"idx": True, "minmatchlen": 3, "withmatchlen": True}),
+    ("lcs", ("a", "b"), {"minmatchlen": None}),
+    ("delex", ("k",), {}),
+    ("delex", ("k",), {"ifne": "v"}),
+    ("delex", ("k",), {"ifdeq": "0123"}),
+    ("delex", ("k",), {"ifeq": "a", "ifne": "b"}),
+    ("digest", ("k",), {}),
+    ("expire", ("k", 10), {}),
+    ("expire", ("k", datetime.timedelta(hours=1)), {"nx": True}),
+    ("expire", ("k", 10), {"xx": True, "gt": True, "lt": True}),
+    ("pexpire", ("k", datetime.timedelta(seconds=1.5)), {"gt": True}),
+    ("expireat", ("k", datetime.datetime(2100, 1, 1, tzinfo=datetime.UTC)), {"lt": True}),
+    ("expireat", ("k", FAR), {}),
+    ("pexpireat", ("k", datetime.datetime(2100, 1, 1, tzinfo=datetime.UTC)), {"xx": True}),
+    ("ttl", ("k",), {}),
+    ("pttl", ("k",), {}),
+    ("expiretime", ("k",), {}),
+    ("pexpiretime", ("k",), {}),
+    ("persist", ("k",), {}),
+    ("dump", ("k",), {}),
+    ("restore", ("k", 0, b"payload"), {}),
+    ("restore", ("k", FAR * 1000, b"p"), {"replace": True, "absttl": True, "idletime": "5",
+                                          "frequency": 3}),
+    ("restore", ("k", 0, b"p"), {"idletime": "soon"}),
+    ("restore", ("k", 0, b"p"), {"frequency": "often"}),
+    ("object", ("encoding", "k"), {}),
+    ("object", ("REFCOUNT", "k"), {}),
+    ("info", (), {}),
+    ("info", ("server",), {}),
+    ("info", ("server", "clients"), {}),
+    ("config_get", (), {}),
+    ("config_get", ("max*", "hz"), {}),
+    ("config_set", ("maxmemory", 0), {}),
+    ("config_set", ("maxmemory", 0, "hz", 10), {}),
+    ("config_resetstat", (), {}),
+    ("lastsave", (), {}),
+    ("save", (), {}),
+    ("bgsave", (), {}),
+    ("bgsave", (), {"schedule": False}),
+    ("bgrewriteaof", (), {}),
+    ("wait", (0, 100), {}),
+    ("waitaof", (1, 0, 100), {}),
+    ("memory_usage", ("k",), {}),
+    ("memory_usage", ("k",), {"samples": 5}),
+    ("memory_usage", ("k",), {"samples": "5"}),
+    ("command_count", (), {}),
+    ("client_id", (), {}),
+    ("client_setname", ("me",), {}),
+    ("client_getname", (), {}),
+    ("client_list", (), {}),
+    ("client_list", ("pubsub",), {}),
+    ("client_list", ("NORMAL",), {"client_id": [1, 2]}),
+    ("client_list", ("bogus",), {}),
+    ("client_list", (), {"client_id": (1, 2)}),
+    ("client_list", (), {"client_id": None}),
+    ("__setitem__", ("k", "v"), {}),
+    ("__delitem__", ("k",), {}),
+    ("__contains__", ("k",), {}),
+]
+
+
+@pytest.mark.parametrize(("method", "args", "kwargs"), ARGV_CASES,
+                         ids=[f"{m}-{i}" for i, (m, _, _) in enumerate(ARGV_CASES)])
+def test_argv_and_data_errors_equal_redis_py(method: str, args: tuple, kwargs: dict) -> None:
+    assert _facade_argv(method, args, kwargs) == _redis_py_argv(method, args, kwargs)
+
+
+def test_a_data_error_is_raised_before_anything_is_sent() -> None:
+    engine = Recorder()
+    r = RedisAPI(engine)
+    with pytest.raises(DataError, match="mutually exclusive"):
+        r.set("k", "v", ex=1, px=1)
+    with pytest.raises(DataError, match="ex must be datetime.timedelta or int"):
+        r.set("k", "v", ex=1.5)
+    with pytest.raises(DataError, match="CLIENT LIST _type must be one of"):
+        r.client_list(_type="bogus")
+    with pytest.raises(ValueError, match="Only one of IFEQ/IFNE/IFDEQ/IFDNE"):
+        r.delex("k", ifeq="a", ifdne="b")
+    assert engine.sent == []
+
+
+def test_the_new_callbacks_are_in_the_table() -> None:
+    """execute_command applies them by name, as redis-py's RESP2 client does."""
+    for name in ("SET", "SETNX", "SETEX", "PSETEX", "MSET", "MSETNX", "INCRBYFLOAT", "EXPIRE",
+                 "EXPIREAT", "PEXPIRE", "PEXPIREAT", "PERSIST", "INFO", "LASTSAVE", "SAVE",
+                 "BGSAVE", "BGREWRITEAOF", "CONFIG GET", "CONFIG SET", "CONFIG RESETSTAT",
+                 "CLIENT SETNAME", "CLIENT GETNAME", "CLIENT LIST"):
+        assert name in execute_command_callbacks, name
+
+
+# --- the calls on both backends --------------------------------------------------------------
+
+
+def _within(expected: int, slack: int) -> Callable[[Any], Any]:
+    """A TTL read some time after it was set: True when in [expected - slack, expected]."""
+    return lambda value: expected - slack <= value <= expected or value
+
+
+def _of_type(kind: type) -> Callable[[Any], Any]:
+    return lambda value: type(value) is kind or value
+
+
+def _list_of_dicts(value: Any) -> Any:
+    return (isinstance(value, list) and all(isinstance(c, dict) for c in value)) or value
+
+
+def _info_shape(value: Any) -> Any:
+    """The INFO fields both servers report, as parse_info types them."""
+    return (type(value["redis_version"]), type(value["uptime_in_seconds"]),
+            type(value["connected_clients"]), type(value["used_memory"]),
+            type(value["keyspace_hits"]))
+
+
+def _keyspace(value: Any) -> Any:
+    db = value["db0"]
+    return db["keys"], db["expires"]
+
+
+# (method, args, kwargs, normalise): run in order on a fresh facade and on redis-py connected to
+# redis-server 7.0, every outcome compared (after `normalise`, when given, on a value).
+STRING_CALLS: list[tuple[str, tuple, dict, Any]] = [
+    ("set", ("s", "hello"), {}, None),
+    ("get", ("s",), {}, None),
+    ("get", ("nope",), {}, None),
+    ("set", ("s", "x"), {"nx": True}, None),
+    ("set", ("s", "world"), {"xx": True, "get": True}, None),
+    ("set", ("n", "x"), {"xx": True}, None),
+    ("set", ("n", "x"), {"xx": True, "get": True}, None),
+    ("set", ("n", 12), {"nx": True, "get": True}, None),
+    ("set", ("s", "v"), {"ex": 1, "px": 1}, None),
+    ("set", ("s", "v"), {"nx": True, "xx": True}, None),
+    ("set", ("s", "v"), {"ex": "abc"}, None),
+    ("set", ("s", "v"), {"ex": 0}, None),
+    ("set", ("s", "v"), {"px": -5}, None),
+    ("set", ("s", True), {}, None),
+    ("set", ("s", None), {}, None),
+    ("get", ("s",), {}, None),
+    ("set", ("e", "v"), {"exat": FAR}, None),
+    ("expiretime", ("e",), {}, None),
+    ("pexpiretime", ("e",), {}, None),
+    ("set", ("e", "w"), {"keepttl": True}, None),
+    ("expiretime", ("e",), {}, None),
+    ("set", ("e", "w"), {"pxat": FAR * 1000 + 123}, None),
+    ("pexpiretime", ("e",), {}, None),
+    ("set", ("e", "w"), {"ex": datetime.timedelta(seconds=100)}, None),
+    ("ttl", ("e",), {}, _within(100, 2)),
+    ("set", ("e", "w"), {"get": True, "px": 50_000}, None),
+    ("pttl", ("e",), {}, _within(50_000, 2000)),
+    ("set", ("e", "w"), {}, None),
+    ("ttl", ("e",), {}, None),
+    ("setnx", ("s", "v"), {}, None),
+    ("setnx", ("s2", "v"), {}, None),
+    ("setex", ("sx", 100, "v"), {}, None),
+    ("ttl", ("sx",), {}, _within(100, 2)),
+    ("setex", ("sx", 0, "v"), {}, None),
+    ("psetex", ("px", datetime.timedelta(seconds=5), "v"), {}, None),
+    ("pttl", ("px",), {}, _within(5000, 2000)),
+    ("psetex", ("px", -1, "v"), {}, None),
+    ("getset", ("s", "new"), {}, None),
+    ("getset", ("fresh", "new"), {}, None),
+    ("getdel", ("s",), {}, None),
+    ("getdel", ("s",), {}, None),
+    ("getex", ("s2",), {}, None),
+    ("getex", ("s2",), {"ex": 50}, None),
+    ("ttl", ("s2",), {}, _within(50, 2)),
+    ("getex", ("s2",), {"exat": FAR}, None),
+    ("expiretime", ("s2",), {}, None),
+    ("getex", ("s2",), {"persist": True}, None),
+    ("ttl", ("s2",), {}, None),
+    ("getex", ("s2",), {"ex": 1, "persist": True}, None),
+    ("getex", ("nope",), {"px": 100}, None),
+    ("mset", ({"a": 1, "b": "2", "c": 3.5, b"\xff": b"\x00"},), {}, None),
+    ("mget", (["a", "b", "zz", "c"],), {}, None),
+    ("mget", ("a", "b"), {}, None),
+    ("mget", ([],), {}, None),
+    ("msetnx", ({"a": 1, "d": 2},), {}, None),
+    ("msetnx", ({"d": 1, "f": 2},), {}, None),
+    ("mget", ("d", "f"), {}, None),
+    ("incr", ("i",), {}, None),
+    ("incr", ("i", 5), {}, None),
+    ("incrby", ("i", -2), {}, None),
+    ("decr", ("i",), {}, None),
+    ("decr", ("i", 10), {}, None),
+    ("decrby", ("i", 3), {}, None),
+    ("incrby", ("i", "x"), {}, None),
+    ("incrby", ("i", 1.5), {}, None),
+    ("incrbyfloat", ("fl", 1.5), {}, None),
+    ("incrbyfloat", ("fl", "2.25"), {}, None),
+    ("incrbyfloat", ("fl",), {}, None),
+    ("incrbyfloat", ("fl", "x"), {}, None),
+    ("incr", ("c",), {}, None),
+    ("incrbyfloat", ("c",), {}, None),
+    ("set", ("big", "9223372036854775807"), {}, None),
+    ("incr", ("big",), {}, None),
+    ("append", ("ap", "ab"), {}, None),
+    ("append", ("ap", "cd"), {}, None),
+    ("strlen", ("ap",), {}, None),
+    ("strlen", ("nope",), {}, None),
+    ("getrange", ("ap", 1, 2), {}, None),
+    ("getrange", ("ap", -3, -1), {}, None),
+    ("getrange", ("nope", 0, 1), {}, None),
+    ("substr", ("ap", 1), {}, None),
+    ("substr", ("ap", 0, 1), {}, None),
+    ("setrange", ("ap", 6, "xy"), {}, None),
+    ("get", ("ap",), {}, None),
+    ("setrange", ("ap", -1, "x"), {}, None),
+    ("setrange", ("sr", 2, "z"), {}, None),
+    ("get", ("sr",), {}, None),
+    ("mset", ({"k1": "ohmytext", "k2": "mynewtext"},), {}, None),
+    ("lcs", ("k1", "k2"), {}, None),
+    ("lcs", ("k1", "k2"), {"len": True}, None),
+    ("lcs", ("k1", "k2"), {"idx": True}, None),
+    ("lcs", ("k1", "k2"), {"idx": True, "minmatchlen": 4, "withmatchlen": True}, None),
+    ("lcs", ("k1", "nope"), {}, None),
+    ("lcs", ("k1", "k2"), {"len": True, "idx": True}, None),
+    # keyspace and expiry
+    ("expire", ("a", 100), {}, None),
+    ("ttl", ("a",), {}, _within(100, 2)),
+    ("expire", ("a", 200), {"nx": True}, None),
+    ("expire", ("a", 200), {"gt": True}, None),
+    ("expire", ("a", 50), {"lt": True}, None),
+    ("expire", ("a", 500), {"lt": True}, None),
+    ("ttl", ("a",), {}, _within(50, 2)),
+    ("expire", ("nope", 1), {}, None),
+    ("expire", ("b", datetime.timedelta(minutes=2)), {"xx": True}, None),
+    ("pexpire", ("b", 100_000), {"nx": True}, None),
+    ("pttl", ("b",), {}, _within(100_000, 2000)),
+    ("pexpire", ("b", 100_000), {"xx": True}, None),
+    ("expireat", ("b", FAR), {}, None),
+    ("expiretime", ("b",), {}, None),
+    ("expireat", ("b", FAR - 10), {"gt": True}, None),
+    ("expireat", ("b", FAR - 10), {"lt": True}, None),
+    ("expiretime", ("b",), {}, None),
+    ("pexpireat", ("c", FAR * 1000 + 500), {}, None),
+    ("pexpiretime", ("c",), {}, None),
+    ("expiretime", ("c",), {}, None),
+    ("pexpireat", ("c", FAR * 1000), {"nx": True}, None),
+    ("expire", ("a", 10), {"nx": True, "xx": True}, None),
+    ("expire", ("a", 10), {"gt": True, "lt": True}, None),
+    ("expire", ("a", "x"), {}, None),
+    ("ttl", ("nope",), {}, None),
+    ("ttl", ("d",), {}, None),
+    ("pttl", ("nope",), {}, None),
+    ("pttl", ("d",), {}, None),
+    ("expiretime", ("d",), {}, None),
+    ("pexpiretime", ("nope",), {}, None),
+    ("persist", ("c",), {}, None),
+    ("persist", ("c",), {}, None),
+    ("persist", ("nope",), {}, None),
+    ("ttl", ("c",), {}, None),
+    ("__contains__", ("c",), {}, None),
+    ("__contains__", ("nope",), {}, None),
+    ("__getitem__", ("c",), {}, None),
+    ("__getitem__", ("nope",), {}, None),
+    ("__setitem__", ("item", "v"), {}, None),
+    ("__getitem__", ("item",), {}, None),
+    ("__delitem__", ("item",), {}, None),
+    ("__delitem__", ("item",), {}, None),
+    ("exists", ("item",), {}, None),
+    ("object", ("encoding", "i"), {}, None),
+    ("object", ("ENCODING", "k1"), {}, None),
+    ("set", ("long", "x" * 50), {}, None),
+    ("object", ("encoding", "long"), {}, None),
+    ("object", ("refcount", "long"), {}, None),
+    ("object", ("idletime", "long"), {}, _of_type(int)),
+    ("object", ("encoding", "nope"), {}, None),
+    ("object", ("freq", "k1"), {}, None),
+    ("object", ("bogus", "k1"), {}, None),
+    ("dump", ("k1",), {}, _of_type(bytes)),
+    ("dump", ("nope",), {}, None),
+    ("restore", ("r", 0, b"junk"), {}, None),
+    ("restore", ("r", 0, b"junk"), {"idletime": "x"}, None),
+    # wrong types
+    ("hset", ("hash", "f", "v"), {}, None),
+    ("get", ("hash",), {}, None),
+    ("set", ("hash", "v"), {"get": True}, None),
+    ("incr", ("hash",), {}, None),
+    ("append", ("hash", "x"), {}, None),
+    ("strlen", ("hash",), {}, None),
+    ("getrange", ("hash", 0, 1), {}, None),
+    ("setrange", ("hash", 0, "x"), {}, None),
+    ("getdel", ("hash",), {}, None),
+    ("getex", ("hash",), {"ex": 5}, None),
+    ("getset", ("hash", "x"), {}, None),
+    ("mget", ("hash", "k1"), {}, None),
+    ("lcs", ("hash", "k1"), {}, None),
+    ("expire", ("hash", 100), {}, None),
+    ("persist", ("hash",), {}, None),
+    ("ttl", ("hash",), {}, _within(100, 2)),
+    # server and connection
+    ("config_get", ("maxmemory",), {}, None),
+    ("config_get", ("maxmemory", "maxmemory-policy"), {}, None),
+    ("config_get", ("nope*",), {}, None),
+    ("config_set", ("maxmemory", 0), {}, None),
+    ("config_resetstat", (), {}, None),
+    ("client_setname", ("me",), {}, None),
+    ("client_getname", (), {}, None),
+    ("client_setname", ("has space",), {}, None),
+    ("client_id", (), {}, _of_type(int)),
+    ("client_list", (), {}, _list_of_dicts),
+    ("client_list", ("pubsub",), {}, None),
+    ("client_list", ("bogus",), {}, None),
+    ("client_list", (None, "x"), {}, None),
+    ("memory_usage", ("long",), {}, _of_type(int)),
+    ("memory_usage", ("long",), {"samples": 0}, _of_type(int)),
+    ("memory_usage", ("nope",), {}, None),
+    ("wait", (0, 0), {}, None),
+    ("command_count", (), {}, lambda n: (type(n), n > 200)),
+    ("lastsave", (), {}, _of_type(datetime.datetime)),
+    ("info", (), {}, _info_shape),
+    ("info", ("keyspace",), {}, _keyspace),
+    ("info", ("server",), {}, lambda info: (type(info["tcp_port"]), "redis_version" in info)),
+    # execute_command applies the new callbacks by name
+    ("execute_command", ("SET", "x", "1"), {}, None),
+    ("execute_command", ("set", "x", "2", "GET"), {"get": True}, None),
+    ("execute_command", ("SETNX", "x", "1"), {}, None),
+    ("execute_command", ("INCRBYFLOAT", "fx", "1.5"), {}, None),
+    ("execute_command", ("MSET", "x", "1"), {}, None),
+    ("execute_command", ("EXPIRE", "x", "100"), {}, None),
+    ("execute_command", ("PERSIST", "x"), {}, None),
+    ("execute_command", ("CONFIG GET", "maxmemory"), {}, None),
+    ("execute_command", ("CONFIG", "GET", "maxmemory"), {}, None),
+    ("execute_command", ("CLIENT GETNAME",), {}, None),
+    ("execute_command", ("INFO", "keyspace"), {}, _keyspace),
+]
+
+
+def _kind(err: BaseException) -> str:
+    import redis
+
+    if isinstance(err, (ReplyError, redis.ResponseError)):
+        return "reply error"
+    if isinstance(err, (DataError, redis.DataError)):
+        return "data error"
+    if isinstance(err, KeyError):
+        return "key error"
+    return "value error"
+
+
+def _string_outcome(client: Any, method: str, args: tuple, kwargs: dict) -> tuple[str, Any]:
+    """("ok", result) or (kind of error, its message): a ReplyError and redis-py's
+    ResponseError alike (redis-py's drops the "ERR " an error line starts with), the facade's
+    DataError and redis-py's alike."""
+    import redis
+
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeprecationWarning)  # redis-py's setex
+            return "ok", getattr(client, method)(*args, **kwargs)
+    except (ReplyError, redis.RedisError, ValueError, KeyError) as err:
+        return _kind(err), str(err).removeprefix("ERR ")
+
+
+@pytest.fixture
+def oracle_factory(redis_server: Any) -> Iterator[Callable[[bool], Any]]:
+    import redis
+
+    clients: list[Any] = []
+
+    def make(decode: bool) -> Any:
+        client = redis.Redis(host=redis_server.host, port=redis_server.port, protocol=2,
+                             decode_responses=decode)
+        client.flushall()
+        clients.append(client)
+        return client
+
+    yield make
+    for client in clients:
+        client.flushall()
+        client.close()
+
+
+@pytest.mark.redis
+@pytest.mark.parametrize("decode", [False, True], ids=["bytes", "decoded"])
+def test_string_and_server_methods_equal_redis_py_on_redis_server(
+        decode: bool, oracle_factory: Callable[[bool], Any]) -> None:
+    oracle = oracle_factory(decode)
+    with Engine() as engine:
+        facade = engine.redis(decode_responses=decode)
+        for method, args, kwargs, normalise in STRING_CALLS:
+            got, want = (_string_outcome(r, method, args, kwargs) for r in (facade, oracle))
+            if normalise is not None:
+                got, want = ((kind, normalise(value) if kind == "ok" else value)
+                             for kind, value in (got, want))
+            assert got == want, (method, args, kwargs)
+
+
+@pytest.mark.redis
+@pytest.mark.parametrize("decode", [False, True], ids=["bytes", "decoded"])
+def test_dump_restore_round_trip_like_redis_py(
+        decode: bool, oracle_factory: Callable[[bool], Any]) -> None:
+    """Each backend restores its own DUMP payload (the RDB versions differ: 7.0's and 8.x's);
+    the replies and the restored values compare."""
+    oracle = oracle_factory(decode)
+    with Engine() as engine:
+        facade = engine.redis(decode_responses=decode)
+        results = []
+        for client in (facade, oracle):
+            client.set("k", "ünïcode")
+            client.expireat("k", FAR)
+            payload = client.dump("k")
+            assert type(payload) is bytes  # never decoded, as redis-py's NEVER_DECODE
+            steps = [
+                _string_outcome(client, "restore", ("k2", 0, payload), {}),
+                _string_outcome(client, "restore", ("k2", 0, payload), {}),
+                _string_outcome(client, "restore", ("k2", 0, payload), {"replace": True,
+                                                                 "idletime": 10}),
+                _string_outcome(client, "get", ("k2",), {}),
+                _string_outcome(client, "ttl", ("k2",), {}),
+                _string_outcome(client, "restore", ("k3", FAR * 1000, payload), {"absttl": True}),
+                _string_outcome(client, "pexpiretime", ("k3",), {}),
+                _string_outcome(client, "restore", ("k4", 5000, payload), {}),
+                _string_outcome(client, "restore", ("k5", -1, payload), {}),
+                _string_outcome(client, "object", ("encoding", "k3"), {}),
+            ]
+            ttl = client.pttl("k4")
+            assert 3000 <= ttl <= 5000
+            results.append(steps)
+        assert results[0] == results[1]
+
+
+@pytest.mark.redis
+def test_save_and_lastsave_like_redis_py(oracle_factory: Callable[[bool], Any],
+                                         tmp_path: Any) -> None:
+    """SAVE is True on both; the facade's BGSAVE and BGREWRITEAOF are True (redis-py's
+    `lambda r: True`), on an engine with a data directory (in memory, the engine refuses)."""
+    oracle = oracle_factory(False)
+    assert oracle.save() is True
+    assert isinstance(oracle.lastsave(), datetime.datetime)
+    with Engine.open(str(tmp_path)) as engine:
+        r = engine.redis()
+        r.set("k", "v")
+        assert r.save() is True
+        assert r.bgsave() is True
+        assert r.bgrewriteaof() is True
+        assert r.bgsave(schedule=False) is True
+        saved = r.lastsave()
+        assert isinstance(saved, datetime.datetime)
+        now = datetime.datetime.now()
+        assert abs((now - saved).total_seconds()) < 60
+    with Engine() as memory, pytest.raises(ReplyError, match="no data directory"):
+        memory.redis().save()
+
+
+# --- the Redis 8.x string options, on the engine alone (redis-server 7.0 lacks them) ----------
+
+
+@pytest.mark.parametrize("decode", [False, True], ids=["bytes", "decoded"])
+def test_redis_8_string_options(decode: bool) -> None:
+    """SET IFEQ/IFNE/IFDEQ/IFDNE, DELEX, DIGEST (Redis 8.4), MSETEX (8.4) and WAITAOF (7.2)
+    through redis-py's shapes: https://redis.io/docs/latest/commands/set/,
+    https://redis.io/docs/latest/commands/delex/, https://redis.io/docs/latest/commands/digest/,
+    https://redis.io/docs/latest/commands/msetex/."""
+    with Engine() as engine:
+        r = engine.redis(decode_responses=decode)
+
+        def d(value: bytes) -> Any:
+            return value.decode() if decode else value
+
+        assert r.set("k", "v") is True
+        assert r.set("k", "w", ifeq="other") is None
+        assert r.set("k", "w", ifeq="v") is True
+        assert r.set("missing", "w", ifeq="v") is None and r.exists("missing") == 0
+        assert r.set("k", "x", ifne="w") is None
+        assert r.set("k", "x", ifne="zz", get=True) == d(b"w")
+        assert r.set("created", "c", ifne="zz") is True  # IFNE creates a missing key
+        digest = r.digest("k")
+        assert isinstance(digest, str if decode else bytes) and len(digest) == 16
+        assert r.digest("nope") is None
+        assert r.set("k", "y", ifdeq=digest) is True
+        assert r.set("k", "z", ifdeq=digest) is None
+        assert r.set("k", "z", ifdne=digest, ex=100) is True
+        assert r.get("k") == d(b"z") and 98 <= r.ttl("k") <= 100
+        assert r.delex("k", ifeq="nope") == 0
+        assert r.delex("k", ifne="z") == 0
+        assert r.delex("k", ifdeq=r.digest("k")) == 1
+        assert r.delex("nope") == 0
+        r.set("k", "v")
+        assert r.delex("k", ifdne=r.digest("k")) == 0 and r.delex("k") == 1
+        assert r.msetex({"a": 1, "b": 2}, ex=100) == 1
+        assert 98 <= r.ttl("a") <= 100
+        assert r.msetex({"a": 3, "c": 4}, data_persist_option=_Persist()) == 0
+        assert r.msetex({"a": 3, "b": 4}, data_persist_option="XX", keepttl=True) == 1
+        assert r.mget("a", "b", "c") == [d(b"3"), d(b"4"), None]
+        assert 98 <= r.ttl("b") <= 100
+        assert r.waitaof(0, 0, 0) == [0, 0]
+        r.hset("h", "f", "v")
+        with pytest.raises(ReplyError, match="WRONGTYPE"):
+            r.digest("h")
+
+
+# --- the reply callbacks ported from redis-py --------------------------------------------------
+
+
+INFO_TEXTS = [
+    "# Server\r\nredis_version:8.10.2\r\nos:Linux 6.1 x86_64\r\nuptime:12\r\nratio:1.50\r\n",
+    "module:name=search,ver=21005,api=1,filters=0,usedby=[],using=[ReJSON],options=[]\r\n"
+    "module:name=ReJSON,ver=20803,api=1\r\n",
+    "cmdstat_host:calls=1,usec=2,usec_per_call=2.00\r\ncmdstat_get:calls=3,usec=4\r\n",
+    "list:a,b,,c\r\nflags:x=1,novalue,y=z=2,,\r\nempty:\r\nraw line without colon\r\n#c\r\n",
+    "db0:keys=3,expires=1,avg_ttl=0,subexpiry=0\r\nhost:port:6379\r\nneg:-5\r\nsci:1e5\r\n",
+    "errorstat_ERR:count=2\r\nmem_fragmentation_ratio:nan\r\nnum:007\r\nv:1.2.3\r\n",
+    "ünïcode:välue\r\nbin:\xff\r\n",
+]
+
+
+def _redis_info_texts(oracle: Any) -> list[bytes]:
+    """INFO everything as redis-server sends it (the callback replaced: the raw text)."""
+    oracle.set_response_callback("INFO", lambda r, **options: r)
+    return [oracle.info("everything"), oracle.info("commandstats"), oracle.info()]
+
+
+@pytest.mark.redis
+def test_parse_info_equals_redis_pys(oracle_factory: Callable[[bool], Any]) -> None:
+    from redis._parsers import helpers
+
+    oracle = oracle_factory(False)
+    oracle.set("k", "v")
+    oracle.expire("k", 100)
+    texts: list[Any] = list(INFO_TEXTS)
+    texts += [t.encode("utf-8", errors="surrogateescape") for t in INFO_TEXTS]
+    texts += _redis_info_texts(oracle)
+    with Engine() as engine:
+        engine.execute("SET", "k", "v")
+        engine.execute("GET", "k")
+        texts += [engine.execute("INFO"), engine.execute("INFO", "everything")]
+    for text in texts:
+        assert redis_api.parse_info(text) == helpers.parse_info(text), text
+
+
+def test_parse_info_of_the_engines_info() -> None:
+    with Engine() as engine:
+        r = engine.redis()
+        r.set("a", 1)
+        r.expire("a", 100)
+        info = r.info()
+        assert info["redis_version"] == "8.10.2"
+        assert isinstance(info["uptime_in_seconds"], int)
+        assert info["db0"]["keys"] == 1 and info["db0"]["expires"] == 1
+        assert r.info("keyspace") == {"db0": info["db0"]}
+        assert r.execute_command("INFO", "server")["redis_version"] == "8.10.2"
+
+
+CLIENT_LIST_TEXTS = [
+    "",
+    "id=3 addr=127.0.0.1:5000 laddr=127.0.0.1:6379 fd=8 name= age=1 cmd=client|list\n",
+    "id=3 addr=/tmp/redis sock/redis.sock laddr=/tmp/redis sock/redis.sock name=a=b\n"
+    "id=4 addr=127.0.0.1:1 name=x\n",
+]
+
+
+@pytest.mark.redis
+def test_parse_client_list_config_get_set_and_lastsave_equal_redis_pys(
+        oracle_factory: Callable[[bool], Any]) -> None:
+    from redis._parsers import helpers
+
+    oracle = oracle_factory(False)
+    oracle.client_setname("someone")
+    oracle.set_response_callback("CLIENT LIST", lambda r, **options: r)
+    texts: list[Any] = [*CLIENT_LIST_TEXTS, *(t.encode() for t in CLIENT_LIST_TEXTS),
+                        oracle.client_list()]
+    for text in texts:
+        assert redis_api.parse_client_list(text) == helpers.parse_client_list(text), text
+    for reply in ([b"maxmemory", b"0", b"hz", b"10"], ["a", None], [], [b"\xff", b"x"]):
+        assert redis_api.parse_config_get(list(reply)) == helpers.parse_config_get(list(reply))
+    for reply, options in ((b"OK", {}), ("OK", {}), (None, {}), (b"old", {"get": True}),
+                           (None, {"get": True})):
+        assert (redis_api.parse_set_result(reply, **options)
+                == helpers.parse_set_result(reply, **options))
+    for reply in (1795820117, b"1795820117", 0, None, b"", b"soon"):
+        assert redis_api.timestamp_to_datetime(reply) == helpers.timestamp_to_datetime(reply)
+
+
+def test_client_calls_on_the_engine() -> None:
+    """CLIENT GETNAME is str with or without decoding (redis-py's str_if_bytes callback)."""
+    with Engine() as engine:
+        r = engine.redis()
+        assert r.client_getname() is None
+        assert r.client_setname("worker") is True
+        assert r.client_getname() == "worker"
+        assert type(r.client_id()) is int
+        assert r.client_list() == [] or all(isinstance(c, dict) for c in r.client_list())
+        assert r.config_get("maxmemory") == {"maxmemory": "0"}
+        assert r.memory_usage("nope") is None
+        assert r.command_count() > 200

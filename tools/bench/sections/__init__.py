@@ -3,7 +3,7 @@ the figures derived from them, side by side. The registry (:mod:`..registry`) pu
 order.
 
     speed        the command path: embedded, redis-py, server, strings, types, lists, queue,
-                 nodes, consume
+                 asyncio, nodes, consume
     durability   the append-only file (aof) and the crash bench's speed (crashbench)
     storage      snapshots and compaction (snapshot), memory per entry (memory), backlogs
                  bigger than memory (backlog)

@@ -18,7 +18,16 @@ import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from streamkeep.tools.bench import consume, datatypes, lists, nodes, server, strings, workqueue
+from streamkeep.tools.bench import (
+    asyncio_rows,
+    consume,
+    datatypes,
+    lists,
+    nodes,
+    server,
+    strings,
+    workqueue,
+)
 from streamkeep.tools.bench.declarations import Benchmark, Figure, Ratio, Section
 from streamkeep.tools.bench.embedded import (
     LIST_BACKLOG,
@@ -427,3 +436,59 @@ CONSUME = Section("consume", (
 # `bench --compare-pure`: compiled over pure-Python rate per row, the compiled core's targets
 # (each round's ratio must reach it).
 NATIVE_TARGETS: dict[str, float] = {"embedded.xadd": 4.0}
+
+# --- asyncio: the engine and the work queue inside an event loop ---------------------------------
+
+# `streamkeep bench asyncio`, every ratio against a row of the same run:
+ASYNC_OVER_NETWORK_TARGET = 10.0  # await r.xadd in process / redis.asyncio to redis-server
+ASYNC_OVER_SYNC_TARGET = 0.7  # await r.xadd / Engine.redis().xadd, in process
+ASYNC_EVERYSEC_OVER_BURNER_TARGET = 0.5  # await xadd, AOF everysec / burner-redis in memory
+ASYNC_QUEUE_OVER_SYNC_TARGET = 0.7  # AsyncStreamQueue / StreamQueue, put + get + ack
+ASYNC_QUEUE_OVER_PERSIST_TARGET = 20.0  # AsyncStreamQueue / persist-queue
+
+ASYNCIO = Section("asyncio", (
+    Benchmark("asyncio.aredis_xadd", "await r.xadd, in process (Engine.aredis())",
+              asyncio_rows.bench_aredis_xadd),
+    Benchmark("asyncio.sync_xadd", "r.xadd, in process (Engine.redis())",
+              asyncio_rows.bench_sync_xadd),
+    Benchmark("asyncio.redis_asyncio_xadd", "await r.xadd, redis.asyncio to redis-server",
+              asyncio_rows.bench_redis_asyncio_xadd),
+    Benchmark("asyncio.aredis_xadd_everysec", "await r.xadd, in process, AOF everysec",
+              asyncio_rows.bench_aredis_xadd_everysec),
+    Benchmark("asyncio.burner_xadd", "await db.xadd, burner-redis in memory",
+              asyncio_rows.bench_burner_xadd),
+    Benchmark("asyncio.kill_streamkeep", "await r.xadd then SIGKILL: streamkeep everysec",
+              asyncio_rows.bench_kill_streamkeep),
+    Benchmark("asyncio.kill_burner", "await db.xadd then SIGKILL: burner-redis with its "
+                                     "persistence file", asyncio_rows.bench_kill_burner),
+    Benchmark("asyncio.queue", "AsyncStreamQueue, everysec, 1 task: put + get + ack",
+              asyncio_rows.bench_async_queue),
+    Benchmark("asyncio.sync_queue", "StreamQueue, everysec, 1 thread: put + get + ack",
+              workqueue.bench_everysec),
+    Benchmark("asyncio.persist_queue", "persist-queue SQLiteAckQueue, 1 thread: put + get + "
+                                       "ack", workqueue.bench_persist_queue),
+    Benchmark("asyncio.blocked_gets", f"{asyncio_rows.BLOCKED_TASKS:,} tasks blocked in get, "
+                                      f"then as many puts: deliveries",
+              asyncio_rows.bench_blocked_gets),
+), describe=asyncio_rows.describe, figures=(
+    Figure("asyncio", "await r.xadd in process / redis.asyncio to redis-server",
+           "asyncio.aredis_xadd", denominator="asyncio.redis_asyncio_xadd",
+           target=ASYNC_OVER_NETWORK_TARGET),
+    Figure("asyncio", "await r.xadd / r.xadd (sync), in process", "asyncio.aredis_xadd",
+           denominator="asyncio.sync_xadd", target=ASYNC_OVER_SYNC_TARGET),
+    Figure("asyncio", "await r.xadd, AOF everysec / burner-redis in memory",
+           "asyncio.aredis_xadd_everysec", denominator="asyncio.burner_xadd",
+           target=ASYNC_EVERYSEC_OVER_BURNER_TARGET),
+    Figure("asyncio", "entries kept after SIGKILL: streamkeep", "asyncio.kill_streamkeep",
+           extra="kept", unit="count"),
+    Figure("asyncio", "entries kept after SIGKILL: burner-redis", "asyncio.kill_burner",
+           extra="kept", unit="count"),
+    Figure("asyncio", "AsyncStreamQueue / StreamQueue, put + get + ack", "asyncio.queue",
+           denominator="asyncio.sync_queue", target=ASYNC_QUEUE_OVER_SYNC_TARGET),
+    Figure("asyncio", "AsyncStreamQueue / persist-queue, put + get + ack", "asyncio.queue",
+           denominator="asyncio.persist_queue", target=ASYNC_QUEUE_OVER_PERSIST_TARGET),
+    Figure("asyncio", "blocked gets: the loop's longest stall", "asyncio.blocked_gets",
+           extra="longest_stall_us", unit="us"),
+    Figure("asyncio", "blocked gets: the mean time of one put (serving one waiter)",
+           "asyncio.blocked_gets", extra="put_us", unit="us"),
+))

@@ -1,0 +1,674 @@
+"""redis.asyncio's client over streamkeep: `AsyncRedis`, with its pipelines, scripts, scan
+iterators and Pub/Sub, whether the engine runs in this process or behind a socket.
+
+Owns the async side of the redis-py contract, written once for every backend: each method is
+the synchronous facade's (engine.runtime.redis_api.RedisAPI: the same argv, client-side
+checks and reply shaping), run over a *replaying executor*. A command the backend answers at
+once (an in-process command that needs no wait) is answered inside that one synchronous run:
+no thread, no extra task, the speed of `Engine.redis()`. A command that must be awaited (a
+blocked read, an `appendfsync always` write waiting for its group commit, any command over a
+socket) suspends the run; once its reply is awaited, the method runs again from the start
+with the replies it already had given back in order, so argv building and reply shaping are
+never written twice. A method's run is a pure function of its arguments and replies (the
+RedisAPI's are), which is what makes the re-run exact.
+
+Also owns `AsyncPipeline` (buffered commands, MULTI/EXEC, WATCH's immediate mode),
+`AsyncScript` (register_script), `AsyncPubSub` (get_message, listen) over a backend's
+subscriber, and the errors as redis-py's: where redis-py is installed, an error reply is also
+a `redis.exceptions.ResponseError` (NoScriptError, ExecAbortError...), and a WATCH that failed
+a `redis.exceptions.WatchError`, so frameworks that catch redis-py's exceptions work unchanged.
+
+A backend (`AsyncBackend`) runs argv: engine.runtime.async_engine's in this process,
+engine.services.async_connection's over a socket. Must not touch: command semantics, reply
+shapes (RedisAPI's), engine internals; must not import redis-py at module level (a dev-only
+dependency).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import inspect
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
+from typing import Any, Protocol
+
+from streamkeep.engine.runtime.redis_api import RedisAPI, Script
+from streamkeep.engine.wire.errors import ReplyError, StreamkeepError
+
+__all__ = ["AsyncBackend", "AsyncPipeline", "AsyncPubSub", "AsyncRedis", "AsyncScript",
+           "AsyncSession", "Wait", "WatchError", "compatible_error"]
+
+
+class Wait:
+    """What a backend gives for a command that must be awaited: `awaitable` gives its reply
+    (or raises its ReplyError). `orphan` is set when the wait was cancelled after its command
+    was already served (a blocked read's entries the caller will never see)."""
+
+    __slots__ = ("awaitable", "orphan", "served")
+
+    def __init__(self, awaitable: Awaitable[Any]) -> None:
+        self.awaitable = awaitable
+        self.orphan: Any = None
+        self.served = False
+
+
+class AsyncSession(Protocol):
+    """One client's state (a connection, or an in-process session): WATCH and MULTI live here."""
+
+    def start(self, args: tuple[Any, ...]) -> Any:
+        """Run a command: its reply now, or a Wait. An error reply raised as ReplyError."""
+
+    def run_many(self, argvs: Sequence[tuple[Any, ...]]) -> Awaitable[list[Any]]:
+        """Commands in order: their replies, a failed one's ReplyError in its place."""
+
+    def close(self) -> None: ...
+
+
+class AsyncBackend(AsyncSession, Protocol):
+    def new_session(self) -> AsyncSession:
+        """A session of its own (a pipeline's WATCH, a transaction)."""
+
+    def pubsub_channel(self) -> Any:
+        """A subscriber: `run(argv)` (awaitable) and `next_message(timeout)` (awaitable: the
+        next push as a list of bytes, or None by the timeout; None timeout: wait)."""
+
+    async def aclose(self) -> None: ...
+
+
+class _Suspend(BaseException):
+    """Raised out of a facade method's synchronous run when a command must be awaited (a
+    BaseException: no handler in between may take it for a command's failure)."""
+
+
+_SUSPEND = _Suspend()
+
+
+class _Raised:
+    __slots__ = ("error",)
+
+    def __init__(self, error: BaseException) -> None:
+        self.error = error
+
+
+class _Steps:
+    """The executor a facade method runs over: it gives back the replies already had, in
+    order, runs the next command through `start`, and suspends the run on a Wait."""
+
+    __slots__ = ("replies", "at", "wait", "start")
+
+    def __init__(self, start: Callable[[tuple[Any, ...]], Any]) -> None:
+        self.replies: list[Any] = []
+        self.at = 0
+        self.wait: Wait | None = None
+        self.start = start
+
+    def execute(self, *args: Any) -> Any:
+        at = self.at
+        replies = self.replies
+        if at < len(replies):
+            self.at = at + 1
+            reply = replies[at]
+            if type(reply) is _Raised:
+                raise reply.error
+            return reply
+        try:
+            reply = self.start(args)
+        except ReplyError as err:
+            error = compatible_error(err)
+            replies.append(_Raised(error))
+            self.at = at + 1
+            raise error from None
+        if type(reply) is Wait:
+            self.wait = reply
+            raise _SUSPEND
+        replies.append(reply)
+        self.at = at + 1
+        return reply
+
+
+async def _resume(steps: _Steps, fn: Callable[..., Any], args: tuple[Any, ...],
+                  kwargs: dict[str, Any]) -> Any:
+    """A suspended run: await the command it waits for, then run it again from the start
+    with every reply it has had (other tasks use the same `steps` meanwhile: each run puts
+    its own replies back first)."""
+    replies, wait = steps.replies, steps.wait
+    while True:
+        assert wait is not None
+        try:
+            reply = await wait.awaitable
+        except ReplyError as err:
+            reply = _Raised(compatible_error(err))
+        replies.append(reply)
+        steps.replies, steps.at = replies, 0
+        try:
+            return fn(*args, **kwargs)
+        except _Suspend:
+            replies, wait = steps.replies, steps.wait
+
+
+def _run(steps: _Steps, fn: Callable[..., Any], args: tuple[Any, ...],
+         kwargs: dict[str, Any]) -> Any:
+    """Run `fn` over `steps`: its result, or (suspended) an awaitable of it."""
+    steps.replies, steps.at = [], 0
+    try:
+        return _Done(fn(*args, **kwargs))
+    except _Suspend:
+        return _resume(steps, fn, args, kwargs)
+
+
+class _Done:
+    __slots__ = ("value",)
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
+
+
+# --- errors as redis-py's ----------------------------------------------------------------------
+
+_COMPAT: dict[str, type[ReplyError]] | None = None
+
+
+def _compat_classes() -> dict[str, type[ReplyError]]:
+    """ReplyError subclasses that are redis-py's exceptions too (by the error's first word),
+    made once; empty when redis-py is not installed."""
+    global _COMPAT
+    if _COMPAT is None:
+        _COMPAT = {}
+        try:
+            from redis import exceptions as rx
+        except ImportError:
+            return _COMPAT
+        for code, base in (("", rx.ResponseError), ("NOSCRIPT", rx.NoScriptError),
+                           ("EXECABORT", rx.ExecAbortError), ("READONLY", rx.ReadOnlyError),
+                           ("NOPERM", rx.NoPermissionError), ("BUSY", rx.BusyLoadingError)):
+            _COMPAT[code] = type(f"Redis{base.__name__}", (ReplyError, base), {})
+    return _COMPAT
+
+
+def compatible_error(err: ReplyError) -> ReplyError:
+    """`err` as an exception that is both a ReplyError and, where redis-py is installed, the
+    redis-py exception its error line maps to."""
+    classes = _compat_classes()
+    if not classes or type(err) is not ReplyError:
+        return err
+    cls = classes.get(err.line.split(" ", 1)[0]) or classes[""]
+    return cls(err.line)
+
+
+def _watch_error_class() -> type[StreamkeepError]:
+    try:
+        from redis.exceptions import WatchError as RedisWatchError
+    except ImportError:
+        return _WatchError
+    return type("WatchError", (_WatchError, RedisWatchError), {})
+
+
+class _WatchError(StreamkeepError):
+    """A transaction's WATCHed key changed: EXEC ran nothing (redis-py's WatchError)."""
+
+
+WatchError: type[StreamkeepError] = _WatchError
+
+
+def watch_error() -> StreamkeepError:
+    global WatchError
+    if WatchError is _WatchError:
+        WatchError = _watch_error_class()
+    return WatchError("Watched variable changed.")
+
+
+# --- the facade ---------------------------------------------------------------------------------
+
+_ITERATORS = {"scan_iter", "hscan_iter", "sscan_iter", "zscan_iter"}
+_OWN = {"register_script", "execute", *_ITERATORS}
+
+
+def _facade_methods() -> dict[str, Callable[..., Any]]:
+    return {name: fn for name, fn in vars(RedisAPI).items()
+            if inspect.isfunction(fn) and not name.startswith("_") and name not in _OWN}
+
+
+def _async_method(fn: Callable[..., Any]) -> Callable[..., Any]:
+    async def method(self: AsyncRedis, *args: Any, **kwargs: Any) -> Any:
+        steps = self._steps
+        steps.replies, steps.at = [], 0
+        try:
+            return fn(self._api, *args, **kwargs)
+        except _Suspend:
+            return await _resume(steps, fn, (self._api, *args), kwargs)
+
+    method.__name__ = method.__qualname__ = fn.__name__
+    method.__doc__ = fn.__doc__
+    return method
+
+
+class AsyncRedis:
+    """redis.asyncio.Redis's methods over a backend (`Engine.aredis()`, a shared directory's
+    `aredis()`, or `aredis_from_url` for a server): every command coroutine has the
+    synchronous facade's argv and replies. `decode_responses` as redis-py's."""
+
+    def __init__(self, backend: AsyncBackend, decode_responses: bool = False) -> None:
+        self.backend = backend
+        self.decode_responses = decode_responses
+        self._steps = _Steps(backend.start)
+        self._api = RedisAPI(self._steps, decode_responses)
+
+    def __getattr__(self, name: str) -> Any:  # (the commands are set on the class below)
+        raise AttributeError(f"{type(self).__name__} has no attribute {name!r}")
+
+    # --- what redis.asyncio.Redis has besides the commands -------------------------------------
+
+    def register_script(self, script: str | bytes) -> AsyncScript:
+        return AsyncScript(self, script)
+
+    def pipeline(self, transaction: bool = True, shard_hint: Any = None) -> AsyncPipeline:
+        return AsyncPipeline(self, transaction)
+
+    def pubsub(self, ignore_subscribe_messages: bool = False, **kwargs: Any) -> AsyncPubSub:
+        return AsyncPubSub(self, ignore_subscribe_messages)
+
+    async def scan_iter(self, match: Any = None, count: int | None = None,
+                        _type: str | None = None, **kwargs: Any) -> AsyncIterator[Any]:
+        cursor: Any = "0"
+        while cursor != 0:
+            cursor, data = await self.scan(cursor=cursor, match=match, count=count,
+                                           _type=_type, **kwargs)
+            for item in data:
+                yield item
+
+    async def hscan_iter(self, name: Any, match: Any = None, count: int | None = None,
+                         no_values: bool | None = None) -> AsyncIterator[Any]:
+        cursor: Any = "0"
+        while cursor != 0:
+            cursor, data = await self.hscan(name, cursor=cursor, match=match, count=count,
+                                            no_values=no_values)
+            for item in (data if no_values else data.items()):
+                yield item
+
+    async def sscan_iter(self, name: Any, match: Any = None,
+                         count: int | None = None) -> AsyncIterator[Any]:
+        cursor: Any = "0"
+        while cursor != 0:
+            cursor, data = await self.sscan(name, cursor=cursor, match=match, count=count)
+            for item in data:
+                yield item
+
+    async def zscan_iter(self, name: Any, match: Any = None, count: int | None = None,
+                         score_cast_func: Any = float) -> AsyncIterator[Any]:
+        cursor: Any = "0"
+        while cursor != 0:
+            cursor, data = await self.zscan(name, cursor=cursor, match=match, count=count,
+                                            score_cast_func=score_cast_func)
+            for item in data:
+                yield item
+
+    async def initialize(self) -> AsyncRedis:
+        return self
+
+    def __await__(self) -> Any:
+        return self.initialize().__await__()
+
+    async def aclose(self, close_connection_pool: bool | None = None) -> None:
+        await self.backend.aclose()
+
+    async def close(self, close_connection_pool: bool | None = None) -> None:
+        await self.aclose()
+
+    async def __aenter__(self) -> AsyncRedis:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+
+for _name, _fn in _facade_methods().items():
+    setattr(AsyncRedis, _name, _async_method(_fn))
+
+
+# --- scripts ------------------------------------------------------------------------------------
+
+
+class AsyncScript:
+    """redis.asyncio's Script: `await script(keys, args)` runs EVALSHA, loading the script on
+    NOSCRIPT (the synchronous Script's rule, replayed); in a pipeline it is loaded first."""
+
+    def __init__(self, registered_client: AsyncRedis, script: str | bytes) -> None:
+        self.registered_client = registered_client
+        self._script = Script(registered_client._api, script)
+        self.script = script
+
+    @property
+    def sha(self) -> str:
+        return self._script.sha
+
+    async def __call__(self, keys: Sequence[Any] | None = None,
+                       args: Iterable[Any] | None = None, client: Any = None) -> Any:
+        if isinstance(client, AsyncPipeline):
+            await client.redis.script_load(self.script)
+            return client.evalsha(self.sha, len(keys or ()), *(keys or ()), *(args or ()))
+        owner = self.registered_client if client is None else client
+        result = _run(owner._steps, Script.__call__, (self._script, keys, args, owner._api), {})
+        return result.value if type(result) is _Done else await result
+
+
+# --- pipelines ----------------------------------------------------------------------------------
+
+
+class _Queued:
+    __slots__ = ("fn", "args", "kwargs", "argv")
+
+    def __init__(self, fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any],
+                 argv: tuple[Any, ...]) -> None:
+        self.fn, self.args, self.kwargs, self.argv = fn, args, kwargs, argv
+
+
+def _pipeline_method(fn: Callable[..., Any]) -> Callable[..., Any]:
+    def method(self: AsyncPipeline, *args: Any, **kwargs: Any) -> Any:
+        if self.watching and not self.explicit_transaction:
+            return self._immediate(fn, args, kwargs)
+        self._stack(fn, args, kwargs)
+        return self
+
+    method.__name__ = method.__qualname__ = fn.__name__
+    method.__doc__ = fn.__doc__
+    return method
+
+
+class AsyncPipeline:
+    """redis.asyncio's Pipeline: commands are buffered (each call returns the pipeline) and
+    sent by `await execute()`, in one MULTI/EXEC when `transaction`; `await watch(*keys)`
+    puts it in immediate mode (commands awaited one by one) until `multi()`, and EXEC then
+    raises WatchError if a watched key changed."""
+
+    def __init__(self, redis: AsyncRedis, transaction: bool) -> None:
+        self.redis = redis
+        self.transaction = transaction
+        self.command_stack: list[_Queued] = []
+        self.watching = False
+        self.explicit_transaction = False
+        self._session: AsyncSession | None = None
+        self._collected: list[tuple[Any, ...]] = []
+        self._collector = RedisAPI(_Steps(self._collect), redis.decode_responses)
+
+    def __getattr__(self, name: str) -> Any:
+        raise AttributeError(f"{type(self).__name__} has no attribute {name!r}")
+
+    def __len__(self) -> int:
+        return len(self.command_stack)
+
+    def __bool__(self) -> bool:
+        return True
+
+    async def __aenter__(self) -> AsyncPipeline:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.reset()
+
+    def __await__(self) -> Any:
+        async def itself() -> AsyncPipeline:
+            return self
+        return itself().__await__()
+
+    def _collect(self, args: tuple[Any, ...]) -> Any:
+        self._collected.append(args)
+        return _QUEUED
+
+    def _stack(self, fn: Callable[..., Any], args: tuple[Any, ...],
+               kwargs: dict[str, Any]) -> None:
+        """Queue a call: its argv, taken by running the method until it sends (its client-side
+        checks raise here, as redis-py's do at the call)."""
+        collector = self._collector
+        steps: _Steps = collector.execute.__self__  # type: ignore[attr-defined]
+        steps.replies, steps.at = [], 0
+        self._collected = []
+        with contextlib.suppress(_Suspend):  # (the run stops at its command: queued)
+            fn(collector, *args, **kwargs)
+        if not self._collected:
+            raise StreamkeepError(f"{fn.__name__} sends no command a pipeline can queue")
+        self.command_stack.append(_Queued(fn, args, kwargs, self._collected[0]))
+
+    def _own_session(self) -> AsyncSession:
+        if self._session is None:
+            self._session = self.redis.backend.new_session()
+        return self._session
+
+    async def _immediate(self, fn: Callable[..., Any], args: tuple[Any, ...],
+                         kwargs: dict[str, Any]) -> Any:
+        api = RedisAPI(_Steps(self._own_session().start), self.redis.decode_responses)
+        steps: _Steps = api.execute.__self__  # type: ignore[attr-defined]
+        result = _run(steps, fn, (api, *args), kwargs)
+        return result.value if type(result) is _Done else await result
+
+    async def watch(self, *names: Any) -> bool:
+        if self.explicit_transaction:
+            raise StreamkeepError("Cannot issue a WATCH after a MULTI")
+        self.watching = True
+        reply = await self._immediate(RedisAPI.execute_command, ("WATCH", *names), {})
+        return reply in (b"OK", "OK")  # (redis-py's bool_ok)
+
+    async def unwatch(self) -> bool:
+        self.watching = False
+        if self._session is None:
+            return True
+        return await self._immediate(RedisAPI.execute_command, ("UNWATCH",), {})
+
+    def multi(self) -> None:
+        if self.explicit_transaction:
+            raise StreamkeepError("Cannot issue nested calls to MULTI")
+        if self.command_stack:
+            raise StreamkeepError("Commands without an initial WATCH have already been issued")
+        self.explicit_transaction = True
+
+    async def execute(self, raise_on_error: bool = True) -> list[Any]:
+        stack = self.command_stack
+        if not stack:
+            if self.watching:
+                await self.reset()
+            return []
+        argvs = [queued.argv for queued in stack]
+        session = self._session or self.redis.backend
+        try:
+            if self.transaction or self.explicit_transaction:
+                replies = await session.run_many([("MULTI",), *argvs, ("EXEC",)])
+                exec_reply = replies[-1]
+                if isinstance(exec_reply, ReplyError):
+                    for number, reply in enumerate(replies[1:-1], 1):
+                        if isinstance(reply, ReplyError):  # EXECABORT: as redis-py raises it
+                            raise _annotated(reply, number, argvs[number - 1]) \
+                                from compatible_error(exec_reply)
+                    raise compatible_error(exec_reply)
+                if exec_reply is None:
+                    raise watch_error()
+                replies = exec_reply
+            else:
+                replies = await session.run_many(argvs)
+        finally:
+            await self.reset()
+        return self._shaped(stack, replies, raise_on_error)
+
+    def _shaped(self, stack: list[_Queued], replies: list[Any],
+                raise_on_error: bool) -> list[Any]:
+        """Each reply shaped by its method, replayed over it."""
+        out: list[Any] = []
+        api = RedisAPI(_Steps(_never_start), self.redis.decode_responses)
+        steps: _Steps = api.execute.__self__  # type: ignore[attr-defined]
+        if raise_on_error:  # the first error, as redis-py raises it (before any shaping)
+            for number, reply in enumerate(replies, 1):
+                if isinstance(reply, ReplyError):
+                    raise _annotated(reply, number, stack[number - 1].argv)
+        for queued, reply in zip(stack, replies, strict=True):
+            steps.replies = [_Raised(compatible_error(reply)) if isinstance(reply, ReplyError)
+                             else reply]
+            steps.at = 0
+            try:
+                out.append(queued.fn(api, *queued.args, **queued.kwargs))
+            except ReplyError as err:
+                if raise_on_error:
+                    raise
+                out.append(err)
+        return out
+
+    async def reset(self) -> None:
+        self.command_stack = []
+        self.explicit_transaction = False
+        session, self._session = self._session, None
+        if session is not None:
+            if self.watching:
+                with contextlib.suppress(ReplyError, OSError, StreamkeepError):
+                    await _awaited(session.start(("UNWATCH",)))
+            session.close()
+        self.watching = False
+
+    aclose = reset
+
+
+def _annotated(err: ReplyError, number: int, argv: tuple[Any, ...]) -> ReplyError:
+    """A pipeline's failed command's error as redis-py raises it: "Command # N (argv) of
+    pipeline caused error: (the error's args)" (redis-py's annotate_exception)."""
+    import textwrap
+
+    words = " ".join(a.decode(errors="replace") if isinstance(a, bytes) else str(a)
+                     for a in argv)
+    shown = textwrap.shorten(words, width=100, placeholder="...", break_long_words=True)
+    error = compatible_error(err)
+    code, _, rest = err.line.partition(" ")
+    args = (rest if code in _REDIS_PY_STRIPS else err.line,)  # (its parser's message)
+    return type(error)(f"Command # {number} ({shown}) of pipeline caused error: {args}")
+
+
+# The error codes whose word redis-py's parser drops from an exception's message.
+_REDIS_PY_STRIPS = {"ERR", "OOM", "WRONGPASS", "EXECABORT", "LOADING", "NOSCRIPT", "READONLY",
+                    "NOAUTH", "NOPERM", "ASK", "TRYAGAIN", "MOVED", "CLUSTERDOWN", "CROSSSLOT",
+                    "MASTERDOWN"}
+
+
+def _never_start(args: tuple[Any, ...]) -> Any:
+    raise StreamkeepError("a pipeline's reply was shaped from a command it did not send")
+
+
+_QUEUED = Wait(None)  # type: ignore[arg-type]  # (a queued command: never awaited)
+
+
+async def _awaited(reply: Any) -> Any:
+    if type(reply) is Wait:
+        return await reply.awaitable
+    return reply
+
+
+for _name, _fn in _facade_methods().items():
+    setattr(AsyncPipeline, _name, _pipeline_method(_fn))
+
+
+# --- Pub/Sub ------------------------------------------------------------------------------------
+
+_SUBSCRIBE_KINDS = {b"subscribe", b"psubscribe", b"ssubscribe", b"unsubscribe",
+                    b"punsubscribe", b"sunsubscribe"}
+
+
+class AsyncPubSub:
+    """redis.asyncio's PubSub: `await subscribe(...)`, `await get_message(timeout=...)`,
+    `async for message in listen()`, `await aclose()`. Messages are redis-py's dicts (type,
+    pattern, channel, data), decoded when the client decodes; handlers given as keyword
+    arguments are called instead of returning their messages."""
+
+    def __init__(self, redis: AsyncRedis, ignore_subscribe_messages: bool = False) -> None:
+        self.redis = redis
+        self.ignore_subscribe_messages = ignore_subscribe_messages
+        self.channels: dict[Any, Any] = {}
+        self.patterns: dict[Any, Any] = {}
+        self._channel: Any = None
+
+    def _subscriber(self) -> Any:
+        if self._channel is None:
+            self._channel = self.redis.backend.pubsub_channel()
+        return self._channel
+
+    @property
+    def subscribed(self) -> bool:
+        return bool(self.channels or self.patterns)
+
+    async def _command(self, name: bytes, args: tuple[Any, ...], kwargs: dict[str, Any],
+                       registry: dict[Any, Any] | None) -> None:
+        names = [*args, *kwargs]
+        if registry is not None:
+            for channel in args:
+                registry[self._key(channel)] = None
+            for channel, handler in kwargs.items():
+                registry[self._key(channel)] = handler
+        await self._subscriber().run((name, *names))
+
+    def _key(self, name: Any) -> Any:
+        if isinstance(name, str) and not self.redis.decode_responses:
+            return name.encode()
+        if isinstance(name, bytes) and self.redis.decode_responses:
+            return name.decode()
+        return name
+
+    async def subscribe(self, *args: Any, **kwargs: Any) -> None:
+        await self._command(b"SUBSCRIBE", args, kwargs, self.channels)
+
+    async def psubscribe(self, *args: Any, **kwargs: Any) -> None:
+        await self._command(b"PSUBSCRIBE", args, kwargs, self.patterns)
+
+    async def unsubscribe(self, *args: Any) -> None:
+        for channel in args or list(self.channels):
+            self.channels.pop(self._key(channel), None)
+        await self._command(b"UNSUBSCRIBE", args, {}, None)
+
+    async def punsubscribe(self, *args: Any) -> None:
+        for pattern in args or list(self.patterns):
+            self.patterns.pop(self._key(pattern), None)
+        await self._command(b"PUNSUBSCRIBE", args, {}, None)
+
+    async def get_message(self, ignore_subscribe_messages: bool = False,
+                          timeout: float | None = 0.0) -> dict[str, Any] | None:
+        """The next message (None: none within `timeout` seconds; None timeout: wait)."""
+        if self._channel is None:
+            return None
+        push = await self._channel.next_message(timeout)
+        if push is None:
+            return None
+        message = self._message(push)
+        kind = push[0]
+        if kind in _SUBSCRIBE_KINDS:
+            if ignore_subscribe_messages or self.ignore_subscribe_messages:
+                return None
+            return message
+        registry = self.patterns if kind == b"pmessage" else self.channels
+        handler = registry.get(message["pattern"] if kind == b"pmessage"
+                               else message["channel"])
+        if handler is not None:
+            result = handler(message)
+            if inspect.isawaitable(result):
+                await result
+            return None
+        return message
+
+    def _message(self, push: list[Any]) -> dict[str, Any]:
+        decode = self.redis.decode_responses
+        items = [x.decode() if decode and isinstance(x, bytes) else x for x in push]
+        kind = push[0].decode()
+        if kind == "pmessage":
+            return {"type": kind, "pattern": items[1], "channel": items[2], "data": items[3]}
+        return {"type": kind, "pattern": None, "channel": items[1], "data": items[2]}
+
+    async def listen(self) -> AsyncIterator[dict[str, Any]]:
+        while self.subscribed or self._channel is not None:
+            message = await self.get_message(timeout=None)
+            if message is not None:
+                yield message
+
+    async def aclose(self) -> None:
+        channel, self._channel = self._channel, None
+        self.channels.clear()
+        self.patterns.clear()
+        if channel is not None:
+            await channel.aclose()
+
+    reset = aclose
+
+    async def __aenter__(self) -> AsyncPubSub:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
