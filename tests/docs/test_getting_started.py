@@ -18,6 +18,7 @@ EMBEDDED = PAGES / "getting-started" / "embedded.md"
 SERVER = PAGES / "getting-started" / "server.md"
 QUEUE = PAGES / "getting-started" / "queue.md"
 POOL = PAGES / "getting-started" / "worker-pool.md"
+ASYNCIO = PAGES / "getting-started" / "asyncio.md"
 
 
 def run_page(page: Path, cwd: Path) -> list[str]:
@@ -62,7 +63,8 @@ def test_the_queue_tutorial_handles_everything_and_dead_letters_the_poison(
     assert figures["dead"] == 0 and figures["lag"] == 1  # requeued: a new message
 
 
-@pytest.mark.parametrize("page", [EMBEDDED, SERVER, QUEUE, POOL], ids=lambda p: p.name)
+@pytest.mark.parametrize("page", [EMBEDDED, SERVER, QUEUE, POOL, ASYNCIO],
+                         ids=lambda p: p.name)
 def test_the_shell_lines_are_real_commands(page: Path,
                                            capsys: pytest.CaptureFixture[str]) -> None:
     for argv in command_lines(page.read_text()):
@@ -92,3 +94,18 @@ def test_the_worker_pool_page_shares_one_directory_then_its_server_leaves(
         assert not (data / "shared.sock").exists()
     finally:
         stop_servers(data)
+
+
+def test_the_asyncio_page_runs_in_process_then_on_a_shared_directory(tmp_path: Path) -> None:
+    from tests.support.shared_dirs import stop_servers
+
+    try:
+        in_process, queue, shared = run_page(ASYNCIO, tmp_path)
+        assert in_process.splitlines() == ["orders {'item': 'book', 'qty': '1'}", "[1, 1]",
+                                           "1"]
+        # every order handled once, none left pending: in process and on a shared directory
+        assert queue == "100 100 0\n" and shared == "100 0\n"
+        with Engine.open(str(tmp_path / "queue-data")) as db:
+            assert db.execute("XLEN", "orders") == 100
+    finally:
+        stop_servers(tmp_path / "shared-data")

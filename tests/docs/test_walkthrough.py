@@ -16,7 +16,8 @@ from tests.support.doc_examples import PAGES, README
 from tests.support.walkthrough import Walkthrough
 
 GETTING_STARTED = [PAGES / "getting-started" / name
-                   for name in ("embedded.md", "server.md", "queue.md", "worker-pool.md")]
+                   for name in ("embedded.md", "server.md", "queue.md", "worker-pool.md",
+                                "asyncio.md")]
 
 pytestmark = pytest.mark.timeout(900)
 
