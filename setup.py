@@ -106,6 +106,7 @@ COMPILED = [
     "engine/runtime/refusals.py",
     "engine/runtime/replay.py",
     "engine/runtime/waiting.py",
+    "engine/runtime/async_steps.py",
     "engine/services/engine.py",
     "engine/services/queue.py",
     "engine/server/network.py",

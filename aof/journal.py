@@ -435,7 +435,8 @@ class Journal:
         size = len(data)
         try:
             tail = self.tail
-            if tail is not None and more is None and tail.write(self.size, data):
+            if tail is not None and more is None and (
+                    _in_window(tail, self.size, data) or tail.write(self.size, data)):
                 pass  # copied into the mapped tail: in the page cache, as a write's bytes are
             else:
                 if tail is not None:  # (a big record, or past what was allocated)
@@ -952,6 +953,17 @@ class Journal:
         self.fd = -1
         self.fsync_failed = True
         self.error = "ERR the data directory is closed"
+
+
+def _in_window(tail: MappedTail, offset: int, data: bytes) -> bool:
+    """MappedTail.write's common case, here in the compiled journal (every record under
+    everysec takes it): the record fits the mapped window, and is copied into it."""
+    window, base = tail.window, tail.base
+    stop = offset + len(data)
+    if window is None or stop > tail.stop:
+        return False
+    window[offset - base:stop - base] = data
+    return True
 
 
 class _CallbackRelease:

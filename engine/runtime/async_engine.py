@@ -21,13 +21,13 @@ Must not touch: command semantics, the waiter registry's or the journal's intern
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from streamkeep.engine.exec.blocking import Waiter
 from streamkeep.engine.exec.context import Later, Session
 from streamkeep.engine.exec.pubsub import Subscription
-from streamkeep.engine.runtime.async_redis import Wait
+from streamkeep.engine.runtime.async_steps import EngineSteps, Wait
 from streamkeep.engine.runtime.core import argv_of
 from streamkeep.engine.wire.errors import ReplyError
 from streamkeep.engine.wire.reply import NULL_ARRAY, to_plain
@@ -52,6 +52,11 @@ class EngineSession:
     def start(self, args: tuple[Any, ...]) -> Any:
         """Run a command now: its plain reply, or a Wait. An error reply raises ReplyError."""
         reply, lsn = self.core.submit(self.session, argv_of(args), None, self._served)
+        return self.finish(reply, lsn)
+
+    def finish(self, reply: Any, lsn: int) -> Any:
+        """A submitted command's reply as the caller gets it: plain, or a Wait (a blocked
+        read, a Later, a record to be fsynced under `always`)."""
         t = type(reply)
         if t is Waiter:
             return self._blocked(reply)
@@ -66,6 +71,11 @@ class EngineSession:
         if t is bytes or t is int:
             return reply
         return to_plain(reply)
+
+    def make_steps(self, convert: Callable[[ReplyError], ReplyError]) -> EngineSteps:
+        """The facade's executor over this session: commands submitted by the compiled steps
+        themselves, waits handed back to `finish`."""
+        return EngineSteps(self.core, self.session, self._served, self.finish, convert)
 
     def submit_quiet(self, argv: tuple[bytes, ...]) -> tuple[Any, int]:
         """Run a command now, its record not waited for: (reply, LSN); a Waiter is ended

@@ -3,7 +3,8 @@ iterators and Pub/Sub, whether the engine runs in this process or behind a socke
 
 Owns the async side of the redis-py contract, written once for every backend: each method is
 the synchronous facade's (engine.runtime.redis_api.RedisAPI: the same argv, client-side
-checks and reply shaping), run over a *replaying executor*. A command the backend answers at
+checks and reply shaping), run over a *replaying executor* (engine.runtime.async_steps,
+compiled). A command the backend answers at
 once (an in-process command that needs no wait) is answered inside that one synchronous run:
 no thread, no extra task, the speed of `Engine.redis()`. A command that must be awaited (a
 blocked read, an `appendfsync always` write waiting for its group commit, any command over a
@@ -31,24 +32,12 @@ import inspect
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
 from typing import Any, Protocol
 
+from streamkeep.engine.runtime.async_steps import Raised, Steps, Suspend, Wait
 from streamkeep.engine.runtime.redis_api import RedisAPI, Script
 from streamkeep.engine.wire.errors import ReplyError, StreamkeepError
 
 __all__ = ["AsyncBackend", "AsyncPipeline", "AsyncPubSub", "AsyncRedis", "AsyncScript",
            "AsyncSession", "Wait", "WatchError", "compatible_error"]
-
-
-class Wait:
-    """What a backend gives for a command that must be awaited: `awaitable` gives its reply
-    (or raises its ReplyError). `orphan` is set when the wait was cancelled after its command
-    was already served (a blocked read's entries the caller will never see)."""
-
-    __slots__ = ("awaitable", "orphan", "served")
-
-    def __init__(self, awaitable: Awaitable[Any]) -> None:
-        self.awaitable = awaitable
-        self.orphan: Any = None
-        self.served = False
 
 
 class AsyncSession(Protocol):
@@ -74,58 +63,7 @@ class AsyncBackend(AsyncSession, Protocol):
     async def aclose(self) -> None: ...
 
 
-class _Suspend(BaseException):
-    """Raised out of a facade method's synchronous run when a command must be awaited (a
-    BaseException: no handler in between may take it for a command's failure)."""
-
-
-_SUSPEND = _Suspend()
-
-
-class _Raised:
-    __slots__ = ("error",)
-
-    def __init__(self, error: BaseException) -> None:
-        self.error = error
-
-
-class _Steps:
-    """The executor a facade method runs over: it gives back the replies already had, in
-    order, runs the next command through `start`, and suspends the run on a Wait."""
-
-    __slots__ = ("replies", "at", "wait", "start")
-
-    def __init__(self, start: Callable[[tuple[Any, ...]], Any]) -> None:
-        self.replies: list[Any] = []
-        self.at = 0
-        self.wait: Wait | None = None
-        self.start = start
-
-    def execute(self, *args: Any) -> Any:
-        at = self.at
-        replies = self.replies
-        if at < len(replies):
-            self.at = at + 1
-            reply = replies[at]
-            if type(reply) is _Raised:
-                raise reply.error
-            return reply
-        try:
-            reply = self.start(args)
-        except ReplyError as err:
-            error = compatible_error(err)
-            replies.append(_Raised(error))
-            self.at = at + 1
-            raise error from None
-        if type(reply) is Wait:
-            self.wait = reply
-            raise _SUSPEND
-        replies.append(reply)
-        self.at = at + 1
-        return reply
-
-
-async def _resume(steps: _Steps, fn: Callable[..., Any], args: tuple[Any, ...],
+async def _resume(steps: Steps, fn: Callable[..., Any], args: tuple[Any, ...],
                   kwargs: dict[str, Any]) -> Any:
     """A suspended run: await the command it waits for, then run it again from the start
     with every reply it has had (other tasks use the same `steps` meanwhile: each run puts
@@ -136,22 +74,22 @@ async def _resume(steps: _Steps, fn: Callable[..., Any], args: tuple[Any, ...],
         try:
             reply = await wait.awaitable
         except ReplyError as err:
-            reply = _Raised(compatible_error(err))
+            reply = Raised(compatible_error(err))
         replies.append(reply)
         steps.replies, steps.at = replies, 0
         try:
             return fn(*args, **kwargs)
-        except _Suspend:
+        except Suspend:
             replies, wait = steps.replies, steps.wait
 
 
-def _run(steps: _Steps, fn: Callable[..., Any], args: tuple[Any, ...],
+def _run(steps: Steps, fn: Callable[..., Any], args: tuple[Any, ...],
          kwargs: dict[str, Any]) -> Any:
     """Run `fn` over `steps`: its result, or (suspended) an awaitable of it."""
     steps.replies, steps.at = [], 0
     try:
         return _Done(fn(*args, **kwargs))
-    except _Suspend:
+    except Suspend:
         return _resume(steps, fn, args, kwargs)
 
 
@@ -223,17 +161,20 @@ _OWN = {"register_script", "execute", *_ITERATORS}
 
 
 def _facade_methods() -> dict[str, Callable[..., Any]]:
+    """RedisAPI's public methods (functions, or method descriptors where it is compiled)."""
     return {name: fn for name, fn in vars(RedisAPI).items()
-            if inspect.isfunction(fn) and not name.startswith("_") and name not in _OWN}
+            if callable(fn) and not isinstance(fn, (type, staticmethod, classmethod))
+            and not name.startswith("_") and name not in _OWN}
 
 
 def _async_method(fn: Callable[..., Any]) -> Callable[..., Any]:
     async def method(self: AsyncRedis, *args: Any, **kwargs: Any) -> Any:
         steps = self._steps
-        steps.replies, steps.at = [], 0
+        steps.replies = []
+        steps.at = 0
         try:
             return fn(self._api, *args, **kwargs)
-        except _Suspend:
+        except Suspend:
             return await _resume(steps, fn, (self._api, *args), kwargs)
 
     method.__name__ = method.__qualname__ = fn.__name__
@@ -249,7 +190,9 @@ class AsyncRedis:
     def __init__(self, backend: AsyncBackend, decode_responses: bool = False) -> None:
         self.backend = backend
         self.decode_responses = decode_responses
-        self._steps = _Steps(backend.start)
+        make_steps = getattr(backend, "make_steps", None)
+        self._steps: Steps = (make_steps(compatible_error) if make_steps is not None
+                              else Steps(backend.start, compatible_error))
         self._api = RedisAPI(self._steps, decode_responses)
 
     def __getattr__(self, name: str) -> Any:  # (the commands are set on the class below)
@@ -387,7 +330,8 @@ class AsyncPipeline:
         self.explicit_transaction = False
         self._session: AsyncSession | None = None
         self._collected: list[tuple[Any, ...]] = []
-        self._collector = RedisAPI(_Steps(self._collect), redis.decode_responses)
+        self._collector = RedisAPI(Steps(self._collect, compatible_error),
+                                   redis.decode_responses)
 
     def __getattr__(self, name: str) -> Any:
         raise AttributeError(f"{type(self).__name__} has no attribute {name!r}")
@@ -418,10 +362,10 @@ class AsyncPipeline:
         """Queue a call: its argv, taken by running the method until it sends (its client-side
         checks raise here, as redis-py's do at the call)."""
         collector = self._collector
-        steps: _Steps = collector.execute.__self__  # type: ignore[attr-defined]
+        steps: Steps = collector.execute.__self__  # type: ignore[attr-defined]
         steps.replies, steps.at = [], 0
         self._collected = []
-        with contextlib.suppress(_Suspend):  # (the run stops at its command: queued)
+        with contextlib.suppress(Suspend):  # (the run stops at its command: queued)
             fn(collector, *args, **kwargs)
         if not self._collected:
             raise StreamkeepError(f"{fn.__name__} sends no command a pipeline can queue")
@@ -434,8 +378,9 @@ class AsyncPipeline:
 
     async def _immediate(self, fn: Callable[..., Any], args: tuple[Any, ...],
                          kwargs: dict[str, Any]) -> Any:
-        api = RedisAPI(_Steps(self._own_session().start), self.redis.decode_responses)
-        steps: _Steps = api.execute.__self__  # type: ignore[attr-defined]
+        api = RedisAPI(Steps(self._own_session().start, compatible_error),
+                       self.redis.decode_responses)
+        steps: Steps = api.execute.__self__  # type: ignore[attr-defined]
         result = _run(steps, fn, (api, *args), kwargs)
         return result.value if type(result) is _Done else await result
 
@@ -490,14 +435,14 @@ class AsyncPipeline:
                 raise_on_error: bool) -> list[Any]:
         """Each reply shaped by its method, replayed over it."""
         out: list[Any] = []
-        api = RedisAPI(_Steps(_never_start), self.redis.decode_responses)
-        steps: _Steps = api.execute.__self__  # type: ignore[attr-defined]
+        api = RedisAPI(Steps(_never_start, compatible_error), self.redis.decode_responses)
+        steps: Steps = api.execute.__self__  # type: ignore[attr-defined]
         if raise_on_error:  # the first error, as redis-py raises it (before any shaping)
             for number, reply in enumerate(replies, 1):
                 if isinstance(reply, ReplyError):
                     raise _annotated(reply, number, stack[number - 1].argv)
         for queued, reply in zip(stack, replies, strict=True):
-            steps.replies = [_Raised(compatible_error(reply)) if isinstance(reply, ReplyError)
+            steps.replies = [Raised(compatible_error(reply)) if isinstance(reply, ReplyError)
                              else reply]
             steps.at = 0
             try:

@@ -20,7 +20,8 @@ from collections.abc import Callable, Sequence
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlparse
 
-from streamkeep.engine.runtime.async_redis import AsyncRedis, Wait
+from streamkeep.engine.runtime.async_redis import AsyncRedis
+from streamkeep.engine.runtime.async_steps import Wait
 from streamkeep.engine.runtime.core import argv_of
 from streamkeep.engine.services.async_connection import TIMED_OUT, AsyncConnection, AsyncPool
 from streamkeep.engine.wire.errors import StreamkeepError

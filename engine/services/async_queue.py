@@ -27,7 +27,8 @@ from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
 
-from streamkeep.engine.runtime.async_redis import AsyncBackend, AsyncRedis, Wait
+from streamkeep.engine.runtime.async_redis import AsyncBackend, AsyncRedis
+from streamkeep.engine.runtime.async_steps import Wait
 from streamkeep.engine.services.queue import (
     Argv,
     Consumer,

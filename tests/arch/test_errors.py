@@ -45,7 +45,7 @@ def _exception_classes() -> list[tuple[str, str]]:
 # The async facade's suspension of a replaying run is control flow, a BaseException for the same
 # reason: no handler between a facade method and its runner may take it for a command's failure.
 NOT_ERRORS = {("streamkeep.tools.crashbench.faultfs", "PowerCut"),
-              ("streamkeep.engine.runtime.async_redis", "_Suspend")}
+              ("streamkeep.engine.runtime.async_steps", "Suspend")}
 EXCEPTIONS = [e for e in _exception_classes() if e not in NOT_ERRORS]
 
 
