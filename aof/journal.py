@@ -157,6 +157,10 @@ class Journal:
         self.mapped = mapped
         self.mappable = type(fs) is RealFS and file_system_type(directory) in MAPPABLE_FILE_SYSTEMS
         self.tail: MappedTail | None = None
+        # The tail's current window, as MappedTail last mapped it (`_to_tail`).
+        self._window: Any = None
+        self._window_base = 0
+        self._window_stop = 0
         # The data directory's rollback (engine lock held): make the engine's state the log's,
         # which ends at the given LSN, after records were dropped.
         self.on_rollback: Callable[[int], None] | None = None
@@ -299,10 +303,27 @@ class Journal:
     def _segment_path(self) -> str:
         return os.path.join(self.directory, self.manifest.segments[-1].file)
 
+    def _to_tail(self, tail: MappedTail, data: bytes) -> bool:
+        """Copy a record into the mapped tail at the written end: False if it does not fit
+        what was allocated. The tail's mapped window is kept here as well (native fields): a
+        record that fits it, every record under everysec but one per window, is copied
+        without a call into the tail."""
+        offset = self.size
+        stop = offset + len(data)
+        window = self._window
+        if window is not None and stop <= self._window_stop:
+            base = self._window_base
+            window[offset - base:stop - base] = data
+            return True
+        done = tail.write(offset, data)
+        self._window, self._window_base, self._window_stop = tail.window, tail.base, tail.stop
+        return done
+
     def _close_tail(self) -> None:
         """Back to write(2): unmap, and cut the file back to its written end (what was
         allocated past it goes back: `room` says so). OSError if the cut failed."""
         tail, self.tail = self.tail, None
+        self._window, self._window_stop = None, 0  # (unmapped by its close)
         self.room = -self.low_water if self.preallocate else UNLIMITED
         if tail is not None:
             tail.close(self.size)
@@ -435,8 +456,7 @@ class Journal:
         size = len(data)
         try:
             tail = self.tail
-            if tail is not None and more is None and (
-                    _in_window(tail, self.size, data) or tail.write(self.size, data)):
+            if tail is not None and more is None and self._to_tail(tail, data):
                 pass  # copied into the mapped tail: in the page cache, as a write's bytes are
             else:
                 if tail is not None:  # (a big record, or past what was allocated)
@@ -953,17 +973,6 @@ class Journal:
         self.fd = -1
         self.fsync_failed = True
         self.error = "ERR the data directory is closed"
-
-
-def _in_window(tail: MappedTail, offset: int, data: bytes) -> bool:
-    """MappedTail.write's common case, here in the compiled journal (every record under
-    everysec takes it): the record fits the mapped window, and is copied into it."""
-    window, base = tail.window, tail.base
-    stop = offset + len(data)
-    if window is None or stop > tail.stop:
-        return False
-    window[offset - base:stop - base] = data
-    return True
 
 
 class _CallbackRelease:
