@@ -29,11 +29,12 @@ from __future__ import annotations
 
 import contextlib
 import inspect
+import weakref
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
 from typing import Any, Protocol
 
 from streamkeep.engine.runtime.async_steps import Raised, Steps, Suspend, Wait
-from streamkeep.engine.runtime.redis_api import RedisAPI, Script
+from streamkeep.engine.runtime.redis_api import DataError, RedisAPI, Script
 from streamkeep.engine.wire.errors import ReplyError, StreamkeepError
 
 __all__ = ["AsyncBackend", "AsyncPipeline", "AsyncPubSub", "AsyncRedis", "AsyncScript",
@@ -194,6 +195,7 @@ class AsyncRedis:
         self._steps: Steps = (make_steps(compatible_error) if make_steps is not None
                               else Steps(backend.start, compatible_error))
         self._api = RedisAPI(self._steps, decode_responses)
+        self._subscribers: weakref.WeakSet[AsyncPubSub] = weakref.WeakSet()
 
     def __getattr__(self, name: str) -> Any:  # (the commands are set on the class below)
         raise AttributeError(f"{type(self).__name__} has no attribute {name!r}")
@@ -207,7 +209,30 @@ class AsyncRedis:
         return AsyncPipeline(self, transaction)
 
     def pubsub(self, ignore_subscribe_messages: bool = False, **kwargs: Any) -> AsyncPubSub:
-        return AsyncPubSub(self, ignore_subscribe_messages)
+        pubsub = AsyncPubSub(self, ignore_subscribe_messages)
+        self._subscribers.add(pubsub)  # (closed with the client, as redis-py's connections)
+        return pubsub
+
+    def lock(self, name: Any, timeout: float | None = None, sleep: float = 0.1,
+             blocking: bool = True, blocking_timeout: float | None = None,
+             lock_class: Any = None, thread_local: bool = True,
+             raise_on_release_error: bool = True) -> Any:
+        """redis-py's asyncio Lock over this client (redis-py installed: its Lock class is
+        imported here, on first use)."""
+        if lock_class is None:
+            from redis.asyncio.lock import Lock as lock_class
+        return lock_class(self, name, timeout=timeout, sleep=sleep, blocking=blocking,
+                          blocking_timeout=blocking_timeout, thread_local=thread_local,
+                          raise_on_release_error=raise_on_release_error)
+
+    def get_encoder(self) -> Encoder:
+        return self.connection_pool.get_encoder()
+
+    @property
+    def connection_pool(self) -> ConnectionPool:
+        """What code written for redis.asyncio reaches through a client's pool: its encoder
+        and `disconnect()` (which closes this client)."""
+        return ConnectionPool(self)
 
     async def scan_iter(self, match: Any = None, count: int | None = None,
                         _type: str | None = None, **kwargs: Any) -> AsyncIterator[Any]:
@@ -251,6 +276,10 @@ class AsyncRedis:
         return self.initialize().__await__()
 
     async def aclose(self, close_connection_pool: bool | None = None) -> None:
+        """Closed: its subscribers' subscriptions ended, its connections (if any) closed."""
+        for pubsub in list(self._subscribers):
+            await pubsub.aclose()
+        self._subscribers.clear()
         await self.backend.aclose()
 
     async def close(self, close_connection_pool: bool | None = None) -> None:
@@ -265,6 +294,51 @@ class AsyncRedis:
 
 for _name, _fn in _facade_methods().items():
     setattr(AsyncRedis, _name, _async_method(_fn))
+
+
+class Encoder:
+    """redis-py's Encoder as code written for it uses it (a Lock's token, a framework's keys):
+    `encode` gives the bytes a command argument is sent as."""
+
+    def __init__(self, decode_responses: bool) -> None:
+        self.decode_responses = decode_responses
+        self.encoding = "utf-8"
+        self.encoding_errors = "strict"
+
+    def encode(self, value: Any) -> bytes:
+        if isinstance(value, (bytes, memoryview)):
+            return bytes(value)
+        if isinstance(value, bool):
+            raise DataError("Invalid input of type: 'bool'. Convert to a bytes, string, int "
+                            "or float first.")
+        if isinstance(value, (int, float)):
+            return repr(value).encode()
+        if not isinstance(value, str):
+            raise DataError(f"Invalid input of type: '{type(value).__name__}'. Convert to a "
+                            "bytes, string, int or float first.")
+        return value.encode()
+
+    def decode(self, value: Any, force: bool = False) -> Any:
+        if (self.decode_responses or force) and isinstance(value, (bytes, memoryview)):
+            return bytes(value).decode()
+        return value
+
+
+class ConnectionPool:
+    """A client's `connection_pool` as redis.asyncio code reaches for it: `get_encoder()`,
+    `disconnect()` (closes the client: its subscribers and connections)."""
+
+    def __init__(self, redis: AsyncRedis) -> None:
+        self.redis = redis
+
+    def get_encoder(self) -> Encoder:
+        return Encoder(self.redis.decode_responses)
+
+    async def disconnect(self, inuse_connections: bool = True) -> None:
+        await self.redis.aclose()
+
+    async def aclose(self) -> None:
+        await self.redis.aclose()
 
 
 # --- scripts ------------------------------------------------------------------------------------
@@ -289,8 +363,22 @@ class AsyncScript:
             await client.redis.script_load(self.script)
             return client.evalsha(self.sha, len(keys or ()), *(keys or ()), *(args or ()))
         owner = self.registered_client if client is None else client
+        if not isinstance(owner, AsyncRedis):  # another redis.asyncio client: its own calls
+            return await self._on_foreign(owner, list(keys or ()), list(args or ()))
         result = _run(owner._steps, Script.__call__, (self._script, keys, args, owner._api), {})
         return result.value if type(result) is _Done else await result
+
+    async def _on_foreign(self, client: Any, keys: list[Any], args: list[Any]) -> Any:
+        """redis-py's Script rule on a client that is not one of ours (a script registered
+        once and shared, as redis-py's Lock registers its scripts): EVALSHA, and on NOSCRIPT
+        SCRIPT LOAD and EVALSHA again."""
+        try:
+            return await client.evalsha(self.sha, len(keys), *keys, *args)
+        except Exception as err:  # (redis-py's NoScriptError, or ours)
+            if not str(err).startswith(("NOSCRIPT", "No matching script")):
+                raise
+        await client.script_load(self.script)
+        return await client.evalsha(self.sha, len(keys), *keys, *args)
 
 
 # --- pipelines ----------------------------------------------------------------------------------

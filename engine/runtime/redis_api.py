@@ -843,7 +843,9 @@ class RedisAPI:
     def __delitem__(self, name: Any) -> None:
         self.delete(name)
 
-    __contains__ = exists  # redis-py's alias: the number of keys found, 0 or 1
+    def __contains__(self, name: Any) -> bool:
+        """`name in r`: redis-py's alias of exists (whether the key exists)."""
+        return bool(self.exists(name))
 
     def expire(self, name: Any, time: Any, nx: bool = False, xx: bool = False,
                gt: bool = False, lt: bool = False) -> bool:
@@ -1145,7 +1147,9 @@ class RedisAPI:
     def incrby(self, name: Any, amount: int = 1) -> int:
         return self.execute_command("INCRBY", name, amount)
 
-    incr = incrby  # redis-py's alias: INCRBY name 1
+    def incr(self, name: Any, amount: int = 1) -> int:
+        """redis-py's alias of incrby: INCRBY name 1."""
+        return self.incrby(name, amount)
 
     def incrbyfloat(self, name: Any, amount: float = 1.0) -> float:
         return self.execute_command("INCRBYFLOAT", name, amount)
@@ -1153,7 +1157,9 @@ class RedisAPI:
     def decrby(self, name: Any, amount: int = 1) -> int:
         return self.execute_command("DECRBY", name, amount)
 
-    decr = decrby  # redis-py's alias: DECRBY name 1
+    def decr(self, name: Any, amount: int = 1) -> int:
+        """redis-py's alias of decrby: DECRBY name 1."""
+        return self.decrby(name, amount)
 
     def append(self, key: Any, value: Any) -> int:
         return self.execute_command("APPEND", key, value)

@@ -14,11 +14,11 @@ server, reached over the directory's socket). Each scenario runs on both.
   mutual exclusion between tasks, a TTL that hands the lock to a waiting task and leaves the
   lapsed holder owning nothing, extend (added and replaced TTL) and reacquire.
 
-Strict xfails record what a framework reaches for that `AsyncRedis` lacks: `connection_pool`
-(saq's `disconnect()`, the Lock's explicit token and its `owned()` on a decoding client),
-`lock()`, an `aclose()` that ends the client's subscribers (redis-py's does), and a registered
+Also what such code reaches for besides the commands, as redis.asyncio has it: the client's
+`connection_pool` (saq's `disconnect()`, the Lock's explicit token and its `owned()` on a
+decoding client), `lock()`, an `aclose()` that ends the client's subscribers, and a registered
 script called with another client (redis-py's Lock caches its scripts on the class, so the
-first client's `AsyncScript` serves every later Lock).
+first client's script serves every later Lock).
 """
 
 from __future__ import annotations
@@ -325,9 +325,6 @@ def test_saq_jobs_survive_a_shared_directory_restart(shared_dir: Path) -> None:
         place.close()
 
 
-@pytest.mark.xfail(strict=True, raises=AttributeError,
-                   reason="AsyncRedis has no connection_pool: RedisQueue.disconnect() awaits "
-                          "redis.connection_pool.disconnect() after aclose()")
 def test_saq_disconnect(place: Place) -> None:
     async def body() -> None:
         queue = RedisQueue(place.aredis(), name=QUEUE)
@@ -341,11 +338,6 @@ def test_saq_disconnect(place: Place) -> None:
     run(body)
 
 
-@pytest.mark.xfail(strict=True,
-                   reason="AsyncRedis.aclose() leaves the subscribers of its pubsub() objects "
-                          "subscribed (redis-py's aclose disconnects the pool's connections, "
-                          "in use ones too: a PubSub's among them); saq's disconnect() counts "
-                          "on it after a PUNSUBSCRIBE")
 def test_aclose_ends_the_clients_subscribers(place: Place) -> None:
     async def body() -> None:
         client = place.aredis()
@@ -458,10 +450,6 @@ def test_lock_ttl_hands_it_to_a_waiting_task(place: Place) -> None:
     run(body)
 
 
-@pytest.mark.xfail(strict=True, raises=AttributeError,
-                   reason="AsyncRedis has neither connection_pool nor get_encoder: Lock.acquire"
-                          "(token=str) and Lock.owned() on a decode_responses client encode "
-                          "with redis.connection_pool.get_encoder()")
 @pytest.mark.parametrize("case", ["explicit token", "owned() decoding"])
 def test_lock_encodes_with_the_clients_encoder(place: Place, case: str) -> None:
     async def body() -> None:
@@ -478,9 +466,6 @@ def test_lock_encodes_with_the_clients_encoder(place: Place, case: str) -> None:
     run(body)
 
 
-@pytest.mark.xfail(strict=True, raises=AttributeError,
-                   reason="AsyncRedis has no lock() (redis.asyncio.Redis.lock: a Lock over "
-                          "the client)")
 def test_lock_method(place: Place) -> None:
     async def body() -> None:
         client = place.aredis()
@@ -492,10 +477,6 @@ def test_lock_method(place: Place) -> None:
     run(body)
 
 
-@pytest.mark.xfail(strict=True, raises=AttributeError,
-                   reason="AsyncScript.__call__(client=<redis.asyncio.Redis>) reads the "
-                          "client's _steps: the Lock scripts a streamkeep client registered "
-                          "first break every later Lock on a redis-py client")
 def test_lock_scripts_registered_by_aredis_serve_a_redis_py_client(shared_dir: Path) -> None:
     place = Place("shared", shared_dir)
 
