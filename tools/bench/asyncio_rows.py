@@ -37,6 +37,7 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
+from streamkeep.tools import temporaries
 from streamkeep.tools.bench import workqueue
 from streamkeep.tools.bench.workload import Measurement, Skip, warmup_size
 
@@ -170,7 +171,7 @@ asyncio.run(main())
 def _killed_after_writes(which: str, path: str, n: int) -> float:
     """Run the child until it says its writes are done, SIGKILL it; its writes/s."""
     child = subprocess.Popen([sys.executable, "-c", CHILD, which, path, str(n)],
-                             stdout=subprocess.PIPE, text=True)
+                             stdout=subprocess.PIPE, text=True, **temporaries.child_options())
     try:
         assert child.stdout is not None
         line = child.stdout.readline()

@@ -117,8 +117,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--sections", type=section_list, metavar="LIST",
                         help="comma-separated sections to run, of: embedded, aof, redis, "
                              "snapshot, server, strings, types, lists, hardening, replication, "
-                             "inspect, export, queue, shared, memory, backlog, interop, nodes, "
-                             "consume, crashbench (default: all)")
+                             "inspect, export, queue, asyncio, shared, memory, backlog, interop, "
+                             "nodes, consume, crashbench (default: all)")
     parser.add_argument("only", nargs="*", type=section_list, metavar="SECTION",
                         help="sections to run, as --sections (e.g. `streamkeep bench server`)")
     parser.add_argument("--strict", action="store_true",
