@@ -67,27 +67,26 @@ class AsyncBackend(AsyncSession, Protocol):
 async def _resume(steps: Steps, fn: Callable[..., Any], args: tuple[Any, ...],
                   kwargs: dict[str, Any]) -> Any:
     """A suspended run: await the command it waits for, then run it again from the start
-    with every reply it has had (other tasks use the same `steps` meanwhile: each run puts
-    its own replies back first)."""
-    replies, wait = steps.replies, steps.wait
+    with every reply it has had. Its replies are its own while it waits (`steps` is given a
+    fresh list: other tasks' runs reuse that one), and are put back for each re-run."""
+    replies, wait = steps.suspended()
     while True:
-        assert wait is not None
         try:
             reply = await wait.awaitable
         except ReplyError as err:
             reply = Raised(compatible_error(err))
         replies.append(reply)
-        steps.replies, steps.at = replies, 0
+        steps.reset(replies)
         try:
             return fn(*args, **kwargs)
         except Suspend:
-            replies, wait = steps.replies, steps.wait
+            replies, wait = steps.suspended()
 
 
 def _run(steps: Steps, fn: Callable[..., Any], args: tuple[Any, ...],
          kwargs: dict[str, Any]) -> Any:
     """Run `fn` over `steps`: its result, or (suspended) an awaitable of it."""
-    steps.replies, steps.at = [], 0
+    steps.begin()
     try:
         return _Done(fn(*args, **kwargs))
     except Suspend:
@@ -171,8 +170,7 @@ def _facade_methods() -> dict[str, Callable[..., Any]]:
 def _async_method(fn: Callable[..., Any]) -> Callable[..., Any]:
     async def method(self: AsyncRedis, *args: Any, **kwargs: Any) -> Any:
         steps = self._steps
-        steps.replies = []
-        steps.at = 0
+        steps.begin()
         try:
             return fn(self._api, *args, **kwargs)
         except Suspend:
@@ -451,7 +449,7 @@ class AsyncPipeline:
         checks raise here, as redis-py's do at the call)."""
         collector = self._collector
         steps: Steps = collector.execute.__self__  # type: ignore[attr-defined]
-        steps.replies, steps.at = [], 0
+        steps.begin()
         self._collected = []
         with contextlib.suppress(Suspend):  # (the run stops at its command: queued)
             fn(collector, *args, **kwargs)
@@ -530,9 +528,8 @@ class AsyncPipeline:
                 if isinstance(reply, ReplyError):
                     raise _annotated(reply, number, stack[number - 1].argv)
         for queued, reply in zip(stack, replies, strict=True):
-            steps.replies = [Raised(compatible_error(reply)) if isinstance(reply, ReplyError)
-                             else reply]
-            steps.at = 0
+            steps.reset([Raised(compatible_error(reply)) if isinstance(reply, ReplyError)
+                         else reply])
             try:
                 out.append(queued.fn(api, *queued.args, **queued.kwargs))
             except ReplyError as err:

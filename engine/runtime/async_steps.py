@@ -62,9 +62,24 @@ class Steps:
         self.start = start
         self.convert = convert  # an error reply as the facade raises it
 
+    def begin(self) -> None:
+        """A new run: no replies had (the list is reused: a run that suspends takes its
+        replies away first, `suspended`)."""
+        self.replies.clear()
+        self.at = 0
+
     def reset(self, replies: list[Any]) -> None:
+        """A run again, with the replies it had."""
         self.replies = replies
         self.at = 0
+
+    def suspended(self) -> tuple[list[Any], Wait]:
+        """The suspended run's replies and what it waits for, taken away from these steps
+        (which get a fresh list for the runs made meanwhile)."""
+        replies, wait = self.replies, self.wait
+        assert wait is not None
+        self.replies, self.wait = [], None
+        return replies, wait
 
     def execute(self, *args: Any) -> Any:
         at = self.at
