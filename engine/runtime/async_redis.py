@@ -217,11 +217,14 @@ class AsyncRedis:
              raise_on_release_error: bool = True) -> Any:
         """redis-py's asyncio Lock over this client (redis-py installed: its Lock class is
         imported here, on first use)."""
-        if lock_class is None:
-            from redis.asyncio.lock import Lock as lock_class
-        return lock_class(self, name, timeout=timeout, sleep=sleep, blocking=blocking,
-                          blocking_timeout=blocking_timeout, thread_local=thread_local,
-                          raise_on_release_error=raise_on_release_error)
+        make = lock_class
+        if make is None:
+            from redis.asyncio.lock import Lock
+
+            make = Lock
+        return make(self, name, timeout=timeout, sleep=sleep, blocking=blocking,
+                    blocking_timeout=blocking_timeout, thread_local=thread_local,
+                    raise_on_release_error=raise_on_release_error)
 
     def get_encoder(self) -> Encoder:
         return self.connection_pool.get_encoder()
