@@ -16,6 +16,7 @@ venv (its Python only makes the frameworks' venvs), any server.
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
 import os
@@ -285,14 +286,19 @@ def _sdist(suite: Suite, tmp: Path) -> None:
 
 
 def ensure_venv(suite: Suite, cache: Path, src: Path) -> Path:
-    """The suite's own venv (made and installed once; again when its pins change)."""
+    """The suite's own venv (made and installed once; again when its pins change). Made under
+    a lock of its own: two processes wanting it at once (two test workers, two bench rows)
+    must not clear it under each other."""
     venv = cache / "venvs" / suite.name
     spec = [a.replace("{src}", str(src)) for a in suite.install]
     digest = hashlib.sha256(json.dumps(spec).encode()).hexdigest()[:16]
     stamp = venv / ".stamp"
-    if stamp.exists() and stamp.read_text() == digest:
-        return venv
-    _run([str(PROJECT_PYTHON), "-m", "venv", "--clear", str(venv)])
-    _run([str(venv / "bin" / "python"), "-m", "pip", "install", "-q", *spec])
-    stamp.write_text(digest)
+    venv.parent.mkdir(parents=True, exist_ok=True)
+    with open(venv.parent / f"{suite.name}.lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if stamp.exists() and stamp.read_text() == digest:
+            return venv
+        _run([str(PROJECT_PYTHON), "-m", "venv", "--clear", str(venv)])
+        _run([str(venv / "bin" / "python"), "-m", "pip", "install", "-q", *spec])
+        stamp.write_text(digest)
     return venv
