@@ -299,6 +299,8 @@ def ensure_venv(suite: Suite, cache: Path, src: Path) -> Path:
         if stamp.exists() and stamp.read_text() == digest:
             return venv
         _run([str(PROJECT_PYTHON), "-m", "venv", "--clear", str(venv)])
-        _run([str(venv / "bin" / "python"), "-m", "pip", "install", "-q", *spec])
+        # -I: the caller's PYTHONPATH (a test run's) must not make pip find a pin satisfied
+        # by a package the venv itself will not have (its children run isolated too)
+        _run([str(venv / "bin" / "python"), "-I", "-m", "pip", "install", "-q", *spec])
         stamp.write_text(digest)
     return venv
