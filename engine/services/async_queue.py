@@ -50,13 +50,17 @@ class _Backend:
 
     def __init__(self, backend: AsyncBackend) -> None:
         self.backend = backend
+        # In process, the compiled steps' submit path (what start does, without its frames)
+        make_steps = getattr(backend, "make_steps", None)
+        self.start: Callable[[Argv], Any] = (
+            make_steps(_as_is).run if make_steps is not None else backend.start)
 
     async def call(self, argv: Argv) -> Any:
-        reply = self.backend.start(argv)
+        reply = self.start(argv)
         return await reply.awaitable if type(reply) is Wait else reply
 
     async def read(self, argv: Argv) -> list[Entry]:
-        reply = self.backend.start(argv)
+        reply = self.start(argv)
         if type(reply) is Wait:
             try:
                 reply = await reply.awaitable
@@ -110,6 +114,10 @@ class _Backend:
         if isinstance(result, ReplyError):
             raise result
         return None if result is None else list(result)
+
+
+def _as_is(err: ReplyError) -> ReplyError:
+    return err
 
 
 async def _reply(reply: Any) -> Any:
@@ -209,7 +217,7 @@ class AsyncStreamQueue:
 
     async def put(self, fields: Mapping[Any, Any] | Iterable[tuple[Any, Any]],
                   idempotency_key: Any = None) -> bytes:
-        inner = await self._ready()
+        inner = self.inner if not self._to_create else await self._ready()
         return await inner.acall(inner.put_argv(fields, idempotency_key))  # type: ignore[no-any-return]
 
     async def put_many(self, messages: Iterable[Mapping[Any, Any] | Iterable[tuple[Any, Any]]],
@@ -219,10 +227,11 @@ class AsyncStreamQueue:
     async def get(self, count: int = 1, block: float | None = None) -> list[AsyncMessage]:
         """As StreamQueue.get: `block` None or 0 returns at once, a number of seconds waits up
         to that long, float('inf') for ever. A cancelled get hands back what it was served."""
-        return self._messages(await (await self._ready()).aget(count, block))
+        inner = self.inner if not self._to_create else await self._ready()
+        return self._messages(await inner.aget(count, block))
 
     async def ack(self, *ids: bytes) -> int:
-        inner = await self._ready()
+        inner = self.inner if not self._to_create else await self._ready()
         return await inner.acall(inner.ack_argv(ids))  # type: ignore[no-any-return]
 
     async def nack(self, sid: bytes, counted: bool = True) -> int:
