@@ -34,7 +34,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequen
 from typing import Any, Protocol
 
 from streamkeep.engine.runtime.async_steps import Raised, Steps, Suspend, Wait
-from streamkeep.engine.runtime.redis_api import DataError, RedisAPI, Script
+from streamkeep.engine.runtime.redis_api import RedisAPI, Script, check_encodable
 from streamkeep.engine.wire.errors import ReplyError, StreamkeepError
 
 __all__ = ["AsyncBackend", "AsyncPipeline", "AsyncPubSub", "AsyncRedis", "AsyncScript",
@@ -307,17 +307,12 @@ class Encoder:
         self.encoding_errors = "strict"
 
     def encode(self, value: Any) -> bytes:
-        if isinstance(value, (bytes, memoryview)):
-            return bytes(value)
-        if isinstance(value, bool):
-            raise DataError("Invalid input of type: 'bool'. Convert to a bytes, string, int "
-                            "or float first.")
+        check_encodable((value,))  # (redis-py's DataError for what its Encoder refuses)
+        if isinstance(value, str):
+            return value.encode()
         if isinstance(value, (int, float)):
             return repr(value).encode()
-        if not isinstance(value, str):
-            raise DataError(f"Invalid input of type: '{type(value).__name__}'. Convert to a "
-                            "bytes, string, int or float first.")
-        return value.encode()
+        return bytes(value)
 
     def decode(self, value: Any, force: bool = False) -> Any:
         if (self.decode_responses or force) and isinstance(value, (bytes, memoryview)):

@@ -33,7 +33,8 @@ from typing import Any, Protocol
 from streamkeep.engine.wire.errors import ReplyError, StreamkeepError
 from streamkeep.engine.wire.reply import PlainEntries
 
-__all__ = ["DataError", "Executor", "RedisAPI", "Script", "execute_command_callbacks"]
+__all__ = ["DataError", "Executor", "RedisAPI", "Script", "check_encodable",
+           "execute_command_callbacks"]
 
 _REF_POLICIES = {"KEEPREF", "DELREF", "ACKED"}
 _NEVER_DECODE = "NEVER_DECODE"
@@ -47,7 +48,7 @@ class DataError(StreamkeepError, ValueError):
 # --- encoding and decoding as redis-py's Encoder and RESP2 parser do ---------------------------
 
 
-def _check_encodable(args: tuple[Any, ...]) -> None:
+def check_encodable(args: tuple[Any, ...]) -> None:
     """Raise redis-py's DataError for the first argument its Encoder refuses."""
     for value in args:
         if isinstance(value, (bytes, bytearray, memoryview, str)):
@@ -706,7 +707,7 @@ class RedisAPI:
         try:
             return self.execute(*args)
         except TypeError:
-            _check_encodable(args)
+            check_encodable(args)
             raise
 
     def _run_wired(self, *args: Any) -> Any:
@@ -1820,7 +1821,7 @@ class RedisAPI:
         try:  # _run, inlined: the hot path
             reply = self.execute(*pieces)
         except TypeError:
-            _check_encodable(tuple(pieces))
+            check_encodable(tuple(pieces))
             raise
         if reply is not None and self.decode_responses:
             return reply.decode()
