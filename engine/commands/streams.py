@@ -46,7 +46,7 @@ from streamkeep.engine.model.effects import (
     xtrim_effect,
 )
 from streamkeep.engine.model.idmp_maps import auto_iid
-from streamkeep.engine.model.ids import MAX_ID, SEQ_MASK, parse_range, parse_strict
+from streamkeep.engine.model.ids import MAX_ID, SEQ_MASK, next_auto_id, parse_range, parse_strict
 from streamkeep.engine.model.stream import Stream, new_stream
 from streamkeep.engine.wire.args import LLONG_MAX, is_word, parse_int, parse_int_range
 from streamkeep.engine.wire.errors import NO_SUCH_KEY, SYNTAX, ReplyError, wrong_arity
@@ -56,18 +56,6 @@ if TYPE_CHECKING:
     from streamkeep.engine.exec.engine_state import EngineState
 
 _EDOM: Final = "ERR The ID specified in XADD is equal or smaller than the target stream top item"
-
-
-def next_auto_id(last: int, now: int) -> int:
-    """The ID `*` gives after the stream's last ID `last` at `now` (ms): `now-0` once the
-    clock is past the last ID's time, else the last ID's successor, `ms+1-0` when its
-    sequence is full. The caller has refused a stream at the greatest ID (MAX_ID)."""
-    last_ms = last >> 64
-    if now > last_ms:
-        return now << 64
-    if last & SEQ_MASK == SEQ_MASK:
-        return (last_ms + 1) << 64
-    return last + 1
 
 
 def _resolve_xadd_id(s: Stream, parsed, now: int) -> int:  # type: ignore[no-untyped-def]

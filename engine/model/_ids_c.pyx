@@ -17,30 +17,8 @@ from streamkeep.engine.model import _ids_py
 cdef object SIXTY_FOUR = 64
 cdef object LOW = (1 << 64) - 1
 
-cdef extern from *:
-    """
-    /* A non-negative int of at most 128 bits as its two 64-bit halves, read straight from the
-       int (no shifted or masked ints made); 0 for anything else (no exception left set). */
-    static int streamkeep_u128_halves(PyObject* v, unsigned long long* hi,
-                                      unsigned long long* lo) {
-        unsigned char b[16];
-        int i;
-    #if PY_VERSION_HEX >= 0x030D0000
-        Py_ssize_t n = PyLong_AsNativeBytes(v, b, 16, Py_ASNATIVEBYTES_LITTLE_ENDIAN
-            | Py_ASNATIVEBYTES_UNSIGNED_BUFFER | Py_ASNATIVEBYTES_REJECT_NEGATIVE);
-        if (n < 0) { PyErr_Clear(); return 0; }
-        if (n > 16) return 0;
-    #else
-        if (_PyLong_Sign(v) < 0) return 0;
-        if (_PyLong_AsByteArray((PyLongObject*)v, b, 16, 1, 0) < 0) { PyErr_Clear(); return 0; }
-    #endif
-        *lo = 0; *hi = 0;
-        for (i = 7; i >= 0; i--) { *lo = (*lo << 8) | b[i]; *hi = (*hi << 8) | b[i + 8]; }
-        return 1;
-    }
-    """
-    bint u128_halves "streamkeep_u128_halves"(object v, unsigned long long* hi,
-                                              unsigned long long* lo)
+# IDs read as their two 64-bit halves, in place (engine/model/u128.pxd)
+from engine.model.u128 cimport u128_halves, u128_int
 
 
 cdef inline int write_u64(char* out, unsigned long long v) noexcept nogil:
@@ -159,6 +137,21 @@ def plain_ids(object args, Py_ssize_t start):
         ms.append(PyLong_FromUnsignedLongLong(m))
         seq.append(PyLong_FromUnsignedLongLong(q))
     return ms, seq, tidy
+
+
+def next_auto_id(last, now):
+    cdef unsigned long long ms, seq, now_hi, now_ms
+    if not (PyLong_CheckExact(last) and PyLong_CheckExact(now)
+            and u128_halves(last, &ms, &seq) and u128_halves(now, &now_hi, &now_ms)
+            and now_hi == 0):
+        return _ids_py.next_auto_id(last, now)
+    if now_ms > ms:
+        return u128_int(now_ms, 0)
+    if seq == 0xFFFFFFFFFFFFFFFFULL:
+        if ms == 0xFFFFFFFFFFFFFFFFULL:
+            return _ids_py.next_auto_id(last, now)  # (beyond 128 bits: the caller refused it)
+        return u128_int(ms + 1, 0)
+    return u128_int(ms, seq + 1)
 
 
 def split_ids(list sids):

@@ -24,6 +24,18 @@ def format_ids(ids: list[int]) -> list[bytes]:
     return [format_id(sid) for sid in ids]
 
 
+def next_auto_id(last: int, now: int) -> int:
+    """The ID `*` gives after the stream's last ID `last` at `now` (ms): `now-0` once the
+    clock is past the last ID's time, else the last ID's successor, `ms+1-0` when its
+    sequence is full. The caller has refused a stream at the greatest ID (MAX_ID)."""
+    last_ms = last >> 64
+    if now > last_ms:
+        return now << 64
+    if last & _SEQ_MASK == _SEQ_MASK:
+        return (last_ms + 1) << 64
+    return last + 1
+
+
 def split_ids(sids: list[int]) -> tuple[list[int], list[int]]:
     """The IDs' ms and seq parts as two lists (the columns packed PEL tables keep)."""
     return [sid >> 64 for sid in sids], [sid & _SEQ_MASK for sid in sids]

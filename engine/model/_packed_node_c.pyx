@@ -29,6 +29,7 @@ from libc.string cimport memcmp, memcpy, memmove
 # The listpack helpers the kernels share, cimported by folder path (engine/model/lp_helpers.pxd).
 from engine.model.lp_helpers cimport Buf, Elem, backlen_size, c_int_size
 from engine.model.lp_helpers cimport put_int, put_string, reserve
+from engine.model.u128 cimport u128_halves
 from streamkeep.engine.model._packed_node_py import Invalid  # one exception class for both twins
 
 cdef enum:
@@ -182,7 +183,9 @@ cdef inline int split_id(object sid, uint64_t* ms, uint64_t* seq) except -1:
     cdef int k
     if not PyLong_Check(sid):
         raise TypeError(f"an ID is an int, not {type(sid).__name__}")
-    _PyLong_AsByteArray(<PyLongObject*>sid, raw, 16, 1, 0)
+    if u128_halves(sid, <unsigned long long*>ms, <unsigned long long*>seq):
+        return 0
+    _PyLong_AsByteArray(<PyLongObject*>sid, raw, 16, 1, 0)  # (raises the OverflowError)
     ms[0] = 0
     seq[0] = 0
     for k in range(7, -1, -1):

@@ -15,12 +15,20 @@ from streamkeep.engine.wire.errors import INVALID_STREAM_ID, ReplyError
 # Formatting and the common `ms-seq` parse: a compiled kernel, or its pure-Python reference.
 try:
     kernel_switches.want_compiled()  # ImportError when STREAMKEEP_NO_EXTENSIONS is set
-    from streamkeep.engine.model._ids_c import format_id, format_ids, plain_id, plain_ids, split_ids
+    from streamkeep.engine.model._ids_c import (
+        format_id,
+        format_ids,
+        next_auto_id,
+        plain_id,
+        plain_ids,
+        split_ids,
+    )
 except ImportError as error:
     kernel_switches.missing(__name__, error)
     from streamkeep.engine.model._ids_py import (
         format_id,
         format_ids,
+        next_auto_id,
         plain_id,
         plain_ids,
         split_ids,
@@ -29,7 +37,8 @@ else:
     kernel_switches.loaded(__name__, True)
 
 __all__ = ["MAX_ID", "MIN_ID", "SEQ_BITS", "SEQ_MASK", "U64_MAX", "ParsedID", "decr_id",
-           "format_id", "format_ids", "id_ms", "id_seq", "incr_id", "make_id", "parse_id",
+           "format_id", "format_ids", "id_ms", "id_seq", "incr_id", "make_id", "next_auto_id",
+           "parse_id",
            "parse_range", "parse_range_bound", "parse_strict", "parse_u64", "plain_id", "plain_ids",
            "split_ids", "try_parse_strict"]
 

@@ -37,6 +37,7 @@ from streamkeep.engine.services.queue import (
     Message,
     QueueError,
     StreamQueue,
+    group_error,
     plain_entries,
 )
 from streamkeep.engine.wire.errors import ReplyError
@@ -173,7 +174,10 @@ class AsyncMessage:
     __hash__ = None  # type: ignore[assignment]
 
     async def ack(self) -> None:
-        await self.queue.ack(self.id)
+        queue = self.queue  # (queue.ack, inlined: the group exists, this message came from it)
+        reply = queue._begin(queue.inner.ack_argv((self.message.id,)))
+        if type(reply) is Wait:
+            await queue._finish(reply)
         self.message.done = True
 
     async def nack(self, counted: bool = True, error: str | None = None) -> None:
@@ -198,7 +202,9 @@ class AsyncStreamQueue:
                  create: bool = True) -> None:
         redis = client if isinstance(client, AsyncRedis) else _aredis(client)
         self.redis = redis
-        self.inner = StreamQueue(_Client(_Backend(redis.backend)), name, group, consumer,
+        backend = _Backend(redis.backend)
+        self._start = backend.start
+        self.inner = StreamQueue(_Client(backend), name, group, consumer,
                                  visibility_timeout, max_deliveries, dead_letter, maxlen,
                                  max_age, create=False)
         self._to_create = create
@@ -215,10 +221,26 @@ class AsyncStreamQueue:
     def _messages(self, got: list[Message]) -> list[AsyncMessage]:
         return [AsyncMessage(m, self) for m in got]
 
+    # One command as the inner queue's `acall` runs it, without its two coroutines (put and
+    # ack, the hot path): the reply at once, or a Wait for `_finish`; errors as the queue's.
+
+    def _begin(self, argv: Argv) -> Any:
+        try:
+            return self._start(argv)
+        except ReplyError as err:
+            raise group_error(self.name, self.group, err) or err from None
+
+    async def _finish(self, wait: Wait) -> Any:
+        try:
+            return await wait.awaitable
+        except ReplyError as err:
+            raise group_error(self.name, self.group, err) or err from None
+
     async def put(self, fields: Mapping[Any, Any] | Iterable[tuple[Any, Any]],
                   idempotency_key: Any = None) -> bytes:
         inner = self.inner if not self._to_create else await self._ready()
-        return await inner.acall(inner.put_argv(fields, idempotency_key))  # type: ignore[no-any-return]
+        reply = self._begin(inner.put_argv(fields, idempotency_key))
+        return reply if type(reply) is not Wait else await self._finish(reply)  # type: ignore[no-any-return]
 
     async def put_many(self, messages: Iterable[Mapping[Any, Any] | Iterable[tuple[Any, Any]]],
                        idempotency_keys: Sequence[Any] | None = None) -> list[bytes]:
@@ -232,7 +254,8 @@ class AsyncStreamQueue:
 
     async def ack(self, *ids: bytes) -> int:
         inner = self.inner if not self._to_create else await self._ready()
-        return await inner.acall(inner.ack_argv(ids))  # type: ignore[no-any-return]
+        reply = self._begin(inner.ack_argv(ids))
+        return reply if type(reply) is not Wait else await self._finish(reply)  # type: ignore[no-any-return]
 
     async def nack(self, sid: bytes, counted: bool = True) -> int:
         inner = await self._ready()

@@ -116,3 +116,25 @@ def test_split_ids_twins_agree(sids: list[int]) -> None:
     assert outcome(pure.split_ids, sids) == outcome(compiled.split_ids, sids)
     good = [sid for sid in sids if 0 <= sid < 1 << 128]
     assert compiled.split_ids(good) == ([s >> 64 for s in good], [s & ((1 << 64) - 1) for s in good])
+
+
+_EDGES = [0, 1, (1 << 30) - 1, 1 << 30, (1 << 60) - 1, 1 << 60, (1 << 64) - 1, 1 << 64,
+          (1 << 64) + 1, (1 << 90) - 1, 1 << 90, (1 << 120) - 1, 1 << 120, (1 << 128) - 2,
+          (1 << 128) - 1]
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.one_of(st.sampled_from(_EDGES), st.integers(0, (1 << 128) - 1),
+                 st.integers(-(1 << 130), 1 << 130)),
+       st.one_of(st.sampled_from([0, 1, (1 << 64) - 1, 1 << 64]), st.integers(0, 1 << 70),
+                 st.integers(-5, 5)))
+def test_next_auto_id_twins_agree(last: int, now: int) -> None:
+    """The compiled one reads and writes the ints' digits in place: every digit count and
+    both halves' edges, against the shifts of the reference."""
+    pure, compiled = pure_and_compiled("streamkeep.engine.model", "ids")
+    assert outcome(pure.next_auto_id, last, now) == outcome(compiled.next_auto_id, last, now)
+
+
+@pytest.mark.parametrize("sid", _EDGES)
+def test_format_id_of_every_digit_count(ids_impl, sid: int) -> None:
+    assert ids_impl.format_id(sid) == b"%d-%d" % (sid >> 64, sid & ((1 << 64) - 1))
