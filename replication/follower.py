@@ -155,13 +155,16 @@ class Follower:
         self.state = "connecting"
         sock = self.sock = socket.create_connection((self.host, self.port), CONNECT_TIMEOUT)
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        config = self.engine.config
+        if config.get("tls-replication"):
+            sock = self.sock = _over_tls(sock, config)
         if self._stop.is_set():
             return
         parser = ReplyParser()  # the handshake's replies (the project's RESP codec)
         self.announced_port = self.listening_port()
-        config = self.engine.config
         for command in link.handshake(str(config["masterauth"]), self.announced_port,
-                                      self.runid, str(config["replica-announce-ip"])):
+                                      self.runid, str(config["replica-announce-ip"]),
+                                      str(config.get("masteruser") or "")):
             sock.sendall(command)
             reply = self._read_reply(sock, parser)
             if isinstance(reply, ReplyError):
@@ -416,3 +419,18 @@ class Follower:
             self._kept = {received.name: received for received in self._incoming.abandon()}
         self._incoming, self._syncing = None, False
         self.datadir.allow_compaction()
+
+
+def _over_tls(sock: socket.socket, config: dict[str, Any]) -> socket.socket:
+    """The link's socket after a TLS handshake with the primary (tls-replication): this
+    server's client certificate, the primary's checked against tls-ca-cert-file/dir
+    (engine.services.tls.client_context). A context that cannot be made, or a handshake that
+    fails, is the attempt's error: the follower retries as after any failed connect."""
+    from streamkeep.engine.services.tls import TLSConfigError, client_context
+
+    try:
+        context = client_context(config)
+        return context.wrap_socket(sock)
+    except (TLSConfigError, OSError) as err:
+        sock.close()
+        raise StorageError(f"TLS to the primary failed: {err}") from None

@@ -72,11 +72,13 @@ class LinkError(StorageError):
 
 
 def handshake(masterauth: str, listening_port: int, runid: str,
-              announce_ip: str = "") -> list[bytes]:
-    """The commands a replica sends before PSYNC, in order; each expects +OK."""
+              announce_ip: str = "", masteruser: str = "") -> list[bytes]:
+    """The commands a replica sends before PSYNC, in order; each expects +OK. With
+    `masteruser`, AUTH names that user (Redis 6+'s ACL users), else the default one."""
     commands = []
     if masterauth:
-        commands.append(encode_command([b"AUTH", masterauth.encode()]))
+        user = [masteruser.encode()] if masteruser else []
+        commands.append(encode_command([b"AUTH", *user, masterauth.encode()]))
     commands.append(encode_command([b"REPLCONF", b"listening-port", str(listening_port)]))
     if announce_ip:  # replica-announce-ip: the address the primary lists this replica under
         commands.append(encode_command([b"REPLCONF", b"ip-address", announce_ip.encode()]))

@@ -16,6 +16,7 @@ import sys
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from streamkeep.engine.server.listeners import DEFAULT_BIND
 from streamkeep.engine.wire.errors import StreamkeepError
 
 if TYPE_CHECKING:
@@ -55,7 +56,6 @@ held); 130 (SIGTERM: 143, SIGHUP: 129) if interrupted while the data directory
 is replayed at start-up (its lock released, the directory as it was)."""
 DEFAULT_DIR = "./data"
 DEFAULT_PORT = 6390
-DEFAULT_BIND = "127.0.0.1"
 EXIT_UNAVAILABLE, EXIT_USAGE = 1, 3
 SHARED_SOCKET_PERM = 0o700  # a shared directory's socket: its owner's only
 
@@ -80,6 +80,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--replicaof", nargs=2, metavar=("HOST", "PORT"),
                         help="follow this primary (streamkeep or redis-server) as a read-only replica")
     parser.add_argument("--masterauth", help="password to give the primary (--replicaof)")
+    parser.add_argument("--masteruser", help="the user to authenticate as with the primary "
+                                             "(--replicaof; with --masterauth)")
+    parser.add_argument("--tls-port", type=int, metavar="PORT",
+                        help="also accept TLS connections on this port (with --port 0: TLS "
+                             "only); needs --tls-cert-file and --tls-key-file")
+    parser.add_argument("--tls-cert-file", metavar="FILE", help="the server's certificate (PEM)")
+    parser.add_argument("--tls-key-file", metavar="FILE", help="its private key (PEM)")
+    parser.add_argument("--tls-ca-cert-file", metavar="FILE",
+                        help="CA certificates clients' (and a primary's) are checked against")
+    parser.add_argument("--tls-auth-clients", choices=("yes", "no", "optional"),
+                        help="whether TLS clients must present a certificate (default yes)")
+    parser.add_argument("--tls-replication", choices=("yes", "no"),
+                        help="connect to the primary (--replicaof) over TLS")
     parser.add_argument("--config", metavar="FILE",
                         help="config file in redis.conf syntax (options below override it)")
     parser.add_argument("--loglevel", choices=("debug", "verbose", "notice", "warning"),
@@ -119,10 +132,13 @@ def settings_from(args: argparse.Namespace) -> dict[str, Any]:
         if os.path.exists(conf):
             settings.update(read_config_file(conf))
     for name in ("dir", "port", "bind", "appendfsync", "requirepass", "loglevel", "replicaof",
-                 "masterauth", "aof_segment_max_bytes", "unixsocket", "unixsocketperm"):
-        value = getattr(args, name)
+                 "masterauth", "aof_segment_max_bytes", "unixsocket", "unixsocketperm",
+                 "masteruser", "tls_port", "tls_cert_file", "tls_key_file", "tls_ca_cert_file",
+                 "tls_auth_clients", "tls_replication"):
+        value = getattr(args, name, None)
         if value is not None:
-            settings[name] = value
+            settings[name.replace("_", "-") if name.startswith(("tls_", "master"))
+                     else name] = value
     settings.setdefault("dir", DEFAULT_DIR)
     settings.setdefault("port", DEFAULT_PORT)
     settings.setdefault("bind", DEFAULT_BIND)
@@ -194,41 +210,17 @@ def not_a_directory(path: str, option: str = "--dir") -> str | None:
 
 
 def listen(bind: str, port: int) -> list[socket.socket]:
-    """Sockets bound on every address of each of `bind`'s hosts (port 0: the first one bound
-    picks the port the others take), as asyncio's create_server binds them: a port in use is
-    found before the data directory is opened. They listen once the server starts (asyncio's
-    create_server calls listen): until the directory is open (a long replay) a client's
-    connection is refused, as it was before, not left waiting. _Refused: an address that does
-    not parse (exit 3), or one that cannot be bound (exit 1)."""
-    sockets: list[socket.socket] = []
+    """Sockets bound on every address of each of `bind`'s hosts (engine.server.listeners):
+    a port in use is found before the data directory is opened. They listen once the server
+    starts (asyncio's create_server calls listen): until the directory is open (a long
+    replay) a client's connection is refused, as it was before, not left waiting. _Refused:
+    an address that does not parse (exit 3), or one that cannot be bound (exit 1)."""
+    from streamkeep.engine.server.listeners import BindError, bind_all
+
     try:
-        for host in bind.split() or [DEFAULT_BIND]:
-            try:
-                infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM,
-                                           flags=socket.AI_PASSIVE)
-            except socket.gaierror as err:
-                raise _Refused(f"bind {host}: not an address this host has ({err.strerror})",
-                               EXIT_USAGE) from None
-            except (UnicodeError, ValueError):  # (a name the resolver cannot even encode)
-                raise _Refused(f"bind {host}: not an address", EXIT_USAGE) from None
-            for family, kind, proto, _name, address in dict.fromkeys(infos):
-                sock = socket.socket(family, kind, proto)
-                sockets.append(sock)
-                sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-                if family == socket.AF_INET6:
-                    sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
-                try:
-                    sock.bind((address[0], port, *address[2:]))
-                except OSError as err:
-                    raise _Refused(f"cannot listen on {host} port {port}: "
-                                   f"{err.strerror or err}", EXIT_UNAVAILABLE) from None
-                sock.setblocking(False)
-                port = sock.getsockname()[1]
-    except BaseException:
-        for sock in sockets:
-            sock.close()
-        raise
-    return sockets
+        return bind_all(bind, port)
+    except BindError as err:
+        raise _Refused(str(err), EXIT_USAGE if err.usage else EXIT_UNAVAILABLE) from None
 
 
 def main(args: argparse.Namespace) -> int:
@@ -246,13 +238,14 @@ class _Listening:
     line, and around it a shared or daemonized server's life (engine.server.shared_mode)."""
 
     sockets: list[socket.socket] = field(default_factory=list)
+    tls_sockets: list[socket.socket] = field(default_factory=list)
     where: list[str] = field(default_factory=list)
     unix: tuple[str, Identity] | None = None  # the socket file and its identity
     daemon: Daemon | None = None
     shared: bool = False
 
     def close(self) -> None:
-        for sock in self.sockets:
+        for sock in [*self.sockets, *self.tls_sockets]:
             sock.close()
         if self.unix is not None:
             from streamkeep.engine.server.shared_mode import remove_unix
@@ -282,10 +275,16 @@ def _serve(args: argparse.Namespace, settings: dict[str, Any]) -> int:
         if args.shared:
             _listen_shared(listening, path, args.start_lock_fd)
         else:
-            # The port first: a busy one is found before the data directory is made or
-            # replayed.
-            listening.sockets += listen(bind, port)
-            listening.where.append(f"{bind} port {listening.sockets[0].getsockname()[1]}")
+            # The ports first: a busy one is found before the data directory is made or
+            # replayed. With a TLS port, port 0 means TLS only (Redis's way).
+            tls_port = int(settings.get("tls-port") or 0)
+            if port or not tls_port:
+                listening.sockets += listen(bind, port)
+                listening.where.append(f"{bind} port {listening.sockets[0].getsockname()[1]}")
+            if tls_port:
+                _check_tls(settings)  # (a missing certificate is found before the replay too)
+                listening.tls_sockets += listen(bind, tls_port)
+                listening.where.append(f"{bind} TLS port {tls_port}")
         unixsocket = settings.get("unixsocket")
         if unixsocket and not args.shared:
             from streamkeep.engine.exec.settings import parse_setting
@@ -300,6 +299,17 @@ def _serve(args: argparse.Namespace, settings: dict[str, Any]) -> int:
         raise
     finally:
         listening.close()
+
+
+def _check_tls(settings: dict[str, Any]) -> None:
+    """The TLS port's context can be made from these settings, or _Refused (exit 3) with why,
+    as redis-server refuses to start."""
+    from streamkeep.engine.services.tls import TLSConfigError, server_context
+
+    try:
+        server_context(settings)
+    except TLSConfigError as err:
+        raise _Refused(f"Failed to configure TLS: {err}", EXIT_USAGE) from None
 
 
 def _shared_directory(path: str, settings: dict[str, Any]) -> str:
@@ -382,8 +392,10 @@ def _run(args: argparse.Namespace, settings: dict[str, Any], path: str, bind: st
     sockets = listening.sockets
     idle: IdleShutdown | None = None
     try:
-        port = sockets[0].getsockname()[1] if sockets[0].family != socket.AF_UNIX else 0
-        server = Server(engine, bind, port, sockets=sockets)
+        port = sockets[0].getsockname()[1] if sockets and sockets[0].family != socket.AF_UNIX \
+            else 0
+        server = Server(engine, bind, port, sockets=sockets,
+                        tls_sockets=listening.tls_sockets or None)
         if listening.shared and listening.unix is not None:
             idle = IdleShutdown(server, path, *listening.unix)
         # Everything alive now (modules, the replayed data set) stays alive: move it out of

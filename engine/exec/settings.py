@@ -626,6 +626,44 @@ _PARAMS: list[Param] = [
           summary="TCP port the server listens on"),
     Param("bind", "words", "127.0.0.1", mutable=False, multi_arg=True, live=_live_bind,
           rewrite_live=True, summary="addresses the server listens on"),
+    # TLS (engine.services.tls builds the context; the server applies a change to any of the
+    # files or options to the connections accepted from then on: CONFIG SET reloads them).
+    Param("tls-port", "int", 0, mutable=False, hi=65535,
+          summary="TCP port for TLS connections (0: none); with it, port 0 means TLS only"),
+    *(Param(name, "string", "", summary=summary) for name, summary in (
+        ("tls-cert-file", "the server's certificate (PEM), also its client certificate "
+                          "towards a primary unless tls-client-cert-file is set"),
+        ("tls-key-file", "the private key of tls-cert-file (PEM)"),
+        ("tls-key-file-pass", "the passphrase of tls-key-file, if it is encrypted"),
+        ("tls-client-cert-file", "the certificate this server presents as a client (to its "
+                                 "primary)"),
+        ("tls-client-key-file", "the private key of tls-client-cert-file"),
+        ("tls-client-key-file-pass", "the passphrase of tls-client-key-file"),
+        ("tls-dh-params-file", "Diffie-Hellman parameters (PEM) for the DHE ciphers"),
+        ("tls-ca-cert-file", "CA certificates (PEM) that client and primary certificates "
+                             "are checked against"),
+        ("tls-ca-cert-dir", "a directory of CA certificates (hashed names, as "
+                            "openssl rehash makes)"),
+        ("tls-protocols", "the TLS versions accepted, e.g. \"TLSv1.2 TLSv1.3\" (empty: "
+                          "those two)"),
+        ("tls-ciphers", "the TLSv1.2 cipher list (OpenSSL's syntax; empty: its default)"),
+        ("tls-ciphersuites", "the TLSv1.3 cipher suites (OpenSSL's syntax; empty: its "
+                             "default)"))),
+    Param("tls-auth-clients", "enum", "yes", choices=("yes", "no", "optional"),
+          summary="whether TLS clients must present a certificate signed by the CA (yes), "
+                  "may (optional), or are not asked (no)"),
+    Param("tls-prefer-server-ciphers", "bool", False,
+          summary="choose the cipher by the server's order rather than the client's"),
+    Param("tls-session-caching", "bool", True,
+          summary="resume TLS sessions (a reconnecting client skips the full handshake)"),
+    Param("tls-session-cache-size", "int", 20 * 1024, hi=INT_MAX,
+          summary="TLS sessions kept for resumption"),
+    Param("tls-session-cache-timeout", "int", 300, hi=INT_MAX,
+          summary="seconds a cached TLS session may be resumed"),
+    Param("tls-replication", "bool", False,
+          summary="a replica connects to its primary over TLS"),
+    Param("tls-cluster", "bool", False, check=_must_be(False, "streamkeep has no cluster bus"),
+          summary="always no: there is no cluster bus"),
     Param("dir", "string", "", mutable=False, live=_live_dir, rewrite_live=True,
           summary="the data directory (AOF segments, snapshot, manifest)"),
     # The Unix socket listener (engine.server.shared_mode); a shared server's is its
@@ -656,6 +694,9 @@ _PARAMS: list[Param] = [
           live=_live_replicaof, rewrite_live=True, omit_empty=True,
           summary="HOST PORT of the primary this node follows (empty: it is a primary)"),
     Param("masterauth", "string", "", summary="password this replica gives its primary"),
+    Param("masteruser", "string", "",
+          summary="the user this replica authenticates as with its primary (empty: "
+                  "masterauth alone, the default user)"),
     Param("repl-timeout", "int", 60, lo=1, hi=INT_MAX,
           summary="seconds without traffic after which a replication link is dropped"),
     # What a replica tells Sentinel through INFO, and its primary through the handshake

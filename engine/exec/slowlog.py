@@ -23,7 +23,8 @@ from collections.abc import Sequence
 MAX_ARGC = 32  # Redis's SLOWLOG_ENTRY_MAX_ARGC
 MAX_STRING = 128  # SLOWLOG_ENTRY_MAX_STRING
 REDACTED = b"(redacted)"
-SENSITIVE_CONFIGS = frozenset({b"requirepass", b"masterauth"})
+SENSITIVE_CONFIGS = frozenset({b"requirepass", b"masterauth", b"tls-key-file-pass",
+                               b"tls-client-key-file-pass"})
 _REDACTING = frozenset({b"auth", b"hello", b"config"})  # the commands `redact` looks into
 DEFAULT_GET_COUNT = 10
 

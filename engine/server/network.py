@@ -40,6 +40,7 @@ from streamkeep.engine.exec.transactions import end_transaction
 from streamkeep.engine.runtime.refusals import NOAUTH
 from streamkeep.engine.server.client_output import ClientOutput
 from streamkeep.engine.server.limits import DescriptorLimitError, adjust_open_files_limit
+from streamkeep.engine.server.listeners import bind_all
 from streamkeep.engine.wire.errors import ProtocolError, ReplyError
 from streamkeep.engine.wire.reply import NO_REPLY, NULL_ARRAY, Push
 from streamkeep.engine.wire.reply_encoder import OutputLimitReached, ReplyBuffer, write_reply
@@ -81,6 +82,8 @@ UNAUTH_OUTPUT_LIMIT: Final = 1 << 20  # an unauthenticated client's unread repli
 # the server accepted always fits in the reply that returns it (XRANGE, XINFO STREAM FULL).
 REPLY_FRAMING: Final = 1 << 20
 NO_LIMIT: Final = 1 << 62
+# A TLS handshake not done by then is dropped (the loop drives it: it never blocks anyone).
+TLS_HANDSHAKE_SECONDS: Final = 10.0
 ACCEPT_WHILE_BUSY: Final = 64  # connections accepted per look while a script is busy
 ACTIVE_EXPIRE_SECONDS: Final = 0.1
 IDLE_CHECK_SECONDS: Final = 1.0  # how often idle clients are looked for (`timeout`)
@@ -159,6 +162,7 @@ class Client:
         # CLIENT REPLY OFF / SKIP (engine.commands.client): None while every reply is sent.
         self.reply_switch: ReplySwitch | None = None
         self.late_reply_muted = False  # a muted command blocked: its reply is dropped too
+        self.tls = False  # accepted on the TLS port
 
     # --- the event loop's protocol calls ----------------------------------------------------
 
@@ -932,13 +936,22 @@ class Server:
     """Accepts clients for one engine; see the module docstring."""
 
     def __init__(self, engine: Engine, host: str = "127.0.0.1", port: int = 6390,
-                 sockets: list[socket.socket] | None = None) -> None:
+                 sockets: list[socket.socket] | None = None,
+                 tls_sockets: list[socket.socket] | None = None) -> None:
         self.engine = engine
         self.host = host
         self.port = port
         # Listening sockets bound before the engine opened (`streamkeep serve`: a busy port is
         # found before a data directory is made); None: start() binds host and port itself.
         self.sockets = sockets
+        # The TLS port's (tls-port): bound here or given, kept for the server's life, each
+        # listened on through a duplicate, so that a new TLS context (CONFIG SET of a tls-*
+        # setting) takes over the same socket with no moment where connections are refused.
+        self.tls_sockets = tls_sockets
+        self.tls_port = int(engine.config.get("tls-port") or 0)
+        self.tls_context: Any = None  # ssl.SSLContext, made at start
+        self.tls_servers: list[asyncio.base_events.Server] = []
+        self.tls_handshake_seconds = TLS_HANDSHAKE_SECONDS
         self.clients: dict[int, Client] = {}
         self._client_ids = 0
         self.loop: asyncio.AbstractEventLoop = None  # type: ignore[assignment]
@@ -1177,12 +1190,17 @@ class Server:
             for sock in self.sockets:
                 self.servers.append(await self.loop.create_server(self._accepted, sock=sock,
                                                                   backlog=511))
-        for host in [] if self.sockets is not None else self.host.split() or ["127.0.0.1"]:
+        # Plain TCP unless TLS only (tls-port with port 0, as Redis has it).
+        plain_hosts = [] if self.sockets is not None or (self.tls_port and not self.port) \
+            else self.host.split() or ["127.0.0.1"]
+        for host in plain_hosts:
             srv = await self.loop.create_server(self._accepted, host, self.port,
                                                 reuse_address=True, backlog=511)
             self.servers.append(srv)
             if self.port == 0:  # tests ask for any free port
                 self.port = listening_sockets(srv)[0].getsockname()[1]
+        if self.tls_port or self.tls_sockets:
+            await self._start_tls()
         if self.engine.replication is not None:  # (once the port is known: replicas say it)
             self.engine.replication.serve(self)
 
@@ -1246,6 +1264,54 @@ class Server:
         """The listening sockets' protocol factory."""
         return as_protocol(self._new_client())
 
+    def _accepted_tls(self) -> asyncio.BaseProtocol:
+        """The TLS port's: the client is made at the accept, its connection_made called once
+        the handshake is done (the loop drives it, for tls_handshake_seconds at most)."""
+        client = self._new_client()
+        client.tls = True
+        return as_protocol(client)
+
+    # --- TLS -------------------------------------------------------------------------------
+
+    async def _start_tls(self) -> None:
+        """Listen on the TLS port with the context the settings make (engine.services.tls);
+        a context that cannot be made stops the start (TLSConfigError, its reason)."""
+        from streamkeep.engine.services.tls import TLS_SETTINGS, server_context
+
+        self.tls_context = server_context(self.engine.config)
+        if self.tls_sockets is None:
+            self.tls_sockets = bind_all(self.host, self.tls_port)
+        if self.tls_port == 0:
+            self.tls_port = self.tls_sockets[0].getsockname()[1]
+        await self._listen_tls(self.tls_context)
+        self.engine.on_config(TLS_SETTINGS, self._tls_settings_changed)
+
+    async def _listen_tls(self, context: Any) -> None:
+        """Accept TLS connections with `context` on the TLS sockets, then close the listeners
+        of the context before (their connections keep it)."""
+        old, self.tls_servers = self.tls_servers, []
+        for sock in self.tls_sockets or ():
+            self.tls_servers.append(await self.loop.create_server(
+                self._accepted_tls, sock=sock.dup(), backlog=511, ssl=context,
+                ssl_handshake_timeout=self.tls_handshake_seconds))
+        for srv in old:
+            srv.close()
+
+    def _tls_settings_changed(self) -> None:
+        """CONFIG SET of a tls-* setting (engine lock held, on the loop's thread): the new
+        context is made now, so a bad file is refused with the setting; connections accepted
+        from the next loop pass on use it (Redis's applyTlsCfg)."""
+        from streamkeep.engine.services.tls import TLSConfigError, server_context
+
+        try:
+            context = server_context(self.engine.config)
+        except TLSConfigError as err:
+            log.warning("Failed to configure TLS: %s", err)
+            raise ConfigError("tls", "Unable to update TLS configuration. Check server "
+                              "logs.") from None
+        self.tls_context = context
+        self.loop.create_task(self._listen_tls(context))
+
     async def serve_forever(self) -> None:
         await self.start()
         await self.wait_stopped()
@@ -1262,7 +1328,8 @@ class Server:
         self._accept_while_busy()
         for client in list(self.clients.values()):
             if (client.closed or client.fd < 0 or client.busy or client.link is not None
-                    or client.session is running.session):
+                    or client.session is running.session or client.tls):
+                # (a TLS client's socket carries records only OpenSSL may read: it waits)
                 continue
             try:
                 data = os.read(client.fd, 1 << 16)
@@ -1336,13 +1403,17 @@ class Server:
     async def _stop(self) -> None:
         for srv in self.servers:
             srv.close()
+        for srv in self.tls_servers:
+            srv.close()
+        for sock in self.tls_sockets or ():
+            sock.close()
         for listener in self._busy_listeners:
             listener.close()
         self._busy_listeners.clear()
         for client in list(self.clients.values()):
             client.flush()
             client.close()
-        for srv in self.servers:
+        for srv in [*self.servers, *self.tls_servers]:
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(srv.wait_closed(), 2)
         await self.loop.run_in_executor(None, self._close_engine)

@@ -45,7 +45,7 @@ OWN_COUNT = {"aof.always_threads", "aof.always", "aof.fsync", "aof.replay", "aof
                                              "small_lists")),  # 5 x N, N / 2
              *(b.key for s in bench.SECTIONS
                if s.name in ("server", "strings", "hardening", "replication", "inspect", "export",
-                             "backlog", "interop", "shared")
+                             "backlog", "interop", "shared", "security")
                for b in s.benchmarks)}
 # What a figure's value cell prints after its number, by Figure.unit.
 UNIT_SUFFIX = {"x": "x", "/s": "/s", "": "", "count": "", "s": " s", "ms": " ms", "us": " us",

@@ -24,6 +24,7 @@ from streamkeep.tools.bench.sections import (
     hardening,
     offline,
     replication,
+    security,
     speed,
     storage,
 )
@@ -43,6 +44,7 @@ SECTIONS: tuple[Section, ...] = (
     speed.TYPES,
     speed.LISTS,
     hardening.HARDENING,
+    security.SECURITY,
     replication.REPLICATION,
     offline.INSPECT,
     offline.EXPORT,

@@ -136,11 +136,14 @@ def parse_benchmark_csv(text: str) -> dict[str, float]:
 
 
 def run_redis_benchmark(server: Any, tool: RedisBenchmark, requests: int, pipeline: int,
-                        args: Sequence[str]) -> tuple[dict[str, float], float | None]:
+                        args: Sequence[str], connection: Sequence[str] | None = None
+                        ) -> tuple[dict[str, float], float | None]:
     """``redis-benchmark -c 50 -n requests -P pipeline --csv *args`` against ``server`` (``args``
-    a command, or options such as ``-t set -r 100000``): its CSV row and the server's CPU
-    seconds meanwhile (None when unknown). A failed or overlong run is an AssertionError."""
-    cmd = [tool.path, "-h", HOST, "-p", str(server.port), "-c", str(SERVER_CLIENTS),
+    a command, or options such as ``-t set -r 100000``; ``connection`` instead of ``-h HOST
+    -p <its port>``: another port, --tls and its files, --user): its CSV row and the server's
+    CPU seconds meanwhile (None when unknown). A failed or overlong run is an AssertionError."""
+    where = ["-h", HOST, "-p", str(server.port)] if connection is None else list(connection)
+    cmd = [tool.path, *where, "-c", str(SERVER_CLIENTS),
            "-n", str(requests), "-P", str(pipeline), "--csv", *args]
     cpu = cpu_seconds(server.pid)
     try:
@@ -174,17 +177,20 @@ def benchmark_measurement(server: Any, name: str, row: dict[str, float], cpu: fl
 
 
 def bench_redis_benchmark(server: Any, tool: RedisBenchmark, requests: int,
-                          pipeline: int) -> Measurement:
+                          pipeline: int, connection: Sequence[str] | None = None,
+                          key: str = BENCH_KEY) -> Measurement:
     """``redis-benchmark -c 50 -n requests -P pipeline --csv XADD mystream * myfield myvalue``
-    against ``server``; its requests/s, with its p50/p99 latency, the server's CPU per XADD
-    (figure ``server_cpu_us``) and the stream's length afterwards checked."""
+    against ``server`` (``connection``: as run_redis_benchmark's; ``key`` another stream);
+    its requests/s, with its p50/p99 latency, the server's CPU per XADD (figure
+    ``server_cpu_us``) and the stream's length afterwards checked."""
     client = server.client
-    client.delete(BENCH_KEY)
-    row, cpu = run_redis_benchmark(server, tool, requests, pipeline, BENCH_COMMAND)
-    length = int(client.xlen(BENCH_KEY))
+    client.delete(key)
+    command = (BENCH_COMMAND[0], key, *BENCH_COMMAND[2:])
+    row, cpu = run_redis_benchmark(server, tool, requests, pipeline, command, connection)
+    length = int(client.xlen(key))
     if length < requests:  # with -P it may send a few more than -n
         raise AssertionError(f"{server.name} holds {length} entries after {requests} XADDs")
-    client.delete(BENCH_KEY)
+    client.delete(key)
     return benchmark_measurement(server, "XADD", row, cpu, requests, pipeline, length)
 
 

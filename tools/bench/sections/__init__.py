@@ -11,6 +11,7 @@ order.
                  formats and protocol (interop)
     offline      the tools run on a data directory: AOF inspection (inspect), Spark (export)
     hardening    what one client can cost the others (hardening)
+    security     what TLS costs a served client (security)
 
 A section module imports the workload modules it declares rows for and
 :mod:`..declarations`, never the registry nor another section module.

@@ -1,0 +1,42 @@
+"""Security: what TLS costs a served client, streamkeep serve beside redis-server in one run
+(:mod:`..security`: redis-benchmark --tls -P 16 XADD; a thousand handshakes stalled beside a
+TLS client's PINGs).
+
+Owns the ``security`` section's rows, targets and figures; :mod:`..security` owns how each
+row measures. Must not touch: the run order (the registry), running, printing.
+"""
+
+from __future__ import annotations
+
+from streamkeep.tools.bench import security
+from streamkeep.tools.bench.declarations import Benchmark, Figure, Section
+
+TLS_XADD_TARGET = 0.5  # redis-benchmark --tls -P 16 XADD: streamkeep / redis-server, at least
+STALLED_P99_TARGET = 5.0  # ms: a served client's p99 delay beside 1,000 stalled handshakes
+
+SECURITY = Section("security", (
+    Benchmark("security.tls_xadd", f"XADD over TLS, 50 clients, -P {security.PIPELINE}: "
+                                   "streamkeep",
+              lambda env: security.tls_xadd(env, security.tls_streamkeep(env))),
+    Benchmark("security.redis_tls_xadd", f"XADD over TLS, 50 clients, -P {security.PIPELINE}: "
+                                         "redis-server",
+              lambda env: security.tls_xadd(env, security.tls_redis(env))),
+    Benchmark("security.pings_alone", "PING over TLS, one client: streamkeep",
+              lambda env: security.stalled_handshakes(env, security.tls_streamkeep(env), 0)),
+    Benchmark("security.pings_stalled", f"PING over TLS beside {security.STALLED:,} stalled "
+                                        "handshakes: streamkeep",
+              lambda env: security.stalled_handshakes(env, security.tls_streamkeep(env))),
+    Benchmark("security.redis_pings_stalled", f"PING over TLS beside {security.STALLED:,} "
+                                              "stalled handshakes: redis-server",
+              lambda env: security.stalled_handshakes(env, security.tls_redis(env))),
+), figures=(
+    Figure("security", "XADD over TLS -P 16: streamkeep / redis-server", "security.tls_xadd",
+           denominator="security.redis_tls_xadd", target=TLS_XADD_TARGET),
+    Figure("security", "PING p99 beside 1,000 stalled handshakes, streamkeep",
+           "security.pings_stalled", extra="p99_ms", unit="ms", target=STALLED_P99_TARGET,
+           at_most=True),
+    Figure("security", "PING p99 alone, streamkeep", "security.pings_alone", extra="p99_ms",
+           unit="ms"),
+    Figure("security", "PING p99 beside 1,000 stalled handshakes, redis-server",
+           "security.redis_pings_stalled", extra="p99_ms", unit="ms"),
+))
