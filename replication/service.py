@@ -93,12 +93,18 @@ class ReplicationService:
 
     def _listening_port(self) -> int:
         """The port this replica gives its primary: replica-announce-port, else the one its
-        server listens on (0 before it listens)."""
-        announced = int(self.engine.config["replica-announce-port"])
+        server listens on (0 before it listens): its TLS port under tls-replication, where
+        Sentinel and the other replicas reach it, as a Redis replica announces it."""
+        config = self.engine.config
+        announced = int(config["replica-announce-port"])
         if announced:
             return announced
         server = self.engine.server
-        return int(server.port) if server is not None else 0
+        if server is None:
+            return 0
+        if config.get("tls-replication") and getattr(server, "tls_port", 0):
+            return int(server.tls_port)
+        return int(server.port)
 
     # --- the role ------------------------------------------------------------------------------
 

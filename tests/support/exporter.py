@@ -57,13 +57,14 @@ class Exporters:
         self.procs: list[subprocess.Popen] = []
         self.ports: dict[int, int] = {}  # server port -> exporter port
 
-    def start(self, server_port: int) -> int:
+    def start(self, server_port: int, scheme: str = "redis", extra: tuple[str, ...] = ()) -> int:
+        """`scheme` rediss and `extra` its -tls-* options: the server over TLS."""
         port = free_port()
         log = open(self.logs / f"exporter-{server_port}.log", "wb")  # noqa: SIM115 - the child's
         with log:
             proc = subprocess.Popen(
-                [binary(), "-redis.addr", f"redis://127.0.0.1:{server_port}",
-                 "-web.listen-address", f"127.0.0.1:{port}", "-check-streams", "*"],
+                [binary(), "-redis.addr", f"{scheme}://127.0.0.1:{server_port}",
+                 "-web.listen-address", f"127.0.0.1:{port}", "-check-streams", "*", *extra],
                 stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT)
         self.procs.append(proc)
         self.ports[server_port] = port

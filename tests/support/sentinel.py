@@ -64,9 +64,14 @@ class Sentinels:
         self.binary = binary
 
     def start(self, n: int, name: str, host: str, port: int, quorum: int,
-              down_after_ms: int, failover_timeout_ms: int, auth_pass: str = "") -> None:
+              down_after_ms: int, failover_timeout_ms: int, auth_pass: str = "",
+              tls_settings: tuple[str, ...] = ()) -> None:
+        """`tls_settings`: certificate files and tls-replication yes: every sentinel reaches
+        the nodes and the other sentinels over TLS, and listens on a TLS port of its own (the
+        one it announces) beside its plain one."""
         for i in range(n):
-            conf = [f"sentinel monitor {name} {host} {port} {quorum}",
+            tls = [*tls_settings, f"tls-port {free_port()}"] if tls_settings else []
+            conf = [*tls, f"sentinel monitor {name} {host} {port} {quorum}",
                     *([f"sentinel auth-pass {name} {auth_pass}"] if auth_pass else []),
                     f"sentinel down-after-milliseconds {name} {down_after_ms}",
                     f"sentinel failover-timeout {name} {failover_timeout_ms}",

@@ -362,3 +362,27 @@ def test_a_streamkeep_replica_follows_a_redis_server_primary_over_tls(start_redi
     finally:
         replica.close()
         source.close()
+
+
+# --- the Prometheus exporter over TLS -----------------------------------------------------------
+
+
+def test_the_prometheus_exporter_scrapes_over_tls(serve, certs, tmp_path: Path) -> None:
+    from tests.support.exporter import Exporters
+
+    served = serve()
+    r = _client(certs, served.tls_port)
+    r.xadd("orders", {"n": "1"})
+    exporters = Exporters(tmp_path)
+    try:
+        exporters.start(served.tls_port, scheme="rediss", extra=(
+            "-tls-ca-cert-file", certs.ca, "-tls-client-cert-file", certs.path("client.crt"),
+            "-tls-client-key-file", certs.path("client.key")))
+        metrics = exporters.scrape(served.tls_port)
+    finally:
+        exporters.close()
+        r.close()
+    assert metrics["redis_up"][()] == 1.0
+    lengths = metrics["redis_stream_length"]
+    assert any(dict(labels).get("stream") == "orders" and value == 1.0
+               for labels, value in lengths.items()), lengths
