@@ -1,7 +1,9 @@
-"""COMMAND: COUNT, INFO, DOCS, LIST, GETKEYS and the bare command, introspecting the table.
+"""COMMAND: COUNT, INFO, DOCS, LIST, GETKEYS, GETKEYSANDFLAGS and the bare command.
 
 Owns the replies Redis shapes from its command table (flags, ACL categories, key specs, docs,
-movable keys); the table itself is engine.exec.table's. Must not touch: engine state.
+movable keys); the table itself is engine.exec.table's, the ACL categories
+engine.commands.categories' and the key specs engine.commands.key_specs'. Must not touch: engine
+state.
 """
 
 from __future__ import annotations
@@ -9,6 +11,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
+from streamkeep.engine.commands import key_specs
+from streamkeep.engine.commands.categories import categories_of
 from streamkeep.engine.commands.keyspace import stringmatchlen
 from streamkeep.engine.exec.context import Ctx
 from streamkeep.engine.exec.table import (
@@ -31,68 +35,10 @@ from streamkeep.engine.wire.reply import RespMap, RespSet
 # COMMAND INFO's flags, in Redis's order (Flag's own); sentinel and may_replicate (PUBLISH's)
 # are never reported: Redis hides them.
 REPLY_FLAGS = tuple(flag for flag in Flag if flag not in (Flag.SENTINEL, Flag.MAY_REPLICATE))
-ACL_ORDER = ("keyspace", "read", "write", "set", "sortedset", "list", "hash", "string", "bitmap",
-             "hyperloglog", "geo", "stream", "pubsub", "admin", "fast", "slow", "blocking",
-             "dangerous", "connection", "transaction", "scripting")
-GROUP_CATEGORY = {"generic": "keyspace", "stream": "stream", "connection": "connection",
-                  "transactions": "transaction", "pubsub": "pubsub",
-                  "sorted_set": "sortedset", "set": "set",
-                  "hash": "hash"}
-KEYSPACE_SERVER_COMMANDS = frozenset({"dbsize", "flushdb", "flushall"})
-DANGEROUS = frozenset({"keys", "flushdb", "flushall", "info", "debug", "shutdown"})
 
-
-def _stream_keys(argv: Argv | list[bytes]) -> list[int]:
-    """XREAD/XREADGROUP: the keys are the first half of what follows STREAMS."""
-    for i in range(1, len(argv)):
-        if is_word(argv[i], b"streams"):
-            rest = len(argv) - i - 1
-            return list(range(i + 1, i + 1 + rest // 2))
-    return []
-
-
-def _numkeys_keys(argv: Argv | list[bytes]) -> list[int]:
-    """EVAL and its kin: `numkeys` keys after the script."""
-    try:
-        numkeys = int(argv[2])
-    except (IndexError, ValueError):
-        return []
-    return list(range(3, 3 + max(0, min(numkeys, len(argv) - 3))))
-
-
-def _msetex_keys(argv: Argv | list[bytes]) -> list[int]:
-    """MSETEX: `numkeys` keys after it, every other argument (a value follows each)."""
-    try:
-        numkeys = int(argv[1])
-    except (IndexError, ValueError):
-        return []
-    return list(range(2, 2 + 2 * max(0, min(numkeys, (len(argv) - 2) // 2)), 2))
-
-
-def _numkeys_at(at: int, before: tuple[int, ...] = ()) -> Callable[[Argv | list[bytes]], list[int]]:
-    """The sorted set commands' keys: `numkeys` at position `at`, that many keys after it, and
-    the fixed key positions `before` (a STORE command's destination)."""
-    def keys(argv: Argv | list[bytes]) -> list[int]:
-        try:
-            numkeys = int(argv[at])
-        except (IndexError, ValueError):
-            return list(before)
-        return [*before, *range(at + 1, at + 1 + max(0, min(numkeys, len(argv) - at - 1)))]
-    return keys
-
-
-# Commands whose keys no (first, last, step) range describes: how to find them.
-MOVABLE_KEYS: dict[str, Callable[[Argv | list[bytes]], list[int]]] = {
-    "xread": _stream_keys, "xreadgroup": _stream_keys,
-    "eval": _numkeys_keys, "evalsha": _numkeys_keys, "eval_ro": _numkeys_keys,
-    "evalsha_ro": _numkeys_keys, "fcall": _numkeys_keys, "fcall_ro": _numkeys_keys,
-    "msetex": _msetex_keys,
-    "zunion": _numkeys_at(1), "zinter": _numkeys_at(1), "zdiff": _numkeys_at(1),
-    "zintercard": _numkeys_at(1), "zmpop": _numkeys_at(1), "bzmpop": _numkeys_at(2),
-    "sintercard": _numkeys_at(1), "lmpop": _numkeys_at(1), "blmpop": _numkeys_at(2),
-    "zunionstore": _numkeys_at(2, (1,)), "zinterstore": _numkeys_at(2, (1,)),
-    "zdiffstore": _numkeys_at(2, (1,)),
-}
+# Commands whose keys no (first, last, step) range describes (COMMAND INFO's movablekeys), as
+# Redis derives them from the key specs.
+MOVABLE_KEYS: frozenset[str] = key_specs.MOVABLE
 
 
 def visible_commands() -> list[CommandSpec]:
@@ -119,51 +65,36 @@ def _flags(spec: CommandSpec) -> RespSet:
 
 
 def acl_categories(spec: CommandSpec) -> list[str]:
-    """Redis's implicit categories from the flags, plus the group's (containers: none)."""
-    cats: set[str] = set()
-    flags, top = spec.flags, spec.name.split("|", 1)[0]
-    if Flag.WRITE in flags:
-        cats.add("write")
-    if Flag.READONLY in flags:
-        cats.add("read")
-    if Flag.ADMIN in flags:
-        cats.update(("admin", "dangerous"))
-    if Flag.BLOCKING in flags:
-        cats.add("blocking")
-    cats.add("fast" if Flag.FAST in flags else "slow")
-    if not spec.subcommands and spec.group in GROUP_CATEGORY:
-        cats.add(GROUP_CATEGORY[spec.group])
-    if spec.name in KEYSPACE_SERVER_COMMANDS:
-        cats.add("keyspace")
-    if top in DANGEROUS:
-        cats.add("dangerous")
-    if top == "command":
-        cats.add("connection")
-    return ["@" + c for c in ACL_ORDER if c in cats]
+    """COMMAND INFO's ACL categories of `spec` ("@write", ...): engine.commands.categories'."""
+    return categories_of(spec)
+
+
+def _key_spec_reply(ks: key_specs.KeySpec) -> RespMap:
+    """One key spec as Redis's addReplyCommandKeySpecs renders it."""
+    if ks.index == 0:
+        begin = RespMap([(b"type", b"unknown"), (b"spec", RespMap([]))])
+    elif ks.keyword is None:
+        begin = RespMap([(b"type", b"index"), (b"spec", RespMap([(b"index", ks.index)]))])
+    else:
+        begin = RespMap([(b"type", b"keyword"), (b"spec", RespMap(
+            [(b"keyword", ks.keyword.encode()), (b"startfrom", ks.index)]))])
+    if ks.find == "range":
+        find = RespMap([(b"type", b"range"), (b"spec", RespMap(
+            [(b"lastkey", ks.a), (b"keystep", ks.b), (b"limit", ks.c)]))])
+    elif ks.find == "keynum":
+        find = RespMap([(b"type", b"keynum"), (b"spec", RespMap(
+            [(b"keynumidx", ks.a), (b"firstkey", ks.b), (b"keystep", ks.c)]))])
+    else:
+        find = RespMap([(b"type", b"unknown"), (b"spec", RespMap([]))])
+    items: list[tuple[Any, Any]] = [(b"notes", ks.notes.encode())] if ks.notes else []
+    items += [(b"flags", RespSet(list(ks.flags))), (b"begin_search", begin),
+              (b"find_keys", find)]
+    return RespMap(items)
 
 
 def _key_specs(spec: CommandSpec) -> RespSet:
-    """Key specs from the table's key positions (Redis's own are finer-grained)."""
-    if spec.name in ("xread", "xreadgroup"):
-        flags = ["RW", "access"] if spec.is_write else ["RO", "access"]
-        return RespSet([RespMap([
-            (b"flags", RespSet(flags)),
-            (b"begin_search", RespMap([(b"type", b"keyword"), (b"spec", RespMap(
-                [(b"keyword", b"STREAMS"), (b"startfrom", 1)]))])),
-            (b"find_keys", RespMap([(b"type", b"range"), (b"spec", RespMap(
-                [(b"lastkey", -1), (b"keystep", 1), (b"limit", 2)]))])),
-        ])])
-    if spec.first_key <= 0:
-        return RespSet([])
-    flags = ["RW", "update"] if spec.is_write else ["RO", "access"]
-    last = spec.last_key - spec.first_key if spec.last_key >= 0 else spec.last_key
-    return RespSet([RespMap([
-        (b"flags", RespSet(flags)),
-        (b"begin_search", RespMap([(b"type", b"index"),
-                                   (b"spec", RespMap([(b"index", spec.first_key)]))])),
-        (b"find_keys", RespMap([(b"type", b"range"), (b"spec", RespMap(
-            [(b"lastkey", last), (b"keystep", spec.key_step), (b"limit", 0)]))])),
-    ])])
+    """COMMAND INFO's key specs: engine.commands.key_specs' declaration for the command."""
+    return RespSet([_key_spec_reply(ks) for ks in key_specs.specs_of(spec)])
 
 
 def command_info(spec: CommandSpec) -> list[Any]:
@@ -189,19 +120,19 @@ def command_docs(spec: CommandSpec) -> RespMap:
     return RespMap(items)
 
 
-def _arg_docs(arg: Arg, key_specs: Iterator[int]) -> RespMap:
+def _arg_docs(arg: Arg, spec_index: Iterator[int]) -> RespMap:
     items: list[tuple[Any, Any]] = [(b"name", arg.name.encode()), (b"type", arg.type.encode())]
     if arg.type not in ("pure-token", "oneof", "block"):
         items.append((b"display_text", arg.name.encode()))
     if arg.type == "key":
-        items.append((b"key_spec_index", next(key_specs, 0)))
+        items.append((b"key_spec_index", next(spec_index, 0)))
     if arg.token:
         items.append((b"token", arg.token.encode()))
     flags = [f for f, on in (("optional", arg.optional), ("multiple", arg.multiple)) if on]
     if flags:
         items.append((b"flags", RespSet(flags)))
     if arg.arguments:
-        items.append((b"arguments", [_arg_docs(a, key_specs) for a in arg.arguments]))
+        items.append((b"arguments", [_arg_docs(a, spec_index) for a in arg.arguments]))
     return RespMap(items)
 
 
@@ -282,19 +213,14 @@ def command_list(ctx: Ctx, argv: Argv) -> list[bytes]:
 
 
 def command_keys(spec: CommandSpec, argv: Argv | list[bytes]) -> list[int]:
-    """Positions of the keys in argv (COMMAND GETKEYS), from the table's key range."""
-    finder = MOVABLE_KEYS.get(spec.name)
-    if finder is not None:
-        return finder(argv)
-    if spec.first_key <= 0:
-        return []
-    last = spec.last_key if spec.last_key >= 0 else len(argv) + spec.last_key
-    return [i for i in range(spec.first_key, last + 1, max(spec.key_step, 1)) if i < len(argv)]
+    """Positions of the keys in argv (COMMAND GETKEYS), from the key specs
+    (engine.commands.key_specs)."""
+    return [i for i, _flags in key_specs.key_positions(spec, argv)]
 
 
-@subcommand(COMMAND, "getkeys", -4, "loading stale", keys=NO_KEYS, since="2.8.13",
-            summary="Extracts the key names from an arbitrary command.", syntax="command [arg...]")
-def command_getkeys(ctx: Ctx, argv: Argv) -> list[bytes]:
+def _getkeys(argv: Argv) -> tuple[Argv, list[tuple[int, frozenset[str]]]]:
+    """COMMAND GETKEYS/GETKEYSANDFLAGS (Redis's getKeysSubcommandImpl): the target command line
+    and its keys' positions with their flags, or Redis's error."""
     target = argv[2:]
     spec = COMMANDS.get(target[0].lower())
     if spec is not None and spec.internal:
@@ -303,15 +229,31 @@ def command_getkeys(ctx: Ctx, argv: Argv) -> list[bytes]:
         spec = spec.subcommands.get(target[1].lower())
     if spec is None:
         raise ReplyError("ERR Invalid command specified")
-    if spec.first_key <= 0 and spec.name not in MOVABLE_KEYS:
+    if not key_specs.has_keys(spec):
         raise ReplyError("ERR The command has no key arguments")
     n = len(target)
     if (spec.arity > 0 and spec.arity != n) or n < -spec.arity:
         raise ReplyError("ERR Invalid number of arguments specified for command")
-    positions = command_keys(spec, target)
-    if not positions:
+    found = key_specs.key_positions(spec, target)
+    if not found and Flag.NO_MANDATORY_KEYS not in spec.flags:
         raise ReplyError("ERR Invalid arguments specified for command")
-    return [target[i] for i in positions]
+    return target, found
+
+
+@subcommand(COMMAND, "getkeys", -4, "loading stale", keys=NO_KEYS, since="2.8.13",
+            summary="Extracts the key names from an arbitrary command.", syntax="command [arg...]")
+def command_getkeys(ctx: Ctx, argv: Argv) -> list[bytes]:
+    target, found = _getkeys(argv)
+    return [target[i] for i, _flags in found]
+
+
+@subcommand(COMMAND, "getkeysandflags", -4, "loading stale", keys=NO_KEYS, since="7.0.0",
+            summary="Extracts the key names and access flags for an arbitrary command.",
+            syntax="command arg [arg...]")
+def command_getkeysandflags(ctx: Ctx, argv: Argv) -> list[list[Any]]:
+    target, found = _getkeys(argv)
+    return [[target[i], RespSet([f for f in key_specs.FLAG_ORDER if f in flags])]
+            for i, flags in found]
 
 
 help_subcommand(COMMAND, [
@@ -331,4 +273,6 @@ help_subcommand(COMMAND, [
     "    commands are returned.",
     "GETKEYS <full-command>",
     "    Return the keys from a full Redis command.",
+    "GETKEYSANDFLAGS <full-command>",
+    "    Return the keys and the access flags from a full Redis command.",
 ])
