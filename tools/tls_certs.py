@@ -16,6 +16,8 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
+from streamkeep.tools import temporaries
+
 __all__ = ["PASSPHRASE", "Certs", "make_certs"]
 
 PASSPHRASE = "s3cret-key-pass"
@@ -41,7 +43,8 @@ class Certs:
 
 def _run(directory: Path, *args: str) -> None:
     subprocess.run(["openssl", *args], cwd=directory, check=True, stdin=subprocess.DEVNULL,
-                   stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+                   stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                   **temporaries.child_options())
 
 
 def _key(directory: Path, name: str) -> None:

@@ -6,6 +6,7 @@ itself, and nothing below this layer (wire, model, exec) may import it.
 """
 
 from streamkeep.engine.commands import (  # noqa: F401
+    acl,
     client,
     command,
     config,

@@ -29,6 +29,9 @@ CATEGORIES: Final = ("keyspace", "read", "write", "set", "sortedset", "list", "h
 # a container (its subcommands carry the admin flags): it declares what Redis's DEBUG gets from
 # its flags, so COMMAND INFO DEBUG is Redis's.
 DECLARED: Final[dict[str, str]] = {
+    "acl": "", "acl|cat": "", "acl|deluser": "", "acl|dryrun": "", "acl|genpass": "",
+    "acl|getuser": "", "acl|help": "", "acl|list": "", "acl|load": "", "acl|log": "",
+    "acl|save": "", "acl|setuser": "", "acl|users": "", "acl|whoami": "",
     "append": "string", "auth": "connection", "bgrewriteaof": "", "bgsave": "", "blmove": "list",
     "blmpop": "list", "blpop": "list", "brpop": "list", "brpoplpush": "list",
     "bzmpop": "sortedset", "bzpopmax": "sortedset", "bzpopmin": "sortedset", "client": "",

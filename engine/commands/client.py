@@ -158,7 +158,7 @@ def client_kill(ctx: Ctx, argv: Argv) -> Any:
         raise ReplyError("ERR No such client")
     want_id: int | None = None
     want_type: str | None = None
-    addr = laddr = None
+    addr = laddr = want_user = None
     skipme = True
     max_age = 0
     i = 2
@@ -176,8 +176,10 @@ def client_kill(ctx: Ctx, argv: Argv) -> Any:
         elif is_word(opt, b"laddr") and more:
             laddr = value
         elif is_word(opt, b"user") and more:
-            if value != b"default":
+            users = ctx.engine.acl
+            if (value != b"default" if users is None else users.get(value) is None):
                 raise ReplyError(f"ERR No such user '{printable(value)}'")
+            want_user = value
         elif is_word(opt, b"skipme") and more:
             if is_word(value, b"yes"):
                 skipme = True
@@ -198,6 +200,7 @@ def client_kill(ctx: Ctx, argv: Argv) -> Any:
                 or (want_type is not None and want_type != _type_of(client)) \
                 or (addr is not None and client.addr.encode() != addr) \
                 or (laddr is not None and client.laddr.encode() != laddr) \
+                or (want_user is not None and _user_of(client) != want_user) \
                 or (skipme and client is me) \
                 or (max_age > 0 and now - client.created <= max_age):
             continue
@@ -239,6 +242,11 @@ def client_unblock(ctx: Ctx, argv: Argv) -> int:
             waiter.notify(waiter)
         return 1
     return 0
+
+
+def _user_of(client: Any) -> bytes:
+    user = client.session.user
+    return user.name if user is not None else b"default"  # type: ignore[no-any-return]
 
 
 def _type_of(client: Any) -> str:

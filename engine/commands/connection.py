@@ -61,8 +61,44 @@ def _set_authenticated(ctx: Ctx, value: bool) -> None:
         client.parser.authenticated = value
 
 
-def _authenticate(ctx: Ctx, user: bytes | None, password: bytes) -> None:
-    """AUTH's check (also HELLO ... AUTH): the only user is `default`."""
+def default_login(engine: Any, session: Any) -> bool:
+    """A connection's start (and RESET): it is the default user, authenticated when that
+    user is enabled and needs no password (Redis's rule). Returns whether it is."""
+    users = engine.acl
+    if users is None:
+        return not str(engine.config.get("requirepass") or "")
+    default = users.get(b"default")
+    session.user = default
+    session.acl_generation = -1
+    return bool(default is not None and default.enabled and "nopass" in default.flags)
+
+
+def _authenticate(ctx: Ctx, user: bytes | None, password: bytes, command: bytes) -> None:
+    """AUTH's check (also HELLO ... AUTH): `user` None is AUTH's one-argument form (the
+    default user). With users (a server's engine): the session becomes that user's; a
+    failure is logged in ACL LOG. Without (an embedded engine): requirepass alone."""
+    users = ctx.engine.acl
+    if users is None:
+        _authenticate_requirepass(ctx, user, password)
+        return
+    name = b"default" if user is None else user
+    if user is None:
+        default = users.get(b"default")
+        if default is not None and "nopass" in default.flags:
+            raise ReplyError(NO_PASSWORD)
+    if not users.check_password(name, password):
+        session = ctx.session
+        client = session.client
+        info = client.info_line().encode() if client is not None else b""
+        users.log_auth_failure(name, info, ctx.engine.now(),
+                               "multi" if session.multi is not None else "toplevel", command)
+        raise ReplyError(WRONGPASS)
+    ctx.session.user = users.get(name)
+    ctx.session.acl_generation = -1
+    _set_authenticated(ctx, True)
+
+
+def _authenticate_requirepass(ctx: Ctx, user: bytes | None, password: bytes) -> None:
     expected = requirepass(ctx)
     if user is not None and user != b"default":
         raise ReplyError(WRONGPASS)
@@ -87,9 +123,9 @@ def auth(ctx: Ctx, argv: Argv) -> str:
     if len(argv) > 3:
         raise ReplyError(SYNTAX)
     if len(argv) == 3:
-        _authenticate(ctx, argv[1], argv[2])
+        _authenticate(ctx, argv[1], argv[2], b"auth")
     else:
-        _authenticate(ctx, None, argv[1])
+        _authenticate(ctx, None, argv[1], b"auth")
     return "OK"
 
 
@@ -123,7 +159,7 @@ def hello(ctx: Ctx, argv: Argv) -> RespMap:
             raise ReplyError(
                 f"ERR Syntax error in HELLO option '{argv[j].decode('utf-8', 'replace')}'")
     if auth_args is not None:
-        _authenticate(ctx, *auth_args)
+        _authenticate(ctx, *auth_args, b"hello")
     if client is not None and not client.authenticated:
         raise ReplyError(HELLO_NOAUTH)
     if name is not None:
@@ -160,7 +196,7 @@ def reset(ctx: Ctx, argv: Argv) -> str:
     client = session.client
     if client is not None:
         client.protocol = 2
-    _set_authenticated(ctx, not requirepass(ctx))
+    _set_authenticated(ctx, default_login(ctx.engine, session))
     return "RESET"
 
 

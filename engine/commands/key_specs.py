@@ -113,7 +113,8 @@ DECLARED: Final[dict[str, str]] = {
 
 # The commands and subcommands with no key spec (their keys, if any, are not keys: channels).
 _KEYLESS = """
-    auth bgrewriteaof bgsave client client|getname client|getredir client|help client|id
+    acl acl|cat acl|deluser acl|dryrun acl|genpass acl|getuser acl|help acl|list acl|load
+    acl|log acl|save acl|setuser acl|users acl|whoami auth bgrewriteaof bgsave client client|getname client|getredir client|help client|id
     client|info client|kill client|list client|no-evict client|no-touch client|reply
     client|setinfo client|setname client|unblock command command|count command|docs
     command|getkeys command|getkeysandflags command|help command|info command|list config

@@ -1,17 +1,20 @@
-"""Redis 7.0's ACL as a pure model: the user table, ACL SETUSER / GETUSER / LIST / USERS /
-DELUSER / DRYRUN / CAT / GENPASS replies, password checks, the ACL LOG store and the ACL file's
-text (ACL SAVE / ACL LOAD), byte for byte as redis-server 7.0 replies.
+"""Redis's ACL as a pure model: the user table, ACL SETUSER / GETUSER / LIST / USERS /
+DELUSER / DRYRUN / CAT / GENPASS replies, password checks, the ACL LOG store, the users a config
+file declares and the ACL file's text (ACL SAVE / ACL LOAD), byte for byte as Redis 7.2+ / 8.x
+replies (the rules are 7.0's; the refusal texts and ACL LOG's ten fields are 7.2's).
 
 Owns `Users`, the table an engine and a server hold; one user's rules, descriptions and
-permission checks are engine.exec.acl_model's. Errors are ReplyErrors carrying Redis's exact
-line. The command table comes in as a `Catalogue`, glob matching as a `Matcher` (engine/exec may
-not import engine/commands). Must not touch: engine state, sockets, files (the caller reads and
-writes the ACL file), clocks (the caller passes the time).
+permission checks are engine.exec.acl_model's. A user is changed in place (ACL SETUSER, the
+default user's password, ACL LOAD's default user), so a session holding its `User` sees the
+change at once. Errors are ReplyErrors carrying Redis's exact line. The command table comes in
+as a `Catalogue`, glob matching as a `Matcher` (engine/exec may not import engine/commands).
+Must not touch: engine state, sockets, files (the caller reads and writes the ACL file), clocks
+(the caller passes the time), connections (the caller disconnects the users these calls name).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -35,10 +38,11 @@ from streamkeep.engine.exec.acl_model import (
     hash_password,
     merge_selector_args,
 )
-from streamkeep.engine.wire.errors import ReplyError, printable
-from streamkeep.engine.wire.reply import RespMap, RespSet
+from streamkeep.engine.model.scores import format_score
+from streamkeep.engine.wire.errors import ReplyError, StreamkeepError, printable
+from streamkeep.engine.wire.reply import HumanDouble, RespMap, RespSet
 
-__all__ = ["Catalogue", "Denial", "LogEntry", "Matcher", "Users"]
+__all__ = ["Catalogue", "ConfiguredUserError", "Denial", "LogEntry", "Matcher", "Users"]
 
 DEFAULT_USER: Final = b"default"
 ACLLOG_MAX_LEN: Final = 128
@@ -53,6 +57,20 @@ ERR_GENPASS: Final = ("ERR ACL GENPASS argument must be the number of bits for t
                       "password, a positive number up to 4096")
 LOAD_FAILED: Final = ("WARNING: ACL errors detected, no change to the previously active ACL "
                       "rules was performed")
+ERR_DUPLICATE_CONFIGURED: Final = ("Duplicate user found. A user can only be defined once in "
+                                   "config files")  # EALREADY
+
+
+class ConfiguredUserError(StreamkeepError, ValueError):
+    """A `user` line of the config file refused: `str()` is Redis's reason (the config file's
+    "Error in user declaration ..." or ACLLoadConfiguredUsers' log line)."""
+
+
+def _copy_into(target: User, source: User) -> None:
+    """ACLCopyUser: `source`'s flags, passwords and selectors into `target` (same name)."""
+    target.flags = set(source.flags)
+    target.passwords = list(source.passwords)
+    target.selectors = [s.copy() for s in source.selectors]
 
 
 def _split_args(text: bytes) -> list[bytes]:
@@ -86,12 +104,14 @@ class LogEntry:
                 and abs(self.updated_ms - other.updated_ms) <= LOG_GROUPING_MS
                 and self.object == other.object and self.username == other.username)
 
-    def reply(self, now_ms: int, with_ids: bool) -> RespMap:
-        """The entry as ACL LOG shows it: 7.0's seven fields, 7.2's three more on request."""
+    def reply(self, now_ms: int, with_ids: bool = True) -> RespMap:
+        """The entry as ACL LOG shows it: Redis 7.2's ten fields (`with_ids` False: 7.0's
+        seven). age-seconds is a double, printed as 7.2+'s addReplyDouble does (d2string)."""
+        age = HumanDouble(format_score((now_ms - self.updated_ms) / 1000))
         items: list[tuple[bytes, Any]] = [
             (b"count", self.count), (b"reason", self.reason.encode()),
             (b"context", self.context.encode()), (b"object", self.object),
-            (b"username", self.username), (b"age-seconds", (now_ms - self.updated_ms) / 1000),
+            (b"username", self.username), (b"age-seconds", age),
             (b"client-info", self.client_info)]
         if with_ids:
             items += [(b"entry-id", self.entry_id), (b"timestamp-created", self.created_ms),
@@ -108,6 +128,7 @@ class Users:
         self.index = CommandIndex(catalogue)
         self.match = matcher
         self.pubsub_default_all = pubsub_default_all  # acl-pubsub-default allchannels
+        self.on_change: Callable[[], None] | None = None  # told after a user may change
         self.log_max_len = log_max_len
         self._users: dict[bytes, User] = {DEFAULT_USER: self._default_user()}
         self._log: list[LogEntry] = []  # newest first
@@ -125,8 +146,22 @@ class Users:
             self._apply(user, rule)
         return user
 
+    def new_user(self, name: bytes) -> User:
+        """ACLCreateUser: off, sanitize-payload, and all channels when acl-pubsub-default is
+        allchannels (the root selector takes the setting's flag)."""
+        user = User(name)
+        user.root.allchannels = self.pubsub_default_all
+        return user
+
     def _apply(self, user: User, rule: bytes) -> None:
         apply_user_rule(user, self.index, rule, self.pubsub_default_all, _split_args)
+        self._changed()
+
+    def _changed(self) -> None:
+        """A user may have changed: `on_change` is told (the engine's sessions then look at
+        their user's permissions again: engine.runtime.acl_gate)."""
+        if self.on_change is not None:
+            self.on_change()
 
     def get(self, name: bytes) -> User | None:
         """The user called `name`, or None."""
@@ -136,9 +171,11 @@ class Users:
         """ACL USERS: the names in byte order (Redis's radix tree order)."""
         return sorted(self._users)
 
-    def setuser(self, name: bytes, rules: Sequence[bytes]) -> None:
+    def setuser(self, name: bytes, rules: Sequence[bytes]) -> User:
         """ACL SETUSER: every rule applied in order to a copy; a failing rule changes
-        nothing and raises Redis's error line."""
+        nothing and raises Redis's error line. An existing user is then changed in place
+        (ACLCopyUser: a session authenticated as it sees the new rules at once). Returns
+        the user."""
         if has_spaces(name):
             raise ReplyError(ERR_USERNAME)
         merged, opened = merge_selector_args(rules)
@@ -146,14 +183,74 @@ class Users:
             raise ReplyError("ERR Unmatched parenthesis in acl selector starting at "
                              f"'{printable(rules[opened])}'.")
         current = self._users.get(name)
-        staged = current.copy() if current is not None else User(name)
+        staged = current.copy() if current is not None else self.new_user(name)
         for rule in merged:
             try:
                 self._apply(staged, rule)
             except RuleError as err:
                 raise ReplyError(f"ERR Error in ACL SETUSER modifier '{printable(rule)}': "
                                  f"{err.message}") from None
-        self._users[name] = staged
+        if current is None:
+            self._users[name] = staged
+            return staged
+        _copy_into(current, staged)
+        self._changed()
+        return current
+
+    def set_default_password(self, password: str | bytes) -> None:
+        """requirepass (ACLUpdateDefaultUserPassword): `resetpass`, then `>password`, or
+        `nopass` for an empty one; the default user changed in place."""
+        secret = password.encode("utf-8", "surrogateescape") if isinstance(password, str) \
+            else password
+        user = self._users[DEFAULT_USER]
+        self._apply(user, b"resetpass")
+        self._apply(user, b">" + secret if secret else b"nopass")
+
+    def load_configured(self, lines: Sequence[Sequence[bytes]]) -> None:
+        """The config file's `user <name> <rules...>` lines (each given without `user`), in
+        order, as ACLLoadConfiguredUsers applies them at start: a user made, or `default`
+        reset first; ConfiguredUserError with Redis's log line for a rule that fails (an
+        unknown command passes the config file's own check and fails here)."""
+        for line in lines:
+            name, rules = line[0], line[1:]
+            if has_spaces(name):
+                raise ConfiguredUserError("Spaces not allowed in ACL usernames")
+            user = self._users.get(name)
+            if user is None:
+                user = self._users[name] = self.new_user(name)
+            else:
+                self._apply(user, b"reset")
+            merged, _ = merge_selector_args(rules)
+            for rule in merged or ():
+                try:
+                    self._apply(user, rule)
+                except RuleError as err:
+                    raise ConfiguredUserError(
+                        f"Error loading ACL rule '{printable(rule)}' for the user named "
+                        f"'{printable(name)}': {err.message}") from None
+
+    def check_configured_line(self, argv: Sequence[bytes], seen: Sequence[bytes]) -> None:
+        """ACLAppendUserForLoading: a config file's `user` line (argv[0] is `user`) checked on
+        a scratch user; ConfiguredUserError with the config file's "Error in user
+        declaration" reason. `seen`: the names of the lines before it. Redis names the wrong
+        rule by its place among the rules but looks it up in the whole line (argv[j]), which
+        this keeps."""
+        if argv[1] in seen:
+            raise ConfiguredUserError(
+                f"Error in user declaration '{printable(argv[1])}': {ERR_DUPLICATE_CONFIGURED}")
+        merged, opened = merge_selector_args(argv[2:])
+        if merged is None:
+            raise ConfiguredUserError(
+                f"Error in user declaration '{printable(argv[opened])}': Syntax error")
+        scratch = self.new_user(b"scratch")
+        for j, rule in enumerate(merged):
+            try:
+                self._apply(scratch, rule)
+            except RuleError as err:
+                if not err.unknown:
+                    raise ConfiguredUserError(
+                        f"Error in user declaration '{printable(argv[j])}': "
+                        f"{err.message}") from None
 
     def deluser(self, names: Sequence[bytes]) -> int:
         """ACL DELUSER: how many existed; `default` may not be named (nothing is deleted)."""
@@ -275,8 +372,9 @@ class Users:
         """CONFIG SET acllog-max-len: Redis trims only when the next entry comes."""
         self.log_max_len = length
 
-    def log_entries(self, count: int, now_ms: int, with_ids: bool = False) -> list[RespMap]:
-        """ACL LOG [count]: the newest `count` entries (a negative count shows none)."""
+    def log_entries(self, count: int, now_ms: int, with_ids: bool = True) -> list[RespMap]:
+        """ACL LOG [count]: the newest `count` entries (a negative count shows none), with
+        7.2's ten fields (`with_ids` False: 7.0's seven)."""
         return [e.reply(now_ms, with_ids) for e in self._log[:max(count, 0)]]
 
     def reset_log(self) -> None:
@@ -304,16 +402,22 @@ class Users:
         """ACL SAVE's file: one `user <name> <rules>` line per user, in name order."""
         return b"".join(line + b"\n" for line in self.list_lines())
 
-    def load_aclfile(self, text: bytes, filename: str) -> None:
+    def load_aclfile(self, text: bytes, filename: str) -> list[bytes]:
         """ACL LOAD: every line read into a fresh table, which replaces this one only if the
         whole file is valid; otherwise ReplyError with all of Redis's messages (`filename`
-        names the file in them, as Redis's aclfile setting does). The log stays."""
+        names the file in them, as Redis's aclfile setting does). The log stays. The default
+        user is changed in place; every other user is replaced: returns their names, whose
+        connections Redis closes (ACLFreeUsersSet of the old table)."""
         users, errors = self._parse_aclfile(text, filename)
         if errors:
             raise ReplyError("ERR " + "".join(errors) + LOAD_FAILED)
-        if DEFAULT_USER not in users:
-            users[DEFAULT_USER] = self._default_user()
+        default = self._users[DEFAULT_USER]
+        _copy_into(default, users.get(DEFAULT_USER) or self._default_user())
+        users[DEFAULT_USER] = default
+        replaced = [name for name in self.users() if name != DEFAULT_USER]
         self._users = users
+        self._changed()
+        return replaced
 
     def _parse_aclfile(self, text: bytes, filename: str) -> tuple[dict[bytes, User], list[str]]:
         users: dict[bytes, User] = {}
@@ -341,7 +445,7 @@ class Users:
             errors.append(f"WARNING: Duplicate user '{printable(name)}' found on line "
                           f"{linenum}. ")
             return
-        user = users[name] = User(name)
+        user = users[name] = self.new_user(name)
         merged, _ = merge_selector_args(argv[2:])
         if merged is None:
             # (redis-server 7.0.15 reports this, then crashes if any rule came before it)
@@ -360,3 +464,30 @@ class Users:
                 elif not reported:  # only the first: later ones may follow from it
                     errors.append(f"{filename}:{linenum}: {err.message}. ")
                     reported = True
+
+
+class _NoCommands:
+    """A catalogue without commands: what a config file's `user` line is checked against
+    while the file is read (an unknown command is not an error then, as in Redis)."""
+
+    def categories(self) -> list[str]:
+        return []
+
+    def commands_in(self, category: str) -> list[str]:
+        return []
+
+    def has_command(self, name: str) -> bool:
+        return False
+
+    def subcommands_of(self, name: str) -> list[str]:
+        return []
+
+    def categories_of(self, name: str) -> list[str]:
+        return []
+
+
+def check_config_user_line(argv: Sequence[bytes], seen: Sequence[bytes]) -> None:
+    """A config file's `user <name> <rules...>` line (argv[0] `user`) checked as Redis checks
+    it while reading the file; ConfiguredUserError with the FATAL CONFIG FILE ERROR's reason.
+    `seen`: the names of the file's earlier `user` lines."""
+    Users(_NoCommands(), lambda pattern, subject: False).check_configured_line(argv, seen)

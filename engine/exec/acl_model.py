@@ -1,4 +1,5 @@
-"""Redis 7.0's ACL user and selector model: rules in, permissions and descriptions out.
+"""Redis's ACL user and selector model: rules in, permissions and descriptions out (the rules
+as Redis 7.0 introduced them, the refusal texts as Redis 7.2+ words them).
 
 Owns what one user is (flags, password hashes, a root selector and further selectors, each with
 its commands, first-args, key patterns and channel patterns), how one ACL SETUSER rule changes
@@ -196,7 +197,8 @@ class User:
     selectors (the root first). It never holds a password in clear."""
 
     name: bytes
-    flags: set[str] = field(default_factory=lambda: {"off"})
+    # ACLCreateUser: off, and since Redis 7.2 sanitize-payload (7.0 set neither)
+    flags: set[str] = field(default_factory=lambda: {"off", "sanitize-payload"})
     passwords: list[str] = field(default_factory=list)
     selectors: list[Selector] = field(default_factory=lambda: [Selector(root=True)])
 
@@ -566,29 +568,46 @@ class Denial:
     command: str
 
     def error_line(self) -> str:
-        """The NOPERM line Redis 7.0 replies with (no '-')."""
-        if self.reason == "command":
-            return f"NOPERM this user has no permissions to run the '{self.command}' command"
-        if self.reason == "key":
-            return ("NOPERM this user has no permissions to access one of the keys used as "
-                    "arguments")
-        return ("NOPERM this user has no permissions to access one of the channels used as "
-                "arguments")
+        """The NOPERM line a refused command gets (Redis 7.2+: getAclErrorMessage's short
+        form after "NOPERM "; no '-')."""
+        return "NOPERM " + self.short_text()
 
-    def message(self) -> str:
-        """getAclErrorMessage: the phrase scripts and MULTI put after "The user executing the
-        script"-style prefixes."""
-        return {"command": "can't run this command or subcommand",
-                "key": "can't access at least one of the keys mentioned in the command "
-                       "arguments",
-                "channel": "can't publish to the channel mentioned in the command"}[self.reason]
+    def short_text(self) -> str:
+        """getAclErrorMessage, not verbose: what NOPERM and a script's "ACL failure in script: "
+        error say."""
+        if self.reason == "command":
+            return (f"User {_text(self.username)} has no permissions to run the "
+                    f"'{self.command}' command")
+        return f"No permissions to access a {self.reason}"
+
+    def script_line(self) -> str:
+        """The error a script's redis.call gets (script.c's scriptVerifyACL)."""
+        return "ERR ACL failure in script: " + self.short_text()
+
+    def exec_line(self) -> str:
+        """The NOPERM line EXEC replies for a queued command the ACL rules refuse since it was
+        queued (multi.c)."""
+        reason = {"command": "no permission to execute the command or subcommand",
+                  "key": "no permission to touch the specified keys",
+                  "channel": "no permission to access one of the channels used as arguments",
+                  }[self.reason]
+        return ("NOPERM ACLs rules changed between the moment the transaction was accumulated "
+                "and the EXEC call. This command is no longer allowed for the following "
+                f"reason: {reason}")
 
     def dryrun_text(self) -> bytes:
-        """ACL DRYRUN's bulk reply for a refusal."""
+        """ACL DRYRUN's bulk reply for a refusal: getAclErrorMessage, verbose (the user's
+        name, the key or channel whole: Redis prints them as sds, NULs and all)."""
         if self.reason == "command":
-            return f"This user has no permissions to run the '{self.command}' command".encode()
-        return (b"This user has no permissions to access the '" + c_string(self.object)
-                + b"' " + self.reason.encode())
+            return (b"User " + self.username + b" has no permissions to run the '"
+                    + self.command.encode() + b"' command")
+        return (b"User " + self.username + b" has no permissions to access the '"
+                + self.object + b"' " + self.reason.encode())
+
+
+def _text(data: bytes) -> str:
+    """Bytes for an error line, every byte kept (surrogateescape, as engine.wire.errors)."""
+    return data.decode("utf-8", "surrogateescape").replace("\r", " ").replace("\n", " ")
 
 
 def key_permissions(spec_flags: Iterable[str]) -> int:

@@ -26,7 +26,8 @@ class Session:
     see engine.transactions) and, on the server, the connection it belongs to (`client`)."""
 
     __slots__ = ("db", "ctx", "multi", "multi_failed", "watched", "dirty", "client", "name",
-                 "lastcmd", "write_lsn", "from_primary", "subscriber")
+                 "lastcmd", "write_lsn", "from_primary", "subscriber", "user", "acl_generation",
+                 "acl_unrestricted")
 
     def __init__(self, db: int = 0) -> None:
         self.db = db
@@ -45,6 +46,14 @@ class Session:
         # Where its Pub/Sub messages go (engine.exec.pubsub): the server's connection gives
         # one, Engine.subscribe's session has one; None: SUBSCRIBE is refused.
         self.subscriber: Subscriber | None = None
+        # The ACL user it is authenticated as (engine.exec.acl_model.User): every command it
+        # runs is checked against its permissions (engine.runtime.acl_gate). None: no user,
+        # nothing checked (an embedded engine's sessions, replication's own).
+        self.user: Any = None
+        # Whether that user may run anything (then no command is looked at), as of the
+        # engine's acl_generation it was worked out at (-1: not yet).
+        self.acl_unrestricted = False
+        self.acl_generation = -1
 
 
 class Block:
@@ -114,6 +123,8 @@ class Ctx:
     # The command's effects are logged as its own record when it ends (not for EXEC's,
     # a script's or a batch's commands, whose caller logs one record for them all).
     commits = True
+    # What the ACL gate calls a refusal's context here (engine.runtime.acl_gate), in_multi's.
+    acl_context = "toplevel"
 
     def __init__(self, engine: EngineState, session: Session, now: int) -> None:
         self.engine = engine
@@ -211,9 +222,18 @@ class MultiCtx(Ctx):
     __slots__ = ()
     in_multi = True
     commits = False
+    acl_context = "exec"
     # EXEC's and a script's commands: their replies are collected (a script reads them as
     # values), not written to the connection one by one, so stream reads build plain entries.
     replies_in_resp = False
+
+
+class ScriptCtx(MultiCtx):
+    """A script's command (redis.call): as EXEC's, but a refusal by the ACL gate is the
+    script's error, logged in the `lua` context."""
+
+    __slots__ = ()
+    acl_context = "lua"
 
 
 class AnyKeyHolds:

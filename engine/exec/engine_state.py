@@ -87,6 +87,10 @@ class EngineState:
     replication: Replication | None
     read_only: str | None  # a replica refuses clients' writes with this line
     server: Any  # the network server serving this engine, if any
+    # The ACL users (engine.exec.acl.Users; made by engine.commands.acl when first needed, the
+    # server's): None while the engine has none, as an embedded one never does.
+    acl: Any
+    acl_generation: int  # bumped at every change of the users (sessions re-check theirs)
     info_sections: dict[str, InfoSection]  # INFO sections a service serves
     # What INFO reports of the engine itself.
     started_ms: int

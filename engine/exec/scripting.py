@@ -40,7 +40,7 @@ import time
 from importlib import resources
 from typing import TYPE_CHECKING, Any, Final, NoReturn
 
-from streamkeep.engine.exec.context import Block, Later, MultiCtx
+from streamkeep.engine.exec.context import Block, Later, MultiCtx, ScriptCtx
 from streamkeep.engine.exec.script_libs import (
     MAXCSTACK,
     bit_library,
@@ -792,7 +792,7 @@ class Scripting:
             run.dirty = True
         calls = run.calls
         if calls is None:
-            calls = run.calls = MultiCtx(engine, session, ctx.now)
+            calls = run.calls = ScriptCtx(engine, session, ctx.now)
             calls.effects = effects
         reply = engine.run_script_command(calls, spec, argv)
         if len(effects) > mark:

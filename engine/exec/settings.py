@@ -505,6 +505,14 @@ def _apply_notify(engine: EngineState) -> None:
     engine.notify_flags = engine.config["notify-keyspace-events"]
 
 
+def _apply_acl(engine: EngineState) -> None:
+    """acllog-max-len and acl-pubsub-default on the engine's ACL users, once they exist."""
+    users = engine.acl
+    if users is not None:
+        users.set_log_max_len(engine.config["acllog-max-len"])
+        users.pubsub_default_all = engine.config["acl-pubsub-default"] == "allchannels"
+
+
 def _apply_loglevel(engine: EngineState) -> None:
     set_log_level(engine.config["loglevel"])
 
@@ -606,6 +614,17 @@ _PARAMS: list[Param] = [
           summary="records written one at a time go through a mapping of the AOF's allocated "
                   "tail instead of one write(2) each (ext4, xfs and tmpfs; everysec and no)"),
     Param("requirepass", "string", "", summary="the default user's password"),
+    # ACL (engine.exec.acl; the users are made by engine.commands.acl's users_of): the ACL
+    # file ACL LOAD / ACL SAVE read and write, the ACL LOG's length, new users' channels.
+    Param("aclfile", "string", "", mutable=False,
+          summary="the ACL file users are loaded from at start and by ACL LOAD, saved to by "
+                  "ACL SAVE (empty: none; then `user` lines of the config file declare users)"),
+    Param("acllog-max-len", "int", 128, hi=LONG_MAX, hook=_apply_acl,
+          summary="entries the ACL LOG keeps, the oldest dropped first"),
+    Param("acl-pubsub-default", "enum", "resetchannels", choices=("allchannels", "resetchannels"),
+          hook=_apply_acl,
+          summary="the channels a new user (or `reset`) may use: none (resetchannels) or all "
+                  "(allchannels)"),
     Param("maxclients", "int", 10000, lo=1, hi=UINT_MAX, summary="connections at most"),
     Param("protected-mode", "bool", True,
           summary="without a password, accept loopback connections only"),
@@ -778,12 +797,37 @@ def parse_setting(name: str, value: Any, current: Any = None) -> Any:
         raise ConfigError(param.name, str(err)) from None
 
 
+# The config file's `user <name> <rules...>` lines: not a setting (CONFIG GET and SET know no
+# `user`, as in Redis), kept in engine.config under this name, in order, each line's words
+# after `user` (a tuple of str); the engine's ACL users apply them when they are made.
+USER_LINES = "user"
+
+
+def user_lines(value: Any) -> tuple[tuple[str, ...], ...]:
+    """`user` lines as `Engine(user=...)` may give them: one line ("alice on >pw ~*") or a
+    list of lines, each a string (split as the config file splits it) or its words.
+    ConfigError for a line without a name."""
+    lines = [value] if isinstance(value, str | bytes) else list(value)
+    out = []
+    for line in lines:
+        words = _split_args(_text(line)) if isinstance(line, str | bytes) else \
+            [_text(w) for w in line]
+        if not words:
+            raise ConfigError(USER_LINES, "a user line needs the user's name")
+        out.append(tuple(words))
+    return tuple(out)
+
+
 def normalize_settings(settings: Mapping[str, Any]) -> dict[str, Any]:
     """Settings given to `Engine(**config)` / `Engine.open`: Redis's names with '-' or '_',
-    validated and canonical. Immutable settings are accepted here (this is start-up)."""
+    validated and canonical. Immutable settings are accepted here (this is start-up), and
+    `user` lines (USER_LINES)."""
     out: dict[str, Any] = {}
     for raw, value in settings.items():
         name = raw.replace("_", "-").lower()
+        if name == USER_LINES:
+            out[name] = user_lines(value)
+            continue
         out[name] = parse_setting(name, value, out.get(name))
     return out
 
@@ -901,6 +945,14 @@ def parse_config_text(text: str, path: str = "<config>") -> dict[str, Any]:
             raise _fatal(linenum, line, "Unbalanced quotes in configuration line", path)
         if not argv:
             continue
+        if argv[0].lower() == USER_LINES and len(argv) >= 2:
+            users = settings.setdefault(USER_LINES, ())
+            try:
+                _check_user_line(argv, [u[0] for u in users])
+            except ValueError as err:
+                raise _fatal(linenum, line, str(err), path) from None
+            settings[USER_LINES] = (*users, tuple(argv[1:]))
+            continue
         param = lookup_param(argv[0])
         if param is None:
             raise _fatal(linenum, line, "Bad directive or wrong number of arguments", path)
@@ -912,6 +964,17 @@ def parse_config_text(text: str, path: str = "<config>") -> dict[str, Any]:
         except ValueError as err:
             raise _fatal(linenum, line, str(err), path) from None
     return settings
+
+
+def _check_user_line(argv: list[str], seen: list[str]) -> None:
+    """A config file's `user` line checked as Redis checks it while reading the file
+    (ACLAppendUserForLoading); ValueError with Redis's reason."""
+    from streamkeep.engine.exec.acl import check_config_user_line
+
+    def raw(word: str) -> bytes:
+        return word.encode("utf-8", "surrogateescape")
+
+    check_config_user_line([raw(w) for w in argv], [raw(w) for w in seen])
 
 
 def read_config_file(path: str | os.PathLike[str]) -> dict[str, Any]:
@@ -936,12 +999,28 @@ def rewrite_config_text(old: str, engine: EngineState) -> str:
             lines.append(line)
             continue
         argv = _split_args(line)
+        if argv and argv[0].lower() == USER_LINES and len(argv) >= 2:
+            where.setdefault(USER_LINES, []).append(len(lines))
+            lines.append(line)
+            continue
         param = lookup_param(argv[0]) if argv else None
         if param is None:
             lines.append("# ??? " + line)
             continue
         where.setdefault(param.name, []).append(len(lines))
         lines.append(line)
+    user_slots = where.pop(USER_LINES, [])
+    for text in _rewritten_users(engine):  # rewriteConfigUserOption: every user, forced
+        if user_slots:
+            lines[user_slots.pop(0)] = text
+        else:
+            if not signed:
+                lines.append(REWRITE_SIGNATURE)
+                signed = True
+            lines.append(text)
+    if engine.acl is not None or engine.config["aclfile"]:
+        for index in user_slots:
+            lines[index] = ""
     for param in _PARAMS:
         if param.name == "dir" and engine.datadir is None and not engine.config["dir"]:
             continue  # in memory: no data directory to name; the file's lines stay as they are
@@ -976,6 +1055,15 @@ def rewrite_config_text(old: str, engine: EngineState) -> str:
     return "".join(out)
 
 
+def _rewritten_users(engine: EngineState) -> list[str]:
+    """The `user` lines CONFIG REWRITE writes: none with an ACL file (the file's old lines are
+    dropped), none while the engine has made no users (the file's lines stay as they are),
+    else every user as ACL LIST describes it."""
+    if engine.config["aclfile"] or engine.acl is None:
+        return []
+    return [line.decode("utf-8", "surrogateescape") for line in engine.acl.list_lines()]
+
+
 def rewrite_config_file(engine: EngineState, path: str) -> None:
     """CONFIG REWRITE: write the new file to a temp file, fsync it, rename it over `path`.
     OSError on failure (the old file is then left as it was)."""
@@ -1005,6 +1093,7 @@ def rewrite_config_file(engine: EngineState, path: str) -> None:
 __all__ = [
     "DEFAULT_CONFIG",
     "PARAMS",
+    "USER_LINES",
     "ConfigError",
     "Param",
     "config_set",
@@ -1018,4 +1107,5 @@ __all__ = [
     "read_config_file",
     "rewrite_config_file",
     "rewrite_config_text",
+    "user_lines",
 ]

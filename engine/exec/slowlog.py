@@ -25,14 +25,16 @@ MAX_STRING = 128  # SLOWLOG_ENTRY_MAX_STRING
 REDACTED = b"(redacted)"
 SENSITIVE_CONFIGS = frozenset({b"requirepass", b"masterauth", b"tls-key-file-pass",
                                b"tls-client-key-file-pass"})
-_REDACTING = frozenset({b"auth", b"hello", b"config"})  # the commands `redact` looks into
+# The commands `redact` looks into.
+_REDACTING = frozenset({b"auth", b"hello", b"config", b"acl"})
 DEFAULT_GET_COUNT = 10
 
 
 def redact(argv: Sequence[bytes]) -> list[bytes]:
     """The arguments as the slow log keeps them: the ones carrying a password replaced, where
     Redis replaces them (AUTH of one or two arguments, each AUTH clause of HELLO until an
-    option it does not know, the values of the sensitive settings of CONFIG SET)."""
+    option it does not know, every argument of ACL SETUSER from the user's name on, the
+    values of the sensitive settings of CONFIG SET)."""
     out = list(argv)
     command = out[0].lower() if out else b""
     if command == b"auth" and len(out) <= 3:
@@ -50,6 +52,9 @@ def redact(argv: Sequence[bytes]) -> list[bytes]:
                 j += 2
             else:
                 break
+    elif command == b"acl" and len(out) > 2 and out[1].lower() == b"setuser":
+        for i in range(2, len(out)):  # (every rule: one may be a password; the name too)
+            out[i] = REDACTED
     elif command == b"config" and len(out) > 3 and out[1].lower() == b"set":
         for i in range(2, len(out) - 1, 2):
             if out[i].lower() in SENSITIVE_CONFIGS:

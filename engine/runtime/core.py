@@ -49,7 +49,7 @@ from streamkeep.engine.exec.table import (
     lookup,
     resolve,
 )
-from streamkeep.engine.exec.transactions import WatchRegistry, queue_in_multi
+from streamkeep.engine.exec.transactions import RUN_IN_MULTI, WatchRegistry, queue_in_multi
 from streamkeep.engine.model.digest import state_digest
 from streamkeep.engine.model.effects import Record
 from streamkeep.engine.model.hashes import HashLimits
@@ -57,6 +57,8 @@ from streamkeep.engine.model.lists import ListLimits
 from streamkeep.engine.model.residency import Residency
 from streamkeep.engine.model.sets import SetLimits
 from streamkeep.engine.model.value_types import STREAM, STRING, TYPES
+from streamkeep.engine.runtime.acl_gate import refusal as acl_refusal
+from streamkeep.engine.runtime.acl_gate import unrestricted
 from streamkeep.engine.runtime.batches import Batches
 from streamkeep.engine.runtime.expiry_cycle import active_expire_cycle
 from streamkeep.engine.runtime.refusals import Refusals
@@ -113,10 +115,11 @@ class Entry:
     and this engine's counters for it. The dispatch table maps each common spelling of a
     plain command to its entry; any other command gets one when it is looked up."""
 
-    __slots__ = ("handler", "min_args", "max_args", "is_write", "name", "counters")
+    __slots__ = ("handler", "min_args", "max_args", "is_write", "name", "counters", "spec")
 
     def __init__(self, spec: CommandSpec, counters: CommandCounters) -> None:
         assert spec.handler is not None  # (lookup never returns a container without one)
+        self.spec = spec  # (the ACL gate reads its key specs)
         self.handler: Handler = spec.handler
         self.min_args = spec.arity if spec.arity > 0 else -spec.arity
         self.max_args = spec.arity if spec.arity > 0 else 1 << 30
@@ -163,6 +166,10 @@ class EngineCore(EngineState):
         self.watches = WatchRegistry()
         self.pubsub = PubSub(glob_match)  # channels and patterns: not persisted, not logged
         self.server = None  # the network server serving this engine, if any
+        self.acl = None  # ACL users (engine.commands.acl): the server's; an embedded engine's none
+        # Bumped by every change of the users (engine.commands.acl): a session's note of
+        # whether its user is unrestricted is kept until it changes.
+        self.acl_generation = 0
         # Lua scripting (engine.exec.scripting.Scripting), made by the first script: not
         # persisted, not logged (a script's effects are).
         self.scripting = None
@@ -463,6 +470,17 @@ class EngineCore(EngineState):
         if ctx.replaying:
             return handler(ctx, argv)
         session = ctx.session
+        if session.user is not None:  # a server's client: its user's permissions
+            user = session.user
+            if session.acl_generation != self.acl_generation:
+                session.acl_unrestricted = unrestricted(user)
+                session.acl_generation = self.acl_generation
+            if not session.acl_unrestricted:
+                refused = acl_refusal(self, session, entry.spec, argv, ctx.acl_context
+                                      if ctx.in_multi else "multi" if session.multi is not None
+                                      else "toplevel")
+                if refused is not None:
+                    raise self._acl_refused(ctx, entry, refused)
         db = session.db
         if entry.is_write:
             gate = self.write_gate(session)
@@ -511,6 +529,15 @@ class EngineCore(EngineState):
         if self.read_only is not None and not session.from_primary:
             return self.read_only
         return None
+
+    def _acl_refused(self, ctx: Ctx, entry: Entry, err: ReplyError) -> ReplyError:
+        """The ACL gate's error, counted as Redis counts it: a rejected call at top level, a
+        failed one in EXEC or a script."""
+        if ctx.in_multi:
+            self.stats.failed(entry.counters, 0, err.line)
+        elif not ctx.rerun:
+            self.refusals.refuse(ctx.session, None, err, entry.counters)
+        return err
 
     def _gate_refused(self, ctx: Ctx, entry: Entry, gate: str) -> ReplyError:
         """The write gate's error for a command in `ctx`, counted as its kind of context
@@ -599,6 +626,12 @@ class EngineCore(EngineState):
             raise self.refusals.refuse(session, resolve(argv), err) from None
         session.lastcmd = spec.name
         if session.multi is not None:
+            if session.user is not None and spec.name not in RUN_IN_MULTI \
+                    and not unrestricted(session.user):  # (checked before it is queued)
+                refused = acl_refusal(self, session, spec, argv, "multi")
+                if refused is not None:
+                    session.multi_failed = True
+                    raise self.refusals.refuse(session, spec, refused) from None
             try:
                 queued = queue_in_multi(self, session, spec, argv)
             except ReplyError as err:

@@ -27,6 +27,7 @@ from collections import deque
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, Final, cast
 
+from streamkeep.engine.commands.connection import default_login
 from streamkeep.engine.exec.blocking import Waiter
 from streamkeep.engine.exec.context import Later
 from streamkeep.engine.exec.pubsub import (
@@ -194,7 +195,8 @@ class Client:
             self.closed = True
             return
         host = peer[0] if isinstance(peer, tuple) else None
-        if server.protected_mode and not server.requirepass and not server.is_local(host):
+        if server.protected_mode and server.default_needs_no_password() \
+                and not server.is_local(host):
             transport.write(DENIED)
             transport.close()
             self.closed = True
@@ -204,7 +206,8 @@ class Client:
         # proto-max-bulk-len, or skip a password set meanwhile.
         self.parser.proto_max_bulk_len = server.proto_max_bulk_len
         self.parser.query_buffer_limit = server.query_buffer_limit
-        self.authenticated = self.parser.authenticated = not server.requirepass
+        self.authenticated = self.parser.authenticated = default_login(self.engine,
+                                                                        self.session)
         server.clients[self.id] = self
 
     def data_received(self, data: bytes) -> None:
@@ -753,7 +756,8 @@ class Client:
             ("omem", str(self.transport.get_write_buffer_size() if self.transport else 0)),
             ("tot-mem", "0"), ("events", "r"),
             ("cmd", session.lastcmd or "NULL"),
-            ("user", "default"),
+            ("user", session.user.name.decode("utf-8", "replace")
+             if session.user is not None else "default"),
             ("redir", "-1"), ("resp", str(self.protocol)),
             ("lib-name", self.lib_name.decode("utf-8", "replace")),
             ("lib-ver", self.lib_ver.decode("utf-8", "replace")),
@@ -1033,6 +1037,25 @@ class Server:
     def requirepass(self) -> str:
         return str(self.engine.config.get("requirepass") or "")
 
+    def default_needs_no_password(self) -> bool:
+        """The default user is enabled with nopass: protected mode then refuses non-local
+        clients (Redis's rule, with users)."""
+        users = self.engine.acl
+        if users is None:
+            return not self.requirepass
+        default = users.get(b"default")
+        return bool(default is not None and default.enabled and "nopass" in default.flags)
+
+    def disconnect_user(self, name: bytes) -> None:
+        """Close the connections authenticated as `name` (its user deleted, as Redis does),
+        after the reply in hand."""
+        for client in list(self.clients.values()):
+            user = client.session.user
+            if user is not None and user.name == name:
+                client.closing = True
+                if not client.executing:
+                    client.close()
+
     @property
     def maxclients(self) -> int:
         return int(self.engine.config["maxclients"])
@@ -1181,6 +1204,9 @@ class Server:
             with self.engine.lock:
                 self.engine.journal.set_deferred(True)
         self.stopping = asyncio.Event()
+        from streamkeep.engine.commands.acl import users_of
+
+        users_of(self.engine)  # the users (the aclfile's, the config's): a bad file stops the start
         self._fit_maxclients()
         self.engine.on_config(["maxclients"], self._maxclients_changed)
         self.engine.rollback_hooks.append(self._records_dropped)

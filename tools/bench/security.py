@@ -188,4 +188,48 @@ def stalled_handshakes(env: BenchEnv, target: Any, stalled: int = STALLED) -> Me
                               f"{PINGS:,} PINGs: p99 {p99:.2f} ms, max {worst:.2f} ms"])
 
 
-__all__ = ["certs", "stalled_handshakes", "tls_redis", "tls_streamkeep", "tls_xadd"]
+# --- a restricted ACL user ---------------------------------------------------------------------
+
+ACL_USER, ACL_PASS = "producer", "bench-producer-pass"
+ACL_KEY = "orders:bench"
+ACL_RULES = ("on", f">{ACL_PASS}", "+xadd", "~orders:*")
+
+
+def _as_user(target: Any) -> list[str]:
+    target.client.execute_command("ACL", "SETUSER", ACL_USER, "reset", *ACL_RULES)
+    return ["-h", HOST, "-p", str(target.port), "--user", ACL_USER, "-a", ACL_PASS]
+
+
+def acl_xadd(env: BenchEnv) -> Measurement:
+    """redis-benchmark -P 16 XADD to orders:bench as the default user and as a user that may
+    only XADD to orders:* (+xadd ~orders:*), on streamkeep and on redis-server, interleaved in
+    that order: the rate is streamkeep's as the restricted user; the figures the restricted
+    user's rate over the default user's on streamkeep, and streamkeep's ratio to redis-server
+    as the restricted user over that ratio as the default user (what the check costs here
+    compared with what it costs Redis)."""
+    tool = server.benchmark_tool(env)
+    requests = server.server_requests(env.n, PIPELINE)
+    ours, theirs = server.streamkeep(env), server.redis_aof(env)
+    rates = {}
+    for name, target in (("sk", ours), ("redis", theirs)):
+        plain = ["-h", HOST, "-p", str(target.port)]
+        rates[name, "default"] = server.bench_redis_benchmark(
+            target, tool, requests, PIPELINE, connection=plain, key=ACL_KEY).rate
+        rates[name, "user"] = server.bench_redis_benchmark(
+            target, tool, requests, PIPELINE, connection=_as_user(target), key=ACL_KEY).rate
+        target.client.execute_command("ACL", "DELUSER", ACL_USER)
+    over_default = rates["sk", "user"] / rates["sk", "default"]
+    plain_ratio = rates["sk", "default"] / rates["redis", "default"]
+    user_ratio = rates["sk", "user"] / rates["redis", "user"]
+    return Measurement(rates["sk", "user"], count=requests,
+                       figures={"user_over_default": over_default,
+                                "ratio_of_ratios": user_ratio / plain_ratio},
+                       notes=[f"XADD -P {PIPELINE} as {ACL_USER} ({' '.join(ACL_RULES[2:])}) / "
+                              f"as default: streamkeep {over_default:.3f}x, redis-server "
+                              f"{rates['redis', 'user'] / rates['redis', 'default']:.3f}x; "
+                              f"streamkeep / redis-server: {user_ratio:.3f}x as {ACL_USER}, "
+                              f"{plain_ratio:.3f}x as default"])
+
+
+__all__ = ["acl_xadd", "certs", "stalled_handshakes", "tls_redis", "tls_streamkeep",
+           "tls_xadd"]

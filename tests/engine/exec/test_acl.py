@@ -10,10 +10,10 @@ import hmac
 import pytest
 
 from streamkeep.engine.commands.keyspace import stringmatchlen
-from streamkeep.engine.exec.acl import Users
+from streamkeep.engine.exec.acl import ConfiguredUserError, Users, check_config_user_line
 from streamkeep.engine.exec.acl_model import Denial
 from streamkeep.engine.wire.errors import ReplyError
-from streamkeep.engine.wire.reply import RespMap, RespSet
+from streamkeep.engine.wire.reply import HumanDouble, RespMap, RespSet
 from tests.support.acl_catalogue import StaticCatalogue, flat, table_catalogue
 
 SMALL = StaticCatalogue(["read", "write", "stream", "fast", "slow"],
@@ -28,10 +28,10 @@ def users() -> Users:
 
 
 def test_starts_with_the_default_user(users: Users) -> None:
-    assert users.list_lines() == [b"user default on nopass ~* &* +@all"]
+    assert users.list_lines() == [b"user default on nopass sanitize-payload ~* &* +@all"]
     assert users.users() == [b"default"]
     assert flat(users.getuser(b"default")) == [
-        b"flags", [b"on", b"nopass"], b"passwords", [], b"commands", b"+@all", b"keys", b"~*",
+        b"flags", [b"on", b"nopass", b"sanitize-payload"], b"passwords", [], b"commands", b"+@all", b"keys", b"~*",
         b"channels", b"&*", b"selectors", []]
 
 
@@ -39,7 +39,7 @@ def test_getuser_shape(users: Users) -> None:
     users.setuser(b"u", [b"on", b"#" + b"a" * 64, b"~k", b"&c", b"-@all", b"+get", b"(%R~x +xadd)"])
     reply = users.getuser(b"u")
     assert isinstance(reply, RespMap)
-    assert reply.items[0] == (b"flags", RespSet([b"on"]))
+    assert reply.items[0] == (b"flags", RespSet([b"on", b"sanitize-payload"]))
     assert flat(reply)[2:] == [
         b"passwords", [b"a" * 64], b"commands", b"-@all +get", b"keys", b"~k", b"channels", b"&c",
         b"selectors", [[b"commands", b"-@all +xadd", b"keys", b"%R~x", b"channels", b""]]]
@@ -57,6 +57,71 @@ def test_setuser_is_all_or_nothing(users: Users) -> None:
     with pytest.raises(ReplyError):
         users.setuser(b"new", [b"on", b"bogus"])
     assert users.get(b"new") is None
+
+
+def test_setuser_changes_an_existing_user_in_place(users: Users) -> None:
+    """ACLCopyUser: a session holding the user sees the new rules at once; a refused SETUSER
+    leaves it as it was."""
+    held = users.setuser(b"u", [b"on", b"nopass", b"~k*", b"-@all", b"+get"])
+    assert users.get(b"u") is held
+    assert users.check(held, "set", [(b"k1", frozenset({"RW", "update"}))]) is not None
+    assert users.setuser(b"u", [b"+set"]) is held
+    assert users.check(held, "set", [(b"k1", frozenset({"RW", "update"}))]) is None
+    with pytest.raises(ReplyError):
+        users.setuser(b"u", [b"-set", b"bogus"])
+    assert users.check(held, "set", [(b"k1", frozenset({"RW", "update"}))]) is None
+    users.setuser(b"u", [b"(~x +xadd)"])
+    assert len(held.selectors) == 2 and users.get(b"u") is held
+
+
+def test_default_password_from_requirepass(users: Users) -> None:
+    default = users.get(b"default")
+    users.set_default_password("s3cret")
+    assert users.get(b"default") is default
+    assert users.check_password(b"default", b"s3cret")
+    assert not users.check_password(b"default", b"other")
+    assert users.list_lines()[0] == (b"user default on sanitize-payload #"
+                                     + hashlib.sha256(b"s3cret").hexdigest().encode()
+                                     + b" ~* &* +@all")
+    users.set_default_password("")
+    assert users.list_lines()[0] == b"user default on nopass sanitize-payload ~* &* +@all"
+
+
+def test_configured_users(users: Users) -> None:
+    """ACLLoadConfiguredUsers: the config file's lines in order, `default` reset first."""
+    users.load_configured([[b"alice", b"on", b">p", b"~a*", b"+get"],
+                           [b"default", b"on", b"nopass", b"+@all", b"~*"]])
+    assert users.list_lines() == [
+        b"user alice on sanitize-payload #" + hashlib.sha256(b"p").hexdigest().encode()
+        + b" ~a* resetchannels -@all +get",
+        b"user default on nopass sanitize-payload ~* resetchannels +@all"]
+    with pytest.raises(ConfiguredUserError) as caught:
+        users.load_configured([[b"bob", b"on", b"+nosuch"]])
+    assert str(caught.value) == ("Error loading ACL rule '+nosuch' for the user named 'bob': "
+                                 "Unknown command or category name in ACL")
+
+
+@pytest.mark.parametrize(("argv", "seen", "reason"), [
+    ([b"user", b"alice", b"on", b"bogus"], [], "Error in user declaration 'alice': Syntax error"),
+    ([b"user", b"a", b"on", b"~*", b"~x"], [],
+     "Error in user declaration 'on': Adding a pattern after the * pattern (or the 'allkeys' "
+     "flag) is not valid and does not have any effect. Try 'resetkeys' to start with an empty "
+     "list of patterns"),
+    ([b"user", b"a", b"#zz"], [], "Error in user declaration 'user': The password hash must be "
+     "exactly 64 characters and contain only lowercase hexadecimal characters"),
+    ([b"user", b"a", b"on"], [b"a"], "Error in user declaration 'a': Duplicate user found. A "
+     "user can only be defined once in config files"),
+    ([b"user", b"a", b"+nosuch", b"+@nosuch"], [], None),  # unknown commands: checked later
+])
+def test_config_file_user_lines(argv: list[bytes], seen: list[bytes], reason: str | None) -> None:
+    """ACLAppendUserForLoading's check, as Redis words it: the wrong rule is looked up by its
+    place among the rules in the whole line (Redis's argv[argc_err])."""
+    if reason is None:
+        check_config_user_line(argv, seen)
+        return
+    with pytest.raises(ConfiguredUserError) as caught:
+        check_config_user_line(argv, seen)
+    assert str(caught.value) == reason
 
 
 @pytest.mark.parametrize(("name", "rules", "line"), [
@@ -121,8 +186,8 @@ def test_check_and_dryrun(users: Users) -> None:
     assert users.check(user, "get", [(b"k1", read)]) is None
     assert users.dryrun(b"u", "get", [(b"k1", read)]) == "OK"
     assert users.dryrun(b"u", "get", [(b"x", read)]) == \
-        b"This user has no permissions to access the 'x' key"
-    assert users.dryrun(b"u", "set") == b"This user has no permissions to run the 'set' command"
+        b"User u has no permissions to access the 'x' key"
+    assert users.dryrun(b"u", "set") == b"User u has no permissions to run the 'set' command"
     with pytest.raises(ReplyError, match="^ERR User 'nosuch' not found$"):
         users.dryrun(b"nosuch", "get")
 
@@ -155,12 +220,15 @@ def test_log_groups_identical_denials_within_a_minute(users: Users) -> None:
     users.log_denial(_denial(), b"id=1", 1000)
     users.log_denial(_denial(b"k", "key"), b"id=2", 2000)
     users.log_denial(_denial(), b"id=3", 3000)  # grouped with the first, moved to the top
-    entries = [flat(e) for e in users.log_entries(10, 5000)]
-    assert entries == [
+    entries = [flat(e) for e in users.log_entries(10, 5500)]
+    assert entries == [  # 7.2's ten fields; age-seconds printed as 7.2+'s d2string
         [b"count", 2, b"reason", b"command", b"context", b"toplevel", b"object", b"set",
-         b"username", b"u", b"age-seconds", 2.0, b"client-info", b"id=3"],
+         b"username", b"u", b"age-seconds", HumanDouble(b"2.5"), b"client-info", b"id=3",
+         b"entry-id", 0, b"timestamp-created", 1000, b"timestamp-last-updated", 3000],
         [b"count", 1, b"reason", b"key", b"context", b"toplevel", b"object", b"k",
-         b"username", b"u", b"age-seconds", 3.0, b"client-info", b"id=2"]]
+         b"username", b"u", b"age-seconds", HumanDouble(b"3.5"), b"client-info", b"id=2",
+         b"entry-id", 1, b"timestamp-created", 2000, b"timestamp-last-updated", 2000]]
+    assert len(flat(users.log_entries(1, 5500, with_ids=False))[0]) == 14  # 7.0's seven
     users.log_denial(_denial(), b"id=4", 3000 + 60001)  # too late: a new entry
     users.log_denial(_denial(), b"id=5", 70000, context="multi")
     assert [flat(e)[1] for e in users.log_entries(10, 70000)] == [1, 1, 2, 1]
@@ -189,12 +257,22 @@ def test_dump_and_load_round_trip(users: Users) -> None:
     users.setuser(b"zed", [b"on", b">" + SECRET, b"~a", b"(~b +set)"])
     users.setuser(b"amy", [b"%R~r", b"&c", b"+@stream"])
     text = users.dump_aclfile()
-    assert text.splitlines()[0].startswith(b"user amy off %R~r resetchannels &c -@all +@stream")
+    assert text.splitlines()[0].startswith(b"user amy off sanitize-payload %R~r resetchannels &c -@all +@stream")
     fresh = Users(SMALL, stringmatchlen)
     fresh.load_aclfile(text, "/etc/users.acl")
     assert fresh.dump_aclfile() == text
     fresh.load_aclfile(b"user x on\n", "/etc/users.acl")  # the default user comes back
     assert fresh.users() == [b"default", b"x"]
+
+
+def test_load_keeps_the_default_user_and_names_the_replaced_ones(users: Users) -> None:
+    default = users.get(b"default")
+    users.setuser(b"old", [b"on"])
+    users.setuser(b"keep", [b"on"])
+    replaced = users.load_aclfile(b"user keep on\nuser default on nopass -@all\n", "/f.acl")
+    assert replaced == [b"keep", b"old"]  # every user but default is a new one
+    assert users.get(b"default") is default
+    assert users.list_lines()[0] == b"user default on nopass sanitize-payload resetchannels -@all"
 
 
 def test_load_is_all_or_nothing_with_every_error(users: Users) -> None:
@@ -212,5 +290,5 @@ def test_load_is_all_or_nothing_with_every_error(users: Users) -> None:
 def test_on_streamkeeps_table() -> None:
     users = Users(table_catalogue(), stringmatchlen)
     users.setuser(b"s", [b"-@all", b"+@stream", b"~s*"])
-    assert users.list_lines()[1] == b"user s off ~s* resetchannels -@all +@stream"
+    assert users.list_lines()[1] == b"user s off sanitize-payload ~s* resetchannels -@all +@stream"
     assert b"xadd" in users.commands_in_category(b"stream")

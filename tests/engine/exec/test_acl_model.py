@@ -50,46 +50,46 @@ def error_of(*rules: bytes) -> str:
 # --- the rules --------------------------------------------------------------------------------
 
 def test_a_new_user_is_off_with_nothing() -> None:
-    assert describe() == b"off resetchannels -@all"
+    assert describe() == b"off sanitize-payload resetchannels -@all"
 
 
 @pytest.mark.parametrize(("rules", "text"), [
-    ((b"on",), b"on resetchannels -@all"),
-    ((b"on", b"OFF"), b"off resetchannels -@all"),
-    ((b"nopass",), b"off nopass resetchannels -@all"),
+    ((b"on",), b"on sanitize-payload resetchannels -@all"),
+    ((b"on", b"OFF"), b"off sanitize-payload resetchannels -@all"),
+    ((b"nopass",), b"off nopass sanitize-payload resetchannels -@all"),
     ((b"sanitize-payload", b"skip-sanitize-payload"),
      b"off skip-sanitize-payload resetchannels -@all"),
-    ((b">secret",), b"off #" + PW_HASH.encode() + b" resetchannels -@all"),
-    ((b">secret", b">secret"), b"off #" + PW_HASH.encode() + b" resetchannels -@all"),
-    ((b"#" + PW_HASH.encode(), b"<secret"), b"off resetchannels -@all"),
-    ((b">secret", b"!" + PW_HASH.encode()), b"off resetchannels -@all"),
-    ((b">secret", b"nopass"), b"off nopass resetchannels -@all"),
-    ((b"nopass", b">secret", b"resetpass"), b"off resetchannels -@all"),
-    ((b"~k*", b"%R~r*", b"%W~w*", b"%RW~b"), b"off ~k* %R~r* %W~w* ~b resetchannels -@all"),
-    ((b"%R~a", b"%W~a"), b"off ~a resetchannels -@all"),
-    ((b"%r",), b"off %R~ resetchannels -@all"),
-    ((b"~a", b"allkeys"), b"off ~* resetchannels -@all"),
-    ((b"allkeys", b"resetkeys", b"~b"), b"off ~b resetchannels -@all"),
-    ((b"&c*", b"&c*", b"&d"), b"off resetchannels &c* &d -@all"),
-    ((b"&c", b"allchannels"), b"off &* -@all"),
-    ((b"allchannels", b"resetchannels"), b"off resetchannels -@all"),
-    ((b"+get", b"+set"), b"off resetchannels -@all +get +set"),
-    ((b"allcommands", b"-get"), b"off resetchannels +@all -get"),
-    ((b"+@all", b"nocommands"), b"off resetchannels -@all"),
-    ((b"+@stream",), b"off resetchannels -@all +@stream"),
-    ((b"+@all", b"-@stream"), b"off resetchannels +@all -@stream"),
-    ((b"+@stream", b"-xadd"), b"off resetchannels -@all +@stream -xadd"),
-    ((b"+xrange", b"+xlen"), b"off resetchannels -@all +xlen +xrange"),
-    ((b"+config|get",), b"off resetchannels -@all +config|get"),
-    ((b"+config", b"-config|set"), b"off resetchannels -@all +config -config|set"),
-    ((b"+@all", b"-debug", b"+debug|digest"), b"off resetchannels +@all -debug +debug|digest"),
-    ((b"+select|0", b"+select|1", b"+SELECT|0"), b"off resetchannels -@all +select|0 +select|1"),
-    ((b"+select|0", b"+select"), b"off resetchannels -@all +select"),
-    ((b"(~a +get)",), b"off resetchannels -@all (~a resetchannels -@all +get)"),
-    ((b"()", b"(&x)", b"clearselectors"), b"off resetchannels -@all"),
+    ((b">secret",), b"off sanitize-payload #" + PW_HASH.encode() + b" resetchannels -@all"),
+    ((b">secret", b">secret"), b"off sanitize-payload #" + PW_HASH.encode() + b" resetchannels -@all"),
+    ((b"#" + PW_HASH.encode(), b"<secret"), b"off sanitize-payload resetchannels -@all"),
+    ((b">secret", b"!" + PW_HASH.encode()), b"off sanitize-payload resetchannels -@all"),
+    ((b">secret", b"nopass"), b"off nopass sanitize-payload resetchannels -@all"),
+    ((b"nopass", b">secret", b"resetpass"), b"off sanitize-payload resetchannels -@all"),
+    ((b"~k*", b"%R~r*", b"%W~w*", b"%RW~b"), b"off sanitize-payload ~k* %R~r* %W~w* ~b resetchannels -@all"),
+    ((b"%R~a", b"%W~a"), b"off sanitize-payload ~a resetchannels -@all"),
+    ((b"%r",), b"off sanitize-payload %R~ resetchannels -@all"),
+    ((b"~a", b"allkeys"), b"off sanitize-payload ~* resetchannels -@all"),
+    ((b"allkeys", b"resetkeys", b"~b"), b"off sanitize-payload ~b resetchannels -@all"),
+    ((b"&c*", b"&c*", b"&d"), b"off sanitize-payload resetchannels &c* &d -@all"),
+    ((b"&c", b"allchannels"), b"off sanitize-payload &* -@all"),
+    ((b"allchannels", b"resetchannels"), b"off sanitize-payload resetchannels -@all"),
+    ((b"+get", b"+set"), b"off sanitize-payload resetchannels -@all +get +set"),
+    ((b"allcommands", b"-get"), b"off sanitize-payload resetchannels +@all -get"),
+    ((b"+@all", b"nocommands"), b"off sanitize-payload resetchannels -@all"),
+    ((b"+@stream",), b"off sanitize-payload resetchannels -@all +@stream"),
+    ((b"+@all", b"-@stream"), b"off sanitize-payload resetchannels +@all -@stream"),
+    ((b"+@stream", b"-xadd"), b"off sanitize-payload resetchannels -@all +@stream -xadd"),
+    ((b"+xrange", b"+xlen"), b"off sanitize-payload resetchannels -@all +xlen +xrange"),
+    ((b"+config|get",), b"off sanitize-payload resetchannels -@all +config|get"),
+    ((b"+config", b"-config|set"), b"off sanitize-payload resetchannels -@all +config -config|set"),
+    ((b"+@all", b"-debug", b"+debug|digest"), b"off sanitize-payload resetchannels +@all -debug +debug|digest"),
+    ((b"+select|0", b"+select|1", b"+SELECT|0"), b"off sanitize-payload resetchannels -@all +select|0 +select|1"),
+    ((b"+select|0", b"+select"), b"off sanitize-payload resetchannels -@all +select"),
+    ((b"(~a +get)",), b"off sanitize-payload resetchannels -@all (~a resetchannels -@all +get)"),
+    ((b"()", b"(&x)", b"clearselectors"), b"off sanitize-payload resetchannels -@all"),
     ((b"on", b">secret", b"~a", b"&b", b"+@all", b"(+get)", b"reset"),
      b"off sanitize-payload resetchannels -@all"),
-    ((b"",), b"off resetchannels -@all"),
+    ((b"",), b"off sanitize-payload resetchannels -@all"),
 ])
 def test_rules_and_their_description(rules: tuple[bytes, ...], text: bytes) -> None:
     assert describe(*rules) == text
@@ -124,7 +124,7 @@ def test_unknown_names_are_marked_for_acl_load() -> None:
 
 
 def test_a_c_string_ends_at_nul_for_keywords() -> None:
-    assert describe(b"on\0trailing") == b"on resetchannels -@all"
+    assert describe(b"on\0trailing") == b"on sanitize-payload resetchannels -@all"
 
 
 def test_merge_selector_args() -> None:
@@ -142,9 +142,9 @@ def test_containers_in_a_category_take_their_subcommands() -> None:
 
 def test_future_bit_decides_the_start() -> None:
     """+@all sets the reserved bit; taking commands away keeps it, adding them all does not."""
-    assert describe(b"+@all", b"-get", b"+get") == b"off resetchannels +@all"
+    assert describe(b"+@all", b"-get", b"+get") == b"off sanitize-payload resetchannels +@all"
     everything = [b"+" + name.encode() for name in INDEX.order if name not in INDEX.parent]
-    assert describe(*everything).startswith(b"off resetchannels -@all +@")
+    assert describe(*everything).startswith(b"off sanitize-payload resetchannels -@all +@")
 
 
 def test_user_copy_is_deep() -> None:
@@ -152,7 +152,7 @@ def test_user_copy_is_deep() -> None:
     copy = user.copy()
     m.apply_user_rule(copy, INDEX, b"%W~a")
     m.apply_user_rule(copy, INDEX, b"-get")
-    assert m.describe_user(user, INDEX) == b"off ~a resetchannels -@all +get (~b resetchannels -@all)"
+    assert m.describe_user(user, INDEX) == b"off sanitize-payload ~a resetchannels -@all +get (~b resetchannels -@all)"
 
 
 # --- checking ---------------------------------------------------------------------------------
@@ -211,14 +211,20 @@ def test_selectors_and_which_denial_is_reported() -> None:
 
 
 def test_denial_lines() -> None:
-    assert m.Denial("command", b"config|get", b"u", "config|get").error_line() == \
-        "NOPERM this user has no permissions to run the 'config|get' command"
+    """Redis 7.2+'s texts (getAclErrorMessage; 7.0 said "this user" and "one of the keys")."""
+    command = m.Denial("command", b"config|get", b"u", "config|get")
+    assert command.error_line() == "NOPERM User u has no permissions to run the 'config|get' command"
+    assert command.dryrun_text() == b"User u has no permissions to run the 'config|get' command"
     key = m.Denial("key", b"k\0x", b"u", "get")
-    assert key.error_line() == \
-        "NOPERM this user has no permissions to access one of the keys used as arguments"
-    assert key.dryrun_text() == b"This user has no permissions to access the 'k' key"
+    assert key.error_line() == "NOPERM No permissions to access a key"
+    assert key.dryrun_text() == b"User u has no permissions to access the 'k\0x' key"
+    assert key.script_line() == "ERR ACL failure in script: No permissions to access a key"
     channel = m.Denial("channel", b"c", b"u", "publish")
-    assert channel.dryrun_text() == b"This user has no permissions to access the 'c' channel"
-    assert channel.message() == "can't publish to the channel mentioned in the command"
-    assert m.Denial("command", b"get", b"u", "get").dryrun_text() == \
-        b"This user has no permissions to run the 'get' command"
+    assert channel.error_line() == "NOPERM No permissions to access a channel"
+    assert channel.dryrun_text() == b"User u has no permissions to access the 'c' channel"
+    assert channel.exec_line().endswith(
+        "following reason: no permission to access one of the channels used as arguments")
+    assert key.exec_line() == (
+        "NOPERM ACLs rules changed between the moment the transaction was accumulated and the "
+        "EXEC call. This command is no longer allowed for the following reason: no permission "
+        "to touch the specified keys")

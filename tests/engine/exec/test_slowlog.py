@@ -69,6 +69,11 @@ def test_long_commands_are_trimmed() -> None:
     ([b"CONFIG", b"SET", b"requirepass", b"pw", b"timeout", b"5", b"MASTERAUTH", b"x"],
      [b"CONFIG", b"SET", b"requirepass", REDACTED, b"timeout", b"5", b"MASTERAUTH", REDACTED]),
     ([b"CONFIG", b"GET", b"requirepass"], [b"CONFIG", b"GET", b"requirepass"]),
+    ([b"ACL", b"SETUSER", b"alice", b"on", b">pw", b"+get"],
+     [b"ACL", b"SETUSER", REDACTED, REDACTED, REDACTED, REDACTED]),
+    ([b"acl", b"GETUSER", b"alice"], [b"acl", b"GETUSER", b"alice"]),
+    ([b"CONFIG", b"SET", b"tls-key-file-pass", b"k"],
+     [b"CONFIG", b"SET", b"tls-key-file-pass", REDACTED]),
     ([b"XADD", b"auth", b"*", b"requirepass", b"x"],
      [b"XADD", b"auth", b"*", b"requirepass", b"x"]),
 ])
