@@ -107,6 +107,7 @@ COMPILED = [
     "engine/runtime/replay.py",
     "engine/runtime/waiting.py",
     "engine/runtime/async_steps.py",
+    "engine/runtime/acl_fast.py",
     "engine/services/engine.py",
     "engine/services/queue.py",
     "engine/server/network.py",

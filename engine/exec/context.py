@@ -27,7 +27,7 @@ class Session:
 
     __slots__ = ("db", "ctx", "multi", "multi_failed", "watched", "dirty", "client", "name",
                  "lastcmd", "write_lsn", "from_primary", "subscriber", "user", "acl_generation",
-                 "acl_unrestricted")
+                 "acl_unrestricted", "acl_plans")
 
     def __init__(self, db: int = 0) -> None:
         self.db = db
@@ -54,6 +54,8 @@ class Session:
         # engine's acl_generation it was worked out at (-1: not yet).
         self.acl_unrestricted = False
         self.acl_generation = -1
+        # Its user's quick answers by command (engine.runtime.acl_fast), for that generation.
+        self.acl_plans: dict[str, Any] = {}
 
 
 class Block:

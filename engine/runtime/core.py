@@ -57,8 +57,8 @@ from streamkeep.engine.model.lists import ListLimits
 from streamkeep.engine.model.residency import Residency
 from streamkeep.engine.model.sets import SetLimits
 from streamkeep.engine.model.value_types import STREAM, STRING, TYPES
+from streamkeep.engine.runtime.acl_gate import plan_for, unrestricted
 from streamkeep.engine.runtime.acl_gate import refusal as acl_refusal
-from streamkeep.engine.runtime.acl_gate import unrestricted
 from streamkeep.engine.runtime.batches import Batches
 from streamkeep.engine.runtime.expiry_cycle import active_expire_cycle
 from streamkeep.engine.runtime.refusals import Refusals
@@ -471,16 +471,12 @@ class EngineCore(EngineState):
             return handler(ctx, argv)
         session = ctx.session
         if session.user is not None:  # a server's client: its user's permissions
-            user = session.user
             if session.acl_generation != self.acl_generation:
-                session.acl_unrestricted = unrestricted(user)
+                session.acl_unrestricted = unrestricted(session.user)
+                session.acl_plans = {}
                 session.acl_generation = self.acl_generation
             if not session.acl_unrestricted:
-                refused = acl_refusal(self, session, entry.spec, argv, ctx.acl_context
-                                      if ctx.in_multi else "multi" if session.multi is not None
-                                      else "toplevel")
-                if refused is not None:
-                    raise self._acl_refused(ctx, entry, refused)
+                self._check_acl(ctx, entry, argv)
         db = session.db
         if entry.is_write:
             gate = self.write_gate(session)
@@ -529,6 +525,21 @@ class EngineCore(EngineState):
         if self.read_only is not None and not session.from_primary:
             return self.read_only
         return None
+
+    def _check_acl(self, ctx: Ctx, entry: Entry, argv: Argv) -> None:
+        """A restricted user's command: its quick plan (engine.runtime.acl_fast) allows it,
+        or the full check does, or its refusal is raised."""
+        session = ctx.session
+        plan = session.acl_plans.get(entry.name)
+        if plan is None:
+            plan = session.acl_plans[entry.name] = plan_for(session.user, entry.spec)
+        if plan.allows(argv):
+            return
+        refused = acl_refusal(self, session, entry.spec, argv, ctx.acl_context
+                              if ctx.in_multi else "multi" if session.multi is not None
+                              else "toplevel")
+        if refused is not None:
+            raise self._acl_refused(ctx, entry, refused)
 
     def _acl_refused(self, ctx: Ctx, entry: Entry, err: ReplyError) -> ReplyError:
         """The ACL gate's error, counted as Redis counts it: a rejected call at top level, a
