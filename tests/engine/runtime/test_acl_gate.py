@@ -9,6 +9,7 @@ password, CLIENT LIST's user=, CLIENT KILL USER and ACL DELUSER closing a user's
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -212,5 +213,78 @@ def test_the_embedded_engine_has_no_users() -> None:
         r = engine.redis()
         r.xadd("payments", {"n": "1"})
         assert engine.acl is None
+    finally:
+        engine.close()
+
+
+def test_a_functions_calls_run_with_the_callers_permissions(admin, login) -> None:
+    admin.function_load("#!lua name=shop\n"
+                        "redis.register_function('put', function(keys, args)\n"
+                        "  return redis.call('set', keys[1], args[1]) end)\n"
+                        "redis.register_function('wipe', function(keys, args)\n"
+                        "  return redis.call('set', 'payments', 'x') end)")
+    admin.execute_command("ACL", "SETUSER", "caller", "on", ">c1", "~orders:*", "+fcall",
+                          "+set")
+    caller = login("caller", "c1")
+    assert caller.fcall("put", 1, "orders:k", "v") == "OK"
+    with pytest.raises(redis.exceptions.ResponseError) as failed:
+        caller.fcall("wipe", 0)
+    assert str(failed.value).startswith(f"ACL failure in script: {KEY_DENIED}")
+    assert admin.get("payments") is None
+
+
+def test_no_password_reaches_the_aof(tmp_path) -> None:
+    """ACL SETUSER, AUTH and CONFIG SET requirepass change no data: nothing of them is logged,
+    so no password is in the AOF (streamkeep aof dump reads those bytes)."""
+    handle = start_server(Engine.open(str(tmp_path / "data")))
+    try:
+        r = redis.Redis(port=handle.port)
+        r.execute_command("ACL", "SETUSER", "alice", "on", ">alice-secret-1", "+@all", "~*")
+        r.config_set("requirepass", "default-secret-2")
+        alice = redis.Redis(port=handle.port, username="alice", password="alice-secret-1")
+        alice.xadd("orders", {"n": "1"})
+        alice.close()
+        r.close()
+    finally:
+        handle.stop()
+    logged = b"".join(path.read_bytes() for path in (tmp_path / "data").rglob("*")
+                      if path.is_file())
+    assert b"orders" in logged
+    assert b"alice-secret-1" not in logged and b"default-secret-2" not in logged
+
+
+def test_a_replica_logs_in_with_masteruser(tmp_path) -> None:
+    """The primary's default user off; the replica's link logs in as a user that may only
+    replicate (+psync +replconf +ping), with masteruser and masterauth."""
+    primary = start_server(Engine.open(str(tmp_path / "primary")))
+    replica = None
+    try:
+        admin = redis.Redis(port=primary.port)
+        admin.execute_command("ACL", "SETUSER", "admin", "on", ">a", "+@all", "~*", "&*")
+        admin.execute_command("ACL", "SETUSER", "replicator", "on", ">rp", "+psync",
+                              "+replconf", "+ping")
+        admin.execute_command("ACL", "SETUSER", "default", "off")
+        admin.close()
+        writer = redis.Redis(port=primary.port, username="admin", password="a")
+        writer.xadd("orders", {"n": "1"})
+        replica = Engine.open(str(tmp_path / "replica"), masteruser="replicator",
+                              masterauth="rp", replicaof=("127.0.0.1", primary.port))
+        deadline = time.monotonic() + 20
+        while replica.redis().xlen("orders") != 1:
+            assert time.monotonic() < deadline, "the replica did not log in and sync"
+            time.sleep(0.05)
+        writer.close()
+    finally:
+        if replica is not None:
+            replica.close()
+        primary.stop()
+
+
+def test_a_shared_directory_may_have_users_too(tmp_path) -> None:
+    engine = Engine.open(str(tmp_path / "data"), shared=True)
+    try:
+        r = engine.redis()
+        r.execute_command("ACL", "SETUSER", "worker", "on", ">w1", "+@all", "~jobs:*")
+        assert b"worker" in r.execute_command("ACL", "USERS")
     finally:
         engine.close()

@@ -386,3 +386,39 @@ def test_the_prometheus_exporter_scrapes_over_tls(serve, certs, tmp_path: Path) 
     lengths = metrics["redis_stream_length"]
     assert any(dict(labels).get("stream") == "orders" and value == 1.0
                for labels, value in lengths.items()), lengths
+
+
+@pytest.mark.parametrize("settings,cap,expected", [
+    ({"tls_ciphersuites": "TLS_AES_256_GCM_SHA384"}, None, "TLS_AES_256_GCM_SHA384"),
+    ({"tls_ciphersuites": "TLS_CHACHA20_POLY1305_SHA256"}, None, "TLS_CHACHA20_POLY1305_SHA256"),
+    ({"tls_ciphers": "ECDHE-ECDSA-AES256-GCM-SHA384", "tls_protocols": "TLSv1.2"},
+     ssl.TLSVersion.TLSv1_2, "ECDHE-ECDSA-AES256-GCM-SHA384"),
+    ({"tls_ciphers": "ECDHE-ECDSA-CHACHA20-POLY1305:ECDHE-ECDSA-AES128-GCM-SHA256",
+      "tls_protocols": "TLSv1.2", "tls_prefer_server_ciphers": "yes"},
+     ssl.TLSVersion.TLSv1_2, "ECDHE-ECDSA-CHACHA20-POLY1305"),
+])
+def test_ciphers_and_suites_are_the_servers(serve, certs, settings: dict[str, str],
+                                            cap: ssl.TLSVersion | None, expected: str) -> None:
+    """tls-ciphersuites (TLSv1.3, set on OpenSSL's context directly), tls-ciphers (TLSv1.2)
+    and tls-prefer-server-ciphers decide what a client that offers everything gets."""
+    served = serve(**settings)
+    ctx = ssl.create_default_context(cafile=certs.ca)
+    ctx.load_cert_chain(certs.path("client.crt"), certs.path("client.key"))
+    if cap is not None:
+        ctx.maximum_version = cap
+        ctx.set_ciphers("ECDHE-ECDSA-AES128-GCM-SHA256:ECDHE-ECDSA-AES256-GCM-SHA384:"
+                        "ECDHE-ECDSA-CHACHA20-POLY1305")  # (the client's order: AES first)
+    with socket.create_connection(("127.0.0.1", served.tls_port), TIMEOUT) as raw, \
+            ctx.wrap_socket(raw, server_hostname="localhost") as tls:
+        assert tls.cipher()[0] == expected
+
+
+def test_a_ca_directory_verifies_clients(serve, certs, tmp_path: Path) -> None:
+    """tls-ca-cert-dir: the CA found by its hashed name (openssl rehash makes the links)."""
+    cadir = tmp_path / "cas"
+    cadir.mkdir()
+    shutil.copy(certs.ca, cadir / "ca.pem")
+    subprocess.run(["openssl", "rehash", str(cadir)], check=True, capture_output=True)
+    served = serve(tls_ca_cert_file="", tls_ca_cert_dir=str(cadir))
+    assert not _refused(_client(certs, served.tls_port))
+    assert _refused(_client(certs, served.tls_port, cert="stranger"))
