@@ -28,7 +28,7 @@ from streamkeep.engine.commands.key_specs import keys_and_flags
 from streamkeep.engine.commands.keyspace import stringmatchlen
 from streamkeep.engine.commands.read import parse_read_args
 from streamkeep.engine.exec.acl import ConfiguredUserError, Denial, Users
-from streamkeep.engine.exec.acl_model import c_string
+from streamkeep.engine.exec.acl_model import c_string, check_channel
 from streamkeep.engine.exec.context import Ctx
 from streamkeep.engine.exec.settings import USER_LINES
 from streamkeep.engine.exec.table import (
@@ -267,7 +267,38 @@ ACL = container("acl", "A container for Access List Control commands.", group="s
             syntax="username [rule...]")
 def acl_setuser(ctx: Ctx, argv: Argv) -> str:
     users_of(ctx.engine).setuser(argv[2], argv[3:])
+    drop_unpermitted_subscribers(ctx.engine, argv[2])
     return "OK"
+
+
+def _channels_allowed(users: Users, user: Any, channels: Sequence[bytes],
+                      patterns: bool) -> bool:
+    """Every one of these channels (or patterns) is allowed by one of the user's selectors:
+    its channel permissions only, whatever its commands (ACLUserCheckChannelPerm)."""
+    return all(any(sel.allchannels or check_channel(sel.channels, channel, patterns,
+                                                    users.match)
+                   for sel in user.selectors) for channel in channels)
+
+
+def drop_unpermitted_subscribers(engine: Any, name: bytes | None = None) -> None:
+    """ACLKillPubsubClientsIfNeeded: a client subscribed to a channel (or a pattern) its user
+    (`name`'s, or anyone's) may no longer use is disconnected, as Redis 7 does: it would
+    otherwise go on receiving what its user may not read."""
+    server = engine.server
+    users = engine.acl
+    if server is None or users is None:
+        return
+    for client in list(server.clients.values()):
+        session = client.session
+        user, subscriber = session.user, session.subscriber
+        if user is None or subscriber is None or (name is not None and user.name != name):
+            continue
+        plain = [*subscriber.channels, *subscriber.shard_channels]
+        if not (_channels_allowed(users, user, plain, False)
+                and _channels_allowed(users, user, list(subscriber.patterns), True)):
+            client.closing = True
+            if not client.executing:
+                client.close()
 
 
 @subcommand(ACL, "getuser", 3, ADMIN_SENTINEL, keys=NO_KEYS, since="6.0.0",
@@ -386,6 +417,7 @@ def acl_load(ctx: Ctx, argv: Argv) -> str:
     users = users_of(ctx.engine)
     replaced = users.load_aclfile(read_aclfile(path), path)
     disconnect(ctx.engine, replaced)
+    drop_unpermitted_subscribers(ctx.engine)  # (the default user's may have changed too)
     return "OK"
 
 

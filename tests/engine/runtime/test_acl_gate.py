@@ -288,3 +288,17 @@ def test_a_shared_directory_may_have_users_too(tmp_path) -> None:
         assert b"worker" in r.execute_command("ACL", "USERS")
     finally:
         engine.close()
+
+
+def test_a_subscriber_whose_channels_are_revoked_is_disconnected(admin, login) -> None:
+    admin.execute_command("ACL", "SETUSER", "listener", "on", ">l1", "resetchannels",
+                          "&news:*", "+subscribe", "+ping")
+    listener = login("listener", "l1")
+    sub = listener.pubsub()
+    sub.subscribe("news:1")
+    assert sub.get_message(timeout=5)["type"] == "subscribe"
+    admin.execute_command("ACL", "SETUSER", "listener", "+publish")  # channels unchanged
+    assert admin.publish("news:1", "still") == 1
+    admin.execute_command("ACL", "SETUSER", "listener", "resetchannels", "&other:*")
+    assert admin.publish("news:1", "gone") == 0  # (Redis closes it: it may not read news:*)
+    sub.close()
