@@ -183,7 +183,7 @@ def test_authentication_with_users(admin, login, served: ServerHandle) -> None:
     assert any(c["user"] == "alice" for c in admin.client_list())
     # The default user off: a new connection must log in; requirepass gives it a password.
     admin.execute_command("ACL", "SETUSER", "default", "off")
-    anonymous = redis.Redis(port=served.port)
+    anonymous = redis.Redis(port=served.port, retry=Retry(NoBackoff(), 0))
     with pytest.raises(redis.exceptions.AuthenticationError):
         anonymous.ping()
     anonymous.close()

@@ -26,6 +26,8 @@ from typing import Any
 
 import pytest
 import redis
+from redis.backoff import NoBackoff
+from redis.retry import Retry
 
 from streamkeep import Engine
 from streamkeep.engine.exec.settings import normalize_settings
@@ -101,7 +103,7 @@ def _client(certs: Certs, port: int, cert: str | None = "client", **kwargs: Any)
     extra = {} if cert is None else {"ssl_certfile": certs.path(f"{cert}.crt"),
                                      "ssl_keyfile": certs.path(f"{cert}.key")}
     return redis.Redis(port=port, ssl=True, ssl_ca_certs=certs.ca, socket_timeout=TIMEOUT,
-                       **extra, **kwargs)
+                       retry=Retry(NoBackoff(), 0), **extra, **kwargs)  # (a refusal: at once)
 
 
 def _refused(client: redis.Redis) -> bool:
