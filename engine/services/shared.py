@@ -48,7 +48,12 @@ from typing import Any
 
 from streamkeep.aof.fs import LockedError, lock_holder
 from streamkeep.aof.manifest import LOCK_FILE, SHARED_CONF, SHARED_LOCK, SHARED_LOG, SHARED_SOCKET
-from streamkeep.engine.exec.settings import PARAMS, normalize_settings, parse_setting
+from streamkeep.engine.exec.settings import (
+    PARAMS,
+    USER_LINES,
+    normalize_settings,
+    parse_setting,
+)
 from streamkeep.engine.services.shared_client import (
     Connection,
     ServerLost,
@@ -120,6 +125,10 @@ def shared_settings(config: Mapping[str, Any]) -> dict[str, Any]:
         if name.replace("-", "_") in NOT_SHARED:
             raise SharedError(f"{name}: not a setting of a shared directory (its server opens "
                               "the directory); open it in process to use it")
+        if name.lower() == USER_LINES:
+            raise SharedError("user: a shared directory's users are its server's: add them "
+                              "with ACL SETUSER (then CONFIG REWRITE keeps them in its "
+                              "shared.conf)")
     return normalize_settings(config)
 
 

@@ -281,6 +281,10 @@ def test_a_replica_logs_in_with_masteruser(tmp_path) -> None:
 
 
 def test_a_shared_directory_may_have_users_too(tmp_path) -> None:
+    from streamkeep.engine.services.shared import SharedError
+
+    with pytest.raises(SharedError, match="ACL SETUSER"):  # (its server's, not an opener's)
+        Engine.open(str(tmp_path / "data"), shared=True, user="worker on >w1")
     engine = Engine.open(str(tmp_path / "data"), shared=True)
     try:
         r = engine.redis()
