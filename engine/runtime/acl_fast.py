@@ -31,6 +31,8 @@ class CommandPlan:
         if at >= len(argv):
             return False
         key = argv[at]
+        if not key:  # (Redis's `*` matches no empty key: the full check decides)
+            return False
         for prefix in self.prefixes:
             if key.startswith(prefix):
                 return True

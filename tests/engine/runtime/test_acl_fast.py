@@ -28,6 +28,8 @@ def test_a_plan_answers_by_prefix_and_name() -> None:
     assert plan.allows((b"XADD", b"audit", b"*", b"f", b"v"))
     assert not plan.allows((b"XADD", b"payments", b"*", b"f", b"v"))
     assert not plan.allows((b"XADD",))
+    # Redis's glob `*` matches no empty key (stringmatchlen): no quick yes for one.
+    assert not CommandPlan(1, [b""], [b""]).allows((b"XLEN", b""))
     assert CommandPlan(0, [], []).allows((b"PING",))
     assert not FULL_CHECK.allows((b"PING",))
 
