@@ -15,7 +15,6 @@ state, sockets, the sessions' users (the gate and AUTH set those).
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import os
 from collections.abc import Sequence
@@ -30,7 +29,7 @@ from streamkeep.engine.commands.read import parse_read_args
 from streamkeep.engine.exec.acl import ConfiguredUserError, Denial, Users
 from streamkeep.engine.exec.acl_model import c_string, check_channel
 from streamkeep.engine.exec.context import Ctx
-from streamkeep.engine.exec.settings import USER_LINES
+from streamkeep.engine.exec.settings import USER_LINES, replace_file
 from streamkeep.engine.exec.table import (
     ADMIN,
     NO_KEYS,
@@ -173,29 +172,8 @@ def read_aclfile(path: str) -> bytes:
 
 def write_aclfile(path: str, text: bytes) -> None:
     """ACLSaveToFile: a temp file beside it, written, fsynced, renamed over it, the directory
-    fsynced. OSError on failure (the temp file is removed)."""
-    import time
-
-    tmp = f"{path}.tmp-{os.getpid()}-{int(time.time() * 1000)}"
-    try:
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT, 0o644)
-        try:
-            view = memoryview(text)
-            while view:
-                view = view[os.write(fd, view):]
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        os.replace(tmp, path)
-        dirfd = os.open(os.path.dirname(os.path.abspath(path)), os.O_RDONLY)
-        try:
-            os.fsync(dirfd)
-        finally:
-            os.close(dirfd)
-    except OSError:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        raise
+    fsynced (engine.exec.settings.replace_file). OSError on failure."""
+    replace_file(path, text, sync_directory=True)
 
 
 def _bump(engine: Any) -> None:

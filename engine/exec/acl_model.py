@@ -397,25 +397,25 @@ def apply_user_rule(user: User, index: CommandIndex, op: bytes,
         apply_selector_rule(user.root, index, op)
 
 
+def _digest_of(op: bytes, clear: bytes) -> str:
+    """The SHA-256 hex a password rule names: hashed from `>pw`/`<pw` (`clear` its first
+    byte), or given as `#hex`/`!hex`."""
+    if op[:1] == clear:
+        return hash_password(op[1:])
+    if valid_hash(op[1:]):
+        return op[1:].decode("ascii")
+    raise RuleError(ERR_BAD_HASH)
+
+
 def _add_password(user: User, op: bytes) -> None:
-    if op[:1] == b">":
-        digest = hash_password(op[1:])
-    elif valid_hash(op[1:]):
-        digest = op[1:].decode("ascii")
-    else:
-        raise RuleError(ERR_BAD_HASH)
+    digest = _digest_of(op, b">")
     if digest not in user.passwords:
         user.passwords.append(digest)
     user.flags.discard("nopass")
 
 
 def _remove_password(user: User, op: bytes) -> None:
-    if op[:1] == b"<":
-        digest = hash_password(op[1:])
-    elif valid_hash(op[1:]):
-        digest = op[1:].decode("ascii")
-    else:
-        raise RuleError(ERR_BAD_HASH)
+    digest = _digest_of(op, b"<")
     if digest not in user.passwords:
         raise RuleError(ERR_NO_SUCH_PASSWORD)
     user.passwords.remove(digest)

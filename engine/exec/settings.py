@@ -1072,7 +1072,13 @@ def rewrite_config_file(engine: EngineState, path: str) -> None:
             old = f.read().decode("utf-8", "surrogateescape")
     except FileNotFoundError:
         old = ""
-    content = rewrite_config_text(old, engine).encode("utf-8", "surrogateescape")
+    replace_file(path, rewrite_config_text(old, engine).encode("utf-8", "surrogateescape"))
+
+
+def replace_file(path: str, content: bytes, sync_directory: bool = False) -> None:
+    """`path` replaced by `content` as one step: a temp file beside it written, fsynced and
+    renamed over it (the directory fsynced too with `sync_directory`). OSError on failure,
+    the temp file removed and the old file left as it was. (CONFIG REWRITE, ACL SAVE.)"""
     tmp = f"{path}.tmp-{os.getpid()}"
     try:
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
@@ -1084,6 +1090,12 @@ def rewrite_config_file(engine: EngineState, path: str) -> None:
         finally:
             os.close(fd)
         os.replace(tmp, path)
+        if sync_directory:
+            dirfd = os.open(os.path.dirname(os.path.abspath(path)), os.O_RDONLY)
+            try:
+                os.fsync(dirfd)
+            finally:
+                os.close(dirfd)
     except OSError:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
