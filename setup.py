@@ -75,6 +75,7 @@ COMPILED = [
     "engine/model/lists.py",
     "engine/exec/blocking.py",
     "engine/exec/context.py",
+    "engine/exec/keys.py",
     "engine/exec/engine_state.py",
     "engine/exec/transactions.py",
     "engine/exec/latency.py",

@@ -55,6 +55,13 @@ REDIS_FIXTURES = {"redis_server", "redis_client", "redis_raw", "redis_raw_factor
                   "start_redis"}
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    # Every in-process command run checks that the effects its handler logs are declared.
+    from tests.support import declared_effects
+
+    declared_effects.install()
+
+
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption("--cold-nodes", action="store_true",
                      help="run every engine with its stream nodes cold: read back from a "

@@ -28,8 +28,7 @@ from typing import Any
 
 from streamkeep.engine import commands as _commands  # noqa: F401  (fills the table it renders)
 from streamkeep.engine.exec.settings import ALIASES, LLONG_MAX, PARAMS, Param
-from streamkeep.engine.exec.table import COMMANDS, CommandSpec
-from streamkeep.engine.model.effects import EFFECT_VOCABULARY
+from streamkeep.engine.exec.table import COMMANDS, CommandSpec, effect_vocabulary
 from streamkeep.engine.wire.argspec import render
 from streamkeep.tools.exits import EXIT_INTERRUPTED, EXIT_USAGE
 
@@ -90,7 +89,7 @@ def command_table_markdown() -> str:
 def effect_vocabulary_markdown() -> str:
     """Every command an effect may be, with the shape effects give it."""
     lines = ["| effect | shape | |", "|---|---|---|"]
-    for name, command in EFFECT_VOCABULARY.items():
+    for name, command in effect_vocabulary().items():
         note = "streamkeep only" if command.streamkeep_only else (
             "selects the database of the effects after it" if command.switches_db else "")
         syntax = command.syntax.replace("|", "\\|")

@@ -5,7 +5,7 @@ password from requirepass, the config file's `user` lines, the ACL file), over t
 
 Owns these subcommands' argument handling and replies, shaped as Redis 7.2+ / 8.x's aclCommand
 (src/acl.c), the ACL file's reading and writing (ACL LOAD / ACL SAVE, the start), and
-`check_command`: a command line's keys (engine.commands.key_specs) and channels (PUBLISH,
+`check_command`: a command line's keys (engine.exec.key_specs) and channels (PUBLISH,
 SPUBLISH, SUBSCRIBE, SSUBSCRIBE, PSUBSCRIBE) checked against a user, which DRYRUN and the
 permission gate share. The rules, replies and texts themselves are engine.exec.acl's. Connections
 are closed only through the server's `disconnect_user(name)`, when the server has one (DELUSER
@@ -21,18 +21,17 @@ from collections.abc import Sequence
 from functools import cache
 from typing import Any, Final
 
-from streamkeep.engine.commands.categories import CATEGORIES, categories_of, commands_in
 from streamkeep.engine.commands.command import find_command
-from streamkeep.engine.commands.key_specs import keys_and_flags
 from streamkeep.engine.commands.keyspace import stringmatchlen
 from streamkeep.engine.commands.read import parse_read_args
 from streamkeep.engine.exec.acl import ConfiguredUserError, Denial, Users
 from streamkeep.engine.exec.acl_model import c_string, check_channel
+from streamkeep.engine.exec.categories import CATEGORIES, categories_of, commands_in
 from streamkeep.engine.exec.context import Ctx
+from streamkeep.engine.exec.key_specs import keys_and_flags
 from streamkeep.engine.exec.settings import USER_LINES, replace_file
 from streamkeep.engine.exec.table import (
     ADMIN,
-    NO_KEYS,
     Argv,
     CommandSpec,
     container,
@@ -85,7 +84,7 @@ class AclStartupError(StreamkeepError, ValueError):
 
 class TableCatalogue:
     """The model's Catalogue over the command table (engine.exec.table), its categories
-    engine.commands.categories'. Internal commands are not in it."""
+    engine.exec.categories'. Internal commands are not in it."""
 
     def categories(self) -> list[str]:
         return list(CATEGORIES)
@@ -240,9 +239,9 @@ ACL = container("acl", "A container for Access List Control commands.", group="s
                 since="6.0.0")
 
 
-@subcommand(ACL, "setuser", -3, ADMIN_SENTINEL, keys=NO_KEYS, since="6.0.0",
-            summary="Creates and modifies an ACL user and its rules.",
-            syntax="username [rule...]")
+@subcommand(ACL, "setuser", -3, ADMIN_SENTINEL, since="6.0.0",
+            keys="",
+            summary="Creates and modifies an ACL user and its rules.", syntax="username [rule...]")
 def acl_setuser(ctx: Ctx, argv: Argv) -> str:
     users_of(ctx.engine).setuser(argv[2], argv[3:])
     drop_unpermitted_subscribers(ctx.engine, argv[2])
@@ -279,15 +278,16 @@ def drop_unpermitted_subscribers(engine: Any, name: bytes | None = None) -> None
                 client.close()
 
 
-@subcommand(ACL, "getuser", 3, ADMIN_SENTINEL, keys=NO_KEYS, since="6.0.0",
+@subcommand(ACL, "getuser", 3, ADMIN_SENTINEL, since="6.0.0",
+            keys="",
             summary="Lists the ACL rules of a user.", syntax="username")
 def acl_getuser(ctx: Ctx, argv: Argv) -> RespMap | None:
     return users_of(ctx.engine).getuser(argv[2])
 
 
-@subcommand(ACL, "deluser", -3, ADMIN_SENTINEL, keys=NO_KEYS, since="6.0.0",
-            summary="Deletes ACL users, and terminates their connections.",
-            syntax="username...")
+@subcommand(ACL, "deluser", -3, ADMIN_SENTINEL, since="6.0.0",
+            keys="",
+            summary="Deletes ACL users, and terminates their connections.", syntax="username...")
 def acl_deluser(ctx: Ctx, argv: Argv) -> int:
     users = users_of(ctx.engine)
     names = argv[2:]
@@ -297,19 +297,22 @@ def acl_deluser(ctx: Ctx, argv: Argv) -> int:
     return deleted
 
 
-@subcommand(ACL, "list", 2, ADMIN_SENTINEL, keys=NO_KEYS, since="6.0.0",
+@subcommand(ACL, "list", 2, ADMIN_SENTINEL, since="6.0.0",
+            keys="",
             summary="Dumps the effective rules in ACL file format.")
 def acl_list(ctx: Ctx, argv: Argv) -> list[bytes]:
     return users_of(ctx.engine).list_lines()
 
 
-@subcommand(ACL, "users", 2, ADMIN_SENTINEL, keys=NO_KEYS, since="6.0.0",
+@subcommand(ACL, "users", 2, ADMIN_SENTINEL, since="6.0.0",
+            keys="",
             summary="Lists all ACL users.")
 def acl_users(ctx: Ctx, argv: Argv) -> list[bytes]:
     return users_of(ctx.engine).users()
 
 
-@subcommand(ACL, "whoami", 2, PLAIN, keys=NO_KEYS, since="6.0.0",
+@subcommand(ACL, "whoami", 2, PLAIN, since="6.0.0",
+            keys="",
             summary="Returns the authenticated username of the current connection.")
 def acl_whoami(ctx: Ctx, argv: Argv) -> bytes:
     """The session's user; a session without one (an embedded engine's) acts as `default`."""
@@ -317,7 +320,8 @@ def acl_whoami(ctx: Ctx, argv: Argv) -> bytes:
     return b"default" if user is None else bytes(user.name)
 
 
-@subcommand(ACL, "cat", -2, PLAIN, keys=NO_KEYS, since="6.0.0",
+@subcommand(ACL, "cat", -2, PLAIN, since="6.0.0",
+            keys="",
             summary="Lists the ACL categories, or the commands inside a category.",
             syntax="[category]")
 def acl_cat(ctx: Ctx, argv: Argv) -> list[bytes]:
@@ -329,9 +333,11 @@ def acl_cat(ctx: Ctx, argv: Argv) -> list[bytes]:
     raise subcommand_syntax(argv)
 
 
-@subcommand(ACL, "dryrun", -4, ADMIN_SENTINEL, keys=NO_KEYS, since="7.0.0",
+@subcommand(ACL, "dryrun", -4, ADMIN_SENTINEL, since="7.0.0",
+            keys="",
             summary="Simulates the execution of a command by a user, without executing the "
-                    "command.", syntax="username command [arg...]")
+                    "command.",
+            syntax="username command [arg...]")
 def acl_dryrun(ctx: Ctx, argv: Argv) -> str | bytes:
     users = users_of(ctx.engine)
     user = users.get(argv[2])
@@ -347,16 +353,19 @@ def acl_dryrun(ctx: Ctx, argv: Argv) -> str | bytes:
     return "OK" if denial is None else denial.dryrun_text()
 
 
-@subcommand(ACL, "genpass", -2, PLAIN, keys=NO_KEYS, since="6.0.0",
+@subcommand(ACL, "genpass", -2, PLAIN, since="6.0.0",
+            keys="",
             summary="Generates a pseudorandom, secure password that can be used to identify "
-                    "ACL users.", syntax="[bits:integer]")
+                    "ACL users.",
+            syntax="[bits:integer]")
 def acl_genpass(ctx: Ctx, argv: Argv) -> bytes:
     if len(argv) > 3:
         raise subcommand_syntax(argv)
     return Users.genpass(argv[2] if len(argv) == 3 else None)
 
 
-@subcommand(ACL, "log", -2, ADMIN_SENTINEL, keys=NO_KEYS, since="6.0.0",
+@subcommand(ACL, "log", -2, ADMIN_SENTINEL, since="6.0.0",
+            keys="",
             summary="Lists recent security events generated due to ACL rejections.",
             syntax="[operation: count:integer | RESET]")
 def acl_log(ctx: Ctx, argv: Argv) -> list[RespMap] | str:
@@ -372,7 +381,8 @@ def acl_log(ctx: Ctx, argv: Argv) -> list[RespMap] | str:
     return users.log_entries(count, ctx.now)
 
 
-@subcommand(ACL, "save", 2, ADMIN_SENTINEL, keys=NO_KEYS, since="6.0.0",
+@subcommand(ACL, "save", 2, ADMIN_SENTINEL, since="6.0.0",
+            keys="",
             summary="Saves the effective ACL rules in the configured ACL file.")
 def acl_save(ctx: Ctx, argv: Argv) -> str:
     path = ctx.engine.config["aclfile"]
@@ -386,7 +396,8 @@ def acl_save(ctx: Ctx, argv: Argv) -> str:
     return "OK"
 
 
-@subcommand(ACL, "load", 2, ADMIN_SENTINEL, keys=NO_KEYS, since="6.0.0",
+@subcommand(ACL, "load", 2, ADMIN_SENTINEL, since="6.0.0",
+            keys="",
             summary="Reloads the rules from the configured ACL file.")
 def acl_load(ctx: Ctx, argv: Argv) -> str:
     path = ctx.engine.config["aclfile"]

@@ -25,7 +25,6 @@ from streamkeep.engine.exec.blocking import Waiter
 from streamkeep.engine.exec.context import Ctx
 from streamkeep.engine.exec.table import (
     ADMIN,
-    NO_KEYS,
     Argv,
     container,
     help_subcommand,
@@ -72,27 +71,31 @@ def _kill(ctx: Ctx, client: Any) -> None:
         ctx.engine.server.call_soon(client.abort)
 
 
-@subcommand(CLIENT, "id", 2, "noscript loading stale", keys=NO_KEYS, since="5.0.0",
+@subcommand(CLIENT, "id", 2, "noscript loading stale", since="5.0.0",
+            acl="connection", keys="",
             summary="Returns the unique client ID of the connection.")
 def client_id(ctx: Ctx, argv: Argv) -> int:
     client = ctx.session.client
     return client.id if client is not None else 0
 
 
-@subcommand(CLIENT, "getname", 2, "noscript loading stale", keys=NO_KEYS, since="2.6.9",
+@subcommand(CLIENT, "getname", 2, "noscript loading stale", since="2.6.9",
+            acl="connection", keys="",
             summary="Returns the name of the connection.")
 def client_getname(ctx: Ctx, argv: Argv) -> bytes | None:
     return ctx.session.name or None
 
 
-@subcommand(CLIENT, "getredir", 2, "noscript loading stale", keys=NO_KEYS, since="6.0.0",
+@subcommand(CLIENT, "getredir", 2, "noscript loading stale", since="6.0.0",
+            acl="connection", keys="",
             summary="Returns the client ID to which the connection's tracking notifications "
                     "are redirected.")
 def client_getredir(ctx: Ctx, argv: Argv) -> int:
     return -1  # Redis's reply while tracking is off: streamkeep has no client-side caching
 
 
-@subcommand(CLIENT, "setname", 3, "noscript loading stale", keys=NO_KEYS, since="2.6.9",
+@subcommand(CLIENT, "setname", 3, "noscript loading stale", since="2.6.9",
+            acl="connection", keys="",
             summary="Sets the connection name.", syntax="connection-name")
 def client_setname(ctx: Ctx, argv: Argv) -> str:
     if not valid_client_name(argv[2]):
@@ -101,7 +104,8 @@ def client_setname(ctx: Ctx, argv: Argv) -> str:
     return "OK"
 
 
-@subcommand(CLIENT, "setinfo", 4, "noscript loading stale", keys=NO_KEYS, since="7.2.0",
+@subcommand(CLIENT, "setinfo", 4, "noscript loading stale", since="7.2.0",
+            acl="connection", keys="",
             summary="Sets information specific to the client or connection.",
             syntax="<attr: LIB-NAME libname | LIB-VER libver>")
 def client_setinfo(ctx: Ctx, argv: Argv) -> str:
@@ -117,14 +121,16 @@ def client_setinfo(ctx: Ctx, argv: Argv) -> str:
     return "OK"
 
 
-@subcommand(CLIENT, "info", 2, "noscript loading stale", keys=NO_KEYS, since="6.2.0",
+@subcommand(CLIENT, "info", 2, "noscript loading stale", since="6.2.0",
+            acl="connection", keys="",
             summary="Returns information about the connection.")
 def client_info(ctx: Ctx, argv: Argv) -> Verbatim:
     client = ctx.session.client
     return Verbatim(client.info_line() + "\n" if client is not None else "")
 
 
-@subcommand(CLIENT, "list", -2, ADMIN, keys=NO_KEYS, since="2.4.0",
+@subcommand(CLIENT, "list", -2, ADMIN, since="2.4.0",
+            acl="connection", keys="",
             summary="Lists open connections.",
             syntax="[client-type: TYPE <NORMAL | MASTER | REPLICA | PUBSUB>] "
                    "[ID client-id:integer...]")
@@ -142,7 +148,8 @@ def client_list(ctx: Ctx, argv: Argv) -> Verbatim:
     return Verbatim("".join(c.info_line() + "\n" for c in clients))
 
 
-@subcommand(CLIENT, "kill", -3, ADMIN, keys=NO_KEYS, since="2.4.0",
+@subcommand(CLIENT, "kill", -3, ADMIN, since="2.4.0",
+            acl="connection", keys="",
             summary="Terminates open connections.",
             syntax="<filter: old-format | <new-format: [ID client-id:integer] "
                    "| [client-type: TYPE <NORMAL | MASTER | SLAVE | REPLICA | PUBSUB>] "
@@ -209,10 +216,11 @@ def client_kill(ctx: Ctx, argv: Argv) -> Any:
     return killed
 
 
-@subcommand(CLIENT, "unblock", -3, "admin noscript loading stale sentinel", keys=NO_KEYS,
-            since="5.0.0",
+@subcommand(CLIENT, "unblock", -3, "admin noscript loading stale sentinel", since="5.0.0",
+            acl="connection", keys="",
             summary="Unblocks a client blocked by a blocking command from a different "
-                    "connection.", syntax="client-id:integer [unblock-type: TIMEOUT | ERROR]")
+                    "connection.",
+            syntax="client-id:integer [unblock-type: TIMEOUT | ERROR]")
 def client_unblock(ctx: Ctx, argv: Argv) -> int:
     """A client waiting in a blocking command (a pop, a move, XREAD/XREADGROUP BLOCK) answered
     now: as if it timed out, or with the UNBLOCKED error. 1 when it was waiting, 0 otherwise
@@ -264,21 +272,25 @@ def _on_off(argv: Argv) -> str:
     return "OK"
 
 
-@subcommand(CLIENT, "no-evict", 3, ADMIN, keys=NO_KEYS, since="7.0.0",
+@subcommand(CLIENT, "no-evict", 3, ADMIN, since="7.0.0",
+            acl="connection", keys="",
             summary="Sets the client eviction mode of the connection.",
             syntax="<enabled: ON | OFF>")
 def client_no_evict(ctx: Ctx, argv: Argv) -> str:
     return _on_off(argv)  # nothing is ever evicted
 
 
-@subcommand(CLIENT, "no-touch", 3, "noscript loading stale", keys=NO_KEYS, since="7.2.0",
+@subcommand(CLIENT, "no-touch", 3, "noscript loading stale", since="7.2.0",
+            acl="connection", keys="",
             summary="Controls whether commands sent by the client affect the LRU/LFU of "
-                    "accessed keys.", syntax="<enabled: ON | OFF>")
+                    "accessed keys.",
+            syntax="<enabled: ON | OFF>")
 def client_no_touch(ctx: Ctx, argv: Argv) -> str:
     return _on_off(argv)  # no LRU/LFU is kept
 
 
-@subcommand(CLIENT, "reply", 3, "noscript loading stale", keys=NO_KEYS, since="3.2.0",
+@subcommand(CLIENT, "reply", 3, "noscript loading stale", since="3.2.0",
+            acl="connection", keys="",
             summary="Instructs the server whether to reply to commands.",
             syntax="<action: ON | OFF | SKIP>")
 def client_reply(ctx: Ctx, argv: Argv) -> object:
@@ -342,4 +354,4 @@ help_subcommand(CLIENT, [
     "    Protect current client connection from eviction.",
     "NO-TOUCH (ON|OFF)",
     "    Will not touch LRU/LFU stats when this mode is on.",
-])
+], acl="connection")

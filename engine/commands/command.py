@@ -1,9 +1,9 @@
 """COMMAND: COUNT, INFO, DOCS, LIST, GETKEYS, GETKEYSANDFLAGS and the bare command.
 
 Owns the replies Redis shapes from its command table (flags, ACL categories, key specs, docs,
-movable keys); the table itself is engine.exec.table's, the ACL categories
-engine.commands.categories' and the key specs engine.commands.key_specs'. Must not touch: engine
-state.
+movable keys), all from each command's one declaration in the command table (engine.exec.table;
+its ACL categories as engine.exec.categories derives them, its key specs as engine.exec.key_specs
+finds keys by them). Must not touch: engine state.
 """
 
 from __future__ import annotations
@@ -11,13 +11,12 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
-from streamkeep.engine.commands import key_specs
-from streamkeep.engine.commands.categories import categories_of
 from streamkeep.engine.commands.keyspace import stringmatchlen
+from streamkeep.engine.exec import key_specs
+from streamkeep.engine.exec.categories import categories_of
 from streamkeep.engine.exec.context import Ctx
 from streamkeep.engine.exec.table import (
     COMMANDS,
-    NO_KEYS,
     Argv,
     CommandSpec,
     Flag,
@@ -35,11 +34,6 @@ from streamkeep.engine.wire.reply import RespMap, RespSet
 # COMMAND INFO's flags, in Redis's order (Flag's own); sentinel and may_replicate (PUBLISH's)
 # are never reported: Redis hides them.
 REPLY_FLAGS = tuple(flag for flag in Flag if flag not in (Flag.SENTINEL, Flag.MAY_REPLICATE))
-
-# Commands whose keys no (first, last, step) range describes (COMMAND INFO's movablekeys), as
-# Redis derives them from the key specs.
-MOVABLE_KEYS: frozenset[str] = key_specs.MOVABLE
-
 
 def visible_commands() -> list[CommandSpec]:
     """Every command a client may run (effect-only ones are never listed)."""
@@ -59,13 +53,13 @@ def find_command(name: bytes) -> CommandSpec | None:
 
 def _flags(spec: CommandSpec) -> RespSet:
     flags = set(spec.flags)
-    if spec.name in MOVABLE_KEYS:
+    if spec.movable_keys:  # (no (first, last, step) range describes its keys)
         flags.add(Flag.MOVABLEKEYS)
     return RespSet([flag.value for flag in REPLY_FLAGS if flag in flags])
 
 
 def acl_categories(spec: CommandSpec) -> list[str]:
-    """COMMAND INFO's ACL categories of `spec` ("@write", ...): engine.commands.categories'."""
+    """COMMAND INFO's ACL categories of `spec` ("@write", ...): engine.exec.categories'."""
     return categories_of(spec)
 
 
@@ -93,8 +87,8 @@ def _key_spec_reply(ks: key_specs.KeySpec) -> RespMap:
 
 
 def _key_specs(spec: CommandSpec) -> RespSet:
-    """COMMAND INFO's key specs: engine.commands.key_specs' declaration for the command."""
-    return RespSet([_key_spec_reply(ks) for ks in key_specs.specs_of(spec)])
+    """COMMAND INFO's key specs, as the command's declaration has them."""
+    return RespSet([_key_spec_reply(ks) for ks in spec.key_specs])
 
 
 def command_info(spec: CommandSpec) -> list[Any]:
@@ -140,17 +134,20 @@ def command_all(ctx: Ctx, argv: Argv) -> list[Any]:
     return [command_info(spec) for spec in visible_commands()]
 
 
-COMMAND = container("command", "Returns detailed information about all commands.",
-                    group="server", since="2.8.13", handler=command_all, flags="loading stale")
+COMMAND = container("command", "Returns detailed information about all commands.", group="server",
+                    since="2.8.13",
+                    acl="connection", handler=command_all, flags="loading stale")
 
 
-@subcommand(COMMAND, "count", 2, "loading stale", keys=NO_KEYS, since="2.8.13",
+@subcommand(COMMAND, "count", 2, "loading stale", since="2.8.13",
+            acl="connection", keys="",
             summary="Returns a count of commands.")
 def command_count(ctx: Ctx, argv: Argv) -> int:
     return len(visible_commands())
 
 
-@subcommand(COMMAND, "info", -2, "loading stale", keys=NO_KEYS, since="2.8.13",
+@subcommand(COMMAND, "info", -2, "loading stale", since="2.8.13",
+            acl="connection", keys="",
             summary="Returns information about one, multiple or all commands.",
             syntax="[command-name...]")
 def command_info_cmd(ctx: Ctx, argv: Argv) -> list[Any]:
@@ -163,7 +160,8 @@ def command_info_cmd(ctx: Ctx, argv: Argv) -> list[Any]:
     return out
 
 
-@subcommand(COMMAND, "docs", -2, "loading stale", keys=NO_KEYS, since="7.0.0",
+@subcommand(COMMAND, "docs", -2, "loading stale", since="7.0.0",
+            acl="connection", keys="",
             summary="Returns documentary information about one, multiple or all commands.",
             syntax="[command-name...]")
 def command_docs_cmd(ctx: Ctx, argv: Argv) -> RespMap:
@@ -188,7 +186,8 @@ def _matching(pattern: bytes) -> Callable[[CommandSpec], bool]:
     return lambda spec: stringmatchlen(pattern, spec.name.encode(), nocase=True)
 
 
-@subcommand(COMMAND, "list", -2, "loading stale", keys=NO_KEYS, since="7.0.0",
+@subcommand(COMMAND, "list", -2, "loading stale", since="7.0.0",
+            acl="connection", keys="",
             summary="Returns a list of command names.",
             syntax="[filterby: FILTERBY <MODULE module-name | ACLCAT category "
                    "| PATTERN pattern:pattern>]")
@@ -214,7 +213,7 @@ def command_list(ctx: Ctx, argv: Argv) -> list[bytes]:
 
 def command_keys(spec: CommandSpec, argv: Argv | list[bytes]) -> list[int]:
     """Positions of the keys in argv (COMMAND GETKEYS), from the key specs
-    (engine.commands.key_specs)."""
+    (engine.exec.key_specs)."""
     return [i for i, _flags in key_specs.key_positions(spec, argv)]
 
 
@@ -240,14 +239,16 @@ def _getkeys(argv: Argv) -> tuple[Argv, list[tuple[int, frozenset[str]]]]:
     return target, found
 
 
-@subcommand(COMMAND, "getkeys", -4, "loading stale", keys=NO_KEYS, since="2.8.13",
+@subcommand(COMMAND, "getkeys", -4, "loading stale", since="2.8.13",
+            acl="connection", keys="",
             summary="Extracts the key names from an arbitrary command.", syntax="command [arg...]")
 def command_getkeys(ctx: Ctx, argv: Argv) -> list[bytes]:
     target, found = _getkeys(argv)
     return [target[i] for i, _flags in found]
 
 
-@subcommand(COMMAND, "getkeysandflags", -4, "loading stale", keys=NO_KEYS, since="7.0.0",
+@subcommand(COMMAND, "getkeysandflags", -4, "loading stale", since="7.0.0",
+            acl="connection", keys="",
             summary="Extracts the key names and access flags for an arbitrary command.",
             syntax="command arg [arg...]")
 def command_getkeysandflags(ctx: Ctx, argv: Argv) -> list[list[Any]]:
@@ -275,4 +276,4 @@ help_subcommand(COMMAND, [
     "    Return the keys from a full Redis command.",
     "GETKEYSANDFLAGS <full-command>",
     "    Return the keys and the access flags from a full Redis command.",
-])
+], acl="connection")

@@ -20,7 +20,6 @@ from streamkeep.engine.exec.settings import (
 from streamkeep.engine.exec.settings import rewrite_config_file as _rewrite_config_file
 from streamkeep.engine.exec.table import (
     ADMIN,
-    NO_KEYS,
     Argv,
     container,
     help_subcommand,
@@ -35,7 +34,8 @@ CONFIG = container("config", "A container for server configuration commands.", g
                    since="2.0.0")
 
 
-@subcommand(CONFIG, "get", -3, ADMIN, keys=NO_KEYS, since="2.0.0",
+@subcommand(CONFIG, "get", -3, ADMIN, since="2.0.0",
+            keys="",
             summary="Returns the effective values of configuration parameters.",
             syntax="parameter...")
 def config_get(ctx: Ctx, argv: Argv) -> RespMap:
@@ -56,7 +56,8 @@ def config_get(ctx: Ctx, argv: Argv) -> RespMap:
                     for name, label in shown.items()])
 
 
-@subcommand(CONFIG, "set", -4, ADMIN, keys=NO_KEYS, since="2.0.0",
+@subcommand(CONFIG, "set", -4, ADMIN, since="2.0.0",
+            keys="",
             summary="Sets configuration parameters in-flight.", syntax="<parameter value>...")
 def config_set_cmd(ctx: Ctx, argv: Argv) -> str:
     if len(argv) % 2:
@@ -69,7 +70,8 @@ def config_set_cmd(ctx: Ctx, argv: Argv) -> str:
     return "OK"
 
 
-@subcommand(CONFIG, "resetstat", 2, ADMIN, keys=NO_KEYS, since="2.0.0",
+@subcommand(CONFIG, "resetstat", 2, ADMIN, since="2.0.0",
+            keys="",
             summary="Resets the server's statistics.")
 def config_resetstat(ctx: Ctx, argv: Argv) -> str:
     """Redis's resetServerStats, resetCommandTableStats and resetErrorTableStats: the server's
@@ -82,7 +84,8 @@ def config_resetstat(ctx: Ctx, argv: Argv) -> str:
     return "OK"
 
 
-@subcommand(CONFIG, "rewrite", 2, ADMIN, keys=NO_KEYS, since="2.8.0",
+@subcommand(CONFIG, "rewrite", 2, ADMIN, since="2.8.0",
+            keys="",
             summary="Persists the effective configuration to file.")
 def config_rewrite(ctx: Ctx, argv: Argv) -> str:
     path = ctx.engine.config_file

@@ -15,7 +15,6 @@ from streamkeep.engine.exec.context import Ctx, Later
 from streamkeep.engine.exec.interfaces import Persistence
 from streamkeep.engine.exec.settings import REDIS_VERSION
 from streamkeep.engine.exec.table import (
-    NO_KEYS,
     Argv,
     command,
     container,
@@ -116,9 +115,10 @@ def valid_client_name(name: bytes) -> bool:
     return all(0x21 <= c <= 0x7E for c in name)
 
 
-@command("auth", -2, "noscript loading stale fast no_auth sentinel allow_busy", keys=NO_KEYS,
-         group="connection", since="1.0.0", summary="Authenticates the connection.",
-         syntax="[username] password")
+@command("auth", -2, "noscript loading stale fast no_auth sentinel allow_busy", group="connection",
+         since="1.0.0",
+         acl="connection", keys="",
+         summary="Authenticates the connection.", syntax="[username] password")
 def auth(ctx: Ctx, argv: Argv) -> str:
     if len(argv) > 3:
         raise ReplyError(SYNTAX)
@@ -129,8 +129,10 @@ def auth(ctx: Ctx, argv: Argv) -> str:
     return "OK"
 
 
-@command("hello", -1, "noscript loading stale fast no_auth sentinel allow_busy", keys=NO_KEYS,
-         group="connection", since="6.0.0", summary="Handshakes with the Redis server.",
+@command("hello", -1, "noscript loading stale fast no_auth sentinel allow_busy",
+         group="connection", since="6.0.0",
+         acl="connection", keys="",
+         summary="Handshakes with the Redis server.",
          syntax="[arguments: protover:integer [AUTH username password] [SETNAME clientname]]")
 def hello(ctx: Ctx, argv: Argv) -> RespMap:
     client = ctx.session.client
@@ -174,8 +176,10 @@ def hello(ctx: Ctx, argv: Argv) -> RespMap:
     ])
 
 
-@command("quit", -1, "noscript loading stale fast no_auth allow_busy", keys=NO_KEYS,
-         group="connection", since="1.0.0", summary="Closes the connection.")
+@command("quit", -1, "noscript loading stale fast no_auth allow_busy", group="connection",
+         since="1.0.0",
+         acl="connection", keys="",
+         summary="Closes the connection.")
 def quit_(ctx: Ctx, argv: Argv) -> str:
     client = ctx.session.client
     if client is not None:
@@ -183,8 +187,10 @@ def quit_(ctx: Ctx, argv: Argv) -> str:
     return "OK"
 
 
-@command("reset", 1, "noscript loading stale fast no_auth allow_busy", keys=NO_KEYS,
-         group="connection", since="6.2.0", summary="Resets the connection.")
+@command("reset", 1, "noscript loading stale fast no_auth allow_busy", group="connection",
+         since="6.2.0",
+         acl="connection", keys="",
+         summary="Resets the connection.")
 def reset(ctx: Ctx, argv: Argv) -> str:
     session = ctx.session
     end_transaction(ctx.engine, session)
@@ -201,7 +207,8 @@ def reset(ctx: Ctx, argv: Argv) -> str:
 
 
 @command("shutdown", -1, "admin noscript loading stale no_multi sentinel allow_busy",
-         keys=NO_KEYS, group="server", since="1.0.0",
+         group="server", since="1.0.0",
+         keys="",
          summary="Synchronously saves the database(s) to disk and shuts down the Redis server.",
          syntax="[NOSAVE | SAVE] [NOW] [FORCE] [ABORT]")
 def shutdown(ctx: Ctx, argv: Argv) -> Any:
@@ -250,8 +257,9 @@ def _persistence(ctx: Ctx) -> Persistence:
     return datadir
 
 
-@command("save", 1, "admin noscript no_async_loading no_multi", keys=NO_KEYS, group="server",
-         since="1.0.0", summary="Synchronously saves the database(s) to disk.")
+@command("save", 1, "admin noscript no_async_loading no_multi", group="server", since="1.0.0",
+         keys="",
+         summary="Synchronously saves the database(s) to disk.")
 def save(ctx: Ctx, argv: Argv) -> Later:
     persistence = _persistence(ctx)
 
@@ -265,9 +273,9 @@ def save(ctx: Ctx, argv: Argv) -> Later:
     return Later(wait)
 
 
-@command("bgsave", -1, "admin noscript no_async_loading", keys=NO_KEYS, group="server",
-         since="1.0.0", summary="Asynchronously saves the database(s) to disk.",
-         syntax="[SCHEDULE]")
+@command("bgsave", -1, "admin noscript no_async_loading", group="server", since="1.0.0",
+         keys="",
+         summary="Asynchronously saves the database(s) to disk.", syntax="[SCHEDULE]")
 def bgsave(ctx: Ctx, argv: Argv) -> str:
     if len(argv) > 2 or (len(argv) == 2 and not is_word(argv[1], b"schedule")):
         raise ReplyError(SYNTAX)
@@ -278,8 +286,9 @@ def bgsave(ctx: Ctx, argv: Argv) -> str:
     return "Background saving started"
 
 
-@command("bgrewriteaof", 1, "admin noscript no_async_loading", keys=NO_KEYS, group="server",
-         since="1.0.0", summary="Asynchronously rewrites the append-only file to disk.")
+@command("bgrewriteaof", 1, "admin noscript no_async_loading", group="server", since="1.0.0",
+         keys="",
+         summary="Asynchronously rewrites the append-only file to disk.")
 def bgrewriteaof(ctx: Ctx, argv: Argv) -> str:
     if not _start_background_save(_persistence(ctx)):
         raise ReplyError("ERR Background append only file rewriting already in progress")
@@ -293,7 +302,8 @@ def _start_background_save(persistence: Persistence) -> bool:
         raise storage_reply(err) from None
 
 
-@command("lastsave", 1, "loading stale fast", keys=NO_KEYS, group="server", since="1.0.0",
+@command("lastsave", 1, "loading stale fast", group="server", since="1.0.0",
+         acl="admin dangerous", keys="",
          summary="Returns the Unix timestamp of the last successful save to disk.")
 def lastsave(ctx: Ctx, argv: Argv) -> int:
     return last_save_time(ctx.engine)
@@ -308,11 +318,12 @@ def last_save_time(engine: Any) -> int:
 
 # --- DEBUG -------------------------------------------------------------------------------------
 
-DEBUG = container("debug", "A container for debugging commands.", group="server",
-                  since="1.0.0")
+DEBUG = container("debug", "A container for debugging commands.", group="server", since="1.0.0",
+                  acl="admin dangerous")
 
 
-@subcommand(DEBUG, "digest", 2, "admin noscript loading stale", keys=NO_KEYS,
+@subcommand(DEBUG, "digest", 2, "admin noscript loading stale",
+            keys="",
             summary="Returns a digest of the whole dataset (streamkeep's state digest).")
 def debug_digest(ctx: Ctx, argv: Argv) -> str:
     return state_digest(ctx.engine.dbs, ctx.engine.strings, ctx.engine.expires,

@@ -17,8 +17,9 @@ from typing import Any
 
 from streamkeep.engine.commands.keyspace import stringmatchlen
 from streamkeep.engine.exec.context import Ctx
+from streamkeep.engine.exec.key_specs import numkeys
 from streamkeep.engine.exec.table import (
-    NO_KEYS,
+    ANY_EFFECTS,
     Argv,
     command,
     container,
@@ -66,14 +67,19 @@ _FCALL_FLAGS = "noscript skip_monitor may_replicate no_mandatory_keys stale"
 _FCALL_RO_FLAGS = "noscript skip_monitor no_mandatory_keys stale readonly"
 
 
-@command("fcall", -3, _FCALL_FLAGS, keys=NO_KEYS, group="scripting", since="7.0.0",
-         summary="Invokes a function.",
-         syntax="function numkeys [key [key ...]] [arg [arg ...]]")
+@command("fcall", -3, _FCALL_FLAGS, group="scripting", since="7.0.0",
+         acl="scripting", keys="RW ACCESS UPDATE @2 n0,1,1", key_finder=numkeys(0, 2, 3),
+         key_notes="We cannot tell how the keys will be used so we assume the worst, RW and UPDATE",
+         logs=ANY_EFFECTS,
+         summary="Invokes a function.", syntax="function numkeys [key [key ...]] [arg [arg ...]]")
 def fcall(ctx: Ctx, argv: Argv) -> Any:
     return _call(ctx, argv, read_only=False)
 
 
-@command("fcall_ro", -3, _FCALL_RO_FLAGS, keys=NO_KEYS, group="scripting", since="7.0.0",
+@command("fcall_ro", -3, _FCALL_RO_FLAGS, group="scripting", since="7.0.0",
+         acl="scripting", keys="RO ACCESS @2 n0,1,1", key_finder=numkeys(0, 2, 3),
+         key_notes="We cannot tell how the keys will be used so we assume the worst, RO and ACCESS",
+         logs=ANY_EFFECTS,
          summary="Invokes a read-only function.",
          syntax="function numkeys [key [key ...]] [arg [arg ...]]")
 def fcall_ro(ctx: Ctx, argv: Argv) -> Any:
@@ -92,7 +98,9 @@ FUNCTION = container("function", "A container for function commands.", group="sc
                      since="7.0.0")
 
 
-@subcommand(FUNCTION, "load", -3, "write denyoom noscript", keys=NO_KEYS, since="7.0.0",
+@subcommand(FUNCTION, "load", -3, "write denyoom noscript", since="7.0.0",
+            acl="scripting", keys="", logs=("FUNCTION LOAD",),
+            effect="FUNCTION LOAD REPLACE function-code",
             summary="Creates a library.", syntax="[REPLACE] function-code")
 def function_load(ctx: Ctx, argv: Argv) -> bytes:
     replace = False
@@ -112,7 +120,9 @@ def function_load(ctx: Ctx, argv: Argv) -> bytes:
     return name
 
 
-@subcommand(FUNCTION, "delete", 3, "write noscript", keys=NO_KEYS, since="7.0.0",
+@subcommand(FUNCTION, "delete", 3, "write noscript", since="7.0.0",
+            acl="scripting", keys="", logs=("FUNCTION DELETE",),
+            effect="FUNCTION DELETE library-name",
             summary="Deletes a library and its functions.", syntax="library-name")
 def function_delete(ctx: Ctx, argv: Argv) -> str:
     functions_of(ctx.engine).delete(argv[2])
@@ -120,7 +130,9 @@ def function_delete(ctx: Ctx, argv: Argv) -> str:
     return "OK"
 
 
-@subcommand(FUNCTION, "flush", -2, "write noscript", keys=NO_KEYS, since="7.0.0",
+@subcommand(FUNCTION, "flush", -2, "write noscript", since="7.0.0",
+            acl="scripting", keys="", logs=("FUNCTION FLUSH",),
+            effect="FUNCTION FLUSH",
             summary="Deletes all libraries and functions.", syntax="[flush-type: ASYNC | SYNC]")
 def function_flush(ctx: Ctx, argv: Argv) -> str:
     if len(argv) > 3:
@@ -132,14 +144,17 @@ def function_flush(ctx: Ctx, argv: Argv) -> str:
     return "OK"
 
 
-@subcommand(FUNCTION, "dump", 2, "noscript", keys=NO_KEYS, since="7.0.0",
+@subcommand(FUNCTION, "dump", 2, "noscript", since="7.0.0",
+            acl="scripting", keys="",
             summary="Dumps all libraries into a serialized binary payload.")
 def function_dump(ctx: Ctx, argv: Argv) -> bytes:
     dumped: bytes = functions_of(ctx.engine).dump(int(ctx.engine.config["dump-rdb-version"]))
     return dumped
 
 
-@subcommand(FUNCTION, "restore", -3, "write denyoom noscript", keys=NO_KEYS, since="7.0.0",
+@subcommand(FUNCTION, "restore", -3, "write denyoom noscript", since="7.0.0",
+            acl="scripting", keys="", logs=("FUNCTION RESTORE",),
+            effect="FUNCTION RESTORE serialized-value <APPEND | REPLACE | FLUSH>",
             summary="Restores all libraries from a payload.",
             syntax="serialized-value [FLUSH | APPEND | REPLACE]")
 def function_restore(ctx: Ctx, argv: Argv) -> str:
@@ -154,7 +169,8 @@ def function_restore(ctx: Ctx, argv: Argv) -> str:
     return "OK"
 
 
-@subcommand(FUNCTION, "list", -2, "noscript", keys=NO_KEYS, since="7.0.0",
+@subcommand(FUNCTION, "list", -2, "noscript", since="7.0.0",
+            acl="scripting", keys="",
             summary="Returns information about all libraries.",
             syntax="[LIBRARYNAME library-name-pattern] [WITHCODE]")
 def function_list(ctx: Ctx, argv: Argv) -> list[RespMap]:
@@ -187,7 +203,8 @@ def function_list(ctx: Ctx, argv: Argv) -> list[RespMap]:
     return out
 
 
-@subcommand(FUNCTION, "stats", 2, "noscript allow_busy", keys=NO_KEYS, since="7.0.0",
+@subcommand(FUNCTION, "stats", 2, "noscript allow_busy", since="7.0.0",
+            acl="scripting", keys="",
             summary="Returns information about a function during execution.")
 def function_stats(ctx: Ctx, argv: Argv) -> RespMap:
     scripting = _scripting()
@@ -206,7 +223,8 @@ def function_stats(ctx: Ctx, argv: Argv) -> RespMap:
     return RespMap([(b"running_script", running), (b"engines", RespMap([(b"LUA", counts)]))])
 
 
-@subcommand(FUNCTION, "kill", 2, "noscript allow_busy", keys=NO_KEYS, since="7.0.0",
+@subcommand(FUNCTION, "kill", 2, "noscript allow_busy", since="7.0.0",
+            acl="scripting", keys="",
             summary="Terminates a function during execution.")
 def function_kill(ctx: Ctx, argv: Argv) -> str:
     # While a function is busy the server runs this from its hook (allow_busy).
@@ -255,4 +273,4 @@ help_subcommand(FUNCTION, [
     "      libraries with the new libraries (notice that even on this option there is a chance "
     "of failure",
     "      in case of functions name collision with another library).",
-], since="7.0.0")
+], since="7.0.0", acl="scripting")

@@ -13,10 +13,10 @@ from __future__ import annotations
 
 from typing import Final
 
-from streamkeep.engine.commands.expiry import read_stream, stream_at
 from streamkeep.engine.commands.streams import delete_entries_with_policy, parse_ids_args
 from streamkeep.engine.commands.trimming import ACKED, DELREF, drop_references, referenced
 from streamkeep.engine.exec.context import Ctx
+from streamkeep.engine.exec.keys import read_stream, stream_at
 from streamkeep.engine.exec.notify import NEW, STREAM
 from streamkeep.engine.exec.table import Argv, command, container, help_subcommand, subcommand
 from streamkeep.engine.model.consumer_groups import (
@@ -114,7 +114,10 @@ def _clamp_entries_read(s: Stream, entries_read: int) -> int:
     return min(entries_read, s.entries_added)
 
 
-@subcommand(XGROUP, "create", -5, "write denyoom", summary="Creates a consumer group.",
+@subcommand(XGROUP, "create", -5, "write denyoom",
+            acl="stream", keys="RW INSERT @2 r0,1,0", logs=("XGROUP CREATE",),
+            effect="XGROUP CREATE key group id ENTRIESREAD entries-read MKSTREAM",
+            summary="Creates a consumer group.",
             syntax="key group <id | $> [MKSTREAM] [ENTRIESREAD entries-read:integer]")
 def xgroup_create(ctx: Ctx, argv: Argv) -> str:
     t = _xgroup_preamble(ctx, argv, False)
@@ -135,8 +138,12 @@ def xgroup_create(ctx: Ctx, argv: Argv) -> str:
     return "OK"
 
 
-@subcommand(XGROUP, "setid", -5, "write", summary="Sets the last-delivered ID of a consumer "
-            "group.", syntax="key group <id | $> [ENTRIESREAD entries-read:integer]")
+@subcommand(XGROUP, "setid", -5, "write",
+            acl="stream", keys="RW UPDATE @2 r0,1,0", logs=("XGROUP SETID",),
+            effect="XGROUP SETID key group id ENTRIESREAD entries-read",
+            summary="Sets the last-delivered ID of a consumer "
+            "group.",
+            syntax="key group <id | $> [ENTRIESREAD entries-read:integer]")
 def xgroup_setid(ctx: Ctx, argv: Argv) -> str:
     t = _xgroup_preamble(ctx, argv, True)
     if len(argv) not in (5, 7):
@@ -152,8 +159,10 @@ def xgroup_setid(ctx: Ctx, argv: Argv) -> str:
     return "OK"
 
 
-@subcommand(XGROUP, "destroy", 4, "write", summary="Destroys a consumer group.",
-            syntax="key group")
+@subcommand(XGROUP, "destroy", 4, "write",
+            acl="stream", keys="RW DELETE @2 r0,1,0", logs=("XGROUP DESTROY",),
+            effect="XGROUP DESTROY key group",
+            summary="Destroys a consumer group.", syntax="key group")
 def xgroup_destroy(ctx: Ctx, argv: Argv) -> int:
     t = _xgroup_preamble(ctx, argv, False)
     if t.group is None:
@@ -165,8 +174,12 @@ def xgroup_destroy(ctx: Ctx, argv: Argv) -> int:
     return 1
 
 
-@subcommand(XGROUP, "createconsumer", 5, "write denyoom", summary="Creates a consumer in a "
-            "consumer group.", since="6.2.0", syntax="key group consumer")
+@subcommand(XGROUP, "createconsumer", 5, "write denyoom", since="6.2.0",
+            acl="stream", keys="RW INSERT @2 r0,1,0", logs=("XGROUP CREATECONSUMER",),
+            effect="XGROUP CREATECONSUMER key group consumer",
+            summary="Creates a consumer in a "
+            "consumer group.",
+            syntax="key group consumer")
 def xgroup_createconsumer(ctx: Ctx, argv: Argv) -> int:
     group = _xgroup_preamble(ctx, argv, True).group
     assert group is not None
@@ -178,8 +191,12 @@ def xgroup_createconsumer(ctx: Ctx, argv: Argv) -> int:
     return 1
 
 
-@subcommand(XGROUP, "delconsumer", 5, "write", summary="Deletes a consumer from a consumer "
-            "group.", syntax="key group consumer")
+@subcommand(XGROUP, "delconsumer", 5, "write",
+            acl="stream", keys="RW DELETE @2 r0,1,0", logs=("XGROUP DELCONSUMER",),
+            effect="XGROUP DELCONSUMER key group consumer",
+            summary="Deletes a consumer from a consumer "
+            "group.",
+            syntax="key group consumer")
 def xgroup_delconsumer(ctx: Ctx, argv: Argv) -> int:
     group = _xgroup_preamble(ctx, argv, True).group
     assert group is not None
@@ -210,7 +227,7 @@ XGROUP_HELP = [
 ]
 
 
-help_subcommand(XGROUP, XGROUP_HELP)
+help_subcommand(XGROUP, XGROUP_HELP, acl="stream")
 
 
 # --- shared lookups ------------------------------------------------------------------------------
@@ -244,7 +261,10 @@ def _pin_consumer(ctx: Ctx, key: bytes, gname: bytes, consumer: Consumer, before
 # --- XACK / XACKDEL ------------------------------------------------------------------------------
 
 
-@command("xack", -4, "write fast", summary="Returns the number of messages that were "
+@command("xack", -4, "write fast",
+         acl="stream", keys="RW UPDATE", logs=("XACK",),
+         effect="XACK key group id [id ...]",
+         summary="Returns the number of messages that were "
          "successfully acknowledged by the consumer group member of a stream.",
          syntax="key group id...")
 def xack(ctx: Ctx, argv: Argv) -> int:
@@ -276,8 +296,10 @@ def _xack_tidy(ctx: Ctx, argv: Argv, group: ConsumerGroup, ms: list[int],
     return len(owners) - missing
 
 
-@command("xackdel", -6, "write fast", summary="Acknowledges and deletes one or multiple messages "
-         "for a stream consumer group.", since="8.2.0",
+@command("xackdel", -6, "write fast", since="8.2.0",
+         acl="stream", keys="RW UPDATE DELETE", logs=("XACK", "XDEL"),
+         summary="Acknowledges and deletes one or multiple messages "
+         "for a stream consumer group.",
          syntax="key group [condition: KEEPREF | DELREF | ACKED] <IDS numids:integer id...>")
 def xackdel(ctx: Ctx, argv: Argv) -> list[int]:
     args = parse_ids_args(argv, 3)
@@ -366,8 +388,11 @@ def nacked_count(mode: bytes, before: int | None, retrycount: int) -> int:
     return max(before - 1, 0) if mode == b"silent" else before
 
 
-@command("xnack", -7, "write fast", summary="Releases pending messages back to the group's PEL "
-         "without acknowledging them, making them available for re-delivery.", since="8.8.0",
+@command("xnack", -7, "write fast", since="8.8.0",
+         acl="stream", keys="RW UPDATE", logs=("XNACK",),
+         effect="XNACK key group FAIL IDS 1 id RETRYCOUNT count FORCE",
+         summary="Releases pending messages back to the group's PEL "
+         "without acknowledging them, making them available for re-delivery.",
          syntax="key group <mode: SILENT | FAIL | FATAL> <IDS numids:integer id...> "
                 "[RETRYCOUNT count:integer] [FORCE]")
 def xnack(ctx: Ctx, argv: Argv) -> int:
@@ -398,7 +423,9 @@ def xnack(ctx: Ctx, argv: Argv) -> int:
 # --- XPENDING ------------------------------------------------------------------------------------
 
 
-@command("xpending", -3, "readonly", summary="Returns the information and entries from a "
+@command("xpending", -3, "readonly",
+         acl="stream", keys="RO ACCESS",
+         summary="Returns the information and entries from a "
          "stream consumer group's pending entries list.",
          syntax="key group [filters: [IDLE min-idle-time:integer] start end count:integer "
                 "[consumer]]")
@@ -553,7 +580,11 @@ def _parse_claim_options(argv: Argv, j: int, now: int) -> ClaimOptions:
     return o
 
 
-@command("xclaim", -6, "write fast", summary="Changes, or acquires, ownership of a message in a "
+@command("xclaim", -6, "write fast",
+         acl="stream", keys="RW UPDATE", logs=("SK.XCONSUMER", "XACK", "XCLAIM", "XGROUP SETID"),
+         effect="XCLAIM key group consumer 0 id [id ...] TIME ms RETRYCOUNT count FORCE JUSTID "
+                "[LASTID last-id]",
+         summary="Changes, or acquires, ownership of a message in a "
          "consumer group, as if the message was delivered a consumer group member.",
          syntax="key group consumer min-idle-time id... [IDLE ms:integer] "
                 "[TIME unix-time-milliseconds:unix-time] [RETRYCOUNT count:integer] [FORCE] "
@@ -636,9 +667,10 @@ def xclaim(ctx: Ctx, argv: Argv) -> list:
     return reply
 
 
-@command("xautoclaim", -6, "write fast", summary="Changes, or acquires, ownership of messages in "
+@command("xautoclaim", -6, "write fast", since="6.2.0",
+         acl="stream", keys="RW DELETE", logs=("SK.XCONSUMER", "XACK", "XCLAIM"),
+         summary="Changes, or acquires, ownership of messages in "
          "a consumer group, as if the messages were delivered to as consumer group member.",
-         since="6.2.0",
          syntax="key group consumer min-idle-time start [COUNT count:integer] [JUSTID]")
 def xautoclaim(ctx: Ctx, argv: Argv) -> list:
     key, gname = argv[1], argv[2]
@@ -696,8 +728,11 @@ def xautoclaim(ctx: Ctx, argv: Argv) -> list:
     return [next_cursor, claimed, deleted]
 
 
-@command("sk.xconsumer", 6, "write", summary="Effect: set a consumer's seen and active times, "
-         "creating it if needed.", since="streamkeep", internal=True)
+@command("sk.xconsumer", 6, "write", since="streamkeep", internal=True,
+         acl="stream", keys="RW UPDATE",
+         effect="SK.XCONSUMER key group consumer seen-time active-time",
+         summary="Effect: set a consumer's seen and active times, "
+         "creating it if needed.")
 def sk_xconsumer(ctx: Ctx, argv: Argv) -> str:
     group = ctx.db[argv[1]].groups[argv[2]]
     consumer = group.consumers.get(argv[3]) or group.create_consumer(argv[3], ctx.now)

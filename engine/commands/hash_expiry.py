@@ -24,11 +24,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from streamkeep.engine.commands.expiry import (
-    already_expired,
-    delete_key,
-    expire_time_error,
-)
+from streamkeep.engine.commands.expiry import expire_time_error
 from streamkeep.engine.commands.hashes import (
     create_hash,
     expire_due_fields,
@@ -41,6 +37,7 @@ from streamkeep.engine.commands.hashes import (
     track,
 )
 from streamkeep.engine.exec.context import Ctx
+from streamkeep.engine.exec.keys import already_expired, delete_key
 from streamkeep.engine.exec.notify import GENERIC
 from streamkeep.engine.exec.notify import HASH as HASH_EVENTS
 from streamkeep.engine.exec.table import Argv, command
@@ -188,6 +185,7 @@ _HEXPIRE_SYNTAX = ("key {}:integer [condition: NX | XX | GT | LT] "
 
 
 @command("hexpire", -6, "write denyoom fast", group="hash", since="7.4.0",
+         acl="hash", keys="RW UPDATE", logs=("HDEL", "HPEXPIREAT"),
          summary="Set expiry for hash field using relative time to expire (seconds)",
          syntax=_HEXPIRE_SYNTAX.format("seconds"))
 def hexpire(ctx: Ctx, argv: Argv) -> list[int]:
@@ -195,6 +193,7 @@ def hexpire(ctx: Ctx, argv: Argv) -> list[int]:
 
 
 @command("hpexpire", -6, "write denyoom fast", group="hash", since="7.4.0",
+         acl="hash", keys="RW UPDATE", logs=("HDEL", "HPEXPIREAT"),
          summary="Set expiry for hash field using relative time to expire (milliseconds)",
          syntax=_HEXPIRE_SYNTAX.format("milliseconds"))
 def hpexpire(ctx: Ctx, argv: Argv) -> list[int]:
@@ -202,6 +201,7 @@ def hpexpire(ctx: Ctx, argv: Argv) -> list[int]:
 
 
 @command("hexpireat", -6, "write denyoom fast", group="hash", since="7.4.0",
+         acl="hash", keys="RW UPDATE", logs=("HDEL", "HPEXPIREAT"),
          summary="Set expiry for hash field using an absolute Unix timestamp (seconds)",
          syntax=_HEXPIRE_SYNTAX.format("unix-time-seconds"))
 def hexpireat(ctx: Ctx, argv: Argv) -> list[int]:
@@ -209,6 +209,8 @@ def hexpireat(ctx: Ctx, argv: Argv) -> list[int]:
 
 
 @command("hpexpireat", -6, "write denyoom fast", group="hash", since="7.4.0",
+         acl="hash", keys="RW UPDATE", logs=("HDEL", "HPEXPIREAT"),
+         effect="HPEXPIREAT key unix-time-milliseconds FIELDS numfields field [field ...]",
          summary="Set expiry for hash field using an absolute Unix timestamp (milliseconds)",
          syntax=_HEXPIRE_SYNTAX.format("unix-time-milliseconds"))
 def hpexpireat(ctx: Ctx, argv: Argv) -> list[int]:
@@ -243,27 +245,33 @@ _FIELDS_SYNTAX = "key <fields: FIELDS numfields:integer field...>"
 
 
 @command("httl", -5, "readonly fast", group="hash", since="7.4.0",
+         acl="hash", keys="RO ACCESS", logs=("HDEL",),
          summary="Returns the TTL in seconds of a hash field.", syntax=_FIELDS_SYNTAX)
 def httl(ctx: Ctx, argv: Argv) -> list[int]:
     return _httl(ctx, argv, relative=True, in_ms=False)
 
 
 @command("hpttl", -5, "readonly fast", group="hash", since="7.4.0",
+         acl="hash", keys="RO ACCESS", logs=("HDEL",),
          summary="Returns the TTL in milliseconds of a hash field.", syntax=_FIELDS_SYNTAX)
 def hpttl(ctx: Ctx, argv: Argv) -> list[int]:
     return _httl(ctx, argv, relative=True, in_ms=True)
 
 
 @command("hexpiretime", -5, "readonly fast", group="hash", since="7.4.0",
+         acl="hash", keys="RO ACCESS", logs=("HDEL",),
          summary="Returns the expiration time of a hash field as a Unix timestamp, in "
-                 "seconds.", syntax=_FIELDS_SYNTAX)
+                 "seconds.",
+         syntax=_FIELDS_SYNTAX)
 def hexpiretime(ctx: Ctx, argv: Argv) -> list[int]:
     return _httl(ctx, argv, relative=False, in_ms=False)
 
 
 @command("hpexpiretime", -5, "readonly fast", group="hash", since="7.4.0",
+         acl="hash", keys="RO ACCESS", logs=("HDEL",),
          summary="Returns the expiration time of a hash field as a Unix timestamp, in "
-                 "msec.", syntax=_FIELDS_SYNTAX)
+                 "msec.",
+         syntax=_FIELDS_SYNTAX)
 def hpexpiretime(ctx: Ctx, argv: Argv) -> list[int]:
     return _httl(ctx, argv, relative=False, in_ms=True)
 
@@ -272,6 +280,8 @@ def hpexpiretime(ctx: Ctx, argv: Argv) -> list[int]:
 
 
 @command("hpersist", -5, "write fast", group="hash", since="7.4.0",
+         acl="hash", keys="RW UPDATE", logs=("HDEL", "HPERSIST"),
+         effect="HPERSIST key FIELDS numfields field [field ...]",
          summary="Removes the expiration time for each specified field", syntax=_FIELDS_SYNTAX)
 def hpersist(ctx: Ctx, argv: Argv) -> list[int]:
     key = argv[1]
@@ -301,6 +311,7 @@ def hpersist(ctx: Ctx, argv: Argv) -> list[int]:
 
 
 @command("hgetdel", -5, "write fast", group="hash", since="8.0.0",
+         acl="hash", keys="RW ACCESS DELETE", logs=("HDEL",),
          summary="Returns the value of a field and deletes it from the hash.",
          syntax=_FIELDS_SYNTAX)
 def hgetdel(ctx: Ctx, argv: Argv) -> list[bytes | None]:
@@ -337,6 +348,8 @@ _TIME_OPTIONS = {b"ex": (True, 1000), b"px": (True, 1), b"exat": (False, 1000),
 
 
 @command("hgetex", -5, "write fast", group="hash", since="8.0.0",
+         acl="hash", keys="RW ACCESS UPDATE", key_notes="RW and UPDATE because it changes the TTL",
+         logs=("HDEL", "HPERSIST", "HPEXPIREAT"),
          summary="Get the value of one or more fields of a given hash key, and optionally set "
                  "their expiration.",
          syntax="key [expiration: EX seconds:integer | PX milliseconds:integer | "
@@ -432,6 +445,9 @@ def _hsetex_args(ctx: Ctx, argv: Argv) -> tuple[int, int | None, int]:
 
 
 @command("hsetex", -6, "write denyoom fast", group="hash", since="8.0.0",
+         acl="hash", keys="RW UPDATE", logs=("HDEL", "HSET", "HSETEX"),
+         effect="HSETEX key [PXAT unix-time-milliseconds | KEEPTTL] FIELDS numfields field value "
+                "[field value ...]",
          summary="Set the value of one or more fields of a given hash key, and optionally set "
                  "their expiration.",
          syntax="key [condition: FNX | FXX] [expiration: EX seconds:integer | "

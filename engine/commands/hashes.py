@@ -40,9 +40,9 @@ import random
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from streamkeep.engine.commands.expiry import PLACED, read_value, removed_from, value_at
 from streamkeep.engine.commands.keyspace import parse_element_scan, stringmatchlen
 from streamkeep.engine.exec.context import Ctx
+from streamkeep.engine.exec.keys import PLACED, read_value, removed_from, value_at
 from streamkeep.engine.exec.notify import HASH as HASH_EVENTS
 from streamkeep.engine.exec.notify import NEW
 from streamkeep.engine.exec.table import Argv, command
@@ -337,6 +337,8 @@ def _hset(ctx: Ctx, argv: Argv, name: str) -> int:
 
 
 @command("hset", -4, "write denyoom fast", group="hash", since="2.0.0",
+         acl="hash", keys="RW UPDATE", logs=("HDEL", "HSET"),
+         effect="HSET key field value [field value ...]",
          summary="Creates or modifies the value of a field in a hash.",
          syntax="key <data: field value>...")
 def hset(ctx: Ctx, argv: Argv) -> int:
@@ -344,14 +346,15 @@ def hset(ctx: Ctx, argv: Argv) -> int:
 
 
 @command("hmset", -4, "write denyoom fast", group="hash", since="2.0.0",
-         summary="Sets the values of multiple fields.",
-         syntax="key <data: field value>...")
+         acl="hash", keys="RW UPDATE", logs=("HDEL", "HSET"),
+         summary="Sets the values of multiple fields.", syntax="key <data: field value>...")
 def hmset(ctx: Ctx, argv: Argv) -> str:
     _hset(ctx, argv, "hmset")
     return "OK"
 
 
 @command("hsetnx", 4, "write denyoom fast", group="hash", since="2.0.0",
+         acl="hash", keys="RW INSERT", logs=("HDEL", "HSET"),
          summary="Sets the value of a field in a hash only when the field doesn't exist.",
          syntax="key field value")
 def hsetnx(ctx: Ctx, argv: Argv) -> int:
@@ -369,6 +372,7 @@ def hsetnx(ctx: Ctx, argv: Argv) -> int:
 
 
 @command("hget", 3, "readonly fast", group="hash", since="2.0.0",
+         acl="hash", keys="RO ACCESS", logs=("HDEL",),
          summary="Returns the value of a field in a hash.", syntax="key field")
 def hget(ctx: Ctx, argv: Argv) -> bytes | None:
     key = argv[1]
@@ -382,6 +386,7 @@ def hget(ctx: Ctx, argv: Argv) -> bytes | None:
 
 
 @command("hmget", -3, "readonly fast", group="hash", since="2.0.0",
+         acl="hash", keys="RO ACCESS", logs=("HDEL",),
          summary="Returns the values of all fields in a hash.", syntax="key field...")
 def hmget(ctx: Ctx, argv: Argv) -> list[bytes | None]:
     h = hash_for_read(ctx, argv[1])
@@ -391,6 +396,7 @@ def hmget(ctx: Ctx, argv: Argv) -> list[bytes | None]:
 
 
 @command("hexists", 3, "readonly fast", group="hash", since="2.0.0",
+         acl="hash", keys="RO", logs=("HDEL",),
          summary="Determines whether a field exists in a hash.", syntax="key field")
 def hexists(ctx: Ctx, argv: Argv) -> int:
     h = hash_for_read(ctx, argv[1])
@@ -398,6 +404,7 @@ def hexists(ctx: Ctx, argv: Argv) -> int:
 
 
 @command("hstrlen", 3, "readonly fast", group="hash", since="3.2.0",
+         acl="hash", keys="RO", logs=("HDEL",),
          summary="Returns the length of the value of a field.", syntax="key field")
 def hstrlen(ctx: Ctx, argv: Argv) -> int:
     h = hash_for_read(ctx, argv[1])
@@ -406,6 +413,7 @@ def hstrlen(ctx: Ctx, argv: Argv) -> int:
 
 
 @command("hlen", 2, "readonly fast", group="hash", since="2.0.0",
+         acl="hash", keys="RO", logs=("HDEL",),
          summary="Returns the number of fields in a hash.", syntax="key")
 def hlen(ctx: Ctx, argv: Argv) -> int:
     h = hash_for_read(ctx, argv[1])
@@ -416,6 +424,7 @@ def hlen(ctx: Ctx, argv: Argv) -> int:
 
 
 @command("hkeys", 2, "readonly", group="hash", since="2.0.0",
+         acl="hash", keys="RO ACCESS", logs=("HDEL",),
          summary="Returns all fields in a hash.", syntax="key")
 def hkeys(ctx: Ctx, argv: Argv) -> list[bytes]:
     h = hash_for_read(ctx, argv[1])
@@ -423,6 +432,7 @@ def hkeys(ctx: Ctx, argv: Argv) -> list[bytes]:
 
 
 @command("hvals", 2, "readonly", group="hash", since="2.0.0",
+         acl="hash", keys="RO ACCESS", logs=("HDEL",),
          summary="Returns all values in a hash.", syntax="key")
 def hvals(ctx: Ctx, argv: Argv) -> list[bytes]:
     h = hash_for_read(ctx, argv[1])
@@ -430,6 +440,7 @@ def hvals(ctx: Ctx, argv: Argv) -> list[bytes]:
 
 
 @command("hgetall", 2, "readonly", group="hash", since="2.0.0",
+         acl="hash", keys="RO ACCESS", logs=("HDEL",),
          summary="Returns all fields and values in a hash.", syntax="key")
 def hgetall(ctx: Ctx, argv: Argv) -> RespMap:
     key = argv[1]
@@ -447,8 +458,9 @@ def hgetall(ctx: Ctx, argv: Argv) -> RespMap:
 
 
 @command("hdel", -3, "write fast", group="hash", since="2.0.0",
-         summary="Deletes one or more fields and their values from a hash.",
-         syntax="key field...")
+         acl="hash", keys="RW DELETE", logs=("HDEL",),
+         effect="HDEL key field [field ...]",
+         summary="Deletes one or more fields and their values from a hash.", syntax="key field...")
 def hdel(ctx: Ctx, argv: Argv) -> int:
     key = argv[1]
     h = hash_for_write(ctx, key)
@@ -466,6 +478,8 @@ def hdel(ctx: Ctx, argv: Argv) -> int:
 
 
 @command("hincrby", 4, "write denyoom fast", group="hash", since="2.0.0",
+         acl="hash", keys="RW ACCESS UPDATE", logs=("HDEL", "HINCRBY"),
+         effect="HINCRBY key field increment",
          summary="Increments the integer value of a field in a hash by a number. Uses 0 as "
                  "initial value if the field doesn't exist.",
          syntax="key field increment:integer")
@@ -487,6 +501,7 @@ def hincrby(ctx: Ctx, argv: Argv) -> int:
 
 
 @command("hincrbyfloat", 4, "write denyoom fast", group="hash", since="2.6.0",
+         acl="hash", keys="RW ACCESS UPDATE", logs=("HDEL", "HSET", "HSETEX"),
          summary="Increments the floating point value of a field by a number. Uses 0 as "
                  "initial value if the field doesn't exist.",
          syntax="key field increment:double")
@@ -518,6 +533,7 @@ def hincrbyfloat(ctx: Ctx, argv: Argv) -> bytes:
 
 
 @command("hrandfield", -2, "readonly", group="hash", since="6.2.0",
+         acl="hash", keys="RO ACCESS", logs=("HDEL",),
          summary="Returns one or more random fields from a hash.",
          syntax="key [options: count:integer [WITHVALUES]]")
 def hrandfield(ctx: Ctx, argv: Argv) -> object:
@@ -568,6 +584,7 @@ def _hrandfield_count(ctx: Ctx, key: bytes, count: int, with_values: bool) -> ob
 
 
 @command("hscan", -3, "readonly", group="hash", since="2.8.0",
+         acl="hash", keys="RO ACCESS", logs=("HDEL",),
          summary="Iterates over fields and values of a hash.",
          syntax="key cursor:integer [MATCH pattern:pattern] [COUNT count:integer] [NOVALUES]")
 def hscan(ctx: Ctx, argv: Argv) -> list:

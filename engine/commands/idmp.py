@@ -15,8 +15,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from streamkeep.engine.commands.expiry import stream_at
 from streamkeep.engine.exec.context import Ctx
+from streamkeep.engine.exec.keys import stream_at
 from streamkeep.engine.exec.table import Argv, command
 from streamkeep.engine.model.effects import (
     sk_xidmpdup_effect,
@@ -118,6 +118,8 @@ def _parse_cfgset(argv: Argv) -> dict[str, int]:
 
 
 @command("xcfgset", -2, "write fast", since="8.6.0",
+         acl="stream", keys="RW UPDATE", logs=("XCFGSET",),
+         effect="XCFGSET key IDMP-DURATION duration IDMP-MAXSIZE maxsize",
          summary="Sets the IDMP configuration parameters for a stream.",
          syntax="key [IDMP-DURATION duration:integer] [IDMP-MAXSIZE maxsize:integer]")
 def xcfgset(ctx: Ctx, argv: Argv) -> str:
@@ -139,6 +141,8 @@ def xcfgset(ctx: Ctx, argv: Argv) -> str:
 
 
 @command("xidmprecord", 5, "write fast", since="8.8.0",
+         acl="stream", keys="RW UPDATE", logs=("XCFGSET", "XIDMPRECORD"),
+         effect="XIDMPRECORD key pid iid id",
          summary="An internal command for replicating IDMP metadata.",
          syntax="key pid iid stream-id")
 def xidmprecord(ctx: Ctx, argv: Argv) -> str:
@@ -168,6 +172,8 @@ def xidmprecord(ctx: Ctx, argv: Argv) -> str:
 
 
 @command("sk.xidmpdup", 3, "write", since="streamkeep", internal=True,
+         acl="stream", keys="RW UPDATE",
+         effect="SK.XIDMPDUP key duplicates",
          summary="Effect: set a stream's count of refused IDMP duplicates.")
 def sk_xidmpdup(ctx: Ctx, argv: Argv) -> int:
     s = ctx.db[argv[1]]

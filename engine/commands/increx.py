@@ -29,7 +29,6 @@ from __future__ import annotations
 
 from fractions import Fraction
 
-from streamkeep.engine.commands.expiry import already_expired, delete_key
 from streamkeep.engine.commands.strings import (
     NOT_FLOAT,
     expire_time_ms,
@@ -38,6 +37,7 @@ from streamkeep.engine.commands.strings import (
     stored_events,
 )
 from streamkeep.engine.exec.context import Ctx
+from streamkeep.engine.exec.keys import already_expired, delete_key
 from streamkeep.engine.exec.notify import GENERIC
 from streamkeep.engine.exec.table import Argv, command
 from streamkeep.engine.model.effects import del_effect, set_effect
@@ -157,6 +157,7 @@ def _expire_time(ctx: Ctx, opts: _Options) -> int | None:
 
 
 @command("increx", -2, "write denyoom fast", group="string", since="8.8.0",
+         acl="string", keys="RW ACCESS UPDATE", logs=("DEL", "SET"),
          summary="Increments the numeric value of a key by a number and sets its expiration "
                  "time. Uses 0 as initial value if the key doesn't exist.",
          syntax="key [increment: BYFLOAT float:double | BYINT integer:integer] [SATURATE] "

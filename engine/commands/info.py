@@ -31,17 +31,16 @@ from streamkeep.engine.commands.client import server_clients
 from streamkeep.engine.commands.connection import (
     last_save_time,
 )
-from streamkeep.engine.commands.expiry import key_count
 from streamkeep.engine.commands.hashes import subexpiry_count
 from streamkeep.engine.exec.context import Ctx
 from streamkeep.engine.exec.interfaces import persistence_fields
+from streamkeep.engine.exec.keys import key_count
 from streamkeep.engine.exec.latency import percentiles_field
 from streamkeep.engine.exec.settings import (
     REDIS_VERSION,
 )
 from streamkeep.engine.exec.stats import safe_info_name
 from streamkeep.engine.exec.table import (
-    NO_KEYS,
     Argv,
     command,
 )
@@ -586,7 +585,8 @@ def info_text(engine: EngineState, sections: Iterable[str] = ()) -> str:
     return "\r\n".join(parts)
 
 
-@command("info", -1, "loading stale", keys=NO_KEYS, group="server", since="1.0.0",
+@command("info", -1, "loading stale", group="server", since="1.0.0",
+         acl="dangerous", keys="",
          summary="Returns information and statistics about the server.", syntax="[section...]")
 def info(ctx: Ctx, argv: Argv) -> Verbatim:
     return Verbatim(info_text(ctx.engine, [a.decode("utf-8", "replace") for a in argv[1:]]))

@@ -3,9 +3,10 @@ DBSIZE, RENAME, RENAMENX, FLUSHDB, FLUSHALL, PING, ECHO, TIME, DUMP and RESTORE 
 whose RDB codec is registered: snapshot.rdb_types).
 
 Owns these commands' argument handling, replies and effects, and Redis's glob matcher
-(`stringmatchlen`, used by KEYS and SCAN MATCH). A key is a stream or a string, and may have a TTL
-(engine.commands.expiry: the keyspace's layout and how keys expire): these commands see both
-types, RENAME carries the TTL, KEYS and SCAN skip expired keys. Writes emit effects that reproduce exactly what changed (nothing when nothing changed) and
+(`stringmatchlen`, used by KEYS and SCAN MATCH). A key holds a value of any registered type and
+may have a TTL (engine.exec.keys: the keyspace's layout; engine.commands.expiry: how keys
+expire): these commands see every type, RENAME carries the TTL, KEYS and SCAN skip expired keys.
+Writes emit effects that reproduce exactly what changed (nothing when nothing changed) and
 signal every removed or created key, so that blocked XREADGROUP clients re-run and see NOGROUP.
 Must not touch: stream or group internals (values are moved or dropped whole), other commands'
 modules, the blocking machinery beyond signalling keys.
@@ -20,7 +21,8 @@ from collections.abc import Iterable, Sequence
 from itertools import groupby
 from typing import NamedTuple
 
-from streamkeep.engine.commands.expiry import (
+from streamkeep.engine.exec.context import Ctx
+from streamkeep.engine.exec.keys import (
     already_expired,
     delete_key,
     key_count,
@@ -31,10 +33,9 @@ from streamkeep.engine.commands.expiry import (
     read_hit,
     read_miss,
 )
-from streamkeep.engine.exec.context import Ctx
 from streamkeep.engine.exec.notify import GENERIC, NEW, OVERWRITTEN, TYPE_CHANGED
 from streamkeep.engine.exec.pubsub import in_resp2_subscribed
-from streamkeep.engine.exec.table import NO_KEYS, Argv, command
+from streamkeep.engine.exec.table import Argv, command
 from streamkeep.engine.model.effects import (
     del_effect,
     flushall_effect,
@@ -324,7 +325,9 @@ def parse_db_index(arg: bytes) -> int:
     return value
 
 
-@command("select", 2, "loading stale fast", keys=NO_KEYS, group="connection", since="1.0.0",
+@command("select", 2, "loading stale fast", group="connection", since="1.0.0",
+         acl="connection", keys="",
+         effect="SELECT index",
          summary="Changes the selected database.", syntax="index:integer")
 def select(ctx: Ctx, argv: Argv) -> str:
     index = parse_db_index(argv[1])
@@ -348,19 +351,23 @@ def _delete_keys(ctx: Ctx, keys: Sequence[bytes]) -> int:
     return len(removed)
 
 
-@command("del", -2, "write", keys=ALL_KEYS, group="generic", since="1.0.0",
+@command("del", -2, "write", group="generic", since="1.0.0",
+         acl="keyspace", keys="RM DELETE @1 r-1,1,0", logs=("DEL",),
+         effect="DEL key [key ...]",
          summary="Deletes one or more keys.", syntax="key...")
 def del_(ctx: Ctx, argv: Argv) -> int:
     return _delete_keys(ctx, argv[1:])
 
 
-@command("unlink", -2, "write fast", keys=ALL_KEYS, group="generic", since="4.0.0",
+@command("unlink", -2, "write fast", group="generic", since="4.0.0",
+         acl="keyspace", keys="RM DELETE @1 r-1,1,0", logs=("DEL",),
          summary="Asynchronously deletes one or more keys.", syntax="key...")
 def unlink(ctx: Ctx, argv: Argv) -> int:
     return _delete_keys(ctx, argv[1:])
 
 
-@command("exists", -2, "readonly fast", keys=ALL_KEYS, group="generic", since="1.0.0",
+@command("exists", -2, "readonly fast", group="generic", since="1.0.0",
+         acl="keyspace", keys="RO @1 r-1,1,0",
          summary="Determines whether one or more keys exist.", syntax="key...")
 def exists(ctx: Ctx, argv: Argv) -> int:
     found = 0
@@ -373,9 +380,11 @@ def exists(ctx: Ctx, argv: Argv) -> int:
     return found
 
 
-@command("touch", -2, "readonly fast", keys=ALL_KEYS, group="generic", since="3.2.1",
+@command("touch", -2, "readonly fast", group="generic", since="3.2.1",
+         acl="keyspace", keys="RO @1 r-1,1,0",
          summary="Returns the number of existing keys out of those specified after updating the "
-                 "time they were last accessed.", syntax="key...")
+                 "time they were last accessed.",
+         syntax="key...")
 def touch(ctx: Ctx, argv: Argv) -> int:
     """lookupKeyRead of each key (streamkeep keeps no access times: the count, the hits and
     misses, the keymiss events)."""
@@ -383,6 +392,7 @@ def touch(ctx: Ctx, argv: Argv) -> int:
 
 
 @command("type", 2, "readonly fast", group="generic", since="1.0.0",
+         acl="keyspace", keys="RO",
          summary="Determines the type of value stored at a key.", syntax="key")
 def type_(ctx: Ctx, argv: Argv) -> str:
     kind = key_type(ctx, argv[1])
@@ -393,7 +403,8 @@ def type_(ctx: Ctx, argv: Argv) -> str:
     return kind
 
 
-@command("dbsize", 1, "readonly fast", keys=NO_KEYS, group="server", since="1.0.0",
+@command("dbsize", 1, "readonly fast", group="server", since="1.0.0",
+         acl="keyspace", keys="",
          summary="Returns the number of keys in the database.")
 def dbsize(ctx: Ctx, argv: Argv) -> int:
     return key_count(ctx.engine, ctx.session.db)
@@ -402,7 +413,8 @@ def dbsize(ctx: Ctx, argv: Argv) -> int:
 # --- KEYS / SCAN -----------------------------------------------------------------------------------
 
 
-@command("keys", 2, "readonly", keys=NO_KEYS, group="generic", since="1.0.0",
+@command("keys", 2, "readonly", group="generic", since="1.0.0",
+         acl="dangerous keyspace", keys="",
          summary="Returns all key names that match a pattern.", syntax="pattern:pattern")
 def keys(ctx: Ctx, argv: Argv) -> list[bytes]:
     pattern = None if argv[1] == b"*" else argv[1]
@@ -496,7 +508,8 @@ def _scan_page(db: Iterable[bytes], cursor: int, count: int) -> tuple[int, list[
     return ahead[end - 1][0] + 1, [key for _pos, key in ahead[:end]]
 
 
-@command("scan", -2, "readonly", keys=NO_KEYS, group="generic", since="2.8.0",
+@command("scan", -2, "readonly", group="generic", since="2.8.0",
+         acl="keyspace", keys="",
          summary="Iterates over the key names in the database.",
          syntax="cursor:integer [MATCH pattern:pattern] [COUNT count:integer] [TYPE type]")
 def scan(ctx: Ctx, argv: Argv) -> list:
@@ -554,14 +567,17 @@ def replacing_events(ctx: Ctx, kind: str, dst: bytes, always_new: bool = False) 
             ctx.notify(TYPE_CHANGED, b"type_changed", dst)
 
 
-@command("rename", 3, "write", keys=(1, 2, 1), group="generic", since="1.0.0",
+@command("rename", 3, "write", group="generic", since="1.0.0",
+         acl="keyspace", keys="RW ACCESS DELETE ; OW UPDATE @2 r0,1,0", logs=("RENAME",),
+         effect="RENAME key newkey",
          summary="Renames a key and overwrites the destination.", syntax="key newkey:key")
 def rename(ctx: Ctx, argv: Argv) -> str:
     _rename(ctx, argv, nx=False)
     return "OK"
 
 
-@command("renamenx", 3, "write fast", keys=(1, 2, 1), group="generic", since="1.0.0",
+@command("renamenx", 3, "write fast", group="generic", since="1.0.0",
+         acl="keyspace", keys="RW ACCESS DELETE ; OW INSERT @2 r0,1,0", logs=("RENAME",),
          summary="Renames a key only when the target key name doesn't exist.",
          syntax="key newkey:key")
 def renamenx(ctx: Ctx, argv: Argv) -> int:
@@ -592,7 +608,9 @@ def _flush_db(ctx: Ctx, db_index: int) -> int:
     return len(removed)
 
 
-@command("flushdb", -1, "write", keys=NO_KEYS, group="server", since="1.0.0",
+@command("flushdb", -1, "write", group="server", since="1.0.0",
+         acl="dangerous keyspace", keys="", logs=("FLUSHDB",),
+         effect="FLUSHDB",
          summary="Remove all keys from the current database.", syntax="[flush-type: ASYNC | SYNC]")
 def flushdb(ctx: Ctx, argv: Argv) -> str:
     _check_flush_flags(argv)
@@ -601,7 +619,9 @@ def flushdb(ctx: Ctx, argv: Argv) -> str:
     return "OK"
 
 
-@command("flushall", -1, "write", keys=NO_KEYS, group="server", since="1.0.0",
+@command("flushall", -1, "write", group="server", since="1.0.0",
+         acl="dangerous keyspace", keys="", logs=("FLUSHALL",),
+         effect="FLUSHALL",
          summary="Removes all keys from all databases.", syntax="[flush-type: ASYNC | SYNC]")
 def flushall(ctx: Ctx, argv: Argv) -> str:
     _check_flush_flags(argv)
@@ -614,7 +634,8 @@ def flushall(ctx: Ctx, argv: Argv) -> str:
 # --- PING / ECHO / TIME ----------------------------------------------------------------------------
 
 
-@command("ping", -1, "fast", keys=NO_KEYS, group="connection", since="1.0.0",
+@command("ping", -1, "fast", group="connection", since="1.0.0",
+         acl="connection", keys="",
          summary="Returns the server's liveliness response.", syntax="[message]")
 def ping(ctx: Ctx, argv: Argv) -> str | bytes | list[bytes]:
     if len(argv) > 2:
@@ -624,13 +645,15 @@ def ping(ctx: Ctx, argv: Argv) -> str | bytes | list[bytes]:
     return "PONG" if len(argv) == 1 else argv[1]
 
 
-@command("echo", 2, "loading stale fast", keys=NO_KEYS, group="connection", since="1.0.0",
+@command("echo", 2, "loading stale fast", group="connection", since="1.0.0",
+         acl="connection", keys="",
          summary="Returns the given string.", syntax="message")
 def echo(ctx: Ctx, argv: Argv) -> bytes:
     return argv[1]
 
 
-@command("time", 1, "loading stale fast", keys=NO_KEYS, group="server", since="2.6.0",
+@command("time", 1, "loading stale fast", group="server", since="2.6.0",
+         keys="",
          summary="Returns the server time.")
 def time_(ctx: Ctx, argv: Argv) -> list[bytes]:
     now = ctx.now
@@ -656,9 +679,9 @@ def _refusal(kind: int) -> str:
             f"{_RDB_TYPE_NAMES[kind]} (RDB type {kind})")
 
 
-@command("dump", 2, "readonly", keys=(1, 1, 1), group="generic", since="2.6.0",
-         summary="Returns a serialized representation of the value stored at a key.",
-         syntax="key")
+@command("dump", 2, "readonly", group="generic", since="2.6.0",
+         acl="keyspace", keys="RO ACCESS",
+         summary="Returns a serialized representation of the value stored at a key.", syntax="key")
 def dump(ctx: Ctx, argv: Argv) -> bytes | None:
     from streamkeep.snapshot.rdb import RdbError, dump_payload, dump_string_payload
     from streamkeep.snapshot.rdb_types import dump_value_payload
@@ -712,7 +735,9 @@ def _restore_options(argv: Argv) -> tuple[bool, bool]:
     return replace, absttl
 
 
-@command("restore", -4, "write denyoom", keys=(1, 1, 1), group="generic", since="2.6.0",
+@command("restore", -4, "write denyoom", group="generic", since="2.6.0",
+         acl="dangerous keyspace", keys="OW UPDATE", logs=("DEL", "PEXPIREAT", "RESTORE", "SET"),
+         effect="RESTORE key 0 payload REPLACE",
          summary="Creates a key from the serialized representation of a value.",
          syntax="key ttl serialized-value [REPLACE] [ABSTTL] [IDLETIME seconds] "
                 "[FREQ frequency]")

@@ -12,7 +12,6 @@ from streamkeep.engine.exec.latency import cumulative_usec
 from streamkeep.engine.exec.table import (
     ADMIN,
     COMMANDS,
-    NO_KEYS,
     Argv,
     container,
     help_subcommand,
@@ -29,20 +28,23 @@ def _event(arg: bytes) -> str:
     return arg.decode("utf-8", "surrogateescape")
 
 
-@subcommand(LATENCY, "latest", 2, ADMIN, keys=NO_KEYS, since="2.8.13",
+@subcommand(LATENCY, "latest", 2, ADMIN, since="2.8.13",
+            keys="",
             summary="Returns the latest latency samples for all events.")
 def latency_latest(ctx: Ctx, argv: Argv) -> list:
     """[event, Unix time of its latest sample, that sample's milliseconds, the highest]."""
     return ctx.engine.latency.latest()
 
 
-@subcommand(LATENCY, "history", 3, ADMIN, keys=NO_KEYS, since="2.8.13",
+@subcommand(LATENCY, "history", 3, ADMIN, since="2.8.13",
+            keys="",
             summary="Returns timestamp-latency samples for an event.", syntax="event")
 def latency_history(ctx: Ctx, argv: Argv) -> list:
     return ctx.engine.latency.history(_event(argv[2]))
 
 
-@subcommand(LATENCY, "reset", -2, ADMIN, keys=NO_KEYS, since="2.8.13",
+@subcommand(LATENCY, "reset", -2, ADMIN, since="2.8.13",
+            keys="",
             summary="Resets the latency data for one or more events.", syntax="[event...]")
 def latency_reset(ctx: Ctx, argv: Argv) -> int:
     monitor = ctx.engine.latency
@@ -51,7 +53,8 @@ def latency_reset(ctx: Ctx, argv: Argv) -> int:
     return sum(monitor.reset([_event(arg)]) for arg in argv[2:])
 
 
-@subcommand(LATENCY, "graph", 3, ADMIN, keys=NO_KEYS, since="2.8.13",
+@subcommand(LATENCY, "graph", 3, ADMIN, since="2.8.13",
+            keys="",
             summary="Returns a latency graph for an event.", syntax="event")
 def latency_graph(ctx: Ctx, argv: Argv) -> Verbatim:
     graph = ctx.engine.latency.graph(_event(argv[2]))
@@ -60,16 +63,19 @@ def latency_graph(ctx: Ctx, argv: Argv) -> Verbatim:
     return Verbatim(graph)
 
 
-@subcommand(LATENCY, "doctor", 2, ADMIN, keys=NO_KEYS, since="2.8.13",
+@subcommand(LATENCY, "doctor", 2, ADMIN, since="2.8.13",
+            keys="",
             summary="Returns a human-readable latency analysis report.")
 def latency_doctor(ctx: Ctx, argv: Argv) -> Verbatim:
     engine = ctx.engine
     return Verbatim(engine.latency.doctor(int(engine.config["latency-monitor-threshold"])))
 
 
-@subcommand(LATENCY, "histogram", -2, ADMIN, keys=NO_KEYS, since="7.0.0",
+@subcommand(LATENCY, "histogram", -2, ADMIN, since="7.0.0",
+            keys="",
             summary="Returns the cumulative distribution of latencies of a subset or all "
-                    "commands.", syntax="[command...]")
+                    "commands.",
+            syntax="[command...]")
 def latency_histogram(ctx: Ctx, argv: Argv) -> RespMap:
     """Per command with a histogram: {calls, histogram_usec: {µs: cumulative calls}}. Named
     commands (a container names its subcommands too; "container|sub" one of them) or all;

@@ -29,12 +29,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from streamkeep.engine.commands.expiry import delete_key, read_value, value_at
 from streamkeep.engine.commands.zsets import parse_positive, parse_timeout_s
 from streamkeep.engine.exec.context import Ctx, block_on
+from streamkeep.engine.exec.key_specs import numkeys
+from streamkeep.engine.exec.keys import delete_key, read_value, value_at
 from streamkeep.engine.exec.notify import GENERIC, NEW
 from streamkeep.engine.exec.notify import LIST as LIST_EVENTS
-from streamkeep.engine.exec.table import NO_KEYS, Argv, command
+from streamkeep.engine.exec.table import Argv, command
 from streamkeep.engine.model import lists
 from streamkeep.engine.model.lists import ListLimits, ListValue
 from streamkeep.engine.model.value_types import LIST
@@ -137,13 +138,18 @@ def _push(ctx: Ctx, argv: Argv, tail: bool, only_existing: bool) -> int:
 
 
 @command("lpush", -3, "write denyoom fast", group="list", since="1.0.0",
+         acl="list", keys="RW INSERT", logs=("LPUSH",),
+         effect="LPUSH key element [element ...]",
          summary="Prepends one or more elements to a list. Creates the key if it doesn't "
-                 "exist.", syntax="key element...")
+                 "exist.",
+         syntax="key element...")
 def lpush(ctx: Ctx, argv: Argv) -> int:
     return _push(ctx, argv, tail=False, only_existing=False)
 
 
 @command("rpush", -3, "write denyoom fast", group="list", since="1.0.0",
+         acl="list", keys="RW INSERT", logs=("RPUSH",),
+         effect="RPUSH key element [element ...]",
          summary="Appends one or more elements to a list. Creates the key if it doesn't exist.",
          syntax="key element...")
 def rpush(ctx: Ctx, argv: Argv) -> int:
@@ -151,6 +157,7 @@ def rpush(ctx: Ctx, argv: Argv) -> int:
 
 
 @command("lpushx", -3, "write denyoom fast", group="list", since="2.2.0",
+         acl="list", keys="RW INSERT", logs=("LPUSH",),
          summary="Prepends one or more elements to a list only when the list exists.",
          syntax="key element...")
 def lpushx(ctx: Ctx, argv: Argv) -> int:
@@ -158,6 +165,7 @@ def lpushx(ctx: Ctx, argv: Argv) -> int:
 
 
 @command("rpushx", -3, "write denyoom fast", group="list", since="2.2.0",
+         acl="list", keys="RW INSERT", logs=("RPUSH",),
          summary="Appends an element to a list only when the list exists.",
          syntax="key element...")
 def rpushx(ctx: Ctx, argv: Argv) -> int:
@@ -199,15 +207,21 @@ def _pop(ctx: Ctx, argv: Argv, tail: bool) -> object:
 
 
 @command("lpop", -2, "write fast", group="list", since="1.0.0",
+         acl="list", keys="RW ACCESS DELETE", logs=("LPOP",),
+         effect="LPOP key [count]",
          summary="Returns the first elements in a list after removing it. Deletes the list if "
-                 "the last element was popped.", syntax="key [count:integer]")
+                 "the last element was popped.",
+         syntax="key [count:integer]")
 def lpop(ctx: Ctx, argv: Argv) -> object:
     return _pop(ctx, argv, tail=False)
 
 
 @command("rpop", -2, "write fast", group="list", since="1.0.0",
+         acl="list", keys="RW ACCESS DELETE", logs=("RPOP",),
+         effect="RPOP key [count]",
          summary="Returns and removes the last elements of a list. Deletes the list if the last "
-                 "element was popped.", syntax="key [count:integer]")
+                 "element was popped.",
+         syntax="key [count:integer]")
 def rpop(ctx: Ctx, argv: Argv) -> object:
     return _pop(ctx, argv, tail=True)
 
@@ -243,7 +257,9 @@ def _mpop_serve(ctx: Ctx, keys: Sequence[bytes], tail: bool, count: int) -> obje
     return None
 
 
-@command("lmpop", -4, "write", keys=NO_KEYS, group="list", since="7.0.0",
+@command("lmpop", -4, "write", group="list", since="7.0.0",
+         acl="list", keys="RW ACCESS DELETE @1 n0,1,1", key_finder=numkeys(0, 1, 2),
+         logs=("LPOP", "RPOP"),
          summary="Returns multiple elements from a list after removing them. Deletes the list if "
                  "the last element was popped.",
          syntax="numkeys:integer key... <where: LEFT | RIGHT> [COUNT count:integer]")
@@ -257,6 +273,7 @@ def lmpop(ctx: Ctx, argv: Argv) -> object:
 
 
 @command("llen", 2, "readonly fast", group="list", since="1.0.0",
+         acl="list", keys="RO",
          summary="Returns the length of a list.", syntax="key")
 def llen(ctx: Ctx, argv: Argv) -> int:
     value = list_for_read(ctx, argv[1])
@@ -264,6 +281,7 @@ def llen(ctx: Ctx, argv: Argv) -> int:
 
 
 @command("lrange", 4, "readonly", group="list", since="1.0.0",
+         acl="list", keys="RO ACCESS",
          summary="Returns a range of elements from a list.",
          syntax="key start:integer stop:integer")
 def lrange(ctx: Ctx, argv: Argv) -> object:
@@ -283,6 +301,7 @@ def lrange(ctx: Ctx, argv: Argv) -> object:
 
 
 @command("lindex", 3, "readonly", group="list", since="1.0.0",
+         acl="list", keys="RO ACCESS",
          summary="Returns an element from a list by its index.", syntax="key index:integer")
 def lindex(ctx: Ctx, argv: Argv) -> object:
     value = list_for_read(ctx, argv[1])
@@ -292,6 +311,7 @@ def lindex(ctx: Ctx, argv: Argv) -> object:
 
 
 @command("lpos", -3, "readonly", group="list", since="6.0.6",
+         acl="list", keys="RO ACCESS",
          summary="Returns the index of matching elements in a list.",
          syntax="key element [RANK rank:integer] [COUNT num-matches:integer] "
                 "[MAXLEN len:integer]")
@@ -324,6 +344,8 @@ def lpos(ctx: Ctx, argv: Argv) -> object:
 
 
 @command("lset", 4, "write denyoom", group="list", since="1.0.0",
+         acl="list", keys="RW UPDATE", logs=("LSET",),
+         effect="LSET key index element",
          summary="Sets the value of an element in a list by its index.",
          syntax="key index:integer element")
 def lset(ctx: Ctx, argv: Argv) -> str:
@@ -347,6 +369,8 @@ def lset(ctx: Ctx, argv: Argv) -> str:
 
 
 @command("linsert", 5, "write denyoom", group="list", since="2.2.0",
+         acl="list", keys="RW INSERT", logs=("LINSERT",),
+         effect="LINSERT key <BEFORE | AFTER> pivot element",
          summary="Inserts an element before or after another element in a list.",
          syntax="key <where: BEFORE | AFTER> pivot element")
 def linsert(ctx: Ctx, argv: Argv) -> int:
@@ -371,8 +395,11 @@ def linsert(ctx: Ctx, argv: Argv) -> int:
 
 
 @command("lrem", 4, "write", group="list", since="1.0.0",
+         acl="list", keys="RW DELETE", logs=("LREM",),
+         effect="LREM key count element",
          summary="Removes elements from a list. Deletes the list if the last element was "
-                 "removed.", syntax="key count:integer element")
+                 "removed.",
+         syntax="key count:integer element")
 def lrem(ctx: Ctx, argv: Argv) -> int:
     count = parse_int_range(argv[2], -LLONG_MAX, LLONG_MAX)
     key = argv[1]
@@ -387,8 +414,11 @@ def lrem(ctx: Ctx, argv: Argv) -> int:
 
 
 @command("ltrim", 4, "write", group="list", since="1.0.0",
+         acl="list", keys="RW DELETE", logs=("LTRIM",),
+         effect="LTRIM key start stop",
          summary="Removes elements from both ends a list. Deletes the list if all elements were "
-                 "trimmed.", syntax="key start:integer stop:integer")
+                 "trimmed.",
+         syntax="key start:integer stop:integer")
 def ltrim(ctx: Ctx, argv: Argv) -> str:
     start, end = parse_int(argv[2]), parse_int(argv[3])
     key = argv[1]
@@ -431,7 +461,9 @@ def _move(ctx: Ctx, src_key: bytes, dst_key: bytes, from_tail: bool, to_tail: bo
     return item
 
 
-@command("lmove", 5, "write denyoom", keys=(1, 2, 1), group="list", since="6.2.0",
+@command("lmove", 5, "write denyoom", group="list", since="6.2.0",
+         acl="list", keys="RW ACCESS DELETE ; RW INSERT @2 r0,1,0", logs=("LMOVE",),
+         effect="LMOVE source destination <LEFT | RIGHT> <LEFT | RIGHT>",
          summary="Returns an element after popping it from one list and pushing it to another. "
                  "Deletes the list if the last element was moved.",
          syntax="source:key destination:key <wherefrom: LEFT | RIGHT> "
@@ -441,7 +473,9 @@ def lmove(ctx: Ctx, argv: Argv) -> object:
     return _move(ctx, argv[1], argv[2], from_tail, to_tail, [b"LMOVE", *argv[1:5]])
 
 
-@command("rpoplpush", 3, "write denyoom", keys=(1, 2, 1), group="list", since="1.2.0",
+@command("rpoplpush", 3, "write denyoom", group="list", since="1.2.0",
+         acl="list", keys="RW ACCESS DELETE ; RW INSERT @2 r0,1,0", logs=("RPOPLPUSH",),
+         effect="RPOPLPUSH source destination",
          summary="Returns the last element of a list after removing and pushing it to another "
                  "list. Deletes the list if the last element was popped.",
          syntax="source:key destination:key")
@@ -472,7 +506,8 @@ def _bpop(ctx: Ctx, argv: Argv, tail: bool) -> object:
     return _block(ctx, argv, keys, timeout, NULL_ARRAY)
 
 
-@command("blpop", -3, "write blocking", keys=(1, -2, 1), group="list", since="2.0.0",
+@command("blpop", -3, "write blocking", group="list", since="2.0.0",
+         acl="list", keys="RW ACCESS DELETE @1 r-2,1,0", logs=("LPOP",),
          summary="Removes and returns the first element in a list. Blocks until an element is "
                  "available otherwise. Deletes the list if the last element was popped.",
          syntax="key... timeout:double")
@@ -480,7 +515,8 @@ def blpop(ctx: Ctx, argv: Argv) -> object:
     return _bpop(ctx, argv, tail=False)
 
 
-@command("brpop", -3, "write blocking", keys=(1, -2, 1), group="list", since="2.0.0",
+@command("brpop", -3, "write blocking", group="list", since="2.0.0",
+         acl="list", keys="RW ACCESS DELETE @1 r-2,1,0", logs=("RPOP",),
          summary="Removes and returns the last element in a list. Blocks until an element is "
                  "available otherwise. Deletes the list if the last element was popped.",
          syntax="key... timeout:double")
@@ -497,7 +533,8 @@ def _bmove(ctx: Ctx, argv: Argv, from_tail: bool, to_tail: bool, timeout: int,
     return _move(ctx, argv[1], argv[2], from_tail, to_tail, effect)
 
 
-@command("blmove", 6, "write denyoom blocking", keys=(1, 2, 1), group="list", since="6.2.0",
+@command("blmove", 6, "write denyoom blocking", group="list", since="6.2.0",
+         acl="list", keys="RW ACCESS DELETE ; RW INSERT @2 r0,1,0", logs=("LMOVE",),
          summary="Pops an element from a list, pushes it to another list and returns it. Blocks "
                  "until an element is available otherwise. Deletes the list if the last element "
                  "was moved.",
@@ -509,17 +546,20 @@ def blmove(ctx: Ctx, argv: Argv) -> object:
     return _bmove(ctx, argv, from_tail, to_tail, timeout, [b"LMOVE", *argv[1:5]])
 
 
-@command("brpoplpush", 4, "write denyoom blocking", keys=(1, 2, 1), group="list",
-         since="2.2.0",
+@command("brpoplpush", 4, "write denyoom blocking", group="list", since="2.2.0",
+         acl="list", keys="RW ACCESS DELETE ; RW INSERT @2 r0,1,0", logs=("RPOPLPUSH",),
          summary="Pops an element from a list, pushes it to another list and returns it. Block "
                  "until an element is available otherwise. Deletes the list if the last element "
-                 "was popped.", syntax="source:key destination:key timeout:double")
+                 "was popped.",
+         syntax="source:key destination:key timeout:double")
 def brpoplpush(ctx: Ctx, argv: Argv) -> object:
     timeout = parse_timeout_s(argv[3], ctx.now)
     return _bmove(ctx, argv, True, False, timeout, [b"RPOPLPUSH", argv[1], argv[2]])
 
 
-@command("blmpop", -5, "write blocking", keys=NO_KEYS, group="list", since="7.0.0",
+@command("blmpop", -5, "write blocking", group="list", since="7.0.0",
+         acl="list", keys="RW ACCESS DELETE @2 n0,1,1", key_finder=numkeys(0, 2, 3),
+         logs=("LPOP", "RPOP"),
          summary="Pops the first element from one of multiple lists. Blocks until an element is "
                  "available otherwise. Deletes the list if the last element was popped.",
          syntax="timeout:double numkeys:integer key... <where: LEFT | RIGHT> "

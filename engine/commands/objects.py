@@ -13,15 +13,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from streamkeep.engine.commands.expiry import (
-    key_type,
-    lookup,
-    placed,
-    read_hit,
-    read_miss,
-)
 from streamkeep.engine.commands.keyspace import parse_db_index
 from streamkeep.engine.exec.context import Ctx
+from streamkeep.engine.exec.keys import key_type, lookup, placed, read_hit, read_miss
 from streamkeep.engine.exec.notify import GENERIC, NEW, OVERWRITTEN, TYPE_CHANGED, keyspace_event
 from streamkeep.engine.exec.table import Argv, command, container, help_subcommand, subcommand
 from streamkeep.engine.model.stream import new_stream
@@ -62,15 +56,21 @@ OBJECT = container("object", "A container for object introspection commands.", g
                    since="2.2.3")
 
 
-@subcommand(OBJECT, "encoding", 3, "readonly", summary="Returns the internal encoding of a "
-            "Redis object.", since="2.2.3", syntax="key")
+@subcommand(OBJECT, "encoding", 3, "readonly", since="2.2.3",
+            acl="keyspace", keys="RO @2 r0,1,0",
+            summary="Returns the internal encoding of a "
+            "Redis object.",
+            syntax="key")
 def object_encoding(ctx: Ctx, argv: Argv) -> bytes | None:
     found = _object_lookup(ctx, argv[2])
     return None if found is None else found[0].encoding(found[1]).encode()
 
 
-@subcommand(OBJECT, "refcount", 3, "readonly", summary="Returns the reference count of a value "
-            "of a key.", since="2.2.3", syntax="key")
+@subcommand(OBJECT, "refcount", 3, "readonly", since="2.2.3",
+            acl="keyspace", keys="RO @2 r0,1,0",
+            summary="Returns the reference count of a value "
+            "of a key.",
+            syntax="key")
 def object_refcount(ctx: Ctx, argv: Argv) -> int | None:
     found = _object_lookup(ctx, argv[2])
     if found is None:
@@ -85,8 +85,11 @@ def object_refcount(ctx: Ctx, argv: Argv) -> int | None:
     return 1
 
 
-@subcommand(OBJECT, "idletime", 3, "readonly", summary="Returns the time since the last access "
-            "to a Redis object.", since="2.2.3", syntax="key")
+@subcommand(OBJECT, "idletime", 3, "readonly", since="2.2.3",
+            acl="keyspace", keys="RO @2 r0,1,0",
+            summary="Returns the time since the last access "
+            "to a Redis object.",
+            syntax="key")
 def object_idletime(ctx: Ctx, argv: Argv) -> int | None:
     """streamkeep keeps no access time per key (there is no eviction to feed): a key is never
     idle."""
@@ -98,8 +101,11 @@ def object_idletime(ctx: Ctx, argv: Argv) -> int | None:
     return 0
 
 
-@subcommand(OBJECT, "freq", 3, "readonly", summary="Returns the logarithmic access frequency "
-            "counter of a Redis object.", since="4.0.0", syntax="key")
+@subcommand(OBJECT, "freq", 3, "readonly", since="4.0.0",
+            acl="keyspace", keys="RO @2 r0,1,0",
+            summary="Returns the logarithmic access frequency "
+            "counter of a Redis object.",
+            syntax="key")
 def object_freq(ctx: Ctx, argv: Argv) -> int | None:
     found = _object_lookup(ctx, argv[2])
     if found is None:
@@ -122,7 +128,7 @@ help_subcommand(OBJECT, [
     "REFCOUNT <key>",
     "    Return the number of references of the value associated with the specified",
     "    <key>.",
-], since="2.2.3")
+], since="2.2.3", acl="keyspace")
 
 
 # --- MEMORY USAGE ----------------------------------------------------------------------------------
@@ -131,8 +137,9 @@ MEMORY = container("memory", "A container for memory diagnostics commands.", gro
                    since="4.0.0")
 
 
-@subcommand(MEMORY, "usage", -3, "readonly", summary="Estimates the memory usage of a key.",
-            since="4.0.0", syntax="key [SAMPLES count:integer]")
+@subcommand(MEMORY, "usage", -3, "readonly", since="4.0.0",
+            keys="RO @2 r0,1,0",
+            summary="Estimates the memory usage of a key.", syntax="key [SAMPLES count:integer]")
 def memory_usage(ctx: Ctx, argv: Argv) -> int | None:
     """The value's estimate (its type's), plus the key's name and its keyspace entry. SAMPLES
     is checked and ignored: the estimates count every element, they sample nothing."""
@@ -201,7 +208,9 @@ def duplicate(ctx: Ctx, vt: ValueType, value: Any) -> Any:
     return load_payload(dump_payload(value, version), new_stream(ctx.engine.residency))
 
 
-@command("copy", -3, "write denyoom", keys=(1, 2, 1), group="generic", since="6.2.0",
+@command("copy", -3, "write denyoom", group="generic", since="6.2.0",
+         acl="keyspace", keys="RO ACCESS ; OW UPDATE @2 r0,1,0", logs=("COPY",),
+         effect="COPY source destination [DB destination-db] [REPLACE]",
          summary="Copies the value of a key to a new key.",
          syntax="source:key destination:key [DB destination-db:integer] [REPLACE]")
 def copy(ctx: Ctx, argv: Argv) -> int:

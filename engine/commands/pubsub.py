@@ -27,7 +27,6 @@ from streamkeep.engine.exec.pubsub import (
     unsubscribe_all,
 )
 from streamkeep.engine.exec.table import (
-    NO_KEYS,
     Argv,
     command,
     container,
@@ -88,30 +87,33 @@ def _change(ctx: Ctx, argv: Argv, change: Callable[..., None], kind: Kind) -> An
     return confirmations[0]
 
 
-@command("subscribe", -2, "pubsub noscript loading stale sentinel", keys=NO_KEYS,
-         group="pubsub", since="2.0.0", summary="Listens for messages published to channels.",
-         syntax="channel [channel ...]")
+@command("subscribe", -2, "pubsub noscript loading stale sentinel", group="pubsub", since="2.0.0",
+         keys="",
+         summary="Listens for messages published to channels.", syntax="channel [channel ...]")
 def subscribe(ctx: Ctx, argv: Argv) -> Any:
     return _change(ctx, argv, subscribe_all, CHANNELS)
 
 
-@command("psubscribe", -2, "pubsub noscript loading stale sentinel", keys=NO_KEYS,
-         group="pubsub", since="2.0.0",
+@command("psubscribe", -2, "pubsub noscript loading stale sentinel", group="pubsub", since="2.0.0",
+         keys="",
          summary="Listens for messages published to channels that match one or more patterns.",
          syntax="pattern [pattern ...]")
 def psubscribe(ctx: Ctx, argv: Argv) -> Any:
     return _change(ctx, argv, subscribe_all, PATTERNS)
 
 
-@command("unsubscribe", -1, "pubsub noscript loading stale sentinel", keys=NO_KEYS,
-         group="pubsub", since="2.0.0", summary="Stops listening to messages posted to channels.",
+@command("unsubscribe", -1, "pubsub noscript loading stale sentinel", group="pubsub",
+         since="2.0.0",
+         keys="",
+         summary="Stops listening to messages posted to channels.",
          syntax="[channel [channel ...]]")
 def unsubscribe(ctx: Ctx, argv: Argv) -> Any:
     return _change(ctx, argv, unsubscribe_all, CHANNELS)
 
 
-@command("punsubscribe", -1, "pubsub noscript loading stale sentinel", keys=NO_KEYS,
-         group="pubsub", since="2.0.0",
+@command("punsubscribe", -1, "pubsub noscript loading stale sentinel", group="pubsub",
+         since="2.0.0",
+         keys="",
          summary="Stops listening to messages published to channels that match one or more "
                  "patterns.",
          syntax="[pattern [pattern ...]]")
@@ -119,9 +121,10 @@ def punsubscribe(ctx: Ctx, argv: Argv) -> Any:
     return _change(ctx, argv, unsubscribe_all, PATTERNS)
 
 
-@command("publish", 3, "pubsub loading stale fast may_replicate sentinel", keys=NO_KEYS,
-         group="pubsub", since="2.0.0", summary="Posts a message to a channel.",
-         syntax="channel message")
+@command("publish", 3, "pubsub loading stale fast may_replicate sentinel", group="pubsub",
+         since="2.0.0",
+         keys="",
+         summary="Posts a message to a channel.", syntax="channel message")
 def publish(ctx: Ctx, argv: Argv) -> int:
     receivers = ctx.engine.pubsub.publish(argv[1], argv[2])
     _propagate(ctx, b"PUBLISH", argv)
@@ -138,23 +141,25 @@ def _propagate(ctx: Ctx, command: bytes, argv: Argv) -> None:
         propagate(command, argv[1], argv[2])
 
 
-@command("ssubscribe", -2, "pubsub noscript loading stale", keys=(1, -1, 1), group="pubsub",
-         since="7.0.0", summary="Listens for messages published to shard channels.",
+@command("ssubscribe", -2, "pubsub noscript loading stale", group="pubsub", since="7.0.0",
+         keys="NOT_KEY @1 r-1,1,0",
+         summary="Listens for messages published to shard channels.",
          syntax="shardchannel [shardchannel ...]")
 def ssubscribe(ctx: Ctx, argv: Argv) -> Any:
     return _change(ctx, argv, subscribe_all, SHARD_CHANNELS)
 
 
-@command("sunsubscribe", -1, "pubsub noscript loading stale", keys=(1, -1, 1), group="pubsub",
-         since="7.0.0", summary="Stops listening to messages posted to shard channels.",
+@command("sunsubscribe", -1, "pubsub noscript loading stale", group="pubsub", since="7.0.0",
+         keys="NOT_KEY @1 r-1,1,0",
+         summary="Stops listening to messages posted to shard channels.",
          syntax="[shardchannel [shardchannel ...]]")
 def sunsubscribe(ctx: Ctx, argv: Argv) -> Any:
     return _change(ctx, argv, unsubscribe_all, SHARD_CHANNELS)
 
 
-@command("spublish", 3, "pubsub loading stale fast may_replicate", keys=(1, 1, 1),
-         group="pubsub", since="7.0.0", summary="Post a message to a shard channel",
-         syntax="shardchannel message")
+@command("spublish", 3, "pubsub loading stale fast may_replicate", group="pubsub", since="7.0.0",
+         keys="NOT_KEY",
+         summary="Post a message to a shard channel", syntax="shardchannel message")
 def spublish(ctx: Ctx, argv: Argv) -> int:
     receivers = ctx.engine.pubsub.spublish(argv[1], argv[2])
     _propagate(ctx, b"SPUBLISH", argv)
@@ -179,33 +184,38 @@ def _numsub(ctx: Ctx, argv: Argv, kind: Kind) -> list[Any]:
     return reply
 
 
-@subcommand(PUBSUB, "channels", -2, "pubsub loading stale", keys=NO_KEYS, since="2.8.0",
+@subcommand(PUBSUB, "channels", -2, "pubsub loading stale", since="2.8.0",
+            keys="",
             summary="Returns the active channels.", syntax="[pattern]")
 def pubsub_channels(ctx: Ctx, argv: Argv) -> list[bytes]:
     return _channels(ctx, argv, CHANNELS)
 
 
-@subcommand(PUBSUB, "numsub", -2, "pubsub loading stale", keys=NO_KEYS, since="2.8.0",
+@subcommand(PUBSUB, "numsub", -2, "pubsub loading stale", since="2.8.0",
+            keys="",
             summary="Returns a count of subscribers to channels.",
             syntax="[channel [channel ...]]")
 def pubsub_numsub(ctx: Ctx, argv: Argv) -> list[Any]:
     return _numsub(ctx, argv, CHANNELS)
 
 
-@subcommand(PUBSUB, "shardchannels", -2, "pubsub loading stale", keys=NO_KEYS, since="7.0.0",
+@subcommand(PUBSUB, "shardchannels", -2, "pubsub loading stale", since="7.0.0",
+            keys="",
             summary="Returns the active shard channels.", syntax="[pattern]")
 def pubsub_shardchannels(ctx: Ctx, argv: Argv) -> list[bytes]:
     return _channels(ctx, argv, SHARD_CHANNELS)
 
 
-@subcommand(PUBSUB, "shardnumsub", -2, "pubsub loading stale", keys=NO_KEYS, since="7.0.0",
+@subcommand(PUBSUB, "shardnumsub", -2, "pubsub loading stale", since="7.0.0",
+            keys="",
             summary="Returns the count of subscribers of shard channels.",
             syntax="[shardchannel [shardchannel ...]]")
 def pubsub_shardnumsub(ctx: Ctx, argv: Argv) -> list[Any]:
     return _numsub(ctx, argv, SHARD_CHANNELS)
 
 
-@subcommand(PUBSUB, "numpat", 2, "pubsub loading stale", keys=NO_KEYS, since="2.8.0",
+@subcommand(PUBSUB, "numpat", 2, "pubsub loading stale", since="2.8.0",
+            keys="",
             summary="Returns a count of unique pattern subscriptions.")
 def pubsub_numpat(ctx: Ctx, argv: Argv) -> int:
     return ctx.engine.pubsub.numpat()

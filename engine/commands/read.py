@@ -15,10 +15,12 @@ Must not touch: other commands' semantics.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, Final
 
-from streamkeep.engine.commands.expiry import read_hit, read_stream, stream_at
 from streamkeep.engine.exec.context import Block, Ctx
+from streamkeep.engine.exec.key_specs import NO_FLAGS, Keys
+from streamkeep.engine.exec.keys import read_hit, read_stream, stream_at
 from streamkeep.engine.exec.notify import STREAM
 from streamkeep.engine.exec.table import Argv, command
 from streamkeep.engine.model.consumer_groups import (
@@ -222,7 +224,31 @@ def _resolve_ids(ctx: Ctx, argv: Argv, a: ReadArgs) -> list[int]:
     return ids
 
 
-@command("xread", -4, "readonly blocking", keys=(0, 0, 0), summary="Returns messages from "
+def xread_keys(argv: Sequence[bytes]) -> Keys:
+    """XREAD's and XREADGROUP's key finder (Redis's xreadGetKeys): the options skipped to the
+    STREAMS that is the option, then the first half of what follows it."""
+    i, streams = 1, -1
+    while i < len(argv):
+        arg = argv[i].lower()
+        if arg in (b"block", b"count"):
+            i += 1
+        elif arg == b"group":
+            i += 2
+        elif arg == b"streams":
+            streams = i
+            break
+        elif arg != b"noack":
+            break
+        i += 1
+    num = len(argv) - streams - 1 if streams != -1 else 0
+    if streams == -1 or num == 0 or num % 2:
+        return []
+    return [(streams + 1 + i, NO_FLAGS) for i in range(num // 2)]
+
+
+@command("xread", -4, "readonly blocking",
+         acl="stream", keys="RO ACCESS STREAMS@1 r-1,1,2", key_finder=xread_keys,
+         summary="Returns messages from "
          "multiple streams with IDs greater than the ones requested. Blocks until a message is "
          "available otherwise.",
          syntax="[COUNT count:integer] [MAXCOUNT maxcount:integer] [MAXSIZE maxsize:integer] "
@@ -572,7 +598,10 @@ def _oldest_claimable(s: Stream, group: ConsumerGroup, now: int, min_idle: int) 
         order.close()
 
 
-@command("xreadgroup", -7, "write blocking", keys=(0, 0, 0), summary="Returns new or "
+@command("xreadgroup", -7, "write blocking",
+         acl="stream", keys="RO ACCESS STREAMS@4 r-1,1,2", key_finder=xread_keys,
+         logs=("SK.XCONSUMER", "XCLAIM", "XGROUP SETID"),
+         summary="Returns new or "
          "historical messages from a stream for a consumer in a group. Blocks until a message "
          "is available otherwise.",
          syntax="<group-block: GROUP group consumer> [COUNT count:integer] "

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from streamkeep.engine.exec.context import Ctx
-from streamkeep.engine.exec.table import NO_KEYS, Argv, command
+from streamkeep.engine.exec.table import Argv, command
 from streamkeep.engine.wire.args import is_word, parse_int, parse_int_range, parse_timeout_ms
 from streamkeep.engine.wire.errors import ReplyError
 
@@ -38,22 +38,27 @@ def _replicaof(ctx: Ctx, argv: Argv) -> str:
     return replication.replicaof(host.decode("utf-8", "replace"), port)
 
 
-@command("replicaof", 3, "admin noscript stale no_async_loading", keys=NO_KEYS, group="server",
-         since="5.0.0", summary="Configures a server as replica of another, or promotes it to a "
-                                "master.", syntax="<args: <host-port: host port:integer> | <no-one: NO ONE>>")
+@command("replicaof", 3, "admin noscript stale no_async_loading", group="server", since="5.0.0",
+         keys="",
+         summary="Configures a server as replica of another, or promotes it to a "
+                                "master.",
+         syntax="<args: <host-port: host port:integer> | <no-one: NO ONE>>")
 def replicaof(ctx: Ctx, argv: Argv) -> str:
     return _replicaof(ctx, argv)
 
 
-@command("slaveof", 3, "admin noscript stale no_async_loading", keys=NO_KEYS, group="server",
-         since="1.0.0", summary="Sets a Redis server as a replica of another, or promotes it to "
-                                "being a master.", syntax="<args: <host-port: host port:integer> | <no-one: NO ONE>>")
+@command("slaveof", 3, "admin noscript stale no_async_loading", group="server", since="1.0.0",
+         keys="",
+         summary="Sets a Redis server as a replica of another, or promotes it to "
+                                "being a master.",
+         syntax="<args: <host-port: host port:integer> | <no-one: NO ONE>>")
 def slaveof(ctx: Ctx, argv: Argv) -> str:
     return _replicaof(ctx, argv)
 
 
-@command("role", 1, "noscript loading stale fast sentinel", keys=NO_KEYS, group="server",
-         since="2.8.12", summary="Returns the replication role.")
+@command("role", 1, "noscript loading stale fast sentinel", group="server", since="2.8.12",
+         acl="admin dangerous", keys="",
+         summary="Returns the replication role.")
 def role(ctx: Ctx, argv: Argv) -> list[Any]:
     replication = ctx.engine.replication
     if replication is None:
@@ -61,8 +66,8 @@ def role(ctx: Ctx, argv: Argv) -> list[Any]:
     return replication.role()
 
 
-@command("replconf", -1, "admin noscript loading stale allow_busy", keys=NO_KEYS,
-         group="server", since="3.0.0",
+@command("replconf", -1, "admin noscript loading stale allow_busy", group="server", since="3.0.0",
+         keys="",
          summary="An internal command for configuring the replication stream.",
          syntax="[<option value>...]")
 def replconf(ctx: Ctx, argv: Argv) -> Any:
@@ -74,9 +79,9 @@ def replconf(ctx: Ctx, argv: Argv) -> Any:
     return replication.replconf(ctx.session, argv)
 
 
-@command("psync", -3, "admin noscript no_async_loading no_multi", keys=NO_KEYS, group="server",
-         since="2.8.0", summary="An internal command used in replication.",
-         syntax="replicationid offset [crc]")
+@command("psync", -3, "admin noscript no_async_loading no_multi", group="server", since="2.8.0",
+         keys="",
+         summary="An internal command used in replication.", syntax="replicationid offset [crc]")
 def psync(ctx: Ctx, argv: Argv) -> Any:
     replication = ctx.engine.replication
     if replication is None:
@@ -84,8 +89,9 @@ def psync(ctx: Ctx, argv: Argv) -> Any:
     return replication.psync(ctx.session, argv)
 
 
-@command("sync", 1, "admin noscript no_async_loading no_multi", keys=NO_KEYS, group="server",
-         since="1.0.0", summary="An internal command used in replication.")
+@command("sync", 1, "admin noscript no_async_loading no_multi", group="server", since="1.0.0",
+         keys="",
+         summary="An internal command used in replication.")
 def sync(ctx: Ctx, argv: Argv) -> Any:
     replication = ctx.engine.replication
     if replication is None:
@@ -93,7 +99,8 @@ def sync(ctx: Ctx, argv: Argv) -> Any:
     return replication.psync(ctx.session, argv)
 
 
-@command("wait", 3, "blocking", keys=NO_KEYS, group="generic", since="3.0.0",
+@command("wait", 3, "blocking", group="generic", since="3.0.0",
+         acl="connection", keys="",
          summary="Blocks until the asynchronous replication of all preceding write commands "
                  "sent by the connection is completed.",
          syntax="numreplicas:integer timeout:integer")
@@ -109,7 +116,8 @@ def wait(ctx: Ctx, argv: Argv) -> Any:
     return replication.wait(ctx.session, numreplicas, timeout, block=not ctx.in_multi)
 
 
-@command("waitaof", 4, "blocking", keys=NO_KEYS, group="generic", since="7.2.0",
+@command("waitaof", 4, "blocking", group="generic", since="7.2.0",
+         acl="connection", keys="",
          summary="Blocks until all of the preceding write commands sent by the connection are "
                  "written to the append-only file of the master and/or replicas.",
          syntax="numlocal:integer numreplicas:integer timeout:integer")

@@ -14,8 +14,9 @@ from __future__ import annotations
 from typing import Any
 
 from streamkeep.engine.exec.context import Ctx
+from streamkeep.engine.exec.key_specs import numkeys
 from streamkeep.engine.exec.table import (
-    NO_KEYS,
+    ANY_EFFECTS,
     Argv,
     command,
     container,
@@ -43,28 +44,38 @@ _EVAL_FLAGS = "noscript skip_monitor may_replicate no_mandatory_keys stale"
 _EVAL_RO_FLAGS = "noscript skip_monitor no_mandatory_keys stale readonly"
 
 
-@command("eval", -3, _EVAL_FLAGS, keys=NO_KEYS, group="scripting", since="2.6.0",
+@command("eval", -3, _EVAL_FLAGS, group="scripting", since="2.6.0",
+         acl="scripting", keys="RW ACCESS UPDATE @2 n0,1,1", key_finder=numkeys(0, 2, 3),
+         key_notes="We cannot tell how the keys will be used so we assume the worst, RW and UPDATE",
+         logs=ANY_EFFECTS,
          summary="Executes a server-side Lua script.",
          syntax="script numkeys [key [key ...]] [arg [arg ...]]")
 def eval_(ctx: Ctx, argv: Argv) -> Any:
     return eval_script(ctx, argv, by_sha=False, read_only=False)
 
 
-@command("evalsha", -3, _EVAL_FLAGS, keys=NO_KEYS, group="scripting", since="2.6.0",
+@command("evalsha", -3, _EVAL_FLAGS, group="scripting", since="2.6.0",
+         acl="scripting", keys="RW ACCESS UPDATE @2 n0,1,1", key_finder=numkeys(0, 2, 3),
+         logs=ANY_EFFECTS,
          summary="Executes a server-side Lua script by SHA1 digest.",
          syntax="sha1 numkeys [key [key ...]] [arg [arg ...]]")
 def evalsha(ctx: Ctx, argv: Argv) -> Any:
     return eval_script(ctx, argv, by_sha=True, read_only=False)
 
 
-@command("eval_ro", -3, _EVAL_RO_FLAGS, keys=NO_KEYS, group="scripting", since="7.0.0",
+@command("eval_ro", -3, _EVAL_RO_FLAGS, group="scripting", since="7.0.0",
+         acl="scripting", keys="RO ACCESS @2 n0,1,1", key_finder=numkeys(0, 2, 3),
+         key_notes="We cannot tell how the keys will be used so we assume the worst, RO and ACCESS",
+         logs=ANY_EFFECTS,
          summary="Executes a read-only server-side Lua script.",
          syntax="script numkeys [key [key ...]] [arg [arg ...]]")
 def eval_ro(ctx: Ctx, argv: Argv) -> Any:
     return eval_script(ctx, argv, by_sha=False, read_only=True)
 
 
-@command("evalsha_ro", -3, _EVAL_RO_FLAGS, keys=NO_KEYS, group="scripting", since="7.0.0",
+@command("evalsha_ro", -3, _EVAL_RO_FLAGS, group="scripting", since="7.0.0",
+         acl="scripting", keys="RO ACCESS @2 n0,1,1", key_finder=numkeys(0, 2, 3),
+         logs=ANY_EFFECTS,
          summary="Executes a read-only server-side Lua script by SHA1 digest.",
          syntax="sha1 numkeys [key [key ...]] [arg [arg ...]]")
 def evalsha_ro(ctx: Ctx, argv: Argv) -> Any:
@@ -75,13 +86,15 @@ SCRIPT = container("script", "A container for Lua scripts management commands.",
                    group="scripting", since="2.6.0")
 
 
-@subcommand(SCRIPT, "load", 3, "noscript stale", keys=NO_KEYS, since="2.6.0",
+@subcommand(SCRIPT, "load", 3, "noscript stale", since="2.6.0",
+            acl="scripting", keys="",
             summary="Loads a server-side Lua script to the script cache.", syntax="script")
 def script_load(ctx: Ctx, argv: Argv) -> bytes:
     return scripting_of(ctx.engine).load(argv[2], from_eval=False).sha.encode()
 
 
-@subcommand(SCRIPT, "exists", -3, "noscript", keys=NO_KEYS, since="2.6.0",
+@subcommand(SCRIPT, "exists", -3, "noscript", since="2.6.0",
+            acl="scripting", keys="",
             summary="Determines whether server-side Lua scripts exist in the script cache.",
             syntax="sha1 [sha1 ...]")
 def script_exists(ctx: Ctx, argv: Argv) -> list[int]:
@@ -89,7 +102,8 @@ def script_exists(ctx: Ctx, argv: Argv) -> list[int]:
     return [1 if sha.decode("latin-1") in scripts else 0 for sha in argv[2:]]
 
 
-@subcommand(SCRIPT, "flush", -2, "noscript may_replicate", keys=NO_KEYS, since="2.6.0",
+@subcommand(SCRIPT, "flush", -2, "noscript may_replicate", since="2.6.0",
+            acl="scripting", keys="",
             summary="Removes all server-side Lua scripts from the script cache.",
             syntax="[ASYNC | SYNC]")
 def script_flush(ctx: Ctx, argv: Argv) -> str:
@@ -99,7 +113,8 @@ def script_flush(ctx: Ctx, argv: Argv) -> str:
     return "OK"
 
 
-@subcommand(SCRIPT, "kill", 2, "noscript allow_busy", keys=NO_KEYS, since="2.6.0",
+@subcommand(SCRIPT, "kill", 2, "noscript allow_busy", since="2.6.0",
+            acl="scripting", keys="",
             summary="Terminates a server-side Lua script during execution.")
 def script_kill(ctx: Ctx, argv: Argv) -> str:
     # While a script is busy the server runs this from the script's hook (allow_busy); a
@@ -123,4 +138,4 @@ help_subcommand(SCRIPT, [
     "    Kill the currently executing Lua script.",
     "LOAD <script>",
     "    Load a script into the scripts cache without executing it.",
-], since="5.0.0")
+], since="5.0.0", acl="scripting")

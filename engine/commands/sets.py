@@ -25,19 +25,20 @@ from __future__ import annotations
 import random
 from collections.abc import Iterable, Iterator
 
-from streamkeep.engine.commands.expiry import (
+from streamkeep.engine.commands.keyspace import parse_element_scan, replacing_events, stringmatchlen
+from streamkeep.engine.commands.zsets import parse_positive
+from streamkeep.engine.exec.context import Ctx
+from streamkeep.engine.exec.key_specs import numkeys
+from streamkeep.engine.exec.keys import (
     delete_key,
     drop_other_types,
     read_value,
     removed_from,
     value_at,
 )
-from streamkeep.engine.commands.keyspace import parse_element_scan, replacing_events, stringmatchlen
-from streamkeep.engine.commands.zsets import parse_positive
-from streamkeep.engine.exec.context import Ctx
 from streamkeep.engine.exec.notify import GENERIC, NEW
 from streamkeep.engine.exec.notify import SET as SET_EVENTS
-from streamkeep.engine.exec.table import NO_KEYS, Argv, command
+from streamkeep.engine.exec.table import Argv, command
 from streamkeep.engine.model.effects import (
     as_sent_effect,
     del_effect,
@@ -84,6 +85,8 @@ def set_for_write(ctx: Ctx, key: bytes) -> RSet | None:
 
 
 @command("sadd", -3, "write denyoom fast", group="set", since="1.0.0",
+         acl="set", keys="RW INSERT", logs=("SADD",),
+         effect="SADD key member [member ...]",
          summary="Adds one or more members to a set. Creates the key if it doesn't exist.",
          syntax="key member...")
 def sadd(ctx: Ctx, argv: Argv) -> int:
@@ -107,8 +110,11 @@ def sadd(ctx: Ctx, argv: Argv) -> int:
 
 
 @command("srem", -3, "write fast", group="set", since="1.0.0",
+         acl="set", keys="RW DELETE", logs=("SREM",),
+         effect="SREM key member [member ...]",
          summary="Removes one or more members from a set. Deletes the set if the last member "
-                 "was removed.", syntax="key member...")
+                 "was removed.",
+         syntax="key member...")
 def srem(ctx: Ctx, argv: Argv) -> int:
     key = argv[1]
     s = set_for_write(ctx, key)
@@ -129,7 +135,9 @@ def srem(ctx: Ctx, argv: Argv) -> int:
 # --- SMOVE ---------------------------------------------------------------------------------------
 
 
-@command("smove", 4, "write fast", keys=(1, 2, 1), group="set", since="1.0.0",
+@command("smove", 4, "write fast", group="set", since="1.0.0",
+         acl="set", keys="RW ACCESS DELETE ; RW INSERT @2 r0,1,0", logs=("SMOVE",),
+         effect="SMOVE source destination member",
          summary="Moves a member from one set to another.",
          syntax="source:key destination:key member")
 def smove(ctx: Ctx, argv: Argv) -> int:
@@ -159,6 +167,7 @@ def smove(ctx: Ctx, argv: Argv) -> int:
 
 
 @command("smembers", 2, "readonly", group="set", since="1.0.0",
+         acl="set", keys="RO ACCESS",
          summary="Returns all members of a set.", syntax="key")
 def smembers(ctx: Ctx, argv: Argv) -> RespSet:
     s = set_for_read(ctx, argv[1])
@@ -166,6 +175,7 @@ def smembers(ctx: Ctx, argv: Argv) -> RespSet:
 
 
 @command("sismember", 3, "readonly fast", group="set", since="1.0.0",
+         acl="set", keys="RO",
          summary="Determines whether a member belongs to a set.", syntax="key member")
 def sismember(ctx: Ctx, argv: Argv) -> int:
     s = set_for_read(ctx, argv[1])
@@ -173,6 +183,7 @@ def sismember(ctx: Ctx, argv: Argv) -> int:
 
 
 @command("smismember", -3, "readonly fast", group="set", since="6.2.0",
+         acl="set", keys="RO ACCESS",
          summary="Determines whether multiple members belong to a set.", syntax="key member...")
 def smismember(ctx: Ctx, argv: Argv) -> list[int]:
     s = set_for_read(ctx, argv[1])
@@ -182,6 +193,7 @@ def smismember(ctx: Ctx, argv: Argv) -> list[int]:
 
 
 @command("scard", 2, "readonly fast", group="set", since="1.0.0",
+         acl="set", keys="RO",
          summary="Returns the number of members in a set.", syntax="key")
 def scard(ctx: Ctx, argv: Argv) -> int:
     s = set_for_read(ctx, argv[1])
@@ -233,8 +245,10 @@ def _log_whole(ctx: Ctx, key: bytes, s: RSet) -> None:
 
 
 @command("spop", -2, "write fast", group="set", since="1.0.0",
+         acl="set", keys="RW ACCESS DELETE", logs=("DEL", "PEXPIREAT", "RESTORE", "SREM"),
          summary="Returns one or more random members from a set after removing them. Deletes "
-                 "the set if the last member was popped.", syntax="key [count:integer]")
+                 "the set if the last member was popped.",
+         syntax="key [count:integer]")
 def spop(ctx: Ctx, argv: Argv) -> object:
     if len(argv) == 3:
         return _spop_count(ctx, argv[1], parse_positive(argv[2]))
@@ -254,8 +268,8 @@ def spop(ctx: Ctx, argv: Argv) -> object:
 
 
 @command("srandmember", -2, "readonly", group="set", since="1.0.0",
-         summary="Get one or multiple random members from a set",
-         syntax="key [count:integer]")
+         acl="set", keys="RO ACCESS",
+         summary="Get one or multiple random members from a set", syntax="key [count:integer]")
 def srandmember(ctx: Ctx, argv: Argv) -> object:
     if len(argv) == 3:
         count = parse_int_range(argv[2], -LLONG_MAX, LLONG_MAX)
@@ -298,7 +312,8 @@ def _by_size(sets: list[RSet]) -> list[RSet]:
     return sorted(sets, key=len)
 
 
-@command("sinter", -2, "readonly", keys=(1, -1, 1), group="set", since="1.0.0",
+@command("sinter", -2, "readonly", group="set", since="1.0.0",
+         acl="set", keys="RO ACCESS @1 r-1,1,0",
          summary="Returns the intersect of multiple sets.", syntax="key...")
 def sinter(ctx: Ctx, argv: Argv) -> RespSet:
     sets = _sources(ctx, argv[1:])
@@ -308,7 +323,8 @@ def sinter(ctx: Ctx, argv: Argv) -> RespSet:
     return RespSet(list(_intersection(_by_size(present))))
 
 
-@command("sintercard", -3, "readonly", keys=NO_KEYS, group="set", since="7.0.0",
+@command("sintercard", -3, "readonly", group="set", since="7.0.0",
+         acl="set", keys="RO ACCESS @1 n0,1,1", key_finder=numkeys(0, 1, 2),
          summary="Returns the number of members of the intersect of multiple sets.",
          syntax="numkeys:integer key... [LIMIT limit:integer]")
 def sintercard(ctx: Ctx, argv: Argv) -> int:
@@ -351,7 +367,9 @@ def _store(ctx: Ctx, argv: Argv, result: RSet | None, event: bytes) -> int:
     return 0
 
 
-@command("sinterstore", -3, "write denyoom", keys=(1, -1, 1), group="set", since="1.0.0",
+@command("sinterstore", -3, "write denyoom", group="set", since="1.0.0",
+         acl="set", keys="OW UPDATE ; RO ACCESS @2 r-1,1,0", logs=("SINTERSTORE",),
+         effect="SINTERSTORE destination key [key ...]",
          summary="Stores the intersect of multiple sets in a key.",
          syntax="destination:key key...")
 def sinterstore(ctx: Ctx, argv: Argv) -> int:
@@ -411,23 +429,26 @@ def _same_key(keys: Argv) -> bool:
     return keys[0] in keys[1:]
 
 
-@command("sunion", -2, "readonly", keys=(1, -1, 1), group="set", since="1.0.0",
+@command("sunion", -2, "readonly", group="set", since="1.0.0",
+         acl="set", keys="RO ACCESS @1 r-1,1,0",
          summary="Returns the union of multiple sets.", syntax="key...")
 def sunion(ctx: Ctx, argv: Argv) -> RespSet:
     sets = [s for s in _sources(ctx, argv[1:]) if s is not None]
     return RespSet(_union_members(sets))
 
 
-@command("sunionstore", -3, "write denyoom", keys=(1, -1, 1), group="set", since="1.0.0",
-         summary="Stores the union of multiple sets in a key.",
-         syntax="destination:key key...")
+@command("sunionstore", -3, "write denyoom", group="set", since="1.0.0",
+         acl="set", keys="OW UPDATE ; RO ACCESS @2 r-1,1,0", logs=("SUNIONSTORE",),
+         effect="SUNIONSTORE destination key [key ...]",
+         summary="Stores the union of multiple sets in a key.", syntax="destination:key key...")
 def sunionstore(ctx: Ctx, argv: Argv) -> int:
     sets = [s for s in _sources(ctx, argv[2:]) if s is not None]
     result = RSet.from_members((m for s in sets for m in s), limits_of(ctx))
     return _store(ctx, argv, result, b"sunionstore")
 
 
-@command("sdiff", -2, "readonly", keys=(1, -1, 1), group="set", since="1.0.0",
+@command("sdiff", -2, "readonly", group="set", since="1.0.0",
+         acl="set", keys="RO ACCESS @1 r-1,1,0",
          summary="Returns the difference of multiple sets.", syntax="key...")
 def sdiff(ctx: Ctx, argv: Argv) -> RespSet:
     sets = _sources(ctx, argv[1:])
@@ -437,7 +458,9 @@ def sdiff(ctx: Ctx, argv: Argv) -> RespSet:
     return RespSet(list(_diff_members(first, sets[1:])))
 
 
-@command("sdiffstore", -3, "write denyoom", keys=(1, -1, 1), group="set", since="1.0.0",
+@command("sdiffstore", -3, "write denyoom", group="set", since="1.0.0",
+         acl="set", keys="OW UPDATE ; RO ACCESS @2 r-1,1,0", logs=("SDIFFSTORE",),
+         effect="SDIFFSTORE destination key [key ...]",
          summary="Stores the difference of multiple sets in a key.",
          syntax="destination:key key...")
 def sdiffstore(ctx: Ctx, argv: Argv) -> int:
@@ -453,6 +476,7 @@ def sdiffstore(ctx: Ctx, argv: Argv) -> int:
 
 
 @command("sscan", -3, "readonly", group="set", since="2.8.0",
+         acl="set", keys="RO ACCESS",
          summary="Iterates over members of a set.",
          syntax="key cursor:integer [MATCH pattern:pattern] [COUNT count:integer]")
 def sscan(ctx: Ctx, argv: Argv) -> list:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from streamkeep.engine.exec.context import Ctx
 from streamkeep.engine.exec.slowlog import DEFAULT_GET_COUNT
-from streamkeep.engine.exec.table import NO_KEYS, Argv, container, help_subcommand, subcommand
+from streamkeep.engine.exec.table import Argv, container, help_subcommand, subcommand
 from streamkeep.engine.wire.args import LLONG_MAX, parse_int_range
 from streamkeep.engine.wire.errors import subcommand_syntax
 
@@ -18,7 +18,8 @@ FLAGS = "admin loading stale"  # (not noscript: a script may read the slow log)
 COUNT_RANGE = "count should be greater than or equal to -1"
 
 
-@subcommand(SLOWLOG, "get", -2, FLAGS, keys=NO_KEYS, since="2.2.12",
+@subcommand(SLOWLOG, "get", -2, FLAGS, since="2.2.12",
+            keys="",
             summary="Returns the slow log's entries.", syntax="[count]")
 def slowlog_get(ctx: Ctx, argv: Argv) -> list:
     """The newest `count` entries (default 10, -1: all), newest first: [id, Unix time,
@@ -31,13 +32,15 @@ def slowlog_get(ctx: Ctx, argv: Argv) -> list:
     return ctx.engine.slowlog.get(count)
 
 
-@subcommand(SLOWLOG, "len", 2, FLAGS, keys=NO_KEYS, since="2.2.12",
+@subcommand(SLOWLOG, "len", 2, FLAGS, since="2.2.12",
+            keys="",
             summary="Returns the number of entries in the slow log.")
 def slowlog_len(ctx: Ctx, argv: Argv) -> int:
     return len(ctx.engine.slowlog)
 
 
-@subcommand(SLOWLOG, "reset", 2, FLAGS, keys=NO_KEYS, since="2.2.12",
+@subcommand(SLOWLOG, "reset", 2, FLAGS, since="2.2.12",
+            keys="",
             summary="Clears all entries from the slow log.")
 def slowlog_reset(ctx: Ctx, argv: Argv) -> str:
     ctx.engine.slowlog.reset()

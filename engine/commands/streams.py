@@ -9,12 +9,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Final
 
-from streamkeep.engine.commands.expiry import (
-    read_stream,
-    refuse_string,
-    refuse_string_in,
-    stream_at,
-)
 from streamkeep.engine.commands.idmp import (
     created_state,
     refuse_duplicate,
@@ -34,6 +28,7 @@ from streamkeep.engine.commands.trimming import (
     trim_effects,
 )
 from streamkeep.engine.exec.context import Ctx
+from streamkeep.engine.exec.keys import read_stream, refuse_string, refuse_string_in, stream_at
 from streamkeep.engine.exec.notify import NEW, STREAM, keyspace_event
 from streamkeep.engine.exec.table import Argv, command
 from streamkeep.engine.model.effects import (
@@ -138,7 +133,12 @@ def add_entry(engine: EngineState, db: dict[bytes, Stream], argv: Argv, now: int
     return s.append(sid, argv[3:], engine.node_max_entries, engine.node_max_bytes, idb)
 
 
-@command("xadd", -5, "write denyoom fast", summary="Appends a new message to a stream. "
+@command("xadd", -5, "write denyoom fast",
+         acl="stream", keys="RW UPDATE",
+         key_notes="UPDATE instead of INSERT because of the optional trimming feature",
+         logs=("SK.XIDMPDUP", "SK.XTRIMIDS", "XACK", "XADD", "XCFGSET", "XIDMPRECORD", "XTRIM"),
+         effect="XADD key [<MAXLEN = length | MINID = id>] id field value [field value ...]",
+         summary="Appends a new message to a stream. "
          "Creates the key if it doesn't exist.",
          syntax="key [NOMKSTREAM] [condition: KEEPREF | DELREF | ACKED] [idmp: IDMPAUTO "
                 "producer-id | IDMP producer-id idempotent-id] [trim: <strategy: MAXLEN "
@@ -304,21 +304,27 @@ def _range(ctx: Ctx, argv: Argv, rev: bool) -> list | object:
     return s.range_plain(start, end, 0 if count == -1 else count, rev)
 
 
-@command("xrange", -4, "readonly", summary="Returns the messages from a stream within a range "
-         "of IDs.", syntax="key start end [COUNT count:integer]")
+@command("xrange", -4, "readonly",
+         acl="stream", keys="RO ACCESS",
+         summary="Returns the messages from a stream within a range "
+         "of IDs.",
+         syntax="key start end [COUNT count:integer]")
 def xrange(ctx: Ctx, argv: Argv) -> list | object:
     return _range(ctx, argv, False)
 
 
-@command("xrevrange", -4, "readonly", summary="Returns the messages from a stream within a "
+@command("xrevrange", -4, "readonly",
+         acl="stream", keys="RO ACCESS",
+         summary="Returns the messages from a stream within a "
          "range of IDs in reverse order.",
          syntax="key end start [COUNT count:integer]")
 def xrevrange(ctx: Ctx, argv: Argv) -> list | object:
     return _range(ctx, argv, True)
 
 
-@command("xlen", 2, "readonly fast", summary="Return the number of messages in a stream.",
-         syntax="key")
+@command("xlen", 2, "readonly fast",
+         acl="stream", keys="RO",
+         summary="Return the number of messages in a stream.", syntax="key")
 def xlen(ctx: Ctx, argv: Argv) -> int:
     s = read_stream(ctx, argv[1])
     return s.length if s is not None else 0
@@ -337,8 +343,12 @@ def _delete_entries(s: Stream, sids: list[int]) -> list[int]:
     return deleted
 
 
-@command("xdel", -3, "write fast", summary="Returns the number of messages after removing "
-         "them from a stream.", syntax="key id...")
+@command("xdel", -3, "write fast",
+         acl="stream", keys="RW DELETE", logs=("XDEL",),
+         effect="XDEL key id [id ...]",
+         summary="Returns the number of messages after removing "
+         "them from a stream.",
+         syntax="key id...")
 def xdel(ctx: Ctx, argv: Argv) -> int:
     s = stream_at(ctx, argv[1])
     if s is None:
@@ -411,8 +421,9 @@ def delete_entries_with_policy(
     return codes
 
 
-@command("xdelex", -5, "write fast", summary="Deletes one or multiple entries from the stream.",
-         since="8.2.0",
+@command("xdelex", -5, "write fast", since="8.2.0",
+         acl="stream", keys="RW DELETE", logs=("XACK", "XDEL"),
+         summary="Deletes one or multiple entries from the stream.",
          syntax="key [condition: KEEPREF | DELREF | ACKED] <IDS numids:integer id...>")
 def xdelex(ctx: Ctx, argv: Argv) -> list[int]:
     args = parse_ids_args(argv, 2)
@@ -423,8 +434,10 @@ def xdelex(ctx: Ctx, argv: Argv) -> list[int]:
     return delete_entries_with_policy(ctx, argv[1], s, sids, args.policy)
 
 
-@command("xtrim", -4, "write", summary="Deletes messages from the beginning of a stream.",
-         since="5.0.0",
+@command("xtrim", -4, "write", since="5.0.0",
+         acl="stream", keys="RW DELETE", logs=("SK.XTRIMIDS", "XACK", "XTRIM"),
+         effect="XTRIM key <MAXLEN = length | MINID = id>",
+         summary="Deletes messages from the beginning of a stream.",
          syntax="key <trim: <strategy: MAXLEN | MINID> [operator: = | ~] threshold "
                 "[LIMIT count:integer]> [condition: KEEPREF | DELREF | ACKED]")
 def xtrim(ctx: Ctx, argv: Argv) -> int:
@@ -443,15 +456,20 @@ def xtrim(ctx: Ctx, argv: Argv) -> int:
     return len(removed)
 
 
-@command("sk.xtrimids", -3, "write", summary="Effect: remove these entries as trimming does.",
-         since="streamkeep", internal=True)
+@command("sk.xtrimids", -3, "write", since="streamkeep", internal=True,
+         acl="stream", keys="RW DELETE",
+         effect="SK.XTRIMIDS key id [id ...]",
+         summary="Effect: remove these entries as trimming does.")
 def sk_xtrimids(ctx: Ctx, argv: Argv) -> int:
     s = ctx.db[argv[1]]
     s.remove_as_trim([parse_strict(x) for x in argv[2:]])
     return 0
 
 
-@command("xsetid", -3, "write denyoom fast", summary="An internal command for replicating "
+@command("xsetid", -3, "write denyoom fast",
+         acl="stream", keys="RW UPDATE", logs=("XSETID",),
+         effect="XSETID key last-id ENTRIESADDED entries-added MAXDELETEDID max-deleted-id",
+         summary="An internal command for replicating "
          "stream values.",
          syntax="key last-id [ENTRIESADDED entries-added:integer] "
                 "[MAXDELETEDID max-deleted-id]")

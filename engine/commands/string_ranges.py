@@ -12,7 +12,6 @@ not touch: stream internals, I/O.
 
 from __future__ import annotations
 
-from streamkeep.engine.commands.expiry import held_elsewhere, read_hit, read_miss
 from streamkeep.engine.commands.strings import (
     TOO_BIG,
     get_string,
@@ -21,6 +20,7 @@ from streamkeep.engine.commands.strings import (
     stored_events,
 )
 from streamkeep.engine.exec.context import Ctx
+from streamkeep.engine.exec.keys import held_elsewhere, read_hit, read_miss
 from streamkeep.engine.exec.table import Argv, command
 from streamkeep.engine.model.effects import setrange_effect
 from streamkeep.engine.model.lcs import lcs, table_bytes
@@ -63,6 +63,7 @@ def _getrange(ctx: Ctx, argv: Argv) -> bytes:
 
 
 @command("getrange", 4, "readonly", group="string", since="2.4.0",
+         acl="string", keys="RO ACCESS",
          summary="Returns a substring of the string stored at a key.",
          syntax="key start:integer end:integer")
 def getrange(ctx: Ctx, argv: Argv) -> bytes:
@@ -70,6 +71,7 @@ def getrange(ctx: Ctx, argv: Argv) -> bytes:
 
 
 @command("substr", 4, "readonly", group="string", since="1.0.0",
+         acl="string", keys="RO ACCESS",
          summary="Returns a substring from a string value.",
          syntax="key start:integer end:integer")
 def substr(ctx: Ctx, argv: Argv) -> bytes:
@@ -80,8 +82,11 @@ def substr(ctx: Ctx, argv: Argv) -> bytes:
 
 
 @command("setrange", 4, "write denyoom", group="string", since="2.2.0",
+         acl="string", keys="RW UPDATE", logs=("SETRANGE",),
+         effect="SETRANGE key offset value",
          summary="Overwrites a part of a string value with another by an offset. Creates the "
-                 "key if it doesn't exist.", syntax="key offset:integer value")
+                 "key if it doesn't exist.",
+         syntax="key offset:integer value")
 def setrange(ctx: Ctx, argv: Argv) -> int:
     key, piece = argv[1], argv[3]
     offset = parse_int(argv[2])
@@ -154,7 +159,8 @@ def _lcs_value(ctx: Ctx, key: bytes) -> bytes:
     return value
 
 
-@command("lcs", -3, "readonly", keys=(1, 2, 1), group="string", since="7.0.0",
+@command("lcs", -3, "readonly", group="string", since="7.0.0",
+         acl="string", keys="RO ACCESS @1 r1,1,0",
          summary="Finds the longest common substring.",
          syntax="key1:key key2:key [LEN] [IDX] [MINMATCHLEN min-match-len:integer] "
                 "[WITHMATCHLEN]")

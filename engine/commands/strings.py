@@ -5,8 +5,8 @@ engine.commands.string_ranges').
 
 Owns these commands' parsing (Redis's t_string.c, option for option and error for error),
 replies, effects and keyspace notifications. Values live in the selected database's
-`ctx.strings`, TTLs in `ctx.expires` (engine.commands.expiry explains the keyspace and how keys
-expire). Every write logs the value it left, never the arithmetic that made it: `SET key value`
+`ctx.strings`, TTLs in `ctx.expires` (engine.exec.keys explains the keyspace,
+engine.commands.expiry how keys expire). Every write logs the value it left, never the arithmetic that made it: `SET key value`
 (the TTL dropped), `SET key value KEEPTTL` (INCR, a SET KEEPTTL) or `SET key value PXAT
 ms` (a SET with a relative or absolute time), so replay never re-parses a number or reads a
 clock; APPEND logs itself (the tail, not the value it grew); a conditional write (NX, XX, IF*, MSETNX, MSETEX, DELEX) logs what it did, never its
@@ -20,21 +20,23 @@ touch: stream internals (a SET over a stream key drops it whole), I/O.
 
 from __future__ import annotations
 
-from streamkeep.engine.commands.expiry import (
+from collections.abc import Sequence
+from typing import Final
+
+from streamkeep.engine.commands.expiry import expire_time_error, remove_expiry, set_expiry
+from streamkeep.engine.exec.context import Ctx
+from streamkeep.engine.exec.key_specs import Keys
+from streamkeep.engine.exec.keys import (
     already_expired,
     delete_key,
     drop_other_types,
-    expire_time_error,
     held_elsewhere,
     key_type,
     read_hit,
     read_miss,
     read_value,
     refuse_other_types,
-    remove_expiry,
-    set_expiry,
 )
-from streamkeep.engine.exec.context import Ctx
 from streamkeep.engine.exec.notify import (
     EXPIRED,
     GENERIC,
@@ -43,7 +45,7 @@ from streamkeep.engine.exec.notify import (
     STRING,
     TYPE_CHANGED,
 )
-from streamkeep.engine.exec.table import NO_KEYS, Argv, command
+from streamkeep.engine.exec.table import Argv, command
 from streamkeep.engine.model.effects import del_effect, set_effect
 from streamkeep.engine.model.strings import (
     DIGEST_LENGTH,
@@ -119,6 +121,7 @@ def stored_events(ctx: Ctx, key: bytes, prior: str | None, event: bytes,
 
 
 @command("get", 2, "readonly fast", group="string", since="1.0.0",
+         acl="string", keys="RO ACCESS",
          summary="Returns the string value of a key.", syntax="key")
 def get(ctx: Ctx, argv: Argv) -> bytes | None:
     return read_string(ctx, argv[1])
@@ -256,7 +259,20 @@ def _set_generic(ctx: Ctx, key: bytes, value: bytes, flags: int, when: int | Non
     return True
 
 
+_SET_GET: Final = frozenset({"RW", "access", "update"})
+_SET_PLAIN: Final = frozenset({"OW", "update"})
+
+
+def set_keys(argv: Sequence[bytes]) -> Keys:
+    """SET's key finder (Redis's setGetKeys): SET reads its key only with GET."""
+    reads = any(arg.lower() == b"get" for arg in argv[3:])
+    return [(1, _SET_GET if reads else _SET_PLAIN)]
+
+
 @command("set", -3, "write denyoom", group="string", since="1.0.0",
+         acl="string", keys="RW ACCESS UPDATE VARIABLE_FLAGS", key_finder=set_keys,
+         key_notes="RW and ACCESS due to the optional `GET` argument", logs=("DEL", "SET"),
+         effect="SET key value [KEEPTTL | PXAT unix-time-milliseconds]",
          summary="Sets the string value of a key, ignoring its type. The key is created if it "
                  "doesn't exist.",
          syntax="key value [condition: NX | XX | IFEQ ifeq-value | IFNE ifne-value | "
@@ -291,6 +307,7 @@ def set_(ctx: Ctx, argv: Argv) -> str | bytes | None:
 
 
 @command("setnx", 3, "write denyoom fast", group="string", since="1.0.0",
+         acl="string", keys="OW INSERT", logs=("SET",),
          summary="Set the string value of a key only when the key doesn't exist.",
          syntax="key value")
 def setnx(ctx: Ctx, argv: Argv) -> int:
@@ -305,15 +322,19 @@ def _set_with_time(ctx: Ctx, argv: Argv, name: str, flag: int, unit_ms: int) -> 
 
 
 @command("setex", 4, "write denyoom", group="string", since="2.0.0",
+         acl="string", keys="OW UPDATE", logs=("SET",),
          summary="Sets the string value and expiration time of a key. Creates the key if it "
-                 "doesn't exist.", syntax="key seconds:integer value")
+                 "doesn't exist.",
+         syntax="key seconds:integer value")
 def setex(ctx: Ctx, argv: Argv) -> str:
     return _set_with_time(ctx, argv, "setex", _EX, 1000)
 
 
 @command("psetex", 4, "write denyoom", group="string", since="2.6.0",
+         acl="string", keys="OW UPDATE", logs=("SET",),
          summary="Sets both string value and expiration time in milliseconds of a key. The key "
-                 "is created if it doesn't exist.", syntax="key milliseconds:integer value")
+                 "is created if it doesn't exist.",
+         syntax="key milliseconds:integer value")
 def psetex(ctx: Ctx, argv: Argv) -> str:
     return _set_with_time(ctx, argv, "psetex", _PX, 1)
 
@@ -322,6 +343,7 @@ def psetex(ctx: Ctx, argv: Argv) -> str:
 
 
 @command("getset", 3, "write denyoom fast", group="string", since="1.0.0",
+         acl="string", keys="RW ACCESS UPDATE", logs=("SET",),
          summary="Returns the previous string value of a key after setting it to a new value.",
          syntax="key value")
 def getset(ctx: Ctx, argv: Argv) -> bytes | None:
@@ -335,6 +357,7 @@ def getset(ctx: Ctx, argv: Argv) -> bytes | None:
 
 
 @command("getdel", 2, "write fast", group="string", since="6.2.0",
+         acl="string", keys="RW ACCESS DELETE", logs=("DEL",),
          summary="Returns the string value of a key after deleting the key.", syntax="key")
 def getdel(ctx: Ctx, argv: Argv) -> bytes | None:
     key = argv[1]
@@ -347,6 +370,9 @@ def getdel(ctx: Ctx, argv: Argv) -> bytes | None:
 
 
 @command("getex", -2, "write fast", group="string", since="6.2.0",
+         acl="string", keys="RW ACCESS UPDATE",
+         key_notes="RW and UPDATE because it changes the TTL",
+         logs=("DEL", "PERSIST", "PEXPIREAT"),
          summary="Returns the string value of a key after setting its expiration time.",
          syntax=f"key [expiration: {_TIMES} | PERSIST]")
 def getex(ctx: Ctx, argv: Argv) -> bytes | None:
@@ -363,7 +389,8 @@ def getex(ctx: Ctx, argv: Argv) -> bytes | None:
     return value
 
 
-@command("mget", -2, "readonly fast", keys=(1, -1, 1), group="string", since="1.0.0",
+@command("mget", -2, "readonly fast", group="string", since="1.0.0",
+         acl="string", keys="RO ACCESS @1 r-1,1,0",
          summary="Atomically returns the string values of one or more keys.", syntax="key...")
 def mget(ctx: Ctx, argv: Argv) -> list[bytes | None]:
     strings = ctx.strings
@@ -399,7 +426,8 @@ def _store_all(ctx: Ctx, pairs: Argv, when: int | None = None, keep_ttl: bool = 
             stored_events(ctx, key, prior, b"set", expire=when is not None, expire_first=True)
 
 
-@command("mset", -3, "write denyoom", keys=(1, -1, 2), group="string", since="1.0.1",
+@command("mset", -3, "write denyoom", group="string", since="1.0.1",
+         acl="string", keys="OW UPDATE @1 r-1,2,0", logs=("SET",),
          summary="Atomically creates or modifies the string values of one or more keys.",
          syntax="<data: key value>...")
 def mset(ctx: Ctx, argv: Argv) -> str:
@@ -409,9 +437,11 @@ def mset(ctx: Ctx, argv: Argv) -> str:
     return "OK"
 
 
-@command("msetnx", -3, "write denyoom", keys=(1, -1, 2), group="string", since="1.0.1",
+@command("msetnx", -3, "write denyoom", group="string", since="1.0.1",
+         acl="string", keys="OW INSERT @1 r-1,2,0", logs=("SET",),
          summary="Atomically modifies the string values of one or more keys only when all keys "
-                 "don't exist.", syntax="<data: key value>...")
+                 "don't exist.",
+         syntax="<data: key value>...")
 def msetnx(ctx: Ctx, argv: Argv) -> int:
     if len(argv) % 2 == 0:
         raise wrong_arity("msetnx")
@@ -421,7 +451,8 @@ def msetnx(ctx: Ctx, argv: Argv) -> int:
     return 1
 
 
-@command("msetex", -4, "write denyoom", keys=NO_KEYS, group="string", since="8.4.0",
+@command("msetex", -4, "write denyoom", group="string", since="8.4.0",
+         acl="string", keys="OW UPDATE @1 n0,1,2", logs=("DEL", "SET"),
          summary="Atomically sets multiple string keys with a shared expiration in a single "
                  "operation. Supports flexible argument parsing where condition and expiration "
                  "flags can appear in any order.",
@@ -465,29 +496,37 @@ def _incr_by(ctx: Ctx, key: bytes, increment: int) -> int:
 
 
 @command("incr", 2, "write denyoom fast", group="string", since="1.0.0",
+         acl="string", keys="RW ACCESS UPDATE", logs=("SET",),
          summary="Increments the integer value of a key by one. Uses 0 as initial value if the "
-                 "key doesn't exist.", syntax="key")
+                 "key doesn't exist.",
+         syntax="key")
 def incr(ctx: Ctx, argv: Argv) -> int:
     return _incr_by(ctx, argv[1], 1)
 
 
 @command("decr", 2, "write denyoom fast", group="string", since="1.0.0",
+         acl="string", keys="RW ACCESS UPDATE", logs=("SET",),
          summary="Decrements the integer value of a key by one. Uses 0 as initial value if the "
-                 "key doesn't exist.", syntax="key")
+                 "key doesn't exist.",
+         syntax="key")
 def decr(ctx: Ctx, argv: Argv) -> int:
     return _incr_by(ctx, argv[1], -1)
 
 
 @command("incrby", 3, "write denyoom fast", group="string", since="1.0.0",
+         acl="string", keys="RW ACCESS UPDATE", logs=("SET",),
          summary="Increments the integer value of a key by a number. Uses 0 as initial value if "
-                 "the key doesn't exist.", syntax="key increment:integer")
+                 "the key doesn't exist.",
+         syntax="key increment:integer")
 def incrby(ctx: Ctx, argv: Argv) -> int:
     return _incr_by(ctx, argv[1], parse_int(argv[2]))
 
 
 @command("decrby", 3, "write denyoom fast", group="string", since="1.0.0",
+         acl="string", keys="RW ACCESS UPDATE", logs=("SET",),
          summary="Decrements a number from the integer value of a key. Uses 0 as initial value "
-                 "if the key doesn't exist.", syntax="key decrement:integer")
+                 "if the key doesn't exist.",
+         syntax="key decrement:integer")
 def decrby(ctx: Ctx, argv: Argv) -> int:
     decrement = parse_int(argv[2])
     if decrement == LLONG_MIN:
@@ -496,8 +535,10 @@ def decrby(ctx: Ctx, argv: Argv) -> int:
 
 
 @command("incrbyfloat", 3, "write denyoom fast", group="string", since="2.6.0",
+         acl="string", keys="RW ACCESS UPDATE", logs=("SET",),
          summary="Increment the floating point value of a key by a number. Uses 0 as initial "
-                 "value if the key doesn't exist.", syntax="key increment:double")
+                 "value if the key doesn't exist.",
+         syntax="key increment:double")
 def incrbyfloat(ctx: Ctx, argv: Argv) -> bytes:
     key = argv[1]
     old = get_string(ctx, key)
@@ -521,6 +562,7 @@ def incrbyfloat(ctx: Ctx, argv: Argv) -> bytes:
 
 
 @command("append", 3, "write denyoom fast", group="string", since="2.0.0",
+         acl="string", keys="RW INSERT", logs=("APPEND",), effect="APPEND key value",
          summary="Appends a string to the value of a key. Creates the key if it doesn't exist.",
          syntax="key value")
 def append(ctx: Ctx, argv: Argv) -> int:
@@ -540,6 +582,7 @@ def append(ctx: Ctx, argv: Argv) -> int:
 
 
 @command("strlen", 2, "readonly fast", group="string", since="2.2.0",
+         acl="string", keys="RO",
          summary="Returns the length of a string value.", syntax="key")
 def strlen(ctx: Ctx, argv: Argv) -> int:
     value = read_string(ctx, argv[1])
@@ -550,6 +593,7 @@ def strlen(ctx: Ctx, argv: Argv) -> int:
 
 
 @command("digest", 2, "readonly fast", group="string", since="8.4.0",
+         acl="string", keys="RO ACCESS",
          summary="Returns the hash digest of a string value as a hexadecimal string.",
          syntax="key")
 def digest(ctx: Ctx, argv: Argv) -> bytes | None:
@@ -558,6 +602,7 @@ def digest(ctx: Ctx, argv: Argv) -> bytes | None:
 
 
 @command("delex", -2, "write fast", group="string", since="8.4.0",
+         acl="string", keys="RW DELETE", logs=("DEL",),
          summary="Conditionally removes the specified key based on value or hash digest "
                  "comparison.",
          syntax="key [condition: IFEQ ifeq-value | IFNE ifne-value | IFDEQ ifdeq-digest | "

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from streamkeep.engine.commands.expiry import read_stream
 from streamkeep.engine.commands.idmp import settings as idmp_settings
 from streamkeep.engine.exec.context import Ctx
+from streamkeep.engine.exec.keys import read_stream
 from streamkeep.engine.exec.table import Argv, container, help_subcommand, subcommand
 from streamkeep.engine.model.consumer_groups import (
     INVALID_ENTRIES_READ,
@@ -178,7 +178,9 @@ def _stream_full(ctx: Ctx, s: Stream, count: int) -> RespMap:
     return RespMap(items)
 
 
-@subcommand(XINFO, "stream", -3, "readonly", summary="Returns information about a stream.",
+@subcommand(XINFO, "stream", -3, "readonly",
+            acl="stream", keys="RO ACCESS @2 r0,1,0",
+            summary="Returns information about a stream.",
             syntax="key [FULL [COUNT count:integer]]")
 def xinfo_stream(ctx: Ctx, argv: Argv) -> RespMap:
     s = _stream_or_error(ctx, argv[2])
@@ -201,6 +203,7 @@ def _group_info(s: Stream, group: ConsumerGroup) -> RespMap:
 
 
 @subcommand(XINFO, "groups", 3, "readonly",
+            acl="stream", keys="RO ACCESS @2 r0,1,0",
             summary="Returns a list of the consumer groups of a stream.", syntax="key")
 def xinfo_groups(ctx: Ctx, argv: Argv) -> list[RespMap]:
     s = _stream_or_error(ctx, argv[2])
@@ -222,6 +225,7 @@ def _consumer_info(consumer: Consumer, now: int) -> RespMap:
 
 
 @subcommand(XINFO, "consumers", 4, "readonly",
+            acl="stream", keys="RO ACCESS @2 r0,1,0",
             summary="Returns a list of the consumers in a consumer group.", syntax="key group")
 def xinfo_consumers(ctx: Ctx, argv: Argv) -> list[RespMap]:
     key, name = argv[2], argv[3]
@@ -235,4 +239,4 @@ def xinfo_consumers(ctx: Ctx, argv: Argv) -> list[RespMap]:
 # --- XINFO HELP --------------------------------------------------------------------------------
 
 
-help_subcommand(XINFO, HELP_LINES)
+help_subcommand(XINFO, HELP_LINES, acl="stream")

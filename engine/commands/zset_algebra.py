@@ -18,11 +18,12 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from streamkeep.engine.commands.expiry import lookup, read_hit, read_miss
 from streamkeep.engine.commands.zset_ranges import store_result
 from streamkeep.engine.commands.zsets import pairs_reply
 from streamkeep.engine.exec.context import Ctx
-from streamkeep.engine.exec.table import NO_KEYS, Argv, command
+from streamkeep.engine.exec.key_specs import numkeys
+from streamkeep.engine.exec.keys import lookup, read_hit, read_miss
+from streamkeep.engine.exec.table import Argv, command
 from streamkeep.engine.model.scores import parse_score
 from streamkeep.engine.model.zset import ZSet
 from streamkeep.engine.wire.args import is_word, parse_int
@@ -214,7 +215,8 @@ def _store_op(ctx: Ctx, argv: Argv, op: str) -> int:
     return store_result(ctx, argv[1], items, b"z" + op.encode() + b"store", argv)
 
 
-@command("zunion", -3, "readonly", keys=NO_KEYS, group="sorted_set", since="6.2.0",
+@command("zunion", -3, "readonly", group="sorted-set", since="6.2.0",
+         acl="sortedset", keys="RO ACCESS @1 n0,1,1", key_finder=numkeys(0, 1, 2),
          summary="Returns the union of multiple sorted sets.",
          syntax="numkeys:integer key... [WEIGHTS weight:integer...] "
                 "[AGGREGATE <aggregate: SUM | MIN | MAX>] [WITHSCORES]")
@@ -222,7 +224,8 @@ def zunion(ctx: Ctx, argv: Argv) -> list:
     return _read_op(ctx, argv, UNION)
 
 
-@command("zinter", -3, "readonly", keys=NO_KEYS, group="sorted_set", since="6.2.0",
+@command("zinter", -3, "readonly", group="sorted-set", since="6.2.0",
+         acl="sortedset", keys="RO ACCESS @1 n0,1,1", key_finder=numkeys(0, 1, 2),
          summary="Returns the intersect of multiple sorted sets.",
          syntax="numkeys:integer key... [WEIGHTS weight:integer...] "
                 "[AGGREGATE <aggregate: SUM | MIN | MAX>] [WITHSCORES]")
@@ -230,14 +233,19 @@ def zinter(ctx: Ctx, argv: Argv) -> list:
     return _read_op(ctx, argv, INTER)
 
 
-@command("zdiff", -3, "readonly", keys=NO_KEYS, group="sorted_set", since="6.2.0",
+@command("zdiff", -3, "readonly", group="sorted-set", since="6.2.0",
+         acl="sortedset", keys="RO ACCESS @1 n0,1,1", key_finder=numkeys(0, 1, 2),
          summary="Returns the difference between multiple sorted sets.",
          syntax="numkeys:integer key... [WITHSCORES]")
 def zdiff(ctx: Ctx, argv: Argv) -> list:
     return _read_op(ctx, argv, DIFF)
 
 
-@command("zunionstore", -4, "write denyoom", group="sorted_set", since="2.0.0",
+@command("zunionstore", -4, "write denyoom", group="sorted-set", since="2.0.0",
+         acl="sortedset", keys="OW UPDATE ; RO ACCESS @2 n0,1,1", key_finder=numkeys(1, 2, 3),
+         logs=("ZUNIONSTORE",),
+         effect="ZUNIONSTORE destination numkeys key [key ...] [WEIGHTS weight [weight ...]] "
+                "[AGGREGATE <SUM | MIN | MAX>]",
          summary="Stores the union of multiple sorted sets in a key.",
          syntax="destination:key numkeys:integer key... "
                 "[WEIGHTS weight:integer...] "
@@ -246,7 +254,11 @@ def zunionstore(ctx: Ctx, argv: Argv) -> int:
     return _store_op(ctx, argv, UNION)
 
 
-@command("zinterstore", -4, "write denyoom", group="sorted_set", since="2.0.0",
+@command("zinterstore", -4, "write denyoom", group="sorted-set", since="2.0.0",
+         acl="sortedset", keys="OW UPDATE ; RO ACCESS @2 n0,1,1", key_finder=numkeys(1, 2, 3),
+         logs=("ZINTERSTORE",),
+         effect="ZINTERSTORE destination numkeys key [key ...] [WEIGHTS weight [weight ...]] "
+                "[AGGREGATE <SUM | MIN | MAX>]",
          summary="Stores the intersect of multiple sorted sets in a key.",
          syntax="destination:key numkeys:integer key... "
                 "[WEIGHTS weight:integer...] "
@@ -255,14 +267,18 @@ def zinterstore(ctx: Ctx, argv: Argv) -> int:
     return _store_op(ctx, argv, INTER)
 
 
-@command("zdiffstore", -4, "write denyoom", group="sorted_set", since="6.2.0",
+@command("zdiffstore", -4, "write denyoom", group="sorted-set", since="6.2.0",
+         acl="sortedset", keys="OW UPDATE ; RO ACCESS @2 n0,1,1", key_finder=numkeys(1, 2, 3),
+         logs=("ZDIFFSTORE",),
+         effect="ZDIFFSTORE destination numkeys key [key ...]",
          summary="Stores the difference of multiple sorted sets in a key.",
          syntax="destination:key numkeys:integer key...")
 def zdiffstore(ctx: Ctx, argv: Argv) -> int:
     return _store_op(ctx, argv, DIFF)
 
 
-@command("zintercard", -3, "readonly", keys=NO_KEYS, group="sorted_set", since="7.0.0",
+@command("zintercard", -3, "readonly", group="sorted-set", since="7.0.0",
+         acl="sortedset", keys="RO ACCESS @1 n0,1,1", key_finder=numkeys(0, 1, 2),
          summary="Returns the number of members of the intersect of multiple sorted sets.",
          syntax="numkeys:integer key... [LIMIT limit:integer]")
 def zintercard(ctx: Ctx, argv: Argv) -> int:

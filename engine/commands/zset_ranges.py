@@ -17,7 +17,6 @@ Must not touch: other types' values, the sorted set's internals.
 
 from __future__ import annotations
 
-from streamkeep.engine.commands.expiry import delete_key, drop_other_types, removed_from
 from streamkeep.engine.commands.keyspace import replacing_events
 from streamkeep.engine.commands.zsets import (
     BAD_LEX_RANGE,
@@ -29,6 +28,7 @@ from streamkeep.engine.commands.zsets import (
     zset_for_write,
 )
 from streamkeep.engine.exec.context import Ctx
+from streamkeep.engine.exec.keys import delete_key, drop_other_types, removed_from
 from streamkeep.engine.exec.notify import GENERIC
 from streamkeep.engine.exec.notify import ZSET as ZSET_EVENTS
 from streamkeep.engine.exec.table import Argv, command
@@ -127,7 +127,8 @@ def _range_read(ctx: Ctx, argv: Argv, kind: str | None, reverse: bool | None) ->
     return columns_reply(ctx, members, scores, a.withscores)
 
 
-@command("zrange", -4, "readonly", group="sorted_set", since="1.2.0",
+@command("zrange", -4, "readonly", group="sorted-set", since="1.2.0",
+         acl="sortedset", keys="RO ACCESS",
          summary="Returns members in a sorted set within a range of indexes.",
          syntax="key start:string stop:string [sortby: BYSCORE | BYLEX] [REV] "
                 "[LIMIT offset:integer count:integer] [WITHSCORES]")
@@ -135,35 +136,40 @@ def zrange(ctx: Ctx, argv: Argv) -> list:
     return _range_read(ctx, argv, None, None)
 
 
-@command("zrevrange", -4, "readonly", group="sorted_set", since="1.2.0",
+@command("zrevrange", -4, "readonly", group="sorted-set", since="1.2.0",
+         acl="sortedset", keys="RO ACCESS",
          summary="Returns members in a sorted set within a range of indexes in reverse order.",
          syntax="key start:integer stop:integer [WITHSCORES]")
 def zrevrange(ctx: Ctx, argv: Argv) -> list:
     return _range_read(ctx, argv, RANK, True)
 
 
-@command("zrangebyscore", -4, "readonly", group="sorted_set", since="1.0.5",
+@command("zrangebyscore", -4, "readonly", group="sorted-set", since="1.0.5",
+         acl="sortedset", keys="RO ACCESS",
          summary="Returns members in a sorted set within a range of scores.",
          syntax="key min:double max:double [WITHSCORES] [LIMIT offset:integer count:integer]")
 def zrangebyscore(ctx: Ctx, argv: Argv) -> list:
     return _range_read(ctx, argv, SCORE, False)
 
 
-@command("zrevrangebyscore", -4, "readonly", group="sorted_set", since="2.2.0",
+@command("zrevrangebyscore", -4, "readonly", group="sorted-set", since="2.2.0",
+         acl="sortedset", keys="RO ACCESS",
          summary="Returns members in a sorted set within a range of scores in reverse order.",
          syntax="key max:double min:double [WITHSCORES] [LIMIT offset:integer count:integer]")
 def zrevrangebyscore(ctx: Ctx, argv: Argv) -> list:
     return _range_read(ctx, argv, SCORE, True)
 
 
-@command("zrangebylex", -4, "readonly", group="sorted_set", since="2.8.9",
+@command("zrangebylex", -4, "readonly", group="sorted-set", since="2.8.9",
+         acl="sortedset", keys="RO ACCESS",
          summary="Returns members in a sorted set within a lexicographical range.",
          syntax="key min:string max:string [LIMIT offset:integer count:integer]")
 def zrangebylex(ctx: Ctx, argv: Argv) -> list:
     return _range_read(ctx, argv, LEX, False)
 
 
-@command("zrevrangebylex", -4, "readonly", group="sorted_set", since="2.8.9",
+@command("zrevrangebylex", -4, "readonly", group="sorted-set", since="2.8.9",
+         acl="sortedset", keys="RO ACCESS",
          summary="Returns members in a sorted set within a lexicographical range in reverse "
                  "order.",
          syntax="key max:string min:string [LIMIT offset:integer count:integer]")
@@ -197,8 +203,10 @@ def store_result(ctx: Ctx, dst: bytes, items: list[tuple[bytes, float]], event: 
     return 0
 
 
-@command("zrangestore", -5, "write denyoom", keys=(1, 2, 1), group="sorted_set",
-         since="6.2.0", summary="Stores a range of members from sorted set in a key.",
+@command("zrangestore", -5, "write denyoom", group="sorted-set", since="6.2.0",
+         acl="sortedset", keys="OW UPDATE ; RO ACCESS @2 r0,1,0", logs=("ZRANGESTORE",),
+         effect="ZRANGESTORE dst src min max [BYSCORE | BYLEX] [REV] [LIMIT offset count]",
+         summary="Stores a range of members from sorted set in a key.",
          syntax="dst:key src:key min:string max:string [sortby: BYSCORE | BYLEX] [REV] "
                 "[LIMIT offset:integer count:integer]")
 def zrangestore(ctx: Ctx, argv: Argv) -> int:
@@ -242,23 +250,32 @@ def _zremrange(ctx: Ctx, argv: Argv, kind: str) -> int:
     return len(removed)
 
 
-@command("zremrangebyrank", 4, "write", group="sorted_set", since="2.0.0",
+@command("zremrangebyrank", 4, "write", group="sorted-set", since="2.0.0",
+         acl="sortedset", keys="RW DELETE", logs=("ZREMRANGEBYRANK",),
+         effect="ZREMRANGEBYRANK key start stop",
          summary="Removes members in a sorted set within a range of indexes. Deletes the sorted "
-                 "set if all members were removed.", syntax="key start:integer stop:integer")
+                 "set if all members were removed.",
+         syntax="key start:integer stop:integer")
 def zremrangebyrank(ctx: Ctx, argv: Argv) -> int:
     return _zremrange(ctx, argv, RANK)
 
 
-@command("zremrangebyscore", 4, "write", group="sorted_set", since="1.2.0",
+@command("zremrangebyscore", 4, "write", group="sorted-set", since="1.2.0",
+         acl="sortedset", keys="RW DELETE", logs=("ZREMRANGEBYSCORE",),
+         effect="ZREMRANGEBYSCORE key min max",
          summary="Removes members in a sorted set within a range of scores. Deletes the sorted "
-                 "set if all members were removed.", syntax="key min:double max:double")
+                 "set if all members were removed.",
+         syntax="key min:double max:double")
 def zremrangebyscore(ctx: Ctx, argv: Argv) -> int:
     return _zremrange(ctx, argv, SCORE)
 
 
-@command("zremrangebylex", 4, "write", group="sorted_set", since="2.8.9",
+@command("zremrangebylex", 4, "write", group="sorted-set", since="2.8.9",
+         acl="sortedset", keys="RW DELETE", logs=("ZREMRANGEBYLEX",),
+         effect="ZREMRANGEBYLEX key min max",
          summary="Removes members in a sorted set within a lexicographical range. Deletes the "
-                 "sorted set if all members were removed.", syntax="key min:string max:string")
+                 "sorted set if all members were removed.",
+         syntax="key min:string max:string")
 def zremrangebylex(ctx: Ctx, argv: Argv) -> int:
     return _zremrange(ctx, argv, LEX)
 

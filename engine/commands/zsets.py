@@ -35,12 +35,13 @@ from fractions import Fraction
 from math import ceil
 from typing import Final
 
-from streamkeep.engine.commands.expiry import read_value, removed_from, value_at
 from streamkeep.engine.commands.keyspace import parse_element_scan, stringmatchlen
 from streamkeep.engine.exec.context import Ctx, block_on
+from streamkeep.engine.exec.key_specs import numkeys
+from streamkeep.engine.exec.keys import read_value, removed_from, value_at
 from streamkeep.engine.exec.notify import NEW
 from streamkeep.engine.exec.notify import ZSET as ZSET_EVENTS
-from streamkeep.engine.exec.table import NO_KEYS, Argv, command
+from streamkeep.engine.exec.table import Argv, command
 from streamkeep.engine.model.effects import zadd_effect, zrem_effect, zremrangebyrank_effect
 from streamkeep.engine.model.ids import parse_u64
 from streamkeep.engine.model.scores import (
@@ -246,7 +247,9 @@ def _zadd(ctx: Ctx, argv: Argv, incr: bool) -> object:
     return added + updated if ch else added
 
 
-@command("zadd", -4, "write denyoom fast", group="sorted_set", since="1.2.0",
+@command("zadd", -4, "write denyoom fast", group="sorted-set", since="1.2.0",
+         acl="sortedset", keys="RW UPDATE", logs=("ZADD",),
+         effect="ZADD key score member [score member ...]",
          summary="Adds one or more members to a sorted set, or updates their scores. Creates "
                  "the key if it doesn't exist.",
          syntax="key [condition: NX | XX] [comparison: GT | LT] [CH] [INCR] "
@@ -255,7 +258,8 @@ def zadd(ctx: Ctx, argv: Argv) -> object:
     return _zadd(ctx, argv, incr=False)
 
 
-@command("zincrby", 4, "write denyoom fast", group="sorted_set", since="1.2.0",
+@command("zincrby", 4, "write denyoom fast", group="sorted-set", since="1.2.0",
+         acl="sortedset", keys="RW ACCESS UPDATE", logs=("ZADD",),
          summary="Increments the score of a member in a sorted set.",
          syntax="key increment:integer member")
 def zincrby(ctx: Ctx, argv: Argv) -> object:
@@ -265,9 +269,12 @@ def zincrby(ctx: Ctx, argv: Argv) -> object:
 # --- ZREM ----------------------------------------------------------------------------------------
 
 
-@command("zrem", -3, "write fast", group="sorted_set", since="1.2.0",
+@command("zrem", -3, "write fast", group="sorted-set", since="1.2.0",
+         acl="sortedset", keys="RW DELETE", logs=("ZREM",),
+         effect="ZREM key member [member ...]",
          summary="Removes one or more members from a sorted set. Deletes the sorted set if all "
-                 "members were removed.", syntax="key member...")
+                 "members were removed.",
+         syntax="key member...")
 def zrem(ctx: Ctx, argv: Argv) -> int:
     key = argv[1]
     z = zset_for_write(ctx, key)
@@ -288,7 +295,8 @@ def zrem(ctx: Ctx, argv: Argv) -> int:
 # --- reads ---------------------------------------------------------------------------------------
 
 
-@command("zscore", 3, "readonly fast", group="sorted_set", since="1.2.0",
+@command("zscore", 3, "readonly fast", group="sorted-set", since="1.2.0",
+         acl="sortedset", keys="RO ACCESS",
          summary="Returns the score of a member in a sorted set.", syntax="key member")
 def zscore(ctx: Ctx, argv: Argv) -> object:
     z = zset_for_read(ctx, argv[1])
@@ -298,7 +306,8 @@ def zscore(ctx: Ctx, argv: Argv) -> object:
     return None if score is None else score_reply(score)
 
 
-@command("zmscore", -3, "readonly fast", group="sorted_set", since="6.2.0",
+@command("zmscore", -3, "readonly fast", group="sorted-set", since="6.2.0",
+         acl="sortedset", keys="RO ACCESS",
          summary="Returns the score of one or more members in a sorted set.",
          syntax="key member...")
 def zmscore(ctx: Ctx, argv: Argv) -> list:
@@ -310,14 +319,16 @@ def zmscore(ctx: Ctx, argv: Argv) -> list:
     return out
 
 
-@command("zcard", 2, "readonly fast", group="sorted_set", since="1.2.0",
+@command("zcard", 2, "readonly fast", group="sorted-set", since="1.2.0",
+         acl="sortedset", keys="RO",
          summary="Returns the number of members in a sorted set.", syntax="key")
 def zcard(ctx: Ctx, argv: Argv) -> int:
     z = zset_for_read(ctx, argv[1])
     return 0 if z is None else len(z)
 
 
-@command("zcount", 4, "readonly fast", group="sorted_set", since="2.0.0",
+@command("zcount", 4, "readonly fast", group="sorted-set", since="2.0.0",
+         acl="sortedset", keys="RO ACCESS",
          summary="Returns the count of members in a sorted set that have scores within a range.",
          syntax="key min:double max:double")
 def zcount(ctx: Ctx, argv: Argv) -> int:
@@ -328,7 +339,8 @@ def zcount(ctx: Ctx, argv: Argv) -> int:
     return 0 if z is None else z.count_in_score_range(rng)
 
 
-@command("zlexcount", 4, "readonly fast", group="sorted_set", since="2.8.9",
+@command("zlexcount", 4, "readonly fast", group="sorted-set", since="2.8.9",
+         acl="sortedset", keys="RO ACCESS",
          summary="Returns the number of members in a sorted set within a lexicographical range.",
          syntax="key min:string max:string")
 def zlexcount(ctx: Ctx, argv: Argv) -> int:
@@ -358,14 +370,16 @@ def _zrank(ctx: Ctx, argv: Argv, reverse: bool) -> object:
     return [rank, score_reply(score)] if withscore else rank
 
 
-@command("zrank", -3, "readonly fast", group="sorted_set", since="2.0.0",
+@command("zrank", -3, "readonly fast", group="sorted-set", since="2.0.0",
+         acl="sortedset", keys="RO ACCESS",
          summary="Returns the index of a member in a sorted set ordered by ascending scores.",
          syntax="key member [WITHSCORE]")
 def zrank(ctx: Ctx, argv: Argv) -> object:
     return _zrank(ctx, argv, reverse=False)
 
 
-@command("zrevrank", -3, "readonly fast", group="sorted_set", since="2.0.0",
+@command("zrevrank", -3, "readonly fast", group="sorted-set", since="2.0.0",
+         acl="sortedset", keys="RO ACCESS",
          summary="Returns the index of a member in a sorted set ordered by descending scores.",
          syntax="key member [WITHSCORE]")
 def zrevrank(ctx: Ctx, argv: Argv) -> object:
@@ -404,7 +418,8 @@ def _zpop(ctx: Ctx, argv: Argv, maximum: bool) -> list:
     return columns_reply(ctx, members, scores, True)
 
 
-@command("zpopmin", -2, "write fast", group="sorted_set", since="5.0.0",
+@command("zpopmin", -2, "write fast", group="sorted-set", since="5.0.0",
+         acl="sortedset", keys="RW ACCESS DELETE", logs=("ZREMRANGEBYRANK",),
          summary="Returns the lowest-scoring members from a sorted set after removing them. "
                  "Deletes the sorted set if the last member was popped.",
          syntax="key [count:integer]")
@@ -412,7 +427,8 @@ def zpopmin(ctx: Ctx, argv: Argv) -> list:
     return _zpop(ctx, argv, maximum=False)
 
 
-@command("zpopmax", -2, "write fast", group="sorted_set", since="5.0.0",
+@command("zpopmax", -2, "write fast", group="sorted-set", since="5.0.0",
+         acl="sortedset", keys="RW ACCESS DELETE", logs=("ZREMRANGEBYRANK",),
          summary="Returns the highest-scoring members from a sorted set after removing them. "
                  "Deletes the sorted set if the last member was popped.",
          syntax="key [count:integer]")
@@ -462,7 +478,9 @@ def _mpop_serve(ctx: Ctx, keys: Sequence[bytes], maximum: bool, count: int) -> o
     return None
 
 
-@command("zmpop", -4, "write", keys=NO_KEYS, group="sorted_set", since="7.0.0",
+@command("zmpop", -4, "write", group="sorted-set", since="7.0.0",
+         acl="sortedset", keys="RW ACCESS DELETE @1 n0,1,1", key_finder=numkeys(0, 1, 2),
+         logs=("ZREMRANGEBYRANK",),
          summary="Returns the highest- or lowest-scoring members from one or more sorted sets "
                  "after removing them. Deletes the sorted set if the last member was popped.",
          syntax="numkeys:integer key... <where: MIN | MAX> [COUNT count:integer]")
@@ -513,25 +531,29 @@ def _bzpop(ctx: Ctx, argv: Argv, maximum: bool) -> object:
     return _block(ctx, argv, keys, timeout)
 
 
-@command("bzpopmin", -3, "write noscript blocking fast", keys=(1, -2, 1), group="sorted_set",
-         since="5.0.0",
+@command("bzpopmin", -3, "write noscript blocking fast", group="sorted-set", since="5.0.0",
+         acl="sortedset", keys="RW ACCESS DELETE @1 r-2,1,0", logs=("ZREMRANGEBYRANK",),
          summary="Removes and returns the member with the lowest score from one or more sorted "
                  "sets. Blocks until a member is available otherwise. Deletes the sorted set if "
-                 "the last element was popped.", syntax="key... timeout:double")
+                 "the last element was popped.",
+         syntax="key... timeout:double")
 def bzpopmin(ctx: Ctx, argv: Argv) -> object:
     return _bzpop(ctx, argv, maximum=False)
 
 
-@command("bzpopmax", -3, "write noscript blocking fast", keys=(1, -2, 1), group="sorted_set",
-         since="5.0.0",
+@command("bzpopmax", -3, "write noscript blocking fast", group="sorted-set", since="5.0.0",
+         acl="sortedset", keys="RW ACCESS DELETE @1 r-2,1,0", logs=("ZREMRANGEBYRANK",),
          summary="Removes and returns the member with the highest score from one or more sorted "
                  "sets. Blocks until a member available otherwise.  Deletes the sorted set if "
-                 "the last element was popped.", syntax="key... timeout:double")
+                 "the last element was popped.",
+         syntax="key... timeout:double")
 def bzpopmax(ctx: Ctx, argv: Argv) -> object:
     return _bzpop(ctx, argv, maximum=True)
 
 
-@command("bzmpop", -5, "write blocking", keys=NO_KEYS, group="sorted_set", since="7.0.0",
+@command("bzmpop", -5, "write blocking", group="sorted-set", since="7.0.0",
+         acl="sortedset", keys="RW ACCESS DELETE @2 n0,1,1", key_finder=numkeys(0, 2, 3),
+         logs=("ZREMRANGEBYRANK",),
          summary="Removes and returns a member by score from one or more sorted sets. Blocks "
                  "until a member is available otherwise. Deletes the sorted set if the last "
                  "element was popped.",
@@ -549,7 +571,8 @@ def bzmpop(ctx: Ctx, argv: Argv) -> object:
 # --- ZRANDMEMBER ---------------------------------------------------------------------------------
 
 
-@command("zrandmember", -2, "readonly", group="sorted_set", since="6.2.0",
+@command("zrandmember", -2, "readonly", group="sorted-set", since="6.2.0",
+         acl="sortedset", keys="RO ACCESS",
          summary="Returns one or more random members from a sorted set.",
          syntax="key [options: count:integer [WITHSCORES]]")
 def zrandmember(ctx: Ctx, argv: Argv) -> object:
@@ -605,7 +628,8 @@ def _repeated_pairs_reply(ctx: Ctx, picks: list[tuple[bytes, float]]) -> list:
 # --- ZSCAN ---------------------------------------------------------------------------------------
 
 
-@command("zscan", -3, "readonly", group="sorted_set", since="2.8.0",
+@command("zscan", -3, "readonly", group="sorted-set", since="2.8.0",
+         acl="sortedset", keys="RO ACCESS",
          summary="Iterates over members and scores of a sorted set.",
          syntax="key cursor:integer [MATCH pattern:pattern] [COUNT count:integer]")
 def zscan(ctx: Ctx, argv: Argv) -> list:

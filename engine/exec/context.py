@@ -119,7 +119,7 @@ class Ctx:
     # EXEC's, a script's or a batch's command: blocking commands do not block, a refused
     # write is a failed call, and the effects join the caller's one record.
     in_multi = False
-    # The keys a command names are expired before it runs (engine.commands.expiry), but for
+    # The keys a command names are expired before it runs (engine.exec.keys), but for
     # effects being applied and for the commands answered while a script is busy.
     lazy_expiry = True
     # The command's effects are logged as its own record when it ends (not for EXEC's,

@@ -1,19 +1,28 @@
-"""The command table: every command declared once (name, arity, flags, keys, handler, docs).
+"""The command table: every command declared once, beside its handler.
 
-Owns `CommandSpec`, the command flags (`Flag`, Redis's own), the `command`/`subcommand`
-declarators and `lookup`, which turns an argv into the spec to run or the exact Redis error
-(unknown command, unknown subcommand, wrong arity). The embedded API, the server, COMMAND and the
-docs all read this table. Must not touch: engine state. Command modules register themselves on
-import; `engine.commands` imports them all.
+Owns `CommandSpec` (everything the server knows of a command, from its one declaration), the
+command flags (`Flag`, Redis's own), the `command`/`container`/`subcommand` declarators and
+`lookup`, which turns an argv into the spec to run or the exact Redis error (unknown command,
+unknown subcommand, wrong arity). A declaration holds a command's arity, flags, ACL categories
+(`acl`: those beyond what its flags imply, engine.exec.categories), key specs (`keys`, with its
+key finder and notes: engine.exec.key_specs; a cluster routes by them), the effects its handler
+may log (`logs`: names in the effect vocabulary) and, for a command that is itself an effect,
+the shape effects give it (`effect`), its COMMAND DOCS entry (`summary`, `group`, `since`,
+`syntax`: engine.wire.argspec's notation). Everything else is derived from the table: COMMAND
+INFO and DOCS, ACL CAT, COMMAND GETKEYS, the effect vocabulary (`effect_vocabulary`), the legacy
+key range. The embedded API, the server, COMMAND and the docs all read this table. Must not
+touch: engine state. Command modules register themselves on import; `engine.commands` imports
+them all.
 """
 
 from __future__ import annotations
 
 import enum
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import Any, Final, NamedTuple
 
+from streamkeep.engine.exec.key_specs import KeyFinder, KeySpec, legacy_range, parse_key_specs
 from streamkeep.engine.wire.argspec import Arg, parse_syntax
 from streamkeep.engine.wire.errors import unknown_command, unknown_subcommand, wrong_arity
 from streamkeep.engine.wire.reply import help_reply
@@ -23,7 +32,8 @@ from streamkeep.engine.wire.reply import help_reply
 Argv = tuple[bytes, ...]
 Handler = Callable[[Any, Argv], Any]
 ADMIN = "admin noscript loading stale"  # the flags Redis gives its admin commands
-NO_KEYS = (0, 0, 0)  # first key, last key, step: a command that takes no key
+# `logs=ANY_EFFECTS`: a command that runs others (EXEC, a script) logs what they log.
+ANY_EFFECTS: Final = ("*",)
 
 
 class Flag(enum.StrEnum):
@@ -74,13 +84,21 @@ def parse_flags(command_name: str, declared: str) -> frozenset[Flag]:
 
 @dataclass(slots=True)
 class CommandSpec:
+    """One command or subcommand, as its declaration made it (see the module docstring)."""
+
     name: str  # lowercase full name: "xadd", "xgroup|create"
     arity: int  # Redis convention: N exact, -N at least N (command name included)
     flags: frozenset[Flag]
     handler: Handler | None
-    first_key: int = 1
-    last_key: int = 1
-    key_step: int = 1
+    acl: frozenset[str] = frozenset()  # ACL categories beyond the flags' (engine.exec.categories)
+    key_specs: tuple[KeySpec, ...] = ()
+    key_finder: KeyFinder | None = None  # Redis's getkeys_proc, where the key specs fall short
+    # The effect vocabulary names the handler may log (beyond lazy expiry's DELs, which the
+    # engine logs before any command); None: whatever the commands it runs log (EXEC, scripts).
+    logs: frozenset[str] | None = frozenset()
+    # As an effect: the shape effects give it, its name included ("FLUSHDB", "XDEL key id
+    # [id ...]"); "" if it is none.
+    effect: str = ""
     summary: str = ""
     group: str = "stream"
     since: str = "5.0.0"
@@ -89,10 +107,17 @@ class CommandSpec:
     args: tuple[Arg, ...] = ()  # its syntax (engine.argspec), for COMMAND DOCS
     is_write: bool = field(init=False, repr=False, compare=False)  # Flag.WRITE, worked out once
     is_blocking: bool = field(init=False, repr=False, compare=False)
+    # COMMAND INFO's legacy (first key, last key, step) and movablekeys, from the key specs.
+    first_key: int = field(init=False, repr=False, compare=False)
+    last_key: int = field(init=False, repr=False, compare=False)
+    key_step: int = field(init=False, repr=False, compare=False)
+    movable_keys: bool = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         self.is_write = Flag.WRITE in self.flags
         self.is_blocking = Flag.BLOCKING in self.flags
+        (self.first_key, self.last_key, self.key_step), self.movable_keys = \
+            legacy_range(self.key_specs)
 
 
 COMMANDS: Final[dict[bytes, CommandSpec]] = {}
@@ -113,29 +138,61 @@ def _register(spec: CommandSpec) -> None:
             FAST_DISPATCH[spelling] = spec
 
 
+def _logs(name: str, logs: tuple[str, ...]) -> frozenset[str] | None:
+    if logs == ANY_EFFECTS:
+        return None
+    for word in logs:
+        if not word or word != word.upper():
+            raise ValueError(f"command {name!r} declares a bad effect name {word!r}")
+    return frozenset(logs)
+
+
+def _spec(name: str, arity: int, flags: str, handler: Handler | None, *, acl: str, keys: str,
+          key_finder: KeyFinder | None, key_notes: str | None, logs: tuple[str, ...],
+          effect: str, summary: str, group: str, since: str, internal: bool = False,
+          syntax: str = "") -> CommandSpec:
+    """A declaration's spec; ValueError naming the command for anything malformed (a flag, a
+    key spec, an effect name or shape): a declaration fails at import, never later."""
+    spelled = name.upper().replace("|", " ")
+    if effect and effect.split(" [")[0].split(" <")[0] != spelled and \
+            not effect.startswith(spelled + " "):
+        raise ValueError(f"command {name!r} declares an effect shape that is not its own: "
+                         f"{effect!r}")
+    return CommandSpec(
+        name, arity, parse_flags(name, flags), handler, acl=frozenset(acl.split()),
+        key_specs=parse_key_specs(name, keys, key_notes), key_finder=key_finder,
+        logs=_logs(name, logs), effect=effect, summary=summary, group=group, since=since,
+        internal=internal, args=parse_syntax(syntax),
+    )
+
+
 def command(
     name: str,
     arity: int,
     flags: str = "",
-    keys: tuple[int, int, int] = (1, 1, 1),
+    *,
+    keys: str,
+    acl: str = "",
+    key_finder: KeyFinder | None = None,
+    key_notes: str | None = None,
+    logs: tuple[str, ...] = (),
+    effect: str = "",
     summary: str = "",
     group: str = "stream",
     since: str = "5.0.0",
     internal: bool = False,
     syntax: str = "",
 ) -> Callable[[Handler], Handler]:
-    """Declare a command and its handler `handler(ctx, argv) -> reply`. `syntax` is its
-    argument line as redis.io writes it (engine.argspec's notation), for COMMAND DOCS."""
-    spec_flags = parse_flags(name, flags)  # a bad flag fails here, at import
+    """Declare a command and its handler `handler(ctx, argv) -> reply` (the fields: the module
+    docstring and CommandSpec). `keys` is required ("" for a command without keys), so a new
+    command says where its keys are."""
+    spec = _spec(name, arity, flags, None, acl=acl, keys=keys, key_finder=key_finder,
+                 key_notes=key_notes, logs=logs, effect=effect, summary=summary, group=group,
+                 since=since, internal=internal, syntax=syntax)
 
     def register(handler: Handler) -> Handler:
-        _register(
-            CommandSpec(
-                name, arity, spec_flags, handler, *keys,
-                summary=summary, group=group, since=since, internal=internal,
-                args=parse_syntax(syntax),
-            )
-        )
+        spec.handler = handler
+        _register(spec)
         return handler
 
     return register
@@ -143,12 +200,13 @@ def command(
 
 def container(
     name: str, summary: str, group: str = "stream", since: str = "5.0.0",
-    handler: Handler | None = None, flags: str = "",
+    handler: Handler | None = None, flags: str = "", acl: str = "",
 ) -> CommandSpec:
     """Declare a command made of subcommands (XGROUP, XINFO). With `handler`, the command alone
     (no subcommand) runs it, as COMMAND does (arity -1); it is never fast-dispatched."""
-    spec = CommandSpec(name, -2 if handler is None else -1, parse_flags(name, flags), None,
-                       0, 0, 0, summary=summary, group=group, since=since)
+    spec = _spec(name, -2 if handler is None else -1, flags, None, acl=acl, keys="",
+                 key_finder=None, key_notes=None, logs=(), effect="", summary=summary,
+                 group=group, since=since)
     _register(spec)
     spec.handler = handler  # after _register: the fast path must not see a container
     return spec
@@ -159,19 +217,24 @@ def subcommand(
     name: str,
     arity: int,
     flags: str = "",
-    keys: tuple[int, int, int] = (2, 2, 1),
+    *,
+    keys: str,
+    acl: str = "",
+    key_finder: KeyFinder | None = None,
+    key_notes: str | None = None,
+    logs: tuple[str, ...] = (),
+    effect: str = "",
     summary: str = "",
     since: str = "5.0.0",
     syntax: str = "",
 ) -> Callable[[Handler], Handler]:
-    full_name = f"{parent.name}|{name}"
-    spec_flags = parse_flags(full_name, flags)  # a bad flag fails here, at import
+    """Declare `<parent> <name>` and its handler, as `command` declares a command."""
+    spec = _spec(f"{parent.name}|{name}", arity, flags, None, acl=acl, keys=keys,
+                 key_finder=key_finder, key_notes=key_notes, logs=logs, effect=effect,
+                 summary=summary, group=parent.group, since=since, syntax=syntax)
 
     def register(handler: Handler) -> Handler:
-        spec = CommandSpec(
-            full_name, arity, spec_flags, handler, *keys,
-            summary=summary, group=parent.group, since=since, args=parse_syntax(syntax),
-        )
+        spec.handler = handler
         parent.subcommands[name.encode()] = spec
         return handler
 
@@ -180,13 +243,14 @@ def subcommand(
 
 def help_subcommand(
     parent: CommandSpec, lines: list[str], flags: str = "loading stale", since: str = "5.0.0",
+    acl: str = "",
 ) -> None:
     """Declare `<parent> HELP`: Redis's help reply (addReplyHelp) listing `lines`."""
 
     def help_handler(ctx: Any, argv: Argv) -> list[str]:
         return help_reply(argv[0], lines)
 
-    subcommand(parent, "help", 2, flags, keys=NO_KEYS, since=since,
+    subcommand(parent, "help", 2, flags, keys="", acl=acl, since=since,
                summary="Returns helpful text about the different subcommands.")(help_handler)
 
 
@@ -238,3 +302,45 @@ def lookup(argv: Argv | list[bytes], allow_internal: bool = False) -> CommandSpe
     if (arity > 0 and n != arity) or n < -arity:
         raise wrong_arity(spec.name)
     return spec
+
+
+# --- the effect vocabulary -----------------------------------------------------------------------
+
+
+class EffectCommand(NamedTuple):
+    """One command (or container subcommand) an effect may be, and the exact shape it takes."""
+
+    name: str  # as effects spell it, upper case; a subcommand after its container: "XGROUP SETID"
+    syntax: str  # the arguments effects give it (redis.io notation), the name included
+    streamkeep_only: bool = False  # SK.*: not a Redis command (an export must translate it)
+    switches_db: bool = False  # SELECT: changes no data, selects the database of what follows
+
+
+def effect_vocabulary() -> dict[str, EffectCommand]:
+    """Every command an effect may be (each declaration with an `effect` shape), by its name as
+    effects spell it: the AOF's, the snapshot tail's and the replication stream's whole
+    language. Replicas (which apply these and nothing else), the offline AOF inspector (which
+    names and checks records by it) and the RESP export (which writes the Redis ones as they are
+    and must translate the `streamkeep_only` ones, the internal commands) rely on it; an effect
+    outside it is a bug of the command that emitted it. Complete once `engine.commands` is
+    imported, as for the rest of the table."""
+    vocabulary = {}
+    for spec in COMMANDS.values():
+        for each in (spec, *spec.subcommands.values()):
+            if each.effect:
+                name = each.name.upper().replace("|", " ")
+                # (SELECT is the one effect that changes no data: inside a transaction's record
+                # it selects the database of the effects after it.)
+                vocabulary[name] = EffectCommand(name, each.effect, each.internal,
+                                                 each.name == "select")
+    return dict(sorted(vocabulary.items()))
+
+
+def effect_command(effect: Sequence[bytes]) -> str:
+    """The vocabulary name an effect argv is spelled with ("XGROUP SETID" for a subcommand of
+    a container); not checked against the vocabulary (see `effect_vocabulary`)."""
+    name = bytes(effect[0]).upper().decode("ascii", "replace")
+    spec = COMMANDS.get(name.lower().encode())
+    if spec is not None and spec.subcommands and len(effect) > 1:
+        name += " " + bytes(effect[1]).upper().decode("ascii", "replace")
+    return name

@@ -14,7 +14,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from streamkeep.engine.exec.context import Ctx
-from streamkeep.engine.exec.table import NO_KEYS, Argv, CommandSpec, Flag, command, lookup
+from streamkeep.engine.exec.table import ANY_EFFECTS, Argv, CommandSpec, Flag, command, lookup
 from streamkeep.engine.wire.errors import ReplyError
 from streamkeep.engine.wire.reply import NULL_ARRAY
 
@@ -115,8 +115,9 @@ class WatchRegistry:
 # --- the commands ----------------------------------------------------------------------------
 
 
-@command("multi", 1, "noscript loading stale fast allow_busy", keys=NO_KEYS,
-         group="transactions", since="1.2.0", summary="Starts a transaction.")
+@command("multi", 1, "noscript loading stale fast allow_busy", group="transactions", since="1.2.0",
+         acl="transaction", keys="",
+         summary="Starts a transaction.")
 def multi(ctx: Ctx, argv: Argv) -> str:
     session = ctx.session
     if session.multi is not None:
@@ -126,8 +127,9 @@ def multi(ctx: Ctx, argv: Argv) -> str:
     return "OK"
 
 
-@command("exec", 1, "noscript loading stale skip_slowlog", keys=NO_KEYS, group="transactions",
-         since="1.2.0", summary="Executes all commands in a transaction.")
+@command("exec", 1, "noscript loading stale skip_slowlog", group="transactions", since="1.2.0",
+         acl="transaction", keys="", logs=ANY_EFFECTS,
+         summary="Executes all commands in a transaction.")
 def exec_(ctx: Ctx, argv: Argv) -> Any:
     session = ctx.session
     queued = session.multi
@@ -142,8 +144,10 @@ def exec_(ctx: Ctx, argv: Argv) -> Any:
     return ctx.engine.run_queued(ctx, queued)
 
 
-@command("discard", 1, "noscript loading stale fast allow_busy", keys=NO_KEYS,
-         group="transactions", since="2.0.0", summary="Discards a transaction.")
+@command("discard", 1, "noscript loading stale fast allow_busy", group="transactions",
+         since="2.0.0",
+         acl="transaction", keys="",
+         summary="Discards a transaction.")
 def discard(ctx: Ctx, argv: Argv) -> str:
     if ctx.session.multi is None:
         raise ReplyError("ERR DISCARD without MULTI")
@@ -151,8 +155,9 @@ def discard(ctx: Ctx, argv: Argv) -> str:
     return "OK"
 
 
-@command("watch", -2, "noscript loading stale fast allow_busy", keys=ALL_KEYS,
-         group="transactions", since="2.2.0",
+@command("watch", -2, "noscript loading stale fast allow_busy", group="transactions",
+         since="2.2.0",
+         acl="transaction", keys="RO @1 r-1,1,0",
          summary="Monitors changes to keys to determine the execution of a transaction.",
          syntax="key...")
 def watch(ctx: Ctx, argv: Argv) -> str:
@@ -164,8 +169,9 @@ def watch(ctx: Ctx, argv: Argv) -> str:
     return "OK"
 
 
-@command("unwatch", 1, "noscript loading stale fast allow_busy", keys=NO_KEYS,
-         group="transactions", since="2.2.0",
+@command("unwatch", 1, "noscript loading stale fast allow_busy", group="transactions",
+         since="2.2.0",
+         acl="transaction", keys="",
          summary="Forgets about watched keys of a transaction.")
 def unwatch(ctx: Ctx, argv: Argv) -> str:
     ctx.engine.watches.unwatch_all(ctx.session)

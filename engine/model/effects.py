@@ -1,9 +1,10 @@
 """Effects: the deterministic commands that reproduce a command's state change.
 
 Owns the `Record` (one command execution's effects, its time and database: the atomic unit the
-AOF logs and replicas apply), the effect vocabulary (`EFFECT_VOCABULARY`: every command an effect
-may be) and the builders: every effect argv any handler emits is made by one function of this
-module, so each shape is written once. The vocabulary is Redis's own (XADD with explicit IDs,
+AOF logs and replicas apply) and the builders: every effect argv any handler emits is made by
+one function of this module, so each shape is written once. Which commands an effect may be (the
+effect vocabulary) and which effects each command logs are declared with the commands
+(engine.exec.table: `effect_vocabulary`). The vocabulary is Redis's own (XADD with explicit IDs,
 exact trims, the 14-argument XCLAIM, XGROUP SETID ... ENTRIESREAD, XCFGSET and XIDMPRECORD for
 idempotent producers) plus three streamkeep commands, `SK.XCONSUMER` (a consumer's seen/active
 times, which Redis lets drift), `SK.XTRIMIDS` (the exact entries a DELREF/ACKED trim removed) and
@@ -40,134 +41,6 @@ class Record(NamedTuple):
     time_ms: int
     db: int
     effects: list[Effect] | tuple  # each effect an argv (list or tuple of bytes)
-
-
-# --- the vocabulary ------------------------------------------------------------------------------
-
-
-class EffectCommand(NamedTuple):
-    """One command (or container subcommand) an effect may be, and the exact shape it takes."""
-
-    name: str  # as effects spell it, upper case; a subcommand after its container: "XGROUP SETID"
-    syntax: str  # the arguments effects give it (redis.io notation), the name included
-    streamkeep_only: bool = False  # SK.*: not a Redis command (an export must translate it)
-    switches_db: bool = False  # SELECT: changes no data, selects the database of what follows
-
-
-EFFECT_VOCABULARY: dict[str, EffectCommand] = {c.name: c for c in (
-    EffectCommand("XADD", "XADD key [<MAXLEN = length | MINID = id>] id field value "
-                          "[field value ...]"),
-    EffectCommand("XTRIM", "XTRIM key <MAXLEN = length | MINID = id>"),
-    EffectCommand("XDEL", "XDEL key id [id ...]"),
-    EffectCommand("XSETID", "XSETID key last-id ENTRIESADDED entries-added "
-                            "MAXDELETEDID max-deleted-id"),
-    EffectCommand("XCFGSET", "XCFGSET key IDMP-DURATION duration IDMP-MAXSIZE maxsize"),
-    EffectCommand("XIDMPRECORD", "XIDMPRECORD key pid iid id"),
-    EffectCommand("XACK", "XACK key group id [id ...]"),
-    EffectCommand("XCLAIM", "XCLAIM key group consumer 0 id [id ...] TIME ms RETRYCOUNT count "
-                            "FORCE JUSTID [LASTID last-id]"),
-    EffectCommand("XNACK", "XNACK key group FAIL IDS 1 id RETRYCOUNT count FORCE"),
-    EffectCommand("XGROUP CREATE", "XGROUP CREATE key group id ENTRIESREAD entries-read "
-                                   "MKSTREAM"),
-    EffectCommand("XGROUP SETID", "XGROUP SETID key group id ENTRIESREAD entries-read"),
-    EffectCommand("XGROUP DESTROY", "XGROUP DESTROY key group"),
-    EffectCommand("XGROUP CREATECONSUMER", "XGROUP CREATECONSUMER key group consumer"),
-    EffectCommand("XGROUP DELCONSUMER", "XGROUP DELCONSUMER key group consumer"),
-    EffectCommand("DEL", "DEL key [key ...]"),
-    # A string's new value: without KEEPTTL or PXAT the key loses its TTL, as SET does.
-    EffectCommand("SET", "SET key value [KEEPTTL | PXAT unix-time-milliseconds]"),
-    # A string's bytes overwritten from an offset (zero-padded past its end), its TTL kept.
-    EffectCommand("SETRANGE", "SETRANGE key offset value"),
-    EffectCommand("PEXPIREAT", "PEXPIREAT key unix-time-milliseconds"),
-    EffectCommand("PERSIST", "PERSIST key"),
-    EffectCommand("RENAME", "RENAME key newkey"),
-    # A key's value copied (deterministic: the command itself, as Redis propagates it).
-    EffectCommand("COPY", "COPY source destination [DB destination-db] [REPLACE]"),
-    EffectCommand("RESTORE", "RESTORE key 0 payload REPLACE"),
-    EffectCommand("FLUSHDB", "FLUSHDB"),
-    EffectCommand("FLUSHALL", "FLUSHALL"),
-    EffectCommand("SELECT", "SELECT index", switches_db=True),
-    # Sorted sets: members set to their resulting scores (scores as d2string writes them),
-    # members removed, ranks removed (pops: absolute ranks), and the deterministic range and
-    # store commands as their client sent them.
-    EffectCommand("ZADD", "ZADD key score member [score member ...]"),
-    EffectCommand("ZREM", "ZREM key member [member ...]"),
-    EffectCommand("ZREMRANGEBYRANK", "ZREMRANGEBYRANK key start stop"),
-    EffectCommand("ZREMRANGEBYSCORE", "ZREMRANGEBYSCORE key min max"),
-    EffectCommand("ZREMRANGEBYLEX", "ZREMRANGEBYLEX key min max"),
-    EffectCommand("ZRANGESTORE", "ZRANGESTORE dst src min max [BYSCORE | BYLEX] [REV] "
-                                 "[LIMIT offset count]"),
-    EffectCommand("ZUNIONSTORE", "ZUNIONSTORE destination numkeys key [key ...] "
-                                 "[WEIGHTS weight [weight ...]] [AGGREGATE <SUM | MIN | MAX>]"),
-    EffectCommand("ZINTERSTORE", "ZINTERSTORE destination numkeys key [key ...] "
-                                 "[WEIGHTS weight [weight ...]] [AGGREGATE <SUM | MIN | MAX>]"),
-    EffectCommand("ZDIFFSTORE", "ZDIFFSTORE destination numkeys key [key ...]"),
-    # Hashes: fields set (HINCRBYFLOAT as its resulting text), removed (HDEL, also fields
-    # expired lazily or actively), incremented, and field TTLs as absolute ms times.
-    EffectCommand("HSET", "HSET key field value [field value ...]"),
-    EffectCommand("HDEL", "HDEL key field [field ...]"),
-    EffectCommand("HINCRBY", "HINCRBY key field increment"),
-    EffectCommand("HPEXPIREAT", "HPEXPIREAT key unix-time-milliseconds FIELDS numfields "
-                                "field [field ...]"),
-    EffectCommand("HPERSIST", "HPERSIST key FIELDS numfields field [field ...]"),
-    EffectCommand("HSETEX", "HSETEX key [PXAT unix-time-milliseconds | KEEPTTL] FIELDS "
-                            "numfields field value [field value ...]"),
-    # Sets: every member SADD was given (their count decides a conversion), the members
-    # removed (SREM; SPOP's picks, in batches), and the deterministic move and store commands
-    # as their client sent them.
-    EffectCommand("SADD", "SADD key member [member ...]"),
-    EffectCommand("SREM", "SREM key member [member ...]"),
-    EffectCommand("SMOVE", "SMOVE source destination member"),
-    EffectCommand("SINTERSTORE", "SINTERSTORE destination key [key ...]"),
-    EffectCommand("SUNIONSTORE", "SUNIONSTORE destination key [key ...]"),
-    EffectCommand("SDIFFSTORE", "SDIFFSTORE destination key [key ...]"),
-    # Lists: pushes (LPUSHX/RPUSHX as the push they made), pops as the count they popped
-    # (a served blocking pop and LMPOP as the plain one), the moves as LMOVE / RPOPLPUSH (a
-    # served BLMOVE / BRPOPLPUSH too), and the in-place changes as their client sent them.
-    EffectCommand("LPUSH", "LPUSH key element [element ...]"),
-    EffectCommand("RPUSH", "RPUSH key element [element ...]"),
-    EffectCommand("LPOP", "LPOP key [count]"),
-    EffectCommand("RPOP", "RPOP key [count]"),
-    EffectCommand("LMOVE", "LMOVE source destination <LEFT | RIGHT> <LEFT | RIGHT>"),
-    EffectCommand("RPOPLPUSH", "RPOPLPUSH source destination"),
-    EffectCommand("LSET", "LSET key index element"),
-    EffectCommand("LINSERT", "LINSERT key <BEFORE | AFTER> pivot element"),
-    EffectCommand("LREM", "LREM key count element"),
-    EffectCommand("LTRIM", "LTRIM key start stop"),
-    # Function libraries (server state, not keys): the whole library code, loaded or replaced;
-    # a library deleted; all of them flushed; a FUNCTION DUMP payload restored with its policy.
-    EffectCommand("FUNCTION LOAD", "FUNCTION LOAD REPLACE function-code"),
-    EffectCommand("FUNCTION DELETE", "FUNCTION DELETE library-name"),
-    EffectCommand("FUNCTION FLUSH", "FUNCTION FLUSH"),
-    EffectCommand("FUNCTION RESTORE", "FUNCTION RESTORE serialized-value <APPEND | REPLACE | "
-                                      "FLUSH>"),
-    # Set a consumer's seen and active times (ms), creating the consumer if needed.
-    EffectCommand("SK.XCONSUMER", "SK.XCONSUMER key group consumer seen-time active-time",
-                  streamkeep_only=True),
-    # Set a stream's lifetime count of XADDs refused as IDMP duplicates (XINFO iids-duplicates).
-    EffectCommand("SK.XIDMPDUP", "SK.XIDMPDUP key duplicates", streamkeep_only=True),
-    # Remove these entries as trimming does: the stream's max deleted ID does not change.
-    EffectCommand("SK.XTRIMIDS", "SK.XTRIMIDS key id [id ...]", streamkeep_only=True),
-)}
-"""Every command an effect may be: the AOF's, the snapshot tail's and the replication stream's
-whole language. Replicas (which apply these and nothing else), the offline AOF inspector (which
-names and checks records by it) and the RESP export (which writes the Redis ones as they are and
-must translate the `streamkeep_only` ones) rely on this table; an effect outside it is a bug of
-the command that emitted it. Each entry resolves in the command table (internal ones with
-`allow_internal`) to a write command, except SELECT, which only appears inside a transaction's
-record, before the effects of a command that ran in another database than the one before it.
-`syntax` is the shape effects give the command, narrower than what a client may send."""
-
-_CONTAINERS = frozenset(name.split(" ", 1)[0] for name in EFFECT_VOCABULARY if " " in name)
-
-
-def effect_command(effect: Sequence[bytes]) -> str:
-    """The vocabulary name an effect argv is spelled with ("XGROUP SETID" for a subcommand);
-    not checked against the vocabulary (see EFFECT_VOCABULARY)."""
-    name = bytes(effect[0]).upper().decode("ascii", "replace")
-    if name in _CONTAINERS and len(effect) > 1:
-        name += " " + bytes(effect[1]).upper().decode("ascii", "replace")
-    return name
 
 
 # --- stream entries ------------------------------------------------------------------------------

@@ -16,7 +16,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Final
 
 from streamkeep.engine.commands.acl import check_command
-from streamkeep.engine.commands.key_specs import KEY_FINDERS, specs_of
 from streamkeep.engine.exec.acl_model import key_permissions
 from streamkeep.engine.runtime.acl_fast import FULL_CHECK, CommandPlan
 from streamkeep.engine.wire.errors import ReplyError
@@ -44,11 +43,11 @@ def plan_for(user: Any, spec: CommandSpec) -> CommandPlan:
     literals or literal prefixes (`name:*`) get one."""
     root = user.selectors[0]
     name = spec.name
-    if name in _CHANNEL_COMMANDS or name in root.firstargs or name in KEY_FINDERS:
+    if name in _CHANNEL_COMMANDS or name in root.firstargs or spec.key_finder is not None:
         return FULL_CHECK
     if not (root.allcommands or name in root.allowed):
         return FULL_CHECK
-    specs = specs_of(spec)
+    specs = spec.key_specs
     if not specs or all(ks.has("not_key") for ks in specs):
         return CommandPlan(0, [], [])
     if len(specs) != 1:

@@ -28,12 +28,12 @@ from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any, Final, Self
 
 from streamkeep.engine import commands as _commands  # noqa: F401  (registers every command)
-from streamkeep.engine.commands.expiry import expire_named_keys, hide_expired, unhide
 from streamkeep.engine.commands.info import resident_bytes
 from streamkeep.engine.commands.pubsub import glob_match
 from streamkeep.engine.exec.blocking import Waiter, WaiterRegistry
 from streamkeep.engine.exec.context import Block, Ctx, Later, Session
 from streamkeep.engine.exec.engine_state import EngineState
+from streamkeep.engine.exec.keys import expire_named_keys, hide_expired, unhide
 from streamkeep.engine.exec.latency import LatencyMonitor
 from streamkeep.engine.exec.pubsub import PubSub, Subscription
 from streamkeep.engine.exec.settings import DEFAULT_CONFIG, apply_value_limits, normalize_settings
@@ -147,8 +147,8 @@ class EngineCore(EngineState):
         self.residency = Residency(int(self.config["backlog-memory"]))
         self.apply_config()
         # A dict per value type and database (engine.model.value_types), streams and strings
-        # also by name; and the TTLs of keys of any type (engine.commands.expiry says how they
-        # expire).
+        # also by name; and the TTLs of keys of any type (engine.exec.keys and
+        # engine.commands.expiry say how they expire).
         self.keyspaces = [[{} for _ in range(NUM_DATABASES)] for _ in TYPES]
         self.dbs = self.keyspaces[STREAM.slot]
         self.strings = self.keyspaces[STRING.slot]
@@ -453,7 +453,7 @@ class EngineCore(EngineState):
         2. The write gate: a write the gate refuses (`write_gate`) is not run; its error is
            raised, counted as a rejected call, as a failed one inside EXEC, a script or a
            batch (`ctx.in_multi`), and not yet for a re-run (counted when its wait ends).
-        3. The keys it names are expired (`ctx.lazy_expiry`; engine.commands.expiry): deleted,
+        3. The keys it names are expired (`ctx.lazy_expiry`; engine.exec.keys): deleted,
            their DELs among its effects, or only hidden where a deletion could not be logged
            (on a replica, or while the AOF refuses writes).
         4. The handler runs timed (`handler`: a blocked read's re-run runs its command with

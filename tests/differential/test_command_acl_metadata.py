@@ -1,10 +1,10 @@
 """ACL categories and key specs against redis-server: COMMAND INFO's fields 7 and 9, ACL CAT and
 COMMAND GETKEYS/GETKEYSANDFLAGS, for every command and subcommand streamkeep and the 7.0 oracle
-both have (engine.commands.categories, engine.commands.key_specs).
+both have (engine.exec.categories, engine.exec.key_specs: each command's own declaration).
 
 streamkeep follows Redis 8.x: where 8.x's command JSON differs from 7.0 the difference is listed
 below with its reason, and checked to be exactly that. The commands 7.0 lacks (Redis 7.2 to 8.x)
-are checked against Redis's src/commands/*.json in tests/engine/commands/test_key_specs.py and
+are checked against Redis's src/commands/*.json in tests/engine/exec/test_key_specs.py and
 test_categories.py (tests.support.later_commands); here they must be the ones redis-server does
 not know.
 """
@@ -17,9 +17,9 @@ from typing import Any
 import pytest
 
 from streamkeep import Engine
-from streamkeep.engine.commands import key_specs
-from streamkeep.engine.commands.categories import CATEGORIES, commands_in
 from streamkeep.engine.commands.command import find_command
+from streamkeep.engine.exec import key_specs
+from streamkeep.engine.exec.categories import CATEGORIES, commands_in
 from streamkeep.engine.exec.table import command_names
 from tests.support.diffutil import outcome
 from tests.support.later_commands import SOURCE_CHECKED

@@ -11,8 +11,7 @@ import re
 import pytest
 
 from streamkeep.engine.exec.settings import PARAMS
-from streamkeep.engine.exec.table import COMMANDS
-from streamkeep.engine.model.effects import EFFECT_VOCABULARY
+from streamkeep.engine.exec.table import COMMANDS, effect_vocabulary
 from streamkeep.tools import docs
 from streamkeep.tools.bench import registry
 from streamkeep.tools.main import build_parser
@@ -103,7 +102,7 @@ def test_every_leaf_command_states_its_exit_statuses() -> None:
 
 def test_every_effect_is_in_the_effects_page() -> None:
     text = expanded("reference/effects.md")
-    for name in EFFECT_VOCABULARY:
+    for name in effect_vocabulary():
         assert f"| `{name}` |" in text, name
 
 

@@ -52,8 +52,8 @@ class StaticCatalogue:
 def table_catalogue() -> StaticCatalogue:
     """streamkeep's command table (every command module imported), its ACL categories."""
     import streamkeep.engine.commands  # noqa: F401 - registers every command
-    from streamkeep.engine.commands.categories import CATEGORIES
     from streamkeep.engine.commands.command import acl_categories, visible_commands
+    from streamkeep.engine.exec.categories import CATEGORIES
 
     pairs: list[tuple[str, list[str]]] = []
     for spec in visible_commands():

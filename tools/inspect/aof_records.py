@@ -278,10 +278,12 @@ def selected_db(effect: tuple | list, db: int) -> int:
 
 
 def command_name(effect: tuple | list) -> str:
-    """The vocabulary name ("XGROUP SETID" for a subcommand)."""
+    """The vocabulary name ("XGROUP SETID" for a subcommand): the command table's, imported the
+    first time a name is needed (reading records alone needs no command module)."""
     global _effect_command
     if _effect_command is None:
-        from streamkeep.engine.model.effects import effect_command
+        from streamkeep.engine import commands  # noqa: F401  (the table knows the containers)
+        from streamkeep.engine.exec.table import effect_command
 
         _effect_command = effect_command
     return _effect_command(effect)

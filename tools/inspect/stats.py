@@ -222,10 +222,12 @@ class Stats:
 
 def to_json(stats: Stats, source: Any, infos: list[Any], top: int, bucket: str,
             damage: str | None) -> dict[str, Any]:
-    from streamkeep.engine.model.effects import EFFECT_VOCABULARY
+    from streamkeep.engine import commands  # noqa: F401  (the table the vocabulary comes from)
+    from streamkeep.engine.exec.table import effect_vocabulary
     from streamkeep.tools.inspect.aof_records import format_time
     from streamkeep.tools.inspect.dump import json_arg
 
+    vocabulary = effect_vocabulary()
     top_keys = sorted(stats.keys.items(), key=lambda kv: (-kv[1][0], kv[0]))[:top]
     sizes = stats.sizes
     return {
@@ -243,9 +245,9 @@ def to_json(stats: Stats, source: Any, infos: list[Any], top: int, bucket: str,
         "last_time": None if stats.max_time is None else format_time(stats.max_time),
         "commands": {
             name: {"effects": row[0], "records": row[1], "bytes": row[2],
-                   "streamkeep_only": bool(EFFECT_VOCABULARY[name].streamkeep_only)
-                   if name in EFFECT_VOCABULARY else None,
-                   "known": name in EFFECT_VOCABULARY}
+                   "streamkeep_only": vocabulary[name].streamkeep_only
+                   if name in vocabulary else None,
+                   "known": name in vocabulary}
             for name, row in sorted(stats.commands.items(), key=lambda kv: -kv[1][0])},
         "keys": {"distinct": len(stats.keys),
                  "top": [{"db": db, "key": json_arg(key), "effects": row[0], "bytes": row[1]}

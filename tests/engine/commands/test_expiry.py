@@ -1,7 +1,6 @@
-"""engine.commands.expiry: the EXPIRE and TTL families and PERSIST on keys of both types, lazy
-expiry (a DEL logged before the command, even a failing one), the active cycle, the keyspace
-commands seeing expired keys as Redis does, and replay of every record giving the same state
-at any later time."""
+"""engine.commands.expiry: the EXPIRE and TTL families and PERSIST on keys of every type, the
+active cycle, the keyspace commands seeing expired keys as Redis does, and replay of every
+record giving the same state at any later time (lazy expiry: tests/engine/exec/test_keys.py)."""
 
 from __future__ import annotations
 
@@ -76,24 +75,8 @@ def test_persist(r):
     r.assert_replays()
 
 
-def test_lazy_expiry_logs_a_del_before_the_command(r):
-    r("SET", "k", "v", "PX", "100")
-    r.clock.now += 100
-    assert r("GET", "k") == b"v"  # expired only once now > its time
-    r.clock.now += 1
-    assert r.effects("SET", "k", "w", "NX") == ("OK", [[b"DEL", b"k"], [b"SET", b"k", b"w"]])
-    r("SET", "j", "v", "PX", "1")
-    r.clock.now += 2
-    assert r.effects("GET", "j") == (None, [[b"DEL", b"j"]])
-    r.assert_replays()
 
 
-def test_lazy_expiry_is_logged_when_the_command_fails(r):
-    r("SET", "k", "v", "PX", "1")
-    r.clock.now += 2
-    assert r.err("INCRBY", "k", "x") == "ERR value is not an integer or out of range"
-    assert r.records[-1].effects == [[b"DEL", b"k"]]
-    r.assert_replays()
 
 
 def test_stream_keys_expire_too(r):
@@ -130,15 +113,6 @@ def test_rename_moves_the_ttl(r):
     r.assert_replays()
 
 
-def test_del_exists_flush_see_both_types(r):
-    r("SET", "a", "1", "EX", "100")
-    r("XADD", "s", "1-1", "f", "v")
-    assert r("EXISTS", "a", "s", "none") == 2
-    assert r.effects("DEL", "a", "s", "none") == (2, [[b"DEL", b"a", b"s"]])
-    r("SET", "a", "1", "EX", "100")
-    r("FLUSHDB")
-    assert (r("DBSIZE"), r("TTL", "a")) == (0, -2)
-    r.assert_replays()
 
 
 def test_exec_expires_each_queued_commands_keys(r):
@@ -204,66 +178,5 @@ def test_active_cycle_reaches_keys_behind_long_lived_ones(r):
     r.assert_replays()
 
 
-def test_a_replicas_reads_hide_expired_keys_without_deleting_them() -> None:
-    from streamkeep import Engine
-    from streamkeep.replication.redis_commands import RedisApplier
-
-    now = [NOW]
-    with Engine(clock=lambda: now[0]) as e:
-        records: list[object] = []
-        e.add_sink(records.append)
-        e.read_only = "READONLY You can't write against a read only replica."
-        primary = RedisApplier(e)
-        for argv in (["SET", "k", "v", "PXAT", str(NOW + 10)], ["XADD", "s", "1-1", "f", "v"],
-                     ["PEXPIREAT", "s", str(NOW + 10)], ["SELECT", "1"], ["SET", "k", "db1"]):
-            primary.apply([a.encode() for a in argv], 0)
-        logged = len(records)
-        assert e.execute("GET", "k") == b"v" and e.execute("XLEN", "s") == 1
-        now[0] += 11
-        assert e.execute("GET", "k") is None and e.execute("EXISTS", "k", "k", "s") == 0
-        assert (e.execute("TTL", "k"), e.execute("PTTL", "s")) == (-2, -2)
-        assert e.execute("TYPE", "s") == "none" and e.execute("XLEN", "s") == 0
-        assert e.execute("XREAD", "STREAMS", "s", "0") is None
-        assert e.execute("MGET", "k", "s", "k") == [None, None, None]
-        # In a transaction, a SELECT among them: each key goes back to its own database.
-        e.execute("MULTI")
-        for argv in (("GET", "k"), ("SELECT", "1"), ("GET", "k"), ("SELECT", "0")):
-            e.execute(*argv)
-        assert e.execute("EXEC") == [None, "OK", b"db1", "OK"]
-        with pytest.raises(Exception, match="READONLY"):
-            e.execute("DEL", "k")
-        # Nothing deleted, nothing logged: the primary's DEL is what removes them.
-        assert e.strings[0] == {b"k": b"v"} and e.strings[1] == {b"k": b"db1"}
-        assert e.expires[0] == {b"k": NOW + 10, b"s": NOW + 10} and e.dbs[0][b"s"].length == 1
-        assert len(records) == logged
-        primary.apply([b"SELECT", b"0"], 0)
-        primary.apply([b"GET", b"k"], 0)  # (not a write: skipped, counted)
-        assert e.strings[0] == {b"k": b"v"}  # the primary's session sees it, as it is
-        primary.apply([b"DEL", b"k", b"s"], 0)
-        assert not e.strings[0] and not e.dbs[0] and not e.expires[0]
 
 
-def test_a_replicas_blocked_read_keeps_an_expired_stream_hidden_when_rerun() -> None:
-    from streamkeep import Engine
-    from streamkeep.replication.redis_commands import RedisApplier
-
-    with Engine(clock=lambda: NOW) as e:
-        e.read_only = "READONLY You can't write against a read only replica."
-        primary = RedisApplier(e)
-
-        def apply(*argv: str) -> None:
-            primary.apply([a.encode() for a in argv], 0)
-
-        apply("XADD", "s", "1-1", "f", "v")
-        apply("PEXPIREAT", "s", str(NOW - 1))  # past: kept until the primary's DEL
-        session = e.primary_session()
-        session.from_primary = False  # a client's connection
-        woken: list[object] = []
-        waiter, _lsn = e.submit(session, (b"XREAD", b"BLOCK", b"0", b"STREAMS", b"s", b"$"),
-                                notify=woken.append)
-        assert not woken
-        apply("XADD", "s", "2-1", "f", "v")  # re-run: the stream is still expired here
-        assert not woken and e.dbs[0][b"s"].length == 2
-        apply("DEL", "s")
-        apply("XADD", "s", "3-1", "f", "v")  # a new stream, no TTL: the read gets it
-        assert woken and [entry[0] for entry in dict(waiter.result.items)[b"s"]] == [b"3-1"]

@@ -10,7 +10,6 @@ from typing import Any
 import pytest
 
 from streamkeep import Engine
-from streamkeep.engine.commands.command import MOVABLE_KEYS
 from streamkeep.engine.exec import table
 from streamkeep.engine.exec.table import COMMANDS, CommandSpec, Flag, parse_flags
 from tests.support.resp_client import RespClient
@@ -27,10 +26,10 @@ def test_flags_parse_into_members() -> None:
 
 
 @pytest.mark.parametrize("declare", [
-    lambda: table.command("sk.typo", 2, "write fats"),
+    lambda: table.command("sk.typo", 2, "write fats", keys=""),
     lambda: table.container("sk.typo", "summary", flags="loading stalе"),  # Cyrillic 'е'
-    lambda: table.subcommand(COMMANDS[b"xgroup"], "typo", 2, "Write"),
-    lambda: table.command("sk.typo", 2, "write movablekeys"),  # computed, never declared
+    lambda: table.subcommand(COMMANDS[b"xgroup"], "typo", 2, "Write", keys=""),
+    lambda: table.command("sk.typo", 2, "write movablekeys", keys=""),  # computed, never declared
 ], ids=["command", "container", "subcommand", "movablekeys"])
 def test_an_unknown_flag_fails_the_declaration(declare: Any) -> None:
     before = (dict(COMMANDS), dict(COMMANDS[b"xgroup"].subcommands))
@@ -38,6 +37,18 @@ def test_an_unknown_flag_fails_the_declaration(declare: Any) -> None:
                                          r"unknown flag '(fats|stalе|Write|movablekeys)'"):
         declare()
     assert (dict(COMMANDS), dict(COMMANDS[b"xgroup"].subcommands)) == before
+
+
+@pytest.mark.parametrize(("declare", "why"), [
+    (lambda: table.command("sk.typo", 2, "write", keys="", logs=("xadd",)), "bad effect name"),
+    (lambda: table.command("sk.typo", 2, "write", keys="", effect="XADD key"),
+     "effect shape that is not its own"),
+], ids=["logs", "effect"])
+def test_a_bad_effect_declaration_fails(declare: Any, why: str) -> None:
+    before = dict(COMMANDS)
+    with pytest.raises(ValueError, match=f"command 'sk.typo' declares an? {why}"):
+        declare()
+    assert dict(COMMANDS) == before
 
 
 def test_every_declared_flag_is_a_member() -> None:
@@ -131,7 +142,7 @@ def table_shape(spec: CommandSpec) -> Shape:
     """What COMMAND INFO should report from the table itself: its flags as declared (sentinel and
     may_replicate are never reported), movablekeys for the commands whose keys no range describes."""
     flags = {flag.value for flag in spec.flags if flag not in (Flag.SENTINEL, Flag.MAY_REPLICATE)}
-    if spec.name in MOVABLE_KEYS:
+    if spec.movable_keys:
         flags.add(Flag.MOVABLEKEYS.value)
     return spec.arity, frozenset(flags), spec.first_key, spec.last_key, spec.key_step
 

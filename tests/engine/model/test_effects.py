@@ -1,7 +1,8 @@
-"""The effect vocabulary (engine.model.effects.EFFECT_VOCABULARY) is the whole language of the
-AOF, snapshots' tails and replicas: every entry is a write command of the command table (SELECT
-aside), every effect any command emits is spelled with an entry and resolves through the table,
-and every builder of the module produces one."""
+"""The effect vocabulary (engine.exec.table's `effect_vocabulary`, from the declarations of the
+commands that are effects) is the whole language of the AOF, snapshots' tails and replicas:
+every entry is a write command of the command table (SELECT aside), every effect any command
+emits is spelled with an entry, resolves through the table and is one its command declares it
+may log, and every builder of engine.model.effects produces one."""
 
 from __future__ import annotations
 
@@ -13,13 +14,16 @@ from collections.abc import Iterator, Sequence
 import pytest
 
 from streamkeep import Engine, Record, ReplyError, Session
-from streamkeep.engine.exec.table import COMMANDS, lookup
+from streamkeep.engine.exec.table import (
+    COMMANDS,
+    EffectCommand,
+    effect_command,
+    effect_vocabulary,
+    lookup,
+)
 from streamkeep.engine.model import effects as effects_module
 from streamkeep.engine.model.effects import (
-    EFFECT_VOCABULARY,
-    EffectCommand,
     claim_xclaim_pieces,
-    effect_command,
     new_deliveries_xclaim_effect,
     plain_xadd_effect,
     trim_maxlen_clause,
@@ -30,6 +34,7 @@ from streamkeep.engine.model.effects import (
 from streamkeep.engine.model.ids import format_id
 from streamkeep.snapshot.rdb_functions import dump_functions_payload
 
+EFFECT_VOCABULARY = effect_vocabulary()
 LIBRARY = "#!lua name=lib\nredis.register_function('f', function() return 1 end)"
 
 # --- (a) the vocabulary against the command table ------------------------------------------------
@@ -165,6 +170,7 @@ SCRIPT: list[list[str]] = [
     ["PERSIST", "str"],
     ["PEXPIRE", "str", "1000"],
     ["SETRANGE", "str", "3", "xyz"],
+    ["APPEND", "str", "-tail"],
     # sorted sets
     ["ZADD", "zs", "1", "a", "2", "b", "3", "c", "4", "d", "5", "e"],
     ["ZINCRBY", "zs", "0.5", "a"],

@@ -11,8 +11,9 @@ from typing import Any
 
 import pytest
 
+import streamkeep.engine.commands  # noqa: F401  (the table effect_command reads)
 from streamkeep.aof.manifest import encode_doc
-from streamkeep.engine.model.effects import effect_command
+from streamkeep.engine.exec.table import effect_command, effect_vocabulary
 from tests.support.aof_inspect_data import build_workload, records, run_cli
 
 
@@ -163,7 +164,6 @@ def typed_log(tmp_path_factory: pytest.TempPathFactory) -> str:
 
 
 def test_every_types_effects_are_named_and_their_keys_counted(typed_log: str) -> None:
-    from streamkeep.engine.model.effects import EFFECT_VOCABULARY
 
     doc = stats_json("--top", "50", typed_log)
     commands = doc["commands"]
@@ -171,7 +171,7 @@ def test_every_types_effects_are_named_and_their_keys_counted(typed_log: str) ->
         "XADD": 1, "ZADD": 1, "ZREM": 1, "ZINCRBY": 1, "ZUNIONSTORE": 1, "SADD": 1, "SMOVE": 1,
         "HSET": 1, "HPEXPIREAT": 1}
     for name, row in commands.items():
-        assert row["known"] == (name in EFFECT_VOCABULARY), name
+        assert row["known"] == (name in effect_vocabulary()), name
         assert row["streamkeep_only"] in ((False,) if row["known"] else (None,))
     keys = {k["key"]: k["effects"] for k in doc["keys"]["top"]}
     # a *STORE's destination (not its sources), both keys of SMOVE
@@ -180,7 +180,7 @@ def test_every_types_effects_are_named_and_their_keys_counted(typed_log: str) ->
     rows = {cells[1]: cells for line in table.splitlines()
             if len(cells := [c.strip() for c in line.split("\u2502")]) > 2}
     for name in commands:
-        assert (rows[name][-2] == "UNKNOWN") == (name not in EFFECT_VOCABULARY), rows[name]
+        assert (rows[name][-2] == "UNKNOWN") == (name not in effect_vocabulary()), rows[name]
 
 
 def test_dump_filters_other_types_effects(typed_log: str) -> None:

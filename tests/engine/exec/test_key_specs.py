@@ -1,8 +1,9 @@
-"""Key specs (engine.commands.key_specs).
+"""Key specs (engine.exec.key_specs), as each command's declaration has them.
 
-Every command and subcommand of the table has its key specs declared (a command added without
-them fails here, by name); the notation parses; the legacy key range and movablekeys Redis derives from the
-specs are the table's; keys_and_flags follows Redis's getKeysFromCommandWithSpecs. The commands
+Every command and subcommand of the table declares its key specs (`keys=` is required: "" for
+none); the notation parses, and a bad one fails its declaration by name; the legacy key range
+and movablekeys Redis derives from the specs are the table's; keys_and_flags follows Redis's
+getKeysFromCommandWithSpecs. The commands
 redis-server 7.0 lacks (Redis 7.2 to 8.x) are checked here against Redis's src/commands/*.json
 (tests.support.later_commands); the rest against redis-server in
 tests/differential/test_command_acl_metadata.py.
@@ -13,10 +14,10 @@ from __future__ import annotations
 import pytest
 
 from streamkeep import Engine, ReplyError
-from streamkeep.engine.commands import key_specs
-from streamkeep.engine.commands.command import MOVABLE_KEYS, find_command
-from streamkeep.engine.commands.key_specs import keys_and_flags
-from streamkeep.engine.exec.table import COMMANDS, CommandSpec, command_names
+from streamkeep.engine.commands.command import find_command
+from streamkeep.engine.exec import key_specs
+from streamkeep.engine.exec.key_specs import keys_and_flags, parse_key_specs
+from streamkeep.engine.exec.table import COMMANDS, CommandSpec, command
 from tests.support.later_commands import SOURCE_CHECKED
 
 
@@ -37,43 +38,43 @@ def kf(*argv: str) -> list[tuple[str, set[str]]]:
 # --- every command has both --------------------------------------------------------------------
 
 
-def test_every_command_declares_its_key_specs() -> None:
-    names = command_names()
-    missing_keys = [n for n in names if n not in key_specs.DECLARED and n not in key_specs.KEYLESS]
-    assert missing_keys == [], f"no key specs declared in key_specs.py for {missing_keys}"
-    both = set(key_specs.DECLARED) & key_specs.KEYLESS
-    assert not both, f"declared both with key specs and keyless: {sorted(both)}"
-    stale = (set(key_specs.DECLARED) | key_specs.KEYLESS) - set(names)
-    assert not stale, f"declared for commands the table does not have: {sorted(stale)}"
+def test_a_declaration_must_say_where_its_keys_are() -> None:
+    with pytest.raises(TypeError, match="keys"):
+        command("nokeys", 2, "readonly")  # type: ignore[call-arg]
+    with pytest.raises(ValueError, match="command 'badkeys' declares a bad key spec"):
+        command("badkeys", 2, "readonly", keys="RO @1")
 
 
 def test_notes_belong_to_commands_with_specs() -> None:
-    for name in key_specs.NOTES:
-        assert key_specs.SPECS[name], name
+    for top in COMMANDS.values():
+        for each in (top, *top.subcommands.values()):
+            for ks in each.key_specs[1:]:
+                assert ks.notes is None, each.name  # (COMMAND INFO shows the first spec's)
 
 
 def test_legacy_range_and_movablekeys_come_from_the_specs() -> None:
-    for top in COMMANDS.values():
-        if top.internal:
-            continue
-        for each in (top, *top.subcommands.values()):
-            assert key_specs.legacy_range(each) == (each.first_key, each.last_key,
-                                                    each.key_step), each.name
+    movable = {each.name for top in COMMANDS.values() for each in (top, *top.subcommands.values())
+               if each.movable_keys}
     assert {"xread", "xreadgroup", "eval", "fcall_ro", "zunionstore", "msetex", "blmpop"} \
-        <= MOVABLE_KEYS
-    assert not {"set", "xadd", "del", "mset", "blpop", "smove"} & MOVABLE_KEYS
+        <= movable
+    assert not {"set", "xadd", "del", "mset", "blpop", "smove"} & movable
+    assert (spec("get").first_key, spec("get").last_key, spec("get").key_step) == (1, 1, 1)
+    assert (spec("mset").first_key, spec("mset").last_key, spec("mset").key_step) == (1, -1, 2)
+    assert (spec("ping").first_key, spec("ping").last_key, spec("ping").key_step) == (0, 0, 0)
 
 
 def test_notation() -> None:
-    (xrg,) = key_specs.SPECS["xreadgroup"]
+    (xrg,) = spec("xreadgroup").key_specs
     assert (xrg.flags, xrg.keyword, xrg.index, xrg.find, xrg.a, xrg.b, xrg.c) == (
         ("RO", "access"), "STREAMS", 4, "range", -1, 1, 2)
-    (get,) = key_specs.SPECS["get"]
+    (get,) = spec("get").key_specs
     assert (get.flags, get.keyword, get.index, get.find, get.a, get.b, get.c) == (
         ("RO", "access"), None, 1, "range", 0, 1, 0)
-    dest, sources = key_specs.SPECS["zunionstore"]
+    dest, sources = spec("zunionstore").key_specs
     assert dest.flags == ("OW", "update") and (sources.find, sources.index) == ("keynum", 2)
-    assert key_specs.SPECS["set"][0].notes and key_specs.SPECS["ping"] == ()
+    assert spec("set").key_specs[0].notes and spec("ping").key_specs == ()
+    assert parse_key_specs("x", "") == ()
+    assert parse_key_specs("x", "RW ; RO @2 r-1,1,0")[1].a == -1
 
 
 # --- keys_and_flags ----------------------------------------------------------------------------

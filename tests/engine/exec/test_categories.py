@@ -1,20 +1,20 @@
-"""ACL categories (engine.commands.categories): each command's declared categories plus those its
-flags imply, in ACL CAT's order, and the commands of a category (ACL CAT <category>).
+"""ACL categories (engine.exec.categories): each command's declared categories (its
+declaration's `acl`) plus those its flags imply, in ACL CAT's order, and the commands of a
+category (ACL CAT <category>).
 
-Every command of the table has an entry (a command added without one fails, by name); the
-categories of the commands both have are compared with redis-server in
-tests/differential/test_command_acl_metadata.py, and those of the commands it lacks (Redis 7.2 to
-8.x) with Redis's src/commands/*.json here (tests.support.later_commands).
+Every declared category is one of ACL CAT's; the categories of the commands both have are
+compared with redis-server in tests/differential/test_command_acl_metadata.py, and those of the
+commands it lacks (Redis 7.2 to 8.x) with Redis's src/commands/*.json here (tests.support.later_commands).
 """
 
 from __future__ import annotations
 
 import pytest
 
-from streamkeep.engine.commands import categories
-from streamkeep.engine.commands.categories import categories_of, commands_in
 from streamkeep.engine.commands.command import acl_categories, find_command
-from streamkeep.engine.exec.table import CommandSpec, command_names
+from streamkeep.engine.exec import categories
+from streamkeep.engine.exec.categories import categories_of, commands_in
+from streamkeep.engine.exec.table import COMMANDS, CommandSpec, command_names
 from tests.support.later_commands import SOURCE_CHECKED
 
 
@@ -24,15 +24,11 @@ def spec(name: str) -> CommandSpec:
     return found
 
 
-def test_every_command_declares_its_categories() -> None:
-    names = command_names()
-    missing = [n for n in names if n not in categories.DECLARED]
-    assert missing == [], f"no ACL categories declared in categories.py for {missing}"
-    stale = set(categories.DECLARED) - set(names)
-    assert not stale, f"categories declared for commands the table does not have: {sorted(stale)}"
-    for name, declared in categories.DECLARED.items():
-        assert set(declared.split()) <= set(categories.CATEGORIES), name
-    assert categories.declared_of("xadd") == {"stream"}
+def test_every_declared_category_is_one_of_acl_cat() -> None:
+    for top in COMMANDS.values():
+        for each in (top, *top.subcommands.values()):
+            assert each.acl <= set(categories.CATEGORIES), each.name
+    assert spec("xadd").acl == {"stream"}
 
 
 def test_categories_of() -> None:
