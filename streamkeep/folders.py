@@ -34,6 +34,7 @@ FOLDERS: Final = {
     "engine/exec/lua": "exec",  # (data: scripting's Lua chunks)
     "engine/commands": "commands",  # the command handlers
     "engine/runtime": "runtime",  # EngineCore, the one command path, and its parts
+    "engine/runtime/clients": "runtime",  # the redis-py facade's mixins, by command group
     "engine/services": "services",  # the data directory, the public Engine, the work queue
     "snapshot/services": "services",  # loading, building and compacting snapshots
     "replication": "services",  # replicas of a streamkeep or a redis-server primary

@@ -2,9 +2,9 @@
 iterators and Pub/Sub, whether the engine runs in this process or behind a socket.
 
 Owns the async side of the redis-py contract, written once for every backend: each method is
-the synchronous facade's (engine.runtime.redis_api.RedisAPI: the same argv, client-side
-checks and reply shaping), run over a *replaying executor* (engine.runtime.async_steps,
-compiled). A command the backend answers at
+the synchronous facade's (engine.runtime.redis_api.RedisAPI, its command groups' mixins: the
+same argv, client-side checks and reply shaping), run over a *replaying executor*
+(engine.runtime.async_steps, compiled). A command the backend answers at
 once (an in-process command that needs no wait) is answered inside that one synchronous run:
 no thread, no extra task, the speed of `Engine.redis()`. A command that must be awaited (a
 blocked read, an `appendfsync always` write waiting for its group commit, any command over a
@@ -161,8 +161,12 @@ _OWN = {"register_script", "execute", *_ITERATORS}
 
 
 def _facade_methods() -> dict[str, Callable[..., Any]]:
-    """RedisAPI's public methods (functions, or method descriptors where it is compiled)."""
-    return {name: fn for name, fn in vars(RedisAPI).items()
+    """RedisAPI's public methods (functions, or method descriptors where it is compiled), from
+    each of its command groups' mixins (its MRO: a class's own definition wins, as in lookup)."""
+    found: dict[str, Any] = {}
+    for klass in reversed(RedisAPI.__mro__):
+        found.update(vars(klass))
+    return {name: fn for name, fn in found.items()
             if callable(fn) and not isinstance(fn, (type, staticmethod, classmethod))
             and not name.startswith("_") and name not in _OWN}
 

@@ -251,7 +251,7 @@ def test_every_facade_method_is_a_coroutine_function() -> None:
 
     from streamkeep.engine.runtime.redis_api import RedisAPI
 
-    names = [n for n, f in vars(RedisAPI).items()
+    names = [n for klass in RedisAPI.__mro__ for n, f in vars(klass).items()
              if inspect.isfunction(f) and not n.startswith("_")
              and n not in ("execute", "register_script")]  # (redis.asyncio's: not awaited)
     assert len(names) > 150

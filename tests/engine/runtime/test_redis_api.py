@@ -1,14 +1,15 @@
 """The redis-py facade (engine.runtime.redis_api.RedisAPI) on its own.
 
 Checked here, against a recording engine (no command runs) and against a real Engine: the argv
-each method sends; redis-py's client-side DataError checks, raised before anything is sent;
-argument types redis-py's encoder refuses; replies decoded or not by the facade's own
-`decode_responses` (two facades over one engine differ); and the reply callbacks (entries as
-(id, {field: value}), XPENDING as a dict, XINFO with str keys, OK as True). The same stream
-methods are compared with redis-py itself in tests/differential/test_redis_py_compat.py; the
-sorted set, hash, set and function methods here (TYPE_CALLS: each call made on the facade and
-on redis-py connected to redis-server, every result compared), with the Redis 7.2+ and 8.x
-options redis-server 7.0 lacks checked against redis.io's replies.
+each method sends (a command the method declares it sends); redis-py's client-side DataError
+checks, raised before anything is sent; argument types redis-py's encoder refuses; replies
+decoded or not by the facade's own `decode_responses` (two facades over one engine differ); and
+the reply callbacks (entries as (id, {field: value}), XPENDING as a dict, XINFO with str keys,
+OK as True). The same stream methods are compared with redis-py itself in
+tests/differential/test_redis_py_compat.py; the sorted set, hash, set and function methods here
+(TYPE_CALLS: each call made on the facade and on redis-py connected to redis-server, every
+result compared), with the Redis 7.2+ and 8.x options redis-server 7.0 lacks checked against
+redis.io's replies.
 """
 
 from __future__ import annotations
@@ -21,8 +22,9 @@ from typing import Any
 import pytest
 
 from streamkeep import Engine, ReplyError
-from streamkeep.engine.runtime import redis_api
+from streamkeep.engine.runtime.clients import base
 from streamkeep.engine.runtime.redis_api import DataError, RedisAPI, execute_command_callbacks
+from tests.support.facade_calls import assert_declared
 
 
 class Sent(Exception):
@@ -45,10 +47,13 @@ class Recorder:
 
 
 def sent_by(method: str, *args: Any, **kwargs: Any) -> tuple[Any, ...]:
+    """The argv `method` sends, which must be a command it declares (clients.base.sends)."""
     engine = Recorder(Sent())
     with pytest.raises(Sent):
         getattr(RedisAPI(engine), method)(*args, **kwargs)
     [argv] = engine.sent
+    if method != "execute_command":  # (any command)
+        assert_declared(method, argv)
     return argv
 
 
@@ -1211,7 +1216,7 @@ def test_parse_info_equals_redis_pys(oracle_factory: Callable[[bool], Any]) -> N
         engine.execute("GET", "k")
         texts += [engine.execute("INFO"), engine.execute("INFO", "everything")]
     for text in texts:
-        assert redis_api.parse_info(text) == helpers.parse_info(text), text
+        assert base.parse_info(text) == helpers.parse_info(text), text
 
 
 def test_parse_info_of_the_engines_info() -> None:
@@ -1246,15 +1251,15 @@ def test_parse_client_list_config_get_set_and_lastsave_equal_redis_pys(
     texts: list[Any] = [*CLIENT_LIST_TEXTS, *(t.encode() for t in CLIENT_LIST_TEXTS),
                         oracle.client_list()]
     for text in texts:
-        assert redis_api.parse_client_list(text) == helpers.parse_client_list(text), text
+        assert base.parse_client_list(text) == helpers.parse_client_list(text), text
     for reply in ([b"maxmemory", b"0", b"hz", b"10"], ["a", None], [], [b"\xff", b"x"]):
-        assert redis_api.parse_config_get(list(reply)) == helpers.parse_config_get(list(reply))
+        assert base.parse_config_get(list(reply)) == helpers.parse_config_get(list(reply))
     for reply, options in ((b"OK", {}), ("OK", {}), (None, {}), (b"old", {"get": True}),
                            (None, {"get": True})):
-        assert (redis_api.parse_set_result(reply, **options)
+        assert (base.parse_set_result(reply, **options)
                 == helpers.parse_set_result(reply, **options))
     for reply in (1795820117, b"1795820117", 0, None, b"", b"soon"):
-        assert redis_api.timestamp_to_datetime(reply) == helpers.timestamp_to_datetime(reply)
+        assert base.timestamp_to_datetime(reply) == helpers.timestamp_to_datetime(reply)
 
 
 def test_client_calls_on_the_engine() -> None:
