@@ -32,7 +32,10 @@ on a replica, not after a restart. So:
 A rotation that cannot create its new segment for want of descriptors (EMFILE/ENFILE) loses
 nothing: writes go on into the current segment and the rotation is retried. A replica's
 records (`append_raw`) are its primary's, acknowledged there: one that fails to be written is
-kept and written by the retry instead. Reads go on. After every fsync the synced watermark
+kept and written by the retry instead. Reads go on. What others hand the journal to call (a
+durable write's callback, replication's and the compactor's hooks, the retry) is contained
+where it is called: logged if it raises, it neither ends a thread of the journal nor makes it
+refuse writes, which only the log's own failures do. After every fsync the synced watermark
 (aof.watermark) advances to the bytes it covered, so recovery can tell a torn tail from damage
 to data that was already durable. Must not touch: record format details (aof.codec), the
 manifest format (aof.manifest), engine state (the rollback is the data directory's).
@@ -88,6 +91,12 @@ UNLIMITED = 1 << 62  # the room where nothing is allocated ahead (preallocate 0,
 
 def misconf(err: OSError) -> str:
     return f"MISCONF Errors writing to the AOF file: {os.strerror(err.errno or 5)}"
+
+
+def _hook_failed(name: str) -> None:
+    """A service's hook raised on the write path or a journal thread (called inside its
+    `except`): its failure, logged, never the log's: the records are written and writes go on."""
+    log.exception("the AOF's %s hook failed; the log goes on", name)
 
 
 class Journal:
@@ -417,8 +426,7 @@ class Journal:
         self._refresh_tail()
         if not self.sync_on_commit and self.written_end != self.written_mark[:2]:
             self.written_end = self.written_mark[:2]  # replicas may have what is written now
-            if self.on_written is not None:
-                self.on_written()
+            self._tell_written()
 
     def set_preallocate(self, size: int) -> None:
         """CONFIG SET aof-preallocate (engine lock held): allocate that much ahead from now on
@@ -480,13 +488,22 @@ class Journal:
             self._rotate()
         self.aof_bytes += size
         if self.aof_bytes >= self.rewrite_at and self.on_rewrite is not None:
-            self.on_rewrite()
+            try:
+                self.on_rewrite()
+            except Exception:  # (a try costs nothing until it raises; once per trigger anyway)
+                _hook_failed("on_rewrite")
         # _written(), inlined: this is every write's path.
         self.written_mark = (self.written_end[0], self.size, self.written_lsn)
         if not self.sync_on_commit:
             self.written_end = (self.written_end[0], self.size)
             if self.on_written is not None:
-                self.on_written()
+                # _tell_written(), inlined. A try block is no per-record cost: nothing runs
+                # for it unless the hook raises (CPython's and mypyc's exceptions are
+                # zero-cost on the path that does not raise).
+                try:
+                    self.on_written()
+                except Exception:
+                    _hook_failed("on_written")
 
     def _written(self) -> None:
         """The written end moved: a sync round covers up to here; under everysec and no the
@@ -494,8 +511,16 @@ class Journal:
         self.written_mark = (self.written_end[0], self.size, self.written_lsn)
         if not self.sync_on_commit:
             self.written_end = (self.written_end[0], self.size)
-            if self.on_written is not None:
+            self._tell_written()
+
+    def _tell_written(self) -> None:
+        """`on_written` (replication's pump): a failure of it is replication's, logged, never
+        the log's (the records are written; the next call pumps them)."""
+        if self.on_written is not None:
+            try:
                 self.on_written()
+            except Exception:
+                _hook_failed("on_written")
 
     def _write_failed(self, err: OSError) -> None:
         log.error("AOF write failed: %s; refusing writes until it succeeds", err)
@@ -701,8 +726,7 @@ class Journal:
             self.synced_mark = max(self.synced_mark, mark)
             if self.sync_on_commit and mark[:2] > self.written_end:
                 self.written_end = mark[:2]  # `always`: replicas are sent what is durable
-                if self.on_written is not None:
-                    self.on_written()
+                self._tell_written()
 
     def _drop_unsynced(self, rollback: bool = True) -> None:
         """After a failed fsync under `always` (engine lock held): nothing written since the
@@ -746,8 +770,11 @@ class Journal:
 
     def _every_second(self) -> None:
         """Once a second: retry failed writes; under everysec, fsync while unsynced bytes remain
-        (also after writes stop)."""
+        (also after writes stop). A tick that fails for any other reason than I/O (a hook the
+        retry runs: replication's, a served caller's) is logged and the next one runs: this
+        thread is everysec's only fsync, and writes go on meanwhile."""
         next_tick = time.monotonic() + 1.0
+        failed = ""
         while True:
             # Its own event, not self._cond: every fsync round notifies _cond, and this thread
             # must not wake thousands of times a second under `always`.
@@ -755,15 +782,25 @@ class Journal:
                 if self._closing.wait(delay):
                     return
             next_tick += 1.0
-            with self._cond:
-                if (self.policy == "everysec" and self.synced_lsn < self.written_lsn
-                        and not self._syncing and not self.fsync_failed):
-                    self._sync_round()
-                retry = self.on_retry
-            if self.watermark is not None:
-                self.watermark.sync()
-            if retry is not None and self.error is not None and not self.fsync_failed:
-                retry()
+            try:
+                self._tick()
+            except Exception as exc:  # (a try per second: no write's cost)
+                if repr(exc) != failed:  # one traceback per kind of failure, not one a second
+                    log.exception("the AOF's once-a-second tick failed; ticking on")
+                failed = repr(exc)
+            else:
+                failed = ""
+
+    def _tick(self) -> None:
+        with self._cond:
+            if (self.policy == "everysec" and self.synced_lsn < self.written_lsn
+                    and not self._syncing and not self.fsync_failed):
+                self._sync_round()
+            retry = self.on_retry
+        if self.watermark is not None:
+            self.watermark.sync()
+        if retry is not None and self.error is not None and not self.fsync_failed:
+            retry()
 
     on_retry: Callable[[], None] | None = None  # set by the data directory (takes engine lock)
     # Called (engine lock held, on the writing thread) after records reach the OS: replication
@@ -910,8 +947,7 @@ class Journal:
         # `always` no sync round follows for the records that fsync covered (their callers find
         # synced_lsn past them), so replicas are told here, or the last of them waits for the
         # next write (engine lock held, as on_written needs).
-        if self.on_written is not None:
-            self.on_written()
+        self._tell_written()
         if self.preallocate:
             self.room = -self.low_water
             self._top_up(self.preallocate)
@@ -978,19 +1014,36 @@ class Journal:
 class _CallbackRelease:
     """A group-commit request's wake-up that calls back instead of releasing a waiting
     thread (`Journal.when_durable`), then wakes the next caller of its round at once, as a
-    woken thread would (wait_durable)."""
+    woken thread would (wait_durable).
+
+    The callback is the caller's code, run on the group-commit thread (or on the thread of a
+    wait_durable caller woken before it in the round): what it raises is the caller's loss
+    (logged), never that thread's end nor the journal's failure. The callbacks that follow
+    in the round are called here in turn, a loop rather than a call each (a round may cover
+    thousands of them); the first caller waiting in a thread is woken and wakes the rest."""
 
     def __init__(self, done: Callable[[], None], request: list) -> None:
         self.done = done
         self.request = request
 
     def release(self) -> None:
-        try:
-            self.done()
-        finally:
-            after = self.request[2]
-            if after is not None:
-                after[1].release()
+        request = self.request
+        while True:
+            try:
+                request[1].done()
+            except Exception:  # (a try costs a write nothing unless its callback raises)
+                log.exception("a durable write's callback failed; the group commit goes on")
+            except BaseException:  # a signal in the thread running the round's wake-ups
+                if request[2] is not None:
+                    request[2][1].release()  # the callers after this one still wake
+                raise
+            after = request[2]
+            if after is None:
+                return
+            if type(after[1]) is not _CallbackRelease:
+                after[1].release()  # a thread waiting in wait_durable: it wakes the rest
+                return
+            request = after
 
 
 def _pass_on_later(request: list) -> None:

@@ -414,8 +414,11 @@ class Primary:
             if threading.get_ident() == server.loop_thread:
                 server.loop.call_soon(self.pump_all)
             else:
-                server.loop.call_soon_threadsafe(server.loop.call_later, PUMP_DELAY,
-                                                 self.pump_all)
+                # The loop has closed (the server stopped, its replicas' connections with it):
+                # nothing to pump, and nothing raised into the thread that wrote.
+                with contextlib.suppress(RuntimeError):
+                    server.loop.call_soon_threadsafe(server.loop.call_later, PUMP_DELAY,
+                                                     self.pump_all)
 
     def pump_all(self) -> None:
         self.pump_scheduled = False

@@ -8,12 +8,16 @@ callback its messages go through), the messages' shapes as Redis sends them (`me
 `>`, plain arrays in RESP2), Redis's refusal of other commands while a
 RESP2 connection is subscribed, and `Subscription`, the embedded API's subscriber (a thread of
 the same process reads its messages with `get_message`). Nothing here is persisted or logged:
-Pub/Sub is not part of the keyspace. Must not touch: sockets (a network subscriber's callback
-belongs to the server's connection and must not block), the command table, the keyspace.
+Pub/Sub is not part of the keyspace. A Subscription's `wake` is its reader's code, run by
+whatever thread published (a caller's, the replica's follower, the expiry timer's keyspace
+events): what it raises is logged there and goes no further. Must not touch: sockets (a network
+subscriber's callback belongs to the server's connection and must not block), the command
+table, the keyspace.
 """
 
 from __future__ import annotations
 
+import logging
 import queue
 import threading
 from collections.abc import Callable, Iterable
@@ -25,6 +29,8 @@ from streamkeep.engine.wire.reply import Push
 if TYPE_CHECKING:
     from streamkeep.engine.exec.context import Session
     from streamkeep.engine.exec.engine_state import EngineState
+
+log = logging.getLogger("streamkeep.engine")
 
 Deliver = Callable[[Push], None]
 Matcher = Callable[[bytes, bytes], bool]  # (pattern, channel): Redis's glob match
@@ -273,7 +279,10 @@ class Subscription:
             self.overflowed = True
             self.engine.pubsub.drop(self.subscriber)
         if self.wake is not None:
-            self.wake()
+            try:  # (costs nothing unless it raises: no per-message work is added)
+                self.wake()
+            except Exception:
+                log.exception("a subscription's wake-up failed; the publisher goes on")
 
     def subscribe(self, *channels: bytes | str) -> None:
         self._run(b"SUBSCRIBE", channels)

@@ -14,6 +14,9 @@ thread parked for it:
   record (`Journal.when_durable`: the group-commit thread calls back, no thread waits);
 - a reply that must wait outside the lock (SAVE: a `Later`) starts without a thread when it
   can, in the loop's default executor otherwise.
+What another thread hands a loop (a served read, a durable record, a Later's value, a Pub/Sub
+wake-up) is dropped once that loop has closed (its tasks are gone), never raised into the
+thread that delivers it: the group-commit thread, a writer, the follower, the expiry timer.
 Also owns the in-process Pub/Sub channel (a Subscription whose wake-up sets a loop event).
 Must not touch: command semantics, the waiter registry's or the journal's internals.
 """
@@ -130,8 +133,8 @@ class EngineSession:
         loop = asyncio.get_running_loop()
         future: asyncio.Future[Any] = loop.create_future()
 
-        def synced() -> None:  # on the group-commit thread
-            loop.call_soon_threadsafe(_settle_durable, future, journal, lsn, reply)
+        def synced() -> None:  # on the group-commit thread: never raises into it
+            _call_from_thread(loop, _settle_durable, future, journal, lsn, reply)
 
         if journal.when_durable(lsn, synced):
             journal.check_durable(lsn)  # (raises MISCONF when it can never be)
@@ -172,8 +175,8 @@ class EngineSession:
         loop = entry[0].get_loop()
         if _in_loop(loop):
             loop.call_soon(self._deliver, waiter)
-        else:
-            loop.call_soon_threadsafe(self._deliver, waiter)
+        elif not _call_from_thread(loop, self._deliver, waiter):
+            self._futures.pop(waiter, None)  # its loop has closed: nobody awaits the reply
 
     def _deliver(self, waiter: Waiter) -> None:
         entry = self._futures.pop(waiter, None)
@@ -237,7 +240,7 @@ class EngineSession:
             return Wait(loop.run_in_executor(None, later.wait))
 
         def done(value: Any) -> None:
-            loop.call_soon_threadsafe(_set, future, value)
+            _call_from_thread(loop, _set, future, value)
 
         start(done)
         return Wait(future)
@@ -271,7 +274,7 @@ class EnginePubSubChannel:
         if _in_loop(self.loop):
             self.event.set()
         else:
-            self.loop.call_soon_threadsafe(self.event.set)
+            _call_from_thread(self.loop, self.event.set)
 
     async def run(self, argv: tuple[Any, ...]) -> None:
         self.core.execute_raw(self.subscription.session, argv_of(argv))
@@ -307,6 +310,20 @@ def _in_loop(loop: asyncio.AbstractEventLoop) -> bool:
         return asyncio.get_running_loop() is loop
     except RuntimeError:
         return False
+
+
+def _call_from_thread(loop: asyncio.AbstractEventLoop, fn: Callable[..., Any], *args: Any
+                      ) -> bool:
+    """Hand `fn(*args)` to `loop` from another thread: the group-commit thread, a writer's,
+    the follower's, the expiry timer's. False, and nothing done, if the loop has closed: the
+    tasks that would have awaited it are gone, so the reply is dropped here rather than
+    raised into a thread that serves every caller (the write itself is done, and durable as
+    the policy says)."""
+    try:
+        loop.call_soon_threadsafe(fn, *args)
+    except RuntimeError:  # "Event loop is closed" (its only error)
+        return False
+    return True
 
 
 def _settle_durable(future: asyncio.Future[Any], journal: Any, lsn: int, reply: Any) -> None:

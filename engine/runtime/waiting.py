@@ -8,11 +8,15 @@ ends a wait that timed out or whose connection closed, and blocks an embedded ca
 until its waiter is done. A re-run is a command like any other: it goes through the engine's
 one command path (EngineCore.run_command) in a `RerunCtx`, which gates, expires, times, maps
 storage errors and logs it; only the counting differs (one call when the wait ends, with all
-its runs' time). Must not touch: command semantics, the waiter registry's internals, files.
+its runs' time). A served waiter's `notify` is its owner's code, run on whatever thread wrote
+(a caller's, the replica's follower, the expiry timer): what it raises is logged and goes no
+further, so the write that served it, and the other waiters, are unaffected. Must not touch:
+command semantics, the waiter registry's internals, files.
 """
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections.abc import Callable
@@ -27,6 +31,8 @@ if TYPE_CHECKING:
     from streamkeep.engine.exec.context import Session
     from streamkeep.engine.exec.table import Argv
     from streamkeep.engine.runtime.core import EngineCore, Entry
+
+log = logging.getLogger("streamkeep.engine")
 
 
 class WaitingReaders:
@@ -135,7 +141,11 @@ class WaitingReaders:
         if waiter.event is not None:
             waiter.event.set()
         if waiter.notify is not None:
-            waiter.notify(waiter)
+            try:  # (costs nothing unless it raises: no per-waiter work is added)
+                waiter.notify(waiter)
+            except Exception:
+                log.exception("a served reader's notify failed; the write that served it "
+                              "goes on")
 
     def _count_unblocked(self, waiter: Waiter, result: Any) -> None:
         """A blocked command finished: one call (a failed one if it replied an error, as a

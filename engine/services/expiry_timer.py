@@ -4,13 +4,16 @@ sample behind INFO's instantaneous rates ten times a second, as the server's eve
 Without it an embedding program that sets TTLs and never reads those keys again would hold them
 (and their snapshot rows) forever: lazy expiry only deletes a key a command names. The cycle
 itself (sampling, DEL effects, nothing on a replica) is engine.runtime.expiry_cycle; a
-served engine skips it here because the server's loop runs it. Must not touch: what expires or
-how it is logged (engine.commands.expiry), files.
+served engine skips it here because the server's loop runs it. A cycle runs callers' code: the
+record sinks, the subscribers of keyspace events, the readers its deletions serve. What that
+raises ends the cycle (logged), never the thread: the next cycle runs. Must not touch: what
+expires or how it is logged (engine.commands.expiry), files.
 """
 
 from __future__ import annotations
 
 import contextlib
+import logging
 import threading
 from typing import TYPE_CHECKING
 
@@ -18,6 +21,8 @@ from streamkeep.engine.wire.errors import ReplyError
 
 if TYPE_CHECKING:
     from streamkeep.engine.runtime.core import EngineCore
+
+log = logging.getLogger("streamkeep.engine")
 
 # Redis's default hz: ten cycles a second.
 INTERVAL_SECONDS = 0.1
@@ -36,15 +41,30 @@ class ExpiryTimer:
 
     def _run(self) -> None:
         engine = self.engine
+        failed = ""
         while not self.stopped.wait(self.interval):
             if engine.closed:
                 return
             if engine.server is None:  # (a served engine's cron is the server's loop)
-                if any(engine.expires):
-                    if engine.active_expire_cycle():
-                        self._sync(engine)
-                    self.cycles += 1
-                engine.sample_stats()
+                try:
+                    self._cycle(engine)
+                except Exception as exc:  # a caller's sink, subscriber or reader raised
+                    if repr(exc) != failed:  # one traceback per kind, not ten a second
+                        log.exception("an active expiry cycle failed; the next one runs")
+                    failed = repr(exc)
+                else:
+                    failed = ""
+
+    def _cycle(self, engine: EngineCore) -> None:
+        if any(engine.expires):
+            deleted = -1  # (a cycle that raised: what it deleted is made durable all the same)
+            try:
+                deleted = engine.active_expire_cycle()
+            finally:
+                if deleted:
+                    self._sync(engine)
+                self.cycles += 1
+        engine.sample_stats()
 
     @staticmethod
     def _sync(engine: EngineCore) -> None:

@@ -243,21 +243,31 @@ class Compactor:
     # --- starting (engine lock held) -----------------------------------------------------------
 
     def _auto(self) -> None:
+        """The journal's `on_rewrite`, on the thread that wrote (a caller's, the group-commit
+        thread): a compaction that cannot start is recorded as failed, never raised there."""
         self.journal.rewrite_at = float("inf")
         if self._stopping:
             return
-        if self.start_locked() is None and self.job is None:
+        try:
+            job = self.start_locked()
+        except CompactionError:  # (recorded: INFO's last status; the trigger re-armed)
+            return
+        if job is None and self.job is None:
             self.journal.rewrite_at = self.threshold()
 
     def request(self) -> None:
         """The stream nodes in memory are over their budget and some changed since the
-        snapshot: compact now rather than at the AOF size trigger (engine lock held)."""
+        snapshot: compact now rather than at the AOF size trigger (engine lock held, on the
+        thread that wrote: a start that fails is recorded, not raised there)."""
         if (self.job is None and not self._stopping and not self.paused
                 and time.monotonic() >= self.pressure_after):
-            self.start_locked()
+            with contextlib.suppress(CompactionError):
+                self.start_locked()
 
     def start_locked(self) -> Job | None:
-        """Rotate and launch a compaction; None when there is nothing to compact."""
+        """Rotate and launch a compaction; None when there is nothing to compact.
+        CompactionError, recorded as a failed compaction, if it cannot be launched (no thread
+        can be started): nothing runs, and the next trigger tries again."""
         if self.job is not None:
             return self.job
         if self._stopping:
@@ -272,6 +282,17 @@ class Compactor:
         lsn, closed = rotated
         if not closed:
             return None
+        try:
+            return self._launch(lsn, closed, began)
+        except Exception as err:  # (RuntimeError: can't start new thread; or a bug)
+            log.exception("cannot start a compaction")
+            self.job = None
+            self._failed(None, f"cannot start: {err!r}")
+            self.journal.rewrite_at = self.journal.aof_bytes + self.threshold()
+            raise CompactionError(self.last_error or "cannot start a compaction") from err
+
+    def _launch(self, lsn: int, closed: list[SegmentEntry], began: int) -> Job:
+        """start_locked's second half, the segments closed: the job noted, its thread started."""
         engine = self.engine
         job = self.job = Job(lsn, closed, self.journal.manifest.snapshot, engine.clock())
         job.tick = engine.residency.rotated()
@@ -284,9 +305,9 @@ class Compactor:
         self.journal.rewrite_at = float("inf")
         self.start_usec = (time.perf_counter_ns() - began) // 1000
         engine.started_compaction(self.start_usec)
-        self._thread = threading.Thread(target=self._run, args=(job,), name="compactor",
-                                        daemon=True)
-        self._thread.start()
+        thread = threading.Thread(target=self._run, args=(job,), name="compactor", daemon=True)
+        thread.start()
+        self._thread = thread  # (stop() joins it: only once it started)
         return job
 
     def compact(self, wait: bool = True) -> SnapshotEntry | None:

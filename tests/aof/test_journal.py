@@ -10,6 +10,12 @@ one write(2) each, and the file runs on in zeros past the written end while it i
 back to write(2) (a big record, `always`, the server's deferred mode, the setting turned off, a
 rotation, close) cuts the file back to its written end first; a closed segment ends at its last
 record; a directory left with a zero tail reopens with every record and appends after the last.
+
+Callers' and services' code run by the journal's threads: a durable write's callback that
+raises (an event loop that has closed) is logged, the callbacks and waiting callers after it in
+its round are still called and woken, even thousands of them; a hook that raises on the
+group-commit thread (replication's `on_written`) or in the once-a-second tick (the retry) is
+logged; in each case the thread goes on and the journal keeps taking writes.
 """
 
 from __future__ import annotations
@@ -18,12 +24,15 @@ import errno
 import logging
 import shutil
 import tempfile
+import threading
 import time
+from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
 import pytest
 
-from streamkeep import Engine
+from streamkeep import Engine, ReplyError, Session
 from streamkeep.aof import journal as journal_mod
 from streamkeep.aof.codec import BIG_ARG, HEADER_SIZE
 from streamkeep.aof.fs import MAPPABLE_FILE_SYSTEMS, RealFS, file_system_type
@@ -292,3 +301,135 @@ def test_the_header_only_segment_of_a_new_directory_is_mapped(tmp_path: Path) ->
     with Engine.open(str(tmp_path)) as engine:
         assert engine.journal is not None and engine.journal.tail is not None
         assert engine.journal.size == HEADER_SIZE
+
+
+# --- callers' and services' code on the journal's threads ---------------------------------------
+
+GUARD = 30.0  # seconds: only so that a thread that died fails the test instead of hanging it
+
+
+def started_thread(before: set[threading.Thread], name: str) -> threading.Thread:
+    """The thread called `name` started since `before` was taken (one engine's)."""
+    (thread,) = [t for t in threading.enumerate() if t not in before and t.name == name]
+    return thread
+
+
+def wait_until(predicate: Callable[[], bool]) -> bool:
+    deadline = time.monotonic() + GUARD
+    while not predicate():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.01)
+    return True
+
+
+def test_a_durable_writes_callback_that_raises_is_its_callers_loss(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """`when_durable`'s callback runs on the group-commit thread. One that raises (what
+    call_soon_threadsafe does once its event loop has closed) is logged; the callback after it
+    in the round is still called, the thread serves the next rounds and nothing refuses
+    writes."""
+    before = set(threading.enumerate())
+    with Engine.open(str(tmp_path / "d"), appendfsync="always") as engine:
+        journal = engine.journal
+        assert journal is not None
+        commit = started_thread(before, "aof-group-commit")
+        called: list[str] = []
+
+        def fails() -> None:
+            called.append("fails")
+            raise RuntimeError("Event loop is closed")
+
+        session = Session()
+        with caplog.at_level(logging.ERROR, logger="streamkeep.aof"):
+            with engine.lock:  # (the round writes the buffer under it: both callbacks queued)
+                _reply, first = engine.submit(session, (b"XADD", b"s", b"*", b"n", b"1"))
+                _reply, second = engine.submit(session, (b"XADD", b"s", b"*", b"n", b"2"))
+                assert not journal.when_durable(first, fails)
+                assert not journal.when_durable(second, partial(called.append, "after"))
+            journal.wait_durable(second)  # queued after both: woken once they were called
+            assert called == ["fails", "after"]
+            assert engine.execute("XADD", "s", "*", "n", "3")  # a round after the failure
+        assert commit.is_alive()
+        assert journal.error is None and not journal.fsync_failed
+        assert sum("callback failed" in r.getMessage() for r in caplog.records) == 1
+        assert engine.execute("XLEN", "s") == 3
+
+
+def test_a_round_calls_back_every_one_of_thousands_of_writes(tmp_path: Path) -> None:
+    """A round may cover thousands of callbacks (an event loop's many writers): every one is
+    called, in order, and the caller waiting after them is woken."""
+    before = set(threading.enumerate())
+    with Engine.open(str(tmp_path / "d"), appendfsync="always") as engine:
+        journal = engine.journal
+        assert journal is not None
+        commit = started_thread(before, "aof-group-commit")
+        called: list[int] = []
+        with engine.lock:
+            _reply, lsn = engine.submit(Session(), (b"XADD", b"s", b"*", b"n", b"1"))
+            for i in range(5000):
+                assert not journal.when_durable(lsn, partial(called.append, i))
+        journal.wait_durable(lsn)
+        assert called == list(range(5000))
+        assert engine.execute("XADD", "s", "*", "n", "2")
+        assert commit.is_alive()
+
+
+def test_a_hook_that_raises_on_the_group_commit_thread_fails_no_write(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """Under `always` the group-commit thread calls `on_written` (replication's pump) after
+    each fsync. One that raises is logged: the writes of its round are durable and answered,
+    and the journal takes the next ones; only the log's own failures refuse writes."""
+    with Engine.open(str(tmp_path / "d"), appendfsync="always") as engine:
+        journal = engine.journal
+        assert journal is not None
+        calls: list[int] = []
+
+        def pump() -> None:
+            calls.append(journal.synced_lsn)
+            raise RuntimeError("a hook's own bug")
+
+        with caplog.at_level(logging.ERROR, logger="streamkeep.aof"):
+            journal.on_written = pump
+            for i in range(3):
+                engine.execute("XADD", "s", "*", "n", str(i))
+            journal.on_written = None
+        assert len(calls) >= 1  # (the three writes may share rounds)
+        assert journal.error is None and not journal.fsync_failed
+        assert engine.execute("XADD", "s", "*", "n", "after")
+        assert engine.execute("XLEN", "s") == 4
+        assert any("on_written hook failed" in r.getMessage() for r in caplog.records)
+
+
+def test_the_once_a_second_thread_outlives_a_tick_that_raises(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """The once-a-second thread is everysec's fsync, and the retry that reopens the gate
+    after a failed write. A tick whose retry raises is logged and the next tick runs: the gate
+    reopens, and the writes after it are fsynced."""
+    before = set(threading.enumerate())
+    fs = FaultyFS()
+    with Engine.open(str(tmp_path / "d"), appendfsync="everysec", fs=fs,
+                     aof_preallocate=0) as engine:
+        journal = engine.journal
+        assert journal is not None and journal.on_retry is not None
+        ticker = started_thread(before, "aof-every-second")
+        retry, failed = journal.on_retry, [0]
+
+        def flaky_retry() -> None:  # the retry, failing once (as a hook it runs may)
+            if not failed[0]:
+                failed[0] += 1
+                raise RuntimeError("a hook's own bug")
+            retry()
+
+        journal.on_retry = flaky_retry
+        fs.fail_writes(errno.EIO)
+        with caplog.at_level(logging.ERROR, logger="streamkeep.aof"):
+            with pytest.raises(ReplyError, match="^MISCONF"):
+                engine.execute("XADD", "s", "*", "n", "refused")
+            fs.clear()
+            assert wait_until(lambda: journal.error is None), "the gate never reopened"
+        assert failed == [1] and ticker.is_alive()
+        assert any("tick failed" in r.getMessage() for r in caplog.records)
+        engine.execute("XADD", "s", "*", "n", "after")
+        assert wait_until(lambda: journal.synced_lsn == journal.lsn), "no fsync after it"
+        assert engine.execute("XLEN", "s") == 1

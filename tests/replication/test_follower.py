@@ -2,10 +2,12 @@
 fake primary that misbehaves: an embedded replica follows, refuses writes and wakes blocked
 reads; a wrong password, a damaged record, a snapshot cut in the middle each give a log line and
 a retry, never a half-applied record or a diverged replica; a replica's server starting while
-its follower writes cuts nothing off the replica's AOF."""
+its follower writes cuts nothing off the replica's AOF; an asyncio reader on the replica whose
+loop closed does not stop the follower that serves it."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import socket
 import threading
@@ -21,6 +23,7 @@ from streamkeep import Engine, Record, ReplyError
 from streamkeep.aof.codec import crc32c, encode
 from streamkeep.aof.fs import MappedTail
 from streamkeep.engine.model.strings import value_digest
+from streamkeep.engine.runtime.async_engine import EngineAsyncBackend
 from streamkeep.engine.server.network import Server, run_server
 from streamkeep.replication import link
 from tests.support.replication_util import info
@@ -79,6 +82,38 @@ def test_an_embedded_replica_follows_refuses_writes_and_wakes_blocked_reads(
     with Engine.open(str(tmp_path / "replica")) as again:
         assert again.execute("ROLE")[0] == b"master"
         assert again.datadir.history()[1] == old and again.execute("XLEN", "s") == 3
+
+
+def test_a_reader_whose_event_loop_closed_does_not_stop_the_follower(
+        primary: ServerHandle, tmp_path: Path) -> None:
+    """A program read the replica from an event loop (a blocked XREAD, a Pub/Sub channel)
+    and closed the loop with both still open. The follower's thread applies the write that
+    serves the read and delivers the message the primary published: it finds the loop closed,
+    drops what it would have handed it, and goes on following."""
+    p = primary.engine
+    p.execute("XADD", "s", "1-1", "f", "v")
+    with Engine.open(str(tmp_path / "replica"), replicaof=("127.0.0.1", primary.port)) as r:
+        wait_for(lambda: synced(primary, r))
+
+        async def abandon() -> Any:
+            backend = EngineAsyncBackend(r)
+            wait = backend.start(("XREAD", "BLOCK", "0", "STREAMS", "s", "$"))
+            channel = backend.pubsub_channel()
+            await channel.run((b"SUBSCRIBE", b"news"))
+            return wait
+
+        loop = asyncio.new_event_loop()
+        loop.run_until_complete(abandon())
+        loop.close()
+        check = r.subscribe("news")  # (a reader that is still there)
+        assert check.get_message(timeout=1)["type"] == "subscribe"  # type: ignore[index]
+        assert p.execute("PUBLISH", "news", "m1") == 0  # (no subscriber on the primary)
+        p.execute("XADD", "s", "2-1", "f", "v")
+        assert wait_for(lambda: check.get_message(timeout=0.1))["data"] == b"m1"
+        p.execute("XADD", "s", "3-1", "f", "v")  # after both were delivered
+        wait_for(lambda: synced(primary, r))
+        assert r.execute("XLEN", "s") == 3
+        check.close()
 
 
 def test_a_wrong_masterauth_is_logged_and_retried(tmp_path: Path, caplog) -> None:  # type: ignore[no-untyped-def]

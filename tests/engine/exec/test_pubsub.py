@@ -1,9 +1,11 @@
 """The Pub/Sub registry (engine.exec.pubsub): subscriptions by channel and pattern, delivery
 order and counts, live channels only, the confirmations' shapes, the subscribed-context rule and
-line, and the embedded Subscription (confirmations and messages as redis-py's dicts, close)."""
+line, and the embedded Subscription (confirmations and messages as redis-py's dicts, close; a
+`wake` that raises is logged, never raised into the publishing thread)."""
 
 from __future__ import annotations
 
+import logging
 from types import SimpleNamespace
 
 import pytest
@@ -153,6 +155,28 @@ def test_embedded_subscription_reads_confirmations_then_messages() -> None:
     assert engine.execute("PUBSUB", "NUMPAT") == 0
     with pytest.raises(ValueError):
         sub.subscribe("again")
+
+
+def test_a_wake_that_raises_stays_with_its_subscription(caplog: pytest.LogCaptureFixture
+                                                       ) -> None:
+    """A Subscription's `wake` is its reader's code, run by whatever thread publishes (a
+    replica's follower, the expiry timer's keyspace events). One that raises (an event loop
+    that closed) is logged: the PUBLISH is answered, the other subscribers get the message,
+    and so does the failing one's queue."""
+    engine = Engine()
+    failing, other = engine.subscribe("news"), engine.subscribe("news")
+    for sub in (failing, other):
+        assert sub.get_message()["type"] == "subscribe"  # type: ignore[index]
+
+    def wake() -> None:
+        raise RuntimeError("Event loop is closed")
+
+    failing.wake = wake
+    with caplog.at_level(logging.ERROR, logger="streamkeep.engine"):
+        assert engine.execute("PUBLISH", "news", "m") == 2
+    assert other.get_message()["data"] == b"m"  # type: ignore[index]
+    assert failing.get_message()["data"] == b"m"  # type: ignore[index]
+    assert sum("wake-up failed" in r.getMessage() for r in caplog.records) == 1
 
 
 def test_shard_channels_are_a_space_of_their_own() -> None:

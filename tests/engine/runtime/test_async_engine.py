@@ -8,12 +8,15 @@ Wait's `orphan`, the entry in the PEL; a cancel before any write ends the wait; 
 every wait; `run_many` puts a failed command's ReplyError in its place and runs the others;
 `durable(lsn)` under `appendfsync always` returns once the group commit fsynced the record
 (the loop ticking meanwhile); the Pub/Sub channel gets a message published from another
-thread.
+thread. A write whose event loop closed before the group commit fsynced its record is dropped
+without touching that thread (which goes on serving every other caller), as are a served read
+and a published message whose loop has closed.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 import threading
 from collections.abc import Awaitable, Iterator
 from pathlib import Path
@@ -195,6 +198,65 @@ def test_durable_waits_for_the_group_commit(tmp_path: Path) -> None:
                 assert reply == "OK" and journal.synced_lsn >= lsn
 
         run(main())
+
+
+def test_a_write_whose_loop_closed_before_its_fsync_leaves_the_group_commit_running(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """getting-started/asyncio.md's queue example, made certain: under `always` a write's
+    reply waits for the group commit's callback, and the program's loop closed first (a task
+    cancelled at the end of asyncio.run). The callback finds the loop closed and drops the
+    reply: the group-commit thread is not touched, and a plain write afterwards is fsynced
+    and answered, not refused with MISCONF."""
+    before = set(threading.enumerate())
+    with Engine.open(str(tmp_path / "d"), appendfsync="always") as engine:
+        journal = engine.journal
+        assert journal is not None
+        (commit,) = [t for t in threading.enumerate()
+                     if t not in before and t.name == "aof-group-commit"]
+
+        async def write() -> Any:
+            return EngineAsyncBackend(engine).start(("XADD", "s", "*", "f", "v"))
+
+        loop = asyncio.new_event_loop()
+        with caplog.at_level(logging.ERROR, logger="streamkeep.aof"):
+            with engine.lock:  # the group commit writes the record under it: not before...
+                wait = loop.run_until_complete(write())
+                assert type(wait) is Wait and not wait.awaitable.done()
+                loop.close()  # ...the loop is gone
+            for n in range(3):  # rounds after the callback into the closed loop
+                assert engine.execute("XADD", "s", "*", "n", str(n))
+        assert commit.is_alive()
+        assert journal.error is None and journal.synced_lsn == journal.lsn
+        assert engine.execute("XLEN", "s") == 4
+        assert not caplog.records, "the closed loop's write reached the commit thread"
+
+
+def test_a_read_and_a_message_for_a_closed_loop_are_dropped_not_raised(engine: Engine) -> None:
+    """A blocked read and a Pub/Sub channel left in a loop that closed: the write that serves
+    the read and the PUBLISH that reaches the channel (from any thread) find the loop closed,
+    drop what they would have handed it, and go on."""
+    async def abandon() -> Any:
+        backend = EngineAsyncBackend(engine)
+        wait = backend.start(("XREAD", "BLOCK", "0", "STREAMS", "s", "$"))
+        channel = backend.pubsub_channel()
+        await channel.run((b"SUBSCRIBE", b"news"))
+        return wait
+
+    loop = asyncio.new_event_loop()
+    wait = loop.run_until_complete(abandon())
+    loop.close()  # (the program stopped its loop with the read and the channel open)
+    assert type(wait) is Wait
+    replies: list[Any] = []
+
+    def writer() -> None:
+        replies.append(engine.execute("XADD", "s", "1-1", "f", "v"))
+        replies.append(engine.execute("PUBLISH", "news", "m"))
+
+    thread = threading.Thread(target=writer)
+    thread.start()
+    thread.join(GUARD)
+    assert replies == [b"1-1", 1]
+    assert _blocked_clients(engine) == 0 and engine.execute("XLEN", "s") == 1
 
 
 def test_pubsub_channel_gets_a_message_published_from_another_thread(engine: Engine) -> None:

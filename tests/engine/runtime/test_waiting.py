@@ -4,12 +4,16 @@ A blocked XREAD/XREADGROUP is a Waiter: cancelled (timeout, closed connection) o
 still waits, served first come first served by the write that makes its key ready, re-run
 through the one command path, and counted as one call when its wait ends, with all its runs'
 time. The blocking semantics themselves (what a served read returns) are in
-tests/engine/exec/test_blocking.py and the differential suite.
+tests/engine/exec/test_blocking.py and the differential suite. A waiter's `notify` that raises
+is logged, never raised into the writer: the write is answered and the other waiters served.
 """
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
+
+import pytest
 
 from streamkeep import Engine, Session
 from streamkeep.engine.exec.blocking import Waiter
@@ -38,6 +42,27 @@ def test_a_cancelled_wait_is_one_call_and_a_served_one_cannot_be_cancelled() -> 
     engine.execute("XADD", "s", "*", "f", "v")
     assert served.done and not engine.waiting.cancel(served, NULL_ARRAY)
     assert counters.calls == 2  # the served one counted once, when it was served
+
+
+def test_a_notify_that_raises_fails_neither_the_write_nor_the_other_waiters(
+        caplog: pytest.LogCaptureFixture) -> None:
+    """A waiter's `notify` is its owner's code, run by the thread that wrote (a caller's, a
+    replica's follower, the expiry timer). One that raises (its event loop has closed) is
+    logged: the write is answered and the waiter after it is served in the same pass."""
+    engine = Engine()
+    read = (b"XREAD", b"BLOCK", b"0", b"STREAMS", b"s", b"$")
+
+    def fails(_waiter: Waiter) -> None:
+        raise RuntimeError("Event loop is closed")
+
+    first, _lsn = engine.submit(Session(), read, None, fails)
+    second = _blocked(engine, read)
+    assert type(first) is Waiter
+    with caplog.at_level(logging.ERROR, logger="streamkeep.engine"):
+        assert engine.execute("XADD", "s", "1-1", "f", "v") == b"1-1"
+    assert first.done and second.done and engine.blocked_clients() == 0
+    assert to_plain(second.result)[0][1][0][0] == b"1-1"
+    assert sum("notify failed" in r.getMessage() for r in caplog.records) == 1
 
 
 def test_waiters_are_served_first_come_first_served_once_each() -> None:

@@ -1,11 +1,16 @@
-"""The embedded engine's active expiry timer (engine.services.expiry_timer)."""
+"""The embedded engine's active expiry timer (engine.services.expiry_timer). A cycle runs
+callers' code (record sinks, subscribers, served readers): one that raises ends its cycle,
+logged, and the next cycle runs."""
 
 from __future__ import annotations
 
+import logging
 import time
 from pathlib import Path
 
-from streamkeep import Engine
+import pytest
+
+from streamkeep import Engine, Record
 from tests.support.aof_inspect_data import records
 
 
@@ -66,3 +71,33 @@ def test_a_replica_timer_deletes_nothing(tmp_path: Path) -> None:
         assert wait_for(lambda: timer.cycles >= start + 3)
         db.read_only = None
         assert db.strings[0] == {b"k": b"v"}  # still held: a replica waits for its primary's DEL
+
+
+def test_a_sink_that_raises_ends_its_cycle_not_the_timer(tmp_path: Path,
+                                                       caplog: pytest.LogCaptureFixture) -> None:
+    """A record sink (a caller's) raises on the first DEL the timer commits: that cycle ends
+    there, logged, and a later cycle deletes the key that expires after it."""
+    now = [1_000]
+    failed: list[Record] = []
+
+    def sink(record: Record) -> None:
+        if record.effects[0][0] == b"DEL" and not failed:
+            failed.append(record)
+            raise RuntimeError("the caller's sink")
+
+    with Engine.open(str(tmp_path), clock=lambda: now[0]) as db:
+        db.add_sink(sink)
+        db.execute("SET", "first", "v", "PX", "50")
+        db.execute("SET", "later", "v", "PX", "100")
+        timer = db.expiry_timer
+        assert timer is not None
+        with caplog.at_level(logging.ERROR, logger="streamkeep.engine"):
+            now[0] += 51  # nothing names the keys again: only the timer deletes them
+            assert wait_for(lambda: db.execute("DBSIZE") == 1)
+            assert len(failed) == 1
+            now[0] += 50
+            assert wait_for(lambda: db.execute("DBSIZE") == 0), "the timer stopped"
+        assert timer.thread.is_alive()
+        assert any("expiry cycle failed" in r.getMessage() for r in caplog.records)
+    deleted = [e[1:] for *_, effects in records(str(tmp_path)) for e in effects if e[0] == b"DEL"]
+    assert deleted == [[b"first"], [b"later"]]

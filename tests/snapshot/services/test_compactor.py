@@ -12,6 +12,9 @@
   it fires exactly when the AOF written since the snapshot reaches
   max(min-size, percentage% of the snapshot), so 400 compacts later than 100.
 * After close(), compact() is refused; close() while a build runs is not an error.
+* A trigger whose compaction cannot start (no thread can be started) is a failed compaction,
+  not the writing thread's error: under `always` it fires on the group-commit thread, which
+  goes on, and the journal keeps taking writes; the next compaction runs.
 * The build child is in a session of its own (a terminal's Ctrl-C reaches the engine's process
   alone, which stops the child), and dies with that process (SIGKILLed: no child left).
 
@@ -26,6 +29,7 @@ import os
 import random
 import threading
 import time
+import types
 import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -37,6 +41,7 @@ from streamkeep.aof.manifest import segment_file, snapshot_file
 from streamkeep.engine.model import packed_node
 from streamkeep.snapshot import layout
 from streamkeep.snapshot.reader import Snapshot
+from streamkeep.snapshot.services import compactor as compactor_mod
 from streamkeep.snapshot.services.compactor import CompactionError
 from tests.support import v3_snapshot as v3
 from tests.support.aof_workload import FakeClock, reference
@@ -396,6 +401,44 @@ def test_compact_after_close_is_refused_and_close_during_a_build_is_not_an_error
         engine.compact(wait=True)
     with pytest.raises(ValueError, match="data directory"):
         Engine().compact()
+
+
+class _NoThreads:
+    """What `threading.Thread` is once the process can start no more threads."""
+
+    def __init__(self, *args: object, **kwargs: object) -> None:
+        pass
+
+    def start(self) -> None:
+        raise RuntimeError("can't start new thread")
+
+
+def test_a_trigger_whose_compaction_cannot_start_fails_no_write(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The auto trigger fires on the thread that wrote the record: under `always` the
+    group-commit thread. A compaction that cannot start there is a failed compaction (INFO's
+    status, the trigger re-armed), not that thread's error: the writes go on, and once threads
+    can be started again the next compaction runs."""
+    before = set(threading.enumerate())
+    with Engine.open(str(tmp_path / "d"), appendfsync="always",
+                     auto_aof_rewrite_min_size=4096) as engine:
+        journal, compactor = engine.journal, engine.datadir.compactor
+        (commit,) = [t for t in threading.enumerate()
+                     if t not in before and t.name == "aof-group-commit"]
+        monkeypatch.setattr(compactor_mod, "threading", types.SimpleNamespace(Thread=_NoThreads))
+        writes = 0
+        while compactor.last_status == "ok":  # until the trigger fired
+            engine.execute("XADD", "s", "*", "f", "v" * 100)
+            writes += 1
+            assert writes < 1000, "the trigger never fired"
+        monkeypatch.undo()
+        assert compactor.job is None and "can't start new thread" in str(compactor.last_error)
+        assert journal.rewrite_at > journal.aof_bytes  # re-armed: not on every write now
+        assert commit.is_alive() and journal.error is None and not journal.fsync_failed
+        engine.execute("XADD", "s", "*", "f", "after")
+        assert engine.execute("XLEN", "s") == writes + 1
+        assert engine.compact(wait=True) is not None
+        assert compactor.last_status == "ok"
 
 
 def test_the_build_child_is_in_a_session_of_its_own(tmp_path: Path) -> None:
