@@ -772,7 +772,7 @@ _PARAMS: list[Param] = [
     # Redis's save points: checked and kept as Redis does, but no snapshot is taken at one
     # (every write is in the AOF already; snapshots compact it on auto-aof-rewrite-*).
     Param("save", "save", "", multi_arg=True,
-          summary="Redis's save points (`<seconds> <changes>` pairs; `\"\"`: none): checked, "
+          summary="Redis's save points (pairs of seconds and changes; `\"\"`: none): checked, "
                   "shown and rewritten as in Redis, but no snapshot is taken at one: every "
                   "write is in the AOF, snapshots follow its size (auto-aof-rewrite-*)"),
     # The server reads both (its idle-client check, each new connection): no hook needed.
