@@ -101,7 +101,8 @@ def effect_vocabulary_markdown() -> str:
 
 _KINDS = {"int": "integer", "memory": "memory", "bool": "yes/no", "enum": "enum",
           "string": "string", "words": "words", "obuf": "class hard soft seconds",
-          "percentiles": "numbers", "octal": "octal mode"}
+          "percentiles": "numbers", "octal": "octal mode",
+          "save": "seconds changes ..."}
 _UNITS = ((1 << 30, "gb"), (1 << 20, "mb"), (1 << 10, "kb"))
 
 

@@ -240,6 +240,72 @@ def _parse_percentiles(value: Any) -> tuple[float, ...]:
     return tuple(out)
 
 
+# --- save -------------------------------------------------------------------------------------
+# Redis's save points, `<seconds> <changes>` pairs. streamkeep takes no snapshot at a save point
+# (the AOF makes every write durable; snapshots compact it on auto-aof-rewrite-*), so the value
+# is only checked as Redis checks it, kept, shown and rewritten.
+
+BAD_SAVE = "Invalid save parameters"
+_STRTOLL = re.compile(r"[ \t\n\v\f\r]*([+-]?[0-9]+)", re.ASCII)
+INT_MIN = -INT_MAX - 1
+
+
+def _strtoll_whole(text: str) -> int | None:
+    """strtoll(text, &end, 10) with *end == '\\0' required: leading blanks and a sign allowed,
+    "" reads as 0, out-of-range values clamp to LLONG_MIN/LLONG_MAX; None otherwise."""
+    if text == "":
+        return 0
+    m = _STRTOLL.fullmatch(text)
+    if m is None:
+        return None
+    return max(-LLONG_MAX - 1, min(LLONG_MAX, int(m.group(1))))
+
+
+def _save_args(value: Any) -> list[str] | None:
+    """The arguments Redis's save setter gets: a config file line's (a list: one non-empty
+    argument is split as sdssplitargs splits it) or CONFIG SET's value (split at each space,
+    so that "1  1" has an empty argument). None for the one `""` argument (no save points)."""
+    if isinstance(value, list | tuple):
+        args = [_text(v) for v in value]
+        if len(args) == 1 and args[0]:
+            args = _split_args(args[0]) or []  # unbalanced quotes: no arguments, as in Redis
+    else:
+        text = _text(value)
+        args = text.split(" ") if text else []
+    return None if args == [""] else args
+
+
+def _parse_save(value: Any) -> str:
+    """Save points as CONFIG GET prints them ("3600 1 300 100"; "" for none): an even number
+    of arguments, each seconds >= 1 and each changes >= 0 as strtoll reads them; the changes
+    kept as the C int Redis stores them in (wrapped), the seconds clamped to a long long."""
+    args = _save_args(value) or []
+    if len(args) % 2:
+        raise ValueError(BAD_SAVE)
+    numbers = [_strtoll_whole(a) for a in args]
+    pairs = []
+    for seconds, changes in zip(numbers[0::2], numbers[1::2], strict=True):
+        if seconds is None or changes is None or seconds < 1 or changes < 0:
+            raise ValueError(BAD_SAVE)
+        changes = (changes - INT_MIN) % (1 << 32) + INT_MIN
+        pairs.append(f"{seconds} {changes}")
+    return " ".join(pairs)
+
+
+def _save_line(previous: str, args: list[str], parsed: str) -> str:
+    """A config file's `save` lines add up, as in Redis: each adds its save points to the
+    earlier lines' (`save` alone adds none); `save ""` clears them."""
+    if _save_args(args) is None:
+        return ""
+    return " ".join(p for p in (previous, parsed) if p)
+
+
+def save_points(value: str) -> list[tuple[int, int]]:
+    """A canonical save value's (seconds, changes) pairs."""
+    numbers = [int(n) for n in value.split()]
+    return list(zip(numbers[0::2], numbers[1::2], strict=True))
+
+
 # --- client-output-buffer-limit ---------------------------------------------------------------
 
 OBUF_CLASSES = ("normal", "replica", "pubsub")
@@ -311,8 +377,8 @@ Hook = Callable[["EngineState"], None]
 @dataclass(frozen=True, slots=True, eq=False)
 class Param:
     """One setting. `kind`: int, memory, bool, enum, string, words, obuf (client-output-
-    buffer-limit), events (notify-keyspace-events: class letters, stored as their bits) or
-    octal (unixsocketperm: a file mode)."""
+    buffer-limit), events (notify-keyspace-events: class letters, stored as their bits),
+    octal (unixsocketperm: a file mode) or save (save points: seconds and changes pairs)."""
 
     name: str
     kind: str
@@ -354,7 +420,9 @@ class Param:
                 raise ValueError(BAD_CLASS)
         elif kind == "octal":  # unixsocketperm: a file mode, as strtol(value, 8) reads it
             parsed = _parse_octal(value, self.lo, self.hi)
-        elif kind == "words":  # bind, save: space-separated words
+        elif kind == "save":  # save points: "<seconds> <changes> ..."
+            parsed = _parse_save(value)
+        elif kind == "words":  # bind, replicaof: space-separated words
             words = [_text(v) for v in value] if isinstance(value, list | tuple) else \
                 _text(value).split()
             parsed = " ".join(w for w in words if w)
@@ -399,6 +467,9 @@ class Param:
             return [(f"{name} {value or chr(34) * 2}", value != default)]
         if self.kind == "percentiles":
             return [(f"{name} {self.format(value) or chr(34) * 2}", value != default)]
+        if self.kind == "save":  # one line per save point, or `save ""`: always written
+            return [(f"{name} {s} {c}", True) for s, c in save_points(value)] or \
+                [(f"{name} {chr(34) * 2}", True)]
         return [(f"{name} {self.format(value)}", value != default)]
 
 
@@ -698,10 +769,12 @@ _PARAMS: list[Param] = [
     Param("databases", "int", 16, mutable=False, lo=1, hi=INT_MAX,
           check=_must_be(16, "streamkeep serves 16 databases"),
           summary="number of databases: always 16"),
-    Param("save", "words", "", mutable=False, multi_arg=True,
-          check=_must_be("", "streamkeep compacts by AOF size (auto-aof-rewrite-*), "
-                             "not at save points"),
-          summary="always empty: snapshots follow the AOF's size (auto-aof-rewrite-*)"),
+    # Redis's save points: checked and kept as Redis does, but no snapshot is taken at one
+    # (every write is in the AOF already; snapshots compact it on auto-aof-rewrite-*).
+    Param("save", "save", "", multi_arg=True,
+          summary="Redis's save points (pairs of seconds and changes; `\"\"`: none): checked, "
+                  "shown and rewritten as in Redis, but no snapshot is taken at one: every "
+                  "write is in the AOF, snapshots follow its size (auto-aof-rewrite-*)"),
     # The server reads both (its idle-client check, each new connection): no hook needed.
     # maxclients's hook is the server's (it raises the open-files limit or refuses).
     Param("timeout", "int", 0, hi=INT_MAX,
@@ -960,9 +1033,12 @@ def parse_config_text(text: str, path: str = "<config>") -> dict[str, Any]:
             raise _fatal(linenum, line, "wrong number of arguments", path)
         value: Any = argv[1] if not param.multi_arg else argv[1:]
         try:
-            settings[param.name] = param.parse(value, settings.get(param.name))
+            parsed = param.parse(value, settings.get(param.name))
         except ValueError as err:
             raise _fatal(linenum, line, str(err), path) from None
+        if param.kind == "save":
+            parsed = _save_line(settings.get(param.name, ""), argv[1:], parsed)
+        settings[param.name] = parsed
     return settings
 
 
@@ -1030,8 +1106,6 @@ def rewrite_config_text(old: str, engine: EngineState) -> str:
         rewritten = param.rewrite_lines(value)
         if param.name == "dir":
             rewritten = [(f"dir {config_repr(str(value))}", True)]
-        elif param.name == "save":
-            rewritten = [('save ""', True)]
         for text, force in rewritten:
             if slots:
                 lines[slots.pop(0)] = text

@@ -33,11 +33,16 @@ from streamkeep.engine.services.queue import (
     Argv,
     Consumer,
     DeadLetter,
+    DeadLetterRef,
     Entry,
     Message,
+    MessageRef,
     QueueError,
     StreamQueue,
     group_error,
+    mark_done,
+    message_id,
+    named_messages,
     plain_entries,
 )
 from streamkeep.engine.wire.errors import ReplyError
@@ -189,6 +194,10 @@ class AsyncMessage:
         await self.queue.extend(self.id, seconds)
 
 
+# What names a message to AsyncStreamQueue's ack(), nack() and extend().
+AsyncMessageRef = AsyncMessage | MessageRef
+
+
 class AsyncStreamQueue:
     """StreamQueue's work queue with awaitable methods (same arguments, same guarantees, same
     dead-letter rules). `client`: an Engine (in this process), an AsyncRedis (`Engine.aredis()`,
@@ -252,18 +261,30 @@ class AsyncStreamQueue:
         inner = self.inner if not self._to_create else await self._ready()
         return self._messages(await inner.aget(count, block))
 
-    async def ack(self, *ids: bytes) -> int:
+    async def ack(self, *messages: AsyncMessageRef | Sequence[AsyncMessageRef]) -> int:
+        """As StreamQueue.ack: each argument a message (from get()) or its ID, or a list of
+        those (`await q.ack(msg)`, `await q.ack(batch)`); how many were pending."""
+        refs = [_plain(r) for r in named_messages(messages)]
+        if not refs:
+            return 0
         inner = self.inner if not self._to_create else await self._ready()
-        reply = self._begin(inner.ack_argv(ids))
-        return reply if type(reply) is not Wait else await self._finish(reply)  # type: ignore[no-any-return]
+        reply = self._begin(inner.ack_argv([message_id(r) for r in refs]))
+        count = reply if type(reply) is not Wait else await self._finish(reply)
+        mark_done(refs)
+        return count  # type: ignore[no-any-return]
 
-    async def nack(self, sid: bytes, counted: bool = True) -> int:
+    async def nack(self, message: AsyncMessageRef, counted: bool = True) -> int:
+        """As StreamQueue.nack: a message or its ID released (never dead-lettered now)."""
         inner = await self._ready()
-        return await inner.acall(inner.nack_argv(sid, counted))  # type: ignore[no-any-return]
+        ref = _plain(message)
+        count = await inner.acall(inner.nack_argv(message_id(ref), counted))
+        mark_done((ref,))
+        return count  # type: ignore[no-any-return]
 
-    async def extend(self, sid: bytes, seconds: float | None = None) -> None:
+    async def extend(self, message: AsyncMessageRef, seconds: float | None = None) -> None:
+        """As StreamQueue.extend: a message or its ID."""
         inner = await self._ready()
-        await inner.acall(inner.extend_argv(sid, seconds))
+        await inner.acall(inner.extend_argv(message_id(_plain(message)), seconds))
 
     @asynccontextmanager
     async def process(self, block: float | None = None) -> AsyncIterator[AsyncMessage | None]:
@@ -308,14 +329,20 @@ class AsyncStreamQueue:
         inner = await self._ready()
         return StreamQueue.letters(await inner.acall(inner.dead_argv(count)))
 
-    async def requeue_dead(self, ids: Sequence[bytes]) -> list[bytes]:
-        return await (await self._ready()).arequeue_dead(ids)
+    async def requeue_dead(self, letters: Sequence[DeadLetterRef]) -> list[bytes]:
+        """As StreamQueue.requeue_dead: DeadLetters from dead(), or their IDs."""
+        return await (await self._ready()).arequeue_dead(letters)
 
     async def sweep(self) -> int:
         return await (await self._ready()).asweep()
 
     async def stats(self) -> dict[str, Any]:
         return await self.inner.astats()
+
+
+def _plain(ref: Any) -> Any:
+    """An AsyncMessage as the Message it holds; anything else as it is."""
+    return ref.message if type(ref) is AsyncMessage else ref
 
 
 def _aredis(client: Any) -> AsyncRedis:

@@ -484,7 +484,55 @@ class DeadLetter:
     pairs: tuple[tuple[bytes, bytes], ...]  # the original fields in order (repeats kept)
 
 
+# What names a message to ack(), nack() and extend(): the message itself, or its ID; a dead
+# letter to requeue_dead(): the DeadLetter, or its ID in the dead-letter stream.
+MessageRef = Message | bytes | str
+DeadLetterRef = DeadLetter | bytes | str
+
 TIMED_OUT = "not acknowledged within the visibility timeout (its consumer stopped or was slow)"
+
+
+def named_messages(args: Iterable[Any]) -> list[Any]:
+    """ack()'s arguments, flattened: each a message or its ID, or a list or tuple of those
+    (a batch from get())."""
+    out: list[Any] = []
+    for arg in args:
+        if isinstance(arg, list | tuple):
+            out.extend(arg)
+        else:
+            out.append(arg)
+    return out
+
+
+def message_id(ref: Any) -> bytes:
+    """The ID a message reference names: a Message's own, or an ID given as bytes or str.
+    QueueError for anything else (a DeadLetter's ID is the dead-letter stream's, not the
+    queue's: requeue_dead takes it)."""
+    if type(ref) is Message:
+        return ref.id  # type: ignore[no-any-return]
+    if isinstance(ref, bytes | bytearray | memoryview | str):
+        return _b(ref)
+    if isinstance(ref, DeadLetter):
+        raise QueueError(f"dead letter {ref.id.decode()} is not on the queue: requeue_dead() "
+                         "puts it back")
+    raise QueueError(f"a message or its ID (bytes or str), not {type(ref).__name__}")
+
+
+def letter_id(ref: Any) -> bytes:
+    """The ID in the dead-letter stream a requeue_dead() argument names: a DeadLetter's, or
+    an ID given as bytes or str."""
+    if isinstance(ref, DeadLetter):
+        return ref.id
+    if isinstance(ref, bytes | bytearray | memoryview | str):
+        return _b(ref)
+    raise QueueError(f"a dead letter or its ID (bytes or str), not {type(ref).__name__}")
+
+
+def mark_done(refs: Iterable[Any]) -> None:
+    """The messages among `refs` settled: process() and consume() leave them alone."""
+    for ref in refs:
+        if type(ref) is Message:
+            ref.done = True
 
 
 class StreamQueue:
@@ -737,18 +785,31 @@ class StreamQueue:
         raise QueueError(f"could not dead-letter {sid.decode()}: the queue kept changing; "
                          "it stays pending and is tried again after its visibility timeout")
 
-    def ack(self, *ids: bytes) -> int:
-        """Acknowledge messages by ID; how many were pending."""
-        return self._call(self.ack_argv(ids))  # type: ignore[no-any-return]
+    def ack(self, *messages: MessageRef | Sequence[MessageRef]) -> int:
+        """Acknowledge messages, each given as the message (from get()) or its ID, or as a
+        list of those: `q.ack(msg)`, `q.ack(*batch)`, `q.ack(batch)`, `q.ack(b"1-0")`; how
+        many were pending (none given: 0). A message given is settled: process() and
+        consume() leave it alone."""
+        refs = named_messages(messages)
+        if not refs:
+            return 0
+        count = self._call(self.ack_argv([message_id(r) for r in refs]))
+        mark_done(refs)
+        return count  # type: ignore[no-any-return]
 
-    def nack(self, sid: bytes, counted: bool = True) -> int:
-        """Release a message: deliverable again at once (XNACK FAIL, or SILENT: uncounted)."""
-        return self._call(self.nack_argv(sid, counted))  # type: ignore[no-any-return]
+    def nack(self, message: MessageRef, counted: bool = True) -> int:
+        """Release a message (or the message with this ID): deliverable again at once (XNACK
+        FAIL, or SILENT: uncounted). Unlike `msg.nack()`, never dead-letters it now: a
+        message past its last delivery allowed is dead-lettered by the next get()."""
+        count = self._call(self.nack_argv(message_id(message), counted))
+        mark_done((message,))
+        return count  # type: ignore[no-any-return]
 
-    def extend(self, sid: bytes, seconds: float | None = None) -> None:
-        """The entry becomes reclaimable `seconds` from now: its idle time is set to the
-        visibility timeout minus that (XCLAIM ... IDLE, JUSTID: the count does not move)."""
-        self._call(self.extend_argv(sid, seconds))
+    def extend(self, message: MessageRef, seconds: float | None = None) -> None:
+        """The message (or the entry with this ID) becomes reclaimable `seconds` from now:
+        its idle time is set to the visibility timeout minus that (XCLAIM ... IDLE, JUSTID:
+        the count does not move)."""
+        self._call(self.extend_argv(message_id(message), seconds))
 
     def extend_argv(self, sid: bytes, seconds: float | None) -> Argv:
         keep = self.visibility_ms if seconds is None else int(seconds * 1000)
@@ -832,15 +893,15 @@ class StreamQueue:
                                   head.get(b"error", b""), dict(pairs), pairs))
         return out
 
-    def requeue_dead(self, ids: Sequence[bytes]) -> list[bytes]:
-        """Put dead-lettered messages back on the queue (their original fields, as new
-        messages) and remove them from the dead-letter stream, in one transaction; WATCHed,
-        so two processes requeuing the same letter cannot both put it back (the second
-        finds it gone: QueueError)."""
-        return _now(self.arequeue_dead(ids))  # type: ignore[no-any-return]
+    def requeue_dead(self, letters: Sequence[DeadLetterRef]) -> list[bytes]:
+        """Put dead-lettered messages (DeadLetters from dead(), or their IDs) back on the
+        queue (their original fields, as new messages) and remove them from the dead-letter
+        stream, in one transaction; WATCHed, so two processes requeuing the same letter
+        cannot both put it back (the second finds it gone: QueueError). The new IDs."""
+        return _now(self.arequeue_dead(letters))  # type: ignore[no-any-return]
 
-    async def arequeue_dead(self, ids: Sequence[bytes]) -> list[bytes]:
-        wanted = [_b(i) for i in ids]
+    async def arequeue_dead(self, letters: Sequence[DeadLetterRef]) -> list[bytes]:
+        wanted = [letter_id(i) for i in named_messages((letters,))]
         if not wanted:
             return []
         missing: list[bytes] = []

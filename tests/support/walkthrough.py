@@ -1,5 +1,6 @@
 """A new user's walk through documentation pages (tests/docs/test_walkthrough.py): on a fresh
-copy of the repository, each page's ```sh and ```python blocks in order, as written, in the
+copy of the repository (what a clone has: not what a reader's own run of the examples left in
+the checkout), each page's ```sh and ```python blocks in order, as written, in the
 copy's directory, the servers they start left running for the pages after (as a user leaves
 `make run` running in another shell). A block right after `<!-- no-test: REASON -->` is left
 out, as everywhere (tests/support/doc_examples.py).
@@ -242,13 +243,23 @@ class Walkthrough:
             stop_servers(argv[argv.index(b"--dir") + 1].decode())
 
 
-def copy_checkout(dest: Path) -> None:
-    """The files a fresh clone has (those git tracks, and new ones it does not ignore)."""
-    listed = subprocess.run(["git", "ls-files", "-z", "--cached", "--others",
-                             "--exclude-standard"], cwd=ROOT, capture_output=True, check=True)
-    for name in listed.stdout.decode().split("\0"):
-        source = ROOT / name
-        if name and source.is_file():
+def copy_checkout(dest: Path, root: Path = ROOT) -> None:
+    """The files a fresh clone has: those git tracks, and new ones it does not ignore inside a
+    directory it tracks (a module not added yet). Nothing untracked at the top: what a
+    reader's run of the examples leaves there (./embedded-data, a report, a script) is no
+    part of a clone, and would meet the pages' examples again (a group that exists)."""
+    def listed(*options: str) -> list[str]:
+        done = subprocess.run(["git", "ls-files", "-z", *options], cwd=root,
+                              capture_output=True, check=True)
+        return [name for name in done.stdout.decode().split("\0") if name]
+
+    tracked = listed("--cached")
+    tracked_dirs = {name.split("/")[0] for name in tracked if "/" in name}
+    new = [name for name in listed("--others", "--exclude-standard")
+           if name.split("/")[0] in tracked_dirs and "/" in name]
+    for name in tracked + new:
+        source = root / name
+        if source.is_file():
             target = dest / name
             target.parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(source, target)

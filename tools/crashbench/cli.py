@@ -23,6 +23,7 @@ from typing import Any
 EXIT_OK, EXIT_VIOLATED, EXIT_USAGE = 0, 1, 3
 POLICIES = ("always", "everysec", "no")
 MODES = ("exhaustive", "random", "sigkill", "ioerror")
+TARGETS = ("streamkeep", "redis-server")  # sigkill mode's servers
 
 HELP = "crash-recovery test bench: crash, recover, check invariants, report"
 DESCRIPTION = """\
@@ -110,7 +111,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "sets, hashes with field TTLs, sets and FCALL of a loaded "
                              "function library; lists: a reliable job queue (LPUSH, "
                              "BLMOVE / LMOVE to a processing list, LREM)")
-    parser.add_argument("--target", default="streamkeep", choices=("streamkeep", "redis-server"),
+    parser.add_argument("--target", default="streamkeep", choices=TARGETS,
                         help="sigkill mode: the server to crash")
     parser.add_argument("--ops", type=positive_int, default=2000,
                         help="operations per recorded run (default 2000)")
@@ -226,12 +227,18 @@ def _replay(token: str, notes: list[str]) -> Any:
     parts = token.split(":")
     if parts[0] == "sigkill" and len(parts) in (5, 6):
         from streamkeep.tools.crashbench import sigkill
+        from streamkeep.tools.crashbench.runs import POLICIES, token_choice, token_number
+        from streamkeep.tools.crashbench.workloads import WORKLOADS
 
-        _kind, target, policy, seed, rounds = parts[:5]
+        target = token_choice(token, "target", parts[1], TARGETS)
+        policy = token_choice(token, "policy", parts[2], POLICIES)
+        seed = token_number(token, "seed", parts[3])
+        rounds = token_number(token, "rounds", parts[4], least=1)
+        workload = token_choice(token, "workload", parts[5], WORKLOADS) if len(parts) == 6 \
+            else "streams"
         notes.append(f"the same {rounds} rounds with seed {seed} (a process crash lands where "
                      f"the timing puts it: the rounds repeat, the exact kill instants do not)")
-        return sigkill.rows(policy, target, int(seed), int(rounds), None,
-                            workload=parts[5] if len(parts) == 6 else "streams")[0]
+        return sigkill.rows(policy, target, seed, rounds, None, workload=workload)[0]
     if parts[0] == "ioerror" and len(parts) == 8:
         from streamkeep.tools.crashbench import ioerrors
 

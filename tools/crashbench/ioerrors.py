@@ -259,18 +259,27 @@ def _token(policy: str, seed: int, ops: int, fault: Fault, after: int) -> str:
 
 
 def replay(token: str) -> Row:
-    _kind, policy, seed, ops, call, name, after, preallocate = token.split(":")
     from streamkeep.tools import temporaries
-    from streamkeep.tools.crashbench.runs import scratch_root
+    from streamkeep.tools.crashbench.runs import (
+        POLICIES,
+        scratch_root,
+        token_choice,
+        token_number,
+    )
 
+    _kind, policy, seed_text, ops_text, call, name, after_text, preallocate = token.split(":")
+    policy = token_choice(token, "policy", policy, POLICIES)
+    seed = token_number(token, "seed", seed_text)
+    ops = token_number(token, "ops", ops_text, least=1)
+    after = token_number(token, "after", after_text, least=0)
     fault = next((f for f in FAULTS if f.call == call and errno.errorcode[f.errno] == name
-                  and f.preallocate == int(preallocate)), None)
+                  and str(f.preallocate) == preallocate), None)
     if fault is None:
         raise ValueError(f"--replay {token}: no such I/O fault")
     root = scratch_root(None)
     row = Row(policy, "replay", fault.label, reached=1)
     try:
-        _point(row, os.path.join(root, "d"), policy, int(seed), int(ops), fault, int(after))
+        _point(row, os.path.join(root, "d"), policy, seed, ops, fault, after)
     finally:
         temporaries.remove(root)
     return row

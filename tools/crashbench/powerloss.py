@@ -186,11 +186,19 @@ class _Clock:
 
 @dataclass
 class Point:
-    """One crash point: the index of the cut call in the log, its kind and ordinal."""
+    """One crash point: the index of the cut call in the log, its kind (point_kind) and
+    ordinal."""
 
     index: int
     kind: str
     ordinal: int  # the N of "the N-th write"
+
+
+def point_kind(call: Call) -> str:
+    """What a crash point at `call` is named by: its kind (write, fsync, rename, dirfsync), or
+    for another call its method (close, unlink, adopt...). A replay token may name any call of
+    the log: a crash just before one of those is the disk the calls before it left."""
+    return call.kind if call.kind in KINDS else call.method
 
 
 def points(run: RecordedRun, kinds: tuple[str, ...] = KINDS) -> list[Point]:
@@ -258,7 +266,7 @@ def replay(run: RecordedRun, scratch: str, models: tuple[str, ...], chosen: set[
     src = run.directory.rstrip("/")
     cache: dict[str, tuple[str, Any, float, int]] = {}
     run.checker.hash_all()
-    counts = dict.fromkeys(KINDS, 0)
+    counts: dict[str, int] = {}  # calls so far by point_kind: the ordinals of points
 
     def path(p: str) -> str:
         return image + p[len(src):] if p.startswith(src) else p
@@ -271,15 +279,15 @@ def replay(run: RecordedRun, scratch: str, models: tuple[str, ...], chosen: set[
             # One generator per point and model: a point replays alone (--replay) with the
             # same torn bytes as in the whole run.
             rng = random.Random(f"crashbench-powerloss:{seed}:{i}:{model}")
-            yield _judge(run, fs, image, scratch, Point(i, call.kind, counts[call.kind]),
-                         model, rng, cache, _every(i, recovery_cut_every),
-                         _every(i, reopen_every))
+            kind = point_kind(call)
+            yield _judge(run, fs, image, scratch, Point(i, kind, counts[kind]), model, rng,
+                         cache, _every(i, recovery_cut_every), _every(i, reopen_every))
 
     for i, call in enumerate(run.calls):
         if i > last:
             break
-        if call.kind in counts:
-            counts[call.kind] += 1
+        kind = point_kind(call)
+        counts[kind] = counts.get(kind, 0) + 1
         # A power cut at a write leaves it in the page cache; under bit rot (a process crash,
         # then damage at rest) and at any other call, the cut call did not happen.
         if i in chosen:

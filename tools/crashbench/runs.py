@@ -4,7 +4,8 @@ workers, and their outcomes gathered into report rows.
 Owns `Config`, `powerloss_rows` (exhaustive: every crash point of one recorded run; random:
 runs of successive seeds, a random sample of each one's points, until a budget of points or
 seconds), the replay tokens (`powerloss:<policy>:<seed>:<ops>:<compact_every>:<call>:<model>`)
-and `replay_one`. Points are judged by `jobs` forked workers, each replaying the run's log up
+and `replay_one`, and the checks of every token's fields (`token_number`, `token_choice`: a bad
+one is a ValueError, the command's usage error). Points are judged by `jobs` forked workers, each replaying the run's log up
 to its share of points (contiguous slices, so no worker replays the whole log for nothing).
 Must not touch: the judging itself (powerloss, invariants), rendering (report).
 """
@@ -20,11 +21,13 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from streamkeep.engine.exec.settings import PARAMS
 from streamkeep.tools import temporaries
 from streamkeep.tools.crashbench import powerloss
 from streamkeep.tools.crashbench.report import Found, Row, timeline
 
 Progress = Callable[[str, int, int], None]  # (what, done, total)
+POLICIES: tuple[str, ...] = PARAMS["appendfsync"].choices  # a token's <policy>
 
 
 @dataclass
@@ -246,26 +249,65 @@ def _render(argv: list[bytes]) -> str:
     return text if len(text) <= 120 else text[:117] + "..."
 
 
+def token_number(token: str, name: str, text: str, least: int | None = None) -> int:
+    """A replay token's integer field `name`, at least `least`; ValueError naming the token,
+    the field and what it must be (a usage error, never a traceback)."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = None
+    if value is None or (least is not None and value < least):
+        must = "an integer" if least is None else f"an integer of at least {least}"
+        raise ValueError(f"--replay {token}: <{name}> must be {must}, not {text!r}")
+    return value
+
+
+def token_choice(token: str, name: str, text: str, choices: tuple[str, ...]) -> str:
+    """A replay token's field `name`, one of `choices`; ValueError otherwise."""
+    if text not in choices:
+        raise ValueError(f"--replay {token}: <{name}> must be one of {', '.join(choices)}, "
+                         f"not {text!r}")
+    return text
+
+
 def replay_one(token: str) -> tuple[Row, list[str]]:
     """Run the one power-loss crash point a token names; its row and what it found, in
-    words (cli dispatches the sigkill and ioerror tokens to their modes)."""
+    words (cli dispatches the sigkill and ioerror tokens to their modes). The run is
+    recorded again, and `<call>` may name any call of it: a write, fsync, rename or directory
+    fsync as the report's tokens do, or another call (a crash just before it). The engine's
+    once-a-second thread runs on the wall clock, so the new recording's calls may be shifted
+    by one of its fsyncs against the first's: the lines name the call cut. ValueError for a
+    token that is not one (a usage error)."""
+    from streamkeep.tools.crashbench.faultfs import MODELS
+    from streamkeep.tools.crashbench.workloads import WORKLOADS
+
     parts = token.split(":")
     if len(parts) not in (7, 8) or parts[0] != "powerloss":
         raise ValueError(f"--replay {token}: not a replay token (powerloss:<policy>:<seed>:"
                          f"<ops>:<compact_every>:<call>:<model>[:<workload>], ioerror:..., "
                          f"sigkill:...)")
-    _kind, policy, seed, ops, compact_every, index, model = parts[:7]
-    workload = parts[7] if len(parts) == 8 else "streams"
-    config = Config(policy, "replay", (model,), ops=int(ops), seed=int(seed), jobs=1,
-                    compact_every=int(compact_every), workload=workload)
+    policy = token_choice(token, "policy", parts[1], POLICIES)
+    seed = token_number(token, "seed", parts[2])
+    ops = token_number(token, "ops", parts[3], least=1)
+    compact_every = token_number(token, "compact_every", parts[4], least=0)
+    index = token_number(token, "call", parts[5], least=0)
+    model = token_choice(token, "model", parts[6], MODELS)
+    workload = token_choice(token, "workload", parts[7], WORKLOADS) if len(parts) == 8 \
+        else "streams"
+    config = Config(policy, "replay", (model,), ops=ops, seed=seed, jobs=1,
+                    compact_every=compact_every, workload=workload)
     root = scratch_root(None)
     row = Row(policy, mode_label("replay", workload), model, reached=1)
     lines = []
     try:
-        run = powerloss.record(os.path.join(root, "run"), int(seed), int(ops), policy,
-                               int(compact_every), workload=workload)
-        for outcome in _judge_slice(run, [int(index)], config, root):
-            _add(row, outcome, config, int(seed), run)
+        run = powerloss.record(os.path.join(root, "run"), seed, ops, policy, compact_every,
+                               workload=workload)
+        if index >= len(run.calls):
+            raise ValueError(f"--replay {token}: <call> {index} is past the run's last: its "
+                             f"{ops} operations made {len(run.calls)} file calls (0 to "
+                             f"{len(run.calls) - 1})")
+        for outcome in _judge_slice(run, [index], config, root):
+            _add(row, outcome, config, seed, run)
             lines.append(f"crash point: {outcome.point.kind} #{outcome.point.ordinal} (call "
                          f"{outcome.point.index} of {len(run.calls)}), during op "
                          f"{outcome.acked}; recovery: {outcome.recovery}; prefix "

@@ -17,7 +17,7 @@ import redis
 
 from streamkeep import Engine
 from streamkeep.engine.exec.settings import PARAMS, ConfigError
-from tests.support.diffutil import err
+from tests.support.diffutil import err, outcome
 from tests.support.resp_client import RespClient, RespError
 from tests.support.server_util import ServerHandle, connect
 
@@ -126,6 +126,34 @@ def test_config_set_errors_match_redis(redis_raw: RespClient, sk: RespClient, na
 def test_config_argument_errors_match_redis(redis_raw: RespClient, sk: RespClient,
                                             argv: tuple[str, ...]) -> None:
     assert err(sk, *argv) == err(redis_raw, *argv)
+
+
+SAVE_VALUES = ["", "3600 1 300 100 60 10000", "1 0", "3600 ", "+5 +3", "\t5 3", "007 08",
+               "1 99999999999", "1 4294967295", "99999999999999999999 1", "1 -0",
+               # refused: an odd count, an empty or blank word where a number must be, a
+               # number out of range, anything strtoll leaves unread
+               "3600", "3600 1 ", "3600  1", " 1 1", " ", "0 1", "-0 1", "1 -1", "-1 1", "abc",
+               "5 3\t", "0x10 1", "1e3 1"]
+
+
+@pytest.mark.parametrize("value", SAVE_VALUES)
+def test_config_set_save_matches_redis(redis_raw: RespClient, sk: RespClient,
+                                       value: str) -> None:
+    """Tools and test harnesses set `save` on start (`CONFIG SET save ""`): accepted with
+    Redis's syntax, its save points checked, kept and shown as Redis does (no snapshot is
+    taken at one: tests/engine/exec/test_settings.py)."""
+    engine = Engine()
+    try:
+        for target in (redis_raw, sk, engine):
+            target.execute("CONFIG", "SET", "save", "10 1")
+        theirs = outcome(redis_raw, "CONFIG", "SET", "save", value)
+        assert outcome(sk, "CONFIG", "SET", "save", value) == theirs
+        assert outcome(engine, "CONFIG", "SET", "save", value) == theirs
+        shown = redis_raw.execute("CONFIG", "GET", "save")
+        assert sk.execute("CONFIG", "GET", "save") == shown
+        assert engine.execute("CONFIG", "GET", "save") == shown
+    finally:
+        redis_raw.execute("CONFIG", "SET", "save", "")  # as the session's server started
 
 
 def test_config_get_matches_redis(redis_raw: RespClient, sk: RespClient) -> None:

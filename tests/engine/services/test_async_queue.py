@@ -228,6 +228,34 @@ def test_ack_nack_extend_and_process(target: Target) -> None:
     target.run(body)
 
 
+def test_a_message_is_acked_nacked_and_extended_as_itself(target: Target) -> None:
+    """ack(), nack() and extend() take the message from get() (or a batch of them) as well
+    as its ID; requeue_dead() takes the dead letters from dead()."""
+    async def body() -> None:
+        q = await target.queue(consumer="w1", visibility_timeout=30, max_deliveries=2)
+        a, b, c, d = [await q.put({"n": n}) for n in "abcd"]
+        first, second = await q.get(2)
+        assert await q.ack(first) == 1 and first.done
+        assert await q.ack(first) == 0  # already acknowledged
+        assert await q.nack(second) == 1 and second.done  # released, counted
+        assert [(m.id, m.deliveries) for m in await q.get(1)] == [(b, 2)]
+        batch = await q.get(2)
+        assert [m.id for m in batch] == [c, d]
+        await q.extend(batch[0], 10)
+        assert await q.ack(batch) == 2 and all(m.done for m in batch)
+        assert await q.ack() == 0
+        async with q.process() as msg:
+            assert msg is None  # b: held, its claim not timed out
+        assert await q.nack(b) == 1  # by ID: its second (last) delivery failed
+        assert await q.get(1) == []  # one more would pass max_deliveries: dead-lettered
+        assert [letter.source_id for letter in await q.dead()] == [b]
+        (again,) = await q.requeue_dead(await q.dead())
+        assert [m.id for m in await q.get(5)] == [again] and await q.dead() == []
+        assert await pending(await target.aredis()) == 1
+
+    target.run(body)
+
+
 def test_extend_keeps_a_claim_for_the_time_asked(target: Target) -> None:
     async def body() -> None:
         q = await target.queue(consumer="w1", visibility_timeout=30)

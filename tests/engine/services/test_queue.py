@@ -98,6 +98,46 @@ def test_ack_nack_extend_and_process(client: Callable[[Engine], Any]) -> None:
         raise RuntimeError
 
 
+def test_a_message_is_acked_nacked_and_extended_as_itself(
+        client: Callable[[Engine], Any]) -> None:
+    """ack(), nack() and extend() take the message from get() (or a batch of them) as well as
+    its ID; a message settled so is left alone by process() and consume()."""
+    engine = Engine()
+    q = StreamQueue(client(engine), "jobs", consumer="w1", visibility_timeout=30)
+    a, b, c, d = (q.put({"n": n}) for n in "abcd")
+    first, second = q.get(2)
+    assert q.ack(first) == 1 and first.done
+    assert q.ack(first) == 0  # already acknowledged
+    assert q.nack(second) == 1 and second.done  # released, counted
+    assert [(m.id, m.deliveries) for m in q.get(1)] == [(b, 2)]
+    batch = q.get(2)
+    assert [m.id for m in batch] == [c, d]
+    q.extend(batch[0], 10)
+    assert q.ack(batch) == 2 and all(m.done for m in batch)
+    assert q.ack(b.decode()) == 1  # an ID as str too
+    assert q.ack() == 0 and q.ack([]) == 0
+    assert engine.execute("XPENDING", "jobs", "workers")[0] == 0
+    e = q.put({"n": "e"})
+    with q.process() as msg:
+        assert msg is not None and msg.id == e
+        q.nack(msg, counted=False)  # settled by hand: process() leaves it released
+    assert [(m.id, m.deliveries) for m in q.get(1)] == [(e, 1)]
+    with pytest.raises(QueueError, match="a message or its ID"):
+        q.ack(42)  # type: ignore[arg-type]
+
+
+def test_a_dead_letter_is_requeued_as_itself(client: Callable[[Engine], Any]) -> None:
+    engine = Engine()
+    q = StreamQueue(client(engine), "jobs", consumer="w1", max_deliveries=1)
+    q.put({"n": "1"})
+    q.get()[0].nack(error="boom")
+    (letter,) = q.dead()
+    with pytest.raises(QueueError, match="requeue_dead"):
+        q.ack(letter)  # type: ignore[arg-type]  # its ID is the dead-letter stream's
+    (again,) = q.requeue_dead(q.dead())
+    assert [m.id for m in q.get(5)] == [again] and q.dead() == []
+
+
 def test_clear_errors(client: Callable[[Engine], Any]) -> None:
     engine = Engine()  # (a key of another type: only a real Redis has one; issue 17's next step)
     with pytest.raises(QueueError, match="neither an Engine nor a redis-py client"):

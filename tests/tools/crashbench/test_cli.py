@@ -74,6 +74,39 @@ def test_usage_errors(args: list[str]) -> None:
     assert "Traceback" not in proc.stderr
 
 
+@pytest.mark.parametrize(("token", "says"), [
+    ("powerloss:always:1:20:8:1:bogus", "<model> must be one of none, all,"),
+    ("powerloss:sometimes:1:20:8:1:zeros", "<policy> must be one of"),
+    ("powerloss:always:x:20:8:1:zeros", "<seed> must be an integer, not 'x'"),
+    ("powerloss:always:1:0:8:1:zeros", "<ops> must be an integer of at least 1"),
+    ("powerloss:always:1:20:-3:1:zeros", "<compact_every> must be an integer of at least 0"),
+    ("powerloss:always:1:20:8:-1:zeros", "<call> must be an integer of at least 0"),
+    ("powerloss:always:1:20:8:99999:zeros", "<call> 99999 is past the run's last"),
+    ("powerloss:always:1:20:8:1:zeros:bogus", "<workload> must be one of streams, types, lists"),
+    ("sigkill:x:always:1:2", "<target> must be one of streamkeep, redis-server"),
+    ("sigkill:streamkeep:sometimes:1:1", "<policy> must be one of"),
+    ("sigkill:streamkeep:always:1:0", "<rounds> must be an integer of at least 1"),
+    ("ioerror:always:1:x:write:ENOSPC:0:0", "<ops> must be an integer of at least 1"),
+])
+def test_a_bad_replay_token_is_a_usage_error(token: str, says: str) -> None:
+    """Exit 1 means an invariant was violated: a token that names no run, or a field out of
+    range, is a usage error (3) that says which field, never a traceback or a run of
+    something else."""
+    proc = crashbench("--replay", token)
+    assert proc.returncode == 3, proc.stdout + proc.stderr
+    assert "Traceback" not in proc.stderr and proc.stdout == ""
+    assert f"streamkeep crashbench: --replay {token}: " in proc.stderr, proc.stderr
+    assert says in proc.stderr
+
+
+def test_a_replay_token_on_any_call_replays_it() -> None:
+    """Call 0 (the data directory's lock) is no write, fsync, rename or directory fsync: the
+    replay judges a crash just before it, and exits 0 (every invariant held)."""
+    proc = crashbench("--replay", "powerloss:always:1:20:8:0:zeros")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "crash point: lock #1 (call 0 of " in proc.stdout and "1/1" in proc.stdout
+
+
 def test_help_has_examples_and_exit_codes() -> None:
     proc = crashbench("--help")
     assert proc.returncode == 0
