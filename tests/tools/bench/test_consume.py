@@ -8,7 +8,7 @@ import stat
 import sys
 from pathlib import Path
 
-from streamkeep.tools.bench import consume, nodes, registry
+from streamkeep.tools.bench import checkouts, registry
 from streamkeep.tools.bench.env import BenchEnv
 
 
@@ -31,18 +31,19 @@ def test_every_row_has_a_figure_with_a_target() -> None:
 def test_rows_run_against_the_other_checkout(tmp_path: Path) -> None:
     co = str(_checkout(tmp_path))
     with BenchEnv(300, use_redis=False, quick=True, others={"before": co}) as env:
-        for m in (consume.embedded(env), consume.queue_batch(env), consume.catchup(env)):
+        for m in (checkouts.consume_embedded(env), checkouts.consume_queue_batch(env),
+                  checkouts.consume_catchup(env)):
             assert m.rate > 0
             assert 0 < m.figures["ratio_min"] <= m.figures["ratio_max"]
-            assert m.notes[0].count("x,") == nodes.RUNS - 1, m.notes  # one ratio per run
+            assert m.notes[0].count("x,") == checkouts.RUNS - 1, m.notes  # one ratio per run
         built = env.resources["consume backlogs"]
-        assert len(built.paths) == 2  # one backlog per interpreter, built once
-        assert built.entries == consume.backlog_entries(env)
+        assert len(built) == 2  # one backlog per interpreter, built once
+        assert built.entries == checkouts.backlog_entries(env)
 
 
 def test_without_the_other_checkout_a_row_has_no_ratio() -> None:
     with BenchEnv(300, use_redis=False, quick=True) as env:
-        m = consume.embedded(env)
+        m = checkouts.consume_embedded(env)
     assert m.rate > 0 and "ratio_min" not in m.figures
     assert "no --before checkout given" in m.notes[0]
 
@@ -50,8 +51,8 @@ def test_without_the_other_checkout_a_row_has_no_ratio() -> None:
 def test_the_catchup_reads_what_it_was_asked_for(tmp_path: Path) -> None:
     """The child workloads themselves: a backlog built, then caught up on."""
     path = str(tmp_path / "data")
-    nodes.child(sys.executable, "build_backlog", 10_000, path)
-    got = nodes.child(sys.executable, "catchup", 2_000, path)
+    checkouts.child(sys.executable, "build_backlog", 10_000, path)
+    got = checkouts.child(sys.executable, "catchup", 2_000, path)
     assert got["ops"] == 2_000 and "seconds" in got
-    batch = nodes.child(sys.executable, "queue_batch", 1_000, str(tmp_path / "q"))
+    batch = checkouts.child(sys.executable, "queue_batch", 1_000, str(tmp_path / "q"))
     assert batch["ops"] == 1_000

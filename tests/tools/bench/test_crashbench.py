@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from streamkeep.tools.bench import crashbench, nodes, registry
+from streamkeep.tools.bench import checkouts, registry
 from streamkeep.tools.bench.env import BenchEnv
 
 
@@ -33,11 +33,11 @@ def test_the_row_and_its_figures_are_registered() -> None:
 
 def test_points_per_second_against_the_other_checkout(tmp_path: Path,
                                                       monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(crashbench, "QUICK_OPS", 12)
-    monkeypatch.setattr(nodes, "RUNS", 1)
+    monkeypatch.setattr(checkouts, "QUICK_CRASH_OPS", 12)
+    monkeypatch.setattr(checkouts, "RUNS", 1)
     with BenchEnv(300, use_redis=False, quick=True,
                   others={"before": str(_checkout(tmp_path))}) as env:
-        m = crashbench.exhaustive(env)
+        m = checkouts.crash_exhaustive(env)
         root = env.tmp_root
     assert m.count is not None and m.count > 12 * 9  # every model at every crash point
     assert m.rate > 0 and m.figures["wall_s"] > 0 and m.figures["cpu_ms_per_point"] > 0

@@ -14,7 +14,7 @@ import pytest
 
 from streamkeep.tools import bench
 from streamkeep.tools import main as cli
-from streamkeep.tools.bench import datatypes
+from streamkeep.tools.bench import datatypes, server
 from streamkeep.tools.bench.env import BenchEnv
 from streamkeep.tools.bench.registry import Section
 from streamkeep.tools.bench.runner import FigureResult, Result, run_benchmarks
@@ -90,19 +90,19 @@ def test_the_summary_gives_the_ratio_range_over_repeats() -> None:
     results = [Result("types", by_key["types.hset"], rate=60.0, runs=[50.0, 60.0, 40.0]),
                Result("types", by_key["types.redis_hset"], rate=100.0, runs=[100.0, 80.0, 100.0])]
     figure = next(f for f in speed.TYPES.figures if f.numerator == "types.hset")
-    table = datatypes.summary(results, [FigureResult(figure, value=0.6)])
+    table = server.section_summary(results, [FigureResult(figure, value=0.6)], "types")
     assert table is not None
     (row,) = table.rows
     assert row[1:] == ["60/s", "100/s", "0.60x", "0.40-0.75x", ">= 0.5x", "met"]
-    assert datatypes.summary(results[:1], []) is None  # no redis-server row: nothing to compare
-    assert datatypes.ratio_range([], []) is None
+    assert server.section_summary(results[:1], [], "types") is None  # no redis-server row: nothing to compare
+    assert server.ratio_range([], []) is None
 
 
 def test_a_framework_that_cannot_be_installed_is_not_available(
         monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     _no_install(monkeypatch, tmp_path)
     with pytest.raises(Skip, match=r"^arq not available: fetching or installing it failed"):
-        datatypes.FrameworkVenv("arq")
+        datatypes.FrameworkVenv("arq", datatypes.ARQ_HOW, "types")
     assert not (tmp_path / "cache" / "venvs").exists()
 
 

@@ -1,4 +1,4 @@
-"""tools/bench/lists.py, the ``lists`` section: every row (LPUSH, RPOP and LRANGE_100 at -P 16,
+"""The ``lists`` section (tools/bench/datatypes.py): every row (LPUSH, RPOP and LRANGE_100 at -P 16,
 LPUSH and RPOP at -P 1, against streamkeep serve and redis-server; RQ's no-op jobs against the
 appendfsync-always pair) and its ratio printed by a tiny run, the summary's rows, and RQ that
 cannot be installed reported as not available rather than failing the run."""
@@ -14,12 +14,11 @@ import pytest
 
 from streamkeep.tools import bench
 from streamkeep.tools import main as cli
-from streamkeep.tools.bench import lists
+from streamkeep.tools.bench import datatypes, server
 from streamkeep.tools.bench.env import BenchEnv
 from streamkeep.tools.bench.registry import Section
 from streamkeep.tools.bench.runner import FigureResult, Result, run_benchmarks
 from streamkeep.tools.bench.sections import speed
-from streamkeep.tools.bench.server import server_requests
 
 NUMBER = r"[\d,]+(?:\.\d+)?"
 RATIO = r"\d+\.\d\dx"
@@ -48,13 +47,13 @@ def test_bench_lists_section_tiny(capsys: pytest.CaptureFixture[str]) -> None:
         m = re.search(rf"  ({NUMBER})  +({NUMBER})  +({NUMBER})", row[0])
         assert m, row[0]
         ops, rate = (float(g.replace(",", "")) for g in m.groups()[:2])
-        expected = (lists.rq_jobs(500) if b.key.endswith("rq")
-                    else server_requests(500, 1 if b.key.endswith("_p1") else 16))
+        expected = (datatypes.rq_jobs(500) if b.key.endswith("rq")
+                    else server.server_requests(500, 1 if b.key.endswith("_p1") else 16))
         assert ops == expected, (b.key, row[0])
         assert rate > 0
 
     # each command's ratio against its target, then RQ's
-    for c, p in lists.ROWS:
+    for c, p in datatypes.LIST_ROWS:
         target = r"0\.5x" if p == 16 else r"0\.7x"
         assert re.search(rf"^lists +{c.name.upper()} -P {p}: streamkeep / redis-server +{RATIO} +"
                          rf">= {target} +(PASS|FAIL)$", out, re.M), (c.name, p, out)
@@ -64,7 +63,7 @@ def test_bench_lists_section_tiny(capsys: pytest.CaptureFixture[str]) -> None:
     assert re.search(r"^targets: \d+/6 PASS(, 1 not measured)?$", out, re.M), out
 
     # the summary: both rates, the ratio and its range over the (one) repeat
-    for c, p in lists.ROWS:
+    for c, p in datatypes.LIST_ROWS:
         m = re.search(rf"^{re.escape(c.label)}, redis-benchmark -c 50 -P {p} +({NUMBER})/s +"
                       rf"({NUMBER})/s +({RATIO}) +({RATIO[:-1]})-({RATIO}) +>= 0\.[57]x +"
                       r"(met|not met)$", out, re.M)
@@ -91,13 +90,13 @@ def test_the_summary_pairs_the_lists_rows() -> None:
                Result("lists", by_key["lists.redis_rq"], rate=10.0, runs=[10.0, 10.0]),
                Result("lists", by_key["lists.lpush_p1"], rate=5.0, runs=[5.0])]
     figure = next(f for f in speed.LISTS.figures if f.numerator == "lists.rq")
-    table = lists.summary(results, [FigureResult(figure, value=1.2)])
+    table = server.section_summary(results, [FigureResult(figure, value=1.2)], "lists")
     assert table is not None
     assert table.headers[0] == "lists: workload"
     (row,) = table.rows  # (LPUSH -P 1 without its redis-server row: nothing to compare)
     assert row == ["RQ no-op jobs, one worker, appendfsync always", "12/s", "10/s", "1.20x",
                    "0.90-1.20x", ">= 1x", "met"]
-    assert lists.summary(results[:1], []) is None
+    assert server.section_summary(results[:1], [], "lists") is None
 
 
 @pytest.mark.redis

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from streamkeep.tools.bench import nodes, options, registry
+from streamkeep.tools.bench import checkouts, options, registry
 from streamkeep.tools.bench.env import BenchEnv
 
 STDLIB = {"__future__", "gc", "json", "random", "sys", "time", "collections.abc", "typing"}
@@ -39,11 +39,11 @@ def test_the_other_checkouts_must_have_their_interpreter(tmp_path: Path) -> None
     co = _checkout(tmp_path)
     run = options.settings(parser.parse_args(["nodes", "--base", str(co)]))
     assert run.others == {"base": str(co)} and options.missing_checkout(run.others) is None
-    assert nodes.python_of(str(co)) == str(co / ".venv" / "bin" / "python")
+    assert checkouts.python_of(str(co)) == str(co / ".venv" / "bin" / "python")
 
 
 def test_the_child_script_uses_the_public_api_alone() -> None:
-    tree = ast.parse(Path(nodes.CHILD).read_text())
+    tree = ast.parse(Path(checkouts.CHILD).read_text())
     for node in ast.walk(tree):
         if isinstance(node, ast.ImportFrom):
             assert node.module in STDLIB or (
@@ -65,17 +65,17 @@ def test_every_row_has_a_figure() -> None:
 def test_rows_alternate_with_the_other_checkout(tmp_path: Path) -> None:
     co = str(_checkout(tmp_path))
     with BenchEnv(300, use_redis=False, quick=True, others={"base": co, "before": co}) as env:
-        for m in (nodes.embedded(env, "xadd"), nodes.snapshot_load(env)):
+        for m in (checkouts.embedded(env, "xadd"), checkouts.snapshot_load(env)):
             assert m.rate > 0
             assert 0 < m.figures["ratio_min"] <= m.figures["ratio_max"]
-            assert m.notes[0].count("x,") == nodes.RUNS - 1, m.notes  # one ratio per run
+            assert m.notes[0].count("x,") == checkouts.RUNS - 1, m.notes  # one ratio per run
         built = env.resources["nodes snapshots"]
-        assert len(built.paths) == 2  # one snapshot per interpreter, built once
-        footprint = nodes.footprint(env)
+        assert len(built) == 2  # one snapshot per interpreter, built once
+        footprint = checkouts.footprint(env)
         assert footprint.figures["live_mb"] > 0 and footprint.figures["replay_over_live"] > 0
     assert not os.path.exists(built.root)  # removed with the run
     with BenchEnv(300, use_redis=False, quick=True) as env:
-        alone = nodes.embedded(env, "xdel")
+        alone = checkouts.embedded(env, "xdel")
     assert alone.rate > 0 and "ratio_min" not in alone.figures  # no --base: no ratio
 
 
@@ -84,21 +84,21 @@ def test_each_interpreter_compiles_its_packages_before_its_first_run() -> None:
 
     cached = Path(importlib.util.cache_from_source(redisimport.__file__))
     with BenchEnv(300, use_redis=False, quick=True) as env:
-        cache = nodes.bytecode(env)
+        cache = checkouts.bytecode(env)
         cached.unlink(missing_ok=True)
-        assert nodes.child(sys.executable, "xadd", 50, cache=cache)["ops"] == 50
-        assert cached.exists() and cache.warm == {sys.executable}
+        assert checkouts.child(sys.executable, "xadd", 50, cache=cache)["ops"] == 50
+        assert cached.exists() and cache == {sys.executable}
         cached.unlink()
-        cache.ready(sys.executable)  # once per interpreter and run
+        checkouts.ready(sys.executable, cache)  # once per interpreter and run
         assert not cached.exists()
 
 
 def test_served_rows_compare_the_servers_cpu_per_op(tmp_path: Path) -> None:
     """A row whose runs report their server's CPU time gets that ratio (other / this) too."""
     co = str(_checkout(tmp_path))
-    cpu = {sys.executable: 1.0, nodes.python_of(co): 3.0}  # this server: a third of the CPU
+    cpu = {sys.executable: 1.0, checkouts.python_of(co): 3.0}  # this server: a third of the CPU
     with BenchEnv(300, use_redis=False, quick=True, others={"base": co}) as env:
-        m = nodes.versus(env, "nodes.serve_x", "base",
+        m = checkouts.versus(env, "nodes.serve_x", "base",
                          lambda python: {"ops": 100, "seconds": 1.0, "server_cpu": cpu[python]})
     assert m.figures["cpu_ratio_min"] == m.figures["cpu_ratio_max"] == 3.0
     assert m.figures["ratio_min"] == 1.0  # the client's rates: equal
@@ -127,6 +127,6 @@ def test_a_tiny_run_against_this_checkout(tmp_path: Path) -> None:
             if key.startswith("nodes.serve_"):
                 assert 0 < row["figures"]["cpu_ratio_min"] <= row["figures"]["cpu_ratio_max"]
             note = next(n for n in row["notes"] if n.startswith(key))
-            assert note.count("x,") == nodes.RUNS - 1, note
+            assert note.count("x,") == checkouts.RUNS - 1, note
     footprint = rows["nodes.footprint"]["figures"]
     assert footprint["live_mb"] > 0 and footprint["load_over_live"] > 0
