@@ -82,7 +82,7 @@ def consume(n: int, path: str, rng: random.Random) -> Result:
     return _timed(lambda: _consume(execute, KEY, GROUP, "c"))
 
 
-def queue_batch(n: int, path: str, rng: random.Random) -> Result:
+def queue_batch(n: int, path: str, rng: random.Random | None) -> Result:
     """The durable queue in batches: put_many(BATCH) + get(BATCH) + one ack of their IDs, on
     a data dir (appendfsync everysec), n messages."""
     from streamkeep import Engine, StreamQueue

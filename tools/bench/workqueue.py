@@ -133,16 +133,13 @@ def bench_everysec_consume(env: BenchEnv) -> Measurement:
 
 
 def bench_batch(env: BenchEnv) -> Measurement:
-    n = max(env.n // BATCH * BATCH, BATCH)
-    with engine(env, "queue-batch") as e:
-        q, batch = queue(e), [{"n": i} for i in range(BATCH)]
+    """put_many(BATCH) + get(BATCH) + one ack: the consume section's child workload, in
+    process."""
+    from streamkeep.tools.bench import nodes_child
 
-        def loop(_key: str, rounds: int) -> None:
-            for _ in range(rounds):
-                q.put_many(batch)
-                q.ack(*[m.id for m in q.get(BATCH)])
-
-        return rate(n, timed(loop, n // BATCH, max(n // BATCH // 10, 1)))
+    with env.data_dir("queue-batch") as path:
+        got = nodes_child.queue_batch(max(env.n // BATCH * BATCH, BATCH), path, None)
+    return rate(got["ops"], got["seconds"])
 
 
 def bench_persist_queue_threads(env: BenchEnv) -> Measurement:
