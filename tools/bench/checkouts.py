@@ -20,6 +20,8 @@ from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from streamkeep.tools import temporaries
+from streamkeep.tools.bench.backlog import catchup_entries
+from streamkeep.tools.bench.backlog import entries as backlog_entries
 from streamkeep.tools.bench.processes import StreamkeepServer, running
 from streamkeep.tools.bench.workload import (
     BATCH,
@@ -39,8 +41,6 @@ CHILD = os.path.join(os.path.dirname(os.path.abspath(__file__)), "nodes_child.py
 RANGE_PER_N = 2.5  # entries of the range rows' stream (nodes_child._ranges): 500k at N 200k
 SNAPSHOT_PER_N = 5  # snapshot load, cold reads, footprint: 1M entries at the default N
 IMPORT_PER_N = 2.5  # the imported dump.rdb: 500k entries at the default N
-BACKLOG_PER_N = 100  # entries of the catch-up's backlog: 20M at the default N
-CATCHUP_PER_N = 5  # entries the group catches up on per run: 1M at the default N
 PIPELINE = 1_000
 IMPORT_KEY = "mystream"
 CRASH_OPS, QUICK_CRASH_OPS = 200, 40  # the crash bench's operations (its documented run: 2,000)
@@ -62,14 +62,6 @@ def snapshot_entries(env: BenchEnv) -> int:
 
 def import_entries(env: BenchEnv) -> int:
     return max(int(env.n * IMPORT_PER_N), 1_000)
-
-
-def backlog_entries(env: BenchEnv) -> int:
-    return max(env.n * (4 if env.quick else BACKLOG_PER_N), 10_000)
-
-
-def catchup_entries(env: BenchEnv) -> int:
-    return min(env.n * CATCHUP_PER_N, backlog_entries(env) * 3 // 4)
 
 
 def crash_ops(env: BenchEnv) -> int:
@@ -100,10 +92,9 @@ def describe_crashbench(env: BenchEnv) -> list[str]:
 
 
 def bytecode(env: BenchEnv) -> set[str]:
-    """The run's interpreters whose packages are compiled (:func:`ready`). An installed package
-    runs from the .pyc files its install compiled; a child that may not write them
-    (PYTHONDONTWRITEBYTECODE) would compile every module at every start, and the rows that
-    time a start would time the compiler."""
+    """The run's interpreters whose packages are compiled (:func:`ready`): as an installed
+    package's, else a child that may not write them would compile at every start, and the rows
+    that time a start would time the compiler."""
     return env.shared("nodes bytecode", set)  # type: ignore[no-any-return]
 
 
@@ -135,16 +126,20 @@ def _cpu_per_op(result: dict[str, Any]) -> float:
     return float(result["server_cpu"]) / max(float(result["ops"]), 1.0)
 
 
-def versus(env: BenchEnv, key: str, other: str, run: Run) -> Measurement:
-    """``run`` under this interpreter and the ``other`` checkout's alternately, RUNS times;
-    this one's best rate, the ratios' range in figures and a note."""
+def versus(env: BenchEnv, key: str, other: str, run: Run,
+           kept: list[dict[str, Any]] | None = None) -> Measurement:
+    """``run`` under this interpreter and the ``other`` checkout's alternately, RUNS times
+    (each round's {"this": ..., "other": ...} results added to ``kept``); this one's best
+    rate, the ratios' range in figures and a note."""
     if other not in env.others:
         result = run(sys.executable)
+        (kept if kept is not None else []).append({"this": result})
         return Measurement(_rate(result), count=int(result["ops"]),
                            notes=[f"{key}: no --{other} checkout given, no ratio"])
     theirs = python_of(env.others[other])
     rounds = alternate(RUNS, {"this": lambda _r: run(sys.executable),
                               "other": lambda _r: run(theirs)})
+    (kept if kept is not None else []).extend(rounds)
     mine, their = [_rate(r["this"]) for r in rounds], [_rate(r["other"]) for r in rounds]
     ratios = [a / max(b, 1e-9) for a, b in zip(mine, their, strict=True)]
     figures = {"ratio_min": min(ratios), "ratio_max": max(ratios), "other_rate": max(their)}
@@ -389,14 +384,10 @@ def crash_exhaustive(env: BenchEnv) -> Measurement:
     """This checkout's best points/s; figures: CPU ms per point, the wall time, and given
     --before each pair's time and CPU, before / this (the checkouts may count different points
     for one run; on a busy machine its CPU says more than its wall time)."""
-    runs: dict[bool, list[dict[str, Any]]] = {True: [], False: []}
-
-    def run(python: str) -> dict[str, Any]:
-        runs[python == sys.executable].append(result := crash_run(env, python))
-        return result
-
-    measured = versus(env, "crashbench.exhaustive", "before", run)
-    mine, theirs = runs[True], runs[False]
+    rounds: list[dict[str, Any]] = []
+    measured = versus(env, "crashbench.exhaustive", "before",
+                      lambda python: crash_run(env, python), rounds)
+    mine, theirs = [r["this"] for r in rounds], [r["other"] for r in rounds if "other" in r]
     best = max(mine, key=lambda r: r["ops"] / r["seconds"])
     measured.count = best["ops"]
     measured.figures["wall_s"] = best["wall_s"]

@@ -47,3 +47,22 @@ def test_points_per_second_against_the_other_checkout(tmp_path: Path,
     assert "the run's time, before / this" in m.notes[1]
     assert "the run's CPU, before / this" in m.notes[2]
     assert root is not None and not Path(root).exists()  # each run's report removed
+
+
+def test_a_checkout_compared_with_itself_keeps_each_runs_side(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """`--before` naming this very checkout (the same interpreter): each pair's runs still
+    count as this checkout's and the other's by their turn, and the pairs' ratios are given."""
+    monkeypatch.setattr(checkouts, "python_of", lambda _checkout: sys.executable)
+    runs = iter(range(1, 2 * checkouts.RUNS + 1))
+
+    def crash_run(env: object, python: str) -> dict[str, float]:
+        i = next(runs)  # this checkout's runs take 1 s, the other's 2 s
+        return {"ops": 100, "seconds": 1.0 + (i % 2 == 0), "wall_s": 3.0, "cpu_s": 2.0,
+                "violations": 0}
+
+    monkeypatch.setattr(checkouts, "crash_run", crash_run)
+    with BenchEnv(300, use_redis=False, quick=True, others={"before": "."}) as env:
+        m = checkouts.crash_exhaustive(env)
+    assert m.rate == 100.0 and m.figures["ratio_min"] == 2.0
+    assert m.figures["seconds_ratio_min"] == 2.0 and m.figures["cpu_s_ratio_min"] == 1.0
