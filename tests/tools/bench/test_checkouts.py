@@ -1,6 +1,8 @@
-"""bench nodes: the other checkouts' option, the child script's public-API-only imports, a few
-rows run in process at a tiny size (the default run), and the whole section through the CLI
-(slow), each against this checkout given as both --base and --before."""
+"""tools/bench/checkouts.py, the sections that compare this checkout with others (nodes,
+consume, crashbench): the other checkouts' option, the child script's public-API-only imports,
+rows run in process at a tiny size against this checkout given as --base and --before (each
+run of either side told apart, ratios per run), without it (a rate, no ratio), and the whole
+nodes section through the CLI (slow)."""
 
 from __future__ import annotations
 
@@ -130,3 +132,85 @@ def test_a_tiny_run_against_this_checkout(tmp_path: Path) -> None:
             assert note.count("x,") == checkouts.RUNS - 1, note
     footprint = rows["nodes.footprint"]["figures"]
     assert footprint["live_mb"] > 0 and footprint["load_over_live"] > 0
+
+
+def test_every_row_has_a_figure_with_a_target() -> None:
+    section = registry.select_sections("consume")[0]
+    figures = {f.numerator: f for f in registry.FIGURES if f.section == "consume"}
+    assert {b.key for b in section.benchmarks} == set(figures)
+    assert all(f.target is not None and f.extra == "ratio_min" for f in figures.values())
+
+
+def test_rows_run_against_the_other_checkout(tmp_path: Path) -> None:
+    co = str(_checkout(tmp_path))
+    with BenchEnv(300, use_redis=False, quick=True, others={"before": co}) as env:
+        for m in (checkouts.consume_embedded(env), checkouts.consume_queue_batch(env),
+                  checkouts.consume_catchup(env)):
+            assert m.rate > 0
+            assert 0 < m.figures["ratio_min"] <= m.figures["ratio_max"]
+            assert m.notes[0].count("x,") == checkouts.RUNS - 1, m.notes  # one ratio per run
+        built = env.resources["consume backlogs"]
+        assert len(built) == 2  # one backlog per interpreter, built once
+        assert built.entries == checkouts.backlog_entries(env)
+
+
+def test_without_the_other_checkout_a_row_has_no_ratio() -> None:
+    with BenchEnv(300, use_redis=False, quick=True) as env:
+        m = checkouts.consume_embedded(env)
+    assert m.rate > 0 and "ratio_min" not in m.figures
+    assert "no --before checkout given" in m.notes[0]
+
+
+def test_the_catchup_reads_what_it_was_asked_for(tmp_path: Path) -> None:
+    """The child workloads themselves: a backlog built, then caught up on."""
+    path = str(tmp_path / "data")
+    checkouts.child(sys.executable, "build_backlog", 10_000, path)
+    got = checkouts.child(sys.executable, "catchup", 2_000, path)
+    assert got["ops"] == 2_000 and "seconds" in got
+    batch = checkouts.child(sys.executable, "queue_batch", 1_000, str(tmp_path / "q"))
+    assert batch["ops"] == 1_000
+
+
+def test_the_row_and_its_figures_are_registered() -> None:
+    (section,) = registry.select_sections("crashbench")
+    assert [b.key for b in section.benchmarks] == ["crashbench.exhaustive"]
+    extras = {f.extra for f in registry.FIGURES if f.numerator == "crashbench.exhaustive"}
+    assert extras == {"ratio_min", "seconds_ratio_min", "cpu_s_ratio_min", "cpu_ms_per_point",
+                      "wall_s"}
+
+
+def test_points_per_second_against_the_other_checkout(tmp_path: Path,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(checkouts, "QUICK_CRASH_OPS", 12)
+    monkeypatch.setattr(checkouts, "RUNS", 1)
+    with BenchEnv(300, use_redis=False, quick=True,
+                  others={"before": str(_checkout(tmp_path))}) as env:
+        m = checkouts.crash_exhaustive(env)
+        root = env.tmp_root
+    assert m.count is not None and m.count > 12 * 9  # every model at every crash point
+    assert m.rate > 0 and m.figures["wall_s"] > 0 and m.figures["cpu_ms_per_point"] > 0
+    assert 0 < m.figures["ratio_min"] == m.figures["ratio_max"]
+    assert m.figures["seconds_ratio_min"] > 0 and m.figures["cpu_s_ratio_min"] > 0
+    assert "this / before per run" in m.notes[0]
+    assert "the run's time, before / this" in m.notes[1]
+    assert "the run's CPU, before / this" in m.notes[2]
+    assert root is not None and not Path(root).exists()  # each run's report removed
+
+
+def test_a_checkout_compared_with_itself_keeps_each_runs_side(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """`--before` naming this very checkout (the same interpreter): each pair's runs still
+    count as this checkout's and the other's by their turn, and the pairs' ratios are given."""
+    monkeypatch.setattr(checkouts, "python_of", lambda _checkout: sys.executable)
+    runs = iter(range(1, 2 * checkouts.RUNS + 1))
+
+    def crash_run(env: object, python: str) -> dict[str, float]:
+        i = next(runs)  # this checkout's runs take 1 s, the other's 2 s
+        return {"ops": 100, "seconds": 1.0 + (i % 2 == 0), "wall_s": 3.0, "cpu_s": 2.0,
+                "violations": 0}
+
+    monkeypatch.setattr(checkouts, "crash_run", crash_run)
+    with BenchEnv(300, use_redis=False, quick=True, others={"before": "."}) as env:
+        m = checkouts.crash_exhaustive(env)
+    assert m.rate == 100.0 and m.figures["ratio_min"] == 2.0
+    assert m.figures["seconds_ratio_min"] == 2.0 and m.figures["cpu_s_ratio_min"] == 1.0
