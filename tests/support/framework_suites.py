@@ -3,7 +3,7 @@
 What it owns: each framework's source at a pinned version in a cache directory (never in the
 checkout) and a virtual environment per framework in that cache (the project's venv is left
 alone: the frameworks pin redis-py versions the project does not use), both through
-streamkeep.tools.bench.frameworks (the bench's framework rows use the same venvs), starting
+streamkeep.tools.frameworks (the bench's framework rows use the same venvs), starting
 the servers under test on free ports (Debian's redis-server, `streamkeep serve` on a fresh
 directory with default settings, and `streamkeep serve --shared` on a fresh directory, reached
 over its Unix socket), running each suite against each with a per-test and a per-suite
@@ -50,7 +50,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 # The pinned frameworks, their sources and venvs: shared with the bench's framework rows.
-from streamkeep.tools.bench.frameworks import (
+from streamkeep.tools.frameworks import (
     DEFAULT_CACHE,
     PROJECT_PYTHON,
     SUITES,

@@ -1,15 +1,7 @@
-"""``streamkeep bench``'s main: parse, run the selected sections, print, choose the exit code.
-
-Owns the order of a run: the header on stdout first (flushed), the benchmarks with progress on
-stderr, the resources' lines, then the results (plain text, rich tables on a terminal, or
-JSON), and the --html page of the same document (tools.report.bench; its FILE and matplotlib
-checked before the run); and the exit code (:data:`options.EXIT_TARGET_MISSED` only with ``--strict``).
-The progress is :class:`BenchProgress`, what the run's lines say, drawn by tools.progress: on a
-terminal a bar over the run and a spinner row for the running benchmark, each finished one
-printed above them; otherwise one plain line per finished benchmark and one at the end; none
-with ``--quiet``.
-Must not touch: what runs (the registry), how it is shown (the report; tools.progress draws),
-the CLI (which calls :func:`main`; nothing here imports it).
+"""``streamkeep bench``'s main: the header (flushed), the rows with progress on stderr
+(:class:`BenchProgress`, drawn by tools.progress: a live display on a terminal, a line per
+finished row elsewhere, none with ``--quiet``), the resources' lines, the results (text, rich,
+JSON), the --html page, and the exit code. Must not touch: the registry, the CLI.
 """
 
 from __future__ import annotations
@@ -24,7 +16,6 @@ from typing import TextIO
 
 from streamkeep.tools.bench import options, registry, report
 from streamkeep.tools.bench.env import BenchEnv
-from streamkeep.tools.bench.registry import Benchmark
 from streamkeep.tools.bench.runner import (
     FigureResult,
     Result,
@@ -45,63 +36,46 @@ def outcome(result: Result, repeats: int) -> str:
     """What a finished row came to: its rate (and verdict), or why it was skipped."""
     if result.rate is None:
         return f"skipped: {result.skipped}"
-    text = f"{result.rate:,.0f} ops/s"
-    if repeats > 1:
-        text += f", best of {repeats}"
-    if result.verdict:
-        text += f", {result.verdict}"
-    return text
-
-
-def _mark(result: Result) -> tuple[str, str]:
-    """A finished row's mark and style on a terminal: skipped, a missed target, or done."""
-    if result.rate is None:
-        return "-", "yellow"
-    if result.verdict == "FAIL":
-        return "x", "red"
-    return "+", "green"
+    best = f", best of {repeats}" if repeats > 1 else ""
+    return f"{result.rate:,.0f} ops/s{best}" + (f", {result.verdict}" if result.verdict else "")
 
 
 class BenchProgress:
-    """The run's progress (runner.Progress) on a `Bar` (see the module docstring). On a pipe:
-    ``bench 3/22 aof: XADD, ... 1 thread: 147,858 ops/s (0.1 s; 2.3 s elapsed)`` per finished
-    benchmark; on a terminal its mark and outcome in colour above the rows."""
+    """The run's progress (runner.Progress) on a `Bar`. On a pipe, per finished row:
+    ``bench 3/22 aof: XADD, ... 1 thread: 147,858 ops/s (0.1 s; 2.3 s elapsed)``; on a
+    terminal its mark and outcome in colour above the running row."""
 
     def __init__(self, bar: Bar) -> None:
         self.bar = bar
         self.start = time.monotonic()
         self.repeats = 1
-        self.index = ""  # "i/N" of the running benchmark
-        self.current = ""  # its row
+        self.current = ""  # the running row
         self.done = 0
 
-    def benchmark_started(self, section: str, bench: Benchmark, index: int, total: int,
-                          repeats: int) -> None:
+    def started(self, result: Result, repeat: int, repeats: int, done: int,
+                total: int) -> None:
         self.repeats = repeats
-        if not self.index:
-            self.bar.update("run", total=total, detail=f"0/{total} done")
-        if self.current:
+        if not self.current:
+            self.bar.update("run", total=total, detail=f"{done}/{total} done")
+        row = f"{result.section}: {result.bench.workload}"
+        if row != self.current and self.current:
             self.bar.remove(self.current)
-        self.current, self.index = f"{section}: {bench.workload}", f"{index}/{total}"
-        self.bar.update(self.current, detail=f"{self.index}, repeat 1/{repeats}")
+        self.current = row
+        self.bar.update(row, detail=f"{done + 1}/{total}, repeat {repeat}/{repeats}")
 
-    def repeat_started(self, repeat: int, repeats: int) -> None:
-        if self.current:
-            self.bar.update(self.current, detail=f"{self.index}, repeat {repeat}/{repeats}")
-
-    def benchmark_finished(self, result: Result, index: int, total: int,
-                           seconds: float) -> None:
-        self.done += 1
+    def finished(self, result: Result, done: int, total: int) -> None:
+        self.done = done
         what = f"{result.section}: {result.bench.workload}: "
-        if self.bar.terminal:
-            mark, style = _mark(result)
-            self.bar.print((f"{mark} ", style), what, (outcome(result, self.repeats), style),
-                           (f" ({format_seconds(seconds)})", "dim"))
-            self.bar.update("run", advance=1, detail=f"{index}/{total} done")
-        else:
-            self.bar.print(f"bench {index}/{total} {what}{outcome(result, self.repeats)} "
-                           f"({format_seconds(seconds)}; "
-                           f"{format_seconds(time.monotonic() - self.start)} elapsed)")
+        took = format_seconds(result.seconds)
+        if not self.bar.terminal:
+            self.bar.print(f"bench {done}/{total} {what}{outcome(result, self.repeats)} "
+                           f"({took}; {format_seconds(time.monotonic() - self.start)} elapsed)")
+            return
+        mark, style = (("-", "yellow") if result.rate is None else ("x", "red")
+                       if result.verdict == "FAIL" else ("+", "green"))
+        self.bar.print((f"{mark} ", style), what, (outcome(result, self.repeats), style),
+                       (f" ({took})", "dim"))
+        self.bar.update("run", advance=1, detail=f"{done}/{total} done")
 
     def close(self) -> None:
         if self.done:

@@ -1,13 +1,7 @@
-"""``streamkeep bench --compare-pure``: the compiled core against its pure-Python twins, in one
-run, side by side.
-
-Owns running the selected sections in child processes, alternately with the compiled kernels
-and with ``STREAMKEEP_NO_EXTENSIONS=1`` (interleaved, so that a machine whose speed drifts
-affects both alike), ``--repeat`` rounds of each, and the table that follows: per row, the
-best rate of each, and the compiled/pure ratio of every round (its range), against the
-targets in :data:`registry.NATIVE_TARGETS`; with ``--json``, the same as one document.
-Must not touch: what a benchmark measures (each child is an ordinary ``streamkeep bench
---json`` run) or the single-run report.
+"""``streamkeep bench --compare-pure``: the selected sections as child runs (``bench --json``),
+compiled and pure Python (``STREAMKEEP_NO_EXTENSIONS=1``) in turns, ``--repeat`` rounds, and
+per row both best rates and every round's ratio against :data:`registry.NATIVE_TARGETS`.
+Must not touch: what a row measures, the single-run report.
 """
 
 from __future__ import annotations
@@ -23,45 +17,38 @@ from streamkeep.tools import temporaries
 from streamkeep.tools.bench import registry
 from streamkeep.tools.bench.report import format_rate
 from streamkeep.tools.bench.tables import Table
+from streamkeep.tools.bench.workload import alternate
 
 MODES = ("compiled", "pure")
 
 
 def child_env(mode: str) -> dict[str, str]:
     """The environment of a child run: the compiled kernels required, or none at all."""
-    env = dict(os.environ)
-    env.pop("STREAMKEEP_NO_EXTENSIONS", None)
-    env.pop("STREAMKEEP_REQUIRE_EXTENSIONS", None)
-    if mode == "pure":
-        env["STREAMKEEP_NO_EXTENSIONS"] = "1"
-    else:
-        env["STREAMKEEP_REQUIRE_EXTENSIONS"] = "1"
+    flags = ("STREAMKEEP_NO_EXTENSIONS", "STREAMKEEP_REQUIRE_EXTENSIONS")
+    env = {name: value for name, value in os.environ.items() if name not in flags}
+    env[flags[0] if mode == "pure" else flags[1]] = "1"
     return env
 
 
-def run_child(args: Sequence[str], mode: str) -> dict[str, Any]:
+def run_child(args: Sequence[str], mode: str, progress: Any = None, what: str = ""
+              ) -> dict[str, Any]:
     """One ``streamkeep bench ARGS --json --quiet --repeat 1`` in a child process."""
+    if progress is not None:
+        print(f"compare: {what}, {mode}", file=progress, flush=True)
     argv = [sys.executable, "-m", "streamkeep", "bench", *args, "--json", "--quiet",
             "--repeat", "1"]
     done = subprocess.run(argv, env=child_env(mode), stdout=subprocess.PIPE, text=True,
                           check=False, **temporaries.child_options())
     if done.returncode != 0:
         raise RuntimeError(f"the {mode} run exited {done.returncode}: {' '.join(argv)}")
-    document: dict[str, Any] = json.loads(done.stdout)
-    return document
+    return json.loads(done.stdout)  # type: ignore[no-any-return]
 
 
 def rounds(args: Sequence[str], repeat: int, progress: Any = None) -> list[dict[str, Any]]:
-    """`repeat` rounds, each a compiled run then a pure run: [{"compiled": doc, "pure": doc}]."""
-    done = []
-    for r in range(1, repeat + 1):
-        pair = {}
-        for mode in MODES:
-            if progress is not None:
-                print(f"compare: round {r}/{repeat}, {mode}", file=progress, flush=True)
-            pair[mode] = run_child(args, mode)
-        done.append(pair)
-    return done
+    """`repeat` rounds, each a compiled run then a pure run (:func:`.workload.alternate`):
+    [{"compiled": doc, "pure": doc}]."""
+    return alternate(repeat, {mode: lambda r, mode=mode: run_child(  # type: ignore[misc]
+        args, mode, progress, f"round {r}/{repeat}") for mode in MODES})
 
 
 def compare(runs: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -78,14 +65,11 @@ def compare(runs: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
             entry["compiled"].append(row["rate"])
             entry["pure"].append(other["rate"])
             entry["ratios"].append(row["rate"] / other["rate"])
-    out = []
     for key, entry in rows.items():
-        target = registry.NATIVE_TARGETS.get(key)
-        entry["target"] = target
+        entry["target"] = target = registry.NATIVE_TARGETS.get(key)
         entry["result"] = None if target is None else (
             "PASS" if min(entry["ratios"]) >= target else "FAIL")
-        out.append(entry)
-    return out
+    return list(rows.values())
 
 
 def table(compared: Sequence[dict[str, Any]]) -> Table:

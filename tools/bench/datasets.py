@@ -1,19 +1,8 @@
-"""The bench's example data: one builder of the data sets the sections run on, parameters for
-what each holds.
-
-Owns `DataSet` (how many entries, over how many streams, their IDs and fields, a consumer group
-and what it has read and acknowledged) and the ways to make one: `write(execute, data)` runs
-its commands on an open engine (for a section that goes on timing that engine), `build(path,
-data)` makes a data directory of it (opened with appendfsync no and automatic compaction off,
-written, compacted into a snapshot unless asked not to, closed), and `build_generated(path,
-data)` writes its snapshot directly, as a compaction would (the stream's nodes made while the
-snapshot writer iterates them: a data set too big to build through commands in reasonable time
-and memory), installed as a replica installs its primary's.
-`write` and `build` use streamkeep's public API alone (``Engine.open``, ``execute``,
-``compact``, ``close``). (nodes_child.py keeps its own few lines: it runs under another
-checkout's interpreter, on the standard library and that checkout's public API alone.)
-Must not touch: what the sections measure on the data, the engine's storage (build_generated
-only writes a snapshot file through the writer and hands it to the data directory).
+"""The bench's example data: :class:`DataSet` (entries over streams, their IDs and fields, a
+consumer group and what it read and acknowledged), written on an open engine (:func:`write`),
+into a data directory (:func:`build`, through the public API), or as a snapshot written
+directly (:func:`build_generated`: a data set too big to build through commands).
+Must not touch: what the sections measure on the data, the engine's storage.
 """
 
 from __future__ import annotations

@@ -1,37 +1,38 @@
-"""What the bench's registry is made of: a row (:class:`Benchmark`), a figure derived from a
-run's rows (:class:`Figure`), a section of rows with its figures (:class:`Section`) and a ratio
-printed between two sections' rows (:class:`Ratio`).
-
-Owns the declarations' shapes and how a figure's value is formatted. The sections themselves
-are declared in :mod:`.sections`, assembled in run order by :mod:`.registry`.
-Must not touch: any section's rows or targets, running, printing.
+"""What the registry is made of: a row (:class:`Benchmark`), a figure derived from rows
+(:class:`Figure`: two rows' ratio, which the runner interleaves, or a figure a row reported), a
+section (:class:`Section`; a key without a dot is its own), a ratio between sections
+(:class:`Ratio`), and the short forms the sections use. Must not touch: rows, running.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from streamkeep.tools.bench.env import BenchEnv
     from streamkeep.tools.bench.workload import Measurement
+
+Run = Callable[["BenchEnv"], "float | Measurement"]
 
 
 @dataclass(frozen=True)
 class Benchmark:
     key: str  # stable id, "section.name"; ratios and figures refer to it
     workload: str  # the row label
-    run: Callable[[BenchEnv], float | Measurement]  # ops per second (messages, fsyncs, records)
+    run: Run  # ops per second (messages, fsyncs, records), or a Measurement
     target: float | None = None  # the row's minimum rate, printed with PASS/FAIL
     rank: Callable[[Measurement], float] | None = None  # which repeat is best (highest); rate
 
 
 @dataclass(frozen=True)
 class Figure:
-    """A number derived from benchmarks of the same run: the ratio of two rates (``denominator``
-    set) or a figure the numerator's best run reported (``extra``), with an optional target:
-    a minimum, or a maximum with ``at_most``."""
+    """A number derived from rows of the same run: the ratio of two rows' rates
+    (``denominator`` set; the runner interleaves the two rows' repeats) or a figure the
+    numerator's best run reported (``extra``), with an optional target: a minimum, or a
+    maximum with ``at_most``."""
 
     section: str
     label: str
@@ -56,14 +57,30 @@ class Figure:
         return f"{value:.1f}"
 
 
+def _qualified(section: str, key: str) -> str:
+    return key if "." in key else f"{section}.{key}"
+
+
 @dataclass(frozen=True)
 class Section:
+    """A section's rows and figures. A key without a dot (a row's, a figure's) is the
+    section's own (``xadd`` in ``embedded``: ``embedded.xadd``); a figure's section is this
+    one."""
+
     name: str  # the rows' first column
     benchmarks: tuple[Benchmark, ...]
     option: str = ""  # another name ``--sections`` accepts for it
     describe: Callable[[BenchEnv], list[str]] | None = None  # its header lines, after the run
-    # The figures derived from its rows (each Figure.section is this name), in print order.
-    figures: tuple[Figure, ...] = ()
+    figures: tuple[Figure, ...] = ()  # derived from its rows, in print order
+
+    def __post_init__(self) -> None:
+        name = self.name
+        object.__setattr__(self, "benchmarks", tuple(
+            dataclasses.replace(b, key=_qualified(name, b.key)) for b in self.benchmarks))
+        object.__setattr__(self, "figures", tuple(
+            dataclasses.replace(f, section=name, numerator=_qualified(name, f.numerator),
+                                denominator=f.denominator and _qualified(name, f.denominator))
+            for f in self.figures))
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -76,3 +93,38 @@ class Ratio:
     reference: str  # what it is compared with
     numerator: str  # Benchmark.key
     denominator: str
+
+
+def ratio(label: str, numerator: str, denominator: str, target: float | None = None,
+          at_most: bool = False) -> Figure:
+    """A section's figure: two rows' rates, ``numerator / denominator``."""
+    return Figure("", label, numerator, denominator, target=target, at_most=at_most)
+
+
+def extra(label: str, numerator: str, name: str, unit: str = "x", target: float | None = None,
+          at_most: bool = False) -> Figure:
+    """A section's figure: ``name`` of what the row ``numerator``'s best run reported."""
+    return Figure("", label, numerator, extra=name, unit=unit, target=target, at_most=at_most)
+
+
+def vs_redis(label: str, key: str, target: float | None = None) -> Figure:
+    """``<label>: streamkeep / redis-server``: the row ``key`` over its pair ``redis_<key>``."""
+    return ratio(f"{label}: streamkeep / redis-server", key, f"redis_{key}", target)
+
+
+# The two servers a pair of rows runs against: (key prefix, label, the run's shared server).
+SERVERS = (("", "streamkeep", "streamkeep"), ("redis_", "redis-server", "redis_aof"))
+
+
+def both(key: str, label: str, workload: Callable[..., Any], *args: Any,
+         appendfsync: str = "everysec") -> tuple[Benchmark, Benchmark]:
+    """A row against ``streamkeep serve`` and its pair against redis-server (``redis_<key>``),
+    each ``<label>: <server>``: ``workload(env, server, *args)`` on the run's shared server
+    of that appendfsync policy (:mod:`.processes`)."""
+    from streamkeep.tools.bench import processes
+
+    def on(server_of: str) -> Run:
+        return lambda env: workload(env, getattr(processes, server_of)(env, appendfsync), *args)
+
+    return tuple(Benchmark(prefix + key, f"{label}: {name}", on(server_of))  # type: ignore[return-value]
+                 for prefix, name, server_of in SERVERS)

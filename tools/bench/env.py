@@ -1,62 +1,54 @@
-"""What the benchmarks of one run share: :class:`BenchEnv`.
-
-Owns the run's N and quick flag, the other checkouts given to compare with, the temp dir under which data directories are made (and
-removed), the redis-py section's reference redis-server (started on first use), the resources
-benchmarks share through :meth:`BenchEnv.shared` (servers, tools; stopped at close), and the
-header lines about them.
-Must not touch: a section's own parameters (each section module derives them from ``n`` and
-``quick``) or what a benchmark measures.
+"""What the rows of one run share: :class:`BenchEnv` (N, the quick flag, the other checkouts,
+the data directories, the reference redis-server, the shared resources, the rows done so far,
+the header lines). Must not touch: a section's own parameters or what a row measures.
 """
 
 from __future__ import annotations
 
 import contextlib
+import inspect
 import os
 import shutil
 import tempfile
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from streamkeep.tools import temporaries
-from streamkeep.tools.bench.processes import RedisServer
 from streamkeep.tools.bench.workload import Skip
 from streamkeep.tools.servers import HOST
 
+if TYPE_CHECKING:
+    from streamkeep.tools.bench.runner import Result
+
 
 def _filesystem(path: str) -> str:
-    """``<type> on <device>`` of the mount holding path (Linux /proc/mounts), else ``?``."""
+    """``<type> on <device>`` of the mount holding path, else ``?``."""
     best, found = "", "?"
-    try:
-        with open("/proc/mounts") as f:
-            for line in f:
-                device, mount, fstype = line.split()[:3]
-                inside = path == mount or path.startswith(mount.rstrip("/") + "/")
-                if inside and len(mount) >= len(best):
-                    best, found = mount, f"{fstype} on {device}"
-    except OSError:
-        pass
+    with contextlib.suppress(OSError), open("/proc/mounts") as f:
+        for line in f:
+            device, mount, fstype = line.split()[:3]
+            inside = path == mount or path.startswith(mount.rstrip("/") + "/")
+            if inside and len(mount) >= len(best):
+                best, found = mount, f"{fstype} on {device}"
     return found
 
 
 class BenchEnv:
-    """What benchmarks share in one run: N and resources started on first use, stopped by close.
-
-    ``env.redis`` starts the reference server the first time a benchmark asks for it; if that
-    fails every later redis benchmark is skipped with the same reason.
-    """
+    """What rows share in one run: N, and resources started on first use, ended by close.
+    ``env.redis`` starts the reference server the first time a row asks for it; if that fails
+    every later row that needs it is skipped with the same reason."""
 
     def __init__(self, n: int, use_redis: bool = True, quick: bool = False,
                  others: dict[str, str] | None = None) -> None:
         self.n = n
-        # Other checkouts a section compares with, by label (e.g. "base": a worktree path).
-        self.others: dict[str, str] = dict(others or {})
+        self.others: dict[str, str] = dict(others or {})  # label -> another checkout
         self.quick = quick  # short duration-bound loops and fewer fsyncs
         self.use_redis = use_redis
-        self.server: RedisServer | None = None
-        self._redis_error: str | None = None if use_redis else "disabled (--no-redis)"
         self.tmp_root: str | None = None  # the data directories' parent, made on first use
-        self.resources: dict[str, Any] = {}  # shared(): started once, stopped by close()
-        self._resource_errors: dict[str, str] = {}
+        self.resources: dict[str, Any] = {}  # shared(): made once, ended by close()
+        self.results: dict[str, Result] = {}  # the rows finished so far (the runner's)
+        self._errors: dict[str, str] = {}
+        self._ends = contextlib.ExitStack()
 
     @contextlib.contextmanager
     def data_dir(self, name: str) -> Iterator[str]:
@@ -75,63 +67,70 @@ class BenchEnv:
             return fn(path, *args)
 
     def where(self) -> str | None:
-        """Where the data directories were made, for a section's header line; None: nowhere."""
-        if self.tmp_root is None:
-            return None
-        return (f"data dirs under {self.tmp_root} ({_filesystem(self.tmp_root)}), removed "
-                f"after the run")
+        """Where the data directories were made (a header line's), None: nowhere."""
+        return None if self.tmp_root is None else (
+            f"data dirs under {self.tmp_root} ({_filesystem(self.tmp_root)}), removed after "
+            f"the run")
 
-    def shared(self, name: str, start: Callable[[], Any]) -> Any:
-        """A resource the benchmarks of a run share (a server process, a tool): ``start()``
-        the first time ``name`` is asked for, its ``stop()`` at close, its ``describe()`` lines
-        in the header. A Skip from ``start()`` is remembered and raised again."""
-        if name in self._resource_errors:
-            raise Skip(self._resource_errors[name])
+    def shared(self, name: str, make: Callable[[], Any]) -> Any:
+        """A resource the rows of a run share, made the first time ``name`` is asked for:
+        ``make()``'s value (its ``stop()`` run at close, its ``describe()`` lines in the
+        header), or, ``make`` a generator function, what it yields (the rest of it run at
+        close). A Skip from ``make`` is remembered and raised again."""
+        if name in self._errors:
+            raise Skip(self._errors[name])
         if name not in self.resources:
             try:
-                self.resources[name] = start()
+                made = make()
+                if inspect.isgenerator(made):
+                    value = next(made)
+                    self._ends.callback(next, made, None)
+                else:
+                    value = made
+                    if hasattr(value, "stop"):
+                        self._ends.callback(value.stop)
             except Skip as exc:
-                self._resource_errors[name] = str(exc)
+                self._errors[name] = str(exc)
                 raise
+            self.resources[name] = value
         return self.resources[name]
 
     @property
     def redis(self) -> Any:
         """A redis-py client of the reference redis-server (no persistence)."""
-        if self._redis_error is not None:
-            raise Skip(self._redis_error)
-        if self.server is None:
-            self.server = RedisServer()
-            try:
-                self.server.start()
-            except Skip as exc:
-                self._redis_error = str(exc)
-                raise
-        return self.server.client
+        return self.redis_server.client
+
+    @property
+    def redis_server(self) -> Any:
+        """The reference redis-server, started on first use (Skip with --no-redis)."""
+        if not self.use_redis:
+            raise Skip("disabled (--no-redis)")
+        from streamkeep.tools.bench.processes import RedisServer
+
+        return self.shared("reference", lambda: RedisServer().start())
 
     def describe(self) -> list[str]:
         """Header lines about the reference server and the shared resources that were used."""
         lines = []
-        if self.server is not None and self.server.client is not None:
+        reference = self.resources.get("reference")
+        if reference is not None:
             import redis
 
-            lines.append(f"reference: redis-server {self.server.version()} on {HOST}:"
-                         f"{self.server.port} (started by this bench, no persistence), "
+            lines.append(f"reference: redis-server {reference.version()} on {HOST}:"
+                         f"{reference.port} (started by this bench, no persistence), "
                          f"redis-py {redis.__version__}")
-        elif self._redis_error is not None:
-            lines.append(f"reference: none ({self._redis_error})")
-        for resource in self.resources.values():
-            lines.extend(resource.describe())
-        for name, error in self._resource_errors.items():
-            lines.append(f"{name}: none ({error})")
+        elif not self.use_redis or "reference" in self._errors:
+            lines.append(f"reference: none ({self._errors.get('reference', 'disabled (--no-redis)')})")
+        for name, resource in self.resources.items():
+            if name != "reference" and hasattr(resource, "describe"):
+                lines.extend(resource.describe())
+        lines += [f"{name}: none ({error})" for name, error in self._errors.items()
+                  if name != "reference"]
         return lines
 
     def close(self) -> None:
-        for resource in reversed(list(self.resources.values())):
-            resource.stop()
+        self._ends.close()
         self.resources.clear()
-        if self.server is not None:
-            self.server.stop()
         if self.tmp_root is not None:
             temporaries.remove(self.tmp_root)
 

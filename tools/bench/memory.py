@@ -1,34 +1,19 @@
-"""The ``memory`` section: what an entry, a member or a field costs in memory, streamkeep
-against Redis.
-
-Owns its workloads (:data:`WORKLOADS`: streams of several shapes; one sorted set, one hash,
-one set and one list of an item per member, field or element; many small hashes; many small
-lists) and how they are measured. Each
-builds the same data twice:
-- in a fresh child process holding an in-memory Engine (`python -m
-  streamkeep.tools.bench.memory WORKLOAD N PENDING`, one JSON line on stdout): its RSS growth,
-  gc.collect()ed, over the entries;
-- in the run's redis-server (FLUSHALL first): its `used_memory` growth.
-The ``sensor`` workload is the one the per-entry targets are set on: N entries of
-`sensor-id 1234 temperature 19.8`, then a group with a tenth of them pending (bytes per pending
-entry measured apart). Each row's rate is the child's XADD fill rate; the bytes are its
-figures, with the collector's time: the time spent in collections during the fill and one full
-collection afterwards.
-Must not touch: the engine's storage (it only measures it), the registry.
+"""The ``memory`` section's workloads (:data:`WORKLOADS`): each built in a fresh child process
+holding an in-memory Engine (``python -m streamkeep.tools.bench.memory WORKLOAD N PENDING``:
+RSS growth after gc.collect(), the collector's time) and in the run's redis-server
+(``used_memory`` growth). Must not touch: the engine's storage.
 """
 
 from __future__ import annotations
 
 import gc
 import json
-import subprocess
 import sys
 import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from streamkeep.tools import temporaries
-from streamkeep.tools.bench.workload import Measurement, Skip
+from streamkeep.tools.bench.workload import Measurement, module_child, proc_status
 
 if TYPE_CHECKING:
     from streamkeep.tools.bench.env import BenchEnv
@@ -41,75 +26,44 @@ PIPELINE = 1_000  # redis-server fill: commands per round trip
 DELETE_PAGE = 1_000  # deletions: entries read per XRANGE (even: see _delete_every_other)
 
 
-def _sensor(i: int) -> list[bytes]:
-    return [b"sensor-id", b"1234", b"temperature", b"19.8"]
-
-
-def _one_field(i: int) -> list[bytes]:
-    return [b"payload", b"%08d" % i]
-
-
-def _ten_fields(i: int) -> list[bytes]:
-    return [x for k in range(10) for x in (b"field-%d" % k, b"v%d" % (i % 97))]
-
-
-def _kilobyte(i: int) -> list[bytes]:
-    return [b"payload", (b"%08d" % i) * 128]
-
-
-def _varied_fields(i: int) -> list[bytes]:
-    """Three field sets taking turns: entries whose names differ from their node's first."""
-    k = i % 3
-    return [b"kind-%d" % k, b"a", b"value-%d" % k, b"%d" % (i % 1000)]
-
-
 def _xadd(fields: Callable[[int], list[bytes]]) -> Callable[[int], list[bytes]]:
     return lambda i: [b"XADD", KEY.encode(), b"*", *fields(i)]
 
 
-def _zadd(i: int) -> list[bytes]:
-    """A member and a score spread over the range (insertions land all over the order)."""
-    return [b"ZADD", KEY.encode(), b"%d" % ((i * 7919) % 1_000_003), b"member:%d" % i]
-
-
-def _hset(i: int) -> list[bytes]:
-    return [b"HSET", KEY.encode(), b"field:%d" % i, b"value%05d" % (i % 100_000)]
-
-
-def _sadd(i: int) -> list[bytes]:
-    return [b"SADD", KEY.encode(), b"member:%d" % i]
-
-
-def _rpush(i: int) -> list[bytes]:
-    """A small element (9 to 12 bytes) at the list's tail."""
-    return [b"RPUSH", KEY.encode(), b"element:%d" % (i % 10_000)]
-
-
-def _small_list(i: int) -> list[bytes]:
-    """A key of its own: ten elements, 4 to 16 bytes (a job queue's short backlog)."""
-    return [b"RPUSH", b"l:%d" % i, *[b"j%d-" % k + b"x" * (i % 13) for k in range(10)]]
-
-
-def _small_hash(i: int) -> list[bytes]:
-    """A key of its own: ten fields, values 8 to 20 bytes."""
-    return [b"HSET", b"h:%d" % i,
-            *[x for k in range(10) for x in (b"f%d" % k, b"v%d-" % k + b"x" * (i % 13) + b"!")]]
+def _sensor(i: int) -> list[bytes]:
+    return [b"sensor-id", b"1234", b"temperature", b"19.8"]
 
 
 # name -> (what it builds, the command that adds its n-th item)
 WORKLOADS: dict[str, tuple[str, Callable[[int], list[bytes]]]] = {
     "sensor": ("sensor-id 1234 temperature 19.8, a tenth pending", _xadd(_sensor)),
-    "one_field": ("one field, an 8-byte value", _xadd(_one_field)),
-    "ten_fields": ("ten fields, short values", _xadd(_ten_fields)),
-    "kilobyte": ("one field, a 1 KB value", _xadd(_kilobyte)),
-    "varied_fields": ("three field sets in turn", _xadd(_varied_fields)),
+    "one_field": ("one field, an 8-byte value",
+                  _xadd(lambda i: [b"payload", b"%08d" % i])),
+    "ten_fields": ("ten fields, short values", _xadd(
+        lambda i: [x for k in range(10) for x in (b"field-%d" % k, b"v%d" % (i % 97))])),
+    "kilobyte": ("one field, a 1 KB value", _xadd(lambda i: [b"payload", (b"%08d" % i) * 128])),
+    # Three field sets taking turns: entries whose names differ from their node's first.
+    "varied_fields": ("three field sets in turn", _xadd(
+        lambda i: [b"kind-%d" % (i % 3), b"a", b"value-%d" % (i % 3), b"%d" % (i % 1000)])),
     "deletions": ("sensor entries, every other one XDELed", _xadd(_sensor)),
-    "zset": ("one sorted set, a member per item (ZADD)", _zadd),
-    "hash": ("one hash, a field per item (HSET)", _hset),
-    "set": ("one set, a member per item (SADD)", _sadd),
-    "small_hashes": ("a hash of ten fields per item (HSET)", _small_hash),
-    "list": ("one list, a small element per item (RPUSH)", _rpush),
-    "small_lists": ("a list of ten elements per item (RPUSH)", _small_list),
+    # A score spread over the range: insertions land all over the order.
+    "zset": ("one sorted set, a member per item (ZADD)",
+             lambda i: [b"ZADD", KEY.encode(), b"%d" % ((i * 7919) % 1_000_003),
+                        b"member:%d" % i]),
+    "hash": ("one hash, a field per item (HSET)",
+             lambda i: [b"HSET", KEY.encode(), b"field:%d" % i, b"value%05d" % (i % 100_000)]),
+    "set": ("one set, a member per item (SADD)",
+            lambda i: [b"SADD", KEY.encode(), b"member:%d" % i]),
+    # A key of its own per item: ten fields, values 8 to 20 bytes.
+    "small_hashes": ("a hash of ten fields per item (HSET)", lambda i: [
+        b"HSET", b"h:%d" % i,
+        *[x for k in range(10) for x in (b"f%d" % k, b"v%d-" % k + b"x" * (i % 13) + b"!")]]),
+    # A small element (9 to 12 bytes) at the list's tail.
+    "list": ("one list, a small element per item (RPUSH)",
+             lambda i: [b"RPUSH", KEY.encode(), b"element:%d" % (i % 10_000)]),
+    # A key of its own per item: ten elements, 4 to 16 bytes (a job queue's short backlog).
+    "small_lists": ("a list of ten elements per item (RPUSH)", lambda i: [
+        b"RPUSH", b"l:%d" % i, *[b"j%d-" % k + b"x" * (i % 13) for k in range(10)]]),
 }
 TYPE_WORKLOADS = frozenset({"zset", "hash", "set", "small_hashes", "list", "small_lists"})
 SMALL_KEYS = frozenset({"small_hashes", "small_lists"})  # a key per item: N / 2 items
@@ -134,17 +88,6 @@ def describe(env: BenchEnv) -> list[str]:
             f"small hashes and small lists: {entries(env, 'small_hashes'):,} keys each"]
 
 
-# --- the child: streamkeep's side -------------------------------------------------------------
-
-
-def _rss() -> int:
-    with open("/proc/self/status") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) * 1024
-    raise Skip("no /proc/self/status VmRSS")
-
-
 def child(workload: str, n: int, pending: int) -> dict[str, float]:
     """Build the workload in this process; its figures."""
     from streamkeep import Engine
@@ -162,7 +105,7 @@ def child(workload: str, n: int, pending: int) -> dict[str, float]:
             gc_seconds[0] += time.perf_counter() - started[0]
 
     gc.collect()
-    before = _rss()
+    before = proc_status("VmRSS")
     gc.callbacks.append(timing)
     began = time.perf_counter()
     for i in range(n):  # str arguments: fresh bytes per entry, as a parsed request has
@@ -172,7 +115,7 @@ def child(workload: str, n: int, pending: int) -> dict[str, float]:
     if workload == "deletions":
         _delete_every_other(execute)
     gc.collect()
-    filled = _rss()
+    filled = proc_status("VmRSS")
     began = time.perf_counter()
     gc.collect()
     full_gc = time.perf_counter() - began
@@ -184,7 +127,7 @@ def child(workload: str, n: int, pending: int) -> dict[str, float]:
             execute("XREADGROUP", "GROUP", GROUP, "c", "COUNT", str(min(1000, pending)),
                     "STREAMS", KEY, ">")
         gc.collect()
-        out["pending_bytes"] = _rss() - filled
+        out["pending_bytes"] = proc_status("VmRSS") - filled
     return out
 
 
@@ -197,18 +140,6 @@ def _delete_every_other(execute: Any) -> None:
         for entry in page[1::2]:  # (an even page size: every other entry of the stream)
             execute("XDEL", KEY, entry[0])
         start = "(" + page[-1][0].decode()
-
-
-def _run_child(workload: str, n: int, pending: int) -> dict[str, float]:
-    proc = subprocess.run([sys.executable, "-m", "streamkeep.tools.bench.memory", workload,
-                           str(n), str(pending)], capture_output=True, text=True, check=False,
-                          **temporaries.child_options())
-    if proc.returncode != 0:
-        raise AssertionError(f"the memory child failed: {proc.stderr.strip()[-2000:]}")
-    return json.loads(proc.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
-
-
-# --- redis-server's side ----------------------------------------------------------------------
 
 
 def _redis_bytes(client: Any, workload: str, n: int, pending: int) -> dict[str, float]:
@@ -239,7 +170,7 @@ def _redis_bytes(client: Any, workload: str, n: int, pending: int) -> dict[str, 
 def bench(env: BenchEnv, workload: str) -> Measurement:
     n = entries(env, workload)
     pending = n // PENDING_SHARE if workload == "sensor" else 0
-    mine = _run_child(workload, n, pending)
+    mine = module_child(__name__, workload, n, pending)
     figures = {"bytes_per_entry": mine["entries_bytes"] / n,
                "gc_fill_us": mine["gc_fill_s"] * 1e6, "full_gc_us": mine["full_gc_s"] * 1e6}
     if pending:

@@ -1,12 +1,6 @@
-"""The ``streamkeep bench`` command line: its options, its help (examples, exit codes) and the
-run :class:`Settings` they come to.
-
-Owns :func:`add_parser` (the ``bench`` subcommand on the CLI's parser), :func:`build_parser`
-(the same options alone, for ``main(["--quick"])``), :func:`section_names`, the default N and
-the exit codes. Cheap to import: ``streamkeep --help`` builds this parser, and the registry
-is loaded only when ``--sections`` or a SECTION is checked.
-Must not touch: the CLI's other subcommands (tools/main.py imports this module, never the other
-way round), running, printing.
+"""The ``streamkeep bench`` command line: its options, help, exit codes and the run
+:class:`Settings` they come to. Cheap to import (``streamkeep --help`` builds it; the registry
+loads only to check a section). Must not touch: the CLI's other commands, running.
 """
 
 from __future__ import annotations
@@ -111,7 +105,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--n", type=positive_int, metavar="N",
                         help=f"messages per workload (default {FULL_N:,})")
     parser.add_argument("--repeat", type=positive_int, default=1, metavar="R",
-                        help="run each workload R times, report the best (default 1)")
+                        help="run each row R times, report the best; the rows a ratio "
+                             "compares run in turns (default 1)")
     parser.add_argument("--no-redis", action="store_true",
                         help="skip the redis-server reference rows")
     parser.add_argument("--sections", type=section_list, metavar="LIST",

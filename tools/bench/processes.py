@@ -1,39 +1,25 @@
-"""The servers a bench run starts: tools.servers' redis-server and ``streamkeep serve``, each
-with its files in a temp dir of the bench's, removed at stop.
-
-Owns what a bench adds to a server process: the temp dir (named as the bench's: one a
-SIGKILLed bench left is swept by a later run), a redis-py client once the server answers,
-Skip (with the server's last lines) when it cannot start, and the header lines describing it.
-:class:`RedisServer` is the redis-py section's reference, without persistence;
-:class:`RedisAofServer` the server section's, with an everysec AOF; :class:`StreamkeepServer`
-``python -m streamkeep serve`` (a replica with ``replicaof``, another checkout's with
-``python``), its data directory in the temp dir or an existing one, left in place.
-Must not touch: the workloads run against them, the command line (a server is started as
-``[python, "-m", "streamkeep", "serve", ...]``, never through the CLI's parser) or any data
-outside their temp dirs.
+"""The servers a bench run starts and stops, all through this module: tools.servers' redis-server
+and ``streamkeep serve``, each in a temp dir of the bench's, with a redis-py ``client``, Skip
+when it cannot start; the run's shared pair (:func:`streamkeep`, :func:`redis_aof`) and a row's
+own (:func:`running`). Must not touch: the workloads, data outside their dirs.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
-from collections.abc import Sequence
-from typing import Any, Self
+from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING, Any, Self
 
 from streamkeep.tools import servers, temporaries
 from streamkeep.tools.bench.workload import Skip
 from streamkeep.tools.servers import HOST, ServerFailed, ServerProcess
 
+if TYPE_CHECKING:
+    from streamkeep.tools.bench.env import BenchEnv
+
 REDIS_AOF_ARGS = ("--appendonly", "yes", "--appendfsync", "everysec")
-
-
-def _redis_py() -> Any:
-    """The redis-py module; Skip when it is not installed."""
-    try:
-        import redis
-    except ImportError as exc:
-        raise Skip("redis-py not installed") from exc
-    return redis
 
 
 class _BenchServer(ServerProcess):
@@ -44,7 +30,10 @@ class _BenchServer(ServerProcess):
 
     def start(self) -> Self:
         """Start it and connect `client`; Skip (its temp dir removed) if it cannot start."""
-        redis = _redis_py()
+        try:
+            import redis
+        except ImportError as exc:
+            raise Skip("redis-py not installed") from exc
         try:
             super().start()
         except ServerFailed as err:
@@ -84,10 +73,8 @@ class RedisServer(_BenchServer, servers.RedisServer):
 
 
 class RedisAofServer(RedisServer):
-    """The reference for the server section: redis-server with ``--save "" --appendonly yes
-    --appendfsync everysec`` (the AOF in its temp dir), so both servers persist alike; with
-    another ``appendfsync`` (``always``: the lists section's durable-broker row) the same under
-    that policy."""
+    """The server sections' reference: redis-server ``--save "" --appendonly yes
+    --appendfsync everysec`` (or another policy), so both servers persist alike."""
 
     def __init__(self, appendfsync: str = "everysec") -> None:
         super().__init__(appendfsync=appendfsync)
@@ -99,11 +86,9 @@ class RedisAofServer(RedisServer):
 
 
 class StreamkeepServer(_BenchServer, servers.StreamkeepServer):
-    """``python -m streamkeep serve`` with a data directory in its temp dir (its working
-    directory too), or the directory ``data`` (an existing one, e.g. a loaded snapshot; left in
-    place); with ``replicaof`` (a primary's port on 127.0.0.1) a read-only replica of that
-    primary. Started, it answers PING (a replica may still be syncing); stopped, its final
-    fsync is given 15 s; :meth:`stop_process` stops the process alone, keeping its files."""
+    """``python -m streamkeep serve`` with a data directory in its temp dir, or the existing
+    directory ``data`` (left in place); with ``replicaof`` (a primary's port) a replica; under
+    ``python`` another checkout's. Stopped, its final fsync is given 15 s."""
 
     name = "streamkeep"
 
@@ -128,3 +113,32 @@ class StreamkeepServer(_BenchServer, servers.StreamkeepServer):
                 f"({os.path.basename(self.python)} -m streamkeep serve --appendfsync "
                 f"{self.appendfsync}{replica}; {loop}), data dir under {self.dir}, removed "
                 f"after the run"]
+
+
+def streamkeep(env: BenchEnv, appendfsync: str = "everysec") -> StreamkeepServer:
+    """The run's ``streamkeep serve`` child under that policy (started on first use)."""
+    return env.shared(f"streamkeep serve --appendfsync {appendfsync}",  # type: ignore[no-any-return]
+                      lambda: StreamkeepServer(appendfsync).start())
+
+
+def redis_aof(env: BenchEnv, appendfsync: str = "everysec") -> RedisAofServer:
+    """The run's reference for the server sections: redis-server with an AOF under that
+    policy (Skip with --no-redis)."""
+    if not env.use_redis:
+        raise Skip("disabled (--no-redis)")
+    name = "redis-server --appendonly yes" + (
+        "" if appendfsync == "everysec" else f" --appendfsync {appendfsync}")
+    return env.shared(name, lambda: RedisAofServer(appendfsync).start())  # type: ignore[no-any-return]
+
+
+@contextlib.contextmanager
+def running(*made: _BenchServer) -> Iterator[Any]:
+    """Servers of one row: each started in turn, all stopped (last first, their temp dirs
+    removed) when the block ends, however it ends. Yields the first, or the tuple of them."""
+    try:
+        for server in made:
+            server.start()
+        yield made[0] if len(made) == 1 else made
+    finally:
+        for server in reversed(made):
+            server.stop()

@@ -1,14 +1,6 @@
-"""The bench's report: what a run prints on stdout, as plain text, rich tables or JSON.
-
-Owns the header (N, warm-up, repeats, sections; the machine), the blocks that follow it in
-order (:func:`result_blocks`: the rows with their targets and verdicts, the embedded/reference
-ratios, the registry's extra REPORTS, the derived figures, the benchmarks' notes, the targets
-line, the skip reasons), their plain text (:func:`format_results`: the stable format tests
-parse, printed whenever stdout is not a terminal), their rich rendering on a terminal
-(:func:`print_rich`: the same cells, verdicts in colour) and the JSON document for machines
-(:func:`to_json`).
-Must not touch: running or measuring, progress (stderr is the progress module's), the
-registry's contents (read through ``registry`` when a report is made).
+"""The bench's report: the header, the blocks that follow it (the rows, ratios, extra tables,
+figures, notes, the targets line, skip reasons), as plain text (the stable format tests parse),
+rich tables on a terminal, or JSON. Must not touch: running, progress, the registry's contents.
 """
 
 from __future__ import annotations
@@ -46,9 +38,6 @@ def format_target(target: float, unit: str = "", at_most: bool = False) -> str:
     return f"{'<=' if at_most else '>='} {number}{suffix}"
 
 
-# --- the header ----------------------------------------------------------------------------------
-
-
 def machine() -> dict[str, Any]:
     """The machine the figures come from; the load average too, as other work skews them."""
     cores = os.cpu_count() or 0
@@ -72,9 +61,6 @@ def header(n: int, repeat: int, sections: Sequence[Section]) -> str:
         f"machine: {m['cores']} cores ({m['usable']} usable), {m['arch']} {m['system']} "
         f"{m['release']}; Python {m['python']} ({m['implementation']}){load}",
     ])
-
-
-# --- the blocks ----------------------------------------------------------------------------------
 
 
 def _rows_table(results: Sequence[Result], n: int) -> Table:
@@ -172,9 +158,6 @@ def format_results(results: Sequence[Result], n: int,
                        for b in result_blocks(results, n, figures))
 
 
-# --- a terminal: rich ----------------------------------------------------------------------------
-
-
 def print_rich(blocks: Sequence[Block], file: IO[str]) -> None:
     """The blocks as rich tables (verdicts in colour) on a terminal; notes as they are."""
     from rich import box
@@ -197,9 +180,6 @@ def print_rich(blocks: Sequence[Block], file: IO[str]) -> None:
                             if column == block.verdict else Text(cell)
                             for column, cell in enumerate(row)))
         console.print(table)
-
-
-# --- machines: JSON ------------------------------------------------------------------------------
 
 
 def _row_json(r: Result, n: int) -> dict[str, Any]:

@@ -1,10 +1,8 @@
-"""Running the registry: each benchmark best of R, and the figures derived from the rows.
-
-Owns :class:`Result` (a row: the best repeat's rate, count, figures and notes, every repeat's
-rate (the spread a report shows), or why it was skipped), :class:`FigureResult`, :func:`run_benchmarks` (which tells a :class:`Progress` what
-runs: section, benchmark i/N, repeat r/R) and :func:`derive_figures`.
-Must not touch: what a workload measures, how progress is shown (tools.bench.cli's
-BenchProgress implements :class:`Progress`) or how results print (the report).
+"""The bench's one runner (:func:`run_benchmarks`): a section declares its rows and figures, the
+runner runs every row ``--repeat`` times, keeps its best repeat (its ``rank``, else the rate)
+and every repeat's rate, and interleaves the repeats of the rows a ratio of their section
+compares (:func:`groups`: A B A B ...), so that a machine whose speed drifts affects both sides
+alike; a Skip skips the row with its reason. Must not touch: workloads, progress, printing.
 """
 
 from __future__ import annotations
@@ -25,12 +23,13 @@ from streamkeep.tools.bench.workload import Measurement, Skip
 class Result:
     section: str
     bench: Benchmark
-    rate: float | None = None  # best ops/s over the repeats
+    rate: float | None = None  # the best repeat's ops/s
     skipped: str | None = None
     count: int | None = None  # ops the best run timed, when not the run's N
     figures: dict[str, float] = field(default_factory=dict)  # the best run's
     notes: list[str] = field(default_factory=list)  # the best run's
     runs: list[float] = field(default_factory=list)  # every repeat's rate, in run order
+    seconds: float = 0.0  # the time its repeats took
 
     @property
     def verdict(self) -> str:
@@ -49,72 +48,91 @@ class FigureResult:
 
     @property
     def verdict(self) -> str:
-        if self.figure.target is None:
+        f = self.figure
+        if f.target is None:
             return ""
         if self.value is None:
             return "n/a"
-        if self.figure.at_most:
-            return "PASS" if self.value <= self.figure.target else "FAIL"
-        return "PASS" if self.value >= self.figure.target else "FAIL"
+        return "PASS" if (self.value <= f.target if f.at_most else self.value >= f.target) \
+            else "FAIL"
 
 
 class Progress(Protocol):
     """What :func:`run_benchmarks` reports while it runs (numbers from 1)."""
 
-    def benchmark_started(self, section: str, bench: Benchmark, index: int, total: int,
-                          repeats: int) -> None: ...
+    def started(self, result: Result, repeat: int, repeats: int, done: int,
+                total: int) -> None: ...
 
-    def repeat_started(self, repeat: int, repeats: int) -> None: ...
-
-    def benchmark_finished(self, result: Result, index: int, total: int,
-                           seconds: float) -> None: ...
+    def finished(self, result: Result, done: int, total: int) -> None: ...
 
 
-def _run_one(env: BenchEnv, section: str, bench: Benchmark, repeat: int,
-             progress: Progress | None) -> Result:
-    """One row: ``bench`` run ``repeat`` times, the best run kept (by ``bench.rank``, else the
-    rate); a Skip on any run skips the row with its reason."""
-    result = Result(section, bench)
-    runs: list[float | Measurement] = []
-    try:
-        for r in range(1, repeat + 1):
-            if progress:
-                progress.repeat_started(r, repeat)
-            # Each run starts from a collected heap: what earlier rows left for the collector
-            # (their engines) must not be swept inside this row's timing.
-            gc.collect()
-            runs.append(bench.run(env))
-    except Skip as exc:
-        result.skipped = str(exc)
-        return result
-    measured = [r if isinstance(r, Measurement) else Measurement(r) for r in runs]
-    best = max(measured, key=bench.rank or (lambda m: m.rate))
-    result.runs = [m.rate for m in measured]
-    result.rate, result.count, result.figures = best.rate, best.count, best.figures
-    result.notes = best.notes
-    return result
+def groups(sections: Sequence[Section]) -> list[list[tuple[str, Benchmark]]]:
+    """The rows of ``sections`` in run groups: rows a ratio of their section compares are run
+    together (repeats interleaved); groups in the order of their first row, rows in theirs."""
+    rows = [(s.name, b) for s in sections for b in s.benchmarks]
+    owner = {b.key: b.key for _s, b in rows}
+
+    def root(key: str) -> str:
+        while owner[key] != key:
+            key = owner[key]
+        return key
+
+    for section in sections:
+        for f in section.figures:
+            if f.denominator in owner and f.numerator in owner \
+                    and f.denominator.split(".")[0] == f.numerator.split(".")[0]:
+                owner[root(f.denominator)] = root(f.numerator)
+    out: dict[str, list[tuple[str, Benchmark]]] = {}
+    for row in rows:
+        out.setdefault(root(row[1].key), []).append(row)
+    return list(out.values())
+
+
+def _keep(result: Result, runs: list[Measurement]) -> None:
+    best = max(runs, key=result.bench.rank or (lambda m: m.rate))
+    result.runs = [m.rate for m in runs]
+    result.rate, result.count, result.figures, result.notes = (
+        best.rate, best.count, best.figures, best.notes)
 
 
 def run_benchmarks(env: BenchEnv, sections: Sequence[Section] | None = None, repeat: int = 1,
                    progress: Progress | None = None) -> list[Result]:
-    """Run every benchmark of ``sections`` (default :data:`registry.SECTIONS`), best of
-    ``repeat``; skipped ones carry the reason."""
+    """Run the rows of ``sections`` (default :data:`registry.SECTIONS`) ``repeat`` times each,
+    a group's rows interleaved; the results in the sections' row order."""
     chosen = registry.SECTIONS if sections is None else sections
     repeat = max(1, repeat)
-    total = sum(len(section.benchmarks) for section in chosen)
-    results = []
-    index = 0
-    for section in chosen:
-        for bench in section.benchmarks:
-            index += 1
-            if progress:
-                progress.benchmark_started(section.name, bench, index, total, repeat)
-            start = time.monotonic()
-            result = _run_one(env, section.name, bench, repeat, progress)
-            if progress:
-                progress.benchmark_finished(result, index, total, time.monotonic() - start)
-            results.append(result)
-    return results
+    planned = groups(chosen)
+    results = {b.key: Result(name, b) for group in planned for name, b in group}
+    total, done = len(results), 0
+    for group in planned:
+        runs: dict[str, list[Measurement]] = {b.key: [] for _name, b in group}
+        for r in range(1, repeat + 1):
+            for _name, bench in group:
+                result = results[bench.key]
+                if result.skipped is not None:
+                    continue
+                if progress:
+                    progress.started(result, r, repeat, done, total)
+                # Each run starts from a collected heap: what earlier rows left for the
+                # collector (their engines) must not be swept inside this row's timing.
+                gc.collect()
+                began = time.monotonic()
+                try:
+                    got = bench.run(env)
+                    runs[bench.key].append(got if isinstance(got, Measurement)
+                                           else Measurement(got))
+                except Skip as exc:
+                    result.skipped = str(exc)
+                result.seconds += time.monotonic() - began
+                if result.skipped is None and r < repeat:
+                    continue
+                if result.skipped is None:
+                    _keep(result, runs[bench.key])
+                env.results[bench.key] = result
+                done += 1
+                if progress:
+                    progress.finished(result, done, total)
+    return [results[b.key] for s in chosen for b in s.benchmarks]
 
 
 def _derive(figure: Figure, by_key: dict[str, Result]) -> FigureResult | None:
@@ -138,13 +156,11 @@ def _derive(figure: Figure, by_key: dict[str, Result]) -> FigureResult | None:
 
 
 def derive_figures(results: Sequence[Result]) -> list[FigureResult]:
-    """The :data:`registry.FIGURES` whose numerator benchmark ran (measured or skipped)."""
+    """The :data:`registry.FIGURES` whose numerator row ran (measured or skipped)."""
     by_key = {r.bench.key: r for r in results}
-    derived = (_derive(figure, by_key) for figure in registry.FIGURES)
-    return [fr for fr in derived if fr is not None]
+    return [fr for f in registry.FIGURES if (fr := _derive(f, by_key)) is not None]
 
 
 def failed(results: Sequence[Result], figures: Sequence[FigureResult]) -> bool:
     """Whether a row or a derived figure missed its target (FAIL; not measured is no FAIL)."""
-    return any(r.verdict == "FAIL" for r in results) or any(
-        fr.verdict == "FAIL" for fr in figures)
+    return "FAIL" in {r.verdict for r in results} | {fr.verdict for fr in figures}

@@ -1,29 +1,7 @@
-"""The ``shared`` section: one data directory used by many processes (Engine.open(path,
-shared=True)) against what they would use otherwise, measured in the same run.
-
-Owns its workloads:
-
-- ``shared.in_process``: one process using StreamQueue on an in-process Engine (appendfsync
-  everysec), put + get + ack per message, for a few seconds: what a single process does;
-- ``shared.workers``: WORKERS processes sharing one queue through the directory's shared
-  server (everysec), each doing the same cycle for the same time;
-- ``shared.persist_queue``: the same WORKERS processes on persist-queue's SQLiteAckQueue in
-  one directory (auto_commit, SQLite's default FULL sync), the same cycle;
-- ``shared.in_process_handler`` / ``shared.workers_handler``: the two StreamQueue rows again
-  with a handler that waits HANDLER_SECONDS per message (an I/O call: what a worker pool is
-  for), untargeted: where processes that share a queue gain on one that has it alone;
-- ``shared.xadd``: a shared opener's ``r.xadd`` (Engine.open(path, shared=True).redis(), one
-  at a time, over the Unix socket) against redis-py's ``r.xadd`` over TCP to a ``streamkeep
-  serve`` (everysec), and redis-py's over the shared server's Unix socket (the transport
-  alone: the same client both ways), in turns of XADD_CHUNK each, the order rotating, each
-  turn timed (the machine's noise falls on all alike); the rate is the shared opener's;
-- ``shared.open``: opening a directory whose server already runs, to the first reply
-  (Engine.open + PING, OPENS times; its median and worst), and the same from a new process
-  (interpreter, import, open, first reply: what a cron job pays).
-
-Every shared server a workload starts is stopped before the row ends (idle-shutdown 2 s as
-well: a bench killed meanwhile leaves none running for long). Must not touch: the queue, the
-shared mode's modules (everything goes through their public API), the registry.
+"""The ``shared`` section's workloads: one data directory used by many processes through its
+shared server, against one process, persist-queue in the same processes, redis-py over TCP
+(turns: :func:`.workload.take_turns`), and the cost of opening it. Every shared server a row
+starts is stopped before it ends. Must not touch: the shared mode (public API only).
 """
 
 from __future__ import annotations
@@ -38,7 +16,8 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from streamkeep.tools import temporaries
-from streamkeep.tools.bench.workload import Measurement, Skip, warmup_size
+from streamkeep.tools.bench.processes import streamkeep
+from streamkeep.tools.bench.workload import Measurement, Skip, chunks, take_turns, warmup_size
 
 if TYPE_CHECKING:
     from streamkeep.tools.bench.env import BenchEnv
@@ -57,7 +36,8 @@ def seconds(env: BenchEnv) -> float:
 
 def describe(env: BenchEnv) -> list[str]:
     where = env.where()
-    return [*([f"shared: {where}"] if where else []), f"shared: one message = put + get + ack (StreamQueue, appendfsync everysec); "
+    return [*([f"shared: {where}"] if where else []),
+            f"shared: one message = put + get + ack (StreamQueue, appendfsync everysec); "
             f"{WORKERS} worker processes (forked) for {seconds(env):g} s against one process "
             f"in process; persist-queue's SQLiteAckQueue (auto_commit) used by the same "
             f"{WORKERS} processes; XADD over the shared Unix socket and over TCP interleaved "
@@ -78,14 +58,10 @@ def _cycles(put: Any, take: Any, until: float) -> int:
 def _queue_cycle(q: Any, handler: float = 0.0) -> Any:
     def take() -> None:
         for msg in q.get():
+            if handler:
+                time.sleep(handler)
             msg.ack()
-
-    def take_and_handle() -> None:
-        for msg in q.get():
-            time.sleep(handler)
-            msg.ack()
-
-    return take_and_handle if handler else take
+    return take
 
 
 def bench_in_process(env: BenchEnv, handler: float = 0.0) -> Measurement:
@@ -200,37 +176,28 @@ def bench_xadd(env: BenchEnv) -> Measurement:
     import redis
 
     from streamkeep.aof.manifest import SHARED_SOCKET
-    from streamkeep.tools.bench.server import streamkeep
 
-    tcp = streamkeep(env).client
     n = max(env.n // 10, 2 * XADD_CHUNK)
-    fields = {"f": "v"}
+    sent = -(-n // XADD_CHUNK) * XADD_CHUNK
     with env.data_dir("shared-xadd") as path, \
-            _shared_server(path, appendfsync="everysec") as engine:
-        shared = engine.redis()
-        unix = redis.Redis(unix_socket_path=os.path.join(path, SHARED_SOCKET))
-        try:
-            clients = {"shared": shared, "tcp": tcp, "unix": unix}
-            for client in clients.values():
-                for _ in range(warmup_size(n) // 4):
-                    client.xadd("warmup", fields)
-            spent = dict.fromkeys(clients, 0.0)
-            turns = list(clients.items())
-            clock = time.perf_counter
-            for _lo in range(0, n, XADD_CHUNK):
-                turns.append(turns.pop(0))
-                for name, client in turns:
-                    xadd = client.xadd
-                    began = clock()
-                    for _ in range(XADD_CHUNK):
-                        xadd("shared-bench", fields)
-                    spent[name] += clock() - began
-        finally:
-            unix.close()
-        sent = -(-n // XADD_CHUNK) * XADD_CHUNK
-    rate, tcp_rate = sent / spent["shared"], sent / spent["tcp"]
-    return Measurement(rate, count=sent,
-                       figures={"over_tcp": rate / tcp_rate, "tcp_per_s": tcp_rate,
+            _shared_server(path, appendfsync="everysec") as engine, \
+            contextlib.closing(redis.Redis(
+                unix_socket_path=os.path.join(path, SHARED_SOCKET))) as unix:
+        clients = {"shared": engine.redis(), "tcp": streamkeep(env).client, "unix": unix}
+
+        def turns(client: Any) -> Any:
+            def run(_lo: int, _hi: int) -> None:
+                for _ in range(XADD_CHUNK):
+                    client.xadd("shared-bench", {"f": "v"})
+            return chunks(run, sent, XADD_CHUNK)
+
+        for client in clients.values():
+            for _ in range(warmup_size(n) // 4):
+                client.xadd("warmup", {"f": "v"})
+        spent = take_turns({name: turns(client) for name, client in clients.items()})
+    shared_rate, tcp_rate = sent / spent["shared"], sent / spent["tcp"]
+    return Measurement(shared_rate, count=sent,
+                       figures={"over_tcp": shared_rate / tcp_rate, "tcp_per_s": tcp_rate,
                                 "unix_over_tcp": spent["tcp"] / spent["unix"]})
 
 

@@ -1,15 +1,7 @@
-"""The ``snapshot`` section: the snapshot targets (restart, no pause, bounded disk) measured in
-one run.
-
-Owns its workloads and their parameters: the restart of a stream of 5 x N entries with a
-consumer group (1,000,000 at full N) from its snapshot, XADD p99 while that state compacts
-against the p99 just before (same directory, same number of XADDs) (:func:`bench_snapshot`),
-and the directory's size under a steady workload with automatic compaction
-(:func:`bench_snapshot_disk`); and its header line (:func:`describe`). A benchmark's notes (a
-latency table, a size series) print under the figures.
-Must not touch: engine internals (only ``Engine.open``/``execute``/``compact``/``close``, the
-compactor's ``job``/``runs``/``last_error`` and the data directory's "snapshot ... loaded" log
-line), other sections, or any data outside the directories ``BenchEnv.data_dir`` hands out.
+"""The ``snapshot`` section's workloads: the restart of a stream with a consumer group from its
+snapshot, XADD p99 while it compacts against p99 just before, and the directory's size under a
+steady workload with automatic compaction. Must not touch: engine internals (its public API,
+the compactor's job and the "snapshot ... loaded" log line).
 """
 
 from __future__ import annotations
@@ -48,87 +40,58 @@ DISK_SAMPLES = 100  # directory size samples over the run (the series prints eve
 
 
 def stream_entries(env: BenchEnv) -> int:
-    """Entries of the section's stream: 1,000,000 at full N."""
     return env.n * SNAPSHOT_ENTRIES_PER_N
 
 
-def phase_ops(env: BenchEnv) -> int:
-    """Timed XADDs per phase of the no-pause measurement (at most, while compacting)."""
-    return env.n
-
-
 def disk_ops(env: BenchEnv) -> int:
-    """XADDs of the bounded-disk workload."""
     return env.n * DISK_OPS_QUICK_FACTOR if env.quick else env.n
 
 
 def disk_min_size(env: BenchEnv) -> int:
-    """The bounded-disk workload's auto-aof-rewrite-min-size."""
     return QUICK_DISK_MIN_SIZE if env.quick else DISK_MIN_SIZE
 
 
 def describe(env: BenchEnv) -> list[str]:
-    """The section's header line: where its data directories were and what its workloads ran."""
     where = env.where()
-    if where is None:
-        return []
-    return [
+    return [] if where is None else [
         f"snapshot: {where}; appendfsync everysec; a {stream_entries(env):,}-entry "
         f"stream whose group read the first 1/{SNAPSHOT_READ_FRACTION} with "
         f"{SNAPSHOT_CONSUMERS} consumers, acking every other entry; no-pause phases of "
-        f"{phase_ops(env):,} XADDs at most; bounded disk: {disk_ops(env):,} XADD "
+        f"{env.n:,} XADDs at most; bounded disk: {disk_ops(env):,} XADD "
         f"MAXLEN ~ {DISK_MAXLEN:,}, XREADGROUP COUNT {DISK_READ_EVERY} + XACK every "
         f"{DISK_READ_EVERY}, auto-aof-rewrite-min-size {disk_min_size(env) >> 10} KiB, "
         f"percentage 100"]
 
 
-def _open_everysec(path: str, **config: Any) -> Any:
+def load(env: BenchEnv) -> Measurement:
+    return env.in_dir("snapshot", bench_snapshot, stream_entries(env), env.n)
+
+
+def disk(env: BenchEnv) -> Measurement:
+    return env.in_dir("disk", bench_snapshot_disk, disk_ops(env), disk_min_size(env))
+
+
+def _open(path: str, **config: Any) -> Any:
     from streamkeep import Engine
 
     return Engine.open(path, appendfsync="everysec", **config)
 
 
-def _snapshot_state(entries: int) -> datasets.DataSet:
-    """The stream the snapshot section compacts and reloads: ``entries`` XADDs to KEY, whose
-    group reads the first 1/SNAPSHOT_READ_FRACTION of them in chunks, round-robin over
-    SNAPSHOT_CONSUMERS consumers, acking every other entry it reads."""
-    to_read = entries // SNAPSHOT_READ_FRACTION
-    return datasets.DataSet(entries, KEY, group=GROUP,
-                            consumers=tuple(f"c{i}" for i in range(SNAPSHOT_CONSUMERS)),
-                            read=to_read, ack_every=2,
-                            chunk=max(1, min(1000, to_read // (10 * SNAPSHOT_CONSUMERS))))
-
-
-def _check_snapshot_state(engine: Any, entries: int, pending: int) -> None:
-    length = engine.execute("XLEN", KEY)
-    found = engine.execute("XPENDING", KEY, GROUP)[0]
-    consumers = len(engine.execute("XINFO", "CONSUMERS", KEY, GROUP))
-    if (length, found, consumers) != (entries, pending, SNAPSHOT_CONSUMERS):
-        raise AssertionError(
-            f"restart restored {length} entries, {found} pending, {consumers} consumers; "
-            f"expected {entries}, {pending}, {SNAPSHOT_CONSUMERS}")
-
-
-_SNAPSHOT_LOADED = re.compile(r"^snapshot \S+ loaded: .*?(\d+) entries, .* in ([\d.]+) s$")
-
-
 class _SnapshotLoadLog(logging.Handler):
     """Catches the data directory's ``snapshot <file> loaded: ... E entries, ... in T s`` line
-    while ``Engine.open`` runs: (entries, seconds), the seconds unrounded when the record
-    carries them as its last argument."""
+    while ``Engine.open`` runs: (entries, seconds; unrounded when the record's last argument)."""
+
+    LINE = re.compile(r"^snapshot \S+ loaded: .*?(\d+) entries, .* in ([\d.]+) s$")
 
     def __init__(self) -> None:
         super().__init__(logging.INFO)
         self.loaded: tuple[int, float] | None = None
 
     def emit(self, record: logging.LogRecord) -> None:
-        m = _SNAPSHOT_LOADED.match(record.getMessage())
-        if m is None:
-            return
-        seconds = record.args[-1] if isinstance(record.args, tuple) and record.args else None
-        if not isinstance(seconds, float):
-            seconds = float(m.group(2))
-        self.loaded = (int(m.group(1)), seconds)
+        if m := self.LINE.match(record.getMessage()):
+            seconds = record.args[-1] if isinstance(record.args, tuple) and record.args else None
+            self.loaded = (int(m.group(1)), seconds if isinstance(seconds, float)
+                           else float(m.group(2)))
 
 
 @contextlib.contextmanager
@@ -145,19 +108,17 @@ def _catch_snapshot_load() -> Iterator[_SnapshotLoadLog]:
         logger.setLevel(level)
 
 
-def _timed_xadds(execute: Callable[..., Any], key: str, limit: int,
-                 running: Callable[[], bool] | None = None) -> list[int]:
-    """Up to ``limit`` XADD key * f v, each timed with perf_counter_ns (nanoseconds, in order);
-    stops early once ``running()`` is false (checked before each XADD, outside its time)."""
-    clock = time.perf_counter_ns
-    times: list[int] = []
-    record = times.append
+def _timed_xadds(execute: Callable[..., Any], limit: int,
+                 running: Callable[[], bool] = lambda: True) -> list[int]:
+    """Up to ``limit`` XADDs to a side stream, each timed (ns, in order), while ``running()``
+    (checked before each, outside its time)."""
+    clock, times = time.perf_counter_ns, []
     for _ in range(limit):
-        if running is not None and not running():
+        if not running():
             break
         start = clock()
-        execute("XADD", key, "*", "f", "v")
-        record(clock() - start)
+        execute("XADD", "latency", "*", "f", "v")
+        times.append(clock() - start)
     return times
 
 
@@ -169,53 +130,44 @@ def _latency_row(label: str, times: Sequence[int]) -> list[str]:
 
 
 def bench_snapshot(path: str, entries: int, latency_ops: int) -> Measurement:
-    """The snapshot section's restart and no-pause targets, on one data directory (appendfsync
-    everysec, automatic compaction off: the bench compacts when it means to):
-
-    1. build: ``entries`` XADDs plus a group with a PEL (:func:`_snapshot_state`), then
-       ``compact(wait=True)`` (figure ``compact_s``) and close;
-    2. restart: ``Engine.open`` timed (``restart_s``; the AOF tail is empty), the snapshot load
-       taken from the open's log line; the row's rate is entries loaded per second;
-    3. no pause: ``latency_ops`` timed XADDs to a side stream (the baseline), then
-       ``compact(wait=False)`` (its call, the rotation under the engine lock: ``start_ms``) and
-       timed XADDs only while that compaction runs, at most ``latency_ops``: the ops in that
-       window. Both phases' p99 compare over the same number of XADDs (the last ones of the
-       baseline if the window held fewer); p99 during / p99 without is ``p99_ratio``.
-    """
-    off = {"auto_aof_rewrite_percentage": 0}
-    engine = _open_everysec(path, **off)
-    try:
-        pending = datasets.write(engine.execute, _snapshot_state(entries))
+    """Restart and no pause, on one data directory (automatic compaction off): ``entries``
+    XADDs and a group with a PEL (reading the first tenth, acking every other), compacted
+    (``compact_s``); ``Engine.open`` timed (``restart_s``; the rate: entries loaded per second
+    of the load its log line gives); ``latency_ops`` timed XADDs, then as many at most while a
+    ``compact(wait=False)`` runs (its call: ``start_ms``), both phases' p99 over the same
+    number of XADDs (``p99_ratio``)."""
+    to_read = entries // SNAPSHOT_READ_FRACTION
+    state = datasets.DataSet(entries, KEY, group=GROUP, read=to_read, ack_every=2,
+                             consumers=tuple(f"c{i}" for i in range(SNAPSHOT_CONSUMERS)),
+                             chunk=max(1, min(1000, to_read // (10 * SNAPSHOT_CONSUMERS))))
+    with _open(path, auto_aof_rewrite_percentage=0) as engine:
+        pending = datasets.write(engine.execute, state)
         start = time.perf_counter()
         if engine.compact(wait=True) is None:
             raise AssertionError("compact() wrote no snapshot of the built stream")
         compact_s = time.perf_counter() - start
-    finally:
-        engine.close()
-
     with _catch_snapshot_load() as caught:
         start = time.perf_counter()
-        engine = _open_everysec(path, **off)
+        engine = _open(path, auto_aof_rewrite_percentage=0)
         restart_s = time.perf_counter() - start
     try:
-        _check_snapshot_state(engine, entries, pending)
-        if caught.loaded is None:
-            raise AssertionError("Engine.open logged no 'snapshot ... loaded' line")
-        loaded, load_s = caught.loaded
-        if loaded != entries:
-            raise AssertionError(f"the snapshot held {loaded} entries, expected {entries}")
-
         execute, compactor = engine.execute, engine.datadir.compactor
+        restored = (execute("XLEN", KEY), execute("XPENDING", KEY, GROUP)[0],
+                    len(execute("XINFO", "CONSUMERS", KEY, GROUP)))
+        if restored != (entries, pending, SNAPSHOT_CONSUMERS):
+            raise AssertionError(f"restart restored {restored} (entries, pending, consumers); "
+                                 f"expected {(entries, pending, SNAPSHOT_CONSUMERS)}")
+        if caught.loaded is None or caught.loaded[0] != entries:
+            raise AssertionError(f"Engine.open logged {caught.loaded} (entries, seconds) for "
+                                 f"the snapshot's load, expected {entries} entries")
         fill(execute, "latency", warmup_size(latency_ops))
-        without = _timed_xadds(execute, "latency", latency_ops)
+        without = _timed_xadds(execute, latency_ops)
         start = time.perf_counter()
         engine.compact(wait=False)
         started = time.perf_counter()
-        job = compactor.job
-        if job is None:
+        if (job := compactor.job) is None:
             raise AssertionError("compact(wait=False) started no compaction")
-        during = _timed_xadds(execute, "latency", latency_ops,
-                              lambda: compactor.job is not None)
+        during = _timed_xadds(execute, latency_ops, lambda: compactor.job is not None)
         window_s = time.perf_counter() - started
         job.done.wait()
         compaction_s = time.perf_counter() - start
@@ -225,10 +177,8 @@ def bench_snapshot(path: str, entries: int, latency_ops: int) -> Measurement:
         engine.close()
     if not during:
         raise AssertionError("the compaction ended before the first XADD of its window")
-
     baseline = without[-len(during):]
-    p99_without = percentile_us(sorted(baseline), 0.99)
-    p99_during = percentile_us(sorted(during), 0.99)
+    p99_without, p99_during = (percentile_us(sorted(t), 0.99) for t in (baseline, during))
     note = "" if len(baseline) == len(without) else \
         f" (its last {len(baseline):,} of {len(without):,}: the window held fewer)"
     table = format_table(
@@ -236,13 +186,11 @@ def bench_snapshot(path: str, entries: int, latency_ops: int) -> Measurement:
          "p99.9", "max"],
         [_latency_row("without a compaction" + note, baseline),
          _latency_row(f"during a compaction: a {window_s:.2f} s window of its "
-                      f"{compaction_s:.2f} s", during)],
-        right={2, 3, 4, 5, 6})
-    return Measurement(entries / load_s, count=entries, figures={
+                      f"{compaction_s:.2f} s", during)], right={2, 3, 4, 5, 6})
+    return Measurement(entries / caught.loaded[1], count=entries, notes=[table], figures={
         "restart_s": restart_s, "compact_s": compact_s, "start_ms": (started - start) * 1000,
         "p99_without_us": p99_without, "p99_during_us": p99_during,
-        "p99_ratio": p99_during / p99_without,
-    }, notes=[table])
+        "p99_ratio": p99_during / p99_without})
 
 
 def _dir_bytes(path: str) -> int:
@@ -257,25 +205,19 @@ def _dir_bytes(path: str) -> int:
 
 
 def bench_snapshot_disk(path: str, ops: int, min_size: int) -> Measurement:
-    """Bounded disk: ``ops`` XADD MAXLEN ~ DISK_MAXLEN on one stream, its group reading
-    (XREADGROUP COUNT DISK_READ_EVERY, consumers round-robin) and acking after every
-    DISK_READ_EVERY XADDs, with automatic compaction at auto-aof-rewrite-min-size ``min_size``
-    (percentage 100). The directory's segment + snapshot bytes are sampled DISK_SAMPLES times;
-    figures: compactions completed, the peak of each half of the run and their ratio (an AOF
-    that only grows doubles). XADDs/s is the row's rate."""
-    engine = _open_everysec(path, auto_aof_rewrite_min_size=min_size)
-    try:
+    """Bounded disk: ``ops`` XADD MAXLEN ~ DISK_MAXLEN, the group reading and acking after
+    every DISK_READ_EVERY (consumers in turn), automatic compaction at ``min_size``; the
+    directory's segment + snapshot bytes sampled DISK_SAMPLES times: compactions completed, the
+    peak of each half of the run and their ratio (an AOF that only grows doubles); XADDs/s."""
+    with _open(path, auto_aof_rewrite_min_size=min_size) as engine:
         execute, compactor = engine.execute, engine.datadir.compactor
-        maxlen, count = str(DISK_MAXLEN), str(DISK_READ_EVERY)
         execute("XGROUP", "CREATE", KEY, GROUP, "$", "MKSTREAM")
-        every = max(1, ops // DISK_SAMPLES)
-        samples: list[int] = []
+        every, samples, turn = max(1, ops // DISK_SAMPLES), [], 0
         spans: list[list[float]] = []  # [seen start, seen end] of each compaction, polled
         seen = None
-        turn = 0
         start = time.perf_counter()
         for i in range(1, ops + 1):
-            execute("XADD", KEY, "MAXLEN", "~", maxlen, "*", "f", "v")
+            execute("XADD", KEY, "MAXLEN", "~", str(DISK_MAXLEN), "*", "f", "v")
             if compactor.job is not seen:
                 now, seen = time.perf_counter(), compactor.job
                 if spans and len(spans[-1]) == 1:
@@ -284,34 +226,30 @@ def bench_snapshot_disk(path: str, ops: int, min_size: int) -> Measurement:
                     spans.append([now])
             if i % DISK_READ_EVERY == 0:
                 reply = execute("XREADGROUP", "GROUP", GROUP, f"c{turn % DISK_CONSUMERS}",
-                                "COUNT", count, "STREAMS", KEY, ">")
+                                "COUNT", str(DISK_READ_EVERY), "STREAMS", KEY, ">")
                 turn += 1
                 if reply:
                     execute("XACK", KEY, GROUP, *[entry[0] for entry in reply[0][1]])
             if i % every == 0:
                 samples.append(_dir_bytes(path))
         elapsed = time.perf_counter() - start
-        job = compactor.job
-        if job is not None:  # closing would abandon it
+        if (job := compactor.job) is not None:  # closing would abandon it
             job.done.wait()
         if spans and len(spans[-1]) == 1:
             spans[-1].append(time.perf_counter())
         runs, error = compactor.runs, compactor.last_error
-    finally:
-        engine.close()
     half = len(samples) // 2
     first, second = max(samples[:half] or samples), max(samples[half:])
-    tenths = [samples[max(0, len(samples) * k // 10 - 1)] for k in range(1, 11)]
     took = [f"{end - begin:.2f}" for begin, end in spans]
     if len(took) > 16:
         took[8:-7] = ["..."]
     notes = ["bounded disk: segments + snapshots, MB at 10%, 20%, ... 100% of the run: "
-             + " ".join(f"{b / 1e6:.2f}" for b in tenths),
+             + " ".join(f"{samples[max(0, len(samples) * k // 10 - 1)] / 1e6:.2f}"
+                        for k in range(1, 11)),
              f"bounded disk: {len(spans)} compactions ran, seconds each (from the XADD loop): "
-             + (" ".join(took) or "none")]
-    if error is not None:
-        notes.append(f"bounded disk: the last compaction failed: {error}")
-    return Measurement(ops / elapsed, count=ops, figures={
+             + (" ".join(took) or "none"),
+             *([f"bounded disk: the last compaction failed: {error}"] if error is not None
+               else [])]
+    return Measurement(ops / elapsed, count=ops, notes=notes, figures={
         "compactions": float(runs), "peak_first_mb": first / 1e6,
-        "peak_second_mb": second / 1e6, "growth": second / first,
-    }, notes=notes)
+        "peak_second_mb": second / 1e6, "growth": second / first})

@@ -1,10 +1,6 @@
-"""Plain-text tables: the aligned layout every table of the bench prints in.
-
-Owns :class:`Table` (headers, rows, which columns align right, which one holds a verdict) and
-:func:`format_table`, its plain-text form. Tests parse that form: two spaces between columns,
-a dashed rule under the headers, no trailing blanks.
-Must not touch: what the tables hold (the report and the sections fill them) or colours (the
-report renders a Table with rich on a terminal).
+"""Plain-text tables, the layout every table of the bench prints in (tests parse it: two
+spaces between columns, a dashed rule under the headers, no trailing blanks): :class:`Table`
+and :func:`format_table`. Must not touch: what the tables hold, colours (the report's).
 """
 
 from __future__ import annotations

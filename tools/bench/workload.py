@@ -1,29 +1,30 @@
-"""What every section's workloads share: the value a benchmark returns and its loops' vocabulary.
-
-Owns :class:`Measurement` (one run's rate, its own op count, figures and notes), :class:`Skip`
-(a benchmark that cannot run on this machine), the warm-up rule, the key/group/consumer names,
-the consume batch, the XADD fill loop and the nearest-rank percentile the latency tables use.
-Must not touch: the registry, the report, child processes or any one section's workload.
-
-Timing rule for every section: a workload runs a warm-up on a separate key first, then times
-only its loop with ``time.perf_counter``; a row's rate is ops per second and ``us/op`` its
-inverse.
+"""What every section's workloads share: the value a row's run returns and the shapes the
+workloads repeat (a warm-up then a timed loop; parties or threads taking turns; a child's JSON
+report), the warm-up rule, the key names, a process's memory and percentiles.
+Timing rule: a workload warms up on a separate key first, then times only its loop with
+``time.perf_counter``; a row's rate is ops per second and ``us/op`` its inverse.
+Must not touch: the registry, the report, any one section's workload.
 """
 
 from __future__ import annotations
 
+import json
 import math
+import subprocess
+import sys
+import threading
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from streamkeep.engine.wire.errors import StreamkeepError
+from streamkeep.tools import temporaries
 
 BATCH = 100  # XREADGROUP COUNT in the consume loops
-
-KEY = "bench"
-GROUP = "g"
-CONSUMER = "c"
+KEY, GROUP, CONSUMER = "bench", "g", "c"
+CHILD_TIMEOUT = 3600.0
+T = TypeVar("T")
 
 
 def warmup_size(n: int) -> int:
@@ -32,14 +33,13 @@ def warmup_size(n: int) -> int:
 
 
 class Skip(StreamkeepError):
-    """A benchmark cannot run on this machine (e.g. no redis-server); reported, not fatal."""
+    """A row cannot run on this machine (e.g. no redis-server); reported, not fatal."""
 
 
 @dataclass
 class Measurement:
-    """One run of a benchmark: its rate, the ops it timed when that is not the run's N (e.g. a
-    duration-bound loop), figures the FIGURES table reads (e.g. records per fsync), and notes:
-    lines printed under the tables (e.g. a latency table, a size series)."""
+    """One run of a row: its rate, the ops it timed when not the run's N, figures the derived
+    figures read (e.g. records per fsync), and notes printed under the tables."""
 
     rate: float
     count: int | None = None
@@ -47,12 +47,142 @@ class Measurement:
     notes: list[str] = field(default_factory=list)
 
 
+def rate(n: int, seconds: float, **figures: float) -> Measurement:
+    return Measurement(n / seconds, count=n, figures=figures)
+
+
+def timed(loop: Callable[[str, int], object], n: int, warm: int | None = None) -> float:
+    """``loop("warmup", warm)`` untimed (default :func:`warmup_size`; 0: none), then
+    ``loop(KEY, n)`` timed: seconds."""
+    if warm is None or warm:
+        loop("warmup", warmup_size(n) if warm is None else warm)
+    began = time.perf_counter()
+    loop(KEY, n)
+    return time.perf_counter() - began
+
+
 def fill(execute: Callable[..., Any], key: str, n: int) -> None:
-    """n x ``XADD key * f v`` through an engine's ``execute`` (untimed: warm-ups, set-up)."""
+    """n x ``XADD key * f v`` through an engine's ``execute``."""
     for _ in range(n):
         execute("XADD", key, "*", "f", "v")
+
+
+def consume(execute: Callable[..., Any], key: str, limit: float = math.inf) -> int:
+    """XREADGROUP GROUP g c COUNT 100 ``>`` then XACK of the IDs read, until drained (or
+    ``limit`` entries); entries consumed."""
+    done = 0
+    while done < limit:
+        reply = execute("XREADGROUP", "GROUP", GROUP, CONSUMER, "COUNT", str(BATCH), "STREAMS",
+                        key, ">")
+        if not reply or not reply[0][1]:
+            break
+        execute("XACK", key, GROUP, *[entry[0] for entry in reply[0][1]])
+        done += len(reply[0][1])
+    return done
+
+
+def alternate(rounds: int, parties: dict[str, Callable[[int], T]]) -> list[dict[str, T]]:
+    """``rounds`` rounds, each every party's call (with the round, from 1) in turn, so that a
+    machine whose speed drifts affects all alike: [{party: what it returned}]."""
+    return [{name: call(r) for name, call in parties.items()} for r in range(1, rounds + 1)]
+
+
+def take_turns(steps: dict[str, Callable[[], bool]]) -> dict[str, float]:
+    """Each party's ``step()`` in turn, the order rotating every round (the second to run
+    finds the data in the CPU's caches: that advantage goes to each in turn), each call timed,
+    until every step has returned False (done): seconds per party."""
+    spent, order, live = dict.fromkeys(steps, 0.0), list(steps.items()), set(steps)
+    clock = time.perf_counter
+    while live:
+        order.append(order.pop(0))
+        for name, step in order:
+            if name in live:
+                began = clock()
+                more = step()
+                spent[name] += clock() - began
+                if not more:
+                    live.discard(name)
+    return spent
+
+
+def chunks(run: Callable[[int, int], object], n: int, size: int) -> Callable[[], bool]:
+    """A :func:`take_turns` step running ``run(lo, hi)`` over [0, n) ``size`` at a time."""
+    at = [0]
+
+    def step() -> bool:
+        lo, at[0] = at[0], min(n, at[0] + size)
+        run(lo, at[0])
+        return at[0] < n
+
+    return step
+
+
+def threads_until(threads: int, seconds: float, make: Callable[[int], Callable[[], object]],
+                  limit: int | None = None) -> tuple[int, float]:
+    """``threads`` threads, released together, each calling its ``make(i)()`` until ``seconds``
+    have passed (or it made ``limit // threads`` calls): (calls, seconds from release to the
+    last join). A thread's error is raised here."""
+    done, errors, deadline = [0] * threads, [], [0.0]
+    gate, per_thread = threading.Barrier(threads + 1), max(1, limit // threads) if limit else math.inf
+
+    def worker(index: int) -> None:
+        call, clock, count = make(index), time.perf_counter, 0
+        gate.wait()
+        try:
+            while count < per_thread and clock() < deadline[0]:
+                call()
+                count += 1
+        except BaseException as exc:  # reported by the caller
+            errors.append(exc)
+        done[index] = count
+
+    workers = [threading.Thread(target=worker, args=(i,), name=f"bench-{i}", daemon=True)
+               for i in range(threads)]
+    for w in workers:
+        w.start()
+    began = time.perf_counter()
+    deadline[0] = began + seconds
+    gate.wait()
+    for w in workers:
+        w.join()
+    if errors:
+        raise errors[0]
+    return sum(done), time.perf_counter() - began
+
+
+def child_json(argv: Sequence[str], **kwargs: Any) -> dict[str, Any]:
+    """Run a child process; the JSON of its last stdout line. AssertionError with its stderr's
+    tail when it fails."""
+    done = subprocess.run(list(argv), capture_output=True, text=True, check=False,
+                          timeout=CHILD_TIMEOUT, **temporaries.child_options(), **kwargs)
+    if done.returncode != 0:
+        raise AssertionError(f"{' '.join(argv[:4])} failed: {done.stderr.strip()[-2000:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
+
+
+def module_child(module: str, *args: object) -> dict[str, Any]:
+    """``python -m <module> ARGS...`` in a fresh process: its JSON line (:func:`child_json`)."""
+    return child_json([sys.executable, "-m", module, *map(str, args)])
+
+
+def proc_status(name: str, pid: int | str = "self") -> int:
+    """A memory field of /proc/PID/status (VmRSS, VmHWM) in bytes; Skip if absent."""
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith(name + ":"):
+                return int(line.split()[1]) * 1024
+    raise Skip(f"no {name} in /proc/{pid}/status")
 
 
 def percentile_us(ordered: Sequence[int], q: float) -> float:
     """Nearest-rank percentile of sorted nanosecond times, in microseconds."""
     return ordered[max(0, math.ceil(q * len(ordered)) - 1)] / 1000
+
+
+def delays_ms(delays: list[float]) -> dict[str, float]:
+    """p99 and max of delays in seconds, as ms figures ``p99_ms`` and ``max_ms`` (0 if none)."""
+    delays.sort()
+    if not delays:
+        return {"p99_ms": 0.0, "max_ms": 0.0}
+    return {"p99_ms": delays[min(len(delays) - 1, int(len(delays) * 0.99))] * 1000,
+            "max_ms": delays[-1] * 1000}

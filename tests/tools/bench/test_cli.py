@@ -60,11 +60,12 @@ def test_quiet_prints_no_progress(
 def test_a_terminal_gets_the_live_display() -> None:
     stream = _Terminal()
     bench_a = _fake_sections()[0].benchmarks[0]
+    result = Result("embedded", bench_a, rate=1000.0, seconds=0.5)
     with reporter(stream) as shown:
         assert shown is not None and shown.bar.terminal  # the live display
-        shown.benchmark_started("embedded", bench_a, 1, 1, 3)
-        shown.repeat_started(2, 3)
-        shown.benchmark_finished(Result("embedded", bench_a, rate=1000.0), 1, 1, 0.5)
+        shown.started(result, 1, 3, 0, 1)
+        shown.started(result, 2, 3, 0, 1)
+        shown.finished(result, 1, 1)
     raw = stream.getvalue()
     assert "\x1b[" in raw  # styled, redrawn in place
     text = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", raw)

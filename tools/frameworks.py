@@ -1,6 +1,6 @@
 """Task frameworks at pinned versions: their sources and a virtualenv each, in a cache outside
 the project's venv, for their own test suites (tests/support/framework_suites.py) and the
-bench's framework rows (:mod:`.datatypes`).
+bench's framework rows (:mod:`.bench.datatypes`).
 
 Owns :class:`Suite` (one framework: its pinned version, where its source comes from, what its
 venv installs, how its tests find their server), :data:`SUITES`, the cache's place
@@ -31,7 +31,7 @@ from pathlib import Path
 
 from streamkeep.tools.temporaries import child_options
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[1]
 PROJECT_PYTHON = ROOT / ".venv" / "bin" / "python"
 DEFAULT_CACHE = ROOT / ".venv" / "framework-suites"
 MARKER = "# --- streamkeep framework-suite harness ---"
