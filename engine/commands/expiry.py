@@ -35,7 +35,7 @@ Expiry is deterministic for replay, replicas and snapshots because only effects 
 - Active expiry: `active_expire` looks at a sample of the keys with a TTL, deletes the expired
   ones and logs their `DEL`s, round after round while many were expired, like Redis's
   activeExpireCycle (the sample rotates through `expires` instead of being random);
-  `EngineCore.active_expire_cycle` runs it over every database, and the server's loop (or,
+  `ExpiryCycle.run` runs it over every database, and the server's loop (or,
   for an engine opened with `Engine.open` and not served, engine.services.expiry_timer) calls
   that ten times a second.
 - A redis-server primary's commands (replication.redis_commands) never delete on their own

@@ -24,7 +24,7 @@ INTERVAL_SECONDS = 0.1
 
 
 class ExpiryTimer:
-    """Runs `engine.active_expire_cycle()` every INTERVAL_SECONDS until `stop()`."""
+    """Runs `engine.expiry_cycle.run()` every INTERVAL_SECONDS until `stop()`."""
 
     def __init__(self, engine: EngineCore, interval: float = INTERVAL_SECONDS) -> None:
         self.engine = engine
@@ -41,10 +41,10 @@ class ExpiryTimer:
                 return
             if engine.server is None:  # (a served engine's cron is the server's loop)
                 if any(engine.expires):
-                    if engine.active_expire_cycle():
+                    if engine.expiry_cycle.run():
                         self._sync(engine)
                     self.cycles += 1
-                engine.sample_stats()
+                engine.monitoring.sample_stats()
 
     @staticmethod
     def _sync(engine: EngineCore) -> None:

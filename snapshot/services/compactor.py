@@ -283,7 +283,7 @@ class Compactor:
                                    "list-max-listpack-size")}
         self.journal.rewrite_at = float("inf")
         self.start_usec = (time.perf_counter_ns() - began) // 1000
-        engine.started_compaction(self.start_usec)
+        engine.monitoring.started_compaction(self.start_usec)
         self._thread = threading.Thread(target=self._run, args=(job,), name="compactor",
                                         daemon=True)
         self._thread.start()
