@@ -13,9 +13,9 @@ Expiry is deterministic for replay, replicas and snapshots because only effects 
 - Active expiry: `active_expire` looks at a sample of the keys with a TTL, deletes the expired
   ones and logs their `DEL`s, round after round while many were expired, like Redis's
   activeExpireCycle (the sample rotates through `expires` instead of being random); the
-  engine's expiry cycle (engine.runtime.expiry_cycle) runs it over every database, and the
-  server's loop (or, for an engine opened with `Engine.open` and not served,
-  engine.services.expiry_timer) calls that ten times a second.
+  engine's expiry cycle (engine.runtime.expiry_cycle: `ExpiryCycle.run`) runs it over every
+  database, and the server's loop (or, for an engine opened with `Engine.open` and not
+  served, engine.services.expiry_timer) calls that ten times a second.
 - A redis-server primary's commands (replication.redis_commands) never delete on their own
   either: a past TTL is kept until the primary's DEL, as on a Redis replica.
 - Snapshots store every TTL (snapshot.layout's `keys` table), so a state loaded from one

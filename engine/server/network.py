@@ -1209,7 +1209,7 @@ class Server:
         users_of(self.engine)  # the users (the aclfile's, the config's): a bad file stops the start
         self._fit_maxclients()
         self.engine.on_config(["maxclients"], self._maxclients_changed)
-        self.engine.rollback_hooks.append(self._records_dropped)
+        self.engine.replay.rollback_hooks.append(self._records_dropped)
         self.loop.call_later(IDLE_CHECK_SECONDS, self._close_idle_clients)
         self.loop.call_later(ACTIVE_EXPIRE_SECONDS, self._active_expire)
         if self.sockets is not None:
@@ -1274,12 +1274,12 @@ class Server:
         wrote again)."""
         if self.stopping is None or self.stopping.is_set():
             return
-        if self.engine.active_expire_cycle():
+        if self.engine.expiry_cycle.run():
             self.flush_aof()
             journal = self.engine.journal
             if journal is not None and journal.sync_on_commit:
                 self.sync_soon(journal.written_lsn)
-        self.engine.sample_stats(self.stats_sample())
+        self.engine.monitoring.sample_stats(self.stats_sample())
         self.loop.call_later(ACTIVE_EXPIRE_SECONDS, self._active_expire)
 
     def _new_client(self) -> Client:

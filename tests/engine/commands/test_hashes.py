@@ -202,7 +202,7 @@ def test_effects(rec: Recorded) -> None:
 def test_replay_digest_after_every_command() -> None:
     primary = Engine(clock=lambda: 1_000_000)
     replica = Engine(clock=lambda: 1_000_000)
-    primary.add_sink(replica.apply)
+    primary.add_sink(replica.replay.apply)
     script: list[tuple[Any, ...]] = [
         ("HSET", "h", "a", "1", "b", "2"),
         ("HINCRBY", "h", "a", "10"),

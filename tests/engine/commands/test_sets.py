@@ -219,7 +219,7 @@ def test_spop_replays_exactly_on_a_replica() -> None:
     clock = [1000]
     primary = Engine(clock=lambda: clock[0])
     replica = Engine(clock=lambda: clock[0])
-    primary.add_sink(replica.apply)
+    primary.add_sink(replica.replay.apply)
     rng = random.Random(7)
     keys = ["i", "l", "h", "m"]
     for round_ in range(40):
@@ -248,7 +248,7 @@ def test_spop_hashtable_survivors_become_a_listpack() -> None:
     clock = [1000]
     primary = Engine(clock=lambda: clock[0])
     replica = Engine(clock=lambda: clock[0])
-    primary.add_sink(replica.apply)
+    primary.add_sink(replica.replay.apply)
     primary.execute("SADD", "h", *[f"m{i}" for i in range(600)])
     primary.execute("PEXPIRE", "h", "50000")
     logged: list[list[bytes]] = []
@@ -265,7 +265,7 @@ def test_replay_of_every_write() -> None:
     clock = [1000]
     primary = Engine(clock=lambda: clock[0])
     replica = Engine(clock=lambda: clock[0])
-    primary.add_sink(replica.apply)
+    primary.add_sink(replica.replay.apply)
     script = [
         ("SADD", "a", "1", "2", "3"), ("SADD", "b", "x", "2", "3"),
         ("SADD", "big", *[f"k{i}" for i in range(200)]), ("SREM", "big", "k1"),

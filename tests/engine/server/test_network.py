@@ -107,7 +107,7 @@ def wait_until(predicate: Callable[[], bool], timeout: float = TIMEOUT, what: st
 
 def ours_blocked(handle: ServerHandle) -> Callable[[int], None]:
     def wait(n: int) -> None:
-        wait_until(lambda: handle.engine.blocked_clients() == n, what=f"{n} blocked clients")
+        wait_until(lambda: handle.engine.waiting.blocked_clients() == n, what=f"{n} blocked clients")
     return wait
 
 
@@ -384,7 +384,7 @@ def test_block_timeouts_return_nil(served, connect):
         start = time.monotonic()
         assert client.execute(*argv) is None
         assert 0.09 <= time.monotonic() - start < 5
-    assert served.engine.blocked_clients() == 0
+    assert served.engine.waiting.blocked_clients() == 0
 
 
 def fifo_scenario(connect: Callable[[], RespClient], wait_blocked: Callable[[int], None]
@@ -430,7 +430,7 @@ def test_blocked_xreadgroup_gets_nogroup(served, connect, removal):
     with pytest.raises(RespError) as err:
         waiter.read()
     assert str(err.value) == NOGROUP_READ
-    assert served.engine.blocked_clients() == 0
+    assert served.engine.waiting.blocked_clients() == 0
     assert waiter.execute("PING") == "PONG"  # the connection goes on
 
 
