@@ -14,13 +14,13 @@ from __future__ import annotations
 from itertools import islice
 from typing import TYPE_CHECKING
 
-from streamkeep.engine.commands.expiry import ACTIVE_EXPIRE_SAMPLE, active_expire
-from streamkeep.engine.commands.hash_expiry import (
-    active_expire_fields,
-    field_expiry_dbs,
-    has_field_ttls,
+from streamkeep.engine.commands.expiry import (
+    ACTIVE_EXPIRE_SAMPLE,
+    active_expire,
+    active_expire_subkeys,
 )
 from streamkeep.engine.exec.context import Ctx, Session
+from streamkeep.engine.exec.keys import subexpiry_dbs
 from streamkeep.engine.wire.errors import ReplyError
 
 if TYPE_CHECKING:
@@ -52,23 +52,22 @@ def active_expire_cycle(core: EngineCore) -> int:
                     core.commit(ctx, index)
                 except ReplyError:  # not logged: rolled back with the state (MISCONF)
                     break
-        removed += _expire_fields(core, session, now)
+        removed += _expire_subkeys(core, session, now)
         if core.waiters.ready:
             core.waiting.serve_ready()
         _cycle_ran(core, core.timer() - began)
     return removed
 
 
-def _expire_fields(core: EngineCore, session: Session, now: int) -> int:
-    """The hash fields' pass (engine.commands.hash_expiry): every database whose hashes
-    have field TTLs, a bounded number of due fields each, each database's HDELs committed."""
+def _expire_subkeys(core: EngineCore, session: Session, now: int) -> int:
+    """The sub-keys' pass (a hash's fields: engine.commands.expiry's `active_expire_subkeys`):
+    every database with values whose sub-keys have TTLs, a bounded number of due sub-keys
+    each, each database's deletions committed."""
     removed = 0
-    for index in field_expiry_dbs(core):
+    for index in subexpiry_dbs(core):
         session.db = index
         ctx = Ctx(core, session, now)
-        if not has_field_ttls(ctx):
-            continue
-        removed += active_expire_fields(ctx)
+        removed += active_expire_subkeys(ctx)
         if ctx.effects:
             try:
                 core.commit(ctx, index)

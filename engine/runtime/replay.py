@@ -85,7 +85,7 @@ class Replay:
         for slot, space in enumerate(core.keyspaces):  # (in place: the lists are shared)
             space[:] = keyspaces[slot] if slot < len(keyspaces) else [{} for _ in range(count)]
         core.expires[:] = expires if expires is not None else [{} for _ in range(count)]
-        core.hash_ttls[:] = [None] * count  # rebuilt from the new hashes when first needed
+        core.subexpires[:] = [None] * count  # (engine.exec.keys: rebuilt when next needed)
         if not wake:
             return
         for db, values in enumerate(streams):
