@@ -31,10 +31,9 @@ from streamkeep.engine.commands.client import server_clients
 from streamkeep.engine.commands.connection import (
     last_save_time,
 )
-from streamkeep.engine.commands.hashes import subexpiry_count
 from streamkeep.engine.exec.context import Ctx
 from streamkeep.engine.exec.interfaces import persistence_fields
-from streamkeep.engine.exec.keys import key_count
+from streamkeep.engine.exec.keys import key_count, subexpiry_count
 from streamkeep.engine.exec.latency import percentiles_field
 from streamkeep.engine.exec.settings import (
     REDIS_VERSION,

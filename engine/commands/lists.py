@@ -6,7 +6,7 @@ Owns these commands' parsing (Redis's t_list.c, option for option and error line
 line, in its order: what is parsed before the key is looked up and what after), replies,
 effects and keyspace events. Values are lists (engine.model.lists: a bare `bytearray` listpack
 or a `QuickList`) in the selected database's LIST keyspace, under the engine's one `ListLimits`
-(`engine.list_limits`, kept in step with list-max-listpack-size). A model call that converts
+(`engine.limits[LIST.slot]`, kept in step with list-max-listpack-size). A model call that converts
 the encoding returns the new value, which is stored back under the key.
 
 Effects, as Redis propagates these commands: the pushes log LPUSH / RPUSH (LPUSHX and RPUSHX
@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from streamkeep.engine.commands.zsets import parse_positive, parse_timeout_s
+from streamkeep.engine.exec.blocking import parse_timeout_s
 from streamkeep.engine.exec.context import Ctx, block_on
 from streamkeep.engine.exec.key_specs import numkeys
 from streamkeep.engine.exec.keys import delete_key, read_value, value_at
@@ -39,7 +39,13 @@ from streamkeep.engine.exec.table import Argv, command
 from streamkeep.engine.model import lists
 from streamkeep.engine.model.lists import ListLimits, ListValue
 from streamkeep.engine.model.value_types import LIST
-from streamkeep.engine.wire.args import LLONG_MAX, is_word, parse_int, parse_int_range
+from streamkeep.engine.wire.args import (
+    LLONG_MAX,
+    is_word,
+    parse_int,
+    parse_int_range,
+    parse_positive,
+)
 from streamkeep.engine.wire.errors import NO_SUCH_KEY, SYNTAX, ReplyError, wrong_arity
 from streamkeep.engine.wire.reply import NULL_ARRAY, PackedEntries
 
@@ -52,7 +58,7 @@ RANK_ZERO = ("ERR RANK can't be zero: use 1 to start from the first match, 2 fro
 
 def limits_of(ctx: Ctx) -> ListLimits:
     """The engine's one ListLimits (CONFIG SET updates it in place: engine.exec.settings)."""
-    limits: ListLimits = ctx.engine.list_limits
+    limits: ListLimits = ctx.engine.limits[LIST.slot]
     return limits
 
 

@@ -4,8 +4,8 @@ SINTER, SINTERCARD, SINTERSTORE, SUNION, SUNIONSTORE, SDIFF, SDIFFSTORE and SSCA
 Owns these commands' parsing (Redis's t_set.c, option for option and error line for error
 line), replies (a set reply, RESP3 `~`, where Redis sends one), effects and keyspace events.
 Values are `RSet`s (engine.model.sets) in the selected database's SET keyspace; their encodings
-and conversions are the model's, under the engine's one `SetLimits` (`engine.set_limits`, kept
-in step with the set-max-* settings).
+and conversions are the model's, under the engine's one `SetLimits` (`engine.limits[SET.slot]`,
+kept in step with the set-max-* settings).
 
 Effects: SADD logs itself with every member it was given (the member count decides a
 conversion before anything is added, so replay needs them all); SREM logs the members it
@@ -26,7 +26,6 @@ import random
 from collections.abc import Iterable, Iterator
 
 from streamkeep.engine.commands.keyspace import parse_element_scan, replacing_events, stringmatchlen
-from streamkeep.engine.commands.zsets import parse_positive
 from streamkeep.engine.exec.context import Ctx
 from streamkeep.engine.exec.key_specs import numkeys
 from streamkeep.engine.exec.keys import (
@@ -48,7 +47,7 @@ from streamkeep.engine.model.effects import (
 from streamkeep.engine.model.ids import parse_u64
 from streamkeep.engine.model.sets import RSet, SetLimits
 from streamkeep.engine.model.value_types import SET
-from streamkeep.engine.wire.args import LLONG_MAX, is_word, parse_int_range
+from streamkeep.engine.wire.args import LLONG_MAX, is_word, parse_int_range, parse_positive
 from streamkeep.engine.wire.errors import SYNTAX, ReplyError
 from streamkeep.engine.wire.reply import RespSet
 
@@ -63,7 +62,7 @@ _RNG = random.Random()  # SPOP's and SRANDMEMBER's picks (SPOP logs what it pick
 def limits_of(ctx: Ctx) -> SetLimits:
     """The engine's one SetLimits (every set it makes holds it), made with the engine from the
     set-max-* settings; CONFIG SET updates it in place (engine.exec.settings)."""
-    limits: SetLimits = ctx.engine.set_limits
+    limits: SetLimits = ctx.engine.limits[SET.slot]
     return limits
 
 
@@ -76,8 +75,8 @@ def set_for_read(ctx: Ctx, key: bytes) -> RSet | None:
 def set_for_write(ctx: Ctx, key: bytes) -> RSet | None:
     """lookupKeyWrite + checkType(OBJ_SET)."""
     value: RSet | None = value_at(ctx, key, SET)
-    if value is not None and value.limits is not ctx.engine.set_limits:
-        value.limits = ctx.engine.set_limits  # loaded or restored: the engine's from now on
+    if value is not None and value.limits is not limits_of(ctx):
+        value.limits = limits_of(ctx)  # loaded or restored: the engine's from now on
     return value
 
 

@@ -60,14 +60,12 @@ class EngineState:
     dbs: list[dict[bytes, Stream]]
     strings: list[dict[bytes, bytes]]
     expires: list[dict[bytes, int]]
-    # Hashes: the listpack limits every hash reads at its writes (engine.model.hashes), and per
-    # database the hashes with field TTLs, by earliest field expiry (None until first needed;
-    # engine.commands.hashes keeps it).
-    hash_limits: Any
-    hash_ttls: list[Any]  # engine.commands.hashes.FieldTTLIndex | None, per database
-    set_limits: Any  # engine.model.sets.SetLimits: every set reads it at its writes
-    list_limits: Any  # engine.model.lists.ListLimits: every list write reads it
-    zset_limits: Any  # engine.model.zset.ZSetLimits (immutable: CONFIG SET replaces it)
+    # Each type's encoding limits, by slot (engine.model.limits: the values of a type read them
+    # at their writes; CONFIG SET changes them in place), None for a type without.
+    limits: list[Any]
+    # Per database, the keys whose values have sub-keys with TTLs (a hash's fields), by their
+    # earliest such expiry (engine.exec.keys' SubexpiryIndex; None until first needed).
+    subexpires: list[Any]
     residency: Residency  # which stream nodes are in memory (backlog-memory)
     # Settings (Redis's names, canonical values) and the ones hot paths read as fields.
     config: dict[str, Any]

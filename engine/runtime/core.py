@@ -43,16 +43,13 @@ from streamkeep.engine.exec.engine_state import EngineState
 from streamkeep.engine.exec.keys import expire_named_keys, hide_expired, unhide
 from streamkeep.engine.exec.latency import LatencyMonitor
 from streamkeep.engine.exec.pubsub import PubSub, Subscription
-from streamkeep.engine.exec.settings import DEFAULT_CONFIG, apply_value_limits, normalize_settings
+from streamkeep.engine.exec.settings import DEFAULT_CONFIG, normalize_settings
 from streamkeep.engine.exec.slowlog import SlowLog
 from streamkeep.engine.exec.stats import ServerStats
 from streamkeep.engine.exec.table import Argv, Handler, command_names
 from streamkeep.engine.exec.transactions import WatchRegistry
 from streamkeep.engine.model.digest import state_digest
-from streamkeep.engine.model.hashes import HashLimits
-from streamkeep.engine.model.lists import ListLimits
 from streamkeep.engine.model.residency import Residency
-from streamkeep.engine.model.sets import SetLimits
 from streamkeep.engine.model.value_types import STREAM, STRING, TYPES
 from streamkeep.engine.runtime.acl_gate import plan_for, unrestricted
 from streamkeep.engine.runtime.acl_gate import refusal as acl_refusal
@@ -133,11 +130,10 @@ class EngineCore(EngineState):
         self.dbs = self.keyspaces[STREAM.slot]
         self.strings = self.keyspaces[STRING.slot]
         self.expires = [{} for _ in range(NUM_DATABASES)]
-        self.hash_ttls = [None] * NUM_DATABASES
-        self.hash_limits = HashLimits()
-        self.set_limits = SetLimits()
-        self.list_limits = ListLimits()
-        apply_value_limits(self)  # (and the zset_limits, from the config as CONFIG SET does)
+        self.subexpires = [None] * NUM_DATABASES  # (engine.exec.keys: built when first needed)
+        # Each type's encoding limits, from the config (CONFIG SET changes them in place).
+        self.limits = [None if vt.limits is None else vt.limits.from_config(self.config)
+                       for vt in TYPES]
         # Held while a command runs. Re-entrant for the server, which holds it over a batch of
         # a connection's commands and calls back into the engine from its glue; handlers
         # never take it.

@@ -1,8 +1,8 @@
 """The active expiry cycle: Redis's activeExpireCycle over every database with TTLs.
 
 Owns `ExpiryCycle`, the engine core's part whose `run` the expiry timer
-(engine.services.expiry_timer) and the server's cron call: a sample of keys looked at (engine.commands.expiry decides which and
-deletes them), the DELs logged as one record per database, the clients their deletion made
+(engine.services.expiry_timer) and the server's cron call: a sample of keys looked at
+(engine.commands.expiry decides which and deletes them), then the keys whose sub-keys are due, the DELs logged as one record per database, the clients their deletion made
 ready woken, and the cycle's time counted (INFO's expire_cycle_cpu_milliseconds, the latency
 monitor's "expire-cycle" event), and INFO keyspace's `avg_ttl`, the running estimate of each
 database's TTLs Redis's cycle keeps from the keys it samples. Must not touch: which keys expire
@@ -15,13 +15,13 @@ from collections.abc import Callable
 from itertools import islice
 from typing import TYPE_CHECKING
 
-from streamkeep.engine.commands.expiry import ACTIVE_EXPIRE_SAMPLE, active_expire
-from streamkeep.engine.commands.hash_expiry import (
-    active_expire_fields,
-    field_expiry_dbs,
-    has_field_ttls,
+from streamkeep.engine.commands.expiry import (
+    ACTIVE_EXPIRE_SAMPLE,
+    active_expire,
+    active_expire_subkeys,
 )
 from streamkeep.engine.exec.context import Ctx, Session
+from streamkeep.engine.exec.keys import subexpiry_dbs
 from streamkeep.engine.wire.errors import ReplyError
 
 if TYPE_CHECKING:
@@ -70,24 +70,22 @@ class ExpiryCycle:
                         self.records.commit(ctx, index)
                     except ReplyError:  # not logged: rolled back with the state (MISCONF)
                         break
-            removed += self._expire_fields(session, now)
+            removed += self._expire_subkeys(session, now)
             if state.waiters.ready:
                 self.waiting.serve_ready()
             self._cycle_ran(self.timer() - began)
         return removed
 
-    def _expire_fields(self, session: Session, now: int) -> int:
-        """The hash fields' pass (engine.commands.hash_expiry): every database whose hashes
-        have field TTLs, a bounded number of due fields each, each database's HDELs
-        committed."""
+    def _expire_subkeys(self, session: Session, now: int) -> int:
+        """The sub-keys' pass (a hash's fields: engine.commands.expiry's
+        `active_expire_subkeys`): every database with values whose sub-keys have TTLs, a
+        bounded number of due sub-keys each, each database's deletions committed."""
         state = self.state
         removed = 0
-        for index in field_expiry_dbs(state):
+        for index in subexpiry_dbs(state):
             session.db = index
             ctx = Ctx(state, session, now)
-            if not has_field_ttls(ctx):
-                continue
-            removed += active_expire_fields(ctx)
+            removed += active_expire_subkeys(ctx)
             if ctx.effects:
                 try:
                     self.records.commit(ctx, index)

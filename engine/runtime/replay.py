@@ -95,7 +95,7 @@ class Replay:
         for slot, space in enumerate(state.keyspaces):  # (in place: the lists are shared)
             space[:] = keyspaces[slot] if slot < len(keyspaces) else [{} for _ in range(count)]
         state.expires[:] = expires if expires is not None else [{} for _ in range(count)]
-        state.hash_ttls[:] = [None] * count  # rebuilt from the new hashes when first needed
+        state.subexpires[:] = [None] * count  # (engine.exec.keys: rebuilt when next needed)
         if not wake:
             return
         waiters = state.waiters
