@@ -367,6 +367,14 @@ def _listen_unix(listening: _Listening, file: str, perm: int) -> None:
     listening.where.append(file)
 
 
+def _idle_exit(config: dict[str, Any]) -> str:
+    """A shared server's idle exit in its ready line: after how long, or never (0)."""
+    seconds = int(config["idle-shutdown"])
+    if seconds <= 0:
+        return "never exits when idle (idle-shutdown 0)"
+    return f"exits {seconds} s after its last client"
+
+
 def _run(args: argparse.Namespace, settings: dict[str, Any], path: str, bind: str,
          listening: _Listening) -> int:
     from streamkeep import Engine
@@ -411,8 +419,7 @@ def _run(args: argparse.Namespace, settings: dict[str, Any], path: str, bind: st
                     f"(appendfsync {engine.journal.policy if engine.journal else 'no'})")
             if idle is not None:
                 idle.start()
-                line += (f"; shared, pid {os.getpid()}, exits {engine.config['idle-shutdown']} "
-                         "s after its last client")
+                line += f"; shared, pid {os.getpid()}, {_idle_exit(engine.config)}"
             print(line, flush=True)
             if listening.daemon is not None:
                 listening.daemon.ready(line)
