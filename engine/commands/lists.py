@@ -34,13 +34,14 @@ from streamkeep.engine.commands.zsets import parse_positive, parse_timeout_s
 from streamkeep.engine.exec.context import Ctx, block_on
 from streamkeep.engine.exec.notify import GENERIC, NEW
 from streamkeep.engine.exec.notify import LIST as LIST_EVENTS
+from streamkeep.engine.exec.reply_budget import cut_reply
 from streamkeep.engine.exec.table import NO_KEYS, Argv, command
 from streamkeep.engine.model import lists
 from streamkeep.engine.model.lists import ListLimits, ListValue
 from streamkeep.engine.model.value_types import LIST
 from streamkeep.engine.wire.args import LLONG_MAX, is_word, parse_int, parse_int_range
 from streamkeep.engine.wire.errors import NO_SUCH_KEY, SYNTAX, ReplyError, wrong_arity
-from streamkeep.engine.wire.reply import NULL_ARRAY, PackedEntries
+from streamkeep.engine.wire.reply import NULL_ARRAY
 
 OUT_OF_RANGE = "ERR index out of range"
 RANK_ZERO = ("ERR RANK can't be zero: use 1 to start from the first match, 2 from the second "
@@ -278,7 +279,7 @@ def lrange(ctx: Ctx, argv: Argv) -> object:
     if items is None:
         # Past the connection's output limit: Redis would close it once its buffer passed the
         # limit; so does encoding a reply cut there, without building the elements first.
-        return PackedEntries(b"", bounds[1] - bounds[0], cut=True)
+        return cut_reply(bounds[1] - bounds[0])
     return items
 
 
