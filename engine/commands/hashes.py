@@ -51,6 +51,7 @@ from streamkeep.engine.exec.keys import (
 )
 from streamkeep.engine.exec.notify import HASH as HASH_EVENTS
 from streamkeep.engine.exec.notify import NEW
+from streamkeep.engine.exec.reply_budget import BULK_LEAST, pair_len, random_picks
 from streamkeep.engine.exec.table import Argv, command
 from streamkeep.engine.model.effects import (
     hdel_effect,
@@ -464,7 +465,7 @@ def hrandfield(ctx: Ctx, argv: Argv) -> object:
         with_values = len(argv) == 4
         if with_values and not -(LLONG_MAX // 2) <= count <= LLONG_MAX // 2:
             raise ReplyError("ERR value is out of range")
-        return _hrandfield_count(ctx, argv[1], ctx.repeats_cap(count), with_values)
+        return _hrandfield_count(ctx, argv[1], count, with_values)
     h = hash_for_read(ctx, argv[1])
     if h is None:
         return None
@@ -485,16 +486,22 @@ def _hrandfield_count(ctx: Ctx, key: bytes, count: int, with_values: bool) -> ob
     h = hash_for_read(ctx, key)
     if h is None:
         return []
-    if count < 0:
-        # Redis stops writing once the client's output limit closes it: no more picks than
-        # that limit can carry (each at least a few bytes of reply).
-        budget = ctx.reply_budget
-        if budget and -count > budget // 4 + 1:
-            count = -(budget // 4 + 1)
-    flat = _live_random(ctx, h, count, with_values)
-    if not with_values or not resp3(ctx):
-        return flat
-    return [[flat[i], flat[i + 1]] for i in range(0, len(flat), 2)]
+    if not with_values:
+        return random_picks(ctx, count, lambda k: _live_random(ctx, h, k, False),
+                            pool=lambda: [f for f, _v in live_items(ctx, h)], size=len(h),
+                            rng=_RNG)
+    pairs = random_picks(ctx, count, lambda k: _paired(_live_random(ctx, h, k, True)),
+                         pool=lambda: live_items(ctx, h), size=len(h), rng=_RNG,
+                         weigh=pair_len, framing=2 * BULK_LEAST)
+    if not isinstance(pairs, list):  # (cut: as it is)
+        return pairs
+    if resp3(ctx):
+        return [list(pair) for pair in pairs]
+    return [x for pair in pairs for x in pair]
+
+
+def _paired(flat: list[bytes]) -> list[tuple[bytes, bytes]]:
+    return list(zip(flat[::2], flat[1::2], strict=True))
 
 
 # --- HSCAN ---------------------------------------------------------------------------------------

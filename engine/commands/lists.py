@@ -35,6 +35,7 @@ from streamkeep.engine.exec.key_specs import numkeys
 from streamkeep.engine.exec.keys import delete_key, read_value, value_at
 from streamkeep.engine.exec.notify import GENERIC, NEW
 from streamkeep.engine.exec.notify import LIST as LIST_EVENTS
+from streamkeep.engine.exec.reply_budget import cut_reply
 from streamkeep.engine.exec.table import Argv, command
 from streamkeep.engine.model import lists
 from streamkeep.engine.model.lists import ListLimits, ListValue
@@ -47,7 +48,7 @@ from streamkeep.engine.wire.args import (
     parse_positive,
 )
 from streamkeep.engine.wire.errors import NO_SUCH_KEY, SYNTAX, ReplyError, wrong_arity
-from streamkeep.engine.wire.reply import NULL_ARRAY, PackedEntries
+from streamkeep.engine.wire.reply import NULL_ARRAY
 
 OUT_OF_RANGE = "ERR index out of range"
 RANK_ZERO = ("ERR RANK can't be zero: use 1 to start from the first match, 2 from the second "
@@ -302,7 +303,7 @@ def lrange(ctx: Ctx, argv: Argv) -> object:
     if items is None:
         # Past the connection's output limit: Redis would close it once its buffer passed the
         # limit; so does encoding a reply cut there, without building the elements first.
-        return PackedEntries(b"", bounds[1] - bounds[0], cut=True)
+        return cut_reply(bounds[1] - bounds[0])
     return items
 
 

@@ -37,6 +37,7 @@ from streamkeep.engine.exec.keys import (
 )
 from streamkeep.engine.exec.notify import GENERIC, NEW
 from streamkeep.engine.exec.notify import SET as SET_EVENTS
+from streamkeep.engine.exec.reply_budget import random_picks
 from streamkeep.engine.exec.table import Argv, command
 from streamkeep.engine.model.effects import (
     as_sent_effect,
@@ -275,7 +276,9 @@ def srandmember(ctx: Ctx, argv: Argv) -> object:
         s = set_for_read(ctx, argv[1])
         if s is None or count == 0:
             return []
-        return s.random_members(ctx.repeats_cap(count), _RNG)
+        pick = s.random_members
+        return random_picks(ctx, count, lambda k: pick(k, _RNG), pool=s.members, size=len(s),
+                            rng=_RNG)
     if len(argv) > 3:
         raise ReplyError(SYNTAX)
     s = set_for_read(ctx, argv[1])

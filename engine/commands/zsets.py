@@ -40,6 +40,7 @@ from streamkeep.engine.exec.key_specs import numkeys
 from streamkeep.engine.exec.keys import read_value, removed_from, value_at
 from streamkeep.engine.exec.notify import NEW
 from streamkeep.engine.exec.notify import ZSET as ZSET_EVENTS
+from streamkeep.engine.exec.reply_budget import BULK_LEAST, SCORE_LEAST, first_len, random_picks
 from streamkeep.engine.exec.table import Argv, command
 from streamkeep.engine.model.effects import zadd_effect, zrem_effect, zremrangebyrank_effect
 from streamkeep.engine.model.ids import parse_u64
@@ -565,8 +566,14 @@ def zrandmember(ctx: Ctx, argv: Argv) -> object:
             # the whole set, as Redis's set-operation iterator walks it: highest first
             picks = z.range_by_index(0, len(z), reverse=True)
         else:
-            count = ctx.repeats_cap(count)
-            picks = z.random_members(_RNG, abs(count), with_repeats=count < 0)
+            pick, items = z.random_members, z.items
+            chosen = random_picks(ctx, count, lambda k: pick(_RNG, abs(k), k < 0),
+                                  pool=lambda: list(items()), size=len(z), rng=_RNG,
+                                  weigh=first_len,
+                                  framing=BULK_LEAST + (SCORE_LEAST if withscores else 0))
+            if not isinstance(chosen, list):  # (cut: as it is)
+                return chosen
+            picks = chosen
             if count < 0 and withscores:
                 return _repeated_pairs_reply(ctx, picks)
         return pairs_reply(ctx, picks, withscores)

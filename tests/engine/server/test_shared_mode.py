@@ -79,6 +79,22 @@ def test_daemonize_exits_once_the_detached_server_serves(shared_dir: Path) -> No
         assert engine.execute("PING") == "PONG"
 
 
+def test_the_ready_line_says_when_the_server_exits_when_idle(shared_dir: Path) -> None:
+    shared_dir.mkdir()
+    (shared_dir / "shared.conf").write_text("idle-shutdown 0\n")  # (as CONFIG REWRITE leaves it)
+    done = serve("--shared", "--daemonize", "--dir", str(shared_dir))
+    assert done.returncode == 0, done.stderr
+    assert "never exits when idle (idle-shutdown 0)" in done.stdout
+    assert "exits 0 s" not in done.stdout
+    with Engine.open(str(shared_dir), shared=True) as engine:
+        engine.set_config("idle-shutdown", 5)
+        assert engine.execute("CONFIG", "REWRITE") == "OK"
+        engine.shutdown_server()
+    done = serve("--shared", "--daemonize", "--dir", str(shared_dir))
+    assert done.returncode == 0, done.stderr
+    assert "exits 5 s after its last client" in done.stdout
+
+
 def test_daemonize_says_why_it_cannot_start(shared_dir: Path) -> None:
     with Engine.open(str(shared_dir)):  # in process: the directory is locked
         for extra in (["--shared", "--daemonize"], ["--port", "0"]):
