@@ -299,7 +299,7 @@ def lrange(ctx: Ctx, argv: Argv) -> object:
     bounds = _inclusive_range(start, end, lists.length(value))
     if bounds is None:
         return []
-    items = lists.range_of(value, bounds[0], bounds[1], ctx.reply_budget)
+    items = lists.range_of(value, bounds[0], bounds[1], ctx.elements_budget)
     if items is None:
         # Past the connection's output limit: Redis would close it once its buffer passed the
         # limit; so does encoding a reply cut there, without building the elements first.

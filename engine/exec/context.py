@@ -167,6 +167,14 @@ class Ctx:
         client = self.session.client
         return 0 if client is None else client.reply_budget()
 
+    @property
+    def elements_budget(self) -> int:
+        """Bytes the connection's output limit leaves for a reply of many elements whose number
+        the client chose (0: no limit, or no connection): the hard limit, where `reply_budget`
+        also lets one value as big as proto-max-bulk-len through."""
+        client = self.session.client
+        return 0 if client is None else client.elements_budget()
+
     def emit(self, effect: list[bytes]) -> None:
         self.effects.append(effect)
 

@@ -1,7 +1,8 @@
 """A reply's budget: the bytes a connection's output limit leaves for the reply a command is
-building (`Ctx.reply_budget`; 0: no limit, as in the embedded engine), for the commands whose
-reply size the client chooses rather than the data: a random pick with repeats (SRANDMEMBER,
-HRANDFIELD, ZRANDMEMBER key -count) and a range read (LRANGE).
+building (`Ctx.elements_budget`: the hard limit, for a reply of many elements; 0: no limit, as
+in the embedded engine), for the commands whose reply size the client chooses rather than the
+data: a random pick with repeats (SRANDMEMBER, HRANDFIELD, ZRANDMEMBER key -count) and a range
+read (LRANGE).
 
 Redis closes a client once its output passes the hard limit, after the reply was written that
 far. Here a reply that cannot fit is not built: `random_picks` makes no pick when the count
@@ -68,7 +69,7 @@ def random_picks(ctx: Ctx, count: int, pick: Callable[[int], list[Any]], *,
     `weigh(member) + framing` bytes at least: `cut_reply` when |count| of the lightest cannot
     fit or as soon as those drawn weigh more than the budget. A positive count (distinct
     picks: at most the value's size), or no budget, is `pick(count)` as it is."""
-    budget = ctx.reply_budget
+    budget = ctx.elements_budget
     wanted = -count
     if count >= 0 or not budget or wanted <= FEW_PICKS and wanted * framing <= budget:
         return pick(count)

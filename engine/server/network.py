@@ -430,6 +430,18 @@ class Client:
         return max(hard + self.exempt - pending,
                    int(self.config["proto-max-bulk-len"]) + REPLY_FRAMING)
 
+    def elements_budget(self) -> int:
+        """The budget of a reply of many elements whose number the client chose (random picks
+        with repeats, a list's range; 0: no limit): what the hard limit leaves after the
+        output pending, without `_reply_budget`'s floor, which lets one big value through,
+        not many small ones (Redis closes such a client once its output passes the limit)."""
+        limits = self.config["client-output-buffer-limit"]
+        hard = (limits["pubsub"] if self.subscriber.active else limits["normal"])[0]
+        if not hard:
+            return 0
+        pending = self.transport.get_write_buffer_size() if self.transport is not None else 0
+        return max(hard + self.exempt - pending, 1)
+
     def release_held(self, synced_lsn: int) -> None:
         held = self.held
         out = self.out

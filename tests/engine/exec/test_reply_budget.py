@@ -31,7 +31,7 @@ MB = 1 << 20
 
 class _Ctx:
     def __init__(self, budget: int) -> None:
-        self.reply_budget = budget
+        self.elements_budget = budget
 
 
 class _Value:
@@ -122,6 +122,9 @@ def _session(budget: int, protocol: int) -> Session:
         addr = "127.0.0.1:1"  # (SLOWLOG's, for a slow call)
 
         def reply_budget(self) -> int:
+            return budget
+
+        def elements_budget(self) -> int:
             return budget
 
     Client.protocol = protocol  # type: ignore[attr-defined]

@@ -831,6 +831,24 @@ def test_a_random_pick_count_past_the_output_limit_closes_the_client_before_a_pi
                          "k", "-1000") == 1000
 
 
+def test_many_small_picks_are_held_to_the_hard_limit_not_to_one_values_floor(
+        served, connect):
+    """The budget that lets one value as big as proto-max-bulk-len through a connection's hard
+    limit does not let many small picks through: SRANDMEMBER key -200000 of ~3 MB to a client
+    whose hard limit is 1 MB (proto-max-bulk-len 512 MB) is closed with no pick made, as Redis
+    closes a client whose output passed its limit; -20000 (~300 KB) is answered."""
+    engine = served.engine
+    engine.execute("SADD", "k", *[f"m{i:05d}" for i in range(1000)])
+    other = connect(timeout=TIMEOUT)
+    config_set(other, "client-output-buffer-limit", "normal 1mb 0 0")
+    with raw_socket(served) as sock:
+        sock.sendall(encode_command("SRANDMEMBER", "k", "-200000"))
+        got = read_until_closed(sock)
+    assert b"m0" not in got
+    assert len(other.execute("SRANDMEMBER", "k", "-20000")) == 20000
+    assert b"client_output_buffer_limit_disconnections:1\r\n" in other.execute("INFO", "stats")
+
+
 def test_client_over_the_soft_output_limit_for_its_seconds_is_cut(served, connect):
     """Redis's soft limit: output pending over it for soft-seconds in a row closes the client.
     (A flush with nothing pending skips the check: this one always leaves output pending.)"""

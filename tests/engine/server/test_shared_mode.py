@@ -128,6 +128,17 @@ def test_the_idle_exit_waits_for_a_process_that_is_connecting(shared_dir: Path) 
     assert servers_of(shared_dir) == []
 
 
+def test_a_server_whose_directory_was_removed_exits_when_idle(shared_dir: Path) -> None:
+    """Its idle check used to fail on the start lock's missing file and never run again: the
+    server outlived its directory for good."""
+    import shutil
+
+    with Engine.open(str(shared_dir), shared=True, idle_shutdown=1) as engine:
+        pid = engine.server_pid
+    shutil.rmtree(shared_dir)
+    wait_gone(pid, 30)
+
+
 def test_a_config_rewrite_writes_the_directorys_settings(shared_dir: Path) -> None:
     with Engine.open(str(shared_dir), shared=True) as engine:
         engine.set_config("stream-node-max-entries", 50)
