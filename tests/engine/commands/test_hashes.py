@@ -135,6 +135,9 @@ def test_resp3_shapes() -> None:
         def reply_budget(self) -> int:
             return 0
 
+        def elements_budget(self) -> int:
+            return 0
+
     s.client = Client()  # type: ignore[assignment]
     reply, _ = e.submit(s, argv_bytes(("HGETALL", "h")))
     assert type(reply) is RespMap and reply.items == [(b"a", b"1"), (b"b", b"2")]

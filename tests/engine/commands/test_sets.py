@@ -335,6 +335,9 @@ def test_resp3_set_replies() -> None:
         def reply_budget(self) -> int:
             return 0
 
+        def elements_budget(self) -> int:
+            return 0
+
     s.client = Client()  # type: ignore[assignment]
     e.execute("SADD", "s", "a", "b")
     for argv in (("SMEMBERS", "s"), ("SMEMBERS", "nokey"), ("SINTER", "s"), ("SUNION", "s"),
@@ -354,6 +357,9 @@ def _budgeted(budget: int) -> Session:
         addr = "127.0.0.1:1"  # (SLOWLOG's, for a slow call)
 
         def reply_budget(self) -> int:
+            return budget
+
+        def elements_budget(self) -> int:
             return budget
 
     s.client = Client()  # type: ignore[assignment]

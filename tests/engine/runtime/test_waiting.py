@@ -60,7 +60,7 @@ def test_a_notify_that_raises_fails_neither_the_write_nor_the_other_waiters(
     assert type(first) is Waiter
     with caplog.at_level(logging.ERROR, logger="streamkeep.engine"):
         assert engine.execute("XADD", "s", "1-1", "f", "v") == b"1-1"
-    assert first.done and second.done and engine.blocked_clients() == 0
+    assert first.done and second.done and engine.waiting.blocked_clients() == 0
     assert to_plain(second.result)[0][1][0][0] == b"1-1"
     assert sum("notify failed" in r.getMessage() for r in caplog.records) == 1
 
