@@ -44,6 +44,8 @@ from streamkeep.engine.model.effects import (
     del_effect,
     pexpireat_effect,
     restore_effect,
+    sadd_effect,
+    srem_effect,
 )
 from streamkeep.engine.model.ids import parse_u64
 from streamkeep.engine.model.sets import RSet, SetLimits
@@ -102,7 +104,7 @@ def sadd(ctx: Ctx, argv: Argv) -> int:
         before = s.encoding
     added = s.add_many(members)
     if added or s.encoding != before:  # (a conversion alone is a change replay must repeat)
-        ctx.emit([b"SADD", key, *members])
+        ctx.emit(sadd_effect(key, members))
     if added:
         ctx.signal(key)
         ctx.notify(SET_EVENTS, b"sadd", key)
@@ -127,7 +129,7 @@ def srem(ctx: Ctx, argv: Argv) -> int:
             if not len(s):
                 break
     if removed:
-        ctx.emit([b"SREM", key, *removed])
+        ctx.emit(srem_effect(key, removed))
         removed_from(ctx, key, s, SET_EVENTS, b"srem")
     return len(removed)
 
@@ -259,7 +261,7 @@ def spop(ctx: Ctx, argv: Argv) -> object:
     if s is None:
         return None
     member = s.pop_random(1, _RNG)[0]
-    ctx.emit([b"SREM", key, member])
+    ctx.emit(srem_effect(key, (member,)))
     removed_from(ctx, key, s, SET_EVENTS, b"spop")
     return member
 
