@@ -1,6 +1,6 @@
 """The commands redis-server 7.0 (the oracle) lacks, with their ACL categories and keys as
 Redis's own src/commands/*.json declare them (Redis 7.2 to 8.8), for the tests of
-engine.commands.categories and engine.commands.key_specs: tests/engine/commands/test_key_specs.py
+engine.exec.categories and engine.exec.key_specs: tests/engine/exec/test_key_specs.py
 checks them, tests/differential/test_command_acl_metadata.py that redis-server lacks exactly these.
 """
 
