@@ -114,17 +114,22 @@ def vs_redis(label: str, key: str, target: float | None = None) -> Figure:
 
 # The two servers a pair of rows runs against: (key prefix, label, the run's shared server).
 SERVERS = (("", "streamkeep", "streamkeep"), ("redis_", "redis-server", "redis_aof"))
+ServerOf = Callable[["BenchEnv"], Any]
 
 
 def both(key: str, label: str, workload: Callable[..., Any], *args: Any,
-         appendfsync: str = "everysec") -> tuple[Benchmark, Benchmark]:
+         appendfsync: str = "everysec",
+         servers: tuple[ServerOf, ServerOf] | None = None) -> tuple[Benchmark, Benchmark]:
     """A row against ``streamkeep serve`` and its pair against redis-server (``redis_<key>``),
     each ``<label>: <server>``: ``workload(env, server, *args)`` on the run's shared server
-    of that appendfsync policy (:mod:`.processes`)."""
+    of that appendfsync policy (:mod:`.processes`), or on what ``servers`` (streamkeep's,
+    redis-server's) give."""
     from streamkeep.tools.bench import processes
 
-    def on(server_of: str) -> Run:
-        return lambda env: workload(env, getattr(processes, server_of)(env, appendfsync), *args)
+    def on(server_of: ServerOf) -> Run:
+        return lambda env: workload(env, server_of(env), *args)
 
+    pair = servers or tuple(lambda env, name=name: getattr(processes, name)(env, appendfsync)
+                            for _prefix, _label, name in SERVERS)
     return tuple(Benchmark(prefix + key, f"{label}: {name}", on(server_of))  # type: ignore[return-value]
-                 for prefix, name, server_of in SERVERS)
+                 for (prefix, name, _shared), server_of in zip(SERVERS, pair, strict=True))

@@ -19,16 +19,16 @@ from typing import Any
 from streamkeep.engine.wire.errors import ReplyError
 from streamkeep.engine.wire.reply_parser import NEED_MORE, ReplyParser, encode_command
 from streamkeep.tools import temporaries
-from streamkeep.tools.bench.tables import format_table
-from streamkeep.tools.bench.workload import Measurement, percentile_us
+from streamkeep.tools.bench.workload import Measurement, Size, tail_figures
 from streamkeep.tools.servers import HOST, cpu_seconds
+from streamkeep.tools.text_width import format_table
 
 LATENCY_RATE = 10_000  # the producer, messages per second
 LATENCY_CONSUMERS = 10  # ... and its consumers, one group
 LATENCY_KEY, LATENCY_GROUP = "lat", "g"
 LATENCY_COUNT = 10  # XREADGROUP COUNT
 LATENCY_BLOCK_MS = 1000  # XREADGROUP BLOCK
-LATENCY_SECONDS, QUICK_LATENCY_SECONDS = 5.0, 1.0
+LATENCY_SECONDS = Size(5.0, 1.0)
 WARMUP_S = 0.5  # messages sent before this are not counted
 MAX_BATCH = 100  # a late producer sends at most this many due messages per write
 LATENCY_BUCKETS_MS = (1, 2, 3, 5, 10)  # histogram edges: 0-1, 1-2, 2-3, 3-5, 5-10, 10+ ms
@@ -276,9 +276,7 @@ def bench_latency(server: Any, seconds: float, rate: int = LATENCY_RATE,
     for name in ("sends", "lats"):
         run[name] = array.array("q", run[name])
     got = measured(run, start_ns)
-    figures = {f"{name}_us": percentile_us(got, q)
-               for name, q in (("p50", 0.5), ("p99", 0.99), ("p999", 0.999))}
-    figures["max_us"] = got[-1] / 1000
+    figures = tail_figures(got)
     elapsed_s = run["elapsed_ns"] / 1e9
     rows = [[server.name, label, f"{count:,}", f"{100 * count / len(got):.2f}%"]
             for label, count in latency_histogram(got)]

@@ -142,10 +142,6 @@ def xrange(n: int, path: str, rng: random.Random, command: str = "XRANGE") -> Re
     return _timed(run)
 
 
-def xrevrange(n: int, path: str, rng: random.Random) -> Result:
-    return xrange(n, path, rng, "XREVRANGE")
-
-
 def xdel(n: int, path: str, rng: random.Random) -> Result:
     """Every other entry of the stream's middle half deleted, one XDEL each."""
     execute = _engine().execute
@@ -162,6 +158,8 @@ def xdel(n: int, path: str, rng: random.Random) -> Result:
 
 
 def _trims(n: int, how: str) -> Result:
+    """XADD as the stream grows, an XTRIM every TRIM_EVERY of them (MAXLEN =, MAXLEN ~ or
+    MINID: ``how``) keeping a TRIM_SHARE-th."""
     execute, keep = _engine().execute, max(n // TRIM_SHARE, BATCH)
 
     def run() -> int:
@@ -175,18 +173,6 @@ def _trims(n: int, how: str) -> Result:
         return n
 
     return _timed(run)
-
-
-def trim_exact(n: int, path: str, rng: random.Random) -> Result:
-    return _trims(n, "=")
-
-
-def trim_approx(n: int, path: str, rng: random.Random) -> Result:
-    return _trims(n, "~")
-
-
-def trim_minid(n: int, path: str, rng: random.Random) -> Result:
-    return _trims(n, "minid")
 
 
 def xautoclaim(n: int, path: str, rng: random.Random) -> Result:
@@ -297,9 +283,13 @@ def compact(n: int, path: str, rng: random.Random) -> Result:
 
 
 WORKLOADS: dict[str, Callable[[int, str, random.Random], Result]] = {
-    f.__name__: f for f in (xadd, consume, xrange, xrevrange, xdel, trim_exact, trim_approx,
-                            trim_minid, xautoclaim, build, load, cold_read, footprint_live,
-                            footprint_restart, compact, queue_batch, build_backlog, catchup)}
+    **{f.__name__: f for f in (xadd, consume, xrange, xdel, xautoclaim, build, load, cold_read,
+                               footprint_live, footprint_restart, compact, queue_batch,
+                               build_backlog, catchup)},
+    "xrevrange": lambda n, path, rng: xrange(n, path, rng, "XREVRANGE"),
+    "trim_exact": lambda n, _path, _rng: _trims(n, "="),
+    "trim_approx": lambda n, _path, _rng: _trims(n, "~"),
+    "trim_minid": lambda n, _path, _rng: _trims(n, "minid")}
 
 
 def main(argv: list[str]) -> int:

@@ -9,18 +9,15 @@ import math
 import os
 import platform
 from collections.abc import Sequence
-from typing import IO, Any
+from typing import Any
 
 from streamkeep.tools.bench import registry
 from streamkeep.tools.bench.registry import Figure, Section
 from streamkeep.tools.bench.runner import FigureResult, Result, derive_figures
-from streamkeep.tools.bench.tables import Table
 from streamkeep.tools.bench.workload import BATCH, warmup_size
+from streamkeep.tools.text_width import Table
 
 Block = Table | str  # a table, or text printed as it is (notes, the targets line)
-
-VERDICT_STYLES = {"PASS": "bold green", "met": "bold green", "FAIL": "bold red",
-                  "not met": "bold red", "n/a": "yellow"}
 
 
 def format_rate(rate: float) -> str:
@@ -156,30 +153,6 @@ def format_results(results: Sequence[Result], n: int,
     """The blocks as plain text, a blank line between them."""
     return "\n\n".join(b.plain() if isinstance(b, Table) else b
                        for b in result_blocks(results, n, figures))
-
-
-def print_rich(blocks: Sequence[Block], file: IO[str]) -> None:
-    """The blocks as rich tables (verdicts in colour) on a terminal; notes as they are."""
-    from rich import box
-    from rich.console import Console
-    from rich.table import Table as RichTable
-    from rich.text import Text
-
-    console = Console(file=file, highlight=False)
-    for i, block in enumerate(blocks):
-        if i:
-            console.print()
-        if isinstance(block, str):
-            console.print(Text(block), soft_wrap=True)
-            continue
-        table = RichTable(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)
-        for column, title in enumerate(block.headers):
-            table.add_column(title, justify="right" if column in block.right else "left")
-        for row in block.rows:
-            table.add_row(*(Text(cell, style=VERDICT_STYLES.get(cell, ""))
-                            if column == block.verdict else Text(cell)
-                            for column, cell in enumerate(row)))
-        console.print(table)
 
 
 def _row_json(r: Result, n: int) -> dict[str, Any]:

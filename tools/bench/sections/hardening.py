@@ -21,7 +21,7 @@ BIG = "XADD of one big value (STREAMKEEP_BENCH_BIG_VALUE_MB), MB/s"
 PINGS = f"{hardening.PIPELINED_PINGS:,} pipelined PINGs beside a PINGing client"
 KEYS, BYSTANDER = "KEYS *a{1000}b over", "bystander PING during a 100k pipeline"
 
-xrange, redis_xrange = both("xrange", f"XRANGE COUNT {hardening.RANGE_ENTRIES:,} reply, "
+xrange, redis_xrange = both("xrange", f"XRANGE COUNT {hardening.RANGE_ENTRIES.full:,} reply, "
                                       "entries/s", hardening.xrange)
 
 HARDENING = Section("hardening", (

@@ -39,8 +39,8 @@ from streamkeep.tools.bench.declarations import (
 from streamkeep.tools.bench.latency import LATENCY_CONSUMERS, LATENCY_RATE
 from streamkeep.tools.bench.processes import streamkeep
 from streamkeep.tools.bench.server import SERVER_CLIENTS
-from streamkeep.tools.bench.tables import Table
 from streamkeep.tools.bench.workload import BATCH, Measurement
+from streamkeep.tools.text_width import Table
 
 # --- embedded: the engine in process ------------------------------------------------------------
 
@@ -269,7 +269,7 @@ ASYNCIO = Section("asyncio", (
     Benchmark("redis_asyncio_xadd", "await r.xadd, redis.asyncio to redis-server",
               asyncio_rows.bench_redis_asyncio_xadd),
     Benchmark("aredis_xadd_everysec", "await r.xadd, in process, AOF everysec",
-              asyncio_rows.bench_aredis_xadd_everysec),
+              partial(asyncio_rows.bench_aredis_xadd, name="asyncio-everysec")),
     Benchmark("burner_xadd", "await db.xadd, burner-redis in memory",
               asyncio_rows.bench_burner_xadd),
     Benchmark("kill_streamkeep", "await r.xadd then SIGKILL: streamkeep everysec",
