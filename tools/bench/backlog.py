@@ -13,10 +13,17 @@ import shutil
 import sys
 import time
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, cast
 
 from streamkeep.tools.bench import datasets
-from streamkeep.tools.bench.workload import Measurement, Size, consume, module_child
+from streamkeep.tools.bench.workload import (
+    Measurement,
+    Size,
+    clocked,
+    consume,
+    info_fields,
+    module_child,
+)
 from streamkeep.tools.servers import proc_status
 
 if TYPE_CHECKING:
@@ -92,11 +99,6 @@ def _in_child(env: BenchEnv, name: str, build_at: Callable[[str], None], mode: s
         return module_child(__name__, mode, path, *args)
 
 
-def _info(engine: Any) -> dict[str, str]:
-    return dict(line.split(":", 1) for line in engine.execute("INFO", "memory").decode()
-                .splitlines() if ":" in line)
-
-
 def child(mode: str, path: str, appends: int, catchup: int, new: int) -> dict[str, float]:
     """A stream mode: open the copy in `path` in this process and measure it."""
     from streamkeep import Engine
@@ -112,20 +114,17 @@ def child(mode: str, path: str, appends: int, catchup: int, new: int) -> dict[st
     for i in range(appends):
         execute("XADD", KEY, "*", "v", f"{i:08d}")
     out["xadd_per_s"] = appends / (time.perf_counter() - began)
-    began = time.perf_counter()
-    done = consume(execute, KEY, limit=catchup)
-    out["catchup_per_s"] = done / (time.perf_counter() - began)
+    done, seconds = clocked(consume, execute, KEY, limit=catchup)
+    out["catchup_per_s"] = done / seconds
     engine.compact()  # what the budget asked for meanwhile, untimed
     journal = cast("DataDir", engine.datadir).journal
     logged = journal.aof_bytes
     for i in range(new):
         execute("XADD", KEY, "*", "v", f"{i:08d}")
     out["new_log_bytes"] = journal.aof_bytes - logged
-    began = time.perf_counter()
-    entry = engine.compact()
-    out["compact_s"] = time.perf_counter() - began
+    entry, out["compact_s"] = clocked(engine.compact)
     out["compact_written"] = float(written_by(path, entry))
-    out["cold_entries"] = float(_info(engine)["stream_entries_cold"])
+    out["cold_entries"] = float(info_fields(engine.execute("INFO", "memory"))["stream_entries_cold"])
     out["final_rss"], out["peak_rss"] = proc_status("VmRSS"), proc_status("VmHWM")
     engine.close()
     if mode == "cold":
@@ -147,7 +146,7 @@ def list_child(mode: str, path: str) -> dict[str, float]:
         restart, rss = time.perf_counter() - began, proc_status("VmRSS")
         middle = engine.execute("LINDEX", LIST_KEY, count // 2)
         assert middle == b"job:%08d:payload-xxxxxxxxxx" % (count // 2), middle
-        cold = int(_info(engine).get("list_elements_cold", "0"))
+        cold = int(info_fields(engine.execute("INFO", "memory")).get("list_elements_cold", "0"))
         began, seen = time.perf_counter(), 0
         for start in range(0, count, PAGE):
             seen += len(engine.execute("LRANGE", LIST_KEY, start, start + PAGE - 1))
@@ -235,9 +234,7 @@ def bench_compact_small(env: BenchEnv) -> Measurement:
         engine.compact()
         for i in range(n):
             engine.execute("XADD", KEY, "*", "v", f"{i:08d}")
-        began = time.perf_counter()
-        engine.compact()
-        seconds = time.perf_counter() - began
+        _snapshot, seconds = clocked(engine.compact)
     figures = {"compact_s": seconds}
     cold = env.results.get("backlog.cold")
     if cold is not None and "compact_s" in cold.figures:

@@ -6,7 +6,6 @@ calls through redis-py to the run's redis-server. Must not touch: engine interna
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -17,6 +16,7 @@ from streamkeep.tools.bench.workload import (
     KEY,
     Measurement,
     chunks,
+    clocked,
     consume,
     fill,
     take_turns,
@@ -71,9 +71,8 @@ def consume_rate(env: BenchEnv) -> float:
     for key, size in (("warmup", warmup_size(env.n)), (KEY, env.n)):
         fill(execute, key, size)
         execute("XGROUP", "CREATE", key, GROUP, "0")
-        began = time.perf_counter()
-        _check(consume(execute, key), size)
-        seconds = time.perf_counter() - began
+        got, seconds = clocked(consume, execute, key)
+        _check(got, size)
     return env.n / seconds
 
 
@@ -242,8 +241,7 @@ def redis_consume(env: BenchEnv, pipelined: bool = False) -> float:
     for key, size in (("warmup", warmup_size(env.n)), (KEY, env.n)):
         _xadds(client, key, size, 1000)
         client.xgroup_create(key, GROUP, id="0")
-        began = time.perf_counter()
-        _check(_redis_consume(client, key, pipelined), size)
-        seconds = time.perf_counter() - began
+        got, seconds = clocked(_redis_consume, client, key, pipelined)
+        _check(got, size)
     client.flushall()
     return env.n / seconds

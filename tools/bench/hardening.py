@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING, Any
 
 from streamkeep.engine.wire.reply_parser import encode_command
 from streamkeep.tools.bench import processes
-from streamkeep.tools.bench.workload import Measurement, Size, Skip, delays_ms
-from streamkeep.tools.servers import HOST, PeakRss, proc_status
+from streamkeep.tools.bench.workload import Measurement, Size, Skip, clocked, connect, delays_ms
+from streamkeep.tools.servers import PeakRss, proc_status
 
 if TYPE_CHECKING:
     from streamkeep.tools.bench.env import BenchEnv
@@ -38,12 +38,6 @@ PING, PONG = encode_command(["PING"]), b"+PONG\r\n"
 def big_value_bytes(env: BenchEnv) -> int:
     """The big XADD's value size: STREAMKEEP_BENCH_BIG_VALUE_MB, else 100 MB (16 quick)."""
     return int(os.environ.get("STREAMKEEP_BENCH_BIG_VALUE_MB") or BIG_VALUE_MB(env)) << 20
-
-
-def connect(port: int) -> socket.socket:
-    sock = socket.create_connection((HOST, port))
-    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-    return sock
 
 
 def read_until_pong(sock: socket.socket) -> int:
@@ -137,12 +131,10 @@ def keys_pattern(env: BenchEnv, server: Any) -> Measurement:
     row: a rate of commands, or of bytes, would lose its precision in the table); figure
     ``us``, the command's time."""
     key = b"stalls:" + b"a" * KEY_BYTES
-    with socket.create_connection((HOST, server.port), timeout=120) as sock:
+    with connect(server.port, 120) as sock:
         reader = sock.makefile("rb")
         _reply_line(sock, reader, b"XADD", key, b"1-1", b"f", b"v")
-        began = time.perf_counter()
-        reply = _reply_line(sock, reader, b"KEYS", PATTERN)
-        seconds = time.perf_counter() - began
+        reply, seconds = clocked(_reply_line, sock, reader, b"KEYS", PATTERN)
         _reply_line(sock, reader, b"DEL", key)
     assert reply == b"*0\r\n", reply
     kilobytes = KEY_BYTES // 1000
@@ -154,8 +146,7 @@ def keys_pattern(env: BenchEnv, server: Any) -> Measurement:
 def bystander_ping(env: BenchEnv, server: Any) -> Measurement:
     """One client pipelines 100k PINGs while another PINGs in a loop: the pipeline's PINGs per
     second; figures the bystander's max and p99 delay (ms)."""
-    with socket.create_connection((HOST, server.port), timeout=60) as bystander, \
-            socket.create_connection((HOST, server.port), timeout=60) as flooder:
+    with connect(server.port, 60) as bystander, connect(server.port, 60) as flooder:
         reader = bystander.makefile("rb")
         _reply_line(bystander, reader, b"PING")
         done = threading.Event()

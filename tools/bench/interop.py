@@ -21,7 +21,8 @@ from typing import TYPE_CHECKING, Any
 
 from streamkeep.tools import temporaries
 from streamkeep.tools.bench.processes import RedisServer, StreamkeepServer, running
-from streamkeep.tools.bench.workload import Measurement, Size, Skip, pipelined
+from streamkeep.tools.bench.server import benchmark_tool
+from streamkeep.tools.bench.workload import Measurement, Size, clocked, pipelined
 from streamkeep.tools.servers import HOST
 
 if TYPE_CHECKING:
@@ -43,12 +44,10 @@ def describe(env: BenchEnv) -> list[str]:
             f"the same with the replica stopped until the benchmark ends (its catch-up)"]
 
 
-def _benchmark(port: int, requests: int) -> list[str]:
-    path = shutil.which("redis-benchmark")
-    if path is None:
-        raise Skip("redis-benchmark not found on PATH")
-    return [path, "-h", HOST, "-p", str(port), "-c", "50", "-n", str(requests), "-P", "16",
-            "-q", "XADD", KEY, "*", "myfield", "myvalue"]
+def _benchmark(env: BenchEnv, port: int) -> list[str]:
+    """The run's redis-benchmark: -c 50 -P 16 XADD, N x APPLY_PER_N requests."""
+    return [benchmark_tool(env).path, "-h", HOST, "-p", str(port), "-c", "50", "-n",
+            str(env.n * APPLY_PER_N), "-P", "16", "-q", "XADD", KEY, "*", "myfield", "myvalue"]
 
 
 def dump_rdb(env: BenchEnv) -> tuple[str, int]:
@@ -73,11 +72,9 @@ def import_rdb(env: BenchEnv) -> Measurement:
     from streamkeep.tools import redisimport
 
     rdb, n = dump_rdb(env)
-    with env.data_dir("interop-import") as out:
-        began = time.perf_counter()
-        with contextlib.redirect_stdout(io.StringIO()):
-            code = redisimport.main(argparse.Namespace(source=rdb, out=out, json=True))
-        seconds = time.perf_counter() - began
+    with env.data_dir("interop-import") as out, contextlib.redirect_stdout(io.StringIO()):
+        code, seconds = clocked(redisimport.main, argparse.Namespace(source=rdb, out=out,
+                                                                     json=True))
     if code != 0:
         raise AssertionError(f"streamkeep import exited {code}")
     return Measurement(n / seconds, count=n, figures={"seconds": seconds},
@@ -109,7 +106,7 @@ def _lag_line(row: str, began: float, behind: str, done: bool = False) -> None:
 def replica_apply(env: BenchEnv) -> Measurement:
     def row(primary: Any, replica: Any) -> Measurement:
         began = printed = time.perf_counter()
-        tool = subprocess.Popen(_benchmark(primary.port, env.n * APPLY_PER_N),
+        tool = subprocess.Popen(_benchmark(env, primary.port),
                                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                                 **temporaries.child_options())
         worst = (0, 0)  # (entries behind, bytes of Redis's offset behind)
@@ -151,7 +148,7 @@ def replica_catchup(env: BenchEnv) -> Measurement:
         before = int(replica.client.xlen(KEY))  # (nothing is applied while it is stopped)
         os.kill(replica.pid, signal.SIGSTOP)
         try:
-            subprocess.run(_benchmark(primary.port, env.n * APPLY_PER_N), check=True,
+            subprocess.run(_benchmark(env, primary.port), check=True,
                            capture_output=True, timeout=TIMEOUT, **temporaries.child_options())
             offset = int(primary.client.info("replication")["master_repl_offset"])
             held = int(primary.client.xlen(KEY))

@@ -11,7 +11,6 @@ import array
 import multiprocessing
 import os
 import selectors
-import socket
 import time
 from collections.abc import Sequence
 from typing import Any
@@ -19,8 +18,8 @@ from typing import Any
 from streamkeep.engine.wire.errors import ReplyError
 from streamkeep.engine.wire.reply_parser import NEED_MORE, ReplyParser, encode_command
 from streamkeep.tools import temporaries
-from streamkeep.tools.bench.workload import Measurement, Size, tail_figures
-from streamkeep.tools.servers import HOST, cpu_seconds
+from streamkeep.tools.bench.workload import Measurement, Size, connect, tail_figures
+from streamkeep.tools.servers import cpu_seconds
 from streamkeep.tools.text_width import format_table
 
 LATENCY_RATE = 10_000  # the producer, messages per second
@@ -37,17 +36,11 @@ READY_TIMEOUT = 60.0  # for the harness process to start and connect
 DRAIN_TIMEOUT = 30.0  # for the readers to drain once the producer is done
 
 
-def _connect(port: int) -> socket.socket:
-    sock = socket.create_connection((HOST, port), timeout=10)
-    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-    return sock
-
-
 class _Reader:
     """A reader's connection: one read kept in flight, each entry's stamp and latency kept."""
 
     def __init__(self, port: int, read: list[Any]) -> None:
-        self.sock, self.parser, self.read = _connect(port), ReplyParser(), read
+        self.sock, self.parser, self.read = connect(port, 10), ReplyParser(), read
 
     def request(self) -> bytes:
         return encode_command(self.read)
@@ -140,7 +133,7 @@ def paced(port: int, key: str, readers: Sequence[Any], rate: int, seconds: float
     """The producer (XADD ``key`` on ``port`` from ``start_ns``) and the ``readers``, until
     every message is seen and acknowledged: their stamps and latencies (ns), the counts, the
     worst lateness, the sending's ns and this process's CPU."""
-    producer = _connect(port)
+    producer = connect(port, 10)
     selector = selectors.DefaultSelector()
     selector.register(producer, selectors.EVENT_READ, None)
     for reader in readers:

@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from streamkeep.tools.bench.workload import Measurement, module_child, pipelined
+from streamkeep.tools.bench.workload import Measurement, clocked, module_child, pipelined
 from streamkeep.tools.servers import proc_status
 
 if TYPE_CHECKING:
@@ -117,9 +117,7 @@ def child(workload: str, n: int, pending: int) -> dict[str, float]:
         _delete_every_other(execute)
     gc.collect()
     filled = proc_status("VmRSS")
-    began = time.perf_counter()
-    gc.collect()
-    full_gc = time.perf_counter() - began
+    _found, full_gc = clocked(gc.collect)
     out = {"entries_bytes": filled - before, "fill_s": fill, "gc_fill_s": gc_seconds[0],
            "full_gc_s": full_gc}
     if pending:

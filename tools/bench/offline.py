@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from streamkeep.tools import temporaries
 from streamkeep.tools.bench import datasets
-from streamkeep.tools.bench.workload import Measurement, Size, Skip
+from streamkeep.tools.bench.workload import Measurement, Size, Skip, clocked
 
 if TYPE_CHECKING:
     from streamkeep.tools.bench.env import BenchEnv
@@ -68,12 +68,10 @@ def command(env: BenchEnv, argv: list[str], own_time: bool = False) -> Measureme
     left out, the wall time's rate a figure); its peak RSS a figure."""
     path, n = _records_dir(env), RECORDS(env)
     command = [*argv[:2], path, *argv[2:]]
-    began = time.perf_counter()
-    proc = subprocess.run([sys.executable, "-c", _CHILD, *command],
-                          stdout=subprocess.PIPE if own_time else subprocess.DEVNULL,
-                          stderr=subprocess.PIPE, text=True, check=False,
-                          **temporaries.child_options())
-    elapsed = time.perf_counter() - began
+    proc, elapsed = clocked(subprocess.run, [sys.executable, "-c", _CHILD, *command],
+                            stdout=subprocess.PIPE if own_time else subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, text=True, check=False,
+                            **temporaries.child_options())
     try:
         report = json.loads(proc.stderr.strip().splitlines()[-1])
     except (ValueError, IndexError):
@@ -158,9 +156,7 @@ def _spark(env: BenchEnv) -> dict[str, Any]:
 
 def _exported(env: BenchEnv, shared: dict[str, Any], write: Any) -> tuple[int, float]:
     """``write()`` timed, the rows written checked: (entries, seconds)."""
-    n, began = ENTRIES(env), time.perf_counter()
-    write()
-    seconds = time.perf_counter() - began
+    n, (_none, seconds) = ENTRIES(env), clocked(write)
     written = shared["spark"].read.parquet(shared["out"]).count()
     if written != n:
         raise AssertionError(f"the export wrote {written:,} rows, not {n:,}")

@@ -26,7 +26,9 @@ from streamkeep.tools.bench.workload import (
     KEY,
     Measurement,
     Size,
+    clocked,
     fill,
+    info_fields,
     pipelined,
     tail_figures,
     warmup_size,
@@ -68,13 +70,8 @@ def describe(env: BenchEnv) -> list[str]:
 def info(server: Any) -> dict[str, str]:
     """INFO replication's fields, through the server's own client (a poll opens no
     connection) or the embedded engine."""
-    reply = (server.engine.execute if isinstance(server, ThreadServer)
-             else server.client.execute_command)("INFO", "replication")
-    if isinstance(reply, dict):  # (redis-py parsed it)
-        return {k: str(v) for k, v in reply.items()}
-    text = reply.decode() if isinstance(reply, bytes) else str(reply)
-    return dict(line.split(":", 1) for line in text.splitlines()
-                if ":" in line and not line.startswith("#"))
+    return info_fields((server.engine.execute if isinstance(server, ThreadServer)
+                        else server.client.execute_command)("INFO", "replication"))
 
 
 def offset(server: Any) -> int:
@@ -160,9 +157,7 @@ def _time_replay(path: str, records: int, key: str) -> float:
     """Seconds ``Engine.open(path)`` takes; the stream ``key`` checked to hold ``records``."""
     from streamkeep import Engine
 
-    began = time.perf_counter()
-    engine = Engine.open(path)
-    elapsed = time.perf_counter() - began
+    engine, elapsed = clocked(Engine.open, path)
     try:
         if (length := engine.execute("XLEN", key)) != records:
             raise AssertionError(f"the replica's directory replayed {length} entries of {key}, "

@@ -24,7 +24,7 @@ from streamkeep.tools.bench.processes import (
     streamkeep,
 )
 from streamkeep.tools.bench.server import bench_xadd, server_requests
-from streamkeep.tools.bench.workload import Measurement, Skip, alternate, delays_ms
+from streamkeep.tools.bench.workload import Measurement, Skip, alternate, connect, delays_ms
 from streamkeep.tools.servers import HOST, free_port
 
 if TYPE_CHECKING:
@@ -117,7 +117,7 @@ def _client_context(made: Certs) -> ssl.SSLContext:
 def _stall(made: Certs, port: int, hello: bool) -> socket.socket:
     """A connection to the TLS port that sends nothing (or its ClientHello, then never reads
     the answer)."""
-    sock = socket.create_connection((HOST, port), CONNECT_TIMEOUT)
+    sock = connect(port, CONNECT_TIMEOUT)
     if hello:
         outgoing = ssl.MemoryBIO()
         obj = _client_context(made).wrap_bio(ssl.MemoryBIO(), outgoing,
@@ -149,8 +149,7 @@ def stalled_handshakes(env: BenchEnv, target: Any, stalled: int = STALLED) -> Me
         for i in range(stalled):
             stack.enter_context(_stall(made, target.tls_port, hello=bool(i % 2)))
         delays, began = [], time.perf_counter()  # (the client's handshake included)
-        raw = stack.enter_context(socket.create_connection((HOST, target.tls_port),
-                                                           CONNECT_TIMEOUT))
+        raw = stack.enter_context(connect(target.tls_port, CONNECT_TIMEOUT))
         tls = stack.enter_context(_client_context(made).wrap_socket(
             raw, server_hostname="localhost"))
         tls.settimeout(CONNECT_TIMEOUT)

@@ -20,6 +20,7 @@ from streamkeep.tools.bench.workload import (
     KEY,
     Measurement,
     Size,
+    clocked,
     fill,
     percentile_us,
     warmup_size,
@@ -131,14 +132,11 @@ def bench_snapshot(path: str, entries: int, latency_ops: int) -> Measurement:
                              chunk=max(1, min(1000, to_read // (10 * SNAPSHOT_CONSUMERS))))
     with Engine.open(path, **SETTINGS) as engine:
         pending = datasets.write(engine.execute, state)
-        start = time.perf_counter()
-        if engine.compact(wait=True) is None:
+        written, compact_s = clocked(engine.compact, wait=True)
+        if written is None:
             raise AssertionError("compact() wrote no snapshot of the built stream")
-        compact_s = time.perf_counter() - start
     with _catch_snapshot_load() as caught:
-        start = time.perf_counter()
-        engine = Engine.open(path, **SETTINGS)
-        restart_s = time.perf_counter() - start
+        engine, restart_s = clocked(Engine.open, path, **SETTINGS)
     try:
         execute, compactor = engine.execute, engine.datadir.compactor
         restored = (execute("XLEN", KEY), execute("XPENDING", KEY, GROUP)[0],

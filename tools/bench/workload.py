@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import math
+import socket
 import subprocess
 import sys
 import threading
@@ -21,6 +22,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from streamkeep.engine.wire.errors import StreamkeepError
 from streamkeep.tools import temporaries
+from streamkeep.tools.servers import HOST
 
 if TYPE_CHECKING:
     from streamkeep.tools.bench.env import BenchEnv
@@ -75,14 +77,35 @@ class Size:
         return int(self.seconds(env))
 
 
+def clocked(call: Callable[..., T], *args: Any, **kwargs: Any) -> tuple[T, float]:
+    """``call(*args, **kwargs)`` timed: what it returned, and its seconds."""
+    began = time.perf_counter()
+    value = call(*args, **kwargs)
+    return value, time.perf_counter() - began
+
+
+def connect(port: int, timeout: float | None = None) -> socket.socket:
+    """A TCP connection to a local server (Nagle off: a request leaves when it is written)."""
+    sock = socket.create_connection((HOST, port), timeout)
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    return sock
+
+
+def info_fields(reply: Any) -> dict[str, str]:
+    """An INFO reply's ``name:value`` lines (bytes or str; a dict redis-py parsed as it is)."""
+    if isinstance(reply, dict):
+        return {k: str(v) for k, v in reply.items()}
+    text = reply.decode() if isinstance(reply, bytes) else str(reply)
+    return dict(line.split(":", 1) for line in text.splitlines()
+                if ":" in line and not line.startswith("#"))
+
+
 def timed(loop: Callable[[str, int], object], n: int, warm: int | None = None) -> float:
     """``loop("warmup", warm)`` untimed (default :func:`warmup_size`; 0: none), then
     ``loop(KEY, n)`` timed: seconds."""
     if warm is None or warm:
         loop("warmup", warmup_size(n) if warm is None else warm)
-    began = time.perf_counter()
-    loop(KEY, n)
-    return time.perf_counter() - began
+    return clocked(loop, KEY, n)[1]
 
 
 def fill(execute: Callable[..., Any], key: str, n: int) -> None:
@@ -193,13 +216,12 @@ def run_child(argv: Sequence[str], ok: Sequence[int] = (0,), timeout: float = CH
     to its exit. AssertionError with its output's tail when its exit status is not in ``ok``
     or it overruns ``timeout``."""
     what = " ".join(map(str, argv[:4]))
-    began = time.perf_counter()
     try:
-        done = subprocess.run(list(argv), capture_output=True, text=True, check=False,
-                              timeout=timeout, **temporaries.child_options(), **kwargs)
+        done, seconds = clocked(subprocess.run, list(argv), capture_output=True, text=True,
+                                check=False, timeout=timeout, **temporaries.child_options(),
+                                **kwargs)
     except subprocess.TimeoutExpired:
         raise AssertionError(f"{what} took over {timeout:g} s") from None
-    seconds = time.perf_counter() - began
     if done.returncode not in ok:
         raise AssertionError(f"{what} exited {done.returncode}: "
                              f"{(done.stderr or done.stdout).strip()[-2000:]}")
