@@ -13,9 +13,11 @@ import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from streamkeep.tools import temporaries
+from streamkeep.tools.bench import workqueue
 from streamkeep.tools.bench.processes import streamkeep
 from streamkeep.tools.bench.workload import (
     Measurement,
@@ -48,36 +50,23 @@ def describe(env: BenchEnv) -> list[str]:
             f"in turns of {XADD_CHUNK}; opening a running shared directory {OPENS} times"]
 
 
-def _cycles(put: Any, take: Any, until: float) -> int:
-    """put + get (+ the handler) + ack until the monotonic clock reads `until`; how many."""
+def _cycles(call: Callable[[int], None], until: float) -> int:
+    """``call(i)`` (one message's :func:`.workqueue.cycle`) until the monotonic clock reads
+    ``until``; how many."""
     done = 0
     clock = time.monotonic
     while clock() < until:
-        put({"n": done})
-        take()
+        call(done)
         done += 1
     return done
 
 
-def _queue_cycle(q: Any, handler: float = 0.0) -> Any:
-    def take() -> None:
-        for msg in q.get():
-            if handler:
-                time.sleep(handler)
-            msg.ack()
-    return take
-
-
 def bench_in_process(env: BenchEnv, handler: float = 0.0) -> Measurement:
-    from streamkeep import StreamQueue
-
-    with env.engine("shared-in-process", appendfsync="everysec",
-                    auto_aof_rewrite_percentage=0) as engine:
-        q = StreamQueue(engine, "jobs", consumer="only")
-        take = _queue_cycle(q, handler)
-        _cycles(q.put, take, time.monotonic() + SECONDS.seconds(env) / 10)  # warm-up
+    with workqueue.engine(env, "shared-in-process") as engine:
+        call = workqueue.cycle(workqueue.queue(engine, "only"), handler)
+        _cycles(call, time.monotonic() + SECONDS.seconds(env) / 10)  # warm-up
         began = time.monotonic()
-        done = _cycles(q.put, take, began + SECONDS.seconds(env))
+        done = _cycles(call, began + SECONDS.seconds(env))
         elapsed = time.monotonic() - began
     return Measurement(done / elapsed, count=done)
 
@@ -85,14 +74,13 @@ def bench_in_process(env: BenchEnv, handler: float = 0.0) -> Measurement:
 def _shared_worker(path: str, index: int, start: Any, until: Any, out: Any,
                    handler: float = 0.0) -> None:
     temporaries.init_worker()
-    from streamkeep import Engine, StreamQueue
+    from streamkeep import Engine
 
     with Engine.open(path, shared=True) as engine:
-        q = StreamQueue(engine, "jobs", consumer=f"w{index}")
-        take = _queue_cycle(q, handler)
-        _cycles(q.put, take, time.monotonic() + 0.1)  # warm-up
+        call = workqueue.cycle(workqueue.queue(engine, f"w{index}"), handler)
+        _cycles(call, time.monotonic() + 0.1)  # warm-up
         start.wait()
-        out.put(_cycles(q.put, take, until.value))
+        out.put(_cycles(call, until.value))
 
 
 def _persist_worker(path: str, index: int, start: Any, until: Any, out: Any) -> None:
@@ -101,12 +89,13 @@ def _persist_worker(path: str, index: int, start: Any, until: Any, out: Any) -> 
 
     q = SQLiteAckQueue(path, auto_commit=True, multithreading=True, timeout=60)
 
-    def take() -> None:
+    def call(i: int) -> None:
+        q.put({"n": i})
         with contextlib.suppress(Empty):
             q.ack(q.get(timeout=1))
 
     start.wait()
-    out.put(_cycles(q.put, take, until.value))
+    out.put(_cycles(call, until.value))
 
 
 def _run_workers(target: Any, path: str, span: float, *args: Any) -> tuple[int, float]:

@@ -54,11 +54,14 @@ def persist_queue(path: str, multithreading: bool = False, **options: Any) -> An
     return SQLiteAckQueue(path, auto_commit=True, multithreading=multithreading, **options)
 
 
-def cycle(q: Any) -> Callable[[int], None]:
-    """One message through ``q``: put, get, ack (a StreamQueue's, or persist-queue's)."""
+def cycle(q: Any, handler: float = 0.0) -> Callable[[int], None]:
+    """One message through ``q``: put, get, ack (a StreamQueue's, or persist-queue's); with
+    ``handler``, that many seconds' wait between a StreamQueue's get and its ack."""
     def stream_queue(i: int) -> None:
         q.put({"n": i})
         for msg in q.get():
+            if handler:
+                time.sleep(handler)
             msg.ack()
 
     def sqlite_queue(i: int) -> None:
