@@ -19,6 +19,7 @@ from streamkeep.tools.bench.workload import (
     clocked,
     consume,
     fill,
+    read_entries,
     take_turns,
     timed,
     warmup_size,
@@ -187,13 +188,6 @@ def xadd_idmp(env: BenchEnv, auto: bool = False) -> Measurement:
         "idmp_cost": spent["idmp"] / spent["plain"]})
 
 
-def _entries(reply: Any) -> list[Any]:
-    """The entries of a one-stream XREADGROUP reply, RESP2 (list) or RESP3 (dict) shaped."""
-    if not reply:
-        return []
-    return next(iter(reply.values()))[0] if isinstance(reply, dict) else reply[0][1]
-
-
 def _xadds(client: Any, key: str, n: int, pipeline: int) -> None:
     if pipeline <= 1:
         for _ in range(n):
@@ -221,7 +215,7 @@ def _redis_consume(client: Any, key: str, pipelined: bool) -> int:
     consumed = 0
     reply = client.xreadgroup(GROUP, CONSUMER, {key: ">"}, count=BATCH)
     pipe = client.pipeline(transaction=False)
-    while entries := _entries(reply):
+    while entries := read_entries(reply):
         ids = [entry[0] for entry in entries]
         consumed += len(ids)
         if pipelined:

@@ -91,6 +91,13 @@ def connect(port: int, timeout: float | None = None) -> socket.socket:
     return sock
 
 
+def read_entries(reply: Any) -> list[Any]:
+    """The entries of a one-stream XREAD(GROUP) reply, RESP2 (list) or RESP3 (dict) shaped."""
+    if not reply:
+        return []
+    return next(iter(reply.values()))[0] if isinstance(reply, dict) else reply[0][1]
+
+
 def info_fields(reply: Any) -> dict[str, str]:
     """An INFO reply's ``name:value`` lines (bytes or str; a dict redis-py parsed as it is)."""
     if isinstance(reply, dict):

@@ -12,6 +12,7 @@ import time
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
+from streamkeep.tools.bench import workload
 from streamkeep.tools.bench.aof import group_commit
 from streamkeep.tools.bench.processes import streamkeep
 from streamkeep.tools.bench.workload import Measurement, Size, Skip, rate, threads_until, timed
@@ -172,8 +173,7 @@ def bench_redis_py_loop_redis(env: BenchEnv) -> Measurement:
     def loop(i: int) -> None:
         client.xadd(name, {"n": i})
         reply = client.xreadgroup("workers", "bench", {name: ">"}, count=1)
-        entries = next(iter(reply.values()))[0] if isinstance(reply, dict) else reply[0][1]
-        client.xack(name, "workers", entries[0][0])
+        client.xack(name, "workers", workload.read_entries(reply)[0][0])
 
     try:
         m = cycles(loop, n, min(n // 10, 2_000))
