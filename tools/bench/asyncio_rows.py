@@ -62,16 +62,23 @@ def bench_redis_asyncio_xadd(env: BenchEnv) -> Measurement:
     import redis.asyncio
 
     kwargs = env.redis.connection_pool.connection_kwargs  # (starts the run's redis-server)
-    n = max(CALLS(env) // 10, 1_000)
+    return _on_client(lambda: redis.asyncio.Redis(host=kwargs["host"], port=kwargs["port"]),
+                      max(CALLS(env) // 10, 1_000), flush=True)
 
+
+def _on_client(make: Callable[[], Any], n: int, flush: bool = False) -> Measurement:
+    """The awaited XADD loop on the async client ``make()`` (with ``flush``, its database
+    emptied before and after), closed at the end."""
     async def run() -> float:
-        r = redis.asyncio.Redis(host=kwargs["host"], port=kwargs["port"])
+        db = make()
         try:
-            await r.flushall()
-            return await _timed_xadds(r.xadd, n)
+            if flush:
+                await db.flushall()
+            return await _timed_xadds(db.xadd, n)
         finally:
-            await r.flushall()
-            await r.aclose()
+            if flush:
+                await db.flushall()
+            await db.aclose()
 
     return rate(n, asyncio.run(run()))
 
@@ -85,16 +92,7 @@ def _burner() -> Any:
 
 
 def bench_burner_xadd(env: BenchEnv) -> Measurement:
-    burner, n = _burner(), CALLS(env)
-
-    async def run() -> float:
-        db = burner()
-        try:
-            return await _timed_xadds(db.xadd, n)
-        finally:
-            await db.aclose()
-
-    return rate(n, asyncio.run(run()))
+    return _on_client(_burner(), CALLS(env))
 
 
 # --- SIGKILL after the writes ---------------------------------------------------------------

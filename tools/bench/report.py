@@ -5,6 +5,7 @@ rich tables on a terminal, or JSON. Must not touch: running, progress, the regis
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
 import platform
@@ -164,11 +165,9 @@ def _row_json(r: Result, n: int) -> dict[str, Any]:
 
 
 def _figure_json(fr: FigureResult) -> dict[str, Any]:
-    f = fr.figure
-    return {"section": f.section, "label": f.label, "numerator": f.numerator,
-            "denominator": f.denominator, "extra": f.extra, "unit": f.unit,
-            "value": fr.value, "missing": fr.missing, "target": f.target,
-            "at_most": f.at_most, "result": fr.verdict or None}
+    """The figure's declaration, its value (or why it has none) and its verdict."""
+    return {**dataclasses.asdict(fr.figure), "value": fr.value, "missing": fr.missing,
+            "result": fr.verdict or None}
 
 
 def to_json(results: Sequence[Result], n: int, repeat: int, sections: Sequence[Section],
