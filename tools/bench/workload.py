@@ -1,7 +1,8 @@
 """What every section's workloads share: the value a row's run returns, a row's sizes as data
 (:class:`Size`) and the shapes the workloads repeat (a warm-up then a timed loop; parties or
 threads taking turns; commands pipelined through redis-py; a child process timed, or its JSON
-report), the warm-up rule, the key names and percentiles.
+report; a call timed; a connection to a local server; a stream read's entries, INFO's fields),
+the warm-up rule, the key names and percentiles.
 Timing rule: a workload warms up on a separate key first, then times only its loop with
 ``time.perf_counter``; a row's rate is ops per second and ``us/op`` its inverse.
 Must not touch: the registry, the report, any one section's workload.
