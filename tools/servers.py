@@ -13,7 +13,11 @@ the clients find it there); the context manager kills it. No child is left behin
 SIGKILLed by the kernel when the process that started it from its main thread dies, and a
 command's servers are tracked by tools.temporaries (its cleanup SIGKILLs what a caller's own
 way out missed) and by `kill_all` (a run's way out).
-Also :func:`free_port`, :func:`cpu_seconds` and :func:`log_tail`, for any child process.
+Also :class:`ThreadServer` (an engine's network server in this process, on a thread: for the
+bench and the tests), :func:`free_port`, :func:`cpu_seconds`, :func:`proc_status` (a resident
+set, its peak),
+:class:`PeakRss` (a process's resident set sampled from a thread) and :func:`log_tail`, for any
+child process.
 Must not touch: the data directory's files (the server's own, but for `remove_files` when
 asked), what is run against the server.
 """
@@ -86,6 +90,79 @@ def cpu_seconds(pid: int | None) -> float | None:
         return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
     except (OSError, ValueError, IndexError):
         return None
+
+
+def proc_status(name: str, pid: int | str = "self") -> int:
+    """A memory field of /proc/PID/status (VmRSS, VmHWM) in bytes; LookupError if absent."""
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith(name + ":"):
+                return int(line.split()[1]) * 1024
+    raise LookupError(f"no {name} in /proc/{pid}/status")
+
+
+class PeakRss:
+    """Samples a process's RSS from a thread until stopped; `peak` is the highest seen."""
+
+    def __init__(self, pid: int, every: float = 0.002) -> None:
+        self.pid, self.peak, self.every = pid, proc_status("VmRSS", pid), every
+        self.done = threading.Event()
+        self.thread = threading.Thread(target=self._sample, daemon=True)
+        self.thread.start()
+
+    def _sample(self) -> None:
+        while not self.done.is_set():
+            self.peak = max(self.peak, proc_status("VmRSS", self.pid))
+            time.sleep(self.every)
+
+    def stop(self) -> int:
+        self.done.set()
+        self.thread.join()
+        self.peak = max(self.peak, proc_status("VmRSS", self.pid))
+        return self.peak
+
+
+class ThreadServer:
+    """An engine's network server (engine.server.network.Server) running in a daemon thread of
+    this process: `server`, `engine`, `host`, `port`, `thread`. :meth:`start` starts one on a
+    loopback port (any free one by default); `stop` shuts it down as SHUTDOWN does (the
+    clients closed, then the engine) and waits for the thread."""
+
+    def __init__(self, server: Any, thread: threading.Thread) -> None:
+        self.server, self.engine, self.thread = server, server.engine, thread
+        self.host, self.port = server.host, server.port
+
+    @classmethod
+    def start(cls, engine: Any, host: str = HOST, port: int = 0,
+              timeout: float = 10.0) -> ThreadServer:
+        """Serve `engine`; RuntimeError if the server does not start within `timeout`."""
+        from streamkeep.engine.server.network import Server, run_server
+
+        server = Server(engine, host, port)
+        ready, failure = threading.Event(), []
+
+        def run() -> None:
+            try:
+                run_server(server, lambda _srv: ready.set())
+            except BaseException as err:  # noqa: BLE001 - reported to the starting thread
+                failure.append(err)
+                ready.set()
+
+        thread = threading.Thread(target=run, name=f"streamkeep-server-{id(server):x}",
+                                  daemon=True)
+        thread.start()
+        if not ready.wait(timeout) or failure:
+            raise RuntimeError(f"the server did not start: {failure!r}")
+        return cls(server, thread)
+
+    def stop(self, timeout: float = 10.0) -> None:
+        """Shut it down (idempotent); RuntimeError if its thread is still running after
+        `timeout`."""
+        if self.thread.is_alive():
+            self.server.loop.call_soon_threadsafe(self.server.request_shutdown)
+            self.thread.join(timeout)
+            if self.thread.is_alive():
+                raise RuntimeError("the server thread did not stop")
 
 
 def log_tail(path: str, lines: int = 5) -> str:
@@ -341,11 +418,10 @@ class ServerProcess:
 
     def rss_bytes(self) -> int:
         """Its resident set size now (VmRSS); OSError once it is gone."""
-        with open(f"/proc/{self.pid}/status") as status:
-            for line in status:
-                if line.startswith("VmRSS:"):
-                    return int(line.split()[1]) * 1024
-        raise ServerFailed(f"no VmRSS line for pid {self.pid}")
+        try:
+            return proc_status("VmRSS", str(self.pid))
+        except LookupError as err:
+            raise ServerFailed(str(err)) from None
 
     def remove_files(self) -> None:
         """Delete the data directory, the log and the config file (the process must be gone)."""

@@ -4,7 +4,10 @@ Owns `width` (COLUMNS when set, else the terminal's width, else 80: a pipe gets 
 wrapped at that width (`wrap`: between words only, so an ID or a number is never split) and
 tables that do not fit: printed one row per block instead, each column's header beside its
 value (`vertical`), rather than squeezed until rich cuts cells to "179548…". For rich tables
-(`print_table`) and the plain ones the bench module's Table holds (`plain`).
+(`print_table`) and the plain ones a :class:`Table` holds (`plain`). Also the plain-text layout
+the bench and the crash bench print their tables in (:class:`Table`, :func:`format_table`: tests
+parse it, two spaces between columns, a dashed rule under the headers, no trailing blanks) and
+their blocks on a terminal (:func:`print_blocks`: rich tables, verdicts in colour).
 Must not touch: what the tables hold (each command fills its own).
 """
 
@@ -14,10 +17,63 @@ import os
 import shutil
 import textwrap
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from typing import IO, Any
 
 DEFAULT_WIDTH = 80
 MIN_ROOM = 20  # a wrapped value gets at least this many columns beside its label
+VERDICT_STYLES = {"PASS": "bold green", "met": "bold green", "FAIL": "bold red",
+                  "not met": "bold red", "n/a": "yellow"}
+
+
+def format_table(headers: Sequence[str], rows: Sequence[Sequence[str]], right: set[int]) -> str:
+    """Aligned plain-text table; columns listed in ``right`` are right-aligned."""
+    widths = [max(len(str(r[i])) for r in [headers, *rows]) for i in range(len(headers))]
+
+    def line(cells: Sequence[str]) -> str:
+        out = [c.rjust(w) if i in right else c.ljust(w)
+               for i, (c, w) in enumerate(zip(cells, widths, strict=True))]
+        return "  ".join(out).rstrip()
+
+    return "\n".join([line(headers), line(["-" * w for w in widths]), *map(line, rows)])
+
+
+@dataclass
+class Table:
+    """A table before it is rendered: plain text (:meth:`plain`) or, on a terminal, rich."""
+
+    headers: list[str]
+    rows: list[list[str]]
+    right: set[int] = field(default_factory=set)
+    verdict: int | None = None  # the column holding PASS/FAIL (or met/not met), if any
+
+    def plain(self) -> str:
+        return format_table(self.headers, self.rows, self.right)
+
+
+def print_blocks(blocks: Sequence[Table | str], file: IO[str]) -> None:
+    """Tables as rich tables (the verdict column in colour) and text as it is, a blank line
+    apart, on a terminal."""
+    from rich import box
+    from rich.console import Console
+    from rich.table import Table as RichTable
+    from rich.text import Text
+
+    console = Console(file=file, highlight=False)
+    for i, block in enumerate(blocks):
+        if i:
+            console.print()
+        if isinstance(block, str):
+            console.print(Text(block), soft_wrap=True)
+            continue
+        table = RichTable(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)
+        for column, title in enumerate(block.headers):
+            table.add_column(title, justify="right" if column in block.right else "left")
+        for row in block.rows:
+            table.add_row(*(Text(cell, style=VERDICT_STYLES.get(cell, ""))
+                            if column == block.verdict else Text(cell)
+                            for column, cell in enumerate(row)))
+        console.print(table)
 
 
 def width(stream: IO[str] | Any) -> int:
@@ -65,10 +121,8 @@ def vertical(headers: Sequence[str], rows: Sequence[Sequence[str]], columns: int
 
 def plain(headers: Sequence[str], rows: Sequence[Sequence[str]], right: set[int],
           columns: int) -> str:
-    """A plain-text table (tools.bench.tables' layout) when it fits in `columns`, else the
-    same rows `vertical`."""
-    from streamkeep.tools.bench.tables import format_table
-
+    """A plain-text table (:func:`format_table`) when it fits in `columns`, else the same rows
+    `vertical`."""
     text = format_table(headers, rows, right)
     if max(len(line) for line in text.splitlines()) <= columns:
         return text

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from streamkeep.engine.wire.reply_parser import encode_command
-from streamkeep.tools.bench.hardening import PeakRss
+from streamkeep.tools.servers import PeakRss
 from tests.support.serve_process import ServeProcess
 
 MB = 1 << 20

@@ -27,7 +27,7 @@ from pathlib import Path
 import pytest
 
 from streamkeep import Engine, ReplyError
-from streamkeep.tools.bench.hardening import PeakRss
+from streamkeep.tools.servers import PeakRss
 from tests.support.diffutil import Both, WallClock, reset_redis_config
 from tests.support.kernels import kernel_fixture
 from tests.support.resp_client import RespClient, encode_command

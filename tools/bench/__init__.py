@@ -1,7 +1,7 @@
 """``streamkeep bench``: throughput of the engine, with real Redis measured in the same run.
 
 The package, bottom to top (a module imports only those above it, never this ``__init__``,
-and none imports tools/main.py): workload (Measurement, Skip, the loops' shapes), tables,
+and none imports tools/main.py): workload (Measurement, Skip, the loops' shapes),
 datasets, env (BenchEnv: what a run's rows share), processes (every server a run starts),
 one module of workloads per kind of section (embedded, aof, snapshot, latency, server,
 datatypes, hardening, security, replication, interop, offline, workqueue, asyncio_rows,

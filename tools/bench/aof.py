@@ -1,6 +1,7 @@
 """The ``aof`` section's workloads, each on a fresh data directory: XADD under each appendfsync
-policy, threads sharing an ``always`` engine (records per fsync), the machine's serial
-write + fdatasync rate, and the replay of a written directory at ``Engine.open``.
+policy, threads sharing an ``always`` engine (records per fsync: :func:`group_commit`, which the
+queue section's threaded row uses too), the machine's serial write + fdatasync rate, and the
+replay of a written directory at ``Engine.open``.
 Must not touch: engine internals (its public API and the journal's counters).
 """
 
@@ -8,12 +9,14 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from streamkeep.tools.bench.workload import (
     GROUP,
     KEY,
     Measurement,
+    Size,
     fill,
     threads_until,
     timed,
@@ -25,70 +28,60 @@ if TYPE_CHECKING:
 
 AOF_THREADS = 16  # threads sharing one appendfsync-always engine
 REPLAY_TARGET = 300_000  # records/s replayed by Engine.open, on the XADD-records workload
-ALWAYS_SECONDS, QUICK_ALWAYS_SECONDS = 2.0, 0.25  # appendfsync-always loops stop after this
-FSYNC_N, QUICK_FSYNC_N = 500, 100  # serial write + fdatasync loop
+ALWAYS_SECONDS = Size(2.0, 0.25)  # appendfsync-always loops stop after this
+FSYNC_N = Size(500, 100)  # serial write + fdatasync loop
 FSYNC_WARMUP = 20
 FSYNC_RECORD = 100  # bytes per os.write in that loop (an XADD record is about 60)
 REPLAY_STREAMS = 4  # the replay workload round-robins XADDs over this many streams ...
 REPLAY_CHUNK = 100  # ... this many at a time, each chunk then read (COUNT chunk) and acked
 
 
-def always_seconds(env: BenchEnv) -> float:
-    return QUICK_ALWAYS_SECONDS if env.quick else ALWAYS_SECONDS
-
-
-def fsync_n(env: BenchEnv) -> int:
-    return QUICK_FSYNC_N if env.quick else FSYNC_N
-
-
 def describe(env: BenchEnv) -> list[str]:
     where = env.where()
     return [] if where is None else [
-        f"aof: {where}; appendfsync always loops stop after {always_seconds(env):g} s; serial "
-        f"fsync {fsync_n(env):,} x (os.write {FSYNC_RECORD} B + fdatasync); replay workloads "
-        f"over {REPLAY_STREAMS} streams, {REPLAY_CHUNK} XADDs to each in turn: XADD records "
-        f"only (the target's row), and mixed: each {REPLAY_CHUNK} XADDs then read by "
+        f"aof: {where}; appendfsync always loops stop after {ALWAYS_SECONDS.seconds(env):g} s; "
+        f"serial fsync {FSYNC_N(env):,} x (os.write {FSYNC_RECORD} B + fdatasync); replay "
+        f"workloads over {REPLAY_STREAMS} streams, {REPLAY_CHUNK} XADDs to each in turn: XADD "
+        f"records only (the target's row), and mixed: each {REPLAY_CHUNK} XADDs then read by "
         f"XREADGROUP COUNT {REPLAY_CHUNK} + XACK"]
 
 
-def _open(path: str, policy: str) -> Any:
-    from streamkeep import Engine
+def xadd(env: BenchEnv, policy: str) -> float:
+    """The embedded XADD loop on an engine whose AOF uses ``policy``; adds/s. The final fsync
+    at close is not timed (everysec's background fsyncs during the loop are)."""
+    with env.engine(policy, appendfsync=policy) as engine:
+        return env.n / timed(lambda key, count: fill(engine.execute, key, count), env.n)
 
-    return Engine.open(path, appendfsync=policy)
 
-
-def xadd(path: str, n: int, policy: str) -> float:
-    """The embedded XADD loop on an engine whose AOF in ``path`` uses ``policy``; adds/s. The
-    final fsync at close is not timed (everysec's background fsyncs during the loop are)."""
-    engine = _open(path, policy)
-    try:
-        return n / timed(lambda key, count: fill(engine.execute, key, count), n)
-    finally:
-        engine.close()
+def group_commit(engine: Any, threads: int, seconds: float,
+                 make: Callable[[str], Callable[[int], Callable[[], object]]],
+                 limit: int | None = None) -> tuple[Measurement, int]:
+    """``threads`` threads calling ``make(key)(i)()`` on one engine for a tenth of ``seconds``
+    (key "warmup"), then for ``seconds`` or ``limit`` calls (key KEY): calls/s, with the
+    journal's records per fsync over the timed part (its group commit) as figure
+    ``records_per_fsync``; and the records written."""
+    threads_until(threads, seconds / 10, make("warmup"), limit and warmup_size(limit))
+    journal = engine.journal
+    records, fsyncs = journal.records_written, journal.fsyncs
+    done, elapsed = threads_until(threads, seconds, make(KEY), limit)
+    records, fsyncs = journal.records_written - records, journal.fsyncs - fsyncs
+    figures = {"records_per_fsync": records / fsyncs} if fsyncs else {}
+    return Measurement(done / elapsed, count=done, figures=figures), records
 
 
 def bench_aof_threads(path: str, threads: int, max_ops: int, seconds: float,
                       policy: str = "always") -> Measurement:
     """``threads`` threads XADD on one shared engine (AOF ``policy``) for up to ``max_ops``
-    adds or ``seconds``; adds/s, with the journal's records per fsync over the timed loop
-    (group commit) as figure ``records_per_fsync``."""
-    engine = _open(path, policy)
+    adds or ``seconds`` (:func:`group_commit`); adds/s, figure ``records_per_fsync``."""
+    from streamkeep import Engine
 
-    def adder(key: str) -> Any:
-        return lambda _i: lambda: engine.execute("XADD", key, "*", "f", "v")
-
-    try:
-        threads_until(threads, seconds / 10, adder("warmup"), warmup_size(max_ops))
-        journal = engine.journal
-        records, fsyncs = journal.records_written, journal.fsyncs
-        done, elapsed = threads_until(threads, seconds, adder(KEY), max_ops)
-        records, fsyncs = journal.records_written - records, journal.fsyncs - fsyncs
-    finally:
-        engine.close()
-    if records != done:
-        raise AssertionError(f"the journal wrote {records} records for {done} XADDs")
-    figures = {"records_per_fsync": records / fsyncs} if fsyncs else {}
-    return Measurement(done / elapsed, count=done, figures=figures)
+    with Engine.open(path, appendfsync=policy) as engine:
+        m, records = group_commit(
+            engine, threads, seconds,
+            lambda key: lambda _i: lambda: engine.execute("XADD", key, "*", "f", "v"), max_ops)
+    if records != m.count:
+        raise AssertionError(f"the journal wrote {records} records for {m.count} XADDs")
+    return m
 
 
 def serial_fsync(path: str, n: int) -> Measurement:
@@ -137,22 +130,17 @@ def _write_replay_workload(engine: Any, n: int, consume: bool = True) -> int:
 def _replay_once(path: str, n: int, consume: bool) -> tuple[int, int, float]:
     """Write the replay workload to a new directory, close, time Engine.open on it (its
     contents checked); (records, effects, seconds)."""
-    writer = _open(path, "no")  # the close below fsyncs; the policy does not matter
-    try:
-        effects = _write_replay_workload(writer, n, consume)
-        records = writer.journal.records_written
-    finally:
-        writer.close()
     from streamkeep import Engine
 
+    writer: Any
+    with Engine.open(path, appendfsync="no") as writer:  # (the close fsyncs: any policy)
+        effects = _write_replay_workload(writer, n, consume)
+        records = writer.journal.records_written
     began = time.perf_counter()
-    engine = Engine.open(path)
-    elapsed = time.perf_counter() - began
-    try:
+    with Engine.open(path) as engine:
+        elapsed = time.perf_counter() - began
         total = sum(engine.execute("XLEN", key) for key in _streams(KEY))
         pending = sum(engine.execute("XPENDING", key, GROUP)[0] for key in _streams(KEY))
-    finally:
-        engine.close()
     if total != n or pending != 0:
         raise AssertionError(f"replay restored {total} entries ({pending} pending), "
                              f"expected {n} (0 pending)")

@@ -18,18 +18,15 @@ from typing import TYPE_CHECKING, Any
 
 from streamkeep.tools import temporaries
 from streamkeep.tools.bench import workqueue
-from streamkeep.tools.bench.workload import KEY, Measurement, Skip, rate, warmup_size
+from streamkeep.tools.bench.workload import KEY, Measurement, Size, Skip, rate, timed, warmup_size
 
 if TYPE_CHECKING:
     from streamkeep.tools.bench.env import BenchEnv
 
-KILL_WRITES = 100_000
-BLOCKED_TASKS = 1_000
+CALLS = Size(1, per_n=True, least=1_000)  # the XADD rows (redis.asyncio: a tenth)
+KILL_WRITES = Size(100_000, 10_000)
+BLOCKED_TASKS = 1_000  # (quick: a tenth)
 CHILD_TIMEOUT = 300.0
-
-
-def _n(env: BenchEnv) -> int:
-    return max(env.n, 1_000)
 
 
 async def _timed_xadds(xadd: Callable[..., Awaitable[Any]], n: int) -> float:
@@ -41,59 +38,47 @@ async def _timed_xadds(xadd: Callable[..., Awaitable[Any]], n: int) -> float:
     return time.perf_counter() - began
 
 
-def _engine_xadds(env: BenchEnv, path: str | None = None) -> Measurement:
+def bench_aredis_xadd(env: BenchEnv, name: str | None = None) -> Measurement:
     """The awaited XADD loop on a fresh ``Engine.aredis()``: in memory, or with an everysec
-    AOF at ``path``."""
-    from streamkeep import Engine
-
-    n = _n(env)
-    engine = Engine.open() if path is None else Engine.open(
-        path, appendfsync="everysec", auto_aof_rewrite_percentage=0)
-    try:
-        return rate(n, asyncio.run(_timed_xadds(engine.aredis().xadd, n)))
-    finally:
-        engine.close()
-
-
-def bench_aredis_xadd(env: BenchEnv) -> Measurement:
-    return _engine_xadds(env)
+    AOF on a data directory (``name``)."""
+    settings = {} if name is None else {"appendfsync": "everysec",
+                                        "auto_aof_rewrite_percentage": 0}
+    with env.engine(name, **settings) as engine:
+        return rate(CALLS(env), asyncio.run(_timed_xadds(engine.aredis().xadd, CALLS(env))))
 
 
 def bench_sync_xadd(env: BenchEnv) -> Measurement:
-    from streamkeep import Engine
+    """The same loop with the sync calls (``Engine.redis()``)."""
+    def loop(key: str, count: int) -> None:
+        for _ in range(count):
+            xadd(key, {"f": "v"})
 
-    n, engine = _n(env), Engine.open()
-    try:
+    with env.engine() as engine:
         xadd = engine.redis().xadd
-        for _ in range(warmup_size(n)):
-            xadd("warmup", {"f": "v"})
-        began = time.perf_counter()
-        for _ in range(n):
-            xadd(KEY, {"f": "v"})
-        return rate(n, time.perf_counter() - began)
-    finally:
-        engine.close()
-
-
-def bench_aredis_xadd_everysec(env: BenchEnv) -> Measurement:
-    with env.data_dir("asyncio-everysec") as path:
-        return _engine_xadds(env, path)
+        return rate(CALLS(env), timed(loop, CALLS(env)))
 
 
 def bench_redis_asyncio_xadd(env: BenchEnv) -> Measurement:
     import redis.asyncio
 
     kwargs = env.redis.connection_pool.connection_kwargs  # (starts the run's redis-server)
-    n = max(_n(env) // 10, 1_000)
+    return _on_client(lambda: redis.asyncio.Redis(host=kwargs["host"], port=kwargs["port"]),
+                      max(CALLS(env) // 10, 1_000), flush=True)
 
+
+def _on_client(make: Callable[[], Any], n: int, flush: bool = False) -> Measurement:
+    """The awaited XADD loop on the async client ``make()`` (with ``flush``, its database
+    emptied before and after), closed at the end."""
     async def run() -> float:
-        r = redis.asyncio.Redis(host=kwargs["host"], port=kwargs["port"])
+        db = make()
         try:
-            await r.flushall()
-            return await _timed_xadds(r.xadd, n)
+            if flush:
+                await db.flushall()
+            return await _timed_xadds(db.xadd, n)
         finally:
-            await r.flushall()
-            await r.aclose()
+            if flush:
+                await db.flushall()
+            await db.aclose()
 
     return rate(n, asyncio.run(run()))
 
@@ -107,16 +92,7 @@ def _burner() -> Any:
 
 
 def bench_burner_xadd(env: BenchEnv) -> Measurement:
-    burner, n = _burner(), _n(env)
-
-    async def run() -> float:
-        db = burner()
-        try:
-            return await _timed_xadds(db.xadd, n)
-        finally:
-            await db.aclose()
-
-    return rate(n, asyncio.run(run()))
+    return _on_client(_burner(), CALLS(env))
 
 
 # --- SIGKILL after the writes ---------------------------------------------------------------
@@ -140,14 +116,10 @@ asyncio.run(main())
 """
 
 
-def _kill_n(env: BenchEnv) -> int:
-    return KILL_WRITES // 10 if env.quick else KILL_WRITES
-
-
 def _killed(env: BenchEnv, which: str, count: Callable[[str], int]) -> Measurement:
     """Run the child until it says its writes are done, SIGKILL it, then ``count(path)`` the
     entries kept; the child's writes/s, figure ``kept``."""
-    n = _kill_n(env)
+    n = KILL_WRITES(env)
     with env.data_dir(f"asyncio-kill-{which}") as directory:
         path = directory if which == "streamkeep" else os.path.join(directory, "burner.dat")
         child = subprocess.Popen([sys.executable, "-c", CHILD, which, path, str(n)],
@@ -192,7 +164,7 @@ def bench_kill_burner(env: BenchEnv) -> Measurement:
 def bench_async_queue(env: BenchEnv) -> Measurement:
     from streamkeep import AsyncStreamQueue
 
-    n = workqueue.cycles(env)
+    n = workqueue.CYCLES(env)
     with workqueue.engine(env, "asyncio-queue") as engine:
         async def run() -> float:
             q = AsyncStreamQueue(engine, "jobs", consumer="bench")
@@ -207,10 +179,10 @@ def bench_async_queue(env: BenchEnv) -> Measurement:
 
 
 def bench_blocked_gets(env: BenchEnv) -> Measurement:
-    from streamkeep import AsyncStreamQueue, Engine
+    from streamkeep import AsyncStreamQueue
 
     tasks = BLOCKED_TASKS // 10 if env.quick else BLOCKED_TASKS
-    with Engine.open() as engine:
+    with env.engine() as engine:
         delivered, seconds, stall, put_s = asyncio.run(_blocked_gets(
             AsyncStreamQueue(engine, "jobs", consumer="bench"), tasks))
     if sorted(delivered) != list(range(tasks)):
@@ -262,5 +234,5 @@ async def _blocked_gets(q: Any, tasks: int) -> tuple[list[int], float, float, fl
 
 def describe(env: BenchEnv) -> list[str]:
     return [f"asyncio: one task awaiting one call at a time (asyncio's own loop); XADD rows of "
-            f"{_n(env):,} calls (redis.asyncio: a tenth); SIGKILL rows after "
-            f"{_kill_n(env):,} awaited XADDs; queue rows: put + get + ack per message"]
+            f"{CALLS(env):,} calls (redis.asyncio: a tenth); SIGKILL rows after "
+            f"{KILL_WRITES(env):,} awaited XADDs; queue rows: put + get + ack per message"]

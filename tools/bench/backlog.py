@@ -13,10 +13,18 @@ import shutil
 import sys
 import time
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, cast
 
 from streamkeep.tools.bench import datasets
-from streamkeep.tools.bench.workload import Measurement, consume, module_child, proc_status
+from streamkeep.tools.bench.workload import (
+    Measurement,
+    Size,
+    clocked,
+    consume,
+    info_fields,
+    module_child,
+)
+from streamkeep.tools.servers import proc_status
 
 if TYPE_CHECKING:
     from streamkeep.engine.services.datadir import DataDir
@@ -24,44 +32,32 @@ if TYPE_CHECKING:
 
 KEY, GROUP = "backlog", "g"
 BUDGET = 128 << 20  # backlog-memory of the cold mode: 128mb
-ENTRIES_PER_N = 100  # 20,000,000 at the default N
+ENTRIES = Size(100, 4, per_n=True, least=10_000)  # 20,000,000 at the default N
 BEHIND_SHARE = 0.75  # the group is 15M entries behind
 CATCHUP_PER_N = 5  # entries the lagging consumer reads and acknowledges: 1,000,000
-COMPACT_ENTRIES = 100_000  # new entries before the timed compaction (quick: 2,000)
-TRIMMED_ENTRIES = 100_000  # the trimmed stream's length (quick: 2,000)
+COMPACT_ENTRIES = Size(100_000, 2_000)  # new entries before the timed compaction
+TRIMMED_ENTRIES = Size(100_000, 2_000)  # the trimmed stream's length
 TRIMMED_ROUNDS = 50  # compactions of the trimmed stream, each after 1/10 of it is replaced
 BASE_MS = 1_700_000_000_000
 LIST_KEY = "queue"
 LIST_BUDGET = 8 << 20  # backlog-memory of the list_cold mode: 8mb
-LIST_PER_N = 10  # 2,000,000 at the default N
+ELEMENTS = Size(10, 1, per_n=True, least=50_000)  # the list's: 2,000,000 at the default N
 PUSH_BATCH = PAGE = 1_000  # elements an RPUSH of the build, an LRANGE of the scan
 MB = 1 << 20
 
 
-def entries(env: BenchEnv) -> int:
-    return max(env.n * (4 if env.quick else ENTRIES_PER_N), 10_000)
-
-
 def catchup_entries(env: BenchEnv) -> int:
-    return min(env.n * CATCHUP_PER_N, int(entries(env) * BEHIND_SHARE))
-
-
-def small(env: BenchEnv, count: int) -> int:
-    return 2_000 if env.quick else count
-
-
-def elements(env: BenchEnv) -> int:
-    return max(env.n * (1 if env.quick else LIST_PER_N), 50_000)
+    return min(env.n * CATCHUP_PER_N, int(ENTRIES(env) * BEHIND_SHARE))
 
 
 def describe(env: BenchEnv) -> list[str]:
-    n, compact = entries(env), small(env, COMPACT_ENTRIES)
+    n, compact = ENTRIES(env), COMPACT_ENTRIES(env)
     return [f"backlog: one stream of {n:,} entries `v <8 digits>`, a group "
             f"{int(n * BEHIND_SHARE):,} behind, written as a snapshot; each mode in a fresh "
             f"child process on its own copy: cold = backlog-memory {BUDGET >> 20}mb, resident "
             f"= no budget; RSS = the child's peak (VmHWM) and final (VmRSS); compaction after "
             f"{compact:,} new entries, against the same on a {compact:,}-entry stream",
-            f"backlog lists: one list of {elements(env):,} elements `job:<8 digits>:payload-"
+            f"backlog lists: one list of {ELEMENTS(env):,} elements `job:<8 digits>:payload-"
             f"xxxxxxxxxx`, RPUSHed {PUSH_BATCH:,} a command and compacted; each mode in a "
             f"fresh child process on its own copy: list_cold = backlog-memory "
             f"{LIST_BUDGET >> 20}mb, list_resident = no budget; restart = open + LLEN; RSS = "
@@ -103,11 +99,6 @@ def _in_child(env: BenchEnv, name: str, build_at: Callable[[str], None], mode: s
         return module_child(__name__, mode, path, *args)
 
 
-def _info(engine: Any) -> dict[str, str]:
-    return dict(line.split(":", 1) for line in engine.execute("INFO", "memory").decode()
-                .splitlines() if ":" in line)
-
-
 def child(mode: str, path: str, appends: int, catchup: int, new: int) -> dict[str, float]:
     """A stream mode: open the copy in `path` in this process and measure it."""
     from streamkeep import Engine
@@ -123,20 +114,17 @@ def child(mode: str, path: str, appends: int, catchup: int, new: int) -> dict[st
     for i in range(appends):
         execute("XADD", KEY, "*", "v", f"{i:08d}")
     out["xadd_per_s"] = appends / (time.perf_counter() - began)
-    began = time.perf_counter()
-    done = consume(execute, KEY, limit=catchup)
-    out["catchup_per_s"] = done / (time.perf_counter() - began)
+    done, seconds = clocked(consume, execute, KEY, limit=catchup)
+    out["catchup_per_s"] = done / seconds
     engine.compact()  # what the budget asked for meanwhile, untimed
     journal = cast("DataDir", engine.datadir).journal
     logged = journal.aof_bytes
     for i in range(new):
         execute("XADD", KEY, "*", "v", f"{i:08d}")
     out["new_log_bytes"] = journal.aof_bytes - logged
-    began = time.perf_counter()
-    entry = engine.compact()
-    out["compact_s"] = time.perf_counter() - began
+    entry, out["compact_s"] = clocked(engine.compact)
     out["compact_written"] = float(written_by(path, entry))
-    out["cold_entries"] = float(_info(engine)["stream_entries_cold"])
+    out["cold_entries"] = float(info_fields(engine.execute("INFO", "memory"))["stream_entries_cold"])
     out["final_rss"], out["peak_rss"] = proc_status("VmRSS"), proc_status("VmHWM")
     engine.close()
     if mode == "cold":
@@ -158,7 +146,7 @@ def list_child(mode: str, path: str) -> dict[str, float]:
         restart, rss = time.perf_counter() - began, proc_status("VmRSS")
         middle = engine.execute("LINDEX", LIST_KEY, count // 2)
         assert middle == b"job:%08d:payload-xxxxxxxxxx" % (count // 2), middle
-        cold = int(_info(engine).get("list_elements_cold", "0"))
+        cold = int(info_fields(engine.execute("INFO", "memory")).get("list_elements_cold", "0"))
         began, seen = time.perf_counter(), 0
         for start in range(0, count, PAGE):
             seen += len(engine.execute("LRANGE", LIST_KEY, start, start + PAGE - 1))
@@ -198,8 +186,8 @@ def scans(path: str) -> dict[str, float]:
 
 def bench_mode(env: BenchEnv, mode: str) -> Measurement:
     """``cold`` or ``resident``: the XADD rate; the rest as figures and a note."""
-    compact = small(env, COMPACT_ENTRIES)
-    got = _in_child(env, "backlog-data", lambda path: build(path, entries(env)), mode, env.n,
+    compact = COMPACT_ENTRIES(env)
+    got = _in_child(env, "backlog-data", lambda path: build(path, ENTRIES(env)), mode, env.n,
                     catchup_entries(env), compact)
     figures = {"restart_s": got["restart_s"], "catchup_per_s": got["catchup_per_s"],
                "peak_rss_mb": got["peak_rss"] / MB, "final_rss_mb": got["final_rss"] / MB,
@@ -221,7 +209,7 @@ def bench_mode(env: BenchEnv, mode: str) -> Measurement:
 
 def bench_list_mode(env: BenchEnv, mode: str) -> Measurement:
     """``list_cold`` or ``list_resident``: elements scanned per second."""
-    got = _in_child(env, "backlog-list-data", lambda path: build_list(path, elements(env)),
+    got = _in_child(env, "backlog-list-data", lambda path: build_list(path, ELEMENTS(env)),
                     mode)
     count = int(got["elements"])
     figures = {"restart_s": got["restart_s"], "open_rss_mb": got["open_rss"] / MB,
@@ -237,7 +225,7 @@ def bench_compact_small(env: BenchEnv) -> Measurement:
     cold row's compaction (of the same run) over this one."""
     from streamkeep import Engine
 
-    n = small(env, COMPACT_ENTRIES)
+    n = COMPACT_ENTRIES(env)
     with env.data_dir("backlog-small") as path, \
             Engine.open(path, auto_aof_rewrite_percentage=0) as engine:
         # A first compaction starts the build child, as the big backlog's has run one before
@@ -246,9 +234,7 @@ def bench_compact_small(env: BenchEnv) -> Measurement:
         engine.compact()
         for i in range(n):
             engine.execute("XADD", KEY, "*", "v", f"{i:08d}")
-        began = time.perf_counter()
-        engine.compact()
-        seconds = time.perf_counter() - began
+        _snapshot, seconds = clocked(engine.compact)
     figures = {"compact_s": seconds}
     cold = env.results.get("backlog.cold")
     if cold is not None and "compact_s" in cold.figures:
@@ -262,7 +248,7 @@ def bench_trimmed(env: BenchEnv) -> Measurement:
     from streamkeep import Engine
     from streamkeep.snapshot.writer import write_snapshot
 
-    n = small(env, TRIMMED_ENTRIES)
+    n = TRIMMED_ENTRIES(env)
     with env.data_dir("backlog-trimmed") as path, \
             Engine.open(path, auto_aof_rewrite_percentage=0) as engine:
         for i in range(n):

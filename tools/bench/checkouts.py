@@ -20,16 +20,19 @@ from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from streamkeep.tools import temporaries
+from streamkeep.tools.bench import interop
+from streamkeep.tools.bench.backlog import ENTRIES as BACKLOG_ENTRIES
 from streamkeep.tools.bench.backlog import catchup_entries
-from streamkeep.tools.bench.backlog import entries as backlog_entries
 from streamkeep.tools.bench.processes import StreamkeepServer, running
 from streamkeep.tools.bench.workload import (
     BATCH,
-    CHILD_TIMEOUT,
     Measurement,
+    Size,
     Skip,
     alternate,
     child_json,
+    pipelined,
+    run_child,
 )
 from streamkeep.tools.servers import cpu_seconds
 
@@ -39,11 +42,8 @@ if TYPE_CHECKING:
 RUNS = 3  # alternating runs of each checkout per row
 CHILD = os.path.join(os.path.dirname(os.path.abspath(__file__)), "nodes_child.py")
 RANGE_PER_N = 2.5  # entries of the range rows' stream (nodes_child._ranges): 500k at N 200k
-SNAPSHOT_PER_N = 5  # snapshot load, cold reads, footprint: 1M entries at the default N
-IMPORT_PER_N = 2.5  # the imported dump.rdb: 500k entries at the default N
-PIPELINE = 1_000
-IMPORT_KEY = "mystream"
-CRASH_OPS, QUICK_CRASH_OPS = 200, 40  # the crash bench's operations (its documented run: 2,000)
+SNAPSHOT_ENTRIES = Size(5, per_n=True, least=1_000)  # snapshot load, cold reads, footprint: 1M
+CRASH_OPS = Size(200, 40)  # the crash bench's operations (its documented run: 2,000)
 POLICY = "always"
 PACKAGES = ("streamkeep.engine", "streamkeep.aof", "streamkeep.snapshot",
             "streamkeep.replication", "streamkeep.tools")
@@ -56,37 +56,25 @@ def python_of(checkout: str) -> str:
     return os.path.join(os.path.abspath(checkout), ".venv", "bin", "python")
 
 
-def snapshot_entries(env: BenchEnv) -> int:
-    return max(env.n * SNAPSHOT_PER_N, 1_000)
-
-
-def import_entries(env: BenchEnv) -> int:
-    return max(int(env.n * IMPORT_PER_N), 1_000)
-
-
-def crash_ops(env: BenchEnv) -> int:
-    return QUICK_CRASH_OPS if env.quick else CRASH_OPS
-
-
 def describe_nodes(env: BenchEnv) -> list[str]:
     others = ", ".join(f"{label} {path}" for label, path in env.others.items()) or "none given"
     return [f"nodes: each row in child processes, this checkout ({os.path.dirname(CHILD)}) "
             f"and the other alternately, {RUNS} runs each, ratio this/other per run; other "
             f"checkouts: {others}; range rows over {int(env.n * RANGE_PER_N):,} entries, "
-            f"snapshot rows {snapshot_entries(env):,}, import {import_entries(env):,}"]
+            f"snapshot rows {SNAPSHOT_ENTRIES(env):,}, import {interop.IMPORT_ENTRIES(env):,}"]
 
 
 def describe_consume(env: BenchEnv) -> list[str]:
     other = env.others.get("before", "none given (no ratios)")
     return [f"consume: each row in child processes, this checkout and --before ({other}) "
             f"alternately, {RUNS} runs each, ratio this/before per run; catch-up of "
-            f"{catchup_entries(env):,} entries over a {backlog_entries(env):,}-entry backlog "
+            f"{catchup_entries(env):,} entries over a {BACKLOG_ENTRIES(env):,}-entry backlog "
             f"(backlog-memory 128mb)"]
 
 
 def describe_crashbench(env: BenchEnv) -> list[str]:
     other = env.others.get("before", "none given (no ratio)")
-    return [f"crashbench: `streamkeep crashbench --policy {POLICY} --ops {crash_ops(env):,}` "
+    return [f"crashbench: `streamkeep crashbench --policy {POLICY} --ops {CRASH_OPS(env):,}` "
             f"(exhaustive, every fault model, 2 workers) in a child process, this checkout and "
             f"--before ({other}) alternately; points judged per second from its JSON report"]
 
@@ -106,8 +94,7 @@ def ready(python: str, warm: set[str] | None) -> None:
             f"for name in {PACKAGES!r}:\n"
             "    for path in importlib.util.find_spec(name).submodule_search_locations:\n"
             "        compileall.compile_dir(path, quiet=1)\n")
-    subprocess.run([python, "-I", "-c", code], check=True, capture_output=True,
-                   timeout=CHILD_TIMEOUT, **temporaries.child_options())
+    run_child([python, "-I", "-c", code])
     warm.add(python)
 
 
@@ -229,11 +216,7 @@ def served(env: BenchEnv, what: str) -> Measurement:
         with running(StreamkeepServer(appendfsync="no", python=python)) as server:
             client, n = server.client, env.n
             size = n if what == "consume" else int(n * RANGE_PER_N)
-            for start in range(1, size + 1, PIPELINE):
-                pipe = client.pipeline(transaction=False)
-                for i in range(start, min(start + PIPELINE, size + 1)):
-                    pipe.execute_command("XADD", "bench", f"{i}-1", "f", "v")
-                pipe.execute()
+            pipelined(client, (("XADD", "bench", f"{i}-1", "f", "v") for i in range(1, size + 1)))
             rng = random.Random(1)
             starts = [] if what == "consume" else [rng.randint(1, size)
                                                    for _ in range(max(n // 20, 10))]
@@ -250,58 +233,34 @@ def served(env: BenchEnv, what: str) -> Measurement:
 
 
 def snapshot_load(env: BenchEnv) -> Measurement:
-    path = built(env, "nodes snapshots", snapshot_entries(env), "build")
+    path = built(env, "nodes snapshots", SNAPSHOT_ENTRIES(env), "build")
     return versus(env, "nodes.snapshot_load", "before", lambda python: child(
-        python, "load", snapshot_entries(env), path(python), cache=bytecode(env)))
+        python, "load", SNAPSHOT_ENTRIES(env), path(python), cache=bytecode(env)))
 
 
 def cold_read(env: BenchEnv) -> Measurement:
-    path = built(env, "nodes snapshots", snapshot_entries(env), "build")
+    path = built(env, "nodes snapshots", SNAPSHOT_ENTRIES(env), "build")
     m = versus(env, "nodes.cold_read", "before", lambda python: child(
         python, "cold_read", env.n, path(python), cache=bytecode(env)))
     m.figures["us_per_read"] = 1e6 / m.rate
     return m
 
 
-def _dump(env: BenchEnv) -> Iterator[tuple[str, int]]:
-    """A dump.rdb of one stream, filled and SAVEd by the run's redis-server, copied out:
-    (its path, its entries)."""
-    client, entries = env.redis, import_entries(env)
-    client.delete(IMPORT_KEY)
-    for start in range(0, entries, PIPELINE):
-        pipe = client.pipeline(transaction=False)
-        for _ in range(start, min(start + PIPELINE, entries)):
-            pipe.execute_command("XADD", IMPORT_KEY, "*", "myfield", "myvalue")
-        pipe.execute()
-    client.save()
-    client.delete(IMPORT_KEY)
-    with temporaries.temp_directory("bench-nodes-rdb") as root:
-        rdb = os.path.join(root, "dump.rdb")
-        shutil.copy(os.path.join(str(client.config_get("dir")["dir"]),
-                                 str(client.config_get("dbfilename")["dbfilename"])), rdb)
-        yield rdb, entries
-
-
 def import_rdb(env: BenchEnv) -> Measurement:
     """``<python> -m streamkeep import`` of the dump.rdb, timed as a whole process."""
     if shutil.which("redis-server") is None:
         raise Skip("redis-server not found on PATH")
-    rdb, entries = env.shared("nodes dump.rdb", lambda: _dump(env))
+    rdb, entries = interop.dump_rdb(env)
 
     def run(python: str) -> dict[str, Any]:
         out = os.path.join(os.path.dirname(rdb), "out")
         shutil.rmtree(out, ignore_errors=True)
         ready(python, bytecode(env))
-        began = time.perf_counter()
-        done = subprocess.run([python, "-m", "streamkeep", "import", rdb, "--out", out,
-                               "--json"], capture_output=True, text=True, check=False,
-                              cwd=os.path.dirname(rdb), timeout=CHILD_TIMEOUT,
-                              **temporaries.child_options())
-        seconds = time.perf_counter() - began
-        shutil.rmtree(out, ignore_errors=True)
-        if done.returncode != 0:
-            raise AssertionError(f"streamkeep import under {python} exited {done.returncode}: "
-                                 f"{done.stderr.strip()[-2000:]}")
+        try:
+            _done, seconds = run_child([python, "-m", "streamkeep", "import", rdb, "--out", out,
+                                        "--json"], cwd=os.path.dirname(rdb))
+        finally:
+            shutil.rmtree(out, ignore_errors=True)
         return {"ops": entries, "seconds": seconds}
 
     return versus(env, "nodes.import_rdb", "before", run)
@@ -310,7 +269,7 @@ def import_rdb(env: BenchEnv) -> Measurement:
 def footprint(env: BenchEnv) -> Measurement:
     """RSS growth: sensor entries built live; the same data restarted by AOF replay and, once
     compacted, by snapshot load; each in a fresh process (this checkout only)."""
-    n, python = snapshot_entries(env), sys.executable
+    n, python = SNAPSHOT_ENTRIES(env), sys.executable
     with env.data_dir("nodes-footprint") as path:
         live = child(python, "footprint_live", n, path)
         replay = child(python, "footprint_restart", n, path)
@@ -342,7 +301,7 @@ def consume_queue_batch(env: BenchEnv) -> Measurement:
 def consume_catchup(env: BenchEnv) -> Measurement:
     """The backlog section's data set (each checkout's own build, once per run), copied
     afresh for each run and caught up on with backlog-memory 128mb."""
-    path = built(env, "consume backlogs", backlog_entries(env), "build_backlog")
+    path = built(env, "consume backlogs", BACKLOG_ENTRIES(env), "build_backlog")
 
     def run(python: str) -> dict[str, Any]:
         with env.data_dir("consume-catchup") as copy:
@@ -364,15 +323,11 @@ def crash_run(env: BenchEnv, python: str) -> dict[str, Any]:
     with env.data_dir("crashbench") as path:
         os.makedirs(path)
         report = os.path.join(path, "report.json")
-        began, cpu = time.perf_counter(), _children_cpu()
-        done = subprocess.run([python, "-m", "streamkeep", "crashbench", "--policy", POLICY,
-                               "--ops", str(crash_ops(env)), "--json", report],
-                              stdin=subprocess.DEVNULL, capture_output=True, text=True,
-                              check=False, timeout=CHILD_TIMEOUT, **temporaries.child_options())
-        wall, cpu = time.perf_counter() - began, _children_cpu() - cpu
-        if done.returncode not in (0, 1) or not os.path.exists(report):
-            raise AssertionError(f"crashbench under {python} exited {done.returncode}: "
-                                 f"{done.stderr.strip()[-2000:]}")
+        cpu = _children_cpu()
+        _done, wall = run_child([python, "-m", "streamkeep", "crashbench", "--policy", POLICY,
+                                 "--ops", str(CRASH_OPS(env)), "--json", report], ok=(0, 1),
+                                stdin=subprocess.DEVNULL)
+        cpu = _children_cpu() - cpu
         with open(report) as f:
             rows = json.load(f)["rows"]
     return {"ops": sum(r["covered"] for r in rows), "seconds": sum(r["seconds"] for r in rows),

@@ -25,6 +25,7 @@ from streamkeep.tools.bench.runner import (
 )
 from streamkeep.tools.exits import EXIT_USAGE
 from streamkeep.tools.progress import Bar, format_seconds
+from streamkeep.tools.text_width import print_blocks
 
 
 def finished_line(done: int, seconds: float) -> str:
@@ -116,7 +117,7 @@ def _print_results(results: Sequence[Result], figures: Sequence[FigureResult], n
     print()
     if sys.stdout.isatty():
         sys.stdout.flush()
-        report.print_rich(report.result_blocks(results, n, figures), sys.stdout)
+        print_blocks(report.result_blocks(results, n, figures), sys.stdout)
     else:
         print(report.format_results(results, n, figures))
 

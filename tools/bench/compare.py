@@ -16,8 +16,8 @@ from typing import Any
 from streamkeep.tools import temporaries
 from streamkeep.tools.bench import registry
 from streamkeep.tools.bench.report import format_rate
-from streamkeep.tools.bench.tables import Table
 from streamkeep.tools.bench.workload import alternate
+from streamkeep.tools.text_width import Table
 
 MODES = ("compiled", "pure")
 

@@ -7,7 +7,6 @@ framework's own venv). Must not touch: engine internals, keys outside its databa
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 from collections.abc import Callable, Iterator
@@ -18,9 +17,9 @@ from typing import TYPE_CHECKING, Any
 import redis
 from redis.lock import Lock
 
-from streamkeep.tools import frameworks, temporaries
+from streamkeep.tools import frameworks
 from streamkeep.tools.bench.server import SERVER_CLIENTS, redis_benchmark, server_requests
-from streamkeep.tools.bench.workload import Measurement, Skip
+from streamkeep.tools.bench.workload import Measurement, Size, Skip, child_json
 from streamkeep.tools.servers import HOST
 
 if TYPE_CHECKING:
@@ -49,6 +48,9 @@ CHILD = os.path.join(os.path.dirname(os.path.abspath(__file__)), "framework_chil
 ARQ_POLL_DELAY = 0.01  # seconds between the arq worker's polls of its queue (arq's: 0.5)
 RQ_WORKER = "Worker"  # rq.worker's class: what `rq worker` runs (a work horse forked per job)
 FRAMEWORK_TIMEOUT = 600.0  # seconds one framework run may take
+ARQ_TASKS = Size(0.2, per_n=True, least=100, most=2_000)  # an arq row's no-op tasks: N / 5
+# An RQ row's no-op jobs: N / 20 (each waits for fsyncs, and RQ's Worker forks for each).
+RQ_JOBS = Size(0.05, per_n=True, least=100, most=500)
 
 
 def set_get(env: BenchEnv, server: Any, test: str, pipeline: int) -> Measurement:
@@ -226,17 +228,6 @@ def command(env: BenchEnv, server: Any, cmd: TypeCommand, pipeline: int = PIPELI
     return m
 
 
-def framework_tasks(n: int) -> int:
-    """No-op tasks of an arq row for a run of N: a fifth, between 100 and 2,000."""
-    return max(100, min(n // 5, 2_000))
-
-
-def rq_jobs(n: int) -> int:
-    """No-op jobs of an RQ row: a twentieth, between 100 and 500 (each waits for fsyncs, and
-    RQ's Worker forks for each)."""
-    return max(100, min(n // 20, 500))
-
-
 class FrameworkVenv:
     """A framework's own venv, fetched and installed as the framework suites do (the same
     cache, :func:`.frameworks.cache_dir`); Skip ("<name> not available") when that fails.
@@ -269,10 +260,10 @@ ARQ_HOW = (f"one worker in burst mode, poll_delay {ARQ_POLL_DELAY:g} s, arq's de
            f"otherwise; database {ARQ_DB}, emptied before each run")
 RQ_HOW = (f"one rq.worker.{RQ_WORKER} (a work horse forked per job, as `rq worker` runs) in "
           f"burst mode, RQ's defaults otherwise; database {RQ_DB}, emptied before each run")
-# name -> (database, the child's last argument, the section, how it runs, tasks for N)
-FRAMEWORKS: dict[str, tuple[int, str, str, str, Callable[[int], int]]] = {
-    "arq": (ARQ_DB, str(ARQ_POLL_DELAY), "types", ARQ_HOW, framework_tasks),
-    "rq": (RQ_DB, RQ_WORKER, "lists", RQ_HOW, rq_jobs),
+# name -> (database, the child's last argument, the section, how it runs, its tasks)
+FRAMEWORKS: dict[str, tuple[int, str, str, str, Size]] = {
+    "arq": (ARQ_DB, str(ARQ_POLL_DELAY), "types", ARQ_HOW, ARQ_TASKS),
+    "rq": (RQ_DB, RQ_WORKER, "lists", RQ_HOW, RQ_JOBS),
 }
 
 
@@ -282,18 +273,12 @@ def framework(env: BenchEnv, server: Any, name: str) -> Measurement:
     checked complete; the worker's tasks/s (figure ``enqueue_per_s``: the enqueueing's)."""
     db, last, section, how, tasks_for = FRAMEWORKS[name]
     venv = env.shared(f"{name} venv", lambda: FrameworkVenv(name, how, section))
-    tasks = tasks_for(env.n)
+    tasks = tasks_for(env)
     with db_client(server, db) as client:
         client.flushdb()
-        done = subprocess.run([venv.python, "-I", CHILD, name, HOST, str(server.port), str(db),
-                               str(tasks), last],
-                              capture_output=True, text=True, timeout=FRAMEWORK_TIMEOUT,
-                              **temporaries.child_options())
+        result = child_json([venv.python, "-I", CHILD, name, HOST, str(server.port), str(db),
+                             str(tasks), last], timeout=FRAMEWORK_TIMEOUT)
         client.flushdb()
-    if done.returncode != 0:
-        raise AssertionError(f"{name} against {server.name} exited {done.returncode}: "
-                             f"{(done.stderr or done.stdout).strip()[-300:]}")
-    result = json.loads(done.stdout.strip().splitlines()[-1])
     if result["complete"] != tasks or result["failed"]:
         raise AssertionError(f"{name} against {server.name}: {result['complete']} of {tasks} "
                              f"tasks complete, {result['failed']} failed")
@@ -312,7 +297,7 @@ def describe_types(env: BenchEnv) -> list[str]:
             + f" (the read and pop keys prepared before each run; FUNCTION LOAD of library "
             f"{LIBRARY} first), the same against streamkeep serve and redis-server (AOF "
             f"everysec both); requests/s as redis-benchmark reports them; arq: "
-            f"{framework_tasks(env.n):,} no-op tasks per run"]
+            f"{ARQ_TASKS(env):,} no-op tasks per run"]
 
 
 def describe_lists(env: BenchEnv) -> list[str]:
@@ -323,6 +308,6 @@ def describe_lists(env: BenchEnv) -> list[str]:
             f"after, LRANGE's with -n (at least {LRANGE_MIN}) elements, as redis-benchmark's own "
             "LRANGE tests prepare it; each before every run), the same against streamkeep serve "
             "and redis-server (AOF everysec both); requests/s as redis-benchmark reports them; "
-            f"rq: {rq_jobs(env.n):,} no-op jobs per run against another streamkeep serve and "
+            f"rq: {RQ_JOBS(env):,} no-op jobs per run against another streamkeep serve and "
             "redis-server, appendfsync always both"]
 

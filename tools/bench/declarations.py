@@ -7,6 +7,7 @@ section (:class:`Section`; a key without a dot is its own), a ratio between sect
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -107,6 +108,11 @@ def extra(label: str, numerator: str, name: str, unit: str = "x", target: float 
     return Figure("", label, numerator, extra=name, unit=unit, target=target, at_most=at_most)
 
 
+def lowest(name: str) -> Callable[[Measurement], float]:
+    """A row's ``rank`` whose best repeat is the one reporting the lowest figure ``name``."""
+    return lambda m: -m.figures.get(name, math.inf)
+
+
 def vs_redis(label: str, key: str, target: float | None = None) -> Figure:
     """``<label>: streamkeep / redis-server``: the row ``key`` over its pair ``redis_<key>``."""
     return ratio(f"{label}: streamkeep / redis-server", key, f"redis_{key}", target)
@@ -114,17 +120,29 @@ def vs_redis(label: str, key: str, target: float | None = None) -> Figure:
 
 # The two servers a pair of rows runs against: (key prefix, label, the run's shared server).
 SERVERS = (("", "streamkeep", "streamkeep"), ("redis_", "redis-server", "redis_aof"))
+ServerOf = Callable[["BenchEnv"], Any]
+
+
+def each_server(label: str, key: str, name: str, unit: str = "x") -> tuple[Figure, ...]:
+    """The figure ``name`` of the row ``key`` and of its pair ``redis_<key>``, ``{server}`` in
+    ``label`` naming each."""
+    return tuple(extra(label.replace("{server}", server), prefix + key, name, unit)
+                 for prefix, server, _shared in SERVERS)
 
 
 def both(key: str, label: str, workload: Callable[..., Any], *args: Any,
-         appendfsync: str = "everysec") -> tuple[Benchmark, Benchmark]:
+         appendfsync: str = "everysec",
+         servers: tuple[ServerOf, ServerOf] | None = None) -> tuple[Benchmark, Benchmark]:
     """A row against ``streamkeep serve`` and its pair against redis-server (``redis_<key>``),
     each ``<label>: <server>``: ``workload(env, server, *args)`` on the run's shared server
-    of that appendfsync policy (:mod:`.processes`)."""
+    of that appendfsync policy (:mod:`.processes`), or on what ``servers`` (streamkeep's,
+    redis-server's) give."""
     from streamkeep.tools.bench import processes
 
-    def on(server_of: str) -> Run:
-        return lambda env: workload(env, getattr(processes, server_of)(env, appendfsync), *args)
+    def on(server_of: ServerOf) -> Run:
+        return lambda env: workload(env, server_of(env), *args)
 
+    pair = servers or tuple(lambda env, name=name: getattr(processes, name)(env, appendfsync)
+                            for _prefix, _label, name in SERVERS)
     return tuple(Benchmark(prefix + key, f"{label}: {name}", on(server_of))  # type: ignore[return-value]
-                 for prefix, name, server_of in SERVERS)
+                 for (prefix, name, _shared), server_of in zip(SERVERS, pair, strict=True))

@@ -6,7 +6,6 @@ calls through redis-py to the run's redis-server. Must not touch: engine interna
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -17,8 +16,10 @@ from streamkeep.tools.bench.workload import (
     KEY,
     Measurement,
     chunks,
+    clocked,
     consume,
     fill,
+    read_entries,
     take_turns,
     timed,
     warmup_size,
@@ -71,9 +72,8 @@ def consume_rate(env: BenchEnv) -> float:
     for key, size in (("warmup", warmup_size(env.n)), (KEY, env.n)):
         fill(execute, key, size)
         execute("XGROUP", "CREATE", key, GROUP, "0")
-        began = time.perf_counter()
-        _check(consume(execute, key), size)
-        seconds = time.perf_counter() - began
+        got, seconds = clocked(consume, execute, key)
+        _check(got, size)
     return env.n / seconds
 
 
@@ -188,13 +188,6 @@ def xadd_idmp(env: BenchEnv, auto: bool = False) -> Measurement:
         "idmp_cost": spent["idmp"] / spent["plain"]})
 
 
-def _entries(reply: Any) -> list[Any]:
-    """The entries of a one-stream XREADGROUP reply, RESP2 (list) or RESP3 (dict) shaped."""
-    if not reply:
-        return []
-    return next(iter(reply.values()))[0] if isinstance(reply, dict) else reply[0][1]
-
-
 def _xadds(client: Any, key: str, n: int, pipeline: int) -> None:
     if pipeline <= 1:
         for _ in range(n):
@@ -222,7 +215,7 @@ def _redis_consume(client: Any, key: str, pipelined: bool) -> int:
     consumed = 0
     reply = client.xreadgroup(GROUP, CONSUMER, {key: ">"}, count=BATCH)
     pipe = client.pipeline(transaction=False)
-    while entries := _entries(reply):
+    while entries := read_entries(reply):
         ids = [entry[0] for entry in entries]
         consumed += len(ids)
         if pipelined:
@@ -242,8 +235,7 @@ def redis_consume(env: BenchEnv, pipelined: bool = False) -> float:
     for key, size in (("warmup", warmup_size(env.n)), (KEY, env.n)):
         _xadds(client, key, size, 1000)
         client.xgroup_create(key, GROUP, id="0")
-        began = time.perf_counter()
-        _check(_redis_consume(client, key, pipelined), size)
-        seconds = time.perf_counter() - began
+        got, seconds = clocked(_redis_consume, client, key, pipelined)
+        _check(got, size)
     client.flushall()
     return env.n / seconds

@@ -66,6 +66,18 @@ class BenchEnv:
         with self.data_dir(name) as path:
             return fn(path, *args)
 
+    @contextlib.contextmanager
+    def engine(self, name: str | None = None, **settings: Any) -> Iterator[Any]:
+        """An Engine in memory, or on a fresh data directory (``name``), with ``settings``;
+        closed, its directory removed, when the block ends."""
+        from streamkeep import Engine
+
+        with contextlib.ExitStack() as stack:
+            path = None if name is None else stack.enter_context(self.data_dir(name))
+            engine = Engine.open(path, **settings)
+            stack.callback(engine.close)
+            yield engine
+
     def where(self) -> str | None:
         """Where the data directories were made (a header line's), None: nowhere."""
         return None if self.tmp_root is None else (

@@ -14,18 +14,17 @@ from typing import TYPE_CHECKING, Any
 
 from streamkeep.engine.wire.reply_parser import encode_command
 from streamkeep.tools.bench import processes
-from streamkeep.tools.bench.workload import Measurement, Skip, delays_ms, proc_status
-from streamkeep.tools.servers import HOST
+from streamkeep.tools.bench.workload import Measurement, Size, Skip, clocked, connect, delays_ms
+from streamkeep.tools.servers import PeakRss, proc_status
 
 if TYPE_CHECKING:
     from streamkeep.tools.bench.env import BenchEnv
 
-RANGE_ENTRIES, QUICK_RANGE_ENTRIES = 1_000_000, 100_000  # XRANGE ... COUNT (the target's size)
+RANGE_ENTRIES = Size(1_000_000, 100_000)  # XRANGE ... COUNT (the target's: the full size)
 RANGE_KEY = "hardening:range"
 REPEATS = 3  # of the XRANGE and the pipeline: the best is the row's time
 FILL_BATCH = 10_000  # XADDs per pipelined write while filling
-BIG_VALUE_MB, QUICK_BIG_VALUE_MB = 100, 16
-RSS_SAMPLE_SECONDS = 0.002
+BIG_VALUE_MB = Size(100, 16)
 PIPELINE_REQUESTS = 20_000  # the size the CRLF target is set at
 CRLF_VALUE = b"line one\r\nline two\r\nline three\r\n"
 PLAIN_VALUE = b"line one__line two__line three__"
@@ -36,20 +35,9 @@ PIPELINED_PINGS = 100_000
 PING, PONG = encode_command(["PING"]), b"+PONG\r\n"
 
 
-def range_entries(env: BenchEnv) -> int:
-    return QUICK_RANGE_ENTRIES if env.quick else RANGE_ENTRIES
-
-
 def big_value_bytes(env: BenchEnv) -> int:
     """The big XADD's value size: STREAMKEEP_BENCH_BIG_VALUE_MB, else 100 MB (16 quick)."""
-    mb = os.environ.get("STREAMKEEP_BENCH_BIG_VALUE_MB")
-    return int(mb if mb else QUICK_BIG_VALUE_MB if env.quick else BIG_VALUE_MB) << 20
-
-
-def connect(port: int) -> socket.socket:
-    sock = socket.create_connection((HOST, port))
-    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-    return sock
+    return int(os.environ.get("STREAMKEEP_BENCH_BIG_VALUE_MB") or BIG_VALUE_MB(env)) << 20
 
 
 def read_until_pong(sock: socket.socket) -> int:
@@ -79,7 +67,7 @@ def _best_of(sock: socket.socket, request: bytes) -> tuple[float, int]:
 def xrange(env: BenchEnv, server: Any) -> Measurement:
     """``XRANGE key - + COUNT n`` over n entries (explicit IDs: the same reply bytes from
     either server): entries per second of the best repeat, the reply read whole."""
-    n = range_entries(env)
+    n = RANGE_ENTRIES(env)
     with connect(server.port) as sock:
         sock.sendall(encode_command(["DEL", RANGE_KEY]))
         for start in range(0, n, FILL_BATCH):
@@ -102,26 +90,6 @@ def pipeline(env: BenchEnv, crlf: bool) -> Measurement:
     with connect(processes.streamkeep(env).port) as sock:
         best, _size = _best_of(sock, request)
     return Measurement(n / best, count=n, figures={"seconds": best})
-
-
-class PeakRss:
-    """Samples a process's RSS from a thread until stopped; `peak` is the highest seen."""
-
-    def __init__(self, pid: int) -> None:
-        self.pid, self.peak, self.done = pid, proc_status("VmRSS", pid), threading.Event()
-        self.thread = threading.Thread(target=self._sample, daemon=True)
-        self.thread.start()
-
-    def _sample(self) -> None:
-        while not self.done.is_set():
-            self.peak = max(self.peak, proc_status("VmRSS", self.pid))
-            time.sleep(RSS_SAMPLE_SECONDS)
-
-    def stop(self) -> int:
-        self.done.set()
-        self.thread.join()
-        self.peak = max(self.peak, proc_status("VmRSS", self.pid))
-        return self.peak
 
 
 def big_xadd(env: BenchEnv, redis_server: bool) -> Measurement:
@@ -163,12 +131,10 @@ def keys_pattern(env: BenchEnv, server: Any) -> Measurement:
     row: a rate of commands, or of bytes, would lose its precision in the table); figure
     ``us``, the command's time."""
     key = b"stalls:" + b"a" * KEY_BYTES
-    with socket.create_connection((HOST, server.port), timeout=120) as sock:
+    with connect(server.port, 120) as sock:
         reader = sock.makefile("rb")
         _reply_line(sock, reader, b"XADD", key, b"1-1", b"f", b"v")
-        began = time.perf_counter()
-        reply = _reply_line(sock, reader, b"KEYS", PATTERN)
-        seconds = time.perf_counter() - began
+        reply, seconds = clocked(_reply_line, sock, reader, b"KEYS", PATTERN)
         _reply_line(sock, reader, b"DEL", key)
     assert reply == b"*0\r\n", reply
     kilobytes = KEY_BYTES // 1000
@@ -180,8 +146,7 @@ def keys_pattern(env: BenchEnv, server: Any) -> Measurement:
 def bystander_ping(env: BenchEnv, server: Any) -> Measurement:
     """One client pipelines 100k PINGs while another PINGs in a loop: the pipeline's PINGs per
     second; figures the bystander's max and p99 delay (ms)."""
-    with socket.create_connection((HOST, server.port), timeout=60) as bystander, \
-            socket.create_connection((HOST, server.port), timeout=60) as flooder:
+    with connect(server.port, 60) as bystander, connect(server.port, 60) as flooder:
         reader = bystander.makefile("rb")
         _reply_line(bystander, reader, b"PING")
         done = threading.Event()

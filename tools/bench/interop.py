@@ -1,5 +1,6 @@
-"""The ``interop`` section's workloads: ``streamkeep import`` of a dump.rdb the run's redis-server
-SAVEd, timed whole; a ``streamkeep serve --replicaof`` child of a redis-server driven by
+"""The ``interop`` section's workloads: ``streamkeep import`` of the run's dump.rdb (one stream
+the reference redis-server SAVEd: :func:`dump_rdb`, which the nodes section's import rows read
+too), timed whole; a ``streamkeep serve --replicaof`` child of a redis-server driven by
 redis-benchmark (its lag on stderr), and the same replica stopped while the benchmark runs,
 then timed catching up. Must not touch: the import tool and the follower.
 """
@@ -15,18 +16,19 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from streamkeep.tools import temporaries
 from streamkeep.tools.bench.processes import RedisServer, StreamkeepServer, running
-from streamkeep.tools.bench.workload import Measurement, Skip
+from streamkeep.tools.bench.server import benchmark_tool
+from streamkeep.tools.bench.workload import Measurement, Size, clocked, pipelined
 from streamkeep.tools.servers import HOST
 
 if TYPE_CHECKING:
     from streamkeep.tools.bench.env import BenchEnv
 
-IMPORT_PER_N = 2.5  # entries in the imported dump.rdb: 500,000 at the default N
+IMPORT_ENTRIES = Size(2.5, per_n=True, least=1_000)  # the dump.rdb's: 500,000 at the default N
 APPLY_PER_N = 2  # XADDs redis-benchmark sends the primary: 400,000 at the default N
 KEY = "mystream"
 LAG_EVERY = 1.0  # seconds between the lag lines on stderr
@@ -34,43 +36,45 @@ POLL, CATCHUP_POLL = 0.05, 0.01  # seconds between the checks of the replica
 TIMEOUT = 600.0
 
 
-def import_entries(env: BenchEnv) -> int:
-    return int(env.n * IMPORT_PER_N)
-
-
 def describe(env: BenchEnv) -> list[str]:
-    return [f"interop: import of a redis-server dump.rdb of {import_entries(env):,} entries "
+    return [f"interop: import of a redis-server dump.rdb of {IMPORT_ENTRIES(env):,} entries "
             f"(one stream, `XADD {KEY} * myfield myvalue`); a `streamkeep serve --replicaof` "
             f"child of a redis-server driven by redis-benchmark -c 50 -P 16 -n "
             f"{env.n * APPLY_PER_N:,} XADD (its lag on stderr every {LAG_EVERY:g} s), then "
             f"the same with the replica stopped until the benchmark ends (its catch-up)"]
 
 
-def _benchmark(port: int, requests: int) -> list[str]:
-    path = shutil.which("redis-benchmark")
-    if path is None:
-        raise Skip("redis-benchmark not found on PATH")
-    return [path, "-h", HOST, "-p", str(port), "-c", "50", "-n", str(requests), "-P", "16",
-            "-q", "XADD", KEY, "*", "myfield", "myvalue"]
+def _benchmark(env: BenchEnv, port: int) -> list[str]:
+    """The run's redis-benchmark: -c 50 -P 16 XADD, N x APPLY_PER_N requests."""
+    return [benchmark_tool(env).path, "-h", HOST, "-p", str(port), "-c", "50", "-n",
+            str(env.n * APPLY_PER_N), "-P", "16", "-q", "XADD", KEY, "*", "myfield", "myvalue"]
+
+
+def dump_rdb(env: BenchEnv) -> tuple[str, int]:
+    """The run's dump.rdb (made once): IMPORT_ENTRIES x ``XADD mystream * myfield myvalue``
+    by the reference redis-server, SAVEd and copied out; (its path, its entries)."""
+    def made() -> Iterator[tuple[str, int]]:
+        client, entries = env.redis, IMPORT_ENTRIES(env)
+        client.delete(KEY)
+        pipelined(client, [("XADD", KEY, "*", "myfield", "myvalue")] * entries)
+        client.save()
+        client.delete(KEY)
+        with temporaries.temp_directory("bench-rdb") as root:
+            rdb = os.path.join(root, "dump.rdb")
+            shutil.copy(os.path.join(str(client.config_get("dir")["dir"]),
+                                     str(client.config_get("dbfilename")["dbfilename"])), rdb)
+            yield rdb, entries
+
+    return env.shared("dump.rdb", made)  # type: ignore[no-any-return]
 
 
 def import_rdb(env: BenchEnv) -> Measurement:
     from streamkeep.tools import redisimport
 
-    client = env.redis
-    client.delete(KEY)
-    subprocess.run(_benchmark(env.redis_server.port, import_entries(env)), check=True,
-                   capture_output=True, timeout=TIMEOUT, **temporaries.child_options())
-    n = int(client.xlen(KEY))  # (-P may send a few more than -n)
-    client.save()
-    client.delete(KEY)
-    rdb = os.path.join(str(client.config_get("dir")["dir"]),
-                       str(client.config_get("dbfilename")["dbfilename"]))
-    with env.data_dir("interop-import") as out:
-        began = time.perf_counter()
-        with contextlib.redirect_stdout(io.StringIO()):
-            code = redisimport.main(argparse.Namespace(source=rdb, out=out, json=True))
-        seconds = time.perf_counter() - began
+    rdb, n = dump_rdb(env)
+    with env.data_dir("interop-import") as out, contextlib.redirect_stdout(io.StringIO()):
+        code, seconds = clocked(redisimport.main, argparse.Namespace(source=rdb, out=out,
+                                                                     json=True))
     if code != 0:
         raise AssertionError(f"streamkeep import exited {code}")
     return Measurement(n / seconds, count=n, figures={"seconds": seconds},
@@ -102,7 +106,7 @@ def _lag_line(row: str, began: float, behind: str, done: bool = False) -> None:
 def replica_apply(env: BenchEnv) -> Measurement:
     def row(primary: Any, replica: Any) -> Measurement:
         began = printed = time.perf_counter()
-        tool = subprocess.Popen(_benchmark(primary.port, env.n * APPLY_PER_N),
+        tool = subprocess.Popen(_benchmark(env, primary.port),
                                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                                 **temporaries.child_options())
         worst = (0, 0)  # (entries behind, bytes of Redis's offset behind)
@@ -144,7 +148,7 @@ def replica_catchup(env: BenchEnv) -> Measurement:
         before = int(replica.client.xlen(KEY))  # (nothing is applied while it is stopped)
         os.kill(replica.pid, signal.SIGSTOP)
         try:
-            subprocess.run(_benchmark(primary.port, env.n * APPLY_PER_N), check=True,
+            subprocess.run(_benchmark(env, primary.port), check=True,
                            capture_output=True, timeout=TIMEOUT, **temporaries.child_options())
             offset = int(primary.client.info("replication")["master_repl_offset"])
             held = int(primary.client.xlen(KEY))

@@ -11,7 +11,6 @@ import array
 import multiprocessing
 import os
 import selectors
-import socket
 import time
 from collections.abc import Sequence
 from typing import Any
@@ -19,16 +18,16 @@ from typing import Any
 from streamkeep.engine.wire.errors import ReplyError
 from streamkeep.engine.wire.reply_parser import NEED_MORE, ReplyParser, encode_command
 from streamkeep.tools import temporaries
-from streamkeep.tools.bench.tables import format_table
-from streamkeep.tools.bench.workload import Measurement, percentile_us
-from streamkeep.tools.servers import HOST, cpu_seconds
+from streamkeep.tools.bench.workload import Measurement, Size, connect, tail_figures
+from streamkeep.tools.servers import cpu_seconds
+from streamkeep.tools.text_width import format_table
 
 LATENCY_RATE = 10_000  # the producer, messages per second
 LATENCY_CONSUMERS = 10  # ... and its consumers, one group
 LATENCY_KEY, LATENCY_GROUP = "lat", "g"
 LATENCY_COUNT = 10  # XREADGROUP COUNT
 LATENCY_BLOCK_MS = 1000  # XREADGROUP BLOCK
-LATENCY_SECONDS, QUICK_LATENCY_SECONDS = 5.0, 1.0
+LATENCY_SECONDS = Size(5.0, 1.0)
 WARMUP_S = 0.5  # messages sent before this are not counted
 MAX_BATCH = 100  # a late producer sends at most this many due messages per write
 LATENCY_BUCKETS_MS = (1, 2, 3, 5, 10)  # histogram edges: 0-1, 1-2, 2-3, 3-5, 5-10, 10+ ms
@@ -37,17 +36,11 @@ READY_TIMEOUT = 60.0  # for the harness process to start and connect
 DRAIN_TIMEOUT = 30.0  # for the readers to drain once the producer is done
 
 
-def _connect(port: int) -> socket.socket:
-    sock = socket.create_connection((HOST, port), timeout=10)
-    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-    return sock
-
-
 class _Reader:
     """A reader's connection: one read kept in flight, each entry's stamp and latency kept."""
 
     def __init__(self, port: int, read: list[Any]) -> None:
-        self.sock, self.parser, self.read = _connect(port), ReplyParser(), read
+        self.sock, self.parser, self.read = connect(port, 10), ReplyParser(), read
 
     def request(self) -> bytes:
         return encode_command(self.read)
@@ -140,7 +133,7 @@ def paced(port: int, key: str, readers: Sequence[Any], rate: int, seconds: float
     """The producer (XADD ``key`` on ``port`` from ``start_ns``) and the ``readers``, until
     every message is seen and acknowledged: their stamps and latencies (ns), the counts, the
     worst lateness, the sending's ns and this process's CPU."""
-    producer = _connect(port)
+    producer = connect(port, 10)
     selector = selectors.DefaultSelector()
     selector.register(producer, selectors.EVENT_READ, None)
     for reader in readers:
@@ -276,9 +269,7 @@ def bench_latency(server: Any, seconds: float, rate: int = LATENCY_RATE,
     for name in ("sends", "lats"):
         run[name] = array.array("q", run[name])
     got = measured(run, start_ns)
-    figures = {f"{name}_us": percentile_us(got, q)
-               for name, q in (("p50", 0.5), ("p99", 0.99), ("p999", 0.999))}
-    figures["max_us"] = got[-1] / 1000
+    figures = tail_figures(got)
     elapsed_s = run["elapsed_ns"] / 1e9
     rows = [[server.name, label, f"{count:,}", f"{100 * count / len(got):.2f}%"]
             for label, count in latency_histogram(got)]

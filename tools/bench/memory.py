@@ -13,7 +13,8 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from streamkeep.tools.bench.workload import Measurement, module_child, proc_status
+from streamkeep.tools.bench.workload import Measurement, clocked, module_child, pipelined
+from streamkeep.tools.servers import proc_status
 
 if TYPE_CHECKING:
     from streamkeep.tools.bench.env import BenchEnv
@@ -116,9 +117,7 @@ def child(workload: str, n: int, pending: int) -> dict[str, float]:
         _delete_every_other(execute)
     gc.collect()
     filled = proc_status("VmRSS")
-    began = time.perf_counter()
-    gc.collect()
-    full_gc = time.perf_counter() - began
+    _found, full_gc = clocked(gc.collect)
     out = {"entries_bytes": filled - before, "fill_s": fill, "gc_fill_s": gc_seconds[0],
            "full_gc_s": full_gc}
     if pending:
@@ -146,11 +145,7 @@ def _redis_bytes(client: Any, workload: str, n: int, pending: int) -> dict[str, 
     make = WORKLOADS[workload][1]
     client.flushall()
     before = int(client.info("memory")["used_memory"])
-    for start in range(0, n, PIPELINE):
-        pipe = client.pipeline(transaction=False)
-        for i in range(start, min(start + PIPELINE, n)):
-            pipe.execute_command(*make(i))
-        pipe.execute()
+    pipelined(client, (make(i) for i in range(n)), PIPELINE)
     if workload == "deletions":
         ids = [e[0] for e in client.xrange(KEY, "-", "+")]
         for start in range(1, len(ids), 2 * PIPELINE):

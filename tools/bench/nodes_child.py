@@ -41,6 +41,14 @@ def _numbered(execute: Callable[..., Any], n: int, fields: tuple[str, ...] = ("f
         execute("XADD", KEY, f"{i}-1", *fields)
 
 
+def _xadds(execute: Callable[..., Any], key: str, n: int,
+           fields: tuple[str, ...] = ("f", "v")) -> int:
+    """n x ``XADD key * fields``: n."""
+    for _ in range(n):
+        execute("XADD", key, "*", *fields)
+    return n
+
+
 def _timed(run: Callable[[], int]) -> Result:
     """``run()`` timed: its ops (what it returned) and seconds."""
     began = time.perf_counter()
@@ -64,15 +72,8 @@ def _consume(execute: Callable[..., Any], key: str, group: str, consumer: str,
 
 def xadd(n: int, path: str, rng: random.Random) -> Result:
     execute = _engine().execute
-    for _ in range(min(n, 20_000)):  # warm-up, on another key
-        execute("XADD", "warm", "*", "f", "v")
-
-    def run() -> int:
-        for _ in range(n):
-            execute("XADD", KEY, "*", "f", "v")
-        return n
-
-    return _timed(run)
+    _xadds(execute, "warm", min(n, 20_000))  # warm-up, on another key
+    return _timed(lambda: _xadds(execute, KEY, n))
 
 
 def consume(n: int, path: str, rng: random.Random) -> Result:
@@ -142,10 +143,6 @@ def xrange(n: int, path: str, rng: random.Random, command: str = "XRANGE") -> Re
     return _timed(run)
 
 
-def xrevrange(n: int, path: str, rng: random.Random) -> Result:
-    return xrange(n, path, rng, "XREVRANGE")
-
-
 def xdel(n: int, path: str, rng: random.Random) -> Result:
     """Every other entry of the stream's middle half deleted, one XDEL each."""
     execute = _engine().execute
@@ -162,6 +159,8 @@ def xdel(n: int, path: str, rng: random.Random) -> Result:
 
 
 def _trims(n: int, how: str) -> Result:
+    """XADD as the stream grows, an XTRIM every TRIM_EVERY of them (MAXLEN =, MAXLEN ~ or
+    MINID: ``how``) keeping a TRIM_SHARE-th."""
     execute, keep = _engine().execute, max(n // TRIM_SHARE, BATCH)
 
     def run() -> int:
@@ -175,18 +174,6 @@ def _trims(n: int, how: str) -> Result:
         return n
 
     return _timed(run)
-
-
-def trim_exact(n: int, path: str, rng: random.Random) -> Result:
-    return _trims(n, "=")
-
-
-def trim_approx(n: int, path: str, rng: random.Random) -> Result:
-    return _trims(n, "~")
-
-
-def trim_minid(n: int, path: str, rng: random.Random) -> Result:
-    return _trims(n, "minid")
 
 
 def xautoclaim(n: int, path: str, rng: random.Random) -> Result:
@@ -219,18 +206,23 @@ def build(n: int, path: str, rng: random.Random) -> Result:
     return {"ops": n, "seconds": 0.0}
 
 
-def load(n: int, path: str, rng: random.Random, keep: bool = False) -> Result:
-    """Engine.open of a data dir holding a snapshot: an eager load, timed whole (with
-    ``keep``, the engine left open in the result's ``engine``)."""
+def _opened(path: str) -> tuple[Any, Result]:
+    """Engine.open of a data dir, timed whole: the engine and {"seconds"}."""
     began = time.perf_counter()
     engine = _engine(path)
-    out: Result = {"seconds": time.perf_counter() - began}
-    if keep:
-        out["engine"] = engine
-        return out
-    out["ops"] = int(engine.execute("XLEN", KEY))
+    return engine, {"seconds": time.perf_counter() - began}
+
+
+def _closed(engine: Any, out: Result) -> Result:
+    """``out`` with the stream's length as its ops (unless it has them), the engine closed."""
+    out.setdefault("ops", int(engine.execute("XLEN", KEY)))
     engine.close()
     return out
+
+
+def load(n: int, path: str, rng: random.Random) -> Result:
+    """Engine.open of a data dir holding a snapshot: an eager load, timed whole."""
+    return _closed(*_opened(path))
 
 
 def cold_read(n: int, path: str, rng: random.Random) -> Result:
@@ -253,40 +245,31 @@ def _rss() -> int:
         return next((int(line.split()[1]) * 1024 for line in f if line.startswith("VmRSS:")), 0)
 
 
-def footprint_live(n: int, path: str, rng: random.Random) -> Result:
-    """n sensor entries built live in a data dir (AOF only): RSS growth over the import."""
+def _grown(build: Callable[[], tuple[Any, Result]]) -> Result:
+    """``build()`` (an engine and its result), with the RSS growth over it (``rss_bytes``);
+    the engine closed after."""
     from streamkeep import Engine  # noqa: F401  (the baseline holds the package)
 
     gc.collect()
     before = _rss()
-    engine = _engine(path)
-    execute = engine.execute
-
-    def run() -> int:
-        for _ in range(n):
-            execute("XADD", KEY, "*", *SENSOR)
-        return n
-
-    out = _timed(run)
+    engine, out = build()
     gc.collect()
     out["rss_bytes"] = _rss() - before
-    engine.close()
-    return out
+    return _closed(engine, out)
+
+
+def footprint_live(n: int, path: str, rng: random.Random) -> Result:
+    """n sensor entries built live in a data dir (AOF only): RSS growth over the import."""
+    def build() -> tuple[Any, Result]:
+        engine = _engine(path)
+        return engine, _timed(lambda: _xadds(engine.execute, KEY, n, SENSOR))
+
+    return _grown(build)
 
 
 def footprint_restart(n: int, path: str, rng: random.Random) -> Result:
     """Engine.open of a data dir (snapshot load or AOF replay): RSS growth over the import."""
-    from streamkeep import Engine  # noqa: F401
-
-    gc.collect()
-    before = _rss()
-    out = load(n, path, rng, keep=True)
-    gc.collect()
-    out["rss_bytes"] = _rss() - before
-    engine = out.pop("engine")
-    out["ops"] = int(engine.execute("XLEN", KEY))
-    engine.close()
-    return out
+    return _grown(lambda: _opened(path))
 
 
 def compact(n: int, path: str, rng: random.Random) -> Result:
@@ -297,9 +280,13 @@ def compact(n: int, path: str, rng: random.Random) -> Result:
 
 
 WORKLOADS: dict[str, Callable[[int, str, random.Random], Result]] = {
-    f.__name__: f for f in (xadd, consume, xrange, xrevrange, xdel, trim_exact, trim_approx,
-                            trim_minid, xautoclaim, build, load, cold_read, footprint_live,
-                            footprint_restart, compact, queue_batch, build_backlog, catchup)}
+    **{f.__name__: f for f in (xadd, consume, xrange, xdel, xautoclaim, build, load, cold_read,
+                               footprint_live, footprint_restart, compact, queue_batch,
+                               build_backlog, catchup)},
+    "xrevrange": lambda n, path, rng: xrange(n, path, rng, "XREVRANGE"),
+    "trim_exact": lambda n, _path, _rng: _trims(n, "="),
+    "trim_approx": lambda n, _path, _rng: _trims(n, "~"),
+    "trim_minid": lambda n, _path, _rng: _trims(n, "minid")}
 
 
 def main(argv: list[str]) -> int:

@@ -17,12 +17,12 @@ from typing import TYPE_CHECKING, Any
 
 from streamkeep.tools import temporaries
 from streamkeep.tools.bench import datasets
-from streamkeep.tools.bench.workload import Measurement, Skip
+from streamkeep.tools.bench.workload import Measurement, Size, Skip, clocked
 
 if TYPE_CHECKING:
     from streamkeep.tools.bench.env import BenchEnv
 
-RECORDS_PER_N = 5
+RECORDS = Size(5, per_n=True)  # the inspected directory's XADD records
 SENSOR = ("sensor-id", "1234", "temperature", "19.8")  # each record's fields
 # The child: run one CLI command, then report its exit status and peak RSS on stderr's last line.
 # (VmHWM, not ru_maxrss: Linux carries ru_maxrss across exec, so a child of a big bench process
@@ -37,19 +37,15 @@ _CHILD = (
     "print(json.dumps({'rc': rc, 'peak_rss': rss, 'workers_peak_rss': workers}), "
     "file=sys.stderr)\n"
 )
-ENTRIES_PER_N, QUICK_ENTRIES_PER_N = 10, 2  # --quick checks the rows: Spark's start-up is most
+ENTRIES = Size(10, 2, per_n=True)  # the export's (--quick checks the rows: start-up is most)
 STREAMS = 4
 MASTER = "local[2]"
 WARMUP_ENTRIES = 20_000  # the first export, timed with the start-up (quick: 2,000)
 DRIVER_SLICES = 64  # createDataFrame's tasks (its default, one per core, ships 1M-row tasks)
 
 
-def records(env: BenchEnv) -> int:
-    return RECORDS_PER_N * env.n
-
-
 def describe_inspect(env: BenchEnv) -> list[str]:
-    return [f"inspect: a data directory of {records(env):,} XADD records (appendfsync no, "
+    return [f"inspect: a data directory of {RECORDS(env):,} XADD records (appendfsync no, "
             f"segments of 64 MB, no snapshot); each row runs the command as a child process "
             f"(python -m streamkeep ..., output to /dev/null), timed from start to exit, and "
             f"reports the peak RSS of the child or its largest worker process"]
@@ -59,25 +55,23 @@ def _records_dir(env: BenchEnv) -> str:
     """The run's data directory of XADD records (built on first use)."""
     def made() -> Iterator[str]:
         with env.data_dir("inspect") as path:
-            datasets.build(path, datasets.DataSet(records(env), "sensor", streams=16,
+            datasets.build(path, datasets.DataSet(RECORDS(env), "sensor", streams=16,
                                                   fields=lambda _i: SENSOR), compact=False)
             yield path
 
     return env.shared("inspect-data", made)  # type: ignore[no-any-return]
 
 
-def _measure(env: BenchEnv, argv: list[str], own_time: bool = False) -> Measurement:
-    """The command on the shared directory, as a child: records / its wall time, or with
-    `own_time` / the time its JSON report gives (the interpreter's start-up left out, the
-    wall time's rate a figure); its peak RSS a figure."""
-    path, n = _records_dir(env), records(env)
+def command(env: BenchEnv, argv: list[str], own_time: bool = False) -> Measurement:
+    """An inspect row: ``streamkeep ARGV`` on the shared directory, as a child: records / its
+    wall time, or with `own_time` / the time its JSON report gives (the interpreter's start-up
+    left out, the wall time's rate a figure); its peak RSS a figure."""
+    path, n = _records_dir(env), RECORDS(env)
     command = [*argv[:2], path, *argv[2:]]
-    began = time.perf_counter()
-    proc = subprocess.run([sys.executable, "-c", _CHILD, *command],
-                          stdout=subprocess.PIPE if own_time else subprocess.DEVNULL,
-                          stderr=subprocess.PIPE, text=True, check=False,
-                          **temporaries.child_options())
-    elapsed = time.perf_counter() - began
+    proc, elapsed = clocked(subprocess.run, [sys.executable, "-c", _CHILD, *command],
+                            stdout=subprocess.PIPE if own_time else subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, text=True, check=False,
+                            **temporaries.child_options())
     try:
         report = json.loads(proc.stderr.strip().splitlines()[-1])
     except (ValueError, IndexError):
@@ -99,20 +93,8 @@ def _measure(env: BenchEnv, argv: list[str], own_time: bool = False) -> Measurem
     return Measurement(rate, count=n, figures=figures, notes=[note])
 
 
-def bench_verify(env: BenchEnv) -> Measurement:
-    return _measure(env, ["aof", "verify", "--json"], own_time=True)
-
-
-def bench_dump_json(env: BenchEnv) -> Measurement:
-    return _measure(env, ["aof", "dump", "--format", "json"])
-
-
-def entries(env: BenchEnv) -> int:
-    return (QUICK_ENTRIES_PER_N if env.quick else ENTRIES_PER_N) * env.n
-
-
 def describe_export(env: BenchEnv) -> list[str]:
-    return [f"export: a compacted data directory of {entries(env):,} entries over {STREAMS} "
+    return [f"export: a compacted data directory of {ENTRIES(env):,} entries over {STREAMS} "
             f"streams (3 field/value pairs, one field repeated); entries table, every column, "
             f"to Parquet (snappy, the export's writer options) on {MASTER}, output under the "
             f"bench's temporary directory; Spark's start-up and a first small export are timed "
@@ -149,7 +131,7 @@ def _spark(env: BenchEnv) -> dict[str, Any]:
 
         with env.data_dir("export") as path, env.data_dir("export-warmup") as warm, \
                 env.data_dir("export-out") as out:
-            datasets.build(path, data_set(entries(env)))
+            datasets.build(path, data_set(ENTRIES(env)))
             datasets.build(warm, data_set(warmup := 2_000 if env.quick else WARMUP_ENTRIES))
             began = time.perf_counter()
             spark = session.start(MASTER, "streamkeep-bench-export")
@@ -161,7 +143,7 @@ def _spark(env: BenchEnv) -> dict[str, Any]:
                 # the timed ones (one when quick), the first one's rate the cold figure.
                 began = time.perf_counter()
                 write_parquet(spark, path, out)
-                cold_rate = entries(env) / (time.perf_counter() - began)
+                cold_rate = ENTRIES(env) / (time.perf_counter() - began)
                 if not env.quick:
                     write_parquet(spark, path, out)
                 yield {"spark": spark, "path": path, "out": out, "startup": startup,
@@ -174,9 +156,7 @@ def _spark(env: BenchEnv) -> dict[str, Any]:
 
 def _exported(env: BenchEnv, shared: dict[str, Any], write: Any) -> tuple[int, float]:
     """``write()`` timed, the rows written checked: (entries, seconds)."""
-    n, began = entries(env), time.perf_counter()
-    write()
-    seconds = time.perf_counter() - began
+    n, (_none, seconds) = ENTRIES(env), clocked(write)
     written = shared["spark"].read.parquet(shared["out"]).count()
     if written != n:
         raise AssertionError(f"the export wrote {written:,} rows, not {n:,}")

@@ -19,7 +19,7 @@ from streamkeep.tools.bench.sections import (
     speed,
     storage,
 )
-from streamkeep.tools.bench.tables import Table
+from streamkeep.tools.text_width import Table
 
 __all__ = ["FIGURES", "NATIVE_TARGETS", "RATIOS", "REPORTS", "SECTIONS", "Benchmark", "Figure",
            "Ratio", "Section", "select_sections"]

@@ -11,7 +11,6 @@ import contextlib
 import gc
 import os
 import signal
-import threading
 import time
 from typing import TYPE_CHECKING, Any
 
@@ -26,11 +25,15 @@ from streamkeep.tools.bench.workload import (
     GROUP,
     KEY,
     Measurement,
+    Size,
+    clocked,
     fill,
-    percentile_us,
+    info_fields,
+    pipelined,
+    tail_figures,
     warmup_size,
 )
-from streamkeep.tools.servers import HOST, cpu_seconds
+from streamkeep.tools.servers import HOST, ThreadServer, cpu_seconds
 
 if TYPE_CHECKING:
     from streamkeep.tools.bench.env import BenchEnv
@@ -40,18 +43,10 @@ POLL_SECONDS = 0.003  # INFO replication polled this often while a replica catch
 SYNC_TIMEOUT = 300.0  # seconds a replica may take to reach the primary's offset
 FILL_BATCH = 10_000  # pipelined XADDs per write while filling a primary
 LAG_RATE = 10_000  # the lag row's producer, XADD/s
-LAG_SECONDS, QUICK_LAG_SECONDS = 5.0, 1.0
+LAG_SECONDS = Size(5.0, 1.0)
 LAG_KEY = "replication:lag"
-FULL_SYNC_ENTRIES_PER_N = 5  # the full-sync stream: 5 x N entries (1,000,000 at full N) ...
+FULL_SYNC_ENTRIES = Size(5, per_n=True)  # the full-sync stream: 1,000,000 entries at full N ...
 FULL_SYNC_PENDING_FRACTION = 10  # ... a tenth of them pending in its group
-
-
-def lag_seconds(env: BenchEnv) -> float:
-    return QUICK_LAG_SECONDS if env.quick else LAG_SECONDS
-
-
-def full_sync_entries(env: BenchEnv) -> int:
-    return env.n * FULL_SYNC_ENTRIES_PER_N
 
 
 def describe(env: BenchEnv) -> list[str]:
@@ -64,9 +59,10 @@ def describe(env: BenchEnv) -> list[str]:
         f"thread (asyncio), {env.n:,} x engine.execute(\"XADD\", ...) in the bench thread; "
         f"catch-up: {env.n:,} pipelined XADDs while the replica is paused (SIGSTOP), timed "
         f"from SIGCONT to a WAIT 1 on the primary returning, then Engine.open of the replica's "
-        f"directory (the same records); lag: {LAG_RATE:,} XADD/s for {lag_seconds(env):g} s "
-        f"(the first 0.5 s not counted), XREAD BLOCK 0 on the replica; full sync: a "
-        f"{full_sync_entries(env):,}-entry stream, {full_sync_entries(env) // 10:,} pending in "
+        f"directory (the same records); lag: {LAG_RATE:,} XADD/s for "
+        f"{LAG_SECONDS.seconds(env):g} s (the first 0.5 s not counted), XREAD BLOCK 0 on the "
+        f"replica; full sync: a "
+        f"{FULL_SYNC_ENTRIES(env):,}-entry stream, {FULL_SYNC_ENTRIES(env) // 10:,} pending in "
         f"its group, compacted to a snapshot, then a fresh replica",
         *([f"replication: {where}"] if where else [])]
 
@@ -74,13 +70,8 @@ def describe(env: BenchEnv) -> list[str]:
 def info(server: Any) -> dict[str, str]:
     """INFO replication's fields, through the server's own client (a poll opens no
     connection) or the embedded engine."""
-    reply = (server.engine.execute if isinstance(server, EmbeddedPrimary)
-             else server.client.execute_command)("INFO", "replication")
-    if isinstance(reply, dict):  # (redis-py parsed it)
-        return {k: str(v) for k, v in reply.items()}
-    text = reply.decode() if isinstance(reply, bytes) else str(reply)
-    return dict(line.split(":", 1) for line in text.splitlines()
-                if ":" in line and not line.startswith("#"))
+    return info_fields((server.engine.execute if isinstance(server, ThreadServer)
+                        else server.client.execute_command)("INFO", "replication"))
 
 
 def offset(server: Any) -> int:
@@ -134,48 +125,13 @@ def xadd_p16(env: BenchEnv, replicas: int) -> Measurement:
     return m
 
 
-class EmbeddedPrimary:
-    """``Engine.open(path)`` in this process with a :class:`Server` on a loopback port in a
-    daemon thread, so replicas can attach; ``stop`` shuts the server down and closes it."""
-
-    name = "embedded primary"
-
-    def __init__(self, path: str) -> None:
-        from streamkeep import Engine
-        from streamkeep.engine.server.network import Server, run_server
-
-        self.engine = Engine.open(path)
-        self.server = Server(self.engine, HOST, 0)
-        ready, failure = threading.Event(), []
-
-        def run() -> None:
-            try:
-                run_server(self.server, lambda _srv: ready.set())
-            except BaseException as exc:  # noqa: BLE001 - reported to the starting thread
-                failure.append(exc)
-                ready.set()
-
-        self.thread = threading.Thread(target=run, name="bench-embedded-server", daemon=True)
-        self.thread.start()
-        if not ready.wait(10.0) or failure:
-            self.engine.close()
-            raise AssertionError(f"the embedded server did not start: {failure!r}")
-        self.port = int(self.server.port)
-
-    def stop(self) -> None:
-        if self.thread.is_alive():
-            self.server.loop.call_soon_threadsafe(self.server.request_shutdown)
-            self.thread.join(30)
-        self.engine.close()
-
-
 def embedded_xadd(env: BenchEnv, replicas: int) -> Measurement:
     """N x ``engine.execute("XADD", KEY, "*", "f", "v")`` on an engine serving on a thread,
     with ``replicas`` (0 or 1) replica children attached and caught up (after the warm-up
     too) before the timed loop; adds/s. With a replica: how long after the loop it had every
     record (``catchup_ms``)."""
-    with env.data_dir("embedded-primary") as path:
-        primary = EmbeddedPrimary(path)
+    with env.engine("embedded-primary") as engine:
+        primary = ThreadServer.start(engine)
         try:
             with running(*([replica_of(primary)] if replicas else [])) as replica:
                 if replicas:
@@ -193,7 +149,7 @@ def embedded_xadd(env: BenchEnv, replicas: int) -> Measurement:
                     m.notes.append(f"embedded XADD with a replica: it had every record "
                                    f"{m.figures['catchup_ms']:,.1f} ms after the loop's last XADD")
         finally:
-            primary.stop()
+            primary.stop(30)
     return m
 
 
@@ -201,9 +157,7 @@ def _time_replay(path: str, records: int, key: str) -> float:
     """Seconds ``Engine.open(path)`` takes; the stream ``key`` checked to hold ``records``."""
     from streamkeep import Engine
 
-    began = time.perf_counter()
-    engine = Engine.open(path)
-    elapsed = time.perf_counter() - began
+    engine, elapsed = clocked(Engine.open, path)
     try:
         if (length := engine.execute("XLEN", key)) != records:
             raise AssertionError(f"the replica's directory replayed {length} entries of {key}, "
@@ -230,11 +184,8 @@ def apply(env: BenchEnv) -> Measurement:
         with contextlib.closing(redis.Redis(host=HOST, port=primary.port,
                                             socket_timeout=SYNC_TIMEOUT)) as waiter:
             try:
-                pipe = primary.client.pipeline(transaction=False)
-                for start in range(0, records - 1, FILL_BATCH):
-                    for _ in range(min(FILL_BATCH, records - 1 - start)):
-                        pipe.execute_command("XADD", BENCH_KEY, "*", "myfield", "myvalue")
-                    pipe.execute()
+                pipelined(primary.client, [("XADD", BENCH_KEY, "*", "myfield", "myvalue")]
+                          * (records - 1), FILL_BATCH)
                 waiter.execute_command("XADD", BENCH_KEY, "*", "myfield", "myvalue")
                 target = offset(primary)
             finally:
@@ -275,14 +226,12 @@ def lag(env: BenchEnv) -> Measurement:
         try:
             start_ns = time.perf_counter_ns()
             run = paced(primary.port, LAG_KEY, [XReader(replica.port, LAG_KEY, seed)], LAG_RATE,
-                        lag_seconds(env), start_ns, 0.1)
+                        LAG_SECONDS.seconds(env), start_ns, 0.1)
         finally:
             if enabled:
                 gc.enable()
     got = measured(run, start_ns)
-    figures = {f"{name}_ms": percentile_us(got, q) / 1000
-               for name, q in (("p50", 0.5), ("p99", 0.99), ("p999", 0.999))}
-    figures["max_ms"] = got[-1] / 1e6
+    figures = tail_figures(got, "ms")
     elapsed_s = run["elapsed_ns"] / 1e9
     note = (f"lag: {run['sent']:,} XADDs sent at {run['sent'] / max(elapsed_s, 1e-9):,.0f}/s "
             f"(target {LAG_RATE:,}/s, in {run['writes']:,} writes), all seen on the replica, "
@@ -305,7 +254,7 @@ def full_sync(env: BenchEnv) -> Measurement:
     """A fresh replica's full sync of 5 x N entries, a tenth pending (see the module
     docstring): entries per second from the replica's start to its link up with the offsets
     equal (figure ``seconds``; ``answering_s``: until it answered PING; ``snapshot_mb``)."""
-    entries = full_sync_entries(env)
+    entries = FULL_SYNC_ENTRIES(env)
     pending = entries // FULL_SYNC_PENDING_FRACTION
     with env.data_dir("full-sync") as path:
         datasets.build(path, datasets.DataSet(entries, KEY, group=GROUP, consumers=(CONSUMER,),

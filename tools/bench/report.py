@@ -5,22 +5,20 @@ rich tables on a terminal, or JSON. Must not touch: running, progress, the regis
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
 import platform
 from collections.abc import Sequence
-from typing import IO, Any
+from typing import Any
 
 from streamkeep.tools.bench import registry
 from streamkeep.tools.bench.registry import Figure, Section
 from streamkeep.tools.bench.runner import FigureResult, Result, derive_figures
-from streamkeep.tools.bench.tables import Table
 from streamkeep.tools.bench.workload import BATCH, warmup_size
+from streamkeep.tools.text_width import Table
 
 Block = Table | str  # a table, or text printed as it is (notes, the targets line)
-
-VERDICT_STYLES = {"PASS": "bold green", "met": "bold green", "FAIL": "bold red",
-                  "not met": "bold red", "n/a": "yellow"}
 
 
 def format_rate(rate: float) -> str:
@@ -158,30 +156,6 @@ def format_results(results: Sequence[Result], n: int,
                        for b in result_blocks(results, n, figures))
 
 
-def print_rich(blocks: Sequence[Block], file: IO[str]) -> None:
-    """The blocks as rich tables (verdicts in colour) on a terminal; notes as they are."""
-    from rich import box
-    from rich.console import Console
-    from rich.table import Table as RichTable
-    from rich.text import Text
-
-    console = Console(file=file, highlight=False)
-    for i, block in enumerate(blocks):
-        if i:
-            console.print()
-        if isinstance(block, str):
-            console.print(Text(block), soft_wrap=True)
-            continue
-        table = RichTable(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)
-        for column, title in enumerate(block.headers):
-            table.add_column(title, justify="right" if column in block.right else "left")
-        for row in block.rows:
-            table.add_row(*(Text(cell, style=VERDICT_STYLES.get(cell, ""))
-                            if column == block.verdict else Text(cell)
-                            for column, cell in enumerate(row)))
-        console.print(table)
-
-
 def _row_json(r: Result, n: int) -> dict[str, Any]:
     return {"key": r.bench.key, "section": r.section, "workload": r.bench.workload,
             "ops": r.count if r.count is not None else n, "rate": r.rate,
@@ -191,11 +165,9 @@ def _row_json(r: Result, n: int) -> dict[str, Any]:
 
 
 def _figure_json(fr: FigureResult) -> dict[str, Any]:
-    f = fr.figure
-    return {"section": f.section, "label": f.label, "numerator": f.numerator,
-            "denominator": f.denominator, "extra": f.extra, "unit": f.unit,
-            "value": fr.value, "missing": fr.missing, "target": f.target,
-            "at_most": f.at_most, "result": fr.verdict or None}
+    """The figure's declaration, its value (or why it has none) and its verdict."""
+    return {**dataclasses.asdict(fr.figure), "value": fr.value, "missing": fr.missing,
+            "result": fr.verdict or None}
 
 
 def to_json(results: Sequence[Result], n: int, repeat: int, sections: Sequence[Section],

@@ -12,6 +12,7 @@ import socket
 import ssl
 import time
 from collections.abc import Iterator
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from streamkeep.tools import temporaries
@@ -23,7 +24,7 @@ from streamkeep.tools.bench.processes import (
     streamkeep,
 )
 from streamkeep.tools.bench.server import bench_xadd, server_requests
-from streamkeep.tools.bench.workload import Measurement, Skip, alternate, delays_ms
+from streamkeep.tools.bench.workload import Measurement, Skip, alternate, connect, delays_ms
 from streamkeep.tools.servers import HOST, free_port
 
 if TYPE_CHECKING:
@@ -95,9 +96,13 @@ def tls_server(env: BenchEnv, redis_server: bool) -> Any:
                       else "streamkeep serve --tls-port", start)
 
 
-def tls_xadd(env: BenchEnv, redis_server: bool) -> Measurement:
-    """redis-benchmark --tls -c 50 -P 16 XADD against the TLS port of a server."""
-    target, made = tls_server(env, redis_server), certs(env)
+# The rows' pair of servers: streamkeep's and redis-server's TLS ones (declarations.both).
+TLS_SERVERS = (partial(tls_server, redis_server=False), partial(tls_server, redis_server=True))
+
+
+def tls_xadd(env: BenchEnv, target: Any) -> Measurement:
+    """redis-benchmark --tls -c 50 -P 16 XADD against the TLS port of ``target``."""
+    made = certs(env)
     return bench_xadd(env, target, PIPELINE, connection=[
         "-h", HOST, "-p", str(target.tls_port), "--tls", "--cacert", made.ca, "--cert",
         made.path("client.crt"), "--key", made.path("client.key")])
@@ -112,7 +117,7 @@ def _client_context(made: Certs) -> ssl.SSLContext:
 def _stall(made: Certs, port: int, hello: bool) -> socket.socket:
     """A connection to the TLS port that sends nothing (or its ClientHello, then never reads
     the answer)."""
-    sock = socket.create_connection((HOST, port), CONNECT_TIMEOUT)
+    sock = connect(port, CONNECT_TIMEOUT)
     if hello:
         outgoing = ssl.MemoryBIO()
         obj = _client_context(made).wrap_bio(ssl.MemoryBIO(), outgoing,
@@ -133,19 +138,18 @@ def _room_for(sockets: int) -> None:
         resource.setrlimit(resource.RLIMIT_NOFILE, (wanted, hard))
 
 
-def stalled_handshakes(env: BenchEnv, redis_server: bool, stalled: int = STALLED
-                       ) -> Measurement:
-    """``stalled`` connections to a TLS port that start a handshake and stall (half silent,
-    half after their ClientHello); then one TLS client's PINGs, each reply's delay timed: its
-    PINGs/s, figures its p99 and max delay (ms). With ``stalled`` 0, the client alone."""
-    target, made = tls_server(env, redis_server), certs(env)
+def stalled_handshakes(env: BenchEnv, target: Any, stalled: int = STALLED) -> Measurement:
+    """``stalled`` connections to ``target``'s TLS port that start a handshake and stall (half
+    silent, half after their ClientHello); then one TLS client's PINGs, each reply's delay
+    timed: its PINGs/s, figures its p99 and max delay (ms). With ``stalled`` 0, the client
+    alone."""
+    made = certs(env)
     _room_for(stalled)
     with contextlib.ExitStack() as stack:
         for i in range(stalled):
             stack.enter_context(_stall(made, target.tls_port, hello=bool(i % 2)))
         delays, began = [], time.perf_counter()  # (the client's handshake included)
-        raw = stack.enter_context(socket.create_connection((HOST, target.tls_port),
-                                                           CONNECT_TIMEOUT))
+        raw = stack.enter_context(connect(target.tls_port, CONNECT_TIMEOUT))
         tls = stack.enter_context(_client_context(made).wrap_socket(
             raw, server_hostname="localhost"))
         tls.settimeout(CONNECT_TIMEOUT)

@@ -14,10 +14,10 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from streamkeep.tools import temporaries
-from streamkeep.tools.bench.latency import LATENCY_SECONDS, QUICK_LATENCY_SECONDS, bench_latency
-from streamkeep.tools.bench.tables import Table
-from streamkeep.tools.bench.workload import Measurement, Skip
+from streamkeep.tools.bench.latency import LATENCY_SECONDS, bench_latency
+from streamkeep.tools.bench.workload import Measurement, Skip, run_child
 from streamkeep.tools.servers import HOST, cpu_seconds
+from streamkeep.tools.text_width import Table
 
 if TYPE_CHECKING:
     from streamkeep.tools.bench.env import BenchEnv
@@ -79,22 +79,14 @@ def redis_benchmark(env: BenchEnv, server: Any, pipeline: int, args: Sequence[st
     (``connection`` instead of ``-h HOST -p <its port>``: another port, --tls, --user): its
     requests/s, p50/p99 latency and the server's CPU per ``name`` command (figure
     ``server_cpu_us``, over ``counted()`` commands when given, else the requests), in a note.
-    A failed or overlong run is an AssertionError."""
+    A failed or overlong run is an AssertionError (:func:`.workload.run_child`)."""
     requests = server_requests(env.n, pipeline)
     where = ["-h", HOST, "-p", str(server.port)] if connection is None else list(connection)
     cpu = cpu_seconds(server.pid)
-    try:
-        done = subprocess.run([benchmark_tool(env).path, *where, "-c", str(SERVER_CLIENTS),
-                               "-n", str(requests), "-P", str(pipeline), "--csv", *args],
-                              capture_output=True, text=True, timeout=BENCH_TIMEOUT,
-                              **temporaries.child_options())
-    except subprocess.TimeoutExpired as exc:
-        raise AssertionError(f"redis-benchmark against {server.name} took over "
-                             f"{BENCH_TIMEOUT:g} s") from exc
+    done, _seconds = run_child([benchmark_tool(env).path, *where, "-c", str(SERVER_CLIENTS),
+                                "-n", str(requests), "-P", str(pipeline), "--csv", *args],
+                               timeout=BENCH_TIMEOUT)
     cpu_after = cpu_seconds(server.pid)
-    if done.returncode != 0:
-        raise AssertionError(f"redis-benchmark against {server.name} exited {done.returncode}: "
-                             f"{(done.stderr or done.stdout).strip()[-300:]}")
     row = parse_benchmark_csv(done.stdout)
     commands = counted() if counted is not None else requests
     figures = {"p50_ms": row.get("p50_latency_ms", 0.0), "p99_ms": row.get("p99_latency_ms", 0.0)}
@@ -129,7 +121,7 @@ def bench_xadd(env: BenchEnv, server: Any, pipeline: int,
 
 def latency(env: BenchEnv, server: Any) -> Measurement:
     """The delivery-latency row against ``server``."""
-    return bench_latency(server, QUICK_LATENCY_SECONDS if env.quick else LATENCY_SECONDS)
+    return bench_latency(server, LATENCY_SECONDS.seconds(env))
 
 
 def _by_key(results: Sequence[Any]) -> dict[str, Any]:

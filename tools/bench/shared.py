@@ -13,85 +13,74 @@ import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from streamkeep.tools import temporaries
+from streamkeep.tools.bench import workqueue
 from streamkeep.tools.bench.processes import streamkeep
-from streamkeep.tools.bench.workload import Measurement, Skip, chunks, take_turns, warmup_size
+from streamkeep.tools.bench.workload import (
+    Measurement,
+    Size,
+    Skip,
+    child_json,
+    chunks,
+    take_turns,
+    warmup_size,
+)
 
 if TYPE_CHECKING:
     from streamkeep.tools.bench.env import BenchEnv
 
 WORKERS = 4
-SECONDS = 3.0  # each throughput row (quick: a tenth)
+SECONDS = Size(3.0, 0.3)  # each throughput row
 XADD_CHUNK = 500
 HANDLER_SECONDS = 0.001  # the handler rows' wait per message
 OPENS = 30
 IDLE_SHUTDOWN = 2  # seconds: a bench killed midway leaves its servers running this long
 
 
-def seconds(env: BenchEnv) -> float:
-    return SECONDS / 10 if env.quick else SECONDS
-
-
 def describe(env: BenchEnv) -> list[str]:
     where = env.where()
     return [*([f"shared: {where}"] if where else []),
             f"shared: one message = put + get + ack (StreamQueue, appendfsync everysec); "
-            f"{WORKERS} worker processes (forked) for {seconds(env):g} s against one process "
-            f"in process; persist-queue's SQLiteAckQueue (auto_commit) used by the same "
+            f"{WORKERS} worker processes (forked) for {SECONDS.seconds(env):g} s against one "
+            f"process in process; persist-queue's SQLiteAckQueue (auto_commit) used by the same "
             f"{WORKERS} processes; XADD over the shared Unix socket and over TCP interleaved "
             f"in turns of {XADD_CHUNK}; opening a running shared directory {OPENS} times"]
 
 
-def _cycles(put: Any, take: Any, until: float) -> int:
-    """put + get (+ the handler) + ack until the monotonic clock reads `until`; how many."""
+def _cycles(call: Callable[[int], None], until: float) -> int:
+    """``call(i)`` (one message's :func:`.workqueue.cycle`) until the monotonic clock reads
+    ``until``; how many."""
     done = 0
     clock = time.monotonic
     while clock() < until:
-        put({"n": done})
-        take()
+        call(done)
         done += 1
     return done
 
 
-def _queue_cycle(q: Any, handler: float = 0.0) -> Any:
-    def take() -> None:
-        for msg in q.get():
-            if handler:
-                time.sleep(handler)
-            msg.ack()
-    return take
-
-
 def bench_in_process(env: BenchEnv, handler: float = 0.0) -> Measurement:
-    from streamkeep import Engine, StreamQueue
-
-    with env.data_dir("shared-in-process") as path:
-        engine = Engine.open(path, appendfsync="everysec", auto_aof_rewrite_percentage=0)
-        try:
-            q = StreamQueue(engine, "jobs", consumer="only")
-            take = _queue_cycle(q, handler)
-            _cycles(q.put, take, time.monotonic() + seconds(env) / 10)  # warm-up
-            began = time.monotonic()
-            done = _cycles(q.put, take, began + seconds(env))
-            elapsed = time.monotonic() - began
-        finally:
-            engine.close()
+    with workqueue.engine(env, "shared-in-process") as engine:
+        call = workqueue.cycle(workqueue.queue(engine, "only"), handler)
+        _cycles(call, time.monotonic() + SECONDS.seconds(env) / 10)  # warm-up
+        began = time.monotonic()
+        done = _cycles(call, began + SECONDS.seconds(env))
+        elapsed = time.monotonic() - began
     return Measurement(done / elapsed, count=done)
 
 
 def _shared_worker(path: str, index: int, start: Any, until: Any, out: Any,
                    handler: float = 0.0) -> None:
     temporaries.init_worker()
-    from streamkeep import Engine, StreamQueue
+    from streamkeep import Engine
 
     with Engine.open(path, shared=True) as engine:
-        q = StreamQueue(engine, "jobs", consumer=f"w{index}")
-        take = _queue_cycle(q, handler)
-        _cycles(q.put, take, time.monotonic() + 0.1)  # warm-up
+        call = workqueue.cycle(workqueue.queue(engine, f"w{index}"), handler)
+        _cycles(call, time.monotonic() + 0.1)  # warm-up
         start.wait()
-        out.put(_cycles(q.put, take, until.value))
+        out.put(_cycles(call, until.value))
 
 
 def _persist_worker(path: str, index: int, start: Any, until: Any, out: Any) -> None:
@@ -100,12 +89,13 @@ def _persist_worker(path: str, index: int, start: Any, until: Any, out: Any) -> 
 
     q = SQLiteAckQueue(path, auto_commit=True, multithreading=True, timeout=60)
 
-    def take() -> None:
+    def call(i: int) -> None:
+        q.put({"n": i})
         with contextlib.suppress(Empty):
             q.ack(q.get(timeout=1))
 
     start.wait()
-    out.put(_cycles(q.put, take, until.value))
+    out.put(_cycles(call, until.value))
 
 
 def _run_workers(target: Any, path: str, span: float, *args: Any) -> tuple[int, float]:
@@ -155,7 +145,7 @@ def _shared_server(path: str, **settings: Any) -> Any:
 def bench_workers(env: BenchEnv, handler: float = 0.0) -> Measurement:
     with env.data_dir("shared-workers") as path, \
             _shared_server(path, appendfsync="everysec", auto_aof_rewrite_percentage=0):
-        done, elapsed = _run_workers(_shared_worker, path, seconds(env), handler)
+        done, elapsed = _run_workers(_shared_worker, path, SECONDS.seconds(env), handler)
     return Measurement(done / elapsed, count=done)
 
 
@@ -165,7 +155,7 @@ def bench_persist_queue(env: BenchEnv) -> Measurement:
     except ImportError:
         raise Skip("persist-queue is not installed (pip install 'streamkeep[dev]')") from None
     with env.data_dir("shared-persist-queue") as path:
-        done, elapsed = _run_workers(_persist_worker, path, seconds(env))
+        done, elapsed = _run_workers(_persist_worker, path, SECONDS.seconds(env))
     return Measurement(done / elapsed, count=done)
 
 
@@ -224,15 +214,8 @@ def bench_open(env: BenchEnv) -> Measurement:
             engine.execute("PING")
             times.append(time.perf_counter() - began)
             engine.close()
-        process_ms = []
-        for _ in range(3 if env.quick else 5):
-            child = subprocess.run([sys.executable, "-c", _NEW_PROCESS, path],
-                                   capture_output=True, text=True, check=False,
-                                   stdin=subprocess.DEVNULL, timeout=120,
-                                   **temporaries.child_options())
-            if child.returncode != 0:
-                raise RuntimeError(f"a new process could not open {path}: {child.stderr}")
-            process_ms.append(float(child.stdout))
+        process_ms = [child_json([sys.executable, "-c", _NEW_PROCESS, path], timeout=120,
+                                 stdin=subprocess.DEVNULL) for _ in range(3 if env.quick else 5)]
     median = statistics.median(times)
     return Measurement(1 / median, count=OPENS,
                        figures={"open_ms": median * 1000, "open_max_ms": max(times) * 1000,

@@ -15,66 +15,54 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from streamkeep.tools.bench import datasets
-from streamkeep.tools.bench.tables import format_table
 from streamkeep.tools.bench.workload import (
     GROUP,
     KEY,
     Measurement,
+    Size,
+    clocked,
     fill,
     percentile_us,
     warmup_size,
 )
+from streamkeep.tools.text_width import format_table
 
 if TYPE_CHECKING:
     from streamkeep.tools.bench.env import BenchEnv
 
 SNAPSHOT_ENTRIES_PER_N = 5  # the snapshot section's stream: 5 x N entries (1,000,000 at full N)
+STREAM_ENTRIES = Size(SNAPSHOT_ENTRIES_PER_N, per_n=True)
 SNAPSHOT_READ_FRACTION = 10  # its group reads the first 1/10 of the stream ...
 SNAPSHOT_CONSUMERS = 4  # ... in chunks, round-robin over this many consumers, acking every other
 DISK_MAXLEN = 5_000  # the bounded-disk workload: XADD MAXLEN ~ this ...
 DISK_READ_EVERY = 100  # ... with XREADGROUP COUNT this + XACK after every this many XADDs
 DISK_CONSUMERS = 3
-DISK_MIN_SIZE, QUICK_DISK_MIN_SIZE = 1 << 20, 128 << 10  # its auto-aof-rewrite-min-size
+DISK_MIN_SIZE = Size(1 << 20, 128 << 10)  # its auto-aof-rewrite-min-size
 DISK_OPS_QUICK_FACTOR = 8  # with --quick (or a small N) it runs 8 x N XADDs, else N
+DISK_OPS = Size(1, DISK_OPS_QUICK_FACTOR, per_n=True)
 DISK_SAMPLES = 100  # directory size samples over the run (the series prints every tenth)
-
-
-def stream_entries(env: BenchEnv) -> int:
-    return env.n * SNAPSHOT_ENTRIES_PER_N
-
-
-def disk_ops(env: BenchEnv) -> int:
-    return env.n * DISK_OPS_QUICK_FACTOR if env.quick else env.n
-
-
-def disk_min_size(env: BenchEnv) -> int:
-    return QUICK_DISK_MIN_SIZE if env.quick else DISK_MIN_SIZE
+# The restart and no-pause row's engine:
+SETTINGS: dict[str, Any] = {"appendfsync": "everysec", "auto_aof_rewrite_percentage": 0}
 
 
 def describe(env: BenchEnv) -> list[str]:
     where = env.where()
     return [] if where is None else [
-        f"snapshot: {where}; appendfsync everysec; a {stream_entries(env):,}-entry "
+        f"snapshot: {where}; appendfsync everysec; a {STREAM_ENTRIES(env):,}-entry "
         f"stream whose group read the first 1/{SNAPSHOT_READ_FRACTION} with "
         f"{SNAPSHOT_CONSUMERS} consumers, acking every other entry; no-pause phases of "
-        f"{env.n:,} XADDs at most; bounded disk: {disk_ops(env):,} XADD "
+        f"{env.n:,} XADDs at most; bounded disk: {DISK_OPS(env):,} XADD "
         f"MAXLEN ~ {DISK_MAXLEN:,}, XREADGROUP COUNT {DISK_READ_EVERY} + XACK every "
-        f"{DISK_READ_EVERY}, auto-aof-rewrite-min-size {disk_min_size(env) >> 10} KiB, "
+        f"{DISK_READ_EVERY}, auto-aof-rewrite-min-size {DISK_MIN_SIZE(env) >> 10} KiB, "
         f"percentage 100"]
 
 
 def load(env: BenchEnv) -> Measurement:
-    return env.in_dir("snapshot", bench_snapshot, stream_entries(env), env.n)
+    return env.in_dir("snapshot", bench_snapshot, STREAM_ENTRIES(env), env.n)
 
 
 def disk(env: BenchEnv) -> Measurement:
-    return env.in_dir("disk", bench_snapshot_disk, disk_ops(env), disk_min_size(env))
-
-
-def _open(path: str, **config: Any) -> Any:
-    from streamkeep import Engine
-
-    return Engine.open(path, appendfsync="everysec", **config)
+    return env.in_dir("disk", bench_snapshot_disk, DISK_OPS(env), DISK_MIN_SIZE(env))
 
 
 class _SnapshotLoadLog(logging.Handler):
@@ -136,20 +124,19 @@ def bench_snapshot(path: str, entries: int, latency_ops: int) -> Measurement:
     of the load its log line gives); ``latency_ops`` timed XADDs, then as many at most while a
     ``compact(wait=False)`` runs (its call: ``start_ms``), both phases' p99 over the same
     number of XADDs (``p99_ratio``)."""
+    from streamkeep import Engine
+
     to_read = entries // SNAPSHOT_READ_FRACTION
     state = datasets.DataSet(entries, KEY, group=GROUP, read=to_read, ack_every=2,
                              consumers=tuple(f"c{i}" for i in range(SNAPSHOT_CONSUMERS)),
                              chunk=max(1, min(1000, to_read // (10 * SNAPSHOT_CONSUMERS))))
-    with _open(path, auto_aof_rewrite_percentage=0) as engine:
+    with Engine.open(path, **SETTINGS) as engine:
         pending = datasets.write(engine.execute, state)
-        start = time.perf_counter()
-        if engine.compact(wait=True) is None:
+        written, compact_s = clocked(engine.compact, wait=True)
+        if written is None:
             raise AssertionError("compact() wrote no snapshot of the built stream")
-        compact_s = time.perf_counter() - start
     with _catch_snapshot_load() as caught:
-        start = time.perf_counter()
-        engine = _open(path, auto_aof_rewrite_percentage=0)
-        restart_s = time.perf_counter() - start
+        engine, restart_s = clocked(Engine.open, path, **SETTINGS)
     try:
         execute, compactor = engine.execute, engine.datadir.compactor
         restored = (execute("XLEN", KEY), execute("XPENDING", KEY, GROUP)[0],
@@ -209,7 +196,10 @@ def bench_snapshot_disk(path: str, ops: int, min_size: int) -> Measurement:
     every DISK_READ_EVERY (consumers in turn), automatic compaction at ``min_size``; the
     directory's segment + snapshot bytes sampled DISK_SAMPLES times: compactions completed, the
     peak of each half of the run and their ratio (an AOF that only grows doubles); XADDs/s."""
-    with _open(path, auto_aof_rewrite_min_size=min_size) as engine:
+    from streamkeep import Engine
+
+    engine: Any
+    with Engine.open(path, appendfsync="everysec", auto_aof_rewrite_min_size=min_size) as engine:
         execute, compactor = engine.execute, engine.datadir.compactor
         execute("XGROUP", "CREATE", KEY, GROUP, "$", "MKSTREAM")
         every, samples, turn = max(1, ops // DISK_SAMPLES), [], 0

@@ -1,6 +1,8 @@
-"""What every section's workloads share: the value a row's run returns and the shapes the
-workloads repeat (a warm-up then a timed loop; parties or threads taking turns; a child's JSON
-report), the warm-up rule, the key names, a process's memory and percentiles.
+"""What every section's workloads share: the value a row's run returns, a row's sizes as data
+(:class:`Size`) and the shapes the workloads repeat (a warm-up then a timed loop; parties or
+threads taking turns; commands pipelined through redis-py; a child process timed, or its JSON
+report; a call timed; a connection to a local server; a stream read's entries, INFO's fields),
+the warm-up rule, the key names and percentiles.
 Timing rule: a workload warms up on a separate key first, then times only its loop with
 ``time.perf_counter``; a row's rate is ops per second and ``us/op`` its inverse.
 Must not touch: the registry, the report, any one section's workload.
@@ -10,16 +12,21 @@ from __future__ import annotations
 
 import json
 import math
+import socket
 import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from streamkeep.engine.wire.errors import StreamkeepError
 from streamkeep.tools import temporaries
+from streamkeep.tools.servers import HOST
+
+if TYPE_CHECKING:
+    from streamkeep.tools.bench.env import BenchEnv
 
 BATCH = 100  # XREADGROUP COUNT in the consume loops
 KEY, GROUP, CONSUMER = "bench", "g", "c"
@@ -51,14 +58,62 @@ def rate(n: int, seconds: float, **figures: float) -> Measurement:
     return Measurement(n / seconds, count=n, figures=figures)
 
 
+@dataclass(frozen=True)
+class Size:
+    """A row's size (or duration) as data: ``full``, or with --quick (a small N too) ``quick``
+    when given; with ``per_n`` either is a multiple of N; kept within [least, most]. Called
+    with the run's env: a count; :meth:`seconds`: a duration."""
+
+    full: float
+    quick: float | None = None
+    per_n: bool = False
+    least: float = 0
+    most: float = math.inf
+
+    def seconds(self, env: BenchEnv) -> float:
+        value = self.quick if env.quick and self.quick is not None else self.full
+        return min(max(value * env.n if self.per_n else value, self.least), self.most)
+
+    def __call__(self, env: BenchEnv) -> int:
+        return int(self.seconds(env))
+
+
+def clocked(call: Callable[..., T], *args: Any, **kwargs: Any) -> tuple[T, float]:
+    """``call(*args, **kwargs)`` timed: what it returned, and its seconds."""
+    began = time.perf_counter()
+    value = call(*args, **kwargs)
+    return value, time.perf_counter() - began
+
+
+def connect(port: int, timeout: float | None = None) -> socket.socket:
+    """A TCP connection to a local server (Nagle off: a request leaves when it is written)."""
+    sock = socket.create_connection((HOST, port), timeout)
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    return sock
+
+
+def read_entries(reply: Any) -> list[Any]:
+    """The entries of a one-stream XREAD(GROUP) reply, RESP2 (list) or RESP3 (dict) shaped."""
+    if not reply:
+        return []
+    return next(iter(reply.values()))[0] if isinstance(reply, dict) else reply[0][1]
+
+
+def info_fields(reply: Any) -> dict[str, str]:
+    """An INFO reply's ``name:value`` lines (bytes or str; a dict redis-py parsed as it is)."""
+    if isinstance(reply, dict):
+        return {k: str(v) for k, v in reply.items()}
+    text = reply.decode() if isinstance(reply, bytes) else str(reply)
+    return dict(line.split(":", 1) for line in text.splitlines()
+                if ":" in line and not line.startswith("#"))
+
+
 def timed(loop: Callable[[str, int], object], n: int, warm: int | None = None) -> float:
     """``loop("warmup", warm)`` untimed (default :func:`warmup_size`; 0: none), then
     ``loop(KEY, n)`` timed: seconds."""
     if warm is None or warm:
         loop("warmup", warmup_size(n) if warm is None else warm)
-    began = time.perf_counter()
-    loop(KEY, n)
-    return time.perf_counter() - began
+    return clocked(loop, KEY, n)[1]
 
 
 def fill(execute: Callable[..., Any], key: str, n: int) -> None:
@@ -79,6 +134,19 @@ def consume(execute: Callable[..., Any], key: str, limit: float = math.inf) -> i
         execute("XACK", key, GROUP, *[entry[0] for entry in reply[0][1]])
         done += len(reply[0][1])
     return done
+
+
+def pipelined(client: Any, commands: Iterable[Sequence[Any]], batch: int = 1_000) -> None:
+    """Each of ``commands`` (argv) through a redis-py client, ``batch`` to a round trip."""
+    pipe, queued = client.pipeline(transaction=False), 0
+    for argv in commands:
+        pipe.execute_command(*argv)
+        queued += 1
+        if queued == batch:
+            pipe.execute()
+            queued = 0
+    if queued:
+        pipe.execute()
 
 
 def alternate(rounds: int, parties: dict[str, Callable[[int], T]]) -> list[dict[str, T]]:
@@ -150,14 +218,27 @@ def threads_until(threads: int, seconds: float, make: Callable[[int], Callable[[
     return sum(done), time.perf_counter() - began
 
 
-def child_json(argv: Sequence[str], **kwargs: Any) -> dict[str, Any]:
-    """Run a child process; the JSON of its last stdout line. AssertionError with its stderr's
-    tail when it fails."""
-    done = subprocess.run(list(argv), capture_output=True, text=True, check=False,
-                          timeout=CHILD_TIMEOUT, **temporaries.child_options(), **kwargs)
-    if done.returncode != 0:
-        raise AssertionError(f"{' '.join(argv[:4])} failed: {done.stderr.strip()[-2000:]}")
-    return json.loads(done.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
+def run_child(argv: Sequence[str], ok: Sequence[int] = (0,), timeout: float = CHILD_TIMEOUT,
+              **kwargs: Any) -> tuple[subprocess.CompletedProcess[str], float]:
+    """Run a child process to its end, its output captured: it and the seconds from its start
+    to its exit. AssertionError with its output's tail when its exit status is not in ``ok``
+    or it overruns ``timeout``."""
+    what = " ".join(map(str, argv[:4]))
+    try:
+        done, seconds = clocked(subprocess.run, list(argv), capture_output=True, text=True,
+                                check=False, timeout=timeout, **temporaries.child_options(),
+                                **kwargs)
+    except subprocess.TimeoutExpired:
+        raise AssertionError(f"{what} took over {timeout:g} s") from None
+    if done.returncode not in ok:
+        raise AssertionError(f"{what} exited {done.returncode}: "
+                             f"{(done.stderr or done.stdout).strip()[-2000:]}")
+    return done, seconds
+
+
+def child_json(argv: Sequence[str], **kwargs: Any) -> Any:
+    """Run a child process (:func:`run_child`); the JSON of its last stdout line."""
+    return json.loads(run_child(argv, **kwargs)[0].stdout.strip().splitlines()[-1])
 
 
 def module_child(module: str, *args: object) -> dict[str, Any]:
@@ -165,18 +246,19 @@ def module_child(module: str, *args: object) -> dict[str, Any]:
     return child_json([sys.executable, "-m", module, *map(str, args)])
 
 
-def proc_status(name: str, pid: int | str = "self") -> int:
-    """A memory field of /proc/PID/status (VmRSS, VmHWM) in bytes; Skip if absent."""
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith(name + ":"):
-                return int(line.split()[1]) * 1024
-    raise Skip(f"no {name} in /proc/{pid}/status")
-
-
 def percentile_us(ordered: Sequence[int], q: float) -> float:
     """Nearest-rank percentile of sorted nanosecond times, in microseconds."""
     return ordered[max(0, math.ceil(q * len(ordered)) - 1)] / 1000
+
+
+def tail_figures(ordered: Sequence[int], unit: str = "us") -> dict[str, float]:
+    """p50, p99, p99.9 and the max of sorted nanosecond times, in ``unit`` ("us" or "ms"):
+    figures ``p50_<unit>``, ``p99_<unit>``, ``p999_<unit>``, ``max_<unit>``."""
+    scale = 1 if unit == "us" else 1000
+    out = {f"{name}_{unit}": percentile_us(ordered, q) / scale
+           for name, q in (("p50", 0.5), ("p99", 0.99), ("p999", 0.999))}
+    out[f"max_{unit}"] = ordered[-1] / 1000 / scale
+    return out
 
 
 def delays_ms(delays: list[float]) -> dict[str, float]:

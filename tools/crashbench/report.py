@@ -18,8 +18,8 @@ from collections import Counter
 from dataclasses import asdict, dataclass, field
 from typing import IO, Any
 
-from streamkeep.tools.bench.tables import Table
 from streamkeep.tools.crashbench.invariants import INVARIANTS, Violation
+from streamkeep.tools.text_width import Table
 
 BOUNDS = {"always": 0.0, "everysec": 2.0, "no": None}  # seconds of acknowledged writes a crash may lose
 
@@ -213,9 +213,7 @@ def print_report(rows: list[Row], file: IO[str], notes: list[str]) -> None:
               for b in blocks]
     blocks = [b if isinstance(b, Table) else text_width.wrap(b, columns, "    ") for b in blocks]
     if getattr(file, "isatty", lambda: False)():
-        from streamkeep.tools.bench.report import print_rich
-
-        print_rich(blocks, file)
+        text_width.print_blocks(blocks, file)
         return
     print("\n\n".join(b.plain() if isinstance(b, Table) else b for b in blocks), file=file)
 

@@ -20,6 +20,7 @@ import pytest
 
 from streamkeep.tools.bench import checkouts, options, registry
 from streamkeep.tools.bench.env import BenchEnv
+from streamkeep.tools.bench.workload import Size
 
 STDLIB = {"__future__", "gc", "json", "random", "sys", "time", "collections.abc", "typing"}
 
@@ -151,7 +152,7 @@ def test_rows_run_against_the_other_checkout(tmp_path: Path) -> None:
             assert m.notes[0].count("x,") == checkouts.RUNS - 1, m.notes  # one ratio per run
         built = env.resources["consume backlogs"]
         assert len(built) == 2  # one backlog per interpreter, built once
-        assert built.entries == checkouts.backlog_entries(env)
+        assert built.entries == checkouts.BACKLOG_ENTRIES(env)
 
 
 def test_without_the_other_checkout_a_row_has_no_ratio() -> None:
@@ -181,7 +182,7 @@ def test_the_row_and_its_figures_are_registered() -> None:
 
 def test_points_per_second_against_the_other_checkout(tmp_path: Path,
                                                       monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(checkouts, "QUICK_CRASH_OPS", 12)
+    monkeypatch.setattr(checkouts, "CRASH_OPS", Size(200, 12))
     monkeypatch.setattr(checkouts, "RUNS", 1)
     with BenchEnv(300, use_redis=False, quick=True,
                   others={"before": str(_checkout(tmp_path))}) as env:

@@ -60,7 +60,7 @@ def test_bench_types_section_tiny(capsys: pytest.CaptureFixture[str]) -> None:
         m = re.search(rf"  ({NUMBER})  +({NUMBER})  +({NUMBER})", row[0])
         assert m, row[0]
         ops, rate = (float(g.replace(",", "")) for g in m.groups()[:2])
-        assert ops == (datatypes.framework_tasks(500) if b.key.endswith("arq") else 5_000)
+        assert ops == (datatypes.ARQ_TASKS(BenchEnv(500)) if b.key.endswith("arq") else 5_000)
         assert rate > 0
 
     # each command's ratio against its target, then arq's
@@ -152,7 +152,7 @@ def test_bench_lists_section_tiny(capsys: pytest.CaptureFixture[str]) -> None:
         m = re.search(rf"  ({NUMBER})  +({NUMBER})  +({NUMBER})", row[0])
         assert m, row[0]
         ops, rate = (float(g.replace(",", "")) for g in m.groups()[:2])
-        expected = (datatypes.rq_jobs(500) if b.key.endswith("rq")
+        expected = (datatypes.RQ_JOBS(BenchEnv(500)) if b.key.endswith("rq")
                     else server.server_requests(500, 1 if b.key.endswith("_p1") else 16))
         assert ops == expected, (b.key, row[0])
         assert rate > 0

@@ -9,8 +9,9 @@ running, printing.
 
 from __future__ import annotations
 
+from functools import partial
+
 from streamkeep.tools.bench import aof, checkouts
-from streamkeep.tools.bench.aof import AOF_THREADS, FSYNC_RECORD, REPLAY_CHUNK, REPLAY_TARGET
 from streamkeep.tools.bench.declarations import Benchmark, Section, extra, ratio
 
 # --- aof: the append-only file -----------------------------------------------------------------
@@ -22,35 +23,33 @@ RECORDS_PER_FSYNC_TARGET = 5  # group commit under those threads
 
 AOF = Section("aof", (
     Benchmark("everysec", "XADD, appendfsync everysec, 1 thread",
-              lambda env: env.in_dir("everysec", aof.xadd, env.n, "everysec"),
-              AOF_EVERYSEC_TARGET),
-    Benchmark("always_threads", f"XADD, appendfsync always, {AOF_THREADS} threads",
-              lambda env: env.in_dir("always", aof.bench_aof_threads, AOF_THREADS, env.n,
-                                     aof.always_seconds(env)), AOF_ALWAYS_TARGET),
-    Benchmark("fsync", f"fsyncs: os.write {FSYNC_RECORD} B + fdatasync, serial",
-              lambda env: env.in_dir("fsync", aof.serial_fsync, aof.fsync_n(env))),
+              partial(aof.xadd, policy="everysec"), AOF_EVERYSEC_TARGET),
+    Benchmark("always_threads", f"XADD, appendfsync always, {aof.AOF_THREADS} threads",
+              lambda env: env.in_dir("always", aof.bench_aof_threads, aof.AOF_THREADS, env.n,
+                                     aof.ALWAYS_SECONDS.seconds(env)), AOF_ALWAYS_TARGET),
+    Benchmark("fsync", f"fsyncs: os.write {aof.FSYNC_RECORD} B + fdatasync, serial",
+              lambda env: env.in_dir("fsync", aof.serial_fsync, aof.FSYNC_N(env))),
     Benchmark("always", "XADD, appendfsync always, 1 thread",
               lambda env: env.in_dir("always1", aof.bench_aof_threads, 1, env.n,
-                                     aof.always_seconds(env))),
-    Benchmark("no", "XADD, appendfsync no, 1 thread",
-              lambda env: env.in_dir("no", aof.xadd, env.n, "no")),
+                                     aof.ALWAYS_SECONDS.seconds(env))),
+    Benchmark("no", "XADD, appendfsync no, 1 thread", partial(aof.xadd, policy="no")),
     # The replay target applies to a log of XADD records, which dominate real logs. The mixed
     # workload (each XREADGROUP record holding an XCLAIM per entry delivered) is printed
     # beside it, with its effects/s, and compared with it in the figures.
     Benchmark("replay_xadd", "replay at Engine.open: XADD records (the target's row)",
               lambda env: env.in_dir("replay-xadd", aof.bench_aof_replay, env.n, False),
-              REPLAY_TARGET),
+              aof.REPLAY_TARGET),
     Benchmark("replay", f"replay at Engine.open: mixed, XADDs + XREADGROUP COUNT "
-                        f"{REPLAY_CHUNK} + XACK",
+                        f"{aof.REPLAY_CHUNK} + XACK",
               lambda env: env.in_dir("replay", aof.bench_aof_replay, env.n)),
 ), describe=aof.describe, figures=(
     ratio("everysec XADD/s / in-memory XADD/s (embedded row)", "everysec", "embedded.xadd",
           AOF_EVERYSEC_RATIO_TARGET),
-    extra(f"always, {AOF_THREADS} threads: records per fsync", "always_threads",
+    extra(f"always, {aof.AOF_THREADS} threads: records per fsync", "always_threads",
           "records_per_fsync", "", RECORDS_PER_FSYNC_TARGET),
-    ratio(f"always, {AOF_THREADS} threads XADD/s / serial fsyncs/s", "always_threads", "fsync"),
+    ratio(f"always, {aof.AOF_THREADS} threads XADD/s / serial fsyncs/s", "always_threads", "fsync"),
     extra("always, 1 thread: records per fsync", "always", "records_per_fsync", ""),
-    extra(f"replay, XADD records: records/s / the {REPLAY_TARGET:,} target", "replay_xadd",
+    extra(f"replay, XADD records: records/s / the {aof.REPLAY_TARGET:,} target", "replay_xadd",
           "of_target"),
     extra("replay, mixed: effects applied per second", "replay", "effects_per_s", "/s"),
     ratio("replay, mixed records/s / XADD records/s", "replay", "replay_xadd"),

@@ -11,7 +11,7 @@ from __future__ import annotations
 from functools import partial
 
 from streamkeep.tools.bench import hardening
-from streamkeep.tools.bench.declarations import Benchmark, Section, both, extra, ratio
+from streamkeep.tools.bench.declarations import Benchmark, Section, both, each_server, extra, ratio
 
 RANGE_REPLY_TARGET = 1_000_000  # XRANGE reply entries/s
 BIG_XADD_TIME_TARGET = 3.0  # a big XADD's time / redis-server's, at most
@@ -21,7 +21,7 @@ BIG = "XADD of one big value (STREAMKEEP_BENCH_BIG_VALUE_MB), MB/s"
 PINGS = f"{hardening.PIPELINED_PINGS:,} pipelined PINGs beside a PINGing client"
 KEYS, BYSTANDER = "KEYS *a{1000}b over", "bystander PING during a 100k pipeline"
 
-xrange, redis_xrange = both("xrange", f"XRANGE COUNT {hardening.RANGE_ENTRIES:,} reply, "
+xrange, redis_xrange = both("xrange", f"XRANGE COUNT {hardening.RANGE_ENTRIES.full:,} reply, "
                                       "entries/s", hardening.xrange)
 
 HARDENING = Section("hardening", (
@@ -46,8 +46,7 @@ HARDENING = Section("hardening", (
           "peak_over_value"),
     ratio("pipeline: time with CRLF in values / time without", "pipeline_plain",
           "pipeline_crlf", CRLF_PIPELINE_TARGET, at_most=True),
-    *(extra(f"{KEYS} 100 KB, {name}", f"{prefix}keys_pattern", "us", "us")
-      for prefix, name in (("", "streamkeep"), ("redis_", "redis-server"))),
+    *each_server(KEYS + " 100 KB, {server}", "keys_pattern", "us", "us"),
     *(extra(f"{BYSTANDER}, {stat}, {name}", f"{prefix}pipeline_bystander", f"{stat}_ms", "ms")
       for prefix, name in (("", "streamkeep"), ("redis_", "redis-server"))
       for stat in ("max", "p99")),

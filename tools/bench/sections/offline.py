@@ -7,6 +7,8 @@ Must not touch: how a workload measures (:mod:`..offline`), the run order, runni
 
 from __future__ import annotations
 
+from functools import partial
+
 from streamkeep.tools.bench import offline
 from streamkeep.tools.bench.declarations import Benchmark, Section, extra, ratio
 
@@ -16,9 +18,11 @@ INSPECT_DUMP_TARGET = 200_000
 
 INSPECT = Section("inspect", (
     Benchmark("verify", "streamkeep aof verify --json: XADD records checked (its own time)",
-              offline.bench_verify, INSPECT_VERIFY_TARGET),
+              partial(offline.command, argv=["aof", "verify", "--json"], own_time=True),
+              INSPECT_VERIFY_TARGET),
     Benchmark("dump_json", "streamkeep aof dump --format json: XADD records",
-              offline.bench_dump_json, INSPECT_DUMP_TARGET),
+              partial(offline.command, argv=["aof", "dump", "--format", "json"]),
+              INSPECT_DUMP_TARGET),
 ), describe=offline.describe_inspect, figures=(
     extra("aof verify: records/s from start to exit", "verify", "wall_records_per_s", "/s"),
     extra("aof verify: peak RSS", "verify", "peak_rss_mb", "MB"),

@@ -10,13 +10,11 @@ Must not touch: how a workload measures (:mod:`..replication`, :mod:`..shared`,
 
 from __future__ import annotations
 
-import math
 from functools import partial
 
 from streamkeep.tools.bench import interop, replication, shared
-from streamkeep.tools.bench.declarations import Benchmark, Section, extra, ratio
+from streamkeep.tools.bench.declarations import Benchmark, Section, extra, lowest, ratio
 from streamkeep.tools.bench.server import SERVER_CLIENTS
-from streamkeep.tools.bench.workload import Measurement
 
 # --- replication: a streamkeep primary and its replicas -----------------------------------------
 
@@ -26,11 +24,6 @@ APPLY_REPLAY_RATIO_TARGET = 1.0  # replica apply records/s / AOF replay of them,
 REPLICA_LAG_P99_TARGET_MS = 10.0  # write-to-visible on the replica at 10k XADD/s, p99 at most
 LAG = f"lag at {replication.LAG_RATE:,} XADD/s"
 P16 = f"XADD, redis-benchmark -c {SERVER_CLIENTS} -P 16: primary"
-
-
-def _lowest_p99_ms(m: Measurement) -> float:
-    """The lag row's best repeat: the lowest p99."""
-    return -m.figures.get("p99_ms", math.inf)
 
 
 REPLICATION = Section("replication", (
@@ -44,7 +37,7 @@ REPLICATION = Section("replication", (
     Benchmark("apply", "replica catching up a backlog of XADD records, records applied",
               replication.apply),
     Benchmark("lag", f"{LAG}: XADD on the primary -> XREAD BLOCK on the replica",
-              replication.lag, rank=_lowest_p99_ms),
+              replication.lag, rank=lowest("p99_ms")),
     Benchmark("full_sync", "full sync of a fresh replica: stream of 5 x N entries, a tenth "
                            "pending, entries", replication.full_sync),
 ), describe=replication.describe, figures=(

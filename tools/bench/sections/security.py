@@ -8,10 +8,8 @@ row measures. Must not touch: the run order, running, printing.
 
 from __future__ import annotations
 
-from functools import partial
-
 from streamkeep.tools.bench import security
-from streamkeep.tools.bench.declarations import Benchmark, Section, extra, ratio
+from streamkeep.tools.bench.declarations import Benchmark, Section, both, extra, ratio
 
 TLS_XADD_TARGET = 0.5  # redis-benchmark --tls -P 16 XADD: streamkeep / redis-server, at least
 STALLED_P99_TARGET = 5.0  # ms: a served client's p99 delay beside 1,000 stalled handshakes
@@ -21,17 +19,13 @@ STALLED = f"PING over TLS beside {security.STALLED:,} stalled handshakes"
 PING_P99 = "PING p99 beside 1,000 stalled handshakes"
 
 SECURITY = Section("security", (
-    *(Benchmark(f"{prefix}tls_xadd", f"XADD over TLS, 50 clients, -P {security.PIPELINE}: "
-                                     f"{name}", partial(security.tls_xadd, redis_server=theirs))
-      for prefix, name, theirs in (("", "streamkeep", False), ("redis_", "redis-server", True))),
+    *both("tls_xadd", f"XADD over TLS, 50 clients, -P {security.PIPELINE}", security.tls_xadd,
+          servers=security.TLS_SERVERS),
     Benchmark("acl_xadd", f"XADD -P {security.PIPELINE} as a user allowed +xadd ~orders:* "
                           "(default user, redis-server alike): streamkeep", security.acl_xadd),
-    Benchmark("pings_alone", "PING over TLS, one client: streamkeep",
-              partial(security.stalled_handshakes, redis_server=False, stalled=0)),
-    Benchmark("pings_stalled", f"{STALLED}: streamkeep",
-              partial(security.stalled_handshakes, redis_server=False)),
-    Benchmark("redis_pings_stalled", f"{STALLED}: redis-server",
-              partial(security.stalled_handshakes, redis_server=True)),
+    Benchmark("pings_alone", "PING over TLS, one client: streamkeep", lambda env: (
+        security.stalled_handshakes(env, security.TLS_SERVERS[0](env), stalled=0))),
+    *both("pings_stalled", STALLED, security.stalled_handshakes, servers=security.TLS_SERVERS),
 ), figures=(
     ratio("XADD over TLS -P 16: streamkeep / redis-server", "tls_xadd", "redis_tls_xadd",
           TLS_XADD_TARGET),

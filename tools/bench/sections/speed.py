@@ -13,7 +13,6 @@ Must not touch: how a workload measures (each section's own module), the run ord
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Sequence
 from functools import partial
 from typing import Any
@@ -32,15 +31,17 @@ from streamkeep.tools.bench.declarations import (
     Ratio,
     Section,
     both,
+    each_server,
     extra,
+    lowest,
     ratio,
     vs_redis,
 )
 from streamkeep.tools.bench.latency import LATENCY_CONSUMERS, LATENCY_RATE
 from streamkeep.tools.bench.processes import streamkeep
 from streamkeep.tools.bench.server import SERVER_CLIENTS
-from streamkeep.tools.bench.tables import Table
-from streamkeep.tools.bench.workload import BATCH, Measurement
+from streamkeep.tools.bench.workload import BATCH
+from streamkeep.tools.text_width import Table
 
 # --- embedded: the engine in process ------------------------------------------------------------
 
@@ -130,11 +131,6 @@ SERVER_P1_TARGET = 0.45  # one at a time
 LATENCY_P999_TARGET_US = 2000  # streamkeep's delivery latency p99.9, at most
 
 
-def _lowest_p999(m: Measurement) -> float:
-    """The latency rows' best repeat: the lowest p99.9."""
-    return -m.figures.get("p999_us", math.inf)
-
-
 XADD_BENCH = f"XADD, redis-benchmark -c {SERVER_CLIENTS}"
 LATENCY = f"latency: {LATENCY_RATE:,} msg/s to {LATENCY_CONSUMERS} consumers, delivered"
 
@@ -143,14 +139,13 @@ SERVER = Section("server", (
     *both("xadd_p16", f"{XADD_BENCH} -P 16", server.bench_xadd, 16),
     Benchmark("xadd_p16_always", f"{XADD_BENCH} -P 16: streamkeep, appendfsync always",
               lambda env: server.bench_xadd(env, streamkeep(env, "always"), 16)),
-    *(Benchmark(b.key, b.workload, b.run, rank=_lowest_p999)
+    *(Benchmark(b.key, b.workload, b.run, rank=lowest("p999_us"))
       for b in both("latency", LATENCY, server.latency)),
 ), figures=(
     vs_redis("XADD -P 1", "xadd_p1", SERVER_P1_TARGET),
     vs_redis("XADD -P 16", "xadd_p16", SERVER_P16_TARGET),
     ratio("XADD -P 16, streamkeep: appendfsync always / everysec", "xadd_p16_always", "xadd_p16"),
-    *(extra(f"XADD -P 16, {name}: server CPU per XADD", f"{prefix}xadd_p16", "server_cpu_us",
-            "us") for prefix, name in (("", "streamkeep"), ("redis_", "redis-server"))),
+    *each_server("XADD -P 16, {server}: server CPU per XADD", "xadd_p16", "server_cpu_us", "us"),
     extra("delivery latency p99, streamkeep", "latency", "p99_us", "us"),
     extra("delivery latency p99.9, streamkeep", "latency", "p999_us", "us",
           LATENCY_P999_TARGET_US, at_most=True),
@@ -269,7 +264,7 @@ ASYNCIO = Section("asyncio", (
     Benchmark("redis_asyncio_xadd", "await r.xadd, redis.asyncio to redis-server",
               asyncio_rows.bench_redis_asyncio_xadd),
     Benchmark("aredis_xadd_everysec", "await r.xadd, in process, AOF everysec",
-              asyncio_rows.bench_aredis_xadd_everysec),
+              partial(asyncio_rows.bench_aredis_xadd, name="asyncio-everysec")),
     Benchmark("burner_xadd", "await db.xadd, burner-redis in memory",
               asyncio_rows.bench_burner_xadd),
     Benchmark("kill_streamkeep", "await r.xadd then SIGKILL: streamkeep everysec",
