@@ -19,6 +19,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from streamkeep.engine.wire.errors import StreamkeepError
 from tests.support.kernels import kernel_fixture, outcome, pure_and_compiled
 
 pytest.importorskip("lupa")
@@ -254,6 +255,14 @@ def test_a_nil_or_nan_key_is_a_python_error() -> None:
 
 
 # --- errors ---------------------------------------------------------------------------------
+
+
+def test_the_errors_are_streamkeeps(host: Any) -> None:
+    """Each host's own classes, of the project's one exception base."""
+    assert issubclass(host.LuaError, StreamkeepError)
+    assert issubclass(host.LuaMemoryError, host.LuaError)
+    assert issubclass(host.LuaMemoryError, MemoryError)
+    assert issubclass(host.LuaSyntaxError, host.LuaError)
 
 
 def test_errors(host: Any) -> None:
