@@ -47,8 +47,9 @@ the scripting layer, which never meets these cases or checks for them):
   coroutine not yet started, which goes back as its function: lupa hands Python the object
   behind the one and the function of the other. A run of such a function is made as the
   compiled host makes it (see `Runtime.run`).
-- A Python object in Lua is lupa's userdata: indexing it is refused, `tostring` gives its
-  `str` (the compiled host's userdata has only `__call`).
+- A Python object in Lua is lupa's userdata: indexing it is refused (the error object a
+  Python AttributeError, not Lua's message), `tostring` gives its `str` (the compiled host's
+  userdata has only `__call`).
 
 Must not touch: anything about scripts (engine.exec.scripting owns the sandbox and the API).
 """

@@ -305,9 +305,11 @@ def test_what_lupa_hands_back_and_holds() -> None:
     """Two more of lupa's limits the module's docstring lists, pinned for both hosts: a
     coroutine not yet started and a C function of python.as_function go back into Lua as
     themselves from the compiled host, as a function and a userdata from the reference; a
-    Python object in Lua is a userdata in both, which cannot be indexed and has a tostring."""
+    Python object in Lua is a userdata in both, which cannot be indexed (Lua's message from the
+    compiled host, a Python AttributeError from the reference) and has a tostring."""
     compiled, pure = both_hosts()
-    for twin, kinds in ((compiled, (b"thread", b"function")), (pure, (b"function", b"userdata"))):
+    for twin, kinds, refusal in ((compiled, (b"thread", b"function"), bytes),
+                                 (pure, (b"function", b"userdata"), AttributeError)):
         rt = twin.Runtime(0)
         co = rt.execute(b"return coroutine.create(function() end)")
         f = rt.execute(b"return python.as_function(...)", len)
@@ -316,6 +318,9 @@ def test_what_lupa_hands_back_and_holds() -> None:
         token = object()
         assert rt.execute(b"local o = ... return type(o), (pcall(function() return o.x end)), "
                           b"type(tostring(o))", token) == (b"userdata", False, b"string")
+        refused = rt.execute(b"local o = ... return select(2, pcall(function() return o.x end))",
+                             token)
+        assert isinstance(refused, refusal)
 
 
 def test_the_cap_stops_lua_and_the_runtime_goes_on(host: Any) -> None:
