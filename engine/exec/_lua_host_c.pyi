@@ -1,10 +1,12 @@
 from typing import Any
 
+from streamkeep.engine.wire.errors import StreamkeepError
+
 PUSHES_NEVER_FAIL: bool
-# (classes in the compiled host; lupa's own in its twin, which scripts' errors must be)
-LuaError: type[Exception]
-LuaMemoryError: type[Exception]
-LuaSyntaxError: type[Exception]
+# (each host's own classes, alike: the reference turns lupa's errors into its own)
+LuaError: type[StreamkeepError]
+LuaMemoryError: type[StreamkeepError]
+LuaSyntaxError: type[StreamkeepError]
 
 class Runtime:
     def __init__(self, max_memory: int = 0) -> None: ...

@@ -41,6 +41,8 @@ from libc.stdio cimport fflush, fprintf, stderr
 from libc.stdlib cimport free, malloc, realloc
 from libc.string cimport memcmp, memcpy
 
+from streamkeep.engine.wire.errors import StreamkeepError
+
 
 cdef extern from "lua.h":
     ctypedef struct lua_State
@@ -115,7 +117,7 @@ cdef extern from "lualib.h":
 PUSHES_NEVER_FAIL = True
 
 
-class LuaError(Exception):
+class LuaError(StreamkeepError):
     """A Lua error that reached Python (its message)."""
 
 

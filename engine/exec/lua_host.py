@@ -2,7 +2,8 @@
 
 Owns nothing itself: it is the facade of a kernel pair. `Runtime`, `lua_type`, `LuaError`,
 `LuaMemoryError` and `LuaSyntaxError` come from the compiled host (`_lua_host_c.pyx`, over the
-system's liblua5.1) when it is built, else from its twin over lupa (`_lua_host_py.py`); see
+system's liblua5.1) when it is built, else from its reference (`_lua_host_py.py`: the same
+contract in Python, with lupa's Lua 5.1 as the machine that runs the Lua code); see
 engine.wire.kernel_switches for the switches. Both convert values as lupa does, which the
 scripting layer (engine.exec.scripting) is written against. Imported on the first script only:
 nothing that does not run one pays for a Lua.

@@ -217,6 +217,18 @@ redis.register_function('setglobal', function() x = 1 end)
     both("FUNCTION", "STATS")
 
 
+def test_an_api_function_registered_as_the_callback(both: Both) -> None:
+    """A C function of the API (redis.log) is a function to register_function: its run calls
+    it with KEYS and ARGV, and its error names no line (no Lua code ran)."""
+    assert both("FUNCTION", "LOAD", lib("api", "redis.register_function('f', redis.log)")) \
+        == b"api"
+    both.err("FCALL", "f", "1", "k", "a")
+    assert both("FUNCTION", "LOAD", "REPLACE", lib(
+        "api", "redis.register_function{function_name='f', callback=redis.log, "
+               "description='d', flags={'no-writes'}}")) == b"api"
+    both.err("FCALL_RO", "f", "0")
+
+
 def test_dump_restore_both_ways(both: Both, redis_raw: RespClient) -> None:
     engine = both.engine
     engine.execute("CONFIG", "SET", "dump-rdb-version", "10")  # what redis-server 7.0 reads

@@ -170,6 +170,13 @@ CASES: list[tuple[str, list[str], list[str]]] = [
     ("#!python\nreturn 1", [], []),
     ("#!lua", [], []),
     ("#!lua\nerror('line two')", [], []),
+    # Lua values handed to Python as the Lua host converts them: a coroutine not yet started is
+    # a thread, an API function a function, and a table that holds one reads whole
+    ("return bit.band(coroutine.create(function() end))", [], []),
+    ("return bit.band(redis.call)", [], []),
+    ("return redis.sha1hex(redis.call)", [], []),
+    ("return {map={a=redis.call, b=1, c=2, d=3}}", [], []),
+    ("return {map={[redis.call]=1, b=2}}", [], []),
 ]
 
 
