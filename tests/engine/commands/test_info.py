@@ -192,7 +192,7 @@ def test_info_script_fields_are_the_lua_heap_and_the_cache() -> None:
         engine.execute("EVAL", body, "0")
     scripting = engine.scripting
     lua, cache = scripting.memory(), scripting.cache_memory()
-    # what lupa's allocator counts: the runtime with its sandbox and libraries
+    # what the Lua host's allocator counts: the runtime with its sandbox and libraries
     assert lua > 32 * 1024
     # each body and SHA1 (40 characters) at least, and the cache's own dicts
     assert cache > sum(len(b) + 40 for b in bodies)
