@@ -1,15 +1,16 @@
-"""Idempotent producers' commands (Redis 8.6/8.8): XCFGSET, XIDMPRECORD, and XADD's IDMP step.
+"""Idempotent producers' commands (Redis 8.6/8.8): XCFGSET, XIDMPRECORD, and XADD's IDMP pieces.
 
-Owns these commands' argument handling, errors, replies and effects, and the part of
-`XADD ... IDMP pid iid | IDMPAUTO pid` that is about idempotency: refusing a duplicate (the
-original entry's ID is the reply, nothing is added) and recording a new iid once the entry is
-added. An XADD with IDMP is logged as the plain XADD, then `XIDMPRECORD key pid iid id` (the
-recording, at the record's command time), preceded by an `XCFGSET` with both settings when the
-command created the stream's IDMP state (so replay under another configuration rebuilds the
-same settings); a refused duplicate is logged as `SK.XIDMPDUP key n` (the lifetime counter).
-Must not touch: XADD's own parsing and trimming (engine.commands.streams and .trimming), the
-maps' structure (engine.model.idmp_maps).
-"""
+Owns these commands' argument handling, errors, replies and effects, and the pieces of
+`XADD ... IDMP pid iid | IDMPAUTO pid` about idempotency that XADD's handler
+(engine.commands.streams) runs: the iid (`xadd_iid`), the stream's IDMP state made with the
+configured settings (`idmp_state`), a duplicate refused (the original entry's ID is the reply,
+nothing is added: `refuse_duplicate`, `xadd_duplicate`). An XADD with IDMP is logged as the
+plain XADD, then `XIDMPRECORD key pid iid id` (the recording, at the record's command time),
+preceded by an `XCFGSET` with both settings when the command created the stream's IDMP state
+(so replay under another configuration rebuilds the same settings); a refused duplicate is
+logged as `SK.XIDMPDUP key n` (the lifetime counter). Must not touch: XADD's own parsing,
+trimming and logging (engine.commands.streams and .trimming), the maps' structure
+(engine.model.idmp_maps)."""
 
 from __future__ import annotations
 
@@ -60,13 +61,6 @@ def refuse_duplicate(ctx: Ctx, key: bytes, state: Idmp, original: int) -> bytes:
     return format_id(original)
 
 
-def created_state(ctx: Ctx, key: bytes, s: Stream) -> Idmp:
-    """The IDMP state a recording creates on a stream without one, its settings logged."""
-    state = idmp_state(ctx, s)[0]
-    ctx.effects.append(xcfgset_effect(key, state.duration, state.maxsize))
-    return state
-
-
 def xadd_duplicate(ctx: Ctx, key: bytes, s: Stream, pid: bytes, iid: bytes) -> bytes | None:
     """XADD IDMP's check before adding: the original entry's ID (reply) if `pid`/`iid` is a
     live duplicate, counted and logged; None if the entry is to be added."""
@@ -76,15 +70,6 @@ def xadd_duplicate(ctx: Ctx, key: bytes, s: Stream, pid: bytes, iid: bytes) -> b
         if found is not None:
             return refuse_duplicate(ctx, key, state, found)
     return None
-
-
-def xadd_record(ctx: Ctx, key: bytes, s: Stream, pid: bytes, iid: bytes, sid: int,
-                idb: bytes) -> None:
-    """XADD IDMP's step after adding entry `sid`: record the iid and log it (the caller logged
-    the XADD itself, and logs any trim after this)."""
-    state = s.idmp or created_state(ctx, key, s)
-    state.record(pid, iid, sid, ctx.now)
-    ctx.effects.append(xidmprecord_effect(key, pid, iid, idb))
 
 
 # --- XCFGSET -------------------------------------------------------------------------------------

@@ -7,18 +7,18 @@ beyond the reference policies (engine.trimming), blocking (engine.cmd_read), sto
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Final
+from typing import Final
 
 from streamkeep.engine.commands.idmp import (
-    created_state,
+    idmp_state,
     refuse_duplicate,
     xadd_duplicate,
     xadd_iid,
-    xadd_record,
 )
 from streamkeep.engine.commands.trimming import (
     ACKED,
     DELREF,
+    TrimArgs,
     drop_references,
     obeys_exactly,
     parse_add_trim,
@@ -28,109 +28,77 @@ from streamkeep.engine.commands.trimming import (
     trim_effects,
 )
 from streamkeep.engine.exec.context import Ctx
-from streamkeep.engine.exec.keys import read_stream, refuse_string, refuse_string_in, stream_at
-from streamkeep.engine.exec.notify import NEW, STREAM, keyspace_event
+from streamkeep.engine.exec.keys import read_stream, refuse_string, stream_at
+from streamkeep.engine.exec.notify import NEW, STREAM
 from streamkeep.engine.exec.table import Argv, command
 from streamkeep.engine.model.effects import (
-    plain_xadd_effect,
     xack_effect,
     xadd_effect,
+    xcfgset_effect,
     xdel_effect,
     xidmprecord_effect,
     xsetid_effect,
     xtrim_effect,
 )
-from streamkeep.engine.model.idmp_maps import auto_iid
+from streamkeep.engine.model.idmp_maps import Idmp
 from streamkeep.engine.model.ids import MAX_ID, SEQ_MASK, next_auto_id, parse_range, parse_strict
 from streamkeep.engine.model.stream import Stream, new_stream
 from streamkeep.engine.wire.args import LLONG_MAX, is_word, parse_int, parse_int_range
 from streamkeep.engine.wire.errors import NO_SUCH_KEY, SYNTAX, ReplyError, wrong_arity
 from streamkeep.engine.wire.reply import NULL_ARRAY
 
-if TYPE_CHECKING:
-    from streamkeep.engine.exec.engine_state import EngineState
-
 _EDOM: Final = "ERR The ID specified in XADD is equal or smaller than the target stream top item"
+_ZERO: Final = "ERR The ID specified in XADD must be greater than 0-0"
+_EXHAUSTED: Final = "ERR The stream has exhausted the last possible ID, unable to add more items"
+_AUTO: Final = -1  # XADD's ID `*` (or no ID argument read yet): the stream's next automatic ID
+
+# _decimal_id's caches: the sequence numbers XADD gives most (canonical spellings only), and the
+# last `ms` part parsed (consecutive IDs share it, as format_id's cache assumes): one tuple,
+# swapped atomically. b"-" never matches: partition leaves no dash in the `ms` part.
+_SMALL_SEQ_VALUE: Final = {b"%d" % i: i for i in range(1024)}
+_ms_cache: tuple[bytes, int, int, bool] = (b"-", 0, 0, False)  # digits, ms, ms << 64, canonical
+_NOT_DECIMAL: Final = (_AUTO, b"")
 
 
-def _resolve_xadd_id(s: Stream, parsed, now: int) -> int:  # type: ignore[no-untyped-def]
-    last = s.last_id
-    if parsed is None:
-        return next_auto_id(last, now)
-    sid = parsed.value
-    if parsed.seq_given:
-        if sid <= last:
-            raise ReplyError(_EDOM)
-        return sid
+def _decimal_id(idarg: bytes) -> tuple[int, bytes]:
+    """XADD's ID argument when it is `ms-seq` in plain decimal digits, as every XADD effect
+    writes it: (the ID, the argument itself if it is format_id's canonical spelling, else b"").
+    (_AUTO, b"") for anything else (`*`, `ms`, `ms-*`, other spellings, an option), which
+    parse_add_trim reads."""
+    global _ms_cache
+    if not idarg or not 48 <= idarg[0] <= 57:  # (an option's word, `*`: not a digit)
+        return _NOT_DECIMAL
+    digits, _dash, seq_digits = idarg.partition(b"-")
+    cached, ms, high, canonical = _ms_cache
+    if digits != cached:
+        if not digits.isdigit() or len(digits) > 19:  # (no dash: seq_digits is b"")
+            return _NOT_DECIMAL
+        ms = int(digits)
+        high = ms << 64
+        canonical = digits[0] != 48 or len(digits) == 1  # no leading zero
+        _ms_cache = (digits, ms, high, canonical)
+    try:
+        seq = _SMALL_SEQ_VALUE[seq_digits]
+    except KeyError:
+        if not seq_digits.isdigit() or len(seq_digits) > 19:
+            return _NOT_DECIMAL
+        seq = int(seq_digits)
+        canonical = canonical and seq_digits[0] != 48  # (b"0" itself is in the cache)
+    return high | seq, (idarg if canonical else b"")
+
+
+def _next_given_id(last: int, sid: int, exact: bool) -> int:
+    """The ID XADD adds at for an ID argument that is not simply past the stream's last ID
+    `last` (not MAX_ID): `ms` / `ms-*` (not `exact`) the next in that millisecond; refused
+    when it is not past `last`."""
+    if exact:  # (sid <= last)
+        raise ReplyError(_EDOM)
     ms, last_ms = sid >> 64, last >> 64
     if ms > last_ms:
         return sid
     if ms < last_ms or last & SEQ_MASK == SEQ_MASK:
         raise ReplyError(_EDOM)
     return last + 1
-
-
-# add_entry's ID parsing caches: the sequence numbers XADD gives most (canonical spellings
-# only), and the last `ms` part parsed (consecutive IDs share it, as format_id's cache assumes):
-# one tuple, swapped atomically. b"-" never matches: partition leaves no dash in the `ms` part.
-_SMALL_SEQ_VALUE: Final = {b"%d" % i: i for i in range(1024)}
-_ms_cache: tuple[bytes, int, int, bool] = (b"-", 0, 0, False)  # digits, ms, ms << 64, canonical
-
-
-def add_entry(engine: EngineState, db: dict[bytes, Stream], argv: Argv, now: int) -> bytes | None:
-    """`XADD key id field value ...` without options, with `*` or an ID written `ms-seq` in
-    plain decimal digits (every XADD effect), exactly as the XADD handler runs it: arity and ID
-    checks in Redis's order (a refused replayed record raises the error a client would get),
-    the stream created, `*` resolved at `now`, the entry appended. Returns its ID bytes; the
-    effect and the wake-ups are the caller's. None, having checked and changed nothing, for
-    any other form (options, `ms`, `ms-*`, odd spellings), which _xadd_general handles.
-
-    The XADD handler and the replay loop (Replay.apply_many's fast path for records made of
-    one XADD effect) both call this: one implementation of XADD's validated append."""
-    global _ms_cache
-    idarg = argv[2]
-    if idarg == b"*":
-        sid = 0
-        idb = b""
-    else:
-        digits, _dash, seq_digits = idarg.partition(b"-")
-        cached, ms, high, canonical = _ms_cache
-        if digits != cached:
-            if not digits.isdigit() or len(digits) > 19:  # (no dash: seq_digits is b"")
-                return None
-            ms = int(digits)
-            high = ms << 64
-            canonical = digits[0] != 48 or len(digits) == 1  # no leading zero
-            _ms_cache = (digits, ms, high, canonical)
-        try:
-            seq = _SMALL_SEQ_VALUE[seq_digits]
-        except KeyError:
-            if not seq_digits.isdigit() or len(seq_digits) > 19:
-                return None
-            seq = int(seq_digits)
-            canonical = canonical and seq_digits[0] != 48  # (b"0" itself is in the cache)
-        sid = high | seq
-        idb = idarg if canonical else b""  # canonical: no need to format it again
-        if not sid and len(argv) & 1:
-            raise ReplyError("ERR The ID specified in XADD must be greater than 0-0")
-    if not len(argv) & 1:
-        raise wrong_arity("xadd")
-    key = argv[1]
-    try:
-        s = db[key]
-    except KeyError:
-        refuse_string_in(engine, db, key)
-        s = db[key] = new_stream(engine.residency)
-        if engine.notify_flags & NEW:
-            keyspace_event(engine, NEW, b"new", key, engine.dbs.index(db))
-    last = s.last_id
-    if sid <= last:  # (always for `*`: sid is 0 until resolved)
-        if last == MAX_ID:
-            raise ReplyError(_EXHAUSTED)
-        if sid:
-            raise ReplyError(_EDOM)
-        sid = next_auto_id(last, now)
-    return s.append(sid, argv[3:], engine.node_max_entries, engine.node_max_bytes, idb)
 
 
 @command("xadd", -5, "write denyoom fast",
@@ -145,138 +113,88 @@ def add_entry(engine: EngineState, db: dict[bytes, Stream], argv: Argv, now: int
                 "| MINID> [operator: = | ~] threshold [LIMIT count:integer]] <id-selector: * | id> "
                 "<data: field value>...")
 def xadd(ctx: Ctx, argv: Argv) -> bytes | None:
-    # The hot paths, `XADD key * field value ...` (clients) and `XADD key ms-seq field value
-    # ...` (clients and every replayed XADD effect), are add_entry's. Anything with options or
-    # another ID form takes _xadd_general.
+    """Every XADD, a client's and a replayed effect's, in Redis's order: the arguments read,
+    arity and ID checked, the stream found or made, an IDMP duplicate refused, the ID resolved,
+    the entry appended, the trim run, the effects logged, blocked readers woken."""
     engine = ctx.engine
-    if argv[2] in _IDMP_WIDTH:  # `XADD key IDMP pid iid * ...` and IDMPAUTO: no parse
-        idb = _xadd_idmp_simple(ctx, argv)
-        return _xadd_general(ctx, argv) if idb is _NOT_SIMPLE else idb
-    idb = add_entry(engine, ctx.db, argv, ctx.now)
-    if idb is None:
-        return _xadd_general(ctx, argv)
-    if not ctx.replaying:
-        ctx.effects.append(plain_xadd_effect(argv, idb))
-    if engine.waiters.by_key:
-        ctx.signal(argv[1])
-    if engine.notify_flags:
-        ctx.notify(STREAM, b"xadd", argv[1])
-    return idb
-
-
-_EXHAUSTED: Final = "ERR The stream has exhausted the last possible ID, unable to add more items"
-
-# Idempotent producers' common shapes, `XADD key IDMP pid iid * field value ...` and `XADD key
-# IDMPAUTO pid * field value ...` (what redis-py sends): the option's word and its width.
-_IDMP_WIDTH: Final = {b"IDMP": 3, b"idmp": 3, b"IDMPAUTO": 2, b"idmpauto": 2}
-_NOT_SIMPLE: Final = b""  # (never an XADD reply)
-
-
-def _xadd_idmp_simple(ctx: Ctx, argv: Argv) -> bytes | None:
-    """XADD with IDMP/IDMPAUTO as its only option and `*`, without the general parse: the
-    duplicate check, the append at the next automatic ID, the recording (the steps of
-    engine.commands.idmp, inlined: this is a producer's every send). _NOT_SIMPLE, having
-    changed nothing, for any other shape or a refused one (_xadd_general replies)."""
-    star = 2 + _IDMP_WIDTH[argv[2]]
-    argc = len(argv)
-    if argc <= star + 2 or argv[star] != b"*" or (argc - star) & 1 == 0:
-        return _NOT_SIMPLE
-    pid = argv[3]
-    fields = argv[star + 1:]
-    iid = argv[4] if star == 5 else auto_iid(fields)
-    if not pid or not iid:
-        return _NOT_SIMPLE
-    key, db, now = argv[1], ctx.db, ctx.now
-    s = db.get(key)
-    if s is None:
-        refuse_string(ctx, key)
-        s = db[key] = new_stream(ctx.engine.residency)
-        ctx.notify(NEW, b"new", key)
-        state = None
+    # The arguments. Two forms without options skip parse_add_trim: `*` (a client's every
+    # XADD) and `ms-seq` in plain digits (every replayed XADD effect).
+    idarg = argv[2]
+    a: TrimArgs | None = None
+    exact = True  # the sequence is given (`ms-seq`; `*` too: the stream gives it)
+    if idarg == b"*":
+        sid, idb = _AUTO, b""
     else:
-        state = s.idmp
-    last = s.last_id
-    if last == MAX_ID:  # a duplicate is still refused with its ID: checked first
-        if state is not None and (original := state.lookup(pid, iid, now)) is not None:
-            return refuse_duplicate(ctx, key, state, original)
-        raise ReplyError(_EXHAUSTED)
-    sid = next_auto_id(last, now)
-    if state is not None:  # the duplicate check and, when there is none, the recording
-        original = state.lookup_or_record(pid, iid, sid, now)
-        if original is not None:
-            return refuse_duplicate(ctx, key, state, original)
-    engine = ctx.engine
-    idb = s.append(sid, fields, engine.node_max_entries, engine.node_max_bytes)
-    effects = ctx.effects
-    effects.append(xadd_effect(key, idb, fields))
-    if state is None:
-        created_state(ctx, key, s).record(pid, iid, sid, now)
-    effects.append(xidmprecord_effect(key, pid, iid, idb))
-    if engine.waiters.by_key:
-        ctx.signal(key)
-    if engine.notify_flags:
-        ctx.notify(STREAM, b"xadd", key)
-    return idb
-
-
-def _xadd_general(ctx: Ctx, argv: Argv) -> bytes | None:
-    """XADD with options, or an ID in another form (`ms`, `ms-*`, odd spellings)."""
-    engine = ctx.engine
-    if argv[2] == b"*":  # fast path: no options
-        a = None
-        field_pos = 3
-    else:
-        a = parse_add_trim(argv, True, obeys_exactly(ctx), engine.node_max_entries)
-        field_pos = a.field_pos
-    nfields = len(argv) - field_pos
-    if nfields < 2 or nfields & 1:
+        sid, idb = _decimal_id(idarg)
+        if sid == _AUTO:
+            a = parse_add_trim(argv, True, obeys_exactly(ctx), engine.node_max_entries)
+            if a.id is not None:
+                sid, exact = a.id.value, a.id.seq_given
+    fields = argv[3:] if a is None else argv[a.field_pos:]
+    if len(fields) < 2 or len(fields) & 1:
         raise wrong_arity("xadd")
-    parsed = a.id if a is not None else None
-    if parsed is not None and parsed.seq_given and parsed.value == 0:
-        raise ReplyError("ERR The ID specified in XADD must be greater than 0-0")
+    if not sid and exact:
+        raise ReplyError(_ZERO)
     key = argv[1]
     s = ctx.db.get(key)
     if s is None:
         refuse_string(ctx, key)
         if a is not None and a.nomkstream:
             return None
-        s = new_stream(ctx.engine.residency)
-        ctx.db[key] = s
+        s = ctx.db[key] = new_stream(engine.residency)
         ctx.notify(NEW, b"new", key)
-    idmp: tuple[bytes, bytes] | None = None  # Redis 8.6's idempotent producers: (pid, iid)
+    # Redis 8.6's idempotent producers: the producer's ID and the entry's.
+    pid: bytes | None = None
+    iid = b""
     if a is not None and a.idmp_pid is not None:
-        idmp = a.idmp_pid, xadd_iid(a.idmp_iid, argv[field_pos:])
-        original = xadd_duplicate(ctx, key, s, *idmp)
-        if original is not None:
-            return original
-    if s.last_id == MAX_ID:
-        raise ReplyError(_EXHAUSTED)
-    sid = (next_auto_id(s.last_id, ctx.now) if parsed is None
-           else _resolve_xadd_id(s, parsed, ctx.now))
-    fields = argv[field_pos:]
-    idb = s.append(sid, fields, engine.node_max_entries, engine.node_max_bytes)
-    clause: list[bytes] = []
-    extra: list[list[bytes]] = []
+        pid, iid = a.idmp_pid, xadd_iid(a.idmp_iid, fields)
+    last = s.last_id
+    if sid == _AUTO or sid <= last or not exact:
+        if last == MAX_ID:
+            if pid is not None:  # a duplicate is refused with its ID even then
+                original = xadd_duplicate(ctx, key, s, pid, iid)
+                if original is not None:
+                    return original
+            raise ReplyError(_EXHAUSTED)
+        sid = next_auto_id(last, ctx.now) if sid == _AUTO else _next_given_id(last, sid, exact)
+    state: Idmp | None = None
+    created = False  # the stream's IDMP state made by this XADD: its settings are logged
+    if pid is not None:  # the duplicate check and, when there is none, the recording: one probe
+        state, created = idmp_state(ctx, s)
+        original_sid = state.lookup_or_record(pid, iid, sid, ctx.now)
+        if original_sid is not None:
+            return refuse_duplicate(ctx, key, state, original_sid)
+    idb = s.append(sid, fields, engine.node_max_entries, engine.node_max_bytes, idb)
+    clause: list[bytes] | None = None  # the trim's, when it removed entries
+    extra: list[list[bytes]] | None = None
+    trimmed = False
     if a is not None and a.strategy is not None:
         removed, dropped = run_trim(s, a)
         if removed or dropped:
+            trimmed = True
             clause, extra = trim_effects(key, s, a, removed, dropped)
-    if idmp is None:
-        ctx.effects.append(xadd_effect(key, idb, fields, clause))
-    else:
-        # The recording is logged between the entry and the trim, which may remove the entry
-        # (XIDMPRECORD refuses an ID that is not in the stream).
-        ctx.effects.append(xadd_effect(key, idb, fields))
-        xadd_record(ctx, key, s, *idmp, sid, idb)
-        if clause:
-            ctx.effects.append(xtrim_effect(key, clause))
-    if extra:
-        ctx.effects.extend(extra)
-    if ctx.engine.waiters:
+    if not ctx.replaying:  # (what a replayed effect would log is not needed)
+        effects = ctx.effects
+        if state is None:
+            effects.append(xadd_effect(key, idb, fields, clause))
+        else:
+            # The recording is logged between the entry and the trim, which may remove the
+            # entry (XIDMPRECORD refuses an ID that is not in the stream).
+            effects.append(xadd_effect(key, idb, fields))
+            if created:
+                effects.append(xcfgset_effect(key, state.duration, state.maxsize))
+            assert pid is not None  # (a state is only looked up for a producer)
+            effects.append(xidmprecord_effect(key, pid, iid, idb))
+            if clause:
+                effects.append(xtrim_effect(key, clause))
+        if extra:
+            effects.extend(extra)
+    if engine.waiters.by_key:
         ctx.signal(key)
-    ctx.notify(STREAM, b"xadd", key)
-    if clause or extra:
-        ctx.notify(STREAM, b"xtrim", key)
+    if engine.notify_flags:
+        ctx.notify(STREAM, b"xadd", key)
+        if trimmed:
+            ctx.notify(STREAM, b"xtrim", key)
     return idb
 
 

@@ -10,6 +10,7 @@ touch: replies of the commands that use it.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Final
 
 from streamkeep.engine.exec.context import Ctx
 from streamkeep.engine.exec.table import Argv
@@ -63,6 +64,27 @@ def _parse_idmp(argv: Argv, i: int, auto: bool, a: TrimArgs) -> int:
     return i + 3
 
 
+# An idempotent producer's every send, `XADD key IDMP pid iid * field value ...` or `XADD key
+# IDMPAUTO pid * field value ...` (what redis-py sends): the option's word and its width.
+_IDMP_WIDTH: Final = {b"IDMP": 3, b"idmp": 3, b"IDMPAUTO": 2, b"idmpauto": 2}
+
+
+def _idmp_only(argv: Argv, a: TrimArgs) -> bool:
+    """XADD's IDMP pid iid or IDMPAUTO pid as its only option, then `*`: read into `a` as the
+    loop of parse_add_trim would, without it. False, `a` untouched, for any other shape (an
+    empty ID too: the loop words its error)."""
+    width = _IDMP_WIDTH.get(argv[2], 0)
+    star = 2 + width
+    if not width or star >= len(argv) or argv[star] != b"*":
+        return False
+    pid = argv[3]
+    iid = argv[4] if width == 3 else None
+    if not pid or iid == b"":
+        return False
+    a.idmp_pid, a.idmp_iid, a.field_pos = pid, iid, star + 1
+    return True
+
+
 def parse_policy(arg: bytes) -> bytes | None:
     return _POLICIES.get(arg.lower())
 
@@ -77,6 +99,8 @@ def obeys_exactly(ctx: Ctx) -> bool:
 def parse_add_trim(argv: Argv, xadd: bool, replaying: bool, max_entries: int) -> TrimArgs:
     """streamParseAddOrTrimArgsOrReply: options from argv[2] on; for XADD up to the ID."""
     a = TrimArgs()
+    if xadd and _idmp_only(argv, a):
+        return a
     i, argc = 2, len(argv)
     while i < argc:
         more = argc - 1 - i

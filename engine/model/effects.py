@@ -47,21 +47,14 @@ class Record(NamedTuple):
 
 
 def xadd_effect(
-    key: bytes, entry_id: bytes, fields: Sequence[bytes], trim_clause: Sequence[bytes] = (),
+    key: bytes, entry_id: bytes, fields: Sequence[bytes],
+    trim_clause: Sequence[bytes] | None = None,
 ) -> Effect:
     """`XADD key [trim clause] id field value ...`: the entry with its resolved ID, and the
     exact clause (trim_maxlen_clause / trim_minid_clause) of the trim it ran, if any."""
+    if trim_clause is None:  # every XADD without a trim: one list grown once
+        return [b"XADD", key, entry_id, *fields]
     return [b"XADD", key, *trim_clause, entry_id, *fields]
-
-
-def plain_xadd_effect(argv: Sequence[bytes], entry_id: bytes) -> Effect:
-    """XADD's hot path: `XADD key id field value ...` from a plain client XADD argv (no
-    options) and the ID it resolved to; the same effect as
-    `xadd_effect(argv[1], entry_id, argv[3:])`, built with one copy."""
-    effect = list(argv)
-    effect[0] = b"XADD"
-    effect[2] = entry_id
-    return effect
 
 
 def with_dbs(db: int, effects: Iterable[Sequence[bytes]]

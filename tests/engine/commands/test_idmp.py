@@ -153,6 +153,21 @@ def test_a_duplicate_expires_with_the_duration(rec: Recorded) -> None:
     rec.assert_replays()
 
 
+@pytest.mark.parametrize("options", [("IDMP", "p", "i"), ("MAXLEN", "5", "IDMP", "p", "i")])
+def test_a_duplicate_is_refused_with_its_id_on_an_exhausted_stream(
+        rec: Recorded, options: tuple[str, ...]) -> None:
+    # XADD's order: the duplicate check comes before the exhausted stream's refusal.
+    first = rec("XADD", "s", *options, "*", "f", "v")
+    rec("XSETID", "s", "18446744073709551615-18446744073709551615")
+    assert rec.effects("XADD", "s", *options, "*", "f", "w") == (
+        first, [[b"SK.XIDMPDUP", b"s", b"1"]])
+    exhausted = "ERR The stream has exhausted the last possible ID, unable to add more items"
+    assert rec.err("XADD", "s", "IDMP", "p", "j", "*", "f", "v") == exhausted
+    assert rec.err("XADD", "s", "*", "f", "v") == exhausted
+    assert rec("XLEN", "s") == 2
+    rec.assert_replays()
+
+
 def test_a_recording_is_logged_before_the_trim_that_may_remove_it(rec: Recorded) -> None:
     reply, effects = rec.effects("XADD", "s", "MAXLEN", "1", "IDMP", "p", "i", "*", "f", "v")
     assert effects == [[b"XADD", b"s", reply, b"f", b"v"], xcfgset(b"s", 100, 100),

@@ -1,14 +1,14 @@
-"""Stream entry commands (engine.commands.streams): XADD's ID resolution and validated append
-(`add_entry`, shared with replay), XRANGE/XREVRANGE, XLEN, XDEL, XDELEX, XTRIM, XSETID and the
-SK.XTRIMIDS effect. Error lines, replies, the effects each write logs (resolved IDs, exact trim
-clauses, only what changed) and their replay."""
+"""Stream entry commands (engine.commands.streams): XADD (one handler for a client's command
+and a replayed effect: its ID forms, checks and effects), XRANGE/XREVRANGE, XLEN, XDEL, XDELEX,
+XTRIM, XSETID and the SK.XTRIMIDS effect. Error lines, replies, the effects each write logs
+(resolved IDs, exact trim clauses, only what changed) and their replay."""
 
 from __future__ import annotations
 
 import pytest
 
-from streamkeep import Engine
-from streamkeep.engine.commands.streams import add_entry, parse_ids_args
+from streamkeep import Record
+from streamkeep.engine.commands.streams import parse_ids_args
 from streamkeep.engine.wire.errors import ReplyError
 from tests.support.effects_util import Recorded, argv_bytes
 
@@ -32,18 +32,21 @@ def fill(rec: Recorded, key: str, n: int) -> None:
 # --- XADD --------------------------------------------------------------------------------------
 
 
-def test_add_entry_takes_only_the_plain_form() -> None:
-    engine = Engine()
-    db: dict = {}
-    assert add_entry(engine, db, argv_bytes(("XADD", "s", "3-4", "f", "v")), 10) == b"3-4"
-    assert add_entry(engine, db, argv_bytes(("XADD", "s", "*", "f", "v")), 10) == b"10-0"
-    assert add_entry(engine, db, argv_bytes(("XADD", "s", "*", "f", "v")), 9) == b"10-1"
-    assert add_entry(engine, db, argv_bytes(("XADD", "s", "011-0", "f", "v")), 9) == b"11-0"
-    # Forms with options or other ID spellings are declined, having changed nothing.
-    for argv in (("XADD", "s", "MAXLEN", "1", "*", "f", "v"), ("XADD", "s", "12", "f", "v"),
-                 ("XADD", "s", "12-*", "f", "v"), ("XADD", "t", "+12-0", "f", "v")):
-        assert add_entry(engine, db, argv_bytes(argv), 9) is None
-    assert list(db) == [b"s"] and db[b"s"].length == 4
+def test_xadd_id_forms_read_alike() -> None:
+    # `*` and digits-only `ms-seq` (every XADD effect) skip the general parse; the other forms
+    # take it and resolve the same way.
+    rec = Recorded(now=10)
+    assert rec("XADD", "s", "3-4", "f", "v") == b"3-4"
+    assert rec("XADD", "s", "*", "f", "v") == b"10-0"
+    rec.clock.now = 9
+    assert rec("XADD", "s", "*", "f", "v") == b"10-1"
+    assert rec("XADD", "s", "011-0", "f", "v") == b"11-0"
+    assert rec("XADD", "s", "+12-0", "f", "v") == b"12-0"
+    assert rec("XADD", "s", "13", "f", "v") == b"13-0"
+    assert rec("XADD", "s", "13-*", "f", "v") == b"13-1"
+    assert rec("XADD", "s", "MAXLEN", "9", "14-0", "f", "v") == b"14-0"
+    assert rec("XLEN", "s") == 8
+    rec.assert_replays()
 
 
 @pytest.mark.parametrize(("argv", "line"), [
@@ -51,15 +54,17 @@ def test_add_entry_takes_only_the_plain_form() -> None:
     (("XADD", "s", "11-0", "f"), ARITY),
     (("XADD", "s", "*", "f", "v", "g"), ARITY),
     (("XADD", "s", "2-0", "f", "v"), EDOM),
+    (("XADD", "s", "1", "f", "v"), EDOM),
+    (("XADD", "s", "MAXLEN", "5", "0-0", "f", "v"), ZERO),
+    (("XADD", "s", "MAXLEN", "5", "2-0", "f", "v", "g"), ARITY),
 ])
-def test_add_entry_refuses_as_the_handler_does(argv: tuple[str, ...], line: str) -> None:
+def test_xadd_refuses_a_replayed_effect_as_a_client(argv: tuple[str, ...], line: str) -> None:
     rec = Recorded(now=5)
     rec("XADD", "s", "2-0", "f", "v")
     assert rec.err(*argv) == line
-    engine, db = Engine(), {}
-    add_entry(engine, db, argv_bytes(("XADD", "s", "2-0", "f", "v")), 5)
+    replica = rec.replay()
     with pytest.raises(ReplyError) as refused:  # a replayed record is refused the same way
-        add_entry(engine, db, argv_bytes(argv), 5)
+        replica.replay.apply(Record(0, 5, 0, [argv_bytes(argv)]))
     assert refused.value.line == line
 
 

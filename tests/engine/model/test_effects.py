@@ -25,7 +25,6 @@ from streamkeep.engine.model import effects as effects_module
 from streamkeep.engine.model.effects import (
     claim_xclaim_pieces,
     new_deliveries_xclaim_effect,
-    plain_xadd_effect,
     trim_maxlen_clause,
     trim_minid_clause,
     xadd_effect,
@@ -371,7 +370,6 @@ def test_a_name_missing_from_the_vocabulary_is_caught() -> None:
 
 SAMPLE_CALLS: dict[str, tuple] = {
     "xadd_effect": (b"k", b"1-1", (b"f", b"v"), trim_maxlen_clause(3)),
-    "plain_xadd_effect": ((b"xadd", b"k", b"*", b"f", b"v"), b"1-1"),
     "xtrim_effect": (b"k", trim_minid_clause(5 << 64)),
     "sk_xtrimids_effect": (b"k", [1 << 64, 2 << 64]),
     "xdel_effect": (b"k", [1 << 64]),
@@ -437,8 +435,6 @@ def test_every_builder_output_starts_with_a_vocabulary_name() -> None:
 
 
 def test_builder_shortcuts_build_the_general_shape() -> None:
-    argv = (b"xadd", b"k", b"*", b"f", b"v", b"g", b"w")
-    assert plain_xadd_effect(argv, b"7-1") == xadd_effect(b"k", b"7-1", argv[3:])
     sid = (7 << 64) | 1
     idb = format_id(sid)
     assert new_deliveries_xclaim_effect(b"k", b"g", b"c", 1234, [idb]) == xclaim_effect(
@@ -465,7 +461,6 @@ def test_xadd_effect_entry_inverts_xadd_effect() -> None:
     from streamkeep.engine.model.effects import (
         trim_maxlen_clause,
         trim_minid_clause,
-        xadd_effect,
         xadd_effect_entry,
     )
 

@@ -106,7 +106,7 @@ BATCH = [  # a redis-server primary's stream between transactions, as a replica 
 
 
 def test_execute_batch_is_one_record_that_replays_to_the_same_state(tmp_path: Path) -> None:
-    """Batches.execute_batch: plain XADDs by add_entry, the rest through the command table,
+    """Batches.execute_batch: each command through the command table,
     each command's database SELECTed in the record; the same replies and state as the
     commands run one by one, and the same state again once the record is replayed."""
     from streamkeep.engine.runtime.core import Session

@@ -1,18 +1,18 @@
 """Replay (engine.runtime.replay: `engine.replay.apply_many`).
 
-Replay.apply_many applies a record made of one `XADD key id field value ...` effect without the
-command dispatch, through cmd_streams.add_entry (the XADD handler's own validated append), and
-the AOF is decoded batch by batch while it is applied (aof.codec.scan_batches, checked on its
-own in tests/aof/test_codec.py). Checked here:
+Replay.apply_many runs each effect through the one command path (an `XADD key id field value
+...` effect through the XADD handler a client's command takes), and the AOF is decoded batch by
+batch while it is applied (aof.codec.scan_batches, checked on its own in tests/aof/test_codec.py).
+Checked here:
 
 * replayed state equals the live state, digest and node layout (boundaries, listpack sizes,
-  ID bytes) alike, for records mixing fast-path XADDs with trims, deletions, several keys,
+  ID bytes) alike, for records mixing plain XADDs with trims, deletions, several keys,
   SELECTed databases, transactions and group reads, through Engine.open, through apply_many
   and through the general path (Replay.apply, one record at a time);
 * hand-written XADD effects in every spelling (leading zeros, `*`, `ms`, `ms-*`, options,
   lowercase, list effects) give the same state through apply_many as through the handler;
 * a record whose XADD is refused (ID not greater than the last, 0-0, exhausted stream) makes
-  Engine.open raise the XADD handler's own error, as before the fast path.
+  Engine.open raise the XADD handler's own error.
 """
 
 from __future__ import annotations
