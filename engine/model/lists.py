@@ -20,8 +20,9 @@ hundred bytearrays.
 
 Cold nodes (a `backlog-memory` budget, engine.model.residency): a quicklist's node that the
 current snapshot holds with exactly its bytes may be replaced in `QuickList.nodes` by its
-placeholder, a `ColdListNode` (where the snapshot holds it, its hash, bytes and elements);
-residency decides which and when, between commands. Every function here reads a node through
+placeholder, a `ColdValueNode` (where the snapshot holds it, its hash, bytes and elements);
+residency decides which and when, between commands (a quicklist is a value kept as nodes:
+`NODES`, the list's `residency.ValueNodes`). Every function here reads a node through
 `_warm` (a change, a point read: the node is read back and stays) or `_peek` (a scan, a range:
 read for the call only, the list keeps the placeholder), and counts or sizes a cold node from
 its placeholder without reading it; the list's two ends are never cold but are read back if
@@ -56,7 +57,7 @@ from streamkeep.engine.model.list_node import (
     node_splice,
 )
 from streamkeep.engine.model.redis_alloc import jemalloc_size
-from streamkeep.engine.model.residency import ColdListNode, ListHome
+from streamkeep.engine.model.residency import ColdValueNode, ValueNodes, ValueNodesHome
 
 LISTPACK: Final = "listpack"
 QUICKLIST: Final = "quicklist"
@@ -144,12 +145,12 @@ class ListLimits:
 DEFAULT_LIMITS: Final = ListLimits()
 
 
-ListNode = bytearray | ColdListNode
+ListNode = bytearray | ColdValueNode
 
 
 class QuickList:
     """A list in the quicklist encoding: its nodes, head first (a cold one is its placeholder),
-    its element count, and its place in the current snapshot (`home`, residency.ListHome:
+    its element count, and its place in the current snapshot (`home`, residency.ValueNodesHome:
     None until a snapshot with its nodes' index holds it)."""
 
     __slots__ = ("nodes", "count", "home")
@@ -157,7 +158,7 @@ class QuickList:
     def __init__(self, nodes: list[ListNode], count: int) -> None:
         self.nodes = nodes
         self.count = count
-        self.home: ListHome | None = None
+        self.home: ValueNodesHome | None = None
 
     def __len__(self) -> int:
         return self.count
@@ -225,7 +226,7 @@ def _warm(value: QuickList, n: int) -> bytearray:
     return _install(value, n, node.read(), node)
 
 
-def _install(value: QuickList, n: int, lp: bytearray, cold: ColdListNode) -> bytearray:
+def _install(value: QuickList, n: int, lp: bytearray, cold: ColdValueNode) -> bytearray:
     """Cold node `n`'s bytes, `lp` (read back), in its place: resident from now on."""
     value.nodes[n] = lp
     home = value.home
@@ -723,8 +724,14 @@ def from_bytes(data: bytes, limits: ListLimits = DEFAULT_LIMITS) -> ListValue:
     return QuickList(held, sum(map(_count, held)))
 
 
-__all__ = ["DEFAULT_LIMITS", "LISTPACK", "QUICKLIST", "ListLimits", "ListNode", "ListValue",
-           "QuickList", "cold_counts", "copy", "delete_range", "elements", "encoding",
+# A quicklist's nodes may go cold (engine.model.residency): what the residency, the snapshot
+# and INFO need of them (engine.model.value_types' LIST.nodes). A node's shape follows
+# list-max-listpack-size.
+NODES: Final = ValueNodes(QuickList, node_count, iter_nodes, QuickList,
+                          shaped_by=("list-max-listpack-size",))
+
+__all__ = ["DEFAULT_LIMITS", "LISTPACK", "NODES", "QUICKLIST", "ListLimits", "ListNode",
+           "ListValue", "QuickList", "cold_counts", "copy", "delete_range", "elements", "encoding",
            "from_bytes", "from_elements", "from_nodes", "get", "grow", "insert", "iter_nodes",
            "length", "memory_usage", "new_list", "nodes_of", "pop", "pop_many", "positions", "push", "range_of", "read_range",
            "remove", "set_at", "shrink", "to_bytes", "trim"]

@@ -6,7 +6,8 @@ keeps one dict per type, `EngineState.keyspaces[slot][db]`; a key is in one of t
 Python class of its values (and any lighter class the keyspace keeps some of them as: a small
 hash's bare pack, opened with `ValueType.open`), OBJECT ENCODING's word for a value, MEMORY
 USAGE's estimate, how the snapshot's keys table stores a value (None for a type with tables of
-its own, as a stream's nodes are) and the in-memory copy COPY makes. `TYPES` is the registry,
+its own, as a stream's nodes are), the in-memory copy COPY makes, and whether a big value is
+kept as nodes that may go cold (`nodes`: engine.model.residency.ValueNodes, a list's). `TYPES` is the registry,
 in slot order: every generic keyspace operation (TYPE, EXISTS, DEL, RENAME, COPY, SCAN,
 FLUSHDB, INFO keyspace, expiry, WRONGTYPE, the snapshot's keys table, the state digest) loops
 over it, so a new type is its own modules plus one line here.
@@ -26,7 +27,7 @@ from streamkeep.engine.model.hashes import Hash, as_hash, copy_value, stored
 from streamkeep.engine.model.list_node import node_count
 from streamkeep.engine.model.lists import QuickList
 from streamkeep.engine.model.packed_hash import PackedHash
-from streamkeep.engine.model.residency import node_bytes
+from streamkeep.engine.model.residency import ValueNodes, node_bytes
 from streamkeep.engine.model.sets import RSet
 from streamkeep.engine.model.stream import Stream
 from streamkeep.engine.model.zset import ZSet
@@ -60,6 +61,9 @@ class ValueType:
     view: Callable[[Any], Any] | None = None
     # Other classes the keyspace keeps values of this type as (`type_of` knows them).
     stored_as: tuple[type, ...] = ()
+    # A big value kept as nodes that may go cold (a `backlog-memory` budget): what the
+    # residency, the snapshot and INFO need of them; None: the type keeps no such nodes.
+    nodes: ValueNodes | None = None
 
     def open(self, value: Any) -> Any:
         """`value` (from this type's keyspace) as an object of `value_class`."""
@@ -138,7 +142,7 @@ def _list_view(value: bytearray | QuickList) -> QuickList:
 LIST = ValueType("list", 5, QuickList, lists.encoding, lists.memory_usage,
                  to_bytes=lists.to_bytes, from_bytes=lists.from_bytes, copy=lists.copy,
                  digest=lambda v: list(lists.elements(v)), view=_list_view,
-                 stored_as=(bytearray,))
+                 stored_as=(bytearray,), nodes=lists.NODES)
 
 TYPES: tuple[ValueType, ...] = (STREAM, STRING, ZSET, HASH, SET, LIST)
 BY_NAME = {t.name: t for t in TYPES}
