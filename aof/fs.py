@@ -155,6 +155,47 @@ class LockedError(StorageError):
     """The data directory is locked by another process."""
 
 
+class NotADirectory(StorageError):
+    """A data directory's path names something that is not a directory, or lies under one."""
+
+
+def not_a_directory(path: str) -> tuple[str, str] | None:
+    """Why `path` can be neither opened nor made as a directory, when what is there is not one:
+    (what is in the way, absolute: `path` itself or the nearest of its parents that exists;
+    what it is: "a file, not a directory", or "not a directory" for a pipe, a socket...).
+    None otherwise (a directory, or nothing yet)."""
+    import stat
+
+    here = os.path.abspath(path)
+    while True:
+        try:
+            mode = os.stat(here).st_mode
+        except (FileNotFoundError, NotADirectoryError):  # (the latter: a parent is a file)
+            parent = os.path.dirname(here)
+            if parent == here:
+                return None
+            here = parent
+            continue
+        except OSError:
+            return None  # (opening says why: permission, a loop of links)
+        if stat.S_ISDIR(mode):
+            return None
+        return here, "a file, not a directory" if stat.S_ISREG(mode) else "not a directory"
+
+
+def refuse_not_a_directory(path: str) -> None:
+    """NotADirectory, in words naming it, when a file is in the way of the directory `path`
+    (the operating system's "File exists" or "Not a directory" says neither which nor why);
+    nothing otherwise."""
+    found = not_a_directory(path)
+    if found is None:
+        return
+    here, what = found
+    if here == os.path.abspath(path):
+        raise NotADirectory(f"{path} is {what}")
+    raise NotADirectory(f"{path}: {here} is {what}")
+
+
 class FileSystem(Protocol):
     def open_append(self, path: str, create: bool = True) -> int: ...
     def open_write_new(self, path: str) -> int: ...
@@ -254,7 +295,11 @@ class RealFS:
         os.unlink(path)
 
     def makedirs(self, path: str) -> None:
-        os.makedirs(path, exist_ok=True)
+        try:
+            os.makedirs(path, exist_ok=True)
+        except (FileExistsError, NotADirectoryError):
+            refuse_not_a_directory(path)
+            raise
 
     def lock(self, path: str) -> int:
         """Take an exclusive lock held for the process's life; LockedError names the holder."""

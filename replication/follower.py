@@ -344,7 +344,7 @@ class Follower:
             self._check_running()
             journal.append_raw(raw, first, len(records), buffer=True)
 
-        self.engine.apply_many(records, before=log_them)
+        self.engine.replay.apply_many(records, before=log_them)
         self.unsynced = True
 
     def _deliver(self, event: link.Published) -> None:

@@ -120,7 +120,7 @@ class RedisApplier:
 
     def apply_many(self, commands: list[list[bytes]]) -> bool:
         """Commands of the stream in order, the plain ones between transactions applied as
-        one batch (Engine.execute_batch: one lock hold, one record; a replica keeps up with a
+        one batch (Batches.execute_batch: one lock hold, one record; a replica keeps up with a
         primary that pipelines). True if a REPLCONF GETACK was among them (acknowledge
         now)."""
         run: list[list[bytes]] = []
@@ -150,7 +150,7 @@ class RedisApplier:
             self._run(run[0])
         elif run:
             try:
-                replies = self.engine.execute_batch(self.session, list(map(tuple, run)))
+                replies = self.engine.batches.execute_batch(self.session, list(map(tuple, run)))
             except ReplyError as err:  # MISCONF: refused whole, nothing of it applied
                 self._check_storage()
                 raise StorageError(f"a batch from the primary was refused: {err.line}") \

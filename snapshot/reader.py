@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import stat
 import struct
 import threading
 from bisect import bisect_right
@@ -205,6 +206,8 @@ def _open_env(path: str) -> tuple[tuple[int, int], lmdb.Environment, int]:
         key = (st.st_dev, st.st_ino)
         shared = _envs.get(key)
         if shared is None:
+            if st.st_size == 0 and stat.S_ISREG(st.st_mode):  # (LMDB: "Bad file descriptor")
+                raise SnapshotError(f"{path}: not a readable LMDB snapshot (an empty file)")
             try:
                 env = lmdb.open(path, subdir=False, readonly=True, lock=False,
                                 max_dbs=layout.MAX_TABLES)

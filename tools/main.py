@@ -191,10 +191,10 @@ _COMMANDS: list[tuple[tuple[str, ...], tuple[str, ...], Callable[[Any], None]]] 
      _add_crashbench),
     (("export",), ("export a data directory's tables (its current state) to Parquet, JSON or "
                    "CSV with Spark, whole or incremental",), _add_export),
-    (("import",), ("import the streams and strings of a Redis dump.rdb, appendonly.aof or "
-                   "appendonlydir",), _add_import),
-    (("export-rdb",), ("write a data directory's streams and strings as a dump.rdb that "
-                       "redis-server loads",), _add_export_rdb),
+    (("import",), ("import the keys (of every type streamkeep stores) and functions of a "
+                   "Redis dump.rdb, appendonly.aof or appendonlydir",), _add_import),
+    (("export-rdb",), ("write a data directory's keys (every type) and functions as a "
+                       "dump.rdb that redis-server loads",), _add_export_rdb),
     (("queue",), ("a durable work queue's figures: length, pending, lag, consumers, dead "
                   "letters",), _add_queue),
     (("url",), ("print the unix:// URL (redis-py, arq, pydocket, streaq, taskiq) of a shared "

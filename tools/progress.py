@@ -18,7 +18,9 @@ Owns:
   nothing by itself (Spark's status tracker).
 - `RateLines`: a count's plain lines with its rate and the time left (``crashbench: always
   exhaustive seed 1: 4,210/51,876 (8%), 71.3/s, 1m 02s elapsed, about 11m 09s left of it``),
-  at most one every few seconds as updates come, and the total at the end.
+  at most one every few seconds as updates come, and the total at the end. A part's rate is
+  what it counted since its first update over the time since (what came before that update
+  took an unknown time), shown with the time left once that is at least RATE_MIN_S long.
 - `elapsed` and `format_seconds`, the times they print.
 The byte bars of `aof verify`/`aof stats` (tools.inspect) keep a display of their own.
 Must not touch: stdout (a command's output), what runs.
@@ -37,6 +39,7 @@ from typing import IO, Any
 # test that wants lines from a short run).
 EVERY_S = float(os.environ.get("STREAMKEEP_PROGRESS_EVERY", "") or 5.0)
 POLL_S = 0.5  # a Bar's `poll` this often
+RATE_MIN_S = 1.0  # a part's rate (and the time left) only once measured over this long
 REFRESH_PER_SECOND = 2  # a terminal display's redraws: few (the work shares the GIL with them)
 
 
@@ -257,11 +260,12 @@ class RateLines:
         self.clock = clock
         self.started = self.last = clock()
         self.done: dict[str, int] = {}
-        self.began: dict[str, float] = {}  # when each part's first update came
+        # Each part's first update: when it came and its count (the rate is measured from it).
+        self.began: dict[str, tuple[float, int]] = {}
 
     def count(self, part: str, done: int, total: int) -> int:
         """Record an update; the part's count (never lower than before)."""
-        self.began.setdefault(part, self.clock())
+        self.began.setdefault(part, (self.clock(), done))
         self.done[part] = max(done, self.done.get(part, 0))
         return self.done[part]
 
@@ -271,13 +275,22 @@ class RateLines:
         if now - self.last < self.every:
             return
         self.last = now
-        spent = now - self.began[part]
-        rate = done / spent if spent > 0 else 0.0
         line = (f"{self.prog}: {part}: {done:,}/{total:,} ({100 * done // max(total, 1)}%), "
-                f"{rate:,.1f}/s, {format_seconds(now - self.started)} elapsed")
-        if 0 < done < total and rate > 0:
-            line += f", about {format_seconds((total - done) / rate)} left of it"
+                f"{self.rate(part, now)}{format_seconds(now - self.started)} elapsed")
+        first_at, first_done = self.began[part]
+        spent, gained = now - first_at, done - first_done
+        if 0 < done < total and spent >= RATE_MIN_S and gained > 0:
+            line += f", about {format_seconds((total - done) * spent / gained)} left of it"
         print(line, file=self.stream, flush=True)
+
+    def rate(self, part: str, now: float) -> str:
+        """``71.3/s, ``: the part's count since its first update over the time since; "" until
+        that is RATE_MIN_S long (a rate over a moment says nothing)."""
+        first_at, first_done = self.began[part]
+        spent = now - first_at
+        if spent < RATE_MIN_S:
+            return ""
+        return f"{(self.done[part] - first_done) / spent:,.1f}/s, "
 
     def finish(self) -> None:
         spent = self.clock() - self.started

@@ -36,7 +36,8 @@ from typing import Any
 from streamkeep.engine.wire.errors import StreamkeepError  # stdlib only behind it
 from streamkeep.tools.progress import Steps
 
-HELP = "write a data directory's streams and strings as a dump.rdb that redis-server loads"
+HELP = ("write a data directory's keys (every type) and functions as a dump.rdb that "
+        "redis-server loads")
 EXIT_UNREADABLE, EXIT_USAGE = 2, 3
 REDIS_VERSIONS = ("9: Redis 5.0 and later; 10: 7.0; 11: 7.2 (and Valkey 8 and 9);\n"
                   "  12: 7.4 and 8.0-8.4; 13: 8.6; 14: 8.8; 15: 8.10 and later")

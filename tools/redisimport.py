@@ -1,8 +1,8 @@
-"""`streamkeep import SOURCE --out DIR`: a Redis's streams and strings into a new data
+"""`streamkeep import SOURCE --out DIR`: a Redis's keys of every type streamkeep stores
+(streams, strings, sorted sets, hashes, sets, lists) and its functions into a new data
 directory.
 
-The types streamkeep stores beyond streams and strings (sorted sets, ...) come in the same
-way. SOURCE is a dump.rdb (RDB versions 1 to 15, Redis 8.10's, and Valkey 9's 80), an appendonly.aof (RESP commands, with or without
+SOURCE is a dump.rdb (RDB versions 1 to 15, Redis 8.10's, and Valkey 9's 80), an appendonly.aof (RESP commands, with or without
 an RDB preamble) or a Redis 7+ appendonlydir (its manifest's base file, then its incr files in
 order). Owns the command's arguments, finding the pieces of SOURCE and identifying each by its
 content before anything is written (tools.sniff: anything else is refused, saying what it
@@ -45,7 +45,8 @@ if TYPE_CHECKING:
     from streamkeep.replication.redis_commands import RedisApplier
     from streamkeep.tools.sniff import Kind
 
-HELP = "import the streams and strings of a Redis dump.rdb, appendonly.aof or appendonlydir"
+HELP = ("import the keys (of every type streamkeep stores) and functions of a Redis dump.rdb, "
+        "appendonly.aof or appendonlydir")
 EXIT_BAD_SOURCE, EXIT_USAGE = 2, 3
 CHUNK = 1 << 20  # AOF bytes parsed at a time
 EPILOG = """examples:

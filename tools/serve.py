@@ -187,26 +187,15 @@ def not_a_directory(path: str, option: str = "--dir") -> str | None:
     what is there is not a directory (it, or the nearest of its parents that exists: a regular
     file, a pipe...), in words naming it; None otherwise (a directory, or nothing yet: made
     when opened)."""
-    import stat
+    from streamkeep.aof import fs
 
-    here = os.path.abspath(path)
-    while True:
-        try:
-            mode = os.stat(here).st_mode
-        except (FileNotFoundError, NotADirectoryError):  # (the latter: a parent is a file)
-            parent = os.path.dirname(here)
-            if parent == here:
-                return None
-            here = parent
-            continue
-        except OSError:
-            return None  # (opening says why: permission, a loop of links)
-        if stat.S_ISDIR(mode):
-            return None
-        what = "a file, not a directory" if stat.S_ISREG(mode) else "not a directory"
-        if here == os.path.abspath(path):
-            return f"{option} {path}: {what}"
-        return f"{option} {path}: {here} is {what}"
+    found = fs.not_a_directory(path)
+    if found is None:
+        return None
+    here, what = found
+    if here == os.path.abspath(path):
+        return f"{option} {path}: {what}"
+    return f"{option} {path}: {here} is {what}"
 
 
 def listen(bind: str, port: int) -> list[socket.socket]:
@@ -367,6 +356,14 @@ def _listen_unix(listening: _Listening, file: str, perm: int) -> None:
     listening.where.append(file)
 
 
+def _idle_exit(config: dict[str, Any]) -> str:
+    """A shared server's idle exit in its ready line: after how long, or never (0)."""
+    seconds = int(config["idle-shutdown"])
+    if seconds <= 0:
+        return "never exits when idle (idle-shutdown 0)"
+    return f"exits {seconds} s after its last client"
+
+
 def _run(args: argparse.Namespace, settings: dict[str, Any], path: str, bind: str,
          listening: _Listening) -> int:
     from streamkeep import Engine
@@ -411,8 +408,7 @@ def _run(args: argparse.Namespace, settings: dict[str, Any], path: str, bind: st
                     f"(appendfsync {engine.journal.policy if engine.journal else 'no'})")
             if idle is not None:
                 idle.start()
-                line += (f"; shared, pid {os.getpid()}, exits {engine.config['idle-shutdown']} "
-                         "s after its last client")
+                line += f"; shared, pid {os.getpid()}, {_idle_exit(engine.config)}"
             print(line, flush=True)
             if listening.daemon is not None:
                 listening.daemon.ready(line)

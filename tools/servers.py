@@ -21,6 +21,7 @@ asked), what is run against the server.
 from __future__ import annotations
 
 import os
+import re
 import resource
 import shutil
 import signal
@@ -30,6 +31,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import IO, Any, Self
 
 from streamkeep.engine.wire.errors import StreamkeepError
@@ -239,11 +241,32 @@ class ServerProcess:
         try:
             with RespTarget(self.host, self.port, connect_timeout=0.5,
                             timeout=PROBE_TIMEOUT) as t:
-                return bool(t.execute([b"PING"]) == "PONG")
+                return t.execute([b"PING"]) == "PONG" and self._answers_as_ours(t)
         except CommandFailed as err:  # -LOADING, or up and asking for a password
-            return str(err).startswith("NOAUTH")
+            return str(err).startswith("NOAUTH") and self.alive
         except ConnectionLost:  # not listening yet, or replaying
             return False
+
+    def _answers_as_ours(self, target: RespTarget) -> bool:
+        """The server that answered on the port is this one's process (INFO server's
+        process_id): another process that took the port before this one bound it (which then
+        exits with "Address already in use") must not pass for it."""
+        proc = self.proc
+        if proc is None:
+            return False
+        info = target.execute([b"INFO", b"server"])
+        text = info.decode("utf-8", "replace") if isinstance(info, bytes) else str(info)
+        found = re.search(r"^process_id:(\d+)", text, re.M)
+        return found is not None and int(found.group(1)) in (proc.pid, *self._children())
+
+    def _children(self) -> list[int]:
+        """The pids of the processes this one started (a wrapper's server)."""
+        try:
+            text = Path(f"/proc/{self.proc.pid}/task/{self.proc.pid}/children").read_text() \
+                if self.proc is not None else ""
+        except OSError:
+            return []
+        return [int(pid) for pid in text.split()]
 
     def kill(self) -> None:
         """SIGKILL the server and everything it forked, and reap it."""

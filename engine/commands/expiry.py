@@ -13,9 +13,9 @@ Expiry is deterministic for replay, replicas and snapshots because only effects 
 - Active expiry: `active_expire` looks at a sample of the keys with a TTL, deletes the expired
   ones and logs their `DEL`s, round after round while many were expired, like Redis's
   activeExpireCycle (the sample rotates through `expires` instead of being random); the
-  engine's expiry cycle (engine.runtime.expiry_cycle) runs it over every database, and the
-  server's loop (or, for an engine opened with `Engine.open` and not served,
-  engine.services.expiry_timer) calls that ten times a second.
+  engine's expiry cycle (engine.runtime.expiry_cycle: `ExpiryCycle.run`) runs it over every
+  database, and the server's loop (or, for an engine opened with `Engine.open` and not
+  served, engine.services.expiry_timer) calls that ten times a second.
 - A redis-server primary's commands (replication.redis_commands) never delete on their own
   either: a past TTL is kept until the primary's DEL, as on a Redis replica.
 - Snapshots store every TTL (snapshot.layout's `keys` table), so a state loaded from one
@@ -30,17 +30,31 @@ Expiry is deterministic for replay, replicas and snapshots because only effects 
 Keyspace notifications: an expiry deleting a key (lazy or active) notifies `expired`, a TTL set
 `expire` (`del` when the time was already past), a TTL removed `persist`.
 
-Owns these commands' parsing, replies and effects, `active_expire`, `set_expiry` and
-`remove_expiry`. Must not touch: any one type's values, the command table beyond its
+Sub-keys expire too (a hash's fields, Redis 7.4+): `active_expire_subkeys` is the cycle's pass
+over the keys of engine.exec.keys' sub-key expiry index whose earliest sub-key TTL is past, each
+handed to the expirer its type's commands module registered (`SUBKEY_EXPIRERS`).
+
+Owns these commands' parsing, replies and effects, `active_expire`, `active_expire_subkeys`,
+`set_expiry` and `remove_expiry`. Must not touch: any one type's values, the command table beyond its
 declarations, I/O.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from itertools import islice
+from typing import Any
 
 from streamkeep.engine.exec.context import Ctx
-from streamkeep.engine.exec.keys import already_expired, delete_key, key_type, read_hit, read_miss
+from streamkeep.engine.exec.keys import (
+    already_expired,
+    delete_key,
+    key_type,
+    lookup,
+    read_hit,
+    read_miss,
+    subexpiry_index,
+)
 from streamkeep.engine.exec.notify import EXPIRED, GENERIC
 from streamkeep.engine.exec.table import Argv, command
 from streamkeep.engine.model.effects import del_effect, persist_effect, pexpireat_effect
@@ -49,6 +63,14 @@ from streamkeep.engine.wire.errors import ReplyError
 
 ACTIVE_EXPIRE_SAMPLE = 20  # keys looked at per round (Redis's default effort)
 ACTIVE_EXPIRE_ROUNDS = 16  # at most, per database and cycle
+ACTIVE_SUBKEYS_PER_CYCLE = 1000  # sub-keys (a hash's fields) deleted per database and cycle
+
+# What deletes a value's due sub-keys, by its type's slot, as the type's commands module
+# registers it (a hash's fields: engine.commands.hash_expiry): (ctx, key, value, budget) ->
+# how many went. It logs and notifies its deletions, and tracks the value again in the
+# database's sub-key expiry index (engine.exec.keys) while it has sub-keys with TTLs.
+SubkeyExpirer = Callable[[Ctx, bytes, Any, int], int]
+SUBKEY_EXPIRERS: dict[int, SubkeyExpirer] = {}
 
 
 def active_expire(ctx: Ctx, sample: int = ACTIVE_EXPIRE_SAMPLE,
@@ -83,6 +105,22 @@ def active_expire(ctx: Ctx, sample: int = ACTIVE_EXPIRE_SAMPLE,
         ctx.emit(del_effect(due))
     ctx.engine.stats.expire_sample(looked, len(due), capped)
     return len(due)
+
+
+def active_expire_subkeys(ctx: Ctx, budget: int = ACTIVE_SUBKEYS_PER_CYCLE) -> int:
+    """The active cycle's sub-key pass over the selected database: the keys of its sub-key
+    expiry index whose earliest sub-key TTL is past, each handed to its type's expirer, at most
+    `budget` sub-keys deleted. Returns how many went."""
+    found = subexpiry_index(ctx.engine, ctx.session.db)
+    if not len(found):
+        return 0
+    removed = 0
+    for key in found.due(ctx.now, budget):
+        hit = lookup(ctx, key)
+        expire = None if hit is None else SUBKEY_EXPIRERS.get(hit[0].slot)
+        if hit is not None and expire is not None:
+            removed += expire(ctx, key, hit[1], budget - removed)
+    return removed
 
 
 def set_expiry(ctx: Ctx, key: bytes, when: int) -> None:

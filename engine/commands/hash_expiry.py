@@ -1,6 +1,7 @@
 """Hash field expiry (Redis 7.4+ and 8.0): HEXPIRE, HPEXPIRE, HEXPIREAT, HPEXPIREAT, HTTL,
 HPTTL, HEXPIRETIME, HPEXPIRETIME, HPERSIST, HGETDEL, HGETEX and HSETEX; and the active expiry
-of fields (`active_expire_fields`, run by the engine's expiry cycle).
+of one hash's due fields, which the active cycle's sub-key pass runs (engine.commands.expiry's
+`active_expire_subkeys`).
 
 Owns these commands' parsing (Redis 8's t_hash.c: option order, the FIELDS block, error line
 for error line), replies, effects and keyspace events. Times are absolute Unix ms in the hash
@@ -24,7 +25,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from streamkeep.engine.commands.expiry import expire_time_error
+from streamkeep.engine.commands.expiry import SUBKEY_EXPIRERS, expire_time_error
 from streamkeep.engine.commands.hashes import (
     create_hash,
     expire_due_fields,
@@ -32,7 +33,6 @@ from streamkeep.engine.commands.hashes import (
     hash_for_write,
     live_get,
     may_expire_fields,
-    registry,
     set_pairs,
     track,
 )
@@ -54,10 +54,9 @@ from streamkeep.engine.wire.args import is_word, parse_int
 from streamkeep.engine.wire.errors import ReplyError, wrong_arity
 
 if TYPE_CHECKING:
-    from streamkeep.engine.exec.engine_state import EngineState
+    pass
 
 MAX_FIELD_TIME_MS = ((1 << 48) - 1) >> 2  # HFE_MAX_ABS_TIME_MSEC
-ACTIVE_FIELDS_PER_CYCLE = 1000  # fields deleted per database and cycle, at most
 FIELDS_MISSING = "ERR Mandatory argument FIELDS is missing or not at the right position"
 NUMFIELDS_MISMATCH = "ERR The `numfields` parameter must match the number of arguments"
 NUMFIELDS_POSITIVE = "Number of fields must be a positive integer"
@@ -507,42 +506,17 @@ def hsetex(ctx: Ctx, argv: Argv) -> int:
 # --- active expiry -------------------------------------------------------------------------------
 
 
-def field_expiry_dbs(engine: EngineState) -> list[int]:
-    """The databases the field pass must look at: those whose hashes may have field TTLs (a
-    database whose index is not built yet counts when it holds hashes). No work for an engine
-    without hashes."""
-    hashes = engine.keyspaces[HASH.slot]
-    return [i for i, found in enumerate(engine.hash_ttls)
-            if (len(found) if found is not None else hashes[i])]
-
-
-def has_field_ttls(ctx: Ctx) -> bool:
-    """Whether the selected database may hold hashes with field TTLs (builds the registry the
-    first time a database with hashes is asked)."""
-    db = ctx.session.db
-    if ctx.engine.hash_ttls[db] is None and not ctx.engine.keyspaces[HASH.slot][db]:
-        return False
-    return len(registry(ctx)) > 0
-
-
-def active_expire_fields(ctx: Ctx, budget: int = ACTIVE_FIELDS_PER_CYCLE) -> int:
-    """The active cycle's field pass over the selected database: the hashes whose earliest
-    field TTL is past (at most `budget` fields deleted), each hash's deletions one HDEL.
-    Returns how many fields went. Never on a replica (the caller's write gate)."""
-    if not may_expire_fields(ctx) or not has_field_ttls(ctx):
-        return 0
-    found = registry(ctx)
-    space = ctx.space(HASH.slot)
-    removed = 0
-    for key in found.due(ctx.now, budget):
-        h = space.get(key)
-        if not isinstance(h, Hash) or not h.has_field_expiry():
-            continue  # (a stale entry: the key went or changed)
-        if removed < budget:
-            removed += expire_due_fields(ctx, key, h, ctx.now, budget - removed)
-        if len(h):
-            track(ctx, key, h)  # back in the index, due again if fields are left over
+def _expire_fields(ctx: Ctx, key: bytes, value: object, budget: int) -> int:
+    """The active cycle's sub-key pass, for one hash whose earliest field TTL is past
+    (engine.commands.expiry's `active_expire_subkeys`): at most `budget` due fields deleted,
+    logged as one HDEL; the hash back in the index when fields with TTLs are left. Returns how
+    many fields went."""
+    if not isinstance(value, Hash) or not value.has_field_expiry() or not may_expire_fields(ctx):
+        return 0  # (a stale entry: the key went or changed)
+    removed = expire_due_fields(ctx, key, value, ctx.now, budget) if budget > 0 else 0
+    if len(value):
+        track(ctx, key, value)  # back in the index, due again if fields are left over
     return removed
 
 
-__all__ = ["ACTIVE_FIELDS_PER_CYCLE", "active_expire_fields", "field_expiry_dbs", "has_field_ttls"]
+SUBKEY_EXPIRERS[HASH.slot] = _expire_fields

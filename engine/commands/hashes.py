@@ -5,7 +5,8 @@ engine.commands.hash_expiry's).
 Owns these commands' parsing (Redis's t_hash.c, error line for error line), replies, effects
 and keyspace events, and the helpers the field-expiry module shares: the hash lookups (which
 expire a hash's due fields first, Redis's lazy field expiry), the engine's shared listpack
-limits, the registry of hashes with field TTLs the active cycle walks.
+limits, and how a hash's field TTLs are kept in the database's sub-key expiry index, which the
+active cycle walks (`track`).
 
 Values are `Hash`es (engine.model.hashes) in the selected database's HASH keyspace, or for a
 small plain hash its pack alone (engine.model.packed_hash): the commands read every one
@@ -23,10 +24,10 @@ and notified `hexpired` (`del` after it when the hash went). A replica (a read-o
 effects being applied, a redis-server primary's commands) never deletes on its own: its reads
 skip the due fields and the primary's HDELs arrive as effects. Plain hashes pay one type test.
 
-The registry: `EngineState.hash_ttls[db]` is a `FieldTTLIndex` of the database's hashes with
-field TTLs, each by its earliest field expiry (built from the keyspace the first time it is
-needed, then kept by these commands; a hash placed by RENAME, COPY or RESTORE joins it at its
-next access). An entry may be stale (the key deleted, renamed, overwritten): whoever reads it
+The hashes with field TTLs are in the database's sub-key expiry index (engine.exec.keys'
+SubexpiryIndex: each key by its earliest field expiry, built from the keyspace the first time it
+is needed, then kept by these commands through `track`; a hash placed by RENAME, COPY or RESTORE
+joins it there). An entry may be stale (the key deleted, renamed, overwritten): whoever reads it
 checks the key and drops what no longer holds.
 
 Must not touch: other types' values (a key of another type is WRONGTYPE), the hash's
@@ -35,16 +36,22 @@ internals (through Hash's API only).
 
 from __future__ import annotations
 
-import heapq
 import random
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from streamkeep.engine.commands.keyspace import parse_element_scan, stringmatchlen
 from streamkeep.engine.exec.context import Ctx
-from streamkeep.engine.exec.keys import PLACED, read_value, removed_from, value_at
+from streamkeep.engine.exec.keys import (
+    read_value,
+    removed_from,
+    subexpiry_index,
+    track_subexpiry,
+    value_at,
+)
 from streamkeep.engine.exec.notify import HASH as HASH_EVENTS
 from streamkeep.engine.exec.notify import NEW
+from streamkeep.engine.exec.reply_budget import BULK_LEAST, pair_len, random_picks
 from streamkeep.engine.exec.table import Argv, command
 from streamkeep.engine.model.effects import (
     hdel_effect,
@@ -69,7 +76,7 @@ from streamkeep.engine.wire.errors import SYNTAX, ReplyError, wrong_arity
 from streamkeep.engine.wire.reply import RespMap
 
 if TYPE_CHECKING:
-    from streamkeep.engine.exec.engine_state import EngineState
+    pass
 
 NOT_FLOAT = "ERR value is not a valid float"
 NAN_OR_INF = "ERR value is NaN or Infinity"
@@ -77,116 +84,27 @@ _RNG = random.Random()  # HRANDFIELD's picks (read-only: nothing random is ever 
 _NO_FIELDS: frozenset[bytes] = frozenset()
 
 
-# --- the shared limits and the registry ---------------------------------------------------------
+# --- the shared limits and the sub-key expiry index --------------------------------------------
 
 
 def limits_of(ctx: Ctx) -> HashLimits:
     """The engine's one HashLimits: every hash it holds reads it at each write, and CONFIG SET
     changes it in place (engine.exec.settings), so a new limit reaches existing hashes on
     their next write, as in Redis."""
-    limits: HashLimits = ctx.engine.hash_limits
+    limits: HashLimits = ctx.engine.limits[HASH.slot]
     return limits
 
 
-class FieldTTLIndex:
-    """One database's hashes with field TTLs: key -> earliest field expiry (`when`), and a
-    min-heap of (time, key) so the active cycle finds the due ones without walking them all
-    (stale heap entries, whose time no longer matches `when`, are skipped and dropped)."""
-
-    __slots__ = ("when", "heap")
-
-    def __init__(self) -> None:
-        self.when: dict[bytes, int] = {}
-        self.heap: list[tuple[int, bytes]] = []
-
-    def __len__(self) -> int:
-        return len(self.when)
-
-    def __contains__(self, key: object) -> bool:
-        return key in self.when
-
-    def set(self, key: bytes, when: int) -> None:
-        if self.when.get(key) != when:
-            self.when[key] = when
-            heapq.heappush(self.heap, (when, key))
-            if len(self.heap) > 2 * len(self.when) + _HEAP_SLACK:
-                self.heap = [(w, k) for k, w in self.when.items()]
-                heapq.heapify(self.heap)
-
-    def drop(self, key: bytes) -> None:
-        self.when.pop(key, None)
-
-    def due(self, now: int, limit: int) -> list[bytes]:
-        """Up to `limit` keys whose earliest field expiry is <= now, taken out of the index
-        (the caller re-tracks what still has TTLs)."""
-        out: list[bytes] = []
-        heap, when = self.heap, self.when
-        while heap and heap[0][0] <= now and len(out) < limit:
-            at, key = heapq.heappop(heap)
-            if when.get(key) == at:
-                del when[key]
-                out.append(key)
-        return out
-
-
-_HEAP_SLACK = 32
-
-
-def registry(ctx: Ctx, db: int | None = None) -> FieldTTLIndex:
-    """The database's hashes with field TTLs, built from its HASH keyspace the first time (a
-    state loaded from a snapshot starts without it)."""
-    return registry_of(ctx.engine, ctx.session.db if db is None else db)
-
-
-def registry_of(engine: EngineState, db: int) -> FieldTTLIndex:
-    tracked: list[FieldTTLIndex | None] = engine.hash_ttls
-    found = tracked[db]
-    if found is None:
-        found = FieldTTLIndex()
-        for key, h in engine.keyspaces[HASH.slot][db].items():
-            when = h.min_field_expiry() if isinstance(h, Hash) else None  # (bare: no TTLs)
-            if when is not None:
-                found.set(key, when)
-        tracked[db] = found
-    return found
-
-
-def _placed(engine: EngineState, db: int, key: bytes, h: Hash | PackedHash) -> None:
-    """RENAME, COPY or RESTORE put `h` under `key`: track its field TTLs (a registry not built
-    yet will find it when it is; a bare small hash has none)."""
-    found = engine.hash_ttls[db]
-    when = (h.min_field_expiry() if found is not None and isinstance(h, Hash) and len(h)
-            else None)
-    if found is not None and when is not None:
-        found.set(key, when)
-
-
-PLACED[HASH.slot] = _placed
-
-
-def subexpiry_count(engine: EngineState, db: int) -> int:
-    """INFO keyspace's `subexpiry`: the database's hashes with field TTLs."""
-    if engine.hash_ttls[db] is None and not engine.keyspaces[HASH.slot][db]:
-        return 0
-    space = engine.keyspaces[HASH.slot][db]
-    found = registry_of(engine, db)
-    return sum(1 for key in found.when
-               if isinstance(h := space.get(key), Hash) and h.has_field_expiry())
-
-
 def track(ctx: Ctx, key: bytes, h: Hash | None) -> None:
-    """Record the hash's earliest field expiry after a change (or drop the key). Costs a plain
-    hash one test while its database has no tracked key."""
-    tracked = ctx.engine.hash_ttls[ctx.session.db]
+    """The hash's earliest field expiry after a change, in the database's sub-key expiry index
+    (engine.exec.keys), or the key dropped from it."""
     has_ttl = h is not None and len(h) > 0 and h.has_field_expiry()
-    if not has_ttl and (tracked is None or key not in tracked):
-        return
-    found = registry(ctx)
-    when = h.min_field_expiry() if has_ttl and h is not None else None
-    if when is None:
-        found.drop(key)
-    else:
-        found.set(key, when)
+    track_subexpiry(ctx, key, h.min_field_expiry() if has_ttl and h is not None else None)
+
+
+def tracked(ctx: Ctx, key: bytes) -> bool:
+    """Whether the key is in the database's sub-key expiry index."""
+    return key in subexpiry_index(ctx.engine, ctx.session.db)
 
 
 def adopt_limits(ctx: Ctx, h: Hash) -> Hash:
@@ -222,7 +140,7 @@ def expire_due_fields(ctx: Ctx, key: bytes, h: Hash, cutoff: int,
 
 
 def _fields_removed(ctx: Ctx, key: bytes, h: Hash, event: bytes) -> None:
-    """removed_from, and the field-TTL registry told (the key dropped once the hash went)."""
+    """removed_from, and the sub-key expiry index told (the key dropped once the hash went)."""
     removed_from(ctx, key, h, HASH_EVENTS, event)
     track(ctx, key, h if len(h) else None)
 
@@ -233,7 +151,7 @@ def _lazy(ctx: Ctx, key: bytes, h: Hash | None) -> Hash | None:
     expire_due_fields(ctx, key, h, ctx.now - 1)
     if not len(h):
         return None
-    if key not in registry(ctx):  # a hash placed by RENAME, COPY, RESTORE: tracked from now
+    if not tracked(ctx, key):  # a hash placed by RENAME, COPY, RESTORE: tracked from now
         track(ctx, key, h)
     return h
 
@@ -547,7 +465,7 @@ def hrandfield(ctx: Ctx, argv: Argv) -> object:
         with_values = len(argv) == 4
         if with_values and not -(LLONG_MAX // 2) <= count <= LLONG_MAX // 2:
             raise ReplyError("ERR value is out of range")
-        return _hrandfield_count(ctx, argv[1], ctx.repeats_cap(count), with_values)
+        return _hrandfield_count(ctx, argv[1], count, with_values)
     h = hash_for_read(ctx, argv[1])
     if h is None:
         return None
@@ -568,16 +486,22 @@ def _hrandfield_count(ctx: Ctx, key: bytes, count: int, with_values: bool) -> ob
     h = hash_for_read(ctx, key)
     if h is None:
         return []
-    if count < 0:
-        # Redis stops writing once the client's output limit closes it: no more picks than
-        # that limit can carry (each at least a few bytes of reply).
-        budget = ctx.reply_budget
-        if budget and -count > budget // 4 + 1:
-            count = -(budget // 4 + 1)
-    flat = _live_random(ctx, h, count, with_values)
-    if not with_values or not resp3(ctx):
-        return flat
-    return [[flat[i], flat[i + 1]] for i in range(0, len(flat), 2)]
+    if not with_values:
+        return random_picks(ctx, count, lambda k: _live_random(ctx, h, k, False),
+                            pool=lambda: [f for f, _v in live_items(ctx, h)], size=len(h),
+                            rng=_RNG)
+    pairs = random_picks(ctx, count, lambda k: _paired(_live_random(ctx, h, k, True)),
+                         pool=lambda: live_items(ctx, h), size=len(h), rng=_RNG,
+                         weigh=pair_len, framing=2 * BULK_LEAST)
+    if not isinstance(pairs, list):  # (cut: as it is)
+        return pairs
+    if resp3(ctx):
+        return [list(pair) for pair in pairs]
+    return [x for pair in pairs for x in pair]
+
+
+def _paired(flat: list[bytes]) -> list[tuple[bytes, bytes]]:
+    return list(zip(flat[::2], flat[1::2], strict=True))
 
 
 # --- HSCAN ---------------------------------------------------------------------------------------
@@ -607,6 +531,6 @@ def hscan(ctx: Ctx, argv: Argv) -> list:
     return [b"%d" % next_cursor, out]
 
 
-__all__ = ["FieldTTLIndex", "registry_of", "subexpiry_count", "adopt_limits", "create_hash", "expire_due_fields", "hash_for_read",
-           "hash_for_write", "hidden_fields", "limits_of", "live_get", "live_items",
-           "may_expire_fields", "registry", "resp3", "track"]
+__all__ = ["adopt_limits", "create_hash", "expire_due_fields", "hash_for_read", "hash_for_write",
+           "hidden_fields", "limits_of", "live_get", "live_items", "may_expire_fields", "resp3",
+           "track", "tracked"]

@@ -45,12 +45,9 @@ from streamkeep.engine.model.effects import (
     restore_effect,
     set_effect,
 )
-from streamkeep.engine.model.hashes import Hash, HashLimits
 from streamkeep.engine.model.ids import parse_u64
-from streamkeep.engine.model.sets import SetLimits
 from streamkeep.engine.model.stream import new_stream
 from streamkeep.engine.model.value_types import ValueType
-from streamkeep.engine.model.zset import ZSetLimits
 from streamkeep.engine.wire.args import is_word, parse_int
 from streamkeep.engine.wire.errors import NO_SUCH_KEY, SYNTAX, ReplyError, wrong_arity
 
@@ -826,41 +823,6 @@ def _restore_string(ctx: Ctx, key: bytes, payload: bytes, when: int | None,
     return "OK"
 
 
-def _load_limits(ctx: Ctx, vt: ValueType) -> object:
-    """The encoding limits a restored value of type `vt` is sized by (Redis's loading reads
-    its config) and then holds: the engine's one limits object for hashes and sets (every
-    value shares it, so a later CONFIG SET reaches it; for sets, once the set commands or a
-    CONFIG SET made it), the current settings for sorted sets, the engine's ListLimits for
-    lists; None (the model's defaults) for another type."""
-    engine, config = ctx.engine, ctx.config
-    if vt.name == "zset":
-        return ZSetLimits(int(config.get("zset-max-listpack-entries", 128)),
-                          int(config.get("zset-max-listpack-value", 64)))
-    if vt.name == "hash":
-        hashes: HashLimits = engine.hash_limits
-        hashes.max_listpack_entries = int(config.get("hash-max-listpack-entries", 512))
-        hashes.max_listpack_value = int(config.get("hash-max-listpack-value", 64))
-        return hashes
-    if vt.name == "set":
-        sets: SetLimits | None = getattr(engine, "set_limits", None)
-        if sets is None:  # (the set commands make the engine's on first use)
-            sets = SetLimits(int(config.get("set-max-intset-entries", 512)),
-                             int(config.get("set-max-listpack-entries", 128)),
-                             int(config.get("set-max-listpack-value", 64)))
-        return sets
-    if vt.name == "list":
-        return engine.list_limits
-    return None
-
-
-def _after_restore(ctx: Ctx, vt: ValueType, value: object) -> None:
-    """A restored hash with field TTLs: the database's registry of such hashes (`hash_ttls`,
-    engine.commands.hashes) is dropped, to be rebuilt from the keyspace when next needed, so
-    that the active expiry cycle finds the new one."""
-    if vt.name == "hash" and isinstance(value, Hash) and value.has_field_expiry():
-        ctx.engine.hash_ttls[ctx.session.db] = None
-
-
 def _restore_value(ctx: Ctx, key: bytes, payload: bytes, vt: ValueType, when: int | None,
                    replace: bool) -> str:
     """RESTORE of a payload of a registered type other than strings and streams (sorted sets,
@@ -873,7 +835,7 @@ def _restore_value(ctx: Ctx, key: bytes, payload: bytes, vt: ValueType, when: in
     if not ctx.replaying:  # read whole, as Redis's deep sanitization reads it
         ctx.engine.stats.dump_payload_sanitizations += 1
     try:
-        value = load_value_payload(payload, _load_limits(ctx, vt))
+        value = load_value_payload(payload, ctx.engine.limits[vt.slot])
     except RdbError:
         raise ReplyError("ERR Bad data format") from None
     if when is not None and already_expired(ctx, when):  # already expired: nothing made
@@ -886,7 +848,6 @@ def _restore_value(ctx: Ctx, key: bytes, payload: bytes, vt: ValueType, when: in
     delete_key(ctx, key)
     ctx.space(vt.slot)[key] = value
     placed(ctx.engine, ctx.session.db, key, vt, value)
-    _after_restore(ctx, vt, value)
     ctx.signal(key)
     ctx.emit(restore_effect(key, payload))
     if when is not None:

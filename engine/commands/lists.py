@@ -6,7 +6,7 @@ Owns these commands' parsing (Redis's t_list.c, option for option and error line
 line, in its order: what is parsed before the key is looked up and what after), replies,
 effects and keyspace events. Values are lists (engine.model.lists: a bare `bytearray` listpack
 or a `QuickList`) in the selected database's LIST keyspace, under the engine's one `ListLimits`
-(`engine.list_limits`, kept in step with list-max-listpack-size). A model call that converts
+(`engine.limits[LIST.slot]`, kept in step with list-max-listpack-size). A model call that converts
 the encoding returns the new value, which is stored back under the key.
 
 Effects, as Redis propagates these commands: the pushes log LPUSH / RPUSH (LPUSHX and RPUSHX
@@ -29,19 +29,27 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from streamkeep.engine.commands.zsets import parse_positive, parse_timeout_s
+from streamkeep.engine.exec.blocking import parse_timeout_s
 from streamkeep.engine.exec.context import Ctx, block_on
 from streamkeep.engine.exec.key_specs import numkeys
 from streamkeep.engine.exec.keys import delete_key, read_value, value_at
 from streamkeep.engine.exec.notify import GENERIC, NEW
 from streamkeep.engine.exec.notify import LIST as LIST_EVENTS
+from streamkeep.engine.exec.reply_budget import cut_reply
 from streamkeep.engine.exec.table import Argv, command
 from streamkeep.engine.model import lists
+from streamkeep.engine.model.effects import as_sent_effect, linsert_effect, pop_effect, push_effect
 from streamkeep.engine.model.lists import ListLimits, ListValue
 from streamkeep.engine.model.value_types import LIST
-from streamkeep.engine.wire.args import LLONG_MAX, is_word, parse_int, parse_int_range
+from streamkeep.engine.wire.args import (
+    LLONG_MAX,
+    is_word,
+    parse_int,
+    parse_int_range,
+    parse_positive,
+)
 from streamkeep.engine.wire.errors import NO_SUCH_KEY, SYNTAX, ReplyError, wrong_arity
-from streamkeep.engine.wire.reply import NULL_ARRAY, PackedEntries
+from streamkeep.engine.wire.reply import NULL_ARRAY
 
 OUT_OF_RANGE = "ERR index out of range"
 RANK_ZERO = ("ERR RANK can't be zero: use 1 to start from the first match, 2 from the second "
@@ -52,7 +60,7 @@ RANK_ZERO = ("ERR RANK can't be zero: use 1 to start from the first match, 2 fro
 
 def limits_of(ctx: Ctx) -> ListLimits:
     """The engine's one ListLimits (CONFIG SET updates it in place: engine.exec.settings)."""
-    limits: ListLimits = ctx.engine.list_limits
+    limits: ListLimits = ctx.engine.limits[LIST.slot]
     return limits
 
 
@@ -131,7 +139,7 @@ def _push(ctx: Ctx, argv: Argv, tail: bool, only_existing: bool) -> int:
             return 0
         value = _created(ctx, key)
     value = _store(ctx, key, value, lists.push(value, items, tail, limits_of(ctx)))
-    ctx.emit([b"RPUSH" if tail else b"LPUSH", key, *items])  # (an X form: the key was there)
+    ctx.emit(push_effect(key, items, tail))
     ctx.signal(key)
     ctx.notify(LIST_EVENTS, b"rpush" if tail else b"lpush", key)
     return lists.length(value)
@@ -191,18 +199,17 @@ def _pop(ctx: Ctx, argv: Argv, tail: bool) -> object:
     count = parse_positive(argv[2]) if has_count else 0
     key = argv[1]
     value = list_for_write(ctx, key)
-    name = b"RPOP" if tail else b"LPOP"
     if value is None:
         return NULL_ARRAY if has_count else None
     if has_count and not count:
         return []
     if not has_count:
         item = lists.pop(value, tail)
-        ctx.emit([name, key])
+        ctx.emit(pop_effect(key, tail))
         _removed(ctx, key, value, b"rpop" if tail else b"lpop")
         return item
     items = _pop_range(ctx, key, value, count, tail)
-    ctx.emit([name, key, str(len(items)).encode()])
+    ctx.emit(pop_effect(key, tail, len(items)))
     return items
 
 
@@ -252,7 +259,7 @@ def _mpop_serve(ctx: Ctx, keys: Sequence[bytes], tail: bool, count: int) -> obje
         if value is None or not lists.length(value):
             continue
         items = _pop_range(ctx, key, value, count, tail)
-        ctx.emit([b"RPOP" if tail else b"LPOP", key, str(len(items)).encode()])
+        ctx.emit(pop_effect(key, tail, len(items)))
         return [key, items]
     return None
 
@@ -292,11 +299,11 @@ def lrange(ctx: Ctx, argv: Argv) -> object:
     bounds = _inclusive_range(start, end, lists.length(value))
     if bounds is None:
         return []
-    items = lists.range_of(value, bounds[0], bounds[1], ctx.reply_budget)
+    items = lists.range_of(value, bounds[0], bounds[1], ctx.elements_budget)
     if items is None:
         # Past the connection's output limit: Redis would close it once its buffer passed the
         # limit; so does encoding a reply cut there, without building the elements first.
-        return PackedEntries(b"", bounds[1] - bounds[0], cut=True)
+        return cut_reply(bounds[1] - bounds[0])
     return items
 
 
@@ -362,7 +369,7 @@ def lset(ctx: Ctx, argv: Argv) -> str:
         raise ReplyError(OUT_OF_RANGE)
     lists.set_at(value, at, item, limits)
     _store(ctx, key, value, lists.shrink(value, limits))
-    ctx.emit([b"LSET", key, argv[2], item])
+    ctx.emit(as_sent_effect(argv))
     ctx.signal(key)
     ctx.notify(LIST_EVENTS, b"lset", key)
     return "OK"
@@ -388,7 +395,7 @@ def linsert(ctx: Ctx, argv: Argv) -> int:
     value = _store(ctx, key, value, lists.grow(value, (item,), limits))
     if lists.insert(value, pivot, item, after, limits) < 0:
         return -1
-    ctx.emit([b"LINSERT", key, b"AFTER" if after else b"BEFORE", pivot, item])
+    ctx.emit(linsert_effect(key, after, pivot, item))
     ctx.signal(key)
     ctx.notify(LIST_EVENTS, b"linsert", key)
     return lists.length(value)
@@ -408,7 +415,7 @@ def lrem(ctx: Ctx, argv: Argv) -> int:
         return 0
     removed = lists.remove(value, argv[3], count)
     if removed:
-        ctx.emit([b"LREM", key, argv[2], argv[3]])
+        ctx.emit(as_sent_effect(argv))
         _removed(ctx, key, value, b"lrem")
     return removed
 
@@ -430,7 +437,7 @@ def ltrim(ctx: Ctx, argv: Argv) -> str:
     ltrim_n, rtrim_n = (total, 0) if bounds is None else (bounds[0], total - bounds[1])
     lists.trim(value, ltrim_n, rtrim_n)
     if ltrim_n + rtrim_n:
-        ctx.emit([b"LTRIM", key, argv[2], argv[3]])
+        ctx.emit(as_sent_effect(argv))
     _removed(ctx, key, value, b"ltrim")
     return "OK"
 
@@ -500,7 +507,7 @@ def _bpop(ctx: Ctx, argv: Argv, tail: bool) -> object:
         if value is None or not lists.length(value):
             continue
         item = lists.pop(value, tail)
-        ctx.emit([b"RPOP" if tail else b"LPOP", key])
+        ctx.emit(pop_effect(key, tail))
         _removed(ctx, key, value, b"rpop" if tail else b"lpop")
         return [key, item]
     return _block(ctx, argv, keys, timeout, NULL_ARRAY)

@@ -19,7 +19,7 @@ from streamkeep.engine.exec.keys import key_type, lookup, placed, read_hit, read
 from streamkeep.engine.exec.notify import GENERIC, NEW, OVERWRITTEN, TYPE_CHANGED, keyspace_event
 from streamkeep.engine.exec.table import Argv, command, container, help_subcommand, subcommand
 from streamkeep.engine.model.stream import new_stream
-from streamkeep.engine.model.value_types import STREAM, STRING, TYPES, ValueType, string_encoding
+from streamkeep.engine.model.value_types import STREAM, STRING, TYPES, ValueType
 from streamkeep.engine.wire.args import is_word, parse_int
 from streamkeep.engine.wire.errors import SYNTAX, ReplyError
 
@@ -78,7 +78,7 @@ def object_refcount(ctx: Ctx, argv: Argv) -> int | None:
     vt, value = found
     # Redis shares the objects of the integers 0..9999 (unless an LRU or LFU policy needs an
     # access time per object).
-    if vt is STRING and string_encoding(value) == "int" and 0 <= int(value) < SHARED_INTEGERS \
+    if vt is STRING and vt.encoding(value) == "int" and 0 <= int(value) < SHARED_INTEGERS \
             and "lru" not in str(ctx.engine.config.get("maxmemory-policy", "")) \
             and not _lfu_policy(ctx):
         return SHARED_REFCOUNT

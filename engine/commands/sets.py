@@ -4,8 +4,8 @@ SINTER, SINTERCARD, SINTERSTORE, SUNION, SUNIONSTORE, SDIFF, SDIFFSTORE and SSCA
 Owns these commands' parsing (Redis's t_set.c, option for option and error line for error
 line), replies (a set reply, RESP3 `~`, where Redis sends one), effects and keyspace events.
 Values are `RSet`s (engine.model.sets) in the selected database's SET keyspace; their encodings
-and conversions are the model's, under the engine's one `SetLimits` (`engine.set_limits`, kept
-in step with the set-max-* settings).
+and conversions are the model's, under the engine's one `SetLimits` (`engine.limits[SET.slot]`,
+kept in step with the set-max-* settings).
 
 Effects: SADD logs itself with every member it was given (the member count decides a
 conversion before anything is added, so replay needs them all); SREM logs the members it
@@ -26,7 +26,6 @@ import random
 from collections.abc import Iterable, Iterator
 
 from streamkeep.engine.commands.keyspace import parse_element_scan, replacing_events, stringmatchlen
-from streamkeep.engine.commands.zsets import parse_positive
 from streamkeep.engine.exec.context import Ctx
 from streamkeep.engine.exec.key_specs import numkeys
 from streamkeep.engine.exec.keys import (
@@ -38,17 +37,20 @@ from streamkeep.engine.exec.keys import (
 )
 from streamkeep.engine.exec.notify import GENERIC, NEW
 from streamkeep.engine.exec.notify import SET as SET_EVENTS
+from streamkeep.engine.exec.reply_budget import random_picks
 from streamkeep.engine.exec.table import Argv, command
 from streamkeep.engine.model.effects import (
     as_sent_effect,
     del_effect,
     pexpireat_effect,
     restore_effect,
+    sadd_effect,
+    srem_effect,
 )
 from streamkeep.engine.model.ids import parse_u64
 from streamkeep.engine.model.sets import RSet, SetLimits
 from streamkeep.engine.model.value_types import SET
-from streamkeep.engine.wire.args import LLONG_MAX, is_word, parse_int_range
+from streamkeep.engine.wire.args import LLONG_MAX, is_word, parse_int_range, parse_positive
 from streamkeep.engine.wire.errors import SYNTAX, ReplyError
 from streamkeep.engine.wire.reply import RespSet
 
@@ -63,7 +65,7 @@ _RNG = random.Random()  # SPOP's and SRANDMEMBER's picks (SPOP logs what it pick
 def limits_of(ctx: Ctx) -> SetLimits:
     """The engine's one SetLimits (every set it makes holds it), made with the engine from the
     set-max-* settings; CONFIG SET updates it in place (engine.exec.settings)."""
-    limits: SetLimits = ctx.engine.set_limits
+    limits: SetLimits = ctx.engine.limits[SET.slot]
     return limits
 
 
@@ -76,8 +78,8 @@ def set_for_read(ctx: Ctx, key: bytes) -> RSet | None:
 def set_for_write(ctx: Ctx, key: bytes) -> RSet | None:
     """lookupKeyWrite + checkType(OBJ_SET)."""
     value: RSet | None = value_at(ctx, key, SET)
-    if value is not None and value.limits is not ctx.engine.set_limits:
-        value.limits = ctx.engine.set_limits  # loaded or restored: the engine's from now on
+    if value is not None and value.limits is not limits_of(ctx):
+        value.limits = limits_of(ctx)  # loaded or restored: the engine's from now on
     return value
 
 
@@ -102,7 +104,7 @@ def sadd(ctx: Ctx, argv: Argv) -> int:
         before = s.encoding
     added = s.add_many(members)
     if added or s.encoding != before:  # (a conversion alone is a change replay must repeat)
-        ctx.emit([b"SADD", key, *members])
+        ctx.emit(sadd_effect(key, members))
     if added:
         ctx.signal(key)
         ctx.notify(SET_EVENTS, b"sadd", key)
@@ -127,7 +129,7 @@ def srem(ctx: Ctx, argv: Argv) -> int:
             if not len(s):
                 break
     if removed:
-        ctx.emit([b"SREM", key, *removed])
+        ctx.emit(srem_effect(key, removed))
         removed_from(ctx, key, s, SET_EVENTS, b"srem")
     return len(removed)
 
@@ -259,7 +261,7 @@ def spop(ctx: Ctx, argv: Argv) -> object:
     if s is None:
         return None
     member = s.pop_random(1, _RNG)[0]
-    ctx.emit([b"SREM", key, member])
+    ctx.emit(srem_effect(key, (member,)))
     removed_from(ctx, key, s, SET_EVENTS, b"spop")
     return member
 
@@ -276,7 +278,9 @@ def srandmember(ctx: Ctx, argv: Argv) -> object:
         s = set_for_read(ctx, argv[1])
         if s is None or count == 0:
             return []
-        return s.random_members(ctx.repeats_cap(count), _RNG)
+        pick = s.random_members
+        return random_picks(ctx, count, lambda k: pick(k, _RNG), pool=s.members, size=len(s),
+                            rng=_RNG)
     if len(argv) > 3:
         raise ReplyError(SYNTAX)
     s = set_for_read(ctx, argv[1])

@@ -85,7 +85,7 @@ def add_entry(engine: EngineState, db: dict[bytes, Stream], argv: Argv, now: int
     effect and the wake-ups are the caller's. None, having checked and changed nothing, for
     any other form (options, `ms`, `ms-*`, odd spellings), which _xadd_general handles.
 
-    The XADD handler and the replay loop (Engine.apply_many's fast path for records made of
+    The XADD handler and the replay loop (Replay.apply_many's fast path for records made of
     one XADD effect) both call this: one implementation of XADD's validated append."""
     global _ms_cache
     idarg = argv[2]

@@ -46,7 +46,7 @@ from streamkeep.engine.exec.notify import (
     TYPE_CHANGED,
 )
 from streamkeep.engine.exec.table import Argv, command
-from streamkeep.engine.model.effects import del_effect, set_effect
+from streamkeep.engine.model.effects import append_effect, del_effect, set_effect
 from streamkeep.engine.model.strings import (
     DIGEST_LENGTH,
     add_long_double,
@@ -575,7 +575,7 @@ def append(ctx: Ctx, argv: Argv) -> int:
     store(ctx, key, value, keep_ttl=True)
     # Logged as itself, as SETRANGE is: replayed in order it meets the same value, and a key
     # appended to n times costs the log n tails, not n values of growing size.
-    ctx.emit([b"APPEND", key, tail])
+    ctx.emit(append_effect(key, tail))
     if ctx.engine.notify_flags:
         stored_events(ctx, key, None if old is None else "string", b"append", overwrite=False)
     return len(value)

@@ -31,16 +31,16 @@ from __future__ import annotations
 import heapq
 import random
 from collections.abc import Iterable, Sequence
-from fractions import Fraction
-from math import ceil
 from typing import Final
 
 from streamkeep.engine.commands.keyspace import parse_element_scan, stringmatchlen
+from streamkeep.engine.exec.blocking import parse_timeout_s
 from streamkeep.engine.exec.context import Ctx, block_on
 from streamkeep.engine.exec.key_specs import numkeys
 from streamkeep.engine.exec.keys import read_value, removed_from, value_at
 from streamkeep.engine.exec.notify import NEW
 from streamkeep.engine.exec.notify import ZSET as ZSET_EVENTS
+from streamkeep.engine.exec.reply_budget import BULK_LEAST, SCORE_LEAST, first_len, random_picks
 from streamkeep.engine.exec.table import Argv, command
 from streamkeep.engine.model.effects import zadd_effect, zrem_effect, zremrangebyrank_effect
 from streamkeep.engine.model.ids import parse_u64
@@ -52,7 +52,6 @@ from streamkeep.engine.model.scores import (
     parse_score,
     parse_score_range,
 )
-from streamkeep.engine.model.strings import is_finite, parse_long_double
 from streamkeep.engine.model.value_types import ZSET
 from streamkeep.engine.model.zset import (
     ADD_ADDED,
@@ -63,7 +62,7 @@ from streamkeep.engine.model.zset import (
     ZSet,
     ZSetLimits,
 )
-from streamkeep.engine.wire.args import LLONG_MAX, is_word, parse_int
+from streamkeep.engine.wire.args import LLONG_MAX, is_word, parse_int, parse_positive
 from streamkeep.engine.wire.errors import SYNTAX, ReplyError, wrong_arity
 from streamkeep.engine.wire.reply import NULL_ARRAY, HumanDouble
 from streamkeep.engine.wire.reply_encoder import human_integer
@@ -72,7 +71,6 @@ NOT_FLOAT = "ERR value is not a valid float"
 NAN_SCORE = "ERR resulting score is not a number (NaN)"
 BAD_SCORE_RANGE = "ERR min or max is not a float"
 BAD_LEX_RANGE = "ERR min or max not valid string range item"
-NOT_POSITIVE = "ERR value is out of range, must be positive"
 LONG_MAX = LLONG_MAX
 _RNG = random.Random()  # ZRANDMEMBER's picks (read-only: nothing random is ever logged)
 
@@ -85,9 +83,9 @@ _HUMAN_INTEGER: Final = human_integer
 
 
 def limits_of(ctx: Ctx) -> ZSetLimits:
-    """The current zset-max-listpack-entries / -value settings (the engine's, replaced by
-    CONFIG SET)."""
-    limits: ZSetLimits = ctx.engine.zset_limits
+    """The engine's one ZSetLimits (zset-max-listpack-entries / -value; CONFIG SET changes it in
+    place: engine.model.limits)."""
+    limits: ZSetLimits = ctx.engine.limits[ZSET.slot]
     return limits
 
 
@@ -152,14 +150,6 @@ def zset_for_write(ctx: Ctx, key: bytes) -> ZSet | None:
 def parse_long(arg: bytes) -> int:
     """getLongFromObjectOrReply (a 64-bit long)."""
     return parse_int(arg)
-
-
-def parse_positive(arg: bytes) -> int:
-    """getPositiveLongFromObjectOrReply with Redis's default line (for a non-number too)."""
-    value = parse_int(arg, NOT_POSITIVE[4:])
-    if value < 0:
-        raise ReplyError(NOT_POSITIVE)
-    return value
 
 
 # --- ZADD / ZINCRBY ------------------------------------------------------------------------------
@@ -493,26 +483,6 @@ def zmpop(ctx: Ctx, argv: Argv) -> object:
 # --- blocking pops -------------------------------------------------------------------------------
 
 
-def parse_timeout_s(arg: bytes, now: int) -> int:
-    """getTimeoutFromObjectOrReply(UNIT_SECONDS) as a relative wait in ms (0: forever)."""
-    value = parse_long_double(arg)
-    if value is None:
-        raise ReplyError("ERR timeout is not a float or out of range")
-    if not is_finite(value):
-        if value > 0:
-            raise ReplyError("ERR timeout is out of range")
-        raise ReplyError("ERR timeout is negative")
-    ms = value * 1000
-    if ms > LLONG_MAX:
-        raise ReplyError("ERR timeout is out of range")
-    wait = ceil(Fraction(ms))
-    if wait < 0:
-        raise ReplyError("ERR timeout is negative")
-    if wait > 0 and wait > LLONG_MAX - now:
-        raise ReplyError("ERR timeout is out of range")
-    return wait
-
-
 def _block(ctx: Ctx, argv: Argv, keys: Sequence[bytes], timeout: int) -> object:
     """Nothing to serve: nil in MULTI and scripts, else wait for a sorted set on the keys."""
     return block_on(ctx, argv, keys, timeout, ZSET.slot, NULL_ARRAY)
@@ -596,8 +566,14 @@ def zrandmember(ctx: Ctx, argv: Argv) -> object:
             # the whole set, as Redis's set-operation iterator walks it: highest first
             picks = z.range_by_index(0, len(z), reverse=True)
         else:
-            count = ctx.repeats_cap(count)
-            picks = z.random_members(_RNG, abs(count), with_repeats=count < 0)
+            pick, items = z.random_members, z.items
+            chosen = random_picks(ctx, count, lambda k: pick(_RNG, abs(k), k < 0),
+                                  pool=lambda: list(items()), size=len(z), rng=_RNG,
+                                  weigh=first_len,
+                                  framing=BULK_LEAST + (SCORE_LEAST if withscores else 0))
+            if not isinstance(chosen, list):  # (cut: as it is)
+                return chosen
+            picks = chosen
             if count < 0 and withscores:
                 return _repeated_pairs_reply(ctx, picks)
         return pairs_reply(ctx, picks, withscores)

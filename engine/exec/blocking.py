@@ -1,6 +1,7 @@
 """Clients blocked in XREAD/XREADGROUP: who waits on which key, in arrival order.
 
-Owns the waiter queues and the set of keys signalled during a command. The engine re-runs waiters'
+Owns the waiter queues and the set of keys signalled during a command, and the parsing of a
+blocking command's timeout (`parse_timeout_s`). The engine re-runs waiters'
 commands (under its lock, first come first served) after the command that signalled them. Must
 not touch: stream state (it never reads or writes streams itself).
 """
@@ -11,7 +12,13 @@ import contextlib
 import threading
 from collections import OrderedDict, deque
 from collections.abc import Callable
+from fractions import Fraction
+from math import ceil
 from typing import TYPE_CHECKING, Any
+
+from streamkeep.engine.model.strings import is_finite, parse_long_double
+from streamkeep.engine.wire.args import LLONG_MAX
+from streamkeep.engine.wire.errors import ReplyError
 
 if TYPE_CHECKING:
     from streamkeep.engine.exec.context import Session
@@ -82,3 +89,23 @@ class WaiterRegistry:
 
     def waiting_on(self, k: tuple[int, bytes]) -> list[Waiter]:
         return list(self.by_key.get(k, ()))
+
+
+def parse_timeout_s(arg: bytes, now: int) -> int:
+    """getTimeoutFromObjectOrReply(UNIT_SECONDS) as a relative wait in ms (0: forever)."""
+    value = parse_long_double(arg)
+    if value is None:
+        raise ReplyError("ERR timeout is not a float or out of range")
+    if not is_finite(value):
+        if value > 0:
+            raise ReplyError("ERR timeout is out of range")
+        raise ReplyError("ERR timeout is negative")
+    ms = value * 1000
+    if ms > LLONG_MAX:
+        raise ReplyError("ERR timeout is out of range")
+    wait = ceil(Fraction(ms))
+    if wait < 0:
+        raise ReplyError("ERR timeout is negative")
+    if wait > 0 and wait > LLONG_MAX - now:
+        raise ReplyError("ERR timeout is out of range")
+    return wait

@@ -3,8 +3,10 @@ the report behind INFO server's `streamkeep_native` and `streamkeep_command_path
 `streamkeep --version`.
 
 Owns the list of kernel facades (every `_x_c.pyx` has one; tests/arch/test_extensions.py
-checks that this list names them all) and imports them, so the report covers kernels that
-this process has not used yet. The switches and the record live in engine.wire.kernel_switches.
+checks that the report names them all) and imports them, so the report covers kernels that
+this process has not used yet: the value types' own kernels come with the registry
+(engine.model.value_types imports every type's model, and each model its kernels), the others
+are named here. The switches and the record live in engine.wire.kernel_switches.
 
 Must not touch: anything but the report.
 """
@@ -18,26 +20,25 @@ from streamkeep.engine.exec import lua_host
 from streamkeep.engine.model import (
     ids,
     lcs,
-    list_node,
     listpack,
     packed_columns,
     packed_node,
     pel_claim,
     pel_search,
-    score_search,
+    value_types,  # noqa: F401  (every type's model and kernels)
 )
 from streamkeep.engine.wire import argv, compiled, kernel_switches, reply_encoder, request_parser
 from streamkeep.snapshot import rdb
 
-# Every kernel facade (importing one is what registers it).
+# The kernel facades no value type's model imports (importing one is what registers it).
 FACADES = (request_parser, reply_encoder, argv, ids, listpack, packed_node, pel_search, pel_claim,
-           lcs, packed_columns, score_search, list_node, codec, rdb, lua_host)
+           lcs, packed_columns, codec, rdb, lua_host)
 
 
 def kernels() -> dict[str, str]:
-    """Facade name -> "compiled" or "pure", for every kernel."""
-    return {name: kind for name, kind in kernel_switches.kernels().items()
-            if name in {facade.__name__ for facade in FACADES}}
+    """Facade name -> "compiled" or "pure", for every kernel (every facade imported records
+    itself in engine.wire.kernel_switches)."""
+    return dict(kernel_switches.kernels())
 
 
 def native() -> bool:

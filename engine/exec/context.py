@@ -162,20 +162,18 @@ class Ctx:
     @property
     def reply_budget(self) -> int:
         """Bytes the connection's output limit leaves for this reply (0: no limit, or no
-        connection)."""
+        connection). A command whose reply size the client chooses builds no more than this
+        (engine.exec.reply_budget)."""
         client = self.session.client
         return 0 if client is None else client.reply_budget()
 
-    def repeats_cap(self, count: int) -> int:
-        """A random-pick count that allows repeats (negative: SRANDMEMBER, ZRANDMEMBER,
-        HRANDFIELD reply |count| picks whatever the value's size) bounded by what the
-        connection's output limit can carry, each pick at least 4 bytes of reply: Redis would
-        close the connection there; here the picks stop there, so a hostile count allocates no
-        more than the limit allows. A positive count, or no limit, is returned as it is."""
-        budget = self.reply_budget
-        if count < 0 and budget and -count > budget // 4 + 1:
-            return -(budget // 4 + 1)
-        return count
+    @property
+    def elements_budget(self) -> int:
+        """Bytes the connection's output limit leaves for a reply of many elements whose number
+        the client chose (0: no limit, or no connection): the hard limit, where `reply_budget`
+        also lets one value as big as proto-max-bulk-len through."""
+        client = self.session.client
+        return 0 if client is None else client.elements_budget()
 
     def emit(self, effect: list[bytes]) -> None:
         self.effects.append(effect)

@@ -8,8 +8,11 @@ to the engine (the AOF, the data directory, replication, the server), each as th
 this layer declares. The engine core (engine.runtime.core.EngineCore) subclasses it and adds
 what runs commands: dispatch, the engine lock's hold, sessions, effects out and in. A handler
 sees this class, not the core: it cannot submit a command, apply a record or take the lock
-around another command. What a handler asks of the core is declared here: `run_queued` (EXEC's
-commands), `run_script_command` (a script's) and `write_gate` (whether a write may run now).
+around another command. What a handler asks of the core's parts is declared here, as fields
+the core sets to those parts' methods: `run_queued` (EXEC's commands), `run_script_command` (a
+script's) and `cancel_wait` (CLIENT UNBLOCK's). The state answers two questions itself, from
+its fields: the engine clock's time (`now`) and whether a write may run now (`write_gate`);
+the core's parts read them as handlers do.
 
 A native class in the compiled build: the fields declared here are read as fields of a C
 struct, whichever subclass the engine is. Must not touch: command semantics, I/O.
@@ -18,8 +21,9 @@ struct, whichever subclass the engine is. Must not touch: command semantics, I/O
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 from streamkeep.engine.exec.settings import config_set
 
@@ -43,6 +47,7 @@ if TYPE_CHECKING:
     from streamkeep.engine.model.stream import Stream
 
 Clock = Callable[[], int]
+_time_ns: Final = time.time_ns
 
 
 class EngineState:
@@ -55,14 +60,12 @@ class EngineState:
     dbs: list[dict[bytes, Stream]]
     strings: list[dict[bytes, bytes]]
     expires: list[dict[bytes, int]]
-    # Hashes: the listpack limits every hash reads at its writes (engine.model.hashes), and per
-    # database the hashes with field TTLs, by earliest field expiry (None until first needed;
-    # engine.commands.hashes keeps it).
-    hash_limits: Any
-    hash_ttls: list[Any]  # engine.commands.hashes.FieldTTLIndex | None, per database
-    set_limits: Any  # engine.model.sets.SetLimits: every set reads it at its writes
-    list_limits: Any  # engine.model.lists.ListLimits: every list write reads it
-    zset_limits: Any  # engine.model.zset.ZSetLimits (immutable: CONFIG SET replaces it)
+    # Each type's encoding limits, by slot (engine.model.limits: the values of a type read them
+    # at their writes; CONFIG SET changes them in place), None for a type without.
+    limits: list[Any]
+    # Per database, the keys whose values have sub-keys with TTLs (a hash's fields), by their
+    # earliest such expiry (engine.exec.keys' SubexpiryIndex; None until first needed).
+    subexpires: list[Any]
     residency: Residency  # which stream nodes are in memory (backlog-memory)
     # Settings (Redis's names, canonical values) and the ones hot paths read as fields.
     config: dict[str, Any]
@@ -72,6 +75,7 @@ class EngineState:
     node_max_bytes: int
     notify_flags: int  # keyspace notifications' classes (engine.exec.notify)
     clock: Clock  # the command time, engine-clock ms
+    wall_clock: bool  # the clock is the wall clock's (then `now` reads it inline)
     # What runs around commands.
     lock: threading.Lock  # held while any command runs; a handler never takes it
     waiters: WaiterRegistry
@@ -98,30 +102,32 @@ class EngineState:
     latest_fork_usec: int
     memory_repl_id: str
 
-    def run_queued(self, ctx: Ctx, queued: list[tuple[CommandSpec, Argv]]) -> list[Any]:
-        """Run queued commands in `ctx`, one after another, their effects one record: EXEC's
-        body (the engine core runs them)."""
-        raise NotImplementedError
-
-    def run_script_command(self, ctx: Ctx, spec: CommandSpec, argv: Argv) -> Any:
-        """A script's command in `ctx`, the MultiCtx its run keeps for them (its effects that
-        run's, its database the session's now): its reply, or the ReplyError it failed with.
-        The script puts a SELECT in front of its effects itself."""
-        raise NotImplementedError
+    # What a handler asks of the engine core's parts (engine.runtime), each set by the core to
+    # the method of the part that owns it. `run_queued(ctx, queued)`: EXEC's body, the queued
+    # commands run one after another in `ctx`, their effects one record.
+    # `run_script_command(ctx, spec, argv)`: a script's command in `ctx`, the MultiCtx its run
+    # keeps for them (its effects that run's, its database the session's now): its reply, or the
+    # ReplyError it failed with; the script puts a SELECT in front of its effects itself.
+    # `cancel_wait(waiter, result)`: end a blocked client's wait with `result` (CLIENT UNBLOCK):
+    # True if it was still waiting.
+    run_queued: Callable[[Ctx, list[tuple[CommandSpec, Argv]]], list[Any]]
+    run_script_command: Callable[[Ctx, CommandSpec, Argv], Any]
+    cancel_wait: Callable[[Any, Any], bool]
 
     def now(self) -> int:
-        """The engine clock's time, ms (a blocked command's readiness is judged at it)."""
-        raise NotImplementedError
-
-    def cancel_wait(self, waiter: Any, result: Any) -> bool:
-        """End a blocked client's wait with `result` (CLIENT UNBLOCK): True if it was still
-        waiting (the engine core's blocked clients decide)."""
-        raise NotImplementedError
+        """The engine clock's time (ms): a command's time is read once, when it starts."""
+        return _time_ns() // 1_000_000 if self.wall_clock else self.clock()
 
     def write_gate(self, session: Session) -> str | None:
-        """The one write gate: why a write from `session` is refused now (its error line),
-        or None (the engine core decides: an AOF that cannot be written, a replica)."""
-        raise NotImplementedError
+        """The one write gate: why a write from `session` is refused now (its error line), or
+        None. The AOF cannot be written (MISCONF, or writes stopped after storage damage), or
+        this engine is a replica and the session is not its primary's."""
+        journal = self.journal
+        if journal is not None and journal.error:
+            return journal.error
+        if self.read_only is not None and not session.from_primary:
+            return self.read_only
+        return None
 
     def apply_config(self) -> None:
         """Copy hot settings out of the config dict (XADD reads them on every call)."""

@@ -24,14 +24,16 @@ back (engine.commands.expiry says more of expiry: the active cycle, EXPIRE and T
 Owns the lookups (`lookup`, `key_type`, `value_at`, `read_value`, `stream_at`, `read_stream`),
 the WRONGTYPE checks, keyspace hits and misses, `delete_key` and `removed_from` (an aggregate's
 key deleted once emptied), the key listings (`all_keys`, `live_keys`, `key_count`), lazy expiry
-(`already_expired`, `expire_named_keys`, `hide_expired`, `unhide`) and `placed` (a value put
-under a key by a command that knows no type: its type's per-database index told). Must not
+(`already_expired`, `expire_named_keys`, `hide_expired`, `unhide`), and sub-key expiry's
+per-database index (`SubexpiryIndex`: the keys whose values have sub-keys with TTLs, a hash's
+fields; `placed` tells it of a value a command that knows no type put under a key). Must not
 touch: any one type's values (a type is reached through its `ValueType`), replies, I/O.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence, Sized
+import heapq
+from collections.abc import Iterator, Sequence, Sized
 from itertools import chain
 from typing import TYPE_CHECKING, Any
 
@@ -67,22 +69,6 @@ def held_elsewhere(engine: EngineState, db: int, key: bytes, slot: int) -> bool:
     dict missed: is it WRONGTYPE or missing?)."""
     return any(other != slot and key in space[db]
                for other, space in enumerate(engine.keyspaces))
-
-
-# Types whose values carry an index the engine keeps beside the keyspace (a hash's field TTLs):
-# slot -> what to do when a generic command (RENAME, COPY, RESTORE) places such a value under a
-# key of database `db`. The type's commands module registers it.
-Placed = Callable[["EngineState", int, bytes, Any], None]
-
-
-PLACED: dict[int, Placed] = {}
-
-
-def placed(engine: EngineState, db: int, key: bytes, vt: ValueType, value: object) -> None:
-    """A value of type `vt` was put under `key` by a command that knows no type."""
-    hook = PLACED.get(vt.slot)
-    if hook is not None:
-        hook(engine, db, key, value)
 
 
 def drop_other_types(engine: EngineState, db: int, key: bytes, slot: int) -> None:
@@ -274,3 +260,124 @@ def unhide(hidden: Hidden) -> None:
     for key, slot, value, when in taken:
         spaces[slot][key] = value
         expires[key] = when
+
+
+
+# --- sub-key expiry: the keys whose values have sub-keys with TTLs (a hash's fields) ---------
+
+
+class SubexpiryIndex:
+    """One database's keys whose values have sub-keys with TTLs (Redis 7.4's `subexpires`: a
+    hash's fields): key -> the earliest such expiry (`when`), and a min-heap of (time, key) so
+    the active cycle finds the due ones without walking them all (stale heap entries, whose
+    time no longer matches `when`, are skipped and dropped). An entry may itself be stale (the
+    key deleted, renamed, overwritten): whoever reads it checks the key."""
+
+    __slots__ = ("when", "heap")
+
+    def __init__(self) -> None:
+        self.when: dict[bytes, int] = {}
+        self.heap: list[tuple[int, bytes]] = []
+
+    def __len__(self) -> int:
+        return len(self.when)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self.when
+
+    def set(self, key: bytes, when: int) -> None:
+        if self.when.get(key) != when:
+            self.when[key] = when
+            heapq.heappush(self.heap, (when, key))
+            if len(self.heap) > 2 * len(self.when) + _HEAP_SLACK:
+                self.heap = [(w, k) for k, w in self.when.items()]
+                heapq.heapify(self.heap)
+
+    def drop(self, key: bytes) -> None:
+        self.when.pop(key, None)
+
+    def due(self, now: int, limit: int) -> list[bytes]:
+        """Up to `limit` keys whose earliest sub-key expiry is <= now, taken out of the index
+        (the caller tracks again what still has TTLs)."""
+        out: list[bytes] = []
+        heap, when = self.heap, self.when
+        while heap and heap[0][0] <= now and len(out) < limit:
+            at, key = heapq.heappop(heap)
+            if when.get(key) == at:
+                del when[key]
+                out.append(key)
+        return out
+
+
+_HEAP_SLACK = 32  # stale heap entries tolerated beyond twice the live ones
+# The types whose values may have sub-keys with TTLs.
+_SUBEXPIRING = tuple(vt for vt in TYPES if vt.min_subexpiry is not None)
+
+
+def subexpiry_index(engine: EngineState, db: int) -> SubexpiryIndex:
+    """Database `db`'s index, built from its keyspaces the first time (a state loaded from a
+    snapshot, or installed, starts without it)."""
+    indexes: list[SubexpiryIndex | None] = engine.subexpires
+    found = indexes[db]
+    if found is None:
+        found = SubexpiryIndex()
+        for vt in _SUBEXPIRING:
+            earliest = vt.min_subexpiry
+            assert earliest is not None
+            for key, value in engine.keyspaces[vt.slot][db].items():
+                when = earliest(value)
+                if when is not None:
+                    found.set(key, when)
+        indexes[db] = found
+    return found
+
+
+def track_subexpiry(ctx: Ctx, key: bytes, when: int | None) -> None:
+    """The key's value's earliest sub-key expiry after a change (None: it has none now, or the
+    key went). Costs one test while the database has no such key."""
+    db = ctx.session.db
+    if when is None:
+        tracked = ctx.engine.subexpires[db]
+        if tracked is not None:
+            tracked.drop(key)
+        return
+    subexpiry_index(ctx.engine, db).set(key, when)
+
+
+def placed(engine: EngineState, db: int, key: bytes, vt: ValueType, value: object) -> None:
+    """A value of type `vt` was put under `key` by a command that knows no type (RENAME, COPY,
+    MOVE, RESTORE): its sub-key TTLs, if any, join the database's index (one not built yet
+    finds them when it is)."""
+    earliest = vt.min_subexpiry
+    found = engine.subexpires[db]
+    if earliest is not None and found is not None:
+        when = earliest(value)
+        if when is not None:
+            found.set(key, when)
+
+
+def subexpiry_dbs(engine: EngineState) -> list[int]:
+    """The databases the active cycle's sub-key pass must look at: those whose index has keys
+    (a database whose index is not built yet counts when it holds values of a type whose
+    sub-keys may expire). No work for an engine without such values."""
+    return [db for db, found in enumerate(engine.subexpires)
+            if (len(found) if found is not None
+                else any(engine.keyspaces[vt.slot][db] for vt in _SUBEXPIRING))]
+
+
+def subexpiry_count(engine: EngineState, db: int) -> int:
+    """INFO keyspace's `subexpiry`: the database's keys whose values have sub-keys with TTLs."""
+    if engine.subexpires[db] is None and not any(
+            engine.keyspaces[vt.slot][db] for vt in _SUBEXPIRING):
+        return 0
+    found = subexpiry_index(engine, db)
+    return sum(1 for key in found.when if _subexpiry_of(engine, db, key) is not None)
+
+
+def _subexpiry_of(engine: EngineState, db: int, key: bytes) -> int | None:
+    for vt in _SUBEXPIRING:
+        value = engine.keyspaces[vt.slot][db].get(key)
+        if value is not None:
+            assert vt.min_subexpiry is not None
+            return vt.min_subexpiry(value)
+    return None

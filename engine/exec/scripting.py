@@ -4,8 +4,8 @@ Lua values and replies, as Redis 8 does them (script_lua.c, eval.c, script.c).
 Owns `Scripting` (one per engine, made on the first script: the Lua runtime with Redis's
 `redis.*` API, the sandboxed globals and the libraries Redis bundles, the cache of compiled
 scripts by SHA1, the run in progress with its kill and busy state), `eval_script` (EVAL's body:
-one time for the whole script, every command through `EngineCore.run_script_command` so the script's
-effects are one record), the shebang flags, Redis's `math.random` (redisLrand48), and the exact
+one time for the whole script, every command through the engine's `run_script_command`
+(engine.runtime.batches) so the script's effects are one record), the shebang flags, Redis's `math.random` (redisLrand48), and the exact
 error lines Redis gives. For Redis Functions (engine.exec.functions owns the libraries) a second
 Scripting is the functions' runtime: a library's load with only the library API as its globals,
 a function called with KEYS and ARGV as its arguments, FUNCTION KILL against SCRIPT KILL.

@@ -29,6 +29,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 from streamkeep.engine.exec.notify import BAD_CLASS, classes_text, parse_classes
+from streamkeep.engine.model.value_types import TYPES
 from streamkeep.engine.wire.errors import StorageError, StreamkeepError
 
 if TYPE_CHECKING:
@@ -491,26 +492,19 @@ def _apply_node_limits(engine: EngineState) -> None:
 
 
 def apply_value_limits(engine: EngineState) -> None:
-    """The encodings' limits of the sorted sets, hashes and sets (`*-max-listpack-*`,
-    `set-max-intset-entries`), read from the config: at the engine's start and on CONFIG SET.
-    The hashes and the sets hold the engine's one HashLimits / SetLimits and read it at their
-    writes (as Redis's read its globals), so those change in place; the sorted sets' writes
-    read the engine's immutable ZSetLimits, which is replaced."""
-    from streamkeep.engine.model.zset import ZSetLimits
+    """The value types' encoding limits (engine.model.limits), read from the config: on CONFIG
+    SET of any of them. Each type's values read the engine's one limits object of their type
+    at their writes (as Redis's read its globals), so it changes in place."""
+    for limits in engine.limits:
+        if limits is not None:
+            limits.apply(engine.config)
 
-    config = engine.config
-    engine.zset_limits = ZSetLimits(int(config["zset-max-listpack-entries"]),
-                                    int(config["zset-max-listpack-value"]))
-    hashes = engine.hash_limits
-    hashes.max_listpack_entries = int(config["hash-max-listpack-entries"])
-    hashes.max_listpack_value = int(config["hash-max-listpack-value"])
-    sets = engine.set_limits
-    sets.max_intset_entries = int(config["set-max-intset-entries"])
-    sets.max_listpack_entries = int(config["set-max-listpack-entries"])
-    sets.max_listpack_value = int(config["set-max-listpack-value"])
-    lists = engine.list_limits
-    lists.set_fill(int(config["list-max-listpack-size"]))
-    lists.compress_depth = int(config["list-compress-depth"])
+
+def _type_params() -> list[Param]:
+    """Every value type's limits settings, as its limits class declares them."""
+    return [Param(setting.name, setting.kind, setting.default, lo=setting.lo, hi=setting.hi,
+                  hook=apply_value_limits, summary=setting.summary)
+            for vt in TYPES if vt.limits is not None for setting in vt.limits.SETTINGS]
 
 
 def _apply_backlog_memory(engine: EngineState) -> None:
@@ -526,8 +520,6 @@ def _bind_long_lists(engine: EngineState) -> None:
     current snapshot's index of its nodes, as a compaction's switch binds them, so that it
     counts against the budget at once, as the streams do (a value the snapshot holds without
     an index stays resident)."""
-    from streamkeep.engine.model.value_types import TYPES
-
     residency = engine.residency
     store = residency.store
     node_index = getattr(store, "node_index", None)
@@ -628,32 +620,8 @@ _PARAMS: list[Param] = [
           summary="entries per stream node (radix tree leaf) before a new one starts"),
     Param("stream-node-max-bytes", "memory", 4096, hi=LONG_MAX, hook=_apply_node_limits,
           summary="bytes per stream node before a new one starts"),
-    # A sorted set stays listpack-encoded up to this many members of at most this many bytes.
-    Param("zset-max-listpack-entries", "int", 128, hi=LONG_MAX, hook=apply_value_limits,
-          summary="members a sorted set holds in its compact (listpack) encoding at most"),
-    Param("zset-max-listpack-value", "memory", 64, hi=LONG_MAX, hook=apply_value_limits,
-          summary="bytes of the longest member a listpack-encoded sorted set holds"),
-    # A hash stays listpack-encoded up to this many fields, each field and value this long.
-    Param("hash-max-listpack-entries", "int", 512, hi=LONG_MAX, hook=apply_value_limits,
-          summary="fields a hash holds in its compact (listpack) encoding at most"),
-    Param("hash-max-listpack-value", "memory", 64, hi=LONG_MAX, hook=apply_value_limits,
-          summary="bytes of the longest field or value a listpack-encoded hash holds"),
-    # A set stays an intset up to this many integers, a listpack up to this many members of at
-    # most this many bytes (engine.model.sets; every set of the engine reads `set_limits`).
-    Param("set-max-intset-entries", "int", 512, hi=LONG_MAX, hook=apply_value_limits,
-          summary="integers a set holds in its compact (intset) encoding at most"),
-    Param("set-max-listpack-entries", "int", 128, hi=LONG_MAX, hook=apply_value_limits,
-          summary="members a set holds in its compact (listpack) encoding at most"),
-    Param("set-max-listpack-value", "memory", 64, hi=LONG_MAX, hook=apply_value_limits,
-          summary="bytes of the longest member a listpack-encoded set holds"),
-    # A list's node (and a small list whole) holds this many bytes (a negative fill: -1..-5,
-    # 4..64 KiB) or elements (positive) at most; its compress depth is accepted and kept.
-    Param("list-max-listpack-size", "int", -2, lo=-INT_MAX - 1, hi=INT_MAX,
-          hook=apply_value_limits,
-          summary="a list node's bytes (-1..-5: 4, 8, 16, 32, 64 KiB) or elements (> 0) at most"),
-    Param("list-compress-depth", "int", 0, hi=INT_MAX, hook=apply_value_limits,
-          summary="list nodes kept uncompressed at each end (accepted; nodes are never "
-                  "compressed in memory)"),
+    # Each value type's encoding limits (`*-max-listpack-*`, ...: engine.model.limits).
+    *_type_params(),
     # streamkeep: the stream entries kept in memory; past it, nodes a snapshot holds go cold.
     Param("backlog-memory", "memory", 0, hook=_apply_backlog_memory,
           summary="bytes of stream entries and long lists' nodes kept in memory (0: all); "
@@ -848,11 +816,9 @@ ALIASES = {"slaveof": "replicaof", "lua-time-limit": "busy-reply-threshold",
            "slave-priority": "replica-priority", "slave-announce-ip": "replica-announce-ip",
            "slave-announce-port": "replica-announce-port",
            "slave-read-only": "replica-read-only",
-           "zset-max-ziplist-entries": "zset-max-listpack-entries",
-           "zset-max-ziplist-value": "zset-max-listpack-value",
-           "hash-max-ziplist-entries": "hash-max-listpack-entries",
-           "hash-max-ziplist-value": "hash-max-listpack-value",
-           "list-max-ziplist-size": "list-max-listpack-size"}
+           # the value types' settings' older names (engine.model.limits)
+           **{setting.alias: setting.name for vt in TYPES if vt.limits is not None
+              for setting in vt.limits.SETTINGS if setting.alias}}
 
 PARAMS: dict[str, Param] = {p.name: p for p in _PARAMS}
 DEFAULT_CONFIG: dict[str, Any] = {p.name: p.default for p in _PARAMS}

@@ -125,7 +125,7 @@ _FAST: Final[dict[bytes, CommandSpec]] = {}  # lower, UPPER and Capitalised spel
 
 
 # The plain commands (not containers, not internal) by their common spellings: what an engine's
-# dispatch table holds an entry for (engine.runtime.core). Anything else goes through `lookup`.
+# dispatch table holds an entry for (engine.runtime.dispatch). Anything else goes through `lookup`.
 FAST_DISPATCH: dict[bytes, CommandSpec] = {}
 
 

@@ -4,8 +4,8 @@ Owns the queueing rule (which commands run at once inside MULTI and which are qu
 these five commands, and the registry of WATCHed keys: a key counts as modified when a committed
 record's effects touch it, so every way of changing state (including a blocked read served later,
 or a command inside another client's EXEC) invalidates watches without each command having to
-remember to. EXEC itself runs through `Engine.run_queued`, which makes the whole transaction one
-record. Must not touch: command semantics, stream structures, I/O.
+remember to. EXEC itself runs through the engine's `run_queued` (engine.runtime.batches), which
+makes the whole transaction one record. Must not touch: command semantics, stream structures, I/O.
 """
 
 from __future__ import annotations

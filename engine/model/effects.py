@@ -255,6 +255,11 @@ def set_effect(key: bytes, value: bytes, keep_ttl: bool = False,
     return [b"SET", key, value, b"KEEPTTL"] if keep_ttl else [b"SET", key, value]
 
 
+def append_effect(key: bytes, tail: bytes) -> Effect:
+    """`APPEND key tail`: APPEND logs itself (the tail, not the value it grew)."""
+    return [b"APPEND", key, tail]
+
+
 def setrange_effect(key: bytes, offset: int, value: bytes) -> Effect:
     """`SETRANGE key offset value`: SETRANGE logs itself (the command's size, not the value's)."""
     return [b"SETRANGE", key, b"%d" % offset, value]
@@ -377,3 +382,38 @@ def as_sent_effect(argv: Sequence[bytes]) -> Effect:
     """A deterministic write logged as its client sent it (the name upper-cased): the sorted
     set range removals and STORE commands, whose result depends only on the state they read."""
     return [bytes(argv[0]).upper(), *argv[1:]]
+
+
+# --- sets ----------------------------------------------------------------------------------------
+
+
+def sadd_effect(key: bytes, members: Sequence[bytes]) -> Effect:
+    """`SADD key member ...`: every member SADD was given (their count decides a conversion
+    before anything is added, so a replay needs them all)."""
+    return [b"SADD", key, *members]
+
+
+def srem_effect(key: bytes, members: Iterable[bytes]) -> Effect:
+    """`SREM key member ...`: the members removed (by SREM, or SPOP's picks)."""
+    return [b"SREM", key, *members]
+
+
+# --- lists ---------------------------------------------------------------------------------------
+
+
+def push_effect(key: bytes, elements: Sequence[bytes], tail: bool) -> Effect:
+    """`LPUSH` / `RPUSH key element ...`: a push as it was made (LPUSHX and RPUSHX too: the key
+    was there)."""
+    return [b"RPUSH" if tail else b"LPUSH", key, *elements]
+
+
+def pop_effect(key: bytes, tail: bool, count: int | None = None) -> Effect:
+    """`LPOP` / `RPOP key [count]`: the elements a pop took (a served blocking pop and LMPOP
+    as the plain one), `count` as many as it took."""
+    name = b"RPOP" if tail else b"LPOP"
+    return [name, key] if count is None else [name, key, _number(count)]
+
+
+def linsert_effect(key: bytes, after: bool, pivot: bytes, element: bytes) -> Effect:
+    """`LINSERT key BEFORE | AFTER pivot element`, the side spelled in capitals."""
+    return [b"LINSERT", key, b"AFTER" if after else b"BEFORE", pivot, element]

@@ -47,9 +47,10 @@ import sys
 from collections.abc import Iterable, Iterator, Sequence
 from fractions import Fraction
 from itertools import islice
-from typing import Any, Final
+from typing import Any, ClassVar, Final
 
 from streamkeep.engine.model.bucket_table import EMPTY, BucketTable, build_pack
+from streamkeep.engine.model.limits import Limits, Setting
 from streamkeep.engine.model.listpack import as_int, int_size, str_size
 from streamkeep.engine.model.packed_columns import (
     pack_delete,
@@ -86,12 +87,19 @@ _SUB_STRATEGY_MUL: Final = 3  # HRANDFIELD: count * 3 > size lists all and drops
 _HEAP_SLACK: Final = 32  # stale heap entries tolerated beyond twice the live ones
 
 
-class HashLimits:
+class HashLimits(Limits):
     """hash-max-listpack-entries and hash-max-listpack-value; shared by the hashes of one engine
-    and changed in place on CONFIG SET. The defaults are redis-server's (config.c: 512 entries,
-    not the 128 of the sets' and sorted sets' listpacks; 64 bytes)."""
+    and changed in place on CONFIG SET (engine.model.limits). The defaults are redis-server's
+    (config.c: 512 entries, not the 128 of the sets' and sorted sets' listpacks; 64 bytes)."""
 
-    __slots__ = ("max_listpack_entries", "max_listpack_value")
+    SETTINGS: ClassVar[tuple[Setting, ...]] = (
+        Setting("hash-max-listpack-entries", "max_listpack_entries", "int", 512,
+                "fields a hash holds in its compact (listpack) encoding at most",
+                alias="hash-max-ziplist-entries"),
+        Setting("hash-max-listpack-value", "max_listpack_value", "memory", 64,
+                "bytes of the longest field or value a listpack-encoded hash holds",
+                alias="hash-max-ziplist-value"),
+    )
 
     def __init__(self, max_listpack_entries: int = 512, max_listpack_value: int = 64) -> None:
         self.max_listpack_entries = max_listpack_entries
@@ -930,3 +938,40 @@ def copy_value(value: Hash | PackedHash) -> Hash | PackedHash:
     if isinstance(value, Hash):
         return stored(value.copy())
     return value
+
+
+# --- the type as the registry sees it (engine.model.value_types: TypeModel) ---------------------
+
+VALUE_CLASS: Final = Hash
+STORED_AS: Final[tuple[type, ...]] = (PackedHash,)  # a small plain hash, kept bare
+LIMITS: Final = HashLimits
+opened: Final = as_hash
+NODES: Final = None  # (no nodes that go cold)
+
+
+def encoding(value: Hash | PackedHash) -> str:
+    return as_hash(value).encoding
+
+
+def memory_usage(value: Hash | PackedHash) -> int:
+    return as_hash(value).memory_usage()
+
+
+def to_bytes(value: Hash | PackedHash) -> bytes:
+    return as_hash(value).to_bytes()
+
+
+def from_bytes(data: bytes) -> Hash | PackedHash:
+    return stored(Hash.from_bytes(data))
+
+
+def digest(value: Hash | PackedHash) -> list[object]:
+    """The pairs and the fields' expiry times, sorted (a big hash's order is its table's)."""
+    h = as_hash(value)
+    return [sorted(h.items()), sorted(h.fields_with_expiry())]
+
+
+def min_subexpiry(value: Hash | PackedHash) -> int | None:
+    """The earliest of the hash's fields' expiry times (None: no field has one; a bare pack
+    has none)."""
+    return value.min_field_expiry() if isinstance(value, Hash) else None

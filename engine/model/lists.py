@@ -43,9 +43,10 @@ here, and every function takes indexes already in range.
 from __future__ import annotations
 
 import struct
-from collections.abc import Iterable, Iterator, Sequence
-from typing import Final
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from typing import Any, ClassVar, Final
 
+from streamkeep.engine.model.limits import Limits, Setting
 from streamkeep.engine.model.list_node import (
     node_count,
     node_get,
@@ -71,6 +72,7 @@ _SIZE_SAFETY_LIMIT: Final = 8192
 _SIZE_ESTIMATE_OVERHEAD: Final = 8
 _FILL_MAX: Final = (1 << 15) - 1
 _NO_LIMIT: Final = 1 << 62
+INT_MAX: Final = (1 << 31) - 1  # list-max-listpack-size's bounds (a C int)
 
 # Redis's allocations, for MEMORY USAGE (objectComputeSize).
 _OBJECT: Final = 16
@@ -83,13 +85,21 @@ _NODE_POP: Final = node_pop
 _NODE_COUNT: Final = node_count
 
 
-class ListLimits:
+class ListLimits(Limits):
     """list-max-listpack-size (`fill`) and list-compress-depth; shared by the lists of one
-    engine and changed in place on CONFIG SET (`set_fill`), as Redis reads its globals. (The
-    compress depth is kept and reported; nodes are never compressed in memory.) The node limits
-    the fill gives are worked out once, when it is set: every push reads them."""
+    engine and changed in place on CONFIG SET (engine.model.limits), as Redis reads its
+    globals. (The compress depth is kept and reported; nodes are never compressed in memory.)
+    The node limits the fill gives are worked out once, when it is set (`set_fill`): every push
+    reads them."""
 
-    __slots__ = ("fill", "compress_depth", "size_limit", "count_limit", "large_limit")
+    SETTINGS: ClassVar[tuple[Setting, ...]] = (
+        Setting("list-max-listpack-size", "fill", "int", -2,
+                "a list node's bytes (-1..-5: 4, 8, 16, 32, 64 KiB) or elements (> 0) at most",
+                lo=-INT_MAX - 1, hi=INT_MAX, alias="list-max-ziplist-size"),
+        Setting("list-compress-depth", "compress_depth", "int", 0,
+                "list nodes kept uncompressed at each end (accepted; nodes are never "
+                "compressed in memory)", hi=INT_MAX),
+    )
 
     def __init__(self, fill: int = -2, compress_depth: int = 0) -> None:
         self.compress_depth = compress_depth
@@ -110,6 +120,10 @@ class ListLimits:
             level = min(-fill - 1, len(_OPTIMIZATION_LEVEL) - 1)
             self.size_limit = self.large_limit = _OPTIMIZATION_LEVEL[level]
             self.count_limit = _NO_LIMIT
+
+    def apply(self, config: Mapping[str, Any]) -> None:
+        self.set_fill(int(config["list-max-listpack-size"]))
+        self.compress_depth = int(config["list-compress-depth"])
 
     def node_limits(self) -> tuple[int, int]:
         """quicklistNodeLimit: (bytes, elements) a node may hold; one of them unbounded."""
@@ -197,14 +211,6 @@ def iter_nodes(value: ListValue) -> Iterator[bytearray]:
         return
     for node in value.nodes:
         yield _peek(value, node)
-
-
-def cold_counts(value: ListValue) -> tuple[int, int, int]:
-    """(cold nodes, their elements, their bytes) of the list."""
-    home = value.home if isinstance(value, QuickList) else None
-    if home is None:
-        return 0, 0, 0
-    return home.cold_nodes, home.cold_elements, home.cold_bytes
 
 
 def _count(node: ListNode) -> int:
@@ -409,7 +415,7 @@ def from_nodes(nodes: list[bytearray], limits: ListLimits = DEFAULT_LIMITS) -> L
     return shrink(value, limits, shrinking=False)
 
 
-def copy(value: ListValue) -> ListValue:
+def copy_value(value: ListValue) -> ListValue:
     """COPY's copy, sharing no resident node (a cold node's placeholder is shared: it is
     immutable)."""
     if isinstance(value, QuickList):
@@ -724,14 +730,32 @@ def from_bytes(data: bytes, limits: ListLimits = DEFAULT_LIMITS) -> ListValue:
     return QuickList(held, sum(map(_count, held)))
 
 
+# --- the type as the registry sees it (engine.model.value_types: TypeModel) ---------------------
+
+VALUE_CLASS: Final = QuickList
+STORED_AS: Final[tuple[type, ...]] = (bytearray,)  # a small list, kept bare as its listpack
+LIMITS: Final = ListLimits
+min_subexpiry: Final = None  # (a list's elements have no TTLs)
 # A quicklist's nodes may go cold (engine.model.residency): what the residency, the snapshot
-# and INFO need of them (engine.model.value_types' LIST.nodes). A node's shape follows
-# list-max-listpack-size.
+# and INFO need of them. A node's shape follows list-max-listpack-size.
 NODES: Final = ValueNodes(QuickList, node_count, iter_nodes, QuickList,
                           shaped_by=("list-max-listpack-size",))
 
-__all__ = ["DEFAULT_LIMITS", "LISTPACK", "NODES", "QUICKLIST", "ListLimits", "ListNode",
-           "ListValue", "QuickList", "cold_counts", "copy", "delete_range", "elements", "encoding",
+
+def opened(value: ListValue) -> QuickList:
+    """A list as a QuickList (a listpack, kept bare in the keyspace as its bytearray, wrapped
+    as one node: `len` counts elements)."""
+    return value if isinstance(value, QuickList) else QuickList([value], node_count(value))
+
+
+def digest(value: ListValue) -> list[bytes]:
+    """The elements, in order."""
+    return list(elements(value))
+
+
+__all__ = ["DEFAULT_LIMITS", "LIMITS", "LISTPACK", "NODES", "QUICKLIST", "STORED_AS", "VALUE_CLASS",
+           "copy_value", "delete_range", "digest", "elements", "encoding",
            "from_bytes", "from_elements", "from_nodes", "get", "grow", "insert", "iter_nodes",
-           "length", "memory_usage", "new_list", "nodes_of", "pop", "pop_many", "positions", "push", "range_of", "read_range",
-           "remove", "set_at", "shrink", "to_bytes", "trim"]
+           "length", "ListLimits", "ListNode", "ListValue", "memory_usage", "min_subexpiry",
+           "new_list", "nodes_of", "opened", "pop", "pop_many", "positions", "push", "QuickList",
+           "range_of", "read_range", "remove", "set_at", "shrink", "to_bytes", "trim"]

@@ -33,9 +33,10 @@ from array import array
 from bisect import bisect_left
 from collections.abc import Iterable, Iterator, Sequence
 from itertools import islice
-from typing import Final
+from typing import ClassVar, Final
 
 from streamkeep.engine.model.bucket_table import EMPTY, BucketTable, build_pack
+from streamkeep.engine.model.limits import Limits, Setting
 from streamkeep.engine.model.listpack import as_int, str_size
 from streamkeep.engine.model.packed_columns import (
     pack_add,
@@ -71,11 +72,18 @@ _PACK_DELETE: Final = pack_delete
 _PACK_INDEX: Final = pack_index
 
 
-class SetLimits:
+class SetLimits(Limits):
     """set-max-intset-entries, set-max-listpack-entries, set-max-listpack-value; shared by the
-    sets of one engine and changed in place on CONFIG SET."""
+    sets of one engine and changed in place on CONFIG SET (engine.model.limits)."""
 
-    __slots__ = ("max_intset_entries", "max_listpack_entries", "max_listpack_value")
+    SETTINGS: ClassVar[tuple[Setting, ...]] = (
+        Setting("set-max-intset-entries", "max_intset_entries", "int", 512,
+                "integers a set holds in its compact (intset) encoding at most"),
+        Setting("set-max-listpack-entries", "max_listpack_entries", "int", 128,
+                "members a set holds in its compact (listpack) encoding at most"),
+        Setting("set-max-listpack-value", "max_listpack_value", "memory", 64,
+                "bytes of the longest member a listpack-encoded set holds"),
+    )
 
     def __init__(self, max_intset_entries: int = 512, max_listpack_entries: int = 128,
                  max_listpack_value: int = 64) -> None:
@@ -619,3 +627,41 @@ class RSet:
         else:
             s.add_many(list(members))
         return s
+
+
+# --- the type as the registry sees it (engine.model.value_types: TypeModel) ---------------------
+
+VALUE_CLASS: Final = RSet
+STORED_AS: Final[tuple[type, ...]] = ()
+LIMITS: Final = SetLimits
+min_subexpiry: Final = None  # (a set's members have no TTLs)
+NODES: Final = None  # (no nodes that go cold)
+
+
+def encoding(value: RSet) -> str:
+    return value.encoding
+
+
+def memory_usage(value: RSet) -> int:
+    return value.memory_usage()
+
+
+def to_bytes(value: RSet) -> bytes:
+    return value.to_bytes()
+
+
+def from_bytes(data: bytes) -> RSet:
+    return RSet.from_bytes(data)
+
+
+def copy_value(value: RSet) -> RSet:
+    return value.copy()
+
+
+def digest(value: RSet) -> list[bytes]:
+    """The members, sorted (a big set's order is its hash table's)."""
+    return sorted(value)
+
+
+def opened(value: RSet) -> RSet:
+    return value

@@ -656,4 +656,41 @@ def rax_node_count(keys: list[int]) -> int:
     return count(0, len(raw), 0)
 
 
-__all__ = ["Stream", "new_stream", "Node", "cold_node", "Fields", "rax_node_count", "format_id"]
+# --- the type as the registry sees it (engine.model.value_types: TypeModel) ---------------------
+
+VALUE_CLASS: Final = Stream
+STORED_AS: Final[tuple[type, ...]] = ()
+LIMITS: Final = None  # (stream-node-max-*: the engine's own fields, read by every XADD)
+# A stream is stored in the snapshot's own tables (nodes, groups, PELs), digested and copied
+# by the code that knows them (engine.model.digest, COPY through its DUMP payload).
+to_bytes: Final = None
+from_bytes: Final = None
+copy_value: Final = None
+digest: Final = None
+min_subexpiry: Final = None
+NODES: Final = None  # (a stream's nodes go cold through their own Home: engine.model.residency)
+
+
+def encoding(value: Stream) -> str:
+    return "stream"
+
+
+def memory_usage(stream: Stream) -> int:
+    """A stream's nodes (resident and cold: MEMORY USAGE counts the value, wherever it lives),
+    with their index, plus its groups' entries at a consumer group's per-entry cost."""
+    total = sum(node_bytes(node.count, len(node.lp)) for node in stream.nodes
+                if node.lp is not None)
+    _cold_nodes, cold_entries, cold_bytes = stream.cold_counts()
+    total += node_bytes(cold_entries, cold_bytes) if cold_bytes else 0
+    for group in stream.groups.values():
+        total += 64 + 48 * len(group.pel) + 64 * len(group.consumers)
+    return total + 64
+
+
+def opened(value: Stream) -> Stream:
+    return value
+
+
+__all__ = ["LIMITS", "NODES", "STORED_AS", "VALUE_CLASS", "cold_node", "copy_value", "digest", "encoding",
+           "Fields", "format_id", "from_bytes", "memory_usage", "min_subexpiry", "new_stream",
+           "Node", "opened", "rax_node_count", "Stream", "to_bytes"]

@@ -18,6 +18,7 @@ from __future__ import annotations
 import re
 from decimal import Decimal, InvalidOperation
 from fractions import Fraction
+from typing import Final
 
 from xxhash import xxh3_64_hexdigest
 
@@ -153,3 +154,52 @@ DIGEST_LENGTH = 16  # hex digits of a 64-bit digest
 def value_digest(value: bytes) -> bytes:
     """DIGEST's reply: XXH3-64 of the value, 16 lowercase hex digits."""
     return xxh3_64_hexdigest(value).encode()
+
+
+# --- the type as the registry sees it (engine.model.value_types: TypeModel) ---------------------
+
+# OBJECT ENCODING of a string: Redis keeps an integer that fits a long as a number, a short
+# string in one allocation with its header ("embstr", up to 44 bytes), a longer one apart.
+EMBSTR_SIZE_LIMIT: Final = 44
+_LONG_DIGITS: Final = 20  # "-9223372036854775808"
+
+VALUE_CLASS: Final = bytes
+STORED_AS: Final[tuple[type, ...]] = ()
+LIMITS: Final = None
+to_bytes: Final = bytes
+from_bytes: Final = bytes
+copy_value: Final = bytes
+digest: Final = None  # (its bytes: `to_bytes`)
+min_subexpiry: Final = None
+NODES: Final = None  # (no nodes: bare bytes)
+
+
+def encoding(value: bytes) -> str:
+    """OBJECT ENCODING of a string as Redis stores a value SET made: "int" for a canonical
+    integer that fits 64 bits, "embstr" up to 44 bytes, "raw" beyond. (Redis also makes a
+    short string "raw" once APPEND or SETRANGE changed it in place; streamkeep keeps the bytes,
+    not how they were made, so such a value reads as "embstr" here.)"""
+    if 0 < len(value) <= _LONG_DIGITS and _is_canonical_long(value):
+        return "int"
+    return "embstr" if len(value) <= EMBSTR_SIZE_LIMIT else "raw"
+
+
+def _is_canonical_long(value: bytes) -> bool:
+    """string2ll's test: digits with an optional minus, no leading zero, no '+', in range."""
+    digits = value[1:] if value[:1] == b"-" else value
+    if not digits.isdigit() or (digits[:1] == b"0" and (len(digits) > 1 or value[:1] == b"-")):
+        return False
+    number = int(value)
+    return -(1 << 63) <= number < (1 << 63)
+
+
+def memory_usage(value: bytes) -> int:
+    """A string's allocation as Redis sizes it: the object header (16), the sds header and the
+    bytes with their terminator, rounded to jemalloc's 8-byte classes; an int costs the header."""
+    if encoding(value) == "int":
+        return 16
+    return 16 + ((len(value) + 4 + 7) & ~7)
+
+
+def opened(value: bytes) -> bytes:
+    return value

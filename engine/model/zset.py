@@ -39,9 +39,10 @@ from array import array
 from bisect import bisect_left, bisect_right
 from collections.abc import Iterable, Iterator
 from itertools import chain, islice
-from typing import Final, NamedTuple
+from typing import ClassVar, Final
 
 from streamkeep.engine.model.bucket_table import BucketTable
+from streamkeep.engine.model.limits import Limits, Setting
 from streamkeep.engine.model.listpack import str_size
 from streamkeep.engine.model.redis_alloc import jemalloc_size, sds_alloc
 from streamkeep.engine.model.score_search import bisect_scores
@@ -67,11 +68,22 @@ _PACK_SCORE = _SCORE.pack
 _BISECT_SCORES: Final = bisect_scores
 
 
-class ZSetLimits(NamedTuple):
-    """zset-max-listpack-entries and zset-max-listpack-value."""
+class ZSetLimits(Limits):
+    """zset-max-listpack-entries and zset-max-listpack-value; shared by the sorted sets of one
+    engine and changed in place on CONFIG SET (engine.model.limits)."""
 
-    max_listpack_entries: int = 128
-    max_listpack_value: int = 64
+    SETTINGS: ClassVar[tuple[Setting, ...]] = (
+        Setting("zset-max-listpack-entries", "max_listpack_entries", "int", 128,
+                "members a sorted set holds in its compact (listpack) encoding at most",
+                alias="zset-max-ziplist-entries"),
+        Setting("zset-max-listpack-value", "max_listpack_value", "memory", 64,
+                "bytes of the longest member a listpack-encoded sorted set holds",
+                alias="zset-max-ziplist-value"),
+    )
+
+    def __init__(self, max_listpack_entries: int = 128, max_listpack_value: int = 64) -> None:
+        self.max_listpack_entries = max_listpack_entries
+        self.max_listpack_value = max_listpack_value
 
 
 DEFAULT_LIMITS = ZSetLimits()
@@ -1103,5 +1115,45 @@ def _check_order(members: list[bytes], scores: list[float]) -> None:
             raise ValueError("sorted set data out of order")
 
 
+# --- the type as the registry sees it (engine.model.value_types: TypeModel) ---------------------
+
+VALUE_CLASS: Final = ZSet
+STORED_AS: Final[tuple[type, ...]] = ()
+LIMITS: Final = ZSetLimits
+min_subexpiry: Final = None  # (a sorted set's members have no TTLs)
+NODES: Final = None  # (no nodes that go cold)
+
+
+def encoding(value: ZSet) -> str:
+    return value.encoding
+
+
+def memory_usage(value: ZSet) -> int:
+    return value.memory_usage()
+
+
+def to_bytes(value: ZSet) -> bytes:
+    return value.to_bytes()
+
+
+def from_bytes(data: bytes) -> ZSet:
+    return ZSet.from_bytes(data)
+
+
+def copy_value(value: ZSet) -> ZSet:
+    return value.copy()
+
+
+def digest(value: ZSet) -> list[object]:
+    """The members and their scores, in order."""
+    return [part for item in value.items() for part in item]
+
+
+def opened(value: ZSet) -> ZSet:
+    return value
+
+
 __all__ = ["ADD_ADDED", "ADD_NAN", "ADD_NOP", "ADD_SAME", "ADD_UPDATED", "DEFAULT_LIMITS",
-           "LISTPACK", "SKIPLIST", "ZSet", "ZSetLimits", "normalize_rank_range"]
+           "LIMITS", "LISTPACK", "NODES", "SKIPLIST", "STORED_AS", "VALUE_CLASS", "copy_value", "digest",
+           "encoding", "from_bytes", "memory_usage", "min_subexpiry", "normalize_rank_range",
+           "opened", "to_bytes", "ZSet", "ZSetLimits"]

@@ -85,7 +85,7 @@ class EngineSession:
         (a command run this way must not block)."""
         reply, lsn = self.core.submit(self.session, argv)
         if type(reply) is Waiter:
-            self.core.cancel_wait(reply, NULL_ARRAY)
+            self.core.waiting.cancel(reply, NULL_ARRAY)
             reply = NULL_ARRAY
         return reply, lsn
 
@@ -122,7 +122,7 @@ class EngineSession:
 
     def close(self) -> None:
         for waiter in list(self._futures):
-            self.core.cancel_wait(waiter, None)
+            self.core.waiting.cancel(waiter, None)
         self._futures.clear()
 
     # --- waits ---------------------------------------------------------------------------------
@@ -202,7 +202,7 @@ class EngineSession:
 
     def _timed_out(self, waiter: Waiter) -> None:
         entry = self._futures.get(waiter)
-        if entry is not None and self.core.cancel_wait(waiter, NULL_ARRAY):
+        if entry is not None and self.core.waiting.cancel(waiter, NULL_ARRAY):
             self._futures.pop(waiter, None)
             if not entry[0].done():
                 entry[0].set_result(None)
@@ -228,7 +228,7 @@ class EngineSession:
         if not future.cancelled():
             return
         entry = self._futures.pop(waiter, None)
-        if not self.core.cancel_wait(waiter, None) and entry is not None:
+        if not self.core.waiting.cancel(waiter, None) and entry is not None:
             entry[1].served = True
             entry[1].orphan = _plain_result(waiter.result)
 

@@ -1,23 +1,29 @@
 """The engine's core, in memory: the one path every command runs on, and the parts around it.
 
 Owns `EngineCore` (the public `Engine` of engine.services.engine without its data directory
-and replication): one-at-a-time command execution under the engine lock (argv -> command ->
-reply + effects), the one write gate, the record sinks that carry effects to the AOF and
-replicas, the state digest, and counting each command into the server statistics
-(engine.exec.stats) and handing a slow one to the slow log and the latency monitor.
+and replication), the hub of the runtime layer: the engine's state made, its parts made and
+wired, the embedded API's calls, and one-at-a-time command execution under the engine lock
+(argv -> command -> reply + effects), each command counted into the server statistics
+(engine.exec.stats).
 
 Every handler runs through one method, `run_command`, which gates, expires the keys the
 command names, times it, runs the handler, maps storage errors and logs its record. Its
 callers differ only in the context they hand it (engine.exec.context: the kinds differ in
-data): a client's command (`submit`, and the server's batches through `run_locked`), EXEC's,
-a script's and a batch's commands (engine.runtime.batches), a blocked read's re-run
-(engine.runtime.waiting), a command answered while a script is busy
+data): a client's command (`submit`, and the server's batches through `run_locked`), and the
+parts': EXEC's, a script's and a batch's commands (engine.runtime.batches), a blocked read's
+re-run (engine.runtime.waiting), a command answered while a script is busy
 (engine.runtime.refusals), and the effects of a record being applied (engine.runtime.replay).
-The active expiry cycle is engine.runtime.expiry_cycle. Handlers see the engine as
-engine.exec.engine_state.EngineState, which this class extends. Must not touch: command semantics
-(engine.commands), the data structures' internals, files (aof/ owns those), opening a data
-directory or attaching replication (engine.services.engine composes those; they reach the core
-through engine.exec.interfaces).
+The other parts run no command: the command entries and the general dispatch
+(engine.runtime.dispatch), the records logged (engine.runtime.records), the slow log's and
+the latency monitor's samples (engine.runtime.monitoring), the active expiry cycle
+(engine.runtime.expiry_cycle). The core calls its parts; a part is handed what it needs when
+it is made (the engine as its EngineState, the parts it uses) and calls nothing of the core but
+`run_command` (tests/arch/test_runtime_parts.py holds them to it). Other layers call a part
+directly (`engine.replay.apply_many`, `engine.waiting.blocked_clients`, ...). Handlers see the
+engine as engine.exec.engine_state.EngineState, which this class extends. Must not touch:
+command semantics (engine.commands), the data structures' internals, files (aof/ owns those),
+opening a data directory or attaching replication (engine.services.engine composes those; they
+reach the core through engine.exec.interfaces).
 """
 
 from __future__ import annotations
@@ -25,6 +31,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Iterable
+from functools import partial
 from typing import TYPE_CHECKING, Any, Final, Self
 
 from streamkeep.engine import commands as _commands  # noqa: F401  (registers every command)
@@ -36,32 +43,22 @@ from streamkeep.engine.exec.engine_state import EngineState
 from streamkeep.engine.exec.keys import expire_named_keys, hide_expired, unhide
 from streamkeep.engine.exec.latency import LatencyMonitor
 from streamkeep.engine.exec.pubsub import PubSub, Subscription
-from streamkeep.engine.exec.settings import DEFAULT_CONFIG, apply_value_limits, normalize_settings
+from streamkeep.engine.exec.settings import DEFAULT_CONFIG, normalize_settings
 from streamkeep.engine.exec.slowlog import SlowLog
-from streamkeep.engine.exec.stats import CommandCounters, ServerStats
-from streamkeep.engine.exec.table import (
-    FAST_DISPATCH,
-    Argv,
-    CommandSpec,
-    Flag,
-    Handler,
-    command_names,
-    lookup,
-    resolve,
-)
-from streamkeep.engine.exec.transactions import RUN_IN_MULTI, WatchRegistry, queue_in_multi
+from streamkeep.engine.exec.stats import ServerStats
+from streamkeep.engine.exec.table import Argv, Handler, command_names
+from streamkeep.engine.exec.transactions import WatchRegistry
 from streamkeep.engine.model.digest import state_digest
-from streamkeep.engine.model.effects import Record
-from streamkeep.engine.model.hashes import HashLimits
-from streamkeep.engine.model.lists import ListLimits
 from streamkeep.engine.model.residency import Residency
-from streamkeep.engine.model.sets import SetLimits
 from streamkeep.engine.model.value_types import STREAM, STRING, TYPES
 from streamkeep.engine.runtime.acl_gate import plan_for, unrestricted
 from streamkeep.engine.runtime.acl_gate import refusal as acl_refusal
 from streamkeep.engine.runtime.batches import Batches
-from streamkeep.engine.runtime.expiry_cycle import active_expire_cycle
-from streamkeep.engine.runtime.refusals import Refusals
+from streamkeep.engine.runtime.dispatch import Dispatch, Entry
+from streamkeep.engine.runtime.expiry_cycle import ExpiryCycle
+from streamkeep.engine.runtime.monitoring import Monitoring
+from streamkeep.engine.runtime.records import Records, RecordSink
+from streamkeep.engine.runtime.refusals import Refusals, refuse
 from streamkeep.engine.runtime.replay import Replay
 from streamkeep.engine.runtime.waiting import WaitingReaders
 from streamkeep.engine.wire.argv import encode_args
@@ -73,7 +70,6 @@ if TYPE_CHECKING:
     from streamkeep.engine.runtime.redis_api import RedisAPI
 
 Clock = Callable[[], int]
-RecordSink = Callable[[Record], None]
 NUM_DATABASES: Final = 16
 # A command's timer (ns): read when an engine is made, so a test's stand-in is the engine's own.
 _now_ns = time.perf_counter_ns
@@ -109,25 +105,6 @@ def _to_bytes(arg: Any) -> bytes:
     raise TypeError(f"invalid command argument type {type(arg).__name__}")
 
 
-class Entry:
-    """A command as this engine runs it: its handler, the argument counts its arity allows,
-    whether it writes, its name (its statistics and CLIENT LIST's cmd= are kept under it)
-    and this engine's counters for it. The dispatch table maps each common spelling of a
-    plain command to its entry; any other command gets one when it is looked up."""
-
-    __slots__ = ("handler", "min_args", "max_args", "is_write", "name", "counters", "spec")
-
-    def __init__(self, spec: CommandSpec, counters: CommandCounters) -> None:
-        assert spec.handler is not None  # (lookup never returns a container without one)
-        self.spec = spec  # (the ACL gate reads its key specs)
-        self.handler: Handler = spec.handler
-        self.min_args = spec.arity if spec.arity > 0 else -spec.arity
-        self.max_args = spec.arity if spec.arity > 0 else 1 << 30
-        self.is_write = spec.is_write
-        self.name = spec.name
-        self.counters = counters
-
-
 class EngineCore(EngineState):
     """Redis Streams semantics in process, in memory. Thread-safe; commands run one at a
     time. `Engine` (engine.services.engine) adds the data directory and replication."""
@@ -153,11 +130,10 @@ class EngineCore(EngineState):
         self.dbs = self.keyspaces[STREAM.slot]
         self.strings = self.keyspaces[STRING.slot]
         self.expires = [{} for _ in range(NUM_DATABASES)]
-        self.hash_ttls = [None] * NUM_DATABASES
-        self.hash_limits = HashLimits()
-        self.set_limits = SetLimits()
-        self.list_limits = ListLimits()
-        apply_value_limits(self)  # (and the zset_limits, from the config as CONFIG SET does)
+        self.subexpires = [None] * NUM_DATABASES  # (engine.exec.keys: built when first needed)
+        # Each type's encoding limits, from the config (CONFIG SET changes them in place).
+        self.limits = [None if vt.limits is None else vt.limits.from_config(self.config)
+                       for vt in TYPES]
         # Held while a command runs. Re-entrant for the server, which holds it over a batch of
         # a connection's commands and calls back into the engine from its glue; handlers
         # never take it.
@@ -174,7 +150,7 @@ class EngineCore(EngineState):
         # persisted, not logged (a script's effects are).
         self.scripting = None
         self.started_ms = wall_clock_ms()
-        self.sinks: list[RecordSink] = []
+        self.sinks: list[RecordSink] = []  # handed every record (add_sink)
         self.session = Session()
         # The engine's own writes (the deletions of expiry) ask the write gate as a client's
         # would: refused on a replica (its primary's DELs arrive as effects) and while the AOF
@@ -193,43 +169,39 @@ class EngineCore(EngineState):
         # runs config_hooks[name] after storing a new value; INFO asks info_sections first.
         self.config_hooks = {}
         self.info_sections = {}
-        # Run after the AOF dropped records and the state was rolled back (the server's: its
-        # replies awaiting them are refused). Engine lock held, any thread.
-        self.rollback_hooks: list[Callable[[], None]] = []
-        # INFO commandstats/errorstats (engine.exec.stats), and the dispatch table: each
-        # plain command's entry under its common spellings, with its counters.
+        # INFO commandstats/errorstats (engine.exec.stats); SLOWLOG and LATENCY
+        # (engine.exec.slowlog, engine.exec.latency): a call its counters find slow goes to
+        # `monitoring.slow_call`, which applies each one's own threshold.
         self.stats = ServerStats(command_names())
-        self.entries: dict[str, Entry] = {}  # by full name, made as commands are looked up
-        self.dispatch: dict[bytes, Entry] = {
-            spelling: self.entry_of(spec) for spelling, spec in FAST_DISPATCH.items()}
-        # SLOWLOG and LATENCY (engine.exec.slowlog, engine.exec.latency): a call its counters
-        # find slow goes to `slow_call`, which applies each one's own threshold.
         self.slowlog = SlowLog()
         self.latency = LatencyMonitor()
         self.apply_monitoring()
         self.timer: Callable[[], int] = _now_ns  # times each command (INFO commandstats...)
-        self.after_command = after_commands
+        # Run after each command or applied batch of records, the lock released (None: nothing).
+        hook = after_commands
+        self.after_command: Callable[[], None] | None = (
+            None if hook is None else partial(hook, self))
         self.latest_fork_usec = 0  # how long starting the last compaction held the lock
         self.startup_memory = resident_bytes()  # INFO's used_memory_startup
         self.closed = False
-        # The parts around the command path, each named for what it owns.
-        self.waiting = WaitingReaders(self)  # blocked reads: parked, re-run, timed out
-        self.batches = Batches(self)  # EXEC's, a script's and a batch's commands
-        self.replay = Replay(self)  # records applied, states installed
-        self.refusals = Refusals(self)  # commands refused before they run
-
-    def now(self) -> int:
-        """The engine clock's time (ms): a command's time is read once, when it starts."""
-        return _time_ns() // 1_000_000 if self.wall_clock else self.clock()
-
-    def entry_of(self, spec: CommandSpec) -> Entry:
-        """The entry that runs `spec` (a command of the effects' own vocabulary counts in
-        counters of its own, which no statistic reports)."""
-        entry = self.entries.get(spec.name)
-        if entry is None:
-            counters = CommandCounters() if spec.internal else self.stats.counters(spec.name)
-            entry = self.entries[spec.name] = Entry(spec, counters)
-        return entry
+        # The parts around the command path, each named for what it owns and handed what it
+        # needs: the engine as its state (`self` as EngineState), the parts it uses, and the
+        # core itself only where it runs commands (its `run_command`).
+        self.dispatch = Dispatch(self)  # the command entries; the general dispatch
+        self.records = Records(self, self.sinks)  # effects logged: the AOF, the sinks
+        self.monitoring = Monitoring(self)  # slow calls, compactions, the rates' samples
+        self.waiting = WaitingReaders(self, self, self.monitoring)  # blocked reads
+        self.refusals = Refusals(self, self, self.dispatch)  # commands refused before they run
+        # EXEC's, a script's and a batch's commands; records applied, states installed.
+        self.batches = Batches(self, self, self.dispatch, self.records, self.waiting,
+                               self.after_command)
+        self.replay = Replay(self, self, self.dispatch, self.waiting, self.after_command)
+        self.expiry_cycle = ExpiryCycle(self, self.records, self.waiting, self.own_session,
+                                        self.timer)  # active expiry
+        # What handlers ask of the parts (EngineState declares them).
+        self.run_queued = self.batches.run_queued
+        self.run_script_command = self.batches.run_script_command
+        self.cancel_wait = self.waiting.cancel
 
     def attach_journal(self, journal: Log) -> None:
         with self.lock:
@@ -322,22 +294,16 @@ class EngineCore(EngineState):
         return self.run_and_wait(session, argv)
 
     def execute_atomic(self, session: Session, argvs: Iterable[Argv]) -> Any:
-        """MULTI, `argvs`, EXEC in one call (engine.runtime.batches: the embedded work
-        queue's batches)."""
-        return self.batches.execute_atomic(session, argvs)
-
-    def execute_batch(self, session: Session, argvs: Iterable[Argv]) -> list[Any]:
-        """Commands run in order under one lock hold and logged as one record, as EXEC runs
-        them, without a transaction around them (engine.runtime.batches)."""
-        return self.batches.execute_batch(session, argvs)
-
-    def run_queued(self, ctx: Ctx, queued: list[tuple[CommandSpec, Argv]]) -> list[Any]:
-        """EXEC's body (lock held; engine.runtime.batches)."""
-        return self.batches.run_queued(ctx, queued)
-
-    def run_script_command(self, ctx: Ctx, spec: CommandSpec, argv: Argv) -> Any:
-        """A script's command in its run's MultiCtx (lock held; engine.runtime.batches)."""
-        return self.batches.run_script_command(ctx, spec, argv)
+        """MULTI, `argvs`, EXEC in one call (the embedded work queue's batches): EXEC's reply
+        (a failed command's ReplyError in its place) and one record. Queued under one lock
+        round (`Batches.atomic`, which runs a transaction of plain XADDs at once), then EXEC
+        runs as a client's would."""
+        with self.lock:
+            replies = self.batches.atomic(session, argvs)
+        if replies is None:
+            return self.run_and_wait(session, (b"EXEC",))
+        self.commands_done()
+        return replies
 
     def run_and_wait(
         self, session: Session, argv: Argv, effects_out: list | None = None
@@ -390,12 +356,12 @@ class EngineCore(EngineState):
         finally:
             lock.release()
             if self.after_command is not None:
-                self.after_command(self)
+                self.after_command()
 
     def commands_done(self) -> None:
         """A caller that ran commands under the lock (the server's batch) released it."""
         if self.after_command is not None:
-            self.after_command(self)
+            self.after_command()
 
     def run_locked(
         self, session: Session, argv: Argv, effects_out: list | None = None,
@@ -407,10 +373,10 @@ class EngineCore(EngineState):
         if not argv:
             raise ReplyError("ERR empty command")
         # Dispatch: the table of plain commands when the arity fits, outside MULTI.
-        entry = self.dispatch.get(argv[0])
+        entry = self.dispatch.table.get(argv[0])
         if (entry is None or not entry.min_args <= len(argv) <= entry.max_args
                 or session.multi is not None):
-            entry, queued = self.dispatch_command(session, argv)
+            entry, queued = self.dispatch.general(session, argv)
             if entry is None:
                 return queued, 0
         session.lastcmd = entry.name
@@ -434,15 +400,6 @@ class EngineCore(EngineState):
         if residency.resident > residency.limit:
             residency.evict()
         return reply, ctx.lsn
-
-    def settle(self) -> None:
-        """After a command or a group of them (lock held): the clients they made ready
-        re-run, the stream nodes kept within their memory budget."""
-        if self.waiters.ready:
-            self.waiting.serve_ready()
-        residency = self.residency
-        if residency.resident > residency.limit:
-            residency.evict()
 
     def run_command(self, ctx: Ctx, entry: Entry, argv: Argv,
                     handler: Handler | None = None) -> Any:
@@ -496,9 +453,9 @@ class EngineCore(EngineState):
             failed = (self._storage_failed(err, entry.is_write)
                       if isinstance(err, StorageError) else err)
             if not ctx.rerun and self.stats.failed(entry.counters, nanos, failed.line):
-                self.slow_call(session, argv, nanos)
+                self.monitoring.slow_call(session, argv, nanos)
             if ctx.commits and ctx.effects:  # keys expired before it failed: logged still
-                session.write_lsn = self.commit(ctx, db)
+                session.write_lsn = self.records.commit(ctx, db)
             if failed is err:
                 raise
             raise failed from None
@@ -507,24 +464,10 @@ class EngineCore(EngineState):
                 unhide(hidden)
         nanos = ctx.nanos = self.timer() - began
         if type(reply) is not Block and not ctx.rerun and entry.counters.count(nanos):
-            self.slow_call(session, argv, nanos)
+            self.monitoring.slow_call(session, argv, nanos)
         if ctx.commits and ctx.effects:
             ctx.lsn = self._commit_command(ctx, db, entry)
         return reply
-
-    def cancel_wait(self, waiter: Any, result: Any) -> bool:
-        return self.waiting.cancel(waiter, result)
-
-    def write_gate(self, session: Session) -> str | None:
-        """The one write gate: why a write from `session` is refused now (its error line), or
-        None. The AOF cannot be written (MISCONF, or writes stopped after storage damage), or
-        this engine is a replica and the session is not its primary's."""
-        journal = self.journal
-        if journal is not None and journal.error:
-            return journal.error
-        if self.read_only is not None and not session.from_primary:
-            return self.read_only
-        return None
 
     def _check_acl(self, ctx: Ctx, entry: Entry, argv: Argv) -> None:
         """A restricted user's command: its quick plan (engine.runtime.acl_fast) allows it,
@@ -547,7 +490,7 @@ class EngineCore(EngineState):
         if ctx.in_multi:
             self.stats.failed(entry.counters, 0, err.line)
         elif not ctx.rerun:
-            self.refusals.refuse(ctx.session, None, err, entry.counters)
+            refuse(self, ctx.session, None, err, entry.counters)
         return err
 
     def _gate_refused(self, ctx: Ctx, entry: Entry, gate: str) -> ReplyError:
@@ -557,7 +500,7 @@ class EngineCore(EngineState):
         if ctx.in_multi:
             self.stats.failed(entry.counters, 0, gate)
         elif not ctx.rerun:
-            self.refusals.refuse(ctx.session, None, err, entry.counters)
+            refuse(self, ctx.session, None, err, entry.counters)
         return err
 
     def _commit_command(self, ctx: Ctx, db: int, entry: Entry) -> int:
@@ -566,98 +509,13 @@ class EngineCore(EngineState):
         so its call counts as failed (it was counted as a call already; a re-run's is counted
         when its wait ends)."""
         try:
-            lsn = ctx.session.write_lsn = self.commit(ctx, db)
+            lsn = ctx.session.write_lsn = self.records.commit(ctx, db)
         except ReplyError as err:
             if not ctx.rerun:
                 entry.counters.failed += 1
                 self.stats.error_reply(err.line)
             raise
         return lsn
-
-    def commit(self, ctx: Ctx, db: int) -> int:
-        """Hand a command's effects to the AOF (which writes them before we reply) and to the
-        sinks. `db` is the database selected when the command started (an EXEC's effects
-        SELECT others themselves). Returns the record's LSN (0 without an AOF). MISCONF if it
-        cannot be written."""
-        journal, sinks = self.journal, self.sinks
-        lsn = 0
-        if journal is not None:
-            lsn = journal.append(ctx.now, db, ctx.effects)
-        if sinks:
-            record = Record(lsn, ctx.now, db, ctx.effects)
-            for sink in sinks:
-                sink(record)
-        if self.watches.by_key:  # (not `if self.watches`: a Python __bool__ call per command)
-            self.watches.touch_effects(db, ctx.effects)
-        return lsn
-
-    def slow_call(self, session: Session, argv: Argv, nanos: int) -> None:
-        """A call its counters found slow (lock held): the slow log's entry and the latency
-        monitor's "command" or "fast-command" sample, each if over its own threshold (Redis's
-        call(): slowlogPushCurrentCommand, latencyAddSampleIfNeeded). EXEC is never in the
-        slow log (its commands are, one by one); a script's commands are, as run by Redis's
-        script client (no address: "?:0", no name)."""
-        config = self.config
-        spec = resolve(argv)
-        usec = nanos // 1000
-        slower = config["slowlog-log-slower-than"]
-        if 0 <= slower <= usec and (spec is None or Flag.SKIP_SLOWLOG not in spec.flags):
-            client = session.client
-            addr, name = (client.addr if client is not None else ""), session.name
-            if self.scripting is not None and self.scripting.running is not None:
-                addr, name = "?:0", b""
-            self.slowlog.log(argv, usec, addr, name, config["slowlog-max-len"])
-        threshold = config["latency-monitor-threshold"]
-        if threshold and usec // 1000 >= threshold:
-            fast = spec is not None and Flag.FAST in spec.flags
-            self.latency.add("fast-command" if fast else "command", usec // 1000)
-
-    def sample_stats(self, counters: dict[str, int] | None = None) -> None:
-        """The cron's sample behind INFO's instantaneous rates (engine.exec.stats.sample):
-        commands processed, and the server's `counters` (network bytes)."""
-        with self.lock:
-            self.stats.sample(wall_clock_ms(), counters or {})
-
-    def started_compaction(self, usec: int) -> None:
-        """A compaction started, holding the engine lock `usec` (lock held): INFO's
-        latest_fork_usec and the latency monitor's "fork" event (the pause Redis's fork is)."""
-        self.latest_fork_usec = usec
-        threshold = self.config["latency-monitor-threshold"]
-        if threshold and usec // 1000 >= threshold:
-            self.latency.add("fork", usec // 1000)
-
-    def dispatch_command(self, session: Session, argv: Argv) -> tuple[Entry | None, Any]:
-        """The general dispatch (lock held): the command table with Redis's exact refusals,
-        and MULTI's queueing. Returns (entry, None), or (None, reply) for a command queued in
-        MULTI (then nothing runs now). (The refusal's method is looked up where a refusal
-        happens: taken as a value up front, a compiled module binds a method object per call.)"""
-        try:
-            spec = lookup(argv)
-        except ReplyError as err:
-            raise self.refusals.refuse(session, resolve(argv), err) from None
-        session.lastcmd = spec.name
-        if session.multi is not None:
-            if session.user is not None and spec.name not in RUN_IN_MULTI \
-                    and not unrestricted(session.user):  # (checked before it is queued)
-                refused = acl_refusal(self, session, spec, argv, "multi")
-                if refused is not None:
-                    session.multi_failed = True
-                    raise self.refusals.refuse(session, spec, refused) from None
-            try:
-                queued = queue_in_multi(self, session, spec, argv)
-            except ReplyError as err:
-                raise self.refusals.refuse(session, spec, err) from None
-            if queued is not None:
-                return None, queued
-        return self.entry_of(spec), None
-
-    def entry_for(self, argv: Argv) -> Entry:
-        """The entry that runs argv: the dispatch table's when its arity fits, else the command
-        table's (ReplyError, as Redis refuses an unknown command or a wrong arity)."""
-        entry = self.dispatch.get(argv[0])
-        if entry is not None and entry.min_args <= len(argv) <= entry.max_args:
-            return entry
-        return self.entry_of(lookup(argv))
 
     def _storage_failed(self, err: StorageError, is_write: bool) -> ReplyError:
         """The error reply of a command that met storage damage (lock held). A write command
@@ -670,28 +528,6 @@ class EngineCore(EngineState):
                                 f"refused until the data directory is reopened")
         return reply
 
-    # --- the parts' entry points that other layers call -----------------------------------
-
-    def blocked_clients(self) -> int:
-        return self.waiting.blocked_clients()
-
-    def apply(self, record: Record) -> None:
-        """Apply one record's effects through the command table (replay, replicas, snapshots)."""
-        self.replay.apply_many((record,))
-
-    def apply_many(self, records: Iterable[Record | tuple],
-                   before: Callable[[], None] | None = None) -> None:
-        """Apply records in order under one lock acquisition (engine.runtime.replay)."""
-        self.replay.apply_many(records, before)
-
-    def apply_effects(self, effects: list[list[bytes]], time_ms: int, db: int = 0) -> None:
-        self.replay.apply_many((Record(0, time_ms, db, effects),))
-
-    def active_expire_cycle(self) -> int:
-        """One pass of the active expiry cycle (engine.runtime.expiry_cycle): how many keys
-        were deleted."""
-        return active_expire_cycle(self)
-
     # --- state ----------------------------------------------------------------------------
 
     def digest(self) -> str:
@@ -703,4 +539,4 @@ class EngineCore(EngineState):
         self.sinks.append(sink)
 
 
-__all__ = ["EngineCore", "Entry", "RespMap", "Session", "argv_of"]
+__all__ = ["EngineCore", "RespMap", "Session", "argv_of"]

@@ -1,13 +1,14 @@
 """Commands refused before they run, and the commands a busy script lets through.
 
-Owns `Refusals`, the engine core's part for Redis's rejectCommand: a refusal's reply, its
-counting (a rejected call of its command, an error reply), what it does to an open
-transaction (EXECABORT, or a failed MULTI); the server's gates (NOAUTH, a RESP2 subscriber's
+Owns `refuse`, Redis's rejectCommand: a refusal's reply, its counting (a rejected call of its
+command, an error reply), what it does to an open transaction (EXECABORT, or a failed MULTI);
+and `Refusals`, the engine core's part for the server's gates (NOAUTH, a RESP2 subscriber's
 commands), which check a command's existence and arity first as Redis does; error replies the
 engine did not produce; and Redis's processCommand while a script is past
-busy-reply-threshold (`run_while_busy`, whose allowed commands run through the one command
-path in a `BusyCtx`). Must not touch: command semantics, the write gate (EngineCore.write_gate
-decides; this part only counts and phrases).
+busy-reply-threshold (`run_while_busy`, whose allowed commands are dispatched
+(engine.runtime.dispatch) and run through the one command path in a `BusyCtx`). Must not
+touch: command semantics, the write gate (EngineState.write_gate decides; this part only
+counts and phrases).
 """
 
 from __future__ import annotations
@@ -23,9 +24,11 @@ from streamkeep.engine.wire.errors import ReplyError
 
 if TYPE_CHECKING:
     from streamkeep.engine.exec.context import Session
+    from streamkeep.engine.exec.engine_state import EngineState
     from streamkeep.engine.exec.stats import CommandCounters
     from streamkeep.engine.exec.table import Argv, CommandSpec
     from streamkeep.engine.runtime.core import EngineCore
+    from streamkeep.engine.runtime.dispatch import Dispatch
 
 NOAUTH: Final = "NOAUTH Authentication required."
 
@@ -34,35 +37,35 @@ def _noauth(name: str) -> str:
     return NOAUTH
 
 
+def refuse(state: EngineState, session: Session, spec: CommandSpec | None, err: ReplyError,
+           counters: CommandCounters | None = None) -> ReplyError:
+    """A command refused before it ran (lock held), as Redis's rejectCommand: a refused EXEC
+    discards the transaction and says why in an EXECABORT line, any other refusal inside MULTI
+    makes the EXEC abort; counted as a rejected call of `spec` (or of `counters`; neither: an
+    unknown command) and an error reply. Returns the error to raise."""
+    if spec is not None:
+        session.lastcmd = spec.name
+        counters = state.stats.counters(spec.name)
+        if spec.name == "exec":
+            end_transaction(state, session)
+            err = ReplyError("EXECABORT Transaction discarded because of: "
+                             + err.line.removeprefix("ERR "))
+    elif counters is None:
+        session.lastcmd = None  # Redis's lastcmd of an unknown command: NULL
+    if session.multi is not None:
+        session.multi_failed = True
+    state.stats.rejected(counters, err.line)
+    return err
+
+
 class Refusals:
-    """The engine core's refusals (see the module's docstring)."""
+    """The engine core's refusals (see the module's docstring): it reads the engine's `state`,
+    dispatches through `dispatch`, and calls nothing of the `core` but its one command path."""
 
-    def __init__(self, core: EngineCore) -> None:
+    def __init__(self, state: EngineState, core: EngineCore, dispatch: Dispatch) -> None:
+        self.state = state
         self.core = core
-
-    def refuse(
-        self, session: Session, spec: CommandSpec | None, err: ReplyError,
-        counters: CommandCounters | None = None,
-    ) -> ReplyError:
-        """A command refused before it ran (lock held), as Redis's rejectCommand: a refused
-        EXEC discards the transaction and says why in an EXECABORT line, any other refusal
-        inside MULTI makes the EXEC abort; counted as a rejected call of `spec` (or of
-        `counters`; neither: an unknown command) and an error reply. Returns the error to
-        raise."""
-        core = self.core
-        if spec is not None:
-            session.lastcmd = spec.name
-            counters = core.stats.counters(spec.name)
-            if spec.name == "exec":
-                end_transaction(core, session)
-                err = ReplyError("EXECABORT Transaction discarded because of: "
-                                 + err.line.removeprefix("ERR "))
-        elif counters is None:
-            session.lastcmd = None  # Redis's lastcmd of an unknown command: NULL
-        if session.multi is not None:
-            session.multi_failed = True
-        core.stats.rejected(counters, err.line)
-        return err
+        self.dispatch = dispatch
 
     def run_while_busy(self, session: Session, argv: Argv,
                        gate: Callable[[str], str] | None = None) -> Any:
@@ -76,23 +79,23 @@ class Refusals:
         changing, and no key they name is expired meanwhile (BusyCtx)."""
         from streamkeep.engine.exec.scripting import busy_line
 
-        core = self.core
+        state = self.state
         try:
             spec = lookup(argv)
         except ReplyError as err:
-            return self.refuse(session, resolve(argv), err)
+            return refuse(state, session, resolve(argv), err)
         if gate is not None:
-            return self.refuse(session, spec, ReplyError(gate(spec.name)))
+            return refuse(state, session, spec, ReplyError(gate(spec.name)))
         if Flag.ALLOW_BUSY not in spec.flags:
-            return self.refuse(session, spec, ReplyError(busy_line(core.scripting)))
+            return refuse(state, session, spec, ReplyError(busy_line(state.scripting)))
         try:
-            entry, queued = core.dispatch_command(session, argv)
+            entry, queued = self.dispatch.general(session, argv)
         except ReplyError as err:
             return err
         if entry is None:
             return queued
         try:
-            return core.run_command(BusyCtx(core, session, core.now()), entry, argv)
+            return self.core.run_command(BusyCtx(state, session, state.now()), entry, argv)
         except ReplyError as err:
             return err
 
@@ -111,26 +114,27 @@ class Refusals:
                            line: Callable[[str], str]) -> ReplyError:
         """The server gates' refusal: an unknown command or a wrong arity as the table says,
         else `line(command's full name)`; counted as a rejected call either way."""
-        with self.core.lock:
+        state = self.state
+        with state.lock:
             try:
                 spec = lookup(argv)
             except ReplyError as err:
-                return self.refuse(session, resolve(argv), err)
-            return self.refuse(session, spec, ReplyError(line(spec.name)))
+                return refuse(state, session, resolve(argv), err)
+            return refuse(state, session, spec, ReplyError(line(spec.name)))
 
     def error_replied(self, line: str) -> None:
         """An error reply the engine did not produce (the server's protocol errors)."""
-        core = self.core
-        with core.lock:
-            core.stats.error_reply(line)
+        state = self.state
+        with state.lock:
+            state.stats.error_reply(line)
 
     def late_error(self, session: Session, err: ReplyError) -> None:
         """A command counted as a call replied an error after it returned (SAVE's wait):
         count the failure and the error reply."""
-        core = self.core
-        with core.lock:
-            counters = core.stats.counters(session.lastcmd) if session.lastcmd else None
-            core.stats.late_failure(counters, err.line)
+        state = self.state
+        with state.lock:
+            counters = state.stats.counters(session.lastcmd) if session.lastcmd else None
+            state.stats.late_failure(counters, err.line)
 
 
-__all__ = ["NOAUTH", "Refusals"]
+__all__ = ["NOAUTH", "Refusals", "refuse"]

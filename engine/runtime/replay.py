@@ -14,20 +14,37 @@ from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 from streamkeep.engine.exec.context import ReplayCtx, Session
-from streamkeep.engine.exec.table import lookup
 from streamkeep.engine.model.effects import Record
 from streamkeep.engine.model.value_types import STREAM
 
 if TYPE_CHECKING:
-    from streamkeep.engine.exec.table import Argv
-    from streamkeep.engine.runtime.core import EngineCore, Entry
+    from streamkeep.engine.exec.engine_state import EngineState
+    from streamkeep.engine.runtime.core import EngineCore
+    from streamkeep.engine.runtime.dispatch import Dispatch
+    from streamkeep.engine.runtime.waiting import WaitingReaders
 
 
 class Replay:
-    """The engine core's way in for records (see the module's docstring)."""
+    """The engine core's way in for records (see the module's docstring). It reads and
+    replaces the engine's `state`, finds an effect's entry through `dispatch`, re-runs the
+    clients the records made ready through `waiting`, runs `after_commands` (the core's hook,
+    if any) once it released the lock, and calls nothing of the `core` but its one command
+    path."""
 
-    def __init__(self, core: EngineCore) -> None:
+    def __init__(self, state: EngineState, core: EngineCore, dispatch: Dispatch,
+                 waiting: WaitingReaders, after_commands: Callable[[], None] | None) -> None:
+        self.state = state
         self.core = core
+        self.dispatch = dispatch
+        self.waiting = waiting
+        self.after_commands = after_commands
+        # Run after the AOF dropped records and the state was rolled back (the server's: its
+        # replies awaiting them are refused). Engine lock held, any thread.
+        self.rollback_hooks: list[Callable[[], None]] = []
+
+    def apply(self, record: Record) -> None:
+        """Apply one record's effects (`apply_many` of one record)."""
+        self.apply_many((record,))
 
     def apply_many(self, records: Iterable[Record | tuple],
                    before: Callable[[], None] | None = None) -> None:
@@ -38,15 +55,16 @@ class Replay:
 
         `before` runs under the same lock first: a replica logs the records it applies there,
         so nobody sees them applied and not logged."""
-        core = self.core
-        with core.lock:
+        state = self.state
+        with state.lock:
             if before is not None:
                 before()
             session = Session()
-            ctx = ReplayCtx(core, session, 0)
-            dbs = core.dbs
-            residency = core.residency
-            run_command = core.run_command
+            ctx = ReplayCtx(state, session, 0)
+            dbs = state.dbs
+            residency = state.residency
+            core = self.core
+            dispatch = self.dispatch
             for _lsn, time_ms, db, effects in records:
                 if residency.resident > residency.limit:  # a long replay stays in budget too
                     residency.evict()
@@ -57,19 +75,11 @@ class Replay:
                     ctx.db = dbs[session.db]  # (an effect may have SELECTed another one)
                     if ctx.effects:  # what handlers emit while replaying is not needed
                         ctx.effects = []
-                    run_command(ctx, self._effect_entry(argv), argv)
-            if core.waiters.ready:
-                core.waiting.serve_ready()
-        core.commands_done()
-
-    def _effect_entry(self, argv: Argv) -> Entry:
-        """The entry that applies an effect: its command's, the effects' own vocabulary
-        included (a record holds only what the engine logged: no refusal to count)."""
-        core = self.core
-        entry = core.dispatch.get(argv[0])
-        if entry is not None:
-            return entry
-        return core.entry_of(lookup(argv, allow_internal=True))
+                    core.run_command(ctx, dispatch.effect_entry(argv), argv)
+            if state.waiters.ready:
+                self.waiting.serve_ready()
+        if self.after_commands is not None:
+            self.after_commands()
 
     def replace_state(self, keyspaces: list[list[dict[bytes, Any]]],
                       expires: list[dict[bytes, int]] | None = None,
@@ -78,21 +88,22 @@ class Replay:
         its primary's snapshot. `keyspaces` is per type slot then database (engine.model.
         value_types; a slot left out, or no `expires`, is empty). With `wake`, clients blocked
         on a key are re-run against the new data."""
-        core = self.core
-        count = len(core.dbs)
+        state = self.state
+        count = len(state.dbs)
         streams = keyspaces[STREAM.slot]
-        core.residency.adopt(streams)  # loaded by another engine: they count here from now on
-        for slot, space in enumerate(core.keyspaces):  # (in place: the lists are shared)
+        state.residency.adopt(streams)  # loaded by another engine: they count here from now on
+        for slot, space in enumerate(state.keyspaces):  # (in place: the lists are shared)
             space[:] = keyspaces[slot] if slot < len(keyspaces) else [{} for _ in range(count)]
-        core.expires[:] = expires if expires is not None else [{} for _ in range(count)]
-        core.hash_ttls[:] = [None] * count  # rebuilt from the new hashes when first needed
+        state.expires[:] = expires if expires is not None else [{} for _ in range(count)]
+        state.subexpires[:] = [None] * count  # (engine.exec.keys: rebuilt when next needed)
         if not wake:
             return
+        waiters = state.waiters
         for db, values in enumerate(streams):
             for key in values:
-                core.waiters.signal(db, key)
-        if core.waiters.ready:
-            core.waiting.serve_ready()
+                waiters.signal(db, key)
+        if waiters.ready:
+            self.waiting.serve_ready()
 
     def roll_back(self, keyspaces: list[list[dict[bytes, Any]]],
                   expires: list[dict[bytes, int]]) -> None:
@@ -101,7 +112,7 @@ class Replay:
         replies still waiting for those records become MISCONF. Blocked clients are not
         re-run: nothing in the log's state is newer than what they found when they blocked."""
         self.replace_state(keyspaces, expires, wake=False)
-        for hook in self.core.rollback_hooks:
+        for hook in self.rollback_hooks:
             hook()
 
 

@@ -29,18 +29,25 @@ from streamkeep.engine.wire.reply import NULL_ARRAY
 
 if TYPE_CHECKING:
     from streamkeep.engine.exec.context import Session
+    from streamkeep.engine.exec.engine_state import EngineState
     from streamkeep.engine.exec.table import Argv
-    from streamkeep.engine.runtime.core import EngineCore, Entry
+    from streamkeep.engine.runtime.core import EngineCore
+    from streamkeep.engine.runtime.dispatch import Entry
+    from streamkeep.engine.runtime.monitoring import Monitoring
 
 log = logging.getLogger("streamkeep.engine")
 
 
 class WaitingReaders:
     """The engine core's blocked clients (see the module's docstring). Every method but
-    `wait` runs with the engine lock held or takes it."""
+    `wait` runs with the engine lock held or takes it. It reads the engine's `state` (the
+    waiter registry among it), hands a slow call to `monitoring`, and calls nothing of the
+    `core` but its one command path."""
 
-    def __init__(self, core: EngineCore) -> None:
+    def __init__(self, state: EngineState, core: EngineCore, monitoring: Monitoring) -> None:
+        self.state = state
         self.core = core
+        self.monitoring = monitoring
 
     def park(self, session: Session, argv: Argv, block: Block, entry: Entry, nanos: int,
              notify: Callable[[Waiter], None] | None) -> Waiter:
@@ -57,13 +64,13 @@ class WaitingReaders:
         waiter.counters = entry.counters
         waiter.nanos = nanos
         waiter.sent = argv
-        self.core.waiters.add(waiter)
+        self.state.waiters.add(waiter)
         return waiter
 
     def wait(self, waiter: Waiter) -> Any:
         """Block this thread until the waiter is served, times out or needs a timed re-run."""
-        core = self.core
-        with core.lock:  # a re-run sets the event under the lock: none is missed
+        state = self.state
+        with state.lock:  # a re-run sets the event under the lock: none is missed
             event = waiter.event = threading.Event()
             if waiter.done:
                 event.set()
@@ -72,7 +79,7 @@ class WaitingReaders:
         while True:
             wait_s = None if deadline is None else max(deadline - time.monotonic(), 0)
             if waiter.wake_at is not None:
-                until_wake = max((waiter.wake_at - core.now()) / 1000, 0) + 0.001
+                until_wake = max((waiter.wake_at - state.now()) / 1000, 0) + 0.001
                 wait_s = until_wake if wait_s is None else min(wait_s, until_wake)
             if event.wait(wait_s):
                 break
@@ -81,7 +88,7 @@ class WaitingReaders:
                 break
             if self.poll(waiter):
                 break
-        journal = core.journal
+        journal = state.journal
         if waiter.lsn and journal is not None and journal.sync_on_commit:
             journal.wait_durable(waiter.lsn)
         if isinstance(waiter.result, ReplyError):
@@ -91,25 +98,25 @@ class WaitingReaders:
     def cancel(self, waiter: Waiter, result: Any = NULL_ARRAY) -> bool:
         """End a wait that was not served (timeout: the null reply; a closed connection:
         None): True if it was still waiting, False if it had been served meanwhile."""
-        core = self.core
-        with core.lock:
+        state = self.state
+        with state.lock:
             if waiter.done:
                 return False
-            core.waiters.remove(waiter)
+            state.waiters.remove(waiter)
             waiter.done = True
             waiter.result = result
             counters = waiter.counters
             # A timeout: one call (Redis's updateStatsOnUnblock).
             if result is not None and counters is not None and counters.count(waiter.nanos):
-                core.slow_call(waiter.session, waiter.sent, waiter.nanos)
+                self.monitoring.slow_call(waiter.session, waiter.sent, waiter.nanos)
             return True
 
     def poll(self, waiter: Waiter) -> bool:
         """Re-run a waiter whose `wake_at` has come (XREADGROUP CLAIM waiting for an entry to
         become idle enough). True once it is done."""
-        core = self.core
-        with core.lock:
-            if not waiter.done and waiter.wake_at is not None and core.now() >= waiter.wake_at:
+        state = self.state
+        with state.lock:
+            if not waiter.done and waiter.wake_at is not None and state.now() >= waiter.wake_at:
                 self.rerun(waiter)
             return waiter.done
 
@@ -118,10 +125,10 @@ class WaitingReaders:
         longer blocks, hand it the result. A write (XREADGROUP) the write gate refuses now
         (the AOF cannot be written, or this engine became a replica) replies the gate's
         error, as Redis's re-processing of an unblocked command refuses it."""
-        core = self.core
-        ctx = RerunCtx(core, waiter.session, core.now())
+        state = self.state
+        ctx = RerunCtx(state, waiter.session, state.now())
         try:
-            result = core.run_command(ctx, waiter.entry, waiter.argv, waiter.rerun)
+            result = self.core.run_command(ctx, waiter.entry, waiter.argv, waiter.rerun)
         except ReplyError as err:
             result = err
         waiter.nanos += ctx.nanos
@@ -137,7 +144,7 @@ class WaitingReaders:
         self._count_unblocked(waiter, result)
         waiter.result = result
         waiter.done = True
-        core.waiters.remove(waiter)
+        state.waiters.remove(waiter)
         if waiter.event is not None:
             waiter.event.set()
         if waiter.notify is not None:
@@ -153,18 +160,17 @@ class WaitingReaders:
         counters = waiter.counters
         if counters is None:
             return
-        core = self.core
         if isinstance(result, ReplyError):
-            slow = core.stats.failed(counters, waiter.nanos, result.line)
+            slow = self.state.stats.failed(counters, waiter.nanos, result.line)
         else:
             slow = counters.count(waiter.nanos)
         if slow:
-            core.slow_call(waiter.session, waiter.sent, waiter.nanos)
+            self.monitoring.slow_call(waiter.session, waiter.sent, waiter.nanos)
 
     def serve_ready(self) -> None:
         """Re-run the commands of clients waiting on signalled keys, first come first served
         (lock held)."""
-        waiters = self.core.waiters
+        waiters = self.state.waiters
         while (k := waiters.pop_ready()) is not None:
             # Ready checks found false in this pass stay false: a re-run only delivers (or
             # creates a consumer), it never adds entries or removes a key or group. Ten
@@ -185,9 +191,10 @@ class WaitingReaders:
                 self.rerun(waiter)
 
     def blocked_clients(self) -> int:
-        core = self.core
-        with core.lock:
-            return len({id(w) for q in core.waiters.by_key.values() for w in q})
+        """How many clients are blocked (INFO's blocked_clients)."""
+        state = self.state
+        with state.lock:
+            return len({id(w) for q in state.waiters.by_key.values() for w in q})
 
 
 __all__ = ["WaitingReaders"]

@@ -430,6 +430,18 @@ class Client:
         return max(hard + self.exempt - pending,
                    int(self.config["proto-max-bulk-len"]) + REPLY_FRAMING)
 
+    def elements_budget(self) -> int:
+        """The budget of a reply of many elements whose number the client chose (random picks
+        with repeats, a list's range; 0: no limit): what the hard limit leaves after the
+        output pending, without `_reply_budget`'s floor, which lets one big value through,
+        not many small ones (Redis closes such a client once its output passes the limit)."""
+        limits = self.config["client-output-buffer-limit"]
+        hard = (limits["pubsub"] if self.subscriber.active else limits["normal"])[0]
+        if not hard:
+            return 0
+        pending = self.transport.get_write_buffer_size() if self.transport is not None else 0
+        return max(hard + self.exempt - pending, 1)
+
     def release_held(self, synced_lsn: int) -> None:
         held = self.held
         out = self.out
@@ -1209,7 +1221,7 @@ class Server:
         users_of(self.engine)  # the users (the aclfile's, the config's): a bad file stops the start
         self._fit_maxclients()
         self.engine.on_config(["maxclients"], self._maxclients_changed)
-        self.engine.rollback_hooks.append(self._records_dropped)
+        self.engine.replay.rollback_hooks.append(self._records_dropped)
         self.loop.call_later(IDLE_CHECK_SECONDS, self._close_idle_clients)
         self.loop.call_later(ACTIVE_EXPIRE_SECONDS, self._active_expire)
         if self.sockets is not None:
@@ -1274,12 +1286,12 @@ class Server:
         wrote again)."""
         if self.stopping is None or self.stopping.is_set():
             return
-        if self.engine.active_expire_cycle():
+        if self.engine.expiry_cycle.run():
             self.flush_aof()
             journal = self.engine.journal
             if journal is not None and journal.sync_on_commit:
                 self.sync_soon(journal.written_lsn)
-        self.engine.sample_stats(self.stats_sample())
+        self.engine.monitoring.sample_stats(self.stats_sample())
         self.loop.call_later(ACTIVE_EXPIRE_SECONDS, self._active_expire)
 
     def _new_client(self) -> Client:

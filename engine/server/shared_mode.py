@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import logging
 import os
 import socket
 import sys
@@ -36,6 +37,8 @@ from typing import TYPE_CHECKING
 from streamkeep.aof.manifest import SHARED_LOCK
 from streamkeep.engine.services.shared import peer_of, probe, socket_address
 from streamkeep.engine.wire.errors import StreamkeepError
+
+log = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
     from streamkeep.engine.server.network import Server
@@ -200,8 +203,14 @@ class IdleShutdown:
         server.loop.call_later(IDLE_CHECK_SECONDS, self._check)
 
     def _lock(self) -> bool:
-        """The start lock, exclusively, if no process holds it (connecting, or starting)."""
-        fd = os.open(self.lock_file, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        """The start lock, exclusively, if no process holds it (connecting, or starting).
+        True without it when the directory is gone (removed while the server waited): no
+        process can reach this server again, so its idle exit needs no lock."""
+        try:
+            fd = os.open(self.lock_file, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        except FileNotFoundError:
+            log.warning("the shared directory of %s is gone; the server exits", self.lock_file)
+            return True
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:

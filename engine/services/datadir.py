@@ -345,7 +345,7 @@ def recover(fs: FileSystem, path: str, engine: EngineCore, load_truncated: bool)
         # Records are applied as they are decoded (CRC-checked batch by batch): the decoded
         # records of a whole segment are never held at once. Damage stops the scan; what
         # precedes it is applied, then judge_segment decides whether the directory may open.
-        engine.apply_many(reader.records())
+        engine.replay.apply_many(reader.records())
         judge_segment(fs, path, entry, reader, durable if last else None, load_truncated)
         log.info("replayed %s: %d records", entry.file, reader.count)
         expected += reader.count
@@ -381,7 +381,7 @@ def load_state(fs: FileSystem, path: str, manifest: Manifest, engine: EngineCore
         if entry.first_lsn > last_lsn:
             break
         reader = open_segment(fs, path, entry, entry.first_lsn)
-        engine.apply_many(takewhile(lambda record: record[0] <= last_lsn, reader.records()))
+        engine.replay.apply_many(takewhile(lambda record: record[0] <= last_lsn, reader.records()))
         if reader.damage is not None and entry.first_lsn + reader.count <= last_lsn:
             raise StorageError(str(reader.damage))
 

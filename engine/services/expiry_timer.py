@@ -29,7 +29,7 @@ INTERVAL_SECONDS = 0.1
 
 
 class ExpiryTimer:
-    """Runs `engine.active_expire_cycle()` every INTERVAL_SECONDS until `stop()`."""
+    """Runs `engine.expiry_cycle.run()` every INTERVAL_SECONDS until `stop()`."""
 
     def __init__(self, engine: EngineCore, interval: float = INTERVAL_SECONDS) -> None:
         self.engine = engine
@@ -59,12 +59,12 @@ class ExpiryTimer:
         if any(engine.expires):
             deleted = -1  # (a cycle that raised: what it deleted is made durable all the same)
             try:
-                deleted = engine.active_expire_cycle()
+                deleted = engine.expiry_cycle.run()
             finally:
                 if deleted:
                     self._sync(engine)
                 self.cycles += 1
-        engine.sample_stats()
+        engine.monitoring.sample_stats()
 
     @staticmethod
     def _sync(engine: EngineCore) -> None:

@@ -46,7 +46,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from streamkeep.aof.fs import LockedError, lock_holder
+from streamkeep.aof.fs import LockedError, lock_holder, refuse_not_a_directory
 from streamkeep.aof.manifest import LOCK_FILE, SHARED_CONF, SHARED_LOCK, SHARED_LOG, SHARED_SOCKET
 from streamkeep.engine.exec.settings import (
     PARAMS,
@@ -107,7 +107,11 @@ def prepare_directory(path: str) -> str:
     """`path` made if missing and reachable by its owner only (mode 0700): its absolute
     path. SharedError if another user owns it."""
     path = os.path.abspath(path)
-    os.makedirs(path, mode=0o700, exist_ok=True)
+    try:
+        os.makedirs(path, mode=0o700, exist_ok=True)
+    except (FileExistsError, NotADirectoryError):
+        refuse_not_a_directory(path)
+        raise
     st = os.stat(path)
     if st.st_uid != os.getuid():
         raise SharedError(f"{path}: owned by uid {st.st_uid}, not by this user (uid "

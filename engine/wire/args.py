@@ -72,3 +72,14 @@ def option_word(arg: bytes) -> bytes:
 def is_word(arg: bytes, word: bytes) -> bool:
     """Case-insensitive option match; `word` is given lowercase."""
     return len(arg) == len(word) and arg.lower() == word
+
+
+NOT_POSITIVE: Final = "ERR value is out of range, must be positive"
+
+
+def parse_positive(arg: bytes) -> int:
+    """getPositiveLongFromObjectOrReply with Redis's default line (for a non-number too)."""
+    value = parse_int(arg, NOT_POSITIVE[4:])
+    if value < 0:
+        raise ReplyError(NOT_POSITIVE)
+    return value

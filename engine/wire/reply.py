@@ -206,9 +206,10 @@ class PackedEntries:
     `*2 id *n field value ...`, the same in RESP2 and RESP3), `count` of them. The stream
     model writes them straight from its packed nodes for a connection's reply; the encoder
     copies them. Anything that reads the entries as values (an embedded caller, a script)
-    gets them decoded once, as an EntryArray (`entries()`). `cut`: the model stopped writing past the connection's output budget (the
-    reply cannot be sent whole: encoding it closes the connection, as the output limit
-    does for any reply, without the model building it all first)."""
+    gets them decoded once, as an EntryArray (`entries()`). `cut`: the model (or a command,
+    engine.exec.reply_budget) stopped writing past the connection's output budget (the reply
+    cannot be sent whole: encoding it closes the connection, as the output limit does for any
+    reply, without the reply being built first)."""
 
     __slots__ = ("resp", "count", "cut", "_decoded")
 
@@ -220,7 +221,8 @@ class PackedEntries:
 
     def entries(self) -> EntryArray:
         if self.cut:
-            raise ValueError("a reply cut at the output limit has no entries to read")
+            # (A script reading it gets this as its error line, after "ERR ".)
+            raise ValueError("reply over the client's output limit (client-output-buffer-limit)")
         if self._decoded is None:
             self._decoded = _decode_entries(self.resp, self.count)
         return self._decoded

@@ -261,7 +261,7 @@ def build(job: dict, engine: EngineCore | None = None, expected: int = 1,
             raise BuildError(f"{path}: starts at LSN {first_lsn}, expected {expected}")
         # Applied while decoded, as at open; damage anywhere fails the build (the engine and
         # whatever it applied are thrown away with this process).
-        engine.apply_many(progress.counted(noting_changes(reader.records(), homes)))
+        engine.replay.apply_many(progress.counted(noting_changes(reader.records(), homes)))
         if reader.damage is not None:
             raise BuildError(f"{reader.damage} in a closed segment")
         expected += reader.count

@@ -305,7 +305,7 @@ class Compactor:
                                      for name in vt.nodes.shaped_by))}
         self.journal.rewrite_at = float("inf")
         self.start_usec = (time.perf_counter_ns() - began) // 1000
-        engine.started_compaction(self.start_usec)
+        engine.monitoring.started_compaction(self.start_usec)
         thread = threading.Thread(target=self._run, args=(job,), name="compactor", daemon=True)
         thread.start()
         self._thread = thread  # (stop() joins it: only once it started)

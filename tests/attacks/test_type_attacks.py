@@ -10,8 +10,8 @@ another client is answered PING after it.
 
 A random pick with repeats and a hostile negative count (SRANDMEMBER, ZRANDMEMBER, HRANDFIELD
 key -4611686018427387904): redis-server 7.0.15 writes picks until memory runs out when the
-normal class has no output limit (its default); here the picks stop at what the connection's
-output limit can carry (Ctx.repeats_cap), so the oracle is not asked those.
+normal class has no output limit (its default); here no pick is made past what the connection's
+output limit can carry (engine.exec.reply_budget), so the oracle is not asked those.
 """
 
 from __future__ import annotations

@@ -149,3 +149,16 @@ def test_what_spark_needs_is_checked_before_any_work(tmp_path: Path, missing: st
     assert result.out == ""  # no state line: nothing was copied or built
     assert sorted(os.listdir(tmp_path)) == ["data", "work"]  # no scratch copy, no OUT
     assert tree_state(data) == before  # no pin
+
+
+def test_a_missing_path_is_named_before_what_spark_needs(tmp_path: Path) -> None:
+    """Without pyspark, an export of a path that is not there says the path is missing (what
+    the user can fix in the command line), not that pyspark is."""
+    work = tmp_path / "work"
+    (work / "pyspark").mkdir(parents=True)
+    (work / "pyspark" / "__init__.py").write_text(NO_PYSPARK)
+    missing = tmp_path / "nonexistent"
+    result = run("export", missing, "--out", tmp_path / "out", env={"PYTHONPATH": str(work)})
+    line = assert_refused(result, 3, missing, "no such file or directory")
+    assert "pyspark" not in line
+    assert sorted(os.listdir(tmp_path)) == ["work"]

@@ -6,7 +6,7 @@ opening (eager and lazy), `aof verify --deep`, `snapshot info` and `dump`, `rest
 `export-rdb`. Never a different value, never "clean".
 
 A snapshot of the oldest format (no checksums, no whole-file checksum in the manifest) still
-opens; `verify` says it has no checksums."""
+opens; `verify` says it has no checksums. An empty file is refused in those words."""
 
 from __future__ import annotations
 
@@ -233,3 +233,13 @@ def test_export_refuses_a_damaged_snapshot_before_spark_reads_it(
     after = tree_state(directory)
     after.pop("LOCK", None), before.pop("LOCK", None)
     assert after == before
+
+
+def test_an_empty_file_is_not_a_snapshot(tmp_path: Path) -> None:
+    """An empty file handed to the snapshot readers: one line naming it and saying it is
+    empty (LMDB alone says "Bad file descriptor"), exit status 2."""
+    empty = tmp_path / "EMPTYFILE"
+    empty.touch()
+    for args in (("snapshot", "info", empty), ("snapshot", "dump", empty)):
+        line = assert_refused(run(*args), 2, empty, "not a readable LMDB snapshot (an empty file)")
+        assert "Bad file descriptor" not in line

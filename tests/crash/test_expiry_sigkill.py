@@ -105,7 +105,7 @@ def assert_replay_matches(datadir: Path, archive: Archive) -> None:
     records = archive.records()
     assert records[-1][0] == lsn
     engine = Engine()
-    engine.apply_many(records)
+    engine.replay.apply_many(records)
     assert engine.digest() == reopened, "restart and in-memory replay differ"
 
 

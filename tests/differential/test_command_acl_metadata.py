@@ -70,6 +70,27 @@ def test_command_info_categories_and_key_specs_match_redis(
     assert sinterstore[8][0][1] == ["OW", "update"]
 
 
+def _docs(target: Any) -> dict[bytes, dict[bytes, Any]]:
+    """COMMAND DOCS of every command, each entry's fields by name (RESP2's flat pairs)."""
+    reply = target.execute("COMMAND", "DOCS")
+    pairs = zip(reply[::2], reply[1::2], strict=True) if isinstance(reply, list) else reply.items()
+    return {bytes(name): dict(zip(doc[::2], doc[1::2], strict=True)) if isinstance(doc, list)
+            else dict(doc) for name, doc in pairs}
+
+
+def test_command_docs_group_and_since_match_redis(redis_raw: RespClient, engine: Engine) -> None:
+    """Each declaration's COMMAND DOCS group (Redis's spelling: "sorted-set") and version, for
+    every command both have. (Summaries are Redis 8's texts, which 7.2 rewrote.)"""
+    ours, theirs = _docs(engine), _docs(redis_raw)
+    shared = sorted(set(ours) & set(theirs))
+    assert len(shared) > 150
+    problems = [f"{name.decode()}.{field.decode()}: {ours[name].get(field)!r} vs "
+                f"{theirs[name].get(field)!r}"
+                for name in shared for field in (b"group", b"since")
+                if ours[name].get(field) != theirs[name].get(field)]
+    assert problems == []
+
+
 def test_acl_cat_matches_redis(redis_raw: RespClient) -> None:
     assert tuple(c.decode() for c in redis_raw.execute("ACL", "CAT")) == CATEGORIES
     theirs_all = {n.decode() for n in redis_raw.execute("COMMAND", "LIST")}

@@ -358,7 +358,7 @@ class Call:
 
 def wait_blocked(engine: Engine, n: int) -> None:
     deadline = time.monotonic() + 5
-    while engine.blocked_clients() < n:
+    while engine.waiting.blocked_clients() < n:
         assert time.monotonic() < deadline, "never blocked"
         time.sleep(0.002)
 
@@ -375,7 +375,7 @@ def test_blocked_xreadgroup_gets_nogroup(removal):
     wait_blocked(engine, 1)
     engine.execute(*removal)
     assert call.join().error == NOGROUP_KG
-    assert engine.blocked_clients() == 0
+    assert engine.waiting.blocked_clients() == 0
 
 
 def test_blocked_xread_survives_del_and_gets_the_next_entry():

@@ -211,7 +211,7 @@ def test_replay_rebuilds_maps(e: Engine, clock: list[int]) -> None:
     assert b"XIDMPRECORD" in names
     other = Engine(clock=lambda: clock[0] + 50_000)  # within the duration
     for r in records:
-        other.apply(r)
+        other.replay.apply(r)
     assert other.digest() == e.digest()
     assert other.execute("XADD", "s", "IDMP", "p1", "a", "*", "f", "x") == id1
     assert other.execute("XLEN", "s") == 2
@@ -424,7 +424,7 @@ def test_replay_under_another_configuration_with_trim_and_expiry(clock: list[int
     last = e.execute("XADD", "s", "IDMP", "p", "i3", "*", "f", "v")
     other = Engine(clock=lambda: clock[0])  # stream-idmp-duration: the default, 100
     for record in records:
-        other.apply(record)
+        other.replay.apply(record)
     assert other.digest() == e.digest()
     assert info(other) == info(e)
     assert other.execute("XADD", "s", "IDMP", "p", "i3", "*", "f", "w") == last

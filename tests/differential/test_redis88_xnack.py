@@ -191,7 +191,7 @@ def test_effects_replay_the_release_exactly() -> None:
     e.execute("XNACK", "mystream", "mygroup", "FAIL", "IDS", "1", "1526569498056-0", "FORCE")
     replica = delivered(Clock())
     for record in records:
-        replica.apply(record)
+        replica.replay.apply(record)
     assert replica.digest() == e.digest()
     assert replica.execute("XPENDING", "mystream", "mygroup", "-", "+", "10") == pending(e)
 

@@ -5,14 +5,21 @@ page promises; its shell lines are real `streamkeep` commands."""
 from __future__ import annotations
 
 import ast
+import os
 import re
+import signal
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 from streamkeep import Engine
+from streamkeep.aof.fs import lock_holder
+from streamkeep.aof.manifest import LOCK_FILE
 from streamkeep.tools.main import build_parser
 from tests.support.doc_examples import PAGES, command_lines, python_blocks, run_python_blocks
+from tests.support.pids import wait_gone
 
 EMBEDDED = PAGES / "getting-started" / "embedded.md"
 SERVER = PAGES / "getting-started" / "server.md"
@@ -47,6 +54,31 @@ def test_the_server_page_serves_redis_py_and_shuts_down_cleanly(tmp_path: Path) 
     with Engine.open(str(tmp_path / "py-data")) as db:
         assert db.redis().xpending("orders", "shipping")["pending"] == 0
         assert db.execute("XLEN", "orders") == 1
+
+
+def test_the_server_pages_example_stops_its_server_when_it_raises(tmp_path: Path) -> None:
+    """The example with an error where the newcomer's own code would go: the script fails,
+    and its server is gone with it (the directory's lock free), not left running."""
+    (code,) = python_blocks(SERVER.read_text())
+    lines = code.splitlines()
+    at = next(i for i, line in enumerate(lines) if "r.xadd(" in line)
+    indent = lines[at][:len(lines[at]) - len(lines[at].lstrip())]
+    lines.insert(at, f"{indent}raise RuntimeError('the script fails here')")
+    # Its output to a file: a server left running would hold a pipe open after the script.
+    with open(tmp_path / "stderr", "w+") as stderr:
+        done = subprocess.run([sys.executable, "-c", "\n".join(lines)], cwd=tmp_path,
+                              stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                              stderr=stderr, timeout=120, check=False)
+        stderr.seek(0)
+        said = stderr.read()
+    holder = lock_holder(str(tmp_path / "py-data" / LOCK_FILE))
+    if holder is not None:  # (left running: this test's to end)
+        os.kill(holder, signal.SIGKILL)
+        wait_gone(holder, 30)
+    assert done.returncode == 1 and "RuntimeError: the script fails here" in said
+    assert holder is None, "the example left its server running"
+    with Engine.open(str(tmp_path / "py-data")) as db:  # stopped cleanly: the group is there
+        assert db.execute("XINFO", "GROUPS", "orders")[0][1] == b"shipping"
 
 
 def test_the_queue_tutorial_handles_everything_and_dead_letters_the_poison(

@@ -32,6 +32,7 @@ import pytest
 import redis
 
 from streamkeep.tools.servers import free_port
+from tests.support.pids import stop
 from tests.support.replication_util import caught_up, info, wait_for
 from tests.support.sentinel import GROUP, KEY, Sentinels, Writer
 from tests.support.serve_process import ServeProcess
@@ -94,9 +95,15 @@ class Node:
         assert self._client is not None
         return self._client
 
-    def signal(self, number: int) -> None:
+    def stop(self) -> None:
+        """SIGSTOP, every thread of it stopped before the test goes on (a thread still
+        running would acknowledge writes meant for the other replica alone)."""
         assert self.proc is not None
-        os.kill(self.proc.proc.pid, number)
+        stop(self.proc.proc.pid)
+
+    def resume(self) -> None:
+        assert self.proc is not None
+        os.kill(self.proc.proc.pid, signal.SIGCONT)
 
     def replicaof_lines(self) -> list[str]:
         return [line for line in self.conf.read_text().splitlines()
@@ -179,7 +186,7 @@ def test_sentinel_fails_over_a_streamkeep_primary_and_rejoins_it(
     step("writes confirmed by WAIT 1", lambda: len(writer.confirmed) >= 60 or writer.failure,
          sentinels)
     assert writer.failure is None, writer.failure
-    b.signal(signal.SIGSTOP)
+    b.stop()
     try:
         confirmed = len(writer.confirmed)
         step("writes confirmed by c alone",
@@ -189,7 +196,7 @@ def test_sentinel_fails_over_a_streamkeep_primary_and_rejoins_it(
         a.proc.kill()  # SIGKILL, and reaped: nothing is acknowledged by it from now on
         writer.mark()
     finally:
-        b.signal(signal.SIGCONT)
+        b.resume()
     assert writer.failure is None, writer.failure
 
     # --- promotion of the replica with the larger offset; b reconfigured; master_for ------

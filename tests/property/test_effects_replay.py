@@ -32,7 +32,7 @@ def test_effects_reproduce_state(script: list[tuple[list[bytes], int]]) -> None:
             assert len(records) == count, f"failed {argv!r} emitted effects"
             continue
         for record in records[applied:]:
-            follower.apply(record)
+            follower.replay.apply(record)
         applied = len(records)
         assert follower.digest() == primary.digest(), (
             f"after {argv!r}: effects {[r.effects for r in records[count:]]!r}"
@@ -67,7 +67,7 @@ def test_poison_message_counter_survives_replay() -> None:
         e.execute("XREADGROUP", "GROUP", "g", "c", "STREAMS", "s", "0")
     replica = Engine()
     for r in records:
-        replica.apply(r)
+        replica.replay.apply(r)
     assert replica.execute("XPENDING", "s", "g", "-", "+", "10", "c")[0][3] == 5
     assert replica.digest() == e.digest()
 
@@ -97,5 +97,5 @@ def test_exec_is_one_record_across_databases() -> None:
         [b"XADD", b"a", b"1-1", b"f", b"v"], [b"SELECT", b"2"], [b"XADD", b"b", b"1-1", b"f", b"v"],
         [b"SELECT", b"1"], [b"XDEL", b"a", b"1-1"]]
     follower = Engine()
-    follower.apply_many([tuple(records[0])])
+    follower.replay.apply_many([tuple(records[0])])
     assert follower.digest() == e.digest()

@@ -144,7 +144,7 @@ def test_field_expiry_matches_model(examples: int) -> None:
         clock = Clock()
         clock.now = NOW
         engine, replica = Engine(clock=clock), Engine(clock=clock)
-        engine.add_sink(replica.apply)
+        engine.add_sink(replica.replay.apply)
         model = Model()
         for op in script:
             reply = engine.execute(*argv_of(op))

@@ -1,7 +1,7 @@
 """The replay property for sorted sets, hashes and sets: for random command sequences
 (tests.support.type_strategies: every command of the three types and the generic ones over them,
 hash field expiry with times that pass on a fake clock, key TTLs, MULTI/EXEC, SELECT), a replica
-fed the primary's effects (`add_sink(replica.apply)`) holds the same state digest after every
+fed the primary's effects (`add_sink(replica.replay.apply)`) holds the same state digest after every
 command, and a data directory reopened after the sequence (its AOF replayed) holds the same
 digest as the engine that wrote it.
 
@@ -54,7 +54,7 @@ def finish(engine: Engine) -> None:
 def primary_with_replica(clock: Clock) -> tuple[Engine, Engine]:
     primary = Engine(clock=clock, **LIMITS)
     replica = Engine(clock=clock, **LIMITS)
-    primary.add_sink(replica.apply)
+    primary.add_sink(replica.replay.apply)
     return primary, replica
 
 

@@ -172,7 +172,7 @@ def test_a_compaction_leaves_an_unchanged_value_where_it_is(tmp_path: Path) -> N
     homes = ValueHomes()
     child = loaded(tmp_path / "snapshot-1.mdb", homes)
     assert set(homes.homes) == set(first.homes)
-    child.apply_many(noting_changes(_effects(e, "HSET", "h", "f1", "changed"), homes))
+    child.replay.apply_many(noting_changes(_effects(e, "HSET", "h", "f1", "changed"), homes))
     assert homes.touched == {b"h"}
     second = write_segmented(child.dbs, str(tmp_path / "snapshot-2.mdb"),
                              str(tmp_path / "part-2.mdb"), 2, 0, "r", values=child.keyspaces,
@@ -207,7 +207,7 @@ def test_a_flush_or_a_rename_writes_the_values_again(tmp_path: Path) -> None:
     homes = ValueHomes()
     child = loaded(tmp_path / "snapshot-1.mdb", homes)
     assert set(homes.homes) == set(first.homes)
-    child.apply_many(noting_changes(_effects(e, "RENAME", "z", "z2"), homes))
+    child.replay.apply_many(noting_changes(_effects(e, "RENAME", "z", "z2"), homes))
     second = write_segmented(child.dbs, str(tmp_path / "snapshot-2.mdb"),
                              str(tmp_path / "part-2.mdb"), 2, 0, "r", values=child.keyspaces,
                              expires=child.expires, homes=homes)
@@ -216,7 +216,7 @@ def test_a_flush_or_a_rename_writes_the_values_again(tmp_path: Path) -> None:
     assert refs[b"h"].part == 0  # type: ignore[union-attr]
     assert loaded(tmp_path / "snapshot-2.mdb").digest() == child.digest()
     homes.replace(second.homes)
-    child.apply_many(noting_changes(_effects(e, "FLUSHALL"), homes))
+    child.replay.apply_many(noting_changes(_effects(e, "FLUSHALL"), homes))
     assert homes.everything and not homes.homes
 
 
@@ -305,7 +305,7 @@ def test_a_compaction_leaves_an_unchanged_list_where_it_is(tmp_path: Path) -> No
     homes = ValueHomes()
     child = loaded(tmp_path / "snapshot-1.mdb", homes)
     assert set(homes.homes) == set(first.homes)
-    child.apply_many(noting_changes(_effects(e, "SADD", "s", "new"), homes))
+    child.replay.apply_many(noting_changes(_effects(e, "SADD", "s", "new"), homes))
     second = write_segmented(child.dbs, str(tmp_path / "snapshot-2.mdb"),
                              str(tmp_path / "part-2.mdb"), 2, 0, "r", values=child.keyspaces,
                              expires=child.expires, homes=homes)
@@ -313,7 +313,7 @@ def test_a_compaction_leaves_an_unchanged_list_where_it_is(tmp_path: Path) -> No
     assert refs[b"l"].part == 0 and refs[b"s"].part == 1  # type: ignore[union-attr]
     assert loaded(tmp_path / "snapshot-2.mdb").digest() == child.digest()
     homes.replace(second.homes)
-    child.apply_many(noting_changes(_effects(e, "RPUSH", "l", "more"), homes))
+    child.replay.apply_many(noting_changes(_effects(e, "RPUSH", "l", "more"), homes))
     assert homes.touched == {b"l"}
     third = write_segmented(child.dbs, str(tmp_path / "snapshot-3.mdb"),
                             str(tmp_path / "part-3.mdb"), 3, 0, "r", values=child.keyspaces,
@@ -395,7 +395,7 @@ def _queue_work(e: EngineCore, child: EngineCore, homes: ValueHomes, rounds: int
     for k in range(rounds):
         for argv in (("RPUSH", "q", f"new-{k}", f"more-{k}"), ("LPOP", "q"),
                      ("LPUSH", "q", f"head-{k}"), ("RPOP", "q"), ("LPOP", "q", "2")):
-            child.apply_many(noting_changes(_effects(e, *argv), homes))
+            child.replay.apply_many(noting_changes(_effects(e, *argv), homes))
 
 
 def test_a_changed_list_refers_to_its_unchanged_chunks(tmp_path: Path,
@@ -428,7 +428,7 @@ def test_a_changed_list_refers_to_its_unchanged_chunks(tmp_path: Path,
     child = loaded(tmp_path / "snapshot-3.mdb", homes)
     assert child.digest() == e.digest()
     _queue_work(e, child, homes, 20)
-    child.apply_many(noting_changes(_effects(e, "LSET", "q", "20000", "middle"), homes))
+    child.replay.apply_many(noting_changes(_effects(e, "LSET", "q", "20000", "middle"), homes))
     parts = _write(child, tmp_path, 4, homes)
     ref, per_part, elements = _stored(tmp_path / "snapshot-4.mdb")
     assert per_part["part-4.mdb"] <= 4 * ref.size // first.chunks  # the ends and the middle
@@ -448,7 +448,7 @@ def test_a_changed_list_refers_to_its_unchanged_chunks(tmp_path: Path,
     assert back.keyspaces[LIST.slot][0][b"q"].nodes == child.keyspaces[LIST.slot][0][b"q"].nodes
 
     # Everything popped but the chunks of the middle: a row of runs of part-5 alone.
-    child.apply_many(noting_changes(_effects(e, "LTRIM", "q", "15000", "-15000"), homes))
+    child.replay.apply_many(noting_changes(_effects(e, "LTRIM", "q", "15000", "-15000"), homes))
     _write(child, tmp_path, 6, homes)
     ref, _per_part, elements = _stored(tmp_path / "snapshot-6.mdb")
     assert elements == list(enumerate(e.execute("LRANGE", "q", "0", "-1")))

@@ -67,7 +67,7 @@ class Recorded:
         records (by default every record logged so far)."""
         replica = Engine(clock=lambda: 10**12)
         for record in self.records if records is None else records:
-            replica.apply(record)
+            replica.replay.apply(record)
         return replica
 
     def assert_replays(self) -> None:

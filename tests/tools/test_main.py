@@ -5,6 +5,7 @@ columns however wide the terminal (its examples and tables written to fit, not c
 from __future__ import annotations
 
 import argparse
+import re
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -40,6 +41,22 @@ def test_every_help_is_the_same_when_built_lazily() -> None:
         built = dict(_helps(_subparsers(lazy)[name], (name,)))
         assert built == {words: text for words, text in full.items() if words[:1] == (name,)}
     assert build_parser(None, lazy=True).format_help() == full[()]
+
+
+def test_no_help_says_only_streams_and_strings_are_carried() -> None:
+    """Every type is carried by import, export-rdb and the snapshot readers: no --help says
+    "streams and strings" of what they carry, and theirs say every type."""
+    stale = re.compile(r"streams? and strings?", re.I)
+    helps = dict(_helps(build_parser()))
+    assert not [words for words, text in helps.items() if stale.search(text)]
+    for words, carried in ((("import",), "keys (of every type streamkeep stores)"),
+                           (("export-rdb",), "keys (every type)")):
+        assert carried in " ".join(helps[words].split()), words
+    listed = " ".join(helps[()].split()) + " ".join(helps[("snapshot",)].split())
+    for line in ("import the keys (of every type streamkeep stores) and functions",
+                 "write a data directory's keys (every type) and functions",
+                 "its keys of every type counted", "then its keys of every type"):
+        assert line in listed, line
 
 
 def test_chosen_command() -> None:

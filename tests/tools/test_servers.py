@@ -6,11 +6,15 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
+import threading
 from pathlib import Path
 
-from streamkeep.tools import temporaries
+import pytest
+
+from streamkeep.tools import servers, temporaries
 from streamkeep.tools.main import main
-from streamkeep.tools.servers import StreamkeepServer, kill_all
+from streamkeep.tools.servers import RedisServer, StreamkeepServer, kill_all
 from tests.support.serve_process import ServeProcess
 
 
@@ -50,3 +54,43 @@ def test_kill_takes_the_group_stop_asks_first_restart_keeps_the_port(tmp_path: P
         server.kill()
         assert not server.alive
         assert "listening on" in server.banner()
+
+
+def _impostor() -> tuple[socket.socket, int]:
+    """A listener that answers any command like a ready server of another process: PONG,
+    and an INFO whose process_id is not ours."""
+    listener = socket.create_server(("127.0.0.1", 0))
+
+    def serve() -> None:
+        while True:
+            try:
+                conn, _ = listener.accept()
+            except OSError:
+                return
+            with conn:
+                while data := conn.recv(4096):
+                    info = b"process_id:1\r\n"
+                    conn.sendall(b"+PONG\r\n" if b"PING" in data.upper()
+                                 else b"$%d\r\n%s\r\n" % (len(info), info))
+
+    threading.Thread(target=serve, daemon=True).start()
+    return listener, listener.getsockname()[1]
+
+
+@pytest.mark.parametrize("kind", [RedisServer, StreamkeepServer])
+def test_a_server_another_process_beat_to_its_port_is_not_taken_for_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kind: type) -> None:
+    """The port a server was given is taken by another process before it binds it: the
+    process answering PING there is not this server, which exits ("Address already in use")
+    and is started again on another port."""
+    listener, taken = _impostor()
+    ports = iter([taken])
+    free = servers.free_port
+    monkeypatch.setattr(servers, "free_port", lambda: next(ports, None) or free())
+    try:
+        with kind(str(tmp_path / "data")) as server:
+            server.start()
+            assert server.port != taken
+            assert int(server.info("server")["process_id"]) == server.pid
+    finally:
+        listener.close()

@@ -141,7 +141,7 @@ def test_figures_are_read_again_when_the_shared_server_is_killed_mid_read(
     a lost server (the CLI runs beside workers whose server may be killed at any moment)."""
     from streamkeep.engine.wire.errors import ReplyError
     from streamkeep.tools.workqueue import figures
-    from tests.support.pids import wait_gone
+    from tests.support.pids import stop, wait_gone
     from tests.support.shared_dirs import servers_of
 
     with Engine.open(str(shared_dir), shared=True) as engine:
@@ -159,7 +159,7 @@ def test_figures_are_read_again_when_the_shared_server_is_killed_mid_read(
         reader = threading.Thread(target=read)
         reader.start()
         assert connected.wait(60)
-        os.kill(old, signal.SIGSTOP)  # it takes the request, never answers it
+        stop(old)  # it takes the request, never answers it
         go.set()
         _blocked_in_recv(reader, 5.0)
         os.kill(old, signal.SIGKILL)

@@ -846,9 +846,13 @@ class FaultyFS(RealFS):
 
 
 def stop_threads(engine: object | None) -> None:
-    """A dead process's threads and children die with it: stop the journal's threads and the
-    compactor's build child of an abandoned engine (without close(), which would fsync), or
-    every crash leaks them (a build child serves its parent process, which lives on here)."""
+    """A dead process's threads and children die with it: stop the journal's threads, the
+    expiry timer and the compactor's build child of an abandoned engine (without close(),
+    which would fsync), or every crash leaks them (a build child serves its parent process,
+    which lives on here; a run of many crash points left hundreds of expiry threads)."""
+    timer = getattr(engine, "expiry_timer", None)
+    if timer is not None:
+        timer.stopped.set()  # (its thread ends at its next tick; not joined: it may be mid-cycle)
     journal = getattr(engine, "journal", None)
     if journal is not None:
         journal.stop_threads()

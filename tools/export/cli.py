@@ -47,6 +47,7 @@ from streamkeep.snapshot.reader import Snapshot, SnapshotError
 from streamkeep.tools.export.pin import (
     ExportError,
     LogPin,
+    check_exists,
     claim,
     pin,
     pin_log,
@@ -207,8 +208,12 @@ def _export(args: argparse.Namespace, names: dict[str, str]) -> int:
             _check_work_dir(args.work_dir)
     except OutputRefused as err:
         raise _Failed(str(err), EXIT_USAGE) from None
-    _check_spark()  # before anything is pinned, copied or built for it
+    try:  # what the user named is there, before what the machine lacks is looked for
+        check_exists(args.path)
+    except ExportError as err:
+        raise _Failed(str(err), EXIT_USAGE) from None
     previous = _previous_manifest(args.since) if args.since is not None else None
+    _check_spark()  # before anything is pinned, copied or built for it
     # This command's pins are named after it and locked while it runs; those of an export
     # killed before it could release them are removed now.
     claim()

@@ -45,14 +45,19 @@ class ExportError(StorageError):
     a read planned on is gone."""
 
 
+def check_exists(path: str) -> None:
+    """ExportError, in words naming it, when nothing is at PATH."""
+    if not os.path.exists(path):
+        raise ExportError(f"{path}: no such file or directory (expected a streamkeep data "
+                          "directory or a snapshot file)")
+
+
 def resolve(path: str) -> str:
     """The snapshot file PATH names: itself, or a data directory's current snapshot."""
     from streamkeep.aof.manifest import ManifestError
     from streamkeep.snapshot.reader import current_snapshot
 
-    if not os.path.exists(path):
-        raise ExportError(f"{path}: no such file or directory (expected a streamkeep data "
-                          "directory or a snapshot file)")
+    check_exists(path)
     if not os.path.isdir(path):
         return path
     try:

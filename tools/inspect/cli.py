@@ -19,8 +19,10 @@ COMMANDS: list[tuple[str | None, str, str, str]] = [
     ("aof", "dump", "dump", "print records as text, JSON lines or RESP"),
     ("aof", "fix", "fix", "truncate a torn tail (after saving what it cuts)"),
     (None, "restore", "restore", "point-in-time recovery into a new data directory"),
-    ("snapshot", "info", "snapshot", "a snapshot's meta, streams, groups and PELs"),
-    ("snapshot", "dump", "snapshot", "a snapshot's entries by stream and ID range"),
+    ("snapshot", "info", "snapshot",
+     "a snapshot's meta, its keys of every type counted, its streams, groups and PELs"),
+    ("snapshot", "dump", "snapshot",
+     "a snapshot's entries by stream and ID range, then its keys of every type"),
 ]
 
 

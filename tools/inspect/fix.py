@@ -471,11 +471,11 @@ def _inapplicable(fs: Any, path: str, manifest: Any, first: int,
         if manifest.snapshot is not None:
             load_snapshot(engine, os.path.join(path, manifest.snapshot.file))
         for entry in manifest.segments[:first]:
-            engine.apply_many(SegmentReader(fs, os.path.join(path, entry.file)).records())
+            engine.replay.apply_many(SegmentReader(fs, os.path.join(path, entry.file)).records())
         failed = []
         for record in candidates:
             try:
-                engine.apply_many((record,))
+                engine.replay.apply_many((record,))
             except Exception:  # noqa: BLE001 (any failure of a record's replay drops it)
                 failed.append(record)
         if not failed:

@@ -1,4 +1,4 @@
-"""The facade's sorted set methods (Redis's "sorted_set" group): redis-py 8.1's
+"""The facade's sorted set methods (Redis's "sorted-set" group): redis-py 8.1's
 SortedSetCommands.
 
 Owns `SortedSetCommands`: ZADD, the ranges (ZRANGE and its BYSCORE, BYLEX, REV and STORE

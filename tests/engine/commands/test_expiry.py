@@ -132,10 +132,10 @@ def test_active_cycle_deletes_expired_keys_and_logs_them(r):
     r("SELECT", "1")
     r("SET", "c", "3", "PX", "1")
     r.clock.now += 2
-    assert r.engine.active_expire_cycle() == 2
+    assert r.engine.expiry_cycle.run() == 2
     assert [(rec.db, rec.effects) for rec in r.records[-2:]] == [
         (0, [[b"DEL", b"a"]]), (1, [[b"DEL", b"c"]])]
-    assert r.engine.active_expire_cycle() == 0
+    assert r.engine.expiry_cycle.run() == 0
     r.assert_replays()
 
 
@@ -167,14 +167,14 @@ def test_active_cycle_reaches_keys_behind_long_lived_ones(r):
         r("SET", f"long{i}", "v", "EX", "1000")
     r("SET", "short", "v", "PX", "1")
     r.clock.now += 2
-    assert r.engine.active_expire_cycle() == 0  # the first 20 looked at, all live
-    assert r.engine.active_expire_cycle() == 1  # then the rest: the short one goes
+    assert r.engine.expiry_cycle.run() == 0  # the first 20 looked at, all live
+    assert r.engine.expiry_cycle.run() == 1  # then the rest: the short one goes
     assert r("EXISTS", "short") == 0
     for i in range(100):
         r("SET", f"brief{i}", "v", "PX", "1")
     r.clock.now += 2
     # Past the 30 long-lived keys, round after round while most of a sample has expired.
-    assert sum(r.engine.active_expire_cycle() for _ in range(3)) == 100
+    assert sum(r.engine.expiry_cycle.run() for _ in range(3)) == 100
     r.assert_replays()
 
 

@@ -245,11 +245,11 @@ def test_active_expiry(rec: Recorded) -> None:
     rec("HPEXPIRE", "other", "50", "FIELDS", "1", "x")
     assert b"subexpiry=2" in rec("INFO", "keyspace")
     rec.clock.now += 60
-    assert rec.engine.active_expire_cycle() == 1  # (the fields it deleted)
+    assert rec.engine.expiry_cycle.run() == 1  # (the fields it deleted)
     assert rec("EXISTS", "other") == 0
     assert rec.records[-1].effects == [[b"HDEL", b"other", b"x"]]
     rec.clock.now += 60
-    rec.engine.active_expire_cycle()
+    rec.engine.expiry_cycle.run()
     assert rec("HGETALL", "h") == [b"c", b"3"]
     assert [e[:2] + sorted(e[2:]) for e in rec.records[-1].effects] == [
         [b"HDEL", b"h", b"a", b"b"]]
@@ -262,7 +262,7 @@ def test_a_replica_never_expires_fields_itself() -> None:
     clock.now = NOW
     primary = Engine(clock=clock)
     replica = Engine(clock=clock)
-    primary.add_sink(replica.apply)
+    primary.add_sink(replica.replay.apply)
     primary.execute("HSET", "h", "a", "1", "b", "2")
     primary.execute("HPEXPIRE", "h", "10", "FIELDS", "1", "a")
     assert primary.digest() == replica.digest()
@@ -273,9 +273,9 @@ def test_a_replica_never_expires_fields_itself() -> None:
     assert replica.execute("HGETALL", "h") == [b"b", b"2"]
     assert replica.execute("HTTL", "h", "FIELDS", "1", "a") == [-2]
     before = replica.digest()
-    assert replica.active_expire_cycle() == 0
+    assert replica.expiry_cycle.run() == 0
     assert replica.digest() == before
-    primary.active_expire_cycle()  # the primary's HDEL reaches the replica
+    primary.expiry_cycle.run()  # the primary's HDEL reaches the replica
     assert replica.digest() != before
     assert primary.digest() == replica.digest()
 
@@ -300,7 +300,7 @@ def test_a_snapshot_keeps_field_ttls(tmp_path: Path) -> None:
     assert loaded.execute("HPTTL", "h", "FIELDS", "2", "a", "b") == [100, -1]
     assert b"subexpiry=2" in loaded.execute("INFO", "keyspace")
     clock.now += 60
-    loaded.active_expire_cycle()
+    loaded.expiry_cycle.run()
     assert loaded.execute("HLEN", "big") == 598
     clock.now += 60
     assert loaded.execute("HGETALL", "h") == [b"b", b"2"]
@@ -311,6 +311,6 @@ def test_a_renamed_hash_is_tracked_from_its_next_access(rec: Recorded) -> None:
     rec("RENAME", "h", "h2")
     assert rec("HGET", "h2", "b") == b"2"
     rec.clock.now += 60
-    assert rec.engine.active_expire_cycle() == 1
+    assert rec.engine.expiry_cycle.run() == 1
     assert rec("HKEYS", "h2") == [b"b", b"c"]
     rec.assert_replays()

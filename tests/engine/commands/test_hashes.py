@@ -135,6 +135,9 @@ def test_resp3_shapes() -> None:
         def reply_budget(self) -> int:
             return 0
 
+        def elements_budget(self) -> int:
+            return 0
+
     s.client = Client()  # type: ignore[assignment]
     reply, _ = e.submit(s, argv_bytes(("HGETALL", "h")))
     assert type(reply) is RespMap and reply.items == [(b"a", b"1"), (b"b", b"2")]
@@ -202,7 +205,7 @@ def test_effects(rec: Recorded) -> None:
 def test_replay_digest_after_every_command() -> None:
     primary = Engine(clock=lambda: 1_000_000)
     replica = Engine(clock=lambda: 1_000_000)
-    primary.add_sink(replica.apply)
+    primary.add_sink(replica.replay.apply)
     script: list[tuple[Any, ...]] = [
         ("HSET", "h", "a", "1", "b", "2"),
         ("HINCRBY", "h", "a", "10"),

@@ -187,7 +187,7 @@ def test_effects_replay_to_same_state():
     clock = [1000]
     primary = Engine(clock=lambda: clock[0])
     replica = Engine(clock=lambda: clock[0])
-    primary.add_sink(replica.apply)
+    primary.add_sink(replica.replay.apply)
     script = [
         ("XADD", "a", "1-1", "f", "v"), ("XADD", "b", "1-1", "f", "v"),
         ("XADD", "c", "1-1", "f", "v"), ("XGROUP", "CREATE", "c", "g", "0"),
@@ -219,7 +219,7 @@ def _blocked_xreadgroup(engine: Engine) -> tuple[threading.Thread, dict]:
     thread = threading.Thread(target=run)
     thread.start()
     deadline = time.monotonic() + 5
-    while engine.blocked_clients() == 0:
+    while engine.waiting.blocked_clients() == 0:
         assert time.monotonic() < deadline, "reader never blocked"
         time.sleep(0.005)
     return thread, result
@@ -244,7 +244,7 @@ def test_removal_wakes_blocked_xreadgroup(kill):
     thread.join(5)
     assert not thread.is_alive()
     assert result["reply"] == NOGROUP_XREADGROUP
-    assert engine.blocked_clients() == 0
+    assert engine.waiting.blocked_clients() == 0
 
 
 def test_flushall_wakes_reader_of_another_db():

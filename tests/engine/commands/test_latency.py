@@ -119,7 +119,7 @@ def test_expire_cycle_and_fork_events(tmp_path: Path, monkeypatch: pytest.Monkey
         engine.execute("SET", "k", "v", "PX", "1")
         time.sleep(0.01)
         clock.step = 3_000_000  # the cycle reads the clock twice: 3 ms
-        engine.active_expire_cycle()
+        engine.expiry_cycle.run()
         assert info(engine, "stats")["expired_keys"] == "1"
         assert int(info(engine, "stats")["expire_cycle_cpu_milliseconds"]) >= 3
         engine.execute("XADD", "s", "1-1", "f", "v")

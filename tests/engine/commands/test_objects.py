@@ -48,7 +48,7 @@ def test_copy_shares_nothing_and_replays() -> None:
     clock = [1000]
     e = Engine(clock=lambda: clock[0])
     replica = Engine(clock=lambda: clock[0])
-    e.add_sink(replica.apply)
+    e.add_sink(replica.replay.apply)
     e.execute("XADD", "s", "1-1", "f", "v")
     e.execute("XGROUP", "CREATE", "s", "g", "0")
     e.execute("SET", "t", "text", "PX", "50000")

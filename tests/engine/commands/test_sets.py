@@ -219,7 +219,7 @@ def test_spop_replays_exactly_on_a_replica() -> None:
     clock = [1000]
     primary = Engine(clock=lambda: clock[0])
     replica = Engine(clock=lambda: clock[0])
-    primary.add_sink(replica.apply)
+    primary.add_sink(replica.replay.apply)
     rng = random.Random(7)
     keys = ["i", "l", "h", "m"]
     for round_ in range(40):
@@ -248,7 +248,7 @@ def test_spop_hashtable_survivors_become_a_listpack() -> None:
     clock = [1000]
     primary = Engine(clock=lambda: clock[0])
     replica = Engine(clock=lambda: clock[0])
-    primary.add_sink(replica.apply)
+    primary.add_sink(replica.replay.apply)
     primary.execute("SADD", "h", *[f"m{i}" for i in range(600)])
     primary.execute("PEXPIRE", "h", "50000")
     logged: list[list[bytes]] = []
@@ -265,7 +265,7 @@ def test_replay_of_every_write() -> None:
     clock = [1000]
     primary = Engine(clock=lambda: clock[0])
     replica = Engine(clock=lambda: clock[0])
-    primary.add_sink(replica.apply)
+    primary.add_sink(replica.replay.apply)
     script = [
         ("SADD", "a", "1", "2", "3"), ("SADD", "b", "x", "2", "3"),
         ("SADD", "big", *[f"k{i}" for i in range(200)]), ("SREM", "big", "k1"),
@@ -335,6 +335,9 @@ def test_resp3_set_replies() -> None:
         def reply_budget(self) -> int:
             return 0
 
+        def elements_budget(self) -> int:
+            return 0
+
     s.client = Client()  # type: ignore[assignment]
     e.execute("SADD", "s", "a", "b")
     for argv in (("SMEMBERS", "s"), ("SMEMBERS", "nokey"), ("SINTER", "s"), ("SUNION", "s"),
@@ -345,20 +348,57 @@ def test_resp3_set_replies() -> None:
     assert isinstance(reply, list)
 
 
-def test_huge_negative_count_bounded_by_the_output_limit() -> None:
-    e = Engine()
+def _budgeted(budget: int) -> Session:
+    """A session whose connection's output limit leaves `budget` bytes for a reply."""
     s = Session()
 
     class Client:
         protocol = 2
+        addr = "127.0.0.1:1"  # (SLOWLOG's, for a slow call)
 
         def reply_budget(self) -> int:
-            return 4000
+            return budget
+
+        def elements_budget(self) -> int:
+            return budget
 
     s.client = Client()  # type: ignore[assignment]
+    return s
+
+
+def test_a_negative_count_makes_no_pick_past_the_output_limit() -> None:
+    """SRANDMEMBER key -count to a connection with 1 MiB of budget: a count whose picks cannot
+    fit (even at a bulk string's least bytes each) is cut before a pick is made (its encoding
+    closes the connection: nothing of it was allocated, where the picks that budget could hold
+    were made first); picks that fit are all made, and their reply fits; one that fits by count
+    but not by its members' bytes is cut as they are weighed; the embedded engine (no
+    connection, no limit) makes every pick, as Redis does."""
+    import tracemalloc
+
+    from streamkeep.engine.wire.reply_encoder import OutputLimitReached, encode_reply
+
+    budget = 1 << 20
+    e = Engine()
     e.execute("SADD", "s", "a", "b")
-    reply, _ = e.submit(s, argv_bytes(("SRANDMEMBER", "s", "-9223372036854775807")))
-    assert 0 < len(reply) <= 1001
+    s = _budgeted(budget)
+    tracemalloc.start()
+    try:
+        reply, _ = e.submit(s, argv_bytes(("SRANDMEMBER", "s", "-9223372036854775807")))
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < budget // 16, peak  # (the picks the budget could hold: 2 MiB of list)
+    assert len(reply) == 9223372036854775807
+    with pytest.raises(OutputLimitReached):
+        encode_reply(reply)
+    fits = budget // len(b"$1\r\na\r\n")  # every pick of "a" or "b" takes 7 bytes
+    reply, _ = e.submit(s, argv_bytes(("SRANDMEMBER", "s", str(-fits))))
+    assert type(reply) is list and len(reply) == fits and set(reply) == {b"a", b"b"}
+    assert len(encode_reply(reply)) <= budget + 16  # (+ the array's header)
+    reply, _ = e.submit(s, argv_bytes(("SRANDMEMBER", "s", str(-(budget // 6)))))
+    with pytest.raises(OutputLimitReached):
+        encode_reply(reply)
+    assert len(e.execute("SRANDMEMBER", "s", str(-(budget // 6)))) == budget // 6
 
 
 def test_sinter_walks_the_smallest_set(rec: Recorded) -> None:

@@ -12,7 +12,7 @@ import threading
 import pytest
 
 from streamkeep import Engine, ReplyError
-from streamkeep.engine.runtime.core import EngineCore
+from streamkeep.engine.runtime.monitoring import Monitoring
 from streamkeep.engine.wire.compiled import running
 from tests.support.command_clock import command_clock
 from tests.support.resp_client import RespError
@@ -83,7 +83,7 @@ def test_a_blocked_command_is_logged_once_served(monkeypatch: pytest.MonkeyPatch
     done = threading.Event()
     threading.Thread(target=lambda: (engine.execute("XREAD", "BLOCK", "0", "STREAMS", "s",
                                                     "$"), done.set()), daemon=True).start()
-    while not engine.blocked_clients():
+    while not engine.waiting.blocked_clients():
         done.wait(0.01)
     assert engine.execute("SLOWLOG", "LEN") == 0  # blocked: not yet
     engine.execute("XADD", "s", "1-2", "f", "v")
@@ -117,10 +117,10 @@ def test_a_fast_command_builds_no_entry(monkeypatch: pytest.MonkeyPatch) -> None
     """Under the thresholds the slow path is never entered: one comparison per command (the
     count of entries is checked on the interpreted engine: a compiled method is not patched)."""
     calls: list[tuple] = []
-    interpreted = not running(sys.modules[EngineCore.__module__])
+    interpreted = not running(sys.modules[Monitoring.__module__])
     if interpreted:
-        original = EngineCore.slow_call
-        monkeypatch.setattr(EngineCore, "slow_call",
+        original = Monitoring.slow_call
+        monkeypatch.setattr(Monitoring, "slow_call",
                             lambda self, *a: (calls.append(a), original(self, *a)))
     clock = command_clock(monkeypatch, step=1_000)
     engine = Engine()

@@ -67,7 +67,7 @@ def test_replay_of_setrange_is_not_bounded_by_this_nodes_limit():
     replica = primary.replay()
     replica.set_config("proto-max-bulk-len", 1 << 20)
     for record in primary.records:  # applied again on a node with a smaller limit
-        replica.apply(record)
+        replica.replay.apply(record)
     assert replica.execute("STRLEN", "k") == (1 << 20) + 11
 
 

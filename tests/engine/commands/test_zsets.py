@@ -71,6 +71,9 @@ def test_resp3_shapes() -> None:
         def reply_budget(self) -> int:
             return 0
 
+        def elements_budget(self) -> int:
+            return 0
+
     s.client = Client()  # type: ignore[assignment]
     reply, _ = e.submit(s, argv_bytes(("ZRANGE", "z", "0", "-1", "WITHSCORES")))
     assert to_plain(reply) == [[b"a", b"1"], [b"b", b"2"]]

@@ -120,7 +120,7 @@ def test_expiry_publishes_expired_lazily_and_actively(engine):
     engine.clock.now += 11  # type: ignore[attr-defined]
     assert engine.execute("GET", "a") is None
     assert events(sub) == [(b"__keyevent@0__:expired", b"a")]
-    assert engine.active_expire_cycle() == 1
+    assert engine.expiry_cycle.run() == 1
     assert events(sub) == [(b"__keyevent@0__:expired", b"b")]
 
 
@@ -151,7 +151,7 @@ def test_a_replica_publishes_as_it_applies_its_primary_records(engine):
         engine.execute(*argv)
     replica = Engine(notify_keyspace_events="KEA")
     sub = replica.psubscribe("__keyspace@0__:*")
-    replica.apply_many(records)
+    replica.replay.apply_many(records)
     assert [data for _channel, data in events(sub)] == [b"set", b"xadd", b"expire", b"del"]
 
 

@@ -177,7 +177,7 @@ def test_blocked_xreadgroup_counts_once_when_served() -> None:
 
 def _wait_blocked(engine: Engine, n: int = 1) -> None:
     deadline = time.monotonic() + 5
-    while engine.blocked_clients() < n:
+    while engine.waiting.blocked_clients() < n:
         assert time.monotonic() < deadline, "the reader never blocked"
         time.sleep(0.005)
 

@@ -352,7 +352,7 @@ def test_random_records_replay_to_the_same_state(seed: int) -> None:
     records = random_records(seed, digest=digest)
     replica = Engine(clock=lambda: 10**13)
     for record in records:
-        replica.apply(record)
+        replica.replay.apply(record)
     assert replica.digest() == digest[0]
 
 
@@ -412,6 +412,12 @@ SAMPLE_CALLS: dict[str, tuple] = {
     "as_sent_effect": ([b"zunionstore", b"d", b"1", b"k"],),
     "set_effect": (b"k", b"v", False, 1000),
     "setrange_effect": (b"k", 5, b"v"),
+    "append_effect": (b"k", b"tail"),
+    "sadd_effect": (b"k", [b"m", b"n"]),
+    "srem_effect": (b"k", [b"m"]),
+    "push_effect": (b"k", [b"a", b"b"], True),
+    "pop_effect": (b"k", False, 2),
+    "linsert_effect": (b"k", True, b"p", b"e"),
     "pexpireat_effect": (b"k", 1000),
     "persist_effect": (b"k",),
 }

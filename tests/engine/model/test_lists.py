@@ -74,7 +74,7 @@ def test_serialisation_keeps_the_encoding() -> None:
         back = lists.from_bytes(lists.to_bytes(value))
         assert type(back) is type(value)
         assert list(lists.elements(back)) == list(lists.elements(value))
-        copied = lists.copy(value)
+        copied = lists.copy_value(value)
         lists.push(copied, [b"new"], True, ListLimits())
         assert lists.length(value) == lists.length(copied) - 1
 

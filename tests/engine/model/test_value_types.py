@@ -1,17 +1,19 @@
 """The value types' registry (engine.model.value_types): slots in order, one type per name and
-class, each type's codec round trip, and OBJECT ENCODING's word for a string."""
+class, every type's model module of the one shape (TypeModel, which mypy also holds them to),
+each type's codec round trip, and OBJECT ENCODING's word for a string."""
 
 from __future__ import annotations
 
 import pytest
 
+from streamkeep.engine.model.strings import encoding as string_encoding
 from streamkeep.engine.model.value_types import (
     BY_CLASS,
     BY_NAME,
     STREAM,
     STRING,
     TYPES,
-    string_encoding,
+    ValueType,
     type_of,
 )
 from streamkeep.engine.runtime.core import EngineCore
@@ -25,6 +27,25 @@ def test_the_registry_is_in_slot_order_and_one_to_one() -> None:
     assert len(engine.keyspaces) == len(TYPES)
     assert engine.keyspaces[STREAM.slot] is engine.dbs
     assert engine.keyspaces[STRING.slot] is engine.strings
+
+
+def test_every_type_is_read_from_its_model_module_the_same_way() -> None:
+    from streamkeep.engine.model import hashes, lists, sets, stream, strings, zset
+
+    for vt, model in zip(TYPES, (stream, strings, zset, hashes, sets, lists), strict=True):
+        assert vt == ValueType.of(vt.name, vt.slot, model)
+        assert type_of(model.opened(_example(vt))) is vt
+
+
+def _example(vt: ValueType) -> object:
+    """A small value of `vt`, as the engine's commands make it."""
+    from streamkeep import Engine
+
+    e = Engine()
+    e.execute(*{"stream": ("XADD", "k", "1-1", "f", "v"), "string": ("SET", "k", "v"),
+                "zset": ("ZADD", "k", "1", "m"), "hash": ("HSET", "k", "f", "v"),
+                "set": ("SADD", "k", "m"), "list": ("RPUSH", "k", "e")}[vt.name])
+    return e.keyspaces[vt.slot][0][b"k"]
 
 
 def test_types_stored_in_the_keys_table_round_trip() -> None:

@@ -77,7 +77,7 @@ def test_in_process_steps_answer_at_once_and_hand_waits_to_finish(tmp_path: Path
         with pytest.raises(Suspend):
             steps.execute("BLPOP", "empty", 0)
         assert type(finished[0][0]) is Waiter
-        engine.cancel_wait(finished[0][0], None)
+        engine.waiting.cancel(finished[0][0], None)
     with Engine.open(str(tmp_path / "d"), appendfsync="always") as engine:
         steps = EngineSteps(engine, Session(), lambda _w: None, finish)
         steps.reset([])

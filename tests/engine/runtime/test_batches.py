@@ -2,7 +2,7 @@
 
 * Engine.execute_atomic (the work queue's transactions) is one transaction and one record; a
   transaction of plain XADDs runs without queueing, with EXEC's replies, record and counts;
-* Engine.execute_batch (a redis-server primary's stream on a replica) takes the same fast path
+* Batches.execute_batch (a redis-server primary's stream on a replica) takes the same fast path
   for plain XADDs live: one record, the same replies and state as command by command, and
   the same state replayed.
 """
@@ -106,7 +106,7 @@ BATCH = [  # a redis-server primary's stream between transactions, as a replica 
 
 
 def test_execute_batch_is_one_record_that_replays_to_the_same_state(tmp_path: Path) -> None:
-    """Engine.execute_batch: plain XADDs by add_entry, the rest through the command table,
+    """Batches.execute_batch: plain XADDs by add_entry, the rest through the command table,
     each command's database SELECTed in the record; the same replies and state as the
     commands run one by one, and the same state again once the record is replayed."""
     from streamkeep.engine.runtime.core import Session
@@ -126,7 +126,7 @@ def test_execute_batch_is_one_record_that_replays_to_the_same_state(tmp_path: Pa
         records: list[Record] = []
         engine.add_sink(records.append)
         session = Session()
-        replies = engine.execute_batch(session, BATCH)
+        replies = engine.batches.execute_batch(session, BATCH)
         assert [r.line if isinstance(r, ReplyError) else r for r in replies] == \
             [r.line if isinstance(r, ReplyError) else r for r in expected]
         assert isinstance(replies[2], ReplyError) and isinstance(replies[8], ReplyError)

@@ -1,8 +1,8 @@
-"""The engine core's one command path (engine.runtime.core: EngineCore.run_command and the
-write gate).
+"""The engine core's one command path (engine.runtime.core: EngineCore.run_command, and the
+write gate it asks).
 
 Every way a command runs goes through EngineCore.run_command, which asks the one write gate
-(EngineCore.write_gate). Two checks: the gate closed (a replica's read-only line) is seen by
+(EngineState.write_gate). Two checks: the gate closed (a replica's read-only line) is seen by
 a client's command, a queued command at EXEC, a batch and a blocked read's re-run, while a
 replayed record still applies; and, on the interpreted build (in a child process, since a
 compiled method cannot be patched), a planted change to the gate and a planted change to the
@@ -46,9 +46,9 @@ def test_the_gate_is_seen_on_every_way_a_command_runs() -> None:
         reply, _ = engine.submit(queued, (b"EXEC",))
         assert isinstance(reply[0], ReplyError) and reply[0].line == GATE
         with pytest.raises(ReplyError, match="READONLY"):  # a batch is refused whole
-            engine.execute_batch(client, [(b"XADD", b"s", b"*", b"f", b"batch")])
+            engine.batches.execute_batch(client, [(b"XADD", b"s", b"*", b"f", b"batch")])
         # A record applied (replay, a replica's stream) is never gated.
-        engine.apply(Record(0, 1, 0, [[b"XADD", b"s", b"9999999999999-0", b"f", b"replayed"]]))
+        engine.replay.apply(Record(0, 1, 0, [[b"XADD", b"s", b"9999999999999-0", b"f", b"replayed"]]))
     finally:
         engine.read_only = None
     values = [fields[1] for _id, fields in engine.execute("XRANGE", "s", "-", "+")]
@@ -96,10 +96,10 @@ except ReplyError as err:
     replies.append(err.line)
 replies.append(engine.submit(other, (b"EXEC",))[0][0].line)
 try:
-    engine.execute_batch(engine.session, [(b"XADD", b"s", b"*", b"f", b"b")])
+    engine.batches.execute_batch(engine.session, [(b"XADD", b"s", b"*", b"f", b"b")])
 except ReplyError as err:
     replies.append(err.line)
-engine.apply(Record(0, 1, 0, [[b"XADD", b"s", b"9999999999999-0", b"f", b"replayed"]]))
+engine.replay.apply(Record(0, 1, 0, [[b"XADD", b"s", b"9999999999999-0", b"f", b"replayed"]]))
 print(repr((blocked.result.line, replies, sorted(seen))))
 '''
 

@@ -21,7 +21,7 @@ def test_a_pass_deletes_expired_keys_and_logs_one_record_per_database() -> None:
         engine.execute("SET", "kept", "1")
     engine.add_sink(records.append)
     now[0] += 100
-    assert engine.active_expire_cycle() == 4
+    assert engine.expiry_cycle.run() == 4
     assert [(r.db, sorted(key for e in r.effects for key in e[1:])) for r in records] == [
         (0, [b"a", b"b"]), (3, [b"a", b"b"])]
     assert engine.stats.expire_cycle_nanos > 0
@@ -35,11 +35,11 @@ def test_nothing_expires_while_the_write_gate_is_closed() -> None:
     now[0] += 100
     engine.read_only = "READONLY You can't write against a read only replica."
     try:
-        assert engine.active_expire_cycle() == 0
+        assert engine.expiry_cycle.run() == 0
         assert b"a" in engine.strings[0]
     finally:
         engine.read_only = None
-    assert engine.active_expire_cycle() == 1
+    assert engine.expiry_cycle.run() == 1
 
 
 # --- avg_ttl: the running estimate of the TTLs the cycle samples ---------------------------
@@ -78,12 +78,12 @@ def test_info_keyspace_reports_the_cycles_avg_ttl() -> None:
     engine.execute("SET", "plain", "v")
     assert _keyspace_line(engine) == "db0:keys=31,expires=30,avg_ttl=0,subexpiry=0"
     now[0] += 1_000
-    engine.active_expire_cycle()
+    engine.expiry_cycle.run()
     # the first 20 TTLs, one second later: (99_000 + ... + 99_019) // 20
     assert _keyspace_line(engine) == "db0:keys=31,expires=30,avg_ttl=99009,subexpiry=0"
     engine.execute("FLUSHALL")
     assert engine.stats.avg_ttl == {0: 99009}  # (kept until the next cycle: Redis drops it at once)
-    engine.active_expire_cycle()
+    engine.expiry_cycle.run()
     assert engine.stats.avg_ttl == {}
     engine.execute("SET", "k", "v", "PX", "5000")
     assert _keyspace_line(engine) == "db0:keys=1,expires=1,avg_ttl=0,subexpiry=0"

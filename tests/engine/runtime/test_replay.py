@@ -1,6 +1,6 @@
-"""Replay (engine.runtime.replay: Engine.apply_many).
+"""Replay (engine.runtime.replay: `engine.replay.apply_many`).
 
-Engine.apply_many applies a record made of one `XADD key id field value ...` effect without the
+Replay.apply_many applies a record made of one `XADD key id field value ...` effect without the
 command dispatch, through cmd_streams.add_entry (the XADD handler's own validated append), and
 the AOF is decoded batch by batch while it is applied (aof.codec.scan_batches, checked on its
 own in tests/aof/test_codec.py). Checked here:
@@ -8,7 +8,7 @@ own in tests/aof/test_codec.py). Checked here:
 * replayed state equals the live state, digest and node layout (boundaries, listpack sizes,
   ID bytes) alike, for records mixing fast-path XADDs with trims, deletions, several keys,
   SELECTed databases, transactions and group reads, through Engine.open, through apply_many
-  and through the general path (Engine.apply);
+  and through the general path (Replay.apply, one record at a time);
 * hand-written XADD effects in every spelling (leading zeros, `*`, `ms`, `ms-*`, options,
   lowercase, list effects) give the same state through apply_many as through the handler;
 * a record whose XADD is refused (ID not greater than the last, 0-0, exhausted stream) makes
@@ -121,14 +121,14 @@ def test_replayed_state_equals_live_state(tmp_path: Path, seed: int) -> None:
         reopened.close()
 
     fast = Engine(**LIMITS)
-    fast.apply_many(decoded(records))
+    fast.replay.apply_many(decoded(records))
     assert fast.digest() == digest and layout(fast) == nodes
     fast_lists = Engine(**LIMITS)
-    fast_lists.apply_many(records)  # Record objects, list effects
+    fast_lists.replay.apply_many(records)  # Record objects, list effects
     assert fast_lists.digest() == digest and layout(fast_lists) == nodes
     general = Engine(**LIMITS)
     for record in records:
-        general.apply(record)  # the command table, one effect at a time
+        general.replay.apply(record)  # the command table, one effect at a time
     assert general.digest() == digest and layout(general) == nodes
 
 
@@ -154,10 +154,10 @@ def test_hand_written_xadds_apply_as_through_the_handler() -> None:
     records = [(i + 1, 7_000, 0, (tuple(e),)) for i, e in enumerate(HAND_WRITTEN)]
     records.append((len(records) + 1, 7_000, 2, ([b"XADD", b"k", b"1-1", b"f", b"v"],)))
     fast = Engine(**LIMITS)
-    fast.apply_many(records)
+    fast.replay.apply_many(records)
     general = Engine(**LIMITS)
     for r in records:
-        general.apply(Record(*r))
+        general.replay.apply(Record(*r))
     assert fast.digest() == general.digest()
     assert layout(fast) == layout(general)
     assert [e[0] for e in fast.execute("XRANGE", "k", "-", "+")] == [

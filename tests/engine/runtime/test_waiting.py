@@ -34,10 +34,10 @@ def test_a_cancelled_wait_is_one_call_and_a_served_one_cannot_be_cancelled() -> 
     engine.execute("XGROUP", "CREATE", "s", "g", "$", "MKSTREAM")
     waiter = _blocked(engine)
     counters = engine.stats.counters("xreadgroup")
-    assert counters.calls == 0 and engine.blocked_clients() == 1
+    assert counters.calls == 0 and engine.waiting.blocked_clients() == 1
     assert engine.waiting.cancel(waiter, NULL_ARRAY)
     assert waiter.done and waiter.result is NULL_ARRAY and counters.calls == 1
-    assert engine.blocked_clients() == 0
+    assert engine.waiting.blocked_clients() == 0
     served = _blocked(engine)
     engine.execute("XADD", "s", "*", "f", "v")
     assert served.done and not engine.waiting.cancel(served, NULL_ARRAY)
@@ -60,7 +60,7 @@ def test_a_notify_that_raises_fails_neither_the_write_nor_the_other_waiters(
     assert type(first) is Waiter
     with caplog.at_level(logging.ERROR, logger="streamkeep.engine"):
         assert engine.execute("XADD", "s", "1-1", "f", "v") == b"1-1"
-    assert first.done and second.done and engine.blocked_clients() == 0
+    assert first.done and second.done and engine.waiting.blocked_clients() == 0
     assert to_plain(second.result)[0][1][0][0] == b"1-1"
     assert sum("notify failed" in r.getMessage() for r in caplog.records) == 1
 
@@ -75,7 +75,7 @@ def test_waiters_are_served_first_come_first_served_once_each() -> None:
     assert [w.done for w in waiters] == [True, True, False]
     first, second = (to_plain(w.result) for w in waiters[:2])
     assert first[0][1][0][0] == b"1-1" and second[0][1][0][0] == b"1-2"
-    assert engine.blocked_clients() == 1
+    assert engine.waiting.blocked_clients() == 1
     assert engine.stats.counters("xreadgroup").calls == 2
 
 

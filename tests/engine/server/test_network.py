@@ -107,7 +107,7 @@ def wait_until(predicate: Callable[[], bool], timeout: float = TIMEOUT, what: st
 
 def ours_blocked(handle: ServerHandle) -> Callable[[int], None]:
     def wait(n: int) -> None:
-        wait_until(lambda: handle.engine.blocked_clients() == n, what=f"{n} blocked clients")
+        wait_until(lambda: handle.engine.waiting.blocked_clients() == n, what=f"{n} blocked clients")
     return wait
 
 
@@ -384,7 +384,7 @@ def test_block_timeouts_return_nil(served, connect):
         start = time.monotonic()
         assert client.execute(*argv) is None
         assert 0.09 <= time.monotonic() - start < 5
-    assert served.engine.blocked_clients() == 0
+    assert served.engine.waiting.blocked_clients() == 0
 
 
 def fifo_scenario(connect: Callable[[], RespClient], wait_blocked: Callable[[int], None]
@@ -430,7 +430,7 @@ def test_blocked_xreadgroup_gets_nogroup(served, connect, removal):
     with pytest.raises(RespError) as err:
         waiter.read()
     assert str(err.value) == NOGROUP_READ
-    assert served.engine.blocked_clients() == 0
+    assert served.engine.waiting.blocked_clients() == 0
     assert waiter.execute("PING") == "PONG"  # the connection goes on
 
 
@@ -786,6 +786,67 @@ def test_client_that_stops_reading_is_cut_at_the_output_limit(served, connect):
     assert other.execute("XLEN", "big") == 300
     # Like Redis (CLIENT_CLOSE_ASAP), nothing after the limit was reached runs.
     assert other.execute("XLEN", "after") == 0
+
+
+def test_a_random_pick_count_past_the_output_limit_closes_the_client_before_a_pick(
+        served, connect):
+    """SRANDMEMBER key -1000000000 (and in MULTI, HRANDFIELD and ZRANDMEMBER's) to a client
+    whose output limit leaves ~2 MB: the client is closed as over its limit, counted, with
+    nothing sent and no pick made (the memory traced while it runs stays far below the ~4 MB
+    of list its budget's picks took); another client is answered meanwhile, EXEC's writes are
+    made; in a script the call fails with the limit's words instead."""
+    import tracemalloc
+
+    engine = served.engine
+    engine.execute("SADD", "k", *[f"m{i}" for i in range(1000)])
+    engine.execute("HSET", "h", "f", "v")
+    engine.execute("ZADD", "z", "1", "m")
+    other = connect(timeout=TIMEOUT)
+    config_set(other, "client-output-buffer-limit", "normal 1mb 0 0")
+    config_set(other, "proto-max-bulk-len", "1mb")  # (one reply may reach 2 MB: see the guide)
+    cases = [encode_command("SRANDMEMBER", "k", "-1000000000"),
+             encode_command("MULTI") + encode_command("SET", "x", "1")
+             + encode_command("HRANDFIELD", "h", "-1000000000", "WITHVALUES")
+             + encode_command("ZRANDMEMBER", "z", "-1000000000", "WITHSCORES")
+             + encode_command("SET", "y", "2") + encode_command("EXEC")]
+    tracemalloc.start()
+    try:
+        for payload in cases:
+            tracemalloc.reset_peak()
+            with raw_socket(served) as sock:
+                sock.sendall(payload)
+                got = read_until_closed(sock)
+            assert other.execute("PING") == "PONG"
+            assert tracemalloc.get_traced_memory()[1] < 1 << 20
+            assert b"m" not in got and len(got) < 100  # (MULTI's +OK, +QUEUED...)
+    finally:
+        tracemalloc.stop()
+    stats = other.execute("INFO", "stats")
+    assert b"client_output_buffer_limit_disconnections:2\r\n" in stats
+    assert other.execute("MGET", "x", "y") == [b"1", b"2"]
+    with pytest.raises(RespError, match="reply over the client's output limit"):
+        other.execute("EVAL", "return #redis.call('SRANDMEMBER', KEYS[1], ARGV[1])", "1", "k",
+                      "-1000000000")
+    assert other.execute("EVAL", "return #redis.call('SRANDMEMBER', KEYS[1], ARGV[1])", "1",
+                         "k", "-1000") == 1000
+
+
+def test_many_small_picks_are_held_to_the_hard_limit_not_to_one_values_floor(
+        served, connect):
+    """The budget that lets one value as big as proto-max-bulk-len through a connection's hard
+    limit does not let many small picks through: SRANDMEMBER key -200000 of ~3 MB to a client
+    whose hard limit is 1 MB (proto-max-bulk-len 512 MB) is closed with no pick made, as Redis
+    closes a client whose output passed its limit; -20000 (~300 KB) is answered."""
+    engine = served.engine
+    engine.execute("SADD", "k", *[f"m{i:05d}" for i in range(1000)])
+    other = connect(timeout=TIMEOUT)
+    config_set(other, "client-output-buffer-limit", "normal 1mb 0 0")
+    with raw_socket(served) as sock:
+        sock.sendall(encode_command("SRANDMEMBER", "k", "-200000"))
+        got = read_until_closed(sock)
+    assert b"m0" not in got
+    assert len(other.execute("SRANDMEMBER", "k", "-20000")) == 20000
+    assert b"client_output_buffer_limit_disconnections:1\r\n" in other.execute("INFO", "stats")
 
 
 def test_client_over_the_soft_output_limit_for_its_seconds_is_cut(served, connect):

@@ -79,6 +79,22 @@ def test_daemonize_exits_once_the_detached_server_serves(shared_dir: Path) -> No
         assert engine.execute("PING") == "PONG"
 
 
+def test_the_ready_line_says_when_the_server_exits_when_idle(shared_dir: Path) -> None:
+    shared_dir.mkdir()
+    (shared_dir / "shared.conf").write_text("idle-shutdown 0\n")  # (as CONFIG REWRITE leaves it)
+    done = serve("--shared", "--daemonize", "--dir", str(shared_dir))
+    assert done.returncode == 0, done.stderr
+    assert "never exits when idle (idle-shutdown 0)" in done.stdout
+    assert "exits 0 s" not in done.stdout
+    with Engine.open(str(shared_dir), shared=True) as engine:
+        engine.set_config("idle-shutdown", 5)
+        assert engine.execute("CONFIG", "REWRITE") == "OK"
+        engine.shutdown_server()
+    done = serve("--shared", "--daemonize", "--dir", str(shared_dir))
+    assert done.returncode == 0, done.stderr
+    assert "exits 5 s after its last client" in done.stdout
+
+
 def test_daemonize_says_why_it_cannot_start(shared_dir: Path) -> None:
     with Engine.open(str(shared_dir)):  # in process: the directory is locked
         for extra in (["--shared", "--daemonize"], ["--port", "0"]):
@@ -110,6 +126,17 @@ def test_the_idle_exit_waits_for_a_process_that_is_connecting(shared_dir: Path) 
         assert alive(pid)
     wait_gone(pid, 30)
     assert servers_of(shared_dir) == []
+
+
+def test_a_server_whose_directory_was_removed_exits_when_idle(shared_dir: Path) -> None:
+    """Its idle check used to fail on the start lock's missing file and never run again: the
+    server outlived its directory for good."""
+    import shutil
+
+    with Engine.open(str(shared_dir), shared=True, idle_shutdown=1) as engine:
+        pid = engine.server_pid
+    shutil.rmtree(shared_dir)
+    wait_gone(pid, 30)
 
 
 def test_a_config_rewrite_writes_the_directorys_settings(shared_dir: Path) -> None:

@@ -79,7 +79,7 @@ class Target:
     async def blocked(self) -> int:
         """How many clients wait in a blocking command."""
         if self.kind.startswith("embedded"):
-            return int(self.engine.blocked_clients())
+            return int(self.engine.waiting.blocked_clients())
         r = self._opened[0] if self._opened else await self.aredis()
         return int((await r.info("clients"))["blocked_clients"])
 
@@ -518,10 +518,10 @@ def test_a_get_served_then_cancelled_hands_its_message_back(tmp_path: Path, kind
         other = AsyncStreamQueue(engine, "jobs", consumer="w2")
         waiting = asyncio.create_task(q.get(block=FOREVER))
         for _ in range(ITERATIONS):
-            if engine.blocked_clients():
+            if engine.waiting.blocked_clients():
                 break
             await asyncio.sleep(0)
-        assert engine.blocked_clients() == 1
+        assert engine.waiting.blocked_clients() == 1
         if producer == "sync":
             sid = StreamQueue(engine, "jobs", consumer="producer").put({"n": "raced"})
         else:
@@ -531,7 +531,7 @@ def test_a_get_served_then_cancelled_hands_its_message_back(tmp_path: Path, kind
         summary = engine.execute("XPENDING", "jobs", "workers")
         assert summary[0] == 1 and summary[3] == [[b"w1", b"1"]]  # served: w1's delivery
         await cancelled(waiting)
-        assert engine.blocked_clients() == 0
+        assert engine.waiting.blocked_clients() == 0
         (msg,) = await other.get()
         assert (msg.id, msg.deliveries) == (sid, 1)  # as if w1 had never had it
 
@@ -685,10 +685,10 @@ def test_a_thousand_blocked_gets_each_get_one_of_a_thousand_puts() -> None:
 
         workers = [asyncio.create_task(worker()) for _ in range(WAITERS)]
         for _ in range(ITERATIONS):
-            if engine.blocked_clients() == WAITERS:
+            if engine.waiting.blocked_clients() == WAITERS:
                 break
             await asyncio.sleep(0)
-        assert engine.blocked_clients() == WAITERS
+        assert engine.waiting.blocked_clients() == WAITERS
         ticks = 0
         running = True
 
@@ -717,7 +717,7 @@ def test_a_thousand_blocked_gets_each_get_one_of_a_thousand_puts() -> None:
         delivered = [ids[0] for ids in received]
         assert len(delivered) == WAITERS and sorted(delivered) == sorted(put)  # each once
         assert during >= WAITERS // 2, f"the loop turned {during} times during the puts"
-        assert engine.blocked_clients() == 0
+        assert engine.waiting.blocked_clients() == 0
         stats = await q.stats()
         assert stats["pending"] == WAITERS and stats["lag"] == 0
 

@@ -61,3 +61,23 @@ def test_settings_that_need_a_directory_are_refused_without_one(options: dict,
                                                                 message: str) -> None:
     with pytest.raises(ValueError, match=message):
         Engine.open(**options)
+
+
+def test_a_file_in_the_way_of_the_directory_is_named(tmp_path: Path) -> None:
+    """A data directory's path that is a file, or lies under one: a StorageError naming it, in
+    the words `streamkeep serve --dir` uses ("a file, not a directory"), not the OS's "File
+    exists"; the file untouched."""
+    from streamkeep.aof.fs import NotADirectory
+    from streamkeep.engine.wire.errors import StorageError
+
+    afile = tmp_path / "afile"
+    afile.write_text("notes")
+    assert issubclass(NotADirectory, StorageError)
+    for path, words in ((afile, f"{afile} is a file, not a directory"),
+                        (afile / "data", f"{afile / 'data'}: {afile} is a file, not a "
+                                         "directory")):
+        for shared in (False, True):
+            with pytest.raises(NotADirectory) as err:
+                Engine.open(str(path), shared=shared)
+            assert str(err.value) == words
+    assert afile.read_text() == "notes"

@@ -394,7 +394,7 @@ def _blocks(engine: Engine, call: Callable[[], Any]) -> tuple[bool, Any]:
     result: list[Any] = []
     thread = threading.Thread(target=lambda: result.append(call()), daemon=True)
     thread.start()
-    while thread.is_alive() and engine.blocked_clients() == 0:
+    while thread.is_alive() and engine.waiting.blocked_clients() == 0:
         time.sleep(0.002)
     blocked = thread.is_alive()
     if blocked:

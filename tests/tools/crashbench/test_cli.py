@@ -19,7 +19,7 @@ from streamkeep.tools.progress import RateLines
 
 # A progress line on a pipe: what runs, points judged of its points, the rate, time elapsed.
 PROGRESS = re.compile(r"crashbench: (always|everysec|no) exhaustive seed \d+: [\d,]+/[\d,]+ "
-                      r"\(\d+%\), [\d,.]+/s, .+ elapsed(, about .+ left of it)?")
+                      r"\(\d+%\), ([\d,.]+/s, )?.+ elapsed(, about .+ left of it)?")
 
 
 def crashbench(*args: str, timeout: float = 300,
@@ -253,10 +253,30 @@ def test_progress_lines_come_every_few_seconds_and_at_the_end() -> None:
     now[0] = 112.0
     lines.finish()
     printed = out.getvalue().splitlines()
+    # The rate is what was counted since the part's first update (t=1, 20) over the time since.
     assert printed == [
-        "crashbench: always exhaustive seed 1: 100/200 (50%), 25.0/s, 5.0 s elapsed, about "
-        "4.0 s left of it",
-        "crashbench: always exhaustive seed 1: 150/200 (75%), 16.7/s, 10.0 s elapsed, about "
-        "3.0 s left of it",
+        "crashbench: always exhaustive seed 1: 100/200 (50%), 20.0/s, 5.0 s elapsed, about "
+        "5.0 s left of it",
+        "crashbench: always exhaustive seed 1: 150/200 (75%), 14.4/s, 10.0 s elapsed, about "
+        "3.5 s left of it",
         "crashbench: 160 judged in 12.0 s (13.3/s)"]
     assert all(PROGRESS.match(line) for line in printed[:-1])
+
+
+def test_a_parts_first_update_gives_no_rate_until_one_can_be_measured() -> None:
+    """A part whose first update comes when a line is due (its points judged before it, in a
+    time unknown): that line has no rate and no time left, nor one a moment later; the next
+    one measures from that first update."""
+    now = [100.0]
+    out = io.StringIO()
+    lines = RateLines("crashbench", "judged", out, every=5.0, clock=lambda: now[0])
+    for t, done in ((6.0, 1000), (11.5, 1000), (17.0, 1500)):
+        now[0] = 100.0 + t
+        lines.update("always exhaustive seed 1", done, 3000)
+    printed = out.getvalue().splitlines()
+    assert printed == [
+        "crashbench: always exhaustive seed 1: 1,000/3,000 (33%), 6.0 s elapsed",
+        "crashbench: always exhaustive seed 1: 1,000/3,000 (33%), 0.0/s, 11.5 s elapsed",
+        "crashbench: always exhaustive seed 1: 1,500/3,000 (50%), 45.5/s, 17.0 s elapsed, "
+        "about 33.0 s left of it"]
+    assert all(PROGRESS.match(line) for line in printed)

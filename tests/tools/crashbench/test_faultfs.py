@@ -314,6 +314,19 @@ def _xadds(directory: Path, fs: TrackingFS, n: int) -> tuple[list, bool, Engine 
     return acked, False, engine
 
 
+def test_an_abandoned_engine_leaves_no_thread_behind(tmp_path: Path) -> None:
+    """stop_threads ends the journal's threads and the expiry timer's: a bench of many crash
+    points would otherwise keep one expiry thread per abandoned engine."""
+    import threading
+
+    before = {t.ident for t in threading.enumerate()}
+    _acked, _cut, engine = _xadds(tmp_path / "d", TrackingFS(), 3)
+    assert engine is not None and engine.expiry_timer is not None
+    engine.expiry_timer.thread.join(10)
+    left = [t.name for t in threading.enumerate() if t.ident not in before and t.is_alive()]
+    assert left == []
+
+
 @pytest.mark.parametrize("kind", KINDS)
 def test_engine_round_trip_keeps_every_acknowledged_entry(tmp_path: Path, kind: str) -> None:
     n = 40

@@ -130,15 +130,21 @@ def test_acknowledged_writes_survive_kill_and_restart(kind: str, tmp_path: Path,
 
 
 LOADING_SERVER = r"""
-import socket, sys, time
+import os, socket, sys, time
 s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
 s.bind(("127.0.0.1", int(sys.argv[1]))); s.listen(16)
 until = time.monotonic() + 0.6
+info = b"process_id:%d\r\n" % os.getpid()
 while True:
     c, _ = s.accept()
-    c.recv(1024)
-    c.sendall(b"-LOADING Redis is loading the dataset in memory\r\n"
-              if time.monotonic() < until else b"+PONG\r\n")
+    if time.monotonic() < until:
+        c.recv(1024)
+        c.sendall(b"-LOADING Redis is loading the dataset in memory\r\n")
+    else:  # PING, then INFO server (whose process_id says the answer is this process's)
+        c.recv(1024)
+        c.sendall(b"+PONG\r\n")
+        c.recv(1024)
+        c.sendall(b"$%d\r\n%s\r\n" % (len(info), info))
     c.close()
 """
 

@@ -1,0 +1,113 @@
+"""Which entry runs a command: the dispatch table, the command table's refusals, MULTI's
+queueing.
+
+Owns `Entry` (a command as this engine runs it) and `Dispatch`, the engine core's part that
+finds it: the table that maps each common spelling of a plain command to its entry (the core
+reads it first for every command), the entries made as other commands are looked up (each
+with this engine's counters for its command), and the general dispatch (`general`): the
+command table with Redis's exact refusals, a restricted user's check before a command is
+queued in MULTI, and MULTI's queueing. Must not touch: running a command (the core's one
+command path does), command semantics, MULTI's rules (engine.exec.transactions).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from streamkeep.engine.exec.stats import CommandCounters
+from streamkeep.engine.exec.table import FAST_DISPATCH, lookup, resolve
+from streamkeep.engine.exec.transactions import RUN_IN_MULTI, queue_in_multi
+from streamkeep.engine.runtime.acl_gate import refusal as acl_refusal
+from streamkeep.engine.runtime.acl_gate import unrestricted
+from streamkeep.engine.runtime.refusals import refuse
+from streamkeep.engine.wire.errors import ReplyError
+
+if TYPE_CHECKING:
+    from streamkeep.engine.exec.context import Session
+    from streamkeep.engine.exec.engine_state import EngineState
+    from streamkeep.engine.exec.table import Argv, CommandSpec, Handler
+
+
+class Entry:
+    """A command as this engine runs it: its handler, the argument counts its arity allows,
+    whether it writes, its name (its statistics and CLIENT LIST's cmd= are kept under it)
+    and this engine's counters for it. The dispatch table maps each common spelling of a
+    plain command to its entry; any other command gets one when it is looked up."""
+
+    __slots__ = ("handler", "min_args", "max_args", "is_write", "name", "counters", "spec")
+
+    def __init__(self, spec: CommandSpec, counters: CommandCounters) -> None:
+        assert spec.handler is not None  # (lookup never returns a container without one)
+        self.spec = spec  # (the ACL gate reads its key specs)
+        self.handler: Handler = spec.handler
+        self.min_args = spec.arity if spec.arity > 0 else -spec.arity
+        self.max_args = spec.arity if spec.arity > 0 else 1 << 30
+        self.is_write = spec.is_write
+        self.name = spec.name
+        self.counters = counters
+
+
+class Dispatch:
+    """The engine core's command entries (see the module's docstring). Every method runs with
+    the engine lock held."""
+
+    def __init__(self, state: EngineState) -> None:
+        self.state = state
+        self.entries: dict[str, Entry] = {}  # by full name, made as commands are looked up
+        # Each plain command's entry under its common spellings, with its counters.
+        self.table: dict[bytes, Entry] = {
+            spelling: self.entry_of(spec) for spelling, spec in FAST_DISPATCH.items()}
+
+    def entry_of(self, spec: CommandSpec) -> Entry:
+        """The entry that runs `spec` (a command of the effects' own vocabulary counts in
+        counters of its own, which no statistic reports)."""
+        entry = self.entries.get(spec.name)
+        if entry is None:
+            counters = (CommandCounters() if spec.internal
+                        else self.state.stats.counters(spec.name))
+            entry = self.entries[spec.name] = Entry(spec, counters)
+        return entry
+
+    def entry_for(self, argv: Argv) -> Entry:
+        """The entry that runs argv: the dispatch table's when its arity fits, else the command
+        table's (ReplyError, as Redis refuses an unknown command or a wrong arity)."""
+        entry = self.table.get(argv[0])
+        if entry is not None and entry.min_args <= len(argv) <= entry.max_args:
+            return entry
+        return self.entry_of(lookup(argv))
+
+    def effect_entry(self, argv: Argv) -> Entry:
+        """The entry that applies an effect: its command's, the effects' own vocabulary
+        included (a record holds only what the engine logged: no refusal to count)."""
+        entry = self.table.get(argv[0])
+        if entry is not None:
+            return entry
+        return self.entry_of(lookup(argv, allow_internal=True))
+
+    def general(self, session: Session, argv: Argv) -> tuple[Entry | None, Any]:
+        """The general dispatch: the command table with Redis's exact refusals, and MULTI's
+        queueing. Returns (entry, None), or (None, reply) for a command queued in MULTI (then
+        nothing runs now)."""
+        state = self.state
+        try:
+            spec = lookup(argv)
+        except ReplyError as err:
+            raise refuse(state, session, resolve(argv), err) from None
+        session.lastcmd = spec.name
+        if session.multi is not None:
+            if session.user is not None and spec.name not in RUN_IN_MULTI \
+                    and not unrestricted(session.user):  # (checked before it is queued)
+                refused = acl_refusal(state, session, spec, argv, "multi")
+                if refused is not None:
+                    session.multi_failed = True
+                    raise refuse(state, session, spec, refused) from None
+            try:
+                queued = queue_in_multi(state, session, spec, argv)
+            except ReplyError as err:
+                raise refuse(state, session, spec, err) from None
+            if queued is not None:
+                return None, queued
+        return self.entry_of(spec), None
+
+
+__all__ = ["Dispatch", "Entry"]
