@@ -1,16 +1,16 @@
-"""Cold stream and list nodes, read back from the snapshot that holds them.
+"""Cold stream nodes and value nodes, read back from the snapshot that holds them.
 
-Owns `SnapshotNodes`, the node store (engine.model.residency.NodeStore and ListNodeStore) of
+Owns `SnapshotNodes`, the node store (engine.model.residency.NodeStore and ValueNodeStore) of
 one snapshot file: a resident engine reads a cold node's entries from it, and a compaction
 copies an unchanged node's stored value from it into the next snapshot without decoding it.
-For a long list it also reads the snapshot's index of the list's nodes (`list_index`: the
-listnodes rows, snapshot.layout) and reads a cold list node back from its chunk (`list_node`:
-the chunk's checksum, then the node's hash and length against its placeholder's; the last
-chunk read is kept unpacked, so a scan reads each chunk once). The file stays open (and
-readable after a newer compaction unlinks it) until no stream or cold list node refers to the
-store any more (it is closed when the next store opens). Must not touch: the engine's
-structures (it returns plain lists, and the residency's immutable list node placeholders), the
-manifest.
+For a big value kept as nodes (engine.model.residency.ValueNodes: a long list's) it also reads
+the snapshot's index of the value's nodes (`node_index`: the listnodes rows, snapshot.layout)
+and reads a cold value node back from its chunk (`value_node`: the chunk's checksum, then the
+node's hash and length against its placeholder's; the last chunk read is kept unpacked, so a
+scan reads each chunk once). The file stays open (and readable after a newer compaction
+unlinks it) until no stream or cold value node refers to the store any more (it is closed when
+the next store opens). Must not touch: the engine's structures (it returns plain lists, and
+the residency's immutable value node placeholders), the manifest, any one type.
 """
 
 from __future__ import annotations
@@ -23,10 +23,12 @@ import msgpack
 
 from streamkeep.aof.fs import mapped_ranges_of
 from streamkeep.engine.model.ids import format_id
-from streamkeep.engine.model.residency import ColdListNode, ListIndex, list_node_hash
+from streamkeep.engine.model.residency import ColdValueNode, NodeIndex, value_node_hash
+from streamkeep.engine.model.value_types import BY_NAME
 from streamkeep.engine.wire.errors import StorageError
 from streamkeep.snapshot import layout
 from streamkeep.snapshot.reader import Snapshot, SnapshotError
+from streamkeep.snapshot.value_formats import node_chunk_blobs
 
 # Snapshots whose last store went away. A store is often freed by the cyclic garbage collector
 # (streams and their homes refer to each other), which may run anywhere, even inside the
@@ -75,7 +77,7 @@ class SnapshotNodes:
         files = self.snapshot.files()
         self.identities = [identity for identity, _size in files]
         self.size = sum(size for _identity, size in files)  # what a load reads at most
-        # The last list chunk read: (part, number, chunk) and its nodes' bytes.
+        # The last chunk of value nodes read: (part, number, chunk) and its nodes' bytes.
         self._chunk: tuple[tuple[int, int, int], list[bytes]] | None = None
 
     def close(self) -> None:
@@ -141,20 +143,23 @@ class SnapshotNodes:
         self.count_read(len(found[0]))
         return found
 
-    def list_index(self, db: int, key: bytes) -> ListIndex:
-        """The snapshot's index of the nodes of the list under `key` of database `db`: by
-        hash, a placeholder for a node with those bytes (engine.model.residency.ColdListNode).
-        Empty when the snapshot holds no chunked list there or its chunks have no index (an
-        older snapshot's). SnapshotError for a damaged index row."""
+    def node_index(self, db: int, key: bytes) -> NodeIndex:
+        """The snapshot's index of the nodes of the value under `key` of database `db`: by
+        hash, a placeholder for a node with those bytes (engine.model.residency.ColdValueNode).
+        Empty when the snapshot holds no chunked value kept as nodes there or its chunks have
+        no index (an older snapshot's). SnapshotError for a damaged index row."""
         rows = self.snapshot.key_rows(db, key, key)
-        if not rows or rows[0].key != key or rows[0].chunked is None or rows[0].type != "list":
+        if not rows or rows[0].key != key or rows[0].chunked is None:
             return {}
-        index: ListIndex = {}
+        vt = BY_NAME.get(rows[0].type or "")
+        if vt is None or vt.nodes is None:
+            return {}
+        index: NodeIndex = {}
         for part, number, chunk, nodes in self.snapshot.list_node_index(rows[0]):
             for pos, (digest, size, count) in enumerate(nodes):
                 if digest not in index:
-                    index[digest] = ColdListNode(self, part, number, chunk, pos, digest, size,
-                                                 count)
+                    index[digest] = ColdValueNode(self, part, number, chunk, pos, digest, size,
+                                                  count)
         return index
 
     def _chunk_file(self, part: int) -> Snapshot:
@@ -162,12 +167,12 @@ class SnapshotNodes:
         if part < 0:
             return snap
         if part >= len(snap.parts):
-            raise SnapshotError(f"{self.path}: a cold list node's part {part} is not one of "
+            raise SnapshotError(f"{self.path}: a cold value node's part {part} is not one of "
                                 f"its {len(snap.parts)} part files")
         return snap.parts[part]
 
-    def list_node(self, node: ColdListNode) -> bytearray:
-        """A cold list node's bytes (residency.ListNodeStore.list_node): its chunk read (the
+    def value_node(self, node: ColdValueNode) -> bytearray:
+        """A cold value node's bytes (residency.ValueNodeStore.value_node): its chunk read (the
         stored value's checksum checked), the node taken from it, its hash and length checked
         against the placeholder's. SnapshotError, naming the file, the table and the chunk,
         for anything else."""
@@ -180,27 +185,24 @@ class SnapshotNodes:
             key = layout.chunk_key(node.number, node.chunk)
             stored = snap.chunk_stored(node.number, node.chunk)
             if stored is None:
-                raise snap.damaged("chunks", key, "missing: a cold list node's chunk is not "
-                                   "in the snapshot (the file does not match the list)")
+                raise snap.damaged("chunks", key, "missing: a cold value node's chunk is not "
+                                   "in the snapshot (the file does not match the value)")
             body = layout.unseal("chunks", key, stored)
             if body is None:
                 raise snap.damaged("chunks", key, "checksum mismatch: the stored value is "
                                    "damaged")
             try:
-                doc = msgpack.unpackb(body, raw=True, use_list=True)
-                blobs = doc[1]
-                if not isinstance(blobs, list):
-                    raise ValueError("not a list chunk")
+                blobs = node_chunk_blobs(body)
             except (ValueError, TypeError, IndexError, msgpack.UnpackException) as err:
                 raise snap.damaged("chunks", key, f"undecodable value ({err})") from None
             self._chunk = (where, blobs)
             self.count_read(len(body))
         blob = blobs[node.pos] if node.pos < len(blobs) else None
         if not isinstance(blob, bytes) or len(blob) != node.size or \
-                list_node_hash(blob) != node.hash:
+                value_node_hash(blob) != node.hash:
             snap = self._chunk_file(node.part)
             raise snap.damaged("chunks", layout.chunk_key(node.number, node.chunk),
-                               f"node {node.pos} is not the list node recorded (hash or "
+                               f"node {node.pos} is not the value node recorded (hash or "
                                f"length differs): the file is damaged")
         return bytearray(blob)
 

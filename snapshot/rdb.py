@@ -541,13 +541,16 @@ class ValueCodec(NamedTuple):
     """How one kind of value is read and written. `read(reader, rdb_type)` returns the value at
     the reader's position as the engine holds it (RdbError if it is not one); `write(value,
     rdb_version)` returns (the RDB type that version writes, the value's bytes); `skip(reader,
-    rdb_type)` moves the reader past the value (an RDB file's framing finds its keys so)."""
+    rdb_type)` moves the reader past the value (an RDB file's framing finds its keys so);
+    `needs(value)`, when given, the oldest RDB version that holds the value and what of it
+    needs that version ("" for MIN_VERSION): `write` refuses it for an older one."""
 
     name: str
     read: Callable[[Reader, int], Any]
     write: Callable[[Any, int], tuple[int, bytes]]
     skip: Callable[[Reader, int], None]
     kind: type | None  # the engine's class of the values `write` takes
+    needs: Callable[[Any], tuple[int, str]] | None = None  # None: every version holds it
 
 
 _CODECS: dict[int, ValueCodec] = {}
@@ -558,12 +561,14 @@ def register_value_codec(type_numbers: Iterable[int], reader: Callable[[Reader, 
                          writer: Callable[[Any, int], tuple[int, bytes]], *, name: str,
                          kind: type | None = None,
                          skip: Callable[[Reader, int], None] | None = None,
-                         also: tuple[type, ...] = ()) -> None:
+                         also: tuple[type, ...] = (),
+                         needs: Callable[[Any], tuple[int, str]] | None = None) -> None:
     """Make the RDB types `type_numbers` ones streamkeep stores: an RDB file's (or a full
     sync's) keys of these types are kept and the others skipped and counted; `write_rdb`
     writes a value of class `kind`, or of a class in `also` (another form the keyspace keeps
-    such values in), with `writer`. `skip` defaults to reading the value and dropping it. A
-    type number registered twice is a programming error (ValueError)."""
+    such values in), with `writer`. `skip` defaults to reading the value and dropping it;
+    `needs`: the oldest RDB version a value needs (ValueCodec.needs). A type number
+    registered twice is a programming error (ValueError)."""
     numbers = tuple(type_numbers)
     taken = [n for n in numbers if n in _CODECS]
     if taken or not all(0 <= n < 0xF0 for n in numbers):
@@ -572,7 +577,7 @@ def register_value_codec(type_numbers: Iterable[int], reader: Callable[[Reader, 
     def read_past(r: Reader, rdb_type: int) -> None:
         reader(r, rdb_type)
 
-    codec = ValueCodec(name, reader, writer, skip or read_past, kind)
+    codec = ValueCodec(name, reader, writer, skip or read_past, kind, needs)
     for n in numbers:
         _CODECS[n] = codec
         TYPE_NAMES[n] = name
@@ -585,6 +590,11 @@ def register_value_codec(type_numbers: Iterable[int], reader: Callable[[Reader, 
 def value_codec(rdb_type: int) -> ValueCodec | None:
     """The codec registered for `rdb_type`, None for a type streamkeep does not store."""
     return _CODECS.get(rdb_type)
+
+
+def class_codec(cls: type) -> ValueCodec | None:
+    """The codec that writes values of class `cls` (None: no codec does)."""
+    return _WRITERS.get(cls)
 
 
 def stored_types() -> frozenset[int]:
@@ -1161,4 +1171,4 @@ __all__ = ["MIN_VERSION", "REDIS_LOADING", "RdbError", "RdbKey", "ValueCodec", "
            "RDB_OPCODE_FUNCTION2", "RDB_OPCODE_FUNCTION_PRE_GA", "FUNCTIONS_VERSION",
            "encode_function_record", "TEMPLATED_HASH_TYPES",
            "TYPE_GCRA", "read_stream", "write_rdb", "write_stream", "register_value_codec",
-           "value_codec", "stored_types", "describe_skipped", "writer_for"]
+           "value_codec", "class_codec", "stored_types", "describe_skipped", "writer_for"]

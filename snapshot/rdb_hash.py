@@ -20,19 +20,28 @@ loaded as they are, past ones included (the engine expires them).
 
 Refused (RdbError, never another exception): a duplicate field, an empty hash, a listpack whose
 tuples do not divide, an expiry time that is not an integer or is past Redis's maximum,
-malformed blobs. Must not touch: the RDB container, files, sockets, the keyspace, the model
+malformed blobs. `hash_needs` says which RDB version a hash needs (its field expiry: 12).
+
+Also owns the hash's other formats (`FORMATS`, snapshot.value_formats' shape): its snapshot
+chunks (snapshot.values: [fields, values, TTLs as [index, ms]], the pairs in the hash's
+iteration order) and its export table (`hash_fields`: field, value, field_expire_ms).
+
+Must not touch: the RDB container, files, sockets, the keyspace, the model
 (engine.model.hashes is used through its public API).
 """
 
 from __future__ import annotations
 
 import struct
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from itertools import chain, islice
+from typing import Any
 
 from streamkeep.engine.model.hashes import DEFAULT_LIMITS, Hash, HashLimits, as_hash
 from streamkeep.engine.model.packed_hash import PackedHash
 from streamkeep.engine.model.value_types import BY_CLASS
 from streamkeep.snapshot.rdb import (
+    MIN_VERSION,
     RdbError,
     Reader,
     encode_length,
@@ -42,6 +51,20 @@ from streamkeep.snapshot.rdb import (
     register_value_codec,
 )
 from streamkeep.snapshot.rdb_packed import as_bytes, groups, ziplist, ziplist_items, zipmap_pairs
+from streamkeep.snapshot.value_formats import (
+    Body,
+    Chunk,
+    ChunkCodec,
+    Column,
+    Cut,
+    OnNodes,
+    TypeFormats,
+    ValueTable,
+    cut_columns,
+    packb,
+    scan_pages,
+    unpack,
+)
 
 TYPE_HASH = 4
 TYPE_HASH_ZIPMAP = 9
@@ -212,10 +235,87 @@ def write_hash(value: Hash | PackedHash, version: int) -> tuple[int, bytes]:
     return rdb_type, b"".join(out)
 
 
+def hash_needs(value: Hash | PackedHash) -> tuple[int, str]:
+    """The oldest RDB version that holds the hash, and what of it needs that version ("" for
+    the oldest): field expiry needs RDB 12 (`write_hash` refuses it for an older one)."""
+    if as_hash(value).has_field_expiry():
+        return FIELD_EXPIRY_VERSION, "field expiry"
+    return MIN_VERSION, ""
+
+
 if Hash in BY_CLASS:  # (the keyspace holds hashes: their keys are kept, not skipped)
     register_value_codec(HASH_TYPES, read_hash, write_hash, name="hash", kind=Hash,
-                         skip=skip_hash, also=(PackedHash,))
+                         skip=skip_hash, also=(PackedHash,), needs=hash_needs)
 
-__all__ = ["FIELD_EXPIRY_VERSION", "HASH_TYPES", "TYPE_HASH", "TYPE_HASH_LISTPACK",
+
+# --- the snapshot's chunks -----------------------------------------------------------------------
+
+def _chunks(value: Hash | PackedHash, cut: Cut) -> Iterator[Chunk]:
+    """The hash's chunks: its pairs in its iteration order, a scan step at a time, as columns
+    of `cut.elements` pairs (fields, values, expiry times or None), each batch cut at
+    `cut.size` bytes (a field's and its value's)."""
+    h = as_hash(value)  # (a small hash kept bare, as its pack: its Hash)
+    expiry = h.field_expiry if h.has_field_expiry() else None
+    pairs = chain.from_iterable(scan_pages(h, cut.elements))
+    while batch := list(islice(pairs, cut.elements)):
+        fields, data = zip(*batch, strict=True)
+        columns = (list(fields), list(data),
+                   [None] * len(fields) if expiry is None else [expiry(f) for f in fields])
+        sizes = [a + b for a, b in zip(map(len, columns[0]), map(len, columns[1]), strict=True)]
+        for part in cut_columns(columns, sizes, cut.size):
+            ttls = [[i, when] for i, when in enumerate(part[2]) if when is not None]
+            yield packb([part[0], part[1], ttls]), len(part[0]), None
+
+
+def _columns(body: Body) -> tuple[list[bytes], list[bytes], list[tuple[int, int]]]:
+    fields, values, ttls = unpack(body)
+    if len(fields) != len(values) or not all(
+            0 <= i < len(fields) and isinstance(w, int) for i, w in ttls):
+        raise ValueError("a hash chunk's fields, values and TTLs do not match")
+    return fields, values, [(i, w) for i, w in ttls]
+
+
+def _elements(body: Body, _at: int | None, _check: bool) -> list[tuple]:
+    fields, values, ttls = _columns(body)
+    expiry: list[int | None] = [None] * len(fields)
+    for i, when in ttls:
+        expiry[i] = when
+    return list(zip(fields, values, expiry, strict=True))
+
+
+def _build(count: int, bodies: Iterable[Body], _indexed: bool, _on_nodes: OnNodes | None
+           ) -> tuple[Hash, int]:
+    seen = [0]
+    ttls: list[tuple[bytes, int]] = []
+
+    def pairs(body: Body) -> list[tuple[bytes, bytes]]:
+        fields, values, chunk_ttls = _columns(body)
+        ttls.extend((fields[i], w) for i, w in chunk_ttls)
+        found = list(zip(fields, values, strict=True))
+        seen[0] += len(found)
+        return found
+
+    value = Hash.from_chunks(count, chain.from_iterable(map(pairs, bodies)))
+    for field, when in ttls:
+        value.set_field_expiry(field, when)
+    return value, seen[0]
+
+
+def _rows(h: Hash) -> Iterator[tuple]:
+    expiry = h.field_expiry
+    return ((field, data, expiry(field)) for field, data in h.items())
+
+
+def _length(value: Any) -> int:
+    return len(as_hash(value))
+
+
+FORMATS: TypeFormats = TypeFormats(
+    "hash", "hashes", ChunkCodec(_chunks, _elements, _build, _length),
+    ValueTable("hash", "hash_fields", (Column("field", "binary"), Column("value", "binary"),
+                                       Column("field_expire_ms", "expiry")), _rows))
+
+__all__ = ["FIELD_EXPIRY_VERSION", "FORMATS", "HASH_TYPES", "TYPE_HASH", "TYPE_HASH_LISTPACK",
            "TYPE_HASH_LISTPACK_EX", "TYPE_HASH_METADATA", "TYPE_HASH_ZIPLIST",
-           "TYPE_HASH_ZIPMAP", "hash_type", "read_hash", "skip_hash", "write_hash"]
+           "TYPE_HASH_ZIPMAP", "hash_needs", "hash_type", "read_hash", "skip_hash",
+           "write_hash"]

@@ -27,17 +27,28 @@ backlens: `node_from_listpack`), and a kept node is always in the model's canoni
 otherwise is re-encoded, never adopted as it is. Refused (RdbError, never another exception):
 an empty list (Redis's "empty keys": its RESTORE refuses them, its loader skips them), a node
 that is an empty string, an unknown container, malformed blobs. Lengths read are never
-allocated ahead: a hostile count runs out of bytes first. Must not touch: the RDB container,
+allocated ahead: a hostile count runs out of bytes first.
+
+Also owns the list's other formats (`FORMATS`, snapshot.value_formats' shape): its snapshot
+chunks (a quicklist is a value kept as nodes, engine.model.lists.NODES: its chunks are the
+value-nodes layout, [index of its first element, nodes], each node read back checked as an
+RDB's is, `node_from_listpack`, before the list adopts it) and its export table
+(`list_elements`: index, element).
+
+Must not touch: the RDB container,
 files, sockets, the keyspace, the model (engine.model.lists and list_node are used through
 their public API).
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
+
 from streamkeep.engine.model import lists
 from streamkeep.engine.model.list_node import node_count, node_new, node_range
 from streamkeep.engine.model.lists import (
     DEFAULT_LIMITS,
+    NODES,
     ListLimits,
     ListNode,
     ListValue,
@@ -52,6 +63,18 @@ from streamkeep.snapshot.rdb import (
     register_value_codec,
 )
 from streamkeep.snapshot.rdb_packed import as_bytes, ziplist, ziplist_items
+from streamkeep.snapshot.value_formats import (
+    Body,
+    Chunk,
+    ChunkCodec,
+    Column,
+    Cut,
+    OnNodes,
+    TypeFormats,
+    ValueTable,
+    node_chunks,
+    unpack,
+)
 
 TYPE_LIST = 1
 TYPE_LIST_ZIPLIST = 10
@@ -236,7 +259,72 @@ if QuickList in BY_CLASS:  # (the keyspace holds lists: their keys are kept, not
     register_value_codec(LIST_TYPES, read_list, write_list, name="list", kind=QuickList,
                          skip=skip_list, also=(bytearray,))
 
-__all__ = ["CONTAINER_PACKED", "CONTAINER_PLAIN", "LIST_TYPES", "QUICKLIST_2_VERSION",
+
+# --- the snapshot's chunks -----------------------------------------------------------------------
+
+def _chunks(value: ListValue, cut: Cut) -> Iterator[Chunk]:
+    """The list's chunks: its nodes as they are, head first (a cold one read when reached)."""
+    return node_chunks(NODES.resident(value), NODES.count, cut)
+
+
+def _chunk_nodes(body: Body) -> tuple[int, list[bytearray]]:
+    """A list chunk's first index and its nodes, each checked as an RDB's list node is (a
+    snapshot read back is not trusted: a node the list kernels walk must be sound)."""
+    first, blobs = unpack(body)
+    if not isinstance(first, int) or first < 0 or not isinstance(blobs, list) or \
+            not all(isinstance(b, bytes) for b in blobs):
+        raise ValueError("a list chunk is not its first index and its nodes")
+    try:
+        return first, [node_from_listpack(b) for b in blobs]
+    except RdbError as err:
+        raise ValueError(f"a list chunk's node is not a listpack: {err}") from None
+
+
+def _elements(body: Body, at: int | None, check: bool) -> list[tuple]:
+    """(index, element) of each element of the chunk; its indexes start at `at` when given,
+    which with `check` its stored first index must equal (a row of the first form; a referred
+    chunk's stored one is where it was when written)."""
+    first, nodes = _chunk_nodes(body)
+    if at is not None:
+        if check and first != at:
+            raise ValueError(f"a list chunk starts at index {first}, not {at}")
+        first = at
+    out: list[tuple] = []
+    for node in nodes:
+        out.extend(enumerate(_node_elements(node), first + len(out)))
+    return out
+
+
+def _build(count: int, bodies: Iterable[Body], indexed: bool, on_nodes: OnNodes | None
+           ) -> tuple[ListValue, int]:
+    """The list of the chunks' nodes, in order; with `indexed` each chunk's stored first index
+    must be where it is."""
+    seen = 0
+    nodes: list[bytearray] = []
+    for body in bodies:
+        first, chunk = _chunk_nodes(body)
+        if indexed and first != seen:
+            raise ValueError(f"a list chunk starts at index {first}, not {seen}")
+        elements = sum(map(node_count, chunk))
+        if seen + elements > count:
+            raise ValueError(f"a list chunk of {elements} elements after {seen}, of {count}")
+        nodes.extend(chunk)
+        seen += elements
+        if on_nodes is not None:
+            on_nodes(chunk, elements)
+    return lists.from_nodes(nodes), seen
+
+
+def _rows(value: ListValue) -> Iterator[tuple]:
+    return enumerate(lists.elements(value))
+
+
+FORMATS: TypeFormats = TypeFormats(
+    "list", "lists", ChunkCodec(_chunks, _elements, _build, lists.length),
+    ValueTable("list", "list_elements", (Column("index", "index"), Column("element", "binary")),
+               _rows))
+
+__all__ = ["CONTAINER_PACKED", "CONTAINER_PLAIN", "FORMATS", "LIST_TYPES", "QUICKLIST_2_VERSION",
            "TYPE_LIST", "TYPE_LIST_QUICKLIST", "TYPE_LIST_QUICKLIST_2", "TYPE_LIST_ZIPLIST",
            "is_plain", "list_type", "node_from_listpack", "read_list",
            "skip_list", "write_list"]

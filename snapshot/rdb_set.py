@@ -13,11 +13,20 @@ listpack set as type 20 (RDB 11 and later: Redis 7.2 brought listpack sets; type
 versions), a hashtable as type 2.
 
 Refused (RdbError, never another exception): a duplicate member, an empty set, malformed
-blobs. Must not touch: the RDB container, files, sockets, the keyspace, the model
+blobs.
+
+Also owns the set's other formats (`FORMATS`, snapshot.value_formats' shape): its snapshot
+chunks (snapshot.values: [members], in the set's iteration order) and its export table
+(`set_members`: member).
+
+Must not touch: the RDB container, files, sockets, the keyspace, the model
 (engine.model.sets is used through its public API).
 """
 
 from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from itertools import chain, islice
 
 from streamkeep.engine.model.listpack import as_int
 from streamkeep.engine.model.sets import DEFAULT_LIMITS, RSet, SetLimits
@@ -32,6 +41,20 @@ from streamkeep.snapshot.rdb import (
     register_value_codec,
 )
 from streamkeep.snapshot.rdb_packed import as_bytes, intset, intset_values
+from streamkeep.snapshot.value_formats import (
+    Body,
+    Chunk,
+    ChunkCodec,
+    Column,
+    Cut,
+    OnNodes,
+    TypeFormats,
+    ValueTable,
+    cut_columns,
+    packb,
+    scan_pages,
+    unpack,
+)
 
 TYPE_SET = 2
 TYPE_SET_INTSET = 11
@@ -115,5 +138,48 @@ def write_set(s: RSet, version: int) -> tuple[int, bytes]:
 if RSet in BY_CLASS:  # (the keyspace holds sets: their keys are kept, not skipped)
     register_value_codec(SET_TYPES, read_set, write_set, name="set", kind=RSet, skip=skip_set)
 
-__all__ = ["LISTPACK_SET_VERSION", "SET_TYPES", "TYPE_SET", "TYPE_SET_INTSET",
+
+# --- the snapshot's chunks -----------------------------------------------------------------------
+
+def _chunks(s: RSet, cut: Cut) -> Iterator[Chunk]:
+    """The set's chunks: its members in its iteration order, a scan step at a time, as batches
+    of `cut.elements` members, each cut at `cut.size` bytes."""
+    members = chain.from_iterable(scan_pages(s, cut.elements))
+    while batch := list(islice(members, cut.elements)):
+        for (part,) in cut_columns((batch,), list(map(len, batch)), cut.size):
+            yield packb([part]), len(part), None
+
+
+def _members(body: Body) -> list[bytes]:
+    (members,) = unpack(body)
+    if not all(isinstance(m, bytes) for m in members):
+        raise ValueError("a set chunk's members are not strings")
+    return list(members)
+
+
+def _elements(body: Body, _at: int | None, _check: bool) -> list[tuple]:
+    return [(m,) for m in _members(body)]
+
+
+def _build(count: int, bodies: Iterable[Body], _indexed: bool, _on_nodes: OnNodes | None
+           ) -> tuple[RSet, int]:
+    seen = [0]
+
+    def counted(members: list[bytes]) -> list[bytes]:
+        seen[0] += len(members)
+        return members
+
+    value = RSet.from_chunks(count, chain.from_iterable(counted(_members(b)) for b in bodies))
+    return value, seen[0]
+
+
+def _rows(s: RSet) -> Iterator[tuple]:
+    return ((m,) for m in s)
+
+
+FORMATS: TypeFormats = TypeFormats(
+    "set", "sets", ChunkCodec(_chunks, _elements, _build, len),
+    ValueTable("set", "set_members", (Column("member", "binary"),), _rows))
+
+__all__ = ["FORMATS", "LISTPACK_SET_VERSION", "SET_TYPES", "TYPE_SET", "TYPE_SET_INTSET",
            "TYPE_SET_LISTPACK", "read_set", "skip_set", "write_set", "set_type"]

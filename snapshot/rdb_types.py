@@ -1,12 +1,18 @@
-"""Every value codec streamkeep registers beyond strings and streams, imported in one place so
-that `snapshot.rdb`'s registry holds them all wherever it is used (a module that reads or
-writes RDB files or DUMP payloads of every type imports this one, or `snapshot.rdb` holds
-strings and streams only), and the DUMP envelope for a value of any registered type.
+"""The formats-level registry of the value types: every type's formats module, imported in
+one place, so that `snapshot.rdb`'s codec registry holds every value codec wherever it is used
+(a module that reads or writes RDB files or DUMP payloads of every type imports this one, or
+`snapshot.rdb` holds strings and streams only), and each type's other formats are found here.
 
-Owns `dump_value_payload` and `load_value_payload`: a value's DUMP payload by its codec, and
-the value in a payload of a registered type; `value_type_of` and `restorable_types`: which RDB
-types load into one of the engine's value types (what RESTORE, an import and a full sync
-keep). Must not touch: the keyspace, files, sockets (DUMP and RESTORE call these functions).
+Owns `FORMATS` (one snapshot.value_formats.TypeFormats per type of engine.model.value_types, in
+its order: the plural word a message uses, the snapshot chunk codec of a type whose big values
+are stored as chunks, the export table; a type's own module defines its entry, streams' and
+strings' are here) and `formats_of`; `stored_text`; `dump_value_payload` and
+`load_value_payload`: a value's DUMP payload by its codec, and the value in a payload of a
+registered type; `value_type_of` and `restorable_types`: which RDB types load into one of the
+engine's value types (what RESTORE, an import and a full sync keep). Generic code (snapshot.
+values, tools.value_tables, tools.rdbexport) loops over `FORMATS` and names no type: a new type
+is its own modules plus one line here. Must not touch: the keyspace, files, sockets (DUMP and
+RESTORE call these functions).
 """
 
 from __future__ import annotations
@@ -24,6 +30,26 @@ from streamkeep.snapshot.rdb import (
     value_codec,
     writer_for,
 )
+from streamkeep.snapshot.value_formats import Column, TypeFormats, ValueTable
+
+
+def _string_rows(value: bytes) -> tuple[tuple[bytes]]:
+    return ((value,),)
+
+
+# A stream is stored in tables of its own (snapshot.layout) and exported as them.
+STREAM_FORMATS = TypeFormats("stream", "streams")
+STRING_FORMATS = TypeFormats("string", "strings", table=ValueTable(
+    "string", "strings", (Column("value", "binary"),), _string_rows, key_expiry=True))
+
+FORMATS: tuple[TypeFormats, ...] = (STREAM_FORMATS, STRING_FORMATS, rdb_zset.FORMATS,
+                                    rdb_hash.FORMATS, rdb_set.FORMATS, rdb_list.FORMATS)
+_BY_TYPE = {f.type_name: f for f in FORMATS}
+
+
+def formats_of(type_name: str) -> TypeFormats | None:
+    """The formats entry of the type TYPE calls `type_name` (None: not one of FORMATS)."""
+    return _BY_TYPE.get(type_name)
 
 
 def value_type_of(rdb_type: int) -> ValueType | None:
@@ -36,13 +62,9 @@ def value_type_of(rdb_type: int) -> ValueType | None:
     return BY_CLASS.get(codec.kind)
 
 
-_PLURALS = {"stream": "streams", "string": "strings", "zset": "sorted sets", "hash": "hashes",
-            "set": "sets", "list": "lists"}
-
-
 def stored_text() -> str:
     """What streamkeep stores, for a message: "streams, strings and sorted sets"."""
-    names = [_PLURALS.get(t.name, t.name) for t in TYPES]
+    names = [f.plural if (f := _BY_TYPE.get(t.name)) is not None else t.name for t in TYPES]
     return ", ".join(names[:-1]) + " and " + names[-1] if len(names) > 1 else names[0]
 
 
@@ -75,5 +97,6 @@ def load_value_payload(payload: bytes, limits: Any = None) -> Any:
     return value  # (bytes after the value are ignored, as Redis's RESTORE ignores them)
 
 
-__all__ = ["dump_value_payload", "load_value_payload", "rdb_hash", "rdb_list", "rdb_set",
-           "rdb_zset", "restorable_types", "stored_text", "value_type_of"]
+__all__ = ["FORMATS", "STREAM_FORMATS", "STRING_FORMATS", "dump_value_payload", "formats_of",
+           "load_value_payload", "rdb_hash", "rdb_list", "rdb_set", "rdb_zset",
+           "restorable_types", "stored_text", "value_type_of"]

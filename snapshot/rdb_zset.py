@@ -11,13 +11,23 @@ from the highest to the lowest as Redis writes them. A listpack's score is an in
 the double is one (double2ll), else d2string's text, as zzlInsertAt stores it.
 
 Refused (RdbError, never another exception): a NaN score, a duplicate member, an empty set
-(Redis's "empty keys" are not values), a score that is not a number, malformed blobs. Must not
-touch: the RDB container, files, sockets, the keyspace (DUMP/RESTORE call these functions).
+(Redis's "empty keys" are not values), a score that is not a number, malformed blobs.
+
+Also owns the sorted set's other formats (`FORMATS`, snapshot.value_formats' shape): its
+snapshot chunks (snapshot.values: [members, scores as little-endian doubles], ascending by
+(score, member) across the chunks too) and its export table (`zset_members`: member, score).
+
+Must not touch: the RDB container, files, sockets, the keyspace (DUMP/RESTORE call these
+functions).
 """
 
 from __future__ import annotations
 
 import struct
+import sys
+from array import array
+from collections.abc import Iterable, Iterator
+from typing import Any
 
 from streamkeep.engine.model.scores import format_score, parse_score
 from streamkeep.engine.model.zset import DEFAULT_LIMITS, LISTPACK, SKIPLIST, ZSet, ZSetLimits
@@ -31,6 +41,19 @@ from streamkeep.snapshot.rdb import (
     register_value_codec,
 )
 from streamkeep.snapshot.rdb_packed import as_bytes, groups, ziplist, ziplist_items
+from streamkeep.snapshot.value_formats import (
+    Body,
+    Chunk,
+    ChunkCodec,
+    Column,
+    Cut,
+    OnNodes,
+    TypeFormats,
+    ValueTable,
+    cut_columns,
+    packb,
+    unpack,
+)
 
 TYPE_ZSET = 3
 TYPE_ZSET_2 = 5
@@ -169,5 +192,71 @@ def _zl_score(score: float) -> bytes:
 
 register_value_codec(ZSET_TYPES, read_zset, write_zset, name="zset", kind=ZSet, skip=skip_zset)
 
-__all__ = ["TYPE_ZSET", "TYPE_ZSET_2", "TYPE_ZSET_LISTPACK", "TYPE_ZSET_ZIPLIST", "ZSET_TYPES",
-           "read_zset", "skip_zset", "write_zset", "zset_type"]
+
+# --- the snapshot's chunks -----------------------------------------------------------------------
+
+_BIG_ENDIAN = sys.byteorder == "big"
+
+
+def _chunks(z: ZSet, cut: Cut) -> Iterator[Chunk]:
+    """The sorted set's chunks, its members taken as columns `cut.elements` at a time (the
+    per-member work stays in C: a 1M-member set is cut in about the time its iteration takes),
+    each batch cut at `cut.size` bytes (a member's bytes and its score's 8)."""
+    for first in range(0, len(z), cut.elements):
+        members, scores = z.columns(first, first + cut.elements)
+        for columns in cut_columns((members, scores), [n + 8 for n in map(len, members)],
+                                   cut.size):
+            yield _body(columns[0], columns[1]), len(columns[0]), None
+
+
+def _body(members: list[bytes], scores: list[float]) -> bytes:
+    packed = array("d", scores)
+    if _BIG_ENDIAN:
+        packed.byteswap()
+    return packb([members, packed.tobytes()])
+
+
+def _columns(body: Body) -> tuple[list[bytes], list[float]]:
+    members, packed = unpack(body)
+    scores = array("d")
+    scores.frombytes(packed)
+    if _BIG_ENDIAN:
+        scores.byteswap()
+    if len(scores) != len(members) or not all(isinstance(m, bytes) for m in members):
+        raise ValueError("a sorted set chunk's members and scores differ in number")
+    return members, scores.tolist()
+
+
+def _elements(body: Body, _at: int | None, _check: bool) -> list[tuple]:
+    members, scores = _columns(body)
+    return list(zip(members, scores, strict=True))
+
+
+def _build(count: int, bodies: Iterable[Body], _indexed: bool, _on_nodes: OnNodes | None
+           ) -> tuple[ZSet, int]:
+    seen = [0]
+
+    def counted(members: list[bytes]) -> list[bytes]:
+        seen[0] += len(members)
+        return members
+
+    value = ZSet.from_chunks(count, ((counted(m), s) for m, s in map(_columns, bodies)))
+    return value, seen[0]
+
+
+def _score_text(score: Any) -> str:
+    """A score as Redis replies it (ZSCORE's text)."""
+    return format_score(score).decode("ascii")
+
+
+def _rows(z: ZSet) -> Iterable[tuple]:
+    return z.items()
+
+
+FORMATS: TypeFormats = TypeFormats(
+    "zset", "sorted sets", ChunkCodec(_chunks, _elements, _build, len),
+    ValueTable("zset", "zset_members",
+               (Column("member", "binary"), Column("score", "double", _score_text)), _rows))
+
+__all__ = ["FORMATS", "TYPE_ZSET", "TYPE_ZSET_2", "TYPE_ZSET_LISTPACK", "TYPE_ZSET_ZIPLIST",
+           "ZSET_TYPES", "read_zset", "skip_zset", "write_zset", "zset_type"]

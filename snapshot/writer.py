@@ -14,16 +14,17 @@ A compaction writes a segmented snapshot instead (`write_segmented`, version 5):
 without its nodes in the new file, plus a runs table pointing at the part files that hold the
 nodes; the nodes nothing changed stay where they are, the others go into one new part file
 (snapshot.segments decides which, and which old parts are merged into the new one). A big
-value of a sorted set, hash, set or list (snapshot.values) is written as chunk rows, one chunk
+value of a type with a chunk codec (snapshot.values) is written as chunk rows, one chunk
 built at a time: in the file itself in a self-contained snapshot, else in the new part file,
 unless the compaction child's `ValueHomes` says the previous snapshot holds it as it is (then
 its keys row points at the part file holding its chunks, as a run points at unchanged nodes).
-A changed list keeps its chunks whose nodes did not change where they are (snapshot.values.
-plan_list: a queue's, all but its two ends) and only its other nodes are written, its keys
-row then listing runs of chunks from several values and part files (the row's second form,
-snapshot.layout). Every list chunk written gets its listnodes row (its nodes' hashes, bytes and
-elements, snapshot.layout): the index by which a `backlog-memory` budget lets the engine's
-list nodes the snapshot holds go cold (engine.model.residency).
+A changed value kept as nodes (a list's quicklist: engine.model.residency.ValueNodes) keeps its
+chunks whose nodes did not change where they are (snapshot.values.plan_nodes: a queue's, all
+but its two ends) and only its other nodes are written, its keys row then listing runs of
+chunks from several values and part files (the row's second form, snapshot.layout). Every
+chunk of such a value written gets its node-index row (the `listnodes` table: its nodes'
+hashes, bytes and elements, snapshot.layout): the index by which a `backlog-memory` budget
+lets the engine's value nodes the snapshot holds go cold (engine.model.residency).
 Must not touch: command semantics, the manifest, the AOF.
 """
 
@@ -38,10 +39,8 @@ from typing import TYPE_CHECKING, Any
 
 import lmdb
 
-from streamkeep.engine.model import lists
-from streamkeep.engine.model.list_node import node_count
-from streamkeep.engine.model.residency import list_node_hash
-from streamkeep.engine.model.value_types import LIST, TYPES, ValueType
+from streamkeep.engine.model.residency import ValueNodes, value_node_hash
+from streamkeep.engine.model.value_types import TYPES, ValueType
 from streamkeep.snapshot import layout, segments
 from streamkeep.snapshot import values as values_mod
 from streamkeep.snapshot.reader import file_chunks
@@ -164,7 +163,7 @@ def _keys_table(values: list[list[dict[bytes, Any]]] | None,
             if refs is None and values_mod.is_chunked(vt, value):
                 number += 1
                 done: list[layout.ChunkRef] = []
-                yield from _chunk_rows(number, vt.name, value, None, done)
+                yield from _chunk_rows(number, vt, value, None, done)
                 yield _sealed("keys", raw, layout.encode_chunked_key(done[0], ttls.get(key),
                                                                      vt.name))
                 continue
@@ -173,30 +172,26 @@ def _keys_table(values: list[list[dict[bytes, Any]]] | None,
                                                          vt.name))
 
 
-def _list_nodes_row(number: int, index: int, nodes: list[bytearray]
+def _node_index_row(number: int, index: int, nodes: list[bytearray], kind: ValueNodes
                     ) -> tuple[str, bytes, bytes]:
-    """The listnodes row of a list chunk of `nodes`."""
+    """The node-index row (the `listnodes` table) of a chunk of `nodes` (of a value kept as
+    nodes of `kind`)."""
+    count = kind.count
     return _sealed("listnodes", layout.chunk_key(number, index), layout.encode_list_nodes(
-        (list_node_hash(node), len(node), node_count(node)) for node in nodes))
+        (value_node_hash(node), len(node), count(node)) for node in nodes))
 
 
-def _chunk_rows(number: int, type_name: str, value: Any, part: int | None,
+def _chunk_rows(number: int, vt: ValueType, value: Any, part: int | None,
                 done: list[layout.ChunkRef]) -> Rows:
-    """A chunked value's rows under `number`, one chunk built at a time (a list's with its
-    listnodes rows); then its ChunkRef (in part `part`) appended to `done`."""
+    """A chunked value's rows under `number`, one chunk built at a time (a value kept as
+    nodes, each chunk with its node-index row); then its ChunkRef (in part `part`) appended
+    to `done`."""
     chunks = elements = size = 0
-    if type_name == LIST.name:
-        for body, count, nodes in values_mod.node_bodies(lists.iter_nodes(value)):
-            key = layout.chunk_key(number, chunks)
-            yield _sealed("chunks", key, body)
-            yield _list_nodes_row(number, chunks, nodes)
-            chunks += 1
-            elements += count
-            size += len(body)
-        done.append(layout.ChunkRef.whole(part, number, chunks, elements, size))
-        return
-    for body, count in values_mod.chunk_bodies(type_name, value):
+    kind = vt.nodes
+    for body, count, nodes in values_mod.value_chunks(vt.name, value):
         yield _sealed("chunks", layout.chunk_key(number, chunks), body)
+        if nodes is not None and kind is not None:
+            yield _node_index_row(number, chunks, nodes, kind)
         chunks += 1
         elements += count
         size += len(body)
@@ -308,8 +303,9 @@ class SegmentedInfo:
 @dataclass(slots=True)
 class _BigValue:
     """A chunked value of the state being written: kept where `home` says, or written to the
-    new part under `number`; a list's `pieces` (snapshot.values.plan_list) say which of its
-    chunks stay where they are and which nodes are written (then `home` is None)."""
+    new part under `number`; a value kept as nodes has `pieces` (snapshot.values.plan_nodes)
+    that say which of its chunks stay where they are and which nodes are written (then `home`
+    is None)."""
 
     db: int
     key: bytes
@@ -317,8 +313,8 @@ class _BigValue:
     value: Any
     home: values_mod.ValueHome | None
     number: int = 0
-    pieces: list[values_mod.ListPiece] | None = None
-    old: values_mod.ValueHome | None = None  # a list's home, whatever changed since
+    pieces: list[values_mod.NodePiece] | None = None
+    old: values_mod.ValueHome | None = None  # a noded value's home, whatever changed since
 
     def writes(self) -> bool:
         """Whether the new part gets chunks of it."""
@@ -329,7 +325,8 @@ class _BigValue:
 def _big_values(values: list[list[dict[bytes, Any]]] | None,
                 homes: values_mod.ValueHomes | None) -> list[_BigValue]:
     """The state's chunked values, by database then key, each with its home in the previous
-    snapshot when it is unchanged since; a changed list, with the chunks of it that are."""
+    snapshot when it is unchanged since; a changed value kept as nodes, with the chunks of it
+    that are."""
     found: list[_BigValue] = []
     spaces = [(vt, space) for vt, space in zip(TYPES, values or (), strict=False)
               if vt.name in values_mod.CHUNKED_TYPES]
@@ -339,23 +336,24 @@ def _big_values(values: list[list[dict[bytes, Any]]] | None,
                 if values_mod.is_chunked(vt, value):
                     home = None if homes is None else homes.unchanged(db_index, key, value)
                     b = _BigValue(db_index, key, vt, value, home)
-                    if vt.name == LIST.name:
-                        b.old = None if homes is None else homes.list_home(db_index, key)
+                    if vt.nodes is not None:
+                        b.old = None if homes is None else homes.node_home(db_index, key)
                         if home is None:
-                            b.pieces = _list_pieces(value, b.old)
+                            b.pieces = _node_pieces(vt.nodes, value, b.old)
                     found.append(b)
     found.sort(key=lambda b: (b.db, b.key))
     return found
 
 
-def _list_pieces(value: Any, old: values_mod.ValueHome | None,
+def _node_pieces(kind: ValueNodes, value: Any, old: values_mod.ValueHome | None,
                  merged: set[str] | frozenset[str] = frozenset()
-                 ) -> list[values_mod.ListPiece]:
-    """A list's pieces: its chunks that `old` holds as they are (none in a part of `merged`)
-    referred to, the rest of its nodes written."""
+                 ) -> list[values_mod.NodePiece]:
+    """A value's pieces (kept as nodes of `kind`): its chunks that `old` holds as they are
+    (none in a part of `merged`) referred to, the rest of its nodes written."""
+    nodes = list(kind.resident(value))
     if old is None:
-        return [(None, list(lists.nodes_of(value)))]
-    pieces = values_mod.plan_list(value, old)
+        return [(None, nodes)]
+    pieces = values_mod.plan_nodes(nodes, old)
     if merged:
         pieces = [(None if c is not None and c.part in merged else c, n) for c, n in pieces]
     return pieces
@@ -382,7 +380,7 @@ def write_segmented(dbs: list[dict[bytes, Stream]], path: str, part_path: str, l
     its file name; a temp file is renamed to it). Neither file may exist; neither is durable
     until the caller fsyncs it. `homes`: where the previous snapshot's chunked values are and
     which keys changed since (a compaction child's): an unchanged value stays where it is, and
-    so do the unchanged chunks of a changed list."""
+    so do the unchanged chunks of a changed value kept as nodes."""
     numbered = [(number, s) for number, _db, _key, s in stream_numbers(dbs)]
     plans, uses = segments.plan(numbered)
     big = _big_values(values, homes)
@@ -410,11 +408,11 @@ def write_segmented(dbs: list[dict[bytes, Stream]], path: str, part_path: str, l
     number = 0
     for b in big:
         if b.home is not None and any(run.part in merged for run in b.home.runs):
-            # a part of it is merged away: written again, from memory (a list's other chunks
-            # stay where they are)
+            # a part of it is merged away: written again, from memory (a noded value's other
+            # chunks stay where they are)
             b.home = None
-            if b.vt.name == LIST.name:
-                b.pieces = _list_pieces(b.value, b.old, merged)
+            if b.vt.nodes is not None:
+                b.pieces = _node_pieces(b.vt.nodes, b.value, b.old, merged)
         elif b.pieces is not None and merged:
             b.pieces = [(None if c is not None and c.part in merged else c, n)
                         for c, n in b.pieces]
@@ -428,13 +426,13 @@ def write_segmented(dbs: list[dict[bytes, Stream]], path: str, part_path: str, l
             if chunk is not None:
                 kept.setdefault(chunk.part, len(kept))
     refs: dict[tuple[int, bytes], layout.ChunkRef] = {}
-    lists_done: dict[tuple[int, bytes], _ListDone] = {}
+    nodes_done: dict[tuple[int, bytes], _NodesDone] = {}
     written = _write_part(plans, part_path, lsn, created_ms, repl_id, on_node,
-                          [b for b in big if b.writes()], len(kept), refs, kept, lists_done)
-    for b in big:  # lists whose chunks are all kept where they are: nothing written
+                          [b for b in big if b.writes()], len(kept), refs, kept, nodes_done)
+    for b in big:  # noded values whose chunks are all kept where they are: nothing written
         if b.pieces is not None and not b.writes():
-            for _row in _list_rows(b, len(kept), kept, refs, lists_done):
-                raise AssertionError("a list with nothing to write wrote a chunk")
+            for _row in _node_rows(b, len(kept), kept, refs, nodes_done):
+                raise AssertionError("a value with nothing to write wrote a chunk")
     names = [os.path.basename(name) for name in kept]
     part_docs: list[list[Any]] = [[name, os.path.getsize(part), uses[part].total]  # its rows
                  for name, part in zip(names, kept, strict=True)]
@@ -471,7 +469,7 @@ def write_segmented(dbs: list[dict[bytes, Stream]], path: str, part_path: str, l
                                         r.first, r.chunks)
                      for r in ref.runs if r.part is not None)
         stored = None
-        done = lists_done.get((b.db, b.key))
+        done = nodes_done.get((b.db, b.key))
         if done is not None:
             stored = tuple(c if c is not None else values_mod.StoredChunk(
                 paths[-1], written, b.number, index, count, size, ids, sums)
@@ -482,29 +480,30 @@ def write_segmented(dbs: list[dict[bytes, Stream]], path: str, part_path: str, l
 
 
 @dataclass(slots=True)
-class _ListDone:
-    """A list's chunks as written (in order): a stored one kept where it is, or (None, its
-    index under the value's new number, elements, body bytes, node identities, hashes)."""
+class _NodesDone:
+    """A noded value's chunks as written (in order): a stored one kept where it is, or (None,
+    its index under the value's new number, elements, body bytes, node identities, hashes)."""
 
     chunks: list[tuple[values_mod.StoredChunk | None,
                        tuple[int, int, int, tuple[int, ...], tuple[int, ...]]]]
 
 
-def _list_rows(b: _BigValue, index: int, kept: dict[str, int],
+def _node_rows(b: _BigValue, index: int, kept: dict[str, int],
                refs: dict[tuple[int, bytes], layout.ChunkRef],
-               done: dict[tuple[int, bytes], _ListDone]) -> Rows:
-    """A list's new chunks under its number in the new part (index `index` among the parts),
-    its ChunkRef (runs of its chunks, kept or new, in order) into `refs` and its chunks into
-    `done`."""
-    assert b.pieces is not None
+               done: dict[tuple[int, bytes], _NodesDone]) -> Rows:
+    """A noded value's new chunks under its number in the new part (index `index` among the
+    parts), its ChunkRef (runs of its chunks, kept or new, in order) into `refs` and its
+    chunks into `done`."""
+    assert b.pieces is not None and b.vt.nodes is not None
+    kind = b.vt.nodes
     runs: list[layout.ChunkRun] = []
     chunks: list[Any] = []
     count = elements = size = 0
-    for stored, body, n, nodes in values_mod.planned_chunks(b.pieces):
+    for stored, body, n, nodes in values_mod.planned_chunks(b.pieces, kind.count):
         if stored is None:
             yield _sealed("chunks", layout.chunk_key(b.number, count), body)
             ids, sums = values_mod.node_sums(nodes)
-            yield _list_nodes_row(b.number, count, nodes)
+            yield _node_index_row(b.number, count, nodes, kind)
             run = layout.ChunkRun(index, b.number, count, 1)
             chunks.append((None, (count, n, len(body), ids, sums)))
             count += 1
@@ -523,12 +522,12 @@ def _list_rows(b: _BigValue, index: int, kept: dict[str, int],
     old = b.old
     indexed = len(runs) == 1 and runs[0].first == 0 and (
         count == len(chunks) or (old is not None and old.indexed and len(old.runs) == 1
-                                 and count == 0 and old.list_chunks is not None
-                                 and len(old.list_chunks) == len(chunks)
+                                 and count == 0 and old.node_chunks is not None
+                                 and len(old.node_chunks) == len(chunks)
                                  and runs[0].number == old.runs[0].number
                                  and runs[0].part == kept.get(old.runs[0].part)))
     refs[(b.db, b.key)] = layout.ChunkRef(tuple(runs), elements, size, indexed)
-    done[(b.db, b.key)] = _ListDone(chunks)
+    done[(b.db, b.key)] = _NodesDone(chunks)
 
 
 def _write_part(plans: list[segments.StreamPlan], path: str, lsn: int, created_ms: int,
@@ -536,12 +535,12 @@ def _write_part(plans: list[segments.StreamPlan], path: str, lsn: int, created_m
                 big: list[_BigValue] | None = None, index: int = 0,
                 refs: dict[tuple[int, bytes], layout.ChunkRef] | None = None,
                 kept: dict[str, int] | None = None,
-                lists_done: dict[tuple[int, bytes], _ListDone] | None = None) -> int:
+                nodes_done: dict[tuple[int, bytes], _NodesDone] | None = None) -> int:
     """The nodes placed in the new part, written to `path` under their streams' numbers in
     the new snapshot, and the chunks of the big values `big` under their numbers (their
-    ChunkRefs, part `index`, into `refs`; a list's chunks into `lists_done`, those kept where
-    they are in the parts `kept` indexes); returns how many rows, nodes and chunks (none: no
-    file). `on_node` is called after each node (a compaction's progress)."""
+    ChunkRefs, part `index`, into `refs`; a noded value's chunks into `nodes_done`, those kept
+    where they are in the parts `kept` indexes); returns how many rows, nodes and chunks
+    (none: no file). `on_node` is called after each node (a compaction's progress)."""
     count = sum(span.end - span.start for p in plans for span in p.spans if span.run is None)
     big = big or []
     if not count and not big:
@@ -562,14 +561,14 @@ def _write_part(plans: list[segments.StreamPlan], path: str, lsn: int, created_m
                     on_node()
         for b in big:
             if b.pieces is not None:
-                for row in _list_rows(b, index, kept or {}, refs,
-                                      {} if lists_done is None else lists_done):
-                    if row[0] == "chunks":  # (not its listnodes row: rows are chunks)
+                for row in _node_rows(b, index, kept or {}, refs,
+                                      {} if nodes_done is None else nodes_done):
+                    if row[0] == "chunks":  # (not its node-index row: rows are chunks)
                         chunks[0] += 1
                     yield row
                 continue
             done: list[layout.ChunkRef] = []
-            yield from _chunk_rows(b.number, b.vt.name, b.value, index, done)
+            yield from _chunk_rows(b.number, b.vt, b.value, index, done)
             chunks[0] += done[0].chunks
             refs[(b.db, b.key)] = done[0]
 

@@ -12,9 +12,10 @@ without --force, written beside --out and renamed into place once whole and fsyn
 database is kept; every TTL is written as Redis writes it (EXPIRETIME_MS before the key), a key
 already expired included (redis-server skips it when it loads the file, as it does its own).
 The RDB version is by default the oldest that holds the data exactly (snapshot.rdb's
-`version_needed` of each stream: so that the oldest redis-server possible loads it), or the
-one asked (a warning says what an older one loses); which it is, why, and which Redis versions
-load it goes to stderr and the JSON report.
+`version_needed` of each stream, and what each other value's codec says it needs, its `needs`:
+so that the oldest redis-server possible loads it), or the one asked (a warning says what an
+older one loses of a stream; a value whose codec needs a newer version is refused); which it
+is, why, and which Redis versions load it goes to stderr and the JSON report.
 Must not touch: the RDB format (snapshot.rdb writes it), the directory's files.
 
 Exit status: 0 written; 2 DIR cannot be read (not a data directory, damaged); 3 usage or I/O
@@ -152,7 +153,6 @@ def _write(engine: Any, out: str, asked: int | None, force: bool) -> dict[str, A
     from streamkeep.snapshot import rdb_types  # noqa: F401  (every type's codec registered)
     from streamkeep.snapshot.rdb import REDIS_LOADING, key_text, write_rdb
     from streamkeep.snapshot.rdb_functions import FUNCTIONS_VERSION
-    from streamkeep.snapshot.rdb_hash import FIELD_EXPIRY_VERSION
     from streamkeep.tools.safe_output import write_file
 
     with engine.lock:
@@ -161,16 +161,18 @@ def _write(engine: Any, out: str, asked: int | None, force: bool) -> dict[str, A
         strings = sum(len(values) for values in engine.strings)
         with_ttl = sum(len(expires) for expires in engine.expires)
         others = _other_keys(engine)
-        needed, why = _needed(engine)
+        needs = _value_needs(engine)
+        needed, why = _needed(engine, needs)
     version = needed if asked is None else asked
     with engine.lock:
-        hashes = _field_expiry(engine) if version < FIELD_EXPIRY_VERSION else []
         libraries = _libraries(engine)
-    if hashes:
-        db, key = hashes[0]
-        raise Unwritable(f"RDB {version} cannot hold the field expiry of hash {key_text(key)} "
-                         f"(db {db}): no Redis before 7.4 has field expiry (RDB "
-                         f"{FIELD_EXPIRY_VERSION} or later holds it)")
+    refused = [need for need in needs if need[0] > version]
+    if refused:
+        at_least, what, name, db, key = refused[0]
+        since = REDIS_VER[at_least].decode().rsplit(".", 1)[0]
+        raise Unwritable(f"RDB {version} cannot hold the {what} of {name} {key_text(key)} "
+                         f"(db {db}): no Redis before {since} has {what} (RDB {at_least} or "
+                         f"later holds it)")
     if libraries and version < FUNCTIONS_VERSION:
         raise Unwritable(f"RDB {version} cannot hold the {len(libraries)} function "
                          f"librar{'y' if len(libraries) == 1 else 'ies'} of this data (FUNCTION "
@@ -188,14 +190,14 @@ def _write(engine: Any, out: str, asked: int | None, force: bool) -> dict[str, A
             "redis_versions": REDIS_LOADING[version]}
 
 
-def _needed(engine: Any) -> tuple[int, str]:
-    """The oldest RDB version that holds every stream exactly (and every hash's field expiry:
-    RDB 12; the function libraries: RDB 10), and what needs it: the first stream or hash (by
-    database and name) that does, and how many do ("" when none needs more than the
-    oldest)."""
+def _needed(engine: Any, needs: list[Need]) -> tuple[int, str]:
+    """The oldest RDB version that holds every stream exactly (and every other value, `needs`:
+    a hash's field expiry needs RDB 12; the function libraries: RDB 10), and what needs it:
+    the first stream or value (by type, database and name) that does, and how many do (""
+    when none needs more than the oldest)."""
     from streamkeep.snapshot.rdb import MIN_VERSION, key_text, version_needed
     from streamkeep.snapshot.rdb_functions import FUNCTIONS_VERSION
-    from streamkeep.snapshot.rdb_hash import FIELD_EXPIRY_VERSION
+    from streamkeep.snapshot.rdb_types import formats_of
 
     needed, why, count = MIN_VERSION, "", 0
     for db, keyspace in enumerate(engine.dbs):
@@ -207,13 +209,15 @@ def _needed(engine: Any) -> tuple[int, str]:
             count += version == needed and version > MIN_VERSION
     if count > 1:
         why += f", and {count - 1} more stream(s)"
-    hashes = _field_expiry(engine)
-    if hashes and needed < FIELD_EXPIRY_VERSION:
-        db, key = hashes[0]
-        needed = FIELD_EXPIRY_VERSION
-        why = f"field expiry of hash {key_text(key)} (db {db})"
-        if len(hashes) > 1:
-            why += f", and {len(hashes) - 1} more hash(es)"
+    top = max((need[0] for need in needs), default=MIN_VERSION)
+    if top > needed:
+        those = [need for need in needs if need[0] == top]
+        needed, what, name, db, key = those[0]
+        why = f"{what} of {name} {key_text(key)} (db {db})"
+        if len(those) > 1:
+            formats = formats_of(name)
+            more = name if len(those) == 2 or formats is None else formats.plural
+            why += f", and {len(those) - 1} more {more}"
     libraries = len(_libraries(engine))
     if libraries and needed < FUNCTIONS_VERSION:
         needed = FUNCTIONS_VERSION
@@ -229,12 +233,31 @@ def _libraries(engine: Any) -> list[bytes]:
     return [] if functions is None else list(functions.codes())
 
 
-def _field_expiry(engine: Any) -> list[tuple[int, bytes]]:
-    """(db, key) of every hash with some field's TTL, by database and name."""
-    from streamkeep.engine.model.value_types import HASH
+# A value that needs more than the oldest RDB version: (that version, what of it needs it, its
+# type's name, db, key).
+Need = tuple[int, str, str, int, bytes]
 
-    return [(db, key) for db, space in enumerate(engine.keyspaces[HASH.slot])
-            for key in sorted(space) if HASH.open(space[key]).has_field_expiry()]
+
+def _value_needs(engine: Any) -> list[Need]:
+    """Every value whose codec says it needs more than the oldest RDB version (snapshot.rdb's
+    ValueCodec.needs: a hash's field expiry), by type (the registry's order), database and
+    name. (A stream's codec says none: what an older version loses of it is
+    `version_needed`'s.)"""
+    from streamkeep.engine.model.value_types import TYPES
+    from streamkeep.snapshot.rdb import MIN_VERSION, class_codec
+
+    found: list[Need] = []
+    for vt in TYPES:
+        codec = class_codec(vt.value_class)
+        needs = None if codec is None else codec.needs
+        if needs is None:
+            continue
+        for db, space in enumerate(engine.keyspaces[vt.slot]):
+            for key in sorted(space):
+                version, what = needs(space[key])
+                if version > MIN_VERSION:
+                    found.append((version, what, vt.name, db, key))
+    return found
 
 
 class Unwritable(StreamkeepError):

@@ -43,8 +43,7 @@ from streamkeep.engine.exec.table import (
     Argv,
     command,
 )
-from streamkeep.engine.model.lists import QuickList, cold_counts
-from streamkeep.engine.model.value_types import LIST
+from streamkeep.engine.model.value_types import TYPES
 from streamkeep.engine.wire.reply import Verbatim
 
 if TYPE_CHECKING:
@@ -334,13 +333,12 @@ def _functions_memory(functions: Any) -> int:
 
 
 def _backlog_fields(engine: EngineState) -> Fields:
-    """streamkeep's own: the backlog-memory budget and where the stream entries and the long
-    lists' elements are (the loaded and evicted counts are of stream and list nodes both)."""
+    """streamkeep's own: the backlog-memory budget and where the stream entries and the
+    elements of the values kept as nodes (a long list's) are (the loaded and evicted counts are
+    of stream and value nodes both)."""
     residency = engine.residency
     budget = int(engine.config["backlog-memory"])
     entries, cold_nodes, cold_entries, cold_bytes = _entry_counts(engine.dbs)
-    list_nodes, list_elements, list_bytes = _list_cold_counts(
-        engine.keyspaces[LIST.slot])
     return [
         ("backlog_memory", budget),
         ("backlog_memory_human", bytes_to_human(budget)),
@@ -353,23 +351,21 @@ def _backlog_fields(engine: EngineState) -> Fields:
         ("stream_cold_bytes", cold_bytes),
         ("stream_nodes_loaded", residency.loads),
         ("stream_nodes_evicted", residency.evictions),
-        ("list_nodes_cold", list_nodes),
-        ("list_elements_cold", list_elements),
-        ("list_cold_bytes", list_bytes),
+        *_value_node_fields(engine),
     ]
 
 
-def _list_cold_counts(dbs: list) -> tuple[int, int, int]:
-    """Cold nodes, their elements and their listpack bytes of every list."""
-    nodes = elements = nbytes = 0
-    for db in dbs:
-        for value in db.values():
-            if type(value) is QuickList and value.home is not None:
-                n, e, b = cold_counts(value)
-                nodes += n
-                elements += e
-                nbytes += b
-    return nodes, elements, nbytes
+def _value_node_fields(engine: EngineState) -> Fields:
+    """Each type that keeps big values as nodes (engine.model.residency.ValueNodes): its cold
+    nodes, their elements and their bytes (`list_nodes_cold`, `list_elements_cold`,
+    `list_cold_bytes`)."""
+    fields: Fields = []
+    for vt in TYPES:
+        if vt.nodes is not None:
+            nodes, elements, nbytes = vt.nodes.cold_counts(engine.keyspaces[vt.slot])
+            fields += [(f"{vt.name}_nodes_cold", nodes), (f"{vt.name}_elements_cold", elements),
+                       (f"{vt.name}_cold_bytes", nbytes)]
+    return fields
 
 
 def _entry_counts(dbs: list) -> tuple[int, int, int, int]:

@@ -516,28 +516,31 @@ def _apply_backlog_memory(engine: EngineState) -> None:
 
 
 def _bind_long_lists(engine: EngineState) -> None:
-    """The budget was turned on: every long list is bound now to the current snapshot's index
-    of its nodes, as a compaction's switch binds them, so that it counts against the budget at
-    once, as the streams do (a list the snapshot holds without an index stays resident)."""
-    from streamkeep.engine.model.lists import QuickList
-    from streamkeep.engine.model.value_types import LIST
-
+    """The budget was turned on: every value kept as nodes (a long list) is bound now to the
+    current snapshot's index of its nodes, as a compaction's switch binds them, so that it
+    counts against the budget at once, as the streams do (a value the snapshot holds without
+    an index stays resident)."""
     residency = engine.residency
     store = residency.store
-    list_index = getattr(store, "list_index", None)
-    if store is None or list_index is None:
+    node_index = getattr(store, "node_index", None)
+    if store is None or node_index is None:
         return
-    for db, space in enumerate(engine.keyspaces[LIST.slot]):
-        for key, value in space.items():
-            if not isinstance(value, QuickList) or len(value.nodes) <= 2:
-                continue
-            try:
-                index = list_index(db, key)
-            except StorageError as err:
-                log.warning("the list %r (db %d) keeps its nodes in memory: %s", key, db, err)
-                continue
-            if index:
-                residency.bind_list(value, index, store.clean_before)
+    for vt in TYPES:
+        kind = vt.nodes
+        if kind is None:
+            continue
+        for db, space in enumerate(engine.keyspaces[vt.slot]):
+            for key, value in space.items():
+                if not kind.noded(value):
+                    continue
+                try:
+                    index = node_index(db, key)
+                except StorageError as err:
+                    log.warning("the %s %r (db %d) keeps its nodes in memory: %s", vt.name, key,
+                                db, err)
+                    continue
+                if index:
+                    residency.bind_nodes(value, kind, index, store.clean_before)
 
 
 def _apply_monitoring(engine: EngineState) -> None:

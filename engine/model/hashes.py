@@ -946,6 +946,7 @@ VALUE_CLASS: Final = Hash
 STORED_AS: Final[tuple[type, ...]] = (PackedHash,)  # a small plain hash, kept bare
 LIMITS: Final = HashLimits
 opened: Final = as_hash
+NODES: Final = None  # (no nodes that go cold)
 
 
 def encoding(value: Hash | PackedHash) -> str:

@@ -20,8 +20,9 @@ hundred bytearrays.
 
 Cold nodes (a `backlog-memory` budget, engine.model.residency): a quicklist's node that the
 current snapshot holds with exactly its bytes may be replaced in `QuickList.nodes` by its
-placeholder, a `ColdListNode` (where the snapshot holds it, its hash, bytes and elements);
-residency decides which and when, between commands. Every function here reads a node through
+placeholder, a `ColdValueNode` (where the snapshot holds it, its hash, bytes and elements);
+residency decides which and when, between commands (a quicklist is a value kept as nodes:
+`NODES`, the list's `residency.ValueNodes`). Every function here reads a node through
 `_warm` (a change, a point read: the node is read back and stays) or `_peek` (a scan, a range:
 read for the call only, the list keeps the placeholder), and counts or sizes a cold node from
 its placeholder without reading it; the list's two ends are never cold but are read back if
@@ -57,7 +58,7 @@ from streamkeep.engine.model.list_node import (
     node_splice,
 )
 from streamkeep.engine.model.redis_alloc import jemalloc_size
-from streamkeep.engine.model.residency import ColdListNode, ListHome
+from streamkeep.engine.model.residency import ColdValueNode, ValueNodes, ValueNodesHome
 
 LISTPACK: Final = "listpack"
 QUICKLIST: Final = "quicklist"
@@ -158,12 +159,12 @@ class ListLimits(Limits):
 DEFAULT_LIMITS: Final = ListLimits()
 
 
-ListNode = bytearray | ColdListNode
+ListNode = bytearray | ColdValueNode
 
 
 class QuickList:
     """A list in the quicklist encoding: its nodes, head first (a cold one is its placeholder),
-    its element count, and its place in the current snapshot (`home`, residency.ListHome:
+    its element count, and its place in the current snapshot (`home`, residency.ValueNodesHome:
     None until a snapshot with its nodes' index holds it)."""
 
     __slots__ = ("nodes", "count", "home")
@@ -171,7 +172,7 @@ class QuickList:
     def __init__(self, nodes: list[ListNode], count: int) -> None:
         self.nodes = nodes
         self.count = count
-        self.home: ListHome | None = None
+        self.home: ValueNodesHome | None = None
 
     def __len__(self) -> int:
         return self.count
@@ -212,14 +213,6 @@ def iter_nodes(value: ListValue) -> Iterator[bytearray]:
         yield _peek(value, node)
 
 
-def cold_counts(value: ListValue) -> tuple[int, int, int]:
-    """(cold nodes, their elements, their bytes) of the list."""
-    home = value.home if isinstance(value, QuickList) else None
-    if home is None:
-        return 0, 0, 0
-    return home.cold_nodes, home.cold_elements, home.cold_bytes
-
-
 def _count(node: ListNode) -> int:
     """A node's elements, a cold one's from its placeholder."""
     return _NODE_COUNT(node) if isinstance(node, bytearray) else node.count
@@ -239,7 +232,7 @@ def _warm(value: QuickList, n: int) -> bytearray:
     return _install(value, n, node.read(), node)
 
 
-def _install(value: QuickList, n: int, lp: bytearray, cold: ColdListNode) -> bytearray:
+def _install(value: QuickList, n: int, lp: bytearray, cold: ColdValueNode) -> bytearray:
     """Cold node `n`'s bytes, `lp` (read back), in its place: resident from now on."""
     value.nodes[n] = lp
     home = value.home
@@ -743,6 +736,10 @@ VALUE_CLASS: Final = QuickList
 STORED_AS: Final[tuple[type, ...]] = (bytearray,)  # a small list, kept bare as its listpack
 LIMITS: Final = ListLimits
 min_subexpiry: Final = None  # (a list's elements have no TTLs)
+# A quicklist's nodes may go cold (engine.model.residency): what the residency, the snapshot
+# and INFO need of them. A node's shape follows list-max-listpack-size.
+NODES: Final = ValueNodes(QuickList, node_count, iter_nodes, QuickList,
+                          shaped_by=("list-max-listpack-size",))
 
 
 def opened(value: ListValue) -> QuickList:
@@ -756,8 +753,8 @@ def digest(value: ListValue) -> list[bytes]:
     return list(elements(value))
 
 
-__all__ = ["DEFAULT_LIMITS", "LIMITS", "LISTPACK", "QUICKLIST", "STORED_AS", "VALUE_CLASS",
-           "cold_counts", "copy_value", "delete_range", "digest", "elements", "encoding",
+__all__ = ["DEFAULT_LIMITS", "LIMITS", "LISTPACK", "NODES", "QUICKLIST", "STORED_AS", "VALUE_CLASS",
+           "copy_value", "delete_range", "digest", "elements", "encoding",
            "from_bytes", "from_elements", "from_nodes", "get", "grow", "insert", "iter_nodes",
            "length", "ListLimits", "ListNode", "ListValue", "memory_usage", "min_subexpiry",
            "new_list", "nodes_of", "opened", "pop", "pop_many", "positions", "push", "QuickList",

@@ -1,10 +1,11 @@
-"""Which stream and list nodes are in memory: the `backlog-memory` budget, cold nodes, the
-change clock.
+"""Which stream nodes and value nodes are in memory: the `backlog-memory` budget, cold nodes,
+the change clock.
 
-Owns the bookkeeping that lets a stream or a list be bigger than memory. A node whose entries
-are unchanged since the current snapshot was taken may be *cold*:
-its entry lists dropped, read back from that snapshot when touched (`stream.Node.thaw`, a list's
-`lists` read-back). This module decides which nodes go cold and when:
+Owns the bookkeeping that lets a stream or a big value be bigger than memory. A node whose
+entries are unchanged since the current snapshot was taken may be *cold*:
+its entry lists dropped, read back from that snapshot when touched (`stream.Node.thaw`, a value
+type's own read-back: engine.model.lists for a list). This module decides which nodes go cold
+and when:
 
 - `EPOCH`, a process-wide change clock. A node records the clock's value when its entries last
   changed (`Node.epoch`); a compaction ticks the clock when it rotates the AOF, so the nodes
@@ -16,25 +17,30 @@ its entry lists dropped, read back from that snapshot when touched (`stream.Node
   so an idle stream's last node can go cold too), and the counters INFO reports. Nodes that
   changed since the snapshot cannot go: they wait for the next compaction, which a residency
   over its budget asks for early (`on_pressure`).
-- `ListHome`, one per long list (a quicklist) that a snapshot holds: the node store's index of
-  the list's nodes in that snapshot, by content (`ColdListNode`: where a node with those exact
-  bytes is, its xxh3-128 hash, bytes and elements). List nodes are content-addressed, not
-  clocked: the list a compaction child writes is its own copy, so a list node may go cold when
-  the snapshot holds a node with exactly its bytes (hashed when it is evicted, so a node changed
-  in place since it was queued never goes cold with stale bytes), and its placeholder in the
-  list (`QuickList.nodes`) is that ColdListNode. A list's two ends never go cold (its pushes and
-  pops stay O(1) and touch memory only). List nodes share the queue, the budget and the
-  counters with stream nodes; a queued list node is found back in its list by identity, from
-  the index it had when queued. A list's nodes are queued when a snapshot binds it
-  (`bind_list`, which also points its cold nodes at that snapshot), when read back, and when a
-  push makes a new end (the end it replaced). One the snapshot does not hold waits for the next
-  one and asks for it, like a changed stream node; one that a snapshot rotated after it had
-  those bytes does not hold either (the child cut its nodes otherwise: a CONFIG SET of
-  list-max-listpack-size in between) stays resident without asking again.
+- Value nodes: a value type may keep a big value as a sequence of nodes, each a bytearray
+  (a list's quicklist does: its listpacks), and declare so with a `ValueNodes` (its
+  `engine.model.value_types.ValueType.nodes`; the model module of the type implements it). Such
+  a value's nodes may go cold too: `ValueNodesHome`, one per value kept as nodes that a
+  snapshot holds, is the node store's index of the value's nodes in that snapshot, by content
+  (`ColdValueNode`: where a node with those exact bytes is, its xxh3-128 hash, bytes and
+  elements). Value nodes are content-addressed, not clocked: the value a compaction child
+  writes is its own copy, so a node may go cold when the snapshot holds a node with exactly its
+  bytes (hashed when it is evicted, so a node changed in place since it was queued never goes
+  cold with stale bytes), and its placeholder in the value (its `nodes`) is that ColdValueNode.
+  A value's two end nodes never go cold (a list's pushes and pops stay O(1) and touch memory
+  only). Value nodes share the queue, the budget and the counters with stream nodes; a queued
+  value node is found back in its value by identity, from the index it had when queued. A
+  value's nodes are queued when a snapshot binds it (`bind_nodes`, which also points its cold
+  nodes at that snapshot), when read back, and when the type's model reports one sealed (a
+  list's push makes a new end: the end it replaced). One the snapshot does not hold waits for
+  the next one and asks for it, like a changed stream node; one that a snapshot rotated after
+  it had those bytes does not hold either (the child cut its nodes otherwise: a CONFIG SET of
+  the setting that shapes them in between, `ValueNodes.shaped_by`) stays resident without
+  asking again.
 
 Eviction runs between commands (the engine calls `evict` when `resident > limit`) and, as a
 safety valve during one long read, when loading a stream node takes the residency past twice
-its budget. Never inside a change: a command keeps the lists it is changing (a list's cold
+its budget. Never inside a change: a command keeps the values it is changing (a value's cold
 nodes are read back inside a command, never made cold there).
 Must not touch: files (the node store is an interface; snapshot.cold implements it), command
 semantics, replies.
@@ -45,20 +51,18 @@ from __future__ import annotations
 import threading
 import weakref
 from collections import deque
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Final, Protocol
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Final, Protocol, cast
 
 from xxhash import xxh3_128_digest
 
-from streamkeep.engine.model.list_node import node_count
-
 if TYPE_CHECKING:
-    from streamkeep.engine.model.lists import QuickList
     from streamkeep.engine.model.stream import Node, Stream
 
-    # A queued node: a stream's Node and its Home, or a list's node and its ListHome; its
-    # estimated bytes.
-    Queued = tuple["Node | bytearray", "Home | ListHome", int]
+    # A queued node: a stream's Node and its Home, or a value's node and its ValueNodesHome;
+    # its estimated bytes.
+    Queued = tuple["Node | bytearray", "Home | ValueNodesHome", int]
 
 # What a resident node costs beyond its listpack: the Node object, its buffer's object and
 # allocation, its master ID and its slots in the stream's two lists (measured with
@@ -135,11 +139,11 @@ class Home:
         self.cold_bytes = 0  # their listpack size: about what they take in the snapshot
 
 
-class ListNodeStore(Protocol):
-    """Where cold list nodes are: a snapshot file (snapshot.cold.SnapshotNodes)."""
+class ValueNodeStore(Protocol):
+    """Where cold value nodes are: a snapshot file (snapshot.cold.SnapshotNodes)."""
 
-    def list_node(self, node: ColdListNode) -> bytearray:
-        """The node's listpack as the snapshot holds it, checked: its stored value's checksum,
+    def value_node(self, node: ColdValueNode) -> bytearray:
+        """The node's bytes as the snapshot holds them, checked: its stored value's checksum,
         and its bytes' hash and length against the placeholder's (StorageError if not)."""
         ...
 
@@ -147,17 +151,17 @@ class ListNodeStore(Protocol):
         ...
 
 
-class ColdListNode:
-    """A list node that is not in memory: where the snapshot holds a node of exactly its bytes
-    (the store; the part file's index in the snapshot's `parts`, -1 for its own file; the
+class ColdValueNode:
+    """A value's node that is not in memory: where the snapshot holds a node of exactly its
+    bytes (the store; the part file's index in the snapshot's `parts`, -1 for its own file; the
     value's number there, the chunk and the node's position in it), their xxh3-128 hash, their
     length and the node's elements. Immutable: one placeholder may stand for the node in
-    several lists (a COPY's), and a snapshot's index hands out the same one to every node
+    several values (a COPY's), and a snapshot's index hands out the same one to every node
     with those bytes."""
 
     __slots__ = ("store", "part", "number", "chunk", "pos", "hash", "size", "count")
 
-    def __init__(self, store: ListNodeStore, part: int, number: int, chunk: int, pos: int,
+    def __init__(self, store: ValueNodeStore, part: int, number: int, chunk: int, pos: int,
                  digest: bytes, size: int, count: int) -> None:
         self.store = store
         self.part = part
@@ -170,45 +174,91 @@ class ColdListNode:
 
     def read(self) -> bytearray:
         """The node's bytes, read back from its snapshot and checked."""
-        return self.store.list_node(self)
+        return self.store.value_node(self)
 
 
-def list_node_hash(node: bytearray | bytes) -> bytes:
-    """A list node's content hash, as a snapshot's index records it: xxh3-128 (16 bytes), so
-    that no birthday search over elements a client pushes can forge a node that another one's
+def value_node_hash(node: bytearray | bytes) -> bytes:
+    """A value node's content hash, as a snapshot's index records it: xxh3-128 (16 bytes), so
+    that no birthday search over elements a client writes can forge a node that another one's
     placeholder would stand for (a 64-bit hash falls to one in ~2**32 tries)."""
     return xxh3_128_digest(node)
 
 
-# A snapshot's index of one list's nodes: by hash, the placeholder of a node with those bytes.
-ListIndex = dict[bytes, ColdListNode]
+# A snapshot's index of one value's nodes: by hash, the placeholder of a node with those bytes.
+NodeIndex = dict[bytes, ColdValueNode]
 
 
-class ListHome:
-    """A long list's place in the current snapshot: the index of the nodes it holds (by
-    content; empty: no snapshot holds the list, or not with an index), the list's queued
-    resident nodes (their identity: the index they had when queued), and its cold nodes'
-    counters."""
+@dataclass(frozen=True)
+class ValueNodes:
+    """What a value type that keeps a big value as nodes that may go cold tells the generic
+    code (this module, the snapshot's writer, loader and node store, INFO): the type's
+    `ValueType.nodes`, implemented by its model module (engine.model.lists for a list).
 
-    __slots__ = ("value", "residency", "index", "clean_before", "queued", "missed",
+    A value kept as nodes is an object of class `held_as` with two attributes: `nodes`, its
+    nodes in order (each a resident bytearray or a ColdValueNode placeholder; the type's model
+    reads a placeholder back before it uses the node) and `home` (its ValueNodesHome, None until
+    a snapshot with its nodes' index holds it). Another form of the type (a small list's bare
+    listpack) has no nodes that can go cold."""
+
+    held_as: type  # the class of a value kept as nodes
+    count: Callable[[bytearray], int]  # a resident node's elements
+    # The value's nodes (of any form of the type), in order, every one resident: a cold one
+    # read for the caller (the value keeps its placeholder).
+    resident: Callable[[Any], Iterator[bytearray]]
+    # A value of class `held_as` holding these nodes (placeholders allowed) and that many
+    # elements (a lazy load's, made of placeholders).
+    of_nodes: Callable[[list, int], Any]
+    # The settings that shape the nodes (how a value is cut into them): a compaction child
+    # takes the parent's, so that its snapshot holds the nodes the parent holds.
+    shaped_by: tuple[str, ...] = ()
+
+    def noded(self, value: Any) -> bool:
+        """Whether `value` (of this type) is kept as nodes that may go cold: more than its two
+        ends."""
+        return isinstance(value, self.held_as) and len(cast(Any, value).nodes) > 2
+
+    def cold_counts(self, dbs: Iterable[dict[bytes, Any]]) -> tuple[int, int, int]:
+        """(cold nodes, their elements, their bytes) of every value of `dbs` (the type's
+        keyspace, per database): what INFO reports."""
+        nodes = elements = nbytes = 0
+        held_as = self.held_as
+        for db in dbs:
+            for value in db.values():
+                if type(value) is held_as:
+                    home = cast(Any, value).home  # (an object of `held_as`: its `home`)
+                    if home is not None:
+                        nodes += home.cold_nodes
+                        elements += home.cold_elements
+                        nbytes += home.cold_bytes
+        return nodes, elements, nbytes
+
+
+class ValueNodesHome:
+    """A value's place in the current snapshot, for a value kept as nodes (`ValueNodes`): the
+    index of the nodes the snapshot holds (by content; empty: no snapshot holds the value, or
+    not with an index), the value's queued resident nodes (their identity: the index they had
+    when queued), and its cold nodes' counters."""
+
+    __slots__ = ("value", "kind", "residency", "index", "clean_before", "queued", "missed",
                  "cold_nodes", "cold_elements", "cold_bytes")
 
-    def __init__(self, value: QuickList, residency: Residency) -> None:
+    def __init__(self, value: Any, kind: ValueNodes, residency: Residency) -> None:
         self.value = value
+        self.kind = kind
         self.residency = residency
-        self.index: ListIndex = {}
+        self.index: NodeIndex = {}
         self.clean_before = 0  # the change clock's value when the index's snapshot rotated
-        self.queued: dict[int, int] = {}  # id(node) -> its index in the list when queued
+        self.queued: dict[int, int] = {}  # id(node) -> its index in the value when queued
         # id(node) -> (its hash when the snapshot did not hold it, the clock's value then; -1:
         # a snapshot rotated after that did not hold it either, so none will: the node stays
-        # resident, unqueued, and asks for no compaction; see Residency._evict_list_node)
+        # resident, unqueued, and asks for no compaction; see Residency._evict_value_node)
         self.missed: dict[int, tuple[bytes, int]] = {}
         self.cold_nodes = 0
         self.cold_elements = 0
-        self.cold_bytes = 0  # their listpacks' bytes
+        self.cold_bytes = 0  # their bytes
 
-    def loaded(self, node: bytearray, at: int, cold: ColdListNode) -> None:
-        """A cold node was read back into the list, at index `at` (it is resident from now
+    def loaded(self, node: bytearray, at: int, cold: ColdValueNode) -> None:
+        """A cold node was read back into the value, at index `at` (it is resident from now
         on: queued to go cold again)."""
         self.cold_nodes -= 1
         self.cold_elements -= cold.count
@@ -222,9 +272,10 @@ class ListHome:
             residency.resident += nbytes
 
     def sealed(self, node: bytearray, at: int) -> None:
-        """A push gave the list a new end: the node it replaced, at index `at`, is counted
-        and queued (changed since the snapshot, it waits for the next one and asks for it:
-        a list growing between compactions is counted against the budget, as a stream is)."""
+        """The value's model sealed a node, at index `at` (a list's push gave it a new end: the
+        node it replaced): it is counted and queued (changed since the snapshot, it waits for
+        the next one and asks for it: a value growing between compactions is counted against
+        the budget, as a stream is)."""
         residency = self.residency
         if residency.budget > 0 and id(node) not in self.queued:
             self.queued[id(node)] = at
@@ -232,15 +283,15 @@ class ListHome:
             residency.queue.append((node, self, nbytes))
             residency.resident += nbytes
 
-    def dropped(self, cold: ColdListNode) -> None:
-        """A cold node left the list (a trim, a range deleted)."""
+    def dropped(self, cold: ColdValueNode) -> None:
+        """A cold node left the value (a trim, a range deleted)."""
         self.cold_nodes -= 1
         self.cold_elements -= cold.count
         self.cold_bytes -= cold.size
 
-    def copy_for(self, value: QuickList) -> ListHome:
-        """The home of a copy of the list (its cold nodes shared: they are immutable)."""
-        home = ListHome(value, self.residency)
+    def copy_for(self, value: Any) -> ValueNodesHome:
+        """The home of a copy of the value (its cold nodes shared: they are immutable)."""
+        home = ValueNodesHome(value, self.kind, self.residency)
         home.index = self.index
         home.cold_nodes, home.cold_elements, home.cold_bytes = (
             self.cold_nodes, self.cold_elements, self.cold_bytes)
@@ -281,9 +332,9 @@ class Residency:
         # Nodes changed at or after this value stay resident (see `node_limits_changed`).
         self.unsafe_from = _NEVER
         self.on_pressure: Callable[[], None] | None = None  # asks for a compaction
-        # The stores lists' cold nodes were bound to (closed with the engine, as the streams'
+        # The stores values' cold nodes were bound to (closed with the engine, as the streams'
         # are; weakly: a store no cold node refers to any more goes).
-        self.list_stores: weakref.WeakSet[ListNodeStore] = weakref.WeakSet()
+        self.node_stores: weakref.WeakSet[ValueNodeStore] = weakref.WeakSet()
         self.set_budget(budget)
 
     def set_budget(self, budget: int, dbs: list[dict[bytes, Stream]] | None = None) -> None:
@@ -342,9 +393,9 @@ class Residency:
         budget = self.budget
         while self.resident > budget and queue:
             node, home, nbytes = queue.popleft()
-            if isinstance(home, ListHome):
+            if isinstance(home, ValueNodesHome):
                 assert isinstance(node, bytearray)
-                self._evict_list_node(node, home, nbytes)
+                self._evict_value_node(node, home, nbytes)
                 continue
             assert not isinstance(node, bytearray)
             if node is keep:  # the node being read: it stays, and so does everything after it
@@ -378,23 +429,25 @@ class Residency:
         if self.resident > budget and self.waiting and self.on_pressure is not None:
             self.on_pressure()
 
-    def _evict_list_node(self, node: bytearray, home: ListHome, nbytes: int) -> None:
-        """A queued list node: cold if the snapshot holds a node of exactly its bytes (its
-        placeholder takes its place in the list); waiting for the next snapshot if it does not
-        (changed since); gone from the queue if it left its list, is one of its ends, or the
-        newest snapshot did not hold it unchanged either."""
+    def _evict_value_node(self, node: bytearray, home: ValueNodesHome, nbytes: int) -> None:
+        """A queued value node: cold if the snapshot holds a node of exactly its bytes (its
+        placeholder takes its place in the value); waiting for the next snapshot if it does
+        not (changed since); gone from the queue if it left its value, is one of its ends, or
+        the newest snapshot did not hold it unchanged either."""
         self.resident -= nbytes
         key = id(node)
         hint = home.queued.pop(key, -1)
-        nodes = home.value.nodes
-        at = _find(nodes, node, hint) if hint >= 0 and node_count(node) and \
-            home.value.home is home else -1
+        value = home.value
+        nodes: list[bytearray | ColdValueNode] = value.nodes
+        count = home.kind.count
+        at = _find(nodes, node, hint) if hint >= 0 and count(node) and \
+            value.home is home else -1
         if at <= 0 or at == len(nodes) - 1:  # gone, or an end: it stays, unqueued
             home.missed.pop(key, None)
             return
-        digest = list_node_hash(node)
+        digest = value_node_hash(node)
         cold = home.index.get(digest)
-        if cold is None or cold.size != len(node) or cold.count != node_count(node):
+        if cold is None or cold.size != len(node) or cold.count != count(node):
             missed = home.missed.get(key)
             if missed is not None and missed[0] == digest and (
                     missed[1] < 0 or home.clean_before > missed[1]):
@@ -454,24 +507,25 @@ class Residency:
                 self.sealed(tail, home)
         return home
 
-    def bind_list(self, value: QuickList, index: ListIndex, clean_before: int = 0) -> ListHome:
-        """The list's nodes are those of `index` in the current snapshot (a new one's, or the
-        loaded one's, rotated at clock value `clean_before`): its cold nodes are pointed at
-        that snapshot (so older files can go), and its resident nodes but its two ends are
-        queued, each once (`_evict_list_node` tells which the snapshot holds), but for those no
-        snapshot will hold as they are. Under the engine lock."""
+    def bind_nodes(self, value: Any, kind: ValueNodes, index: NodeIndex,
+                   clean_before: int = 0) -> ValueNodesHome:
+        """The nodes of `value` (kept as nodes of `kind`) are those of `index` in the current
+        snapshot (a new one's, or the loaded one's, rotated at clock value `clean_before`): its
+        cold nodes are pointed at that snapshot (so older files can go), and its resident nodes
+        but its two ends are queued, each once (`_evict_value_node` tells which the snapshot
+        holds), but for those no snapshot will hold as they are. Under the engine lock."""
         home = value.home
         if home is None or home.residency is not self:
-            home = value.home = ListHome(value, self)
+            home = value.home = ValueNodesHome(value, kind, self)
         home.index = index
         home.clean_before = clean_before
         for cold in index.values():  # (an index is of one store)
-            self.list_stores.add(cold.store)
+            self.node_stores.add(cold.store)
             break
         queued = home.queued
         missed = home.missed
         still: dict[int, tuple[bytes, int]] = {}  # (what `missed` keeps: its nodes still here)
-        nodes = value.nodes
+        nodes: list[bytearray | ColdValueNode] = value.nodes
         budget = self.budget > 0
         queue = self.queue
         for at in range(1, len(nodes) - 1):
@@ -481,7 +535,7 @@ class Residency:
                 if missed and key in missed:
                     never = missed[key]
                     if never[1] < 0 and key not in queued:
-                        if never[0] not in index and list_node_hash(node) == never[0]:
+                        if never[0] not in index and value_node_hash(node) == never[0]:
                             still[key] = never
                             continue
                     else:
@@ -512,7 +566,7 @@ class Residency:
     def forget_queue(self) -> None:
         for queue in (self.queue, self.waiting):
             for node, home, _nbytes in queue:
-                if isinstance(home, ListHome):
+                if isinstance(home, ValueNodesHome):
                     home.queued.pop(id(node), None)
                     home.missed.pop(id(node), None)
                 else:
@@ -524,12 +578,12 @@ class Residency:
     def close(self) -> None:
         """The engine closes: the stores it knows let go of their files now, not when the
         collector finds them (a file reopened meanwhile, replaced, must not meet its old map)."""
-        stores: dict[int, NodeStore | ListNodeStore] = {}
+        stores: dict[int, NodeStore | ValueNodeStore] = {}
         for _node, home, _nbytes in (*self.queue, *self.waiting):
             if isinstance(home, Home) and home.store is not None:
                 stores[id(home.store)] = home.store
-        for list_store in list(self.list_stores):
-            stores[id(list_store)] = list_store
+        for node_store in list(self.node_stores):
+            stores[id(node_store)] = node_store
         if self.store is not None:
             stores[id(self.store)] = self.store
         self.forget()

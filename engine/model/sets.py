@@ -635,6 +635,7 @@ VALUE_CLASS: Final = RSet
 STORED_AS: Final[tuple[type, ...]] = ()
 LIMITS: Final = SetLimits
 min_subexpiry: Final = None  # (a set's members have no TTLs)
+NODES: Final = None  # (no nodes that go cold)
 
 
 def encoding(value: RSet) -> str:

@@ -171,6 +171,7 @@ from_bytes: Final = bytes
 copy_value: Final = bytes
 digest: Final = None  # (its bytes: `to_bytes`)
 min_subexpiry: Final = None
+NODES: Final = None  # (no nodes: bare bytes)
 
 
 def encoding(value: bytes) -> str:

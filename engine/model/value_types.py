@@ -8,9 +8,11 @@ bare pack, a small list's bare listpack: `open` gives the value as an object of 
 encoding limits (`limits`: the class the engine keeps one object of, built from the config:
 engine.model.limits), OBJECT ENCODING's word for a value, MEMORY USAGE's estimate, how the
 snapshot's keys table stores a value (None for a type with tables of its own, as a stream's
-nodes are), the copy COPY makes, what the state digest hashes, and a value's earliest sub-key
+nodes are), the copy COPY makes, what the state digest hashes, a value's earliest sub-key
 expiry (a hash's fields' TTLs: the engine's per-database index of such keys, INFO keyspace's
-`subexpiry`).
+`subexpiry`), and whether a big value is kept as nodes that may go cold (`nodes`:
+engine.model.residency.ValueNodes, a long list's quicklist: what the residency, the snapshot
+and INFO need of them).
 
 `TypeModel` is the one shape of a type's model module: each type's module (engine.model.stream,
 strings, zset, hashes, sets, lists) provides the same names, which `ValueType.of` reads, and
@@ -32,6 +34,7 @@ from typing import Any, Protocol
 
 from streamkeep.engine.model import hashes, lists, sets, stream, strings, zset
 from streamkeep.engine.model.limits import Limits
+from streamkeep.engine.model.residency import ValueNodes
 
 
 class TypeModel(Protocol):
@@ -57,6 +60,8 @@ class TypeModel(Protocol):
     def opened(self, value: Any) -> Any: ...
     @property
     def min_subexpiry(self) -> Callable[[Any], int | None] | None: ...
+    @property
+    def NODES(self) -> ValueNodes | None: ...  # noqa: N802 (a module's constant)
 
 
 @dataclass(frozen=True)
@@ -85,13 +90,17 @@ class ValueType:
     # The earliest expiry time of the value's sub-keys (a hash's fields), None when none has
     # one; None for a type whose sub-keys never expire.
     min_subexpiry: Callable[[Any], int | None] | None
+    # A big value kept as nodes that may go cold (a `backlog-memory` budget); None: the type
+    # keeps no such nodes.
+    nodes: ValueNodes | None
 
     @classmethod
     def of(cls, name: str, slot: int, model: TypeModel) -> ValueType:
         """The type `name` at `slot`, as its model module describes it."""
         return cls(name, slot, model.VALUE_CLASS, model.STORED_AS, model.LIMITS,
                    model.encoding, model.memory_usage, model.to_bytes, model.from_bytes,
-                   model.copy_value, model.digest, model.opened, model.min_subexpiry)
+                   model.copy_value, model.digest, model.opened, model.min_subexpiry,
+                   model.NODES)
 
 
 STREAM = ValueType.of("stream", 0, stream)

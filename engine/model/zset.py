@@ -1121,6 +1121,7 @@ VALUE_CLASS: Final = ZSet
 STORED_AS: Final[tuple[type, ...]] = ()
 LIMITS: Final = ZSetLimits
 min_subexpiry: Final = None  # (a sorted set's members have no TTLs)
+NODES: Final = None  # (no nodes that go cold)
 
 
 def encoding(value: ZSet) -> str:
@@ -1153,6 +1154,6 @@ def opened(value: ZSet) -> ZSet:
 
 
 __all__ = ["ADD_ADDED", "ADD_NAN", "ADD_NOP", "ADD_SAME", "ADD_UPDATED", "DEFAULT_LIMITS",
-           "LIMITS", "LISTPACK", "SKIPLIST", "STORED_AS", "VALUE_CLASS", "copy_value", "digest",
+           "LIMITS", "LISTPACK", "NODES", "SKIPLIST", "STORED_AS", "VALUE_CLASS", "copy_value", "digest",
            "encoding", "from_bytes", "memory_usage", "min_subexpiry", "normalize_rank_range",
            "opened", "to_bytes", "ZSet", "ZSetLimits"]

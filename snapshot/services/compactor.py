@@ -23,9 +23,9 @@ demand) and the steps, each of which leaves a directory that opens to the same s
                    step. Before it the old files are the state, after it the new ones.
                    Under the engine lock the streams are bound to the new file: their cold
                    nodes are read from it from now on, and the nodes unchanged since step 1
-                   may go cold; with a backlog-memory budget, so are the long lists to the
-                   index of their nodes the file holds (read before, outside the lock), whose
-                   nodes of exactly those bytes may go cold. The old file, unlinked in step 5, stays readable while a
+                   may go cold; with a backlog-memory budget, so are the big values kept as
+                   nodes (a long list's) to the index of their nodes the file holds (read
+                   before, outside the lock), whose nodes of exactly those bytes may go cold. The old file, unlinked in step 5, stays readable while a
                    stream still refers to it.
     5. remove      delete the old snapshot, the part files the new one no longer refers to
                    and the closed segments (a crash, or a failure to
@@ -57,13 +57,13 @@ from streamkeep.aof.manifest import Manifest, PartEntry, SegmentEntry, SnapshotE
 from streamkeep.engine.exec.settings import (
     parse_size,  # Redis's memory units; engine.services.datadir imports it from here
 )
-from streamkeep.engine.model.value_types import LIST
+from streamkeep.engine.model.value_types import TYPES
 from streamkeep.engine.wire.errors import StorageError
 from streamkeep.snapshot.cold import SnapshotNodes
 from streamkeep.snapshot.integrity import child_env
 from streamkeep.snapshot.layout import file_checksum
 from streamkeep.snapshot.reader import SnapshotError, file_chunks
-from streamkeep.snapshot.services.load import big_lists, bind_lists, list_indexes
+from streamkeep.snapshot.services.load import bind_node_indexes, node_indexes, noded_values
 from streamkeep.snapshot.writer import stream_numbers
 
 if TYPE_CHECKING:
@@ -298,10 +298,11 @@ class Compactor:
         job.tick = engine.residency.rotated()
         job.numbering = [(s, number) for number, _db, _key, s in stream_numbers(engine.dbs)]
         # The node limits shape the nodes the child's replay makes: the parent's, so that its
-        # snapshot holds the nodes the parent holds (list nodes go cold by their bytes).
+        # snapshot holds the nodes the parent holds (value nodes go cold by their bytes).
         job.config = {name: engine.config[name]
                       for name in ("stream-node-max-entries", "stream-node-max-bytes",
-                                   "list-max-listpack-size")}
+                                   *(name for vt in TYPES if vt.nodes is not None
+                                     for name in vt.nodes.shaped_by))}
         self.journal.rewrite_at = float("inf")
         self.start_usec = (time.perf_counter_ns() - began) // 1000
         engine.monitoring.started_compaction(self.start_usec)
@@ -527,13 +528,13 @@ class Compactor:
             return
         engine = self.engine
         with engine.lock:
-            found = big_lists(engine) if engine.residency.budget > 0 else []
-        indexed = list_indexes(store, found)  # (read outside the lock: the store is ours)
+            found = noded_values(engine.keyspaces) if engine.residency.budget > 0 else []
+        indexed = node_indexes(store, found)  # (read outside the lock: the store is ours)
         with engine.lock:
             residency = engine.residency
             for stream, number in job.numbering:
                 residency.bind(stream, store, number)
-            bind_lists(residency, indexed, store.clean_before, engine.keyspaces[LIST.slot])
+            bind_node_indexes(residency, indexed, store.clean_before, engine.keyspaces)
             residency.switched(store)
         job.numbering = []
 

@@ -8,13 +8,15 @@ hands it over; an eager load first checks the whole file against the manifest's 
 it recorded one), and every load checks the counts the streams and groups tables keep against
 what their nodes, PEL and consumers hold: damage is a SnapshotError naming the file, the table
 and the key, never a different state. A chunked value's row may list runs of chunks from
-several part files (snapshot.layout's second form): they are followed in order, and a list's
-indexes counted from it. For a compaction child the load notes where each chunked value is
-(snapshot.values.ValueHomes), a list's chunk by chunk with the nodes each one gave.
-Also owns binding the engine's long lists to a snapshot's index of their nodes (`big_lists`,
-`list_indexes`, `bind_lists`: after a load and after a compaction's switch, with a
-`backlog-memory` budget), so that the nodes it holds may go cold (engine.model.residency); a
-lazy load gives such a list cold nodes from the start, reading only its two ends.
+several part files (snapshot.layout's second form): they are followed in order, and a noded
+value's indexes counted from it. For a compaction child the load notes where each chunked
+value is (snapshot.values.ValueHomes), a value kept as nodes (engine.model.residency.
+ValueNodes: a list's quicklist) chunk by chunk with the nodes each one gave.
+Also owns binding the engine's values kept as nodes to a snapshot's index of their nodes
+(`noded_values`, `node_indexes`, `bind_node_indexes`: after a load and after a compaction's
+switch, with a `backlog-memory` budget), so that the nodes it holds may go cold
+(engine.model.residency); a lazy load gives such a value cold nodes from the start, reading
+only its two ends. Names no type: what a type keeps as nodes is its `ValueType.nodes`.
 Must not touch: files other than through the reader, command semantics.
 """
 
@@ -28,11 +30,15 @@ from typing import TYPE_CHECKING, Any
 from streamkeep.engine.exec.functions import restore_functions
 from streamkeep.engine.model.consumer_groups import ConsumerGroup
 from streamkeep.engine.model.idmp_maps import Idmp
-from streamkeep.engine.model.list_node import node_count
-from streamkeep.engine.model.lists import ListNode, QuickList
-from streamkeep.engine.model.residency import EPOCH, ColdListNode, ListIndex, Residency
+from streamkeep.engine.model.residency import (
+    EPOCH,
+    ColdValueNode,
+    NodeIndex,
+    Residency,
+    ValueNodes,
+)
 from streamkeep.engine.model.stream import Stream, cold_node
-from streamkeep.engine.model.value_types import BY_NAME, LIST, ValueType
+from streamkeep.engine.model.value_types import BY_NAME, TYPES, ValueType
 from streamkeep.snapshot.cold import SnapshotNodes
 from streamkeep.snapshot.integrity import check_parts, check_whole
 from streamkeep.snapshot.reader import (
@@ -99,19 +105,19 @@ def load_snapshot(engine: EngineCore, path: str, lazy: bool | None = None,
             home.cold_nodes, home.cold_entries, home.cold_bytes = cold
             _restore_metadata(snap, info, s)
             engine.dbs[info.db][info.key] = s
-        lazy_lists = lazy and homes is None and residency.budget > 0
+        lazy_nodes = lazy and homes is None and residency.budget > 0
         for row in snap.key_rows():
-            if lazy_lists and row.chunked is not None and row.type == LIST.name and \
-                    (cold_list := _lazy_list(snap, store, row, residency)) is not None:
-                engine.keyspaces[LIST.slot][row.db][row.key] = cold_list
+            if lazy_nodes and row.chunked is not None and \
+                    (held := _lazy_value(snap, store, row, residency)) is not None:
+                engine.keyspaces[held[0].slot][row.db][row.key] = held[1]
             elif row.chunked is not None:
                 vt, _decode = _value_type(path, row)
                 noted = homes is not None and snap.segmented
-                value, chunks = _chunked_value(snap, row, noted and vt.name == LIST.name)
+                value, chunks = _chunked_value(snap, row, noted and vt.nodes is not None)
                 engine.keyspaces[vt.slot][row.db][row.key] = value
                 if noted:
                     assert homes is not None
-                    _note_home(snap, row, value, homes, chunks)
+                    _note_home(snap, row, value, homes, chunks, vt.nodes)
             elif row.value is not None:
                 vt, decode = _value_type(path, row)
                 engine.keyspaces[vt.slot][row.db][row.key] = decode(row.value)
@@ -120,9 +126,10 @@ def load_snapshot(engine: EngineCore, path: str, lazy: bool | None = None,
         restore_functions(engine, snap.functions)  # the function libraries, if any
         # Every node is as the file holds it; changes from now on are not.
         store.clean_before = residency.last_tick = EPOCH.tick()
-        if homes is None and residency.budget > 0:  # (a compaction child's lists stay)
-            bind_lists(residency, list_indexes(store, [
-                big for big in big_lists(engine) if big[2].home is None]), store.clean_before)
+        if homes is None and residency.budget > 0:  # (a compaction child's values stay)
+            bind_node_indexes(residency, node_indexes(store, [
+                big for big in noded_values(engine.keyspaces) if big[3].home is None]),
+                store.clean_before)
         residency.switched(store)
         # What the load read of the file and its parts (at most all of them) stops being
         # resident: the pages stay mapped while the store keeps the files open.
@@ -133,8 +140,8 @@ def load_snapshot(engine: EngineCore, path: str, lazy: bool | None = None,
 def _chunked_value(snap: Snapshot, row: KeyInfo, note_chunks: bool = False
                    ) -> tuple[Any, list[tuple[str, int, int, int, int, list[bytearray]]]]:
     """A chunked value, built a chunk at a time as they are read (snapshot.values); with
-    `note_chunks` (a list a compaction child loads), each chunk's (part path, part rows,
-    number, index, body bytes, nodes) too, in order."""
+    `note_chunks` (a value kept as nodes a compaction child loads), each chunk's (part path,
+    part rows, number, index, body bytes, nodes) too, in order."""
     ref = row.chunked
     assert ref is not None and row.type is not None
     where: list[tuple[str, int, int, int, int]] = []
@@ -159,21 +166,25 @@ def _chunked_value(snap: Snapshot, row: KeyInfo, note_chunks: bool = False
     return value, [(*w, n) for w, n in zip(where, nodes, strict=True)]
 
 
-def _lazy_list(snap: Snapshot, store: SnapshotNodes, row: KeyInfo, residency: Residency
-               ) -> QuickList | None:
-    """A chunked list loaded cold (a lazy load's): its nodes' placeholders from the snapshot's
-    index of them, only its two ends read; None when the index does not cover every chunk (an
-    older snapshot's chunks) or the list has too few nodes to have cold ones (loaded whole).
-    The index's counts must add up to the elements the keys row records."""
+def _lazy_value(snap: Snapshot, store: SnapshotNodes, row: KeyInfo, residency: Residency
+                ) -> tuple[ValueType, Any] | None:
+    """A chunked value kept as nodes loaded cold (a lazy load's), and its type: its nodes'
+    placeholders from the snapshot's index of them, only its two ends read; None when its type
+    keeps no such nodes, the index does not cover every chunk (an older snapshot's chunks) or
+    the value has too few nodes to have cold ones (loaded whole). The index's counts must add
+    up to the elements the keys row records."""
     ref = row.chunked
     assert ref is not None
-    nodes: list[ColdListNode] = []
-    index: ListIndex = {}
+    vt = BY_NAME.get(row.type or "")
+    if vt is None or vt.nodes is None:
+        return None
+    nodes: list[ColdValueNode] = []
+    index: NodeIndex = {}
     chunks = elements = 0
     for part, number, chunk, found in snap.list_node_index(row):
         chunks += 1
         for pos, (digest, size, count) in enumerate(found):
-            node = ColdListNode(store, part, number, chunk, pos, digest, size, count)
+            node = ColdValueNode(store, part, number, chunk, pos, digest, size, count)
             nodes.append(node)
             index.setdefault(digest, node)
             elements += count
@@ -183,9 +194,9 @@ def _lazy_list(snap: Snapshot, store: SnapshotNodes, row: KeyInfo, residency: Re
         raise SnapshotError(f"{snap.path}: table listnodes, key {row.key!r} (db {row.db}): "
                             f"{elements} elements found, {ref.elements} recorded: the file "
                             f"is damaged")
-    held: list[ListNode] = list(nodes)
-    value = QuickList(held, elements)
-    home = residency.bind_list(value, index)
+    held: list[bytearray | ColdValueNode] = list(nodes)
+    value = vt.nodes.of_nodes(held, elements)
+    home = residency.bind_nodes(value, vt.nodes, index)
     home.cold_nodes = len(nodes)
     home.cold_elements = elements
     home.cold_bytes = sum(node.size for node in nodes)
@@ -193,13 +204,14 @@ def _lazy_list(snap: Snapshot, store: SnapshotNodes, row: KeyInfo, residency: Re
         cold = nodes[end]
         held[end] = cold.read()
         home.dropped(cold)
-    return value
+    return vt, value
 
 
 def _note_home(snap: Snapshot, row: KeyInfo, value: Any, homes: ValueHomes,
-               chunks: list[tuple[str, int, int, int, int, list[bytearray]]]) -> None:
-    """Where the value's chunks are, for a compaction that may leave them there (a list's,
-    chunk by chunk: `chunks`, as _chunked_value noted them)."""
+               chunks: list[tuple[str, int, int, int, int, list[bytearray]]],
+               kind: ValueNodes | None) -> None:
+    """Where the value's chunks are, for a compaction that may leave them there (a value kept
+    as nodes of `kind`, chunk by chunk: `chunks`, as _chunked_value noted them)."""
     ref = row.chunked
     assert ref is not None
     if any(run.part is None for run in ref.runs):
@@ -208,40 +220,39 @@ def _note_home(snap: Snapshot, row: KeyInfo, value: Any, homes: ValueHomes,
                          run.number, run.first, run.chunks)
                  for run in ref.runs if run.part is not None)
     stored = None
-    if row.type == LIST.name:
-        stored = tuple(StoredChunk(path, rows, number, index, node_total(nodes), size,
+    if kind is not None:
+        count = kind.count
+        stored = tuple(StoredChunk(path, rows, number, index, sum(map(count, nodes)), size,
                                    *node_sums(nodes))
                        for path, rows, number, index, size, nodes in chunks)
     homes.add(row.db, row.key, ValueHome(id(value), runs, ref.elements, ref.size, ref.indexed,
                                          stored))
 
 
-def node_total(nodes: list[bytearray]) -> int:
-    return sum(map(node_count, nodes))
+# A value kept as nodes: its type, database, key and the value.
+NodedValue = tuple[ValueType, int, bytes, Any]
 
 
-BigList = tuple[int, bytes, QuickList]
+def noded_values(keyspaces: list[list[dict[bytes, Any]]]) -> list[NodedValue]:
+    """(type, db, key, value) of every value of `keyspaces` (the engine's, engine lock held)
+    kept as nodes that may go cold (ValueNodes.noded: more than its two ends)."""
+    return [(vt, db, key, value) for vt in TYPES if (kind := vt.nodes) is not None
+            for db, space in enumerate(keyspaces[vt.slot])
+            for key, value in space.items() if kind.noded(value)]
 
 
-def big_lists(engine: EngineCore) -> list[BigList]:
-    """(db, key, value) of every list of the engine long enough to have cold nodes (more than
-    its two ends), engine lock held."""
-    return [(db, key, value) for db, space in enumerate(engine.keyspaces[LIST.slot])
-            for key, value in space.items()
-            if isinstance(value, QuickList) and len(value.nodes) > 2]
-
-
-def list_indexes(store: SnapshotNodes, found: list[BigList]
-                 ) -> list[tuple[BigList, ListIndex]]:
-    """The snapshot's index of each list's nodes, for those it holds with one (no engine lock
+def node_indexes(store: SnapshotNodes, found: list[NodedValue]
+                 ) -> list[tuple[NodedValue, NodeIndex]]:
+    """The snapshot's index of each value's nodes, for those it holds with one (no engine lock
     needed: the store is the caller's until it is switched to). A damaged index row leaves
-    its list resident, with a warning: the snapshot itself was checked when it was made."""
+    its value resident, with a warning: the snapshot itself was checked when it was made."""
     out = []
     for big in found:
+        vt, db, key, _value = big
         try:
-            index = store.list_index(big[0], big[1])
+            index = store.node_index(db, key)
         except SnapshotError as err:
-            log.warning("the list %r (db %d) keeps its nodes in memory: %s", big[1], big[0],
+            log.warning("the %s %r (db %d) keeps its nodes in memory: %s", vt.name, key, db,
                         err)
             continue
         if index:
@@ -249,14 +260,16 @@ def list_indexes(store: SnapshotNodes, found: list[BigList]
     return out
 
 
-def bind_lists(residency: Residency, indexed: list[tuple[BigList, ListIndex]],
-               clean_before: int, keyspace: list[dict[bytes, Any]] | None = None) -> None:
-    """Bind each list to its index in the snapshot rotated at clock value `clean_before`
-    (engine lock held); with `keyspace` (the engine's list keyspace, per database), only those
-    still under their key (what changed meanwhile is bound at the next switch)."""
-    for (db, key, value), index in indexed:
-        if keyspace is None or keyspace[db].get(key) is value:
-            residency.bind_list(value, index, clean_before)
+def bind_node_indexes(residency: Residency, indexed: list[tuple[NodedValue, NodeIndex]],
+                      clean_before: int,
+                      keyspaces: list[list[dict[bytes, Any]]] | None = None) -> None:
+    """Bind each value to its index in the snapshot rotated at clock value `clean_before`
+    (engine lock held); with `keyspaces` (the engine's, per type slot then database), only
+    those still under their key (what changed meanwhile is bound at the next switch)."""
+    for (vt, db, key, value), index in indexed:
+        assert vt.nodes is not None
+        if keyspaces is None or keyspaces[vt.slot][db].get(key) is value:
+            residency.bind_nodes(value, vt.nodes, index, clean_before)
 
 
 def _value_type(path: str, row: KeyInfo) -> tuple[ValueType, Callable[[bytes], Any]]:

@@ -21,7 +21,7 @@ import pytest
 from streamkeep import Engine
 from streamkeep.aof.fs import file_identity
 from streamkeep.engine.model import lists, packed_node
-from streamkeep.engine.model.residency import ColdListNode
+from streamkeep.engine.model.residency import ColdValueNode
 from streamkeep.engine.model.value_types import LIST
 from streamkeep.engine.wire.errors import ReplyError, StorageError
 from streamkeep.snapshot import layout
@@ -414,7 +414,7 @@ def test_a_compaction_lets_the_nodes_it_holds_go_cold(tmp_path) -> None:
         info = _info(engine, "memory")
         assert int(info["list_nodes_cold"]) == _cold_nodes(value)
         assert int(info["list_elements_cold"]) == sum(
-            node.count for node in value.nodes if isinstance(node, ColdListNode))
+            node.count for node in value.nodes if isinstance(node, ColdValueNode))
         assert int(info["stream_nodes_evicted"]) >= _cold_nodes(value)  # (stream and list nodes)
         assert engine.execute("LRANGE", "q", 0, -1) == model
         assert engine.execute("LLEN", "q") == ELEMENTS
@@ -580,15 +580,15 @@ def test_a_compaction_points_cold_nodes_at_the_new_snapshot(tmp_path) -> None:
         engine.compact()
         engine.execute("PING")
         value = _list_value(engine)
-        first = {id(node.store) for node in value.nodes if isinstance(node, ColdListNode)}
+        first = {id(node.store) for node in value.nodes if isinstance(node, ColdValueNode)}
         engine.execute("RPUSH", "q", "more")
         model.append(b"more")
         engine.compact()
         engine.execute("PING")
-        stores = {id(node.store) for node in value.nodes if isinstance(node, ColdListNode)}
+        stores = {id(node.store) for node in value.nodes if isinstance(node, ColdValueNode)}
         assert stores and not stores & first
         assert engine.execute("LRANGE", "q", 0, -1) == model
-        held = [node for node in value.nodes if isinstance(node, ColdListNode)]
+        held = [node for node in value.nodes if isinstance(node, ColdValueNode)]
     # Closing the engine lets go of every store cold list nodes refer to.
     assert held and all(node.store.identities == [] for node in held)  # type: ignore[attr-defined]
 
@@ -620,7 +620,7 @@ def test_a_damaged_chunk_is_refused_naming_the_file(list_compacted, tmp_path) ->
     with Engine.open(damaged, backlog_memory=BUDGET) as engine:  # lazy: the middle unread
         assert engine.execute("LINDEX", "q", 0) == _element(0)
         value = _list_value(engine)
-        bad = [node for node in value.nodes if isinstance(node, ColdListNode)
+        bad = [node for node in value.nodes if isinstance(node, ColdValueNode)
                and node.chunk == _chunk_of(value, 100_001)]
         assert bad
         with pytest.raises(StorageError, match=f"{name}.*table chunks.*checksum mismatch"):
@@ -635,9 +635,9 @@ def test_a_damaged_chunk_is_refused_naming_the_file(list_compacted, tmp_path) ->
 def _chunk_of(value: lists.QuickList, index: int) -> int:
     """The chunk of the cold node holding element `index`."""
     for node in value.nodes:
-        count = node.count if isinstance(node, ColdListNode) else lists.length(node)
+        count = node.count if isinstance(node, ColdValueNode) else lists.length(node)
         if index < count:
-            assert isinstance(node, ColdListNode)
+            assert isinstance(node, ColdValueNode)
             return node.chunk
         index -= count
     raise IndexError(index)

@@ -28,6 +28,22 @@ BIG = [(b"field%d" % i, b"value%d" % (i * 3)) for i in range(600)]  # past 512
 IN_KEYSPACE = pytest.mark.skipif(Hash not in BY_CLASS, reason="the keyspace holds no hashes")
 
 
+def test_a_hash_with_field_expiry_needs_rdb_12_the_codec_says() -> None:
+    from streamkeep.engine.model.packed_hash import PackedHash
+    from streamkeep.snapshot.rdb_hash import FIELD_EXPIRY_VERSION, hash_needs
+
+    h = Hash.from_pairs(SMALL)
+    assert hash_needs(h) == (rdb.MIN_VERSION, "")
+    h.set_field_expiry(b"f", 1_900_000_000_000)
+    assert hash_needs(h) == (FIELD_EXPIRY_VERSION, "field expiry") == (12, "field expiry")
+    with pytest.raises(RdbError, match="needs RDB 12"):
+        write_hash(h, FIELD_EXPIRY_VERSION - 1)
+    if Hash in BY_CLASS:  # (the codec registered: what export-rdb asks)
+        for cls in (Hash, PackedHash):
+            codec = rdb.class_codec(cls)
+            assert codec is not None and codec.needs is hash_needs
+
+
 def _read(body: bytes, rdb_type: int, limits: HashLimits | None = None) -> Hash:
     r = Reader(body)
     h = read_hash(r, rdb_type) if limits is None else read_hash(r, rdb_type, limits)

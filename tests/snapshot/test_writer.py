@@ -14,7 +14,7 @@ import pytest
 from streamkeep import Engine
 from streamkeep.engine.model import lists
 from streamkeep.engine.model.list_node import node_count
-from streamkeep.engine.model.residency import list_node_hash
+from streamkeep.engine.model.residency import value_node_hash
 from streamkeep.engine.model.value_types import LIST
 from streamkeep.snapshot import layout
 from streamkeep.snapshot.layout import ID
@@ -216,4 +216,4 @@ def test_every_list_chunk_has_its_node_index(tmp_path: Path) -> None:
         index = list(snap.list_node_index(rows[b"q"]))
         assert [chunk for _part, _number, chunk, _nodes in index] == list(range(chunked.chunks))
         assert [node for *_where, found in index for node in found] == [
-            (list_node_hash(node), len(node), node_count(node)) for node in nodes]
+            (value_node_hash(node), len(node), node_count(node)) for node in nodes]

@@ -317,16 +317,16 @@ def _json_streamed(snap: Any, row: Any, table: Any, doc: dict[str, Any]) -> Iter
 
 def _json_element(columns: tuple[Column, ...], element: tuple) -> Any:
     # (an index column is not shown: the elements are in its order)
-    values = [_json_cell(c.kind, v) for c, v in zip(columns, element, strict=True)
+    values = [_json_cell(c, v) for c, v in zip(columns, element, strict=True)
               if c.kind != "index"]
     return values[0] if len(values) == 1 else values
 
 
-def _json_cell(kind: str, value: Any) -> Any:
-    if kind == "binary":
+def _json_cell(column: Column, value: Any) -> Any:
+    if column.kind == "binary":
         return json_arg(value)
-    if kind == "double":
-        return _score(value)
+    if column.text is not None:  # (a score: ZSCORE's text)
+        return column.text(value)
     return value  # an expiry: ms or None
 
 
@@ -360,18 +360,11 @@ def _text_values(snap: Any, rows: Iterator[Any]) -> Iterator[str]:
 def _text_cell(column: Column, value: Any) -> str:
     if column.kind == "binary":
         return quote(value)
-    if column.kind == "double":
-        return _score(value)
+    if column.text is not None:  # (a score: ZSCORE's text)
+        return column.text(value)
     if column.kind == "index":
         return ""  # (the elements are in its order)
     return "" if value is None else f"{column.name}={value}"  # an element's expiry
-
-
-def _score(value: float) -> str:
-    """A score as Redis replies it (ZSCORE's text)."""
-    from streamkeep.engine.model.scores import format_score
-
-    return format_score(value).decode("ascii")
 
 
 def _json_lines(db: int, key: bytes, entries: Iterator[Any]) -> Iterator[str]:

@@ -16,12 +16,12 @@ from streamkeep.engine.model.list_node import node_count
 from streamkeep.engine.model.lists import ListLimits, QuickList
 from streamkeep.engine.model.residency import (
     NODE_OVERHEAD,
-    ColdListNode,
+    ColdValueNode,
     Epoch,
-    ListIndex,
+    NodeIndex,
     Residency,
-    list_node_hash,
     node_bytes,
+    value_node_hash,
 )
 from streamkeep.engine.model.stream import Node, Stream, new_stream
 
@@ -392,21 +392,21 @@ class MemoryListStore:
         self.saved: dict[tuple[int, int], bytes] = {}
         self.reads = 0
 
-    def index(self, value: QuickList) -> ListIndex:
+    def index(self, value: QuickList) -> NodeIndex:
         """What a snapshot of `value` holds: each node, under chunk 0, by its hash."""
-        index: ListIndex = {}
+        index: NodeIndex = {}
         for pos, node in enumerate(value.nodes):
-            data = bytes(node.read() if isinstance(node, ColdListNode) else node)
+            data = bytes(node.read() if isinstance(node, ColdValueNode) else node)
             self.saved[0, pos] = data
-            index.setdefault(list_node_hash(bytearray(data)), ColdListNode(
-                self, -1, 1, 0, pos, list_node_hash(bytearray(data)), len(data),
+            index.setdefault(value_node_hash(bytearray(data)), ColdValueNode(
+                self, -1, 1, 0, pos, value_node_hash(bytearray(data)), len(data),
                 node_count(bytearray(data))))
         return index
 
-    def list_node(self, node: ColdListNode) -> bytearray:
+    def value_node(self, node: ColdValueNode) -> bytearray:
         self.reads += 1
         data = self.saved[node.chunk, node.pos]
-        assert list_node_hash(bytearray(data)) == node.hash
+        assert value_node_hash(bytearray(data)) == node.hash
         return bytearray(data)
 
     def close(self) -> None:
@@ -423,12 +423,12 @@ def queued_list(budget: int = 1 << 30, elements: int = 160) -> tuple[Residency, 
     value = lists.from_elements([b"e%d" % i for i in range(elements)], LIMITS)
     assert isinstance(value, QuickList)
     store = MemoryListStore()
-    residency.bind_list(value, store.index(value))
+    residency.bind_nodes(value, lists.NODES, store.index(value))
     return residency, value, store
 
 
 def list_cold(value: QuickList) -> list[bool]:
-    return [isinstance(node, ColdListNode) for node in value.nodes]
+    return [isinstance(node, ColdValueNode) for node in value.nodes]
 
 
 def test_list_nodes_go_cold_oldest_first_and_never_the_ends() -> None:
@@ -443,6 +443,26 @@ def test_list_nodes_go_cold_oldest_first_and_never_the_ends() -> None:
     assert list_cold(value) == [False] + [True] * 8 + [False]
     assert residency.evictions == 8 and value.home is not None and value.home.cold_nodes == 8
     assert list(lists.elements(value)) == [b"e%d" % i for i in range(160)]
+
+
+def test_value_nodes_tell_a_noded_value_and_count_the_cold_nodes_of_a_keyspace() -> None:
+    """ValueNodes (the list's: lists.NODES): which values keep nodes that may go cold, and
+    INFO's counts over a keyspace (every database, small values and unbound lists at 0)."""
+    residency, value, _store = queued_list(budget=1)
+    residency.evict()
+    small = lists.from_elements([b"a", b"b"])  # a listpack, kept bare
+    two = lists.from_elements([b"e%d" % i for i in range(20)], LIMITS)  # its two ends only
+    unbound = lists.from_elements([b"e%d" % i for i in range(160)], LIMITS)
+    kind = lists.NODES
+    assert isinstance(two, QuickList) and len(two.nodes) == 2
+    assert kind.noded(value) and kind.noded(unbound) and kind.noded(two) is False
+    assert kind.noded(small) is False and kind.noded(b"a string") is False
+    dbs = [{b"q": value, b"s": small}, {}, {b"u": unbound, b"t": two}]
+    assert value.home is not None
+    assert kind.cold_counts(dbs) == (value.home.cold_nodes, value.home.cold_elements,
+                                     value.home.cold_bytes) == (8, 128, sum(
+        node.size for node in value.nodes if isinstance(node, ColdValueNode)))
+    assert kind.cold_counts([{b"u": unbound}]) == (0, 0, 0)
 
 
 def test_a_cold_list_node_reads_back_and_is_queued_again() -> None:
@@ -466,7 +486,7 @@ def test_a_list_node_changed_since_the_snapshot_waits_and_asks_for_one() -> None
     assert residency.waiting and residency.waiting_bytes > 0
     assert lists.get(value, 40) == b"changed"
     store = MemoryListStore()  # the next snapshot holds it as it is now
-    residency.bind_list(value, store.index(value))
+    residency.bind_nodes(value, lists.NODES, store.index(value))
     residency.switched(MemoryStore(residency.rotated()))
     residency.evict()
     assert list_cold(value)[2] is True and lists.get(value, 40) == b"changed"
@@ -485,20 +505,20 @@ def test_a_list_node_no_newer_snapshot_holds_leaves_the_queue() -> None:
     residency.evict()
     assert asked and len(residency.waiting) == 1
     first = len(asked)
-    residency.bind_list(value, index, before)  # ...switches: it cannot hold the change
+    residency.bind_nodes(value, lists.NODES, index, before)  # ...switches: it cannot hold the change
     residency.switched(MemoryStore(before))
     residency.evict()
     assert len(asked) > first and len(residency.waiting) == 1  # it waits, and asks again
     second = len(asked)
     after = residency.rotated()  # one rotated after the change, without it (cut otherwise)
-    residency.bind_list(value, index, after)
+    residency.bind_nodes(value, lists.NODES, index, after)
     residency.switched(MemoryStore(after))
     residency.evict()
     assert len(asked) == second and not residency.waiting and not residency.queue
     assert list_cold(value)[2] is False
-    residency.bind_list(value, index, residency.rotated())  # not queued again
+    residency.bind_nodes(value, lists.NODES, index, residency.rotated())  # not queued again
     assert not residency.queue
-    residency.bind_list(value, store.index(value), residency.rotated())  # held now: queued
+    residency.bind_nodes(value, lists.NODES, store.index(value), residency.rotated())  # held now: queued
     assert len(residency.queue) == 1
     residency.evict()
     assert list_cold(value)[2] is True and lists.get(value, 40) == b"changed"
