@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
 from streamkeep.engine.commands.keyspace import parse_element_scan, stringmatchlen
 from streamkeep.engine.exec.context import Ctx
@@ -83,6 +83,9 @@ NAN_OR_INF = "ERR value is NaN or Infinity"
 _RNG = random.Random()  # HRANDFIELD's picks (read-only: nothing random is ever logged)
 _NO_FIELDS: frozenset[bytes] = frozenset()
 
+# Its keyspace and limits slot: a static read (`HASH.slot` is an attribute lookup at each call).
+_SLOT: Final = HASH.slot
+
 
 # --- the shared limits and the sub-key expiry index --------------------------------------------
 
@@ -91,7 +94,7 @@ def limits_of(ctx: Ctx) -> HashLimits:
     """The engine's one HashLimits: every hash it holds reads it at each write, and CONFIG SET
     changes it in place (engine.exec.settings), so a new limit reaches existing hashes on
     their next write, as in Redis."""
-    limits: HashLimits = ctx.engine.limits[HASH.slot]
+    limits: HashLimits = ctx.engine.limits[_SLOT]
     return limits
 
 
@@ -182,7 +185,7 @@ def _opened(ctx: Ctx, key: bytes, value: Hash | PackedHash) -> Hash:
     """The key's value as the `Hash` the commands use, reading the engine's limits: a small
     hash kept bare is wrapped in one that stores its changes back (engine.model.hashes'
     `bound_hash`)."""
-    return adopt_limits(ctx, bound_hash(value, ctx.space(HASH.slot), key, limits_of(ctx)))
+    return adopt_limits(ctx, bound_hash(value, ctx.space(_SLOT), key, limits_of(ctx)))
 
 
 def hidden_fields(ctx: Ctx, h: Hash) -> frozenset[bytes]:
@@ -211,7 +214,7 @@ def create_hash(ctx: Ctx, key: bytes) -> Hash:
     """A new empty hash at a free key, notified `new` (dbAdd): kept bare, and returned as the
     `Hash` that stores its changes there."""
     limits = limits_of(ctx)
-    space = ctx.space(HASH.slot)
+    space = ctx.space(_SLOT)
     value = stored(Hash(limits))
     space[key] = value
     ctx.notify(NEW, b"new", key)
@@ -408,7 +411,7 @@ def hincrby(ctx: Ctx, argv: Argv) -> int:
     if h is None:
         h = Hash(limits_of(ctx))
         total = h.incr_by(field, increment)  # (raises before the key exists)
-        ctx.space(HASH.slot)[key] = stored(h)
+        ctx.space(_SLOT)[key] = stored(h)
         ctx.notify(NEW, b"new", key)
     else:
         total = h.incr_by(field, increment)
@@ -434,7 +437,7 @@ def hincrbyfloat(ctx: Ctx, argv: Argv) -> bytes:
     if h is None:
         h = Hash(limits_of(ctx))
         text = h.incr_by_float(field, increment)
-        ctx.space(HASH.slot)[key] = stored(h)
+        ctx.space(_SLOT)[key] = stored(h)
         ctx.notify(NEW, b"new", key)
     else:
         text = h.incr_by_float(field, increment)

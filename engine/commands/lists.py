@@ -28,6 +28,7 @@ Must not touch: other types' values (a key of another type is WRONGTYPE), the li
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Final
 
 from streamkeep.engine.exec.blocking import parse_timeout_s
 from streamkeep.engine.exec.context import Ctx, block_on
@@ -57,10 +58,13 @@ RANK_ZERO = ("ERR RANK can't be zero: use 1 to start from the first match, 2 fro
 
 # --- shared helpers ------------------------------------------------------------------------------
 
+# Its keyspace and limits slot: a static read (`LIST.slot` is an attribute lookup at each call).
+_SLOT: Final = LIST.slot
+
 
 def limits_of(ctx: Ctx) -> ListLimits:
     """The engine's one ListLimits (CONFIG SET updates it in place: engine.exec.settings)."""
-    limits: ListLimits = ctx.engine.limits[LIST.slot]
+    limits: ListLimits = ctx.engine.limits[_SLOT]
     return limits
 
 
@@ -79,14 +83,14 @@ def list_for_write(ctx: Ctx, key: bytes) -> ListValue | None:
 def _store(ctx: Ctx, key: bytes, old: ListValue, new: ListValue) -> ListValue:
     """A converted value stored under its key."""
     if new is not old:
-        ctx.space(LIST.slot)[key] = new
+        ctx.space(_SLOT)[key] = new
     return new
 
 
 def _created(ctx: Ctx, key: bytes) -> ListValue:
     """A new empty list under `key` (createListListpackObject + dbAdd)."""
     value = lists.new_list()
-    ctx.space(LIST.slot)[key] = value
+    ctx.space(_SLOT)[key] = value
     ctx.notify(NEW, b"new", key)
     return value
 
@@ -462,7 +466,7 @@ def _move(ctx: Ctx, src_key: bytes, dst_key: bytes, from_tail: bool, to_tail: bo
     ctx.signal(dst_key)
     ctx.notify(LIST_EVENTS, b"rpush" if to_tail else b"lpush", dst_key)
     # (the source read again: when it is the destination, the push may have converted it)
-    src = ctx.space(LIST.slot)[src_key]
+    src = ctx.space(_SLOT)[src_key]
     ctx.emit(effect)
     _removed(ctx, src_key, src, b"rpop" if from_tail else b"lpop")
     return item
@@ -495,7 +499,7 @@ def rpoplpush(ctx: Ctx, argv: Argv) -> object:
 
 def _block(ctx: Ctx, argv: Argv, keys: Sequence[bytes], timeout: int, empty: object) -> object:
     """Nothing to serve: `empty` in MULTI and scripts, else wait for a list on the keys."""
-    return block_on(ctx, argv, keys, timeout, LIST.slot, empty)
+    return block_on(ctx, argv, keys, timeout, _SLOT, empty)
 
 
 def _bpop(ctx: Ctx, argv: Argv, tail: bool) -> object:

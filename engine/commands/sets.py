@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Iterable, Iterator
+from typing import Final
 
 from streamkeep.engine.commands.keyspace import parse_element_scan, replacing_events, stringmatchlen
 from streamkeep.engine.exec.context import Ctx
@@ -58,6 +59,9 @@ SPOP_BATCH = 1024  # members per SREM effect of one SPOP, as Redis propagates th
 _LISTPACK_SET_RDB = 11  # the first RDB version that writes a listpack set as one
 _RNG = random.Random()  # SPOP's and SRANDMEMBER's picks (SPOP logs what it picked)
 
+# Its keyspace and limits slot: a static read (`SET.slot` is an attribute lookup at each call).
+_SLOT: Final = SET.slot
+
 
 # --- shared helpers ------------------------------------------------------------------------------
 
@@ -65,7 +69,7 @@ _RNG = random.Random()  # SPOP's and SRANDMEMBER's picks (SPOP logs what it pick
 def limits_of(ctx: Ctx) -> SetLimits:
     """The engine's one SetLimits (every set it makes holds it), made with the engine from the
     set-max-* settings; CONFIG SET updates it in place (engine.exec.settings)."""
-    limits: SetLimits = ctx.engine.limits[SET.slot]
+    limits: SetLimits = ctx.engine.limits[_SLOT]
     return limits
 
 
@@ -97,7 +101,7 @@ def sadd(ctx: Ctx, argv: Argv) -> int:
     s = set_for_write(ctx, key)
     if s is None:
         s = RSet.for_new_key(members[0], len(members), limits_of(ctx))
-        ctx.space(SET.slot)[key] = s
+        ctx.space(_SLOT)[key] = s
         ctx.notify(NEW, b"new", key)
         before = ""
     else:
@@ -156,7 +160,7 @@ def smove(ctx: Ctx, argv: Argv) -> int:
     removed_from(ctx, src_key, src, SET_EVENTS, b"srem")
     if dst is None:
         dst = RSet.for_new_key(member, 1, limits_of(ctx))
-        ctx.space(SET.slot)[dst_key] = dst
+        ctx.space(_SLOT)[dst_key] = dst
         ctx.notify(NEW, b"new", dst_key)
     ctx.signal(src_key)
     if dst.add(member):
@@ -358,8 +362,8 @@ def _store(ctx: Ctx, argv: Argv, result: RSet | None, event: bytes) -> int:
     if result is not None and len(result):
         if ctx.engine.notify_flags:
             replacing_events(ctx, SET.name, dst)
-        drop_other_types(ctx.engine, ctx.session.db, dst, SET.slot)
-        ctx.space(SET.slot)[dst] = result
+        drop_other_types(ctx.engine, ctx.session.db, dst, _SLOT)
+        ctx.space(_SLOT)[dst] = result
         ctx.expires.pop(dst, None)
         ctx.emit(as_sent_effect(argv))
         ctx.signal(dst)

@@ -78,6 +78,9 @@ _RNG = random.Random()  # ZRANDMEMBER's picks (read-only: nothing random is ever
 # module's globals at each call, a Final one is read from a static (mypyc).
 _HUMAN_INTEGER: Final = human_integer
 
+# Its keyspace and limits slot: a static read (`ZSET.slot` is an attribute lookup at each call).
+_SLOT: Final = ZSET.slot
+
 
 # --- shared helpers ------------------------------------------------------------------------------
 
@@ -85,7 +88,7 @@ _HUMAN_INTEGER: Final = human_integer
 def limits_of(ctx: Ctx) -> ZSetLimits:
     """The engine's one ZSetLimits (zset-max-listpack-entries / -value; CONFIG SET changes it in
     place: engine.model.limits)."""
-    limits: ZSetLimits = ctx.engine.limits[ZSET.slot]
+    limits: ZSetLimits = ctx.engine.limits[_SLOT]
     return limits
 
 
@@ -206,7 +209,7 @@ def _zadd(ctx: Ctx, argv: Argv, incr: bool) -> object:
         if xx:
             return None if incr else 0
         z = ZSet.create(elements, len(argv[at + 1]), limits)
-        ctx.space(ZSET.slot)[key] = z
+        ctx.space(_SLOT)[key] = z
         ctx.notify(NEW, b"new", key)
     else:
         z.maybe_convert(elements, limits)
@@ -485,7 +488,7 @@ def zmpop(ctx: Ctx, argv: Argv) -> object:
 
 def _block(ctx: Ctx, argv: Argv, keys: Sequence[bytes], timeout: int) -> object:
     """Nothing to serve: nil in MULTI and scripts, else wait for a sorted set on the keys."""
-    return block_on(ctx, argv, keys, timeout, ZSET.slot, NULL_ARRAY)
+    return block_on(ctx, argv, keys, timeout, _SLOT, NULL_ARRAY)
 
 
 def _bzpop(ctx: Ctx, argv: Argv, maximum: bool) -> object:

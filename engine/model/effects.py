@@ -378,9 +378,11 @@ def as_sent_effect(argv: Sequence[bytes]) -> Effect:
 
 
 # --- sets ----------------------------------------------------------------------------------------
+# (SADD's and a push's arguments are the command's argv slice, a tuple: compiled, unpacking a
+# tuple is a copy, where a generic sequence is iterated.)
 
 
-def sadd_effect(key: bytes, members: Sequence[bytes]) -> Effect:
+def sadd_effect(key: bytes, members: tuple[bytes, ...]) -> Effect:
     """`SADD key member ...`: every member SADD was given (their count decides a conversion
     before anything is added, so a replay needs them all)."""
     return [b"SADD", key, *members]
@@ -394,7 +396,7 @@ def srem_effect(key: bytes, members: Iterable[bytes]) -> Effect:
 # --- lists ---------------------------------------------------------------------------------------
 
 
-def push_effect(key: bytes, elements: Sequence[bytes], tail: bool) -> Effect:
+def push_effect(key: bytes, elements: tuple[bytes, ...], tail: bool) -> Effect:
     """`LPUSH` / `RPUSH key element ...`: a push as it was made (LPUSHX and RPUSHX too: the key
     was there)."""
     return [b"RPUSH" if tail else b"LPUSH", key, *elements]
