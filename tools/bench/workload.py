@@ -116,6 +116,38 @@ def timed(loop: Callable[[str, int], object], n: int, warm: int | None = None) -
     return clocked(loop, KEY, n)[1]
 
 
+@dataclass(frozen=True)
+class Loop:
+    """A workload declared as commands (argv tuples, all made before the clock starts):
+    ``setup`` run untimed, then ``timed``, then ``check``: a command and the reply it must
+    give. Its ops: ``ops``, else one per timed command. :func:`run_loop` interprets it."""
+
+    timed: Sequence[Sequence[Any]]
+    setup: Sequence[Sequence[Any]] = ()
+    ops: int | None = None
+    check: tuple[Sequence[Any], Any] | None = None
+
+
+def xadds(key: str, n: int) -> list[tuple[str, ...]]:
+    """n x ``XADD key * f v`` as argv."""
+    return [("XADD", key, "*", "f", "v")] * n
+
+
+def run_loop(execute: Callable[..., Any], loop: Loop) -> float:
+    """``loop`` through an engine's ``execute``: its ops per second of the timed commands;
+    AssertionError when its check fails."""
+    for argv in loop.setup:
+        execute(*argv)
+    began = time.perf_counter()
+    for argv in loop.timed:
+        execute(*argv)
+    seconds = time.perf_counter() - began
+    if loop.check is not None and (got := execute(*loop.check[0])) != loop.check[1]:
+        raise AssertionError(f"{' '.join(map(str, loop.check[0]))} gave {got!r} after the loop, "
+                             f"expected {loop.check[1]!r}")
+    return (len(loop.timed) if loop.ops is None else loop.ops) / seconds
+
+
 def fill(execute: Callable[..., Any], key: str, n: int) -> None:
     """n x ``XADD key * f v`` through an engine's ``execute``."""
     for _ in range(n):

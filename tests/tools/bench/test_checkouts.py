@@ -22,7 +22,7 @@ from streamkeep.tools.bench import checkouts, options, registry
 from streamkeep.tools.bench.env import BenchEnv
 from streamkeep.tools.bench.workload import Size
 
-STDLIB = {"__future__", "gc", "json", "random", "sys", "time", "collections.abc", "typing"}
+STDLIB = {"__future__", "gc", "itertools", "json", "random", "sys", "time", "collections.abc", "typing"}
 
 
 def _checkout(tmp_path: Path) -> Path:
