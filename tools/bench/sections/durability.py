@@ -58,9 +58,10 @@ AOF = Section("aof", (
 # --- crashbench: the crash bench against an older checkout -------------------------------------
 
 CRASHBENCH = Section("crashbench", (
-    Benchmark("exhaustive", f"crash points judged/s: exhaustive power loss, {checkouts.POLICY}, "
-                            f"every fault model: this checkout (vs --before)",
-              checkouts.crash_exhaustive),
+    checkouts.row("exhaustive", f"crash points judged/s: exhaustive power loss, "
+                                f"{checkouts.POLICY}, every fault model: this checkout (vs "
+                                "--before)", checkouts.crash_run, "before",
+                  ("seconds", "the run's time"), ("cpu_s", "the run's CPU")),
 ), describe=checkouts.describe_crashbench, figures=(
     extra("crash points judged/s: this / before, worst run", "exhaustive", "ratio_min"),
     extra("the same run's time: before / this, worst run", "exhaustive", "seconds_ratio_min"),

@@ -299,7 +299,7 @@ ASYNCIO = Section("asyncio", (
 
 # --- nodes: packed stream nodes against other checkouts -----------------------------------------
 
-# This checkout's rate / the other's, each run (the worst run's ratio is the figure), at least:
+# This checkout's rate / the other's, each repeat (the worst one's ratio is the figure), at least:
 NODES_BASE_TARGET = 0.95  # no embedded op slower than the base by more than 5%
 NODES_RANGE_TARGET = 1.0  # range reads faster than the base (strictly: > 1)
 NODES_LOAD_TARGET = 5.0  # snapshot load entries/s against the older commit
@@ -326,18 +326,21 @@ NODES_BEFORE = (("snapshot_load", "snapshot load entries/s", NODES_LOAD_TARGET),
                 ("import_rdb", "import entries/s", NODES_IMPORT_TARGET))
 
 NODES = Section("nodes", (
-    *(Benchmark(name, f"embedded {label}: this checkout (vs --base)",
-                partial(checkouts.embedded, workload=name))
+    *(checkouts.row(name, f"embedded {label}: this checkout (vs --base)",
+                    checkouts.embedded(name), "base")
       for name, label, _target in NODES_EMBEDDED),
-    *(Benchmark(f"serve_{name}", f"streamkeep serve + redis-py, {label}: this checkout (vs "
-                                 "--base)", partial(checkouts.served, what=name))
+    *(checkouts.row(f"serve_{name}", f"streamkeep serve + redis-py, {label}: this checkout (vs "
+                                     "--base)", checkouts.served(name), "base",
+                    ("cpu", "server CPU per op"))
       for name, label, _target in NODES_SERVED),
-    Benchmark("snapshot_load", "snapshot load at Engine.open, entries: this checkout (vs "
-                               "--before)", checkouts.snapshot_load),
-    Benchmark("cold_read", f"cold XRANGE COUNT {BATCH} at random, backlog-memory 1mb, reads: "
-                           "this checkout (vs --before)", checkouts.cold_read),
-    Benchmark("import_rdb", "streamkeep import of a redis-server dump.rdb, entries (process "
-                            "timed whole): this checkout (vs --before)", checkouts.import_rdb),
+    checkouts.row("snapshot_load", "snapshot load at Engine.open, entries: this checkout (vs "
+                                   "--before)", checkouts.snapshot_load, "before"),
+    checkouts.row("cold_read", f"cold XRANGE COUNT {BATCH} at random, backlog-memory 1mb, "
+                               "reads: this checkout (vs --before)", checkouts.cold_read,
+                  "before"),
+    checkouts.row("import_rdb", "streamkeep import of a redis-server dump.rdb, entries (process "
+                                "timed whole): this checkout (vs --before)",
+                  checkouts.import_rdb, "before"),
     Benchmark("footprint", "sensor entries built live, then restarted (RSS): XADD",
               checkouts.footprint),
 ), describe=checkouts.describe_nodes, figures=(
@@ -360,18 +363,19 @@ NODES = Section("nodes", (
 
 # --- consume: the consume path against an older checkout ----------------------------------------
 
-# This checkout's rate / the older commit's, each run (the worst run's ratio), at least:
+# This checkout's rate / the older commit's, each repeat (the worst one's ratio), at least:
 CONSUME_EMBEDDED_TARGET = 4.0  # XREADGROUP COUNT 100 + XACK in memory
 CONSUME_BATCH_TARGET = 5.0  # StreamQueue put_many(100) + get(100) + ack, everysec
 CONSUME_CATCHUP_TARGET = 3.0  # a group's catch-up over a cold backlog
 
 CONSUME = Section("consume", (
-    Benchmark("embedded", f"embedded XREADGROUP COUNT {BATCH} + XACK, in memory: this checkout "
-                          "(vs --before)", checkouts.consume_embedded),
-    Benchmark("queue_batch", f"StreamQueue put_many({BATCH}) + get({BATCH}) + ack, everysec: "
-                             "this checkout (vs --before)", checkouts.consume_queue_batch),
-    Benchmark("catchup", f"catch-up (XREADGROUP COUNT {BATCH} + XACK) over a cold backlog: this "
-                         "checkout (vs --before)", checkouts.consume_catchup),
+    checkouts.row("embedded", f"embedded XREADGROUP COUNT {BATCH} + XACK, in memory: this "
+                              "checkout (vs --before)", checkouts.embedded("consume"), "before"),
+    checkouts.row("queue_batch", f"StreamQueue put_many({BATCH}) + get({BATCH}) + ack, "
+                                 "everysec: this checkout (vs --before)",
+                  checkouts.consume_queue_batch, "before"),
+    checkouts.row("catchup", f"catch-up (XREADGROUP COUNT {BATCH} + XACK) over a cold backlog: "
+                             "this checkout (vs --before)", checkouts.consume_catchup, "before"),
 ), describe=checkouts.describe_consume, figures=tuple(
     extra(f"{label}: this / before, worst run", name, "ratio_min", target=target)
     for name, label, target in (("embedded", "embedded consume msgs/s", CONSUME_EMBEDDED_TARGET),
