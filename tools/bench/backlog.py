@@ -19,6 +19,7 @@ from streamkeep.tools.bench import datasets
 from streamkeep.tools.bench.workload import (
     Measurement,
     Size,
+    Sizes,
     clocked,
     consume,
     info_fields,
@@ -50,18 +51,9 @@ def catchup_entries(env: BenchEnv) -> int:
     return min(env.n * CATCHUP_PER_N, int(ENTRIES(env) * BEHIND_SHARE))
 
 
-def describe(env: BenchEnv) -> list[str]:
-    n, compact = ENTRIES(env), COMPACT_ENTRIES(env)
-    return [f"backlog: one stream of {n:,} entries `v <8 digits>`, a group "
-            f"{int(n * BEHIND_SHARE):,} behind, written as a snapshot; each mode in a fresh "
-            f"child process on its own copy: cold = backlog-memory {BUDGET >> 20}mb, resident "
-            f"= no budget; RSS = the child's peak (VmHWM) and final (VmRSS); compaction after "
-            f"{compact:,} new entries, against the same on a {compact:,}-entry stream",
-            f"backlog lists: one list of {ELEMENTS(env):,} elements `job:<8 digits>:payload-"
-            f"xxxxxxxxxx`, RPUSHed {PUSH_BATCH:,} a command and compacted; each mode in a "
-            f"fresh child process on its own copy: list_cold = backlog-memory "
-            f"{LIST_BUDGET >> 20}mb, list_resident = no budget; restart = open + LLEN; RSS = "
-            f"the child's after the restart (VmRSS); scan = LRANGE pages of {PAGE:,}"]
+SIZES: Sizes = (
+    ("stream entries", ENTRIES), ("new entries before the compaction", COMPACT_ENTRIES),
+    ("list elements", ELEMENTS))
 
 
 def build(path: str, n: int) -> None:

@@ -30,6 +30,7 @@ from streamkeep.tools.bench.workload import (
     BATCH,
     Measurement,
     Size,
+    Sizes,
     Skip,
     child_json,
     pipelined,
@@ -56,27 +57,22 @@ def python_of(checkout: str) -> str:
     return os.path.join(os.path.abspath(checkout), ".venv", "bin", "python")
 
 
-def describe_nodes(env: BenchEnv) -> list[str]:
-    others = ", ".join(f"{label} {path}" for label, path in env.others.items()) or "none given"
-    return [f"nodes: each row in child processes, this checkout ({os.path.dirname(CHILD)}) "
-            f"and the other in turns, each repeat, ratio this/other per repeat; other "
-            f"checkouts: {others}; range rows over {int(env.n * RANGE_PER_N):,} entries, "
-            f"snapshot rows {SNAPSHOT_ENTRIES(env):,}, import {interop.IMPORT_ENTRIES(env):,}"]
+# The header lines' sizes (declarations.Section.sizes).
+NODES_SIZES: Sizes = (
+    ("other checkouts", lambda env: ", ".join(
+        f"{label} {path}" for label, path in env.others.items()) or "none given"),
+    ("range rows' entries", lambda env: int(env.n * RANGE_PER_N)),
+    ("snapshot rows' entries", SNAPSHOT_ENTRIES), ("import entries", interop.IMPORT_ENTRIES))
 
 
-def describe_consume(env: BenchEnv) -> list[str]:
-    other = env.others.get("before", "none given (no ratios)")
-    return [f"consume: each row in child processes, this checkout and --before ({other}) "
-            f"in turns, each repeat, ratio this/before per repeat; catch-up of "
-            f"{catchup_entries(env):,} entries over a {BACKLOG_ENTRIES(env):,}-entry backlog "
-            f"(backlog-memory 128mb)"]
+CONSUME_SIZES: Sizes = (
+    ("--before", lambda env: env.others.get("before", "none given (no ratios)")),
+    ("catch-up entries", catchup_entries), ("backlog entries", BACKLOG_ENTRIES))
 
 
-def describe_crashbench(env: BenchEnv) -> list[str]:
-    other = env.others.get("before", "none given (no ratio)")
-    return [f"crashbench: `streamkeep crashbench --policy {POLICY} --ops {CRASH_OPS(env):,}` "
-            f"(exhaustive, every fault model, 2 workers) in a child process, this checkout and "
-            f"--before ({other}) in turns; points judged per second from its JSON report"]
+CRASH_SIZES: Sizes = (
+    ("--before", lambda env: env.others.get("before", "none given (no ratio)")),
+    ("crashbench --ops", CRASH_OPS))
 
 
 def bytecode(env: BenchEnv) -> set[str]:

@@ -19,7 +19,7 @@ from redis.lock import Lock
 
 from streamkeep.tools import frameworks
 from streamkeep.tools.bench.server import SERVER_CLIENTS, redis_benchmark, server_requests
-from streamkeep.tools.bench.workload import Measurement, Size, Skip, child_json, pipelined
+from streamkeep.tools.bench.workload import Measurement, Size, Sizes, Skip, child_json, pipelined
 from streamkeep.tools.servers import HOST
 
 if TYPE_CHECKING:
@@ -78,12 +78,10 @@ def evalsha(env: BenchEnv, server: Any, pipeline: int) -> Measurement:
                                                    *EVALSHA_ARGS), "EVALSHA")
 
 
-def describe_strings(env: BenchEnv) -> list[str]:
-    return [f"strings: redis-benchmark -c 50 -t set|get -r {KEYSPACE:,} (-P 1 / -P 16), then "
-            f"EVALSHA <sha of redis-py's Lock release script> {' '.join(EVALSHA_ARGS)} -r "
-            f"{KEYSPACE:,} (-P 1 / -P 16), database {STRINGS_DB}, the same against streamkeep "
-            f"serve and redis-server (AOF everysec both); requests/s as redis-benchmark "
-            f"reports them"]
+# The header lines' sizes (declarations.Section.sizes).
+STRINGS_SIZES: Sizes = (
+    ("redis-benchmark -n", lambda env: server_requests(env.n, 16)), ("-r", lambda _env: KEYSPACE),
+    ("--dbnum", lambda _env: STRINGS_DB))
 
 
 def member(i: int) -> str:
@@ -268,24 +266,14 @@ def framework(env: BenchEnv, server: Any, name: str) -> Measurement:
                               f"one {'worker' if name == 'arq' else RQ_WORKER} at {rate:,.0f}/s"])
 
 
-def describe_types(env: BenchEnv) -> list[str]:
-    return [f"types: redis-benchmark -c {SERVER_CLIENTS} -P {PIPELINE} -n "
-            f"{server_requests(env.n, PIPELINE):,} -r {KEYSPACE:,} --dbnum {DB}: "
-            + "; ".join(" ".join(c.argv()) for c in COMMANDS)
-            + f" (the read and pop keys prepared before each run; FUNCTION LOAD of library "
-            f"{LIBRARY} first), the same against streamkeep serve and redis-server (AOF "
-            f"everysec both); requests/s as redis-benchmark reports them; arq: "
-            f"{ARQ_TASKS(env):,} no-op tasks per run"]
+TYPES_SIZES: Sizes = (
+    ("redis-benchmark -n", lambda env: server_requests(env.n, PIPELINE)),
+    ("--dbnum", lambda _env: DB), ("arq no-op tasks", ARQ_TASKS))
 
 
-def describe_lists(env: BenchEnv) -> list[str]:
-    requests = ", ".join(f"{server_requests(env.n, p):,} (-P {p})" for p in (16, 1))
-    return [f"lists: redis-benchmark -c {SERVER_CLIENTS} -n {requests} -r {KEYSPACE:,} "
-            f"--dbnum {DB}: " + "; ".join(" ".join(c.argv()) for c in LISTS.values())
-            + " (RPOP's list prepared with more elements than the pops and checked not empty "
-            f"after, LRANGE's with -n (at least {LRANGE_MIN}) elements, as redis-benchmark's own "
-            "LRANGE tests prepare it; each before every run), the same against streamkeep serve "
-            "and redis-server (AOF everysec both); requests/s as redis-benchmark reports them; "
-            f"rq: {RQ_JOBS(env):,} no-op jobs per run against another streamkeep serve and "
-            "redis-server, appendfsync always both"]
+LISTS_SIZES: Sizes = (
+    *((f"redis-benchmark -n (-P {p})", lambda env, p=p: server_requests(env.n, p))
+      for p in (16, 1)),
+    ("--dbnum", lambda _env: DB), ("rq no-op jobs", RQ_JOBS))
+
 

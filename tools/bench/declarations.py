@@ -84,8 +84,10 @@ class Section:
     name: str  # the rows' first column
     benchmarks: tuple[Benchmark, ...]
     option: str = ""  # another name ``--sections`` accepts for it
-    describe: Callable[[BenchEnv], list[str]] | None = None  # its header lines, after the run
     figures: tuple[Figure, ...] = ()  # derived from its rows, in print order
+    # The sizes its rows run at, (what, its value in a run: a Size, or any callable), for
+    # its header line (:meth:`describe`); what the rows do is their labels' and the manual's.
+    sizes: tuple[tuple[str, Callable[[BenchEnv], object]], ...] = ()
 
     def __post_init__(self) -> None:
         name = self.name
@@ -95,6 +97,14 @@ class Section:
             dataclasses.replace(f, section=name, numerator=_qualified(name, f.numerator),
                                 denominator=f.denominator and _qualified(name, f.denominator))
             for f in self.figures))
+
+    def describe(self, env: BenchEnv) -> list[str]:
+        """Its header line, generated from its :attr:`sizes` (none without)."""
+        values = [(what, size(env)) for what, size in self.sizes]
+        return [f"{self.name}: " + "; ".join(
+            f"{what}: {value:,}" if isinstance(value, int) else f"{what}: {value:g}"
+            if isinstance(value, float) else f"{what}: {value}" for what, value in values)
+        ] if values else []
 
     @property
     def names(self) -> tuple[str, ...]:

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 from streamkeep.tools import temporaries
 from streamkeep.tools.bench.processes import RedisServer, StreamkeepServer, running
 from streamkeep.tools.bench.server import benchmark_tool
-from streamkeep.tools.bench.workload import Measurement, Size, clocked, pipelined
+from streamkeep.tools.bench.workload import Measurement, Size, Sizes, clocked, pipelined
 from streamkeep.tools.servers import HOST
 
 if TYPE_CHECKING:
@@ -36,12 +36,10 @@ POLL, CATCHUP_POLL = 0.05, 0.01  # seconds between the checks of the replica
 TIMEOUT = 600.0
 
 
-def describe(env: BenchEnv) -> list[str]:
-    return [f"interop: import of a redis-server dump.rdb of {IMPORT_ENTRIES(env):,} entries "
-            f"(one stream, `XADD {KEY} * myfield myvalue`); a `streamkeep serve --replicaof` "
-            f"child of a redis-server driven by redis-benchmark -c 50 -P 16 -n "
-            f"{env.n * APPLY_PER_N:,} XADD (its lag on stderr every {LAG_EVERY:g} s), then "
-            f"the same with the replica stopped until the benchmark ends (its catch-up)"]
+# The header line's sizes (declarations.Section.sizes).
+SIZES: Sizes = (
+    ("dump.rdb entries", IMPORT_ENTRIES), ("XADDs to the replica's primary",
+                                           lambda env: env.n * APPLY_PER_N))
 
 
 def _benchmark(env: BenchEnv, port: int) -> list[str]:

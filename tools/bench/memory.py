@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from streamkeep.tools.bench.workload import Measurement, clocked, module_child, pipelined
+from streamkeep.tools.bench.workload import Measurement, Sizes, clocked, module_child, pipelined
 from streamkeep.tools.servers import proc_status
 
 if TYPE_CHECKING:
@@ -81,12 +81,11 @@ def entries(env: BenchEnv, workload: str) -> int:
     return max(n, 1_000)
 
 
-def describe(env: BenchEnv) -> list[str]:
-    return [f"memory: each workload built in a fresh child process (an in-memory Engine: RSS "
-            f"growth after gc.collect()) and in redis-server (used_memory growth); sensor: "
-            f"{entries(env, 'sensor'):,} entries, a 1/{PENDING_SHARE} of them pending; "
-            f"the others as many, but the 1 KB one: {entries(env, 'kilobyte'):,}, and the "
-            f"small hashes and small lists: {entries(env, 'small_hashes'):,} keys each"]
+# The header line's sizes (declarations.Section.sizes).
+SIZES: Sizes = (
+    *((f"{what} items", lambda env, name=name: entries(env, name)) for what, name in (
+        ("sensor (a tenth pending) and the others'", "sensor"), ("1 KB", "kilobyte"),
+        ("small hashes' and small lists'", "small_hashes"))),)
 
 
 def child(workload: str, n: int, pending: int) -> dict[str, float]:

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from streamkeep.tools import temporaries
 from streamkeep.tools.bench import datasets
-from streamkeep.tools.bench.workload import Measurement, Size, Skip, clocked
+from streamkeep.tools.bench.workload import Measurement, Size, Sizes, Skip, clocked
 
 if TYPE_CHECKING:
     from streamkeep.tools.bench.env import BenchEnv
@@ -44,11 +44,9 @@ WARMUP_ENTRIES = 20_000  # the first export, timed with the start-up (quick: 2,0
 DRIVER_SLICES = 64  # createDataFrame's tasks (its default, one per core, ships 1M-row tasks)
 
 
-def describe_inspect(env: BenchEnv) -> list[str]:
-    return [f"inspect: a data directory of {RECORDS(env):,} XADD records (appendfsync no, "
-            f"segments of 64 MB, no snapshot); each row runs the command as a child process "
-            f"(python -m streamkeep ..., output to /dev/null), timed from start to exit, and "
-            f"reports the peak RSS of the child or its largest worker process"]
+# The header lines' sizes (declarations.Section.sizes).
+INSPECT_SIZES: Sizes = (
+    ("XADD records", RECORDS),)
 
 
 def _records_dir(env: BenchEnv) -> str:
@@ -93,12 +91,8 @@ def command(env: BenchEnv, argv: list[str], own_time: bool = False) -> Measureme
     return Measurement(rate, count=n, figures=figures, notes=[note])
 
 
-def describe_export(env: BenchEnv) -> list[str]:
-    return [f"export: a compacted data directory of {ENTRIES(env):,} entries over {STREAMS} "
-            f"streams (3 field/value pairs, one field repeated); entries table, every column, "
-            f"to Parquet (snappy, the export's writer options) on {MASTER}, output under the "
-            f"bench's temporary directory; Spark's start-up and a first small export are timed "
-            f"apart (figure), not counted"]
+EXPORT_SIZES: Sizes = (
+    ("entries", ENTRIES), ("streams", lambda _env: STREAMS), ("Spark master", lambda _env: MASTER))
 
 
 def data_set(n: int) -> datasets.DataSet:

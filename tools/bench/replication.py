@@ -19,13 +19,14 @@ import redis
 from streamkeep.tools.bench import datasets
 from streamkeep.tools.bench.latency import XReader, measured, paced
 from streamkeep.tools.bench.processes import StreamkeepServer, running
-from streamkeep.tools.bench.server import BENCH_COMMAND, BENCH_KEY, bench_xadd, server_requests
+from streamkeep.tools.bench.server import BENCH_KEY, bench_xadd, server_requests
 from streamkeep.tools.bench.workload import (
     CONSUMER,
     GROUP,
     KEY,
     Measurement,
     Size,
+    Sizes,
     clocked,
     fill,
     info_fields,
@@ -49,22 +50,11 @@ FULL_SYNC_ENTRIES = Size(5, per_n=True)  # the full-sync stream: 1,000,000 entri
 FULL_SYNC_PENDING_FRACTION = 10  # ... a tenth of them pending in its group
 
 
-def describe(env: BenchEnv) -> list[str]:
-    where = env.where()
-    return [
-        f"replication: fresh processes for each row: a primary (python -m streamkeep serve "
-        f"--appendfsync everysec) and replicas (the same with --replicaof {HOST} <port>); "
-        f"redis-benchmark -c 50 -n {server_requests(env.n, P16):,} -P {P16} --csv "
-        f"{' '.join(BENCH_COMMAND)}; embedded: Engine.open(dir) (everysec) with a Server on a "
-        f"thread (asyncio), {env.n:,} x engine.execute(\"XADD\", ...) in the bench thread; "
-        f"catch-up: {env.n:,} pipelined XADDs while the replica is paused (SIGSTOP), timed "
-        f"from SIGCONT to a WAIT 1 on the primary returning, then Engine.open of the replica's "
-        f"directory (the same records); lag: {LAG_RATE:,} XADD/s for "
-        f"{LAG_SECONDS.seconds(env):g} s (the first 0.5 s not counted), XREAD BLOCK 0 on the "
-        f"replica; full sync: a "
-        f"{FULL_SYNC_ENTRIES(env):,}-entry stream, {FULL_SYNC_ENTRIES(env) // 10:,} pending in "
-        f"its group, compacted to a snapshot, then a fresh replica",
-        *([f"replication: {where}"] if where else [])]
+# The header line's sizes (declarations.Section.sizes).
+SIZES: Sizes = (
+    ("redis-benchmark -n", lambda env: server_requests(env.n, P16)),
+    ("embedded and catch-up XADDs", lambda env: env.n), ("lag XADD/s", lambda _env: LAG_RATE),
+    ("lag seconds", LAG_SECONDS.seconds), ("full sync entries", FULL_SYNC_ENTRIES))
 
 
 def info(server: Any) -> dict[str, str]:

@@ -78,6 +78,10 @@ class Size:
         return int(self.seconds(env))
 
 
+# A section's sizes for its header line (declarations.Section.sizes): (what, its value in a run).
+Sizes = tuple[tuple[str, Callable[["BenchEnv"], object]], ...]
+
+
 def clocked(call: Callable[..., T], *args: Any, **kwargs: Any) -> tuple[T, float]:
     """``call(*args, **kwargs)`` timed: what it returned, and its seconds."""
     began = time.perf_counter()

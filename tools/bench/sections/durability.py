@@ -42,7 +42,7 @@ AOF = Section("aof", (
     Benchmark("replay", f"replay at Engine.open: mixed, XADDs + XREADGROUP COUNT "
                         f"{aof.REPLAY_CHUNK} + XACK",
               lambda env: env.in_dir("replay", aof.bench_aof_replay, env.n)),
-), describe=aof.describe, figures=(
+), sizes=aof.SIZES, figures=(
     ratio("everysec XADD/s / in-memory XADD/s (embedded row)", "everysec", "embedded.xadd",
           AOF_EVERYSEC_RATIO_TARGET),
     extra(f"always, {aof.AOF_THREADS} threads: records per fsync", "always_threads",
@@ -62,7 +62,7 @@ CRASHBENCH = Section("crashbench", (
                                 f"{checkouts.POLICY}, every fault model: this checkout (vs "
                                 "--before)", checkouts.crash_run, "before",
                   ("seconds", "the run's time"), ("cpu_s", "the run's CPU")),
-), describe=checkouts.describe_crashbench, figures=(
+), sizes=checkouts.CRASH_SIZES, figures=(
     extra("crash points judged/s: this / before, worst run", "exhaustive", "ratio_min"),
     extra("the same run's time: before / this, worst run", "exhaustive", "seconds_ratio_min"),
     extra("the same run's CPU: before / this, worst run", "exhaustive", "cpu_s_ratio_min"),

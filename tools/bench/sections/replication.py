@@ -40,7 +40,7 @@ REPLICATION = Section("replication", (
               replication.lag, rank=lowest("p99_ms")),
     Benchmark("full_sync", "full sync of a fresh replica: stream of 5 x N entries, a tenth "
                            "pending, entries", replication.full_sync),
-), describe=replication.describe, figures=(
+), sizes=replication.SIZES, figures=(
     ratio("XADD -P 16: primary with 1 replica / without", "xadd_p16_replica", "xadd_p16",
           REPLICA_XADD_RATIO_TARGET),
     ratio("embedded XADD: with 1 replica / without", "embedded_xadd_replica", "embedded_xadd",
@@ -80,7 +80,7 @@ SHARED = Section("shared", (
     Benchmark("xadd", "r.xadd one at a time, shared (Unix socket; vs TCP interleaved)",
               shared.bench_xadd),
     Benchmark("open", "open a running shared directory + first reply", shared.bench_open),
-), describe=shared.describe, figures=(
+), sizes=shared.SIZES, figures=(
     ratio(f"{WORKERS} processes shared / 1 process in process", "workers", "in_process",
           SHARED_WORKERS_RATIO_TARGET),
     ratio(f"{WORKERS} processes: shared / persist-queue", "workers", "persist_queue",
@@ -109,7 +109,7 @@ INTEROP = Section("interop", (
                                "XADDs applied", interop.replica_apply, REDIS_REPLICA_TARGET),
     Benchmark("replica_catchup", "the same replica stopped while redis-benchmark runs, then "
                                  "continued: XADDs applied", interop.replica_catchup),
-), describe=interop.describe)
+), sizes=interop.SIZES)
 
 # `bench --compare-pure`: compiled over pure-Python rate per row, each round at least.
 NATIVE_TARGETS: dict[str, float] = {

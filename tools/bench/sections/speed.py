@@ -178,7 +178,7 @@ STRINGS = Section("strings", (
     *(row for p in (1, 16) for row in both(
         f"evalsha_p{p}", f"EVALSHA of redis-py's lock release, -c {SERVER_CLIENTS} -P {p}",
         datatypes.evalsha, p)),
-), describe=datatypes.describe_strings, figures=tuple(
+), sizes=datatypes.STRINGS_SIZES, figures=tuple(
     vs_redis(f"{what.upper()} -P {p}", f"{what}_p{p}",
              None if p != 16 else EVALSHA_P16_TARGET if what == "evalsha" else STRINGS_P16_TARGET)
     for what in ("set", "get", "evalsha") for p in (1, 16)))
@@ -188,7 +188,7 @@ TYPES = Section("types", (
         c.name, f"{c.label}, redis-benchmark -c {SERVER_CLIENTS} -P {datatypes.PIPELINE}",
         datatypes.command, c)),
     *both("arq", "arq no-op tasks, one worker", datatypes.framework, "arq"),
-), describe=datatypes.describe_types, figures=(
+), sizes=datatypes.TYPES_SIZES, figures=(
     *(vs_redis(f"{c.verb} -P {datatypes.PIPELINE}", c.name, TYPES_P16_TARGET)
       for c in datatypes.COMMANDS),
     vs_redis("arq no-op tasks/s", "arq", TYPES_ARQ_TARGET),
@@ -200,7 +200,7 @@ LISTS = Section("lists", (
         datatypes.command, c, p)),
     *both("rq", "RQ no-op jobs, one worker, appendfsync always", datatypes.framework, "rq",
           appendfsync="always"),
-), describe=datatypes.describe_lists, figures=(
+), sizes=datatypes.LISTS_SIZES, figures=(
     *(vs_redis(f"{c.name.upper()} -P {p}", f"{c.name}_p{p}",
                LISTS_P16_TARGET if p == 16 else LISTS_P1_TARGET)
       for c, p in datatypes.LIST_ROWS),
@@ -234,7 +234,7 @@ QUEUE = Section("queue", (
               workqueue.bench_redis_py),
     Benchmark("redis_py_loop_redis", "redis-py XADD + XREADGROUP + XACK loop, redis-server",
               workqueue.bench_redis_py_loop_redis),
-), describe=workqueue.describe, figures=(
+), sizes=workqueue.SIZES, figures=(
     ratio("everysec, 1 thread: StreamQueue / persist-queue", "everysec", "persist_queue",
           QUEUE_EVERYSEC_RATIO_TARGET),
     ratio("everysec, 1 thread, consume(): StreamQueue / persist-queue", "everysec_consume",
@@ -279,7 +279,7 @@ ASYNCIO = Section("asyncio", (
               workqueue.bench_persist_queue),
     Benchmark("blocked_gets", f"{asyncio_rows.BLOCKED_TASKS:,} tasks blocked in get, then as "
                               f"many puts: deliveries", asyncio_rows.bench_blocked_gets),
-), describe=asyncio_rows.describe, figures=(
+), sizes=asyncio_rows.SIZES, figures=(
     ratio("await r.xadd in process / redis.asyncio to redis-server", "aredis_xadd",
           "redis_asyncio_xadd", ASYNC_OVER_NETWORK_TARGET),
     ratio("await r.xadd / r.xadd (sync), in process", "aredis_xadd", "sync_xadd",
@@ -343,7 +343,7 @@ NODES = Section("nodes", (
                   checkouts.import_rdb, "before"),
     Benchmark("footprint", "sensor entries built live, then restarted (RSS): XADD",
               checkouts.footprint),
-), describe=checkouts.describe_nodes, figures=(
+), sizes=checkouts.NODES_SIZES, figures=(
     *(extra(f"{label}: this / base, worst run", name, "ratio_min", target=target)
       for name, label, target in NODES_EMBEDDED),
     *(extra(f"served {label}: server CPU per op, base / this, worst run", f"serve_{name}",
@@ -376,7 +376,7 @@ CONSUME = Section("consume", (
                   checkouts.consume_queue_batch, "before"),
     checkouts.row("catchup", f"catch-up (XREADGROUP COUNT {BATCH} + XACK) over a cold backlog: "
                              "this checkout (vs --before)", checkouts.consume_catchup, "before"),
-), describe=checkouts.describe_consume, figures=tuple(
+), sizes=checkouts.CONSUME_SIZES, figures=tuple(
     extra(f"{label}: this / before, worst run", name, "ratio_min", target=target)
     for name, label, target in (("embedded", "embedded consume msgs/s", CONSUME_EMBEDDED_TARGET),
                                 ("queue_batch", "queue batches msgs/s", CONSUME_BATCH_TARGET),

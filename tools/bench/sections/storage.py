@@ -25,7 +25,7 @@ SNAPSHOT = Section("snapshot", (
               snapshot.load, SNAPSHOT_LOAD_TARGET),
     Benchmark("disk", f"XADD MAXLEN ~ {snapshot.DISK_MAXLEN:,} + group read/ack, auto "
                       "compaction", snapshot.disk),
-), describe=snapshot.describe, figures=(
+), sizes=snapshot.SIZES, figures=(
     extra("restart: Engine.open of that stream with groups", "load", "restart_s", "s"),
     extra("its compaction from the AOF, compact(wait=True)", "load", "compact_s", "s"),
     extra("no pause: XADD p99 without a compaction", "load", "p99_without_us", "us"),
@@ -52,7 +52,7 @@ MEMORY_TYPES_OVER_REDIS_TARGET = 1.25  # sorted sets, hashes, sets, lists: the s
 MEMORY = Section("memory", tuple(
     Benchmark(name, f"{'a' if name in memory.TYPE_WORKLOADS else 'XADD'} fill, in a fresh "
                     f"process: {label}", partial(memory.bench, workload=name))
-    for name, (label, _make) in memory.WORKLOADS.items()), describe=memory.describe, figures=(
+    for name, (label, _make) in memory.WORKLOADS.items()), sizes=memory.SIZES, figures=(
     extra("sensor: bytes per entry, streamkeep (RSS)", "sensor", "bytes_per_entry", "",
           MEMORY_ENTRY_TARGET, at_most=True),
     extra("sensor: bytes per entry, redis-server (used_memory)", "sensor",
@@ -101,7 +101,7 @@ BACKLOG = Section("backlog", (
     Benchmark("list_resident", "a long list scanned by LRANGE pages, all resident "
                                "(elements/s, fresh process)",
               partial(backlog.bench_list_mode, mode="list_resident")),
-), describe=backlog.describe, figures=(
+), sizes=backlog.SIZES, figures=(
     extra("cold: peak RSS", "cold", "peak_rss_mb", "MB", BACKLOG_RSS_TARGET, at_most=True),
     extra("resident: peak RSS", "resident", "peak_rss_mb", "MB"),
     ratio("XADD/s, cold / resident", "cold", "resident", BACKLOG_XADD_RATIO_TARGET),
