@@ -190,13 +190,7 @@ def bench_mode(env: BenchEnv, mode: str) -> Measurement:
     figures.update({name: got[name] for name in ("restart_segmented_s", "scan_ratio",
                                                  "scan_single_per_s", "scan_segmented_per_s")
                     if name in got})
-    notes = [f"backlog.{mode}: restart {got['restart_s']:.2f} s, RSS peak "
-             f"{figures['peak_rss_mb']:.0f} MB (after open {figures['open_rss_mb']:.0f} MB), "
-             f"catch-up {got['catchup_per_s']:,.0f} entries/s, compaction after "
-             f"{compact:,} new entries {got['compact_s']:.2f} s writing "
-             f"{figures['compact_written_mb']:.1f} MB ({figures['compact_written_ratio']:.2f}x "
-             f"their log bytes), {got['cold_entries']:,.0f} entries cold at the end"]
-    return Measurement(got["xadd_per_s"], count=env.n, figures=figures, notes=notes)
+    return Measurement(got["xadd_per_s"], count=env.n, figures=figures)
 
 
 def bench_list_mode(env: BenchEnv, mode: str) -> Measurement:
@@ -205,11 +199,8 @@ def bench_list_mode(env: BenchEnv, mode: str) -> Measurement:
                     mode)
     count = int(got["elements"])
     figures = {"restart_s": got["restart_s"], "open_rss_mb": got["open_rss"] / MB,
-               "cold_elements": got["cold_elements"]}
-    notes = [f"backlog.{mode}: {count:,} elements, restart {got['restart_s']:.3f} s, RSS then "
-             f"{figures['open_rss_mb']:.0f} MB, {got['cold_elements']:,.0f} elements cold, "
-             f"a scan by LRANGE pages {got['scan_s']:.3f} s"]
-    return Measurement(count / got["scan_s"], count=count, figures=figures, notes=notes)
+               "cold_elements": got["cold_elements"], "scan_s": got["scan_s"]}
+    return Measurement(count / got["scan_s"], count=count, figures=figures)
 
 
 def bench_compact_small(env: BenchEnv) -> Measurement:
@@ -260,12 +251,7 @@ def bench_trimmed(env: BenchEnv) -> Measurement:
         os.unlink(single)
     figures = {"space_ratio": on_disk / live, "on_disk_mb": on_disk / MB, "live_mb": live / MB,
                "parts": parts, "written_per_round_mb": written / TRIMMED_ROUNDS / MB}
-    notes = [f"backlog.trimmed: {TRIMMED_ROUNDS} compactions of a {n:,}-entry stream trimmed "
-             f"as it grows: {on_disk / MB:.1f} MB on disk in {parts} part files for "
-             f"{live / MB:.1f} MB as one file ({on_disk / live:.2f}x); "
-             f"{written / TRIMMED_ROUNDS / MB:.2f} MB written per compaction"]
-    return Measurement(TRIMMED_ROUNDS / seconds, count=TRIMMED_ROUNDS, figures=figures,
-                       notes=notes)
+    return Measurement(TRIMMED_ROUNDS / seconds, count=TRIMMED_ROUNDS, figures=figures)
 
 
 if __name__ == "__main__":  # the child

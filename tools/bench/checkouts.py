@@ -248,10 +248,7 @@ def footprint(env: BenchEnv) -> Measurement:
                "replay_mb": replay["rss_bytes"] / mb,
                "load_over_live": load["rss_bytes"] / max(live["rss_bytes"], 1),
                "replay_over_live": replay["rss_bytes"] / max(live["rss_bytes"], 1)}
-    note = (f"nodes.footprint: {n:,} sensor entries, RSS growth live {figures['live_mb']:.1f} "
-            f"MB, after a snapshot load {figures['load_mb']:.1f} MB, after an AOF replay "
-            f"{figures['replay_mb']:.1f} MB")
-    return Measurement(_rate(live).rate, count=n, figures=figures, notes=[note])
+    return Measurement(_rate(live).rate, count=n, figures=figures)
 
 
 def consume_queue_batch(env: BenchEnv, python: str) -> Measurement:

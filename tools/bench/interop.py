@@ -75,9 +75,8 @@ def import_rdb(env: BenchEnv) -> Measurement:
                                                                      json=True))
     if code != 0:
         raise AssertionError(f"streamkeep import exited {code}")
-    return Measurement(n / seconds, count=n, figures={"seconds": seconds},
-                       notes=[f"interop.import_rdb: {n:,} entries ({os.path.getsize(rdb) / 1e6:.1f}"
-                              f" MB RDB) in {seconds:.2f} s, the final compaction included"])
+    return Measurement(n / seconds, count=n, figures={"seconds": seconds,
+                                                      "rdb_mb": os.path.getsize(rdb) / 1e6})
 
 
 def _follow(row: Callable[[Any, Any], Measurement]) -> Measurement:
@@ -133,10 +132,7 @@ def replica_apply(env: BenchEnv) -> Measurement:
             raise AssertionError(f"redis-benchmark exited {tool.returncode}")
         seconds, applied = time.perf_counter() - began, int(replica.client.xlen(KEY))
         return Measurement(applied / seconds, count=applied,
-                           figures={"max_lag_entries": worst[0], "max_lag_bytes": worst[1]},
-                           notes=[f"interop.replica_apply: {applied:,} XADDs applied in "
-                                  f"{seconds:.1f} s; the lag peaked at {worst[0]:,} entries "
-                                  f"({worst[1]:,} bytes of Redis's offset)"])
+                           figures={"max_lag_entries": worst[0], "max_lag_bytes": worst[1]})
 
     return _follow(row)
 
@@ -166,9 +162,7 @@ def replica_catchup(env: BenchEnv) -> Measurement:
         if applied != held - before:
             raise AssertionError(f"the replica holds {before + applied:,} entries, the primary "
                                  f"{held:,}")
-        return Measurement(applied / seconds, count=applied, figures={"seconds": seconds},
-                           notes=[f"interop.replica_catchup: {applied:,} XADDs applied in "
-                                  f"{seconds:.2f} s after the replica was continued "
-                                  f"({before:,} were applied before it stopped)"])
+        return Measurement(applied / seconds, count=applied,
+                           figures={"seconds": seconds, "applied_before_stop": before})
 
     return _follow(row)

@@ -169,18 +169,13 @@ def bench(env: BenchEnv, workload: str) -> Measurement:
                "gc_fill_us": mine["gc_fill_s"] * 1e6, "full_gc_us": mine["full_gc_s"] * 1e6}
     if pending:
         figures["bytes_per_pending"] = mine["pending_bytes"] / pending
-    notes = []
     if env.use_redis:
         theirs = _redis_bytes(env.redis, workload, n, pending)
         figures["redis_bytes_per_entry"] = theirs["entries_bytes"] / n
         figures["over_redis"] = mine["entries_bytes"] / max(theirs["entries_bytes"], 1.0)
         if pending:
             figures["redis_bytes_per_pending"] = theirs["pending_bytes"] / pending
-        notes.append(f"memory.{workload}: {figures['bytes_per_entry']:.0f} bytes per entry "
-                     f"(redis-server {figures['redis_bytes_per_entry']:.0f}); collections "
-                     f"during the fill {figures['gc_fill_us'] / 1000:.1f} ms, a full one "
-                     f"after {figures['full_gc_us'] / 1000:.1f} ms")
-    return Measurement(n / mine["fill_s"], count=n, figures=figures, notes=notes)
+    return Measurement(n / mine["fill_s"], count=n, figures=figures)
 
 
 if __name__ == "__main__":  # the child
