@@ -17,7 +17,6 @@ from streamkeep.tools.bench.workload import (
     KEY,
     Measurement,
     Size,
-    Sizes,
     fill,
     threads_until,
     timed,
@@ -35,12 +34,6 @@ FSYNC_WARMUP = 20
 FSYNC_RECORD = 100  # bytes per os.write in that loop (an XADD record is about 60)
 REPLAY_STREAMS = 4  # the replay workload round-robins XADDs over this many streams ...
 REPLAY_CHUNK = 100  # ... this many at a time, each chunk then read (COUNT chunk) and acked
-
-
-# The header line's sizes (declarations.Section.sizes).
-SIZES: Sizes = (
-    ("appendfsync always loop seconds", ALWAYS_SECONDS.seconds), ("serial fsyncs", FSYNC_N),
-    ("replay streams", lambda _env: REPLAY_STREAMS))
 
 
 def xadd(env: BenchEnv, policy: str) -> float:

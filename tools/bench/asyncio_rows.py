@@ -22,7 +22,6 @@ from streamkeep.tools.bench.workload import (
     KEY,
     Measurement,
     Size,
-    Sizes,
     Skip,
     rate,
     timed,
@@ -239,9 +238,3 @@ async def _blocked_gets(q: Any, tasks: int) -> tuple[list[int], float, float, fl
     await tick
     await asyncio.gather(*workers)
     return delivered, seconds, gaps[0], put_time / tasks
-
-
-SIZES: Sizes = (
-    ("XADD calls (redis.asyncio: a tenth)", CALLS), ("awaited XADDs before SIGKILL", KILL_WRITES))
-
-

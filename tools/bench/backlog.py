@@ -19,7 +19,6 @@ from streamkeep.tools.bench import datasets
 from streamkeep.tools.bench.workload import (
     Measurement,
     Size,
-    Sizes,
     clocked,
     consume,
     info_fields,
@@ -49,11 +48,6 @@ MB = 1 << 20
 
 def catchup_entries(env: BenchEnv) -> int:
     return min(env.n * CATCHUP_PER_N, int(ENTRIES(env) * BEHIND_SHARE))
-
-
-SIZES: Sizes = (
-    ("stream entries", ENTRIES), ("new entries before the compaction", COMPACT_ENTRIES),
-    ("list elements", ELEMENTS))
 
 
 def build(path: str, n: int) -> None:

@@ -30,7 +30,6 @@ from streamkeep.tools.bench.workload import (
     BATCH,
     Measurement,
     Size,
-    Sizes,
     Skip,
     child_json,
     pipelined,
@@ -55,24 +54,6 @@ Side = Callable[["BenchEnv", str], Measurement]  # a row's run under an interpre
 def python_of(checkout: str) -> str:
     """A checkout's interpreter, DIR/.venv/bin/python."""
     return os.path.join(os.path.abspath(checkout), ".venv", "bin", "python")
-
-
-# The header lines' sizes (declarations.Section.sizes).
-NODES_SIZES: Sizes = (
-    ("other checkouts", lambda env: ", ".join(
-        f"{label} {path}" for label, path in env.others.items()) or "none given"),
-    ("range rows' entries", lambda env: int(env.n * RANGE_PER_N)),
-    ("snapshot rows' entries", SNAPSHOT_ENTRIES), ("import entries", interop.IMPORT_ENTRIES))
-
-
-CONSUME_SIZES: Sizes = (
-    ("--before", lambda env: env.others.get("before", "none given (no ratios)")),
-    ("catch-up entries", catchup_entries), ("backlog entries", BACKLOG_ENTRIES))
-
-
-CRASH_SIZES: Sizes = (
-    ("--before", lambda env: env.others.get("before", "none given (no ratio)")),
-    ("crashbench --ops", CRASH_OPS))
 
 
 def bytecode(env: BenchEnv) -> set[str]:

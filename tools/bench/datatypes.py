@@ -19,7 +19,7 @@ from redis.lock import Lock
 
 from streamkeep.tools import frameworks
 from streamkeep.tools.bench.server import SERVER_CLIENTS, redis_benchmark, server_requests
-from streamkeep.tools.bench.workload import Measurement, Size, Sizes, Skip, child_json, pipelined
+from streamkeep.tools.bench.workload import Measurement, Size, Skip, child_json, pipelined
 from streamkeep.tools.servers import HOST
 
 if TYPE_CHECKING:
@@ -76,12 +76,6 @@ def evalsha(env: BenchEnv, server: Any, pipeline: int) -> Measurement:
     return redis_benchmark(env, server, pipeline, ("--dbnum", str(STRINGS_DB), "-r",
                                                    str(KEYSPACE), "EVALSHA", sha,
                                                    *EVALSHA_ARGS))
-
-
-# The header lines' sizes (declarations.Section.sizes).
-STRINGS_SIZES: Sizes = (
-    ("redis-benchmark -n", lambda env: server_requests(env.n, 16)), ("-r", lambda _env: KEYSPACE),
-    ("--dbnum", lambda _env: STRINGS_DB))
 
 
 def member(i: int) -> str:
@@ -260,16 +254,3 @@ def framework(env: BenchEnv, server: Any, name: str) -> Measurement:
                              f"tasks complete, {result['failed']} failed")
     return Measurement(tasks / result["seconds"], count=tasks,
                        figures={"enqueue_per_s": tasks / result["enqueue_seconds"]})
-
-
-TYPES_SIZES: Sizes = (
-    ("redis-benchmark -n", lambda env: server_requests(env.n, PIPELINE)),
-    ("--dbnum", lambda _env: DB), ("arq no-op tasks", ARQ_TASKS))
-
-
-LISTS_SIZES: Sizes = (
-    *((f"redis-benchmark -n (-P {p})", lambda env, p=p: server_requests(env.n, p))
-      for p in (16, 1)),
-    ("--dbnum", lambda _env: DB), ("rq no-op jobs", RQ_JOBS))
-
-

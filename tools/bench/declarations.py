@@ -85,9 +85,9 @@ class Section:
     benchmarks: tuple[Benchmark, ...]
     option: str = ""  # another name ``--sections`` accepts for it
     figures: tuple[Figure, ...] = ()  # derived from its rows, in print order
-    # The sizes its rows run at, (what, its value in a run: a Size, or any callable), for
-    # its header line (:meth:`describe`); what the rows do is their labels' and the manual's.
-    sizes: tuple[tuple[str, Callable[[BenchEnv], object]], ...] = ()
+    # The sizes its rows run at, (what, a value, or a Size or any callable of the run's env),
+    # for its header line (:meth:`describe`); what the rows do is their labels' and the manual's.
+    sizes: tuple[tuple[str, object], ...] = ()
 
     def __post_init__(self) -> None:
         name = self.name
@@ -100,7 +100,7 @@ class Section:
 
     def describe(self, env: BenchEnv) -> list[str]:
         """Its header line, generated from its :attr:`sizes` (none without)."""
-        values = [(what, size(env)) for what, size in self.sizes]
+        values = [(what, size(env) if callable(size) else size) for what, size in self.sizes]
         return [f"{self.name}: " + "; ".join(
             f"{what}: {value:,}" if isinstance(value, int) else f"{what}: {value:g}"
             if isinstance(value, float) else f"{what}: {value}" for what, value in values)

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 from streamkeep.tools import temporaries
 from streamkeep.tools.bench.processes import RedisServer, StreamkeepServer, running
 from streamkeep.tools.bench.server import benchmark_tool
-from streamkeep.tools.bench.workload import Measurement, Size, Sizes, clocked, pipelined
+from streamkeep.tools.bench.workload import Measurement, Size, clocked, pipelined
 from streamkeep.tools.servers import HOST
 
 if TYPE_CHECKING:
@@ -34,12 +34,6 @@ KEY = "mystream"
 LAG_EVERY = 1.0  # seconds between the lag lines on stderr
 POLL, CATCHUP_POLL = 0.05, 0.01  # seconds between the checks of the replica
 TIMEOUT = 600.0
-
-
-# The header line's sizes (declarations.Section.sizes).
-SIZES: Sizes = (
-    ("dump.rdb entries", IMPORT_ENTRIES), ("XADDs to the replica's primary",
-                                           lambda env: env.n * APPLY_PER_N))
 
 
 def _benchmark(env: BenchEnv, port: int) -> list[str]:

@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from streamkeep.tools.bench.workload import Measurement, Sizes, clocked, module_child, pipelined
+from streamkeep.tools.bench.workload import Measurement, clocked, module_child, pipelined
 from streamkeep.tools.servers import proc_status
 
 if TYPE_CHECKING:
@@ -79,13 +79,6 @@ def entries(env: BenchEnv, workload: str) -> int:
     else:
         n = env.n if workload == "kilobyte" else env.n * SENSOR_PER_N
     return max(n, 1_000)
-
-
-# The header line's sizes (declarations.Section.sizes).
-SIZES: Sizes = (
-    *((f"{what} items", lambda env, name=name: entries(env, name)) for what, name in (
-        ("sensor (a tenth pending) and the others'", "sensor"), ("1 KB", "kilobyte"),
-        ("small hashes' and small lists'", "small_hashes"))),)
 
 
 def child(workload: str, n: int, pending: int) -> dict[str, float]:

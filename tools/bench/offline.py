@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from streamkeep.tools import temporaries
 from streamkeep.tools.bench import datasets
-from streamkeep.tools.bench.workload import Measurement, Size, Sizes, Skip, clocked
+from streamkeep.tools.bench.workload import Measurement, Size, Skip, clocked
 
 if TYPE_CHECKING:
     from streamkeep.tools.bench.env import BenchEnv
@@ -42,11 +42,6 @@ STREAMS = 4
 MASTER = "local[2]"
 WARMUP_ENTRIES = 20_000  # the first export, timed with the start-up (quick: 2,000)
 DRIVER_SLICES = 64  # createDataFrame's tasks (its default, one per core, ships 1M-row tasks)
-
-
-# The header lines' sizes (declarations.Section.sizes).
-INSPECT_SIZES: Sizes = (
-    ("XADD records", RECORDS),)
 
 
 def _records_dir(env: BenchEnv) -> str:
@@ -86,10 +81,6 @@ def command(env: BenchEnv, argv: list[str], own_time: bool = False) -> Measureme
     if own_time:
         rate, figures["wall_records_per_s"] = n / float(json.loads(proc.stdout)["seconds"]), rate
     return Measurement(rate, count=n, figures=figures)
-
-
-EXPORT_SIZES: Sizes = (
-    ("entries", ENTRIES), ("streams", lambda _env: STREAMS), ("Spark master", lambda _env: MASTER))
 
 
 def data_set(n: int) -> datasets.DataSet:

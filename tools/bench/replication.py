@@ -19,14 +19,13 @@ import redis
 from streamkeep.tools.bench import datasets
 from streamkeep.tools.bench.latency import XReader, measured, paced
 from streamkeep.tools.bench.processes import StreamkeepServer, running
-from streamkeep.tools.bench.server import BENCH_KEY, bench_xadd, server_requests
+from streamkeep.tools.bench.server import BENCH_KEY, bench_xadd
 from streamkeep.tools.bench.workload import (
     CONSUMER,
     GROUP,
     KEY,
     Measurement,
     Size,
-    Sizes,
     clocked,
     fill,
     info_fields,
@@ -48,13 +47,6 @@ LAG_SECONDS = Size(5.0, 1.0)
 LAG_KEY = "replication:lag"
 FULL_SYNC_ENTRIES = Size(5, per_n=True)  # the full-sync stream: 1,000,000 entries at full N ...
 FULL_SYNC_PENDING_FRACTION = 10  # ... a tenth of them pending in its group
-
-
-# The header line's sizes (declarations.Section.sizes).
-SIZES: Sizes = (
-    ("redis-benchmark -n", lambda env: server_requests(env.n, P16)),
-    ("embedded and catch-up XADDs", lambda env: env.n), ("lag XADD/s", lambda _env: LAG_RATE),
-    ("lag seconds", LAG_SECONDS.seconds), ("full sync entries", FULL_SYNC_ENTRIES))
 
 
 def info(server: Any) -> dict[str, str]:

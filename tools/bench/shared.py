@@ -22,7 +22,6 @@ from streamkeep.tools.bench.processes import streamkeep
 from streamkeep.tools.bench.workload import (
     Measurement,
     Size,
-    Sizes,
     Skip,
     child_json,
     chunks,
@@ -39,12 +38,6 @@ XADD_CHUNK = 500
 HANDLER_SECONDS = 0.001  # the handler rows' wait per message
 OPENS = 30
 IDLE_SHUTDOWN = 2  # seconds: a bench killed midway leaves its servers running this long
-
-
-# The header line's sizes (declarations.Section.sizes).
-SIZES: Sizes = (
-    ("worker processes", lambda _env: WORKERS), ("seconds per throughput row", SECONDS.seconds),
-    ("XADDs a turn", lambda _env: XADD_CHUNK), ("opens", lambda _env: OPENS))
 
 
 def _cycles(call: Callable[[int], None], until: float) -> int:

@@ -20,7 +20,6 @@ from streamkeep.tools.bench.workload import (
     KEY,
     Measurement,
     Size,
-    Sizes,
     clocked,
     fill,
     percentile_us,
@@ -44,12 +43,6 @@ DISK_OPS = Size(1, DISK_OPS_QUICK_FACTOR, per_n=True)
 DISK_SAMPLES = 100  # directory size samples over the run (the series prints every tenth)
 # The restart and no-pause row's engine:
 SETTINGS: dict[str, Any] = {"appendfsync": "everysec", "auto_aof_rewrite_percentage": 0}
-
-
-# The header line's sizes (declarations.Section.sizes).
-SIZES: Sizes = (
-    ("stream entries", STREAM_ENTRIES), ("bounded disk XADDs", DISK_OPS),
-    ("bounded disk auto-aof-rewrite-min-size KiB", lambda env: DISK_MIN_SIZE(env) >> 10))
 
 
 def load(env: BenchEnv) -> Measurement:

@@ -1,8 +1,9 @@
 """What every section's workloads share: the value a row's run returns, a row's sizes as data
-(:class:`Size`) and the shapes the workloads repeat (a warm-up then a timed loop; parties or
-threads taking turns; commands pipelined through redis-py; a child process timed, or its JSON
-report; a call timed; a connection to a local server; a stream read's entries, INFO's fields),
-the warm-up rule, the key names and percentiles.
+(:class:`Size`), a workload declared as commands (:class:`Loop`, run by :func:`run_loop`) and the shapes the workloads repeat (a
+warm-up then a timed loop; parties or threads taking turns; commands pipelined through
+redis-py; a child process timed, or its JSON report; a call timed; a connection to a local
+server; a stream read's entries, INFO's fields), the warm-up rule, the key names and
+percentiles.
 Timing rule: a workload warms up on a separate key first, then times only its loop with
 ``time.perf_counter``; a row's rate is ops per second and ``us/op`` its inverse.
 Must not touch: the registry, the report, any one section's workload.
@@ -76,10 +77,6 @@ class Size:
 
     def __call__(self, env: BenchEnv) -> int:
         return int(self.seconds(env))
-
-
-# A section's sizes for its header line (declarations.Section.sizes): (what, its value in a run).
-Sizes = tuple[tuple[str, Callable[["BenchEnv"], object]], ...]
 
 
 def clocked(call: Callable[..., T], *args: Any, **kwargs: Any) -> tuple[T, float]:

@@ -18,7 +18,6 @@ from streamkeep.tools.bench.processes import streamkeep
 from streamkeep.tools.bench.workload import (
     Measurement,
     Size,
-    Sizes,
     Skip,
     rate,
     threads_until,
@@ -33,12 +32,6 @@ QUEUE_THREADS = 16
 REFERENCE_CYCLES = Size(2_000, 200)  # persist-queue at ~1k cycles/s: about two seconds
 CYCLES = Size(0.1, per_n=True, least=200)  # the one-thread StreamQueue rows: N / 10
 THREAD_SECONDS = Size(3.0, 0.3)  # the threaded rows are duration-bound
-
-
-# The header line's sizes (declarations.Section.sizes).
-SIZES: Sizes = (
-    ("one-thread cycles", CYCLES), ("persist-queue cycles", REFERENCE_CYCLES),
-    ("threaded rows' seconds", THREAD_SECONDS.seconds))
 
 
 def persist_queue(path: str, multithreading: bool = False, **options: Any) -> Any:

@@ -42,7 +42,9 @@ AOF = Section("aof", (
     Benchmark("replay", f"replay at Engine.open: mixed, XADDs + XREADGROUP COUNT "
                         f"{aof.REPLAY_CHUNK} + XACK",
               lambda env: env.in_dir("replay", aof.bench_aof_replay, env.n)),
-), sizes=aof.SIZES, figures=(
+), sizes=(
+    ("appendfsync always loop seconds", aof.ALWAYS_SECONDS.seconds), ("serial fsyncs", aof.FSYNC_N),
+    ("replay streams", aof.REPLAY_STREAMS)), figures=(
     ratio("everysec XADD/s / in-memory XADD/s (embedded row)", "everysec", "embedded.xadd",
           AOF_EVERYSEC_RATIO_TARGET),
     extra(f"always, {aof.AOF_THREADS} threads: records per fsync", "always_threads",
@@ -62,7 +64,9 @@ CRASHBENCH = Section("crashbench", (
                                 f"{checkouts.POLICY}, every fault model: this checkout (vs "
                                 "--before)", checkouts.crash_run, "before",
                   ("seconds", "the run's time"), ("cpu_s", "the run's CPU")),
-), sizes=checkouts.CRASH_SIZES, figures=(
+), sizes=(
+    ("--before", lambda env: env.others.get("before", "none given (no ratio)")),
+    ("crashbench --ops", checkouts.CRASH_OPS)), figures=(
     extra("crash points judged/s: this / before, worst run", "exhaustive", "ratio_min"),
     extra("the same run's time: before / this, worst run", "exhaustive", "seconds_ratio_min"),
     extra("the same run's CPU: before / this, worst run", "exhaustive", "cpu_s_ratio_min"),

@@ -22,6 +22,7 @@ from streamkeep.tools.bench import (
     checkouts,
     datatypes,
     embedded,
+    interop,
     server,
     workqueue,
 )
@@ -39,7 +40,7 @@ from streamkeep.tools.bench.declarations import (
 )
 from streamkeep.tools.bench.latency import LATENCY_CONSUMERS, LATENCY_RATE
 from streamkeep.tools.bench.processes import streamkeep
-from streamkeep.tools.bench.server import SERVER_CLIENTS
+from streamkeep.tools.bench.server import SERVER_CLIENTS, server_requests
 from streamkeep.tools.bench.workload import BATCH
 from streamkeep.tools.text_width import Table
 
@@ -178,7 +179,9 @@ STRINGS = Section("strings", (
     *(row for p in (1, 16) for row in both(
         f"evalsha_p{p}", f"EVALSHA of redis-py's lock release, -c {SERVER_CLIENTS} -P {p}",
         datatypes.evalsha, p)),
-), sizes=datatypes.STRINGS_SIZES, figures=tuple(
+), sizes=(
+    ("redis-benchmark -n", lambda env: server_requests(env.n, 16)), ("-r", KEYSPACE),
+    ("--dbnum", datatypes.STRINGS_DB)), figures=tuple(
     vs_redis(f"{what.upper()} -P {p}", f"{what}_p{p}",
              None if p != 16 else EVALSHA_P16_TARGET if what == "evalsha" else STRINGS_P16_TARGET)
     for what in ("set", "get", "evalsha") for p in (1, 16)))
@@ -188,7 +191,9 @@ TYPES = Section("types", (
         c.name, f"{c.label}, redis-benchmark -c {SERVER_CLIENTS} -P {datatypes.PIPELINE}",
         datatypes.command, c)),
     *both("arq", "arq no-op tasks, one worker", datatypes.framework, "arq"),
-), sizes=datatypes.TYPES_SIZES, figures=(
+), sizes=(
+    ("redis-benchmark -n", lambda env: server_requests(env.n, datatypes.PIPELINE)),
+    ("--dbnum", datatypes.DB), ("arq no-op tasks", datatypes.ARQ_TASKS)), figures=(
     *(vs_redis(f"{c.verb} -P {datatypes.PIPELINE}", c.name, TYPES_P16_TARGET)
       for c in datatypes.COMMANDS),
     vs_redis("arq no-op tasks/s", "arq", TYPES_ARQ_TARGET),
@@ -200,7 +205,10 @@ LISTS = Section("lists", (
         datatypes.command, c, p)),
     *both("rq", "RQ no-op jobs, one worker, appendfsync always", datatypes.framework, "rq",
           appendfsync="always"),
-), sizes=datatypes.LISTS_SIZES, figures=(
+), sizes=(
+    *((f"redis-benchmark -n (-P {p})", lambda env, p=p: server_requests(env.n, p))
+      for p in (16, 1)),
+    ("--dbnum", datatypes.DB), ("rq no-op jobs", datatypes.RQ_JOBS)), figures=(
     *(vs_redis(f"{c.name.upper()} -P {p}", f"{c.name}_p{p}",
                LISTS_P16_TARGET if p == 16 else LISTS_P1_TARGET)
       for c, p in datatypes.LIST_ROWS),
@@ -234,7 +242,9 @@ QUEUE = Section("queue", (
               workqueue.bench_redis_py),
     Benchmark("redis_py_loop_redis", "redis-py XADD + XREADGROUP + XACK loop, redis-server",
               workqueue.bench_redis_py_loop_redis),
-), sizes=workqueue.SIZES, figures=(
+), sizes=(
+    ("one-thread cycles", workqueue.CYCLES), ("persist-queue cycles", workqueue.REFERENCE_CYCLES),
+    ("threaded rows' seconds", workqueue.THREAD_SECONDS.seconds)), figures=(
     ratio("everysec, 1 thread: StreamQueue / persist-queue", "everysec", "persist_queue",
           QUEUE_EVERYSEC_RATIO_TARGET),
     ratio("everysec, 1 thread, consume(): StreamQueue / persist-queue", "everysec_consume",
@@ -279,7 +289,9 @@ ASYNCIO = Section("asyncio", (
               workqueue.bench_persist_queue),
     Benchmark("blocked_gets", f"{asyncio_rows.BLOCKED_TASKS:,} tasks blocked in get, then as "
                               f"many puts: deliveries", asyncio_rows.bench_blocked_gets),
-), sizes=asyncio_rows.SIZES, figures=(
+), sizes=(
+    ("XADD calls (redis.asyncio: a tenth)", asyncio_rows.CALLS),
+    ("awaited XADDs before SIGKILL", asyncio_rows.KILL_WRITES)), figures=(
     ratio("await r.xadd in process / redis.asyncio to redis-server", "aredis_xadd",
           "redis_asyncio_xadd", ASYNC_OVER_NETWORK_TARGET),
     ratio("await r.xadd / r.xadd (sync), in process", "aredis_xadd", "sync_xadd",
@@ -343,7 +355,12 @@ NODES = Section("nodes", (
                   checkouts.import_rdb, "before"),
     Benchmark("footprint", "sensor entries built live, then restarted (RSS): XADD",
               checkouts.footprint),
-), sizes=checkouts.NODES_SIZES, figures=(
+), sizes=(
+    ("other checkouts", lambda env: ", ".join(
+        f"{label} {path}" for label, path in env.others.items()) or "none given"),
+    ("range rows' entries", lambda env: int(env.n * checkouts.RANGE_PER_N)),
+    ("snapshot rows' entries", checkouts.SNAPSHOT_ENTRIES),
+    ("import entries", interop.IMPORT_ENTRIES)), figures=(
     *(extra(f"{label}: this / base, worst run", name, "ratio_min", target=target)
       for name, label, target in NODES_EMBEDDED),
     *(extra(f"served {label}: server CPU per op, base / this, worst run", f"serve_{name}",
@@ -376,7 +393,10 @@ CONSUME = Section("consume", (
                   checkouts.consume_queue_batch, "before"),
     checkouts.row("catchup", f"catch-up (XREADGROUP COUNT {BATCH} + XACK) over a cold backlog: "
                              "this checkout (vs --before)", checkouts.consume_catchup, "before"),
-), sizes=checkouts.CONSUME_SIZES, figures=tuple(
+), sizes=(
+    ("--before", lambda env: env.others.get("before", "none given (no ratios)")),
+    ("catch-up entries", checkouts.catchup_entries),
+    ("backlog entries", checkouts.BACKLOG_ENTRIES)), figures=tuple(
     extra(f"{label}: this / before, worst run", name, "ratio_min", target=target)
     for name, label, target in (("embedded", "embedded consume msgs/s", CONSUME_EMBEDDED_TARGET),
                                 ("queue_batch", "queue batches msgs/s", CONSUME_BATCH_TARGET),
