@@ -128,7 +128,7 @@ def test_a_tiny_run_against_this_checkout(tmp_path: Path) -> None:
     co = _checkout(tmp_path)
     done = subprocess.run(
         [sys.executable, "-m", "streamkeep", "bench", "nodes", "--n", "300", "--base", str(co),
-         "--before", str(co), "--json", "--quiet"],
+         "--before", str(co), "--repeat", "2", "--json", "--quiet"],
         capture_output=True, text=True, timeout=900, cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     document = json.loads(done.stdout)
