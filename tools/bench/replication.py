@@ -128,8 +128,6 @@ def embedded_xadd(env: BenchEnv, replicas: int) -> Measurement:
                 if replicas:
                     caught_up = wait_caught_up(replica, offset(primary))
                     m.figures["catchup_ms"] = (caught_up - began - elapsed) * 1000
-                    m.notes.append(f"embedded XADD with a replica: it had every record "
-                                   f"{m.figures['catchup_ms']:,.1f} ms after the loop's last XADD")
         finally:
             primary.stop(30)
     return m
@@ -188,13 +186,9 @@ def apply(env: BenchEnv) -> Measurement:
         gc.collect()
         replay_s = _time_replay(replica.data_dir, records, BENCH_KEY)
     replay_rate = target / replay_s  # the replica's log: LSN 1..target after an empty snapshot
-    return Measurement(apply_rate, count=applied,
-                       figures={"replay_per_s": replay_rate,
-                                "apply_over_replay": apply_rate / replay_rate},
-                       notes=[f"catch-up: the replica applied {applied:,} records in "
-                              f"{caught_up - resumed:.3f} s after SIGCONT ({apply_rate:,.0f}/s); "
-                              f"Engine.open replayed its directory ({target:,} records) in "
-                              f"{replay_s:.3f} s ({replay_rate:,.0f}/s)"])
+    return Measurement(apply_rate, count=applied, figures={
+        "replay_per_s": replay_rate, "apply_over_replay": apply_rate / replay_rate,
+        "apply_s": caught_up - resumed, "replay_s": replay_s, "replayed_records": target})
 
 
 def lag(env: BenchEnv) -> Measurement:
@@ -255,8 +249,4 @@ def full_sync(env: BenchEnv) -> Measurement:
     seconds = done - began
     return Measurement(entries / seconds, count=entries,
                        figures={"seconds": seconds, "answering_s": answering - began,
-                                "snapshot_mb": snapshot_mb},
-                       notes=[f"full sync: {entries:,} entries, {pending:,} pending, a "
-                              f"{snapshot_mb:,.1f} MB snapshot at LSN {target:,}: the replica "
-                              f"answered PING {answering - began:.3f} s after its start, had "
-                              f"its link up and the primary's offset after {seconds:.3f} s"])
+                                "snapshot_mb": snapshot_mb, "snapshot_lsn": target})
